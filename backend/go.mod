@@ -1,0 +1,3 @@
+module github.com/openhcp/openhcp/backend
+
+go 1.26

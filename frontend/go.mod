@@ -1,0 +1,3 @@
+module github.com/openhcp/openhcp/frontend
+
+go 1.26

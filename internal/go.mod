@@ -1,0 +1,3 @@
+module github.com/openhcp/openhcp/internal
+
+go 1.26

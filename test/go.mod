@@ -1,0 +1,3 @@
+module github.com/openhcp/openhcp/test
+
+go 1.26

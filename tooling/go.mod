@@ -1,0 +1,3 @@
+module github.com/openhcp/openhcp/tooling
+
+go 1.26
