@@ -1,0 +1,222 @@
+// Package pgserver runs a private, throwaway PostgreSQL cluster with the system's initdb and
+// postgres binaries. The local region and every test that needs PostgreSQL start one; nothing
+// assumes a server is already there.
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Options says where the cluster lives.
+type Options struct {
+	// Dir holds the data directory and socket; it is created and owned by the server's user.
+	Dir string
+	// LogPath receives the server log; default Dir/postgres.log.
+	LogPath string
+	// Port to listen on, 127.0.0.1 only; 0 picks a free port.
+	Port int
+}
+
+// Server is a running cluster.
+type Server struct {
+	Port    int
+	Dir     string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+// BinDir finds the directory of the system's PostgreSQL server binaries.
+func BinDir() (string, error) {
+	if d := os.Getenv("OPENHCP_PG_BINDIR"); d != "" {
+		return d, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return pgMajor(dirs[i]) > pgMajor(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("no PostgreSQL server binaries (initdb) found: run 'make deps' or apt-get install postgresql")
+}
+
+func pgMajor(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+// Start initialises a new cluster in o.Dir and starts it. Under root the server runs as the
+// "postgres" user, because PostgreSQL refuses to run as root.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	if o.Port == 0 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find free port for postgres: %w", err)
+		}
+		o.Port = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	if o.LogPath == "" {
+		o.LogPath = filepath.Join(o.Dir, "postgres.log")
+	}
+	data := filepath.Join(o.Dir, "data")
+	sock := filepath.Join(o.Dir, "sock")
+	for _, d := range []string{o.Dir, sock} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	cred, err := credential()
+	if err != nil {
+		return nil, err
+	}
+	if cred != nil {
+		for _, d := range []string{o.Dir, sock} {
+			if err := os.Chown(d, int(cred.Uid), int(cred.Gid)); err != nil {
+				return nil, fmt.Errorf("chown %s to postgres: %w", d, err)
+			}
+		}
+	}
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+		"--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initdb %s: %w: %s", data, err, out)
+	}
+	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres log: %w", err)
+	}
+	// fsync off and a small footprint: this cluster is throwaway by design.
+	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(o.Port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+sock,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=300", "-c", "shared_buffers=128MB")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(s.done) }()
+	if err := s.waitReady(ctx, 60*time.Second); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("running as root needs the postgres user (apt-get install postgresql): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return fmt.Errorf("postgres exited during start-up; log %s:\n%s", s.LogPath, tail(s.LogPath))
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		c, err := pgx.Connect(ctx, s.DSN("postgres"))
+		if err == nil {
+			c.Close(ctx)
+			return nil
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("postgres not ready after %s: %v", timeout, last)
+}
+
+// DSN is the connection string for database db.
+func (s *Server) DSN(db string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.Port, db)
+}
+
+// CreateDatabase creates db unless it exists, and returns its DSN.
+func (s *Server) CreateDatabase(ctx context.Context, db string) (string, error) {
+	c, err := pgx.Connect(ctx, s.DSN("postgres"))
+	if err != nil {
+		return "", fmt.Errorf("connect to postgres: %w", err)
+	}
+	defer c.Close(ctx)
+	var exists bool
+	if err := c.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", db).Scan(&exists); err != nil {
+		return "", fmt.Errorf("check database %s: %w", db, err)
+	}
+	if !exists {
+		if _, err := c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
+			return "", fmt.Errorf("create database %s: %w", db, err)
+		}
+	}
+	return s.DSN(db), nil
+}
+
+// PID of the postmaster.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+// Done is closed when the server has exited.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Stop shuts the server down (fast shutdown), killing it after 10 s.
+func (s *Server) Stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-s.done
+	}
+}
+
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
