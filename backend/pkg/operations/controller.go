@@ -1,0 +1,310 @@
+// Package operations drives every asynchronous ARM operation to a terminal state. It learns of
+// new operations from the document store's change feed, of cluster changes from Cluster
+// Service's watch stream, and repairs anything either missed with a periodic resync: the
+// reconciler is level-triggered and idempotent, so it is safe to run again after any crash.
+package operations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// Config tunes the controller. Zero values take the documented defaults.
+type Config struct {
+	// ResyncPeriod is how often every active operation is checked even without events
+	// (default 30s).
+	ResyncPeriod time.Duration
+	// CreateDeadline bounds create and update operations (default 60m); DeleteDeadline bounds
+	// deletes (default 12h). An operation past its deadline ends Failed.
+	CreateDeadline time.Duration
+	DeleteDeadline time.Duration
+	// NotFoundGrace is how long a create may find its cluster unknown to Cluster Service before
+	// it fails; the frontend writes the operation just before it calls Cluster Service
+	// (default 2m).
+	NotFoundGrace time.Duration
+	// Workers is the number of operations reconciled at once (default 4).
+	Workers int
+}
+
+func (c *Config) defaults() {
+	if c.ResyncPeriod <= 0 {
+		c.ResyncPeriod = 30 * time.Second
+	}
+	if c.CreateDeadline <= 0 {
+		c.CreateDeadline = 60 * time.Minute
+	}
+	if c.DeleteDeadline <= 0 {
+		c.DeleteDeadline = 12 * time.Hour
+	}
+	if c.NotFoundGrace <= 0 {
+		c.NotFoundGrace = 2 * time.Minute
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+}
+
+// Controller reconciles operation documents against Cluster Service.
+type Controller struct {
+	store   store.Store
+	cs      csv1.ClustersClient
+	log     *slog.Logger
+	metrics *Metrics
+	cfg     Config
+	now     func() time.Time
+
+	queue *queue
+
+	mu sync.Mutex
+	// byCluster indexes active operations by Cluster Service ID, so a watch event finds the
+	// operations it concerns without a query.
+	byCluster map[string]map[opKey]struct{}
+}
+
+type opKey struct{ partition, id string }
+
+// New returns a controller. metrics may be nil.
+func New(st store.Store, cs csv1.ClustersClient, log *slog.Logger, metrics *Metrics, cfg Config) *Controller {
+	cfg.defaults()
+	return &Controller{
+		store: st, cs: cs, log: log, metrics: metrics, cfg: cfg, now: time.Now,
+		queue:     newQueue(),
+		byCluster: map[string]map[opKey]struct{}{},
+	}
+}
+
+// Run reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	run := func(name string, f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(ctx)
+			c.log.Debug("loop stopped", "loop", name)
+		}()
+	}
+	for i := 0; i < c.cfg.Workers; i++ {
+		run("worker", c.worker)
+	}
+	run("feed", c.followFeed)
+	run("watch", c.followClusters)
+	run("resync", c.resyncLoop)
+	<-ctx.Done()
+	c.queue.shutdown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) worker(ctx context.Context) {
+	for {
+		k, ok := c.queue.get()
+		if !ok {
+			return
+		}
+		requeue, err := c.Reconcile(ctx, k.partition, k.id)
+		c.queue.done(k)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.log.Warn("reconcile operation failed; retrying", "partition", k.partition, "operation", k.id, "error", err)
+			c.queue.addAfter(k, c.queue.backoff(k))
+		case requeue > 0:
+			c.queue.forget(k)
+			c.queue.addAfter(k, requeue)
+		default:
+			c.queue.forget(k)
+		}
+	}
+}
+
+// Reconcile brings one operation, and the resource it acts on, in line with Cluster Service.
+// It returns a delay after which the operation should be looked at again even without events.
+func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.Duration, error) {
+	doc, err := c.store.Get(ctx, partition, id)
+	if errors.Is(err, store.ErrNotFound) {
+		c.untrack(opKey{partition, id}, "")
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get operation %s: %w", id, err)
+	}
+	var op api.OperationDocument
+	if err := json.Unmarshal(doc.Body, &op); err != nil {
+		return 0, fmt.Errorf("decode operation %s: %w", id, err)
+	}
+	key := opKey{partition, id}
+	if op.Status.Terminal() {
+		c.untrack(key, op.InternalID)
+		return 0, nil
+	}
+	c.track(key, op.InternalID)
+	log := c.log.With("operation", op.ID, "resource", op.ExternalID, "clusterID", op.InternalID,
+		"request", op.Request, "correlationID", op.CorrelationID)
+
+	callCtx := metadata.AppendToOutgoingContext(ctx, "x-ms-correlation-request-id", op.CorrelationID)
+	cluster, err := c.cs.GetCluster(callCtx, &csv1.GetClusterRequest{Id: op.InternalID})
+	if status.Code(err) == codes.NotFound {
+		cluster, err = nil, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get cluster %s from cluster service: %w", op.InternalID, err)
+	}
+	out := mapCluster(&op, cluster)
+	now := c.now()
+	age := now.Sub(op.StartTime)
+	if cluster == nil && op.Request != api.OperationDelete && age < c.cfg.NotFoundGrace {
+		// The frontend may still be between writing the operation and calling Cluster Service.
+		return c.cfg.NotFoundGrace - age, nil
+	}
+	if deadline := c.deadline(op.Request); !out.status.Terminal() && age > deadline {
+		out = outcome{status: api.StateFailed, err: &api.CloudErrorBody{
+			Code:    "OperationTimedOut",
+			Message: fmt.Sprintf("The %s operation did not finish within %s.", strings.ToLower(string(op.Request)), deadline),
+		}}
+	}
+	if err := c.write(ctx, doc, &op, out, now); err != nil {
+		return 0, err
+	}
+	if out.status.Terminal() {
+		log.Info("operation finished", "status", out.status, "duration", age)
+		c.metrics.finished(op.Request, out.status, age)
+		c.untrack(key, op.InternalID)
+		return 0, nil
+	}
+	// Check again before the deadline passes, even if no event arrives.
+	return min(c.cfg.ResyncPeriod, max(c.deadline(op.Request)-age, time.Second)), nil
+}
+
+func (c *Controller) deadline(r api.OperationRequest) time.Duration {
+	if r == api.OperationDelete {
+		return c.cfg.DeleteDeadline
+	}
+	return c.cfg.CreateDeadline
+}
+
+// write stores the outcome on the operation and on its resource in one transaction, both
+// conditional on the ETags read, so a concurrent writer makes this attempt fail and retry.
+func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *api.OperationDocument, out outcome, now time.Time) error {
+	partition := opDoc.PartitionKey
+	var ops []store.TxOp
+
+	res, err := c.store.Get(ctx, partition, strings.ToLower(op.ExternalID))
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("get resource %s: %w", op.ExternalID, err)
+	}
+	if res != nil {
+		var rd api.ResourceDocument
+		if err := json.Unmarshal(res.Body, &rd); err != nil {
+			return fmt.Errorf("decode resource %s: %w", op.ExternalID, err)
+		}
+		// A newer operation owns the resource's state; this one only records its own end.
+		owns := rd.ActiveOperationID == "" || rd.ActiveOperationID == op.ID
+		switch {
+		case owns && out.gone:
+			ops = append(ops, store.TxOp{Kind: store.TxDelete, Doc: res, IfMatch: res.ETag})
+		case owns && (rd.ProvisioningState != out.status || (out.status.Terminal() && rd.ActiveOperationID != "")):
+			rd.ProvisioningState = out.status
+			if out.status.Terminal() {
+				rd.ActiveOperationID = ""
+			}
+			body, err := json.Marshal(rd)
+			if err != nil {
+				return fmt.Errorf("encode resource %s: %w", op.ExternalID, err)
+			}
+			next := *res
+			next.Body = body
+			ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: &next, IfMatch: res.ETag})
+		}
+	}
+
+	if op.Status != out.status || out.status.Terminal() {
+		op.Status = out.status
+		op.LastTransitionTime = now
+		op.Error = out.err
+		if out.status.Terminal() {
+			t := now
+			op.EndTime = &t
+		}
+		body, err := json.Marshal(op)
+		if err != nil {
+			return fmt.Errorf("encode operation %s: %w", op.ID, err)
+		}
+		next := *opDoc
+		next.Body = body
+		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: &next, IfMatch: opDoc.ETag})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if _, err := c.store.Transact(ctx, partition, ops); err != nil {
+		return fmt.Errorf("record %s on operation %s: %w", out.status, op.ID, err)
+	}
+	c.metrics.observeUpdate()
+	return nil
+}
+
+func (c *Controller) track(k opKey, clusterID string) {
+	if clusterID == "" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	set := c.byCluster[clusterID]
+	if set == nil {
+		set = map[opKey]struct{}{}
+		c.byCluster[clusterID] = set
+	}
+	set[k] = struct{}{}
+	c.metrics.setInFlight(c.countLocked())
+}
+
+func (c *Controller) untrack(k opKey, clusterID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if clusterID != "" {
+		delete(c.byCluster[clusterID], k)
+		if len(c.byCluster[clusterID]) == 0 {
+			delete(c.byCluster, clusterID)
+		}
+	} else {
+		for id, set := range c.byCluster {
+			delete(set, k)
+			if len(set) == 0 {
+				delete(c.byCluster, id)
+			}
+		}
+	}
+	c.metrics.setInFlight(c.countLocked())
+}
+
+func (c *Controller) countLocked() int {
+	n := 0
+	for _, set := range c.byCluster {
+		n += len(set)
+	}
+	return n
+}
+
+func (c *Controller) opsForCluster(clusterID string) []opKey {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]opKey, 0, len(c.byCluster[clusterID]))
+	for k := range c.byCluster[clusterID] {
+		keys = append(keys, k)
+	}
+	return keys
+}
