@@ -1,0 +1,697 @@
+// Package store keeps the Cluster Service model in PostgreSQL: clusters, provision shards and a
+// global, monotonically increasing revision with an event log (latest state per cluster plus
+// tombstones) that WatchClusters replays. Every write is transactional and conditional.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+)
+
+var (
+	// ErrNotFound: no such cluster or shard.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a conditional write lost against a concurrent change (stale revision).
+	ErrConflict = errors.New("conflict: the resource changed")
+	// ErrIDInUse: the cluster ID already belongs to a different ARM resource.
+	ErrIDInUse = errors.New("cluster id already used by a different ARM resource")
+	// ErrShardInUse: a shard can't change in a way that strands its clusters.
+	ErrShardInUse = errors.New("shard has clusters")
+)
+
+// writeLockKey is the transaction advisory lock every cluster write takes before it draws a
+// revision. It makes revisions commit in order, so a watcher that has seen revision N never
+// later finds a committed N-1, and it serialises placement so shards are never overfilled.
+const writeLockKey = 0x0cb5_0002
+
+// notifyChannel is the LISTEN/NOTIFY channel that wakes watchers; the payload is the revision.
+const notifyChannel = "openhcp_cluster_events"
+
+// Cluster is a stored cluster.
+type Cluster struct {
+	ID            string
+	ARMResourceID string // as the caller spelled it; compared lower-cased
+	Spec          *csv1.ClusterSpec
+	Status        *csv1.ClusterStatus
+	Shard         string // empty until placed
+	Namespace     string
+	Deleting      bool
+	Revision      int64
+	CreateTime    time.Time
+	UpdateTime    time.Time
+
+	// Secret material generated at create so the ManifestWork is the same on every build.
+	EtcdEncryptionKey []byte
+	SSHPublicKey      string
+}
+
+// Event is one entry of the cluster event log.
+type Event struct {
+	Type     csv1.EventType // UPSERTED or DELETED
+	Revision int64
+	Cluster  *Cluster // for DELETED, the last known state
+}
+
+// Store is the PostgreSQL-backed store. Its zero value is not usable; call Open.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	waiters map[chan struct{}]struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// Open connects, applies migrations and starts the LISTEN loop that wakes watchers.
+func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse database DSN: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	s := &Store{pool: pool, log: log, waiters: map[chan struct{}]struct{}{}, cancel: cancel, done: make(chan struct{})}
+	go s.listen(lctx)
+	return s, nil
+}
+
+// Close stops the listener and closes the pool.
+func (s *Store) Close() {
+	s.cancel()
+	<-s.done
+	s.pool.Close()
+}
+
+// Ping checks the database connection (readiness).
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// ---- clusters
+
+const clusterColumns = `id, arm_resource_id_orig, spec, status, coalesce(shard, ''), namespace, deleting, revision,
+	create_time, update_time, etcd_encryption_key, ssh_public_key`
+
+func scanCluster(row pgx.Row) (*Cluster, error) {
+	var c Cluster
+	var spec, st []byte
+	if err := row.Scan(&c.ID, &c.ARMResourceID, &spec, &st, &c.Shard, &c.Namespace, &c.Deleting, &c.Revision,
+		&c.CreateTime, &c.UpdateTime, &c.EtcdEncryptionKey, &c.SSHPublicKey); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	c.Spec, c.Status = &csv1.ClusterSpec{}, &csv1.ClusterStatus{}
+	if err := protojson.Unmarshal(spec, c.Spec); err != nil {
+		return nil, fmt.Errorf("decode spec of cluster %s: %w", c.ID, err)
+	}
+	if err := protojson.Unmarshal(st, c.Status); err != nil {
+		return nil, fmt.Errorf("decode status of cluster %s: %w", c.ID, err)
+	}
+	return &c, nil
+}
+
+// CreateCluster stores a new cluster and places it on a shard with policy, in one transaction.
+// It is idempotent on the ARM resource ID (case-insensitive): if a cluster for it exists, that
+// cluster is returned with created=false, whatever c.ID says. ErrIDInUse if c.ID is taken by a
+// different ARM resource; placement errors (ResourceExhausted) are returned as they are.
+// The input's Spec and Status are stored; Revision, times, shard and secrets are set here.
+func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.Policy) (_ *Cluster, created bool, err error) {
+	armID := strings.ToLower(c.ARMResourceID)
+	etcdKey := make([]byte, 32)
+	if _, err := rand.Read(etcdKey); err != nil {
+		return nil, false, fmt.Errorf("generate etcd encryption key: %w", err)
+	}
+	sshKey, err := newSSHPublicKey()
+	if err != nil {
+		return nil, false, err
+	}
+	var out *Cluster
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		existing, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE arm_resource_id = $1`, armID))
+		if err == nil {
+			out = existing
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		var otherARM string
+		switch err := tx.QueryRow(ctx, `SELECT arm_resource_id FROM clusters WHERE id = $1`, c.ID).Scan(&otherARM); {
+		case err == nil:
+			return ErrIDInUse
+		case !errors.Is(err, pgx.ErrNoRows):
+			return err
+		}
+		shard, err := placeTx(ctx, tx, policy, placement.Request{ClusterID: c.ID, Location: c.Spec.GetAzure().GetLocation()})
+		if err != nil {
+			return err
+		}
+		st := proto.Clone(c.Status).(*csv1.ClusterStatus)
+		if st == nil || st.State == csv1.ClusterState_CLUSTER_STATE_UNSPECIFIED {
+			st = &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_PENDING, Message: "The cluster is accepted and placed; its manifests are not sent yet."}
+		}
+		spec, err := protojson.Marshal(c.Spec)
+		if err != nil {
+			return err
+		}
+		stj, err := protojson.Marshal(st)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		// ON CONFLICT is a second guard; the advisory lock already serialises creates.
+		out, err = scanCluster(tx.QueryRow(ctx, `INSERT INTO clusters
+			(id, arm_resource_id, arm_resource_id_orig, spec, status, state, shard, namespace, revision, etcd_encryption_key, ssh_public_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT DO NOTHING
+			RETURNING `+clusterColumns,
+			c.ID, armID, c.ARMResourceID, spec, stj, st.State.String(), shard, c.Namespace, rev, etcdKey, sshKey))
+		if errors.Is(err, ErrNotFound) {
+			return ErrConflict
+		}
+		if err != nil {
+			return err
+		}
+		created = true
+		return recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+// placeTx counts clusters per shard and asks the policy, inside the caller's transaction (which
+// holds the write lock), so two concurrent placements cannot both take a shard's last slot.
+func placeTx(ctx context.Context, tx pgx.Tx, policy placement.Policy, req placement.Request) (string, error) {
+	shards, err := listShards(ctx, tx)
+	if err != nil {
+		return "", err
+	}
+	return policy.Choose(ctx, req, shards)
+}
+
+// PlaceCluster places a cluster that has no shard yet; a placed cluster never moves, so for
+// one that has a shard this returns it unchanged.
+func (s *Store) PlaceCluster(ctx context.Context, id string, policy placement.Policy) (*Cluster, error) {
+	var out *Cluster
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1`, id))
+		if err != nil {
+			return err
+		}
+		if c.Shard != "" || c.Deleting {
+			out = c
+			return nil
+		}
+		shard, err := placeTx(ctx, tx, policy, placement.Request{ClusterID: c.ID, Location: c.Spec.GetAzure().GetLocation()})
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET shard = $2, revision = $3, update_time = now()
+			WHERE id = $1 AND shard IS NULL RETURNING `+clusterColumns, id, shard, rev))
+		if err != nil {
+			return err
+		}
+		return recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
+	})
+	return out, err
+}
+
+// GetCluster returns the cluster or ErrNotFound.
+func (s *Store) GetCluster(ctx context.Context, id string) (*Cluster, error) {
+	return scanCluster(s.pool.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1`, id))
+}
+
+// ListOptions pages ListClusters by id.
+type ListOptions struct {
+	// Limit is the page size; 0 means no limit.
+	Limit int
+	// AfterID returns clusters with an id greater than this.
+	AfterID string
+	// ARMResourceIDPrefix filters case-insensitively.
+	ARMResourceIDPrefix string
+	// Shard filters by shard when set.
+	Shard string
+}
+
+// ListClusters returns clusters in id order.
+func (s *Store) ListClusters(ctx context.Context, o ListOptions) ([]*Cluster, error) {
+	q := `SELECT ` + clusterColumns + ` FROM clusters WHERE id > $1 AND starts_with(arm_resource_id, $2)
+		AND ($3 = '' OR shard = $3) ORDER BY id`
+	args := []any{o.AfterID, strings.ToLower(o.ARMResourceIDPrefix), o.Shard}
+	if o.Limit > 0 {
+		q += ` LIMIT $4`
+		args = append(args, o.Limit)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	defer rows.Close()
+	var out []*Cluster
+	for rows.Next() {
+		c, err := scanCluster(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list clusters: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// MarkDeleting sets the deleting flag and the UNINSTALLING state. It is idempotent: a cluster
+// already deleting is returned unchanged (no new revision).
+func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
+	var out *Cluster
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		if c.Deleting {
+			out = c
+			return nil
+		}
+		st := proto.Clone(c.Status).(*csv1.ClusterStatus)
+		st.State = csv1.ClusterState_CLUSTER_STATE_UNINSTALLING
+		st.Message = "The cluster is being deleted."
+		st.ErrorCode = ""
+		stj, err := protojson.Marshal(st)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET deleting = true, status = $2, state = $3, revision = $4,
+			update_time = now() WHERE id = $1 RETURNING `+clusterColumns, id, stj, st.State.String(), rev))
+		if err != nil {
+			return err
+		}
+		return recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
+	})
+	return out, err
+}
+
+// UpdateStatus replaces the status if the cluster is still at revision (ErrConflict
+// otherwise). An identical status is not written and keeps the revision.
+func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st *csv1.ClusterStatus) (*Cluster, error) {
+	var out *Cluster
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		if c.Revision != revision {
+			return ErrConflict
+		}
+		if proto.Equal(c.Status, st) {
+			out = c
+			return nil
+		}
+		stj, err := protojson.Marshal(st)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET status = $2, state = $3, revision = $4, update_time = now()
+			WHERE id = $1 AND revision = $5 RETURNING `+clusterColumns, id, stj, st.State.String(), rev, revision))
+		if errors.Is(err, ErrNotFound) {
+			return ErrConflict
+		}
+		if err != nil {
+			return err
+		}
+		return recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
+	})
+	return out, err
+}
+
+// RemoveCluster deletes a cluster that is marked deleting and still at revision, and records
+// the DELETED event (tombstone). Only the controller calls it, once the ManifestWork is gone.
+func (s *Store) RemoveCluster(ctx context.Context, id string, revision int64) error {
+	return s.writeTx(ctx, func(tx pgx.Tx) error {
+		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		if c.Revision != revision || !c.Deleting {
+			return ErrConflict
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM clusters WHERE id = $1`, id); err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		c.Revision = rev
+		c.UpdateTime = time.Now()
+		return recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_DELETED, c)
+	})
+}
+
+// ---- events
+
+type eventDoc struct {
+	ID            string          `json:"id"`
+	ARMResourceID string          `json:"armResourceId"`
+	Spec          json.RawMessage `json:"spec"`
+	Status        json.RawMessage `json:"status"`
+	Shard         string          `json:"shard,omitempty"`
+	Namespace     string          `json:"namespace"`
+	Deleting      bool            `json:"deleting,omitempty"`
+	Revision      int64           `json:"revision"`
+	CreateTime    time.Time       `json:"createTime"`
+	UpdateTime    time.Time       `json:"updateTime"`
+}
+
+func nextRevision(ctx context.Context, tx pgx.Tx) (int64, error) {
+	var rev int64
+	if err := tx.QueryRow(ctx, `SELECT nextval('cluster_revision_seq')`).Scan(&rev); err != nil {
+		return 0, fmt.Errorf("next revision: %w", err)
+	}
+	return rev, nil
+}
+
+// recordEvent replaces the cluster's previous event with this one (a watcher resuming from an
+// older revision only needs the latest state) and notifies listeners at commit. Secret material
+// is not copied into events.
+func recordEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType, c *Cluster) error {
+	spec, err := protojson.Marshal(c.Spec)
+	if err != nil {
+		return err
+	}
+	st, err := protojson.Marshal(c.Status)
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(eventDoc{ID: c.ID, ARMResourceID: c.ARMResourceID, Spec: spec, Status: st, Shard: c.Shard,
+		Namespace: c.Namespace, Deleting: c.Deleting, Revision: c.Revision, CreateTime: c.CreateTime, UpdateTime: c.UpdateTime})
+	if err != nil {
+		return err
+	}
+	t := "UPSERTED"
+	if typ == csv1.EventType_EVENT_TYPE_DELETED {
+		t = "DELETED"
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM cluster_events WHERE cluster_id = $1`, c.ID); err != nil {
+		return fmt.Errorf("prune events of %s: %w", c.ID, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO cluster_events (revision, cluster_id, type, cluster) VALUES ($1, $2, $3, $4)`,
+		c.Revision, c.ID, t, doc); err != nil {
+		return fmt.Errorf("record event of %s: %w", c.ID, err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(c.Revision)); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// EventsAfter returns up to limit events with a revision greater than after, in order.
+func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
+	rows, err := s.pool.Query(ctx, `SELECT revision, type, cluster FROM cluster_events WHERE revision > $1
+		ORDER BY revision LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var rev int64
+		var typ string
+		var doc []byte
+		if err := rows.Scan(&rev, &typ, &doc); err != nil {
+			return nil, fmt.Errorf("read events: %w", err)
+		}
+		var d eventDoc
+		if err := json.Unmarshal(doc, &d); err != nil {
+			return nil, fmt.Errorf("decode event %d: %w", rev, err)
+		}
+		c := &Cluster{ID: d.ID, ARMResourceID: d.ARMResourceID, Shard: d.Shard, Namespace: d.Namespace, Deleting: d.Deleting,
+			Revision: d.Revision, CreateTime: d.CreateTime, UpdateTime: d.UpdateTime, Spec: &csv1.ClusterSpec{}, Status: &csv1.ClusterStatus{}}
+		if err := protojson.Unmarshal(d.Spec, c.Spec); err != nil {
+			return nil, fmt.Errorf("decode event %d: %w", rev, err)
+		}
+		if err := protojson.Unmarshal(d.Status, c.Status); err != nil {
+			return nil, fmt.Errorf("decode event %d: %w", rev, err)
+		}
+		e := Event{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: rev, Cluster: c}
+		if typ == "DELETED" {
+			e.Type = csv1.EventType_EVENT_TYPE_DELETED
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Snapshot returns every cluster and the revision the snapshot is consistent with; a watcher
+// continues with EventsAfter(revision).
+func (s *Store) Snapshot(ctx context.Context) ([]*Cluster, int64, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, 0, fmt.Errorf("snapshot: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	var rev int64
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM cluster_events`).Scan(&rev); err != nil {
+		return nil, 0, fmt.Errorf("snapshot revision: %w", err)
+	}
+	rows, err := tx.Query(ctx, `SELECT `+clusterColumns+` FROM clusters ORDER BY id`)
+	if err != nil {
+		return nil, 0, fmt.Errorf("snapshot: %w", err)
+	}
+	defer rows.Close()
+	var out []*Cluster
+	for rows.Next() {
+		c, err := scanCluster(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("snapshot: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("snapshot: %w", err)
+	}
+	return out, rev, nil
+}
+
+// CurrentRevision is the latest committed revision.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	var rev int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM cluster_events`).Scan(&rev)
+	return rev, err
+}
+
+// Changes returns a channel that receives a value (coalesced) whenever a cluster change is
+// committed, and a function to stop. Readers then call EventsAfter. The channel also fires after
+// the listener reconnects, since changes may have been missed meanwhile.
+func (s *Store) Changes() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.waiters[ch] = struct{}{}
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		delete(s.waiters, ch)
+		s.mu.Unlock()
+	}
+}
+
+func (s *Store) wake() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// listen holds one connection with LISTEN and fans notifications out; it reconnects with
+// backoff until the store is closed.
+func (s *Store) listen(ctx context.Context) {
+	defer close(s.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("cluster event listener lost its connection; reconnecting", "error", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `LISTEN `+notifyChannel); err != nil {
+		return err
+	}
+	defer conn.Exec(context.Background(), `UNLISTEN `+notifyChannel) //nolint:errcheck
+	s.wake() // anything committed while we were not listening
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return err
+		}
+		s.wake()
+	}
+}
+
+// writeTx runs fn in a transaction that holds the global write lock.
+func (s *Store) writeTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLockKey)); err != nil {
+			return fmt.Errorf("take write lock: %w", err)
+		}
+		return fn(tx)
+	})
+}
+
+// ---- shards
+
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+const shardQuery = `SELECT s.name, s.status, s.max_clusters, s.labels,
+	(SELECT count(*) FROM clusters c WHERE c.shard = s.name)::int AS cluster_count
+	FROM provision_shards s`
+
+func scanShard(row pgx.Row) (placement.Shard, error) {
+	var sh placement.Shard
+	var st string
+	if err := row.Scan(&sh.Name, &st, &sh.MaxClusters, &sh.Labels, &sh.ClusterCount); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return sh, ErrNotFound
+		}
+		return sh, err
+	}
+	sh.Status = csv1.ShardStatus(csv1.ShardStatus_value[st])
+	return sh, nil
+}
+
+func listShards(ctx context.Context, q querier) ([]placement.Shard, error) {
+	rows, err := q.Query(ctx, shardQuery+` ORDER BY s.name`)
+	if err != nil {
+		return nil, fmt.Errorf("list shards: %w", err)
+	}
+	defer rows.Close()
+	var out []placement.Shard
+	for rows.Next() {
+		sh, err := scanShard(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list shards: %w", err)
+		}
+		out = append(out, sh)
+	}
+	return out, rows.Err()
+}
+
+// ListShards returns all shards with their current cluster counts.
+func (s *Store) ListShards(ctx context.Context) ([]placement.Shard, error) { return listShards(ctx, s.pool) }
+
+// GetShard returns one shard or ErrNotFound.
+func (s *Store) GetShard(ctx context.Context, name string) (placement.Shard, error) {
+	return scanShard(s.pool.QueryRow(ctx, shardQuery+` WHERE s.name = $1`, name))
+}
+
+// RegisterShard creates the shard or updates its status, capacity and labels. An unspecified
+// status means ACTIVE for a new shard and "unchanged" for an existing one.
+func (s *Store) RegisterShard(ctx context.Context, sh placement.Shard) (placement.Shard, error) {
+	if sh.Labels == nil {
+		sh.Labels = map[string]string{}
+	}
+	var out placement.Shard
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		newStatus := csv1.ShardStatus_SHARD_STATUS_ACTIVE.String()
+		if sh.Status != csv1.ShardStatus_SHARD_STATUS_UNSPECIFIED {
+			newStatus = sh.Status.String()
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO provision_shards (name, status, max_clusters, labels) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (name) DO UPDATE SET
+				status = CASE WHEN $5 THEN provision_shards.status ELSE excluded.status END,
+				max_clusters = excluded.max_clusters, labels = excluded.labels, update_time = now()`,
+			sh.Name, newStatus, sh.MaxClusters, sh.Labels, sh.Status == csv1.ShardStatus_SHARD_STATUS_UNSPECIFIED)
+		if err != nil {
+			return fmt.Errorf("register shard %s: %w", sh.Name, err)
+		}
+		out, err = scanShard(tx.QueryRow(ctx, shardQuery+` WHERE s.name = $1`, sh.Name))
+		return err
+	})
+	return out, err
+}
+
+// SetShardStatus changes a shard's status; ErrNotFound if it does not exist.
+func (s *Store) SetShardStatus(ctx context.Context, name string, st csv1.ShardStatus) (placement.Shard, error) {
+	var out placement.Shard
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE provision_shards SET status = $2, update_time = now() WHERE name = $1`, name, st.String())
+		if err != nil {
+			return fmt.Errorf("set shard status %s: %w", name, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		out, err = scanShard(tx.QueryRow(ctx, shardQuery+` WHERE s.name = $1`, name))
+		return err
+	})
+	return out, err
+}
+
+// IsUniqueViolation reports a unique-constraint violation.
+func IsUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
