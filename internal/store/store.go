@@ -25,6 +25,8 @@ var (
 	// ErrETagRequired is returned for a replace or delete without an ETag: every write is
 	// conditional.
 	ErrETagRequired = errors.New("etag required for a conditional write")
+	// ErrInvalidContinuation is returned by Query for a continuation token it did not issue.
+	ErrInvalidContinuation = errors.New("invalid continuation token")
 )
 
 // Document is one stored JSON document.
