@@ -12,3 +12,7 @@ PATH="$bin:$PATH" protoc -I cluster-service/api -I /usr/include \
   --go_out=cluster-service/api --go_opt=paths=source_relative \
   --go-grpc_out=cluster-service/api --go-grpc_opt=paths=source_relative \
   cluster-service/api/v1/*.proto
+
+# Management-cluster CRDs (HostedCluster, NodePool, ManifestWork, AppliedManifestWork), copied and
+# cleaned from the API modules pinned in tooling/go.mod.
+go run ./tooling/cmd/gen-crds -module-dir tooling -out tooling/pkg/crds/manifests

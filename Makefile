@@ -1,0 +1,60 @@
+# OpenHCP. `make run` brings up a local region; `make test` runs every test, end to end included.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+MODULES := internal cluster-service frontend backend tooling test
+PKGS := $(foreach m,$(MODULES),github.com/openhcp/openhcp/$(m)/...)
+# Pinned tool builds are cached outside the checkout and rebuilt only when their inputs change.
+export OPENHCP_TOOLS_DIR ?= $(HOME)/.cache/openhcp/tools
+KUBE_VERSION := v1.32.13
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32
+TEST_TIMEOUT ?= 40m
+FUZZTIME ?= 10s
+
+.PHONY: help
+help:
+	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
+	@echo "make test      unit, integration and end-to-end tests"
+	@echo "make generate  regenerate committed generated code"
+	@echo "make bench     benchmarks; results go to docs/performance.md"
+	@echo "make lint      gofmt and go vet"
+	@echo "make tools     build the pinned kube-apiserver, etcd and maestro (cached)"
+
+.PHONY: deps
+deps:
+	@hack/ensure-packages.sh postgresql mosquitto protobuf-compiler libprotobuf-dev
+
+.PHONY: tools
+tools:
+	@hack/tool.sh kube-apiserver dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-apiserver "$(KUBE_LDFLAGS)" >/dev/null
+	@hack/tool.sh etcd dev-infrastructure/kube-tools ./cmd/etcd >/dev/null
+	@hack/tool.sh maestro maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
+
+.PHONY: run
+run: deps tools
+	go run ./tooling/cmd/openhcp-region $(RUN_ARGS)
+
+.PHONY: test
+test: deps tools
+	go test -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+.PHONY: fuzz
+fuzz:
+	@hack/fuzz.sh $(FUZZTIME)
+
+.PHONY: generate
+generate:
+	hack/generate.sh
+
+.PHONY: verify-generate
+verify-generate: generate
+	@git diff --exit-code -- cluster-service/api tooling/pkg/crds || (echo "generated code is stale: run make generate and commit" && exit 1)
+
+.PHONY: bench
+bench: deps tools
+	go test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
+
+.PHONY: lint
+lint:
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet $(PKGS)

@@ -1,0 +1,278 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+)
+
+const apiVersion = "2024-06-10-preview"
+
+var (
+	hostedClusterGVR        = schema.GroupVersionResource{Group: "hypershift.openshift.io", Version: "v1beta1", Resource: "hostedclusters"}
+	appliedManifestWorkGVR  = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
+	httpClient              = &http.Client{Timeout: 30 * time.Second}
+)
+
+// armResponse is a frontend answer with its body read.
+type armResponse struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+// arm sends an ARM-style request to the frontend, as ARM would: with request and correlation
+// IDs, and the caller's systemData.
+func arm(t *testing.T, method, path string, body any) armResponse {
+	t.Helper()
+	u := region.Info.Frontend.URL + path
+	if !strings.Contains(path, "api-version=") {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		u += sep + "api-version=" + apiVersion
+	}
+	return armURL(t, method, u, body)
+}
+
+func armURL(t *testing.T, method, u string, body any) armResponse {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatalf("encode body: %v", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		t.Fatalf("build request: %v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("x-ms-client-request-id", uuid.NewString())
+	req.Header.Set("x-ms-correlation-request-id", uuid.NewString())
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := armResponse{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		if err := json.Unmarshal(raw, &out.Body); err != nil {
+			t.Fatalf("%s %s: %d with a body that is not a JSON object: %q", method, u, resp.StatusCode, raw)
+		}
+	}
+	if resp.Header.Get("x-ms-request-id") == "" {
+		t.Errorf("%s %s: response has no x-ms-request-id", method, u)
+	}
+	return out
+}
+
+func registerSubscription(t *testing.T, sub string) {
+	t.Helper()
+	r := arm(t, http.MethodPut, "/subscriptions/"+sub+"?api-version=2.0", map[string]any{
+		"state":            "Registered",
+		"registrationDate": time.Now().UTC().Format(time.RFC3339),
+		"properties":       map[string]any{"tenantId": uuid.NewString()},
+	})
+	if r.Status != http.StatusOK && r.Status != http.StatusCreated {
+		t.Fatalf("register subscription: %d %s", r.Status, r.Raw)
+	}
+}
+
+func clusterPath(sub, rg, name string) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/%s", sub, rg, name)
+}
+
+// clusterBody is a valid create body for the api-version under test.
+func clusterBody(sub, rg string) map[string]any {
+	net := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network"
+	mi := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
+	return map[string]any{
+		"location": region.Info.Location,
+		"tags":     map[string]string{"purpose": "e2e"},
+		"properties": map[string]any{
+			"version": map[string]any{"id": "4.19", "channelGroup": "stable"},
+			"network": map[string]any{
+				"networkType": "OVNKubernetes", "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16",
+				"machineCidr": "10.0.0.0/16", "hostPrefix": 23,
+			},
+			"api": map[string]any{"visibility": "Public"},
+			"platform": map[string]any{
+				"managedResourceGroup":   "managed-" + rg,
+				"subnetId":               net + "/virtualNetworks/vnet/subnets/workers",
+				"networkSecurityGroupId": net + "/networkSecurityGroups/nsg",
+				"outboundType":           "LoadBalancer",
+				"operatorsAuthentication": map[string]any{"userAssignedIdentities": map[string]any{
+					"controlPlaneOperators":  map[string]string{"cluster-api-azure": mi + "capz"},
+					"dataPlaneOperators":     map[string]string{"disk-csi-driver": mi + "disk"},
+					"serviceManagedIdentity": mi + "service",
+				}},
+			},
+		},
+		"identity": map[string]any{
+			"type":                   "UserAssigned",
+			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}},
+		},
+	}
+}
+
+// waitOperation follows an Azure-AsyncOperation URL until the operation is terminal, as an ARM
+// client would, and returns the final status body.
+func waitOperation(t *testing.T, asyncURL string, timeout time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last map[string]any
+	for time.Now().Before(deadline) {
+		r := armURL(t, http.MethodGet, asyncURL, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("operation status: %d %s", r.Status, r.Raw)
+		}
+		last = r.Body
+		switch r.Body["status"] {
+		case "Succeeded", "Failed", "Canceled":
+			return r.Body
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("operation %s not terminal after %s; last status %v", asyncURL, timeout, last)
+	return nil
+}
+
+func clusterService(t *testing.T) csv1.ClustersClient {
+	t.Helper()
+	conn, err := grpc.NewClient(region.Info.ClusterService.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("dial cluster service: %v", err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return csv1.NewClustersClient(conn)
+}
+
+// csClusters lists what Cluster Service holds for one ARM resource ID.
+func csClusters(t *testing.T, resourceID string) []*csv1.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := clusterService(t).ListClusters(ctx, &csv1.ListClustersRequest{ArmResourceIdPrefix: resourceID, PageSize: 100})
+	if err != nil {
+		t.Fatalf("list clusters in cluster service: %v", err)
+	}
+	var out []*csv1.Cluster
+	for _, c := range resp.GetClusters() {
+		if strings.EqualFold(c.GetArmResourceId(), resourceID) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func kube(t *testing.T, mc localregion.ManagementClusterInfo) dynamic.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", mc.Kubeconfig)
+	if err != nil {
+		t.Fatalf("kubeconfig of %s: %v", mc.Name, err)
+	}
+	c, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("client for %s: %v", mc.Name, err)
+	}
+	return c
+}
+
+// hostedClusters lists the HostedClusters on a management cluster in namespaces of one CS
+// cluster ID (all of them when csID is empty).
+func hostedClusters(t *testing.T, mc localregion.ManagementClusterInfo, csID string) []unstructured.Unstructured {
+	t.Helper()
+	list, err := kube(t, mc).Resource(hostedClusterGVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list hostedclusters on %s: %v", mc.Name, err)
+	}
+	var out []unstructured.Unstructured
+	for _, hc := range list.Items {
+		if csID == "" || strings.HasSuffix(hc.GetNamespace(), csID) {
+			out = append(out, hc)
+		}
+	}
+	return out
+}
+
+func managementCluster(t *testing.T, shard string) localregion.ManagementClusterInfo {
+	t.Helper()
+	for _, mc := range region.Info.ManagementClusters {
+		if mc.ProvisionShard == shard {
+			return mc
+		}
+	}
+	t.Fatalf("cluster service placed the cluster on %q, which is not a management cluster of this region", shard)
+	return localregion.ManagementClusterInfo{}
+}
+
+func condition(obj unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
+// eventually retries f until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+}
+
+func appliedWorksFor(t *testing.T, mc localregion.ManagementClusterInfo, csID string) ([]string, error) {
+	list, err := kube(t, mc).Resource(appliedManifestWorkGVR).List(context.Background(), metav1.ListOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, w := range list.Items {
+		b, _ := json.Marshal(w.Object)
+		if strings.Contains(string(b), csID) {
+			names = append(names, w.GetName())
+		}
+	}
+	return names, nil
+}

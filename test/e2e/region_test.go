@@ -1,0 +1,63 @@
+// Package e2e tests a launched local region as a user would drive it: ARM calls to the frontend,
+// checks on the management clusters with a Kubernetes client, and faults injected into the
+// running processes.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+)
+
+// region is shared by the tests of this package: bringing one up takes tens of seconds.
+var region *localregion.Region
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "openhcp-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// Under root, PostgreSQL runs as the postgres user and must traverse this directory.
+	_ = os.Chmod(dir, 0o755)
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	start := time.Now()
+	region, err = localregion.Up(ctx, localregion.Config{
+		StateDir:           dir,
+		ManagementClusters: 2,
+		Sim:                localregion.SimConfig{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second},
+		BackendResync:      5 * time.Second,
+		Progress:           os.Stderr,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bring up the region: %v\n", err)
+		dumpLogs(filepath.Join(dir, "logs"))
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "region up in %s\n", time.Since(start).Round(time.Millisecond))
+	code := m.Run()
+	if code != 0 {
+		dumpLogs(region.Info.LogDir)
+	}
+	region.Stop()
+	return code
+}
+
+// dumpLogs prints the tail of every log, so a CI failure can be diagnosed from its output.
+func dumpLogs(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		fmt.Fprintf(os.Stderr, "\n===== %s (tail) =====\n%s\n", e.Name(), localregion.FileTail(filepath.Join(dir, e.Name()), 3000))
+	}
+}

@@ -1,0 +1,340 @@
+// Package localregion brings up a whole OpenHCP region on one machine from real parts:
+// PostgreSQL, mosquitto, the Maestro server, management clusters (etcd + kube-apiserver, a
+// Maestro agent and hypershift-sim each), Cluster Service, the backend and the frontend. Every
+// part is a plain process on free loopback ports, so two regions can run side by side.
+package localregion
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/pgserver"
+)
+
+// Config describes the region to bring up. Zero values take the documented defaults.
+type Config struct {
+	// Root is the repository root (default: found from the working directory).
+	Root string
+	// StateDir holds throwaway state and logs (default <Root>/.run). Logs go to StateDir/logs
+	// and are kept; everything else under StateDir/state is removed on Stop.
+	StateDir string
+	// RegionFile is where the endpoints are written as JSON (default StateDir/region.json).
+	RegionFile string
+	// Location is the ARM location the region serves (default "westus3").
+	Location string
+	// ManagementClusters is how many management clusters (provision shards) to start
+	// (default 2).
+	ManagementClusters int
+	// ShardCapacity is each shard's max hosted clusters (default 100).
+	ShardCapacity int
+	// EnvName is Cluster Service's environment name, used in namespaces (default "dev").
+	EnvName string
+	// Sim tunes hypershift-sim on every management cluster.
+	Sim SimConfig
+	// BackendResync is the backend's resync period (default 10s).
+	BackendResync time.Duration
+	// Progress receives one line per step (default: discarded).
+	Progress io.Writer
+}
+
+// SimConfig is passed to every hypershift-sim.
+type SimConfig struct {
+	AvailableDelay time.Duration
+	DeleteDelay    time.Duration
+}
+
+// Info is what region.json holds: everything a person, test or tool needs to reach the region.
+type Info struct {
+	Location           string                  `json:"location"`
+	Frontend           FrontendInfo            `json:"frontend"`
+	ClusterService     ServiceInfo             `json:"clusterService"`
+	Backend            ServiceInfo             `json:"backend"`
+	Maestro            MaestroInfo             `json:"maestro"`
+	Postgres           PostgresInfo            `json:"postgres"`
+	MQTT               MQTTInfo                `json:"mqtt"`
+	ManagementClusters []ManagementClusterInfo `json:"managementClusters"`
+	LogDir             string                  `json:"logDir"`
+}
+
+type FrontendInfo struct {
+	URL        string `json:"url"`
+	CAFile     string `json:"caFile,omitempty"`
+	MetricsURL string `json:"metrics"`
+}
+
+type ServiceInfo struct {
+	GRPC       string `json:"grpc,omitempty"`
+	MetricsURL string `json:"metrics"`
+}
+
+type MaestroInfo struct {
+	REST       string `json:"rest"`
+	GRPC       string `json:"grpc"`
+	MetricsURL string `json:"metrics"`
+}
+
+type PostgresInfo struct {
+	DSN string `json:"dsn"`
+}
+
+type MQTTInfo struct {
+	URL string `json:"url"`
+}
+
+type ManagementClusterInfo struct {
+	Name            string `json:"name"`
+	Kubeconfig      string `json:"kubeconfig"`
+	Server          string `json:"server"`
+	SimMetricsURL   string `json:"hypershiftSimMetrics"`
+	AgentHealthURL  string `json:"maestroAgentHealth"`
+	ConsumerName    string `json:"maestroConsumer"`
+	ProvisionShard  string `json:"provisionShard"`
+	NamespacePrefix string `json:"namespacePrefix"`
+}
+
+// Region is a running local region.
+type Region struct {
+	Info Info
+	cfg  Config
+
+	logDir   string
+	stateDir string
+	binDir   string
+
+	mu       sync.Mutex
+	services map[string]*service
+	stoppers []func()
+	crashes  chan Crash
+}
+
+// Crash reports a child that exited without being asked to.
+type Crash struct {
+	Name    string
+	Err     error
+	LogTail string
+}
+
+// service is one of our own processes, kept so tests can kill and restart it.
+type service struct {
+	spec  ProcSpec
+	proc  *Process
+	ready func(context.Context) error
+}
+
+func (c *Config) defaults() error {
+	if c.Root == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return err
+		}
+		c.Root = root
+	}
+	if c.StateDir == "" {
+		c.StateDir = filepath.Join(c.Root, ".run")
+	}
+	if c.RegionFile == "" {
+		c.RegionFile = filepath.Join(c.StateDir, "region.json")
+	}
+	if c.Location == "" {
+		c.Location = "westus3"
+	}
+	if c.ManagementClusters <= 0 {
+		c.ManagementClusters = 2
+	}
+	if c.ShardCapacity <= 0 {
+		c.ShardCapacity = 100
+	}
+	if c.EnvName == "" {
+		c.EnvName = "dev"
+	}
+	if c.BackendResync <= 0 {
+		c.BackendResync = 10 * time.Second
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return nil
+}
+
+// RepoRoot finds the repository root: $OPENHCP_ROOT, or the nearest directory upwards holding
+// go.work.
+func RepoRoot() (string, error) {
+	if r := os.Getenv("OPENHCP_ROOT"); r != "" {
+		return r, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the repository root (no go.work above the working directory); set OPENHCP_ROOT")
+		}
+		dir = parent
+	}
+}
+
+func (r *Region) step(format string, args ...any) {
+	fmt.Fprintf(r.cfg.Progress, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// Crashes delivers a report for each child that exits unexpectedly.
+func (r *Region) Crashes() <-chan Crash { return r.crashes }
+
+func (r *Region) onStop(f func()) {
+	r.mu.Lock()
+	r.stoppers = append(r.stoppers, f)
+	r.mu.Unlock()
+}
+
+// supervise reports p's exit as a crash unless it was stopped on purpose.
+func (r *Region) supervise(p *Process) {
+	go func() {
+		<-p.Done()
+		if p.Stopping() {
+			return
+		}
+		_, err := p.Exited()
+		select {
+		case r.crashes <- Crash{Name: p.Spec.Name, Err: err, LogTail: p.LogTail(4000)}:
+		default:
+		}
+	}()
+}
+
+// Stop ends every process the region started, newest first, and removes the throwaway state.
+// Logs are kept.
+func (r *Region) Stop() {
+	r.mu.Lock()
+	stoppers := r.stoppers
+	r.stoppers = nil
+	r.mu.Unlock()
+	for i := len(stoppers) - 1; i >= 0; i-- {
+		stoppers[i]()
+	}
+	_ = os.RemoveAll(r.stateDir)
+	_ = os.Remove(r.cfg.RegionFile)
+}
+
+// buildBinaries builds our own commands into binDir. With a warm GOCACHE this takes seconds.
+func (r *Region) buildBinaries(ctx context.Context) error {
+	pkgs := []string{
+		"./frontend/cmd/frontend",
+		"./backend/cmd/backend",
+		"./cluster-service/cmd/cluster-service",
+		"./tooling/cmd/hypershift-sim",
+	}
+	args := append([]string{"build", "-o", r.binDir + "/"}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = r.cfg.Root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build our services: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// startService starts one of our own processes and waits for ready.
+func (r *Region) startService(ctx context.Context, spec ProcSpec, ready func(context.Context) error) error {
+	p, err := StartProcess(ctx, spec)
+	if err != nil {
+		return err
+	}
+	if err := p.WaitFor(ctx, 60*time.Second, "ready", ready); err != nil {
+		p.Stop(5 * time.Second)
+		return err
+	}
+	r.mu.Lock()
+	r.services[spec.Name] = &service{spec: spec, proc: p, ready: ready}
+	r.mu.Unlock()
+	r.supervise(p)
+	return nil
+}
+
+func (r *Region) stopServices() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.services {
+		s.proc.Stop(10 * time.Second)
+	}
+}
+
+// Process returns the running process of one of our services ("frontend", "backend",
+// "cluster-service").
+func (r *Region) Process(name string) (*Process, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.services[name]
+	if !ok {
+		return nil, fmt.Errorf("no service %q in this region", name)
+	}
+	return s.proc, nil
+}
+
+// Kill ends a service with SIGKILL, as a crash would.
+func (r *Region) Kill(name string) error {
+	p, err := r.Process(name)
+	if err != nil {
+		return err
+	}
+	p.Kill()
+	return nil
+}
+
+// Restart starts a stopped or killed service again with the same command line and waits until
+// it is ready.
+func (r *Region) Restart(ctx context.Context, name string) error {
+	r.mu.Lock()
+	s, ok := r.services[name]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no service %q in this region", name)
+	}
+	if exited, _ := s.proc.Exited(); !exited {
+		s.proc.Stop(10 * time.Second)
+	}
+	return r.startService(ctx, s.spec, s.ready)
+}
+
+func (r *Region) writeInfo() error {
+	b, err := json.MarshalIndent(r.Info, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(r.cfg.RegionFile), 0o755); err != nil {
+		return err
+	}
+	tmp := r.cfg.RegionFile + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.cfg.RegionFile)
+}
+
+func url127(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
+
+// startPostgres starts the region's PostgreSQL with one database per service.
+func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
+	dir := filepath.Join(r.stateDir, "postgres")
+	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: dir, LogPath: filepath.Join(r.logDir, "postgres.log")})
+	if err != nil {
+		return nil, err
+	}
+	r.onStop(pg.Stop)
+	return pg, nil
+}
+
+// RegionFile is the path of region.json.
+func (r *Region) RegionFile() string { return r.cfg.RegionFile }

@@ -1,0 +1,269 @@
+package localregion
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+// Up brings up a region as cfg says and returns once every part is ready and region.json is
+// written. On error everything already started is stopped again.
+func Up(ctx context.Context, cfg Config) (r *Region, err error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	r = &Region{
+		cfg:      cfg,
+		logDir:   filepath.Join(cfg.StateDir, "logs"),
+		stateDir: filepath.Join(cfg.StateDir, "state"),
+		binDir:   filepath.Join(cfg.StateDir, "bin"),
+		services: map[string]*service{},
+		crashes:  make(chan Crash, 32),
+	}
+	defer func() {
+		if err != nil {
+			r.Stop()
+			r = nil
+		}
+	}()
+	// A previous run that was killed may have left state behind; it is throwaway.
+	if err := os.RemoveAll(r.stateDir); err != nil {
+		return nil, fmt.Errorf("clear old state %s: %w", r.stateDir, err)
+	}
+	for _, d := range []string{r.logDir, r.stateDir, r.binDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	r.Info.Location = cfg.Location
+	r.Info.LogDir = r.logDir
+
+	r.step("building the pinned tools (cached) and our services")
+	apiserverBin, etcdBin, err := KubeBinaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	maestroBin, err := MaestroBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.buildBinaries(ctx); err != nil {
+		return nil, err
+	}
+	r.onStop(r.stopServices)
+
+	r.step("starting PostgreSQL")
+	pg, err := r.startPostgres(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.Info.Postgres.DSN = pg.DSN("postgres")
+	dsns := map[string]string{}
+	for _, db := range []string{"maestro", "clusterservice", "resourceprovider"} {
+		if dsns[db], err = pg.CreateDatabase(ctx, db); err != nil {
+			return nil, err
+		}
+	}
+
+	r.step("starting mosquitto")
+	mq, err := StartMosquitto(ctx, MosquittoOptions{Dir: filepath.Join(r.stateDir, "mosquitto"), LogDir: r.logDir})
+	if err != nil {
+		return nil, err
+	}
+	r.onStop(mq.Stop)
+	r.supervise(mq.Proc)
+	r.Info.MQTT.URL = "mqtt://" + mq.Addr
+
+	r.step("starting the Maestro server")
+	ms, err := StartMaestroServer(ctx, MaestroServerOptions{
+		Binary: maestroBin, DSN: dsns["maestro"], MQTTAddr: mq.Addr,
+		Dir: filepath.Join(r.stateDir, "maestro-server"), LogDir: r.logDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.onStop(ms.Stop)
+	r.supervise(ms.Proc)
+	r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL}
+
+	for i := 1; i <= cfg.ManagementClusters; i++ {
+		name := fmt.Sprintf("mgmt-%d", i)
+		r.step("starting management cluster %s (etcd, kube-apiserver, maestro agent, hypershift-sim)", name)
+		info, err := r.startManagementCluster(ctx, name, apiserverBin, etcdBin, maestroBin, ms.RESTURL, mq.Addr)
+		if err != nil {
+			return nil, err
+		}
+		r.Info.ManagementClusters = append(r.Info.ManagementClusters, info)
+	}
+
+	r.step("starting Cluster Service")
+	if err := r.startClusterService(ctx, dsns["clusterservice"], ms); err != nil {
+		return nil, err
+	}
+	r.step("starting the backend")
+	if err := r.startBackend(ctx, dsns["resourceprovider"]); err != nil {
+		return nil, err
+	}
+	r.step("starting the frontend")
+	if err := r.startFrontend(ctx, dsns["resourceprovider"]); err != nil {
+		return nil, err
+	}
+	if err := r.writeInfo(); err != nil {
+		return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
+	}
+	return r, nil
+}
+
+func (r *Region) startManagementCluster(ctx context.Context, name, apiserverBin, etcdBin, maestroBin, maestroREST, mqttAddr string) (ManagementClusterInfo, error) {
+	mc, err := StartManagementCluster(ctx, ManagementClusterOptions{
+		Name: name, Dir: filepath.Join(r.stateDir, name), LogDir: r.logDir,
+		APIServerPath: apiserverBin, EtcdPath: etcdBin,
+	})
+	if err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	r.onStop(mc.Stop)
+	if err := RegisterConsumer(ctx, maestroREST, name); err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	agent, err := StartMaestroAgent(ctx, MaestroAgentOptions{
+		Binary: maestroBin, ConsumerName: name, Kubeconfig: mc.Kubeconfig, MQTTAddr: mqttAddr,
+		Dir: filepath.Join(r.stateDir, name, "maestro-agent"), LogDir: r.logDir,
+	})
+	if err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	r.onStop(agent.Stop)
+	r.supervise(agent.Proc)
+
+	ports, err := FreePorts(2)
+	if err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	args := []string{
+		"--kubeconfig", mc.Kubeconfig,
+		"--metrics-addr", "127.0.0.1:" + strconv.Itoa(ports[0]),
+		"--health-addr", "127.0.0.1:" + strconv.Itoa(ports[1]),
+	}
+	if d := r.cfg.Sim.AvailableDelay; d > 0 {
+		args = append(args, "--available-delay", d.String())
+	}
+	if d := r.cfg.Sim.DeleteDelay; d > 0 {
+		args = append(args, "--delete-delay", d.String())
+	}
+	simName := name + "-hypershift-sim"
+	if err := r.startService(ctx, ProcSpec{
+		Name: simName, Path: filepath.Join(r.binDir, "hypershift-sim"), Args: args, LogDir: r.logDir,
+	}, HTTPReady(nil, url127(ports[1])+"/readyz")); err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	return ManagementClusterInfo{
+		Name: name, Kubeconfig: mc.Kubeconfig, Server: mc.Host,
+		SimMetricsURL: url127(ports[0]) + "/metrics", AgentHealthURL: agent.HealthURL,
+		ConsumerName: name, ProvisionShard: name, NamespacePrefix: "ocm-" + r.cfg.EnvName + "-",
+	}, nil
+}
+
+func (r *Region) startClusterService(ctx context.Context, dsn string, ms *MaestroServer) error {
+	ports, err := FreePorts(2)
+	if err != nil {
+		return err
+	}
+	grpcAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	err = r.startService(ctx, ProcSpec{
+		Name: "cluster-service", Path: filepath.Join(r.binDir, "cluster-service"), LogDir: r.logDir,
+		Args: []string{
+			"--listen", grpcAddr,
+			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(ports[1]),
+			"--db-dsn", dsn,
+			"--maestro-grpc", ms.GRPCAddr,
+			"--maestro-rest", ms.RESTURL,
+			"--env-name", r.cfg.EnvName,
+		},
+	}, TCPReady(grpcAddr))
+	if err != nil {
+		return err
+	}
+	r.Info.ClusterService = ServiceInfo{GRPC: grpcAddr, MetricsURL: url127(ports[1]) + "/metrics"}
+	return r.registerShards(ctx, grpcAddr)
+}
+
+// registerShards makes every management cluster an active provision shard.
+func (r *Region) registerShards(ctx context.Context, addr string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("dial cluster service: %w", err)
+	}
+	defer conn.Close()
+	c := csv1.NewProvisionShardsClient(conn)
+	for _, mc := range r.Info.ManagementClusters {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := c.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{
+			Name: mc.ProvisionShard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE,
+			MaxClusters: int32(r.cfg.ShardCapacity), Labels: map[string]string{"region": r.cfg.Location},
+		}})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("register provision shard %s: %w", mc.ProvisionShard, err)
+		}
+	}
+	return nil
+}
+
+func (r *Region) startBackend(ctx context.Context, dsn string) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	metrics := url127(port)
+	err = r.startService(ctx, ProcSpec{
+		Name: "backend", Path: filepath.Join(r.binDir, "backend"), LogDir: r.logDir,
+		Args: []string{
+			"--db-dsn", dsn,
+			"--cluster-service", r.Info.ClusterService.GRPC,
+			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(port),
+			"--resync-period", r.cfg.BackendResync.String(),
+		},
+	}, HTTPReady(nil, metrics+"/healthz"))
+	if err != nil {
+		return err
+	}
+	r.Info.Backend = ServiceInfo{MetricsURL: metrics + "/metrics"}
+	return nil
+}
+
+func (r *Region) startFrontend(ctx context.Context, dsn string) error {
+	ports, err := FreePorts(2)
+	if err != nil {
+		return err
+	}
+	url := url127(ports[0])
+	err = r.startService(ctx, ProcSpec{
+		Name: "frontend", Path: filepath.Join(r.binDir, "frontend"), LogDir: r.logDir,
+		Args: []string{
+			"--listen", "127.0.0.1:" + strconv.Itoa(ports[0]),
+			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(ports[1]),
+			"--db-dsn", dsn,
+			"--cluster-service", r.Info.ClusterService.GRPC,
+			"--location", r.cfg.Location,
+		},
+	}, HTTPReady(nil, url+"/healthz"))
+	if err != nil {
+		return err
+	}
+	r.Info.Frontend = FrontendInfo{URL: url, MetricsURL: url127(ports[1]) + "/metrics"}
+	return nil
+}
+
+// MaestroBinary returns the pinned Maestro build from the tool cache, building it on first use.
+func MaestroBinary(ctx context.Context) (string, error) {
+	return toolBinary(ctx, "maestro", "maestro", "github.com/openshift-online/maestro/cmd/maestro", "")
+}
