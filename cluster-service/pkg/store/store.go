@@ -579,7 +579,7 @@ func (s *Store) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Exec(context.Background(), `UNLISTEN `+notifyChannel) //nolint:errcheck
-	s.wake() // anything committed while we were not listening
+	s.wake()                                                         // anything committed while we were not listening
 	for {
 		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
 			return err
@@ -640,7 +640,9 @@ func listShards(ctx context.Context, q querier) ([]placement.Shard, error) {
 }
 
 // ListShards returns all shards with their current cluster counts.
-func (s *Store) ListShards(ctx context.Context) ([]placement.Shard, error) { return listShards(ctx, s.pool) }
+func (s *Store) ListShards(ctx context.Context) ([]placement.Shard, error) {
+	return listShards(ctx, s.pool)
+}
 
 // GetShard returns one shard or ErrNotFound.
 func (s *Store) GetShard(ctx context.Context, name string) (placement.Shard, error) {

@@ -1,0 +1,399 @@
+// Package manifests builds the ManifestWork that Cluster Service sends through Maestro for one
+// cluster: its namespace, secrets and HyperShift HostedCluster, with server-side apply and the
+// feedback rules that bring the HostedCluster status back. It is pure: same input, same work.
+package manifests
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	"github.com/openshift/hypershift/api/util/ipnet"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+const (
+	// LabelClusterID marks the work and every object in it with the Cluster Service ID.
+	LabelClusterID = "openhcp.io/cluster-id"
+	// AnnotationSpecHash on the work is a hash of its spec, so the controller can tell whether
+	// what Maestro has is what it would send.
+	AnnotationSpecHash = "openhcp.io/spec-hash"
+	// FieldManager is the server-side apply field manager on the management cluster.
+	FieldManager = "cluster-service"
+
+	workNamePrefix = "cluster-"
+
+	// Feedback value names on the HostedCluster manifest.
+	FeedbackConditions           = "conditions"
+	FeedbackVersionDesired       = "versionDesired"
+	FeedbackVersionHistory       = "versionHistory"
+	FeedbackControlPlaneEndpoint = "controlPlaneEndpoint"
+
+	DefaultEnv                    = "dev"
+	DefaultReleaseImageRepository = "quay.io/openshift-release-dev/ocp-release"
+	// DefaultPullSecret has no credentials; a real region passes its own.
+	DefaultPullSecret = `{"auths":{}}`
+)
+
+// Config is the region-wide input to every build.
+type Config struct {
+	// Env is the environment name in namespaces (ocm-<env>-<id>); default "dev".
+	Env string
+	// ReleaseImageRepository: the release image is <repo>:<version>-multi.
+	ReleaseImageRepository string
+	// PullSecret is the .dockerconfigjson given to every hosted cluster; default no auths.
+	PullSecret []byte
+	// EtcdStorageSize for managed etcd; default 8Gi.
+	EtcdStorageSize string
+}
+
+func (c Config) withDefaults() Config {
+	if c.Env == "" {
+		c.Env = DefaultEnv
+	}
+	if c.ReleaseImageRepository == "" {
+		c.ReleaseImageRepository = DefaultReleaseImageRepository
+	}
+	if len(c.PullSecret) == 0 {
+		c.PullSecret = []byte(DefaultPullSecret)
+	}
+	if c.EtcdStorageSize == "" {
+		c.EtcdStorageSize = "8Gi"
+	}
+	return c
+}
+
+// Cluster is what a build needs to know about one cluster.
+type Cluster struct {
+	ID            string
+	ARMResourceID string
+	Spec          *csv1.ClusterSpec
+	// EtcdEncryptionKey is the 32-byte AES-CBC key, generated once per cluster and stored.
+	EtcdEncryptionKey []byte
+	// SSHPublicKey in authorized_keys format, generated once per cluster and stored.
+	SSHPublicKey string
+}
+
+var envRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,14}[a-z0-9])?$`)
+
+// ValidateEnv checks that env fits in a namespace name.
+func ValidateEnv(env string) error {
+	if !envRE.MatchString(env) {
+		return fmt.Errorf("environment name %q must be 1-16 lowercase alphanumerics or '-'", env)
+	}
+	return nil
+}
+
+// Namespace is the management-cluster namespace of a cluster: ocm-<env>-<id>.
+func Namespace(env, id string) string {
+	if env == "" {
+		env = DefaultEnv
+	}
+	return "ocm-" + env + "-" + id
+}
+
+// WorkName is the ManifestWork name for a cluster.
+func WorkName(id string) string { return workNamePrefix + id }
+
+// ClusterIDFromWorkName reverses WorkName; ok is false for works that are not ours.
+func ClusterIDFromWorkName(name string) (string, bool) {
+	id, ok := strings.CutPrefix(name, workNamePrefix)
+	return id, ok && id != ""
+}
+
+// HostedClusterName is the HostedCluster's name: the ARM resource name, lower-cased, like ARO HCP.
+func HostedClusterName(armResourceID string) string {
+	parts := strings.Split(strings.TrimRight(armResourceID, "/"), "/")
+	return strings.ToLower(parts[len(parts)-1])
+}
+
+// ReleaseImage is the release image for an OpenShift version.
+func ReleaseImage(repo, version string) string {
+	if repo == "" {
+		repo = DefaultReleaseImageRepository
+	}
+	return repo + ":" + version + "-multi"
+}
+
+// Secret names inside the cluster namespace.
+func PullSecretName(hc string) string           { return hc + "-pull-secret" }
+func SSHKeySecretName(hc string) string         { return hc + "-ssh-key" }
+func EtcdEncryptionSecretName(hc string) string { return hc + "-etcd-encryption-key" }
+
+// Build returns the ManifestWork for c.
+func Build(cfg Config, c Cluster) (*workv1.ManifestWork, error) {
+	cfg = cfg.withDefaults()
+	if c.Spec == nil {
+		return nil, errors.New("build manifests: cluster has no spec")
+	}
+	if len(c.EtcdEncryptionKey) != 32 {
+		return nil, fmt.Errorf("build manifests for %s: etcd encryption key must be 32 bytes, have %d", c.ID, len(c.EtcdEncryptionKey))
+	}
+	ns := Namespace(cfg.Env, c.ID)
+	name := HostedClusterName(c.ARMResourceID)
+	labels := map[string]string{LabelClusterID: c.ID}
+
+	hc, err := hostedCluster(cfg, c, ns, name, labels)
+	if err != nil {
+		return nil, fmt.Errorf("build HostedCluster for %s: %w", c.ID, err)
+	}
+	objs := []runtime.Object{
+		&corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels},
+		},
+		&corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: PullSecretName(name), Namespace: ns, Labels: labels},
+			Type:       corev1.SecretTypeDockerConfigJson,
+			Data:       map[string][]byte{corev1.DockerConfigJsonKey: cfg.PullSecret},
+		},
+		&corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: SSHKeySecretName(name), Namespace: ns, Labels: labels},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{"id_rsa.pub": []byte(c.SSHPublicKey)},
+		},
+		&corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: EtcdEncryptionSecretName(name), Namespace: ns, Labels: labels},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{hypershiftv1beta1.AESCBCKeySecretKey: c.EtcdEncryptionKey},
+		},
+		hc,
+	}
+	work := &workv1.ManifestWork{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "work.open-cluster-management.io/v1", Kind: "ManifestWork"},
+		ObjectMeta: metav1.ObjectMeta{Name: WorkName(c.ID), Labels: labels},
+		Spec: workv1.ManifestWorkSpec{
+			// Foreground: deleting the work deletes every object in it, the namespace last.
+			DeleteOption: &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeForeground},
+		},
+	}
+	for _, o := range objs {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return nil, fmt.Errorf("encode manifest for %s: %w", c.ID, err)
+		}
+		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
+		work.Spec.ManifestConfigs = append(work.Spec.ManifestConfigs, manifestConfig(o))
+	}
+	hash, err := SpecHash(work)
+	if err != nil {
+		return nil, err
+	}
+	work.Annotations = map[string]string{AnnotationSpecHash: hash}
+	return work, nil
+}
+
+// SpecHash is the hex SHA-256 of the work's spec.
+func SpecHash(w *workv1.ManifestWork) (string, error) {
+	b, err := json.Marshal(w.Spec)
+	if err != nil {
+		return "", fmt.Errorf("hash work spec: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func manifestConfig(o runtime.Object) workv1.ManifestConfigOption {
+	meta := o.(metav1.Object)
+	opt := workv1.ManifestConfigOption{
+		UpdateStrategy: &workv1.UpdateStrategy{
+			Type: workv1.UpdateStrategyTypeServerSideApply,
+			// Force: we own these fields; a conflicting manager (a human with kubectl) loses.
+			ServerSideApply: &workv1.ServerSideApplyConfig{Force: true, FieldManager: FieldManager},
+		},
+	}
+	switch o.(type) {
+	case *corev1.Namespace:
+		opt.ResourceIdentifier = workv1.ResourceIdentifier{Resource: "namespaces", Name: meta.GetName()}
+	case *corev1.Secret:
+		opt.ResourceIdentifier = workv1.ResourceIdentifier{Resource: "secrets", Name: meta.GetName(), Namespace: meta.GetNamespace()}
+	case *hypershiftv1beta1.HostedCluster:
+		opt.ResourceIdentifier = workv1.ResourceIdentifier{Group: hypershiftv1beta1.GroupVersion.Group, Resource: "hostedclusters",
+			Name: meta.GetName(), Namespace: meta.GetNamespace()}
+		opt.FeedbackRules = []workv1.FeedbackRule{{
+			Type: workv1.JSONPathsType,
+			JsonPaths: []workv1.JsonPath{
+				{Name: FeedbackConditions, Path: ".status.conditions"},
+				{Name: FeedbackVersionDesired, Path: ".status.version.desired"},
+				{Name: FeedbackVersionHistory, Path: ".status.version.history"},
+				{Name: FeedbackControlPlaneEndpoint, Path: ".status.controlPlaneEndpoint"},
+			},
+		}}
+	}
+	return opt
+}
+
+func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]string) (*hypershiftv1beta1.HostedCluster, error) {
+	s := c.Spec
+	etcdSize, err := resource.ParseQuantity(cfg.EtcdStorageSize)
+	if err != nil {
+		return nil, fmt.Errorf("etcd storage size %q: %w", cfg.EtcdStorageSize, err)
+	}
+	hc := &hypershiftv1beta1.HostedCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1beta1.GroupVersion.String(), Kind: "HostedCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: hypershiftv1beta1.HostedClusterSpec{
+			Release: hypershiftv1beta1.Release{Image: ReleaseImage(cfg.ReleaseImageRepository, s.GetVersionId())},
+			Channel: channel(s.GetChannelGroup(), s.GetVersionId()),
+			InfraID: c.ID,
+			DNS:     hypershiftv1beta1.DNSSpec{BaseDomain: s.GetDnsBaseDomain()},
+			Etcd: hypershiftv1beta1.EtcdSpec{
+				ManagementType: hypershiftv1beta1.Managed,
+				Managed: &hypershiftv1beta1.ManagedEtcdSpec{Storage: hypershiftv1beta1.ManagedEtcdStorageSpec{
+					Type:             hypershiftv1beta1.PersistentVolumeEtcdStorage,
+					PersistentVolume: &hypershiftv1beta1.PersistentVolumeEtcdStorageSpec{Size: &etcdSize},
+				}},
+			},
+			PullSecret:                       corev1.LocalObjectReference{Name: PullSecretName(name)},
+			SSHKey:                           corev1.LocalObjectReference{Name: SSHKeySecretName(name)},
+			ControllerAvailabilityPolicy:     hypershiftv1beta1.HighlyAvailable,
+			InfrastructureAvailabilityPolicy: hypershiftv1beta1.HighlyAvailable,
+			Services:                         services(s.GetApiVisibility()),
+			Labels:                           labels,
+		},
+	}
+	if err := networking(&hc.Spec.Networking, s.GetNetwork()); err != nil {
+		return nil, err
+	}
+	if az := s.GetAzure(); az != nil {
+		hc.Spec.Platform = hypershiftv1beta1.PlatformSpec{
+			Type: hypershiftv1beta1.AzurePlatform,
+			Azure: &hypershiftv1beta1.AzurePlatformSpec{
+				Cloud:             "AzurePublicCloud",
+				Location:          az.GetLocation(),
+				ResourceGroupName: az.GetManagedResourceGroup(),
+				VnetID:            vnetOf(az.GetSubnetId()),
+				SubnetID:          az.GetSubnetId(),
+				SubscriptionID:    az.GetSubscriptionId(),
+				SecurityGroupID:   az.GetNetworkSecurityGroupId(),
+				TenantID:          az.GetTenantId(),
+				// Identities are not in the Cluster Service model yet; workload identities is the
+				// type that needs no credentials secret on the management cluster.
+				AzureAuthenticationConfig: hypershiftv1beta1.AzureAuthenticationConfiguration{
+					AzureAuthenticationConfigType: hypershiftv1beta1.AzureAuthenticationTypeWorkloadIdentities,
+				},
+			},
+		}
+	} else {
+		hc.Spec.Platform = hypershiftv1beta1.PlatformSpec{Type: hypershiftv1beta1.NonePlatform}
+	}
+	if keyID := s.GetEtcdEncryptionKeyId(); keyID != "" {
+		key, err := parseKeyVaultKeyID(keyID)
+		if err != nil {
+			return nil, err
+		}
+		hc.Spec.SecretEncryption = &hypershiftv1beta1.SecretEncryptionSpec{
+			Type: hypershiftv1beta1.KMS,
+			KMS:  &hypershiftv1beta1.KMSSpec{Provider: hypershiftv1beta1.AZURE, Azure: &hypershiftv1beta1.AzureKMSSpec{ActiveKey: key}},
+			// The platform key stays as the AES-CBC backup so secrets written before stay readable.
+			AESCBC: &hypershiftv1beta1.AESCBCSpec{ActiveKey: corev1.LocalObjectReference{Name: EtcdEncryptionSecretName(name)}},
+		}
+	} else {
+		hc.Spec.SecretEncryption = &hypershiftv1beta1.SecretEncryptionSpec{
+			Type:   hypershiftv1beta1.AESCBC,
+			AESCBC: &hypershiftv1beta1.AESCBCSpec{ActiveKey: corev1.LocalObjectReference{Name: EtcdEncryptionSecretName(name)}},
+		}
+	}
+	if s.GetImageRegistryState() == "Disabled" {
+		hc.Spec.Capabilities = &hypershiftv1beta1.Capabilities{Disabled: []hypershiftv1beta1.OptionalCapability{hypershiftv1beta1.ImageRegistryCapability}}
+	}
+	return hc, nil
+}
+
+func channel(group, version string) string {
+	if group == "" {
+		group = "stable"
+	}
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return group + "-" + parts[0] + "." + parts[1]
+}
+
+func services(visibility string) []hypershiftv1beta1.ServicePublishingStrategyMapping {
+	route := hypershiftv1beta1.ServicePublishingStrategy{Type: hypershiftv1beta1.Route}
+	api := hypershiftv1beta1.ServicePublishingStrategy{Type: hypershiftv1beta1.LoadBalancer}
+	if visibility == "Private" {
+		api = route // private clusters reach the API through the private router
+	}
+	return []hypershiftv1beta1.ServicePublishingStrategyMapping{
+		{Service: hypershiftv1beta1.APIServer, ServicePublishingStrategy: api},
+		{Service: hypershiftv1beta1.OAuthServer, ServicePublishingStrategy: route},
+		{Service: hypershiftv1beta1.Konnectivity, ServicePublishingStrategy: route},
+		{Service: hypershiftv1beta1.Ignition, ServicePublishingStrategy: route},
+	}
+}
+
+func networking(out *hypershiftv1beta1.ClusterNetworking, n *csv1.NetworkSpec) error {
+	if n == nil {
+		return nil
+	}
+	out.NetworkType = hypershiftv1beta1.NetworkType(n.GetNetworkType())
+	if n.GetPodCidr() != "" {
+		cidr, err := ipnet.ParseCIDR(n.GetPodCidr())
+		if err != nil {
+			return fmt.Errorf("pod CIDR: %w", err)
+		}
+		out.ClusterNetwork = []hypershiftv1beta1.ClusterNetworkEntry{{CIDR: *cidr, HostPrefix: n.GetHostPrefix()}}
+	}
+	if n.GetServiceCidr() != "" {
+		cidr, err := ipnet.ParseCIDR(n.GetServiceCidr())
+		if err != nil {
+			return fmt.Errorf("service CIDR: %w", err)
+		}
+		out.ServiceNetwork = []hypershiftv1beta1.ServiceNetworkEntry{{CIDR: *cidr}}
+	}
+	if n.GetMachineCidr() != "" {
+		cidr, err := ipnet.ParseCIDR(n.GetMachineCidr())
+		if err != nil {
+			return fmt.Errorf("machine CIDR: %w", err)
+		}
+		out.MachineNetwork = []hypershiftv1beta1.MachineNetworkEntry{{CIDR: *cidr}}
+	}
+	return nil
+}
+
+// vnetOf returns the virtual network ID of a subnet ID (…/virtualNetworks/<v>/subnets/<s>).
+func vnetOf(subnetID string) string {
+	i := strings.Index(strings.ToLower(subnetID), "/subnets/")
+	if i < 0 {
+		return ""
+	}
+	return subnetID[:i]
+}
+
+// parseKeyVaultKeyID splits https://<vault>.vault.azure.net/keys/<name>/<version>.
+func parseKeyVaultKeyID(id string) (hypershiftv1beta1.AzureKMSKey, error) {
+	u, err := url.Parse(id)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return hypershiftv1beta1.AzureKMSKey{}, fmt.Errorf("etcd encryption key ID %q is not a Key Vault key URL", id)
+	}
+	vault, _, _ := strings.Cut(u.Host, ".")
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) != 3 || parts[0] != "keys" || vault == "" {
+		return hypershiftv1beta1.AzureKMSKey{}, fmt.Errorf("etcd encryption key ID %q must look like https://<vault>.vault.azure.net/keys/<name>/<version>", id)
+	}
+	return hypershiftv1beta1.AzureKMSKey{KeyVaultName: vault, KeyName: parts[1], KeyVersion: parts[2]}, nil
+}
+
+// ValidateKeyVaultKeyID reports whether id is usable as etcd_encryption_key_id.
+func ValidateKeyVaultKeyID(id string) error {
+	_, err := parseKeyVaultKeyID(id)
+	return err
+}

@@ -1,0 +1,312 @@
+package manifests
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+const id = "0123456789abcdefghijklmnopqrstuv"
+
+func key() []byte { return bytes.Repeat([]byte{7}, 32) }
+
+func fullSpec() *csv1.ClusterSpec {
+	return &csv1.ClusterSpec{
+		VersionId:    "4.19.7",
+		ChannelGroup: "candidate",
+		Network: &csv1.NetworkSpec{NetworkType: "OVNKubernetes", PodCidr: "10.128.0.0/14", ServiceCidr: "172.30.0.0/16",
+			MachineCidr: "10.0.0.0/16", HostPrefix: 23},
+		ApiVisibility: "Public",
+		Azure: &csv1.AzureSpec{SubscriptionId: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Location: "eastus",
+			ManagedResourceGroup:   "rg-managed",
+			SubnetId:               "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default",
+			NetworkSecurityGroupId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg",
+			TenantId:               "tenant"},
+		DnsBaseDomain:      "example.openshiftapps.com",
+		ImageRegistryState: "Enabled",
+	}
+}
+
+func cluster(spec *csv1.ClusterSpec) Cluster {
+	return Cluster{ID: id, ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/My-Cluster",
+		Spec: spec, EtcdEncryptionKey: key(), SSHPublicKey: "ssh-ed25519 AAAA test"}
+}
+
+// decoded returns the manifests of w by kind.
+func decoded(t *testing.T, w *workv1.ManifestWork) (map[string][]*unstructured.Unstructured, *hypershiftv1beta1.HostedCluster) {
+	t.Helper()
+	byKind := map[string][]*unstructured.Unstructured{}
+	var hc *hypershiftv1beta1.HostedCluster
+	for _, m := range w.Spec.Workload.Manifests {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(m.Raw); err != nil {
+			t.Fatalf("manifest is not a Kubernetes object: %v", err)
+		}
+		byKind[u.GetKind()] = append(byKind[u.GetKind()], u)
+		if u.GetKind() == "HostedCluster" {
+			hc = &hypershiftv1beta1.HostedCluster{}
+			if err := json.Unmarshal(m.Raw, hc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return byKind, hc
+}
+
+func TestBuild(t *testing.T) {
+	cfg := Config{Env: "int"}
+	tests := []struct {
+		name  string
+		spec  func() *csv1.ClusterSpec
+		check func(t *testing.T, w *workv1.ManifestWork, kinds map[string][]*unstructured.Unstructured, hc *hypershiftv1beta1.HostedCluster)
+	}{
+		{
+			name: "work_identity_and_delete_option",
+			spec: fullSpec,
+			check: func(t *testing.T, w *workv1.ManifestWork, _ map[string][]*unstructured.Unstructured, _ *hypershiftv1beta1.HostedCluster) {
+				if w.Name != "cluster-"+id || w.Labels[LabelClusterID] != id || w.Annotations[AnnotationSpecHash] == "" {
+					t.Fatalf("work meta = %+v", w.ObjectMeta)
+				}
+				if got, ok := ClusterIDFromWorkName(w.Name); !ok || got != id {
+					t.Fatalf("ClusterIDFromWorkName = %q, %v", got, ok)
+				}
+				if w.Spec.DeleteOption == nil || w.Spec.DeleteOption.PropagationPolicy != workv1.DeletePropagationPolicyTypeForeground {
+					t.Fatalf("delete option = %+v", w.Spec.DeleteOption)
+				}
+			},
+		},
+		{
+			name: "namespace_secrets_and_hostedcluster_in_ocm_env_id",
+			spec: fullSpec,
+			check: func(t *testing.T, _ *workv1.ManifestWork, kinds map[string][]*unstructured.Unstructured, hc *hypershiftv1beta1.HostedCluster) {
+				ns := "ocm-int-" + id
+				if len(kinds["Namespace"]) != 1 || kinds["Namespace"][0].GetName() != ns {
+					t.Fatalf("namespace = %v", kinds["Namespace"])
+				}
+				if len(kinds["Secret"]) != 3 {
+					t.Fatalf("secrets = %d, want 3", len(kinds["Secret"]))
+				}
+				for _, s := range kinds["Secret"] {
+					if s.GetNamespace() != ns {
+						t.Fatalf("secret %s in %s", s.GetName(), s.GetNamespace())
+					}
+				}
+				if hc == nil || hc.Namespace != ns || hc.Name != "my-cluster" || hc.APIVersion != "hypershift.openshift.io/v1beta1" {
+					t.Fatalf("hosted cluster = %+v", hc)
+				}
+			},
+		},
+		{
+			name: "hostedcluster_spec_from_cluster_spec",
+			spec: fullSpec,
+			check: func(t *testing.T, _ *workv1.ManifestWork, _ map[string][]*unstructured.Unstructured, hc *hypershiftv1beta1.HostedCluster) {
+				s := hc.Spec
+				if s.Release.Image != "quay.io/openshift-release-dev/ocp-release:4.19.7-multi" || s.Channel != "candidate-4.19" {
+					t.Fatalf("release %q channel %q", s.Release.Image, s.Channel)
+				}
+				if s.Networking.NetworkType != hypershiftv1beta1.OVNKubernetes || s.Networking.ClusterNetwork[0].CIDR.String() != "10.128.0.0/14" ||
+					s.Networking.ClusterNetwork[0].HostPrefix != 23 || s.Networking.ServiceNetwork[0].CIDR.String() != "172.30.0.0/16" ||
+					s.Networking.MachineNetwork[0].CIDR.String() != "10.0.0.0/16" {
+					t.Fatalf("networking = %+v", s.Networking)
+				}
+				az := s.Platform.Azure
+				if s.Platform.Type != hypershiftv1beta1.AzurePlatform || az == nil || az.Location != "eastus" || az.ResourceGroupName != "rg-managed" ||
+					az.SubscriptionID != "00000000-0000-0000-0000-000000000001" || az.TenantID != "tenant" ||
+					az.VnetID != "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet" ||
+					!strings.HasSuffix(az.SecurityGroupID, "/nsg") {
+					t.Fatalf("azure platform = %+v", az)
+				}
+				if s.Etcd.ManagementType != hypershiftv1beta1.Managed || s.Etcd.Managed.Storage.PersistentVolume.Size.String() != "8Gi" {
+					t.Fatalf("etcd = %+v", s.Etcd)
+				}
+				if s.PullSecret.Name != "my-cluster-pull-secret" || s.SSHKey.Name != "my-cluster-ssh-key" {
+					t.Fatalf("secret refs %q %q", s.PullSecret.Name, s.SSHKey.Name)
+				}
+				if s.SecretEncryption == nil || s.SecretEncryption.Type != hypershiftv1beta1.AESCBC ||
+					s.SecretEncryption.AESCBC.ActiveKey.Name != "my-cluster-etcd-encryption-key" {
+					t.Fatalf("secret encryption = %+v", s.SecretEncryption)
+				}
+				if s.DNS.BaseDomain != "example.openshiftapps.com" || s.InfraID != id || s.Capabilities != nil {
+					t.Fatalf("dns %q infra %q caps %+v", s.DNS.BaseDomain, s.InfraID, s.Capabilities)
+				}
+			},
+		},
+		{
+			name: "secrets_carry_the_stored_material",
+			spec: fullSpec,
+			check: func(t *testing.T, w *workv1.ManifestWork, _ map[string][]*unstructured.Unstructured, _ *hypershiftv1beta1.HostedCluster) {
+				for _, m := range w.Spec.Workload.Manifests {
+					var s corev1.Secret
+					if json.Unmarshal(m.Raw, &s) != nil || s.Kind != "Secret" {
+						continue
+					}
+					switch s.Name {
+					case "my-cluster-pull-secret":
+						if s.Type != corev1.SecretTypeDockerConfigJson || string(s.Data[".dockerconfigjson"]) != DefaultPullSecret {
+							t.Fatalf("pull secret = %+v", s)
+						}
+					case "my-cluster-ssh-key":
+						if string(s.Data["id_rsa.pub"]) != "ssh-ed25519 AAAA test" {
+							t.Fatalf("ssh key = %q", s.Data["id_rsa.pub"])
+						}
+					case "my-cluster-etcd-encryption-key":
+						if !bytes.Equal(s.Data["key"], key()) {
+							t.Fatalf("etcd key = %x", s.Data["key"])
+						}
+					default:
+						t.Fatalf("unexpected secret %s", s.Name)
+					}
+				}
+			},
+		},
+		{
+			name: "server_side_apply_for_every_manifest_and_feedback_on_hostedcluster",
+			spec: fullSpec,
+			check: func(t *testing.T, w *workv1.ManifestWork, _ map[string][]*unstructured.Unstructured, hc *hypershiftv1beta1.HostedCluster) {
+				if len(w.Spec.ManifestConfigs) != len(w.Spec.Workload.Manifests) {
+					t.Fatalf("%d configs for %d manifests", len(w.Spec.ManifestConfigs), len(w.Spec.Workload.Manifests))
+				}
+				var found bool
+				for _, mc := range w.Spec.ManifestConfigs {
+					if mc.UpdateStrategy == nil || mc.UpdateStrategy.Type != workv1.UpdateStrategyTypeServerSideApply ||
+						mc.UpdateStrategy.ServerSideApply.FieldManager != FieldManager {
+						t.Fatalf("update strategy of %+v = %+v", mc.ResourceIdentifier, mc.UpdateStrategy)
+					}
+					if mc.ResourceIdentifier.Resource != "hostedclusters" {
+						if len(mc.FeedbackRules) != 0 {
+							t.Fatalf("feedback on %+v", mc.ResourceIdentifier)
+						}
+						continue
+					}
+					found = true
+					if mc.ResourceIdentifier != (workv1.ResourceIdentifier{Group: "hypershift.openshift.io", Resource: "hostedclusters", Name: hc.Name, Namespace: hc.Namespace}) {
+						t.Fatalf("identifier = %+v", mc.ResourceIdentifier)
+					}
+					paths := map[string]string{}
+					for _, p := range mc.FeedbackRules[0].JsonPaths {
+						paths[p.Name] = p.Path
+					}
+					want := map[string]string{"conditions": ".status.conditions", "versionDesired": ".status.version.desired",
+						"versionHistory": ".status.version.history", "controlPlaneEndpoint": ".status.controlPlaneEndpoint"}
+					if mc.FeedbackRules[0].Type != workv1.JSONPathsType || len(paths) != len(want) {
+						t.Fatalf("feedback = %+v", mc.FeedbackRules)
+					}
+					for k, v := range want {
+						if paths[k] != v {
+							t.Fatalf("feedback %s = %q, want %q", k, paths[k], v)
+						}
+					}
+				}
+				if !found {
+					t.Fatal("no manifest config for the HostedCluster")
+				}
+			},
+		},
+		{
+			name: "customer_managed_key_uses_azure_kms",
+			spec: func() *csv1.ClusterSpec {
+				s := fullSpec()
+				s.EtcdEncryptionKeyId = "https://myvault.vault.azure.net/keys/etcd/0123abcd"
+				return s
+			},
+			check: func(t *testing.T, _ *workv1.ManifestWork, _ map[string][]*unstructured.Unstructured, hc *hypershiftv1beta1.HostedCluster) {
+				se := hc.Spec.SecretEncryption
+				if se.Type != hypershiftv1beta1.KMS || se.KMS.Provider != hypershiftv1beta1.AZURE ||
+					se.KMS.Azure.ActiveKey != (hypershiftv1beta1.AzureKMSKey{KeyVaultName: "myvault", KeyName: "etcd", KeyVersion: "0123abcd"}) {
+					t.Fatalf("secret encryption = %+v", se)
+				}
+			},
+		},
+		{
+			name: "private_api_and_disabled_registry",
+			spec: func() *csv1.ClusterSpec {
+				s := fullSpec()
+				s.ApiVisibility, s.ImageRegistryState = "Private", "Disabled"
+				return s
+			},
+			check: func(t *testing.T, _ *workv1.ManifestWork, _ map[string][]*unstructured.Unstructured, hc *hypershiftv1beta1.HostedCluster) {
+				for _, m := range hc.Spec.Services {
+					if m.Service == hypershiftv1beta1.APIServer && m.Type != hypershiftv1beta1.Route {
+						t.Fatalf("private API published as %s", m.Type)
+					}
+				}
+				if hc.Spec.Capabilities == nil || len(hc.Spec.Capabilities.Disabled) != 1 || hc.Spec.Capabilities.Disabled[0] != hypershiftv1beta1.ImageRegistryCapability {
+					t.Fatalf("capabilities = %+v", hc.Spec.Capabilities)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := Build(cfg, cluster(tt.spec()))
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			kinds, hc := decoded(t, w)
+			tt.check(t, w, kinds, hc)
+		})
+	}
+}
+
+func TestBuildIsDeterministic(t *testing.T) {
+	a, err := Build(Config{}, cluster(fullSpec()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Build(Config{}, cluster(fullSpec()))
+	if a.Annotations[AnnotationSpecHash] != b.Annotations[AnnotationSpecHash] {
+		t.Fatal("two builds of the same cluster differ")
+	}
+	s := fullSpec()
+	s.VersionId = "4.19.8"
+	c, _ := Build(Config{}, cluster(s))
+	if c.Annotations[AnnotationSpecHash] == a.Annotations[AnnotationSpecHash] {
+		t.Fatal("a spec change did not change the hash")
+	}
+	if !strings.HasPrefix(Namespace("", id), "ocm-dev-") {
+		t.Fatalf("default env namespace = %s", Namespace("", id))
+	}
+}
+
+func TestBuildRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		c    Cluster
+	}{
+		{"no_spec", Cluster{ID: id, EtcdEncryptionKey: key()}},
+		{"short_etcd_key", Cluster{ID: id, Spec: fullSpec(), EtcdEncryptionKey: []byte("short")}},
+		{"bad_pod_cidr", func() Cluster {
+			s := fullSpec()
+			s.Network.PodCidr = "nope"
+			return cluster(s)
+		}()},
+		{"bad_key_vault_url", func() Cluster {
+			s := fullSpec()
+			s.EtcdEncryptionKeyId = "https://vault.vault.azure.net/secrets/x"
+			return cluster(s)
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Build(Config{}, tt.c); err == nil {
+				t.Fatal("Build accepted it")
+			}
+		})
+	}
+}
+
+func TestValidateEnv(t *testing.T) {
+	for env, ok := range map[string]bool{"dev": true, "int-1": true, "": false, "Dev": false, "-x": false, "toolongenvironment": false} {
+		if err := ValidateEnv(env); (err == nil) != ok {
+			t.Errorf("ValidateEnv(%q) = %v, want ok=%v", env, err, ok)
+		}
+	}
+}
