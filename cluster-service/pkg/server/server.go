@@ -1,0 +1,341 @@
+// Package server implements Cluster Service's gRPC API (Clusters and ProvisionShards) on top of
+// the store: input validation with field violations, error codes, correlation-ID logging,
+// per-method and per-shard Prometheus metrics, and the WatchClusters stream.
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+)
+
+// Config configures the server; zero values take defaults.
+type Config struct {
+	// Env names the environment in cluster namespaces; default "dev".
+	Env string
+	// Policy places new clusters; default least-loaded.
+	Policy placement.Policy
+	// KeepAlive is how often an idle watch gets a BOOKMARK; default 30s.
+	KeepAlive time.Duration
+	Log       *slog.Logger
+	// Registerer receives the request and shard metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// Server implements csv1.ClustersServer and csv1.ProvisionShardsServer.
+type Server struct {
+	csv1.UnimplementedClustersServer
+	csv1.UnimplementedProvisionShardsServer
+
+	st      *store.Store
+	cfg     Config
+	metrics *metrics
+}
+
+// New makes a server over st.
+func New(st *store.Store, cfg Config) *Server {
+	if cfg.Env == "" {
+		cfg.Env = manifests.DefaultEnv
+	}
+	if cfg.Policy == nil {
+		cfg.Policy = placement.LeastLoaded{}
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 30 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st)}
+	if cfg.Registerer != nil {
+		s.metrics.register(cfg.Registerer)
+	}
+	return s
+}
+
+// ServerOptions returns the interceptors (correlation-ID logging, metrics, panic recovery)
+// to pass to grpc.NewServer together with any transport options.
+func (s *Server) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor),
+	}
+}
+
+// Register registers both services on g.
+func (s *Server) Register(g *grpc.Server) {
+	csv1.RegisterClustersServer(g, s)
+	csv1.RegisterProvisionShardsServer(g, s)
+}
+
+// ---- Clusters
+
+// CreateCluster implements csv1.ClustersServer.
+func (s *Server) CreateCluster(ctx context.Context, req *csv1.CreateClusterRequest) (*csv1.Cluster, error) {
+	spec, err := validateCreate(req)
+	if err != nil {
+		return nil, err
+	}
+	in := req.GetCluster()
+	c, created, err := s.st.CreateCluster(ctx, &store.Cluster{
+		ID: in.GetId(), ARMResourceID: in.GetArmResourceId(), Spec: spec, Namespace: manifests.Namespace(s.cfg.Env, in.GetId()),
+	}, s.cfg.Policy)
+	if err != nil {
+		return nil, s.toStatus(ctx, "create cluster", err)
+	}
+	log := LoggerFrom(ctx).With("cluster_id", c.ID, "shard", c.Shard)
+	if created {
+		log.Info("cluster created", "arm_resource_id", c.ARMResourceID, "revision", c.Revision)
+		s.metrics.placed.WithLabelValues(c.Shard).Inc()
+	} else {
+		log.Info("cluster already exists for this ARM resource; returning it", "requested_id", in.GetId())
+	}
+	return toProto(c), nil
+}
+
+// GetCluster implements csv1.ClustersServer.
+func (s *Server) GetCluster(ctx context.Context, req *csv1.GetClusterRequest) (*csv1.Cluster, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	c, err := s.st.GetCluster(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "get cluster", err)
+	}
+	return toProto(c), nil
+}
+
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// ListClusters implements csv1.ClustersServer.
+func (s *Server) ListClusters(ctx context.Context, req *csv1.ListClustersRequest) (*csv1.ListClustersResponse, error) {
+	var v violations
+	size := int(req.GetPageSize())
+	switch {
+	case size < 0:
+		v.add("page_size", "must not be negative")
+	case size == 0:
+		size = defaultPageSize
+	case size > maxPageSize:
+		size = maxPageSize
+	}
+	var after string
+	if tok := req.GetPageToken(); tok != "" {
+		b, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil || !clusterIDRE.Match(b) {
+			v.add("page_token", "is not a token from a previous response")
+		}
+		after = string(b)
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	cs, err := s.st.ListClusters(ctx, store.ListOptions{Limit: size + 1, AfterID: after, ARMResourceIDPrefix: req.GetArmResourceIdPrefix()})
+	if err != nil {
+		return nil, s.toStatus(ctx, "list clusters", err)
+	}
+	resp := &csv1.ListClustersResponse{}
+	if len(cs) > size {
+		cs = cs[:size]
+		resp.NextPageToken = base64.RawURLEncoding.EncodeToString([]byte(cs[size-1].ID))
+	}
+	for _, c := range cs {
+		resp.Clusters = append(resp.Clusters, toProto(c))
+	}
+	return resp, nil
+}
+
+// DeleteCluster implements csv1.ClustersServer.
+func (s *Server) DeleteCluster(ctx context.Context, req *csv1.DeleteClusterRequest) (*csv1.Cluster, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	c, err := s.st.MarkDeleting(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "delete cluster", err)
+	}
+	LoggerFrom(ctx).Info("cluster deletion requested", "cluster_id", c.ID, "shard", c.Shard, "revision", c.Revision)
+	return toProto(c), nil
+}
+
+// WatchClusters implements csv1.ClustersServer: a snapshot (since_revision 0) or a replay of
+// every change after since_revision, a BOOKMARK, then live changes with BOOKMARK keep-alives.
+func (s *Server) WatchClusters(req *csv1.WatchClustersRequest, stream grpc.ServerStreamingServer[csv1.ClusterEvent]) error {
+	ctx := stream.Context()
+	if req.GetSinceRevision() < 0 {
+		var v violations
+		v.add("since_revision", "must not be negative")
+		return v.err()
+	}
+	// Subscribe before reading, so a change committed between the read and the wait still wakes us.
+	changes, stop := s.st.Changes()
+	defer stop()
+
+	after := req.GetSinceRevision()
+	if after == 0 {
+		cs, rev, err := s.st.Snapshot(ctx)
+		if err != nil {
+			return s.toStatus(ctx, "watch snapshot", err)
+		}
+		for _, c := range cs {
+			if err := stream.Send(&csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: c.Revision, Cluster: toProto(c)}); err != nil {
+				return err
+			}
+		}
+		after = rev
+	} else {
+		var err error
+		if after, err = s.sendEventsAfter(ctx, stream, after); err != nil {
+			return err
+		}
+	}
+	if err := stream.Send(&csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
+		return err
+	}
+	LoggerFrom(ctx).Debug("watch caught up", "revision", after, "since_revision", req.GetSinceRevision())
+
+	keepAlive := time.NewTicker(s.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-keepAlive.C:
+			// Also re-read, in case a notification was lost while the listener reconnected.
+			var err error
+			if after, err = s.sendEventsAfter(ctx, stream, after); err != nil {
+				return err
+			}
+			if err := stream.Send(&csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
+				return err
+			}
+		case <-changes:
+			var err error
+			if after, err = s.sendEventsAfter(ctx, stream, after); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *Server) sendEventsAfter(ctx context.Context, stream grpc.ServerStreamingServer[csv1.ClusterEvent], after int64) (int64, error) {
+	for {
+		evs, err := s.st.EventsAfter(ctx, after, 500)
+		if err != nil {
+			return after, s.toStatus(ctx, "watch events", err)
+		}
+		for _, ev := range evs {
+			if err := stream.Send(&csv1.ClusterEvent{Type: ev.Type, Revision: ev.Revision, Cluster: toProto(ev.Cluster)}); err != nil {
+				return after, err
+			}
+			after = ev.Revision
+		}
+		if len(evs) < 500 {
+			return after, nil
+		}
+	}
+}
+
+// ---- ProvisionShards
+
+// RegisterShard implements csv1.ProvisionShardsServer.
+func (s *Server) RegisterShard(ctx context.Context, req *csv1.RegisterShardRequest) (*csv1.ProvisionShard, error) {
+	if err := validateShard(req.GetShard()); err != nil {
+		return nil, err
+	}
+	in := req.GetShard()
+	sh, err := s.st.RegisterShard(ctx, placement.Shard{Name: in.GetName(), Status: in.GetStatus(), MaxClusters: in.GetMaxClusters(), Labels: in.GetLabels()})
+	if err != nil {
+		return nil, s.toStatus(ctx, "register shard", err)
+	}
+	LoggerFrom(ctx).Info("shard registered", "shard", sh.Name, "status", sh.Status.String(), "max_clusters", sh.MaxClusters)
+	return shardProto(sh), nil
+}
+
+// ListShards implements csv1.ProvisionShardsServer.
+func (s *Server) ListShards(ctx context.Context, _ *csv1.ListShardsRequest) (*csv1.ListShardsResponse, error) {
+	shs, err := s.st.ListShards(ctx)
+	if err != nil {
+		return nil, s.toStatus(ctx, "list shards", err)
+	}
+	resp := &csv1.ListShardsResponse{}
+	for _, sh := range shs {
+		resp.Shards = append(resp.Shards, shardProto(sh))
+	}
+	return resp, nil
+}
+
+// SetShardStatus implements csv1.ProvisionShardsServer.
+func (s *Server) SetShardStatus(ctx context.Context, req *csv1.SetShardStatusRequest) (*csv1.ProvisionShard, error) {
+	var v violations
+	if !shardNameRE.MatchString(req.GetName()) {
+		v.add("name", "must be a DNS label, not %q", req.GetName())
+	}
+	if _, ok := csv1.ShardStatus_name[int32(req.GetStatus())]; !ok || req.GetStatus() == csv1.ShardStatus_SHARD_STATUS_UNSPECIFIED {
+		v.add("status", "must be ACTIVE, MAINTENANCE or OFFLINE")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	sh, err := s.st.SetShardStatus(ctx, req.GetName(), req.GetStatus())
+	if err != nil {
+		return nil, s.toStatus(ctx, "set shard status", err)
+	}
+	LoggerFrom(ctx).Info("shard status set", "shard", sh.Name, "status", sh.Status.String())
+	return shardProto(sh), nil
+}
+
+// ---- conversions and errors
+
+func toProto(c *store.Cluster) *csv1.Cluster {
+	return &csv1.Cluster{
+		Id: c.ID, ArmResourceId: c.ARMResourceID, Spec: c.Spec, Status: c.Status, Shard: c.Shard, Revision: c.Revision,
+		CreateTime: timestamppb.New(c.CreateTime), UpdateTime: timestamppb.New(c.UpdateTime), Namespace: c.Namespace,
+	}
+}
+
+func shardProto(sh placement.Shard) *csv1.ProvisionShard {
+	return &csv1.ProvisionShard{Name: sh.Name, Status: sh.Status, MaxClusters: sh.MaxClusters, ClusterCount: sh.ClusterCount, Labels: sh.Labels}
+}
+
+// toStatus maps store errors to gRPC codes; anything unexpected is logged and becomes Internal
+// without leaking details to the caller.
+func (s *Server) toStatus(ctx context.Context, op string, err error) error {
+	if _, ok := status.FromError(err); ok {
+		return err // already a gRPC status (placement's ResourceExhausted)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return status.Error(codes.NotFound, op+": not found")
+	case errors.Is(err, store.ErrIDInUse):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, store.ErrConflict):
+		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, op+": canceled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, op+": deadline exceeded")
+	}
+	LoggerFrom(ctx).Error(op+" failed", "error", err)
+	return status.Error(codes.Internal, op+": internal error")
+}

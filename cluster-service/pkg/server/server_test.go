@@ -1,0 +1,494 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+)
+
+// syncBuffer is a log sink the server's goroutines can write to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type env struct {
+	st       *store.Store
+	clusters csv1.ClustersClient
+	shards   csv1.ProvisionShardsClient
+	reg      *prometheus.Registry
+	logs     *syncBuffer
+}
+
+// start runs the real server on a loopback listener over a real database.
+func start(t *testing.T) *env {
+	t.Helper()
+	pg := pgservertest.Start(t)
+	dsn := pgservertest.NewDatabase(t, pg)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st, err := store.Open(context.Background(), dsn, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	reg := prometheus.NewRegistry()
+	srv := New(st, Config{Log: log, Registerer: reg, KeepAlive: 200 * time.Millisecond})
+	g := grpc.NewServer(srv.ServerOptions()...)
+	srv.Register(g)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis) //nolint:errcheck
+	t.Cleanup(g.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), reg: reg, logs: logs}
+}
+
+func id(n int) string { return fmt.Sprintf("%032d", n) }
+
+func arm(name string) string {
+	return "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/" + name
+}
+
+func validCluster(n int, name string) *csv1.Cluster {
+	return &csv1.Cluster{Id: id(n), ArmResourceId: arm(name), Spec: &csv1.ClusterSpec{
+		VersionId: "4.19.7",
+		Azure:     &csv1.AzureSpec{Location: "eastus", SubscriptionId: "00000000-0000-0000-0000-000000000001", ManagedResourceGroup: "mrg"},
+	}}
+}
+
+func withCorrelation(ctx context.Context, cid string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, MDCorrelationRequestID, cid, MDClientRequestID, "client-"+cid, MDRequestID, "req-"+cid)
+}
+
+func (e *env) register(t *testing.T, name string, max int32) {
+	t.Helper()
+	if _, err := e.shards.RegisterShard(context.Background(), &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: name, MaxClusters: max}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fieldViolations(err error) map[string]bool {
+	out := map[string]bool{}
+	for _, d := range status.Convert(err).Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				out[v.GetField()] = true
+			}
+		}
+	}
+	return out
+}
+
+func TestClusters(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+
+	t.Run("create_without_shards_is_resource_exhausted", func(t *testing.T) {
+		_, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(1, "first")})
+		if status.Code(err) != codes.ResourceExhausted || status.Convert(err).Message() != "no shard has capacity" {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	e.register(t, "mc-1", 2)
+	e.register(t, "mc-2", 10)
+
+	var created *csv1.Cluster
+	t.Run("create_places_and_defaults", func(t *testing.T) {
+		c, err := e.clusters.CreateCluster(withCorrelation(ctx, "corr-create"), &csv1.CreateClusterRequest{Cluster: validCluster(1, "first")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created = c
+		if c.GetShard() != "mc-2" || c.GetNamespace() != "ocm-dev-"+id(1) || c.GetStatus().GetState() != csv1.ClusterState_CLUSTER_STATE_PENDING {
+			t.Fatalf("cluster = %v", c)
+		}
+		if n := c.GetSpec().GetNetwork(); n.GetPodCidr() != "10.128.0.0/14" || n.GetHostPrefix() != 23 || c.GetSpec().GetChannelGroup() != "stable" {
+			t.Fatalf("defaults not applied: %v", c.GetSpec())
+		}
+		if c.GetRevision() <= 0 || c.GetCreateTime() == nil {
+			t.Fatalf("revision %d create_time %v", c.GetRevision(), c.GetCreateTime())
+		}
+	})
+	t.Run("log_lines_carry_correlation_ids", func(t *testing.T) {
+		var hit bool
+		for _, line := range strings.Split(e.logs.String(), "\n") {
+			if strings.Contains(line, `"msg":"cluster created"`) {
+				hit = strings.Contains(line, `"x-ms-correlation-request-id":"corr-create"`) && strings.Contains(line, `"x-ms-client-request-id":"client-corr-create"`)
+			}
+		}
+		if !hit {
+			t.Fatalf("no 'cluster created' line with correlation IDs in:\n%s", e.logs.String())
+		}
+	})
+	t.Run("create_same_arm_resource_other_case_is_idempotent", func(t *testing.T) {
+		c := validCluster(2, "FIRST")
+		c.ArmResourceId = strings.ToUpper(c.ArmResourceId[:14]) + c.ArmResourceId[14:]
+		got, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetId() != created.GetId() || got.GetRevision() != created.GetRevision() {
+			t.Fatalf("got %s rev %d, want existing %s", got.GetId(), got.GetRevision(), created.GetId())
+		}
+	})
+	t.Run("create_same_id_other_arm_resource_is_already_exists", func(t *testing.T) {
+		_, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(1, "second")})
+		if status.Code(err) != codes.AlreadyExists {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("get", func(t *testing.T) {
+		got, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: created.GetId()})
+		if err != nil || got.GetArmResourceId() != arm("first") {
+			t.Fatalf("GetCluster = %v, %v", got, err)
+		}
+		if _, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: id(99)}); status.Code(err) != codes.NotFound {
+			t.Fatalf("missing: err = %v", err)
+		}
+		if _, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: "NOPE"}); status.Code(err) != codes.InvalidArgument || !fieldViolations(err)["id"] {
+			t.Fatalf("bad id: err = %v", err)
+		}
+	})
+	t.Run("list_pages_in_id_order", func(t *testing.T) {
+		for n := 10; n < 15; n++ {
+			if _, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(n, fmt.Sprint("c", n))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ids []string
+		tok := ""
+		pages := 0
+		for {
+			resp, err := e.clusters.ListClusters(ctx, &csv1.ListClustersRequest{PageSize: 2, PageToken: tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages++
+			for _, c := range resp.GetClusters() {
+				ids = append(ids, c.GetId())
+			}
+			if tok = resp.GetNextPageToken(); tok == "" {
+				break
+			}
+		}
+		want := []string{id(1), id(10), id(11), id(12), id(13), id(14)}
+		if strings.Join(ids, ",") != strings.Join(want, ",") || pages != 3 {
+			t.Fatalf("pages %d ids %v", pages, ids)
+		}
+		resp, err := e.clusters.ListClusters(ctx, &csv1.ListClustersRequest{ArmResourceIdPrefix: strings.ToLower(arm("c1"))})
+		if err != nil || len(resp.GetClusters()) != 5 {
+			t.Fatalf("prefix filter: %d, %v", len(resp.GetClusters()), err)
+		}
+		if _, err := e.clusters.ListClusters(ctx, &csv1.ListClustersRequest{PageToken: "garbage!"}); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("bad token: %v", err)
+		}
+	})
+	t.Run("placement_spreads_least_loaded", func(t *testing.T) {
+		resp, err := e.shards.ListShards(ctx, &csv1.ListShardsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := map[string]int32{}
+		for _, sh := range resp.GetShards() {
+			counts[sh.GetName()] = sh.GetClusterCount()
+		}
+		if counts["mc-1"]+counts["mc-2"] != 6 || counts["mc-1"] > 2 {
+			t.Fatalf("counts = %v", counts)
+		}
+	})
+	t.Run("delete_marks_uninstalling", func(t *testing.T) {
+		got, err := e.clusters.DeleteCluster(ctx, &csv1.DeleteClusterRequest{Id: created.GetId()})
+		if err != nil || got.GetStatus().GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING {
+			t.Fatalf("DeleteCluster = %v, %v", got, err)
+		}
+		still, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: created.GetId()})
+		if err != nil || still.GetStatus().GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING {
+			t.Fatalf("after delete GetCluster = %v, %v", still, err)
+		}
+		if _, err := e.clusters.DeleteCluster(ctx, &csv1.DeleteClusterRequest{Id: id(98)}); status.Code(err) != codes.NotFound {
+			t.Fatalf("delete missing: %v", err)
+		}
+	})
+	t.Run("metrics_by_method_and_code_and_shard", func(t *testing.T) {
+		want := `
+# HELP cluster_service_shard_max_clusters Capacity of the shard.
+# TYPE cluster_service_shard_max_clusters gauge
+cluster_service_shard_max_clusters{shard="mc-1"} 2
+cluster_service_shard_max_clusters{shard="mc-2"} 10
+`
+		if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "cluster_service_shard_max_clusters"); err != nil {
+			t.Fatal(err)
+		}
+		n := testutil.ToFloat64(mustCounter(t, e.reg, "cluster_service_grpc_requests_total", "/openhcp.clusterservice.v1.Clusters/CreateCluster", "ResourceExhausted"))
+		if n != 1 {
+			t.Fatalf("ResourceExhausted creates counted %v, want 1", n)
+		}
+		n = testutil.ToFloat64(mustCounter(t, e.reg, "cluster_service_grpc_requests_total", "/openhcp.clusterservice.v1.Clusters/CreateCluster", "OK"))
+		if n != 7 {
+			t.Fatalf("OK creates counted %v, want 7", n)
+		}
+	})
+}
+
+// mustCounter finds one sample of a counter vec in the registry's output.
+func mustCounter(t *testing.T, reg *prometheus.Registry, name, method, code string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["method"] == method && labels["code"] == code {
+				c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+				c.Add(m.GetCounter().GetValue())
+				return c
+			}
+		}
+	}
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+}
+
+func TestCreateValidation(t *testing.T) {
+	e := start(t)
+	e.register(t, "mc-1", 10)
+	tests := []struct {
+		name   string
+		mutate func(c *csv1.Cluster)
+		fields []string
+	}{
+		{"missing_cluster", nil, []string{"cluster"}},
+		{"bad_id_and_arm_id", func(c *csv1.Cluster) { c.Id = "ABC"; c.ArmResourceId = "/subscriptions/x" }, []string{"cluster.id", "cluster.arm_resource_id"}},
+		{"missing_spec", func(c *csv1.Cluster) { c.Spec = nil }, []string{"cluster.spec"}},
+		{"bad_version", func(c *csv1.Cluster) { c.Spec.VersionId = "latest" }, []string{"cluster.spec.version_id"}},
+		{"overlapping_networks", func(c *csv1.Cluster) {
+			c.Spec.Network = &csv1.NetworkSpec{PodCidr: "10.0.0.0/14", MachineCidr: "10.1.0.0/16"}
+		}, []string{"cluster.spec.network.machine_cidr"}},
+		{"host_prefix_out_of_range", func(c *csv1.Cluster) { c.Spec.Network = &csv1.NetworkSpec{HostPrefix: 30} }, []string{"cluster.spec.network.host_prefix"}},
+		{"bad_enums", func(c *csv1.Cluster) {
+			c.Spec.ApiVisibility, c.Spec.ImageRegistryState, c.Spec.ChannelGroup = "Internal", "Maybe", "beta"
+		}, []string{"cluster.spec.api_visibility", "cluster.spec.image_registry_state", "cluster.spec.channel_group"}},
+		{"bad_azure", func(c *csv1.Cluster) {
+			c.Spec.Azure = &csv1.AzureSpec{Location: "East US", SubscriptionId: "nope", SubnetId: "/x/y"}
+		}, []string{"cluster.spec.azure.location", "cluster.spec.azure.subscription_id", "cluster.spec.azure.subnet_id"}},
+		{"missing_azure", func(c *csv1.Cluster) { c.Spec.Azure = nil }, []string{"cluster.spec.azure"}},
+		{"bad_key_vault_key", func(c *csv1.Cluster) { c.Spec.EtcdEncryptionKeyId = "kv/key" }, []string{"cluster.spec.etcd_encryption_key_id"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &csv1.CreateClusterRequest{}
+			if tt.mutate != nil {
+				req.Cluster = validCluster(1, "valid")
+				tt.mutate(req.Cluster)
+			}
+			_, err := e.clusters.CreateCluster(context.Background(), req)
+			if status.Code(err) != codes.InvalidArgument {
+				t.Fatalf("err = %v, want InvalidArgument", err)
+			}
+			got := fieldViolations(err)
+			for _, f := range tt.fields {
+				if !got[f] {
+					t.Errorf("no violation for %s; got %v", f, got)
+				}
+			}
+		})
+	}
+	resp, err := e.clusters.ListClusters(context.Background(), &csv1.ListClustersRequest{})
+	if err != nil || len(resp.GetClusters()) != 0 {
+		t.Fatalf("invalid creates stored %d clusters (%v)", len(resp.GetClusters()), err)
+	}
+}
+
+func TestShards(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	sh, err := e.shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: "mc-1", MaxClusters: 1, Labels: map[string]string{"zone": "1"}}})
+	if err != nil || sh.GetStatus() != csv1.ShardStatus_SHARD_STATUS_ACTIVE || sh.GetLabels()["zone"] != "1" {
+		t.Fatalf("RegisterShard = %v, %v", sh, err)
+	}
+	if _, err := e.shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: "MC_1", MaxClusters: -1}}); status.Code(err) != codes.InvalidArgument ||
+		!fieldViolations(err)["shard.name"] || !fieldViolations(err)["shard.max_clusters"] {
+		t.Fatalf("bad shard: %v", err)
+	}
+	sh, err = e.shards.SetShardStatus(ctx, &csv1.SetShardStatusRequest{Name: "mc-1", Status: csv1.ShardStatus_SHARD_STATUS_MAINTENANCE})
+	if err != nil || sh.GetStatus() != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
+		t.Fatalf("SetShardStatus = %v, %v", sh, err)
+	}
+	if _, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(1, "alpha")}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("create on maintenance-only region: %v", err)
+	}
+	if _, err := e.shards.SetShardStatus(ctx, &csv1.SetShardStatusRequest{Name: "nope", Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE}); status.Code(err) != codes.NotFound {
+		t.Fatalf("unknown shard: %v", err)
+	}
+	if _, err := e.shards.SetShardStatus(ctx, &csv1.SetShardStatusRequest{Name: "mc-1"}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("unspecified status: %v", err)
+	}
+}
+
+func recv(t *testing.T, s grpc.ServerStreamingClient[csv1.ClusterEvent]) *csv1.ClusterEvent {
+	t.Helper()
+	type res struct {
+		ev  *csv1.ClusterEvent
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { ev, err := s.Recv(); ch <- res{ev, err} }()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("Recv: %v", r.err)
+		}
+		return r.ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+		return nil
+	}
+}
+
+// recvSkippingBookmarks returns the next non-bookmark event.
+func recvSkippingBookmarks(t *testing.T, s grpc.ServerStreamingClient[csv1.ClusterEvent]) *csv1.ClusterEvent {
+	for {
+		if ev := recv(t, s); ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK {
+			return ev
+		}
+	}
+}
+
+func TestWatchClusters(t *testing.T) {
+	e := start(t)
+	e.register(t, "mc-1", 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(1, "alpha")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(2, "bravo")})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lastRev int64
+	t.Run("snapshot_then_bookmark", func(t *testing.T) {
+		e1, e2, bm := recv(t, w), recv(t, w), recv(t, w)
+		if e1.GetCluster().GetId() != a.GetId() || e2.GetCluster().GetId() != b.GetId() || e1.GetType() != csv1.EventType_EVENT_TYPE_UPSERTED {
+			t.Fatalf("snapshot = %v, %v", e1, e2)
+		}
+		if bm.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK || bm.GetRevision() != b.GetRevision() {
+			t.Fatalf("bookmark = %v, want revision %d", bm, b.GetRevision())
+		}
+		lastRev = bm.GetRevision()
+	})
+	t.Run("live_changes_in_revision_order", func(t *testing.T) {
+		c, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(3, "charlie")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := recvSkippingBookmarks(t, w)
+		if ev.GetType() != csv1.EventType_EVENT_TYPE_UPSERTED || ev.GetCluster().GetId() != c.GetId() || ev.GetRevision() <= lastRev {
+			t.Fatalf("event = %v (last revision %d)", ev, lastRev)
+		}
+		del, err := e.clusters.DeleteCluster(ctx, &csv1.DeleteClusterRequest{Id: a.GetId()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev2 := recvSkippingBookmarks(t, w)
+		if ev2.GetCluster().GetStatus().GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING || ev2.GetRevision() <= ev.GetRevision() {
+			t.Fatalf("delete event = %v", ev2)
+		}
+		// The controller removes the cluster once its work is gone; do what it does.
+		if err := e.st.RemoveCluster(ctx, a.GetId(), del.GetRevision()); err != nil {
+			t.Fatal(err)
+		}
+		ev3 := recvSkippingBookmarks(t, w)
+		if ev3.GetType() != csv1.EventType_EVENT_TYPE_DELETED || ev3.GetCluster().GetId() != a.GetId() || ev3.GetRevision() <= ev2.GetRevision() {
+			t.Fatalf("deleted event = %v", ev3)
+		}
+		if _, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: a.GetId()}); status.Code(err) != codes.NotFound {
+			t.Fatalf("GetCluster after removal: %v", err)
+		}
+	})
+	t.Run("keep_alive_bookmarks", func(t *testing.T) {
+		ev := recv(t, w) // KeepAlive is 200ms in tests
+		if ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK {
+			t.Fatalf("event = %v, want a keep-alive bookmark", ev)
+		}
+	})
+	t.Run("resume_from_revision_replays_changes_and_deletes", func(t *testing.T) {
+		w2, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: lastRev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for {
+			ev := recv(t, w2)
+			if ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
+				break
+			}
+			types = append(types, ev.GetType().String()+":"+ev.GetCluster().GetId()[30:])
+		}
+		// c created (01→03), a deleted (tombstone replaces its UNINSTALLING event).
+		want := "EVENT_TYPE_UPSERTED:03,EVENT_TYPE_DELETED:01"
+		if strings.Join(types, ",") != want {
+			t.Fatalf("replay = %v, want %s", types, want)
+		}
+	})
+	t.Run("negative_revision_is_invalid", func(t *testing.T) {
+		w3, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: -1})
+		if err == nil {
+			_, err = w3.Recv()
+		}
+		if status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
