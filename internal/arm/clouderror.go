@@ -56,8 +56,8 @@ func NewCloudError(status int, code, target, format string, args ...any) *CloudE
 }
 
 // Multiple folds several field errors into one 400 MultipleErrorsOccurred, or returns the only
-// one as it is. It returns nil for none.
-func Multiple(errs []*CloudError) *CloudError {
+// one as it is. It returns a nil error (not a typed nil) for none.
+func Multiple(errs []*CloudError) error {
 	switch len(errs) {
 	case 0:
 		return nil

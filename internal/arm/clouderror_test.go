@@ -34,10 +34,10 @@ func TestMultiple(t *testing.T) {
 		t.Fatal("Multiple(nil) != nil")
 	}
 	one := NewCloudError(400, CodeInvalidRequestContent, "a", "bad a")
-	if Multiple([]*CloudError{one}) != one {
+	if got, _ := AsCloudError(Multiple([]*CloudError{one})); got != one {
 		t.Fatal("one error is not returned as is")
 	}
-	m := Multiple([]*CloudError{one, NewCloudError(400, CodeInvalidRequestContent, "b", "bad b")})
+	m, _ := AsCloudError(Multiple([]*CloudError{one, NewCloudError(400, CodeInvalidRequestContent, "b", "bad b")}))
 	if m.Code != CodeMultipleErrorsOccurred || m.StatusCode != 400 || len(m.Details) != 2 || m.Details[1].Target != "b" {
 		t.Fatalf("Multiple = %+v", m)
 	}
