@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,7 +44,14 @@ type Server struct {
 	st      *store.Store
 	cfg     Config
 	metrics *metrics
+
+	drainOnce sync.Once
+	draining  chan struct{}
 }
+
+// Drain ends every open watch with Unavailable, so clients reconnect to another replica and
+// grpc.Server.GracefulStop does not wait for streams that never end on their own.
+func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
 // New makes a server over st.
 func New(st *store.Store, cfg Config) *Server {
@@ -59,7 +67,7 @@ func New(st *store.Store, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st)}
+	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st), draining: make(chan struct{})}
 	if cfg.Registerer != nil {
 		s.metrics.register(cfg.Registerer)
 	}
@@ -220,6 +228,8 @@ func (s *Server) WatchClusters(req *csv1.WatchClustersRequest, stream grpc.Serve
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-s.draining:
+			return status.Error(codes.Unavailable, "server is shutting down; reconnect with since_revision")
 		case <-keepAlive.C:
 			// Also re-read, in case a notification was lost while the listener reconnected.
 			var err error
