@@ -41,7 +41,8 @@ type Document struct {
 	// ResourceID is the lowercase ARM resource ID the document is about, for prefix queries.
 	ResourceID string
 	Body       json.RawMessage
-	// TTL, when positive, makes the document expire TTL after this write.
+	// TTL, when positive, makes the document expire TTL after this write. On read it is set to
+	// the time left, so a read-modify-replace keeps the document's expiry.
 	TTL time.Duration
 
 	// Set by the store on read and write.

@@ -136,9 +136,7 @@ func scanDoc(row pgx.Row) (*store.Document, error) {
 		return nil, err
 	}
 	d.Body = json.RawMessage(body)
-	if expires != nil {
-		d.ExpiresAt = expires.UTC()
-	}
+	setExpiry(&d, expires)
 	return &d, nil
 }
 
@@ -301,6 +299,15 @@ func newETag() string {
 		panic(fmt.Sprintf("crypto/rand: %v", err))
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// setExpiry fills ExpiresAt and the TTL left, so replacing a document as read keeps its expiry.
+func setExpiry(d *store.Document, expires *time.Time) {
+	if expires == nil {
+		return
+	}
+	d.ExpiresAt = expires.UTC()
+	d.TTL = max(time.Until(d.ExpiresAt), time.Microsecond)
 }
 
 func written(doc *store.Document, etag string, seq int64, expires *time.Time) *store.Document {
@@ -515,9 +522,7 @@ ORDER BY 1 LIMIT $2`, checkpoint, limit)
 		if body != nil {
 			d.Body = json.RawMessage(body)
 		}
-		if expires != nil {
-			d.ExpiresAt = expires.UTC()
-		}
+		setExpiry(&d, expires)
 		c.Doc = &d
 		out = append(out, c)
 	}

@@ -562,12 +562,25 @@ func testTTL(t *testing.T, s store.Store) {
 	if !keep.ExpiresAt.IsZero() {
 		t.Fatalf("document without TTL has ExpiresAt %s", keep.ExpiresAt)
 	}
-	if _, err := s.Get(c, part, "op"); err != nil {
+	read, err := s.Get(c, part, "op")
+	if err != nil {
 		t.Fatalf("get before expiry: %v", err)
+	}
+	if read.TTL <= 0 || read.TTL > time.Second {
+		t.Fatalf("read TTL = %s, want the time left (0, 1s]", read.TTL)
+	}
+	// Replacing the document as read keeps its expiry.
+	read.Body = []byte(`{"v":2}`)
+	replaced, err := s.Replace(c, read, read.ETag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := replaced.ExpiresAt.Sub(created.ExpiresAt); diff < -100*time.Millisecond || diff > 100*time.Millisecond {
+		t.Fatalf("replace of the read document moved expiry by %s", diff)
 	}
 	time.Sleep(time.Until(created.ExpiresAt) + 300*time.Millisecond)
 
-	_, err := s.Get(c, part, "op")
+	_, err = s.Get(c, part, "op")
 	wantErr(t, "get after expiry", err, store.ErrNotFound)
 	_, err = s.Replace(c, doc(part, "op", store.TypeOperation, "", map[string]any{}), created.ETag)
 	wantErr(t, "replace after expiry", err, store.ErrNotFound)
