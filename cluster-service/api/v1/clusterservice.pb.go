@@ -506,8 +506,13 @@ type AzureSpec struct {
 	NetworkSecurityGroupId string                 `protobuf:"bytes,6,opt,name=network_security_group_id,json=networkSecurityGroupId,proto3" json:"network_security_group_id,omitempty"`
 	OutboundType           string                 `protobuf:"bytes,7,opt,name=outbound_type,json=outboundType,proto3" json:"outbound_type,omitempty"`
 	TenantId               string                 `protobuf:"bytes,8,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// workload_identities are the client IDs of the federated managed identities the cluster's
+	// operators authenticate with. When absent, Cluster Service uses the region's development
+	// placeholder if one is configured (--dev-workload-identity-client-id) and fails the
+	// cluster otherwise.
+	WorkloadIdentities *AzureWorkloadIdentities `protobuf:"bytes,9,opt,name=workload_identities,json=workloadIdentities,proto3" json:"workload_identities,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AzureSpec) Reset() {
@@ -596,6 +601,107 @@ func (x *AzureSpec) GetTenantId() string {
 	return ""
 }
 
+func (x *AzureSpec) GetWorkloadIdentities() *AzureWorkloadIdentities {
+	if x != nil {
+		return x.WorkloadIdentities
+	}
+	return nil
+}
+
+// AzureWorkloadIdentities are managed identity client IDs (UUIDs), one per operator, as in the
+// HyperShift HostedCluster API.
+type AzureWorkloadIdentities struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ImageRegistry      string                 `protobuf:"bytes,1,opt,name=image_registry,json=imageRegistry,proto3" json:"image_registry,omitempty"`
+	Ingress            string                 `protobuf:"bytes,2,opt,name=ingress,proto3" json:"ingress,omitempty"`
+	File               string                 `protobuf:"bytes,3,opt,name=file,proto3" json:"file,omitempty"`
+	Disk               string                 `protobuf:"bytes,4,opt,name=disk,proto3" json:"disk,omitempty"`
+	NodePoolManagement string                 `protobuf:"bytes,5,opt,name=node_pool_management,json=nodePoolManagement,proto3" json:"node_pool_management,omitempty"`
+	CloudProvider      string                 `protobuf:"bytes,6,opt,name=cloud_provider,json=cloudProvider,proto3" json:"cloud_provider,omitempty"`
+	Network            string                 `protobuf:"bytes,7,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *AzureWorkloadIdentities) Reset() {
+	*x = AzureWorkloadIdentities{}
+	mi := &file_v1_clusterservice_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AzureWorkloadIdentities) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AzureWorkloadIdentities) ProtoMessage() {}
+
+func (x *AzureWorkloadIdentities) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AzureWorkloadIdentities.ProtoReflect.Descriptor instead.
+func (*AzureWorkloadIdentities) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AzureWorkloadIdentities) GetImageRegistry() string {
+	if x != nil {
+		return x.ImageRegistry
+	}
+	return ""
+}
+
+func (x *AzureWorkloadIdentities) GetIngress() string {
+	if x != nil {
+		return x.Ingress
+	}
+	return ""
+}
+
+func (x *AzureWorkloadIdentities) GetFile() string {
+	if x != nil {
+		return x.File
+	}
+	return ""
+}
+
+func (x *AzureWorkloadIdentities) GetDisk() string {
+	if x != nil {
+		return x.Disk
+	}
+	return ""
+}
+
+func (x *AzureWorkloadIdentities) GetNodePoolManagement() string {
+	if x != nil {
+		return x.NodePoolManagement
+	}
+	return ""
+}
+
+func (x *AzureWorkloadIdentities) GetCloudProvider() string {
+	if x != nil {
+		return x.CloudProvider
+	}
+	return ""
+}
+
+func (x *AzureWorkloadIdentities) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
 type ClusterStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	State ClusterState           `protobuf:"varint,1,opt,name=state,proto3,enum=openhcp.clusterservice.v1.ClusterState" json:"state,omitempty"`
@@ -616,7 +722,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_v1_clusterservice_proto_msgTypes[4]
+	mi := &file_v1_clusterservice_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +734,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[4]
+	mi := &file_v1_clusterservice_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +747,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{4}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ClusterStatus) GetState() ClusterState {
@@ -713,7 +819,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_v1_clusterservice_proto_msgTypes[5]
+	mi := &file_v1_clusterservice_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +831,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[5]
+	mi := &file_v1_clusterservice_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +844,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{5}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Condition) GetType() string {
@@ -785,7 +891,7 @@ type CreateClusterRequest struct {
 
 func (x *CreateClusterRequest) Reset() {
 	*x = CreateClusterRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[6]
+	mi := &file_v1_clusterservice_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -797,7 +903,7 @@ func (x *CreateClusterRequest) String() string {
 func (*CreateClusterRequest) ProtoMessage() {}
 
 func (x *CreateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[6]
+	mi := &file_v1_clusterservice_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -810,7 +916,7 @@ func (x *CreateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateClusterRequest.ProtoReflect.Descriptor instead.
 func (*CreateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{6}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateClusterRequest) GetCluster() *Cluster {
@@ -829,7 +935,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[7]
+	mi := &file_v1_clusterservice_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +947,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[7]
+	mi := &file_v1_clusterservice_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +960,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{7}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetClusterRequest) GetId() string {
@@ -876,7 +982,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[8]
+	mi := &file_v1_clusterservice_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -888,7 +994,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[8]
+	mi := &file_v1_clusterservice_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1007,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{8}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListClustersRequest) GetPageSize() int32 {
@@ -935,7 +1041,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[9]
+	mi := &file_v1_clusterservice_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -947,7 +1053,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[9]
+	mi := &file_v1_clusterservice_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -960,7 +1066,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{9}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListClustersResponse) GetClusters() []*Cluster {
@@ -986,7 +1092,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[10]
+	mi := &file_v1_clusterservice_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1104,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[10]
+	mi := &file_v1_clusterservice_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1117,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{10}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DeleteClusterRequest) GetId() string {
@@ -1030,7 +1136,7 @@ type WatchClustersRequest struct {
 
 func (x *WatchClustersRequest) Reset() {
 	*x = WatchClustersRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[11]
+	mi := &file_v1_clusterservice_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1148,7 @@ func (x *WatchClustersRequest) String() string {
 func (*WatchClustersRequest) ProtoMessage() {}
 
 func (x *WatchClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[11]
+	mi := &file_v1_clusterservice_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1161,7 @@ func (x *WatchClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchClustersRequest.ProtoReflect.Descriptor instead.
 func (*WatchClustersRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{11}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WatchClustersRequest) GetSinceRevision() int64 {
@@ -1077,7 +1183,7 @@ type ClusterEvent struct {
 
 func (x *ClusterEvent) Reset() {
 	*x = ClusterEvent{}
-	mi := &file_v1_clusterservice_proto_msgTypes[12]
+	mi := &file_v1_clusterservice_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1195,7 @@ func (x *ClusterEvent) String() string {
 func (*ClusterEvent) ProtoMessage() {}
 
 func (x *ClusterEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[12]
+	mi := &file_v1_clusterservice_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1208,7 @@ func (x *ClusterEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterEvent.ProtoReflect.Descriptor instead.
 func (*ClusterEvent) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{12}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ClusterEvent) GetType() EventType {
@@ -1142,7 +1248,7 @@ type ProvisionShard struct {
 
 func (x *ProvisionShard) Reset() {
 	*x = ProvisionShard{}
-	mi := &file_v1_clusterservice_proto_msgTypes[13]
+	mi := &file_v1_clusterservice_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1154,7 +1260,7 @@ func (x *ProvisionShard) String() string {
 func (*ProvisionShard) ProtoMessage() {}
 
 func (x *ProvisionShard) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[13]
+	mi := &file_v1_clusterservice_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1167,7 +1273,7 @@ func (x *ProvisionShard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvisionShard.ProtoReflect.Descriptor instead.
 func (*ProvisionShard) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{13}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProvisionShard) GetName() string {
@@ -1214,7 +1320,7 @@ type RegisterShardRequest struct {
 
 func (x *RegisterShardRequest) Reset() {
 	*x = RegisterShardRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[14]
+	mi := &file_v1_clusterservice_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1332,7 @@ func (x *RegisterShardRequest) String() string {
 func (*RegisterShardRequest) ProtoMessage() {}
 
 func (x *RegisterShardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[14]
+	mi := &file_v1_clusterservice_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1345,7 @@ func (x *RegisterShardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterShardRequest.ProtoReflect.Descriptor instead.
 func (*RegisterShardRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{14}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterShardRequest) GetShard() *ProvisionShard {
@@ -1257,7 +1363,7 @@ type ListShardsRequest struct {
 
 func (x *ListShardsRequest) Reset() {
 	*x = ListShardsRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[15]
+	mi := &file_v1_clusterservice_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1375,7 @@ func (x *ListShardsRequest) String() string {
 func (*ListShardsRequest) ProtoMessage() {}
 
 func (x *ListShardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[15]
+	mi := &file_v1_clusterservice_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1388,7 @@ func (x *ListShardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShardsRequest.ProtoReflect.Descriptor instead.
 func (*ListShardsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{15}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{16}
 }
 
 type ListShardsResponse struct {
@@ -1294,7 +1400,7 @@ type ListShardsResponse struct {
 
 func (x *ListShardsResponse) Reset() {
 	*x = ListShardsResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[16]
+	mi := &file_v1_clusterservice_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1412,7 @@ func (x *ListShardsResponse) String() string {
 func (*ListShardsResponse) ProtoMessage() {}
 
 func (x *ListShardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[16]
+	mi := &file_v1_clusterservice_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1425,7 @@ func (x *ListShardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShardsResponse.ProtoReflect.Descriptor instead.
 func (*ListShardsResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{16}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListShardsResponse) GetShards() []*ProvisionShard {
@@ -1339,7 +1445,7 @@ type SetShardStatusRequest struct {
 
 func (x *SetShardStatusRequest) Reset() {
 	*x = SetShardStatusRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[17]
+	mi := &file_v1_clusterservice_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1457,7 @@ func (x *SetShardStatusRequest) String() string {
 func (*SetShardStatusRequest) ProtoMessage() {}
 
 func (x *SetShardStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[17]
+	mi := &file_v1_clusterservice_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1470,7 @@ func (x *SetShardStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetShardStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetShardStatusRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{17}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetShardStatusRequest) GetName() string {
@@ -1414,7 +1520,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\fservice_cidr\x18\x03 \x01(\tR\vserviceCidr\x12!\n" +
 	"\fmachine_cidr\x18\x04 \x01(\tR\vmachineCidr\x12\x1f\n" +
 	"\vhost_prefix\x18\x05 \x01(\x05R\n" +
-	"hostPrefix\"\xc7\x02\n" +
+	"hostPrefix\"\xac\x03\n" +
 	"\tAzureSpec\x12'\n" +
 	"\x0fsubscription_id\x18\x01 \x01(\tR\x0esubscriptionId\x12%\n" +
 	"\x0eresource_group\x18\x02 \x01(\tR\rresourceGroup\x12\x1a\n" +
@@ -1423,7 +1529,16 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\tsubnet_id\x18\x05 \x01(\tR\bsubnetId\x129\n" +
 	"\x19network_security_group_id\x18\x06 \x01(\tR\x16networkSecurityGroupId\x12#\n" +
 	"\routbound_type\x18\a \x01(\tR\foutboundType\x12\x1b\n" +
-	"\ttenant_id\x18\b \x01(\tR\btenantId\"\xca\x02\n" +
+	"\ttenant_id\x18\b \x01(\tR\btenantId\x12c\n" +
+	"\x13workload_identities\x18\t \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesR\x12workloadIdentities\"\xf5\x01\n" +
+	"\x17AzureWorkloadIdentities\x12%\n" +
+	"\x0eimage_registry\x18\x01 \x01(\tR\rimageRegistry\x12\x18\n" +
+	"\aingress\x18\x02 \x01(\tR\aingress\x12\x12\n" +
+	"\x04file\x18\x03 \x01(\tR\x04file\x12\x12\n" +
+	"\x04disk\x18\x04 \x01(\tR\x04disk\x120\n" +
+	"\x14node_pool_management\x18\x05 \x01(\tR\x12nodePoolManagement\x12%\n" +
+	"\x0ecloud_provider\x18\x06 \x01(\tR\rcloudProvider\x12\x18\n" +
+	"\anetwork\x18\a \x01(\tR\anetwork\"\xca\x02\n" +
 	"\rClusterStatus\x12=\n" +
 	"\x05state\x18\x01 \x01(\x0e2'.openhcp.clusterservice.v1.ClusterStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -1524,72 +1639,74 @@ func file_v1_clusterservice_proto_rawDescGZIP() []byte {
 }
 
 var file_v1_clusterservice_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_v1_clusterservice_proto_goTypes = []any{
-	(ClusterState)(0),             // 0: openhcp.clusterservice.v1.ClusterState
-	(EventType)(0),                // 1: openhcp.clusterservice.v1.EventType
-	(ShardStatus)(0),              // 2: openhcp.clusterservice.v1.ShardStatus
-	(*Cluster)(nil),               // 3: openhcp.clusterservice.v1.Cluster
-	(*ClusterSpec)(nil),           // 4: openhcp.clusterservice.v1.ClusterSpec
-	(*NetworkSpec)(nil),           // 5: openhcp.clusterservice.v1.NetworkSpec
-	(*AzureSpec)(nil),             // 6: openhcp.clusterservice.v1.AzureSpec
-	(*ClusterStatus)(nil),         // 7: openhcp.clusterservice.v1.ClusterStatus
-	(*Condition)(nil),             // 8: openhcp.clusterservice.v1.Condition
-	(*CreateClusterRequest)(nil),  // 9: openhcp.clusterservice.v1.CreateClusterRequest
-	(*GetClusterRequest)(nil),     // 10: openhcp.clusterservice.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),   // 11: openhcp.clusterservice.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),  // 12: openhcp.clusterservice.v1.ListClustersResponse
-	(*DeleteClusterRequest)(nil),  // 13: openhcp.clusterservice.v1.DeleteClusterRequest
-	(*WatchClustersRequest)(nil),  // 14: openhcp.clusterservice.v1.WatchClustersRequest
-	(*ClusterEvent)(nil),          // 15: openhcp.clusterservice.v1.ClusterEvent
-	(*ProvisionShard)(nil),        // 16: openhcp.clusterservice.v1.ProvisionShard
-	(*RegisterShardRequest)(nil),  // 17: openhcp.clusterservice.v1.RegisterShardRequest
-	(*ListShardsRequest)(nil),     // 18: openhcp.clusterservice.v1.ListShardsRequest
-	(*ListShardsResponse)(nil),    // 19: openhcp.clusterservice.v1.ListShardsResponse
-	(*SetShardStatusRequest)(nil), // 20: openhcp.clusterservice.v1.SetShardStatusRequest
-	nil,                           // 21: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(ClusterState)(0),               // 0: openhcp.clusterservice.v1.ClusterState
+	(EventType)(0),                  // 1: openhcp.clusterservice.v1.EventType
+	(ShardStatus)(0),                // 2: openhcp.clusterservice.v1.ShardStatus
+	(*Cluster)(nil),                 // 3: openhcp.clusterservice.v1.Cluster
+	(*ClusterSpec)(nil),             // 4: openhcp.clusterservice.v1.ClusterSpec
+	(*NetworkSpec)(nil),             // 5: openhcp.clusterservice.v1.NetworkSpec
+	(*AzureSpec)(nil),               // 6: openhcp.clusterservice.v1.AzureSpec
+	(*AzureWorkloadIdentities)(nil), // 7: openhcp.clusterservice.v1.AzureWorkloadIdentities
+	(*ClusterStatus)(nil),           // 8: openhcp.clusterservice.v1.ClusterStatus
+	(*Condition)(nil),               // 9: openhcp.clusterservice.v1.Condition
+	(*CreateClusterRequest)(nil),    // 10: openhcp.clusterservice.v1.CreateClusterRequest
+	(*GetClusterRequest)(nil),       // 11: openhcp.clusterservice.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),     // 12: openhcp.clusterservice.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),    // 13: openhcp.clusterservice.v1.ListClustersResponse
+	(*DeleteClusterRequest)(nil),    // 14: openhcp.clusterservice.v1.DeleteClusterRequest
+	(*WatchClustersRequest)(nil),    // 15: openhcp.clusterservice.v1.WatchClustersRequest
+	(*ClusterEvent)(nil),            // 16: openhcp.clusterservice.v1.ClusterEvent
+	(*ProvisionShard)(nil),          // 17: openhcp.clusterservice.v1.ProvisionShard
+	(*RegisterShardRequest)(nil),    // 18: openhcp.clusterservice.v1.RegisterShardRequest
+	(*ListShardsRequest)(nil),       // 19: openhcp.clusterservice.v1.ListShardsRequest
+	(*ListShardsResponse)(nil),      // 20: openhcp.clusterservice.v1.ListShardsResponse
+	(*SetShardStatusRequest)(nil),   // 21: openhcp.clusterservice.v1.SetShardStatusRequest
+	nil,                             // 22: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 23: google.protobuf.Timestamp
 }
 var file_v1_clusterservice_proto_depIdxs = []int32{
 	4,  // 0: openhcp.clusterservice.v1.Cluster.spec:type_name -> openhcp.clusterservice.v1.ClusterSpec
-	7,  // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
-	22, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
-	22, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
+	8,  // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
+	23, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
+	23, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
 	5,  // 4: openhcp.clusterservice.v1.ClusterSpec.network:type_name -> openhcp.clusterservice.v1.NetworkSpec
 	6,  // 5: openhcp.clusterservice.v1.ClusterSpec.azure:type_name -> openhcp.clusterservice.v1.AzureSpec
-	0,  // 6: openhcp.clusterservice.v1.ClusterStatus.state:type_name -> openhcp.clusterservice.v1.ClusterState
-	8,  // 7: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	22, // 8: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	3,  // 9: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	3,  // 10: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
-	1,  // 11: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	3,  // 12: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	2,  // 13: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	21, // 14: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	16, // 15: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	16, // 16: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	2,  // 17: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	9,  // 18: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
-	10, // 19: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
-	11, // 20: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
-	13, // 21: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
-	14, // 22: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
-	17, // 23: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
-	18, // 24: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
-	20, // 25: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
-	3,  // 26: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	3,  // 27: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	12, // 28: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
-	3,  // 29: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	15, // 30: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
-	16, // 31: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	19, // 32: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
-	16, // 33: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	26, // [26:34] is the sub-list for method output_type
-	18, // [18:26] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	7,  // 6: openhcp.clusterservice.v1.AzureSpec.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
+	0,  // 7: openhcp.clusterservice.v1.ClusterStatus.state:type_name -> openhcp.clusterservice.v1.ClusterState
+	9,  // 8: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	23, // 9: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	3,  // 10: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	3,  // 11: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
+	1,  // 12: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	3,  // 13: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	2,  // 14: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	22, // 15: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	17, // 16: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	17, // 17: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	2,  // 18: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	10, // 19: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
+	11, // 20: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
+	12, // 21: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
+	14, // 22: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
+	15, // 23: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
+	18, // 24: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
+	19, // 25: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
+	21, // 26: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
+	3,  // 27: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	3,  // 28: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	13, // 29: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
+	3,  // 30: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	16, // 31: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
+	17, // 32: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	20, // 33: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
+	17, // 34: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	27, // [27:35] is the sub-list for method output_type
+	19, // [19:27] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_v1_clusterservice_proto_init() }
@@ -1603,7 +1720,7 @@ func file_v1_clusterservice_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_clusterservice_proto_rawDesc), len(file_v1_clusterservice_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -57,6 +57,9 @@ type Config struct {
 	PullSecret []byte
 	// EtcdStorageSize for managed etcd; default 8Gi.
 	EtcdStorageSize string
+	// DevWorkloadIdentityClientID, when set, stands in for every workload identity of a cluster
+	// that has none. Only for development regions, which have no Azure to resolve identities.
+	DevWorkloadIdentityClientID string
 }
 
 func (c Config) withDefaults() Config {
@@ -282,13 +285,16 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 				SubscriptionID:    az.GetSubscriptionId(),
 				SecurityGroupID:   az.GetNetworkSecurityGroupId(),
 				TenantID:          az.GetTenantId(),
-				// Identities are not in the Cluster Service model yet; workload identities is the
-				// type that needs no credentials secret on the management cluster.
 				AzureAuthenticationConfig: hypershiftv1beta1.AzureAuthenticationConfiguration{
 					AzureAuthenticationConfigType: hypershiftv1beta1.AzureAuthenticationTypeWorkloadIdentities,
 				},
 			},
 		}
+		wi, err := workloadIdentities(az.GetWorkloadIdentities(), cfg.DevWorkloadIdentityClientID)
+		if err != nil {
+			return nil, err
+		}
+		hc.Spec.Platform.Azure.AzureAuthenticationConfig.WorkloadIdentities = wi
 	} else {
 		hc.Spec.Platform = hypershiftv1beta1.PlatformSpec{Type: hypershiftv1beta1.NonePlatform}
 	}
@@ -396,4 +402,33 @@ func parseKeyVaultKeyID(id string) (hypershiftv1beta1.AzureKMSKey, error) {
 func ValidateKeyVaultKeyID(id string) error {
 	_, err := parseKeyVaultKeyID(id)
 	return err
+}
+
+// ErrNoWorkloadIdentities: the cluster has no workload identities and the region has no
+// development placeholder; HyperShift's API requires them on Azure.
+var ErrNoWorkloadIdentities = errors.New("the cluster has no Azure workload identities (spec.azure.workload_identities)")
+
+func workloadIdentities(in *csv1.AzureWorkloadIdentities, devClientID string) (*hypershiftv1beta1.AzureWorkloadIdentities, error) {
+	id := func(v string) hypershiftv1beta1.WorkloadIdentity {
+		return hypershiftv1beta1.WorkloadIdentity{ClientID: hypershiftv1beta1.AzureClientID(v)}
+	}
+	if in == nil {
+		if devClientID == "" {
+			return nil, ErrNoWorkloadIdentities
+		}
+		d := id(devClientID)
+		return &hypershiftv1beta1.AzureWorkloadIdentities{ImageRegistry: d, Ingress: d, File: d, Disk: d, NodePoolManagement: d, CloudProvider: d, Network: d}, nil
+	}
+	return &hypershiftv1beta1.AzureWorkloadIdentities{
+		ImageRegistry: id(in.GetImageRegistry()), Ingress: id(in.GetIngress()), File: id(in.GetFile()), Disk: id(in.GetDisk()),
+		NodePoolManagement: id(in.GetNodePoolManagement()), CloudProvider: id(in.GetCloudProvider()), Network: id(in.GetNetwork()),
+	}, nil
+}
+
+// WorkloadIdentityFields lists the identities by proto field name with their values, for validation.
+func WorkloadIdentityFields(in *csv1.AzureWorkloadIdentities) map[string]string {
+	return map[string]string{
+		"image_registry": in.GetImageRegistry(), "ingress": in.GetIngress(), "file": in.GetFile(), "disk": in.GetDisk(),
+		"node_pool_management": in.GetNodePoolManagement(), "cloud_provider": in.GetCloudProvider(), "network": in.GetNetwork(),
+	}
 }

@@ -3,6 +3,8 @@ package manifests
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -29,11 +31,15 @@ func fullSpec() *csv1.ClusterSpec {
 			ManagedResourceGroup:   "rg-managed",
 			SubnetId:               "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default",
 			NetworkSecurityGroupId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg",
-			TenantId:               "tenant"},
+			TenantId:               "tenant",
+			WorkloadIdentities: &csv1.AzureWorkloadIdentities{ImageRegistry: uuid(1), Ingress: uuid(2), File: uuid(3), Disk: uuid(4),
+				NodePoolManagement: uuid(5), CloudProvider: uuid(6), Network: uuid(7)}},
 		DnsBaseDomain:      "example.openshiftapps.com",
 		ImageRegistryState: "Enabled",
 	}
 }
+
+func uuid(n int) string { return fmt.Sprintf("00000000-0000-0000-0000-%012d", n) }
 
 func cluster(spec *csv1.ClusterSpec) Cluster {
 	return Cluster{ID: id, ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/My-Cluster",
@@ -211,6 +217,18 @@ func TestBuild(t *testing.T) {
 			},
 		},
 		{
+			name: "workload_identities_from_spec",
+			spec: fullSpec,
+			check: func(t *testing.T, _ *workv1.ManifestWork, _ map[string][]*unstructured.Unstructured, hc *hypershiftv1beta1.HostedCluster) {
+				a := hc.Spec.Platform.Azure.AzureAuthenticationConfig
+				if a.AzureAuthenticationConfigType != hypershiftv1beta1.AzureAuthenticationTypeWorkloadIdentities || a.WorkloadIdentities == nil ||
+					a.WorkloadIdentities.ImageRegistry.ClientID != hypershiftv1beta1.AzureClientID(uuid(1)) ||
+					a.WorkloadIdentities.Network.ClientID != hypershiftv1beta1.AzureClientID(uuid(7)) {
+					t.Fatalf("authentication = %+v", a)
+				}
+			},
+		},
+		{
 			name: "customer_managed_key_uses_azure_kms",
 			spec: func() *csv1.ClusterSpec {
 				s := fullSpec()
@@ -273,6 +291,22 @@ func TestBuildIsDeterministic(t *testing.T) {
 	}
 	if !strings.HasPrefix(Namespace("", id), "ocm-dev-") {
 		t.Fatalf("default env namespace = %s", Namespace("", id))
+	}
+}
+
+func TestBuildWorkloadIdentityPlaceholder(t *testing.T) {
+	s := fullSpec()
+	s.Azure.WorkloadIdentities = nil
+	if _, err := Build(Config{}, cluster(s)); !errors.Is(err, ErrNoWorkloadIdentities) {
+		t.Fatalf("without identities or placeholder: err = %v", err)
+	}
+	w, err := Build(Config{DevWorkloadIdentityClientID: uuid(9)}, cluster(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hc := decoded(t, w)
+	if got := hc.Spec.Platform.Azure.AzureAuthenticationConfig.WorkloadIdentities; got == nil || got.Disk.ClientID != hypershiftv1beta1.AzureClientID(uuid(9)) {
+		t.Fatalf("placeholder identities = %+v", got)
 	}
 }
 

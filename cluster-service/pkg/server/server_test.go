@@ -317,6 +317,9 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Azure = &csv1.AzureSpec{Location: "East US", SubscriptionId: "nope", SubnetId: "/x/y"}
 		}, []string{"cluster.spec.azure.location", "cluster.spec.azure.subscription_id", "cluster.spec.azure.subnet_id"}},
 		{"missing_azure", func(c *csv1.Cluster) { c.Spec.Azure = nil }, []string{"cluster.spec.azure"}},
+		{"bad_workload_identity", func(c *csv1.Cluster) {
+			c.Spec.Azure.WorkloadIdentities = &csv1.AzureWorkloadIdentities{ImageRegistry: "not-a-uuid"}
+		}, []string{"cluster.spec.azure.workload_identities.image_registry", "cluster.spec.azure.workload_identities.network"}},
 		{"bad_key_vault_key", func(c *csv1.Cluster) { c.Spec.EtcdEncryptionKeyId = "kv/key" }, []string{"cluster.spec.etcd_encryption_key_id"}},
 	}
 	for _, tt := range tests {

@@ -146,6 +146,13 @@ func validateCreate(req *csv1.CreateClusterRequest) (*csv1.ClusterSpec, error) {
 			v.add("cluster.spec.azure.network_security_group_id", "must be a network security group resource ID, not %q", s)
 		}
 		oneOf(&v, "cluster.spec.azure.outbound_type", az.GetOutboundType(), "LoadBalancer")
+		if wi := az.GetWorkloadIdentities(); wi != nil {
+			for field, val := range manifests.WorkloadIdentityFields(wi) {
+				if !uuidRE.MatchString(val) {
+					v.add("cluster.spec.azure.workload_identities."+field, "must be a managed identity client ID (UUID), not %q", val)
+				}
+			}
+		}
 	}
 	return spec, v.err()
 }
