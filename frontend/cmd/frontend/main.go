@@ -1,0 +1,214 @@
+// Command frontend runs the ARM resource provider: the ARM API on --listen and Prometheus
+// metrics on --metrics-listen. See ../../README.md for flags and their environment variables.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/frontend"
+	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+type options struct {
+	listen, metricsListen string
+	dbDSN                 string
+	clusterService        string
+	location              string
+	serverTLS             tlsconfig.Files
+	csTLS                 tlsconfig.Files
+	retryAfter            time.Duration
+	csTimeout             time.Duration
+	logLevel              string
+}
+
+// parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
+func parseFlags(args []string, getenv func(string) string) (*options, error) {
+	fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
+	o := &options{}
+	var envErrs []error
+	str := func(p *string, name, env, def, usage string) {
+		if v := getenv(env); v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, usage+" (env "+env+")")
+	}
+	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
+		if v := getenv(env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				envErrs = append(envErrs, fmt.Errorf("invalid value %q for --%s from %s: %v", v, name, env, err))
+			} else {
+				def = d
+			}
+		}
+		fs.DurationVar(p, name, def, usage+" (env "+env+")")
+	}
+	str(&o.listen, "listen", "FRONTEND_LISTEN", "127.0.0.1:8443", "address of the ARM API")
+	str(&o.metricsListen, "metrics-listen", "FRONTEND_METRICS_LISTEN", "127.0.0.1:9443", "address of /metrics")
+	str(&o.dbDSN, "db-dsn", "FRONTEND_DB_DSN", "", "PostgreSQL DSN of the document store (required)")
+	str(&o.clusterService, "cluster-service", "FRONTEND_CLUSTER_SERVICE", "", "Cluster Service gRPC address host:port (required)")
+	str(&o.location, "location", "FRONTEND_LOCATION", "", "Azure region served, e.g. eastus (required)")
+	str(&o.serverTLS.Cert, "tls-cert", "FRONTEND_TLS_CERT", "", "server certificate (PEM); without it the listeners must be loopback")
+	str(&o.serverTLS.Key, "tls-key", "FRONTEND_TLS_KEY", "", "server key (PEM)")
+	str(&o.serverTLS.CA, "tls-client-ca", "FRONTEND_TLS_CLIENT_CA", "", "CA for client certificates; set to require mutual TLS")
+	str(&o.csTLS.CA, "cluster-service-ca", "FRONTEND_CLUSTER_SERVICE_CA", "", "CA of Cluster Service's certificate; without TLS files the address must be loopback")
+	str(&o.csTLS.Cert, "cluster-service-cert", "FRONTEND_CLUSTER_SERVICE_CERT", "", "client certificate for Cluster Service (PEM)")
+	str(&o.csTLS.Key, "cluster-service-key", "FRONTEND_CLUSTER_SERVICE_KEY", "", "client key for Cluster Service (PEM)")
+	dur(&o.retryAfter, "retry-after", "FRONTEND_RETRY_AFTER", 5*time.Second, "Retry-After advised on async responses")
+	dur(&o.csTimeout, "cluster-service-timeout", "FRONTEND_CLUSTER_SERVICE_TIMEOUT", 30*time.Second, "timeout of each Cluster Service call")
+	str(&o.logLevel, "log-level", "FRONTEND_LOG_LEVEL", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if len(envErrs) > 0 {
+		return nil, errors.Join(envErrs...)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	for _, req := range []struct{ val, flag, env string }{
+		{o.dbDSN, "db-dsn", "FRONTEND_DB_DSN"},
+		{o.clusterService, "cluster-service", "FRONTEND_CLUSTER_SERVICE"},
+		{o.location, "location", "FRONTEND_LOCATION"},
+	} {
+		if req.val == "" {
+			return nil, fmt.Errorf("--%s is required (or set %s)", req.flag, req.env)
+		}
+	}
+	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.metricsListen, "metrics-listen"}, {o.clusterService, "cluster-service"}} {
+		if _, _, err := net.SplitHostPort(a.val); err != nil {
+			return nil, fmt.Errorf("invalid value %q for --%s: %v", a.val, a.flag, err)
+		}
+	}
+	if o.retryAfter < time.Second {
+		return nil, fmt.Errorf("invalid value %s for --retry-after: at least 1s", o.retryAfter)
+	}
+	if o.csTimeout <= 0 {
+		return nil, fmt.Errorf("invalid value %s for --cluster-service-timeout: must be positive", o.csTimeout)
+	}
+	switch o.logLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return nil, fmt.Errorf("invalid value %q for --log-level: use debug, info, warn or error", o.logLevel)
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "frontend:", err)
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "frontend:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o *options) error {
+	var level slog.Level
+	level.UnmarshalText([]byte(o.logLevel))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	apiTLS, err := o.serverTLS.Server(o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	metricsTLS, err := o.serverTLS.Server(o.metricsListen)
+	if err != nil {
+		return fmt.Errorf("--metrics-listen %s: %w", o.metricsListen, err)
+	}
+	csTLS, err := o.csTLS.Client(o.clusterService)
+	if err != nil {
+		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
+	}
+	creds := insecure.NewCredentials()
+	if csTLS != nil {
+		creds = credentials.NewTLS(csTLS)
+	}
+	conn, err := grpc.NewClient(o.clusterService, grpc.WithTransportCredentials(creds))
+	if err != nil {
+		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
+	}
+	defer conn.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	st, err := postgres.Open(openCtx, o.dbDSN, postgres.Options{Logger: log})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("--db-dsn: %w", err)
+	}
+	defer st.Close()
+
+	srv, err := frontend.NewServer(frontend.Config{
+		Store:                 st,
+		Clusters:              csv1.NewClustersClient(conn),
+		Location:              o.location,
+		Logger:                log,
+		RetryAfter:            o.retryAfter,
+		ClusterServiceTimeout: o.csTimeout,
+		Ready:                 func(ctx context.Context) error { return st.Pool().Ping(ctx) },
+	})
+	if err != nil {
+		return err
+	}
+	servers := []*http.Server{
+		{Addr: o.listen, Handler: srv.Handler(), TLSConfig: apiTLS, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
+		{Addr: o.metricsListen, Handler: metricsMux(srv), TLSConfig: metricsTLS, ReadHeaderTimeout: 10 * time.Second},
+	}
+	errc := make(chan error, len(servers))
+	for _, hs := range servers {
+		l, err := net.Listen("tcp", hs.Addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", hs.Addr, err)
+		}
+		if hs.TLSConfig != nil {
+			l = tls.NewListener(l, hs.TLSConfig)
+		}
+		log.Info("listening", "address", l.Addr().String(), "tls", hs.TLSConfig != nil)
+		go func() { errc <- hs.Serve(l) }()
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-errc:
+		return fmt.Errorf("server stopped: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, hs := range servers {
+		hs.Shutdown(shutdownCtx)
+	}
+	return nil
+}
+
+func metricsMux(srv *frontend.Server) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", srv.MetricsHandler())
+	return mux
+}

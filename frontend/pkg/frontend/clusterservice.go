@@ -1,0 +1,83 @@
+package frontend
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+// csContext carries the ARM correlation IDs to Cluster Service and bounds the call.
+func (s *Server) csContext(ctx context.Context, ri *requestInfo) (context.Context, context.CancelFunc) {
+	md := metadata.Pairs(arm.MetadataRequestID, ri.requestID)
+	if ri.clientRequestID != "" {
+		md.Append(arm.MetadataClientRequestID, ri.clientRequestID)
+	}
+	if ri.correlationID != "" {
+		md.Append(arm.MetadataCorrelationRequestID, ri.correlationID)
+	}
+	ctx = metadata.NewOutgoingContext(ctx, metadata.Join(md))
+	return context.WithTimeout(ctx, s.cfg.ClusterServiceTimeout)
+}
+
+// clusterSpec maps the internal model to Cluster Service's spec.
+func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
+	p := &c.Properties
+	spec := &csv1.ClusterSpec{
+		VersionId:    p.Version.ID,
+		ChannelGroup: p.Version.ChannelGroup,
+		Network: &csv1.NetworkSpec{
+			NetworkType: p.Network.NetworkType,
+			PodCidr:     p.Network.PodCIDR,
+			ServiceCidr: p.Network.ServiceCIDR,
+			MachineCidr: p.Network.MachineCIDR,
+			HostPrefix:  p.Network.HostPrefix,
+		},
+		ApiVisibility: p.API.Visibility,
+		Azure: &csv1.AzureSpec{
+			SubscriptionId:         c.ID.SubscriptionID,
+			ResourceGroup:          c.ID.ResourceGroup,
+			Location:               c.Location,
+			ManagedResourceGroup:   p.Platform.ManagedResourceGroup,
+			SubnetId:               p.Platform.SubnetID,
+			NetworkSecurityGroupId: p.Platform.NetworkSecurityGroupID,
+			OutboundType:           p.Platform.OutboundType,
+			TenantId:               tenantID,
+		},
+		ImageRegistryState: p.ClusterImageRegistry.State,
+	}
+	de := p.Etcd.DataEncryption
+	if de.KeyManagementMode == api.KeyManagementCustomer && de.CustomerManaged != nil && de.CustomerManaged.KMS != nil {
+		k := de.CustomerManaged.KMS
+		spec.EtcdEncryptionKeyId = fmt.Sprintf("https://%s.vault.azure.net/keys/%s/%s", k.VaultName, k.Name, k.Version)
+	}
+	return spec
+}
+
+// definitive reports whether a Cluster Service error means the call certainly did not take
+// effect, so our documents can be rolled back. Timeouts and unavailability are ambiguous: the
+// documents stay, and a retry of the request drives the same call again with the same ID.
+func definitive(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.OutOfRange, codes.AlreadyExists, codes.FailedPrecondition,
+		codes.ResourceExhausted, codes.PermissionDenied, codes.Unauthenticated, codes.Unimplemented, codes.NotFound:
+		return true
+	}
+	return false
+}
+
+// defaultManagedResourceGroup follows the specification: "aro-hcp-" + cluster name (up to 45
+// characters) + "-" + a UUID.
+func defaultManagedResourceGroup(clusterName string) string {
+	if len(clusterName) > 45 {
+		clusterName = clusterName[:45]
+	}
+	return "aro-hcp-" + strings.ToLower(clusterName) + "-" + newUUID()
+}

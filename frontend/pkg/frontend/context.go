@@ -1,0 +1,59 @@
+package frontend
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	docs "github.com/openhcp/openhcp/internal/api"
+)
+
+// middleware is one step of the request pipeline; it calls next to continue.
+type middleware func(w http.ResponseWriter, r *http.Request, next http.HandlerFunc)
+
+// chain wraps h in mws; the first middleware runs first.
+func chain(h http.HandlerFunc, mws ...middleware) http.HandlerFunc {
+	for i := len(mws) - 1; i >= 0; i-- {
+		mw, next := mws[i], h
+		h = func(w http.ResponseWriter, r *http.Request) { mw(w, r, next) }
+	}
+	return h
+}
+
+// requestInfo is what the middlewares learn about a request. It is one mutable value in the
+// context, set up by the first middleware, so later steps (and the ServeMux, which copies
+// nothing back) all see the same record.
+type requestInfo struct {
+	start           time.Time
+	requestID       string
+	clientRequestID string
+	correlationID   string
+	log             *slog.Logger
+	// originalPath is the path as the client sent it; the routed path is lowercased.
+	originalPath string
+	// route is the matched pattern, for metrics and logs.
+	route string
+	// apiVersion and version are set on resource routes.
+	apiVersion string
+	version    api.Version
+	// subscription is the registration record, when the route checks it (nil if unknown).
+	subscription *docs.SubscriptionDocument
+	body         []byte
+}
+
+type infoKey struct{}
+
+// info returns the request's record; requests that skipped the middlewares (tests calling a
+// handler directly) get a fresh one.
+func info(r *http.Request) *requestInfo {
+	if ri, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
+		return ri
+	}
+	return &requestInfo{start: time.Now(), log: slog.Default(), originalPath: r.URL.Path}
+}
+
+func withInfo(ctx context.Context, ri *requestInfo) context.Context {
+	return context.WithValue(ctx, infoKey{}, ri)
+}

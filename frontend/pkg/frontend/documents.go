@@ -1,0 +1,122 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// Document keys. Everything a subscription owns lives in its partition (the lowercase
+// subscription ID): the subscription document (ID /subscriptions/<id>), resources (ID = the
+// lowercase resource ID) and operations (ID = the operation UUID, ResourceID = the lowercase ID
+// of the resource it acts on).
+func partitionKey(subscriptionID string) string { return strings.ToLower(subscriptionID) }
+
+func subscriptionDocID(subscriptionID string) string {
+	return "/subscriptions/" + strings.ToLower(subscriptionID)
+}
+
+func newDoc(partition, id, typ, resourceID string, body any, ttl time.Duration) (*store.Document, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s document %s: %w", typ, id, err)
+	}
+	return &store.Document{PartitionKey: partition, ID: id, Type: typ, ResourceID: strings.ToLower(resourceID), Body: b, TTL: ttl}, nil
+}
+
+// withBody is d with a new body, for a conditional replace of what was read.
+func withBody(d *store.Document, body any) (*store.Document, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode document %s: %w", d.ID, err)
+	}
+	out := *d
+	out.Body = b
+	return &out, nil
+}
+
+func (s *Server) getSubscriptionDoc(ctx context.Context, subID string) (*docs.SubscriptionDocument, *store.Document, error) {
+	d, err := s.store.Get(ctx, partitionKey(subID), subscriptionDocID(subID))
+	if err != nil {
+		return nil, nil, err
+	}
+	var sub docs.SubscriptionDocument
+	if err := json.Unmarshal(d.Body, &sub); err != nil {
+		return nil, nil, fmt.Errorf("decode subscription %s: %w", subID, err)
+	}
+	return &sub, d, nil
+}
+
+func (s *Server) getResourceDoc(ctx context.Context, id *arm.ResourceID) (*docs.ResourceDocument, *store.Document, error) {
+	d, err := s.store.Get(ctx, partitionKey(id.SubscriptionID), id.Lower())
+	if err != nil {
+		return nil, nil, err
+	}
+	var rd docs.ResourceDocument
+	if err := json.Unmarshal(d.Body, &rd); err != nil {
+		return nil, nil, fmt.Errorf("decode resource %s: %w", id, err)
+	}
+	return &rd, d, nil
+}
+
+func (s *Server) getOperationDoc(ctx context.Context, partition, opID string) (*docs.OperationDocument, *store.Document, error) {
+	d, err := s.store.Get(ctx, partition, opID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.Type != store.TypeOperation {
+		return nil, nil, store.ErrNotFound
+	}
+	var op docs.OperationDocument
+	if err := json.Unmarshal(d.Body, &op); err != nil {
+		return nil, nil, fmt.Errorf("decode operation %s: %w", opID, err)
+	}
+	return &op, d, nil
+}
+
+// clusterFromDoc rebuilds the internal model from a resource document.
+func clusterFromDoc(rd *docs.ResourceDocument) (*api.Cluster, error) {
+	c := &api.Cluster{}
+	if len(rd.Properties) > 0 {
+		if err := json.Unmarshal(rd.Properties, c); err != nil {
+			return nil, fmt.Errorf("decode cluster %s: %w", rd.ResourceID, err)
+		}
+	}
+	id, err := arm.ParseResourceID(rd.ResourceID)
+	if err != nil {
+		return nil, fmt.Errorf("stored resource ID %q: %w", rd.ResourceID, err)
+	}
+	c.ID = id
+	c.Location = rd.Location
+	c.Tags = rd.Tags
+	c.ProvisioningState = rd.ProvisioningState
+	if len(rd.SystemData) > 0 {
+		var sd arm.SystemData
+		if err := json.Unmarshal(rd.SystemData, &sd); err == nil {
+			c.SystemData = &sd
+		}
+	}
+	return c, nil
+}
+
+// storedModel is what ResourceDocument.Properties holds: identity and properties, with the
+// read-only fields cleared (they come from Cluster Service when rendered).
+func storedModel(c *api.Cluster) (json.RawMessage, error) {
+	cp := *c
+	cp.Properties.Console = api.ConsoleProfile{}
+	cp.Properties.API.URL = ""
+	cp.Properties.DNS.BaseDomain = ""
+	cp.Properties.Platform.IssuerURL = ""
+	b, err := json.Marshal(&cp)
+	if err != nil {
+		return nil, fmt.Errorf("encode cluster: %w", err)
+	}
+	return b, nil
+}

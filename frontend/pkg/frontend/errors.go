@@ -1,0 +1,85 @@
+package frontend
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+func cloudError(statusCode int, code, target, format string, args ...any) *arm.CloudError {
+	return arm.NewCloudError(statusCode, code, target, format, args...)
+}
+
+// report is the one place where errors become HTTP responses. Handlers return CloudErrors for
+// what they decide themselves; store and Cluster Service errors are mapped here; anything else
+// is a 500 whose details go to the log, not to the caller.
+func (s *Server) report(w http.ResponseWriter, r *http.Request, err error) {
+	ce := s.toCloudError(r, err)
+	if ce.StatusCode >= 500 {
+		info(r).log.Error("request failed", "error", err, "code", ce.Code)
+	} else {
+		info(r).log.Info("request rejected", "error", err, "code", ce.Code)
+	}
+	arm.WriteCloudError(w, ce)
+}
+
+func (s *Server) toCloudError(r *http.Request, err error) *arm.CloudError {
+	if ce, ok := arm.AsCloudError(err); ok {
+		return ce
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return cloudError(http.StatusNotFound, arm.CodeNotFound, "", "The requested resource was not found.")
+	case errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, store.ErrAlreadyExists):
+		// Our own conditional write lost a race with another writer.
+		return cloudError(http.StatusConflict, arm.CodeConflict, "", "The resource was changed by another request at the same time; retry the request.")
+	case errors.Is(err, store.ErrInvalidContinuation):
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidParameter, "$skipToken", "The $skipToken is not valid.")
+	}
+	if st, ok := status.FromError(err); ok && st.Code() != codes.OK && st.Code() != codes.Unknown {
+		return s.grpcToCloudError(st)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		ce := cloudError(http.StatusServiceUnavailable, arm.CodeServiceUnavailable, "", "The service did not answer in time; retry the request.")
+		ce.RetryAfter = s.retryAfterSeconds()
+		return ce
+	}
+	return cloudError(http.StatusInternalServerError, arm.CodeInternalServerError, "",
+		"An internal error occurred. Quote request ID %s when you contact support.", info(r).requestID)
+}
+
+// grpcToCloudError maps Cluster Service status codes (DESIGN §3.3). CS messages are written
+// for customers, so they are passed on.
+func (s *Server) grpcToCloudError(st *status.Status) *arm.CloudError {
+	switch st.Code() {
+	case codes.InvalidArgument, codes.OutOfRange:
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "%s", st.Message())
+	case codes.NotFound:
+		return cloudError(http.StatusNotFound, arm.CodeNotFound, "", "%s", st.Message())
+	case codes.AlreadyExists, codes.FailedPrecondition, codes.Aborted:
+		return cloudError(http.StatusConflict, arm.CodeConflict, "", "%s", st.Message())
+	case codes.ResourceExhausted:
+		ce := cloudError(http.StatusServiceUnavailable, arm.CodeServiceUnavailable, "", "%s", st.Message())
+		ce.RetryAfter = seconds(s.cfg.CapacityRetryAfter)
+		for _, d := range st.Details() {
+			if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
+				if n := seconds(ri.GetRetryDelay().AsDuration()); n > 0 {
+					ce.RetryAfter = n
+				}
+			}
+		}
+		return ce
+	case codes.Unavailable, codes.DeadlineExceeded:
+		ce := cloudError(http.StatusServiceUnavailable, arm.CodeServiceUnavailable, "", "The cluster service is temporarily unavailable; retry the request.")
+		ce.RetryAfter = s.retryAfterSeconds()
+		return ce
+	}
+	return cloudError(http.StatusInternalServerError, arm.CodeInternalServerError, "", "An internal error occurred in the cluster service.")
+}

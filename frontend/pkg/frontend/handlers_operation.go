@@ -1,0 +1,133 @@
+package frontend
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// operationStatus is the body of hcpOperationStatuses.
+type operationStatus struct {
+	ID        string                 `json:"id"`
+	Name      string                 `json:"name"`
+	Status    docs.ProvisioningState `json:"status"`
+	StartTime *time.Time             `json:"startTime,omitempty"`
+	EndTime   *time.Time             `json:"endTime,omitempty"`
+	Error     *docs.CloudErrorBody   `json:"error,omitempty"`
+}
+
+// operation loads the operation of the request. Operations of another region, or started by
+// another caller (when ARM names the caller), are not found.
+func (s *Server) operation(r *http.Request) (*docs.OperationDocument, error) {
+	opID := r.PathValue("operationId")
+	notFound := cloudError(http.StatusNotFound, arm.CodeNotFound, "", "The operation '%s' was not found.", opID)
+	if normalizeLocation(r.PathValue("location")) != s.cfg.Location {
+		return nil, notFound
+	}
+	op, _, err := s.getOperationDoc(r.Context(), partitionKey(r.PathValue("subscriptionId")), opID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if h := r.Header.Get(arm.HeaderClientObjectID); h != "" && op.ClientID != "" && !strings.EqualFold(h, op.ClientID) {
+		return nil, notFound
+	}
+	if h := r.Header.Get(arm.HeaderHomeTenantID); h != "" && op.TenantID != "" && !strings.EqualFold(h, op.TenantID) {
+		return nil, notFound
+	}
+	return op, nil
+}
+
+// terminalError is the error of a failed or canceled operation; one is always given.
+func terminalError(op *docs.OperationDocument) *docs.CloudErrorBody {
+	if op.Error != nil {
+		return op.Error
+	}
+	if op.Status == docs.StateCanceled {
+		return &docs.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled."}
+	}
+	return &docs.CloudErrorBody{Code: arm.CodeInternalServerError, Message: "The operation failed."}
+}
+
+func (s *Server) getOperationStatus(w http.ResponseWriter, r *http.Request) error {
+	op, err := s.operation(r)
+	if err != nil {
+		return err
+	}
+	st := operationStatus{ID: info(r).originalPath, Name: op.ID, Status: op.Status}
+	if !op.StartTime.IsZero() {
+		t := op.StartTime.UTC()
+		st.StartTime = &t
+	}
+	if op.EndTime != nil {
+		t := op.EndTime.UTC()
+		st.EndTime = &t
+	}
+	if op.Status == docs.StateFailed || op.Status == docs.StateCanceled {
+		st.Error = terminalError(op)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+// getOperationResult answers 202 while the operation runs and, once it ends, what the
+// synchronous call would have: 204 for a delete, the resource for a create or update, the
+// error for a failure (409 for canceled, 500 for internal failures, 400 otherwise).
+func (s *Server) getOperationResult(w http.ResponseWriter, r *http.Request) error {
+	op, err := s.operation(r)
+	if err != nil {
+		return err
+	}
+	if !op.Status.Terminal() {
+		q := url.Values{"api-version": {info(r).apiVersion}}
+		w.Header().Set(arm.HeaderLocation, externalBase(r)+info(r).originalPath+"?"+q.Encode())
+		w.Header().Set(arm.HeaderRetryAfter, itoa(s.retryAfterSeconds()))
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	if op.Status != docs.StateSucceeded {
+		e := terminalError(op)
+		code := http.StatusBadRequest
+		switch {
+		case op.Status == docs.StateCanceled:
+			code = http.StatusConflict
+		case e.Code == arm.CodeInternalServerError || e.Code == "OperationTimedOut":
+			code = http.StatusInternalServerError
+		}
+		return &arm.CloudError{StatusCode: code, CloudErrorBody: *e}
+	}
+	if op.Request == docs.OperationDelete {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	id, err := arm.ParseResourceID(op.ExternalID)
+	if err != nil {
+		return err
+	}
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	c, err := clusterFromDoc(rd)
+	if err != nil {
+		return err
+	}
+	s.addClusterStatus(r, c, rd.InternalID)
+	return s.respondCluster(w, r, http.StatusOK, c, doc.ETag)
+}

@@ -1,0 +1,137 @@
+package frontend
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// subscriptionBody is what ARM PUTs to /subscriptions/{id}?api-version=2.0.
+type subscriptionBody struct {
+	State            docs.SubscriptionState `json:"state"`
+	RegistrationDate string                 `json:"registrationDate,omitempty"`
+	Properties       json.RawMessage        `json:"properties,omitempty"`
+}
+
+type subscriptionResponse struct {
+	ID string `json:"id"`
+	subscriptionBody
+}
+
+func validSubscriptionState(s docs.SubscriptionState) bool {
+	switch s {
+	case docs.SubscriptionRegistered, docs.SubscriptionWarned, docs.SubscriptionSuspended,
+		docs.SubscriptionUnregistered, docs.SubscriptionDeleted:
+		return true
+	}
+	return false
+}
+
+// putSubscription records ARM's subscription lifecycle notification. Deleted cascades: every
+// cluster of the subscription is deleted.
+func (s *Server) putSubscription(w http.ResponseWriter, r *http.Request) error {
+	subID := r.PathValue("subscriptionId")
+	var body subscriptionBody
+	if err := api.DecodeStrict(info(r).body, &body); err != nil {
+		return err
+	}
+	if !validSubscriptionState(body.State) {
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "state",
+			"Invalid value '%s' for field 'state' (must be one of: Registered, Warned, Suspended, Unregistered, Deleted).", body.State)
+	}
+	sub := &docs.SubscriptionDocument{ID: subID, State: body.State, RegistrationDate: body.RegistrationDate, Properties: body.Properties}
+	ctx := r.Context()
+	// Create, or replace what is there; one retry covers a concurrent notification.
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		var cur *store.Document
+		_, cur, err = s.getSubscriptionDoc(ctx, subID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			var d *store.Document
+			if d, err = newDoc(partitionKey(subID), subscriptionDocID(subID), store.TypeSubscription, subscriptionDocID(subID), sub, 0); err != nil {
+				return err
+			}
+			_, err = s.store.Create(ctx, d)
+		case err == nil:
+			var d *store.Document
+			if d, err = withBody(cur, sub); err != nil {
+				return err
+			}
+			_, err = s.store.Replace(ctx, d, cur.ETag)
+		}
+		if !errors.Is(err, store.ErrAlreadyExists) && !errors.Is(err, store.ErrPreconditionFailed) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	info(r).log.Info("subscription state recorded", "subscriptionID", subID, "state", body.State)
+	if body.State == docs.SubscriptionDeleted {
+		s.deleteSubscriptionClusters(r, subID)
+	}
+	return writeSubscription(w, subID, sub)
+}
+
+func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
+	subID := r.PathValue("subscriptionId")
+	sub, _, err := s.getSubscriptionDoc(r.Context(), subID)
+	if errors.Is(err, store.ErrNotFound) {
+		return cloudError(http.StatusNotFound, arm.CodeSubscriptionNotFound, "", "The subscription '%s' is not registered with this resource provider.", subID)
+	}
+	if err != nil {
+		return err
+	}
+	return writeSubscription(w, subID, sub)
+}
+
+func writeSubscription(w http.ResponseWriter, subID string, sub *docs.SubscriptionDocument) error {
+	b, err := json.Marshal(subscriptionResponse{ID: "/subscriptions/" + subID, subscriptionBody: subscriptionBody{
+		State: sub.State, RegistrationDate: sub.RegistrationDate, Properties: sub.Properties,
+	}})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+// deleteSubscriptionClusters starts the deletion of every cluster of a deleted subscription.
+// Failures are logged, not returned: ARM's notification was recorded, and a repeated
+// notification tries again.
+func (s *Server) deleteSubscriptionClusters(r *http.Request, subID string) {
+	ctx := r.Context()
+	q := store.Query{Partition: partitionKey(subID), Type: store.TypeResource, ResourceIDPrefix: "/subscriptions/" + subID + "/"}
+	for {
+		page, err := s.store.Query(ctx, q)
+		if err != nil {
+			info(r).log.Error("list clusters of deleted subscription", "subscriptionID", subID, "error", err)
+			return
+		}
+		for _, d := range page.Documents {
+			var rd docs.ResourceDocument
+			if err := json.Unmarshal(d.Body, &rd); err != nil {
+				info(r).log.Error("decode resource of deleted subscription", "id", d.ID, "error", err)
+				continue
+			}
+			id, err := arm.ParseResourceID(rd.ResourceID)
+			if err != nil || !strings.EqualFold(id.ResourceType(), api.ClusterResourceType) {
+				continue
+			}
+			if _, err := s.startDelete(r, &rd, d); err != nil {
+				info(r).log.Error("delete cluster of deleted subscription", "resourceID", id.String(), "error", err)
+			}
+		}
+		if page.Continuation == "" {
+			return
+		}
+		q.Continuation = page.Continuation
+	}
+}

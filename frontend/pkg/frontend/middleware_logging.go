@@ -1,0 +1,61 @@
+package frontend
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// statusRecorder remembers the status written, for logs, metrics and the panic handler.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (sr *statusRecorder) WriteHeader(code int) {
+	if sr.status == 0 {
+		sr.status = code
+	}
+	sr.ResponseWriter.WriteHeader(code)
+}
+
+func (sr *statusRecorder) Write(b []byte) (int, error) {
+	if sr.status == 0 {
+		sr.status = http.StatusOK
+	}
+	n, err := sr.ResponseWriter.Write(b)
+	sr.bytes += n
+	return n, err
+}
+
+func (sr *statusRecorder) Unwrap() http.ResponseWriter { return sr.ResponseWriter }
+
+// middlewareLogging logs each request once it is done and records its metrics by route and code.
+func (s *Server) middlewareLogging(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
+	ri := info(r)
+	rec := &statusRecorder{ResponseWriter: w}
+	next(rec, r)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	elapsed := time.Since(ri.start)
+	route := ri.route
+	if route == "" {
+		route = "unmatched"
+	}
+	s.metrics.observe(route, r.Method, strconv.Itoa(rec.status), elapsed)
+	level := ri.log.Info
+	if rec.status >= 500 {
+		level = ri.log.Error
+	}
+	level("request",
+		"method", r.Method,
+		"path", ri.originalPath,
+		"apiVersion", r.URL.Query().Get("api-version"),
+		"route", route,
+		"status", rec.status,
+		"bytes", rec.bytes,
+		"duration", elapsed,
+	)
+}

@@ -1,0 +1,33 @@
+package frontend
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+// middlewareRequestID gives every request its x-ms-request-id (returned on every response) and
+// a logger carrying it and ARM's client and correlation request IDs.
+func (s *Server) middlewareRequestID(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
+	ri := &requestInfo{
+		start:           time.Now(),
+		requestID:       newUUID(),
+		clientRequestID: r.Header.Get(arm.HeaderClientRequestID),
+		correlationID:   r.Header.Get(arm.HeaderCorrelationRequestID),
+		originalPath:    r.URL.Path,
+	}
+	ri.log = s.log.With(
+		"requestID", ri.requestID,
+		"clientRequestID", ri.clientRequestID,
+		"correlationRequestID", ri.correlationID,
+	)
+	w.Header().Set(arm.HeaderRequestID, ri.requestID)
+	if ri.clientRequestID != "" {
+		w.Header().Set(arm.HeaderClientRequestID, ri.clientRequestID)
+	}
+	if ri.correlationID != "" {
+		w.Header().Set(arm.HeaderCorrelationRequestID, ri.correlationID)
+	}
+	next(w, r.WithContext(withInfo(r.Context(), ri)))
+}

@@ -1,0 +1,197 @@
+// Package frontend is the ARM resource provider: routing, middleware, the error reporter and
+// the handlers that turn ARM calls into Cluster Service calls and store documents. Async
+// operations it starts are finished by the backend.
+package frontend
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20240610preview" // registers the version
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// Config wires the server. Store, Clusters and Location are required.
+type Config struct {
+	Store    store.Store
+	Clusters csv1.ClustersClient
+	// Location is the Azure region this frontend serves, e.g. "eastus".
+	Location string
+	Logger   *slog.Logger
+	// RetryAfter is what async responses advise clients to wait between polls (default 5s,
+	// rounded to whole seconds).
+	RetryAfter time.Duration
+	// CapacityRetryAfter is advised when Cluster Service has no capacity (default 60s).
+	CapacityRetryAfter time.Duration
+	// OperationTTL is how long operation documents are kept (default 7 days).
+	OperationTTL time.Duration
+	// ClusterServiceTimeout bounds each Cluster Service call (default 30s).
+	ClusterServiceTimeout time.Duration
+	// PageSize is the number of resources per list page (default 100).
+	PageSize int
+	// Ready, if set, is checked by /healthz.
+	Ready func(ctx context.Context) error
+}
+
+// Server is the ARM frontend.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	store   store.Store
+	cs      csv1.ClustersClient
+	mux     *http.ServeMux
+	metrics *metrics
+	handler http.Handler
+}
+
+// NewServer checks cfg, fills in defaults and builds the routes.
+func NewServer(cfg Config) (*Server, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("frontend: Store is required")
+	case cfg.Clusters == nil:
+		return nil, errors.New("frontend: Clusters (Cluster Service client) is required")
+	case cfg.Location == "":
+		return nil, errors.New("frontend: Location is required")
+	}
+	cfg.Location = normalizeLocation(cfg.Location)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = 5 * time.Second
+	}
+	if cfg.CapacityRetryAfter <= 0 {
+		cfg.CapacityRetryAfter = time.Minute
+	}
+	if cfg.OperationTTL <= 0 {
+		cfg.OperationTTL = 7 * 24 * time.Hour
+	}
+	if cfg.ClusterServiceTimeout <= 0 {
+		cfg.ClusterServiceTimeout = 30 * time.Second
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 100
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, cs: cfg.Clusters, mux: http.NewServeMux(), metrics: newMetrics()}
+	s.routes()
+	s.handler = chain(s.dispatch,
+		s.middlewareRequestID,
+		s.middlewareLogging,
+		s.middlewarePanic,
+		middlewareLowercasePath,
+		s.middlewareBody,
+	)
+	return s, nil
+}
+
+// Handler serves the ARM API and /healthz.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// MetricsHandler serves Prometheus metrics; run it on its own listener.
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
+
+// Routes. Patterns are lowercase: middlewareLowercasePath folds the request path first, and
+// handlers read names from the original path.
+const (
+	providerPath    = "/providers/microsoft.redhatopenshift"
+	clustersPath    = providerPath + "/hcpopenshiftclusters"
+	clusterPattern  = "/subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}" + clustersPath + "/{clusterName}"
+	operationsScope = "/subscriptions/{subscriptionId}" + providerPath + "/locations/{location}"
+)
+
+// routeOptions say which checks run before a handler.
+type routeOptions struct {
+	// versions checks api-version against the registered cluster versions; subscriptionAPI
+	// checks it is "2.0".
+	versions        bool
+	subscriptionAPI bool
+	// subscription checks the subscription's registration state.
+	subscription bool
+}
+
+var resourceRoute = routeOptions{versions: true, subscription: true}
+
+func (s *Server) routes() {
+	s.handle("GET /healthz", s.healthz, routeOptions{})
+	s.handle("PUT /subscriptions/{subscriptionId}", s.putSubscription, routeOptions{subscriptionAPI: true})
+	s.handle("GET /subscriptions/{subscriptionId}", s.getSubscription, routeOptions{subscriptionAPI: true})
+
+	s.handle("PUT "+clusterPattern, s.putCluster, resourceRoute)
+	s.handle("GET "+clusterPattern, s.getCluster, resourceRoute)
+	s.handle("DELETE "+clusterPattern, s.deleteCluster, resourceRoute)
+	s.handle("GET /subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"+clustersPath, s.listClusters, resourceRoute)
+	s.handle("GET /subscriptions/{subscriptionId}"+clustersPath, s.listClusters, resourceRoute)
+
+	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
+	s.handle("GET "+operationsScope+"/hcpoperationresults/{operationId}", s.getOperationResult, resourceRoute)
+}
+
+// handlerFunc is a handler that returns its error to the one reporter.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, h handlerFunc, o routeOptions) {
+	var mws []middleware
+	if o.versions || o.subscriptionAPI {
+		mws = append(mws, s.apiVersionMiddleware(o))
+	}
+	if o.subscription {
+		mws = append(mws, s.middlewareSubscriptionState)
+	}
+	final := func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.report(w, r, err)
+		}
+	}
+	inner := chain(final, mws...)
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info(r).route = pattern
+		inner.ServeHTTP(w, r)
+	}))
+}
+
+// dispatch routes the request; what the mux does not know gets an ARM 404 or 405.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "" {
+			s.report(w, r, cloudError(http.StatusMethodNotAllowed, "MethodNotAllowed", "", "The method %s is not allowed on this resource.", r.Method))
+			return
+		}
+	}
+	s.report(w, r, cloudError(http.StatusNotFound, "NotFound", "", "The requested path %s is not served by this resource provider.", info(r).originalPath))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			s.log.Warn("health check failed", "error", err)
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return nil
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	w.Write([]byte("ok\n"))
+	return nil
+}
+
+// normalizeLocation folds "East US" and "eastus" together, as ARM does.
+func normalizeLocation(l string) string {
+	return strings.ToLower(strings.ReplaceAll(l, " ", ""))
+}
+
+// apiVersions served for resources, for messages.
+func servedVersions() string { return strings.Join(api.Versions(), ", ") }
