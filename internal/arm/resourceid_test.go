@@ -9,16 +9,16 @@ import (
 func TestParseResourceID(t *testing.T) {
 	const cluster = "/subscriptions/FDEA43EA-0230-4A7D-BDEE-F3AFF2183B1D/resourceGroups/MyRG/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/Dev-1"
 	for _, tc := range []struct {
-		name       string
-		id         string
-		wantErr    bool
-		sub, rg    string
-		provider   string
-		types      []string
-		names      []string
-		fullType   string
-		resName    string
-		parent     string
+		name     string
+		id       string
+		wantErr  bool
+		sub, rg  string
+		provider string
+		types    []string
+		names    []string
+		fullType string
+		resName  string
+		parent   string
 	}{
 		{name: "cluster_keeps_casing", id: cluster, sub: "FDEA43EA-0230-4A7D-BDEE-F3AFF2183B1D", rg: "MyRG", provider: "Microsoft.RedHatOpenShift",
 			types: []string{"hcpOpenShiftClusters"}, names: []string{"Dev-1"}, fullType: "Microsoft.RedHatOpenShift/hcpOpenShiftClusters", resName: "Dev-1",

@@ -5,8 +5,8 @@
 package api
 
 import (
-	"github.com/openhcp/openhcp/internal/arm"
 	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
 )
 
 // ClusterResourceType is the ARM type of a cluster.
@@ -73,10 +73,10 @@ type APIProfile struct {
 }
 
 type PlatformProfile struct {
-	ManagedResourceGroup    string                        `json:"managedResourceGroup"`
-	SubnetID                string                        `json:"subnetId"`
-	OutboundType            string                        `json:"outboundType"`
-	NetworkSecurityGroupID  string                        `json:"networkSecurityGroupId"`
+	ManagedResourceGroup    string                         `json:"managedResourceGroup"`
+	SubnetID                string                         `json:"subnetId"`
+	OutboundType            string                         `json:"outboundType"`
+	NetworkSecurityGroupID  string                         `json:"networkSecurityGroupId"`
 	OperatorsAuthentication OperatorsAuthenticationProfile `json:"operatorsAuthentication"`
 	// IssuerURL is read-only.
 	IssuerURL string `json:"issuerUrl,omitempty"`
@@ -126,9 +126,9 @@ type ClusterImageRegistryProfile struct {
 
 // ManagedServiceIdentity is the resource's identity block.
 type ManagedServiceIdentity struct {
-	Type                   string                          `json:"type"`
-	PrincipalID            string                          `json:"principalId,omitempty"`
-	TenantID               string                          `json:"tenantId,omitempty"`
+	Type                   string                           `json:"type"`
+	PrincipalID            string                           `json:"principalId,omitempty"`
+	TenantID               string                           `json:"tenantId,omitempty"`
 	UserAssignedIdentities map[string]*UserAssignedIdentity `json:"userAssignedIdentities,omitempty"`
 }
 

@@ -26,9 +26,9 @@ type HcpOpenShiftCluster struct {
 	Type       *string         `json:"type,omitempty"`
 	SystemData *arm.SystemData `json:"systemData,omitempty"`
 
-	Location   *string                       `json:"location,omitempty"`
-	Tags       map[string]string             `json:"tags,omitempty"`
-	Identity   *ManagedServiceIdentity       `json:"identity,omitempty"`
+	Location   *string                        `json:"location,omitempty"`
+	Tags       map[string]string              `json:"tags,omitempty"`
+	Identity   *ManagedServiceIdentity        `json:"identity,omitempty"`
 	Properties *HcpOpenShiftClusterProperties `json:"properties,omitempty"`
 }
 
