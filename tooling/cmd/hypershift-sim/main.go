@@ -1,0 +1,185 @@
+// Command hypershift-sim plays the HyperShift operator against one management cluster's
+// kube-apiserver. See README.md beside this file for its flags and docs/hypershift-sim.md for
+// what it models.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+)
+
+type config struct {
+	kubeconfig         string
+	metricsAddr        string
+	healthAddr         string
+	availableDelay     time.Duration
+	deleteDelay        time.Duration
+	nodePoolReadyDelay time.Duration
+	failClusters       string
+	neverAvailable     bool
+	logLevel           string
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "hypershift-sim:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var c config
+	fs := flag.NewFlagSet("hypershift-sim", flag.ContinueOnError)
+	fs.StringVar(&c.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig of the management cluster (env KUBECONFIG; empty: in-cluster config)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", envOr("HYPERSHIFT_SIM_METRICS_ADDR", "127.0.0.1:8080"), "listen address for /metrics; \"0\" disables (env HYPERSHIFT_SIM_METRICS_ADDR)")
+	fs.StringVar(&c.healthAddr, "health-addr", envOr("HYPERSHIFT_SIM_HEALTH_ADDR", "127.0.0.1:8081"), "listen address for /healthz and /readyz (env HYPERSHIFT_SIM_HEALTH_ADDR)")
+	fs.StringVar(&c.failClusters, "fail-clusters", envOr("HYPERSHIFT_SIM_FAIL_CLUSTERS", ""), "comma-separated namespace/name of HostedClusters that end Degraded (env HYPERSHIFT_SIM_FAIL_CLUSTERS)")
+	fs.StringVar(&c.logLevel, "log-level", envOr("HYPERSHIFT_SIM_LOG_LEVEL", "info"), "debug, info, warn or error (env HYPERSHIFT_SIM_LOG_LEVEL)")
+	durations := []struct {
+		p         *time.Duration
+		name, env string
+		def       time.Duration
+		usage     string
+	}{
+		{&c.availableDelay, "available-delay", "HYPERSHIFT_SIM_AVAILABLE_DELAY", 3 * time.Second, "time from a HostedCluster rollout's start to Available"},
+		{&c.deleteDelay, "delete-delay", "HYPERSHIFT_SIM_DELETE_DELAY", 2 * time.Second, "time from deletion to finalizer removal, for HostedClusters and NodePools"},
+		{&c.nodePoolReadyDelay, "nodepool-ready-delay", "HYPERSHIFT_SIM_NODEPOOL_READY_DELAY", 2 * time.Second, "time for a NodePool to reach spec.replicas once its HostedCluster is Available"},
+	}
+	for _, d := range durations {
+		*d.p = d.def
+		fs.Var(durationValue{d.p}, d.name, fmt.Sprintf("%s (env %s; default %s)", d.usage, d.env, d.def))
+	}
+	fs.BoolVar(&c.neverAvailable, "never-available", false, "keep every HostedCluster Progressing for ever (env HYPERSHIFT_SIM_NEVER_AVAILABLE)")
+	// Environment values are applied before the command line, so flags win; a bad value stops
+	// start-up naming the variable.
+	envFlags := map[string]string{"HYPERSHIFT_SIM_NEVER_AVAILABLE": "never-available"}
+	for _, d := range durations {
+		envFlags[d.env] = d.name
+	}
+	for env, name := range envFlags {
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fs.Set(name, v); err != nil {
+				return fmt.Errorf("env %s (--%s): %w", env, name, err)
+			}
+		}
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+
+	failClusters, err := hypershiftsim.ParseClusterList(c.failClusters)
+	if err != nil {
+		return fmt.Errorf("--fail-clusters: %w", err)
+	}
+	for _, a := range []struct{ flag, v string }{{"metrics-addr", c.metricsAddr}, {"health-addr", c.healthAddr}} {
+		if a.v == "0" && a.flag == "metrics-addr" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			return fmt.Errorf("--%s %q: %w", a.flag, a.v, err)
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	handler := slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	slog.SetDefault(slog.New(handler))
+	ctrl.SetLogger(logr.FromSlogHandler(handler))
+
+	restCfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %q: %w", c.kubeconfig, err)
+	}
+	restCfg.QPS, restCfg.Burst = 50, 100
+	scheme, err := hypershiftsim.NewScheme()
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: c.metricsAddr},
+		HealthProbeBindAddress: c.healthAddr,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	opts := hypershiftsim.Options{
+		AvailableDelay: c.availableDelay, DeleteDelay: c.deleteDelay, NodePoolReadyDelay: c.nodePoolReadyDelay,
+		FailClusters: failClusters, NeverAvailable: c.neverAvailable,
+	}
+	if err := hypershiftsim.Setup(mgr, opts); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready once the informers have synced, i.e. the sim sees the cluster's objects.
+	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	slog.Info("hypershift-sim starting", "apiserver", restCfg.Host, "availableDelay", c.availableDelay,
+		"deleteDelay", c.deleteDelay, "nodePoolReadyDelay", c.nodePoolReadyDelay,
+		"failClusters", len(failClusters), "neverAvailable", c.neverAvailable,
+		"metricsAddr", c.metricsAddr, "healthAddr", c.healthAddr)
+	return mgr.Start(ctx)
+}
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+// durationValue is a flag.Value that refuses negative durations.
+type durationValue struct{ p *time.Duration }
+
+func (d durationValue) String() string {
+	if d.p == nil {
+		return ""
+	}
+	return d.p.String()
+}
+
+func (d durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("%s is negative", s)
+	}
+	*d.p = v
+	return nil
+}
