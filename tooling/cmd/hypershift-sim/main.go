@@ -38,13 +38,22 @@ type config struct {
 }
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.LookupEnv); err != nil {
 		fmt.Fprintln(os.Stderr, "hypershift-sim:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// run parses args (with environment fallbacks from lookupEnv) and runs the manager until ctx ends.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool)) error {
+	envOr := func(key, def string) string {
+		if v, ok := lookupEnv(key); ok {
+			return v
+		}
+		return def
+	}
 	var c config
 	fs := flag.NewFlagSet("hypershift-sim", flag.ContinueOnError)
 	fs.StringVar(&c.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig of the management cluster (env KUBECONFIG; empty: in-cluster config)")
@@ -74,13 +83,13 @@ func run() error {
 		envFlags[d.env] = d.name
 	}
 	for env, name := range envFlags {
-		if v, ok := os.LookupEnv(env); ok {
+		if v, ok := lookupEnv(env); ok {
 			if err := fs.Set(name, v); err != nil {
 				return fmt.Errorf("env %s (--%s): %w", env, name, err)
 			}
 		}
 	}
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -146,20 +155,11 @@ func run() error {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	slog.Info("hypershift-sim starting", "apiserver", restCfg.Host, "availableDelay", c.availableDelay,
 		"deleteDelay", c.deleteDelay, "nodePoolReadyDelay", c.nodePoolReadyDelay,
 		"failClusters", len(failClusters), "neverAvailable", c.neverAvailable,
 		"metricsAddr", c.metricsAddr, "healthAddr", c.healthAddr)
 	return mgr.Start(ctx)
-}
-
-func envOr(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
-		return v
-	}
-	return def
 }
 
 // durationValue is a flag.Value that refuses negative durations.
