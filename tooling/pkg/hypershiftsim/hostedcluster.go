@@ -27,6 +27,7 @@ const (
 	reasonProgressing      = "Progressing"
 	reasonActive           = hyperv1.AsExpectedReason
 	msgCVONotFound         = "Condition not found in the CVO."
+	maxHistory             = 100
 )
 
 // HostedClusterReconciler plays the HyperShift operator's HostedCluster controller.
@@ -129,6 +130,10 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 		st.Version.History = append([]configv1.UpdateHistory{{
 			State: configv1.PartialUpdate, Image: image, Version: version, StartedTime: ts,
 		}}, st.Version.History...)
+		// Like the CVO, keep only the most recent entries.
+		if len(st.Version.History) > maxHistory {
+			st.Version.History = st.Version.History[:maxHistory]
+		}
 	}
 	st.Version.ObservedGeneration = hc.Generation
 	current := &st.Version.History[0]

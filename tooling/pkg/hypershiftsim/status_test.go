@@ -1,0 +1,208 @@
+package hypershiftsim
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// These tests drive the pure status computations with a fixed clock; sim_test.go covers the same
+// behaviour end to end against a real apiserver.
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+const image = "quay.io/openshift-release-dev/ocp-release:4.19.7-multi"
+
+func hcAt(t *testing.T, hc *hyperv1.HostedCluster, o Options, now time.Time) time.Duration {
+	t.Helper()
+	next := computeHostedClusterStatus(hc, o, now)
+	// Level-triggered: a second pass at the same moment changes nothing.
+	again := hc.DeepCopy()
+	if computeHostedClusterStatus(again, o, now) != next || !equality.Semantic.DeepEqual(again.Status, hc.Status) {
+		t.Fatalf("second reconcile at %s changed the status or the requeue", now)
+	}
+	return next
+}
+
+func condOf(hc *hyperv1.HostedCluster, typ hyperv1.ConditionType) metav1.Condition {
+	if c := meta.FindStatusCondition(hc.Status.Conditions, string(typ)); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+func TestComputeHostedClusterStatus_rolloutTimeline(t *testing.T) {
+	o := Options{AvailableDelay: 10 * time.Second}
+	hc := ExampleHostedCluster("ns", "hc", image)
+	hc.Generation = 1
+
+	steps := []struct {
+		at                     time.Duration
+		wantAvailable          metav1.ConditionStatus
+		wantProgressing        metav1.ConditionStatus
+		wantState              configv1.UpdateState
+		wantNext               time.Duration
+		wantAvailableSince     time.Duration
+		wantHistory            int
+		upgradeToBeforeThisRun string
+	}{
+		{at: 0, wantAvailable: metav1.ConditionFalse, wantProgressing: metav1.ConditionTrue, wantState: configv1.PartialUpdate, wantNext: 10 * time.Second, wantHistory: 1},
+		{at: 4 * time.Second, wantAvailable: metav1.ConditionFalse, wantProgressing: metav1.ConditionTrue, wantState: configv1.PartialUpdate, wantNext: 6 * time.Second, wantHistory: 1},
+		{at: 10 * time.Second, wantAvailable: metav1.ConditionTrue, wantProgressing: metav1.ConditionFalse, wantState: configv1.CompletedUpdate, wantAvailableSince: 10 * time.Second, wantHistory: 1},
+		{at: 30 * time.Second, wantAvailable: metav1.ConditionTrue, wantProgressing: metav1.ConditionFalse, wantState: configv1.CompletedUpdate, wantAvailableSince: 10 * time.Second, wantHistory: 1},
+		{at: 40 * time.Second, upgradeToBeforeThisRun: "quay.io/openshift-release-dev/ocp-release:4.19.8-multi",
+			wantAvailable: metav1.ConditionTrue, wantProgressing: metav1.ConditionTrue, wantState: configv1.PartialUpdate, wantNext: 10 * time.Second, wantAvailableSince: 10 * time.Second, wantHistory: 2},
+		{at: 50 * time.Second, wantAvailable: metav1.ConditionTrue, wantProgressing: metav1.ConditionFalse, wantState: configv1.CompletedUpdate, wantAvailableSince: 10 * time.Second, wantHistory: 2},
+	}
+	for _, s := range steps {
+		if s.upgradeToBeforeThisRun != "" {
+			hc.Spec.Release.Image = s.upgradeToBeforeThisRun
+			hc.Generation++
+		}
+		next := hcAt(t, hc, o, t0.Add(s.at))
+		av, pr := condOf(hc, hyperv1.HostedClusterAvailable), condOf(hc, hyperv1.HostedClusterProgressing)
+		if av.Status != s.wantAvailable || pr.Status != s.wantProgressing {
+			t.Errorf("t+%s: Available=%s Progressing=%s, want %s %s", s.at, av.Status, pr.Status, s.wantAvailable, s.wantProgressing)
+		}
+		if h := hc.Status.Version.History; len(h) != s.wantHistory || h[0].State != s.wantState {
+			t.Errorf("t+%s: history %+v, want %d entries, head %s", s.at, h, s.wantHistory, s.wantState)
+		}
+		if next != s.wantNext {
+			t.Errorf("t+%s: next step in %s, want %s", s.at, next, s.wantNext)
+		}
+		if s.wantAvailable == metav1.ConditionTrue && !av.LastTransitionTime.Time.Equal(t0.Add(s.wantAvailableSince)) {
+			t.Errorf("t+%s: Available since %s, want t+%s", s.at, av.LastTransitionTime, s.wantAvailableSince)
+		}
+		if av.ObservedGeneration != hc.Generation || hc.Status.Version.ObservedGeneration != hc.Generation {
+			t.Errorf("t+%s: observedGeneration %d/%d, want %d", s.at, av.ObservedGeneration, hc.Status.Version.ObservedGeneration, hc.Generation)
+		}
+	}
+	if got := hc.Status.Version.History[1]; got.Version != "4.19.7" || got.State != configv1.CompletedUpdate {
+		t.Errorf("previous entry %+v", got)
+	}
+}
+
+func TestComputeHostedClusterStatus_faultsAndPause(t *testing.T) {
+	future := t0.Add(time.Hour).Format(time.RFC3339)
+	tests := []struct {
+		name          string
+		mutate        func(*hyperv1.HostedCluster)
+		opts          Options
+		wantNext      time.Duration
+		wantCondition map[hyperv1.ConditionType]metav1.ConditionStatus
+		wantVersion   bool
+	}{{
+		name:   "annotation_failure_is_degraded_and_not_available",
+		mutate: func(hc *hyperv1.HostedCluster) { hc.Annotations = map[string]string{FailAnnotation: "boom"} },
+		wantCondition: map[hyperv1.ConditionType]metav1.ConditionStatus{
+			hyperv1.HostedClusterDegraded: metav1.ConditionTrue, hyperv1.HostedClusterAvailable: metav1.ConditionFalse,
+			hyperv1.HostedClusterProgressing: metav1.ConditionFalse,
+		},
+		wantVersion: true,
+	}, {
+		name: "never_available_option_keeps_progressing_without_requeue",
+		opts: Options{NeverAvailable: true},
+		wantCondition: map[hyperv1.ConditionType]metav1.ConditionStatus{
+			hyperv1.HostedClusterProgressing: metav1.ConditionTrue, hyperv1.HostedClusterAvailable: metav1.ConditionFalse,
+		},
+		wantVersion: true,
+	}, {
+		name:   "paused_until_removed_touches_only_reconciliation_active",
+		mutate: func(hc *hyperv1.HostedCluster) { hc.Spec.PausedUntil = ptr.To("true") },
+		wantCondition: map[hyperv1.ConditionType]metav1.ConditionStatus{
+			hyperv1.ReconciliationActive: metav1.ConditionFalse, hyperv1.HostedClusterAvailable: "",
+		},
+	}, {
+		name:     "paused_until_a_time_requeues_then",
+		mutate:   func(hc *hyperv1.HostedCluster) { hc.Spec.PausedUntil = &future },
+		wantNext: time.Hour,
+		wantCondition: map[hyperv1.ConditionType]metav1.ConditionStatus{
+			hyperv1.ReconciliationActive: metav1.ConditionFalse,
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hc := ExampleHostedCluster("ns", "hc", image)
+			if tt.mutate != nil {
+				tt.mutate(hc)
+			}
+			tt.opts.AvailableDelay = time.Second
+			if next := hcAt(t, hc, tt.opts, t0); next != tt.wantNext {
+				t.Errorf("next %s, want %s", next, tt.wantNext)
+			}
+			// Long after the delay, the fault still holds.
+			hcAt(t, hc, tt.opts, t0.Add(time.Minute))
+			for typ, want := range tt.wantCondition {
+				if got := condOf(hc, typ).Status; got != want {
+					t.Errorf("%s=%q, want %q", typ, got, want)
+				}
+			}
+			if (hc.Status.Version != nil) != tt.wantVersion {
+				t.Errorf("version status %+v, want present=%v", hc.Status.Version, tt.wantVersion)
+			}
+			if hc.Status.Version != nil && hc.Status.Version.History[0].State != configv1.PartialUpdate {
+				t.Errorf("history head %s, want Partial", hc.Status.Version.History[0].State)
+			}
+		})
+	}
+}
+
+func TestComputeHostedClusterStatus_historyIsBounded(t *testing.T) {
+	hc := ExampleHostedCluster("ns", "hc", image)
+	for i := 0; i < maxHistory+5; i++ {
+		hc.Spec.Release.Image = "quay.io/openshift-release-dev/ocp-release:4.19." + strconv.Itoa(i) + "-multi"
+		computeHostedClusterStatus(hc, Options{}, t0.Add(time.Duration(i)*time.Second))
+	}
+	h := hc.Status.Version.History
+	if len(h) != maxHistory || h[0].Version != "4.19."+strconv.Itoa(maxHistory+4) {
+		t.Fatalf("history has %d entries, head %s", len(h), h[0].Version)
+	}
+}
+
+func TestComputeNodePoolStatus_waitsForControlPlaneThenDelay(t *testing.T) {
+	o := Options{NodePoolReadyDelay: 5 * time.Second}
+	hc := ExampleHostedCluster("ns", "hc", image)
+	np := ExampleNodePool("ns", "np", "hc", image, 3)
+	np.Generation = 1
+
+	if next := computeNodePoolStatus(np, hc, o, t0); next != 0 || np.Status.Replicas != 0 {
+		t.Fatalf("cluster not Available: next %s replicas %d, want no progress and no requeue", next, np.Status.Replicas)
+	}
+	// The cluster becomes Available 20s later; the pool's clock starts then, not at t0.
+	meta.SetStatusCondition(&hc.Status.Conditions, metav1.Condition{Type: string(hyperv1.HostedClusterAvailable),
+		Status: metav1.ConditionTrue, Reason: "AsExpected", LastTransitionTime: metav1.NewTime(t0.Add(20 * time.Second))})
+	if next := computeNodePoolStatus(np, hc, o, t0.Add(21*time.Second)); next != 4*time.Second || np.Status.Replicas != 0 {
+		t.Fatalf("1s after Available: next %s replicas %d, want 4s and 0", next, np.Status.Replicas)
+	}
+	if next := computeNodePoolStatus(np, hc, o, t0.Add(25*time.Second)); next != 0 || np.Status.Replicas != 3 || np.Status.Version != "4.19.7" {
+		t.Fatalf("5s after Available: next %s replicas %d version %q", next, np.Status.Replicas, np.Status.Version)
+	}
+	ready := findNodePoolCondition(np.Status.Conditions, hyperv1.NodePoolReadyConditionType)
+	if ready == nil || ready.Status != corev1.ConditionTrue || !ready.LastTransitionTime.Time.Equal(t0.Add(25*time.Second)) {
+		t.Fatalf("Ready %+v", ready)
+	}
+
+	// Autoscaling clamps into [min, max].
+	np.Spec.Replicas = nil
+	np.Spec.AutoScaling = &hyperv1.NodePoolAutoScaling{Min: 4, Max: 6}
+	np.Generation++
+	computeNodePoolStatus(np, hc, o, t0.Add(30*time.Second))
+	if np.Status.Replicas != 3 {
+		t.Fatalf("scaled before the delay: %d", np.Status.Replicas)
+	}
+	computeNodePoolStatus(np, hc, o, t0.Add(35*time.Second))
+	if np.Status.Replicas != 4 {
+		t.Fatalf("autoscaled pool at %d, want min 4", np.Status.Replicas)
+	}
+	if c := findNodePoolCondition(np.Status.Conditions, hyperv1.NodePoolAutoscalingEnabledConditionType); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("AutoscalingEnabled %+v", c)
+	}
+}
