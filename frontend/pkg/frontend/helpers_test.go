@@ -175,21 +175,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type keepTB struct{ *testing.T }
+type keepTB struct{ testing.TB }
 
 func (keepTB) Cleanup(func()) {}
 
 // env is one frontend with a fresh database, a fake Cluster Service and a registered
 // subscription.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	http  *httptest.Server
 	store *postgres.Store
 	cs    *fakeClusterService
 }
 
-func newEnv(t *testing.T, mutate ...func(*Config)) *env {
+func newEnv(t testing.TB, mutate ...func(*Config)) *env {
 	t.Helper()
 	pgOnce.Do(func() { pg = pgservertest.Start(keepTB{t}) })
 	st, err := postgres.Open(context.Background(), pgservertest.NewDatabase(t, pg), postgres.Options{})
