@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	base := []string{"--db-dsn=postgres://x", "--cluster-service=127.0.0.1:9000", "--location=eastus"}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"defaults", base, nil, ""},
+		{"env_fallback", nil, map[string]string{"FRONTEND_DB_DSN": "postgres://x", "FRONTEND_CLUSTER_SERVICE": "127.0.0.1:9000", "FRONTEND_LOCATION": "eastus"}, ""},
+		{"missing_db_dsn_names_flag_and_env", []string{"--cluster-service=127.0.0.1:9000", "--location=eastus"}, nil, "--db-dsn is required (or set FRONTEND_DB_DSN)"},
+		{"bad_listen_names_flag", append(base, "--listen=nonsense"), nil, "--listen"},
+		{"bad_duration_from_env_names_flag", base, map[string]string{"FRONTEND_RETRY_AFTER": "soon"}, "--retry-after from FRONTEND_RETRY_AFTER"},
+		{"retry_after_below_a_second", append(base, "--retry-after=10ms"), nil, "--retry-after"},
+		{"bad_log_level", append(base, "--log-level=loud"), nil, "--log-level"},
+		{"unknown_flag", append(base, "--nope"), nil, "nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.listen != "127.0.0.1:8443" || o.retryAfter != 5*time.Second || o.location != "eastus" {
+					t.Fatalf("options %+v", o)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestRunRefusesPlaintextOffLoopback(t *testing.T) {
+	o, err := parseFlags([]string{"--db-dsn=postgres://x", "--cluster-service=127.0.0.1:9000", "--location=eastus", "--listen=0.0.0.0:8443"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = run(o)
+	if err == nil || !strings.Contains(err.Error(), "--listen") || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("run = %v; want a refusal naming --listen", err)
+	}
+}
