@@ -1,0 +1,456 @@
+// Package maestro is Cluster Service's client for Maestro: it sends ManifestWorks to management
+// clusters (Maestro consumers) and reads their status and feedback back. It is a thin layer over
+// Maestro's own gRPC source work client (grpcsource) and REST API, adding per-consumer clients,
+// create-or-update, retries and a fan-out watch.
+package maestro
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/openshift-online/maestro/pkg/api/openapi"
+	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	grpcoptions "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
+)
+
+// DefaultSourceID is the Maestro source Cluster Service publishes as.
+const DefaultSourceID = "cluster-service"
+
+// Config says where Maestro is.
+type Config struct {
+	// GRPCAddr is host:port of Maestro's gRPC source server.
+	GRPCAddr string
+	// RESTURL is the base URL of Maestro's REST API, e.g. http://127.0.0.1:8000.
+	RESTURL string
+	// SourceID names this client's works in Maestro; default "cluster-service". Works are
+	// scoped by source: another source never sees or changes them.
+	SourceID string
+	// TLS is used for both gRPC and REST. Nil means plaintext, which New accepts only when both
+	// endpoints are on a loopback address.
+	TLS *tls.Config
+}
+
+// WorkEvent is one change of a work on a consumer.
+type WorkEvent struct {
+	// Type is Added the first time a watch reports a work, Modified afterwards, and Deleted once
+	// the agent has removed the work's objects.
+	Type watch.EventType
+	// Work carries metadata, status conditions and feedback. Events that come from status updates
+	// may lack the spec; use Get for it.
+	Work *workv1.ManifestWork
+}
+
+// Client talks to one Maestro server. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+	log *slog.Logger
+	// klogger is log for sdk-go, which logs through klog.FromContext of the caller's context.
+	klogger logr.Logger
+	ctx     context.Context // lifetime of the gRPC subscriptions and watches
+	cancel  context.CancelFunc
+	api     *openapi.APIClient
+	// dialer caches one gRPC connection that every consumer's work client shares.
+	dialer *grpcoptions.GRPCDialer
+
+	mu        sync.Mutex
+	consumers map[string]*consumerClient
+}
+
+// consumerClient is the work client of one consumer. grpcsource's WorkV1Interface.ManifestWorks
+// sets the namespace on a single shared ManifestWork client, so one interface used for several
+// consumers would send works to whichever consumer was named last. Each consumer therefore gets
+// its own work client (and its own subscription on the shared connection), made once.
+type consumerClient struct {
+	name  string
+	works workv1client.ManifestWorkInterface
+	hub   *hub
+}
+
+// New makes a client. It does not wait for Maestro: connections are made lazily and re-made
+// after failures, so a Cluster Service can start before Maestro. The client lives until ctx ends
+// or Close is called.
+func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.SourceID == "" {
+		cfg.SourceID = DefaultSourceID
+	}
+	if cfg.GRPCAddr == "" || cfg.RESTURL == "" {
+		return nil, errors.New("maestro client: GRPCAddr and RESTURL are required")
+	}
+	rest, err := url.Parse(cfg.RESTURL)
+	if err != nil || (rest.Scheme != "http" && rest.Scheme != "https") || rest.Host == "" {
+		return nil, fmt.Errorf("maestro client: RESTURL %q is not an http(s) URL", cfg.RESTURL)
+	}
+	grpcHost, _, err := net.SplitHostPort(cfg.GRPCAddr)
+	if err != nil {
+		return nil, fmt.Errorf("maestro client: GRPCAddr %q: %w", cfg.GRPCAddr, err)
+	}
+	if cfg.TLS == nil && (!isLoopback(grpcHost) || !isLoopback(rest.Hostname())) {
+		return nil, fmt.Errorf("maestro client: plaintext to %s / %s refused; set TLS for a non-loopback Maestro", cfg.GRPCAddr, cfg.RESTURL)
+	}
+	if cfg.TLS != nil && rest.Scheme != "https" {
+		return nil, fmt.Errorf("maestro client: TLS is set but RESTURL %q is not https", cfg.RESTURL)
+	}
+
+	apiCfg := openapi.NewConfiguration()
+	apiCfg.Servers = openapi.ServerConfigurations{{URL: cfg.RESTURL}}
+	apiCfg.UserAgent = "openhcp-cluster-service"
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if cfg.TLS != nil {
+		transport.TLSClientConfig = cfg.TLS.Clone()
+	}
+	apiCfg.HTTPClient = &http.Client{Transport: transport, Timeout: 30 * time.Second}
+
+	dialer := &grpcoptions.GRPCDialer{
+		URL:       cfg.GRPCAddr,
+		TLSConfig: cfg.TLS,
+		// Maestro's server accepts pings no more often than every 5 s, and only with a stream
+		// open, which this client always has (its subscription).
+		KeepAliveOptions: grpcoptions.KeepAliveOptions{Enable: true, Time: 30 * time.Second, Timeout: 10 * time.Second},
+	}
+
+	// sdk-go logs through klog.FromContext: route it into our slog handler.
+	klogger := logr.FromSlogHandler(demoteInfo{log.Handler()})
+	ctx = klog.NewContext(ctx, klogger)
+	ctx, cancel := context.WithCancel(ctx)
+	return &Client{
+		cfg:       cfg,
+		log:       log,
+		klogger:   klogger,
+		ctx:       ctx,
+		cancel:    cancel,
+		api:       openapi.NewAPIClient(apiCfg),
+		dialer:    dialer,
+		consumers: map[string]*consumerClient{},
+	}, nil
+}
+
+// Close ends every subscription and watch and closes the gRPC connection.
+func (c *Client) Close() error {
+	c.cancel()
+	return c.dialer.Close()
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// consumer returns the work client of one consumer, making it on first use.
+func (c *Client) consumer(name string) (*consumerClient, error) {
+	if name == "" {
+		return nil, errors.New("maestro: consumer name is empty")
+	}
+	if err := c.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("maestro client closed: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cc, ok := c.consumers[name]; ok {
+		return cc, nil
+	}
+	// ServerHealthinessTimeout makes a silently dead stream reconnect: Maestro sends a heartbeat
+	// every 10 s by default.
+	healthiness := 30 * time.Second
+	wc, err := grpcsource.NewMaestroGRPCSourceWorkClient(c.ctx, &slogAdapter{log: c.log}, c.api,
+		&grpcoptions.GRPCOptions{Dialer: c.dialer, ServerHealthinessTimeout: &healthiness}, c.cfg.SourceID)
+	if err != nil {
+		return nil, fmt.Errorf("maestro work client for consumer %s: %w", name, err)
+	}
+	cc := &consumerClient{name: name, works: wc.ManifestWorks(name), hub: newHub()}
+	c.consumers[name] = cc
+	go c.pump(cc)
+	return cc, nil
+}
+
+// Apply creates the ManifestWork on the consumer, or updates it if it exists (the caller sets
+// ServerSideApply in ManifestConfigs). Labels, annotations and the whole spec are replaced by
+// work's; an unchanged work is not re-sent.
+func (c *Client) Apply(ctx context.Context, consumer string, work *workv1.ManifestWork) error {
+	if work == nil || work.Name == "" {
+		return errors.New("maestro apply: work has no name")
+	}
+	cc, err := c.consumer(consumer)
+	if err != nil {
+		return err
+	}
+	ctx = klog.NewContext(ctx, c.klogger)
+	desired := work.DeepCopy()
+	desired.Namespace = consumer
+	err = retry(ctx, true, func() error {
+		existing, err := cc.works.Get(ctx, desired.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			fresh := desired.DeepCopy()
+			fresh.ResourceVersion, fresh.Generation = "", 0
+			_, err = cc.works.Create(ctx, fresh, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		patch, changed, err := replacePatch(existing, desired)
+		if err != nil || !changed {
+			return err
+		}
+		_, err = cc.works.Patch(ctx, desired.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("maestro apply work %s/%s: %w", consumer, work.Name, err)
+	}
+	return nil
+}
+
+// replacePatch is a JSON patch that makes existing's labels, annotations and spec desired's,
+// and whether one is needed. Works are compared semantically: Maestro hands manifests back with
+// their keys in another order, and an unneeded patch would still bump the work's generation.
+// The patch carries existing's generation, so Maestro rejects it if the work changed meanwhile.
+func replacePatch(existing, desired *workv1.ManifestWork) ([]byte, bool, error) {
+	have, err := canonicalJSON(existing)
+	if err != nil {
+		return nil, false, err
+	}
+	want, err := canonicalJSON(desired)
+	if err != nil {
+		return nil, false, err
+	}
+	if have == want {
+		return nil, false, nil
+	}
+	ops := []map[string]any{
+		{"op": "add", "path": "/metadata/labels", "value": desired.Labels},
+		{"op": "add", "path": "/metadata/annotations", "value": desired.Annotations},
+		{"op": "add", "path": "/spec", "value": desired.Spec},
+	}
+	b, err := json.Marshal(ops)
+	return b, true, err
+}
+
+// canonicalJSON is the JSON of the parts of w that Apply owns, with every object's keys sorted
+// (a round trip through map[string]any) and empty maps and nil treated alike.
+func canonicalJSON(w *workv1.ManifestWork) (string, error) {
+	labels, annotations := w.Labels, w.Annotations
+	if len(labels) == 0 {
+		labels = nil
+	}
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+	b, err := json.Marshal(struct {
+		Labels      map[string]string       `json:"labels"`
+		Annotations map[string]string       `json:"annotations"`
+		Spec        workv1.ManifestWorkSpec `json:"spec"`
+	}{labels, annotations, w.Spec})
+	if err != nil {
+		return "", err
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return "", err
+	}
+	b, err = json.Marshal(generic)
+	return string(b), err
+}
+
+// Delete requests deletion; a missing work is success. The agent removes the work's objects
+// (per its DeleteOption) and a Deleted event follows on Watch.
+func (c *Client) Delete(ctx context.Context, consumer, name string) error {
+	cc, err := c.consumer(consumer)
+	if err != nil {
+		return err
+	}
+	ctx = klog.NewContext(ctx, c.klogger)
+	err = retry(ctx, false, func() error {
+		err := cc.works.Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("maestro delete work %s/%s: %w", consumer, name, err)
+	}
+	return nil
+}
+
+// Get returns the work with status and feedback; a k8s apierrors NotFound when absent.
+func (c *Client) Get(ctx context.Context, consumer, name string) (*workv1.ManifestWork, error) {
+	cc, err := c.consumer(consumer)
+	if err != nil {
+		return nil, err
+	}
+	var w *workv1.ManifestWork
+	err = retry(ctx, false, func() error {
+		var err error
+		w, err = cc.works.Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("maestro get work %s/%s: %w", consumer, name, err)
+	}
+	return w, nil
+}
+
+// List returns every work of this source on the consumer.
+func (c *Client) List(ctx context.Context, consumer string) ([]workv1.ManifestWork, error) {
+	cc, err := c.consumer(consumer)
+	if err != nil {
+		return nil, err
+	}
+	var out []workv1.ManifestWork
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		var l *workv1.ManifestWorkList
+		err := retry(ctx, false, func() error {
+			var err error
+			l, err = cc.works.List(ctx, opts)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("maestro list works of %s: %w", consumer, err)
+		}
+		out = append(out, l.Items...)
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+// retry runs f until it succeeds, fails in a way that another try cannot fix, or 5 tries have
+// been made. Writes retry NotFound (notFoundRetriable) because the agent's store can answer
+// NotFound to a change made right after a watch event, and Conflict because a concurrent writer
+// moved the work on; reads return NotFound at once, since it is an answer.
+func retry(ctx context.Context, notFoundRetriable bool, f func() error) error {
+	delay := 50 * time.Millisecond
+	var err error
+	for attempt := 1; ; attempt++ {
+		if err = f(); err == nil || attempt == 5 || !retriable(err) || (!notFoundRetriable && apierrors.IsNotFound(err)) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
+}
+
+func retriable(err error) bool {
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	return true
+}
+
+// Watch streams status changes and deletions of this source's works on one consumer until ctx
+// ends, starting with an Added event for every work that exists. A slow reader never holds up
+// others: events for the same work are merged while they wait, so a reader always gets the
+// latest state of each work.
+func (c *Client) Watch(ctx context.Context, consumer string) (<-chan WorkEvent, error) {
+	cc, err := c.consumer(consumer)
+	if err != nil {
+		return nil, err
+	}
+	s := cc.hub.subscribe()
+	existing, err := c.List(ctx, consumer)
+	if err != nil {
+		cc.hub.unsubscribe(s)
+		return nil, err
+	}
+	for i := range existing {
+		s.offerInitial(&existing[i])
+	}
+	out := make(chan WorkEvent)
+	go func() {
+		defer close(out)
+		defer cc.hub.unsubscribe(s)
+		for {
+			ev, ok := s.next(ctx, c.ctx)
+			if !ok {
+				return
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			case <-c.ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// pump keeps one grpcsource watch open per consumer for the client's lifetime and hands its
+// events to the hub. grpcsource blocks its event delivery (for every consumer) until a watcher
+// takes the event, and shares one watcher among all callers of Watch on a namespace, so exactly
+// one reader, always draining, is the safe way to use it.
+func (c *Client) pump(cc *consumerClient) {
+	delay := 100 * time.Millisecond
+	for {
+		w, err := cc.works.Watch(c.ctx, metav1.ListOptions{})
+		if err == nil {
+			c.log.Debug("maestro watch started", "consumer", cc.name)
+			for {
+				select {
+				case <-c.ctx.Done():
+					w.Stop()
+					drain(w.ResultChan())
+					return
+				case ev := <-w.ResultChan():
+					if work, ok := ev.Object.(*workv1.ManifestWork); ok {
+						cc.hub.publish(ev.Type, work)
+					}
+				}
+			}
+		}
+		c.log.Warn("maestro watch failed; retrying", "consumer", cc.name, "error", err, "retryIn", delay)
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
+}
+
+// drain takes events a grpcsource watcher may still be sending after Stop, so its sender is
+// not left blocked.
+func drain(ch <-chan watch.Event) {
+	for {
+		select {
+		case <-ch:
+		case <-time.After(time.Second):
+			return
+		}
+	}
+}

@@ -1,0 +1,380 @@
+package maestro_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+)
+
+const consumer = "mgmt-1"
+
+// region is the real chain a work travels: Maestro server (Postgres, mosquitto) → MQTT → Maestro
+// agent → a real kube-apiserver.
+type region struct {
+	server *localregion.MaestroServer
+	kube   *kubernetes.Clientset
+}
+
+func startRegion(t *testing.T, ctx context.Context) region {
+	t.Helper()
+	maestroBin, err := localregion.MaestroBinary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserverBin, etcdBin, err := localregion.KubeBinaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := pgservertest.Start(t)
+	dsn := pgservertest.NewDatabase(t, pg)
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "logs")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("process logs kept in %s", logs)
+		}
+	})
+
+	mq, err := localregion.StartMosquitto(ctx, localregion.MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mq.Stop)
+	start := time.Now()
+	srv, err := localregion.StartMaestroServer(ctx, localregion.MaestroServerOptions{
+		Binary: maestroBin, DSN: dsn, MQTTAddr: mq.Addr, Dir: filepath.Join(dir, "maestro"), LogDir: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	t.Logf("maestro server ready in %s", time.Since(start).Round(time.Millisecond))
+
+	mc, err := localregion.StartManagementCluster(ctx, localregion.ManagementClusterOptions{
+		Name: consumer, Dir: filepath.Join(dir, consumer), LogDir: logs, APIServerPath: apiserverBin, EtcdPath: etcdBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mc.Stop)
+	if err := localregion.RegisterConsumer(ctx, srv.RESTURL, consumer); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	agent, err := localregion.StartMaestroAgent(ctx, localregion.MaestroAgentOptions{
+		Binary: maestroBin, ConsumerName: consumer, Kubeconfig: mc.Kubeconfig, MQTTAddr: mq.Addr,
+		Dir: filepath.Join(dir, "agent"), LogDir: logs, StatusSyncInterval: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(agent.Stop)
+	t.Logf("maestro agent ready in %s", time.Since(start).Round(time.Millisecond))
+
+	kube, err := kubernetes.NewForConfig(mc.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return region{server: srv, kube: kube}
+}
+
+func manifest(t *testing.T, obj runtime.Object) workv1.Manifest {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
+}
+
+// testWork is a namespace and a config map, both server-side applied, with a feedback rule
+// that brings the config map's data.answer back.
+func testWork(t *testing.T, answer string) *workv1.ManifestWork {
+	ssa := &workv1.UpdateStrategy{Type: workv1.UpdateStrategyTypeServerSideApply,
+		ServerSideApply: &workv1.ServerSideApplyConfig{FieldManager: "work-agent-cluster-service", Force: true}}
+	return &workv1.ManifestWork{
+		ObjectMeta: metav1.ObjectMeta{Name: "it-work", Labels: map[string]string{"api.openhcp.io/cluster-id": "it"}},
+		Spec: workv1.ManifestWorkSpec{
+			Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{
+				manifest(t, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+					ObjectMeta: metav1.ObjectMeta{Name: "it-ns"}}),
+				manifest(t, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+					ObjectMeta: metav1.ObjectMeta{Name: "it-cm", Namespace: "it-ns"}, Data: map[string]string{"answer": answer}}),
+			}},
+			ManifestConfigs: []workv1.ManifestConfigOption{
+				{ResourceIdentifier: workv1.ResourceIdentifier{Resource: "namespaces", Name: "it-ns"}, UpdateStrategy: ssa},
+				{
+					ResourceIdentifier: workv1.ResourceIdentifier{Resource: "configmaps", Name: "it-cm", Namespace: "it-ns"},
+					UpdateStrategy:     ssa,
+					FeedbackRules: []workv1.FeedbackRule{{Type: workv1.JSONPathsType,
+						JsonPaths: []workv1.JsonPath{{Name: "answer", Path: ".data.answer"}}}},
+				},
+			},
+		},
+	}
+}
+
+// feedback returns the named feedback value of the it-cm config map, or "".
+func feedback(w *workv1.ManifestWork, name string) string {
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		if m.ResourceMeta.Resource != "configmaps" || m.ResourceMeta.Name != "it-cm" {
+			continue
+		}
+		for _, v := range m.StatusFeedbacks.Values {
+			if v.Name == name && v.Value.String != nil {
+				return *v.Value.String
+			}
+		}
+	}
+	return ""
+}
+
+func appliedAndAvailable(w *workv1.ManifestWork) bool {
+	return meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied) &&
+		meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkAvailable)
+}
+
+// waitEvent reads events until match accepts one.
+func waitEvent(t *testing.T, events <-chan maestro.WorkEvent, timeout time.Duration, what string, match func(maestro.WorkEvent) bool) maestro.WorkEvent {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("watch closed while waiting for %s", what)
+			}
+			t.Logf("event %s %s/%s conditions=%s answer=%q", ev.Type, ev.Work.Namespace, ev.Work.Name, conditions(ev.Work), feedback(ev.Work, "answer"))
+			if match(ev) {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no event with %s within %s", what, timeout)
+		}
+	}
+}
+
+func conditions(w *workv1.ManifestWork) string {
+	s := ""
+	for _, c := range w.Status.Conditions {
+		s += fmt.Sprintf("%s=%s ", c.Type, c.Status)
+	}
+	return s
+}
+
+func TestManifestWorkThroughRealMaestro(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts postgres, mosquitto, maestro server and agent and a kube-apiserver")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	r := startRegion(t, ctx)
+
+	// Stderr, not t.Log: the client's goroutines may still log while the test is cleaned up.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	client, err := maestro.New(ctx, maestro.Config{GRPCAddr: r.server.GRPCAddr, RESTURL: r.server.RESTURL}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+
+	if _, err := client.Get(ctx, consumer, "it-work"); !apierrors.IsNotFound(err) {
+		t.Fatalf("Get before Apply: err = %v, want NotFound", err)
+	}
+	events, err := client.Watch(ctx, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	if err := client.Apply(ctx, consumer, testWork(t, "42")); err != nil {
+		t.Fatal(err)
+	}
+	var appliedAt time.Duration
+	ev := waitEvent(t, events, 2*time.Minute, "Applied, Available and feedback answer=42", func(ev maestro.WorkEvent) bool {
+		if appliedAt == 0 && ev.Work.Name == "it-work" && meta.IsStatusConditionTrue(ev.Work.Status.Conditions, workv1.WorkApplied) {
+			appliedAt = time.Since(start)
+		}
+		return ev.Work.Name == "it-work" && appliedAndAvailable(ev.Work) && feedback(ev.Work, "answer") == "42"
+	})
+	t.Logf("Apply → Applied event: %s; → Available with feedback: %s", appliedAt.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if ev.Type != watch.Added && ev.Type != watch.Modified {
+		t.Errorf("event type %s for a live work", ev.Type)
+	}
+
+	t.Run("objects_are_on_the_management_cluster", func(t *testing.T) {
+		cm, err := r.kube.CoreV1().ConfigMaps("it-ns").Get(ctx, "it-cm", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.Data["answer"] != "42" {
+			t.Errorf("config map data = %v", cm.Data)
+		}
+		managed := false
+		for _, f := range cm.ManagedFields {
+			managed = managed || (f.Manager == "work-agent-cluster-service" && f.Operation == metav1.ManagedFieldsOperationApply)
+		}
+		if !managed {
+			t.Errorf("config map was not server-side applied by work-agent-cluster-service: %+v", cm.ManagedFields)
+		}
+	})
+
+	t.Run("get_returns_status_and_feedback", func(t *testing.T) {
+		w, err := client.Get(ctx, consumer, "it-work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !appliedAndAvailable(w) || feedback(w, "answer") != "42" || len(w.Spec.Workload.Manifests) != 2 {
+			t.Fatalf("Get: conditions=%s answer=%q manifests=%d", conditions(w), feedback(w, "answer"), len(w.Spec.Workload.Manifests))
+		}
+		if w.Labels["api.openhcp.io/cluster-id"] != "it" {
+			t.Errorf("labels = %v", w.Labels)
+		}
+	})
+
+	t.Run("reapplying_the_same_work_changes_nothing", func(t *testing.T) {
+		before, err := client.Get(ctx, consumer, "it-work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := client.Apply(ctx, consumer, testWork(t, "42")); err != nil {
+			t.Fatal(err)
+		}
+		after, err := client.Get(ctx, consumer, "it-work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Generation != before.Generation {
+			t.Errorf("generation %d → %d on an identical apply", before.Generation, after.Generation)
+		}
+	})
+
+	t.Run("update_reaches_the_cluster_and_feedback", func(t *testing.T) {
+		start := time.Now()
+		if err := client.Apply(ctx, consumer, testWork(t, "43")); err != nil {
+			t.Fatal(err)
+		}
+		waitEvent(t, events, time.Minute, "feedback answer=43", func(ev maestro.WorkEvent) bool {
+			return feedback(ev.Work, "answer") == "43"
+		})
+		t.Logf("update → feedback event: %s", time.Since(start).Round(time.Millisecond))
+		cm, err := r.kube.CoreV1().ConfigMaps("it-ns").Get(ctx, "it-cm", metav1.GetOptions{})
+		if err != nil || cm.Data["answer"] != "43" {
+			t.Fatalf("config map after update: %v %v", cm.Data, err)
+		}
+	})
+
+	t.Run("a_second_watch_starts_with_the_existing_work", func(t *testing.T) {
+		wctx, wcancel := context.WithCancel(ctx)
+		defer wcancel()
+		second, err := client.Watch(wctx, consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := waitEvent(t, second, 30*time.Second, "the existing work", func(ev maestro.WorkEvent) bool { return ev.Work.Name == "it-work" })
+		if ev.Type != watch.Added {
+			t.Errorf("first event of a new watch = %s, want ADDED", ev.Type)
+		}
+		wcancel()
+		for range second { // closes once the watch's context ends
+		}
+	})
+
+	t.Run("works_are_independent", func(t *testing.T) {
+		// A second work next to the first, in a namespace it does not own; on a warm path its
+		// Create → Applied time is what Cluster Service sees in steady state.
+		w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "it-work-2"}, Spec: workv1.ManifestWorkSpec{
+			Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{manifest(t, &corev1.ConfigMap{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				ObjectMeta: metav1.ObjectMeta{Name: "it-cm-2", Namespace: "default"}})}},
+		}}
+		start := time.Now()
+		if err := client.Apply(ctx, consumer, w); err != nil {
+			t.Fatal(err)
+		}
+		waitEvent(t, events, time.Minute, "it-work-2 Applied", func(ev maestro.WorkEvent) bool {
+			return ev.Work.Name == "it-work-2" && meta.IsStatusConditionTrue(ev.Work.Status.Conditions, workv1.WorkApplied)
+		})
+		t.Logf("second work: Apply → Applied event: %s", time.Since(start).Round(time.Millisecond))
+		if err := client.Delete(ctx, consumer, "it-work-2"); err != nil {
+			t.Fatal(err)
+		}
+		waitEvent(t, events, time.Minute, "it-work-2 Deleted", func(ev maestro.WorkEvent) bool {
+			return ev.Work.Name == "it-work-2" && ev.Type == watch.Deleted
+		})
+		if _, err := r.kube.CoreV1().ConfigMaps("default").Get(ctx, "it-cm-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("it-cm-2 after delete: %v, want NotFound", err)
+		}
+		// The first work is untouched.
+		first, err := client.Get(ctx, consumer, "it-work")
+		if err != nil || feedback(first, "answer") != "43" {
+			t.Fatalf("it-work after it-work-2 came and went: %v answer=%q", err, feedback(first, "answer"))
+		}
+	})
+
+	t.Run("delete_removes_the_objects_and_reports_deleted", func(t *testing.T) {
+		start := time.Now()
+		if err := client.Delete(ctx, consumer, "it-work"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Minute, "config map deleted", func() bool {
+			_, err := r.kube.CoreV1().ConfigMaps("it-ns").Get(ctx, "it-cm", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		// The management cluster has no kube-controller-manager, so the agent's namespace
+		// deletion leaves it Terminating. Finish it as the namespace controller would once the
+		// namespace is empty (it is: the config map is gone), so the agent sees it gone.
+		waitFor(t, time.Minute, "namespace terminating", func() bool {
+			ns, err := r.kube.CoreV1().Namespaces().Get(ctx, "it-ns", metav1.GetOptions{})
+			return err == nil && ns.DeletionTimestamp != nil
+		})
+		ns, err := r.kube.CoreV1().Namespaces().Get(ctx, "it-ns", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Spec.Finalizers = nil
+		if _, err := r.kube.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("finalize namespace: %v", err)
+		}
+		waitEvent(t, events, 2*time.Minute, "Deleted", func(ev maestro.WorkEvent) bool {
+			return ev.Work.Name == "it-work" && ev.Type == watch.Deleted
+		})
+		t.Logf("Delete → Deleted event: %s", time.Since(start).Round(time.Millisecond))
+		if _, err := r.kube.CoreV1().Namespaces().Get(ctx, "it-ns", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("namespace still there: %v", err)
+		}
+		waitFor(t, 30*time.Second, "work gone from Maestro", func() bool {
+			_, err := client.Get(ctx, consumer, "it-work")
+			return apierrors.IsNotFound(err)
+		})
+		if err := client.Delete(ctx, consumer, "it-work"); err != nil {
+			t.Errorf("deleting a missing work: %v, want success", err)
+		}
+	})
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
