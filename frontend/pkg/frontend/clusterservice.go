@@ -53,6 +53,7 @@ func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
 		},
 		ImageRegistryState: p.ClusterImageRegistry.State,
 	}
+	spec.Azure.WorkloadIdentities = workloadIdentities(c)
 	de := p.Etcd.DataEncryption
 	if de.KeyManagementMode == api.KeyManagementCustomer && de.CustomerManaged != nil && de.CustomerManaged.KMS != nil {
 		k := de.CustomerManaged.KMS
@@ -80,4 +81,40 @@ func defaultManagedResourceGroup(clusterName string) string {
 		clusterName = clusterName[:45]
 	}
 	return "aro-hcp-" + strings.ToLower(clusterName) + "-" + newUUID()
+}
+
+// workloadIdentities maps the control plane operator identities to the client IDs HyperShift
+// wants, one per operator. Cluster Service needs all of them or none (it then uses the region's
+// development placeholder), so a partial set is not sent.
+func workloadIdentities(c *api.Cluster) *csv1.AzureWorkloadIdentities {
+	if c.Identity == nil {
+		return nil
+	}
+	clientID := func(operator string) string {
+		rid := c.Properties.Platform.OperatorsAuthentication.UserAssignedIdentities.ControlPlaneOperators[operator]
+		if rid == "" {
+			return ""
+		}
+		for k, v := range c.Identity.UserAssignedIdentities {
+			if strings.EqualFold(k, rid) && v != nil {
+				return v.ClientID
+			}
+		}
+		return ""
+	}
+	wi := &csv1.AzureWorkloadIdentities{
+		ImageRegistry:      clientID("image-registry"),
+		Ingress:            clientID("ingress"),
+		File:               clientID("file-csi-driver"),
+		Disk:               clientID("disk-csi-driver"),
+		NodePoolManagement: clientID("cluster-api-azure"),
+		CloudProvider:      clientID("cloud-controller-manager"),
+		Network:            clientID("cloud-network-config"),
+	}
+	for _, v := range []string{wi.ImageRegistry, wi.Ingress, wi.File, wi.Disk, wi.NodePoolManagement, wi.CloudProvider, wi.Network} {
+		if v == "" {
+			return nil
+		}
+	}
+	return wi
 }

@@ -132,9 +132,14 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 		c.Identity = &api.ManagedServiceIdentity{Type: str(id.Type, "")}
 		if len(id.UserAssignedIdentities) > 0 {
 			c.Identity.UserAssignedIdentities = map[string]*api.UserAssignedIdentity{}
-			for k := range id.UserAssignedIdentities {
-				// principalId and clientId are read-only: ARM fills them in.
-				c.Identity.UserAssignedIdentities[k] = &api.UserAssignedIdentity{}
+			for k, v := range id.UserAssignedIdentities {
+				// principalId and clientId are read-only for customers; ARM fills them in when
+				// it forwards the request, and the client IDs become the workload identities.
+				u := &api.UserAssignedIdentity{}
+				if v != nil {
+					u.PrincipalID, u.ClientID = str(v.PrincipalID, ""), str(v.ClientID, "")
+				}
+				c.Identity.UserAssignedIdentities[k] = u
 			}
 		}
 	}
