@@ -43,8 +43,13 @@ func (s *Server) toCloudError(r *http.Request, err error) *arm.CloudError {
 	case errors.Is(err, store.ErrInvalidContinuation):
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidParameter, "$skipToken", "The $skipToken is not valid.")
 	}
-	if st, ok := status.FromError(err); ok && st.Code() != codes.OK && st.Code() != codes.Unknown {
-		return s.grpcToCloudError(st)
+	// status.FromError would put the whole wrapped chain into the message; the customer gets
+	// Cluster Service's own message only.
+	var gs interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &gs) {
+		if st := gs.GRPCStatus(); st.Code() != codes.OK && st.Code() != codes.Unknown {
+			return s.grpcToCloudError(st)
+		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		ce := cloudError(http.StatusServiceUnavailable, arm.CodeServiceUnavailable, "", "The service did not answer in time; retry the request.")

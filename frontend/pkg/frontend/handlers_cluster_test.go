@@ -193,7 +193,7 @@ func TestPutCluster(t *testing.T) {
 		if resp.code != 400 {
 			t.Fatalf("status %d: %s", resp.code, resp.body)
 		}
-		if code, _ := resp.armError(t); code != "InvalidRequestContent" || !strings.Contains(string(resp.body), "4.1 is not supported") {
+		if code, _ := resp.armError(t); code != "InvalidRequestContent" || !strings.Contains(string(resp.body), `"message":"version 4.1 is not supported"`) {
 			t.Fatalf("body %s", resp.body)
 		}
 		if rd, _ := e.resource(path); rd != nil {
