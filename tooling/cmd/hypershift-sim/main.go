@@ -120,7 +120,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return fmt.Errorf("--kubeconfig %q: %w", c.kubeconfig, err)
 	}
-	restCfg.QPS, restCfg.Burst = 50, 100
+	// Each cluster costs a handful of writes over its life; the client must not be what limits a
+	// load test, the apiserver's --max-requests-inflight is.
+	restCfg.QPS, restCfg.Burst = 200, 400
 	scheme, err := hypershiftsim.NewScheme()
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -93,11 +94,16 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// workers per controller. A reconcile is a couple of API round trips, so a few workers keep up
+// with Maestro's peak apply rate (about 60 works/s) without a queue building up.
+const workers = 4
+
 // Setup registers the HostedCluster and NodePool controllers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
 	hc := &HostedClusterReconciler{Client: mgr.GetClient(), Options: o}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcluster").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&hyperv1.HostedCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			deletionPredicate()))).
@@ -114,6 +120,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 	np := &NodePoolReconciler{Client: mgr.GetClient(), Options: o}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("nodepool").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&hyperv1.NodePool{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, deletionPredicate()))).
 		// A pool's rollout waits for its HostedCluster to be Available.
