@@ -2,11 +2,20 @@ package maestro_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"log/slog"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,9 +40,17 @@ const consumer = "mgmt-1"
 type region struct {
 	server *localregion.MaestroServer
 	kube   *kubernetes.Clientset
+	broker *localregion.Mosquitto
 }
 
-func startRegion(t *testing.T, ctx context.Context) region {
+// regionOptions turn on the broker's mutual TLS and topic ACL: pki issues the certificates, and
+// agentCN is the CN of the agent's certificate (the consumer name, unless testing an impostor).
+type regionOptions struct {
+	pki     *testPKI
+	agentCN string
+}
+
+func startRegion(t *testing.T, ctx context.Context, o regionOptions) region {
 	t.Helper()
 	maestroBin, err := localregion.MaestroBinary(ctx)
 	if err != nil {
@@ -53,14 +70,23 @@ func startRegion(t *testing.T, ctx context.Context) region {
 		}
 	})
 
-	mq, err := localregion.StartMosquitto(ctx, localregion.MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs})
+	mqOpts := localregion.MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs}
+	var serverTLS, agentTLS *localregion.MaestroMQTTTLS
+	if o.pki != nil {
+		broker := o.pki.issue(t, "mosquitto", true)
+		mqOpts.TLS = &localregion.MosquittoTLS{CAFile: o.pki.caFile, CertFile: broker.CertFile, KeyFile: broker.KeyFile, RequireClientCert: true}
+		mqOpts.ACL = localregion.MaestroACL("maestro-server")
+		serverTLS = o.pki.issue(t, "maestro-server", false)
+		agentTLS = o.pki.issue(t, o.agentCN, false)
+	}
+	mq, err := localregion.StartMosquitto(ctx, mqOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(mq.Stop)
 	start := time.Now()
 	srv, err := localregion.StartMaestroServer(ctx, localregion.MaestroServerOptions{
-		Binary: maestroBin, DSN: dsn, MQTTAddr: mq.Addr, Dir: filepath.Join(dir, "maestro"), LogDir: logs})
+		Binary: maestroBin, DSN: dsn, MQTTAddr: mq.Addr, MQTTTLS: serverTLS, Dir: filepath.Join(dir, "maestro"), LogDir: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +104,7 @@ func startRegion(t *testing.T, ctx context.Context) region {
 	}
 	start = time.Now()
 	agent, err := localregion.StartMaestroAgent(ctx, localregion.MaestroAgentOptions{
-		Binary: maestroBin, ConsumerName: consumer, Kubeconfig: mc.Kubeconfig, MQTTAddr: mq.Addr,
+		Binary: maestroBin, ConsumerName: consumer, Kubeconfig: mc.Kubeconfig, MQTTAddr: mq.Addr, MQTTTLS: agentTLS,
 		Dir: filepath.Join(dir, "agent"), LogDir: logs, StatusSyncInterval: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +116,7 @@ func startRegion(t *testing.T, ctx context.Context) region {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return region{server: srv, kube: kube}
+	return region{server: srv, kube: kube, broker: mq}
 }
 
 func manifest(t *testing.T, obj runtime.Object) workv1.Manifest {
@@ -183,7 +209,7 @@ func TestManifestWorkThroughRealMaestro(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	r := startRegion(t, ctx)
+	r := startRegion(t, ctx, regionOptions{})
 
 	// Stderr, not t.Log: the client's goroutines may still log while the test is cleaned up.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -376,5 +402,135 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 			t.Fatalf("%s: not within %s", what, timeout)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestBrokerMutualTLSAndACL runs the same path with the broker requiring client certificates
+// and enforcing MaestroACL: the server and a correctly named agent get a work through, and an
+// agent whose certificate names another cluster gets nothing, although it asks for mgmt-1's
+// topics.
+func TestBrokerMutualTLSAndACL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts postgres, mosquitto, maestro server and agent and a kube-apiserver")
+	}
+	for _, tc := range []struct {
+		name      string
+		agentCN   string
+		delivered bool
+	}{
+		{"agent_with_its_own_certificate_applies_the_work", consumer, true},
+		{"impostor_agent_is_confined_by_the_acl", "mgmt-2", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			r := startRegion(t, ctx, regionOptions{pki: newTestPKI(t), agentCN: tc.agentCN})
+			log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			client, err := maestro.New(ctx, maestro.Config{GRPCAddr: r.server.GRPCAddr, RESTURL: r.server.RESTURL}, log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			if err := client.Apply(ctx, consumer, testWork(t, "tls")); err != nil {
+				t.Fatal(err)
+			}
+			if tc.delivered {
+				waitFor(t, time.Minute, "work applied over TLS", func() bool {
+					w, err := client.Get(ctx, consumer, "it-work")
+					return err == nil && appliedAndAvailable(w) && feedback(w, "answer") == "tls"
+				})
+				// The broker saw both clients with their certificate CNs as usernames.
+				brokerLog := r.broker.Proc.LogTail(1 << 16)
+				for _, u := range []string{"u'maestro-server'", "u'" + consumer + "'"} {
+					if !strings.Contains(brokerLog, u) {
+						t.Errorf("broker log lacks a client with username %s:\n%s", u, brokerLog)
+					}
+				}
+				return
+			}
+			// Resync on connect and the server's re-publishing both go through the same
+			// topics, so 15 s is ample for a delivery the ACL failed to stop.
+			time.Sleep(15 * time.Second)
+			if _, err := r.kube.CoreV1().ConfigMaps("it-ns").Get(ctx, "it-cm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("the impostor agent applied mgmt-1's work: %v", err)
+			}
+			w, err := client.Get(ctx, consumer, "it-work")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if meta.IsStatusConditionTrue(w.Status.Conditions, workv1.WorkApplied) {
+				t.Fatalf("work reported Applied through an impostor: %s", conditions(w))
+			}
+			// It was the ACL that stopped it: the impostor did connect, with its own name.
+			if brokerLog := r.broker.Proc.LogTail(1 << 16); !strings.Contains(brokerLog, "u'"+tc.agentCN+"'") {
+				t.Errorf("the impostor never connected, so the ACL was not what stopped it:\n%s", brokerLog)
+			}
+		})
+	}
+}
+
+// testPKI is a throwaway CA for the broker and its clients.
+type testPKI struct {
+	dir    string
+	caFile string
+	ca     *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	serial int64
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "openhcp-test-mqtt-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(der)
+	p := &testPKI{dir: t.TempDir(), ca: ca, caKey: key, serial: 1}
+	p.caFile = filepath.Join(p.dir, "ca.crt")
+	writePEM(t, p.caFile, "CERTIFICATE", der)
+	return p
+}
+
+// issue makes a certificate for cn: a server certificate for 127.0.0.1, or a client one.
+func (p *testPKI) issue(t *testing.T, cn string, server bool) *localregion.MaestroMQTTTLS {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.serial++
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		tmpl.DNSNames = []string{"localhost"}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &localregion.MaestroMQTTTLS{CAFile: p.caFile, CertFile: filepath.Join(p.dir, cn+".crt"), KeyFile: filepath.Join(p.dir, cn+".key")}
+	writePEM(t, out.CertFile, "CERTIFICATE", der)
+	writePEM(t, out.KeyFile, "PRIVATE KEY", keyDER)
+	return out
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
