@@ -50,7 +50,7 @@ type regionOptions struct {
 	agentCN string
 }
 
-func startRegion(t *testing.T, ctx context.Context, o regionOptions) region {
+func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 	t.Helper()
 	maestroBin, err := localregion.MaestroBinary(ctx)
 	if err != nil {
@@ -119,7 +119,7 @@ func startRegion(t *testing.T, ctx context.Context, o regionOptions) region {
 	return region{server: srv, kube: kube, broker: mq}
 }
 
-func manifest(t *testing.T, obj runtime.Object) workv1.Manifest {
+func manifest(t testing.TB, obj runtime.Object) workv1.Manifest {
 	t.Helper()
 	raw, err := json.Marshal(obj)
 	if err != nil {
@@ -478,7 +478,7 @@ type testPKI struct {
 	serial int64
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -499,7 +499,7 @@ func newTestPKI(t *testing.T) *testPKI {
 }
 
 // issue makes a certificate for cn: a server certificate for 127.0.0.1, or a client one.
-func (p *testPKI) issue(t *testing.T, cn string, server bool) *localregion.MaestroMQTTTLS {
+func (p *testPKI) issue(t testing.TB, cn string, server bool) *localregion.MaestroMQTTTLS {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -528,7 +528,7 @@ func (p *testPKI) issue(t *testing.T, cn string, server bool) *localregion.Maest
 	return out
 }
 
-func writePEM(t *testing.T, path, typ string, der []byte) {
+func writePEM(t testing.TB, path, typ string, der []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
