@@ -44,7 +44,7 @@ func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
 		Azure: &csv1.AzureSpec{
 			SubscriptionId:         c.ID.SubscriptionID,
 			ResourceGroup:          c.ID.ResourceGroup,
-			Location:               c.Location,
+			Location:               normalizeLocation(c.Location),
 			ManagedResourceGroup:   p.Platform.ManagedResourceGroup,
 			SubnetId:               p.Platform.SubnetID,
 			NetworkSecurityGroupId: p.Platform.NetworkSecurityGroupID,
