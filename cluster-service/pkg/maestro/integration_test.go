@@ -39,6 +39,7 @@ const consumer = "mgmt-1"
 // agent → a real kube-apiserver.
 type region struct {
 	server *localregion.MaestroServer
+	agent  *localregion.MaestroAgent
 	kube   *kubernetes.Clientset
 	broker *localregion.Mosquitto
 }
@@ -116,7 +117,7 @@ func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return region{server: srv, kube: kube, broker: mq}
+	return region{server: srv, agent: agent, kube: kube, broker: mq}
 }
 
 func manifest(t testing.TB, obj runtime.Object) workv1.Manifest {
@@ -352,6 +353,42 @@ func TestManifestWorkThroughRealMaestro(t *testing.T) {
 			t.Fatalf("it-work after it-work-2 came and went: %v answer=%q", err, feedback(first, "answer"))
 		}
 	})
+
+	// Crashes of the server or the agent: the same client and the same Watch carry on once the
+	// part is back (sdk-go reconnects the gRPC stream and grpcsource re-lists).
+	for _, crash := range []struct {
+		part   string
+		answer string
+		kill   func()
+		back   func(context.Context) error
+	}{
+		{"maestro_server", "44", r.server.Kill, r.server.Restart},
+		{"maestro_agent", "45", r.agent.Kill, r.agent.Restart},
+	} {
+		t.Run("survives_a_crash_of_the_"+crash.part, func(t *testing.T) {
+			crash.kill()
+			start := time.Now()
+			if err := crash.back(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s back in %s", crash.part, time.Since(start).Round(time.Millisecond))
+			// sdk-go waits 5-10 s (jittered backoff) before it reconnects a broken stream, and
+			// refuses to publish meanwhile; Cluster Service's controller retries the same way.
+			start = time.Now()
+			waitFor(t, 2*time.Minute, "an Apply to succeed again", func() bool {
+				return client.Apply(ctx, consumer, testWork(t, crash.answer)) == nil
+			})
+			t.Logf("after the %s restart: Apply accepted after %s", crash.part, time.Since(start).Round(time.Millisecond))
+			waitEvent(t, events, 2*time.Minute, "feedback answer="+crash.answer, func(ev maestro.WorkEvent) bool {
+				return ev.Work.Name == "it-work" && feedback(ev.Work, "answer") == crash.answer
+			})
+			t.Logf("after the %s restart: feedback event %s after the first try", crash.part, time.Since(start).Round(time.Millisecond))
+			cm, err := r.kube.CoreV1().ConfigMaps("it-ns").Get(ctx, "it-cm", metav1.GetOptions{})
+			if err != nil || cm.Data["answer"] != crash.answer {
+				t.Fatalf("config map after the restart: %v %v", cm.Data, err)
+			}
+		})
+	}
 
 	t.Run("delete_removes_the_objects_and_reports_deleted", func(t *testing.T) {
 		start := time.Now()

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -61,7 +62,11 @@ type MaestroServer struct {
 	HealthURL  string
 	// Args is the server's command line, for logs and docs.
 	Args []string
+	// Proc is the running process (a new one after Restart).
 	Proc *Process
+
+	spec ProcSpec
+	mu   sync.Mutex
 }
 
 // StartMaestroServer migrates the database and starts `maestro server` with the MQTT broker,
@@ -129,20 +134,27 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 		"--heartbeat-interval=3",
 		"-v="+strconv.Itoa(o.Verbosity),
 	)
-	p, err := StartProcess(ctx, ProcSpec{Name: "maestro-server", Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir,
-		// development is upstream's default environment, but it turns klog up to -v=10; the flag
-		// above wins. Named here so that nobody's shell environment picks another.
-		Env: []string{"MAESTRO_ENV=development"}})
-	if err != nil {
-		return nil, err
-	}
 	s := &MaestroServer{
 		RESTURL:    fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 		GRPCAddr:   fmt.Sprintf("127.0.0.1:%d", grpcPort),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
 		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d/healthcheck", healthPort),
 		Args:       args,
-		Proc:       p,
+		spec: ProcSpec{Name: "maestro-server", Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir,
+			// development is upstream's default environment, but it turns klog up to -v=10; the
+			// flag above wins. Named here so that nobody's shell environment picks another.
+			Env: []string{"MAESTRO_ENV=development"}},
+	}
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *MaestroServer) start(ctx context.Context) error {
+	p, err := StartProcess(ctx, s.spec)
+	if err != nil {
+		return err
 	}
 	for _, w := range []struct {
 		what  string
@@ -154,14 +166,33 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 	} {
 		if err := p.WaitFor(ctx, 60*time.Second, w.what, w.check); err != nil {
 			p.Stop(5 * time.Second)
-			return nil, err
+			return err
 		}
 	}
-	return s, nil
+	s.mu.Lock()
+	s.Proc = p
+	s.mu.Unlock()
+	return nil
 }
 
 // Stop ends the server.
-func (s *MaestroServer) Stop() { s.Proc.Stop(10 * time.Second) }
+func (s *MaestroServer) Stop() { s.process().Stop(10 * time.Second) }
+
+// Kill ends the server with SIGKILL, as a crash would.
+func (s *MaestroServer) Kill() { s.process().Kill() }
+
+// Restart starts the server again, stopping it first if it still runs, with the same command
+// line and ports, and waits until it is ready. Proc is the new process afterwards.
+func (s *MaestroServer) Restart(ctx context.Context) error {
+	s.Stop()
+	return s.start(ctx)
+}
+
+func (s *MaestroServer) process() *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.Proc
+}
 
 // writeMaestroDBFiles writes the db.* files maestro reads its connection from and returns the
 // flags that point at them.
@@ -354,7 +385,11 @@ type MaestroAgent struct {
 	// HealthURL is the agent's HTTPS /healthz (self-signed certificate).
 	HealthURL string
 	Args      []string
-	Proc      *Process
+	// Proc is the running process (a new one after Restart).
+	Proc *Process
+
+	spec ProcSpec
+	mu   sync.Mutex
 }
 
 // StartMaestroAgent starts `maestro agent` for one consumer with the MQTT workload source and
@@ -402,11 +437,19 @@ func StartMaestroAgent(ctx context.Context, o MaestroAgentOptions) (*MaestroAgen
 		"--kube-api-burst=" + strconv.Itoa(o.KubeAPIBurst),
 		"-v=" + strconv.Itoa(o.Verbosity),
 	}
-	p, err := StartProcess(ctx, ProcSpec{Name: "maestro-agent-" + o.ConsumerName, Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir})
-	if err != nil {
+	a := &MaestroAgent{ConsumerName: o.ConsumerName, HealthURL: fmt.Sprintf("https://127.0.0.1:%d/healthz", port), Args: args,
+		spec: ProcSpec{Name: "maestro-agent-" + o.ConsumerName, Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir}}
+	if err := a.start(ctx); err != nil {
 		return nil, err
 	}
-	a := &MaestroAgent{ConsumerName: o.ConsumerName, HealthURL: fmt.Sprintf("https://127.0.0.1:%d/healthz", port), Args: args, Proc: p}
+	return a, nil
+}
+
+func (a *MaestroAgent) start(ctx context.Context) error {
+	p, err := StartProcess(ctx, a.spec)
+	if err != nil {
+		return err
+	}
 	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
 		// The agent serves a self-signed certificate it made at start-up; only liveness is
 		// checked here, nothing secret crosses.
@@ -414,10 +457,29 @@ func StartMaestroAgent(ctx context.Context, o MaestroAgentOptions) (*MaestroAgen
 	}}
 	if err := p.WaitFor(ctx, 60*time.Second, "health "+a.HealthURL, HTTPReady(insecure, a.HealthURL)); err != nil {
 		p.Stop(5 * time.Second)
-		return nil, err
+		return err
 	}
-	return a, nil
+	a.mu.Lock()
+	a.Proc = p
+	a.mu.Unlock()
+	return nil
 }
 
 // Stop ends the agent.
-func (a *MaestroAgent) Stop() { a.Proc.Stop(10 * time.Second) }
+func (a *MaestroAgent) Stop() { a.process().Stop(10 * time.Second) }
+
+// Kill ends the agent with SIGKILL, as a crash would.
+func (a *MaestroAgent) Kill() { a.process().Kill() }
+
+// Restart starts the agent again, stopping it first if it still runs, with the same command
+// line, and waits for its health endpoint. Proc is the new process afterwards.
+func (a *MaestroAgent) Restart(ctx context.Context) error {
+	a.Stop()
+	return a.start(ctx)
+}
+
+func (a *MaestroAgent) process() *Process {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.Proc
+}
