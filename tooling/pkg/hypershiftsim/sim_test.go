@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -521,4 +523,48 @@ func TestNodePool(t *testing.T) {
 			tt.run(t, hc, np)
 		})
 	}
+}
+
+// TestHostedCluster_serverSideAppliedLikeTheMaestroAgent applies the HostedCluster the way the
+// Maestro agent does (server-side apply, forced, its own field manager) and re-applies it: the
+// sim's finalizer and status must survive re-applies, and a re-apply with a new release image
+// must start an upgrade.
+func TestHostedCluster_serverSideAppliedLikeTheMaestroAgent(t *testing.T) {
+	ns := newNamespace(t, "ssa")
+	ctx := context.Background()
+	apply := func(image string) {
+		t.Helper()
+		hc := hypershiftsim.ExampleHostedCluster(ns, "hc", image)
+		hc.TypeMeta = metav1.TypeMeta{APIVersion: hyperv1.GroupVersion.String(), Kind: "HostedCluster"}
+		raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: raw}
+		unstructured.RemoveNestedField(u.Object, "status")
+		unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+		if err := k8s.Patch(ctx, u, client.Apply, client.FieldOwner("work-agent"), client.ForceOwnership); err != nil {
+			t.Fatalf("server-side apply: %v", err)
+		}
+	}
+	apply(image4197)
+	hc := &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hc"}}
+	eventually(t, hc, 15*time.Second, available("4.19.7"))
+
+	apply(image4197)
+	got := &hyperv1.HostedCluster{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(hc), got); err != nil {
+		t.Fatal(err)
+	}
+	if !hasFinalizer(got) || available("4.19.7")(got) != nil {
+		t.Fatalf("re-apply lost the sim's finalizer or status: finalizers %v, %v", got.Finalizers, available("4.19.7")(got))
+	}
+
+	apply(image4198)
+	eventually(t, hc, 15*time.Second, func(hc *hyperv1.HostedCluster) error {
+		if len(hc.Status.Version.History) != 2 {
+			return fmt.Errorf("history %+v, want the upgrade entry too", hc.Status.Version.History)
+		}
+		return available("4.19.8")(hc)
+	})
 }
