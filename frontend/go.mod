@@ -3,6 +3,7 @@ module github.com/openhcp/openhcp/frontend
 go 1.26
 
 require (
+	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.12.0
 	github.com/openhcp/openhcp/cluster-service v0.0.0
 	github.com/openhcp/openhcp/internal v0.0.0
 	github.com/prometheus/client_golang v1.23.2
@@ -11,6 +12,7 @@ require (
 )
 
 require (
+	github.com/Azure/azure-sdk-for-go/sdk/internal v1.9.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
