@@ -69,6 +69,11 @@ func (r *HostedClusterReconciler) Reconcile(ctx context.Context, req reconcile.R
 		return retryOnConflict(fmt.Errorf("update HostedCluster %s status: %w", req, err))
 	}
 	observeHostedClusterTransition(before, &hc.Status, hc.CreationTimestamp.Time, now)
+	for _, t := range []hyperv1.ConditionType{hyperv1.HostedClusterAvailable, hyperv1.HostedClusterDegraded} {
+		if was, is := conditionStatus(before.Conditions, t), conditionStatus(hc.Status.Conditions, t); was != is {
+			log.Info("HostedCluster "+string(t)+" changed", "from", was, "to", is, "image", controlPlaneReleaseImage(hc))
+		}
+	}
 	log.V(1).Info("status updated", "available", conditionStatus(hc.Status.Conditions, hyperv1.HostedClusterAvailable),
 		"progressing", conditionStatus(hc.Status.Conditions, hyperv1.HostedClusterProgressing),
 		"degraded", conditionStatus(hc.Status.Conditions, hyperv1.HostedClusterDegraded), "next", next)
