@@ -169,15 +169,18 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if pg != nil {
-		pg.Stop()
+	for i := len(packageCleanups) - 1; i >= 0; i-- {
+		packageCleanups[i]()
 	}
 	os.Exit(code)
 }
 
+// packageCleanups run after all tests: the shared PostgreSQL outlives the test that started it.
+var packageCleanups []func()
+
 type keepTB struct{ testing.TB }
 
-func (keepTB) Cleanup(func()) {}
+func (keepTB) Cleanup(f func()) { packageCleanups = append(packageCleanups, f) }
 
 // env is one frontend with a fresh database, a fake Cluster Service and a registered
 // subscription.

@@ -34,15 +34,18 @@ func open(t *testing.T, o postgres.Options) (*postgres.Store, string) {
 	return s, dsn
 }
 
-// packageTB lets the shared server outlive the first test that starts it; TestMain stops it.
+// packageTB lets the shared server outlive the first test that starts it; TestMain runs its
+// cleanups (stop the server, remove its directory).
 type packageTB struct{ *testing.T }
 
-func (p *packageTB) Cleanup(func()) {}
+var packageCleanups []func()
+
+func (p *packageTB) Cleanup(f func()) { packageCleanups = append(packageCleanups, f) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if server != nil {
-		server.Stop()
+	for i := len(packageCleanups) - 1; i >= 0; i-- {
+		packageCleanups[i]()
 	}
 	os.Exit(code)
 }
