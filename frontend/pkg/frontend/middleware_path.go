@@ -9,10 +9,10 @@ import (
 // original path stays in the request info: resource IDs keep the caller's casing.
 func middlewareLowercasePath(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
 	info(r).originalPath = r.URL.Path
-	r2 := *r
 	u := *r.URL
 	u.Path = strings.ToLower(u.Path)
 	u.RawPath = ""
+	r2 := r.WithContext(r.Context())
 	r2.URL = &u
-	next(w, &r2)
+	next(w, r2)
 }
