@@ -23,10 +23,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+	ceclients "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/clients"
 	grpcoptions "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
 )
 
@@ -83,6 +86,13 @@ type consumerClient struct {
 	hub   *hub
 }
 
+// setReconnectBackoff replaces sdk-go's reconnect backoff, clients.DelayFn. Upstream's starts at
+// 5–10 s, grows ×5 to a minute and resets only after 10 quiet minutes, and it is one value for
+// the whole process: after a first Maestro restart, the next within 10 minutes cost Cluster
+// Service up to a minute of refused publishes (measured: 42 s). Ours goes 0.5 s, 1 s, … up to
+// 15 s, and resets after a quiet minute. Cluster Service is the only sdk-go user in its process.
+var setReconnectBackoff sync.Once
+
 // New makes a client. It does not wait for Maestro: connections are made lazily and re-made
 // after failures, so a Cluster Service can start before Maestro. The client lives until ctx ends
 // or Close is called.
@@ -127,6 +137,11 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 		// open, which this client always has (its subscription).
 		KeepAliveOptions: grpcoptions.KeepAliveOptions{Enable: true, Time: 30 * time.Second, Timeout: 10 * time.Second},
 	}
+
+	setReconnectBackoff.Do(func() {
+		ceclients.DelayFn = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 6, Cap: 15 * time.Second}.
+			DelayWithReset(clock.RealClock{}, time.Minute)
+	})
 
 	// sdk-go logs through klog.FromContext: route it into our slog handler.
 	klogger := logr.FromSlogHandler(demoteInfo{log.Handler()})

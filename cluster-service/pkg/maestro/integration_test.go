@@ -372,8 +372,8 @@ func TestManifestWorkThroughRealMaestro(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s back in %s", crash.part, time.Since(start).Round(time.Millisecond))
-			// sdk-go waits 5-10 s (jittered backoff) before it reconnects a broken stream, and
-			// refuses to publish meanwhile; Cluster Service's controller retries the same way.
+			// sdk-go refuses to publish until it has reconnected the stream (after the client's
+			// reconnect backoff); Cluster Service's controller retries the same way.
 			start = time.Now()
 			waitFor(t, 2*time.Minute, "an Apply to succeed again", func() bool {
 				return client.Apply(ctx, consumer, testWork(t, crash.answer)) == nil
