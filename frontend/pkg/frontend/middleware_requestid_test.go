@@ -1,0 +1,72 @@
+package frontend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRequestLogsCarryARMIDs(t *testing.T) {
+	logs := &syncBuffer{}
+	e := newEnv(t, func(c *Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
+	resp := e.do("PUT", clusterPath("rg", "logged"), mustJSON(set(minimalBody(), "properties.bogus", 1)), map[string]string{
+		"x-ms-correlation-request-id": "corr-logged", "x-ms-client-request-id": "client-logged",
+	})
+	if resp.code != 400 {
+		t.Fatalf("status %d", resp.code)
+	}
+	reqID := resp.header.Get("x-ms-request-id")
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, reqID) {
+			line = l
+		}
+	}
+	for _, want := range []string{`"correlationRequestID":"corr-logged"`, `"clientRequestID":"client-logged"`, `"requestID":"` + reqID + `"`, `"status":400`} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("request log line lacks %s:\n%s", want, line)
+		}
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	var fail atomic.Bool
+	e := newEnv(t, func(c *Config) {
+		c.Ready = func(context.Context) error {
+			if fail.Load() {
+				return errors.New("database down")
+			}
+			return nil
+		}
+	})
+	if resp := e.do("GET", "/healthz", nil, nil); resp.code != 200 {
+		t.Fatalf("healthy: %d", resp.code)
+	}
+	fail.Store(true)
+	if resp := e.do("GET", "/healthz", nil, nil); resp.code != 503 {
+		t.Fatalf("unhealthy: %d", resp.code)
+	}
+}
