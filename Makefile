@@ -27,12 +27,14 @@ deps:
 .PHONY: tools
 tools:
 	@hack/tool.sh kube-apiserver dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-apiserver "$(KUBE_LDFLAGS)" >/dev/null
+	@hack/tool.sh kube-controller-manager dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-controller-manager "$(KUBE_LDFLAGS)" >/dev/null
 	@hack/tool.sh etcd dev-infrastructure/kube-tools ./cmd/etcd >/dev/null
 	@hack/tool.sh maestro maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
 
 .PHONY: run
 run: deps tools
-	go run ./tooling/cmd/openhcp-region $(RUN_ARGS)
+	@go build -o bin/openhcp-region ./tooling/cmd/openhcp-region
+	@exec bin/openhcp-region $(RUN_ARGS)
 
 .PHONY: test
 test: deps tools

@@ -34,6 +34,7 @@ import (
 const (
 	kubeToolsModule     = "dev-infrastructure/kube-tools"
 	kubeAPIServerPkg    = "k8s.io/kubernetes/cmd/kube-apiserver"
+	kubeCMPkg           = "k8s.io/kubernetes/cmd/kube-controller-manager"
 	etcdPkg             = "./cmd/etcd"
 	kubeAPIServerLDFlag = "-X k8s.io/component-base/version.gitVersion=v1.32.13 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32"
 )
@@ -54,6 +55,18 @@ func KubeBinaries(ctx context.Context) (apiserver, etcd string, err error) {
 	return apiserver, etcd, nil
 }
 
+// KubeControllerManagerBinary returns the pinned kube-controller-manager, built like the
+// apiserver (same module, same ldflags).
+func KubeControllerManagerBinary(ctx context.Context) (string, error) {
+	return toolBinary(ctx, "kube-controller-manager", kubeToolsModule, kubeCMPkg, kubeAPIServerLDFlag)
+}
+
+// managementControllers are the kube-controller-manager controllers a management cluster runs:
+// the namespace controller (a deleted namespace is emptied and removed, so a ManifestWork that
+// owns a namespace can finish deleting) and the garbage collector (ownerReferences cascade).
+// Nothing that needs nodes, pods or cloud runs.
+const managementControllers = "namespace,garbagecollector"
+
 // ManagementClusterOptions configures StartManagementCluster.
 type ManagementClusterOptions struct {
 	// Name identifies the cluster; process logs are <LogDir>/<Name>-etcd.log and
@@ -65,6 +78,10 @@ type ManagementClusterOptions struct {
 	LogDir        string
 	APIServerPath string
 	EtcdPath      string
+	// ControllerManagerPath, when set, also runs kube-controller-manager with the namespace and
+	// garbage-collector controllers (see managementControllers). Without it a deleted namespace
+	// stays Terminating for ever.
+	ControllerManagerPath string
 	// ReadyTimeout bounds the wait for etcd health and apiserver /readyz; zero means 90s.
 	ReadyTimeout time.Duration
 }
@@ -87,8 +104,9 @@ type ManagementCluster struct {
 	// StartupDuration is how long it took from starting etcd to the CRDs being Established.
 	StartupDuration time.Duration
 
-	APIServer *Process
-	Etcd      *Process
+	APIServer         *Process
+	Etcd              *Process
+	ControllerManager *Process
 
 	restConfig *rest.Config
 }
@@ -98,6 +116,9 @@ func (m *ManagementCluster) RESTConfig() *rest.Config { return rest.CopyConfig(m
 
 // Stop ends the apiserver and then etcd, so the apiserver never sees its storage vanish.
 func (m *ManagementCluster) Stop() {
+	if m.ControllerManager != nil {
+		m.ControllerManager.Stop(10 * time.Second)
+	}
 	if m.APIServer != nil {
 		m.APIServer.Stop(10 * time.Second)
 	}
@@ -212,6 +233,11 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	}
 	if err := crds.Install(ctx, mc.RESTConfig()); err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
+	}
+	if o.ControllerManagerPath != "" {
+		if err := mc.startControllerManager(ctx, o); err != nil {
+			return nil, err
+		}
 	}
 	mc.StartupDuration = time.Since(start)
 	return mc, nil
@@ -408,4 +434,36 @@ func allExist(paths []string) bool {
 		}
 	}
 	return true
+}
+
+// startControllerManager runs kube-controller-manager against the cluster with only
+// managementControllers, and waits for its /healthz.
+func (mc *ManagementCluster) startControllerManager(ctx context.Context, o ManagementClusterOptions) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	mc.ControllerManager, err = StartProcess(ctx, ProcSpec{
+		Name: o.Name + "-kube-controller-manager", Path: o.ControllerManagerPath, LogDir: o.LogDir,
+		Args: []string{
+			"--kubeconfig=" + mc.Kubeconfig,
+			"--authentication-kubeconfig=" + mc.Kubeconfig,
+			"--authorization-kubeconfig=" + mc.Kubeconfig,
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(port),
+			"--cert-dir=" + filepath.Join(o.Dir, "kube-controller-manager"),
+			"--controllers=" + managementControllers,
+			"--leader-elect=false",
+			"--use-service-account-credentials=false",
+			"--profiling=false",
+		},
+	})
+	if err != nil {
+		return err
+	}
+	// Its serving certificate is self-signed in --cert-dir; the probe only checks liveness on
+	// loopback, so it does not verify it.
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe
+	return mc.ControllerManager.WaitFor(ctx, o.ReadyTimeout, "kube-controller-manager /healthz",
+		HTTPReady(probe, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz"))
 }

@@ -51,6 +51,10 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err != nil {
 		return nil, err
 	}
+	kcmBin, err := KubeControllerManagerBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
 	maestroBin, err := MaestroBinary(ctx)
 	if err != nil {
 		return nil, err
@@ -96,8 +100,8 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 
 	for i := 1; i <= cfg.ManagementClusters; i++ {
 		name := fmt.Sprintf("mgmt-%d", i)
-		r.step("starting management cluster %s (etcd, kube-apiserver, maestro agent, hypershift-sim)", name)
-		info, err := r.startManagementCluster(ctx, name, apiserverBin, etcdBin, maestroBin, ms.RESTURL, mq.Addr)
+		r.step("starting management cluster %s (etcd, kube-apiserver, kube-controller-manager, maestro agent, hypershift-sim)", name)
+		info, err := r.startManagementCluster(ctx, name, kubeBinaries{apiserverBin, etcdBin, kcmBin}, maestroBin, ms.RESTURL, mq.Addr)
 		if err != nil {
 			return nil, err
 		}
@@ -122,10 +126,12 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	return r, nil
 }
 
-func (r *Region) startManagementCluster(ctx context.Context, name, apiserverBin, etcdBin, maestroBin, maestroREST, mqttAddr string) (ManagementClusterInfo, error) {
+type kubeBinaries struct{ apiserver, etcd, controllerManager string }
+
+func (r *Region) startManagementCluster(ctx context.Context, name string, kube kubeBinaries, maestroBin, maestroREST, mqttAddr string) (ManagementClusterInfo, error) {
 	mc, err := StartManagementCluster(ctx, ManagementClusterOptions{
 		Name: name, Dir: filepath.Join(r.stateDir, name), LogDir: r.logDir,
-		APIServerPath: apiserverBin, EtcdPath: etcdBin,
+		APIServerPath: kube.apiserver, EtcdPath: kube.etcd, ControllerManagerPath: kube.controllerManager,
 	})
 	if err != nil {
 		return ManagementClusterInfo{}, err
