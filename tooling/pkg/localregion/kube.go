@@ -86,14 +86,14 @@ type ManagementClusterOptions struct {
 	ReadyTimeout time.Duration
 }
 
-// ManagementCluster is a running etcd + kube-apiserver pair with the management CRDs installed.
+// ManagementCluster is a running etcd + kube-apiserver pair with the management CRDs installed,
+// and, when ControllerManagerPath is set, a kube-controller-manager running only the namespace
+// and garbage-collector controllers.
 //
-// There is no kube-controller-manager: nothing runs the namespace, garbage-collector or
-// service-account controllers. So a deleted namespace stays Terminating for ever (its finalizer
-// "kubernetes" is never removed), ownerReferences never cascade, and no "default" ServiceAccount
-// or token is created (the ServiceAccount admission plugin is disabled so pods can still be
-// created). That is genuine apiserver behaviour, not an emulation; tests that delete namespaces
-// must check for Terminating, not for NotFound.
+// Nothing else runs: no scheduler, no kubelet, no service-account controllers. Without the
+// controller manager a deleted namespace stays Terminating for ever (its "kubernetes" finalizer
+// is never removed) and ownerReferences never cascade; that is genuine apiserver behaviour, not
+// an emulation. The ServiceAccount admission plugin is disabled so pods can still be created.
 type ManagementCluster struct {
 	Name string
 	// Kubeconfig is the path of a kubeconfig file with the admin client certificate
