@@ -1,0 +1,298 @@
+// Command cluster-service serves the Cluster Service gRPC API and runs the controller that
+// sends clusters to their management clusters through Maestro.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
+	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/server"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$`)
+
+type config struct {
+	listen, metricsListen string
+	dbDSN                 string
+	maestroGRPC           string
+	maestroREST           string
+	maestroSourceID       string
+	envName               string
+	resyncPeriod          time.Duration
+	workers               int
+	releaseImageRepo      string
+	pullSecretFile        string
+	devIdentityClientID   string
+	shutdownTimeout       time.Duration
+	logLevel              slog.Level
+	serverTLS             tlsconfig.Files
+	maestroTLS            tlsconfig.Files
+}
+
+// parseConfig reads flags, falling back to CLUSTER_SERVICE_* environment variables. Every bad
+// value is an error that names its flag.
+func parseConfig(args []string, getenv func(string) string) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("cluster-service", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	env := func(name, def string) string {
+		if v := getenv("CLUSTER_SERVICE_" + name); v != "" {
+			return v
+		}
+		return def
+	}
+	str := func(p *string, name, envName, def, usage string) {
+		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
+	}
+	var resync, shutdown, workers, logLevel string
+	str(&c.listen, "listen", "LISTEN", "127.0.0.1:8090", "gRPC listen address; a non-loopback address needs --tls-cert/--tls-key")
+	str(&c.metricsListen, "metrics-listen", "METRICS_LISTEN", "127.0.0.1:8091", "address for /metrics, /healthz and /readyz")
+	str(&c.dbDSN, "db-dsn", "DB_DSN", "", "PostgreSQL DSN; required")
+	str(&c.maestroGRPC, "maestro-grpc", "MAESTRO_GRPC", "", "Maestro gRPC source server host:port; required")
+	str(&c.maestroREST, "maestro-rest", "MAESTRO_REST", "", "Maestro REST API base URL; required")
+	str(&c.maestroSourceID, "maestro-source-id", "MAESTRO_SOURCE_ID", maestro.DefaultSourceID, "Maestro source ID of this service")
+	str(&c.envName, "env-name", "ENV_NAME", manifests.DefaultEnv, "environment name in cluster namespaces (ocm-<env>-<id>)")
+	str(&resync, "resync-period", "RESYNC_PERIOD", "5m", "how often every cluster is re-read from Maestro without events")
+	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
+	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
+	str(&c.pullSecretFile, "pull-secret-file", "PULL_SECRET_FILE", "", "file with the .dockerconfigjson given to hosted clusters; default: no credentials")
+	str(&c.devIdentityClientID, "dev-workload-identity-client-id", "DEV_WORKLOAD_IDENTITY_CLIENT_ID", "",
+		"development regions only: client ID (UUID) used for every workload identity of a cluster that has none; empty fails such clusters")
+	str(&shutdown, "shutdown-timeout", "SHUTDOWN_TIMEOUT", "30s", "how long to wait for requests and watches to finish on SIGTERM")
+	str(&logLevel, "log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
+	str(&c.serverTLS.Cert, "tls-cert", "TLS_CERT", "", "server certificate; with --tls-key enables TLS on --listen")
+	str(&c.serverTLS.Key, "tls-key", "TLS_KEY", "", "server key")
+	str(&c.serverTLS.CA, "tls-client-ca", "TLS_CLIENT_CA", "", "CA that client certificates must chain to (mutual TLS)")
+	str(&c.maestroTLS.CA, "maestro-ca", "MAESTRO_CA", "", "CA that verifies Maestro; any Maestro TLS flag enables TLS to Maestro")
+	str(&c.maestroTLS.Cert, "maestro-cert", "MAESTRO_CERT", "", "client certificate for Maestro")
+	str(&c.maestroTLS.Key, "maestro-key", "MAESTRO_KEY", "", "client key for Maestro")
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fs.PrintDefaults()
+		}
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+
+	var err error
+	if c.resyncPeriod, err = time.ParseDuration(resync); err != nil || c.resyncPeriod < time.Second {
+		return c, fmt.Errorf("--resync-period: %q is not a duration of at least 1s", resync)
+	}
+	if c.shutdownTimeout, err = time.ParseDuration(shutdown); err != nil || c.shutdownTimeout < 0 {
+		return c, fmt.Errorf("--shutdown-timeout: %q is not a duration", shutdown)
+	}
+	if c.workers, err = strconv.Atoi(workers); err != nil || c.workers < 1 || c.workers > 256 {
+		return c, fmt.Errorf("--workers: %q is not a number between 1 and 256", workers)
+	}
+	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		return c, fmt.Errorf("--log-level: %q is not debug, info, warn or error", logLevel)
+	}
+	if c.devIdentityClientID != "" && !uuidRE.MatchString(c.devIdentityClientID) {
+		return c, fmt.Errorf("--dev-workload-identity-client-id: %q is not a UUID", c.devIdentityClientID)
+	}
+	if err := manifests.ValidateEnv(c.envName); err != nil {
+		return c, fmt.Errorf("--env-name: %w", err)
+	}
+	for name, addr := range map[string]string{"--listen": c.listen, "--metrics-listen": c.metricsListen} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return c, fmt.Errorf("%s: %q is not host:port", name, addr)
+		}
+	}
+	switch {
+	case c.dbDSN == "":
+		return c, errors.New("--db-dsn is required")
+	case c.maestroGRPC == "":
+		return c, errors.New("--maestro-grpc is required")
+	case c.maestroREST == "":
+		return c, errors.New("--maestro-rest is required")
+	}
+	if _, _, err := net.SplitHostPort(c.maestroGRPC); err != nil {
+		return c, fmt.Errorf("--maestro-grpc: %q is not host:port", c.maestroGRPC)
+	}
+	// Plaintext only on loopback: checked here so the message names the flag.
+	if _, err := c.serverTLS.Server(c.listen); err != nil {
+		return c, fmt.Errorf("--listen / --tls-cert / --tls-key: %w", err)
+	}
+	if _, err := c.maestroTLS.Client(c.maestroGRPC); err != nil {
+		return c, fmt.Errorf("--maestro-grpc / --maestro-ca: %w", err)
+	}
+	if !c.maestroTLS.Enabled() {
+		if err := tlsconfig.RequireLoopback(urlHost(c.maestroREST)); err != nil {
+			return c, fmt.Errorf("--maestro-rest: %w", err)
+		}
+	}
+	return c, nil
+}
+
+func urlHost(u string) string {
+	if i := len("https://"); len(u) > i && u[:i] == "https://" {
+		u = u[i:]
+	} else if i := len("http://"); len(u) > i && u[:i] == "http://" {
+		u = u[i:]
+	}
+	for i, r := range u {
+		if r == '/' {
+			return u[:i]
+		}
+	}
+	return u
+}
+
+func main() {
+	c, err := parseConfig(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cluster-service: "+err.Error())
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel})).With("service", "cluster-service")
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, log); err != nil {
+		log.Error("cluster-service stopped", "error", err)
+		os.Exit(1)
+	}
+	log.Info("cluster-service stopped")
+}
+
+func run(ctx context.Context, c config, log *slog.Logger) error {
+	serverTLS, err := c.serverTLS.Server(c.listen)
+	if err != nil {
+		return fmt.Errorf("--tls-cert: %w", err)
+	}
+	maestroTLS, err := c.maestroTLS.Client(c.maestroGRPC)
+	if err != nil {
+		return fmt.Errorf("--maestro-ca: %w", err)
+	}
+	mcfg := manifests.Config{Env: c.envName, ReleaseImageRepository: c.releaseImageRepo, DevWorkloadIdentityClientID: c.devIdentityClientID}
+	if c.pullSecretFile != "" {
+		if mcfg.PullSecret, err = os.ReadFile(c.pullSecretFile); err != nil {
+			return fmt.Errorf("--pull-secret-file: %w", err)
+		}
+	}
+
+	// The database (with migrations) is ready before the port opens, so the first request works.
+	st, err := store.Open(ctx, c.dbDSN, log)
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+
+	mc, err := maestro.New(ctx, maestro.Config{GRPCAddr: c.maestroGRPC, RESTURL: c.maestroREST, SourceID: c.maestroSourceID, TLS: maestroTLS}, log)
+	if err != nil {
+		return fmt.Errorf("maestro client: %w", err)
+	}
+	defer mc.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := server.New(st, server.Config{Env: c.envName, Log: log, Registerer: reg})
+	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, ResyncPeriod: c.resyncPeriod, Workers: c.workers, Registerer: reg}, log)
+
+	opts := srv.ServerOptions()
+	if serverTLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
+	}
+	g := grpc.NewServer(opts...)
+	srv.Register(g)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(g, hs)
+
+	lis, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", c.listen, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := st.Ping(pctx); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	hsrv := &http.Server{Addr: c.metricsListen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mlis, err := net.Listen("tcp", c.metricsListen)
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("--metrics-listen %s: %w", c.metricsListen, err)
+	}
+
+	errc := make(chan error, 3)
+	go func() { errc <- g.Serve(lis) }()
+	go func() {
+		if err := hsrv.Serve(mlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("metrics server: %w", err)
+		}
+	}()
+	cctx, cancelCtrl := context.WithCancel(ctx)
+	defer cancelCtrl()
+	ctrlDone := make(chan error, 1)
+	go func() { ctrlDone <- ctrl.Run(cctx) }()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	log.Info("cluster-service started", "listen", c.listen, "tls", serverTLS != nil, "metrics", c.metricsListen,
+		"maestro_grpc", c.maestroGRPC, "maestro_rest", c.maestroREST, "env", c.envName, "resync_period", c.resyncPeriod)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-errc:
+		runErr = err
+	case err := <-ctrlDone:
+		runErr = fmt.Errorf("controller stopped: %w", err)
+		ctrlDone <- err
+	}
+
+	// Graceful: stop taking requests, let unary calls finish, end watches after the timeout.
+	hs.Shutdown()
+	srv.Drain()
+	stopped := make(chan struct{})
+	go func() { g.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(c.shutdownTimeout):
+		g.Stop()
+	}
+	cancelCtrl()
+	<-ctrlDone
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hsrv.Shutdown(sctx)
+	return runErr
+}

@@ -1,0 +1,437 @@
+// Package controller drives every cluster from the database to its management cluster and
+// back: it places clusters, applies their ManifestWork through Maestro, follows the work's status
+// feedback (watch per shard plus periodic resync) into the stored status, and finishes deletions.
+// It is level-triggered: each reconcile reads the stored cluster and Maestro's work and writes
+// the difference, so a restart at any point simply reconciles again.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+)
+
+// WorkClient is what the controller needs from Maestro; *maestro.Client implements it. Get
+// returns a Kubernetes NotFound error when the work does not exist.
+type WorkClient interface {
+	Apply(ctx context.Context, consumer string, work *workv1.ManifestWork) error
+	Delete(ctx context.Context, consumer, name string) error
+	Get(ctx context.Context, consumer, name string) (*workv1.ManifestWork, error)
+	Watch(ctx context.Context, consumer string) (<-chan maestro.WorkEvent, error)
+}
+
+var _ WorkClient = (*maestro.Client)(nil)
+
+// Config tunes the controller; zero values take the defaults.
+type Config struct {
+	Manifests manifests.Config
+	// Policy places clusters that have no shard yet; default least-loaded.
+	Policy placement.Policy
+	// ResyncPeriod: every cluster is reconciled at least this often (Get from Maestro), and the
+	// shard list is re-read; default 5m.
+	ResyncPeriod time.Duration
+	// DeletePollPeriod: how often a deleting cluster's work is checked besides watch events;
+	// default 10s.
+	DeletePollPeriod time.Duration
+	// Workers reconcile in parallel; default 4.
+	Workers int
+	// Registerer for the controller's metrics; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// Controller is the cluster reconciler.
+type Controller struct {
+	st    *store.Store
+	works WorkClient
+	cfg   Config
+	log   *slog.Logger
+	queue workqueue.TypedRateLimitingInterface[string]
+
+	mu sync.Mutex
+	// applied remembers the spec hash last applied per cluster in this process, so an unchanged
+	// work is not re-sent on every reconcile. After a restart it is empty: everything is
+	// applied once more, which Maestro treats as a no-op.
+	applied map[string]string
+	// written remembers the revision of our own last status write per cluster, so the store
+	// event it causes does not trigger a needless reconcile.
+	written map[string]int64
+	watches map[string]context.CancelFunc
+
+	reconciles *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	depth      prometheus.GaugeFunc
+}
+
+// New makes a controller; Run starts it.
+func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Controller {
+	if cfg.Policy == nil {
+		cfg.Policy = placement.LeastLoaded{}
+	}
+	if cfg.ResyncPeriod <= 0 {
+		cfg.ResyncPeriod = 5 * time.Minute
+	}
+	if cfg.DeletePollPeriod <= 0 {
+		cfg.DeletePollPeriod = 10 * time.Second
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	c := &Controller{
+		st: st, works: works, cfg: cfg, log: log.With("component", "cluster-controller"),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedMaxOfRateLimiter(
+				workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, time.Minute),
+			),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clusters"}),
+		applied: map[string]string{},
+		written: map[string]int64{},
+		watches: map[string]context.CancelFunc{},
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cluster_service_reconciles_total", Help: "Cluster reconciles by outcome (ok, requeue, error).",
+		}, []string{"outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cluster_service_reconcile_duration_seconds", Help: "Duration of one cluster reconcile.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"outcome"}),
+	}
+	c.depth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters waiting to be reconciled.",
+	}, func() float64 { return float64(c.queue.Len()) })
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth)
+	}
+	return c
+}
+
+// Run reconciles until ctx ends. It starts with every cluster in the database, then follows
+// the store's change feed, the Maestro watch of every shard, and the resync timer.
+func (c *Controller) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer c.queue.ShutDown() // workers exit once the queue is shut down
+
+	rev, err := c.st.CurrentRevision(ctx)
+	if err != nil {
+		return fmt.Errorf("controller: read current revision: %w", err)
+	}
+	changes, stop := c.st.Changes()
+	defer stop()
+	c.resync(ctx)
+	ticker := time.NewTicker(c.cfg.ResyncPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.stopWatches()
+			return nil
+		case <-ticker.C:
+			c.resync(ctx)
+		case <-changes:
+			rev = c.followStore(ctx, rev)
+		}
+	}
+}
+
+// resync enqueues every cluster and makes sure every shard is watched.
+func (c *Controller) resync(ctx context.Context) {
+	shards, err := c.st.ListShards(ctx)
+	if err != nil {
+		c.log.Error("resync: list shards", "error", err)
+	}
+	for _, sh := range shards {
+		c.ensureWatch(ctx, sh.Name)
+	}
+	after := ""
+	for {
+		cs, err := c.st.ListClusters(ctx, store.ListOptions{AfterID: after, Limit: 500})
+		if err != nil {
+			c.log.Error("resync: list clusters", "error", err)
+			return
+		}
+		for _, cl := range cs {
+			c.queue.Add(cl.ID)
+		}
+		if len(cs) < 500 {
+			return
+		}
+		after = cs[len(cs)-1].ID
+	}
+}
+
+// followStore enqueues clusters changed in the store after rev (new clusters, deletions, and
+// writes by other replicas) and returns the last revision seen.
+func (c *Controller) followStore(ctx context.Context, rev int64) int64 {
+	for {
+		evs, err := c.st.EventsAfter(ctx, rev, 500)
+		if err != nil {
+			c.log.Error("read cluster events", "error", err, "after", rev)
+			return rev
+		}
+		for _, ev := range evs {
+			rev = ev.Revision
+			if ev.Type != csv1.EventType_EVENT_TYPE_UPSERTED {
+				continue
+			}
+			c.mu.Lock()
+			own := c.written[ev.Cluster.ID] == ev.Revision
+			c.mu.Unlock()
+			if !own {
+				c.queue.Add(ev.Cluster.ID)
+			}
+			if ev.Cluster.Shard != "" {
+				c.ensureWatch(ctx, ev.Cluster.Shard)
+			}
+		}
+		if len(evs) < 500 {
+			return rev
+		}
+	}
+}
+
+// ensureWatch keeps one Maestro watch per shard; it reconnects with backoff when it ends.
+func (c *Controller) ensureWatch(ctx context.Context, shard string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.watches[shard]; ok {
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	c.watches[shard] = cancel
+	go c.watchShard(wctx, shard)
+}
+
+func (c *Controller) stopWatches() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cancel := range c.watches {
+		cancel()
+	}
+}
+
+func (c *Controller) watchShard(ctx context.Context, shard string) {
+	log := c.log.With("shard", shard)
+	backoff := 200 * time.Millisecond
+	for ctx.Err() == nil {
+		events, err := c.works.Watch(ctx, shard)
+		if err == nil {
+			backoff = 200 * time.Millisecond
+			for ev := range events {
+				if ev.Work == nil {
+					continue
+				}
+				if id, ok := manifests.ClusterIDFromWorkName(ev.Work.Name); ok {
+					c.queue.Add(id)
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			err = errors.New("watch ended")
+		}
+		log.Warn("maestro watch failed; retrying", "error", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	id, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(id)
+	start := time.Now()
+	after, err := c.Reconcile(ctx, id)
+	outcome := "ok"
+	switch {
+	case err != nil && ctx.Err() == nil:
+		outcome = "error"
+		c.log.Warn("reconcile failed; backing off", "cluster_id", id, "error", err, "retries", c.queue.NumRequeues(id))
+		c.queue.AddRateLimited(id)
+	case after > 0:
+		outcome = "requeue"
+		c.queue.Forget(id)
+		c.queue.AddAfter(id, after)
+	default:
+		c.queue.Forget(id)
+	}
+	c.reconciles.WithLabelValues(outcome).Inc()
+	c.duration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	return true
+}
+
+// Reconcile brings one cluster one step closer to what its record says. It returns when to look
+// again (0: only on the next event or resync) or an error to retry with backoff.
+func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, error) {
+	cl, err := c.st.GetCluster(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		c.forget(id)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get cluster %s: %w", id, err)
+	}
+	log := c.log.With("cluster_id", id, "shard", cl.Shard, "revision", cl.Revision)
+
+	if cl.Deleting {
+		return c.reconcileDelete(ctx, log, cl)
+	}
+	if cl.Shard == "" {
+		placed, err := c.st.PlaceCluster(ctx, id, c.cfg.Policy)
+		if status.Code(err) == codes.ResourceExhausted {
+			msg := "Waiting for a management cluster with free capacity."
+			if cl.Status.GetMessage() != msg {
+				st := proto.Clone(cl.Status).(*csv1.ClusterStatus)
+				st.State, st.Message = csv1.ClusterState_CLUSTER_STATE_PENDING, msg
+				if _, err := c.writeStatus(ctx, cl, st); err != nil {
+					return 0, err
+				}
+			}
+			return 30 * time.Second, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("place cluster %s: %w", id, err)
+		}
+		log.Info("cluster placed", "shard", placed.Shard)
+		cl = placed
+	}
+
+	work, err := manifests.Build(c.cfg.Manifests, manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec,
+		EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey})
+	if err != nil {
+		// The spec was validated at create; a build failure cannot fix itself by retrying.
+		st := &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidClusterSpec", Message: err.Error()}
+		_, werr := c.writeStatus(ctx, cl, st)
+		log.Error("cannot build manifests", "error", err)
+		return 0, werr
+	}
+	hash := work.Annotations[manifests.AnnotationSpecHash]
+	c.mu.Lock()
+	sent := c.applied[id] == hash
+	c.mu.Unlock()
+	if !sent {
+		if err := c.works.Apply(ctx, cl.Shard, work); err != nil {
+			return 0, fmt.Errorf("apply work of cluster %s to %s: %w", id, cl.Shard, err)
+		}
+		c.mu.Lock()
+		c.applied[id] = hash
+		c.mu.Unlock()
+		log.Info("manifest work applied", "work", work.Name)
+	}
+
+	got, err := c.works.Get(ctx, cl.Shard, work.Name)
+	if apierrors.IsNotFound(err) {
+		// Just sent and not stored yet, or removed behind our back: apply again next time.
+		got = nil
+		c.mu.Lock()
+		delete(c.applied, id)
+		c.mu.Unlock()
+	} else if err != nil {
+		return 0, fmt.Errorf("get work of cluster %s from %s: %w", id, cl.Shard, err)
+	}
+	st, err := DeriveStatus(got, false)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.writeStatus(ctx, cl, st); err != nil {
+		return 0, err
+	}
+	if got == nil {
+		return c.cfg.DeletePollPeriod, nil // look again soon: the work should appear
+	}
+	return 0, nil
+}
+
+func (c *Controller) reconcileDelete(ctx context.Context, log *slog.Logger, cl *store.Cluster) (time.Duration, error) {
+	if cl.Shard == "" {
+		// Never placed, so nothing was sent.
+		return 0, c.remove(ctx, log, cl)
+	}
+	name := manifests.WorkName(cl.ID)
+	if err := c.works.Delete(ctx, cl.Shard, name); err != nil {
+		return 0, fmt.Errorf("delete work of cluster %s on %s: %w", cl.ID, cl.Shard, err)
+	}
+	got, err := c.works.Get(ctx, cl.Shard, name)
+	if apierrors.IsNotFound(err) {
+		return 0, c.remove(ctx, log, cl)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get work of deleting cluster %s: %w", cl.ID, err)
+	}
+	st, err := DeriveStatus(got, true)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.writeStatus(ctx, cl, st); err != nil {
+		return 0, err
+	}
+	return c.cfg.DeletePollPeriod, nil
+}
+
+func (c *Controller) remove(ctx context.Context, log *slog.Logger, cl *store.Cluster) error {
+	err := c.st.RemoveCluster(ctx, cl.ID, cl.Revision)
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove cluster %s: %w", cl.ID, err)
+	}
+	log.Info("cluster deleted")
+	c.forget(cl.ID)
+	return nil
+}
+
+func (c *Controller) writeStatus(ctx context.Context, cl *store.Cluster, st *csv1.ClusterStatus) (*store.Cluster, error) {
+	if proto.Equal(cl.Status, st) {
+		return cl, nil
+	}
+	out, err := c.st.UpdateStatus(ctx, cl.ID, cl.Revision, st)
+	if err != nil {
+		return nil, fmt.Errorf("write status of cluster %s: %w", cl.ID, err)
+	}
+	c.mu.Lock()
+	c.written[cl.ID] = out.Revision
+	c.mu.Unlock()
+	c.log.Info("cluster status changed", "cluster_id", cl.ID, "state", st.State.String(), "from", cl.Status.GetState().String(),
+		"error_code", st.ErrorCode, "revision", out.Revision)
+	return out, nil
+}
+
+func (c *Controller) forget(id string) {
+	c.mu.Lock()
+	delete(c.applied, id)
+	delete(c.written, id)
+	c.mu.Unlock()
+}

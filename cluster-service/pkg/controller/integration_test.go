@@ -1,0 +1,392 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
+	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+	"github.com/openhcp/openhcp/cluster-service/pkg/server"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+)
+
+const shard = "mgmt-1"
+
+// region is the real stack below Cluster Service: PostgreSQL, mosquitto, the Maestro server, one
+// management cluster (etcd + kube-apiserver with the HyperShift and work CRDs), its Maestro agent
+// and hypershift-sim.
+type region struct {
+	maestro *localregion.MaestroServer
+	mgmt    *localregion.ManagementCluster
+	kube    client.Client
+	csDSN   string
+	logDir  string
+}
+
+func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *region {
+	t.Helper()
+	maestroBin, err := localregion.MaestroBinary(ctx)
+	if err != nil {
+		t.Fatalf("maestro binary: %v", err)
+	}
+	apiserverBin, etcdBin, err := localregion.KubeBinaries(ctx)
+	if err != nil {
+		t.Fatalf("kube binaries: %v", err)
+	}
+	pg := pgservertest.Start(t)
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "logs")
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpLogs(t, logDir)
+		}
+	})
+
+	mq, err := localregion.StartMosquitto(ctx, localregion.MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logDir})
+	if err != nil {
+		t.Fatalf("start mosquitto: %v", err)
+	}
+	t.Cleanup(mq.Stop)
+	ms, err := localregion.StartMaestroServer(ctx, localregion.MaestroServerOptions{Binary: maestroBin, DSN: pgservertest.NewDatabase(t, pg),
+		MQTTAddr: mq.Addr, Dir: filepath.Join(dir, "maestro"), LogDir: logDir})
+	if err != nil {
+		t.Fatalf("start maestro server: %v", err)
+	}
+	t.Cleanup(ms.Stop)
+	mc, err := localregion.StartManagementCluster(ctx, localregion.ManagementClusterOptions{Name: shard, Dir: filepath.Join(dir, shard),
+		LogDir: logDir, APIServerPath: apiserverBin, EtcdPath: etcdBin})
+	if err != nil {
+		t.Fatalf("start management cluster: %v", err)
+	}
+	t.Cleanup(mc.Stop)
+	if err := localregion.RegisterConsumer(ctx, ms.RESTURL, shard); err != nil {
+		t.Fatalf("register consumer: %v", err)
+	}
+	agent, err := localregion.StartMaestroAgent(ctx, localregion.MaestroAgentOptions{Binary: maestroBin, ConsumerName: shard,
+		Kubeconfig: mc.Kubeconfig, MQTTAddr: mq.Addr, Dir: filepath.Join(dir, "agent"), LogDir: logDir, StatusSyncInterval: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("start maestro agent: %v", err)
+	}
+	t.Cleanup(agent.Stop)
+
+	// hypershift-sim in this process, against the management cluster.
+	scheme, err := hypershiftsim.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(mc.RESTConfig(), ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatalf("hypershift-sim manager: %v", err)
+	}
+	if err := hypershiftsim.Setup(mgr, sim); err != nil {
+		t.Fatal(err)
+	}
+	simCtx, stopSim := context.WithCancel(ctx)
+	simDone := make(chan struct{})
+	go func() { defer close(simDone); _ = mgr.Start(simCtx) }()
+	t.Cleanup(func() { stopSim(); <-simDone })
+
+	// The dev management cluster runs no kube-controller-manager, so a deleted namespace would
+	// stay Terminating for ever and the work agent would wait on it. This stands in for the
+	// namespace controller: it finalizes namespaces once they are empty of our objects.
+	cs, err := kubernetes.NewForConfig(mc.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	go namespaceFinalizer(simCtx, cs, mgr.GetClient())
+
+	return &region{maestro: ms, mgmt: mc, kube: mgr.GetClient(), csDSN: pgservertest.NewDatabase(t, pg), logDir: logDir}
+}
+
+// namespaceFinalizer is a stand-in (not a fake of our code under test) for kube-controller-
+// manager's namespace controller, which the dev management cluster does not run: it finalizes
+// Terminating namespaces that hold no HostedCluster and no Secret any more.
+func namespaceFinalizer(ctx context.Context, cs kubernetes.Interface, c client.Client) {
+	for ctx.Err() == nil {
+		nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, ns := range nss.Items {
+				if ns.DeletionTimestamp == nil || len(ns.Spec.Finalizers) == 0 {
+					continue
+				}
+				var hcs hyperv1.HostedClusterList
+				var secrets corev1.SecretList
+				if c.List(ctx, &hcs, client.InNamespace(ns.Name)) != nil || len(hcs.Items) > 0 ||
+					c.List(ctx, &secrets, client.InNamespace(ns.Name)) != nil || len(secrets.Items) > 0 {
+					continue
+				}
+				ns.Spec.Finalizers = nil
+				_, _ = cs.CoreV1().Namespaces().Finalize(ctx, &ns, metav1.UpdateOptions{})
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func dumpLogs(t *testing.T, dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		t.Logf("---- %s (tail)\n%s", e.Name(), localregion.FileTail(filepath.Join(dir, e.Name()), 3000))
+	}
+}
+
+// clusterService runs the store, the gRPC server on a loopback listener and the controller.
+type clusterService struct {
+	st       *store.Store
+	clusters csv1.ClustersClient
+	stopCtrl func()
+}
+
+func startClusterService(t *testing.T, ctx context.Context, r *region, log *slog.Logger) *clusterService {
+	t.Helper()
+	st, err := store.Open(ctx, r.csDSN, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, err := st.RegisterShard(ctx, placement.Shard{Name: shard, MaxClusters: 10}); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := maestro.New(ctx, maestro.Config{GRPCAddr: r.maestro.GRPCAddr, RESTURL: r.maestro.RESTURL}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mc.Close() })
+
+	srv := server.New(st, server.Config{Log: log})
+	g := grpc.NewServer(srv.ServerOptions()...)
+	srv.Register(g)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Serve(lis) }()
+	t.Cleanup(g.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+
+	cs := &clusterService{st: st, clusters: csv1.NewClustersClient(conn)}
+	cs.stopCtrl = runController(t, ctx, st, mc, log)
+	return cs
+}
+
+func runController(t *testing.T, ctx context.Context, st *store.Store, mc controller.WorkClient, log *slog.Logger) func() {
+	cctx, cancel := context.WithCancel(ctx)
+	c := controller.New(st, mc, controller.Config{ResyncPeriod: 20 * time.Second, DeletePollPeriod: time.Second}, log)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(cctx) }()
+	var once bool
+	stop := func() {
+		if !once {
+			once = true
+			cancel()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+func newCluster(n int, name string) *csv1.Cluster {
+	return &csv1.Cluster{
+		Id:            fmt.Sprintf("%032d", n),
+		ArmResourceId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/" + name,
+		Spec: &csv1.ClusterSpec{
+			VersionId: "4.19.7",
+			Azure: &csv1.AzureSpec{
+				SubscriptionId: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Location: "eastus",
+				ManagedResourceGroup:   "rg-" + name + "-managed",
+				SubnetId:               "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default",
+				NetworkSecurityGroupId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg",
+				TenantId:               "00000000-0000-0000-0000-0000000000aa",
+				WorkloadIdentities: &csv1.AzureWorkloadIdentities{
+					ImageRegistry: "00000000-0000-0000-0000-000000000011", Ingress: "00000000-0000-0000-0000-000000000012",
+					File: "00000000-0000-0000-0000-000000000013", Disk: "00000000-0000-0000-0000-000000000014",
+					NodePoolManagement: "00000000-0000-0000-0000-000000000015", CloudProvider: "00000000-0000-0000-0000-000000000016",
+					Network: "00000000-0000-0000-0000-000000000017",
+				},
+			},
+			DnsBaseDomain: "example.com",
+		},
+	}
+}
+
+// waitFor polls GetCluster until cond holds.
+func waitFor(t *testing.T, ctx context.Context, cs *clusterService, id, what string, timeout time.Duration, cond func(*csv1.Cluster, error) bool) *csv1.Cluster {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last *csv1.Cluster
+	var lastErr error
+	for time.Now().Before(deadline) {
+		last, lastErr = cs.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: id})
+		if cond(last, lastErr) {
+			return last
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("cluster %s: not %s after %s; last %v, err %v", id, what, timeout, last, lastErr)
+	return nil
+}
+
+func state(s csv1.ClusterState) func(*csv1.Cluster, error) bool {
+	return func(c *csv1.Cluster, err error) bool { return err == nil && c.GetStatus().GetState() == s }
+}
+
+// TestClusterLifecycleAgainstMaestro drives clusters through the real Maestro to a real
+// kube-apiserver where hypershift-sim plays HyperShift: READY, ERROR from a Degraded
+// HostedCluster, a controller restart mid-install, and deletion to a DELETED event.
+func TestClusterLifecycleAgainstMaestro(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ctrl.SetLogger(logr.Discard())
+	failing := newCluster(2, "failing")
+	sim := hypershiftsim.Options{
+		AvailableDelay: 3 * time.Second,
+		DeleteDelay:    time.Second,
+		FailClusters: map[types.NamespacedName]bool{
+			{Namespace: manifests.Namespace("dev", failing.Id), Name: "failing"}: true,
+		},
+	}
+	top := t
+	r := startRegion(t, ctx, sim)
+	// Cluster Service's own log goes next to the other processes' logs, dumped on failure.
+	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cs := startClusterService(t, ctx, r, log)
+
+	ready := newCluster(1, "ready")
+	must(t, t.Run("create_reaches_ready_from_feedback", func(t *testing.T) {
+		if _, err := cs.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: ready}); err != nil {
+			t.Fatal(err)
+		}
+		c := waitFor(t, ctx, cs, ready.Id, "READY", 3*time.Minute, state(csv1.ClusterState_CLUSTER_STATE_READY))
+		st := c.GetStatus()
+		if !st.GetApplied() || st.GetCurrentVersion() != "4.19.7" || st.GetApiUrl() == "" || len(st.GetConditions()) == 0 {
+			t.Fatalf("status = %v", st)
+		}
+		// The HostedCluster really is on the management cluster, in ocm-dev-<id>.
+		var hc hyperv1.HostedCluster
+		if err := r.kube.Get(ctx, types.NamespacedName{Namespace: "ocm-dev-" + ready.Id, Name: "ready"}, &hc); err != nil {
+			t.Fatalf("HostedCluster on the management cluster: %v", err)
+		}
+		if hc.Spec.Release.Image != "quay.io/openshift-release-dev/ocp-release:4.19.7-multi" || hc.Spec.Platform.Azure.Location != "eastus" {
+			t.Fatalf("HostedCluster spec = %+v", hc.Spec)
+		}
+		var key corev1.Secret
+		if err := r.kube.Get(ctx, types.NamespacedName{Namespace: "ocm-dev-" + ready.Id, Name: "ready-etcd-encryption-key"}, &key); err != nil || len(key.Data["key"]) != 32 {
+			t.Fatalf("etcd key secret: %v (%d bytes)", err, len(key.Data["key"]))
+		}
+	}))
+
+	must(t, t.Run("degraded_hostedcluster_is_error_with_code", func(t *testing.T) {
+		if _, err := cs.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: failing}); err != nil {
+			t.Fatal(err)
+		}
+		c := waitFor(t, ctx, cs, failing.Id, "ERROR", 3*time.Minute, state(csv1.ClusterState_CLUSTER_STATE_ERROR))
+		if c.GetStatus().GetErrorCode() != controller.ErrorCodeDegraded || c.GetStatus().GetMessage() == "" {
+			t.Fatalf("status = %v", c.GetStatus())
+		}
+	}))
+
+	must(t, t.Run("controller_restart_mid_install_still_reaches_ready", func(t *testing.T) {
+		cs.stopCtrl() // "crash": the cluster is created but nothing is sent yet
+		restarted := newCluster(3, "restarted")
+		if _, err := cs.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: restarted}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if c, _ := cs.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: restarted.Id}); c.GetStatus().GetState() != csv1.ClusterState_CLUSTER_STATE_PENDING {
+			t.Fatalf("with no controller the cluster is %v, want PENDING", c.GetStatus().GetState())
+		}
+		mc, err := maestro.New(ctx, maestro.Config{GRPCAddr: r.maestro.GRPCAddr, RESTURL: r.maestro.RESTURL}, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The new controller and client outlive this step: clean them up with the whole test.
+		top.Cleanup(func() { _ = mc.Close() })
+		cs.stopCtrl = runController(top, ctx, cs.st, mc, log)
+		waitFor(t, ctx, cs, restarted.Id, "READY", 3*time.Minute, state(csv1.ClusterState_CLUSTER_STATE_READY))
+		// The one that was READY before the restart stays READY (re-apply is a no-op).
+		waitFor(t, ctx, cs, ready.Id, "still READY", 5*time.Second, state(csv1.ClusterState_CLUSTER_STATE_READY))
+	}))
+
+	must(t, t.Run("delete_removes_work_then_cluster_with_deleted_event", func(t *testing.T) {
+		rev, err := cs.st.CurrentRevision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.clusters.DeleteCluster(ctx, &csv1.DeleteClusterRequest{Id: ready.Id}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, cs, ready.Id, "gone", 3*time.Minute, func(_ *csv1.Cluster, err error) bool { return status.Code(err) == codes.NotFound })
+		var hc hyperv1.HostedCluster
+		if err := r.kube.Get(ctx, types.NamespacedName{Namespace: "ocm-dev-" + ready.Id, Name: "ready"}, &hc); !apierrors.IsNotFound(err) {
+			t.Fatalf("HostedCluster after delete: err %v", err)
+		}
+		w, err := cs.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: rev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ev, err := w.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
+				t.Fatal("no DELETED event before the bookmark")
+			}
+			if ev.GetType() == csv1.EventType_EVENT_TYPE_DELETED && ev.GetCluster().GetId() == ready.Id {
+				break
+			}
+		}
+	}))
+}
+
+// must stops the test when a step failed: later steps build on earlier ones.
+func must(t *testing.T, ok bool) {
+	t.Helper()
+	if !ok {
+		t.FailNow()
+	}
+}

@@ -1,0 +1,208 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+)
+
+// failureConditions are HostedCluster conditions that, when False, mean the cluster cannot
+// become ready without a change from the customer or SRE; each maps to a stable PascalCase code.
+// Any other "Valid<X>" condition that is False maps to "Invalid<X>".
+var failureConditions = map[string]string{
+	"ValidConfiguration":                   "InvalidConfiguration",
+	"ValidReleaseImage":                    "InvalidReleaseImage",
+	"ValidReleaseInfo":                     "InvalidReleaseInfo",
+	"ValidHostedControlPlaneConfiguration": "InvalidHostedControlPlaneConfiguration",
+	"SupportedHostedCluster":               "UnsupportedHostedCluster",
+	"ValidAzureKMSConfig":                  "InvalidAzureKMSConfig",
+}
+
+// ErrorCodeDegraded is the code for a HostedCluster that reports Degraded=True.
+const ErrorCodeDegraded = "HostedClusterDegraded"
+
+var pascalRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+
+// Feedback is the HostedCluster status as it came back through the work's status feedback.
+type Feedback struct {
+	Found      bool // the agent reported feedback for the HostedCluster at all
+	Conditions []metav1.Condition
+	// Desired is .status.version.desired.version.
+	Desired string
+	History []struct {
+		State   string `json:"state"`
+		Version string `json:"version"`
+	}
+	Endpoint struct {
+		Host string `json:"host"`
+		Port int32  `json:"port"`
+	}
+}
+
+// ParseFeedback reads the HostedCluster's feedback values out of a work.
+func ParseFeedback(w *workv1.ManifestWork) (Feedback, error) {
+	var fb Feedback
+	if w == nil {
+		return fb, nil
+	}
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		if m.ResourceMeta.Kind != "HostedCluster" && m.ResourceMeta.Resource != "hostedclusters" {
+			continue
+		}
+		for _, v := range m.StatusFeedbacks.Values {
+			if v.Value.JsonRaw == nil {
+				continue
+			}
+			raw := []byte(*v.Value.JsonRaw)
+			var err error
+			switch v.Name {
+			case manifests.FeedbackConditions:
+				fb.Found = true
+				err = json.Unmarshal(raw, &fb.Conditions)
+			case manifests.FeedbackVersionDesired:
+				var d struct {
+					Version string `json:"version"`
+				}
+				err = json.Unmarshal(raw, &d)
+				fb.Desired = d.Version
+			case manifests.FeedbackVersionHistory:
+				err = json.Unmarshal(raw, &fb.History)
+			case manifests.FeedbackControlPlaneEndpoint:
+				err = json.Unmarshal(raw, &fb.Endpoint)
+			}
+			if err != nil {
+				return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
+			}
+		}
+	}
+	return fb, nil
+}
+
+// DeriveStatus computes the cluster status from what Maestro reports for its work, and nothing
+// else. w is nil when Maestro has no work (yet). The rules, in order:
+//   - deleting → UNINSTALLING;
+//   - a failure condition (Valid*=False, SupportedHostedCluster=False) → ERROR with its code;
+//   - Available=True → READY, or UPDATING while the desired version is not the completed one;
+//   - Degraded=True → ERROR HostedClusterDegraded;
+//   - otherwise INSTALLING.
+func DeriveStatus(w *workv1.ManifestWork, deleting bool) (*csv1.ClusterStatus, error) {
+	st := &csv1.ClusterStatus{}
+	fb, err := ParseFeedback(w)
+	if err != nil {
+		return nil, err
+	}
+	if w != nil {
+		st.Applied = metaConditionTrue(w.Status.Conditions, workv1.WorkApplied)
+	}
+	for _, c := range fb.Conditions {
+		st.Conditions = append(st.Conditions, &csv1.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason,
+			Message: c.Message, LastTransitionTime: timestamppb.New(c.LastTransitionTime.Time)})
+	}
+	for _, h := range fb.History {
+		if h.State == "Completed" {
+			st.CurrentVersion = h.Version
+			break
+		}
+	}
+	if fb.Endpoint.Host != "" {
+		st.ApiUrl = fmt.Sprintf("https://%s:%d", fb.Endpoint.Host, fb.Endpoint.Port)
+	}
+
+	switch {
+	case deleting:
+		st.State = csv1.ClusterState_CLUSTER_STATE_UNINSTALLING
+		st.Message = "The cluster is being deleted."
+		return st, nil
+	case w == nil:
+		st.State = csv1.ClusterState_CLUSTER_STATE_INSTALLING
+		st.Message = "The manifests are sent to the management cluster."
+		return st, nil
+	}
+	if code, c, ok := failure(fb.Conditions); ok {
+		st.State, st.ErrorCode, st.Message = csv1.ClusterState_CLUSTER_STATE_ERROR, code, conditionMessage(c)
+		return st, nil
+	}
+	if c := find(fb.Conditions, "Available"); c != nil && c.Status == metav1.ConditionTrue {
+		st.State, st.Message = csv1.ClusterState_CLUSTER_STATE_READY, "The cluster is ready."
+		if fb.Desired != "" && st.CurrentVersion != "" && fb.Desired != st.CurrentVersion {
+			st.State = csv1.ClusterState_CLUSTER_STATE_UPDATING
+			st.Message = fmt.Sprintf("The cluster is updating from %s to %s.", st.CurrentVersion, fb.Desired)
+		}
+		return st, nil
+	}
+	if c := find(fb.Conditions, "Degraded"); c != nil && c.Status == metav1.ConditionTrue {
+		st.State, st.ErrorCode, st.Message = csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCodeDegraded, conditionMessage(c)
+		return st, nil
+	}
+	st.State = csv1.ClusterState_CLUSTER_STATE_INSTALLING
+	switch {
+	case !st.Applied:
+		st.Message = "Waiting for the management cluster to apply the manifests."
+		if msg := applyFailure(w); msg != "" {
+			st.Message = "Applying the manifests failed: " + msg
+		}
+	case !fb.Found:
+		st.Message = "The manifests are applied; waiting for HyperShift to report status."
+	default:
+		st.Message = "The control plane is being installed."
+		if c := find(fb.Conditions, "Available"); c != nil && c.Message != "" {
+			st.Message = "The control plane is being installed: " + c.Message
+		}
+	}
+	return st, nil
+}
+
+func failure(conds []metav1.Condition) (string, *metav1.Condition, bool) {
+	for i := range conds {
+		c := &conds[i]
+		if c.Status != metav1.ConditionFalse {
+			continue
+		}
+		if code, ok := failureConditions[c.Type]; ok {
+			return code, c, true
+		}
+		if rest, ok := strings.CutPrefix(c.Type, "Valid"); ok && pascalRE.MatchString(rest) {
+			return "Invalid" + rest, c, true
+		}
+	}
+	return "", nil, false
+}
+
+func conditionMessage(c *metav1.Condition) string {
+	if c.Message != "" {
+		return c.Message
+	}
+	return fmt.Sprintf("%s is %s: %s", c.Type, c.Status, c.Reason)
+}
+
+func find(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func metaConditionTrue(conds []metav1.Condition, typ string) bool {
+	c := find(conds, typ)
+	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// applyFailure is the message of the first manifest the agent failed to apply.
+func applyFailure(w *workv1.ManifestWork) string {
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		if c := find(m.Conditions, workv1.ManifestApplied); c != nil && c.Status == metav1.ConditionFalse {
+			return fmt.Sprintf("%s %s: %s", m.ResourceMeta.Kind, m.ResourceMeta.Name, c.Message)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"encoding/json"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+type cond = metav1.Condition
+
+func raw(t *testing.T, v any) *string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	return &s
+}
+
+// work builds a ManifestWork status as the Maestro agent reports it.
+func work(t *testing.T, applied bool, conds []cond, history []map[string]string, desired string, host string) *workv1.ManifestWork {
+	t.Helper()
+	w := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "cluster-x"}}
+	st := metav1.ConditionFalse
+	if applied {
+		st = metav1.ConditionTrue
+	}
+	w.Status.Conditions = []metav1.Condition{{Type: workv1.WorkApplied, Status: st}}
+	var vals []workv1.FeedbackValue
+	if conds != nil {
+		vals = append(vals, workv1.FeedbackValue{Name: "conditions", Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: raw(t, conds)}})
+	}
+	if history != nil {
+		vals = append(vals, workv1.FeedbackValue{Name: "versionHistory", Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: raw(t, history)}})
+	}
+	if desired != "" {
+		vals = append(vals, workv1.FeedbackValue{Name: "versionDesired", Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: raw(t, map[string]string{"version": desired})}})
+	}
+	if host != "" {
+		vals = append(vals, workv1.FeedbackValue{Name: "controlPlaneEndpoint", Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: raw(t, map[string]any{"host": host, "port": 443})}})
+	}
+	w.Status.ResourceStatus.Manifests = []workv1.ManifestCondition{
+		{ResourceMeta: workv1.ManifestResourceMeta{Kind: "Namespace", Resource: "namespaces", Name: "ns"},
+			Conditions: []metav1.Condition{{Type: workv1.ManifestApplied, Status: st, Message: "no matches for kind"}}},
+		{ResourceMeta: workv1.ManifestResourceMeta{Group: "hypershift.openshift.io", Kind: "HostedCluster", Resource: "hostedclusters", Name: "hc"},
+			StatusFeedbacks: workv1.StatusFeedbackResult{Values: vals}},
+	}
+	return w
+}
+
+func TestDeriveStatus(t *testing.T) {
+	available := cond{Type: "Available", Status: metav1.ConditionTrue, Reason: "AsExpected"}
+	notAvailable := cond{Type: "Available", Status: metav1.ConditionFalse, Reason: "Waiting", Message: "etcd is starting"}
+	completed := []map[string]string{{"state": "Completed", "version": "4.19.7"}}
+	tests := []struct {
+		name     string
+		work     func(t *testing.T) *workv1.ManifestWork
+		deleting bool
+		want     csv1.ClusterState
+		code     string
+		check    func(t *testing.T, st *csv1.ClusterStatus)
+	}{
+		{name: "no_work_yet_is_installing", work: func(*testing.T) *workv1.ManifestWork { return nil }, want: csv1.ClusterState_CLUSTER_STATE_INSTALLING},
+		{
+			name: "not_applied_reports_the_apply_failure",
+			work: func(t *testing.T) *workv1.ManifestWork { return work(t, false, nil, nil, "", "") },
+			want: csv1.ClusterState_CLUSTER_STATE_INSTALLING,
+			check: func(t *testing.T, st *csv1.ClusterStatus) {
+				if st.Applied || st.Message != "Applying the manifests failed: Namespace ns: no matches for kind" {
+					t.Fatalf("applied %v message %q", st.Applied, st.Message)
+				}
+			},
+		},
+		{
+			name: "applied_without_feedback_is_installing",
+			work: func(t *testing.T) *workv1.ManifestWork { return work(t, true, nil, nil, "", "") },
+			want: csv1.ClusterState_CLUSTER_STATE_INSTALLING,
+			check: func(t *testing.T, st *csv1.ClusterStatus) {
+				if !st.Applied {
+					t.Fatal("applied = false")
+				}
+			},
+		},
+		{
+			name: "available_false_is_installing_with_its_message",
+			work: func(t *testing.T) *workv1.ManifestWork { return work(t, true, []cond{notAvailable}, nil, "", "") },
+			want: csv1.ClusterState_CLUSTER_STATE_INSTALLING,
+			check: func(t *testing.T, st *csv1.ClusterStatus) {
+				if st.Message != "The control plane is being installed: etcd is starting" || len(st.Conditions) != 1 {
+					t.Fatalf("message %q conditions %v", st.Message, st.Conditions)
+				}
+			},
+		},
+		{
+			name: "available_true_is_ready_with_version_and_api_url",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return work(t, true, []cond{available}, completed, "4.19.7", "api.example.com")
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_READY,
+			check: func(t *testing.T, st *csv1.ClusterStatus) {
+				if st.CurrentVersion != "4.19.7" || st.ApiUrl != "https://api.example.com:443" || st.ErrorCode != "" {
+					t.Fatalf("status = %+v", st)
+				}
+			},
+		},
+		{
+			name: "available_with_newer_desired_is_updating",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				h := []map[string]string{{"state": "Partial", "version": "4.19.8"}, {"state": "Completed", "version": "4.19.7"}}
+				return work(t, true, []cond{available}, h, "4.19.8", "")
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_UPDATING,
+		},
+		{
+			name: "degraded_is_error",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return work(t, true, []cond{notAvailable, {Type: "Degraded", Status: metav1.ConditionTrue, Reason: "EtcdFailing", Message: "etcd quorum lost"}}, nil, "", "")
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_ERROR, code: "HostedClusterDegraded",
+			check: func(t *testing.T, st *csv1.ClusterStatus) {
+				if st.Message != "etcd quorum lost" {
+					t.Fatalf("message %q", st.Message)
+				}
+			},
+		},
+		{
+			name: "invalid_release_image_is_error_even_if_available",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return work(t, true, []cond{available, {Type: "ValidReleaseImage", Status: metav1.ConditionFalse, Message: "image not found"}}, nil, "", "")
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_ERROR, code: "InvalidReleaseImage",
+		},
+		{
+			name: "unknown_valid_condition_false_maps_to_invalid_code",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return work(t, true, []cond{{Type: "ValidOIDCConfiguration", Status: metav1.ConditionFalse, Reason: "Bad"}}, nil, "", "")
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_ERROR, code: "InvalidOIDCConfiguration",
+		},
+		{
+			name: "unsupported_hosted_cluster",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return work(t, true, []cond{{Type: "SupportedHostedCluster", Status: metav1.ConditionFalse}}, nil, "", "")
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_ERROR, code: "UnsupportedHostedCluster",
+		},
+		{
+			name:     "deleting_is_uninstalling_whatever_the_feedback",
+			work:     func(t *testing.T) *workv1.ManifestWork { return work(t, true, []cond{available}, nil, "", "") },
+			deleting: true,
+			want:     csv1.ClusterState_CLUSTER_STATE_UNINSTALLING,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := DeriveStatus(tt.work(t), tt.deleting)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.State != tt.want || st.ErrorCode != tt.code {
+				t.Fatalf("state %v code %q (message %q), want %v %q", st.State, st.ErrorCode, st.Message, tt.want, tt.code)
+			}
+			if tt.check != nil {
+				tt.check(t, st)
+			}
+		})
+	}
+}
+
+func TestDeriveStatusRejectsBadFeedback(t *testing.T) {
+	w := work(t, true, nil, nil, "", "")
+	bad := "{not json"
+	w.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values = []workv1.FeedbackValue{{Name: "conditions", Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: &bad}}}
+	if _, err := DeriveStatus(w, false); err == nil {
+		t.Fatal("malformed feedback accepted")
+	}
+}
