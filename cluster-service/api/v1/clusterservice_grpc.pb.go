@@ -39,7 +39,9 @@ const (
 type ClustersClient interface {
 	// CreateCluster is idempotent on arm_resource_id (case-insensitive): a second create for the
 	// same ARM resource returns the existing cluster, so a retry after a crash never makes two.
-	// Errors: InvalidArgument (bad spec), ResourceExhausted (no shard has capacity).
+	// Errors: InvalidArgument (bad spec), ResourceExhausted (no shard has capacity),
+	// AlreadyExists (the id belongs to a different ARM resource), FailedPrecondition (the cluster
+	// for this ARM resource is still being deleted).
 	CreateCluster(ctx context.Context, in *CreateClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
 	GetCluster(ctx context.Context, in *GetClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
 	// ListClusters pages by id order; page_token is opaque.
@@ -127,7 +129,9 @@ type Clusters_WatchClustersClient = grpc.ServerStreamingClient[ClusterEvent]
 type ClustersServer interface {
 	// CreateCluster is idempotent on arm_resource_id (case-insensitive): a second create for the
 	// same ARM resource returns the existing cluster, so a retry after a crash never makes two.
-	// Errors: InvalidArgument (bad spec), ResourceExhausted (no shard has capacity).
+	// Errors: InvalidArgument (bad spec), ResourceExhausted (no shard has capacity),
+	// AlreadyExists (the id belongs to a different ARM resource), FailedPrecondition (the cluster
+	// for this ARM resource is still being deleted).
 	CreateCluster(context.Context, *CreateClusterRequest) (*Cluster, error)
 	GetCluster(context.Context, *GetClusterRequest) (*Cluster, error)
 	// ListClusters pages by id order; page_token is opaque.

@@ -105,6 +105,10 @@ func (s *Server) CreateCluster(ctx context.Context, req *csv1.CreateClusterReque
 		return nil, s.toStatus(ctx, "create cluster", err)
 	}
 	log := LoggerFrom(ctx).With("cluster_id", c.ID, "shard", c.Shard)
+	if !created && c.Deleting {
+		// Returning it would tell the caller its create succeeded while the cluster goes away.
+		return nil, status.Errorf(codes.FailedPrecondition, "the cluster %s for this ARM resource is being deleted; retry when it is gone", c.ID)
+	}
 	if created {
 		log.Info("cluster created", "arm_resource_id", c.ARMResourceID, "revision", c.Revision)
 		s.metrics.placed.WithLabelValues(c.Shard).Inc()

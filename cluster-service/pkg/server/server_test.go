@@ -246,6 +246,10 @@ func TestClusters(t *testing.T) {
 		if _, err := e.clusters.DeleteCluster(ctx, &csv1.DeleteClusterRequest{Id: id(98)}); status.Code(err) != codes.NotFound {
 			t.Fatalf("delete missing: %v", err)
 		}
+		_, err = e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(1, "first")})
+		if status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("create while deleting: err = %v, want FailedPrecondition", err)
+		}
 	})
 	t.Run("metrics_by_method_and_code_and_shard", func(t *testing.T) {
 		want := `

@@ -272,9 +272,9 @@ type ListOptions struct {
 
 // ListClusters returns clusters in id order.
 func (s *Store) ListClusters(ctx context.Context, o ListOptions) ([]*Cluster, error) {
-	q := `SELECT ` + clusterColumns + ` FROM clusters WHERE id > $1 AND starts_with(arm_resource_id, $2)
+	q := `SELECT ` + clusterColumns + ` FROM clusters WHERE id > $1 AND arm_resource_id LIKE $2
 		AND ($3 = '' OR shard = $3) ORDER BY id`
-	args := []any{o.AfterID, strings.ToLower(o.ARMResourceIDPrefix), o.Shard}
+	args := []any{o.AfterID, likePrefix(strings.ToLower(o.ARMResourceIDPrefix)), o.Shard}
 	if o.Limit > 0 {
 		q += ` LIMIT $4`
 		args = append(args, o.Limit)
@@ -696,4 +696,11 @@ func (s *Store) SetShardStatus(ctx context.Context, name string, st csv1.ShardSt
 func IsUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// likePrefix makes a LIKE pattern matching strings that start with p; LIKE's wildcards and
+// escape character in p match themselves.
+func likePrefix(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(p) + "%"
 }

@@ -148,6 +148,12 @@ func TestCreateCluster(t *testing.T) {
 			t.Fatalf("err = %v, want ErrIDInUse", err)
 		}
 	})
+	t.Run("list_prefix_wildcards_match_themselves", func(t *testing.T) {
+		cs, err := s.ListClusters(ctx, ListOptions{ARMResourceIDPrefix: "/subscriptions/%"})
+		if err != nil || len(cs) != 0 {
+			t.Fatalf("ListClusters(%%) = %d, %v", len(cs), err)
+		}
+	})
 	t.Run("list_filters_by_prefix_case_insensitively", func(t *testing.T) {
 		cs, err := s.ListClusters(ctx, ListOptions{ARMResourceIDPrefix: strings.ToUpper(armID("on"))})
 		if err != nil || len(cs) != 1 || cs[0].ID != first.ID {
