@@ -52,7 +52,9 @@ type ClustersClient interface {
 	DeleteCluster(ctx context.Context, in *DeleteClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
 	// WatchClusters streams every change after since_revision (0: a snapshot of all clusters
 	// first, then changes). Revisions increase monotonically across all clusters, so a client that
-	// reconnects with the last revision it saw misses nothing.
+	// reconnects with the last revision it saw misses nothing. Deletions stay replayable for the
+	// tombstone retention (default 7 days); resuming from a revision older than that is
+	// OutOfRange, and the client starts over from 0.
 	WatchClusters(ctx context.Context, in *WatchClustersRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ClusterEvent], error)
 }
 
@@ -142,7 +144,9 @@ type ClustersServer interface {
 	DeleteCluster(context.Context, *DeleteClusterRequest) (*Cluster, error)
 	// WatchClusters streams every change after since_revision (0: a snapshot of all clusters
 	// first, then changes). Revisions increase monotonically across all clusters, so a client that
-	// reconnects with the last revision it saw misses nothing.
+	// reconnects with the last revision it saw misses nothing. Deletions stay replayable for the
+	// tombstone retention (default 7 days); resuming from a revision older than that is
+	// OutOfRange, and the client starts over from 0.
 	WatchClusters(*WatchClustersRequest, grpc.ServerStreamingServer[ClusterEvent]) error
 	mustEmbedUnimplementedClustersServer()
 }

@@ -44,6 +44,7 @@ type config struct {
 	maestroSourceID       string
 	envName               string
 	resyncPeriod          time.Duration
+	tombstoneRetention    time.Duration
 	workers               int
 	releaseImageRepo      string
 	pullSecretFile        string
@@ -69,7 +70,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str := func(p *string, name, envName, def, usage string) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
-	var resync, shutdown, workers, logLevel string
+	var resync, retention, shutdown, workers, logLevel string
 	str(&c.listen, "listen", "LISTEN", "127.0.0.1:8090", "gRPC listen address; a non-loopback address needs --tls-cert/--tls-key")
 	str(&c.metricsListen, "metrics-listen", "METRICS_LISTEN", "127.0.0.1:8091", "address for /metrics, /healthz and /readyz")
 	str(&c.dbDSN, "db-dsn", "DB_DSN", "", "PostgreSQL DSN; required")
@@ -78,6 +79,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&c.maestroSourceID, "maestro-source-id", "MAESTRO_SOURCE_ID", maestro.DefaultSourceID, "Maestro source ID of this service")
 	str(&c.envName, "env-name", "ENV_NAME", manifests.DefaultEnv, "environment name in cluster namespaces (ocm-<env>-<id>)")
 	str(&resync, "resync-period", "RESYNC_PERIOD", "5m", "how often every cluster is re-read from Maestro without events")
+	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
 	str(&c.pullSecretFile, "pull-secret-file", "PULL_SECRET_FILE", "", "file with the .dockerconfigjson given to hosted clusters; default: no credentials")
@@ -106,6 +108,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	var err error
 	if c.resyncPeriod, err = time.ParseDuration(resync); err != nil || c.resyncPeriod < time.Second {
 		return c, fmt.Errorf("--resync-period: %q is not a duration of at least 1s", resync)
+	}
+	if c.tombstoneRetention, err = time.ParseDuration(retention); err != nil || c.tombstoneRetention < time.Minute {
+		return c, fmt.Errorf("--tombstone-retention: %q is not a duration of at least 1m", retention)
 	}
 	if c.shutdownTimeout, err = time.ParseDuration(shutdown); err != nil || c.shutdownTimeout < 0 {
 		return c, fmt.Errorf("--shutdown-timeout: %q is not a duration", shutdown)
@@ -219,7 +224,8 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(st, server.Config{Env: c.envName, Log: log, Registerer: reg})
-	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, ResyncPeriod: c.resyncPeriod, Workers: c.workers, Registerer: reg}, log)
+	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
+		TombstoneRetention: c.tombstoneRetention, Registerer: reg}, log)
 
 	opts := srv.ServerOptions()
 	if serverTLS != nil {

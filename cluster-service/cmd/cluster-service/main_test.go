@@ -50,6 +50,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "missing_maestro", args: []string{"--db-dsn", "x"}, wantErr: "--maestro-grpc"},
 		{name: "bad_resync", args: append([]string{"--resync-period", "often"}, base...), wantErr: "--resync-period"},
 		{name: "bad_resync_env", args: base, env: map[string]string{"CLUSTER_SERVICE_RESYNC_PERIOD": "10ms"}, wantErr: "--resync-period"},
+		{name: "bad_retention", args: append([]string{"--tombstone-retention", "5s"}, base...), wantErr: "--tombstone-retention"},
 		{name: "bad_workers", args: append([]string{"--workers", "0"}, base...), wantErr: "--workers"},
 		{name: "bad_env_name", args: append([]string{"--env-name", "Prod_1"}, base...), wantErr: "--env-name"},
 		{name: "bad_dev_identity", args: append([]string{"--dev-workload-identity-client-id", "abc"}, base...), wantErr: "--dev-workload-identity-client-id"},

@@ -52,6 +52,9 @@ type Config struct {
 	DeletePollPeriod time.Duration
 	// Workers reconcile in parallel; default 4.
 	Workers int
+	// TombstoneRetention: DELETED events older than this are pruned at each resync; a watcher
+	// further behind must start over from a snapshot. Default 7 days.
+	TombstoneRetention time.Duration
 	// Registerer for the controller's metrics; nil registers none.
 	Registerer prometheus.Registerer
 }
@@ -92,6 +95,9 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
+	}
+	if cfg.TombstoneRetention <= 0 {
+		cfg.TombstoneRetention = 7 * 24 * time.Hour
 	}
 	if log == nil {
 		log = slog.Default()
@@ -160,8 +166,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 }
 
-// resync enqueues every cluster and makes sure every shard is watched.
+// resync enqueues every cluster, makes sure every shard is watched and prunes old tombstones.
 func (c *Controller) resync(ctx context.Context) {
+	if n, err := c.st.PruneTombstones(ctx, time.Now().Add(-c.cfg.TombstoneRetention)); err != nil {
+		c.log.Error("resync: prune tombstones", "error", err)
+	} else if n > 0 {
+		c.log.Info("pruned cluster tombstones", "count", n, "retention", c.cfg.TombstoneRetention)
+	}
 	shards, err := c.st.ListShards(ctx)
 	if err != nil {
 		c.log.Error("resync: list shards", "error", err)

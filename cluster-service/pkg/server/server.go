@@ -220,6 +220,14 @@ func (s *Server) WatchClusters(req *csv1.WatchClustersRequest, stream grpc.Serve
 		if after, err = s.sendEventsAfter(ctx, stream, after); err != nil {
 			return err
 		}
+		// Checked after reading, so a compaction that raced with the read is seen.
+		compacted, err := s.st.CompactedRevision(ctx)
+		if err != nil {
+			return s.toStatus(ctx, "watch", err)
+		}
+		if req.GetSinceRevision() < compacted {
+			return status.Errorf(codes.OutOfRange, "revision %d is older than the event history (compacted at %d): watch again from 0", req.GetSinceRevision(), compacted)
+		}
 	}
 	if err := stream.Send(&csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
 		return err

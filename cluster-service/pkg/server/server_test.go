@@ -489,6 +489,23 @@ func TestWatchClusters(t *testing.T) {
 			t.Fatalf("replay = %v, want %s", types, want)
 		}
 	})
+	t.Run("resume_from_before_compaction_is_out_of_range", func(t *testing.T) {
+		if _, err := e.st.PruneTombstones(ctx, time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		w4, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: lastRev})
+		if err == nil {
+			for {
+				var ev *csv1.ClusterEvent
+				if ev, err = w4.Recv(); err != nil || ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
+					break
+				}
+			}
+		}
+		if status.Code(err) != codes.OutOfRange {
+			t.Fatalf("err = %v, want OutOfRange", err)
+		}
+	})
 	t.Run("negative_revision_is_invalid", func(t *testing.T) {
 		w3, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: -1})
 		if err == nil {

@@ -516,6 +516,33 @@ func (s *Store) Snapshot(ctx context.Context) ([]*Cluster, int64, error) {
 	return out, rev, nil
 }
 
+// PruneTombstones removes DELETED events recorded before `before` and raises the compacted
+// revision to the newest one removed. It returns how many were removed.
+func (s *Store) PruneTombstones(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		var newest *int64
+		if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM cluster_events WHERE type = 'DELETED' AND create_time < $1 RETURNING revision)
+			SELECT count(*), max(revision) FROM gone`, before).Scan(&n, &newest); err != nil {
+			return fmt.Errorf("prune tombstones: %w", err)
+		}
+		if newest == nil {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `UPDATE cluster_event_compaction SET compacted_revision = greatest(compacted_revision, $1)`, *newest)
+		return err
+	})
+	return n, err
+}
+
+// CompactedRevision is the newest revision whose event may have been pruned: a watcher that
+// last saw an older revision (other than 0) may have missed a deletion and must start over.
+func (s *Store) CompactedRevision(ctx context.Context) (int64, error) {
+	var rev int64
+	err := s.pool.QueryRow(ctx, `SELECT compacted_revision FROM cluster_event_compaction`).Scan(&rev)
+	return rev, err
+}
+
 // CurrentRevision is the latest committed revision.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	var rev int64

@@ -365,6 +365,27 @@ func TestRevisionsAndReplay(t *testing.T) {
 			t.Fatalf("snapshot revision %d, last event %d", rev, evs[len(evs)-1].Revision)
 		}
 	})
+	t.Run("pruning_tombstones_raises_compacted_revision", func(t *testing.T) {
+		evs, _ := s2.EventsAfter(ctx, 0, 100)
+		tomb := evs[len(evs)-1]
+		if n, err := s2.PruneTombstones(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+			t.Fatalf("pruning with nothing old enough removed %d (%v)", n, err)
+		}
+		if c, _ := s2.CompactedRevision(ctx); c != 0 {
+			t.Fatalf("compacted revision = %d before any pruning", c)
+		}
+		n, err := s2.PruneTombstones(ctx, time.Now().Add(time.Minute))
+		if err != nil || n != 1 {
+			t.Fatalf("PruneTombstones = %d, %v; want 1", n, err)
+		}
+		if c, _ := s2.CompactedRevision(ctx); c != tomb.Revision {
+			t.Fatalf("compacted revision = %d, want %d", c, tomb.Revision)
+		}
+		after, _ := s2.EventsAfter(ctx, 0, 100)
+		if len(after) != 1 || after[0].Type != csv1.EventType_EVENT_TYPE_UPSERTED {
+			t.Fatalf("events after pruning = %+v", after)
+		}
+	})
 	t.Run("notify_wakes_other_process", func(t *testing.T) {
 		ch, stop := s2.Changes()
 		defer stop()
