@@ -274,16 +274,17 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 		return nil, err
 	}
 	if az := s.GetAzure(); az != nil {
+		subnet, vnet := canonicalSubnet(az.GetSubnetId())
 		hc.Spec.Platform = hypershiftv1beta1.PlatformSpec{
 			Type: hypershiftv1beta1.AzurePlatform,
 			Azure: &hypershiftv1beta1.AzurePlatformSpec{
 				Cloud:             "AzurePublicCloud",
 				Location:          az.GetLocation(),
 				ResourceGroupName: az.GetManagedResourceGroup(),
-				VnetID:            vnetOf(az.GetSubnetId()),
-				SubnetID:          az.GetSubnetId(),
+				VnetID:            vnet,
+				SubnetID:          subnet,
 				SubscriptionID:    az.GetSubscriptionId(),
-				SecurityGroupID:   az.GetNetworkSecurityGroupId(),
+				SecurityGroupID:   canonicalNSG(az.GetNetworkSecurityGroupId()),
 				TenantID:          az.GetTenantId(),
 				AzureAuthenticationConfig: hypershiftv1beta1.AzureAuthenticationConfiguration{
 					AzureAuthenticationConfigType: hypershiftv1beta1.AzureAuthenticationTypeWorkloadIdentities,
@@ -375,13 +376,46 @@ func networking(out *hypershiftv1beta1.ClusterNetworking, n *csv1.NetworkSpec) e
 	return nil
 }
 
-// vnetOf returns the virtual network ID of a subnet ID (…/virtualNetworks/<v>/subnets/<s>).
-func vnetOf(subnetID string) string {
-	i := strings.Index(strings.ToLower(subnetID), "/subnets/")
-	if i < 0 {
-		return ""
+var (
+	subnetIDRE = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.network/virtualnetworks/([-\w.]{2,64})/subnets/([a-zA-Z0-9][-\w.]{0,79})$`)
+	nsgIDRE    = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.network/networksecuritygroups/([-\w.]{1,80})$`)
+)
+
+// ValidateSubnetID checks an Azure subnet resource ID the way HyperShift's API does.
+func ValidateSubnetID(id string) error {
+	m := subnetIDRE.FindStringSubmatch(id)
+	if m == nil || strings.HasSuffix(m[2], ".") || strings.HasSuffix(m[3], ".") || strings.HasSuffix(m[3], "-") ||
+		strings.HasSuffix(m[4], ".") || strings.HasSuffix(m[4], "-") {
+		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/{vnet}/subnets/{subnet}", id)
 	}
-	return subnetID[:i]
+	return nil
+}
+
+// ValidateNSGID checks an Azure network security group resource ID.
+func ValidateNSGID(id string) error {
+	if m := nsgIDRE.FindStringSubmatch(id); m == nil || strings.HasSuffix(m[2], ".") {
+		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Network/networkSecurityGroups/{nsg}", id)
+	}
+	return nil
+}
+
+// canonicalSubnet returns the subnet and virtual network IDs with ARM's canonical casing of the
+// fixed segments: ARM IDs compare case-insensitively, HyperShift's validation does not.
+func canonicalSubnet(id string) (subnet, vnet string) {
+	m := subnetIDRE.FindStringSubmatch(id)
+	if m == nil {
+		return id, ""
+	}
+	vnet = fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", m[1], m[2], m[3])
+	return vnet + "/subnets/" + m[4], vnet
+}
+
+func canonicalNSG(id string) string {
+	m := nsgIDRE.FindStringSubmatch(id)
+	if m == nil {
+		return id
+	}
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkSecurityGroups/%s", m[1], m[2], m[3])
 }
 
 // parseKeyVaultKeyID splits https://<vault>.vault.azure.net/keys/<name>/<version>.

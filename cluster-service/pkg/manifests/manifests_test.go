@@ -29,8 +29,8 @@ func fullSpec() *csv1.ClusterSpec {
 		ApiVisibility: "Public",
 		Azure: &csv1.AzureSpec{SubscriptionId: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Location: "eastus",
 			ManagedResourceGroup:   "rg-managed",
-			SubnetId:               "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default",
-			NetworkSecurityGroupId: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg",
+			SubnetId:               "/subscriptions/00000000-0000-0000-0000-000000000001/resourcegroups/rg/providers/microsoft.network/virtualnetworks/vnet/subnets/default",
+			NetworkSecurityGroupId: "/SUBSCRIPTIONS/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg",
 			TenantId:               "tenant",
 			WorkloadIdentities: &csv1.AzureWorkloadIdentities{ImageRegistry: uuid(1), Ingress: uuid(2), File: uuid(3), Disk: uuid(4),
 				NodePoolManagement: uuid(5), CloudProvider: uuid(6), Network: uuid(7)}},
@@ -126,8 +126,9 @@ func TestBuild(t *testing.T) {
 				az := s.Platform.Azure
 				if s.Platform.Type != hypershiftv1beta1.AzurePlatform || az == nil || az.Location != "eastus" || az.ResourceGroupName != "rg-managed" ||
 					az.SubscriptionID != "00000000-0000-0000-0000-000000000001" || az.TenantID != "tenant" ||
-					az.VnetID != "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet" ||
-					!strings.HasSuffix(az.SecurityGroupID, "/nsg") {
+					az.VnetID != "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet" ||
+					az.SubnetID != az.VnetID+"/subnets/default" ||
+					az.SecurityGroupID != "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg" {
 					t.Fatalf("azure platform = %+v", az)
 				}
 				if s.Etcd.ManagementType != hypershiftv1beta1.Managed || s.Etcd.Managed.Storage.PersistentVolume.Size.String() != "8Gi" {
@@ -341,6 +342,31 @@ func TestValidateEnv(t *testing.T) {
 	for env, ok := range map[string]bool{"dev": true, "int-1": true, "": false, "Dev": false, "-x": false, "toolongenvironment": false} {
 		if err := ValidateEnv(env); (err == nil) != ok {
 			t.Errorf("ValidateEnv(%q) = %v, want ok=%v", env, err, ok)
+		}
+	}
+}
+
+func TestValidateAzureIDs(t *testing.T) {
+	const sub = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network"
+	for id, ok := range map[string]bool{
+		sub + "/virtualNetworks/vnet/subnets/default":                                                            true,
+		sub + "/virtualNetworks/v/subnets/default":                                                               false, // vnet name too short for HyperShift
+		sub + "/virtualNetworks/vnet-/subnets/default":                                                           false,
+		sub + "/virtualNetworks/vnet/subnets/-x":                                                                 false,
+		"/subscriptions/not-a-uuid/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s": false,
+		sub + "/virtualNetworks/vnet":                                                                            false,
+	} {
+		if err := ValidateSubnetID(id); (err == nil) != ok {
+			t.Errorf("ValidateSubnetID(%q) = %v, want ok=%v", id, err, ok)
+		}
+	}
+	for id, ok := range map[string]bool{
+		sub + "/networkSecurityGroups/nsg":       true,
+		sub + "/networkSecurityGroups/nsg/extra": false,
+		sub + "/virtualNetworks/vnet":            false,
+	} {
+		if err := ValidateNSGID(id); (err == nil) != ok {
+			t.Errorf("ValidateNSGID(%q) = %v, want ok=%v", id, err, ok)
 		}
 	}
 }

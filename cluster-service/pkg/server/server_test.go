@@ -90,7 +90,9 @@ func arm(name string) string {
 func validCluster(n int, name string) *csv1.Cluster {
 	return &csv1.Cluster{Id: id(n), ArmResourceId: arm(name), Spec: &csv1.ClusterSpec{
 		VersionId: "4.19.7",
-		Azure:     &csv1.AzureSpec{Location: "eastus", SubscriptionId: "00000000-0000-0000-0000-000000000001", ManagedResourceGroup: "mrg"},
+		Azure: &csv1.AzureSpec{Location: "eastus", SubscriptionId: "00000000-0000-0000-0000-000000000001", ManagedResourceGroup: "mrg",
+			SubnetId:               "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s",
+			NetworkSecurityGroupId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg"},
 	}}
 }
 
@@ -319,7 +321,7 @@ func TestCreateValidation(t *testing.T) {
 		}, []string{"cluster.spec.api_visibility", "cluster.spec.image_registry_state", "cluster.spec.channel_group"}},
 		{"bad_azure", func(c *csv1.Cluster) {
 			c.Spec.Azure = &csv1.AzureSpec{Location: "East US", SubscriptionId: "nope", SubnetId: "/x/y"}
-		}, []string{"cluster.spec.azure.location", "cluster.spec.azure.subscription_id", "cluster.spec.azure.subnet_id"}},
+		}, []string{"cluster.spec.azure.location", "cluster.spec.azure.subscription_id", "cluster.spec.azure.subnet_id", "cluster.spec.azure.network_security_group_id"}},
 		{"missing_azure", func(c *csv1.Cluster) { c.Spec.Azure = nil }, []string{"cluster.spec.azure"}},
 		{"bad_workload_identity", func(c *csv1.Cluster) {
 			c.Spec.Azure.WorkloadIdentities = &csv1.AzureWorkloadIdentities{ImageRegistry: "not-a-uuid"}

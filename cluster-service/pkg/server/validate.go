@@ -139,12 +139,14 @@ func validateCreate(req *csv1.CreateClusterRequest) (*csv1.ClusterSpec, error) {
 		if t := az.GetTenantId(); t != "" && !uuidRE.MatchString(t) {
 			v.add("cluster.spec.azure.tenant_id", "must be a UUID, not %q", t)
 		}
-		if s := az.GetSubnetId(); s != "" && !strings.Contains(strings.ToLower(s), "/providers/microsoft.network/virtualnetworks/") {
-			v.add("cluster.spec.azure.subnet_id", "must be a virtual network subnet resource ID, not %q", s)
+		// HyperShift requires both on Azure.
+		if err := manifests.ValidateSubnetID(az.GetSubnetId()); err != nil {
+			v.add("cluster.spec.azure.subnet_id", "must be a subnet resource ID: %v", err)
 		}
-		if s := az.GetNetworkSecurityGroupId(); s != "" && !strings.Contains(strings.ToLower(s), "/providers/microsoft.network/networksecuritygroups/") {
-			v.add("cluster.spec.azure.network_security_group_id", "must be a network security group resource ID, not %q", s)
+		if err := manifests.ValidateNSGID(az.GetNetworkSecurityGroupId()); err != nil {
+			v.add("cluster.spec.azure.network_security_group_id", "must be a network security group resource ID: %v", err)
 		}
+
 		oneOf(&v, "cluster.spec.azure.outbound_type", az.GetOutboundType(), "LoadBalancer")
 		if wi := az.GetWorkloadIdentities(); wi != nil {
 			for field, val := range manifests.WorkloadIdentityFields(wi) {
