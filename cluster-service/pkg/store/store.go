@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -31,8 +30,6 @@ var (
 	ErrConflict = errors.New("conflict: the resource changed")
 	// ErrIDInUse: the cluster ID already belongs to a different ARM resource.
 	ErrIDInUse = errors.New("cluster id already used by a different ARM resource")
-	// ErrShardInUse: a shard can't change in a way that strands its clusters.
-	ErrShardInUse = errors.New("shard has clusters")
 )
 
 // writeLockKey is the transaction advisory lock every cluster write takes before it draws a
@@ -717,12 +714,6 @@ func (s *Store) SetShardStatus(ctx context.Context, name string, st csv1.ShardSt
 		return err
 	})
 	return out, err
-}
-
-// IsUniqueViolation reports a unique-constraint violation.
-func IsUniqueViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 // likePrefix makes a LIKE pattern matching strings that start with p; LIKE's wildcards and
