@@ -82,6 +82,11 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse database DSN: %w", err)
 	}
+	// pgxpool's default (4 on small machines) is too few: the listener holds one, and writers
+	// hold theirs while they queue on the write lock. pool_max_conns in the DSN still wins.
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
