@@ -14,9 +14,7 @@ import (
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -41,8 +39,8 @@ import (
 const shard = "mgmt-1"
 
 // region is the real stack below Cluster Service: PostgreSQL, mosquitto, the Maestro server, one
-// management cluster (etcd + kube-apiserver with the HyperShift and work CRDs), its Maestro agent
-// and hypershift-sim.
+// management cluster (etcd, kube-apiserver with the HyperShift and work CRDs, and
+// kube-controller-manager's namespace controller), its Maestro agent and hypershift-sim.
 type region struct {
 	maestro *localregion.MaestroServer
 	mgmt    *localregion.ManagementCluster
@@ -81,8 +79,14 @@ func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *
 		t.Fatalf("start maestro server: %v", err)
 	}
 	t.Cleanup(ms.Stop)
+	kcmBin, err := localregion.KubeControllerManagerBinary(ctx)
+	if err != nil {
+		t.Fatalf("kube-controller-manager binary: %v", err)
+	}
+	// With kube-controller-manager's namespace controller, so the work's namespace really goes
+	// away when the work is deleted.
 	mc, err := localregion.StartManagementCluster(ctx, localregion.ManagementClusterOptions{Name: shard, Dir: filepath.Join(dir, shard),
-		LogDir: logDir, APIServerPath: apiserverBin, EtcdPath: etcdBin})
+		LogDir: logDir, APIServerPath: apiserverBin, EtcdPath: etcdBin, ControllerManagerPath: kcmBin})
 	if err != nil {
 		t.Fatalf("start management cluster: %v", err)
 	}
@@ -114,44 +118,7 @@ func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *
 	go func() { defer close(simDone); _ = mgr.Start(simCtx) }()
 	t.Cleanup(func() { stopSim(); <-simDone })
 
-	// The dev management cluster runs no kube-controller-manager, so a deleted namespace would
-	// stay Terminating for ever and the work agent would wait on it. This stands in for the
-	// namespace controller: it finalizes namespaces once they are empty of our objects.
-	cs, err := kubernetes.NewForConfig(mc.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	go namespaceFinalizer(simCtx, cs, mgr.GetClient())
-
 	return &region{maestro: ms, mgmt: mc, kube: mgr.GetClient(), csDSN: pgservertest.NewDatabase(t, pg), logDir: logDir}
-}
-
-// namespaceFinalizer is a stand-in (not a fake of our code under test) for kube-controller-
-// manager's namespace controller, which the dev management cluster does not run: it finalizes
-// Terminating namespaces that hold no HostedCluster and no Secret any more.
-func namespaceFinalizer(ctx context.Context, cs kubernetes.Interface, c client.Client) {
-	for ctx.Err() == nil {
-		nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for _, ns := range nss.Items {
-				if ns.DeletionTimestamp == nil || len(ns.Spec.Finalizers) == 0 {
-					continue
-				}
-				var hcs hyperv1.HostedClusterList
-				var secrets corev1.SecretList
-				if c.List(ctx, &hcs, client.InNamespace(ns.Name)) != nil || len(hcs.Items) > 0 ||
-					c.List(ctx, &secrets, client.InNamespace(ns.Name)) != nil || len(secrets.Items) > 0 {
-					continue
-				}
-				ns.Spec.Finalizers = nil
-				_, _ = cs.CoreV1().Namespaces().Finalize(ctx, &ns, metav1.UpdateOptions{})
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 func dumpLogs(t *testing.T, dir string) {
@@ -363,6 +330,10 @@ func TestClusterLifecycleAgainstMaestro(t *testing.T) {
 		var hc hyperv1.HostedCluster
 		if err := r.kube.Get(ctx, types.NamespacedName{Namespace: "ocm-dev-" + ready.Id, Name: "ready"}, &hc); !apierrors.IsNotFound(err) {
 			t.Fatalf("HostedCluster after delete: err %v", err)
+		}
+		var ns corev1.Namespace
+		if err := r.kube.Get(ctx, types.NamespacedName{Name: "ocm-dev-" + ready.Id}, &ns); !apierrors.IsNotFound(err) {
+			t.Fatalf("namespace after delete: phase %q, err %v", ns.Status.Phase, err)
 		}
 		w, err := cs.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: rev})
 		if err != nil {
