@@ -99,7 +99,7 @@ func (h *harness) createCluster(name string, startedAgo time.Duration) (csID, op
 	h.writeOperation(rid, csID, opID, api.OperationCreate, api.StateAccepted, startedAgo, true)
 	if _, err := h.cs.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
 		Id: csID, ArmResourceId: rid,
-		Spec: &csv1.ClusterSpec{VersionId: "4.19.7", ChannelGroup: "stable", Azure: &csv1.AzureSpec{
+		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "stable", Azure: &csv1.AzureSpec{
 			SubscriptionId: h.sub, ResourceGroup: "rg", Location: "westus3",
 		}},
 	}}); err != nil {
@@ -206,7 +206,7 @@ func TestOperationsFollowClusterService(t *testing.T) {
 		},
 		{
 			name:      "failed_cluster_fails_create_with_cluster_service_reason",
-			status:    &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage", Message: "release image 4.19.7 cannot be pulled"},
+			status:    &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage", Message: "release image 4.19.17 cannot be pulled"},
 			want:      api.StateFailed,
 			wantCode:  "InvalidReleaseImage",
 			wantInMsg: "cannot be pulled",

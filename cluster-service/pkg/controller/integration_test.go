@@ -193,7 +193,7 @@ func newCluster(n int, name string) *csv1.Cluster {
 		Id:            fmt.Sprintf("%032d", n),
 		ArmResourceId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/" + name,
 		Spec: &csv1.ClusterSpec{
-			VersionId: "4.19.7",
+			VersionId: "4.19.17",
 			Azure: &csv1.AzureSpec{
 				SubscriptionId: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Location: "eastus",
 				ManagedResourceGroup:   "rg-" + name + "-managed",
@@ -269,7 +269,7 @@ func TestClusterLifecycleAgainstMaestro(t *testing.T) {
 		}
 		c := waitFor(t, ctx, cs, ready.Id, "READY", 3*time.Minute, state(csv1.ClusterState_CLUSTER_STATE_READY))
 		st := c.GetStatus()
-		if !st.GetApplied() || st.GetCurrentVersion() != "4.19.7" || st.GetApiUrl() == "" || len(st.GetConditions()) == 0 {
+		if !st.GetApplied() || st.GetCurrentVersion() != "4.19.17" || st.GetApiUrl() == "" || len(st.GetConditions()) == 0 {
 			t.Fatalf("status = %v", st)
 		}
 		// The HostedCluster really is on the management cluster, in ocm-dev-<id>.
@@ -277,7 +277,7 @@ func TestClusterLifecycleAgainstMaestro(t *testing.T) {
 		if err := r.kube.Get(ctx, types.NamespacedName{Namespace: "ocm-dev-" + ready.Id, Name: "ready"}, &hc); err != nil {
 			t.Fatalf("HostedCluster on the management cluster: %v", err)
 		}
-		if hc.Spec.Release.Image != "quay.io/openshift-release-dev/ocp-release:4.19.7-multi" || hc.Spec.Platform.Azure.Location != "eastus" {
+		if hc.Spec.Release.Image != "quay.io/openshift-release-dev/ocp-release:4.19.17-multi" || hc.Spec.Platform.Azure.Location != "eastus" {
 			t.Fatalf("HostedCluster spec = %+v", hc.Spec)
 		}
 		var key corev1.Secret

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
 
 // Config configures the server; zero values take defaults.
@@ -34,6 +36,10 @@ type Config struct {
 	Log       *slog.Logger
 	// Registerer receives the request and shard metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Versions is the version catalogue creates are resolved against; default versions.Default.
+	Versions *versions.Catalogue
+	// Now is the clock for end-of-life checks; default time.Now.
+	Now func() time.Time
 }
 
 // Server implements csv1.ClustersServer and csv1.ProvisionShardsServer.
@@ -67,6 +73,17 @@ func New(st *store.Store, cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	if cfg.Versions == nil {
+		// The embedded catalogue is checked by its own test; failing here would be a build defect.
+		c, err := versions.Default()
+		if err != nil {
+			panic(fmt.Sprintf("embedded version catalogue: %v", err))
+		}
+		cfg.Versions = c
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st), draining: make(chan struct{})}
 	if cfg.Registerer != nil {
 		s.metrics.register(cfg.Registerer)
@@ -93,7 +110,7 @@ func (s *Server) Register(g *grpc.Server) {
 
 // CreateCluster implements csv1.ClustersServer.
 func (s *Server) CreateCluster(ctx context.Context, req *csv1.CreateClusterRequest) (*csv1.Cluster, error) {
-	spec, err := validateCreate(req)
+	spec, err := validateCreate(req, s.cfg.Versions, s.cfg.Now())
 	if err != nil {
 		return nil, err
 	}

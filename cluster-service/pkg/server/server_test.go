@@ -22,6 +22,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -89,7 +90,7 @@ func arm(name string) string {
 
 func validCluster(n int, name string) *csv1.Cluster {
 	return &csv1.Cluster{Id: id(n), ArmResourceId: arm(name), Spec: &csv1.ClusterSpec{
-		VersionId: "4.19.7",
+		VersionId: "4.19.17",
 		Azure: &csv1.AzureSpec{Location: "eastus", SubscriptionId: "00000000-0000-0000-0000-000000000001", ManagedResourceGroup: "mrg",
 			SubnetId:               "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s",
 			NetworkSecurityGroupId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg"},
@@ -312,6 +313,7 @@ func TestCreateValidation(t *testing.T) {
 		{"bad_id_and_arm_id", func(c *csv1.Cluster) { c.Id = "ABC"; c.ArmResourceId = "/subscriptions/x" }, []string{"cluster.id", "cluster.arm_resource_id"}},
 		{"missing_spec", func(c *csv1.Cluster) { c.Spec = nil }, []string{"cluster.spec"}},
 		{"bad_version", func(c *csv1.Cluster) { c.Spec.VersionId = "latest" }, []string{"cluster.spec.version_id"}},
+		{"version_not_in_catalogue", func(c *csv1.Cluster) { c.Spec.VersionId = "4.12" }, []string{"cluster.spec.version_id"}},
 		{"overlapping_networks", func(c *csv1.Cluster) {
 			c.Spec.Network = &csv1.NetworkSpec{PodCidr: "10.0.0.0/14", MachineCidr: "10.1.0.0/16"}
 		}, []string{"cluster.spec.network.machine_cidr"}},
@@ -517,4 +519,26 @@ func TestWatchClusters(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+func TestCreateResolvesMinorVersionAndAcceptsShortNames(t *testing.T) {
+	e := start(t)
+	e.register(t, "mc-1", 10)
+	c := validCluster(77, "a")
+	c.Spec.VersionId = "4.19"
+	got, err := e.clusters.CreateCluster(context.Background(), &csv1.CreateClusterRequest{Cluster: c})
+	if err != nil {
+		t.Fatalf("create %s with version 4.19: %v", c.ArmResourceId, err)
+	}
+	catalogue, err := versions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := catalogue.Resolve("stable", "4.19", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetSpec().GetVersionId() != want {
+		t.Fatalf("stored version %q, want the catalogue's newest 4.19 patch %q", got.GetSpec().GetVersionId(), want)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -13,13 +14,13 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
 
 var (
 	clusterIDRE = regexp.MustCompile(`^[0-9a-v]{32}$`)
 	// /subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{name}
-	armClusterRE = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f-]{36})/resourcegroups/([-\w._()]{1,90})/providers/microsoft\.redhatopenshift/hcpopenshiftclusters/([a-zA-Z][-a-zA-Z0-9]{1,52}[a-zA-Z0-9])$`)
-	versionRE    = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9a-z.]+)?$`)
+	armClusterRE = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f-]{36})/resourcegroups/([-\w._()]{1,90})/providers/microsoft\.redhatopenshift/hcpopenshiftclusters/([a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?)$`)
 	uuidRE       = regexp.MustCompile(`(?i)^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	dnsNameRE    = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
 	shardNameRE  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
@@ -67,8 +68,9 @@ func validateClusterID(v *violations, field, id string) {
 	}
 }
 
-// validateCreate checks a create request and returns the spec with defaults applied.
-func validateCreate(req *csv1.CreateClusterRequest) (*csv1.ClusterSpec, error) {
+// validateCreate checks a create request and returns the spec with defaults applied and the
+// version resolved through the catalogue ("4.19" becomes the newest enabled 4.19.z).
+func validateCreate(req *csv1.CreateClusterRequest, catalogue *versions.Catalogue, now time.Time) (*csv1.ClusterSpec, error) {
 	var v violations
 	c := req.GetCluster()
 	if c == nil {
@@ -86,8 +88,10 @@ func validateCreate(req *csv1.CreateClusterRequest) (*csv1.ClusterSpec, error) {
 	spec := proto.Clone(c.GetSpec()).(*csv1.ClusterSpec)
 	applyDefaults(spec)
 
-	if !versionRE.MatchString(spec.GetVersionId()) {
-		v.add("cluster.spec.version_id", "must be an OpenShift version like 4.19.7, not %q", spec.GetVersionId())
+	if resolved, err := catalogue.Resolve(spec.GetChannelGroup(), spec.GetVersionId(), now); err != nil {
+		v.add("cluster.spec.version_id", "%v", err)
+	} else {
+		spec.VersionId = resolved
 	}
 	oneOf(&v, "cluster.spec.channel_group", spec.GetChannelGroup(), "stable", "candidate", "fast", "eus", "nightly")
 	oneOf(&v, "cluster.spec.api_visibility", spec.GetApiVisibility(), "Public", "Private")

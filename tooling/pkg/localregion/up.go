@@ -2,6 +2,7 @@ package localregion
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -193,6 +194,11 @@ func (r *Region) startClusterService(ctx context.Context, dsn string, ms *Maestr
 			"--maestro-grpc", ms.GRPCAddr,
 			"--maestro-rest", ms.RESTURL,
 			"--env-name", r.cfg.EnvName,
+			"--resync-period", "30s",
+			// Azure's managed-identity data plane cannot run here, so ARM bodies carry no
+			// identity client IDs; HyperShift's CRD still requires them, so every hosted
+			// cluster of the local region gets this one development placeholder.
+			"--dev-workload-identity-client-id", devIdentityClientID(),
 		},
 	}, TCPReady(grpcAddr))
 	if err != nil {
@@ -267,6 +273,15 @@ func (r *Region) startFrontend(ctx context.Context, dsn string) error {
 	}
 	r.Info.Frontend = FrontendInfo{URL: url, MetricsURL: url127(ports[1]) + "/metrics"}
 	return nil
+}
+
+// devIdentityClientID is a random UUID (v4) for the region's placeholder workload identity.
+func devIdentityClientID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // MaestroBinary returns the pinned Maestro build from the tool cache, building it on first use.
