@@ -141,18 +141,23 @@ require (
 	k8s.io/apimachinery v0.32.13 // indirect
 	k8s.io/apiserver v0.32.13 // indirect
 	k8s.io/client-go v0.32.13 // indirect
-	k8s.io/cloud-provider v0.0.0 // indirect
+	k8s.io/cloud-provider v0.32.5 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-base v0.32.13 // indirect
 	k8s.io/component-helpers v0.32.13 // indirect
 	k8s.io/controller-manager v0.32.13 // indirect
 	k8s.io/cri-api v0.32.13 // indirect
+	k8s.io/cri-client v0.0.0 // indirect
+	k8s.io/csi-translation-lib v0.0.0 // indirect
 	k8s.io/dynamic-resource-allocation v0.0.0 // indirect
+	k8s.io/endpointslice v0.0.0 // indirect
 	k8s.io/externaljwt v0.0.0 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kms v0.32.13 // indirect
 	k8s.io/kube-aggregator v0.0.0 // indirect
+	k8s.io/kube-controller-manager v0.0.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20241105132330-32ad38e42d3f // indirect
+	k8s.io/kube-scheduler v0.0.0 // indirect
 	k8s.io/kubectl v0.0.0 // indirect
 	k8s.io/kubelet v0.32.13 // indirect
 	k8s.io/kubernetes v1.32.13 // indirect
@@ -180,16 +185,16 @@ replace (
 	k8s.io/component-helpers => k8s.io/component-helpers v0.32.13
 	k8s.io/controller-manager => k8s.io/controller-manager v0.32.13
 	k8s.io/cri-api => k8s.io/cri-api v0.32.13
-	k8s.io/cri-client => k8s.io/cri-client v0.32.12 // v0.32.13 is not served by the module proxy
-	k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.32.12 // v0.32.13 is not served by the module proxy
+	k8s.io/cri-client => k8s.io/cri-client v0.32.5 // v0.32.6–13 of this module are not served by the module proxy
+	k8s.io/csi-translation-lib => k8s.io/csi-translation-lib v0.32.5 // v0.32.6–13 of this module are not served by the module proxy
 	k8s.io/dynamic-resource-allocation => k8s.io/dynamic-resource-allocation v0.32.13
-	k8s.io/endpointslice => k8s.io/endpointslice v0.32.12 // v0.32.13 is not served by the module proxy
+	k8s.io/endpointslice => k8s.io/endpointslice v0.32.5 // v0.32.6–13 of this module are not served by the module proxy
 	k8s.io/externaljwt => k8s.io/externaljwt v0.32.13
 	k8s.io/kms => k8s.io/kms v0.32.13
 	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.32.13
-	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.32.12 // v0.32.13 is not served by the module proxy
+	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.32.5 // v0.32.6–13 of this module are not served by the module proxy
 	k8s.io/kube-proxy => k8s.io/kube-proxy v0.32.13
-	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.32.12 // v0.32.13 is not served by the module proxy
+	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.32.5 // v0.32.6–13 of this module are not served by the module proxy
 	k8s.io/kubectl => k8s.io/kubectl v0.32.13
 	k8s.io/kubelet => k8s.io/kubelet v0.32.13
 	k8s.io/metrics => k8s.io/metrics v0.32.13
