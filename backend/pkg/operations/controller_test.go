@@ -101,6 +101,8 @@ func (h *harness) createCluster(name string, startedAgo time.Duration) (csID, op
 		Id: csID, ArmResourceId: rid,
 		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "stable", Azure: &csv1.AzureSpec{
 			SubscriptionId: h.sub, ResourceGroup: "rg", Location: "westus3",
+			SubnetId:               "/subscriptions/" + h.sub + "/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/workers",
+			NetworkSecurityGroupId: "/subscriptions/" + h.sub + "/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg",
 		}},
 	}}); err != nil {
 		h.t.Fatalf("create cluster in cluster service: %v", err)
