@@ -39,6 +39,7 @@ run: deps tools
 .PHONY: test
 test: deps tools
 	go test -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
+	hack/fuzz.sh 5s
 
 .PHONY: fuzz
 fuzz:
