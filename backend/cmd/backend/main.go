@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/operations"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/store/postgres"
@@ -33,6 +34,9 @@ type flags struct {
 	metricsListen  string
 	csTLS          tlsconfig.Files
 	cfg            operations.Config
+	statusMode     string
+	leaderElect    bool
+	lease          leader.Config
 }
 
 func env(name, def string) string {
@@ -70,7 +74,14 @@ func parseFlags() flags {
 		os.Exit(2)
 	}
 	flag.IntVar(&f.cfg.Workers, "workers", workers, "operations reconciled at once (env BACKEND_WORKERS)")
+	flag.StringVar(&f.statusMode, "status-mode", env("BACKEND_STATUS_MODE", "watch"), "watch: follow the store's change feed and Cluster Service's watch stream; poll: list active operations every --poll-interval and ask Cluster Service for each, as the ARO HCP backend did (env BACKEND_STATUS_MODE)")
+	flag.DurationVar(&f.cfg.PollInterval, "poll-interval", envDuration("BACKEND_POLL_INTERVAL", 10*time.Second), "how often poll mode lists active operations (env BACKEND_POLL_INTERVAL)")
+	flag.BoolVar(&f.leaderElect, "leader-elect", env("BACKEND_LEADER_ELECT", "true") == "true", "take the leader lease in the document store before processing, so only one replica writes (env BACKEND_LEADER_ELECT)")
+	flag.DurationVar(&f.lease.LeaseDuration, "lease-duration", envDuration("BACKEND_LEASE_DURATION", 15*time.Second), "a replica takes over the lease after seeing no renewal for this long; failover time after a crash (env BACKEND_LEASE_DURATION)")
+	flag.StringVar(&f.lease.Holder, "replica-id", env("BACKEND_REPLICA_ID", defaultReplicaID()), "this replica's name in the leader lease (env BACKEND_REPLICA_ID; default hostname-pid)")
+	flag.DurationVar(&f.cfg.NotifyGiveUp, "notification-give-up", envDuration("BACKEND_NOTIFICATION_GIVE_UP", time.Hour), "how long after an operation ended its async notification is retried (env BACKEND_NOTIFICATION_GIVE_UP)")
 	flag.Parse()
+	f.cfg.StatusMode = operations.StatusMode(f.statusMode)
 	switch {
 	case f.dbDSN == "":
 		fail("--db-dsn is required")
@@ -80,8 +91,26 @@ func parseFlags() flags {
 		fail("--workers must be at least 1")
 	case f.cfg.CreateDeadline <= 0 || f.cfg.DeleteDeadline <= 0:
 		fail("--create-deadline and --delete-deadline must be positive")
+	case f.cfg.StatusMode != operations.ModeWatch && f.cfg.StatusMode != operations.ModePoll:
+		fail("--status-mode must be watch or poll, not " + strconv.Quote(f.statusMode))
+	case f.cfg.PollInterval < time.Second:
+		fail("--poll-interval must be at least 1s")
+	case f.lease.LeaseDuration < 2*time.Second:
+		fail("--lease-duration must be at least 2s")
+	case f.lease.Holder == "":
+		fail("--replica-id must not be empty")
+	case f.cfg.NotifyGiveUp <= 0:
+		fail("--notification-give-up must be positive")
 	}
 	return f
+}
+
+func defaultReplicaID() string {
+	h, err := os.Hostname()
+	if err != nil {
+		h = "backend"
+	}
+	return h + "-" + strconv.Itoa(os.Getpid())
 }
 
 func fail(msg string) {
@@ -135,6 +164,22 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	}()
 	defer srv.Close()
 
-	log.Info("backend started", "clusterService", f.clusterService, "metrics", f.metricsListen, "resyncPeriod", f.cfg.ResyncPeriod)
-	return operations.New(st, csv1.NewClustersClient(conn), log, metrics, f.cfg).Run(ctx)
+	log.Info("backend started", "clusterService", f.clusterService, "metrics", f.metricsListen, "resyncPeriod", f.cfg.ResyncPeriod,
+		"statusMode", f.cfg.StatusMode, "leaderElect", f.leaderElect, "replica", f.lease.Holder)
+	cs := csv1.NewClustersClient(conn)
+	if !f.leaderElect {
+		return operations.New(st, cs, log, metrics, f.cfg).Run(ctx)
+	}
+	f.lease.Log = log
+	f.lease.Registerer = reg
+	elector, err := leader.New(st, f.lease)
+	if err != nil {
+		return err
+	}
+	cfg := f.cfg
+	cfg.Fence = elector
+	// A fresh controller each term: nothing a lost term learned is trusted by the next.
+	return elector.Run(ctx, func(ctx context.Context) {
+		_ = operations.New(st, cs, log, metrics, cfg).Run(ctx)
+	})
 }

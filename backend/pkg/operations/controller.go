@@ -1,7 +1,9 @@
-// Package operations drives every asynchronous ARM operation to a terminal state. It learns of
-// new operations from the document store's change feed, of cluster changes from Cluster
-// Service's watch stream, and repairs anything either missed with a periodic resync: the
-// reconciler is level-triggered and idempotent, so it is safe to run again after any crash.
+// Package operations drives every asynchronous ARM operation to a terminal state. In watch mode
+// it learns of new operations from the document store's change feed and of cluster changes from
+// Cluster Service's watch stream, and repairs anything either missed with a periodic resync; in
+// poll mode it lists active operations on a timer, as the ARO HCP backend used to. It also posts
+// ARM async notifications and cascades the deletion of Deleted subscriptions. The reconcilers
+// are level-triggered and idempotent, so they are safe to run again after any crash.
 package operations
 
 import (
@@ -10,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +41,43 @@ type Config struct {
 	NotFoundGrace time.Duration
 	// Workers is the number of operations reconciled at once (default 4).
 	Workers int
+	// StatusMode is ModeWatch (default) or ModePoll.
+	StatusMode StatusMode
+	// PollInterval is how often poll mode lists active operations (default 10s).
+	PollInterval time.Duration
+	// Fence, when set, guards every write: nothing is written unless it grants a context, and
+	// that context ends when the grant does. The leader lease is the fence of a replicated
+	// backend; nil means this is the only writer.
+	Fence Fence
+	// NotifyWorkers is the number of notifications posted at once (default 4); NotifyTimeout
+	// bounds one POST (default 10s); NotifyGiveUp is how long after an operation ended its
+	// notification is retried before it is recorded as abandoned (default 1h).
+	NotifyWorkers int
+	NotifyTimeout time.Duration
+	NotifyGiveUp  time.Duration
+	// HTTPClient posts notifications (default: a client with NotifyTimeout).
+	HTTPClient *http.Client
+	// OperationTTL is how long the operation documents the backend creates are kept
+	// (default 7 days, as the frontend does).
+	OperationTTL time.Duration
+}
+
+// StatusMode selects how the controller learns of changes.
+type StatusMode string
+
+const (
+	// ModeWatch follows the store's change feed and Cluster Service's watch stream, with a
+	// periodic resync.
+	ModeWatch StatusMode = "watch"
+	// ModePoll lists the active operations every PollInterval and asks Cluster Service about
+	// each, as the ARO HCP backend used to.
+	ModePoll StatusMode = "poll"
+)
+
+// Fence grants writes. Guard returns a context that ends when the grant does, or an error
+// when no write may be made now.
+type Fence interface {
+	Guard(ctx context.Context) (context.Context, context.CancelFunc, error)
 }
 
 func (c *Config) defaults() {
@@ -56,6 +96,35 @@ func (c *Config) defaults() {
 	if c.Workers <= 0 {
 		c.Workers = 4
 	}
+	if c.StatusMode == "" {
+		c.StatusMode = ModeWatch
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 10 * time.Second
+	}
+	if c.NotifyWorkers <= 0 {
+		c.NotifyWorkers = 4
+	}
+	if c.NotifyTimeout <= 0 {
+		c.NotifyTimeout = 10 * time.Second
+	}
+	if c.NotifyGiveUp <= 0 {
+		c.NotifyGiveUp = time.Hour
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: c.NotifyTimeout}
+	}
+	if c.OperationTTL <= 0 {
+		c.OperationTTL = 7 * 24 * time.Hour
+	}
+}
+
+// guard asks the fence for a write context. The caller must call the returned cancel.
+func (c *Controller) guard(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if c.cfg.Fence == nil {
+		return ctx, func() {}, nil
+	}
+	return c.cfg.Fence.Guard(ctx)
 }
 
 // Controller reconciles operation documents against Cluster Service.
@@ -67,12 +136,15 @@ type Controller struct {
 	cfg     Config
 	now     func() time.Time
 
-	queue *queue
+	queue   *queue
+	notifyQ *queue
+	subQ    *queue
 
 	mu sync.Mutex
 	// byCluster indexes active operations by Cluster Service ID, so a watch event finds the
-	// operations it concerns without a query.
-	byCluster map[string]map[opKey]struct{}
+	// operations it concerns without a query; the value is the operation's request, for the
+	// in-flight metric.
+	byCluster map[string]map[opKey]api.OperationRequest
 }
 
 type opKey struct{ partition, id string }
@@ -82,8 +154,8 @@ func New(st store.Store, cs csv1.ClustersClient, log *slog.Logger, metrics *Metr
 	cfg.defaults()
 	return &Controller{
 		store: st, cs: cs, log: log, metrics: metrics, cfg: cfg, now: time.Now,
-		queue:     newQueue(),
-		byCluster: map[string]map[opKey]struct{}{},
+		queue: newQueue(), notifyQ: newQueue(), subQ: newQueue(),
+		byCluster: map[string]map[opKey]api.OperationRequest{},
 	}
 }
 
@@ -101,12 +173,24 @@ func (c *Controller) Run(ctx context.Context) error {
 	for i := 0; i < c.cfg.Workers; i++ {
 		run("worker", c.worker)
 	}
-	run("feed", c.followFeed)
-	run("watch", c.followClusters)
-	run("resync", c.resyncLoop)
+	for i := 0; i < c.cfg.NotifyWorkers; i++ {
+		run("notifier", c.notifyWorker)
+	}
+	run("subscriptions", c.subscriptionWorker)
+	switch c.cfg.StatusMode {
+	case ModePoll:
+		run("poll", c.pollLoop)
+	default:
+		run("feed", c.followFeed)
+		run("watch", c.followClusters)
+		run("resync", c.resyncLoop)
+	}
 	<-ctx.Done()
 	c.queue.shutdown()
+	c.notifyQ.shutdown()
+	c.subQ.shutdown()
 	wg.Wait()
+	c.metrics.clearInFlight()
 	return nil
 }
 
@@ -131,6 +215,14 @@ func (c *Controller) worker(ctx context.Context) {
 	}
 }
 
+// opRecord is the operation document as the backend reads and writes it: the shared model plus
+// the backend's own delivery record for the async notification. Other writers that decode into
+// api.OperationDocument ignore the extra field.
+type opRecord struct {
+	api.OperationDocument
+	Notification *notification `json:"notification,omitempty"`
+}
+
 // Reconcile brings one operation, and the resource it acts on, in line with Cluster Service.
 // It returns a delay after which the operation should be looked at again even without events.
 func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.Duration, error) {
@@ -142,16 +234,19 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	if err != nil {
 		return 0, fmt.Errorf("get operation %s: %w", id, err)
 	}
-	var op api.OperationDocument
+	var op opRecord
 	if err := json.Unmarshal(doc.Body, &op); err != nil {
 		return 0, fmt.Errorf("decode operation %s: %w", id, err)
 	}
 	key := opKey{partition, id}
 	if op.Status.Terminal() {
 		c.untrack(key, op.InternalID)
+		if c.needsNotification(&op) {
+			c.notifyQ.add(key)
+		}
 		return 0, nil
 	}
-	c.track(key, op.InternalID)
+	c.track(key, op.InternalID, op.Request)
 	log := c.log.With("operation", op.ID, "resource", op.ExternalID, "clusterID", op.InternalID,
 		"request", op.Request, "correlationID", op.CorrelationID)
 
@@ -163,26 +258,36 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	if err != nil {
 		return 0, fmt.Errorf("get cluster %s from cluster service: %w", op.InternalID, err)
 	}
-	out := mapCluster(&op, cluster)
+	out := mapCluster(&op.OperationDocument, cluster)
 	now := c.now()
 	age := now.Sub(op.StartTime)
 	if cluster == nil && op.Request != api.OperationDelete && age < c.cfg.NotFoundGrace {
 		// The frontend may still be between writing the operation and calling Cluster Service.
 		return c.cfg.NotFoundGrace - age, nil
 	}
+	fromCS := true
 	if deadline := c.deadline(op.Request); !out.status.Terminal() && age > deadline {
+		fromCS = false
 		out = outcome{status: api.StateFailed, err: &api.CloudErrorBody{
 			Code:    "OperationTimedOut",
 			Message: fmt.Sprintf("The %s operation did not finish within %s.", strings.ToLower(string(op.Request)), deadline),
 		}}
 	}
+	changed := op.Status != out.status
 	if err := c.write(ctx, doc, &op, out, now); err != nil {
 		return 0, err
+	}
+	if changed && fromCS && cluster.GetUpdateTime() != nil {
+		// How long Cluster Service's view took to reach the documents ARM reads.
+		c.metrics.observePropagation(c.now().Sub(cluster.GetUpdateTime().AsTime()))
 	}
 	if out.status.Terminal() {
 		log.Info("operation finished", "status", out.status, "duration", age)
 		c.metrics.finished(op.Request, out.status, age)
 		c.untrack(key, op.InternalID)
+		if c.needsNotification(&op) {
+			c.notifyQ.add(key)
+		}
 		return 0, nil
 	}
 	// Check again before the deadline passes, even if no event arrives.
@@ -197,8 +302,9 @@ func (c *Controller) deadline(r api.OperationRequest) time.Duration {
 }
 
 // write stores the outcome on the operation and on its resource in one transaction, both
-// conditional on the ETags read, so a concurrent writer makes this attempt fail and retry.
-func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *api.OperationDocument, out outcome, now time.Time) error {
+// conditional on the ETags read, so a concurrent writer makes this attempt fail and retry. A
+// terminal operation with a notification URI gets its pending notification in the same write.
+func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRecord, out outcome, now time.Time) error {
 	partition := opDoc.PartitionKey
 	var ops []store.TxOp
 
@@ -238,6 +344,9 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *api.O
 		if out.status.Terminal() {
 			t := now
 			op.EndTime = &t
+			if op.NotificationURI != "" && op.Notification == nil {
+				op.Notification = &notification{State: notifyPending}
+			}
 		}
 		body, err := json.Marshal(op)
 		if err != nil {
@@ -250,14 +359,19 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *api.O
 	if len(ops) == 0 {
 		return nil
 	}
-	if _, err := c.store.Transact(ctx, partition, ops); err != nil {
+	wctx, cancel, err := c.guard(ctx)
+	defer cancel()
+	if err != nil {
+		return fmt.Errorf("record %s on operation %s: %w", out.status, op.ID, err)
+	}
+	if _, err := c.store.Transact(wctx, partition, ops); err != nil {
 		return fmt.Errorf("record %s on operation %s: %w", out.status, op.ID, err)
 	}
 	c.metrics.observeUpdate()
 	return nil
 }
 
-func (c *Controller) track(k opKey, clusterID string) {
+func (c *Controller) track(k opKey, clusterID string, req api.OperationRequest) {
 	if clusterID == "" {
 		return
 	}
@@ -265,11 +379,11 @@ func (c *Controller) track(k opKey, clusterID string) {
 	defer c.mu.Unlock()
 	set := c.byCluster[clusterID]
 	if set == nil {
-		set = map[opKey]struct{}{}
+		set = map[opKey]api.OperationRequest{}
 		c.byCluster[clusterID] = set
 	}
-	set[k] = struct{}{}
-	c.metrics.setInFlight(c.countLocked())
+	set[k] = req
+	c.publishInFlightLocked()
 }
 
 func (c *Controller) untrack(k opKey, clusterID string) {
@@ -288,15 +402,17 @@ func (c *Controller) untrack(k opKey, clusterID string) {
 			}
 		}
 	}
-	c.metrics.setInFlight(c.countLocked())
+	c.publishInFlightLocked()
 }
 
-func (c *Controller) countLocked() int {
-	n := 0
+func (c *Controller) publishInFlightLocked() {
+	n := map[api.OperationRequest]int{api.OperationCreate: 0, api.OperationUpdate: 0, api.OperationDelete: 0}
 	for _, set := range c.byCluster {
-		n += len(set)
+		for _, req := range set {
+			n[req]++
+		}
 	}
-	return n
+	c.metrics.setInFlight(n)
 }
 
 func (c *Controller) opsForCluster(clusterID string) []opKey {

@@ -30,14 +30,9 @@ func (c *Controller) followFeed(ctx context.Context) {
 		}
 		for _, ch := range changes {
 			checkpoint = ch.Seq
-			if ch.Deleted || ch.Doc == nil || ch.Doc.Type != store.TypeOperation {
-				continue
+			if !ch.Deleted && ch.Doc != nil {
+				c.enqueue(ch.Doc, subscriptionSettle)
 			}
-			var op api.OperationDocument
-			if json.Unmarshal(ch.Doc.Body, &op) != nil || op.Status.Terminal() {
-				continue
-			}
-			c.queue.add(opKey{ch.Doc.PartitionKey, ch.Doc.ID})
 		}
 		if len(changes) == feedPage {
 			continue
@@ -89,6 +84,56 @@ func (c *Controller) followClusters(ctx context.Context) {
 	}
 }
 
+// subscriptionSettle delays the backend's look at a subscription that just became Deleted, so
+// the frontend's own cascade (started in the same request) usually runs first and the two do not
+// race for the same resource documents; either way only one Delete operation per cluster wins,
+// as every write is conditional.
+const subscriptionSettle = 2 * time.Second
+
+// enqueue queues the work a document calls for: an active operation is reconciled, an ended
+// one with a notification still to send is posted, a Deleted subscription is cascaded.
+func (c *Controller) enqueue(d *store.Document, settle time.Duration) {
+	switch d.Type {
+	case store.TypeOperation:
+		var op opRecord
+		if json.Unmarshal(d.Body, &op) != nil {
+			return
+		}
+		k := opKey{d.PartitionKey, d.ID}
+		switch {
+		case !op.Status.Terminal():
+			c.track(k, op.InternalID, op.Request)
+			c.queue.add(k)
+		case c.needsNotification(&op):
+			c.notifyQ.add(k)
+		}
+	case store.TypeSubscription:
+		var sub api.SubscriptionDocument
+		if json.Unmarshal(d.Body, &sub) != nil || sub.State != api.SubscriptionDeleted {
+			return
+		}
+		k := opKey{partition: subscriptionPartition(d.ID)}
+		if settle > 0 {
+			c.subQ.addAfter(k, settle)
+		} else {
+			c.subQ.add(k)
+		}
+	}
+}
+
+// pollLoop is poll mode: every PollInterval it lists the active operations and reconciles each,
+// which asks Cluster Service for its cluster. Nothing else tells it of a change.
+func (c *Controller) pollLoop(ctx context.Context) {
+	for {
+		if err := c.Resync(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("poll", "error", err)
+		}
+		if !sleep(ctx, c.cfg.PollInterval) {
+			return
+		}
+	}
+}
+
 // resyncLoop enqueues every active operation periodically, repairing whatever the feed and the
 // watch missed (a crash between two writes, a dropped event).
 func (c *Controller) resyncLoop(ctx context.Context) {
@@ -102,28 +147,26 @@ func (c *Controller) resyncLoop(ctx context.Context) {
 	}
 }
 
-// Resync enqueues every non-terminal operation in every partition.
+// Resync enqueues every active operation, every undelivered notification and every Deleted
+// subscription, in every partition.
 func (c *Controller) Resync(ctx context.Context) error {
-	q := store.Query{Type: store.TypeOperation, Limit: feedPage}
-	for {
-		page, err := c.store.Query(ctx, q)
-		if err != nil {
-			return err
-		}
-		for _, d := range page.Documents {
-			var op api.OperationDocument
-			if json.Unmarshal(d.Body, &op) != nil || op.Status.Terminal() {
-				continue
+	for _, typ := range []string{store.TypeOperation, store.TypeSubscription} {
+		q := store.Query{Type: typ, Limit: feedPage}
+		for {
+			page, err := c.store.Query(ctx, q)
+			if err != nil {
+				return err
 			}
-			k := opKey{d.PartitionKey, d.ID}
-			c.track(k, op.InternalID)
-			c.queue.add(k)
+			for _, d := range page.Documents {
+				c.enqueue(d, 0)
+			}
+			if page.Continuation == "" {
+				break
+			}
+			q.Continuation = page.Continuation
 		}
-		if page.Continuation == "" {
-			return nil
-		}
-		q.Continuation = page.Continuation
 	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -8,45 +8,75 @@ import (
 	"github.com/openhcp/openhcp/internal/api"
 )
 
-// Metrics are the backend's operation metrics. A nil *Metrics records nothing.
+// Metrics are the backend's operation metrics. A nil *Metrics records nothing. The leader
+// metrics belong to package leader.
 type Metrics struct {
-	inFlight  prometheus.Gauge
-	durations *prometheus.HistogramVec
-	updates   prometheus.Counter
-	events    prometheus.Counter
+	inFlight      *prometheus.GaugeVec
+	durations     *prometheus.HistogramVec
+	propagation   prometheus.Histogram
+	updates       prometheus.Counter
+	events        prometheus.Counter
+	notifications *prometheus.CounterVec
+	subDeletes    prometheus.Counter
 }
 
 // NewMetrics registers the metrics with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "backend_operations_in_flight", Help: "Active ARM operations the backend is driving.",
-		}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "backend_operations_in_flight", Help: "Active ARM operations the backend is driving, by request (Create, Update, Delete).",
+		}, []string{"request"}),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "backend_operation_duration_seconds",
 			Help:    "Time from an operation's start to its terminal state, by request and outcome.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 		}, []string{"request", "status"}),
+		propagation: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "backend_status_propagation_seconds",
+			Help:    "Time from a Cluster Service state change (the cluster's update_time) to the operation document update it caused.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
 		updates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "backend_document_updates_total", Help: "Operation and resource document updates written.",
 		}),
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "backend_cluster_events_total", Help: "Cluster Service watch events received.",
 		}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "backend_notifications_total", Help: "ARM async notification attempts, by result (delivered, failed, abandoned).",
+		}, []string{"result"}),
+		subDeletes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "backend_subscription_cascade_deletes_total", Help: "Resource deletes started because their subscription was Deleted.",
+		}),
 	}
-	reg.MustRegister(m.inFlight, m.durations, m.updates, m.events)
+	reg.MustRegister(m.inFlight, m.durations, m.propagation, m.updates, m.events, m.notifications, m.subDeletes)
 	return m
 }
 
-func (m *Metrics) setInFlight(n int) {
+func (m *Metrics) setInFlight(n map[api.OperationRequest]int) {
 	if m != nil {
-		m.inFlight.Set(float64(n))
+		for req, v := range n {
+			m.inFlight.WithLabelValues(string(req)).Set(float64(v))
+		}
+	}
+}
+
+// clearInFlight zeroes the gauges when this replica stops processing.
+func (m *Metrics) clearInFlight() {
+	if m != nil {
+		m.inFlight.Reset()
 	}
 }
 
 func (m *Metrics) finished(r api.OperationRequest, s api.ProvisioningState, d time.Duration) {
 	if m != nil {
 		m.durations.WithLabelValues(string(r), string(s)).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observePropagation(d time.Duration) {
+	if m != nil && d >= 0 {
+		m.propagation.Observe(d.Seconds())
 	}
 }
 
@@ -59,5 +89,17 @@ func (m *Metrics) observeUpdate() {
 func (m *Metrics) observeEvent() {
 	if m != nil {
 		m.events.Inc()
+	}
+}
+
+func (m *Metrics) notified(result string) {
+	if m != nil {
+		m.notifications.WithLabelValues(result).Inc()
+	}
+}
+
+func (m *Metrics) cascadeDelete() {
+	if m != nil {
+		m.subDeletes.Inc()
 	}
 }

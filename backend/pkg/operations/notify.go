@@ -1,0 +1,260 @@
+package operations
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// Delivery states of an operation's ARM async notification.
+const (
+	notifyPending   = "Pending"
+	notifyDelivered = "Delivered"
+	notifyAbandoned = "Abandoned"
+)
+
+// notification records, in the operation document, the delivery of the notification posted to
+// the operation's NotificationURI once it ended.
+//
+// Delivery is at least once. The POST is made first and recorded after, conditionally on the
+// ETag read before it; every replica reads this record before posting, and only the leader
+// posts (the lease fences the POST as it fences writes). So a notification is sent twice only
+// if the process dies, or loses its lease, in the moment between the receiver's 2xx and that
+// write. Recording before posting would turn that window into a lost notification instead,
+// and a lost notification leaves ARM waiting for its poll interval, while a repeated one only
+// makes ARM read the operation status again: at-least-once is the safer side.
+type notification struct {
+	State       string     `json:"state"`
+	Attempts    int        `json:"attempts,omitempty"`
+	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
+	LastError   string     `json:"lastError,omitempty"`
+	DeliveredAt *time.Time `json:"deliveredAt,omitempty"`
+}
+
+// needsNotification reports whether op has ended and its notification is still to be sent.
+// An operation ended by someone else (the frontend cancels operations) has no record yet.
+func (c *Controller) needsNotification(op *opRecord) bool {
+	return op.Status.Terminal() && op.NotificationURI != "" &&
+		(op.Notification == nil || op.Notification.State == notifyPending)
+}
+
+// notifyBackoff is the wait after the n-th failed attempt: 1s doubling to 5 min.
+func notifyBackoff(n int) time.Duration {
+	return min(time.Second<<min(n-1, 9), 5*time.Minute)
+}
+
+func (c *Controller) notifyWorker(ctx context.Context) {
+	for {
+		k, ok := c.notifyQ.get()
+		if !ok {
+			return
+		}
+		again, err := c.deliver(ctx, k)
+		c.notifyQ.done(k)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.log.Warn("notification bookkeeping failed; retrying", "partition", k.partition, "operation", k.id, "error", err)
+			c.notifyQ.addAfter(k, c.notifyQ.backoff(k))
+		case again > 0:
+			c.notifyQ.forget(k)
+			c.notifyQ.addAfter(k, again)
+		default:
+			c.notifyQ.forget(k)
+		}
+	}
+}
+
+// deliver posts one operation's notification if it is due, and records the result. It returns
+// when to try again.
+func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error) {
+	doc, err := c.store.Get(ctx, k.partition, k.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get operation %s: %w", k.id, err)
+	}
+	var op opRecord
+	if err := json.Unmarshal(doc.Body, &op); err != nil {
+		return 0, fmt.Errorf("decode operation %s: %w", k.id, err)
+	}
+	if !c.needsNotification(&op) {
+		return 0, nil
+	}
+	n := op.Notification
+	if n == nil {
+		n = &notification{State: notifyPending}
+	}
+	now := c.now()
+	if n.NextAttempt != nil && now.Before(*n.NextAttempt) {
+		return n.NextAttempt.Sub(now), nil
+	}
+	log := c.log.With("operation", op.ID, "resource", op.ExternalID, "correlationID", op.CorrelationID)
+	ended := op.LastTransitionTime
+	if op.EndTime != nil {
+		ended = *op.EndTime
+	}
+	if now.Sub(ended) > c.cfg.NotifyGiveUp {
+		n.State = notifyAbandoned
+		n.NextAttempt = nil
+		log.Error("notification abandoned", "attempts", n.Attempts, "lastError", n.LastError)
+		c.metrics.notified("abandoned")
+		return 0, c.recordNotification(ctx, doc, &op, n)
+	}
+
+	gctx, cancel, err := c.guard(ctx)
+	if err != nil {
+		cancel()
+		return 0, err
+	}
+	postErr := c.post(gctx, &op, k.partition)
+	cancel()
+	if postErr != nil && ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	n.Attempts++
+	if postErr == nil {
+		t := c.now()
+		n.State, n.DeliveredAt, n.NextAttempt, n.LastError = notifyDelivered, &t, nil, ""
+		log.Info("notification delivered", "attempts", n.Attempts)
+		c.metrics.notified("delivered")
+	} else {
+		next := c.now().Add(notifyBackoff(n.Attempts))
+		n.NextAttempt, n.LastError = &next, postErr.Error()
+		log.Warn("notification failed; will retry", "attempts", n.Attempts, "next", next, "error", postErr)
+		c.metrics.notified("failed")
+	}
+	if err := c.recordNotification(ctx, doc, &op, n); err != nil {
+		if postErr == nil {
+			// Delivered, but not recorded: keep trying to record it without posting again.
+			return 0, c.recordDelivered(ctx, k, n)
+		}
+		return 0, err
+	}
+	if postErr != nil {
+		return notifyBackoff(n.Attempts), nil
+	}
+	return 0, nil
+}
+
+// post sends the ARM async notification: the operation status body, as GET on the
+// Azure-AsyncOperation URL returns it, to the URI ARM gave. Any 2xx is delivery.
+func (c *Controller) post(ctx context.Context, op *opRecord, partition string) error {
+	body, err := json.Marshal(operationStatusBody(op, partition))
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, op.NotificationURI, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("build notification request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if op.CorrelationID != "" {
+		req.Header.Set("x-ms-correlation-request-id", op.CorrelationID)
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("post notification: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("post notification: receiver answered %s", resp.Status)
+	}
+	return nil
+}
+
+// statusBody is the ARM operation status shape (DESIGN.md §3.1).
+type statusBody struct {
+	ID        string                `json:"id"`
+	Name      string                `json:"name"`
+	Status    api.ProvisioningState `json:"status"`
+	StartTime *time.Time            `json:"startTime,omitempty"`
+	EndTime   *time.Time            `json:"endTime,omitempty"`
+	Error     *api.CloudErrorBody   `json:"error,omitempty"`
+}
+
+func operationStatusBody(op *opRecord, partition string) statusBody {
+	sub := partition
+	if parts := strings.Split(op.ExternalID, "/"); len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
+		sub = parts[2]
+	}
+	b := statusBody{
+		ID:     "/subscriptions/" + sub + "/providers/Microsoft.RedHatOpenShift/locations/" + op.Location + "/hcpOperationStatuses/" + op.ID,
+		Name:   op.ID,
+		Status: op.Status,
+	}
+	if !op.StartTime.IsZero() {
+		t := op.StartTime.UTC()
+		b.StartTime = &t
+	}
+	if op.EndTime != nil {
+		t := op.EndTime.UTC()
+		b.EndTime = &t
+	}
+	if op.Status == api.StateFailed || op.Status == api.StateCanceled {
+		b.Error = op.Error
+		if b.Error == nil {
+			b.Error = &api.CloudErrorBody{Code: "InternalServerError", Message: "The operation failed."}
+			if op.Status == api.StateCanceled {
+				b.Error = &api.CloudErrorBody{Code: "Canceled", Message: "The operation was canceled."}
+			}
+		}
+	}
+	return b
+}
+
+// recordNotification writes n on the operation, conditional on the document read.
+func (c *Controller) recordNotification(ctx context.Context, doc *store.Document, op *opRecord, n *notification) error {
+	op.Notification = n
+	body, err := json.Marshal(op)
+	if err != nil {
+		return fmt.Errorf("encode operation %s: %w", op.ID, err)
+	}
+	next := *doc
+	next.Body = body
+	wctx, cancel, err := c.guard(ctx)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	if _, err := c.store.Replace(wctx, &next, doc.ETag); err != nil {
+		return fmt.Errorf("record notification of operation %s: %w", op.ID, err)
+	}
+	return nil
+}
+
+// recordDelivered re-reads the operation and records a delivery that already happened, for
+// when the first record lost a race with another write to the document.
+func (c *Controller) recordDelivered(ctx context.Context, k opKey, n *notification) error {
+	for attempt := 0; attempt < 5; attempt++ {
+		doc, err := c.store.Get(ctx, k.partition, k.id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var op opRecord
+		if err := json.Unmarshal(doc.Body, &op); err != nil {
+			return err
+		}
+		if !c.needsNotification(&op) {
+			return nil
+		}
+		err = c.recordNotification(ctx, doc, &op, n)
+		if !errors.Is(err, store.ErrPreconditionFailed) {
+			return err
+		}
+	}
+	return fmt.Errorf("record delivered notification of operation %s: kept conflicting", k.id)
+}

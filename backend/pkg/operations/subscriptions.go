@@ -1,0 +1,207 @@
+package operations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// clusterType is the ARM type of the resources the backend deletes through Cluster Service.
+const clusterType = "microsoft.redhatopenshift/hcpopenshiftclusters"
+
+// The frontend starts the cascade when ARM reports a subscription Deleted, but only once, in
+// the request, and it logs and forgets what fails. The backend makes the cascade level-triggered:
+// while a subscription is Deleted, every cluster it still owns gets a Delete operation, exactly
+// like one a customer started, and Cluster Service is asked to delete it; the ordinary delete
+// path then removes the resource document once Cluster Service forgets the cluster.
+
+func subscriptionPartition(docID string) string {
+	return strings.ToLower(strings.TrimPrefix(docID, "/subscriptions/"))
+}
+
+func (c *Controller) subscriptionWorker(ctx context.Context) {
+	for {
+		k, ok := c.subQ.get()
+		if !ok {
+			return
+		}
+		again, err := c.ReconcileSubscription(ctx, k.partition)
+		c.subQ.done(k)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.log.Warn("cascade delete of subscription failed; retrying", "subscription", k.partition, "error", err)
+			c.subQ.addAfter(k, c.subQ.backoff(k))
+		case again > 0:
+			c.subQ.forget(k)
+			c.subQ.addAfter(k, again)
+		default:
+			c.subQ.forget(k)
+		}
+	}
+}
+
+// ReconcileSubscription deletes every cluster of a Deleted subscription that is not already
+// being deleted. It returns when to look again (while anything is left).
+func (c *Controller) ReconcileSubscription(ctx context.Context, partition string) (time.Duration, error) {
+	subDoc, err := c.store.Get(ctx, partition, "/subscriptions/"+partition)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get subscription %s: %w", partition, err)
+	}
+	var sub api.SubscriptionDocument
+	if err := json.Unmarshal(subDoc.Body, &sub); err != nil {
+		return 0, fmt.Errorf("decode subscription %s: %w", partition, err)
+	}
+	if sub.State != api.SubscriptionDeleted {
+		return 0, nil
+	}
+	left := 0
+	q := store.Query{Partition: partition, Type: store.TypeResource, Limit: feedPage}
+	for {
+		page, err := c.store.Query(ctx, q)
+		if err != nil {
+			return 0, fmt.Errorf("list resources of subscription %s: %w", partition, err)
+		}
+		for _, d := range page.Documents {
+			if !isCluster(d.ResourceID) {
+				continue
+			}
+			left++
+			if err := c.deleteForSubscription(ctx, d); err != nil {
+				return 0, err
+			}
+		}
+		if page.Continuation == "" {
+			break
+		}
+		q.Continuation = page.Continuation
+	}
+	if left > 0 {
+		return c.cfg.ResyncPeriod, nil
+	}
+	return 0, nil
+}
+
+// isCluster reports whether a lowercase resource ID names a cluster (not one of its children).
+func isCluster(rid string) bool {
+	i := strings.Index(rid, "/providers/")
+	if i < 0 {
+		return false
+	}
+	parts := strings.Split(strings.Trim(rid[i+len("/providers/"):], "/"), "/")
+	return len(parts) == 3 && parts[0]+"/"+parts[1] == clusterType
+}
+
+// deleteForSubscription makes sure one cluster is being deleted: a running Delete operation is
+// left to finish (Cluster Service is asked again, which is idempotent); anything else gets a new
+// Delete operation, recorded with the resource in one transaction, and a running create or
+// update is canceled.
+func (c *Controller) deleteForSubscription(ctx context.Context, d *store.Document) error {
+	var rd api.ResourceDocument
+	if err := json.Unmarshal(d.Body, &rd); err != nil {
+		return fmt.Errorf("decode resource %s: %w", d.ID, err)
+	}
+	ops := []store.TxOp{}
+	now := c.now().UTC()
+	if rd.ActiveOperationID != "" {
+		cur, err := c.store.Get(ctx, d.PartitionKey, rd.ActiveOperationID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("get operation %s: %w", rd.ActiveOperationID, err)
+		}
+		if cur != nil {
+			var op opRecord
+			if err := json.Unmarshal(cur.Body, &op); err != nil {
+				return fmt.Errorf("decode operation %s: %w", rd.ActiveOperationID, err)
+			}
+			if !op.Status.Terminal() && op.Request == api.OperationDelete {
+				return c.csDelete(ctx, rd.InternalID, op.CorrelationID)
+			}
+			if !op.Status.Terminal() {
+				op.Status, op.LastTransitionTime, op.EndTime = api.StateCanceled, now, &now
+				op.Error = &api.CloudErrorBody{Code: "Canceled", Message: "The operation was canceled because the subscription was deleted."}
+				if op.NotificationURI != "" && op.Notification == nil {
+					op.Notification = &notification{State: notifyPending}
+				}
+				body, err := json.Marshal(op)
+				if err != nil {
+					return err
+				}
+				next := *cur
+				next.Body = body
+				ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: &next, IfMatch: cur.ETag})
+			}
+		}
+	}
+	opID := uuid.NewString()
+	correlation := uuid.NewString()
+	op := api.OperationDocument{
+		ID: opID, Request: api.OperationDelete, ExternalID: rd.ResourceID, InternalID: rd.InternalID,
+		Location: rd.Location, Status: api.StateDeleting, StartTime: now, LastTransitionTime: now,
+		CorrelationID: correlation,
+	}
+	opBody, err := json.Marshal(op)
+	if err != nil {
+		return err
+	}
+	rd.ProvisioningState = api.StateDeleting
+	rd.ActiveOperationID = opID
+	resBody, err := json.Marshal(rd)
+	if err != nil {
+		return err
+	}
+	res := *d
+	res.Body = resBody
+	ops = append(ops,
+		store.TxOp{Kind: store.TxReplace, Doc: &res, IfMatch: d.ETag},
+		store.TxOp{Kind: store.TxCreate, Doc: &store.Document{PartitionKey: d.PartitionKey, ID: opID, Type: store.TypeOperation,
+			ResourceID: d.ResourceID, Body: opBody, TTL: c.cfg.OperationTTL}},
+	)
+	wctx, cancel, err := c.guard(ctx)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	if _, err := c.store.Transact(wctx, d.PartitionKey, ops); err != nil {
+		return fmt.Errorf("record delete of %s for its deleted subscription: %w", rd.ResourceID, err)
+	}
+	c.metrics.cascadeDelete()
+	c.log.Info("deleting cluster of deleted subscription", "resource", rd.ResourceID, "clusterID", rd.InternalID, "operation", opID, "correlationID", correlation)
+	c.track(opKey{d.PartitionKey, opID}, rd.InternalID, api.OperationDelete)
+	if err := c.csDelete(ctx, rd.InternalID, correlation); err != nil {
+		return err
+	}
+	c.queue.add(opKey{d.PartitionKey, opID})
+	return nil
+}
+
+// csDelete asks Cluster Service to delete a cluster; one it does not know is already deleted.
+func (c *Controller) csDelete(ctx context.Context, clusterID, correlation string) error {
+	if clusterID == "" {
+		return nil
+	}
+	gctx, cancel, err := c.guard(ctx)
+	defer cancel()
+	if err != nil {
+		return err
+	}
+	gctx = metadata.AppendToOutgoingContext(gctx, "x-ms-correlation-request-id", correlation)
+	_, err = c.cs.DeleteCluster(gctx, &csv1.DeleteClusterRequest{Id: clusterID})
+	if err != nil && status.Code(err) != codes.NotFound {
+		return fmt.Errorf("delete cluster %s in cluster service: %w", clusterID, err)
+	}
+	return nil
+}
