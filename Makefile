@@ -22,7 +22,7 @@ help:
 
 .PHONY: deps
 deps:
-	@hack/ensure-packages.sh postgresql mosquitto protobuf-compiler libprotobuf-dev
+	@hack/ensure-packages.sh postgresql mosquitto protobuf-compiler libprotobuf-dev jq
 
 .PHONY: tools
 tools:

@@ -215,9 +215,11 @@ func (r *Region) supervise(p *Process) {
 	}()
 }
 
-// Stop ends every process the region started, newest first, and removes the throwaway state.
-// Logs are kept.
+// Stop ends every process the region started and removes the throwaway state; logs are kept.
+// Our own services stop first (together), so none of them sees its database or broker vanish;
+// then the infrastructure, newest first.
 func (r *Region) Stop() {
+	r.stopServices()
 	r.mu.Lock()
 	stoppers := r.stoppers
 	r.stoppers = nil
@@ -265,10 +267,20 @@ func (r *Region) startService(ctx context.Context, spec ProcSpec, ready func(con
 
 func (r *Region) stopServices() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	procs := make([]*Process, 0, len(r.services))
 	for _, s := range r.services {
-		s.proc.Stop(10 * time.Second)
+		procs = append(procs, s.proc)
 	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Stop(10 * time.Second)
+		}()
+	}
+	wg.Wait()
 }
 
 // Process returns the running process of one of our services ("frontend", "backend",

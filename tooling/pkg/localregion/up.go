@@ -63,7 +63,6 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.buildBinaries(ctx); err != nil {
 		return nil, err
 	}
-	r.onStop(r.stopServices)
 
 	r.step("starting PostgreSQL")
 	pg, err := r.startPostgres(ctx)
