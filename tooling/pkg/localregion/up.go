@@ -137,6 +137,11 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 		return ManagementClusterInfo{}, err
 	}
 	r.onStop(mc.Stop)
+	for _, p := range []*Process{mc.Etcd, mc.APIServer, mc.ControllerManager} {
+		if p != nil {
+			r.supervise(p)
+		}
+	}
 	if err := RegisterConsumer(ctx, maestroREST, name); err != nil {
 		return ManagementClusterInfo{}, err
 	}
