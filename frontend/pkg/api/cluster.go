@@ -5,6 +5,8 @@
 package api
 
 import (
+	"strings"
+
 	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
 )
@@ -39,6 +41,20 @@ type ClusterProperties struct {
 	Etcd                    EtcdProfile                 `json:"etcd"`
 	NodeDrainTimeoutMinutes int32                       `json:"nodeDrainTimeoutMinutes"`
 	ClusterImageRegistry    ClusterImageRegistryProfile `json:"clusterImageRegistry"`
+	// Ingress, ImageDigestMirrors and CryptoRestrictions came with later api-versions; a
+	// version that does not know them carries the stored values over (see Version.Preserve).
+	Ingress            IngressProfile      `json:"ingress"`
+	ImageDigestMirrors []ImageDigestMirror `json:"imageDigestMirrors,omitempty"`
+	CryptoRestrictions string              `json:"cryptoRestrictions"`
+}
+
+type IngressProfile struct {
+	Type string `json:"type"`
+}
+
+type ImageDigestMirror struct {
+	Source  string   `json:"source"`
+	Mirrors []string `json:"mirrors"`
 }
 
 type VersionProfile struct {
@@ -77,6 +93,7 @@ type PlatformProfile struct {
 	SubnetID                string                         `json:"subnetId"`
 	OutboundType            string                         `json:"outboundType"`
 	NetworkSecurityGroupID  string                         `json:"networkSecurityGroupId"`
+	VnetIntegrationSubnetID string                         `json:"vnetIntegrationSubnetId,omitempty"`
 	OperatorsAuthentication OperatorsAuthenticationProfile `json:"operatorsAuthentication"`
 	// IssuerURL is read-only.
 	IssuerURL string `json:"issuerUrl,omitempty"`
@@ -116,8 +133,10 @@ type CustomerManagedEncryptionProfile struct {
 // KMSKey is the active Key Vault key.
 type KMSKey struct {
 	VaultName string `json:"vaultName"`
-	Name      string `json:"name"`
-	Version   string `json:"version"`
+	// Visibility is the key vault's (Public or Private), from 2025-12-23-preview on.
+	Visibility string `json:"visibility,omitempty"`
+	Name       string `json:"name"`
+	Version    string `json:"version"`
 }
 
 type ClusterImageRegistryProfile struct {
@@ -150,4 +169,41 @@ const (
 	RegistryEnabled          = "Enabled"
 	RegistryDisabled         = "Disabled"
 	ChannelGroupStable       = "stable"
+	IngressPublic            = "Public"
+	IngressPrivate           = "Private"
+	IngressDisabled          = "Disabled"
+	CryptoNone               = "None"
+	CryptoFIPS               = "FIPS"
 )
+
+// Default fills what a cluster has even when no api-version of the request knew the field:
+// documents stored before a field existed, or written through an older api-version, describe a
+// cluster with the spec's defaults.
+func (c *Cluster) Default() {
+	if c.Properties.Ingress.Type == "" {
+		c.Properties.Ingress.Type = IngressPublic
+	}
+	if c.Properties.CryptoRestrictions == "" {
+		c.Properties.CryptoRestrictions = CryptoNone
+	}
+}
+
+// KMSExternalPath maps the internal paths of the active KMS key to a version's body, where the
+// key's fields sit under kms.activeKey (vaultName too, before 2025-12-23-preview).
+func KMSExternalPath(p string, vaultNameInKey bool) string {
+	const kms = "properties.etcd.dataEncryption.customerManaged.kms."
+	rest, ok := strings.CutPrefix(p, kms)
+	if !ok {
+		return p
+	}
+	field, _, _ := strings.Cut(rest, ".")
+	switch field {
+	case "name", "version":
+		return kms + "activeKey." + rest
+	case "vaultName":
+		if vaultNameInKey {
+			return kms + "activeKey." + rest
+		}
+	}
+	return p
+}

@@ -13,8 +13,25 @@ type Version interface {
 	// applies the version's defaults and validates it. Errors are *arm.CloudError with targets.
 	// Read-only fields in the body are ignored.
 	DecodeCluster(body []byte) (*Cluster, error)
+	// DecodeClusterUpdate is DecodeCluster for a write to stored, an existing cluster: a field
+	// this version requires but an older version did not have may stay empty if it is empty in
+	// stored.
+	DecodeClusterUpdate(body []byte, stored *Cluster) (*Cluster, error)
 	// RenderCluster is the resource as this version shows it.
 	RenderCluster(c *Cluster) any
+	// PatchCluster applies a PATCH body (a JSON merge patch, RFC 7396, of this version's
+	// update schema) to stored as this version shows it, and decodes, defaults and validates
+	// the result like a PUT body. Fields outside the update schema are errors naming the field.
+	PatchCluster(stored *Cluster, body []byte) (*Cluster, error)
+	// Preserve copies into next, a cluster decoded from this version, what this version cannot
+	// express, from stored: a write through an older api-version keeps what a newer one set.
+	Preserve(stored, next *Cluster)
+	// UpdatableFields are the internal-model paths (as in the stored JSON) that this version's
+	// specification lets a write change after creation (x-ms-mutability "update").
+	UpdatableFields() []string
+	// ExternalPath turns an internal-model path into the path this version's body uses, for
+	// error targets.
+	ExternalPath(internal string) string
 }
 
 var (

@@ -93,6 +93,7 @@ func clusterFromDoc(rd *docs.ResourceDocument) (*api.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stored resource ID %q: %w", rd.ResourceID, err)
 	}
+	c.Default()
 	c.ID = id
 	c.Location = rd.Location
 	c.Tags = rd.Tags

@@ -129,7 +129,17 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 	if len(ri.body) == 0 {
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
 	}
-	c, err := ri.version.DecodeCluster(ri.body)
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var stored *api.Cluster
+	if rd != nil {
+		if stored, err = clusterFromDoc(rd); err != nil {
+			return err
+		}
+	}
+	c, err := ri.version.DecodeClusterUpdate(ri.body, stored)
 	if err != nil {
 		return err
 	}
@@ -142,10 +152,6 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		ri.log.Warn("ignoring invalid systemData header", "error", err)
 	}
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
 	current := ""
 	if doc != nil {
 		current = doc.ETag
@@ -153,10 +159,50 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := checkPreconditions(r, current); err != nil {
 		return err
 	}
+	storedState := docs.ProvisioningState("")
+	if rd != nil {
+		storedState = rd.ProvisioningState
+	}
+	if err := checkClientProvisioningState(ri.body, storedState); err != nil {
+		return err
+	}
 	if doc == nil {
 		return s.createCluster(w, r, c, sd)
 	}
 	return s.updateCluster(w, r, c, sd, rd, doc)
+}
+
+// checkClientProvisioningState rejects a body whose properties.provisioningState (read-only)
+// differs from the stored one: a client that sends it back unchanged after a GET is fine, one
+// that tries to set it is told so instead of being silently ignored.
+func checkClientProvisioningState(body []byte, stored docs.ProvisioningState) error {
+	var b struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return nil // the decoder has already reported what is wrong with the body
+	}
+	for k, raw := range b.Properties {
+		if !strings.EqualFold(k, "provisioningState") {
+			continue
+		}
+		var got string
+		if json.Unmarshal(raw, &got) != nil || got == "" {
+			continue
+		}
+		if stored == "" || !strings.EqualFold(got, string(stored)) {
+			return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.provisioningState",
+				"The read-only field 'properties.provisioningState' cannot be set: it is '%s', the request says '%s'.", orNone(string(stored)), got)
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "not set (the resource does not exist)"
+	}
+	return s
 }
 
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData) error {
@@ -260,17 +306,6 @@ func (s *Server) adoptClusterID(ctx context.Context, part string, written []*sto
 	return out[0].ETag, nil
 }
 
-// Fields a PUT may change after creation, per the specification's x-ms-mutability. Changes to
-// them are not implemented yet: Cluster Service has no update call.
-var updatableFields = []string{
-	"identity",
-	"properties.version.channelGroup",
-	"properties.platform.operatorsAuthentication",
-	"properties.autoscaling",
-	"properties.nodeDrainTimeoutMinutes",
-	"properties.api.authorizedCidrs",
-}
-
 func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData, rd *docs.ResourceDocument, doc *store.Document) error {
 	ctx := r.Context()
 	part := partitionKey(c.ID.SubscriptionID)
@@ -281,6 +316,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if c.Properties.Platform.ManagedResourceGroup == "" {
 		c.Properties.Platform.ManagedResourceGroup = stored.Properties.Platform.ManagedResourceGroup
 	}
+	info(r).version.Preserve(stored, c)
 	same, err := sameModel(stored, c)
 	if err != nil {
 		return err
@@ -305,7 +341,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		}
 	}
 	if !same {
-		if errs := changedFields(stored, c); len(errs) > 0 {
+		if errs := changedFields(info(r).version, stored, c); len(errs) > 0 {
 			return arm.Multiple(errs)
 		}
 	}
@@ -352,9 +388,11 @@ func sameModel(a, b *api.Cluster) (bool, error) {
 	return sameTags && string(ja) == string(jb) && normalizeLocation(a.Location) == normalizeLocation(b.Location), nil
 }
 
-// changedFields lists the fields a PUT on an existing cluster tries to change, each as a
-// PropertyChangeNotAllowed error with the field's path as target.
-func changedFields(stored, next *api.Cluster) []*arm.CloudError {
+// changedFields lists the fields a PUT or PATCH on an existing cluster tries to change, each as
+// a PropertyChangeNotAllowed error whose target is the field's path in the request's
+// api-version. Fields the version's spec lets a write update are refused too, with a message
+// saying so: Cluster Service has no update call yet.
+func changedFields(ver api.Version, stored, next *api.Cluster) []*arm.CloudError {
 	var a, b map[string]any
 	ja, _ := storedModel(stored)
 	jb, _ := storedModel(next)
@@ -369,17 +407,18 @@ func changedFields(stored, next *api.Cluster) []*arm.CloudError {
 	var errs []*arm.CloudError
 	for _, p := range paths {
 		updatable := false
-		for _, u := range updatableFields {
+		for _, u := range ver.UpdatableFields() {
 			if p == u || strings.HasPrefix(p, u+".") {
 				updatable = true
 			}
 		}
+		ext := ver.ExternalPath(p)
 		if updatable {
-			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", p,
-				"Changing '%s' of an existing cluster is not supported yet.", p))
+			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
+				"Changing '%s' of an existing cluster is not supported yet: only tags can be changed.", ext))
 		} else {
-			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", p,
-				"Field '%s' cannot be changed after the cluster is created.", p))
+			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
+				"Field '%s' cannot be changed after the cluster is created.", ext))
 		}
 	}
 	return errs

@@ -13,7 +13,10 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20240610preview" // registers the version
+	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20240610preview" // each registers its version
+	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20251223preview"
+	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20260630preview"
+	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20260901preview"
 	"github.com/openhcp/openhcp/internal/store"
 )
 
@@ -124,6 +127,7 @@ func (s *Server) routes() {
 	s.handle("GET /subscriptions/{subscriptionId}", s.getSubscription, routeOptions{subscriptionAPI: true})
 
 	s.handle("PUT "+clusterPattern, s.putCluster, resourceRoute)
+	s.handle("PATCH "+clusterPattern, s.patchCluster, resourceRoute)
 	s.handle("GET "+clusterPattern, s.getCluster, resourceRoute)
 	s.handle("DELETE "+clusterPattern, s.deleteCluster, resourceRoute)
 	s.handle("GET /subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"+clustersPath, s.listClusters, resourceRoute)

@@ -4,6 +4,12 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
 
+// DecodeClusterUpdate implements api.Version: every field this version requires, it required
+// from the start.
+func (v version) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api.Cluster, error) {
+	return v.DecodeCluster(body)
+}
+
 // DecodeCluster implements api.Version.
 func (version) DecodeCluster(body []byte) (*api.Cluster, error) {
 	var ext HcpOpenShiftCluster
@@ -143,6 +149,7 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 			}
 		}
 	}
+	c.Default()
 	return c
 }
 
@@ -224,3 +231,47 @@ func (version) RenderCluster(c *api.Cluster) any {
 	}
 	return ext
 }
+
+// updatePaths is HcpOpenShiftClusterUpdate of this version: what a PATCH body may hold.
+var updatePaths = []string{
+	"tags",
+	"identity",
+	"properties.version",
+	"properties.platform.operatorsAuthentication",
+	"properties.autoscaling",
+	"properties.nodeDrainTimeoutMinutes",
+}
+
+// PatchCluster implements api.Version.
+func (v version) PatchCluster(stored *api.Cluster, body []byte) (*api.Cluster, error) {
+	return api.Patch(v, stored, body, updatePaths)
+}
+
+// Preserve implements api.Version: this version predates vnet integration, KMS key vault
+// visibility, image digest mirrors, ingress and crypto restrictions.
+func (version) Preserve(stored, next *api.Cluster) {
+	sp, np := &stored.Properties, &next.Properties
+	np.Platform.VnetIntegrationSubnetID = sp.Platform.VnetIntegrationSubnetID
+	np.ImageDigestMirrors = sp.ImageDigestMirrors
+	np.Ingress = sp.Ingress
+	np.CryptoRestrictions = sp.CryptoRestrictions
+	if s, n := sp.Etcd.DataEncryption.CustomerManaged, np.Etcd.DataEncryption.CustomerManaged; s != nil && n != nil && s.KMS != nil && n.KMS != nil {
+		n.KMS.Visibility = s.KMS.Visibility
+	}
+}
+
+// UpdatableFields implements api.Version (x-ms-mutability "update" in this version's spec).
+func (version) UpdatableFields() []string {
+	return []string{
+		"identity",
+		"properties.version.channelGroup",
+		"properties.platform.operatorsAuthentication",
+		"properties.autoscaling",
+		"properties.nodeDrainTimeoutMinutes",
+		"properties.api.authorizedCidrs",
+		"properties.etcd.dataEncryption.customerManaged.kms.version",
+	}
+}
+
+// ExternalPath implements api.Version.
+func (version) ExternalPath(p string) string { return api.KMSExternalPath(p, true) }

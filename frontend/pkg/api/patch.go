@@ -1,0 +1,123 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+// readOnlyEnvelope are fields of every resource body that a PATCH may carry and that are ignored.
+var readOnlyEnvelope = []string{"id", "name", "type", "systemData"}
+
+// Patch implements Version.PatchCluster for a version: updatePaths are the paths of the
+// version's update schema (HcpOpenShiftClusterUpdate), each allowing everything below it.
+func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Cluster, error) {
+	var patch map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&patch); err != nil || patch == nil || dec.More() {
+		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
+			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
+	}
+	allowed := append(append([]string(nil), updatePaths...), readOnlyEnvelope...)
+	var errs []*arm.CloudError
+	checkPatchPaths(patch, "", allowed, v.String(), &errs)
+	if len(errs) > 0 {
+		return nil, arm.Multiple(errs)
+	}
+	current, err := json.Marshal(v.RenderCluster(stored))
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(current, &doc); err != nil {
+		return nil, err
+	}
+	merged, err := json.Marshal(mergePatch(doc, patch))
+	if err != nil {
+		return nil, err
+	}
+	next, err := v.DecodeClusterUpdate(merged, stored)
+	if err != nil {
+		return nil, err
+	}
+	v.Preserve(stored, next)
+	return next, nil
+}
+
+// checkPatchPaths reports every key of the patch that is not in, or below, an allowed path.
+func checkPatchPaths(obj map[string]any, path string, allowed []string, version string, errs *[]*arm.CloudError) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := join(path, k)
+		switch pathState(p, allowed) {
+		case pathAllowed:
+		case pathPrefix:
+			if sub, ok := obj[k].(map[string]any); ok {
+				checkPatchPaths(sub, p, allowed, version, errs)
+			}
+		default:
+			*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, p,
+				"The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the cluster is created.", p, version))
+		}
+	}
+}
+
+type patchPath int
+
+const (
+	pathUnknown patchPath = iota
+	pathPrefix            // an ancestor of an allowed path
+	pathAllowed           // an allowed path or below one
+)
+
+func pathState(p string, allowed []string) patchPath {
+	lp := strings.ToLower(p)
+	out := pathUnknown
+	for _, a := range allowed {
+		la := strings.ToLower(a)
+		if lp == la || strings.HasPrefix(lp, la+".") {
+			return pathAllowed
+		}
+		if strings.HasPrefix(la, lp+".") {
+			out = pathPrefix
+		}
+	}
+	return out
+}
+
+// mergePatch applies an RFC 7396 merge patch. Keys match case-insensitively, as the decoder
+// matches them; the patch's spelling wins.
+func mergePatch(target any, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range p {
+		existing := k
+		for tk := range t {
+			if strings.EqualFold(tk, k) {
+				existing = tk
+			}
+		}
+		prev := t[existing]
+		delete(t, existing)
+		if v == nil {
+			continue
+		}
+		t[k] = mergePatch(prev, v)
+	}
+	return t
+}

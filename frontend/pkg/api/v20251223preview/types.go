@@ -1,0 +1,155 @@
+// Package v20251223preview is api-version 2025-12-23-preview of Microsoft.RedHatOpenShift
+// hcpOpenShiftClusters: its external types, defaults and validation, taken from the OpenAPI
+// specification, and their conversion to and from the internal model in package api.
+package v20251223preview
+
+import (
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+// APIVersion is this package's api-version.
+const APIVersion = "2025-12-23-preview"
+
+func init() { api.Register(version{}) }
+
+type version struct{}
+
+func (version) String() string { return APIVersion }
+
+// HcpOpenShiftCluster is the resource. Pointers tell "absent" from a zero value, so defaults
+// apply only to what the caller left out.
+type HcpOpenShiftCluster struct {
+	// Read-only envelope fields: accepted in a PUT body and ignored.
+	ID         *string         `json:"id,omitempty"`
+	Name       *string         `json:"name,omitempty"`
+	Type       *string         `json:"type,omitempty"`
+	SystemData *arm.SystemData `json:"systemData,omitempty"`
+
+	Location   *string                        `json:"location,omitempty"`
+	Tags       map[string]string              `json:"tags,omitempty"`
+	Identity   *ManagedServiceIdentity        `json:"identity,omitempty"`
+	Properties *HcpOpenShiftClusterProperties `json:"properties,omitempty"`
+}
+
+type HcpOpenShiftClusterProperties struct {
+	ProvisioningState       *string                      `json:"provisioningState,omitempty"`
+	Version                 *VersionProfile              `json:"version,omitempty"`
+	DNS                     *DNSProfile                  `json:"dns,omitempty"`
+	Network                 *NetworkProfile              `json:"network,omitempty"`
+	Console                 *ConsoleProfile              `json:"console,omitempty"`
+	API                     *APIProfile                  `json:"api,omitempty"`
+	Platform                *PlatformProfile             `json:"platform,omitempty"`
+	Autoscaling             *ClusterAutoscalingProfile   `json:"autoscaling,omitempty"`
+	Etcd                    *EtcdProfile                 `json:"etcd,omitempty"`
+	NodeDrainTimeoutMinutes *int32                       `json:"nodeDrainTimeoutMinutes,omitempty"`
+	ClusterImageRegistry    *ClusterImageRegistryProfile `json:"clusterImageRegistry,omitempty"`
+	ImageDigestMirrors      []ImageDigestMirror          `json:"imageDigestMirrors,omitempty"`
+}
+
+type ImageDigestMirror struct {
+	Source  *string  `json:"source,omitempty"`
+	Mirrors []string `json:"mirrors"`
+}
+
+type VersionProfile struct {
+	ID           *string `json:"id,omitempty"`
+	ChannelGroup *string `json:"channelGroup,omitempty"`
+}
+
+type DNSProfile struct {
+	BaseDomain       *string `json:"baseDomain,omitempty"`
+	BaseDomainPrefix *string `json:"baseDomainPrefix,omitempty"`
+}
+
+type NetworkProfile struct {
+	NetworkType *string `json:"networkType,omitempty"`
+	PodCIDR     *string `json:"podCidr,omitempty"`
+	ServiceCIDR *string `json:"serviceCidr,omitempty"`
+	MachineCIDR *string `json:"machineCidr,omitempty"`
+	HostPrefix  *int32  `json:"hostPrefix,omitempty"`
+}
+
+type ConsoleProfile struct {
+	URL *string `json:"url,omitempty"`
+}
+
+type APIProfile struct {
+	URL             *string  `json:"url,omitempty"`
+	Visibility      *string  `json:"visibility,omitempty"`
+	AuthorizedCIDRs []string `json:"authorizedCidrs,omitempty"`
+}
+
+type PlatformProfile struct {
+	ManagedResourceGroup    *string                         `json:"managedResourceGroup,omitempty"`
+	SubnetID                *string                         `json:"subnetId,omitempty"`
+	OutboundType            *string                         `json:"outboundType,omitempty"`
+	NetworkSecurityGroupID  *string                         `json:"networkSecurityGroupId,omitempty"`
+	VnetIntegrationSubnetID *string                         `json:"vnetIntegrationSubnetId,omitempty"`
+	OperatorsAuthentication *OperatorsAuthenticationProfile `json:"operatorsAuthentication,omitempty"`
+	IssuerURL               *string                         `json:"issuerUrl,omitempty"`
+}
+
+type OperatorsAuthenticationProfile struct {
+	UserAssignedIdentities *UserAssignedIdentitiesProfile `json:"userAssignedIdentities,omitempty"`
+}
+
+type UserAssignedIdentitiesProfile struct {
+	ControlPlaneOperators  map[string]string `json:"controlPlaneOperators"`
+	DataPlaneOperators     map[string]string `json:"dataPlaneOperators"`
+	ServiceManagedIdentity *string           `json:"serviceManagedIdentity,omitempty"`
+}
+
+type ClusterAutoscalingProfile struct {
+	MaxNodesTotal               *int32 `json:"maxNodesTotal,omitempty"`
+	MaxPodGracePeriodSeconds    *int32 `json:"maxPodGracePeriodSeconds,omitempty"`
+	MaxNodeProvisionTimeSeconds *int32 `json:"maxNodeProvisionTimeSeconds,omitempty"`
+	PodPriorityThreshold        *int32 `json:"podPriorityThreshold,omitempty"`
+}
+
+type EtcdProfile struct {
+	DataEncryption *EtcdDataEncryptionProfile `json:"dataEncryption,omitempty"`
+}
+
+type EtcdDataEncryptionProfile struct {
+	KeyManagementMode *string                           `json:"keyManagementMode,omitempty"`
+	CustomerManaged   *CustomerManagedEncryptionProfile `json:"customerManaged,omitempty"`
+}
+
+type CustomerManagedEncryptionProfile struct {
+	EncryptionType *string               `json:"encryptionType,omitempty"`
+	KMS            *KmsEncryptionProfile `json:"kms,omitempty"`
+}
+
+type KmsEncryptionProfile struct {
+	VaultName  *string `json:"vaultName,omitempty"`
+	Visibility *string `json:"visibility,omitempty"`
+	ActiveKey  *KmsKey `json:"activeKey,omitempty"`
+}
+
+type KmsKey struct {
+	Name    *string `json:"name,omitempty"`
+	Version *string `json:"version,omitempty"`
+}
+
+type ClusterImageRegistryProfile struct {
+	State *string `json:"state,omitempty"`
+}
+
+type ManagedServiceIdentity struct {
+	PrincipalID            *string                          `json:"principalId,omitempty"`
+	TenantID               *string                          `json:"tenantId,omitempty"`
+	Type                   *string                          `json:"type,omitempty"`
+	UserAssignedIdentities map[string]*UserAssignedIdentity `json:"userAssignedIdentities,omitempty"`
+}
+
+type UserAssignedIdentity struct {
+	PrincipalID *string `json:"principalId,omitempty"`
+	ClientID    *string `json:"clientId,omitempty"`
+}
+
+// HcpOpenShiftClusterListResult is one page of a list.
+type HcpOpenShiftClusterListResult struct {
+	Value    []any  `json:"value"`
+	NextLink string `json:"nextLink,omitempty"`
+}

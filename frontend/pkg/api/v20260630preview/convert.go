@@ -1,0 +1,287 @@
+package v20260630preview
+
+import (
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+)
+
+// DecodeCluster implements api.Version.
+func (v version) DecodeCluster(body []byte) (*api.Cluster, error) {
+	return v.DecodeClusterUpdate(body, nil)
+}
+
+// DecodeClusterUpdate implements api.Version.
+func (version) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api.Cluster, error) {
+	var ext HcpOpenShiftCluster
+	if err := api.DecodeStrict(body, &ext); err != nil {
+		return nil, err
+	}
+	if err := validate(&ext, stored); err != nil {
+		return nil, err
+	}
+	return toInternal(&ext), nil
+}
+
+func str(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func i32(p *int32, def int32) int32 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func ptr[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Defaults from the OpenAPI specification of this version.
+const (
+	defaultPodCIDR     = "10.128.0.0/14"
+	defaultServiceCIDR = "172.30.0.0/16"
+	defaultMachineCIDR = "10.0.0.0/16"
+	defaultHostPrefix  = 23
+)
+
+// toInternal converts a validated body, applying defaults. Read-only fields are dropped.
+func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
+	c := &api.Cluster{Location: str(e.Location, ""), Tags: e.Tags}
+	p := e.Properties
+	if p == nil {
+		p = &HcpOpenShiftClusterProperties{}
+	}
+	out := &c.Properties
+	if v := p.Version; v != nil {
+		out.Version.ID = str(v.ID, "")
+		out.Version.ChannelGroup = str(v.ChannelGroup, "")
+	}
+	if out.Version.ChannelGroup == "" {
+		out.Version.ChannelGroup = api.ChannelGroupStable
+	}
+	if d := p.DNS; d != nil {
+		out.DNS.BaseDomainPrefix = str(d.BaseDomainPrefix, "")
+	}
+	n := p.Network
+	if n == nil {
+		n = &NetworkProfile{}
+	}
+	out.Network = api.NetworkProfile{
+		NetworkType: str(n.NetworkType, api.NetworkTypeOVNKubernetes),
+		PodCIDR:     str(n.PodCIDR, defaultPodCIDR),
+		ServiceCIDR: str(n.ServiceCIDR, defaultServiceCIDR),
+		MachineCIDR: str(n.MachineCIDR, defaultMachineCIDR),
+		HostPrefix:  i32(n.HostPrefix, defaultHostPrefix),
+	}
+	out.API.Visibility = api.VisibilityPublic
+	if a := p.API; a != nil {
+		out.API.Visibility = str(a.Visibility, api.VisibilityPublic)
+		out.API.AuthorizedCIDRs = append([]string(nil), a.AuthorizedCIDRs...)
+	}
+	if pl := p.Platform; pl != nil {
+		out.Platform.ManagedResourceGroup = str(pl.ManagedResourceGroup, "")
+		out.Platform.SubnetID = str(pl.SubnetID, "")
+		out.Platform.OutboundType = str(pl.OutboundType, api.OutboundTypeLoadBalancer)
+		out.Platform.NetworkSecurityGroupID = str(pl.NetworkSecurityGroupID, "")
+		out.Platform.VnetIntegrationSubnetID = str(pl.VnetIntegrationSubnetID, "")
+		if oa := pl.OperatorsAuthentication; oa != nil && oa.UserAssignedIdentities != nil {
+			u := oa.UserAssignedIdentities
+			out.Platform.OperatorsAuthentication.UserAssignedIdentities = api.UserAssignedIdentitiesProfile{
+				ControlPlaneOperators:  copyMap(u.ControlPlaneOperators),
+				DataPlaneOperators:     copyMap(u.DataPlaneOperators),
+				ServiceManagedIdentity: str(u.ServiceManagedIdentity, ""),
+			}
+		}
+	}
+	if a := p.Autoscaling; a != nil {
+		out.Autoscaling = api.ClusterAutoscalingProfile{
+			MaxNodesTotal:               i32(a.MaxNodesTotal, 0),
+			MaxPodGracePeriodSeconds:    i32(a.MaxPodGracePeriodSeconds, 0),
+			MaxNodeProvisionTimeSeconds: i32(a.MaxNodeProvisionTimeSeconds, 0),
+			PodPriorityThreshold:        i32(a.PodPriorityThreshold, 0),
+		}
+	}
+	// This version knows only CustomerManaged; without etcd.dataEncryption the platform
+	// manages the key, as in earlier versions.
+	out.Etcd.DataEncryption.KeyManagementMode = api.KeyManagementPlatform
+	if et := p.Etcd; et != nil && et.DataEncryption != nil {
+		de := et.DataEncryption
+		out.Etcd.DataEncryption.KeyManagementMode = str(de.KeyManagementMode, api.KeyManagementPlatform)
+		if cm := de.CustomerManaged; cm != nil {
+			icm := &api.CustomerManagedEncryptionProfile{EncryptionType: str(cm.EncryptionType, api.EncryptionTypeKMS)}
+			if cm.KMS != nil && cm.KMS.ActiveKey != nil {
+				k := cm.KMS.ActiveKey
+				icm.KMS = &api.KMSKey{VaultName: str(cm.KMS.VaultName, ""), Visibility: str(cm.KMS.Visibility, ""), Name: str(k.Name, ""), Version: str(k.Version, "")}
+			}
+			out.Etcd.DataEncryption.CustomerManaged = icm
+		}
+	}
+	out.NodeDrainTimeoutMinutes = i32(p.NodeDrainTimeoutMinutes, 0)
+	out.Ingress.Type = api.IngressPublic
+	if p.Ingress != nil {
+		out.Ingress.Type = str(p.Ingress.Type, api.IngressPublic)
+	}
+	out.CryptoRestrictions = str(p.CryptoRestrictions, api.CryptoNone)
+	for _, m := range p.ImageDigestMirrors {
+		out.ImageDigestMirrors = append(out.ImageDigestMirrors, api.ImageDigestMirror{Source: str(m.Source, ""), Mirrors: append([]string(nil), m.Mirrors...)})
+	}
+	out.ClusterImageRegistry.State = api.RegistryEnabled
+	if r := p.ClusterImageRegistry; r != nil {
+		out.ClusterImageRegistry.State = str(r.State, api.RegistryEnabled)
+	}
+	if id := e.Identity; id != nil {
+		c.Identity = &api.ManagedServiceIdentity{Type: str(id.Type, "")}
+		if len(id.UserAssignedIdentities) > 0 {
+			c.Identity.UserAssignedIdentities = map[string]*api.UserAssignedIdentity{}
+			for k, v := range id.UserAssignedIdentities {
+				// principalId and clientId are read-only for customers; ARM fills them in when
+				// it forwards the request, and the client IDs become the workload identities.
+				u := &api.UserAssignedIdentity{}
+				if v != nil {
+					u.PrincipalID, u.ClientID = str(v.PrincipalID, ""), str(v.ClientID, "")
+				}
+				c.Identity.UserAssignedIdentities[k] = u
+			}
+		}
+	}
+	c.Default()
+	return c
+}
+
+// RenderCluster implements api.Version.
+func (version) RenderCluster(c *api.Cluster) any {
+	p := &c.Properties
+	ext := &HcpOpenShiftCluster{
+		Location:   ptr(c.Location),
+		Tags:       c.Tags,
+		SystemData: c.SystemData,
+	}
+	if c.ID != nil {
+		ext.ID = ptr(c.ID.String())
+		ext.Name = ptr(c.ID.Name())
+		ext.Type = ptr(api.ClusterResourceType)
+	}
+	if ext.Tags == nil {
+		ext.Tags = map[string]string{}
+	}
+	uai := p.Platform.OperatorsAuthentication.UserAssignedIdentities
+	props := &HcpOpenShiftClusterProperties{
+		ProvisioningState: ptr(string(c.ProvisioningState)),
+		Version:           &VersionProfile{ID: ptr(p.Version.ID), ChannelGroup: ptr(p.Version.ChannelGroup)},
+		DNS:               &DNSProfile{BaseDomain: ptr(p.DNS.BaseDomain), BaseDomainPrefix: ptr(p.DNS.BaseDomainPrefix)},
+		Network: &NetworkProfile{
+			NetworkType: ptr(p.Network.NetworkType),
+			PodCIDR:     ptr(p.Network.PodCIDR),
+			ServiceCIDR: ptr(p.Network.ServiceCIDR),
+			MachineCIDR: ptr(p.Network.MachineCIDR),
+			HostPrefix:  &p.Network.HostPrefix,
+		},
+		Console: &ConsoleProfile{URL: ptr(p.Console.URL)},
+		API:     &APIProfile{URL: ptr(p.API.URL), Visibility: ptr(p.API.Visibility), AuthorizedCIDRs: p.API.AuthorizedCIDRs},
+		Platform: &PlatformProfile{
+			ManagedResourceGroup:    ptr(p.Platform.ManagedResourceGroup),
+			SubnetID:                ptr(p.Platform.SubnetID),
+			OutboundType:            ptr(p.Platform.OutboundType),
+			NetworkSecurityGroupID:  ptr(p.Platform.NetworkSecurityGroupID),
+			VnetIntegrationSubnetID: ptr(p.Platform.VnetIntegrationSubnetID),
+			OperatorsAuthentication: &OperatorsAuthenticationProfile{UserAssignedIdentities: &UserAssignedIdentitiesProfile{
+				ControlPlaneOperators:  copyMap(uai.ControlPlaneOperators),
+				DataPlaneOperators:     copyMap(uai.DataPlaneOperators),
+				ServiceManagedIdentity: ptr(uai.ServiceManagedIdentity),
+			}},
+			IssuerURL: ptr(p.Platform.IssuerURL),
+		},
+		Autoscaling: &ClusterAutoscalingProfile{
+			MaxNodesTotal:               &p.Autoscaling.MaxNodesTotal,
+			MaxPodGracePeriodSeconds:    &p.Autoscaling.MaxPodGracePeriodSeconds,
+			MaxNodeProvisionTimeSeconds: &p.Autoscaling.MaxNodeProvisionTimeSeconds,
+			PodPriorityThreshold:        &p.Autoscaling.PodPriorityThreshold,
+		},
+		Etcd:                    &EtcdProfile{},
+		NodeDrainTimeoutMinutes: &p.NodeDrainTimeoutMinutes,
+		ClusterImageRegistry:    &ClusterImageRegistryProfile{State: ptr(p.ClusterImageRegistry.State)},
+	}
+	if cm := p.Etcd.DataEncryption.CustomerManaged; cm != nil {
+		ecm := &CustomerManagedEncryptionProfile{EncryptionType: ptr(cm.EncryptionType)}
+		if cm.KMS != nil {
+			ecm.KMS = &KmsEncryptionProfile{VaultName: ptr(cm.KMS.VaultName), Visibility: ptr(cm.KMS.Visibility), ActiveKey: &KmsKey{Name: ptr(cm.KMS.Name), Version: ptr(cm.KMS.Version)}}
+		}
+		props.Etcd.DataEncryption = &EtcdDataEncryptionProfile{KeyManagementMode: ptr(p.Etcd.DataEncryption.KeyManagementMode), CustomerManaged: ecm}
+	}
+	props.Ingress = &IngressProfile{Type: ptr(p.Ingress.Type)}
+	props.CryptoRestrictions = ptr(p.CryptoRestrictions)
+	for _, m := range p.ImageDigestMirrors {
+		props.ImageDigestMirrors = append(props.ImageDigestMirrors, ImageDigestMirror{Source: ptr(m.Source), Mirrors: append([]string{}, m.Mirrors...)})
+	}
+	if props.Console.URL == nil {
+		props.Console = nil
+	}
+	ext.Properties = props
+	if id := c.Identity; id != nil {
+		ext.Identity = &ManagedServiceIdentity{Type: ptr(id.Type), PrincipalID: ptr(id.PrincipalID), TenantID: ptr(id.TenantID)}
+		if len(id.UserAssignedIdentities) > 0 {
+			ext.Identity.UserAssignedIdentities = map[string]*UserAssignedIdentity{}
+			for k, v := range id.UserAssignedIdentities {
+				u := &UserAssignedIdentity{}
+				if v != nil {
+					u.PrincipalID, u.ClientID = ptr(v.PrincipalID), ptr(v.ClientID)
+				}
+				ext.Identity.UserAssignedIdentities[k] = u
+			}
+		}
+	}
+	return ext
+}
+
+// updatePaths is HcpOpenShiftClusterUpdate of this version: what a PATCH body may hold.
+var updatePaths = []string{
+	"tags",
+	"identity",
+	"properties.version",
+	"properties.platform.operatorsAuthentication",
+	"properties.autoscaling",
+	"properties.nodeDrainTimeoutMinutes",
+	"properties.imageDigestMirrors",
+	"properties.etcd.dataEncryption.customerManaged.kms.activeKey.version",
+}
+
+// PatchCluster implements api.Version.
+func (v version) PatchCluster(stored *api.Cluster, body []byte) (*api.Cluster, error) {
+	return api.Patch(v, stored, body, updatePaths)
+}
+
+// Preserve implements api.Version: this version expresses every field of the model.
+func (version) Preserve(stored, next *api.Cluster) {}
+
+// UpdatableFields implements api.Version (x-ms-mutability "update" in this version's spec).
+func (version) UpdatableFields() []string {
+	return []string{
+		"identity",
+		"properties.version.id",
+		"properties.version.channelGroup",
+		"properties.platform.operatorsAuthentication",
+		"properties.autoscaling",
+		"properties.nodeDrainTimeoutMinutes",
+		"properties.api.authorizedCidrs",
+		"properties.etcd.dataEncryption.customerManaged.kms.version",
+		"properties.imageDigestMirrors",
+	}
+}
+
+// ExternalPath implements api.Version.
+func (version) ExternalPath(p string) string { return api.KMSExternalPath(p, false) }
