@@ -23,13 +23,13 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/frontend"
-	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/store/storeconfig"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 type options struct {
 	listen, metricsListen string
-	dbDSN                 string
+	store                 storeconfig.Flags
 	clusterService        string
 	location              string
 	serverTLS             tlsconfig.Files
@@ -63,7 +63,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	str(&o.listen, "listen", "FRONTEND_LISTEN", "127.0.0.1:8443", "address of the ARM API")
 	str(&o.metricsListen, "metrics-listen", "FRONTEND_METRICS_LISTEN", "127.0.0.1:9443", "address of /metrics")
-	str(&o.dbDSN, "db-dsn", "FRONTEND_DB_DSN", "", "PostgreSQL DSN of the document store (required)")
+	o.store.Register(fs, "FRONTEND", getenv)
 	str(&o.clusterService, "cluster-service", "FRONTEND_CLUSTER_SERVICE", "", "Cluster Service gRPC address host:port (required)")
 	str(&o.location, "location", "FRONTEND_LOCATION", "", "Azure region served, e.g. eastus (required)")
 	str(&o.serverTLS.Cert, "tls-cert", "FRONTEND_TLS_CERT", "", "server certificate (PEM); without it the listeners must be loopback")
@@ -85,13 +85,15 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	for _, req := range []struct{ val, flag, env string }{
-		{o.dbDSN, "db-dsn", "FRONTEND_DB_DSN"},
 		{o.clusterService, "cluster-service", "FRONTEND_CLUSTER_SERVICE"},
 		{o.location, "location", "FRONTEND_LOCATION"},
 	} {
 		if req.val == "" {
 			return nil, fmt.Errorf("--%s is required (or set %s)", req.flag, req.env)
 		}
+	}
+	if err := o.store.Validate(); err != nil {
+		return nil, err
 	}
 	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.metricsListen, "metrics-listen"}, {o.clusterService, "cluster-service"}} {
 		if _, _, err := net.SplitHostPort(a.val); err != nil {
@@ -158,10 +160,10 @@ func run(o *options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	st, err := postgres.Open(openCtx, o.dbDSN, postgres.Options{Logger: log})
+	st, err := o.store.Open(openCtx, log)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("--db-dsn: %w", err)
+		return err
 	}
 	defer st.Close()
 
@@ -172,7 +174,7 @@ func run(o *options) error {
 		Logger:                log,
 		RetryAfter:            o.retryAfter,
 		ClusterServiceTimeout: o.csTimeout,
-		Ready:                 func(ctx context.Context) error { return st.Pool().Ping(ctx) },
+		Ready:                 st.Ping,
 	})
 	if err != nil {
 		return err

@@ -17,6 +17,8 @@ func TestParseFlags(t *testing.T) {
 		{"defaults", base, nil, ""},
 		{"env_fallback", nil, map[string]string{"FRONTEND_DB_DSN": "postgres://x", "FRONTEND_CLUSTER_SERVICE": "127.0.0.1:9000", "FRONTEND_LOCATION": "eastus"}, ""},
 		{"missing_db_dsn_names_flag_and_env", []string{"--cluster-service=127.0.0.1:9000", "--location=eastus"}, nil, "--db-dsn is required (or set FRONTEND_DB_DSN)"},
+		{"unknown_store_names_flag", append(base, "--store=mongo"), nil, `invalid value "mongo" for --store`},
+		{"cosmos_store_needs_endpoint", append(base, "--store=cosmos"), nil, "--cosmos-endpoint is required with --store=cosmos (or set FRONTEND_COSMOS_ENDPOINT)"},
 		{"bad_listen_names_flag", append(base, "--listen=nonsense"), nil, "--listen"},
 		{"bad_duration_from_env_names_flag", base, map[string]string{"FRONTEND_RETRY_AFTER": "soon"}, "--retry-after from FRONTEND_RETRY_AFTER"},
 		{"retry_after_below_a_second", append(base, "--retry-after=10ms"), nil, "--retry-after"},
