@@ -24,12 +24,12 @@ import (
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/operations"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/store/storeconfig"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 type flags struct {
-	dbDSN          string
+	store          storeconfig.Flags
 	clusterService string
 	metricsListen  string
 	csTLS          tlsconfig.Files
@@ -59,7 +59,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 
 func parseFlags() flags {
 	var f flags
-	flag.StringVar(&f.dbDSN, "db-dsn", env("BACKEND_DB_DSN", ""), "PostgreSQL DSN of the document store (env BACKEND_DB_DSN); required")
+	f.store.Register(flag.CommandLine, "BACKEND", os.Getenv)
 	flag.StringVar(&f.clusterService, "cluster-service", env("BACKEND_CLUSTER_SERVICE", "127.0.0.1:8090"), "Cluster Service gRPC address (env BACKEND_CLUSTER_SERVICE)")
 	flag.StringVar(&f.metricsListen, "metrics-listen", env("BACKEND_METRICS_LISTEN", "127.0.0.1:8081"), "address for /metrics and /healthz (env BACKEND_METRICS_LISTEN)")
 	flag.StringVar(&f.csTLS.CA, "cluster-service-ca", env("BACKEND_CLUSTER_SERVICE_CA", ""), "CA file that verifies Cluster Service; with the cert flags enables TLS (env BACKEND_CLUSTER_SERVICE_CA)")
@@ -82,9 +82,10 @@ func parseFlags() flags {
 	flag.DurationVar(&f.cfg.NotifyGiveUp, "notification-give-up", envDuration("BACKEND_NOTIFICATION_GIVE_UP", time.Hour), "how long after an operation ended its async notification is retried (env BACKEND_NOTIFICATION_GIVE_UP)")
 	flag.Parse()
 	f.cfg.StatusMode = operations.StatusMode(f.statusMode)
+	if err := f.store.Validate(); err != nil {
+		fail(err.Error())
+	}
 	switch {
-	case f.dbDSN == "":
-		fail("--db-dsn is required")
 	case f.cfg.ResyncPeriod < time.Second:
 		fail("--resync-period must be at least 1s")
 	case f.cfg.Workers < 1:
@@ -144,7 +145,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	}
 	defer conn.Close()
 
-	st, err := postgres.Open(ctx, f.dbDSN, postgres.Options{})
+	st, err := f.store.Open(ctx, log)
 	if err != nil {
 		return fmt.Errorf("open document store: %w", err)
 	}
