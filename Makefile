@@ -10,6 +10,7 @@ KUBE_VERSION := v1.32.13
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32
 TEST_TIMEOUT ?= 40m
 FUZZTIME ?= 10s
+COSMOS_EMULATOR := internal/store/cosmos/emulator
 
 .PHONY: help
 help:
@@ -23,6 +24,10 @@ help:
 .PHONY: deps
 deps:
 	@hack/ensure-packages.sh postgresql mosquitto protobuf-compiler libprotobuf-dev jq
+	@# Node runs the Cosmos-compatible server the cosmos store's conformance test starts.
+	@command -v npm >/dev/null || hack/ensure-packages.sh nodejs npm
+	@[ $(COSMOS_EMULATOR)/node_modules/.package-lock.json -nt $(COSMOS_EMULATOR)/package-lock.json ] || \
+		(cd $(COSMOS_EMULATOR) && npm ci --no-audit --no-fund --loglevel=error)
 
 .PHONY: tools
 tools:
