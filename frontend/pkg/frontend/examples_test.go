@@ -406,3 +406,50 @@ func exampleHeaders(so specOperations, opID, code string) http.Header {
 	}
 	return h
 }
+
+// TestSpecExamplesOperations drives the Operations_List examples of every api-version and
+// validates the answer against the spec; the list names every action of the spec's paths.
+func TestSpecExamplesOperations(t *testing.T) {
+	if _, err := os.Stat(specRoot); err != nil {
+		t.Skipf("the specification is not checked out beside the repository (%s): %v", specRoot, err)
+	}
+	e := newEnv(t)
+	for _, ver := range specVersions {
+		t.Run(ver, func(t *testing.T) {
+			l := newSpecLoader()
+			v := &specValidator{t: t, l: l}
+			so := loadSpecOperations(t, l, ver)
+			xs := loadExamples(t, ver, "Operations_List")
+			for _, x := range xs {
+				for code, r := range x.Responses {
+					so.checkResponse(t, v, x.OperationID, response{code: atoi(t, code), header: http.Header{}, body: r.Body})
+				}
+				resp := e.do("GET", "/providers/Microsoft.RedHatOpenShift/operations?api-version="+x.param(t, "api-version"), nil, nil)
+				if resp.code != 200 {
+					t.Fatalf("%s: %d %s", x.file, resp.code, resp.body)
+				}
+				so.checkResponse(t, v, x.OperationID, resp)
+				names := map[string]bool{}
+				for _, op := range resp.json(t)["value"].([]any) {
+					names[op.(map[string]any)["name"].(string)] = true
+				}
+				for _, want := range []string{
+					"Microsoft.RedHatOpenShift/hcpOpenShiftClusters/write",
+					"Microsoft.RedHatOpenShift/hcpOpenShiftClusters/nodePools/delete",
+					"Microsoft.RedHatOpenShift/hcpOpenShiftClusters/revokeCredentials/action",
+					"Microsoft.RedHatOpenShift/locations/hcpOpenShiftVersions/read",
+				} {
+					if !names[want] {
+						t.Errorf("%s missing from %s", want, resp.body)
+					}
+				}
+			}
+		})
+	}
+	t.Run("unknown_api_version_returns_400", func(t *testing.T) {
+		resp := e.do("GET", "/providers/Microsoft.RedHatOpenShift/operations?api-version=2020-01-01", nil, nil)
+		if code, _ := resp.armError(t); resp.code != 400 || code != "InvalidResourceType" {
+			t.Fatalf("%d %s", resp.code, resp.body)
+		}
+	})
+}

@@ -126,6 +126,9 @@ func (s *Server) routes() {
 	s.handle("PUT /subscriptions/{subscriptionId}", s.putSubscription, routeOptions{subscriptionAPI: true})
 	s.handle("GET /subscriptions/{subscriptionId}", s.getSubscription, routeOptions{subscriptionAPI: true})
 
+	// Tenant level: no subscription to check.
+	s.handle("GET "+providerPath+"/operations", s.listOperations, routeOptions{versions: true})
+
 	s.handle("PUT "+clusterPattern, s.putCluster, resourceRoute)
 	s.handle("PATCH "+clusterPattern, s.patchCluster, resourceRoute)
 	s.handle("GET "+clusterPattern, s.getCluster, resourceRoute)
