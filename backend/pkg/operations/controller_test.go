@@ -19,6 +19,7 @@ import (
 	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/internal/store"
 	"github.com/openhcp/openhcp/internal/store/postgres"
@@ -30,18 +31,23 @@ import (
 // Service store, which is what that controller does with Maestro's feedback.
 type harness struct {
 	t     *testing.T
+	pg    *pgserver.Server
+	dsn   string
 	docs  store.Store
 	cs    csv1.ClustersClient
 	csDB  *csstore.Store
 	sub   string
 	shard string
+	// notifyURI, when set, goes into every operation written, as Azure-AsyncNotificationUri.
+	notifyURI string
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ctx := context.Background()
 	pg := pgservertest.Start(t)
-	docs, err := postgres.Open(ctx, pgservertest.NewDatabase(t, pg), postgres.Options{})
+	dsn := pgservertest.NewDatabase(t, pg)
+	docs, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatalf("open document store: %v", err)
 	}
@@ -65,7 +71,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	h := &harness{t: t, docs: docs, cs: csv1.NewClustersClient(conn), csDB: csDB, sub: uuid.NewString(), shard: "mgmt-1"}
+	h := &harness{t: t, pg: pg, dsn: dsn, docs: docs, cs: csv1.NewClustersClient(conn), csDB: csDB, sub: uuid.NewString(), shard: "mgmt-1"}
 	if _, err := csv1.NewProvisionShardsClient(conn).RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{
 		Name: h.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 10,
 	}}); err != nil {
@@ -76,8 +82,12 @@ func newHarness(t *testing.T) *harness {
 
 // start runs a backend controller until the test ends or stop is called.
 func (h *harness) start(cfg Config) (stop func()) {
+	return h.startWith(cfg, nil)
+}
+
+func (h *harness) startWith(cfg Config, m *Metrics) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := New(h.docs, h.cs, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, cfg)
+	c := New(h.docs, h.cs, slog.New(slog.NewTextHandler(io.Discard, nil)), m, cfg)
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx); close(done) }()
 	stop = func() { cancel(); <-done }
@@ -115,7 +125,7 @@ func (h *harness) writeOperation(rid, csID, opID string, req api.OperationReques
 	part := strings.ToLower(h.sub)
 	start := time.Now().Add(-startedAgo)
 	op, _ := json.Marshal(api.OperationDocument{ID: opID, Request: req, ExternalID: rid, InternalID: csID,
-		Status: api.StateAccepted, StartTime: start, LastTransitionTime: start})
+		Status: api.StateAccepted, StartTime: start, LastTransitionTime: start, Location: "westus3", NotificationURI: h.notifyURI})
 	ops := []store.TxOp{{Kind: store.TxCreate, Doc: &store.Document{PartitionKey: part, ID: opID, Type: store.TypeOperation, ResourceID: strings.ToLower(rid), Body: op}}}
 	rd := api.ResourceDocument{ResourceID: rid, InternalID: csID, ProvisioningState: resState, ActiveOperationID: opID}
 	body, _ := json.Marshal(rd)
@@ -315,3 +325,5 @@ func TestCreateWhoseClusterNeverReachedClusterServiceFailsAfterGrace(t *testing.
 		t.Fatalf("failed operation without an error message: %+v", op)
 	}
 }
+
+func t0() context.Context { return context.Background() }

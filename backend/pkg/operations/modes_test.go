@@ -1,0 +1,92 @@
+package operations
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/api"
+)
+
+// metricValue sums a counter or gauge (optionally one label value), or returns a histogram's
+// sample count.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, label ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(label) == 2 && !hasLabel(m, label[0], label[1]) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+func hasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
+
+func TestStatusModes(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		wantEvents bool
+	}{
+		{name: "watch_mode_follows_the_feed_and_the_cluster_watch", cfg: Config{ResyncPeriod: time.Minute}, wantEvents: true},
+		// No resync, no feed, no watch: only the poll can finish the operation.
+		{name: "poll_mode_lists_operations_and_asks_cluster_service", cfg: Config{ResyncPeriod: time.Hour, StatusMode: ModePoll, PollInterval: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			reg := prometheus.NewRegistry()
+			h.startWith(tc.cfg, NewMetrics(reg))
+			csID, opID := h.createCluster("c01", 0)
+			h.waitStatus(opID, api.StateProvisioning, 10*time.Second)
+			if got := metricValue(t, reg, "backend_operations_in_flight", "request", "Create"); got != 1 {
+				t.Errorf("in-flight creates = %v, want 1", got)
+			}
+			h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+			h.waitStatus(opID, api.StateSucceeded, 10*time.Second)
+			if got := metricValue(t, reg, "backend_operations_in_flight", "request", "Create"); got != 0 {
+				t.Errorf("in-flight creates after the end = %v, want 0", got)
+			}
+			if got := metricValue(t, reg, "backend_operation_duration_seconds", "status", "Succeeded"); got != 1 {
+				t.Errorf("succeeded durations observed = %v, want 1", got)
+			}
+			// Accepted→Provisioning and Provisioning→Succeeded were both caused by CS state.
+			if got := metricValue(t, reg, "backend_status_propagation_seconds"); got < 1 {
+				t.Errorf("status propagation observations = %v, want at least 1", got)
+			}
+			events := metricValue(t, reg, "backend_cluster_events_total")
+			if tc.wantEvents != (events > 0) {
+				t.Errorf("cluster watch events = %v; want some: %v", events, tc.wantEvents)
+			}
+		})
+	}
+}
+
+func newRegistry() *prometheus.Registry { return prometheus.NewRegistry() }

@@ -1,0 +1,165 @@
+package operations
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/api"
+)
+
+// receiver is a real HTTP server standing in for ARM's notification endpoint. It records every
+// POST per path and answers with what the test scripted.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	posts  map[string][]statusBody
+	answer func(path string, n int) int
+	block  chan struct{}
+}
+
+func newReceiver(t *testing.T, answer func(path string, n int) int) *receiver {
+	r := &receiver{posts: map[string][]statusBody{}, answer: answer, block: make(chan struct{})}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, "/hang") {
+			select {
+			case <-r.block:
+			case <-req.Context().Done():
+			}
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		b, _ := io.ReadAll(req.Body)
+		var body statusBody
+		if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" || json.Unmarshal(b, &body) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		r.posts[req.URL.Path] = append(r.posts[req.URL.Path], body)
+		n := len(r.posts[req.URL.Path])
+		r.mu.Unlock()
+		code := http.StatusOK
+		if r.answer != nil {
+			code = r.answer(req.URL.Path, n)
+		}
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(func() { close(r.block); r.Close() })
+	return r
+}
+
+func (r *receiver) got(path string) []statusBody {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]statusBody(nil), r.posts[path]...)
+}
+
+func (h *harness) waitNotification(opID, state string, timeout time.Duration) *notification {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		d, err := h.docs.Get(t0(), strings.ToLower(h.sub), opID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		var op opRecord
+		if err := json.Unmarshal(d.Body, &op); err != nil {
+			h.t.Fatal(err)
+		}
+		if op.Notification != nil && op.Notification.State == state {
+			return op.Notification
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("operation %s notification %+v after %s, want %s", opID, op.Notification, timeout, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestNotifications(t *testing.T) {
+	t.Run("failing_receiver_is_retried_with_backoff_until_it_accepts_once", func(t *testing.T) {
+		rcv := newReceiver(t, func(_ string, n int) int {
+			if n < 3 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusOK
+		})
+		h := newHarness(t)
+		h.start(Config{ResyncPeriod: time.Minute})
+		h.notifyURI = rcv.URL + "/notify/c01"
+		csID, opID := h.createCluster("c01", 0)
+		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage", Message: "cannot pull"})
+		h.waitStatus(opID, api.StateFailed, 10*time.Second)
+		n := h.waitNotification(opID, notifyDelivered, 15*time.Second)
+		if n.Attempts != 3 || n.DeliveredAt == nil {
+			t.Errorf("notification record %+v, want Delivered after 3 attempts", n)
+		}
+		posts := rcv.got("/notify/c01")
+		if len(posts) != 3 {
+			t.Fatalf("receiver got %d posts, want 3 (two refused, one accepted)", len(posts))
+		}
+		last := posts[2]
+		if last.Name != opID || last.Status != api.StateFailed || last.Error == nil || last.Error.Code != "InvalidReleaseImage" || last.EndTime == nil ||
+			!strings.HasSuffix(last.ID, "/providers/Microsoft.RedHatOpenShift/locations/westus3/hcpOperationStatuses/"+opID) {
+			t.Errorf("notification body = %+v", last)
+		}
+		time.Sleep(2 * time.Second)
+		if got := len(rcv.got("/notify/c01")); got != 3 {
+			t.Errorf("receiver got %d posts after delivery was recorded, want still 3", got)
+		}
+	})
+
+	t.Run("hanging_receiver_blocks_neither_operations_nor_other_notifications", func(t *testing.T) {
+		rcv := newReceiver(t, nil)
+		h := newHarness(t)
+		h.start(Config{ResyncPeriod: time.Minute, NotifyTimeout: time.Minute})
+		h.notifyURI = rcv.URL + "/hang"
+		csA, _ := h.createCluster("a", 0)
+		h.feedback(csA, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+		h.notifyURI = rcv.URL + "/notify/b"
+		csB, opB := h.createCluster("b", 0)
+		h.notifyURI = ""
+		csC, opC := h.createCluster("c", 0)
+		time.Sleep(500 * time.Millisecond) // a's POST is hanging now
+		h.feedback(csB, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+		h.feedback(csC, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+		h.waitStatus(opC, api.StateSucceeded, 5*time.Second)
+		h.waitStatus(opB, api.StateSucceeded, 5*time.Second)
+		h.waitNotification(opB, notifyDelivered, 5*time.Second)
+		if got := len(rcv.got("/notify/b")); got != 1 {
+			t.Errorf("b's receiver got %d posts, want 1", got)
+		}
+	})
+
+	t.Run("operation_without_notification_uri_gets_no_record", func(t *testing.T) {
+		h := newHarness(t)
+		h.start(Config{ResyncPeriod: time.Minute})
+		csID, opID := h.createCluster("c01", 0)
+		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+		h.waitStatus(opID, api.StateSucceeded, 10*time.Second)
+		d, _ := h.docs.Get(t0(), strings.ToLower(h.sub), opID)
+		if strings.Contains(string(d.Body), `"notification"`) {
+			t.Errorf("operation without a notification URI has a notification record: %s", d.Body)
+		}
+	})
+
+	t.Run("receiver_that_keeps_failing_is_abandoned_after_give_up", func(t *testing.T) {
+		rcv := newReceiver(t, func(string, int) int { return http.StatusInternalServerError })
+		h := newHarness(t)
+		h.start(Config{ResyncPeriod: time.Minute, NotifyGiveUp: 2 * time.Second})
+		h.notifyURI = rcv.URL + "/notify/c01"
+		csID, opID := h.createCluster("c01", 0)
+		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+		n := h.waitNotification(opID, notifyAbandoned, 15*time.Second)
+		if n.Attempts < 1 || n.LastError == "" {
+			t.Errorf("abandoned record %+v, want failed attempts with the last error", n)
+		}
+	})
+}
