@@ -88,10 +88,30 @@ func New(ctx context.Context, client *azcosmos.Client, db string, o Options) (*S
 		return nil, fmt.Errorf("cosmos container %s/%s: %w", db, o.Container, err)
 	}
 	s := &Store{container: c, opts: o}
-	if err := s.Ping(ctx); err != nil {
-		return nil, err
+	resp, err := c.Read(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read cosmos container %s/%s: %w", db, o.Container, err)
+	}
+	if err := checkContainer(resp.ContainerProperties); err != nil {
+		return nil, fmt.Errorf("cosmos container %s/%s: %w", db, o.Container, err)
 	}
 	return s, nil
+}
+
+// checkContainer refuses a container this store cannot work with: the partition key must be
+// /partitionKey, and TTL must be on (defaultTtl -1 or a value) or tombstones and expired
+// documents would never be removed.
+func checkContainer(p *azcosmos.ContainerProperties) error {
+	if p == nil {
+		return errors.New("no container properties")
+	}
+	if paths := p.PartitionKeyDefinition.Paths; len(paths) != 1 || paths[0] != partitionKeyPath {
+		return fmt.Errorf("partition key is %v; the store needs [%s]", paths, partitionKeyPath)
+	}
+	if p.DefaultTimeToLive == nil {
+		return errors.New("time to live is off; set the container's defaultTtl to -1 (on, no default expiry)")
+	}
+	return nil
 }
 
 // Ping reads the container's properties: a cheap check that the account, database and
