@@ -202,6 +202,73 @@ func (ShardStatus) EnumDescriptor() ([]byte, []int) {
 	return file_v1_clusterservice_proto_rawDescGZIP(), []int{2}
 }
 
+type NodePoolState int32
+
+const (
+	NodePoolState_NODE_POOL_STATE_UNSPECIFIED NodePoolState = 0
+	// PENDING: stored; waiting for the cluster's manifests to be applied before its own are sent.
+	NodePoolState_NODE_POOL_STATE_PENDING NodePoolState = 1
+	// INSTALLING: the NodePool is sent; its first machines are not all ready yet.
+	NodePoolState_NODE_POOL_STATE_INSTALLING NodePoolState = 2
+	// READY: Ready=True with the wanted replicas and version.
+	NodePoolState_NODE_POOL_STATE_READY NodePoolState = 3
+	// ERROR: the NodePool reports a failed validation, or its manifests cannot be applied.
+	NodePoolState_NODE_POOL_STATE_ERROR NodePoolState = 4
+	// UNINSTALLING: deletion requested; the ManifestWork is being removed.
+	NodePoolState_NODE_POOL_STATE_UNINSTALLING NodePoolState = 5
+	// UPDATING: a scale or version change is rolling out.
+	NodePoolState_NODE_POOL_STATE_UPDATING NodePoolState = 6
+)
+
+// Enum value maps for NodePoolState.
+var (
+	NodePoolState_name = map[int32]string{
+		0: "NODE_POOL_STATE_UNSPECIFIED",
+		1: "NODE_POOL_STATE_PENDING",
+		2: "NODE_POOL_STATE_INSTALLING",
+		3: "NODE_POOL_STATE_READY",
+		4: "NODE_POOL_STATE_ERROR",
+		5: "NODE_POOL_STATE_UNINSTALLING",
+		6: "NODE_POOL_STATE_UPDATING",
+	}
+	NodePoolState_value = map[string]int32{
+		"NODE_POOL_STATE_UNSPECIFIED":  0,
+		"NODE_POOL_STATE_PENDING":      1,
+		"NODE_POOL_STATE_INSTALLING":   2,
+		"NODE_POOL_STATE_READY":        3,
+		"NODE_POOL_STATE_ERROR":        4,
+		"NODE_POOL_STATE_UNINSTALLING": 5,
+		"NODE_POOL_STATE_UPDATING":     6,
+	}
+)
+
+func (x NodePoolState) Enum() *NodePoolState {
+	p := new(NodePoolState)
+	*p = x
+	return p
+}
+
+func (x NodePoolState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NodePoolState) Descriptor() protoreflect.EnumDescriptor {
+	return file_v1_clusterservice_proto_enumTypes[3].Descriptor()
+}
+
+func (NodePoolState) Type() protoreflect.EnumType {
+	return &file_v1_clusterservice_proto_enumTypes[3]
+}
+
+func (x NodePoolState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NodePoolState.Descriptor instead.
+func (NodePoolState) EnumDescriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{3}
+}
+
 type Cluster struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is the Cluster Service ID, chosen by the frontend before the call (lowercase, 32 chars
@@ -1487,6 +1554,878 @@ func (x *SetShardStatusRequest) GetStatus() ShardStatus {
 	return ShardStatus_SHARD_STATUS_UNSPECIFIED
 }
 
+type NodePool struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the Cluster Service ID, chosen by the caller (lowercase, 32 chars of [0-9a-v]).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// cluster_id is the Cluster Service ID of the cluster the pool belongs to.
+	ClusterId string `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// arm_resource_id: .../hcpOpenShiftClusters/{cluster}/nodePools/{name}; case-insensitive.
+	ArmResourceId string                 `protobuf:"bytes,3,opt,name=arm_resource_id,json=armResourceId,proto3" json:"arm_resource_id,omitempty"`
+	Spec          *NodePoolSpec          `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *NodePoolStatus        `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	Revision      int64                  `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePool) Reset() {
+	*x = NodePool{}
+	mi := &file_v1_clusterservice_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePool) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePool) ProtoMessage() {}
+
+func (x *NodePool) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePool.ProtoReflect.Descriptor instead.
+func (*NodePool) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *NodePool) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *NodePool) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *NodePool) GetArmResourceId() string {
+	if x != nil {
+		return x.ArmResourceId
+	}
+	return ""
+}
+
+func (x *NodePool) GetSpec() *NodePoolSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *NodePool) GetStatus() *NodePoolStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *NodePool) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *NodePool) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *NodePool) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+type NodePoolSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version_id is the OpenShift version of the nodes ("4.19" or "4.19.7"; empty: the
+	// control plane's). It must not be ahead of the cluster's version.
+	VersionId string `protobuf:"bytes,1,opt,name=version_id,json=versionId,proto3" json:"version_id,omitempty"`
+	// replicas is the fixed node count; ignored when autoscaling is set.
+	Replicas      int32                `protobuf:"varint,2,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	Autoscaling   *NodePoolAutoscaling `protobuf:"bytes,3,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
+	Labels        map[string]string    `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Taints        []*Taint             `protobuf:"bytes,5,rep,name=taints,proto3" json:"taints,omitempty"`
+	AutoRepair    bool                 `protobuf:"varint,6,opt,name=auto_repair,json=autoRepair,proto3" json:"auto_repair,omitempty"`
+	Platform      *NodePoolPlatform    `protobuf:"bytes,7,opt,name=platform,proto3" json:"platform,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePoolSpec) Reset() {
+	*x = NodePoolSpec{}
+	mi := &file_v1_clusterservice_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePoolSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePoolSpec) ProtoMessage() {}
+
+func (x *NodePoolSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePoolSpec.ProtoReflect.Descriptor instead.
+func (*NodePoolSpec) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *NodePoolSpec) GetVersionId() string {
+	if x != nil {
+		return x.VersionId
+	}
+	return ""
+}
+
+func (x *NodePoolSpec) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *NodePoolSpec) GetAutoscaling() *NodePoolAutoscaling {
+	if x != nil {
+		return x.Autoscaling
+	}
+	return nil
+}
+
+func (x *NodePoolSpec) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *NodePoolSpec) GetTaints() []*Taint {
+	if x != nil {
+		return x.Taints
+	}
+	return nil
+}
+
+func (x *NodePoolSpec) GetAutoRepair() bool {
+	if x != nil {
+		return x.AutoRepair
+	}
+	return false
+}
+
+func (x *NodePoolSpec) GetPlatform() *NodePoolPlatform {
+	if x != nil {
+		return x.Platform
+	}
+	return nil
+}
+
+type NodePoolAutoscaling struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Min           int32                  `protobuf:"varint,1,opt,name=min,proto3" json:"min,omitempty"`
+	Max           int32                  `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePoolAutoscaling) Reset() {
+	*x = NodePoolAutoscaling{}
+	mi := &file_v1_clusterservice_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePoolAutoscaling) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePoolAutoscaling) ProtoMessage() {}
+
+func (x *NodePoolAutoscaling) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePoolAutoscaling.ProtoReflect.Descriptor instead.
+func (*NodePoolAutoscaling) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *NodePoolAutoscaling) GetMin() int32 {
+	if x != nil {
+		return x.Min
+	}
+	return 0
+}
+
+func (x *NodePoolAutoscaling) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+type Taint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// effect: NoSchedule, PreferNoSchedule or NoExecute.
+	Effect        string `protobuf:"bytes,3,opt,name=effect,proto3" json:"effect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Taint) Reset() {
+	*x = Taint{}
+	mi := &file_v1_clusterservice_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Taint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Taint) ProtoMessage() {}
+
+func (x *Taint) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Taint.ProtoReflect.Descriptor instead.
+func (*Taint) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Taint) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Taint) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *Taint) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+type NodePoolPlatform struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// vm_size, e.g. Standard_D8s_v3. Immutable.
+	VmSize string `protobuf:"bytes,1,opt,name=vm_size,json=vmSize,proto3" json:"vm_size,omitempty"`
+	// os_disk_size_gib: 16-65536; default 64. Immutable.
+	OsDiskSizeGib int32 `protobuf:"varint,2,opt,name=os_disk_size_gib,json=osDiskSizeGib,proto3" json:"os_disk_size_gib,omitempty"`
+	// os_disk_storage_account_type: Premium_LRS (default), StandardSSD_LRS or Standard_LRS. Immutable.
+	OsDiskStorageAccountType string `protobuf:"bytes,3,opt,name=os_disk_storage_account_type,json=osDiskStorageAccountType,proto3" json:"os_disk_storage_account_type,omitempty"`
+	// subnet_id: the workers' subnet; default the cluster's. Immutable.
+	SubnetId string `protobuf:"bytes,4,opt,name=subnet_id,json=subnetId,proto3" json:"subnet_id,omitempty"`
+	// availability_zone: "", "1", "2" or "3". Immutable.
+	AvailabilityZone string `protobuf:"bytes,5,opt,name=availability_zone,json=availabilityZone,proto3" json:"availability_zone,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *NodePoolPlatform) Reset() {
+	*x = NodePoolPlatform{}
+	mi := &file_v1_clusterservice_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePoolPlatform) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePoolPlatform) ProtoMessage() {}
+
+func (x *NodePoolPlatform) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePoolPlatform.ProtoReflect.Descriptor instead.
+func (*NodePoolPlatform) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *NodePoolPlatform) GetVmSize() string {
+	if x != nil {
+		return x.VmSize
+	}
+	return ""
+}
+
+func (x *NodePoolPlatform) GetOsDiskSizeGib() int32 {
+	if x != nil {
+		return x.OsDiskSizeGib
+	}
+	return 0
+}
+
+func (x *NodePoolPlatform) GetOsDiskStorageAccountType() string {
+	if x != nil {
+		return x.OsDiskStorageAccountType
+	}
+	return ""
+}
+
+func (x *NodePoolPlatform) GetSubnetId() string {
+	if x != nil {
+		return x.SubnetId
+	}
+	return ""
+}
+
+func (x *NodePoolPlatform) GetAvailabilityZone() string {
+	if x != nil {
+		return x.AvailabilityZone
+	}
+	return ""
+}
+
+type NodePoolStatus struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	State     NodePoolState          `protobuf:"varint,1,opt,name=state,proto3,enum=openhcp.clusterservice.v1.NodePoolState" json:"state,omitempty"`
+	Message   string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	ErrorCode string                 `protobuf:"bytes,3,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	// conditions are the NodePool conditions as reported through status feedback.
+	Conditions []*Condition `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// replicas is the NodePool's status.replicas: machines that are ready.
+	Replicas int32 `protobuf:"varint,5,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	// current_version is the NodePool's status.version.
+	CurrentVersion string `protobuf:"bytes,6,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
+	Applied        bool   `protobuf:"varint,7,opt,name=applied,proto3" json:"applied,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *NodePoolStatus) Reset() {
+	*x = NodePoolStatus{}
+	mi := &file_v1_clusterservice_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePoolStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePoolStatus) ProtoMessage() {}
+
+func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
+func (*NodePoolStatus) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *NodePoolStatus) GetState() NodePoolState {
+	if x != nil {
+		return x.State
+	}
+	return NodePoolState_NODE_POOL_STATE_UNSPECIFIED
+}
+
+func (x *NodePoolStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetErrorCode() string {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetConditions() []*Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+func (x *NodePoolStatus) GetReplicas() int32 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *NodePoolStatus) GetCurrentVersion() string {
+	if x != nil {
+		return x.CurrentVersion
+	}
+	return ""
+}
+
+func (x *NodePoolStatus) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
+}
+
+type CreateNodePoolRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodePool      *NodePool              `protobuf:"bytes,1,opt,name=node_pool,json=nodePool,proto3" json:"node_pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateNodePoolRequest) Reset() {
+	*x = CreateNodePoolRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateNodePoolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateNodePoolRequest) ProtoMessage() {}
+
+func (x *CreateNodePoolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateNodePoolRequest.ProtoReflect.Descriptor instead.
+func (*CreateNodePoolRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CreateNodePoolRequest) GetNodePool() *NodePool {
+	if x != nil {
+		return x.NodePool
+	}
+	return nil
+}
+
+type GetNodePoolRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNodePoolRequest) Reset() {
+	*x = GetNodePoolRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNodePoolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNodePoolRequest) ProtoMessage() {}
+
+func (x *GetNodePoolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNodePoolRequest.ProtoReflect.Descriptor instead.
+func (*GetNodePoolRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetNodePoolRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListNodePoolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNodePoolsRequest) Reset() {
+	*x = ListNodePoolsRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNodePoolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNodePoolsRequest) ProtoMessage() {}
+
+func (x *ListNodePoolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNodePoolsRequest.ProtoReflect.Descriptor instead.
+func (*ListNodePoolsRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ListNodePoolsRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+type ListNodePoolsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodePools     []*NodePool            `protobuf:"bytes,1,rep,name=node_pools,json=nodePools,proto3" json:"node_pools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNodePoolsResponse) Reset() {
+	*x = ListNodePoolsResponse{}
+	mi := &file_v1_clusterservice_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNodePoolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNodePoolsResponse) ProtoMessage() {}
+
+func (x *ListNodePoolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNodePoolsResponse.ProtoReflect.Descriptor instead.
+func (*ListNodePoolsResponse) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ListNodePoolsResponse) GetNodePools() []*NodePool {
+	if x != nil {
+		return x.NodePools
+	}
+	return nil
+}
+
+type UpdateNodePoolRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Spec  *NodePoolSpec          `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	// revision, when not 0, makes the update conditional on the node pool's current revision.
+	Revision      int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNodePoolRequest) Reset() {
+	*x = UpdateNodePoolRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNodePoolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNodePoolRequest) ProtoMessage() {}
+
+func (x *UpdateNodePoolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNodePoolRequest.ProtoReflect.Descriptor instead.
+func (*UpdateNodePoolRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *UpdateNodePoolRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateNodePoolRequest) GetSpec() *NodePoolSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *UpdateNodePoolRequest) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+type DeleteNodePoolRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteNodePoolRequest) Reset() {
+	*x = DeleteNodePoolRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteNodePoolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteNodePoolRequest) ProtoMessage() {}
+
+func (x *DeleteNodePoolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteNodePoolRequest.ProtoReflect.Descriptor instead.
+func (*DeleteNodePoolRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DeleteNodePoolRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type WatchNodePoolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceRevision int64                  `protobuf:"varint,1,opt,name=since_revision,json=sinceRevision,proto3" json:"since_revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchNodePoolsRequest) Reset() {
+	*x = WatchNodePoolsRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchNodePoolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchNodePoolsRequest) ProtoMessage() {}
+
+func (x *WatchNodePoolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchNodePoolsRequest.ProtoReflect.Descriptor instead.
+func (*WatchNodePoolsRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *WatchNodePoolsRequest) GetSinceRevision() int64 {
+	if x != nil {
+		return x.SinceRevision
+	}
+	return 0
+}
+
+type NodePoolEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          EventType              `protobuf:"varint,1,opt,name=type,proto3,enum=openhcp.clusterservice.v1.EventType" json:"type,omitempty"`
+	Revision      int64                  `protobuf:"varint,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	NodePool      *NodePool              `protobuf:"bytes,3,opt,name=node_pool,json=nodePool,proto3" json:"node_pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodePoolEvent) Reset() {
+	*x = NodePoolEvent{}
+	mi := &file_v1_clusterservice_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePoolEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePoolEvent) ProtoMessage() {}
+
+func (x *NodePoolEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePoolEvent.ProtoReflect.Descriptor instead.
+func (*NodePoolEvent) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *NodePoolEvent) GetType() EventType {
+	if x != nil {
+		return x.Type
+	}
+	return EventType_EVENT_TYPE_UNSPECIFIED
+}
+
+func (x *NodePoolEvent) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *NodePoolEvent) GetNodePool() *NodePool {
+	if x != nil {
+		return x.NodePool
+	}
+	return nil
+}
+
 var File_v1_clusterservice_proto protoreflect.FileDescriptor
 
 const file_v1_clusterservice_proto_rawDesc = "" +
@@ -1594,7 +2533,78 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x06shards\x18\x01 \x03(\v2).openhcp.clusterservice.v1.ProvisionShardR\x06shards\"k\n" +
 	"\x15SetShardStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12>\n" +
-	"\x06status\x18\x02 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\x06status*\xd4\x01\n" +
+	"\x06status\x18\x02 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\x06status\"\xf7\x02\n" +
+	"\bNodePool\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12&\n" +
+	"\x0farm_resource_id\x18\x03 \x01(\tR\rarmResourceId\x12;\n" +
+	"\x04spec\x18\x04 \x01(\v2'.openhcp.clusterservice.v1.NodePoolSpecR\x04spec\x12A\n" +
+	"\x06status\x18\x05 \x01(\v2).openhcp.clusterservice.v1.NodePoolStatusR\x06status\x12\x1a\n" +
+	"\brevision\x18\x06 \x01(\x03R\brevision\x12;\n" +
+	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\xc7\x03\n" +
+	"\fNodePoolSpec\x12\x1d\n" +
+	"\n" +
+	"version_id\x18\x01 \x01(\tR\tversionId\x12\x1a\n" +
+	"\breplicas\x18\x02 \x01(\x05R\breplicas\x12P\n" +
+	"\vautoscaling\x18\x03 \x01(\v2..openhcp.clusterservice.v1.NodePoolAutoscalingR\vautoscaling\x12K\n" +
+	"\x06labels\x18\x04 \x03(\v23.openhcp.clusterservice.v1.NodePoolSpec.LabelsEntryR\x06labels\x128\n" +
+	"\x06taints\x18\x05 \x03(\v2 .openhcp.clusterservice.v1.TaintR\x06taints\x12\x1f\n" +
+	"\vauto_repair\x18\x06 \x01(\bR\n" +
+	"autoRepair\x12G\n" +
+	"\bplatform\x18\a \x01(\v2+.openhcp.clusterservice.v1.NodePoolPlatformR\bplatform\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"9\n" +
+	"\x13NodePoolAutoscaling\x12\x10\n" +
+	"\x03min\x18\x01 \x01(\x05R\x03min\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x05R\x03max\"G\n" +
+	"\x05Taint\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
+	"\x06effect\x18\x03 \x01(\tR\x06effect\"\xde\x01\n" +
+	"\x10NodePoolPlatform\x12\x17\n" +
+	"\avm_size\x18\x01 \x01(\tR\x06vmSize\x12'\n" +
+	"\x10os_disk_size_gib\x18\x02 \x01(\x05R\rosDiskSizeGib\x12>\n" +
+	"\x1cos_disk_storage_account_type\x18\x03 \x01(\tR\x18osDiskStorageAccountType\x12\x1b\n" +
+	"\tsubnet_id\x18\x04 \x01(\tR\bsubnetId\x12+\n" +
+	"\x11availability_zone\x18\x05 \x01(\tR\x10availabilityZone\"\xae\x02\n" +
+	"\x0eNodePoolStatus\x12>\n" +
+	"\x05state\x18\x01 \x01(\x0e2(.openhcp.clusterservice.v1.NodePoolStateR\x05state\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x03 \x01(\tR\terrorCode\x12D\n" +
+	"\n" +
+	"conditions\x18\x04 \x03(\v2$.openhcp.clusterservice.v1.ConditionR\n" +
+	"conditions\x12\x1a\n" +
+	"\breplicas\x18\x05 \x01(\x05R\breplicas\x12'\n" +
+	"\x0fcurrent_version\x18\x06 \x01(\tR\x0ecurrentVersion\x12\x18\n" +
+	"\aapplied\x18\a \x01(\bR\aapplied\"Y\n" +
+	"\x15CreateNodePoolRequest\x12@\n" +
+	"\tnode_pool\x18\x01 \x01(\v2#.openhcp.clusterservice.v1.NodePoolR\bnodePool\"$\n" +
+	"\x12GetNodePoolRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"5\n" +
+	"\x14ListNodePoolsRequest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\"[\n" +
+	"\x15ListNodePoolsResponse\x12B\n" +
+	"\n" +
+	"node_pools\x18\x01 \x03(\v2#.openhcp.clusterservice.v1.NodePoolR\tnodePools\"\x80\x01\n" +
+	"\x15UpdateNodePoolRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12;\n" +
+	"\x04spec\x18\x02 \x01(\v2'.openhcp.clusterservice.v1.NodePoolSpecR\x04spec\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision\"'\n" +
+	"\x15DeleteNodePoolRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\">\n" +
+	"\x15WatchNodePoolsRequest\x12%\n" +
+	"\x0esince_revision\x18\x01 \x01(\x03R\rsinceRevision\"\xa7\x01\n" +
+	"\rNodePoolEvent\x128\n" +
+	"\x04type\x18\x01 \x01(\x0e2$.openhcp.clusterservice.v1.EventTypeR\x04type\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\x03R\brevision\x12@\n" +
+	"\tnode_pool\x18\x03 \x01(\v2#.openhcp.clusterservice.v1.NodePoolR\bnodePool*\xd4\x01\n" +
 	"\fClusterState\x12\x1d\n" +
 	"\x19CLUSTER_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CLUSTER_STATE_PENDING\x10\x01\x12\x1c\n" +
@@ -1612,14 +2622,29 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x18SHARD_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13SHARD_STATUS_ACTIVE\x10\x01\x12\x1c\n" +
 	"\x18SHARD_STATUS_MAINTENANCE\x10\x02\x12\x18\n" +
-	"\x14SHARD_STATUS_OFFLINE\x10\x032\x94\x04\n" +
+	"\x14SHARD_STATUS_OFFLINE\x10\x03*\xe3\x01\n" +
+	"\rNodePoolState\x12\x1f\n" +
+	"\x1bNODE_POOL_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17NODE_POOL_STATE_PENDING\x10\x01\x12\x1e\n" +
+	"\x1aNODE_POOL_STATE_INSTALLING\x10\x02\x12\x19\n" +
+	"\x15NODE_POOL_STATE_READY\x10\x03\x12\x19\n" +
+	"\x15NODE_POOL_STATE_ERROR\x10\x04\x12 \n" +
+	"\x1cNODE_POOL_STATE_UNINSTALLING\x10\x05\x12\x1c\n" +
+	"\x18NODE_POOL_STATE_UPDATING\x10\x062\x94\x04\n" +
 	"\bClusters\x12d\n" +
 	"\rCreateCluster\x12/.openhcp.clusterservice.v1.CreateClusterRequest\x1a\".openhcp.clusterservice.v1.Cluster\x12^\n" +
 	"\n" +
 	"GetCluster\x12,.openhcp.clusterservice.v1.GetClusterRequest\x1a\".openhcp.clusterservice.v1.Cluster\x12o\n" +
 	"\fListClusters\x12..openhcp.clusterservice.v1.ListClustersRequest\x1a/.openhcp.clusterservice.v1.ListClustersResponse\x12d\n" +
 	"\rDeleteCluster\x12/.openhcp.clusterservice.v1.DeleteClusterRequest\x1a\".openhcp.clusterservice.v1.Cluster\x12k\n" +
-	"\rWatchClusters\x12/.openhcp.clusterservice.v1.WatchClustersRequest\x1a'.openhcp.clusterservice.v1.ClusterEvent0\x012\xd8\x02\n" +
+	"\rWatchClusters\x12/.openhcp.clusterservice.v1.WatchClustersRequest\x1a'.openhcp.clusterservice.v1.ClusterEvent0\x012\x8d\x05\n" +
+	"\tNodePools\x12g\n" +
+	"\x0eCreateNodePool\x120.openhcp.clusterservice.v1.CreateNodePoolRequest\x1a#.openhcp.clusterservice.v1.NodePool\x12a\n" +
+	"\vGetNodePool\x12-.openhcp.clusterservice.v1.GetNodePoolRequest\x1a#.openhcp.clusterservice.v1.NodePool\x12r\n" +
+	"\rListNodePools\x12/.openhcp.clusterservice.v1.ListNodePoolsRequest\x1a0.openhcp.clusterservice.v1.ListNodePoolsResponse\x12g\n" +
+	"\x0eUpdateNodePool\x120.openhcp.clusterservice.v1.UpdateNodePoolRequest\x1a#.openhcp.clusterservice.v1.NodePool\x12g\n" +
+	"\x0eDeleteNodePool\x120.openhcp.clusterservice.v1.DeleteNodePoolRequest\x1a#.openhcp.clusterservice.v1.NodePool\x12n\n" +
+	"\x0eWatchNodePools\x120.openhcp.clusterservice.v1.WatchNodePoolsRequest\x1a(.openhcp.clusterservice.v1.NodePoolEvent0\x012\xd8\x02\n" +
 	"\x0fProvisionShards\x12k\n" +
 	"\rRegisterShard\x12/.openhcp.clusterservice.v1.RegisterShardRequest\x1a).openhcp.clusterservice.v1.ProvisionShard\x12i\n" +
 	"\n" +
@@ -1638,75 +2663,118 @@ func file_v1_clusterservice_proto_rawDescGZIP() []byte {
 	return file_v1_clusterservice_proto_rawDescData
 }
 
-var file_v1_clusterservice_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_v1_clusterservice_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_v1_clusterservice_proto_goTypes = []any{
 	(ClusterState)(0),               // 0: openhcp.clusterservice.v1.ClusterState
 	(EventType)(0),                  // 1: openhcp.clusterservice.v1.EventType
 	(ShardStatus)(0),                // 2: openhcp.clusterservice.v1.ShardStatus
-	(*Cluster)(nil),                 // 3: openhcp.clusterservice.v1.Cluster
-	(*ClusterSpec)(nil),             // 4: openhcp.clusterservice.v1.ClusterSpec
-	(*NetworkSpec)(nil),             // 5: openhcp.clusterservice.v1.NetworkSpec
-	(*AzureSpec)(nil),               // 6: openhcp.clusterservice.v1.AzureSpec
-	(*AzureWorkloadIdentities)(nil), // 7: openhcp.clusterservice.v1.AzureWorkloadIdentities
-	(*ClusterStatus)(nil),           // 8: openhcp.clusterservice.v1.ClusterStatus
-	(*Condition)(nil),               // 9: openhcp.clusterservice.v1.Condition
-	(*CreateClusterRequest)(nil),    // 10: openhcp.clusterservice.v1.CreateClusterRequest
-	(*GetClusterRequest)(nil),       // 11: openhcp.clusterservice.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),     // 12: openhcp.clusterservice.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),    // 13: openhcp.clusterservice.v1.ListClustersResponse
-	(*DeleteClusterRequest)(nil),    // 14: openhcp.clusterservice.v1.DeleteClusterRequest
-	(*WatchClustersRequest)(nil),    // 15: openhcp.clusterservice.v1.WatchClustersRequest
-	(*ClusterEvent)(nil),            // 16: openhcp.clusterservice.v1.ClusterEvent
-	(*ProvisionShard)(nil),          // 17: openhcp.clusterservice.v1.ProvisionShard
-	(*RegisterShardRequest)(nil),    // 18: openhcp.clusterservice.v1.RegisterShardRequest
-	(*ListShardsRequest)(nil),       // 19: openhcp.clusterservice.v1.ListShardsRequest
-	(*ListShardsResponse)(nil),      // 20: openhcp.clusterservice.v1.ListShardsResponse
-	(*SetShardStatusRequest)(nil),   // 21: openhcp.clusterservice.v1.SetShardStatusRequest
-	nil,                             // 22: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 23: google.protobuf.Timestamp
+	(NodePoolState)(0),              // 3: openhcp.clusterservice.v1.NodePoolState
+	(*Cluster)(nil),                 // 4: openhcp.clusterservice.v1.Cluster
+	(*ClusterSpec)(nil),             // 5: openhcp.clusterservice.v1.ClusterSpec
+	(*NetworkSpec)(nil),             // 6: openhcp.clusterservice.v1.NetworkSpec
+	(*AzureSpec)(nil),               // 7: openhcp.clusterservice.v1.AzureSpec
+	(*AzureWorkloadIdentities)(nil), // 8: openhcp.clusterservice.v1.AzureWorkloadIdentities
+	(*ClusterStatus)(nil),           // 9: openhcp.clusterservice.v1.ClusterStatus
+	(*Condition)(nil),               // 10: openhcp.clusterservice.v1.Condition
+	(*CreateClusterRequest)(nil),    // 11: openhcp.clusterservice.v1.CreateClusterRequest
+	(*GetClusterRequest)(nil),       // 12: openhcp.clusterservice.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),     // 13: openhcp.clusterservice.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),    // 14: openhcp.clusterservice.v1.ListClustersResponse
+	(*DeleteClusterRequest)(nil),    // 15: openhcp.clusterservice.v1.DeleteClusterRequest
+	(*WatchClustersRequest)(nil),    // 16: openhcp.clusterservice.v1.WatchClustersRequest
+	(*ClusterEvent)(nil),            // 17: openhcp.clusterservice.v1.ClusterEvent
+	(*ProvisionShard)(nil),          // 18: openhcp.clusterservice.v1.ProvisionShard
+	(*RegisterShardRequest)(nil),    // 19: openhcp.clusterservice.v1.RegisterShardRequest
+	(*ListShardsRequest)(nil),       // 20: openhcp.clusterservice.v1.ListShardsRequest
+	(*ListShardsResponse)(nil),      // 21: openhcp.clusterservice.v1.ListShardsResponse
+	(*SetShardStatusRequest)(nil),   // 22: openhcp.clusterservice.v1.SetShardStatusRequest
+	(*NodePool)(nil),                // 23: openhcp.clusterservice.v1.NodePool
+	(*NodePoolSpec)(nil),            // 24: openhcp.clusterservice.v1.NodePoolSpec
+	(*NodePoolAutoscaling)(nil),     // 25: openhcp.clusterservice.v1.NodePoolAutoscaling
+	(*Taint)(nil),                   // 26: openhcp.clusterservice.v1.Taint
+	(*NodePoolPlatform)(nil),        // 27: openhcp.clusterservice.v1.NodePoolPlatform
+	(*NodePoolStatus)(nil),          // 28: openhcp.clusterservice.v1.NodePoolStatus
+	(*CreateNodePoolRequest)(nil),   // 29: openhcp.clusterservice.v1.CreateNodePoolRequest
+	(*GetNodePoolRequest)(nil),      // 30: openhcp.clusterservice.v1.GetNodePoolRequest
+	(*ListNodePoolsRequest)(nil),    // 31: openhcp.clusterservice.v1.ListNodePoolsRequest
+	(*ListNodePoolsResponse)(nil),   // 32: openhcp.clusterservice.v1.ListNodePoolsResponse
+	(*UpdateNodePoolRequest)(nil),   // 33: openhcp.clusterservice.v1.UpdateNodePoolRequest
+	(*DeleteNodePoolRequest)(nil),   // 34: openhcp.clusterservice.v1.DeleteNodePoolRequest
+	(*WatchNodePoolsRequest)(nil),   // 35: openhcp.clusterservice.v1.WatchNodePoolsRequest
+	(*NodePoolEvent)(nil),           // 36: openhcp.clusterservice.v1.NodePoolEvent
+	nil,                             // 37: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	nil,                             // 38: openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil),   // 39: google.protobuf.Timestamp
 }
 var file_v1_clusterservice_proto_depIdxs = []int32{
-	4,  // 0: openhcp.clusterservice.v1.Cluster.spec:type_name -> openhcp.clusterservice.v1.ClusterSpec
-	8,  // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
-	23, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
-	23, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
-	5,  // 4: openhcp.clusterservice.v1.ClusterSpec.network:type_name -> openhcp.clusterservice.v1.NetworkSpec
-	6,  // 5: openhcp.clusterservice.v1.ClusterSpec.azure:type_name -> openhcp.clusterservice.v1.AzureSpec
-	7,  // 6: openhcp.clusterservice.v1.AzureSpec.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
+	5,  // 0: openhcp.clusterservice.v1.Cluster.spec:type_name -> openhcp.clusterservice.v1.ClusterSpec
+	9,  // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
+	39, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
+	39, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
+	6,  // 4: openhcp.clusterservice.v1.ClusterSpec.network:type_name -> openhcp.clusterservice.v1.NetworkSpec
+	7,  // 5: openhcp.clusterservice.v1.ClusterSpec.azure:type_name -> openhcp.clusterservice.v1.AzureSpec
+	8,  // 6: openhcp.clusterservice.v1.AzureSpec.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
 	0,  // 7: openhcp.clusterservice.v1.ClusterStatus.state:type_name -> openhcp.clusterservice.v1.ClusterState
-	9,  // 8: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	23, // 9: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	3,  // 10: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	3,  // 11: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
+	10, // 8: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	39, // 9: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	4,  // 10: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	4,  // 11: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
 	1,  // 12: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	3,  // 13: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	4,  // 13: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
 	2,  // 14: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	22, // 15: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	17, // 16: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	17, // 17: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	37, // 15: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	18, // 16: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	18, // 17: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
 	2,  // 18: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	10, // 19: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
-	11, // 20: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
-	12, // 21: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
-	14, // 22: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
-	15, // 23: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
-	18, // 24: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
-	19, // 25: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
-	21, // 26: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
-	3,  // 27: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	3,  // 28: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	13, // 29: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
-	3,  // 30: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	16, // 31: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
-	17, // 32: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	20, // 33: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
-	17, // 34: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	27, // [27:35] is the sub-list for method output_type
-	19, // [19:27] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	24, // 19: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	28, // 20: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
+	39, // 21: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
+	39, // 22: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
+	25, // 23: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
+	38, // 24: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	26, // 25: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
+	27, // 26: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
+	3,  // 27: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
+	10, // 28: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	23, // 29: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	23, // 30: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
+	24, // 31: openhcp.clusterservice.v1.UpdateNodePoolRequest.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	1,  // 32: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	23, // 33: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	11, // 34: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
+	12, // 35: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
+	13, // 36: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
+	15, // 37: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
+	16, // 38: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
+	29, // 39: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
+	30, // 40: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
+	31, // 41: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
+	33, // 42: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
+	34, // 43: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
+	35, // 44: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
+	19, // 45: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
+	20, // 46: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
+	22, // 47: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
+	4,  // 48: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	4,  // 49: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	14, // 50: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
+	4,  // 51: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	17, // 52: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
+	23, // 53: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	23, // 54: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	32, // 55: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
+	23, // 56: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	23, // 57: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	36, // 58: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
+	18, // 59: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	21, // 60: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
+	18, // 61: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	48, // [48:62] is the sub-list for method output_type
+	34, // [34:48] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_v1_clusterservice_proto_init() }
@@ -1719,10 +2787,10 @@ func file_v1_clusterservice_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_clusterservice_proto_rawDesc), len(file_v1_clusterservice_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   20,
+			NumEnums:      4,
+			NumMessages:   35,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_v1_clusterservice_proto_goTypes,
 		DependencyIndexes: file_v1_clusterservice_proto_depIdxs,

@@ -312,6 +312,336 @@ var Clusters_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	NodePools_CreateNodePool_FullMethodName = "/openhcp.clusterservice.v1.NodePools/CreateNodePool"
+	NodePools_GetNodePool_FullMethodName    = "/openhcp.clusterservice.v1.NodePools/GetNodePool"
+	NodePools_ListNodePools_FullMethodName  = "/openhcp.clusterservice.v1.NodePools/ListNodePools"
+	NodePools_UpdateNodePool_FullMethodName = "/openhcp.clusterservice.v1.NodePools/UpdateNodePool"
+	NodePools_DeleteNodePool_FullMethodName = "/openhcp.clusterservice.v1.NodePools/DeleteNodePool"
+	NodePools_WatchNodePools_FullMethodName = "/openhcp.clusterservice.v1.NodePools/WatchNodePools"
+)
+
+// NodePoolsClient is the client API for NodePools service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// NodePools are the worker machine pools of a cluster. Each becomes a HyperShift NodePool in the
+// cluster's namespace on its management cluster, through its own ManifestWork.
+type NodePoolsClient interface {
+	// CreateNodePool is idempotent on arm_resource_id (case-insensitive), like CreateCluster.
+	// Errors: InvalidArgument (bad spec, or a version ahead of the control plane), NotFound (no
+	// such cluster), FailedPrecondition (the cluster or this ARM resource's node pool is being
+	// deleted), AlreadyExists (the id belongs to a different ARM resource).
+	CreateNodePool(ctx context.Context, in *CreateNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error)
+	GetNodePool(ctx context.Context, in *GetNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error)
+	// ListNodePools lists the node pools of one cluster, by id.
+	ListNodePools(ctx context.Context, in *ListNodePoolsRequest, opts ...grpc.CallOption) (*ListNodePoolsResponse, error)
+	// UpdateNodePool replaces the mutable part of the spec: replicas or autoscaling, labels,
+	// taints, auto_repair and version. vm_size, os_disk and subnet_id cannot change
+	// (InvalidArgument). With revision set, the update is conditional on it (Aborted otherwise).
+	UpdateNodePool(ctx context.Context, in *UpdateNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error)
+	// DeleteNodePool starts an uninstall (state UNINSTALLING); the node pool is gone once its
+	// ManifestWork is. Deleting a cluster deletes its node pools first.
+	DeleteNodePool(ctx context.Context, in *DeleteNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error)
+	// WatchNodePools streams node pool changes exactly as WatchClusters streams clusters. Revisions
+	// come from the same global sequence as cluster revisions, so a client following both streams
+	// can order them; each stream has its own tombstone history (OutOfRange when resuming from
+	// before it).
+	WatchNodePools(ctx context.Context, in *WatchNodePoolsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[NodePoolEvent], error)
+}
+
+type nodePoolsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewNodePoolsClient(cc grpc.ClientConnInterface) NodePoolsClient {
+	return &nodePoolsClient{cc}
+}
+
+func (c *nodePoolsClient) CreateNodePool(ctx context.Context, in *CreateNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodePool)
+	err := c.cc.Invoke(ctx, NodePools_CreateNodePool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodePoolsClient) GetNodePool(ctx context.Context, in *GetNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodePool)
+	err := c.cc.Invoke(ctx, NodePools_GetNodePool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodePoolsClient) ListNodePools(ctx context.Context, in *ListNodePoolsRequest, opts ...grpc.CallOption) (*ListNodePoolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListNodePoolsResponse)
+	err := c.cc.Invoke(ctx, NodePools_ListNodePools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodePoolsClient) UpdateNodePool(ctx context.Context, in *UpdateNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodePool)
+	err := c.cc.Invoke(ctx, NodePools_UpdateNodePool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodePoolsClient) DeleteNodePool(ctx context.Context, in *DeleteNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NodePool)
+	err := c.cc.Invoke(ctx, NodePools_DeleteNodePool_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *nodePoolsClient) WatchNodePools(ctx context.Context, in *WatchNodePoolsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[NodePoolEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NodePools_ServiceDesc.Streams[0], NodePools_WatchNodePools_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchNodePoolsRequest, NodePoolEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodePools_WatchNodePoolsClient = grpc.ServerStreamingClient[NodePoolEvent]
+
+// NodePoolsServer is the server API for NodePools service.
+// All implementations must embed UnimplementedNodePoolsServer
+// for forward compatibility.
+//
+// NodePools are the worker machine pools of a cluster. Each becomes a HyperShift NodePool in the
+// cluster's namespace on its management cluster, through its own ManifestWork.
+type NodePoolsServer interface {
+	// CreateNodePool is idempotent on arm_resource_id (case-insensitive), like CreateCluster.
+	// Errors: InvalidArgument (bad spec, or a version ahead of the control plane), NotFound (no
+	// such cluster), FailedPrecondition (the cluster or this ARM resource's node pool is being
+	// deleted), AlreadyExists (the id belongs to a different ARM resource).
+	CreateNodePool(context.Context, *CreateNodePoolRequest) (*NodePool, error)
+	GetNodePool(context.Context, *GetNodePoolRequest) (*NodePool, error)
+	// ListNodePools lists the node pools of one cluster, by id.
+	ListNodePools(context.Context, *ListNodePoolsRequest) (*ListNodePoolsResponse, error)
+	// UpdateNodePool replaces the mutable part of the spec: replicas or autoscaling, labels,
+	// taints, auto_repair and version. vm_size, os_disk and subnet_id cannot change
+	// (InvalidArgument). With revision set, the update is conditional on it (Aborted otherwise).
+	UpdateNodePool(context.Context, *UpdateNodePoolRequest) (*NodePool, error)
+	// DeleteNodePool starts an uninstall (state UNINSTALLING); the node pool is gone once its
+	// ManifestWork is. Deleting a cluster deletes its node pools first.
+	DeleteNodePool(context.Context, *DeleteNodePoolRequest) (*NodePool, error)
+	// WatchNodePools streams node pool changes exactly as WatchClusters streams clusters. Revisions
+	// come from the same global sequence as cluster revisions, so a client following both streams
+	// can order them; each stream has its own tombstone history (OutOfRange when resuming from
+	// before it).
+	WatchNodePools(*WatchNodePoolsRequest, grpc.ServerStreamingServer[NodePoolEvent]) error
+	mustEmbedUnimplementedNodePoolsServer()
+}
+
+// UnimplementedNodePoolsServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedNodePoolsServer struct{}
+
+func (UnimplementedNodePoolsServer) CreateNodePool(context.Context, *CreateNodePoolRequest) (*NodePool, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateNodePool not implemented")
+}
+func (UnimplementedNodePoolsServer) GetNodePool(context.Context, *GetNodePoolRequest) (*NodePool, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetNodePool not implemented")
+}
+func (UnimplementedNodePoolsServer) ListNodePools(context.Context, *ListNodePoolsRequest) (*ListNodePoolsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListNodePools not implemented")
+}
+func (UnimplementedNodePoolsServer) UpdateNodePool(context.Context, *UpdateNodePoolRequest) (*NodePool, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateNodePool not implemented")
+}
+func (UnimplementedNodePoolsServer) DeleteNodePool(context.Context, *DeleteNodePoolRequest) (*NodePool, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteNodePool not implemented")
+}
+func (UnimplementedNodePoolsServer) WatchNodePools(*WatchNodePoolsRequest, grpc.ServerStreamingServer[NodePoolEvent]) error {
+	return status.Errorf(codes.Unimplemented, "method WatchNodePools not implemented")
+}
+func (UnimplementedNodePoolsServer) mustEmbedUnimplementedNodePoolsServer() {}
+func (UnimplementedNodePoolsServer) testEmbeddedByValue()                   {}
+
+// UnsafeNodePoolsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to NodePoolsServer will
+// result in compilation errors.
+type UnsafeNodePoolsServer interface {
+	mustEmbedUnimplementedNodePoolsServer()
+}
+
+func RegisterNodePoolsServer(s grpc.ServiceRegistrar, srv NodePoolsServer) {
+	// If the following call pancis, it indicates UnimplementedNodePoolsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&NodePools_ServiceDesc, srv)
+}
+
+func _NodePools_CreateNodePool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateNodePoolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodePoolsServer).CreateNodePool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodePools_CreateNodePool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodePoolsServer).CreateNodePool(ctx, req.(*CreateNodePoolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NodePools_GetNodePool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetNodePoolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodePoolsServer).GetNodePool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodePools_GetNodePool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodePoolsServer).GetNodePool(ctx, req.(*GetNodePoolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NodePools_ListNodePools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListNodePoolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodePoolsServer).ListNodePools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodePools_ListNodePools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodePoolsServer).ListNodePools(ctx, req.(*ListNodePoolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NodePools_UpdateNodePool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateNodePoolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodePoolsServer).UpdateNodePool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodePools_UpdateNodePool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodePoolsServer).UpdateNodePool(ctx, req.(*UpdateNodePoolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NodePools_DeleteNodePool_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteNodePoolRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodePoolsServer).DeleteNodePool(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodePools_DeleteNodePool_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodePoolsServer).DeleteNodePool(ctx, req.(*DeleteNodePoolRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _NodePools_WatchNodePools_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchNodePoolsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(NodePoolsServer).WatchNodePools(m, &grpc.GenericServerStream[WatchNodePoolsRequest, NodePoolEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodePools_WatchNodePoolsServer = grpc.ServerStreamingServer[NodePoolEvent]
+
+// NodePools_ServiceDesc is the grpc.ServiceDesc for NodePools service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var NodePools_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "openhcp.clusterservice.v1.NodePools",
+	HandlerType: (*NodePoolsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CreateNodePool",
+			Handler:    _NodePools_CreateNodePool_Handler,
+		},
+		{
+			MethodName: "GetNodePool",
+			Handler:    _NodePools_GetNodePool_Handler,
+		},
+		{
+			MethodName: "ListNodePools",
+			Handler:    _NodePools_ListNodePools_Handler,
+		},
+		{
+			MethodName: "UpdateNodePool",
+			Handler:    _NodePools_UpdateNodePool_Handler,
+		},
+		{
+			MethodName: "DeleteNodePool",
+			Handler:    _NodePools_DeleteNodePool_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchNodePools",
+			Handler:       _NodePools_WatchNodePools_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "v1/clusterservice.proto",
+}
+
+const (
 	ProvisionShards_RegisterShard_FullMethodName  = "/openhcp.clusterservice.v1.ProvisionShards/RegisterShard"
 	ProvisionShards_ListShards_FullMethodName     = "/openhcp.clusterservice.v1.ProvisionShards/ListShards"
 	ProvisionShards_SetShardStatus_FullMethodName = "/openhcp.clusterservice.v1.ProvisionShards/SetShardStatus"

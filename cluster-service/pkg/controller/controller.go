@@ -148,6 +148,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller: read current revision: %w", err)
 	}
+	poolRev, err := c.st.CurrentNodePoolRevision(ctx)
+	if err != nil {
+		return fmt.Errorf("controller: read current node pool revision: %w", err)
+	}
 	changes, stop := c.st.Changes()
 	defer stop()
 	c.resync(ctx)
@@ -162,6 +166,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.resync(ctx)
 		case <-changes:
 			rev = c.followStore(ctx, rev)
+			poolRev = c.followNodePools(ctx, poolRev)
 		}
 	}
 }
@@ -185,15 +190,30 @@ func (c *Controller) resync(ctx context.Context) {
 		cs, err := c.st.ListClusters(ctx, store.ListOptions{AfterID: after, Limit: 500})
 		if err != nil {
 			c.log.Error("resync: list clusters", "error", err)
-			return
+			break
 		}
 		for _, cl := range cs {
 			c.queue.Add(cl.ID)
 		}
 		if len(cs) < 500 {
-			return
+			break
 		}
 		after = cs[len(cs)-1].ID
+	}
+	after = ""
+	for {
+		pools, err := c.st.ListNodePools(ctx, "", after, 500)
+		if err != nil {
+			c.log.Error("resync: list node pools", "error", err)
+			return
+		}
+		for _, np := range pools {
+			c.queue.Add(nodePoolKey(np.ID))
+		}
+		if len(pools) < 500 {
+			return
+		}
+		after = pools[len(pools)-1].ID
 	}
 }
 
@@ -260,6 +280,8 @@ func (c *Controller) watchShard(ctx context.Context, shard string) {
 				}
 				if id, ok := manifests.ClusterIDFromWorkName(ev.Work.Name); ok {
 					c.queue.Add(id)
+				} else if id, ok := manifests.NodePoolIDFromWorkName(ev.Work.Name); ok {
+					c.queue.Add(nodePoolKey(id))
 				}
 			}
 			if ctx.Err() != nil {
@@ -284,7 +306,13 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(id)
 	start := time.Now()
-	after, err := c.Reconcile(ctx, id)
+	var after time.Duration
+	var err error
+	if poolID, ok := nodePoolIDFromKey(id); ok {
+		after, err = c.ReconcileNodePool(ctx, poolID)
+	} else {
+		after, err = c.Reconcile(ctx, id)
+	}
 	outcome := "ok"
 	switch {
 	case err != nil && ctx.Err() == nil:
@@ -379,6 +407,12 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if _, err := c.writeStatus(ctx, cl, st); err != nil {
 		return 0, err
 	}
+	if st.Applied && !cl.Status.GetApplied() {
+		// Node pools waiting for the cluster's namespace can go now.
+		if _, err := c.enqueueNodePools(ctx, id); err != nil {
+			return 0, err
+		}
+	}
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil // look again soon: the work should appear
 	}
@@ -386,6 +420,20 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 }
 
 func (c *Controller) reconcileDelete(ctx context.Context, log *slog.Logger, cl *store.Cluster) (time.Duration, error) {
+	// Node pools go first: their NodePools live in the namespace the cluster's work deletes.
+	pools, err := c.enqueueNodePools(ctx, cl.ID)
+	if err != nil {
+		return 0, err
+	}
+	if len(pools) > 0 {
+		st := proto.Clone(cl.Status).(*csv1.ClusterStatus)
+		st.State = csv1.ClusterState_CLUSTER_STATE_UNINSTALLING
+		st.Message = fmt.Sprintf("The cluster is being deleted; waiting for %d node pools to be deleted first.", len(pools))
+		if _, err := c.writeStatus(ctx, cl, st); err != nil {
+			return 0, err
+		}
+		return c.cfg.DeletePollPeriod, nil // and each pool's removal enqueues the cluster
+	}
 	if cl.Shard == "" {
 		// Never placed, so nothing was sent.
 		return 0, c.remove(ctx, log, cl)
@@ -446,3 +494,5 @@ func (c *Controller) forget(id string) {
 	delete(c.written, id)
 	c.mu.Unlock()
 }
+
+func protoEqual(a, b proto.Message) bool { return proto.Equal(a, b) }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"google.golang.org/grpc"
@@ -106,7 +107,10 @@ func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrl.NewManager(mc.RESTConfig(), ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	// Each test of this package starts its own sim in this process: controller names repeat.
+	skipNameValidation := true
+	mgr, err := ctrl.NewManager(mc.RESTConfig(), ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: ctrlconfig.Controller{SkipNameValidation: &skipNameValidation}})
 	if err != nil {
 		t.Fatalf("hypershift-sim manager: %v", err)
 	}
@@ -132,6 +136,7 @@ func dumpLogs(t *testing.T, dir string) {
 type clusterService struct {
 	st       *store.Store
 	clusters csv1.ClustersClient
+	pools    csv1.NodePoolsClient
 	stopCtrl func()
 }
 
@@ -166,7 +171,7 @@ func startClusterService(t *testing.T, ctx context.Context, r *region, log *slog
 	}
 	t.Cleanup(func() { conn.Close() })
 
-	cs := &clusterService{st: st, clusters: csv1.NewClustersClient(conn)}
+	cs := &clusterService{st: st, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn)}
 	cs.stopCtrl = runController(t, ctx, st, mc, log)
 	return cs
 }

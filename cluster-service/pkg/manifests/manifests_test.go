@@ -370,3 +370,70 @@ func TestValidateAzureIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildNodePool(t *testing.T) {
+	cl := Cluster{ID: "00000000000000000000000000000001", ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/Alpha",
+		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", Azure: &csv1.AzureSpec{
+			SubnetId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourcegroups/rg/providers/microsoft.network/virtualnetworks/vnet/subnets/s"}}}
+	spec := &csv1.NodePoolSpec{Replicas: 3, Labels: map[string]string{"tier": "web"}, AutoRepair: true,
+		Taints:   []*csv1.Taint{{Key: "b", Effect: "NoSchedule"}, {Key: "a", Value: "x", Effect: "NoExecute"}},
+		Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", OsDiskSizeGib: 128, OsDiskStorageAccountType: "StandardSSD_LRS", AvailabilityZone: "2"}}
+	np := NodePool{ID: "00000000000000000000000000000100", ARMResourceID: cl.ARMResourceID + "/nodePools/Workers", Spec: spec, Cluster: cl}
+	w, err := BuildNodePool(Config{}, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Name != "nodepool-00000000000000000000000000000100" || len(w.Spec.Workload.Manifests) != 1 || len(w.Spec.ManifestConfigs) != 1 {
+		t.Fatalf("work = %s with %d manifests", w.Name, len(w.Spec.Workload.Manifests))
+	}
+	if id, ok := NodePoolIDFromWorkName(w.Name); !ok || id != np.ID {
+		t.Fatalf("NodePoolIDFromWorkName = %q, %v", id, ok)
+	}
+	if _, ok := ClusterIDFromWorkName(w.Name); ok {
+		t.Fatal("a node pool work name maps to a cluster")
+	}
+	var pool hypershiftv1beta1.NodePool
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &pool); err != nil {
+		t.Fatal(err)
+	}
+	az := pool.Spec.Platform.Azure
+	switch {
+	case pool.Name != "workers" || pool.Namespace != "ocm-dev-"+cl.ID || pool.Spec.ClusterName != "alpha":
+		t.Fatalf("placement: %s/%s of %s", pool.Namespace, pool.Name, pool.Spec.ClusterName)
+	case pool.Spec.Replicas == nil || *pool.Spec.Replicas != 3 || pool.Spec.AutoScaling != nil:
+		t.Fatalf("replicas %v autoscaling %v", pool.Spec.Replicas, pool.Spec.AutoScaling)
+	case pool.Spec.Release.Image != "quay.io/openshift-release-dev/ocp-release:4.19.17-multi":
+		t.Fatalf("release %s", pool.Spec.Release.Image)
+	case az.VMSize != "Standard_D8s_v3" || az.OSDisk.SizeGiB != 128 || az.OSDisk.DiskStorageAccountType != "StandardSSD_LRS" || az.AvailabilityZone != "2":
+		t.Fatalf("azure platform %+v", az)
+	case az.SubnetID != "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s":
+		t.Fatalf("subnet (the cluster's, canonical casing) %s", az.SubnetID)
+	case !pool.Spec.Management.AutoRepair || pool.Spec.Management.UpgradeType != hypershiftv1beta1.UpgradeTypeReplace:
+		t.Fatalf("management %+v", pool.Spec.Management)
+	case len(pool.Spec.Taints) != 2 || pool.Spec.Taints[0].Key != "a" || pool.Spec.NodeLabels["tier"] != "web":
+		t.Fatalf("taints %v labels %v", pool.Spec.Taints, pool.Spec.NodeLabels)
+	}
+	fb := w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths
+	if len(fb) != 3 || fb[1].Path != ".status.replicas" || w.Spec.ManifestConfigs[0].UpdateStrategy.Type != workv1.UpdateStrategyTypeServerSideApply {
+		t.Fatalf("manifest config %+v", w.Spec.ManifestConfigs[0])
+	}
+
+	// Autoscaling replaces replicas; the build is deterministic, and a change changes the hash.
+	again, _ := BuildNodePool(Config{}, np)
+	if again.Annotations[AnnotationSpecHash] != w.Annotations[AnnotationSpecHash] {
+		t.Fatal("same input, different hash")
+	}
+	spec.Replicas, spec.Autoscaling = 0, &csv1.NodePoolAutoscaling{Min: 2, Max: 6}
+	auto, _ := BuildNodePool(Config{}, np)
+	if err := json.Unmarshal(auto.Spec.Workload.Manifests[0].Raw, &pool); err != nil {
+		t.Fatal(err)
+	}
+	var rawPool map[string]any
+	_ = json.Unmarshal(auto.Spec.Workload.Manifests[0].Raw, &rawPool)
+	if _, has := rawPool["spec"].(map[string]any)["replicas"]; has || pool.Spec.AutoScaling == nil || pool.Spec.AutoScaling.Max != 6 {
+		t.Fatalf("autoscaled pool: %s", auto.Spec.Workload.Manifests[0].Raw)
+	}
+	if auto.Annotations[AnnotationSpecHash] == w.Annotations[AnnotationSpecHash] {
+		t.Fatal("enabling autoscaling did not change the hash")
+	}
+}

@@ -42,10 +42,11 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Server implements csv1.ClustersServer and csv1.ProvisionShardsServer.
+// Server implements csv1.ClustersServer, csv1.NodePoolsServer and csv1.ProvisionShardsServer.
 type Server struct {
 	csv1.UnimplementedClustersServer
 	csv1.UnimplementedProvisionShardsServer
+	csv1.UnimplementedNodePoolsServer
 
 	st      *store.Store
 	cfg     Config
@@ -100,10 +101,11 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 	}
 }
 
-// Register registers both services on g.
+// Register registers the Clusters, NodePools and ProvisionShards services on g.
 func (s *Server) Register(g *grpc.Server) {
 	csv1.RegisterClustersServer(g, s)
 	csv1.RegisterProvisionShardsServer(g, s)
+	csv1.RegisterNodePoolsServer(g, s)
 }
 
 // ---- Clusters
@@ -368,6 +370,8 @@ func (s *Server) toStatus(ctx context.Context, op string, err error) error {
 		return status.Error(codes.NotFound, op+": not found")
 	case errors.Is(err, store.ErrIDInUse):
 		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, store.ErrDeleting):
+		return status.Error(codes.FailedPrecondition, op+": "+err.Error())
 	case errors.Is(err, store.ErrConflict):
 		return status.Error(codes.Aborted, err.Error())
 	case errors.Is(err, context.Canceled):

@@ -48,6 +48,7 @@ type env struct {
 	st       *store.Store
 	clusters csv1.ClustersClient
 	shards   csv1.ProvisionShardsClient
+	pools    csv1.NodePoolsClient
 	reg      *prometheus.Registry
 	logs     *syncBuffer
 }
@@ -79,7 +80,7 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), reg: reg, logs: logs}
+	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn), reg: reg, logs: logs}
 }
 
 func id(n int) string { return fmt.Sprintf("%032d", n) }

@@ -297,8 +297,9 @@ func (s *Store) ListClusters(ctx context.Context, o ListOptions) ([]*Cluster, er
 	return out, rows.Err()
 }
 
-// MarkDeleting sets the deleting flag and the UNINSTALLING state. It is idempotent: a cluster
-// already deleting is returned unchanged (no new revision).
+// MarkDeleting sets the deleting flag and the UNINSTALLING state, and marks every node pool of
+// the cluster deleting too. It is idempotent: a cluster already deleting is returned unchanged
+// (no new revision).
 func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
@@ -309,6 +310,11 @@ func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 		if c.Deleting {
 			out = c
 			return nil
+		}
+		// Its node pools go first: the controller removes the cluster's work only once theirs
+		// are gone.
+		if err := markClusterNodePoolsDeletingTx(ctx, tx, id); err != nil {
+			return err
 		}
 		st := proto.Clone(c.Status).(*csv1.ClusterStatus)
 		st.State = csv1.ClusterState_CLUSTER_STATE_UNINSTALLING
@@ -379,6 +385,13 @@ func (s *Store) RemoveCluster(ctx context.Context, id string, revision int64) er
 		}
 		if c.Revision != revision || !c.Deleting {
 			return ErrConflict
+		}
+		var pools int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM node_pools WHERE cluster_id = $1`, id).Scan(&pools); err != nil {
+			return err
+		}
+		if pools > 0 {
+			return fmt.Errorf("cluster %s still has %d node pools: %w", id, pools, ErrConflict)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM clusters WHERE id = $1`, id); err != nil {
 			return err
@@ -518,11 +531,17 @@ func (s *Store) Snapshot(ctx context.Context) ([]*Cluster, int64, error) {
 	return out, rev, nil
 }
 
-// PruneTombstones removes DELETED events recorded before `before` and raises the compacted
-// revision to the newest one removed. It returns how many were removed.
+// PruneTombstones removes DELETED events (of clusters and of node pools) recorded before
+// `before` and raises each stream's compacted revision to the newest one removed. It returns
+// how many were removed.
 func (s *Store) PruneTombstones(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		pools, err := pruneNodePoolTombstonesTx(ctx, tx, before)
+		if err != nil {
+			return err
+		}
+		defer func() { n += pools }()
 		var newest *int64
 		if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM cluster_events WHERE type = 'DELETED' AND create_time < $1 RETURNING revision)
 			SELECT count(*), max(revision) FROM gone`, before).Scan(&n, &newest); err != nil {
@@ -531,7 +550,7 @@ func (s *Store) PruneTombstones(ctx context.Context, before time.Time) (int64, e
 		if newest == nil {
 			return nil
 		}
-		_, err := tx.Exec(ctx, `UPDATE cluster_event_compaction SET compacted_revision = greatest(compacted_revision, $1)`, *newest)
+		_, err = tx.Exec(ctx, `UPDATE cluster_event_compaction SET compacted_revision = greatest(compacted_revision, $1)`, *newest)
 		return err
 	})
 	return n, err

@@ -161,3 +161,36 @@ func less(a, b []int) bool {
 	}
 	return false
 }
+
+// Compare orders two full versions ("4.19.7"): -1, 0 or 1.
+func Compare(a, b string) (int, error) {
+	pa, err := parse(a, 3)
+	if err != nil {
+		return 0, err
+	}
+	pb, err := parse(b, 3)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case less(pa, pb):
+		return -1, nil
+	case less(pb, pa):
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// MinorsBehind is how many minor versions a is behind b (negative when ahead); both must share
+// the major version, else ok is false.
+func MinorsBehind(a, b string) (n int, ok bool) {
+	pa, err := parse(a, 0)
+	if err != nil {
+		return 0, false
+	}
+	pb, err := parse(b, 0)
+	if err != nil || pa[0] != pb[0] {
+		return 0, false
+	}
+	return pb[1] - pa[1], true
+}

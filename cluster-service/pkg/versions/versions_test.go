@@ -73,3 +73,29 @@ func TestParseRejectsBadCatalogues(t *testing.T) {
 		})
 	}
 }
+
+func TestCompareAndMinorsBehind(t *testing.T) {
+	for _, tc := range []struct {
+		a, b   string
+		cmp    int
+		minors int
+	}{
+		{"4.19.7", "4.19.7", 0, 0},
+		{"4.19.7", "4.19.17", -1, 0},
+		{"4.20.0", "4.19.17", 1, -1},
+		{"4.17.44", "4.19.17", -1, 2},
+	} {
+		if c, err := Compare(tc.a, tc.b); err != nil || c != tc.cmp {
+			t.Errorf("Compare(%s, %s) = %d, %v; want %d", tc.a, tc.b, c, err, tc.cmp)
+		}
+		if n, ok := MinorsBehind(tc.a, tc.b); !ok || n != tc.minors {
+			t.Errorf("MinorsBehind(%s, %s) = %d, %v; want %d", tc.a, tc.b, n, ok, tc.minors)
+		}
+	}
+	if _, err := Compare("4.19", "4.19.1"); err == nil {
+		t.Error("Compare accepted a version without a patch")
+	}
+	if _, ok := MinorsBehind("5.0.0", "4.19.1"); ok {
+		t.Error("MinorsBehind across majors")
+	}
+}

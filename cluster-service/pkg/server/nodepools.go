@@ -1,0 +1,358 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+)
+
+var (
+	// .../hcpOpenShiftClusters/{cluster}/nodePools/{name}; ARO HCP node pool names are 3-15
+	// characters.
+	armNodePoolRE   = regexp.MustCompile(`(?i)^(/subscriptions/[0-9a-f-]{36}/resourcegroups/[-\w._()]{1,90}/providers/microsoft\.redhatopenshift/hcpopenshiftclusters/[a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?)/nodepools/([a-zA-Z][-a-zA-Z0-9]{1,13}[a-zA-Z0-9])$`)
+	taintValueRE    = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+	taintEffects    = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+	osDiskTypes     = []string{"Premium_LRS", "PremiumV2_LRS", "StandardSSD_LRS", "Standard_LRS", "UltraSSD_LRS"}
+	zones           = []string{"1", "2", "3"}
+	maxPoolNodes    = int32(500)
+	maxMinorsBehind = 2
+)
+
+// CreateNodePool implements csv1.NodePoolsServer.
+func (s *Server) CreateNodePool(ctx context.Context, req *csv1.CreateNodePoolRequest) (*csv1.NodePool, error) {
+	in := req.GetNodePool()
+	var v violations
+	if in == nil {
+		v.add("node_pool", "is required")
+		return nil, v.err()
+	}
+	validateClusterID(&v, "node_pool.id", in.GetId())
+	validateClusterID(&v, "node_pool.cluster_id", in.GetClusterId())
+	m := armNodePoolRE.FindStringSubmatch(in.GetArmResourceId())
+	if m == nil {
+		v.add("node_pool.arm_resource_id", "must be /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{cluster}/nodePools/{name} with a name of 3-15 letters, digits or '-', not %q", in.GetArmResourceId())
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	cl, err := s.st.GetCluster(ctx, in.GetClusterId())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, status.Errorf(codes.NotFound, "cluster %s not found", in.GetClusterId())
+	}
+	if err != nil {
+		return nil, s.toStatus(ctx, "create node pool", err)
+	}
+	if !strings.EqualFold(m[1], cl.ARMResourceID) {
+		v.add("node_pool.arm_resource_id", "belongs to cluster %s, not to cluster %s (%s)", m[1], cl.ID, cl.ARMResourceID)
+	}
+	spec := validateNodePoolSpec(&v, "node_pool.spec", in.GetSpec(), cl, nil, s.cfg.Versions, s.cfg.Now)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	np, created, err := s.st.CreateNodePool(ctx, &store.NodePool{ID: in.GetId(), ClusterID: cl.ID, ARMResourceID: in.GetArmResourceId(), Spec: spec})
+	if err != nil {
+		return nil, s.toStatus(ctx, "create node pool", err)
+	}
+	log := LoggerFrom(ctx).With("node_pool_id", np.ID, "cluster_id", np.ClusterID)
+	if !created && np.Deleting {
+		return nil, status.Errorf(codes.FailedPrecondition, "the node pool %s for this ARM resource is being deleted; retry when it is gone", np.ID)
+	}
+	if created {
+		log.Info("node pool created", "arm_resource_id", np.ARMResourceID, "revision", np.Revision)
+	} else {
+		log.Info("node pool already exists for this ARM resource; returning it", "requested_id", in.GetId())
+	}
+	return store.NodePoolProto(np), nil
+}
+
+// GetNodePool implements csv1.NodePoolsServer.
+func (s *Server) GetNodePool(ctx context.Context, req *csv1.GetNodePoolRequest) (*csv1.NodePool, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	np, err := s.st.GetNodePool(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "get node pool", err)
+	}
+	return store.NodePoolProto(np), nil
+}
+
+// ListNodePools implements csv1.NodePoolsServer.
+func (s *Server) ListNodePools(ctx context.Context, req *csv1.ListNodePoolsRequest) (*csv1.ListNodePoolsResponse, error) {
+	var v violations
+	validateClusterID(&v, "cluster_id", req.GetClusterId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	if _, err := s.st.GetCluster(ctx, req.GetClusterId()); err != nil {
+		return nil, s.toStatus(ctx, "list node pools", err)
+	}
+	pools, err := s.st.ListNodePools(ctx, req.GetClusterId(), "", 0)
+	if err != nil {
+		return nil, s.toStatus(ctx, "list node pools", err)
+	}
+	resp := &csv1.ListNodePoolsResponse{}
+	for _, np := range pools {
+		resp.NodePools = append(resp.NodePools, store.NodePoolProto(np))
+	}
+	return resp, nil
+}
+
+// UpdateNodePool implements csv1.NodePoolsServer.
+func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolRequest) (*csv1.NodePool, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if req.GetRevision() < 0 {
+		v.add("revision", "must not be negative")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	cur, err := s.st.GetNodePool(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "update node pool", err)
+	}
+	cl, err := s.st.GetCluster(ctx, cur.ClusterID)
+	if err != nil {
+		return nil, s.toStatus(ctx, "update node pool", err)
+	}
+	if cur.Deleting || cl.Deleting {
+		return nil, status.Errorf(codes.FailedPrecondition, "node pool %s is being deleted", cur.ID)
+	}
+	spec := validateNodePoolSpec(&v, "spec", req.GetSpec(), cl, cur.Spec, s.cfg.Versions, s.cfg.Now)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	np, err := s.st.UpdateNodePoolSpec(ctx, cur.ID, req.GetRevision(), spec)
+	if err != nil {
+		return nil, s.toStatus(ctx, "update node pool", err)
+	}
+	LoggerFrom(ctx).Info("node pool updated", "node_pool_id", np.ID, "cluster_id", np.ClusterID, "revision", np.Revision)
+	return store.NodePoolProto(np), nil
+}
+
+// DeleteNodePool implements csv1.NodePoolsServer.
+func (s *Server) DeleteNodePool(ctx context.Context, req *csv1.DeleteNodePoolRequest) (*csv1.NodePool, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	np, err := s.st.MarkNodePoolDeleting(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "delete node pool", err)
+	}
+	LoggerFrom(ctx).Info("node pool deletion requested", "node_pool_id", np.ID, "cluster_id", np.ClusterID, "revision", np.Revision)
+	return store.NodePoolProto(np), nil
+}
+
+// WatchNodePools implements csv1.NodePoolsServer, exactly as WatchClusters does for clusters.
+func (s *Server) WatchNodePools(req *csv1.WatchNodePoolsRequest, stream grpc.ServerStreamingServer[csv1.NodePoolEvent]) error {
+	ctx := stream.Context()
+	if req.GetSinceRevision() < 0 {
+		var v violations
+		v.add("since_revision", "must not be negative")
+		return v.err()
+	}
+	changes, stop := s.st.Changes()
+	defer stop()
+	after := req.GetSinceRevision()
+	if after == 0 {
+		pools, rev, err := s.st.NodePoolSnapshot(ctx)
+		if err != nil {
+			return s.toStatus(ctx, "watch node pools snapshot", err)
+		}
+		for _, np := range pools {
+			if err := stream.Send(&csv1.NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: np.Revision, NodePool: store.NodePoolProto(np)}); err != nil {
+				return err
+			}
+		}
+		after = rev
+	} else {
+		var err error
+		if after, err = s.sendNodePoolEventsAfter(ctx, stream, after); err != nil {
+			return err
+		}
+		compacted, err := s.st.CompactedNodePoolRevision(ctx)
+		if err != nil {
+			return s.toStatus(ctx, "watch node pools", err)
+		}
+		if req.GetSinceRevision() < compacted {
+			return status.Errorf(codes.OutOfRange, "revision %d is older than the node pool event history (compacted at %d): watch again from 0", req.GetSinceRevision(), compacted)
+		}
+	}
+	if err := stream.Send(&csv1.NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
+		return err
+	}
+	keepAlive := time.NewTicker(s.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.draining:
+			return status.Error(codes.Unavailable, "server is shutting down; reconnect with since_revision")
+		case <-keepAlive.C:
+			var err error
+			if after, err = s.sendNodePoolEventsAfter(ctx, stream, after); err != nil {
+				return err
+			}
+			if err := stream.Send(&csv1.NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
+				return err
+			}
+		case <-changes:
+			var err error
+			if after, err = s.sendNodePoolEventsAfter(ctx, stream, after); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s *Server) sendNodePoolEventsAfter(ctx context.Context, stream grpc.ServerStreamingServer[csv1.NodePoolEvent], after int64) (int64, error) {
+	for {
+		evs, err := s.st.NodePoolEventsAfter(ctx, after, 500)
+		if err != nil {
+			return after, s.toStatus(ctx, "watch node pool events", err)
+		}
+		for _, ev := range evs {
+			if err := stream.Send(&csv1.NodePoolEvent{Type: ev.Type, Revision: ev.Revision, NodePool: store.NodePoolProto(ev.NodePool)}); err != nil {
+				return after, err
+			}
+			after = ev.Revision
+		}
+		if len(evs) < 500 {
+			return after, nil
+		}
+	}
+}
+
+// validateNodePoolSpec checks a node pool spec against its cluster (and, for an update, the
+// current spec) and returns it with defaults applied and the version resolved.
+func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl *store.Cluster, cur *csv1.NodePoolSpec,
+	catalogue *versions.Catalogue, now func() time.Time) *csv1.NodePoolSpec {
+	if in == nil {
+		v.add(field, "is required")
+		return nil
+	}
+	spec := proto.Clone(in).(*csv1.NodePoolSpec)
+	if spec.Platform == nil {
+		spec.Platform = &csv1.NodePoolPlatform{}
+	}
+	p := spec.Platform
+	if p.OsDiskSizeGib == 0 {
+		p.OsDiskSizeGib = manifests.DefaultOSDiskSizeGiB
+	}
+	if p.OsDiskStorageAccountType == "" {
+		p.OsDiskStorageAccountType = manifests.DefaultOSDiskStorageAccountType
+	}
+	if p.SubnetId == "" {
+		p.SubnetId = cl.Spec.GetAzure().GetSubnetId()
+	}
+
+	// Version: resolved like the cluster's, never ahead of the control plane, at most two
+	// minors behind it, and on an update never a downgrade.
+	cpVersion := cl.Spec.GetVersionId()
+	if spec.VersionId == "" {
+		spec.VersionId = cpVersion
+		if cur != nil {
+			spec.VersionId = cur.GetVersionId()
+		}
+	} else if resolved, err := catalogue.Resolve(cl.Spec.GetChannelGroup(), spec.VersionId, now()); err != nil {
+		v.add(field+".version_id", "%v", err)
+	} else {
+		spec.VersionId = resolved
+	}
+	if c, err := versions.Compare(spec.VersionId, cpVersion); err == nil && c > 0 {
+		v.add(field+".version_id", "%s is ahead of the control plane version %s; upgrade the cluster first", spec.VersionId, cpVersion)
+	} else if n, ok := versions.MinorsBehind(spec.VersionId, cpVersion); !ok || n > maxMinorsBehind {
+		v.add(field+".version_id", "%s is more than %d minor versions behind the control plane version %s", spec.VersionId, maxMinorsBehind, cpVersion)
+	}
+	if cur != nil && cur.GetVersionId() != "" {
+		if c, err := versions.Compare(spec.VersionId, cur.GetVersionId()); err == nil && c < 0 {
+			v.add(field+".version_id", "cannot downgrade the node pool from %s to %s", cur.GetVersionId(), spec.VersionId)
+		}
+	}
+
+	if as := spec.GetAutoscaling(); as != nil {
+		if spec.Replicas != 0 {
+			v.add(field+".replicas", "must not be set together with autoscaling")
+		}
+		if as.GetMin() < 1 || as.GetMin() > maxPoolNodes {
+			v.add(field+".autoscaling.min", "must be between 1 and %d, not %d", maxPoolNodes, as.GetMin())
+		}
+		if as.GetMax() < as.GetMin() || as.GetMax() > maxPoolNodes {
+			v.add(field+".autoscaling.max", "must be between min (%d) and %d, not %d", as.GetMin(), maxPoolNodes, as.GetMax())
+		}
+	} else if spec.Replicas < 0 || spec.Replicas > maxPoolNodes {
+		v.add(field+".replicas", "must be between 0 and %d, not %d", maxPoolNodes, spec.Replicas)
+	}
+	for k, val := range spec.GetLabels() {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.add(field+".labels", "key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(val); len(errs) > 0 {
+			v.add(field+".labels", "value of %q: %s", k, strings.Join(errs, "; "))
+		}
+	}
+	seen := map[string]bool{}
+	for i, t := range spec.GetTaints() {
+		f := fmt.Sprintf("%s.taints[%d]", field, i)
+		if errs := validation.IsQualifiedName(t.GetKey()); len(errs) > 0 {
+			v.add(f+".key", "%q: %s", t.GetKey(), strings.Join(errs, "; "))
+		}
+		if len(t.GetValue()) > 63 || !taintValueRE.MatchString(t.GetValue()) {
+			v.add(f+".value", "%q must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", t.GetValue())
+		}
+		if t.GetEffect() == "" {
+			v.add(f+".effect", "is required: one of %s", strings.Join(taintEffects, ", "))
+		}
+		oneOf(v, f+".effect", t.GetEffect(), taintEffects...)
+		if k := t.GetKey() + ":" + t.GetEffect(); seen[k] {
+			v.add(f, "duplicates the taint %s", k)
+		} else {
+			seen[k] = true
+		}
+	}
+	if err := manifests.ValidateVMSize(p.GetVmSize()); err != nil {
+		v.add(field+".platform.vm_size", "%v", err)
+	}
+	if n := p.GetOsDiskSizeGib(); n < 16 || n > 65536 {
+		v.add(field+".platform.os_disk_size_gib", "must be between 16 and 65536, not %d", n)
+	}
+	oneOf(v, field+".platform.os_disk_storage_account_type", p.GetOsDiskStorageAccountType(), osDiskTypes...)
+	oneOf(v, field+".platform.availability_zone", p.GetAvailabilityZone(), zones...)
+	if err := manifests.ValidateSubnetID(p.GetSubnetId()); err != nil {
+		v.add(field+".platform.subnet_id", "must be a subnet resource ID: %v", err)
+	}
+	if c := cur.GetPlatform(); cur != nil {
+		for name, pair := range map[string][2]string{
+			"vm_size":                      {c.GetVmSize(), p.GetVmSize()},
+			"os_disk_size_gib":             {fmt.Sprint(c.GetOsDiskSizeGib()), fmt.Sprint(p.GetOsDiskSizeGib())},
+			"os_disk_storage_account_type": {c.GetOsDiskStorageAccountType(), p.GetOsDiskStorageAccountType()},
+			"subnet_id":                    {c.GetSubnetId(), p.GetSubnetId()},
+			"availability_zone":            {c.GetAvailabilityZone(), p.GetAvailabilityZone()},
+		} {
+			if !strings.EqualFold(pair[0], pair[1]) {
+				v.add(field+".platform."+name, "cannot change after create: is %q, asked for %q", pair[0], pair[1])
+			}
+		}
+	}
+	return spec
+}

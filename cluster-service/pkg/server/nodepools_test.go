@@ -1,0 +1,275 @@
+package server
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+func poolARM(cluster, name string) string { return arm(cluster) + "/nodePools/" + name }
+
+func validPool(n int, clusterID, cluster, name string) *csv1.NodePool {
+	return &csv1.NodePool{Id: id(n), ClusterId: clusterID, ArmResourceId: poolARM(cluster, name), Spec: &csv1.NodePoolSpec{
+		Replicas: 2, Labels: map[string]string{"tier": "web"}, AutoRepair: true,
+		Taints:   []*csv1.Taint{{Key: "dedicated", Value: "web", Effect: "NoSchedule"}},
+		Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"},
+	}}
+}
+
+func (e *env) cluster(t *testing.T, n int, name string) *csv1.Cluster {
+	t.Helper()
+	c, err := e.clusters.CreateCluster(context.Background(), &csv1.CreateClusterRequest{Cluster: validCluster(n, name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestNodePools(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 10)
+	cl := e.cluster(t, 1, "alpha")
+
+	var created *csv1.NodePool
+	t.Run("create_applies_defaults_and_is_pending", func(t *testing.T) {
+		np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(100, cl.Id, "alpha", "workers")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := np.GetSpec().GetPlatform()
+		if np.GetStatus().GetState() != csv1.NodePoolState_NODE_POOL_STATE_PENDING || np.GetSpec().GetVersionId() != "4.19.17" ||
+			p.GetOsDiskSizeGib() != 64 || p.GetOsDiskStorageAccountType() != "Premium_LRS" || p.GetSubnetId() != cl.GetSpec().GetAzure().GetSubnetId() {
+			t.Fatalf("created = %v", np)
+		}
+		created = np
+	})
+	t.Run("create_is_idempotent_on_arm_id_whatever_the_id", func(t *testing.T) {
+		in := validPool(101, cl.Id, "ALPHA", "WORKERS")
+		np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: in})
+		if err != nil || np.GetId() != created.GetId() || np.GetRevision() != created.GetRevision() {
+			t.Fatalf("second create = %v, %v; want the first", np, err)
+		}
+	})
+	t.Run("id_of_another_arm_resource_is_already_exists", func(t *testing.T) {
+		_, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(100, cl.Id, "alpha", "other")})
+		if status.Code(err) != codes.AlreadyExists {
+			t.Fatalf("got %v, want AlreadyExists", err)
+		}
+	})
+	t.Run("unknown_cluster_is_not_found", func(t *testing.T) {
+		_, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(102, id(99), "alpha", "np2")})
+		if status.Code(err) != codes.NotFound {
+			t.Fatalf("got %v, want NotFound", err)
+		}
+	})
+	t.Run("arm_id_of_another_cluster_is_invalid", func(t *testing.T) {
+		_, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(102, cl.Id, "beta", "np2")})
+		if status.Code(err) != codes.InvalidArgument || !fieldViolations(err)["node_pool.arm_resource_id"] {
+			t.Fatalf("got %v, want InvalidArgument on arm_resource_id", err)
+		}
+	})
+	t.Run("get_and_list", func(t *testing.T) {
+		if _, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(103, cl.Id, "alpha", "second")}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: created.Id})
+		if err != nil || !proto.Equal(got.GetSpec(), created.GetSpec()) {
+			t.Fatalf("get = %v, %v", got, err)
+		}
+		list, err := e.pools.ListNodePools(ctx, &csv1.ListNodePoolsRequest{ClusterId: cl.Id})
+		if err != nil || len(list.GetNodePools()) != 2 || list.GetNodePools()[0].GetId() != id(100) || list.GetNodePools()[1].GetId() != id(103) {
+			t.Fatalf("list = %v, %v", list, err)
+		}
+		if _, err := e.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: id(98)}); status.Code(err) != codes.NotFound {
+			t.Fatalf("get unknown: %v", err)
+		}
+		if _, err := e.pools.ListNodePools(ctx, &csv1.ListNodePoolsRequest{ClusterId: id(98)}); status.Code(err) != codes.NotFound {
+			t.Fatalf("list of unknown cluster: %v", err)
+		}
+	})
+	t.Run("scale_then_enable_autoscaling", func(t *testing.T) {
+		spec := proto.Clone(created.GetSpec()).(*csv1.NodePoolSpec)
+		spec.Replicas = 5
+		np, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Spec: spec, Revision: created.Revision})
+		if err != nil || np.GetSpec().GetReplicas() != 5 || np.GetRevision() <= created.GetRevision() {
+			t.Fatalf("scale = %v, %v", np, err)
+		}
+		if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Spec: spec, Revision: created.Revision}); status.Code(err) != codes.Aborted {
+			t.Fatalf("update at a stale revision: %v, want Aborted", err)
+		}
+		spec.Replicas, spec.Autoscaling = 0, &csv1.NodePoolAutoscaling{Min: 2, Max: 6}
+		np, err = e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Spec: spec})
+		if err != nil || np.GetSpec().GetAutoscaling().GetMax() != 6 {
+			t.Fatalf("enable autoscaling = %v, %v", np, err)
+		}
+		created = np
+	})
+	t.Run("immutable_platform_and_downgrade_are_rejected", func(t *testing.T) {
+		spec := proto.Clone(created.GetSpec()).(*csv1.NodePoolSpec)
+		spec.Platform.VmSize, spec.Platform.OsDiskSizeGib = "Standard_D4s_v3", 128
+		spec.VersionId = "4.19.16"
+		_, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Spec: spec})
+		fv := fieldViolations(err)
+		if status.Code(err) != codes.InvalidArgument || !fv["spec.platform.vm_size"] || !fv["spec.platform.os_disk_size_gib"] || !fv["spec.version_id"] {
+			t.Fatalf("got %v (%v)", err, fv)
+		}
+	})
+	t.Run("delete_is_uninstalling_and_blocks_updates", func(t *testing.T) {
+		np, err := e.pools.DeleteNodePool(ctx, &csv1.DeleteNodePoolRequest{Id: id(103)})
+		if err != nil || np.GetStatus().GetState() != csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING {
+			t.Fatalf("delete = %v, %v", np, err)
+		}
+		again, err := e.pools.DeleteNodePool(ctx, &csv1.DeleteNodePoolRequest{Id: id(103)})
+		if err != nil || again.GetRevision() != np.GetRevision() {
+			t.Fatalf("second delete = %v, %v; want no change", again, err)
+		}
+		if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: id(103), Spec: np.GetSpec()}); status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("update while deleting: %v", err)
+		}
+		if _, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(104, cl.Id, "alpha", "second")}); status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("create while the ARM resource's pool is deleting: %v", err)
+		}
+	})
+	t.Run("deleting_the_cluster_deletes_its_pools", func(t *testing.T) {
+		if _, err := e.clusters.DeleteCluster(ctx, &csv1.DeleteClusterRequest{Id: cl.Id}); err != nil {
+			t.Fatal(err)
+		}
+		np, err := e.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: created.Id})
+		if err != nil || np.GetStatus().GetState() != csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING {
+			t.Fatalf("pool of deleting cluster = %v, %v", np, err)
+		}
+		if _, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(105, cl.Id, "alpha", "late")}); status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("create on a deleting cluster: %v", err)
+		}
+		// The cluster cannot be removed while its pools exist.
+		c, _ := e.st.GetCluster(ctx, cl.Id)
+		if err := e.st.RemoveCluster(ctx, cl.Id, c.Revision); err == nil {
+			t.Fatal("RemoveCluster succeeded with node pools left")
+		}
+	})
+}
+
+func TestNodePoolValidation(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 10)
+	cl := e.cluster(t, 1, "alpha")
+	for _, tc := range []struct {
+		name   string
+		mutate func(*csv1.NodePool)
+		field  string
+	}{
+		{"version_ahead_of_control_plane", func(p *csv1.NodePool) { p.Spec.VersionId = "4.20.3" }, "node_pool.spec.version_id"},
+		{"version_not_in_catalogue", func(p *csv1.NodePool) { p.Spec.VersionId = "4.19.99" }, "node_pool.spec.version_id"},
+		{"negative_replicas", func(p *csv1.NodePool) { p.Spec.Replicas = -1 }, "node_pool.spec.replicas"},
+		{"replicas_with_autoscaling", func(p *csv1.NodePool) { p.Spec.Autoscaling = &csv1.NodePoolAutoscaling{Min: 1, Max: 3} }, "node_pool.spec.replicas"},
+		{"autoscaling_max_below_min", func(p *csv1.NodePool) {
+			p.Spec.Replicas, p.Spec.Autoscaling = 0, &csv1.NodePoolAutoscaling{Min: 3, Max: 2}
+		}, "node_pool.spec.autoscaling.max"},
+		{"autoscaling_min_zero", func(p *csv1.NodePool) {
+			p.Spec.Replicas, p.Spec.Autoscaling = 0, &csv1.NodePoolAutoscaling{Min: 0, Max: 2}
+		}, "node_pool.spec.autoscaling.min"},
+		{"bad_label_key", func(p *csv1.NodePool) { p.Spec.Labels = map[string]string{"not a key": "x"} }, "node_pool.spec.labels"},
+		{"bad_taint_effect", func(p *csv1.NodePool) { p.Spec.Taints[0].Effect = "Sometimes" }, "node_pool.spec.taints[0].effect"},
+		{"duplicate_taint", func(p *csv1.NodePool) { p.Spec.Taints = append(p.Spec.Taints, p.Spec.Taints[0]) }, "node_pool.spec.taints[1]"},
+		{"bad_vm_size", func(p *csv1.NodePool) { p.Spec.Platform.VmSize = "huge" }, "node_pool.spec.platform.vm_size"},
+		{"small_os_disk", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskSizeGib = 8 }, "node_pool.spec.platform.os_disk_size_gib"},
+		{"bad_os_disk_type", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskStorageAccountType = "Floppy" }, "node_pool.spec.platform.os_disk_storage_account_type"},
+		{"bad_subnet", func(p *csv1.NodePool) { p.Spec.Platform.SubnetId = "/subnets/x" }, "node_pool.spec.platform.subnet_id"},
+		{"bad_zone", func(p *csv1.NodePool) { p.Spec.Platform.AvailabilityZone = "4" }, "node_pool.spec.platform.availability_zone"},
+		{"name_too_long", func(p *csv1.NodePool) { p.ArmResourceId = poolARM("alpha", "abcdefghijklmnop") }, "node_pool.arm_resource_id"},
+		{"bad_id", func(p *csv1.NodePool) { p.Id = "X" }, "node_pool.id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := validPool(200, cl.Id, "alpha", "np1")
+			tc.mutate(in)
+			_, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: in})
+			if status.Code(err) != codes.InvalidArgument || !fieldViolations(err)[tc.field] {
+				t.Fatalf("got %v; want InvalidArgument on %s", err, tc.field)
+			}
+		})
+	}
+	t.Run("older_minor_within_skew_is_accepted", func(t *testing.T) {
+		in := validPool(201, cl.Id, "alpha", "old")
+		in.Spec.VersionId = "4.18"
+		np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: in})
+		if err != nil || np.GetSpec().GetVersionId() != "4.18.27" {
+			t.Fatalf("create at 4.18 = %v, %v; want 4.18.27", np, err)
+		}
+	})
+}
+
+func TestWatchNodePools(t *testing.T) {
+	e := start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.register(t, "mc-1", 10)
+	cl := e.cluster(t, 1, "alpha")
+	first, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(100, cl.Id, "alpha", "one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := e.pools.WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvPool := func() *csv1.NodePoolEvent {
+		t.Helper()
+		for {
+			ev, err := w.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK {
+				return ev
+			}
+		}
+	}
+	if ev := recvPool(); ev.GetNodePool().GetId() != first.Id || ev.GetRevision() != first.Revision {
+		t.Fatalf("snapshot event = %v", ev)
+	}
+	// A cluster write in between takes a revision from the same sequence.
+	second, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(101, cl.Id, "alpha", "two")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := recvPool(); ev.GetType() != csv1.EventType_EVENT_TYPE_UPSERTED || ev.GetNodePool().GetId() != second.Id {
+		t.Fatalf("live event = %v", ev)
+	}
+	del, err := e.pools.DeleteNodePool(ctx, &csv1.DeleteNodePoolRequest{Id: first.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.RemoveNodePool(ctx, first.Id, del.Revision); err != nil {
+		t.Fatal(err)
+	}
+	// Resuming from the first pool's creation replays the second pool and the first's tombstone.
+	r, err := e.pools.WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{SinceRevision: first.Revision})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for {
+		ev, err := r.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
+			break
+		}
+		got = append(got, ev.GetType().String()+" "+ev.GetNodePool().GetId())
+	}
+	want := []string{"EVENT_TYPE_UPSERTED " + second.Id, "EVENT_TYPE_DELETED " + first.Id}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("replay = %v, want %v", got, want)
+	}
+	if _, err := e.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: first.Id}); status.Code(err) != codes.NotFound {
+		t.Fatalf("removed pool: %v", err)
+	}
+}
