@@ -235,25 +235,55 @@ func (r *Region) registerShards(ctx context.Context, addr string) error {
 }
 
 func (r *Region) startBackend(ctx context.Context, dsn string) error {
+	info, err := r.startBackendProcess(ctx, "backend", dsn, nil)
+	if err != nil {
+		return err
+	}
+	r.Info.Backend = info
+	return nil
+}
+
+// StartBackend starts a backend process called name (its log is <name>.log) with the region's
+// backend flags followed by extra, which override them ("--status-mode", "poll"). Started
+// beside the region's own "backend" it is a second replica: one of them leads, the other waits
+// for the lease. Kill, Restart and Process work on it by name.
+func (r *Region) StartBackend(ctx context.Context, name string, extra ...string) (ServiceInfo, error) {
+	r.mu.Lock()
+	first, ok := r.services["backend"]
+	r.mu.Unlock()
+	if !ok {
+		return ServiceInfo{}, fmt.Errorf("the region has no backend to copy the flags of")
+	}
+	var dsn string
+	for i, a := range first.spec.Args {
+		if a == "--db-dsn" && i+1 < len(first.spec.Args) {
+			dsn = first.spec.Args[i+1]
+		}
+	}
+	return r.startBackendProcess(ctx, name, dsn, extra)
+}
+
+func (r *Region) startBackendProcess(ctx context.Context, name, dsn string, extra []string) (ServiceInfo, error) {
 	port, err := FreePort()
 	if err != nil {
-		return err
+		return ServiceInfo{}, err
 	}
 	metrics := url127(port)
+	args := []string{
+		"--db-dsn", dsn,
+		"--cluster-service", r.Info.ClusterService.GRPC,
+		"--metrics-listen", "127.0.0.1:" + strconv.Itoa(port),
+		"--resync-period", r.cfg.BackendResync.String(),
+		"--replica-id", name,
+	}
 	err = r.startService(ctx, ProcSpec{
-		Name: "backend", Path: filepath.Join(r.binDir, "backend"), LogDir: r.logDir,
-		Args: []string{
-			"--db-dsn", dsn,
-			"--cluster-service", r.Info.ClusterService.GRPC,
-			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(port),
-			"--resync-period", r.cfg.BackendResync.String(),
-		},
+		Name: name, Path: filepath.Join(r.binDir, "backend"), LogDir: r.logDir,
+		Args: append(args, extra...),
 	}, HTTPReady(nil, metrics+"/healthz"))
 	if err != nil {
-		return err
+		return ServiceInfo{}, err
 	}
-	r.Info.Backend = ServiceInfo{MetricsURL: metrics + "/metrics"}
-	return nil
+	return ServiceInfo{MetricsURL: metrics + "/metrics"}, nil
 }
 
 func (r *Region) startFrontend(ctx context.Context, dsn string) error {
