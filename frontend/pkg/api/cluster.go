@@ -6,6 +6,7 @@ package api
 
 import (
 	"strings"
+	"time"
 
 	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
@@ -23,10 +24,22 @@ type Cluster struct {
 	SystemData *arm.SystemData   `json:"-"`
 	// ProvisioningState and the read-only URLs come from the store and Cluster Service.
 	ProvisioningState docs.ProvisioningState `json:"-"`
+	// Conditions are observed by Cluster Service (Available, Degraded, Progressing); they are
+	// filled when the cluster is read, never stored.
+	Conditions []Condition `json:"-"`
 
 	// Identity and Properties are stored as ResourceDocument.Properties.
 	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`
 	Properties ClusterProperties       `json:"properties"`
+}
+
+// Condition is an observed condition of the resource, as the spec's status.conditions has it.
+type Condition struct {
+	Type               string
+	Status             string
+	Reason             string
+	Message            string
+	LastTransitionTime time.Time
 }
 
 // ClusterProperties are the customer's settings with defaults applied.

@@ -11,7 +11,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	docs "github.com/openhcp/openhcp/internal/api"
 )
 
@@ -195,12 +199,19 @@ func contains(t *testing.T, got, want any, path string) {
 }
 
 // setClusterURLs plays Cluster Service having provisioned the cluster: its status carries the
-// API and console URLs.
+// API and console URLs and the HostedCluster's conditions (some the spec does not know).
 func (f *fakeClusterService) setClusterURLs(csID, apiURL, consoleURL string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c, ok := f.clusters[csID]; ok {
 		c.Status.ApiUrl, c.Status.ConsoleUrl = apiURL, consoleURL
+		at := timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		c.Status.Conditions = []*csv1.Condition{
+			{Type: "Available", Status: "True", Reason: "AsExpected", Message: "The hosted control plane is available", LastTransitionTime: at},
+			{Type: "Degraded", Status: "False", Reason: "AsExpected", LastTransitionTime: at},
+			{Type: "Progressing", Status: "False", Reason: "", Message: "no reason given", LastTransitionTime: at},
+			{Type: "EtcdAvailable", Status: "True", Reason: "QuorumAvailable", LastTransitionTime: at},
+		}
 	}
 }
 
@@ -286,6 +297,18 @@ func TestSpecExamplesClusters(t *testing.T) {
 				if props["provisioningState"] != "Succeeded" || props["console"].(map[string]any)["url"] != "https://console.example.openhcp.test" ||
 					props["api"].(map[string]any)["url"] != "https://api.example.openhcp.test:443" {
 					t.Fatalf("GET does not show the provisioned cluster: %s", resp.body)
+				}
+				// status.conditions exists from 2026-06-30-preview on: the spec's three
+				// condition types, a reason the pattern allows ("Unknown" for an empty one).
+				st, hasStatus := props["status"].(map[string]any)
+				if hasStatus != (ver >= "2026-06-30-preview") {
+					t.Fatalf("status in %s: %v", ver, props["status"])
+				}
+				if hasStatus {
+					conds := st["conditions"].([]any)
+					if len(conds) != 3 || conds[2].(map[string]any)["reason"] != "Unknown" || conds[0].(map[string]any)["lastTransitionTime"] != "2026-01-02T03:04:05Z" {
+						t.Fatalf("conditions %v", conds)
+					}
 				}
 				if want := strings.Split(getPath, "?")[0]; got["id"] != want {
 					t.Fatalf("id %v, want the caller's casing %s", got["id"], want)

@@ -494,6 +494,42 @@ func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, csID string) 
 	}
 	c.Properties.Console.URL = cl.GetStatus().GetConsoleUrl()
 	c.Properties.API.URL = cl.GetStatus().GetApiUrl()
+	c.Conditions = specConditions(cl.GetStatus().GetConditions())
+}
+
+// conditionReasonRE is the spec's pattern for a condition reason.
+var conditionReasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// specConditions keeps the HostedCluster conditions the spec's status.conditions knows
+// (Available, Degraded, Progressing; True, False, Unknown), within its limits.
+func specConditions(in []*csv1.Condition) []api.Condition {
+	var out []api.Condition
+	for _, c := range in {
+		switch c.GetType() {
+		case "Available", "Degraded", "Progressing":
+		default:
+			continue
+		}
+		switch c.GetStatus() {
+		case "True", "False", "Unknown":
+		default:
+			continue
+		}
+		reason := c.GetReason()
+		if len(reason) > 1024 || !conditionReasonRE.MatchString(reason) {
+			reason = "Unknown"
+		}
+		msg := c.GetMessage()
+		if len(msg) > 32768 {
+			msg = msg[:32768]
+		}
+		if c.GetLastTransitionTime() == nil || len(out) == 10 {
+			continue
+		}
+		out = append(out, api.Condition{Type: c.GetType(), Status: c.GetStatus(), Reason: reason, Message: msg,
+			LastTransitionTime: c.GetLastTransitionTime().AsTime().UTC()})
+	}
+	return out
 }
 
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {

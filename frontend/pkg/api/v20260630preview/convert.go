@@ -1,6 +1,8 @@
 package v20260630preview
 
 import (
+	"time"
+
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
 
@@ -224,6 +226,15 @@ func (version) RenderCluster(c *api.Cluster) any {
 		props.Etcd.DataEncryption = &EtcdDataEncryptionProfile{KeyManagementMode: ptr(p.Etcd.DataEncryption.KeyManagementMode), CustomerManaged: ecm}
 	}
 	props.Ingress = &IngressProfile{Type: ptr(p.Ingress.Type)}
+	if len(c.Conditions) > 0 {
+		props.Status = &ResourceStatus{}
+		for _, cond := range c.Conditions {
+			props.Status.Conditions = append(props.Status.Conditions, Condition{
+				Type: ptr(cond.Type), Status: ptr(cond.Status), Reason: ptr(cond.Reason), Message: &cond.Message,
+				LastTransitionTime: ptr(cond.LastTransitionTime.Format(time.RFC3339)),
+			})
+		}
+	}
 	props.CryptoRestrictions = ptr(p.CryptoRestrictions)
 	for _, m := range p.ImageDigestMirrors {
 		props.ImageDigestMirrors = append(props.ImageDigestMirrors, ImageDigestMirror{Source: ptr(m.Source), Mirrors: append([]string{}, m.Mirrors...)})
