@@ -381,7 +381,7 @@ func mustWithBody(d *store.Document, body any) *store.Document {
 }
 
 // opIDFrom extracts the operation ID from an Azure-AsyncOperation or Location URL.
-func opIDFrom(t *testing.T, u string) string {
+func opIDFrom(t testing.TB, u string) string {
 	t.Helper()
 	i := strings.LastIndex(u, "/")
 	j := strings.Index(u, "?")
