@@ -154,6 +154,14 @@ func TestBinary(t *testing.T) {
 	if ev, err := watch.Recv(); err != nil || ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK {
 		t.Fatalf("first event %v, %v", ev, err)
 	}
+	// The NodePools service is served too.
+	poolWatch, err := csv1.NewNodePoolsClient(conn).WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := poolWatch.Recv(); err != nil || ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK {
+		t.Fatalf("first node pool event %v, %v", ev, err)
+	}
 
 	resp, err := http.Get("http://" + metrics + "/metrics")
 	if err != nil {

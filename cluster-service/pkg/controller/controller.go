@@ -113,15 +113,15 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		written: map[string]int64{},
 		watches: map[string]context.CancelFunc{},
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cluster_service_reconciles_total", Help: "Cluster reconciles by outcome (ok, requeue, error).",
-		}, []string{"outcome"}),
+			Name: "cluster_service_reconciles_total", Help: "Reconciles by kind (cluster, node_pool) and outcome (ok, requeue, error).",
+		}, []string{"kind", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "cluster_service_reconcile_duration_seconds", Help: "Duration of one cluster reconcile.",
+			Name: "cluster_service_reconcile_duration_seconds", Help: "Duration of one reconcile, by kind (cluster, node_pool) and outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
-		}, []string{"outcome"}),
+		}, []string{"kind", "outcome"}),
 	}
 	c.depth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters waiting to be reconciled.",
+		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters and node pools waiting to be reconciled.",
 	}, func() float64 { return float64(c.queue.Len()) })
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth)
@@ -308,7 +308,9 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	start := time.Now()
 	var after time.Duration
 	var err error
+	kind := "cluster"
 	if poolID, ok := nodePoolIDFromKey(id); ok {
+		kind = "node_pool"
 		after, err = c.ReconcileNodePool(ctx, poolID)
 	} else {
 		after, err = c.Reconcile(ctx, id)
@@ -326,8 +328,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	default:
 		c.queue.Forget(id)
 	}
-	c.reconciles.WithLabelValues(outcome).Inc()
-	c.duration.WithLabelValues(outcome).Observe(time.Since(start).Seconds())
+	c.reconciles.WithLabelValues(kind, outcome).Inc()
+	c.duration.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
 	return true
 }
 
