@@ -62,7 +62,8 @@ func contains(states []csv1.NodePoolState, s csv1.NodePoolState) bool {
 // TestNodePoolLifecycleAgainstMaestro drives node pools through the real Maestro to the
 // management cluster where hypershift-sim plays HyperShift's NodePool controller: a pool created
 // with its cluster waits for the cluster's work, reaches READY with its replicas, scales, turns
-// autoscaling on, is deleted, and a cluster's deletion takes its pools first.
+// autoscaling on, is deleted, a pool's version update rolls out, and a cluster's deletion takes
+// its pools first.
 func TestNodePoolLifecycleAgainstMaestro(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
@@ -173,14 +174,40 @@ func TestNodePoolLifecycleAgainstMaestro(t *testing.T) {
 		}
 	}))
 
-	must(t, t.Run("deleting_the_cluster_deletes_its_pools_first", func(t *testing.T) {
-		second := proto.Clone(pool).(*csv1.NodePool)
-		second.Id, second.ArmResourceId = "000000000000000000000000000000a2", cl.ArmResourceId+"/nodePools/second"
-		second.Spec.Replicas = 1
+	second := proto.Clone(pool).(*csv1.NodePool)
+	second.Id, second.ArmResourceId = "000000000000000000000000000000a2", cl.ArmResourceId+"/nodePools/second"
+	second.Spec.Replicas, second.Spec.VersionId = 1, "4.19.16"
+	must(t, t.Run("version_update_rolls_out_to_the_nodepool", func(t *testing.T) {
 		if _, err := cs.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: second}); err != nil {
 			t.Fatal(err)
 		}
-		waitForPool(t, ctx, cs, second.Id, "READY", 2*time.Minute, poolReadyWith(1))
+		np, _ := waitForPool(t, ctx, cs, second.Id, "READY", 2*time.Minute, poolReadyWith(1))
+		if np.GetStatus().GetCurrentVersion() != "4.19.16" {
+			t.Fatalf("pool runs %q, want 4.19.16", np.GetStatus().GetCurrentVersion())
+		}
+		spec := proto.Clone(np.GetSpec()).(*csv1.NodePoolSpec)
+		spec.VersionId = "4.19.17"
+		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: second.Id, Spec: spec}); err != nil {
+			t.Fatal(err)
+		}
+		_, seen := waitForPool(t, ctx, cs, second.Id, "READY at 4.19.17", 2*time.Minute, func(np *csv1.NodePool, err error) bool {
+			return poolReadyWith(1)(np, err) && np.GetStatus().GetCurrentVersion() == "4.19.17"
+		})
+		if !contains(seen, csv1.NodePoolState_NODE_POOL_STATE_UPDATING) {
+			t.Errorf("states seen %v; want UPDATING during the version rollout", seen)
+		}
+		var kp hyperv1.NodePool
+		if err := r.kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: "second"}, &kp); err != nil ||
+			kp.Spec.Release.Image != "quay.io/openshift-release-dev/ocp-release:4.19.17-multi" || kp.Status.Version != "4.19.17" {
+			t.Fatalf("NodePool after the version update: %v, image %q, version %q", err, kp.Spec.Release.Image, kp.Status.Version)
+		}
+		spec.VersionId = "4.19.16"
+		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: second.Id, Spec: spec}); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("downgrade: %v, want InvalidArgument", err)
+		}
+	}))
+
+	must(t, t.Run("deleting_the_cluster_deletes_its_pools_first", func(t *testing.T) {
 		rev, err := cs.st.CurrentNodePoolRevision(ctx)
 		if err != nil {
 			t.Fatal(err)
