@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+)
+
+func newPool(id, clusterID, arm string) *NodePool {
+	return &NodePool{ID: id, ClusterID: clusterID, ARMResourceID: arm, Spec: &csv1.NodePoolSpec{Replicas: 2, VersionId: "4.19.7"}}
+}
+
+func TestNodePoolStore(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, newDSN(t))
+	register(t, s, "mc-1", 10)
+	cl, _, err := s.CreateCluster(ctx, newCluster(csid(1), armID("one")), placement.LeastLoaded{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, created, err := s.CreateNodePool(ctx, newPool(csid(100), cl.ID, armID("one")+"/nodePools/a"))
+	if err != nil || !created || np.Status.State != csv1.NodePoolState_NODE_POOL_STATE_PENDING {
+		t.Fatalf("CreateNodePool = %v, %v, %v", np, created, err)
+	}
+
+	t.Run("revisions_share_the_cluster_sequence", func(t *testing.T) {
+		if np.Revision <= cl.Revision {
+			t.Fatalf("pool revision %d not after cluster revision %d", np.Revision, cl.Revision)
+		}
+		next, err := s.UpdateStatus(ctx, cl.ID, cl.Revision, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING})
+		if err != nil || next.Revision <= np.Revision {
+			t.Fatalf("cluster write after the pool: revision %d, %v", next.Revision, err)
+		}
+	})
+	t.Run("unknown_cluster_is_not_found", func(t *testing.T) {
+		if _, _, err := s.CreateNodePool(ctx, newPool(csid(101), csid(9), armID("nine")+"/nodePools/a")); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("status_and_spec_writes_are_conditional", func(t *testing.T) {
+		if _, err := s.UpdateNodePoolStatus(ctx, np.ID, np.Revision-1, &csv1.NodePoolStatus{}); !errors.Is(err, ErrConflict) {
+			t.Fatalf("stale status write: %v", err)
+		}
+		if _, err := s.UpdateNodePoolSpec(ctx, np.ID, np.Revision-1, &csv1.NodePoolSpec{Replicas: 3}); !errors.Is(err, ErrConflict) {
+			t.Fatalf("stale spec write: %v", err)
+		}
+		same, err := s.UpdateNodePoolSpec(ctx, np.ID, 0, np.Spec)
+		if err != nil || same.Revision != np.Revision {
+			t.Fatalf("identical spec: revision %d, %v; want unchanged %d", same.Revision, err, np.Revision)
+		}
+	})
+	t.Run("cluster_delete_marks_pools_and_remove_waits_for_them", func(t *testing.T) {
+		dc, err := s.MarkDeleting(ctx, cl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetNodePool(ctx, np.ID)
+		if err != nil || !got.Deleting || got.Status.State != csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING {
+			t.Fatalf("pool of deleting cluster = %+v, %v", got, err)
+		}
+		if err := s.RemoveCluster(ctx, cl.ID, dc.Revision); !errors.Is(err, ErrConflict) {
+			t.Fatalf("RemoveCluster with a pool left: %v, want ErrConflict", err)
+		}
+		if _, _, err := s.CreateNodePool(ctx, newPool(csid(102), cl.ID, armID("one")+"/nodePools/b")); !errors.Is(err, ErrDeleting) {
+			t.Fatalf("create on a deleting cluster: %v, want ErrDeleting", err)
+		}
+		if err := s.RemoveNodePool(ctx, np.ID, got.Revision); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RemoveCluster(ctx, cl.ID, dc.Revision); err != nil {
+			t.Fatalf("RemoveCluster once the pool is gone: %v", err)
+		}
+	})
+	t.Run("tombstones_are_pruned_and_compaction_recorded", func(t *testing.T) {
+		evs, err := s.NodePoolEventsAfter(ctx, 0, 100)
+		if err != nil || len(evs) != 1 || evs[0].Type != csv1.EventType_EVENT_TYPE_DELETED || evs[0].NodePool.ID != np.ID {
+			t.Fatalf("events = %+v, %v; want the pool's tombstone only", evs, err)
+		}
+		n, err := s.PruneTombstones(ctx, time.Now().Add(time.Minute))
+		if err != nil || n != 2 { // the pool's and the cluster's
+			t.Fatalf("PruneTombstones = %d, %v; want 2", n, err)
+		}
+		if rev, err := s.CompactedNodePoolRevision(ctx); err != nil || rev != evs[0].Revision {
+			t.Fatalf("node pool compacted revision = %d, %v; want %d", rev, err, evs[0].Revision)
+		}
+	})
+}
