@@ -164,7 +164,20 @@ func TestShardMaintenanceAndCapacity(t *testing.T) {
 	})
 
 	t.Run("full_shards_make_the_frontend_answer_503_with_retry_after", func(t *testing.T) {
-		// Capacity exactly what each shard holds now: no free slot anywhere.
+		// Capacity exactly what each shard holds now: no free slot anywhere. A cluster still
+		// uninstalling (from an earlier test) would free a slot when it goes, so wait for none.
+		eventually(t, 3*time.Minute, "no cluster uninstalling", func() error {
+			resp, err := clusterService(t).ListClusters(ctx, &csv1.ListClustersRequest{PageSize: 1000})
+			if err != nil {
+				return err
+			}
+			for _, c := range resp.GetClusters() {
+				if c.GetStatus().GetState() == csv1.ClusterState_CLUSTER_STATE_UNINSTALLING {
+					return fmt.Errorf("cluster %s is uninstalling", c.GetId())
+				}
+			}
+			return nil
+		})
 		for _, sh := range listShards(t, shards) {
 			if _, err := shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{
 				Name: sh.GetName(), MaxClusters: sh.GetClusterCount(), Labels: sh.GetLabels()}}); err != nil {
