@@ -28,9 +28,9 @@ import (
 const apiVersion = "2024-06-10-preview"
 
 var (
-	hostedClusterGVR        = schema.GroupVersionResource{Group: "hypershift.openshift.io", Version: "v1beta1", Resource: "hostedclusters"}
-	appliedManifestWorkGVR  = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
-	httpClient              = &http.Client{Timeout: 30 * time.Second}
+	hostedClusterGVR       = schema.GroupVersionResource{Group: "hypershift.openshift.io", Version: "v1beta1", Resource: "hostedclusters"}
+	appliedManifestWorkGVR = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
+	httpClient             = &http.Client{Timeout: 30 * time.Second}
 )
 
 // armResponse is a frontend answer with its body read.

@@ -58,6 +58,11 @@ func runMain(m *testing.M) int {
 	if testing.Short() {
 		return m.Run() // integration tests skip themselves; k8s stays nil
 	}
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		// Fuzzing runs only the pure fuzz target; every fuzz worker would otherwise start
+		// its own envtest apiserver before the engine could even gather its baseline.
+		return m.Run()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	apiserver, etcd, err := localregion.KubeBinaries(ctx)
