@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+)
+
+// TestRegionFileDescribesTheRegion checks region.json, which tools and people use to find the
+// region: it matches the running region, and every metrics endpoint it lists serves Prometheus
+// metrics.
+func TestRegionFileDescribesTheRegion(t *testing.T) {
+	b, err := os.ReadFile(region.RegionFile())
+	if err != nil {
+		t.Fatalf("read region.json: %v", err)
+	}
+	var info localregion.Info
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&info); err != nil {
+		t.Fatalf("decode region.json: %v", err)
+	}
+	if !reflect.DeepEqual(info, region.Info) {
+		t.Fatalf("region.json differs from the running region:\nfile:    %+v\nrunning: %+v", info, region.Info)
+	}
+	if len(info.ManagementClusters) != 2 {
+		t.Fatalf("region.json lists %d management clusters, want 2", len(info.ManagementClusters))
+	}
+	metrics := map[string]string{
+		"frontend":        info.Frontend.MetricsURL,
+		"cluster-service": info.ClusterService.MetricsURL,
+		"backend":         info.Backend.MetricsURL,
+		"maestro":         info.Maestro.MetricsURL,
+	}
+	for _, mc := range info.ManagementClusters {
+		metrics[mc.Name+" hypershift-sim"] = mc.SimMetricsURL
+		if _, err := os.Stat(mc.Kubeconfig); err != nil {
+			t.Errorf("%s kubeconfig: %v", mc.Name, err)
+		}
+	}
+	for name, url := range metrics {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			if url == "" {
+				t.Fatalf("no metrics URL for %s", name)
+			}
+			resp, err := httpClient.Get(url)
+			if err != nil {
+				t.Fatalf("GET %s: %v", url, err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "# TYPE ") {
+				t.Fatalf("GET %s: %d, body is not a Prometheus exposition: %.200s", url, resp.StatusCode, body)
+			}
+		})
+	}
+}
