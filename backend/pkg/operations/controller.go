@@ -290,6 +290,10 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		}
 		return 0, nil
 	}
+	if c.cfg.StatusMode == ModePoll {
+		// The next poll looks again; nothing else may, or this would not be poll mode.
+		return 0, nil
+	}
 	// Check again before the deadline passes, even if no event arrives.
 	return min(c.cfg.ResyncPeriod, max(c.deadline(op.Request)-age, time.Second)), nil
 }
