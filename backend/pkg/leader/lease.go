@@ -156,8 +156,10 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context)) error
 		go func() { defer close(done); lead(leadCtx) }()
 		e.renew(leadCtx, cancel)
 		cancel()
-		<-done
+		// Writes are refused from here on (Guard); the gauge says so at once, not when the
+		// controller has wound down.
 		e.isLeader.Set(0)
+		<-done
 		e.cfg.Log.Warn("stopped leading", "holder", e.cfg.Holder, "term", e.Term())
 		e.release()
 	}
