@@ -232,8 +232,8 @@ func TestBackendLeaderKilledHandsOverWithinTheLease(t *testing.T) {
 	})
 	took := time.Since(killed)
 	t.Logf("backend-2 took over %s after the leader was killed (lease 15s)", took.Round(100*time.Millisecond))
-	// One lease period (15 s) plus the candidate's retry period (3 s) and this poll.
-	if took > 19*time.Second {
+	// One lease period (15 s) plus the candidate's retry period (1.5 s) and this poll.
+	if took > 18*time.Second {
 		t.Errorf("hand-over took %s, longer than the lease period and one retry", took)
 	}
 	for i, a := range asyncs {

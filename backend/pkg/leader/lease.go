@@ -39,7 +39,7 @@ type Config struct {
 	LeaseDuration time.Duration
 	// RenewPeriod is how often the holder renews (default LeaseDuration/3).
 	RenewPeriod time.Duration
-	// RetryPeriod is how often a candidate looks at the lease (default LeaseDuration/5).
+	// RetryPeriod is how often a candidate looks at the lease (default LeaseDuration/10).
 	RetryPeriod time.Duration
 	Log         *slog.Logger
 	// Registerer, when set, receives backend_leader and backend_leader_transitions_total.
@@ -60,7 +60,7 @@ func (c *Config) defaults() error {
 		c.RenewPeriod = c.LeaseDuration / 3
 	}
 	if c.RetryPeriod <= 0 {
-		c.RetryPeriod = c.LeaseDuration / 5
+		c.RetryPeriod = c.LeaseDuration / 10
 	}
 	if c.RenewPeriod >= c.LeaseDuration/2 {
 		return fmt.Errorf("leader: renew period %s must be under half the lease duration %s", c.RenewPeriod, c.LeaseDuration)
