@@ -1,272 +1,117 @@
 package v20240610preview
 
 import (
-	"fmt"
-	"net"
-	"net/http"
-	"regexp"
-	"slices"
-	"strings"
-
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	"github.com/openhcp/openhcp/internal/arm"
-)
-
-// validator collects every problem with its field path, so the caller learns all of them at once.
-type validator struct{ errs []*arm.CloudError }
-
-func (v *validator) add(target, format string, args ...any) {
-	v.errs = append(v.errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, format, args...))
-}
-
-func (v *validator) required(present bool, target string) bool {
-	if !present {
-		v.add(target, "Missing required field '%s'.", target)
-	}
-	return present
-}
-
-func (v *validator) enum(p *string, target string, allowed ...string) {
-	if p != nil && !slices.Contains(allowed, *p) {
-		v.add(target, "Invalid value '%s' for field '%s' (must be one of: %s).", *p, target, strings.Join(allowed, ", "))
-	}
-}
-
-func (v *validator) rangeInt(p *int32, target string, lo, hi int64) {
-	if p != nil && (int64(*p) < lo || int64(*p) > hi) {
-		v.add(target, "Invalid value '%d' for field '%s' (must be between %d and %d).", *p, target, lo, hi)
-	}
-}
-
-// armID checks that s is a resource ID of the given type (case-insensitive).
-func (v *validator) armID(s, target, resourceType string) {
-	id, err := arm.ParseResourceID(s)
-	if err != nil {
-		v.add(target, "Invalid value '%s' for field '%s': not a resource ID.", s, target)
-		return
-	}
-	if !strings.EqualFold(id.ResourceType(), resourceType) {
-		v.add(target, "Invalid value '%s' for field '%s': must be a resource ID of type %s.", s, target, resourceType)
-	}
-}
-
-func (v *validator) cidr(p *string, target string) *net.IPNet {
-	if p == nil {
-		return nil
-	}
-	ip, n, err := net.ParseCIDR(*p)
-	if err != nil || ip.To4() == nil {
-		v.add(target, "Invalid value '%s' for field '%s': must be an IPv4 CIDR block.", *p, target)
-		return nil
-	}
-	return n
-}
-
-var (
-	baseDomainPrefixRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	resourceGroupRE    = regexp.MustCompile(`^[-\w._()]{1,90}$`)
-)
-
-const (
-	typeSubnet   = "Microsoft.Network/virtualNetworks/subnets"
-	typeNSG      = "Microsoft.Network/networkSecurityGroups"
-	typeIdentity = "Microsoft.ManagedIdentity/userAssignedIdentities"
+	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
 // validate checks a decoded body against the specification's constraints (required fields,
 // enums, ranges, patterns, resource ID types) and a few cross-field rules.
 func validate(e *HcpOpenShiftCluster) error {
-	v := &validator{}
-	v.required(e.Location != nil && *e.Location != "", "location")
-	if v.required(e.Properties != nil, "properties") {
+	v := &fieldcheck.Checker{}
+	v.Required(e.Location != nil && *e.Location != "", "location")
+	if v.Required(e.Properties != nil, "properties") {
 		validateProperties(v, e.Properties)
 	}
 	validateIdentity(v, e)
-	return arm.Multiple(v.errs)
+	return v.Err()
 }
 
-func validateProperties(v *validator, p *HcpOpenShiftClusterProperties) {
-	if d := p.DNS; d != nil && d.BaseDomainPrefix != nil {
-		s := *d.BaseDomainPrefix
-		if len(s) > 15 || !baseDomainPrefixRE.MatchString(s) {
-			v.add("properties.dns.baseDomainPrefix", "Invalid value '%s' for field 'properties.dns.baseDomainPrefix': at most 15 lowercase letters, digits and '-', starting with a letter.", s)
-		}
+func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties) {
+	if d := p.DNS; d != nil {
+		v.BaseDomainPrefix(d.BaseDomainPrefix)
 	}
 	if n := p.Network; n != nil {
-		v.enum(n.NetworkType, "properties.network.networkType", api.NetworkTypeOVNKubernetes, api.NetworkTypeOther)
-		nets := map[string]*net.IPNet{
-			"properties.network.podCidr":     v.cidr(n.PodCIDR, "properties.network.podCidr"),
-			"properties.network.serviceCidr": v.cidr(n.ServiceCIDR, "properties.network.serviceCidr"),
-			"properties.network.machineCidr": v.cidr(n.MachineCIDR, "properties.network.machineCidr"),
-		}
-		v.rangeInt(n.HostPrefix, "properties.network.hostPrefix", 1, 32)
-		pod := nets["properties.network.podCidr"]
-		if pod == nil && n.PodCIDR == nil {
-			_, pod, _ = net.ParseCIDR(defaultPodCIDR)
-		}
-		if pod != nil && n.HostPrefix != nil && *n.HostPrefix >= 1 && *n.HostPrefix <= 32 {
-			if ones, _ := pod.Mask.Size(); int(*n.HostPrefix) <= ones {
-				v.add("properties.network.hostPrefix", "Invalid value '%d' for field 'properties.network.hostPrefix': must be longer than the pod CIDR's prefix /%d.", *n.HostPrefix, ones)
-			}
-		}
-		// The three ranges must not overlap (defaults fill the ones left out).
-		names := []string{"properties.network.podCidr", "properties.network.serviceCidr", "properties.network.machineCidr"}
-		defaults := []string{defaultPodCIDR, defaultServiceCIDR, defaultMachineCIDR}
-		for i := range names {
-			if nets[names[i]] == nil && [](*string){n.PodCIDR, n.ServiceCIDR, n.MachineCIDR}[i] == nil {
-				_, nets[names[i]], _ = net.ParseCIDR(defaults[i])
-			}
-		}
-		for i := 0; i < len(names); i++ {
-			for j := i + 1; j < len(names); j++ {
-				a, b := nets[names[i]], nets[names[j]]
-				if a != nil && b != nil && (a.Contains(b.IP) || b.Contains(a.IP)) {
-					v.add(names[j], "The CIDR block '%s' of '%s' overlaps '%s' of '%s'.", b, names[j], a, names[i])
-				}
-			}
-		}
+		v.Network(fieldcheck.Network{
+			NetworkType: n.NetworkType, PodCIDR: n.PodCIDR, ServiceCIDR: n.ServiceCIDR, MachineCIDR: n.MachineCIDR, HostPrefix: n.HostPrefix,
+			DefaultPodCIDR: defaultPodCIDR, DefaultServiceCIDR: defaultServiceCIDR, DefaultMachineCIDR: defaultMachineCIDR,
+		})
 	}
 	if a := p.API; a != nil {
-		v.enum(a.Visibility, "properties.api.visibility", api.VisibilityPublic, api.VisibilityPrivate)
-		if len(a.AuthorizedCIDRs) > 500 {
-			v.add("properties.api.authorizedCidrs", "At most 500 entries are allowed in 'properties.api.authorizedCidrs', not %d.", len(a.AuthorizedCIDRs))
-		}
-		for i, c := range a.AuthorizedCIDRs {
-			target := fmt.Sprintf("properties.api.authorizedCidrs[%d]", i)
-			if ip := net.ParseIP(c); ip != nil && ip.To4() != nil {
-				continue
-			}
-			v.cidr(&c, target)
-		}
+		v.API(a.Visibility, a.AuthorizedCIDRs)
 	}
-	if v.required(p.Platform != nil, "properties.platform") {
+	if v.Required(p.Platform != nil, "properties.platform") {
 		validatePlatform(v, p.Platform)
 	}
 	if a := p.Autoscaling; a != nil {
-		const maxI32 = 1<<31 - 1
-		v.rangeInt(a.MaxNodesTotal, "properties.autoscaling.maxNodesTotal", 0, maxI32)
-		v.rangeInt(a.MaxPodGracePeriodSeconds, "properties.autoscaling.maxPodGracePeriodSeconds", 0, maxI32)
-		v.rangeInt(a.MaxNodeProvisionTimeSeconds, "properties.autoscaling.maxNodeProvisionTimeSeconds", 0, maxI32)
+		v.Autoscaling(a.MaxNodesTotal, a.MaxPodGracePeriodSeconds, a.MaxNodeProvisionTimeSeconds)
 	}
-	v.rangeInt(p.NodeDrainTimeoutMinutes, "properties.nodeDrainTimeoutMinutes", 0, 10080)
+	v.RangeInt(p.NodeDrainTimeoutMinutes, "properties.nodeDrainTimeoutMinutes", 0, 10080)
 	if et := p.Etcd; et != nil && et.DataEncryption != nil {
 		validateEtcd(v, et.DataEncryption)
 	}
 	if r := p.ClusterImageRegistry; r != nil {
-		v.enum(r.State, "properties.clusterImageRegistry.state", api.RegistryEnabled, api.RegistryDisabled)
+		v.Enum(r.State, "properties.clusterImageRegistry.state", api.RegistryEnabled, api.RegistryDisabled)
 	}
 }
 
-func validatePlatform(v *validator, pl *PlatformProfile) {
-	if pl.ManagedResourceGroup != nil && (!resourceGroupRE.MatchString(*pl.ManagedResourceGroup) || strings.HasSuffix(*pl.ManagedResourceGroup, ".")) {
-		v.add("properties.platform.managedResourceGroup", "Invalid value '%s' for field 'properties.platform.managedResourceGroup': not a valid resource group name.", *pl.ManagedResourceGroup)
+func validatePlatform(v *fieldcheck.Checker, pl *PlatformProfile) {
+	v.ManagedResourceGroup(pl.ManagedResourceGroup)
+	if v.Required(pl.SubnetID != nil, "properties.platform.subnetId") {
+		v.ArmID(*pl.SubnetID, "properties.platform.subnetId", fieldcheck.TypeSubnet)
 	}
-	if v.required(pl.SubnetID != nil, "properties.platform.subnetId") {
-		v.armID(*pl.SubnetID, "properties.platform.subnetId", typeSubnet)
+	if v.Required(pl.NetworkSecurityGroupID != nil, "properties.platform.networkSecurityGroupId") {
+		v.ArmID(*pl.NetworkSecurityGroupID, "properties.platform.networkSecurityGroupId", fieldcheck.TypeNSG)
 	}
-	if v.required(pl.NetworkSecurityGroupID != nil, "properties.platform.networkSecurityGroupId") {
-		v.armID(*pl.NetworkSecurityGroupID, "properties.platform.networkSecurityGroupId", typeNSG)
-	}
-	v.enum(pl.OutboundType, "properties.platform.outboundType", api.OutboundTypeLoadBalancer)
+	v.Enum(pl.OutboundType, "properties.platform.outboundType", api.OutboundTypeLoadBalancer)
 	const oa = "properties.platform.operatorsAuthentication"
-	if !v.required(pl.OperatorsAuthentication != nil, oa) {
+	if !v.Required(pl.OperatorsAuthentication != nil, oa) {
 		return
 	}
 	u := pl.OperatorsAuthentication.UserAssignedIdentities
-	if !v.required(u != nil, oa+".userAssignedIdentities") {
+	if !v.Required(u != nil, oa+".userAssignedIdentities") {
 		return
 	}
-	base := oa + ".userAssignedIdentities"
-	v.required(u.ControlPlaneOperators != nil, base+".controlPlaneOperators")
-	v.required(u.DataPlaneOperators != nil, base+".dataPlaneOperators")
-	for _, m := range []struct {
-		name string
-		ids  map[string]string
-	}{{"controlPlaneOperators", u.ControlPlaneOperators}, {"dataPlaneOperators", u.DataPlaneOperators}} {
-		for _, k := range sortedKeys(m.ids) {
-			v.armID(m.ids[k], fmt.Sprintf("%s.%s[%s]", base, m.name, k), typeIdentity)
-		}
-	}
-	if v.required(u.ServiceManagedIdentity != nil, base+".serviceManagedIdentity") {
-		v.armID(*u.ServiceManagedIdentity, base+".serviceManagedIdentity", typeIdentity)
-	}
+	v.OperatorIdentities(u.ControlPlaneOperators, u.DataPlaneOperators, u.ServiceManagedIdentity)
 }
 
-func validateEtcd(v *validator, de *EtcdDataEncryptionProfile) {
+func validateEtcd(v *fieldcheck.Checker, de *EtcdDataEncryptionProfile) {
 	const base = "properties.etcd.dataEncryption"
-	v.enum(de.KeyManagementMode, base+".keyManagementMode", api.KeyManagementCustomer, api.KeyManagementPlatform)
+	v.Enum(de.KeyManagementMode, base+".keyManagementMode", api.KeyManagementCustomer, api.KeyManagementPlatform)
 	mode := str(de.KeyManagementMode, api.KeyManagementPlatform)
 	switch {
 	case mode == api.KeyManagementCustomer && de.CustomerManaged == nil:
-		v.add(base+".customerManaged", "Missing required field '%s.customerManaged' (keyManagementMode is CustomerManaged).", base)
+		v.Add(base+".customerManaged", "Missing required field '%s.customerManaged' (keyManagementMode is CustomerManaged).", base)
 	case mode == api.KeyManagementPlatform && de.CustomerManaged != nil:
-		v.add(base+".customerManaged", "Field '%s.customerManaged' must not be set when keyManagementMode is PlatformManaged.", base)
+		v.Add(base+".customerManaged", "Field '%s.customerManaged' must not be set when keyManagementMode is PlatformManaged.", base)
 	}
 	cm := de.CustomerManaged
 	if cm == nil {
 		return
 	}
-	v.enum(cm.EncryptionType, base+".customerManaged.encryptionType", api.EncryptionTypeKMS)
-	if !v.required(cm.KMS != nil, base+".customerManaged.kms") {
+	v.Enum(cm.EncryptionType, base+".customerManaged.encryptionType", api.EncryptionTypeKMS)
+	if !v.Required(cm.KMS != nil, base+".customerManaged.kms") {
 		return
 	}
 	k := cm.KMS.ActiveKey
-	if !v.required(k != nil, base+".customerManaged.kms.activeKey") {
+	if !v.Required(k != nil, base+".customerManaged.kms.activeKey") {
 		return
 	}
-	for _, f := range []struct {
-		name string
-		val  *string
-	}{{"vaultName", k.VaultName}, {"name", k.Name}, {"version", k.Version}} {
-		target := base + ".customerManaged.kms.activeKey." + f.name
-		if v.required(f.val != nil, target) && (len(*f.val) < 1 || len(*f.val) > 255) {
-			v.add(target, "Field '%s' must be 1 to 255 characters long.", target)
-		}
-	}
+	// In this version the key vault name belongs to the active key.
+	v.Length(k.VaultName, base+".customerManaged.kms.activeKey.vaultName")
+	v.Length(k.Name, base+".customerManaged.kms.activeKey.name")
+	v.Length(k.Version, base+".customerManaged.kms.activeKey.version")
 }
 
-func validateIdentity(v *validator, e *HcpOpenShiftCluster) {
+func validateIdentity(v *fieldcheck.Checker, e *HcpOpenShiftCluster) {
 	id := e.Identity
+	var (
+		typ      *string
+		assigned map[string]*UserAssignedIdentity
+	)
 	if id != nil {
-		v.enum(id.Type, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
-		for _, k := range sortedKeys(id.UserAssignedIdentities) {
-			v.armID(k, fmt.Sprintf("identity.userAssignedIdentities[%s]", k), typeIdentity)
-		}
+		typ, assigned = id.Type, id.UserAssignedIdentities
 	}
-	// Control plane operators and the service managed identity act as the cluster, so they
-	// must be assigned to it.
-	if e.Properties == nil || e.Properties.Platform == nil || e.Properties.Platform.OperatorsAuthentication == nil ||
-		e.Properties.Platform.OperatorsAuthentication.UserAssignedIdentities == nil {
-		return
+	var (
+		cpo map[string]string
+		smi *string
+	)
+	p := e.Properties
+	hasOperators := p != nil && p.Platform != nil && p.Platform.OperatorsAuthentication != nil &&
+		p.Platform.OperatorsAuthentication.UserAssignedIdentities != nil
+	if hasOperators {
+		u := p.Platform.OperatorsAuthentication.UserAssignedIdentities
+		cpo, smi = u.ControlPlaneOperators, u.ServiceManagedIdentity
 	}
-	u := e.Properties.Platform.OperatorsAuthentication.UserAssignedIdentities
-	assigned := func(rid string) bool {
-		if id == nil {
-			return false
-		}
-		for k := range id.UserAssignedIdentities {
-			if strings.EqualFold(k, rid) {
-				return true
-			}
-		}
-		return false
-	}
-	const base = "properties.platform.operatorsAuthentication.userAssignedIdentities"
-	for _, k := range sortedKeys(u.ControlPlaneOperators) {
-		if rid := u.ControlPlaneOperators[k]; !assigned(rid) {
-			v.add(fmt.Sprintf("%s.controlPlaneOperators[%s]", base, k), "The identity '%s' must also be listed in identity.userAssignedIdentities.", rid)
-		}
-	}
-	if u.ServiceManagedIdentity != nil && !assigned(*u.ServiceManagedIdentity) {
-		v.add(base+".serviceManagedIdentity", "The identity '%s' must also be listed in identity.userAssignedIdentities.", *u.ServiceManagedIdentity)
-	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
+	fieldcheck.Identity(v, id != nil, typ, assigned, hasOperators, cpo, smi)
 }

@@ -1,0 +1,299 @@
+// Package fieldcheck owns the validation rules that every api-version of hcpOpenShiftClusters
+// shares: it checks external field values by their JSON path and collects every problem as an
+// ARM error, so each version package keeps only its types, enums, limits and field paths.
+package fieldcheck
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+// Resource types that fields of the cluster refer to.
+const (
+	TypeSubnet   = "Microsoft.Network/virtualNetworks/subnets"
+	TypeNSG      = "Microsoft.Network/networkSecurityGroups"
+	TypeIdentity = "Microsoft.ManagedIdentity/userAssignedIdentities"
+)
+
+var (
+	baseDomainPrefixRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	resourceGroupRE    = regexp.MustCompile(`^[-\w._()]{1,90}$`)
+)
+
+// Checker collects every problem with its field path, so the caller learns all of them at once.
+type Checker struct {
+	errs []*arm.CloudError
+	// Stored is the existing cluster on an update, nil on create.
+	Stored *api.Cluster
+}
+
+// Err returns every collected problem as one error, or nil.
+func (v *Checker) Err() error { return arm.Multiple(v.errs) }
+
+// Add records a problem with the field at target.
+func (v *Checker) Add(target, format string, args ...any) {
+	v.errs = append(v.errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, format, args...))
+}
+
+// Required records a missing field and reports whether it is present.
+func (v *Checker) Required(present bool, target string) bool {
+	if !present {
+		v.Add(target, "Missing required field '%s'.", target)
+	}
+	return present
+}
+
+// RequiredSince checks a field an api-version made required that older versions did not
+// have: on create it is required; a cluster created through an older version without it may
+// keep it empty (storedEmpty), so a tag change through the newer version does not fail on it.
+func (v *Checker) RequiredSince(present bool, storedEmpty func(*api.Cluster) bool, target string) bool {
+	if !present && v.Stored != nil && storedEmpty(v.Stored) {
+		return false
+	}
+	return v.Required(present, target)
+}
+
+// Enum checks that a present value is one of allowed.
+func (v *Checker) Enum(p *string, target string, allowed ...string) {
+	if p != nil && !slices.Contains(allowed, *p) {
+		v.Add(target, "Invalid value '%s' for field '%s' (must be one of: %s).", *p, target, strings.Join(allowed, ", "))
+	}
+}
+
+// RangeInt checks that a present value lies within lo..hi.
+func (v *Checker) RangeInt(p *int32, target string, lo, hi int64) {
+	if p != nil && (int64(*p) < lo || int64(*p) > hi) {
+		v.Add(target, "Invalid value '%d' for field '%s' (must be between %d and %d).", *p, target, lo, hi)
+	}
+}
+
+// Length checks a required string of 1 to 255 characters.
+func (v *Checker) Length(p *string, target string) {
+	if v.Required(p != nil, target) && (len(*p) < 1 || len(*p) > 255) {
+		v.Add(target, "Field '%s' must be 1 to 255 characters long.", target)
+	}
+}
+
+// ArmID checks that s is a resource ID of the given type (case-insensitive).
+func (v *Checker) ArmID(s, target, resourceType string) {
+	id, err := arm.ParseResourceID(s)
+	if err != nil {
+		v.Add(target, "Invalid value '%s' for field '%s': not a resource ID.", s, target)
+		return
+	}
+	if !strings.EqualFold(id.ResourceType(), resourceType) {
+		v.Add(target, "Invalid value '%s' for field '%s': must be a resource ID of type %s.", s, target, resourceType)
+	}
+}
+
+// CIDR checks that a present value is an IPv4 CIDR block and returns it, or nil.
+func (v *Checker) CIDR(p *string, target string) *net.IPNet {
+	if p == nil {
+		return nil
+	}
+	ip, n, err := net.ParseCIDR(*p)
+	if err != nil || ip.To4() == nil {
+		v.Add(target, "Invalid value '%s' for field '%s': must be an IPv4 CIDR block.", *p, target)
+		return nil
+	}
+	return n
+}
+
+// BaseDomainPrefix checks properties.dns.baseDomainPrefix.
+func (v *Checker) BaseDomainPrefix(p *string) {
+	if p == nil {
+		return
+	}
+	if s := *p; len(s) > 15 || !baseDomainPrefixRE.MatchString(s) {
+		v.Add("properties.dns.baseDomainPrefix", "Invalid value '%s' for field 'properties.dns.baseDomainPrefix': at most 15 lowercase letters, digits and '-', starting with a letter.", s)
+	}
+}
+
+// Network holds the fields of properties.network and the version's defaults for the
+// CIDR blocks left out.
+type Network struct {
+	NetworkType                       *string
+	PodCIDR, ServiceCIDR, MachineCIDR *string
+	HostPrefix                        *int32
+
+	DefaultPodCIDR, DefaultServiceCIDR, DefaultMachineCIDR string
+}
+
+// Network checks properties.network: its enum, CIDR blocks, host prefix against the pod CIDR,
+// and that the three ranges do not overlap.
+func (v *Checker) Network(n Network) {
+	v.Enum(n.NetworkType, "properties.network.networkType", api.NetworkTypeOVNKubernetes, api.NetworkTypeOther)
+	nets := map[string]*net.IPNet{
+		"properties.network.podCidr":     v.CIDR(n.PodCIDR, "properties.network.podCidr"),
+		"properties.network.serviceCidr": v.CIDR(n.ServiceCIDR, "properties.network.serviceCidr"),
+		"properties.network.machineCidr": v.CIDR(n.MachineCIDR, "properties.network.machineCidr"),
+	}
+	v.RangeInt(n.HostPrefix, "properties.network.hostPrefix", 1, 32)
+	pod := nets["properties.network.podCidr"]
+	if pod == nil && n.PodCIDR == nil {
+		_, pod, _ = net.ParseCIDR(n.DefaultPodCIDR)
+	}
+	if pod != nil && n.HostPrefix != nil && *n.HostPrefix >= 1 && *n.HostPrefix <= 32 {
+		if ones, _ := pod.Mask.Size(); int(*n.HostPrefix) <= ones {
+			v.Add("properties.network.hostPrefix", "Invalid value '%d' for field 'properties.network.hostPrefix': must be longer than the pod CIDR's prefix /%d.", *n.HostPrefix, ones)
+		}
+	}
+	// The three ranges must not overlap (defaults fill the ones left out).
+	names := []string{"properties.network.podCidr", "properties.network.serviceCidr", "properties.network.machineCidr"}
+	defaults := []string{n.DefaultPodCIDR, n.DefaultServiceCIDR, n.DefaultMachineCIDR}
+	for i := range names {
+		if nets[names[i]] == nil && [](*string){n.PodCIDR, n.ServiceCIDR, n.MachineCIDR}[i] == nil {
+			_, nets[names[i]], _ = net.ParseCIDR(defaults[i])
+		}
+	}
+	for i := 0; i < len(names); i++ {
+		for j := i + 1; j < len(names); j++ {
+			a, b := nets[names[i]], nets[names[j]]
+			if a != nil && b != nil && (a.Contains(b.IP) || b.Contains(a.IP)) {
+				v.Add(names[j], "The CIDR block '%s' of '%s' overlaps '%s' of '%s'.", b, names[j], a, names[i])
+			}
+		}
+	}
+}
+
+// API checks properties.api.
+func (v *Checker) API(visibility *string, authorizedCIDRs []string) {
+	v.Enum(visibility, "properties.api.visibility", api.VisibilityPublic, api.VisibilityPrivate)
+	if len(authorizedCIDRs) > 500 {
+		v.Add("properties.api.authorizedCidrs", "At most 500 entries are allowed in 'properties.api.authorizedCidrs', not %d.", len(authorizedCIDRs))
+	}
+	for i, c := range authorizedCIDRs {
+		target := fmt.Sprintf("properties.api.authorizedCidrs[%d]", i)
+		if ip := net.ParseIP(c); ip != nil && ip.To4() != nil {
+			continue
+		}
+		v.CIDR(&c, target)
+	}
+}
+
+// Autoscaling checks the bounded fields of properties.autoscaling.
+func (v *Checker) Autoscaling(maxNodesTotal, maxPodGracePeriodSeconds, maxNodeProvisionTimeSeconds *int32) {
+	const maxI32 = 1<<31 - 1
+	v.RangeInt(maxNodesTotal, "properties.autoscaling.maxNodesTotal", 0, maxI32)
+	v.RangeInt(maxPodGracePeriodSeconds, "properties.autoscaling.maxPodGracePeriodSeconds", 0, maxI32)
+	v.RangeInt(maxNodeProvisionTimeSeconds, "properties.autoscaling.maxNodeProvisionTimeSeconds", 0, maxI32)
+}
+
+// ManagedResourceGroup checks properties.platform.managedResourceGroup.
+func (v *Checker) ManagedResourceGroup(p *string) {
+	if p != nil && (!resourceGroupRE.MatchString(*p) || strings.HasSuffix(*p, ".")) {
+		v.Add("properties.platform.managedResourceGroup", "Invalid value '%s' for field 'properties.platform.managedResourceGroup': not a valid resource group name.", *p)
+	}
+}
+
+// OperatorIdentitiesPath is the field path of the operators' user-assigned identities.
+const OperatorIdentitiesPath = "properties.platform.operatorsAuthentication.userAssignedIdentities"
+
+// OperatorIdentities checks the contents of
+// properties.platform.operatorsAuthentication.userAssignedIdentities.
+func (v *Checker) OperatorIdentities(controlPlane, dataPlane map[string]string, serviceManaged *string) {
+	const base = OperatorIdentitiesPath
+	v.Required(controlPlane != nil, base+".controlPlaneOperators")
+	v.Required(dataPlane != nil, base+".dataPlaneOperators")
+	for _, m := range []struct {
+		name string
+		ids  map[string]string
+	}{{"controlPlaneOperators", controlPlane}, {"dataPlaneOperators", dataPlane}} {
+		for _, k := range SortedKeys(m.ids) {
+			v.ArmID(m.ids[k], fmt.Sprintf("%s.%s[%s]", base, m.name, k), TypeIdentity)
+		}
+	}
+	if v.Required(serviceManaged != nil, base+".serviceManagedIdentity") {
+		v.ArmID(*serviceManaged, base+".serviceManagedIdentity", TypeIdentity)
+	}
+}
+
+// Identity checks the resource's identity (present tells whether the body has one), and that
+// the operators' identities are assigned to the cluster: control plane operators and the
+// service managed identity act as the cluster. hasOperators is false when the body has no
+// operatorsAuthentication.userAssignedIdentities.
+func Identity[V any](v *Checker, present bool, typ *string, assignedIDs map[string]V,
+	hasOperators bool, controlPlane map[string]string, serviceManaged *string) {
+	if present {
+		v.Enum(typ, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
+		for _, k := range SortedKeys(assignedIDs) {
+			v.ArmID(k, fmt.Sprintf("identity.userAssignedIdentities[%s]", k), TypeIdentity)
+		}
+	}
+	if !hasOperators {
+		return
+	}
+	assigned := func(rid string) bool {
+		if !present {
+			return false
+		}
+		for k := range assignedIDs {
+			if strings.EqualFold(k, rid) {
+				return true
+			}
+		}
+		return false
+	}
+	const base = OperatorIdentitiesPath
+	for _, k := range SortedKeys(controlPlane) {
+		if rid := controlPlane[k]; !assigned(rid) {
+			v.Add(fmt.Sprintf("%s.controlPlaneOperators[%s]", base, k), "The identity '%s' must also be listed in identity.userAssignedIdentities.", rid)
+		}
+	}
+	if serviceManaged != nil && !assigned(*serviceManaged) {
+		v.Add(base+".serviceManagedIdentity", "The identity '%s' must also be listed in identity.userAssignedIdentities.", *serviceManaged)
+	}
+}
+
+// ImageDigestMirror is one entry of properties.imageDigestMirrors.
+type ImageDigestMirror struct {
+	Source  *string
+	Mirrors []string
+}
+
+// ImageDigestMirrors checks properties.imageDigestMirrors.
+func (v *Checker) ImageDigestMirrors(mirrors []ImageDigestMirror) {
+	const base = "properties.imageDigestMirrors"
+	if len(mirrors) > 240 {
+		v.Add(base, "At most 240 entries are allowed in '%s', not %d.", base, len(mirrors))
+	}
+	seen := map[string]bool{}
+	for i, m := range mirrors {
+		at := fmt.Sprintf("%s[%d]", base, i)
+		if v.Required(m.Source != nil, at+".source") {
+			if len(*m.Source) > 255 {
+				v.Add(at+".source", "Field '%s' must be at most 255 characters long.", at+".source")
+			}
+			// x-ms-identifiers: source identifies an entry.
+			if seen[*m.Source] {
+				v.Add(at+".source", "The source '%s' appears more than once in '%s'.", *m.Source, base)
+			}
+			seen[*m.Source] = true
+		}
+		if v.Required(m.Mirrors != nil, at+".mirrors") && (len(m.Mirrors) < 1 || len(m.Mirrors) > 255) {
+			v.Add(at+".mirrors", "Field '%s' must have 1 to 255 entries, not %d.", at+".mirrors", len(m.Mirrors))
+		}
+		for j, mirror := range m.Mirrors {
+			if len(mirror) > 255 {
+				v.Add(fmt.Sprintf("%s.mirrors[%d]", at, j), "Each mirror must be at most 255 characters long.")
+			}
+		}
+	}
+}
+
+// SortedKeys returns m's keys in order, so errors come out in a stable order.
+func SortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
