@@ -5,6 +5,7 @@ package v20240610preview
 
 import (
 	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 	"github.com/openhcp/openhcp/internal/arm"
 )
 
@@ -46,34 +47,6 @@ type HcpOpenShiftClusterProperties struct {
 	ClusterImageRegistry    *ClusterImageRegistryProfile `json:"clusterImageRegistry,omitempty"`
 }
 
-type VersionProfile struct {
-	ID           *string `json:"id,omitempty"`
-	ChannelGroup *string `json:"channelGroup,omitempty"`
-}
-
-type DNSProfile struct {
-	BaseDomain       *string `json:"baseDomain,omitempty"`
-	BaseDomainPrefix *string `json:"baseDomainPrefix,omitempty"`
-}
-
-type NetworkProfile struct {
-	NetworkType *string `json:"networkType,omitempty"`
-	PodCIDR     *string `json:"podCidr,omitempty"`
-	ServiceCIDR *string `json:"serviceCidr,omitempty"`
-	MachineCIDR *string `json:"machineCidr,omitempty"`
-	HostPrefix  *int32  `json:"hostPrefix,omitempty"`
-}
-
-type ConsoleProfile struct {
-	URL *string `json:"url,omitempty"`
-}
-
-type APIProfile struct {
-	URL             *string  `json:"url,omitempty"`
-	Visibility      *string  `json:"visibility,omitempty"`
-	AuthorizedCIDRs []string `json:"authorizedCidrs,omitempty"`
-}
-
 type PlatformProfile struct {
 	ManagedResourceGroup    *string                         `json:"managedResourceGroup,omitempty"`
 	SubnetID                *string                         `json:"subnetId,omitempty"`
@@ -81,23 +54,6 @@ type PlatformProfile struct {
 	NetworkSecurityGroupID  *string                         `json:"networkSecurityGroupId,omitempty"`
 	OperatorsAuthentication *OperatorsAuthenticationProfile `json:"operatorsAuthentication,omitempty"`
 	IssuerURL               *string                         `json:"issuerUrl,omitempty"`
-}
-
-type OperatorsAuthenticationProfile struct {
-	UserAssignedIdentities *UserAssignedIdentitiesProfile `json:"userAssignedIdentities,omitempty"`
-}
-
-type UserAssignedIdentitiesProfile struct {
-	ControlPlaneOperators  map[string]string `json:"controlPlaneOperators"`
-	DataPlaneOperators     map[string]string `json:"dataPlaneOperators"`
-	ServiceManagedIdentity *string           `json:"serviceManagedIdentity,omitempty"`
-}
-
-type ClusterAutoscalingProfile struct {
-	MaxNodesTotal               *int32 `json:"maxNodesTotal,omitempty"`
-	MaxPodGracePeriodSeconds    *int32 `json:"maxPodGracePeriodSeconds,omitempty"`
-	MaxNodeProvisionTimeSeconds *int32 `json:"maxNodeProvisionTimeSeconds,omitempty"`
-	PodPriorityThreshold        *int32 `json:"podPriorityThreshold,omitempty"`
 }
 
 type EtcdProfile struct {
@@ -124,21 +80,20 @@ type KmsKey struct {
 	Version   *string `json:"version,omitempty"`
 }
 
-type ClusterImageRegistryProfile struct {
-	State *string `json:"state,omitempty"`
-}
-
-type ManagedServiceIdentity struct {
-	PrincipalID            *string                          `json:"principalId,omitempty"`
-	TenantID               *string                          `json:"tenantId,omitempty"`
-	Type                   *string                          `json:"type,omitempty"`
-	UserAssignedIdentities map[string]*UserAssignedIdentity `json:"userAssignedIdentities,omitempty"`
-}
-
-type UserAssignedIdentity struct {
-	PrincipalID *string `json:"principalId,omitempty"`
-	ClientID    *string `json:"clientId,omitempty"`
-}
+// Sub-structures whose shape is the same in every api-version.
+type (
+	VersionProfile                 = profiles.VersionProfile
+	DNSProfile                     = profiles.DNSProfile
+	NetworkProfile                 = profiles.NetworkProfile
+	ConsoleProfile                 = profiles.ConsoleProfile
+	APIProfile                     = profiles.APIProfile
+	OperatorsAuthenticationProfile = profiles.OperatorsAuthenticationProfile
+	UserAssignedIdentitiesProfile  = profiles.UserAssignedIdentitiesProfile
+	ClusterAutoscalingProfile      = profiles.ClusterAutoscalingProfile
+	ClusterImageRegistryProfile    = profiles.ClusterImageRegistryProfile
+	ManagedServiceIdentity         = profiles.ManagedServiceIdentity
+	UserAssignedIdentity           = profiles.UserAssignedIdentity
+)
 
 // HcpOpenShiftClusterListResult is one page of a list.
 type HcpOpenShiftClusterListResult struct {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 )
 
 // DecodeCluster implements api.Version.
@@ -45,14 +46,6 @@ func ptr[T comparable](v T) *T {
 	return &v
 }
 
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // Defaults from the OpenAPI specification of this version.
 const (
 	defaultPodCIDR     = "10.128.0.0/14"
@@ -79,17 +72,9 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 	if d := p.DNS; d != nil {
 		out.DNS.BaseDomainPrefix = str(d.BaseDomainPrefix, "")
 	}
-	n := p.Network
-	if n == nil {
-		n = &NetworkProfile{}
-	}
-	out.Network = api.NetworkProfile{
-		NetworkType: str(n.NetworkType, api.NetworkTypeOVNKubernetes),
-		PodCIDR:     str(n.PodCIDR, defaultPodCIDR),
-		ServiceCIDR: str(n.ServiceCIDR, defaultServiceCIDR),
-		MachineCIDR: str(n.MachineCIDR, defaultMachineCIDR),
-		HostPrefix:  i32(n.HostPrefix, defaultHostPrefix),
-	}
+	out.Network = p.Network.ToInternal(profiles.NetworkDefaults{
+		PodCIDR: defaultPodCIDR, ServiceCIDR: defaultServiceCIDR, MachineCIDR: defaultMachineCIDR, HostPrefix: defaultHostPrefix,
+	})
 	out.API.Visibility = api.VisibilityPublic
 	if a := p.API; a != nil {
 		out.API.Visibility = str(a.Visibility, api.VisibilityPublic)
@@ -102,21 +87,11 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 		out.Platform.NetworkSecurityGroupID = str(pl.NetworkSecurityGroupID, "")
 		out.Platform.VnetIntegrationSubnetID = str(pl.VnetIntegrationSubnetID, "")
 		if oa := pl.OperatorsAuthentication; oa != nil && oa.UserAssignedIdentities != nil {
-			u := oa.UserAssignedIdentities
-			out.Platform.OperatorsAuthentication.UserAssignedIdentities = api.UserAssignedIdentitiesProfile{
-				ControlPlaneOperators:  copyMap(u.ControlPlaneOperators),
-				DataPlaneOperators:     copyMap(u.DataPlaneOperators),
-				ServiceManagedIdentity: str(u.ServiceManagedIdentity, ""),
-			}
+			out.Platform.OperatorsAuthentication.UserAssignedIdentities = oa.UserAssignedIdentities.ToInternal()
 		}
 	}
 	if a := p.Autoscaling; a != nil {
-		out.Autoscaling = api.ClusterAutoscalingProfile{
-			MaxNodesTotal:               i32(a.MaxNodesTotal, 0),
-			MaxPodGracePeriodSeconds:    i32(a.MaxPodGracePeriodSeconds, 0),
-			MaxNodeProvisionTimeSeconds: i32(a.MaxNodeProvisionTimeSeconds, 0),
-			PodPriorityThreshold:        i32(a.PodPriorityThreshold, 0),
-		}
+		out.Autoscaling = a.ToInternal()
 	}
 	// This version knows only CustomerManaged; without etcd.dataEncryption the platform
 	// manages the key, as in earlier versions.
@@ -147,19 +122,7 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 		out.ClusterImageRegistry.State = str(r.State, api.RegistryEnabled)
 	}
 	if id := e.Identity; id != nil {
-		c.Identity = &api.ManagedServiceIdentity{Type: str(id.Type, "")}
-		if len(id.UserAssignedIdentities) > 0 {
-			c.Identity.UserAssignedIdentities = map[string]*api.UserAssignedIdentity{}
-			for k, v := range id.UserAssignedIdentities {
-				// principalId and clientId are read-only for customers; ARM fills them in when
-				// it forwards the request, and the client IDs become the workload identities.
-				u := &api.UserAssignedIdentity{}
-				if v != nil {
-					u.PrincipalID, u.ClientID = str(v.PrincipalID, ""), str(v.ClientID, "")
-				}
-				c.Identity.UserAssignedIdentities[k] = u
-			}
-		}
+		c.Identity = id.ToInternal()
 	}
 	c.Default()
 	return c
@@ -181,39 +144,23 @@ func (version) RenderCluster(c *api.Cluster) any {
 	if ext.Tags == nil {
 		ext.Tags = map[string]string{}
 	}
-	uai := p.Platform.OperatorsAuthentication.UserAssignedIdentities
 	props := &HcpOpenShiftClusterProperties{
 		ProvisioningState: ptr(string(c.ProvisioningState)),
 		Version:           &VersionProfile{ID: ptr(p.Version.ID), ChannelGroup: ptr(p.Version.ChannelGroup)},
 		DNS:               &DNSProfile{BaseDomain: ptr(p.DNS.BaseDomain), BaseDomainPrefix: ptr(p.DNS.BaseDomainPrefix)},
-		Network: &NetworkProfile{
-			NetworkType: ptr(p.Network.NetworkType),
-			PodCIDR:     ptr(p.Network.PodCIDR),
-			ServiceCIDR: ptr(p.Network.ServiceCIDR),
-			MachineCIDR: ptr(p.Network.MachineCIDR),
-			HostPrefix:  &p.Network.HostPrefix,
-		},
-		Console: &ConsoleProfile{URL: ptr(p.Console.URL)},
-		API:     &APIProfile{URL: ptr(p.API.URL), Visibility: ptr(p.API.Visibility), AuthorizedCIDRs: p.API.AuthorizedCIDRs},
+		Network:           profiles.RenderNetwork(&p.Network),
+		Console:           &ConsoleProfile{URL: ptr(p.Console.URL)},
+		API:               &APIProfile{URL: ptr(p.API.URL), Visibility: ptr(p.API.Visibility), AuthorizedCIDRs: p.API.AuthorizedCIDRs},
 		Platform: &PlatformProfile{
 			ManagedResourceGroup:    ptr(p.Platform.ManagedResourceGroup),
 			SubnetID:                ptr(p.Platform.SubnetID),
 			OutboundType:            ptr(p.Platform.OutboundType),
 			NetworkSecurityGroupID:  ptr(p.Platform.NetworkSecurityGroupID),
 			VnetIntegrationSubnetID: ptr(p.Platform.VnetIntegrationSubnetID),
-			OperatorsAuthentication: &OperatorsAuthenticationProfile{UserAssignedIdentities: &UserAssignedIdentitiesProfile{
-				ControlPlaneOperators:  copyMap(uai.ControlPlaneOperators),
-				DataPlaneOperators:     copyMap(uai.DataPlaneOperators),
-				ServiceManagedIdentity: ptr(uai.ServiceManagedIdentity),
-			}},
-			IssuerURL: ptr(p.Platform.IssuerURL),
+			OperatorsAuthentication: profiles.RenderOperatorsAuthentication(&p.Platform.OperatorsAuthentication.UserAssignedIdentities),
+			IssuerURL:               ptr(p.Platform.IssuerURL),
 		},
-		Autoscaling: &ClusterAutoscalingProfile{
-			MaxNodesTotal:               &p.Autoscaling.MaxNodesTotal,
-			MaxPodGracePeriodSeconds:    &p.Autoscaling.MaxPodGracePeriodSeconds,
-			MaxNodeProvisionTimeSeconds: &p.Autoscaling.MaxNodeProvisionTimeSeconds,
-			PodPriorityThreshold:        &p.Autoscaling.PodPriorityThreshold,
-		},
+		Autoscaling:             profiles.RenderAutoscaling(&p.Autoscaling),
 		Etcd:                    &EtcdProfile{},
 		NodeDrainTimeoutMinutes: &p.NodeDrainTimeoutMinutes,
 		ClusterImageRegistry:    &ClusterImageRegistryProfile{State: ptr(p.ClusterImageRegistry.State)},
@@ -244,17 +191,7 @@ func (version) RenderCluster(c *api.Cluster) any {
 	}
 	ext.Properties = props
 	if id := c.Identity; id != nil {
-		ext.Identity = &ManagedServiceIdentity{Type: ptr(id.Type), PrincipalID: ptr(id.PrincipalID), TenantID: ptr(id.TenantID)}
-		if len(id.UserAssignedIdentities) > 0 {
-			ext.Identity.UserAssignedIdentities = map[string]*UserAssignedIdentity{}
-			for k, v := range id.UserAssignedIdentities {
-				u := &UserAssignedIdentity{}
-				if v != nil {
-					u.PrincipalID, u.ClientID = ptr(v.PrincipalID), ptr(v.ClientID)
-				}
-				ext.Identity.UserAssignedIdentities[k] = u
-			}
-		}
+		ext.Identity = profiles.RenderIdentity(id)
 	}
 	return ext
 }
