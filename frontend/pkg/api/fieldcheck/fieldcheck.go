@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 	"github.com/openhcp/openhcp/internal/arm"
 )
 
@@ -116,19 +117,9 @@ func (v *Checker) BaseDomainPrefix(p *string) {
 	}
 }
 
-// Network holds the fields of properties.network and the version's defaults for the
-// CIDR blocks left out.
-type Network struct {
-	NetworkType                       *string
-	PodCIDR, ServiceCIDR, MachineCIDR *string
-	HostPrefix                        *int32
-
-	DefaultPodCIDR, DefaultServiceCIDR, DefaultMachineCIDR string
-}
-
 // Network checks properties.network: its enum, CIDR blocks, host prefix against the pod CIDR,
 // and that the three ranges do not overlap.
-func (v *Checker) Network(n Network) {
+func (v *Checker) Network(n *profiles.NetworkProfile, d profiles.NetworkDefaults) {
 	v.Enum(n.NetworkType, "properties.network.networkType", api.NetworkTypeOVNKubernetes, api.NetworkTypeOther)
 	nets := map[string]*net.IPNet{
 		"properties.network.podCidr":     v.CIDR(n.PodCIDR, "properties.network.podCidr"),
@@ -138,7 +129,7 @@ func (v *Checker) Network(n Network) {
 	v.RangeInt(n.HostPrefix, "properties.network.hostPrefix", 1, 32)
 	pod := nets["properties.network.podCidr"]
 	if pod == nil && n.PodCIDR == nil {
-		_, pod, _ = net.ParseCIDR(n.DefaultPodCIDR)
+		_, pod, _ = net.ParseCIDR(d.PodCIDR)
 	}
 	if pod != nil && n.HostPrefix != nil && *n.HostPrefix >= 1 && *n.HostPrefix <= 32 {
 		if ones, _ := pod.Mask.Size(); int(*n.HostPrefix) <= ones {
@@ -147,7 +138,7 @@ func (v *Checker) Network(n Network) {
 	}
 	// The three ranges must not overlap (defaults fill the ones left out).
 	names := []string{"properties.network.podCidr", "properties.network.serviceCidr", "properties.network.machineCidr"}
-	defaults := []string{n.DefaultPodCIDR, n.DefaultServiceCIDR, n.DefaultMachineCIDR}
+	defaults := []string{d.PodCIDR, d.ServiceCIDR, d.MachineCIDR}
 	for i := range names {
 		if nets[names[i]] == nil && [](*string){n.PodCIDR, n.ServiceCIDR, n.MachineCIDR}[i] == nil {
 			_, nets[names[i]], _ = net.ParseCIDR(defaults[i])
@@ -164,8 +155,9 @@ func (v *Checker) Network(n Network) {
 }
 
 // API checks properties.api.
-func (v *Checker) API(visibility *string, authorizedCIDRs []string) {
-	v.Enum(visibility, "properties.api.visibility", api.VisibilityPublic, api.VisibilityPrivate)
+func (v *Checker) API(a *profiles.APIProfile) {
+	authorizedCIDRs := a.AuthorizedCIDRs
+	v.Enum(a.Visibility, "properties.api.visibility", api.VisibilityPublic, api.VisibilityPrivate)
 	if len(authorizedCIDRs) > 500 {
 		v.Add("properties.api.authorizedCidrs", "At most 500 entries are allowed in 'properties.api.authorizedCidrs', not %d.", len(authorizedCIDRs))
 	}
@@ -179,11 +171,11 @@ func (v *Checker) API(visibility *string, authorizedCIDRs []string) {
 }
 
 // Autoscaling checks the bounded fields of properties.autoscaling.
-func (v *Checker) Autoscaling(maxNodesTotal, maxPodGracePeriodSeconds, maxNodeProvisionTimeSeconds *int32) {
+func (v *Checker) Autoscaling(a *profiles.ClusterAutoscalingProfile) {
 	const maxI32 = 1<<31 - 1
-	v.RangeInt(maxNodesTotal, "properties.autoscaling.maxNodesTotal", 0, maxI32)
-	v.RangeInt(maxPodGracePeriodSeconds, "properties.autoscaling.maxPodGracePeriodSeconds", 0, maxI32)
-	v.RangeInt(maxNodeProvisionTimeSeconds, "properties.autoscaling.maxNodeProvisionTimeSeconds", 0, maxI32)
+	v.RangeInt(a.MaxNodesTotal, "properties.autoscaling.maxNodesTotal", 0, maxI32)
+	v.RangeInt(a.MaxPodGracePeriodSeconds, "properties.autoscaling.maxPodGracePeriodSeconds", 0, maxI32)
+	v.RangeInt(a.MaxNodeProvisionTimeSeconds, "properties.autoscaling.maxNodeProvisionTimeSeconds", 0, maxI32)
 }
 
 // ManagedResourceGroup checks properties.platform.managedResourceGroup.
@@ -196,9 +188,17 @@ func (v *Checker) ManagedResourceGroup(p *string) {
 // OperatorIdentitiesPath is the field path of the operators' user-assigned identities.
 const OperatorIdentitiesPath = "properties.platform.operatorsAuthentication.userAssignedIdentities"
 
-// OperatorIdentities checks the contents of
-// properties.platform.operatorsAuthentication.userAssignedIdentities.
-func (v *Checker) OperatorIdentities(controlPlane, dataPlane map[string]string, serviceManaged *string) {
+// OperatorsAuthentication checks properties.platform.operatorsAuthentication, which is
+// required (oa is nil when it is absent).
+func (v *Checker) OperatorsAuthentication(oa *profiles.OperatorsAuthenticationProfile) {
+	if !v.Required(oa != nil, "properties.platform.operatorsAuthentication") {
+		return
+	}
+	u := oa.UserAssignedIdentities
+	if !v.Required(u != nil, OperatorIdentitiesPath) {
+		return
+	}
+	controlPlane, dataPlane, serviceManaged := u.ControlPlaneOperators, u.DataPlaneOperators, u.ServiceManagedIdentity
 	const base = OperatorIdentitiesPath
 	v.Required(controlPlane != nil, base+".controlPlaneOperators")
 	v.Required(dataPlane != nil, base+".dataPlaneOperators")
@@ -215,21 +215,23 @@ func (v *Checker) OperatorIdentities(controlPlane, dataPlane map[string]string, 
 	}
 }
 
-// Identity checks the resource's identity (present tells whether the body has one), and that
-// the operators' identities are assigned to the cluster: control plane operators and the
-// service managed identity act as the cluster. hasOperators is false when the body has no
-// operatorsAuthentication.userAssignedIdentities.
-func Identity[V any](v *Checker, present bool, typ *string, assignedIDs map[string]V,
-	hasOperators bool, controlPlane map[string]string, serviceManaged *string) {
+// Identity checks the resource's identity (nil when the body has none), and that the
+// operators' identities (nil when the body has none) are assigned to the cluster: control
+// plane operators and the service managed identity act as the cluster.
+func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profiles.UserAssignedIdentitiesProfile) {
+	present := id != nil
+	var assignedIDs map[string]*profiles.UserAssignedIdentity
 	if present {
-		v.Enum(typ, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
+		assignedIDs = id.UserAssignedIdentities
+		v.Enum(id.Type, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
 		for _, k := range SortedKeys(assignedIDs) {
 			v.ArmID(k, fmt.Sprintf("identity.userAssignedIdentities[%s]", k), TypeIdentity)
 		}
 	}
-	if !hasOperators {
+	if operators == nil {
 		return
 	}
+	controlPlane, serviceManaged := operators.ControlPlaneOperators, operators.ServiceManagedIdentity
 	assigned := func(rid string) bool {
 		if !present {
 			return false
@@ -252,14 +254,8 @@ func Identity[V any](v *Checker, present bool, typ *string, assignedIDs map[stri
 	}
 }
 
-// ImageDigestMirror is one entry of properties.imageDigestMirrors.
-type ImageDigestMirror struct {
-	Source  *string
-	Mirrors []string
-}
-
 // ImageDigestMirrors checks properties.imageDigestMirrors.
-func (v *Checker) ImageDigestMirrors(mirrors []ImageDigestMirror) {
+func (v *Checker) ImageDigestMirrors(mirrors []profiles.ImageDigestMirror) {
 	const base = "properties.imageDigestMirrors"
 	if len(mirrors) > 240 {
 		v.Add(base, "At most 240 entries are allowed in '%s', not %d.", base, len(mirrors))

@@ -67,6 +67,12 @@ type UserAssignedIdentity struct {
 	ClientID    *string `json:"clientId,omitempty"`
 }
 
+// ImageDigestMirror is one entry of properties.imageDigestMirrors (from 2025-12-23-preview on).
+type ImageDigestMirror struct {
+	Source  *string  `json:"source,omitempty"`
+	Mirrors []string `json:"mirrors"`
+}
+
 // NetworkDefaults are a version's defaults for what properties.network leaves out.
 type NetworkDefaults struct {
 	PodCIDR, ServiceCIDR, MachineCIDR string

@@ -22,19 +22,16 @@ func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties)
 		v.BaseDomainPrefix(d.BaseDomainPrefix)
 	}
 	if n := p.Network; n != nil {
-		v.Network(fieldcheck.Network{
-			NetworkType: n.NetworkType, PodCIDR: n.PodCIDR, ServiceCIDR: n.ServiceCIDR, MachineCIDR: n.MachineCIDR, HostPrefix: n.HostPrefix,
-			DefaultPodCIDR: defaultPodCIDR, DefaultServiceCIDR: defaultServiceCIDR, DefaultMachineCIDR: defaultMachineCIDR,
-		})
+		v.Network(n, networkDefaults)
 	}
 	if a := p.API; a != nil {
-		v.API(a.Visibility, a.AuthorizedCIDRs)
+		v.API(a)
 	}
 	if v.Required(p.Platform != nil, "properties.platform") {
 		validatePlatform(v, p.Platform)
 	}
 	if a := p.Autoscaling; a != nil {
-		v.Autoscaling(a.MaxNodesTotal, a.MaxPodGracePeriodSeconds, a.MaxNodeProvisionTimeSeconds)
+		v.Autoscaling(a)
 	}
 	v.RangeInt(p.NodeDrainTimeoutMinutes, "properties.nodeDrainTimeoutMinutes", 0, 10080)
 	if et := p.Etcd; et != nil && et.DataEncryption != nil {
@@ -54,15 +51,7 @@ func validatePlatform(v *fieldcheck.Checker, pl *PlatformProfile) {
 		v.ArmID(*pl.NetworkSecurityGroupID, "properties.platform.networkSecurityGroupId", fieldcheck.TypeNSG)
 	}
 	v.Enum(pl.OutboundType, "properties.platform.outboundType", api.OutboundTypeLoadBalancer)
-	const oa = "properties.platform.operatorsAuthentication"
-	if !v.Required(pl.OperatorsAuthentication != nil, oa) {
-		return
-	}
-	u := pl.OperatorsAuthentication.UserAssignedIdentities
-	if !v.Required(u != nil, oa+".userAssignedIdentities") {
-		return
-	}
-	v.OperatorIdentities(u.ControlPlaneOperators, u.DataPlaneOperators, u.ServiceManagedIdentity)
+	v.OperatorsAuthentication(pl.OperatorsAuthentication)
 }
 
 func validateEtcd(v *fieldcheck.Checker, de *EtcdDataEncryptionProfile) {
@@ -94,24 +83,9 @@ func validateEtcd(v *fieldcheck.Checker, de *EtcdDataEncryptionProfile) {
 }
 
 func validateIdentity(v *fieldcheck.Checker, e *HcpOpenShiftCluster) {
-	id := e.Identity
-	var (
-		typ      *string
-		assigned map[string]*UserAssignedIdentity
-	)
-	if id != nil {
-		typ, assigned = id.Type, id.UserAssignedIdentities
+	var operators *UserAssignedIdentitiesProfile
+	if p := e.Properties; p != nil && p.Platform != nil && p.Platform.OperatorsAuthentication != nil {
+		operators = p.Platform.OperatorsAuthentication.UserAssignedIdentities
 	}
-	var (
-		cpo map[string]string
-		smi *string
-	)
-	p := e.Properties
-	hasOperators := p != nil && p.Platform != nil && p.Platform.OperatorsAuthentication != nil &&
-		p.Platform.OperatorsAuthentication.UserAssignedIdentities != nil
-	if hasOperators {
-		u := p.Platform.OperatorsAuthentication.UserAssignedIdentities
-		cpo, smi = u.ControlPlaneOperators, u.ServiceManagedIdentity
-	}
-	fieldcheck.Identity(v, id != nil, typ, assigned, hasOperators, cpo, smi)
+	v.Identity(e.Identity, operators)
 }

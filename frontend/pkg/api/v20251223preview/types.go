@@ -48,11 +48,6 @@ type HcpOpenShiftClusterProperties struct {
 	ImageDigestMirrors      []ImageDigestMirror          `json:"imageDigestMirrors,omitempty"`
 }
 
-type ImageDigestMirror struct {
-	Source  *string  `json:"source,omitempty"`
-	Mirrors []string `json:"mirrors"`
-}
-
 type PlatformProfile struct {
 	ManagedResourceGroup    *string                         `json:"managedResourceGroup,omitempty"`
 	SubnetID                *string                         `json:"subnetId,omitempty"`
@@ -101,6 +96,7 @@ type (
 	ClusterImageRegistryProfile    = profiles.ClusterImageRegistryProfile
 	ManagedServiceIdentity         = profiles.ManagedServiceIdentity
 	UserAssignedIdentity           = profiles.UserAssignedIdentity
+	ImageDigestMirror              = profiles.ImageDigestMirror
 )
 
 // HcpOpenShiftClusterListResult is one page of a list.

@@ -54,6 +54,10 @@ const (
 	defaultHostPrefix  = 23
 )
 
+var networkDefaults = profiles.NetworkDefaults{
+	PodCIDR: defaultPodCIDR, ServiceCIDR: defaultServiceCIDR, MachineCIDR: defaultMachineCIDR, HostPrefix: defaultHostPrefix,
+}
+
 // toInternal converts a validated body, applying defaults. Read-only fields are dropped.
 func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 	c := &api.Cluster{Location: str(e.Location, ""), Tags: e.Tags}
@@ -72,9 +76,7 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 	if d := p.DNS; d != nil {
 		out.DNS.BaseDomainPrefix = str(d.BaseDomainPrefix, "")
 	}
-	out.Network = p.Network.ToInternal(profiles.NetworkDefaults{
-		PodCIDR: defaultPodCIDR, ServiceCIDR: defaultServiceCIDR, MachineCIDR: defaultMachineCIDR, HostPrefix: defaultHostPrefix,
-	})
+	out.Network = p.Network.ToInternal(networkDefaults)
 	out.API.Visibility = api.VisibilityPublic
 	if a := p.API; a != nil {
 		out.API.Visibility = str(a.Visibility, api.VisibilityPublic)

@@ -74,11 +74,6 @@ type Condition struct {
 	Message            *string `json:"message,omitempty"`
 }
 
-type ImageDigestMirror struct {
-	Source  *string  `json:"source,omitempty"`
-	Mirrors []string `json:"mirrors"`
-}
-
 type PlatformProfile struct {
 	ManagedResourceGroup    *string                         `json:"managedResourceGroup,omitempty"`
 	SubnetID                *string                         `json:"subnetId,omitempty"`
@@ -127,6 +122,7 @@ type (
 	ClusterImageRegistryProfile    = profiles.ClusterImageRegistryProfile
 	ManagedServiceIdentity         = profiles.ManagedServiceIdentity
 	UserAssignedIdentity           = profiles.UserAssignedIdentity
+	ImageDigestMirror              = profiles.ImageDigestMirror
 )
 
 // HcpOpenShiftClusterListResult is one page of a list.
