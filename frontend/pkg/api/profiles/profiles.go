@@ -73,6 +73,56 @@ type ImageDigestMirror struct {
 	Mirrors []string `json:"mirrors"`
 }
 
+// ToInternal converts properties.version (nil when absent).
+func (v *VersionProfile) ToInternal() api.VersionProfile {
+	var out api.VersionProfile
+	if v != nil {
+		out.ID = str(v.ID, "")
+		out.ChannelGroup = str(v.ChannelGroup, "")
+	}
+	if out.ChannelGroup == "" {
+		out.ChannelGroup = api.ChannelGroupStable
+	}
+	return out
+}
+
+// ToInternal converts properties.dns (nil when absent); baseDomain is read-only.
+func (d *DNSProfile) ToInternal() api.DNSProfile {
+	var out api.DNSProfile
+	if d != nil {
+		out.BaseDomainPrefix = str(d.BaseDomainPrefix, "")
+	}
+	return out
+}
+
+// ToInternal converts properties.api (nil when absent); url is read-only.
+func (a *APIProfile) ToInternal() api.APIProfile {
+	out := api.APIProfile{Visibility: api.VisibilityPublic}
+	if a != nil {
+		out.Visibility = str(a.Visibility, api.VisibilityPublic)
+		out.AuthorizedCIDRs = append([]string(nil), a.AuthorizedCIDRs...)
+	}
+	return out
+}
+
+// ImageDigestMirrorsToInternal converts properties.imageDigestMirrors.
+func ImageDigestMirrorsToInternal(ms []ImageDigestMirror) []api.ImageDigestMirror {
+	var out []api.ImageDigestMirror
+	for _, m := range ms {
+		out = append(out, api.ImageDigestMirror{Source: str(m.Source, ""), Mirrors: append([]string(nil), m.Mirrors...)})
+	}
+	return out
+}
+
+// RenderImageDigestMirrors is properties.imageDigestMirrors of a stored cluster.
+func RenderImageDigestMirrors(ms []api.ImageDigestMirror) []ImageDigestMirror {
+	var out []ImageDigestMirror
+	for _, m := range ms {
+		out = append(out, ImageDigestMirror{Source: ptr(m.Source), Mirrors: append([]string{}, m.Mirrors...)})
+	}
+	return out
+}
+
 // NetworkDefaults are a version's defaults for what properties.network leaves out.
 type NetworkDefaults struct {
 	PodCIDR, ServiceCIDR, MachineCIDR string

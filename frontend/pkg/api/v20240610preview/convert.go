@@ -65,22 +65,10 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 		p = &HcpOpenShiftClusterProperties{}
 	}
 	out := &c.Properties
-	if v := p.Version; v != nil {
-		out.Version.ID = str(v.ID, "")
-		out.Version.ChannelGroup = str(v.ChannelGroup, "")
-	}
-	if out.Version.ChannelGroup == "" {
-		out.Version.ChannelGroup = api.ChannelGroupStable
-	}
-	if d := p.DNS; d != nil {
-		out.DNS.BaseDomainPrefix = str(d.BaseDomainPrefix, "")
-	}
+	out.Version = p.Version.ToInternal()
+	out.DNS = p.DNS.ToInternal()
 	out.Network = p.Network.ToInternal(networkDefaults)
-	out.API.Visibility = api.VisibilityPublic
-	if a := p.API; a != nil {
-		out.API.Visibility = str(a.Visibility, api.VisibilityPublic)
-		out.API.AuthorizedCIDRs = append([]string(nil), a.AuthorizedCIDRs...)
-	}
+	out.API = p.API.ToInternal()
 	if pl := p.Platform; pl != nil {
 		out.Platform.ManagedResourceGroup = str(pl.ManagedResourceGroup, "")
 		out.Platform.SubnetID = str(pl.SubnetID, "")

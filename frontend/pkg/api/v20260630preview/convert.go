@@ -66,22 +66,10 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 		p = &HcpOpenShiftClusterProperties{}
 	}
 	out := &c.Properties
-	if v := p.Version; v != nil {
-		out.Version.ID = str(v.ID, "")
-		out.Version.ChannelGroup = str(v.ChannelGroup, "")
-	}
-	if out.Version.ChannelGroup == "" {
-		out.Version.ChannelGroup = api.ChannelGroupStable
-	}
-	if d := p.DNS; d != nil {
-		out.DNS.BaseDomainPrefix = str(d.BaseDomainPrefix, "")
-	}
+	out.Version = p.Version.ToInternal()
+	out.DNS = p.DNS.ToInternal()
 	out.Network = p.Network.ToInternal(networkDefaults)
-	out.API.Visibility = api.VisibilityPublic
-	if a := p.API; a != nil {
-		out.API.Visibility = str(a.Visibility, api.VisibilityPublic)
-		out.API.AuthorizedCIDRs = append([]string(nil), a.AuthorizedCIDRs...)
-	}
+	out.API = p.API.ToInternal()
 	if pl := p.Platform; pl != nil {
 		out.Platform.ManagedResourceGroup = str(pl.ManagedResourceGroup, "")
 		out.Platform.SubnetID = str(pl.SubnetID, "")
@@ -116,9 +104,7 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 		out.Ingress.Type = str(p.Ingress.Type, api.IngressPublic)
 	}
 	out.CryptoRestrictions = str(p.CryptoRestrictions, api.CryptoNone)
-	for _, m := range p.ImageDigestMirrors {
-		out.ImageDigestMirrors = append(out.ImageDigestMirrors, api.ImageDigestMirror{Source: str(m.Source, ""), Mirrors: append([]string(nil), m.Mirrors...)})
-	}
+	out.ImageDigestMirrors = profiles.ImageDigestMirrorsToInternal(p.ImageDigestMirrors)
 	out.ClusterImageRegistry.State = api.RegistryEnabled
 	if r := p.ClusterImageRegistry; r != nil {
 		out.ClusterImageRegistry.State = str(r.State, api.RegistryEnabled)
@@ -185,9 +171,7 @@ func (version) RenderCluster(c *api.Cluster) any {
 		}
 	}
 	props.CryptoRestrictions = ptr(p.CryptoRestrictions)
-	for _, m := range p.ImageDigestMirrors {
-		props.ImageDigestMirrors = append(props.ImageDigestMirrors, ImageDigestMirror{Source: ptr(m.Source), Mirrors: append([]string{}, m.Mirrors...)})
-	}
+	props.ImageDigestMirrors = profiles.RenderImageDigestMirrors(p.ImageDigestMirrors)
 	if props.Console.URL == nil {
 		props.Console = nil
 	}
