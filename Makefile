@@ -43,7 +43,9 @@ run: deps tools
 
 .PHONY: test
 test: deps tools
-	go test -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
+	@# -count=1: the end-to-end and integration tests run binaries that go test cannot see as inputs,
+	@# so a cached result could be stale.
+	go test -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
 	hack/fuzz.sh 5s
 
 .PHONY: fuzz
