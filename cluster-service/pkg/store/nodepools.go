@@ -335,21 +335,7 @@ func recordNodePoolEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType, np 
 	if err != nil {
 		return err
 	}
-	t := "UPSERTED"
-	if typ == csv1.EventType_EVENT_TYPE_DELETED {
-		t = "DELETED"
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM node_pool_events WHERE node_pool_id = $1`, np.ID); err != nil {
-		return fmt.Errorf("prune events of node pool %s: %w", np.ID, err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO node_pool_events (revision, node_pool_id, type, node_pool) VALUES ($1, $2, $3, $4)`,
-		np.Revision, np.ID, t, doc); err != nil {
-		return fmt.Errorf("record event of node pool %s: %w", np.ID, err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(np.Revision)); err != nil {
-		return fmt.Errorf("notify: %w", err)
-	}
-	return nil
+	return writeEvent(ctx, tx, nodePoolEventLog, np.ID, np.Revision, typ, doc)
 }
 
 // NodePoolEventsAfter returns up to limit node pool events with a revision greater than after.

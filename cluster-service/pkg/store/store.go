@@ -446,18 +446,33 @@ func recordEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType, c *Cluster)
 	if err != nil {
 		return err
 	}
+	return writeEvent(ctx, tx, clusterEventLog, c.ID, c.Revision, typ, doc)
+}
+
+// eventLog names the table, key and document columns of one kind's event log. The names are
+// constants of this package, never input, so building SQL from them is safe.
+type eventLog struct{ table, idColumn, docColumn, what string }
+
+var (
+	clusterEventLog  = eventLog{"cluster_events", "cluster_id", "cluster", "cluster"}
+	nodePoolEventLog = eventLog{"node_pool_events", "node_pool_id", "node_pool", "node pool"}
+)
+
+// writeEvent keeps one event per object: it replaces the object's previous event with this one
+// (UPSERTED or the DELETED tombstone) and wakes watchers with the revision.
+func writeEvent(ctx context.Context, tx pgx.Tx, l eventLog, id string, revision int64, typ csv1.EventType, doc []byte) error {
 	t := "UPSERTED"
 	if typ == csv1.EventType_EVENT_TYPE_DELETED {
 		t = "DELETED"
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM cluster_events WHERE cluster_id = $1`, c.ID); err != nil {
-		return fmt.Errorf("prune events of %s: %w", c.ID, err)
+	if _, err := tx.Exec(ctx, `DELETE FROM `+l.table+` WHERE `+l.idColumn+` = $1`, id); err != nil {
+		return fmt.Errorf("prune events of %s %s: %w", l.what, id, err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO cluster_events (revision, cluster_id, type, cluster) VALUES ($1, $2, $3, $4)`,
-		c.Revision, c.ID, t, doc); err != nil {
-		return fmt.Errorf("record event of %s: %w", c.ID, err)
+	if _, err := tx.Exec(ctx, `INSERT INTO `+l.table+` (revision, `+l.idColumn+`, type, `+l.docColumn+`) VALUES ($1, $2, $3, $4)`,
+		revision, id, t, doc); err != nil {
+		return fmt.Errorf("record event of %s %s: %w", l.what, id, err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(c.Revision)); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(revision)); err != nil {
 		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
