@@ -39,6 +39,13 @@ func ParseResourceID(id string) (*ResourceID, error) {
 	if !strings.HasPrefix(id, "/") {
 		return nil, fmt.Errorf("resource ID %q does not start with '/'", id)
 	}
+	// IDs are compared case-insensitively (EqualFold) and keyed by Lower(); a character whose
+	// lower case does not fold back to it (e.g. U+0130 'İ', which lowercases to "i̇") would make
+	// those two disagree, so such IDs are refused rather than stored under a key that no
+	// case-insensitive lookup finds.
+	if !strings.EqualFold(id, strings.ToLower(id)) {
+		return nil, fmt.Errorf("resource ID %q contains characters without a consistent case-insensitive form", id)
+	}
 	segs := strings.Split(strings.TrimPrefix(id, "/"), "/")
 	if n := len(segs); n > 0 && segs[n-1] == "" {
 		// One trailing slash is tolerated, as ARM does.
