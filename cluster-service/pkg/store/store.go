@@ -316,6 +316,9 @@ func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 		if err := markClusterNodePoolsDeletingTx(ctx, tx, id); err != nil {
 			return err
 		}
+		if err := markClusterExternalAuthsDeletingTx(ctx, tx, id); err != nil {
+			return err
+		}
 		st := proto.Clone(c.Status).(*csv1.ClusterStatus)
 		st.State = csv1.ClusterState_CLUSTER_STATE_UNINSTALLING
 		st.Message = "The cluster is being deleted."
@@ -392,6 +395,10 @@ func (s *Store) RemoveCluster(ctx context.Context, id string, revision int64) er
 		}
 		if pools > 0 {
 			return fmt.Errorf("cluster %s still has %d node pools: %w", id, pools, ErrConflict)
+		}
+		// Its external auth lived in the cluster's HostedCluster, which is gone now.
+		if err := removeClusterExternalAuthsTx(ctx, tx, id); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM clusters WHERE id = $1`, id); err != nil {
 			return err
@@ -557,6 +564,11 @@ func (s *Store) PruneTombstones(ctx context.Context, before time.Time) (int64, e
 			return err
 		}
 		defer func() { n += pools }()
+		auths, err := pruneExternalAuthTombstonesTx(ctx, tx, before)
+		if err != nil {
+			return err
+		}
+		defer func() { n += auths }()
 		var newest *int64
 		if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM cluster_events WHERE type = 'DELETED' AND create_time < $1 RETURNING revision)
 			SELECT count(*), max(revision) FROM gone`, before).Scan(&n, &newest); err != nil {
