@@ -45,7 +45,7 @@ run: deps tools
 test: deps tools
 	@# -count=1: the end-to-end and integration tests run binaries that go test cannot see as inputs,
 	@# so a cached result could be stale.
-	go test -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
+	hack/gotest.sh -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
 	hack/fuzz.sh 5s
 
 .PHONY: fuzz

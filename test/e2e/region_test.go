@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,9 +56,19 @@ func runMain(m *testing.M) int {
 	return code
 }
 
-// dumpLogs prints the tail of every log, so a CI failure can be diagnosed from its output.
+// dumpLogs prints the tail of every log, so a CI failure can be diagnosed from its output. Our
+// own services come last (CI output is read from its end): their logs say what a test waited for.
 func dumpLogs(dir string) {
 	entries, _ := os.ReadDir(dir)
+	ours := func(name string) bool {
+		for _, s := range []string{"cluster-service", "backend", "frontend"} {
+			if strings.HasPrefix(name, s) {
+				return true
+			}
+		}
+		return false
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return !ours(entries[i].Name()) && ours(entries[j].Name()) })
 	for _, e := range entries {
 		fmt.Fprintf(os.Stderr, "\n===== %s (tail) =====\n%s\n", e.Name(), localregion.FileTail(filepath.Join(dir, e.Name()), 3000))
 	}

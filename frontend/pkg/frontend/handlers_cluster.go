@@ -477,19 +477,19 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	return s.respondCluster(w, r, http.StatusOK, c, doc.ETag)
 }
 
-// addClusterStatus fills the read-only URLs from Cluster Service. It is best effort: without
-// Cluster Service a GET still answers from the store.
+// addClusterStatus fills the read-only URLs and conditions from Cluster Service. It is best
+// effort: without Cluster Service a GET still answers from the store. The call gets the same
+// bound as every other Cluster Service call (not a shorter one): under load a slow answer is
+// better than a response that silently lacks its status.
 func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, csID string) {
 	if csID == "" {
 		return
 	}
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	ctx, cancel2 := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel2()
 	cl, err := s.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: csID})
 	if err != nil {
-		info(r).log.Debug("cluster status unavailable", "clusterID", csID, "error", err)
+		info(r).log.Warn("cluster status unavailable; answering from the store without it", "clusterID", csID, "error", err)
 		return
 	}
 	c.Properties.Console.URL = cl.GetStatus().GetConsoleUrl()
