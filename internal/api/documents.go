@@ -49,12 +49,15 @@ type OperationDocument struct {
 	Request OperationRequest `json:"request"`
 	// ExternalID is the ARM resource ID as the caller spelled it.
 	ExternalID string `json:"externalId"`
-	// InternalID is the Cluster Service cluster ID.
-	InternalID string            `json:"internalId"`
-	Location   string            `json:"location"`
-	Status     ProvisioningState `json:"status"`
-	Error      *CloudErrorBody   `json:"error,omitempty"`
-	StartTime  time.Time         `json:"startTime"`
+	// InternalID is the Cluster Service ID of the resource (a cluster's or a node pool's).
+	InternalID string `json:"internalId"`
+	// InternalRevision, on an update, is the Cluster Service revision at which the update took
+	// effect: the backend ends the operation only on a state at or after it.
+	InternalRevision int64             `json:"internalRevision,omitempty"`
+	Location         string            `json:"location"`
+	Status           ProvisioningState `json:"status"`
+	Error            *CloudErrorBody   `json:"error,omitempty"`
+	StartTime        time.Time         `json:"startTime"`
 	// LastTransitionTime is when Status last changed; EndTime is set once Status is terminal.
 	LastTransitionTime time.Time  `json:"lastTransitionTime"`
 	EndTime            *time.Time `json:"endTime,omitempty"`

@@ -170,6 +170,7 @@ func run(o *options) error {
 	srv, err := frontend.NewServer(frontend.Config{
 		Store:                 st,
 		Clusters:              csv1.NewClustersClient(conn),
+		NodePools:             csv1.NewNodePoolsClient(conn),
 		Location:              o.location,
 		Logger:                log,
 		RetryAfter:            o.retryAfter,

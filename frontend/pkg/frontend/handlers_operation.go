@@ -117,6 +117,9 @@ func (s *Server) getOperationResult(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
+	if isNodePoolID(id) {
+		return s.respondNodePoolResult(w, r, id)
+	}
 	rd, doc, err := s.getResourceDoc(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)

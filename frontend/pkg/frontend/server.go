@@ -24,6 +24,9 @@ import (
 type Config struct {
 	Store    store.Store
 	Clusters csv1.ClustersClient
+	// NodePools is Cluster Service's node pool client; without it the nodePools paths are not
+	// served.
+	NodePools csv1.NodePoolsClient
 	// Location is the Azure region this frontend serves, e.g. "eastus".
 	Location string
 	Logger   *slog.Logger
@@ -135,6 +138,7 @@ func (s *Server) routes() {
 	s.handle("DELETE "+clusterPattern, s.deleteCluster, resourceRoute)
 	s.handle("GET /subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"+clustersPath, s.listClusters, resourceRoute)
 	s.handle("GET /subscriptions/{subscriptionId}"+clustersPath, s.listClusters, resourceRoute)
+	s.nodePoolRoutes()
 
 	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
 	s.handle("GET "+operationsScope+"/hcpoperationresults/{operationId}", s.getOperationResult, resourceRoute)

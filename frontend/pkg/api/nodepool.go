@@ -1,0 +1,221 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"sync"
+
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+// NodePoolResourceType is the ARM type of a node pool.
+const NodePoolResourceType = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/nodePools"
+
+// NodePool is a whole hcpOpenShiftClusters/nodePools resource.
+type NodePool struct {
+	// ID is set from the request path, never from the body.
+	ID                *arm.ResourceID        `json:"-"`
+	Location          string                 `json:"-"`
+	Tags              map[string]string      `json:"-"`
+	SystemData        *arm.SystemData        `json:"-"`
+	ProvisioningState docs.ProvisioningState `json:"-"`
+
+	// Identity and Properties are stored as ResourceDocument.Properties.
+	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`
+	Properties NodePoolProperties      `json:"properties"`
+}
+
+// NodePoolProperties are the customer's settings with defaults applied.
+type NodePoolProperties struct {
+	Version  NodePoolVersionProfile  `json:"version"`
+	Platform NodePoolPlatformProfile `json:"platform"`
+	// Replicas is the fixed node count; it is 0 when AutoScaling is set.
+	Replicas    int32                `json:"replicas"`
+	AutoRepair  bool                 `json:"autoRepair"`
+	AutoScaling *NodePoolAutoScaling `json:"autoScaling,omitempty"`
+	Labels      []Label              `json:"labels,omitempty"`
+	Taints      []Taint              `json:"taints,omitempty"`
+	// NodeDrainTimeoutMinutes is nil when unset: the cluster's value applies.
+	NodeDrainTimeoutMinutes *int32 `json:"nodeDrainTimeoutMinutes,omitempty"`
+}
+
+type NodePoolVersionProfile struct {
+	ID           string `json:"id,omitempty"`
+	ChannelGroup string `json:"channelGroup"`
+}
+
+type NodePoolPlatformProfile struct {
+	SubnetID               string        `json:"subnetId,omitempty"`
+	VMSize                 string        `json:"vmSize"`
+	EnableEncryptionAtHost bool          `json:"enableEncryptionAtHost"`
+	OSDisk                 OSDiskProfile `json:"osDisk"`
+	AvailabilityZone       string        `json:"availabilityZone,omitempty"`
+}
+
+type OSDiskProfile struct {
+	SizeGiB                int32  `json:"sizeGiB"`
+	DiskStorageAccountType string `json:"diskStorageAccountType"`
+	EncryptionSetID        string `json:"encryptionSetId,omitempty"`
+	// DiskType came with 2025-12-23-preview; older versions keep what is stored.
+	DiskType string `json:"diskType"`
+}
+
+type NodePoolAutoScaling struct {
+	Min int32 `json:"min"`
+	Max int32 `json:"max"`
+}
+
+type Label struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// Node pool defaults of the specification, the same in every api-version.
+const (
+	DefaultOSDiskSizeGiB          = 64
+	DefaultDiskStorageAccountType = "Premium_LRS"
+	DiskTypeManaged               = "Managed"
+	DiskTypeEphemeral             = "Ephemeral"
+)
+
+// Default fills what a node pool has even when the api-version of the request did not know
+// the field (documents written through an older version).
+func (np *NodePool) Default() {
+	if np.Properties.Platform.OSDisk.DiskType == "" {
+		np.Properties.Platform.OSDisk.DiskType = DiskTypeManaged
+	}
+}
+
+// NodePoolVersion is one api-version's node pool schema: external types that convert to and
+// from NodePool. It is registered beside Version, so the cluster interface stays as it is.
+type NodePoolVersion interface {
+	String() string
+	// DecodeNodePool decodes a PUT body strictly, applies the version's defaults and validates
+	// it; stored is the existing node pool on a replace, nil on create. Errors are
+	// *arm.CloudError with targets in this version's paths.
+	DecodeNodePool(body []byte, stored *NodePool) (*NodePool, error)
+	// RenderNodePool is the resource as this version shows it.
+	RenderNodePool(np *NodePool) any
+	// NodePoolUpdatePaths are the paths of the version's NodePoolUpdate schema: what a PATCH
+	// body may hold.
+	NodePoolUpdatePaths() []string
+	// PreserveNodePool copies into next what this version cannot express, from stored.
+	PreserveNodePool(stored, next *NodePool)
+}
+
+var (
+	npMu       sync.RWMutex
+	npVersions = map[string]NodePoolVersion{}
+)
+
+// RegisterNodePool makes a version's node pool schema servable; each version package registers
+// itself in init.
+func RegisterNodePool(v NodePoolVersion) {
+	npMu.Lock()
+	defer npMu.Unlock()
+	npVersions[v.String()] = v
+}
+
+// LookupNodePool finds a registered node pool schema by its exact api-version string.
+func LookupNodePool(apiVersion string) (NodePoolVersion, bool) {
+	npMu.RLock()
+	defer npMu.RUnlock()
+	v, ok := npVersions[apiVersion]
+	return v, ok
+}
+
+// PatchNodePool applies a PATCH body (a JSON merge patch, RFC 7396, of the version's
+// NodePoolUpdate schema) to stored as the version shows it, then decodes, defaults and
+// validates the result like a PUT body. Keys outside the update schema are errors naming them.
+func PatchNodePool(v NodePoolVersion, stored *NodePool, body []byte) (*NodePool, error) {
+	var patch map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&patch); err != nil || patch == nil || dec.More() {
+		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
+			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
+	}
+	allowed := append(append([]string(nil), v.NodePoolUpdatePaths()...), readOnlyEnvelope...)
+	var errs []*arm.CloudError
+	checkNodePoolPatchPaths(patch, "", allowed, v.String(), &errs)
+	if len(errs) > 0 {
+		return nil, arm.Multiple(errs)
+	}
+	current, err := json.Marshal(v.RenderNodePool(stored))
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(current, &doc); err != nil {
+		return nil, err
+	}
+	// The rendered pool is read back as a body: read-only fields are accepted and ignored by
+	// the decoder, but provisioningState and status are not the caller's to send.
+	if props, ok := doc["properties"].(map[string]any); ok {
+		delete(props, "provisioningState")
+		delete(props, "status")
+	}
+	merged := mergePatch(doc, patch).(map[string]any)
+	// replicas and autoScaling exclude each other: a patch that sets one drops the other.
+	if pp, ok := patch["properties"].(map[string]any); ok {
+		if props, ok := merged["properties"].(map[string]any); ok {
+			dropOther := func(set, other string) {
+				for k, val := range pp {
+					if equalFold(k, set) && val != nil {
+						for mk := range props {
+							if equalFold(mk, other) {
+								if _, inPatch := pp[mk]; !inPatch {
+									delete(props, mk)
+								}
+							}
+						}
+					}
+				}
+			}
+			dropOther("autoScaling", "replicas")
+			dropOther("replicas", "autoScaling")
+		}
+	}
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return nil, err
+	}
+	next, err := v.DecodeNodePool(b, stored)
+	if err != nil {
+		return nil, err
+	}
+	v.PreserveNodePool(stored, next)
+	return next, nil
+}
+
+func equalFold(a, b string) bool { return len(a) == len(b) && bytes.EqualFold([]byte(a), []byte(b)) }
+
+func checkNodePoolPatchPaths(obj map[string]any, path string, allowed []string, version string, errs *[]*arm.CloudError) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := join(path, k)
+		switch pathState(p, allowed) {
+		case pathAllowed:
+		case pathPrefix:
+			if sub, ok := obj[k].(map[string]any); ok {
+				checkNodePoolPatchPaths(sub, p, allowed, version, errs)
+			}
+		default:
+			*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, p,
+				"The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the node pool is created.", p, version))
+		}
+	}
+}

@@ -1,0 +1,802 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// Node pools: hcpOpenShiftClusters/{cluster}/nodePools/{name}. The resource and operation
+// documents work as a cluster's do; Cluster Service's NodePools service does the work and the
+// backend follows it to a terminal state.
+
+const (
+	nodePoolsPath   = "/nodepools"
+	nodePoolPattern = clusterPattern + nodePoolsPath + "/{nodePoolName}"
+)
+
+// nodePoolNameRE is the name pattern from the specification.
+var nodePoolNameRE = regexp.MustCompile(`^[a-zA-Z]([-a-zA-Z0-9]{0,13}[a-zA-Z0-9])?$`)
+
+// nodePoolRoutes registers the node pool paths; without a NodePools client they are not served.
+func (s *Server) nodePoolRoutes() {
+	if s.cfg.NodePools == nil {
+		return
+	}
+	s.handle("PUT "+nodePoolPattern, s.putNodePool, resourceRoute)
+	s.handle("PATCH "+nodePoolPattern, s.patchNodePool, resourceRoute)
+	s.handle("GET "+nodePoolPattern, s.getNodePool, resourceRoute)
+	s.handle("DELETE "+nodePoolPattern, s.deleteNodePool, resourceRoute)
+	s.handle("GET "+clusterPattern+nodePoolsPath, s.listNodePools, resourceRoute)
+}
+
+// isNodePoolID reports whether a resource ID names a node pool.
+func isNodePoolID(id *arm.ResourceID) bool {
+	return strings.EqualFold(id.ResourceType(), api.NodePoolResourceType)
+}
+
+// nodePoolID is the node pool ID of the request, in the caller's casing.
+func nodePoolID(r *http.Request) (*arm.ResourceID, error) {
+	id, err := arm.ParseResourceID(info(r).originalPath)
+	if err != nil || len(id.Names) != 2 {
+		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", info(r).originalPath)
+	}
+	if !clusterNameRE.MatchString(id.Names[0]) {
+		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "name",
+			"The cluster name '%s' is invalid: 1 to 54 letters, digits and '-', starting with a letter and not ending with '-'.", id.Names[0])
+	}
+	if !nodePoolNameRE.MatchString(id.Name()) {
+		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "name",
+			"The node pool name '%s' is invalid: 1 to 15 letters, digits and '-', starting with a letter and not ending with '-'.", id.Name())
+	}
+	return id, nil
+}
+
+// nodePoolVersion is the request's api-version's node pool schema.
+func nodePoolVersion(r *http.Request) (api.NodePoolVersion, error) {
+	v, ok := api.LookupNodePool(info(r).apiVersion)
+	if !ok {
+		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceType, "api-version",
+			"The resource type 'hcpOpenShiftClusters/nodePools' is not served in api-version '%s'.", info(r).apiVersion)
+	}
+	return v, nil
+}
+
+func nodePoolNotFound(id *arm.ResourceID) error {
+	return cloudError(http.StatusNotFound, arm.CodeResourceNotFound, "",
+		"The resource 'hcpOpenShiftClusters/%s/nodePools/%s' under resource group '%s' was not found.", id.Names[0], id.Name(), id.ResourceGroup)
+}
+
+// parentCluster reads the node pool's cluster: 404 ParentResourceNotFound if there is none.
+func (s *Server) parentCluster(ctx context.Context, id *arm.ResourceID) (*docs.ResourceDocument, error) {
+	parent := id.Parent()
+	rd, _, err := s.getResourceDoc(ctx, parent)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, cloudError(http.StatusNotFound, "ParentResourceNotFound", "",
+			"The parent resource 'hcpOpenShiftClusters/%s' under resource group '%s' was not found.", parent.Name(), parent.ResourceGroup)
+	}
+	return rd, err
+}
+
+// checkClusterIdle refuses a node pool write while the parent cluster is being deleted or has
+// an operation in progress (409, naming it).
+func (s *Server) checkClusterIdle(ctx context.Context, cluster *docs.ResourceDocument) error {
+	if cluster.ActiveOperationID != "" {
+		op, _, err := s.getOperationDoc(ctx, partitionKey(mustSub(cluster.ResourceID)), cluster.ActiveOperationID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err == nil && !op.Status.Terminal() {
+			if op.Request == docs.OperationDelete {
+				return cloudError(http.StatusConflict, arm.CodeConflict, "",
+					"The cluster '%s' is being deleted (operation '%s'); its node pools cannot be written.", cluster.ResourceID, op.ID)
+			}
+			return cloudError(http.StatusConflict, arm.CodeConflict, "",
+				"Cannot write node pools of cluster '%s' while operation '%s' (%s) is in progress on it.", cluster.ResourceID, op.ID, op.Request)
+		}
+	}
+	if cluster.ProvisioningState == docs.StateDeleting {
+		return cloudError(http.StatusConflict, arm.CodeConflict, "", "The cluster '%s' is being deleted; its node pools cannot be written.", cluster.ResourceID)
+	}
+	return nil
+}
+
+func mustSub(resourceID string) string {
+	id, err := arm.ParseResourceID(resourceID)
+	if err != nil {
+		return ""
+	}
+	return id.SubscriptionID
+}
+
+// nodePoolFromDoc rebuilds the internal model from a resource document.
+func nodePoolFromDoc(rd *docs.ResourceDocument) (*api.NodePool, error) {
+	np := &api.NodePool{}
+	if len(rd.Properties) > 0 {
+		if err := json.Unmarshal(rd.Properties, np); err != nil {
+			return nil, fmt.Errorf("decode node pool %s: %w", rd.ResourceID, err)
+		}
+	}
+	id, err := arm.ParseResourceID(rd.ResourceID)
+	if err != nil {
+		return nil, fmt.Errorf("stored resource ID %q: %w", rd.ResourceID, err)
+	}
+	np.Default()
+	np.ID, np.Location, np.Tags, np.ProvisioningState = id, rd.Location, rd.Tags, rd.ProvisioningState
+	if len(rd.SystemData) > 0 {
+		var sd arm.SystemData
+		if json.Unmarshal(rd.SystemData, &sd) == nil {
+			np.SystemData = &sd
+		}
+	}
+	return np, nil
+}
+
+func nodePoolModel(np *api.NodePool) (json.RawMessage, error) {
+	b, err := json.Marshal(np)
+	if err != nil {
+		return nil, fmt.Errorf("encode node pool: %w", err)
+	}
+	return b, nil
+}
+
+func (s *Server) respondNodePool(w http.ResponseWriter, r *http.Request, code int, np *api.NodePool, etag string) error {
+	v, err := nodePoolVersion(r)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(v.RenderNodePool(np))
+	if err != nil {
+		return fmt.Errorf("render node pool %s: %w", np.ID, err)
+	}
+	if etag != "" {
+		w.Header().Set(arm.HeaderETag, quoteETag(etag))
+	}
+	writeJSON(w, code, b)
+	return nil
+}
+
+// mergeSystemData keeps the creation fields of what is stored and takes ARM's latest.
+func mergeSystemData(rd *docs.ResourceDocument, sd *arm.SystemData) {
+	if sd == nil {
+		return
+	}
+	var prev *arm.SystemData
+	if len(rd.SystemData) > 0 {
+		prev = &arm.SystemData{}
+		json.Unmarshal(rd.SystemData, prev)
+	}
+	rd.SystemData, _ = json.Marshal(prev.Merge(sd))
+}
+
+// activeOperation returns the resource's operation if one is in progress.
+func (s *Server) activeOperation(ctx context.Context, part string, rd *docs.ResourceDocument) (*docs.OperationDocument, *store.Document, error) {
+	if rd.ActiveOperationID == "" {
+		return nil, nil, nil
+	}
+	op, d, err := s.getOperationDoc(ctx, part, rd.ActiveOperationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil || op.Status.Terminal() {
+		return nil, nil, err
+	}
+	return op, d, nil
+}
+
+// putNodePool creates a node pool, retries a create still pending, or replaces one.
+func (s *Server) putNodePool(w http.ResponseWriter, r *http.Request) error {
+	ri := info(r)
+	id, err := nodePoolID(r)
+	if err != nil {
+		return err
+	}
+	ver, err := nodePoolVersion(r)
+	if err != nil {
+		return err
+	}
+	if len(ri.body) == 0 {
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
+	}
+	cluster, err := s.parentCluster(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	var stored *api.NodePool
+	if rd != nil {
+		if stored, err = nodePoolFromDoc(rd); err != nil {
+			return err
+		}
+	}
+	np, err := ver.DecodeNodePool(ri.body, stored)
+	if err != nil {
+		return err
+	}
+	if normalizeLocation(np.Location) != s.cfg.Location {
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "location",
+			"The location '%s' is not served by this endpoint, which serves '%s'.", np.Location, s.cfg.Location)
+	}
+	np.ID = id
+	current := ""
+	if doc != nil {
+		current = doc.ETag
+	}
+	if err := checkPreconditions(r, current); err != nil {
+		return err
+	}
+	storedState := docs.ProvisioningState("")
+	if rd != nil {
+		storedState = rd.ProvisioningState
+	}
+	if err := checkClientProvisioningState(ri.body, storedState); err != nil {
+		return err
+	}
+	sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData))
+	if err != nil {
+		ri.log.Warn("ignoring invalid systemData header", "error", err)
+	}
+	if doc == nil {
+		if err := s.checkClusterIdle(r.Context(), cluster); err != nil {
+			return err
+		}
+		return s.createNodePool(w, r, cluster, np, sd)
+	}
+	ver.PreserveNodePool(stored, np)
+	if np.Properties.Platform.SubnetID == "" {
+		np.Properties.Platform.SubnetID = stored.Properties.Platform.SubnetID
+	}
+	np.SystemData = sd
+	return s.updateNodePool(w, r, cluster, stored, np, rd, doc, false)
+}
+
+func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, np *api.NodePool, sd *arm.SystemData) error {
+	ctx := r.Context()
+	c, err := clusterFromDoc(cluster)
+	if err != nil {
+		return err
+	}
+	if np.Properties.Platform.SubnetID == "" {
+		// The specification's default: the cluster's subnet (Cluster Service does the same).
+		np.Properties.Platform.SubnetID = c.Properties.Platform.SubnetID
+	}
+	np.ProvisioningState = docs.StateAccepted
+	np.SystemData = sd
+	csID := newClusterServiceID()
+	opID := newUUID()
+	now := time.Now().UTC()
+	props, err := nodePoolModel(np)
+	if err != nil {
+		return err
+	}
+	rd := &docs.ResourceDocument{
+		ResourceID: np.ID.String(), InternalID: csID, ProvisioningState: docs.StateAccepted, ActiveOperationID: opID,
+		Location: np.Location, Tags: np.Tags, Properties: props,
+	}
+	if sd != nil {
+		rd.SystemData, _ = json.Marshal(sd)
+	}
+	part := partitionKey(np.ID.SubscriptionID)
+	resDoc, err := newDoc(part, np.ID.Lower(), store.TypeResource, np.ID.String(), rd, 0)
+	if err != nil {
+		return err
+	}
+	opDoc, err := newDoc(part, opID, store.TypeOperation, np.ID.String(), s.newOperation(r, opID, docs.OperationCreate, np.ID.String(), csID, now), s.cfg.OperationTTL)
+	if err != nil {
+		return err
+	}
+	written, err := s.store.Transact(ctx, part, []store.TxOp{{Kind: store.TxCreate, Doc: resDoc}, {Kind: store.TxCreate, Doc: opDoc}})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		return cloudError(http.StatusConflict, arm.CodeConflict, "", "Another request created '%s' at the same time.", np.ID)
+	}
+	if err != nil {
+		return err
+	}
+	info(r).log.Info("node pool create accepted", "resourceID", np.ID.String(), "nodePoolID", csID, "clusterID", cluster.InternalID, "operationID", opID)
+	created, err := s.callCreateNodePool(r, np, csID, cluster.InternalID)
+	if err != nil {
+		if definitive(err) {
+			s.rollback(r, part, []store.TxOp{
+				{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
+				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			})
+		}
+		return fmt.Errorf("create node pool %s in cluster service: %w", np.ID, nodePoolCSError(err))
+	}
+	etag := written[0].ETag
+	if got := created.GetId(); got != "" && got != csID {
+		// Cluster Service already had a pool for this resource: follow it.
+		if etag, err = s.adoptClusterID(ctx, part, written, got); err != nil {
+			return err
+		}
+	}
+	s.setAsyncHeaders(w, r, np.ID.SubscriptionID, opID, false)
+	return s.respondNodePool(w, r, http.StatusCreated, np, etag)
+}
+
+func (s *Server) callCreateNodePool(r *http.Request, np *api.NodePool, csID, clusterCSID string) (*csv1.NodePool, error) {
+	ctx, cancel := s.csContext(r.Context(), info(r))
+	defer cancel()
+	return s.cfg.NodePools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{
+		Id: csID, ClusterId: clusterCSID, ArmResourceId: np.ID.String(), Spec: nodePoolSpec(np),
+	}})
+}
+
+// updateNodePool writes next over an existing node pool, for a PUT (200) or a PATCH (202).
+// Create-only fields may not change. A change Cluster Service must roll out becomes an
+// UpdateNodePool call, conditional on the revision read, and an Update operation the backend
+// ends once the pool is READY as asked; anything else (tags, fields only the frontend keeps)
+// is written at once.
+func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, stored, next *api.NodePool,
+	rd *docs.ResourceDocument, doc *store.Document, patch bool) error {
+	ctx := r.Context()
+	ri := info(r)
+	part := doc.PartitionKey
+	op, _, err := s.activeOperation(ctx, part, rd)
+	if err != nil {
+		return err
+	}
+	if op != nil {
+		if !patch && op.Request == docs.OperationCreate && sameNodePool(stored, next) {
+			// The caller retries a create we accepted: drive Cluster Service again with the
+			// stored ID (CreateNodePool is idempotent) and point at the same operation.
+			if _, err := s.callCreateNodePool(r, stored, rd.InternalID, cluster.InternalID); err != nil {
+				return fmt.Errorf("retry create of node pool %s: %w", next.ID, nodePoolCSError(err))
+			}
+			s.setAsyncHeaders(w, r, next.ID.SubscriptionID, op.ID, false)
+			return s.respondNodePool(w, r, http.StatusCreated, stored, doc.ETag)
+		}
+		return cloudError(http.StatusConflict, arm.CodeConflict, "",
+			"Cannot write resource '%s' while operation '%s' (%s) is in progress.", next.ID, op.ID, op.Request)
+	}
+	if errs := nodePoolChangedFields(stored, next); len(errs) > 0 {
+		return arm.Multiple(errs)
+	}
+	if err := s.checkClusterIdle(ctx, cluster); err != nil {
+		return err
+	}
+	props, err := nodePoolModel(next)
+	if err != nil {
+		return err
+	}
+	nrd := *rd
+	nrd.Tags, nrd.Properties = next.Tags, props
+	mergeSystemData(&nrd, next.SystemData)
+
+	if sameClusterServiceSpec(stored, next) {
+		return s.writeNodePoolOnly(w, r, next, &nrd, doc, patch)
+	}
+	revision, err := s.callUpdateNodePool(r, rd.InternalID, next)
+	if err != nil {
+		return err
+	}
+	opID := newUUID()
+	now := time.Now().UTC()
+	nrd.ProvisioningState, nrd.ActiveOperationID = docs.StateUpdating, opID
+	resDoc, err := withBody(doc, nrd)
+	if err != nil {
+		return err
+	}
+	opBody := s.newOperation(r, opID, docs.OperationUpdate, next.ID.String(), rd.InternalID, now)
+	opBody.InternalRevision = revision
+	opDoc, err := newDoc(part, opID, store.TypeOperation, next.ID.String(), opBody, s.cfg.OperationTTL)
+	if err != nil {
+		return err
+	}
+	written, err := s.store.Transact(ctx, part, []store.TxOp{
+		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
+		{Kind: store.TxCreate, Doc: opDoc},
+	})
+	if err != nil {
+		// Cluster Service has the new spec; the same request again records it (the update is
+		// then a no-op there).
+		return fmt.Errorf("record update of node pool %s: %w", next.ID, err)
+	}
+	ri.log.Info("node pool update accepted", "resourceID", next.ID.String(), "nodePoolID", rd.InternalID, "operationID", opID, "revision", revision)
+	if patch {
+		s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, true)
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, false)
+	next.ProvisioningState = docs.StateUpdating
+	return s.respondNodePool(w, r, http.StatusOK, next, written[0].ETag)
+}
+
+// callUpdateNodePool sends the merged spec conditionally on the revision it read, and returns
+// the revision at which the update took effect.
+func (s *Server) callUpdateNodePool(r *http.Request, csID string, next *api.NodePool) (int64, error) {
+	ctx, cancel := s.csContext(r.Context(), info(r))
+	defer cancel()
+	cur, err := s.cfg.NodePools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: csID})
+	if err != nil {
+		return 0, fmt.Errorf("get node pool %s from cluster service: %w", csID, err)
+	}
+	updated, err := s.cfg.NodePools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{
+		Id: csID, Spec: mergedNodePoolSpec(cur.GetSpec(), next), Revision: cur.GetRevision(),
+	})
+	if status.Code(err) == codes.Aborted {
+		return 0, cloudError(http.StatusConflict, arm.CodeConflict, "", "The node pool '%s' was changed at the same time; retry the request.", next.ID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("update node pool %s in cluster service: %w", next.ID, nodePoolCSError(err))
+	}
+	return updated.GetRevision(), nil
+}
+
+// writeNodePoolOnly records a change Cluster Service does not see. A PATCH still answers 202
+// with an operation, recorded already Succeeded.
+func (s *Server) writeNodePoolOnly(w http.ResponseWriter, r *http.Request, next *api.NodePool, nrd *docs.ResourceDocument, doc *store.Document, patch bool) error {
+	ctx := r.Context()
+	resDoc, err := withBody(doc, nrd)
+	if err != nil {
+		return err
+	}
+	if !patch {
+		written, err := s.store.Replace(ctx, resDoc, doc.ETag)
+		if err != nil {
+			return err
+		}
+		updated, err := nodePoolFromDoc(nrd)
+		if err != nil {
+			return err
+		}
+		return s.respondNodePool(w, r, http.StatusOK, updated, written.ETag)
+	}
+	opID := newUUID()
+	now := time.Now().UTC()
+	op := s.newOperation(r, opID, docs.OperationUpdate, next.ID.String(), nrd.InternalID, now)
+	op.Status, op.EndTime = docs.StateSucceeded, &now
+	opDoc, err := newDoc(doc.PartitionKey, opID, store.TypeOperation, next.ID.String(), op, s.cfg.OperationTTL)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.Transact(ctx, doc.PartitionKey, []store.TxOp{
+		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
+		{Kind: store.TxCreate, Doc: opDoc},
+	}); err != nil {
+		return err
+	}
+	s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, true)
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+func sameNodePool(a, b *api.NodePool) bool {
+	ja, _ := nodePoolModel(a)
+	jb, _ := nodePoolModel(b)
+	sameTags := len(a.Tags) == len(b.Tags)
+	for k, v := range a.Tags {
+		if bv, ok := b.Tags[k]; !ok || bv != v {
+			sameTags = false
+		}
+	}
+	return sameTags && string(ja) == string(jb) && normalizeLocation(a.Location) == normalizeLocation(b.Location)
+}
+
+// nodePoolUpdatable are the internal paths the specification lets a write change
+// (x-ms-mutability "update"); the same in every api-version.
+var nodePoolUpdatable = []string{
+	"identity",
+	"properties.version",
+	"properties.replicas",
+	"properties.autoScaling",
+	"properties.labels",
+	"properties.taints",
+	"properties.nodeDrainTimeoutMinutes",
+}
+
+// nodePoolChangedFields lists the create-only fields a write tries to change, as
+// PropertyChangeNotAllowed errors whose targets are the field's path (the same in every
+// api-version).
+func nodePoolChangedFields(stored, next *api.NodePool) []*arm.CloudError {
+	var a, b map[string]any
+	ja, _ := nodePoolModel(stored)
+	jb, _ := nodePoolModel(next)
+	json.Unmarshal(ja, &a)
+	json.Unmarshal(jb, &b)
+	var paths []string
+	diffPaths(a, b, "", &paths)
+	if normalizeLocation(stored.Location) != normalizeLocation(next.Location) {
+		paths = append(paths, "location")
+	}
+	sort.Strings(paths)
+	var errs []*arm.CloudError
+	for _, p := range paths {
+		updatable := false
+		for _, u := range nodePoolUpdatable {
+			if p == u || strings.HasPrefix(p, u+".") {
+				updatable = true
+			}
+		}
+		if !updatable {
+			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", p,
+				"Field '%s' cannot be changed after the node pool is created.", p))
+		}
+	}
+	return errs
+}
+
+// patchNodePool merges the body into the node pool as the request's api-version shows it.
+func (s *Server) patchNodePool(w http.ResponseWriter, r *http.Request) error {
+	ri := info(r)
+	ctx := r.Context()
+	id, err := nodePoolID(r)
+	if err != nil {
+		return err
+	}
+	ver, err := nodePoolVersion(r)
+	if err != nil {
+		return err
+	}
+	if len(ri.body) == 0 {
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
+	}
+	cluster, err := s.parentCluster(ctx, id)
+	if err != nil {
+		return err
+	}
+	rd, doc, err := s.getResourceDoc(ctx, id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	current := ""
+	if doc != nil {
+		current = doc.ETag
+	}
+	if err := checkPreconditions(r, current); err != nil {
+		return err
+	}
+	if doc == nil {
+		return nodePoolNotFound(id)
+	}
+	if err := checkClientProvisioningState(ri.body, rd.ProvisioningState); err != nil {
+		return err
+	}
+	stored, err := nodePoolFromDoc(rd)
+	if err != nil {
+		return err
+	}
+	next, err := api.PatchNodePool(ver, stored, ri.body)
+	if err != nil {
+		return err
+	}
+	next.ID = id
+	if next.Properties.Platform.SubnetID == "" {
+		next.Properties.Platform.SubnetID = stored.Properties.Platform.SubnetID
+	}
+	next.SystemData, err = arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData))
+	if err != nil {
+		ri.log.Warn("ignoring invalid systemData header", "error", err)
+	}
+	return s.updateNodePool(w, r, cluster, stored, next, rd, doc, true)
+}
+
+func (s *Server) getNodePool(w http.ResponseWriter, r *http.Request) error {
+	id, err := nodePoolID(r)
+	if err != nil {
+		return err
+	}
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nodePoolNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	if h := r.Header.Get(arm.HeaderIfNoneMatch); h != "" && etagMatches(h, doc.ETag) {
+		w.Header().Set(arm.HeaderETag, quoteETag(doc.ETag))
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	if h := r.Header.Get(arm.HeaderIfMatch); h != "" && !etagMatches(h, doc.ETag) {
+		return cloudError(http.StatusPreconditionFailed, arm.CodePreconditionFailed, "If-Match", "The resource's ETag does not match the If-Match header.")
+	}
+	np, err := nodePoolFromDoc(rd)
+	if err != nil {
+		return err
+	}
+	return s.respondNodePool(w, r, http.StatusOK, np, doc.ETag)
+}
+
+// respondNodePoolResult is the operation result of a finished node pool create or update.
+func (s *Server) respondNodePoolResult(w http.ResponseWriter, r *http.Request, id *arm.ResourceID) error {
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nodePoolNotFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	np, err := nodePoolFromDoc(rd)
+	if err != nil {
+		return err
+	}
+	return s.respondNodePool(w, r, http.StatusOK, np, doc.ETag)
+}
+
+func (s *Server) deleteNodePool(w http.ResponseWriter, r *http.Request) error {
+	id, err := nodePoolID(r)
+	if err != nil {
+		return err
+	}
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	current := ""
+	if doc != nil {
+		current = doc.ETag
+	}
+	if err := checkPreconditions(r, current); err != nil {
+		return err
+	}
+	if doc == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	opID, err := s.startNodePoolDelete(r, rd, doc)
+	if err != nil {
+		return err
+	}
+	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+func (s *Server) callDeleteNodePool(r *http.Request, csID string) error {
+	if csID == "" {
+		return nil
+	}
+	ctx, cancel := s.csContext(r.Context(), info(r))
+	defer cancel()
+	_, err := s.cfg.NodePools.DeleteNodePool(ctx, &csv1.DeleteNodePoolRequest{Id: csID})
+	if status.Code(err) == codes.NotFound {
+		return nil // already gone: the backend completes the delete
+	}
+	return err
+}
+
+// startNodePoolDelete writes the delete operation and asks Cluster Service to delete the pool.
+// A delete while one runs returns the running one; a delete during a create or update cancels
+// that operation.
+func (s *Server) startNodePoolDelete(r *http.Request, rd *docs.ResourceDocument, doc *store.Document) (string, error) {
+	ctx := r.Context()
+	part := doc.PartitionKey
+	op, opDoc, err := s.activeOperation(ctx, part, rd)
+	if err != nil {
+		return "", err
+	}
+	var canceled *store.Document
+	if op != nil {
+		if op.Request == docs.OperationDelete {
+			if err := s.callDeleteNodePool(r, rd.InternalID); err != nil {
+				return "", fmt.Errorf("retry delete of node pool %s: %w", rd.ResourceID, err)
+			}
+			return op.ID, nil
+		}
+		now := time.Now().UTC()
+		op.Status, op.LastTransitionTime, op.EndTime = docs.StateCanceled, now, &now
+		op.Error = &docs.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled because the node pool is being deleted."}
+		if canceled, err = withBody(opDoc, op); err != nil {
+			return "", err
+		}
+	}
+	opID := newUUID()
+	now := time.Now().UTC()
+	next := *rd
+	next.ProvisioningState, next.ActiveOperationID = docs.StateDeleting, opID
+	resDoc, err := withBody(doc, next)
+	if err != nil {
+		return "", err
+	}
+	newOp, err := newDoc(part, opID, store.TypeOperation, rd.ResourceID, s.newOperation(r, opID, docs.OperationDelete, rd.ResourceID, rd.InternalID, now), s.cfg.OperationTTL)
+	if err != nil {
+		return "", err
+	}
+	ops := []store.TxOp{{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag}, {Kind: store.TxCreate, Doc: newOp}}
+	if canceled != nil {
+		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: canceled, IfMatch: opDoc.ETag})
+	}
+	written, err := s.store.Transact(ctx, part, ops)
+	if err != nil {
+		return "", fmt.Errorf("record delete of %s: %w", rd.ResourceID, err)
+	}
+	info(r).log.Info("node pool delete accepted", "resourceID", rd.ResourceID, "nodePoolID", rd.InternalID, "operationID", opID)
+	if err := s.callDeleteNodePool(r, rd.InternalID); err != nil {
+		if definitive(err) {
+			undo := []store.TxOp{
+				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
+				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			}
+			if canceled != nil {
+				undo = append(undo, store.TxOp{Kind: store.TxReplace, Doc: opDoc, IfMatch: written[2].ETag})
+			}
+			s.rollback(r, part, undo)
+		}
+		return "", fmt.Errorf("delete node pool %s in cluster service: %w", rd.ResourceID, err)
+	}
+	return opID, nil
+}
+
+// listNodePools lists a cluster's node pools, a page at a time.
+func (s *Server) listNodePools(w http.ResponseWriter, r *http.Request) error {
+	ri := info(r)
+	ver, err := nodePoolVersion(r)
+	if err != nil {
+		return err
+	}
+	clusterRID, err := arm.ParseResourceID(strings.TrimSuffix(strings.TrimSuffix(ri.originalPath, "/"), "/"+lastSegment(ri.originalPath)))
+	if err != nil || len(clusterRID.Names) != 1 {
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", ri.originalPath)
+	}
+	if _, _, err := s.getResourceDoc(r.Context(), clusterRID); errors.Is(err, store.ErrNotFound) {
+		return cloudError(http.StatusNotFound, "ParentResourceNotFound", "",
+			"The parent resource 'hcpOpenShiftClusters/%s' under resource group '%s' was not found.", clusterRID.Name(), clusterRID.ResourceGroup)
+	} else if err != nil {
+		return err
+	}
+	page, err := s.store.Query(r.Context(), store.Query{
+		Partition:        partitionKey(clusterRID.SubscriptionID),
+		Type:             store.TypeResource,
+		ResourceIDPrefix: clusterRID.Lower() + nodePoolsPath + "/",
+		Limit:            s.cfg.PageSize,
+		Continuation:     r.URL.Query().Get("$skipToken"),
+	})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Value    []any  `json:"value"`
+		NextLink string `json:"nextLink,omitempty"`
+	}{Value: []any{}}
+	for _, d := range page.Documents {
+		var rd docs.ResourceDocument
+		if err := json.Unmarshal(d.Body, &rd); err != nil {
+			return fmt.Errorf("decode resource %s: %w", d.ID, err)
+		}
+		id, err := arm.ParseResourceID(rd.ResourceID)
+		if err != nil || !isNodePoolID(id) {
+			continue
+		}
+		np, err := nodePoolFromDoc(&rd)
+		if err != nil {
+			return err
+		}
+		out.Value = append(out.Value, ver.RenderNodePool(np))
+	}
+	if page.Continuation != "" {
+		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {page.Continuation}}
+		out.NextLink = externalBase(r) + ri.originalPath + "?" + q.Encode()
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+func lastSegment(p string) string {
+	p = strings.TrimSuffix(p, "/")
+	return p[strings.LastIndex(p, "/")+1:]
+}
