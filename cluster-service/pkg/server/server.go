@@ -106,6 +106,7 @@ func (s *Server) Register(g *grpc.Server) {
 	csv1.RegisterClustersServer(g, s)
 	csv1.RegisterProvisionShardsServer(g, s)
 	csv1.RegisterNodePoolsServer(g, s)
+	csv1.RegisterExternalAuthsServer(g, s.ExternalAuthsServer())
 }
 
 // ---- Clusters

@@ -1,0 +1,401 @@
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+)
+
+// .../hcpOpenShiftClusters/{cluster}/externalAuths/{name}; the name pattern is the ARM
+// specification's (1-15 characters).
+var armExternalAuthRE = regexp.MustCompile(`(?i)^(/subscriptions/[0-9a-f-]{36}/resourcegroups/[-\w._()]{1,90}/providers/microsoft\.redhatopenshift/hcpopenshiftclusters/[a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?)/externalauths/([a-zA-Z]([-a-zA-Z0-9]{0,13}[a-zA-Z0-9])?)$`)
+
+const (
+	maxAudiences       = 10
+	maxOIDCClients     = 20
+	maxClaimLength     = 256
+	maxComponentName   = 256
+	maxComponentNS     = 63
+	requiredClaimRule  = "RequiredClaim"
+	prefixPolicyPrefix = "Prefix"
+)
+
+// externalAuths serves csv1.ExternalAuthsServer on the shared Server (store, config, drain).
+type externalAuths struct {
+	csv1.UnimplementedExternalAuthsServer
+	*Server
+}
+
+// ExternalAuthsServer returns the ExternalAuths service of s.
+func (s *Server) ExternalAuthsServer() csv1.ExternalAuthsServer { return externalAuths{Server: s} }
+
+// CreateExternalAuth implements csv1.ExternalAuthsServer.
+func (s externalAuths) CreateExternalAuth(ctx context.Context, req *csv1.CreateExternalAuthRequest) (*csv1.ExternalAuth, error) {
+	in := req.GetExternalAuth()
+	var v violations
+	if in == nil {
+		v.add("external_auth", "is required")
+		return nil, v.err()
+	}
+	validateClusterID(&v, "external_auth.id", in.GetId())
+	validateClusterID(&v, "external_auth.cluster_id", in.GetClusterId())
+	m := armExternalAuthRE.FindStringSubmatch(in.GetArmResourceId())
+	if m == nil {
+		v.add("external_auth.arm_resource_id", "must be /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{cluster}/externalAuths/{name} with a name of 1-15 letters, digits or '-', starting with a letter, not %q", in.GetArmResourceId())
+	}
+	spec := validateExternalAuthSpec(&v, "external_auth.spec", in.GetSpec())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	cl, err := s.st.GetCluster(ctx, in.GetClusterId())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, status.Errorf(codes.NotFound, "cluster %s not found", in.GetClusterId())
+	}
+	if err != nil {
+		return nil, s.toStatus(ctx, "create external auth", err)
+	}
+	if !strings.EqualFold(m[1], cl.ARMResourceID) {
+		v.add("external_auth.arm_resource_id", "belongs to cluster %s, not to cluster %s (%s)", m[1], cl.ID, cl.ARMResourceID)
+		return nil, v.err()
+	}
+	ea, created, err := s.st.CreateExternalAuth(ctx, &store.ExternalAuth{ID: in.GetId(), ClusterID: cl.ID, ARMResourceID: in.GetArmResourceId(), Spec: spec})
+	if errors.Is(err, store.ErrExternalAuthLimit) {
+		return nil, limitError(cl.ID, err)
+	}
+	if err != nil {
+		return nil, s.toStatus(ctx, "create external auth", err)
+	}
+	log := LoggerFrom(ctx).With("external_auth_id", ea.ID, "cluster_id", ea.ClusterID)
+	if !created && ea.Deleting {
+		return nil, status.Errorf(codes.FailedPrecondition, "the external auth %s for this ARM resource is being deleted; retry when it is gone", ea.ID)
+	}
+	if created {
+		log.Info("external auth created", "arm_resource_id", ea.ARMResourceID, "revision", ea.Revision)
+	} else {
+		log.Info("external auth already exists for this ARM resource; returning it", "requested_id", in.GetId())
+	}
+	return store.ExternalAuthProto(ea), nil
+}
+
+// limitError is FailedPrecondition with a PreconditionFailure naming the rule: at most one
+// external auth per cluster.
+func limitError(clusterID string, err error) error {
+	st := status.New(codes.FailedPrecondition, "cluster "+clusterID+" already has an external auth ("+strings.TrimPrefix(err.Error(), store.ErrExternalAuthLimit.Error()+": ")+"); a cluster has at most one")
+	if d, derr := st.WithDetails(&errdetails.PreconditionFailure{Violations: []*errdetails.PreconditionFailure_Violation{{
+		Type: "EXTERNAL_AUTH_LIMIT", Subject: "clusters/" + clusterID, Description: "a cluster has at most one external auth",
+	}}}); derr == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// GetExternalAuth implements csv1.ExternalAuthsServer.
+func (s externalAuths) GetExternalAuth(ctx context.Context, req *csv1.GetExternalAuthRequest) (*csv1.ExternalAuth, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	ea, err := s.st.GetExternalAuth(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "get external auth", err)
+	}
+	return store.ExternalAuthProto(ea), nil
+}
+
+// ListExternalAuths implements csv1.ExternalAuthsServer.
+func (s externalAuths) ListExternalAuths(ctx context.Context, req *csv1.ListExternalAuthsRequest) (*csv1.ListExternalAuthsResponse, error) {
+	var v violations
+	validateClusterID(&v, "cluster_id", req.GetClusterId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	if _, err := s.st.GetCluster(ctx, req.GetClusterId()); err != nil {
+		return nil, s.toStatus(ctx, "list external auths", err)
+	}
+	eas, err := s.st.ListExternalAuths(ctx, req.GetClusterId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "list external auths", err)
+	}
+	resp := &csv1.ListExternalAuthsResponse{}
+	for _, ea := range eas {
+		resp.ExternalAuths = append(resp.ExternalAuths, store.ExternalAuthProto(ea))
+	}
+	return resp, nil
+}
+
+// UpdateExternalAuth implements csv1.ExternalAuthsServer.
+func (s externalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.UpdateExternalAuthRequest) (*csv1.ExternalAuth, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if req.GetRevision() < 0 {
+		v.add("revision", "must not be negative")
+	}
+	spec := validateExternalAuthSpec(&v, "spec", req.GetSpec())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	cur, err := s.st.GetExternalAuth(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "update external auth", err)
+	}
+	cl, err := s.st.GetCluster(ctx, cur.ClusterID)
+	if err != nil {
+		return nil, s.toStatus(ctx, "update external auth", err)
+	}
+	if cur.Deleting || cl.Deleting {
+		return nil, status.Errorf(codes.FailedPrecondition, "external auth %s is being deleted", cur.ID)
+	}
+	ea, err := s.st.UpdateExternalAuthSpec(ctx, cur.ID, req.GetRevision(), spec)
+	if err != nil {
+		return nil, s.toStatus(ctx, "update external auth", err)
+	}
+	LoggerFrom(ctx).Info("external auth updated", "external_auth_id", ea.ID, "cluster_id", ea.ClusterID, "revision", ea.Revision)
+	return store.ExternalAuthProto(ea), nil
+}
+
+// DeleteExternalAuth implements csv1.ExternalAuthsServer.
+func (s externalAuths) DeleteExternalAuth(ctx context.Context, req *csv1.DeleteExternalAuthRequest) (*csv1.ExternalAuth, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	ea, err := s.st.MarkExternalAuthDeleting(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "delete external auth", err)
+	}
+	LoggerFrom(ctx).Info("external auth deletion requested", "external_auth_id", ea.ID, "cluster_id", ea.ClusterID, "revision", ea.Revision)
+	return store.ExternalAuthProto(ea), nil
+}
+
+// WatchExternalAuths implements csv1.ExternalAuthsServer, exactly as WatchClusters does.
+func (s externalAuths) WatchExternalAuths(req *csv1.WatchExternalAuthsRequest, stream grpc.ServerStreamingServer[csv1.ExternalAuthEvent]) error {
+	ctx := stream.Context()
+	if req.GetSinceRevision() < 0 {
+		var v violations
+		v.add("since_revision", "must not be negative")
+		return v.err()
+	}
+	// Subscribe before reading, so a change committed between the read and the wait wakes us.
+	changes, stop := s.st.Changes()
+	defer stop()
+	after := req.GetSinceRevision()
+	if after == 0 {
+		eas, rev, err := s.st.ExternalAuthSnapshot(ctx)
+		if err != nil {
+			return s.toStatus(ctx, "watch external auths snapshot", err)
+		}
+		for _, ea := range eas {
+			if err := stream.Send(&csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ea.Revision, ExternalAuth: store.ExternalAuthProto(ea)}); err != nil {
+				return err
+			}
+		}
+		after = rev
+	} else {
+		var err error
+		if after, err = s.sendExternalAuthEventsAfter(ctx, stream, after); err != nil {
+			return err
+		}
+		// Checked after reading, so a compaction that raced with the read is seen.
+		compacted, err := s.st.CompactedExternalAuthRevision(ctx)
+		if err != nil {
+			return s.toStatus(ctx, "watch external auths", err)
+		}
+		if req.GetSinceRevision() < compacted {
+			return status.Errorf(codes.OutOfRange, "revision %d is older than the external auth event history (compacted at %d): watch again from 0", req.GetSinceRevision(), compacted)
+		}
+	}
+	if err := stream.Send(&csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
+		return err
+	}
+	keepAlive := time.NewTicker(s.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.draining:
+			return status.Error(codes.Unavailable, "server is shutting down; reconnect with since_revision")
+		case <-keepAlive.C:
+			var err error
+			if after, err = s.sendExternalAuthEventsAfter(ctx, stream, after); err != nil {
+				return err
+			}
+			if err := stream.Send(&csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
+				return err
+			}
+		case <-changes:
+			var err error
+			if after, err = s.sendExternalAuthEventsAfter(ctx, stream, after); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s externalAuths) sendExternalAuthEventsAfter(ctx context.Context, stream grpc.ServerStreamingServer[csv1.ExternalAuthEvent], after int64) (int64, error) {
+	for {
+		evs, err := s.st.ExternalAuthEventsAfter(ctx, after, 500)
+		if err != nil {
+			return after, s.toStatus(ctx, "watch external auth events", err)
+		}
+		for _, ev := range evs {
+			if err := stream.Send(&csv1.ExternalAuthEvent{Type: ev.Type, Revision: ev.Revision, ExternalAuth: store.ExternalAuthProto(ev.ExternalAuth)}); err != nil {
+				return after, err
+			}
+			after = ev.Revision
+		}
+		if len(evs) < 500 {
+			return after, nil
+		}
+	}
+}
+
+// validateExternalAuthSpec checks a spec against the rules of OpenShift's OIDC provider
+// (config.openshift.io/v1 Authentication) and the ARM specification, and returns it normalised:
+// prefix policy "None" becomes "" (no opinion), an empty rule type becomes RequiredClaim.
+func validateExternalAuthSpec(v *violations, field string, in *csv1.ExternalAuthSpec) *csv1.ExternalAuthSpec {
+	if in == nil {
+		v.add(field, "is required")
+		return nil
+	}
+	spec := proto.Clone(in).(*csv1.ExternalAuthSpec)
+	iss := spec.GetIssuer()
+	switch u, err := url.Parse(iss.GetUrl()); {
+	case iss.GetUrl() == "":
+		v.add(field+".issuer.url", "is required")
+	case err != nil || u.Scheme != "https" || u.Host == "":
+		v.add(field+".issuer.url", "must be an https URL, not %q", iss.GetUrl())
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		v.add(field+".issuer.url", "must not have a query, fragment or user info")
+	}
+	auds := map[string]bool{}
+	switch n := len(iss.GetAudiences()); {
+	case n == 0:
+		v.add(field+".issuer.audiences", "must have at least one entry")
+	case n > maxAudiences:
+		v.add(field+".issuer.audiences", "must have at most %d entries, has %d", maxAudiences, n)
+	}
+	for i, a := range iss.GetAudiences() {
+		if a == "" {
+			v.add(fieldIndex(field+".issuer.audiences", i), "must not be empty")
+		}
+		if auds[a] {
+			v.add(fieldIndex(field+".issuer.audiences", i), "%q is listed twice", a)
+		}
+		auds[a] = true
+	}
+	if ca := iss.GetCa(); ca != "" && !validPEMBundle(ca) {
+		v.add(field+".issuer.ca", "must be PEM-encoded certificates")
+	}
+
+	if n := len(spec.GetClients()); n > maxOIDCClients {
+		v.add(field+".clients", "must have at most %d entries, has %d", maxOIDCClients, n)
+	}
+	components := map[string]bool{}
+	for i, c := range spec.GetClients() {
+		f := fieldIndex(field+".clients", i)
+		lengthIn(v, f+".component_name", c.GetComponentName(), 1, maxComponentName)
+		lengthIn(v, f+".component_namespace", c.GetComponentNamespace(), 1, maxComponentNS)
+		key := c.GetComponentNamespace() + "/" + c.GetComponentName()
+		if components[key] {
+			v.add(f+".component_name", "component %s is configured twice", key)
+		}
+		components[key] = true
+		switch {
+		case c.GetClientId() == "":
+			v.add(f+".client_id", "is required")
+		case len(auds) > 0 && !auds[c.GetClientId()]:
+			v.add(f+".client_id", "%q must be one of the issuer's audiences", c.GetClientId())
+		}
+		if c.GetType() == "" {
+			v.add(f+".type", "is required")
+		}
+		oneOf(v, f+".type", c.GetType(), "Confidential", "Public")
+		for j, sc := range c.GetExtraScopes() {
+			if sc == "" || strings.ContainsAny(sc, " \t\n") {
+				v.add(fieldIndex(f+".extra_scopes", j), "must be a non-empty scope without spaces, not %q", sc)
+			}
+		}
+	}
+
+	cm := spec.GetClaimMappings()
+	un := cm.GetUsername()
+	lengthIn(v, field+".claim_mappings.username.claim", un.GetClaim(), 1, maxClaimLength)
+	if un.GetPrefixPolicy() == "None" {
+		un.PrefixPolicy = ""
+	}
+	oneOf(v, field+".claim_mappings.username.prefix_policy", un.GetPrefixPolicy(), "None", "Prefix", "NoPrefix")
+	switch {
+	case un.GetPrefixPolicy() == prefixPolicyPrefix && un.GetPrefix() == "":
+		v.add(field+".claim_mappings.username.prefix", "is required when prefix_policy is Prefix")
+	case un.GetPrefixPolicy() != prefixPolicyPrefix && un.GetPrefix() != "":
+		v.add(field+".claim_mappings.username.prefix", "must be empty unless prefix_policy is Prefix")
+	}
+	if g := cm.GetGroups(); g != nil {
+		lengthIn(v, field+".claim_mappings.groups.claim", g.GetClaim(), 1, maxClaimLength)
+	}
+	for i, r := range spec.GetValidationRules() {
+		f := fieldIndex(field+".validation_rules", i)
+		if r.GetType() == "" {
+			r.Type = requiredClaimRule
+		}
+		oneOf(v, f+".type", r.GetType(), requiredClaimRule)
+		if r.GetRequiredClaim() == "" {
+			v.add(f+".required_claim", "is required")
+		}
+		if r.GetRequiredValue() == "" {
+			v.add(f+".required_value", "is required")
+		}
+	}
+	return spec
+}
+
+func lengthIn(v *violations, field, s string, lo, hi int) {
+	switch n := len(s); {
+	case n == 0 && lo > 0:
+		v.add(field, "is required")
+	case n < lo || n > hi:
+		v.add(field, "must be %d to %d characters, has %d", lo, hi, n)
+	}
+}
+
+func fieldIndex(field string, i int) string { return field + "[" + strconv.Itoa(i) + "]" }
+
+// validPEMBundle: at least one CERTIFICATE block, every block a parseable certificate, nothing
+// but whitespace around them.
+func validPEMBundle(s string) bool {
+	rest := []byte(s)
+	n := 0
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			return false
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return false
+		}
+		n++
+	}
+	return n > 0 && strings.TrimSpace(string(rest)) == ""
+}
