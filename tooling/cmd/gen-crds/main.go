@@ -31,7 +31,11 @@ type source struct {
 }
 
 var sources = []source{
-	{"github.com/openshift/hypershift/api", "hypershift/v1beta1/zz_generated.featuregated-crd-manifests/hostedclusters.hypershift.openshift.io/AAA_ungated.yaml", "zz_generated.hostedclusters.hypershift.openshift.io.yaml"},
+	// The ExternalOIDC variant is the ungated CRD plus spec.configuration.authentication.oidcProviders
+	// (and the status of OIDC clients): management clusters of ARO HCP run HyperShift with the
+	// ExternalOIDC feature gate, which external auths need. Without it the apiserver would prune
+	// the providers Cluster Service sends.
+	{"github.com/openshift/hypershift/api", "hypershift/v1beta1/zz_generated.featuregated-crd-manifests/hostedclusters.hypershift.openshift.io/ExternalOIDC.yaml", "zz_generated.hostedclusters.hypershift.openshift.io.yaml"},
 	{"github.com/openshift/hypershift/api", "hypershift/v1beta1/zz_generated.featuregated-crd-manifests/nodepools.hypershift.openshift.io/AAA_ungated.yaml", "zz_generated.nodepools.hypershift.openshift.io.yaml"},
 	{"open-cluster-management.io/api", "work/v1/0000_00_work.open-cluster-management.io_manifestworks.crd.yaml", "zz_generated.manifestworks.work.open-cluster-management.io.yaml"},
 	{"open-cluster-management.io/api", "work/v1/0000_01_work.open-cluster-management.io_appliedmanifestworks.crd.yaml", "zz_generated.appliedmanifestworks.work.open-cluster-management.io.yaml"},
