@@ -269,6 +269,118 @@ func (NodePoolState) EnumDescriptor() ([]byte, []int) {
 	return file_v1_clusterservice_proto_rawDescGZIP(), []int{3}
 }
 
+type UpgradeType int32
+
+const (
+	UpgradeType_UPGRADE_TYPE_UNSPECIFIED   UpgradeType = 0
+	UpgradeType_UPGRADE_TYPE_CONTROL_PLANE UpgradeType = 1
+	UpgradeType_UPGRADE_TYPE_NODE_POOL     UpgradeType = 2
+)
+
+// Enum value maps for UpgradeType.
+var (
+	UpgradeType_name = map[int32]string{
+		0: "UPGRADE_TYPE_UNSPECIFIED",
+		1: "UPGRADE_TYPE_CONTROL_PLANE",
+		2: "UPGRADE_TYPE_NODE_POOL",
+	}
+	UpgradeType_value = map[string]int32{
+		"UPGRADE_TYPE_UNSPECIFIED":   0,
+		"UPGRADE_TYPE_CONTROL_PLANE": 1,
+		"UPGRADE_TYPE_NODE_POOL":     2,
+	}
+)
+
+func (x UpgradeType) Enum() *UpgradeType {
+	p := new(UpgradeType)
+	*p = x
+	return p
+}
+
+func (x UpgradeType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UpgradeType) Descriptor() protoreflect.EnumDescriptor {
+	return file_v1_clusterservice_proto_enumTypes[4].Descriptor()
+}
+
+func (UpgradeType) Type() protoreflect.EnumType {
+	return &file_v1_clusterservice_proto_enumTypes[4]
+}
+
+func (x UpgradeType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UpgradeType.Descriptor instead.
+func (UpgradeType) EnumDescriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{4}
+}
+
+type UpgradePolicyState int32
+
+const (
+	UpgradePolicyState_UPGRADE_POLICY_STATE_UNSPECIFIED UpgradePolicyState = 0
+	// PENDING: accepted; waits until the cluster is READY and no other upgrade of it runs.
+	UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING UpgradePolicyState = 1
+	// SCHEDULED: checked again against the catalogue; starts at next_run.
+	UpgradePolicyState_UPGRADE_POLICY_STATE_SCHEDULED UpgradePolicyState = 2
+	// STARTED: the new version is in the spec and sent to the management cluster.
+	UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED UpgradePolicyState = 3
+	// COMPLETED: HyperShift reports the new version Completed in the version history.
+	UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED UpgradePolicyState = 4
+	// FAILED: the upgrade cannot go on; message says why.
+	UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED UpgradePolicyState = 5
+)
+
+// Enum value maps for UpgradePolicyState.
+var (
+	UpgradePolicyState_name = map[int32]string{
+		0: "UPGRADE_POLICY_STATE_UNSPECIFIED",
+		1: "UPGRADE_POLICY_STATE_PENDING",
+		2: "UPGRADE_POLICY_STATE_SCHEDULED",
+		3: "UPGRADE_POLICY_STATE_STARTED",
+		4: "UPGRADE_POLICY_STATE_COMPLETED",
+		5: "UPGRADE_POLICY_STATE_FAILED",
+	}
+	UpgradePolicyState_value = map[string]int32{
+		"UPGRADE_POLICY_STATE_UNSPECIFIED": 0,
+		"UPGRADE_POLICY_STATE_PENDING":     1,
+		"UPGRADE_POLICY_STATE_SCHEDULED":   2,
+		"UPGRADE_POLICY_STATE_STARTED":     3,
+		"UPGRADE_POLICY_STATE_COMPLETED":   4,
+		"UPGRADE_POLICY_STATE_FAILED":      5,
+	}
+)
+
+func (x UpgradePolicyState) Enum() *UpgradePolicyState {
+	p := new(UpgradePolicyState)
+	*p = x
+	return p
+}
+
+func (x UpgradePolicyState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UpgradePolicyState) Descriptor() protoreflect.EnumDescriptor {
+	return file_v1_clusterservice_proto_enumTypes[5].Descriptor()
+}
+
+func (UpgradePolicyState) Type() protoreflect.EnumType {
+	return &file_v1_clusterservice_proto_enumTypes[5]
+}
+
+func (x UpgradePolicyState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UpgradePolicyState.Descriptor instead.
+func (UpgradePolicyState) EnumDescriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{5}
+}
+
 type Cluster struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is the Cluster Service ID, chosen by the frontend before the call (lowercase, 32 chars
@@ -782,7 +894,10 @@ type ClusterStatus struct {
 	ApiUrl         string       `protobuf:"bytes,6,opt,name=api_url,json=apiUrl,proto3" json:"api_url,omitempty"`
 	ConsoleUrl     string       `protobuf:"bytes,7,opt,name=console_url,json=consoleUrl,proto3" json:"console_url,omitempty"`
 	// applied is true once the Maestro agent reports the ManifestWork Applied.
-	Applied       bool `protobuf:"varint,8,opt,name=applied,proto3" json:"applied,omitempty"`
+	Applied bool `protobuf:"varint,8,opt,name=applied,proto3" json:"applied,omitempty"`
+	// upgrade is the cluster's newest control-plane upgrade policy, if it ever had one; it
+	// changes in the same revision as the policy.
+	Upgrade       *UpgradePolicy `protobuf:"bytes,9,opt,name=upgrade,proto3" json:"upgrade,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -871,6 +986,13 @@ func (x *ClusterStatus) GetApplied() bool {
 		return x.Applied
 	}
 	return false
+}
+
+func (x *ClusterStatus) GetUpgrade() *UpgradePolicy {
+	if x != nil {
+		return x.Upgrade
+	}
+	return nil
 }
 
 type Condition struct {
@@ -2426,6 +2548,694 @@ func (x *NodePoolEvent) GetNodePool() *NodePool {
 	return nil
 }
 
+type Version struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the full version, e.g. "4.19.17".
+	Id           string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ChannelGroup string `protobuf:"bytes,2,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
+	// enabled: the version can be chosen for new clusters, node pools and upgrades.
+	Enabled   bool                   `protobuf:"varint,3,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	EndOfLife *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=end_of_life,json=endOfLife,proto3" json:"end_of_life,omitempty"`
+	// available_upgrades are the versions of the group an upgrade edge leads to from this one.
+	AvailableUpgrades []string `protobuf:"bytes,5,rep,name=available_upgrades,json=availableUpgrades,proto3" json:"available_upgrades,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Version) Reset() {
+	*x = Version{}
+	mi := &file_v1_clusterservice_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Version) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Version) ProtoMessage() {}
+
+func (x *Version) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Version.ProtoReflect.Descriptor instead.
+func (*Version) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *Version) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Version) GetChannelGroup() string {
+	if x != nil {
+		return x.ChannelGroup
+	}
+	return ""
+}
+
+func (x *Version) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *Version) GetEndOfLife() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndOfLife
+	}
+	return nil
+}
+
+func (x *Version) GetAvailableUpgrades() []string {
+	if x != nil {
+		return x.AvailableUpgrades
+	}
+	return nil
+}
+
+type ListVersionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ChannelGroup  string                 `protobuf:"bytes,1,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVersionsRequest) Reset() {
+	*x = ListVersionsRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVersionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVersionsRequest) ProtoMessage() {}
+
+func (x *ListVersionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVersionsRequest.ProtoReflect.Descriptor instead.
+func (*ListVersionsRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ListVersionsRequest) GetChannelGroup() string {
+	if x != nil {
+		return x.ChannelGroup
+	}
+	return ""
+}
+
+type ListVersionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Versions      []*Version             `protobuf:"bytes,1,rep,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVersionsResponse) Reset() {
+	*x = ListVersionsResponse{}
+	mi := &file_v1_clusterservice_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVersionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVersionsResponse) ProtoMessage() {}
+
+func (x *ListVersionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVersionsResponse.ProtoReflect.Descriptor instead.
+func (*ListVersionsResponse) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ListVersionsResponse) GetVersions() []*Version {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+type GetVersionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ChannelGroup  string                 `protobuf:"bytes,2,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVersionRequest) Reset() {
+	*x = GetVersionRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVersionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVersionRequest) ProtoMessage() {}
+
+func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVersionRequest.ProtoReflect.Descriptor instead.
+func (*GetVersionRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetVersionRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GetVersionRequest) GetChannelGroup() string {
+	if x != nil {
+		return x.ChannelGroup
+	}
+	return ""
+}
+
+type UpdateClusterRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Update *ClusterUpdate         `protobuf:"bytes,2,opt,name=update,proto3" json:"update,omitempty"`
+	// revision, when not 0, makes the update conditional on the cluster's current revision.
+	Revision int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// operation_id is the caller's reference (the ARM operation), recorded on the upgrade policy
+	// so the caller can find the policy its request started.
+	OperationId   string `protobuf:"bytes,4,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateClusterRequest) Reset() {
+	*x = UpdateClusterRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateClusterRequest) ProtoMessage() {}
+
+func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateClusterRequest.ProtoReflect.Descriptor instead.
+func (*UpdateClusterRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *UpdateClusterRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpdateClusterRequest) GetUpdate() *ClusterUpdate {
+	if x != nil {
+		return x.Update
+	}
+	return nil
+}
+
+func (x *UpdateClusterRequest) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *UpdateClusterRequest) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
+// ClusterUpdate holds the fields UpdateCluster may change; an empty field is left as it is.
+type ClusterUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version_id: "4.20" or "4.20.3", resolved along the catalogue's upgrade edges.
+	VersionId string `protobuf:"bytes,1,opt,name=version_id,json=versionId,proto3" json:"version_id,omitempty"`
+	// channel_group: the group upgrades resolve in from now on; the current version must be in it.
+	ChannelGroup  string `protobuf:"bytes,2,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterUpdate) Reset() {
+	*x = ClusterUpdate{}
+	mi := &file_v1_clusterservice_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterUpdate) ProtoMessage() {}
+
+func (x *ClusterUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterUpdate.ProtoReflect.Descriptor instead.
+func (*ClusterUpdate) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ClusterUpdate) GetVersionId() string {
+	if x != nil {
+		return x.VersionId
+	}
+	return ""
+}
+
+func (x *ClusterUpdate) GetChannelGroup() string {
+	if x != nil {
+		return x.ChannelGroup
+	}
+	return ""
+}
+
+type UpgradePolicy struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ClusterId string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// node_pool_id is set for UPGRADE_TYPE_NODE_POOL.
+	NodePoolId  string      `protobuf:"bytes,3,opt,name=node_pool_id,json=nodePoolId,proto3" json:"node_pool_id,omitempty"`
+	Type        UpgradeType `protobuf:"varint,4,opt,name=type,proto3,enum=openhcp.clusterservice.v1.UpgradeType" json:"type,omitempty"`
+	FromVersion string      `protobuf:"bytes,5,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	ToVersion   string      `protobuf:"bytes,6,opt,name=to_version,json=toVersion,proto3" json:"to_version,omitempty"`
+	// next_run is when the upgrade may start.
+	NextRun *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=next_run,json=nextRun,proto3" json:"next_run,omitempty"`
+	State   UpgradePolicyState     `protobuf:"varint,8,opt,name=state,proto3,enum=openhcp.clusterservice.v1.UpgradePolicyState" json:"state,omitempty"`
+	// message is human-readable and safe to show to the customer.
+	Message       string                 `protobuf:"bytes,9,opt,name=message,proto3" json:"message,omitempty"`
+	OperationId   string                 `protobuf:"bytes,10,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpgradePolicy) Reset() {
+	*x = UpgradePolicy{}
+	mi := &file_v1_clusterservice_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpgradePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpgradePolicy) ProtoMessage() {}
+
+func (x *UpgradePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpgradePolicy.ProtoReflect.Descriptor instead.
+func (*UpgradePolicy) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *UpgradePolicy) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *UpgradePolicy) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *UpgradePolicy) GetNodePoolId() string {
+	if x != nil {
+		return x.NodePoolId
+	}
+	return ""
+}
+
+func (x *UpgradePolicy) GetType() UpgradeType {
+	if x != nil {
+		return x.Type
+	}
+	return UpgradeType_UPGRADE_TYPE_UNSPECIFIED
+}
+
+func (x *UpgradePolicy) GetFromVersion() string {
+	if x != nil {
+		return x.FromVersion
+	}
+	return ""
+}
+
+func (x *UpgradePolicy) GetToVersion() string {
+	if x != nil {
+		return x.ToVersion
+	}
+	return ""
+}
+
+func (x *UpgradePolicy) GetNextRun() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextRun
+	}
+	return nil
+}
+
+func (x *UpgradePolicy) GetState() UpgradePolicyState {
+	if x != nil {
+		return x.State
+	}
+	return UpgradePolicyState_UPGRADE_POLICY_STATE_UNSPECIFIED
+}
+
+func (x *UpgradePolicy) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *UpgradePolicy) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
+func (x *UpgradePolicy) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *UpgradePolicy) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+type CreateUpgradePolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	VersionId     string                 `protobuf:"bytes,2,opt,name=version_id,json=versionId,proto3" json:"version_id,omitempty"`
+	NextRun       *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=next_run,json=nextRun,proto3" json:"next_run,omitempty"`
+	OperationId   string                 `protobuf:"bytes,4,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateUpgradePolicyRequest) Reset() {
+	*x = CreateUpgradePolicyRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateUpgradePolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateUpgradePolicyRequest) ProtoMessage() {}
+
+func (x *CreateUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateUpgradePolicyRequest.ProtoReflect.Descriptor instead.
+func (*CreateUpgradePolicyRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *CreateUpgradePolicyRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *CreateUpgradePolicyRequest) GetVersionId() string {
+	if x != nil {
+		return x.VersionId
+	}
+	return ""
+}
+
+func (x *CreateUpgradePolicyRequest) GetNextRun() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextRun
+	}
+	return nil
+}
+
+func (x *CreateUpgradePolicyRequest) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
+type GetUpgradePolicyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUpgradePolicyRequest) Reset() {
+	*x = GetUpgradePolicyRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUpgradePolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUpgradePolicyRequest) ProtoMessage() {}
+
+func (x *GetUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUpgradePolicyRequest.ProtoReflect.Descriptor instead.
+func (*GetUpgradePolicyRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *GetUpgradePolicyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type ListUpgradePoliciesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	NodePoolId    string                 `protobuf:"bytes,2,opt,name=node_pool_id,json=nodePoolId,proto3" json:"node_pool_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUpgradePoliciesRequest) Reset() {
+	*x = ListUpgradePoliciesRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUpgradePoliciesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUpgradePoliciesRequest) ProtoMessage() {}
+
+func (x *ListUpgradePoliciesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUpgradePoliciesRequest.ProtoReflect.Descriptor instead.
+func (*ListUpgradePoliciesRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ListUpgradePoliciesRequest) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ListUpgradePoliciesRequest) GetNodePoolId() string {
+	if x != nil {
+		return x.NodePoolId
+	}
+	return ""
+}
+
+type ListUpgradePoliciesResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	UpgradePolicies []*UpgradePolicy       `protobuf:"bytes,1,rep,name=upgrade_policies,json=upgradePolicies,proto3" json:"upgrade_policies,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ListUpgradePoliciesResponse) Reset() {
+	*x = ListUpgradePoliciesResponse{}
+	mi := &file_v1_clusterservice_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUpgradePoliciesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUpgradePoliciesResponse) ProtoMessage() {}
+
+func (x *ListUpgradePoliciesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUpgradePoliciesResponse.ProtoReflect.Descriptor instead.
+func (*ListUpgradePoliciesResponse) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ListUpgradePoliciesResponse) GetUpgradePolicies() []*UpgradePolicy {
+	if x != nil {
+		return x.UpgradePolicies
+	}
+	return nil
+}
+
 var File_v1_clusterservice_proto protoreflect.FileDescriptor
 
 const file_v1_clusterservice_proto_rawDesc = "" +
@@ -2477,7 +3287,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x04disk\x18\x04 \x01(\tR\x04disk\x120\n" +
 	"\x14node_pool_management\x18\x05 \x01(\tR\x12nodePoolManagement\x12%\n" +
 	"\x0ecloud_provider\x18\x06 \x01(\tR\rcloudProvider\x12\x18\n" +
-	"\anetwork\x18\a \x01(\tR\anetwork\"\xca\x02\n" +
+	"\anetwork\x18\a \x01(\tR\anetwork\"\x8e\x03\n" +
 	"\rClusterStatus\x12=\n" +
 	"\x05state\x18\x01 \x01(\x0e2'.openhcp.clusterservice.v1.ClusterStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -2490,7 +3300,8 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\aapi_url\x18\x06 \x01(\tR\x06apiUrl\x12\x1f\n" +
 	"\vconsole_url\x18\a \x01(\tR\n" +
 	"consoleUrl\x12\x18\n" +
-	"\aapplied\x18\b \x01(\bR\aapplied\"\xb7\x01\n" +
+	"\aapplied\x18\b \x01(\bR\aapplied\x12B\n" +
+	"\aupgrade\x18\t \x01(\v2(.openhcp.clusterservice.v1.UpgradePolicyR\aupgrade\"\xb7\x01\n" +
 	"\tCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
@@ -2604,7 +3415,64 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\rNodePoolEvent\x128\n" +
 	"\x04type\x18\x01 \x01(\x0e2$.openhcp.clusterservice.v1.EventTypeR\x04type\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\x03R\brevision\x12@\n" +
-	"\tnode_pool\x18\x03 \x01(\v2#.openhcp.clusterservice.v1.NodePoolR\bnodePool*\xd4\x01\n" +
+	"\tnode_pool\x18\x03 \x01(\v2#.openhcp.clusterservice.v1.NodePoolR\bnodePool\"\xc3\x01\n" +
+	"\aVersion\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\x12\x18\n" +
+	"\aenabled\x18\x03 \x01(\bR\aenabled\x12:\n" +
+	"\vend_of_life\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tendOfLife\x12-\n" +
+	"\x12available_upgrades\x18\x05 \x03(\tR\x11availableUpgrades\":\n" +
+	"\x13ListVersionsRequest\x12#\n" +
+	"\rchannel_group\x18\x01 \x01(\tR\fchannelGroup\"V\n" +
+	"\x14ListVersionsResponse\x12>\n" +
+	"\bversions\x18\x01 \x03(\v2\".openhcp.clusterservice.v1.VersionR\bversions\"H\n" +
+	"\x11GetVersionRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\"\xa7\x01\n" +
+	"\x14UpdateClusterRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
+	"\x06update\x18\x02 \x01(\v2(.openhcp.clusterservice.v1.ClusterUpdateR\x06update\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision\x12!\n" +
+	"\foperation_id\x18\x04 \x01(\tR\voperationId\"S\n" +
+	"\rClusterUpdate\x12\x1d\n" +
+	"\n" +
+	"version_id\x18\x01 \x01(\tR\tversionId\x12#\n" +
+	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\"\x91\x04\n" +
+	"\rUpgradePolicy\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12 \n" +
+	"\fnode_pool_id\x18\x03 \x01(\tR\n" +
+	"nodePoolId\x12:\n" +
+	"\x04type\x18\x04 \x01(\x0e2&.openhcp.clusterservice.v1.UpgradeTypeR\x04type\x12!\n" +
+	"\ffrom_version\x18\x05 \x01(\tR\vfromVersion\x12\x1d\n" +
+	"\n" +
+	"to_version\x18\x06 \x01(\tR\ttoVersion\x125\n" +
+	"\bnext_run\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\anextRun\x12C\n" +
+	"\x05state\x18\b \x01(\x0e2-.openhcp.clusterservice.v1.UpgradePolicyStateR\x05state\x12\x18\n" +
+	"\amessage\x18\t \x01(\tR\amessage\x12!\n" +
+	"\foperation_id\x18\n" +
+	" \x01(\tR\voperationId\x12;\n" +
+	"\vcreate_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\xb4\x01\n" +
+	"\x1aCreateUpgradePolicyRequest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x1d\n" +
+	"\n" +
+	"version_id\x18\x02 \x01(\tR\tversionId\x125\n" +
+	"\bnext_run\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\anextRun\x12!\n" +
+	"\foperation_id\x18\x04 \x01(\tR\voperationId\")\n" +
+	"\x17GetUpgradePolicyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"]\n" +
+	"\x1aListUpgradePoliciesRequest\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12 \n" +
+	"\fnode_pool_id\x18\x02 \x01(\tR\n" +
+	"nodePoolId\"r\n" +
+	"\x1bListUpgradePoliciesResponse\x12S\n" +
+	"\x10upgrade_policies\x18\x01 \x03(\v2(.openhcp.clusterservice.v1.UpgradePolicyR\x0fupgradePolicies*\xd4\x01\n" +
 	"\fClusterState\x12\x1d\n" +
 	"\x19CLUSTER_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15CLUSTER_STATE_PENDING\x10\x01\x12\x1c\n" +
@@ -2630,13 +3498,25 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x15NODE_POOL_STATE_READY\x10\x03\x12\x19\n" +
 	"\x15NODE_POOL_STATE_ERROR\x10\x04\x12 \n" +
 	"\x1cNODE_POOL_STATE_UNINSTALLING\x10\x05\x12\x1c\n" +
-	"\x18NODE_POOL_STATE_UPDATING\x10\x062\x94\x04\n" +
+	"\x18NODE_POOL_STATE_UPDATING\x10\x06*g\n" +
+	"\vUpgradeType\x12\x1c\n" +
+	"\x18UPGRADE_TYPE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aUPGRADE_TYPE_CONTROL_PLANE\x10\x01\x12\x1a\n" +
+	"\x16UPGRADE_TYPE_NODE_POOL\x10\x02*\xe7\x01\n" +
+	"\x12UpgradePolicyState\x12$\n" +
+	" UPGRADE_POLICY_STATE_UNSPECIFIED\x10\x00\x12 \n" +
+	"\x1cUPGRADE_POLICY_STATE_PENDING\x10\x01\x12\"\n" +
+	"\x1eUPGRADE_POLICY_STATE_SCHEDULED\x10\x02\x12 \n" +
+	"\x1cUPGRADE_POLICY_STATE_STARTED\x10\x03\x12\"\n" +
+	"\x1eUPGRADE_POLICY_STATE_COMPLETED\x10\x04\x12\x1f\n" +
+	"\x1bUPGRADE_POLICY_STATE_FAILED\x10\x052\xfa\x04\n" +
 	"\bClusters\x12d\n" +
 	"\rCreateCluster\x12/.openhcp.clusterservice.v1.CreateClusterRequest\x1a\".openhcp.clusterservice.v1.Cluster\x12^\n" +
 	"\n" +
 	"GetCluster\x12,.openhcp.clusterservice.v1.GetClusterRequest\x1a\".openhcp.clusterservice.v1.Cluster\x12o\n" +
 	"\fListClusters\x12..openhcp.clusterservice.v1.ListClustersRequest\x1a/.openhcp.clusterservice.v1.ListClustersResponse\x12d\n" +
-	"\rDeleteCluster\x12/.openhcp.clusterservice.v1.DeleteClusterRequest\x1a\".openhcp.clusterservice.v1.Cluster\x12k\n" +
+	"\rDeleteCluster\x12/.openhcp.clusterservice.v1.DeleteClusterRequest\x1a\".openhcp.clusterservice.v1.Cluster\x12d\n" +
+	"\rUpdateCluster\x12/.openhcp.clusterservice.v1.UpdateClusterRequest\x1a\".openhcp.clusterservice.v1.Cluster\x12k\n" +
 	"\rWatchClusters\x12/.openhcp.clusterservice.v1.WatchClustersRequest\x1a'.openhcp.clusterservice.v1.ClusterEvent0\x012\x8d\x05\n" +
 	"\tNodePools\x12g\n" +
 	"\x0eCreateNodePool\x120.openhcp.clusterservice.v1.CreateNodePoolRequest\x1a#.openhcp.clusterservice.v1.NodePool\x12a\n" +
@@ -2644,7 +3524,15 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\rListNodePools\x12/.openhcp.clusterservice.v1.ListNodePoolsRequest\x1a0.openhcp.clusterservice.v1.ListNodePoolsResponse\x12g\n" +
 	"\x0eUpdateNodePool\x120.openhcp.clusterservice.v1.UpdateNodePoolRequest\x1a#.openhcp.clusterservice.v1.NodePool\x12g\n" +
 	"\x0eDeleteNodePool\x120.openhcp.clusterservice.v1.DeleteNodePoolRequest\x1a#.openhcp.clusterservice.v1.NodePool\x12n\n" +
-	"\x0eWatchNodePools\x120.openhcp.clusterservice.v1.WatchNodePoolsRequest\x1a(.openhcp.clusterservice.v1.NodePoolEvent0\x012\xd8\x02\n" +
+	"\x0eWatchNodePools\x120.openhcp.clusterservice.v1.WatchNodePoolsRequest\x1a(.openhcp.clusterservice.v1.NodePoolEvent0\x012\xdb\x01\n" +
+	"\bVersions\x12o\n" +
+	"\fListVersions\x12..openhcp.clusterservice.v1.ListVersionsRequest\x1a/.openhcp.clusterservice.v1.ListVersionsResponse\x12^\n" +
+	"\n" +
+	"GetVersion\x12,.openhcp.clusterservice.v1.GetVersionRequest\x1a\".openhcp.clusterservice.v1.Version2\x82\x03\n" +
+	"\x0fUpgradePolicies\x12v\n" +
+	"\x13CreateUpgradePolicy\x125.openhcp.clusterservice.v1.CreateUpgradePolicyRequest\x1a(.openhcp.clusterservice.v1.UpgradePolicy\x12p\n" +
+	"\x10GetUpgradePolicy\x122.openhcp.clusterservice.v1.GetUpgradePolicyRequest\x1a(.openhcp.clusterservice.v1.UpgradePolicy\x12\x84\x01\n" +
+	"\x13ListUpgradePolicies\x125.openhcp.clusterservice.v1.ListUpgradePoliciesRequest\x1a6.openhcp.clusterservice.v1.ListUpgradePoliciesResponse2\xd8\x02\n" +
 	"\x0fProvisionShards\x12k\n" +
 	"\rRegisterShard\x12/.openhcp.clusterservice.v1.RegisterShardRequest\x1a).openhcp.clusterservice.v1.ProvisionShard\x12i\n" +
 	"\n" +
@@ -2663,118 +3551,154 @@ func file_v1_clusterservice_proto_rawDescGZIP() []byte {
 	return file_v1_clusterservice_proto_rawDescData
 }
 
-var file_v1_clusterservice_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_v1_clusterservice_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_v1_clusterservice_proto_goTypes = []any{
-	(ClusterState)(0),               // 0: openhcp.clusterservice.v1.ClusterState
-	(EventType)(0),                  // 1: openhcp.clusterservice.v1.EventType
-	(ShardStatus)(0),                // 2: openhcp.clusterservice.v1.ShardStatus
-	(NodePoolState)(0),              // 3: openhcp.clusterservice.v1.NodePoolState
-	(*Cluster)(nil),                 // 4: openhcp.clusterservice.v1.Cluster
-	(*ClusterSpec)(nil),             // 5: openhcp.clusterservice.v1.ClusterSpec
-	(*NetworkSpec)(nil),             // 6: openhcp.clusterservice.v1.NetworkSpec
-	(*AzureSpec)(nil),               // 7: openhcp.clusterservice.v1.AzureSpec
-	(*AzureWorkloadIdentities)(nil), // 8: openhcp.clusterservice.v1.AzureWorkloadIdentities
-	(*ClusterStatus)(nil),           // 9: openhcp.clusterservice.v1.ClusterStatus
-	(*Condition)(nil),               // 10: openhcp.clusterservice.v1.Condition
-	(*CreateClusterRequest)(nil),    // 11: openhcp.clusterservice.v1.CreateClusterRequest
-	(*GetClusterRequest)(nil),       // 12: openhcp.clusterservice.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),     // 13: openhcp.clusterservice.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),    // 14: openhcp.clusterservice.v1.ListClustersResponse
-	(*DeleteClusterRequest)(nil),    // 15: openhcp.clusterservice.v1.DeleteClusterRequest
-	(*WatchClustersRequest)(nil),    // 16: openhcp.clusterservice.v1.WatchClustersRequest
-	(*ClusterEvent)(nil),            // 17: openhcp.clusterservice.v1.ClusterEvent
-	(*ProvisionShard)(nil),          // 18: openhcp.clusterservice.v1.ProvisionShard
-	(*RegisterShardRequest)(nil),    // 19: openhcp.clusterservice.v1.RegisterShardRequest
-	(*ListShardsRequest)(nil),       // 20: openhcp.clusterservice.v1.ListShardsRequest
-	(*ListShardsResponse)(nil),      // 21: openhcp.clusterservice.v1.ListShardsResponse
-	(*SetShardStatusRequest)(nil),   // 22: openhcp.clusterservice.v1.SetShardStatusRequest
-	(*NodePool)(nil),                // 23: openhcp.clusterservice.v1.NodePool
-	(*NodePoolSpec)(nil),            // 24: openhcp.clusterservice.v1.NodePoolSpec
-	(*NodePoolAutoscaling)(nil),     // 25: openhcp.clusterservice.v1.NodePoolAutoscaling
-	(*Taint)(nil),                   // 26: openhcp.clusterservice.v1.Taint
-	(*NodePoolPlatform)(nil),        // 27: openhcp.clusterservice.v1.NodePoolPlatform
-	(*NodePoolStatus)(nil),          // 28: openhcp.clusterservice.v1.NodePoolStatus
-	(*CreateNodePoolRequest)(nil),   // 29: openhcp.clusterservice.v1.CreateNodePoolRequest
-	(*GetNodePoolRequest)(nil),      // 30: openhcp.clusterservice.v1.GetNodePoolRequest
-	(*ListNodePoolsRequest)(nil),    // 31: openhcp.clusterservice.v1.ListNodePoolsRequest
-	(*ListNodePoolsResponse)(nil),   // 32: openhcp.clusterservice.v1.ListNodePoolsResponse
-	(*UpdateNodePoolRequest)(nil),   // 33: openhcp.clusterservice.v1.UpdateNodePoolRequest
-	(*DeleteNodePoolRequest)(nil),   // 34: openhcp.clusterservice.v1.DeleteNodePoolRequest
-	(*WatchNodePoolsRequest)(nil),   // 35: openhcp.clusterservice.v1.WatchNodePoolsRequest
-	(*NodePoolEvent)(nil),           // 36: openhcp.clusterservice.v1.NodePoolEvent
-	nil,                             // 37: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	nil,                             // 38: openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil),   // 39: google.protobuf.Timestamp
+	(ClusterState)(0),                   // 0: openhcp.clusterservice.v1.ClusterState
+	(EventType)(0),                      // 1: openhcp.clusterservice.v1.EventType
+	(ShardStatus)(0),                    // 2: openhcp.clusterservice.v1.ShardStatus
+	(NodePoolState)(0),                  // 3: openhcp.clusterservice.v1.NodePoolState
+	(UpgradeType)(0),                    // 4: openhcp.clusterservice.v1.UpgradeType
+	(UpgradePolicyState)(0),             // 5: openhcp.clusterservice.v1.UpgradePolicyState
+	(*Cluster)(nil),                     // 6: openhcp.clusterservice.v1.Cluster
+	(*ClusterSpec)(nil),                 // 7: openhcp.clusterservice.v1.ClusterSpec
+	(*NetworkSpec)(nil),                 // 8: openhcp.clusterservice.v1.NetworkSpec
+	(*AzureSpec)(nil),                   // 9: openhcp.clusterservice.v1.AzureSpec
+	(*AzureWorkloadIdentities)(nil),     // 10: openhcp.clusterservice.v1.AzureWorkloadIdentities
+	(*ClusterStatus)(nil),               // 11: openhcp.clusterservice.v1.ClusterStatus
+	(*Condition)(nil),                   // 12: openhcp.clusterservice.v1.Condition
+	(*CreateClusterRequest)(nil),        // 13: openhcp.clusterservice.v1.CreateClusterRequest
+	(*GetClusterRequest)(nil),           // 14: openhcp.clusterservice.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 15: openhcp.clusterservice.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 16: openhcp.clusterservice.v1.ListClustersResponse
+	(*DeleteClusterRequest)(nil),        // 17: openhcp.clusterservice.v1.DeleteClusterRequest
+	(*WatchClustersRequest)(nil),        // 18: openhcp.clusterservice.v1.WatchClustersRequest
+	(*ClusterEvent)(nil),                // 19: openhcp.clusterservice.v1.ClusterEvent
+	(*ProvisionShard)(nil),              // 20: openhcp.clusterservice.v1.ProvisionShard
+	(*RegisterShardRequest)(nil),        // 21: openhcp.clusterservice.v1.RegisterShardRequest
+	(*ListShardsRequest)(nil),           // 22: openhcp.clusterservice.v1.ListShardsRequest
+	(*ListShardsResponse)(nil),          // 23: openhcp.clusterservice.v1.ListShardsResponse
+	(*SetShardStatusRequest)(nil),       // 24: openhcp.clusterservice.v1.SetShardStatusRequest
+	(*NodePool)(nil),                    // 25: openhcp.clusterservice.v1.NodePool
+	(*NodePoolSpec)(nil),                // 26: openhcp.clusterservice.v1.NodePoolSpec
+	(*NodePoolAutoscaling)(nil),         // 27: openhcp.clusterservice.v1.NodePoolAutoscaling
+	(*Taint)(nil),                       // 28: openhcp.clusterservice.v1.Taint
+	(*NodePoolPlatform)(nil),            // 29: openhcp.clusterservice.v1.NodePoolPlatform
+	(*NodePoolStatus)(nil),              // 30: openhcp.clusterservice.v1.NodePoolStatus
+	(*CreateNodePoolRequest)(nil),       // 31: openhcp.clusterservice.v1.CreateNodePoolRequest
+	(*GetNodePoolRequest)(nil),          // 32: openhcp.clusterservice.v1.GetNodePoolRequest
+	(*ListNodePoolsRequest)(nil),        // 33: openhcp.clusterservice.v1.ListNodePoolsRequest
+	(*ListNodePoolsResponse)(nil),       // 34: openhcp.clusterservice.v1.ListNodePoolsResponse
+	(*UpdateNodePoolRequest)(nil),       // 35: openhcp.clusterservice.v1.UpdateNodePoolRequest
+	(*DeleteNodePoolRequest)(nil),       // 36: openhcp.clusterservice.v1.DeleteNodePoolRequest
+	(*WatchNodePoolsRequest)(nil),       // 37: openhcp.clusterservice.v1.WatchNodePoolsRequest
+	(*NodePoolEvent)(nil),               // 38: openhcp.clusterservice.v1.NodePoolEvent
+	(*Version)(nil),                     // 39: openhcp.clusterservice.v1.Version
+	(*ListVersionsRequest)(nil),         // 40: openhcp.clusterservice.v1.ListVersionsRequest
+	(*ListVersionsResponse)(nil),        // 41: openhcp.clusterservice.v1.ListVersionsResponse
+	(*GetVersionRequest)(nil),           // 42: openhcp.clusterservice.v1.GetVersionRequest
+	(*UpdateClusterRequest)(nil),        // 43: openhcp.clusterservice.v1.UpdateClusterRequest
+	(*ClusterUpdate)(nil),               // 44: openhcp.clusterservice.v1.ClusterUpdate
+	(*UpgradePolicy)(nil),               // 45: openhcp.clusterservice.v1.UpgradePolicy
+	(*CreateUpgradePolicyRequest)(nil),  // 46: openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	(*GetUpgradePolicyRequest)(nil),     // 47: openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	(*ListUpgradePoliciesRequest)(nil),  // 48: openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	(*ListUpgradePoliciesResponse)(nil), // 49: openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	nil,                                 // 50: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	nil,                                 // 51: openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 52: google.protobuf.Timestamp
 }
 var file_v1_clusterservice_proto_depIdxs = []int32{
-	5,  // 0: openhcp.clusterservice.v1.Cluster.spec:type_name -> openhcp.clusterservice.v1.ClusterSpec
-	9,  // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
-	39, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
-	39, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
-	6,  // 4: openhcp.clusterservice.v1.ClusterSpec.network:type_name -> openhcp.clusterservice.v1.NetworkSpec
-	7,  // 5: openhcp.clusterservice.v1.ClusterSpec.azure:type_name -> openhcp.clusterservice.v1.AzureSpec
-	8,  // 6: openhcp.clusterservice.v1.AzureSpec.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
+	7,  // 0: openhcp.clusterservice.v1.Cluster.spec:type_name -> openhcp.clusterservice.v1.ClusterSpec
+	11, // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
+	52, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
+	52, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
+	8,  // 4: openhcp.clusterservice.v1.ClusterSpec.network:type_name -> openhcp.clusterservice.v1.NetworkSpec
+	9,  // 5: openhcp.clusterservice.v1.ClusterSpec.azure:type_name -> openhcp.clusterservice.v1.AzureSpec
+	10, // 6: openhcp.clusterservice.v1.AzureSpec.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
 	0,  // 7: openhcp.clusterservice.v1.ClusterStatus.state:type_name -> openhcp.clusterservice.v1.ClusterState
-	10, // 8: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	39, // 9: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	4,  // 10: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	4,  // 11: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
-	1,  // 12: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	4,  // 13: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	2,  // 14: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	37, // 15: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	18, // 16: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	18, // 17: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	2,  // 18: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	24, // 19: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
-	28, // 20: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
-	39, // 21: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
-	39, // 22: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
-	25, // 23: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
-	38, // 24: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
-	26, // 25: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
-	27, // 26: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
-	3,  // 27: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
-	10, // 28: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	23, // 29: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	23, // 30: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
-	24, // 31: openhcp.clusterservice.v1.UpdateNodePoolRequest.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
-	1,  // 32: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	23, // 33: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	11, // 34: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
-	12, // 35: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
-	13, // 36: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
-	15, // 37: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
-	16, // 38: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
-	29, // 39: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
-	30, // 40: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
-	31, // 41: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
-	33, // 42: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
-	34, // 43: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
-	35, // 44: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
-	19, // 45: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
-	20, // 46: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
-	22, // 47: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
-	4,  // 48: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	4,  // 49: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	14, // 50: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
-	4,  // 51: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	17, // 52: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
-	23, // 53: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	23, // 54: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	32, // 55: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
-	23, // 56: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	23, // 57: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	36, // 58: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
-	18, // 59: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	21, // 60: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
-	18, // 61: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	48, // [48:62] is the sub-list for method output_type
-	34, // [34:48] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	12, // 8: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	45, // 9: openhcp.clusterservice.v1.ClusterStatus.upgrade:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	52, // 10: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	6,  // 11: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	6,  // 12: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
+	1,  // 13: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	6,  // 14: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	2,  // 15: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	50, // 16: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	20, // 17: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	20, // 18: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	2,  // 19: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	26, // 20: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	30, // 21: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
+	52, // 22: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
+	52, // 23: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
+	27, // 24: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
+	51, // 25: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	28, // 26: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
+	29, // 27: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
+	3,  // 28: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
+	12, // 29: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	25, // 30: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	25, // 31: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
+	26, // 32: openhcp.clusterservice.v1.UpdateNodePoolRequest.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	1,  // 33: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	25, // 34: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	52, // 35: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
+	39, // 36: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
+	44, // 37: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
+	4,  // 38: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
+	52, // 39: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
+	5,  // 40: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
+	52, // 41: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
+	52, // 42: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
+	52, // 43: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
+	45, // 44: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	13, // 45: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
+	14, // 46: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
+	15, // 47: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
+	17, // 48: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
+	43, // 49: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
+	18, // 50: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
+	31, // 51: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
+	32, // 52: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
+	33, // 53: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
+	35, // 54: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
+	36, // 55: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
+	37, // 56: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
+	40, // 57: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
+	42, // 58: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
+	46, // 59: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	47, // 60: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	48, // 61: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	21, // 62: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
+	22, // 63: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
+	24, // 64: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
+	6,  // 65: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 66: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	16, // 67: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
+	6,  // 68: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 69: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	19, // 70: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
+	25, // 71: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	25, // 72: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	34, // 73: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
+	25, // 74: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	25, // 75: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	38, // 76: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
+	41, // 77: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
+	39, // 78: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
+	45, // 79: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	45, // 80: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	49, // 81: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	20, // 82: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	23, // 83: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
+	20, // 84: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	65, // [65:85] is the sub-list for method output_type
+	45, // [45:65] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_v1_clusterservice_proto_init() }
@@ -2787,10 +3711,10 @@ func file_v1_clusterservice_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_clusterservice_proto_rawDesc), len(file_v1_clusterservice_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   35,
+			NumEnums:      6,
+			NumMessages:   46,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   5,
 		},
 		GoTypes:           file_v1_clusterservice_proto_goTypes,
 		DependencyIndexes: file_v1_clusterservice_proto_depIdxs,

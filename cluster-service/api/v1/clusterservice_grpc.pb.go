@@ -30,6 +30,7 @@ const (
 	Clusters_GetCluster_FullMethodName    = "/openhcp.clusterservice.v1.Clusters/GetCluster"
 	Clusters_ListClusters_FullMethodName  = "/openhcp.clusterservice.v1.Clusters/ListClusters"
 	Clusters_DeleteCluster_FullMethodName = "/openhcp.clusterservice.v1.Clusters/DeleteCluster"
+	Clusters_UpdateCluster_FullMethodName = "/openhcp.clusterservice.v1.Clusters/UpdateCluster"
 	Clusters_WatchClusters_FullMethodName = "/openhcp.clusterservice.v1.Clusters/WatchClusters"
 )
 
@@ -50,6 +51,15 @@ type ClustersClient interface {
 	// ManifestWork is gone from the management cluster; then GetCluster answers NotFound and
 	// WatchClusters sends a DELETED event.
 	DeleteCluster(ctx context.Context, in *DeleteClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
+	// UpdateCluster changes what may change after create: the channel group (at once) and the
+	// OpenShift version, through a control-plane upgrade policy that starts at once (next_run
+	// now). The version must be reachable along an upgrade edge of the catalogue: a downgrade,
+	// a skipped minor or a missing edge is InvalidArgument on update.version_id with the versions
+	// the cluster can upgrade to. The returned cluster's status.upgrade is the new policy; a
+	// version that resolves to the current one starts none. Errors: NotFound, InvalidArgument,
+	// FailedPrecondition (the cluster is being deleted, or an upgrade is already pending or
+	// running), Aborted (revision given and stale).
+	UpdateCluster(ctx context.Context, in *UpdateClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
 	// WatchClusters streams every change after since_revision (0: a snapshot of all clusters
 	// first, then changes). Revisions increase monotonically across all clusters, so a client that
 	// reconnects with the last revision it saw misses nothing. Deletions stay replayable for the
@@ -106,6 +116,16 @@ func (c *clustersClient) DeleteCluster(ctx context.Context, in *DeleteClusterReq
 	return out, nil
 }
 
+func (c *clustersClient) UpdateCluster(ctx context.Context, in *UpdateClusterRequest, opts ...grpc.CallOption) (*Cluster, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Cluster)
+	err := c.cc.Invoke(ctx, Clusters_UpdateCluster_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *clustersClient) WatchClusters(ctx context.Context, in *WatchClustersRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ClusterEvent], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &Clusters_ServiceDesc.Streams[0], Clusters_WatchClusters_FullMethodName, cOpts...)
@@ -142,6 +162,15 @@ type ClustersServer interface {
 	// ManifestWork is gone from the management cluster; then GetCluster answers NotFound and
 	// WatchClusters sends a DELETED event.
 	DeleteCluster(context.Context, *DeleteClusterRequest) (*Cluster, error)
+	// UpdateCluster changes what may change after create: the channel group (at once) and the
+	// OpenShift version, through a control-plane upgrade policy that starts at once (next_run
+	// now). The version must be reachable along an upgrade edge of the catalogue: a downgrade,
+	// a skipped minor or a missing edge is InvalidArgument on update.version_id with the versions
+	// the cluster can upgrade to. The returned cluster's status.upgrade is the new policy; a
+	// version that resolves to the current one starts none. Errors: NotFound, InvalidArgument,
+	// FailedPrecondition (the cluster is being deleted, or an upgrade is already pending or
+	// running), Aborted (revision given and stale).
+	UpdateCluster(context.Context, *UpdateClusterRequest) (*Cluster, error)
 	// WatchClusters streams every change after since_revision (0: a snapshot of all clusters
 	// first, then changes). Revisions increase monotonically across all clusters, so a client that
 	// reconnects with the last revision it saw misses nothing. Deletions stay replayable for the
@@ -169,6 +198,9 @@ func (UnimplementedClustersServer) ListClusters(context.Context, *ListClustersRe
 }
 func (UnimplementedClustersServer) DeleteCluster(context.Context, *DeleteClusterRequest) (*Cluster, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteCluster not implemented")
+}
+func (UnimplementedClustersServer) UpdateCluster(context.Context, *UpdateClusterRequest) (*Cluster, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateCluster not implemented")
 }
 func (UnimplementedClustersServer) WatchClusters(*WatchClustersRequest, grpc.ServerStreamingServer[ClusterEvent]) error {
 	return status.Errorf(codes.Unimplemented, "method WatchClusters not implemented")
@@ -266,6 +298,24 @@ func _Clusters_DeleteCluster_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Clusters_UpdateCluster_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateClusterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClustersServer).UpdateCluster(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Clusters_UpdateCluster_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClustersServer).UpdateCluster(ctx, req.(*UpdateClusterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Clusters_WatchClusters_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchClustersRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -299,6 +349,10 @@ var Clusters_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteCluster",
 			Handler:    _Clusters_DeleteCluster_Handler,
+		},
+		{
+			MethodName: "UpdateCluster",
+			Handler:    _Clusters_UpdateCluster_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
@@ -638,6 +692,354 @@ var NodePools_ServiceDesc = grpc.ServiceDesc{
 			ServerStreams: true,
 		},
 	},
+	Metadata: "v1/clusterservice.proto",
+}
+
+const (
+	Versions_ListVersions_FullMethodName = "/openhcp.clusterservice.v1.Versions/ListVersions"
+	Versions_GetVersion_FullMethodName   = "/openhcp.clusterservice.v1.Versions/GetVersion"
+)
+
+// VersionsClient is the client API for Versions service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Versions serves the version catalogue (--versions-file): channel groups, versions, whether
+// they are enabled, their end of life and their upgrade edges.
+type VersionsClient interface {
+	// ListVersions lists the versions of one channel group, or of every group when
+	// channel_group is empty; ordered by group, then version (numerically).
+	ListVersions(ctx context.Context, in *ListVersionsRequest, opts ...grpc.CallOption) (*ListVersionsResponse, error)
+	// GetVersion returns one version of a channel group (default "stable"). NotFound if the group
+	// does not list it.
+	GetVersion(ctx context.Context, in *GetVersionRequest, opts ...grpc.CallOption) (*Version, error)
+}
+
+type versionsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewVersionsClient(cc grpc.ClientConnInterface) VersionsClient {
+	return &versionsClient{cc}
+}
+
+func (c *versionsClient) ListVersions(ctx context.Context, in *ListVersionsRequest, opts ...grpc.CallOption) (*ListVersionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListVersionsResponse)
+	err := c.cc.Invoke(ctx, Versions_ListVersions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *versionsClient) GetVersion(ctx context.Context, in *GetVersionRequest, opts ...grpc.CallOption) (*Version, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Version)
+	err := c.cc.Invoke(ctx, Versions_GetVersion_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// VersionsServer is the server API for Versions service.
+// All implementations must embed UnimplementedVersionsServer
+// for forward compatibility.
+//
+// Versions serves the version catalogue (--versions-file): channel groups, versions, whether
+// they are enabled, their end of life and their upgrade edges.
+type VersionsServer interface {
+	// ListVersions lists the versions of one channel group, or of every group when
+	// channel_group is empty; ordered by group, then version (numerically).
+	ListVersions(context.Context, *ListVersionsRequest) (*ListVersionsResponse, error)
+	// GetVersion returns one version of a channel group (default "stable"). NotFound if the group
+	// does not list it.
+	GetVersion(context.Context, *GetVersionRequest) (*Version, error)
+	mustEmbedUnimplementedVersionsServer()
+}
+
+// UnimplementedVersionsServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedVersionsServer struct{}
+
+func (UnimplementedVersionsServer) ListVersions(context.Context, *ListVersionsRequest) (*ListVersionsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListVersions not implemented")
+}
+func (UnimplementedVersionsServer) GetVersion(context.Context, *GetVersionRequest) (*Version, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetVersion not implemented")
+}
+func (UnimplementedVersionsServer) mustEmbedUnimplementedVersionsServer() {}
+func (UnimplementedVersionsServer) testEmbeddedByValue()                  {}
+
+// UnsafeVersionsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to VersionsServer will
+// result in compilation errors.
+type UnsafeVersionsServer interface {
+	mustEmbedUnimplementedVersionsServer()
+}
+
+func RegisterVersionsServer(s grpc.ServiceRegistrar, srv VersionsServer) {
+	// If the following call pancis, it indicates UnimplementedVersionsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Versions_ServiceDesc, srv)
+}
+
+func _Versions_ListVersions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListVersionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VersionsServer).ListVersions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Versions_ListVersions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VersionsServer).ListVersions(ctx, req.(*ListVersionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Versions_GetVersion_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetVersionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VersionsServer).GetVersion(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Versions_GetVersion_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VersionsServer).GetVersion(ctx, req.(*GetVersionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Versions_ServiceDesc is the grpc.ServiceDesc for Versions service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Versions_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "openhcp.clusterservice.v1.Versions",
+	HandlerType: (*VersionsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ListVersions",
+			Handler:    _Versions_ListVersions_Handler,
+		},
+		{
+			MethodName: "GetVersion",
+			Handler:    _Versions_GetVersion_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "v1/clusterservice.proto",
+}
+
+const (
+	UpgradePolicies_CreateUpgradePolicy_FullMethodName = "/openhcp.clusterservice.v1.UpgradePolicies/CreateUpgradePolicy"
+	UpgradePolicies_GetUpgradePolicy_FullMethodName    = "/openhcp.clusterservice.v1.UpgradePolicies/GetUpgradePolicy"
+	UpgradePolicies_ListUpgradePolicies_FullMethodName = "/openhcp.clusterservice.v1.UpgradePolicies/ListUpgradePolicies"
+)
+
+// UpgradePoliciesClient is the client API for UpgradePolicies service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// UpgradePolicies are the upgrades of control planes and node pools. Each moves
+// PENDING → SCHEDULED → STARTED → COMPLETED or FAILED; the controller drives it (see
+// docs/cluster-service.md). A cluster has at most one control-plane policy that is not finished.
+type UpgradePoliciesClient interface {
+	// CreateUpgradePolicy schedules a control-plane upgrade of cluster_id to version_id at
+	// next_run (empty: now). Validation and errors as UpdateCluster.
+	CreateUpgradePolicy(ctx context.Context, in *CreateUpgradePolicyRequest, opts ...grpc.CallOption) (*UpgradePolicy, error)
+	GetUpgradePolicy(ctx context.Context, in *GetUpgradePolicyRequest, opts ...grpc.CallOption) (*UpgradePolicy, error)
+	// ListUpgradePolicies lists a cluster's policies (control plane and node pools), newest
+	// first; with node_pool_id, only that pool's.
+	ListUpgradePolicies(ctx context.Context, in *ListUpgradePoliciesRequest, opts ...grpc.CallOption) (*ListUpgradePoliciesResponse, error)
+}
+
+type upgradePoliciesClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewUpgradePoliciesClient(cc grpc.ClientConnInterface) UpgradePoliciesClient {
+	return &upgradePoliciesClient{cc}
+}
+
+func (c *upgradePoliciesClient) CreateUpgradePolicy(ctx context.Context, in *CreateUpgradePolicyRequest, opts ...grpc.CallOption) (*UpgradePolicy, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpgradePolicy)
+	err := c.cc.Invoke(ctx, UpgradePolicies_CreateUpgradePolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *upgradePoliciesClient) GetUpgradePolicy(ctx context.Context, in *GetUpgradePolicyRequest, opts ...grpc.CallOption) (*UpgradePolicy, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpgradePolicy)
+	err := c.cc.Invoke(ctx, UpgradePolicies_GetUpgradePolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *upgradePoliciesClient) ListUpgradePolicies(ctx context.Context, in *ListUpgradePoliciesRequest, opts ...grpc.CallOption) (*ListUpgradePoliciesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListUpgradePoliciesResponse)
+	err := c.cc.Invoke(ctx, UpgradePolicies_ListUpgradePolicies_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpgradePoliciesServer is the server API for UpgradePolicies service.
+// All implementations must embed UnimplementedUpgradePoliciesServer
+// for forward compatibility.
+//
+// UpgradePolicies are the upgrades of control planes and node pools. Each moves
+// PENDING → SCHEDULED → STARTED → COMPLETED or FAILED; the controller drives it (see
+// docs/cluster-service.md). A cluster has at most one control-plane policy that is not finished.
+type UpgradePoliciesServer interface {
+	// CreateUpgradePolicy schedules a control-plane upgrade of cluster_id to version_id at
+	// next_run (empty: now). Validation and errors as UpdateCluster.
+	CreateUpgradePolicy(context.Context, *CreateUpgradePolicyRequest) (*UpgradePolicy, error)
+	GetUpgradePolicy(context.Context, *GetUpgradePolicyRequest) (*UpgradePolicy, error)
+	// ListUpgradePolicies lists a cluster's policies (control plane and node pools), newest
+	// first; with node_pool_id, only that pool's.
+	ListUpgradePolicies(context.Context, *ListUpgradePoliciesRequest) (*ListUpgradePoliciesResponse, error)
+	mustEmbedUnimplementedUpgradePoliciesServer()
+}
+
+// UnimplementedUpgradePoliciesServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedUpgradePoliciesServer struct{}
+
+func (UnimplementedUpgradePoliciesServer) CreateUpgradePolicy(context.Context, *CreateUpgradePolicyRequest) (*UpgradePolicy, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateUpgradePolicy not implemented")
+}
+func (UnimplementedUpgradePoliciesServer) GetUpgradePolicy(context.Context, *GetUpgradePolicyRequest) (*UpgradePolicy, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetUpgradePolicy not implemented")
+}
+func (UnimplementedUpgradePoliciesServer) ListUpgradePolicies(context.Context, *ListUpgradePoliciesRequest) (*ListUpgradePoliciesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListUpgradePolicies not implemented")
+}
+func (UnimplementedUpgradePoliciesServer) mustEmbedUnimplementedUpgradePoliciesServer() {}
+func (UnimplementedUpgradePoliciesServer) testEmbeddedByValue()                         {}
+
+// UnsafeUpgradePoliciesServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to UpgradePoliciesServer will
+// result in compilation errors.
+type UnsafeUpgradePoliciesServer interface {
+	mustEmbedUnimplementedUpgradePoliciesServer()
+}
+
+func RegisterUpgradePoliciesServer(s grpc.ServiceRegistrar, srv UpgradePoliciesServer) {
+	// If the following call pancis, it indicates UnimplementedUpgradePoliciesServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&UpgradePolicies_ServiceDesc, srv)
+}
+
+func _UpgradePolicies_CreateUpgradePolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateUpgradePolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UpgradePoliciesServer).CreateUpgradePolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UpgradePolicies_CreateUpgradePolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UpgradePoliciesServer).CreateUpgradePolicy(ctx, req.(*CreateUpgradePolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _UpgradePolicies_GetUpgradePolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUpgradePolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UpgradePoliciesServer).GetUpgradePolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UpgradePolicies_GetUpgradePolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UpgradePoliciesServer).GetUpgradePolicy(ctx, req.(*GetUpgradePolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _UpgradePolicies_ListUpgradePolicies_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListUpgradePoliciesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UpgradePoliciesServer).ListUpgradePolicies(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UpgradePolicies_ListUpgradePolicies_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UpgradePoliciesServer).ListUpgradePolicies(ctx, req.(*ListUpgradePoliciesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// UpgradePolicies_ServiceDesc is the grpc.ServiceDesc for UpgradePolicies service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var UpgradePolicies_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "openhcp.clusterservice.v1.UpgradePolicies",
+	HandlerType: (*UpgradePoliciesServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CreateUpgradePolicy",
+			Handler:    _UpgradePolicies_CreateUpgradePolicy_Handler,
+		},
+		{
+			MethodName: "GetUpgradePolicy",
+			Handler:    _UpgradePolicies_GetUpgradePolicy_Handler,
+		},
+		{
+			MethodName: "ListUpgradePolicies",
+			Handler:    _UpgradePolicies_ListUpgradePolicies_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
 	Metadata: "v1/clusterservice.proto",
 }
 

@@ -84,7 +84,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
-	str(&c.versionsFile, "versions-file", "VERSIONS_FILE", "", "JSON version catalogue (channel groups → versions); default: the catalogue built in")
+	str(&c.versionsFile, "versions-file", "VERSIONS_FILE", "", "JSON version catalogue (channel groups, versions, end of life, upgrade edges; checked at start-up); default: the catalogue built in")
 	str(&c.pullSecretFile, "pull-secret-file", "PULL_SECRET_FILE", "", "file with the .dockerconfigjson given to hosted clusters; default: no credentials")
 	str(&c.devIdentityClientID, "dev-workload-identity-client-id", "DEV_WORKLOAD_IDENTITY_CLIENT_ID", "",
 		"development regions only: client ID (UUID) used for every workload identity of a cluster that has none; empty fails such clusters")
@@ -233,7 +233,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(st, server.Config{Env: c.envName, Log: log, Registerer: reg, Versions: catalogue})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
-		TombstoneRetention: c.tombstoneRetention, Registerer: reg}, log)
+		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue}, log)
 
 	opts := srv.ServerOptions()
 	if serverTLS != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
 
 // WorkClient is what the controller needs from Maestro; *maestro.Client implements it. Get
@@ -57,6 +58,10 @@ type Config struct {
 	TombstoneRetention time.Duration
 	// Registerer for the controller's metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// Versions re-checks an upgrade's edge before it is scheduled; nil skips the check.
+	Versions *versions.Catalogue
+	// Now is the clock of upgrade schedules; default time.Now.
+	Now func() time.Time
 }
 
 // Controller is the cluster reconciler.
@@ -406,7 +411,12 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	if _, err := c.writeStatus(ctx, cl, st); err != nil {
+	written, err := c.writeStatus(ctx, cl, st)
+	if err != nil {
+		return 0, err
+	}
+	_, wait, err := c.advanceUpgrade(ctx, log, written)
+	if err != nil {
 		return 0, err
 	}
 	if st.Applied && !cl.Status.GetApplied() {
@@ -418,7 +428,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil // look again soon: the work should appear
 	}
-	return 0, nil
+	return wait, nil
 }
 
 func (c *Controller) reconcileDelete(ctx context.Context, log *slog.Logger, cl *store.Cluster) (time.Duration, error) {
@@ -475,6 +485,8 @@ func (c *Controller) remove(ctx context.Context, log *slog.Logger, cl *store.Clu
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cl *store.Cluster, st *csv1.ClusterStatus) (*store.Cluster, error) {
+	// The upgrade policy is not derived from feedback; only advanceUpgrade changes it.
+	st.Upgrade = cl.Status.GetUpgrade()
 	if proto.Equal(cl.Status, st) {
 		return cl, nil
 	}
@@ -498,3 +510,10 @@ func (c *Controller) forget(id string) {
 }
 
 func protoEqual(a, b proto.Message) bool { return proto.Equal(a, b) }
+
+func (c *Controller) now() time.Time {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return time.Now()
+}

@@ -141,6 +141,9 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	if _, err := c.writeNodePoolStatus(ctx, np, st); err != nil {
 		return 0, err
 	}
+	if err := c.advanceNodePoolUpgrade(ctx, log, np.ID, st); err != nil {
+		return 0, err
+	}
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -139,9 +140,23 @@ func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolReq
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	np, err := s.st.UpdateNodePoolSpec(ctx, cur.ID, req.GetRevision(), spec)
+	var upgrade *csv1.UpgradePolicy
+	if from, to := cur.Spec.GetVersionId(), spec.GetVersionId(); from != to {
+		// The new version is in the spec at once (the ARM contract: the update is done when the
+		// pool is READY at it), so the pool's policy starts STARTED.
+		upgrade = &csv1.UpgradePolicy{Id: newPolicyID(), ClusterId: cl.ID, NodePoolId: cur.ID, Type: csv1.UpgradeType_UPGRADE_TYPE_NODE_POOL,
+			FromVersion: from, ToVersion: to, NextRun: timestamppb.New(s.cfg.Now()), State: csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED,
+			Message: fmt.Sprintf("Upgrading the node pool from %s to %s.", from, to)}
+	}
+	np, err := s.st.UpdateNodePoolSpecAndUpgrade(ctx, cur.ID, req.GetRevision(), spec, upgrade)
+	if errors.Is(err, store.ErrUpgradeInProgress) {
+		return nil, status.Errorf(codes.FailedPrecondition, "update node pool %s: %v; wait for it to finish", cur.ID, err)
+	}
 	if err != nil {
 		return nil, s.toStatus(ctx, "update node pool", err)
+	}
+	if upgrade != nil {
+		LoggerFrom(ctx).Info("node pool upgrade started", "node_pool_id", np.ID, "upgrade_policy_id", upgrade.Id, "from", upgrade.FromVersion, "to", upgrade.ToVersion)
 	}
 	LoggerFrom(ctx).Info("node pool updated", "node_pool_id", np.ID, "cluster_id", np.ClusterID, "revision", np.Revision)
 	return store.NodePoolProto(np), nil
@@ -269,10 +284,23 @@ func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl
 	// Version: resolved like the cluster's, never ahead of the control plane, at most two
 	// minors behind it, and on an update never a downgrade.
 	cpVersion := cl.Spec.GetVersionId()
+	if running := cl.Status.GetCurrentVersion(); running != "" {
+		// While a control-plane upgrade runs, the spec is ahead of what runs.
+		if c, err := versions.Compare(running, cpVersion); err == nil && c < 0 {
+			cpVersion = running
+		}
+	}
 	if spec.VersionId == "" {
 		spec.VersionId = cpVersion
 		if cur != nil {
 			spec.VersionId = cur.GetVersionId()
+		}
+	} else if cur.GetVersionId() != "" {
+		// An update moves along the catalogue's upgrade edges, like the control plane.
+		if resolved, err := catalogue.ResolveUpgrade(cl.Spec.GetChannelGroup(), cur.GetVersionId(), spec.VersionId, now()); err != nil {
+			v.add(field+".version_id", "%v", err)
+		} else {
+			spec.VersionId = resolved
 		}
 	} else if resolved, err := catalogue.Resolve(cl.Spec.GetChannelGroup(), spec.VersionId, now()); err != nil {
 		v.add(field+".version_id", "%v", err)

@@ -47,6 +47,8 @@ type Server struct {
 	csv1.UnimplementedClustersServer
 	csv1.UnimplementedProvisionShardsServer
 	csv1.UnimplementedNodePoolsServer
+	csv1.UnimplementedVersionsServer
+	csv1.UnimplementedUpgradePoliciesServer
 
 	st      *store.Store
 	cfg     Config
@@ -101,11 +103,14 @@ func (s *Server) ServerOptions() []grpc.ServerOption {
 	}
 }
 
-// Register registers the Clusters, NodePools and ProvisionShards services on g.
+// Register registers the Clusters, NodePools, ProvisionShards, Versions and UpgradePolicies
+// services on g.
 func (s *Server) Register(g *grpc.Server) {
 	csv1.RegisterClustersServer(g, s)
 	csv1.RegisterProvisionShardsServer(g, s)
 	csv1.RegisterNodePoolsServer(g, s)
+	csv1.RegisterVersionsServer(g, s)
+	csv1.RegisterUpgradePoliciesServer(g, s)
 	csv1.RegisterExternalAuthsServer(g, s.ExternalAuthsServer())
 }
 

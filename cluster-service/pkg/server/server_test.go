@@ -49,6 +49,8 @@ type env struct {
 	clusters csv1.ClustersClient
 	shards   csv1.ProvisionShardsClient
 	pools    csv1.NodePoolsClient
+	versions csv1.VersionsClient
+	upgrades csv1.UpgradePoliciesClient
 	reg      *prometheus.Registry
 	logs     *syncBuffer
 }
@@ -80,7 +82,8 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn), reg: reg, logs: logs}
+	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn),
+		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), reg: reg, logs: logs}
 }
 
 func id(n int) string { return fmt.Sprintf("%032d", n) }

@@ -166,6 +166,13 @@ func (s *Store) ListNodePools(ctx context.Context, clusterID, afterID string, li
 // ErrConflict unless the pool is at revision. ErrDeleting for a pool being deleted. An identical
 // spec is not written and keeps the revision.
 func (s *Store) UpdateNodePoolSpec(ctx context.Context, id string, revision int64, spec *csv1.NodePoolSpec) (*NodePool, error) {
+	return s.UpdateNodePoolSpecAndUpgrade(ctx, id, revision, spec, nil)
+}
+
+// UpdateNodePoolSpecAndUpgrade is UpdateNodePoolSpec that also records upgrade, a node pool
+// upgrade policy, in the same transaction (ErrUpgradeInProgress if the pool has an unfinished
+// one).
+func (s *Store) UpdateNodePoolSpecAndUpgrade(ctx context.Context, id string, revision int64, spec *csv1.NodePoolSpec, upgrade *csv1.UpgradePolicy) (*NodePool, error) {
 	var out *NodePool
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		np, err := scanNodePool(tx.QueryRow(ctx, `SELECT `+nodePoolColumns+` FROM node_pools WHERE id = $1 FOR UPDATE`, id))
@@ -181,6 +188,11 @@ func (s *Store) UpdateNodePoolSpec(ctx context.Context, id string, revision int6
 		if proto.Equal(np.Spec, spec) {
 			out = np
 			return nil
+		}
+		if upgrade != nil {
+			if _, err := insertPolicyTx(ctx, tx, upgrade); err != nil {
+				return err
+			}
 		}
 		b, err := protojson.Marshal(spec)
 		if err != nil {

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+)
+
+var policyIDEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
+
+// newPolicyID returns an upgrade policy ID in the format of cluster IDs: 32 characters of
+// lowercase base32hex.
+func newPolicyID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return strings.ToLower(policyIDEncoding.EncodeToString(b[:]))
+}
+
+// channelGroups are the groups a cluster may be in (also checked at create).
+var channelGroups = []string{"stable", "candidate", "fast", "eus", "nightly"}
+
+const maxOperationIDLength = 128
+
+// UpdateCluster implements csv1.ClustersServer.
+func (s *Server) UpdateCluster(ctx context.Context, req *csv1.UpdateClusterRequest) (*csv1.Cluster, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if req.GetRevision() < 0 {
+		v.add("revision", "must not be negative")
+	}
+	if len(req.GetOperationId()) > maxOperationIDLength {
+		v.add("operation_id", "must be at most %d characters", maxOperationIDLength)
+	}
+	u := req.GetUpdate()
+	if u.GetVersionId() == "" && u.GetChannelGroup() == "" {
+		v.add("update", "names nothing to change: set version_id or channel_group")
+	}
+	oneOf(&v, "update.channel_group", u.GetChannelGroup(), channelGroups...)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	return s.updateCluster(ctx, "update cluster", req.GetId(), req.GetRevision(), u, req.GetOperationId(), s.cfg.Now())
+}
+
+// CreateUpgradePolicy implements csv1.UpgradePoliciesServer.
+func (s *Server) CreateUpgradePolicy(ctx context.Context, req *csv1.CreateUpgradePolicyRequest) (*csv1.UpgradePolicy, error) {
+	var v violations
+	validateClusterID(&v, "cluster_id", req.GetClusterId())
+	if req.GetVersionId() == "" {
+		v.add("version_id", "is required")
+	}
+	if len(req.GetOperationId()) > maxOperationIDLength {
+		v.add("operation_id", "must be at most %d characters", maxOperationIDLength)
+	}
+	next := s.cfg.Now()
+	if req.GetNextRun() != nil {
+		if err := req.GetNextRun().CheckValid(); err != nil {
+			v.add("next_run", "%v", err)
+		} else if t := req.GetNextRun().AsTime(); t.After(next) {
+			next = t
+		}
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	c, err := s.updateCluster(ctx, "create upgrade policy", req.GetClusterId(), 0,
+		&csv1.ClusterUpdate{VersionId: req.GetVersionId()}, req.GetOperationId(), next)
+	if err != nil {
+		return nil, err
+	}
+	p := c.GetStatus().GetUpgrade()
+	if p == nil || p.GetOperationId() != req.GetOperationId() || store.Terminal(p.GetState()) {
+		return nil, status.Errorf(codes.FailedPrecondition, "cluster %s already runs %s: there is nothing to upgrade", c.GetId(), c.GetSpec().GetVersionId())
+	}
+	return p, nil
+}
+
+// updateCluster applies u to the cluster under the store's write lock; a version change
+// starts a control-plane upgrade policy that may start at nextRun.
+func (s *Server) updateCluster(ctx context.Context, op, id string, revision int64, u *csv1.ClusterUpdate, operationID string, nextRun time.Time) (*csv1.Cluster, error) {
+	now := s.cfg.Now()
+	pools, err := s.st.ListNodePools(ctx, id, "", 0)
+	if err != nil {
+		return nil, s.toStatus(ctx, op, err)
+	}
+	c, err := s.st.UpdateCluster(ctx, id, revision, func(c *store.Cluster, active *csv1.UpgradePolicy) (store.ClusterChange, error) {
+		return decideUpdate(s.cfg.Versions, c, active, pools, u, operationID, now, nextRun)
+	})
+	if errors.Is(err, store.ErrUpgradeInProgress) {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s: cluster %s: %v", op, id, err)
+	}
+	if err != nil {
+		return nil, s.toStatus(ctx, op, err)
+	}
+	log := LoggerFrom(ctx).With("cluster_id", c.ID, "revision", c.Revision)
+	if p := c.Status.GetUpgrade(); p != nil && p.GetOperationId() == operationID && p.GetState() == csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING {
+		log.Info("control plane upgrade requested", "upgrade_policy_id", p.GetId(), "from", p.GetFromVersion(), "to", p.GetToVersion(),
+			"next_run", p.GetNextRun().AsTime(), "operation_id", operationID)
+	} else {
+		log.Info("cluster updated", "channel_group", c.Spec.GetChannelGroup(), "version_id", c.Spec.GetVersionId())
+	}
+	return toProto(c), nil
+}
+
+// decideUpdate is the validation of a cluster update against the current cluster, its running
+// upgrade and its node pools; it runs under the write lock, so it sees what the update changes.
+func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.UpgradePolicy, pools []*store.NodePool,
+	u *csv1.ClusterUpdate, operationID string, now, nextRun time.Time) (store.ClusterChange, error) {
+	var v violations
+	var ch store.ClusterChange
+	spec := proto.Clone(c.Spec).(*csv1.ClusterSpec)
+	if g := u.GetChannelGroup(); g != "" && g != spec.GetChannelGroup() {
+		if _, ok := catalogue.Get(g, spec.GetVersionId()); !ok {
+			v.add("update.channel_group", "the cluster runs %s, which channel group %s does not offer", spec.GetVersionId(), g)
+		}
+		spec.ChannelGroup = g
+		ch.Spec = spec
+	}
+	if want := u.GetVersionId(); want != "" {
+		target, err := catalogue.ResolveUpgrade(spec.GetChannelGroup(), c.Spec.GetVersionId(), want, now)
+		switch {
+		case err != nil:
+			v.add("update.version_id", "%v", err)
+		case target != c.Spec.GetVersionId():
+			for _, np := range pools {
+				if np.Deleting {
+					continue
+				}
+				if n, ok := versions.MinorsBehind(np.Spec.GetVersionId(), target); !ok || n > maxMinorsBehind {
+					v.add("update.version_id", "node pool %s runs %s, which would be more than %d minor versions behind %s; upgrade the node pool first",
+						np.ID, np.Spec.GetVersionId(), maxMinorsBehind, target)
+				}
+			}
+			if active != nil {
+				return ch, status.Errorf(codes.FailedPrecondition, "an upgrade of cluster %s to %s is already %s (upgrade policy %s); wait for it to finish",
+					c.ID, active.GetToVersion(), policyStateWord(active.GetState()), active.GetId())
+			}
+			ch.Upgrade = &csv1.UpgradePolicy{
+				Id: newPolicyID(), ClusterId: c.ID, Type: csv1.UpgradeType_UPGRADE_TYPE_CONTROL_PLANE,
+				FromVersion: c.Spec.GetVersionId(), ToVersion: target, NextRun: timestamppb.New(nextRun),
+				State:   csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING,
+				Message: fmt.Sprintf("The upgrade from %s to %s is waiting to be scheduled.", c.Spec.GetVersionId(), target),
+				OperationId: operationID,
+			}
+		}
+	}
+	return ch, v.err()
+}
+
+func policyStateWord(s csv1.UpgradePolicyState) string {
+	switch s {
+	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING:
+		return "pending"
+	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_SCHEDULED:
+		return "scheduled"
+	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED:
+		return "running"
+	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED:
+		return "completed"
+	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// GetUpgradePolicy implements csv1.UpgradePoliciesServer.
+func (s *Server) GetUpgradePolicy(ctx context.Context, req *csv1.GetUpgradePolicyRequest) (*csv1.UpgradePolicy, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	p, err := s.st.GetUpgradePolicy(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "get upgrade policy", err)
+	}
+	return p, nil
+}
+
+// ListUpgradePolicies implements csv1.UpgradePoliciesServer.
+func (s *Server) ListUpgradePolicies(ctx context.Context, req *csv1.ListUpgradePoliciesRequest) (*csv1.ListUpgradePoliciesResponse, error) {
+	var v violations
+	validateClusterID(&v, "cluster_id", req.GetClusterId())
+	if id := req.GetNodePoolId(); id != "" {
+		validateClusterID(&v, "node_pool_id", id)
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	if _, err := s.st.GetCluster(ctx, req.GetClusterId()); err != nil {
+		return nil, s.toStatus(ctx, "list upgrade policies", err)
+	}
+	ps, err := s.st.ListUpgradePolicies(ctx, req.GetClusterId(), req.GetNodePoolId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "list upgrade policies", err)
+	}
+	return &csv1.ListUpgradePoliciesResponse{UpgradePolicies: ps}, nil
+}

@@ -1,0 +1,252 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+// ErrUpgradeInProgress: the control plane or node pool already has an unfinished upgrade policy.
+var ErrUpgradeInProgress = errors.New("an upgrade is already pending or running")
+
+const policyColumns = `id, cluster_id, coalesce(node_pool_id, ''), type, state, from_version, to_version, next_run,
+	message, operation_id, create_time, update_time`
+
+func scanPolicy(row pgx.Row) (*csv1.UpgradePolicy, error) {
+	var p csv1.UpgradePolicy
+	var typ, state string
+	var next, created, updated time.Time
+	if err := row.Scan(&p.Id, &p.ClusterId, &p.NodePoolId, &typ, &state, &p.FromVersion, &p.ToVersion, &next,
+		&p.Message, &p.OperationId, &created, &updated); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	p.Type = csv1.UpgradeType(csv1.UpgradeType_value["UPGRADE_TYPE_"+typ])
+	p.State = csv1.UpgradePolicyState(csv1.UpgradePolicyState_value["UPGRADE_POLICY_STATE_"+state])
+	p.NextRun, p.CreateTime, p.UpdateTime = timestamppb.New(next), timestamppb.New(created), timestamppb.New(updated)
+	return &p, nil
+}
+
+func policyType(t csv1.UpgradeType) string {
+	return strings.TrimPrefix(t.String(), "UPGRADE_TYPE_")
+}
+
+func policyState(s csv1.UpgradePolicyState) string {
+	return strings.TrimPrefix(s.String(), "UPGRADE_POLICY_STATE_")
+}
+
+// Terminal reports whether an upgrade policy state is final.
+func Terminal(s csv1.UpgradePolicyState) bool {
+	return s == csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED || s == csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED
+}
+
+func insertPolicyTx(ctx context.Context, tx pgx.Tx, p *csv1.UpgradePolicy) (*csv1.UpgradePolicy, error) {
+	var np any
+	if p.GetNodePoolId() != "" {
+		np = p.GetNodePoolId()
+	}
+	out, err := scanPolicy(tx.QueryRow(ctx, `INSERT INTO upgrade_policies
+		(id, cluster_id, node_pool_id, type, state, from_version, to_version, next_run, message, operation_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+policyColumns,
+		p.GetId(), p.GetClusterId(), np, policyType(p.GetType()), policyState(p.GetState()), p.GetFromVersion(), p.GetToVersion(),
+		p.GetNextRun().AsTime(), p.GetMessage(), p.GetOperationId()))
+	if err != nil && strings.Contains(err.Error(), "upgrade_policies_active_") {
+		return nil, ErrUpgradeInProgress
+	}
+	return out, err
+}
+
+// activePolicyTx returns the unfinished control-plane policy of a cluster, or nil.
+func activePolicyTx(ctx context.Context, tx pgx.Tx, clusterID string) (*csv1.UpgradePolicy, error) {
+	p, err := scanPolicy(tx.QueryRow(ctx, `SELECT `+policyColumns+` FROM upgrade_policies
+		WHERE cluster_id = $1 AND type = 'CONTROL_PLANE' AND state IN ('PENDING', 'SCHEDULED', 'STARTED')`, clusterID))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return p, err
+}
+
+// ClusterChange is what UpdateCluster's callback decides, under the write lock, from the
+// current cluster: a new spec (nil: unchanged) and an upgrade policy to start (nil: none).
+type ClusterChange struct {
+	Spec    *csv1.ClusterSpec
+	Upgrade *csv1.UpgradePolicy
+}
+
+// UpdateCluster reads the cluster under the write lock and applies what decide returns: the
+// spec, and a new control-plane upgrade policy, which also becomes status.upgrade. All in one
+// revision. With revision 0 it is unconditional, else ErrConflict unless the cluster is at
+// revision. ErrDeleting for a deleting cluster; ErrUpgradeInProgress when decide asks for an
+// upgrade while one is unfinished. Errors from decide are returned as they are. Nothing to
+// change keeps the revision.
+func (s *Store) UpdateCluster(ctx context.Context, id string, revision int64, decide func(c *Cluster, active *csv1.UpgradePolicy) (ClusterChange, error)) (*Cluster, error) {
+	var out *Cluster
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+		if err != nil {
+			return err
+		}
+		if revision != 0 && c.Revision != revision {
+			return ErrConflict
+		}
+		if c.Deleting {
+			return fmt.Errorf("cluster %s: %w", id, ErrDeleting)
+		}
+		active, err := activePolicyTx(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		ch, err := decide(c, active)
+		if err != nil {
+			return err
+		}
+		spec, st := c.Spec, c.Status
+		if ch.Spec != nil {
+			spec = ch.Spec
+		}
+		if ch.Upgrade != nil {
+			if active != nil {
+				return ErrUpgradeInProgress
+			}
+			p, err := insertPolicyTx(ctx, tx, ch.Upgrade)
+			if err != nil {
+				return fmt.Errorf("record upgrade policy: %w", err)
+			}
+			st = proto.Clone(c.Status).(*csv1.ClusterStatus)
+			st.Upgrade = p
+		}
+		if proto.Equal(spec, c.Spec) && proto.Equal(st, c.Status) {
+			out = c
+			return nil
+		}
+		out, err = writeClusterTx(ctx, tx, c, spec, st)
+		return err
+	})
+	return out, err
+}
+
+// writeClusterTx writes spec and status of c under a new revision and records the event.
+func writeClusterTx(ctx context.Context, tx pgx.Tx, c *Cluster, spec *csv1.ClusterSpec, st *csv1.ClusterStatus) (*Cluster, error) {
+	specj, err := protojson.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	stj, err := protojson.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := nextRevision(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET spec = $2, status = $3, state = $4, revision = $5, update_time = now()
+		WHERE id = $1 AND revision = $6 RETURNING `+clusterColumns, c.ID, specj, stj, st.GetState().String(), rev, c.Revision))
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrConflict
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
+}
+
+// AdvanceUpgrade moves a cluster's control-plane policy p to a new state (p carries it, with
+// its message), conditional on the cluster's revision and on the stored policy still being in
+// state from. spec, when not nil, replaces the cluster's spec in the same revision (STARTED
+// writes the new version). status.upgrade becomes the new policy.
+func (s *Store) AdvanceUpgrade(ctx context.Context, clusterID string, revision int64, from csv1.UpgradePolicyState, p *csv1.UpgradePolicy, spec *csv1.ClusterSpec) (*Cluster, error) {
+	var out *Cluster
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, clusterID))
+		if err != nil {
+			return err
+		}
+		if c.Revision != revision {
+			return ErrConflict
+		}
+		np, err := advancePolicyTx(ctx, tx, p, from)
+		if err != nil {
+			return err
+		}
+		st := proto.Clone(c.Status).(*csv1.ClusterStatus)
+		st.Upgrade = np
+		if spec == nil {
+			spec = c.Spec
+		}
+		out, err = writeClusterTx(ctx, tx, c, spec, st)
+		return err
+	})
+	return out, err
+}
+
+func advancePolicyTx(ctx context.Context, tx pgx.Tx, p *csv1.UpgradePolicy, from csv1.UpgradePolicyState) (*csv1.UpgradePolicy, error) {
+	np, err := scanPolicy(tx.QueryRow(ctx, `UPDATE upgrade_policies SET state = $2, message = $3, next_run = $4, update_time = now()
+		WHERE id = $1 AND state = $5 RETURNING `+policyColumns,
+		p.GetId(), policyState(p.GetState()), p.GetMessage(), p.GetNextRun().AsTime(), policyState(from)))
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrConflict
+	}
+	return np, err
+}
+
+// AdvanceNodePoolUpgrade moves a node pool's policy from state from to p's state and message.
+// ErrConflict when the stored policy is no longer in state from.
+func (s *Store) AdvanceNodePoolUpgrade(ctx context.Context, from csv1.UpgradePolicyState, p *csv1.UpgradePolicy) (*csv1.UpgradePolicy, error) {
+	var out *csv1.UpgradePolicy
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = advancePolicyTx(ctx, tx, p, from)
+		return err
+	})
+	return out, err
+}
+
+// GetUpgradePolicy returns one policy.
+func (s *Store) GetUpgradePolicy(ctx context.Context, id string) (*csv1.UpgradePolicy, error) {
+	return scanPolicy(s.pool.QueryRow(ctx, `SELECT `+policyColumns+` FROM upgrade_policies WHERE id = $1`, id))
+}
+
+// ActiveNodePoolUpgrade returns the unfinished policy of a node pool, or nil.
+func (s *Store) ActiveNodePoolUpgrade(ctx context.Context, nodePoolID string) (*csv1.UpgradePolicy, error) {
+	p, err := scanPolicy(s.pool.QueryRow(ctx, `SELECT `+policyColumns+` FROM upgrade_policies
+		WHERE node_pool_id = $1 AND state IN ('PENDING', 'SCHEDULED', 'STARTED')`, nodePoolID))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return p, err
+}
+
+// ListUpgradePolicies lists a cluster's policies newest first; with nodePoolID only that pool's.
+func (s *Store) ListUpgradePolicies(ctx context.Context, clusterID, nodePoolID string) ([]*csv1.UpgradePolicy, error) {
+	q := `SELECT ` + policyColumns + ` FROM upgrade_policies WHERE cluster_id = $1`
+	args := []any{clusterID}
+	if nodePoolID != "" {
+		q += ` AND node_pool_id = $2`
+		args = append(args, nodePoolID)
+	}
+	rows, err := s.pool.Query(ctx, q+` ORDER BY create_time DESC, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list upgrade policies of cluster %s: %w", clusterID, err)
+	}
+	defer rows.Close()
+	var out []*csv1.UpgradePolicy
+	for rows.Next() {
+		p, err := scanPolicy(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list upgrade policies of cluster %s: %w", clusterID, err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
