@@ -157,6 +157,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller: read current node pool revision: %w", err)
 	}
+	authRev, err := c.st.CurrentExternalAuthRevision(ctx)
+	if err != nil {
+		return fmt.Errorf("controller: read current external auth revision: %w", err)
+	}
 	changes, stop := c.st.Changes()
 	defer stop()
 	c.resync(ctx)
@@ -172,6 +176,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-changes:
 			rev = c.followStore(ctx, rev)
 			poolRev = c.followNodePools(ctx, poolRev)
+			authRev = c.followExternalAuths(ctx, authRev)
 		}
 	}
 }
@@ -383,6 +388,10 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		log.Error("cannot build manifests", "error", err)
 		return 0, werr
 	}
+	work, ea, err := c.withExternalAuth(ctx, cl, work)
+	if err != nil {
+		return 0, err
+	}
 	hash := work.Annotations[manifests.AnnotationSpecHash]
 	c.mu.Lock()
 	sent := c.applied[id] == hash
@@ -417,6 +426,9 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	}
 	_, wait, err := c.advanceUpgrade(ctx, log, written)
 	if err != nil {
+		return 0, err
+	}
+	if err := c.reconcileExternalAuth(ctx, log, &store.Cluster{ARMResourceID: cl.ARMResourceID, Status: st}, ea, got); err != nil {
 		return 0, err
 	}
 	if st.Applied && !cl.Status.GetApplied() {

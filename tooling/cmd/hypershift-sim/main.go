@@ -30,6 +30,7 @@ type config struct {
 	metricsAddr        string
 	healthAddr         string
 	availableDelay     time.Duration
+	upgradeDelay       time.Duration
 	deleteDelay        time.Duration
 	nodePoolReadyDelay time.Duration
 	failClusters       string
@@ -68,6 +69,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		usage     string
 	}{
 		{&c.availableDelay, "available-delay", "HYPERSHIFT_SIM_AVAILABLE_DELAY", 3 * time.Second, "time from a HostedCluster rollout's start to Available"},
+		{&c.upgradeDelay, "upgrade-delay", "HYPERSHIFT_SIM_UPGRADE_DELAY", 0, "time from an upgrade's start (a new release image after a completed rollout) to Completed; 0: --available-delay"},
 		{&c.deleteDelay, "delete-delay", "HYPERSHIFT_SIM_DELETE_DELAY", 2 * time.Second, "time from deletion to finalizer removal, for HostedClusters and NodePools"},
 		{&c.nodePoolReadyDelay, "nodepool-ready-delay", "HYPERSHIFT_SIM_NODEPOOL_READY_DELAY", 2 * time.Second, "time for a NodePool to reach spec.replicas once its HostedCluster is Available"},
 	}
@@ -136,7 +138,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("create manager: %w", err)
 	}
 	opts := hypershiftsim.Options{
-		AvailableDelay: c.availableDelay, DeleteDelay: c.deleteDelay, NodePoolReadyDelay: c.nodePoolReadyDelay,
+		AvailableDelay: c.availableDelay, UpgradeDelay: c.upgradeDelay, DeleteDelay: c.deleteDelay, NodePoolReadyDelay: c.nodePoolReadyDelay,
 		FailClusters: failClusters, NeverAvailable: c.neverAvailable,
 	}
 	if err := hypershiftsim.Setup(mgr, opts); err != nil {

@@ -30,6 +30,13 @@ const (
 	maxHistory             = 100
 )
 
+// FailUpgradeAnnotation makes the HostedCluster's upgrades fail: once the rollout of a new
+// release (not the first install) has run for its delay, the history entry stays Partial and the
+// CVO reports Failing with the annotation's value as the message, as a real upgrade blocked by a
+// degraded cluster operator does. The cluster stays Available on its previous version. Removing
+// the annotation lets the upgrade complete.
+const FailUpgradeAnnotation = "hypershift-sim.openhcp.io/fail-upgrade"
+
 // HostedClusterReconciler plays the HyperShift operator's HostedCluster controller.
 type HostedClusterReconciler struct {
 	Client  client.Client
@@ -62,6 +69,7 @@ func (r *HostedClusterReconciler) Reconcile(ctx context.Context, req reconcile.R
 
 	before := hc.Status.DeepCopy()
 	next := computeHostedClusterStatus(hc, r.Options, now)
+	observeAuthentication(hc, before) // authentication.go
 	if equality.Semantic.DeepEqual(before, &hc.Status) {
 		return resultAfter(next), nil
 	}
@@ -145,10 +153,23 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 
 	failMsg, failing := failure(hc, o)
 	stuck := o.NeverAvailable || hc.Annotations[StuckAnnotation] == "true"
+	// An upgrade is a rollout after an earlier one completed; it takes UpgradeDelay when set.
+	upgrading := lastCompleted(st.Version.History[1:]) != "" && current.State != configv1.CompletedUpdate
+	delay := o.AvailableDelay
+	if upgrading && o.UpgradeDelay > 0 {
+		delay = o.UpgradeDelay
+	}
+	upgradeFailMsg, upgradeFailing := "", false
 	var next time.Duration
 	if current.State != configv1.CompletedUpdate && !failing && !stuck {
-		if left := remaining(now, current.StartedTime.Time, o.AvailableDelay); left > 0 {
+		if left := remaining(now, current.StartedTime.Time, delay); left > 0 {
 			next = left
+		} else if msg, ok := hc.Annotations[FailUpgradeAnnotation]; ok && upgrading {
+			// The CVO gives up on this payload; the entry stays Partial, as in a real cluster.
+			upgradeFailMsg, upgradeFailing = msg, true
+			if upgradeFailMsg == "" {
+				upgradeFailMsg = "upgrade failure injected by annotation " + FailUpgradeAnnotation
+			}
 		} else {
 			current.State = configv1.CompletedUpdate
 			current.CompletionTime = &ts
@@ -174,6 +195,8 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 		}
 		if current.State == configv1.CompletedUpdate {
 			set(hyperv1.HostedClusterProgressing, metav1.ConditionFalse, hyperv1.AsExpectedReason, "HostedCluster is at expected version")
+		} else if upgradeFailing {
+			set(hyperv1.HostedClusterProgressing, metav1.ConditionFalse, hyperv1.BlockedReason, "Unable to apply "+version+": "+upgradeFailMsg)
 		} else {
 			set(hyperv1.HostedClusterProgressing, metav1.ConditionTrue, reasonProgressing, "HostedCluster is deploying, upgrading, or reconfiguring")
 		}
@@ -186,7 +209,13 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 		return next
 	}
 	const fromCV = hyperv1.FromClusterVersionReason
-	set(hyperv1.ClusterVersionSucceeding, metav1.ConditionTrue, fromCV, "")
+	if upgradeFailing {
+		set(hyperv1.ClusterVersionSucceeding, metav1.ConditionFalse, ReasonSimulatedFailure, upgradeFailMsg)
+		set(hyperv1.ClusterVersionFailing, metav1.ConditionTrue, ReasonSimulatedFailure, upgradeFailMsg)
+	} else {
+		set(hyperv1.ClusterVersionSucceeding, metav1.ConditionTrue, fromCV, "")
+		set(hyperv1.ClusterVersionFailing, metav1.ConditionFalse, fromCV, "")
+	}
 	set(hyperv1.ClusterVersionUpgradeable, metav1.ConditionTrue, fromCV, "")
 	set(hyperv1.ClusterVersionReleaseAccepted, metav1.ConditionTrue, fromCV,
 		fmt.Sprintf("Payload loaded version=%q image=%q architecture=%q", version, image, arch))
@@ -195,7 +224,11 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 		set(hyperv1.ClusterVersionProgressing, metav1.ConditionFalse, fromCV, "Cluster version is "+version)
 	} else {
 		set(hyperv1.ClusterVersionAvailable, metav1.ConditionTrue, fromCV, "Done applying "+lastCompleted(st.Version.History))
-		set(hyperv1.ClusterVersionProgressing, metav1.ConditionTrue, fromCV, "Working towards "+version)
+		if upgradeFailing {
+			set(hyperv1.ClusterVersionProgressing, metav1.ConditionTrue, fromCV, "Unable to apply "+version+": "+upgradeFailMsg)
+		} else {
+			set(hyperv1.ClusterVersionProgressing, metav1.ConditionTrue, fromCV, "Working towards "+version)
+		}
 	}
 	return next
 }
@@ -203,7 +236,7 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 func setCVOUnknown(set func(hyperv1.ConditionType, metav1.ConditionStatus, string, string)) {
 	for _, t := range []hyperv1.ConditionType{
 		hyperv1.ClusterVersionSucceeding, hyperv1.ClusterVersionUpgradeable, hyperv1.ClusterVersionReleaseAccepted,
-		hyperv1.ClusterVersionAvailable, hyperv1.ClusterVersionProgressing,
+		hyperv1.ClusterVersionAvailable, hyperv1.ClusterVersionProgressing, hyperv1.ClusterVersionFailing,
 	} {
 		set(t, metav1.ConditionUnknown, hyperv1.StatusUnknownReason, msgCVONotFound)
 	}

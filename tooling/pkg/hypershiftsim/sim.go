@@ -41,6 +41,9 @@ type Options struct {
 	// counted from the start of its rollout (the StartedTime of its newest version history entry).
 	// An upgrade (a new spec.release.image) takes the same time again.
 	AvailableDelay time.Duration
+	// UpgradeDelay is how long the rollout of a new release image takes once the cluster has
+	// completed an earlier one (an upgrade); 0 means AvailableDelay.
+	UpgradeDelay time.Duration
 	// DeleteDelay is how long a deleted HostedCluster or NodePool keeps its finalizer, counted from
 	// its deletionTimestamp.
 	DeleteDelay time.Duration

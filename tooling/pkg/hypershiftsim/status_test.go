@@ -206,3 +206,67 @@ func TestComputeNodePoolStatus_waitsForControlPlaneThenDelay(t *testing.T) {
 		t.Fatalf("AutoscalingEnabled %+v", c)
 	}
 }
+
+func TestComputeHostedClusterStatus_upgrades(t *testing.T) {
+	const next = "quay.io/openshift-release-dev/ocp-release:4.19.8-multi"
+	for _, tc := range []struct {
+		name        string
+		opts        Options
+		annotations map[string]string
+		at          time.Duration // after the upgrade started
+		wantState   configv1.UpdateState
+		wantNext    time.Duration
+		want        map[hyperv1.ConditionType]metav1.ConditionStatus
+		wantMessage string // of ClusterVersionFailing
+	}{
+		{name: "upgrade_delay_is_its_own", opts: Options{AvailableDelay: 10 * time.Second, UpgradeDelay: 30 * time.Second}, at: 10 * time.Second,
+			wantState: configv1.PartialUpdate, wantNext: 20 * time.Second,
+			want: map[hyperv1.ConditionType]metav1.ConditionStatus{hyperv1.HostedClusterAvailable: metav1.ConditionTrue, hyperv1.ClusterVersionProgressing: metav1.ConditionTrue}},
+		{name: "upgrade_completes_after_the_upgrade_delay", opts: Options{AvailableDelay: 10 * time.Second, UpgradeDelay: 30 * time.Second}, at: 30 * time.Second,
+			wantState: configv1.CompletedUpdate,
+			want:      map[hyperv1.ConditionType]metav1.ConditionStatus{hyperv1.ClusterVersionFailing: metav1.ConditionFalse, hyperv1.HostedClusterProgressing: metav1.ConditionFalse}},
+		{name: "zero_upgrade_delay_means_the_available_delay", opts: Options{AvailableDelay: 10 * time.Second}, at: 10 * time.Second, wantState: configv1.CompletedUpdate},
+		{name: "failing_upgrade_progresses_until_its_delay", opts: Options{AvailableDelay: 10 * time.Second}, annotations: map[string]string{FailUpgradeAnnotation: "etcd is degraded"},
+			at: 5 * time.Second, wantState: configv1.PartialUpdate, wantNext: 5 * time.Second,
+			want: map[hyperv1.ConditionType]metav1.ConditionStatus{hyperv1.ClusterVersionFailing: metav1.ConditionFalse}},
+		{name: "failing_upgrade_stays_partial_and_reports_failing", opts: Options{AvailableDelay: 10 * time.Second}, annotations: map[string]string{FailUpgradeAnnotation: "etcd is degraded"},
+			at: time.Minute, wantState: configv1.PartialUpdate,
+			want: map[hyperv1.ConditionType]metav1.ConditionStatus{
+				hyperv1.ClusterVersionFailing: metav1.ConditionTrue, hyperv1.ClusterVersionSucceeding: metav1.ConditionFalse,
+				hyperv1.HostedClusterAvailable: metav1.ConditionTrue, hyperv1.HostedClusterDegraded: metav1.ConditionFalse,
+				hyperv1.HostedClusterProgressing: metav1.ConditionFalse,
+			}, wantMessage: "etcd is degraded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := ExampleHostedCluster("ns", "hc", image)
+			hc.Annotations = tc.annotations
+			hcAt(t, hc, tc.opts, t0)
+			hcAt(t, hc, tc.opts, t0.Add(tc.opts.AvailableDelay))
+			if hc.Status.Version.History[0].State != configv1.CompletedUpdate {
+				t.Fatalf("first install not completed: %+v (the upgrade failure switch must not touch it)", hc.Status.Version.History[0])
+			}
+			start := t0.Add(time.Minute)
+			hc.Spec.Release.Image = next
+			hcAt(t, hc, tc.opts, start)
+			got := hcAt(t, hc, tc.opts, start.Add(tc.at))
+			h := hc.Status.Version.History
+			if len(h) != 2 || h[0].Version != "4.19.8" || h[0].State != tc.wantState || h[1].State != configv1.CompletedUpdate {
+				t.Fatalf("history %+v; want 4.19.8 %s over a Completed 4.19.7", h, tc.wantState)
+			}
+			if hc.Status.Version.Desired.Version != "4.19.8" {
+				t.Fatalf("desired %+v, want 4.19.8", hc.Status.Version.Desired)
+			}
+			if got != tc.wantNext {
+				t.Fatalf("next %s, want %s", got, tc.wantNext)
+			}
+			for typ, want := range tc.want {
+				if c := condOf(hc, typ); c.Status != want {
+					t.Errorf("%s=%s (%s), want %s", typ, c.Status, c.Message, want)
+				}
+			}
+			if tc.wantMessage != "" && condOf(hc, hyperv1.ClusterVersionFailing).Message != tc.wantMessage {
+				t.Errorf("ClusterVersionFailing message %q, want %q", condOf(hc, hyperv1.ClusterVersionFailing).Message, tc.wantMessage)
+			}
+		})
+	}
+}
