@@ -168,6 +168,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	log.Info("backend started", "clusterService", f.clusterService, "metrics", f.metricsListen, "resyncPeriod", f.cfg.ResyncPeriod,
 		"statusMode", f.cfg.StatusMode, "leaderElect", f.leaderElect, "replica", f.lease.Holder)
 	cs := csv1.NewClustersClient(conn)
+	f.cfg.NodePools = csv1.NewNodePoolsClient(conn)
 	if !f.leaderElect {
 		return operations.New(st, cs, log, metrics, f.cfg).Run(ctx)
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/api"
@@ -60,6 +61,8 @@ type Config struct {
 	// OperationTTL is how long the operation documents the backend creates are kept
 	// (default 7 days, as the frontend does).
 	OperationTTL time.Duration
+	// NodePools is Cluster Service's node pool client, for node pool operations (nodepools.go).
+	NodePools csv1.NodePoolsClient
 }
 
 // StatusMode selects how the controller learns of changes.
@@ -183,6 +186,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	default:
 		run("feed", c.followFeed)
 		run("watch", c.followClusters)
+		run("nodepool-watch", c.followNodePools)
 		run("resync", c.resyncLoop)
 	}
 	<-ctx.Done()
@@ -251,17 +255,14 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		"request", op.Request, "correlationID", op.CorrelationID)
 
 	callCtx := metadata.AppendToOutgoingContext(ctx, "x-ms-correlation-request-id", op.CorrelationID)
-	cluster, err := c.cs.GetCluster(callCtx, &csv1.GetClusterRequest{Id: op.InternalID})
-	if status.Code(err) == codes.NotFound {
-		cluster, err = nil, nil
-	}
+	obs, err := c.observe(callCtx, &op.OperationDocument)
 	if err != nil {
-		return 0, fmt.Errorf("get cluster %s from cluster service: %w", op.InternalID, err)
+		return 0, err
 	}
-	out := mapCluster(&op.OperationDocument, cluster)
+	out := obs.out
 	now := c.now()
 	age := now.Sub(op.StartTime)
-	if cluster == nil && op.Request != api.OperationDelete && age < c.cfg.NotFoundGrace {
+	if !obs.known && op.Request != api.OperationDelete && age < c.cfg.NotFoundGrace {
 		// The frontend may still be between writing the operation and calling Cluster Service.
 		return c.cfg.NotFoundGrace - age, nil
 	}
@@ -277,9 +278,9 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	if err := c.write(ctx, doc, &op, out, now); err != nil {
 		return 0, err
 	}
-	if changed && fromCS && cluster.GetUpdateTime() != nil {
+	if changed && fromCS && obs.updated != nil {
 		// How long Cluster Service's view took to reach the documents ARM reads.
-		c.metrics.observePropagation(c.now().Sub(cluster.GetUpdateTime().AsTime()))
+		c.metrics.observePropagation(c.now().Sub(obs.updated.AsTime()))
 	}
 	if out.status.Terminal() {
 		log.Info("operation finished", "status", out.status, "duration", age)
@@ -296,6 +297,30 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	}
 	// Check again before the deadline passes, even if no event arrives.
 	return min(c.cfg.ResyncPeriod, max(c.deadline(op.Request)-age, time.Second)), nil
+}
+
+// observation is what Cluster Service says about the resource of an operation.
+type observation struct {
+	out outcome
+	// known is false when Cluster Service does not know the resource (NotFound).
+	known bool
+	// updated is Cluster Service's update time of the resource, if known.
+	updated *timestamppb.Timestamp
+}
+
+// observe asks Cluster Service about the operation's resource: its cluster, or its node pool.
+func (c *Controller) observe(ctx context.Context, op *api.OperationDocument) (observation, error) {
+	if isNodePool(op.ExternalID) {
+		return c.observeNodePool(ctx, op)
+	}
+	cluster, err := c.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: op.InternalID})
+	if status.Code(err) == codes.NotFound {
+		cluster, err = nil, nil
+	}
+	if err != nil {
+		return observation{}, fmt.Errorf("get cluster %s from cluster service: %w", op.InternalID, err)
+	}
+	return observation{out: mapCluster(op, cluster), known: cluster != nil, updated: cluster.GetUpdateTime()}, nil
 }
 
 func (c *Controller) deadline(r api.OperationRequest) time.Duration {
@@ -326,6 +351,11 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRec
 		switch {
 		case owns && out.gone:
 			ops = append(ops, store.TxOp{Kind: store.TxDelete, Doc: res, IfMatch: res.ETag})
+			children, err := c.childResourceDeletes(ctx, partition, res.ID)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, children...)
 		case owns && (rd.ProvisioningState != out.status || (out.status.Terminal() && rd.ActiveOperationID != "")):
 			rd.ProvisioningState = out.status
 			if out.status.Terminal() {

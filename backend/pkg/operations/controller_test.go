@@ -35,6 +35,7 @@ type harness struct {
 	dsn   string
 	docs  store.Store
 	cs    csv1.ClustersClient
+	np    csv1.NodePoolsClient
 	csDB  *csstore.Store
 	sub   string
 	shard string
@@ -71,7 +72,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	h := &harness{t: t, pg: pg, dsn: dsn, docs: docs, cs: csv1.NewClustersClient(conn), csDB: csDB, sub: uuid.NewString(), shard: "mgmt-1"}
+	h := &harness{t: t, pg: pg, dsn: dsn, docs: docs, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), csDB: csDB, sub: uuid.NewString(), shard: "mgmt-1"}
 	if _, err := csv1.NewProvisionShardsClient(conn).RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{
 		Name: h.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 10,
 	}}); err != nil {
@@ -87,6 +88,9 @@ func (h *harness) start(cfg Config) (stop func()) {
 
 func (h *harness) startWith(cfg Config, m *Metrics) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	if cfg.NodePools == nil {
+		cfg.NodePools = h.np
+	}
 	c := New(h.docs, h.cs, slog.New(slog.NewTextHandler(io.Discard, nil)), m, cfg)
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx); close(done) }()

@@ -77,6 +77,16 @@ func (c *Controller) ReconcileSubscription(ctx context.Context, partition string
 			return 0, fmt.Errorf("list resources of subscription %s: %w", partition, err)
 		}
 		for _, d := range page.Documents {
+			if isNodePool(d.ResourceID) {
+				there, err := c.cascadeNodePool(ctx, d)
+				if err != nil {
+					return 0, err
+				}
+				if there {
+					left++
+				}
+				continue
+			}
 			if !isCluster(d.ResourceID) {
 				continue
 			}
