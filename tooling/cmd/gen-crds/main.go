@@ -89,8 +89,17 @@ func run(moduleDir, outDir string) error {
 		}
 		slog.Info("wrote CRD", "file", out, "bytes", len(cleaned))
 	}
-	return nil
+	if _, ok := versions[hypershiftModule]; !ok {
+		_, v, err := moduleLocation(moduleDir, hypershiftModule)
+		if err != nil {
+			return err
+		}
+		versions[hypershiftModule] = v
+	}
+	return writeTypedCRDs(outDir, versions[hypershiftModule])
 }
+
+const hypershiftModule = "github.com/openshift/hypershift/api"
 
 // moduleLocation downloads (if needed) and locates the pinned version of module in the module
 // cache, as selected by moduleDir's go.mod.

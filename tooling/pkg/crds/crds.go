@@ -1,5 +1,5 @@
 // Package crds owns the CustomResourceDefinitions every management cluster carries: HyperShift's
-// HostedCluster and NodePool, and Open Cluster Management's ManifestWork and AppliedManifestWork
+// HostedCluster and NodePool (and its break-glass approval and revocation kinds), and Open Cluster Management's ManifestWork and AppliedManifestWork
 // (which the Maestro agent needs). The YAML is generated from the pinned API modules by
 // tooling/cmd/gen-crds and embedded here, so installing them needs no network and no checkout.
 package crds
@@ -30,6 +30,10 @@ const (
 	NodePools            = "nodepools.hypershift.openshift.io"
 	ManifestWorks        = "manifestworks.work.open-cluster-management.io"
 	AppliedManifestWorks = "appliedmanifestworks.work.open-cluster-management.io"
+	// HyperShift's break-glass kinds (certificates.hypershift.openshift.io/v1alpha1), generated
+	// from the pinned module's Go types.
+	CertificateSigningRequestApprovals = "certificatesigningrequestapprovals.certificates.hypershift.openshift.io"
+	CertificateRevocationRequests      = "certificaterevocationrequests.certificates.hypershift.openshift.io"
 )
 
 // CRDs decodes the embedded manifests. Each call returns fresh objects the caller may modify,

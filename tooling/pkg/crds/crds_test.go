@@ -33,13 +33,13 @@ func TestCRDs_embeddedManifestsDecodeCleaned(t *testing.T) {
 			t.Errorf("%s serves no version", crd.Name)
 		}
 	}
-	for _, want := range []string{HostedClusters, NodePools, ManifestWorks, AppliedManifestWorks} {
+	for _, want := range []string{HostedClusters, NodePools, ManifestWorks, AppliedManifestWorks, CertificateSigningRequestApprovals, CertificateRevocationRequests} {
 		if !byName[want] {
 			t.Errorf("missing CRD %s; have %v", want, byName)
 		}
 	}
-	if len(got) != 4 {
-		t.Errorf("got %d CRDs, want 4", len(got))
+	if len(got) != 6 {
+		t.Errorf("got %d CRDs, want 6", len(got))
 	}
 }
 
