@@ -171,6 +171,7 @@ func run(o *options) error {
 		Store:                 st,
 		Clusters:              csv1.NewClustersClient(conn),
 		NodePools:             csv1.NewNodePoolsClient(conn),
+		ExternalAuths:         csv1.NewExternalAuthsClient(conn),
 		Location:              o.location,
 		Logger:                log,
 		RetryAfter:            o.retryAfter,

@@ -120,6 +120,9 @@ func (s *Server) getOperationResult(w http.ResponseWriter, r *http.Request) erro
 	if isNodePoolID(id) {
 		return s.respondNodePoolResult(w, r, id)
 	}
+	if isExternalAuthID(id) {
+		return s.respondExternalAuthResult(w, r, id)
+	}
 	rd, doc, err := s.getResourceDoc(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound(id)

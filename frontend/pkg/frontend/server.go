@@ -27,6 +27,9 @@ type Config struct {
 	// NodePools is Cluster Service's node pool client; without it the nodePools paths are not
 	// served.
 	NodePools csv1.NodePoolsClient
+	// ExternalAuths is Cluster Service's external auth client; without it the externalAuths
+	// paths are not served.
+	ExternalAuths csv1.ExternalAuthsClient
 	// Location is the Azure region this frontend serves, e.g. "eastus".
 	Location string
 	Logger   *slog.Logger
@@ -139,6 +142,7 @@ func (s *Server) routes() {
 	s.handle("GET /subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"+clustersPath, s.listClusters, resourceRoute)
 	s.handle("GET /subscriptions/{subscriptionId}"+clustersPath, s.listClusters, resourceRoute)
 	s.nodePoolRoutes()
+	s.externalAuthRoutes()
 
 	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
 	s.handle("GET "+operationsScope+"/hcpoperationresults/{operationId}", s.getOperationResult, resourceRoute)

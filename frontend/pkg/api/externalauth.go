@@ -1,0 +1,306 @@
+package api
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+// ExternalAuthResourceType is the ARM type of an external auth.
+const ExternalAuthResourceType = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/externalAuths"
+
+// ExternalAuth is a whole hcpOpenShiftClusters/externalAuths resource: the OIDC provider of a
+// cluster. Its schema is the same in every api-version except how the read-only condition is
+// shown (properties.condition before 2026-06-30-preview, properties.status.conditions after).
+type ExternalAuth struct {
+	// ID is set from the request path, never from the body.
+	ID                *arm.ResourceID        `json:"-"`
+	SystemData        *arm.SystemData        `json:"-"`
+	ProvisioningState docs.ProvisioningState `json:"-"`
+	// Condition is Cluster Service's view, filled on GET; never stored.
+	Condition *Condition `json:"-"`
+
+	// Properties are stored as ResourceDocument.Properties.
+	Properties ExternalAuthProperties `json:"properties"`
+}
+
+type ExternalAuthProperties struct {
+	Issuer  TokenIssuer          `json:"issuer"`
+	Clients []ExternalAuthClient `json:"clients,omitempty"`
+	Claim   ExternalAuthClaim    `json:"claim"`
+}
+
+type TokenIssuer struct {
+	URL       string   `json:"url"`
+	Audiences []string `json:"audiences"`
+	CA        string   `json:"ca,omitempty"`
+}
+
+type ExternalAuthClient struct {
+	Component   ExternalAuthClientComponent `json:"component"`
+	ClientID    string                      `json:"clientId"`
+	ExtraScopes []string                    `json:"extraScopes,omitempty"`
+	Type        string                      `json:"type"`
+}
+
+type ExternalAuthClientComponent struct {
+	Name                string `json:"name"`
+	AuthClientNamespace string `json:"authClientNamespace"`
+}
+
+type ExternalAuthClaim struct {
+	Mappings        TokenClaimMappings         `json:"mappings"`
+	ValidationRules []TokenClaimValidationRule `json:"validationRules,omitempty"`
+}
+
+type TokenClaimMappings struct {
+	Username UsernameClaim `json:"username"`
+	Groups   *GroupClaim   `json:"groups,omitempty"`
+}
+
+type UsernameClaim struct {
+	Claim        string `json:"claim"`
+	Prefix       string `json:"prefix,omitempty"`
+	PrefixPolicy string `json:"prefixPolicy"`
+}
+
+type GroupClaim struct {
+	Claim  string `json:"claim"`
+	Prefix string `json:"prefix,omitempty"`
+}
+
+type TokenClaimValidationRule struct {
+	Type          string             `json:"type"`
+	RequiredClaim TokenRequiredClaim `json:"requiredClaim"`
+}
+
+type TokenRequiredClaim struct {
+	Claim         string `json:"claim"`
+	RequiredValue string `json:"requiredValue"`
+}
+
+// Defaults of the specification.
+const (
+	DefaultUsernamePrefixPolicy = "None"
+	RuleTypeRequiredClaim       = "RequiredClaim"
+)
+
+// ExternalAuthVersion is one api-version's external auth schema. It is registered beside
+// Version, so the cluster interface stays as it is.
+type ExternalAuthVersion interface {
+	String() string
+	// DecodeExternalAuth decodes a PUT body strictly, applies the defaults and validates it.
+	// Errors are *arm.CloudError with targets in the body's paths.
+	DecodeExternalAuth(body []byte) (*ExternalAuth, error)
+	// RenderExternalAuth is the resource as this version shows it.
+	RenderExternalAuth(ea *ExternalAuth) any
+}
+
+var (
+	eaMu       sync.RWMutex
+	eaVersions = map[string]ExternalAuthVersion{}
+)
+
+// RegisterExternalAuth makes a version's external auth schema servable (from init).
+func RegisterExternalAuth(v ExternalAuthVersion) {
+	eaMu.Lock()
+	defer eaMu.Unlock()
+	eaVersions[v.String()] = v
+}
+
+// LookupExternalAuth finds a registered external auth schema by its exact api-version.
+func LookupExternalAuth(apiVersion string) (ExternalAuthVersion, bool) {
+	eaMu.RLock()
+	defer eaMu.RUnlock()
+	v, ok := eaVersions[apiVersion]
+	return v, ok
+}
+
+// externalAuthUpdatePaths is ExternalAuthUpdate of every api-version: all of properties.
+var externalAuthUpdatePaths = []string{"properties.issuer", "properties.clients", "properties.claim"}
+
+// PatchExternalAuth applies a PATCH body (a JSON merge patch, RFC 7396, of ExternalAuthUpdate)
+// to stored as the version shows it, then decodes, defaults and validates the result like a PUT.
+// Keys outside the update schema are errors naming them.
+func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte) (*ExternalAuth, error) {
+	var patch map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&patch); err != nil || patch == nil || dec.More() {
+		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
+			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
+	}
+	allowed := append(append([]string(nil), externalAuthUpdatePaths...), readOnlyEnvelope...)
+	var errs []*arm.CloudError
+	checkPatchPaths(patch, "", allowed, v.String(), &errs)
+	if len(errs) > 0 {
+		return nil, arm.Multiple(errs)
+	}
+	shown := *stored
+	shown.Condition = nil
+	current, err := json.Marshal(v.RenderExternalAuth(&shown))
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(current, &doc); err != nil {
+		return nil, err
+	}
+	if props, ok := doc["properties"].(map[string]any); ok {
+		delete(props, "provisioningState")
+	}
+	merged, err := json.Marshal(mergePatch(doc, patch))
+	if err != nil {
+		return nil, err
+	}
+	return v.DecodeExternalAuth(merged)
+}
+
+// Limits of the specification.
+const (
+	maxAudiences        = 10
+	maxExternalClients  = 20
+	maxClaimName        = 256
+	maxComponentName    = 256
+	maxClientNamespace  = 63
+	maxExternalAuthName = 15
+)
+
+// Validate checks an external auth against the specification and the rules Cluster Service and
+// OpenShift enforce (https issuer, client IDs among the audiences, unique components, prefix only
+// with the Prefix policy). Targets are the body's paths, the same in every api-version.
+func (ea *ExternalAuth) Validate() []*arm.CloudError {
+	var errs []*arm.CloudError
+	bad := func(target, format string, args ...any) {
+		errs = append(errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, format, args...))
+	}
+	p := ea.Properties
+	switch u, err := url.Parse(p.Issuer.URL); {
+	case p.Issuer.URL == "":
+		bad("properties.issuer.url", "The field 'properties.issuer.url' is required.")
+	case err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "":
+		bad("properties.issuer.url", "The issuer URL '%s' must be an https URL without query or fragment.", p.Issuer.URL)
+	}
+	auds := map[string]bool{}
+	switch n := len(p.Issuer.Audiences); {
+	case n == 0:
+		bad("properties.issuer.audiences", "The field 'properties.issuer.audiences' must have at least one entry.")
+	case n > maxAudiences:
+		bad("properties.issuer.audiences", "The field 'properties.issuer.audiences' has %d entries; at most %d are allowed.", n, maxAudiences)
+	}
+	for i, a := range p.Issuer.Audiences {
+		t := "properties.issuer.audiences[" + strconv.Itoa(i) + "]"
+		if a == "" {
+			bad(t, "An audience must not be empty.")
+		} else if auds[a] {
+			bad(t, "The audience '%s' is listed twice.", a)
+		}
+		auds[a] = true
+	}
+	if p.Issuer.CA != "" && !validPEMBundle(p.Issuer.CA) {
+		bad("properties.issuer.ca", "The field 'properties.issuer.ca' must be a PEM-encoded certificate bundle.")
+	}
+	if n := len(p.Clients); n > maxExternalClients {
+		bad("properties.clients", "The field 'properties.clients' has %d entries; at most %d are allowed.", n, maxExternalClients)
+	}
+	seen := map[string]bool{}
+	for i, c := range p.Clients {
+		t := "properties.clients[" + strconv.Itoa(i) + "]"
+		lengthIn(bad, t+".component.name", c.Component.Name, maxComponentName)
+		lengthIn(bad, t+".component.authClientNamespace", c.Component.AuthClientNamespace, maxClientNamespace)
+		key := c.Component.AuthClientNamespace + "/" + c.Component.Name
+		if seen[key] {
+			bad(t+".component", "The component '%s' is configured twice; namespace/name pairs must be unique.", key)
+		}
+		seen[key] = true
+		switch {
+		case c.ClientID == "":
+			bad(t+".clientId", "The field '%s.clientId' is required.", t)
+		case !auds[c.ClientID]:
+			bad(t+".clientId", "The client ID '%s' must be one of the issuer's audiences.", c.ClientID)
+		}
+		switch c.Type {
+		case "Confidential", "Public":
+		case "":
+			bad(t+".type", "The field '%s.type' is required.", t)
+		default:
+			bad(t+".type", "The value '%s' is not allowed for '%s.type': Confidential or Public.", c.Type, t)
+		}
+	}
+	u := p.Claim.Mappings.Username
+	lengthIn(bad, "properties.claim.mappings.username.claim", u.Claim, maxClaimName)
+	switch u.PrefixPolicy {
+	case "None", "NoPrefix":
+		if u.Prefix != "" {
+			bad("properties.claim.mappings.username.prefix", "The username prefix must not be set unless prefixPolicy is 'Prefix'.")
+		}
+	case "Prefix":
+		if u.Prefix == "" {
+			bad("properties.claim.mappings.username.prefix", "The username prefix is required when prefixPolicy is 'Prefix'.")
+		}
+	default:
+		bad("properties.claim.mappings.username.prefixPolicy", "The value '%s' is not allowed for 'properties.claim.mappings.username.prefixPolicy': None, Prefix or NoPrefix.", u.PrefixPolicy)
+	}
+	if g := p.Claim.Mappings.Groups; g != nil {
+		lengthIn(bad, "properties.claim.mappings.groups.claim", g.Claim, maxClaimName)
+	}
+	for i, r := range p.Claim.ValidationRules {
+		t := "properties.claim.validationRules[" + strconv.Itoa(i) + "]"
+		if r.Type != RuleTypeRequiredClaim {
+			bad(t+".type", "The value '%s' is not allowed for '%s.type': RequiredClaim.", r.Type, t)
+		}
+		if r.RequiredClaim.Claim == "" {
+			bad(t+".requiredClaim.claim", "The field '%s.requiredClaim.claim' is required.", t)
+		}
+		if r.RequiredClaim.RequiredValue == "" {
+			bad(t+".requiredClaim.requiredValue", "The field '%s.requiredClaim.requiredValue' is required.", t)
+		}
+	}
+	return errs
+}
+
+func lengthIn(bad func(string, string, ...any), target, s string, max int) {
+	switch {
+	case s == "":
+		bad(target, "The field '%s' is required.", target)
+	case len(s) > max:
+		bad(target, "The field '%s' is %d characters long; at most %d are allowed.", target, len(s), max)
+	}
+}
+
+// Default fills the specification's defaults.
+func (ea *ExternalAuth) Default() {
+	if ea.Properties.Claim.Mappings.Username.PrefixPolicy == "" {
+		ea.Properties.Claim.Mappings.Username.PrefixPolicy = DefaultUsernamePrefixPolicy
+	}
+	for i := range ea.Properties.Claim.ValidationRules {
+		if ea.Properties.Claim.ValidationRules[i].Type == "" {
+			ea.Properties.Claim.ValidationRules[i].Type = RuleTypeRequiredClaim
+		}
+	}
+}
+
+// validPEMBundle: one or more parseable CERTIFICATE blocks and nothing else but whitespace.
+func validPEMBundle(s string) bool {
+	rest, n := []byte(s), 0
+	for {
+		var b *pem.Block
+		if b, rest = pem.Decode(rest); b == nil {
+			break
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); b.Type != "CERTIFICATE" || err != nil {
+			return false
+		}
+		n++
+	}
+	return n > 0 && strings.TrimSpace(string(rest)) == ""
+}
