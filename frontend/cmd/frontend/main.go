@@ -172,6 +172,7 @@ func run(o *options) error {
 		Clusters:              csv1.NewClustersClient(conn),
 		NodePools:             csv1.NewNodePoolsClient(conn),
 		ExternalAuths:         csv1.NewExternalAuthsClient(conn),
+		Versions:              csv1.NewVersionsClient(conn),
 		Location:              o.location,
 		Logger:                log,
 		RetryAfter:            o.retryAfter,

@@ -344,6 +344,9 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		if errs := changedFields(info(r).version, stored, c); len(errs) > 0 {
 			return arm.Multiple(errs)
 		}
+		if u := clusterUpdate(info(r).version, stored, c); u != nil {
+			return s.startClusterUpdate(w, r, c, rd, doc, u, false) // handlers_cluster_update.go
+		}
 	}
 	// Only tags (and ARM's systemData) change; no operation is needed.
 	rd.Tags = c.Tags
@@ -406,6 +409,9 @@ func changedFields(ver api.Version, stored, next *api.Cluster) []*arm.CloudError
 	sort.Strings(paths)
 	var errs []*arm.CloudError
 	for _, p := range paths {
+		if updatableThroughCS(ver, p) {
+			continue // handlers_cluster_update.go
+		}
 		updatable := false
 		for _, u := range ver.UpdatableFields() {
 			if p == u || strings.HasPrefix(p, u+".") {
@@ -415,7 +421,7 @@ func changedFields(ver api.Version, stored, next *api.Cluster) []*arm.CloudError
 		ext := ver.ExternalPath(p)
 		if updatable {
 			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
-				"Changing '%s' of an existing cluster is not supported yet: only tags can be changed.", ext))
+				"Changing '%s' of an existing cluster is not supported yet: only tags and properties.version can be changed.", ext))
 		} else {
 			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
 				"Field '%s' cannot be changed after the cluster is created.", ext))

@@ -71,6 +71,9 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 		if errs := changedFields(ri.version, stored, next); len(errs) > 0 {
 			return arm.Multiple(errs)
 		}
+		if u := clusterUpdate(ri.version, stored, next); u != nil {
+			return s.startClusterUpdate(w, r, next, rd, doc, u, true) // handlers_cluster_update.go
+		}
 	}
 
 	opID := newUUID()

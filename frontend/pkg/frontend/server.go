@@ -30,6 +30,9 @@ type Config struct {
 	// ExternalAuths is Cluster Service's external auth client; without it the externalAuths
 	// paths are not served.
 	ExternalAuths csv1.ExternalAuthsClient
+	// Versions is Cluster Service's version catalogue; without it hcpOpenShiftVersions is not
+	// served.
+	Versions csv1.VersionsClient
 	// Location is the Azure region this frontend serves, e.g. "eastus".
 	Location string
 	Logger   *slog.Logger
@@ -144,6 +147,7 @@ func (s *Server) routes() {
 	s.nodePoolRoutes()
 	s.externalAuthRoutes()
 
+	s.versionRoutes() // handlers_versions.go
 	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
 	s.handle("GET "+operationsScope+"/hcpoperationresults/{operationId}", s.getOperationResult, resourceRoute)
 }

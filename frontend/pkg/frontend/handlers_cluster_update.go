@@ -1,0 +1,209 @@
+package frontend
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// csUpdatable are the cluster fields (internal model paths) a PUT or PATCH can change through
+// Cluster Service's UpdateCluster, each with the ClusterUpdate field that carries it. They
+// are changed only where the request's api-version lets the field be updated.
+var csUpdatable = map[string]string{
+	"properties.version.id":           "update.version_id",
+	"properties.version.channelGroup": "update.channel_group",
+}
+
+// updatableThroughCS reports whether path p is changed through UpdateCluster in version ver.
+func updatableThroughCS(ver api.Version, p string) bool {
+	if _, ok := csUpdatable[p]; !ok {
+		return false
+	}
+	for _, u := range ver.UpdatableFields() {
+		if p == u || strings.HasPrefix(p, u+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterUpdate is the UpdateCluster change from stored to next, or nil when neither the
+// version nor the channel group changes.
+func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpdate {
+	u := &csv1.ClusterUpdate{}
+	if a, b := stored.Properties.Version.ID, next.Properties.Version.ID; a != b && updatableThroughCS(ver, "properties.version.id") {
+		u.VersionId = b
+	}
+	if a, b := stored.Properties.Version.ChannelGroup, next.Properties.Version.ChannelGroup; a != b && updatableThroughCS(ver, "properties.version.channelGroup") {
+		u.ChannelGroup = b
+		if u.ChannelGroup == "" {
+			u.ChannelGroup = "stable" // the spec's default
+		}
+	}
+	if u.VersionId == "" && u.ChannelGroup == "" {
+		return nil
+	}
+	return u
+}
+
+// startClusterUpdate records an Update operation with the new resource document and asks
+// Cluster Service to carry it out: a version change becomes a control-plane upgrade policy,
+// which the backend follows to Succeeded or Failed. A refused update rolls the documents back
+// and answers 400 with the field as the target. PUT answers 200 and PATCH 202, both with
+// Azure-AsyncOperation.
+func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next *api.Cluster, rd *docs.ResourceDocument,
+	doc *store.Document, u *csv1.ClusterUpdate, patch bool) error {
+	ri := info(r)
+	ctx := r.Context()
+	part := doc.PartitionKey
+	props, err := storedModel(next)
+	if err != nil {
+		return err
+	}
+	opID := newUUID()
+	now := time.Now().UTC()
+	nrd := *rd
+	nrd.Properties = props
+	nrd.Tags = next.Tags
+	nrd.ProvisioningState = docs.StateUpdating
+	nrd.ActiveOperationID = opID
+	if sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData)); err != nil {
+		ri.log.Warn("ignoring invalid systemData header", "error", err)
+	} else if sd != nil {
+		var prev *arm.SystemData
+		if len(rd.SystemData) > 0 {
+			prev = &arm.SystemData{}
+			json.Unmarshal(rd.SystemData, prev)
+		}
+		nrd.SystemData, _ = json.Marshal(prev.Merge(sd))
+	}
+	resDoc, err := withBody(doc, nrd)
+	if err != nil {
+		return err
+	}
+	op := s.newOperation(r, opID, docs.OperationUpdate, rd.ResourceID, rd.InternalID, now)
+	opDoc, err := newDoc(part, opID, store.TypeOperation, rd.ResourceID, op, s.cfg.OperationTTL)
+	if err != nil {
+		return err
+	}
+	written, err := s.store.Transact(ctx, part, []store.TxOp{
+		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
+		{Kind: store.TxCreate, Doc: opDoc},
+	})
+	if err != nil {
+		return fmt.Errorf("record update of %s: %w", rd.ResourceID, err)
+	}
+	ri.log.Info("cluster update accepted", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
+		"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup())
+
+	cctx, cancel := s.csContext(ctx, ri)
+	defer cancel()
+	cl, err := s.cs.UpdateCluster(cctx, &csv1.UpdateClusterRequest{Id: rd.InternalID, Update: u, OperationId: opID})
+	if err != nil {
+		if definitive(err) {
+			s.rollback(r, part, []store.TxOp{
+				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
+				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			})
+		}
+		return updateError(ri.version, err, rd.ResourceID)
+	}
+	etag := written[0].ETag
+	if p := cl.GetStatus().GetUpgrade(); p.GetOperationId() != opID {
+		// Nothing is left to roll out (a channel group change, or a version that resolves to
+		// the one running): the operation is done now.
+		if etag, err = s.finishUpdateNow(r, written, nrd, op); err != nil {
+			return err
+		}
+	} else {
+		ri.log.Info("control plane upgrade started", "resourceID", rd.ResourceID, "upgradePolicyID", p.GetId(),
+			"from", p.GetFromVersion(), "to", p.GetToVersion(), "operationID", opID)
+	}
+	s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, patch)
+	if patch {
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	out, err := clusterFromDoc(&nrd)
+	if err != nil {
+		return err
+	}
+	out.ProvisioningState = nrd.ProvisioningState
+	return s.respondCluster(w, r, http.StatusOK, out, etag)
+}
+
+// finishUpdateNow marks the update operation and its resource Succeeded.
+func (s *Server) finishUpdateNow(r *http.Request, written []*store.Document, rd docs.ResourceDocument, op *docs.OperationDocument) (string, error) {
+	now := time.Now().UTC()
+	rd.ProvisioningState, rd.ActiveOperationID = docs.StateSucceeded, ""
+	op.Status, op.LastTransitionTime, op.EndTime = docs.StateSucceeded, now, &now
+	res, err := withBody(written[0], rd)
+	if err != nil {
+		return "", err
+	}
+	opd, err := withBody(written[1], op)
+	if err != nil {
+		return "", err
+	}
+	out, err := s.store.Transact(r.Context(), written[0].PartitionKey, []store.TxOp{
+		{Kind: store.TxReplace, Doc: res, IfMatch: written[0].ETag},
+		{Kind: store.TxReplace, Doc: opd, IfMatch: written[1].ETag},
+	})
+	if err != nil {
+		return "", fmt.Errorf("finish update of %s: %w", rd.ResourceID, err)
+	}
+	return out[0].ETag, nil
+}
+
+// updateError turns Cluster Service's refusal into ARM's answer: a field violation on the
+// update becomes a 400 whose target is the field in the request's api-version.
+func updateError(ver api.Version, err error, resourceID string) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.InvalidArgument {
+		return fmt.Errorf("update cluster %s in cluster service: %w", resourceID, err)
+	}
+	var errs []*arm.CloudError
+	for _, d := range st.Details() {
+		br, ok := d.(*errdetails.BadRequest)
+		if !ok {
+			continue
+		}
+		for _, fv := range br.GetFieldViolations() {
+			target := ""
+			for path, field := range csUpdatable {
+				if fv.GetField() == field {
+					target = ver.ExternalPath(path)
+				}
+			}
+			errs = append(errs, cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, "%s", sentence(fv.GetDescription())))
+		}
+	}
+	if len(errs) == 0 {
+		return fmt.Errorf("update cluster %s in cluster service: %w", resourceID, err)
+	}
+	return arm.Multiple(errs)
+}
+
+// sentence capitalises the first letter and ends with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ToUpper(s[:1]) + s[1:]
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}

@@ -1,0 +1,261 @@
+package frontend
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+	docs "github.com/openhcp/openhcp/internal/api"
+)
+
+// fakeVersions serves Cluster Service's Versions API from the catalogue Cluster Service ships
+// (a fake of the service, with its real data).
+type fakeVersions struct {
+	csv1.UnimplementedVersionsServer
+	cat *versions.Catalogue
+}
+
+func (f *fakeVersions) ListVersions(_ context.Context, req *csv1.ListVersionsRequest) (*csv1.ListVersionsResponse, error) {
+	resp := &csv1.ListVersionsResponse{}
+	for _, g := range f.cat.Groups() {
+		if req.GetChannelGroup() != "" && g != req.GetChannelGroup() {
+			continue
+		}
+		vs, _ := f.cat.Versions(g)
+		for _, v := range vs {
+			resp.Versions = append(resp.Versions, &csv1.Version{Id: v.ID, ChannelGroup: g, Enabled: v.Enabled,
+				EndOfLife: timestamppb.New(v.EndOfLife), AvailableUpgrades: v.Upgrades})
+		}
+	}
+	return resp, nil
+}
+
+// withVersions serves the fake Versions API to the frontend under test.
+func withVersions(t testing.TB) (func(*Config), *versions.Catalogue) {
+	t.Helper()
+	cat, err := versions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	csv1.RegisterVersionsServer(gs, &fakeVersions{cat: cat})
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return func(c *Config) { c.Versions = csv1.NewVersionsClient(conn) }, cat
+}
+
+var updateMu sync.Mutex
+var updateCalls []*csv1.UpdateClusterRequest
+
+// UpdateCluster validates like Cluster Service with its real catalogue: the stored version is
+// resolved as CreateCluster would have, the target along the upgrade edges, and an upgrade is
+// recorded as a PENDING policy carrying the operation ID.
+func (f *fakeClusterService) UpdateCluster(_ context.Context, req *csv1.UpdateClusterRequest) (*csv1.Cluster, error) {
+	cat, _ := versions.Default()
+	updateMu.Lock()
+	updateCalls = append(updateCalls, req)
+	updateMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.clusters[req.GetId()]
+	if !ok {
+		return nil, status.Error(codes.NotFound, "no such cluster")
+	}
+	group := c.GetSpec().GetChannelGroup()
+	if group == "" {
+		group = "stable"
+	}
+	now := time.Now()
+	cur, err := cat.Resolve(group, c.GetSpec().GetVersionId(), now)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "stored version: %v", err)
+	}
+	if want := req.GetUpdate().GetVersionId(); want != "" {
+		to, err := cat.ResolveUpgrade(group, cur, want, now)
+		if err != nil {
+			st, _ := status.New(codes.InvalidArgument, "invalid request: update.version_id: "+err.Error()).WithDetails(&errdetails.BadRequest{
+				FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "update.version_id", Description: err.Error()}}})
+			return nil, st.Err()
+		}
+		if to != cur {
+			c.Status.Upgrade = &csv1.UpgradePolicy{Id: "p-" + req.GetOperationId(), FromVersion: cur, ToVersion: to, OperationId: req.GetOperationId(),
+				State: csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING}
+		}
+	}
+	if g := req.GetUpdate().GetChannelGroup(); g != "" {
+		c.Spec.ChannelGroup = g
+	}
+	return c, nil
+}
+
+// TestSpecExamplesVersions drives the HcpOpenShiftVersions_List and _Get examples of every
+// api-version through the handlers and validates the answers against the spec's schemas. The
+// examples' location and version name are changed to what this region serves (the example's
+// 4.18.1 is not in the catalogue); everything else comes from the catalogue.
+func TestSpecExamplesVersions(t *testing.T) {
+	if _, err := os.Stat(specRoot); err != nil {
+		t.Skipf("the specification is not checked out beside the repository (%s): %v", specRoot, err)
+	}
+	mutate, cat := withVersions(t)
+	e := newEnv(t, mutate)
+	for _, ver := range specVersions {
+		t.Run(ver, func(t *testing.T) {
+			l := newSpecLoader()
+			v := &specValidator{t: t, l: l}
+			so := loadSpecOperations(t, l, ver)
+			xs := loadExamples(t, ver, "HcpOpenShiftVersions_")
+			if len(xs) != 2 {
+				t.Fatalf("%d examples; want List and Get", len(xs))
+			}
+			for _, x := range xs {
+				for code, r := range x.Responses {
+					so.checkResponse(t, v, x.OperationID, response{code: atoi(t, code), header: http.Header{}, body: r.Body})
+				}
+				base := "/subscriptions/" + x.param(t, "subscriptionId") + "/providers/Microsoft.RedHatOpenShift/locations/" + testLocation + "/hcpOpenShiftVersions"
+				q := "?api-version=" + x.param(t, "api-version")
+				switch x.OperationID {
+				case "HcpOpenShiftVersions_List":
+					e.registerSubscription(x.param(t, "subscriptionId"), docs.SubscriptionRegistered)
+					resp := e.do("GET", base+q, nil, nil)
+					if resp.code != 200 {
+						t.Fatalf("%s: %d %s", x.file, resp.code, resp.body)
+					}
+					so.checkResponse(t, v, x.OperationID, resp)
+					value := resp.json(t)["value"].([]any)
+					if len(value) != 7 { // stable's six and candidate's 4.21.0; 4.20.3 once, under stable
+						t.Fatalf("%d versions: %s", len(value), resp.body)
+					}
+					first := value[0].(map[string]any)
+					if first["name"] != "4.17.44" || !strings.HasSuffix(first["id"].(string), "/hcpOpenShiftVersions/4.17.44") {
+						t.Fatalf("first version %v; want 4.17.44 (numeric order)", first)
+					}
+				case "HcpOpenShiftVersions_Get":
+					e.registerSubscription(x.param(t, "subscriptionId"), docs.SubscriptionRegistered)
+					for _, tc := range []struct{ name, group string }{{"4.19.17", "stable"}, {"4.20.3", "stable"}, {"4.21.0", "candidate"}} {
+						resp := e.do("GET", base+"/"+tc.name+q, nil, nil)
+						if resp.code != 200 {
+							t.Fatalf("%s %s: %d %s", x.file, tc.name, resp.code, resp.body)
+						}
+						so.checkResponse(t, v, x.OperationID, resp)
+						want, _ := cat.Get(tc.group, tc.name)
+						props := resp.json(t)["properties"].(map[string]any)
+						if props["channelGroup"] != tc.group || props["enabled"] != want.Enabled || props["endOfLifeTimestamp"] != want.EndOfLife.UTC().Format(time.RFC3339) {
+							t.Fatalf("%s: properties %v; want %s %+v", tc.name, props, tc.group, want)
+						}
+					}
+					resp := e.do("GET", base+"/"+x.param(t, "hcpOpenShiftVersionName")+q, nil, nil)
+					if code, _ := resp.armError(t); resp.code != 404 || code != "ResourceNotFound" {
+						t.Fatalf("unknown version %s: %d %s", x.param(t, "hcpOpenShiftVersionName"), resp.code, resp.body)
+					}
+				default:
+					t.Fatalf("example %s of unexpected operation %s", x.file, x.OperationID)
+				}
+			}
+		})
+	}
+	t.Run("other_location_is_404", func(t *testing.T) {
+		resp := e.do("GET", "/subscriptions/"+testSub+"/providers/Microsoft.RedHatOpenShift/locations/westus/hcpOpenShiftVersions", nil, nil)
+		if resp.code != 404 {
+			t.Fatalf("%d %s", resp.code, resp.body)
+		}
+	})
+}
+
+func TestClusterVersionUpdate(t *testing.T) {
+	e := newEnv(t)
+	path := clusterPath("rg", "upgraded")
+	created := e.put(path, set(minimalBody(), "properties.version.id", "4.19"))
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	const newer = "?api-version=2026-09-01-preview"
+
+	for _, tc := range []struct {
+		name, method, path, body string
+		code                     int
+		errCode, target, msg     string
+	}{
+		{"downgrade_by_patch_is_400_on_the_version", "PATCH", path + newer, `{"properties":{"version":{"id":"4.18"}}}`,
+			400, "InvalidRequestContent", "properties.version.id", "Cannot downgrade from 4.19.17 to 4.18"},
+		{"skipping_a_minor_is_400", "PATCH", path + newer, `{"properties":{"version":{"id":"4.21"}}}`,
+			400, "InvalidRequestContent", "properties.version.id", "not available in channel group stable"},
+		{"version_change_through_2024_is_not_allowed", "PATCH", path + "?api-version=2024-06-10-preview", `{"properties":{"version":{"id":"4.20"}}}`,
+			400, "PropertyChangeNotAllowed", "properties.version.id", "cannot be changed after the cluster is created"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := e.do(tc.method, tc.path, []byte(tc.body), nil)
+			code, target := resp.armError(t)
+			if resp.code != tc.code || code != tc.errCode || target != tc.target || !strings.Contains(string(resp.body), tc.msg) {
+				t.Fatalf("%d %s; want %d %s on %s saying %q", resp.code, resp.body, tc.code, tc.errCode, tc.target, tc.msg)
+			}
+			rd, _ := e.resource(path)
+			if rd.ActiveOperationID != "" || rd.ProvisioningState != docs.StateSucceeded {
+				t.Fatalf("a refused update left operation %q, state %s", rd.ActiveOperationID, rd.ProvisioningState)
+			}
+		})
+	}
+
+	t.Run("upgrade_by_patch_is_202_and_an_updating_operation", func(t *testing.T) {
+		resp := e.do("PATCH", path+newer, []byte(`{"properties":{"version":{"id":"4.20"}}}`), nil)
+		if resp.code != 202 || resp.header.Get("Location") == "" || resp.header.Get("Azure-AsyncOperation") == "" {
+			t.Fatalf("%d %v %s", resp.code, resp.header, resp.body)
+		}
+		opID := opIDFrom(t, resp.header.Get("Azure-AsyncOperation"))
+		op, _ := e.operation(opID)
+		rd, _ := e.resource(path)
+		if op.Request != docs.OperationUpdate || op.Status.Terminal() || rd.ActiveOperationID != opID || rd.ProvisioningState != docs.StateUpdating {
+			t.Fatalf("operation %+v, resource %s/%s", op, rd.ActiveOperationID, rd.ProvisioningState)
+		}
+		updateMu.Lock()
+		last := updateCalls[len(updateCalls)-1]
+		updateMu.Unlock()
+		if last.GetId() != rd.InternalID || last.GetUpdate().GetVersionId() != "4.20" || last.GetOperationId() != opID {
+			t.Fatalf("UpdateCluster %v; want version 4.20 for operation %s", last, opID)
+		}
+		got := e.do("GET", path+newer, nil, nil)
+		if v := got.json(t)["properties"].(map[string]any)["version"].(map[string]any)["id"]; v != "4.20" {
+			t.Fatalf("GET shows version %v", v)
+		}
+		again := e.do("PATCH", path+newer, []byte(`{"properties":{"version":{"id":"4.20"}}}`), nil)
+		if code, _ := again.armError(t); again.code != 409 || code != "Conflict" {
+			t.Fatalf("a second write during the upgrade: %d %s", again.code, again.body)
+		}
+		e.finish(opID, docs.StateSucceeded, nil)
+	})
+
+	t.Run("channel_group_only_put_finishes_at_once", func(t *testing.T) {
+		body := e.do("GET", path+newer, nil, nil).json(t)
+		body["properties"].(map[string]any)["version"].(map[string]any)["channelGroup"] = "candidate"
+		delete(body, "systemData")
+		resp := e.do("PUT", path+newer, mustJSON(body), nil)
+		if resp.code != 200 || resp.header.Get("Azure-AsyncOperation") == "" {
+			t.Fatalf("%d %s", resp.code, resp.body)
+		}
+		op, _ := e.operation(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")))
+		rd, _ := e.resource(path)
+		if op.Status != docs.StateSucceeded || rd.ProvisioningState != docs.StateSucceeded || rd.ActiveOperationID != "" {
+			t.Fatalf("operation %s, resource %s (%q); want both Succeeded", op.Status, rd.ProvisioningState, rd.ActiveOperationID)
+		}
+	})
+}
