@@ -65,7 +65,15 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	}
 
 	before := np.Status.DeepCopy()
+	stepBefore := np.Annotations[LastNodeStepAnnotation]
 	next := computeNodePoolStatus(np, hc, r.Options, now)
+	if step := np.Annotations[LastNodeStepAnnotation]; step != stepBefore {
+		// The step's time goes in first: if the status write then fails, the next pass waits
+		// one more delay rather than taking two steps at once.
+		if err := r.recordNodeStep(ctx, np, stepBefore); err != nil {
+			return retryOnConflict(fmt.Errorf("record node step of NodePool %s: %w", req, err))
+		}
+	}
 	if equality.Semantic.DeepEqual(before, &np.Status) {
 		return resultAfter(next), nil
 	}
@@ -78,6 +86,36 @@ func (r *NodePoolReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		}
 	}
 	return resultAfter(next), nil
+}
+
+// LastNodeStepAnnotation records when the sim last added or removed one machine of a pool.
+// Scaling moves one node per NodePoolReadyDelay, as Cluster API brings machines up (or drains
+// them) one after the other, and the NodePool's status has no field for the time of the last
+// step. The sim owns this metadata; Cluster Service's server-side apply leaves it alone.
+const LastNodeStepAnnotation = "hypershift-sim.openhcp.io/last-node-step"
+
+// lastNodeStep is the time of the pool's last node step, if any.
+func lastNodeStep(np *hyperv1.NodePool) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, np.Annotations[LastNodeStepAnnotation])
+	return t, err == nil
+}
+
+// recordNodeStep writes the step annotation computeNodePoolStatus set on np (old was its value
+// before), conditionally on np's resourceVersion, and carries the new resourceVersion over to
+// np for its status write.
+func (r *NodePoolReconciler) recordNodeStep(ctx context.Context, np *hyperv1.NodePool, old string) error {
+	obj := &hyperv1.NodePool{ObjectMeta: *np.ObjectMeta.DeepCopy()}
+	base := obj.DeepCopy()
+	if old == "" {
+		delete(base.Annotations, LastNodeStepAnnotation)
+	} else {
+		base.Annotations[LastNodeStepAnnotation] = old
+	}
+	if err := r.Client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	np.ResourceVersion = obj.ResourceVersion
+	return nil
 }
 
 // desiredReplicas is spec.replicas, or for an autoscaled pool the current count clamped into
@@ -156,12 +194,35 @@ func computeNodePoolStatus(np *hyperv1.NodePool, hc *hyperv1.HostedCluster, o Op
 			start = hcAvailable.LastTransitionTime.Time
 			fallthrough
 		default:
-			if left := remaining(now, start, o.NodePoolReadyDelay); left > 0 {
+			// One machine per NodePoolReadyDelay, counted from the rollout's start or the last
+			// step, whichever is later; status.replicas reports each machine as it becomes
+			// available (or is gone), as HyperShift does. The version is reached with the last
+			// machine (a version-only rollout takes one step).
+			stepStart := start
+			if t, ok := lastNodeStep(np); ok && t.After(stepStart) {
+				stepStart = t
+			}
+			if left := remaining(now, stepStart, o.NodePoolReadyDelay); left > 0 {
 				next = left
 			} else {
-				// Cluster API creates (or deletes) the machines of a scale step in parallel, so
-				// they all become available at the same time.
-				st.Replicas, st.Version = desired, version
+				switch {
+				case o.NodePoolReadyDelay <= 0:
+					st.Replicas = desired // no time per node to model
+				case st.Replicas < desired:
+					st.Replicas++
+				case st.Replicas > desired:
+					st.Replicas--
+				}
+				if st.Replicas == desired {
+					st.Version = version
+				}
+				if np.Annotations == nil {
+					np.Annotations = map[string]string{}
+				}
+				np.Annotations[LastNodeStepAnnotation] = now.UTC().Format(time.RFC3339Nano)
+				if st.Replicas != desired || st.Version != version {
+					next = o.NodePoolReadyDelay
+				}
 			}
 		}
 	}

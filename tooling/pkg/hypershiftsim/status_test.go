@@ -182,28 +182,57 @@ func TestComputeNodePoolStatus_waitsForControlPlaneThenDelay(t *testing.T) {
 	if next := computeNodePoolStatus(np, hc, o, t0.Add(21*time.Second)); next != 4*time.Second || np.Status.Replicas != 0 {
 		t.Fatalf("1s after Available: next %s replicas %d, want 4s and 0", next, np.Status.Replicas)
 	}
-	if next := computeNodePoolStatus(np, hc, o, t0.Add(25*time.Second)); next != 0 || np.Status.Replicas != 3 || np.Status.Version != "4.19.7" {
-		t.Fatalf("5s after Available: next %s replicas %d version %q", next, np.Status.Replicas, np.Status.Version)
+	// One node per delay, status.replicas reporting each; the version comes with the last.
+	for i, at := range []time.Duration{25 * time.Second, 30 * time.Second, 35 * time.Second} {
+		wantNext := 5 * time.Second
+		if i == 2 {
+			wantNext = 0
+		}
+		if next := computeNodePoolStatus(np, hc, o, t0.Add(at)); next != wantNext || np.Status.Replicas != int32(i+1) {
+			t.Fatalf("%s after t0: next %s replicas %d, want %s and %d", at, next, np.Status.Replicas, wantNext, i+1)
+		}
+		if i < 2 {
+			if np.Status.Version != "" {
+				t.Fatalf("version %q reported with %d of 3 nodes", np.Status.Version, np.Status.Replicas)
+			}
+			if next := computeNodePoolStatus(np, hc, o, t0.Add(at+4*time.Second)); np.Status.Replicas != int32(i+1) || next != time.Second {
+				t.Fatalf("a node came before its delay: replicas %d next %s", np.Status.Replicas, next)
+			}
+		}
+	}
+	if np.Status.Version != "4.19.7" {
+		t.Fatalf("version %q with all nodes up", np.Status.Version)
 	}
 	ready := findNodePoolCondition(np.Status.Conditions, hyperv1.NodePoolReadyConditionType)
-	if ready == nil || ready.Status != corev1.ConditionTrue || !ready.LastTransitionTime.Time.Equal(t0.Add(25*time.Second)) {
+	if ready == nil || ready.Status != corev1.ConditionTrue || !ready.LastTransitionTime.Time.Equal(t0.Add(35*time.Second)) {
 		t.Fatalf("Ready %+v", ready)
 	}
 
-	// Autoscaling clamps into [min, max].
+	// Autoscaling clamps into [min, max]: 3 → 4 is one node, after one delay.
 	np.Spec.Replicas = nil
 	np.Spec.AutoScaling = &hyperv1.NodePoolAutoScaling{Min: 4, Max: 6}
 	np.Generation++
-	computeNodePoolStatus(np, hc, o, t0.Add(30*time.Second))
+	computeNodePoolStatus(np, hc, o, t0.Add(40*time.Second))
 	if np.Status.Replicas != 3 {
 		t.Fatalf("scaled before the delay: %d", np.Status.Replicas)
 	}
-	computeNodePoolStatus(np, hc, o, t0.Add(35*time.Second))
+	computeNodePoolStatus(np, hc, o, t0.Add(45*time.Second))
 	if np.Status.Replicas != 4 {
 		t.Fatalf("autoscaled pool at %d, want min 4", np.Status.Replicas)
 	}
+
 	if c := findNodePoolCondition(np.Status.Conditions, hyperv1.NodePoolAutoscalingEnabledConditionType); c == nil || c.Status != corev1.ConditionTrue {
 		t.Fatalf("AutoscalingEnabled %+v", c)
+	}
+
+	// Scaling down to 1 removes one node per delay too.
+	np.Spec.AutoScaling, np.Spec.Replicas = nil, ptrTo(int32(1))
+	np.Generation++
+	for i, want := range []int32{4, 3, 2, 1} {
+		computeNodePoolStatus(np, hc, o, t0.Add(50*time.Second+time.Duration(i)*5*time.Second))
+		if np.Status.Replicas != want {
+			t.Fatalf("scale down step %d: replicas %d, want %d", i, np.Status.Replicas, want)
+		}
 	}
 }
 
@@ -270,3 +299,5 @@ func TestComputeHostedClusterStatus_upgrades(t *testing.T) {
 		})
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }
