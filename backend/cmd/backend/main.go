@@ -169,6 +169,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		"statusMode", f.cfg.StatusMode, "leaderElect", f.leaderElect, "replica", f.lease.Holder)
 	cs := csv1.NewClustersClient(conn)
 	f.cfg.NodePools = csv1.NewNodePoolsClient(conn)
+	f.cfg.ExternalAuths = csv1.NewExternalAuthsClient(conn)
 	if !f.leaderElect {
 		return operations.New(st, cs, log, metrics, f.cfg).Run(ctx)
 	}

@@ -63,6 +63,9 @@ type Config struct {
 	OperationTTL time.Duration
 	// NodePools is Cluster Service's node pool client, for node pool operations (nodepools.go).
 	NodePools csv1.NodePoolsClient
+	// ExternalAuths is Cluster Service's external auth client, for external auth operations
+	// (externalauths.go).
+	ExternalAuths csv1.ExternalAuthsClient
 }
 
 // StatusMode selects how the controller learns of changes.
@@ -187,6 +190,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		run("feed", c.followFeed)
 		run("watch", c.followClusters)
 		run("nodepool-watch", c.followNodePools)
+		run("externalauth-watch", c.followExternalAuths)
 		run("resync", c.resyncLoop)
 	}
 	<-ctx.Done()
@@ -312,6 +316,9 @@ type observation struct {
 func (c *Controller) observe(ctx context.Context, op *api.OperationDocument) (observation, error) {
 	if isNodePool(op.ExternalID) {
 		return c.observeNodePool(ctx, op)
+	}
+	if isExternalAuth(op.ExternalID) {
+		return c.observeExternalAuth(ctx, op)
 	}
 	cluster, err := c.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: op.InternalID})
 	if status.Code(err) == codes.NotFound {

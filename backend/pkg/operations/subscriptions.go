@@ -87,6 +87,16 @@ func (c *Controller) ReconcileSubscription(ctx context.Context, partition string
 				}
 				continue
 			}
+			if isExternalAuth(d.ResourceID) {
+				there, err := c.cascadeExternalAuth(ctx, d)
+				if err != nil {
+					return 0, err
+				}
+				if there {
+					left++
+				}
+				continue
+			}
 			if !isCluster(d.ResourceID) {
 				continue
 			}
