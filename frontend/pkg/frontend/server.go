@@ -148,6 +148,7 @@ func (s *Server) routes() {
 	s.externalAuthRoutes()
 
 	s.versionRoutes() // handlers_versions.go
+	s.handle(preflightPattern, s.preflight, routeOptions{}) // handlers_preflight.go
 	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
 	s.handle("GET "+operationsScope+"/hcpoperationresults/{operationId}", s.getOperationResult, resourceRoute)
 }

@@ -1,0 +1,167 @@
+package frontend
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	docs "github.com/openhcp/openhcp/internal/api"
+)
+
+// Deployment preflight is ARM's validation of a template before it deploys it: ARM posts the
+// template's resources of our namespace and expects 200 with {"status":"Succeeded"} or
+// {"status":"Failed","error":{…}} — never an error status for invalid content. Each resource is
+// checked as a PUT of its own api-version would check it, statically: no Cluster Service call,
+// no store read (the resources may depend on others of the same template that do not exist yet).
+// The preflight call's own api-version is ARM's, not ours, so it is not checked.
+const preflightPattern = "POST /subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}" + providerPath + "/deployments/{deploymentName}/preflight"
+
+type preflightRequest struct {
+	Resources []json.RawMessage `json:"resources"`
+}
+
+type preflightResult struct {
+	Status string               `json:"status"`
+	Error  *docs.CloudErrorBody `json:"error,omitempty"`
+}
+
+// preflightValidators check one resource body of a type, in the given api-version. Keys are
+// lowercase resource types.
+var preflightValidators = map[string]func(v api.Version, body []byte) error{
+	"microsoft.redhatopenshift/hcpopenshiftclusters": func(v api.Version, body []byte) error {
+		_, err := v.DecodeCluster(body)
+		return err
+	},
+}
+
+// templateOnlyKeys are deployment-template keys of a resource that are not part of the
+// resource's body.
+var templateOnlyKeys = []string{"apiVersion", "dependsOn", "condition", "copy", "comments", "scope", "kind"}
+
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
+	ri := info(r)
+	var req preflightRequest
+	if err := json.Unmarshal(ri.body, &req); err != nil {
+		return s.writePreflight(w, &docs.CloudErrorBody{Code: arm.CodeInvalidRequestContent,
+			Message: fmt.Sprintf("The preflight request body is not valid JSON: %v", err)})
+	}
+	var details []docs.CloudErrorBody
+	for i, raw := range req.Resources {
+		details = append(details, s.preflightResource(r, i, raw)...)
+	}
+	switch len(details) {
+	case 0:
+		return s.writePreflight(w, nil)
+	case 1:
+		return s.writePreflight(w, &details[0])
+	}
+	return s.writePreflight(w, &docs.CloudErrorBody{Code: arm.CodeMultipleErrorsOccurred,
+		Message: "Preflight validation failed for more than one problem; see details.", Details: details})
+}
+
+// preflightResource validates one template resource and returns its problems, each message
+// naming the resource.
+func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) []docs.CloudErrorBody {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return []docs.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Target: fmt.Sprintf("resources[%d]", i),
+			Message: fmt.Sprintf("Resource %d is not a JSON object.", i)}}
+	}
+	var typ, apiVersion, name, location string
+	_ = json.Unmarshal(m["type"], &typ)
+	_ = json.Unmarshal(m["apiVersion"], &apiVersion)
+	_ = json.Unmarshal(m["name"], &name)
+	_ = json.Unmarshal(m["location"], &location)
+	validate, ok := preflightValidators[strings.ToLower(typ)]
+	if !ok {
+		// Types of our namespace without static checks (and anything else ARM sends) pass:
+		// their PUT still validates everything.
+		return nil
+	}
+	label := fmt.Sprintf("Resource '%s' (%s)", name, typ)
+	for _, k := range templateOnlyKeys {
+		delete(m, k)
+	}
+	body, err := json.Marshal(m)
+	if err != nil {
+		return []docs.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Message: fmt.Sprintf("%s: %v", label, err)}}
+	}
+	if hasTemplateExpression(body) {
+		// ARM sends what it could not evaluate before deployment as "[…]" expressions; a
+		// static check would reject valid templates, so such a resource is left to its PUT.
+		info(r).log.Info("preflight: resource has unevaluated template expressions; not validated", "resource", name, "type", typ)
+		return nil
+	}
+	v, ok := api.Lookup(apiVersion)
+	if !ok {
+		return []docs.CloudErrorBody{{Code: "InvalidApiVersionParameter", Target: fmt.Sprintf("resources[%d].apiVersion", i),
+			Message: fmt.Sprintf("%s: the api-version '%s' is not supported. The supported versions are '%s'.", label, apiVersion, strings.Join(api.Versions(), ","))}}
+	}
+	var problems []docs.CloudErrorBody
+	if location != "" && normalizeLocation(location) != s.cfg.Location {
+		problems = append(problems, docs.CloudErrorBody{Code: arm.CodeInvalidRequestContent, Target: "location",
+			Message: fmt.Sprintf("%s: the location '%s' is not served by this endpoint, which serves '%s'.", label, location, s.cfg.Location)})
+	}
+	if err := validate(v, body); err != nil {
+		var ce *arm.CloudError
+		if !errors.As(err, &ce) {
+			return append(problems, docs.CloudErrorBody{Code: arm.CodeInvalidRequestContent, Message: fmt.Sprintf("%s: %v", label, err)})
+		}
+		found := ce.Details
+		if len(found) == 0 {
+			found = []docs.CloudErrorBody{ce.CloudErrorBody}
+		}
+		for _, d := range found {
+			d.Message = label + ": " + d.Message
+			problems = append(problems, d)
+		}
+	}
+	return problems
+}
+
+// hasTemplateExpression says whether any string in the JSON value is an ARM template expression
+// ("[…]", but not an escaped "[[…").
+func hasTemplateExpression(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch t := v.(type) {
+		case string:
+			return strings.HasPrefix(t, "[") && !strings.HasPrefix(t, "[[") && strings.HasSuffix(t, "]")
+		case []any:
+			for _, e := range t {
+				if walk(e) {
+					return true
+				}
+			}
+		case map[string]any:
+			for _, e := range t {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
+}
+
+func (s *Server) writePreflight(w http.ResponseWriter, problem *docs.CloudErrorBody) error {
+	res := preflightResult{Status: "Succeeded"}
+	if problem != nil {
+		res = preflightResult{Status: "Failed", Error: problem}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encode preflight result: %w", err)
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}

@@ -1,0 +1,87 @@
+package frontend
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPreflight(t *testing.T) {
+	e := newEnv(t)
+	path := "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/deployments/dep-1/preflight?api-version=2020-06-01"
+	cluster := func(mutate ...func(map[string]any)) map[string]any {
+		b := minimalBody()
+		b["type"] = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
+		b["name"] = "c1"
+		b["apiVersion"] = testVersion
+		b["dependsOn"] = []string{"[resourceId('Microsoft.Network/virtualNetworks', 'vnet')]"}
+		for _, m := range mutate {
+			m(b)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name      string
+		body      []byte
+		status    string
+		code      string
+		target    string
+		inMessage string
+	}{
+		{"valid_cluster_succeeds", mustJSON(map[string]any{"resources": []any{cluster()}}), "Succeeded", "", "", ""},
+		{"no_resources_succeeds", mustJSON(map[string]any{"resources": []any{}}), "Succeeded", "", "", ""},
+		{"other_types_are_not_checked", mustJSON(map[string]any{"resources": []any{
+			map[string]any{"type": "Microsoft.Network/virtualNetworks", "name": "vnet", "apiVersion": "2023-01-01", "properties": map[string]any{"x": 1}}}}), "Succeeded", "", "", ""},
+		{"invalid_field_fails_naming_it_and_the_resource", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
+			set(b, "properties.network.hostPrefix", 99)
+		})}}), "Failed", "InvalidRequestContent", "properties.network.hostPrefix", "Resource 'c1'"},
+		{"unknown_api_version_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["apiVersion"] = "2019-01-01" })}}),
+			"Failed", "InvalidApiVersionParameter", "resources[0].apiVersion", "2019-01-01"},
+		{"wrong_location_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["location"] = "westeurope" })}}),
+			"Failed", "InvalidRequestContent", "location", "westeurope"},
+		{"two_bad_resources_give_multiple_errors", mustJSON(map[string]any{"resources": []any{
+			cluster(func(b map[string]any) { b["location"] = "westeurope" }),
+			cluster(func(b map[string]any) { b["name"] = "c2"; set(b, "properties.network.foo", 1) })}}),
+			"Failed", "MultipleErrorsOccurred", "", ""},
+		{"unevaluated_expression_is_left_to_the_put", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
+			set(b, "properties.network.hostPrefix", "[parameters('hostPrefix')]")
+		})}}), "Succeeded", "", "", ""},
+		{"not_json_fails_with_200", []byte("{"), "Failed", "InvalidRequestContent", "", "not valid JSON"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := e.do("POST", path, tc.body, nil)
+			if resp.code != 200 {
+				t.Fatalf("status %d (preflight always answers 200): %s", resp.code, resp.body)
+			}
+			body := resp.json(t)
+			if body["status"] != tc.status {
+				t.Fatalf("status %v, want %s: %s", body["status"], tc.status, resp.body)
+			}
+			if tc.status == "Succeeded" {
+				if _, ok := body["error"]; ok {
+					t.Fatalf("error on success: %s", resp.body)
+				}
+				return
+			}
+			errBody, _ := body["error"].(map[string]any)
+			if errBody["code"] != tc.code {
+				t.Fatalf("code %v, want %s: %s", errBody["code"], tc.code, resp.body)
+			}
+			if tc.target != "" && errBody["target"] != tc.target {
+				t.Fatalf("target %v, want %s: %s", errBody["target"], tc.target, resp.body)
+			}
+			if msg, _ := errBody["message"].(string); !strings.Contains(msg, tc.inMessage) {
+				t.Fatalf("message %q does not contain %q", msg, tc.inMessage)
+			}
+			if tc.code == "MultipleErrorsOccurred" {
+				details, _ := errBody["details"].([]any)
+				if len(details) != 2 {
+					t.Fatalf("want 2 details: %s", resp.body)
+				}
+				second := details[1].(map[string]any)
+				if second["target"] != "properties.network.foo" || !strings.Contains(second["message"].(string), "Resource 'c2'") {
+					t.Fatalf("second detail %v", second)
+				}
+			}
+		})
+	}
+}
