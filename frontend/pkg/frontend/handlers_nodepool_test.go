@@ -1,0 +1,409 @@
+package frontend
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	docs "github.com/openhcp/openhcp/internal/api"
+)
+
+// fakeNodePools is a test double of Cluster Service's NodePools service (named as a fake: the
+// real one needs Cluster Service's database and controller). It keeps pools by ID, is
+// idempotent on the ARM resource ID, makes updates conditional on the revision as the real
+// service does, and fails calls on demand.
+type fakeNodePools struct {
+	csv1.UnimplementedNodePoolsServer
+	mu        sync.Mutex
+	pools     map[string]*csv1.NodePool
+	rev       int64
+	creates   []*csv1.CreateNodePoolRequest
+	updates   []*csv1.UpdateNodePoolRequest
+	deletes   []string
+	createErr error
+}
+
+func (f *fakeNodePools) CreateNodePool(ctx context.Context, req *csv1.CreateNodePoolRequest) (*csv1.NodePool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.creates = append(f.creates, req)
+	if f.createErr != nil {
+		return nil, f.createErr
+	}
+	for _, p := range f.pools {
+		if strings.EqualFold(p.ArmResourceId, req.GetNodePool().GetArmResourceId()) {
+			return p, nil
+		}
+	}
+	f.rev++
+	p := proto.Clone(req.GetNodePool()).(*csv1.NodePool)
+	p.Revision, p.Status = f.rev, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_PENDING}
+	f.pools[p.Id] = p
+	return p, nil
+}
+
+func (f *fakeNodePools) GetNodePool(ctx context.Context, req *csv1.GetNodePoolRequest) (*csv1.NodePool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.pools[req.GetId()]; ok {
+		return proto.Clone(p).(*csv1.NodePool), nil
+	}
+	return nil, status.Error(codes.NotFound, "no such node pool")
+}
+
+func (f *fakeNodePools) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolRequest) (*csv1.NodePool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updates = append(f.updates, req)
+	p, ok := f.pools[req.GetId()]
+	if !ok {
+		return nil, status.Error(codes.NotFound, "no such node pool")
+	}
+	if req.GetRevision() != 0 && req.GetRevision() != p.Revision {
+		return nil, status.Error(codes.Aborted, "stale revision")
+	}
+	if as := req.GetSpec().GetAutoscaling(); as != nil && as.GetMin() < 1 {
+		st, _ := status.New(codes.InvalidArgument, "invalid request").WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
+			{Field: "spec.autoscaling.min", Description: "must be between 1 and 500, not 0"},
+		}})
+		return nil, st.Err()
+	}
+	if !proto.Equal(p.Spec, req.GetSpec()) {
+		f.rev++
+		p.Spec, p.Revision = req.GetSpec(), f.rev
+	}
+	return proto.Clone(p).(*csv1.NodePool), nil
+}
+
+func (f *fakeNodePools) DeleteNodePool(ctx context.Context, req *csv1.DeleteNodePoolRequest) (*csv1.NodePool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deletes = append(f.deletes, req.GetId())
+	p, ok := f.pools[req.GetId()]
+	if !ok {
+		return nil, status.Error(codes.NotFound, "no such node pool")
+	}
+	f.rev++
+	p.Revision, p.Status.State = f.rev, csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING
+	return p, nil
+}
+
+func (f *fakeNodePools) pool(id string) *csv1.NodePool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.pools[id]; ok {
+		return proto.Clone(p).(*csv1.NodePool)
+	}
+	return nil
+}
+
+// newNodePoolEnv is newEnv with a fake NodePools service wired in.
+func newNodePoolEnv(t testing.TB, mutate ...func(*Config)) (*env, *fakeNodePools) {
+	t.Helper()
+	fake := &fakeNodePools{pools: map[string]*csv1.NodePool{}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	csv1.RegisterNodePoolsServer(gs, fake)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	e := newEnv(t, append([]func(*Config){func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) }}, mutate...)...)
+	return e, fake
+}
+
+func poolPath(cluster, name string) string { return clusterPath("rg", cluster) + "/nodePools/" + name }
+
+func minimalPoolBody() map[string]any {
+	return map[string]any{
+		"location":   testLocation,
+		"properties": map[string]any{"replicas": 2, "platform": map[string]any{"vmSize": "Standard_D8s_v3"}},
+	}
+}
+
+// readyCluster creates a cluster and finishes its create.
+func (e *env) readyCluster(t *testing.T, name string) {
+	t.Helper()
+	resp := e.put(clusterPath("rg", name), minimalBody())
+	if resp.code != 201 {
+		t.Fatalf("PUT cluster: %d %s", resp.code, resp.body)
+	}
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+}
+
+// readyPool creates a node pool and finishes its create; it returns the pool's CS ID.
+func (e *env) readyPool(t *testing.T, cluster, name string, body map[string]any) string {
+	t.Helper()
+	resp := e.put(poolPath(cluster, name), body)
+	if resp.code != 201 {
+		t.Fatalf("PUT node pool: %d %s", resp.code, resp.body)
+	}
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	rd, _ := e.resource(poolPath(cluster, name))
+	return rd.InternalID
+}
+
+func TestPutNodePool(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		setup      func(t *testing.T, e *env)
+		path       string
+		body       map[string]any
+		header     map[string]string
+		wantCode   int
+		wantError  string
+		wantTarget string
+	}{
+		{name: "create_returns_201_accepted_with_async_header", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
+			path: poolPath("c1", "np1"), body: minimalPoolBody(), wantCode: 201},
+		{name: "missing_parent_cluster_returns_404", path: poolPath("nope", "np1"), body: minimalPoolBody(), wantCode: 404, wantError: "ParentResourceNotFound"},
+		{name: "invalid_name_returns_400", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
+			path: poolPath("c1", "this-name-is-too-long"), body: minimalPoolBody(), wantCode: 400, wantError: "InvalidResourceName", wantTarget: "name"},
+		{name: "missing_vm_size_names_the_field", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
+			path: poolPath("c1", "np1"), body: set(minimalPoolBody(), "properties.platform.vmSize", nil), wantCode: 400, wantError: "InvalidRequestContent", wantTarget: "properties.platform.vmSize"},
+		{name: "several_problems_are_multiple_errors", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
+			path: poolPath("c1", "np1"), body: set(set(minimalPoolBody(), "properties.replicas", -1), "properties.platform.osDisk.sizeGiB", 32),
+			wantCode: 400, wantError: "MultipleErrorsOccurred"},
+		{name: "replicas_with_autoscaling_is_refused", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
+			path: poolPath("c1", "np1"), body: set(minimalPoolBody(), "properties.autoScaling", map[string]any{"min": 1, "max": 3}),
+			wantCode: 400, wantError: "InvalidRequestContent", wantTarget: "properties.replicas"},
+		{name: "unknown_field_names_its_path", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
+			path: poolPath("c1", "np1"), body: set(minimalPoolBody(), "properties.platform.osDisk.diskType", "Managed"),
+			wantCode: 400, wantError: "InvalidRequestContent", wantTarget: "properties.platform.osDisk.diskType"},
+		{name: "wrong_location_returns_400", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
+			path: poolPath("c1", "np1"), body: set(minimalPoolBody(), "location", "westeurope"), wantCode: 400, wantError: "InvalidRequestContent", wantTarget: "location"},
+		{name: "parent_cluster_being_created_returns_409", setup: func(t *testing.T, e *env) {
+			if resp := e.put(clusterPath("rg", "c1"), minimalBody()); resp.code != 201 {
+				t.Fatalf("PUT cluster: %d", resp.code)
+			}
+		}, path: poolPath("c1", "np1"), body: minimalPoolBody(), wantCode: 409, wantError: "Conflict"},
+		{name: "parent_cluster_being_deleted_returns_409", setup: func(t *testing.T, e *env) {
+			e.readyCluster(t, "c1")
+			if resp := e.do("DELETE", clusterPath("rg", "c1"), nil, nil); resp.code != 202 {
+				t.Fatalf("DELETE cluster: %d", resp.code)
+			}
+		}, path: poolPath("c1", "np1"), body: minimalPoolBody(), wantCode: 409, wantError: "Conflict"},
+		{name: "if_none_match_star_on_existing_returns_412", setup: func(t *testing.T, e *env) {
+			e.readyCluster(t, "c1")
+			e.readyPool(t, "c1", "np1", minimalPoolBody())
+		}, path: poolPath("c1", "np1"), body: minimalPoolBody(), header: map[string]string{"If-None-Match": "*"}, wantCode: 412, wantError: "PreconditionFailed"},
+		{name: "if_match_mismatch_returns_412", setup: func(t *testing.T, e *env) {
+			e.readyCluster(t, "c1")
+			e.readyPool(t, "c1", "np1", minimalPoolBody())
+		}, path: poolPath("c1", "np1"), body: minimalPoolBody(), header: map[string]string{"If-Match": `"nope"`}, wantCode: 412, wantError: "PreconditionFailed"},
+		{name: "changing_vm_size_is_not_allowed", setup: func(t *testing.T, e *env) {
+			e.readyCluster(t, "c1")
+			e.readyPool(t, "c1", "np1", minimalPoolBody())
+		}, path: poolPath("c1", "np1"), body: set(minimalPoolBody(), "properties.platform.vmSize", "Standard_D4s_v3"),
+			wantCode: 400, wantError: "PropertyChangeNotAllowed", wantTarget: "properties.platform.vmSize"},
+		{name: "write_during_create_returns_409_naming_it", setup: func(t *testing.T, e *env) {
+			e.readyCluster(t, "c1")
+			if resp := e.put(poolPath("c1", "np1"), minimalPoolBody()); resp.code != 201 {
+				t.Fatalf("PUT pool: %d", resp.code)
+			}
+		}, path: poolPath("c1", "np1"), body: set(minimalPoolBody(), "properties.replicas", 5), wantCode: 409, wantError: "Conflict"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, fake := newNodePoolEnv(t)
+			if tc.setup != nil {
+				tc.setup(t, e)
+			}
+			resp := e.do("PUT", tc.path, mustJSON(tc.body), tc.header)
+			if resp.code != tc.wantCode {
+				t.Fatalf("status %d, want %d: %s", resp.code, tc.wantCode, resp.body)
+			}
+			if tc.wantError != "" {
+				code, target := resp.armError(t)
+				if code != tc.wantError || (tc.wantTarget != "" && target != tc.wantTarget) {
+					t.Fatalf("error %s target %q, want %s %q: %s", code, target, tc.wantError, tc.wantTarget, resp.body)
+				}
+				if tc.wantCode == 409 && !strings.Contains(string(resp.body), "operation") && !strings.Contains(string(resp.body), "deleted") {
+					t.Fatalf("409 does not name the operation: %s", resp.body)
+				}
+				return
+			}
+			if resp.header.Get("Azure-AsyncOperation") == "" {
+				t.Fatalf("no Azure-AsyncOperation header")
+			}
+			got := resp.json(t)
+			props := got["properties"].(map[string]any)
+			if props["provisioningState"] != "Accepted" || props["autoRepair"] != true ||
+				props["platform"].(map[string]any)["osDisk"].(map[string]any)["diskStorageAccountType"] != "Premium_LRS" ||
+				props["platform"].(map[string]any)["subnetId"] == nil || props["version"].(map[string]any)["channelGroup"] != "stable" {
+				t.Fatalf("defaults not applied: %s", resp.body)
+			}
+			rd, _ := e.resource(tc.path)
+			p := fake.pool(rd.InternalID)
+			if p == nil || p.ClusterId == "" || p.Spec.GetReplicas() != 2 || p.Spec.GetPlatform().GetVmSize() != "Standard_D8s_v3" ||
+				p.Spec.GetPlatform().GetSubnetId() == "" || !strings.EqualFold(p.ArmResourceId, tc.path) {
+				t.Fatalf("Cluster Service got %+v", p)
+			}
+		})
+	}
+}
+
+func TestNodePoolLifecycle(t *testing.T) {
+	e, fake := newNodePoolEnv(t)
+	e.readyCluster(t, "c1")
+	csID := e.readyPool(t, "c1", "np1", minimalPoolBody())
+	path := poolPath("c1", "np1")
+
+	t.Run("get_returns_the_pool_with_etag", func(t *testing.T) {
+		resp := e.do("GET", path, nil, nil)
+		if resp.code != 200 || resp.header.Get("ETag") == "" {
+			t.Fatalf("GET: %d %s", resp.code, resp.body)
+		}
+		got := resp.json(t)
+		if got["type"] != "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/nodePools" || got["name"] != "np1" ||
+			got["properties"].(map[string]any)["provisioningState"] != "Succeeded" {
+			t.Fatalf("GET body: %s", resp.body)
+		}
+		if again := e.do("GET", path, nil, map[string]string{"If-None-Match": resp.header.Get("ETag")}); again.code != 304 {
+			t.Fatalf("If-None-Match: %d", again.code)
+		}
+	})
+	t.Run("put_scale_calls_update_with_revision_and_records_it", func(t *testing.T) {
+		before := fake.pool(csID).GetRevision()
+		resp := e.put(path, set(minimalPoolBody(), "properties.replicas", 4))
+		if resp.code != 200 || resp.json(t)["properties"].(map[string]any)["provisioningState"] != "Updating" {
+			t.Fatalf("PUT scale: %d %s", resp.code, resp.body)
+		}
+		fake.mu.Lock()
+		last := fake.updates[len(fake.updates)-1]
+		fake.mu.Unlock()
+		if last.GetRevision() != before || last.GetSpec().GetReplicas() != 4 || last.GetSpec().GetPlatform().GetVmSize() != "Standard_D8s_v3" {
+			t.Fatalf("UpdateNodePool got %+v, want replicas 4 at revision %d with the platform kept", last, before)
+		}
+		op, _ := e.operation(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")))
+		if op.Request != docs.OperationUpdate || op.InternalRevision != fake.pool(csID).GetRevision() || op.InternalID != csID {
+			t.Fatalf("operation %+v, want an update at revision %d", op, fake.pool(csID).GetRevision())
+		}
+		if again := e.put(path, set(minimalPoolBody(), "properties.replicas", 5)); again.code != 409 {
+			t.Fatalf("PUT during update: %d %s", again.code, again.body)
+		}
+		e.finish(op.ID, docs.StateSucceeded, nil)
+	})
+	t.Run("patch_enables_autoscaling_and_drops_replicas", func(t *testing.T) {
+		resp := e.do("PATCH", path, mustJSON(map[string]any{"properties": map[string]any{"autoScaling": map[string]any{"min": 2, "max": 6}}}), nil)
+		if resp.code != 202 || resp.header.Get("Location") == "" {
+			t.Fatalf("PATCH: %d %s", resp.code, resp.body)
+		}
+		p := fake.pool(csID)
+		if p.Spec.GetAutoscaling().GetMax() != 6 || p.Spec.GetReplicas() != 0 {
+			t.Fatalf("Cluster Service spec %+v", p.Spec)
+		}
+		opID := opIDFrom(t, resp.header.Get("Azure-AsyncOperation"))
+		e.finish(opID, docs.StateSucceeded, nil)
+		result := e.do("GET", "/subscriptions/"+testSub+"/providers/Microsoft.RedHatOpenShift/locations/"+testLocation+"/hcpOperationResults/"+opID, nil, nil)
+		props := result.json(t)["properties"].(map[string]any)
+		if result.code != 200 || props["autoScaling"].(map[string]any)["max"] != float64(6) || props["replicas"] != nil {
+			t.Fatalf("operation result: %d %s", result.code, result.body)
+		}
+	})
+	t.Run("patch_cluster_service_refusal_names_the_field", func(t *testing.T) {
+		resp := e.do("PATCH", path, mustJSON(map[string]any{"properties": map[string]any{"autoScaling": map[string]any{"min": 0, "max": 6}}}), nil)
+		if code, target := resp.armError(t); resp.code != 400 || target != "properties.autoScaling.min" {
+			t.Fatalf("PATCH min 0: %d %s %s", resp.code, code, resp.body)
+		}
+	})
+	t.Run("patch_outside_update_schema_names_the_field", func(t *testing.T) {
+		resp := e.do("PATCH", path, mustJSON(map[string]any{"properties": map[string]any{"platform": map[string]any{"vmSize": "x"}}}), nil)
+		if _, target := resp.armError(t); resp.code != 400 || target != "properties.platform" {
+			t.Fatalf("PATCH platform: %d %s", resp.code, resp.body)
+		}
+	})
+	t.Run("patch_tags_only_needs_no_cluster_service_call", func(t *testing.T) {
+		fake.mu.Lock()
+		n := len(fake.updates)
+		fake.mu.Unlock()
+		resp := e.do("PATCH", path, mustJSON(map[string]any{"tags": map[string]any{"team": "a"}}), nil)
+		if resp.code != 202 {
+			t.Fatalf("PATCH tags: %d %s", resp.code, resp.body)
+		}
+		op, _ := e.operation(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")))
+		fake.mu.Lock()
+		m := len(fake.updates)
+		fake.mu.Unlock()
+		if op.Status != docs.StateSucceeded || m != n {
+			t.Fatalf("tag PATCH: operation %s, %d Cluster Service updates", op.Status, m-n)
+		}
+	})
+	t.Run("list_by_cluster", func(t *testing.T) {
+		e.readyPool(t, "c1", "np2", minimalPoolBody())
+		resp := e.do("GET", clusterPath("rg", "c1")+"/nodePools", nil, nil)
+		if resp.code != 200 || len(resp.json(t)["value"].([]any)) != 2 {
+			t.Fatalf("list: %d %s", resp.code, resp.body)
+		}
+		clusters := e.do("GET", "/subscriptions/"+testSub+"/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", nil, nil)
+		if n := len(clusters.json(t)["value"].([]any)); n != 1 {
+			t.Fatalf("cluster list shows %d items, want the cluster only: %s", n, clusters.body)
+		}
+		if missing := e.do("GET", clusterPath("rg", "nope")+"/nodePools", nil, nil); missing.code != 404 {
+			t.Fatalf("list under a missing cluster: %d", missing.code)
+		}
+	})
+	t.Run("delete_returns_202_then_204", func(t *testing.T) {
+		resp := e.do("DELETE", path, nil, nil)
+		if resp.code != 202 || resp.header.Get("Location") == "" {
+			t.Fatalf("DELETE: %d %s", resp.code, resp.body)
+		}
+		if p := fake.pool(csID); p.Status.State != csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING {
+			t.Fatalf("Cluster Service pool %s", p.Status.State)
+		}
+		again := e.do("DELETE", path, nil, nil)
+		if again.code != 202 || opIDFrom(t, again.header.Get("Azure-AsyncOperation")) != opIDFrom(t, resp.header.Get("Azure-AsyncOperation")) {
+			t.Fatalf("DELETE during delete should return the running operation: %d", again.code)
+		}
+		e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		if gone := e.do("GET", path, nil, nil); gone.code != 404 {
+			t.Fatalf("GET after delete: %d", gone.code)
+		}
+		if gone := e.do("DELETE", path, nil, nil); gone.code != 204 {
+			t.Fatalf("DELETE after delete: %d", gone.code)
+		}
+	})
+}
+
+// TestNodePoolOlderVersionKeepsNewerFields: a PUT through 2024-06-10-preview, which has no
+// osDisk.diskType, keeps the one 2025-12-23-preview set.
+func TestNodePoolOlderVersionKeepsNewerFields(t *testing.T) {
+	e, _ := newNodePoolEnv(t)
+	e.readyCluster(t, "c1")
+	body := set(set(minimalPoolBody(), "properties.platform.osDisk.diskType", "Ephemeral"), "properties.version.id", "4.19")
+	resp := e.do("PUT", poolPath("c1", "np1")+"?api-version=2025-12-23-preview", mustJSON(body), nil)
+	if resp.code != 201 {
+		t.Fatalf("PUT 2025-12-23: %d %s", resp.code, resp.body)
+	}
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	old := e.do("PUT", poolPath("c1", "np1")+"?api-version=2024-06-10-preview", mustJSON(set(minimalPoolBody(), "tags", map[string]any{"a": "b"})), nil)
+	if old.code != 200 {
+		t.Fatalf("PUT 2024-06-10: %d %s", old.code, old.body)
+	}
+	got := e.do("GET", poolPath("c1", "np1")+"?api-version=2026-09-01-preview", nil, nil)
+	osDisk := got.json(t)["properties"].(map[string]any)["platform"].(map[string]any)["osDisk"].(map[string]any)
+	if got.code != 200 || osDisk["diskType"] != "Ephemeral" {
+		t.Fatalf("diskType after a 2024-06-10 PUT: %s", got.body)
+	}
+	if resp := e.do("PUT", poolPath("c1", "np2")+"?api-version=2025-12-23-preview", mustJSON(set(minimalPoolBody(), "properties.version", map[string]any{"channelGroup": "stable"})), nil); resp.code != 400 {
+		t.Fatalf("2025-12-23 without version.id: %d %s", resp.code, resp.body)
+	} else if _, target := resp.armError(t); target != "properties.version.id" {
+		t.Fatalf("target %q", target)
+	}
+
+}
