@@ -33,6 +33,9 @@ func mapCluster(op *api.OperationDocument, c *csv1.Cluster) outcome {
 		}}
 	}
 	st := c.GetStatus()
+	if op.Request == api.OperationUpdate && st.GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING {
+		return mapClusterUpdate(op, st)
+	}
 	switch st.GetState() {
 	case csv1.ClusterState_CLUSTER_STATE_READY:
 		return outcome{status: api.StateSucceeded}
@@ -57,4 +60,30 @@ func mapCluster(op *api.OperationDocument, c *csv1.Cluster) outcome {
 		return outcome{status: api.StateUpdating}
 	}
 	return outcome{status: api.StateProvisioning}
+}
+
+// UpgradeFailedCode is the ARM error code of an update whose control-plane upgrade failed.
+const UpgradeFailedCode = "UpgradeFailed"
+
+// mapClusterUpdate follows the upgrade policy UpdateCluster started for this operation
+// (status.upgrade carries the operation ID), so a READY read before the upgrade began, or of
+// another operation's upgrade, never finishes it. An update that starts no upgrade is finished
+// by the frontend; one whose UpdateCluster call never landed runs into the deadline.
+func mapClusterUpdate(op *api.OperationDocument, st *csv1.ClusterStatus) outcome {
+	p := st.GetUpgrade()
+	if p.GetOperationId() != op.ID || op.ID == "" {
+		return outcome{status: api.StateUpdating}
+	}
+	switch p.GetState() {
+	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED:
+		return outcome{status: api.StateSucceeded}
+	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED:
+		msg := p.GetMessage()
+		if msg == "" {
+			msg = fmt.Sprintf("The upgrade to %s failed.", p.GetToVersion())
+		}
+		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: UpgradeFailedCode,
+			Message: msg + " The cluster keeps running its previous version; retry by requesting the version again or contact support."}}
+	}
+	return outcome{status: api.StateUpdating}
 }

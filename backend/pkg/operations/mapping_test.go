@@ -11,6 +11,12 @@ func cluster(state csv1.ClusterState, code, msg string) *csv1.Cluster {
 	return &csv1.Cluster{Id: "c1", Status: &csv1.ClusterStatus{State: state, ErrorCode: code, Message: msg}}
 }
 
+func upgrading(state csv1.ClusterState, opID string, ps csv1.UpgradePolicyState) *csv1.Cluster {
+	c := cluster(state, "", "")
+	c.Status.Upgrade = &csv1.UpgradePolicy{OperationId: opID, State: ps, ToVersion: "4.20.3", Message: "The upgrade from 4.19.17 to 4.20.3 failed: etcd is degraded"}
+	return c
+}
+
 func TestMapCluster(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -28,11 +34,24 @@ func TestMapCluster(t *testing.T) {
 		{"create_cluster_unknown_fails", api.OperationCreate, nil, api.StateFailed, "InternalServerError", false},
 		{"create_canceled_by_delete", api.OperationCreate, cluster(csv1.ClusterState_CLUSTER_STATE_UNINSTALLING, "", ""), api.StateCanceled, "Canceled", false},
 		{"update_in_progress_is_updating", api.OperationUpdate, cluster(csv1.ClusterState_CLUSTER_STATE_UPDATING, "", ""), api.StateUpdating, "", false},
+		{"update_of_a_ready_cluster_without_its_upgrade_is_updating", api.OperationUpdate, cluster(csv1.ClusterState_CLUSTER_STATE_READY, "", ""), api.StateUpdating, "", false},
+		{"update_with_another_operations_completed_upgrade_is_updating", api.OperationUpdate,
+			upgrading(csv1.ClusterState_CLUSTER_STATE_READY, "other-op", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED), api.StateUpdating, "", false},
+		{"update_with_its_upgrade_pending_is_updating", api.OperationUpdate,
+			upgrading(csv1.ClusterState_CLUSTER_STATE_READY, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING), api.StateUpdating, "", false},
+		{"update_with_its_upgrade_started_is_updating", api.OperationUpdate,
+			upgrading(csv1.ClusterState_CLUSTER_STATE_UPDATING, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED), api.StateUpdating, "", false},
+		{"update_with_its_upgrade_completed_succeeds", api.OperationUpdate,
+			upgrading(csv1.ClusterState_CLUSTER_STATE_READY, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED), api.StateSucceeded, "", false},
+		{"update_with_its_upgrade_failed_fails_with_upgrade_failed", api.OperationUpdate,
+			upgrading(csv1.ClusterState_CLUSTER_STATE_UPDATING, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED), api.StateFailed, "UpgradeFailed", false},
+		{"update_canceled_by_delete", api.OperationUpdate,
+			upgrading(csv1.ClusterState_CLUSTER_STATE_UNINSTALLING, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED), api.StateCanceled, "Canceled", false},
 		{"delete_in_progress_is_deleting", api.OperationDelete, cluster(csv1.ClusterState_CLUSTER_STATE_UNINSTALLING, "", ""), api.StateDeleting, "", false},
 		{"delete_done_when_cs_forgets_cluster", api.OperationDelete, nil, api.StateSucceeded, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := mapCluster(&api.OperationDocument{Request: tc.request, ExternalID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c"}, tc.cluster)
+			out := mapCluster(&api.OperationDocument{ID: "op-1", Request: tc.request, ExternalID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c"}, tc.cluster)
 			if out.status != tc.want {
 				t.Errorf("status = %s, want %s", out.status, tc.want)
 			}
