@@ -53,6 +53,7 @@ type config struct {
 	devIdentityClientID   string
 	shutdownTimeout       time.Duration
 	logLevel              slog.Level
+	breakGlassValidity    time.Duration
 	serverTLS             tlsconfig.Files
 	maestroTLS            tlsconfig.Files
 }
@@ -73,6 +74,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, retention, shutdown, workers, logLevel string
+	var breakGlassValidity string
+	str(&breakGlassValidity, "break-glass-validity", "BREAK_GLASS_VALIDITY", controller.DefaultCredentialValidity.String(),
+		"lifetime of break-glass kubeconfigs (10m to 168h)")
 	str(&c.listen, "listen", "LISTEN", "127.0.0.1:8090", "gRPC listen address; a non-loopback address needs --tls-cert/--tls-key")
 	str(&c.metricsListen, "metrics-listen", "METRICS_LISTEN", "127.0.0.1:8091", "address for /metrics, /healthz and /readyz")
 	str(&c.dbDSN, "db-dsn", "DB_DSN", "", "PostgreSQL DSN; required")
@@ -120,6 +124,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.workers, err = strconv.Atoi(workers); err != nil || c.workers < 1 || c.workers > 256 {
 		return c, fmt.Errorf("--workers: %q is not a number between 1 and 256", workers)
+	}
+	if c.breakGlassValidity, err = time.ParseDuration(breakGlassValidity); err != nil || c.breakGlassValidity < 10*time.Minute || c.breakGlassValidity > 168*time.Hour {
+		return c, fmt.Errorf("--break-glass-validity: %q is not a duration between 10m and 168h", breakGlassValidity)
 	}
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, fmt.Errorf("--log-level: %q is not debug, info, warn or error", logLevel)
@@ -234,6 +241,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	srv := server.New(st, server.Config{Env: c.envName, Log: log, Registerer: reg, Versions: catalogue})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue}, log)
+	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
 	opts := srv.ServerOptions()
 	if serverTLS != nil {
@@ -278,6 +286,14 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	defer cancelCtrl()
 	ctrlDone := make(chan error, 1)
 	go func() { ctrlDone <- ctrl.Run(cctx) }()
+	credDone := make(chan error, 1)
+	go func() {
+		err := credCtrl.Run(cctx)
+		if err != nil {
+			log.Error("break-glass controller stopped", "error", err)
+		}
+		credDone <- err
+	}()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	log.Info("cluster-service started", "listen", c.listen, "tls", serverTLS != nil, "metrics", c.metricsListen,
 		"maestro_grpc", c.maestroGRPC, "maestro_rest", c.maestroREST, "env", c.envName, "resync_period", c.resyncPeriod)
@@ -305,6 +321,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	cancelCtrl()
 	<-ctrlDone
+	<-credDone
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hsrv.Shutdown(sctx)

@@ -112,6 +112,7 @@ func (s *Server) Register(g *grpc.Server) {
 	csv1.RegisterVersionsServer(g, s)
 	csv1.RegisterUpgradePoliciesServer(g, s)
 	csv1.RegisterExternalAuthsServer(g, s.ExternalAuthsServer())
+	csv1.RegisterCredentialsServer(g, s.CredentialsServer())
 }
 
 // ---- Clusters

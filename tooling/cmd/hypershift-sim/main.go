@@ -33,6 +33,8 @@ type config struct {
 	upgradeDelay       time.Duration
 	deleteDelay        time.Duration
 	nodePoolReadyDelay time.Duration
+	signDelay          time.Duration
+	revokeDelay        time.Duration
 	failClusters       string
 	neverAvailable     bool
 	logLevel           string
@@ -72,6 +74,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		{&c.upgradeDelay, "upgrade-delay", "HYPERSHIFT_SIM_UPGRADE_DELAY", 0, "time from an upgrade's start (a new release image after a completed rollout) to Completed; 0: --available-delay"},
 		{&c.deleteDelay, "delete-delay", "HYPERSHIFT_SIM_DELETE_DELAY", 2 * time.Second, "time from deletion to finalizer removal, for HostedClusters and NodePools"},
 		{&c.nodePoolReadyDelay, "nodepool-ready-delay", "HYPERSHIFT_SIM_NODEPOOL_READY_DELAY", 2 * time.Second, "time for a NodePool to reach spec.replicas once its HostedCluster is Available"},
+		{&c.signDelay, "break-glass-sign-delay", "HYPERSHIFT_SIM_BREAK_GLASS_SIGN_DELAY", time.Second, "time from a break-glass CSR's approval to its certificate"},
+		{&c.revokeDelay, "break-glass-revoke-delay", "HYPERSHIFT_SIM_BREAK_GLASS_REVOKE_DELAY", 2 * time.Second, "time a revocation trusts the previous break-glass signer next to the new one"},
 	}
 	for _, d := range durations {
 		*d.p = d.def
@@ -140,6 +144,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	opts := hypershiftsim.Options{
 		AvailableDelay: c.availableDelay, UpgradeDelay: c.upgradeDelay, DeleteDelay: c.deleteDelay, NodePoolReadyDelay: c.nodePoolReadyDelay,
 		FailClusters: failClusters, NeverAvailable: c.neverAvailable,
+		BreakGlass: hypershiftsim.BreakGlassOptions{SignDelay: c.signDelay, RevokeDelay: c.revokeDelay},
 	}
 	if err := hypershiftsim.Setup(mgr, opts); err != nil {
 		return err

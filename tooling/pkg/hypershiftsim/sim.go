@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	certificatesv1alpha1 "github.com/openshift/hypershift/api/certificates/v1alpha1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +57,8 @@ type Options struct {
 	FailClusters map[types.NamespacedName]bool
 	// NeverAvailable keeps every HostedCluster Progressing, as if annotated with StuckAnnotation.
 	NeverAvailable bool
+	// BreakGlass tunes the break-glass signer (breakglass.go).
+	BreakGlass BreakGlassOptions
 	// Now is the clock; nil means time.Now. Delays are measured against timestamps stored on the
 	// objects, so a restarted sim carries on where the last one stopped.
 	Now func() time.Time
@@ -85,13 +88,17 @@ func ParseClusterList(s string) (map[types.NamespacedName]bool, error) {
 	return out, nil
 }
 
-// NewScheme returns a scheme with the built-in types and HyperShift's v1beta1 API.
+// NewScheme returns a scheme with the built-in types, HyperShift's v1beta1 API and its
+// certificates v1alpha1 API (break-glass approvals and revocations).
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	if err := hyperv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := certificatesv1alpha1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -131,7 +138,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Complete(np); err != nil {
 		return fmt.Errorf("set up NodePool controller: %w", err)
 	}
-	return nil
+	return setupBreakGlass(mgr, o)
 }
 
 // deletionPredicate passes updates that set a deletionTimestamp. Our own status writes do not

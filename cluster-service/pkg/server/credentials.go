@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+)
+
+// maxCSRBytes bounds a customer's certificate request.
+const maxCSRBytes = 16 << 10
+
+// credentials serves csv1.CredentialsServer on the shared Server (store, config, drain).
+type credentials struct {
+	csv1.UnimplementedCredentialsServer
+	*Server
+}
+
+// CredentialsServer returns the break-glass Credentials service of s.
+func (s *Server) CredentialsServer() csv1.CredentialsServer { return credentials{Server: s} }
+
+// RequestCredential implements csv1.CredentialsServer.
+func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCredentialRequest) (*csv1.Credential, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	validateClusterID(&v, "cluster_id", req.GetClusterId())
+	csr := []byte(req.GetCertificateSigningRequest())
+	if len(csr) > maxCSRBytes {
+		v.add("certificate_signing_request", "must be at most %d bytes", maxCSRBytes)
+	} else if len(csr) > 0 {
+		if _, err := breakglass.ParseRequest(csr); err != nil {
+			v.add("certificate_signing_request", "%s", err.Error())
+		}
+	}
+	if len(v) > 0 {
+		return nil, v.err()
+	}
+	in := &store.Credential{ID: req.GetId(), ClusterID: req.GetClusterId(), CSR: string(csr)}
+	if len(csr) == 0 {
+		// Cluster Service makes the key; the user name records which credential it was.
+		key, generated, err := breakglass.NewRequest(req.GetId())
+		if err != nil {
+			return nil, s.toStatus(ctx, "request credential", err)
+		}
+		in.PrivateKey, in.CSR = key, string(generated)
+	}
+	in.Status = &csv1.CredentialStatus{Username: breakglass.Username([]byte(in.CSR))}
+	c, created, err := s.st.CreateCredential(ctx, in)
+	if err != nil {
+		return nil, s.credentialStatus(ctx, "request credential", err)
+	}
+	log := LoggerFrom(ctx).With("credential_id", c.ID, "cluster_id", c.ClusterID)
+	if created {
+		// The audit record of who may reach the cluster: DESIGN §3.6.
+		log.Info("break-glass credential requested", "username", c.Status.GetUsername(), "customer_csr", c.PrivateKey == nil, "revision", c.Revision)
+	} else {
+		log.Info("break-glass credential already requested; returning it")
+	}
+	return store.CredentialProto(c, s.cfg.Now()), nil
+}
+
+// GetCredential implements csv1.CredentialsServer.
+func (s credentials) GetCredential(ctx context.Context, req *csv1.GetCredentialRequest) (*csv1.Credential, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if len(v) > 0 {
+		return nil, v.err()
+	}
+	c, err := s.st.GetCredential(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "get credential", err)
+	}
+	out := store.CredentialProto(c, s.cfg.Now())
+	if req.GetIncludeKubeconfig() && out.GetStatus().GetState() == csv1.CredentialState_CREDENTIAL_STATE_ISSUED {
+		kc, err := breakglass.Kubeconfig(c.ClusterID, c.APIURL, []byte(c.CABundle), []byte(c.Certificate), c.PrivateKey)
+		if err != nil {
+			return nil, s.toStatus(ctx, "get credential", err)
+		}
+		out.Kubeconfig = kc
+		LoggerFrom(ctx).Info("break-glass kubeconfig handed out", "credential_id", c.ID, "cluster_id", c.ClusterID,
+			"username", c.Status.GetUsername(), "expires", c.Status.GetExpirationTime().AsTime().Format(time.RFC3339))
+	}
+	return out, nil
+}
+
+// ListCredentials implements csv1.CredentialsServer.
+func (s credentials) ListCredentials(ctx context.Context, req *csv1.ListCredentialsRequest) (*csv1.ListCredentialsResponse, error) {
+	var v violations
+	validateClusterID(&v, "cluster_id", req.GetClusterId())
+	if len(v) > 0 {
+		return nil, v.err()
+	}
+	cs, err := s.st.ListCredentials(ctx, req.GetClusterId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "list credentials", err)
+	}
+	out := &csv1.ListCredentialsResponse{}
+	now := s.cfg.Now()
+	for _, c := range cs {
+		out.Credentials = append(out.Credentials, store.CredentialProto(c, now))
+	}
+	return out, nil
+}
+
+// RevokeCredentials implements csv1.CredentialsServer.
+func (s credentials) RevokeCredentials(ctx context.Context, req *csv1.RevokeCredentialsRequest) (*csv1.Revocation, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	validateClusterID(&v, "cluster_id", req.GetClusterId())
+	if len(v) > 0 {
+		return nil, v.err()
+	}
+	r, created, err := s.st.CreateRevocation(ctx, &store.Revocation{ID: req.GetId(), ClusterID: req.GetClusterId()})
+	if err != nil {
+		return nil, s.credentialStatus(ctx, "revoke credentials", err)
+	}
+	if created {
+		LoggerFrom(ctx).Info("break-glass credentials revocation started", "revocation_id", r.ID, "cluster_id", r.ClusterID, "revision", r.Revision)
+	}
+	return store.RevocationProto(r), nil
+}
+
+// GetRevocation implements csv1.CredentialsServer.
+func (s credentials) GetRevocation(ctx context.Context, req *csv1.GetRevocationRequest) (*csv1.Revocation, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if len(v) > 0 {
+		return nil, v.err()
+	}
+	r, err := s.st.GetRevocation(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, "get revocation", err)
+	}
+	return store.RevocationProto(r), nil
+}
+
+// credentialStatus maps the break-glass preconditions to FailedPrecondition, the rest as usual.
+func (s credentials) credentialStatus(ctx context.Context, op string, err error) error {
+	if errors.Is(err, store.ErrRevoking) || errors.Is(err, store.ErrClusterNotReady) {
+		return status.Error(codes.FailedPrecondition, op+": "+err.Error())
+	}
+	return s.toStatus(ctx, op, err)
+}
+
+// WatchCredentials implements csv1.CredentialsServer. The event log holds the latest state of
+// every credential and revocation and nothing is ever deleted, so a replay from 0 is the
+// snapshot and no revision is ever out of range.
+func (s credentials) WatchCredentials(req *csv1.WatchCredentialsRequest, stream grpc.ServerStreamingServer[csv1.CredentialEvent]) error {
+	ctx := stream.Context()
+	if req.GetSinceRevision() < 0 {
+		var v violations
+		v.add("since_revision", "must not be negative")
+		return v.err()
+	}
+	changes, stop := s.st.Changes()
+	defer stop()
+	after, err := s.sendCredentialEventsAfter(ctx, stream, req.GetSinceRevision())
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
+		return err
+	}
+	keepAlive := time.NewTicker(s.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.draining:
+			return status.Error(codes.Unavailable, "server is shutting down; reconnect with since_revision")
+		case <-keepAlive.C:
+			if after, err = s.sendCredentialEventsAfter(ctx, stream, after); err != nil {
+				return err
+			}
+			if err := stream.Send(&csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
+				return err
+			}
+		case <-changes:
+			if after, err = s.sendCredentialEventsAfter(ctx, stream, after); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (s credentials) sendCredentialEventsAfter(ctx context.Context, stream grpc.ServerStreamingServer[csv1.CredentialEvent], after int64) (int64, error) {
+	for {
+		evs, err := s.st.CredentialEventsAfter(ctx, after, 500)
+		if err != nil {
+			return after, s.toStatus(ctx, "watch credentials", err)
+		}
+		now := s.cfg.Now()
+		for _, ev := range evs {
+			out := &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ev.Revision}
+			if ev.Credential != nil {
+				out.Object = &csv1.CredentialEvent_Credential{Credential: store.CredentialProto(ev.Credential, now)}
+			} else {
+				out.Object = &csv1.CredentialEvent_Revocation{Revocation: store.RevocationProto(ev.Revocation)}
+			}
+			if err := stream.Send(out); err != nil {
+				return after, err
+			}
+			after = ev.Revision
+		}
+		if len(evs) < 500 {
+			return after, nil
+		}
+	}
+}

@@ -1,0 +1,539 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+var (
+	// ErrRevoking: the cluster's break-glass credentials are being revoked, so no new one can be
+	// requested and no second revocation started.
+	ErrRevoking = errors.New("the cluster's break-glass credentials are being revoked")
+	// ErrClusterNotReady: the cluster has no running control plane to sign a credential.
+	ErrClusterNotReady = errors.New("the cluster is not ready")
+)
+
+// Credential is a stored break-glass credential.
+type Credential struct {
+	ID        string
+	ClusterID string
+	// CSR is the customer's PEM CSR; empty when Cluster Service generated PrivateKey.
+	CSR string
+	// PrivateKey is the PKCS#8 DER key Cluster Service generated (nil with a customer CSR).
+	PrivateKey []byte
+	// Certificate and CABundle are PEM; APIURL is the cluster's API at issue time.
+	Certificate string
+	CABundle    string
+	APIURL      string
+	Status      *csv1.CredentialStatus
+	// WorkActive: the credential's ManifestWork may still exist on Shard.
+	WorkActive bool
+	Shard      string
+	Revision   int64
+	CreateTime time.Time
+	UpdateTime time.Time
+}
+
+// Revocation is a stored revocation of all break-glass credentials of a cluster.
+type Revocation struct {
+	ID         string
+	ClusterID  string
+	Status     *csv1.RevocationStatus
+	WorkActive bool
+	Shard      string
+	Revision   int64
+	CreateTime time.Time
+	UpdateTime time.Time
+}
+
+// CredentialEvent is one entry of the break-glass event log: exactly one of Credential and
+// Revocation is set.
+type CredentialEvent struct {
+	Revision   int64
+	Credential *Credential
+	Revocation *Revocation
+}
+
+var breakGlassEventLog = eventLog{"break_glass_events", "object_id", "object", "break-glass object"}
+
+const credentialColumns = `id, cluster_id, csr, private_key, certificate, ca_bundle, api_url, status, work_active, shard,
+	revision, create_time, update_time`
+
+func scanCredential(row pgx.Row) (*Credential, error) {
+	var c Credential
+	var st []byte
+	if err := row.Scan(&c.ID, &c.ClusterID, &c.CSR, &c.PrivateKey, &c.Certificate, &c.CABundle, &c.APIURL, &st, &c.WorkActive,
+		&c.Shard, &c.Revision, &c.CreateTime, &c.UpdateTime); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	c.Status = &csv1.CredentialStatus{}
+	if err := protojson.Unmarshal(st, c.Status); err != nil {
+		return nil, fmt.Errorf("decode status of credential %s: %w", c.ID, err)
+	}
+	return &c, nil
+}
+
+const revocationColumns = `id, cluster_id, status, work_active, shard, revision, create_time, update_time`
+
+func scanRevocation(row pgx.Row) (*Revocation, error) {
+	var r Revocation
+	var st []byte
+	if err := row.Scan(&r.ID, &r.ClusterID, &st, &r.WorkActive, &r.Shard, &r.Revision, &r.CreateTime, &r.UpdateTime); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, err
+	}
+	r.Status = &csv1.RevocationStatus{}
+	if err := protojson.Unmarshal(st, r.Status); err != nil {
+		return nil, fmt.Errorf("decode status of revocation %s: %w", r.ID, err)
+	}
+	return &r, nil
+}
+
+// CredentialProto is the API form of a stored credential, without kubeconfig. An ISSUED
+// credential past its expiration reads as EXPIRED.
+func CredentialProto(c *Credential, now time.Time) *csv1.Credential {
+	st := c.Status
+	if st.GetState() == csv1.CredentialState_CREDENTIAL_STATE_ISSUED && st.GetExpirationTime() != nil && !now.Before(st.GetExpirationTime().AsTime()) {
+		st = proto.Clone(st).(*csv1.CredentialStatus)
+		st.State = csv1.CredentialState_CREDENTIAL_STATE_EXPIRED
+		st.Message = "The credential's certificate has expired."
+	}
+	return &csv1.Credential{Id: c.ID, ClusterId: c.ClusterID, CertificateSigningRequest: c.CSR, Status: st, Revision: c.Revision,
+		CreateTime: timestamppb.New(c.CreateTime), UpdateTime: timestamppb.New(c.UpdateTime)}
+}
+
+// RevocationProto is the API form of a stored revocation.
+func RevocationProto(r *Revocation) *csv1.Revocation {
+	return &csv1.Revocation{Id: r.ID, ClusterId: r.ClusterID, Status: r.Status, Revision: r.Revision,
+		CreateTime: timestamppb.New(r.CreateTime), UpdateTime: timestamppb.New(r.UpdateTime)}
+}
+
+// CreateCredential records a new PENDING credential of c.ClusterID. It is idempotent on c.ID
+// (created=false returns the stored one). ErrIDInUse if the id belongs to another cluster,
+// ErrNotFound without the cluster, ErrDeleting while it is deleted, ErrClusterNotReady unless it
+// is READY or UPDATING, ErrRevoking while a revocation of the cluster runs.
+func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credential, created bool, err error) {
+	var out *Credential
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		existing, err := scanCredential(tx.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, c.ID))
+		if err == nil {
+			if existing.ClusterID != c.ClusterID {
+				return ErrIDInUse
+			}
+			out = existing
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		shard, err := credentialClusterTx(ctx, tx, c.ClusterID, true)
+		if err != nil {
+			return err
+		}
+		st := &csv1.CredentialStatus{State: csv1.CredentialState_CREDENTIAL_STATE_PENDING, Message: "The certificate signing request is being sent to the cluster's break-glass signer.",
+			Username: c.Status.GetUsername()}
+		stj, err := protojson.Marshal(st)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanCredential(tx.QueryRow(ctx, `INSERT INTO break_glass_credentials (id, cluster_id, csr, private_key, status, state, shard, revision)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+credentialColumns,
+			c.ID, c.ClusterID, c.CSR, c.PrivateKey, stj, st.State.String(), shard, rev))
+		if err != nil {
+			return err
+		}
+		created = true
+		return recordCredentialEvent(ctx, tx, out)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+// credentialClusterTx checks the cluster a credential or revocation is for and returns its
+// shard. needReady also requires a running control plane.
+func credentialClusterTx(ctx context.Context, tx pgx.Tx, clusterID string, needReady bool) (string, error) {
+	var deleting bool
+	var state, shard string
+	err := tx.QueryRow(ctx, `SELECT deleting, state, coalesce(shard, '') FROM clusters WHERE id = $1 FOR UPDATE`, clusterID).Scan(&deleting, &state, &shard)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", fmt.Errorf("cluster %s: %w", clusterID, ErrNotFound)
+	case err != nil:
+		return "", err
+	case deleting:
+		return "", fmt.Errorf("cluster %s: %w", clusterID, ErrDeleting)
+	}
+	if needReady && state != csv1.ClusterState_CLUSTER_STATE_READY.String() && state != csv1.ClusterState_CLUSTER_STATE_UPDATING.String() {
+		return "", fmt.Errorf("cluster %s is %s: %w", clusterID, state, ErrClusterNotReady)
+	}
+	var running string
+	switch err := tx.QueryRow(ctx, `SELECT id FROM break_glass_revocations WHERE cluster_id = $1 AND state = $2`, clusterID,
+		csv1.RevocationState_REVOCATION_STATE_REVOKING.String()).Scan(&running); {
+	case err == nil:
+		return "", fmt.Errorf("revocation %s: %w", running, ErrRevoking)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return "", err
+	}
+	return shard, nil
+}
+
+// GetCredential returns the credential or ErrNotFound.
+func (s *Store) GetCredential(ctx context.Context, id string) (*Credential, error) {
+	return scanCredential(s.pool.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, id))
+}
+
+// ListCredentials returns the credentials of one cluster, oldest first.
+func (s *Store) ListCredentials(ctx context.Context, clusterID string) ([]*Credential, error) {
+	return s.queryCredentials(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE cluster_id = $1 ORDER BY create_time, id`, clusterID)
+}
+
+// ListUnsettledCredentials returns the credentials the controller still has work for: PENDING,
+// REVOKING, or with a ManifestWork that may still exist.
+func (s *Store) ListUnsettledCredentials(ctx context.Context) ([]*Credential, error) {
+	return s.queryCredentials(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE work_active OR state IN ($1, $2) ORDER BY id`,
+		csv1.CredentialState_CREDENTIAL_STATE_PENDING.String(), csv1.CredentialState_CREDENTIAL_STATE_REVOKING.String())
+}
+
+func (s *Store) queryCredentials(ctx context.Context, q string, args ...any) ([]*Credential, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list credentials: %w", err)
+	}
+	defer rows.Close()
+	var out []*Credential
+	for rows.Next() {
+		c, err := scanCredential(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list credentials: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// UpdateCredential writes c's status, issued material and work flag if the credential is still
+// at c.Revision (ErrConflict otherwise). Nothing changed: no write, same revision.
+func (s *Store) UpdateCredential(ctx context.Context, c *Credential) (*Credential, error) {
+	var out *Credential
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		cur, err := scanCredential(tx.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1 FOR UPDATE`, c.ID))
+		if err != nil {
+			return err
+		}
+		if cur.Revision != c.Revision {
+			return ErrConflict
+		}
+		if proto.Equal(cur.Status, c.Status) && cur.Certificate == c.Certificate && cur.CABundle == c.CABundle &&
+			cur.APIURL == c.APIURL && cur.WorkActive == c.WorkActive {
+			out = cur
+			return nil
+		}
+		stj, err := protojson.Marshal(c.Status)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanCredential(tx.QueryRow(ctx, `UPDATE break_glass_credentials SET status = $2, state = $3, certificate = $4,
+			ca_bundle = $5, api_url = $6, work_active = $7, revision = $8, update_time = now() WHERE id = $1 RETURNING `+credentialColumns,
+			c.ID, stj, c.Status.GetState().String(), c.Certificate, c.CABundle, c.APIURL, c.WorkActive, rev))
+		if err != nil {
+			return err
+		}
+		return recordCredentialEvent(ctx, tx, out)
+	})
+	return out, err
+}
+
+// CreateRevocation records a new REVOKING revocation of r.ClusterID and marks every PENDING
+// or ISSUED credential of the cluster REVOKING in the same transaction, so from this commit on no
+// kubeconfig is handed out and no new credential is accepted. Idempotent on r.ID. ErrNotFound,
+// ErrDeleting, ErrIDInUse as CreateCredential; ErrRevoking while another revocation runs.
+func (s *Store) CreateRevocation(ctx context.Context, r *Revocation) (_ *Revocation, created bool, err error) {
+	var out *Revocation
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		existing, err := scanRevocation(tx.QueryRow(ctx, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE id = $1`, r.ID))
+		if err == nil {
+			if existing.ClusterID != r.ClusterID {
+				return ErrIDInUse
+			}
+			out = existing
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		shard, err := credentialClusterTx(ctx, tx, r.ClusterID, false)
+		if err != nil {
+			return err
+		}
+		st := &csv1.RevocationStatus{State: csv1.RevocationState_REVOCATION_STATE_REVOKING, Message: "The cluster's break-glass signer is being rotated."}
+		stj, err := protojson.Marshal(st)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanRevocation(tx.QueryRow(ctx, `INSERT INTO break_glass_revocations (id, cluster_id, status, state, shard, revision)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+revocationColumns, r.ID, r.ClusterID, stj, st.State.String(), shard, rev))
+		if err != nil {
+			return err
+		}
+		created = true
+		if err := recordRevocationEvent(ctx, tx, out); err != nil {
+			return err
+		}
+		return setClusterCredentialsTx(ctx, tx, r.ClusterID, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_PENDING, csv1.CredentialState_CREDENTIAL_STATE_ISSUED},
+			func(st *csv1.CredentialStatus) {
+				st.State, st.RevocationId = csv1.CredentialState_CREDENTIAL_STATE_REVOKING, r.ID
+				st.Message = "The credential is being revoked."
+			}, nil)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+// setClusterCredentialsTx applies mutate to the status of every credential of the cluster in one
+// of the states and records their events; count, if set, receives how many.
+func setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string, states []csv1.CredentialState, mutate func(*csv1.CredentialStatus), count *int) error {
+	names := make([]string, len(states))
+	for i, st := range states {
+		names[i] = st.String()
+	}
+	rows, err := tx.Query(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE cluster_id = $1 AND state = ANY($2) ORDER BY id FOR UPDATE`,
+		clusterID, names)
+	if err != nil {
+		return fmt.Errorf("credentials of %s: %w", clusterID, err)
+	}
+	var creds []*Credential
+	for rows.Next() {
+		c, err := scanCredential(rows)
+		if err != nil {
+			rows.Close()
+			return err
+		}
+		creds = append(creds, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, c := range creds {
+		mutate(c.Status)
+		stj, err := protojson.Marshal(c.Status)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err := scanCredential(tx.QueryRow(ctx, `UPDATE break_glass_credentials SET status = $2, state = $3, revision = $4, update_time = now()
+			WHERE id = $1 RETURNING `+credentialColumns, c.ID, stj, c.Status.GetState().String(), rev))
+		if err != nil {
+			return fmt.Errorf("update credential %s: %w", c.ID, err)
+		}
+		if err := recordCredentialEvent(ctx, tx, out); err != nil {
+			return err
+		}
+	}
+	if count != nil {
+		*count = len(creds)
+	}
+	return nil
+}
+
+// GetRevocation returns the revocation or ErrNotFound.
+func (s *Store) GetRevocation(ctx context.Context, id string) (*Revocation, error) {
+	return scanRevocation(s.pool.QueryRow(ctx, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE id = $1`, id))
+}
+
+// ListUnsettledRevocations returns the revocations still REVOKING or with a work that may exist.
+func (s *Store) ListUnsettledRevocations(ctx context.Context) ([]*Revocation, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE work_active OR state = $1 ORDER BY id`,
+		csv1.RevocationState_REVOCATION_STATE_REVOKING.String())
+	if err != nil {
+		return nil, fmt.Errorf("list revocations: %w", err)
+	}
+	defer rows.Close()
+	var out []*Revocation
+	for rows.Next() {
+		r, err := scanRevocation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list revocations: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// UpdateRevocation writes r's status and work flag if it is still at r.Revision (ErrConflict
+// otherwise). When the status turns REVOKED, every credential the revocation marked REVOKING is
+// REVOKED in the same transaction and counted in the status.
+func (s *Store) UpdateRevocation(ctx context.Context, r *Revocation) (*Revocation, error) {
+	var out *Revocation
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
+		cur, err := scanRevocation(tx.QueryRow(ctx, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE id = $1 FOR UPDATE`, r.ID))
+		if err != nil {
+			return err
+		}
+		if cur.Revision != r.Revision {
+			return ErrConflict
+		}
+		if proto.Equal(cur.Status, r.Status) && cur.WorkActive == r.WorkActive {
+			out = cur
+			return nil
+		}
+		st := proto.Clone(r.Status).(*csv1.RevocationStatus)
+		if st.GetState() == csv1.RevocationState_REVOCATION_STATE_REVOKED && cur.Status.GetState() != csv1.RevocationState_REVOCATION_STATE_REVOKED {
+			now := timestamppb.Now()
+			var n int
+			if err := setClusterCredentialsTx(ctx, tx, r.ClusterID, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_REVOKING},
+				func(cs *csv1.CredentialStatus) {
+					if cs.GetRevocationId() != r.ID {
+						return
+					}
+					cs.State, cs.RevokeTime = csv1.CredentialState_CREDENTIAL_STATE_REVOKED, now
+					cs.Message = "The credential was revoked: its signer was rotated and is no longer trusted."
+				}, &n); err != nil {
+				return err
+			}
+			st.RevokedCredentials, st.CompleteTime = int32(n), now
+		}
+		stj, err := protojson.Marshal(st)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		out, err = scanRevocation(tx.QueryRow(ctx, `UPDATE break_glass_revocations SET status = $2, state = $3, work_active = $4, revision = $5,
+			update_time = now() WHERE id = $1 RETURNING `+revocationColumns, r.ID, stj, st.GetState().String(), r.WorkActive, rev))
+		if err != nil {
+			return err
+		}
+		return recordRevocationEvent(ctx, tx, out)
+	})
+	return out, err
+}
+
+// breakGlassEventDoc is one event: the API form of a credential or a revocation. It never holds
+// the private key or a kubeconfig.
+type breakGlassEventDoc struct {
+	Credential json.RawMessage `json:"credential,omitempty"`
+	Revocation json.RawMessage `json:"revocation,omitempty"`
+	WorkActive bool            `json:"workActive,omitempty"`
+	Shard      string          `json:"shard,omitempty"`
+}
+
+func recordCredentialEvent(ctx context.Context, tx pgx.Tx, c *Credential) error {
+	// The stored status (never EXPIRED): a reader re-derives EXPIRED at its own time.
+	p := CredentialProto(c, time.Time{})
+	raw, err := protojson.Marshal(p)
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(breakGlassEventDoc{Credential: raw, WorkActive: c.WorkActive, Shard: c.Shard})
+	if err != nil {
+		return err
+	}
+	return writeEvent(ctx, tx, breakGlassEventLog, "c/"+c.ID, c.Revision, csv1.EventType_EVENT_TYPE_UPSERTED, doc)
+}
+
+func recordRevocationEvent(ctx context.Context, tx pgx.Tx, r *Revocation) error {
+	raw, err := protojson.Marshal(RevocationProto(r))
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(breakGlassEventDoc{Revocation: raw, WorkActive: r.WorkActive, Shard: r.Shard})
+	if err != nil {
+		return err
+	}
+	return writeEvent(ctx, tx, breakGlassEventLog, "r/"+r.ID, r.Revision, csv1.EventType_EVENT_TYPE_UPSERTED, doc)
+}
+
+// CredentialEventsAfter returns up to limit break-glass events with a revision greater than
+// after, in order. Credentials in events carry no key, certificate or kubeconfig.
+func (s *Store) CredentialEventsAfter(ctx context.Context, after int64, limit int) ([]CredentialEvent, error) {
+	rows, err := s.pool.Query(ctx, `SELECT revision, object FROM break_glass_events WHERE revision > $1 ORDER BY revision LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read break-glass events: %w", err)
+	}
+	defer rows.Close()
+	var out []CredentialEvent
+	for rows.Next() {
+		var rev int64
+		var raw []byte
+		if err := rows.Scan(&rev, &raw); err != nil {
+			return nil, fmt.Errorf("read break-glass events: %w", err)
+		}
+		var doc breakGlassEventDoc
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return nil, fmt.Errorf("decode break-glass event %d: %w", rev, err)
+		}
+		ev := CredentialEvent{Revision: rev}
+		switch {
+		case doc.Credential != nil:
+			var p csv1.Credential
+			if err := protojson.Unmarshal(doc.Credential, &p); err != nil {
+				return nil, fmt.Errorf("decode break-glass event %d: %w", rev, err)
+			}
+			st := p.GetStatus()
+			if st == nil {
+				st = &csv1.CredentialStatus{}
+			}
+			ev.Credential = &Credential{ID: p.Id, ClusterID: p.ClusterId, CSR: p.CertificateSigningRequest, Status: st, WorkActive: doc.WorkActive,
+				Shard: doc.Shard, Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
+		case doc.Revocation != nil:
+			var p csv1.Revocation
+			if err := protojson.Unmarshal(doc.Revocation, &p); err != nil {
+				return nil, fmt.Errorf("decode break-glass event %d: %w", rev, err)
+			}
+			st := p.GetStatus()
+			if st == nil {
+				st = &csv1.RevocationStatus{}
+			}
+			ev.Revocation = &Revocation{ID: p.Id, ClusterID: p.ClusterId, Status: st, WorkActive: doc.WorkActive, Shard: doc.Shard,
+				Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
+		default:
+			return nil, fmt.Errorf("break-glass event %d holds neither a credential nor a revocation", rev)
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// CurrentCredentialRevision is the revision of the latest break-glass event.
+func (s *Store) CurrentCredentialRevision(ctx context.Context) (int64, error) {
+	var rev int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM break_glass_events`).Scan(&rev)
+	return rev, err
+}
