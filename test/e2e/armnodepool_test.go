@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestNodePoolThroughARM drives a node pool through the frontend as ARM would, with
+// 2025-12-23-preview: created on a cluster, Succeeded once its nodes are up; scaled by PUT;
+// switched to autoscaling by PATCH; deleted, after which GET is 404. Each step's ARM state is
+// checked along with the NodePool on the management cluster.
+func TestNodePoolThroughARM(t *testing.T) {
+	const ver = "2025-12-23-preview"
+	sub, rg := uuid.NewString(), "rg-nodepool-arm"
+	registerSubscription(t, sub)
+	path := clusterPath(sub, rg, "armpool")
+	put := arm(t, http.MethodPut, path, clusterBody(sub, rg))
+	if put.Status != http.StatusCreated {
+		t.Fatalf("PUT cluster: got %d, want 201: %s", put.Status, put.Raw)
+	}
+	if final := waitOperation(t, put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
+		t.Fatalf("cluster create ended %v: %v", final["status"], final["error"])
+	}
+	t.Cleanup(func() {
+		del := arm(t, http.MethodDelete, path, nil)
+		if del.Status != http.StatusAccepted {
+			t.Errorf("DELETE cluster: got %d: %s", del.Status, del.Raw)
+			return
+		}
+		if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
+			t.Errorf("cluster delete ended %v: %v", final["status"], final["error"])
+		}
+	})
+	cl := csClusters(t, path)[0]
+	mc := managementCluster(t, cl.GetShard())
+	poolPath := path + "/nodePools/workers?api-version=" + ver
+	ctx := context.Background()
+	kubePool := func() (*unstructured.Unstructured, error) {
+		return kube(t, mc).Resource(nodePoolGVR).Namespace(cl.GetNamespace()).Get(ctx, "workers", metav1.GetOptions{})
+	}
+	state := func() string {
+		r := arm(t, http.MethodGet, poolPath, nil)
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET node pool: %d %s", r.Status, r.Raw)
+		}
+		return r.Body["properties"].(map[string]any)["provisioningState"].(string)
+	}
+	waitSucceeded := func(what, asyncURL string) {
+		t.Helper()
+		if final := waitOperation(t, asyncURL, 3*time.Minute); final["status"] != "Succeeded" {
+			t.Fatalf("%s ended %v: %v", what, final["status"], final["error"])
+		}
+		if got := state(); got != "Succeeded" {
+			t.Fatalf("after %s the node pool is %s, want Succeeded", what, got)
+		}
+	}
+	kubeReplicas := func(want int64) {
+		t.Helper()
+		obj, err := kubePool()
+		if err != nil {
+			t.Fatalf("NodePool on %s: %v", mc.Name, err)
+		}
+		if got, _, _ := unstructured.NestedInt64(obj.Object, "status", "replicas"); got != want || condition(*obj, "Ready") != "True" {
+			t.Fatalf("NodePool status.replicas %d Ready %q, want %d and True", got, condition(*obj, "Ready"), want)
+		}
+	}
+
+	body := map[string]any{
+		"location": region.Info.Location,
+		"properties": map[string]any{
+			"version":  map[string]any{"id": "4.19", "channelGroup": "stable"},
+			"replicas": 2,
+			"labels":   []map[string]string{{"key": "tier", "value": "web"}},
+			"platform": map[string]any{"vmSize": "Standard_D8s_v3"},
+		},
+	}
+	create := arm(t, http.MethodPut, poolPath, body)
+	if create.Status != http.StatusCreated || create.Header.Get("Azure-AsyncOperation") == "" {
+		t.Fatalf("PUT node pool: got %d, want 201 with Azure-AsyncOperation: %s", create.Status, create.Raw)
+	}
+	if got := create.Body["properties"].(map[string]any)["provisioningState"]; got != "Accepted" {
+		t.Fatalf("create answered provisioningState %v, want Accepted", got)
+	}
+	waitSucceeded("create", create.Header.Get("Azure-AsyncOperation"))
+	kubeReplicas(2)
+
+	// Scale to 3 by PUT: 200 Updating, then Succeeded only with 3 nodes.
+	body["properties"].(map[string]any)["replicas"] = 3
+	scale := arm(t, http.MethodPut, poolPath, body)
+	if scale.Status != http.StatusOK || scale.Body["properties"].(map[string]any)["provisioningState"] != "Updating" {
+		t.Fatalf("PUT scale: got %d: %s", scale.Status, scale.Raw)
+	}
+	if again := arm(t, http.MethodPut, poolPath, body); again.Status != http.StatusConflict {
+		t.Errorf("PUT during the scale: got %d, want 409: %s", again.Status, again.Raw)
+	}
+	waitSucceeded("scale", scale.Header.Get("Azure-AsyncOperation"))
+	kubeReplicas(3)
+
+	// Autoscaling by PATCH: 202, then Succeeded with the NodePool autoscaled.
+	patch := arm(t, http.MethodPatch, poolPath, map[string]any{"properties": map[string]any{"autoScaling": map[string]any{"min": 1, "max": 4}}})
+	if patch.Status != http.StatusAccepted || patch.Header.Get("Location") == "" {
+		t.Fatalf("PATCH autoscaling: got %d: %s", patch.Status, patch.Raw)
+	}
+	waitSucceeded("autoscaling", patch.Header.Get("Azure-AsyncOperation"))
+	result := armURL(t, http.MethodGet, patch.Header.Get("Location"), nil)
+	if props := result.Body["properties"].(map[string]any); result.Status != http.StatusOK || props["autoScaling"] == nil || props["replicas"] != nil {
+		t.Fatalf("PATCH result: %d %s", result.Status, result.Raw)
+	}
+	if obj, err := kubePool(); err != nil {
+		t.Fatal(err)
+	} else if max, _, _ := unstructured.NestedInt64(obj.Object, "spec", "autoScaling", "max"); max != 4 {
+		t.Fatalf("NodePool spec.autoScaling.max %d, want 4", max)
+	}
+
+	list := arm(t, http.MethodGet, path+"/nodePools?api-version="+ver, nil)
+	if list.Status != http.StatusOK || len(list.Body["value"].([]any)) != 1 {
+		t.Fatalf("list node pools: %d %s", list.Status, list.Raw)
+	}
+
+	del := arm(t, http.MethodDelete, poolPath, nil)
+	if del.Status != http.StatusAccepted {
+		t.Fatalf("DELETE node pool: got %d: %s", del.Status, del.Raw)
+	}
+	if got := state(); got != "Deleting" {
+		t.Errorf("node pool is %s right after DELETE, want Deleting", got)
+	}
+	if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 3*time.Minute); final["status"] != "Succeeded" {
+		t.Fatalf("delete ended %v: %v", final["status"], final["error"])
+	}
+	if gone := arm(t, http.MethodGet, poolPath, nil); gone.Status != http.StatusNotFound {
+		t.Fatalf("GET after delete: %d %s", gone.Status, gone.Raw)
+	}
+	eventually(t, time.Minute, "NodePool gone from the management cluster", func() error {
+		if _, err := kubePool(); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("NodePool still there (err %v)", err)
+		}
+		return nil
+	})
+}
