@@ -23,6 +23,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/frontend"
+	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
 	"github.com/openhcp/openhcp/internal/store/storeconfig"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -37,6 +38,8 @@ type options struct {
 	retryAfter            time.Duration
 	csTimeout             time.Duration
 	logLevel              string
+	roleSetsFile          string
+	clientSubjects        string
 }
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
@@ -75,6 +78,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	dur(&o.retryAfter, "retry-after", "FRONTEND_RETRY_AFTER", 5*time.Second, "Retry-After advised on async responses")
 	dur(&o.csTimeout, "cluster-service-timeout", "FRONTEND_CLUSTER_SERVICE_TIMEOUT", 30*time.Second, "timeout of each Cluster Service call")
 	str(&o.logLevel, "log-level", "FRONTEND_LOG_LEVEL", "info", "debug, info, warn or error")
+	str(&o.roleSetsFile, "operator-identity-roles-file", "FRONTEND_OPERATOR_IDENTITY_ROLES_FILE", "", "JSON catalogue of hcpOperatorIdentityRoleSets (format: docs/api.md); default: the built-in one")
+	str(&o.clientSubjects, "arm-client-subjects", "FRONTEND_ARM_CLIENT_SUBJECTS", "", "comma-separated subject common names of the client certificates allowed to call the ARM API (ARM's); needs --tls-client-ca; empty allows any client the CA verifies")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -105,6 +110,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.csTimeout <= 0 {
 		return nil, fmt.Errorf("invalid value %s for --cluster-service-timeout: must be positive", o.csTimeout)
+	}
+	if o.clientSubjects != "" && o.serverTLS.CA == "" {
+		return nil, fmt.Errorf("--arm-client-subjects needs --tls-client-ca: subjects can only be checked on verified client certificates")
 	}
 	switch o.logLevel {
 	case "debug", "info", "warn", "error":
@@ -167,6 +175,18 @@ func run(o *options) error {
 	}
 	defer st.Close()
 
+	var roleSets *rolesets.Catalogue
+	if o.roleSetsFile != "" {
+		if roleSets, err = rolesets.Load(o.roleSetsFile); err != nil {
+			return fmt.Errorf("--operator-identity-roles-file: %w", err)
+		}
+	}
+	var subjects []string
+	for _, cn := range strings.Split(o.clientSubjects, ",") {
+		if cn = strings.TrimSpace(cn); cn != "" {
+			subjects = append(subjects, cn)
+		}
+	}
 	srv, err := frontend.NewServer(frontend.Config{
 		Store:                 st,
 		Clusters:              csv1.NewClustersClient(conn),
@@ -178,6 +198,8 @@ func run(o *options) error {
 		RetryAfter:            o.retryAfter,
 		ClusterServiceTimeout: o.csTimeout,
 		Ready:                 st.Ping,
+		RoleSets:              roleSets,
+		ClientSubjects:        subjects,
 	})
 	if err != nil {
 		return err

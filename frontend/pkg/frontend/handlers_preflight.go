@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	"github.com/openhcp/openhcp/internal/arm"
 	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
 )
 
 // Deployment preflight is ARM's validation of a template before it deploys it: ARM posts the

@@ -6,6 +6,7 @@ package frontend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20251223preview"
 	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20260630preview"
 	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20260901preview"
+	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
 	"github.com/openhcp/openhcp/internal/store"
 )
 
@@ -30,6 +32,11 @@ type Config struct {
 	// ExternalAuths is Cluster Service's external auth client; without it the externalAuths
 	// paths are not served.
 	ExternalAuths csv1.ExternalAuthsClient
+	// ClientSubjects, if set, are the subject common names of the client certificates allowed
+	// to call (ARM's); requests need a verified client certificate (mutual TLS) with one of them.
+	ClientSubjects []string
+	// RoleSets is the hcpOperatorIdentityRoleSets catalogue (default: rolesets.Default()).
+	RoleSets *rolesets.Catalogue
 	// Versions is Cluster Service's version catalogue; without it hcpOpenShiftVersions is not
 	// served.
 	Versions csv1.VersionsClient
@@ -91,12 +98,20 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
 	}
+	if cfg.RoleSets == nil {
+		rs, err := rolesets.Default()
+		if err != nil {
+			return nil, fmt.Errorf("frontend: default operator identity role sets: %w", err)
+		}
+		cfg.RoleSets = rs
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, cs: cfg.Clusters, mux: http.NewServeMux(), metrics: newMetrics()}
 	s.routes()
 	s.handler = chain(s.dispatch,
 		s.middlewareRequestID,
 		s.middlewareLogging,
 		s.middlewarePanic,
+		s.middlewareClientCertificate,
 		middlewareLowercasePath,
 		s.middlewareBody,
 	)
@@ -148,7 +163,8 @@ func (s *Server) routes() {
 	s.externalAuthRoutes()
 
 	s.versionRoutes() // handlers_versions.go
-	s.handle(preflightPattern, s.preflight, routeOptions{}) // handlers_preflight.go
+	s.handle(preflightPattern, s.preflight, routeOptions{})
+	s.roleSetRoutes()
 	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
 	s.handle("GET "+operationsScope+"/hcpoperationresults/{operationId}", s.getOperationResult, resourceRoute)
 }

@@ -307,10 +307,32 @@ func (v *specValidator) checkString(n map[string]any, s, path string) {
 			v.fail(path, "%q is not an absolute URI", s)
 		}
 	case "arm-id":
+		if tenantScoped(n) && tenantIDRE.MatchString(s) {
+			break // e.g. a built-in role definition: /providers/Microsoft.Authorization/roleDefinitions/{guid}
+		}
 		if _, err := arm.ParseResourceID(s); err != nil {
 			v.fail(path, "%q is not a resource ID: %v", s, err)
 		}
 	}
+}
+
+// tenantIDRE is a tenant-level resource ID: /providers/{namespace}/{type}/{name}[/{type}/{name}…].
+var tenantIDRE = regexp.MustCompile(`^/providers/[^/]+(/[^/]+/[^/]+)+$`)
+
+// tenantScoped says whether an arm-id schema allows resources at tenant scope
+// (x-ms-arm-id-details.allowedResources[].scopes contains "Tenant").
+func tenantScoped(n map[string]any) bool {
+	details, _ := n["x-ms-arm-id-details"].(map[string]any)
+	allowed, _ := details["allowedResources"].([]any)
+	for _, a := range allowed {
+		scopes, _ := a.(map[string]any)["scopes"].([]any)
+		for _, sc := range scopes {
+			if sc == "Tenant" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func num(v any) (float64, bool) {

@@ -1,0 +1,30 @@
+package frontend
+
+import (
+	"net/http"
+	"slices"
+)
+
+// middlewareClientCertificate admits only ARM: with Config.ClientSubjects set, a request must
+// arrive over mutual TLS with a client certificate the listener verified (tls-client-ca) whose
+// subject common name is in the list. /healthz stays open for probes. Without the list every
+// client the CA verifies is admitted (or, without TLS, the listener is loopback only).
+func (s *Server) middlewareClientCertificate(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
+	if len(s.cfg.ClientSubjects) == 0 || r.URL.Path == "/healthz" {
+		next(w, r)
+		return
+	}
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		s.report(w, r, cloudError(http.StatusUnauthorized, "Unauthorized", "",
+			"The request has no verified client certificate; this resource provider is called by Azure Resource Manager only."))
+		return
+	}
+	cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
+	if !slices.Contains(s.cfg.ClientSubjects, cn) {
+		info(r).log.Warn("client certificate subject not allowed", "subjectCN", cn)
+		s.report(w, r, cloudError(http.StatusForbidden, "Forbidden", "",
+			"The client certificate subject '%s' is not allowed to call this resource provider.", cn))
+		return
+	}
+	next(w, r)
+}

@@ -1,0 +1,107 @@
+package frontend
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// TestClientCertificateAllowList runs the frontend behind a real TLS listener that verifies
+// client certificates against a CA, as --tls-client-ca does, and checks who gets in.
+func TestClientCertificateAllowList(t *testing.T) {
+	ca, caKey := newTestCA(t)
+	e := newEnv(t) // registers the test subscription over plain HTTP first
+	e.srv.cfg.ClientSubjects = []string{"arm.example.net"}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	hs := httptest.NewUnstartedServer(e.srv.Handler())
+	// VerifyClientCertIfGiven (rather than Require…) lets a request without a certificate reach
+	// the middleware, so its answer is tested too; a certificate that does not verify never does.
+	hs.TLS = &tls.Config{ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven}
+	hs.StartTLS()
+	t.Cleanup(hs.Close)
+	otherCA, otherKey := newTestCA(t)
+
+	sub := hs.URL + "/subscriptions/" + testSub + "?api-version=2.0"
+	for _, tc := range []struct {
+		name   string
+		cert   *tls.Certificate
+		path   string
+		status int
+	}{
+		{"allowed_subject_is_served", clientCert(t, ca, caKey, "arm.example.net"), sub, 200},
+		{"other_subject_is_403", clientCert(t, ca, caKey, "someone.else"), sub, 403},
+		{"no_certificate_is_401", nil, sub, 401},
+		{"healthz_needs_no_certificate", nil, hs.URL + "/healthz", 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := hs.Client().Transport.(*http.Transport).Clone()
+			if tc.cert != nil {
+				tr.TLSClientConfig.Certificates = []tls.Certificate{*tc.cert}
+			}
+			resp, err := (&http.Client{Transport: tr}).Get(tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if tc.status >= 400 && resp.Header.Get("x-ms-request-id") == "" {
+				t.Fatal("rejection without x-ms-request-id")
+			}
+		})
+	}
+	t.Run("certificate_of_another_CA_fails_the_handshake", func(t *testing.T) {
+		tr := hs.Client().Transport.(*http.Transport).Clone()
+		tr.TLSClientConfig.Certificates = []tls.Certificate{*clientCert(t, otherCA, otherKey, "arm.example.net")}
+		if resp, err := (&http.Client{Transport: tr}).Get(sub); err == nil {
+			resp.Body.Close()
+			t.Fatalf("status %d; want a TLS handshake failure", resp.StatusCode)
+		}
+	})
+}
+
+func newTestCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+func clientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string) *tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
