@@ -147,9 +147,12 @@ func TestWithExternalAuth(t *testing.T) {
 				t.Fatalf("HostedCluster feedback paths = %v", paths)
 			}
 			last := w.Spec.Workload.Manifests[len(w.Spec.Workload.Manifests)-1].Raw
-			has := strings.Contains(string(last), `"oidcProviders":[{"name":"entra"`) && strings.Contains(string(last), `"issuerCertificateAuthority":{"name":"alpha-entra-oidc-ca"}`)
+			has := strings.Contains(string(last), `"oidcProviders":[{`) && strings.Contains(string(last), `"name":"entra"`) && strings.Contains(string(last), `"issuerCertificateAuthority":{"name":"alpha-entra-oidc-ca"}`)
 			if has != tc.wantProvider {
 				t.Fatalf("HostedCluster has the provider = %v, want %v: %s", has, tc.wantProvider, last)
+			}
+			if strings.Contains(string(last), "null") {
+				t.Fatalf("the HostedCluster has null values, which its CRD refuses: %s", last)
 			}
 			if tc.wantProvider && !strings.Contains(string(w.Spec.Workload.Manifests[len(w.Spec.Workload.Manifests)-2].Raw), `"ca-bundle.crt"`) {
 				t.Fatal("the CA ConfigMap is not just before the HostedCluster")

@@ -154,7 +154,7 @@ func WithExternalAuth(work *workv1.ManifestWork, ea *ExternalAuth) (*workv1.Mani
 			hc.Spec.Configuration = &hypershiftv1beta1.ClusterConfiguration{}
 		}
 		hc.Spec.Configuration.Authentication = &configv1.AuthenticationSpec{Type: configv1.AuthenticationTypeOIDC, OIDCProviders: []configv1.OIDCProvider{provider}}
-		raw, err := json.Marshal(&hc)
+		raw, err := withoutNulls(&hc)
 		if err != nil {
 			return nil, fmt.Errorf("encode HostedCluster of work %s: %w", work.Name, err)
 		}
@@ -187,4 +187,37 @@ func WithExternalAuth(work *workv1.ManifestWork, ea *ExternalAuth) (*workv1.Mani
 	}
 	work.Annotations[AnnotationSpecHash] = hash
 	return work, nil
+}
+
+// withoutNulls encodes v without null values. The OpenShift config types leave some optional
+// fields without omitempty (oidcClients[].extraScopes, claimMappings.username.prefix); the CRD
+// refuses an explicit null for them, and an absent field means the same.
+func withoutNulls(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return json.Marshal(pruneNulls(m))
+}
+
+func pruneNulls(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if e == nil {
+				delete(t, k)
+				continue
+			}
+			t[k] = pruneNulls(e)
+		}
+	case []any:
+		for i := range t {
+			t[i] = pruneNulls(t[i])
+		}
+	}
+	return v
 }
