@@ -170,6 +170,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	cs := csv1.NewClustersClient(conn)
 	f.cfg.NodePools = csv1.NewNodePoolsClient(conn)
 	f.cfg.ExternalAuths = csv1.NewExternalAuthsClient(conn)
+	f.cfg.Credentials = csv1.NewCredentialsClient(conn)
 	if !f.leaderElect {
 		return operations.New(st, cs, log, metrics, f.cfg).Run(ctx)
 	}

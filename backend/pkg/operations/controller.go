@@ -66,6 +66,9 @@ type Config struct {
 	// ExternalAuths is Cluster Service's external auth client, for external auth operations
 	// (externalauths.go).
 	ExternalAuths csv1.ExternalAuthsClient
+	// Credentials is Cluster Service's break-glass client, for the requestAdminCredential and
+	// revokeCredentials actions (credentials.go).
+	Credentials csv1.CredentialsClient
 }
 
 // StatusMode selects how the controller learns of changes.
@@ -191,6 +194,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		run("watch", c.followClusters)
 		run("nodepool-watch", c.followNodePools)
 		run("externalauth-watch", c.followExternalAuths)
+		run("credential-watch", c.followCredentials)
 		run("resync", c.resyncLoop)
 	}
 	<-ctx.Done()
@@ -314,6 +318,9 @@ type observation struct {
 
 // observe asks Cluster Service about the operation's resource: its cluster, or its node pool.
 func (c *Controller) observe(ctx context.Context, op *api.OperationDocument) (observation, error) {
+	if op.Request.IsAction() {
+		return c.observeAction(ctx, op)
+	}
 	if isNodePool(op.ExternalID) {
 		return c.observeNodePool(ctx, op)
 	}
@@ -348,7 +355,8 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRec
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("get resource %s: %w", op.ExternalID, err)
 	}
-	if res != nil {
+	// An action never owns its cluster's document (internal/api/actions.go).
+	if res != nil && !op.Request.IsAction() {
 		var rd api.ResourceDocument
 		if err := json.Unmarshal(res.Body, &rd); err != nil {
 			return fmt.Errorf("decode resource %s: %w", op.ExternalID, err)

@@ -192,6 +192,7 @@ func run(o *options) error {
 		Clusters:              csv1.NewClustersClient(conn),
 		NodePools:             csv1.NewNodePoolsClient(conn),
 		ExternalAuths:         csv1.NewExternalAuthsClient(conn),
+		Credentials:           csv1.NewCredentialsClient(conn),
 		Versions:              csv1.NewVersionsClient(conn),
 		Location:              o.location,
 		Logger:                log,

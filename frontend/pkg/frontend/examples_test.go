@@ -22,9 +22,10 @@ import (
 // The api-versions of the specification; each is served.
 var specVersions = []string{"2024-06-10-preview", "2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"}
 
-// Cluster operations whose examples the RP does not serve yet (docs/api.md, "Known gaps").
-// An example of any other operation that TestSpecExamplesClusters does not drive fails it, so
-// a new example in the spec is never skipped silently.
+// Cluster operations whose examples another test drives: the break-glass actions, in
+// TestSpecExamplesCredentials (examples_credential_test.go). An example of any other operation
+// that TestSpecExamplesClusters does not drive fails it, so a new example in the spec is never
+// skipped silently.
 var notServedClusterOps = map[string]bool{
 	"HcpOpenShiftClusters_RequestAdminCredential": true,
 	"HcpOpenShiftClusters_RevokeCredentials":      true,
@@ -249,7 +250,8 @@ func TestSpecExamplesClusters(t *testing.T) {
 				}
 				// The validator must accept the spec's own example responses of the operations
 				// driven here, or it is wrong. (The RequestAdminCredential examples before
-				// 2026-09-01-preview omit the required kubeconfig; that operation is not served.)
+				// 2026-09-01-preview omit the required kubeconfig; that operation is driven, and
+				// its answers validated, in TestSpecExamplesCredentials.)
 				strict := &specValidator{t: t, l: l}
 				for code, r := range x.Responses {
 					if len(r.Body) > 0 && !notServedClusterOps[x.OperationID] {

@@ -113,6 +113,9 @@ func (s *Server) getOperationResult(w http.ResponseWriter, r *http.Request) erro
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
+	if op.Request.IsAction() {
+		return s.respondActionResult(w, r, op)
+	}
 	id, err := arm.ParseResourceID(op.ExternalID)
 	if err != nil {
 		return err

@@ -40,6 +40,9 @@ type Config struct {
 	// Versions is Cluster Service's version catalogue; without it hcpOpenShiftVersions is not
 	// served.
 	Versions csv1.VersionsClient
+	// Credentials is Cluster Service's break-glass client; without it requestAdminCredential and
+	// revokeCredentials are not served.
+	Credentials csv1.CredentialsClient
 	// Location is the Azure region this frontend serves, e.g. "eastus".
 	Location string
 	Logger   *slog.Logger
@@ -160,6 +163,7 @@ func (s *Server) routes() {
 	s.handle("GET /subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"+clustersPath, s.listClusters, resourceRoute)
 	s.handle("GET /subscriptions/{subscriptionId}"+clustersPath, s.listClusters, resourceRoute)
 	s.nodePoolRoutes()
+	s.credentialRoutes()
 	s.externalAuthRoutes()
 
 	s.versionRoutes() // handlers_versions.go

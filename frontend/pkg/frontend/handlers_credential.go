@@ -1,0 +1,183 @@
+package frontend
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// Break-glass credentials: POST …/hcpOpenShiftClusters/{name}/requestAdminCredential and
+// …/revokeCredentials. Both are async (202, Location, Azure-AsyncOperation, Retry-After); the
+// backend ends them from Cluster Service's Credentials watch, and the operation result of a
+// requestAdminCredential is the kubeconfig, read from Cluster Service when asked for (it is
+// never stored in a document).
+
+// csrBodyVersions are the api-versions whose requestAdminCredential takes a body with the
+// customer's certificateSigningRequest; earlier ones take none.
+var csrBodyVersions = map[string]bool{"2026-09-01-preview": true}
+
+func (s *Server) credentialRoutes() {
+	if s.cfg.Credentials == nil {
+		return
+	}
+	s.handle("POST "+clusterPattern+"/requestadmincredential", s.requestAdminCredential, resourceRoute)
+	s.handle("POST "+clusterPattern+"/revokecredentials", s.revokeCredentials, resourceRoute)
+}
+
+// actionCluster checks the cluster of an action exists and returns it.
+func (s *Server) actionCluster(r *http.Request) (*arm.ResourceID, *docs.ResourceDocument, error) {
+	full, err := arm.ParseResourceID(strings.TrimSuffix(info(r).originalPath, "/"+actionSegment(info(r).originalPath)))
+	if err != nil || len(full.Names) != 1 || !clusterNameRE.MatchString(full.Name()) {
+		return nil, nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", info(r).originalPath)
+	}
+	rd, _, err := s.getResourceDoc(r.Context(), full)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, notFound(full)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if rd.InternalID == "" {
+		return nil, nil, cloudError(http.StatusConflict, arm.CodeConflict, "", "The cluster '%s' is not provisioned yet.", full.Name())
+	}
+	return full, rd, nil
+}
+
+func actionSegment(p string) string { return p[strings.LastIndex(p, "/")+1:] }
+
+// credentialBody decodes the action's body: none (or {}) everywhere, and in csrBodyVersions an
+// optional certificateSigningRequest.
+func credentialBody(r *http.Request) (string, error) {
+	body := bytes.TrimSpace(info(r).body)
+	if len(body) == 0 {
+		return "", nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return "", cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is not a JSON object: %v", err)
+	}
+	var csr string
+	for k, v := range raw {
+		if k != "certificateSigningRequest" || !csrBodyVersions[info(r).apiVersion] {
+			return "", cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, k, "The property '%s' is not known in api-version %s.", k, info(r).apiVersion)
+		}
+		if err := json.Unmarshal(v, &csr); err != nil {
+			return "", cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, k, "The property '%s' must be a string.", k)
+		}
+	}
+	return csr, nil
+}
+
+func (s *Server) requestAdminCredential(w http.ResponseWriter, r *http.Request) error {
+	csr, err := credentialBody(r)
+	if err != nil {
+		return err
+	}
+	return s.startAction(w, r, docs.OperationRequestCredential, func(id, clusterID string) error {
+		ctx, cancel := s.csContext(r.Context(), info(r))
+		defer cancel()
+		_, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: id, ClusterId: clusterID, CertificateSigningRequest: csr})
+		return err
+	})
+}
+
+func (s *Server) revokeCredentials(w http.ResponseWriter, r *http.Request) error {
+	if len(bytes.TrimSpace(info(r).body)) > 0 && string(bytes.TrimSpace(info(r).body)) != "{}" {
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "revokeCredentials takes no request content.")
+	}
+	return s.startAction(w, r, docs.OperationRevokeCredentials, func(id, clusterID string) error {
+		ctx, cancel := s.csContext(r.Context(), info(r))
+		defer cancel()
+		_, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: id, ClusterId: clusterID})
+		return err
+	})
+}
+
+// startAction records the action's operation, then asks Cluster Service to start it with a new
+// ID (idempotent there). A definitive refusal (a revocation running: 409, a bad CSR: 400) takes
+// the operation back; an unknown outcome leaves it for the backend, which fails it after its
+// grace period if Cluster Service never heard of it.
+func (s *Server) startAction(w http.ResponseWriter, r *http.Request, req docs.OperationRequest, call func(id, clusterID string) error) error {
+	id, rd, err := s.actionCluster(r)
+	if err != nil {
+		return err
+	}
+	opID, csID, now := newUUID(), newClusterServiceID(), time.Now().UTC()
+	part := partitionKey(id.SubscriptionID)
+	op := s.newOperation(r, opID, req, id.String(), csID, now)
+	opDoc, err := newDoc(part, opID, store.TypeOperation, strings.ToLower(id.String()), op, s.cfg.OperationTTL)
+	if err != nil {
+		return err
+	}
+	written, err := s.store.Transact(r.Context(), part, []store.TxOp{{Kind: store.TxCreate, Doc: opDoc}})
+	if err != nil {
+		return fmt.Errorf("record %s of %s: %w", req, id, err)
+	}
+	log := info(r).log.With("resourceID", id.String(), "clusterID", rd.InternalID, "operationID", opID, "internalID", csID, "request", req)
+	if err := call(csID, rd.InternalID); err != nil {
+		if definitive(err) {
+			s.rollback(r, part, []store.TxOp{{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag}})
+		}
+		log.Warn("cluster action refused by cluster service", "error", err)
+		return err
+	}
+	log.Info("cluster action accepted")
+	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// adminCredential is HcpOpenShiftClusterAdminCredential.
+type adminCredential struct {
+	Kubeconfig          string    `json:"kubeconfig"`
+	ExpirationTimestamp time.Time `json:"expirationTimestamp"`
+}
+
+// respondActionResult answers the operation result of a finished, Succeeded action: 204 for a
+// revocation; for a credential the kubeconfig, only to the caller that requested it and only
+// while it is valid.
+func (s *Server) respondActionResult(w http.ResponseWriter, r *http.Request, op *docs.OperationDocument) error {
+	if op.Request == docs.OperationRevokeCredentials {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	// The generic check lets a reader without the header through; a kubeconfig is not given to
+	// anyone ARM does not name as the requester.
+	if op.ClientID != "" && !strings.EqualFold(r.Header.Get(arm.HeaderClientObjectID), op.ClientID) {
+		return cloudError(http.StatusNotFound, arm.CodeNotFound, "", "The operation '%s' was not found.", op.ID)
+	}
+	ctx, cancel := s.csContext(r.Context(), info(r))
+	defer cancel()
+	c, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: op.InternalID, IncludeKubeconfig: true})
+	if status.Code(err) == codes.NotFound {
+		return cloudError(http.StatusNotFound, arm.CodeNotFound, "", "The credential of operation '%s' is no longer known.", op.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if c.GetKubeconfig() == "" {
+		return cloudError(http.StatusConflict, "CredentialNotValid", "", "The credential of this operation is %s and its kubeconfig is no longer served; request a new one.",
+			strings.ToLower(strings.TrimPrefix(c.GetStatus().GetState().String(), "CREDENTIAL_STATE_")))
+	}
+	info(r).log.Info("admin credential handed out", "operationID", op.ID, "credentialID", op.InternalID, "clientID", op.ClientID,
+		"expires", c.GetStatus().GetExpirationTime().AsTime())
+	b, err := json.Marshal(adminCredential{Kubeconfig: c.GetKubeconfig(), ExpirationTimestamp: c.GetStatus().GetExpirationTime().AsTime().UTC()})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
