@@ -1,0 +1,112 @@
+package hypershiftsim
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+)
+
+func testCSR(t *testing.T, tmpl *x509.CertificateRequest, usages ...certificatesv1.KeyUsage) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{
+		Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), Usages: usages}}
+}
+
+func TestValidateBreakGlassCSR(t *testing.T) {
+	user := pkix.Name{CommonName: "system:customer-break-glass:alice", Organization: []string{"system:masters"}}
+	for _, tc := range []struct {
+		name    string
+		csr     *certificatesv1.CertificateSigningRequest
+		wantErr string
+	}{
+		{"break_glass_user_client_auth", testCSR(t, &x509.CertificateRequest{Subject: user}, certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature), ""},
+		{"foreign_common_name", testCSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "test.example.com"}}, certificatesv1.UsageClientAuth), "invalid CN"},
+		{"prefix_only", testCSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: breakGlassUserPrefix}}, certificatesv1.UsageClientAuth), "invalid CN"},
+		{"with_dns_names", testCSR(t, &x509.CertificateRequest{Subject: user, DNSNames: []string{"x"}}, certificatesv1.UsageClientAuth), "alternative names"},
+		{"server_usage", testCSR(t, &x509.CertificateRequest{Subject: user}, certificatesv1.UsageClientAuth, certificatesv1.UsageServerAuth), "not allowed"},
+		{"no_client_auth", testCSR(t, &x509.CertificateRequest{Subject: user}, certificatesv1.UsageDigitalSignature), "must include client auth"},
+		{"not_pem", &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{Request: []byte("x")}}, "not a PEM"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := validateBreakGlassCSR(tc.csr)
+			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestHCPNamespaceOfSigner(t *testing.T) {
+	for _, tc := range []struct {
+		signer, want string
+		ok           bool
+	}{
+		{"hypershift.openshift.io/ocm-dev-abc-name.customer-break-glass", "ocm-dev-abc-name", true},
+		{"hypershift.openshift.io/ocm-dev-abc-name.sre-break-glass", "", false},
+		{"kubernetes.io/kube-apiserver-client", "", false},
+		{"hypershift.openshift.io/.customer-break-glass", "", false},
+	} {
+		got, ok := hcpNamespaceOfSigner(tc.signer)
+		if got != tc.want && tc.ok || ok != tc.ok {
+			t.Errorf("%s: got %q %v, want %q %v", tc.signer, got, ok, tc.want, tc.ok)
+		}
+	}
+	if SignerName("ns") != "hypershift.openshift.io/ns.customer-break-glass" {
+		t.Fatal("SignerName and hcpNamespaceOfSigner disagree")
+	}
+}
+
+func TestSignClientCertHonoursExpirationAndTheSignerLifetime(t *testing.T) {
+	now := time.Now()
+	caPEM, keyPEM, err := newCA("signer", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr := testCSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:customer-break-glass:a"}}, certificatesv1.UsageClientAuth)
+	cr, err := validateBreakGlassCSR(csr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _, _ := parseCA(caPEM, keyPEM)
+	for _, tc := range []struct {
+		name string
+		exp  *int32
+		want time.Time
+	}{
+		{"asked_ten_minutes", ptr32(600), now.Add(10 * time.Minute)},
+		{"nothing_asked", nil, now.Add(defaultCSRExpiration)},
+		{"beyond_the_signer", ptr32(int32(2 * caValidity / time.Second)), ca.NotAfter},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := signClientCert(caPEM, keyPEM, cr, tc.exp, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := pem.Decode(p)
+			leaf, _ := x509.ParseCertificate(b.Bytes)
+			if d := leaf.NotAfter.Sub(tc.want); d > time.Second || d < -time.Second {
+				t.Fatalf("NotAfter = %s, want %s", leaf.NotAfter, tc.want)
+			}
+			pool := x509.NewCertPool()
+			pool.AddCert(ca)
+			if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, CurrentTime: now}); err != nil {
+				t.Fatalf("signed certificate does not chain: %v", err)
+			}
+		})
+	}
+}
+
+func ptr32(v int32) *int32 { return &v }
