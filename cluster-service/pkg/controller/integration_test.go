@@ -48,6 +48,9 @@ type region struct {
 	kube    client.Client
 	csDSN   string
 	logDir  string
+	// watchdog recovers the deletes the pinned Maestro loses, as the local region does
+	// (localregion.StuckDeleteWatchdog).
+	watchdog *localregion.StuckDeleteWatchdog
 }
 
 func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *region {
@@ -122,7 +125,18 @@ func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *
 	go func() { defer close(simDone); _ = mgr.Start(simCtx) }()
 	t.Cleanup(func() { stopSim(); <-simDone })
 
-	return &region{maestro: ms, mgmt: mc, kube: mgr.GetClient(), csDSN: pgservertest.NewDatabase(t, pg), logDir: logDir}
+	wdLog, err := os.Create(filepath.Join(logDir, "stuck-delete-watchdog.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wdCtx, stopWatchdog := context.WithCancel(ctx)
+	t.Cleanup(stopWatchdog)
+	wd := localregion.StartStuckDeleteWatchdog(wdCtx, localregion.StuckDeleteWatchdogOptions{
+		MaestroREST: ms.RESTURL, BrokerAddr: mq.Addr, AgentClientIDs: map[string]string{shard: agent.ClientID},
+		StuckAfter: 30 * time.Second, Interval: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(wdLog, nil)), // left open: a scan may still be ending
+	})
+	return &region{maestro: ms, mgmt: mc, kube: mgr.GetClient(), csDSN: pgservertest.NewDatabase(t, pg), logDir: logDir, watchdog: wd}
 }
 
 func dumpLogs(t *testing.T, dir string) {

@@ -91,14 +91,16 @@ type MQTTInfo struct {
 }
 
 type ManagementClusterInfo struct {
-	Name            string `json:"name"`
-	Kubeconfig      string `json:"kubeconfig"`
-	Server          string `json:"server"`
-	SimMetricsURL   string `json:"hypershiftSimMetrics"`
-	AgentHealthURL  string `json:"maestroAgentHealth"`
-	ConsumerName    string `json:"maestroConsumer"`
-	ProvisionShard  string `json:"provisionShard"`
-	NamespacePrefix string `json:"namespacePrefix"`
+	Name           string `json:"name"`
+	Kubeconfig     string `json:"kubeconfig"`
+	Server         string `json:"server"`
+	SimMetricsURL  string `json:"hypershiftSimMetrics"`
+	AgentHealthURL string `json:"maestroAgentHealth"`
+	// AgentMQTTClientID is the Maestro agent's MQTT client ID.
+	AgentMQTTClientID string `json:"maestroAgentMQTTClientId"`
+	ConsumerName      string `json:"maestroConsumer"`
+	ProvisionShard    string `json:"provisionShard"`
+	NamespacePrefix   string `json:"namespacePrefix"`
 }
 
 // Region is a running local region.
@@ -114,6 +116,16 @@ type Region struct {
 	services map[string]*service
 	stoppers []func()
 	crashes  chan Crash
+	watchdog *StuckDeleteWatchdog
+}
+
+// StuckDeleteKicks is how many times the region's StuckDeleteWatchdog made an agent reconnect
+// to recover a delete the pinned Maestro lost.
+func (r *Region) StuckDeleteKicks() int {
+	if r.watchdog == nil {
+		return 0
+	}
+	return r.watchdog.Kicks()
 }
 
 // Crash reports a child that exited without being asked to.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,6 +109,10 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 		r.Info.ManagementClusters = append(r.Info.ManagementClusters, info)
 	}
 
+	if err := r.startStuckDeleteWatchdog(ms.RESTURL, mq.Addr); err != nil {
+		return nil, err
+	}
+
 	r.step("starting Cluster Service")
 	if err := r.startClusterService(ctx, dsns["clusterservice"], ms); err != nil {
 		return nil, err
@@ -124,6 +129,26 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 		return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
 	}
 	return r, nil
+}
+
+// startStuckDeleteWatchdog runs the workaround for deletes the pinned Maestro loses (see
+// StuckDeleteWatchdog), logging to <logs>/stuck-delete-watchdog.log, until the region stops.
+func (r *Region) startStuckDeleteWatchdog(maestroREST, brokerAddr string) error {
+	f, err := os.OpenFile(filepath.Join(r.logDir, "stuck-delete-watchdog.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("stuck delete watchdog log: %w", err)
+	}
+	ids := map[string]string{}
+	for _, mc := range r.Info.ManagementClusters {
+		ids[mc.ConsumerName] = mc.AgentMQTTClientID
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.onStop(func() { cancel(); f.Close() })
+	r.watchdog = StartStuckDeleteWatchdog(ctx, StuckDeleteWatchdogOptions{
+		MaestroREST: maestroREST, BrokerAddr: brokerAddr, AgentClientIDs: ids,
+		Logger: slog.New(slog.NewJSONHandler(f, nil)),
+	})
+	return nil
 }
 
 type kubeBinaries struct{ apiserver, etcd, controllerManager string }
@@ -178,7 +203,7 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 	}
 	return ManagementClusterInfo{
 		Name: name, Kubeconfig: mc.Kubeconfig, Server: mc.Host,
-		SimMetricsURL: url127(ports[0]) + "/metrics", AgentHealthURL: agent.HealthURL,
+		SimMetricsURL: url127(ports[0]) + "/metrics", AgentHealthURL: agent.HealthURL, AgentMQTTClientID: agent.ClientID,
 		ConsumerName: name, ProvisionShard: name, NamespacePrefix: "ocm-" + r.cfg.EnvName + "-",
 	}, nil
 }
