@@ -1,6 +1,12 @@
 package profiles
 
-import "github.com/openhcp/openhcp/frontend/pkg/api"
+import (
+	"errors"
+	"strings"
+
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/internal/arm"
+)
 
 // External auth sub-structures: their shape is the same in every api-version; only the
 // read-only condition/status differs, which each version package adds.
@@ -59,6 +65,22 @@ type ExternalAuthFields struct {
 	Issuer  *TokenIssuerProfile         `json:"issuer,omitempty"`
 	Clients []ExternalAuthClientProfile `json:"clients,omitempty"`
 	Claim   *ExternalAuthClaimProfile   `json:"claim,omitempty"`
+}
+
+// embeddedFields is how encoding/json names the embedded ExternalAuthFields in the path of a
+// type error ("properties.ExternalAuthFields.issuer.audiences"); the body has no such level.
+const embeddedFields = "ExternalAuthFields."
+
+// DecodeStrict is api.DecodeStrict for a version's external auth: a type error's target (and
+// message) name the body's path, without the Go name of the embedded ExternalAuthFields.
+func DecodeStrict(body []byte, v any) error {
+	err := api.DecodeStrict(body, v)
+	var ce *arm.CloudError
+	if errors.As(err, &ce) {
+		ce.Target = strings.ReplaceAll(ce.Target, embeddedFields, "")
+		ce.Message = strings.ReplaceAll(ce.Message, embeddedFields, "")
+	}
+	return err
 }
 
 func deref(p *string) string {

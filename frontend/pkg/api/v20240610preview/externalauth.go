@@ -41,7 +41,7 @@ type ExternalAuthCondition struct {
 // DecodeExternalAuth implements api.ExternalAuthVersion.
 func (version) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
 	var ext ExternalAuth
-	if err := api.DecodeStrict(body, &ext); err != nil {
+	if err := profiles.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
 	return decodeExternalAuth(ext.Properties)
