@@ -28,7 +28,6 @@ func minimalExternalAuthBody() map[string]any {
 	}}
 }
 
-
 // readyExternalAuth creates an external auth and finishes its create; it returns the CS ID.
 func (e *env) readyExternalAuth(t *testing.T, cluster, name string, body map[string]any) string {
 	t.Helper()
