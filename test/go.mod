@@ -3,6 +3,7 @@ module github.com/openhcp/openhcp/test
 go 1.26
 
 require (
+	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.21.0
 	github.com/google/uuid v1.6.0
 	github.com/openhcp/openhcp/cluster-service v0.0.0
 	github.com/openhcp/openhcp/internal v0.0.0
@@ -14,6 +15,7 @@ require (
 )
 
 require (
+	github.com/Azure/azure-sdk-for-go/sdk/internal v1.11.2 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/emicklei/go-restful/v3 v3.12.2 // indirect
 	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
