@@ -1,0 +1,49 @@
+package frontend
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// drivenFamilies are the example families (the operationId before "_") and the test that drives
+// every example of each; each of those tests fails on an example of its family it does not know.
+var drivenFamilies = map[string]string{
+	"HcpOpenShiftClusters":        "TestSpecExamplesClusters, TestSpecExamplesCredentials",
+	"NodePools":                   "TestSpecExamplesNodePools",
+	"ExternalAuths":               "TestSpecExamplesExternalAuths",
+	"HcpOpenShiftVersions":        "TestSpecExamplesVersions",
+	"HcpOperatorIdentityRoleSets": "TestSpecExamplesRoleSets",
+	"Operations":                  "TestSpecExamplesOperations",
+}
+
+// TestEveryExampleFamilyIsDriven makes sure no example of the specification falls outside the
+// families the conformance tests drive: a new family fails here until a test drives it.
+func TestEveryExampleFamilyIsDriven(t *testing.T) {
+	if _, err := os.Stat(specRoot); err != nil {
+		t.Skipf("the specification is not checked out beside the repository (%s): %v", specRoot, err)
+	}
+	seen := map[string]int{}
+	for _, ver := range specVersions {
+		files, err := filepath.Glob(filepath.Join(specDir(ver), "examples", "*.json"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no examples (%v)", ver, err)
+		}
+		for _, f := range files {
+			family, _, _ := strings.Cut(filepath.Base(f), "_")
+			seen[family]++
+			if _, ok := drivenFamilies[family]; !ok {
+				t.Errorf("%s/%s: example family %s is driven by no test", ver, filepath.Base(f), family)
+			}
+		}
+	}
+	var names []string
+	for f, n := range seen {
+		names = append(names, f+"="+strconv.Itoa(n))
+	}
+	sort.Strings(names)
+	t.Logf("example files per family over %d api-versions: %s", len(specVersions), strings.Join(names, " "))
+}
