@@ -64,8 +64,6 @@ type CredentialEvent struct {
 	Revocation *Revocation
 }
 
-var breakGlassEventLog = eventLog{"break_glass_events", "object_id", "object", "break-glass object"}
-
 const credentialColumns = `id, cluster_id, csr, private_key, certificate, ca_bundle, api_url, status, work_active, shard,
 	revision, create_time, update_time`
 
@@ -216,20 +214,11 @@ func (s *Store) ListUnsettledCredentials(ctx context.Context) ([]*Credential, er
 }
 
 func (s *Store) queryCredentials(ctx context.Context, q string, args ...any) ([]*Credential, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
+	out, err := queryAll(ctx, s.pool, scanCredential, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list credentials: %w", err)
 	}
-	defer rows.Close()
-	var out []*Credential
-	for rows.Next() {
-		c, err := scanCredential(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list credentials: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // UpdateCredential writes c's status, issued material and work flag if the credential is still
@@ -327,23 +316,10 @@ func setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string, s
 	for i, st := range states {
 		names[i] = st.String()
 	}
-	rows, err := tx.Query(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE cluster_id = $1 AND state = ANY($2) ORDER BY id FOR UPDATE`,
-		clusterID, names)
+	creds, err := queryAll(ctx, tx, scanCredential,
+		`SELECT `+credentialColumns+` FROM break_glass_credentials WHERE cluster_id = $1 AND state = ANY($2) ORDER BY id FOR UPDATE`, clusterID, names)
 	if err != nil {
 		return fmt.Errorf("credentials of %s: %w", clusterID, err)
-	}
-	var creds []*Credential
-	for rows.Next() {
-		c, err := scanCredential(rows)
-		if err != nil {
-			rows.Close()
-			return err
-		}
-		creds = append(creds, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	for _, c := range creds {
 		mutate(c.Status)
@@ -377,21 +353,12 @@ func (s *Store) GetRevocation(ctx context.Context, id string) (*Revocation, erro
 
 // ListUnsettledRevocations returns the revocations still REVOKING or with a work that may exist.
 func (s *Store) ListUnsettledRevocations(ctx context.Context) ([]*Revocation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE work_active OR state = $1 ORDER BY id`,
+	out, err := queryAll(ctx, s.pool, scanRevocation, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE work_active OR state = $1 ORDER BY id`,
 		csv1.RevocationState_REVOCATION_STATE_REVOKING.String())
 	if err != nil {
 		return nil, fmt.Errorf("list revocations: %w", err)
 	}
-	defer rows.Close()
-	var out []*Revocation
-	for rows.Next() {
-		r, err := scanRevocation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list revocations: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // UpdateRevocation writes r's status and work flag if it is still at r.Revision (ErrConflict
@@ -483,28 +450,17 @@ func recordRevocationEvent(ctx context.Context, tx pgx.Tx, r *Revocation) error 
 // CredentialEventsAfter returns up to limit break-glass events with a revision greater than
 // after, in order. Credentials in events carry no key, certificate or kubeconfig.
 func (s *Store) CredentialEventsAfter(ctx context.Context, after int64, limit int) ([]CredentialEvent, error) {
-	rows, err := s.pool.Query(ctx, `SELECT revision, object FROM break_glass_events WHERE revision > $1 ORDER BY revision LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read break-glass events: %w", err)
-	}
-	defer rows.Close()
-	var out []CredentialEvent
-	for rows.Next() {
-		var rev int64
-		var raw []byte
-		if err := rows.Scan(&rev, &raw); err != nil {
-			return nil, fmt.Errorf("read break-glass events: %w", err)
-		}
+	return eventsAfter(ctx, s.pool, breakGlassEventLog, after, limit, func(rev int64, _ csv1.EventType, raw []byte) (CredentialEvent, error) {
 		var doc breakGlassEventDoc
 		if err := json.Unmarshal(raw, &doc); err != nil {
-			return nil, fmt.Errorf("decode break-glass event %d: %w", rev, err)
+			return CredentialEvent{}, err
 		}
 		ev := CredentialEvent{Revision: rev}
 		switch {
 		case doc.Credential != nil:
 			var p csv1.Credential
 			if err := protojson.Unmarshal(doc.Credential, &p); err != nil {
-				return nil, fmt.Errorf("decode break-glass event %d: %w", rev, err)
+				return CredentialEvent{}, err
 			}
 			st := p.GetStatus()
 			if st == nil {
@@ -515,7 +471,7 @@ func (s *Store) CredentialEventsAfter(ctx context.Context, after int64, limit in
 		case doc.Revocation != nil:
 			var p csv1.Revocation
 			if err := protojson.Unmarshal(doc.Revocation, &p); err != nil {
-				return nil, fmt.Errorf("decode break-glass event %d: %w", rev, err)
+				return CredentialEvent{}, err
 			}
 			st := p.GetStatus()
 			if st == nil {
@@ -524,16 +480,13 @@ func (s *Store) CredentialEventsAfter(ctx context.Context, after int64, limit in
 			ev.Revocation = &Revocation{ID: p.Id, ClusterID: p.ClusterId, Status: st, WorkActive: doc.WorkActive, Shard: doc.Shard,
 				Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
 		default:
-			return nil, fmt.Errorf("break-glass event %d holds neither a credential nor a revocation", rev)
+			return CredentialEvent{}, errors.New("it holds neither a credential nor a revocation")
 		}
-		out = append(out, ev)
-	}
-	return out, rows.Err()
+		return ev, nil
+	})
 }
 
 // CurrentCredentialRevision is the revision of the latest break-glass event.
 func (s *Store) CurrentCredentialRevision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM break_glass_events`).Scan(&rev)
-	return rev, err
+	return currentRevision(ctx, s.pool, breakGlassEventLog)
 }

@@ -40,8 +40,6 @@ type ExternalAuthEvent struct {
 	ExternalAuth *ExternalAuth // for DELETED, the last known state
 }
 
-var externalAuthEventLog = eventLog{"external_auth_events", "external_auth_id", "external_auth", "external auth"}
-
 const externalAuthColumns = `id, cluster_id, arm_resource_id_orig, spec, status, deleting, revision, create_time, update_time`
 
 func scanExternalAuth(row pgx.Row) (*ExternalAuth, error) {
@@ -87,14 +85,8 @@ func (s *Store) CreateExternalAuth(ctx context.Context, ea *ExternalAuth) (_ *Ex
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		var clusterDeleting bool
-		switch err := tx.QueryRow(ctx, `SELECT deleting FROM clusters WHERE id = $1 FOR UPDATE`, ea.ClusterID).Scan(&clusterDeleting); {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("cluster %s: %w", ea.ClusterID, ErrNotFound)
-		case err != nil:
+		if err := lockLiveClusterTx(ctx, tx, ea.ClusterID); err != nil {
 			return err
-		case clusterDeleting:
-			return fmt.Errorf("cluster %s: %w", ea.ClusterID, ErrDeleting)
 		}
 		var other string
 		switch err := tx.QueryRow(ctx, `SELECT arm_resource_id_orig FROM external_auths WHERE cluster_id = $1`, ea.ClusterID).Scan(&other); {
@@ -161,20 +153,12 @@ func (s *Store) ClusterExternalAuth(ctx context.Context, clusterID string) (*Ext
 // ListExternalAuths returns the external auths of one cluster, or with clusterID empty every
 // external auth, in id order.
 func (s *Store) ListExternalAuths(ctx context.Context, clusterID string) ([]*ExternalAuth, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+externalAuthColumns+` FROM external_auths WHERE ($1 = '' OR cluster_id = $1) ORDER BY id`, clusterID)
+	out, err := queryAll(ctx, s.pool, scanExternalAuth,
+		`SELECT `+externalAuthColumns+` FROM external_auths WHERE ($1 = '' OR cluster_id = $1) ORDER BY id`, clusterID)
 	if err != nil {
 		return nil, fmt.Errorf("list external auths: %w", err)
 	}
-	defer rows.Close()
-	var out []*ExternalAuth
-	for rows.Next() {
-		ea, err := scanExternalAuth(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list external auths: %w", err)
-		}
-		out = append(out, ea)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // lockExternalAuth reads the external auth for update, checking the revision (when not 0).
@@ -362,27 +346,14 @@ func recordExternalAuthEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType,
 // ExternalAuthEventsAfter returns up to limit external auth events with a revision greater than
 // after, in order.
 func (s *Store) ExternalAuthEventsAfter(ctx context.Context, after int64, limit int) ([]ExternalAuthEvent, error) {
-	rows, err := s.pool.Query(ctx, `SELECT revision, type, external_auth FROM external_auth_events WHERE revision > $1
-		ORDER BY revision LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read external auth events: %w", err)
-	}
-	defer rows.Close()
-	var out []ExternalAuthEvent
-	for rows.Next() {
-		var rev int64
-		var typ string
-		var raw []byte
-		if err := rows.Scan(&rev, &typ, &raw); err != nil {
-			return nil, fmt.Errorf("read external auth events: %w", err)
-		}
+	return eventsAfter(ctx, s.pool, externalAuthEventLog, after, limit, func(rev int64, typ csv1.EventType, raw []byte) (ExternalAuthEvent, error) {
 		var doc externalAuthEventDoc
 		if err := json.Unmarshal(raw, &doc); err != nil {
-			return nil, fmt.Errorf("decode external auth event %d: %w", rev, err)
+			return ExternalAuthEvent{}, err
 		}
 		var p csv1.ExternalAuth
 		if err := protojson.Unmarshal(doc.ExternalAuth, &p); err != nil {
-			return nil, fmt.Errorf("decode external auth event %d: %w", rev, err)
+			return ExternalAuthEvent{}, err
 		}
 		ea := &ExternalAuth{ID: p.Id, ClusterID: p.ClusterId, ARMResourceID: p.ArmResourceId, Spec: p.Spec, Status: p.Status,
 			Deleting: doc.Deleting, Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
@@ -392,67 +363,22 @@ func (s *Store) ExternalAuthEventsAfter(ctx context.Context, after int64, limit 
 		if ea.Status == nil {
 			ea.Status = &csv1.ExternalAuthStatus{}
 		}
-		e := ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: rev, ExternalAuth: ea}
-		if typ == "DELETED" {
-			e.Type = csv1.EventType_EVENT_TYPE_DELETED
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return ExternalAuthEvent{Type: typ, Revision: rev, ExternalAuth: ea}, nil
+	})
 }
 
 // ExternalAuthSnapshot returns every external auth and the revision it is consistent with.
 func (s *Store) ExternalAuthSnapshot(ctx context.Context) ([]*ExternalAuth, int64, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, 0, fmt.Errorf("external auth snapshot: %w", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	var rev int64
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM external_auth_events`).Scan(&rev); err != nil {
-		return nil, 0, fmt.Errorf("external auth snapshot revision: %w", err)
-	}
-	rows, err := tx.Query(ctx, `SELECT `+externalAuthColumns+` FROM external_auths ORDER BY id`)
-	if err != nil {
-		return nil, 0, fmt.Errorf("external auth snapshot: %w", err)
-	}
-	defer rows.Close()
-	var out []*ExternalAuth
-	for rows.Next() {
-		ea, err := scanExternalAuth(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("external auth snapshot: %w", err)
-		}
-		out = append(out, ea)
-	}
-	return out, rev, rows.Err()
+	return snapshot(ctx, s, externalAuthEventLog, `SELECT `+externalAuthColumns+` FROM external_auths ORDER BY id`, scanExternalAuth)
 }
 
 // CurrentExternalAuthRevision is the revision of the latest external auth event.
 func (s *Store) CurrentExternalAuthRevision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM external_auth_events`).Scan(&rev)
-	return rev, err
+	return currentRevision(ctx, s.pool, externalAuthEventLog)
 }
 
 // CompactedExternalAuthRevision is the newest external auth revision whose tombstone may be
 // pruned.
 func (s *Store) CompactedExternalAuthRevision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT external_auth_compacted_revision FROM cluster_event_compaction`).Scan(&rev)
-	return rev, err
-}
-
-func pruneExternalAuthTombstonesTx(ctx context.Context, tx pgx.Tx, before time.Time) (int64, error) {
-	var n int64
-	var newest *int64
-	if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM external_auth_events WHERE type = 'DELETED' AND create_time < $1 RETURNING revision)
-		SELECT count(*), max(revision) FROM gone`, before).Scan(&n, &newest); err != nil {
-		return 0, fmt.Errorf("prune external auth tombstones: %w", err)
-	}
-	if newest == nil {
-		return 0, nil
-	}
-	_, err := tx.Exec(ctx, `UPDATE cluster_event_compaction SET external_auth_compacted_revision = greatest(external_auth_compacted_revision, $1)`, *newest)
-	return n, err
+	return compactedRevision(ctx, s.pool, externalAuthEventLog)
 }

@@ -84,14 +84,8 @@ func (s *Store) CreateNodePool(ctx context.Context, np *NodePool) (_ *NodePool, 
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		var clusterDeleting bool
-		switch err := tx.QueryRow(ctx, `SELECT deleting FROM clusters WHERE id = $1 FOR UPDATE`, np.ClusterID).Scan(&clusterDeleting); {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("cluster %s: %w", np.ClusterID, ErrNotFound)
-		case err != nil:
+		if err := lockLiveClusterTx(ctx, tx, np.ClusterID); err != nil {
 			return err
-		case clusterDeleting:
-			return fmt.Errorf("cluster %s: %w", np.ClusterID, ErrDeleting)
 		}
 		var other string
 		switch err := tx.QueryRow(ctx, `SELECT arm_resource_id FROM node_pools WHERE id = $1`, np.ID).Scan(&other); {
@@ -132,6 +126,22 @@ func (s *Store) CreateNodePool(ctx context.Context, np *NodePool) (_ *NodePool, 
 	return out, created, nil
 }
 
+// lockLiveClusterTx locks the cluster a new child object (node pool, external auth) is for:
+// ErrNotFound without it, ErrDeleting while it is being deleted. The lock keeps it from being
+// marked deleting before the child's create commits.
+func lockLiveClusterTx(ctx context.Context, tx pgx.Tx, clusterID string) error {
+	var deleting bool
+	switch err := tx.QueryRow(ctx, `SELECT deleting FROM clusters WHERE id = $1 FOR UPDATE`, clusterID).Scan(&deleting); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("cluster %s: %w", clusterID, ErrNotFound)
+	case err != nil:
+		return err
+	case deleting:
+		return fmt.Errorf("cluster %s: %w", clusterID, ErrDeleting)
+	}
+	return nil
+}
+
 // GetNodePool returns the node pool or ErrNotFound.
 func (s *Store) GetNodePool(ctx context.Context, id string) (*NodePool, error) {
 	return scanNodePool(s.pool.QueryRow(ctx, `SELECT `+nodePoolColumns+` FROM node_pools WHERE id = $1`, id))
@@ -146,20 +156,11 @@ func (s *Store) ListNodePools(ctx context.Context, clusterID, afterID string, li
 		q += ` LIMIT $3`
 		args = append(args, limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	out, err := queryAll(ctx, s.pool, scanNodePool, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list node pools: %w", err)
 	}
-	defer rows.Close()
-	var out []*NodePool
-	for rows.Next() {
-		np, err := scanNodePool(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list node pools: %w", err)
-		}
-		out = append(out, np)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // UpdateNodePoolSpec replaces the spec. With revision 0 it is unconditional, otherwise
@@ -251,22 +252,10 @@ func markNodePoolDeletingTx(ctx context.Context, tx pgx.Tx, np *NodePool) (*Node
 // markClusterNodePoolsDeletingTx marks every node pool of a cluster deleting, inside the
 // cluster's MarkDeleting transaction.
 func markClusterNodePoolsDeletingTx(ctx context.Context, tx pgx.Tx, clusterID string) error {
-	rows, err := tx.Query(ctx, `SELECT `+nodePoolColumns+` FROM node_pools WHERE cluster_id = $1 AND NOT deleting ORDER BY id FOR UPDATE`, clusterID)
+	pools, err := queryAll(ctx, tx, scanNodePool,
+		`SELECT `+nodePoolColumns+` FROM node_pools WHERE cluster_id = $1 AND NOT deleting ORDER BY id FOR UPDATE`, clusterID)
 	if err != nil {
 		return fmt.Errorf("node pools of %s: %w", clusterID, err)
-	}
-	var pools []*NodePool
-	for rows.Next() {
-		np, err := scanNodePool(rows)
-		if err != nil {
-			rows.Close()
-			return err
-		}
-		pools = append(pools, np)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	for _, np := range pools {
 		if _, err := markNodePoolDeletingTx(ctx, tx, np); err != nil {
@@ -352,27 +341,14 @@ func recordNodePoolEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType, np 
 
 // NodePoolEventsAfter returns up to limit node pool events with a revision greater than after.
 func (s *Store) NodePoolEventsAfter(ctx context.Context, after int64, limit int) ([]NodePoolEvent, error) {
-	rows, err := s.pool.Query(ctx, `SELECT revision, type, node_pool FROM node_pool_events WHERE revision > $1
-		ORDER BY revision LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read node pool events: %w", err)
-	}
-	defer rows.Close()
-	var out []NodePoolEvent
-	for rows.Next() {
-		var rev int64
-		var typ string
-		var raw []byte
-		if err := rows.Scan(&rev, &typ, &raw); err != nil {
-			return nil, fmt.Errorf("read node pool events: %w", err)
-		}
+	return eventsAfter(ctx, s.pool, nodePoolEventLog, after, limit, func(rev int64, typ csv1.EventType, raw []byte) (NodePoolEvent, error) {
 		var doc nodePoolEventDoc
 		if err := json.Unmarshal(raw, &doc); err != nil {
-			return nil, fmt.Errorf("decode node pool event %d: %w", rev, err)
+			return NodePoolEvent{}, err
 		}
 		var p csv1.NodePool
 		if err := protojson.Unmarshal(doc.NodePool, &p); err != nil {
-			return nil, fmt.Errorf("decode node pool event %d: %w", rev, err)
+			return NodePoolEvent{}, err
 		}
 		np := &NodePool{ID: p.Id, ClusterID: p.ClusterId, ARMResourceID: p.ArmResourceId, Spec: p.Spec, Status: p.Status,
 			Deleting: doc.Deleting, Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
@@ -382,66 +358,21 @@ func (s *Store) NodePoolEventsAfter(ctx context.Context, after int64, limit int)
 		if np.Status == nil {
 			np.Status = &csv1.NodePoolStatus{}
 		}
-		e := NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: rev, NodePool: np}
-		if typ == "DELETED" {
-			e.Type = csv1.EventType_EVENT_TYPE_DELETED
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return NodePoolEvent{Type: typ, Revision: rev, NodePool: np}, nil
+	})
 }
 
 // NodePoolSnapshot returns every node pool and the revision it is consistent with.
 func (s *Store) NodePoolSnapshot(ctx context.Context) ([]*NodePool, int64, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, 0, fmt.Errorf("node pool snapshot: %w", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	var rev int64
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM node_pool_events`).Scan(&rev); err != nil {
-		return nil, 0, fmt.Errorf("node pool snapshot revision: %w", err)
-	}
-	rows, err := tx.Query(ctx, `SELECT `+nodePoolColumns+` FROM node_pools ORDER BY id`)
-	if err != nil {
-		return nil, 0, fmt.Errorf("node pool snapshot: %w", err)
-	}
-	defer rows.Close()
-	var out []*NodePool
-	for rows.Next() {
-		np, err := scanNodePool(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("node pool snapshot: %w", err)
-		}
-		out = append(out, np)
-	}
-	return out, rev, rows.Err()
+	return snapshot(ctx, s, nodePoolEventLog, `SELECT `+nodePoolColumns+` FROM node_pools ORDER BY id`, scanNodePool)
 }
 
 // CurrentNodePoolRevision is the revision of the latest node pool event.
 func (s *Store) CurrentNodePoolRevision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM node_pool_events`).Scan(&rev)
-	return rev, err
+	return currentRevision(ctx, s.pool, nodePoolEventLog)
 }
 
 // CompactedNodePoolRevision is the newest node pool revision whose tombstone may be pruned.
 func (s *Store) CompactedNodePoolRevision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT node_pool_compacted_revision FROM cluster_event_compaction`).Scan(&rev)
-	return rev, err
-}
-
-func pruneNodePoolTombstonesTx(ctx context.Context, tx pgx.Tx, before time.Time) (int64, error) {
-	var n int64
-	var newest *int64
-	if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM node_pool_events WHERE type = 'DELETED' AND create_time < $1 RETURNING revision)
-		SELECT count(*), max(revision) FROM gone`, before).Scan(&n, &newest); err != nil {
-		return 0, fmt.Errorf("prune node pool tombstones: %w", err)
-	}
-	if newest == nil {
-		return 0, nil
-	}
-	_, err := tx.Exec(ctx, `UPDATE cluster_event_compaction SET node_pool_compacted_revision = greatest(node_pool_compacted_revision, $1)`, *newest)
-	return n, err
+	return compactedRevision(ctx, s.pool, nodePoolEventLog)
 }

@@ -281,20 +281,11 @@ func (s *Store) ListClusters(ctx context.Context, o ListOptions) ([]*Cluster, er
 		q += ` LIMIT $4`
 		args = append(args, o.Limit)
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
+	out, err := queryAll(ctx, s.pool, scanCluster, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list clusters: %w", err)
 	}
-	defer rows.Close()
-	var out []*Cluster
-	for rows.Next() {
-		c, err := scanCluster(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list clusters: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // MarkDeleting sets the deleting flag and the UNINSTALLING state, and marks every node pool of
@@ -456,101 +447,29 @@ func recordEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType, c *Cluster)
 	return writeEvent(ctx, tx, clusterEventLog, c.ID, c.Revision, typ, doc)
 }
 
-// eventLog names the table, key and document columns of one kind's event log. The names are
-// constants of this package, never input, so building SQL from them is safe.
-type eventLog struct{ table, idColumn, docColumn, what string }
-
-var (
-	clusterEventLog  = eventLog{"cluster_events", "cluster_id", "cluster", "cluster"}
-	nodePoolEventLog = eventLog{"node_pool_events", "node_pool_id", "node_pool", "node pool"}
-)
-
-// writeEvent keeps one event per object: it replaces the object's previous event with this one
-// (UPSERTED or the DELETED tombstone) and wakes watchers with the revision.
-func writeEvent(ctx context.Context, tx pgx.Tx, l eventLog, id string, revision int64, typ csv1.EventType, doc []byte) error {
-	t := "UPSERTED"
-	if typ == csv1.EventType_EVENT_TYPE_DELETED {
-		t = "DELETED"
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM `+l.table+` WHERE `+l.idColumn+` = $1`, id); err != nil {
-		return fmt.Errorf("prune events of %s %s: %w", l.what, id, err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO `+l.table+` (revision, `+l.idColumn+`, type, `+l.docColumn+`) VALUES ($1, $2, $3, $4)`,
-		revision, id, t, doc); err != nil {
-		return fmt.Errorf("record event of %s %s: %w", l.what, id, err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, fmt.Sprint(revision)); err != nil {
-		return fmt.Errorf("notify: %w", err)
-	}
-	return nil
-}
-
 // EventsAfter returns up to limit events with a revision greater than after, in order.
 func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
-	rows, err := s.pool.Query(ctx, `SELECT revision, type, cluster FROM cluster_events WHERE revision > $1
-		ORDER BY revision LIMIT $2`, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
-	}
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		var rev int64
-		var typ string
-		var doc []byte
-		if err := rows.Scan(&rev, &typ, &doc); err != nil {
-			return nil, fmt.Errorf("read events: %w", err)
-		}
+	return eventsAfter(ctx, s.pool, clusterEventLog, after, limit, func(rev int64, typ csv1.EventType, doc []byte) (Event, error) {
 		var d eventDoc
 		if err := json.Unmarshal(doc, &d); err != nil {
-			return nil, fmt.Errorf("decode event %d: %w", rev, err)
+			return Event{}, err
 		}
 		c := &Cluster{ID: d.ID, ARMResourceID: d.ARMResourceID, Shard: d.Shard, Namespace: d.Namespace, Deleting: d.Deleting,
 			Revision: d.Revision, CreateTime: d.CreateTime, UpdateTime: d.UpdateTime, Spec: &csv1.ClusterSpec{}, Status: &csv1.ClusterStatus{}}
 		if err := protojson.Unmarshal(d.Spec, c.Spec); err != nil {
-			return nil, fmt.Errorf("decode event %d: %w", rev, err)
+			return Event{}, err
 		}
 		if err := protojson.Unmarshal(d.Status, c.Status); err != nil {
-			return nil, fmt.Errorf("decode event %d: %w", rev, err)
+			return Event{}, err
 		}
-		e := Event{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: rev, Cluster: c}
-		if typ == "DELETED" {
-			e.Type = csv1.EventType_EVENT_TYPE_DELETED
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return Event{Type: typ, Revision: rev, Cluster: c}, nil
+	})
 }
 
 // Snapshot returns every cluster and the revision the snapshot is consistent with; a watcher
 // continues with EventsAfter(revision).
 func (s *Store) Snapshot(ctx context.Context) ([]*Cluster, int64, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return nil, 0, fmt.Errorf("snapshot: %w", err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck
-	var rev int64
-	if err := tx.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM cluster_events`).Scan(&rev); err != nil {
-		return nil, 0, fmt.Errorf("snapshot revision: %w", err)
-	}
-	rows, err := tx.Query(ctx, `SELECT `+clusterColumns+` FROM clusters ORDER BY id`)
-	if err != nil {
-		return nil, 0, fmt.Errorf("snapshot: %w", err)
-	}
-	defer rows.Close()
-	var out []*Cluster
-	for rows.Next() {
-		c, err := scanCluster(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("snapshot: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("snapshot: %w", err)
-	}
-	return out, rev, nil
+	return snapshot(ctx, s, clusterEventLog, `SELECT `+clusterColumns+` FROM clusters ORDER BY id`, scanCluster)
 }
 
 // PruneTombstones removes DELETED events (of clusters and of node pools) recorded before
@@ -559,25 +478,17 @@ func (s *Store) Snapshot(ctx context.Context) ([]*Cluster, int64, error) {
 func (s *Store) PruneTombstones(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		pools, err := pruneNodePoolTombstonesTx(ctx, tx, before)
+		pools, err := pruneTombstonesTx(ctx, tx, nodePoolEventLog, before)
 		if err != nil {
 			return err
 		}
 		defer func() { n += pools }()
-		auths, err := pruneExternalAuthTombstonesTx(ctx, tx, before)
+		auths, err := pruneTombstonesTx(ctx, tx, externalAuthEventLog, before)
 		if err != nil {
 			return err
 		}
 		defer func() { n += auths }()
-		var newest *int64
-		if err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM cluster_events WHERE type = 'DELETED' AND create_time < $1 RETURNING revision)
-			SELECT count(*), max(revision) FROM gone`, before).Scan(&n, &newest); err != nil {
-			return fmt.Errorf("prune tombstones: %w", err)
-		}
-		if newest == nil {
-			return nil
-		}
-		_, err = tx.Exec(ctx, `UPDATE cluster_event_compaction SET compacted_revision = greatest(compacted_revision, $1)`, *newest)
+		n, err = pruneTombstonesTx(ctx, tx, clusterEventLog, before)
 		return err
 	})
 	return n, err
@@ -586,16 +497,12 @@ func (s *Store) PruneTombstones(ctx context.Context, before time.Time) (int64, e
 // CompactedRevision is the newest revision whose event may have been pruned: a watcher that
 // last saw an older revision (other than 0) may have missed a deletion and must start over.
 func (s *Store) CompactedRevision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT compacted_revision FROM cluster_event_compaction`).Scan(&rev)
-	return rev, err
+	return compactedRevision(ctx, s.pool, clusterEventLog)
 }
 
 // CurrentRevision is the latest committed revision.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	var rev int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(revision), 0) FROM cluster_events`).Scan(&rev)
-	return rev, err
+	return currentRevision(ctx, s.pool, clusterEventLog)
 }
 
 // Changes returns a channel that receives a value (coalesced) whenever a cluster change is
@@ -698,20 +605,11 @@ func scanShard(row pgx.Row) (placement.Shard, error) {
 }
 
 func listShards(ctx context.Context, q querier) ([]placement.Shard, error) {
-	rows, err := q.Query(ctx, shardQuery+` ORDER BY s.name`)
+	out, err := queryAll(ctx, q, scanShard, shardQuery+` ORDER BY s.name`)
 	if err != nil {
 		return nil, fmt.Errorf("list shards: %w", err)
 	}
-	defer rows.Close()
-	var out []placement.Shard
-	for rows.Next() {
-		sh, err := scanShard(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list shards: %w", err)
-		}
-		out = append(out, sh)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ListShards returns all shards with their current cluster counts.
