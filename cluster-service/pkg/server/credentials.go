@@ -153,65 +153,23 @@ func (s credentials) credentialStatus(ctx context.Context, op string, err error)
 // every credential and revocation and nothing is ever deleted, so a replay from 0 is the
 // snapshot and no revision is ever out of range.
 func (s credentials) WatchCredentials(req *csv1.WatchCredentialsRequest, stream grpc.ServerStreamingServer[csv1.CredentialEvent]) error {
-	ctx := stream.Context()
-	if req.GetSinceRevision() < 0 {
-		var v violations
-		v.add("since_revision", "must not be negative")
-		return v.err()
-	}
-	changes, stop := s.st.Changes()
-	defer stop()
-	after, err := s.sendCredentialEventsAfter(ctx, stream, req.GetSinceRevision())
-	if err != nil {
-		return err
-	}
-	if err := stream.Send(&csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
-		return err
-	}
-	keepAlive := time.NewTicker(s.cfg.KeepAlive)
-	defer keepAlive.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.draining:
-			return status.Error(codes.Unavailable, "server is shutting down; reconnect with since_revision")
-		case <-keepAlive.C:
-			if after, err = s.sendCredentialEventsAfter(ctx, stream, after); err != nil {
-				return err
-			}
-			if err := stream.Send(&csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
-				return err
-			}
-		case <-changes:
-			if after, err = s.sendCredentialEventsAfter(ctx, stream, after); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (s credentials) sendCredentialEventsAfter(ctx context.Context, stream grpc.ServerStreamingServer[csv1.CredentialEvent], after int64) (int64, error) {
-	for {
-		evs, err := s.st.CredentialEventsAfter(ctx, after, 500)
-		if err != nil {
-			return after, s.toStatus(ctx, "watch credentials", err)
-		}
-		now := s.cfg.Now()
-		for _, ev := range evs {
-			out := &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ev.Revision}
-			if ev.Credential != nil {
-				out.Object = &csv1.CredentialEvent_Credential{Credential: store.CredentialProto(ev.Credential, now)}
-			} else {
-				out.Object = &csv1.CredentialEvent_Revocation{Revocation: store.RevocationProto(ev.Revocation)}
-			}
-			if err := stream.Send(out); err != nil {
-				return after, err
-			}
-			after = ev.Revision
-		}
-		if len(evs) < 500 {
-			return after, nil
-		}
-	}
+	return serveWatch(s.Server, req.GetSinceRevision(), stream, watchLog[*csv1.CredentialEvent]{
+		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.CredentialEvent, error) {
+			evs, err := s.st.CredentialEventsAfter(ctx, after, limit)
+			now := s.cfg.Now()
+			return messages(evs, func(ev store.CredentialEvent) *csv1.CredentialEvent {
+				out := &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ev.Revision}
+				if ev.Credential != nil {
+					out.Object = &csv1.CredentialEvent_Credential{Credential: store.CredentialProto(ev.Credential, now)}
+				} else {
+					out.Object = &csv1.CredentialEvent_Revocation{Revocation: store.RevocationProto(ev.Revocation)}
+				}
+				return out
+			}), err
+		},
+		bookmark: func(rev int64) *csv1.CredentialEvent {
+			return &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}
+		},
+		eventsOp: "watch credentials",
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -186,85 +185,26 @@ func (s externalAuths) DeleteExternalAuth(ctx context.Context, req *csv1.DeleteE
 
 // WatchExternalAuths implements csv1.ExternalAuthsServer, exactly as WatchClusters does.
 func (s externalAuths) WatchExternalAuths(req *csv1.WatchExternalAuthsRequest, stream grpc.ServerStreamingServer[csv1.ExternalAuthEvent]) error {
-	ctx := stream.Context()
-	if req.GetSinceRevision() < 0 {
-		var v violations
-		v.add("since_revision", "must not be negative")
-		return v.err()
-	}
-	// Subscribe before reading, so a change committed between the read and the wait wakes us.
-	changes, stop := s.st.Changes()
-	defer stop()
-	after := req.GetSinceRevision()
-	if after == 0 {
-		eas, rev, err := s.st.ExternalAuthSnapshot(ctx)
-		if err != nil {
-			return s.toStatus(ctx, "watch external auths snapshot", err)
-		}
-		for _, ea := range eas {
-			if err := stream.Send(&csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ea.Revision, ExternalAuth: store.ExternalAuthProto(ea)}); err != nil {
-				return err
-			}
-		}
-		after = rev
-	} else {
-		var err error
-		if after, err = s.sendExternalAuthEventsAfter(ctx, stream, after); err != nil {
-			return err
-		}
-		// Checked after reading, so a compaction that raced with the read is seen.
-		compacted, err := s.st.CompactedExternalAuthRevision(ctx)
-		if err != nil {
-			return s.toStatus(ctx, "watch external auths", err)
-		}
-		if req.GetSinceRevision() < compacted {
-			return status.Errorf(codes.OutOfRange, "revision %d is older than the external auth event history (compacted at %d): watch again from 0", req.GetSinceRevision(), compacted)
-		}
-	}
-	if err := stream.Send(&csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
-		return err
-	}
-	keepAlive := time.NewTicker(s.cfg.KeepAlive)
-	defer keepAlive.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.draining:
-			return status.Error(codes.Unavailable, "server is shutting down; reconnect with since_revision")
-		case <-keepAlive.C:
-			var err error
-			if after, err = s.sendExternalAuthEventsAfter(ctx, stream, after); err != nil {
-				return err
-			}
-			if err := stream.Send(&csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
-				return err
-			}
-		case <-changes:
-			var err error
-			if after, err = s.sendExternalAuthEventsAfter(ctx, stream, after); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (s externalAuths) sendExternalAuthEventsAfter(ctx context.Context, stream grpc.ServerStreamingServer[csv1.ExternalAuthEvent], after int64) (int64, error) {
-	for {
-		evs, err := s.st.ExternalAuthEventsAfter(ctx, after, 500)
-		if err != nil {
-			return after, s.toStatus(ctx, "watch external auth events", err)
-		}
-		for _, ev := range evs {
-			if err := stream.Send(&csv1.ExternalAuthEvent{Type: ev.Type, Revision: ev.Revision, ExternalAuth: store.ExternalAuthProto(ev.ExternalAuth)}); err != nil {
-				return after, err
-			}
-			after = ev.Revision
-		}
-		if len(evs) < 500 {
-			return after, nil
-		}
-	}
+	return serveWatch(s.Server, req.GetSinceRevision(), stream, watchLog[*csv1.ExternalAuthEvent]{
+		snapshot: func(ctx context.Context) ([]*csv1.ExternalAuthEvent, int64, error) {
+			eas, rev, err := s.st.ExternalAuthSnapshot(ctx)
+			return messages(eas, func(ea *store.ExternalAuth) *csv1.ExternalAuthEvent {
+				return &csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ea.Revision, ExternalAuth: store.ExternalAuthProto(ea)}
+			}), rev, err
+		},
+		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.ExternalAuthEvent, error) {
+			evs, err := s.st.ExternalAuthEventsAfter(ctx, after, limit)
+			return messages(evs, func(ev store.ExternalAuthEvent) *csv1.ExternalAuthEvent {
+				return &csv1.ExternalAuthEvent{Type: ev.Type, Revision: ev.Revision, ExternalAuth: store.ExternalAuthProto(ev.ExternalAuth)}
+			}), err
+		},
+		compacted: s.st.CompactedExternalAuthRevision,
+		bookmark: func(rev int64) *csv1.ExternalAuthEvent {
+			return &csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}
+		},
+		snapshotOp: "watch external auths snapshot", compactedOp: "watch external auths", eventsOp: "watch external auth events",
+		history: "external auth event history",
+	})
 }
 
 // validateExternalAuthSpec checks a spec against the rules of OpenShift's OIDC provider

@@ -179,83 +179,26 @@ func (s *Server) DeleteNodePool(ctx context.Context, req *csv1.DeleteNodePoolReq
 
 // WatchNodePools implements csv1.NodePoolsServer, exactly as WatchClusters does for clusters.
 func (s *Server) WatchNodePools(req *csv1.WatchNodePoolsRequest, stream grpc.ServerStreamingServer[csv1.NodePoolEvent]) error {
-	ctx := stream.Context()
-	if req.GetSinceRevision() < 0 {
-		var v violations
-		v.add("since_revision", "must not be negative")
-		return v.err()
-	}
-	changes, stop := s.st.Changes()
-	defer stop()
-	after := req.GetSinceRevision()
-	if after == 0 {
-		pools, rev, err := s.st.NodePoolSnapshot(ctx)
-		if err != nil {
-			return s.toStatus(ctx, "watch node pools snapshot", err)
-		}
-		for _, np := range pools {
-			if err := stream.Send(&csv1.NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: np.Revision, NodePool: store.NodePoolProto(np)}); err != nil {
-				return err
-			}
-		}
-		after = rev
-	} else {
-		var err error
-		if after, err = s.sendNodePoolEventsAfter(ctx, stream, after); err != nil {
-			return err
-		}
-		compacted, err := s.st.CompactedNodePoolRevision(ctx)
-		if err != nil {
-			return s.toStatus(ctx, "watch node pools", err)
-		}
-		if req.GetSinceRevision() < compacted {
-			return status.Errorf(codes.OutOfRange, "revision %d is older than the node pool event history (compacted at %d): watch again from 0", req.GetSinceRevision(), compacted)
-		}
-	}
-	if err := stream.Send(&csv1.NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
-		return err
-	}
-	keepAlive := time.NewTicker(s.cfg.KeepAlive)
-	defer keepAlive.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.draining:
-			return status.Error(codes.Unavailable, "server is shutting down; reconnect with since_revision")
-		case <-keepAlive.C:
-			var err error
-			if after, err = s.sendNodePoolEventsAfter(ctx, stream, after); err != nil {
-				return err
-			}
-			if err := stream.Send(&csv1.NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
-				return err
-			}
-		case <-changes:
-			var err error
-			if after, err = s.sendNodePoolEventsAfter(ctx, stream, after); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (s *Server) sendNodePoolEventsAfter(ctx context.Context, stream grpc.ServerStreamingServer[csv1.NodePoolEvent], after int64) (int64, error) {
-	for {
-		evs, err := s.st.NodePoolEventsAfter(ctx, after, 500)
-		if err != nil {
-			return after, s.toStatus(ctx, "watch node pool events", err)
-		}
-		for _, ev := range evs {
-			if err := stream.Send(&csv1.NodePoolEvent{Type: ev.Type, Revision: ev.Revision, NodePool: store.NodePoolProto(ev.NodePool)}); err != nil {
-				return after, err
-			}
-			after = ev.Revision
-		}
-		if len(evs) < 500 {
-			return after, nil
-		}
-	}
+	return serveWatch(s, req.GetSinceRevision(), stream, watchLog[*csv1.NodePoolEvent]{
+		snapshot: func(ctx context.Context) ([]*csv1.NodePoolEvent, int64, error) {
+			pools, rev, err := s.st.NodePoolSnapshot(ctx)
+			return messages(pools, func(np *store.NodePool) *csv1.NodePoolEvent {
+				return &csv1.NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: np.Revision, NodePool: store.NodePoolProto(np)}
+			}), rev, err
+		},
+		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.NodePoolEvent, error) {
+			evs, err := s.st.NodePoolEventsAfter(ctx, after, limit)
+			return messages(evs, func(ev store.NodePoolEvent) *csv1.NodePoolEvent {
+				return &csv1.NodePoolEvent{Type: ev.Type, Revision: ev.Revision, NodePool: store.NodePoolProto(ev.NodePool)}
+			}), err
+		},
+		compacted: s.st.CompactedNodePoolRevision,
+		bookmark: func(rev int64) *csv1.NodePoolEvent {
+			return &csv1.NodePoolEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}
+		},
+		snapshotOp: "watch node pools snapshot", compactedOp: "watch node pools", eventsOp: "watch node pool events",
+		history: "node pool event history",
+	})
 }
 
 // validateNodePoolSpec checks a node pool spec against its cluster (and, for an update, the

@@ -219,89 +219,25 @@ func (s *Server) DeleteCluster(ctx context.Context, req *csv1.DeleteClusterReque
 // WatchClusters implements csv1.ClustersServer: a snapshot (since_revision 0) or a replay of
 // every change after since_revision, a BOOKMARK, then live changes with BOOKMARK keep-alives.
 func (s *Server) WatchClusters(req *csv1.WatchClustersRequest, stream grpc.ServerStreamingServer[csv1.ClusterEvent]) error {
-	ctx := stream.Context()
-	if req.GetSinceRevision() < 0 {
-		var v violations
-		v.add("since_revision", "must not be negative")
-		return v.err()
-	}
-	// Subscribe before reading, so a change committed between the read and the wait still wakes us.
-	changes, stop := s.st.Changes()
-	defer stop()
-
-	after := req.GetSinceRevision()
-	if after == 0 {
-		cs, rev, err := s.st.Snapshot(ctx)
-		if err != nil {
-			return s.toStatus(ctx, "watch snapshot", err)
-		}
-		for _, c := range cs {
-			if err := stream.Send(&csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: c.Revision, Cluster: toProto(c)}); err != nil {
-				return err
-			}
-		}
-		after = rev
-	} else {
-		var err error
-		if after, err = s.sendEventsAfter(ctx, stream, after); err != nil {
-			return err
-		}
-		// Checked after reading, so a compaction that raced with the read is seen.
-		compacted, err := s.st.CompactedRevision(ctx)
-		if err != nil {
-			return s.toStatus(ctx, "watch", err)
-		}
-		if req.GetSinceRevision() < compacted {
-			return status.Errorf(codes.OutOfRange, "revision %d is older than the event history (compacted at %d): watch again from 0", req.GetSinceRevision(), compacted)
-		}
-	}
-	if err := stream.Send(&csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
-		return err
-	}
-	LoggerFrom(ctx).Debug("watch caught up", "revision", after, "since_revision", req.GetSinceRevision())
-
-	keepAlive := time.NewTicker(s.cfg.KeepAlive)
-	defer keepAlive.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.draining:
-			return status.Error(codes.Unavailable, "server is shutting down; reconnect with since_revision")
-		case <-keepAlive.C:
-			// Also re-read, in case a notification was lost while the listener reconnected.
-			var err error
-			if after, err = s.sendEventsAfter(ctx, stream, after); err != nil {
-				return err
-			}
-			if err := stream.Send(&csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: after}); err != nil {
-				return err
-			}
-		case <-changes:
-			var err error
-			if after, err = s.sendEventsAfter(ctx, stream, after); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-func (s *Server) sendEventsAfter(ctx context.Context, stream grpc.ServerStreamingServer[csv1.ClusterEvent], after int64) (int64, error) {
-	for {
-		evs, err := s.st.EventsAfter(ctx, after, 500)
-		if err != nil {
-			return after, s.toStatus(ctx, "watch events", err)
-		}
-		for _, ev := range evs {
-			if err := stream.Send(&csv1.ClusterEvent{Type: ev.Type, Revision: ev.Revision, Cluster: toProto(ev.Cluster)}); err != nil {
-				return after, err
-			}
-			after = ev.Revision
-		}
-		if len(evs) < 500 {
-			return after, nil
-		}
-	}
+	return serveWatch(s, req.GetSinceRevision(), stream, watchLog[*csv1.ClusterEvent]{
+		snapshot: func(ctx context.Context) ([]*csv1.ClusterEvent, int64, error) {
+			cs, rev, err := s.st.Snapshot(ctx)
+			return messages(cs, func(c *store.Cluster) *csv1.ClusterEvent {
+				return &csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: c.Revision, Cluster: toProto(c)}
+			}), rev, err
+		},
+		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.ClusterEvent, error) {
+			evs, err := s.st.EventsAfter(ctx, after, limit)
+			return messages(evs, func(ev store.Event) *csv1.ClusterEvent {
+				return &csv1.ClusterEvent{Type: ev.Type, Revision: ev.Revision, Cluster: toProto(ev.Cluster)}
+			}), err
+		},
+		compacted: s.st.CompactedRevision,
+		bookmark: func(rev int64) *csv1.ClusterEvent {
+			return &csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}
+		},
+		snapshotOp: "watch snapshot", compactedOp: "watch", eventsOp: "watch events", history: "event history",
+	})
 }
 
 // ---- ProvisionShards
