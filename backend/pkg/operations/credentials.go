@@ -3,11 +3,6 @@ package operations
 import (
 	"context"
 	"fmt"
-	"io"
-	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/api"
@@ -25,22 +20,10 @@ func (c *Controller) observeAction(ctx context.Context, op *api.OperationDocumen
 	}
 	if op.Request == api.OperationRevokeCredentials {
 		r, err := c.cfg.Credentials.GetRevocation(ctx, &csv1.GetRevocationRequest{Id: op.InternalID})
-		if status.Code(err) == codes.NotFound {
-			r, err = nil, nil
-		}
-		if err != nil {
-			return observation{}, fmt.Errorf("get revocation %s from cluster service: %w", op.InternalID, err)
-		}
-		return observation{out: mapRevocation(r), known: r != nil, updated: r.GetUpdateTime()}, nil
+		return observed("revocation", op.InternalID, r, err, mapRevocation)
 	}
 	cr, err := c.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: op.InternalID})
-	if status.Code(err) == codes.NotFound {
-		cr, err = nil, nil
-	}
-	if err != nil {
-		return observation{}, fmt.Errorf("get credential %s from cluster service: %w", op.InternalID, err)
-	}
-	return observation{out: mapCredential(cr), known: cr != nil, updated: cr.GetUpdateTime()}, nil
+	return observed("credential", op.InternalID, cr, err, mapCredential)
 }
 
 // mapCredential: Succeeded once issued (the result is the kubeconfig, or why it is no longer
@@ -89,47 +72,18 @@ func mapRevocation(r *csv1.Revocation) outcome {
 	return outcome{status: api.StateAccepted}
 }
 
-// followCredentials follows Cluster Service's credentials watch as followClusters follows
-// clusters: every changed credential or revocation enqueues its operations; it reconnects from
-// the last revision it saw.
+// followCredentials follows Cluster Service's credentials watch (followWatch): every changed
+// credential or revocation enqueues its operations.
 func (c *Controller) followCredentials(ctx context.Context) {
 	if c.cfg.Credentials == nil {
 		return
 	}
-	var since int64
-	backoff := 500 * time.Millisecond
-	for ctx.Err() == nil {
-		stream, err := c.cfg.Credentials.WatchCredentials(ctx, &csv1.WatchCredentialsRequest{SinceRevision: since})
-		if err == nil {
-			for {
-				ev, rerr := stream.Recv()
-				if rerr != nil {
-					err = rerr
-					break
-				}
-				backoff = 500 * time.Millisecond
-				since = max(since, ev.GetRevision())
-				id := ev.GetCredential().GetId()
-				if id == "" {
-					id = ev.GetRevocation().GetId()
-				}
-				if id != "" {
-					for _, k := range c.opsForCluster(id) {
-						c.queue.add(k)
-					}
-				}
-			}
+	followWatch(ctx, c, "credentials", func(ctx context.Context, since int64) (csStream[*csv1.CredentialEvent], error) {
+		return c.cfg.Credentials.WatchCredentials(ctx, &csv1.WatchCredentialsRequest{SinceRevision: since})
+	}, func(ev *csv1.CredentialEvent) string {
+		if id := ev.GetCredential().GetId(); id != "" {
+			return id
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		if status.Code(err) == codes.OutOfRange {
-			since = 0
-		}
-		if err != io.EOF {
-			c.log.Warn("credentials watch broken; reconnecting", "since", since, "error", err, "backoff", backoff)
-		}
-		sleep(ctx, backoff)
-		backoff = min(backoff*2, 10*time.Second)
-	}
+		return ev.GetRevocation().GetId()
+	})
 }

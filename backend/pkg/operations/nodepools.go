@@ -2,15 +2,8 @@ package operations
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/api"
@@ -22,28 +15,14 @@ import (
 // They are observed through GetNodePool and WatchNodePools, and end by mapNodePool.
 
 // isNodePool reports whether an ARM resource ID (any casing) names a node pool.
-func isNodePool(rid string) bool {
-	rid = strings.ToLower(rid)
-	i := strings.Index(rid, "/providers/")
-	if i < 0 {
-		return false
-	}
-	parts := strings.Split(strings.Trim(rid[i+len("/providers/"):], "/"), "/")
-	return len(parts) == 5 && parts[0]+"/"+parts[1] == clusterType && parts[3] == "nodepools"
-}
+func isNodePool(rid string) bool { return isClusterChild(rid, "nodepools") }
 
 func (c *Controller) observeNodePool(ctx context.Context, op *api.OperationDocument) (observation, error) {
 	if c.cfg.NodePools == nil {
 		return observation{}, fmt.Errorf("node pool operation %s: the backend has no Cluster Service node pool client", op.ID)
 	}
 	np, err := c.cfg.NodePools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: op.InternalID})
-	if status.Code(err) == codes.NotFound {
-		np, err = nil, nil
-	}
-	if err != nil {
-		return observation{}, fmt.Errorf("get node pool %s from cluster service: %w", op.InternalID, err)
-	}
-	return observation{out: mapNodePool(op, np), known: np != nil, updated: np.GetUpdateTime()}, nil
+	return observed("node pool", op.InternalID, np, err, func(np *csv1.NodePool) outcome { return mapNodePool(op, np) })
 }
 
 // mapNodePool derives the outcome of op from the node pool's Cluster Service state
@@ -113,45 +92,14 @@ func nodePoolSatisfied(np *csv1.NodePool) bool {
 	return spec.GetVersionId() == "" || st.GetCurrentVersion() == spec.GetVersionId()
 }
 
-// followNodePools follows Cluster Service's node pool watch stream as followClusters follows
-// clusters: it enqueues the operations of every pool that changed, reconnects from the last
-// revision it saw, and starts over from 0 when that revision is compacted away.
+// followNodePools follows Cluster Service's node pool watch stream (followWatch).
 func (c *Controller) followNodePools(ctx context.Context) {
 	if c.cfg.NodePools == nil {
 		return
 	}
-	var since int64
-	backoff := 500 * time.Millisecond
-	for ctx.Err() == nil {
-		stream, err := c.cfg.NodePools.WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{SinceRevision: since})
-		if err == nil {
-			for {
-				ev, rerr := stream.Recv()
-				if rerr != nil {
-					err = rerr
-					break
-				}
-				backoff = 500 * time.Millisecond
-				since = max(since, ev.GetRevision())
-				if id := ev.GetNodePool().GetId(); id != "" {
-					for _, k := range c.opsForCluster(id) {
-						c.queue.add(k)
-					}
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if status.Code(err) == codes.OutOfRange {
-			since = 0
-		}
-		if err != io.EOF {
-			c.log.Warn("node pool watch broken; reconnecting", "since", since, "error", err, "backoff", backoff)
-		}
-		sleep(ctx, backoff)
-		backoff = min(backoff*2, 10*time.Second)
-	}
+	followWatch(ctx, c, "node pool", func(ctx context.Context, since int64) (csStream[*csv1.NodePoolEvent], error) {
+		return c.cfg.NodePools.WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{SinceRevision: since})
+	}, func(ev *csv1.NodePoolEvent) string { return ev.GetNodePool().GetId() })
 }
 
 // childResourceDeletes are the deletes of every resource document below parentID (a cluster's
@@ -175,29 +123,9 @@ func (c *Controller) childResourceDeletes(ctx context.Context, partition, parent
 	}
 }
 
-// cascadeNodePool handles a node pool of a Deleted subscription: it goes with its cluster
-// (Cluster Service deletes the pools of a deleted cluster and the cluster's finished delete
-// removes their documents). A pool whose cluster document is already gone is removed at once.
-// It reports whether the pool is still there.
+// cascadeNodePool handles a node pool of a Deleted subscription (cascadeClusterChild):
+// Cluster Service deletes the pools of a deleted cluster and the cluster's finished delete
+// removes their documents. It reports whether the pool is still there.
 func (c *Controller) cascadeNodePool(ctx context.Context, d *store.Document) (bool, error) {
-	parent := d.ResourceID[:strings.LastIndex(strings.TrimSuffix(d.ResourceID, "/"), "/nodepools/")]
-	_, err := c.store.Get(ctx, d.PartitionKey, parent)
-	if err == nil {
-		return true, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return false, fmt.Errorf("get cluster %s of node pool %s: %w", parent, d.ID, err)
-	}
-	wctx, cancel, err := c.guard(ctx)
-	defer cancel()
-	if err != nil {
-		return false, err
-	}
-	if err := c.store.Delete(wctx, d.PartitionKey, d.ID, d.ETag); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return false, fmt.Errorf("remove node pool %s of a deleted cluster: %w", d.ID, err)
-	}
-	var rd api.ResourceDocument
-	_ = json.Unmarshal(d.Body, &rd)
-	c.log.Info("removed node pool whose cluster is gone", "resource", rd.ResourceID)
-	return false, nil
+	return c.cascadeClusterChild(ctx, d, "nodepools", "node pool")
 }

@@ -1,0 +1,123 @@
+package operations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// Node pools, external auths and break-glass credentials are followed, read and cascaded the
+// same way; what differs per kind (its client, its states, its outcome) stays in its own file.
+
+// csEvent is a Cluster Service watch message (csv1.NodePoolEvent, csv1.ExternalAuthEvent, …).
+type csEvent interface{ GetRevision() int64 }
+
+// csStream is the client side of a Cluster Service watch (grpc.ServerStreamingClient[E], M = *E).
+type csStream[M any] interface{ Recv() (M, error) }
+
+// followWatch follows one Cluster Service watch as followClusters follows clusters: it enqueues
+// the operations of every object an event names (objectID, empty for a BOOKMARK), reconnects
+// from the last revision it saw, and starts over from 0 when that revision is compacted away.
+// what names the watch in its log lines.
+func followWatch[M csEvent](ctx context.Context, c *Controller, what string,
+	watch func(ctx context.Context, since int64) (csStream[M], error), objectID func(M) string) {
+	var since int64
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		stream, err := watch(ctx, since)
+		if err == nil {
+			for {
+				ev, rerr := stream.Recv()
+				if rerr != nil {
+					err = rerr
+					break
+				}
+				backoff = 500 * time.Millisecond
+				since = max(since, ev.GetRevision())
+				if id := objectID(ev); id != "" {
+					for _, k := range c.opsForCluster(id) {
+						c.queue.add(k)
+					}
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if status.Code(err) == codes.OutOfRange {
+			since = 0
+		}
+		if err != io.EOF {
+			c.log.Warn(what+" watch broken; reconnecting", "since", since, "error", err, "backoff", backoff)
+		}
+		sleep(ctx, backoff)
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// observed turns one Get of a Cluster Service object into an observation. NotFound is an object
+// Cluster Service does not know, which outcomeOf receives as nil; any other error fails the read
+// of `what` id.
+func observed[E any, P interface {
+	*E
+	GetUpdateTime() *timestamppb.Timestamp
+}](what, id string, obj P, err error, outcomeOf func(P) outcome) (observation, error) {
+	if status.Code(err) == codes.NotFound {
+		obj, err = nil, nil
+	}
+	if err != nil {
+		return observation{}, fmt.Errorf("get %s %s from cluster service: %w", what, id, err)
+	}
+	return observation{out: outcomeOf(obj), known: obj != nil, updated: obj.GetUpdateTime()}, nil
+}
+
+// isClusterChild reports whether an ARM resource ID (any casing) names a resource of the given
+// type (lower-case, "nodepools") directly below a cluster.
+func isClusterChild(rid, childType string) bool {
+	rid = strings.ToLower(rid)
+	i := strings.Index(rid, "/providers/")
+	if i < 0 {
+		return false
+	}
+	parts := strings.Split(strings.Trim(rid[i+len("/providers/"):], "/"), "/")
+	return len(parts) == 5 && parts[0]+"/"+parts[1] == clusterType && parts[3] == childType
+}
+
+// cascadeClusterChild handles a resource below a cluster (childType "nodepools", named `what`
+// in errors and logs) of a Deleted subscription: it goes with its cluster (Cluster Service
+// removes it with the cluster, and the cluster's finished delete removes its document). One
+// whose cluster document is already gone is removed at once. It reports whether the resource is
+// still there.
+func (c *Controller) cascadeClusterChild(ctx context.Context, d *store.Document, childType, what string) (bool, error) {
+	parent := d.ResourceID[:strings.LastIndex(strings.TrimSuffix(d.ResourceID, "/"), "/"+childType+"/")]
+	_, err := c.store.Get(ctx, d.PartitionKey, parent)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return false, fmt.Errorf("get cluster %s of %s %s: %w", parent, what, d.ID, err)
+	}
+	wctx, cancel, err := c.guard(ctx)
+	defer cancel()
+	if err != nil {
+		return false, err
+	}
+	if err := c.store.Delete(wctx, d.PartitionKey, d.ID, d.ETag); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, fmt.Errorf("remove %s %s of a deleted cluster: %w", what, d.ID, err)
+	}
+	var rd api.ResourceDocument
+	_ = json.Unmarshal(d.Body, &rd)
+	c.log.Info("removed "+what+" whose cluster is gone", "resource", rd.ResourceID)
+	return false, nil
+}
