@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"reflect"
 	"regexp"
 	"sort"
@@ -148,22 +147,8 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 			"The location '%s' is not served by this endpoint, which serves '%s'.", c.Location, s.cfg.Location)
 	}
 	c.ID = id
-	sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData))
-	if err != nil {
-		ri.log.Warn("ignoring invalid systemData header", "error", err)
-	}
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
-		return err
-	}
-	storedState := docs.ProvisioningState("")
-	if rd != nil {
-		storedState = rd.ProvisioningState
-	}
-	if err := checkClientProvisioningState(ri.body, storedState); err != nil {
+	sd := requestSystemData(r)
+	if err := checkPutPreconditions(r, rd, doc); err != nil {
 		return err
 	}
 	if doc == nil {
@@ -206,8 +191,6 @@ func orNone(s string) string {
 }
 
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData) error {
-	ri := info(r)
-	ctx := r.Context()
 	if c.Properties.Platform.ManagedResourceGroup == "" {
 		c.Properties.Platform.ManagedResourceGroup = defaultManagedResourceGroup(c.ID.Name())
 	}
@@ -217,7 +200,6 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	// or timeout calls CreateCluster again with the same ID and never makes a second cluster.
 	csID := newClusterServiceID()
 	opID := newUUID()
-	now := time.Now().UTC()
 	props, err := storedModel(c)
 	if err != nil {
 		return err
@@ -234,44 +216,12 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if sd != nil {
 		rd.SystemData, _ = json.Marshal(sd)
 	}
-	part := partitionKey(c.ID.SubscriptionID)
-	resDoc, err := newDoc(part, c.ID.Lower(), store.TypeResource, c.ID.String(), rd, 0)
-	if err != nil {
-		return err
-	}
-	opDoc, err := newDoc(part, opID, store.TypeOperation, c.ID.String(), s.newOperation(r, opID, docs.OperationCreate, c.ID.String(), csID, now), s.cfg.OperationTTL)
-	if err != nil {
-		return err
-	}
-	written, err := s.store.Transact(ctx, part, []store.TxOp{
-		{Kind: store.TxCreate, Doc: resDoc},
-		{Kind: store.TxCreate, Doc: opDoc},
+	etag, err := s.startCreate(r, &clusters, c.ID, rd, nil, func() (string, error) {
+		created, err := s.callCreate(r, c, csID)
+		return created.GetId(), err
 	})
-	if errors.Is(err, store.ErrAlreadyExists) {
-		return cloudError(http.StatusConflict, arm.CodeConflict, "", "Another request created '%s' at the same time.", c.ID)
-	}
 	if err != nil {
 		return err
-	}
-	ri.log.Info("cluster create accepted", "resourceID", c.ID.String(), "clusterID", csID, "operationID", opID)
-
-	created, err := s.callCreate(r, c, csID)
-	if err != nil {
-		if definitive(err) {
-			s.rollback(r, part, []store.TxOp{
-				{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
-			})
-		}
-		return fmt.Errorf("create cluster %s in cluster service: %w", c.ID, err)
-	}
-	etag := written[0].ETag
-	if got := created.GetId(); got != "" && got != csID {
-		// Cluster Service already had a cluster for this resource (created under another ID by
-		// an earlier attempt whose documents are gone): follow the one that exists.
-		if etag, err = s.adoptClusterID(ctx, part, written, got); err != nil {
-			return err
-		}
 	}
 	s.setAsyncHeaders(w, r, c.ID.SubscriptionID, opID, false)
 	return s.respondCluster(w, r, http.StatusCreated, c, etag)
@@ -321,24 +271,18 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
-	if rd.ActiveOperationID != "" {
-		op, _, err := s.getOperationDoc(ctx, part, rd.ActiveOperationID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
+	op, err := s.pendingCreate(ctx, part, rd, c.ID, same)
+	if err != nil {
+		return err
+	}
+	if op != nil {
+		// The caller retries a create we accepted: drive Cluster Service again with the
+		// stored ID (CreateCluster is idempotent) and point at the same operation.
+		if _, err := s.callCreate(r, stored, rd.InternalID); err != nil {
+			return fmt.Errorf("retry create of cluster %s: %w", c.ID, err)
 		}
-		if err == nil && !op.Status.Terminal() {
-			if op.Request == docs.OperationCreate && same {
-				// The caller retries a create we accepted: drive Cluster Service again with the
-				// stored ID (CreateCluster is idempotent) and point at the same operation.
-				if _, err := s.callCreate(r, stored, rd.InternalID); err != nil {
-					return fmt.Errorf("retry create of cluster %s: %w", c.ID, err)
-				}
-				s.setAsyncHeaders(w, r, c.ID.SubscriptionID, op.ID, false)
-				return s.respondCluster(w, r, http.StatusCreated, stored, doc.ETag)
-			}
-			return cloudError(http.StatusConflict, arm.CodeConflict, "",
-				"Cannot write resource '%s' while operation '%s' (%s) is in progress.", c.ID, op.ID, op.Request)
-		}
+		s.setAsyncHeaders(w, r, c.ID.SubscriptionID, op.ID, false)
+		return s.respondCluster(w, r, http.StatusCreated, stored, doc.ETag)
 	}
 	if !same {
 		if errs := changedFields(info(r).version, stored, c); len(errs) > 0 {
@@ -350,14 +294,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	}
 	// Only tags (and ARM's systemData) change; no operation is needed.
 	rd.Tags = c.Tags
-	if sd != nil {
-		var prev *arm.SystemData
-		if len(rd.SystemData) > 0 {
-			prev = &arm.SystemData{}
-			json.Unmarshal(rd.SystemData, prev)
-		}
-		rd.SystemData, _ = json.Marshal(prev.Merge(sd))
-	}
+	mergeSystemData(rd, sd)
 	next, err := withBody(doc, rd)
 	if err != nil {
 		return err
@@ -460,27 +397,11 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(id)
-	}
-	if err != nil {
+	rd, doc, done, err := s.readForGet(w, r, id, notFound)
+	if err != nil || done {
 		return err
 	}
-	if h := r.Header.Get(arm.HeaderIfNoneMatch); h != "" && etagMatches(h, doc.ETag) {
-		w.Header().Set(arm.HeaderETag, quoteETag(doc.ETag))
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	if h := r.Header.Get(arm.HeaderIfMatch); h != "" && !etagMatches(h, doc.ETag) {
-		return cloudError(http.StatusPreconditionFailed, arm.CodePreconditionFailed, "If-Match", "The resource's ETag does not match the If-Match header.")
-	}
-	c, err := clusterFromDoc(rd)
-	if err != nil {
-		return err
-	}
-	s.addClusterStatus(r, c, rd.InternalID)
-	return s.respondCluster(w, r, http.StatusOK, c, doc.ETag)
+	return clusters.respondResult(s, w, r, rd, doc.ETag)
 }
 
 // addClusterStatus fills the read-only URLs and conditions from Cluster Service. It is best
@@ -543,93 +464,7 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
-		return err
-	}
-	if doc == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	opID, err := s.startDelete(r, rd, doc)
-	if err != nil {
-		return err
-	}
-	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
-	w.WriteHeader(http.StatusAccepted)
-	return nil
-}
-
-// startDelete writes the delete operation and asks Cluster Service to uninstall. A delete
-// while one runs returns the running one; a delete during a create or update cancels that
-// operation. It returns the operation ID.
-func (s *Server) startDelete(r *http.Request, rd *docs.ResourceDocument, doc *store.Document) (string, error) {
-	ctx := r.Context()
-	part := doc.PartitionKey
-	var canceled, canceledOrig *store.Document
-	if rd.ActiveOperationID != "" {
-		op, opDoc, err := s.getOperationDoc(ctx, part, rd.ActiveOperationID)
-		switch {
-		case err == nil && !op.Status.Terminal() && op.Request == docs.OperationDelete:
-			if err := s.callDelete(r, rd.InternalID); err != nil {
-				return "", fmt.Errorf("retry delete of cluster %s: %w", rd.ResourceID, err)
-			}
-			return op.ID, nil
-		case err == nil && !op.Status.Terminal():
-			now := time.Now().UTC()
-			op.Status, op.LastTransitionTime, op.EndTime = docs.StateCanceled, now, &now
-			op.Error = &docs.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled because the resource is being deleted."}
-			if canceled, err = withBody(opDoc, op); err != nil {
-				return "", err
-			}
-			canceledOrig = opDoc
-		case err != nil && !errors.Is(err, store.ErrNotFound):
-			return "", err
-		}
-	}
-	opID := newUUID()
-	now := time.Now().UTC()
-	next := *rd
-	next.ProvisioningState = docs.StateDeleting
-	next.ActiveOperationID = opID
-	resDoc, err := withBody(doc, next)
-	if err != nil {
-		return "", err
-	}
-	opDoc, err := newDoc(part, opID, store.TypeOperation, rd.ResourceID, s.newOperation(r, opID, docs.OperationDelete, rd.ResourceID, rd.InternalID, now), s.cfg.OperationTTL)
-	if err != nil {
-		return "", err
-	}
-	ops := []store.TxOp{{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag}, {Kind: store.TxCreate, Doc: opDoc}}
-	if canceled != nil {
-		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: canceled, IfMatch: canceledOrig.ETag})
-	}
-	written, err := s.store.Transact(ctx, part, ops)
-	if err != nil {
-		return "", fmt.Errorf("record delete of %s: %w", rd.ResourceID, err)
-	}
-	info(r).log.Info("cluster delete accepted", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID)
-	if err := s.callDelete(r, rd.InternalID); err != nil {
-		if definitive(err) {
-			undo := []store.TxOp{
-				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
-			}
-			if canceled != nil {
-				undo = append(undo, store.TxOp{Kind: store.TxReplace, Doc: canceledOrig, IfMatch: written[2].ETag})
-			}
-			s.rollback(r, part, undo)
-		}
-		return "", fmt.Errorf("delete cluster %s in cluster service: %w", rd.ResourceID, err)
-	}
-	return opID, nil
+	return s.deleteResource(w, r, &clusters, id)
 }
 
 // listClusters lists a resource group's or a subscription's clusters, a page at a time.
@@ -640,43 +475,12 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 	if rg := r.PathValue("resourceGroupName"); rg != "" {
 		prefix += rg + clustersPath + "/"
 	}
-	page, err := s.store.Query(r.Context(), store.Query{
-		Partition:        partitionKey(subID),
-		Type:             store.TypeResource,
-		ResourceIDPrefix: prefix,
-		Limit:            s.cfg.PageSize,
-		Continuation:     r.URL.Query().Get("$skipToken"),
-	})
-	if err != nil {
-		return err
-	}
-	out := struct {
-		Value    []any  `json:"value"`
-		NextLink string `json:"nextLink,omitempty"`
-	}{Value: []any{}}
-	for _, d := range page.Documents {
-		var rd docs.ResourceDocument
-		if err := json.Unmarshal(d.Body, &rd); err != nil {
-			return fmt.Errorf("decode resource %s: %w", d.ID, err)
-		}
-		id, err := arm.ParseResourceID(rd.ResourceID)
-		if err != nil || !strings.EqualFold(id.ResourceType(), api.ClusterResourceType) {
-			continue // node pools and other child resources share the prefix
-		}
-		c, err := clusterFromDoc(&rd)
+	// Node pools and other child resources share the prefix; listResources leaves them out.
+	return s.listResources(w, r, partitionKey(subID), prefix, api.ClusterResourceType, func(rd *docs.ResourceDocument) (any, error) {
+		c, err := clusterFromDoc(rd)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out.Value = append(out.Value, ri.version.RenderCluster(c))
-	}
-	if page.Continuation != "" {
-		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {page.Continuation}}
-		out.NextLink = externalBase(r) + ri.originalPath + "?" + q.Encode()
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, b)
-	return nil
+		return ri.version.RenderCluster(c), nil
+	})
 }

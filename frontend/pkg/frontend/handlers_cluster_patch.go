@@ -1,8 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -26,33 +24,13 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	if len(ri.body) == 0 {
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
 	}
-	rd, doc, err := s.getResourceDoc(ctx, id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
-		return err
-	}
-	if doc == nil {
-		return notFound(id)
-	}
-	if err := checkClientProvisioningState(ri.body, rd.ProvisioningState); err != nil {
+	rd, doc, err := s.readForPatch(r, id, notFound)
+	if err != nil {
 		return err
 	}
 	part := doc.PartitionKey
-	if rd.ActiveOperationID != "" {
-		op, _, err := s.getOperationDoc(ctx, part, rd.ActiveOperationID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if err == nil && !op.Status.Terminal() {
-			return cloudError(http.StatusConflict, arm.CodeConflict, "",
-				"Cannot write resource '%s' while operation '%s' (%s) is in progress.", id, op.ID, op.Request)
-		}
+	if _, err := s.pendingCreate(ctx, part, rd, id, false); err != nil {
+		return err
 	}
 	stored, err := clusterFromDoc(rd)
 	if err != nil {
@@ -80,16 +58,7 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	now := time.Now().UTC()
 	rd.Tags = next.Tags
 	rd.ActiveOperationID = ""
-	if sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData)); err != nil {
-		ri.log.Warn("ignoring invalid systemData header", "error", err)
-	} else if sd != nil {
-		var prev *arm.SystemData
-		if len(rd.SystemData) > 0 {
-			prev = &arm.SystemData{}
-			json.Unmarshal(rd.SystemData, prev)
-		}
-		rd.SystemData, _ = json.Marshal(prev.Merge(sd))
-	}
+	mergeSystemData(rd, requestSystemData(r))
 	resDoc, err := withBody(doc, rd)
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package frontend
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -79,16 +78,7 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 	nrd.Tags = next.Tags
 	nrd.ProvisioningState = docs.StateUpdating
 	nrd.ActiveOperationID = opID
-	if sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData)); err != nil {
-		ri.log.Warn("ignoring invalid systemData header", "error", err)
-	} else if sd != nil {
-		var prev *arm.SystemData
-		if len(rd.SystemData) > 0 {
-			prev = &arm.SystemData{}
-			json.Unmarshal(rd.SystemData, prev)
-		}
-		nrd.SystemData, _ = json.Marshal(prev.Merge(sd))
-	}
+	mergeSystemData(&nrd, requestSystemData(r))
 	resDoc, err := withBody(doc, nrd)
 	if err != nil {
 		return err

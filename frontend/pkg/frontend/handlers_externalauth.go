@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -47,26 +45,9 @@ func (s *Server) externalAuthRoutes() {
 	s.handle("GET "+clusterPattern+externalAuthsPath, s.listExternalAuths, resourceRoute)
 }
 
-// isExternalAuthID reports whether a resource ID names an external auth.
-func isExternalAuthID(id *arm.ResourceID) bool {
-	return strings.EqualFold(id.ResourceType(), api.ExternalAuthResourceType)
-}
-
 // externalAuthID is the external auth ID of the request, in the caller's casing.
 func externalAuthID(r *http.Request) (*arm.ResourceID, error) {
-	id, err := arm.ParseResourceID(info(r).originalPath)
-	if err != nil || len(id.Names) != 2 {
-		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", info(r).originalPath)
-	}
-	if !clusterNameRE.MatchString(id.Names[0]) {
-		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "name",
-			"The cluster name '%s' is invalid: 1 to 54 letters, digits and '-', starting with a letter and not ending with '-'.", id.Names[0])
-	}
-	if !externalAuthNameRE.MatchString(id.Name()) {
-		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "name",
-			"The external auth name '%s' is invalid: 1 to 15 letters, digits and '-', starting with a letter and not ending with '-'.", id.Name())
-	}
-	return id, nil
+	return childID(r, "external auth", externalAuthNameRE)
 }
 
 func externalAuthVersion(r *http.Request) (api.ExternalAuthVersion, error) {
@@ -199,24 +180,10 @@ func (s *Server) putExternalAuth(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ea.ID = id
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
+	if err := checkPutPreconditions(r, rd, doc); err != nil {
 		return err
 	}
-	storedState := docs.ProvisioningState("")
-	if rd != nil {
-		storedState = rd.ProvisioningState
-	}
-	if err := checkClientProvisioningState(ri.body, storedState); err != nil {
-		return err
-	}
-	sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData))
-	if err != nil {
-		ri.log.Warn("ignoring invalid systemData header", "error", err)
-	}
+	sd := requestSystemData(r)
 	ea.SystemData = sd
 	if err := s.checkClusterNotDeleting(r.Context(), cluster); err != nil {
 		return err
@@ -228,11 +195,9 @@ func (s *Server) putExternalAuth(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createExternalAuth(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, ea *api.ExternalAuth) error {
-	ctx := r.Context()
 	ea.ProvisioningState = docs.StateAccepted
 	csID := newClusterServiceID()
 	opID := newUUID()
-	now := time.Now().UTC()
 	props, err := externalAuthModel(ea)
 	if err != nil {
 		return err
@@ -241,38 +206,12 @@ func (s *Server) createExternalAuth(w http.ResponseWriter, r *http.Request, clus
 	if ea.SystemData != nil {
 		rd.SystemData, _ = json.Marshal(ea.SystemData)
 	}
-	part := partitionKey(ea.ID.SubscriptionID)
-	resDoc, err := newDoc(part, ea.ID.Lower(), store.TypeResource, ea.ID.String(), rd, 0)
+	etag, err := s.startCreate(r, &externalAuths, ea.ID, rd, []any{"clusterID", cluster.InternalID}, func() (string, error) {
+		created, err := s.callCreateExternalAuth(r, ea, csID, cluster.InternalID)
+		return created.GetId(), err
+	})
 	if err != nil {
 		return err
-	}
-	opDoc, err := newDoc(part, opID, store.TypeOperation, ea.ID.String(), s.newOperation(r, opID, docs.OperationCreate, ea.ID.String(), csID, now), s.cfg.OperationTTL)
-	if err != nil {
-		return err
-	}
-	written, err := s.store.Transact(ctx, part, []store.TxOp{{Kind: store.TxCreate, Doc: resDoc}, {Kind: store.TxCreate, Doc: opDoc}})
-	if errors.Is(err, store.ErrAlreadyExists) {
-		return cloudError(http.StatusConflict, arm.CodeConflict, "", "Another request created '%s' at the same time.", ea.ID)
-	}
-	if err != nil {
-		return err
-	}
-	info(r).log.Info("external auth create accepted", "resourceID", ea.ID.String(), "externalAuthID", csID, "clusterID", cluster.InternalID, "operationID", opID)
-	created, err := s.callCreateExternalAuth(r, ea, csID, cluster.InternalID)
-	if err != nil {
-		if definitive(err) {
-			s.rollback(r, part, []store.TxOp{
-				{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
-			})
-		}
-		return fmt.Errorf("create external auth %s in cluster service: %w", ea.ID, err)
-	}
-	etag := written[0].ETag
-	if got := created.GetId(); got != "" && got != csID {
-		if etag, err = s.adoptClusterID(ctx, part, written, got); err != nil {
-			return err
-		}
 	}
 	s.setAsyncHeaders(w, r, ea.ID.SubscriptionID, opID, false)
 	return s.respondExternalAuth(w, r, http.StatusCreated, ea, etag)
@@ -297,21 +236,17 @@ func (s *Server) updateExternalAuth(w http.ResponseWriter, r *http.Request, clus
 	if err != nil {
 		return err
 	}
-	op, _, err := s.activeOperation(ctx, part, rd)
+	op, err := s.pendingCreate(ctx, part, rd, next.ID, !patch && sameExternalAuth(stored, next))
 	if err != nil {
 		return err
 	}
 	if op != nil {
-		if !patch && op.Request == docs.OperationCreate && sameExternalAuth(stored, next) {
-			// A retried create: drive Cluster Service again with the stored ID (idempotent).
-			if _, err := s.callCreateExternalAuth(r, stored, rd.InternalID, cluster.InternalID); err != nil {
-				return fmt.Errorf("retry create of external auth %s: %w", next.ID, err)
-			}
-			s.setAsyncHeaders(w, r, next.ID.SubscriptionID, op.ID, false)
-			return s.respondExternalAuth(w, r, http.StatusCreated, stored, doc.ETag)
+		// A retried create: drive Cluster Service again with the stored ID (idempotent).
+		if _, err := s.callCreateExternalAuth(r, stored, rd.InternalID, cluster.InternalID); err != nil {
+			return fmt.Errorf("retry create of external auth %s: %w", next.ID, err)
 		}
-		return cloudError(http.StatusConflict, arm.CodeConflict, "",
-			"Cannot write resource '%s' while operation '%s' (%s) is in progress.", next.ID, op.ID, op.Request)
+		s.setAsyncHeaders(w, r, next.ID.SubscriptionID, op.ID, false)
+		return s.respondExternalAuth(w, r, http.StatusCreated, stored, doc.ETag)
 	}
 	props, err := externalAuthModel(next)
 	if err != nil {
@@ -336,32 +271,10 @@ func (s *Server) updateExternalAuth(w http.ResponseWriter, r *http.Request, clus
 	if err != nil {
 		return err
 	}
-	opID := newUUID()
-	now := time.Now().UTC()
-	nrd.ProvisioningState, nrd.ActiveOperationID = docs.StateUpdating, opID
-	resDoc, err := withBody(doc, nrd)
-	if err != nil {
-		return err
-	}
-	opBody := s.newOperation(r, opID, docs.OperationUpdate, next.ID.String(), rd.InternalID, now)
-	opBody.InternalRevision = revision
-	opDoc, err := newDoc(part, opID, store.TypeOperation, next.ID.String(), opBody, s.cfg.OperationTTL)
-	if err != nil {
-		return err
-	}
-	written, err := s.store.Transact(ctx, part, []store.TxOp{{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag}, {Kind: store.TxCreate, Doc: opDoc}})
-	if err != nil {
-		return fmt.Errorf("record update of external auth %s: %w", next.ID, err)
-	}
-	info(r).log.Info("external auth update accepted", "resourceID", next.ID.String(), "externalAuthID", rd.InternalID, "operationID", opID, "revision", revision)
-	if patch {
-		s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, true)
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	}
-	s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, false)
-	next.ProvisioningState = docs.StateUpdating
-	return s.respondExternalAuth(w, r, http.StatusOK, next, written[0].ETag)
+	return s.startUpdate(w, r, &externalAuths, next.ID, &nrd, doc, revision, patch, func(etag string) error {
+		next.ProvisioningState = docs.StateUpdating
+		return s.respondExternalAuth(w, r, http.StatusOK, next, etag)
+	})
 }
 
 func (s *Server) callUpdateExternalAuth(r *http.Request, csID string, next *api.ExternalAuth) (int64, error) {
@@ -400,21 +313,8 @@ func (s *Server) patchExternalAuth(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	rd, doc, err := s.getResourceDoc(ctx, id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
-		return err
-	}
-	if doc == nil {
-		return externalAuthNotFound(id)
-	}
-	if err := checkClientProvisioningState(ri.body, rd.ProvisioningState); err != nil {
+	rd, doc, err := s.readForPatch(r, id, externalAuthNotFound)
+	if err != nil {
 		return err
 	}
 	if err := s.checkClusterNotDeleting(ctx, cluster); err != nil {
@@ -429,9 +329,7 @@ func (s *Server) patchExternalAuth(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	next.ID = id
-	if next.SystemData, err = arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData)); err != nil {
-		ri.log.Warn("ignoring invalid systemData header", "error", err)
-	}
+	next.SystemData = requestSystemData(r)
 	return s.updateExternalAuth(w, r, cluster, rd, doc, next, true)
 }
 
@@ -440,20 +338,9 @@ func (s *Server) getExternalAuth(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return externalAuthNotFound(id)
-	}
-	if err != nil {
+	rd, doc, done, err := s.readForGet(w, r, id, externalAuthNotFound)
+	if err != nil || done {
 		return err
-	}
-	if h := r.Header.Get(arm.HeaderIfNoneMatch); h != "" && etagMatches(h, doc.ETag) {
-		w.Header().Set(arm.HeaderETag, quoteETag(doc.ETag))
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	if h := r.Header.Get(arm.HeaderIfMatch); h != "" && !etagMatches(h, doc.ETag) {
-		return cloudError(http.StatusPreconditionFailed, arm.CodePreconditionFailed, "If-Match", "The resource's ETag does not match the If-Match header.")
 	}
 	ea, err := externalAuthFromDoc(rd)
 	if err != nil {
@@ -495,49 +382,12 @@ func (s *Server) addExternalAuthCondition(r *http.Request, ea *api.ExternalAuth,
 	ea.Condition = c
 }
 
-// respondExternalAuthResult is the operation result of a finished create or update.
-func (s *Server) respondExternalAuthResult(w http.ResponseWriter, r *http.Request, id *arm.ResourceID) error {
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return externalAuthNotFound(id)
-	}
-	if err != nil {
-		return err
-	}
-	ea, err := externalAuthFromDoc(rd)
-	if err != nil {
-		return err
-	}
-	return s.respondExternalAuth(w, r, http.StatusOK, ea, doc.ETag)
-}
-
 func (s *Server) deleteExternalAuth(w http.ResponseWriter, r *http.Request) error {
 	id, err := externalAuthID(r)
 	if err != nil {
 		return err
 	}
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
-		return err
-	}
-	if doc == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	opID, err := s.startExternalAuthDelete(r, rd, doc)
-	if err != nil {
-		return err
-	}
-	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
-	w.WriteHeader(http.StatusAccepted)
-	return nil
+	return s.deleteResource(w, r, &externalAuths, id)
 }
 
 func (s *Server) callDeleteExternalAuth(r *http.Request, csID string) error {
@@ -553,122 +403,17 @@ func (s *Server) callDeleteExternalAuth(r *http.Request, csID string) error {
 	return err
 }
 
-// startExternalAuthDelete writes the delete operation and asks Cluster Service to remove the
-// external auth. A delete while one runs returns it; a delete during a create or update
-// cancels that operation.
-func (s *Server) startExternalAuthDelete(r *http.Request, rd *docs.ResourceDocument, doc *store.Document) (string, error) {
-	ctx := r.Context()
-	part := doc.PartitionKey
-	op, opDoc, err := s.activeOperation(ctx, part, rd)
-	if err != nil {
-		return "", err
-	}
-	var canceled *store.Document
-	if op != nil {
-		if op.Request == docs.OperationDelete {
-			if err := s.callDeleteExternalAuth(r, rd.InternalID); err != nil {
-				return "", fmt.Errorf("retry delete of external auth %s: %w", rd.ResourceID, err)
-			}
-			return op.ID, nil
-		}
-		now := time.Now().UTC()
-		op.Status, op.LastTransitionTime, op.EndTime = docs.StateCanceled, now, &now
-		op.Error = &docs.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled because the external auth is being deleted."}
-		if canceled, err = withBody(opDoc, op); err != nil {
-			return "", err
-		}
-	}
-	opID := newUUID()
-	now := time.Now().UTC()
-	next := *rd
-	next.ProvisioningState, next.ActiveOperationID = docs.StateDeleting, opID
-	resDoc, err := withBody(doc, next)
-	if err != nil {
-		return "", err
-	}
-	newOp, err := newDoc(part, opID, store.TypeOperation, rd.ResourceID, s.newOperation(r, opID, docs.OperationDelete, rd.ResourceID, rd.InternalID, now), s.cfg.OperationTTL)
-	if err != nil {
-		return "", err
-	}
-	ops := []store.TxOp{{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag}, {Kind: store.TxCreate, Doc: newOp}}
-	if canceled != nil {
-		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: canceled, IfMatch: opDoc.ETag})
-	}
-	written, err := s.store.Transact(ctx, part, ops)
-	if err != nil {
-		return "", fmt.Errorf("record delete of %s: %w", rd.ResourceID, err)
-	}
-	info(r).log.Info("external auth delete accepted", "resourceID", rd.ResourceID, "externalAuthID", rd.InternalID, "operationID", opID)
-	if err := s.callDeleteExternalAuth(r, rd.InternalID); err != nil {
-		if definitive(err) {
-			undo := []store.TxOp{
-				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
-			}
-			if canceled != nil {
-				undo = append(undo, store.TxOp{Kind: store.TxReplace, Doc: opDoc, IfMatch: written[2].ETag})
-			}
-			s.rollback(r, part, undo)
-		}
-		return "", fmt.Errorf("delete external auth %s in cluster service: %w", rd.ResourceID, err)
-	}
-	return opID, nil
-}
-
 // listExternalAuths lists a cluster's external auths (zero or one), paged like every list.
 func (s *Server) listExternalAuths(w http.ResponseWriter, r *http.Request) error {
-	ri := info(r)
 	ver, err := externalAuthVersion(r)
 	if err != nil {
 		return err
 	}
-	clusterRID, err := arm.ParseResourceID(strings.TrimSuffix(strings.TrimSuffix(ri.originalPath, "/"), "/"+lastSegment(ri.originalPath)))
-	if err != nil || len(clusterRID.Names) != 1 {
-		return cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", ri.originalPath)
-	}
-	if _, _, err := s.getResourceDoc(r.Context(), clusterRID); errors.Is(err, store.ErrNotFound) {
-		return cloudError(http.StatusNotFound, "ParentResourceNotFound", "",
-			"The parent resource 'hcpOpenShiftClusters/%s' under resource group '%s' was not found.", clusterRID.Name(), clusterRID.ResourceGroup)
-	} else if err != nil {
-		return err
-	}
-	page, err := s.store.Query(r.Context(), store.Query{
-		Partition:        partitionKey(clusterRID.SubscriptionID),
-		Type:             store.TypeResource,
-		ResourceIDPrefix: clusterRID.Lower() + externalAuthsPath + "/",
-		Limit:            s.cfg.PageSize,
-		Continuation:     r.URL.Query().Get("$skipToken"),
-	})
-	if err != nil {
-		return err
-	}
-	out := struct {
-		Value    []any  `json:"value"`
-		NextLink string `json:"nextLink,omitempty"`
-	}{Value: []any{}}
-	for _, d := range page.Documents {
-		var rd docs.ResourceDocument
-		if err := json.Unmarshal(d.Body, &rd); err != nil {
-			return fmt.Errorf("decode resource %s: %w", d.ID, err)
-		}
-		id, err := arm.ParseResourceID(rd.ResourceID)
-		if err != nil || !isExternalAuthID(id) {
-			continue
-		}
-		ea, err := externalAuthFromDoc(&rd)
+	return s.listChildren(w, r, &externalAuths, externalAuthsPath, func(rd *docs.ResourceDocument) (any, error) {
+		ea, err := externalAuthFromDoc(rd)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out.Value = append(out.Value, ver.RenderExternalAuth(ea))
-	}
-	if page.Continuation != "" {
-		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {page.Continuation}}
-		out.NextLink = externalBase(r) + ri.originalPath + "?" + q.Encode()
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, b)
-	return nil
+		return ver.RenderExternalAuth(ea), nil
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -46,26 +45,9 @@ func (s *Server) nodePoolRoutes() {
 	s.handle("GET "+clusterPattern+nodePoolsPath, s.listNodePools, resourceRoute)
 }
 
-// isNodePoolID reports whether a resource ID names a node pool.
-func isNodePoolID(id *arm.ResourceID) bool {
-	return strings.EqualFold(id.ResourceType(), api.NodePoolResourceType)
-}
-
 // nodePoolID is the node pool ID of the request, in the caller's casing.
 func nodePoolID(r *http.Request) (*arm.ResourceID, error) {
-	id, err := arm.ParseResourceID(info(r).originalPath)
-	if err != nil || len(id.Names) != 2 {
-		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", info(r).originalPath)
-	}
-	if !clusterNameRE.MatchString(id.Names[0]) {
-		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "name",
-			"The cluster name '%s' is invalid: 1 to 54 letters, digits and '-', starting with a letter and not ending with '-'.", id.Names[0])
-	}
-	if !nodePoolNameRE.MatchString(id.Name()) {
-		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "name",
-			"The node pool name '%s' is invalid: 1 to 15 letters, digits and '-', starting with a letter and not ending with '-'.", id.Name())
-	}
-	return id, nil
+	return childID(r, "node pool", nodePoolNameRE)
 }
 
 // nodePoolVersion is the request's api-version's node pool schema.
@@ -172,34 +154,6 @@ func (s *Server) respondNodePool(w http.ResponseWriter, r *http.Request, code in
 	return nil
 }
 
-// mergeSystemData keeps the creation fields of what is stored and takes ARM's latest.
-func mergeSystemData(rd *docs.ResourceDocument, sd *arm.SystemData) {
-	if sd == nil {
-		return
-	}
-	var prev *arm.SystemData
-	if len(rd.SystemData) > 0 {
-		prev = &arm.SystemData{}
-		json.Unmarshal(rd.SystemData, prev)
-	}
-	rd.SystemData, _ = json.Marshal(prev.Merge(sd))
-}
-
-// activeOperation returns the resource's operation if one is in progress.
-func (s *Server) activeOperation(ctx context.Context, part string, rd *docs.ResourceDocument) (*docs.OperationDocument, *store.Document, error) {
-	if rd.ActiveOperationID == "" {
-		return nil, nil, nil
-	}
-	op, d, err := s.getOperationDoc(ctx, part, rd.ActiveOperationID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, nil
-	}
-	if err != nil || op.Status.Terminal() {
-		return nil, nil, err
-	}
-	return op, d, nil
-}
-
 // putNodePool creates a node pool, retries a create still pending, or replaces one.
 func (s *Server) putNodePool(w http.ResponseWriter, r *http.Request) error {
 	ri := info(r)
@@ -237,24 +191,10 @@ func (s *Server) putNodePool(w http.ResponseWriter, r *http.Request) error {
 			"The location '%s' is not served by this endpoint, which serves '%s'.", np.Location, s.cfg.Location)
 	}
 	np.ID = id
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
+	if err := checkPutPreconditions(r, rd, doc); err != nil {
 		return err
 	}
-	storedState := docs.ProvisioningState("")
-	if rd != nil {
-		storedState = rd.ProvisioningState
-	}
-	if err := checkClientProvisioningState(ri.body, storedState); err != nil {
-		return err
-	}
-	sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData))
-	if err != nil {
-		ri.log.Warn("ignoring invalid systemData header", "error", err)
-	}
+	sd := requestSystemData(r)
 	if doc == nil {
 		if err := s.checkClusterIdle(r.Context(), cluster); err != nil {
 			return err
@@ -270,7 +210,6 @@ func (s *Server) putNodePool(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, np *api.NodePool, sd *arm.SystemData) error {
-	ctx := r.Context()
 	c, err := clusterFromDoc(cluster)
 	if err != nil {
 		return err
@@ -283,7 +222,6 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster 
 	np.SystemData = sd
 	csID := newClusterServiceID()
 	opID := newUUID()
-	now := time.Now().UTC()
 	props, err := nodePoolModel(np)
 	if err != nil {
 		return err
@@ -295,39 +233,12 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster 
 	if sd != nil {
 		rd.SystemData, _ = json.Marshal(sd)
 	}
-	part := partitionKey(np.ID.SubscriptionID)
-	resDoc, err := newDoc(part, np.ID.Lower(), store.TypeResource, np.ID.String(), rd, 0)
+	etag, err := s.startCreate(r, &nodePools, np.ID, rd, []any{"clusterID", cluster.InternalID}, func() (string, error) {
+		created, err := s.callCreateNodePool(r, np, csID, cluster.InternalID)
+		return created.GetId(), err
+	})
 	if err != nil {
 		return err
-	}
-	opDoc, err := newDoc(part, opID, store.TypeOperation, np.ID.String(), s.newOperation(r, opID, docs.OperationCreate, np.ID.String(), csID, now), s.cfg.OperationTTL)
-	if err != nil {
-		return err
-	}
-	written, err := s.store.Transact(ctx, part, []store.TxOp{{Kind: store.TxCreate, Doc: resDoc}, {Kind: store.TxCreate, Doc: opDoc}})
-	if errors.Is(err, store.ErrAlreadyExists) {
-		return cloudError(http.StatusConflict, arm.CodeConflict, "", "Another request created '%s' at the same time.", np.ID)
-	}
-	if err != nil {
-		return err
-	}
-	info(r).log.Info("node pool create accepted", "resourceID", np.ID.String(), "nodePoolID", csID, "clusterID", cluster.InternalID, "operationID", opID)
-	created, err := s.callCreateNodePool(r, np, csID, cluster.InternalID)
-	if err != nil {
-		if definitive(err) {
-			s.rollback(r, part, []store.TxOp{
-				{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
-			})
-		}
-		return fmt.Errorf("create node pool %s in cluster service: %w", np.ID, nodePoolCSError(err))
-	}
-	etag := written[0].ETag
-	if got := created.GetId(); got != "" && got != csID {
-		// Cluster Service already had a pool for this resource: follow it.
-		if etag, err = s.adoptClusterID(ctx, part, written, got); err != nil {
-			return err
-		}
 	}
 	s.setAsyncHeaders(w, r, np.ID.SubscriptionID, opID, false)
 	return s.respondNodePool(w, r, http.StatusCreated, np, etag)
@@ -349,24 +260,19 @@ func (s *Server) callCreateNodePool(r *http.Request, np *api.NodePool, csID, clu
 func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, stored, next *api.NodePool,
 	rd *docs.ResourceDocument, doc *store.Document, patch bool) error {
 	ctx := r.Context()
-	ri := info(r)
 	part := doc.PartitionKey
-	op, _, err := s.activeOperation(ctx, part, rd)
+	op, err := s.pendingCreate(ctx, part, rd, next.ID, !patch && sameNodePool(stored, next))
 	if err != nil {
 		return err
 	}
 	if op != nil {
-		if !patch && op.Request == docs.OperationCreate && sameNodePool(stored, next) {
-			// The caller retries a create we accepted: drive Cluster Service again with the
-			// stored ID (CreateNodePool is idempotent) and point at the same operation.
-			if _, err := s.callCreateNodePool(r, stored, rd.InternalID, cluster.InternalID); err != nil {
-				return fmt.Errorf("retry create of node pool %s: %w", next.ID, nodePoolCSError(err))
-			}
-			s.setAsyncHeaders(w, r, next.ID.SubscriptionID, op.ID, false)
-			return s.respondNodePool(w, r, http.StatusCreated, stored, doc.ETag)
+		// The caller retries a create we accepted: drive Cluster Service again with the
+		// stored ID (CreateNodePool is idempotent) and point at the same operation.
+		if _, err := s.callCreateNodePool(r, stored, rd.InternalID, cluster.InternalID); err != nil {
+			return fmt.Errorf("retry create of node pool %s: %w", next.ID, nodePoolCSError(err))
 		}
-		return cloudError(http.StatusConflict, arm.CodeConflict, "",
-			"Cannot write resource '%s' while operation '%s' (%s) is in progress.", next.ID, op.ID, op.Request)
+		s.setAsyncHeaders(w, r, next.ID.SubscriptionID, op.ID, false)
+		return s.respondNodePool(w, r, http.StatusCreated, stored, doc.ETag)
 	}
 	if errs := nodePoolChangedFields(stored, next); len(errs) > 0 {
 		return arm.Multiple(errs)
@@ -389,37 +295,10 @@ func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster 
 	if err != nil {
 		return err
 	}
-	opID := newUUID()
-	now := time.Now().UTC()
-	nrd.ProvisioningState, nrd.ActiveOperationID = docs.StateUpdating, opID
-	resDoc, err := withBody(doc, nrd)
-	if err != nil {
-		return err
-	}
-	opBody := s.newOperation(r, opID, docs.OperationUpdate, next.ID.String(), rd.InternalID, now)
-	opBody.InternalRevision = revision
-	opDoc, err := newDoc(part, opID, store.TypeOperation, next.ID.String(), opBody, s.cfg.OperationTTL)
-	if err != nil {
-		return err
-	}
-	written, err := s.store.Transact(ctx, part, []store.TxOp{
-		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
-		{Kind: store.TxCreate, Doc: opDoc},
+	return s.startUpdate(w, r, &nodePools, next.ID, &nrd, doc, revision, patch, func(etag string) error {
+		next.ProvisioningState = docs.StateUpdating
+		return s.respondNodePool(w, r, http.StatusOK, next, etag)
 	})
-	if err != nil {
-		// Cluster Service has the new spec; the same request again records it (the update is
-		// then a no-op there).
-		return fmt.Errorf("record update of node pool %s: %w", next.ID, err)
-	}
-	ri.log.Info("node pool update accepted", "resourceID", next.ID.String(), "nodePoolID", rd.InternalID, "operationID", opID, "revision", revision)
-	if patch {
-		s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, true)
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	}
-	s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, false)
-	next.ProvisioningState = docs.StateUpdating
-	return s.respondNodePool(w, r, http.StatusOK, next, written[0].ETag)
 }
 
 // callUpdateNodePool sends the merged spec conditionally on the revision it read, and returns
@@ -555,21 +434,8 @@ func (s *Server) patchNodePool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd, doc, err := s.getResourceDoc(ctx, id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
-		return err
-	}
-	if doc == nil {
-		return nodePoolNotFound(id)
-	}
-	if err := checkClientProvisioningState(ri.body, rd.ProvisioningState); err != nil {
+	rd, doc, err := s.readForPatch(r, id, nodePoolNotFound)
+	if err != nil {
 		return err
 	}
 	stored, err := nodePoolFromDoc(rd)
@@ -584,10 +450,7 @@ func (s *Server) patchNodePool(w http.ResponseWriter, r *http.Request) error {
 	if next.Properties.Platform.SubnetID == "" {
 		next.Properties.Platform.SubnetID = stored.Properties.Platform.SubnetID
 	}
-	next.SystemData, err = arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData))
-	if err != nil {
-		ri.log.Warn("ignoring invalid systemData header", "error", err)
-	}
+	next.SystemData = requestSystemData(r)
 	return s.updateNodePool(w, r, cluster, stored, next, rd, doc, true)
 }
 
@@ -596,35 +459,8 @@ func (s *Server) getNodePool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nodePoolNotFound(id)
-	}
-	if err != nil {
-		return err
-	}
-	if h := r.Header.Get(arm.HeaderIfNoneMatch); h != "" && etagMatches(h, doc.ETag) {
-		w.Header().Set(arm.HeaderETag, quoteETag(doc.ETag))
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	if h := r.Header.Get(arm.HeaderIfMatch); h != "" && !etagMatches(h, doc.ETag) {
-		return cloudError(http.StatusPreconditionFailed, arm.CodePreconditionFailed, "If-Match", "The resource's ETag does not match the If-Match header.")
-	}
-	np, err := nodePoolFromDoc(rd)
-	if err != nil {
-		return err
-	}
-	return s.respondNodePool(w, r, http.StatusOK, np, doc.ETag)
-}
-
-// respondNodePoolResult is the operation result of a finished node pool create or update.
-func (s *Server) respondNodePoolResult(w http.ResponseWriter, r *http.Request, id *arm.ResourceID) error {
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nodePoolNotFound(id)
-	}
-	if err != nil {
+	rd, doc, done, err := s.readForGet(w, r, id, nodePoolNotFound)
+	if err != nil || done {
 		return err
 	}
 	np, err := nodePoolFromDoc(rd)
@@ -639,28 +475,7 @@ func (s *Server) deleteNodePool(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	current := ""
-	if doc != nil {
-		current = doc.ETag
-	}
-	if err := checkPreconditions(r, current); err != nil {
-		return err
-	}
-	if doc == nil {
-		w.WriteHeader(http.StatusNoContent)
-		return nil
-	}
-	opID, err := s.startNodePoolDelete(r, rd, doc)
-	if err != nil {
-		return err
-	}
-	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
-	w.WriteHeader(http.StatusAccepted)
-	return nil
+	return s.deleteResource(w, r, &nodePools, id)
 }
 
 func (s *Server) callDeleteNodePool(r *http.Request, csID string) error {
@@ -676,127 +491,17 @@ func (s *Server) callDeleteNodePool(r *http.Request, csID string) error {
 	return err
 }
 
-// startNodePoolDelete writes the delete operation and asks Cluster Service to delete the pool.
-// A delete while one runs returns the running one; a delete during a create or update cancels
-// that operation.
-func (s *Server) startNodePoolDelete(r *http.Request, rd *docs.ResourceDocument, doc *store.Document) (string, error) {
-	ctx := r.Context()
-	part := doc.PartitionKey
-	op, opDoc, err := s.activeOperation(ctx, part, rd)
-	if err != nil {
-		return "", err
-	}
-	var canceled *store.Document
-	if op != nil {
-		if op.Request == docs.OperationDelete {
-			if err := s.callDeleteNodePool(r, rd.InternalID); err != nil {
-				return "", fmt.Errorf("retry delete of node pool %s: %w", rd.ResourceID, err)
-			}
-			return op.ID, nil
-		}
-		now := time.Now().UTC()
-		op.Status, op.LastTransitionTime, op.EndTime = docs.StateCanceled, now, &now
-		op.Error = &docs.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled because the node pool is being deleted."}
-		if canceled, err = withBody(opDoc, op); err != nil {
-			return "", err
-		}
-	}
-	opID := newUUID()
-	now := time.Now().UTC()
-	next := *rd
-	next.ProvisioningState, next.ActiveOperationID = docs.StateDeleting, opID
-	resDoc, err := withBody(doc, next)
-	if err != nil {
-		return "", err
-	}
-	newOp, err := newDoc(part, opID, store.TypeOperation, rd.ResourceID, s.newOperation(r, opID, docs.OperationDelete, rd.ResourceID, rd.InternalID, now), s.cfg.OperationTTL)
-	if err != nil {
-		return "", err
-	}
-	ops := []store.TxOp{{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag}, {Kind: store.TxCreate, Doc: newOp}}
-	if canceled != nil {
-		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: canceled, IfMatch: opDoc.ETag})
-	}
-	written, err := s.store.Transact(ctx, part, ops)
-	if err != nil {
-		return "", fmt.Errorf("record delete of %s: %w", rd.ResourceID, err)
-	}
-	info(r).log.Info("node pool delete accepted", "resourceID", rd.ResourceID, "nodePoolID", rd.InternalID, "operationID", opID)
-	if err := s.callDeleteNodePool(r, rd.InternalID); err != nil {
-		if definitive(err) {
-			undo := []store.TxOp{
-				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
-			}
-			if canceled != nil {
-				undo = append(undo, store.TxOp{Kind: store.TxReplace, Doc: opDoc, IfMatch: written[2].ETag})
-			}
-			s.rollback(r, part, undo)
-		}
-		return "", fmt.Errorf("delete node pool %s in cluster service: %w", rd.ResourceID, err)
-	}
-	return opID, nil
-}
-
 // listNodePools lists a cluster's node pools, a page at a time.
 func (s *Server) listNodePools(w http.ResponseWriter, r *http.Request) error {
-	ri := info(r)
 	ver, err := nodePoolVersion(r)
 	if err != nil {
 		return err
 	}
-	clusterRID, err := arm.ParseResourceID(strings.TrimSuffix(strings.TrimSuffix(ri.originalPath, "/"), "/"+lastSegment(ri.originalPath)))
-	if err != nil || len(clusterRID.Names) != 1 {
-		return cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", ri.originalPath)
-	}
-	if _, _, err := s.getResourceDoc(r.Context(), clusterRID); errors.Is(err, store.ErrNotFound) {
-		return cloudError(http.StatusNotFound, "ParentResourceNotFound", "",
-			"The parent resource 'hcpOpenShiftClusters/%s' under resource group '%s' was not found.", clusterRID.Name(), clusterRID.ResourceGroup)
-	} else if err != nil {
-		return err
-	}
-	page, err := s.store.Query(r.Context(), store.Query{
-		Partition:        partitionKey(clusterRID.SubscriptionID),
-		Type:             store.TypeResource,
-		ResourceIDPrefix: clusterRID.Lower() + nodePoolsPath + "/",
-		Limit:            s.cfg.PageSize,
-		Continuation:     r.URL.Query().Get("$skipToken"),
-	})
-	if err != nil {
-		return err
-	}
-	out := struct {
-		Value    []any  `json:"value"`
-		NextLink string `json:"nextLink,omitempty"`
-	}{Value: []any{}}
-	for _, d := range page.Documents {
-		var rd docs.ResourceDocument
-		if err := json.Unmarshal(d.Body, &rd); err != nil {
-			return fmt.Errorf("decode resource %s: %w", d.ID, err)
-		}
-		id, err := arm.ParseResourceID(rd.ResourceID)
-		if err != nil || !isNodePoolID(id) {
-			continue
-		}
-		np, err := nodePoolFromDoc(&rd)
+	return s.listChildren(w, r, &nodePools, nodePoolsPath, func(rd *docs.ResourceDocument) (any, error) {
+		np, err := nodePoolFromDoc(rd)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out.Value = append(out.Value, ver.RenderNodePool(np))
-	}
-	if page.Continuation != "" {
-		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {page.Continuation}}
-		out.NextLink = externalBase(r) + ri.originalPath + "?" + q.Encode()
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, b)
-	return nil
-}
-
-func lastSegment(p string) string {
-	p = strings.TrimSuffix(p, "/")
-	return p[strings.LastIndex(p, "/")+1:]
+		return ver.RenderNodePool(np), nil
+	})
 }

@@ -120,23 +120,5 @@ func (s *Server) getOperationResult(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if isNodePoolID(id) {
-		return s.respondNodePoolResult(w, r, id)
-	}
-	if isExternalAuthID(id) {
-		return s.respondExternalAuthResult(w, r, id)
-	}
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(id)
-	}
-	if err != nil {
-		return err
-	}
-	c, err := clusterFromDoc(rd)
-	if err != nil {
-		return err
-	}
-	s.addClusterStatus(r, c, rd.InternalID)
-	return s.respondCluster(w, r, http.StatusOK, c, doc.ETag)
+	return s.respondResult(w, r, id)
 }

@@ -125,7 +125,7 @@ func (s *Server) deleteSubscriptionClusters(r *http.Request, subID string) {
 			if err != nil || !strings.EqualFold(id.ResourceType(), api.ClusterResourceType) {
 				continue
 			}
-			if _, err := s.startDelete(r, &rd, d); err != nil {
+			if _, err := s.startDelete(r, &clusters, &rd, d); err != nil {
 				info(r).log.Error("delete cluster of deleted subscription", "resourceID", id.String(), "error", err)
 			}
 		}

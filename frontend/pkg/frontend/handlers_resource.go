@@ -1,0 +1,473 @@
+package frontend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// The paths every resource type takes the same way — clusters and their children (node pools,
+// external auths): reads with preconditions, the Create operation, DELETE and its operation,
+// operation results and lists. A resourceKind holds the few things that differ.
+
+// resourceKind is what the shared paths need to know about one resource type.
+type resourceKind struct {
+	noun         string // in messages and log lines: "cluster", "node pool", "external auth"
+	logKey       string // the log field of its Cluster Service ID: "clusterID", "nodePoolID", …
+	canceledNoun string // what a canceled operation's error says is being deleted
+	resourceType string // the ARM type, to tell it from others under the same prefix in lists
+	notFound     func(id *arm.ResourceID) error
+	// csError turns Cluster Service's refusal of a create into ARM's answer (nil: as it is).
+	csError    func(err error) error
+	callDelete func(s *Server, r *http.Request, csID string) error
+	// respondResult answers the stored resource as the request's api-version shows it: the
+	// result of a finished create or update operation.
+	respondResult func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error
+}
+
+var clusters = resourceKind{
+	noun: "cluster", logKey: "clusterID", canceledNoun: "resource", resourceType: api.ClusterResourceType,
+	notFound:   notFound,
+	callDelete: (*Server).callDelete,
+	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error {
+		c, err := clusterFromDoc(rd)
+		if err != nil {
+			return err
+		}
+		s.addClusterStatus(r, c, rd.InternalID)
+		return s.respondCluster(w, r, http.StatusOK, c, etag)
+	},
+}
+
+var nodePools = resourceKind{
+	noun: "node pool", logKey: "nodePoolID", canceledNoun: "node pool", resourceType: api.NodePoolResourceType,
+	notFound:   nodePoolNotFound,
+	csError:    nodePoolCSError,
+	callDelete: (*Server).callDeleteNodePool,
+	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error {
+		np, err := nodePoolFromDoc(rd)
+		if err != nil {
+			return err
+		}
+		return s.respondNodePool(w, r, http.StatusOK, np, etag)
+	},
+}
+
+var externalAuths = resourceKind{
+	noun: "external auth", logKey: "externalAuthID", canceledNoun: "external auth", resourceType: api.ExternalAuthResourceType,
+	notFound:   externalAuthNotFound,
+	callDelete: (*Server).callDeleteExternalAuth,
+	// The result shows what was written, without Cluster Service's condition (a GET adds it).
+	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error {
+		ea, err := externalAuthFromDoc(rd)
+		if err != nil {
+			return err
+		}
+		return s.respondExternalAuth(w, r, http.StatusOK, ea, etag)
+	},
+}
+
+// kindOf is the kind of a resource ID.
+func kindOf(id *arm.ResourceID) *resourceKind {
+	for _, k := range []*resourceKind{&nodePools, &externalAuths} {
+		if strings.EqualFold(id.ResourceType(), k.resourceType) {
+			return k
+		}
+	}
+	return &clusters
+}
+
+// childID is the ID of a cluster's child resource in the request, in the caller's casing.
+func childID(r *http.Request, noun string, nameRE *regexp.Regexp) (*arm.ResourceID, error) {
+	id, err := arm.ParseResourceID(info(r).originalPath)
+	if err != nil || len(id.Names) != 2 {
+		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", info(r).originalPath)
+	}
+	if !clusterNameRE.MatchString(id.Names[0]) {
+		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "name",
+			"The cluster name '%s' is invalid: 1 to 54 letters, digits and '-', starting with a letter and not ending with '-'.", id.Names[0])
+	}
+	if !nameRE.MatchString(id.Name()) {
+		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "name",
+			"The %s name '%s' is invalid: 1 to 15 letters, digits and '-', starting with a letter and not ending with '-'.", noun, id.Name())
+	}
+	return id, nil
+}
+
+// requestSystemData is ARM's systemData header; an invalid one is logged and ignored.
+func requestSystemData(r *http.Request) *arm.SystemData {
+	sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData))
+	if err != nil {
+		info(r).log.Warn("ignoring invalid systemData header", "error", err)
+	}
+	return sd
+}
+
+// mergeSystemData keeps the creation fields of what is stored and takes ARM's latest.
+func mergeSystemData(rd *docs.ResourceDocument, sd *arm.SystemData) {
+	if sd == nil {
+		return
+	}
+	var prev *arm.SystemData
+	if len(rd.SystemData) > 0 {
+		prev = &arm.SystemData{}
+		json.Unmarshal(rd.SystemData, prev)
+	}
+	rd.SystemData, _ = json.Marshal(prev.Merge(sd))
+}
+
+// etagOf is the ETag of a stored document, "" when there is none.
+func etagOf(doc *store.Document) string {
+	if doc == nil {
+		return ""
+	}
+	return doc.ETag
+}
+
+// checkPutPreconditions checks a PUT against what is stored (rd and doc nil when nothing is):
+// If-Match and If-None-Match, then the body's read-only provisioningState.
+func checkPutPreconditions(r *http.Request, rd *docs.ResourceDocument, doc *store.Document) error {
+	if err := checkPreconditions(r, etagOf(doc)); err != nil {
+		return err
+	}
+	storedState := docs.ProvisioningState("")
+	if rd != nil {
+		storedState = rd.ProvisioningState
+	}
+	return checkClientProvisioningState(info(r).body, storedState)
+}
+
+// readForPatch reads the resource a PATCH changes and checks the request against it:
+// If-Match and If-None-Match, 404 when there is none, then the body's read-only
+// provisioningState.
+func (s *Server) readForPatch(r *http.Request, id *arm.ResourceID, notFound func(*arm.ResourceID) error) (*docs.ResourceDocument, *store.Document, error) {
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, nil, err
+	}
+	if err := checkPreconditions(r, etagOf(doc)); err != nil {
+		return nil, nil, err
+	}
+	if doc == nil {
+		return nil, nil, notFound(id)
+	}
+	if err := checkClientProvisioningState(info(r).body, rd.ProvisioningState); err != nil {
+		return nil, nil, err
+	}
+	return rd, doc, nil
+}
+
+// readForGet reads the resource of a GET. It answers If-None-Match itself (304: done is
+// true) and refuses a failed If-Match (412).
+func (s *Server) readForGet(w http.ResponseWriter, r *http.Request, id *arm.ResourceID, notFound func(*arm.ResourceID) error) (
+	rd *docs.ResourceDocument, doc *store.Document, done bool, err error) {
+	rd, doc, err = s.getResourceDoc(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, false, notFound(id)
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if h := r.Header.Get(arm.HeaderIfNoneMatch); h != "" && etagMatches(h, doc.ETag) {
+		w.Header().Set(arm.HeaderETag, quoteETag(doc.ETag))
+		w.WriteHeader(http.StatusNotModified)
+		return nil, nil, true, nil
+	}
+	if h := r.Header.Get(arm.HeaderIfMatch); h != "" && !etagMatches(h, doc.ETag) {
+		return nil, nil, false, cloudError(http.StatusPreconditionFailed, arm.CodePreconditionFailed, "If-Match", "The resource's ETag does not match the If-Match header.")
+	}
+	return rd, doc, false, nil
+}
+
+// respondResult is the operation result of a finished create or update of id.
+func (s *Server) respondResult(w http.ResponseWriter, r *http.Request, id *arm.ResourceID) error {
+	k := kindOf(id)
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return k.notFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	return k.respondResult(s, w, r, rd, doc.ETag)
+}
+
+// startCreate writes a new resource document (its InternalID and ActiveOperationID chosen)
+// with its Create operation, then has Cluster Service create it: call returns the ID Cluster
+// Service answers with. A definitive refusal takes both documents back; an ID Cluster Service
+// already had for the resource is adopted. logArgs go into the log line before the operation
+// ID. It returns the resource document's ETag.
+func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceID, rd *docs.ResourceDocument, logArgs []any, call func() (string, error)) (string, error) {
+	ctx := r.Context()
+	csID, opID, now := rd.InternalID, rd.ActiveOperationID, time.Now().UTC()
+	part := partitionKey(id.SubscriptionID)
+	resDoc, err := newDoc(part, id.Lower(), store.TypeResource, id.String(), rd, 0)
+	if err != nil {
+		return "", err
+	}
+	opDoc, err := newDoc(part, opID, store.TypeOperation, id.String(), s.newOperation(r, opID, docs.OperationCreate, id.String(), csID, now), s.cfg.OperationTTL)
+	if err != nil {
+		return "", err
+	}
+	written, err := s.store.Transact(ctx, part, []store.TxOp{{Kind: store.TxCreate, Doc: resDoc}, {Kind: store.TxCreate, Doc: opDoc}})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		return "", cloudError(http.StatusConflict, arm.CodeConflict, "", "Another request created '%s' at the same time.", id)
+	}
+	if err != nil {
+		return "", err
+	}
+	args := append(append([]any{"resourceID", id.String(), k.logKey, csID}, logArgs...), "operationID", opID)
+	info(r).log.Info(k.noun+" create accepted", args...)
+	got, err := call()
+	if err != nil {
+		if definitive(err) {
+			s.rollback(r, part, []store.TxOp{
+				{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
+				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			})
+		}
+		if k.csError != nil {
+			err = k.csError(err)
+		}
+		return "", fmt.Errorf("create %s %s in cluster service: %w", k.noun, id, err)
+	}
+	etag := written[0].ETag
+	if got != "" && got != csID {
+		// Cluster Service already had one for this resource (created under another ID by an
+		// earlier attempt whose documents are gone): follow the one that exists.
+		if etag, err = s.adoptClusterID(ctx, part, written, got); err != nil {
+			return "", err
+		}
+	}
+	return etag, nil
+}
+
+// deleteResource answers a DELETE: 204 when there is nothing, else 202 with the operation.
+func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request, k *resourceKind, id *arm.ResourceID) error {
+	rd, doc, err := s.getResourceDoc(r.Context(), id)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if err := checkPreconditions(r, etagOf(doc)); err != nil {
+		return err
+	}
+	if doc == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	opID, err := s.startDelete(r, k, rd, doc)
+	if err != nil {
+		return err
+	}
+	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// startDelete writes the delete operation and asks Cluster Service to delete the resource. A
+// delete while one runs returns the running one; a delete during a create or update cancels
+// that operation. It returns the operation ID.
+func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *docs.ResourceDocument, doc *store.Document) (string, error) {
+	ctx := r.Context()
+	part := doc.PartitionKey
+	op, opDoc, err := s.activeOperation(ctx, part, rd)
+	if err != nil {
+		return "", err
+	}
+	var canceled *store.Document
+	if op != nil {
+		if op.Request == docs.OperationDelete {
+			if err := k.callDelete(s, r, rd.InternalID); err != nil {
+				return "", fmt.Errorf("retry delete of %s %s: %w", k.noun, rd.ResourceID, err)
+			}
+			return op.ID, nil
+		}
+		now := time.Now().UTC()
+		op.Status, op.LastTransitionTime, op.EndTime = docs.StateCanceled, now, &now
+		op.Error = &docs.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled because the " + k.canceledNoun + " is being deleted."}
+		if canceled, err = withBody(opDoc, op); err != nil {
+			return "", err
+		}
+	}
+	opID := newUUID()
+	now := time.Now().UTC()
+	next := *rd
+	next.ProvisioningState, next.ActiveOperationID = docs.StateDeleting, opID
+	resDoc, err := withBody(doc, next)
+	if err != nil {
+		return "", err
+	}
+	newOp, err := newDoc(part, opID, store.TypeOperation, rd.ResourceID, s.newOperation(r, opID, docs.OperationDelete, rd.ResourceID, rd.InternalID, now), s.cfg.OperationTTL)
+	if err != nil {
+		return "", err
+	}
+	ops := []store.TxOp{{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag}, {Kind: store.TxCreate, Doc: newOp}}
+	if canceled != nil {
+		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: canceled, IfMatch: opDoc.ETag})
+	}
+	written, err := s.store.Transact(ctx, part, ops)
+	if err != nil {
+		return "", fmt.Errorf("record delete of %s: %w", rd.ResourceID, err)
+	}
+	info(r).log.Info(k.noun+" delete accepted", "resourceID", rd.ResourceID, k.logKey, rd.InternalID, "operationID", opID)
+	if err := k.callDelete(s, r, rd.InternalID); err != nil {
+		if definitive(err) {
+			undo := []store.TxOp{
+				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
+				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			}
+			if canceled != nil {
+				undo = append(undo, store.TxOp{Kind: store.TxReplace, Doc: opDoc, IfMatch: written[2].ETag})
+			}
+			s.rollback(r, part, undo)
+		}
+		return "", fmt.Errorf("delete %s %s in cluster service: %w", k.noun, rd.ResourceID, err)
+	}
+	return opID, nil
+}
+
+// activeOperation returns the resource's operation if one is in progress.
+func (s *Server) activeOperation(ctx context.Context, part string, rd *docs.ResourceDocument) (*docs.OperationDocument, *store.Document, error) {
+	if rd.ActiveOperationID == "" {
+		return nil, nil, nil
+	}
+	op, d, err := s.getOperationDoc(ctx, part, rd.ActiveOperationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil || op.Status.Terminal() {
+		return nil, nil, err
+	}
+	return op, d, nil
+}
+
+// listChildren lists a cluster's children under segment (nodePoolsPath, …), a page at a time:
+// 404 ParentResourceNotFound when the cluster does not exist.
+func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, k *resourceKind, segment string, render func(*docs.ResourceDocument) (any, error)) error {
+	ri := info(r)
+	clusterRID, err := arm.ParseResourceID(strings.TrimSuffix(strings.TrimSuffix(ri.originalPath, "/"), "/"+lastSegment(ri.originalPath)))
+	if err != nil || len(clusterRID.Names) != 1 {
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", ri.originalPath)
+	}
+	if _, _, err := s.getResourceDoc(r.Context(), clusterRID); errors.Is(err, store.ErrNotFound) {
+		return cloudError(http.StatusNotFound, "ParentResourceNotFound", "",
+			"The parent resource 'hcpOpenShiftClusters/%s' under resource group '%s' was not found.", clusterRID.Name(), clusterRID.ResourceGroup)
+	} else if err != nil {
+		return err
+	}
+	return s.listResources(w, r, partitionKey(clusterRID.SubscriptionID), clusterRID.Lower()+segment+"/", k.resourceType, render)
+}
+
+// listResources answers one page of the resources of one type whose IDs start with prefix;
+// others sharing the prefix (a cluster's children under its resource group) are left out.
+func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition, prefix, resourceType string, render func(*docs.ResourceDocument) (any, error)) error {
+	ri := info(r)
+	page, err := s.store.Query(r.Context(), store.Query{
+		Partition:        partition,
+		Type:             store.TypeResource,
+		ResourceIDPrefix: prefix,
+		Limit:            s.cfg.PageSize,
+		Continuation:     r.URL.Query().Get("$skipToken"),
+	})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Value    []any  `json:"value"`
+		NextLink string `json:"nextLink,omitempty"`
+	}{Value: []any{}}
+	for _, d := range page.Documents {
+		var rd docs.ResourceDocument
+		if err := json.Unmarshal(d.Body, &rd); err != nil {
+			return fmt.Errorf("decode resource %s: %w", d.ID, err)
+		}
+		id, err := arm.ParseResourceID(rd.ResourceID)
+		if err != nil || !strings.EqualFold(id.ResourceType(), resourceType) {
+			continue
+		}
+		v, err := render(&rd)
+		if err != nil {
+			return err
+		}
+		out.Value = append(out.Value, v)
+	}
+	if page.Continuation != "" {
+		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {page.Continuation}}
+		out.NextLink = externalBase(r) + ri.originalPath + "?" + q.Encode()
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, b)
+	return nil
+}
+
+func lastSegment(p string) string {
+	p = strings.TrimSuffix(p, "/")
+	return p[strings.LastIndex(p, "/")+1:]
+}
+
+// pendingCreate checks that no operation runs on rd before a write to id. The one exception is
+// a create still running when retryOK (a PUT of what that create stored): its operation is
+// returned, for the caller to drive Cluster Service again and point at it. Any other running
+// operation is a 409 naming it.
+func (s *Server) pendingCreate(ctx context.Context, part string, rd *docs.ResourceDocument, id *arm.ResourceID, retryOK bool) (*docs.OperationDocument, error) {
+	op, _, err := s.activeOperation(ctx, part, rd)
+	if err != nil || op == nil {
+		return nil, err
+	}
+	if retryOK && op.Request == docs.OperationCreate {
+		return op, nil
+	}
+	return nil, cloudError(http.StatusConflict, arm.CodeConflict, "",
+		"Cannot write resource '%s' while operation '%s' (%s) is in progress.", id, op.ID, op.Request)
+}
+
+// startUpdate records the Update operation of a change Cluster Service accepted at revision,
+// with nrd (the resource as it will be) marked Updating, and answers: a PATCH 202, a PUT 200
+// through respond with the new ETag.
+func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resourceKind, id *arm.ResourceID, nrd *docs.ResourceDocument,
+	doc *store.Document, revision int64, patch bool, respond func(etag string) error) error {
+	part := doc.PartitionKey
+	opID := newUUID()
+	now := time.Now().UTC()
+	nrd.ProvisioningState, nrd.ActiveOperationID = docs.StateUpdating, opID
+	resDoc, err := withBody(doc, nrd)
+	if err != nil {
+		return err
+	}
+	opBody := s.newOperation(r, opID, docs.OperationUpdate, id.String(), nrd.InternalID, now)
+	opBody.InternalRevision = revision
+	opDoc, err := newDoc(part, opID, store.TypeOperation, id.String(), opBody, s.cfg.OperationTTL)
+	if err != nil {
+		return err
+	}
+	written, err := s.store.Transact(r.Context(), part, []store.TxOp{
+		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
+		{Kind: store.TxCreate, Doc: opDoc},
+	})
+	if err != nil {
+		// Cluster Service has the new spec; the same request again records it (the update is
+		// then a no-op there).
+		return fmt.Errorf("record update of %s %s: %w", k.noun, id, err)
+	}
+	info(r).log.Info(k.noun+" update accepted", "resourceID", id.String(), k.logKey, nrd.InternalID, "operationID", opID, "revision", revision)
+	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, patch)
+	if patch {
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	return respond(written[0].ETag)
+}
