@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -132,27 +131,15 @@ var externalAuthUpdatePaths = []string{"properties.issuer", "properties.clients"
 // to stored as the version shows it, then decodes, defaults and validates the result like a PUT.
 // Keys outside the update schema are errors naming them.
 func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte) (*ExternalAuth, error) {
-	var patch map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&patch); err != nil || patch == nil || dec.More() {
-		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
-			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
-	}
-	allowed := append(append([]string(nil), externalAuthUpdatePaths...), readOnlyEnvelope...)
-	var errs []*arm.CloudError
-	checkPatchPaths(patch, "", allowed, v.String(), &errs)
-	if len(errs) > 0 {
-		return nil, arm.Multiple(errs)
-	}
-	shown := *stored
-	shown.Condition = nil
-	current, err := json.Marshal(v.RenderExternalAuth(&shown))
+	// The message for a key outside the schema has always said the cluster; kept as ARM sees it.
+	patch, err := decodePatch(body, v.String(), externalAuthUpdatePaths, "cluster")
 	if err != nil {
 		return nil, err
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(current, &doc); err != nil {
+	shown := *stored
+	shown.Condition = nil
+	doc, err := renderedBody(v.RenderExternalAuth(&shown))
+	if err != nil {
 		return nil, err
 	}
 	if props, ok := doc["properties"].(map[string]any); ok {

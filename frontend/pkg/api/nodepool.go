@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"sort"
 	"sync"
 
 	docs "github.com/openhcp/openhcp/internal/api"
@@ -137,25 +135,12 @@ func LookupNodePool(apiVersion string) (NodePoolVersion, bool) {
 // NodePoolUpdate schema) to stored as the version shows it, then decodes, defaults and
 // validates the result like a PUT body. Keys outside the update schema are errors naming them.
 func PatchNodePool(v NodePoolVersion, stored *NodePool, body []byte) (*NodePool, error) {
-	var patch map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&patch); err != nil || patch == nil || dec.More() {
-		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
-			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
-	}
-	allowed := append(append([]string(nil), v.NodePoolUpdatePaths()...), readOnlyEnvelope...)
-	var errs []*arm.CloudError
-	checkNodePoolPatchPaths(patch, "", allowed, v.String(), &errs)
-	if len(errs) > 0 {
-		return nil, arm.Multiple(errs)
-	}
-	current, err := json.Marshal(v.RenderNodePool(stored))
+	patch, err := decodePatch(body, v.String(), v.NodePoolUpdatePaths(), "node pool")
 	if err != nil {
 		return nil, err
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(current, &doc); err != nil {
+	doc, err := renderedBody(v.RenderNodePool(stored))
+	if err != nil {
 		return nil, err
 	}
 	// The rendered pool is read back as a body: read-only fields are accepted and ignored by
@@ -198,24 +183,3 @@ func PatchNodePool(v NodePoolVersion, stored *NodePool, body []byte) (*NodePool,
 }
 
 func equalFold(a, b string) bool { return len(a) == len(b) && bytes.EqualFold([]byte(a), []byte(b)) }
-
-func checkNodePoolPatchPaths(obj map[string]any, path string, allowed []string, version string, errs *[]*arm.CloudError) {
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p := join(path, k)
-		switch pathState(p, allowed) {
-		case pathAllowed:
-		case pathPrefix:
-			if sub, ok := obj[k].(map[string]any); ok {
-				checkNodePoolPatchPaths(sub, p, allowed, version, errs)
-			}
-		default:
-			*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, p,
-				"The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the node pool is created.", p, version))
-		}
-	}
-}

@@ -16,25 +16,12 @@ var readOnlyEnvelope = []string{"id", "name", "type", "systemData"}
 // Patch implements Version.PatchCluster for a version: updatePaths are the paths of the
 // version's update schema (HcpOpenShiftClusterUpdate), each allowing everything below it.
 func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Cluster, error) {
-	var patch map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&patch); err != nil || patch == nil || dec.More() {
-		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
-			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
-	}
-	allowed := append(append([]string(nil), updatePaths...), readOnlyEnvelope...)
-	var errs []*arm.CloudError
-	checkPatchPaths(patch, "", allowed, v.String(), &errs)
-	if len(errs) > 0 {
-		return nil, arm.Multiple(errs)
-	}
-	current, err := json.Marshal(v.RenderCluster(stored))
+	patch, err := decodePatch(body, v.String(), updatePaths, "cluster")
 	if err != nil {
 		return nil, err
 	}
-	var doc map[string]any
-	if err := json.Unmarshal(current, &doc); err != nil {
+	doc, err := renderedBody(v.RenderCluster(stored))
+	if err != nil {
 		return nil, err
 	}
 	merged, err := json.Marshal(mergePatch(doc, patch))
@@ -49,8 +36,41 @@ func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Clus
 	return next, nil
 }
 
+// decodePatch reads a PATCH body: one JSON object (numbers kept as written) whose keys are all
+// in, or below, updatePaths (the version's update schema) or the read-only envelope. A key
+// outside them is an error naming it; noun is what its message says cannot change.
+func decodePatch(body []byte, version string, updatePaths []string, noun string) (map[string]any, error) {
+	var patch map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&patch); err != nil || patch == nil || dec.More() {
+		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
+			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
+	}
+	allowed := append(append([]string(nil), updatePaths...), readOnlyEnvelope...)
+	var errs []*arm.CloudError
+	checkPatchPaths(patch, "", allowed, version, noun, &errs)
+	if len(errs) > 0 {
+		return nil, arm.Multiple(errs)
+	}
+	return patch, nil
+}
+
+// renderedBody is a resource as a version renders it, as the JSON object a merge patch applies to.
+func renderedBody(rendered any) (map[string]any, error) {
+	current, err := json.Marshal(rendered)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(current, &doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
 // checkPatchPaths reports every key of the patch that is not in, or below, an allowed path.
-func checkPatchPaths(obj map[string]any, path string, allowed []string, version string, errs *[]*arm.CloudError) {
+func checkPatchPaths(obj map[string]any, path string, allowed []string, version, noun string, errs *[]*arm.CloudError) {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
@@ -62,11 +82,11 @@ func checkPatchPaths(obj map[string]any, path string, allowed []string, version 
 		case pathAllowed:
 		case pathPrefix:
 			if sub, ok := obj[k].(map[string]any); ok {
-				checkPatchPaths(sub, p, allowed, version, errs)
+				checkPatchPaths(sub, p, allowed, version, noun, errs)
 			}
 		default:
 			*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, p,
-				"The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the cluster is created.", p, version))
+				"The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the %s is created.", p, version, noun))
 		}
 	}
 }
