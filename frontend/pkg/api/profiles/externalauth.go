@@ -2,7 +2,9 @@ package profiles
 
 import (
 	"errors"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
@@ -153,4 +155,85 @@ func RenderExternalAuthFields(p *api.ExternalAuthProperties) ExternalAuthFields 
 		})
 	}
 	return f
+}
+
+// DecodeExternalAuthFields is the internal external auth of a body's properties: the fields
+// the schema requires, then the defaults and the checks of api.ExternalAuth.Validate.
+func DecodeExternalAuthFields(f *ExternalAuthFields) (*api.ExternalAuth, error) {
+	var missing []*arm.CloudError
+	if f.Issuer == nil {
+		missing = append(missing, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.issuer", "The field 'properties.issuer' is required."))
+	}
+	if f.Claim == nil || f.Claim.Mappings == nil || f.Claim.Mappings.Username == nil {
+		missing = append(missing, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.claim.mappings.username", "The field 'properties.claim.mappings.username' is required."))
+	}
+	if len(missing) > 0 {
+		return nil, arm.Multiple(missing)
+	}
+	ea := &api.ExternalAuth{Properties: f.ToInternal()}
+	ea.Default()
+	if errs := ea.Validate(); len(errs) > 0 {
+		return nil, arm.Multiple(errs)
+	}
+	return ea, nil
+}
+
+// propertiesRequired is the error of a body without properties.
+func propertiesRequired() error {
+	return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties", "The field 'properties' is required.")
+}
+
+// ConditionExternalAuth is the hcpOpenShiftClusters/externalAuths resource of the api-versions
+// before 2026-06-30-preview, whose read-only observation is one properties.condition. Their
+// specifications define it identically (ExternalAuth and all it references), so they share it;
+// a version whose schema departs from it gets its own type.
+type ConditionExternalAuth struct {
+	// Read-only envelope fields: accepted in a PUT body and ignored.
+	ID         *string         `json:"id,omitempty"`
+	Name       *string         `json:"name,omitempty"`
+	Type       *string         `json:"type,omitempty"`
+	SystemData *arm.SystemData `json:"systemData,omitempty"`
+
+	Properties *ConditionExternalAuthProperties `json:"properties,omitempty"`
+}
+
+type ConditionExternalAuthProperties struct {
+	ProvisioningState *string `json:"provisioningState,omitempty"`
+	// Condition is read-only: accepted in a body and ignored.
+	Condition *ExternalAuthCondition `json:"condition,omitempty"`
+	ExternalAuthFields
+}
+
+type ExternalAuthCondition struct {
+	Type               *string `json:"type,omitempty"`
+	Status             *string `json:"status,omitempty"`
+	LastTransitionTime *string `json:"lastTransitionTime,omitempty"`
+	Reason             *string `json:"reason,omitempty"`
+	Message            *string `json:"message,omitempty"`
+}
+
+// DecodeConditionExternalAuth decodes a ConditionExternalAuth PUT body strictly.
+func DecodeConditionExternalAuth(body []byte) (*api.ExternalAuth, error) {
+	var ext ConditionExternalAuth
+	if err := DecodeStrict(body, &ext); err != nil {
+		return nil, err
+	}
+	if ext.Properties == nil {
+		return nil, propertiesRequired()
+	}
+	return DecodeExternalAuthFields(&ext.Properties.ExternalAuthFields)
+}
+
+// RenderConditionExternalAuth is an external auth as a ConditionExternalAuth.
+func RenderConditionExternalAuth(ea *api.ExternalAuth) *ConditionExternalAuth {
+	ext := &ConditionExternalAuth{SystemData: ea.SystemData}
+	if ea.ID != nil {
+		ext.ID, ext.Name, ext.Type = ptr(ea.ID.String()), ptr(ea.ID.Name()), ptr(api.ExternalAuthResourceType)
+	}
+	ext.Properties = &ConditionExternalAuthProperties{ProvisioningState: ptr(string(ea.ProvisioningState)), ExternalAuthFields: RenderExternalAuthFields(&ea.Properties)}
+	if c := ea.Condition; c != nil {
+		ext.Properties.Condition = &ExternalAuthCondition{Type: ptr(c.Type), Status: ptr(c.Status), Reason: ptr(c.Reason), Message: ptr(c.Message),
+			LastTransitionTime: ptr(c.LastTransitionTime.UTC().Format(time.RFC3339))}
+	}
+	return ext
 }

@@ -1,84 +1,28 @@
 package v20240610preview
 
 import (
-	"net/http"
-	"time"
-
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
-	"github.com/openhcp/openhcp/internal/arm"
 )
 
 func init() { api.RegisterExternalAuth(version{}) }
 
 // ExternalAuth is the hcpOpenShiftClusters/externalAuths resource of this version. Before
-// 2026-06-30-preview its read-only observation is one properties.condition.
-type ExternalAuth struct {
-	// Read-only envelope fields: accepted in a PUT body and ignored.
-	ID         *string         `json:"id,omitempty"`
-	Name       *string         `json:"name,omitempty"`
-	Type       *string         `json:"type,omitempty"`
-	SystemData *arm.SystemData `json:"systemData,omitempty"`
+// 2026-06-30-preview its read-only observation is one properties.condition; the schema is the
+// same in every version before that one, so the type is shared in profiles.
+type ExternalAuth = profiles.ConditionExternalAuth
 
-	Properties *ExternalAuthProperties `json:"properties,omitempty"`
-}
-
-type ExternalAuthProperties struct {
-	ProvisioningState *string `json:"provisioningState,omitempty"`
-	// Condition is read-only: accepted in a body and ignored.
-	Condition *ExternalAuthCondition `json:"condition,omitempty"`
-	profiles.ExternalAuthFields
-}
-
-type ExternalAuthCondition struct {
-	Type               *string `json:"type,omitempty"`
-	Status             *string `json:"status,omitempty"`
-	LastTransitionTime *string `json:"lastTransitionTime,omitempty"`
-	Reason             *string `json:"reason,omitempty"`
-	Message            *string `json:"message,omitempty"`
-}
+type (
+	ExternalAuthProperties = profiles.ConditionExternalAuthProperties
+	ExternalAuthCondition  = profiles.ExternalAuthCondition
+)
 
 // DecodeExternalAuth implements api.ExternalAuthVersion.
 func (version) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
-	var ext ExternalAuth
-	if err := profiles.DecodeStrict(body, &ext); err != nil {
-		return nil, err
-	}
-	return decodeExternalAuth(ext.Properties)
-}
-
-func decodeExternalAuth(p *ExternalAuthProperties) (*api.ExternalAuth, error) {
-	if p == nil {
-		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties", "The field 'properties' is required.")
-	}
-	ea := &api.ExternalAuth{Properties: p.ToInternal()}
-	ea.Default()
-	var missing []*arm.CloudError
-	if p.Issuer == nil {
-		missing = append(missing, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.issuer", "The field 'properties.issuer' is required."))
-	}
-	if p.Claim == nil || p.Claim.Mappings == nil || p.Claim.Mappings.Username == nil {
-		missing = append(missing, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.claim.mappings.username", "The field 'properties.claim.mappings.username' is required."))
-	}
-	if len(missing) > 0 {
-		return nil, arm.Multiple(missing)
-	}
-	if errs := ea.Validate(); len(errs) > 0 {
-		return nil, arm.Multiple(errs)
-	}
-	return ea, nil
+	return profiles.DecodeConditionExternalAuth(body)
 }
 
 // RenderExternalAuth implements api.ExternalAuthVersion.
 func (version) RenderExternalAuth(ea *api.ExternalAuth) any {
-	ext := &ExternalAuth{SystemData: ea.SystemData}
-	if ea.ID != nil {
-		ext.ID, ext.Name, ext.Type = ptr(ea.ID.String()), ptr(ea.ID.Name()), ptr(api.ExternalAuthResourceType)
-	}
-	ext.Properties = &ExternalAuthProperties{ProvisioningState: ptr(string(ea.ProvisioningState)), ExternalAuthFields: profiles.RenderExternalAuthFields(&ea.Properties)}
-	if c := ea.Condition; c != nil {
-		ext.Properties.Condition = &ExternalAuthCondition{Type: ptr(c.Type), Status: ptr(c.Status), Reason: ptr(c.Reason), Message: ptr(c.Message),
-			LastTransitionTime: ptr(c.LastTransitionTime.UTC().Format(time.RFC3339))}
-	}
-	return ext
+	return profiles.RenderConditionExternalAuth(ea)
 }

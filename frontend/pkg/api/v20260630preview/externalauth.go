@@ -40,26 +40,10 @@ func (version) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
 	if err := profiles.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
-	p := ext.Properties
-	if p == nil {
+	if ext.Properties == nil {
 		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties", "The field 'properties' is required.")
 	}
-	var missing []*arm.CloudError
-	if p.Issuer == nil {
-		missing = append(missing, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.issuer", "The field 'properties.issuer' is required."))
-	}
-	if p.Claim == nil || p.Claim.Mappings == nil || p.Claim.Mappings.Username == nil {
-		missing = append(missing, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.claim.mappings.username", "The field 'properties.claim.mappings.username' is required."))
-	}
-	if len(missing) > 0 {
-		return nil, arm.Multiple(missing)
-	}
-	ea := &api.ExternalAuth{Properties: p.ToInternal()}
-	ea.Default()
-	if errs := ea.Validate(); len(errs) > 0 {
-		return nil, arm.Multiple(errs)
-	}
-	return ea, nil
+	return profiles.DecodeExternalAuthFields(&ext.Properties.ExternalAuthFields)
 }
 
 // RenderExternalAuth implements api.ExternalAuthVersion.
