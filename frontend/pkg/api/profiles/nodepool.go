@@ -120,3 +120,15 @@ func RenderNodePoolFields(p *api.NodePoolProperties) NodePoolFields {
 	}
 	return f
 }
+
+// OmitVersionWithoutID drops a rendered version that has no id, for the api-versions whose
+// NodePoolVersionProfile requires id (from 2025-12-23-preview): a pool created without a version
+// runs its cluster's, and showing {"channelGroup":"stable"} would break the schema and make the
+// GET body fail as a PUT (found by FuzzDecodeNodePoolAllVersions). The channel group left out is
+// the default one, so a PUT of the GET body keeps it.
+func (f *NodePoolFields) OmitVersionWithoutID() {
+	if f.Version != nil && (f.Version.ID == nil || *f.Version.ID == "") &&
+		(f.Version.ChannelGroup == nil || *f.Version.ChannelGroup == api.ChannelGroupStable) {
+		f.Version = nil
+	}
+}

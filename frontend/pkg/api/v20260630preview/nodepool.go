@@ -111,6 +111,7 @@ func (version) RenderNodePool(np *api.NodePool) any {
 		ext.Tags = map[string]string{}
 	}
 	f := profiles.RenderNodePoolFields(&np.Properties)
+	f.OmitVersionWithoutID() // version.id is required in this version's schema
 	ext.Properties = &NodePoolProperties{
 		ProvisioningState: ptr(string(np.ProvisioningState)),
 		Version:           f.Version, Replicas: f.Replicas, AutoRepair: f.AutoRepair, AutoScaling: f.AutoScaling,
