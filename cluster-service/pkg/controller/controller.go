@@ -137,17 +137,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 // Run reconciles until ctx ends. It starts with every cluster in the database, then follows
 // the store's change feed, the Maestro watch of every shard, and the resync timer.
 func (c *Controller) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer c.queue.ShutDown() // workers exit once the queue is shut down
+	defer startWorkers(ctx, c.cfg.Workers, c.processNext, c.queue.ShutDown)()
 
 	rev, err := c.st.CurrentRevision(ctx)
 	if err != nil {
@@ -178,6 +168,24 @@ func (c *Controller) Run(ctx context.Context) error {
 			poolRev = c.followNodePools(ctx, poolRev)
 			authRev = c.followExternalAuths(ctx, authRev)
 		}
+	}
+}
+
+// startWorkers runs n workers that each call processNext until it reports false, which it does
+// once the queue is shut down. The returned stop shuts the queue down and waits for the workers.
+func startWorkers(ctx context.Context, n int, processNext func(context.Context) bool, shutDown func()) (stop func()) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for processNext(ctx) {
+			}
+		}()
+	}
+	return func() {
+		shutDown()
+		wg.Wait()
 	}
 }
 

@@ -128,17 +128,7 @@ func NewCredentials(st *store.Store, works WorkClient, cfg CredentialsConfig, lo
 // Run reconciles until ctx ends: everything unsettled at start, then the break-glass event log
 // (new requests and revocations, other replicas' writes) and the resync timer.
 func (c *Credentials) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer c.queue.ShutDown()
+	defer startWorkers(ctx, c.cfg.Workers, c.processNext, c.queue.ShutDown)()
 
 	rev, err := c.st.CurrentCredentialRevision(ctx)
 	if err != nil {
