@@ -151,8 +151,8 @@ func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.
 			ch.Upgrade = &csv1.UpgradePolicy{
 				Id: newPolicyID(), ClusterId: c.ID, Type: csv1.UpgradeType_UPGRADE_TYPE_CONTROL_PLANE,
 				FromVersion: c.Spec.GetVersionId(), ToVersion: target, NextRun: timestamppb.New(nextRun),
-				State:   csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING,
-				Message: fmt.Sprintf("The upgrade from %s to %s is waiting to be scheduled.", c.Spec.GetVersionId(), target),
+				State:       csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING,
+				Message:     fmt.Sprintf("The upgrade from %s to %s is waiting to be scheduled.", c.Spec.GetVersionId(), target),
 				OperationId: operationID,
 			}
 		}

@@ -237,7 +237,10 @@ func TestVersions(t *testing.T) {
 		call func() error
 		code codes.Code
 	}{
-		{"unknown_group", func() error { _, err := e.versions.ListVersions(ctx, &csv1.ListVersionsRequest{ChannelGroup: "beta"}); return err }, codes.InvalidArgument},
+		{"unknown_group", func() error {
+			_, err := e.versions.ListVersions(ctx, &csv1.ListVersionsRequest{ChannelGroup: "beta"})
+			return err
+		}, codes.InvalidArgument},
 		{"unknown_version", func() error { _, err := e.versions.GetVersion(ctx, &csv1.GetVersionRequest{Id: "4.1.1"}); return err }, codes.NotFound},
 		{"version_of_another_group", func() error {
 			_, err := e.versions.GetVersion(ctx, &csv1.GetVersionRequest{Id: "4.21.0", ChannelGroup: "stable"})
