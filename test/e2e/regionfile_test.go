@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -38,10 +39,19 @@ func TestRegionFileDescribesTheRegion(t *testing.T) {
 		"backend":         info.Backend.MetricsURL,
 		"maestro":         info.Maestro.MetricsURL,
 	}
+	brokerLog, err := os.ReadFile(filepath.Join(info.LogDir, "mosquitto.log"))
+	if err != nil {
+		t.Fatalf("read mosquitto.log: %v", err)
+	}
 	for _, mc := range info.ManagementClusters {
 		metrics[mc.Name+" hypershift-sim"] = mc.SimMetricsURL
 		if _, err := os.Stat(mc.Kubeconfig); err != nil {
 			t.Errorf("%s kubeconfig: %v", mc.Name, err)
+		}
+		// The stuck-delete watchdog reconnects an agent by its MQTT client ID: it must be the
+		// one the agent really connects with.
+		if !strings.Contains(string(brokerLog), " as "+mc.AgentMQTTClientID+" ") {
+			t.Errorf("%s: no MQTT client %q ever connected to the broker (mosquitto.log)", mc.Name, mc.AgentMQTTClientID)
 		}
 	}
 	for name, url := range metrics {

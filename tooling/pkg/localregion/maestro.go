@@ -382,7 +382,8 @@ type MaestroAgentOptions struct {
 // MaestroAgent is a running agent.
 type MaestroAgent struct {
 	ConsumerName string
-	// ClientID is the agent's MQTT client ID.
+	// ClientID is the agent's MQTT client ID: sdk-go's MQTT agent options connect as
+	// "<--cloudevents-client-id>-client" (mosquitto.log shows it).
 	ClientID string
 	// HealthURL is the agent's HTTPS /healthz (self-signed certificate).
 	HealthURL string
@@ -428,7 +429,7 @@ func StartMaestroAgent(ctx context.Context, o MaestroAgentOptions) (*MaestroAgen
 		"--consumer-name=" + o.ConsumerName,
 		"--workload-source-driver=mqtt",
 		"--workload-source-config=" + mqttConfig,
-		"--cloudevents-client-id=" + o.ConsumerName + "-work-agent", // MaestroAgent.ClientID
+		"--cloudevents-client-id=" + o.ConsumerName + "-work-agent", // MQTT client ID: MaestroAgent.ClientID
 		"--kubeconfig=" + o.Kubeconfig,
 		// Events of the agent itself go to "default"; outside a pod it cannot detect its namespace.
 		"--namespace=default",
@@ -439,7 +440,7 @@ func StartMaestroAgent(ctx context.Context, o MaestroAgentOptions) (*MaestroAgen
 		"--kube-api-burst=" + strconv.Itoa(o.KubeAPIBurst),
 		"-v=" + strconv.Itoa(o.Verbosity),
 	}
-	a := &MaestroAgent{ConsumerName: o.ConsumerName, ClientID: o.ConsumerName + "-work-agent", HealthURL: fmt.Sprintf("https://127.0.0.1:%d/healthz", port), Args: args,
+	a := &MaestroAgent{ConsumerName: o.ConsumerName, ClientID: o.ConsumerName + "-work-agent-client", HealthURL: fmt.Sprintf("https://127.0.0.1:%d/healthz", port), Args: args,
 		spec: ProcSpec{Name: "maestro-agent-" + o.ConsumerName, Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir}}
 	if err := a.start(ctx); err != nil {
 		return nil, err
