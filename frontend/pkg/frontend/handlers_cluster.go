@@ -87,12 +87,56 @@ func (s *Server) respondCluster(w http.ResponseWriter, r *http.Request, code int
 
 // rollback undoes documents written for a call that Cluster Service refused. It is best effort:
 // if it fails, the backend's operation deadline fails the orphaned operation.
-func (s *Server) rollback(r *http.Request, partition string, ops []store.TxOp) {
+func (s *Server) rollback(r *http.Request, partition, opID string, ops []store.TxOp) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 	defer cancel()
-	if _, err := s.store.Transact(ctx, partition, ops); err != nil {
-		info(r).log.Error("roll back documents after a refused Cluster Service call", "error", err)
+	for attempt := 1; ; attempt++ {
+		_, err := s.store.Transact(ctx, partition, ops)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, store.ErrPreconditionFailed) || attempt == 5 {
+			info(r).log.Error("roll back documents after a refused Cluster Service call", "operationID", opID, "attempts", attempt, "error", err)
+			return
+		}
+		// Someone wrote in between — typically the backend, which reacts to a new operation at
+		// once (it records it as Updating, Deleting, …). Undo against what is there now, as long
+		// as the resource still belongs to this request's operation.
+		next, ok, err := s.refreshUndo(ctx, partition, opID, ops)
+		if err != nil || !ok {
+			info(r).log.Error("roll back documents after a refused Cluster Service call: not retried", "operationID", opID, "stillOurs", ok, "error", err)
+			return
+		}
+		ops = next
 	}
+}
+
+// refreshUndo re-reads the documents of an undo and makes each step conditional on their current
+// ETags. It reports false when the undo must not go on: a resource now belongs to another
+// operation (a newer request's), or a document to restore is gone.
+func (s *Server) refreshUndo(ctx context.Context, partition, opID string, ops []store.TxOp) ([]store.TxOp, bool, error) {
+	var out []store.TxOp
+	for _, op := range ops {
+		cur, err := s.store.Get(ctx, partition, op.Doc.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			if op.Kind == store.TxDelete {
+				continue // already gone
+			}
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("read %s for the undo: %w", op.Doc.ID, err)
+		}
+		if cur.Type != store.TypeOperation {
+			var rd docs.ResourceDocument
+			if err := json.Unmarshal(cur.Body, &rd); err != nil || rd.ActiveOperationID != opID {
+				return nil, false, err
+			}
+		}
+		op.IfMatch = cur.ETag
+		out = append(out, op)
+	}
+	return out, len(out) > 0, nil
 }
 
 func (s *Server) callCreate(r *http.Request, c *api.Cluster, csID string) (*csv1.Cluster, error) {

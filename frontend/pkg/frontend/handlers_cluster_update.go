@@ -103,7 +103,7 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 	cl, err := s.cs.UpdateCluster(cctx, &csv1.UpdateClusterRequest{Id: rd.InternalID, Update: u, OperationId: opID})
 	if err != nil {
 		if definitive(err) {
-			s.rollback(r, part, []store.TxOp{
+			s.rollback(r, part, opID, []store.TxOp{
 				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
 				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
 			})

@@ -128,7 +128,7 @@ func (s *Server) startAction(w http.ResponseWriter, r *http.Request, req docs.Op
 	log := info(r).log.With("resourceID", id.String(), "clusterID", rd.InternalID, "operationID", opID, "internalID", csID, "request", req)
 	if err := call(csID, rd.InternalID); err != nil {
 		if definitive(err) {
-			s.rollback(r, part, []store.TxOp{{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag}})
+			s.rollback(r, part, opID, []store.TxOp{{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag}})
 		}
 		log.Warn("cluster action refused by cluster service", "error", err)
 		return err

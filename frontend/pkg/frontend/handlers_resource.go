@@ -232,7 +232,7 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 	got, err := call()
 	if err != nil {
 		if definitive(err) {
-			s.rollback(r, part, []store.TxOp{
+			s.rollback(r, part, opID, []store.TxOp{
 				{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
 				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
 			})
@@ -330,7 +330,7 @@ func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *docs.Resource
 			if canceled != nil {
 				undo = append(undo, store.TxOp{Kind: store.TxReplace, Doc: opDoc, IfMatch: written[2].ETag})
 			}
-			s.rollback(r, part, undo)
+			s.rollback(r, part, opID, undo)
 		}
 		return "", fmt.Errorf("delete %s %s in cluster service: %w", k.noun, rd.ResourceID, err)
 	}

@@ -20,6 +20,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/store"
 )
 
 // fakeVersions serves Cluster Service's Versions API from the catalogue Cluster Service ships
@@ -78,6 +79,12 @@ func (f *fakeClusterService) UpdateCluster(_ context.Context, req *csv1.UpdateCl
 	updateMu.Lock()
 	updateCalls = append(updateCalls, req)
 	updateMu.Unlock()
+	f.mu.Lock()
+	hook := f.beforeUpdateAnswer
+	f.mu.Unlock()
+	if hook != nil {
+		hook(req)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c, ok := f.clusters[req.GetId()]
@@ -215,6 +222,41 @@ func TestClusterVersionUpdate(t *testing.T) {
 			}
 		})
 	}
+
+	// The backend reacts to a new operation at once (it records it as Updating), so by the time
+	// Cluster Service refuses, the documents the frontend wrote may have new ETags: the refused
+	// update must still be undone (TestUpgradeThroughARM caught a cluster left Updating).
+	t.Run("refused_update_is_undone_after_the_backend_touched_its_operation", func(t *testing.T) {
+		e.cs.mu.Lock()
+		e.cs.beforeUpdateAnswer = func(req *csv1.UpdateClusterRequest) {
+			op, opDoc := e.operation(req.GetOperationId())
+			rd, resDoc := e.resource(path)
+			op.Status, op.LastTransitionTime = docs.StateUpdating, time.Now().UTC()
+			rd.ProvisioningState = docs.StateUpdating
+			if _, err := e.store.Transact(context.Background(), opDoc.PartitionKey, []store.TxOp{
+				{Kind: store.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag},
+				{Kind: store.TxReplace, Doc: mustWithBody(resDoc, rd), IfMatch: resDoc.ETag},
+			}); err != nil {
+				t.Errorf("play the backend: %v", err)
+			}
+		}
+		e.cs.mu.Unlock()
+		defer func() { e.cs.mu.Lock(); e.cs.beforeUpdateAnswer = nil; e.cs.mu.Unlock() }()
+		resp := e.do("PATCH", path+newer, []byte(`{"properties":{"version":{"id":"4.18"}}}`), nil)
+		if code, target := resp.armError(t); resp.code != 400 || code != "InvalidRequestContent" || target != "properties.version.id" {
+			t.Fatalf("%d %s", resp.code, resp.body)
+		}
+		rd, _ := e.resource(path)
+		if rd.ActiveOperationID != "" || rd.ProvisioningState != docs.StateSucceeded {
+			t.Fatalf("the refused update left operation %q, state %s", rd.ActiveOperationID, rd.ProvisioningState)
+		}
+		updateMu.Lock()
+		opID := updateCalls[len(updateCalls)-1].GetOperationId()
+		updateMu.Unlock()
+		if op, _ := e.operation(opID); op != nil {
+			t.Fatalf("the refused update's operation is still there: %+v", op)
+		}
+	})
 
 	t.Run("upgrade_by_patch_is_202_and_an_updating_operation", func(t *testing.T) {
 		resp := e.do("PATCH", path+newer, []byte(`{"properties":{"version":{"id":"4.20"}}}`), nil)

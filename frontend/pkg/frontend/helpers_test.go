@@ -98,6 +98,9 @@ type fakeClusterService struct {
 	createMD  []metadata.MD
 	createErr error
 	deleteErr error
+	// beforeUpdateAnswer, if set, runs when UpdateCluster is called, before it answers: a test
+	// plays the backend there (it writes to a new operation at once).
+	beforeUpdateAnswer func(req *csv1.UpdateClusterRequest)
 }
 
 func (f *fakeClusterService) CreateCluster(ctx context.Context, req *csv1.CreateClusterRequest) (*csv1.Cluster, error) {
