@@ -37,6 +37,20 @@ const (
 // the annotation lets the upgrade complete.
 const FailUpgradeAnnotation = "hypershift-sim.openhcp.io/fail-upgrade"
 
+// FailReconcileAnnotation makes every reconcile of the HostedCluster end in an error, reported
+// as HyperShift reports one: ReconciliationSucceeded=False, reason ReconciliationError, the
+// annotation's value as the message, at the current generation. Nothing else changes, as a
+// HyperShift that fails part way leaves the rest of the status as it was.
+const FailReconcileAnnotation = "hypershift-sim.openhcp.io/fail-reconcile"
+
+// HyperShift's ReconciliationSucceeded condition, as its hostedcluster controller writes it at
+// the end of every reconcile (the reason's spelling is HyperShift's).
+const (
+	reasonReconciliationSucceeded = "ReconciliatonSucceeded"
+	msgReconciliationSucceeded    = "Reconciliation completed successfully"
+	reasonReconciliationError     = "ReconciliationError"
+)
+
 // HostedClusterReconciler plays the HyperShift operator's HostedCluster controller.
 type HostedClusterReconciler struct {
 	Client  client.Client
@@ -112,6 +126,14 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 	set(hyperv1.ReconciliationActive, metav1.ConditionTrue, reasonActive, "Reconciliation active on resource")
 	set(hyperv1.ValidHostedClusterConfiguration, metav1.ConditionTrue, hyperv1.AsExpectedReason, "Configuration passes validation")
 	set(hyperv1.SupportedHostedCluster, metav1.ConditionTrue, hyperv1.AsExpectedReason, "HostedCluster is supported by operator configuration")
+	// ReconciliationSucceeded at this generation is how a client knows HyperShift has acted on
+	// the spec it sees (autoscaling, allowed CIDRs, image content sources, KMS keys: changes
+	// without a status of their own).
+	if msg, ok := hc.Annotations[FailReconcileAnnotation]; ok {
+		set(hyperv1.ReconciliationSucceeded, metav1.ConditionFalse, reasonReconciliationError, msg)
+	} else {
+		set(hyperv1.ReconciliationSucceeded, metav1.ConditionTrue, reasonReconciliationSucceeded, msgReconciliationSucceeded)
+	}
 
 	if st.ControlPlaneEndpoint.Host == "" {
 		st.ControlPlaneEndpoint = controlPlaneEndpoint(hc)

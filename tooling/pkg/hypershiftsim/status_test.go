@@ -301,3 +301,44 @@ func TestComputeHostedClusterStatus_upgrades(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestComputeHostedClusterStatus_reconciliationSucceeded(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		paused      bool
+		want        metav1.Condition // ObservedGeneration is checked against the spec's
+	}{
+		{name: "every_reconcile_reports_success_at_the_current_generation",
+			want: metav1.Condition{Status: metav1.ConditionTrue, Reason: "ReconciliatonSucceeded", Message: "Reconciliation completed successfully"}},
+		{name: "an_injected_error_reports_reconciliation_error", annotations: map[string]string{FailReconcileAnnotation: "cannot reach the key vault"},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: "ReconciliationError", Message: "cannot reach the key vault"}},
+		{name: "a_paused_cluster_is_not_reconciled", paused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := ExampleHostedCluster("ns", "hc", image)
+			hc.Annotations = tc.annotations
+			if tc.paused {
+				hc.Spec.PausedUntil = ptr.To("true")
+			}
+			hc.Generation = 4
+			hcAt(t, hc, Options{}, t0)
+			got := condOf(hc, hyperv1.ReconciliationSucceeded)
+			if tc.paused {
+				if got.Type != "" {
+					t.Fatalf("paused cluster has %+v", got)
+				}
+				return
+			}
+			if got.Status != tc.want.Status || got.Reason != tc.want.Reason || got.Message != tc.want.Message || got.ObservedGeneration != 4 {
+				t.Fatalf("ReconciliationSucceeded = %+v, want %+v at generation 4", got, tc.want)
+			}
+			// A spec change is a new generation, reported at once.
+			hc.Generation = 5
+			hcAt(t, hc, Options{}, t0.Add(time.Second))
+			if c := condOf(hc, hyperv1.ReconciliationSucceeded); c.ObservedGeneration != 5 {
+				t.Fatalf("after a spec change observedGeneration = %d, want 5", c.ObservedGeneration)
+			}
+		})
+	}
+}
