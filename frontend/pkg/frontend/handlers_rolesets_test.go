@@ -74,6 +74,11 @@ func TestSpecExamplesRoleSets(t *testing.T) {
 					if code, _ := resp.armError(t); resp.code != 404 || code != "ResourceNotFound" {
 						t.Fatalf("unknown role set: %d %s", resp.code, resp.body)
 					}
+					// The ID keeps the path's spelling (the routed path is lowercased).
+					mixed := "/subscriptions/" + sub + "/providers/Microsoft.RedHatOpenShift/locations/EastUS/hcpOperatorIdentityRoleSets/4.20"
+					if got := e.do("GET", mixed+q, nil, nil).json(t)["id"]; got != mixed {
+						t.Fatalf("id %v, want %s", got, mixed)
+					}
 					resp = e.do("GET", "/subscriptions/"+sub+"/providers/Microsoft.RedHatOpenShift/locations/westeurope/hcpOperatorIdentityRoleSets/4.20"+q, nil, nil)
 					if resp.code != 404 {
 						t.Fatalf("another location: %d %s", resp.code, resp.body)

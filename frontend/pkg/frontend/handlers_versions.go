@@ -93,8 +93,7 @@ func (s *Server) checkVersionLocation(r *http.Request) error {
 }
 
 func (s *Server) versionResource(r *http.Request, v *csv1.Version) versionResource {
-	id := "/subscriptions/" + r.PathValue("subscriptionId") + "/providers/Microsoft.RedHatOpenShift/locations/" +
-		r.PathValue("location") + "/hcpOpenShiftVersions/" + v.GetId()
+	id := locationScope(r) + "/hcpOpenShiftVersions/" + v.GetId() // as the client spelled the path
 	return versionResource{ID: id, Name: v.GetId(), Type: "Microsoft.RedHatOpenShift/hcpOpenShiftVersions", Properties: versionProperties{
 		ChannelGroup: v.GetChannelGroup(), Enabled: v.GetEnabled(),
 		EndOfLifeTimestamp: v.GetEndOfLife().AsTime().UTC().Format(time.RFC3339),
