@@ -29,6 +29,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
@@ -54,6 +55,7 @@ type config struct {
 	shutdownTimeout       time.Duration
 	logLevel              slog.Level
 	breakGlassValidity    time.Duration
+	placementPolicy       placement.Policy
 	serverTLS             tlsconfig.Files
 	maestroTLS            tlsconfig.Files
 }
@@ -74,7 +76,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, retention, shutdown, workers, logLevel string
-	var breakGlassValidity string
+	var breakGlassValidity, placementPolicy string
+	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
+		"how a new cluster's shard is chosen among active shards with room: least-loaded, or spread:<label> (e.g. spread:zone: the label value with the fewest clusters first)")
 	str(&breakGlassValidity, "break-glass-validity", "BREAK_GLASS_VALIDITY", controller.DefaultCredentialValidity.String(),
 		"lifetime of break-glass kubeconfigs (10m to 168h)")
 	str(&c.listen, "listen", "LISTEN", "127.0.0.1:8090", "gRPC listen address; a non-loopback address needs --tls-cert/--tls-key")
@@ -127,6 +131,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.breakGlassValidity, err = time.ParseDuration(breakGlassValidity); err != nil || c.breakGlassValidity < 10*time.Minute || c.breakGlassValidity > 168*time.Hour {
 		return c, fmt.Errorf("--break-glass-validity: %q is not a duration between 10m and 168h", breakGlassValidity)
+	}
+	if c.placementPolicy, err = placement.ParsePolicy(placementPolicy); err != nil {
+		return c, fmt.Errorf("--placement-policy: %w", err)
 	}
 	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
 		return c, fmt.Errorf("--log-level: %q is not debug, info, warn or error", logLevel)
@@ -238,8 +245,8 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv := server.New(st, server.Config{Env: c.envName, Log: log, Registerer: reg, Versions: catalogue})
-	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
+	srv := server.New(st, server.Config{Env: c.envName, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy})
+	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 

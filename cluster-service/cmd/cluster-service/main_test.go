@@ -18,6 +18,8 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -30,7 +32,7 @@ func TestParseConfig(t *testing.T) {
 		check   func(t *testing.T, c config)
 	}{
 		{name: "defaults", args: base, check: func(t *testing.T, c config) {
-			if c.listen != "127.0.0.1:8090" || c.envName != "dev" || c.resyncPeriod != 5*time.Minute || c.workers != 4 {
+			if c.listen != "127.0.0.1:8090" || c.envName != "dev" || c.resyncPeriod != 5*time.Minute || c.workers != 4 || c.placementPolicy != (placement.LeastLoaded{}) {
 				t.Fatalf("config = %+v", c)
 			}
 		}},
@@ -60,6 +62,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "plaintext_to_remote_maestro_refused", args: []string{"--db-dsn", "x", "--maestro-grpc", "maestro.example.com:8090", "--maestro-rest", "http://127.0.0.1:8000"}, wantErr: "--maestro-grpc"},
 		{name: "plaintext_to_remote_maestro_rest_refused", args: []string{"--db-dsn", "x", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://maestro.example.com:8000"}, wantErr: "--maestro-rest"},
 		{name: "tls_key_without_cert", args: append([]string{"--listen", "0.0.0.0:8090", "--tls-key", "k.pem"}, base...), wantErr: "--tls-cert"},
+		{name: "spread_by_zone", args: append([]string{"--placement-policy", "spread:zone"}, base...), check: func(t *testing.T, c config) {
+			if c.placementPolicy != (placement.SpreadByLabel{Key: "zone"}) {
+				t.Fatalf("policy = %#v", c.placementPolicy)
+			}
+		}},
+		{name: "bad_placement_policy", args: append([]string{"--placement-policy", "random"}, base...), wantErr: "--placement-policy"},
 		{name: "unknown_flag", args: append([]string{"--nope"}, base...), wantErr: "-nope"},
 	}
 	for _, tt := range tests {

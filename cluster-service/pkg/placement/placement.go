@@ -5,7 +5,9 @@ package placement
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -93,4 +95,65 @@ type PolicyFunc func(ctx context.Context, req Request, shards []Shard) (string, 
 // Choose implements Policy.
 func (f PolicyFunc) Choose(ctx context.Context, req Request, shards []Shard) (string, error) {
 	return f(ctx, req, shards)
+}
+
+// SpreadByLabel spreads clusters over the values of one shard label, e.g. "zone": it picks the
+// label value whose eligible shards hold the fewest clusters (ties: the most free capacity, then
+// the value), then the least-loaded eligible shard with that value. Shards without the label
+// count as one more value, "". Like every policy it only ever returns an eligible shard, so
+// capacity and maintenance rules are the same as LeastLoaded's.
+type SpreadByLabel struct {
+	Key string
+}
+
+// Choose implements Policy.
+func (p SpreadByLabel) Choose(ctx context.Context, req Request, shards []Shard) (string, error) {
+	eligible := Filter(shards)
+	if len(eligible) == 0 {
+		return "", ErrNoCapacity
+	}
+	type group struct {
+		value      string
+		load, free int32
+		shardsOfIt []Shard
+	}
+	byValue := map[string]*group{}
+	for _, s := range eligible {
+		v := s.Labels[p.Key]
+		g := byValue[v]
+		if g == nil {
+			g = &group{value: v}
+			byValue[v] = g
+		}
+		g.load += s.ClusterCount
+		g.free += s.Free()
+		g.shardsOfIt = append(g.shardsOfIt, s)
+	}
+	groups := make([]*group, 0, len(byValue))
+	for _, g := range byValue {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		a, b := groups[i], groups[j]
+		if a.load != b.load {
+			return a.load < b.load
+		}
+		if a.free != b.free {
+			return a.free > b.free
+		}
+		return a.value < b.value
+	})
+	return LeastLoaded{}.Choose(ctx, req, groups[0].shardsOfIt)
+}
+
+// ParsePolicy reads a policy name as the --placement-policy flag takes it: "least-loaded", or
+// "spread:<label>" (e.g. "spread:zone").
+func ParsePolicy(name string) (Policy, error) {
+	switch {
+	case name == "" || name == "least-loaded":
+		return LeastLoaded{}, nil
+	case strings.HasPrefix(name, "spread:") && len(name) > len("spread:"):
+		return SpreadByLabel{Key: strings.TrimPrefix(name, "spread:")}, nil
+	}
+	return nil, fmt.Errorf("unknown placement policy %q: use least-loaded or spread:<label>", name)
 }

@@ -110,3 +110,86 @@ func TestShardEligible(t *testing.T) {
 		})
 	}
 }
+
+func TestSpreadByLabel(t *testing.T) {
+	zone := func(name, z string, max, count int32, st csv1.ShardStatus) Shard {
+		s := Shard{Name: name, Status: st, MaxClusters: max, ClusterCount: count}
+		if z != "" {
+			s.Labels = map[string]string{"zone": z, "size": "large"}
+		}
+		return s
+	}
+	tests := []struct {
+		name     string
+		shards   []Shard
+		want     string
+		wantCode codes.Code
+	}{
+		{
+			name: "the_zone_with_fewest_clusters_wins_even_if_a_shard_elsewhere_is_emptier",
+			shards: []Shard{
+				zone("z1-a", "1", 100, 0, active), zone("z1-b", "1", 100, 9, active),
+				zone("z2-a", "2", 100, 5, active),
+			},
+			want: "z2-a",
+		},
+		{
+			name:   "within_the_zone_least_loaded",
+			shards: []Shard{zone("z1-a", "1", 10, 4, active), zone("z1-b", "1", 10, 1, active), zone("z2-a", "2", 10, 6, active)},
+			want:   "z1-b",
+		},
+		{
+			name:   "shards_without_the_label_are_a_zone_of_their_own",
+			shards: []Shard{zone("z1-a", "1", 10, 3, active), zone("plain", "", 10, 1, active)},
+			want:   "plain",
+		},
+		{
+			name:   "maintenance_and_full_shards_do_not_count",
+			shards: []Shard{zone("z1-a", "1", 10, 0, maintenance), zone("z1-b", "1", 2, 2, active), zone("z2-a", "2", 10, 8, active)},
+			want:   "z2-a",
+		},
+		{
+			name:   "equal_zones_most_free_capacity_then_name",
+			shards: []Shard{zone("z2-a", "2", 10, 2, active), zone("z1-a", "1", 10, 2, active), zone("z3-a", "3", 20, 2, active)},
+			want:   "z3-a",
+		},
+		{
+			name:     "no_room_anywhere_is_resource_exhausted",
+			shards:   []Shard{zone("z1-a", "1", 1, 1, active), zone("z2-a", "2", 5, 0, offline)},
+			wantCode: codes.ResourceExhausted,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SpreadByLabel{Key: "zone"}.Choose(context.Background(), Request{ClusterID: "c"}, tc.shards)
+			if tc.wantCode != codes.OK {
+				if status.Code(err) != tc.wantCode {
+					t.Fatalf("error %v, want code %s", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Policy
+		ok   bool
+	}{
+		{"", LeastLoaded{}, true},
+		{"least-loaded", LeastLoaded{}, true},
+		{"spread:zone", SpreadByLabel{Key: "zone"}, true},
+		{"spread:", nil, false},
+		{"round-robin", nil, false},
+	} {
+		got, err := ParsePolicy(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParsePolicy(%q) = %v, %v", tc.in, got, err)
+		}
+	}
+}
