@@ -509,8 +509,37 @@ type ClusterSpec struct {
 	DnsBaseDomain       string `protobuf:"bytes,7,opt,name=dns_base_domain,json=dnsBaseDomain,proto3" json:"dns_base_domain,omitempty"`
 	// image_registry_state: "Enabled" or "Disabled".
 	ImageRegistryState string `protobuf:"bytes,8,opt,name=image_registry_state,json=imageRegistryState,proto3" json:"image_registry_state,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// autoscaling is the cluster autoscaler's behaviour for all node pools: HostedCluster
+	// spec.autoscaling. Updatable.
+	Autoscaling *ClusterAutoscaling `protobuf:"bytes,9,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
+	// node_drain_timeout_minutes (0-10080; 0: no limit) is how long a node drain respects pod
+	// disruption budgets: every NodePool's spec.nodeDrainTimeout. Updatable.
+	NodeDrainTimeoutMinutes int32 `protobuf:"varint,10,opt,name=node_drain_timeout_minutes,json=nodeDrainTimeoutMinutes,proto3" json:"node_drain_timeout_minutes,omitempty"`
+	// api_authorized_cidrs are the IPv4 CIDR blocks allowed to reach the API server (at most 500;
+	// empty: any address): HostedCluster spec.networking.apiServer.allowedCIDRBlocks. Updatable.
+	ApiAuthorizedCidrs []string `protobuf:"bytes,11,rep,name=api_authorized_cidrs,json=apiAuthorizedCidrs,proto3" json:"api_authorized_cidrs,omitempty"`
+	// image_digest_mirrors (at most 240, unique sources): HostedCluster spec.imageContentSources.
+	// Updatable; a change rolls out to every node.
+	ImageDigestMirrors []*ImageDigestMirror `protobuf:"bytes,12,rep,name=image_digest_mirrors,json=imageDigestMirrors,proto3" json:"image_digest_mirrors,omitempty"`
+	// ingress_visibility of the default ingress: "Public" (default), "Private" (HostedCluster
+	// annotation hypershift.openshift.io/private-ingress-controller) or "Disabled" (the Ingress
+	// capability disabled).
+	IngressVisibility string `protobuf:"bytes,13,opt,name=ingress_visibility,json=ingressVisibility,proto3" json:"ingress_visibility,omitempty"`
+	// crypto_restrictions: "None" (default) or "FIPS" (HostedCluster spec.fips).
+	CryptoRestrictions string `protobuf:"bytes,14,opt,name=crypto_restrictions,json=cryptoRestrictions,proto3" json:"crypto_restrictions,omitempty"`
+	// dns_base_domain_prefix is the cluster's DNS label under the base domain: HostedCluster
+	// spec.dns.baseDomainPrefix (default: the HostedCluster's name).
+	DnsBaseDomainPrefix string `protobuf:"bytes,15,opt,name=dns_base_domain_prefix,json=dnsBaseDomainPrefix,proto3" json:"dns_base_domain_prefix,omitempty"`
+	// etcd_encryption_key_vault_visibility: "Public" or "Private", the customer key vault's; only
+	// with etcd_encryption_key_id. HyperShift has no field for it: kept in Cluster Service.
+	EtcdEncryptionKeyVaultVisibility string `protobuf:"bytes,16,opt,name=etcd_encryption_key_vault_visibility,json=etcdEncryptionKeyVaultVisibility,proto3" json:"etcd_encryption_key_vault_visibility,omitempty"`
+	// etcd_encryption_backup_key_id is the key version that was active before the last rotation
+	// (UpdateCluster's etcd_encryption_key_version); HostedCluster
+	// spec.secretEncryption.kms.azure.backupKey, so secrets it wrote stay readable. Set by
+	// Cluster Service, never by the caller.
+	EtcdEncryptionBackupKeyId string `protobuf:"bytes,17,opt,name=etcd_encryption_backup_key_id,json=etcdEncryptionBackupKeyId,proto3" json:"etcd_encryption_backup_key_id,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
 }
 
 func (x *ClusterSpec) Reset() {
@@ -599,6 +628,197 @@ func (x *ClusterSpec) GetImageRegistryState() string {
 	return ""
 }
 
+func (x *ClusterSpec) GetAutoscaling() *ClusterAutoscaling {
+	if x != nil {
+		return x.Autoscaling
+	}
+	return nil
+}
+
+func (x *ClusterSpec) GetNodeDrainTimeoutMinutes() int32 {
+	if x != nil {
+		return x.NodeDrainTimeoutMinutes
+	}
+	return 0
+}
+
+func (x *ClusterSpec) GetApiAuthorizedCidrs() []string {
+	if x != nil {
+		return x.ApiAuthorizedCidrs
+	}
+	return nil
+}
+
+func (x *ClusterSpec) GetImageDigestMirrors() []*ImageDigestMirror {
+	if x != nil {
+		return x.ImageDigestMirrors
+	}
+	return nil
+}
+
+func (x *ClusterSpec) GetIngressVisibility() string {
+	if x != nil {
+		return x.IngressVisibility
+	}
+	return ""
+}
+
+func (x *ClusterSpec) GetCryptoRestrictions() string {
+	if x != nil {
+		return x.CryptoRestrictions
+	}
+	return ""
+}
+
+func (x *ClusterSpec) GetDnsBaseDomainPrefix() string {
+	if x != nil {
+		return x.DnsBaseDomainPrefix
+	}
+	return ""
+}
+
+func (x *ClusterSpec) GetEtcdEncryptionKeyVaultVisibility() string {
+	if x != nil {
+		return x.EtcdEncryptionKeyVaultVisibility
+	}
+	return ""
+}
+
+func (x *ClusterSpec) GetEtcdEncryptionBackupKeyId() string {
+	if x != nil {
+		return x.EtcdEncryptionBackupKeyId
+	}
+	return ""
+}
+
+// ClusterAutoscaling: an unset field leaves HyperShift's default.
+type ClusterAutoscaling struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// max_nodes_total >= 0: spec.autoscaling.maxNodesTotal.
+	MaxNodesTotal *int32 `protobuf:"varint,1,opt,name=max_nodes_total,json=maxNodesTotal,proto3,oneof" json:"max_nodes_total,omitempty"`
+	// max_pod_grace_period_seconds >= 0: spec.autoscaling.maxPodGracePeriod.
+	MaxPodGracePeriodSeconds *int32 `protobuf:"varint,2,opt,name=max_pod_grace_period_seconds,json=maxPodGracePeriodSeconds,proto3,oneof" json:"max_pod_grace_period_seconds,omitempty"`
+	// max_node_provision_time_seconds >= 0: spec.autoscaling.maxNodeProvisionTime ("<n>s").
+	MaxNodeProvisionTimeSeconds *int32 `protobuf:"varint,3,opt,name=max_node_provision_time_seconds,json=maxNodeProvisionTimeSeconds,proto3,oneof" json:"max_node_provision_time_seconds,omitempty"`
+	// pod_priority_threshold: spec.autoscaling.podPriorityThreshold.
+	PodPriorityThreshold *int32 `protobuf:"varint,4,opt,name=pod_priority_threshold,json=podPriorityThreshold,proto3,oneof" json:"pod_priority_threshold,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *ClusterAutoscaling) Reset() {
+	*x = ClusterAutoscaling{}
+	mi := &file_v1_clusterservice_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterAutoscaling) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterAutoscaling) ProtoMessage() {}
+
+func (x *ClusterAutoscaling) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterAutoscaling.ProtoReflect.Descriptor instead.
+func (*ClusterAutoscaling) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ClusterAutoscaling) GetMaxNodesTotal() int32 {
+	if x != nil && x.MaxNodesTotal != nil {
+		return *x.MaxNodesTotal
+	}
+	return 0
+}
+
+func (x *ClusterAutoscaling) GetMaxPodGracePeriodSeconds() int32 {
+	if x != nil && x.MaxPodGracePeriodSeconds != nil {
+		return *x.MaxPodGracePeriodSeconds
+	}
+	return 0
+}
+
+func (x *ClusterAutoscaling) GetMaxNodeProvisionTimeSeconds() int32 {
+	if x != nil && x.MaxNodeProvisionTimeSeconds != nil {
+		return *x.MaxNodeProvisionTimeSeconds
+	}
+	return 0
+}
+
+func (x *ClusterAutoscaling) GetPodPriorityThreshold() int32 {
+	if x != nil && x.PodPriorityThreshold != nil {
+		return *x.PodPriorityThreshold
+	}
+	return 0
+}
+
+// ImageDigestMirror: images from source may be pulled by digest from the mirrors, in order.
+type ImageDigestMirror struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// source: host[:port][/namespace...][/repo] or *.host, at most 255 characters.
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// mirrors: 1-255 of host[:port][/namespace...][/repo], unique.
+	Mirrors       []string `protobuf:"bytes,2,rep,name=mirrors,proto3" json:"mirrors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImageDigestMirror) Reset() {
+	*x = ImageDigestMirror{}
+	mi := &file_v1_clusterservice_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImageDigestMirror) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImageDigestMirror) ProtoMessage() {}
+
+func (x *ImageDigestMirror) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImageDigestMirror.ProtoReflect.Descriptor instead.
+func (*ImageDigestMirror) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ImageDigestMirror) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ImageDigestMirror) GetMirrors() []string {
+	if x != nil {
+		return x.Mirrors
+	}
+	return nil
+}
+
 type NetworkSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NetworkType   string                 `protobuf:"bytes,1,opt,name=network_type,json=networkType,proto3" json:"network_type,omitempty"`
@@ -612,7 +832,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_v1_clusterservice_proto_msgTypes[2]
+	mi := &file_v1_clusterservice_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -624,7 +844,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[2]
+	mi := &file_v1_clusterservice_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -637,7 +857,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{2}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NetworkSpec) GetNetworkType() string {
@@ -690,13 +910,16 @@ type AzureSpec struct {
 	// placeholder if one is configured (--dev-workload-identity-client-id) and fails the
 	// cluster otherwise.
 	WorkloadIdentities *AzureWorkloadIdentities `protobuf:"bytes,9,opt,name=workload_identities,json=workloadIdentities,proto3" json:"workload_identities,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// vnet_integration_subnet_id: a subnet dedicated to private connectivity between the hosted
+	// control plane and the nodes. HyperShift has no field for it: kept in Cluster Service.
+	VnetIntegrationSubnetId string `protobuf:"bytes,10,opt,name=vnet_integration_subnet_id,json=vnetIntegrationSubnetId,proto3" json:"vnet_integration_subnet_id,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *AzureSpec) Reset() {
 	*x = AzureSpec{}
-	mi := &file_v1_clusterservice_proto_msgTypes[3]
+	mi := &file_v1_clusterservice_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +931,7 @@ func (x *AzureSpec) String() string {
 func (*AzureSpec) ProtoMessage() {}
 
 func (x *AzureSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[3]
+	mi := &file_v1_clusterservice_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +944,7 @@ func (x *AzureSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AzureSpec.ProtoReflect.Descriptor instead.
 func (*AzureSpec) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{3}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AzureSpec) GetSubscriptionId() string {
@@ -787,6 +1010,13 @@ func (x *AzureSpec) GetWorkloadIdentities() *AzureWorkloadIdentities {
 	return nil
 }
 
+func (x *AzureSpec) GetVnetIntegrationSubnetId() string {
+	if x != nil {
+		return x.VnetIntegrationSubnetId
+	}
+	return ""
+}
+
 // AzureWorkloadIdentities are managed identity client IDs (UUIDs), one per operator, as in the
 // HyperShift HostedCluster API.
 type AzureWorkloadIdentities struct {
@@ -804,7 +1034,7 @@ type AzureWorkloadIdentities struct {
 
 func (x *AzureWorkloadIdentities) Reset() {
 	*x = AzureWorkloadIdentities{}
-	mi := &file_v1_clusterservice_proto_msgTypes[4]
+	mi := &file_v1_clusterservice_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +1046,7 @@ func (x *AzureWorkloadIdentities) String() string {
 func (*AzureWorkloadIdentities) ProtoMessage() {}
 
 func (x *AzureWorkloadIdentities) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[4]
+	mi := &file_v1_clusterservice_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +1059,7 @@ func (x *AzureWorkloadIdentities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AzureWorkloadIdentities.ProtoReflect.Descriptor instead.
 func (*AzureWorkloadIdentities) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{4}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AzureWorkloadIdentities) GetImageRegistry() string {
@@ -904,7 +1134,7 @@ type ClusterStatus struct {
 
 func (x *ClusterStatus) Reset() {
 	*x = ClusterStatus{}
-	mi := &file_v1_clusterservice_proto_msgTypes[5]
+	mi := &file_v1_clusterservice_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1146,7 @@ func (x *ClusterStatus) String() string {
 func (*ClusterStatus) ProtoMessage() {}
 
 func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[5]
+	mi := &file_v1_clusterservice_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1159,7 @@ func (x *ClusterStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatus.ProtoReflect.Descriptor instead.
 func (*ClusterStatus) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{5}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ClusterStatus) GetState() ClusterState {
@@ -1008,7 +1238,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_v1_clusterservice_proto_msgTypes[6]
+	mi := &file_v1_clusterservice_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +1250,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[6]
+	mi := &file_v1_clusterservice_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +1263,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{6}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Condition) GetType() string {
@@ -1080,7 +1310,7 @@ type CreateClusterRequest struct {
 
 func (x *CreateClusterRequest) Reset() {
 	*x = CreateClusterRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[7]
+	mi := &file_v1_clusterservice_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1322,7 @@ func (x *CreateClusterRequest) String() string {
 func (*CreateClusterRequest) ProtoMessage() {}
 
 func (x *CreateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[7]
+	mi := &file_v1_clusterservice_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1335,7 @@ func (x *CreateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateClusterRequest.ProtoReflect.Descriptor instead.
 func (*CreateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{7}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateClusterRequest) GetCluster() *Cluster {
@@ -1124,7 +1354,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[8]
+	mi := &file_v1_clusterservice_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1366,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[8]
+	mi := &file_v1_clusterservice_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1379,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{8}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetClusterRequest) GetId() string {
@@ -1171,7 +1401,7 @@ type ListClustersRequest struct {
 
 func (x *ListClustersRequest) Reset() {
 	*x = ListClustersRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[9]
+	mi := &file_v1_clusterservice_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1413,7 @@ func (x *ListClustersRequest) String() string {
 func (*ListClustersRequest) ProtoMessage() {}
 
 func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[9]
+	mi := &file_v1_clusterservice_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1426,7 @@ func (x *ListClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersRequest.ProtoReflect.Descriptor instead.
 func (*ListClustersRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{9}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListClustersRequest) GetPageSize() int32 {
@@ -1230,7 +1460,7 @@ type ListClustersResponse struct {
 
 func (x *ListClustersResponse) Reset() {
 	*x = ListClustersResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[10]
+	mi := &file_v1_clusterservice_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1472,7 @@ func (x *ListClustersResponse) String() string {
 func (*ListClustersResponse) ProtoMessage() {}
 
 func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[10]
+	mi := &file_v1_clusterservice_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1485,7 @@ func (x *ListClustersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClustersResponse.ProtoReflect.Descriptor instead.
 func (*ListClustersResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{10}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListClustersResponse) GetClusters() []*Cluster {
@@ -1281,7 +1511,7 @@ type DeleteClusterRequest struct {
 
 func (x *DeleteClusterRequest) Reset() {
 	*x = DeleteClusterRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[11]
+	mi := &file_v1_clusterservice_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1523,7 @@ func (x *DeleteClusterRequest) String() string {
 func (*DeleteClusterRequest) ProtoMessage() {}
 
 func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[11]
+	mi := &file_v1_clusterservice_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1536,7 @@ func (x *DeleteClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteClusterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteClusterRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{11}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeleteClusterRequest) GetId() string {
@@ -1325,7 +1555,7 @@ type WatchClustersRequest struct {
 
 func (x *WatchClustersRequest) Reset() {
 	*x = WatchClustersRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[12]
+	mi := &file_v1_clusterservice_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1337,7 +1567,7 @@ func (x *WatchClustersRequest) String() string {
 func (*WatchClustersRequest) ProtoMessage() {}
 
 func (x *WatchClustersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[12]
+	mi := &file_v1_clusterservice_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1350,7 +1580,7 @@ func (x *WatchClustersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchClustersRequest.ProtoReflect.Descriptor instead.
 func (*WatchClustersRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{12}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WatchClustersRequest) GetSinceRevision() int64 {
@@ -1372,7 +1602,7 @@ type ClusterEvent struct {
 
 func (x *ClusterEvent) Reset() {
 	*x = ClusterEvent{}
-	mi := &file_v1_clusterservice_proto_msgTypes[13]
+	mi := &file_v1_clusterservice_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1614,7 @@ func (x *ClusterEvent) String() string {
 func (*ClusterEvent) ProtoMessage() {}
 
 func (x *ClusterEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[13]
+	mi := &file_v1_clusterservice_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1627,7 @@ func (x *ClusterEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterEvent.ProtoReflect.Descriptor instead.
 func (*ClusterEvent) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{13}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ClusterEvent) GetType() EventType {
@@ -1437,7 +1667,7 @@ type ProvisionShard struct {
 
 func (x *ProvisionShard) Reset() {
 	*x = ProvisionShard{}
-	mi := &file_v1_clusterservice_proto_msgTypes[14]
+	mi := &file_v1_clusterservice_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1449,7 +1679,7 @@ func (x *ProvisionShard) String() string {
 func (*ProvisionShard) ProtoMessage() {}
 
 func (x *ProvisionShard) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[14]
+	mi := &file_v1_clusterservice_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1462,7 +1692,7 @@ func (x *ProvisionShard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvisionShard.ProtoReflect.Descriptor instead.
 func (*ProvisionShard) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{14}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProvisionShard) GetName() string {
@@ -1509,7 +1739,7 @@ type RegisterShardRequest struct {
 
 func (x *RegisterShardRequest) Reset() {
 	*x = RegisterShardRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[15]
+	mi := &file_v1_clusterservice_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1751,7 @@ func (x *RegisterShardRequest) String() string {
 func (*RegisterShardRequest) ProtoMessage() {}
 
 func (x *RegisterShardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[15]
+	mi := &file_v1_clusterservice_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1764,7 @@ func (x *RegisterShardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterShardRequest.ProtoReflect.Descriptor instead.
 func (*RegisterShardRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{15}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RegisterShardRequest) GetShard() *ProvisionShard {
@@ -1552,7 +1782,7 @@ type ListShardsRequest struct {
 
 func (x *ListShardsRequest) Reset() {
 	*x = ListShardsRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[16]
+	mi := &file_v1_clusterservice_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1794,7 @@ func (x *ListShardsRequest) String() string {
 func (*ListShardsRequest) ProtoMessage() {}
 
 func (x *ListShardsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[16]
+	mi := &file_v1_clusterservice_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1807,7 @@ func (x *ListShardsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShardsRequest.ProtoReflect.Descriptor instead.
 func (*ListShardsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{16}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{18}
 }
 
 type ListShardsResponse struct {
@@ -1589,7 +1819,7 @@ type ListShardsResponse struct {
 
 func (x *ListShardsResponse) Reset() {
 	*x = ListShardsResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[17]
+	mi := &file_v1_clusterservice_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1831,7 @@ func (x *ListShardsResponse) String() string {
 func (*ListShardsResponse) ProtoMessage() {}
 
 func (x *ListShardsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[17]
+	mi := &file_v1_clusterservice_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1844,7 @@ func (x *ListShardsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShardsResponse.ProtoReflect.Descriptor instead.
 func (*ListShardsResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{17}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListShardsResponse) GetShards() []*ProvisionShard {
@@ -1634,7 +1864,7 @@ type SetShardStatusRequest struct {
 
 func (x *SetShardStatusRequest) Reset() {
 	*x = SetShardStatusRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[18]
+	mi := &file_v1_clusterservice_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1876,7 @@ func (x *SetShardStatusRequest) String() string {
 func (*SetShardStatusRequest) ProtoMessage() {}
 
 func (x *SetShardStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[18]
+	mi := &file_v1_clusterservice_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1889,7 @@ func (x *SetShardStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetShardStatusRequest.ProtoReflect.Descriptor instead.
 func (*SetShardStatusRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{18}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetShardStatusRequest) GetName() string {
@@ -1695,7 +1925,7 @@ type NodePool struct {
 
 func (x *NodePool) Reset() {
 	*x = NodePool{}
-	mi := &file_v1_clusterservice_proto_msgTypes[19]
+	mi := &file_v1_clusterservice_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1937,7 @@ func (x *NodePool) String() string {
 func (*NodePool) ProtoMessage() {}
 
 func (x *NodePool) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[19]
+	mi := &file_v1_clusterservice_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1950,7 @@ func (x *NodePool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePool.ProtoReflect.Descriptor instead.
 func (*NodePool) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{19}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NodePool) GetId() string {
@@ -1797,7 +2027,7 @@ type NodePoolSpec struct {
 
 func (x *NodePoolSpec) Reset() {
 	*x = NodePoolSpec{}
-	mi := &file_v1_clusterservice_proto_msgTypes[20]
+	mi := &file_v1_clusterservice_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +2039,7 @@ func (x *NodePoolSpec) String() string {
 func (*NodePoolSpec) ProtoMessage() {}
 
 func (x *NodePoolSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[20]
+	mi := &file_v1_clusterservice_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +2052,7 @@ func (x *NodePoolSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolSpec.ProtoReflect.Descriptor instead.
 func (*NodePoolSpec) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{20}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *NodePoolSpec) GetVersionId() string {
@@ -1884,7 +2114,7 @@ type NodePoolAutoscaling struct {
 
 func (x *NodePoolAutoscaling) Reset() {
 	*x = NodePoolAutoscaling{}
-	mi := &file_v1_clusterservice_proto_msgTypes[21]
+	mi := &file_v1_clusterservice_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1896,7 +2126,7 @@ func (x *NodePoolAutoscaling) String() string {
 func (*NodePoolAutoscaling) ProtoMessage() {}
 
 func (x *NodePoolAutoscaling) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[21]
+	mi := &file_v1_clusterservice_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1909,7 +2139,7 @@ func (x *NodePoolAutoscaling) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolAutoscaling.ProtoReflect.Descriptor instead.
 func (*NodePoolAutoscaling) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{21}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NodePoolAutoscaling) GetMin() int32 {
@@ -1938,7 +2168,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_v1_clusterservice_proto_msgTypes[22]
+	mi := &file_v1_clusterservice_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1950,7 +2180,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[22]
+	mi := &file_v1_clusterservice_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1963,7 +2193,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{22}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Taint) GetKey() string {
@@ -2005,7 +2235,7 @@ type NodePoolPlatform struct {
 
 func (x *NodePoolPlatform) Reset() {
 	*x = NodePoolPlatform{}
-	mi := &file_v1_clusterservice_proto_msgTypes[23]
+	mi := &file_v1_clusterservice_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2247,7 @@ func (x *NodePoolPlatform) String() string {
 func (*NodePoolPlatform) ProtoMessage() {}
 
 func (x *NodePoolPlatform) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[23]
+	mi := &file_v1_clusterservice_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2260,7 @@ func (x *NodePoolPlatform) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolPlatform.ProtoReflect.Descriptor instead.
 func (*NodePoolPlatform) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{23}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *NodePoolPlatform) GetVmSize() string {
@@ -2086,7 +2316,7 @@ type NodePoolStatus struct {
 
 func (x *NodePoolStatus) Reset() {
 	*x = NodePoolStatus{}
-	mi := &file_v1_clusterservice_proto_msgTypes[24]
+	mi := &file_v1_clusterservice_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2328,7 @@ func (x *NodePoolStatus) String() string {
 func (*NodePoolStatus) ProtoMessage() {}
 
 func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[24]
+	mi := &file_v1_clusterservice_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2341,7 @@ func (x *NodePoolStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolStatus.ProtoReflect.Descriptor instead.
 func (*NodePoolStatus) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{24}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NodePoolStatus) GetState() NodePoolState {
@@ -2172,7 +2402,7 @@ type CreateNodePoolRequest struct {
 
 func (x *CreateNodePoolRequest) Reset() {
 	*x = CreateNodePoolRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[25]
+	mi := &file_v1_clusterservice_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2414,7 @@ func (x *CreateNodePoolRequest) String() string {
 func (*CreateNodePoolRequest) ProtoMessage() {}
 
 func (x *CreateNodePoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[25]
+	mi := &file_v1_clusterservice_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2427,7 @@ func (x *CreateNodePoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNodePoolRequest.ProtoReflect.Descriptor instead.
 func (*CreateNodePoolRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{25}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateNodePoolRequest) GetNodePool() *NodePool {
@@ -2216,7 +2446,7 @@ type GetNodePoolRequest struct {
 
 func (x *GetNodePoolRequest) Reset() {
 	*x = GetNodePoolRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[26]
+	mi := &file_v1_clusterservice_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2458,7 @@ func (x *GetNodePoolRequest) String() string {
 func (*GetNodePoolRequest) ProtoMessage() {}
 
 func (x *GetNodePoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[26]
+	mi := &file_v1_clusterservice_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2471,7 @@ func (x *GetNodePoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodePoolRequest.ProtoReflect.Descriptor instead.
 func (*GetNodePoolRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{26}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetNodePoolRequest) GetId() string {
@@ -2260,7 +2490,7 @@ type ListNodePoolsRequest struct {
 
 func (x *ListNodePoolsRequest) Reset() {
 	*x = ListNodePoolsRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[27]
+	mi := &file_v1_clusterservice_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2502,7 @@ func (x *ListNodePoolsRequest) String() string {
 func (*ListNodePoolsRequest) ProtoMessage() {}
 
 func (x *ListNodePoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[27]
+	mi := &file_v1_clusterservice_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2515,7 @@ func (x *ListNodePoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodePoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListNodePoolsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{27}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListNodePoolsRequest) GetClusterId() string {
@@ -2304,7 +2534,7 @@ type ListNodePoolsResponse struct {
 
 func (x *ListNodePoolsResponse) Reset() {
 	*x = ListNodePoolsResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[28]
+	mi := &file_v1_clusterservice_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2546,7 @@ func (x *ListNodePoolsResponse) String() string {
 func (*ListNodePoolsResponse) ProtoMessage() {}
 
 func (x *ListNodePoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[28]
+	mi := &file_v1_clusterservice_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2559,7 @@ func (x *ListNodePoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodePoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListNodePoolsResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{28}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListNodePoolsResponse) GetNodePools() []*NodePool {
@@ -2351,7 +2581,7 @@ type UpdateNodePoolRequest struct {
 
 func (x *UpdateNodePoolRequest) Reset() {
 	*x = UpdateNodePoolRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[29]
+	mi := &file_v1_clusterservice_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2593,7 @@ func (x *UpdateNodePoolRequest) String() string {
 func (*UpdateNodePoolRequest) ProtoMessage() {}
 
 func (x *UpdateNodePoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[29]
+	mi := &file_v1_clusterservice_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2606,7 @@ func (x *UpdateNodePoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodePoolRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodePoolRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{29}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateNodePoolRequest) GetId() string {
@@ -2409,7 +2639,7 @@ type DeleteNodePoolRequest struct {
 
 func (x *DeleteNodePoolRequest) Reset() {
 	*x = DeleteNodePoolRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[30]
+	mi := &file_v1_clusterservice_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2651,7 @@ func (x *DeleteNodePoolRequest) String() string {
 func (*DeleteNodePoolRequest) ProtoMessage() {}
 
 func (x *DeleteNodePoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[30]
+	mi := &file_v1_clusterservice_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2664,7 @@ func (x *DeleteNodePoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodePoolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodePoolRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{30}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeleteNodePoolRequest) GetId() string {
@@ -2453,7 +2683,7 @@ type WatchNodePoolsRequest struct {
 
 func (x *WatchNodePoolsRequest) Reset() {
 	*x = WatchNodePoolsRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[31]
+	mi := &file_v1_clusterservice_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2695,7 @@ func (x *WatchNodePoolsRequest) String() string {
 func (*WatchNodePoolsRequest) ProtoMessage() {}
 
 func (x *WatchNodePoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[31]
+	mi := &file_v1_clusterservice_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2708,7 @@ func (x *WatchNodePoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchNodePoolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchNodePoolsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{31}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchNodePoolsRequest) GetSinceRevision() int64 {
@@ -2499,7 +2729,7 @@ type NodePoolEvent struct {
 
 func (x *NodePoolEvent) Reset() {
 	*x = NodePoolEvent{}
-	mi := &file_v1_clusterservice_proto_msgTypes[32]
+	mi := &file_v1_clusterservice_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2511,7 +2741,7 @@ func (x *NodePoolEvent) String() string {
 func (*NodePoolEvent) ProtoMessage() {}
 
 func (x *NodePoolEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[32]
+	mi := &file_v1_clusterservice_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2524,7 +2754,7 @@ func (x *NodePoolEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolEvent.ProtoReflect.Descriptor instead.
 func (*NodePoolEvent) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{32}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NodePoolEvent) GetType() EventType {
@@ -2564,7 +2794,7 @@ type Version struct {
 
 func (x *Version) Reset() {
 	*x = Version{}
-	mi := &file_v1_clusterservice_proto_msgTypes[33]
+	mi := &file_v1_clusterservice_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2576,7 +2806,7 @@ func (x *Version) String() string {
 func (*Version) ProtoMessage() {}
 
 func (x *Version) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[33]
+	mi := &file_v1_clusterservice_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +2819,7 @@ func (x *Version) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Version.ProtoReflect.Descriptor instead.
 func (*Version) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{33}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Version) GetId() string {
@@ -2636,7 +2866,7 @@ type ListVersionsRequest struct {
 
 func (x *ListVersionsRequest) Reset() {
 	*x = ListVersionsRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[34]
+	mi := &file_v1_clusterservice_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2648,7 +2878,7 @@ func (x *ListVersionsRequest) String() string {
 func (*ListVersionsRequest) ProtoMessage() {}
 
 func (x *ListVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[34]
+	mi := &file_v1_clusterservice_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2661,7 +2891,7 @@ func (x *ListVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ListVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{34}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListVersionsRequest) GetChannelGroup() string {
@@ -2680,7 +2910,7 @@ type ListVersionsResponse struct {
 
 func (x *ListVersionsResponse) Reset() {
 	*x = ListVersionsResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[35]
+	mi := &file_v1_clusterservice_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2922,7 @@ func (x *ListVersionsResponse) String() string {
 func (*ListVersionsResponse) ProtoMessage() {}
 
 func (x *ListVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[35]
+	mi := &file_v1_clusterservice_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2935,7 @@ func (x *ListVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ListVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{35}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListVersionsResponse) GetVersions() []*Version {
@@ -2725,7 +2955,7 @@ type GetVersionRequest struct {
 
 func (x *GetVersionRequest) Reset() {
 	*x = GetVersionRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[36]
+	mi := &file_v1_clusterservice_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2737,7 +2967,7 @@ func (x *GetVersionRequest) String() string {
 func (*GetVersionRequest) ProtoMessage() {}
 
 func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[36]
+	mi := &file_v1_clusterservice_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2750,7 +2980,7 @@ func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVersionRequest.ProtoReflect.Descriptor instead.
 func (*GetVersionRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{36}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetVersionRequest) GetId() string {
@@ -2782,7 +3012,7 @@ type UpdateClusterRequest struct {
 
 func (x *UpdateClusterRequest) Reset() {
 	*x = UpdateClusterRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[37]
+	mi := &file_v1_clusterservice_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +3024,7 @@ func (x *UpdateClusterRequest) String() string {
 func (*UpdateClusterRequest) ProtoMessage() {}
 
 func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[37]
+	mi := &file_v1_clusterservice_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +3037,7 @@ func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterRequest.ProtoReflect.Descriptor instead.
 func (*UpdateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{37}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *UpdateClusterRequest) GetId() string {
@@ -2838,20 +3068,31 @@ func (x *UpdateClusterRequest) GetOperationId() string {
 	return ""
 }
 
-// ClusterUpdate holds the fields UpdateCluster may change; an empty field is left as it is.
+// ClusterUpdate holds the fields UpdateCluster may change; an unset field is left as it is.
 type ClusterUpdate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// version_id: "4.20" or "4.20.3", resolved along the catalogue's upgrade edges.
 	VersionId string `protobuf:"bytes,1,opt,name=version_id,json=versionId,proto3" json:"version_id,omitempty"`
 	// channel_group: the group upgrades resolve in from now on; the current version must be in it.
-	ChannelGroup  string `protobuf:"bytes,2,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ChannelGroup string `protobuf:"bytes,2,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
+	// autoscaling, when set, replaces the spec's autoscaling (validated as on create).
+	Autoscaling *ClusterAutoscaling `protobuf:"bytes,3,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
+	// node_drain_timeout_minutes, when set, replaces the spec's (0-10080).
+	NodeDrainTimeoutMinutes *int32 `protobuf:"varint,4,opt,name=node_drain_timeout_minutes,json=nodeDrainTimeoutMinutes,proto3,oneof" json:"node_drain_timeout_minutes,omitempty"`
+	// api_authorized_cidrs, when set, replaces the spec's list; an empty list allows any address.
+	ApiAuthorizedCidrs *StringList `protobuf:"bytes,5,opt,name=api_authorized_cidrs,json=apiAuthorizedCidrs,proto3" json:"api_authorized_cidrs,omitempty"`
+	// image_digest_mirrors, when set, replaces the spec's list; an empty list removes them all.
+	ImageDigestMirrors *ImageDigestMirrors `protobuf:"bytes,6,opt,name=image_digest_mirrors,json=imageDigestMirrors,proto3" json:"image_digest_mirrors,omitempty"`
+	// etcd_encryption_key_version, when set, makes that version of the customer's key the active
+	// one (the key must be customer-managed); the version active before becomes the backup key.
+	EtcdEncryptionKeyVersion string `protobuf:"bytes,7,opt,name=etcd_encryption_key_version,json=etcdEncryptionKeyVersion,proto3" json:"etcd_encryption_key_version,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *ClusterUpdate) Reset() {
 	*x = ClusterUpdate{}
-	mi := &file_v1_clusterservice_proto_msgTypes[38]
+	mi := &file_v1_clusterservice_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +3104,7 @@ func (x *ClusterUpdate) String() string {
 func (*ClusterUpdate) ProtoMessage() {}
 
 func (x *ClusterUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[38]
+	mi := &file_v1_clusterservice_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +3117,7 @@ func (x *ClusterUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterUpdate.ProtoReflect.Descriptor instead.
 func (*ClusterUpdate) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{38}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ClusterUpdate) GetVersionId() string {
@@ -2891,6 +3132,130 @@ func (x *ClusterUpdate) GetChannelGroup() string {
 		return x.ChannelGroup
 	}
 	return ""
+}
+
+func (x *ClusterUpdate) GetAutoscaling() *ClusterAutoscaling {
+	if x != nil {
+		return x.Autoscaling
+	}
+	return nil
+}
+
+func (x *ClusterUpdate) GetNodeDrainTimeoutMinutes() int32 {
+	if x != nil && x.NodeDrainTimeoutMinutes != nil {
+		return *x.NodeDrainTimeoutMinutes
+	}
+	return 0
+}
+
+func (x *ClusterUpdate) GetApiAuthorizedCidrs() *StringList {
+	if x != nil {
+		return x.ApiAuthorizedCidrs
+	}
+	return nil
+}
+
+func (x *ClusterUpdate) GetImageDigestMirrors() *ImageDigestMirrors {
+	if x != nil {
+		return x.ImageDigestMirrors
+	}
+	return nil
+}
+
+func (x *ClusterUpdate) GetEtcdEncryptionKeyVersion() string {
+	if x != nil {
+		return x.EtcdEncryptionKeyVersion
+	}
+	return ""
+}
+
+// StringList wraps a list so an update can tell "replace with empty" from "leave as it is".
+type StringList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []string               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StringList) Reset() {
+	*x = StringList{}
+	mi := &file_v1_clusterservice_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StringList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StringList) ProtoMessage() {}
+
+func (x *StringList) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StringList.ProtoReflect.Descriptor instead.
+func (*StringList) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *StringList) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type ImageDigestMirrors struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mirrors       []*ImageDigestMirror   `protobuf:"bytes,1,rep,name=mirrors,proto3" json:"mirrors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ImageDigestMirrors) Reset() {
+	*x = ImageDigestMirrors{}
+	mi := &file_v1_clusterservice_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ImageDigestMirrors) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ImageDigestMirrors) ProtoMessage() {}
+
+func (x *ImageDigestMirrors) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ImageDigestMirrors.ProtoReflect.Descriptor instead.
+func (*ImageDigestMirrors) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ImageDigestMirrors) GetMirrors() []*ImageDigestMirror {
+	if x != nil {
+		return x.Mirrors
+	}
+	return nil
 }
 
 type UpgradePolicy struct {
@@ -2916,7 +3281,7 @@ type UpgradePolicy struct {
 
 func (x *UpgradePolicy) Reset() {
 	*x = UpgradePolicy{}
-	mi := &file_v1_clusterservice_proto_msgTypes[39]
+	mi := &file_v1_clusterservice_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +3293,7 @@ func (x *UpgradePolicy) String() string {
 func (*UpgradePolicy) ProtoMessage() {}
 
 func (x *UpgradePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[39]
+	mi := &file_v1_clusterservice_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3306,7 @@ func (x *UpgradePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpgradePolicy.ProtoReflect.Descriptor instead.
 func (*UpgradePolicy) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{39}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpgradePolicy) GetId() string {
@@ -3040,7 +3405,7 @@ type CreateUpgradePolicyRequest struct {
 
 func (x *CreateUpgradePolicyRequest) Reset() {
 	*x = CreateUpgradePolicyRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[40]
+	mi := &file_v1_clusterservice_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +3417,7 @@ func (x *CreateUpgradePolicyRequest) String() string {
 func (*CreateUpgradePolicyRequest) ProtoMessage() {}
 
 func (x *CreateUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[40]
+	mi := &file_v1_clusterservice_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +3430,7 @@ func (x *CreateUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUpgradePolicyRequest.ProtoReflect.Descriptor instead.
 func (*CreateUpgradePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{40}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CreateUpgradePolicyRequest) GetClusterId() string {
@@ -3105,7 +3470,7 @@ type GetUpgradePolicyRequest struct {
 
 func (x *GetUpgradePolicyRequest) Reset() {
 	*x = GetUpgradePolicyRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[41]
+	mi := &file_v1_clusterservice_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3117,7 +3482,7 @@ func (x *GetUpgradePolicyRequest) String() string {
 func (*GetUpgradePolicyRequest) ProtoMessage() {}
 
 func (x *GetUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[41]
+	mi := &file_v1_clusterservice_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3130,7 +3495,7 @@ func (x *GetUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUpgradePolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetUpgradePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{41}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetUpgradePolicyRequest) GetId() string {
@@ -3150,7 +3515,7 @@ type ListUpgradePoliciesRequest struct {
 
 func (x *ListUpgradePoliciesRequest) Reset() {
 	*x = ListUpgradePoliciesRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[42]
+	mi := &file_v1_clusterservice_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3162,7 +3527,7 @@ func (x *ListUpgradePoliciesRequest) String() string {
 func (*ListUpgradePoliciesRequest) ProtoMessage() {}
 
 func (x *ListUpgradePoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[42]
+	mi := &file_v1_clusterservice_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3175,7 +3540,7 @@ func (x *ListUpgradePoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUpgradePoliciesRequest.ProtoReflect.Descriptor instead.
 func (*ListUpgradePoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{42}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListUpgradePoliciesRequest) GetClusterId() string {
@@ -3201,7 +3566,7 @@ type ListUpgradePoliciesResponse struct {
 
 func (x *ListUpgradePoliciesResponse) Reset() {
 	*x = ListUpgradePoliciesResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[43]
+	mi := &file_v1_clusterservice_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3213,7 +3578,7 @@ func (x *ListUpgradePoliciesResponse) String() string {
 func (*ListUpgradePoliciesResponse) ProtoMessage() {}
 
 func (x *ListUpgradePoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[43]
+	mi := &file_v1_clusterservice_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3226,7 +3591,7 @@ func (x *ListUpgradePoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUpgradePoliciesResponse.ProtoReflect.Descriptor instead.
 func (*ListUpgradePoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{43}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListUpgradePoliciesResponse) GetUpgradePolicies() []*UpgradePolicy {
@@ -3252,7 +3617,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12\x1c\n" +
-	"\tnamespace\x18\t \x01(\tR\tnamespace\"\x85\x03\n" +
+	"\tnamespace\x18\t \x01(\tR\tnamespace\"\xcc\a\n" +
 	"\vClusterSpec\x12\x1d\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tR\tversionId\x12#\n" +
@@ -3262,14 +3627,36 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x05azure\x18\x05 \x01(\v2$.openhcp.clusterservice.v1.AzureSpecR\x05azure\x123\n" +
 	"\x16etcd_encryption_key_id\x18\x06 \x01(\tR\x13etcdEncryptionKeyId\x12&\n" +
 	"\x0fdns_base_domain\x18\a \x01(\tR\rdnsBaseDomain\x120\n" +
-	"\x14image_registry_state\x18\b \x01(\tR\x12imageRegistryState\"\xb2\x01\n" +
+	"\x14image_registry_state\x18\b \x01(\tR\x12imageRegistryState\x12O\n" +
+	"\vautoscaling\x18\t \x01(\v2-.openhcp.clusterservice.v1.ClusterAutoscalingR\vautoscaling\x12;\n" +
+	"\x1anode_drain_timeout_minutes\x18\n" +
+	" \x01(\x05R\x17nodeDrainTimeoutMinutes\x120\n" +
+	"\x14api_authorized_cidrs\x18\v \x03(\tR\x12apiAuthorizedCidrs\x12^\n" +
+	"\x14image_digest_mirrors\x18\f \x03(\v2,.openhcp.clusterservice.v1.ImageDigestMirrorR\x12imageDigestMirrors\x12-\n" +
+	"\x12ingress_visibility\x18\r \x01(\tR\x11ingressVisibility\x12/\n" +
+	"\x13crypto_restrictions\x18\x0e \x01(\tR\x12cryptoRestrictions\x123\n" +
+	"\x16dns_base_domain_prefix\x18\x0f \x01(\tR\x13dnsBaseDomainPrefix\x12N\n" +
+	"$etcd_encryption_key_vault_visibility\x18\x10 \x01(\tR etcdEncryptionKeyVaultVisibility\x12@\n" +
+	"\x1detcd_encryption_backup_key_id\x18\x11 \x01(\tR\x19etcdEncryptionBackupKeyId\"\x80\x03\n" +
+	"\x12ClusterAutoscaling\x12+\n" +
+	"\x0fmax_nodes_total\x18\x01 \x01(\x05H\x00R\rmaxNodesTotal\x88\x01\x01\x12C\n" +
+	"\x1cmax_pod_grace_period_seconds\x18\x02 \x01(\x05H\x01R\x18maxPodGracePeriodSeconds\x88\x01\x01\x12I\n" +
+	"\x1fmax_node_provision_time_seconds\x18\x03 \x01(\x05H\x02R\x1bmaxNodeProvisionTimeSeconds\x88\x01\x01\x129\n" +
+	"\x16pod_priority_threshold\x18\x04 \x01(\x05H\x03R\x14podPriorityThreshold\x88\x01\x01B\x12\n" +
+	"\x10_max_nodes_totalB\x1f\n" +
+	"\x1d_max_pod_grace_period_secondsB\"\n" +
+	" _max_node_provision_time_secondsB\x19\n" +
+	"\x17_pod_priority_threshold\"E\n" +
+	"\x11ImageDigestMirror\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x18\n" +
+	"\amirrors\x18\x02 \x03(\tR\amirrors\"\xb2\x01\n" +
 	"\vNetworkSpec\x12!\n" +
 	"\fnetwork_type\x18\x01 \x01(\tR\vnetworkType\x12\x19\n" +
 	"\bpod_cidr\x18\x02 \x01(\tR\apodCidr\x12!\n" +
 	"\fservice_cidr\x18\x03 \x01(\tR\vserviceCidr\x12!\n" +
 	"\fmachine_cidr\x18\x04 \x01(\tR\vmachineCidr\x12\x1f\n" +
 	"\vhost_prefix\x18\x05 \x01(\x05R\n" +
-	"hostPrefix\"\xac\x03\n" +
+	"hostPrefix\"\xe9\x03\n" +
 	"\tAzureSpec\x12'\n" +
 	"\x0fsubscription_id\x18\x01 \x01(\tR\x0esubscriptionId\x12%\n" +
 	"\x0eresource_group\x18\x02 \x01(\tR\rresourceGroup\x12\x1a\n" +
@@ -3279,7 +3666,9 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x19network_security_group_id\x18\x06 \x01(\tR\x16networkSecurityGroupId\x12#\n" +
 	"\routbound_type\x18\a \x01(\tR\foutboundType\x12\x1b\n" +
 	"\ttenant_id\x18\b \x01(\tR\btenantId\x12c\n" +
-	"\x13workload_identities\x18\t \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesR\x12workloadIdentities\"\xf5\x01\n" +
+	"\x13workload_identities\x18\t \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesR\x12workloadIdentities\x12;\n" +
+	"\x1avnet_integration_subnet_id\x18\n" +
+	" \x01(\tR\x17vnetIntegrationSubnetId\"\xf5\x01\n" +
 	"\x17AzureWorkloadIdentities\x12%\n" +
 	"\x0eimage_registry\x18\x01 \x01(\tR\rimageRegistry\x12\x18\n" +
 	"\aingress\x18\x02 \x01(\tR\aingress\x12\x12\n" +
@@ -3433,11 +3822,22 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\x06update\x18\x02 \x01(\v2(.openhcp.clusterservice.v1.ClusterUpdateR\x06update\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x03R\brevision\x12!\n" +
-	"\foperation_id\x18\x04 \x01(\tR\voperationId\"S\n" +
+	"\foperation_id\x18\x04 \x01(\tR\voperationId\"\xfe\x03\n" +
 	"\rClusterUpdate\x12\x1d\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tR\tversionId\x12#\n" +
-	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\"\x91\x04\n" +
+	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\x12O\n" +
+	"\vautoscaling\x18\x03 \x01(\v2-.openhcp.clusterservice.v1.ClusterAutoscalingR\vautoscaling\x12@\n" +
+	"\x1anode_drain_timeout_minutes\x18\x04 \x01(\x05H\x00R\x17nodeDrainTimeoutMinutes\x88\x01\x01\x12W\n" +
+	"\x14api_authorized_cidrs\x18\x05 \x01(\v2%.openhcp.clusterservice.v1.StringListR\x12apiAuthorizedCidrs\x12_\n" +
+	"\x14image_digest_mirrors\x18\x06 \x01(\v2-.openhcp.clusterservice.v1.ImageDigestMirrorsR\x12imageDigestMirrors\x12=\n" +
+	"\x1betcd_encryption_key_version\x18\a \x01(\tR\x18etcdEncryptionKeyVersionB\x1d\n" +
+	"\x1b_node_drain_timeout_minutes\"$\n" +
+	"\n" +
+	"StringList\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\"\\\n" +
+	"\x12ImageDigestMirrors\x12F\n" +
+	"\amirrors\x18\x01 \x03(\v2,.openhcp.clusterservice.v1.ImageDigestMirrorR\amirrors\"\x91\x04\n" +
 	"\rUpgradePolicy\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -3552,7 +3952,7 @@ func file_v1_clusterservice_proto_rawDescGZIP() []byte {
 }
 
 var file_v1_clusterservice_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_v1_clusterservice_proto_goTypes = []any{
 	(ClusterState)(0),                   // 0: openhcp.clusterservice.v1.ClusterState
 	(EventType)(0),                      // 1: openhcp.clusterservice.v1.EventType
@@ -3562,143 +3962,153 @@ var file_v1_clusterservice_proto_goTypes = []any{
 	(UpgradePolicyState)(0),             // 5: openhcp.clusterservice.v1.UpgradePolicyState
 	(*Cluster)(nil),                     // 6: openhcp.clusterservice.v1.Cluster
 	(*ClusterSpec)(nil),                 // 7: openhcp.clusterservice.v1.ClusterSpec
-	(*NetworkSpec)(nil),                 // 8: openhcp.clusterservice.v1.NetworkSpec
-	(*AzureSpec)(nil),                   // 9: openhcp.clusterservice.v1.AzureSpec
-	(*AzureWorkloadIdentities)(nil),     // 10: openhcp.clusterservice.v1.AzureWorkloadIdentities
-	(*ClusterStatus)(nil),               // 11: openhcp.clusterservice.v1.ClusterStatus
-	(*Condition)(nil),                   // 12: openhcp.clusterservice.v1.Condition
-	(*CreateClusterRequest)(nil),        // 13: openhcp.clusterservice.v1.CreateClusterRequest
-	(*GetClusterRequest)(nil),           // 14: openhcp.clusterservice.v1.GetClusterRequest
-	(*ListClustersRequest)(nil),         // 15: openhcp.clusterservice.v1.ListClustersRequest
-	(*ListClustersResponse)(nil),        // 16: openhcp.clusterservice.v1.ListClustersResponse
-	(*DeleteClusterRequest)(nil),        // 17: openhcp.clusterservice.v1.DeleteClusterRequest
-	(*WatchClustersRequest)(nil),        // 18: openhcp.clusterservice.v1.WatchClustersRequest
-	(*ClusterEvent)(nil),                // 19: openhcp.clusterservice.v1.ClusterEvent
-	(*ProvisionShard)(nil),              // 20: openhcp.clusterservice.v1.ProvisionShard
-	(*RegisterShardRequest)(nil),        // 21: openhcp.clusterservice.v1.RegisterShardRequest
-	(*ListShardsRequest)(nil),           // 22: openhcp.clusterservice.v1.ListShardsRequest
-	(*ListShardsResponse)(nil),          // 23: openhcp.clusterservice.v1.ListShardsResponse
-	(*SetShardStatusRequest)(nil),       // 24: openhcp.clusterservice.v1.SetShardStatusRequest
-	(*NodePool)(nil),                    // 25: openhcp.clusterservice.v1.NodePool
-	(*NodePoolSpec)(nil),                // 26: openhcp.clusterservice.v1.NodePoolSpec
-	(*NodePoolAutoscaling)(nil),         // 27: openhcp.clusterservice.v1.NodePoolAutoscaling
-	(*Taint)(nil),                       // 28: openhcp.clusterservice.v1.Taint
-	(*NodePoolPlatform)(nil),            // 29: openhcp.clusterservice.v1.NodePoolPlatform
-	(*NodePoolStatus)(nil),              // 30: openhcp.clusterservice.v1.NodePoolStatus
-	(*CreateNodePoolRequest)(nil),       // 31: openhcp.clusterservice.v1.CreateNodePoolRequest
-	(*GetNodePoolRequest)(nil),          // 32: openhcp.clusterservice.v1.GetNodePoolRequest
-	(*ListNodePoolsRequest)(nil),        // 33: openhcp.clusterservice.v1.ListNodePoolsRequest
-	(*ListNodePoolsResponse)(nil),       // 34: openhcp.clusterservice.v1.ListNodePoolsResponse
-	(*UpdateNodePoolRequest)(nil),       // 35: openhcp.clusterservice.v1.UpdateNodePoolRequest
-	(*DeleteNodePoolRequest)(nil),       // 36: openhcp.clusterservice.v1.DeleteNodePoolRequest
-	(*WatchNodePoolsRequest)(nil),       // 37: openhcp.clusterservice.v1.WatchNodePoolsRequest
-	(*NodePoolEvent)(nil),               // 38: openhcp.clusterservice.v1.NodePoolEvent
-	(*Version)(nil),                     // 39: openhcp.clusterservice.v1.Version
-	(*ListVersionsRequest)(nil),         // 40: openhcp.clusterservice.v1.ListVersionsRequest
-	(*ListVersionsResponse)(nil),        // 41: openhcp.clusterservice.v1.ListVersionsResponse
-	(*GetVersionRequest)(nil),           // 42: openhcp.clusterservice.v1.GetVersionRequest
-	(*UpdateClusterRequest)(nil),        // 43: openhcp.clusterservice.v1.UpdateClusterRequest
-	(*ClusterUpdate)(nil),               // 44: openhcp.clusterservice.v1.ClusterUpdate
-	(*UpgradePolicy)(nil),               // 45: openhcp.clusterservice.v1.UpgradePolicy
-	(*CreateUpgradePolicyRequest)(nil),  // 46: openhcp.clusterservice.v1.CreateUpgradePolicyRequest
-	(*GetUpgradePolicyRequest)(nil),     // 47: openhcp.clusterservice.v1.GetUpgradePolicyRequest
-	(*ListUpgradePoliciesRequest)(nil),  // 48: openhcp.clusterservice.v1.ListUpgradePoliciesRequest
-	(*ListUpgradePoliciesResponse)(nil), // 49: openhcp.clusterservice.v1.ListUpgradePoliciesResponse
-	nil,                                 // 50: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	nil,                                 // 51: openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 52: google.protobuf.Timestamp
+	(*ClusterAutoscaling)(nil),          // 8: openhcp.clusterservice.v1.ClusterAutoscaling
+	(*ImageDigestMirror)(nil),           // 9: openhcp.clusterservice.v1.ImageDigestMirror
+	(*NetworkSpec)(nil),                 // 10: openhcp.clusterservice.v1.NetworkSpec
+	(*AzureSpec)(nil),                   // 11: openhcp.clusterservice.v1.AzureSpec
+	(*AzureWorkloadIdentities)(nil),     // 12: openhcp.clusterservice.v1.AzureWorkloadIdentities
+	(*ClusterStatus)(nil),               // 13: openhcp.clusterservice.v1.ClusterStatus
+	(*Condition)(nil),                   // 14: openhcp.clusterservice.v1.Condition
+	(*CreateClusterRequest)(nil),        // 15: openhcp.clusterservice.v1.CreateClusterRequest
+	(*GetClusterRequest)(nil),           // 16: openhcp.clusterservice.v1.GetClusterRequest
+	(*ListClustersRequest)(nil),         // 17: openhcp.clusterservice.v1.ListClustersRequest
+	(*ListClustersResponse)(nil),        // 18: openhcp.clusterservice.v1.ListClustersResponse
+	(*DeleteClusterRequest)(nil),        // 19: openhcp.clusterservice.v1.DeleteClusterRequest
+	(*WatchClustersRequest)(nil),        // 20: openhcp.clusterservice.v1.WatchClustersRequest
+	(*ClusterEvent)(nil),                // 21: openhcp.clusterservice.v1.ClusterEvent
+	(*ProvisionShard)(nil),              // 22: openhcp.clusterservice.v1.ProvisionShard
+	(*RegisterShardRequest)(nil),        // 23: openhcp.clusterservice.v1.RegisterShardRequest
+	(*ListShardsRequest)(nil),           // 24: openhcp.clusterservice.v1.ListShardsRequest
+	(*ListShardsResponse)(nil),          // 25: openhcp.clusterservice.v1.ListShardsResponse
+	(*SetShardStatusRequest)(nil),       // 26: openhcp.clusterservice.v1.SetShardStatusRequest
+	(*NodePool)(nil),                    // 27: openhcp.clusterservice.v1.NodePool
+	(*NodePoolSpec)(nil),                // 28: openhcp.clusterservice.v1.NodePoolSpec
+	(*NodePoolAutoscaling)(nil),         // 29: openhcp.clusterservice.v1.NodePoolAutoscaling
+	(*Taint)(nil),                       // 30: openhcp.clusterservice.v1.Taint
+	(*NodePoolPlatform)(nil),            // 31: openhcp.clusterservice.v1.NodePoolPlatform
+	(*NodePoolStatus)(nil),              // 32: openhcp.clusterservice.v1.NodePoolStatus
+	(*CreateNodePoolRequest)(nil),       // 33: openhcp.clusterservice.v1.CreateNodePoolRequest
+	(*GetNodePoolRequest)(nil),          // 34: openhcp.clusterservice.v1.GetNodePoolRequest
+	(*ListNodePoolsRequest)(nil),        // 35: openhcp.clusterservice.v1.ListNodePoolsRequest
+	(*ListNodePoolsResponse)(nil),       // 36: openhcp.clusterservice.v1.ListNodePoolsResponse
+	(*UpdateNodePoolRequest)(nil),       // 37: openhcp.clusterservice.v1.UpdateNodePoolRequest
+	(*DeleteNodePoolRequest)(nil),       // 38: openhcp.clusterservice.v1.DeleteNodePoolRequest
+	(*WatchNodePoolsRequest)(nil),       // 39: openhcp.clusterservice.v1.WatchNodePoolsRequest
+	(*NodePoolEvent)(nil),               // 40: openhcp.clusterservice.v1.NodePoolEvent
+	(*Version)(nil),                     // 41: openhcp.clusterservice.v1.Version
+	(*ListVersionsRequest)(nil),         // 42: openhcp.clusterservice.v1.ListVersionsRequest
+	(*ListVersionsResponse)(nil),        // 43: openhcp.clusterservice.v1.ListVersionsResponse
+	(*GetVersionRequest)(nil),           // 44: openhcp.clusterservice.v1.GetVersionRequest
+	(*UpdateClusterRequest)(nil),        // 45: openhcp.clusterservice.v1.UpdateClusterRequest
+	(*ClusterUpdate)(nil),               // 46: openhcp.clusterservice.v1.ClusterUpdate
+	(*StringList)(nil),                  // 47: openhcp.clusterservice.v1.StringList
+	(*ImageDigestMirrors)(nil),          // 48: openhcp.clusterservice.v1.ImageDigestMirrors
+	(*UpgradePolicy)(nil),               // 49: openhcp.clusterservice.v1.UpgradePolicy
+	(*CreateUpgradePolicyRequest)(nil),  // 50: openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	(*GetUpgradePolicyRequest)(nil),     // 51: openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	(*ListUpgradePoliciesRequest)(nil),  // 52: openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	(*ListUpgradePoliciesResponse)(nil), // 53: openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	nil,                                 // 54: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	nil,                                 // 55: openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil),       // 56: google.protobuf.Timestamp
 }
 var file_v1_clusterservice_proto_depIdxs = []int32{
 	7,  // 0: openhcp.clusterservice.v1.Cluster.spec:type_name -> openhcp.clusterservice.v1.ClusterSpec
-	11, // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
-	52, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
-	52, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
-	8,  // 4: openhcp.clusterservice.v1.ClusterSpec.network:type_name -> openhcp.clusterservice.v1.NetworkSpec
-	9,  // 5: openhcp.clusterservice.v1.ClusterSpec.azure:type_name -> openhcp.clusterservice.v1.AzureSpec
-	10, // 6: openhcp.clusterservice.v1.AzureSpec.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
-	0,  // 7: openhcp.clusterservice.v1.ClusterStatus.state:type_name -> openhcp.clusterservice.v1.ClusterState
-	12, // 8: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	45, // 9: openhcp.clusterservice.v1.ClusterStatus.upgrade:type_name -> openhcp.clusterservice.v1.UpgradePolicy
-	52, // 10: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	6,  // 11: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	6,  // 12: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
-	1,  // 13: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	6,  // 14: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	2,  // 15: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	50, // 16: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	20, // 17: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	20, // 18: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	2,  // 19: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	26, // 20: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
-	30, // 21: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
-	52, // 22: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
-	52, // 23: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
-	27, // 24: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
-	51, // 25: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
-	28, // 26: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
-	29, // 27: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
-	3,  // 28: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
-	12, // 29: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	25, // 30: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	25, // 31: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
-	26, // 32: openhcp.clusterservice.v1.UpdateNodePoolRequest.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
-	1,  // 33: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	25, // 34: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	52, // 35: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
-	39, // 36: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
-	44, // 37: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
-	4,  // 38: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
-	52, // 39: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
-	5,  // 40: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
-	52, // 41: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
-	52, // 42: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
-	52, // 43: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
-	45, // 44: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
-	13, // 45: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
-	14, // 46: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
-	15, // 47: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
-	17, // 48: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
-	43, // 49: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
-	18, // 50: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
-	31, // 51: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
-	32, // 52: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
-	33, // 53: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
-	35, // 54: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
-	36, // 55: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
-	37, // 56: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
-	40, // 57: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
-	42, // 58: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
-	46, // 59: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
-	47, // 60: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
-	48, // 61: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
-	21, // 62: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
-	22, // 63: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
-	24, // 64: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
-	6,  // 65: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 66: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	16, // 67: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
-	6,  // 68: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 69: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	19, // 70: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
-	25, // 71: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	25, // 72: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	34, // 73: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
-	25, // 74: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	25, // 75: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	38, // 76: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
-	41, // 77: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
-	39, // 78: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
-	45, // 79: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	45, // 80: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	49, // 81: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
-	20, // 82: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	23, // 83: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
-	20, // 84: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	65, // [65:85] is the sub-list for method output_type
-	45, // [45:65] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	13, // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
+	56, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
+	56, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
+	10, // 4: openhcp.clusterservice.v1.ClusterSpec.network:type_name -> openhcp.clusterservice.v1.NetworkSpec
+	11, // 5: openhcp.clusterservice.v1.ClusterSpec.azure:type_name -> openhcp.clusterservice.v1.AzureSpec
+	8,  // 6: openhcp.clusterservice.v1.ClusterSpec.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
+	9,  // 7: openhcp.clusterservice.v1.ClusterSpec.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
+	12, // 8: openhcp.clusterservice.v1.AzureSpec.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
+	0,  // 9: openhcp.clusterservice.v1.ClusterStatus.state:type_name -> openhcp.clusterservice.v1.ClusterState
+	14, // 10: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	49, // 11: openhcp.clusterservice.v1.ClusterStatus.upgrade:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	56, // 12: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	6,  // 13: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	6,  // 14: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
+	1,  // 15: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	6,  // 16: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	2,  // 17: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	54, // 18: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	22, // 19: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	22, // 20: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	2,  // 21: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	28, // 22: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	32, // 23: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
+	56, // 24: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
+	56, // 25: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
+	29, // 26: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
+	55, // 27: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	30, // 28: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
+	31, // 29: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
+	3,  // 30: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
+	14, // 31: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	27, // 32: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	27, // 33: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
+	28, // 34: openhcp.clusterservice.v1.UpdateNodePoolRequest.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	1,  // 35: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	27, // 36: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	56, // 37: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
+	41, // 38: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
+	46, // 39: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
+	8,  // 40: openhcp.clusterservice.v1.ClusterUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
+	47, // 41: openhcp.clusterservice.v1.ClusterUpdate.api_authorized_cidrs:type_name -> openhcp.clusterservice.v1.StringList
+	48, // 42: openhcp.clusterservice.v1.ClusterUpdate.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirrors
+	9,  // 43: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
+	4,  // 44: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
+	56, // 45: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
+	5,  // 46: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
+	56, // 47: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
+	56, // 48: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
+	56, // 49: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
+	49, // 50: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	15, // 51: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
+	16, // 52: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
+	17, // 53: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
+	19, // 54: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
+	45, // 55: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
+	20, // 56: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
+	33, // 57: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
+	34, // 58: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
+	35, // 59: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
+	37, // 60: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
+	38, // 61: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
+	39, // 62: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
+	42, // 63: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
+	44, // 64: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
+	50, // 65: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	51, // 66: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	52, // 67: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	23, // 68: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
+	24, // 69: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
+	26, // 70: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
+	6,  // 71: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 72: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	18, // 73: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
+	6,  // 74: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 75: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	21, // 76: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
+	27, // 77: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 78: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	36, // 79: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
+	27, // 80: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 81: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	40, // 82: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
+	43, // 83: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
+	41, // 84: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
+	49, // 85: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	49, // 86: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	53, // 87: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	22, // 88: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	25, // 89: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
+	22, // 90: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	71, // [71:91] is the sub-list for method output_type
+	51, // [51:71] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_v1_clusterservice_proto_init() }
@@ -3706,13 +4116,15 @@ func file_v1_clusterservice_proto_init() {
 	if File_v1_clusterservice_proto != nil {
 		return
 	}
+	file_v1_clusterservice_proto_msgTypes[2].OneofWrappers = []any{}
+	file_v1_clusterservice_proto_msgTypes[40].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_clusterservice_proto_rawDesc), len(file_v1_clusterservice_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   46,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -51,8 +51,10 @@ type ClustersClient interface {
 	// ManifestWork is gone from the management cluster; then GetCluster answers NotFound and
 	// WatchClusters sends a DELETED event.
 	DeleteCluster(ctx context.Context, in *DeleteClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
-	// UpdateCluster changes what may change after create: the channel group (at once) and the
-	// OpenShift version, through a control-plane upgrade policy that starts at once (next_run
+	// UpdateCluster changes what may change after create: the configuration (autoscaling, node
+	// drain timeout, API authorized CIDRs, image digest mirrors, the active KMS key version; at
+	// once, the cluster goes UPDATING until HyperShift reports it applied), the channel group (at
+	// once) and the OpenShift version, through a control-plane upgrade policy that starts at once (next_run
 	// now). The version must be reachable along an upgrade edge of the catalogue: a downgrade,
 	// a skipped minor or a missing edge is InvalidArgument on update.version_id with the versions
 	// the cluster can upgrade to. The returned cluster's status.upgrade is the new policy; a
@@ -162,8 +164,10 @@ type ClustersServer interface {
 	// ManifestWork is gone from the management cluster; then GetCluster answers NotFound and
 	// WatchClusters sends a DELETED event.
 	DeleteCluster(context.Context, *DeleteClusterRequest) (*Cluster, error)
-	// UpdateCluster changes what may change after create: the channel group (at once) and the
-	// OpenShift version, through a control-plane upgrade policy that starts at once (next_run
+	// UpdateCluster changes what may change after create: the configuration (autoscaling, node
+	// drain timeout, API authorized CIDRs, image digest mirrors, the active KMS key version; at
+	// once, the cluster goes UPDATING until HyperShift reports it applied), the channel group (at
+	// once) and the OpenShift version, through a control-plane upgrade policy that starts at once (next_run
 	// now). The version must be reachable along an upgrade edge of the catalogue: a downgrade,
 	// a skipped minor or a missing edge is InvalidArgument on update.version_id with the versions
 	// the cluster can upgrade to. The returned cluster's status.upgrade is the new policy; a

@@ -412,6 +412,13 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		c.applied[id] = hash
 		c.mu.Unlock()
 		log.Info("manifest work applied", "work", work.Name)
+		if cl.Status.GetApplied() {
+			// The pools' works carry part of the cluster's spec (the node drain timeout);
+			// each rebuilds and applies only if its own hash changed.
+			if _, err := c.enqueueNodePools(ctx, id); err != nil {
+				return 0, err
+			}
+		}
 	}
 
 	got, err := c.works.Get(ctx, cl.Shard, work.Name)
@@ -424,7 +431,11 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	} else if err != nil {
 		return 0, fmt.Errorf("get work of cluster %s from %s: %w", id, cl.Shard, err)
 	}
-	st, err := DeriveStatus(got, false)
+	built, err := manifests.HostedClusterOf(work)
+	if err != nil {
+		return 0, err
+	}
+	st, err := DeriveClusterStatus(got, built, false)
 	if err != nil {
 		return 0, err
 	}

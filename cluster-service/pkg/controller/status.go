@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -45,6 +46,10 @@ type Feedback struct {
 		Host string `json:"host"`
 		Port int32  `json:"port"`
 	}
+	// Generation is the HostedCluster's .metadata.generation.
+	Generation int64
+	// Config is the updatable configuration of the HostedCluster's spec, as applied.
+	Config manifests.ReportedConfig
 }
 
 // ParseFeedback reads the HostedCluster's feedback values out of a work.
@@ -58,6 +63,9 @@ func ParseFeedback(w *workv1.ManifestWork) (Feedback, error) {
 			continue
 		}
 		for _, v := range m.StatusFeedbacks.Values {
+			if v.Name == manifests.FeedbackGeneration && v.Value.Integer != nil {
+				fb.Generation = *v.Value.Integer
+			}
 			if v.Value.JsonRaw == nil {
 				continue
 			}
@@ -77,6 +85,14 @@ func ParseFeedback(w *workv1.ManifestWork) (Feedback, error) {
 				err = json.Unmarshal(raw, &fb.History)
 			case manifests.FeedbackControlPlaneEndpoint:
 				err = json.Unmarshal(raw, &fb.Endpoint)
+			case manifests.FeedbackAutoscaling:
+				err = json.Unmarshal(raw, &fb.Config.Autoscaling)
+			case manifests.FeedbackAPIServerNetworking:
+				err = json.Unmarshal(raw, &fb.Config.APIServer)
+			case manifests.FeedbackImageContentSources:
+				err = json.Unmarshal(raw, &fb.Config.ImageContentSources)
+			case manifests.FeedbackSecretEncryption:
+				err = json.Unmarshal(raw, &fb.Config.SecretEncryption)
 			}
 			if err != nil {
 				return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
@@ -86,14 +102,22 @@ func ParseFeedback(w *workv1.ManifestWork) (Feedback, error) {
 	return fb, nil
 }
 
-// DeriveStatus computes the cluster status from what Maestro reports for its work, and nothing
-// else. w is nil when Maestro has no work (yet). The rules, in order:
+// DeriveStatus is DeriveClusterStatus without checking the configuration.
+func DeriveStatus(w *workv1.ManifestWork, deleting bool) (*csv1.ClusterStatus, error) {
+	return DeriveClusterStatus(w, nil, deleting)
+}
+
+// DeriveClusterStatus computes the cluster status from what Maestro reports for its work, and
+// nothing else. w is nil when Maestro has no work (yet); built is the HostedCluster Cluster
+// Service sends (nil: the configuration is not checked). The rules, in order:
 //   - deleting → UNINSTALLING;
 //   - a failure condition (Valid*=False, SupportedHostedCluster=False) → ERROR with its code;
-//   - Available=True → READY, or UPDATING while the desired version is not the completed one;
+//   - Available=True → READY, or UPDATING while the desired version is not the completed one,
+//     while the reported configuration differs from built (feedback from before an update), or
+//     while HyperShift has not reported ReconciliationSucceeded=True for the reported generation;
 //   - Degraded=True → ERROR HostedClusterDegraded;
 //   - otherwise INSTALLING.
-func DeriveStatus(w *workv1.ManifestWork, deleting bool) (*csv1.ClusterStatus, error) {
+func DeriveClusterStatus(w *workv1.ManifestWork, built *hypershiftv1beta1.HostedCluster, deleting bool) (*csv1.ClusterStatus, error) {
 	st := &csv1.ClusterStatus{}
 	fb, err := ParseFeedback(w)
 	if err != nil {
@@ -135,6 +159,12 @@ func DeriveStatus(w *workv1.ManifestWork, deleting bool) (*csv1.ClusterStatus, e
 		if fb.Desired != "" && st.CurrentVersion != "" && fb.Desired != st.CurrentVersion {
 			st.State = csv1.ClusterState_CLUSTER_STATE_UPDATING
 			st.Message = fmt.Sprintf("The cluster is updating from %s to %s.", st.CurrentVersion, fb.Desired)
+			return st, nil
+		}
+		if built != nil {
+			if msg := configPending(built, fb); msg != "" {
+				st.State, st.Message = csv1.ClusterState_CLUSTER_STATE_UPDATING, "The cluster configuration is being applied: "+msg
+			}
 		}
 		return st, nil
 	}
@@ -203,6 +233,22 @@ func applyFailure(w *workv1.ManifestWork) string {
 		if c := find(m.Conditions, workv1.ManifestApplied); c != nil && c.Status == metav1.ConditionFalse {
 			return fmt.Sprintf("%s %s: %s", m.ResourceMeta.Kind, m.ResourceMeta.Name, c.Message)
 		}
+	}
+	return ""
+}
+
+// configPending says what the cluster's configuration still waits for, or "" once the
+// management cluster has the built configuration and HyperShift has reconciled that generation.
+func configPending(built *hypershiftv1beta1.HostedCluster, fb Feedback) string {
+	if diff := manifests.ConfigDifferences(built, fb.Config); len(diff) > 0 {
+		return "waiting for the management cluster to apply the " + strings.Join(diff, ", ") + "."
+	}
+	rs := find(fb.Conditions, string(hypershiftv1beta1.ReconciliationSucceeded))
+	switch {
+	case rs == nil || rs.ObservedGeneration != fb.Generation:
+		return fmt.Sprintf("waiting for HyperShift to reconcile generation %d of the HostedCluster.", fb.Generation)
+	case rs.Status != metav1.ConditionTrue:
+		return "HyperShift has not reconciled it yet: " + conditionMessage(rs)
 	}
 	return ""
 }

@@ -18,9 +18,6 @@ import (
 
 // Feedback value names for external auth on the HostedCluster manifest.
 const (
-	// FeedbackGeneration is .metadata.generation, to tell whether HyperShift's conditions
-	// (observedGeneration) are about the spec the agent reports.
-	FeedbackGeneration = "generation"
 	// FeedbackAuthenticationSpec is .spec.configuration.authentication as it is on the
 	// management cluster: what the agent applied.
 	FeedbackAuthenticationSpec = "authenticationSpec"
@@ -109,7 +106,7 @@ func OIDCProvider(hostedCluster string, ea ExternalAuth) configv1.OIDCProvider {
 }
 
 // WithExternalAuth completes a cluster's work (from Build) for external authentication: the
-// HostedCluster's feedback rules gain the generation and the authentication spec and status, and
+// HostedCluster's feedback rules gain the authentication spec and status, and
 // with ea the HostedCluster gets spec.configuration.authentication {type: OIDC, oidcProviders:
 // [the provider]} and, with an issuer CA, a ConfigMap holding it. Without ea the HostedCluster
 // has no authentication configuration; server-side apply then removes one applied before. The
@@ -141,7 +138,6 @@ func WithExternalAuth(work *workv1.ManifestWork, ea *ExternalAuth) (*workv1.Mani
 		for j := range mc.FeedbackRules {
 			if mc.FeedbackRules[j].Type == workv1.JSONPathsType {
 				mc.FeedbackRules[j].JsonPaths = append(mc.FeedbackRules[j].JsonPaths,
-					workv1.JsonPath{Name: FeedbackGeneration, Path: ".metadata.generation"},
 					workv1.JsonPath{Name: FeedbackAuthenticationSpec, Path: ".spec.configuration.authentication"},
 					workv1.JsonPath{Name: FeedbackAuthenticationStatus, Path: ".status.configuration.authentication"},
 				)

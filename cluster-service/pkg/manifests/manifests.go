@@ -237,6 +237,9 @@ func manifestConfig(o runtime.Object) workv1.ManifestConfigOption {
 				{Name: FeedbackControlPlaneEndpoint, Path: ".status.controlPlaneEndpoint"},
 			},
 		}}
+		for _, f := range configFeedback {
+			opt.FeedbackRules[0].JsonPaths = append(opt.FeedbackRules[0].JsonPaths, workv1.JsonPath{Name: f.name, Path: f.path})
+		}
 	}
 	return opt
 }
@@ -304,9 +307,18 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 		if err != nil {
 			return nil, err
 		}
+		azureKMS := &hypershiftv1beta1.AzureKMSSpec{ActiveKey: key}
+		if backupID := s.GetEtcdEncryptionBackupKeyId(); backupID != "" {
+			// The version active before a rotation, until every secret is re-encrypted.
+			backup, err := parseKeyVaultKeyID(backupID)
+			if err != nil {
+				return nil, err
+			}
+			azureKMS.BackupKey = &backup
+		}
 		hc.Spec.SecretEncryption = &hypershiftv1beta1.SecretEncryptionSpec{
 			Type: hypershiftv1beta1.KMS,
-			KMS:  &hypershiftv1beta1.KMSSpec{Provider: hypershiftv1beta1.AZURE, Azure: &hypershiftv1beta1.AzureKMSSpec{ActiveKey: key}},
+			KMS:  &hypershiftv1beta1.KMSSpec{Provider: hypershiftv1beta1.AZURE, Azure: azureKMS},
 			// The platform key stays as the AES-CBC backup so secrets written before stay readable.
 			AESCBC: &hypershiftv1beta1.AESCBCSpec{ActiveKey: corev1.LocalObjectReference{Name: EtcdEncryptionSecretName(name)}},
 		}
@@ -317,8 +329,9 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 		}
 	}
 	if s.GetImageRegistryState() == "Disabled" {
-		hc.Spec.Capabilities = &hypershiftv1beta1.Capabilities{Disabled: []hypershiftv1beta1.OptionalCapability{hypershiftv1beta1.ImageRegistryCapability}}
+		disable(hc, hypershiftv1beta1.ImageRegistryCapability)
 	}
+	applyConfig(hc, s)
 	return hc, nil
 }
 

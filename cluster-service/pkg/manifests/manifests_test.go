@@ -202,7 +202,9 @@ func TestBuild(t *testing.T) {
 						paths[p.Name] = p.Path
 					}
 					want := map[string]string{"conditions": ".status.conditions", "versionDesired": ".status.version.desired",
-						"versionHistory": ".status.version.history", "controlPlaneEndpoint": ".status.controlPlaneEndpoint"}
+						"versionHistory": ".status.version.history", "controlPlaneEndpoint": ".status.controlPlaneEndpoint",
+						"generation": ".metadata.generation", "autoscaling": ".spec.autoscaling", "apiServerNetworking": ".spec.networking.apiServer",
+						"imageContentSources": ".spec.imageContentSources", "secretEncryption": ".spec.secretEncryption"}
 					if mc.FeedbackRules[0].Type != workv1.JSONPathsType || len(paths) != len(want) {
 						t.Fatalf("feedback = %+v", mc.FeedbackRules)
 					}

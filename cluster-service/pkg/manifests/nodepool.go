@@ -113,6 +113,9 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 			Management: hypershiftv1beta1.NodePoolManagement{UpgradeType: nodePoolUpgradeType, AutoRepair: s.GetAutoRepair()},
 			NodeLabels: s.GetLabels(),
 			Arch:       nodePoolArch,
+			// The cluster's node drain timeout is every pool's (Cluster Service's node pools
+			// have no value of their own yet).
+			NodeDrainTimeout: NodeDrainTimeout(np.Cluster.Spec.GetNodeDrainTimeoutMinutes()),
 		},
 	}
 	if as := s.GetAutoscaling(); as != nil {

@@ -45,10 +45,11 @@ func (s *Server) UpdateCluster(ctx context.Context, req *csv1.UpdateClusterReque
 		v.add("operation_id", "must be at most %d characters", maxOperationIDLength)
 	}
 	u := req.GetUpdate()
-	if u.GetVersionId() == "" && u.GetChannelGroup() == "" {
-		v.add("update", "names nothing to change: set version_id or channel_group")
+	if u.GetVersionId() == "" && u.GetChannelGroup() == "" && !hasConfigUpdate(u) {
+		v.add("update", "names nothing to change: set version_id, channel_group or a configuration field")
 	}
 	oneOf(&v, "update.channel_group", u.GetChannelGroup(), channelGroups...)
+	validateConfigUpdate(&v, u)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -110,7 +111,8 @@ func (s *Server) updateCluster(ctx context.Context, op, id string, revision int6
 		log.Info("control plane upgrade requested", "upgrade_policy_id", p.GetId(), "from", p.GetFromVersion(), "to", p.GetToVersion(),
 			"next_run", p.GetNextRun().AsTime(), "operation_id", operationID)
 	} else {
-		log.Info("cluster updated", "channel_group", c.Spec.GetChannelGroup(), "version_id", c.Spec.GetVersionId())
+		log.Info("cluster updated", "channel_group", c.Spec.GetChannelGroup(), "version_id", c.Spec.GetVersionId(),
+			"configuration_changed", hasConfigUpdate(u), "state", c.Status.GetState().String())
 	}
 	return toProto(c), nil
 }
@@ -128,6 +130,21 @@ func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.
 		}
 		spec.ChannelGroup = g
 		ch.Spec = spec
+	}
+	if hasConfigUpdate(u) {
+		next := applyConfigUpdate(&v, spec, u)
+		if !proto.Equal(next, spec) {
+			spec = next
+			ch.Spec = spec
+			// UPDATING in the same revision as the spec: the controller keeps it so until
+			// HyperShift reports the new configuration applied, so a READY read from feedback
+			// older than this change never ends the caller's wait.
+			if st := c.Status.GetState(); st == csv1.ClusterState_CLUSTER_STATE_READY || st == csv1.ClusterState_CLUSTER_STATE_UPDATING {
+				ch.Status = proto.Clone(c.Status).(*csv1.ClusterStatus)
+				ch.Status.State = csv1.ClusterState_CLUSTER_STATE_UPDATING
+				ch.Status.Message = "The cluster configuration is being applied."
+			}
+		}
 	}
 	if want := u.GetVersionId(); want != "" {
 		target, err := catalogue.ResolveUpgrade(spec.GetChannelGroup(), c.Spec.GetVersionId(), want, now)

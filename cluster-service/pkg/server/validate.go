@@ -87,6 +87,7 @@ func validateCreate(req *csv1.CreateClusterRequest, catalogue *versions.Catalogu
 	}
 	spec := proto.Clone(c.GetSpec()).(*csv1.ClusterSpec)
 	applyDefaults(spec)
+	applyConfigDefaults(spec)
 
 	if resolved, err := catalogue.Resolve(spec.GetChannelGroup(), spec.GetVersionId(), now); err != nil {
 		v.add("cluster.spec.version_id", "%v", err)
@@ -104,6 +105,8 @@ func validateCreate(req *csv1.CreateClusterRequest, catalogue *versions.Catalogu
 			v.add("cluster.spec.etcd_encryption_key_id", "%v", err)
 		}
 	}
+
+	validateConfig(&v, "cluster.spec", spec)
 
 	n := spec.GetNetwork()
 	oneOf(&v, "cluster.spec.network.network_type", n.GetNetworkType(), "OVNKubernetes", "Other")

@@ -80,7 +80,9 @@ func activePolicyTx(ctx context.Context, tx pgx.Tx, clusterID string) (*csv1.Upg
 // ClusterChange is what UpdateCluster's callback decides, under the write lock, from the
 // current cluster: a new spec (nil: unchanged) and an upgrade policy to start (nil: none).
 type ClusterChange struct {
-	Spec    *csv1.ClusterSpec
+	Spec *csv1.ClusterSpec
+	// Status, when set, replaces the status (a configuration change sets UPDATING with it).
+	Status  *csv1.ClusterStatus
 	Upgrade *csv1.UpgradePolicy
 }
 
@@ -115,6 +117,9 @@ func (s *Store) UpdateCluster(ctx context.Context, id string, revision int64, de
 		if ch.Spec != nil {
 			spec = ch.Spec
 		}
+		if ch.Status != nil {
+			st = ch.Status
+		}
 		if ch.Upgrade != nil {
 			if active != nil {
 				return ErrUpgradeInProgress
@@ -123,7 +128,7 @@ func (s *Store) UpdateCluster(ctx context.Context, id string, revision int64, de
 			if err != nil {
 				return fmt.Errorf("record upgrade policy: %w", err)
 			}
-			st = proto.Clone(c.Status).(*csv1.ClusterStatus)
+			st = proto.Clone(st).(*csv1.ClusterStatus)
 			st.Upgrade = p
 		}
 		if proto.Equal(spec, c.Spec) && proto.Equal(st, c.Status) {

@@ -1,0 +1,223 @@
+package server
+
+import (
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+)
+
+// The cluster's configuration: the fields besides version and network that reach the
+// HostedCluster, some of which UpdateCluster may change. Create and update validate them with
+// the same functions, so a value accepted once is accepted again.
+
+const (
+	maxAuthorizedCIDRs      = 500 // ARM maxItems; HyperShift allowedCIDRBlocks maxItems
+	maxImageDigestMirrors   = 240 // ARM maxItems
+	maxMirrorsPerSource     = 255 // ARM and HyperShift maxItems
+	maxImageRepositoryLen   = 255 // ARM and HyperShift maxLength
+	maxNodeDrainTimeoutMins = 10080
+)
+
+var (
+	// host[:port][/namespace...][/repo], and for a source also *.host (containers-registries.conf).
+	imageRepositoryRE = regexp.MustCompile(`^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
+	// dns.baseDomainPrefix in the ARM spec.
+	baseDomainPrefixRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	keyVersionRE       = regexp.MustCompile(`^[A-Za-z0-9-]{1,255}$`)
+)
+
+// applyConfigDefaults fills the configuration's documented defaults.
+func applyConfigDefaults(s *csv1.ClusterSpec) {
+	if s.IngressVisibility == "" {
+		s.IngressVisibility = "Public"
+	}
+	if s.CryptoRestrictions == "" {
+		s.CryptoRestrictions = "None"
+	}
+}
+
+// validateConfig checks the configuration of a spec being created; prefix is the spec's path.
+func validateConfig(v *violations, prefix string, s *csv1.ClusterSpec) {
+	validateAutoscaling(v, prefix+".autoscaling", s.GetAutoscaling())
+	validateDrainTimeout(v, prefix+".node_drain_timeout_minutes", s.GetNodeDrainTimeoutMinutes())
+	validateAuthorizedCIDRs(v, prefix+".api_authorized_cidrs", s.GetApiAuthorizedCidrs())
+	validateImageDigestMirrors(v, prefix+".image_digest_mirrors", s.GetImageDigestMirrors())
+	oneOf(v, prefix+".ingress_visibility", s.GetIngressVisibility(), "Public", "Private", "Disabled")
+	oneOf(v, prefix+".crypto_restrictions", s.GetCryptoRestrictions(), "None", "FIPS")
+	if p := s.GetDnsBaseDomainPrefix(); p != "" && (len(p) > 15 || !baseDomainPrefixRE.MatchString(p)) {
+		v.add(prefix+".dns_base_domain_prefix", "must be 1-15 characters of [a-z0-9-], starting with a letter and not ending with '-', not %q", p)
+	}
+	if vis := s.GetEtcdEncryptionKeyVaultVisibility(); vis != "" {
+		oneOf(v, prefix+".etcd_encryption_key_vault_visibility", vis, "Public", "Private")
+		if s.GetEtcdEncryptionKeyId() == "" {
+			v.add(prefix+".etcd_encryption_key_vault_visibility", "is only for a customer-managed key (etcd_encryption_key_id)")
+		}
+	}
+	if s.GetEtcdEncryptionBackupKeyId() != "" {
+		v.add(prefix+".etcd_encryption_backup_key_id", "is set by Cluster Service when the key version is rotated (UpdateCluster), not on create")
+	}
+	if id := s.GetAzure().GetVnetIntegrationSubnetId(); id != "" {
+		if err := manifests.ValidateSubnetID(id); err != nil {
+			v.add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet resource ID: %v", err)
+		} else if strings.EqualFold(id, s.GetAzure().GetSubnetId()) {
+			v.add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet of its own, not the cluster's subnet_id")
+		}
+	}
+}
+
+func validateAutoscaling(v *violations, field string, a *csv1.ClusterAutoscaling) {
+	if a == nil {
+		return
+	}
+	for name, val := range map[string]*int32{
+		"max_nodes_total":                 a.MaxNodesTotal,
+		"max_pod_grace_period_seconds":    a.MaxPodGracePeriodSeconds,
+		"max_node_provision_time_seconds": a.MaxNodeProvisionTimeSeconds,
+	} {
+		if val != nil && *val < 0 {
+			v.add(field+"."+name, "must not be negative, not %d", *val)
+		}
+	}
+}
+
+func validateDrainTimeout(v *violations, field string, m int32) {
+	if m < 0 || m > maxNodeDrainTimeoutMins {
+		v.add(field, "must be between 0 and %d minutes, not %d", maxNodeDrainTimeoutMins, m)
+	}
+}
+
+func validateAuthorizedCIDRs(v *violations, field string, cidrs []string) {
+	if len(cidrs) > maxAuthorizedCIDRs {
+		v.add(field, "must have at most %d entries, not %d", maxAuthorizedCIDRs, len(cidrs))
+		return
+	}
+	seen := map[string]bool{}
+	for i, c := range cidrs {
+		ip, _, err := net.ParseCIDR(c)
+		if err != nil || ip.To4() == nil {
+			v.add(indexed(field, i), "must be an IPv4 CIDR block like 192.0.2.0/24, not %q", c)
+			continue
+		}
+		// allowedCIDRBlocks is a set: the API server refuses duplicates.
+		if seen[c] {
+			v.add(indexed(field, i), "%s is listed twice", c)
+		}
+		seen[c] = true
+	}
+}
+
+func validateImageDigestMirrors(v *violations, field string, ms []*csv1.ImageDigestMirror) {
+	if len(ms) > maxImageDigestMirrors {
+		v.add(field, "must have at most %d entries, not %d", maxImageDigestMirrors, len(ms))
+		return
+	}
+	sources := map[string]bool{}
+	for i, m := range ms {
+		f := indexed(field, i)
+		src := m.GetSource()
+		if !validImageRepository(strings.TrimPrefix(src, "*.")) {
+			v.add(f+".source", "must be host[:port][/namespace...][/repo] or *.host of at most %d characters, not %q", maxImageRepositoryLen, src)
+		} else if strings.HasPrefix(src, "*.") && strings.Contains(src, "/") {
+			v.add(f+".source", "a wildcard source (*.host) has no path, not %q", src)
+		}
+		if sources[src] {
+			v.add(f+".source", "%q is listed twice", src)
+		}
+		sources[src] = true
+		switch n := len(m.GetMirrors()); {
+		case n == 0:
+			v.add(f+".mirrors", "must have at least one mirror")
+		case n > maxMirrorsPerSource:
+			v.add(f+".mirrors", "must have at most %d mirrors, not %d", maxMirrorsPerSource, n)
+		}
+		seen := map[string]bool{}
+		for j, mir := range m.GetMirrors() {
+			if !validImageRepository(mir) {
+				v.add(indexed(f+".mirrors", j), "must be host[:port][/namespace...][/repo] of at most %d characters, not %q", maxImageRepositoryLen, mir)
+			}
+			if seen[mir] {
+				v.add(indexed(f+".mirrors", j), "%q is listed twice", mir)
+			}
+			seen[mir] = true
+		}
+	}
+}
+
+func validImageRepository(s string) bool {
+	return len(s) <= maxImageRepositoryLen && imageRepositoryRE.MatchString(s)
+}
+
+func indexed(field string, i int) string {
+	return field + "[" + strconv.Itoa(i) + "]"
+}
+
+// validateConfigUpdate checks the configuration fields of an update on their own (what does
+// not depend on the stored cluster).
+func validateConfigUpdate(v *violations, u *csv1.ClusterUpdate) {
+	validateAutoscaling(v, "update.autoscaling", u.GetAutoscaling())
+	if u.NodeDrainTimeoutMinutes != nil {
+		validateDrainTimeout(v, "update.node_drain_timeout_minutes", u.GetNodeDrainTimeoutMinutes())
+	}
+	if u.GetApiAuthorizedCidrs() != nil {
+		validateAuthorizedCIDRs(v, "update.api_authorized_cidrs.values", u.GetApiAuthorizedCidrs().GetValues())
+	}
+	if u.GetImageDigestMirrors() != nil {
+		validateImageDigestMirrors(v, "update.image_digest_mirrors.mirrors", u.GetImageDigestMirrors().GetMirrors())
+	}
+	if k := u.GetEtcdEncryptionKeyVersion(); k != "" && !keyVersionRE.MatchString(k) {
+		v.add("update.etcd_encryption_key_version", "must be a Key Vault key version (letters, digits, '-'), not %q", k)
+	}
+}
+
+// hasConfigUpdate reports whether u changes any configuration field.
+func hasConfigUpdate(u *csv1.ClusterUpdate) bool {
+	return u.GetAutoscaling() != nil || u.NodeDrainTimeoutMinutes != nil || u.GetApiAuthorizedCidrs() != nil ||
+		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != ""
+}
+
+// applyConfigUpdate returns spec with u's configuration applied (spec itself is not changed),
+// or violations that depend on the stored spec.
+func applyConfigUpdate(v *violations, spec *csv1.ClusterSpec, u *csv1.ClusterUpdate) *csv1.ClusterSpec {
+	out := proto.Clone(spec).(*csv1.ClusterSpec)
+	if a := u.GetAutoscaling(); a != nil {
+		out.Autoscaling = proto.Clone(a).(*csv1.ClusterAutoscaling)
+		if isEmptyAutoscaling(out.Autoscaling) {
+			out.Autoscaling = nil // the same as no autoscaling settings: HyperShift's defaults
+		}
+	}
+	if u.NodeDrainTimeoutMinutes != nil {
+		out.NodeDrainTimeoutMinutes = u.GetNodeDrainTimeoutMinutes()
+	}
+	if l := u.GetApiAuthorizedCidrs(); l != nil {
+		out.ApiAuthorizedCidrs = append([]string(nil), l.GetValues()...)
+	}
+	if l := u.GetImageDigestMirrors(); l != nil {
+		out.ImageDigestMirrors = nil
+		for _, m := range l.GetMirrors() {
+			out.ImageDigestMirrors = append(out.ImageDigestMirrors, proto.Clone(m).(*csv1.ImageDigestMirror))
+		}
+	}
+	if ver := u.GetEtcdEncryptionKeyVersion(); ver != "" {
+		cur := spec.GetEtcdEncryptionKeyId()
+		if cur == "" {
+			v.add("update.etcd_encryption_key_version", "the cluster's etcd encryption key is platform-managed; only a customer-managed key has versions to rotate")
+			return out
+		}
+		i := strings.LastIndex(cur, "/")
+		if next := cur[:i+1] + ver; next != cur {
+			out.EtcdEncryptionKeyId = next
+			out.EtcdEncryptionBackupKeyId = cur
+		}
+	}
+	return out
+}
+
+func isEmptyAutoscaling(a *csv1.ClusterAutoscaling) bool {
+	return a.MaxNodesTotal == nil && a.MaxPodGracePeriodSeconds == nil && a.MaxNodeProvisionTimeSeconds == nil && a.PodPriorityThreshold == nil
+}
