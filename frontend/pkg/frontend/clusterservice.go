@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -51,15 +52,63 @@ func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
 			OutboundType:           p.Platform.OutboundType,
 			TenantId:               tenantID,
 		},
-		ImageRegistryState: p.ClusterImageRegistry.State,
+		ImageRegistryState:      p.ClusterImageRegistry.State,
+		Autoscaling:             csAutoscaling(p.Autoscaling),
+		NodeDrainTimeoutMinutes: p.NodeDrainTimeoutMinutes,
+		ApiAuthorizedCidrs:      csCIDRs(p.API.AuthorizedCIDRs),
+		ImageDigestMirrors:      csMirrors(p.ImageDigestMirrors),
+		IngressVisibility:       p.Ingress.Type,
+		CryptoRestrictions:      p.CryptoRestrictions,
+		DnsBaseDomainPrefix:     p.DNS.BaseDomainPrefix,
 	}
+	spec.Azure.VnetIntegrationSubnetId = p.Platform.VnetIntegrationSubnetID
 	spec.Azure.WorkloadIdentities = workloadIdentities(c)
 	de := p.Etcd.DataEncryption
 	if de.KeyManagementMode == api.KeyManagementCustomer && de.CustomerManaged != nil && de.CustomerManaged.KMS != nil {
 		k := de.CustomerManaged.KMS
 		spec.EtcdEncryptionKeyId = fmt.Sprintf("https://%s.vault.azure.net/keys/%s/%s", k.VaultName, k.Name, k.Version)
+		spec.EtcdEncryptionKeyVaultVisibility = k.Visibility
 	}
 	return spec
+}
+
+// csAutoscaling maps the cluster autoscaler settings. The model stores an absent value as 0, so
+// 0 is sent as unset: HyperShift's default applies (for podPriorityThreshold that is -10, not
+// 0; the model cannot tell an explicit 0 from an absent value).
+func csAutoscaling(a api.ClusterAutoscalingProfile) *csv1.ClusterAutoscaling {
+	set := func(v int32) *int32 {
+		if v == 0 {
+			return nil
+		}
+		return &v
+	}
+	out := &csv1.ClusterAutoscaling{MaxNodesTotal: set(a.MaxNodesTotal), MaxPodGracePeriodSeconds: set(a.MaxPodGracePeriodSeconds),
+		MaxNodeProvisionTimeSeconds: set(a.MaxNodeProvisionTimeSeconds), PodPriorityThreshold: set(a.PodPriorityThreshold)}
+	if out.MaxNodesTotal == nil && out.MaxPodGracePeriodSeconds == nil && out.MaxNodeProvisionTimeSeconds == nil && out.PodPriorityThreshold == nil {
+		return nil
+	}
+	return out
+}
+
+// csCIDRs maps authorizedCidrs; the ARM API also accepts a single IPv4 address, which is the
+// /32 block HyperShift's allowedCIDRBlocks needs.
+func csCIDRs(in []string) []string {
+	var out []string
+	for _, c := range in {
+		if ip := net.ParseIP(c); ip != nil && ip.To4() != nil {
+			c = ip.To4().String() + "/32"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func csMirrors(in []api.ImageDigestMirror) []*csv1.ImageDigestMirror {
+	var out []*csv1.ImageDigestMirror
+	for _, m := range in {
+		out = append(out, &csv1.ImageDigestMirror{Source: m.Source, Mirrors: append([]string(nil), m.Mirrors...)})
+	}
+	return out
 }
 
 // definitive reports whether a Cluster Service error means the call certainly did not take

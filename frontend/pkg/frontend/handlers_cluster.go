@@ -374,8 +374,9 @@ func sameModel(a, b *api.Cluster) (bool, error) {
 
 // changedFields lists the fields a PUT or PATCH on an existing cluster tries to change, each as
 // a PropertyChangeNotAllowed error whose target is the field's path in the request's
-// api-version. Fields the version's spec lets a write update are refused too, with a message
-// saying so: Cluster Service has no update call yet.
+// api-version. Fields the version's spec lets a write update but Cluster Service's
+// UpdateCluster cannot change yet (identity, operatorsAuthentication) are refused too, with a
+// message saying so.
 func changedFields(ver api.Version, stored, next *api.Cluster) []*arm.CloudError {
 	var a, b map[string]any
 	ja, _ := storedModel(stored)
@@ -402,7 +403,7 @@ func changedFields(ver api.Version, stored, next *api.Cluster) []*arm.CloudError
 		ext := ver.ExternalPath(p)
 		if updatable {
 			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
-				"Changing '%s' of an existing cluster is not supported yet: only tags and properties.version can be changed.", ext))
+				"Changing '%s' of an existing cluster is not supported yet: only tags, properties.version, properties.autoscaling, properties.nodeDrainTimeoutMinutes, properties.api.authorizedCidrs, properties.imageDigestMirrors and the active KMS key version can be changed.", ext))
 		} else {
 			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
 				"Field '%s' cannot be changed after the cluster is created.", ext))

@@ -3,12 +3,14 @@ package frontend
 import (
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
@@ -21,13 +23,24 @@ import (
 // Cluster Service's UpdateCluster, each with the ClusterUpdate field that carries it. They
 // are changed only where the request's api-version lets the field be updated.
 var csUpdatable = map[string]string{
-	"properties.version.id":           "update.version_id",
-	"properties.version.channelGroup": "update.channel_group",
+	"properties.version.id":                                      "update.version_id",
+	"properties.version.channelGroup":                            "update.channel_group",
+	"properties.autoscaling":                                     "update.autoscaling",
+	"properties.nodeDrainTimeoutMinutes":                         "update.node_drain_timeout_minutes",
+	"properties.api.authorizedCidrs":                             "update.api_authorized_cidrs.values",
+	"properties.imageDigestMirrors":                              "update.image_digest_mirrors.mirrors",
+	"properties.etcd.dataEncryption.customerManaged.kms.version": "update.etcd_encryption_key_version",
 }
 
 // updatableThroughCS reports whether path p is changed through UpdateCluster in version ver.
 func updatableThroughCS(ver api.Version, p string) bool {
-	if _, ok := csUpdatable[p]; !ok {
+	known := false
+	for k := range csUpdatable {
+		if p == k || strings.HasPrefix(p, k+".") || strings.HasPrefix(p, k+"[") {
+			known = true
+		}
+	}
+	if !known {
 		return false
 	}
 	for _, u := range ver.UpdatableFields() {
@@ -51,10 +64,44 @@ func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpda
 			u.ChannelGroup = "stable" // the spec's default
 		}
 	}
-	if u.VersionId == "" && u.ChannelGroup == "" {
+	sp, np := &stored.Properties, &next.Properties
+	if sp.Autoscaling != np.Autoscaling && updatableThroughCS(ver, "properties.autoscaling") {
+		u.Autoscaling = csAutoscaling(np.Autoscaling)
+		if u.Autoscaling == nil {
+			u.Autoscaling = &csv1.ClusterAutoscaling{} // every field back to HyperShift's default
+		}
+	}
+	if a, b := sp.NodeDrainTimeoutMinutes, np.NodeDrainTimeoutMinutes; a != b && updatableThroughCS(ver, "properties.nodeDrainTimeoutMinutes") {
+		u.NodeDrainTimeoutMinutes = &b
+	}
+	if !reflect.DeepEqual(sp.API.AuthorizedCIDRs, np.API.AuthorizedCIDRs) && updatableThroughCS(ver, "properties.api.authorizedCidrs") {
+		u.ApiAuthorizedCidrs = &csv1.StringList{Values: csCIDRs(np.API.AuthorizedCIDRs)}
+	}
+	if !reflect.DeepEqual(sp.ImageDigestMirrors, np.ImageDigestMirrors) && updatableThroughCS(ver, "properties.imageDigestMirrors") {
+		u.ImageDigestMirrors = &csv1.ImageDigestMirrors{Mirrors: csMirrors(np.ImageDigestMirrors)}
+	}
+	if a, b := kmsVersion(stored), kmsVersion(next); a != b && b != "" && updatableThroughCS(ver, "properties.etcd.dataEncryption.customerManaged.kms.version") {
+		u.EtcdEncryptionKeyVersion = b
+	}
+	if proto.Equal(u, &csv1.ClusterUpdate{}) {
 		return nil
 	}
 	return u
+}
+
+// configUpdate reports whether u changes the cluster's configuration (anything but version and
+// channel group): the operation then ends when Cluster Service reports the cluster READY at or
+// after the update's revision.
+func configUpdate(u *csv1.ClusterUpdate) bool {
+	return u.GetAutoscaling() != nil || u.NodeDrainTimeoutMinutes != nil || u.GetApiAuthorizedCidrs() != nil ||
+		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != ""
+}
+
+func kmsVersion(c *api.Cluster) string {
+	if cm := c.Properties.Etcd.DataEncryption.CustomerManaged; cm != nil && cm.KMS != nil {
+		return cm.KMS.Version
+	}
+	return ""
 }
 
 // startClusterUpdate records an Update operation with the new resource document and asks
@@ -96,7 +143,7 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 		return fmt.Errorf("record update of %s: %w", rd.ResourceID, err)
 	}
 	ri.log.Info("cluster update accepted", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
-		"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup())
+		"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup(), "configuration", configUpdate(u))
 
 	cctx, cancel := s.csContext(ctx, ri)
 	defer cancel()
@@ -111,7 +158,15 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 		return updateError(ri.version, err, rd.ResourceID)
 	}
 	etag := written[0].ETag
-	if p := cl.GetStatus().GetUpgrade(); p.GetOperationId() != opID {
+	if configUpdate(u) {
+		// The backend ends the operation once Cluster Service reports the cluster READY at or
+		// after this revision (the revision that holds the new spec).
+		if err := s.recordUpdateRevision(r, written[1], op, cl.GetRevision()); err != nil {
+			return err
+		}
+		ri.log.Info("cluster configuration update started", "resourceID", rd.ResourceID, "revision", cl.GetRevision(),
+			"state", cl.GetStatus().GetState().String(), "operationID", opID)
+	} else if p := cl.GetStatus().GetUpgrade(); p.GetOperationId() != opID {
 		// Nothing is left to roll out (a channel group change, or a version that resolves to
 		// the one running): the operation is done now.
 		if etag, err = s.finishUpdateNow(r, written, nrd, op); err != nil {
@@ -132,6 +187,20 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 	}
 	out.ProvisioningState = nrd.ProvisioningState
 	return s.respondCluster(w, r, http.StatusOK, out, etag)
+}
+
+// recordUpdateRevision stores the Cluster Service revision of an accepted update in its
+// operation (InternalRevision), conditional on the operation document as written.
+func (s *Server) recordUpdateRevision(r *http.Request, opDoc *store.Document, op *docs.OperationDocument, revision int64) error {
+	op.InternalRevision = revision
+	d, err := withBody(opDoc, op)
+	if err != nil {
+		return err
+	}
+	if _, err := s.store.Replace(r.Context(), d, opDoc.ETag); err != nil {
+		return fmt.Errorf("record revision %d on operation %s: %w", revision, op.ID, err)
+	}
+	return nil
 }
 
 // finishUpdateNow marks the update operation and its resource Succeeded.
@@ -173,8 +242,8 @@ func updateError(ver api.Version, err error, resourceID string) error {
 		for _, fv := range br.GetFieldViolations() {
 			target := ""
 			for path, field := range csUpdatable {
-				if fv.GetField() == field {
-					target = ver.ExternalPath(path)
+				if rest, ok := strings.CutPrefix(fv.GetField(), field); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+					target = ver.ExternalPath(path) + camelPath(rest)
 				}
 			}
 			errs = append(errs, cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, "%s", sentence(fv.GetDescription())))
@@ -196,4 +265,23 @@ func sentence(s string) string {
 		s += "."
 	}
 	return s
+}
+
+// camelPath turns the rest of a Cluster Service field path (".max_nodes_total", "[2].mirrors[0]")
+// into the ARM body's spelling (".maxNodesTotal", "[2].mirrors[0]").
+func camelPath(p string) string {
+	var b strings.Builder
+	up := false
+	for _, r := range p {
+		switch {
+		case r == '_':
+			up = true
+		case up:
+			b.WriteString(strings.ToUpper(string(r)))
+			up = false
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -1,9 +1,11 @@
 package frontend
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	docs "github.com/openhcp/openhcp/internal/api"
 )
 
@@ -191,12 +193,45 @@ func TestPatchCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("updatable_field_returns_400_not_supported_yet_naming_the_field", func(t *testing.T) {
-		resp := e.do("PATCH", path, []byte(`{"properties":{"nodeDrainTimeoutMinutes":30}}`), nil)
-		code, target := resp.armError(t)
-		if resp.code != 400 || code != "PropertyChangeNotAllowed" || target != "properties.nodeDrainTimeoutMinutes" || !strings.Contains(string(resp.body), "not supported yet") {
+	t.Run("configuration_change_returns_202_and_an_update_cluster_service_follows", func(t *testing.T) {
+		resp := e.do("PATCH", path, []byte(`{"properties":{"nodeDrainTimeoutMinutes":30,"autoscaling":{"maxNodesTotal":40}}}`), nil)
+		if resp.code != 202 || resp.header.Get("Azure-AsyncOperation") == "" {
 			t.Fatalf("%d %s", resp.code, resp.body)
 		}
+		updateMu.Lock()
+		last := updateCalls[len(updateCalls)-1]
+		updateMu.Unlock()
+		u := last.GetUpdate()
+		if u.GetNodeDrainTimeoutMinutes() != 30 || u.NodeDrainTimeoutMinutes == nil || u.GetAutoscaling().GetMaxNodesTotal() != 40 ||
+			u.GetApiAuthorizedCidrs() != nil || u.GetVersionId() != "" || u.GetImageDigestMirrors() != nil {
+			t.Fatalf("UpdateCluster got %v", u)
+		}
+		op, _ := e.operation(last.GetOperationId())
+		rd, _ := e.resource(path)
+		// Cluster Service rolls it out: the backend ends the operation from the cluster's state
+		// at or after the recorded revision.
+		cl, _ := e.cs.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
+		if op.Status != docs.StateAccepted || op.Request != docs.OperationUpdate || op.InternalRevision == 0 || op.InternalRevision != cl.GetRevision() ||
+			rd.ProvisioningState != docs.StateUpdating || rd.ActiveOperationID != op.ID {
+			t.Fatalf("operation %s %s at revision %d (cluster %d), resource %s %q", op.Request, op.Status, op.InternalRevision, cl.GetRevision(), rd.ProvisioningState, rd.ActiveOperationID)
+		}
+		e.finish(op.ID, docs.StateSucceeded, nil)
+	})
+
+	t.Run("authorized_cidrs_change_by_put_and_a_bare_address_is_sent_as_a_32_block", func(t *testing.T) {
+		body := e.do("GET", path, nil, nil).json(t)
+		set(body, "properties.api.authorizedCidrs", []any{"192.0.2.0/24", "198.51.100.7"})
+		resp := e.do("PUT", path, mustJSON(body), nil)
+		if resp.code != 200 || resp.header.Get("Azure-AsyncOperation") == "" {
+			t.Fatalf("%d %s", resp.code, resp.body)
+		}
+		updateMu.Lock()
+		last := updateCalls[len(updateCalls)-1]
+		updateMu.Unlock()
+		if got := strings.Join(last.GetUpdate().GetApiAuthorizedCidrs().GetValues(), ","); got != "192.0.2.0/24,198.51.100.7/32" || last.GetUpdate().NodeDrainTimeoutMinutes != nil {
+			t.Fatalf("UpdateCluster got %v", last.GetUpdate())
+		}
+		e.finish(last.GetOperationId(), docs.StateSucceeded, nil)
 	})
 
 	t.Run("field_outside_the_update_schema_returns_400_naming_it", func(t *testing.T) {

@@ -96,11 +96,11 @@ func (f *fakeClusterService) UpdateCluster(_ context.Context, req *csv1.UpdateCl
 		group = "stable"
 	}
 	now := time.Now()
-	cur, err := cat.Resolve(group, c.GetSpec().GetVersionId(), now)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "stored version: %v", err)
-	}
 	if want := req.GetUpdate().GetVersionId(); want != "" {
+		cur, err := cat.Resolve(group, c.GetSpec().GetVersionId(), now)
+		if err != nil {
+			return nil, status.Errorf(codes.Internal, "stored version: %v", err)
+		}
 		to, err := cat.ResolveUpgrade(group, cur, want, now)
 		if err != nil {
 			st, _ := status.New(codes.InvalidArgument, "invalid request: update.version_id: "+err.Error()).WithDetails(&errdetails.BadRequest{
@@ -114,6 +114,10 @@ func (f *fakeClusterService) UpdateCluster(_ context.Context, req *csv1.UpdateCl
 	}
 	if g := req.GetUpdate().GetChannelGroup(); g != "" {
 		c.Spec.ChannelGroup = g
+	}
+	if u := req.GetUpdate(); u.NodeDrainTimeoutMinutes != nil || u.GetAutoscaling() != nil || u.GetApiAuthorizedCidrs() != nil ||
+		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" {
+		c.Revision++ // a configuration change is a new revision, as in Cluster Service
 	}
 	return c, nil
 }
