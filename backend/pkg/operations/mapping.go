@@ -34,7 +34,7 @@ func mapCluster(op *api.OperationDocument, c *csv1.Cluster) outcome {
 	}
 	st := c.GetStatus()
 	if op.Request == api.OperationUpdate && st.GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING {
-		return mapClusterUpdate(op, st)
+		return mapClusterUpdate(op, c)
 	}
 	switch st.GetState() {
 	case csv1.ClusterState_CLUSTER_STATE_READY:
@@ -65,13 +65,48 @@ func mapCluster(op *api.OperationDocument, c *csv1.Cluster) outcome {
 // UpgradeFailedCode is the ARM error code of an update whose control-plane upgrade failed.
 const UpgradeFailedCode = "UpgradeFailed"
 
-// mapClusterUpdate follows the upgrade policy UpdateCluster started for this operation
-// (status.upgrade carries the operation ID), so a READY read before the upgrade began, or of
-// another operation's upgrade, never finishes it. An update that starts no upgrade is finished
-// by the frontend; one whose UpdateCluster call never landed runs into the deadline.
-func mapClusterUpdate(op *api.OperationDocument, st *csv1.ClusterStatus) outcome {
+// UpdateFailedCode is the ARM error code of a configuration update Cluster Service reports
+// failed without a code of its own.
+const UpdateFailedCode = "UpdateFailed"
+
+// mapClusterUpdate follows what UpdateCluster started for this operation, so a READY read from
+// before the change, or of another operation's change, never finishes it:
+//   - a configuration change (the operation's InternalRevision is the revision Cluster Service
+//     stored it at) needs the cluster READY at or after that revision, which Cluster Service
+//     reports only once HyperShift has reconciled the new spec; ERROR there fails it;
+//   - a version change follows the upgrade policy that carries the operation ID.
+//
+// An update that changes neither is finished by the frontend; one whose UpdateCluster call
+// never landed runs into the deadline.
+func mapClusterUpdate(op *api.OperationDocument, c *csv1.Cluster) outcome {
+	st := c.GetStatus()
 	p := st.GetUpgrade()
-	if p.GetOperationId() != op.ID || op.ID == "" {
+	ownUpgrade := op.ID != "" && p.GetOperationId() == op.ID
+	if op.InternalRevision > 0 {
+		if c.GetRevision() < op.InternalRevision {
+			return outcome{status: api.StateUpdating}
+		}
+		switch st.GetState() {
+		case csv1.ClusterState_CLUSTER_STATE_ERROR:
+			code, msg := st.GetErrorCode(), st.GetMessage()
+			if code == "" {
+				code = UpdateFailedCode
+			}
+			if msg == "" {
+				msg = "The cluster configuration could not be applied."
+			}
+			return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: code, Message: msg}}
+		case csv1.ClusterState_CLUSTER_STATE_READY:
+			if !ownUpgrade {
+				return outcome{status: api.StateSucceeded}
+			}
+		default:
+			if !ownUpgrade || p.GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED {
+				return outcome{status: api.StateUpdating}
+			}
+		}
+	}
+	if !ownUpgrade {
 		return outcome{status: api.StateUpdating}
 	}
 	switch p.GetState() {

@@ -17,6 +17,47 @@ func upgrading(state csv1.ClusterState, opID string, ps csv1.UpgradePolicyState)
 	return c
 }
 
+func TestMapClusterConfigurationUpdate(t *testing.T) {
+	at := func(c *csv1.Cluster, rev int64) *csv1.Cluster { c.Revision = rev; return c }
+	for _, tc := range []struct {
+		name     string
+		cluster  *csv1.Cluster
+		want     api.ProvisioningState
+		wantCode string
+	}{
+		{"ready_before_the_updates_revision_is_updating", at(cluster(csv1.ClusterState_CLUSTER_STATE_READY, "", ""), 9), api.StateUpdating, ""},
+		{"updating_at_the_updates_revision_is_updating", at(cluster(csv1.ClusterState_CLUSTER_STATE_UPDATING, "", ""), 10), api.StateUpdating, ""},
+		{"ready_after_the_updates_revision_succeeds", at(cluster(csv1.ClusterState_CLUSTER_STATE_READY, "", ""), 12), api.StateSucceeded, ""},
+		{"ready_at_the_updates_revision_succeeds", at(cluster(csv1.ClusterState_CLUSTER_STATE_READY, "", ""), 10), api.StateSucceeded, ""},
+		{"error_after_the_update_fails_with_the_cs_code", at(cluster(csv1.ClusterState_CLUSTER_STATE_ERROR, "InvalidConfiguration", "bad CIDR"), 11),
+			api.StateFailed, "InvalidConfiguration"},
+		{"error_without_code_fails_with_update_failed", at(cluster(csv1.ClusterState_CLUSTER_STATE_ERROR, "", ""), 11), api.StateFailed, UpdateFailedCode},
+		{"error_before_the_update_is_not_its_failure", at(cluster(csv1.ClusterState_CLUSTER_STATE_ERROR, "HostedClusterDegraded", "x"), 9), api.StateUpdating, ""},
+		{"ready_with_its_upgrade_still_running_is_updating",
+			at(upgrading(csv1.ClusterState_CLUSTER_STATE_READY, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED), 11), api.StateUpdating, ""},
+		{"ready_with_its_upgrade_completed_succeeds",
+			at(upgrading(csv1.ClusterState_CLUSTER_STATE_READY, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED), 11), api.StateSucceeded, ""},
+		{"its_upgrade_failed_fails", at(upgrading(csv1.ClusterState_CLUSTER_STATE_UPDATING, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED), 11),
+			api.StateFailed, UpgradeFailedCode},
+		{"ready_with_another_operations_upgrade_succeeds",
+			at(upgrading(csv1.ClusterState_CLUSTER_STATE_READY, "other-op", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED), 11), api.StateSucceeded, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := mapCluster(&api.OperationDocument{ID: "op-1", Request: api.OperationUpdate, InternalRevision: 10}, tc.cluster)
+			code := ""
+			if out.err != nil {
+				code = out.err.Code
+				if out.err.Message == "" {
+					t.Errorf("error %s has no message", code)
+				}
+			}
+			if out.status != tc.want || code != tc.wantCode {
+				t.Fatalf("outcome %s %q; want %s %q", out.status, code, tc.want, tc.wantCode)
+			}
+		})
+	}
+}
+
 func TestMapCluster(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
