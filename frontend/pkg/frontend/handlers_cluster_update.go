@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -190,17 +191,29 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 }
 
 // recordUpdateRevision stores the Cluster Service revision of an accepted update in its
-// operation (InternalRevision), conditional on the operation document as written.
+// operation (InternalRevision). The backend may write the operation meanwhile (it follows it
+// from the moment it exists, and leaves it running while InternalRevision is unset), so each
+// attempt re-reads it and writes conditionally on what it read.
 func (s *Server) recordUpdateRevision(r *http.Request, opDoc *store.Document, op *docs.OperationDocument, revision int64) error {
-	op.InternalRevision = revision
-	d, err := withBody(opDoc, op)
-	if err != nil {
-		return err
+	ctx := r.Context()
+	cur, doc := op, opDoc
+	for attempt := 0; ; attempt++ {
+		cur.InternalRevision = revision
+		d, err := withBody(doc, cur)
+		if err != nil {
+			return err
+		}
+		_, err = s.store.Replace(ctx, d, doc.ETag)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrPreconditionFailed) || attempt == 4 {
+			return fmt.Errorf("record revision %d on operation %s: %w", revision, op.ID, err)
+		}
+		if cur, doc, err = s.getOperationDoc(ctx, opDoc.PartitionKey, op.ID); err != nil {
+			return fmt.Errorf("re-read operation %s to record revision %d: %w", op.ID, revision, err)
+		}
 	}
-	if _, err := s.store.Replace(r.Context(), d, opDoc.ETag); err != nil {
-		return fmt.Errorf("record revision %d on operation %s: %w", revision, op.ID, err)
-	}
-	return nil
 }
 
 // finishUpdateNow marks the update operation and its resource Succeeded.
