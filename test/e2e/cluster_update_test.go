@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestClusterConfigurationThroughARM creates a cluster with imageDigestMirrors and a private
+// ingress and sees them on the HostedCluster, then PATCHes autoscaling and nodeDrainTimeoutMinutes
+// and PUTs api.authorizedCidrs (the PATCH schema has no api): each is 202/200 → Succeeded, and
+// the HostedCluster (and NodePool) on the management cluster has the new values.
+func TestClusterConfigurationThroughARM(t *testing.T) {
+	const ver = "2026-06-30-preview" // ingress exists from this api-version on
+	sub, rg := uuid.NewString(), "rg-config"
+	registerSubscription(t, sub)
+	path := clusterPath(sub, rg, "configured")
+	url := path + "?api-version=" + ver
+
+	body := clusterBody(sub, rg)
+	props := body["properties"].(map[string]any)
+	props["imageDigestMirrors"] = []any{map[string]any{"source": "quay.io/openshift-release-dev", "mirrors": []any{"mirror.example.com/ocp"}}}
+	props["ingress"] = map[string]any{"type": "Private"}
+	props["platform"].(map[string]any)["vnetIntegrationSubnetId"] = "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/integration"
+	put := arm(t, http.MethodPut, url, body)
+	if put.Status != http.StatusCreated {
+		t.Fatalf("PUT cluster: %d %s", put.Status, put.Raw)
+	}
+	if final := waitOperation(t, put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
+		t.Fatalf("create ended %v: %v", final["status"], final["error"])
+	}
+	t.Cleanup(func() {
+		del := arm(t, http.MethodDelete, url, nil)
+		if del.Status != http.StatusAccepted {
+			t.Errorf("DELETE cluster: %d %s", del.Status, del.Raw)
+			return
+		}
+		if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
+			t.Errorf("delete ended %v: %v", final["status"], final["error"])
+		}
+	})
+	cl := csClusters(t, path)[0]
+	mc := managementCluster(t, cl.GetShard())
+	hc := func(t *testing.T) unstructured.Unstructured {
+		t.Helper()
+		hcs := hostedClusters(t, mc, cl.GetId())
+		if len(hcs) != 1 {
+			t.Fatalf("%d HostedClusters for %s", len(hcs), cl.GetId())
+		}
+		return hcs[0]
+	}
+
+	t.Run("create_puts_mirrors_and_private_ingress_on_the_hosted_cluster", func(t *testing.T) {
+		h := hc(t)
+		mirrors, _, _ := unstructured.NestedSlice(h.Object, "spec", "imageContentSources")
+		want := []any{map[string]any{"source": "quay.io/openshift-release-dev", "mirrors": []any{"mirror.example.com/ocp"}}}
+		if !reflect.DeepEqual(mirrors, want) || h.GetAnnotations()["hypershift.openshift.io/private-ingress-controller"] != "true" {
+			t.Fatalf("imageContentSources %v, annotations %v", mirrors, h.GetAnnotations())
+		}
+	})
+
+	pool := arm(t, http.MethodPut, path+"/nodePools/workers?api-version="+ver, map[string]any{"location": region.Info.Location, "properties": map[string]any{
+		"version": map[string]any{"id": "4.19", "channelGroup": "stable"}, "replicas": 1, "platform": map[string]any{"vmSize": "Standard_D8s_v3"}}})
+	if pool.Status != http.StatusCreated {
+		t.Fatalf("PUT node pool: %d %s", pool.Status, pool.Raw)
+	}
+	if final := waitOperation(t, pool.Header.Get("Azure-AsyncOperation"), 3*time.Minute); final["status"] != "Succeeded" {
+		t.Fatalf("node pool create ended %v: %v", final["status"], final["error"])
+	}
+
+	t.Run("patch_autoscaling_and_drain_timeout_succeeds_and_reaches_the_management_cluster", func(t *testing.T) {
+		r := arm(t, http.MethodPatch, url, map[string]any{"properties": map[string]any{
+			"nodeDrainTimeoutMinutes": 45, "autoscaling": map[string]any{"maxNodesTotal": 30, "maxNodeProvisionTimeSeconds": 600}}})
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("PATCH: %d %s", r.Status, r.Raw)
+		}
+		if final := waitOperation(t, r.Header.Get("Azure-AsyncOperation"), 3*time.Minute); final["status"] != "Succeeded" {
+			t.Fatalf("update ended %v: %v", final["status"], final["error"])
+		}
+		h := hc(t)
+		maxNodes, _, _ := unstructured.NestedInt64(h.Object, "spec", "autoscaling", "maxNodesTotal")
+		provision, _, _ := unstructured.NestedString(h.Object, "spec", "autoscaling", "maxNodeProvisionTime")
+		if maxNodes != 30 || provision != "600s" {
+			t.Fatalf("HostedCluster autoscaling maxNodesTotal %d maxNodeProvisionTime %q", maxNodes, provision)
+		}
+		eventually(t, time.Minute, "NodePool nodeDrainTimeout 45m", func() error {
+			np, err := kube(t, mc).Resource(nodePoolGVR).Namespace(h.GetNamespace()).Get(context.Background(), "workers", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d, _, _ := unstructured.NestedString(np.Object, "spec", "nodeDrainTimeout"); d != "45m0s" {
+				return fmt.Errorf("nodeDrainTimeout %q", d)
+			}
+			return nil
+		})
+	})
+
+	t.Run("put_authorized_cidrs_succeeds_and_reaches_the_hosted_cluster", func(t *testing.T) {
+		got := arm(t, http.MethodGet, url, nil)
+		body := got.Body
+		body["properties"].(map[string]any)["api"].(map[string]any)["authorizedCidrs"] = []any{"192.0.2.0/24", "198.51.100.7"}
+		r := arm(t, http.MethodPut, url, body)
+		if r.Status != http.StatusOK {
+			t.Fatalf("PUT: %d %s", r.Status, r.Raw)
+		}
+		if final := waitOperation(t, r.Header.Get("Azure-AsyncOperation"), 3*time.Minute); final["status"] != "Succeeded" {
+			t.Fatalf("update ended %v: %v", final["status"], final["error"])
+		}
+		blocks, _, _ := unstructured.NestedStringSlice(hc(t).Object, "spec", "networking", "apiServer", "allowedCIDRBlocks")
+		if !reflect.DeepEqual(blocks, []string{"192.0.2.0/24", "198.51.100.7/32"}) {
+			t.Fatalf("allowedCIDRBlocks %v", blocks)
+		}
+	})
+}
