@@ -29,25 +29,7 @@ func TestBreakGlassCredentialsThroughTheFrontend(t *testing.T) {
 	sub, rg := uuid.NewString(), "rg-breakglass"
 	registerSubscription(t, sub)
 	path := clusterPath(sub, rg, "breakglass")
-	put := arm(t, http.MethodPut, path, clusterBody(sub, rg))
-	if put.Status != http.StatusCreated {
-		t.Fatalf("PUT cluster: got %d, want 201: %s", put.Status, put.Raw)
-	}
-	if final := waitOperation(t, put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-		t.Fatalf("create operation ended %v: %v", final["status"], final["error"])
-	}
-	t.Cleanup(func() {
-		del := arm(t, http.MethodDelete, path, nil)
-		if del.Status != http.StatusAccepted {
-			t.Errorf("DELETE cluster: got %d: %s", del.Status, del.Raw)
-			return
-		}
-		if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-			t.Errorf("delete operation ended %v: %v", final["status"], final["error"])
-		}
-	})
-	cl := csClusters(t, path)[0]
-	mc := managementCluster(t, cl.GetShard())
+	cl, mc := createCluster(t, path, clusterBody(sub, rg))
 	hcs := hostedClusters(t, mc, cl.GetId())
 	if len(hcs) != 1 {
 		t.Fatalf("%d HostedClusters for %s", len(hcs), cl.GetId())

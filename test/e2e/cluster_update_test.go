@@ -29,25 +29,7 @@ func TestClusterConfigurationThroughARM(t *testing.T) {
 	props["imageDigestMirrors"] = []any{map[string]any{"source": "quay.io/openshift-release-dev", "mirrors": []any{"mirror.example.com/ocp"}}}
 	props["ingress"] = map[string]any{"type": "Private"}
 	props["platform"].(map[string]any)["vnetIntegrationSubnetId"] = "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/integration"
-	put := arm(t, http.MethodPut, url, body)
-	if put.Status != http.StatusCreated {
-		t.Fatalf("PUT cluster: %d %s", put.Status, put.Raw)
-	}
-	if final := waitOperation(t, put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-		t.Fatalf("create ended %v: %v", final["status"], final["error"])
-	}
-	t.Cleanup(func() {
-		del := arm(t, http.MethodDelete, url, nil)
-		if del.Status != http.StatusAccepted {
-			t.Errorf("DELETE cluster: %d %s", del.Status, del.Raw)
-			return
-		}
-		if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-			t.Errorf("delete ended %v: %v", final["status"], final["error"])
-		}
-	})
-	cl := csClusters(t, path)[0]
-	mc := managementCluster(t, cl.GetShard())
+	cl, mc := createCluster(t, url, body)
 	hc := func(t *testing.T) unstructured.Unstructured {
 		t.Helper()
 		hcs := hostedClusters(t, mc, cl.GetId())

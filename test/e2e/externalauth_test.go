@@ -38,25 +38,7 @@ func TestExternalAuthThroughTheFrontend(t *testing.T) {
 	if r := arm(t, http.MethodPut, authPath, externalAuthBody("https://login.example.com/t/v2.0")); r.Status != http.StatusNotFound {
 		t.Fatalf("PUT external auth without its cluster: got %d, want 404: %s", r.Status, r.Raw)
 	}
-	put := arm(t, http.MethodPut, path, clusterBody(sub, rg))
-	if put.Status != http.StatusCreated {
-		t.Fatalf("PUT cluster: got %d, want 201: %s", put.Status, put.Raw)
-	}
-	if final := waitOperation(t, put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-		t.Fatalf("create operation ended %v: %v", final["status"], final["error"])
-	}
-	t.Cleanup(func() {
-		del := arm(t, http.MethodDelete, path, nil)
-		if del.Status != http.StatusAccepted {
-			t.Errorf("DELETE cluster: got %d: %s", del.Status, del.Raw)
-			return
-		}
-		if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-			t.Errorf("delete operation ended %v: %v", final["status"], final["error"])
-		}
-	})
-	cl := csClusters(t, path)[0]
-	mc := managementCluster(t, cl.GetShard())
+	cl, mc := createCluster(t, path, clusterBody(sub, rg))
 	provider := func() (map[string]any, error) {
 		hcs := hostedClusters(t, mc, cl.GetId())
 		if len(hcs) != 1 {

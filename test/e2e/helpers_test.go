@@ -276,3 +276,33 @@ func appliedWorksFor(t *testing.T, mc localregion.ManagementClusterInfo, csID st
 	}
 	return names, nil
 }
+
+// createCluster PUTs a cluster (url: its path, with or without ?api-version), waits until the
+// create Succeeded and, when the test ends, deletes it again and checks the delete Succeeded
+// too. It returns what Cluster Service holds for it and the management cluster it was placed on.
+func createCluster(t *testing.T, url string, body any) (*csv1.Cluster, localregion.ManagementClusterInfo) {
+	t.Helper()
+	put := arm(t, http.MethodPut, url, body)
+	if put.Status != http.StatusCreated {
+		t.Fatalf("PUT cluster: got %d, want 201: %s", put.Status, put.Raw)
+	}
+	if final := waitOperation(t, put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
+		t.Fatalf("create operation ended %v: %v", final["status"], final["error"])
+	}
+	t.Cleanup(func() {
+		del := arm(t, http.MethodDelete, url, nil)
+		if del.Status != http.StatusAccepted {
+			t.Errorf("DELETE cluster: got %d: %s", del.Status, del.Raw)
+			return
+		}
+		if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
+			t.Errorf("delete operation ended %v: %v", final["status"], final["error"])
+		}
+	})
+	path, _, _ := strings.Cut(url, "?")
+	cs := csClusters(t, path)
+	if len(cs) != 1 {
+		t.Fatalf("cluster service holds %d clusters for %s, want 1", len(cs), path)
+	}
+	return cs[0], managementCluster(t, cs[0].GetShard())
+}

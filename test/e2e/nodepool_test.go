@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -42,29 +41,7 @@ func TestNodePoolThroughClusterService(t *testing.T) {
 	sub, rg := uuid.NewString(), "rg-nodepool"
 	registerSubscription(t, sub)
 	path := clusterPath(sub, rg, "withpool")
-	put := arm(t, http.MethodPut, path, clusterBody(sub, rg))
-	if put.Status != http.StatusCreated {
-		t.Fatalf("PUT cluster: got %d, want 201: %s", put.Status, put.Raw)
-	}
-	if final := waitOperation(t, put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-		t.Fatalf("create operation ended %v: %v", final["status"], final["error"])
-	}
-	t.Cleanup(func() {
-		del := arm(t, http.MethodDelete, path, nil)
-		if del.Status != http.StatusAccepted {
-			t.Errorf("DELETE cluster: got %d: %s", del.Status, del.Raw)
-			return
-		}
-		if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-			t.Errorf("delete operation ended %v: %v", final["status"], final["error"])
-		}
-	})
-	cs := csClusters(t, path)
-	if len(cs) != 1 {
-		t.Fatalf("cluster service holds %d clusters for %s", len(cs), path)
-	}
-	cl := cs[0]
-	mc := managementCluster(t, cl.GetShard())
+	cl, mc := createCluster(t, path, clusterBody(sub, rg))
 	pools := nodePoolsClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

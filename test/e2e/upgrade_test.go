@@ -48,25 +48,7 @@ func TestUpgradeThroughARM(t *testing.T) {
 	})
 
 	path := clusterPath(sub, rg, "upgrade")
-	put := arm(t, http.MethodPut, path, clusterBody(sub, rg)) // 4.19 → 4.19.17
-	if put.Status != http.StatusCreated {
-		t.Fatalf("PUT cluster: %d %s", put.Status, put.Raw)
-	}
-	if final := waitOperation(t, put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-		t.Fatalf("create ended %v: %v", final["status"], final["error"])
-	}
-	t.Cleanup(func() {
-		del := arm(t, http.MethodDelete, path, nil)
-		if del.Status != http.StatusAccepted {
-			t.Errorf("DELETE cluster: %d %s", del.Status, del.Raw)
-			return
-		}
-		if final := waitOperation(t, del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
-			t.Errorf("delete ended %v: %v", final["status"], final["error"])
-		}
-	})
-	cl := csClusters(t, path)[0]
-	mc := managementCluster(t, cl.GetShard())
+	cl, mc := createCluster(t, path, clusterBody(sub, rg)) // 4.19 → 4.19.17
 	clusterURL := path + "?api-version=" + ver
 	poolURL := path + "/nodePools/workers?api-version=" + ver
 
