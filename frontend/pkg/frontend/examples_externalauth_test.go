@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"math/big"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -169,19 +167,7 @@ func (f *fakeExternalAuths) setErrs(create, update, del error) {
 func newExternalAuthEnv(t testing.TB, mutate ...func(*Config)) (*env, *fakeExternalAuths) {
 	t.Helper()
 	fake := &fakeExternalAuths{auths: map[string]*csv1.ExternalAuth{}}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	csv1.RegisterExternalAuthsServer(gs, fake)
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterExternalAuthsServer(gs, fake) })
 	e := newEnv(t, append([]func(*Config){func(c *Config) { c.ExternalAuths = csv1.NewExternalAuthsClient(conn) }}, mutate...)...)
 	return e, fake
 }

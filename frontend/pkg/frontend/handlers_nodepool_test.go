@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -111,19 +109,7 @@ func (f *fakeNodePools) pool(id string) *csv1.NodePool {
 func newNodePoolEnv(t testing.TB, mutate ...func(*Config)) (*env, *fakeNodePools) {
 	t.Helper()
 	fake := &fakeNodePools{pools: map[string]*csv1.NodePool{}}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	csv1.RegisterNodePoolsServer(gs, fake)
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
 	e := newEnv(t, append([]func(*Config){func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) }}, mutate...)...)
 	return e, fake
 }

@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -52,19 +50,7 @@ func withVersions(t testing.TB) (func(*Config), *versions.Catalogue) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	csv1.RegisterVersionsServer(gs, &fakeVersions{cat: cat})
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterVersionsServer(gs, &fakeVersions{cat: cat}) })
 	return func(c *Config) { c.Versions = csv1.NewVersionsClient(conn) }, cat
 }
 

@@ -205,19 +205,7 @@ func newEnv(t testing.TB, mutate ...func(*Config)) *env {
 	t.Cleanup(st.Close)
 
 	fake := &fakeClusterService{clusters: map[string]*csv1.Cluster{}}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gs := grpc.NewServer()
-	csv1.RegisterClustersServer(gs, fake)
-	go gs.Serve(lis)
-	t.Cleanup(gs.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterClustersServer(gs, fake) })
 
 	cfg := Config{
 		Store:      st,
@@ -392,4 +380,24 @@ func opIDFrom(t testing.TB, u string) string {
 		t.Fatalf("bad operation URL %q", u)
 	}
 	return u[i+1 : j]
+}
+
+// serveFake serves fake Cluster Service gRPC services (register adds them) on a loopback port
+// for the test and returns a client connection to them.
+func serveFake(t testing.TB, register func(*grpc.Server)) *grpc.ClientConn {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	register(gs)
+	go gs.Serve(lis)
+	t.Cleanup(gs.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
