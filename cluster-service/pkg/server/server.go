@@ -183,10 +183,17 @@ func (s *Server) ListClusters(ctx context.Context, req *csv1.ListClustersRequest
 		}
 		after = string(b)
 	}
+	if ids := req.GetIds(); len(ids) > maxPageSize {
+		v.add("ids", "must list at most %d cluster IDs, not %d", maxPageSize, len(ids))
+	} else {
+		for i, id := range ids {
+			validateClusterID(&v, fmt.Sprintf("ids[%d]", i), id)
+		}
+	}
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	cs, err := s.st.ListClusters(ctx, store.ListOptions{Limit: size + 1, AfterID: after, ARMResourceIDPrefix: req.GetArmResourceIdPrefix()})
+	cs, err := s.st.ListClusters(ctx, store.ListOptions{Limit: size + 1, AfterID: after, ARMResourceIDPrefix: req.GetArmResourceIdPrefix(), IDs: req.GetIds()})
 	if err != nil {
 		return nil, s.toStatus(ctx, "list clusters", err)
 	}

@@ -228,6 +228,50 @@ func TestClusters(t *testing.T) {
 			t.Fatalf("bad token: %v", err)
 		}
 	})
+	t.Run("list_filters_by_ids", func(t *testing.T) {
+		// Clusters 1 and 10-14 exist (the subtests above created them).
+		tooMany := make([]string, 1001)
+		for i := range tooMany {
+			tooMany[i] = id(1)
+		}
+		for _, tc := range []struct {
+			name      string
+			req       *csv1.ListClustersRequest
+			want      []string
+			wantField string // an InvalidArgument on this field
+		}{
+			{name: "only_the_listed_ids_in_id_order", req: &csv1.ListClustersRequest{Ids: []string{id(13), id(1), id(11)}},
+				want: []string{id(1), id(11), id(13)}},
+			{name: "an_id_without_a_cluster_is_left_out", req: &csv1.ListClustersRequest{Ids: []string{id(12), id(98)}},
+				want: []string{id(12)}},
+			{name: "combined_with_the_prefix_by_and", req: &csv1.ListClustersRequest{Ids: []string{id(1), id(10)}, ArmResourceIdPrefix: arm("c1")},
+				want: []string{id(10)}},
+			{name: "no_ids_lists_everything", req: &csv1.ListClustersRequest{},
+				want: []string{id(1), id(10), id(11), id(12), id(13), id(14)}},
+			{name: "a_malformed_id_is_invalid", req: &csv1.ListClustersRequest{Ids: []string{id(1), "NOT-AN-ID"}}, wantField: "ids[1]"},
+			{name: "more_than_1000_ids_is_invalid", req: &csv1.ListClustersRequest{Ids: tooMany}, wantField: "ids"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				resp, err := e.clusters.ListClusters(ctx, tc.req)
+				if tc.wantField != "" {
+					if status.Code(err) != codes.InvalidArgument || !fieldViolations(err)[tc.wantField] {
+						t.Fatalf("err = %v, want InvalidArgument on %s", err, tc.wantField)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, c := range resp.GetClusters() {
+					got = append(got, c.GetId())
+				}
+				if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+					t.Fatalf("ids = %v, want %v", got, tc.want)
+				}
+			})
+		}
+	})
 	t.Run("placement_spreads_least_loaded", func(t *testing.T) {
 		resp, err := e.shards.ListShards(ctx, &csv1.ListShardsRequest{})
 		if err != nil {

@@ -270,15 +270,21 @@ type ListOptions struct {
 	ARMResourceIDPrefix string
 	// Shard filters by shard when set.
 	Shard string
+	// IDs, when not empty, keeps only these clusters.
+	IDs []string
 }
 
 // ListClusters returns clusters in id order.
 func (s *Store) ListClusters(ctx context.Context, o ListOptions) ([]*Cluster, error) {
 	q := `SELECT ` + clusterColumns + ` FROM clusters WHERE id > $1 AND arm_resource_id LIKE $2
-		AND ($3 = '' OR shard = $3) ORDER BY id`
-	args := []any{o.AfterID, likePrefix(strings.ToLower(o.ARMResourceIDPrefix)), o.Shard}
+		AND ($3 = '' OR shard = $3) AND (cardinality($4::text[]) = 0 OR id = ANY($4::text[])) ORDER BY id`
+	ids := o.IDs
+	if ids == nil {
+		ids = []string{} // a NULL array would make cardinality NULL, not 0
+	}
+	args := []any{o.AfterID, likePrefix(strings.ToLower(o.ARMResourceIDPrefix)), o.Shard, ids}
 	if o.Limit > 0 {
-		q += ` LIMIT $4`
+		q += ` LIMIT $5`
 		args = append(args, o.Limit)
 	}
 	out, err := queryAll(ctx, s.pool, scanCluster, q, args...)
