@@ -32,10 +32,16 @@ var notServedClusterOps = map[string]bool{
 }
 
 // mayOmit are required, read-only properties the RP leaves out (docs/api.md says why):
-// issuerUrl is never known yet; console.url and api.url come from Cluster Service, so PUT
-// responses (before Cluster Service has them) and lists do not carry them. GET does, and the
-// test checks it.
+// issuerUrl is never known yet. Every other response of a provisioned cluster — GET, a
+// replacing PUT (200), lists, an operation's result — carries console.url and api.url from
+// Cluster Service.
 var mayOmit = map[string]bool{
+	"properties.platform.issuerUrl": true,
+}
+
+// mayOmitOnCreate adds what a create's 201 cannot show yet: Cluster Service has no URLs for a
+// cluster it has only just accepted.
+var mayOmitOnCreate = map[string]bool{
 	"properties.platform.issuerUrl": true,
 	"properties.console.url":        true,
 	"properties.api.url":            true,
@@ -216,6 +222,27 @@ func (f *fakeClusterService) setClusterURLs(csID, apiURL, consoleURL string) {
 	}
 }
 
+// checkProvisionedStatus fails unless a cluster body shows what setClusterURLs gave Cluster
+// Service: both URLs, and from 2026-06-30-preview on the spec's three conditions.
+func checkProvisionedStatus(t *testing.T, ver string, got map[string]any, what string) {
+	t.Helper()
+	props, _ := got["properties"].(map[string]any)
+	console, _ := props["console"].(map[string]any)
+	api, _ := props["api"].(map[string]any)
+	if console["url"] != "https://console.example.openhcp.test" || api["url"] != "https://api.example.openhcp.test:443" {
+		t.Fatalf("%s: console.url %v, api.url %v; want Cluster Service's", what, console["url"], api["url"])
+	}
+	st, hasStatus := props["status"].(map[string]any)
+	if hasStatus != (ver >= "2026-06-30-preview") {
+		t.Fatalf("%s: status in %s: %v", what, ver, props["status"])
+	}
+	if hasStatus {
+		if conds, _ := st["conditions"].([]any); len(conds) != 3 {
+			t.Fatalf("%s: conditions %v, want Available, Degraded, Progressing", what, st["conditions"])
+		}
+	}
+}
+
 // createFromExample creates a cluster from a CreateOrUpdate example body and finishes the create
 // the way the backend would; it returns the 201 response.
 func (e *env) createFromExample(t *testing.T, path string, body map[string]any) response {
@@ -242,6 +269,7 @@ func TestSpecExamplesClusters(t *testing.T) {
 		t.Run(ver, func(t *testing.T) {
 			l := newSpecLoader()
 			v := &specValidator{t: t, l: l, mayOmit: mayOmit}
+			vCreate := &specValidator{t: t, l: l, mayOmit: mayOmitOnCreate}
 			so := loadSpecOperations(t, l, ver)
 			byOp := map[string]*specExample{}
 			for _, x := range loadExamples(t, ver, "HcpOpenShiftClusters_") {
@@ -270,15 +298,17 @@ func TestSpecExamplesClusters(t *testing.T) {
 			body := adaptCluster(create.body(t, "resource"))
 			t.Run("CreateOrUpdate", func(t *testing.T) {
 				resp := e.createFromExample(t, path, body)
-				so.checkResponse(t, v, create.OperationID, resp)
+				so.checkResponse(t, vCreate, create.OperationID, resp)
 				contains(t, resp.json(t), body, "")
-				// Replace with the same body once the create succeeded: 200.
+				// Replace with the same body once the create succeeded: 200, with the URLs
+				// (and from 2026-06-30-preview on the conditions) a GET shows.
 				again := e.do("PUT", path, mustJSON(body), nil)
 				if again.code != 200 {
 					t.Fatalf("second PUT: %d %s", again.code, again.body)
 				}
 				so.checkResponse(t, v, create.OperationID, again)
 				contains(t, again.json(t), body, "")
+				checkProvisionedStatus(t, ver, again.json(t), "PUT 200")
 			})
 			driven[create.OperationID] = true
 
@@ -354,14 +384,14 @@ func TestSpecExamplesClusters(t *testing.T) {
 						}
 						so.checkResponse(t, v, opID, resp)
 						var page struct {
-							Value []struct {
-								Name string `json:"name"`
-							} `json:"value"`
-							NextLink string `json:"nextLink"`
+							Value    []map[string]any `json:"value"`
+							NextLink string           `json:"nextLink"`
 						}
 						json.Unmarshal(resp.body, &page)
 						for _, it := range page.Value {
-							names = append(names, it.Name)
+							name, _ := it["name"].(string)
+							names = append(names, name)
+							checkProvisionedStatus(t, ver, it, "list item "+name)
 						}
 						next = ""
 						if page.NextLink != "" {

@@ -351,6 +351,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
+	s.addClusterStatus(r, updated, rd.InternalID) // a replace shows what a GET would
 	return s.respondCluster(w, r, http.StatusOK, updated, written.ETag)
 }
 
@@ -464,11 +465,41 @@ func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, csID string) 
 		info(r).log.Warn("cluster status unavailable; answering from the store without it", "clusterID", csID, "error", err)
 		return
 	}
+	setClusterStatus(c, cl)
+}
+
+// setClusterStatus copies what Cluster Service observed of a cluster into the model.
+func setClusterStatus(c *api.Cluster, cl *csv1.Cluster) {
 	c.Properties.Console.URL = cl.GetStatus().GetConsoleUrl()
 	c.Properties.API.URL = cl.GetStatus().GetApiUrl()
 	c.Conditions = specConditions(cl.GetStatus().GetConditions())
 }
 
+// maxStatusIDs is how many IDs one ListClusters call may filter by (Cluster Service's limit).
+const maxStatusIDs = 1000
+
+// clusterStatuses reads a list page's clusters from Cluster Service, by Cluster Service ID: one
+// ListClusters call filtered by their IDs (one more per further 1000 IDs, beyond the default
+// page size), never a call per item. Best effort like addClusterStatus: when a call fails the
+// page answers from the store without the status it would have added, and a warning says so.
+func (s *Server) clusterStatuses(r *http.Request, csIDs []string) map[string]*csv1.Cluster {
+	out := map[string]*csv1.Cluster{}
+	for len(csIDs) > 0 {
+		chunk := csIDs[:min(len(csIDs), maxStatusIDs)]
+		csIDs = csIDs[len(chunk):]
+		ctx, cancel := s.csContext(r.Context(), info(r))
+		resp, err := s.cs.ListClusters(ctx, &csv1.ListClustersRequest{Ids: chunk, PageSize: int32(len(chunk))})
+		cancel()
+		if err != nil {
+			info(r).log.Warn("cluster status unavailable for a list page; answering from the store without it", "clusters", len(chunk), "error", err)
+			continue
+		}
+		for _, cl := range resp.GetClusters() {
+			out[cl.GetId()] = cl
+		}
+	}
+	return out
+}
 // conditionReasonRE is the spec's pattern for a condition reason.
 var conditionReasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
@@ -521,11 +552,25 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 		prefix += rg + clustersPath + "/"
 	}
 	// Node pools and other child resources share the prefix; listResources leaves them out.
-	return s.listResources(w, r, partitionKey(subID), prefix, api.ClusterResourceType, func(rd *docs.ResourceDocument) (any, error) {
-		c, err := clusterFromDoc(rd)
-		if err != nil {
-			return nil, err
+	return s.listResources(w, r, partitionKey(subID), prefix, api.ClusterResourceType, func(rds []*docs.ResourceDocument) ([]any, error) {
+		var csIDs []string
+		for _, rd := range rds {
+			if rd.InternalID != "" {
+				csIDs = append(csIDs, rd.InternalID)
+			}
 		}
-		return ri.version.RenderCluster(c), nil
+		statuses := s.clusterStatuses(r, csIDs)
+		out := make([]any, 0, len(rds))
+		for _, rd := range rds {
+			c, err := clusterFromDoc(rd)
+			if err != nil {
+				return nil, err
+			}
+			if cl := statuses[rd.InternalID]; cl != nil {
+				setClusterStatus(c, cl)
+			}
+			out = append(out, ri.version.RenderCluster(c))
+		}
+		return out, nil
 	})
 }

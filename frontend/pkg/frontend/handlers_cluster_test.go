@@ -3,12 +3,16 @@ package frontend
 import (
 	"encoding/json"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	docs "github.com/openhcp/openhcp/internal/api"
 )
 
@@ -459,4 +463,149 @@ func TestListClusters(t *testing.T) {
 			t.Fatalf("status %d", resp.code)
 		}
 	})
+}
+
+// setStatus plays Cluster Service having provisioned one cluster, with URLs of its own so a
+// test can tell whether each item got its own cluster's status.
+func (f *fakeClusterService) setStatus(csID, name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.clusters[csID]
+	c.Status.ConsoleUrl = "https://console." + name + ".test"
+	c.Status.ApiUrl = "https://api." + name + ".test:443"
+	c.Status.Conditions = []*csv1.Condition{{Type: "Available", Status: "True", Reason: "AsExpected",
+		LastTransitionTime: timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}}
+}
+
+func TestListClustersStatusFromOneClusterServiceCallPerPage(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.PageSize = 3 })
+	names := []string{"a", "b", "c", "d"} // two pages: a, b, c and d
+	byCSID := map[string]string{}
+	for _, n := range names {
+		p := clusterPath("lst", n)
+		created := e.put(p, minimalBody())
+		if created.code != 201 {
+			t.Fatalf("create %s: %d %s", n, created.code, created.body)
+		}
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		rd, _ := e.resource(p)
+		byCSID[rd.InternalID] = n
+		e.cs.setStatus(rd.InternalID, n)
+	}
+	for _, tc := range []struct {
+		name       string
+		csDown     error
+		wantStatus bool
+	}{
+		{name: "each_item_carries_its_urls_and_conditions", wantStatus: true},
+		{name: "cluster_service_down_answers_from_the_store", csDown: status.Error(codes.Unavailable, "down")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.cs.setStatusErr(tc.csDown)
+			defer e.cs.setStatusErr(nil)
+			e.cs.statusCalls()
+			next := "/subscriptions/" + testSub + "/resourceGroups/lst/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=2026-06-30-preview"
+			var listed []string
+			for pages := 0; next != ""; pages++ {
+				if pages > 3 {
+					t.Fatal("nextLink does not end")
+				}
+				resp := e.do("GET", next, nil, nil)
+				if resp.code != 200 {
+					t.Fatalf("status %d: %s", resp.code, resp.body)
+				}
+				var page struct {
+					Value    []map[string]any `json:"value"`
+					NextLink string           `json:"nextLink"`
+				}
+				json.Unmarshal(resp.body, &page)
+				gets, lists := e.cs.statusCalls()
+				if gets != 0 || len(lists) != 1 {
+					t.Fatalf("page %d: %d GetCluster and %d ListClusters calls; want one ListClusters", pages, gets, len(lists))
+				}
+				var askedFor []string
+				for _, id := range lists[0].GetIds() {
+					askedFor = append(askedFor, byCSID[id])
+				}
+				var onPage []string
+				for _, it := range page.Value {
+					n := it["name"].(string)
+					onPage = append(onPage, n)
+					props := it["properties"].(map[string]any)
+					console, _ := props["console"].(map[string]any)
+					api, _ := props["api"].(map[string]any)
+					st, _ := props["status"].(map[string]any)
+					if tc.wantStatus {
+						if console["url"] != "https://console."+n+".test" || api["url"] != "https://api."+n+".test:443" {
+							t.Fatalf("%s: console %v api %v", n, console, api["url"])
+						}
+						if conds, _ := st["conditions"].([]any); len(conds) != 1 {
+							t.Fatalf("%s: conditions %v", n, props["status"])
+						}
+					} else if console != nil || api["url"] != nil || st != nil {
+						t.Fatalf("%s: status without Cluster Service: %v", n, props)
+					}
+				}
+				sort.Strings(askedFor)
+				if strings.Join(askedFor, ",") != strings.Join(onPage, ",") {
+					t.Fatalf("ListClusters asked for %v, the page has %v", askedFor, onPage)
+				}
+				listed = append(listed, onPage...)
+				next = ""
+				if page.NextLink != "" {
+					next = strings.TrimPrefix(page.NextLink, e.http.URL)
+				}
+			}
+			if strings.Join(listed, ",") != strings.Join(names, ",") {
+				t.Fatalf("listed %v", listed)
+			}
+		})
+	}
+}
+
+func TestPutClusterResponseStatus(t *testing.T) {
+	e := newEnv(t)
+	path := clusterPath("rg", "putstatus")
+	created := e.put(path, minimalBody())
+	if created.code != 201 {
+		t.Fatalf("create: %d %s", created.code, created.body)
+	}
+	if props := created.json(t)["properties"].(map[string]any); props["console"] != nil || props["api"].(map[string]any)["url"] != nil {
+		t.Fatalf("a 201 has no URLs to show yet: %s", created.body)
+	}
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	rd, _ := e.resource(path)
+	e.cs.setStatus(rd.InternalID, "putstatus")
+
+	for _, tc := range []struct {
+		name     string
+		body     map[string]any
+		csDown   bool
+		wantURLs bool
+	}{
+		{name: "replace_of_tags_shows_the_urls", body: set(minimalBody(), "tags", map[string]any{"a": "1"}), wantURLs: true},
+		{name: "replace_through_update_cluster_shows_the_urls", body: set(minimalBody(), "properties.autoscaling.maxNodesTotal", 7), wantURLs: true},
+		{name: "replace_without_cluster_service_status_answers_from_the_store", csDown: true,
+			body: set(set(minimalBody(), "properties.autoscaling.maxNodesTotal", 7), "tags", map[string]any{"b": "2"})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.csDown {
+				e.cs.setStatusErr(status.Error(codes.Unavailable, "down"))
+				defer e.cs.setStatusErr(nil)
+			}
+			resp := e.put(path, tc.body)
+			if resp.code != 200 {
+				t.Fatalf("PUT: %d %s", resp.code, resp.body)
+			}
+			props := resp.json(t)["properties"].(map[string]any)
+			console, _ := props["console"].(map[string]any)
+			gotURLs := console["url"] == "https://console.putstatus.test" && props["api"].(map[string]any)["url"] == "https://api.putstatus.test:443"
+			if gotURLs != tc.wantURLs {
+				t.Fatalf("URLs shown %v, want %v: %s", gotURLs, tc.wantURLs, resp.body)
+			}
+			if op := resp.header.Get("Azure-AsyncOperation"); op != "" {
+				e.finish(opIDFrom(t, op), docs.StateSucceeded, nil)
+			}
+		})
+	}
 }

@@ -187,6 +187,7 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 		return err
 	}
 	out.ProvisioningState = nrd.ProvisioningState
+	setClusterStatus(out, cl) // UpdateCluster's answer holds what a GET would add
 	return s.respondCluster(w, r, http.StatusOK, out, etag)
 }
 

@@ -366,12 +366,31 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, k *resourc
 	} else if err != nil {
 		return err
 	}
-	return s.listResources(w, r, partitionKey(clusterRID.SubscriptionID), clusterRID.Lower()+segment+"/", k.resourceType, render)
+	return s.listResources(w, r, partitionKey(clusterRID.SubscriptionID), clusterRID.Lower()+segment+"/", k.resourceType, eachItem(render))
 }
 
 // listResources answers one page of the resources of one type whose IDs start with prefix;
 // others sharing the prefix (a cluster's children under its resource group) are left out.
-func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition, prefix, resourceType string, render func(*docs.ResourceDocument) (any, error)) error {
+// eachItem renders a page one resource at a time, for resources whose list needs nothing beyond
+// the store.
+func eachItem(render func(*docs.ResourceDocument) (any, error)) func([]*docs.ResourceDocument) ([]any, error) {
+	return func(rds []*docs.ResourceDocument) ([]any, error) {
+		out := make([]any, 0, len(rds))
+		for _, rd := range rds {
+			v, err := render(rd)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+}
+
+// listResources answers one page of resourceType's resources under prefix. renderPage gets the
+// page's documents at once, so a kind can read what the store lacks for the whole page in one
+// call (clusters: their status from Cluster Service).
+func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition, prefix, resourceType string, renderPage func([]*docs.ResourceDocument) ([]any, error)) error {
 	ri := info(r)
 	page, err := s.store.Query(r.Context(), store.Query{
 		Partition:        partition,
@@ -387,21 +406,23 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition
 		Value    []any  `json:"value"`
 		NextLink string `json:"nextLink,omitempty"`
 	}{Value: []any{}}
+	var rds []*docs.ResourceDocument
 	for _, d := range page.Documents {
-		var rd docs.ResourceDocument
-		if err := json.Unmarshal(d.Body, &rd); err != nil {
+		rd := &docs.ResourceDocument{}
+		if err := json.Unmarshal(d.Body, rd); err != nil {
 			return fmt.Errorf("decode resource %s: %w", d.ID, err)
 		}
 		id, err := arm.ParseResourceID(rd.ResourceID)
 		if err != nil || !strings.EqualFold(id.ResourceType(), resourceType) {
 			continue
 		}
-		v, err := render(&rd)
-		if err != nil {
-			return err
-		}
-		out.Value = append(out.Value, v)
+		rds = append(rds, rd)
 	}
+	values, err := renderPage(rds)
+	if err != nil {
+		return err
+	}
+	out.Value = append(out.Value, values...)
 	if page.Continuation != "" {
 		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {page.Continuation}}
 		out.NextLink = externalBase(r) + ri.originalPath + "?" + q.Encode()

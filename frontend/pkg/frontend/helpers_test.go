@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -98,6 +99,11 @@ type fakeClusterService struct {
 	createMD  []metadata.MD
 	createErr error
 	deleteErr error
+	// getCalls and lists count GetCluster calls and record ListClusters requests; statusErr,
+	// if set, fails both (Cluster Service down for reads).
+	getCalls  int
+	lists     []*csv1.ListClustersRequest
+	statusErr error
 	// beforeUpdateAnswer, if set, runs when UpdateCluster is called, before it answers: a test
 	// plays the backend there (it writes to a new operation at once).
 	beforeUpdateAnswer func(req *csv1.UpdateClusterRequest)
@@ -126,10 +132,51 @@ func (f *fakeClusterService) CreateCluster(ctx context.Context, req *csv1.Create
 func (f *fakeClusterService) GetCluster(ctx context.Context, req *csv1.GetClusterRequest) (*csv1.Cluster, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.getCalls++
+	if f.statusErr != nil {
+		return nil, f.statusErr
+	}
 	if c, ok := f.clusters[req.Id]; ok {
 		return c, nil
 	}
 	return nil, status.Error(codes.NotFound, "no such cluster")
+}
+
+// ListClusters supports the ids filter the frontend's lists use (in id order, unknown IDs left
+// out, more than 1000 refused, as the real one does); the other filters are not needed here.
+func (f *fakeClusterService) ListClusters(ctx context.Context, req *csv1.ListClustersRequest) (*csv1.ListClustersResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lists = append(f.lists, req)
+	if f.statusErr != nil {
+		return nil, f.statusErr
+	}
+	if len(req.GetIds()) == 0 || len(req.GetIds()) > 1000 {
+		return nil, status.Error(codes.InvalidArgument, "the fake serves only lists by 1 to 1000 ids")
+	}
+	resp := &csv1.ListClustersResponse{}
+	for _, id := range req.GetIds() {
+		if c, ok := f.clusters[id]; ok {
+			resp.Clusters = append(resp.Clusters, c)
+		}
+	}
+	sort.Slice(resp.Clusters, func(i, j int) bool { return resp.Clusters[i].GetId() < resp.Clusters[j].GetId() })
+	return resp, nil
+}
+
+// statusCalls reports the GetCluster and ListClusters calls so far, and resets them.
+func (f *fakeClusterService) statusCalls() (gets int, lists []*csv1.ListClustersRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	gets, lists = f.getCalls, f.lists
+	f.getCalls, f.lists = 0, nil
+	return gets, lists
+}
+
+func (f *fakeClusterService) setStatusErr(err error) {
+	f.mu.Lock()
+	f.statusErr = err
+	f.mu.Unlock()
 }
 
 func (f *fakeClusterService) DeleteCluster(ctx context.Context, req *csv1.DeleteClusterRequest) (*csv1.Cluster, error) {
