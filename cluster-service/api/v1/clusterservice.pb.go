@@ -2026,14 +2026,21 @@ type NodePoolSpec struct {
 	// control plane's). It must not be ahead of the cluster's version.
 	VersionId string `protobuf:"bytes,1,opt,name=version_id,json=versionId,proto3" json:"version_id,omitempty"`
 	// replicas is the fixed node count; ignored when autoscaling is set.
-	Replicas      int32                `protobuf:"varint,2,opt,name=replicas,proto3" json:"replicas,omitempty"`
-	Autoscaling   *NodePoolAutoscaling `protobuf:"bytes,3,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
-	Labels        map[string]string    `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Taints        []*Taint             `protobuf:"bytes,5,rep,name=taints,proto3" json:"taints,omitempty"`
-	AutoRepair    bool                 `protobuf:"varint,6,opt,name=auto_repair,json=autoRepair,proto3" json:"auto_repair,omitempty"`
-	Platform      *NodePoolPlatform    `protobuf:"bytes,7,opt,name=platform,proto3" json:"platform,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Replicas    int32                `protobuf:"varint,2,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	Autoscaling *NodePoolAutoscaling `protobuf:"bytes,3,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
+	Labels      map[string]string    `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Taints      []*Taint             `protobuf:"bytes,5,rep,name=taints,proto3" json:"taints,omitempty"`
+	AutoRepair  bool                 `protobuf:"varint,6,opt,name=auto_repair,json=autoRepair,proto3" json:"auto_repair,omitempty"`
+	Platform    *NodePoolPlatform    `protobuf:"bytes,7,opt,name=platform,proto3" json:"platform,omitempty"`
+	// channel_group is the catalogue's channel group version_id is resolved in and upgrades
+	// along (empty: the cluster's). Updatable. HyperShift's NodePool has no field for it: it
+	// reaches the NodePool as the release image of the version resolved in it.
+	ChannelGroup string `protobuf:"bytes,8,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
+	// node_drain_timeout_minutes (0-10080; 0: no limit) is the NodePool's spec.nodeDrainTimeout.
+	// Unset: the cluster's node_drain_timeout_minutes. Updatable.
+	NodeDrainTimeoutMinutes *int32 `protobuf:"varint,9,opt,name=node_drain_timeout_minutes,json=nodeDrainTimeoutMinutes,proto3,oneof" json:"node_drain_timeout_minutes,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *NodePoolSpec) Reset() {
@@ -2113,6 +2120,20 @@ func (x *NodePoolSpec) GetPlatform() *NodePoolPlatform {
 		return x.Platform
 	}
 	return nil
+}
+
+func (x *NodePoolSpec) GetChannelGroup() string {
+	if x != nil {
+		return x.ChannelGroup
+	}
+	return ""
+}
+
+func (x *NodePoolSpec) GetNodeDrainTimeoutMinutes() int32 {
+	if x != nil && x.NodeDrainTimeoutMinutes != nil {
+		return *x.NodeDrainTimeoutMinutes
+	}
+	return 0
 }
 
 type NodePoolAutoscaling struct {
@@ -2238,10 +2259,20 @@ type NodePoolPlatform struct {
 	OsDiskStorageAccountType string `protobuf:"bytes,3,opt,name=os_disk_storage_account_type,json=osDiskStorageAccountType,proto3" json:"os_disk_storage_account_type,omitempty"`
 	// subnet_id: the workers' subnet; default the cluster's. Immutable.
 	SubnetId string `protobuf:"bytes,4,opt,name=subnet_id,json=subnetId,proto3" json:"subnet_id,omitempty"`
-	// availability_zone: "", "1", "2" or "3". Immutable.
+	// availability_zone: "", "1", "2" or "3" (HyperShift's NodePool CRD allows no other). Immutable.
 	AvailabilityZone string `protobuf:"bytes,5,opt,name=availability_zone,json=availabilityZone,proto3" json:"availability_zone,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// encryption_at_host: the VMs' temp disks and caches are encrypted on the host (HyperShift's
+	// encryptionAtHost Enabled; false is Disabled, never HyperShift's default of Enabled). Immutable.
+	EncryptionAtHost bool `protobuf:"varint,6,opt,name=encryption_at_host,json=encryptionAtHost,proto3" json:"encryption_at_host,omitempty"`
+	// os_disk_encryption_set_id: the disk encryption set of the OS disks
+	// (/subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Compute/diskEncryptionSets/{name});
+	// empty: platform-managed keys. Immutable.
+	OsDiskEncryptionSetId string `protobuf:"bytes,7,opt,name=os_disk_encryption_set_id,json=osDiskEncryptionSetId,proto3" json:"os_disk_encryption_set_id,omitempty"`
+	// os_disk_persistence: Persistent (default) or Ephemeral (the OS disk lives on the VM's
+	// local storage). Immutable.
+	OsDiskPersistence string `protobuf:"bytes,8,opt,name=os_disk_persistence,json=osDiskPersistence,proto3" json:"os_disk_persistence,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *NodePoolPlatform) Reset() {
@@ -2305,6 +2336,27 @@ func (x *NodePoolPlatform) GetSubnetId() string {
 func (x *NodePoolPlatform) GetAvailabilityZone() string {
 	if x != nil {
 		return x.AvailabilityZone
+	}
+	return ""
+}
+
+func (x *NodePoolPlatform) GetEncryptionAtHost() bool {
+	if x != nil {
+		return x.EncryptionAtHost
+	}
+	return false
+}
+
+func (x *NodePoolPlatform) GetOsDiskEncryptionSetId() string {
+	if x != nil {
+		return x.OsDiskEncryptionSetId
+	}
+	return ""
+}
+
+func (x *NodePoolPlatform) GetOsDiskPersistence() string {
+	if x != nil {
+		return x.OsDiskPersistence
 	}
 	return ""
 }
@@ -3757,7 +3809,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xc7\x03\n" +
+	"updateTime\"\xcd\x04\n" +
 	"\fNodePoolSpec\x12\x1d\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tR\tversionId\x12\x1a\n" +
@@ -3767,23 +3819,29 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x06taints\x18\x05 \x03(\v2 .openhcp.clusterservice.v1.TaintR\x06taints\x12\x1f\n" +
 	"\vauto_repair\x18\x06 \x01(\bR\n" +
 	"autoRepair\x12G\n" +
-	"\bplatform\x18\a \x01(\v2+.openhcp.clusterservice.v1.NodePoolPlatformR\bplatform\x1a9\n" +
+	"\bplatform\x18\a \x01(\v2+.openhcp.clusterservice.v1.NodePoolPlatformR\bplatform\x12#\n" +
+	"\rchannel_group\x18\b \x01(\tR\fchannelGroup\x12@\n" +
+	"\x1anode_drain_timeout_minutes\x18\t \x01(\x05H\x00R\x17nodeDrainTimeoutMinutes\x88\x01\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"9\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x1d\n" +
+	"\x1b_node_drain_timeout_minutes\"9\n" +
 	"\x13NodePoolAutoscaling\x12\x10\n" +
 	"\x03min\x18\x01 \x01(\x05R\x03min\x12\x10\n" +
 	"\x03max\x18\x02 \x01(\x05R\x03max\"G\n" +
 	"\x05Taint\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
-	"\x06effect\x18\x03 \x01(\tR\x06effect\"\xde\x01\n" +
+	"\x06effect\x18\x03 \x01(\tR\x06effect\"\xf6\x02\n" +
 	"\x10NodePoolPlatform\x12\x17\n" +
 	"\avm_size\x18\x01 \x01(\tR\x06vmSize\x12'\n" +
 	"\x10os_disk_size_gib\x18\x02 \x01(\x05R\rosDiskSizeGib\x12>\n" +
 	"\x1cos_disk_storage_account_type\x18\x03 \x01(\tR\x18osDiskStorageAccountType\x12\x1b\n" +
 	"\tsubnet_id\x18\x04 \x01(\tR\bsubnetId\x12+\n" +
-	"\x11availability_zone\x18\x05 \x01(\tR\x10availabilityZone\"\xae\x02\n" +
+	"\x11availability_zone\x18\x05 \x01(\tR\x10availabilityZone\x12,\n" +
+	"\x12encryption_at_host\x18\x06 \x01(\bR\x10encryptionAtHost\x128\n" +
+	"\x19os_disk_encryption_set_id\x18\a \x01(\tR\x15osDiskEncryptionSetId\x12.\n" +
+	"\x13os_disk_persistence\x18\b \x01(\tR\x11osDiskPersistence\"\xae\x02\n" +
 	"\x0eNodePoolStatus\x12>\n" +
 	"\x05state\x18\x01 \x01(\x0e2(.openhcp.clusterservice.v1.NodePoolStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -4129,6 +4187,7 @@ func file_v1_clusterservice_proto_init() {
 		return
 	}
 	file_v1_clusterservice_proto_msgTypes[2].OneofWrappers = []any{}
+	file_v1_clusterservice_proto_msgTypes[22].OneofWrappers = []any{}
 	file_v1_clusterservice_proto_msgTypes[40].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

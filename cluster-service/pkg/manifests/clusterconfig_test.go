@@ -187,21 +187,27 @@ func TestConfigDifferences(t *testing.T) {
 	}
 }
 
-func TestNodePoolDrainTimeoutIsTheClusters(t *testing.T) {
+// TestNodePoolDrainTimeout: a pool's own drain timeout wins over the cluster's, even when it
+// is 0 (no limit); a pool without one gets the cluster's.
+func TestNodePoolDrainTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		minutes int32
+		cluster int32
+		pool    *int32
 		want    time.Duration // 0: unset
 	}{
-		{"zero_means_no_limit_and_is_left_unset", 0, 0},
-		{"minutes_become_a_duration", 45, 45 * time.Minute},
-		{"a_week", 10080, 7 * 24 * time.Hour},
+		{"cluster_zero_means_no_limit_and_is_left_unset", 0, nil, 0},
+		{"cluster_minutes_become_a_duration", 45, nil, 45 * time.Minute},
+		{"cluster_a_week", 10080, nil, 7 * 24 * time.Hour},
+		{"pool_value_wins_over_the_clusters", 45, ptr.To[int32](90), 90 * time.Minute},
+		{"pool_value_without_a_cluster_value", 0, ptr.To[int32](5), 5 * time.Minute},
+		{"pool_zero_is_no_limit_whatever_the_cluster_says", 45, ptr.To[int32](0), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := fullSpec()
-			s.NodeDrainTimeoutMinutes = tc.minutes
+			s.NodeDrainTimeoutMinutes = tc.cluster
 			w, err := BuildNodePool(Config{}, NodePool{ID: id, ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/My-Cluster/nodePools/np1",
-				Spec: &csv1.NodePoolSpec{Replicas: 1, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}, Cluster: cluster(s)})
+				Spec: &csv1.NodePoolSpec{Replicas: 1, NodeDrainTimeoutMinutes: tc.pool, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}, Cluster: cluster(s)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -439,3 +439,45 @@ func TestBuildNodePool(t *testing.T) {
 		t.Fatal("enabling autoscaling did not change the hash")
 	}
 }
+
+// TestBuildNodePoolDisksAndEncryption: encryption at host is always explicit (HyperShift's
+// default is Enabled), the disk encryption set is spelled as HyperShift's CRD wants it, and
+// the OS disk persistence defaults to Persistent.
+func TestBuildNodePoolDisksAndEncryption(t *testing.T) {
+	cl := Cluster{ID: "00000000000000000000000000000001", ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/Alpha",
+		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", Azure: &csv1.AzureSpec{
+			SubnetId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s"}}}
+	const des = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des-1"
+	for _, tc := range []struct {
+		name                              string
+		platform                          *csv1.NodePoolPlatform
+		encryptionAtHost, set, persistent string
+	}{
+		{"defaults", &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}, "Disabled", "", "Persistent"},
+		{"encryption_at_host", &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", EncryptionAtHost: true}, "Enabled", "", "Persistent"},
+		{"encryption_set_in_canonical_casing", &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3",
+			OsDiskEncryptionSetId: "/SUBSCRIPTIONS/00000000-0000-0000-0000-000000000001/resourcegroups/rg/providers/microsoft.compute/diskencryptionsets/des-1"}, "Disabled", des, "Persistent"},
+		{"ephemeral_os_disk", &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", OsDiskPersistence: "Ephemeral"}, "Disabled", "", "Ephemeral"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := BuildNodePool(Config{}, NodePool{ID: "00000000000000000000000000000100", ARMResourceID: cl.ARMResourceID + "/nodePools/workers",
+				Spec: &csv1.NodePoolSpec{Replicas: 1, Platform: tc.platform}, Cluster: cl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw map[string]any
+			if err := json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &raw); err != nil {
+				t.Fatal(err)
+			}
+			// Read the JSON by HyperShift's field names, not through its Go types.
+			az := raw["spec"].(map[string]any)["platform"].(map[string]any)["azure"].(map[string]any)
+			disk := az["osDisk"].(map[string]any)
+			if az["encryptionAtHost"] != tc.encryptionAtHost || disk["persistence"] != tc.persistent {
+				t.Fatalf("encryptionAtHost %v persistence %v, want %s and %s", az["encryptionAtHost"], disk["persistence"], tc.encryptionAtHost, tc.persistent)
+			}
+			if got, has := disk["encryptionSetID"]; (tc.set == "" && has) || (tc.set != "" && got != tc.set) {
+				t.Fatalf("encryptionSetID %v, want %q", got, tc.set)
+			}
+		})
+	}
+}

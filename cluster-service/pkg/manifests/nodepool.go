@@ -30,6 +30,7 @@ const (
 	// Defaults of the node pool platform, applied by Cluster Service's validation before storing.
 	DefaultOSDiskSizeGiB            = 64
 	DefaultOSDiskStorageAccountType = "Premium_LRS"
+	DefaultOSDiskPersistence        = string(hypershiftv1beta1.PersistentDiskPersistence)
 	nodePoolImageGeneration         = hypershiftv1beta1.Gen2
 	nodePoolUpgradeType             = hypershiftv1beta1.UpgradeTypeReplace
 	nodePoolArch                    = hypershiftv1beta1.ArchitectureAMD64
@@ -87,6 +88,21 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 	if diskType == "" {
 		diskType = DefaultOSDiskStorageAccountType
 	}
+	persistence := s.GetPlatform().GetOsDiskPersistence()
+	if persistence == "" {
+		persistence = DefaultOSDiskPersistence
+	}
+	// Always explicit: HyperShift defaults encryptionAtHost to Enabled, Cluster Service (and
+	// ARM) to off.
+	encryptionAtHost := encryptionAtHostDisabled
+	if s.GetPlatform().GetEncryptionAtHost() {
+		encryptionAtHost = encryptionAtHostEnabled
+	}
+	// The pool's own drain timeout wins over the cluster's; 0 on either is no limit (unset).
+	drainMinutes := np.Cluster.Spec.GetNodeDrainTimeoutMinutes()
+	if s.NodeDrainTimeoutMinutes != nil {
+		drainMinutes = s.GetNodeDrainTimeoutMinutes()
+	}
 	gen := nodePoolImageGeneration
 	pool := &hypershiftv1beta1.NodePool{
 		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1beta1.GroupVersion.String(), Kind: "NodePool"},
@@ -105,17 +121,18 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 					OSDisk: hypershiftv1beta1.AzureNodePoolOSDisk{
 						SizeGiB:                diskSize,
 						DiskStorageAccountType: hypershiftv1beta1.AzureDiskStorageAccountType(diskType),
+						EncryptionSetID:        canonicalDiskEncryptionSet(s.GetPlatform().GetOsDiskEncryptionSetId()),
+						Persistence:            hypershiftv1beta1.AzureDiskPersistence(persistence),
 					},
+					EncryptionAtHost: encryptionAtHost,
 					AvailabilityZone: s.GetPlatform().GetAvailabilityZone(),
 					SubnetID:         subnet,
 				},
 			},
-			Management: hypershiftv1beta1.NodePoolManagement{UpgradeType: nodePoolUpgradeType, AutoRepair: s.GetAutoRepair()},
-			NodeLabels: s.GetLabels(),
-			Arch:       nodePoolArch,
-			// The cluster's node drain timeout is every pool's (Cluster Service's node pools
-			// have no value of their own yet).
-			NodeDrainTimeout: NodeDrainTimeout(np.Cluster.Spec.GetNodeDrainTimeoutMinutes()),
+			Management:       hypershiftv1beta1.NodePoolManagement{UpgradeType: nodePoolUpgradeType, AutoRepair: s.GetAutoRepair()},
+			NodeLabels:       s.GetLabels(),
+			Arch:             nodePoolArch,
+			NodeDrainTimeout: NodeDrainTimeout(drainMinutes),
 		},
 	}
 	if as := s.GetAutoscaling(); as != nil {
@@ -172,5 +189,31 @@ func ValidateVMSize(s string) error {
 	}
 	return nil
 }
+
+// ValidateDiskEncryptionSetID checks a disk encryption set resource ID the way HyperShift's
+// NodePool CRD checks osDisk.encryptionSetID.
+func ValidateDiskEncryptionSetID(id string) error {
+	if m := desIDRE.FindStringSubmatch(id); m == nil || strings.HasSuffix(m[2], ".") {
+		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Compute/diskEncryptionSets/{name}", id)
+	}
+	return nil
+}
+
+// canonicalDiskEncryptionSet spells a disk encryption set ID as HyperShift's CRD pattern
+// wants it (its segment names are case-sensitive there, ARM IDs are not).
+func canonicalDiskEncryptionSet(id string) string {
+	m := desIDRE.FindStringSubmatch(id)
+	if m == nil {
+		return id
+	}
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/diskEncryptionSets/%s", m[1], m[2], m[3])
+}
+
+var desIDRE = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.compute/diskencryptionsets/([-\w]{1,80})$`)
+
+const (
+	encryptionAtHostEnabled  = "Enabled"
+	encryptionAtHostDisabled = "Disabled"
+)
 
 var vmSizeRE = regexp.MustCompile(`^(Standard_|Basic_)?[A-Z]+[0-9]+(-[0-9]+)?[abdilmptsCNP]*(_[A-Z]*[0-9]+[A-Z]*)?(_v[0-9]+)?$`)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,13 +25,15 @@ import (
 var (
 	// .../hcpOpenShiftClusters/{cluster}/nodePools/{name}; ARO HCP node pool names are 3-15
 	// characters.
-	armNodePoolRE   = regexp.MustCompile(`(?i)^(/subscriptions/[0-9a-f-]{36}/resourcegroups/[-\w._()]{1,90}/providers/microsoft\.redhatopenshift/hcpopenshiftclusters/[a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?)/nodepools/([a-zA-Z][-a-zA-Z0-9]{1,13}[a-zA-Z0-9])$`)
-	taintValueRE    = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
-	taintEffects    = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
-	osDiskTypes     = []string{"Premium_LRS", "PremiumV2_LRS", "StandardSSD_LRS", "Standard_LRS", "UltraSSD_LRS"}
-	zones           = []string{"1", "2", "3"}
-	maxPoolNodes    = int32(500)
-	maxMinorsBehind = 2
+	armNodePoolRE = regexp.MustCompile(`(?i)^(/subscriptions/[0-9a-f-]{36}/resourcegroups/[-\w._()]{1,90}/providers/microsoft\.redhatopenshift/hcpopenshiftclusters/[a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?)/nodepools/([a-zA-Z][-a-zA-Z0-9]{1,13}[a-zA-Z0-9])$`)
+	taintValueRE  = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+	taintEffects  = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+	osDiskTypes   = []string{"Premium_LRS", "PremiumV2_LRS", "StandardSSD_LRS", "Standard_LRS", "UltraSSD_LRS"}
+	// HyperShift's NodePool CRD accepts only these zones (availabilityZone: self in ['1', '2', '3']).
+	zones              = []string{"1", "2", "3"}
+	osDiskPersistences = []string{"Persistent", "Ephemeral"}
+	maxPoolNodes       = int32(500)
+	maxMinorsBehind    = 2
 )
 
 // CreateNodePool implements csv1.NodePoolsServer.
@@ -223,6 +226,29 @@ func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl
 	if p.SubnetId == "" {
 		p.SubnetId = cl.Spec.GetAzure().GetSubnetId()
 	}
+	if p.OsDiskPersistence == "" {
+		p.OsDiskPersistence = manifests.DefaultOSDiskPersistence
+	}
+	// The channel group: an update that names none keeps the pool's; a pool stored before
+	// pools had one, or created without one, follows the cluster's.
+	if spec.ChannelGroup == "" {
+		spec.ChannelGroup = cur.GetChannelGroup()
+	}
+	if spec.ChannelGroup == "" {
+		spec.ChannelGroup = cl.Spec.GetChannelGroup()
+	}
+	groupOK := true
+	if _, ok := catalogue.Versions(spec.ChannelGroup); !ok {
+		groupOK = false
+		v.add(field+".channel_group", "channel group %q does not exist; use one of %s", spec.ChannelGroup, strings.Join(catalogue.Groups(), ", "))
+	} else if cur != nil && cmp.Or(cur.GetChannelGroup(), cl.Spec.GetChannelGroup()) != spec.ChannelGroup {
+		// Like a cluster's: a pool moves to another group only if that group offers what it
+		// runs; upgrades then follow the new group's edges.
+		if _, ok := catalogue.Get(spec.ChannelGroup, cur.GetVersionId()); !ok {
+			groupOK = false
+			v.add(field+".channel_group", "the node pool runs %s, which channel group %s does not offer", cur.GetVersionId(), spec.ChannelGroup)
+		}
+	}
 
 	// Version: resolved like the cluster's, never ahead of the control plane, at most two
 	// minors behind it, and on an update never a downgrade.
@@ -233,22 +259,28 @@ func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl
 			cpVersion = running
 		}
 	}
-	if spec.VersionId == "" {
+	group := spec.ChannelGroup
+	switch {
+	case !groupOK:
+		// Reported above; resolving in an unknown group would only repeat it.
+	case spec.VersionId == "":
 		spec.VersionId = cpVersion
 		if cur != nil {
 			spec.VersionId = cur.GetVersionId()
 		}
-	} else if cur.GetVersionId() != "" {
+	case cur.GetVersionId() != "":
 		// An update moves along the catalogue's upgrade edges, like the control plane.
-		if resolved, err := catalogue.ResolveUpgrade(cl.Spec.GetChannelGroup(), cur.GetVersionId(), spec.VersionId, now()); err != nil {
+		if resolved, err := catalogue.ResolveUpgrade(group, cur.GetVersionId(), spec.VersionId, now()); err != nil {
 			v.add(field+".version_id", "%v", err)
 		} else {
 			spec.VersionId = resolved
 		}
-	} else if resolved, err := catalogue.Resolve(cl.Spec.GetChannelGroup(), spec.VersionId, now()); err != nil {
-		v.add(field+".version_id", "%v", err)
-	} else {
-		spec.VersionId = resolved
+	default:
+		if resolved, err := catalogue.Resolve(group, spec.VersionId, now()); err != nil {
+			v.add(field+".version_id", "%v", err)
+		} else {
+			spec.VersionId = resolved
+		}
 	}
 	if c, err := versions.Compare(spec.VersionId, cpVersion); err == nil && c > 0 {
 		v.add(field+".version_id", "%s is ahead of the control plane version %s; upgrade the cluster first", spec.VersionId, cpVersion)
@@ -265,6 +297,8 @@ func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl
 		if spec.Replicas != 0 {
 			v.add(field+".replicas", "must not be set together with autoscaling")
 		}
+		// HyperShift's NodePoolAutoScaling has min >= 1 (Minimum=1 in its CRD), although ARM
+		// allows 0: a pool that scales from zero cannot be expressed on the NodePool.
 		if as.GetMin() < 1 || as.GetMin() > maxPoolNodes {
 			v.add(field+".autoscaling.min", "must be between 1 and %d, not %d", maxPoolNodes, as.GetMin())
 		}
@@ -309,6 +343,15 @@ func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl
 	}
 	oneOf(v, field+".platform.os_disk_storage_account_type", p.GetOsDiskStorageAccountType(), osDiskTypes...)
 	oneOf(v, field+".platform.availability_zone", p.GetAvailabilityZone(), zones...)
+	oneOf(v, field+".platform.os_disk_persistence", p.GetOsDiskPersistence(), osDiskPersistences...)
+	if id := p.GetOsDiskEncryptionSetId(); id != "" {
+		if err := manifests.ValidateDiskEncryptionSetID(id); err != nil {
+			v.add(field+".platform.os_disk_encryption_set_id", "%v", err)
+		}
+	}
+	if spec.NodeDrainTimeoutMinutes != nil {
+		validateDrainTimeout(v, field+".node_drain_timeout_minutes", spec.GetNodeDrainTimeoutMinutes())
+	}
 	if err := manifests.ValidateSubnetID(p.GetSubnetId()); err != nil {
 		v.add(field+".platform.subnet_id", "must be a subnet resource ID: %v", err)
 	}
@@ -319,6 +362,10 @@ func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl
 			"os_disk_storage_account_type": {c.GetOsDiskStorageAccountType(), p.GetOsDiskStorageAccountType()},
 			"subnet_id":                    {c.GetSubnetId(), p.GetSubnetId()},
 			"availability_zone":            {c.GetAvailabilityZone(), p.GetAvailabilityZone()},
+			"encryption_at_host":           {fmt.Sprint(c.GetEncryptionAtHost()), fmt.Sprint(p.GetEncryptionAtHost())},
+			"os_disk_encryption_set_id":    {c.GetOsDiskEncryptionSetId(), p.GetOsDiskEncryptionSetId()},
+			// A pool stored before pools had a persistence has Persistent disks.
+			"os_disk_persistence": {cmp.Or(c.GetOsDiskPersistence(), manifests.DefaultOSDiskPersistence), p.GetOsDiskPersistence()},
 		} {
 			if !strings.EqualFold(pair[0], pair[1]) {
 				v.add(field+".platform."+name, "cannot change after create: is %q, asked for %q", pair[0], pair[1])

@@ -183,6 +183,20 @@ func TestNodePoolValidation(t *testing.T) {
 		{"bad_os_disk_type", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskStorageAccountType = "Floppy" }, "node_pool.spec.platform.os_disk_storage_account_type"},
 		{"bad_subnet", func(p *csv1.NodePool) { p.Spec.Platform.SubnetId = "/subnets/x" }, "node_pool.spec.platform.subnet_id"},
 		{"bad_zone", func(p *csv1.NodePool) { p.Spec.Platform.AvailabilityZone = "4" }, "node_pool.spec.platform.availability_zone"},
+		{"unknown_channel_group", func(p *csv1.NodePool) { p.Spec.ChannelGroup = "beta" }, "node_pool.spec.channel_group"},
+		{"version_not_in_channel_group", func(p *csv1.NodePool) { p.Spec.ChannelGroup, p.Spec.VersionId = "candidate", "4.19" }, "node_pool.spec.version_id"},
+		{"drain_timeout_negative", func(p *csv1.NodePool) { p.Spec.NodeDrainTimeoutMinutes = proto.Int32(-1) }, "node_pool.spec.node_drain_timeout_minutes"},
+		{"drain_timeout_over_a_week", func(p *csv1.NodePool) { p.Spec.NodeDrainTimeoutMinutes = proto.Int32(10081) }, "node_pool.spec.node_drain_timeout_minutes"},
+		{"bad_os_disk_persistence", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskPersistence = "Managed" }, "node_pool.spec.platform.os_disk_persistence"},
+		{"encryption_set_not_a_disk_encryption_set", func(p *csv1.NodePool) {
+			p.Spec.Platform.OsDiskEncryptionSetId = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.KeyVault/vaults/kv"
+		}, "node_pool.spec.platform.os_disk_encryption_set_id"},
+		{"encryption_set_subscription_not_a_uuid", func(p *csv1.NodePool) {
+			p.Spec.Platform.OsDiskEncryptionSetId = "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des"
+		}, "node_pool.spec.platform.os_disk_encryption_set_id"},
+		{"encryption_set_resource_group_ends_with_period", func(p *csv1.NodePool) {
+			p.Spec.Platform.OsDiskEncryptionSetId = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg./providers/Microsoft.Compute/diskEncryptionSets/des"
+		}, "node_pool.spec.platform.os_disk_encryption_set_id"},
 		{"name_too_long", func(p *csv1.NodePool) { p.ArmResourceId = poolARM("alpha", "abcdefghijklmnop") }, "node_pool.arm_resource_id"},
 		{"bad_id", func(p *csv1.NodePool) { p.Id = "X" }, "node_pool.id"},
 	} {
@@ -203,6 +217,77 @@ func TestNodePoolValidation(t *testing.T) {
 			t.Fatalf("create at 4.18 = %v, %v; want 4.18.27", np, err)
 		}
 	})
+}
+
+// TestNodePoolDiskEncryptionDrainAndChannelGroup: the platform's encryption and disk
+// persistence are stored (with defaults) and immutable; the drain timeout and the channel group
+// are updatable, and a pool created without a channel group follows the cluster's.
+func TestNodePoolDiskEncryptionDrainAndChannelGroup(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 10)
+	cl := e.cluster(t, 1, "alpha")
+	const des = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des-1"
+
+	plain, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(300, cl.Id, "alpha", "plain")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := plain.GetSpec(); s.GetChannelGroup() != "stable" || s.NodeDrainTimeoutMinutes != nil ||
+		s.GetPlatform().GetOsDiskPersistence() != "Persistent" || s.GetPlatform().GetEncryptionAtHost() || s.GetPlatform().GetOsDiskEncryptionSetId() != "" {
+		t.Fatalf("defaults: %v", s)
+	}
+
+	in := validPool(301, cl.Id, "alpha", "secure")
+	in.Spec.ChannelGroup = "stable"
+	in.Spec.NodeDrainTimeoutMinutes = proto.Int32(0)
+	in.Spec.Platform.EncryptionAtHost, in.Spec.Platform.OsDiskEncryptionSetId, in.Spec.Platform.OsDiskPersistence = true, des, "Ephemeral"
+	np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := np.GetSpec(); s.NodeDrainTimeoutMinutes == nil || s.GetNodeDrainTimeoutMinutes() != 0 ||
+		!s.GetPlatform().GetEncryptionAtHost() || s.GetPlatform().GetOsDiskEncryptionSetId() != des || s.GetPlatform().GetOsDiskPersistence() != "Ephemeral" {
+		t.Fatalf("created = %v", s)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		mutate func(*csv1.NodePoolSpec)
+		field  string // "" when the update is accepted
+		check  func(*csv1.NodePoolSpec) bool
+	}{
+		{"encryption_at_host_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.EncryptionAtHost = false }, "spec.platform.encryption_at_host", nil},
+		{"encryption_set_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.OsDiskEncryptionSetId = "" }, "spec.platform.os_disk_encryption_set_id", nil},
+		{"persistence_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.OsDiskPersistence = "Persistent" }, "spec.platform.os_disk_persistence", nil},
+		{"channel_group_without_the_running_version", func(s *csv1.NodePoolSpec) { s.ChannelGroup = "candidate" }, "spec.channel_group", nil},
+		{"drain_timeout_out_of_range", func(s *csv1.NodePoolSpec) { s.NodeDrainTimeoutMinutes = proto.Int32(20000) }, "spec.node_drain_timeout_minutes", nil},
+		{"drain_timeout_is_updatable", func(s *csv1.NodePoolSpec) { s.NodeDrainTimeoutMinutes = proto.Int32(45) }, "",
+			func(s *csv1.NodePoolSpec) bool { return s.GetNodeDrainTimeoutMinutes() == 45 }},
+		{"unset_drain_timeout_goes_back_to_the_clusters", func(s *csv1.NodePoolSpec) { s.NodeDrainTimeoutMinutes = nil }, "",
+			func(s *csv1.NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes == nil }},
+		{"empty_channel_group_keeps_the_pools", func(s *csv1.NodePoolSpec) { s.ChannelGroup = "" }, "",
+			func(s *csv1.NodePoolSpec) bool { return s.GetChannelGroup() == "stable" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cur, err := e.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: np.Id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := proto.Clone(cur.GetSpec()).(*csv1.NodePoolSpec)
+			tc.mutate(spec)
+			got, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.Id, Spec: spec, Revision: cur.Revision})
+			if tc.field != "" {
+				if fv := fieldViolations(err); status.Code(err) != codes.InvalidArgument || !fv[tc.field] || len(fv) != 1 {
+					t.Fatalf("got %v (%v); want InvalidArgument on %s only", err, fv, tc.field)
+				}
+				return
+			}
+			if err != nil || !tc.check(got.GetSpec()) {
+				t.Fatalf("update = %v, %v", got.GetSpec(), err)
+			}
+		})
+	}
 }
 
 func TestWatchNodePools(t *testing.T) {
