@@ -5,6 +5,7 @@
 package api
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -122,11 +123,57 @@ type UserAssignedIdentitiesProfile struct {
 	ServiceManagedIdentity string            `json:"serviceManagedIdentity"`
 }
 
+// ClusterAutoscalingProfile is properties.autoscaling. nil is a value the caller did not give:
+// Cluster Service leaves it out and HyperShift's default applies (no node limit, 600 s, 900 s,
+// -10, the defaults the spec's descriptions name; the spec declares no default to apply here).
+// A value, 0 included, is sent as given.
 type ClusterAutoscalingProfile struct {
-	MaxNodesTotal               int32 `json:"maxNodesTotal"`
-	MaxPodGracePeriodSeconds    int32 `json:"maxPodGracePeriodSeconds"`
-	MaxNodeProvisionTimeSeconds int32 `json:"maxNodeProvisionTimeSeconds"`
-	PodPriorityThreshold        int32 `json:"podPriorityThreshold"`
+	MaxNodesTotal               *int32 `json:"maxNodesTotal,omitempty"`
+	MaxPodGracePeriodSeconds    *int32 `json:"maxPodGracePeriodSeconds,omitempty"`
+	MaxNodeProvisionTimeSeconds *int32 `json:"maxNodeProvisionTimeSeconds,omitempty"`
+	PodPriorityThreshold        *int32 `json:"podPriorityThreshold,omitempty"`
+}
+
+// Equal reports whether a and b hold the same values (set or not).
+func (a ClusterAutoscalingProfile) Equal(b ClusterAutoscalingProfile) bool {
+	same := func(x, y *int32) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
+	return same(a.MaxNodesTotal, b.MaxNodesTotal) && same(a.MaxPodGracePeriodSeconds, b.MaxPodGracePeriodSeconds) &&
+		same(a.MaxNodeProvisionTimeSeconds, b.MaxNodeProvisionTimeSeconds) && same(a.PodPriorityThreshold, b.PodPriorityThreshold)
+}
+
+// storedAutoscaling is how ClusterAutoscalingProfile is stored. ZeroIsValue marks documents
+// written since the model tells an explicit 0 from an absent value: documents written before
+// held every field, with 0 meaning "not given", and still decode that way.
+type storedAutoscaling struct {
+	ZeroIsValue                 bool   `json:"zeroIsValue,omitempty"`
+	MaxNodesTotal               *int32 `json:"maxNodesTotal,omitempty"`
+	MaxPodGracePeriodSeconds    *int32 `json:"maxPodGracePeriodSeconds,omitempty"`
+	MaxNodeProvisionTimeSeconds *int32 `json:"maxNodeProvisionTimeSeconds,omitempty"`
+	PodPriorityThreshold        *int32 `json:"podPriorityThreshold,omitempty"`
+}
+
+// MarshalJSON writes the stored form, marked as telling 0 from absent.
+func (a ClusterAutoscalingProfile) MarshalJSON() ([]byte, error) {
+	return json.Marshal(storedAutoscaling{ZeroIsValue: true, MaxNodesTotal: a.MaxNodesTotal, MaxPodGracePeriodSeconds: a.MaxPodGracePeriodSeconds,
+		MaxNodeProvisionTimeSeconds: a.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: a.PodPriorityThreshold})
+}
+
+// UnmarshalJSON reads the stored form, old or new.
+func (a *ClusterAutoscalingProfile) UnmarshalJSON(b []byte) error {
+	var s storedAutoscaling
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if !s.ZeroIsValue {
+		for _, p := range []**int32{&s.MaxNodesTotal, &s.MaxPodGracePeriodSeconds, &s.MaxNodeProvisionTimeSeconds, &s.PodPriorityThreshold} {
+			if *p != nil && **p == 0 {
+				*p = nil
+			}
+		}
+	}
+	*a = ClusterAutoscalingProfile{MaxNodesTotal: s.MaxNodesTotal, MaxPodGracePeriodSeconds: s.MaxPodGracePeriodSeconds,
+		MaxNodeProvisionTimeSeconds: s.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: s.PodPriorityThreshold}
+	return nil
 }
 
 type EtcdProfile struct {

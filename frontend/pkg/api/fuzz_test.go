@@ -23,6 +23,7 @@ func FuzzDecodeClusterAllVersions(f *testing.F) {
 	f.Add([]byte(`{"tags":{"a":"b"},"properties":{"nodeDrainTimeoutMinutes":5}}`))
 	f.Add([]byte(`{"properties":{"imageDigestMirrors":[{"source":"a","mirrors":[]}],"etcd":{"dataEncryption":{}}}}`))
 	f.Add([]byte(`{"location":"eastus","identity":{"type":"UserAssigned","userAssignedIdentities":{"/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/userAssignedIdentities/i":{}}},"properties":{"version":{"id":"4.19"},"platform":{"subnetId":"/subscriptions/s/resourceGroups/r/providers/Microsoft.Network/virtualNetworks/v/subnets/a","vnetIntegrationSubnetId":"/subscriptions/s/resourceGroups/r/providers/Microsoft.Network/virtualNetworks/v/subnets/b","networkSecurityGroupId":"/subscriptions/s/resourceGroups/r/providers/Microsoft.Network/networkSecurityGroups/n","operatorsAuthentication":{"userAssignedIdentities":{"controlPlaneOperators":{},"dataPlaneOperators":{},"serviceManagedIdentity":"/subscriptions/s/resourceGroups/r/providers/Microsoft.ManagedIdentity/userAssignedIdentities/i"}}}}}`))
+	f.Add([]byte(`{"properties":{"autoscaling":{"podPriorityThreshold":0,"maxNodesTotal":3}}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, name := range api.Versions() {

@@ -72,22 +72,14 @@ func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
 	return spec
 }
 
-// csAutoscaling maps the cluster autoscaler settings. The model stores an absent value as 0, so
-// 0 is sent as unset: HyperShift's default applies (for podPriorityThreshold that is -10, not
-// 0; the model cannot tell an explicit 0 from an absent value).
+// csAutoscaling maps the cluster autoscaler settings: a value not given stays unset (HyperShift's
+// default applies), a value given, 0 included, is sent. nil when none is given.
 func csAutoscaling(a api.ClusterAutoscalingProfile) *csv1.ClusterAutoscaling {
-	set := func(v int32) *int32 {
-		if v == 0 {
-			return nil
-		}
-		return &v
-	}
-	out := &csv1.ClusterAutoscaling{MaxNodesTotal: set(a.MaxNodesTotal), MaxPodGracePeriodSeconds: set(a.MaxPodGracePeriodSeconds),
-		MaxNodeProvisionTimeSeconds: set(a.MaxNodeProvisionTimeSeconds), PodPriorityThreshold: set(a.PodPriorityThreshold)}
-	if out.MaxNodesTotal == nil && out.MaxPodGracePeriodSeconds == nil && out.MaxNodeProvisionTimeSeconds == nil && out.PodPriorityThreshold == nil {
+	if a.Equal(api.ClusterAutoscalingProfile{}) {
 		return nil
 	}
-	return out
+	return &csv1.ClusterAutoscaling{MaxNodesTotal: a.MaxNodesTotal, MaxPodGracePeriodSeconds: a.MaxPodGracePeriodSeconds,
+		MaxNodeProvisionTimeSeconds: a.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: a.PodPriorityThreshold}
 }
 
 // csCIDRs maps authorizedCidrs; the ARM API also accepts a single IPv4 address, which is the

@@ -500,6 +500,7 @@ func (s *Server) clusterStatuses(r *http.Request, csIDs []string) map[string]*cs
 	}
 	return out
 }
+
 // conditionReasonRE is the spec's pattern for a condition reason.
 var conditionReasonRE = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 

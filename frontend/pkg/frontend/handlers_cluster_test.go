@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -605,6 +606,85 @@ func TestPutClusterResponseStatus(t *testing.T) {
 			}
 			if op := resp.header.Get("Azure-AsyncOperation"); op != "" {
 				e.finish(opIDFrom(t, op), docs.StateSucceeded, nil)
+			}
+		})
+	}
+}
+
+// TestClusterAutoscalingZeroReachesClusterService: an explicit 0 is sent to Cluster Service as
+// a value (podPriorityThreshold 0 is not HyperShift's -10), an absent value stays unset, and a
+// PATCH with null takes a value back to unset.
+func TestClusterAutoscalingZeroReachesClusterService(t *testing.T) {
+	e := newEnv(t)
+	show := func(a *csv1.ClusterAutoscaling) string {
+		if a == nil {
+			return "nil"
+		}
+		f := func(p *int32) string {
+			if p == nil {
+				return "unset"
+			}
+			return fmt.Sprint(*p)
+		}
+		return fmt.Sprintf("total=%s grace=%s provision=%s priority=%s", f(a.MaxNodesTotal), f(a.MaxPodGracePeriodSeconds), f(a.MaxNodeProvisionTimeSeconds), f(a.PodPriorityThreshold))
+	}
+	for _, tc := range []struct {
+		name        string
+		autoscaling any // nil: left out of the body
+		want        string
+	}{
+		{name: "absent_is_not_sent", want: "nil"},
+		{name: "explicit_zero_priority_threshold_is_sent_as_zero", autoscaling: map[string]any{"podPriorityThreshold": 0},
+			want: "total=unset grace=unset provision=unset priority=0"},
+		{name: "zeros_and_values_as_given", autoscaling: map[string]any{"maxNodesTotal": 0, "maxPodGracePeriodSeconds": 30, "podPriorityThreshold": -5},
+			want: "total=0 grace=30 provision=unset priority=-5"},
+	} {
+		t.Run("create/"+tc.name, func(t *testing.T) {
+			body := minimalBody()
+			if tc.autoscaling != nil {
+				set(body, "properties.autoscaling", tc.autoscaling)
+			}
+			if resp := e.put(clusterPath("as", strings.ReplaceAll(tc.name, "_", "-")), body); resp.code != 201 {
+				t.Fatalf("create: %d %s", resp.code, resp.body)
+			}
+			creates, _, _ := e.cs.snapshot()
+			if got := show(creates[len(creates)-1].GetCluster().GetSpec().GetAutoscaling()); got != tc.want {
+				t.Fatalf("CreateCluster autoscaling %s, want %s", got, tc.want)
+			}
+		})
+	}
+
+	path := clusterPath("as", "patched")
+	created := e.put(path, set(minimalBody(), "properties.autoscaling", map[string]any{"podPriorityThreshold": -5, "maxNodesTotal": 9}))
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	for _, tc := range []struct {
+		name, patch, want, rendered string
+	}{
+		{name: "zero_replaces_a_value", patch: `{"properties":{"autoscaling":{"podPriorityThreshold":0}}}`,
+			want: "total=9 grace=unset provision=unset priority=0", rendered: `{"maxNodesTotal":9,"podPriorityThreshold":0}`},
+		{name: "null_takes_it_back_to_unset", patch: `{"properties":{"autoscaling":{"podPriorityThreshold":null}}}`,
+			want: "total=9 grace=unset provision=unset priority=unset", rendered: `{"maxNodesTotal":9}`},
+	} {
+		t.Run("patch/"+tc.name, func(t *testing.T) {
+			resp := e.do("PATCH", path, []byte(tc.patch), nil)
+			if resp.code != 202 {
+				t.Fatalf("PATCH: %d %s", resp.code, resp.body)
+			}
+			updateMu.Lock()
+			last := updateCalls[len(updateCalls)-1]
+			updateMu.Unlock()
+			if got := show(last.GetUpdate().GetAutoscaling()); got != tc.want {
+				t.Fatalf("UpdateCluster autoscaling %s, want %s", got, tc.want)
+			}
+			e.finish(last.GetOperationId(), docs.StateSucceeded, nil)
+			var got struct {
+				Properties struct {
+					Autoscaling json.RawMessage `json:"autoscaling"`
+				} `json:"properties"`
+			}
+			json.Unmarshal(e.do("GET", path, nil, nil).body, &got)
+			if string(got.Properties.Autoscaling) != tc.rendered {
+				t.Fatalf("GET shows autoscaling %s, want %s", got.Properties.Autoscaling, tc.rendered)
 			}
 		})
 	}

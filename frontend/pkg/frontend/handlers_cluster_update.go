@@ -66,7 +66,7 @@ func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpda
 		}
 	}
 	sp, np := &stored.Properties, &next.Properties
-	if sp.Autoscaling != np.Autoscaling && updatableThroughCS(ver, "properties.autoscaling") {
+	if !sp.Autoscaling.Equal(np.Autoscaling) && updatableThroughCS(ver, "properties.autoscaling") {
 		u.Autoscaling = csAutoscaling(np.Autoscaling)
 		if u.Autoscaling == nil {
 			u.Autoscaling = &csv1.ClusterAutoscaling{} // every field back to HyperShift's default

@@ -173,24 +173,33 @@ func RenderOperatorsAuthentication(u *api.UserAssignedIdentitiesProfile) *Operat
 	}}
 }
 
-// ToInternal converts properties.autoscaling.
+// ToInternal converts properties.autoscaling: what is absent stays absent, 0 included as given.
 func (a *ClusterAutoscalingProfile) ToInternal() api.ClusterAutoscalingProfile {
 	return api.ClusterAutoscalingProfile{
-		MaxNodesTotal:               i32(a.MaxNodesTotal, 0),
-		MaxPodGracePeriodSeconds:    i32(a.MaxPodGracePeriodSeconds, 0),
-		MaxNodeProvisionTimeSeconds: i32(a.MaxNodeProvisionTimeSeconds, 0),
-		PodPriorityThreshold:        i32(a.PodPriorityThreshold, 0),
+		MaxNodesTotal:               copyInt32(a.MaxNodesTotal),
+		MaxPodGracePeriodSeconds:    copyInt32(a.MaxPodGracePeriodSeconds),
+		MaxNodeProvisionTimeSeconds: copyInt32(a.MaxNodeProvisionTimeSeconds),
+		PodPriorityThreshold:        copyInt32(a.PodPriorityThreshold),
 	}
 }
 
-// RenderAutoscaling is properties.autoscaling of a stored cluster.
+// RenderAutoscaling is properties.autoscaling of a stored cluster: the values the caller set
+// (0 included); a value never set is left out, as HyperShift's default applies to it.
 func RenderAutoscaling(a *api.ClusterAutoscalingProfile) *ClusterAutoscalingProfile {
 	return &ClusterAutoscalingProfile{
-		MaxNodesTotal:               &a.MaxNodesTotal,
-		MaxPodGracePeriodSeconds:    &a.MaxPodGracePeriodSeconds,
-		MaxNodeProvisionTimeSeconds: &a.MaxNodeProvisionTimeSeconds,
-		PodPriorityThreshold:        &a.PodPriorityThreshold,
+		MaxNodesTotal:               copyInt32(a.MaxNodesTotal),
+		MaxPodGracePeriodSeconds:    copyInt32(a.MaxPodGracePeriodSeconds),
+		MaxNodeProvisionTimeSeconds: copyInt32(a.MaxNodeProvisionTimeSeconds),
+		PodPriorityThreshold:        copyInt32(a.PodPriorityThreshold),
 	}
+}
+
+func copyInt32(p *int32) *int32 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
 
 // ToInternal converts the resource's identity.
