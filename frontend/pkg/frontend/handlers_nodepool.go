@@ -255,8 +255,7 @@ func (s *Server) callCreateNodePool(r *http.Request, np *api.NodePool, csID, clu
 // updateNodePool writes next over an existing node pool, for a PUT (200) or a PATCH (202).
 // Create-only fields may not change. A change Cluster Service must roll out becomes an
 // UpdateNodePool call, conditional on the revision read, and an Update operation the backend
-// ends once the pool is READY as asked; anything else (tags, fields only the frontend keeps)
-// is written at once.
+// ends once the pool is READY as asked; anything else (tags, identity) is written at once.
 func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, stored, next *api.NodePool,
 	rd *docs.ResourceDocument, doc *store.Document, patch bool) error {
 	ctx := r.Context()

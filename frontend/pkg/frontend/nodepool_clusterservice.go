@@ -17,20 +17,24 @@ import (
 	"github.com/openhcp/openhcp/internal/arm"
 )
 
-// nodePoolSpec maps the internal model to Cluster Service's node pool spec. Fields Cluster
-// Service has no place for (channelGroup, enableEncryptionAtHost, osDisk.encryptionSetId and
-// diskType, nodeDrainTimeoutMinutes) are stored by the frontend only (docs/api.md, gaps).
+// nodePoolSpec maps the internal model to Cluster Service's node pool spec: every field of
+// the node pool's properties has its place there.
 func nodePoolSpec(np *api.NodePool) *csv1.NodePoolSpec {
 	p := &np.Properties
 	spec := &csv1.NodePoolSpec{
-		VersionId:  p.Version.ID,
-		AutoRepair: p.AutoRepair,
+		VersionId:               p.Version.ID,
+		ChannelGroup:            p.Version.ChannelGroup,
+		AutoRepair:              p.AutoRepair,
+		NodeDrainTimeoutMinutes: p.NodeDrainTimeoutMinutes,
 		Platform: &csv1.NodePoolPlatform{
 			VmSize:                   p.Platform.VMSize,
 			OsDiskSizeGib:            p.Platform.OSDisk.SizeGiB,
 			OsDiskStorageAccountType: p.Platform.OSDisk.DiskStorageAccountType,
 			SubnetId:                 p.Platform.SubnetID,
 			AvailabilityZone:         p.Platform.AvailabilityZone,
+			EncryptionAtHost:         p.Platform.EnableEncryptionAtHost,
+			OsDiskEncryptionSetId:    p.Platform.OSDisk.EncryptionSetID,
+			OsDiskPersistence:        osDiskPersistence(p.Platform.OSDisk.DiskType),
 		},
 	}
 	if a := p.AutoScaling; a != nil {
@@ -50,23 +54,39 @@ func nodePoolSpec(np *api.NodePool) *csv1.NodePoolSpec {
 	return spec
 }
 
+// osDiskPersistence is Cluster Service's name for an ARM diskType: a Managed disk is
+// Persistent (HyperShift's word); empty leaves Cluster Service's default (Persistent).
+func osDiskPersistence(diskType string) string {
+	switch diskType {
+	case api.DiskTypeManaged:
+		return "Persistent"
+	case api.DiskTypeEphemeral:
+		return "Ephemeral"
+	}
+	return diskType
+}
+
 // mergedNodePoolSpec is what UpdateNodePool gets: Cluster Service's current spec (whose
 // platform carries the defaults it resolved) with every field an update may change replaced
-// from next. An empty version keeps the pool's current one.
+// from next. An empty version or channel group keeps the pool's current one; an unset
+// nodeDrainTimeoutMinutes goes back to the cluster's.
 func mergedNodePoolSpec(cur *csv1.NodePoolSpec, next *api.NodePool) *csv1.NodePoolSpec {
 	want := nodePoolSpec(next)
 	out := proto.Clone(cur).(*csv1.NodePoolSpec)
 	if want.VersionId != "" {
 		out.VersionId = want.VersionId
 	}
+	if want.ChannelGroup != "" {
+		out.ChannelGroup = want.ChannelGroup
+	}
 	out.Replicas, out.Autoscaling = want.Replicas, want.Autoscaling
 	out.Labels, out.Taints = want.Labels, want.Taints
+	out.NodeDrainTimeoutMinutes = want.NodeDrainTimeoutMinutes
 	return out
 }
 
 // sameClusterServiceSpec reports whether two versions of a node pool ask Cluster Service for
-// the same thing: a change elsewhere (tags, identity, fields only the frontend stores) needs
-// no Cluster Service call.
+// the same thing: a change elsewhere (tags, identity) needs no Cluster Service call.
 func sameClusterServiceSpec(a, b *api.NodePool) bool {
 	return proto.Equal(nodePoolSpec(a), nodePoolSpec(b))
 }
@@ -75,6 +95,8 @@ func sameClusterServiceSpec(a, b *api.NodePool) bool {
 // properties, so its validation errors name the field as the caller wrote it.
 var csFieldPaths = []struct{ cs, ext string }{
 	{"version_id", "properties.version.id"},
+	{"channel_group", "properties.version.channelGroup"},
+	{"node_drain_timeout_minutes", "properties.nodeDrainTimeoutMinutes"},
 	{"replicas", "properties.replicas"},
 	{"autoscaling.min", "properties.autoScaling.min"},
 	{"autoscaling.max", "properties.autoScaling.max"},
@@ -86,6 +108,9 @@ var csFieldPaths = []struct{ cs, ext string }{
 	{"platform.os_disk_storage_account_type", "properties.platform.osDisk.diskStorageAccountType"},
 	{"platform.subnet_id", "properties.platform.subnetId"},
 	{"platform.availability_zone", "properties.platform.availabilityZone"},
+	{"platform.encryption_at_host", "properties.platform.enableEncryptionAtHost"},
+	{"platform.os_disk_encryption_set_id", "properties.platform.osDisk.encryptionSetId"},
+	{"platform.os_disk_persistence", "properties.platform.osDisk.diskType"},
 }
 
 var csTaintFieldRE = regexp.MustCompile(`^taints\[(\d+)\](.*)$`)

@@ -1,0 +1,150 @@
+package frontend
+
+import (
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+const testDES = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des-1"
+
+func modelPool() *api.NodePool {
+	return &api.NodePool{Properties: api.NodePoolProperties{
+		Version:  api.NodePoolVersionProfile{ID: "4.19", ChannelGroup: "stable"},
+		Replicas: 2, AutoRepair: true,
+		Platform: api.NodePoolPlatformProfile{VMSize: "Standard_D8s_v3", OSDisk: api.OSDiskProfile{SizeGiB: 64, DiskStorageAccountType: "Premium_LRS", DiskType: api.DiskTypeManaged}},
+	}}
+}
+
+// TestNodePoolSpecMapping: every node pool property has its place in Cluster Service's spec.
+func TestNodePoolSpecMapping(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*api.NodePool)
+		check  func(*csv1.NodePoolSpec) bool
+	}{
+		{"channel_group", func(np *api.NodePool) { np.Properties.Version.ChannelGroup = "candidate" },
+			func(s *csv1.NodePoolSpec) bool { return s.GetChannelGroup() == "candidate" }},
+		{"drain_timeout_unset_is_unset", func(np *api.NodePool) {},
+			func(s *csv1.NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes == nil }},
+		{"drain_timeout_zero_is_sent", func(np *api.NodePool) { np.Properties.NodeDrainTimeoutMinutes = proto.Int32(0) },
+			func(s *csv1.NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes != nil && s.GetNodeDrainTimeoutMinutes() == 0 }},
+		{"drain_timeout", func(np *api.NodePool) { np.Properties.NodeDrainTimeoutMinutes = proto.Int32(30) },
+			func(s *csv1.NodePoolSpec) bool { return s.GetNodeDrainTimeoutMinutes() == 30 }},
+		{"encryption_at_host", func(np *api.NodePool) { np.Properties.Platform.EnableEncryptionAtHost = true },
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetEncryptionAtHost() }},
+		{"encryption_set", func(np *api.NodePool) { np.Properties.Platform.OSDisk.EncryptionSetID = testDES },
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetOsDiskEncryptionSetId() == testDES }},
+		{"managed_disk_is_persistent", func(np *api.NodePool) {},
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetOsDiskPersistence() == "Persistent" }},
+		{"ephemeral_disk", func(np *api.NodePool) { np.Properties.Platform.OSDisk.DiskType = api.DiskTypeEphemeral },
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetOsDiskPersistence() == "Ephemeral" }},
+		{"no_disk_type_leaves_cluster_services_default", func(np *api.NodePool) { np.Properties.Platform.OSDisk.DiskType = "" },
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetOsDiskPersistence() == "" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := modelPool()
+			tc.mutate(np)
+			if s := nodePoolSpec(np); !tc.check(s) {
+				t.Fatalf("spec %v", s)
+			}
+		})
+	}
+}
+
+// TestMergedNodePoolSpec: an update replaces what ARM lets an update change and keeps the
+// create-only platform Cluster Service resolved.
+func TestMergedNodePoolSpec(t *testing.T) {
+	cur := &csv1.NodePoolSpec{VersionId: "4.19.17", ChannelGroup: "stable", Replicas: 2, NodeDrainTimeoutMinutes: proto.Int32(10),
+		Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", SubnetId: "/resolved/subnet", EncryptionAtHost: true, OsDiskEncryptionSetId: testDES, OsDiskPersistence: "Ephemeral"}}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*api.NodePool)
+		check  func(*csv1.NodePoolSpec) bool
+	}{
+		{"drain_timeout_replaced", func(np *api.NodePool) { np.Properties.NodeDrainTimeoutMinutes = proto.Int32(60) },
+			func(s *csv1.NodePoolSpec) bool { return s.GetNodeDrainTimeoutMinutes() == 60 }},
+		{"drain_timeout_removed_goes_back_to_the_clusters", func(np *api.NodePool) { np.Properties.NodeDrainTimeoutMinutes = nil },
+			func(s *csv1.NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes == nil }},
+		{"channel_group_replaced", func(np *api.NodePool) { np.Properties.Version.ChannelGroup = "candidate" },
+			func(s *csv1.NodePoolSpec) bool { return s.GetChannelGroup() == "candidate" }},
+		{"empty_channel_group_and_version_keep_the_pools", func(np *api.NodePool) { np.Properties.Version = api.NodePoolVersionProfile{} },
+			func(s *csv1.NodePoolSpec) bool { return s.GetChannelGroup() == "stable" && s.GetVersionId() == "4.19.17" }},
+		{"platform_kept_from_cluster_service", func(np *api.NodePool) { np.Properties.Platform = api.NodePoolPlatformProfile{VMSize: "Standard_D8s_v3"} },
+			func(s *csv1.NodePoolSpec) bool { return proto.Equal(s.GetPlatform(), cur.GetPlatform()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := modelPool()
+			tc.mutate(np)
+			if s := mergedNodePoolSpec(cur, np); !tc.check(s) {
+				t.Fatalf("merged %v", s)
+			}
+		})
+	}
+}
+
+// TestNodePoolCSErrorTargets: Cluster Service's field violations of the new fields come back
+// with the node pool's paths as targets (the same in every api-version that has the field).
+func TestNodePoolCSErrorTargets(t *testing.T) {
+	for cs, want := range map[string]string{
+		"node_pool.spec.channel_group":                      "properties.version.channelGroup",
+		"spec.node_drain_timeout_minutes":                   "properties.nodeDrainTimeoutMinutes",
+		"node_pool.spec.platform.encryption_at_host":        "properties.platform.enableEncryptionAtHost",
+		"node_pool.spec.platform.os_disk_encryption_set_id": "properties.platform.osDisk.encryptionSetId",
+		"spec.platform.os_disk_persistence":                 "properties.platform.osDisk.diskType",
+	} {
+		t.Run(want, func(t *testing.T) {
+			st, _ := status.New(codes.InvalidArgument, "invalid request").WithDetails(&errdetails.BadRequest{
+				FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: cs, Description: "is wrong"}}})
+			ce, ok := nodePoolCSError(st.Err()).(*arm.CloudError)
+			if !ok || ce.Target != want || ce.Code != arm.CodeInvalidRequestContent {
+				t.Fatalf("%s: got %#v, want target %s", cs, nodePoolCSError(st.Err()), want)
+			}
+		})
+	}
+}
+
+// TestNodePoolNewFieldsReachClusterService: a create sends the platform's encryption and disk
+// type; a PATCH of nodeDrainTimeoutMinutes is an UpdateNodePool and an Update operation, not
+// a write the frontend keeps to itself.
+func TestNodePoolNewFieldsReachClusterService(t *testing.T) {
+	e, fake := newNodePoolEnv(t)
+	e.readyCluster(t, "c1")
+	body := minimalPoolBody()
+	body["properties"].(map[string]any)["nodeDrainTimeoutMinutes"] = 15
+	body["properties"].(map[string]any)["version"] = map[string]any{"id": "4.19", "channelGroup": "stable"}
+	body["properties"].(map[string]any)["platform"] = map[string]any{"vmSize": "Standard_D8s_v3", "enableEncryptionAtHost": true,
+		"osDisk": map[string]any{"encryptionSetId": testDES, "diskType": "Ephemeral"}}
+	resp := e.do("PUT", poolPath("c1", "np1")+"?api-version=2025-12-23-preview", mustJSON(body), nil)
+	if resp.code != 201 {
+		t.Fatalf("PUT: %d %s", resp.code, resp.body)
+	}
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	rd, _ := e.resource(poolPath("c1", "np1"))
+	s := fake.pool(rd.InternalID).GetSpec()
+	if s.GetNodeDrainTimeoutMinutes() != 15 || s.GetChannelGroup() != "stable" || !s.GetPlatform().GetEncryptionAtHost() ||
+		s.GetPlatform().GetOsDiskEncryptionSetId() != testDES || s.GetPlatform().GetOsDiskPersistence() != "Ephemeral" {
+		t.Fatalf("CreateNodePool got %v", s)
+	}
+
+	patch := e.do("PATCH", poolPath("c1", "np1")+"?api-version=2025-12-23-preview", mustJSON(map[string]any{"properties": map[string]any{"nodeDrainTimeoutMinutes": 90}}), nil)
+	if patch.code != 202 {
+		t.Fatalf("PATCH: %d %s", patch.code, patch.body)
+	}
+	op, _ := e.operation(opIDFrom(t, patch.header.Get("Azure-AsyncOperation")))
+	p := fake.pool(rd.InternalID)
+	if p.GetSpec().GetNodeDrainTimeoutMinutes() != 90 || op.Request != docs.OperationUpdate || op.Status == docs.StateSucceeded || op.InternalRevision != p.GetRevision() {
+		t.Fatalf("after PATCH: Cluster Service spec %v, operation %+v", p.GetSpec(), op)
+	}
+	if !p.GetSpec().GetPlatform().GetEncryptionAtHost() || p.GetSpec().GetPlatform().GetOsDiskPersistence() != "Ephemeral" {
+		t.Fatalf("the update lost the create-only platform: %v", p.GetSpec().GetPlatform())
+	}
+}
