@@ -36,7 +36,9 @@ func TestNodePoolSpecMapping(t *testing.T) {
 		{"drain_timeout_unset_is_unset", func(np *api.NodePool) {},
 			func(s *csv1.NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes == nil }},
 		{"drain_timeout_zero_is_sent", func(np *api.NodePool) { np.Properties.NodeDrainTimeoutMinutes = proto.Int32(0) },
-			func(s *csv1.NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes != nil && s.GetNodeDrainTimeoutMinutes() == 0 }},
+			func(s *csv1.NodePoolSpec) bool {
+				return s.NodeDrainTimeoutMinutes != nil && s.GetNodeDrainTimeoutMinutes() == 0
+			}},
 		{"drain_timeout", func(np *api.NodePool) { np.Properties.NodeDrainTimeoutMinutes = proto.Int32(30) },
 			func(s *csv1.NodePoolSpec) bool { return s.GetNodeDrainTimeoutMinutes() == 30 }},
 		{"encryption_at_host", func(np *api.NodePool) { np.Properties.Platform.EnableEncryptionAtHost = true },
@@ -77,8 +79,12 @@ func TestMergedNodePoolSpec(t *testing.T) {
 		{"channel_group_replaced", func(np *api.NodePool) { np.Properties.Version.ChannelGroup = "candidate" },
 			func(s *csv1.NodePoolSpec) bool { return s.GetChannelGroup() == "candidate" }},
 		{"empty_channel_group_and_version_keep_the_pools", func(np *api.NodePool) { np.Properties.Version = api.NodePoolVersionProfile{} },
-			func(s *csv1.NodePoolSpec) bool { return s.GetChannelGroup() == "stable" && s.GetVersionId() == "4.19.17" }},
-		{"platform_kept_from_cluster_service", func(np *api.NodePool) { np.Properties.Platform = api.NodePoolPlatformProfile{VMSize: "Standard_D8s_v3"} },
+			func(s *csv1.NodePoolSpec) bool {
+				return s.GetChannelGroup() == "stable" && s.GetVersionId() == "4.19.17"
+			}},
+		{"platform_kept_from_cluster_service", func(np *api.NodePool) {
+			np.Properties.Platform = api.NodePoolPlatformProfile{VMSize: "Standard_D8s_v3"}
+		},
 			func(s *csv1.NodePoolSpec) bool { return proto.Equal(s.GetPlatform(), cur.GetPlatform()) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
