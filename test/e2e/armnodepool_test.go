@@ -14,9 +14,10 @@ import (
 )
 
 // TestNodePoolThroughARM drives a node pool through the frontend as ARM would, with
-// 2025-12-23-preview: created on a cluster, Succeeded once its nodes are up; scaled by PUT;
-// switched to autoscaling by PATCH; deleted, after which GET is 404. Each step's ARM state is
-// checked along with the NodePool on the management cluster.
+// 2025-12-23-preview: created on a cluster (with encryption at host, a disk encryption set, an
+// ephemeral OS disk and its own drain timeout), Succeeded once its nodes are up; scaled by PUT;
+// switched to autoscaling by PATCH; its drain timeout changed by PATCH; deleted, after which
+// GET is 404. Each step's ARM state is checked along with the NodePool on the management cluster.
 func TestNodePoolThroughARM(t *testing.T) {
 	const ver = "2025-12-23-preview"
 	sub, rg := uuid.NewString(), "rg-nodepool-arm"
@@ -24,6 +25,7 @@ func TestNodePoolThroughARM(t *testing.T) {
 	path := clusterPath(sub, rg, "armpool")
 	cl, mc := createCluster(t, path, clusterBody(sub, rg))
 	poolPath := path + "/nodePools/workers?api-version=" + ver
+	des := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Compute/diskEncryptionSets/workers-des"
 	ctx := context.Background()
 	kubePool := func() (*unstructured.Unstructured, error) {
 		return kube(t, mc).Resource(nodePoolGVR).Namespace(cl.GetNamespace()).Get(ctx, "workers", metav1.GetOptions{})
@@ -61,7 +63,9 @@ func TestNodePoolThroughARM(t *testing.T) {
 			"version":  map[string]any{"id": "4.19", "channelGroup": "stable"},
 			"replicas": 2,
 			"labels":   []map[string]string{{"key": "tier", "value": "web"}},
-			"platform": map[string]any{"vmSize": "Standard_D8s_v3"},
+			"platform": map[string]any{"vmSize": "Standard_D8s_v3", "enableEncryptionAtHost": true,
+				"osDisk": map[string]any{"diskType": "Ephemeral", "encryptionSetId": des}},
+			"nodeDrainTimeoutMinutes": 20,
 		},
 	}
 	create := arm(t, http.MethodPut, poolPath, body)
@@ -73,6 +77,30 @@ func TestNodePoolThroughARM(t *testing.T) {
 	}
 	waitSucceeded("create", create.Header.Get("Azure-AsyncOperation"))
 	kubeReplicas(2)
+	// The platform's encryption and disk type and the pool's own drain timeout are on the
+	// NodePool, under HyperShift's names.
+	kubeSpec := func(path ...string) string {
+		t.Helper()
+		obj, err := kubePool()
+		if err != nil {
+			t.Fatalf("NodePool on %s: %v", mc.Name, err)
+		}
+		v, _, _ := unstructured.NestedString(obj.Object, append([]string{"spec"}, path...)...)
+		return v
+	}
+	for _, f := range []struct {
+		path []string
+		want string
+	}{
+		{[]string{"platform", "azure", "encryptionAtHost"}, "Enabled"},
+		{[]string{"platform", "azure", "osDisk", "persistence"}, "Ephemeral"},
+		{[]string{"platform", "azure", "osDisk", "encryptionSetID"}, des},
+		{[]string{"nodeDrainTimeout"}, "20m0s"},
+	} {
+		if got := kubeSpec(f.path...); got != f.want {
+			t.Errorf("NodePool spec.%v = %q, want %q", f.path, got, f.want)
+		}
+	}
 
 	// Scale to 3 by PUT: 200 Updating, then Succeeded only with 3 nodes.
 	body["properties"].(map[string]any)["replicas"] = 3
@@ -101,6 +129,20 @@ func TestNodePoolThroughARM(t *testing.T) {
 	} else if max, _, _ := unstructured.NestedInt64(obj.Object, "spec", "autoScaling", "max"); max != 4 {
 		t.Fatalf("NodePool spec.autoScaling.max %d, want 4", max)
 	}
+
+	// nodeDrainTimeoutMinutes is updatable: a PATCH is an Update operation that ends Succeeded
+	// with the NodePool's spec.nodeDrainTimeout changed.
+	drain := arm(t, http.MethodPatch, poolPath, map[string]any{"properties": map[string]any{"nodeDrainTimeoutMinutes": 45}})
+	if drain.Status != http.StatusAccepted {
+		t.Fatalf("PATCH nodeDrainTimeoutMinutes: got %d: %s", drain.Status, drain.Raw)
+	}
+	waitSucceeded("drain timeout", drain.Header.Get("Azure-AsyncOperation"))
+	eventually(t, time.Minute, "NodePool spec.nodeDrainTimeout 45m0s", func() error {
+		if got := kubeSpec("nodeDrainTimeout"); got != "45m0s" {
+			return fmt.Errorf("spec.nodeDrainTimeout %q", got)
+		}
+		return nil
+	})
 
 	list := arm(t, http.MethodGet, path+"/nodePools?api-version="+ver, nil)
 	if list.Status != http.StatusOK || len(list.Body["value"].([]any)) != 1 {
