@@ -51,6 +51,21 @@ func TestClusterLifecycle(t *testing.T) {
 	if got := get.Body["properties"].(map[string]any)["provisioningState"]; got != "Succeeded" {
 		t.Errorf("GET provisioningState = %v, want Succeeded", got)
 	}
+	// A list shows the status a GET shows: the URLs come from one Cluster Service call per
+	// page, not from the store. (2026-06-30-preview, so status.conditions is shown too.)
+	const withStatus = "2026-06-30-preview"
+	getURLs := statusOf(arm(t, http.MethodGet, path+"?api-version="+withStatus, nil).Body)
+	if getURLs.apiURL == "" || getURLs.conditions == 0 {
+		t.Errorf("GET of a Succeeded cluster lacks api.url or status.conditions: %+v", getURLs)
+	}
+	list := arm(t, http.MethodGet, fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=%s", sub, rg, withStatus), nil)
+	items, _ := list.Body["value"].([]any)
+	if list.Status != http.StatusOK || len(items) != 1 {
+		t.Fatalf("list: %d, %d items: %s", list.Status, len(items), list.Raw)
+	}
+	if got := statusOf(items[0].(map[string]any)); got != getURLs {
+		t.Errorf("list item shows console.url %q, api.url %q, %d conditions; GET shows %+v", got.consoleURL, got.apiURL, got.conditions, getURLs)
+	}
 
 	// The HostedCluster is on the management cluster Cluster Service chose, Available, and
 	// nowhere else.
@@ -173,4 +188,23 @@ func maestroBundlesGone(csID string) error {
 		}
 	}
 	return nil
+}
+
+// shownStatus is what a cluster body shows of Cluster Service's status.
+type shownStatus struct {
+	consoleURL, apiURL string
+	conditions         int
+}
+
+func statusOf(body map[string]any) shownStatus {
+	props, _ := body["properties"].(map[string]any)
+	console, _ := props["console"].(map[string]any)
+	api, _ := props["api"].(map[string]any)
+	st, _ := props["status"].(map[string]any)
+	conds, _ := st["conditions"].([]any)
+	var out shownStatus
+	out.consoleURL, _ = console["url"].(string)
+	out.apiURL, _ = api["url"].(string)
+	out.conditions = len(conds)
+	return out
 }
