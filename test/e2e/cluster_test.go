@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // TestClusterLifecycle drives one cluster along the whole path: ARM PUT → Cluster Service →
@@ -55,8 +56,11 @@ func TestClusterLifecycle(t *testing.T) {
 	// page, not from the store. (2026-06-30-preview, so status.conditions is shown too.)
 	const withStatus = "2026-06-30-preview"
 	getURLs := statusOf(arm(t, http.MethodGet, path+"?api-version="+withStatus, nil).Body)
-	if getURLs.apiURL == "" || getURLs.conditions == 0 {
-		t.Errorf("GET of a Succeeded cluster lacks api.url or status.conditions: %+v", getURLs)
+	if getURLs.apiURL == "" || getURLs.conditions == 0 || getURLs.consoleURL == "" || getURLs.baseDomain == "" || getURLs.issuerURL == "" {
+		t.Errorf("GET of a Succeeded cluster lacks api.url, console.url, dns.baseDomain, platform.issuerUrl or status.conditions: %+v", getURLs)
+	}
+	if want := "https://console-openshift-console.apps.c1." + getURLs.baseDomain; getURLs.consoleURL != want {
+		t.Errorf("console.url = %q, want %q (the console route under the cluster's ingress domain)", getURLs.consoleURL, want)
 	}
 	list := arm(t, http.MethodGet, fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=%s", sub, rg, withStatus), nil)
 	items, _ := list.Body["value"].([]any)
@@ -64,7 +68,7 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Fatalf("list: %d, %d items: %s", list.Status, len(items), list.Raw)
 	}
 	if got := statusOf(items[0].(map[string]any)); got != getURLs {
-		t.Errorf("list item shows console.url %q, api.url %q, %d conditions; GET shows %+v", got.consoleURL, got.apiURL, got.conditions, getURLs)
+		t.Errorf("list item shows %+v; GET shows %+v", got, getURLs)
 	}
 
 	// The HostedCluster is on the management cluster Cluster Service chose, Available, and
@@ -81,6 +85,13 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	if got := condition(hcs[0], "Available"); got != "True" {
 		t.Errorf("HostedCluster Available = %q, want True", got)
+	}
+	// The domain and the issuer ARM shows are the ones the HostedCluster was given.
+	if got, _, _ := unstructured.NestedString(hcs[0].Object, "spec", "dns", "baseDomain"); got != getURLs.baseDomain {
+		t.Errorf("HostedCluster spec.dns.baseDomain = %q, ARM shows %q", got, getURLs.baseDomain)
+	}
+	if got, _, _ := unstructured.NestedString(hcs[0].Object, "spec", "issuerURL"); got != getURLs.issuerURL {
+		t.Errorf("HostedCluster spec.issuerURL = %q, ARM shows %q", got, getURLs.issuerURL)
 	}
 	for _, mc := range region.Info.ManagementClusters {
 		if mc.Name != chosen.Name && len(hostedClusters(t, mc, csID)) != 0 {
@@ -192,8 +203,9 @@ func maestroBundlesGone(csID string) error {
 
 // shownStatus is what a cluster body shows of Cluster Service's status.
 type shownStatus struct {
-	consoleURL, apiURL string
-	conditions         int
+	consoleURL, apiURL    string
+	baseDomain, issuerURL string
+	conditions            int
 }
 
 func statusOf(body map[string]any) shownStatus {
@@ -205,6 +217,10 @@ func statusOf(body map[string]any) shownStatus {
 	var out shownStatus
 	out.consoleURL, _ = console["url"].(string)
 	out.apiURL, _ = api["url"].(string)
+	dns, _ := props["dns"].(map[string]any)
+	platform, _ := props["platform"].(map[string]any)
+	out.baseDomain, _ = dns["baseDomain"].(string)
+	out.issuerURL, _ = platform["issuerUrl"].(string)
 	out.conditions = len(conds)
 	return out
 }

@@ -506,7 +506,11 @@ type ClusterSpec struct {
 	Azure         *AzureSpec `protobuf:"bytes,5,opt,name=azure,proto3" json:"azure,omitempty"`
 	// etcd_encryption_key_id is the customer-managed key, empty for platform-managed.
 	EtcdEncryptionKeyId string `protobuf:"bytes,6,opt,name=etcd_encryption_key_id,json=etcdEncryptionKeyId,proto3" json:"etcd_encryption_key_id,omitempty"`
-	DnsBaseDomain       string `protobuf:"bytes,7,opt,name=dns_base_domain,json=dnsBaseDomain,proto3" json:"dns_base_domain,omitempty"`
+	// dns_base_domain is the cluster's DNS domain: HostedCluster spec.dns.baseDomain, under which
+	// HyperShift names the ingress domain apps.<dns_base_domain_prefix or name>.<dns_base_domain>.
+	// Chosen by Cluster Service at create when empty: <namespace>.<region base domain>
+	// (--base-domain). Never changes afterwards (HyperShift's field is immutable once set).
+	DnsBaseDomain string `protobuf:"bytes,7,opt,name=dns_base_domain,json=dnsBaseDomain,proto3" json:"dns_base_domain,omitempty"`
 	// image_registry_state: "Enabled" or "Disabled".
 	ImageRegistryState string `protobuf:"bytes,8,opt,name=image_registry_state,json=imageRegistryState,proto3" json:"image_registry_state,omitempty"`
 	// autoscaling is the cluster autoscaler's behaviour for all node pools: HostedCluster
@@ -538,8 +542,13 @@ type ClusterSpec struct {
 	// spec.secretEncryption.kms.azure.backupKey, so secrets it wrote stay readable. Set by
 	// Cluster Service, never by the caller.
 	EtcdEncryptionBackupKeyId string `protobuf:"bytes,17,opt,name=etcd_encryption_backup_key_id,json=etcdEncryptionBackupKeyId,proto3" json:"etcd_encryption_backup_key_id,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// issuer_url is the OIDC issuer of the cluster's service account tokens: HostedCluster
+	// spec.issuerURL. Set by Cluster Service at create, never by the caller:
+	// <--oidc-issuer-base-url>/<cluster id>. Immutable (so is HyperShift's field); empty for a
+	// cluster created before Cluster Service chose issuers (HyperShift's in-cluster default).
+	IssuerUrl     string `protobuf:"bytes,18,opt,name=issuer_url,json=issuerUrl,proto3" json:"issuer_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterSpec) Reset() {
@@ -687,6 +696,13 @@ func (x *ClusterSpec) GetEtcdEncryptionKeyVaultVisibility() string {
 func (x *ClusterSpec) GetEtcdEncryptionBackupKeyId() string {
 	if x != nil {
 		return x.EtcdEncryptionBackupKeyId
+	}
+	return ""
+}
+
+func (x *ClusterSpec) GetIssuerUrl() string {
+	if x != nil {
+		return x.IssuerUrl
 	}
 	return ""
 }
@@ -1121,8 +1137,13 @@ type ClusterStatus struct {
 	// conditions are the HostedCluster conditions as reported through Maestro status feedback.
 	Conditions     []*Condition `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
 	CurrentVersion string       `protobuf:"bytes,5,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
-	ApiUrl         string       `protobuf:"bytes,6,opt,name=api_url,json=apiUrl,proto3" json:"api_url,omitempty"`
-	ConsoleUrl     string       `protobuf:"bytes,7,opt,name=console_url,json=consoleUrl,proto3" json:"console_url,omitempty"`
+	// api_url is https://<status.controlPlaneEndpoint> as the HostedCluster reports it.
+	ApiUrl string `protobuf:"bytes,6,opt,name=api_url,json=apiUrl,proto3" json:"api_url,omitempty"`
+	// console_url is https://console-openshift-console.apps.<prefix or name>.<dns_base_domain>,
+	// OpenShift's console route under the ingress domain of the HostedCluster Cluster Service sent
+	// (HyperShift reports no console address); set once the work is Applied, empty when the
+	// cluster has no base domain or its Console capability is disabled (ingress Disabled).
+	ConsoleUrl string `protobuf:"bytes,7,opt,name=console_url,json=consoleUrl,proto3" json:"console_url,omitempty"`
 	// applied is true once the Maestro agent reports the ManifestWork Applied.
 	Applied bool `protobuf:"varint,8,opt,name=applied,proto3" json:"applied,omitempty"`
 	// upgrade is the cluster's newest control-plane upgrade policy, if it ever had one; it
@@ -3680,7 +3701,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12\x1c\n" +
-	"\tnamespace\x18\t \x01(\tR\tnamespace\"\xcc\a\n" +
+	"\tnamespace\x18\t \x01(\tR\tnamespace\"\xeb\a\n" +
 	"\vClusterSpec\x12\x1d\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tR\tversionId\x12#\n" +
@@ -3700,7 +3721,9 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x13crypto_restrictions\x18\x0e \x01(\tR\x12cryptoRestrictions\x123\n" +
 	"\x16dns_base_domain_prefix\x18\x0f \x01(\tR\x13dnsBaseDomainPrefix\x12N\n" +
 	"$etcd_encryption_key_vault_visibility\x18\x10 \x01(\tR etcdEncryptionKeyVaultVisibility\x12@\n" +
-	"\x1detcd_encryption_backup_key_id\x18\x11 \x01(\tR\x19etcdEncryptionBackupKeyId\"\x80\x03\n" +
+	"\x1detcd_encryption_backup_key_id\x18\x11 \x01(\tR\x19etcdEncryptionBackupKeyId\x12\x1d\n" +
+	"\n" +
+	"issuer_url\x18\x12 \x01(\tR\tissuerUrl\"\x80\x03\n" +
 	"\x12ClusterAutoscaling\x12+\n" +
 	"\x0fmax_nodes_total\x18\x01 \x01(\x05H\x00R\rmaxNodesTotal\x88\x01\x01\x12C\n" +
 	"\x1cmax_pod_grace_period_seconds\x18\x02 \x01(\x05H\x01R\x18maxPodGracePeriodSeconds\x88\x01\x01\x12I\n" +

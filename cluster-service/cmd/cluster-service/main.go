@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"regexp"
@@ -36,6 +37,10 @@ import (
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
+// baseDomainRE: lowercase DNS labels, at least two, short enough to leave room for the
+// cluster's namespace label in front.
+var baseDomainRE = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$`)
 
 type config struct {
@@ -52,6 +57,8 @@ type config struct {
 	pullSecretFile        string
 	versionsFile          string
 	devIdentityClientID   string
+	baseDomain            string
+	oidcIssuerBaseURL     string
 	shutdownTimeout       time.Duration
 	logLevel              slog.Level
 	breakGlassValidity    time.Duration
@@ -96,6 +103,10 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&c.pullSecretFile, "pull-secret-file", "PULL_SECRET_FILE", "", "file with the .dockerconfigjson given to hosted clusters; default: no credentials")
 	str(&c.devIdentityClientID, "dev-workload-identity-client-id", "DEV_WORKLOAD_IDENTITY_CLIENT_ID", "",
 		"development regions only: client ID (UUID) used for every workload identity of a cluster that has none; empty fails such clusters")
+	str(&c.baseDomain, "base-domain", "BASE_DOMAIN", manifests.DefaultBaseDomain,
+		"the region's DNS base domain: a new cluster's is <namespace>.<base-domain> (HostedCluster spec.dns.baseDomain; its console is console-openshift-console.apps.<prefix or name>.<that>)")
+	str(&c.oidcIssuerBaseURL, "oidc-issuer-base-url", "OIDC_ISSUER_BASE_URL", manifests.DefaultOIDCIssuerBaseURL,
+		"https URL under which each new cluster's OIDC issuer is <url>/<cluster id> (HostedCluster spec.issuerURL)")
 	str(&shutdown, "shutdown-timeout", "SHUTDOWN_TIMEOUT", "30s", "how long to wait for requests and watches to finish on SIGTERM")
 	str(&logLevel, "log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&c.serverTLS.Cert, "tls-cert", "TLS_CERT", "", "server certificate; with --tls-key enables TLS on --listen")
@@ -140,6 +151,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.devIdentityClientID != "" && !uuidRE.MatchString(c.devIdentityClientID) {
 		return c, fmt.Errorf("--dev-workload-identity-client-id: %q is not a UUID", c.devIdentityClientID)
+	}
+	if !baseDomainRE.MatchString(c.baseDomain) || len(c.baseDomain) > 190 {
+		return c, fmt.Errorf("--base-domain: %q is not a lowercase DNS name of at least two labels and at most 190 characters", c.baseDomain)
+	}
+	if u, err := url.Parse(c.oidcIssuerBaseURL); err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || len(c.oidcIssuerBaseURL) > 200 {
+		return c, fmt.Errorf("--oidc-issuer-base-url: %q is not an https URL without query or fragment (at most 200 characters)", c.oidcIssuerBaseURL)
 	}
 	if err := manifests.ValidateEnv(c.envName); err != nil {
 		return c, fmt.Errorf("--env-name: %w", err)
@@ -245,7 +262,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv := server.New(st, server.Config{Env: c.envName, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy})
+	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)

@@ -56,6 +56,19 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad_workers", args: append([]string{"--workers", "0"}, base...), wantErr: "--workers"},
 		{name: "bad_env_name", args: append([]string{"--env-name", "Prod_1"}, base...), wantErr: "--env-name"},
 		{name: "bad_dev_identity", args: append([]string{"--dev-workload-identity-client-id", "abc"}, base...), wantErr: "--dev-workload-identity-client-id"},
+		{name: "base_domain_and_issuer_defaults", args: base, check: func(t *testing.T, c config) {
+			if c.baseDomain != "hypershift.local" || c.oidcIssuerBaseURL != "https://oidc.hypershift.local" {
+				t.Fatalf("base domain %q, issuer base %q", c.baseDomain, c.oidcIssuerBaseURL)
+			}
+		}},
+		{name: "base_domain_env", args: base, env: map[string]string{"CLUSTER_SERVICE_BASE_DOMAIN": "westus3.example.com"}, check: func(t *testing.T, c config) {
+			if c.baseDomain != "westus3.example.com" {
+				t.Fatalf("base domain %q", c.baseDomain)
+			}
+		}},
+		{name: "bad_base_domain", args: append([]string{"--base-domain", "Example.COM"}, base...), wantErr: "--base-domain"},
+		{name: "single_label_base_domain", args: append([]string{"--base-domain", "local"}, base...), wantErr: "--base-domain"},
+		{name: "http_issuer_refused", args: append([]string{"--oidc-issuer-base-url", "http://oidc.example.com"}, base...), wantErr: "--oidc-issuer-base-url"},
 		{name: "bad_log_level", args: append([]string{"--log-level", "loud"}, base...), wantErr: "--log-level"},
 		{name: "bad_listen", args: append([]string{"--listen", "8090"}, base...), wantErr: "--listen"},
 		{name: "plaintext_on_public_listen_refused", args: append([]string{"--listen", "0.0.0.0:8090"}, base...), wantErr: "--listen"},

@@ -139,6 +139,11 @@ func DeriveClusterStatus(w *workv1.ManifestWork, built *hypershiftv1beta1.Hosted
 	if fb.Endpoint.Host != "" {
 		st.ApiUrl = fmt.Sprintf("https://%s:%d", fb.Endpoint.Host, fb.Endpoint.Port)
 	}
+	// HyperShift reports no console address: it follows from the ingress domain of the spec sent,
+	// once the agent has applied that spec.
+	if built != nil && st.Applied {
+		st.ConsoleUrl = manifests.ConsoleURL(built)
+	}
 
 	switch {
 	case deleting:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -178,5 +179,33 @@ func TestDeriveStatusRejectsBadFeedback(t *testing.T) {
 	w.Status.ResourceStatus.Manifests[1].StatusFeedbacks.Values = []workv1.FeedbackValue{{Name: "conditions", Value: workv1.FieldValue{Type: workv1.JsonRaw, JsonRaw: &bad}}}
 	if _, err := DeriveStatus(w, false); err == nil {
 		t.Fatal("malformed feedback accepted")
+	}
+}
+
+func TestDeriveStatusConsoleURL(t *testing.T) {
+	built := &hypershiftv1beta1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
+	built.Spec.DNS.BaseDomain = "ocm-dev-x.hypershift.local"
+	tests := []struct {
+		name    string
+		w       *workv1.ManifestWork
+		built   *hypershiftv1beta1.HostedCluster
+		deleted bool
+		want    string
+	}{
+		{"applied_work_reports_the_console_of_the_spec_sent", work(t, true, nil, nil, "", ""), built, false, "https://console-openshift-console.apps.shop.ocm-dev-x.hypershift.local"},
+		{"not_before_the_work_is_applied", work(t, false, nil, nil, "", ""), built, false, ""},
+		{"not_without_a_work", nil, built, false, ""},
+		{"not_without_a_base_domain", work(t, true, nil, nil, "", ""), &hypershiftv1beta1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := DeriveClusterStatus(tt.w, tt.built, tt.deleted)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.GetConsoleUrl() != tt.want {
+				t.Fatalf("console_url = %q, want %q", st.GetConsoleUrl(), tt.want)
+			}
+		})
 	}
 }

@@ -99,6 +99,56 @@ func ValidateEnv(env string) error {
 	return nil
 }
 
+// DefaultBaseDomain is the development region's DNS base domain. Each cluster's base domain is
+// <namespace>.<region base domain>, which keeps the API host the hypershift-sim has always made
+// up (api.<name>.<namespace>.hypershift.local) and so the kubeconfig server names.
+const DefaultBaseDomain = "hypershift.local"
+
+// ClusterBaseDomain is the base domain Cluster Service chooses for a new cluster.
+func ClusterBaseDomain(regionBaseDomain, namespace string) string {
+	if regionBaseDomain == "" {
+		regionBaseDomain = DefaultBaseDomain
+	}
+	return namespace + "." + regionBaseDomain
+}
+
+// DefaultOIDCIssuerBaseURL is the development region's OIDC issuer base; a cluster's issuer is
+// <base>/<cluster id>, one per cluster as in ARO HCP.
+const DefaultOIDCIssuerBaseURL = "https://oidc." + DefaultBaseDomain
+
+// IssuerURL is the OIDC issuer Cluster Service chooses for a new cluster.
+func IssuerURL(baseURL, id string) string {
+	if baseURL == "" {
+		baseURL = DefaultOIDCIssuerBaseURL
+	}
+	return strings.TrimRight(baseURL, "/") + "/" + id
+}
+
+// ConsoleURL is the OpenShift console of a HostedCluster: the console route's host under the
+// ingress domain apps.<baseDomainPrefix, else name>.<baseDomain>, as HyperShift names it. Empty
+// without a base domain or with the Console capability disabled.
+func ConsoleURL(hc *hypershiftv1beta1.HostedCluster) string {
+	if hc == nil || hc.Spec.DNS.BaseDomain == "" {
+		return ""
+	}
+	if caps := hc.Spec.Capabilities; caps != nil {
+		for _, c := range caps.Disabled {
+			if c == hypershiftv1beta1.ConsoleCapability {
+				return ""
+			}
+		}
+	}
+	sub := hc.Name
+	if p := hc.Spec.DNS.BaseDomainPrefix; p != nil {
+		sub = *p
+	}
+	domain := hc.Spec.DNS.BaseDomain
+	if sub != "" {
+		domain = sub + "." + domain
+	}
+	return "https://console-openshift-console.apps." + domain
+}
+
 // Namespace is the management-cluster namespace of a cluster: ocm-<env>-<id>.
 func Namespace(env, id string) string {
 	if env == "" {
@@ -258,6 +308,8 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 			Channel: channel(s.GetChannelGroup(), s.GetVersionId()),
 			InfraID: c.ID,
 			DNS:     hypershiftv1beta1.DNSSpec{BaseDomain: s.GetDnsBaseDomain()},
+			// Empty leaves HyperShift's in-cluster default (clusters created before CS chose one).
+			IssuerURL: s.GetIssuerUrl(),
 			Etcd: hypershiftv1beta1.EtcdSpec{
 				ManagementType: hypershiftv1beta1.Managed,
 				Managed: &hypershiftv1beta1.ManagedEtcdSpec{Storage: hypershiftv1beta1.ManagedEtcdStorageSpec{

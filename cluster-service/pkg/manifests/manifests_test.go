@@ -481,3 +481,46 @@ func TestBuildNodePoolDisksAndEncryption(t *testing.T) {
 		})
 	}
 }
+
+func TestBuildDNSIssuerAndConsoleURL(t *testing.T) {
+	prefixed := func(p string) *csv1.ClusterSpec { s := fullSpec(); s.DnsBaseDomainPrefix = p; return s }
+	noIngress := fullSpec()
+	noIngress.IngressVisibility = "Disabled"
+	noDomain := fullSpec()
+	noDomain.DnsBaseDomain = ""
+	withIssuer := fullSpec()
+	withIssuer.IssuerUrl = IssuerURL("https://oidc.example.com/", id)
+	tests := []struct {
+		name        string
+		spec        *csv1.ClusterSpec
+		wantIssuer  string
+		wantConsole string
+	}{
+		{"console_under_the_name", fullSpec(), "", "https://console-openshift-console.apps.my-cluster.example.openshiftapps.com"},
+		{"console_under_the_prefix", prefixed("shop"), "", "https://console-openshift-console.apps.shop.example.openshiftapps.com"},
+		{"no_console_with_ingress_disabled", noIngress, "", ""},
+		{"no_console_without_base_domain", noDomain, "", ""},
+		{"issuer_sent_as_spec_issuerURL", withIssuer, "https://oidc.example.com/" + id, "https://console-openshift-console.apps.my-cluster.example.openshiftapps.com"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := Build(Config{}, cluster(tt.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, hc := decoded(t, w)
+			if hc.Spec.DNS.BaseDomain != tt.spec.GetDnsBaseDomain() || hc.Spec.IssuerURL != tt.wantIssuer {
+				t.Fatalf("dns %+v issuerURL %q", hc.Spec.DNS, hc.Spec.IssuerURL)
+			}
+			if got := ConsoleURL(hc); got != tt.wantConsole {
+				t.Fatalf("ConsoleURL = %q, want %q", got, tt.wantConsole)
+			}
+		})
+	}
+	if got := ClusterBaseDomain("", "ocm-dev-"+id); got != "ocm-dev-"+id+".hypershift.local" {
+		t.Fatalf("ClusterBaseDomain default = %q", got)
+	}
+	if got := IssuerURL("", id); got != "https://oidc.hypershift.local/"+id {
+		t.Fatalf("IssuerURL default = %q", got)
+	}
+}

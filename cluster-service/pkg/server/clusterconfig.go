@@ -59,6 +59,9 @@ func validateConfig(v *violations, prefix string, s *csv1.ClusterSpec) {
 			v.add(prefix+".etcd_encryption_key_vault_visibility", "is only for a customer-managed key (etcd_encryption_key_id)")
 		}
 	}
+	if s.GetIssuerUrl() != "" {
+		v.add(prefix+".issuer_url", "is chosen by Cluster Service, not by the caller")
+	}
 	if s.GetEtcdEncryptionBackupKeyId() != "" {
 		v.add(prefix+".etcd_encryption_backup_key_id", "is set by Cluster Service when the key version is rotated (UpdateCluster), not on create")
 	}

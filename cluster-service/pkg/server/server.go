@@ -40,6 +40,12 @@ type Config struct {
 	Versions *versions.Catalogue
 	// Now is the clock for end-of-life checks; default time.Now.
 	Now func() time.Time
+	// BaseDomain is the region's DNS base domain; a new cluster's is <namespace>.<BaseDomain>.
+	// Default manifests.DefaultBaseDomain.
+	BaseDomain string
+	// OIDCIssuerBaseURL: a new cluster's OIDC issuer is <OIDCIssuerBaseURL>/<cluster id>.
+	// Default manifests.DefaultOIDCIssuerBaseURL.
+	OIDCIssuerBaseURL string
 }
 
 // Server implements csv1.ClustersServer, csv1.NodePoolsServer and csv1.ProvisionShardsServer.
@@ -124,8 +130,15 @@ func (s *Server) CreateCluster(ctx context.Context, req *csv1.CreateClusterReque
 		return nil, err
 	}
 	in := req.GetCluster()
+	ns := manifests.Namespace(s.cfg.Env, in.GetId())
+	// Cluster Service owns the cluster's DNS domain and OIDC issuer; both are stored so a later
+	// change of the region's flags never changes them (HyperShift's fields are immutable).
+	if spec.DnsBaseDomain == "" {
+		spec.DnsBaseDomain = manifests.ClusterBaseDomain(s.cfg.BaseDomain, ns)
+	}
+	spec.IssuerUrl = manifests.IssuerURL(s.cfg.OIDCIssuerBaseURL, in.GetId())
 	c, created, err := s.st.CreateCluster(ctx, &store.Cluster{
-		ID: in.GetId(), ARMResourceID: in.GetArmResourceId(), Spec: spec, Namespace: manifests.Namespace(s.cfg.Env, in.GetId()),
+		ID: in.GetId(), ARMResourceID: in.GetArmResourceId(), Spec: spec, Namespace: ns,
 	}, s.cfg.Policy)
 	if err != nil {
 		return nil, s.toStatus(ctx, "create cluster", err)

@@ -153,6 +153,13 @@ func TestClusters(t *testing.T) {
 		if c.GetRevision() <= 0 || c.GetCreateTime() == nil {
 			t.Fatalf("revision %d create_time %v", c.GetRevision(), c.GetCreateTime())
 		}
+		// Cluster Service chooses the DNS domain and the OIDC issuer (development defaults).
+		if got, want := c.GetSpec().GetDnsBaseDomain(), "ocm-dev-"+id(1)+".hypershift.local"; got != want {
+			t.Fatalf("dns_base_domain = %q, want %q", got, want)
+		}
+		if got, want := c.GetSpec().GetIssuerUrl(), "https://oidc.hypershift.local/"+id(1); got != want {
+			t.Fatalf("issuer_url = %q, want %q", got, want)
+		}
 	})
 	t.Run("log_lines_carry_correlation_ids", func(t *testing.T) {
 		var hit bool
@@ -377,6 +384,7 @@ func TestCreateValidation(t *testing.T) {
 			c.Spec.Azure.WorkloadIdentities = &csv1.AzureWorkloadIdentities{ImageRegistry: "not-a-uuid"}
 		}, []string{"cluster.spec.azure.workload_identities.image_registry", "cluster.spec.azure.workload_identities.network"}},
 		{"bad_key_vault_key", func(c *csv1.Cluster) { c.Spec.EtcdEncryptionKeyId = "kv/key" }, []string{"cluster.spec.etcd_encryption_key_id"}},
+		{"issuer_url_from_caller", func(c *csv1.Cluster) { c.Spec.IssuerUrl = "https://evil.example.com/x" }, []string{"cluster.spec.issuer_url"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,20 +31,17 @@ var notServedClusterOps = map[string]bool{
 	"HcpOpenShiftClusters_RevokeCredentials":      true,
 }
 
-// mayOmit are required, read-only properties the RP leaves out (docs/api.md says why):
-// issuerUrl is never known yet. Every other response of a provisioned cluster — GET, a
-// replacing PUT (200), lists, an operation's result — carries console.url and api.url from
-// Cluster Service.
-var mayOmit = map[string]bool{
-	"properties.platform.issuerUrl": true,
-}
+// mayOmit are required, read-only properties the RP leaves out: none. Every response of a
+// provisioned cluster — GET, a replacing PUT (200), lists, an operation's result — carries
+// console.url, api.url, dns.baseDomain and platform.issuerUrl from Cluster Service.
+var mayOmit = map[string]bool{}
 
-// mayOmitOnCreate adds what a create's 201 cannot show yet: Cluster Service has no URLs for a
-// cluster it has only just accepted.
+// mayOmitOnCreate is what a create's 201 cannot show yet: Cluster Service has no URLs for a
+// cluster it has only just accepted (its DNS domain and OIDC issuer it chose at create, so
+// those are shown).
 var mayOmitOnCreate = map[string]bool{
-	"properties.platform.issuerUrl": true,
-	"properties.console.url":        true,
-	"properties.api.url":            true,
+	"properties.console.url": true,
+	"properties.api.url":     true,
 }
 
 type specExample struct {
@@ -231,6 +228,14 @@ func checkProvisionedStatus(t *testing.T, ver string, got map[string]any, what s
 	api, _ := props["api"].(map[string]any)
 	if console["url"] != "https://console.example.openhcp.test" || api["url"] != "https://api.example.openhcp.test:443" {
 		t.Fatalf("%s: console.url %v, api.url %v; want Cluster Service's", what, console["url"], api["url"])
+	}
+	dns, _ := props["dns"].(map[string]any)
+	platform, _ := props["platform"].(map[string]any)
+	if d, _ := dns["baseDomain"].(string); !strings.HasSuffix(d, ".hypershift.local") {
+		t.Fatalf("%s: dns.baseDomain %v; want Cluster Service's", what, dns["baseDomain"])
+	}
+	if u, _ := platform["issuerUrl"].(string); !strings.HasPrefix(u, "https://oidc.hypershift.local/") {
+		t.Fatalf("%s: platform.issuerUrl %v; want Cluster Service's", what, platform["issuerUrl"])
 	}
 	st, hasStatus := props["status"].(map[string]any)
 	if hasStatus != (ver >= "2026-06-30-preview") {

@@ -260,13 +260,18 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if sd != nil {
 		rd.SystemData, _ = json.Marshal(sd)
 	}
+	var created *csv1.Cluster
 	etag, err := s.startCreate(r, &clusters, c.ID, rd, nil, func() (string, error) {
-		created, err := s.callCreate(r, c, csID)
+		var err error
+		created, err = s.callCreate(r, c, csID)
 		return created.GetId(), err
 	})
 	if err != nil {
 		return err
 	}
+	// The DNS domain and the OIDC issuer are chosen by Cluster Service at create: known at once.
+	c.Properties.DNS.BaseDomain = created.GetSpec().GetDnsBaseDomain()
+	c.Properties.Platform.IssuerURL = created.GetSpec().GetIssuerUrl()
 	s.setAsyncHeaders(w, r, c.ID.SubscriptionID, opID, false)
 	return s.respondCluster(w, r, http.StatusCreated, c, etag)
 }
@@ -322,9 +327,12 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if op != nil {
 		// The caller retries a create we accepted: drive Cluster Service again with the
 		// stored ID (CreateCluster is idempotent) and point at the same operation.
-		if _, err := s.callCreate(r, stored, rd.InternalID); err != nil {
+		created, err := s.callCreate(r, stored, rd.InternalID)
+		if err != nil {
 			return fmt.Errorf("retry create of cluster %s: %w", c.ID, err)
 		}
+		stored.Properties.DNS.BaseDomain = created.GetSpec().GetDnsBaseDomain()
+		stored.Properties.Platform.IssuerURL = created.GetSpec().GetIssuerUrl()
 		s.setAsyncHeaders(w, r, c.ID.SubscriptionID, op.ID, false)
 		return s.respondCluster(w, r, http.StatusCreated, stored, doc.ETag)
 	}
@@ -468,8 +476,11 @@ func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, csID string) 
 	setClusterStatus(c, cl)
 }
 
-// setClusterStatus copies what Cluster Service observed of a cluster into the model.
+// setClusterStatus copies what Cluster Service chose (the DNS domain, the OIDC issuer) and
+// observed (the URLs, the conditions) of a cluster into the model.
 func setClusterStatus(c *api.Cluster, cl *csv1.Cluster) {
+	c.Properties.DNS.BaseDomain = cl.GetSpec().GetDnsBaseDomain()
+	c.Properties.Platform.IssuerURL = cl.GetSpec().GetIssuerUrl()
 	c.Properties.Console.URL = cl.GetStatus().GetConsoleUrl()
 	c.Properties.API.URL = cl.GetStatus().GetApiUrl()
 	c.Conditions = specConditions(cl.GetStatus().GetConditions())

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	docs "github.com/openhcp/openhcp/internal/api"
@@ -123,8 +124,14 @@ func (f *fakeClusterService) CreateCluster(ctx context.Context, req *csv1.Create
 			return c, nil
 		}
 	}
-	c := &csv1.Cluster{Id: req.Cluster.Id, ArmResourceId: req.Cluster.ArmResourceId, Spec: req.Cluster.Spec,
+	c := &csv1.Cluster{Id: req.Cluster.Id, ArmResourceId: req.Cluster.ArmResourceId, Spec: proto.Clone(req.Cluster.Spec).(*csv1.ClusterSpec),
 		Status: &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_PENDING}}
+	// Like the real one, Cluster Service chooses the DNS domain and the OIDC issuer at create.
+	if c.Spec == nil {
+		c.Spec = &csv1.ClusterSpec{}
+	}
+	c.Spec.DnsBaseDomain = "ocm-dev-" + c.Id + ".hypershift.local"
+	c.Spec.IssuerUrl = "https://oidc.hypershift.local/" + c.Id
 	f.clusters[c.Id] = c
 	return c, nil
 }
