@@ -100,4 +100,42 @@ func TestClusterConfigurationThroughARM(t *testing.T) {
 			t.Fatalf("allowedCIDRBlocks %v", blocks)
 		}
 	})
+
+	t.Run("patch_identities_succeeds_and_the_hosted_cluster_gets_the_workload_identities", func(t *testing.T) {
+		// Each control plane operator gets its own identity, with the client ID ARM fills in
+		// when it forwards the request; they replace the region's development placeholder.
+		mi := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
+		operators := map[string]string{"image-registry": "imageRegistry", "ingress": "ingress", "file-csi-driver": "file", "disk-csi-driver": "disk",
+			"cluster-api-azure": "nodePoolManagement", "cloud-controller-manager": "cloudProvider", "cloud-network-config": "network"}
+		uais, cp, want := map[string]any{}, map[string]any{}, map[string]string{}
+		i := 0
+		for op, field := range operators {
+			i++
+			clientID := fmt.Sprintf("7e57c1d0-0000-4000-8000-%012d", i)
+			uais[mi+op] = map[string]any{"clientId": clientID, "principalId": uuid.NewString()}
+			cp[op] = mi + op
+			want[field] = clientID
+		}
+		r := arm(t, http.MethodPatch, url, map[string]any{
+			"identity": map[string]any{"type": "UserAssigned", "userAssignedIdentities": uais},
+			"properties": map[string]any{"platform": map[string]any{"operatorsAuthentication": map[string]any{
+				"userAssignedIdentities": map[string]any{"controlPlaneOperators": cp}}}},
+		})
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("PATCH: %d %s", r.Status, r.Raw)
+		}
+		if final := waitOperation(t, r.Header.Get("Azure-AsyncOperation"), 3*time.Minute); final["status"] != "Succeeded" {
+			t.Fatalf("update ended %v: %v", final["status"], final["error"])
+		}
+		wi, _, _ := unstructured.NestedMap(hc(t).Object, "spec", "platform", "azure", "azureAuthenticationConfig", "workloadIdentities")
+		for field, clientID := range want {
+			if got, _, _ := unstructured.NestedString(wi, field, "clientID"); got != clientID {
+				t.Errorf("HostedCluster workloadIdentities.%s.clientID = %q, want %q", field, got, clientID)
+			}
+		}
+		got := arm(t, http.MethodGet, url, nil)
+		if got.Status != http.StatusOK || got.Body["properties"].(map[string]any)["provisioningState"] != "Succeeded" {
+			t.Fatalf("GET after the update: %d %s", got.Status, got.Raw)
+		}
+	})
 }

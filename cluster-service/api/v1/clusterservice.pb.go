@@ -3170,8 +3170,13 @@ type ClusterUpdate struct {
 	// etcd_encryption_key_version, when set, makes that version of the customer's key the active
 	// one (the key must be customer-managed); the version active before becomes the backup key.
 	EtcdEncryptionKeyVersion string `protobuf:"bytes,7,opt,name=etcd_encryption_key_version,json=etcdEncryptionKeyVersion,proto3" json:"etcd_encryption_key_version,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// workload_identities, when set, replaces the spec's azure.workload_identities: all seven
+	// client IDs (UUIDs), validated as on create. The HostedCluster's
+	// spec.platform.azure.azureAuthenticationConfig.workloadIdentities changes in place; the
+	// update is a configuration change (UPDATING until HyperShift has reconciled it).
+	WorkloadIdentities *AzureWorkloadIdentities `protobuf:"bytes,8,opt,name=workload_identities,json=workloadIdentities,proto3" json:"workload_identities,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ClusterUpdate) Reset() {
@@ -3251,6 +3256,13 @@ func (x *ClusterUpdate) GetEtcdEncryptionKeyVersion() string {
 		return x.EtcdEncryptionKeyVersion
 	}
 	return ""
+}
+
+func (x *ClusterUpdate) GetWorkloadIdentities() *AzureWorkloadIdentities {
+	if x != nil {
+		return x.WorkloadIdentities
+	}
+	return nil
 }
 
 // StringList wraps a list so an update can tell "replace with empty" from "leave as it is".
@@ -3915,7 +3927,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
 	"\x06update\x18\x02 \x01(\v2(.openhcp.clusterservice.v1.ClusterUpdateR\x06update\x12\x1a\n" +
 	"\brevision\x18\x03 \x01(\x03R\brevision\x12!\n" +
-	"\foperation_id\x18\x04 \x01(\tR\voperationId\"\xfe\x03\n" +
+	"\foperation_id\x18\x04 \x01(\tR\voperationId\"\xe3\x04\n" +
 	"\rClusterUpdate\x12\x1d\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tR\tversionId\x12#\n" +
@@ -3924,7 +3936,8 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x1anode_drain_timeout_minutes\x18\x04 \x01(\x05H\x00R\x17nodeDrainTimeoutMinutes\x88\x01\x01\x12W\n" +
 	"\x14api_authorized_cidrs\x18\x05 \x01(\v2%.openhcp.clusterservice.v1.StringListR\x12apiAuthorizedCidrs\x12_\n" +
 	"\x14image_digest_mirrors\x18\x06 \x01(\v2-.openhcp.clusterservice.v1.ImageDigestMirrorsR\x12imageDigestMirrors\x12=\n" +
-	"\x1betcd_encryption_key_version\x18\a \x01(\tR\x18etcdEncryptionKeyVersionB\x1d\n" +
+	"\x1betcd_encryption_key_version\x18\a \x01(\tR\x18etcdEncryptionKeyVersion\x12c\n" +
+	"\x13workload_identities\x18\b \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesR\x12workloadIdentitiesB\x1d\n" +
 	"\x1b_node_drain_timeout_minutes\"$\n" +
 	"\n" +
 	"StringList\x12\x16\n" +
@@ -4149,59 +4162,60 @@ var file_v1_clusterservice_proto_depIdxs = []int32{
 	8,  // 40: openhcp.clusterservice.v1.ClusterUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
 	47, // 41: openhcp.clusterservice.v1.ClusterUpdate.api_authorized_cidrs:type_name -> openhcp.clusterservice.v1.StringList
 	48, // 42: openhcp.clusterservice.v1.ClusterUpdate.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirrors
-	9,  // 43: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
-	4,  // 44: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
-	56, // 45: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
-	5,  // 46: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
-	56, // 47: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
-	56, // 48: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
-	56, // 49: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
-	49, // 50: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
-	15, // 51: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
-	16, // 52: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
-	17, // 53: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
-	19, // 54: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
-	45, // 55: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
-	20, // 56: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
-	33, // 57: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
-	34, // 58: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
-	35, // 59: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
-	37, // 60: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
-	38, // 61: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
-	39, // 62: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
-	42, // 63: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
-	44, // 64: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
-	50, // 65: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
-	51, // 66: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
-	52, // 67: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
-	23, // 68: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
-	24, // 69: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
-	26, // 70: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
-	6,  // 71: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 72: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	18, // 73: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
-	6,  // 74: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 75: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	21, // 76: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
-	27, // 77: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	27, // 78: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	36, // 79: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
-	27, // 80: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	27, // 81: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	40, // 82: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
-	43, // 83: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
-	41, // 84: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
-	49, // 85: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	49, // 86: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	53, // 87: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
-	22, // 88: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	25, // 89: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
-	22, // 90: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	71, // [71:91] is the sub-list for method output_type
-	51, // [51:71] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	12, // 43: openhcp.clusterservice.v1.ClusterUpdate.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
+	9,  // 44: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
+	4,  // 45: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
+	56, // 46: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
+	5,  // 47: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
+	56, // 48: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
+	56, // 49: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
+	56, // 50: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
+	49, // 51: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	15, // 52: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
+	16, // 53: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
+	17, // 54: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
+	19, // 55: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
+	45, // 56: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
+	20, // 57: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
+	33, // 58: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
+	34, // 59: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
+	35, // 60: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
+	37, // 61: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
+	38, // 62: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
+	39, // 63: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
+	42, // 64: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
+	44, // 65: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
+	50, // 66: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	51, // 67: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	52, // 68: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	23, // 69: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
+	24, // 70: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
+	26, // 71: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
+	6,  // 72: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 73: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	18, // 74: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
+	6,  // 75: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 76: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	21, // 77: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
+	27, // 78: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 79: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	36, // 80: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
+	27, // 81: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 82: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	40, // 83: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
+	43, // 84: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
+	41, // 85: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
+	49, // 86: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	49, // 87: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	53, // 88: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	22, // 89: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	25, // 90: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
+	22, // 91: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	72, // [72:92] is the sub-list for method output_type
+	52, // [52:72] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_v1_clusterservice_proto_init() }

@@ -143,7 +143,7 @@ func TestWithExternalAuth(t *testing.T) {
 					}
 				}
 			}
-			if len(paths) != 11 || paths[4] != ".metadata.generation" || paths[9] != ".spec.configuration.authentication" || paths[10] != ".status.configuration.authentication" {
+			if len(paths) != 12 || paths[4] != ".metadata.generation" || paths[10] != ".spec.configuration.authentication" || paths[11] != ".status.configuration.authentication" {
 				t.Fatalf("HostedCluster feedback paths = %v", paths)
 			}
 			last := w.Spec.Workload.Manifests[len(w.Spec.Workload.Manifests)-1].Raw

@@ -93,6 +93,8 @@ func ParseFeedback(w *workv1.ManifestWork) (Feedback, error) {
 				err = json.Unmarshal(raw, &fb.Config.ImageContentSources)
 			case manifests.FeedbackSecretEncryption:
 				err = json.Unmarshal(raw, &fb.Config.SecretEncryption)
+			case manifests.FeedbackWorkloadIdentities:
+				err = json.Unmarshal(raw, &fb.Config.WorkloadIdentities)
 			}
 			if err != nil {
 				return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)

@@ -25,6 +25,7 @@ const (
 	FeedbackAPIServerNetworking = "apiServerNetworking"
 	FeedbackImageContentSources = "imageContentSources"
 	FeedbackSecretEncryption    = "secretEncryption"
+	FeedbackWorkloadIdentities  = "workloadIdentities"
 )
 
 // configFeedback are the feedback rules of the HostedCluster's configuration.
@@ -34,6 +35,7 @@ var configFeedback = []struct{ name, path string }{
 	{FeedbackAPIServerNetworking, ".spec.networking.apiServer"},
 	{FeedbackImageContentSources, ".spec.imageContentSources"},
 	{FeedbackSecretEncryption, ".spec.secretEncryption"},
+	{FeedbackWorkloadIdentities, ".spec.platform.azure.azureAuthenticationConfig.workloadIdentities"},
 }
 
 // applyConfig sets the HostedCluster fields that come from the cluster's configuration. Each
@@ -102,6 +104,7 @@ type ReportedConfig struct {
 	APIServer           *hypershiftv1beta1.APIServerNetworking
 	ImageContentSources []hypershiftv1beta1.ImageContentSource
 	SecretEncryption    *hypershiftv1beta1.SecretEncryptionSpec
+	WorkloadIdentities  *hypershiftv1beta1.AzureWorkloadIdentities
 }
 
 // ConfigDifferences lists the parts of the configuration where the reported HostedCluster
@@ -131,6 +134,9 @@ func ConfigDifferences(built *hypershiftv1beta1.HostedCluster, got ReportedConfi
 	}
 	if !sameKMSKeys(built.Spec.SecretEncryption, got.SecretEncryption) {
 		diff = append(diff, "etcd encryption keys")
+	}
+	if az := built.Spec.Platform.Azure; az != nil && !equality.Semantic.DeepEqual(az.AzureAuthenticationConfig.WorkloadIdentities, got.WorkloadIdentities) {
+		diff = append(diff, "workload identities")
 	}
 	return diff
 }

@@ -149,6 +149,7 @@ func TestConfigDifferences(t *testing.T) {
 		_ = json.Unmarshal(b, &r.Autoscaling)
 		r.Autoscaling.Scaling = hypershiftv1beta1.ScaleUpAndScaleDown
 		r.APIServer, r.ImageContentSources, r.SecretEncryption = hc.Spec.Networking.APIServer, hc.Spec.ImageContentSources, hc.Spec.SecretEncryption
+		r.WorkloadIdentities = hc.Spec.Platform.Azure.AzureAuthenticationConfig.WorkloadIdentities
 		return r
 	}
 	withAll := func(s *csv1.ClusterSpec) {
@@ -177,6 +178,14 @@ func TestConfigDifferences(t *testing.T) {
 		{"an_unrotated_key_differs", built(func(s *csv1.ClusterSpec) {
 			s.EtcdEncryptionKeyId, s.EtcdEncryptionBackupKeyId = "https://vault1.vault.azure.net/keys/etcd/v2", "https://vault1.vault.azure.net/keys/etcd/v1"
 		}), reported(built(func(*csv1.ClusterSpec) {})), "etcd encryption keys"},
+		{"a_changed_workload_identity_differs", built(func(s *csv1.ClusterSpec) {
+			s.Azure.WorkloadIdentities.Ingress = uuid(22)
+		}), reported(built(func(*csv1.ClusterSpec) {})), "workload identities"},
+		{"feedback_without_workload_identities_differs", built(func(*csv1.ClusterSpec) {}), func() ReportedConfig {
+			r := reported(built(func(*csv1.ClusterSpec) {}))
+			r.WorkloadIdentities = nil
+			return r
+		}(), "workload identities"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -204,7 +204,8 @@ func TestBuild(t *testing.T) {
 					want := map[string]string{"conditions": ".status.conditions", "versionDesired": ".status.version.desired",
 						"versionHistory": ".status.version.history", "controlPlaneEndpoint": ".status.controlPlaneEndpoint",
 						"generation": ".metadata.generation", "autoscaling": ".spec.autoscaling", "apiServerNetworking": ".spec.networking.apiServer",
-						"imageContentSources": ".spec.imageContentSources", "secretEncryption": ".spec.secretEncryption"}
+						"imageContentSources": ".spec.imageContentSources", "secretEncryption": ".spec.secretEncryption",
+						"workloadIdentities": ".spec.platform.azure.azureAuthenticationConfig.workloadIdentities"}
 					if mc.FeedbackRules[0].Type != workv1.JSONPathsType || len(paths) != len(want) {
 						t.Fatalf("feedback = %+v", mc.FeedbackRules)
 					}

@@ -176,12 +176,19 @@ func validateConfigUpdate(v *violations, u *csv1.ClusterUpdate) {
 	if k := u.GetEtcdEncryptionKeyVersion(); k != "" && !keyVersionRE.MatchString(k) {
 		v.add("update.etcd_encryption_key_version", "must be a Key Vault key version (letters, digits, '-'), not %q", k)
 	}
+	if wi := u.GetWorkloadIdentities(); wi != nil {
+		for field, val := range manifests.WorkloadIdentityFields(wi) {
+			if !uuidRE.MatchString(val) {
+				v.add("update.workload_identities."+field, "must be a managed identity client ID (UUID), not %q", val)
+			}
+		}
+	}
 }
 
 // hasConfigUpdate reports whether u changes any configuration field.
 func hasConfigUpdate(u *csv1.ClusterUpdate) bool {
 	return u.GetAutoscaling() != nil || u.NodeDrainTimeoutMinutes != nil || u.GetApiAuthorizedCidrs() != nil ||
-		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != ""
+		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil
 }
 
 // applyConfigUpdate returns spec with u's configuration applied (spec itself is not changed),
@@ -205,6 +212,13 @@ func applyConfigUpdate(v *violations, spec *csv1.ClusterSpec, u *csv1.ClusterUpd
 		for _, m := range l.GetMirrors() {
 			out.ImageDigestMirrors = append(out.ImageDigestMirrors, proto.Clone(m).(*csv1.ImageDigestMirror))
 		}
+	}
+	if wi := u.GetWorkloadIdentities(); wi != nil {
+		if out.GetAzure() == nil {
+			v.add("update.workload_identities", "the cluster has no Azure platform")
+			return out
+		}
+		out.Azure.WorkloadIdentities = proto.Clone(wi).(*csv1.AzureWorkloadIdentities)
 	}
 	if ver := u.GetEtcdEncryptionKeyVersion(); ver != "" {
 		cur := spec.GetEtcdEncryptionKeyId()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,9 @@ func TestUpdateClusterConfiguration(t *testing.T) {
 	ctx := context.Background()
 	e.register(t, "mc-1", 50)
 	const key = "https://kv.vault.azure.net/keys/etcd/"
+	id := func(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+	newIdentities := &csv1.AzureWorkloadIdentities{ImageRegistry: id(11), Ingress: id(12), File: id(13), Disk: id(14),
+		NodePoolManagement: id(15), CloudProvider: id(16), Network: id(17)}
 	tests := []struct {
 		name      string
 		customer  bool // a customer-managed etcd key
@@ -152,6 +156,15 @@ func TestUpdateClusterConfiguration(t *testing.T) {
 			update:    &csv1.ClusterUpdate{NodeDrainTimeoutMinutes: ptr.To[int32](0)},
 			check:     func(t *testing.T, s *csv1.ClusterSpec) {},
 			wantState: csv1.ClusterState_CLUSTER_STATE_READY},
+		{name: "workload_identities_replace_the_spec_and_a_ready_cluster_goes_updating", ready: true,
+			update: &csv1.ClusterUpdate{WorkloadIdentities: newIdentities},
+			check: func(t *testing.T, s *csv1.ClusterSpec) {
+				if !proto.Equal(s.GetAzure().GetWorkloadIdentities(), newIdentities) || s.GetAzure().GetSubnetId() == "" {
+					t.Fatalf("azure = %v", s.GetAzure())
+				}
+			}, wantState: csv1.ClusterState_CLUSTER_STATE_UPDATING},
+		{name: "workload_identities_must_all_be_uuids", update: &csv1.ClusterUpdate{WorkloadIdentities: &csv1.AzureWorkloadIdentities{ImageRegistry: "nope"}},
+			field: "update.workload_identities.network"},
 		{name: "key_version_of_a_platform_managed_key", update: &csv1.ClusterUpdate{EtcdEncryptionKeyVersion: "v2"}, field: "update.etcd_encryption_key_version"},
 		{name: "bad_key_version", customer: true, update: &csv1.ClusterUpdate{EtcdEncryptionKeyVersion: "v2/../x"}, field: "update.etcd_encryption_key_version"},
 		{name: "drain_timeout_out_of_range", update: &csv1.ClusterUpdate{NodeDrainTimeoutMinutes: ptr.To[int32](-1)}, field: "update.node_drain_timeout_minutes"},

@@ -124,6 +124,11 @@ func defaultManagedResourceGroup(clusterName string) string {
 	return "aro-hcp-" + strings.ToLower(clusterName) + "-" + newUUID()
 }
 
+// controlPlaneOperators are the operators whose identities become the cluster's workload
+// identities, in the order of AzureWorkloadIdentities.
+var controlPlaneOperators = []string{"image-registry", "ingress", "file-csi-driver", "disk-csi-driver",
+	"cluster-api-azure", "cloud-controller-manager", "cloud-network-config"}
+
 // workloadIdentities maps the control plane operator identities to the client IDs HyperShift
 // wants, one per operator. Cluster Service needs all of them or none (it then uses the region's
 // development placeholder), so a partial set is not sent.

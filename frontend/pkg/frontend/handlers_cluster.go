@@ -381,11 +381,11 @@ func sameModel(a, b *api.Cluster) (bool, error) {
 	return sameTags && string(ja) == string(jb) && normalizeLocation(a.Location) == normalizeLocation(b.Location), nil
 }
 
-// changedFields lists the fields a PUT or PATCH on an existing cluster tries to change, each as
+// changedFields lists the fields a PUT or PATCH on an existing cluster may not change, each as
 // a PropertyChangeNotAllowed error whose target is the field's path in the request's
-// api-version. Fields the version's spec lets a write update but Cluster Service's
-// UpdateCluster cannot change yet (identity, operatorsAuthentication) are refused too, with a
-// message saying so.
+// api-version: every field the version's spec does not let a write update (every updatable one
+// goes through Cluster Service's UpdateCluster, handlers_cluster_update.go). An identity change
+// Cluster Service cannot carry out is refused too (identityUpdateErrors).
 func changedFields(ver api.Version, stored, next *api.Cluster) []*arm.CloudError {
 	var a, b map[string]any
 	ja, _ := storedModel(stored)
@@ -403,20 +403,12 @@ func changedFields(ver api.Version, stored, next *api.Cluster) []*arm.CloudError
 		if updatableThroughCS(ver, p) {
 			continue // handlers_cluster_update.go
 		}
-		updatable := false
-		for _, u := range ver.UpdatableFields() {
-			if p == u || strings.HasPrefix(p, u+".") {
-				updatable = true
-			}
-		}
 		ext := ver.ExternalPath(p)
-		if updatable {
-			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
-				"Changing '%s' of an existing cluster is not supported yet: only tags, properties.version, properties.autoscaling, properties.nodeDrainTimeoutMinutes, properties.api.authorizedCidrs, properties.imageDigestMirrors and the active KMS key version can be changed.", ext))
-		} else {
-			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
-				"Field '%s' cannot be changed after the cluster is created.", ext))
-		}
+		errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", ext,
+			"Field '%s' cannot be changed after the cluster is created.", ext))
+	}
+	if len(errs) == 0 {
+		errs = identityUpdateErrors(ver, stored, next)
 	}
 	return errs
 }

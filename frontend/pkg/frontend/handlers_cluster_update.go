@@ -31,6 +31,10 @@ var csUpdatable = map[string]string{
 	"properties.api.authorizedCidrs":                             "update.api_authorized_cidrs.values",
 	"properties.imageDigestMirrors":                              "update.image_digest_mirrors.mirrors",
 	"properties.etcd.dataEncryption.customerManaged.kms.version": "update.etcd_encryption_key_version",
+	// Any identity change re-sends all seven control plane operator client IDs
+	// (workloadIdentities); the rest of these profiles is stored by the frontend only.
+	"identity": "update.workload_identities",
+	"properties.platform.operatorsAuthentication": "update.workload_identities",
 }
 
 // updatableThroughCS reports whether path p is changed through UpdateCluster in version ver.
@@ -52,8 +56,23 @@ func updatableThroughCS(ver api.Version, p string) bool {
 	return false
 }
 
-// clusterUpdate is the UpdateCluster change from stored to next, or nil when neither the
-// version nor the channel group changes.
+// errIncompleteIdentities refuses an identity change that leaves a control plane operator
+// without a client ID: Cluster Service replaces the workload identities all at once.
+func errIncompleteIdentities(ver api.Version) *arm.CloudError {
+	target := ver.ExternalPath("properties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperators")
+	return cloudError(http.StatusBadRequest, "InvalidRequestContent", target,
+		"An identity change must leave each control plane operator (%s) with a user-assigned identity in 'identity.userAssignedIdentities' whose client ID is known: the cluster's workload identities are replaced all at once.",
+		strings.Join(controlPlaneOperators, ", "))
+}
+
+// identityChanged reports whether the cluster's identity or operator identities differ.
+func identityChanged(stored, next *api.Cluster) bool {
+	return !reflect.DeepEqual(stored.Identity, next.Identity) ||
+		!reflect.DeepEqual(stored.Properties.Platform.OperatorsAuthentication, next.Properties.Platform.OperatorsAuthentication)
+}
+
+// clusterUpdate is the UpdateCluster change from stored to next, or nil when nothing Cluster
+// Service holds changes.
 func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpdate {
 	u := &csv1.ClusterUpdate{}
 	if a, b := stored.Properties.Version.ID, next.Properties.Version.ID; a != b && updatableThroughCS(ver, "properties.version.id") {
@@ -84,10 +103,24 @@ func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpda
 	if a, b := kmsVersion(stored), kmsVersion(next); a != b && b != "" && updatableThroughCS(ver, "properties.etcd.dataEncryption.customerManaged.kms.version") {
 		u.EtcdEncryptionKeyVersion = b
 	}
+	if identityChanged(stored, next) && (updatableThroughCS(ver, "identity") || updatableThroughCS(ver, "properties.platform.operatorsAuthentication")) {
+		// Sent even when the client IDs stay the same (a data plane identity changed, say), so
+		// every accepted identity change is an Update operation that stores the new model.
+		// nil when incomplete: updateIdentityErrors refuses that first.
+		u.WorkloadIdentities = workloadIdentities(next)
+	}
 	if proto.Equal(u, &csv1.ClusterUpdate{}) {
 		return nil
 	}
 	return u
+}
+
+// identityUpdateErrors refuses an identity change Cluster Service cannot carry out.
+func identityUpdateErrors(ver api.Version, stored, next *api.Cluster) []*arm.CloudError {
+	if identityChanged(stored, next) && workloadIdentities(next) == nil {
+		return []*arm.CloudError{errIncompleteIdentities(ver)}
+	}
+	return nil
 }
 
 // configUpdate reports whether u changes the cluster's configuration (anything but version and
@@ -95,7 +128,7 @@ func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpda
 // after the update's revision.
 func configUpdate(u *csv1.ClusterUpdate) bool {
 	return u.GetAutoscaling() != nil || u.NodeDrainTimeoutMinutes != nil || u.GetApiAuthorizedCidrs() != nil ||
-		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != ""
+		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil
 }
 
 func kmsVersion(c *api.Cluster) string {

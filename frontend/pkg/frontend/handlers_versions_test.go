@@ -102,8 +102,11 @@ func (f *fakeClusterService) UpdateCluster(_ context.Context, req *csv1.UpdateCl
 		c.Spec.ChannelGroup = g
 	}
 	if u := req.GetUpdate(); u.NodeDrainTimeoutMinutes != nil || u.GetAutoscaling() != nil || u.GetApiAuthorizedCidrs() != nil ||
-		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" {
+		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil {
 		c.Revision++ // a configuration change is a new revision, as in Cluster Service
+	}
+	if wi := req.GetUpdate().GetWorkloadIdentities(); wi != nil && c.GetSpec().GetAzure() != nil {
+		c.Spec.Azure.WorkloadIdentities = wi
 	}
 	return c, nil
 }
