@@ -333,22 +333,30 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	} else {
 		after, err = c.Reconcile(ctx, id)
 	}
-	outcome := "ok"
-	switch {
-	case err != nil && ctx.Err() == nil:
-		outcome = "error"
-		c.log.Warn("reconcile failed; backing off", "cluster_id", id, "error", err, "retries", c.queue.NumRequeues(id))
-		c.queue.AddRateLimited(id)
-	case after > 0:
-		outcome = "requeue"
-		c.queue.Forget(id)
-		c.queue.AddAfter(id, after)
-	default:
-		c.queue.Forget(id)
-	}
+	outcome := settle(ctx, c.queue, id, after, err, func(retries int) {
+		c.log.Warn("reconcile failed; backing off", "cluster_id", id, "error", err, "retries", retries)
+	})
 	c.reconciles.WithLabelValues(kind, outcome).Inc()
 	c.duration.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
 	return true
+}
+
+// settle puts key back on q as a reconcile's result asks: with backoff after an error (unless
+// the controller is stopping; logFailure says why first), after the requested delay, or not at
+// all. It returns the outcome label of the reconcile metrics: error, requeue or ok.
+func settle(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, after time.Duration, err error, logFailure func(retries int)) string {
+	switch {
+	case err != nil && ctx.Err() == nil:
+		logFailure(q.NumRequeues(key))
+		q.AddRateLimited(key)
+		return "error"
+	case after > 0:
+		q.Forget(key)
+		q.AddAfter(key, after)
+		return "requeue"
+	}
+	q.Forget(key)
+	return "ok"
 }
 
 // Reconcile brings one cluster one step closer to what its record says. It returns when to look

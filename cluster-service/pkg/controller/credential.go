@@ -211,19 +211,9 @@ func (c *Credentials) processNext(ctx context.Context) bool {
 		kind = "revocation"
 		after, err = c.ReconcileRevocation(ctx, strings.TrimPrefix(key, revocationKeyPrefix))
 	}
-	outcome := "ok"
-	switch {
-	case err != nil && ctx.Err() == nil:
-		outcome = "error"
-		c.log.Warn("break-glass reconcile failed; backing off", "key", key, "error", err, "retries", c.queue.NumRequeues(key))
-		c.queue.AddRateLimited(key)
-	case after > 0:
-		outcome = "requeue"
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, after)
-	default:
-		c.queue.Forget(key)
-	}
+	outcome := settle(ctx, c.queue, key, after, err, func(retries int) {
+		c.log.Warn("break-glass reconcile failed; backing off", "key", key, "error", err, "retries", retries)
+	})
 	c.reconciles.WithLabelValues(kind, outcome).Inc()
 	return true
 }
