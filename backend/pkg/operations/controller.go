@@ -361,8 +361,11 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRec
 		if err := json.Unmarshal(res.Body, &rd); err != nil {
 			return fmt.Errorf("decode resource %s: %w", op.ExternalID, err)
 		}
-		// A newer operation owns the resource's state; this one only records its own end.
-		owns := rd.ActiveOperationID == "" || rd.ActiveOperationID == op.ID
+		// A newer operation owns the resource's state; this one only records its own end. An idle
+		// resource takes only a terminal outcome: a running state from an operation that no
+		// longer owns it (one the frontend rolled back after Cluster Service refused it) would
+		// leave the resource Updating for ever.
+		owns := rd.ActiveOperationID == op.ID || (rd.ActiveOperationID == "" && out.status.Terminal())
 		switch {
 		case owns && out.gone:
 			ops = append(ops, store.TxOp{Kind: store.TxDelete, Doc: res, IfMatch: res.ETag})
