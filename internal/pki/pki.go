@@ -1,0 +1,187 @@
+// Package pki makes the local region's development PKI: a region CA for the services' own
+// certificates, a separate client CA for the callers from outside the region (ARM and SREs),
+// and one short-lived certificate per identity, written as PEM files. In Azure, Key Vault
+// certificates replace it (docs/security.md); the services only ever see files, so they do not
+// know which one made them.
+package pki
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Usage says what a certificate may be used for.
+type Usage int
+
+const (
+	// Server certificates carry the loopback SANs and the serverAuth extended key usage.
+	Server Usage = 1 << iota
+	// Client certificates carry the clientAuth extended key usage.
+	Client
+)
+
+// Authority is a certificate authority held in memory.
+type Authority struct {
+	Cert *x509.Certificate
+	Key  crypto.Signer
+	// PEM is Cert encoded as PEM.
+	PEM []byte
+}
+
+// NewAuthority makes a self-signed CA valid for lifetime.
+func NewAuthority(commonName string, lifetime time.Duration) (*Authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key of CA %s: %w", commonName, err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"OpenHCP local region"}},
+		NotBefore:             now.Add(-5 * time.Minute),
+		NotAfter:              now.Add(lifetime),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		MaxPathLenZero:        true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("create CA %s: %w", commonName, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parse CA %s: %w", commonName, err)
+	}
+	return &Authority{Cert: cert, Key: key, PEM: pemBlock("CERTIFICATE", der)}, nil
+}
+
+// Spec describes one certificate to issue.
+type Spec struct {
+	// CommonName is the identity: services authorize callers by the subject common name of
+	// the verified client certificate.
+	CommonName string
+	Usage      Usage
+	// DNSNames and IPs are the SANs of a server certificate (default: localhost and the
+	// loopback addresses).
+	DNSNames []string
+	IPs      []net.IP
+	Lifetime time.Duration
+}
+
+// Issued is a certificate and its key, both PEM.
+type Issued struct {
+	Cert    *x509.Certificate
+	CertPEM []byte
+	KeyPEM  []byte
+}
+
+// Issue signs a new certificate with a new key.
+func (a *Authority) Issue(s Spec) (*Issued, error) {
+	if s.CommonName == "" {
+		return nil, errors.New("issue certificate: empty common name")
+	}
+	if s.Usage&(Server|Client) == 0 {
+		return nil, fmt.Errorf("issue certificate %s: no usage", s.CommonName)
+	}
+	if s.Lifetime <= 0 {
+		return nil, fmt.Errorf("issue certificate %s: lifetime %s", s.CommonName, s.Lifetime)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate key of %s: %w", s.CommonName, err)
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	notAfter := now.Add(s.Lifetime)
+	if notAfter.After(a.Cert.NotAfter) {
+		notAfter = a.Cert.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: s.CommonName, Organization: []string{"OpenHCP local region"}},
+		NotBefore:    now.Add(-5 * time.Minute),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+	}
+	if s.Usage&Server != 0 {
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
+		tmpl.DNSNames, tmpl.IPAddresses = s.DNSNames, s.IPs
+		if len(tmpl.DNSNames) == 0 && len(tmpl.IPAddresses) == 0 {
+			tmpl.DNSNames = []string{"localhost"}
+			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+		}
+	}
+	if s.Usage&Client != 0 {
+		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, &key.PublicKey, a.Key)
+	if err != nil {
+		return nil, fmt.Errorf("sign certificate %s: %w", s.CommonName, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parse certificate %s: %w", s.CommonName, err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("encode key of %s: %w", s.CommonName, err)
+	}
+	return &Issued{Cert: cert, CertPEM: pemBlock("CERTIFICATE", der), KeyPEM: pemBlock("PRIVATE KEY", keyDER)}, nil
+}
+
+func newSerial() (*big.Int, error) {
+	s, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("serial number: %w", err)
+	}
+	return s, nil
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+// writeFile replaces path atomically (a temporary file renamed over it), so a service that
+// reloads the file never reads half of it.
+func writeFile(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package pki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestCreateIssuesEveryIdentityFromTheRightCA(t *testing.T) {
+	r, err := Create(t.TempDir(), Options{MaestroConsumers: []string{"mgmt-1", "mgmt-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	regionPool, clientPool := poolOf(t, r.CAFile), poolOf(t, r.ClientCAFile)
+	for _, tc := range []struct {
+		name     string
+		cn       string
+		server   bool
+		client   bool
+		external bool
+	}{
+		{Frontend, "frontend", true, true, false},
+		{ARM, "arm", false, true, true},
+		{SRE, "sre", false, true, true},
+		{Backend, "backend", false, true, false},
+		{ClusterService, "cluster-service", true, true, false},
+		{MaestroServer, "maestro-server", true, true, false},
+		{Broker, "broker", true, false, false},
+		{Postgres, "postgres", true, false, false},
+		{MaestroAgent("mgmt-1"), "mgmt-1", false, true, false},
+		{MaestroAgent("mgmt-2"), "mgmt-2", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := r.MustFiles(tc.name)
+			if _, err := tls.LoadX509KeyPair(f.Cert, f.Key); err != nil {
+				t.Fatalf("key pair does not load: %v", err)
+			}
+			st, err := os.Stat(f.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Mode().Perm() != 0o600 {
+				t.Fatalf("key mode %v, want 0600", st.Mode().Perm())
+			}
+			c, err := ReadCertificate(f.Cert)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Subject.CommonName != tc.cn {
+				t.Fatalf("CN %q, want %q", c.Subject.CommonName, tc.cn)
+			}
+			if life := time.Until(c.NotAfter); life > DefaultLifetime || life < DefaultLifetime-time.Minute {
+				t.Fatalf("lifetime %s, want about %s", life, DefaultLifetime)
+			}
+			own, other := regionPool, clientPool
+			if tc.external {
+				own, other = clientPool, regionPool
+			}
+			for usage, want := range map[x509.ExtKeyUsage]bool{x509.ExtKeyUsageServerAuth: tc.server, x509.ExtKeyUsageClientAuth: tc.client} {
+				_, err := c.Verify(x509.VerifyOptions{Roots: own, KeyUsages: []x509.ExtKeyUsage{usage}})
+				if (err == nil) != want {
+					t.Errorf("verify for usage %v: err %v, want ok=%v", usage, err, want)
+				}
+			}
+			if _, err := c.Verify(x509.VerifyOptions{Roots: other, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err == nil {
+				t.Error("certificate also verifies against the other CA")
+			}
+			if tc.server {
+				if err := c.VerifyHostname("127.0.0.1"); err != nil {
+					t.Error(err)
+				}
+				if err := c.VerifyHostname("localhost"); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	bundle := poolOf(t, r.BundleFile)
+	for _, n := range []string{ARM, Backend} {
+		c, _ := ReadCertificate(r.MustFiles(n).Cert)
+		if _, err := c.Verify(x509.VerifyOptions{Roots: bundle, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("bundle does not verify %s: %v", n, err)
+		}
+	}
+	if st, _ := os.Stat(r.Dir); st.Mode().Perm() != 0o700 {
+		t.Errorf("PKI directory mode %v, want 0700", st.Mode().Perm())
+	}
+	if !slices.Contains(r.Names(), MaestroAgent("mgmt-2")) {
+		t.Error("Names misses an agent")
+	}
+	if _, err := r.Files("nobody"); err == nil {
+		t.Error("unknown identity has files")
+	}
+	// The CA keys never reach the disk.
+	ents, _ := os.ReadDir(r.Dir)
+	for _, e := range ents {
+		if slices.Contains([]string{"region-ca.key", "client-ca.key"}, e.Name()) {
+			t.Errorf("CA key written: %s", e.Name())
+		}
+	}
+}
+
+func TestRenewReplacesKeyAndCertificate(t *testing.T) {
+	r, err := Create(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := r.MustFiles(Frontend)
+	before, _ := ReadCertificate(f.Cert)
+	keyBefore, _ := os.ReadFile(f.Key)
+	after, err := r.Renew(Frontend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyAfter, _ := os.ReadFile(f.Key)
+	if before.SerialNumber.Cmp(after.SerialNumber) == 0 || string(keyBefore) == string(keyAfter) {
+		t.Fatal("renew kept the serial or the key")
+	}
+	if after.Subject.CommonName != Frontend {
+		t.Fatalf("renewed CN %q", after.Subject.CommonName)
+	}
+	if _, err := tls.LoadX509KeyPair(f.Cert, f.Key); err != nil {
+		t.Fatalf("renewed pair does not load: %v", err)
+	}
+	if st, _ := os.Stat(f.Key); st.Mode().Perm() != 0o600 {
+		t.Fatalf("renewed key mode %v", st.Mode().Perm())
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(r.Dir, ".*")); len(leftovers) > 0 {
+		t.Fatalf("temporary files left: %v", leftovers)
+	}
+}
+
+func TestLeafNeverOutlivesItsCA(t *testing.T) {
+	if _, err := Create(t.TempDir(), Options{Lifetime: 3 * time.Hour, CALifetime: time.Hour}); err == nil {
+		t.Fatal("a leaf lifetime beyond the CA's was accepted")
+	}
+	ca, err := NewAuthority("short", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := ca.Issue(Spec{CommonName: "x", Usage: Client, Lifetime: 5 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if iss.Cert.NotAfter.After(ca.Cert.NotAfter) {
+		t.Fatal("leaf outlives its CA")
+	}
+}
+
+func poolOf(t *testing.T, path string) *x509.CertPool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := x509.NewCertPool()
+	if !p.AppendCertsFromPEM(data) {
+		t.Fatalf("no certificates in %s", path)
+	}
+	return p
+}
