@@ -1,20 +1,26 @@
-// Package tlsconfig turns TLS flags into tls.Config values for our servers and clients. An empty
-// set of files means plaintext, which is allowed only on loopback addresses: the local region
-// runs that way until mutual TLS is mandatory, and nothing else may.
+// Package tlsconfig turns TLS flags into tls.Config values for our servers and clients. The
+// configs read their files again when they change (compared on every handshake), so a rotated
+// certificate or CA is used by the next connection without a restart. An empty set of files
+// means plaintext, which is allowed only on loopback addresses.
 package tlsconfig
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
+	"sync"
+	"time"
 )
 
 // Files names the PEM files of one side of a connection.
 type Files struct {
 	// CA verifies the peer: the server's CA for a client, the client CA for a server (which
-	// then requires client certificates).
+	// then requires client certificates). A file may hold several CAs (a bundle).
 	CA   string
 	Cert string
 	Key  string
@@ -23,60 +29,190 @@ type Files struct {
 // Enabled reports whether any TLS file is set.
 func (f Files) Enabled() bool { return f.CA != "" || f.Cert != "" || f.Key != "" }
 
-// Client returns the client config, or nil for plaintext (loopback only).
+// Client returns the client config, or nil for plaintext (loopback only). The client
+// certificate, if any, and the CA are read again when their files change. Without a CA the
+// system roots verify the server.
+//
+// The server's chain is verified by VerifyConnection against the CA file's current contents
+// (InsecureSkipVerify only turns off the standard library's check against a pool fixed at
+// start); the host name is checked as the standard library would.
 func (f Files) Client(addr string) (*tls.Config, error) {
 	if !f.Enabled() {
 		return nil, RequireLoopback(addr)
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if err := f.load(cfg); err != nil {
+	if (f.Cert == "") != (f.Key == "") {
+		return nil, fmt.Errorf("TLS client for %s needs both a certificate and a key, or neither", addr)
+	}
+	src, err := newSource(f)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.ClientCAs != nil {
-		cfg.RootCAs, cfg.ClientCAs = cfg.ClientCAs, nil
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if f.Cert != "" {
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, _ := src.current()
+			return cert, nil
+		}
+	}
+	if f.CA != "" {
+		// Only we verify, against the pool of the moment.
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			_, pool := src.current()
+			return verifyServer(cs, pool)
+		}
 	}
 	return cfg, nil
 }
 
+// verifyServer does what crypto/tls does for a client with RootCAs set.
+func verifyServer(cs tls.ConnectionState, roots *x509.CertPool) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("tls: server presented no certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
+		Roots:         roots,
+		Intermediates: inter,
+		DNSName:       cs.ServerName,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	if err != nil {
+		return fmt.Errorf("tls: verify server certificate: %w", err)
+	}
+	return nil
+}
+
 // Server returns the server config, or nil for plaintext (loopback only). A CA makes client
-// certificates mandatory.
-func (f Files) Server(addr string) (*tls.Config, error) {
+// certificates mandatory: connections without one that the CA verifies fail the handshake.
+// nextProtos are the ALPN protocols offered ("h2" for gRPC, which insists on it). Certificate,
+// key and CA are read again when their files change.
+func (f Files) Server(addr string, nextProtos ...string) (*tls.Config, error) {
 	if !f.Enabled() {
 		return nil, RequireLoopback(addr)
 	}
 	if f.Cert == "" || f.Key == "" {
 		return nil, fmt.Errorf("TLS for %s needs both a certificate and a key", addr)
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if err := f.load(cfg); err != nil {
+	src, err := newSource(f)
+	if err != nil {
 		return nil, err
 	}
-	if cfg.ClientCAs != nil {
-		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	// Each handshake gets a config built from the files of the moment. The outer config also
+	// carries a certificate callback so that code inspecting it sees a usable server config.
+	perConn := func() *tls.Config {
+		cert, pool := src.current()
+		c := &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{*cert},
+			NextProtos:   nextProtos,
+		}
+		if pool != nil {
+			c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		}
+		return c
 	}
+	cfg := perConn()
+	cfg.Certificates = nil
+	cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		cert, _ := src.current()
+		return cert, nil
+	}
+	cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return perConn(), nil }
 	return cfg, nil
 }
 
-func (f Files) load(cfg *tls.Config) error {
+// source holds the parsed files and parses them again when their contents change. It reads
+// the (small) files on every handshake and compares bytes: a modification time can miss two
+// writes within the file system's timestamp granularity, a comparison cannot, and a few reads
+// cost little next to a handshake. A reload that fails (a key pair caught between its two
+// renames, a truncated file) keeps the previous material and is tried again on the next
+// handshake.
+type source struct {
+	files Files
+
+	mu   sync.Mutex
+	raw  [3][]byte
+	cert *tls.Certificate
+	pool *x509.CertPool
+}
+
+func newSource(f Files) (*source, error) {
+	s := &source{files: f}
+	raw, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	cert, pool, err := parse(f, raw)
+	if err != nil {
+		return nil, err
+	}
+	s.raw, s.cert, s.pool = raw, cert, pool
+	return s, nil
+}
+
+func (s *source) read() ([3][]byte, error) {
+	var raw [3][]byte
+	for i, p := range []string{s.files.Cert, s.files.Key, s.files.CA} {
+		if p == "" {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return raw, fmt.Errorf("read TLS file: %w", err)
+		}
+		raw[i] = b
+	}
+	return raw, nil
+}
+
+// current returns the certificate (nil without one) and the CA pool (nil without a CA).
+func (s *source) current() (*tls.Certificate, *x509.CertPool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raw, err := s.read()
+	if err == nil && bytes.Equal(raw[0], s.raw[0]) && bytes.Equal(raw[1], s.raw[1]) && bytes.Equal(raw[2], s.raw[2]) {
+		return s.cert, s.pool
+	}
+	var cert *tls.Certificate
+	var pool *x509.CertPool
+	if err == nil {
+		cert, pool, err = parse(s.files, raw)
+	}
+	if err != nil {
+		slog.Warn("TLS files changed but do not load; keeping the previous ones", "cert", s.files.Cert, "ca", s.files.CA, "error", err)
+		return s.cert, s.pool
+	}
+	if cert != nil && cert.Leaf != nil {
+		slog.Info("TLS files reloaded", "cert", s.files.Cert, "subject", cert.Leaf.Subject.CommonName,
+			"notAfter", cert.Leaf.NotAfter.Format(time.RFC3339), "ca", s.files.CA)
+	} else {
+		slog.Info("TLS files reloaded", "ca", s.files.CA)
+	}
+	s.raw, s.cert, s.pool = raw, cert, pool
+	return cert, pool
+}
+
+func parse(f Files, raw [3][]byte) (*tls.Certificate, *x509.CertPool, error) {
+	var cert *tls.Certificate
 	if f.Cert != "" || f.Key != "" {
-		kp, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		kp, err := tls.X509KeyPair(raw[0], raw[1])
 		if err != nil {
-			return fmt.Errorf("load key pair %s/%s: %w", f.Cert, f.Key, err)
+			return nil, nil, fmt.Errorf("load key pair %s/%s: %w", f.Cert, f.Key, err)
 		}
-		cfg.Certificates = []tls.Certificate{kp}
+		cert = &kp
 	}
+	var pool *x509.CertPool
 	if f.CA != "" {
-		pem, err := os.ReadFile(f.CA)
-		if err != nil {
-			return fmt.Errorf("read CA %s: %w", f.CA, err)
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(raw[2]) {
+			return nil, nil, fmt.Errorf("no certificates in CA file %s", f.CA)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("no certificates in CA file %s", f.CA)
-		}
-		cfg.ClientCAs = pool
 	}
-	return nil
+	return cert, pool, nil
 }
 
 // RequireLoopback fails unless addr (host:port or URL host) is a loopback address.

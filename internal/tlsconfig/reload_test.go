@@ -1,0 +1,229 @@
+package tlsconfig
+
+import (
+	"crypto/tls"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/openhcp/openhcp/internal/pki"
+)
+
+// tlsServer serves, over a listener wrapped with cfg, the subject CN and serial of the client
+// certificate it verified.
+func tlsServer(t *testing.T, cfg *tls.Config) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+			c := r.TLS.VerifiedChains[0][0]
+			io.WriteString(w, c.Subject.CommonName+" "+c.SerialNumber.String())
+		}
+	})}
+	go hs.Serve(tls.NewListener(l, cfg))
+	t.Cleanup(func() { hs.Close() })
+	return "https://" + l.Addr().String()
+}
+
+// get makes one request on a new connection and returns the server's certificate serial and
+// what the server saw of ours.
+func get(t *testing.T, cfg *tls.Config, url string) (*big.Int, string, error) {
+	t.Helper()
+	tr := &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(url)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.TLS.PeerCertificates[0].SerialNumber, string(b), nil
+}
+
+func serial(t *testing.T, path string) *big.Int {
+	t.Helper()
+	c, err := pki.ReadCertificate(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.SerialNumber
+}
+
+// TestRotationUnderARunningServer renews the server's and the client's certificates, and then
+// swaps CAs, under a server that keeps running, and checks that each new connection uses the
+// files of the moment.
+func TestRotationUnderARunningServer(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvFiles, cliFiles := p.MustFiles(pki.Frontend), p.MustFiles(pki.Backend)
+	// Copies of the CA file that the test may overwrite for the CA rotation.
+	dir := t.TempDir()
+	serverCA, clientCA := dir+"/server-trusts.crt", dir+"/client-trusts.crt"
+	regionCA, _ := os.ReadFile(p.CAFile)
+	for _, f := range []string{serverCA, clientCA} {
+		if err := os.WriteFile(f, regionCA, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scfg, err := Files{CA: serverCA, Cert: srvFiles.Cert, Key: srvFiles.Key}.Server("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccfg, err := Files{CA: clientCA, Cert: cliFiles.Cert, Key: cliFiles.Key}.Client("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := tlsServer(t, scfg)
+
+	check := func(t *testing.T) {
+		t.Helper()
+		gotSrv, gotCli, err := get(t, ccfg, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := serial(t, srvFiles.Cert); gotSrv.Cmp(want) != 0 {
+			t.Fatalf("server presented serial %s, the file holds %s", gotSrv, want)
+		}
+		if want := "backend " + serial(t, cliFiles.Cert).String(); gotCli != want {
+			t.Fatalf("server saw client %q, want %q", gotCli, want)
+		}
+	}
+	t.Run("initial_certificates", check)
+	t.Run("renewed_server_certificate_is_used_by_the_next_connection", func(t *testing.T) {
+		before := serial(t, srvFiles.Cert)
+		if _, err := p.Renew(pki.Frontend); err != nil {
+			t.Fatal(err)
+		}
+		if serial(t, srvFiles.Cert).Cmp(before) == 0 {
+			t.Fatal("renew kept the serial")
+		}
+		check(t)
+	})
+	t.Run("renewed_client_certificate_is_used_by_the_next_connection", func(t *testing.T) {
+		if _, err := p.Renew(pki.Backend); err != nil {
+			t.Fatal(err)
+		}
+		check(t)
+	})
+	t.Run("half_written_pair_keeps_the_previous_certificate", func(t *testing.T) {
+		want := serial(t, srvFiles.Cert)
+		keep, _ := os.ReadFile(srvFiles.Key)
+		other, _ := os.ReadFile(p.MustFiles(pki.Broker).Key)
+		if err := os.WriteFile(srvFiles.Key, other, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := get(t, ccfg, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Cmp(want) != 0 {
+			t.Fatalf("server presented %s during a half rotation, want the previous %s", got, want)
+		}
+		if err := os.WriteFile(srvFiles.Key, keep, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		check(t)
+	})
+	other, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, _ := os.ReadFile(other.CAFile)
+	t.Run("server_CA_replaced_refuses_the_old_client", func(t *testing.T) {
+		if err := os.WriteFile(serverCA, otherCA, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := get(t, ccfg, url); err == nil {
+			t.Fatal("client of the old CA was admitted after the server's CA file changed")
+		}
+		if err := os.WriteFile(serverCA, regionCA, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check(t)
+	})
+	t.Run("client_CA_replaced_refuses_the_old_server", func(t *testing.T) {
+		if err := os.WriteFile(clientCA, otherCA, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := get(t, ccfg, url); err == nil {
+			t.Fatal("client accepted a server of a CA no longer in its file")
+		}
+		// A bundle of both CAs, as during a CA rotation, trusts either.
+		if err := os.WriteFile(clientCA, append(append([]byte{}, otherCA...), regionCA...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		check(t)
+	})
+}
+
+// TestRefusals checks the handshake refusals every secured port relies on.
+func TestRefusals(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := p.MustFiles(pki.Frontend)
+	scfg, err := Files{CA: p.CAFile, Cert: fe.Cert, Key: fe.Key}.Server("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := tlsServer(t, scfg)
+	be, stranger, ext := p.MustFiles(pki.Backend), other.MustFiles(pki.Backend), p.MustFiles(pki.ARM)
+	for _, tc := range []struct {
+		name  string
+		files Files
+		ok    bool
+	}{
+		{"right_CA_is_admitted", Files{CA: p.CAFile, Cert: be.Cert, Key: be.Key}, true},
+		{"no_client_certificate_fails_the_handshake", Files{CA: p.CAFile}, false},
+		{"client_of_an_unknown_CA_fails_the_handshake", Files{CA: p.CAFile, Cert: stranger.Cert, Key: stranger.Key}, false},
+		{"client_of_the_other_region_CA_fails_the_handshake", Files{CA: p.CAFile, Cert: ext.Cert, Key: ext.Key}, false},
+		{"server_of_an_unknown_CA_is_refused_by_the_client", Files{CA: other.CAFile, Cert: stranger.Cert, Key: stranger.Key}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ccfg, err := tc.files.Client("127.0.0.1:1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, who, err := get(t, ccfg, url)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+			if tc.ok && who == "" {
+				t.Fatal("server saw no verified client certificate")
+			}
+		})
+	}
+	t.Run("plaintext_is_not_served", func(t *testing.T) {
+		resp, err := http.Get("http://" + url[len("https://"):])
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || len(b) > 0 && string(b) != "Client sent an HTTP request to an HTTPS server.\n" {
+				t.Fatalf("plaintext request got %d %q", resp.StatusCode, b)
+			}
+		}
+	})
+	t.Run("wrong_host_name_is_refused", func(t *testing.T) {
+		ccfg, err := Files{CA: p.CAFile, Cert: be.Cert, Key: be.Key}.Client("127.0.0.1:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ccfg.ServerName = "frontend.elsewhere.example"
+		if _, _, err := get(t, ccfg, url); err == nil {
+			t.Fatal("server certificate accepted for a name it does not carry")
+		}
+	})
+}
