@@ -227,3 +227,106 @@ func TestRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestServerIPIsVerified: TLS carries no server name for an IP address, so the client checks
+// the certificate against the dialled address itself.
+func TestServerIPIsVerified(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A server certificate for localhost only, served on 127.0.0.1.
+	if err := p.Add("named-only", pki.Spec{CommonName: "named-only", Usage: pki.Server, DNSNames: []string{"localhost"}}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		identity string
+		ok       bool
+	}{
+		{pki.Frontend, true},
+		{"named-only", false},
+	} {
+		t.Run(tc.identity, func(t *testing.T) {
+			f := p.MustFiles(tc.identity)
+			scfg, err := Files{Cert: f.Cert, Key: f.Key}.Server("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := tlsServer(t, scfg)
+			ccfg, err := Files{CA: p.CAFile}.Client(url[len("https://"):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := get(t, ccfg, url); (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestOptionalClientCertificate(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := p.MustFiles(pki.Frontend)
+	scfg, err := Files{CA: p.ClientCAFile, Cert: fe.Cert, Key: fe.Key}.ServerClientAuth("127.0.0.1:0", tls.VerifyClientCertIfGiven)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := tlsServer(t, scfg)
+	arm, stranger := p.MustFiles(pki.ARM), other.MustFiles(pki.ARM)
+	for _, tc := range []struct {
+		name  string
+		files Files
+		ok    bool
+		who   string
+	}{
+		{"no_certificate_reaches_the_handler_unidentified", Files{CA: p.CAFile}, true, ""},
+		{"verified_certificate_is_identified", Files{CA: p.CAFile, Cert: arm.Cert, Key: arm.Key}, true, "arm"},
+		{"certificate_of_another_CA_still_fails_the_handshake", Files{CA: p.CAFile, Cert: stranger.Cert, Key: stranger.Key}, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ccfg, err := tc.files.Client("127.0.0.1:1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, who, err := get(t, ccfg, url)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+			if len(who) > 0 {
+				who = who[:len(tc.who)]
+			}
+			if who != tc.who {
+				t.Fatalf("server saw %q, want %q", who, tc.who)
+			}
+		})
+	}
+}
+
+func TestMetricsPlaintextOnlyOnLoopback(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe := p.MustFiles(pki.Frontend)
+	withCert := Files{CA: p.ClientCAFile, Cert: fe.Cert, Key: fe.Key}
+	if cfg, err := withCert.Metrics("127.0.0.1:9"); err != nil || cfg != nil {
+		t.Fatalf("loopback metrics: %v %v; want plaintext", cfg, err)
+	}
+	cfg, err := withCert.Metrics("0.0.0.0:9")
+	if err != nil || cfg == nil {
+		t.Fatalf("non-loopback metrics with a certificate: %v %v; want TLS", cfg, err)
+	}
+	if cfg.ClientAuth != tls.NoClientCert {
+		t.Fatalf("metrics ask scrapers for a client certificate (%v)", cfg.ClientAuth)
+	}
+	if _, err := (Files{}).Metrics("0.0.0.0:9"); err == nil {
+		t.Fatal("non-loopback plaintext metrics accepted")
+	}
+}

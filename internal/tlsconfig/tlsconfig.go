@@ -35,7 +35,9 @@ func (f Files) Enabled() bool { return f.CA != "" || f.Cert != "" || f.Key != ""
 //
 // The server's chain is verified by VerifyConnection against the CA file's current contents
 // (InsecureSkipVerify only turns off the standard library's check against a pool fixed at
-// start); the host name is checked as the standard library would.
+// start). The server's name is checked as the standard library would: against the config's
+// ServerName (which HTTP and gRPC clients set from the address they dial), or, for an IP
+// address (which TLS does not carry as a server name), against addr's host.
 func (f Files) Client(addr string) (*tls.Config, error) {
 	if !f.Enabled() {
 		return nil, RequireLoopback(addr)
@@ -57,16 +59,27 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 	if f.CA != "" {
 		// Only we verify, against the pool of the moment.
 		cfg.InsecureSkipVerify = true
+		host := addr
+		if h, _, err := net.SplitHostPort(addr); err == nil {
+			host = h
+		}
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
 			_, pool := src.current()
-			return verifyServer(cs, pool)
+			name := cs.ServerName
+			if name == "" {
+				name = host
+			}
+			if name == "" {
+				return errors.New("tls: no server name to verify the server certificate against")
+			}
+			return verifyServer(cs, name, pool)
 		}
 	}
 	return cfg, nil
 }
 
 // verifyServer does what crypto/tls does for a client with RootCAs set.
-func verifyServer(cs tls.ConnectionState, roots *x509.CertPool) error {
+func verifyServer(cs tls.ConnectionState, name string, roots *x509.CertPool) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("tls: server presented no certificate")
 	}
@@ -77,7 +90,7 @@ func verifyServer(cs tls.ConnectionState, roots *x509.CertPool) error {
 	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{
 		Roots:         roots,
 		Intermediates: inter,
-		DNSName:       cs.ServerName,
+		DNSName:       name,
 		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {
@@ -91,6 +104,14 @@ func verifyServer(cs tls.ConnectionState, roots *x509.CertPool) error {
 // nextProtos are the ALPN protocols offered ("h2" for gRPC, which insists on it). Certificate,
 // key and CA are read again when their files change.
 func (f Files) Server(addr string, nextProtos ...string) (*tls.Config, error) {
+	return f.ServerClientAuth(addr, tls.RequireAndVerifyClientCert, nextProtos...)
+}
+
+// ServerClientAuth is Server with another client authentication policy when a CA is set:
+// tls.VerifyClientCertIfGiven lets a request without a certificate through to a handler that
+// answers it (a health probe, or a refusal in the API's own error format), while a
+// certificate that does not chain to the CA still fails the handshake.
+func (f Files) ServerClientAuth(addr string, clientAuth tls.ClientAuthType, nextProtos ...string) (*tls.Config, error) {
 	if !f.Enabled() {
 		return nil, RequireLoopback(addr)
 	}
@@ -111,7 +132,7 @@ func (f Files) Server(addr string, nextProtos ...string) (*tls.Config, error) {
 			NextProtos:   nextProtos,
 		}
 		if pool != nil {
-			c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+			c.ClientCAs, c.ClientAuth = pool, clientAuth
 		}
 		return c
 	}
@@ -213,6 +234,20 @@ func parse(f Files, raw [3][]byte) (*tls.Certificate, *x509.CertPool, error) {
 		}
 	}
 	return cert, pool, nil
+}
+
+// Metrics returns the config of a metrics endpoint on addr: nil (plaintext) on loopback, where
+// only the node's own scraper reaches it; elsewhere TLS with the service's certificate (f.CA is
+// ignored: scrapers present no client certificate). Without a certificate a non-loopback
+// address is an error.
+func (f Files) Metrics(addr string) (*tls.Config, error) {
+	if RequireLoopback(addr) == nil {
+		return nil, nil
+	}
+	if f.Cert == "" || f.Key == "" {
+		return nil, fmt.Errorf("metrics on %s: %w", addr, RequireLoopback(addr))
+	}
+	return Files{Cert: f.Cert, Key: f.Key}.Server(addr)
 }
 
 // RequireLoopback fails unless addr (host:port or URL host) is a loopback address.
