@@ -1,6 +1,12 @@
 // Package pgserver runs a private, throwaway PostgreSQL cluster with the system's initdb and
 // postgres binaries. The local region and every test that needs PostgreSQL start one; nothing
 // assumes a server is already there.
+//
+// By default the cluster trusts every loopback connection (tests). With Options.TLS it is
+// locked down the way the region needs it: TCP connections must use TLS and a password (SCRAM),
+// the superuser can log in only over the Unix socket as the OS user that started it, and each
+// service gets a login role that may connect only to the database it owns (CreateRole,
+// CreateOwnedDatabase).
 package pgserver
 
 import (
@@ -29,6 +35,15 @@ type Options struct {
 	LogPath string
 	// Port to listen on, 127.0.0.1 only; 0 picks a free port.
 	Port int
+	// TLS, when set, turns on SSL with this server certificate and locks the cluster down (see
+	// the package comment). The files are copied into Dir, readable only by the server's user;
+	// ReloadTLS picks up new ones.
+	TLS *TLSFiles
+}
+
+// TLSFiles are the PEM files of the server certificate and its key.
+type TLSFiles struct {
+	CertFile, KeyFile string
 }
 
 // Server is a running cluster.
@@ -36,8 +51,14 @@ type Server struct {
 	Port    int
 	Dir     string
 	LogPath string
-	cmd     *exec.Cmd
-	done    chan struct{}
+	// Secure reports a locked-down cluster (Options.TLS).
+	Secure bool
+
+	tls  *TLSFiles
+	sock string
+	cred *syscall.Credential
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 // BinDir finds the directory of the system's PostgreSQL server binaries.
@@ -88,6 +109,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	if o.TLS != nil {
+		// The socket is the superuser's only way in: nobody but the server's user (and root)
+		// may reach it.
+		if err := os.Chmod(sock, 0o700); err != nil {
+			return nil, fmt.Errorf("chmod %s: %w", sock, err)
+		}
+	}
 	cred, err := credential()
 	if err != nil {
 		return nil, err
@@ -105,22 +133,32 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb %s: %w: %s", data, err, out)
 	}
+	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, Secure: o.TLS != nil, tls: o.TLS, sock: sock, cred: cred, done: make(chan struct{})}
+	args := []string{"-D", data, "-p", strconv.Itoa(o.Port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sock,
+		// fsync off and a small footprint: this cluster is throwaway by design.
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=300", "-c", "shared_buffers=128MB"}
+	if o.TLS != nil {
+		if err := s.lockDown(data); err != nil {
+			return nil, err
+		}
+		args = append(args, "-c", "ssl=on",
+			"-c", "ssl_cert_file="+s.tlsPath("server.crt"), "-c", "ssl_key_file="+s.tlsPath("server.key"),
+			"-c", "ssl_min_protocol_version=TLSv1.2", "-c", "password_encryption=scram-sha-256")
+	}
 	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres log: %w", err)
 	}
-	// fsync off and a small footprint: this cluster is throwaway by design.
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(o.Port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+sock,
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=128MB")
+	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start postgres: %w", err)
 	}
-	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, cmd: cmd, done: make(chan struct{})}
+	s.cmd = cmd
 	go func() { _ = cmd.Wait(); logf.Close(); close(s.done) }()
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		s.Stop()
@@ -153,7 +191,7 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 			return ctx.Err()
 		default:
 		}
-		c, err := pgx.Connect(ctx, s.DSN("postgres"))
+		c, err := pgx.Connect(ctx, s.AdminDSN("postgres"))
 		if err == nil {
 			c.Close(ctx)
 			return nil
@@ -164,14 +202,24 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	return fmt.Errorf("postgres not ready after %s: %v", timeout, last)
 }
 
-// DSN is the connection string for database db.
+// DSN is the superuser's TCP connection string for database db. A secure cluster refuses it
+// (no TLS, and the superuser has no password); use AdminDSN there.
 func (s *Server) DSN(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.Port, db)
 }
 
+// AdminDSN is the superuser's connection string for database db: over the Unix socket for a
+// secure cluster, else DSN. Only the launcher uses it, to create roles and databases.
+func (s *Server) AdminDSN(db string) string {
+	if !s.Secure {
+		return s.DSN(db)
+	}
+	return fmt.Sprintf("postgres:///%s?host=%s&port=%d&user=postgres", db, s.sock, s.Port)
+}
+
 // CreateDatabase creates db unless it exists, and returns its DSN.
 func (s *Server) CreateDatabase(ctx context.Context, db string) (string, error) {
-	c, err := pgx.Connect(ctx, s.DSN("postgres"))
+	c, err := pgx.Connect(ctx, s.AdminDSN("postgres"))
 	if err != nil {
 		return "", fmt.Errorf("connect to postgres: %w", err)
 	}
