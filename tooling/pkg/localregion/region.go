@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/internal/pgserver"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // Config describes the region to bring up. Zero values take the documented defaults.
@@ -111,6 +112,8 @@ type Region struct {
 	logDir   string
 	stateDir string
 	binDir   string
+	// pki is the region's dev PKI (<StateDir>/state/pki): every identity's certificate and key.
+	pki *pki.Region
 
 	mu       sync.Mutex
 	services map[string]*service
@@ -359,6 +362,9 @@ func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 	r.onStop(pg.Stop)
 	return pg, nil
 }
+
+// PKI is the region's dev PKI, for tests that rotate a certificate or need an identity's files.
+func (r *Region) PKI() *pki.Region { return r.pki }
 
 // RegionFile is the path of region.json.
 func (r *Region) RegionFile() string { return r.cfg.RegionFile }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // Up brings up a region as cfg says and returns once every part is ready and region.json is
@@ -47,6 +48,14 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	}
 	r.Info.Location = cfg.Location
 	r.Info.LogDir = r.logDir
+
+	consumers := make([]string, 0, cfg.ManagementClusters)
+	for i := 1; i <= cfg.ManagementClusters; i++ {
+		consumers = append(consumers, managementClusterName(i))
+	}
+	if r.pki, err = pki.Create(filepath.Join(r.stateDir, "pki"), pki.Options{MaestroConsumers: consumers}); err != nil {
+		return nil, fmt.Errorf("create the region PKI: %w", err)
+	}
 
 	r.step("building the pinned tools (cached) and our services")
 	apiserverBin, etcdBin, err := KubeBinaries(ctx)
@@ -100,7 +109,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL}
 
 	for i := 1; i <= cfg.ManagementClusters; i++ {
-		name := fmt.Sprintf("mgmt-%d", i)
+		name := managementClusterName(i)
 		r.step("starting management cluster %s (etcd, kube-apiserver, kube-controller-manager, maestro agent, hypershift-sim)", name)
 		info, err := r.startManagementCluster(ctx, name, kubeBinaries{apiserverBin, etcdBin, kcmBin}, maestroBin, ms.RESTURL, mq.Addr)
 		if err != nil {
@@ -150,6 +159,10 @@ func (r *Region) startStuckDeleteWatchdog(maestroREST, brokerAddr string) error 
 	})
 	return nil
 }
+
+// managementClusterName is the name of the i-th management cluster (from 1), which is also its
+// provision shard and Maestro consumer.
+func managementClusterName(i int) string { return fmt.Sprintf("mgmt-%d", i) }
 
 type kubeBinaries struct{ apiserver, etcd, controllerManager string }
 
