@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/openhcp/openhcp/cluster-service/pkg/authz"
 	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
@@ -89,7 +91,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&breakGlassValidity, "break-glass-validity", "BREAK_GLASS_VALIDITY", controller.DefaultCredentialValidity.String(),
 		"lifetime of break-glass kubeconfigs (10m to 168h)")
 	str(&c.listen, "listen", "LISTEN", "127.0.0.1:8090", "gRPC listen address; a non-loopback address needs --tls-cert/--tls-key")
-	str(&c.metricsListen, "metrics-listen", "METRICS_LISTEN", "127.0.0.1:8091", "address for /metrics, /healthz and /readyz")
+	str(&c.metricsListen, "metrics-listen", "METRICS_LISTEN", "127.0.0.1:8091", "address for /metrics, /healthz and /readyz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
 	str(&c.dbDSN, "db-dsn", "DB_DSN", "", "PostgreSQL DSN; required")
 	str(&c.maestroGRPC, "maestro-grpc", "MAESTRO_GRPC", "", "Maestro gRPC source server host:port; required")
 	str(&c.maestroREST, "maestro-rest", "MAESTRO_REST", "", "Maestro REST API base URL; required")
@@ -111,7 +113,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&logLevel, "log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&c.serverTLS.Cert, "tls-cert", "TLS_CERT", "", "server certificate; with --tls-key enables TLS on --listen")
 	str(&c.serverTLS.Key, "tls-key", "TLS_KEY", "", "server key")
-	str(&c.serverTLS.CA, "tls-client-ca", "TLS_CLIENT_CA", "", "CA that client certificates must chain to (mutual TLS)")
+	str(&c.serverTLS.CA, "tls-client-ca", "TLS_CLIENT_CA", "", "CA (bundle) that client certificates must chain to; required with --tls-cert: callers are authorized per method by their certificate's subject (docs/security.md)")
 	str(&c.maestroTLS.CA, "maestro-ca", "MAESTRO_CA", "", "CA that verifies Maestro; any Maestro TLS flag enables TLS to Maestro")
 	str(&c.maestroTLS.Cert, "maestro-cert", "MAESTRO_CERT", "", "client certificate for Maestro")
 	str(&c.maestroTLS.Key, "maestro-key", "MAESTRO_KEY", "", "client key for Maestro")
@@ -178,8 +180,14 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("--maestro-grpc: %q is not host:port", c.maestroGRPC)
 	}
 	// Plaintext only on loopback: checked here so the message names the flag.
-	if _, err := c.serverTLS.Server(c.listen); err != nil {
+	if _, err := c.serverTLS.Server(c.listen, "h2"); err != nil {
 		return c, fmt.Errorf("--listen / --tls-cert / --tls-key: %w", err)
+	}
+	if c.serverTLS.Enabled() && c.serverTLS.CA == "" {
+		return c, errors.New("--tls-cert needs --tls-client-ca: Cluster Service authorizes each caller by its client certificate")
+	}
+	if _, err := c.serverTLS.Metrics(c.metricsListen); err != nil {
+		return c, fmt.Errorf("--metrics-listen: %w", err)
 	}
 	if _, err := c.maestroTLS.Client(c.maestroGRPC); err != nil {
 		return c, fmt.Errorf("--maestro-grpc / --maestro-ca: %w", err)
@@ -227,9 +235,13 @@ func main() {
 }
 
 func run(ctx context.Context, c config, log *slog.Logger) error {
-	serverTLS, err := c.serverTLS.Server(c.listen)
+	serverTLS, err := c.serverTLS.Server(c.listen, "h2")
 	if err != nil {
 		return fmt.Errorf("--tls-cert: %w", err)
+	}
+	metricsTLS, err := c.serverTLS.Metrics(c.metricsListen)
+	if err != nil {
+		return fmt.Errorf("--metrics-listen: %w", err)
 	}
 	maestroTLS, err := c.maestroTLS.Client(c.maestroGRPC)
 	if err != nil {
@@ -269,7 +281,10 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 
 	opts := srv.ServerOptions()
 	if serverTLS != nil {
+		// Mutual TLS authenticates the caller; authz, chained after the logging interceptors,
+		// authorizes it per method. Plaintext (loopback only) has no identities to check.
 		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
+		opts = append(opts, authz.ServerOptions()...)
 	}
 	g := grpc.NewServer(opts...)
 	srv.Register(g)
@@ -297,6 +312,9 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("--metrics-listen %s: %w", c.metricsListen, err)
+	}
+	if metricsTLS != nil {
+		mlis = tls.NewListener(mlis, metricsTLS)
 	}
 
 	errc := make(chan error, 3)

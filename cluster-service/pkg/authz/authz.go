@@ -1,0 +1,124 @@
+// Package authz decides which caller may call which Cluster Service method. A caller is the
+// subject common name of the client certificate the TLS handshake verified; Table is the one
+// place that lists, per gRPC method, the identities allowed to call it. Unlisted methods and
+// unknown identities are refused with PermissionDenied.
+package authz
+
+import (
+	"context"
+	"slices"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+// The identities that call Cluster Service (the certificate common names the region's PKI
+// issues, internal/pki).
+const (
+	Frontend = "frontend" // serves ARM: creates, reads, updates and deletes what ARM asks for
+	Backend  = "backend"  // reads and watches to report ARM operations; the subscription cascade deletes clusters
+	SRE      = "sre"      // operators and the region launcher: provision shards, and reads everything
+)
+
+// Table lists, for every method Cluster Service serves, who may call it. Change it here only;
+// docs/security.md shows it as a table and TestTableCoversEveryMethod keeps it complete.
+var Table = map[string][]string{
+	csv1.Clusters_CreateCluster_FullMethodName: {Frontend},
+	csv1.Clusters_GetCluster_FullMethodName:    {Frontend, Backend, SRE},
+	csv1.Clusters_ListClusters_FullMethodName:  {Frontend, SRE},
+	csv1.Clusters_UpdateCluster_FullMethodName: {Frontend},
+	// The backend deletes the clusters of a deleted subscription (the subscription cascade).
+	csv1.Clusters_DeleteCluster_FullMethodName: {Frontend, Backend},
+	csv1.Clusters_WatchClusters_FullMethodName: {Backend, SRE},
+
+	csv1.NodePools_CreateNodePool_FullMethodName: {Frontend},
+	csv1.NodePools_GetNodePool_FullMethodName:    {Frontend, Backend, SRE},
+	csv1.NodePools_ListNodePools_FullMethodName:  {Frontend, SRE},
+	csv1.NodePools_UpdateNodePool_FullMethodName: {Frontend},
+	csv1.NodePools_DeleteNodePool_FullMethodName: {Frontend},
+	csv1.NodePools_WatchNodePools_FullMethodName: {Backend, SRE},
+
+	csv1.ExternalAuths_CreateExternalAuth_FullMethodName: {Frontend},
+	csv1.ExternalAuths_GetExternalAuth_FullMethodName:    {Frontend, Backend, SRE},
+	csv1.ExternalAuths_ListExternalAuths_FullMethodName:  {Frontend, SRE},
+	csv1.ExternalAuths_UpdateExternalAuth_FullMethodName: {Frontend},
+	csv1.ExternalAuths_DeleteExternalAuth_FullMethodName: {Frontend},
+	csv1.ExternalAuths_WatchExternalAuths_FullMethodName: {Backend, SRE},
+
+	// Break-glass credentials are asked for through ARM only; the backend follows their state.
+	csv1.Credentials_RequestCredential_FullMethodName: {Frontend},
+	csv1.Credentials_GetCredential_FullMethodName:     {Frontend, Backend},
+	csv1.Credentials_ListCredentials_FullMethodName:   {Frontend},
+	csv1.Credentials_RevokeCredentials_FullMethodName: {Frontend},
+	csv1.Credentials_GetRevocation_FullMethodName:     {Frontend, Backend},
+	csv1.Credentials_WatchCredentials_FullMethodName:  {Backend},
+
+	csv1.Versions_ListVersions_FullMethodName: {Frontend, SRE},
+	csv1.Versions_GetVersion_FullMethodName:   {Frontend, SRE},
+
+	// Upgrade policies are written by Cluster Service itself on UpdateCluster; no caller
+	// creates them.
+	csv1.UpgradePolicies_CreateUpgradePolicy_FullMethodName: {},
+	csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName:    {Frontend, SRE},
+	csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: {Frontend, SRE},
+
+	csv1.ProvisionShards_RegisterShard_FullMethodName:  {SRE},
+	csv1.ProvisionShards_ListShards_FullMethodName:     {SRE},
+	csv1.ProvisionShards_SetShardStatus_FullMethodName: {SRE},
+
+	// Health checks: any caller the CA verified.
+	"/grpc.health.v1.Health/Check": {Frontend, Backend, SRE},
+	"/grpc.health.v1.Health/Watch": {Frontend, Backend, SRE},
+	"/grpc.health.v1.Health/List":  {Frontend, Backend, SRE},
+}
+
+// Caller returns the identity of the verified client certificate of ctx's connection.
+func Caller(ctx context.Context) (string, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.AuthInfo == nil {
+		return "", false
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return "", false
+	}
+	return ti.State.VerifiedChains[0][0].Subject.CommonName, true
+}
+
+// Check returns nil if ctx's caller may call method, else PermissionDenied (Unauthenticated
+// without a verified certificate, which the TLS handshake makes impossible on a mutual-TLS
+// port).
+func Check(ctx context.Context, method string) error {
+	who, ok := Caller(ctx)
+	if !ok {
+		return status.Error(codes.Unauthenticated, "no verified client certificate")
+	}
+	if !slices.Contains(Table[method], who) {
+		return status.Errorf(codes.PermissionDenied, "identity %q may not call %s", who, method)
+	}
+	return nil
+}
+
+// ServerOptions returns the interceptors that enforce Table. Chain them after the logging
+// interceptors so refusals are logged and counted.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if err := Check(ctx, info.FullMethod); err != nil {
+				return nil, err
+			}
+			return handler(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			if err := Check(ss.Context(), info.FullMethod); err != nil {
+				return err
+			}
+			return handler(srv, ss)
+		}),
+	}
+}
