@@ -80,12 +80,14 @@ func benchMode(b *testing.B, mode string) (total, backend []time.Duration) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var dsn string
-	for i, a := range main.Spec.Args {
-		if a == "--db-dsn" {
-			dsn = main.Spec.Args[i+1]
-		}
+	// The benchmark reads the document store as the backend does: its own login, its password
+	// from its password file.
+	db, err := region.Info.Postgres.Role("backend")
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Setenv("PGPASSFILE", db.PassFile)
+	dsn := db.DSN
 	main.Stop(10 * time.Second)
 	defer func() {
 		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)

@@ -35,8 +35,12 @@ type MaestroMQTTTLS struct {
 type MaestroServerOptions struct {
 	// Binary is the maestro executable built by hack/tool.sh.
 	Binary string
-	// DSN is the server's PostgreSQL database, postgres://user[:password]@host:port/db.
+	// DSN is the server's PostgreSQL database, postgres://user[:password]@host:port/db, with
+	// optional sslmode and sslrootcert parameters.
 	DSN string
+	// DBPassword, when set, is the database password (it then need not be in DSN). It reaches
+	// maestro only through a 0600 file.
+	DBPassword string
 	// MQTTAddr is the broker's host:port.
 	MQTTAddr string
 	// MQTTTLS, when set, makes the server's broker connection TLS with a client certificate.
@@ -85,7 +89,7 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create maestro dir: %w", err)
 	}
-	dbFlags, err := writeMaestroDBFiles(filepath.Join(o.Dir, "db"), o.DSN)
+	dbFlags, err := writeMaestroDBFiles(filepath.Join(o.Dir, "db"), o.DSN, o.DBPassword)
 	if err != nil {
 		return nil, err
 	}
@@ -195,13 +199,15 @@ func (s *MaestroServer) process() *Process {
 }
 
 // writeMaestroDBFiles writes the db.* files maestro reads its connection from and returns the
-// flags that point at them.
-func writeMaestroDBFiles(dir, dsn string) ([]string, error) {
+// flags that point at them. password, when set, wins over the DSN's.
+func writeMaestroDBFiles(dir, dsn, password string) ([]string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, fmt.Errorf("maestro DSN %q: want postgres://user@host:port/db", redactDSN(dsn))
 	}
-	password, _ := u.User.Password()
+	if password == "" {
+		password, _ = u.User.Password()
+	}
 	port := u.Port()
 	if port == "" {
 		port = "5432"
@@ -232,7 +238,11 @@ func writeMaestroDBFiles(dir, dsn string) ([]string, error) {
 	if sslmode == "" {
 		sslmode = "disable"
 	}
-	return append(flags, "--db-sslmode="+sslmode), nil
+	flags = append(flags, "--db-sslmode="+sslmode)
+	if ca := u.Query().Get("sslrootcert"); ca != "" {
+		flags = append(flags, "--db-rootcert="+ca)
+	}
+	return flags, nil
 }
 
 func redactDSN(dsn string) string {

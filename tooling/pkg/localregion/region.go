@@ -83,8 +83,34 @@ type MaestroInfo struct {
 	MetricsURL string `json:"metrics"`
 }
 
+// PostgresInfo says how each service reaches PostgreSQL: over TLS verified with CAFile, as its
+// own login role, with the password in a libpq password file (PGPASSFILE=PassFile). The
+// superuser has no TCP login; only the launcher uses it, over the Unix socket.
 type PostgresInfo struct {
-	DSN string `json:"dsn"`
+	Addr   string             `json:"addr"`
+	CAFile string             `json:"caFile"`
+	Roles  []PostgresRoleInfo `json:"roles"`
+}
+
+// PostgresRoleInfo is one service's database login.
+type PostgresRoleInfo struct {
+	Service  string `json:"service"`
+	Role     string `json:"role"`
+	Database string `json:"database"`
+	// DSN has no password: set PGPASSFILE to PassFile (0600) to connect.
+	DSN      string `json:"dsn"`
+	PassFile string `json:"passFile"`
+}
+
+// Role returns the database login of a service ("frontend", "backend", "cluster-service",
+// "maestro").
+func (p PostgresInfo) Role(service string) (PostgresRoleInfo, error) {
+	for _, r := range p.Roles {
+		if r.Service == service {
+			return r, nil
+		}
+	}
+	return PostgresRoleInfo{}, fmt.Errorf("no database login for service %q", service)
 }
 
 type MQTTInfo struct {
@@ -120,6 +146,11 @@ type Region struct {
 	stoppers []func()
 	crashes  chan Crash
 	watchdog *StuckDeleteWatchdog
+	// secrets are the generated secrets (see Secrets).
+	secrets []string
+	// dbPasswords are the database passwords by service, for those (Maestro) that want the
+	// password itself in a file of their own.
+	dbPasswords map[string]string
 }
 
 // StuckDeleteKicks is how many times the region's StuckDeleteWatchdog made an agent reconnect
@@ -352,16 +383,69 @@ func (r *Region) writeInfo() error {
 
 func url127(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 
-// startPostgres starts the region's PostgreSQL with one database per service.
+// startPostgres starts the region's PostgreSQL, locked down (TLS only, SCRAM passwords, no
+// superuser over TCP), with one database per service owned by that service's login role.
 func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 	dir := filepath.Join(r.stateDir, "postgres")
-	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: dir, LogPath: filepath.Join(r.logDir, "postgres.log")})
+	f := r.pki.MustFiles(pki.Postgres)
+	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: dir, LogPath: filepath.Join(r.logDir, "postgres.log"),
+		TLS: &pgserver.TLSFiles{CertFile: f.Cert, KeyFile: f.Key}})
 	if err != nil {
 		return nil, err
 	}
 	r.onStop(pg.Stop)
+	r.Info.Postgres = PostgresInfo{Addr: net127(pg.Port), CAFile: r.pki.CAFile}
+	// The frontend and the backend share the document store: each logs in as itself and acts
+	// as the store's owner role, so either may run the migrations.
+	if err := pg.CreateGroupRole(ctx, "resourceprovider"); err != nil {
+		return nil, err
+	}
+	for _, l := range []struct{ service, role, db, group string }{
+		{"frontend", "frontend", "resourceprovider", "resourceprovider"},
+		{"backend", "backend", "resourceprovider", "resourceprovider"},
+		{"cluster-service", "clusterservice", "clusterservice", ""},
+		{"maestro", "maestro", "maestro", ""},
+	} {
+		password, err := pgserver.NewPassword()
+		if err != nil {
+			return nil, err
+		}
+		r.secrets = append(r.secrets, password)
+		r.dbPasswords[l.service] = password
+		if err := pg.CreateLoginRole(ctx, l.role, password, l.group); err != nil {
+			return nil, err
+		}
+		owner := l.role
+		if l.group != "" {
+			owner = l.group
+		}
+		if err := pg.CreateOwnedDatabase(ctx, l.db, owner); err != nil {
+			return nil, err
+		}
+		passFile := filepath.Join(r.secretsDir(), l.role+".pgpass")
+		if err := pg.WritePassFile(passFile, l.role, l.db, password); err != nil {
+			return nil, err
+		}
+		r.Info.Postgres.Roles = append(r.Info.Postgres.Roles, PostgresRoleInfo{
+			Service: l.service, Role: l.role, Database: l.db, DSN: pg.RoleDSN(l.role, l.db, r.pki.CAFile), PassFile: passFile})
+	}
 	return pg, nil
 }
+
+// secretsDir holds the region's generated secrets (database password files, the Cluster
+// Service key-encryption keys), each 0600 in a 0700 directory.
+func (r *Region) secretsDir() string { return filepath.Join(r.stateDir, "secrets") }
+
+// Secrets returns every secret the region generated (passwords, key-encryption keys, private
+// keys), for tests that prove none of them leaks into a log or a command line.
+func (r *Region) Secrets() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.secrets...)
+}
+
+// pgEnv is the environment that gives a service its database password.
+func pgEnv(l PostgresRoleInfo) []string { return []string{"PGPASSFILE=" + l.PassFile} }
 
 // PKI is the region's dev PKI, for tests that rotate a certificate or need an identity's files.
 func (r *Region) PKI() *pki.Region { return r.pki }

@@ -24,12 +24,13 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 		return nil, err
 	}
 	r = &Region{
-		cfg:      cfg,
-		logDir:   filepath.Join(cfg.StateDir, "logs"),
-		stateDir: filepath.Join(cfg.StateDir, "state"),
-		binDir:   filepath.Join(cfg.StateDir, "bin"),
-		services: map[string]*service{},
-		crashes:  make(chan Crash, 32),
+		cfg:         cfg,
+		logDir:      filepath.Join(cfg.StateDir, "logs"),
+		stateDir:    filepath.Join(cfg.StateDir, "state"),
+		binDir:      filepath.Join(cfg.StateDir, "bin"),
+		services:    map[string]*service{},
+		crashes:     make(chan Crash, 32),
+		dbPasswords: map[string]string{},
 	}
 	defer func() {
 		if err != nil {
@@ -75,16 +76,8 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	}
 
 	r.step("starting PostgreSQL")
-	pg, err := r.startPostgres(ctx)
-	if err != nil {
+	if _, err := r.startPostgres(ctx); err != nil {
 		return nil, err
-	}
-	r.Info.Postgres.DSN = pg.DSN("postgres")
-	dsns := map[string]string{}
-	for _, db := range []string{"maestro", "clusterservice", "resourceprovider"} {
-		if dsns[db], err = pg.CreateDatabase(ctx, db); err != nil {
-			return nil, err
-		}
 	}
 
 	r.step("starting mosquitto")
@@ -97,8 +90,12 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	r.Info.MQTT.URL = "mqtt://" + mq.Addr
 
 	r.step("starting the Maestro server")
+	maestroDB, err := r.Info.Postgres.Role("maestro")
+	if err != nil {
+		return nil, err
+	}
 	ms, err := StartMaestroServer(ctx, MaestroServerOptions{
-		Binary: maestroBin, DSN: dsns["maestro"], MQTTAddr: mq.Addr,
+		Binary: maestroBin, DSN: maestroDB.DSN, DBPassword: r.dbPasswords["maestro"], MQTTAddr: mq.Addr,
 		Dir: filepath.Join(r.stateDir, "maestro-server"), LogDir: r.logDir,
 	})
 	if err != nil {
@@ -123,15 +120,15 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	}
 
 	r.step("starting Cluster Service")
-	if err := r.startClusterService(ctx, dsns["clusterservice"], ms); err != nil {
+	if err := r.startClusterService(ctx, ms); err != nil {
 		return nil, err
 	}
 	r.step("starting the backend")
-	if err := r.startBackend(ctx, dsns["resourceprovider"]); err != nil {
+	if err := r.startBackend(ctx); err != nil {
 		return nil, err
 	}
 	r.step("starting the frontend")
-	if err := r.startFrontend(ctx, dsns["resourceprovider"]); err != nil {
+	if err := r.startFrontend(ctx); err != nil {
 		return nil, err
 	}
 	if err := r.writeInfo(); err != nil {
@@ -221,18 +218,22 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 	}, nil
 }
 
-func (r *Region) startClusterService(ctx context.Context, dsn string, ms *MaestroServer) error {
+func (r *Region) startClusterService(ctx context.Context, ms *MaestroServer) error {
+	db, err := r.Info.Postgres.Role("cluster-service")
+	if err != nil {
+		return err
+	}
 	ports, err := FreePorts(2)
 	if err != nil {
 		return err
 	}
 	grpcAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	err = r.startService(ctx, ProcSpec{
-		Name: "cluster-service", Path: filepath.Join(r.binDir, "cluster-service"), LogDir: r.logDir,
+		Name: "cluster-service", Path: filepath.Join(r.binDir, "cluster-service"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: []string{
 			"--listen", grpcAddr,
 			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(ports[1]),
-			"--db-dsn", dsn,
+			"--db-dsn", db.DSN,
 			"--maestro-grpc", ms.GRPCAddr,
 			"--maestro-rest", ms.RESTURL,
 			"--env-name", r.cfg.EnvName,
@@ -272,8 +273,8 @@ func (r *Region) registerShards(ctx context.Context, addr string) error {
 	return nil
 }
 
-func (r *Region) startBackend(ctx context.Context, dsn string) error {
-	info, err := r.startBackendProcess(ctx, "backend", dsn, nil)
+func (r *Region) startBackend(ctx context.Context) error {
+	info, err := r.startBackendProcess(ctx, "backend", nil)
 	if err != nil {
 		return err
 	}
@@ -287,35 +288,33 @@ func (r *Region) startBackend(ctx context.Context, dsn string) error {
 // for the lease. Kill, Restart and Process work on it by name.
 func (r *Region) StartBackend(ctx context.Context, name string, extra ...string) (ServiceInfo, error) {
 	r.mu.Lock()
-	first, ok := r.services["backend"]
+	_, ok := r.services["backend"]
 	r.mu.Unlock()
 	if !ok {
 		return ServiceInfo{}, fmt.Errorf("the region has no backend to copy the flags of")
 	}
-	var dsn string
-	for i, a := range first.spec.Args {
-		if a == "--db-dsn" && i+1 < len(first.spec.Args) {
-			dsn = first.spec.Args[i+1]
-		}
-	}
-	return r.startBackendProcess(ctx, name, dsn, extra)
+	return r.startBackendProcess(ctx, name, extra)
 }
 
-func (r *Region) startBackendProcess(ctx context.Context, name, dsn string, extra []string) (ServiceInfo, error) {
+func (r *Region) startBackendProcess(ctx context.Context, name string, extra []string) (ServiceInfo, error) {
+	db, err := r.Info.Postgres.Role("backend")
+	if err != nil {
+		return ServiceInfo{}, err
+	}
 	port, err := FreePort()
 	if err != nil {
 		return ServiceInfo{}, err
 	}
 	metrics := url127(port)
 	args := []string{
-		"--db-dsn", dsn,
+		"--db-dsn", db.DSN,
 		"--cluster-service", r.Info.ClusterService.GRPC,
 		"--metrics-listen", "127.0.0.1:" + strconv.Itoa(port),
 		"--resync-period", r.cfg.BackendResync.String(),
 		"--replica-id", name,
 	}
 	err = r.startService(ctx, ProcSpec{
-		Name: name, Path: filepath.Join(r.binDir, "backend"), LogDir: r.logDir,
+		Name: name, Path: filepath.Join(r.binDir, "backend"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: append(args, extra...),
 	}, HTTPReady(nil, metrics+"/healthz"))
 	if err != nil {
@@ -324,18 +323,22 @@ func (r *Region) startBackendProcess(ctx context.Context, name, dsn string, extr
 	return ServiceInfo{MetricsURL: metrics + "/metrics"}, nil
 }
 
-func (r *Region) startFrontend(ctx context.Context, dsn string) error {
+func (r *Region) startFrontend(ctx context.Context) error {
+	db, err := r.Info.Postgres.Role("frontend")
+	if err != nil {
+		return err
+	}
 	ports, err := FreePorts(2)
 	if err != nil {
 		return err
 	}
 	url := url127(ports[0])
 	err = r.startService(ctx, ProcSpec{
-		Name: "frontend", Path: filepath.Join(r.binDir, "frontend"), LogDir: r.logDir,
+		Name: "frontend", Path: filepath.Join(r.binDir, "frontend"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: []string{
 			"--listen", "127.0.0.1:" + strconv.Itoa(ports[0]),
 			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(ports[1]),
-			"--db-dsn", dsn,
+			"--db-dsn", db.DSN,
 			"--cluster-service", r.Info.ClusterService.GRPC,
 			"--location", r.cfg.Location,
 		},
