@@ -65,13 +65,13 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		fs.DurationVar(p, name, def, usage+" (env "+env+")")
 	}
 	str(&o.listen, "listen", "FRONTEND_LISTEN", "127.0.0.1:8443", "address of the ARM API")
-	str(&o.metricsListen, "metrics-listen", "FRONTEND_METRICS_LISTEN", "127.0.0.1:9443", "address of /metrics")
+	str(&o.metricsListen, "metrics-listen", "FRONTEND_METRICS_LISTEN", "127.0.0.1:9443", "address of /metrics: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
 	o.store.Register(fs, "FRONTEND", getenv)
 	str(&o.clusterService, "cluster-service", "FRONTEND_CLUSTER_SERVICE", "", "Cluster Service gRPC address host:port (required)")
 	str(&o.location, "location", "FRONTEND_LOCATION", "", "Azure region served, e.g. eastus (required)")
-	str(&o.serverTLS.Cert, "tls-cert", "FRONTEND_TLS_CERT", "", "server certificate (PEM); without it the listeners must be loopback")
+	str(&o.serverTLS.Cert, "tls-cert", "FRONTEND_TLS_CERT", "", "server certificate (PEM), re-read when it changes; without it the listeners must be loopback; with it --tls-client-ca and --arm-client-subjects are required")
 	str(&o.serverTLS.Key, "tls-key", "FRONTEND_TLS_KEY", "", "server key (PEM)")
-	str(&o.serverTLS.CA, "tls-client-ca", "FRONTEND_TLS_CLIENT_CA", "", "CA for client certificates; set to require mutual TLS")
+	str(&o.serverTLS.CA, "tls-client-ca", "FRONTEND_TLS_CLIENT_CA", "", "CA that ARM's client certificate must chain to (mutual TLS); a certificate of another CA fails the handshake")
 	str(&o.csTLS.CA, "cluster-service-ca", "FRONTEND_CLUSTER_SERVICE_CA", "", "CA of Cluster Service's certificate; without TLS files the address must be loopback")
 	str(&o.csTLS.Cert, "cluster-service-cert", "FRONTEND_CLUSTER_SERVICE_CERT", "", "client certificate for Cluster Service (PEM)")
 	str(&o.csTLS.Key, "cluster-service-key", "FRONTEND_CLUSTER_SERVICE_KEY", "", "client key for Cluster Service (PEM)")
@@ -79,7 +79,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	dur(&o.csTimeout, "cluster-service-timeout", "FRONTEND_CLUSTER_SERVICE_TIMEOUT", 30*time.Second, "timeout of each Cluster Service call")
 	str(&o.logLevel, "log-level", "FRONTEND_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.roleSetsFile, "operator-identity-roles-file", "FRONTEND_OPERATOR_IDENTITY_ROLES_FILE", "", "JSON catalogue of hcpOperatorIdentityRoleSets (format: docs/api.md); default: the built-in one")
-	str(&o.clientSubjects, "arm-client-subjects", "FRONTEND_ARM_CLIENT_SUBJECTS", "", "comma-separated subject common names of the client certificates allowed to call the ARM API (ARM's); needs --tls-client-ca; empty allows any client the CA verifies")
+	str(&o.clientSubjects, "arm-client-subjects", "FRONTEND_ARM_CLIENT_SUBJECTS", "", "comma-separated subject common names of the client certificates allowed to call the ARM API (ARM's); required with --tls-client-ca")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -114,6 +114,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.clientSubjects != "" && o.serverTLS.CA == "" {
 		return nil, fmt.Errorf("--arm-client-subjects needs --tls-client-ca: subjects can only be checked on verified client certificates")
 	}
+	// Zero trust: once the ARM API speaks TLS, only ARM's certificate gets in.
+	if o.serverTLS.Enabled() && (o.serverTLS.CA == "" || strings.TrimSpace(o.clientSubjects) == "") {
+		return nil, fmt.Errorf("--tls-cert needs --tls-client-ca and --arm-client-subjects: the ARM API admits only ARM's client certificate")
+	}
 	switch o.logLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -143,11 +147,14 @@ func run(o *options) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
-	apiTLS, err := o.serverTLS.Server(o.listen)
+	// A request without a certificate reaches middlewareClientCertificate, which answers 401
+	// with an ARM error body (and lets /healthz through); a certificate of another CA fails the
+	// handshake.
+	apiTLS, err := o.serverTLS.ServerClientAuth(o.listen, tls.VerifyClientCertIfGiven)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
-	metricsTLS, err := o.serverTLS.Server(o.metricsListen)
+	metricsTLS, err := o.serverTLS.Metrics(o.metricsListen)
 	if err != nil {
 		return fmt.Errorf("--metrics-listen %s: %w", o.metricsListen, err)
 	}

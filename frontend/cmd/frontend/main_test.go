@@ -24,6 +24,8 @@ func TestParseFlags(t *testing.T) {
 		{"retry_after_below_a_second", append(base, "--retry-after=10ms"), nil, "--retry-after"},
 		{"bad_log_level", append(base, "--log-level=loud"), nil, "--log-level"},
 		{"unknown_flag", append(base, "--nope"), nil, "nope"},
+		{"tls_needs_client_ca_and_subjects", append(base, "--tls-cert=c", "--tls-key=k"), nil, "--tls-cert needs --tls-client-ca and --arm-client-subjects"},
+		{"client_ca_needs_subjects", append(base, "--tls-cert=c", "--tls-key=k", "--tls-client-ca=ca"), nil, "--arm-client-subjects"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := parseFlags(tc.args, func(k string) string { return tc.env[k] })
