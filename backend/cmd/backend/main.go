@@ -61,9 +61,9 @@ func parseFlags() flags {
 	var f flags
 	f.store.Register(flag.CommandLine, "BACKEND", os.Getenv)
 	flag.StringVar(&f.clusterService, "cluster-service", env("BACKEND_CLUSTER_SERVICE", "127.0.0.1:8090"), "Cluster Service gRPC address (env BACKEND_CLUSTER_SERVICE)")
-	flag.StringVar(&f.metricsListen, "metrics-listen", env("BACKEND_METRICS_LISTEN", "127.0.0.1:8081"), "address for /metrics and /healthz (env BACKEND_METRICS_LISTEN)")
+	flag.StringVar(&f.metricsListen, "metrics-listen", env("BACKEND_METRICS_LISTEN", "127.0.0.1:8081"), "address for /metrics and /healthz, loopback only (env BACKEND_METRICS_LISTEN)")
 	flag.StringVar(&f.csTLS.CA, "cluster-service-ca", env("BACKEND_CLUSTER_SERVICE_CA", ""), "CA file that verifies Cluster Service; with the cert flags enables TLS (env BACKEND_CLUSTER_SERVICE_CA)")
-	flag.StringVar(&f.csTLS.Cert, "cluster-service-cert", env("BACKEND_CLUSTER_SERVICE_CERT", ""), "client certificate for Cluster Service (env BACKEND_CLUSTER_SERVICE_CERT)")
+	flag.StringVar(&f.csTLS.Cert, "cluster-service-cert", env("BACKEND_CLUSTER_SERVICE_CERT", ""), "client certificate for Cluster Service (the backend identity; re-read when it changes) (env BACKEND_CLUSTER_SERVICE_CERT)")
 	flag.StringVar(&f.csTLS.Key, "cluster-service-key", env("BACKEND_CLUSTER_SERVICE_KEY", ""), "client key for Cluster Service (env BACKEND_CLUSTER_SERVICE_KEY)")
 	flag.DurationVar(&f.cfg.ResyncPeriod, "resync-period", envDuration("BACKEND_RESYNC_PERIOD", 30*time.Second), "how often every active operation is rechecked without events (env BACKEND_RESYNC_PERIOD)")
 	flag.DurationVar(&f.cfg.CreateDeadline, "create-deadline", envDuration("BACKEND_CREATE_DEADLINE", 60*time.Minute), "create/update operations fail after this long (env BACKEND_CREATE_DEADLINE)")
@@ -131,6 +131,11 @@ func main() {
 }
 
 func run(ctx context.Context, f flags, log *slog.Logger) error {
+	// The backend has no server certificate: its metrics and health stay on loopback, scraped
+	// by the node's own agent.
+	if err := tlsconfig.RequireLoopback(f.metricsListen); err != nil {
+		return fmt.Errorf("--metrics-listen %s: the backend serves /metrics on loopback only", f.metricsListen)
+	}
 	csTLS, err := f.csTLS.Client(f.clusterService)
 	if err != nil {
 		return fmt.Errorf("--cluster-service: %w", err)
