@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/pki"
 
 	"github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/store"
@@ -358,7 +357,7 @@ func csState(ctx context.Context, b *testing.B, sub, rg string, i int) string {
 
 func clusterServiceB(b *testing.B) csv1.ClustersClient {
 	b.Helper()
-	conn, err := grpc.NewClient(region.Info.ClusterService.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := region.DialClusterServiceAs(pki.SRE)
 	if err != nil {
 		b.Fatalf("dial cluster service: %v", err)
 	}

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
@@ -30,8 +29,12 @@ const apiVersion = "2024-06-10-preview"
 var (
 	hostedClusterGVR       = schema.GroupVersionResource{Group: "hypershift.openshift.io", Version: "v1beta1", Resource: "hostedclusters"}
 	appliedManifestWorkGVR = schema.GroupVersionResource{Group: "work.open-cluster-management.io", Version: "v1", Resource: "appliedmanifestworks"}
-	httpClient             = &http.Client{Timeout: 30 * time.Second}
 )
+
+// httpClient presents ARM's client certificate and trusts the region CA, as ARM does: the
+// frontend admits nothing else. runMain makes it once the region is up (it is also fine for
+// the plaintext loopback metrics endpoints).
+var httpClient *http.Client
 
 // armResponse is a frontend answer with its body read.
 type armResponse struct {
@@ -166,7 +169,7 @@ func waitOperation(t *testing.T, asyncURL string, timeout time.Duration) map[str
 
 func clusterService(t *testing.T) csv1.ClustersClient {
 	t.Helper()
-	conn, err := grpc.NewClient(region.Info.ClusterService.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := region.DialClusterServiceAs(pki.SRE)
 	if err != nil {
 		t.Fatalf("dial cluster service: %v", err)
 	}

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,13 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 var nodePoolGVR = schema.GroupVersionResource{Group: "hypershift.openshift.io", Version: "v1beta1", Resource: "nodepools"}
 
 func nodePoolsClient(t *testing.T) csv1.NodePoolsClient {
 	t.Helper()
-	conn, err := grpc.NewClient(region.Info.ClusterService.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The test does what the frontend would, so it calls as the frontend's identity.
+	conn, err := region.DialClusterServiceAs(pki.Frontend)
 	if err != nil {
 		t.Fatalf("dial cluster service: %v", err)
 	}

@@ -48,6 +48,11 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "region up in %s\n", time.Since(start).Round(time.Millisecond))
+	if httpClient, err = region.Info.Frontend.HTTPClient(30 * time.Second); err != nil {
+		fmt.Fprintf(os.Stderr, "ARM client: %v\n", err)
+		region.Stop()
+		return 1
+	}
 	code := m.Run()
 	if code != 0 {
 		dumpLogs(region.Info.LogDir)

@@ -11,15 +11,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 func provisionShards(t *testing.T) csv1.ProvisionShardsClient {
 	t.Helper()
-	conn, err := grpc.NewClient(region.Info.ClusterService.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := region.DialClusterServiceAs(pki.SRE)
 	if err != nil {
 		t.Fatalf("dial cluster service: %v", err)
 	}

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // TestUpgradeThroughARM lists the region's versions (hcpOpenShiftVersions), then through the
@@ -157,7 +156,7 @@ func entry(h any) string {
 
 func upgradePolicies(t *testing.T, clusterID string) []*csv1.UpgradePolicy {
 	t.Helper()
-	conn, err := grpc.NewClient(region.Info.ClusterService.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := region.DialClusterServiceAs(pki.SRE)
 	if err != nil {
 		t.Fatalf("dial cluster service: %v", err)
 	}

@@ -66,14 +66,20 @@ type Info struct {
 	LogDir             string                  `json:"logDir"`
 }
 
+// FrontendInfo is the ARM API: HTTPS with mutual TLS. ClientTLS is ARM's identity (the only
+// subject the frontend admits) and the region CA that verifies the frontend.
 type FrontendInfo struct {
-	URL        string `json:"url"`
-	CAFile     string `json:"caFile,omitempty"`
+	URL string `json:"url"`
+	ClientTLS
 	MetricsURL string `json:"metrics"`
 }
 
+// ServiceInfo is one of our services. For Cluster Service, ClientTLS is the SRE identity (what
+// an operator's tool uses; it may read everything and manage provision shards, see
+// cluster-service/pkg/authz); the backend serves no API.
 type ServiceInfo struct {
-	GRPC       string `json:"grpc,omitempty"`
+	GRPC string `json:"grpc,omitempty"`
+	ClientTLS
 	MetricsURL string `json:"metrics"`
 }
 

@@ -10,9 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -230,9 +227,9 @@ func (r *Region) startClusterService(ctx context.Context, ms *MaestroServer) err
 	grpcAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	err = r.startService(ctx, ProcSpec{
 		Name: "cluster-service", Path: filepath.Join(r.binDir, "cluster-service"), LogDir: r.logDir, Env: pgEnv(db),
-		Args: []string{
+		Args: append(r.clusterServiceServerArgs(),
 			"--listen", grpcAddr,
-			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(ports[1]),
+			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
 			"--db-dsn", db.DSN,
 			"--maestro-grpc", ms.GRPCAddr,
 			"--maestro-rest", ms.RESTURL,
@@ -242,20 +239,22 @@ func (r *Region) startClusterService(ctx context.Context, ms *MaestroServer) err
 			// identity client IDs; HyperShift's CRD still requires them, so every hosted
 			// cluster of the local region gets this one development placeholder.
 			"--dev-workload-identity-client-id", devIdentityClientID(),
-		},
+		),
 	}, TCPReady(grpcAddr))
 	if err != nil {
 		return err
 	}
-	r.Info.ClusterService = ServiceInfo{GRPC: grpcAddr, MetricsURL: url127(ports[1]) + "/metrics"}
+	r.Info.ClusterService = ServiceInfo{GRPC: grpcAddr, ClientTLS: r.clientTLS(pki.SRE), MetricsURL: url127(ports[1]) + "/metrics"}
 	return r.registerShards(ctx, grpcAddr)
 }
 
 // registerShards makes every management cluster an active provision shard.
 func (r *Region) registerShards(ctx context.Context, addr string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// Changing provision shards is an operator's right only (cluster-service/pkg/authz): the
+	// launcher acts as the SRE identity.
+	conn, err := DialClusterService(addr, r.clientTLS(pki.SRE))
 	if err != nil {
-		return fmt.Errorf("dial cluster service: %w", err)
+		return err
 	}
 	defer conn.Close()
 	c := csv1.NewProvisionShardsClient(conn)
@@ -313,6 +312,7 @@ func (r *Region) startBackendProcess(ctx context.Context, name string, extra []s
 		"--resync-period", r.cfg.BackendResync.String(),
 		"--replica-id", name,
 	}
+	args = append(args, r.clusterServiceClientArgs(pki.Backend)...)
 	err = r.startService(ctx, ProcSpec{
 		Name: name, Path: filepath.Join(r.binDir, "backend"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: append(args, extra...),
@@ -332,21 +332,27 @@ func (r *Region) startFrontend(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	url := url127(ports[0])
-	err = r.startService(ctx, ProcSpec{
-		Name: "frontend", Path: filepath.Join(r.binDir, "frontend"), LogDir: r.logDir, Env: pgEnv(db),
-		Args: []string{
-			"--listen", "127.0.0.1:" + strconv.Itoa(ports[0]),
-			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(ports[1]),
-			"--db-dsn", db.DSN,
-			"--cluster-service", r.Info.ClusterService.GRPC,
-			"--location", r.cfg.Location,
-		},
-	}, HTTPReady(nil, url+"/healthz"))
+	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	url := "https://" + addr
+	probe, err := r.probeClient(addr)
 	if err != nil {
 		return err
 	}
-	r.Info.Frontend = FrontendInfo{URL: url, MetricsURL: url127(ports[1]) + "/metrics"}
+	args := append(r.frontendServerArgs(), r.clusterServiceClientArgs(pki.Frontend)...)
+	err = r.startService(ctx, ProcSpec{
+		Name: "frontend", Path: filepath.Join(r.binDir, "frontend"), LogDir: r.logDir, Env: pgEnv(db),
+		Args: append(args,
+			"--listen", "127.0.0.1:"+strconv.Itoa(ports[0]),
+			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
+			"--db-dsn", db.DSN,
+			"--cluster-service", r.Info.ClusterService.GRPC,
+			"--location", r.cfg.Location,
+		),
+	}, HTTPReady(probe, url+"/healthz"))
+	if err != nil {
+		return err
+	}
+	r.Info.Frontend = FrontendInfo{URL: url, ClientTLS: r.clientTLS(pki.ARM), MetricsURL: url127(ports[1]) + "/metrics"}
 	return nil
 }
 

@@ -1,0 +1,120 @@
+package localregion
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+// ClientTLS are the files a tool or test needs to call one of the region's endpoints: the CA
+// that verifies the server and the client identity to present.
+type ClientTLS struct {
+	CAFile         string `json:"caFile,omitempty"`
+	ClientCertFile string `json:"clientCertFile,omitempty"`
+	ClientKeyFile  string `json:"clientKeyFile,omitempty"`
+}
+
+// Files returns them in tlsconfig's terms.
+func (c ClientTLS) Files() tlsconfig.Files {
+	return tlsconfig.Files{CA: c.CAFile, Cert: c.ClientCertFile, Key: c.ClientKeyFile}
+}
+
+// clientTLS is the region CA plus one identity's files.
+func (r *Region) clientTLS(identity string) ClientTLS {
+	f := r.pki.MustFiles(identity)
+	return ClientTLS{CAFile: r.pki.CAFile, ClientCertFile: f.Cert, ClientKeyFile: f.Key}
+}
+
+// HTTPClient returns an HTTP client for the frontend's ARM API that presents ARM's identity,
+// as ARM does. Each call makes a new client; keep-alives reuse its connections.
+func (f FrontendInfo) HTTPClient(timeout time.Duration) (*http.Client, error) {
+	cfg, err := f.ClientTLS.Files().Client(hostOf(f.URL))
+	if err != nil {
+		return nil, fmt.Errorf("frontend TLS: %w", err)
+	}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		TLSClientConfig: cfg, MaxIdleConnsPerHost: 32, IdleConnTimeout: 90 * time.Second,
+	}}, nil
+}
+
+// Dial connects to Cluster Service as the identity region.json lists for it (sre: what an
+// operator's tool uses).
+func (s ServiceInfo) Dial() (*grpc.ClientConn, error) {
+	return DialClusterService(s.GRPC, s.ClientTLS)
+}
+
+// DialClusterService connects to Cluster Service at addr with the given files (mutual TLS).
+func DialClusterService(addr string, c ClientTLS) (*grpc.ClientConn, error) {
+	cfg, err := c.Files().Client(addr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster service TLS: %w", err)
+	}
+	if cfg == nil {
+		return nil, fmt.Errorf("cluster service %s: no TLS files", addr)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		return nil, fmt.Errorf("dial cluster service %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// DialClusterServiceAs connects to the region's Cluster Service as one of the region's
+// identities (pki.Frontend, pki.Backend, pki.SRE, ...), for tests that act as that service.
+func (r *Region) DialClusterServiceAs(identity string) (*grpc.ClientConn, error) {
+	if _, err := r.pki.Files(identity); err != nil {
+		return nil, err
+	}
+	return DialClusterService(r.Info.ClusterService.GRPC, r.clientTLS(identity))
+}
+
+// clusterServiceServerArgs make Cluster Service serve mutual TLS as its own identity, admitting
+// the region's services and the SRE identity (the bundle of both CAs); pkg/authz decides per
+// method.
+func (r *Region) clusterServiceServerArgs() []string {
+	f := r.pki.MustFiles(pki.ClusterService)
+	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", r.pki.BundleFile}
+}
+
+// clusterServiceClientArgs are the frontend's and backend's flags to call Cluster Service as
+// identity.
+func (r *Region) clusterServiceClientArgs(identity string) []string {
+	c := r.clientTLS(identity)
+	return []string{"--cluster-service-ca", c.CAFile, "--cluster-service-cert", c.ClientCertFile, "--cluster-service-key", c.ClientKeyFile}
+}
+
+// frontendServerArgs make the ARM API mutual TLS admitting only ARM's certificate.
+func (r *Region) frontendServerArgs() []string {
+	f := r.pki.MustFiles(pki.Frontend)
+	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", r.pki.ClientCAFile, "--arm-client-subjects", pki.ARM}
+}
+
+// probeClient verifies the region's servers and presents no certificate: enough for /healthz.
+func (r *Region) probeClient(addr string) (*http.Client, error) {
+	cfg, err := tlsconfig.Files{CA: r.pki.CAFile}.Client(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}, nil
+}
+
+// hostOf returns host:port of an http(s) URL.
+func hostOf(u string) string {
+	for _, p := range []string{"https://", "http://"} {
+		if len(u) > len(p) && u[:len(p)] == p {
+			u = u[len(p):]
+		}
+	}
+	for i, c := range u {
+		if c == '/' {
+			return u[:i]
+		}
+	}
+	return u
+}
