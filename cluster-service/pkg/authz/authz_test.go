@@ -1,7 +1,9 @@
 package authz
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -49,5 +51,51 @@ func TestOnlySREChangesShards(t *testing.T) {
 		if got := Table[m]; !slices.Equal(got, []string{SRE}) {
 			t.Errorf("%s: %v, want only %s", m, got, SRE)
 		}
+	}
+}
+
+// TestDocsTableMatchesCode keeps docs/security.md's table of who may call what in step with
+// Table, which is its one owner.
+func TestDocsTableMatchesCode(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start, end := strings.Index(doc, "<!-- authz-table"), strings.Index(doc, "<!-- /authz-table -->")
+	if start < 0 || end < start {
+		t.Fatal("docs/security.md has no authz-table markers")
+	}
+	got := map[string][]string{}
+	for _, line := range strings.Split(doc[start:end], "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 6 || !strings.Contains(cells[1], "`") {
+			continue
+		}
+		m := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		if strings.HasPrefix(m, "grpc.") {
+			m = "/" + m
+		} else {
+			m = "/openhcp.clusterservice.v1." + m
+		}
+		who := []string{}
+		for i, id := range []string{Frontend, Backend, SRE} {
+			if strings.TrimSpace(cells[2+i]) != "" {
+				who = append(who, id)
+			}
+		}
+		got[m] = who
+	}
+	for m, want := range Table {
+		w := slices.Clone(want)
+		slices.Sort(w)
+		g := got[m]
+		slices.Sort(g)
+		if _, ok := got[m]; !ok || !slices.Equal(g, w) {
+			t.Errorf("docs/security.md: %s lists %v, the code %v", m, got[m], want)
+		}
+	}
+	if len(got) != len(Table) {
+		t.Errorf("docs/security.md lists %d methods, the code %d", len(got), len(Table))
 	}
 }
