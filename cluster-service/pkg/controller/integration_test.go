@@ -95,7 +95,7 @@ func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *
 		t.Fatalf("start management cluster: %v", err)
 	}
 	t.Cleanup(mc.Stop)
-	if err := localregion.RegisterConsumer(ctx, ms.RESTURL, shard); err != nil {
+	if err := ms.REST().RegisterConsumer(ctx, shard); err != nil {
 		t.Fatalf("register consumer: %v", err)
 	}
 	agent, err := localregion.StartMaestroAgent(ctx, localregion.MaestroAgentOptions{Binary: maestroBin, ConsumerName: shard,
@@ -132,7 +132,7 @@ func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *
 	wdCtx, stopWatchdog := context.WithCancel(ctx)
 	t.Cleanup(stopWatchdog)
 	wd := localregion.StartStuckDeleteWatchdog(wdCtx, localregion.StuckDeleteWatchdogOptions{
-		MaestroREST: ms.RESTURL, BrokerAddr: mq.Addr, AgentClientIDs: map[string]string{shard: agent.ClientID},
+		Maestro: ms.REST(), BrokerAddr: mq.Addr, AgentClientIDs: map[string]string{shard: agent.ClientID},
 		StuckAfter: 30 * time.Second, Interval: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(wdLog, nil)), // left open: a scan may still be ending
 	})

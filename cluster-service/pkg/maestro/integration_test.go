@@ -100,7 +100,7 @@ func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 		t.Fatal(err)
 	}
 	t.Cleanup(mc.Stop)
-	if err := localregion.RegisterConsumer(ctx, srv.RESTURL, consumer); err != nil {
+	if err := srv.REST().RegisterConsumer(ctx, consumer); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()

@@ -36,13 +36,17 @@ type StuckDeleteWatchdog struct {
 
 // StuckDeleteWatchdogOptions configures the watchdog.
 type StuckDeleteWatchdogOptions struct {
-	// MaestroREST is the Maestro server's REST base URL.
-	MaestroREST string
-	// BrokerAddr is the MQTT broker's host:port; BrokerTLS its client TLS (nil: plaintext).
+	// Maestro is the Maestro server's REST API; the watchdog only lists resource bundles.
+	Maestro MaestroREST
+	// BrokerAddr is the MQTT broker's host:port.
 	BrokerAddr string
-	BrokerTLS  *tls.Config
-	// AgentClientIDs maps each consumer to its agent's MQTT client ID.
+	// AgentClientIDs maps each consumer to its agent's MQTT client ID (as the broker sees it).
 	AgentClientIDs map[string]string
+	// AgentTLS maps each consumer to the TLS client config of a kick (nil or missing:
+	// plaintext). A broker that binds client IDs to certificate identities (ours, and Event
+	// Grid) lets only the agent's own identity take its session over, so this carries the
+	// agent's own certificate: see KickMQTTClient and docs/security.md.
+	AgentTLS map[string]*tls.Config
 	// StuckAfter: a bundle deleting for longer is considered stuck (default 45s; a HostedCluster
 	// delete takes seconds here).
 	StuckAfter time.Duration
@@ -99,7 +103,7 @@ type maestroBundle struct {
 
 // Scan looks at every resource bundle once and kicks the agents of consumers with stuck ones.
 func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
-	bundles, err := listBundles(ctx, w.o.MaestroREST)
+	bundles, err := w.o.Maestro.listBundles(ctx)
 	if err != nil {
 		return err
 	}
@@ -132,7 +136,7 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 			w.log.Warn("resource bundle deleting for too long; making its agent reconnect and resync (pinned Maestro, docs/maestro.md)",
 				"consumer", consumer, "bundle", b.ID, "work", b.Metadata.Name, "deletingFor", now.Sub(*b.DeletedAt).Round(time.Second).String())
 		}
-		if err := KickMQTTClient(ctx, w.o.BrokerAddr, clientID, w.o.BrokerTLS); err != nil {
+		if err := KickMQTTClient(ctx, w.o.BrokerAddr, clientID, w.o.AgentTLS[consumer]); err != nil {
 			return fmt.Errorf("kick agent of %s: %w", consumer, err)
 		}
 		w.mu.Lock()
@@ -150,15 +154,15 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-func listBundles(ctx context.Context, restURL string) ([]maestroBundle, error) {
+func (m MaestroREST) listBundles(ctx context.Context) ([]maestroBundle, error) {
 	var out []maestroBundle
 	for page := 1; ; page++ {
 		var list struct {
 			Items []maestroBundle `json:"items"`
 			Total int             `json:"total"`
 		}
-		u := fmt.Sprintf("%s/api/maestro/v1/resource-bundles?page=%d&size=200", restURL, page)
-		if err := getJSON(ctx, u, &list); err != nil {
+		u := fmt.Sprintf("%s/api/maestro/v1/resource-bundles?page=%d&size=200", m.URL, page)
+		if err := m.getJSON(ctx, u, &list); err != nil {
 			return nil, fmt.Errorf("list maestro resource bundles: %w", err)
 		}
 		out = append(out, list.Items...)

@@ -109,7 +109,7 @@ func TestStuckDeleteWatchdog(t *testing.T) {
 	)
 	hs := httptest.NewServer(rest)
 	t.Cleanup(hs.Close)
-	w := &StuckDeleteWatchdog{o: StuckDeleteWatchdogOptions{MaestroREST: hs.URL, BrokerAddr: mq.Addr, StuckAfter: 45 * time.Second,
+	w := &StuckDeleteWatchdog{o: StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: mq.Addr, StuckAfter: 45 * time.Second,
 		AgentClientIDs: map[string]string{"mgmt-1": "mgmt-1-work-agent", "mgmt-2": "mgmt-2-work-agent"}},
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)), next: map[string]time.Time{}, pause: map[string]time.Duration{}}
 

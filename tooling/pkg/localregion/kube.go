@@ -84,6 +84,12 @@ type ManagementClusterOptions struct {
 	ControllerManagerPath string
 	// ReadyTimeout bounds the wait for etcd health and apiserver /readyz; zero means 90s.
 	ReadyTimeout time.Duration
+	// ExtraClientCAFile, when set, is a CA whose client certificates the apiserver accepts too
+	// (user = CN, groups = O), beside its own: the region's services can then authenticate
+	// with their region certificates. RBAC still decides what they may do.
+	ExtraClientCAFile string
+	// SkipCRDs leaves out the management CRDs, for a cluster that hosts no HyperShift.
+	SkipCRDs bool
 }
 
 // ManagementCluster is a running etcd + kube-apiserver pair with the management CRDs installed,
@@ -155,6 +161,17 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 		}
 	}()
 
+	clientCA := pki.caCertPath
+	if o.ExtraClientCAFile != "" {
+		clientCA = filepath.Join(pkiDir, "client-ca-bundle.crt")
+		extra, err := os.ReadFile(o.ExtraClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("management cluster %s: extra client CA: %w", o.Name, err)
+		}
+		if err := os.WriteFile(clientCA, append(append([]byte{}, pki.caCertPEM...), extra...), 0o600); err != nil {
+			return nil, fmt.Errorf("management cluster %s: write client CA bundle: %w", o.Name, err)
+		}
+	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
 	mc.Etcd, err = StartProcess(ctx, ProcSpec{
@@ -191,7 +208,7 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 			"--cert-dir=" + pkiDir,
 			"--tls-cert-file=" + pki.servingCertPath,
 			"--tls-private-key-file=" + pki.servingKeyPath,
-			"--client-ca-file=" + pki.caCertPath,
+			"--client-ca-file=" + clientCA,
 			"--service-account-key-file=" + pki.saKeyPath,
 			"--service-account-signing-key-file=" + pki.saKeyPath,
 			"--service-account-issuer=https://kubernetes.default.svc",
@@ -231,8 +248,10 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	if err := writeKubeconfig(mc.Kubeconfig, o.Name, mc.Host, pki); err != nil {
 		return nil, err
 	}
-	if err := crds.Install(ctx, mc.RESTConfig()); err != nil {
-		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
+	if !o.SkipCRDs {
+		if err := crds.Install(ctx, mc.RESTConfig()); err != nil {
+			return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
+		}
 	}
 	if o.ControllerManagerPath != "" {
 		if err := mc.startControllerManager(ctx, o); err != nil {

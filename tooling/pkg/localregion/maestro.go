@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 // The Maestro topic layout (the same as upstream's charts). The server subscribes to every
@@ -48,6 +50,9 @@ type MaestroServerOptions struct {
 	// ClientID is the server's MQTT client ID (and its instance ID in the database); default
 	// "maestro-server". With per-client certificates it must match the certificate's CN.
 	ClientID string
+	// TLS, when set, serves the REST API over HTTPS and the gRPC source API with Maestro's own
+	// mutual-TLS authentication and its SubjectAccessReview authorizer (see maestroauthz.go).
+	TLS *MaestroServerTLS
 	// Dir holds the generated config and credential files.
 	Dir string
 	// LogDir receives maestro-migration.log and maestro-server.log.
@@ -56,10 +61,28 @@ type MaestroServerOptions struct {
 	Verbosity int
 }
 
+// MaestroServerTLS is the server side of Maestro's REST and gRPC TLS.
+type MaestroServerTLS struct {
+	// CertFile and KeyFile are the server's certificate, for REST and gRPC alike. Maestro
+	// reads them once at start: a renewal needs a restart (Restart).
+	CertFile, KeyFile string
+	// CAFile verifies the server's certificate, for the launcher's own calls.
+	CAFile string
+	// ClientCAFile is what gRPC client certificates must chain to (--grpc-client-ca-file).
+	ClientCAFile string
+	// AuthorizerKubeconfig is the apiserver that authorizes each source's pub/sub
+	// (--grpc-authorizer-config; MaestroAuthorizer.Kubeconfig).
+	AuthorizerKubeconfig string
+}
+
 // MaestroServer is a running Maestro server.
 type MaestroServer struct {
-	// RESTURL is the base URL of the REST API (consumers, resource bundles), without a path.
+	// RESTURL is the base URL of the REST API (consumers, resource bundles), without a path:
+	// https:// with TLS.
 	RESTURL string
+	// RESTClient reaches RESTURL (it trusts MaestroServerTLS.CAFile); http.DefaultClient
+	// without TLS.
+	RESTClient *http.Client
 	// GRPCAddr is host:port of the gRPC source server that Cluster Service publishes to.
 	GRPCAddr   string
 	MetricsURL string
@@ -121,6 +144,28 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 	}
 	httpPort, grpcPort, metricsPort, healthPort := ports[0], ports[1], ports[2], ports[3]
 	args := append([]string{"server"}, dbFlags...)
+	scheme, restClient := "http", http.DefaultClient
+	if t := o.TLS; t != nil {
+		if t.CertFile == "" || t.KeyFile == "" || t.CAFile == "" || t.ClientCAFile == "" || t.AuthorizerKubeconfig == "" {
+			return nil, errors.New("maestro server TLS: CertFile, KeyFile, CAFile, ClientCAFile and AuthorizerKubeconfig are required")
+		}
+		clientTLS, err := tlsconfig.Files{CA: t.CAFile}.Client("127.0.0.1")
+		if err != nil {
+			return nil, fmt.Errorf("maestro server TLS: %w", err)
+		}
+		scheme = "https"
+		restClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
+		args = append(args,
+			// REST: HTTPS with the server certificate. Maestro's REST API has no client
+			// authentication of its own; only the network keeps callers out (docs/security.md).
+			"--enable-https=true", "--https-cert-file="+t.CertFile, "--https-key-file="+t.KeyFile,
+			// gRPC: TLS 1.3, a client certificate from ClientCAFile required, and every
+			// publish/subscribe authorized per source by a SubjectAccessReview.
+			"--grpc-tls-cert-file="+t.CertFile, "--grpc-tls-key-file="+t.KeyFile,
+			"--grpc-authn-type=mtls", "--grpc-client-ca-file="+t.ClientCAFile,
+			"--grpc-authorizer-config="+t.AuthorizerKubeconfig,
+		)
+	}
 	args = append(args,
 		"--server-hostname=127.0.0.1",
 		"--http-server-bindport="+strconv.Itoa(httpPort),
@@ -139,7 +184,8 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 		"-v="+strconv.Itoa(o.Verbosity),
 	)
 	s := &MaestroServer{
-		RESTURL:    fmt.Sprintf("http://127.0.0.1:%d", httpPort),
+		RESTURL:    fmt.Sprintf("%s://127.0.0.1:%d", scheme, httpPort),
+		RESTClient: restClient,
 		GRPCAddr:   fmt.Sprintf("127.0.0.1:%d", grpcPort),
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
 		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d/healthcheck", healthPort),
@@ -165,7 +211,7 @@ func (s *MaestroServer) start(ctx context.Context) error {
 		check func(context.Context) error
 	}{
 		{"health " + s.HealthURL, HTTPReady(nil, s.HealthURL)},
-		{"REST API", HTTPReady(nil, s.RESTURL+"/api/maestro/v1/consumers?size=1")},
+		{"REST API", HTTPReady(s.RESTClient, s.RESTURL+"/api/maestro/v1/consumers?size=1")},
 		{"gRPC " + s.GRPCAddr, TCPReady(s.GRPCAddr)},
 	} {
 		if err := p.WaitFor(ctx, 60*time.Second, w.what, w.check); err != nil {
@@ -273,10 +319,28 @@ func writeMaestroMQTTConfig(path, brokerAddr string, t *MaestroMQTTTLS, sourceEv
 	return nil
 }
 
+// MaestroREST is a client of a Maestro server's REST API.
+type MaestroREST struct {
+	URL string
+	// Client reaches URL; nil means http.DefaultClient (a plaintext server on loopback).
+	Client *http.Client
+}
+
+// REST is the server's REST API.
+func (s *MaestroServer) REST() MaestroREST { return MaestroREST{URL: s.RESTURL, Client: s.RESTClient} }
+
+func (m MaestroREST) client() *http.Client {
+	if m.Client == nil {
+		return http.DefaultClient
+	}
+	return m.Client
+}
+
 // RegisterConsumer makes sure Maestro has a consumer called name; an existing one is fine. Each
 // management cluster is one consumer, named like its provision shard.
-func RegisterConsumer(ctx context.Context, restURL, name string) error {
-	found, err := consumerExists(ctx, restURL, name)
+func (m MaestroREST) RegisterConsumer(ctx context.Context, name string) error {
+	restURL := m.URL
+	found, err := m.consumerExists(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -289,7 +353,7 @@ func RegisterConsumer(ctx context.Context, restURL, name string) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.client().Do(req)
 	if err != nil {
 		return fmt.Errorf("register maestro consumer %s: %w", name, err)
 	}
@@ -299,7 +363,7 @@ func RegisterConsumer(ctx context.Context, restURL, name string) error {
 		return nil
 	}
 	// Another registrar may have won the race; that is success too.
-	if found, err := consumerExists(ctx, restURL, name); err == nil && found {
+	if found, err := m.consumerExists(ctx, name); err == nil && found {
 		return nil
 	}
 	return fmt.Errorf("register maestro consumer %s: %d %s", name, resp.StatusCode, bytes.TrimSpace(msg))
@@ -311,15 +375,15 @@ type MaestroConsumer struct {
 	Name string `json:"name"`
 }
 
-// ListConsumers returns every consumer registered with the Maestro server at restURL.
-func ListConsumers(ctx context.Context, restURL string) ([]MaestroConsumer, error) {
+// ListConsumers returns every consumer registered with the Maestro server.
+func (m MaestroREST) ListConsumers(ctx context.Context) ([]MaestroConsumer, error) {
 	var out []MaestroConsumer
 	for page := 1; ; page++ {
 		var list struct {
 			Items []MaestroConsumer `json:"items"`
 			Total int               `json:"total"`
 		}
-		if err := getJSON(ctx, fmt.Sprintf("%s/api/maestro/v1/consumers?page=%d&size=100", restURL, page), &list); err != nil {
+		if err := m.getJSON(ctx, fmt.Sprintf("%s/api/maestro/v1/consumers?page=%d&size=100", m.URL, page), &list); err != nil {
 			return nil, fmt.Errorf("list maestro consumers: %w", err)
 		}
 		out = append(out, list.Items...)
@@ -329,12 +393,12 @@ func ListConsumers(ctx context.Context, restURL string) ([]MaestroConsumer, erro
 	}
 }
 
-func consumerExists(ctx context.Context, restURL, name string) (bool, error) {
+func (m MaestroREST) consumerExists(ctx context.Context, name string) (bool, error) {
 	var list struct {
 		Items []MaestroConsumer `json:"items"`
 	}
 	q := url.Values{"search": {fmt.Sprintf("name = '%s'", strings.ReplaceAll(name, "'", "''"))}}
-	if err := getJSON(ctx, restURL+"/api/maestro/v1/consumers?"+q.Encode(), &list); err != nil {
+	if err := m.getJSON(ctx, m.URL+"/api/maestro/v1/consumers?"+q.Encode(), &list); err != nil {
 		return false, fmt.Errorf("look up maestro consumer %s: %w", name, err)
 	}
 	for _, c := range list.Items {
@@ -345,12 +409,12 @@ func consumerExists(ctx context.Context, restURL, name string) (bool, error) {
 	return false, nil
 }
 
-func getJSON(ctx context.Context, u string, into any) error {
+func (m MaestroREST) getJSON(ctx context.Context, u string, into any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.client().Do(req)
 	if err != nil {
 		return err
 	}

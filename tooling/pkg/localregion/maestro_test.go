@@ -42,14 +42,14 @@ func TestMaestroServer(t *testing.T) {
 
 	t.Run("register_consumer_is_listed_and_idempotent", func(t *testing.T) {
 		for i := 0; i < 2; i++ {
-			if err := RegisterConsumer(ctx, srv.RESTURL, "mgmt-1"); err != nil {
+			if err := srv.REST().RegisterConsumer(ctx, "mgmt-1"); err != nil {
 				t.Fatalf("register #%d: %v", i+1, err)
 			}
 		}
-		if err := RegisterConsumer(ctx, srv.RESTURL, "mgmt-2"); err != nil {
+		if err := srv.REST().RegisterConsumer(ctx, "mgmt-2"); err != nil {
 			t.Fatalf("register mgmt-2: %v", err)
 		}
-		cs, err := ListConsumers(ctx, srv.RESTURL)
+		cs, err := srv.REST().ListConsumers(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // MosquittoOptions configures the region's MQTT broker, the local stand-in for Event Grid
@@ -37,7 +39,10 @@ type MosquittoOptions struct {
 type MosquittoTLS struct {
 	CAFile, CertFile, KeyFile string
 	// RequireClientCert makes every client present a certificate signed by CAFile; its subject
-	// CN then becomes the MQTT username that ACL rules (and %u in patterns) refer to.
+	// CN then becomes the MQTT username that ACL rules (and %u in patterns) refer to, and also
+	// the client ID, whatever the client asked for. That binds a session to an identity, as
+	// Event Grid namespaces do: a client can take over (disconnect) only a session of its own
+	// identity, never another client's.
 	RequireClientCert bool
 }
 
@@ -62,6 +67,29 @@ func MaestroACL(serverUser string) []MosquittoACLRule {
 		{Access: "read", Topic: "sources/maestro/consumers/%u/sourceevents"},
 		{Access: "write", Topic: "sources/maestro/consumers/%u/agentevents"},
 	}
+}
+
+// SecureBrokerOptions is the region's broker: TLS with the region PKI's broker certificate,
+// every client authenticated by its own certificate from the region CA (CN = username = client
+// ID), and MaestroACL with the maestro-server identity as the server.
+func SecureBrokerOptions(p *pki.Region, dir, logDir string) (MosquittoOptions, error) {
+	f, err := p.Files(pki.Broker)
+	if err != nil {
+		return MosquittoOptions{}, err
+	}
+	return MosquittoOptions{Dir: dir, LogDir: logDir,
+		TLS: &MosquittoTLS{CAFile: p.CAFile, CertFile: f.Cert, KeyFile: f.Key, RequireClientCert: true},
+		ACL: MaestroACL(pki.MaestroServer),
+	}, nil
+}
+
+// ClientID is the client ID the broker gives a client that authenticates as username and asks
+// for requested: with client certificates required it is the username.
+func (o MosquittoOptions) ClientID(username, requested string) string {
+	if o.TLS != nil && o.TLS.RequireClientCert {
+		return username
+	}
+	return requested
 }
 
 // Mosquitto is a running broker.
@@ -157,7 +185,7 @@ func mosquittoConfig(o MosquittoOptions) (string, error) {
 		}
 		fmt.Fprintf(&b, "cafile %s\ncertfile %s\nkeyfile %s\ntls_version tlsv1.2\n", t.CAFile, t.CertFile, t.KeyFile)
 		if t.RequireClientCert {
-			b.WriteString("require_certificate true\nuse_identity_as_username true\n")
+			b.WriteString("require_certificate true\nuse_identity_as_username true\nuse_username_as_clientid true\n")
 		}
 	}
 	// Authentication is by client certificate or not at all; there are no passwords.

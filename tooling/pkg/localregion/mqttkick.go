@@ -17,8 +17,12 @@ import (
 // client's own reconnect takes the ID back. A Maestro agent resubscribes after a reconnect and
 // sends a spec resync request, which is what StuckDeleteWatchdog relies on.
 //
-// tlsConf is nil for a plaintext listener; with the broker's ACLs on, it must carry a client
-// certificate the broker accepts for that identity.
+// tlsConf is nil for a plaintext listener. A broker that binds client IDs to identities (ours
+// with client certificates, use_username_as_clientid; Event Grid namespaces refuse a takeover of
+// another client's session) lets only the same identity take a session over, so tlsConf must
+// then carry the kicked client's own certificate; the client ID sent is then ignored in favour
+// of the certificate's CN. The kick only connects and disconnects: it subscribes to nothing and
+// publishes nothing.
 func KickMQTTClient(ctx context.Context, brokerAddr, clientID string, tlsConf *tls.Config) error {
 	if clientID == "" || len(clientID) > 65535 {
 		return errors.New("mqtt kick: client ID must be 1-65535 bytes")

@@ -83,9 +83,13 @@ type ServiceInfo struct {
 	MetricsURL string `json:"metrics"`
 }
 
+// MaestroInfo is the Maestro server: REST over HTTPS (verified with the region CA; Maestro's
+// REST API has no client authentication) and the gRPC source API with mutual TLS. ClientTLS is
+// Cluster Service's identity, the only one Maestro authorizes (as source "cluster-service").
 type MaestroInfo struct {
-	REST       string `json:"rest"`
-	GRPC       string `json:"grpc"`
+	REST string `json:"rest"`
+	GRPC string `json:"grpc"`
+	ClientTLS
 	MetricsURL string `json:"metrics"`
 }
 
@@ -119,8 +123,12 @@ func (p PostgresInfo) Role(service string) (PostgresRoleInfo, error) {
 	return PostgresRoleInfo{}, fmt.Errorf("no database login for service %q", service)
 }
 
+// MQTTInfo is the broker: TLS verified with CAFile, and every client must present its own
+// certificate from the region PKI (the maestro-server identity, or a maestro-agent one); its CN
+// is its MQTT username and client ID, and MaestroACL confines it to its topics.
 type MQTTInfo struct {
-	URL string `json:"url"`
+	URL    string `json:"url"`
+	CAFile string `json:"caFile"`
 }
 
 type ManagementClusterInfo struct {
@@ -129,7 +137,8 @@ type ManagementClusterInfo struct {
 	Server         string `json:"server"`
 	SimMetricsURL  string `json:"hypershiftSimMetrics"`
 	AgentHealthURL string `json:"maestroAgentHealth"`
-	// AgentMQTTClientID is the Maestro agent's MQTT client ID.
+	// AgentMQTTClientID is the Maestro agent's MQTT client ID as the broker knows it (its
+	// certificate's CN, the consumer name).
 	AgentMQTTClientID string `json:"maestroAgentMQTTClientId"`
 	ConsumerName      string `json:"maestroConsumer"`
 	ProvisionShard    string `json:"provisionShard"`

@@ -3,6 +3,7 @@ package localregion
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 // Up brings up a region as cfg says and returns once every part is ready and region.json is
@@ -78,41 +80,35 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	}
 
 	r.step("starting mosquitto")
-	mq, err := StartMosquitto(ctx, MosquittoOptions{Dir: filepath.Join(r.stateDir, "mosquitto"), LogDir: r.logDir})
+	mqOpts, err := SecureBrokerOptions(r.pki, filepath.Join(r.stateDir, "mosquitto"), r.logDir)
+	if err != nil {
+		return nil, err
+	}
+	mq, err := StartMosquitto(ctx, mqOpts)
 	if err != nil {
 		return nil, err
 	}
 	r.onStop(mq.Stop)
 	r.supervise(mq.Proc)
-	r.Info.MQTT.URL = "mqtt://" + mq.Addr
+	r.Info.MQTT = MQTTInfo{URL: "mqtts://" + mq.Addr, CAFile: r.pki.CAFile}
 
-	r.step("starting the Maestro server")
-	maestroDB, err := r.Info.Postgres.Role("maestro")
+	r.step("starting the Maestro server (and the service cluster's kube-apiserver that authorizes its gRPC callers)")
+	ms, err := r.startMaestroServer(ctx, kubeBinaries{apiserverBin, etcdBin, ""}, maestroBin, mq.Addr)
 	if err != nil {
 		return nil, err
 	}
-	ms, err := StartMaestroServer(ctx, MaestroServerOptions{
-		Binary: maestroBin, DSN: maestroDB.DSN, DBPassword: r.dbPasswords["maestro"], MQTTAddr: mq.Addr,
-		Dir: filepath.Join(r.stateDir, "maestro-server"), LogDir: r.logDir,
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.onStop(ms.Stop)
-	r.supervise(ms.Proc)
-	r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL}
 
 	for i := 1; i <= cfg.ManagementClusters; i++ {
 		name := managementClusterName(i)
 		r.step("starting management cluster %s (etcd, kube-apiserver, kube-controller-manager, maestro agent, hypershift-sim)", name)
-		info, err := r.startManagementCluster(ctx, name, kubeBinaries{apiserverBin, etcdBin, kcmBin}, maestroBin, ms.RESTURL, mq.Addr)
+		info, err := r.startManagementCluster(ctx, name, kubeBinaries{apiserverBin, etcdBin, kcmBin}, maestroBin, ms.REST(), mqOpts, mq.Addr)
 		if err != nil {
 			return nil, err
 		}
 		r.Info.ManagementClusters = append(r.Info.ManagementClusters, info)
 	}
 
-	if err := r.startStuckDeleteWatchdog(ms.RESTURL, mq.Addr); err != nil {
+	if err := r.startStuckDeleteWatchdog(ms.REST(), mq.Addr); err != nil {
 		return nil, err
 	}
 
@@ -134,21 +130,74 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	return r, nil
 }
 
+// startMaestroServer starts the Maestro server with TLS on REST and gRPC, its gRPC callers
+// authorized by the service cluster's apiserver (only cluster-service may publish and
+// subscribe as source "cluster-service"), its database login and its own broker identity.
+func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maestroBin, brokerAddr string) (*MaestroServer, error) {
+	server := r.pki.MustFiles(pki.MaestroServer)
+	authz, err := StartMaestroAuthorizer(ctx, MaestroAuthorizerOptions{
+		Cluster: ManagementClusterOptions{Name: "svc", Dir: filepath.Join(r.stateDir, "svc"), LogDir: r.logDir,
+			APIServerPath: kube.apiserver, EtcdPath: kube.etcd, ExtraClientCAFile: r.pki.CAFile},
+		ServerUser: pki.MaestroServer, ServerCertFile: server.Cert, ServerKeyFile: server.Key,
+		Sources: map[string]string{maestroSourceClusterService: pki.ClusterService},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.onStop(authz.Stop)
+	r.supervise(authz.Cluster.Etcd)
+	r.supervise(authz.Cluster.APIServer)
+
+	db, err := r.Info.Postgres.Role("maestro")
+	if err != nil {
+		return nil, err
+	}
+	ms, err := StartMaestroServer(ctx, MaestroServerOptions{
+		Binary: maestroBin, DSN: db.DSN, DBPassword: r.dbPasswords["maestro"], MQTTAddr: brokerAddr,
+		MQTTTLS:  &MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: server.Cert, KeyFile: server.Key},
+		ClientID: pki.MaestroServer,
+		TLS: &MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
+			ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig},
+		Dir: filepath.Join(r.stateDir, "maestro-server"), LogDir: r.logDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.onStop(ms.Stop)
+	r.supervise(ms.Proc)
+	r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL,
+		ClientTLS: r.clientTLS(pki.ClusterService)}
+	return ms, nil
+}
+
+// maestroSourceClusterService is the Maestro source Cluster Service publishes as (its
+// --maestro-source-id default).
+const maestroSourceClusterService = "cluster-service"
+
 // startStuckDeleteWatchdog runs the workaround for deletes the pinned Maestro loses (see
 // StuckDeleteWatchdog), logging to <logs>/stuck-delete-watchdog.log, until the region stops.
-func (r *Region) startStuckDeleteWatchdog(maestroREST, brokerAddr string) error {
+// To make an agent reconnect it takes over the agent's MQTT session, which the broker allows
+// only to the agent's own identity, so it holds each agent's certificate (docs/security.md).
+func (r *Region) startStuckDeleteWatchdog(maestro MaestroREST, brokerAddr string) error {
 	f, err := os.OpenFile(filepath.Join(r.logDir, "stuck-delete-watchdog.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("stuck delete watchdog log: %w", err)
 	}
 	ids := map[string]string{}
+	agentTLS := map[string]*tls.Config{}
 	for _, mc := range r.Info.ManagementClusters {
 		ids[mc.ConsumerName] = mc.AgentMQTTClientID
+		f := r.pki.MustFiles(pki.MaestroAgent(mc.ConsumerName))
+		cfg, err := tlsconfig.Files{CA: r.pki.CAFile, Cert: f.Cert, Key: f.Key}.Client(brokerAddr)
+		if err != nil {
+			return fmt.Errorf("stuck delete watchdog: TLS of %s: %w", mc.ConsumerName, err)
+		}
+		agentTLS[mc.ConsumerName] = cfg
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.onStop(func() { cancel(); f.Close() })
 	r.watchdog = StartStuckDeleteWatchdog(ctx, StuckDeleteWatchdogOptions{
-		MaestroREST: maestroREST, BrokerAddr: brokerAddr, AgentClientIDs: ids,
+		Maestro: maestro, BrokerAddr: brokerAddr, AgentClientIDs: ids, AgentTLS: agentTLS,
 		Logger: slog.New(slog.NewJSONHandler(f, nil)),
 	})
 	return nil
@@ -160,7 +209,7 @@ func managementClusterName(i int) string { return fmt.Sprintf("mgmt-%d", i) }
 
 type kubeBinaries struct{ apiserver, etcd, controllerManager string }
 
-func (r *Region) startManagementCluster(ctx context.Context, name string, kube kubeBinaries, maestroBin, maestroREST, mqttAddr string) (ManagementClusterInfo, error) {
+func (r *Region) startManagementCluster(ctx context.Context, name string, kube kubeBinaries, maestroBin string, maestro MaestroREST, mqOpts MosquittoOptions, mqttAddr string) (ManagementClusterInfo, error) {
 	mc, err := StartManagementCluster(ctx, ManagementClusterOptions{
 		Name: name, Dir: filepath.Join(r.stateDir, name), LogDir: r.logDir,
 		APIServerPath: kube.apiserver, EtcdPath: kube.etcd, ControllerManagerPath: kube.controllerManager,
@@ -174,12 +223,16 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 			r.supervise(p)
 		}
 	}
-	if err := RegisterConsumer(ctx, maestroREST, name); err != nil {
+	if err := maestro.RegisterConsumer(ctx, name); err != nil {
 		return ManagementClusterInfo{}, err
 	}
+	// The agent's own identity (CN = the consumer name): the broker's ACL confines it to its
+	// own topics.
+	agentFiles := r.pki.MustFiles(pki.MaestroAgent(name))
 	agent, err := StartMaestroAgent(ctx, MaestroAgentOptions{
 		Binary: maestroBin, ConsumerName: name, Kubeconfig: mc.Kubeconfig, MQTTAddr: mqttAddr,
-		Dir: filepath.Join(r.stateDir, name, "maestro-agent"), LogDir: r.logDir,
+		MQTTTLS: &MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: agentFiles.Cert, KeyFile: agentFiles.Key},
+		Dir:     filepath.Join(r.stateDir, name, "maestro-agent"), LogDir: r.logDir,
 	})
 	if err != nil {
 		return ManagementClusterInfo{}, err
@@ -210,7 +263,7 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 	}
 	return ManagementClusterInfo{
 		Name: name, Kubeconfig: mc.Kubeconfig, Server: mc.Host,
-		SimMetricsURL: url127(ports[0]) + "/metrics", AgentHealthURL: agent.HealthURL, AgentMQTTClientID: agent.ClientID,
+		SimMetricsURL: url127(ports[0]) + "/metrics", AgentHealthURL: agent.HealthURL, AgentMQTTClientID: mqOpts.ClientID(name, agent.ClientID),
 		ConsumerName: name, ProvisionShard: name, NamespacePrefix: "ocm-" + r.cfg.EnvName + "-",
 	}, nil
 }
@@ -233,6 +286,11 @@ func (r *Region) startClusterService(ctx context.Context, ms *MaestroServer) err
 			"--db-dsn", db.DSN,
 			"--maestro-grpc", ms.GRPCAddr,
 			"--maestro-rest", ms.RESTURL,
+			// Maestro's gRPC source API admits and authorizes Cluster Service by this
+			// certificate; the same files verify Maestro's REST and gRPC servers.
+			"--maestro-ca", r.pki.CAFile,
+			"--maestro-cert", r.pki.MustFiles(pki.ClusterService).Cert,
+			"--maestro-key", r.pki.MustFiles(pki.ClusterService).Key,
 			"--env-name", r.cfg.EnvName,
 			"--resync-period", "30s",
 			// Azure's managed-identity data plane cannot run here, so ARM bodies carry no
