@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	pbv1 "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc/protobuf/v1"
+
+	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+// The hops behind Cluster Service, checked against the running region's real Maestro and
+// PostgreSQL as an attacker on the loopback network would try them. The broker's refusals and
+// the MQTT isolation of management clusters are in tooling/pkg/localregion
+// (TestRegionBrokerRefusesAndIsolates), with the region's broker configuration and identities.
+
+// strangerPKI is a PKI the region does not trust, with the same identity names.
+func strangerPKI(t *testing.T) *pki.Region {
+	t.Helper()
+	p, err := pki.Create(filepath.Join(t.TempDir(), "stranger"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestMaestroAdmitsOnlyClusterService checks the Cluster Service → Maestro hop: the gRPC source
+// API refuses plaintext, a missing certificate and one from another CA at the handshake; a
+// region certificate of another identity (the frontend, an agent), or Cluster Service's own
+// publishing as another source, is refused by Maestro's authorizer; Cluster Service as its own
+// source gets through. The REST API is HTTPS only and verifiable with the region CA.
+func TestMaestroAdmitsOnlyClusterService(t *testing.T) {
+	m := region.Info.Maestro
+	stranger := strangerPKI(t)
+	clientTLS := func(p *pki.Region, identity string) *tls.Config {
+		t.Helper()
+		files := tlsconfig.Files{CA: m.CAFile}
+		if identity != "" {
+			f := p.MustFiles(identity)
+			files.Cert, files.Key = f.Cert, f.Key
+		}
+		cfg, err := files.Client(m.GRPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	dial := func(creds grpc.DialOption) pbv1.CloudEventServiceClient {
+		t.Helper()
+		conn, err := grpc.NewClient(m.GRPC, creds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return pbv1.NewCloudEventServiceClient(conn)
+	}
+	// publish sends an event that Maestro cannot act on (its type does not parse), so an
+	// identity that passes the authorizer gets that error and nothing changes.
+	publish := func(c pbv1.CloudEventServiceClient, source string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.Publish(ctx, &pbv1.PublishRequest{Event: &pbv1.CloudEvent{
+			Id: "e2e-authz-probe", Source: source, SpecVersion: "1.0", Type: "e2e.authz.probe",
+			// sdk-go reads the spec version only from an event with attributes.
+			Attributes: map[string]*pbv1.CloudEventAttributeValue{
+				"e2eprobe": {Attr: &pbv1.CloudEventAttributeValue_CeString{CeString: "1"}}},
+		}})
+		return err
+	}
+	// subscribe returns nil once Maestro has accepted the subscription (it sends the
+	// subscription ID header first thing), or the refusal.
+	subscribe := func(c pbv1.CloudEventServiceClient, source string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stream, err := c.Subscribe(ctx, &pbv1.SubscriptionRequest{Source: source, ClusterName: "mgmt-1",
+			DataType: "io.open-cluster-management.works.v1alpha1.manifestbundles"})
+		if err != nil {
+			return err
+		}
+		var md metadata.MD
+		if md, err = stream.Header(); err != nil {
+			return err
+		}
+		if len(md) == 0 {
+			// No header: the stream ended; Recv has the reason.
+			_, err = stream.Recv()
+			return err
+		}
+		return nil
+	}
+
+	t.Run("refused_at_the_handshake", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			creds grpc.DialOption
+		}{
+			{"plaintext", grpc.WithTransportCredentials(insecure.NewCredentials())},
+			{"no_client_certificate", grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(nil, "")))},
+			{"certificate_from_an_unknown_ca", grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(stranger, pki.ClusterService)))},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				err := publish(dial(tc.creds), "cluster-service")
+				if err == nil || strings.Contains(err.Error(), "cloud event type") {
+					t.Fatalf("publish got through the transport: %v", err)
+				}
+			})
+		}
+	})
+
+	as := func(identity string) pbv1.CloudEventServiceClient {
+		return dial(grpc.WithTransportCredentials(credentials.NewTLS(clientTLS(region.PKI(), identity))))
+	}
+	for _, tc := range []struct {
+		name, identity, source string
+		allowed                bool
+	}{
+		{"frontend_identity_refused", pki.Frontend, "cluster-service", false},
+		{"agent_identity_refused", pki.MaestroAgent("mgmt-1"), "cluster-service", false},
+		{"cluster_service_as_another_source_refused", pki.ClusterService, "intruder", false},
+		{"cluster_service_as_itself_admitted", pki.ClusterService, "cluster-service", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := as(tc.identity)
+			pubErr, subErr := publish(c, tc.source), subscribe(c, tc.source)
+			if tc.allowed {
+				if pubErr == nil || !strings.Contains(pubErr.Error(), "cloud event type") {
+					t.Errorf("publish: %v; want the authorizer passed (an error about the probe's event type)", pubErr)
+				}
+				if subErr != nil {
+					t.Errorf("subscribe: %v", subErr)
+				}
+				return
+			}
+			if pubErr == nil || !strings.Contains(pubErr.Error(), "unauthorized to publish") {
+				t.Errorf("publish: %v; want unauthorized", pubErr)
+			}
+			if subErr == nil || !strings.Contains(subErr.Error(), "unauthorized to subscribe") {
+				t.Errorf("subscribe: %v; want unauthorized", subErr)
+			}
+		})
+	}
+
+	t.Run("rest_is_https_only", func(t *testing.T) {
+		if !strings.HasPrefix(m.REST, "https://") {
+			t.Fatalf("REST %s is not https", m.REST)
+		}
+		path := "/api/maestro/v1/consumers?size=1"
+		plain, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + strings.TrimPrefix(m.REST, "https://") + path)
+		if err == nil {
+			b, _ := io.ReadAll(plain.Body)
+			plain.Body.Close()
+			if plain.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "HTTPS") {
+				t.Fatalf("plaintext got %d %s", plain.StatusCode, b)
+			}
+		}
+		get := func(caFile string) (*http.Response, error) {
+			cfg, err := tlsconfig.Files{CA: caFile}.Client(strings.TrimPrefix(m.REST, "https://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return (&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}).Get(m.REST + path)
+		}
+		if resp, err := get(stranger.CAFile); err == nil {
+			resp.Body.Close()
+			t.Fatal("a client trusting another CA accepted Maestro's certificate")
+		}
+		resp, err := get(m.CAFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET consumers with the region CA: %d", resp.StatusCode)
+		}
+	})
+}
+
+// TestDatabaseLoginsAreConfined checks the services → PostgreSQL hop of the running region: no
+// plaintext, no server from another CA, and each service's login opens its own database only.
+func TestDatabaseLoginsAreConfined(t *testing.T) {
+	pg := region.Info.Postgres
+	stranger := strangerPKI(t)
+	password := func(l string) string {
+		t.Helper()
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// host:port:db:user:password (the region's passwords have no ':' or '\').
+		f := strings.Split(strings.TrimSpace(string(b)), ":")
+		return f[len(f)-1]
+	}
+	connect := func(service, db, sslmode, caFile string) error {
+		t.Helper()
+		l, err := pg.Role(service)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dsn := strings.Replace(l.DSN, "/"+l.Database+"?", "/"+db+"?", 1)
+		dsn = strings.Replace(dsn, "sslmode=verify-full", "sslmode="+sslmode, 1)
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if caFile != "" {
+			c, err := tlsconfig.Files{CA: caFile}.Client(pg.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.TLSConfig = c
+			cfg.TLSConfig.ServerName = "127.0.0.1"
+		}
+		cfg.Password = password(l.PassFile)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		return conn.Ping(ctx)
+	}
+	for _, tc := range []struct {
+		name, service, db, sslmode, caFile, wantErr string
+	}{
+		{"plaintext_refused", "cluster-service", "clusterservice", "disable", "", "no encryption"},
+		{"server_from_an_unknown_ca_refused", "cluster-service", "clusterservice", "verify-full", stranger.CAFile, "certificate"},
+		{"cluster_service_refused_on_the_document_store", "cluster-service", "resourceprovider", "verify-full", "", "permission denied for database"},
+		{"frontend_refused_on_cluster_service_database", "frontend", "clusterservice", "verify-full", "", "permission denied for database"},
+		{"backend_refused_on_maestro_database", "backend", "maestro", "verify-full", "", "permission denied for database"},
+		{"maestro_refused_on_the_document_store", "maestro", "resourceprovider", "verify-full", "", "permission denied for database"},
+		{"cluster_service_on_its_own_database", "cluster-service", "clusterservice", "verify-full", "", ""},
+		{"backend_on_the_document_store", "backend", "resourceprovider", "verify-full", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := connect(tc.service, tc.db, tc.sslmode, tc.caFile)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	t.Run("no_service_logs_in_as_the_superuser", func(t *testing.T) {
+		for _, l := range pg.Roles {
+			if l.Role == "postgres" || strings.Contains(l.DSN, "postgres@") {
+				t.Errorf("%s logs in as the superuser: %s", l.Service, l.DSN)
+			}
+		}
+	})
+}
