@@ -1,6 +1,7 @@
 package localregion
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -117,4 +118,38 @@ func hostOf(u string) string {
 		}
 	}
 	return u
+}
+
+// reloadingIdentities are the identities whose holders re-read their certificate files on
+// every handshake (internal/tlsconfig), so renewing them in place is a rotation without a
+// restart. Add an identity here once its holder reloads too.
+var reloadingIdentities = []string{pki.Frontend, pki.ARM, pki.SRE, pki.Backend, pki.ClusterService}
+
+// keepRenewed renews those identities every interval until the region stops, so a region that
+// runs for longer than a certificate's lifetime (8 h) keeps working, and rotation is exercised
+// rather than merely possible. The CAs are not renewed: a region lives at most as long as they
+// do (pki.DefaultCALifetime).
+func (r *Region) keepRenewed(interval time.Duration, identities []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	r.onStop(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, id := range identities {
+				if _, err := r.pki.Renew(id); err != nil {
+					r.step("renewing the certificate of %s failed: %v", id, err)
+					continue
+				}
+			}
+			r.step("renewed the certificates of %v", identities)
+		}
+	}()
 }

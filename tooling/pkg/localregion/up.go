@@ -124,6 +124,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startFrontend(ctx); err != nil {
 		return nil, err
 	}
+	r.keepRenewed(pki.DefaultLifetime/2, reloadingIdentities)
 	if err := r.writeInfo(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
 	}
