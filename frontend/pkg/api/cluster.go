@@ -246,6 +246,11 @@ func (c *Cluster) Default() {
 	if c.Properties.CryptoRestrictions == "" {
 		c.Properties.CryptoRestrictions = CryptoNone
 	}
+	// 2024-06-10-preview has no key vault visibility: its customer-managed keys live in key
+	// vaults reached over their public endpoint.
+	if cm := c.Properties.Etcd.DataEncryption.CustomerManaged; cm != nil && cm.KMS != nil && cm.KMS.Visibility == "" {
+		cm.KMS.Visibility = VisibilityPublic
+	}
 }
 
 // KMSExternalPath maps the internal paths of the active KMS key to a version's body, where the

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -46,24 +45,13 @@ func nodePoolExamplePath(t *testing.T, x *specExample, name string) string {
 // frontend (real store, fake Cluster Service) under a cluster created from the same version's
 // cluster example, and validates each response against the spec's schema.
 func TestSpecExamplesNodePools(t *testing.T) {
-	if _, err := os.Stat(specRoot); err != nil {
-		t.Skipf("the specification is not checked out beside the repository (%s): %v", specRoot, err)
-	}
 	for _, ver := range specVersions {
 		t.Run(ver, func(t *testing.T) {
-			l := newSpecLoader()
-			v := &specValidator{t: t, l: l}
-			so := loadSpecOperations(t, l, ver)
+			so := loadSpecOperations(t, ver)
 			byOp := map[string]*specExample{}
 			for _, x := range loadExamples(t, ver, "NodePools_") {
 				if x.param(t, "api-version") != ver {
 					t.Fatalf("%s: api-version %s", x.file, x.param(t, "api-version"))
-				}
-				strict := &specValidator{t: t, l: l}
-				for code, r := range x.Responses {
-					if len(r.Body) > 0 {
-						so.checkResponse(t, strict, x.OperationID, response{code: atoi(t, code), header: exampleHeaders(so, x.OperationID, code), body: r.Body})
-					}
 				}
 				byOp[x.OperationID] = x
 			}
@@ -92,13 +80,13 @@ func TestSpecExamplesNodePools(t *testing.T) {
 			}
 			t.Run("CreateOrUpdate", func(t *testing.T) {
 				resp := createPool(t, path)
-				so.checkResponse(t, v, create.OperationID, resp)
+				so.checkResponse(t, create.OperationID, resp)
 				contains(t, resp.json(t), body, "")
 				again := e.do("PUT", path, mustJSON(body), nil)
 				if again.code != 200 {
 					t.Fatalf("second PUT: %d %s", again.code, again.body)
 				}
-				so.checkResponse(t, v, create.OperationID, again)
+				so.checkResponse(t, create.OperationID, again)
 				contains(t, again.json(t), body, "")
 			})
 			driven[create.OperationID] = true
@@ -117,7 +105,7 @@ func TestSpecExamplesNodePools(t *testing.T) {
 				if resp.code != 200 {
 					t.Fatalf("GET: %d %s", resp.code, resp.body)
 				}
-				so.checkResponse(t, v, get.OperationID, resp)
+				so.checkResponse(t, get.OperationID, resp)
 				got := resp.json(t)
 				contains(t, got, body, "")
 				if got["properties"].(map[string]any)["provisioningState"] != "Succeeded" {
@@ -136,14 +124,14 @@ func TestSpecExamplesNodePools(t *testing.T) {
 				if resp.code != 202 {
 					t.Fatalf("PATCH: %d %s", resp.code, resp.body)
 				}
-				so.checkResponse(t, v, update.OperationID, resp)
+				so.checkResponse(t, update.OperationID, resp)
 				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
 				loc, _ := url.Parse(resp.header.Get("Location"))
 				result := e.do("GET", loc.RequestURI(), nil, nil)
 				if result.code != 200 {
 					t.Fatalf("operation result: %d %s", result.code, result.body)
 				}
-				so.checkResponse(t, v, update.OperationID, result)
+				so.checkResponse(t, update.OperationID, result)
 				contains(t, result.json(t)["properties"], patch["properties"], "properties")
 			})
 			driven[update.OperationID] = true
@@ -161,7 +149,7 @@ func TestSpecExamplesNodePools(t *testing.T) {
 					if resp.code != 200 {
 						t.Fatalf("list: %d %s", resp.code, resp.body)
 					}
-					so.checkResponse(t, v, list.OperationID, resp)
+					so.checkResponse(t, list.OperationID, resp)
 					var page struct {
 						Value []struct {
 							Name string `json:"name"`
@@ -199,13 +187,13 @@ func TestSpecExamplesNodePools(t *testing.T) {
 				if resp.code != 202 {
 					t.Fatalf("DELETE: %d %s", resp.code, resp.body)
 				}
-				so.checkResponse(t, v, del.OperationID, resp)
+				so.checkResponse(t, del.OperationID, resp)
 				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
 				gone := e.do("DELETE", delPath, nil, nil)
 				if gone.code != 204 {
 					t.Fatalf("DELETE of a deleted node pool: %d %s", gone.code, gone.body)
 				}
-				so.checkResponse(t, v, del.OperationID, gone)
+				so.checkResponse(t, del.OperationID, gone)
 			})
 			driven[del.OperationID] = true
 

@@ -1,13 +1,9 @@
 package frontend
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -19,9 +15,6 @@ import (
 	docs "github.com/openhcp/openhcp/internal/api"
 )
 
-// The api-versions of the specification; each is served.
-var specVersions = []string{"2024-06-10-preview", "2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"}
-
 // Cluster operations whose examples another test drives: the break-glass actions, in
 // TestSpecExamplesCredentials (examples_credential_test.go). An example of any other operation
 // that TestSpecExamplesClusters does not drive fails it, so a new example in the spec is never
@@ -29,120 +22,6 @@ var specVersions = []string{"2024-06-10-preview", "2025-12-23-preview", "2026-06
 var notServedClusterOps = map[string]bool{
 	"HcpOpenShiftClusters_RequestAdminCredential": true,
 	"HcpOpenShiftClusters_RevokeCredentials":      true,
-}
-
-// mayOmit are required, read-only properties the RP leaves out: none. Every response of a
-// provisioned cluster — GET, a replacing PUT (200), lists, an operation's result — carries
-// console.url, api.url, dns.baseDomain and platform.issuerUrl from Cluster Service.
-var mayOmit = map[string]bool{}
-
-// mayOmitOnCreate is what a create's 201 cannot show yet: Cluster Service has no URLs for a
-// cluster it has only just accepted (its DNS domain and OIDC issuer it chose at create, so
-// those are shown).
-var mayOmitOnCreate = map[string]bool{
-	"properties.console.url": true,
-	"properties.api.url":     true,
-}
-
-type specExample struct {
-	file        string
-	OperationID string                     `json:"operationId"`
-	Parameters  map[string]json.RawMessage `json:"parameters"`
-	Responses   map[string]struct {
-		Body json.RawMessage `json:"body"`
-	} `json:"responses"`
-}
-
-func (x *specExample) param(t *testing.T, name string) string {
-	t.Helper()
-	var s string
-	if err := json.Unmarshal(x.Parameters[name], &s); err != nil {
-		t.Fatalf("%s: parameter %s: %v", x.file, name, err)
-	}
-	return s
-}
-
-func (x *specExample) body(t *testing.T, name string) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(x.Parameters[name], &m); err != nil || m == nil {
-		t.Fatalf("%s: body parameter %s: %v", x.file, name, err)
-	}
-	return m
-}
-
-// specOperations indexes a version's openapi.json by operationId.
-type specOperations struct {
-	file string
-	ops  map[string]map[string]any
-}
-
-func loadSpecOperations(t *testing.T, l *specLoader, apiVersion string) specOperations {
-	t.Helper()
-	file, _ := filepath.Abs(filepath.Join(specDir(apiVersion), "openapi.json"))
-	doc := l.load(t, file)
-	out := specOperations{file: file, ops: map[string]map[string]any{}}
-	for _, item := range asMap(doc["paths"]) {
-		for _, op := range item.(map[string]any) {
-			if m, ok := op.(map[string]any); ok {
-				if id, ok := m["operationId"].(string); ok {
-					out.ops[id] = m
-				}
-			}
-		}
-	}
-	return out
-}
-
-// checkResponse validates a response against the operation's spec: the status code is one
-// the operation declares, the declared headers are there, and the body matches the declared
-// schema (or is empty when none is declared).
-func (so specOperations) checkResponse(t *testing.T, v *specValidator, opID string, resp response) {
-	t.Helper()
-	op, ok := so.ops[opID]
-	if !ok {
-		t.Fatalf("operation %s not in the spec", opID)
-	}
-	code := fmt.Sprint(resp.code)
-	r, ok := asMap(op["responses"])[code].(map[string]any)
-	if !ok {
-		t.Fatalf("%s: status %d is not a response the spec declares: %s", opID, resp.code, resp.body)
-	}
-	for h := range asMap(r["headers"]) {
-		if resp.header.Get(h) == "" {
-			t.Errorf("%s %s: header %s missing", opID, code, h)
-		}
-	}
-	s, ok := r["schema"].(map[string]any)
-	if !ok {
-		if len(bytes.TrimSpace(resp.body)) != 0 {
-			t.Errorf("%s %s: the spec declares no body, got %s", opID, code, resp.body)
-		}
-		return
-	}
-	v.validateJSON(t, opID+" "+code, schema{so.file, s}, resp.body)
-}
-
-func loadExamples(t *testing.T, apiVersion, prefix string) []*specExample {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(specDir(apiVersion), "examples", prefix+"*.json"))
-	if len(files) == 0 {
-		t.Skipf("no examples for %s in %s", prefix, specDir(apiVersion))
-	}
-	sort.Strings(files)
-	var out []*specExample
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := &specExample{file: filepath.Base(f)}
-		if err := json.Unmarshal(b, x); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out = append(out, x)
-	}
-	return out
 }
 
 // adaptCluster changes what the RP cannot accept as the example has it, within what the
@@ -267,29 +146,13 @@ func (e *env) createFromExample(t *testing.T, path string, body map[string]any) 
 // through the frontend (real store, fake Cluster Service) and validates each response against
 // the spec's schema for that operation and version.
 func TestSpecExamplesClusters(t *testing.T) {
-	if _, err := os.Stat(specRoot); err != nil {
-		t.Skipf("the specification is not checked out beside the repository (%s): %v", specRoot, err)
-	}
 	for _, ver := range specVersions {
 		t.Run(ver, func(t *testing.T) {
-			l := newSpecLoader()
-			v := &specValidator{t: t, l: l, mayOmit: mayOmit}
-			vCreate := &specValidator{t: t, l: l, mayOmit: mayOmitOnCreate}
-			so := loadSpecOperations(t, l, ver)
+			so := loadSpecOperations(t, ver)
 			byOp := map[string]*specExample{}
 			for _, x := range loadExamples(t, ver, "HcpOpenShiftClusters_") {
 				if x.param(t, "api-version") != ver {
 					t.Fatalf("%s: api-version %s", x.file, x.param(t, "api-version"))
-				}
-				// The validator must accept the spec's own example responses of the operations
-				// driven here, or it is wrong. (The RequestAdminCredential examples before
-				// 2026-09-01-preview omit the required kubeconfig; that operation is driven, and
-				// its answers validated, in TestSpecExamplesCredentials.)
-				strict := &specValidator{t: t, l: l}
-				for code, r := range x.Responses {
-					if len(r.Body) > 0 && !notServedClusterOps[x.OperationID] {
-						so.checkResponse(t, strict, x.OperationID, response{code: atoi(t, code), header: exampleHeaders(so, x.OperationID, code), body: r.Body})
-					}
 				}
 				byOp[x.OperationID] = x
 			}
@@ -303,7 +166,7 @@ func TestSpecExamplesClusters(t *testing.T) {
 			body := adaptCluster(create.body(t, "resource"))
 			t.Run("CreateOrUpdate", func(t *testing.T) {
 				resp := e.createFromExample(t, path, body)
-				so.checkResponse(t, vCreate, create.OperationID, resp)
+				so.checkResponse(t, create.OperationID, resp)
 				contains(t, resp.json(t), body, "")
 				// Replace with the same body once the create succeeded: 200, with the URLs
 				// (and from 2026-06-30-preview on the conditions) a GET shows.
@@ -311,7 +174,7 @@ func TestSpecExamplesClusters(t *testing.T) {
 				if again.code != 200 {
 					t.Fatalf("second PUT: %d %s", again.code, again.body)
 				}
-				so.checkResponse(t, v, create.OperationID, again)
+				so.checkResponse(t, create.OperationID, again)
 				contains(t, again.json(t), body, "")
 				checkProvisionedStatus(t, ver, again.json(t), "PUT 200")
 			})
@@ -327,7 +190,7 @@ func TestSpecExamplesClusters(t *testing.T) {
 				if resp.code != 200 {
 					t.Fatalf("GET: %d %s", resp.code, resp.body)
 				}
-				so.checkResponse(t, v, get.OperationID, resp)
+				so.checkResponse(t, get.OperationID, resp)
 				got := resp.json(t)
 				contains(t, got, body, "")
 				props := got["properties"].(map[string]any)
@@ -360,13 +223,13 @@ func TestSpecExamplesClusters(t *testing.T) {
 				if resp.code != 202 {
 					t.Fatalf("PATCH: %d %s", resp.code, resp.body)
 				}
-				so.checkResponse(t, v, update.OperationID, resp)
+				so.checkResponse(t, update.OperationID, resp)
 				loc, _ := url.Parse(resp.header.Get("Location"))
 				result := e.do("GET", loc.RequestURI(), nil, nil)
 				if result.code != 200 {
 					t.Fatalf("operation result: %d %s", result.code, result.body)
 				}
-				so.checkResponse(t, v, update.OperationID, result)
+				so.checkResponse(t, update.OperationID, result)
 				contains(t, result.json(t)["tags"], patch["tags"], "tags")
 				if got := len(result.json(t)["tags"].(map[string]any)); got != len(patch["tags"].(map[string]any))+len(body["tags"].(map[string]any)) {
 					t.Fatalf("merge patch should add the tags to the existing ones: %s", result.body)
@@ -387,7 +250,7 @@ func TestSpecExamplesClusters(t *testing.T) {
 						if resp.code != 200 {
 							t.Fatalf("list: %d %s", resp.code, resp.body)
 						}
-						so.checkResponse(t, v, opID, resp)
+						so.checkResponse(t, opID, resp)
 						var page struct {
 							Value    []map[string]any `json:"value"`
 							NextLink string           `json:"nextLink"`
@@ -422,13 +285,13 @@ func TestSpecExamplesClusters(t *testing.T) {
 				if resp.code != 202 {
 					t.Fatalf("DELETE: %d %s", resp.code, resp.body)
 				}
-				so.checkResponse(t, v, del.OperationID, resp)
+				so.checkResponse(t, del.OperationID, resp)
 				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
 				gone := e.do("DELETE", delPath, nil, nil)
 				if gone.code != 204 {
 					t.Fatalf("DELETE of a deleted cluster: %d %s", gone.code, gone.body)
 				}
-				so.checkResponse(t, v, del.OperationID, gone)
+				so.checkResponse(t, del.OperationID, gone)
 			})
 			driven[del.OperationID] = true
 
@@ -447,48 +310,20 @@ func sortedCopy(s []string) []string {
 	return out
 }
 
-func atoi(t *testing.T, s string) int {
-	t.Helper()
-	var n int
-	if _, err := fmt.Sscan(s, &n); err != nil {
-		t.Fatalf("status code %q", s)
-	}
-	return n
-}
-
-// exampleHeaders fills the headers the spec declares for a response, so an example response
-// (which lists some of them only) is checked for its body alone.
-func exampleHeaders(so specOperations, opID, code string) http.Header {
-	h := http.Header{}
-	r := asMap(asMap(so.ops[opID]["responses"])[code])
-	for k := range asMap(r["headers"]) {
-		h.Set(k, "x")
-	}
-	return h
-}
-
 // TestSpecExamplesOperations drives the Operations_List examples of every api-version and
 // validates the answer against the spec; the list names every action of the spec's paths.
 func TestSpecExamplesOperations(t *testing.T) {
-	if _, err := os.Stat(specRoot); err != nil {
-		t.Skipf("the specification is not checked out beside the repository (%s): %v", specRoot, err)
-	}
 	e := newEnv(t)
 	for _, ver := range specVersions {
 		t.Run(ver, func(t *testing.T) {
-			l := newSpecLoader()
-			v := &specValidator{t: t, l: l}
-			so := loadSpecOperations(t, l, ver)
+			so := loadSpecOperations(t, ver)
 			xs := loadExamples(t, ver, "Operations_List")
 			for _, x := range xs {
-				for code, r := range x.Responses {
-					so.checkResponse(t, v, x.OperationID, response{code: atoi(t, code), header: http.Header{}, body: r.Body})
-				}
 				resp := e.do("GET", "/providers/Microsoft.RedHatOpenShift/operations?api-version="+x.param(t, "api-version"), nil, nil)
 				if resp.code != 200 {
 					t.Fatalf("%s: %d %s", x.file, resp.code, resp.body)
 				}
-				so.checkResponse(t, v, x.OperationID, resp)
+				so.checkResponse(t, x.OperationID, resp)
 				names := map[string]bool{}
 				for _, op := range resp.json(t)["value"].([]any) {
 					names[op.(map[string]any)["name"].(string)] = true

@@ -1,8 +1,6 @@
 package frontend
 
 import (
-	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -11,12 +9,9 @@ import (
 )
 
 // TestSpecExamplesRoleSets drives the HcpOperatorIdentityRoleSets examples of every api-version:
-// the example responses and ours validate against the spec's schema, and what is served is the
+// our responses validate against the spec's schema, and what is served is the
 // configured catalogue.
 func TestSpecExamplesRoleSets(t *testing.T) {
-	if _, err := os.Stat(specRoot); err != nil {
-		t.Skipf("the specification is not checked out beside the repository (%s): %v", specRoot, err)
-	}
 	cat, err := rolesets.Parse([]byte(`{"roleSets":[
 	  {"versions":["4.19","4.20"],"controlPlaneOperators":[{"name":"ingress","required":"Always","roleDefinitions":[{"name":"Ingress","resourceId":"/providers/Microsoft.Authorization/roleDefinitions/0336e1d3-7a87-462b-b6db-342b63f7802c"}]}],"dataPlaneOperators":[]},
 	  {"versions":["4.9"],"controlPlaneOperators":[],"dataPlaneOperators":[{"name":"image-registry","required":"OnEnablement","roleDefinitions":[{"name":"Registry","resourceId":"/providers/Microsoft.Authorization/roleDefinitions/8b32b316-c2f5-4ddf-b05b-83dacd2d08b5"}]}]}]}`))
@@ -26,17 +21,12 @@ func TestSpecExamplesRoleSets(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.RoleSets = cat })
 	for _, ver := range specVersions {
 		t.Run(ver, func(t *testing.T) {
-			l := newSpecLoader()
-			v := &specValidator{t: t, l: l}
-			so := loadSpecOperations(t, l, ver)
+			so := loadSpecOperations(t, ver)
 			xs := loadExamples(t, ver, "HcpOperatorIdentityRoleSets_")
 			if len(xs) != 2 {
 				t.Fatalf("%d examples; want List and Get", len(xs))
 			}
 			for _, x := range xs {
-				for code, r := range x.Responses {
-					so.checkResponse(t, v, x.OperationID, response{code: atoi(t, code), header: http.Header{}, body: r.Body})
-				}
 				sub := x.param(t, "subscriptionId")
 				e.registerSubscription(sub, docs.SubscriptionRegistered)
 				base := "/subscriptions/" + sub + "/providers/Microsoft.RedHatOpenShift/locations/" + testLocation + "/hcpOperatorIdentityRoleSets"
@@ -47,7 +37,7 @@ func TestSpecExamplesRoleSets(t *testing.T) {
 					if resp.code != 200 {
 						t.Fatalf("%s: %d %s", x.file, resp.code, resp.body)
 					}
-					so.checkResponse(t, v, x.OperationID, resp)
+					so.checkResponse(t, x.OperationID, resp)
 					var names []string
 					for _, it := range resp.json(t)["value"].([]any) {
 						names = append(names, it.(map[string]any)["name"].(string))
@@ -60,7 +50,7 @@ func TestSpecExamplesRoleSets(t *testing.T) {
 					if resp.code != 200 {
 						t.Fatalf("%s: %d %s", x.file, resp.code, resp.body)
 					}
-					so.checkResponse(t, v, x.OperationID, resp)
+					so.checkResponse(t, x.OperationID, resp)
 					body := resp.json(t)
 					props := body["properties"].(map[string]any)
 					cp := props["controlPlaneOperators"].([]any)

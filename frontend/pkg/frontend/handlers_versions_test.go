@@ -2,8 +2,6 @@ package frontend
 
 import (
 	"context"
-	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -116,24 +114,16 @@ func (f *fakeClusterService) UpdateCluster(_ context.Context, req *csv1.UpdateCl
 // examples' location and version name are changed to what this region serves (the example's
 // 4.18.1 is not in the catalogue); everything else comes from the catalogue.
 func TestSpecExamplesVersions(t *testing.T) {
-	if _, err := os.Stat(specRoot); err != nil {
-		t.Skipf("the specification is not checked out beside the repository (%s): %v", specRoot, err)
-	}
 	mutate, cat := withVersions(t)
 	e := newEnv(t, mutate)
 	for _, ver := range specVersions {
 		t.Run(ver, func(t *testing.T) {
-			l := newSpecLoader()
-			v := &specValidator{t: t, l: l}
-			so := loadSpecOperations(t, l, ver)
+			so := loadSpecOperations(t, ver)
 			xs := loadExamples(t, ver, "HcpOpenShiftVersions_")
 			if len(xs) != 2 {
 				t.Fatalf("%d examples; want List and Get", len(xs))
 			}
 			for _, x := range xs {
-				for code, r := range x.Responses {
-					so.checkResponse(t, v, x.OperationID, response{code: atoi(t, code), header: http.Header{}, body: r.Body})
-				}
 				base := "/subscriptions/" + x.param(t, "subscriptionId") + "/providers/Microsoft.RedHatOpenShift/locations/" + testLocation + "/hcpOpenShiftVersions"
 				q := "?api-version=" + x.param(t, "api-version")
 				switch x.OperationID {
@@ -143,7 +133,7 @@ func TestSpecExamplesVersions(t *testing.T) {
 					if resp.code != 200 {
 						t.Fatalf("%s: %d %s", x.file, resp.code, resp.body)
 					}
-					so.checkResponse(t, v, x.OperationID, resp)
+					so.checkResponse(t, x.OperationID, resp)
 					value := resp.json(t)["value"].([]any)
 					if len(value) != 7 { // stable's six and candidate's 4.21.0; 4.20.3 once, under stable
 						t.Fatalf("%d versions: %s", len(value), resp.body)
@@ -159,7 +149,7 @@ func TestSpecExamplesVersions(t *testing.T) {
 						if resp.code != 200 {
 							t.Fatalf("%s %s: %d %s", x.file, tc.name, resp.code, resp.body)
 						}
-						so.checkResponse(t, v, x.OperationID, resp)
+						so.checkResponse(t, x.OperationID, resp)
 						want, _ := cat.Get(tc.group, tc.name)
 						props := resp.json(t)["properties"].(map[string]any)
 						if props["channelGroup"] != tc.group || props["enabled"] != want.Enabled || props["endOfLifeTimestamp"] != want.EndOfLife.UTC().Format(time.RFC3339) {

@@ -323,7 +323,8 @@ func (r response) armError(t *testing.T) (code, target string) {
 	return b.Error.Code, b.Error.Target
 }
 
-// do sends a request; a path without '?' gets the test api-version.
+// do sends a request; a path without '?' gets the test api-version. Every answer is validated
+// against the schema of its route in the specification (spec_test.go).
 func (e *env) do(method, path string, body []byte, header map[string]string) response {
 	e.t.Helper()
 	if !strings.Contains(path, "?") {
@@ -358,7 +359,9 @@ func (e *env) do(method, path string, body []byte, header map[string]string) res
 	if resp.Header.Get("x-ms-request-id") == "" {
 		e.t.Fatalf("%s %s: response without x-ms-request-id", method, path)
 	}
-	return response{code: resp.StatusCode, header: resp.Header, body: b}
+	out := response{code: resp.StatusCode, header: resp.Header, body: b}
+	validateExchange(e.t, method, path, out)
+	return out
 }
 
 func (e *env) put(path string, body map[string]any) response {

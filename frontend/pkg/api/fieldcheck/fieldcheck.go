@@ -54,11 +54,13 @@ func (v *Checker) Required(present bool, target string) bool {
 // RequiredSince checks a field an api-version made required that older versions did not
 // have: on create it is required; a cluster created through an older version without it may
 // keep it empty (storedEmpty), so a tag change through the newer version does not fail on it.
-func (v *Checker) RequiredSince(present bool, storedEmpty func(*api.Cluster) bool, target string) bool {
-	if !present && v.Stored != nil && storedEmpty(v.Stored) {
+// The empty value counts as keeping it: the RP renders such a field "" (the spec requires it
+// in responses), and a PATCH merges into that rendering.
+func (v *Checker) RequiredSince(p *string, storedEmpty func(*api.Cluster) bool, target string) bool {
+	if (p == nil || *p == "") && v.Stored != nil && storedEmpty(v.Stored) {
 		return false
 	}
-	return v.Required(present, target)
+	return v.Required(p != nil, target)
 }
 
 // Enum checks that a present value is one of allowed.

@@ -232,7 +232,7 @@ func RenderConditionExternalAuth(ea *api.ExternalAuth) *ConditionExternalAuth {
 	}
 	ext.Properties = &ConditionExternalAuthProperties{ProvisioningState: ptr(string(ea.ProvisioningState)), ExternalAuthFields: RenderExternalAuthFields(&ea.Properties)}
 	if c := ea.Condition; c != nil {
-		ext.Properties.Condition = &ExternalAuthCondition{Type: ptr(c.Type), Status: ptr(c.Status), Reason: ptr(c.Reason), Message: ptr(c.Message),
+		ext.Properties.Condition = &ExternalAuthCondition{Type: ptr(c.Type), Status: ptr(c.Status), Reason: ptr(c.Reason), Message: Present(c.Message),
 			LastTransitionTime: ptr(c.LastTransitionTime.UTC().Format(time.RFC3339))}
 	}
 	return ext

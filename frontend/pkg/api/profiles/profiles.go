@@ -250,6 +250,11 @@ func i32(p *int32, def int32) int32 {
 	return *p
 }
 
+// Present renders a property the spec marks required: it is in the body even when the model
+// has no value for it yet, as its zero value (api.url before the control plane is up renders
+// ""). docs/api.md says why.
+func Present[T any](v T) *T { return &v }
+
 func ptr[T comparable](v T) *T {
 	var zero T
 	if v == zero {

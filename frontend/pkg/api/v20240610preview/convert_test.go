@@ -2,13 +2,14 @@ package v20240610preview
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"strings"
 	"testing"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armspec"
 )
 
 const sub = "00000000-0000-0000-0000-000000000001"
@@ -56,10 +57,9 @@ func TestDecodeClusterAppliesSpecDefaults(t *testing.T) {
 }
 
 func TestDecodeClusterSpecExample(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "..", "shared", "reference", "arm-api", "redhatopenshift", "resource-manager",
-		"Microsoft.RedHatOpenShift", "hcpopenshiftclusters", "preview", APIVersion, "examples", "HcpOpenShiftClusters_CreateOrUpdate_MaximumSet_Gen.json"))
+	b, err := fs.ReadFile(armspec.FS(), path.Join(armspec.VersionDir(APIVersion), "examples", "HcpOpenShiftClusters_CreateOrUpdate_MaximumSet_Gen.json"))
 	if err != nil {
-		t.Skipf("spec examples not available: %v", err)
+		t.Fatal(err)
 	}
 	var ex struct {
 		Parameters struct {

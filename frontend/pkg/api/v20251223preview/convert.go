@@ -125,19 +125,19 @@ func (version) RenderCluster(c *api.Cluster) any {
 	}
 	props := &HcpOpenShiftClusterProperties{
 		ProvisioningState: ptr(string(c.ProvisioningState)),
-		Version:           &VersionProfile{ID: ptr(p.Version.ID), ChannelGroup: ptr(p.Version.ChannelGroup)},
+		Version:           &VersionProfile{ID: profiles.Present(p.Version.ID), ChannelGroup: ptr(p.Version.ChannelGroup)},
 		DNS:               &DNSProfile{BaseDomain: ptr(p.DNS.BaseDomain), BaseDomainPrefix: ptr(p.DNS.BaseDomainPrefix)},
 		Network:           profiles.RenderNetwork(&p.Network),
 		Console:           &ConsoleProfile{URL: ptr(p.Console.URL)},
-		API:               &APIProfile{URL: ptr(p.API.URL), Visibility: ptr(p.API.Visibility), AuthorizedCIDRs: p.API.AuthorizedCIDRs},
+		API:               &APIProfile{URL: profiles.Present(p.API.URL), Visibility: ptr(p.API.Visibility), AuthorizedCIDRs: p.API.AuthorizedCIDRs},
 		Platform: &PlatformProfile{
 			ManagedResourceGroup:    ptr(p.Platform.ManagedResourceGroup),
 			SubnetID:                ptr(p.Platform.SubnetID),
 			OutboundType:            ptr(p.Platform.OutboundType),
 			NetworkSecurityGroupID:  ptr(p.Platform.NetworkSecurityGroupID),
-			VnetIntegrationSubnetID: ptr(p.Platform.VnetIntegrationSubnetID),
+			VnetIntegrationSubnetID: profiles.Present(p.Platform.VnetIntegrationSubnetID),
 			OperatorsAuthentication: profiles.RenderOperatorsAuthentication(&p.Platform.OperatorsAuthentication.UserAssignedIdentities),
-			IssuerURL:               ptr(p.Platform.IssuerURL),
+			IssuerURL:               profiles.Present(p.Platform.IssuerURL),
 		},
 		Autoscaling:             profiles.RenderAutoscaling(&p.Autoscaling),
 		Etcd:                    &EtcdProfile{DataEncryption: &EtcdDataEncryptionProfile{KeyManagementMode: ptr(p.Etcd.DataEncryption.KeyManagementMode)}},

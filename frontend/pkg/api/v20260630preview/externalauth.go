@@ -54,7 +54,7 @@ func (version) RenderExternalAuth(ea *api.ExternalAuth) any {
 	}
 	ext.Properties = &ExternalAuthProperties{ProvisioningState: ptr(string(ea.ProvisioningState)), ExternalAuthFields: profiles.RenderExternalAuthFields(&ea.Properties)}
 	if c := ea.Condition; c != nil {
-		ext.Properties.Status = &ResourceStatus{Conditions: []Condition{{Type: ptr(c.Type), Status: ptr(c.Status), Reason: ptr(c.Reason), Message: ptr(c.Message),
+		ext.Properties.Status = &ResourceStatus{Conditions: []Condition{{Type: ptr(c.Type), Status: ptr(c.Status), Reason: ptr(c.Reason), Message: profiles.Present(c.Message),
 			LastTransitionTime: ptr(c.LastTransitionTime.UTC().Format(time.RFC3339))}}}
 	}
 	return ext

@@ -21,7 +21,7 @@ func validate(e *HcpOpenShiftCluster, stored *api.Cluster) error {
 
 func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties) {
 	if v.Required(p.Version != nil, "properties.version") {
-		v.RequiredSince(p.Version.ID != nil, func(c *api.Cluster) bool { return c.Properties.Version.ID == "" }, "properties.version.id")
+		v.RequiredSince(p.Version.ID, func(c *api.Cluster) bool { return c.Properties.Version.ID == "" }, "properties.version.id")
 	}
 	v.ImageDigestMirrors(p.ImageDigestMirrors)
 	if d := p.DNS; d != nil {
@@ -57,7 +57,7 @@ func validatePlatform(v *fieldcheck.Checker, pl *PlatformProfile) {
 	if v.Required(pl.SubnetID != nil, "properties.platform.subnetId") {
 		v.ArmID(*pl.SubnetID, "properties.platform.subnetId", fieldcheck.TypeSubnet)
 	}
-	if v.RequiredSince(pl.VnetIntegrationSubnetID != nil, func(c *api.Cluster) bool { return c.Properties.Platform.VnetIntegrationSubnetID == "" },
+	if v.RequiredSince(pl.VnetIntegrationSubnetID, func(c *api.Cluster) bool { return c.Properties.Platform.VnetIntegrationSubnetID == "" },
 		"properties.platform.vnetIntegrationSubnetId") {
 		v.ArmID(*pl.VnetIntegrationSubnetID, "properties.platform.vnetIntegrationSubnetId", fieldcheck.TypeSubnet)
 		if pl.SubnetID != nil && strings.EqualFold(*pl.SubnetID, *pl.VnetIntegrationSubnetID) {
@@ -95,7 +95,7 @@ func validateEtcd(v *fieldcheck.Checker, de *EtcdDataEncryptionProfile) {
 		cm := c.Properties.Etcd.DataEncryption.CustomerManaged
 		return cm == nil || cm.KMS == nil || cm.KMS.Visibility == ""
 	}
-	if v.RequiredSince(kms.Visibility != nil, noVisibility, base+".customerManaged.kms.visibility") {
+	if v.RequiredSince(kms.Visibility, noVisibility, base+".customerManaged.kms.visibility") {
 		v.Enum(kms.Visibility, base+".customerManaged.kms.visibility", "Public", "Private")
 	}
 	k := kms.ActiveKey
