@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,14 +36,9 @@ func putCluster(t *testing.T, sub, rg, name, notifyURI string) (asyncURL, opID s
 	if notifyURI != "" {
 		req.Header.Set("Azure-AsyncNotificationUri", notifyURI)
 	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("PUT %s: %v", name, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("PUT %s: got %d, want 201: %s", name, resp.StatusCode, raw)
+	resp := doARM(t, req)
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("PUT %s: got %d, want 201: %s", name, resp.Status, resp.Raw)
 	}
 	asyncURL = resp.Header.Get("Azure-AsyncOperation")
 	return asyncURL, operationID(asyncURL)

@@ -156,19 +156,7 @@ func armAs(t *testing.T, method, pathOrURL, objectID string, body any) armRespon
 	}
 	req.Header.Set("x-ms-client-object-id", objectID)
 	req.Header.Set("x-ms-correlation-request-id", uuid.NewString())
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, u, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	out := armResponse{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
-	if len(strings.TrimSpace(string(raw))) > 0 {
-		if err := json.Unmarshal(raw, &out.Body); err != nil {
-			t.Fatalf("%s %s: %d with a body that is not a JSON object: %q", method, u, resp.StatusCode, raw)
-		}
-	}
-	return out
+	return doARM(t, req)
 }
 
 func configMapData(t *testing.T, mc localregion.ManagementClusterInfo, ns, name string) string {

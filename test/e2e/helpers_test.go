@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/armspec"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
@@ -78,6 +80,15 @@ func armURL(t *testing.T, method, u string, body any) armResponse {
 	}
 	req.Header.Set("x-ms-client-request-id", uuid.NewString())
 	req.Header.Set("x-ms-correlation-request-id", uuid.NewString())
+	return doARM(t, req)
+}
+
+// doARM sends a request to the frontend and reads its answer, which must carry an
+// x-ms-request-id and, on an ARM route, match the schema the specification gives it
+// (armspec.ValidateExchange): a missing required property or an undeclared one fails the test.
+func doARM(t *testing.T, req *http.Request) armResponse {
+	t.Helper()
+	method, u := req.Method, req.URL.String()
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, u, err)
@@ -92,6 +103,14 @@ func armURL(t *testing.T, method, u string, body any) armResponse {
 	}
 	if resp.Header.Get("x-ms-request-id") == "" {
 		t.Errorf("%s %s: response has no x-ms-request-id", method, u)
+	}
+	_, err = armspec.ValidateExchange(method, req.URL, resp.StatusCode, resp.Header, raw)
+	var vs armspec.Violations
+	switch {
+	case errors.As(err, &vs):
+		t.Errorf("%s %s answered %d, which does not match the spec:\n%v\nbody: %.800s", method, u, resp.StatusCode, vs, raw)
+	case err != nil:
+		t.Fatalf("validate %s %s: %v", method, u, err)
 	}
 	return out
 }
