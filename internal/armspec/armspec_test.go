@@ -168,6 +168,25 @@ func TestValidatorRejects(t *testing.T) {
 	}
 }
 
+// TestValidatorAccepts checks what the schemas allow passes: x-nullable values, "" for a
+// required value with a format (docs/api.md, Required properties in responses).
+func TestValidatorAccepts(t *testing.T) {
+	s, err := Load("2026-09-01-preview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ definition, body string }{
+		"nullable_identity_value": {"HcpOpenShiftCluster", `{"location":"x","identity":{"type":"UserAssigned","userAssignedIdentities":{"/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/a":null}}}`},
+		"empty_uri_not_known_yet": {"ApiProfile", `{"url":""}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := s.ValidateDefinition(tc.definition, []byte(tc.body)); err != nil {
+				t.Fatalf("want valid, got %v", err)
+			}
+		})
+	}
+}
+
 func TestValidateResponseStatusAndHeaders(t *testing.T) {
 	s, err := Load("2024-06-10-preview")
 	if err != nil {

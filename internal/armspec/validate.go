@@ -193,6 +193,7 @@ type objectShape struct {
 
 func shapeOf(s schemaRef) objectShape {
 	sh := objectShape{props: map[string]schemaRef{}, required: map[string]bool{}}
+	closed := false // additionalProperties: false somewhere in the chain
 	var walk func(s schemaRef)
 	walk = func(s schemaRef) {
 		s = deref(s)
@@ -212,11 +213,12 @@ func shapeOf(s schemaRef) objectShape {
 			sh.additional = &schemaRef{s.file, ap}
 		case bool:
 			sh.anyExtra = sh.anyExtra || ap
+			closed = closed || !ap
 		}
 	}
 	walk(s)
-	if len(sh.props) == 0 && sh.additional == nil {
-		sh.anyExtra = true
+	if len(sh.props) == 0 && sh.additional == nil && !closed {
+		sh.anyExtra = true // an object schema with nothing declared takes anything
 	}
 	return sh
 }
@@ -229,8 +231,14 @@ func join(p, k string) string {
 }
 
 func (w *walker) check(s schemaRef, val any, p string) {
+	if val == nil && s.node["x-nullable"] == true {
+		return // x-nullable beside a $ref (userAssignedIdentities values) allows null
+	}
 	s = deref(s)
 	n := s.node
+	if val == nil && n["x-nullable"] == true {
+		return
+	}
 	typ, _ := n["type"].(string)
 	if typ == "" && (n["properties"] != nil || n["allOf"] != nil || n["additionalProperties"] != nil) {
 		typ = "object"
