@@ -115,6 +115,40 @@ func TestClusterAcrossAPIVersions(t *testing.T) {
 		}
 	})
 
+	t.Run("kms_cluster_created_through_2024_reads_schema_valid_through_newer_versions", func(t *testing.T) {
+		// kms.visibility and vnetIntegrationSubnetId are required in responses from
+		// 2025-12-23-preview on; 2024-06-10-preview has neither. Every answer is validated
+		// against its schema by e.do; here the values themselves.
+		path := clusterPath("rg-kms", "legacy-kms")
+		b := set(minimalBody(), "properties.etcd", map[string]any{"dataEncryption": map[string]any{
+			"keyManagementMode": "CustomerManaged",
+			"customerManaged": map[string]any{"encryptionType": "KMS", "kms": map[string]any{
+				"activeKey": map[string]any{"vaultName": "vault", "name": "key", "version": "0123456789abcdef0123456789abcdef"}}},
+		}})
+		created := e.do("PUT", withVersion(path, "2024-06-10-preview"), mustJSON(b), nil)
+		if created.code != 201 {
+			t.Fatalf("create: %d %s", created.code, created.body)
+		}
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		list := "/subscriptions/" + testSub + "/resourceGroups/rg-kms/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
+		for _, v := range []string{"2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"} {
+			got := e.do("GET", withVersion(path, v), nil, nil)
+			listed := e.do("GET", withVersion(list, v), nil, nil)
+			items, _ := listed.json(t)["value"].([]any)
+			if got.code != 200 || listed.code != 200 || len(items) != 1 {
+				t.Fatalf("%s: GET %d, list %d %s", v, got.code, listed.code, listed.body)
+			}
+			for what, body := range map[string]map[string]any{"GET": got.json(t), "list item": items[0].(map[string]any)} {
+				p := body["properties"].(map[string]any)
+				kms := p["etcd"].(map[string]any)["dataEncryption"].(map[string]any)["customerManaged"].(map[string]any)["kms"].(map[string]any)
+				vnet, ok := p["platform"].(map[string]any)["vnetIntegrationSubnetId"]
+				if kms["visibility"] != "Public" || kms["vaultName"] != "vault" || !ok || vnet != "" {
+					t.Fatalf("%s %s: kms %v, vnetIntegrationSubnetId %v (present %v); want Public and \"\"", v, what, kms, vnet, ok)
+				}
+			}
+		}
+	})
+
 	t.Run("platform_managed_etcd_key_is_not_shown_by_2026_versions", func(t *testing.T) {
 		// 2026-06-30-preview knows only CustomerManaged: a platform-managed key has no
 		// dataEncryption block there.
