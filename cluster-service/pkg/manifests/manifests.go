@@ -180,6 +180,29 @@ func ReleaseImage(repo, version string) string {
 	return repo + ":" + version + "-multi"
 }
 
+// kmsObjectEncoding is how the KMS identity's credentials are encoded in the Key Vault secret
+// that credentialsSecretName names. Cluster Service writes them as JSON text, HyperShift's default.
+const kmsObjectEncoding = hypershiftv1beta1.ObjectEncodingFormat("utf-8")
+
+// KMSCredentialsSecretName is the name of the Key Vault secret that holds the credentials of the
+// managed identity the KMS plugin authenticates to the customer's Key Vault with. The
+// managed-identities Key Vault is shared by the region, so the name carries the Cluster Service
+// ID, which is unique; Key Vault allows only alphanumerics and hyphens, 1–127 characters.
+func KMSCredentialsSecretName(clusterID string) string {
+	name := "kms-" + nonKeyVaultChars.ReplaceAllString(clusterID, "-")
+	if len(name) > 127 {
+		name = name[:127]
+	}
+	return name
+}
+
+var nonKeyVaultChars = regexp.MustCompile(`[^a-zA-Z0-9-]`)
+
+// kmsIdentity is the managed identity HyperShift's Azure KMS plugin uses.
+func kmsIdentity(clusterID string) hypershiftv1beta1.ManagedIdentity {
+	return hypershiftv1beta1.ManagedIdentity{ObjectEncoding: kmsObjectEncoding, CredentialsSecretName: KMSCredentialsSecretName(clusterID)}
+}
+
 // Secret names inside the cluster namespace.
 func PullSecretName(hc string) string           { return hc + "-pull-secret" }
 func SSHKeySecretName(hc string) string         { return hc + "-ssh-key" }
@@ -359,7 +382,7 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 		if err != nil {
 			return nil, err
 		}
-		azureKMS := &hypershiftv1beta1.AzureKMSSpec{ActiveKey: key}
+		azureKMS := &hypershiftv1beta1.AzureKMSSpec{ActiveKey: key, KMS: kmsIdentity(c.ID)}
 		if backupID := s.GetEtcdEncryptionBackupKeyId(); backupID != "" {
 			// The version active before a rotation, until every secret is re-encrypted.
 			backup, err := parseKeyVaultKeyID(backupID)

@@ -245,6 +245,10 @@ func TestBuild(t *testing.T) {
 					se.KMS.Azure.ActiveKey != (hypershiftv1beta1.AzureKMSKey{KeyVaultName: "myvault", KeyName: "etcd", KeyVersion: "0123abcd"}) {
 					t.Fatalf("secret encryption = %+v", se)
 				}
+				// The KMS plugin's identity: HyperShift's CRD requires both fields.
+				if want := (hypershiftv1beta1.ManagedIdentity{ObjectEncoding: "utf-8", CredentialsSecretName: "kms-" + id}); se.KMS.Azure.KMS != want {
+					t.Fatalf("KMS identity = %+v, want %+v", se.KMS.Azure.KMS, want)
+				}
 			},
 		},
 		{
