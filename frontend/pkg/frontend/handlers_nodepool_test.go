@@ -393,3 +393,33 @@ func TestNodePoolOlderVersionKeepsNewerFields(t *testing.T) {
 	}
 
 }
+
+// TestNodePoolWithoutVersionIDThroughNewerVersions: NodePoolVersionProfile.id is required from
+// 2025-12-23-preview on. A pool created through 2024-06-10-preview with a channel group and no
+// id shows the required id as "" there (e.do validates every answer against the schema), and a
+// PUT of that body or a PATCH through the newer version keeps working.
+func TestNodePoolWithoutVersionIDThroughNewerVersions(t *testing.T) {
+	e, _ := newNodePoolEnv(t)
+	e.readyCluster(t, "c1")
+	path := poolPath("c1", "np1")
+	e.readyPool(t, "c1", "np1", set(minimalPoolBody(), "properties.version", map[string]any{"channelGroup": "candidate"}))
+	for _, v := range []string{"2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"} {
+		got := e.do("GET", withVersion(path, v), nil, nil)
+		ver, _ := got.json(t)["properties"].(map[string]any)["version"].(map[string]any)
+		if got.code != 200 || ver["id"] != "" || ver["channelGroup"] != "candidate" {
+			t.Fatalf("GET through %s: %d version %v; want id \"\" and the channel group", v, got.code, ver)
+		}
+		r := e.do("PUT", withVersion(path, v), got.body, nil)
+		if r.code != 200 {
+			t.Fatalf("PUT of the GET body through %s: %d %s", v, r.code, r.body)
+		}
+		if h := r.header.Get("Azure-AsyncOperation"); h != "" {
+			e.finish(opIDFrom(t, h), docs.StateSucceeded, nil)
+		}
+		p := e.do("PATCH", withVersion(path, v), []byte(`{"properties":{"replicas":3}}`), nil)
+		if p.code != 202 {
+			t.Fatalf("PATCH through %s: %d %s", v, p.code, p.body)
+		}
+		e.finish(opIDFrom(t, p.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	}
+}

@@ -14,6 +14,9 @@ type NodePoolRules struct {
 	// VersionIDRequired: properties.version.id is required when properties.version is given
 	// (from 2025-12-23-preview on).
 	VersionIDRequired bool
+	// StoredWithoutVersionID: the pool being replaced has no version.id (created through
+	// 2024-06-10-preview without one); an empty or absent id keeps it so.
+	StoredWithoutVersionID bool
 	// MaxOSDiskSizeGiB is osDisk.sizeGiB's maximum (0: none).
 	MaxOSDiskSizeGiB int64
 }
@@ -26,7 +29,10 @@ const maxNodesWithoutZone = 200
 // whether properties.platform was in the body.
 func (v *Checker) NodePool(f *profiles.NodePoolFields, hasPlatform bool, r NodePoolRules) {
 	if ver := f.Version; ver != nil && r.VersionIDRequired {
-		v.Required(ver.ID != nil && *ver.ID != "", "properties.version.id")
+		empty := ver.ID == nil || *ver.ID == ""
+		if !(empty && r.StoredWithoutVersionID) {
+			v.Required(!empty, "properties.version.id")
+		}
 	}
 	if v.Required(hasPlatform, "properties.platform") {
 		if v.Required(f.VMSize != nil && *f.VMSize != "", "properties.platform.vmSize") && len(*f.VMSize) > 255 {

@@ -121,14 +121,20 @@ func RenderNodePoolFields(p *api.NodePoolProperties) NodePoolFields {
 	return f
 }
 
-// OmitVersionWithoutID drops a rendered version that has no id, for the api-versions whose
+// VersionWithRequiredID shapes a rendered version that has no id, for the api-versions whose
 // NodePoolVersionProfile requires id (from 2025-12-23-preview): a pool created without a version
 // runs its cluster's, and showing {"channelGroup":"stable"} would break the schema and make the
-// GET body fail as a PUT (found by FuzzDecodeNodePoolAllVersions). The channel group left out is
-// the default one, so a PUT of the GET body keeps it.
-func (f *NodePoolFields) OmitVersionWithoutID() {
-	if f.Version != nil && (f.Version.ID == nil || *f.Version.ID == "") &&
-		(f.Version.ChannelGroup == nil || *f.Version.ChannelGroup == api.ChannelGroupStable) {
-		f.Version = nil
+// GET body fail as a PUT (found by FuzzDecodeNodePoolAllVersions), so a version that says only
+// the default channel group is left out (a PUT of the GET body keeps it). A pool created through
+// 2024-06-10-preview with another channel group and no id shows the group and the required id
+// as "" (docs/api.md, Required properties in responses); a PUT or PATCH of that keeps it.
+func (f *NodePoolFields) VersionWithRequiredID() {
+	if f.Version == nil || (f.Version.ID != nil && *f.Version.ID != "") {
+		return
 	}
+	if f.Version.ChannelGroup == nil || *f.Version.ChannelGroup == api.ChannelGroupStable {
+		f.Version = nil
+		return
+	}
+	f.Version.ID = Present("")
 }

@@ -80,7 +80,9 @@ func (version) DecodeNodePool(body []byte, stored *api.NodePool) (*api.NodePool,
 	f := ext.fields()
 	v := &fieldcheck.Checker{}
 	v.Required(ext.Location != nil && *ext.Location != "", "location")
-	v.NodePool(&f, ext.Properties != nil && ext.Properties.Platform != nil, nodePoolRules)
+	rules := nodePoolRules
+	rules.StoredWithoutVersionID = stored != nil && stored.Properties.Version.ID == ""
+	v.NodePool(&f, ext.Properties != nil && ext.Properties.Platform != nil, rules)
 	v.NodePoolIdentity(ext.Identity)
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -103,7 +105,7 @@ func (version) RenderNodePool(np *api.NodePool) any {
 		ext.Tags = map[string]string{}
 	}
 	f := profiles.RenderNodePoolFields(&np.Properties)
-	f.OmitVersionWithoutID() // version.id is required in this version's schema
+	f.VersionWithRequiredID() // version.id is required in this version's schema
 	ext.Properties = &NodePoolProperties{
 		ProvisioningState: ptr(string(np.ProvisioningState)),
 		Version:           f.Version, Replicas: f.Replicas, AutoRepair: f.AutoRepair, AutoScaling: f.AutoScaling,
