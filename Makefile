@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-MODULES := internal cluster-service frontend backend tooling test
+MODULES := internal cluster-service frontend backend admin tooling test
 PKGS := $(foreach m,$(MODULES),github.com/openhcp/openhcp/$(m)/...)
 # Pinned tool builds are cached outside the checkout and rebuilt only when their inputs change.
 export OPENHCP_TOOLS_DIR ?= $(HOME)/.cache/openhcp/tools

@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.21.0
 	github.com/google/uuid v1.6.0
+	github.com/openhcp/openhcp/admin v0.0.0
 	github.com/openhcp/openhcp/cluster-service v0.0.0
 	github.com/openhcp/openhcp/internal v0.0.0
 	github.com/openhcp/openhcp/tooling v0.0.0
@@ -63,6 +64,7 @@ require (
 
 // The workspace resolves these; the replaces let `go mod tidy` run on this module alone.
 replace (
+	github.com/openhcp/openhcp/admin => ../admin
 	github.com/openhcp/openhcp/cluster-service => ../cluster-service
 	github.com/openhcp/openhcp/internal => ../internal
 	github.com/openhcp/openhcp/tooling => ../tooling

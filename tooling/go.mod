@@ -49,6 +49,7 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/openhcp/openhcp/admin v0.0.0
 	github.com/openhcp/openhcp/cluster-service v0.0.0
 	github.com/openhcp/openhcp/internal v0.0.0
 	github.com/openshift/hypershift/api v0.0.0-20251120083117-dea6d2f24af6
@@ -77,5 +78,7 @@ require (
 )
 
 replace github.com/openhcp/openhcp/internal => ../internal
+
+replace github.com/openhcp/openhcp/admin => ../admin
 
 replace github.com/openhcp/openhcp/cluster-service => ../cluster-service

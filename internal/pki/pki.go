@@ -83,6 +83,9 @@ type Spec struct {
 	DNSNames []string
 	IPs      []net.IP
 	Lifetime time.Duration
+	// Organization is the subject's organisation (default "OpenHCP local region"). The admin
+	// API reads an SRE's group from it (admin/pkg/access).
+	Organization []string
 }
 
 // Issued is a certificate and its key, both PEM.
@@ -116,9 +119,13 @@ func (a *Authority) Issue(s Spec) (*Issued, error) {
 	if notAfter.After(a.Cert.NotAfter) {
 		notAfter = a.Cert.NotAfter
 	}
+	org := s.Organization
+	if len(org) == 0 {
+		org = []string{"OpenHCP local region"}
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: s.CommonName, Organization: []string{"OpenHCP local region"}},
+		Subject:      pkix.Name{CommonName: s.CommonName, Organization: org},
 		NotBefore:    now.Add(-5 * time.Minute),
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,

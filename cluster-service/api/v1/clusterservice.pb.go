@@ -1887,9 +1887,12 @@ func (x *ListShardsResponse) GetShards() []*ProvisionShard {
 }
 
 type SetShardStatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Status        ShardStatus            `protobuf:"varint,2,opt,name=status,proto3,enum=openhcp.clusterservice.v1.ShardStatus" json:"status,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Name   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Status ShardStatus            `protobuf:"varint,2,opt,name=status,proto3,enum=openhcp.clusterservice.v1.ShardStatus" json:"status,omitempty"`
+	// if_status, when set, makes the change conditional: it happens only if the shard's status
+	// is still if_status, else FAILED_PRECONDITION (the admin API's If-Match on a shard).
+	IfStatus      ShardStatus `protobuf:"varint,3,opt,name=if_status,json=ifStatus,proto3,enum=openhcp.clusterservice.v1.ShardStatus" json:"if_status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1934,6 +1937,13 @@ func (x *SetShardStatusRequest) GetName() string {
 func (x *SetShardStatusRequest) GetStatus() ShardStatus {
 	if x != nil {
 		return x.Status
+	}
+	return ShardStatus_SHARD_STATUS_UNSPECIFIED
+}
+
+func (x *SetShardStatusRequest) GetIfStatus() ShardStatus {
+	if x != nil {
+		return x.IfStatus
 	}
 	return ShardStatus_SHARD_STATUS_UNSPECIFIED
 }
@@ -3829,10 +3839,11 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x05shard\x18\x01 \x01(\v2).openhcp.clusterservice.v1.ProvisionShardR\x05shard\"\x13\n" +
 	"\x11ListShardsRequest\"W\n" +
 	"\x12ListShardsResponse\x12A\n" +
-	"\x06shards\x18\x01 \x03(\v2).openhcp.clusterservice.v1.ProvisionShardR\x06shards\"k\n" +
+	"\x06shards\x18\x01 \x03(\v2).openhcp.clusterservice.v1.ProvisionShardR\x06shards\"\xb0\x01\n" +
 	"\x15SetShardStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12>\n" +
-	"\x06status\x18\x02 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\x06status\"\xf7\x02\n" +
+	"\x06status\x18\x02 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\x06status\x12C\n" +
+	"\tif_status\x18\x03 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\bifStatus\"\xf7\x02\n" +
 	"\bNodePool\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -4141,81 +4152,82 @@ var file_v1_clusterservice_proto_depIdxs = []int32{
 	22, // 19: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
 	22, // 20: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
 	2,  // 21: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	28, // 22: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
-	32, // 23: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
-	56, // 24: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
-	56, // 25: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
-	29, // 26: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
-	55, // 27: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
-	30, // 28: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
-	31, // 29: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
-	3,  // 30: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
-	14, // 31: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	27, // 32: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	27, // 33: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
-	28, // 34: openhcp.clusterservice.v1.UpdateNodePoolRequest.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
-	1,  // 35: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	27, // 36: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	56, // 37: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
-	41, // 38: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
-	46, // 39: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
-	8,  // 40: openhcp.clusterservice.v1.ClusterUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
-	47, // 41: openhcp.clusterservice.v1.ClusterUpdate.api_authorized_cidrs:type_name -> openhcp.clusterservice.v1.StringList
-	48, // 42: openhcp.clusterservice.v1.ClusterUpdate.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirrors
-	12, // 43: openhcp.clusterservice.v1.ClusterUpdate.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
-	9,  // 44: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
-	4,  // 45: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
-	56, // 46: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
-	5,  // 47: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
-	56, // 48: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
-	56, // 49: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
-	56, // 50: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
-	49, // 51: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
-	15, // 52: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
-	16, // 53: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
-	17, // 54: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
-	19, // 55: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
-	45, // 56: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
-	20, // 57: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
-	33, // 58: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
-	34, // 59: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
-	35, // 60: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
-	37, // 61: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
-	38, // 62: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
-	39, // 63: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
-	42, // 64: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
-	44, // 65: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
-	50, // 66: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
-	51, // 67: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
-	52, // 68: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
-	23, // 69: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
-	24, // 70: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
-	26, // 71: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
-	6,  // 72: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 73: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	18, // 74: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
-	6,  // 75: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 76: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	21, // 77: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
-	27, // 78: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	27, // 79: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	36, // 80: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
-	27, // 81: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	27, // 82: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	40, // 83: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
-	43, // 84: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
-	41, // 85: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
-	49, // 86: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	49, // 87: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	53, // 88: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
-	22, // 89: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	25, // 90: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
-	22, // 91: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	72, // [72:92] is the sub-list for method output_type
-	52, // [52:72] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	2,  // 22: openhcp.clusterservice.v1.SetShardStatusRequest.if_status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	28, // 23: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	32, // 24: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
+	56, // 25: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
+	56, // 26: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
+	29, // 27: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
+	55, // 28: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	30, // 29: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
+	31, // 30: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
+	3,  // 31: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
+	14, // 32: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	27, // 33: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	27, // 34: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
+	28, // 35: openhcp.clusterservice.v1.UpdateNodePoolRequest.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	1,  // 36: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	27, // 37: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	56, // 38: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
+	41, // 39: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
+	46, // 40: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
+	8,  // 41: openhcp.clusterservice.v1.ClusterUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
+	47, // 42: openhcp.clusterservice.v1.ClusterUpdate.api_authorized_cidrs:type_name -> openhcp.clusterservice.v1.StringList
+	48, // 43: openhcp.clusterservice.v1.ClusterUpdate.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirrors
+	12, // 44: openhcp.clusterservice.v1.ClusterUpdate.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
+	9,  // 45: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
+	4,  // 46: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
+	56, // 47: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
+	5,  // 48: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
+	56, // 49: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
+	56, // 50: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
+	56, // 51: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
+	49, // 52: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	15, // 53: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
+	16, // 54: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
+	17, // 55: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
+	19, // 56: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
+	45, // 57: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
+	20, // 58: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
+	33, // 59: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
+	34, // 60: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
+	35, // 61: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
+	37, // 62: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
+	38, // 63: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
+	39, // 64: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
+	42, // 65: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
+	44, // 66: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
+	50, // 67: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	51, // 68: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	52, // 69: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	23, // 70: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
+	24, // 71: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
+	26, // 72: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
+	6,  // 73: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 74: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	18, // 75: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
+	6,  // 76: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 77: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	21, // 78: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
+	27, // 79: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 80: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	36, // 81: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
+	27, // 82: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 83: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	40, // 84: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
+	43, // 85: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
+	41, // 86: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
+	49, // 87: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	49, // 88: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	53, // 89: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	22, // 90: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	25, // 91: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
+	22, // 92: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	73, // [73:93] is the sub-list for method output_type
+	53, // [53:73] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_v1_clusterservice_proto_init() }

@@ -298,10 +298,13 @@ func (s *Server) SetShardStatus(ctx context.Context, req *csv1.SetShardStatusReq
 	if _, ok := csv1.ShardStatus_name[int32(req.GetStatus())]; !ok || req.GetStatus() == csv1.ShardStatus_SHARD_STATUS_UNSPECIFIED {
 		v.add("status", "must be ACTIVE, MAINTENANCE or OFFLINE")
 	}
+	if _, ok := csv1.ShardStatus_name[int32(req.GetIfStatus())]; !ok {
+		v.add("if_status", "must be unset, ACTIVE, MAINTENANCE or OFFLINE")
+	}
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	sh, err := s.st.SetShardStatus(ctx, req.GetName(), req.GetStatus())
+	sh, err := s.st.SetShardStatus(ctx, req.GetName(), req.GetStatus(), req.GetIfStatus())
 	if err != nil {
 		return nil, s.toStatus(ctx, "set shard status", err)
 	}

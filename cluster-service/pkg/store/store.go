@@ -654,17 +654,25 @@ func (s *Store) RegisterShard(ctx context.Context, sh placement.Shard) (placemen
 	return out, err
 }
 
-// SetShardStatus changes a shard's status; ErrNotFound if it does not exist.
-func (s *Store) SetShardStatus(ctx context.Context, name string, st csv1.ShardStatus) (placement.Shard, error) {
+// SetShardStatus changes a shard's status; ErrNotFound if it does not exist. A non-zero
+// ifStatus makes the change conditional: ErrConflict unless the status is still ifStatus.
+func (s *Store) SetShardStatus(ctx context.Context, name string, st, ifStatus csv1.ShardStatus) (placement.Shard, error) {
 	var out placement.Shard
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE provision_shards SET status = $2, update_time = now() WHERE name = $1`, name, st.String())
-		if err != nil {
+		var current string
+		if err := tx.QueryRow(ctx, `SELECT status FROM provision_shards WHERE name = $1 FOR UPDATE`, name).Scan(&current); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return ErrNotFound
+			}
 			return fmt.Errorf("set shard status %s: %w", name, err)
 		}
-		if tag.RowsAffected() == 0 {
-			return ErrNotFound
+		if ifStatus != csv1.ShardStatus_SHARD_STATUS_UNSPECIFIED && current != ifStatus.String() {
+			return fmt.Errorf("%w: shard %s is %s, not %s", ErrConflict, name, current, ifStatus)
 		}
+		if _, err := tx.Exec(ctx, `UPDATE provision_shards SET status = $2, update_time = now() WHERE name = $1`, name, st.String()); err != nil {
+			return fmt.Errorf("set shard status %s: %w", name, err)
+		}
+		var err error
 		out, err = scanShard(tx.QueryRow(ctx, shardQuery+` WHERE s.name = $1`, name))
 		return err
 	})

@@ -252,7 +252,7 @@ func TestShards(t *testing.T) {
 		t.Fatalf("RegisterShard = %+v, %v", sh, err)
 	}
 	t.Run("maintenance_takes_no_new_clusters", func(t *testing.T) {
-		if _, err := s.SetShardStatus(ctx, "mc-1", csv1.ShardStatus_SHARD_STATUS_MAINTENANCE); err != nil {
+		if _, err := s.SetShardStatus(ctx, "mc-1", csv1.ShardStatus_SHARD_STATUS_MAINTENANCE, 0); err != nil {
 			t.Fatal(err)
 		}
 		_, _, err := s.CreateCluster(ctx, newCluster(csid(1), armID("a")), placement.LeastLoaded{})
@@ -267,8 +267,23 @@ func TestShards(t *testing.T) {
 		}
 	})
 	t.Run("unknown_shard_is_not_found", func(t *testing.T) {
-		if _, err := s.SetShardStatus(ctx, "nope", csv1.ShardStatus_SHARD_STATUS_ACTIVE); !errors.Is(err, ErrNotFound) {
+		if _, err := s.SetShardStatus(ctx, "nope", csv1.ShardStatus_SHARD_STATUS_ACTIVE, 0); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("if_status_mismatch_conflicts_and_changes_nothing", func(t *testing.T) {
+		if _, err := s.SetShardStatus(ctx, "mc-1", csv1.ShardStatus_SHARD_STATUS_OFFLINE, csv1.ShardStatus_SHARD_STATUS_ACTIVE); !errors.Is(err, ErrConflict) {
+			t.Fatalf("err = %v, want ErrConflict (the shard is MAINTENANCE)", err)
+		}
+		shs, err := s.ListShards(ctx)
+		if err != nil || len(shs) != 1 || shs[0].Status != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
+			t.Fatalf("after a refused conditional change: %+v, %v", shs, err)
+		}
+	})
+	t.Run("if_status_match_changes", func(t *testing.T) {
+		sh, err := s.SetShardStatus(ctx, "mc-1", csv1.ShardStatus_SHARD_STATUS_ACTIVE, csv1.ShardStatus_SHARD_STATUS_MAINTENANCE)
+		if err != nil || sh.Status != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+			t.Fatalf("SetShardStatus = %+v, %v", sh, err)
 		}
 	})
 }

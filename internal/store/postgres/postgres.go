@@ -46,6 +46,9 @@ type Options struct {
 	// case the listener connection dropped a notification.
 	FallbackPoll time.Duration
 	Logger       *slog.Logger
+	// ReadOnly is for a reader whose login may only SELECT (the admin API): no migrations (the
+	// writers apply them) and no purger. Writes fail with the database's permission error.
+	ReadOnly bool
 }
 
 func (o *Options) defaults() {
@@ -98,7 +101,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 // stops them but leaves the pool open.
 func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Store, error) {
 	o.defaults()
-	if err := Migrate(ctx, pool); err != nil {
+	if o.ReadOnly {
+		o.PurgeInterval = -1
+	} else if err := Migrate(ctx, pool); err != nil {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())

@@ -63,7 +63,9 @@ type Info struct {
 	Postgres           PostgresInfo            `json:"postgres"`
 	MQTT               MQTTInfo                `json:"mqtt"`
 	ManagementClusters []ManagementClusterInfo `json:"managementClusters"`
-	LogDir             string                  `json:"logDir"`
+	// Admin is the SRE admin API (admin.go).
+	Admin  AdminInfo `json:"admin"`
+	LogDir string    `json:"logDir"`
 }
 
 // FrontendInfo is the ARM API: HTTPS with mutual TLS. ClientTLS is ARM's identity (the only
@@ -299,6 +301,7 @@ func (r *Region) buildBinaries(ctx context.Context) error {
 		"./backend/cmd/backend",
 		"./cluster-service/cmd/cluster-service",
 		"./tooling/cmd/hypershift-sim",
+		"./admin/cmd/admin",
 	}
 	args := append([]string{"build", "-o", r.binDir + "/"}, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)

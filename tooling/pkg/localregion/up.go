@@ -75,7 +75,8 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	}
 
 	r.step("starting PostgreSQL")
-	if _, err := r.startPostgres(ctx); err != nil {
+	pg, err := r.startPostgres(ctx)
+	if err != nil {
 		return nil, err
 	}
 
@@ -124,7 +125,11 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startFrontend(ctx); err != nil {
 		return nil, err
 	}
-	r.keepRenewed(pki.DefaultLifetime/2, reloadingIdentities)
+	r.step("starting the admin API")
+	if err := r.startAdmin(ctx, pg); err != nil {
+		return nil, err
+	}
+	r.keepRenewed(pki.DefaultLifetime/2, append(append([]string{}, reloadingIdentities...), adminIdentities()...))
 	if err := r.writeInfo(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
 	}

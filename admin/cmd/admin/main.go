@@ -1,0 +1,196 @@
+// Command admin runs the admin API: the SRE surface of a region, on its own mutual-TLS
+// listener, every call audited in PostgreSQL. See ../../README.md for flags and
+// ../../../docs/sre.md for the API.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/server"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+type options struct {
+	listen         string
+	serverTLS      tlsconfig.Files
+	auditDSN       string
+	storeDSN       string
+	clusterService string
+	csTLS          tlsconfig.Files
+	maestroREST    string
+	maestroCA      string
+	timeout        time.Duration
+	logLevel       string
+}
+
+// parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
+func parseFlags(args []string, getenv func(string) string) (*options, error) {
+	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	o := &options{}
+	str := func(p *string, name, env, def, usage string) {
+		if v := getenv(env); v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, usage+" (env "+env+")")
+	}
+	str(&o.listen, "listen", "ADMIN_LISTEN", "127.0.0.1:8444", "address of the admin API (HTTPS, mutual TLS)")
+	str(&o.serverTLS.Cert, "tls-cert", "ADMIN_TLS_CERT", "", "server certificate (PEM), re-read when it changes (required)")
+	str(&o.serverTLS.Key, "tls-key", "ADMIN_TLS_KEY", "", "server key (PEM) (required)")
+	str(&o.serverTLS.CA, "tls-client-ca", "ADMIN_TLS_CLIENT_CA", "", "CA that SRE client certificates chain to (required); a certificate of another CA fails the handshake")
+	str(&o.auditDSN, "audit-db-dsn", "ADMIN_AUDIT_DB_DSN", "", "PostgreSQL DSN of the audit log, as a login that may only insert into and read the audit table (required; password from PGPASSFILE)")
+	str(&o.storeDSN, "db-dsn", "ADMIN_DB_DSN", "", "PostgreSQL DSN of the ARM document store, as a read-only login (required)")
+	str(&o.clusterService, "cluster-service", "ADMIN_CLUSTER_SERVICE", "", "Cluster Service gRPC address host:port (required)")
+	str(&o.csTLS.CA, "cluster-service-ca", "ADMIN_CLUSTER_SERVICE_CA", "", "CA of Cluster Service's certificate (required)")
+	str(&o.csTLS.Cert, "cluster-service-cert", "ADMIN_CLUSTER_SERVICE_CERT", "", "client certificate for Cluster Service, the sre identity (required)")
+	str(&o.csTLS.Key, "cluster-service-key", "ADMIN_CLUSTER_SERVICE_KEY", "", "client key for Cluster Service (required)")
+	str(&o.maestroREST, "maestro-rest", "ADMIN_MAESTRO_REST", "", "Maestro REST API base URL, https://host:port (optional: without it describe shows no resource bundles)")
+	str(&o.maestroCA, "maestro-ca", "ADMIN_MAESTRO_CA", "", "CA of Maestro's REST certificate")
+	str(&o.logLevel, "log-level", "ADMIN_LOG_LEVEL", "info", "debug, info, warn or error")
+	timeout := fs.Duration("timeout", 30*time.Second, "timeout of each call to another service")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.timeout = *timeout
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	// The admin API knows its callers by their certificates only: there is no plaintext mode.
+	for _, req := range []struct{ val, flag, env string }{
+		{o.serverTLS.Cert, "tls-cert", "ADMIN_TLS_CERT"},
+		{o.serverTLS.Key, "tls-key", "ADMIN_TLS_KEY"},
+		{o.serverTLS.CA, "tls-client-ca", "ADMIN_TLS_CLIENT_CA"},
+		{o.auditDSN, "audit-db-dsn", "ADMIN_AUDIT_DB_DSN"},
+		{o.storeDSN, "db-dsn", "ADMIN_DB_DSN"},
+		{o.clusterService, "cluster-service", "ADMIN_CLUSTER_SERVICE"},
+		{o.csTLS.CA, "cluster-service-ca", "ADMIN_CLUSTER_SERVICE_CA"},
+		{o.csTLS.Cert, "cluster-service-cert", "ADMIN_CLUSTER_SERVICE_CERT"},
+		{o.csTLS.Key, "cluster-service-key", "ADMIN_CLUSTER_SERVICE_KEY"},
+	} {
+		if req.val == "" {
+			return nil, fmt.Errorf("--%s is required (or set %s)", req.flag, req.env)
+		}
+	}
+	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.clusterService, "cluster-service"}} {
+		if _, _, err := net.SplitHostPort(a.val); err != nil {
+			return nil, fmt.Errorf("invalid value %q for --%s: %v", a.val, a.flag, err)
+		}
+	}
+	if o.maestroREST != "" && !strings.HasPrefix(o.maestroREST, "https://") {
+		return nil, fmt.Errorf("invalid value %q for --maestro-rest: must be an https:// URL", o.maestroREST)
+	}
+	if o.timeout <= 0 {
+		return nil, fmt.Errorf("invalid value %s for --timeout: must be positive", o.timeout)
+	}
+	switch o.logLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return nil, fmt.Errorf("invalid value %q for --log-level: use debug, info, warn or error", o.logLevel)
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "admin:", err)
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "admin:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o *options) error {
+	var level slog.Level
+	level.UnmarshalText([]byte(o.logLevel))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+
+	// A request without a certificate reaches the handler, which answers 401 (and audits it);
+	// a certificate of another CA fails the handshake.
+	apiTLS, err := o.serverTLS.ServerClientAuth(o.listen, tls.VerifyClientCertIfGiven)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", o.listen, err)
+	}
+	csTLS, err := o.csTLS.Client(o.clusterService)
+	if err != nil {
+		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
+	}
+	conn, err := grpc.NewClient(o.clusterService, grpc.WithTransportCredentials(credentials.NewTLS(csTLS)))
+	if err != nil {
+		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
+	}
+	defer conn.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	auditLog, err := audit.Open(openCtx, o.auditDSN)
+	if err != nil {
+		return fmt.Errorf("--audit-db-dsn: %w", err)
+	}
+	defer auditLog.Close()
+	st, err := postgres.Open(openCtx, o.storeDSN, postgres.Options{ReadOnly: true, Logger: log})
+	if err != nil {
+		return fmt.Errorf("--db-dsn: %w", err)
+	}
+	defer st.Close()
+
+	cfg := server.Config{
+		Audit: auditLog, Store: st,
+		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
+		Logger: log, Timeout: o.timeout,
+	}
+	if o.maestroREST != "" {
+		mTLS, err := tlsconfig.Files{CA: o.maestroCA}.Client(strings.TrimPrefix(o.maestroREST, "https://"))
+		if err != nil {
+			return fmt.Errorf("--maestro-ca: %w", err)
+		}
+		cfg.Maestro = server.MaestroREST{URL: strings.TrimRight(o.maestroREST, "/"),
+			Client: &http.Client{Timeout: o.timeout, Transport: &http.Transport{TLSClientConfig: mTLS}}}
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), TLSConfig: apiTLS, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	l, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.listen, err)
+	}
+	log.Info("listening", "address", l.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(tls.NewListener(l, apiTLS)) }()
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-errc:
+		return fmt.Errorf("server stopped: %w", err)
+	}
+	shutdownCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	return hs.Shutdown(shutdownCtx)
+}

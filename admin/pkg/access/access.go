@@ -1,0 +1,69 @@
+// Package access decides who calls the admin API and what they may do. An SRE is a client
+// certificate from the client CA whose subject common name names the person and whose one
+// organisation names their group; Groups is the one table of what each group may do.
+package access
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Permission is one thing an admin route does.
+type Permission string
+
+const (
+	ReadClusters   Permission = "clusters.read"   // list and describe clusters
+	ReadOperations Permission = "operations.read" // list operations region-wide
+	ReadShards     Permission = "shards.read"     // list provision shards
+	WriteShards    Permission = "shards.write"    // cordon, uncordon, maintenance, offline
+	ReadAudit      Permission = "audit.read"      // read the audit log
+)
+
+// The SRE groups (a certificate's subject organisation).
+const (
+	GroupReadOnly = "sre-readonly" // on-call engineers: see everything, change nothing
+	GroupAdmin    = "sre-admin"    // operators: also change shards
+)
+
+// Groups lists, per group, what its members may do. Change it here only; docs/sre.md shows it
+// and TestGroupsTableIsDocumented keeps the two equal.
+var Groups = map[string][]Permission{
+	GroupReadOnly: {ReadClusters, ReadOperations, ReadShards, ReadAudit},
+	GroupAdmin:    {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit},
+}
+
+// Identity is a verified SRE.
+type Identity struct {
+	Person string `json:"person"`
+	Group  string `json:"group"`
+}
+
+// May reports whether the identity's group grants p.
+func (id Identity) May(p Permission) bool { return slices.Contains(Groups[id.Group], p) }
+
+// ErrNoIdentity is wrapped by Identify's errors: the caller is not an SRE (401).
+var ErrNoIdentity = errors.New("no SRE identity")
+
+// Identify reads the SRE identity from a connection's verified client certificate. The
+// listener verified the chain against the client CA; Identify only reads the subject. A
+// certificate of another kind (ARM's, a service's: no SRE group as its organisation) is no SRE
+// identity.
+func Identify(cs *tls.ConnectionState) (Identity, error) {
+	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
+		return Identity{}, fmt.Errorf("%w: the request has no verified client certificate", ErrNoIdentity)
+	}
+	subj := cs.VerifiedChains[0][0].Subject
+	if subj.CommonName == "" {
+		return Identity{}, fmt.Errorf("%w: the client certificate's subject names no person (empty common name)", ErrNoIdentity)
+	}
+	if len(subj.Organization) != 1 {
+		return Identity{}, fmt.Errorf("%w: the client certificate of %q must name exactly one SRE group as its organisation, it names %d", ErrNoIdentity, subj.CommonName, len(subj.Organization))
+	}
+	group := subj.Organization[0]
+	if _, ok := Groups[group]; !ok {
+		return Identity{}, fmt.Errorf("%w: %q is not an SRE group (certificate of %q)", ErrNoIdentity, group, subj.CommonName)
+	}
+	return Identity{Person: subj.CommonName, Group: group}, nil
+}

@@ -1,0 +1,95 @@
+package access
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func conn(cn string, orgs ...string) *tls.ConnectionState {
+	return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: cn, Organization: orgs}}}}}
+}
+
+func TestIdentify(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cs   *tls.ConnectionState
+		want Identity
+		ok   bool
+	}{
+		{"no_tls", nil, Identity{}, false},
+		{"no_verified_chain", &tls.ConnectionState{}, Identity{}, false},
+		{"sre_admin", conn("alice", GroupAdmin), Identity{"alice", GroupAdmin}, true},
+		{"sre_readonly", conn("bob", GroupReadOnly), Identity{"bob", GroupReadOnly}, true},
+		{"unknown_group", conn("mallory", "sre-root"), Identity{}, false},
+		{"service_certificate", conn("arm", "OpenHCP local region"), Identity{}, false},
+		{"two_groups_is_ambiguous", conn("eve", GroupReadOnly, GroupAdmin), Identity{}, false},
+		{"no_person", conn("", GroupAdmin), Identity{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Identify(tc.cs)
+			if tc.ok != (err == nil) || got != tc.want {
+				t.Fatalf("Identify = %+v, %v", got, err)
+			}
+			if err != nil && !errors.Is(err, ErrNoIdentity) {
+				t.Fatalf("error does not wrap ErrNoIdentity: %v", err)
+			}
+		})
+	}
+	if (Identity{"bob", GroupReadOnly}).May(WriteShards) || !(Identity{"alice", GroupAdmin}).May(WriteShards) {
+		t.Fatal("shards.write: read-only may, or admin may not")
+	}
+}
+
+// TestGroupsTableIsDocumented keeps docs/sre.md's group table equal to Groups, its one owner.
+func TestGroupsTableIsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/sre.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start, end := strings.Index(doc, "<!-- groups-table"), strings.Index(doc, "<!-- /groups-table -->")
+	if start < 0 || end < start {
+		t.Fatal("docs/sre.md has no groups-table markers")
+	}
+	var header []string
+	got := map[string][]Permission{}
+	for _, line := range strings.Split(doc[start:end], "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		cells = cells[1 : len(cells)-1]
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case cells[0] == "group":
+			header = cells[1:]
+		case strings.HasPrefix(cells[0], "`"):
+			g := strings.Trim(cells[0], "`")
+			got[g] = []Permission{}
+			for i, c := range cells[1:] {
+				if c != "" {
+					got[g] = append(got[g], Permission(header[i]))
+				}
+			}
+		}
+	}
+	if len(got) != len(Groups) {
+		t.Fatalf("docs/sre.md lists %d groups, the code %d", len(got), len(Groups))
+	}
+	for g, want := range Groups {
+		w, d := slices.Clone(want), slices.Clone(got[g])
+		slices.Sort(w)
+		slices.Sort(d)
+		if !slices.Equal(w, d) {
+			t.Errorf("group %s: docs/sre.md %v, code %v", g, d, w)
+		}
+	}
+}

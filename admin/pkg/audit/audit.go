@@ -1,0 +1,248 @@
+// Package audit owns the admin API's audit log: an append-only table in PostgreSQL. Install
+// creates it as its owner and grants the admin service's login INSERT and SELECT only; Open
+// refuses to run as a login that could change or remove a record. Every admin call writes a
+// record before it takes effect (Log.Append); the API reads them back with Log.Query.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+)
+
+// Outcomes. A refused call has one record (Unauthenticated or Forbidden, or Invalid for a
+// request refused before it was authorized); an allowed call has two: Allowed, written before
+// the handler runs, and Completed with the HTTP status it answered.
+const (
+	Unauthenticated = "unauthenticated"
+	Forbidden       = "forbidden"
+	Allowed         = "allowed"
+	Completed       = "completed"
+)
+
+// Table is the audit table's name.
+const Table = "admin_audit"
+
+// Entry is one audit record; its wire form is the admin API's (adminapi.AuditEntry).
+// Person and Group are the SRE (empty when the caller had no SRE identity); Subject is the
+// certificate subject the caller presented, if any, so a refused caller is named too. Route is
+// the route pattern ("POST /admin/v1/shards/{name}/cordon"), Path the path asked for, Status
+// the HTTP status answered (0 on an Allowed record: not answered yet).
+type Entry = adminapi.AuditEntry
+
+// Install creates the audit table, owned by conn's user (a role the service cannot log in as:
+// the superuser locally, a migration job's owner role in Azure), and lets serviceRole connect,
+// insert and read, and nothing else. A trigger refuses updates, deletes and truncation even
+// to the owner, so the log is append-only twice over. Install is idempotent.
+func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
+	role := pgx.Identifier{serviceRole}.Sanitize()
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		return fmt.Errorf("install audit table: %w", err)
+	}
+	stmts := []string{
+		`CREATE TABLE IF NOT EXISTS admin_audit (
+			id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			at             timestamptz NOT NULL DEFAULT clock_timestamp(),
+			request_id     text NOT NULL,
+			correlation_id text NOT NULL,
+			person         text NOT NULL,
+			grp            text NOT NULL,
+			subject        text NOT NULL,
+			method         text NOT NULL,
+			route          text NOT NULL,
+			path           text NOT NULL,
+			target         text NOT NULL,
+			reason         text NOT NULL,
+			outcome        text NOT NULL CHECK (outcome IN ('unauthenticated', 'forbidden', 'allowed', 'completed')),
+			status         int  NOT NULL)`,
+		`CREATE INDEX IF NOT EXISTS admin_audit_at_idx ON admin_audit (at)`,
+		`CREATE INDEX IF NOT EXISTS admin_audit_person_idx ON admin_audit (person)`,
+		`CREATE INDEX IF NOT EXISTS admin_audit_target_idx ON admin_audit (target)`,
+		`CREATE INDEX IF NOT EXISTS admin_audit_correlation_idx ON admin_audit (correlation_id)`,
+		`CREATE OR REPLACE FUNCTION admin_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN RAISE EXCEPTION 'admin_audit is append-only: % refused', TG_OP; END $$`,
+		`DROP TRIGGER IF EXISTS admin_audit_no_change ON admin_audit`,
+		`CREATE TRIGGER admin_audit_no_change BEFORE UPDATE OR DELETE ON admin_audit
+			FOR EACH ROW EXECUTE FUNCTION admin_audit_append_only()`,
+		`DROP TRIGGER IF EXISTS admin_audit_no_truncate ON admin_audit`,
+		`CREATE TRIGGER admin_audit_no_truncate BEFORE TRUNCATE ON admin_audit
+			FOR EACH STATEMENT EXECUTE FUNCTION admin_audit_append_only()`,
+		`REVOKE ALL ON admin_audit FROM PUBLIC`,
+		"REVOKE ALL ON admin_audit FROM " + role,
+		"GRANT SELECT, INSERT ON admin_audit TO " + role,
+		"GRANT CONNECT ON DATABASE " + pgx.Identifier{db}.Sanitize() + " TO " + role,
+		"GRANT USAGE ON SCHEMA public TO " + role,
+	}
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, q := range stmts {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("install audit table: %s: %w", strings.Fields(q)[0]+" "+strings.Fields(q)[1], err)
+			}
+		}
+		return nil
+	})
+}
+
+// Log is the audit log as the admin service sees it: append and read.
+type Log struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects as the admin service's login and checks that it may append and read the audit
+// table and may neither change nor remove a record, nor own the table (an owner could grant
+// itself back what Install withheld). A login with more rights is refused: an audit log the
+// audited service can rewrite is no audit log.
+func Open(ctx context.Context, dsn string) (*Log, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: %w", err)
+	}
+	if err := checkPrivileges(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Log{pool: pool}, nil
+}
+
+func checkPrivileges(ctx context.Context, pool *pgxpool.Pool) error {
+	var (
+		user                         string
+		owner                        *string
+		sel, ins, upd, del, trunc, o bool
+	)
+	err := pool.QueryRow(ctx, `SELECT current_user,
+		(SELECT tableowner FROM pg_tables WHERE schemaname = 'public' AND tablename = 'admin_audit')`).Scan(&user, &owner)
+	if err != nil {
+		return fmt.Errorf("open audit log: %w", err)
+	}
+	if owner == nil {
+		return fmt.Errorf("open audit log: table %s does not exist (install it first, as its owner: audit.Install)", Table)
+	}
+	err = pool.QueryRow(ctx, `SELECT
+		has_table_privilege('admin_audit', 'SELECT'), has_table_privilege('admin_audit', 'INSERT'),
+		has_table_privilege('admin_audit', 'UPDATE'), has_table_privilege('admin_audit', 'DELETE'),
+		has_table_privilege('admin_audit', 'TRUNCATE'),
+		pg_has_role(current_user, (SELECT tableowner FROM pg_tables WHERE schemaname = 'public' AND tablename = 'admin_audit'), 'MEMBER')`).
+		Scan(&sel, &ins, &upd, &del, &trunc, &o)
+	if err != nil {
+		return fmt.Errorf("open audit log: check privileges: %w", err)
+	}
+	switch {
+	case o:
+		return fmt.Errorf("open audit log: login %q owns %s (or is a member of its owner %q); the admin service must log in as a role that may only insert and read", user, Table, *owner)
+	case upd || del || trunc:
+		return fmt.Errorf("open audit log: login %q may update, delete or truncate %s; grant it SELECT and INSERT only", user, Table)
+	case !sel || !ins:
+		return fmt.Errorf("open audit log: login %q needs SELECT and INSERT on %s", user, Table)
+	}
+	return nil
+}
+
+// Close releases the connections.
+func (l *Log) Close() { l.pool.Close() }
+
+// Ping checks the database.
+func (l *Log) Ping(ctx context.Context) error { return l.pool.Ping(ctx) }
+
+// Append writes e and returns it with its ID and time. The caller acts only once Append has
+// returned without error.
+func (l *Log) Append(ctx context.Context, e Entry) (Entry, error) {
+	err := l.pool.QueryRow(ctx, `INSERT INTO admin_audit
+		(request_id, correlation_id, person, grp, subject, method, route, path, target, reason, outcome, status)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id, at`,
+		e.RequestID, e.CorrelationID, e.Person, e.Group, e.Subject, e.Method, e.Route, e.Path, e.Target, e.Reason, e.Outcome, e.Status,
+	).Scan(&e.ID, &e.Time)
+	if err != nil {
+		return e, fmt.Errorf("append audit record: %w", err)
+	}
+	return e, nil
+}
+
+// Filter selects records; zero fields match everything. Records come newest first.
+type Filter struct {
+	Person, Group, Outcome, Target, CorrelationID, Method string
+	// RoutePrefix matches the start of the route pattern ("GET /admin/v1/clusters").
+	RoutePrefix  string
+	Since, Until time.Time
+	// Limit is the page size (default 100, at most 1000).
+	Limit int
+	// PageToken is the NextPageToken of the previous page.
+	PageToken string
+}
+
+// ErrInvalidPageToken is returned for a page token Query did not issue.
+var ErrInvalidPageToken = errors.New("invalid page token")
+
+// Query returns one page of records matching f, newest first, and the token of the next page
+// ("" on the last).
+func (l *Log) Query(ctx context.Context, f Filter) ([]Entry, string, error) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	for _, c := range []struct{ col, v string }{
+		{"person", f.Person}, {"grp", f.Group}, {"outcome", f.Outcome}, {"lower(target)", strings.ToLower(f.Target)},
+		{"correlation_id", f.CorrelationID}, {"method", f.Method},
+	} {
+		if c.v != "" {
+			add(c.col+" = ?", c.v)
+		}
+	}
+	if f.RoutePrefix != "" {
+		add("starts_with(route, ?)", f.RoutePrefix)
+	}
+	if !f.Since.IsZero() {
+		add("at >= ?", f.Since)
+	}
+	if !f.Until.IsZero() {
+		add("at < ?", f.Until)
+	}
+	if f.PageToken != "" {
+		before, err := strconv.ParseInt(f.PageToken, 10, 64)
+		if err != nil || before <= 0 {
+			return nil, "", ErrInvalidPageToken
+		}
+		add("id < ?", before)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	q := `SELECT id, at, request_id, correlation_id, person, grp, subject, method, route, path, target, reason, outcome, status FROM admin_audit`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit+1)
+	rows, err := l.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("query audit log: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Entry, error) {
+		var e Entry
+		err := row.Scan(&e.ID, &e.Time, &e.RequestID, &e.CorrelationID, &e.Person, &e.Group, &e.Subject, &e.Method, &e.Route, &e.Path, &e.Target, &e.Reason, &e.Outcome, &e.Status)
+		return e, err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("query audit log: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = strconv.FormatInt(out[limit-1].ID, 10)
+	}
+	return out, next, nil
+}

@@ -1,0 +1,317 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// clusterStates are the state filter's values: Cluster Service's states, lowercase.
+var clusterStates = func() []string {
+	var out []string
+	for v, name := range csv1.ClusterState_name {
+		if v != 0 {
+			out = append(out, stateName(name))
+		}
+	}
+	sort.Strings(out)
+	return out
+}()
+
+func stateName(enum string) string {
+	_, after, _ := strings.Cut(enum, "_STATE_")
+	return strings.ToLower(after)
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func summarize(c *csv1.Cluster) adminapi.ClusterSummary {
+	s := adminapi.ClusterSummary{
+		ID: c.GetId(), ARMResourceID: c.GetArmResourceId(), Shard: c.GetShard(), State: stateName(c.GetStatus().GetState().String()),
+		Version: c.GetSpec().GetVersionId(), CurrentVersion: c.GetStatus().GetCurrentVersion(), Applied: c.GetStatus().GetApplied(),
+		Message: c.GetStatus().GetMessage(), Revision: c.GetRevision(), CreateTime: c.GetCreateTime().AsTime(),
+	}
+	if id, err := arm.ParseResourceID(c.GetArmResourceId()); err == nil {
+		s.Subscription = strings.ToLower(id.SubscriptionID)
+	}
+	return s
+}
+
+// listClusters serves GET /admin/v1/clusters?subscription=&shard=&state=&version=&pageSize=&pageToken=.
+func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r, "subscription", "shard", "state", "version", "pageSize", "pageToken"); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	sub, shard, state, version := strings.ToLower(q.Get("subscription")), q.Get("shard"), strings.ToLower(q.Get("state")), q.Get("version")
+	if sub != "" && !uuidRE.MatchString(sub) {
+		return badRequest("subscription", "subscription must be a subscription ID (a UUID), got %q", sub)
+	}
+	if state != "" && !slices.Contains(clusterStates, state) {
+		return badRequest("state", "state must be one of %s; got %q", strings.Join(clusterStates, ", "), state)
+	}
+	size, err := pageSize(r, 100, 1000)
+	if err != nil {
+		return err
+	}
+	req := &csv1.ListClustersRequest{PageSize: int32(size), PageToken: q.Get("pageToken")}
+	if sub != "" {
+		req.ArmResourceIdPrefix = "/subscriptions/" + sub + "/"
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	resp, err := s.cfg.Clusters.ListClusters(ctx, req)
+	if err != nil {
+		return upstream("list clusters in Cluster Service", "pageToken", err)
+	}
+	out := adminapi.ClusterList{Clusters: []adminapi.ClusterSummary{}, NextPageToken: resp.GetNextPageToken()}
+	for _, c := range resp.GetClusters() {
+		sum := summarize(c)
+		if (shard != "" && sum.Shard != shard) || (state != "" && sum.State != state) ||
+			(version != "" && sum.Version != version && sum.CurrentVersion != version) {
+			continue
+		}
+		out.Clusters = append(out.Clusters, sum)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// describeCluster serves GET /admin/v1/clusters/{id...}: id is a Cluster Service ID or an ARM
+// resource ID (with or without its leading "/").
+func (s *Server) describeCluster(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	c, doc, err := s.findCluster(ctx, id)
+	if err != nil {
+		return err
+	}
+	d := adminapi.ClusterDescription{Summary: summarize(c)}
+	if b, err := protojson.Marshal(c); err == nil {
+		d.ClusterService = b
+	}
+	if nps, err := s.cfg.NodePools.ListNodePools(ctx, &csv1.ListNodePoolsRequest{ClusterId: c.GetId()}); err != nil {
+		d.Unavailable = append(d.Unavailable, fmt.Sprintf("node pools: %v", err))
+	} else {
+		for _, np := range nps.GetNodePools() {
+			if b, err := protojson.Marshal(np); err == nil {
+				d.NodePools = append(d.NodePools, b)
+			}
+		}
+	}
+	var ops []adminapi.Operation
+	if doc != nil {
+		ops, err = s.resourceOperations(ctx, doc, c.GetId())
+		if err != nil {
+			d.Unavailable = append(d.Unavailable, fmt.Sprintf("ARM operations: %v", err))
+		}
+		d.ARM = &adminapi.ARMView{Resource: doc.Body, Operations: ops}
+	} else {
+		d.Unavailable = append(d.Unavailable, "ARM resource document: none in the document store for "+c.GetArmResourceId())
+	}
+	if s.cfg.Maestro == nil {
+		d.Unavailable = append(d.Unavailable, "Maestro: the admin API was started without --maestro-rest")
+	} else {
+		names := []string{manifests.WorkName(c.GetId())}
+		for _, np := range d.NodePools {
+			var v struct{ ID string }
+			if json.Unmarshal(np, &v) == nil {
+				names = append(names, manifests.NodePoolWorkName(v.ID))
+			}
+		}
+		if d.Maestro, err = s.cfg.Maestro.BundlesNamed(ctx, names); err != nil {
+			d.Unavailable = append(d.Unavailable, fmt.Sprintf("Maestro resource bundles: %v", err))
+		}
+	}
+	d.Diagnosis = diagnose(doc, ops, c, d.Maestro)
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// findCluster resolves id (a Cluster Service ID or an ARM resource ID) to Cluster Service's
+// cluster and, when there is one, its ARM resource document.
+func (s *Server) findCluster(ctx context.Context, id string) (*csv1.Cluster, *store.Document, error) {
+	if id == "" {
+		return nil, nil, badRequest("id", "a cluster ID (Cluster Service ID or ARM resource ID) is required")
+	}
+	if strings.Contains(id, "/") {
+		if !strings.HasPrefix(id, "/") {
+			id = "/" + id
+		}
+		rid, err := arm.ParseResourceID(id)
+		if err != nil || !strings.EqualFold(rid.ResourceType(), "Microsoft.RedHatOpenShift/hcpOpenShiftClusters") {
+			return nil, nil, badRequest("id", "%q is neither a Cluster Service ID nor the ARM resource ID of an hcpOpenShiftCluster", id)
+		}
+		doc, err := s.cfg.Store.Get(ctx, strings.ToLower(rid.SubscriptionID), rid.Lower())
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			doc = nil
+		case err != nil:
+			return nil, nil, fmt.Errorf("read ARM document %s: %w", id, err)
+		}
+		var internal string
+		if doc != nil {
+			var rd api.ResourceDocument
+			if err := json.Unmarshal(doc.Body, &rd); err != nil {
+				return nil, nil, fmt.Errorf("decode ARM document %s: %w", id, err)
+			}
+			internal = rd.InternalID
+		}
+		if internal == "" {
+			// No document (or none with an ID yet): ask Cluster Service by ARM ID.
+			resp, err := s.cfg.Clusters.ListClusters(ctx, &csv1.ListClustersRequest{ArmResourceIdPrefix: id, PageSize: 10})
+			if err != nil {
+				return nil, nil, upstream("find cluster in Cluster Service", id, err)
+			}
+			for _, c := range resp.GetClusters() {
+				if strings.EqualFold(c.GetArmResourceId(), id) {
+					return c, doc, nil
+				}
+			}
+			return nil, nil, notFound(id, "no cluster %s in Cluster Service or the ARM document store", id)
+		}
+		c, err := s.cfg.Clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: internal})
+		if err != nil {
+			return nil, nil, upstream("get cluster from Cluster Service", id, err)
+		}
+		return c, doc, nil
+	}
+	c, err := s.cfg.Clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: id})
+	if err != nil {
+		return nil, nil, upstream("get cluster from Cluster Service", id, err)
+	}
+	rid, err := arm.ParseResourceID(c.GetArmResourceId())
+	if err != nil {
+		return c, nil, nil
+	}
+	doc, err := s.cfg.Store.Get(ctx, strings.ToLower(rid.SubscriptionID), rid.Lower())
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, nil, fmt.Errorf("read ARM document %s: %w", rid, err)
+	}
+	return c, doc, nil
+}
+
+// recentOperations is how many of a resource's operations describe shows, newest first.
+const recentOperations = 10
+
+// resourceOperations returns the newest operations of the resource in doc and of its
+// children (node pools), by ARM resource ID prefix within its subscription.
+func (s *Server) resourceOperations(ctx context.Context, doc *store.Document, clusterID string) ([]adminapi.Operation, error) {
+	var ops []adminapi.Operation
+	token := ""
+	for {
+		page, err := s.cfg.Store.Query(ctx, store.Query{Partition: doc.PartitionKey, Type: store.TypeOperation, Continuation: token})
+		if err != nil {
+			return nil, fmt.Errorf("query operations: %w", err)
+		}
+		for _, d := range page.Documents {
+			op, err := s.operation(d)
+			if err != nil {
+				return nil, err
+			}
+			lower := strings.ToLower(op.ResourceID)
+			if lower == doc.ID || strings.HasPrefix(lower, doc.ID+"/") || op.InternalID == clusterID {
+				ops = append(ops, op)
+			}
+		}
+		if token = page.Continuation; token == "" {
+			break
+		}
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].StartTime.After(ops[j].StartTime) })
+	if len(ops) > recentOperations {
+		ops = ops[:recentOperations]
+	}
+	return ops, nil
+}
+
+// operation converts an operation document.
+func (s *Server) operation(d *store.Document) (adminapi.Operation, error) {
+	var od api.OperationDocument
+	if err := json.Unmarshal(d.Body, &od); err != nil {
+		return adminapi.Operation{}, fmt.Errorf("decode operation %s/%s: %w", d.PartitionKey, d.ID, err)
+	}
+	op := adminapi.Operation{ID: od.ID, Subscription: d.PartitionKey, Request: string(od.Request), ResourceID: od.ExternalID,
+		InternalID: od.InternalID, Status: string(od.Status), StartTime: od.StartTime, EndTime: od.EndTime, CorrelationID: od.CorrelationID}
+	end := s.cfg.Now()
+	if od.EndTime != nil {
+		end = *od.EndTime
+	}
+	op.AgeSeconds = int64(end.Sub(od.StartTime).Seconds())
+	if od.Error != nil {
+		op.Error = od.Error.Code + ": " + od.Error.Message
+	}
+	return op, nil
+}
+
+// diagnose says, stage by stage along the request path, what each part last reported.
+func diagnose(doc *store.Document, ops []adminapi.Operation, c *csv1.Cluster, bundles []adminapi.Bundle) []string {
+	var out []string
+	if doc != nil {
+		var rd api.ResourceDocument
+		_ = json.Unmarshal(doc.Body, &rd)
+		line := fmt.Sprintf("ARM: provisioningState %s", rd.ProvisioningState)
+		for _, op := range ops {
+			if !api.ProvisioningState(op.Status).Terminal() {
+				line += fmt.Sprintf("; operation %s (%s) %s for %ds", op.ID, op.Request, op.Status, op.AgeSeconds)
+				break
+			}
+		}
+		out = append(out, line)
+	} else {
+		out = append(out, "ARM: no resource document")
+	}
+	st := c.GetStatus()
+	line := fmt.Sprintf("Cluster Service: %s on shard %q at revision %d", stateName(st.GetState().String()), c.GetShard(), c.GetRevision())
+	if st.GetMessage() != "" {
+		line += ": " + st.GetMessage()
+	}
+	out = append(out, line)
+	found := false
+	for _, b := range bundles {
+		if b.Name != manifests.WorkName(c.GetId()) {
+			continue
+		}
+		found = true
+		line := fmt.Sprintf("Maestro: bundle %s on consumer %s, version %d", b.Name, b.Consumer, b.Version)
+		if b.DeletedAt != nil {
+			line += fmt.Sprintf(", deleting since %s", b.DeletedAt.Format("15:04:05"))
+		}
+		line += fmt.Sprintf("; Cluster Service sees it applied=%t", st.GetApplied())
+		out = append(out, line)
+	}
+	if !found && bundles != nil {
+		out = append(out, "Maestro: no resource bundle "+manifests.WorkName(c.GetId()))
+	}
+	var conds []string
+	for _, cd := range st.GetConditions() {
+		if cd.GetType() == "Available" || cd.GetType() == "Degraded" || cd.GetStatus() == "False" {
+			conds = append(conds, fmt.Sprintf("%s=%s (%s)", cd.GetType(), cd.GetStatus(), cd.GetReason()))
+		}
+	}
+	if len(st.GetConditions()) == 0 {
+		out = append(out, "HyperShift: no HostedCluster conditions reported yet")
+	} else {
+		out = append(out, "HyperShift: "+strings.Join(conds, ", "))
+	}
+	return out
+}

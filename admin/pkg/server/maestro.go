@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+)
+
+// MaestroREST reads resource bundles from the Maestro server's REST API (read only; Maestro's
+// REST API has no client authentication, so the admin API only verifies the server).
+type MaestroREST struct {
+	URL    string
+	Client *http.Client
+}
+
+type maestroBundle struct {
+	ID           string          `json:"id"`
+	ConsumerName string          `json:"consumer_name"`
+	Version      int             `json:"version"`
+	DeletedAt    *time.Time      `json:"deleted_at"`
+	Status       json.RawMessage `json:"status"`
+	Metadata     struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+}
+
+// BundlesNamed returns the bundles whose ManifestWork name is one of names. It pages through
+// every bundle: the pinned Maestro's search cannot select by ManifestWork name, and a region
+// holds few enough bundles for a describe call.
+func (m MaestroREST) BundlesNamed(ctx context.Context, names []string) ([]adminapi.Bundle, error) {
+	out := []adminapi.Bundle{}
+	seen := 0
+	for page := 1; ; page++ {
+		var list struct {
+			Items []maestroBundle `json:"items"`
+			Total int             `json:"total"`
+		}
+		u := fmt.Sprintf("%s/api/maestro/v1/resource-bundles?page=%d&size=200", m.URL, page)
+		if err := m.get(ctx, u, &list); err != nil {
+			return nil, err
+		}
+		for _, b := range list.Items {
+			if slices.Contains(names, b.Metadata.Name) {
+				out = append(out, adminapi.Bundle{ID: b.ID, Name: b.Metadata.Name, Consumer: b.ConsumerName, Version: b.Version, DeletedAt: b.DeletedAt, Status: b.Status})
+			}
+		}
+		seen += len(list.Items)
+		if len(list.Items) == 0 || seen >= list.Total {
+			return out, nil
+		}
+	}
+}
+
+func (m MaestroREST) get(ctx context.Context, u string, into any) error {
+	if _, err := url.Parse(u); err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := m.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("maestro: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("maestro: GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		return fmt.Errorf("maestro: decode %s: %w", u, err)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/audit"
+)
+
+// routes is the admin API. docs/sre.md lists every route; TestRoutesAreDocumented keeps the
+// two equal.
+func (s *Server) routes() []route {
+	return []route{
+		{pattern: "GET /admin/v1/clusters", perm: access.ReadClusters, handle: s.listClusters},
+		{pattern: "GET /admin/v1/clusters/{id...}", perm: access.ReadClusters, target: pathValue("id"), handle: s.describeCluster},
+		{pattern: "GET /admin/v1/operations", perm: access.ReadOperations, handle: s.listOperations},
+		{pattern: "GET /admin/v1/shards", perm: access.ReadShards, handle: s.listShards},
+		{pattern: "POST /admin/v1/shards/{name}/cordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardCordon)},
+		{pattern: "POST /admin/v1/shards/{name}/uncordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardUncordon)},
+		{pattern: "PUT /admin/v1/shards/{name}/status", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardSetStatus)},
+		{pattern: "GET /admin/v1/audit", perm: access.ReadAudit, handle: s.listAudit},
+		// Every other path: identified and audited like the rest, then 404.
+		{pattern: "/", target: func(r *http.Request) string { return r.URL.Path }, handle: func(w http.ResponseWriter, r *http.Request) error {
+			return notFound(r.URL.Path, "no admin route %s %s", r.Method, r.URL.Path)
+		}},
+	}
+}
+
+func pathValue(name string) func(*http.Request) string {
+	return func(r *http.Request) string { return r.PathValue(name) }
+}
+
+// pageSize reads ?pageSize= (default def, 1..max); errors name the parameter.
+func pageSize(r *http.Request, def, max int) (int, error) {
+	v := r.URL.Query().Get("pageSize")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, badRequest("pageSize", "pageSize must be an integer from 1 to %d, got %q", max, v)
+	}
+	return n, nil
+}
+
+// timeParam reads an RFC 3339 time parameter.
+func timeParam(r *http.Request, name string) (time.Time, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, badRequest(name, "%s must be an RFC 3339 time (2026-01-02T15:04:05Z), got %q", name, v)
+	}
+	return t, nil
+}
+
+// knownParams refuses query parameters a route does not take, so a typo is not a silent
+// "no filter".
+func knownParams(r *http.Request, names ...string) error {
+	for k := range r.URL.Query() {
+		found := false
+		for _, n := range names {
+			if k == n {
+				found = true
+			}
+		}
+		if !found {
+			return badRequest(k, "unknown query parameter %q; this route takes %s", k, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// listAudit serves GET /admin/v1/audit?person=&group=&outcome=&target=&correlationId=&method=&route=&since=&until=&pageSize=&pageToken=.
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r, "person", "group", "outcome", "target", "correlationId", "method", "route", "since", "until", "pageSize", "pageToken"); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := audit.Filter{Person: q.Get("person"), Group: q.Get("group"), Outcome: q.Get("outcome"), Target: q.Get("target"),
+		CorrelationID: q.Get("correlationId"), Method: strings.ToUpper(q.Get("method")), RoutePrefix: q.Get("route"), PageToken: q.Get("pageToken")}
+	switch f.Outcome {
+	case "", audit.Unauthenticated, audit.Forbidden, audit.Allowed, audit.Completed:
+	default:
+		return badRequest("outcome", "outcome must be one of %s, %s, %s, %s; got %q", audit.Unauthenticated, audit.Forbidden, audit.Allowed, audit.Completed, f.Outcome)
+	}
+	var err error
+	if f.Since, err = timeParam(r, "since"); err != nil {
+		return err
+	}
+	if f.Until, err = timeParam(r, "until"); err != nil {
+		return err
+	}
+	if f.Limit, err = pageSize(r, 100, 1000); err != nil {
+		return err
+	}
+	entries, next, err := s.cfg.Audit.Query(r.Context(), f)
+	if err == audit.ErrInvalidPageToken {
+		return badRequest("pageToken", "pageToken %q was not issued by this API", f.PageToken)
+	}
+	if err != nil {
+		return err
+	}
+	if entries == nil {
+		entries = []audit.Entry{}
+	}
+	writeJSON(w, http.StatusOK, adminapi.AuditList{Entries: entries, NextPageToken: next})
+	return nil
+}

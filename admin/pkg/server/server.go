@@ -1,0 +1,297 @@
+// Package server is the admin API: the SRE routes (routes.go), and the one middleware every
+// route goes through, which identifies the caller, authorizes it by its group, and appends an
+// audit record before anything takes effect.
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/audit"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/store"
+)
+
+// AuditLog is where every call is recorded (audit.Log).
+type AuditLog interface {
+	Append(ctx context.Context, e audit.Entry) (audit.Entry, error)
+	Query(ctx context.Context, f audit.Filter) ([]audit.Entry, string, error)
+}
+
+// Bundles reads Maestro's resource bundles by ManifestWork name.
+type Bundles interface {
+	BundlesNamed(ctx context.Context, names []string) ([]adminapi.Bundle, error)
+}
+
+// Config wires the server. Store is the ARM document store, read only.
+type Config struct {
+	Audit     AuditLog
+	Store     store.Store
+	Clusters  csv1.ClustersClient
+	NodePools csv1.NodePoolsClient
+	Shards    csv1.ProvisionShardsClient
+	// Maestro may be nil: describe then says the bundles are unavailable.
+	Maestro Bundles
+	Logger  *slog.Logger
+	// Timeout bounds each call to another service (default 30s).
+	Timeout time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server serves the admin API.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+}
+
+// New builds the server and its routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Audit == nil || cfg.Store == nil || cfg.Clusters == nil || cfg.NodePools == nil || cfg.Shards == nil {
+		return nil, errors.New("admin server: Audit, Store, Clusters, NodePools and Shards are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	for _, rt := range s.routes() {
+		s.mux.HandleFunc(rt.pattern, s.serve(rt))
+	}
+	return s, nil
+}
+
+// Handler is the admin listener's handler. /healthz answers without identity or audit (a
+// probe's call changes nothing and reveals nothing).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.Handle("/", s.mux)
+	return mux
+}
+
+// route is one admin route: what it needs, what it is about, and what it does.
+type route struct {
+	pattern string
+	// perm is the permission the route needs; "" admits any SRE (the not-found route).
+	perm access.Permission
+	// target names what the call is about, for the audit record ("" when nothing in particular).
+	target func(r *http.Request) string
+	// mutates routes take a JSON body with a required "reason".
+	mutates bool
+	handle  func(w http.ResponseWriter, r *http.Request) error
+}
+
+// apiError is an error with its HTTP status and body.
+type apiError struct {
+	status int
+	body   adminapi.Error
+}
+
+func (e *apiError) Error() string { return e.body.Error() }
+
+func errorf(status int, code, target, format string, args ...any) *apiError {
+	return &apiError{status: status, body: adminapi.Error{Code: code, Message: fmt.Sprintf(format, args...), Target: target}}
+}
+
+func badRequest(target, format string, args ...any) *apiError {
+	return errorf(http.StatusBadRequest, adminapi.CodeInvalidRequest, target, format, args...)
+}
+
+func notFound(target, format string, args ...any) *apiError {
+	return errorf(http.StatusNotFound, adminapi.CodeNotFound, target, format, args...)
+}
+
+// upstream turns another service's error into ours; what, which names the call, goes into
+// the message (and the log), target keeps the ID a NotFound is about.
+func upstream(what, target string, err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	switch st, _ := status.FromError(err); st.Code() {
+	case codes.NotFound:
+		return notFound(target, "%s: %s not found", what, target)
+	case codes.InvalidArgument:
+		return badRequest(target, "%s: %s", what, st.Message())
+	case codes.FailedPrecondition, codes.Aborted:
+		return errorf(http.StatusPreconditionFailed, adminapi.CodeConflict, target, "%s: %s", what, st.Message())
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "%s: %s", what, st.Message())
+	}
+	return errorf(http.StatusBadGateway, adminapi.CodeUpstream, "", "%s: %v", what, err)
+}
+
+// writeJSON answers v with status.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		s.cfg.Logger.Error("admin call failed", "path", r.URL.Path, "requestId", w.Header().Get(adminapi.HeaderRequestID), "error", err)
+		ae = errorf(http.StatusInternalServerError, adminapi.CodeInternal, "", "internal error; request %s", w.Header().Get(adminapi.HeaderRequestID))
+	}
+	writeJSON(w, ae.status, ae.body)
+}
+
+// statusRecorder remembers the status a handler answered.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// maxBody bounds a mutating route's body.
+const maxBody = 64 << 10
+
+// serve is the middleware of every route: identify, authorize, audit, then act. The audit
+// record of a call is appended before the call has any effect, refused calls included; if it
+// cannot be appended the call is refused with 503 and does nothing.
+func (s *Server) serve(rt route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		requestID := newID()
+		correlationID := r.Header.Get(adminapi.HeaderCorrelationID)
+		if correlationID == "" || len(correlationID) > 128 {
+			correlationID = requestID
+		}
+		w.Header().Set(adminapi.HeaderRequestID, requestID)
+		w.Header().Set(adminapi.HeaderCorrelationID, correlationID)
+		log := s.cfg.Logger.With("requestId", requestID, "correlationId", correlationID, "route", rt.pattern)
+
+		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: r.URL.Path,
+			Reason: strings.TrimSpace(r.Header.Get(adminapi.HeaderReason))}
+		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+			e.Subject = r.TLS.PeerCertificates[0].Subject.String()
+		}
+		if rt.target != nil {
+			e.Target = rt.target(r)
+		}
+		var refusal *apiError
+		id, err := access.Identify(r.TLS)
+		switch {
+		case err != nil:
+			e.Outcome = audit.Unauthenticated
+			e.Status = http.StatusUnauthorized
+			refusal = errorf(http.StatusUnauthorized, adminapi.CodeUnauthenticated, "", "%v; the admin API admits SREs only (docs/sre.md)", err)
+		case rt.perm != "" && !id.May(rt.perm):
+			e.Person, e.Group = id.Person, id.Group
+			e.Outcome = audit.Forbidden
+			e.Status = http.StatusForbidden
+			refusal = errorf(http.StatusForbidden, adminapi.CodeForbidden, "", "group %q may not %s (permission %s)", id.Group, rt.pattern, rt.perm)
+		default:
+			e.Person, e.Group = id.Person, id.Group
+			e.Outcome = audit.Allowed
+		}
+		if refusal == nil && rt.mutates {
+			reason, body, err := readReason(r)
+			if err != nil {
+				refusal = err
+				e.Outcome, e.Status = audit.Completed, err.status
+			} else {
+				e.Reason = reason
+				r.Body = io.NopCloser(bytes.NewReader(body))
+			}
+		}
+		// Refused calls are audited under their request's context; an allowed call's record
+		// must be durable before it acts, so it gets its own bounded context too.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		rec, err := s.cfg.Audit.Append(actx, e)
+		cancel()
+		if err != nil {
+			log.Error("audit append failed; refusing the call", "error", err)
+			writeJSON(w, http.StatusServiceUnavailable, adminapi.Error{Code: adminapi.CodeAuditUnavailable,
+				Message: "the audit log cannot be written, so no admin call is served; retry later"})
+			return
+		}
+		if refusal != nil {
+			log.Warn("admin call refused", "person", e.Person, "group", e.Group, "subject", e.Subject, "status", refusal.status, "message", refusal.body.Message)
+			writeJSON(w, refusal.status, refusal.body)
+			return
+		}
+		log.Info("admin call", "person", id.Person, "group", id.Group, "target", e.Target, "reason", e.Reason, "auditId", rec.ID)
+		sr := &statusRecorder{ResponseWriter: w}
+		if err := rt.handle(sr, r); err != nil {
+			s.writeError(sr, r, err)
+		}
+		done := e
+		done.Outcome, done.Status = audit.Completed, sr.status
+		actx, cancel = context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		defer cancel()
+		if _, err := s.cfg.Audit.Append(actx, done); err != nil {
+			// The call is recorded (its Allowed record); only its answer is missing.
+			log.Error("audit append of the outcome failed", "error", err, "status", sr.status)
+		}
+	}
+}
+
+// readReason reads a mutating route's JSON body and its required "reason".
+func readReason(r *http.Request) (string, []byte, *apiError) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return "", nil, badRequest("", "read the body: %v", err)
+	}
+	if len(body) > maxBody {
+		return "", nil, badRequest("", "the body is larger than %d bytes", maxBody)
+	}
+	var b struct {
+		Reason *string `json:"reason"`
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return "", nil, badRequest("reason", "a JSON body with a \"reason\" is required")
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return "", nil, badRequest("", "the body is not a JSON object: %v", err)
+	}
+	if b.Reason == nil || strings.TrimSpace(*b.Reason) == "" {
+		return "", nil, badRequest("reason", "\"reason\" is required: say why (it is kept in the audit log)")
+	}
+	if len(*b.Reason) > 1024 {
+		return "", nil, badRequest("reason", "\"reason\" is longer than 1024 characters")
+	}
+	return strings.TrimSpace(*b.Reason), body, nil
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,338 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/audit"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
+	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+// env is the admin API over real parts: PostgreSQL (audit log and document store), an
+// in-process Cluster Service with its own database, and a TLS listener that verifies client
+// certificates against a real client CA.
+type env struct {
+	url    string
+	pki    *pki.Region
+	log    *audit.Log
+	shards csv1.ProvisionShardsClient
+}
+
+func start(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	pg := pgservertest.Start(t)
+
+	// The audit log, installed by the superuser, appended to by a login that may do no more.
+	auditDSN := pgservertest.NewDatabase(t, pg)
+	su, err := pgx.Connect(ctx, auditDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := su.Exec(ctx, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'adminsvc') THEN CREATE ROLE adminsvc LOGIN; END IF; END $$"); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.Install(ctx, su, "adminsvc"); err != nil {
+		t.Fatal(err)
+	}
+	su.Close(ctx)
+	log, err := audit.Open(ctx, strings.Replace(auditDSN, "postgres://postgres@", "postgres://adminsvc@", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(log.Close)
+
+	docs, err := postgres.Open(ctx, pgservertest.NewDatabase(t, pg), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(docs.Close)
+
+	csDB, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(csDB.Close)
+	cs := csserver.New(csDB, csserver.Config{KeepAlive: 200 * time.Millisecond})
+	g := grpc.NewServer(cs.ServerOptions()...)
+	cs.Register(g)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis) //nolint:errcheck
+	t.Cleanup(g.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	shards := csv1.NewProvisionShardsClient(conn)
+	for _, name := range []string{"mgmt-1", "mgmt-2"} {
+		if _, err := shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: name, MaxClusters: 4}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	srv, err := New(Config{Audit: log, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pki.Create(filepath.Join(t.TempDir(), "pki"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, group := range map[string]string{"alice": access.GroupAdmin, "bob": access.GroupReadOnly, "mallory": "sre-wannabe"} {
+		if err := p.Add(name, pki.Spec{CommonName: name, Organization: []string{group}, Usage: pki.Client}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Add("admin", pki.Spec{CommonName: "admin", Usage: pki.Server}, false); err != nil {
+		t.Fatal(err)
+	}
+	sf := p.MustFiles("admin")
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.TLS, err = tlsconfig.Files{Cert: sf.Cert, Key: sf.Key, CA: p.ClientCAFile}.ServerClientAuth("127.0.0.1:0", tls.VerifyClientCertIfGiven)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return &env{url: ts.URL, pki: p, log: log, shards: shards}
+}
+
+// as returns an HTTP client presenting identity's certificate ("" for none).
+func (e *env) as(t *testing.T, identity string) *http.Client {
+	t.Helper()
+	f := tlsconfig.Files{CA: e.pki.CAFile}
+	if identity != "" {
+		id := e.pki.MustFiles(identity)
+		f.Cert, f.Key = id.Cert, id.Key
+	}
+	cfg, err := f.Client(strings.TrimPrefix(e.url, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+}
+
+func (e *env) call(t *testing.T, identity, method, path, body string, hdr ...string) (int, adminapi.Error, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := e.as(t, identity).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var ae adminapi.Error
+	if resp.StatusCode >= 400 {
+		if err := json.Unmarshal(b, &ae); err != nil || ae.Code == "" || ae.Message == "" {
+			t.Fatalf("%s %s: error body is not {code,message}: %s", method, path, b)
+		}
+	}
+	return resp.StatusCode, ae, b
+}
+
+func (e *env) shardStatus(t *testing.T, name string) csv1.ShardStatus {
+	t.Helper()
+	resp, err := e.shards.ListShards(context.Background(), &csv1.ListShardsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range resp.GetShards() {
+		if s.GetName() == name {
+			return s.GetStatus()
+		}
+	}
+	t.Fatalf("no shard %s", name)
+	return 0
+}
+
+func (e *env) lastAudit(t *testing.T, f audit.Filter) []audit.Entry {
+	t.Helper()
+	got, _, err := e.log.Query(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestIdentityAuthorizationAndAudit(t *testing.T) {
+	e := start(t)
+	cordon := `{"reason":"disk pressure on mgmt-1"}`
+	for _, tc := range []struct {
+		name, identity, method, path, body string
+		want                               int
+		wantCode                           string
+		outcome                            string
+		person                             string
+	}{
+		{"no_certificate_is_401", "", "GET", "/admin/v1/shards", "", 401, adminapi.CodeUnauthenticated, audit.Unauthenticated, ""},
+		{"arm_certificate_is_no_sre_401", pki.ARM, "GET", "/admin/v1/shards", "", 401, adminapi.CodeUnauthenticated, audit.Unauthenticated, ""},
+		{"unknown_group_is_401", "mallory", "GET", "/admin/v1/shards", "", 401, adminapi.CodeUnauthenticated, audit.Unauthenticated, ""},
+		{"readonly_may_not_cordon_403", "bob", "POST", "/admin/v1/shards/mgmt-1/cordon", cordon, 403, adminapi.CodeForbidden, audit.Forbidden, "bob"},
+		{"no_certificate_cordon_is_401", "", "POST", "/admin/v1/shards/mgmt-1/cordon", cordon, 401, adminapi.CodeUnauthenticated, audit.Unauthenticated, ""},
+		{"readonly_may_list_shards", "bob", "GET", "/admin/v1/shards", "", 200, "", audit.Completed, "bob"},
+		{"unknown_route_is_404_and_audited", "bob", "GET", "/admin/v1/nothing", "", 404, adminapi.CodeNotFound, audit.Completed, "bob"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cid := "cid-" + tc.name
+			code, ae, body := e.call(t, tc.identity, tc.method, tc.path, tc.body, adminapi.HeaderCorrelationID, cid)
+			if code != tc.want || ae.Code != tc.wantCode {
+				t.Fatalf("status %d code %q, want %d %q: %s", code, ae.Code, tc.want, tc.wantCode, body)
+			}
+			if code >= 400 && code < 404 && (strings.Contains(string(body), "mgmt-2") || strings.Contains(string(body), "maxClusters")) {
+				t.Fatalf("a refused call got data: %s", body)
+			}
+			recs := e.lastAudit(t, audit.Filter{CorrelationID: cid})
+			if len(recs) == 0 || recs[0].Outcome != tc.outcome || recs[0].Person != tc.person || recs[len(recs)-1].Path != tc.path {
+				t.Fatalf("audit records %+v, want newest outcome %s by %q", recs, tc.outcome, tc.person)
+			}
+			if tc.outcome == audit.Completed && (len(recs) != 2 || recs[1].Outcome != audit.Allowed || recs[0].Status != tc.want) {
+				t.Fatalf("an allowed call has an Allowed record before a Completed one with its status: %+v", recs)
+			}
+		})
+	}
+	if got := e.shardStatus(t, "mgmt-1"); got != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+		t.Fatalf("refused cordons changed the shard: %s", got)
+	}
+	t.Run("refused_callers_are_named_by_their_subject", func(t *testing.T) {
+		recs := e.lastAudit(t, audit.Filter{CorrelationID: "cid-unknown_group_is_401"})
+		if len(recs) != 1 || !strings.Contains(recs[0].Subject, "CN=mallory") {
+			t.Fatalf("records %+v", recs)
+		}
+	})
+}
+
+func TestShardChanges(t *testing.T) {
+	e := start(t)
+	t.Run("cordon_needs_a_reason_400_naming_it", func(t *testing.T) {
+		for _, body := range []string{"", `{}`, `{"reason":"  "}`} {
+			code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", body)
+			if code != 400 || ae.Target != "reason" {
+				t.Fatalf("body %q: %d %+v", body, code, ae)
+			}
+		}
+	})
+	t.Run("unknown_shard_is_404_naming_it", func(t *testing.T) {
+		code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/shards/mgmt-9/cordon", `{"reason":"x"}`)
+		if code != 404 || ae.Target != "mgmt-9" || !strings.Contains(ae.Message, "mgmt-9") {
+			t.Fatalf("%d %+v", code, ae)
+		}
+	})
+	t.Run("bad_status_is_400_naming_it", func(t *testing.T) {
+		code, ae, _ := e.call(t, "alice", "PUT", "/admin/v1/shards/mgmt-1/status", `{"reason":"x","status":"Drained"}`)
+		if code != 400 || ae.Target != "status" {
+			t.Fatalf("%d %+v", code, ae)
+		}
+	})
+	t.Run("cordon_by_admin_changes_the_shard_and_is_audited_with_its_reason", func(t *testing.T) {
+		code, _, body := e.call(t, "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"disk pressure"}`, adminapi.HeaderCorrelationID, "cid-cordon")
+		var sh adminapi.Shard
+		if code != 200 || json.Unmarshal(body, &sh) != nil || sh.Status != "maintenance" || sh.ETag != `"maintenance"` {
+			t.Fatalf("%d %s", code, body)
+		}
+		if got := e.shardStatus(t, "mgmt-1"); got != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
+			t.Fatalf("shard is %s", got)
+		}
+		recs := e.lastAudit(t, audit.Filter{CorrelationID: "cid-cordon"})
+		if len(recs) != 2 || recs[1].Outcome != audit.Allowed || recs[1].Reason != "disk pressure" || recs[1].Target != "mgmt-1" ||
+			recs[1].Person != "alice" || recs[1].Group != access.GroupAdmin || recs[0].Status != 200 {
+			t.Fatalf("audit %+v", recs)
+		}
+	})
+	t.Run("stale_if_match_is_412_and_changes_nothing", func(t *testing.T) {
+		code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/shards/mgmt-1/uncordon", `{"reason":"x"}`, "If-Match", `"active"`)
+		if code != 412 || ae.Target != "If-Match" {
+			t.Fatalf("%d %+v", code, ae)
+		}
+		if got := e.shardStatus(t, "mgmt-1"); got != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
+			t.Fatalf("shard is %s", got)
+		}
+	})
+	t.Run("matching_if_match_uncordons", func(t *testing.T) {
+		code, _, body := e.call(t, "alice", "POST", "/admin/v1/shards/mgmt-1/uncordon", `{"reason":"disk replaced"}`, "If-Match", `"maintenance"`)
+		if code != 200 || e.shardStatus(t, "mgmt-1") != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+			t.Fatalf("%d %s", code, body)
+		}
+	})
+	t.Run("no_audit_no_effect_503", func(t *testing.T) {
+		e.log.Close() // the audit database is gone
+		code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/shards/mgmt-2/cordon", `{"reason":"x"}`)
+		if code != 503 || ae.Code != adminapi.CodeAuditUnavailable {
+			t.Fatalf("%d %+v", code, ae)
+		}
+		if got := e.shardStatus(t, "mgmt-2"); got != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+			t.Fatalf("an unaudited call took effect: shard is %s", got)
+		}
+	})
+}
+
+func TestAuditRouteFilters(t *testing.T) {
+	e := start(t)
+	e.call(t, "bob", "GET", "/admin/v1/shards", "", adminapi.HeaderCorrelationID, "one")
+	e.call(t, "", "GET", "/admin/v1/shards", "", adminapi.HeaderCorrelationID, "two")
+	for _, tc := range []struct {
+		query string
+		want  int
+		n     int
+	}{
+		{"?correlationId=one", 200, 2},
+		{"?correlationId=two&outcome=unauthenticated", 200, 1},
+		{"?person=bob&outcome=allowed&route=GET%20/admin/v1/shards", 200, 1},
+		{"?outcome=maybe", 400, 0},
+		{"?since=yesterday", 400, 0},
+		{"?pageSize=0", 400, 0},
+		{"?pageToken=zz", 400, 0},
+		{"?colour=red", 400, 0},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			code, _, body := e.call(t, "bob", "GET", "/admin/v1/audit"+tc.query, "")
+			if code != tc.want {
+				t.Fatalf("%d %s", code, body)
+			}
+			if code != 200 {
+				return
+			}
+			var l adminapi.AuditList
+			if err := json.Unmarshal(body, &l); err != nil || len(l.Entries) != tc.n {
+				t.Fatalf("%d entries, want %d: %s", len(l.Entries), tc.n, body)
+			}
+		})
+	}
+}
+
+func TestMain(m *testing.M) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	os.Exit(m.Run())
+}

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+// shardStatusName is a shard status as the admin API spells it ("active", "maintenance",
+// "offline"); it is also the shard's ETag.
+func shardStatusName(st csv1.ShardStatus) string {
+	return strings.ToLower(strings.TrimPrefix(st.String(), "SHARD_STATUS_"))
+}
+
+func parseShardStatus(v string) (csv1.ShardStatus, bool) {
+	st, ok := csv1.ShardStatus_value["SHARD_STATUS_"+strings.ToUpper(v)]
+	if !ok || st == 0 || v != strings.ToLower(v) {
+		return 0, false
+	}
+	return csv1.ShardStatus(st), true
+}
+
+func shardView(sh *csv1.ProvisionShard) adminapi.Shard {
+	v := adminapi.Shard{Name: sh.GetName(), Status: shardStatusName(sh.GetStatus()), MaxClusters: sh.GetMaxClusters(),
+		ClusterCount: sh.GetClusterCount(), Labels: sh.GetLabels(), ETag: `"` + shardStatusName(sh.GetStatus()) + `"`}
+	if v.MaxClusters > 0 {
+		v.Load = float64(v.ClusterCount) / float64(v.MaxClusters)
+	}
+	return v
+}
+
+// listShards serves GET /admin/v1/shards.
+func (s *Server) listShards(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	resp, err := s.cfg.Shards.ListShards(ctx, &csv1.ListShardsRequest{})
+	if err != nil {
+		return upstream("list provision shards in Cluster Service", "", err)
+	}
+	out := adminapi.ShardList{Shards: []adminapi.Shard{}}
+	for _, sh := range resp.GetShards() {
+		out.Shards = append(out.Shards, shardView(sh))
+	}
+	sort.Slice(out.Shards, func(i, j int) bool { return out.Shards[i].Name < out.Shards[j].Name })
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+type shardChange int
+
+const (
+	shardCordon    shardChange = iota // no new clusters: maintenance
+	shardUncordon                     // back to active
+	shardSetStatus                    // the body's status
+)
+
+// changeShard serves the shard status changes. The middleware has checked the body's reason;
+// an If-Match header (a shard's ETag) makes the change conditional in Cluster Service itself.
+func (s *Server) changeShard(kind shardChange) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := knownParams(r); err != nil {
+			return err
+		}
+		name := r.PathValue("name")
+		var body adminapi.ShardChange
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil {
+			return badRequest("", "decode the body: %v", err)
+		}
+		var want csv1.ShardStatus
+		switch kind {
+		case shardCordon:
+			want = csv1.ShardStatus_SHARD_STATUS_MAINTENANCE
+		case shardUncordon:
+			want = csv1.ShardStatus_SHARD_STATUS_ACTIVE
+		case shardSetStatus:
+			st, ok := parseShardStatus(body.Status)
+			if !ok {
+				return badRequest("status", "status must be active, maintenance or offline; got %q", body.Status)
+			}
+			want = st
+		}
+		if kind != shardSetStatus && body.Status != "" {
+			return badRequest("status", "status is implied by this route; leave it out (or use PUT /admin/v1/shards/{name}/status)")
+		}
+		req := &csv1.SetShardStatusRequest{Name: name, Status: want}
+		if m := r.Header.Get("If-Match"); m != "" {
+			st, ok := parseShardStatus(strings.Trim(m, `"`))
+			if !ok {
+				return badRequest("If-Match", "If-Match must be a shard ETag (\"active\", \"maintenance\" or \"offline\"), got %s", m)
+			}
+			req.IfStatus = st
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		defer cancel()
+		sh, err := s.cfg.Shards.SetShardStatus(ctx, req)
+		if err != nil {
+			e := upstream("set the status of shard "+name, name, err)
+			if e.status == http.StatusNotFound {
+				e.body.Message = "no provision shard " + name
+			}
+			if e.status == http.StatusPreconditionFailed {
+				e.body.Target = "If-Match"
+			}
+			return e
+		}
+		writeJSON(w, http.StatusOK, shardView(sh))
+		return nil
+	}
+}

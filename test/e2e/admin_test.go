@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+)
+
+// adminInfo reads the admin API's entry from region.json, as a tool would.
+func adminInfo(t *testing.T) localregion.AdminInfo {
+	t.Helper()
+	b, err := os.ReadFile(region.RegionFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info localregion.Info
+	if err := json.Unmarshal(b, &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Admin.URL == "" || len(info.Admin.SREs) != 2 {
+		t.Fatalf("region.json has no admin API or not two SREs: %+v", info.Admin)
+	}
+	return info.Admin
+}
+
+// adminClient presents the certificate of the SRE of group ("" for none; "arm" for ARM's).
+func adminClient(t *testing.T, a localregion.AdminInfo, group string) *http.Client {
+	t.Helper()
+	c := localregion.ClientTLS{CAFile: a.CAFile}
+	switch group {
+	case "":
+	case pki.ARM:
+		c = region.Info.Frontend.ClientTLS
+	default:
+		sre, err := a.SRE(group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = sre.ClientTLS(a.CAFile)
+	}
+	cfg, err := c.Files().Client(strings.TrimPrefix(a.URL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+}
+
+func adminCall(t *testing.T, a localregion.AdminInfo, group, method, path, body, correlationID string, into any) (int, adminapi.Error) {
+	t.Helper()
+	req, err := http.NewRequest(method, a.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(adminapi.HeaderCorrelationID, correlationID)
+	resp, err := adminClient(t, a, group).Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var ae adminapi.Error
+	if resp.StatusCode >= 400 {
+		if err := json.Unmarshal(raw, &ae); err != nil || ae.Code == "" {
+			t.Fatalf("%s %s: %d without an error body: %s", method, path, resp.StatusCode, raw)
+		}
+		return resp.StatusCode, ae
+	}
+	if into != nil {
+		if err := json.Unmarshal(raw, into); err != nil {
+			t.Fatalf("%s %s: decode: %v: %s", method, path, err, raw)
+		}
+	}
+	return resp.StatusCode, ae
+}
+
+// TestAdminAPI drives the admin API of the running region as its SREs: who gets in, what each
+// group may do, a shard cordon seen by Cluster Service, a cluster described along its whole
+// path, and every call in the audit log.
+func TestAdminAPI(t *testing.T) {
+	a := adminInfo(t)
+	cid := uuid.NewString()
+
+	t.Run("refusals_get_no_data", func(t *testing.T) {
+		for _, tc := range []struct {
+			group string
+			path  string
+			want  int
+		}{
+			{"", "/admin/v1/shards", 401},
+			{pki.ARM, "/admin/v1/shards", 401},
+			{access.GroupReadOnly, "/admin/v1/shards/mgmt-2/cordon", 403},
+		} {
+			method, body := http.MethodGet, ""
+			if strings.HasSuffix(tc.path, "cordon") {
+				method, body = http.MethodPost, `{"reason":"e2e"}`
+			}
+			if code, ae := adminCall(t, a, tc.group, method, tc.path, body, cid, nil); code != tc.want {
+				t.Errorf("%q %s: %d %+v, want %d", tc.group, tc.path, code, ae, tc.want)
+			}
+		}
+	})
+
+	t.Run("cordon_and_uncordon_reach_cluster_service", func(t *testing.T) {
+		var sh adminapi.Shard
+		if code, ae := adminCall(t, a, access.GroupAdmin, "POST", "/admin/v1/shards/mgmt-2/cordon", `{"reason":"e2e: cordon"}`, cid, &sh); code != 200 {
+			t.Fatalf("cordon: %d %+v", code, ae)
+		}
+		t.Cleanup(func() {
+			adminCall(t, a, access.GroupAdmin, "POST", "/admin/v1/shards/mgmt-2/uncordon", `{"reason":"e2e: cleanup"}`, cid, nil)
+		})
+		if csShardStatus(t, "mgmt-2") != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
+			t.Fatal("Cluster Service does not see mgmt-2 cordoned")
+		}
+		var list adminapi.ShardList
+		if code, _ := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/shards", "", cid, &list); code != 200 || len(list.Shards) != 2 || list.Shards[1].Status != "maintenance" {
+			t.Fatalf("shards as read-only: %d %+v", code, list)
+		}
+		if code, ae := adminCall(t, a, access.GroupAdmin, "POST", "/admin/v1/shards/mgmt-2/uncordon", `{"reason":"e2e"}`, cid, nil); code != 200 {
+			t.Fatalf("uncordon: %d %+v", code, ae)
+		}
+		if csShardStatus(t, "mgmt-2") != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+			t.Fatal("Cluster Service does not see mgmt-2 active again")
+		}
+	})
+
+	t.Run("describe_joins_every_stage", func(t *testing.T) {
+		sub := uuid.NewString()
+		registerSubscription(t, sub)
+		path := clusterPath(sub, "rg-admin", "c1")
+		c, _ := createCluster(t, path, clusterBody(sub, "rg-admin"))
+		for _, id := range []string{path, strings.TrimPrefix(path, "/"), c.GetId()} {
+			var d adminapi.ClusterDescription
+			if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters/"+strings.TrimPrefix(id, "/"), "", cid, &d); code != 200 {
+				t.Fatalf("describe %s: %d %+v", id, code, ae)
+			}
+			if d.Summary.ID != c.GetId() || d.ARM == nil || len(d.ARM.Operations) == 0 || len(d.Maestro) == 0 || len(d.ClusterService) == 0 || len(d.Unavailable) != 0 {
+				t.Fatalf("describe %s is missing a stage: %+v", id, d)
+			}
+			if !strings.Contains(strings.Join(d.Diagnosis, "\n"), "Available=True") {
+				t.Fatalf("diagnosis of a ready cluster: %q", d.Diagnosis)
+			}
+		}
+		var list adminapi.ClusterList
+		if code, _ := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters?subscription="+sub+"&state=ready", "", cid, &list); code != 200 || len(list.Clusters) != 1 || list.Clusters[0].ID != c.GetId() {
+			t.Fatalf("list by subscription: %d %+v", code, list)
+		}
+		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters/"+strings.Repeat("0", 32), "", cid, nil); code != 404 || !strings.Contains(ae.Message, strings.Repeat("0", 32)) {
+			t.Fatalf("unknown ID: %d %+v", code, ae)
+		}
+	})
+
+	t.Run("every_call_is_in_the_audit_log", func(t *testing.T) {
+		var l adminapi.AuditList
+		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/audit?correlationId="+cid+"&pageSize=1000", "", "audit-read", &l); code != 200 {
+			t.Fatalf("audit: %d %+v", code, ae)
+		}
+		counts := map[string]int{}
+		for _, e := range l.Entries {
+			counts[e.Outcome]++
+			if e.Outcome == "allowed" && e.Method == "POST" && e.Reason == "" {
+				t.Errorf("a change without its reason: %+v", e)
+			}
+		}
+		if counts["unauthenticated"] != 2 || counts["forbidden"] != 1 || counts["allowed"] == 0 || counts["allowed"] != counts["completed"] {
+			t.Fatalf("audit outcomes %v", counts)
+		}
+	})
+}
+
+func csShardStatus(t *testing.T, name string) csv1.ShardStatus {
+	t.Helper()
+	conn, err := region.Info.ClusterService.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := csv1.NewProvisionShardsClient(conn).ListShards(t.Context(), &csv1.ListShardsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range resp.GetShards() {
+		if s.GetName() == name {
+			return s.GetStatus()
+		}
+	}
+	t.Fatalf("no shard %s", name)
+	return 0
+}
