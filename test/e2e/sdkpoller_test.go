@@ -25,8 +25,10 @@ func TestAzureSDKPollerAgainstTheRegion(t *testing.T) {
 	sub, rg := uuid.NewString(), "rg-sdk"
 	registerSubscription(t, sub)
 	pl := runtime.NewPipeline("openhcp-e2e", "v0", runtime.PipelineOptions{}, &policy.ClientOptions{
-		Retry:     policy.RetryOptions{MaxRetries: 3},
-		Transport: httpClient, // ARM's client certificate: the frontend admits nothing else
+		Retry: policy.RetryOptions{MaxRetries: 3},
+		// ARM's client certificate (the frontend admits nothing else); every answer, the
+		// poller's included, validated against the spec.
+		Transport: specTransport{t, httpClient},
 	})
 	clusterURL := region.Info.Frontend.URL + clusterPath(sub, rg, "sdk") + "?api-version=" + ver
 	poolURL := region.Info.Frontend.URL + clusterPath(sub, rg, "sdk") + "/nodePools/sdkpool?api-version=" + ver
