@@ -1,0 +1,177 @@
+package adminapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Client calls the admin API. HTTP must present an SRE's client certificate and trust the
+// admin API's CA.
+type Client struct {
+	BaseURL string
+	HTTP    *http.Client
+	// CorrelationID, when set, is sent with every call (HeaderCorrelationID).
+	CorrelationID string
+}
+
+// do sends one call and decodes a 2xx answer into out; any other answer is an *Error.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, hdr http.Header, body, out any) error {
+	u := strings.TrimRight(c.BaseURL, "/") + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return err
+	}
+	for k, vs := range hdr {
+		req.Header[k] = vs
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.CorrelationID != "" {
+		req.Header.Set(HeaderCorrelationID, c.CorrelationID)
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		e := &Error{Status: resp.StatusCode}
+		if json.Unmarshal(raw, e) != nil || e.Code == "" {
+			e.Code, e.Message = http.StatusText(resp.StatusCode), strings.TrimSpace(string(raw))
+		}
+		return e
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// ClusterFilter selects clusters (GET /admin/v1/clusters).
+type ClusterFilter struct {
+	Subscription, Shard, State, Version string
+	PageSize                            int
+	PageToken                           string
+}
+
+func (f ClusterFilter) values() url.Values {
+	q := url.Values{}
+	set(q, "subscription", f.Subscription)
+	set(q, "shard", f.Shard)
+	set(q, "state", f.State)
+	set(q, "version", f.Version)
+	set(q, "pageToken", f.PageToken)
+	if f.PageSize > 0 {
+		q.Set("pageSize", fmt.Sprint(f.PageSize))
+	}
+	return q
+}
+
+func set(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}
+
+// ListClusters returns one page of clusters.
+func (c *Client) ListClusters(ctx context.Context, f ClusterFilter) (ClusterList, error) {
+	var out ClusterList
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/clusters", f.values(), nil, nil, &out)
+}
+
+// DescribeCluster describes a cluster by Cluster Service ID or ARM resource ID.
+func (c *Client) DescribeCluster(ctx context.Context, id string) (ClusterDescription, error) {
+	var out ClusterDescription
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/clusters/"+strings.TrimPrefix(id, "/"), nil, nil, nil, &out)
+}
+
+// ListOperations returns one page of operations; all includes the finished ones.
+func (c *Client) ListOperations(ctx context.Context, all bool, pageSize int, pageToken string) (OperationList, error) {
+	q := url.Values{}
+	if all {
+		q.Set("all", "true")
+	}
+	if pageSize > 0 {
+		q.Set("pageSize", fmt.Sprint(pageSize))
+	}
+	set(q, "pageToken", pageToken)
+	var out OperationList
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/operations", q, nil, nil, &out)
+}
+
+// ListShards returns every provision shard.
+func (c *Client) ListShards(ctx context.Context) (ShardList, error) {
+	var out ShardList
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/shards", nil, nil, nil, &out)
+}
+
+// Shard status changes (ChangeShard's action).
+const (
+	ShardCordon    = "cordon"
+	ShardUncordon  = "uncordon"
+	ShardSetStatus = "status"
+)
+
+// ChangeShard cordons, uncordons or sets the status of a shard; a non-empty ifMatch (a shard's
+// ETag) makes the change conditional.
+func (c *Client) ChangeShard(ctx context.Context, name, action string, change ShardChange, ifMatch string) (Shard, error) {
+	method := http.MethodPost
+	if action == ShardSetStatus {
+		method = http.MethodPut
+	}
+	hdr := http.Header{}
+	if ifMatch != "" {
+		if !strings.HasPrefix(ifMatch, `"`) {
+			ifMatch = `"` + ifMatch + `"`
+		}
+		hdr.Set("If-Match", ifMatch)
+	}
+	var out Shard
+	return out, c.do(ctx, method, "/admin/v1/shards/"+url.PathEscape(name)+"/"+action, nil, hdr, change, &out)
+}
+
+// AuditFilter selects audit records (GET /admin/v1/audit).
+type AuditFilter struct {
+	Person, Group, Outcome, Target, CorrelationID, Method, Route, Since, Until string
+	PageSize                                                                   int
+	PageToken                                                                  string
+}
+
+// Audit returns one page of audit records, newest first.
+func (c *Client) Audit(ctx context.Context, f AuditFilter) (AuditList, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"person": f.Person, "group": f.Group, "outcome": f.Outcome, "target": f.Target,
+		"correlationId": f.CorrelationID, "method": f.Method, "route": f.Route, "since": f.Since, "until": f.Until, "pageToken": f.PageToken} {
+		set(q, k, v)
+	}
+	if f.PageSize > 0 {
+		q.Set("pageSize", fmt.Sprint(f.PageSize))
+	}
+	var out AuditList
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/audit", q, nil, nil, &out)
+}
