@@ -3711,80 +3711,82 @@ var File_v1_clusterservice_proto protoreflect.FileDescriptor
 
 const file_v1_clusterservice_proto_rawDesc = "" +
 	"\n" +
-	"\x17v1/clusterservice.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x89\x03\n" +
-	"\aCluster\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
-	"\x0farm_resource_id\x18\x02 \x01(\tR\rarmResourceId\x12:\n" +
-	"\x04spec\x18\x03 \x01(\v2&.openhcp.clusterservice.v1.ClusterSpecR\x04spec\x12@\n" +
-	"\x06status\x18\x04 \x01(\v2(.openhcp.clusterservice.v1.ClusterStatusR\x06status\x12\x14\n" +
-	"\x05shard\x18\x05 \x01(\tR\x05shard\x12\x1a\n" +
-	"\brevision\x18\x06 \x01(\x03R\brevision\x12;\n" +
-	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\x12;\n" +
-	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\x12\x1c\n" +
-	"\tnamespace\x18\t \x01(\tR\tnamespace\"\xeb\a\n" +
-	"\vClusterSpec\x12\x1d\n" +
+	"\x17v1/clusterservice.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\"\xcc\x03\n" +
+	"\aCluster\x12\x15\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x121\n" +
+	"\x0farm_resource_id\x18\x02 \x01(\tB\t\xca\xf3\x18\x05/nameR\rarmResourceId\x12A\n" +
+	"\x04spec\x18\x03 \x01(\v2&.openhcp.clusterservice.v1.ClusterSpecB\x05\xca\xf3\x18\x01.R\x04spec\x12G\n" +
+	"\x06status\x18\x04 \x01(\v2(.openhcp.clusterservice.v1.ClusterStatusB\x05\xca\xf3\x18\x01-R\x06status\x12\x1b\n" +
+	"\x05shard\x18\x05 \x01(\tB\x05\xca\xf3\x18\x01-R\x05shard\x12!\n" +
+	"\brevision\x18\x06 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12B\n" +
+	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
+	"createTime\x12B\n" +
+	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
+	"updateTime\x12#\n" +
+	"\tnamespace\x18\t \x01(\tB\x05\xca\xf3\x18\x01-R\tnamespace\"\x96\f\n" +
+	"\vClusterSpec\x128\n" +
 	"\n" +
-	"version_id\x18\x01 \x01(\tR\tversionId\x12#\n" +
-	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\x12@\n" +
-	"\anetwork\x18\x03 \x01(\v2&.openhcp.clusterservice.v1.NetworkSpecR\anetwork\x12%\n" +
-	"\x0eapi_visibility\x18\x04 \x01(\tR\rapiVisibility\x12:\n" +
-	"\x05azure\x18\x05 \x01(\v2$.openhcp.clusterservice.v1.AzureSpecR\x05azure\x123\n" +
-	"\x16etcd_encryption_key_id\x18\x06 \x01(\tR\x13etcdEncryptionKeyId\x12&\n" +
-	"\x0fdns_base_domain\x18\a \x01(\tR\rdnsBaseDomain\x120\n" +
-	"\x14image_registry_state\x18\b \x01(\tR\x12imageRegistryState\x12O\n" +
-	"\vautoscaling\x18\t \x01(\v2-.openhcp.clusterservice.v1.ClusterAutoscalingR\vautoscaling\x12;\n" +
+	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x12H\n" +
+	"\rchannel_group\x18\x02 \x01(\tB#\xca\xf3\x18\x1fproperties.version.channelGroupR\fchannelGroup\x12X\n" +
+	"\anetwork\x18\x03 \x01(\v2&.openhcp.clusterservice.v1.NetworkSpecB\x16\xca\xf3\x18\x12properties.networkR\anetwork\x12D\n" +
+	"\x0eapi_visibility\x18\x04 \x01(\tB\x1d\xca\xf3\x18\x19properties.api.visibilityR\rapiVisibility\x12A\n" +
+	"\x05azure\x18\x05 \x01(\v2$.openhcp.clusterservice.v1.AzureSpecB\x05\xca\xf3\x18\x01.R\x05azure\x12k\n" +
+	"\x16etcd_encryption_key_id\x18\x06 \x01(\tB6\xca\xf3\x182properties.etcd.dataEncryption.customerManaged.kmsR\x13etcdEncryptionKeyId\x12-\n" +
+	"\x0fdns_base_domain\x18\a \x01(\tB\x05\xca\xf3\x18\x01-R\rdnsBaseDomain\x12[\n" +
+	"\x14image_registry_state\x18\b \x01(\tB)\xca\xf3\x18%properties.clusterImageRegistry.stateR\x12imageRegistryState\x12k\n" +
+	"\vautoscaling\x18\t \x01(\v2-.openhcp.clusterservice.v1.ClusterAutoscalingB\x1a\xca\xf3\x18\x16properties.autoscalingR\vautoscaling\x12c\n" +
 	"\x1anode_drain_timeout_minutes\x18\n" +
-	" \x01(\x05R\x17nodeDrainTimeoutMinutes\x120\n" +
-	"\x14api_authorized_cidrs\x18\v \x03(\tR\x12apiAuthorizedCidrs\x12^\n" +
-	"\x14image_digest_mirrors\x18\f \x03(\v2,.openhcp.clusterservice.v1.ImageDigestMirrorR\x12imageDigestMirrors\x12-\n" +
-	"\x12ingress_visibility\x18\r \x01(\tR\x11ingressVisibility\x12/\n" +
-	"\x13crypto_restrictions\x18\x0e \x01(\tR\x12cryptoRestrictions\x123\n" +
-	"\x16dns_base_domain_prefix\x18\x0f \x01(\tR\x13dnsBaseDomainPrefix\x12N\n" +
-	"$etcd_encryption_key_vault_visibility\x18\x10 \x01(\tR etcdEncryptionKeyVaultVisibility\x12@\n" +
-	"\x1detcd_encryption_backup_key_id\x18\x11 \x01(\tR\x19etcdEncryptionBackupKeyId\x12\x1d\n" +
+	" \x01(\x05B&\xca\xf3\x18\"properties.nodeDrainTimeoutMinutesR\x17nodeDrainTimeoutMinutes\x12T\n" +
+	"\x14api_authorized_cidrs\x18\v \x03(\tB\"\xca\xf3\x18\x1eproperties.api.authorizedCidrsR\x12apiAuthorizedCidrs\x12\x81\x01\n" +
+	"\x14image_digest_mirrors\x18\f \x03(\v2,.openhcp.clusterservice.v1.ImageDigestMirrorB!\xca\xf3\x18\x1dproperties.imageDigestMirrorsR\x12imageDigestMirrors\x12J\n" +
+	"\x12ingress_visibility\x18\r \x01(\tB\x1b\xca\xf3\x18\x17properties.ingress.typeR\x11ingressVisibility\x12R\n" +
+	"\x13crypto_restrictions\x18\x0e \x01(\tB!\xca\xf3\x18\x1dproperties.cryptoRestrictionsR\x12cryptoRestrictions\x12X\n" +
+	"\x16dns_base_domain_prefix\x18\x0f \x01(\tB#\xca\xf3\x18\x1fproperties.dns.baseDomainPrefixR\x13dnsBaseDomainPrefix\x12\x91\x01\n" +
+	"$etcd_encryption_key_vault_visibility\x18\x10 \x01(\tBA\xca\xf3\x18=properties.etcd.dataEncryption.customerManaged.kms.visibilityR etcdEncryptionKeyVaultVisibility\x12G\n" +
+	"\x1detcd_encryption_backup_key_id\x18\x11 \x01(\tB\x05\xca\xf3\x18\x01-R\x19etcdEncryptionBackupKeyId\x12$\n" +
 	"\n" +
-	"issuer_url\x18\x12 \x01(\tR\tissuerUrl\"\x80\x03\n" +
-	"\x12ClusterAutoscaling\x12+\n" +
-	"\x0fmax_nodes_total\x18\x01 \x01(\x05H\x00R\rmaxNodesTotal\x88\x01\x01\x12C\n" +
-	"\x1cmax_pod_grace_period_seconds\x18\x02 \x01(\x05H\x01R\x18maxPodGracePeriodSeconds\x88\x01\x01\x12I\n" +
-	"\x1fmax_node_provision_time_seconds\x18\x03 \x01(\x05H\x02R\x1bmaxNodeProvisionTimeSeconds\x88\x01\x01\x129\n" +
-	"\x16pod_priority_threshold\x18\x04 \x01(\x05H\x03R\x14podPriorityThreshold\x88\x01\x01B\x12\n" +
+	"issuer_url\x18\x12 \x01(\tB\x05\xca\xf3\x18\x01-R\tissuerUrl\"\xec\x03\n" +
+	"\x12ClusterAutoscaling\x12>\n" +
+	"\x0fmax_nodes_total\x18\x01 \x01(\x05B\x11\xca\xf3\x18\rmaxNodesTotalH\x00R\rmaxNodesTotal\x88\x01\x01\x12a\n" +
+	"\x1cmax_pod_grace_period_seconds\x18\x02 \x01(\x05B\x1c\xca\xf3\x18\x18maxPodGracePeriodSecondsH\x01R\x18maxPodGracePeriodSeconds\x88\x01\x01\x12j\n" +
+	"\x1fmax_node_provision_time_seconds\x18\x03 \x01(\x05B\x1f\xca\xf3\x18\x1bmaxNodeProvisionTimeSecondsH\x02R\x1bmaxNodeProvisionTimeSeconds\x88\x01\x01\x12S\n" +
+	"\x16pod_priority_threshold\x18\x04 \x01(\x05B\x18\xca\xf3\x18\x14podPriorityThresholdH\x03R\x14podPriorityThreshold\x88\x01\x01B\x12\n" +
 	"\x10_max_nodes_totalB\x1f\n" +
 	"\x1d_max_pod_grace_period_secondsB\"\n" +
 	" _max_node_provision_time_secondsB\x19\n" +
-	"\x17_pod_priority_threshold\"E\n" +
-	"\x11ImageDigestMirror\x12\x16\n" +
-	"\x06source\x18\x01 \x01(\tR\x06source\x12\x18\n" +
-	"\amirrors\x18\x02 \x03(\tR\amirrors\"\xb2\x01\n" +
-	"\vNetworkSpec\x12!\n" +
-	"\fnetwork_type\x18\x01 \x01(\tR\vnetworkType\x12\x19\n" +
-	"\bpod_cidr\x18\x02 \x01(\tR\apodCidr\x12!\n" +
-	"\fservice_cidr\x18\x03 \x01(\tR\vserviceCidr\x12!\n" +
-	"\fmachine_cidr\x18\x04 \x01(\tR\vmachineCidr\x12\x1f\n" +
-	"\vhost_prefix\x18\x05 \x01(\x05R\n" +
-	"hostPrefix\"\xe9\x03\n" +
-	"\tAzureSpec\x12'\n" +
-	"\x0fsubscription_id\x18\x01 \x01(\tR\x0esubscriptionId\x12%\n" +
-	"\x0eresource_group\x18\x02 \x01(\tR\rresourceGroup\x12\x1a\n" +
-	"\blocation\x18\x03 \x01(\tR\blocation\x124\n" +
-	"\x16managed_resource_group\x18\x04 \x01(\tR\x14managedResourceGroup\x12\x1b\n" +
-	"\tsubnet_id\x18\x05 \x01(\tR\bsubnetId\x129\n" +
-	"\x19network_security_group_id\x18\x06 \x01(\tR\x16networkSecurityGroupId\x12#\n" +
-	"\routbound_type\x18\a \x01(\tR\foutboundType\x12\x1b\n" +
-	"\ttenant_id\x18\b \x01(\tR\btenantId\x12c\n" +
-	"\x13workload_identities\x18\t \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesR\x12workloadIdentities\x12;\n" +
+	"\x17_pod_priority_threshold\"^\n" +
+	"\x11ImageDigestMirror\x12\"\n" +
+	"\x06source\x18\x01 \x01(\tB\n" +
+	"\xca\xf3\x18\x06sourceR\x06source\x12%\n" +
+	"\amirrors\x18\x02 \x03(\tB\v\xca\xf3\x18\amirrorsR\amirrors\"\x82\x02\n" +
+	"\vNetworkSpec\x122\n" +
+	"\fnetwork_type\x18\x01 \x01(\tB\x0f\xca\xf3\x18\vnetworkTypeR\vnetworkType\x12&\n" +
+	"\bpod_cidr\x18\x02 \x01(\tB\v\xca\xf3\x18\apodCidrR\apodCidr\x122\n" +
+	"\fservice_cidr\x18\x03 \x01(\tB\x0f\xca\xf3\x18\vserviceCidrR\vserviceCidr\x122\n" +
+	"\fmachine_cidr\x18\x04 \x01(\tB\x0f\xca\xf3\x18\vmachineCidrR\vmachineCidr\x12/\n" +
+	"\vhost_prefix\x18\x05 \x01(\x05B\x0e\xca\xf3\x18\n" +
+	"hostPrefixR\n" +
+	"hostPrefix\"\xcd\x06\n" +
+	"\tAzureSpec\x120\n" +
+	"\x0fsubscription_id\x18\x01 \x01(\tB\a\xca\xf3\x18\x03/idR\x0esubscriptionId\x12.\n" +
+	"\x0eresource_group\x18\x02 \x01(\tB\a\xca\xf3\x18\x03/idR\rresourceGroup\x12)\n" +
+	"\blocation\x18\x03 \x01(\tB\r\xca\xf3\x18\t/locationR\blocation\x12c\n" +
+	"\x16managed_resource_group\x18\x04 \x01(\tB-\xca\xf3\x18)/properties.platform.managedResourceGroupR\x14managedResourceGroup\x12>\n" +
+	"\tsubnet_id\x18\x05 \x01(\tB!\xca\xf3\x18\x1d/properties.platform.subnetIdR\bsubnetId\x12j\n" +
+	"\x19network_security_group_id\x18\x06 \x01(\tB/\xca\xf3\x18+/properties.platform.networkSecurityGroupIdR\x16networkSecurityGroupId\x12J\n" +
+	"\routbound_type\x18\a \x01(\tB%\xca\xf3\x18!/properties.platform.outboundTypeR\foutboundType\x12\"\n" +
+	"\ttenant_id\x18\b \x01(\tB\x05\xca\xf3\x18\x01-R\btenantId\x12\xc2\x01\n" +
+	"\x13workload_identities\x18\t \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesB]\xca\xf3\x18Y/properties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperatorsR\x12workloadIdentities\x12m\n" +
 	"\x1avnet_integration_subnet_id\x18\n" +
-	" \x01(\tR\x17vnetIntegrationSubnetId\"\xf5\x01\n" +
-	"\x17AzureWorkloadIdentities\x12%\n" +
-	"\x0eimage_registry\x18\x01 \x01(\tR\rimageRegistry\x12\x18\n" +
-	"\aingress\x18\x02 \x01(\tR\aingress\x12\x12\n" +
-	"\x04file\x18\x03 \x01(\tR\x04file\x12\x12\n" +
-	"\x04disk\x18\x04 \x01(\tR\x04disk\x120\n" +
-	"\x14node_pool_management\x18\x05 \x01(\tR\x12nodePoolManagement\x12%\n" +
-	"\x0ecloud_provider\x18\x06 \x01(\tR\rcloudProvider\x12\x18\n" +
-	"\anetwork\x18\a \x01(\tR\anetwork\"\x8e\x03\n" +
+	" \x01(\tB0\xca\xf3\x18,/properties.platform.vnetIntegrationSubnetIdR\x17vnetIntegrationSubnetId\"\x8f\x03\n" +
+	"\x17AzureWorkloadIdentities\x129\n" +
+	"\x0eimage_registry\x18\x01 \x01(\tB\x12\xca\xf3\x18\x0eimage-registryR\rimageRegistry\x12%\n" +
+	"\aingress\x18\x02 \x01(\tB\v\xca\xf3\x18\aingressR\aingress\x12'\n" +
+	"\x04file\x18\x03 \x01(\tB\x13\xca\xf3\x18\x0ffile-csi-driverR\x04file\x12'\n" +
+	"\x04disk\x18\x04 \x01(\tB\x13\xca\xf3\x18\x0fdisk-csi-driverR\x04disk\x12G\n" +
+	"\x14node_pool_management\x18\x05 \x01(\tB\x15\xca\xf3\x18\x11cluster-api-azureR\x12nodePoolManagement\x12C\n" +
+	"\x0ecloud_provider\x18\x06 \x01(\tB\x1c\xca\xf3\x18\x18cloud-controller-managerR\rcloudProvider\x122\n" +
+	"\anetwork\x18\a \x01(\tB\x18\xca\xf3\x18\x14cloud-network-configR\anetwork\"\x8e\x03\n" +
 	"\rClusterStatus\x12=\n" +
 	"\x05state\x18\x01 \x01(\x0e2'.openhcp.clusterservice.v1.ClusterStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -3804,9 +3806,9 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12L\n" +
-	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"T\n" +
-	"\x14CreateClusterRequest\x12<\n" +
-	"\acluster\x18\x01 \x01(\v2\".openhcp.clusterservice.v1.ClusterR\acluster\"#\n" +
+	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"[\n" +
+	"\x14CreateClusterRequest\x12C\n" +
+	"\acluster\x18\x01 \x01(\v2\".openhcp.clusterservice.v1.ClusterB\x05\xca\xf3\x18\x01.R\acluster\"#\n" +
 	"\x11GetClusterRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x98\x01\n" +
 	"\x13ListClustersRequest\x12\x1b\n" +
@@ -3843,51 +3845,53 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x15SetShardStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12>\n" +
 	"\x06status\x18\x02 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\x06status\x12C\n" +
-	"\tif_status\x18\x03 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\bifStatus\"\xf7\x02\n" +
-	"\bNodePool\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\tif_status\x18\x03 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\bifStatus\"\xb3\x03\n" +
+	"\bNodePool\x12\x15\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12$\n" +
 	"\n" +
-	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12&\n" +
-	"\x0farm_resource_id\x18\x03 \x01(\tR\rarmResourceId\x12;\n" +
-	"\x04spec\x18\x04 \x01(\v2'.openhcp.clusterservice.v1.NodePoolSpecR\x04spec\x12A\n" +
-	"\x06status\x18\x05 \x01(\v2).openhcp.clusterservice.v1.NodePoolStatusR\x06status\x12\x1a\n" +
-	"\brevision\x18\x06 \x01(\x03R\brevision\x12;\n" +
-	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\x12;\n" +
-	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xcd\x04\n" +
-	"\fNodePoolSpec\x12\x1d\n" +
+	"cluster_id\x18\x02 \x01(\tB\x05\xca\xf3\x18\x01-R\tclusterId\x121\n" +
+	"\x0farm_resource_id\x18\x03 \x01(\tB\t\xca\xf3\x18\x05/nameR\rarmResourceId\x12B\n" +
+	"\x04spec\x18\x04 \x01(\v2'.openhcp.clusterservice.v1.NodePoolSpecB\x05\xca\xf3\x18\x01.R\x04spec\x12H\n" +
+	"\x06status\x18\x05 \x01(\v2).openhcp.clusterservice.v1.NodePoolStatusB\x05\xca\xf3\x18\x01-R\x06status\x12!\n" +
+	"\brevision\x18\x06 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12B\n" +
+	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
+	"createTime\x12B\n" +
+	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
+	"updateTime\"\xcc\x06\n" +
+	"\fNodePoolSpec\x128\n" +
 	"\n" +
-	"version_id\x18\x01 \x01(\tR\tversionId\x12\x1a\n" +
-	"\breplicas\x18\x02 \x01(\x05R\breplicas\x12P\n" +
-	"\vautoscaling\x18\x03 \x01(\v2..openhcp.clusterservice.v1.NodePoolAutoscalingR\vautoscaling\x12K\n" +
-	"\x06labels\x18\x04 \x03(\v23.openhcp.clusterservice.v1.NodePoolSpec.LabelsEntryR\x06labels\x128\n" +
-	"\x06taints\x18\x05 \x03(\v2 .openhcp.clusterservice.v1.TaintR\x06taints\x12\x1f\n" +
-	"\vauto_repair\x18\x06 \x01(\bR\n" +
-	"autoRepair\x12G\n" +
-	"\bplatform\x18\a \x01(\v2+.openhcp.clusterservice.v1.NodePoolPlatformR\bplatform\x12#\n" +
-	"\rchannel_group\x18\b \x01(\tR\fchannelGroup\x12@\n" +
-	"\x1anode_drain_timeout_minutes\x18\t \x01(\x05H\x00R\x17nodeDrainTimeoutMinutes\x88\x01\x01\x1a9\n" +
+	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x123\n" +
+	"\breplicas\x18\x02 \x01(\x05B\x17\xca\xf3\x18\x13properties.replicasR\breplicas\x12l\n" +
+	"\vautoscaling\x18\x03 \x01(\v2..openhcp.clusterservice.v1.NodePoolAutoscalingB\x1a\xca\xf3\x18\x16properties.autoScalingR\vautoscaling\x12b\n" +
+	"\x06labels\x18\x04 \x03(\v23.openhcp.clusterservice.v1.NodePoolSpec.LabelsEntryB\x15\xca\xf3\x18\x11properties.labelsR\x06labels\x12O\n" +
+	"\x06taints\x18\x05 \x03(\v2 .openhcp.clusterservice.v1.TaintB\x15\xca\xf3\x18\x11properties.taintsR\x06taints\x12:\n" +
+	"\vauto_repair\x18\x06 \x01(\bB\x19\xca\xf3\x18\x15properties.autoRepairR\n" +
+	"autoRepair\x12`\n" +
+	"\bplatform\x18\a \x01(\v2+.openhcp.clusterservice.v1.NodePoolPlatformB\x17\xca\xf3\x18\x13properties.platformR\bplatform\x12H\n" +
+	"\rchannel_group\x18\b \x01(\tB#\xca\xf3\x18\x1fproperties.version.channelGroupR\fchannelGroup\x12h\n" +
+	"\x1anode_drain_timeout_minutes\x18\t \x01(\x05B&\xca\xf3\x18\"properties.nodeDrainTimeoutMinutesH\x00R\x17nodeDrainTimeoutMinutes\x88\x01\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x1d\n" +
-	"\x1b_node_drain_timeout_minutes\"9\n" +
-	"\x13NodePoolAutoscaling\x12\x10\n" +
-	"\x03min\x18\x01 \x01(\x05R\x03min\x12\x10\n" +
-	"\x03max\x18\x02 \x01(\x05R\x03max\"G\n" +
-	"\x05Taint\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
-	"\x06effect\x18\x03 \x01(\tR\x06effect\"\xf6\x02\n" +
-	"\x10NodePoolPlatform\x12\x17\n" +
-	"\avm_size\x18\x01 \x01(\tR\x06vmSize\x12'\n" +
-	"\x10os_disk_size_gib\x18\x02 \x01(\x05R\rosDiskSizeGib\x12>\n" +
-	"\x1cos_disk_storage_account_type\x18\x03 \x01(\tR\x18osDiskStorageAccountType\x12\x1b\n" +
-	"\tsubnet_id\x18\x04 \x01(\tR\bsubnetId\x12+\n" +
-	"\x11availability_zone\x18\x05 \x01(\tR\x10availabilityZone\x12,\n" +
-	"\x12encryption_at_host\x18\x06 \x01(\bR\x10encryptionAtHost\x128\n" +
-	"\x19os_disk_encryption_set_id\x18\a \x01(\tR\x15osDiskEncryptionSetId\x12.\n" +
-	"\x13os_disk_persistence\x18\b \x01(\tR\x11osDiskPersistence\"\xae\x02\n" +
+	"\x1b_node_drain_timeout_minutes\"K\n" +
+	"\x13NodePoolAutoscaling\x12\x19\n" +
+	"\x03min\x18\x01 \x01(\x05B\a\xca\xf3\x18\x03minR\x03min\x12\x19\n" +
+	"\x03max\x18\x02 \x01(\x05B\a\xca\xf3\x18\x03maxR\x03max\"g\n" +
+	"\x05Taint\x12\x19\n" +
+	"\x03key\x18\x01 \x01(\tB\a\xca\xf3\x18\x03keyR\x03key\x12\x1f\n" +
+	"\x05value\x18\x02 \x01(\tB\t\xca\xf3\x18\x05valueR\x05value\x12\"\n" +
+	"\x06effect\x18\x03 \x01(\tB\n" +
+	"\xca\xf3\x18\x06effectR\x06effect\"\xaa\x04\n" +
+	"\x10NodePoolPlatform\x12#\n" +
+	"\avm_size\x18\x01 \x01(\tB\n" +
+	"\xca\xf3\x18\x06vmSizeR\x06vmSize\x12;\n" +
+	"\x10os_disk_size_gib\x18\x02 \x01(\x05B\x12\xca\xf3\x18\x0eosDisk.sizeGiBR\rosDiskSizeGib\x12a\n" +
+	"\x1cos_disk_storage_account_type\x18\x03 \x01(\tB!\xca\xf3\x18\x1dosDisk.diskStorageAccountTypeR\x18osDiskStorageAccountType\x12)\n" +
+	"\tsubnet_id\x18\x04 \x01(\tB\f\xca\xf3\x18\bsubnetIdR\bsubnetId\x12A\n" +
+	"\x11availability_zone\x18\x05 \x01(\tB\x14\xca\xf3\x18\x10availabilityZoneR\x10availabilityZone\x12H\n" +
+	"\x12encryption_at_host\x18\x06 \x01(\bB\x1a\xca\xf3\x18\x16enableEncryptionAtHostR\x10encryptionAtHost\x12T\n" +
+	"\x19os_disk_encryption_set_id\x18\a \x01(\tB\x1a\xca\xf3\x18\x16osDisk.encryptionSetIdR\x15osDiskEncryptionSetId\x12C\n" +
+	"\x13os_disk_persistence\x18\b \x01(\tB\x13\xca\xf3\x18\x0fosDisk.diskTypeR\x11osDiskPersistence\"\xae\x02\n" +
 	"\x0eNodePoolStatus\x12>\n" +
 	"\x05state\x18\x01 \x01(\x0e2(.openhcp.clusterservice.v1.NodePoolStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -3898,9 +3902,9 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"conditions\x12\x1a\n" +
 	"\breplicas\x18\x05 \x01(\x05R\breplicas\x12'\n" +
 	"\x0fcurrent_version\x18\x06 \x01(\tR\x0ecurrentVersion\x12\x18\n" +
-	"\aapplied\x18\a \x01(\bR\aapplied\"Y\n" +
-	"\x15CreateNodePoolRequest\x12@\n" +
-	"\tnode_pool\x18\x01 \x01(\v2#.openhcp.clusterservice.v1.NodePoolR\bnodePool\"$\n" +
+	"\aapplied\x18\a \x01(\bR\aapplied\"`\n" +
+	"\x15CreateNodePoolRequest\x12G\n" +
+	"\tnode_pool\x18\x01 \x01(\v2#.openhcp.clusterservice.v1.NodePoolB\x05\xca\xf3\x18\x01.R\bnodePool\"$\n" +
 	"\x12GetNodePoolRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"5\n" +
 	"\x14ListNodePoolsRequest\x12\x1d\n" +
@@ -3908,11 +3912,11 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"[\n" +
 	"\x15ListNodePoolsResponse\x12B\n" +
 	"\n" +
-	"node_pools\x18\x01 \x03(\v2#.openhcp.clusterservice.v1.NodePoolR\tnodePools\"\x80\x01\n" +
-	"\x15UpdateNodePoolRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12;\n" +
-	"\x04spec\x18\x02 \x01(\v2'.openhcp.clusterservice.v1.NodePoolSpecR\x04spec\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x03R\brevision\"'\n" +
+	"node_pools\x18\x01 \x03(\v2#.openhcp.clusterservice.v1.NodePoolR\tnodePools\"\x95\x01\n" +
+	"\x15UpdateNodePoolRequest\x12\x15\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12B\n" +
+	"\x04spec\x18\x02 \x01(\v2'.openhcp.clusterservice.v1.NodePoolSpecB\x05\xca\xf3\x18\x01.R\x04spec\x12!\n" +
+	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\"'\n" +
 	"\x15DeleteNodePoolRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\">\n" +
 	"\x15WatchNodePoolsRequest\x12%\n" +
@@ -3933,28 +3937,28 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\bversions\x18\x01 \x03(\v2\".openhcp.clusterservice.v1.VersionR\bversions\"H\n" +
 	"\x11GetVersionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
-	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\"\xa7\x01\n" +
-	"\x14UpdateClusterRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12@\n" +
-	"\x06update\x18\x02 \x01(\v2(.openhcp.clusterservice.v1.ClusterUpdateR\x06update\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x03R\brevision\x12!\n" +
-	"\foperation_id\x18\x04 \x01(\tR\voperationId\"\xe3\x04\n" +
-	"\rClusterUpdate\x12\x1d\n" +
+	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\"\xc3\x01\n" +
+	"\x14UpdateClusterRequest\x12\x15\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12G\n" +
+	"\x06update\x18\x02 \x01(\v2(.openhcp.clusterservice.v1.ClusterUpdateB\x05\xca\xf3\x18\x01.R\x06update\x12!\n" +
+	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12(\n" +
+	"\foperation_id\x18\x04 \x01(\tB\x05\xca\xf3\x18\x01-R\voperationId\"\xce\a\n" +
+	"\rClusterUpdate\x128\n" +
 	"\n" +
-	"version_id\x18\x01 \x01(\tR\tversionId\x12#\n" +
-	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\x12O\n" +
-	"\vautoscaling\x18\x03 \x01(\v2-.openhcp.clusterservice.v1.ClusterAutoscalingR\vautoscaling\x12@\n" +
-	"\x1anode_drain_timeout_minutes\x18\x04 \x01(\x05H\x00R\x17nodeDrainTimeoutMinutes\x88\x01\x01\x12W\n" +
-	"\x14api_authorized_cidrs\x18\x05 \x01(\v2%.openhcp.clusterservice.v1.StringListR\x12apiAuthorizedCidrs\x12_\n" +
-	"\x14image_digest_mirrors\x18\x06 \x01(\v2-.openhcp.clusterservice.v1.ImageDigestMirrorsR\x12imageDigestMirrors\x12=\n" +
-	"\x1betcd_encryption_key_version\x18\a \x01(\tR\x18etcdEncryptionKeyVersion\x12c\n" +
-	"\x13workload_identities\x18\b \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesR\x12workloadIdentitiesB\x1d\n" +
-	"\x1b_node_drain_timeout_minutes\"$\n" +
+	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x12H\n" +
+	"\rchannel_group\x18\x02 \x01(\tB#\xca\xf3\x18\x1fproperties.version.channelGroupR\fchannelGroup\x12k\n" +
+	"\vautoscaling\x18\x03 \x01(\v2-.openhcp.clusterservice.v1.ClusterAutoscalingB\x1a\xca\xf3\x18\x16properties.autoscalingR\vautoscaling\x12h\n" +
+	"\x1anode_drain_timeout_minutes\x18\x04 \x01(\x05B&\xca\xf3\x18\"properties.nodeDrainTimeoutMinutesH\x00R\x17nodeDrainTimeoutMinutes\x88\x01\x01\x12{\n" +
+	"\x14api_authorized_cidrs\x18\x05 \x01(\v2%.openhcp.clusterservice.v1.StringListB\"\xca\xf3\x18\x1eproperties.api.authorizedCidrsR\x12apiAuthorizedCidrs\x12\x82\x01\n" +
+	"\x14image_digest_mirrors\x18\x06 \x01(\v2-.openhcp.clusterservice.v1.ImageDigestMirrorsB!\xca\xf3\x18\x1dproperties.imageDigestMirrorsR\x12imageDigestMirrors\x12}\n" +
+	"\x1betcd_encryption_key_version\x18\a \x01(\tB>\xca\xf3\x18:properties.etcd.dataEncryption.customerManaged.kms.versionR\x18etcdEncryptionKeyVersion\x12\xc1\x01\n" +
+	"\x13workload_identities\x18\b \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesB\\\xca\xf3\x18Xproperties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperatorsR\x12workloadIdentitiesB\x1d\n" +
+	"\x1b_node_drain_timeout_minutes\"+\n" +
 	"\n" +
-	"StringList\x12\x16\n" +
-	"\x06values\x18\x01 \x03(\tR\x06values\"\\\n" +
-	"\x12ImageDigestMirrors\x12F\n" +
-	"\amirrors\x18\x01 \x03(\v2,.openhcp.clusterservice.v1.ImageDigestMirrorR\amirrors\"\x91\x04\n" +
+	"StringList\x12\x1d\n" +
+	"\x06values\x18\x01 \x03(\tB\x05\xca\xf3\x18\x01.R\x06values\"c\n" +
+	"\x12ImageDigestMirrors\x12M\n" +
+	"\amirrors\x18\x01 \x03(\v2,.openhcp.clusterservice.v1.ImageDigestMirrorB\x05\xca\xf3\x18\x01.R\amirrors\"\x91\x04\n" +
 	"\rUpgradePolicy\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -4235,6 +4239,7 @@ func file_v1_clusterservice_proto_init() {
 	if File_v1_clusterservice_proto != nil {
 		return
 	}
+	file_v1_armpath_proto_init()
 	file_v1_clusterservice_proto_msgTypes[2].OneofWrappers = []any{}
 	file_v1_clusterservice_proto_msgTypes[22].OneofWrappers = []any{}
 	file_v1_clusterservice_proto_msgTypes[40].OneofWrappers = []any{}

@@ -1100,48 +1100,51 @@ var File_v1_externalauth_proto protoreflect.FileDescriptor
 
 const file_v1_externalauth_proto_rawDesc = "" +
 	"\n" +
-	"\x15v1/externalauth.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17v1/clusterservice.proto\"\x83\x03\n" +
-	"\fExternalAuth\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\x15v1/externalauth.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\x1a\x17v1/clusterservice.proto\"\xbf\x03\n" +
+	"\fExternalAuth\x12\x15\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12$\n" +
 	"\n" +
-	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12&\n" +
-	"\x0farm_resource_id\x18\x03 \x01(\tR\rarmResourceId\x12?\n" +
-	"\x04spec\x18\x04 \x01(\v2+.openhcp.clusterservice.v1.ExternalAuthSpecR\x04spec\x12E\n" +
-	"\x06status\x18\x05 \x01(\v2-.openhcp.clusterservice.v1.ExternalAuthStatusR\x06status\x12\x1a\n" +
-	"\brevision\x18\x06 \x01(\x03R\brevision\x12;\n" +
-	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\x12;\n" +
-	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xd1\x02\n" +
-	"\x10ExternalAuthSpec\x12>\n" +
-	"\x06issuer\x18\x01 \x01(\v2&.openhcp.clusterservice.v1.TokenIssuerR\x06issuer\x12G\n" +
-	"\aclients\x18\x02 \x03(\v2-.openhcp.clusterservice.v1.ExternalAuthClientR\aclients\x12T\n" +
-	"\x0eclaim_mappings\x18\x03 \x01(\v2-.openhcp.clusterservice.v1.TokenClaimMappingsR\rclaimMappings\x12^\n" +
-	"\x10validation_rules\x18\x04 \x03(\v23.openhcp.clusterservice.v1.TokenClaimValidationRuleR\x0fvalidationRules\"M\n" +
-	"\vTokenIssuer\x12\x10\n" +
-	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1c\n" +
-	"\taudiences\x18\x02 \x03(\tR\taudiences\x12\x0e\n" +
-	"\x02ca\x18\x03 \x01(\tR\x02ca\"\xc0\x01\n" +
-	"\x12ExternalAuthClient\x12%\n" +
-	"\x0ecomponent_name\x18\x01 \x01(\tR\rcomponentName\x12/\n" +
-	"\x13component_namespace\x18\x02 \x01(\tR\x12componentNamespace\x12\x1b\n" +
-	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12!\n" +
-	"\fextra_scopes\x18\x04 \x03(\tR\vextraScopes\x12\x12\n" +
-	"\x04type\x18\x05 \x01(\tR\x04type\"\xa8\x01\n" +
-	"\x12TokenClaimMappings\x12K\n" +
-	"\busername\x18\x01 \x01(\v2/.openhcp.clusterservice.v1.UsernameClaimMappingR\busername\x12E\n" +
-	"\x06groups\x18\x02 \x01(\v2-.openhcp.clusterservice.v1.GroupsClaimMappingR\x06groups\"i\n" +
-	"\x14UsernameClaimMapping\x12\x14\n" +
-	"\x05claim\x18\x01 \x01(\tR\x05claim\x12#\n" +
-	"\rprefix_policy\x18\x02 \x01(\tR\fprefixPolicy\x12\x16\n" +
-	"\x06prefix\x18\x03 \x01(\tR\x06prefix\"B\n" +
-	"\x12GroupsClaimMapping\x12\x14\n" +
-	"\x05claim\x18\x01 \x01(\tR\x05claim\x12\x16\n" +
-	"\x06prefix\x18\x02 \x01(\tR\x06prefix\"|\n" +
-	"\x18TokenClaimValidationRule\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12%\n" +
-	"\x0erequired_claim\x18\x02 \x01(\tR\rrequiredClaim\x12%\n" +
-	"\x0erequired_value\x18\x03 \x01(\tR\rrequiredValue\"\xf1\x01\n" +
+	"cluster_id\x18\x02 \x01(\tB\x05\xca\xf3\x18\x01-R\tclusterId\x121\n" +
+	"\x0farm_resource_id\x18\x03 \x01(\tB\t\xca\xf3\x18\x05/nameR\rarmResourceId\x12F\n" +
+	"\x04spec\x18\x04 \x01(\v2+.openhcp.clusterservice.v1.ExternalAuthSpecB\x05\xca\xf3\x18\x01.R\x04spec\x12L\n" +
+	"\x06status\x18\x05 \x01(\v2-.openhcp.clusterservice.v1.ExternalAuthStatusB\x05\xca\xf3\x18\x01-R\x06status\x12!\n" +
+	"\brevision\x18\x06 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12B\n" +
+	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
+	"createTime\x12B\n" +
+	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
+	"updateTime\"\xc6\x03\n" +
+	"\x10ExternalAuthSpec\x12U\n" +
+	"\x06issuer\x18\x01 \x01(\v2&.openhcp.clusterservice.v1.TokenIssuerB\x15\xca\xf3\x18\x11properties.issuerR\x06issuer\x12_\n" +
+	"\aclients\x18\x02 \x03(\v2-.openhcp.clusterservice.v1.ExternalAuthClientB\x16\xca\xf3\x18\x12properties.clientsR\aclients\x12s\n" +
+	"\x0eclaim_mappings\x18\x03 \x01(\v2-.openhcp.clusterservice.v1.TokenClaimMappingsB\x1d\xca\xf3\x18\x19properties.claim.mappingsR\rclaimMappings\x12\x84\x01\n" +
+	"\x10validation_rules\x18\x04 \x03(\v23.openhcp.clusterservice.v1.TokenClaimValidationRuleB$\xca\xf3\x18 properties.claim.validationRulesR\x0fvalidationRules\"m\n" +
+	"\vTokenIssuer\x12\x19\n" +
+	"\x03url\x18\x01 \x01(\tB\a\xca\xf3\x18\x03urlR\x03url\x12+\n" +
+	"\taudiences\x18\x02 \x03(\tB\r\xca\xf3\x18\taudiencesR\taudiences\x12\x16\n" +
+	"\x02ca\x18\x03 \x01(\tB\x06\xca\xf3\x18\x02caR\x02ca\"\xa0\x02\n" +
+	"\x12ExternalAuthClient\x129\n" +
+	"\x0ecomponent_name\x18\x01 \x01(\tB\x12\xca\xf3\x18\x0ecomponent.nameR\rcomponentName\x12R\n" +
+	"\x13component_namespace\x18\x02 \x01(\tB!\xca\xf3\x18\x1dcomponent.authClientNamespaceR\x12componentNamespace\x12)\n" +
+	"\tclient_id\x18\x03 \x01(\tB\f\xca\xf3\x18\bclientIdR\bclientId\x122\n" +
+	"\fextra_scopes\x18\x04 \x03(\tB\x0f\xca\xf3\x18\vextraScopesR\vextraScopes\x12\x1c\n" +
+	"\x04type\x18\x05 \x01(\tB\b\xca\xf3\x18\x04typeR\x04type\"\xc2\x01\n" +
+	"\x12TokenClaimMappings\x12Y\n" +
+	"\busername\x18\x01 \x01(\v2/.openhcp.clusterservice.v1.UsernameClaimMappingB\f\xca\xf3\x18\busernameR\busername\x12Q\n" +
+	"\x06groups\x18\x02 \x01(\v2-.openhcp.clusterservice.v1.GroupsClaimMappingB\n" +
+	"\xca\xf3\x18\x06groupsR\x06groups\"\x92\x01\n" +
+	"\x14UsernameClaimMapping\x12\x1f\n" +
+	"\x05claim\x18\x01 \x01(\tB\t\xca\xf3\x18\x05claimR\x05claim\x125\n" +
+	"\rprefix_policy\x18\x02 \x01(\tB\x10\xca\xf3\x18\fprefixPolicyR\fprefixPolicy\x12\"\n" +
+	"\x06prefix\x18\x03 \x01(\tB\n" +
+	"\xca\xf3\x18\x06prefixR\x06prefix\"Y\n" +
+	"\x12GroupsClaimMapping\x12\x1f\n" +
+	"\x05claim\x18\x01 \x01(\tB\t\xca\xf3\x18\x05claimR\x05claim\x12\"\n" +
+	"\x06prefix\x18\x02 \x01(\tB\n" +
+	"\xca\xf3\x18\x06prefixR\x06prefix\"\xc0\x01\n" +
+	"\x18TokenClaimValidationRule\x12\x1c\n" +
+	"\x04type\x18\x01 \x01(\tB\b\xca\xf3\x18\x04typeR\x04type\x12>\n" +
+	"\x0erequired_claim\x18\x02 \x01(\tB\x17\xca\xf3\x18\x13requiredClaim.claimR\rrequiredClaim\x12F\n" +
+	"\x0erequired_value\x18\x03 \x01(\tB\x1f\xca\xf3\x18\x1brequiredClaim.requiredValueR\rrequiredValue\"\xf1\x01\n" +
 	"\x12ExternalAuthStatus\x12B\n" +
 	"\x05state\x18\x01 \x01(\x0e2,.openhcp.clusterservice.v1.ExternalAuthStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -1150,20 +1153,20 @@ const file_v1_externalauth_proto_rawDesc = "" +
 	"\n" +
 	"conditions\x18\x04 \x03(\v2$.openhcp.clusterservice.v1.ConditionR\n" +
 	"conditions\x12\x18\n" +
-	"\aapplied\x18\x05 \x01(\bR\aapplied\"i\n" +
-	"\x19CreateExternalAuthRequest\x12L\n" +
-	"\rexternal_auth\x18\x01 \x01(\v2'.openhcp.clusterservice.v1.ExternalAuthR\fexternalAuth\"(\n" +
+	"\aapplied\x18\x05 \x01(\bR\aapplied\"p\n" +
+	"\x19CreateExternalAuthRequest\x12S\n" +
+	"\rexternal_auth\x18\x01 \x01(\v2'.openhcp.clusterservice.v1.ExternalAuthB\x05\xca\xf3\x18\x01.R\fexternalAuth\"(\n" +
 	"\x16GetExternalAuthRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"9\n" +
 	"\x18ListExternalAuthsRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"k\n" +
 	"\x19ListExternalAuthsResponse\x12N\n" +
-	"\x0eexternal_auths\x18\x01 \x03(\v2'.openhcp.clusterservice.v1.ExternalAuthR\rexternalAuths\"\x88\x01\n" +
-	"\x19UpdateExternalAuthRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12?\n" +
-	"\x04spec\x18\x02 \x01(\v2+.openhcp.clusterservice.v1.ExternalAuthSpecR\x04spec\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\x03R\brevision\"+\n" +
+	"\x0eexternal_auths\x18\x01 \x03(\v2'.openhcp.clusterservice.v1.ExternalAuthR\rexternalAuths\"\x9d\x01\n" +
+	"\x19UpdateExternalAuthRequest\x12\x15\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12F\n" +
+	"\x04spec\x18\x02 \x01(\v2+.openhcp.clusterservice.v1.ExternalAuthSpecB\x05\xca\xf3\x18\x01.R\x04spec\x12!\n" +
+	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\"+\n" +
 	"\x19DeleteExternalAuthRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"B\n" +
 	"\x19WatchExternalAuthsRequest\x12%\n" +
@@ -1267,6 +1270,7 @@ func file_v1_externalauth_proto_init() {
 	if File_v1_externalauth_proto != nil {
 		return
 	}
+	file_v1_armpath_proto_init()
 	file_v1_clusterservice_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

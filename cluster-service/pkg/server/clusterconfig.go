@@ -56,7 +56,7 @@ func validateConfig(v *violations, prefix string, s *csv1.ClusterSpec) {
 	if vis := s.GetEtcdEncryptionKeyVaultVisibility(); vis != "" {
 		oneOf(v, prefix+".etcd_encryption_key_vault_visibility", vis, "Public", "Private")
 		if s.GetEtcdEncryptionKeyId() == "" {
-			v.add(prefix+".etcd_encryption_key_vault_visibility", "is only for a customer-managed key (etcd_encryption_key_id)")
+			v.add(prefix+".etcd_encryption_key_vault_visibility", "is only for a customer-managed key")
 		}
 	}
 	if s.GetIssuerUrl() != "" {
@@ -69,7 +69,7 @@ func validateConfig(v *violations, prefix string, s *csv1.ClusterSpec) {
 		if err := manifests.ValidateSubnetID(id); err != nil {
 			v.add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet resource ID: %v", err)
 		} else if strings.EqualFold(id, s.GetAzure().GetSubnetId()) {
-			v.add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet of its own, not the cluster's subnet_id")
+			v.add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet of its own, not the cluster's subnet")
 		}
 	}
 }

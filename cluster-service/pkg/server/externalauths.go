@@ -284,9 +284,9 @@ func validateExternalAuthSpec(v *violations, field string, in *csv1.ExternalAuth
 	oneOf(v, field+".claim_mappings.username.prefix_policy", un.GetPrefixPolicy(), "None", "Prefix", "NoPrefix")
 	switch {
 	case un.GetPrefixPolicy() == prefixPolicyPrefix && un.GetPrefix() == "":
-		v.add(field+".claim_mappings.username.prefix", "is required when prefix_policy is Prefix")
+		v.add(field+".claim_mappings.username.prefix", "is required when the prefix policy is Prefix")
 	case un.GetPrefixPolicy() != prefixPolicyPrefix && un.GetPrefix() != "":
-		v.add(field+".claim_mappings.username.prefix", "must be empty unless prefix_policy is Prefix")
+		v.add(field+".claim_mappings.username.prefix", "must be empty unless the prefix policy is Prefix")
 	}
 	if g := cm.GetGroups(); g != nil {
 		lengthIn(v, field+".claim_mappings.groups.claim", g.GetClaim(), 1, maxClaimLength)

@@ -46,7 +46,7 @@ func (s *Server) UpdateCluster(ctx context.Context, req *csv1.UpdateClusterReque
 	}
 	u := req.GetUpdate()
 	if u.GetVersionId() == "" && u.GetChannelGroup() == "" && !hasConfigUpdate(u) {
-		v.add("update", "names nothing to change: set version_id, channel_group or a configuration field")
+		v.add("update", "names nothing to change: set the version, the channel group or a configuration field")
 	}
 	oneOf(&v, "update.channel_group", u.GetChannelGroup(), channelGroups...)
 	validateConfigUpdate(&v, u)

@@ -102,7 +102,7 @@ func TestUpdateClusterErrors(t *testing.T) {
 			codes.FailedPrecondition, "", "already pending"},
 		{"unknown_cluster", &csv1.UpdateClusterRequest{Id: id(99), Update: &csv1.ClusterUpdate{VersionId: "4.20"}}, codes.NotFound, "", ""},
 		{"bad_id", &csv1.UpdateClusterRequest{Id: "x", Update: &csv1.ClusterUpdate{VersionId: "4.20"}}, codes.InvalidArgument, "id", ""},
-		{"nothing_to_change", &csv1.UpdateClusterRequest{Id: other.GetId(), Update: &csv1.ClusterUpdate{}}, codes.InvalidArgument, "update", "set version_id, channel_group or a configuration field"},
+		{"nothing_to_change", &csv1.UpdateClusterRequest{Id: other.GetId(), Update: &csv1.ClusterUpdate{}}, codes.InvalidArgument, "update", "set the version, the channel group or a configuration field"},
 		{"unknown_channel_group", &csv1.UpdateClusterRequest{Id: other.GetId(), Update: &csv1.ClusterUpdate{ChannelGroup: "beta"}}, codes.InvalidArgument, "update.channel_group", "must be one of"},
 		{"channel_group_without_the_version", &csv1.UpdateClusterRequest{Id: other.GetId(), Update: &csv1.ClusterUpdate{ChannelGroup: "candidate"}},
 			codes.InvalidArgument, "update.channel_group", "the cluster runs 4.19.16, which channel group candidate does not offer"},

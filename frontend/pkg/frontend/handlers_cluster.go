@@ -142,11 +142,13 @@ func (s *Server) refreshUndo(ctx context.Context, partition, opID string, ops []
 func (s *Server) callCreate(r *http.Request, c *api.Cluster, csID string) (*csv1.Cluster, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	return s.cs.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
+	req := &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
 		Id:            csID,
 		ArmResourceId: c.ID.String(),
 		Spec:          clusterSpec(c, tenantID(r)),
-	}})
+	}}
+	cl, err := s.cs.CreateCluster(ctx, req)
+	return cl, fieldViolations(info(r).version, req, err)
 }
 
 func (s *Server) callDelete(r *http.Request, csID string) error {

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -21,26 +18,26 @@ import (
 )
 
 // csUpdatable are the cluster fields (internal model paths) a PUT or PATCH can change through
-// Cluster Service's UpdateCluster, each with the ClusterUpdate field that carries it. They
-// are changed only where the request's api-version lets the field be updated.
-var csUpdatable = map[string]string{
-	"properties.version.id":                                      "update.version_id",
-	"properties.version.channelGroup":                            "update.channel_group",
-	"properties.autoscaling":                                     "update.autoscaling",
-	"properties.nodeDrainTimeoutMinutes":                         "update.node_drain_timeout_minutes",
-	"properties.api.authorizedCidrs":                             "update.api_authorized_cidrs.values",
-	"properties.imageDigestMirrors":                              "update.image_digest_mirrors.mirrors",
-	"properties.etcd.dataEncryption.customerManaged.kms.version": "update.etcd_encryption_key_version",
+// Cluster Service's UpdateCluster (ClusterUpdate's arm_path options say which field carries
+// each). They are changed only where the request's api-version lets the field be updated.
+var csUpdatable = []string{
+	"properties.version.id",
+	"properties.version.channelGroup",
+	"properties.autoscaling",
+	"properties.nodeDrainTimeoutMinutes",
+	"properties.api.authorizedCidrs",
+	"properties.imageDigestMirrors",
+	"properties.etcd.dataEncryption.customerManaged.kms.version",
 	// Any identity change re-sends all seven control plane operator client IDs
 	// (workloadIdentities); the rest of these profiles is stored by the frontend only.
-	"identity": "update.workload_identities",
-	"properties.platform.operatorsAuthentication": "update.workload_identities",
+	"identity",
+	"properties.platform.operatorsAuthentication",
 }
 
 // updatableThroughCS reports whether path p is changed through UpdateCluster in version ver.
 func updatableThroughCS(ver api.Version, p string) bool {
 	known := false
-	for k := range csUpdatable {
+	for _, k := range csUpdatable {
 		if p == k || strings.HasPrefix(p, k+".") || strings.HasPrefix(p, k+"[") {
 			known = true
 		}
@@ -181,7 +178,8 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 
 	cctx, cancel := s.csContext(ctx, ri)
 	defer cancel()
-	cl, err := s.cs.UpdateCluster(cctx, &csv1.UpdateClusterRequest{Id: rd.InternalID, Update: u, OperationId: opID})
+	req := &csv1.UpdateClusterRequest{Id: rd.InternalID, Update: u, OperationId: opID}
+	cl, err := s.cs.UpdateCluster(cctx, req)
 	if err != nil {
 		if definitive(err) {
 			s.rollback(r, part, opID, []store.TxOp{
@@ -189,7 +187,7 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
 			})
 		}
-		return updateError(ri.version, err, rd.ResourceID)
+		return fmt.Errorf("update cluster %s in cluster service: %w", rd.ResourceID, fieldViolations(ri.version, req, err))
 	}
 	etag := written[0].ETag
 	if configUpdate(u) {
@@ -273,35 +271,6 @@ func (s *Server) finishUpdateNow(r *http.Request, written []*store.Document, rd 
 	return out[0].ETag, nil
 }
 
-// updateError turns Cluster Service's refusal into ARM's answer: a field violation on the
-// update becomes a 400 whose target is the field in the request's api-version.
-func updateError(ver api.Version, err error, resourceID string) error {
-	st, ok := status.FromError(err)
-	if !ok || st.Code() != codes.InvalidArgument {
-		return fmt.Errorf("update cluster %s in cluster service: %w", resourceID, err)
-	}
-	var errs []*arm.CloudError
-	for _, d := range st.Details() {
-		br, ok := d.(*errdetails.BadRequest)
-		if !ok {
-			continue
-		}
-		for _, fv := range br.GetFieldViolations() {
-			target := ""
-			for path, field := range csUpdatable {
-				if rest, ok := strings.CutPrefix(fv.GetField(), field); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
-					target = ver.ExternalPath(path) + camelPath(rest)
-				}
-			}
-			errs = append(errs, cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, "%s", sentence(fv.GetDescription())))
-		}
-	}
-	if len(errs) == 0 {
-		return fmt.Errorf("update cluster %s in cluster service: %w", resourceID, err)
-	}
-	return arm.Multiple(errs)
-}
-
 // sentence capitalises the first letter and ends with a full stop.
 func sentence(s string) string {
 	if s == "" {
@@ -312,23 +281,4 @@ func sentence(s string) string {
 		s += "."
 	}
 	return s
-}
-
-// camelPath turns the rest of a Cluster Service field path (".max_nodes_total", "[2].mirrors[0]")
-// into the ARM body's spelling (".maxNodesTotal", "[2].mirrors[0]").
-func camelPath(p string) string {
-	var b strings.Builder
-	up := false
-	for _, r := range p {
-		switch {
-		case r == '_':
-			up = true
-		case up:
-			b.WriteString(strings.ToUpper(string(r)))
-			up = false
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

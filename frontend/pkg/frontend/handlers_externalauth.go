@@ -220,9 +220,11 @@ func (s *Server) createExternalAuth(w http.ResponseWriter, r *http.Request, clus
 func (s *Server) callCreateExternalAuth(r *http.Request, ea *api.ExternalAuth, csID, clusterCSID string) (*csv1.ExternalAuth, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	return s.cfg.ExternalAuths.CreateExternalAuth(ctx, &csv1.CreateExternalAuthRequest{ExternalAuth: &csv1.ExternalAuth{
+	req := &csv1.CreateExternalAuthRequest{ExternalAuth: &csv1.ExternalAuth{
 		Id: csID, ClusterId: clusterCSID, ArmResourceId: ea.ID.String(), Spec: externalAuthSpec(ea),
-	}})
+	}}
+	created, err := s.cfg.ExternalAuths.CreateExternalAuth(ctx, req)
+	return created, fieldViolations(info(r).version, req, err)
 }
 
 // updateExternalAuth writes next over an existing external auth, for a PUT (200) or a PATCH
@@ -284,12 +286,13 @@ func (s *Server) callUpdateExternalAuth(r *http.Request, csID string, next *api.
 	if err != nil {
 		return 0, fmt.Errorf("get external auth %s from cluster service: %w", csID, err)
 	}
-	updated, err := s.cfg.ExternalAuths.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: csID, Spec: externalAuthSpec(next), Revision: cur.GetRevision()})
+	req := &csv1.UpdateExternalAuthRequest{Id: csID, Spec: externalAuthSpec(next), Revision: cur.GetRevision()}
+	updated, err := s.cfg.ExternalAuths.UpdateExternalAuth(ctx, req)
 	if status.Code(err) == codes.Aborted {
 		return 0, cloudError(http.StatusConflict, arm.CodeConflict, "", "The external auth '%s' was changed at the same time; retry the request.", next.ID)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("update external auth %s in cluster service: %w", next.ID, err)
+		return 0, fmt.Errorf("update external auth %s in cluster service: %w", next.ID, fieldViolations(info(r).version, req, err))
 	}
 	return updated.GetRevision(), nil
 }

@@ -247,9 +247,11 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster 
 func (s *Server) callCreateNodePool(r *http.Request, np *api.NodePool, csID, clusterCSID string) (*csv1.NodePool, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	return s.cfg.NodePools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{
+	req := &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{
 		Id: csID, ClusterId: clusterCSID, ArmResourceId: np.ID.String(), Spec: nodePoolSpec(np),
-	}})
+	}}
+	created, err := s.cfg.NodePools.CreateNodePool(ctx, req)
+	return created, fieldViolations(info(r).version, req, err)
 }
 
 // updateNodePool writes next over an existing node pool, for a PUT (200) or a PATCH (202).
@@ -268,7 +270,7 @@ func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster 
 		// The caller retries a create we accepted: drive Cluster Service again with the
 		// stored ID (CreateNodePool is idempotent) and point at the same operation.
 		if _, err := s.callCreateNodePool(r, stored, rd.InternalID, cluster.InternalID); err != nil {
-			return fmt.Errorf("retry create of node pool %s: %w", next.ID, nodePoolCSError(err))
+			return fmt.Errorf("retry create of node pool %s: %w", next.ID, err)
 		}
 		s.setAsyncHeaders(w, r, next.ID.SubscriptionID, op.ID, false)
 		return s.respondNodePool(w, r, http.StatusCreated, stored, doc.ETag)
@@ -309,14 +311,13 @@ func (s *Server) callUpdateNodePool(r *http.Request, csID string, next *api.Node
 	if err != nil {
 		return 0, fmt.Errorf("get node pool %s from cluster service: %w", csID, err)
 	}
-	updated, err := s.cfg.NodePools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{
-		Id: csID, Spec: mergedNodePoolSpec(cur.GetSpec(), next), Revision: cur.GetRevision(),
-	})
+	req := &csv1.UpdateNodePoolRequest{Id: csID, Spec: mergedNodePoolSpec(cur.GetSpec(), next), Revision: cur.GetRevision()}
+	updated, err := s.cfg.NodePools.UpdateNodePool(ctx, req)
 	if status.Code(err) == codes.Aborted {
 		return 0, cloudError(http.StatusConflict, arm.CodeConflict, "", "The node pool '%s' was changed at the same time; retry the request.", next.ID)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("update node pool %s in cluster service: %w", next.ID, nodePoolCSError(err))
+		return 0, fmt.Errorf("update node pool %s in cluster service: %w", next.ID, fieldViolations(info(r).version, req, err))
 	}
 	return updated.GetRevision(), nil
 }

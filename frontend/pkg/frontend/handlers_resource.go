@@ -28,9 +28,7 @@ type resourceKind struct {
 	canceledNoun string // what a canceled operation's error says is being deleted
 	resourceType string // the ARM type, to tell it from others under the same prefix in lists
 	notFound     func(id *arm.ResourceID) error
-	// csError turns Cluster Service's refusal of a create into ARM's answer (nil: as it is).
-	csError    func(err error) error
-	callDelete func(s *Server, r *http.Request, csID string) error
+	callDelete   func(s *Server, r *http.Request, csID string) error
 	// respondResult answers the stored resource as the request's api-version shows it: the
 	// result of a finished create or update operation.
 	respondResult func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error
@@ -53,7 +51,6 @@ var clusters = resourceKind{
 var nodePools = resourceKind{
 	noun: "node pool", logKey: "nodePoolID", canceledNoun: "node pool", resourceType: api.NodePoolResourceType,
 	notFound:   nodePoolNotFound,
-	csError:    nodePoolCSError,
 	callDelete: (*Server).callDeleteNodePool,
 	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error {
 		np, err := nodePoolFromDoc(rd)
@@ -236,9 +233,6 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 				{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
 				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
 			})
-		}
-		if k.csError != nil {
-			err = k.csError(err)
 		}
 		return "", fmt.Errorf("create %s %s in cluster service: %w", k.noun, id, err)
 	}

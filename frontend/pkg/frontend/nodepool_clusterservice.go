@@ -1,20 +1,10 @@
 package frontend
 
 import (
-	"errors"
-	"net/http"
-	"regexp"
-	"sort"
-	"strings"
-
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	"github.com/openhcp/openhcp/internal/arm"
 )
 
 // nodePoolSpec maps the internal model to Cluster Service's node pool spec: every field of
@@ -89,78 +79,4 @@ func mergedNodePoolSpec(cur *csv1.NodePoolSpec, next *api.NodePool) *csv1.NodePo
 // the same thing: a change elsewhere (tags, identity) needs no Cluster Service call.
 func sameClusterServiceSpec(a, b *api.NodePool) bool {
 	return proto.Equal(nodePoolSpec(a), nodePoolSpec(b))
-}
-
-// csFieldPaths map Cluster Service's field violation paths (below the spec) to the node pool's
-// properties, so its validation errors name the field as the caller wrote it.
-var csFieldPaths = []struct{ cs, ext string }{
-	{"version_id", "properties.version.id"},
-	{"channel_group", "properties.version.channelGroup"},
-	{"node_drain_timeout_minutes", "properties.nodeDrainTimeoutMinutes"},
-	{"replicas", "properties.replicas"},
-	{"autoscaling.min", "properties.autoScaling.min"},
-	{"autoscaling.max", "properties.autoScaling.max"},
-	{"autoscaling", "properties.autoScaling"},
-	{"labels", "properties.labels"},
-	{"taints", "properties.taints"},
-	{"platform.vm_size", "properties.platform.vmSize"},
-	{"platform.os_disk_size_gib", "properties.platform.osDisk.sizeGiB"},
-	{"platform.os_disk_storage_account_type", "properties.platform.osDisk.diskStorageAccountType"},
-	{"platform.subnet_id", "properties.platform.subnetId"},
-	{"platform.availability_zone", "properties.platform.availabilityZone"},
-	{"platform.encryption_at_host", "properties.platform.enableEncryptionAtHost"},
-	{"platform.os_disk_encryption_set_id", "properties.platform.osDisk.encryptionSetId"},
-	{"platform.os_disk_persistence", "properties.platform.osDisk.diskType"},
-}
-
-var csTaintFieldRE = regexp.MustCompile(`^taints\[(\d+)\](.*)$`)
-
-func externalNodePoolField(field string) string {
-	f := strings.TrimPrefix(strings.TrimPrefix(field, "node_pool."), "spec.")
-	if m := csTaintFieldRE.FindStringSubmatch(f); m != nil {
-		return "properties.taints[" + m[1] + "]" + m[2]
-	}
-	for _, p := range csFieldPaths {
-		if f == p.cs {
-			return p.ext
-		}
-	}
-	if field == "node_pool.arm_resource_id" {
-		return "name"
-	}
-	return ""
-}
-
-// nodePoolCSError turns Cluster Service's refusal of a node pool spec into ARM errors whose
-// targets are the node pool's fields; other errors go to the common mapping unchanged.
-func nodePoolCSError(err error) error {
-	var gs interface{ GRPCStatus() *status.Status }
-	if !errors.As(err, &gs) || gs.GRPCStatus().Code() != codes.InvalidArgument {
-		return err
-	}
-	st := gs.GRPCStatus()
-	var errs []*arm.CloudError
-	for _, d := range st.Details() {
-		br, ok := d.(*errdetails.BadRequest)
-		if !ok {
-			continue
-		}
-		for _, fv := range br.GetFieldViolations() {
-			target := externalNodePoolField(fv.GetField())
-			errs = append(errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
-				"Invalid value for field '%s': %s", orField(target, fv.GetField()), fv.GetDescription()))
-		}
-	}
-	if len(errs) == 0 {
-		return err
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Target < errs[j].Target })
-	return arm.Multiple(errs)
-}
-
-func orField(target, field string) string {
-	if target != "" {
-		return target
-	}
-	return field
 }

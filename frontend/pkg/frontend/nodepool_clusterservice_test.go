@@ -3,15 +3,11 @@ package frontend
 import (
 	"testing"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	docs "github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/arm"
 )
 
 const testDES = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des-1"
@@ -92,27 +88,6 @@ func TestMergedNodePoolSpec(t *testing.T) {
 			tc.mutate(np)
 			if s := mergedNodePoolSpec(cur, np); !tc.check(s) {
 				t.Fatalf("merged %v", s)
-			}
-		})
-	}
-}
-
-// TestNodePoolCSErrorTargets: Cluster Service's field violations of the new fields come back
-// with the node pool's paths as targets (the same in every api-version that has the field).
-func TestNodePoolCSErrorTargets(t *testing.T) {
-	for cs, want := range map[string]string{
-		"node_pool.spec.channel_group":                      "properties.version.channelGroup",
-		"spec.node_drain_timeout_minutes":                   "properties.nodeDrainTimeoutMinutes",
-		"node_pool.spec.platform.encryption_at_host":        "properties.platform.enableEncryptionAtHost",
-		"node_pool.spec.platform.os_disk_encryption_set_id": "properties.platform.osDisk.encryptionSetId",
-		"spec.platform.os_disk_persistence":                 "properties.platform.osDisk.diskType",
-	} {
-		t.Run(want, func(t *testing.T) {
-			st, _ := status.New(codes.InvalidArgument, "invalid request").WithDetails(&errdetails.BadRequest{
-				FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: cs, Description: "is wrong"}}})
-			ce, ok := nodePoolCSError(st.Err()).(*arm.CloudError)
-			if !ok || ce.Target != want || ce.Code != arm.CodeInvalidRequestContent {
-				t.Fatalf("%s: got %#v, want target %s", cs, nodePoolCSError(st.Err()), want)
 			}
 		})
 	}

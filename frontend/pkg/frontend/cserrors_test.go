@@ -1,0 +1,96 @@
+package frontend
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	internalapi "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
+)
+
+func refusal(fields ...string) error {
+	var fv []*errdetails.BadRequest_FieldViolation
+	for _, f := range fields {
+		fv = append(fv, &errdetails.BadRequest_FieldViolation{Field: f, Description: "is wrong"})
+	}
+	st, _ := status.New(codes.InvalidArgument, "invalid request: "+strings.Join(fields, "; ")).WithDetails(&errdetails.BadRequest{FieldViolations: fv})
+	return st.Err()
+}
+
+// TestFieldViolations: Cluster Service's violations reach ARM with the field as the request's
+// api-version spells it, one error per violation, and no proto name anywhere in the answer.
+func TestFieldViolations(t *testing.T) {
+	tests := []struct {
+		name    string
+		version string
+		req     proto.Message
+		fields  []string
+		targets []string // "" : no target
+	}{
+		{"one_cluster_field", "2024-06-10-preview", &csv1.CreateClusterRequest{}, []string{"cluster.spec.network.host_prefix"}, []string{"properties.network.hostPrefix"}},
+		{"two_cluster_fields", "2024-06-10-preview", &csv1.CreateClusterRequest{}, []string{"cluster.spec.version_id", "cluster.spec.network.host_prefix"},
+			[]string{"properties.network.hostPrefix", "properties.version.id"}},
+		{"kms_version_in_2024", "2024-06-10-preview", &csv1.UpdateClusterRequest{}, []string{"update.etcd_encryption_key_version"},
+			[]string{"properties.etcd.dataEncryption.customerManaged.kms.activeKey.version"}},
+		{"cidr_index", "2026-06-30-preview", &csv1.UpdateClusterRequest{}, []string{"update.api_authorized_cidrs.values[1]"}, []string{"properties.api.authorizedCidrs[1]"}},
+		{"node_pool_create", "2026-06-30-preview", &csv1.CreateNodePoolRequest{}, []string{"node_pool.spec.platform.encryption_at_host", "node_pool.spec.taints[0].effect"},
+			[]string{"properties.platform.enableEncryptionAtHost", "properties.taints[0].effect"}},
+		{"node_pool_update", "2026-06-30-preview", &csv1.UpdateNodePoolRequest{}, []string{"spec.platform.os_disk_persistence"}, []string{"properties.platform.osDisk.diskType"}},
+		{"external_auth_update", "2026-06-30-preview", &csv1.UpdateExternalAuthRequest{}, []string{"spec.claim_mappings.username.prefix"}, []string{"properties.claim.mappings.username.prefix"}},
+		{"not_from_the_body", "2026-06-30-preview", &csv1.CreateClusterRequest{}, []string{"cluster.id"}, []string{""}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ver, ok := api.Lookup(tc.version)
+			if !ok {
+				t.Fatalf("no api-version %s", tc.version)
+			}
+			err := fieldViolations(ver, tc.req, refusal(tc.fields...))
+			if status.Code(err) != codes.InvalidArgument {
+				t.Errorf("the gRPC status is lost: %v", status.Code(err))
+			}
+			ce, ok := arm.AsCloudError(err)
+			if !ok || ce.StatusCode != http.StatusBadRequest {
+				t.Fatalf("got %v, want a 400 CloudError", err)
+			}
+			bodies := []internalapi.CloudErrorBody{ce.CloudErrorBody}
+			if len(tc.targets) > 1 {
+				if ce.Code != arm.CodeMultipleErrorsOccurred || ce.Target != "" {
+					t.Fatalf("code %s target %q, want %s without a target", ce.Code, ce.Target, arm.CodeMultipleErrorsOccurred)
+				}
+				bodies = ce.Details
+			}
+			if len(bodies) != len(tc.targets) {
+				t.Fatalf("%d errors, want %d: %+v", len(bodies), len(tc.targets), ce)
+			}
+			for i, b := range bodies {
+				if b.Code != arm.CodeInvalidRequestContent || b.Target != tc.targets[i] {
+					t.Errorf("error %d: code %s target %q, want %s %q", i, b.Code, b.Target, arm.CodeInvalidRequestContent, tc.targets[i])
+				}
+				for _, f := range tc.fields {
+					if strings.Contains(b.Message, f) || strings.Contains(b.Message, "_") {
+						t.Errorf("error %d names a proto field: %q", i, b.Message)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFieldViolationsLeaveOtherErrors: only InvalidArgument with field violations is mapped.
+func TestFieldViolationsLeaveOtherErrors(t *testing.T) {
+	ver, _ := api.Lookup("2026-06-30-preview")
+	for _, err := range []error{nil, status.Error(codes.InvalidArgument, "no details"), status.Error(codes.Unavailable, "down")} {
+		if got := fieldViolations(ver, &csv1.CreateClusterRequest{}, err); got != err {
+			t.Errorf("fieldViolations(%v) = %v, want it unchanged", err, got)
+		}
+	}
+}
