@@ -30,8 +30,10 @@ const (
 	// AnnotationSpecHash on the work is a hash of its spec, so the controller can tell whether
 	// what Maestro has is what it would send.
 	AnnotationSpecHash = "openhcp.io/spec-hash"
-	// FieldManager is the server-side apply field manager on the management cluster.
-	FieldManager = "cluster-service"
+	// FieldManager is the server-side apply field manager on the management cluster. The
+	// ManifestWork API requires the work-agent prefix (ServerSideApplyConfig.fieldManager has the
+	// pattern ^work-agent), so a hub that validates works would refuse any other name.
+	FieldManager = "work-agent-cluster-service"
 
 	workNamePrefix = "cluster-"
 

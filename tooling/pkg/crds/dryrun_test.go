@@ -3,7 +3,12 @@ package crds_test
 // TestClusterServiceManifestsPassTheRealCRDs sends every object Cluster Service's manifest
 // builder emits, for every field of the specs it builds from, to a real kube-apiserver with the
 // management CRDs installed, as a server-side dry run: an object the apiserver would refuse is
-// a test failure here rather than a cluster stuck in INSTALLING on a management cluster.
+// a test failure here rather than a cluster stuck in INSTALLING on a management cluster. The
+// ManifestWork itself goes to the ManifestWork CRD the same way.
+//
+// Cluster names are short here: with 32-character Cluster Service IDs, the control-plane
+// namespace ocm-<env>-<id>-<name> outgrows 63 characters for names longer than about 20, which
+// this test is not about (see the report in docs/cluster-service.md, "Unfinished").
 //
 // It lives in tooling (which already depends on cluster-service) so that cluster-service does
 // not gain a dependency on the local-region code that starts the apiserver.
@@ -15,6 +20,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -187,7 +193,7 @@ func TestClusterServiceManifestsPassTheRealCRDs(t *testing.T) {
 			if cc.devWI {
 				spec.Azure.WorkloadIdentities = nil
 			}
-			c := manifests.Cluster{ID: fmt.Sprintf("%032d", i+1), ARMResourceID: armCluster + "Cluster-" + cc.name, Spec: spec,
+			c := manifests.Cluster{ID: fmt.Sprintf("%032d", i+1), ARMResourceID: armCluster + fmt.Sprintf("Dry%d", i+1), Spec: spec,
 				EtcdEncryptionKey: []byte(strings.Repeat("k", 32)), SSHPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDryRunKey dryrun"}
 			work, err := manifests.Build(cfg, c)
 			if err != nil {
@@ -202,12 +208,12 @@ func TestClusterServiceManifestsPassTheRealCRDs(t *testing.T) {
 				built = append(built, cc.extern)
 			}
 			dryRun(ctx, t, kube, dyn, work)
-			if cc.name != "full" {
-				return
-			}
-			for name, np := range nodePoolCases() {
+			// Every node pool option against every cluster shape: a node pool's manifests
+			// carry some of its cluster's spec (subnet, release, identities).
+			for j, name := range sortedKeys(nodePoolCases()) {
+				np := nodePoolCases()[name]
 				t.Run("nodepool-"+name, func(t *testing.T) {
-					w, err := manifests.BuildNodePool(cfg, manifests.NodePool{ID: fmt.Sprintf("%032x", len(name)), ARMResourceID: c.ARMResourceID + "/nodePools/" + name, Spec: np, Cluster: c})
+					w, err := manifests.BuildNodePool(cfg, manifests.NodePool{ID: fmt.Sprintf("%016d%016d", i+1, j+1), ARMResourceID: c.ARMResourceID + "/nodePools/" + name, Spec: np, Cluster: c})
 					if err != nil {
 						t.Fatalf("build node pool: %v", err)
 					}
@@ -215,6 +221,22 @@ func TestClusterServiceManifestsPassTheRealCRDs(t *testing.T) {
 					dryRun(ctx, t, kube, dyn, w)
 				})
 			}
+			// The break-glass works: a credential's CSR and approval, a revocation's request.
+			t.Run("breakglass-credential", func(t *testing.T) {
+				w, err := manifests.BuildCredential(cfg, manifests.CredentialWork{ID: fmt.Sprintf("cred%028d", i+1), Cluster: c,
+					CSR: testCSRPEM(t), ExpirationSeconds: 3600})
+				if err != nil {
+					t.Fatalf("build credential: %v", err)
+				}
+				dryRun(ctx, t, kube, dyn, w)
+			})
+			t.Run("breakglass-revocation", func(t *testing.T) {
+				w, err := manifests.BuildRevocation(cfg, manifests.RevocationWork{ID: fmt.Sprintf("revo%028d", i+1), Cluster: c})
+				if err != nil {
+					t.Fatalf("build revocation: %v", err)
+				}
+				dryRun(ctx, t, kube, dyn, w)
+			})
 		})
 	}
 	t.Run("every_field_is_exercised", func(t *testing.T) {
@@ -237,18 +259,42 @@ func TestClusterServiceManifestsPassTheRealCRDs(t *testing.T) {
 	})
 }
 
+// workNamespace stands for the management cluster's namespace in Maestro, where ManifestWorks live.
+const workNamespace = "dry-mgmt"
+
 // dryRun creates the work's namespace for real (a dry-run object needs an existing namespace)
-// and every other manifest as a server-side dry run.
+// and every other manifest as a server-side dry run, then the ManifestWork itself against the
+// ManifestWork CRD. Manifests the work only reads (update strategy ReadOnly) are skipped: the
+// agent never writes them, HyperShift does.
 func dryRun(ctx context.Context, t *testing.T, kube kubernetes.Interface, dyn dynamic.Interface, w *workv1.ManifestWork) {
 	t.Helper()
+	readOnly := map[string]bool{}
+	for _, c := range w.Spec.ManifestConfigs {
+		if c.UpdateStrategy != nil && c.UpdateStrategy.Type == workv1.UpdateStrategyTypeReadOnly {
+			readOnly[c.ResourceIdentifier.Namespace+"/"+c.ResourceIdentifier.Name] = true
+		}
+	}
 	var objs []*unstructured.Unstructured
 	for _, m := range w.Spec.Workload.Manifests {
 		u := &unstructured.Unstructured{}
 		if err := u.UnmarshalJSON(m.Raw); err != nil {
 			t.Fatalf("manifest is not a Kubernetes object: %v", err)
 		}
+		if readOnly[u.GetNamespace()+"/"+u.GetName()] {
+			continue
+		}
 		objs = append(objs, u)
 	}
+	raw, err := json.Marshal(w)
+	if err != nil {
+		t.Fatalf("encode ManifestWork: %v", err)
+	}
+	work := &unstructured.Unstructured{}
+	if err := work.UnmarshalJSON(raw); err != nil {
+		t.Fatalf("decode ManifestWork: %v", err)
+	}
+	work.SetNamespace(workNamespace)
+	objs = append(objs, work)
 	for _, u := range objs {
 		if u.GetKind() != "Namespace" {
 			continue
@@ -331,6 +377,30 @@ func allFields(d protoreflect.MessageDescriptor, seen map[protoreflect.FullName]
 		}
 	}
 	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// testCSRPEM returns a fresh certificate request in the shape the break-glass flow sends.
+func testCSRPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{
+		CommonName: manifests.BreakGlassUserPrefix + "dryrun", Organization: []string{manifests.BreakGlassGroup}}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
 }
 
 // testCAPEM returns a fresh self-signed CA certificate (an issuer's CA bundle in the external
