@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t=${1:-10s}
 failed=0
-for m in internal cluster-service frontend backend tooling; do
+for m in internal cluster-service frontend backend admin tooling; do
   while read -r dir; do
     [ -n "$dir" ] || continue
     pkg="./${dir#"$m"/}"

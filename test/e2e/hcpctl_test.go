@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -17,6 +21,39 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
+
+func untarFile(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Name], _ = io.ReadAll(tr)
+	}
+}
+
+func mapKeys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
 
 // hcpctlBinary builds hcpctl once per test.
 func hcpctlBinary(t *testing.T) string {
@@ -144,6 +181,17 @@ func TestHcpctl(t *testing.T) {
 		out, _, code = hcpctl(t, bin, "cluster", "describe", path)
 		if code != 0 || !strings.Contains(out, "Where it is, stage by stage:") || !strings.Contains(out, "Available=True") || !strings.Contains(out, "cluster-"+c.GetId()) {
 			t.Fatalf("cluster describe: exit %d\n%s", code, out)
+		}
+		tarball := filepath.Join(t.TempDir(), "mg.tar.gz")
+		if out, stderr, code := hcpctl(t, bin, "cluster", "must-gather", c.GetId(), "-f", tarball); code != 0 {
+			t.Fatalf("must-gather: exit %d %s %s", code, out, stderr)
+		}
+		files := untarFile(t, tarball)
+		root := "must-gather-" + c.GetId() + "/"
+		if !strings.Contains(string(files[root+"describe.json"]), c.GetArmResourceId()) ||
+			!strings.Contains(string(files[root+"logs/cluster-service.log"]), c.GetId()) ||
+			!strings.Contains(string(files[root+"maestro/bundles.json"]), "cluster-"+c.GetId()) {
+			t.Fatalf("must-gather lacks the describe view, Cluster Service's log lines or the bundle: %v", mapKeys(files))
 		}
 		out, _, code = hcpctl(t, bin, "operation", "list", "--all", "-o", "json")
 		var ops adminapi.OperationList

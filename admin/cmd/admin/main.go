@@ -39,6 +39,7 @@ type options struct {
 	maestroCA      string
 	timeout        time.Duration
 	logLevel       string
+	logDir         string
 }
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
@@ -64,6 +65,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.maestroREST, "maestro-rest", "ADMIN_MAESTRO_REST", "", "Maestro REST API base URL, https://host:port (optional: without it describe shows no resource bundles)")
 	str(&o.maestroCA, "maestro-ca", "ADMIN_MAESTRO_CA", "", "CA of Maestro's REST certificate")
 	str(&o.logLevel, "log-level", "ADMIN_LOG_LEVEL", "info", "debug, info, warn or error")
+	str(&o.logDir, "log-dir", "ADMIN_LOG_DIR", "", "directory of the region's service logs (*.log) that must-gather searches for a cluster's IDs (optional; a local region's)")
 	timeout := fs.Duration("timeout", 30*time.Second, "timeout of each call to another service")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -162,7 +164,8 @@ func run(o *options) error {
 	cfg := server.Config{
 		Audit: auditLog, Store: st,
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
-		Logger: log, Timeout: o.timeout,
+		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
+		Logger: log, Timeout: o.timeout, LogDir: o.logDir,
 	}
 	if o.maestroREST != "" {
 		mTLS, err := tlsconfig.Files{CA: o.maestroCA}.Client(strings.TrimPrefix(o.maestroREST, "https://"))

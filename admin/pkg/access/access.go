@@ -19,6 +19,8 @@ const (
 	ReadShards     Permission = "shards.read"     // list provision shards
 	WriteShards    Permission = "shards.write"    // cordon, uncordon, maintenance, offline
 	ReadAudit      Permission = "audit.read"      // read the audit log
+	// MustGather is a cluster's must-gather: its documents and every log line naming it.
+	MustGather Permission = "clusters.mustgather"
 )
 
 // The SRE groups (a certificate's subject organisation).
@@ -30,8 +32,8 @@ const (
 // Groups lists, per group, what its members may do. Change it here only; docs/sre.md shows it
 // and TestGroupsTableIsDocumented keeps the two equal.
 var Groups = map[string][]Permission{
-	GroupReadOnly: {ReadClusters, ReadOperations, ReadShards, ReadAudit},
-	GroupAdmin:    {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit},
+	GroupReadOnly: {ReadClusters, ReadOperations, ReadShards, ReadAudit, MustGather},
+	GroupAdmin:    {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit, MustGather},
 }
 
 // Identity is a verified SRE.

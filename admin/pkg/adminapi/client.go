@@ -20,7 +20,8 @@ type Client struct {
 	CorrelationID string
 }
 
-// do sends one call and decodes a 2xx answer into out; any other answer is an *Error.
+// do sends one call and decodes a 2xx answer into out (a *[]byte takes the body as is); any
+// other answer is an *Error.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, hdr http.Header, body, out any) error {
 	u := strings.TrimRight(c.BaseURL, "/") + path
 	if len(query) > 0 {
@@ -66,6 +67,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if out == nil {
 		return nil
 	}
+	if b, ok := out.(*[]byte); ok {
+		*b = raw
+		return nil
+	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("%s %s: decode the answer: %w", method, path, err)
 	}
@@ -108,6 +113,12 @@ func (c *Client) ListClusters(ctx context.Context, f ClusterFilter) (ClusterList
 func (c *Client) DescribeCluster(ctx context.Context, id string) (ClusterDescription, error) {
 	var out ClusterDescription
 	return out, c.do(ctx, http.MethodGet, "/admin/v1/clusters/"+strings.TrimPrefix(id, "/"), nil, nil, nil, &out)
+}
+
+// MustGather returns a cluster's must-gather tarball (gzip).
+func (c *Client) MustGather(ctx context.Context, id string) ([]byte, error) {
+	var out []byte
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/must-gather/"+strings.TrimPrefix(id, "/"), nil, nil, nil, &out)
 }
 
 // ListOperations returns one page of operations; all includes the finished ones.

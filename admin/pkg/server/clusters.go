@@ -98,12 +98,22 @@ func (s *Server) describeCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := knownParams(r); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
-	c, doc, err := s.findCluster(ctx, id)
+	d, _, _, err := s.describe(ctx, r.PathValue("id"))
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// describe builds the description of the cluster id names (a Cluster Service ID or an ARM
+// resource ID), and returns Cluster Service's cluster and its ARM document (nil if none) too.
+func (s *Server) describe(ctx context.Context, id string) (adminapi.ClusterDescription, *csv1.Cluster, *store.Document, error) {
+	c, doc, err := s.findCluster(ctx, id)
+	if err != nil {
+		return adminapi.ClusterDescription{}, nil, nil, err
 	}
 	d := adminapi.ClusterDescription{Summary: summarize(c)}
 	if b, err := protojson.Marshal(c); err == nil {
@@ -143,8 +153,7 @@ func (s *Server) describeCluster(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	d.Diagnosis = diagnose(doc, ops, c, d.Maestro)
-	writeJSON(w, http.StatusOK, d)
-	return nil
+	return d, c, doc, nil
 }
 
 // findCluster resolves id (a Cluster Service ID or an ARM resource ID) to Cluster Service's

@@ -17,6 +17,7 @@ func (s *Server) routes() []route {
 	return []route{
 		{pattern: "GET /admin/v1/clusters", perm: access.ReadClusters, handle: s.listClusters},
 		{pattern: "GET /admin/v1/clusters/{id...}", perm: access.ReadClusters, target: pathValue("id"), handle: s.describeCluster},
+		{pattern: "GET /admin/v1/must-gather/{id...}", perm: access.MustGather, target: pathValue("id"), handle: s.mustGather},
 		{pattern: "GET /admin/v1/operations", perm: access.ReadOperations, handle: s.listOperations},
 		{pattern: "GET /admin/v1/shards", perm: access.ReadShards, handle: s.listShards},
 		{pattern: "POST /admin/v1/shards/{name}/cordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardCordon)},
@@ -71,7 +72,14 @@ func knownParams(r *http.Request, names ...string) error {
 			}
 		}
 		if !found {
-			return badRequest(k, "unknown query parameter %q; this route takes %s", k, strings.Join(names, ", "))
+			target := k
+			if target == "" {
+				target = "query" // "?=x": a parameter without a name
+			}
+			if len(names) == 0 {
+				return badRequest(target, "unknown query parameter %q; this route takes none", k)
+			}
+			return badRequest(target, "unknown query parameter %q; this route takes %s", k, strings.Join(names, ", "))
 		}
 	}
 	return nil

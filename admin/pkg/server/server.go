@@ -45,6 +45,12 @@ type Config struct {
 	Clusters  csv1.ClustersClient
 	NodePools csv1.NodePoolsClient
 	Shards    csv1.ProvisionShardsClient
+	// ExternalAuths and UpgradePolicies may be nil: must-gather then leaves them out.
+	ExternalAuths   csv1.ExternalAuthsClient
+	UpgradePolicies csv1.UpgradePoliciesClient
+	// LogDir, when set, is the directory of the region's service logs (*.log), which
+	// must-gather searches for a cluster's IDs (the local region; in Azure, Kusto).
+	LogDir string
 	// Maestro may be nil: describe then says the bundles are unavailable.
 	Maestro Bundles
 	Logger  *slog.Logger

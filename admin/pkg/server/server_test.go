@@ -35,10 +35,13 @@ import (
 // in-process Cluster Service with its own database, and a TLS listener that verifies client
 // certificates against a real client CA.
 type env struct {
-	url    string
-	pki    *pki.Region
-	log    *audit.Log
-	shards csv1.ProvisionShardsClient
+	url      string
+	pki      *pki.Region
+	log      *audit.Log
+	shards   csv1.ProvisionShardsClient
+	clusters csv1.ClustersClient
+	docs     *postgres.Store
+	logDir   string
 }
 
 func start(t *testing.T) *env {
@@ -97,7 +100,9 @@ func start(t *testing.T) *env {
 		}
 	}
 
-	srv, err := New(Config{Audit: log, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards})
+	logDir := t.TempDir()
+	srv, err := New(Config{Audit: log, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
+		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn), LogDir: logDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +126,7 @@ func start(t *testing.T) *env {
 	}
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return &env{url: ts.URL, pki: p, log: log, shards: shards}
+	return &env{url: ts.URL, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(conn), docs: docs, logDir: logDir}
 }
 
 // as returns an HTTP client presenting identity's certificate ("" for none).

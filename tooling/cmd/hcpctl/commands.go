@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,6 +23,7 @@ func init() {
 	commands = []command{
 		{noun: "cluster", verb: "list", summary: "clusters fleet-wide", flags: clusterListFlags, run: clusterList},
 		{noun: "cluster", verb: "describe", args: "<cluster service ID | ARM resource ID>", nargs: 1, summary: "one cluster along its whole path", run: clusterDescribe},
+		{noun: "cluster", verb: "must-gather", args: "<cluster service ID | ARM resource ID>", nargs: 1, summary: "a tarball of everything about one cluster", flags: mustGatherFlags, run: clusterMustGather},
 		{noun: "operation", verb: "list", summary: "active ARM operations region-wide, with age and what they wait on", flags: operationListFlags, run: operationList},
 		{noun: "shard", verb: "list", summary: "provision shards with capacity and load", run: shardList},
 		{noun: "shard", verb: "cordon", args: "<shard>", nargs: 1, summary: "no new clusters on the shard", flags: shardChangeFlags(false), run: shardChange(adminapi.ShardCordon)},
@@ -40,7 +42,33 @@ var (
 	shardStatus   string
 	shardIfMatch  string
 	auditFilter   adminapi.AuditFilter
+	mustGatherOut string
 )
+
+func mustGatherFlags(fs *flag.FlagSet) func([]string) error {
+	fs.StringVar(&mustGatherOut, "f", "", "file to write (default must-gather-<cluster ID>.tar.gz; - for stdout)")
+	return func([]string) error { return nil }
+}
+
+func clusterMustGather(ctx context.Context, a *app, args []string) error {
+	b, err := a.c.MustGather(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	if mustGatherOut == "-" {
+		_, err := a.out.Write(b)
+		return err
+	}
+	name := mustGatherOut
+	if name == "" {
+		name = "must-gather-" + strings.ReplaceAll(strings.Trim(args[0], "/"), "/", "_") + ".tar.gz"
+	}
+	if err := os.WriteFile(name, b, 0o600); err != nil {
+		return fmt.Errorf("write the must-gather: %w", err)
+	}
+	fmt.Fprintf(a.out, "wrote %s (%d bytes); it holds customer data: keep it where incident data belongs\n", name, len(b))
+	return nil
+}
 
 func clusterListFlags(fs *flag.FlagSet) func([]string) error {
 	fs.StringVar(&clusterFilter.Subscription, "subscription", "", "only this subscription's clusters")

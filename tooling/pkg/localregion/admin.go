@@ -174,6 +174,8 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 			// Cluster Service knows the admin API as the sre identity (cluster-service/pkg/authz).
 			"--cluster-service-ca", sre.CAFile, "--cluster-service-cert", sre.ClientCertFile, "--cluster-service-key", sre.ClientKeyFile,
 			"--maestro-rest", r.Info.Maestro.REST, "--maestro-ca", r.pki.CAFile,
+			// must-gather searches the region's logs for a cluster's IDs.
+			"--log-dir", r.logDir,
 		},
 	}, HTTPReady(probe, "https://"+addr+"/healthz"))
 	if err != nil {
