@@ -122,26 +122,15 @@ func validateARM(t *testing.T, req *http.Request, resp *http.Response, raw []byt
 	}
 }
 
-// specTransport is an HTTP transport for clients that make their own requests (the Azure SDK's
-// pipeline): every answer is validated like doARM's, then handed on unread.
-type specTransport struct {
-	t    *testing.T
-	next *http.Client
-}
-
-func (s specTransport) Do(req *http.Request) (*http.Response, error) {
-	resp, err := s.next.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, fmt.Errorf("read %s %s: %w", req.Method, req.URL, err)
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(raw))
-	validateARM(s.t, req, resp, raw)
-	return resp, nil
+// checkingClient is httpClient for clients that make their own requests (the Azure SDK's
+// pipeline, its poller included): every answer is validated like doARM's.
+func checkingClient(t *testing.T) *http.Client {
+	return &http.Client{Timeout: httpClient.Timeout, Transport: armspec.CheckingTransport{
+		Next: httpClient.Transport,
+		Report: func(req *http.Request, status int, body []byte, err error) {
+			t.Errorf("%s %s answered %d, which does not match the spec:\n%v\nbody: %.800s", req.Method, req.URL, status, err, body)
+		},
+	}}
 }
 
 func registerSubscription(t *testing.T, sub string) {

@@ -28,7 +28,7 @@ func TestAzureSDKPollerAgainstTheRegion(t *testing.T) {
 		Retry: policy.RetryOptions{MaxRetries: 3},
 		// ARM's client certificate (the frontend admits nothing else); every answer, the
 		// poller's included, validated against the spec.
-		Transport: specTransport{t, httpClient},
+		Transport: checkingClient(t),
 	})
 	clusterURL := region.Info.Frontend.URL + clusterPath(sub, rg, "sdk") + "?api-version=" + ver
 	poolURL := region.Info.Frontend.URL + clusterPath(sub, rg, "sdk") + "/nodePools/sdkpool?api-version=" + ver

@@ -30,6 +30,7 @@ func FuzzPatchClusterBody(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		e.srv.Handler().ServeHTTP(rec, req)
+		validateExchange(t, req.Method, req.URL.String(), response{code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
 		if rec.Code >= 500 {
 			t.Fatalf("status %d for %s %q: %s", rec.Code, ver, body, rec.Body)
 		}

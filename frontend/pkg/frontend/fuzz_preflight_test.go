@@ -25,6 +25,7 @@ func FuzzPreflightBody(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		e.srv.Handler().ServeHTTP(rec, req)
+		validateExchange(t, req.Method, req.URL.String(), response{code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
 		if rec.Code >= 500 {
 			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
 		}

@@ -9,8 +9,8 @@ import (
 )
 
 // FuzzPutClusterBody sends arbitrary bodies through the whole handler (middlewares, decoder,
-// validation, store, fake Cluster Service): whatever comes in, the answer is never a 5xx and
-// every error is an ARM error body.
+// validation, store, fake Cluster Service): whatever comes in, the answer is never a 5xx, every
+// error is an ARM error body, and every answer matches the spec's schema for it.
 func FuzzPutClusterBody(f *testing.F) {
 	f.Add(mustJSON(minimalBody()))
 	f.Add([]byte(`{"location":"eastus","properties":{"platform":{}}}`))
@@ -23,6 +23,7 @@ func FuzzPutClusterBody(f *testing.F) {
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		e.srv.Handler().ServeHTTP(rec, req)
+		validateExchange(t, req.Method, req.URL.String(), response{code: rec.Code, header: rec.Header(), body: rec.Body.Bytes()})
 		if rec.Code >= 500 {
 			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
 		}

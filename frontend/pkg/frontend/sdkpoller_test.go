@@ -22,7 +22,7 @@ func TestAzureSDKPollerDrivesCreateAndDelete(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pl := runtime.NewPipeline("openhcp-test", "v0", runtime.PipelineOptions{}, &policy.ClientOptions{
-		Transport: e.http.Client(),
+		Transport: e.checkingClient(t),
 		Retry:     policy.RetryOptions{MaxRetries: -1},
 	})
 	url := e.http.URL + clusterPath("rg", "sdk") + "?api-version=" + testVersion

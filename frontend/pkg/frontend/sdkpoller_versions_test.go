@@ -22,7 +22,7 @@ func TestAzureSDKPollerDrivesUpdateInEveryVersion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	pl := runtime.NewPipeline("openhcp-test", "v0", runtime.PipelineOptions{}, &policy.ClientOptions{
-		Transport: e.http.Client(),
+		Transport: e.checkingClient(t),
 		Retry:     policy.RetryOptions{MaxRetries: -1},
 	})
 	for _, ver := range specVersions {

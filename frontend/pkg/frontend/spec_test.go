@@ -3,6 +3,7 @@ package frontend
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/url"
 	"strconv"
 	"testing"
@@ -55,6 +56,19 @@ func validateExchange(t testing.TB, method, target string, resp response) {
 	case err != nil:
 		t.Fatalf("validate %s %s: %v", method, target, err)
 	}
+}
+
+// checkingClient is the test server's client with every answer validated like e.do's, for
+// clients that make their own requests (the Azure SDK's pipeline and poller).
+func (e *env) checkingClient(t *testing.T) *http.Client {
+	c := e.http.Client()
+	c.Transport = armspec.CheckingTransport{
+		Next: c.Transport,
+		Report: func(req *http.Request, status int, body []byte, err error) {
+			t.Errorf("%s %s answered %d, which does not match the spec:\n%v\nbody: %s", req.Method, req.URL, status, err, clip(body))
+		},
+	}
+	return c
 }
 
 // specExample is one example file of the specification.
