@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"sort"
@@ -14,25 +15,19 @@ import (
 )
 
 // DecodeStrict decodes a JSON object into v, a pointer to an external type. Unknown fields
-// anywhere in the tree and values of the wrong type are reported with their path as the
-// error target; several problems become one MultipleErrorsOccurred.
+// anywhere in the tree, property names in another case than the type's (ARM property names are
+// case-sensitive; encoding/json alone would match them case-insensitively), keys that appear
+// twice in one object, and values of the wrong type are reported with their path as the error
+// target; several problems become one MultipleErrorsOccurred.
 func DecodeStrict(body []byte, v any) error {
-	var raw any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil {
-		return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
-			"The request content was invalid and could not be deserialized: %v", err)
-	}
-	if dec.More() {
-		return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
-			"The request content was invalid and could not be deserialized: data after the JSON object")
+	raw, errs, err := parseJSON(body)
+	if err != nil {
+		return err
 	}
 	if _, ok := raw.(map[string]any); !ok {
 		return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: expected a JSON object")
 	}
-	var errs []*arm.CloudError
 	unknownFields(raw, reflect.TypeOf(v), "", &errs)
 	if len(errs) > 0 {
 		return arm.Multiple(errs)
@@ -47,6 +42,90 @@ func DecodeStrict(body []byte, v any) error {
 			"The request content was invalid and could not be deserialized: %v", err)
 	}
 	return nil
+}
+
+// ParseObject reads a request body that must be one JSON object, refusing a key that appears
+// twice in any object (400, target the key's path), for bodies decoded without a versioned type.
+func ParseObject(body []byte) (map[string]any, error) {
+	raw, errs, err := parseJSON(body)
+	if err != nil {
+		return nil, err
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
+			"The request content was invalid and could not be deserialized: expected a JSON object")
+	}
+	if len(errs) > 0 {
+		return nil, arm.Multiple(errs)
+	}
+	return obj, nil
+}
+
+// parseJSON reads one JSON value, numbers as json.Number, and reports every key that appears
+// more than once in an object (the value kept is the last, as encoding/json would keep it).
+func parseJSON(body []byte) (any, []*arm.CloudError, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var errs []*arm.CloudError
+	raw, err := parseValue(dec, "", &errs)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("data after the JSON value")
+		}
+	}
+	if err != nil {
+		return nil, nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
+			"The request content was invalid and could not be deserialized: %v", err)
+	}
+	return raw, errs, nil
+}
+
+func parseValue(dec *json.Decoder, path string, errs *[]*arm.CloudError) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		obj := map[string]any{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k, _ := kt.(string)
+			if _, dup := obj[k]; dup {
+				*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, join(path, k),
+					"The property '%s' appears more than once in %s.", k, where(path)))
+			}
+			if obj[k], err = parseValue(dec, join(path, k), errs); err != nil {
+				return nil, err
+			}
+		}
+		_, err := dec.Token() // '}'
+		return obj, err
+	case json.Delim('['):
+		arr := []any{}
+		for dec.More() {
+			v, err := parseValue(dec, fmt.Sprintf("%s[%d]", path, len(arr)), errs)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+		_, err := dec.Token() // ']'
+		return arr, err
+	}
+	return tok, nil
+}
+
+// where names the object at path in a message.
+func where(path string) string {
+	if path == "" {
+		return "the request body"
+	}
+	return "'" + path + "'"
 }
 
 func jsonKind(t reflect.Type) string {
@@ -74,8 +153,7 @@ type jsonField struct {
 	typ  reflect.Type
 }
 
-// jsonFields maps the case-folded JSON names of t's fields (embedded structs flattened), the way
-// encoding/json matches them.
+// jsonFields maps the JSON names of t's fields (embedded structs flattened), exactly as spelt.
 func jsonFields(t reflect.Type) map[string]jsonField {
 	out := map[string]jsonField{}
 	for i := 0; i < t.NumField(); i++ {
@@ -105,7 +183,7 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 		if name == "" {
 			name = f.Name
 		}
-		out[strings.ToLower(name)] = jsonField{name: name, typ: f.Type}
+		out[name] = jsonField{name: name, typ: f.Type}
 	}
 	return out
 }
@@ -132,15 +210,16 @@ func unknownFields(raw any, t reflect.Type, path string, errs *[]*arm.CloudError
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			f, ok := fields[strings.ToLower(k)]
+			f, ok := fields[k]
 			if !ok {
 				target := join(path, k)
-				where := "the request body"
-				if path != "" {
-					where = "'" + path + "'"
+				if name, found := sameButCase(fields, k); found {
+					*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
+						"The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, where(path), name))
+					continue
 				}
 				*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
-					"The property '%s' is not known in %s.", k, where))
+					"The property '%s' is not known in %s.", k, where(path)))
 				continue
 			}
 			unknownFields(obj[k], f.typ, join(path, f.name), errs)
@@ -162,6 +241,16 @@ func unknownFields(raw any, t reflect.Type, path string, errs *[]*arm.CloudError
 			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
 		}
 	}
+}
+
+// sameButCase finds the field whose name differs from k only in case.
+func sameButCase(fields map[string]jsonField, k string) (string, bool) {
+	for name := range fields {
+		if strings.EqualFold(name, k) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 func join(path, name string) string {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -36,19 +35,18 @@ func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Clus
 	return next, nil
 }
 
-// decodePatch reads a PATCH body: one JSON object (numbers kept as written) whose keys are all
-// in, or below, updatePaths (the version's update schema) or the read-only envelope. A key
-// outside them is an error naming it; noun is what its message says cannot change.
+// decodePatch reads a PATCH body: one JSON object (numbers kept as written, no key twice in an
+// object) whose keys are all in, or below, updatePaths (the version's update schema) or the
+// read-only envelope, spelt exactly as they are. A key outside them is an error naming it;
+// noun is what its message says cannot change.
 func decodePatch(body []byte, version string, updatePaths []string, noun string) (map[string]any, error) {
-	var patch map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&patch); err != nil || patch == nil || dec.More() {
+	raw, errs, err := parseJSON(body)
+	patch, ok := raw.(map[string]any)
+	if err != nil || !ok {
 		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
 	}
 	allowed := append(append([]string(nil), updatePaths...), readOnlyEnvelope...)
-	var errs []*arm.CloudError
 	checkPatchPaths(patch, "", allowed, version, noun, &errs)
 	if len(errs) > 0 {
 		return nil, arm.Multiple(errs)
@@ -78,12 +76,15 @@ func checkPatchPaths(obj map[string]any, path string, allowed []string, version,
 	sort.Strings(keys)
 	for _, k := range keys {
 		p := join(path, k)
-		switch pathState(p, allowed) {
+		switch state, spelling := pathState(p, allowed); state {
 		case pathAllowed:
 		case pathPrefix:
 			if sub, ok := obj[k].(map[string]any); ok {
 				checkPatchPaths(sub, p, allowed, version, noun, errs)
 			}
+		case pathWrongCase:
+			*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, p,
+				"The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, where(path), spelling))
 		default:
 			*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, p,
 				"The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the %s is created.", p, version, noun))
@@ -94,28 +95,43 @@ func checkPatchPaths(obj map[string]any, path string, allowed []string, version,
 type patchPath int
 
 const (
-	pathUnknown patchPath = iota
-	pathPrefix            // an ancestor of an allowed path
-	pathAllowed           // an allowed path or below one
+	pathUnknown   patchPath = iota
+	pathPrefix              // an ancestor of an allowed path
+	pathAllowed             // an allowed path or below one
+	pathWrongCase           // would be one of the above in another case
 )
 
-func pathState(p string, allowed []string) patchPath {
-	lp := strings.ToLower(p)
+// pathState says where p stands against the allowed paths; for pathWrongCase it also returns
+// the last segment of p as the allowed path spells it.
+func pathState(p string, allowed []string) (patchPath, string) {
 	out := pathUnknown
 	for _, a := range allowed {
-		la := strings.ToLower(a)
-		if lp == la || strings.HasPrefix(lp, la+".") {
-			return pathAllowed
+		if p == a || strings.HasPrefix(p, a+".") {
+			return pathAllowed, ""
 		}
-		if strings.HasPrefix(la, lp+".") {
+		if strings.HasPrefix(a, p+".") {
 			out = pathPrefix
 		}
 	}
-	return out
+	if out != pathUnknown {
+		return out, ""
+	}
+	lp := strings.ToLower(p)
+	for _, a := range allowed {
+		la := strings.ToLower(a)
+		if lp == la || strings.HasPrefix(la, lp+".") {
+			spelt := a[:len(p)]
+			return pathWrongCase, spelt[strings.LastIndex(spelt, ".")+1:]
+		}
+		if strings.HasPrefix(lp, la+".") {
+			// Below an allowed path in another case: the decoder names the wrong segment.
+			return pathWrongCase, a[strings.LastIndex(a, ".")+1:]
+		}
+	}
+	return pathUnknown, ""
 }
 
-// mergePatch applies an RFC 7396 merge patch. Keys match case-insensitively, as the decoder
-// matches them; the patch's spelling wins.
+// mergePatch applies an RFC 7396 merge patch. Keys match exactly, as ARM property names do.
 func mergePatch(target any, patch any) any {
 	p, ok := patch.(map[string]any)
 	if !ok {
@@ -126,14 +142,8 @@ func mergePatch(target any, patch any) any {
 		t = map[string]any{}
 	}
 	for k, v := range p {
-		existing := k
-		for tk := range t {
-			if strings.EqualFold(tk, k) {
-				existing = tk
-			}
-		}
-		prev := t[existing]
-		delete(t, existing)
+		prev := t[k]
+		delete(t, k)
 		if v == nil {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
 	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/store"
@@ -64,18 +65,20 @@ func credentialBody(r *http.Request) (string, error) {
 	if len(body) == 0 {
 		return "", nil
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return "", cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is not a JSON object: %v", err)
+	raw, err := api.ParseObject(body)
+	if err != nil {
+		return "", err
 	}
 	var csr string
 	for k, v := range raw {
 		if k != "certificateSigningRequest" || !csrBodyVersions[info(r).apiVersion] {
 			return "", cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, k, "The property '%s' is not known in api-version %s.", k, info(r).apiVersion)
 		}
-		if err := json.Unmarshal(v, &csr); err != nil {
+		s, ok := v.(string)
+		if !ok {
 			return "", cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, k, "The property '%s' must be a string.", k)
 		}
+		csr = s
 	}
 	return csr, nil
 }
