@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/internal/pki"
@@ -108,7 +109,11 @@ type setup struct {
 func (s *setup) start(b *testing.B, bin string, pg *pgserver.Server) {
 	b.Helper()
 	csAddr, csMetrics, feAddr, feMetrics := freeAddr(b), freeAddr(b), freeAddr(b), freeAddr(b)
-	csArgs := []string{"--listen", csAddr, "--metrics-listen", csMetrics, "--db-dsn", pgservertest.NewDatabase(b, pg),
+	kek := filepath.Join(b.TempDir(), "kek")
+	if _, err := envelope.WriteKeyFile(kek); err != nil {
+		b.Fatal(err)
+	}
+	csArgs := []string{"--listen", csAddr, "--metrics-listen", csMetrics, "--db-dsn", pgservertest.NewDatabase(b, pg), "--secret-kek-file", kek,
 		"--maestro-grpc", freeAddr(b), "--maestro-rest", "http://" + freeAddr(b), "--workers", "1", "--resync-period", "1h",
 		"--dev-workload-identity-client-id", uuid.NewString()}
 	feArgs := []string{"--listen", feAddr, "--metrics-listen", feMetrics, "--db-dsn", pgservertest.NewDatabase(b, pg),

@@ -36,6 +36,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/server"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -57,6 +58,8 @@ type config struct {
 	workers               int
 	releaseImageRepo      string
 	pullSecretFile        string
+	kekFile               string
+	kekRetiredDir         string
 	versionsFile          string
 	devIdentityClientID   string
 	baseDomain            string
@@ -103,6 +106,10 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
 	str(&c.versionsFile, "versions-file", "VERSIONS_FILE", "", "JSON version catalogue (channel groups, versions, end of life, upgrade edges; checked at start-up); default: the catalogue built in")
 	str(&c.pullSecretFile, "pull-secret-file", "PULL_SECRET_FILE", "", "file with the .dockerconfigjson given to hosted clusters; default: no credentials")
+	str(&c.kekFile, "secret-kek-file", "SECRET_KEK_FILE", "",
+		"file (mode 0600) with the active key-encryption key, base64 of 32 bytes: customer secrets are stored encrypted under it (docs/security.md); required")
+	str(&c.kekRetiredDir, "secret-kek-retired-dir", "SECRET_KEK_RETIRED_DIR", "",
+		"directory of earlier key-encryption keys (files 0600) that still decrypt rows written before a rotation; at start-up their rows are rewrapped under --secret-kek-file")
 	str(&c.devIdentityClientID, "dev-workload-identity-client-id", "DEV_WORKLOAD_IDENTITY_CLIENT_ID", "",
 		"development regions only: client ID (UUID) used for every workload identity of a cluster that has none; empty fails such clusters")
 	str(&c.baseDomain, "base-domain", "BASE_DOMAIN", manifests.DefaultBaseDomain,
@@ -171,6 +178,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	switch {
 	case c.dbDSN == "":
 		return c, errors.New("--db-dsn is required")
+	case c.kekFile == "":
+		return c, errors.New("--secret-kek-file is required: Cluster Service stores etcd encryption keys and break-glass private keys only encrypted")
 	case c.maestroGRPC == "":
 		return c, errors.New("--maestro-grpc is required")
 	case c.maestroREST == "":
@@ -259,12 +268,24 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		return fmt.Errorf("--versions-file: %w", err)
 	}
 
+	keys, err := envelope.LoadFiles(c.kekFile, c.kekRetiredDir)
+	if err != nil {
+		return fmt.Errorf("--secret-kek-file: %w", err)
+	}
+
 	// The database (with migrations) is ready before the port opens, so the first request works.
-	st, err := store.Open(ctx, c.dbDSN, log)
+	st, err := store.Open(ctx, c.dbDSN, log, keys)
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
+	// A rotation ends here: rows still under a retired key (or from before encryption) move to
+	// the active one, so the retired keys can go once this has run.
+	n, err := st.ReencryptSecrets(ctx)
+	if err != nil {
+		return fmt.Errorf("re-encrypt secrets under --secret-kek-file: %w", err)
+	}
+	log.Info("secrets at rest are under the active key-encryption key", "key_id", keys.ActiveKeyID(), "keys_in_ring", len(keys.KeyIDs()), "re_encrypted", n)
 
 	mc, err := maestro.New(ctx, maestro.Config{GRPCAddr: c.maestroGRPC, RESTURL: c.maestroREST, SourceID: c.maestroSourceID, TLS: maestroTLS}, log)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,13 +18,14 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 )
 
 func TestParseConfig(t *testing.T) {
-	base := []string{"--db-dsn", "postgres://x", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://127.0.0.1:8000"}
+	base := []string{"--db-dsn", "postgres://x", "--secret-kek-file", "kek", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://127.0.0.1:8000"}
 	tests := []struct {
 		name    string
 		args    []string
@@ -49,7 +51,8 @@ func TestParseConfig(t *testing.T) {
 				}
 			}},
 		{name: "missing_dsn", args: []string{"--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2"}, wantErr: "--db-dsn"},
-		{name: "missing_maestro", args: []string{"--db-dsn", "x"}, wantErr: "--maestro-grpc"},
+		{name: "missing_maestro", args: []string{"--db-dsn", "x", "--secret-kek-file", "kek"}, wantErr: "--maestro-grpc"},
+		{name: "missing_kek", args: []string{"--db-dsn", "x", "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2"}, wantErr: "--secret-kek-file"},
 		{name: "bad_resync", args: append([]string{"--resync-period", "often"}, base...), wantErr: "--resync-period"},
 		{name: "bad_resync_env", args: base, env: map[string]string{"CLUSTER_SERVICE_RESYNC_PERIOD": "10ms"}, wantErr: "--resync-period"},
 		{name: "bad_retention", args: append([]string{"--tombstone-retention", "5s"}, base...), wantErr: "--tombstone-retention"},
@@ -72,8 +75,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad_log_level", args: append([]string{"--log-level", "loud"}, base...), wantErr: "--log-level"},
 		{name: "bad_listen", args: append([]string{"--listen", "8090"}, base...), wantErr: "--listen"},
 		{name: "plaintext_on_public_listen_refused", args: append([]string{"--listen", "0.0.0.0:8090"}, base...), wantErr: "--listen"},
-		{name: "plaintext_to_remote_maestro_refused", args: []string{"--db-dsn", "x", "--maestro-grpc", "maestro.example.com:8090", "--maestro-rest", "http://127.0.0.1:8000"}, wantErr: "--maestro-grpc"},
-		{name: "plaintext_to_remote_maestro_rest_refused", args: []string{"--db-dsn", "x", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://maestro.example.com:8000"}, wantErr: "--maestro-rest"},
+		{name: "plaintext_to_remote_maestro_refused", args: []string{"--db-dsn", "x", "--secret-kek-file", "kek", "--maestro-grpc", "maestro.example.com:8090", "--maestro-rest", "http://127.0.0.1:8000"}, wantErr: "--maestro-grpc"},
+		{name: "plaintext_to_remote_maestro_rest_refused", args: []string{"--db-dsn", "x", "--secret-kek-file", "kek", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://maestro.example.com:8000"}, wantErr: "--maestro-rest"},
 		{name: "tls_key_without_cert", args: append([]string{"--listen", "0.0.0.0:8090", "--tls-key", "k.pem"}, base...), wantErr: "--tls-cert"},
 		{name: "spread_by_zone", args: append([]string{"--placement-policy", "spread:zone"}, base...), check: func(t *testing.T, c config) {
 			if c.placementPolicy != (placement.SpreadByLabel{Key: "zone"}) {
@@ -100,6 +103,16 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
+// kekFile writes a fresh key-encryption key file (0600) for a binary under test.
+func kekFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kek")
+	if _, err := envelope.WriteKeyFile(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -122,16 +135,31 @@ func TestBinary(t *testing.T) {
 	pg := pgservertest.Start(t)
 	dsn := pgservertest.NewDatabase(t, pg)
 	listen, metrics := freeAddr(t), freeAddr(t)
+	kek := kekFile(t)
 
 	t.Run("bad_flag_stops_start_up_naming_it", func(t *testing.T) {
-		out, err := exec.Command(bin, "--db-dsn", dsn, "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2", "--resync-period", "x").CombinedOutput()
+		out, err := exec.Command(bin, "--db-dsn", dsn, "--secret-kek-file", kek, "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2", "--resync-period", "x").CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !bytes.Contains(out, []byte("--resync-period")) {
+			t.Fatalf("err %v, output %s", err, out)
+		}
+	})
+	t.Run("readable_kek_file_stops_start_up_naming_it", func(t *testing.T) {
+		loose := filepath.Join(t.TempDir(), "kek")
+		if _, err := envelope.WriteKeyFile(loose); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(loose, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "--listen", freeAddr(t), "--metrics-listen", freeAddr(t), "--db-dsn", dsn, "--secret-kek-file", loose,
+			"--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2").CombinedOutput()
+		if err == nil || !bytes.Contains(out, []byte("--secret-kek-file")) || !bytes.Contains(out, []byte("chmod 600")) {
 			t.Fatalf("err %v, output %s", err, out)
 		}
 	})
 
 	var logs bytes.Buffer
-	cmd := exec.Command(bin, "--listen", listen, "--metrics-listen", metrics, "--db-dsn", dsn,
+	cmd := exec.Command(bin, "--listen", listen, "--metrics-listen", metrics, "--db-dsn", dsn, "--secret-kek-file", kek,
 		"--maestro-grpc", freeAddr(t), "--maestro-rest", "http://"+freeAddr(t), "--shutdown-timeout", "5s")
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {

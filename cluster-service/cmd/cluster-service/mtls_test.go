@@ -68,16 +68,17 @@ func TestBinaryMutualTLS(t *testing.T) {
 	dsn := pgservertest.NewDatabase(t, pg)
 	listen, metrics := freeAddr(t), freeAddr(t)
 	srvFiles := p.MustFiles(pki.ClusterService)
+	kek := kekFile(t)
 
 	t.Run("tls_without_client_CA_refuses_to_start", func(t *testing.T) {
-		out, err := exec.Command(bin, "--db-dsn", dsn, "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2",
+		out, err := exec.Command(bin, "--db-dsn", dsn, "--secret-kek-file", kek, "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2",
 			"--tls-cert", srvFiles.Cert, "--tls-key", srvFiles.Key).CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !bytes.Contains(out, []byte("--tls-client-ca")) {
 			t.Fatalf("err %v, output %s", err, out)
 		}
 	})
 	t.Run("non_loopback_without_tls_refuses_to_start", func(t *testing.T) {
-		out, err := exec.Command(bin, "--db-dsn", dsn, "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2",
+		out, err := exec.Command(bin, "--db-dsn", dsn, "--secret-kek-file", kek, "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2",
 			"--listen", "0.0.0.0:0").CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !bytes.Contains(out, []byte("--tls-cert")) {
 			t.Fatalf("err %v, output %s", err, out)
@@ -85,7 +86,7 @@ func TestBinaryMutualTLS(t *testing.T) {
 	})
 
 	logs := &syncBuf{}
-	cmd := exec.Command(bin, "--listen", listen, "--metrics-listen", metrics, "--db-dsn", dsn,
+	cmd := exec.Command(bin, "--listen", listen, "--metrics-listen", metrics, "--db-dsn", dsn, "--secret-kek-file", kek,
 		"--maestro-grpc", freeAddr(t), "--maestro-rest", "http://"+freeAddr(t), "--shutdown-timeout", "1s",
 		"--tls-cert", srvFiles.Cert, "--tls-key", srvFiles.Key, "--tls-client-ca", p.BundleFile)
 	cmd.Stdout, cmd.Stderr = logs, logs

@@ -32,6 +32,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
 	"github.com/openhcp/openhcp/tooling/pkg/localregion"
@@ -156,7 +157,7 @@ type clusterService struct {
 
 func startClusterService(t *testing.T, ctx context.Context, r *region, log *slog.Logger) *clusterService {
 	t.Helper()
-	st, err := store.Open(ctx, r.csDSN, log)
+	st, err := store.Open(ctx, r.csDSN, log, envelopetest.Keyring(t))
 	if err != nil {
 		t.Fatal(err)
 	}

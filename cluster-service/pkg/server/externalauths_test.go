@@ -23,6 +23,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -31,7 +32,7 @@ import (
 func startExternalAuths(t *testing.T) (*env, csv1.ExternalAuthsClient) {
 	t.Helper()
 	pg := pgservertest.Start(t)
-	st, err := store.Open(context.Background(), pgservertest.NewDatabase(t, pg), slog.Default())
+	st, err := store.Open(context.Background(), pgservertest.NewDatabase(t, pg), slog.Default(), envelopetest.Keyring(t))
 	if err != nil {
 		t.Fatal(err)
 	}

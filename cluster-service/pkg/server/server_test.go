@@ -23,6 +23,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -62,7 +63,7 @@ func start(t *testing.T) *env {
 	dsn := pgservertest.NewDatabase(t, pg)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	st, err := store.Open(context.Background(), dsn, log)
+	st, err := store.Open(context.Background(), dsn, log, envelopetest.Keyring(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ type CredentialEvent struct {
 const credentialColumns = `id, cluster_id, csr, private_key, certificate, ca_bundle, api_url, status, work_active, shard,
 	revision, create_time, update_time`
 
-func scanCredential(row pgx.Row) (*Credential, error) {
+func (s *Store) scanCredential(row pgx.Row) (*Credential, error) {
 	var c Credential
 	var st []byte
 	if err := row.Scan(&c.ID, &c.ClusterID, &c.CSR, &c.PrivateKey, &c.Certificate, &c.CABundle, &c.APIURL, &st, &c.WorkActive,
@@ -75,6 +75,10 @@ func scanCredential(row pgx.Row) (*Credential, error) {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
+		return nil, err
+	}
+	var err error
+	if c.PrivateKey, err = s.openSecret("break_glass_credentials", "private_key", c.ID, c.PrivateKey); err != nil {
 		return nil, err
 	}
 	c.Status = &csv1.CredentialStatus{}
@@ -126,9 +130,13 @@ func RevocationProto(r *Revocation) *csv1.Revocation {
 // ErrNotFound without the cluster, ErrDeleting while it is deleted, ErrClusterNotReady unless it
 // is READY or UPDATING, ErrRevoking while a revocation of the cluster runs.
 func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credential, created bool, err error) {
+	sealedKey, err := s.sealSecret("break_glass_credentials", "private_key", c.ID, c.PrivateKey)
+	if err != nil {
+		return nil, false, err
+	}
 	var out *Credential
 	err = s.writeTx(ctx, func(tx pgx.Tx) error {
-		existing, err := scanCredential(tx.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, c.ID))
+		existing, err := s.scanCredential(tx.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, c.ID))
 		if err == nil {
 			if existing.ClusterID != c.ClusterID {
 				return ErrIDInUse
@@ -153,9 +161,9 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credent
 		if err != nil {
 			return err
 		}
-		out, err = scanCredential(tx.QueryRow(ctx, `INSERT INTO break_glass_credentials (id, cluster_id, csr, private_key, status, state, shard, revision)
+		out, err = s.scanCredential(tx.QueryRow(ctx, `INSERT INTO break_glass_credentials (id, cluster_id, csr, private_key, status, state, shard, revision)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+credentialColumns,
-			c.ID, c.ClusterID, c.CSR, c.PrivateKey, stj, st.State.String(), shard, rev))
+			c.ID, c.ClusterID, c.CSR, sealedKey, stj, st.State.String(), shard, rev))
 		if err != nil {
 			return err
 		}
@@ -198,7 +206,7 @@ func credentialClusterTx(ctx context.Context, tx pgx.Tx, clusterID string, needR
 
 // GetCredential returns the credential or ErrNotFound.
 func (s *Store) GetCredential(ctx context.Context, id string) (*Credential, error) {
-	return scanCredential(s.pool.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, id))
+	return s.scanCredential(s.pool.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, id))
 }
 
 // ListCredentials returns the credentials of one cluster, oldest first.
@@ -214,7 +222,7 @@ func (s *Store) ListUnsettledCredentials(ctx context.Context) ([]*Credential, er
 }
 
 func (s *Store) queryCredentials(ctx context.Context, q string, args ...any) ([]*Credential, error) {
-	out, err := queryAll(ctx, s.pool, scanCredential, q, args...)
+	out, err := queryAll(ctx, s.pool, s.scanCredential, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list credentials: %w", err)
 	}
@@ -226,7 +234,7 @@ func (s *Store) queryCredentials(ctx context.Context, q string, args ...any) ([]
 func (s *Store) UpdateCredential(ctx context.Context, c *Credential) (*Credential, error) {
 	var out *Credential
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		cur, err := scanCredential(tx.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1 FOR UPDATE`, c.ID))
+		cur, err := s.scanCredential(tx.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1 FOR UPDATE`, c.ID))
 		if err != nil {
 			return err
 		}
@@ -246,7 +254,7 @@ func (s *Store) UpdateCredential(ctx context.Context, c *Credential) (*Credentia
 		if err != nil {
 			return err
 		}
-		out, err = scanCredential(tx.QueryRow(ctx, `UPDATE break_glass_credentials SET status = $2, state = $3, certificate = $4,
+		out, err = s.scanCredential(tx.QueryRow(ctx, `UPDATE break_glass_credentials SET status = $2, state = $3, certificate = $4,
 			ca_bundle = $5, api_url = $6, work_active = $7, revision = $8, update_time = now() WHERE id = $1 RETURNING `+credentialColumns,
 			c.ID, stj, c.Status.GetState().String(), c.Certificate, c.CABundle, c.APIURL, c.WorkActive, rev))
 		if err != nil {
@@ -297,7 +305,7 @@ func (s *Store) CreateRevocation(ctx context.Context, r *Revocation) (_ *Revocat
 		if err := recordRevocationEvent(ctx, tx, out); err != nil {
 			return err
 		}
-		return setClusterCredentialsTx(ctx, tx, r.ClusterID, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_PENDING, csv1.CredentialState_CREDENTIAL_STATE_ISSUED},
+		return s.setClusterCredentialsTx(ctx, tx, r.ClusterID, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_PENDING, csv1.CredentialState_CREDENTIAL_STATE_ISSUED},
 			func(st *csv1.CredentialStatus) {
 				st.State, st.RevocationId = csv1.CredentialState_CREDENTIAL_STATE_REVOKING, r.ID
 				st.Message = "The credential is being revoked."
@@ -311,12 +319,12 @@ func (s *Store) CreateRevocation(ctx context.Context, r *Revocation) (_ *Revocat
 
 // setClusterCredentialsTx applies mutate to the status of every credential of the cluster in one
 // of the states and records their events; count, if set, receives how many.
-func setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string, states []csv1.CredentialState, mutate func(*csv1.CredentialStatus), count *int) error {
+func (s *Store) setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string, states []csv1.CredentialState, mutate func(*csv1.CredentialStatus), count *int) error {
 	names := make([]string, len(states))
 	for i, st := range states {
 		names[i] = st.String()
 	}
-	creds, err := queryAll(ctx, tx, scanCredential,
+	creds, err := queryAll(ctx, tx, s.scanCredential,
 		`SELECT `+credentialColumns+` FROM break_glass_credentials WHERE cluster_id = $1 AND state = ANY($2) ORDER BY id FOR UPDATE`, clusterID, names)
 	if err != nil {
 		return fmt.Errorf("credentials of %s: %w", clusterID, err)
@@ -331,7 +339,7 @@ func setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string, s
 		if err != nil {
 			return err
 		}
-		out, err := scanCredential(tx.QueryRow(ctx, `UPDATE break_glass_credentials SET status = $2, state = $3, revision = $4, update_time = now()
+		out, err := s.scanCredential(tx.QueryRow(ctx, `UPDATE break_glass_credentials SET status = $2, state = $3, revision = $4, update_time = now()
 			WHERE id = $1 RETURNING `+credentialColumns, c.ID, stj, c.Status.GetState().String(), rev))
 		if err != nil {
 			return fmt.Errorf("update credential %s: %w", c.ID, err)
@@ -382,7 +390,7 @@ func (s *Store) UpdateRevocation(ctx context.Context, r *Revocation) (*Revocatio
 		if st.GetState() == csv1.RevocationState_REVOCATION_STATE_REVOKED && cur.Status.GetState() != csv1.RevocationState_REVOCATION_STATE_REVOKED {
 			now := timestamppb.Now()
 			var n int
-			if err := setClusterCredentialsTx(ctx, tx, r.ClusterID, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_REVOKING},
+			if err := s.setClusterCredentialsTx(ctx, tx, r.ClusterID, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_REVOKING},
 				func(cs *csv1.CredentialStatus) {
 					if cs.GetRevocationId() != r.ID {
 						return

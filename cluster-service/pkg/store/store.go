@@ -21,6 +21,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+	"github.com/openhcp/openhcp/internal/envelope"
 )
 
 var (
@@ -69,6 +70,7 @@ type Event struct {
 type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	keys *envelope.Keyring // seals the secretColumns
 
 	mu      sync.Mutex
 	waiters map[chan struct{}]struct{}
@@ -76,8 +78,12 @@ type Store struct {
 	done    chan struct{}
 }
 
-// Open connects, applies migrations and starts the LISTEN loop that wakes watchers.
-func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
+// Open connects, applies migrations and starts the LISTEN loop that wakes watchers. keys seals
+// the customer secrets the store keeps (secretColumns); without it Open fails (ErrNoKeyring).
+func Open(ctx context.Context, dsn string, log *slog.Logger, keys *envelope.Keyring) (*Store, error) {
+	if keys == nil {
+		return nil, ErrNoKeyring
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse database DSN: %w", err)
@@ -100,7 +106,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Store, error) {
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	s := &Store{pool: pool, log: log, waiters: map[chan struct{}]struct{}{}, cancel: cancel, done: make(chan struct{})}
+	s := &Store{pool: pool, log: log, keys: keys, waiters: map[chan struct{}]struct{}{}, cancel: cancel, done: make(chan struct{})}
 	go s.listen(lctx)
 	return s, nil
 }
@@ -120,7 +126,7 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 const clusterColumns = `id, arm_resource_id_orig, spec, status, coalesce(shard, ''), namespace, deleting, revision,
 	create_time, update_time, etcd_encryption_key, ssh_public_key`
 
-func scanCluster(row pgx.Row) (*Cluster, error) {
+func (s *Store) scanCluster(row pgx.Row) (*Cluster, error) {
 	var c Cluster
 	var spec, st []byte
 	if err := row.Scan(&c.ID, &c.ARMResourceID, &spec, &st, &c.Shard, &c.Namespace, &c.Deleting, &c.Revision,
@@ -128,6 +134,10 @@ func scanCluster(row pgx.Row) (*Cluster, error) {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
+		return nil, err
+	}
+	var err error
+	if c.EtcdEncryptionKey, err = s.openSecret("clusters", "etcd_encryption_key", c.ID, c.EtcdEncryptionKey); err != nil {
 		return nil, err
 	}
 	c.Spec, c.Status = &csv1.ClusterSpec{}, &csv1.ClusterStatus{}
@@ -151,13 +161,17 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 	if _, err := rand.Read(etcdKey); err != nil {
 		return nil, false, fmt.Errorf("generate etcd encryption key: %w", err)
 	}
+	sealedEtcdKey, err := s.sealSecret("clusters", "etcd_encryption_key", c.ID, etcdKey)
+	if err != nil {
+		return nil, false, err
+	}
 	sshKey, err := newSSHPublicKey()
 	if err != nil {
 		return nil, false, err
 	}
 	var out *Cluster
 	err = s.writeTx(ctx, func(tx pgx.Tx) error {
-		existing, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE arm_resource_id = $1`, armID))
+		existing, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE arm_resource_id = $1`, armID))
 		if err == nil {
 			out = existing
 			return nil
@@ -193,12 +207,12 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 			return err
 		}
 		// ON CONFLICT is a second guard; the advisory lock already serialises creates.
-		out, err = scanCluster(tx.QueryRow(ctx, `INSERT INTO clusters
+		out, err = s.scanCluster(tx.QueryRow(ctx, `INSERT INTO clusters
 			(id, arm_resource_id, arm_resource_id_orig, spec, status, state, shard, namespace, revision, etcd_encryption_key, ssh_public_key)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT DO NOTHING
 			RETURNING `+clusterColumns,
-			c.ID, armID, c.ARMResourceID, spec, stj, st.State.String(), shard, c.Namespace, rev, etcdKey, sshKey))
+			c.ID, armID, c.ARMResourceID, spec, stj, st.State.String(), shard, c.Namespace, rev, sealedEtcdKey, sshKey))
 		if errors.Is(err, ErrNotFound) {
 			return ErrConflict
 		}
@@ -229,7 +243,7 @@ func placeTx(ctx context.Context, tx pgx.Tx, policy placement.Policy, req placem
 func (s *Store) PlaceCluster(ctx context.Context, id string, policy placement.Policy) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1`, id))
+		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1`, id))
 		if err != nil {
 			return err
 		}
@@ -245,7 +259,7 @@ func (s *Store) PlaceCluster(ctx context.Context, id string, policy placement.Po
 		if err != nil {
 			return err
 		}
-		out, err = scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET shard = $2, revision = $3, update_time = now()
+		out, err = s.scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET shard = $2, revision = $3, update_time = now()
 			WHERE id = $1 AND shard IS NULL RETURNING `+clusterColumns, id, shard, rev))
 		if err != nil {
 			return err
@@ -257,7 +271,7 @@ func (s *Store) PlaceCluster(ctx context.Context, id string, policy placement.Po
 
 // GetCluster returns the cluster or ErrNotFound.
 func (s *Store) GetCluster(ctx context.Context, id string) (*Cluster, error) {
-	return scanCluster(s.pool.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1`, id))
+	return s.scanCluster(s.pool.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1`, id))
 }
 
 // ListOptions pages ListClusters by id.
@@ -287,7 +301,7 @@ func (s *Store) ListClusters(ctx context.Context, o ListOptions) ([]*Cluster, er
 		q += ` LIMIT $5`
 		args = append(args, o.Limit)
 	}
-	out, err := queryAll(ctx, s.pool, scanCluster, q, args...)
+	out, err := queryAll(ctx, s.pool, s.scanCluster, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list clusters: %w", err)
 	}
@@ -300,7 +314,7 @@ func (s *Store) ListClusters(ctx context.Context, o ListOptions) ([]*Cluster, er
 func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
 			return err
 		}
@@ -328,7 +342,7 @@ func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 		if err != nil {
 			return err
 		}
-		out, err = scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET deleting = true, status = $2, state = $3, revision = $4,
+		out, err = s.scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET deleting = true, status = $2, state = $3, revision = $4,
 			update_time = now() WHERE id = $1 RETURNING `+clusterColumns, id, stj, st.State.String(), rev))
 		if err != nil {
 			return err
@@ -343,7 +357,7 @@ func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st *csv1.ClusterStatus) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
 			return err
 		}
@@ -362,7 +376,7 @@ func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st 
 		if err != nil {
 			return err
 		}
-		out, err = scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET status = $2, state = $3, revision = $4, update_time = now()
+		out, err = s.scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET status = $2, state = $3, revision = $4, update_time = now()
 			WHERE id = $1 AND revision = $5 RETURNING `+clusterColumns, id, stj, st.State.String(), rev, revision))
 		if errors.Is(err, ErrNotFound) {
 			return ErrConflict
@@ -379,7 +393,7 @@ func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st 
 // the DELETED event (tombstone). Only the controller calls it, once the ManifestWork is gone.
 func (s *Store) RemoveCluster(ctx context.Context, id string, revision int64) error {
 	return s.writeTx(ctx, func(tx pgx.Tx) error {
-		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
 			return err
 		}
@@ -475,7 +489,7 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Even
 // Snapshot returns every cluster and the revision the snapshot is consistent with; a watcher
 // continues with EventsAfter(revision).
 func (s *Store) Snapshot(ctx context.Context) ([]*Cluster, int64, error) {
-	return snapshot(ctx, s, clusterEventLog, `SELECT `+clusterColumns+` FROM clusters ORDER BY id`, scanCluster)
+	return snapshot(ctx, s, clusterEventLog, `SELECT `+clusterColumns+` FROM clusters ORDER BY id`, s.scanCluster)
 }
 
 // PruneTombstones removes DELETED events (of clusters and of node pools) recorded before

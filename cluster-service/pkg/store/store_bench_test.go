@@ -9,6 +9,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -16,7 +17,7 @@ import (
 // event) from parallel callers, the cost the serialised design pays.
 func BenchmarkCreateCluster(b *testing.B) {
 	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler))
+	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func BenchmarkCreateCluster(b *testing.B) {
 // BenchmarkUpdateStatus measures the controller's status write.
 func BenchmarkUpdateStatus(b *testing.B) {
 	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler))
+	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
 	if err != nil {
 		b.Fatal(err)
 	}

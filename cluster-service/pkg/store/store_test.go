@@ -16,6 +16,8 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+	"github.com/openhcp/openhcp/internal/envelope"
+	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
@@ -41,9 +43,18 @@ type onceTB struct{ testing.TB }
 
 func (o *onceTB) Cleanup(func()) {}
 
+// keyrings gives every store opened on one database the same KEK, as replicas of one region
+// share theirs.
+var keyrings sync.Map // dsn → *envelope.Keyring
+
+func keysFor(t *testing.T, dsn string) *envelope.Keyring {
+	k, _ := keyrings.LoadOrStore(dsn, envelopetest.Keyring(t))
+	return k.(*envelope.Keyring)
+}
+
 func open(t *testing.T, dsn string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), dsn, slog.Default())
+	s, err := Open(context.Background(), dsn, slog.Default(), keysFor(t, dsn))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -291,7 +302,7 @@ func TestShards(t *testing.T) {
 func TestRevisionsAndReplay(t *testing.T) {
 	ctx := context.Background()
 	dsn := newDSN(t)
-	s, err := Open(ctx, dsn, slog.Default())
+	s, err := Open(ctx, dsn, slog.Default(), keysFor(t, dsn))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ type ClusterChange struct {
 func (s *Store) UpdateCluster(ctx context.Context, id string, revision int64, decide func(c *Cluster, active *csv1.UpgradePolicy) (ClusterChange, error)) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
 			return err
 		}
@@ -135,14 +135,14 @@ func (s *Store) UpdateCluster(ctx context.Context, id string, revision int64, de
 			out = c
 			return nil
 		}
-		out, err = writeClusterTx(ctx, tx, c, spec, st)
+		out, err = s.writeClusterTx(ctx, tx, c, spec, st)
 		return err
 	})
 	return out, err
 }
 
 // writeClusterTx writes spec and status of c under a new revision and records the event.
-func writeClusterTx(ctx context.Context, tx pgx.Tx, c *Cluster, spec *csv1.ClusterSpec, st *csv1.ClusterStatus) (*Cluster, error) {
+func (s *Store) writeClusterTx(ctx context.Context, tx pgx.Tx, c *Cluster, spec *csv1.ClusterSpec, st *csv1.ClusterStatus) (*Cluster, error) {
 	specj, err := protojson.Marshal(spec)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func writeClusterTx(ctx context.Context, tx pgx.Tx, c *Cluster, spec *csv1.Clust
 	if err != nil {
 		return nil, err
 	}
-	out, err := scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET spec = $2, status = $3, state = $4, revision = $5, update_time = now()
+	out, err := s.scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET spec = $2, status = $3, state = $4, revision = $5, update_time = now()
 		WHERE id = $1 AND revision = $6 RETURNING `+clusterColumns, c.ID, specj, stj, st.GetState().String(), rev, c.Revision))
 	if errors.Is(err, ErrNotFound) {
 		return nil, ErrConflict
@@ -173,7 +173,7 @@ func writeClusterTx(ctx context.Context, tx pgx.Tx, c *Cluster, spec *csv1.Clust
 func (s *Store) AdvanceUpgrade(ctx context.Context, clusterID string, revision int64, from csv1.UpgradePolicyState, p *csv1.UpgradePolicy, spec *csv1.ClusterSpec) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		c, err := scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, clusterID))
+		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, clusterID))
 		if err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func (s *Store) AdvanceUpgrade(ctx context.Context, clusterID string, revision i
 		if spec == nil {
 			spec = c.Spec
 		}
-		out, err = writeClusterTx(ctx, tx, c, spec, st)
+		out, err = s.writeClusterTx(ctx, tx, c, spec, st)
 		return err
 	})
 	return out, err

@@ -284,9 +284,13 @@ func (r *Region) startClusterService(ctx context.Context, ms *MaestroServer) err
 		return err
 	}
 	grpcAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
+	secretArgs, err := r.clusterServiceSecretArgs()
+	if err != nil {
+		return err
+	}
 	err = r.startService(ctx, ProcSpec{
 		Name: "cluster-service", Path: filepath.Join(r.binDir, "cluster-service"), LogDir: r.logDir, Env: pgEnv(db),
-		Args: append(r.clusterServiceServerArgs(),
+		Args: append(append(r.clusterServiceServerArgs(), secretArgs...),
 			"--listen", grpcAddr,
 			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
 			"--db-dsn", db.DSN,

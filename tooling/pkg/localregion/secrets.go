@@ -1,0 +1,53 @@
+package localregion
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/openhcp/openhcp/internal/envelope"
+)
+
+// devRegistry is the registry the local region's pull secret names; nothing serves it (the
+// hosted clusters are simulated), but the secret travels the path a real one does: a 0600 file,
+// Cluster Service, a ManifestWork, the management cluster.
+const devRegistry = "registry.openhcp.invalid"
+
+// clusterServiceSecretArgs writes Cluster Service's key-encryption key (envelope encryption of
+// the secrets it stores) and the hosted clusters' pull secret into the secrets directory, each
+// 0600, records them as the region's secrets, and returns the flags that name the files.
+// The retired-key directory starts empty; a KEK rotation moves the old key there
+// (docs/security.md).
+func (r *Region) clusterServiceSecretArgs() ([]string, error) {
+	dir := r.secretsDir()
+	retired := filepath.Join(dir, "cluster-service-kek-retired")
+	if err := os.MkdirAll(retired, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster service secrets: %w", err)
+	}
+	kekFile := filepath.Join(dir, "cluster-service-kek")
+	kek, err := envelope.WriteKeyFile(kekFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster service secrets: %w", err)
+	}
+	token := make([]byte, 24)
+	if _, err := rand.Read(token); err != nil {
+		return nil, fmt.Errorf("cluster service secrets: pull secret: %w", err)
+	}
+	password := base64.RawURLEncoding.EncodeToString(token)
+	auth := base64.StdEncoding.EncodeToString([]byte("openhcp-dev:" + password))
+	pull, err := json.Marshal(map[string]any{"auths": map[string]any{devRegistry: map[string]string{"auth": auth}}})
+	if err != nil {
+		return nil, err
+	}
+	pullFile := filepath.Join(dir, "pull-secret.json")
+	if err := os.WriteFile(pullFile, pull, 0o600); err != nil {
+		return nil, fmt.Errorf("cluster service secrets: pull secret: %w", err)
+	}
+	r.mu.Lock()
+	r.secrets = append(r.secrets, base64.StdEncoding.EncodeToString(kek), password, auth)
+	r.mu.Unlock()
+	return []string{"--secret-kek-file", kekFile, "--secret-kek-retired-dir", retired, "--pull-secret-file", pullFile}, nil
+}
