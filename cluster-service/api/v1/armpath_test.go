@@ -9,7 +9,7 @@ import (
 
 // requests are the messages the frontend sends with a customer's fields in them.
 var requests = []proto.Message{&CreateClusterRequest{}, &UpdateClusterRequest{}, &CreateNodePoolRequest{},
-	&UpdateNodePoolRequest{}, &CreateExternalAuthRequest{}, &UpdateExternalAuthRequest{}}
+	&UpdateNodePoolRequest{}, &CreateExternalAuthRequest{}, &UpdateExternalAuthRequest{}, &RequestCredentialRequest{}}
 
 // TestEveryRequestFieldHasAnARMPath: a field added to a request without arm_path would make
 // its violations reach ARM clients without a target.
@@ -66,6 +66,8 @@ func TestARMPath(t *testing.T) {
 		{&CreateExternalAuthRequest{}, "external_auth.spec.clients[0].component_namespace", "properties.clients[0].component.authClientNamespace"},
 		{&UpdateExternalAuthRequest{}, "spec.validation_rules[1].required_value", "properties.claim.validationRules[1].requiredClaim.requiredValue"},
 		{&UpdateExternalAuthRequest{}, "spec.issuer.audiences[2]", "properties.issuer.audiences[2]"},
+		{&RequestCredentialRequest{}, "certificate_signing_request", "certificateSigningRequest"},
+		{&RequestCredentialRequest{}, "cluster_id", ""},
 	}
 	for _, tc := range tests {
 		got, ok := ARMPath(tc.root.ProtoReflect().Descriptor(), tc.field)

@@ -543,7 +543,8 @@ type RequestCredentialRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	ClusterId string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	// certificate_signing_request: optional PEM CSR (see Credential).
+	// certificate_signing_request: optional PEM CSR (see Credential); the body of the
+	// requestAdminCredential action.
 	CertificateSigningRequest string `protobuf:"bytes,3,opt,name=certificate_signing_request,json=certificateSigningRequest,proto3" json:"certificate_signing_request,omitempty"`
 	unknownFields             protoimpl.UnknownFields
 	sizeCache                 protoimpl.SizeCache
@@ -982,7 +983,7 @@ var File_v1_credential_proto protoreflect.FileDescriptor
 
 const file_v1_credential_proto_rawDesc = "" +
 	"\n" +
-	"\x13v1/credential.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17v1/clusterservice.proto\"\xf6\x02\n" +
+	"\x13v1/credential.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\x1a\x17v1/clusterservice.proto\"\xf6\x02\n" +
 	"\n" +
 	"Credential\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
@@ -1033,12 +1034,12 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\n" +
 	"conditions\x18\x05 \x03(\v2$.openhcp.clusterservice.v1.ConditionR\n" +
 	"conditions\x12?\n" +
-	"\rcomplete_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fcompleteTime\"\x89\x01\n" +
-	"\x18RequestCredentialRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\rcomplete_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fcompleteTime\"\xb6\x01\n" +
+	"\x18RequestCredentialRequest\x12\x15\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12$\n" +
 	"\n" +
-	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12>\n" +
-	"\x1bcertificate_signing_request\x18\x03 \x01(\tR\x19certificateSigningRequest\"U\n" +
+	"cluster_id\x18\x02 \x01(\tB\x05\xca\xf3\x18\x01-R\tclusterId\x12]\n" +
+	"\x1bcertificate_signing_request\x18\x03 \x01(\tB\x1d\xca\xf3\x18\x19certificateSigningRequestR\x19certificateSigningRequest\"U\n" +
 	"\x14GetCredentialRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x12include_kubeconfig\x18\x02 \x01(\bR\x11includeKubeconfig\"7\n" +
@@ -1162,6 +1163,7 @@ func file_v1_credential_proto_init() {
 	if File_v1_credential_proto != nil {
 		return
 	}
+	file_v1_armpath_proto_init()
 	file_v1_clusterservice_proto_init()
 	file_v1_credential_proto_msgTypes[11].OneofWrappers = []any{
 		(*CredentialEvent_Credential)(nil),

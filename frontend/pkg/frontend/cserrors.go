@@ -3,6 +3,7 @@ package frontend
 import (
 	"net/http"
 	"sort"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -62,3 +63,16 @@ type csRefusal struct {
 
 func (e *csRefusal) Error() string   { return e.cloud.Error() }
 func (e *csRefusal) Unwrap() []error { return []error{e.cloud, e.cause} }
+
+// violationDescriptions joins the descriptions of st's field violations ("" when it has none).
+func violationDescriptions(st *status.Status) string {
+	var ds []string
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, fv := range br.GetFieldViolations() {
+				ds = append(ds, sentence(fv.GetDescription()))
+			}
+		}
+	}
+	return strings.Join(ds, " ")
+}

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -92,5 +93,99 @@ func TestFieldViolationsLeaveOtherErrors(t *testing.T) {
 		if got := fieldViolations(ver, &csv1.CreateClusterRequest{}, err); got != err {
 			t.Errorf("fieldViolations(%v) = %v, want it unchanged", err, got)
 		}
+	}
+}
+
+// TestPutClusterFieldViolations drives Cluster Service's refusal of a create through the PUT
+// handler: one violation is one InvalidRequestContent with its target, two are
+// MultipleErrorsOccurred with one detail and target each; the answer names no proto field
+// although Cluster Service's own status message does, and nothing is left behind.
+func TestPutClusterFieldViolations(t *testing.T) {
+	e := newEnv(t)
+	type violation struct{ field, desc string }
+	hostPrefix := violation{"cluster.spec.network.host_prefix", "must be between 23 and 26, not 21"}
+	version := violation{"cluster.spec.version_id", `version "4.1" is not offered in channel group stable`}
+	tests := []struct {
+		name       string
+		violations []violation
+		code       string
+		targets    []string // the error's target for one, the details' targets for several
+	}{
+		{"one", []violation{hostPrefix}, "InvalidRequestContent", []string{"properties.network.hostPrefix"}},
+		{"two", []violation{version, hostPrefix}, "MultipleErrorsOccurred", []string{"properties.network.hostPrefix", "properties.version.id"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var fv []*errdetails.BadRequest_FieldViolation
+			var msgs []string
+			for _, v := range tc.violations {
+				fv = append(fv, &errdetails.BadRequest_FieldViolation{Field: v.field, Description: v.desc})
+				msgs = append(msgs, v.field+": "+v.desc)
+			}
+			st, err := status.New(codes.InvalidArgument, "invalid request: "+strings.Join(msgs, "; ")).WithDetails(&errdetails.BadRequest{FieldViolations: fv})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.cs.setCreateErr(st.Err())
+			defer e.cs.setCreateErr(nil)
+
+			path := clusterPath("rg", "refused-"+tc.name)
+			resp := e.put(path, minimalBody())
+			if resp.code != http.StatusBadRequest {
+				t.Fatalf("status %d: %s", resp.code, resp.body)
+			}
+			var b struct {
+				Error internalapi.CloudErrorBody `json:"error"`
+			}
+			if err := json.Unmarshal(resp.body, &b); err != nil {
+				t.Fatal(err)
+			}
+			if code, _ := resp.armError(t); code != tc.code {
+				t.Fatalf("code %s, want %s: %s", code, tc.code, resp.body)
+			}
+			var targets []string
+			if len(tc.targets) == 1 {
+				if len(b.Error.Details) != 0 {
+					t.Errorf("one error with details: %s", resp.body)
+				}
+				targets = []string{b.Error.Target}
+			} else {
+				if b.Error.Target != "" {
+					t.Errorf("MultipleErrorsOccurred with target %q", b.Error.Target)
+				}
+				for _, d := range b.Error.Details {
+					if d.Code != arm.CodeInvalidRequestContent || d.Message == "" {
+						t.Errorf("detail %+v, want InvalidRequestContent with a message", d)
+					}
+					targets = append(targets, d.Target)
+				}
+			}
+			if strings.Join(targets, ",") != strings.Join(tc.targets, ",") {
+				t.Errorf("targets %v, want %v: %s", targets, tc.targets, resp.body)
+			}
+			for _, v := range tc.violations {
+				if strings.Contains(string(resp.body), v.field) || strings.Contains(string(resp.body), "_") {
+					t.Errorf("the answer names a proto field: %s", resp.body)
+				}
+			}
+			if rd, _ := e.resource(path); rd != nil {
+				t.Errorf("the refused create left a resource document: %+v", rd)
+			}
+		})
+	}
+}
+
+// TestUnmappedRefusalNamesNoProtoField: a refusal with field violations that no request maps
+// (fieldViolations was not given one) answers with the descriptions, not with Cluster Service's
+// status message, which names proto fields.
+func TestUnmappedRefusalNamesNoProtoField(t *testing.T) {
+	st, _ := status.FromError(refusal("cluster.spec.network.host_prefix", "cluster.spec.version_id"))
+	ce := (&Server{}).grpcToCloudError(st)
+	if ce.StatusCode != http.StatusBadRequest || ce.Code != arm.CodeInvalidRequestContent || ce.Message != "Is wrong. Is wrong." {
+		t.Fatalf("got %d %s %q", ce.StatusCode, ce.Code, ce.Message)
+	}
+	plain, _ := status.FromError(status.Error(codes.InvalidArgument, "the version is not offered"))
+	if ce := (&Server{}).grpcToCloudError(plain); ce.Message != "the version is not offered" {
+		t.Fatalf("a message without violations: %q", ce.Message)
 	}
 }

@@ -61,10 +61,15 @@ func (s *Server) toCloudError(r *http.Request, err error) *arm.CloudError {
 }
 
 // grpcToCloudError maps Cluster Service status codes (DESIGN §3.3). CS messages are written
-// for customers, so they are passed on.
+// for customers, so they are passed on — except an InvalidArgument's with field violations,
+// whose message names proto fields: a refusal that fieldViolations did not map to ARM paths
+// answers with the violations' descriptions alone.
 func (s *Server) grpcToCloudError(st *status.Status) *arm.CloudError {
 	switch st.Code() {
 	case codes.InvalidArgument, codes.OutOfRange:
+		if d := violationDescriptions(st); d != "" {
+			return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "%s", d)
+		}
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "%s", st.Message())
 	case codes.NotFound:
 		return cloudError(http.StatusNotFound, arm.CodeNotFound, "", "%s", st.Message())

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -40,7 +41,10 @@ func (f *fakeCredentials) RequestCredential(_ context.Context, in *csv1.RequestC
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if csr := in.GetCertificateSigningRequest(); csr != "" && !strings.HasPrefix(csr, "-----BEGIN CERTIFICATE REQUEST-----") {
-		return nil, status.Error(codes.InvalidArgument, "certificate_signing_request: is not a PEM CERTIFICATE REQUEST")
+		// As Cluster Service refuses: a field violation, its path in the status message too.
+		st, _ := status.New(codes.InvalidArgument, "invalid request: certificate_signing_request: is not a PEM CERTIFICATE REQUEST").WithDetails(
+			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: "certificate_signing_request", Description: "is not a PEM CERTIFICATE REQUEST"}}})
+		return nil, st.Err()
 	}
 	for _, r := range f.revocations {
 		if r.GetClusterId() == in.GetClusterId() && r.GetStatus().GetState() == csv1.RevocationState_REVOCATION_STATE_REVOKING {
@@ -231,15 +235,16 @@ func TestRequestAdminCredentialBody(t *testing.T) {
 	for _, tc := range []struct {
 		name, version, body string
 		want                int
+		target              string // of the error, when one is wanted
 	}{
-		{"no_body_before_2026_09", "2024-06-10-preview", "", http.StatusAccepted},
-		{"empty_object_before_2026_09", "2025-12-23-preview", "{}", http.StatusAccepted},
-		{"csr_before_2026_09_is_unknown", "2026-06-30-preview", `{"certificateSigningRequest":"x"}`, http.StatusBadRequest},
-		{"no_body_in_2026_09", "2026-09-01-preview", "", http.StatusAccepted},
-		{"csr_in_2026_09", "2026-09-01-preview", `{"certificateSigningRequest":"-----BEGIN CERTIFICATE REQUEST-----\n"}`, http.StatusAccepted},
-		{"csr_not_pem_is_400_from_cluster_service", "2026-09-01-preview", `{"certificateSigningRequest":"nope"}`, http.StatusBadRequest},
-		{"unknown_property", "2026-09-01-preview", `{"user":"x"}`, http.StatusBadRequest},
-		{"csr_not_a_string", "2026-09-01-preview", `{"certificateSigningRequest":1}`, http.StatusBadRequest},
+		{"no_body_before_2026_09", "2024-06-10-preview", "", http.StatusAccepted, ""},
+		{"empty_object_before_2026_09", "2025-12-23-preview", "{}", http.StatusAccepted, ""},
+		{"csr_before_2026_09_is_unknown", "2026-06-30-preview", `{"certificateSigningRequest":"x"}`, http.StatusBadRequest, ""},
+		{"no_body_in_2026_09", "2026-09-01-preview", "", http.StatusAccepted, ""},
+		{"csr_in_2026_09", "2026-09-01-preview", `{"certificateSigningRequest":"-----BEGIN CERTIFICATE REQUEST-----\n"}`, http.StatusAccepted, ""},
+		{"csr_not_pem_is_400_from_cluster_service", "2026-09-01-preview", `{"certificateSigningRequest":"nope"}`, http.StatusBadRequest, "certificateSigningRequest"},
+		{"unknown_property", "2026-09-01-preview", `{"user":"x"}`, http.StatusBadRequest, ""},
+		{"csr_not_a_string", "2026-09-01-preview", `{"certificateSigningRequest":1}`, http.StatusBadRequest, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var body []byte
@@ -249,6 +254,11 @@ func TestRequestAdminCredentialBody(t *testing.T) {
 			resp := e.do("POST", base+tc.version, body, nil)
 			if resp.code != tc.want {
 				t.Fatalf("got %d %s, want %d", resp.code, resp.body, tc.want)
+			}
+			if tc.target != "" {
+				if _, target := resp.armError(t); target != tc.target || strings.Contains(string(resp.body), "certificate_signing_request") {
+					t.Fatalf("target %q, want %q, and no proto field: %s", target, tc.target, resp.body)
+				}
 			}
 		})
 	}

@@ -91,8 +91,9 @@ func (s *Server) requestAdminCredential(w http.ResponseWriter, r *http.Request) 
 	return s.startAction(w, r, docs.OperationRequestCredential, func(id, clusterID string) error {
 		ctx, cancel := s.csContext(r.Context(), info(r))
 		defer cancel()
-		_, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: id, ClusterId: clusterID, CertificateSigningRequest: csr})
-		return err
+		req := &csv1.RequestCredentialRequest{Id: id, ClusterId: clusterID, CertificateSigningRequest: csr}
+		_, err := s.cfg.Credentials.RequestCredential(ctx, req)
+		return fieldViolations(info(r).version, req, err)
 	})
 }
 
