@@ -24,7 +24,7 @@ help:
 
 .PHONY: deps
 deps:
-	@hack/ensure-packages.sh postgresql mosquitto protobuf-compiler libprotobuf-dev jq
+	@hack/ensure-packages.sh postgresql mosquitto protobuf-compiler libprotobuf-dev jq chromium
 	@# Node runs the Cosmos-compatible server the cosmos store's conformance test starts.
 	@command -v npm >/dev/null || hack/ensure-packages.sh nodejs npm
 	@[ $(COSMOS_EMULATOR)/node_modules/.package-lock.json -nt $(COSMOS_EMULATOR)/package-lock.json ] || \

@@ -36,18 +36,28 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
-	page, err := s.cfg.Store.Query(ctx, store.Query{Type: store.TypeOperation, Limit: size, Continuation: q.Get("pageToken")})
+	out, err := s.operations(ctx, all, size, q.Get("pageToken"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// operations returns one page of the region's operations (active ones only unless all).
+func (s *Server) operations(ctx context.Context, all bool, size int, token string) (adminapi.OperationList, error) {
+	page, err := s.cfg.Store.Query(ctx, store.Query{Type: store.TypeOperation, Limit: size, Continuation: token})
 	if errors.Is(err, store.ErrInvalidContinuation) {
-		return badRequest("pageToken", "pageToken was not issued by this API")
+		return adminapi.OperationList{}, badRequest("pageToken", "pageToken was not issued by this API")
 	}
 	if err != nil {
-		return fmt.Errorf("query operations: %w", err)
+		return adminapi.OperationList{}, fmt.Errorf("query operations: %w", err)
 	}
 	out := adminapi.OperationList{Operations: []adminapi.Operation{}, NextPageToken: page.Continuation}
 	for _, d := range page.Documents {
 		op, err := s.operation(d)
 		if err != nil {
-			return err
+			return adminapi.OperationList{}, err
 		}
 		if !all && api.ProvisioningState(op.Status).Terminal() {
 			continue
@@ -58,8 +68,7 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request) error {
 		out.Operations = append(out.Operations, op)
 	}
 	sort.SliceStable(out.Operations, func(i, j int) bool { return out.Operations[i].StartTime.Before(out.Operations[j].StartTime) })
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // waitingOn says which step an active operation waits on, from Cluster Service's view of its

@@ -24,6 +24,13 @@ func (s *Server) routes() []route {
 		{pattern: "POST /admin/v1/shards/{name}/uncordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardUncordon)},
 		{pattern: "PUT /admin/v1/shards/{name}/status", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardSetStatus)},
 		{pattern: "GET /admin/v1/audit", perm: access.ReadAudit, handle: s.listAudit},
+		// The SRE portal: pages over the same data, through the same middleware.
+		{pattern: "GET /portal/{$}", perm: access.ReadClusters, handle: s.portalFleet},
+		{pattern: "GET /portal/clusters/{id...}", perm: access.ReadClusters, target: pathValue("id"), handle: s.portalCluster},
+		{pattern: "GET /portal/shards", perm: access.ReadShards, handle: s.portalShards},
+		{pattern: "POST /portal/shards/{name}/cordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.portalShardChange(shardCordon)},
+		{pattern: "POST /portal/shards/{name}/uncordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.portalShardChange(shardUncordon)},
+		{pattern: "GET /portal/audit", perm: access.ReadAudit, handle: s.portalAudit},
 		// Every other path: identified and audited like the rest, then 404.
 		{pattern: "/", target: func(r *http.Request) string { return r.URL.Path }, handle: func(w http.ResponseWriter, r *http.Request) error {
 			return notFound(r.URL.Path, "no admin route %s %s", r.Method, r.URL.Path)

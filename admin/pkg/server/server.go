@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -255,7 +256,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		}
 		log.Info("admin call", "person", id.Person, "group", id.Group, "target", e.Target, "reason", e.Reason, "auditId", rec.ID)
 		sr := &statusRecorder{ResponseWriter: w}
-		if err := rt.handle(sr, r); err != nil {
+		if err := rt.handle(sr, r.WithContext(withIdentity(r.Context(), id))); err != nil {
 			s.writeError(sr, r, err)
 		}
 		done := e
@@ -269,7 +270,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 	}
 }
 
-// readReason reads a mutating route's JSON body and its required "reason".
+// readReason reads a mutating route's body and its required "reason": a JSON object, or a
+// portal form (application/x-www-form-urlencoded), which must come from the portal's own origin
+// so that another site cannot make an SRE's browser post it.
 func readReason(r *http.Request) (string, []byte, *apiError) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
@@ -278,22 +281,39 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 	if len(body) > maxBody {
 		return "", nil, badRequest("", "the body is larger than %d bytes", maxBody)
 	}
-	var b struct {
-		Reason *string `json:"reason"`
+	var reason *string
+	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) == "application/x-www-form-urlencoded" {
+		if origin := r.Header.Get("Origin"); origin != "https://"+r.Host {
+			return "", nil, errorf(http.StatusForbidden, adminapi.CodeForbidden, "Origin", "a form must be posted from the portal itself (Origin %q, want %q)", origin, "https://"+r.Host)
+		}
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return "", nil, badRequest("", "the form does not parse: %v", err)
+		}
+		r.PostForm = form
+		if form.Has("reason") {
+			v := form.Get("reason")
+			reason = &v
+		}
+	} else {
+		var b struct {
+			Reason *string `json:"reason"`
+		}
+		if len(bytes.TrimSpace(body)) == 0 {
+			return "", nil, badRequest("reason", "a JSON body with a \"reason\" is required")
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return "", nil, badRequest("", "the body is not a JSON object: %v", err)
+		}
+		reason = b.Reason
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return "", nil, badRequest("reason", "a JSON body with a \"reason\" is required")
-	}
-	if err := json.Unmarshal(body, &b); err != nil {
-		return "", nil, badRequest("", "the body is not a JSON object: %v", err)
-	}
-	if b.Reason == nil || strings.TrimSpace(*b.Reason) == "" {
+	if reason == nil || strings.TrimSpace(*reason) == "" {
 		return "", nil, badRequest("reason", "\"reason\" is required: say why (it is kept in the audit log)")
 	}
-	if len(*b.Reason) > 1024 {
+	if len(*reason) > 1024 {
 		return "", nil, badRequest("reason", "\"reason\" is longer than 1024 characters")
 	}
-	return strings.TrimSpace(*b.Reason), body, nil
+	return strings.TrimSpace(*reason), body, nil
 }
 
 func newID() string {

@@ -160,7 +160,7 @@ func (e *env) call(t *testing.T, identity, method, path, body string, hdr ...str
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var ae adminapi.Error
-	if resp.StatusCode >= 400 {
+	if resp.StatusCode >= 400 && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 		if err := json.Unmarshal(b, &ae); err != nil || ae.Code == "" || ae.Message == "" {
 			t.Fatalf("%s %s: error body is not {code,message}: %s", method, path, b)
 		}
@@ -340,4 +340,56 @@ func TestAuditRouteFilters(t *testing.T) {
 func TestMain(m *testing.M) {
 	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	os.Exit(m.Run())
+}
+
+func TestPortal(t *testing.T) {
+	e := start(t)
+	host := strings.TrimPrefix(e.url, "https://")
+	form := "application/x-www-form-urlencoded"
+	t.Run("pages_render_for_a_reader", func(t *testing.T) {
+		for path, want := range map[string]string{"/portal/": "Shard capacity", "/portal/shards": "mgmt-2", "/portal/audit": "Audit log"} {
+			code, _, body := e.call(t, "bob", "GET", path, "")
+			if code != 200 || !strings.Contains(string(body), want) || !strings.Contains(string(body), "bob (sre-readonly)") {
+				t.Errorf("%s: %d %.300s", path, code, body)
+			}
+		}
+	})
+	t.Run("pages_refuse_without_identity", func(t *testing.T) {
+		if code, _, body := e.call(t, "", "GET", "/portal/", ""); code != 401 || strings.Contains(string(body), "mgmt-1") {
+			t.Fatalf("%d %s", code, body)
+		}
+	})
+	t.Run("cross_site_form_is_refused_and_changes_nothing", func(t *testing.T) {
+		for _, origin := range []string{"", "https://evil.example", "http://" + host} {
+			code, ae, _ := e.call(t, "alice", "POST", "/portal/shards/mgmt-1/cordon", "reason=x", "Content-Type", form, "Origin", origin)
+			if code != 403 || ae.Target != "Origin" {
+				t.Fatalf("Origin %q: %d %+v", origin, code, ae)
+			}
+		}
+		if got := e.shardStatus(t, "mgmt-1"); got != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+			t.Fatalf("shard is %s", got)
+		}
+	})
+	t.Run("readonly_form_is_forbidden", func(t *testing.T) {
+		code, _, _ := e.call(t, "bob", "POST", "/portal/shards/mgmt-1/cordon", "reason=x", "Content-Type", form, "Origin", "https://"+host)
+		if code != 403 || e.shardStatus(t, "mgmt-1") != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+			t.Fatalf("%d", code)
+		}
+	})
+	t.Run("stale_page_changes_nothing", func(t *testing.T) {
+		code, _, body := e.call(t, "alice", "POST", "/portal/shards/mgmt-1/cordon", `reason=x&etag="maintenance"`, "Content-Type", form, "Origin", "https://"+host)
+		if code != 412 || !strings.Contains(string(body), "id=\"error\"") || e.shardStatus(t, "mgmt-1") != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+			t.Fatalf("%d %s", code, body)
+		}
+	})
+	t.Run("own_form_cordons_and_is_audited", func(t *testing.T) {
+		code, _, body := e.call(t, "alice", "POST", "/portal/shards/mgmt-1/cordon", `reason=from+the+portal&etag="active"`, "Content-Type", form, "Origin", "https://"+host, adminapi.HeaderCorrelationID, "portal-form")
+		if code != 200 || !strings.Contains(string(body), "Shard mgmt-1 is now maintenance.") || e.shardStatus(t, "mgmt-1") != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
+			t.Fatalf("%d %s", code, body)
+		}
+		recs := e.lastAudit(t, audit.Filter{CorrelationID: "portal-form"})
+		if len(recs) != 2 || recs[1].Reason != "from the portal" || recs[1].Route != "POST /portal/shards/{name}/cordon" {
+			t.Fatalf("%+v", recs)
+		}
+	})
 }

@@ -41,17 +41,26 @@ func (s *Server) listShards(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
+	out, err := s.shards(ctx)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// shards returns every provision shard, by name.
+func (s *Server) shards(ctx context.Context) (adminapi.ShardList, error) {
 	resp, err := s.cfg.Shards.ListShards(ctx, &csv1.ListShardsRequest{})
 	if err != nil {
-		return upstream("list provision shards in Cluster Service", "", err)
+		return adminapi.ShardList{}, upstream("list provision shards in Cluster Service", "", err)
 	}
 	out := adminapi.ShardList{Shards: []adminapi.Shard{}}
 	for _, sh := range resp.GetShards() {
 		out.Shards = append(out.Shards, shardView(sh))
 	}
 	sort.Slice(out.Shards, func(i, j int) bool { return out.Shards[i].Name < out.Shards[j].Name })
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 type shardChange int
@@ -69,51 +78,60 @@ func (s *Server) changeShard(kind shardChange) func(http.ResponseWriter, *http.R
 		if err := knownParams(r); err != nil {
 			return err
 		}
-		name := r.PathValue("name")
 		var body adminapi.ShardChange
 		dec := json.NewDecoder(r.Body)
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&body); err != nil {
 			return badRequest("", "decode the body: %v", err)
 		}
-		var want csv1.ShardStatus
-		switch kind {
-		case shardCordon:
-			want = csv1.ShardStatus_SHARD_STATUS_MAINTENANCE
-		case shardUncordon:
-			want = csv1.ShardStatus_SHARD_STATUS_ACTIVE
-		case shardSetStatus:
-			st, ok := parseShardStatus(body.Status)
-			if !ok {
-				return badRequest("status", "status must be active, maintenance or offline; got %q", body.Status)
-			}
-			want = st
-		}
-		if kind != shardSetStatus && body.Status != "" {
-			return badRequest("status", "status is implied by this route; leave it out (or use PUT /admin/v1/shards/{name}/status)")
-		}
-		req := &csv1.SetShardStatusRequest{Name: name, Status: want}
-		if m := r.Header.Get("If-Match"); m != "" {
-			st, ok := parseShardStatus(strings.Trim(m, `"`))
-			if !ok {
-				return badRequest("If-Match", "If-Match must be a shard ETag (\"active\", \"maintenance\" or \"offline\"), got %s", m)
-			}
-			req.IfStatus = st
-		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 		defer cancel()
-		sh, err := s.cfg.Shards.SetShardStatus(ctx, req)
+		sh, err := s.setShard(ctx, r.PathValue("name"), kind, body.Status, r.Header.Get("If-Match"))
 		if err != nil {
-			e := upstream("set the status of shard "+name, name, err)
-			if e.status == http.StatusNotFound {
-				e.body.Message = "no provision shard " + name
-			}
-			if e.status == http.StatusPreconditionFailed {
-				e.body.Target = "If-Match"
-			}
-			return e
+			return err
 		}
-		writeJSON(w, http.StatusOK, shardView(sh))
+		writeJSON(w, http.StatusOK, sh)
 		return nil
 	}
+}
+
+// setShard changes a shard's status: kind says to which (status for shardSetStatus); a
+// non-empty ifMatch (an ETag) makes the change conditional.
+func (s *Server) setShard(ctx context.Context, name string, kind shardChange, status, ifMatch string) (adminapi.Shard, error) {
+	var want csv1.ShardStatus
+	switch kind {
+	case shardCordon:
+		want = csv1.ShardStatus_SHARD_STATUS_MAINTENANCE
+	case shardUncordon:
+		want = csv1.ShardStatus_SHARD_STATUS_ACTIVE
+	case shardSetStatus:
+		st, ok := parseShardStatus(status)
+		if !ok {
+			return adminapi.Shard{}, badRequest("status", "status must be active, maintenance or offline; got %q", status)
+		}
+		want = st
+	}
+	if kind != shardSetStatus && status != "" {
+		return adminapi.Shard{}, badRequest("status", "status is implied by this route; leave it out (or use PUT /admin/v1/shards/{name}/status)")
+	}
+	req := &csv1.SetShardStatusRequest{Name: name, Status: want}
+	if ifMatch != "" {
+		st, ok := parseShardStatus(strings.Trim(ifMatch, `"`))
+		if !ok {
+			return adminapi.Shard{}, badRequest("If-Match", "If-Match must be a shard ETag (\"active\", \"maintenance\" or \"offline\"), got %s", ifMatch)
+		}
+		req.IfStatus = st
+	}
+	sh, err := s.cfg.Shards.SetShardStatus(ctx, req)
+	if err != nil {
+		e := upstream("set the status of shard "+name, name, err)
+		if e.status == http.StatusNotFound {
+			e.body.Message = "no provision shard " + name
+		}
+		if e.status == http.StatusPreconditionFailed {
+			e.body.Target = "If-Match"
+		}
+		return adminapi.Shard{}, e
+	}
+	return shardView(sh), nil
 }

@@ -29,6 +29,7 @@ func init() {
 		{noun: "shard", verb: "cordon", args: "<shard>", nargs: 1, summary: "no new clusters on the shard", flags: shardChangeFlags(false), run: shardChange(adminapi.ShardCordon)},
 		{noun: "shard", verb: "uncordon", args: "<shard>", nargs: 1, summary: "the shard takes new clusters again", flags: shardChangeFlags(false), run: shardChange(adminapi.ShardUncordon)},
 		{noun: "shard", verb: "set-status", args: "<shard>", nargs: 1, summary: "set active, maintenance or offline", flags: shardChangeFlags(true), run: shardChange(adminapi.ShardSetStatus)},
+		{noun: "portal", summary: "serve the SRE portal on a loopback address, as your SRE identity", flags: portalFlags, run: portal, long: true},
 		{noun: "audit", summary: "the audit log, newest first", flags: auditFlags, run: auditList},
 	}
 }

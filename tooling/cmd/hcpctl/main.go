@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
@@ -75,6 +76,8 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(args []string) error
 	run   func(ctx context.Context, a *app, args []string) error
 	nargs int
+	// long commands run until interrupted (no --timeout).
+	long bool
 }
 
 // app is what a command runs with.
@@ -157,10 +160,13 @@ func execute(args []string, getenv func(string) string, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
+	if !cmd.long {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
 	return cmd.run(ctx, &app{c: c, g: g, out: stdout}, positional)
 }
 

@@ -1,0 +1,201 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/audit"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+// The SRE portal: server-rendered pages over the same data and the same middleware as the
+// JSON routes (identity, permission, audit), so a page shows nothing its viewer could not read
+// through the API and a form changes nothing the API would refuse.
+
+//go:embed portal/*.html
+var portalFiles embed.FS
+
+var portalTemplates = template.Must(template.New("portal").Funcs(template.FuncMap{
+	"percent": func(load float64) int { return int(load*100 + 0.5) },
+	"age":     func(s int64) string { return (time.Duration(s) * time.Second).String() },
+	"last":    func(id string) string { return id[strings.LastIndex(id, "/")+1:] },
+	// clusterPath is the portal path of the cluster an ARM resource ID belongs to.
+	"clusterPath": func(id string) string {
+		lower := strings.ToLower(id)
+		const seg = "/hcpopenshiftclusters/"
+		if i := strings.Index(lower, seg); i >= 0 {
+			rest := id[i+len(seg):]
+			if j := strings.Index(rest, "/"); j >= 0 {
+				rest = rest[:j]
+			}
+			id = id[:i+len(seg)] + rest
+		}
+		return strings.TrimPrefix(id, "/")
+	},
+	"indent": func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		if json.Indent(&b, raw, "", "  ") != nil {
+			return string(raw)
+		}
+		return b.String()
+	},
+}).ParseFS(portalFiles, "portal/*.html"))
+
+// page is what every portal page gets.
+type page struct {
+	Title          string
+	Who            access.Identity
+	Message, Error string
+}
+
+func (s *Server) render(w http.ResponseWriter, status int, name string, data any) error {
+	var b bytes.Buffer
+	if err := portalTemplates.ExecuteTemplate(&b, name, data); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// portalFleet serves GET /portal/: clusters by state and shard, shard capacity, active
+// operations, and the clusters.
+func (s *Server) portalFleet(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	shards, err := s.shards(ctx)
+	if err != nil {
+		return err
+	}
+	var clusters []adminapi.ClusterSummary
+	token := ""
+	for range 20 { // at most 20 000 clusters on the overview
+		resp, err := s.cfg.Clusters.ListClusters(ctx, &csv1.ListClustersRequest{PageSize: 1000, PageToken: token})
+		if err != nil {
+			return upstream("list clusters in Cluster Service", "", err)
+		}
+		for _, c := range resp.GetClusters() {
+			clusters = append(clusters, summarize(c))
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	counts, totals := map[string]map[string]int{}, map[string]int{}
+	for _, st := range clusterStates {
+		counts[st] = map[string]int{}
+	}
+	for _, c := range clusters {
+		if counts[c.State] == nil {
+			counts[c.State] = map[string]int{}
+		}
+		counts[c.State][c.Shard]++
+		totals[c.State]++
+	}
+	ops, err := s.operations(ctx, false, 1000, "")
+	if err != nil {
+		return err
+	}
+	return s.render(w, http.StatusOK, "fleet.html", struct {
+		page
+		States     []string
+		Shards     []adminapi.Shard
+		Counts     map[string]map[string]int
+		Totals     map[string]int
+		Operations []adminapi.Operation
+		Clusters   []adminapi.ClusterSummary
+	}{page{Title: "Fleet", Who: identityFrom(ctx)}, clusterStates, shards.Shards, counts, totals, ops.Operations, clusters})
+}
+
+// portalCluster serves GET /portal/clusters/{id...}: the describe view and its operation
+// timeline.
+func (s *Server) portalCluster(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	d, _, _, err := s.describe(ctx, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return s.render(w, http.StatusOK, "cluster.html", struct {
+		page
+		ID       string
+		Describe adminapi.ClusterDescription
+	}{page{Title: "Cluster " + lastSegmentOf(d.Summary.ARMResourceID), Who: identityFrom(ctx)}, d.Summary.ID, d})
+}
+
+func lastSegmentOf(id string) string { return id[strings.LastIndex(id, "/")+1:] }
+
+// portalShards serves GET /portal/shards.
+func (s *Server) portalShards(w http.ResponseWriter, r *http.Request) error {
+	return s.renderShards(w, r, http.StatusOK, "", "")
+}
+
+func (s *Server) renderShards(w http.ResponseWriter, r *http.Request, status int, message, errText string) error {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	shards, err := s.shards(ctx)
+	if err != nil {
+		return err
+	}
+	return s.render(w, status, "shards.html", struct {
+		page
+		Shards []adminapi.Shard
+	}{page{Title: "Shards", Who: identityFrom(r.Context()), Message: message, Error: errText}, shards.Shards})
+}
+
+// portalShardChange serves the shards page's forms (POST /portal/shards/{name}/cordon and
+// /uncordon): conditional on the etag the page showed, so a stale page changes nothing.
+func (s *Server) portalShardChange(kind shardChange) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		name := r.PathValue("name")
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+		defer cancel()
+		sh, err := s.setShard(ctx, name, kind, "", r.PostForm.Get("etag"))
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return s.renderShards(w, r, ae.status, "", ae.body.Message)
+		}
+		if err != nil {
+			return err
+		}
+		return s.renderShards(w, r, http.StatusOK, fmt.Sprintf("Shard %s is now %s.", sh.Name, sh.Status), "")
+	}
+}
+
+// portalAudit serves GET /portal/audit with the same filters as the API (a subset in the form).
+func (s *Server) portalAudit(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := audit.Filter{Person: q.Get("person"), Group: q.Get("group"), Outcome: q.Get("outcome"), Target: q.Get("target"), Limit: 200}
+	entries, _, err := s.cfg.Audit.Query(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	return s.render(w, http.StatusOK, "audit.html", struct {
+		page
+		Filter   audit.Filter
+		Outcomes []string
+		Entries  []audit.Entry
+	}{page{Title: "Audit log", Who: identityFrom(r.Context())}, f, []string{audit.Unauthenticated, audit.Forbidden, audit.Allowed, audit.Completed}, entries})
+}
+
+type identityKey struct{}
+
+func withIdentity(ctx context.Context, id access.Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+func identityFrom(ctx context.Context) access.Identity {
+	id, _ := ctx.Value(identityKey{}).(access.Identity)
+	return id
+}
