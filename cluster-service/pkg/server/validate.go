@@ -119,10 +119,12 @@ func validateCreate(req *csv1.CreateClusterRequest, catalogue *versions.Catalogu
 		}
 		nets[field] = ipn
 	}
+	// Descriptions name no fields (the frontend puts the ARM path in the target).
+	networkNames := map[string]string{"pod_cidr": "the pod network", "service_cidr": "the service network"}
 	for _, pair := range [][2]string{{"pod_cidr", "service_cidr"}, {"pod_cidr", "machine_cidr"}, {"service_cidr", "machine_cidr"}} {
 		a, b := nets[pair[0]], nets[pair[1]]
 		if a != nil && b != nil && (a.Contains(b.IP) || b.Contains(a.IP)) {
-			v.add("cluster.spec.network."+pair[1], "overlaps %s", pair[0])
+			v.add("cluster.spec.network."+pair[1], "overlaps %s %s", networkNames[pair[0]], a)
 		}
 	}
 	if hp := n.GetHostPrefix(); hp < 23 || hp > 26 {
