@@ -77,6 +77,9 @@ type Controller struct {
 	// work is not re-sent on every reconcile. After a restart it is empty: everything is
 	// applied once more, which Maestro treats as a no-op.
 	applied map[string]string
+	// steady remembers, per key, the hash of the steady (polled-feedback) form of the spec last
+	// applied, to tell a new spec (a transition starting) from a change of feedback mode only.
+	steady map[string]string
 	// written remembers the revision of our own last status write per cluster, so the store
 	// event it causes does not trigger a needless reconcile.
 	written map[string]int64
@@ -115,6 +118,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 			),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clusters"}),
 		applied: map[string]string{},
+		steady:  map[string]string{},
 		written: map[string]int64{},
 		watches: map[string]context.CancelFunc{},
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -395,18 +399,28 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		cl = placed
 	}
 
-	work, err := manifests.Build(c.cfg.Manifests, manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec,
-		EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey})
+	var buildErr error // a spec that cannot be built, as opposed to a failure to read the external auth
+	var ea *store.ExternalAuth
+	work, steadyHash, err := c.withFeedbackMode(id, cl.Status.GetState() == csv1.ClusterState_CLUSTER_STATE_READY,
+		func(watch bool) (*workv1.ManifestWork, error) {
+			w, err := manifests.Build(c.cfg.Manifests, manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec,
+				EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey, WatchStatus: watch})
+			if err != nil {
+				buildErr = err
+				return nil, err
+			}
+			w, ea, err = c.withExternalAuth(ctx, cl, w)
+			return w, err
+		})
+	if err != nil && buildErr == nil {
+		return 0, err
+	}
 	if err != nil {
 		// The spec was validated at create; a build failure cannot fix itself by retrying.
 		st := &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidClusterSpec", Message: err.Error()}
 		_, werr := c.writeStatus(ctx, cl, st)
 		log.Error("cannot build manifests", "error", err)
 		return 0, werr
-	}
-	work, ea, err := c.withExternalAuth(ctx, cl, work)
-	if err != nil {
-		return 0, err
 	}
 	hash := work.Annotations[manifests.AnnotationSpecHash]
 	c.mu.Lock()
@@ -417,9 +431,9 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 			return 0, fmt.Errorf("apply work of cluster %s to %s: %w", id, cl.Shard, err)
 		}
 		c.mu.Lock()
-		c.applied[id] = hash
+		c.applied[id], c.steady[id] = hash, steadyHash
 		c.mu.Unlock()
-		log.Info("manifest work applied", "work", work.Name)
+		log.Info("manifest work applied", "work", work.Name, "feedback", feedbackMode(work))
 		if cl.Status.GetApplied() {
 			// The pools' works carry part of the cluster's spec (the node drain timeout);
 			// each rebuilds and applies only if its own hash changed.
@@ -544,6 +558,7 @@ func (c *Controller) writeStatus(ctx context.Context, cl *store.Cluster, st *csv
 func (c *Controller) forget(id string) {
 	c.mu.Lock()
 	delete(c.applied, id)
+	delete(c.steady, id)
 	delete(c.written, id)
 	c.mu.Unlock()
 }
@@ -555,4 +570,35 @@ func (c *Controller) now() time.Time {
 		return c.cfg.Now()
 	}
 	return time.Now()
+}
+
+// withFeedbackMode builds an object's work with the feedback mode its moment asks for
+// (manifests' feedbackScrape): Watch while a transition is in flight — the object is not
+// READY, or its spec differs from the steady form last applied for key (an update, upgrade or
+// scale starting, before its status says so) — and Poll once it is steady. build makes the
+// work for a mode; steadyHash is the hash of the Poll form, to remember once the work is sent.
+func (c *Controller) withFeedbackMode(key string, ready bool, build func(watch bool) (*workv1.ManifestWork, error)) (work *workv1.ManifestWork, steadyHash string, err error) {
+	steadyWork, err := build(false)
+	if err != nil {
+		return nil, "", err
+	}
+	steadyHash = steadyWork.Annotations[manifests.AnnotationSpecHash]
+	c.mu.Lock()
+	last, known := c.steady[key]
+	c.mu.Unlock()
+	if ready && (!known || last == steadyHash) {
+		return steadyWork, steadyHash, nil
+	}
+	work, err = build(true)
+	return work, steadyHash, err
+}
+
+// feedbackMode names how the work's first HostedCluster or NodePool reports status, for logs.
+func feedbackMode(w *workv1.ManifestWork) string {
+	for _, mc := range w.Spec.ManifestConfigs {
+		if mc.FeedbackScrapeType != "" {
+			return string(mc.FeedbackScrapeType)
+		}
+	}
+	return ""
 }

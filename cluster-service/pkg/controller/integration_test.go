@@ -56,6 +56,13 @@ type region struct {
 
 func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *region {
 	t.Helper()
+	return startRegionPolling(t, ctx, sim, 2*time.Second)
+}
+
+// startRegionPolling is startRegion with the agent re-reading applied objects for feedback every
+// statusSync (the poll that watched feedback makes unnecessary during transitions).
+func startRegionPolling(t *testing.T, ctx context.Context, sim hypershiftsim.Options, statusSync time.Duration) *region {
+	t.Helper()
 	maestroBin, err := localregion.MaestroBinary(ctx)
 	if err != nil {
 		t.Fatalf("maestro binary: %v", err)
@@ -100,7 +107,7 @@ func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *
 		t.Fatalf("register consumer: %v", err)
 	}
 	agent, err := localregion.StartMaestroAgent(ctx, localregion.MaestroAgentOptions{Binary: maestroBin, ConsumerName: shard,
-		Kubeconfig: mc.Kubeconfig, MQTTAddr: mq.Addr, Dir: filepath.Join(dir, "agent"), LogDir: logDir, StatusSyncInterval: 2 * time.Second})
+		Kubeconfig: mc.Kubeconfig, MQTTAddr: mq.Addr, Dir: filepath.Join(dir, "agent"), LogDir: logDir, StatusSyncInterval: statusSync})
 	if err != nil {
 		t.Fatalf("start maestro agent: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	workv1 "open-cluster-management.io/api/work/v1"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
@@ -104,8 +105,11 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 		return c.cfg.DeletePollPeriod, nil
 	}
 
-	work, err := manifests.BuildNodePool(c.cfg.Manifests, manifests.NodePool{ID: np.ID, ARMResourceID: np.ARMResourceID, Spec: np.Spec,
-		Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec}})
+	work, steadyHash, err := c.withFeedbackMode(key, np.Status.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY,
+		func(watch bool) (*workv1.ManifestWork, error) {
+			return manifests.BuildNodePool(c.cfg.Manifests, manifests.NodePool{ID: np.ID, ARMResourceID: np.ARMResourceID, Spec: np.Spec,
+				Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec}, WatchStatus: watch})
+		})
 	if err != nil {
 		st := &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_ERROR, ErrorCode: "InvalidNodePoolSpec", Message: err.Error()}
 		_, werr := c.writeNodePoolStatus(ctx, np, st)
@@ -121,9 +125,9 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 			return 0, fmt.Errorf("apply work of node pool %s to %s: %w", id, cl.Shard, err)
 		}
 		c.mu.Lock()
-		c.applied[key] = hash
+		c.applied[key], c.steady[key] = hash, steadyHash
 		c.mu.Unlock()
-		log.Info("node pool manifest work applied", "work", work.Name)
+		log.Info("node pool manifest work applied", "work", work.Name, "feedback", feedbackMode(work))
 	}
 	got, err := c.works.Get(ctx, cl.Shard, work.Name)
 	if apierrors.IsNotFound(err) {

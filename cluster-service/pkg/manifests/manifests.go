@@ -89,6 +89,23 @@ type Cluster struct {
 	EtcdEncryptionKey []byte
 	// SSHPublicKey in authorized_keys format, generated once per cluster and stored.
 	SSHPublicKey string
+	// WatchStatus asks the agent to watch the HostedCluster for feedback (see feedbackScrape)
+	// instead of re-reading it every status-sync interval: set while a transition is in flight.
+	WatchStatus bool
+}
+
+// feedbackScrape is how the Maestro agent reads a HostedCluster's or NodePool's status for
+// feedback. Watch registers an informer on the object's type and namespace and pushes every
+// change at once; Poll waits for the agent's next --status-sync-interval. Cluster Service asks
+// for Watch only while a transition (create, update, upgrade, scale, delete) is in flight, so a
+// change reaches ARM in well under a second, and goes back to Poll once the object is steady,
+// so a management cluster with thousands of steady clusters holds no idle informers (the agent
+// caps them with --max-feedback-watch and polls the rest).
+func feedbackScrape(watch bool) workv1.FeedbackScrapeType {
+	if watch {
+		return workv1.FeedbackWatchType
+	}
+	return workv1.FeedbackPollType
 }
 
 var envRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,14}[a-z0-9])?$`)
@@ -266,7 +283,11 @@ func Build(cfg Config, c Cluster) (*workv1.ManifestWork, error) {
 			return nil, fmt.Errorf("encode manifest for %s: %w", c.ID, err)
 		}
 		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
-		work.Spec.ManifestConfigs = append(work.Spec.ManifestConfigs, manifestConfig(o))
+		cfg := manifestConfig(o)
+		if _, ok := o.(*hypershiftv1beta1.HostedCluster); ok {
+			cfg.FeedbackScrapeType = feedbackScrape(c.WatchStatus)
+		}
+		work.Spec.ManifestConfigs = append(work.Spec.ManifestConfigs, cfg)
 	}
 	hash, err := SpecHash(work)
 	if err != nil {

@@ -58,6 +58,8 @@ type NodePool struct {
 	// Cluster is the cluster the pool belongs to: its namespace and HostedCluster name come
 	// from it, and its subnet is the default.
 	Cluster Cluster
+	// WatchStatus: as Cluster.WatchStatus, for the NodePool.
+	WatchStatus bool
 }
 
 // BuildNodePool returns the ManifestWork holding one HyperShift NodePool. It goes to the same
@@ -163,6 +165,7 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 					Type:            workv1.UpdateStrategyTypeServerSideApply,
 					ServerSideApply: &workv1.ServerSideApplyConfig{Force: true, FieldManager: FieldManager},
 				},
+				FeedbackScrapeType: feedbackScrape(np.WatchStatus),
 				FeedbackRules: []workv1.FeedbackRule{{
 					Type: workv1.JSONPathsType,
 					JsonPaths: []workv1.JsonPath{

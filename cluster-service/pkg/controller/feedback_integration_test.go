@@ -1,0 +1,69 @@
+package controller_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/protobuf/proto"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+)
+
+// TestFeedbackIsWatchedDuringTransitions runs the agent with a status-sync interval of an hour,
+// so status that changes after a work is applied (the HostedCluster becoming Available, a
+// NodePool's nodes coming up) reaches Cluster Service only if the agent watches the object:
+// a create, a node pool create and a scale each reach READY in seconds.
+func TestFeedbackIsWatchedDuringTransitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ctrl.SetLogger(logr.Discard())
+	r := startRegionPolling(t, ctx, hypershiftsim.Options{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: 2 * time.Second}, time.Hour)
+	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	cs := startClusterService(t, ctx, r, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})))
+
+	// Without watched feedback each of these would wait for the hour-long poll.
+	const soon = 90 * time.Second
+	cl := newCluster(30, "watched")
+	if _, err := cs.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: cl}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, ctx, cs, cl.Id, "READY", soon, state(csv1.ClusterState_CLUSTER_STATE_READY))
+	t.Logf("cluster READY %s after create (the sim makes it Available after 3 s)", time.Since(start).Round(100*time.Millisecond))
+
+	pool := &csv1.NodePool{Id: "000000000000000000000000000000b1", ClusterId: cl.Id, ArmResourceId: cl.ArmResourceId + "/nodePools/workers",
+		Spec: &csv1.NodePoolSpec{Replicas: 1, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}}
+	if _, err := cs.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: pool}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	waitForPool(t, ctx, cs, pool.Id, "READY with 1 replica", soon, poolReadyWith(1))
+	t.Logf("node pool READY %s after create", time.Since(start).Round(100*time.Millisecond))
+
+	cur, err := cs.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: pool.Id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := proto.Clone(cur.GetSpec()).(*csv1.NodePoolSpec)
+	spec.Replicas = 3
+	if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Spec: spec, Revision: cur.Revision}); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	waitForPool(t, ctx, cs, pool.Id, "READY with 3 replicas", soon, poolReadyWith(3))
+	t.Logf("node pool READY with 3 replicas %s after the scale", time.Since(start).Round(100*time.Millisecond))
+}
