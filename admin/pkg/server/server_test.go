@@ -25,6 +25,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/store/postgres"
@@ -74,7 +75,7 @@ func start(t *testing.T) *env {
 	}
 	t.Cleanup(docs.Close)
 
-	csDB, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), slog.Default())
+	csDB, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), slog.Default(), envelopetest.Keyring(t))
 	if err != nil {
 		t.Fatal(err)
 	}
