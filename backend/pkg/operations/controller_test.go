@@ -19,6 +19,7 @@ import (
 	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/internal/store"
@@ -53,7 +54,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatalf("open document store: %v", err)
 	}
 	t.Cleanup(docs.Close)
-	csDB, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	csDB, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), slog.New(slog.NewTextHandler(io.Discard, nil)), envelopetest.Keyring(t))
 	if err != nil {
 		t.Fatalf("open cluster service store: %v", err)
 	}
