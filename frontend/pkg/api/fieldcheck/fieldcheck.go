@@ -63,6 +63,15 @@ func (v *Checker) RequiredSince(p *string, storedEmpty func(*api.Cluster) bool, 
 	return v.Required(p != nil, target)
 }
 
+// ChannelGroup refuses an explicit empty channelGroup (cluster or node pool): the
+// specification's default 'stable' is for a channelGroup that is not specified, and "" names no
+// channel group, so accepting it would store a value that a GET cannot show back.
+func (v *Checker) ChannelGroup(p *string, target string) {
+	if p != nil && *p == "" {
+		v.Add(target, "The value of '%s' must not be empty: leave it out for the default channel group '%s'.", target, api.ChannelGroupStable)
+	}
+}
+
 // Enum checks that a present value is one of allowed.
 func (v *Checker) Enum(p *string, target string, allowed ...string) {
 	if p != nil && !slices.Contains(allowed, *p) {

@@ -28,6 +28,9 @@ const maxNodesWithoutZone = 200
 // NodePool checks the node pool properties shared by every api-version. hasPlatform says
 // whether properties.platform was in the body.
 func (v *Checker) NodePool(f *profiles.NodePoolFields, hasPlatform bool, r NodePoolRules) {
+	if f.Version != nil {
+		v.ChannelGroup(f.Version.ChannelGroup, "properties.version.channelGroup")
+	}
 	if ver := f.Version; ver != nil && r.VersionIDRequired {
 		empty := ver.ID == nil || *ver.ID == ""
 		if !(empty && r.StoredWithoutVersionID) {

@@ -18,6 +18,9 @@ func validate(e *HcpOpenShiftCluster) error {
 }
 
 func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties) {
+	if p.Version != nil {
+		v.ChannelGroup(p.Version.ChannelGroup, "properties.version.channelGroup")
+	}
 	if d := p.DNS; d != nil {
 		v.BaseDomainPrefix(d.BaseDomainPrefix)
 	}

@@ -22,6 +22,7 @@ func validate(e *HcpOpenShiftCluster, stored *api.Cluster) error {
 func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties) {
 	if v.Required(p.Version != nil, "properties.version") {
 		v.RequiredSince(p.Version.ID, func(c *api.Cluster) bool { return c.Properties.Version.ID == "" }, "properties.version.id")
+		v.ChannelGroup(p.Version.ChannelGroup, "properties.version.channelGroup")
 	}
 	v.ImageDigestMirrors(p.ImageDigestMirrors)
 	if d := p.DNS; d != nil {
