@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
@@ -153,7 +154,7 @@ func TestAdminAPI(t *testing.T) {
 			}
 		}
 		var list adminapi.ClusterList
-		if code, _ := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters?subscription="+sub+"&state=ready", "", cid, &list); code != 200 || len(list.Clusters) != 1 || list.Clusters[0].ID != c.GetId() {
+		if code, _ := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters?subscription="+sub+"&state=ready&health=healthy", "", cid, &list); code != 200 || len(list.Clusters) != 1 || list.Clusters[0].ID != c.GetId() {
 			t.Fatalf("list by subscription: %d %+v", code, list)
 		}
 		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters/"+strings.Repeat("0", 32), "", cid, nil); code != 404 || !strings.Contains(ae.Message, strings.Repeat("0", 32)) {
@@ -197,4 +198,67 @@ func csShardStatus(t *testing.T, name string) csv1.ShardStatus {
 	}
 	t.Fatalf("no shard %s", name)
 	return 0
+}
+
+// TestAdminLoginIsConfined checks the admin API's database login in the running region: it may
+// append to and read the audit log but never change or remove a record, read the document
+// store but not write it, and not open the other services' databases.
+func TestAdminLoginIsConfined(t *testing.T) {
+	l, err := region.Info.Postgres.Role("admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(l.PassFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Split(strings.TrimSpace(string(b)), ":")
+	password := f[len(f)-1]
+	connect := func(t *testing.T, db string) (*pgx.Conn, error) {
+		cfg, err := pgx.ParseConfig(strings.Replace(l.DSN, "/"+l.Database+"?", "/"+db+"?", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Password = password
+		return pgx.ConnectConfig(t.Context(), cfg)
+	}
+	exec := func(t *testing.T, c *pgx.Conn, q string) error {
+		_, err := c.Exec(t.Context(), q)
+		return err
+	}
+	audit, err := connect(t, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer audit.Close(t.Context())
+	var n int
+	if err := audit.QueryRow(t.Context(), "SELECT count(*) FROM admin_audit").Scan(&n); err != nil {
+		t.Fatalf("read the audit log: %v", err)
+	}
+	for _, q := range []string{"UPDATE admin_audit SET reason = 'x'", "DELETE FROM admin_audit", "TRUNCATE admin_audit", "DROP TABLE admin_audit"} {
+		if err := exec(t, audit, q); err == nil || !strings.Contains(err.Error(), "42501") {
+			t.Errorf("%s: %v, want permission denied (42501)", q, err)
+		}
+	}
+	docs, err := connect(t, "resourceprovider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer docs.Close(t.Context())
+	if err := docs.QueryRow(t.Context(), "SELECT count(*) FROM documents").Scan(&n); err != nil {
+		t.Fatalf("read the document store: %v", err)
+	}
+	for _, q := range []string{"DELETE FROM documents", "UPDATE documents SET etag = 'x'", "INSERT INTO documents (partition_key, id, type, body, etag, seq) VALUES ('p','i','t','{}','e',-1)"} {
+		if err := exec(t, docs, q); err == nil || !strings.Contains(err.Error(), "42501") {
+			t.Errorf("%s: %v, want permission denied (42501)", q, err)
+		}
+	}
+	for _, db := range []string{"clusterservice", "maestro"} {
+		if c, err := connect(t, db); err == nil {
+			c.Close(t.Context())
+			t.Errorf("the admin login opened %s", db)
+		} else if !strings.Contains(err.Error(), "permission denied for database") {
+			t.Errorf("%s: %v", db, err)
+		}
+	}
 }

@@ -79,9 +79,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 
 // ClusterFilter selects clusters (GET /admin/v1/clusters).
 type ClusterFilter struct {
-	Subscription, Shard, State, Version string
-	PageSize                            int
-	PageToken                           string
+	Subscription, Shard, State, Version, Health string
+	PageSize                                    int
+	PageToken                                   string
 }
 
 func (f ClusterFilter) values() url.Values {
@@ -90,6 +90,7 @@ func (f ClusterFilter) values() url.Values {
 	set(q, "shard", f.Shard)
 	set(q, "state", f.State)
 	set(q, "version", f.Version)
+	set(q, "health", f.Health)
 	set(q, "pageToken", f.PageToken)
 	if f.PageSize > 0 {
 		q.Set("pageSize", fmt.Sprint(f.PageSize))

@@ -40,17 +40,20 @@ const (
 
 // ClusterSummary is one row of the fleet-wide cluster list.
 type ClusterSummary struct {
-	ID             string    `json:"id"`
-	ARMResourceID  string    `json:"armResourceId"`
-	Subscription   string    `json:"subscription"`
-	Shard          string    `json:"shard"`
-	State          string    `json:"state"`
-	Version        string    `json:"version"`
-	CurrentVersion string    `json:"currentVersion,omitempty"`
-	Applied        bool      `json:"applied"`
-	Message        string    `json:"message,omitempty"`
-	Revision       int64     `json:"revision"`
-	CreateTime     time.Time `json:"createTime"`
+	ID             string `json:"id"`
+	ARMResourceID  string `json:"armResourceId"`
+	Subscription   string `json:"subscription"`
+	Shard          string `json:"shard"`
+	State          string `json:"state"`
+	Version        string `json:"version"`
+	CurrentVersion string `json:"currentVersion,omitempty"`
+	Applied        bool   `json:"applied"`
+	// Health is what the HostedCluster last reported: healthy (Available=True, not Degraded),
+	// degraded (Available=False or Degraded=True) or unknown (no conditions yet).
+	Health     string    `json:"health"`
+	Message    string    `json:"message,omitempty"`
+	Revision   int64     `json:"revision"`
+	CreateTime time.Time `json:"createTime"`
 }
 
 // ClusterList is a page of clusters. A page may hold fewer than pageSize clusters (filters

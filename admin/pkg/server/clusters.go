@@ -49,16 +49,44 @@ func summarize(c *csv1.Cluster) adminapi.ClusterSummary {
 	if id, err := arm.ParseResourceID(c.GetArmResourceId()); err == nil {
 		s.Subscription = strings.ToLower(id.SubscriptionID)
 	}
+	s.Health = health(c.GetStatus().GetConditions())
 	return s
 }
 
-// listClusters serves GET /admin/v1/clusters?subscription=&shard=&state=&version=&pageSize=&pageToken=.
+// Cluster health values (ClusterSummary.Health).
+var clusterHealths = []string{"healthy", "degraded", "unknown"}
+
+// health reads the HostedCluster conditions Cluster Service last received.
+func health(conds []*csv1.Condition) string {
+	available, degraded := "", false
+	for _, c := range conds {
+		switch c.GetType() {
+		case "Available":
+			available = c.GetStatus()
+		case "Degraded":
+			degraded = c.GetStatus() == "True"
+		}
+	}
+	switch {
+	case degraded || available == "False":
+		return "degraded"
+	case available == "True":
+		return "healthy"
+	}
+	return "unknown"
+}
+
+// listClusters serves GET /admin/v1/clusters?subscription=&shard=&state=&version=&health=&pageSize=&pageToken=.
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
-	if err := knownParams(r, "subscription", "shard", "state", "version", "pageSize", "pageToken"); err != nil {
+	if err := knownParams(r, "subscription", "shard", "state", "version", "health", "pageSize", "pageToken"); err != nil {
 		return err
 	}
 	q := r.URL.Query()
 	sub, shard, state, version := strings.ToLower(q.Get("subscription")), q.Get("shard"), strings.ToLower(q.Get("state")), q.Get("version")
+	hl := strings.ToLower(q.Get("health"))
+	if hl != "" && !slices.Contains(clusterHealths, hl) {
+		return badRequest("health", "health must be one of %s; got %q", strings.Join(clusterHealths, ", "), hl)
+	}
 	if sub != "" && !uuidRE.MatchString(sub) {
 		return badRequest("subscription", "subscription must be a subscription ID (a UUID), got %q", sub)
 	}
@@ -83,7 +111,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range resp.GetClusters() {
 		sum := summarize(c)
 		if (shard != "" && sum.Shard != shard) || (state != "" && sum.State != state) ||
-			(version != "" && sum.Version != version && sum.CurrentVersion != version) {
+			(version != "" && sum.Version != version && sum.CurrentVersion != version) || (hl != "" && sum.Health != hl) {
 			continue
 		}
 		out.Clusters = append(out.Clusters, sum)

@@ -137,13 +137,14 @@ func TestDescribeAndOperations(t *testing.T) {
 	for _, tc := range []struct {
 		q string
 		n int
-	}{{"?subscription=" + testSub, 1}, {"?subscription=" + testSub + "&state=ready", 0}, {"?version=4.19.17", 1}, {"?shard=nope", 0}} {
+	}{{"?subscription=" + testSub, 1}, {"?subscription=" + testSub + "&state=ready", 0}, {"?version=4.19.17", 1}, {"?shard=nope", 0},
+		{"?health=unknown", 1}, {"?health=healthy", 0}} {
 		code, _, body = e.call(t, "bob", "GET", "/admin/v1/clusters"+tc.q, "")
 		if code != 200 || json.Unmarshal(body, &list) != nil || len(list.Clusters) != tc.n {
 			t.Errorf("%s: %d %s", tc.q, code, body)
 		}
 	}
-	for _, q := range []string{"?state=asleep", "?subscription=abc", "?pageSize=5000"} {
+	for _, q := range []string{"?state=asleep", "?subscription=abc", "?pageSize=5000", "?health=poorly"} {
 		if code, ae, _ := e.call(t, "bob", "GET", "/admin/v1/clusters"+q, ""); code != 400 || ae.Target == "" {
 			t.Errorf("%s: %d %+v", q, code, ae)
 		}

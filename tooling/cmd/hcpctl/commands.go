@@ -76,6 +76,7 @@ func clusterListFlags(fs *flag.FlagSet) func([]string) error {
 	fs.StringVar(&clusterFilter.Shard, "shard", "", "only clusters on this shard")
 	fs.StringVar(&clusterFilter.State, "state", "", "only clusters in this state (pending, installing, ready, error, uninstalling, updating)")
 	fs.StringVar(&clusterFilter.Version, "version", "", "only clusters at this version (desired or current)")
+	fs.StringVar(&clusterFilter.Health, "health", "", "only clusters of this health (healthy, degraded, unknown)")
 	fs.IntVar(&clusterFilter.PageSize, "page-size", 0, "clusters per call (1-1000; default 100)")
 	fs.StringVar(&clusterFilter.PageToken, "page-token", "", "continue from a previous page")
 	fs.BoolVar(&allPages, "all-pages", true, "follow every page (false: one page, and print the next page token)")
@@ -102,9 +103,9 @@ func clusterList(ctx context.Context, a *app, _ []string) error {
 		all = []adminapi.ClusterSummary{}
 	}
 	return a.print(adminapi.ClusterList{Clusters: all, NextPageToken: next}, func(w io.Writer) {
-		t := table(w, "ID", "NAME", "SUBSCRIPTION", "SHARD", "STATE", "VERSION", "APPLIED", "AGE")
+		t := table(w, "ID", "NAME", "SUBSCRIPTION", "SHARD", "STATE", "HEALTH", "VERSION", "APPLIED", "AGE")
 		for _, c := range all {
-			t.row(c.ID, lastSegment(c.ARMResourceID), c.Subscription, c.Shard, c.State, c.Version, fmt.Sprint(c.Applied), age(time.Since(c.CreateTime)))
+			t.row(c.ID, lastSegment(c.ARMResourceID), c.Subscription, c.Shard, c.State, c.Health, c.Version, fmt.Sprint(c.Applied), age(time.Since(c.CreateTime)))
 		}
 		t.flush()
 		if next != "" {

@@ -311,7 +311,7 @@ func explain(err error) string {
 // flagFor names the hcpctl flag that sets an API field.
 func flagFor(target string) string {
 	if f, ok := map[string]string{"reason": "--reason", "status": "--status", "If-Match": "--if-match", "pageSize": "--page-size",
-		"subscription": "--subscription", "state": "--state", "since": "--since", "until": "--until", "outcome": "--outcome"}[target]; ok {
+		"subscription": "--subscription", "state": "--state", "health": "--health", "since": "--since", "until": "--until", "outcome": "--outcome"}[target]; ok {
 		return f
 	}
 	return target
