@@ -28,7 +28,7 @@ func DecodeStrict(body []byte, v any) error {
 		return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: expected a JSON object")
 	}
-	unknownFields(raw, reflect.TypeOf(v), "", &errs)
+	unknownFields(raw, reflect.TypeOf(v), "", true, &errs)
 	if len(errs) > 0 {
 		return arm.Multiple(errs)
 	}
@@ -190,7 +190,9 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
 
-func unknownFields(raw any, t reflect.Type, path string, errs *[]*arm.CloudError) {
+// unknownFields reports the keys of raw that t does not name exactly: those it names in another
+// case always, the others if unknown is set.
+func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*arm.CloudError) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -218,11 +220,13 @@ func unknownFields(raw any, t reflect.Type, path string, errs *[]*arm.CloudError
 						"The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, where(path), name))
 					continue
 				}
-				*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
-					"The property '%s' is not known in %s.", k, where(path)))
+				if unknown {
+					*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
+						"The property '%s' is not known in %s.", k, where(path)))
+				}
 				continue
 			}
-			unknownFields(obj[k], f.typ, join(path, f.name), errs)
+			unknownFields(obj[k], f.typ, join(path, f.name), unknown, errs)
 		}
 	case reflect.Map:
 		obj, ok := raw.(map[string]any)
@@ -230,7 +234,7 @@ func unknownFields(raw any, t reflect.Type, path string, errs *[]*arm.CloudError
 			return
 		}
 		for k, v := range obj {
-			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%s]", path, k), errs)
+			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%s]", path, k), unknown, errs)
 		}
 	case reflect.Slice, reflect.Array:
 		arr, ok := raw.([]any)
@@ -238,7 +242,7 @@ func unknownFields(raw any, t reflect.Type, path string, errs *[]*arm.CloudError
 			return
 		}
 		for i, v := range arr {
-			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i), errs)
+			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i), unknown, errs)
 		}
 	}
 }

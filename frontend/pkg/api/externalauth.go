@@ -132,13 +132,14 @@ var externalAuthUpdatePaths = []string{"properties.issuer", "properties.clients"
 // Keys outside the update schema are errors naming them.
 func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte) (*ExternalAuth, error) {
 	// The message for a key outside the schema has always said the cluster; kept as ARM sees it.
-	patch, err := decodePatch(body, v.String(), externalAuthUpdatePaths, "cluster")
+	shown := *stored
+	shown.Condition = nil
+	rendered := v.RenderExternalAuth(&shown)
+	patch, err := decodePatch(body, rendered, v.String(), externalAuthUpdatePaths, "cluster")
 	if err != nil {
 		return nil, err
 	}
-	shown := *stored
-	shown.Condition = nil
-	doc, err := renderedBody(v.RenderExternalAuth(&shown))
+	doc, err := renderedBody(rendered)
 	if err != nil {
 		return nil, err
 	}

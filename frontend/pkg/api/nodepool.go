@@ -135,11 +135,12 @@ func LookupNodePool(apiVersion string) (NodePoolVersion, bool) {
 // NodePoolUpdate schema) to stored as the version shows it, then decodes, defaults and
 // validates the result like a PUT body. Keys outside the update schema are errors naming them.
 func PatchNodePool(v NodePoolVersion, stored *NodePool, body []byte) (*NodePool, error) {
-	patch, err := decodePatch(body, v.String(), v.NodePoolUpdatePaths(), "node pool")
+	rendered := v.RenderNodePool(stored)
+	patch, err := decodePatch(body, rendered, v.String(), v.NodePoolUpdatePaths(), "node pool")
 	if err != nil {
 		return nil, err
 	}
-	doc, err := renderedBody(v.RenderNodePool(stored))
+	doc, err := renderedBody(rendered)
 	if err != nil {
 		return nil, err
 	}

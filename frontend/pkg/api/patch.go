@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -15,11 +16,12 @@ var readOnlyEnvelope = []string{"id", "name", "type", "systemData"}
 // Patch implements Version.PatchCluster for a version: updatePaths are the paths of the
 // version's update schema (HcpOpenShiftClusterUpdate), each allowing everything below it.
 func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Cluster, error) {
-	patch, err := decodePatch(body, v.String(), updatePaths, "cluster")
+	rendered := v.RenderCluster(stored)
+	patch, err := decodePatch(body, rendered, v.String(), updatePaths, "cluster")
 	if err != nil {
 		return nil, err
 	}
-	doc, err := renderedBody(v.RenderCluster(stored))
+	doc, err := renderedBody(rendered)
 	if err != nil {
 		return nil, err
 	}
@@ -39,12 +41,20 @@ func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Clus
 // object) whose keys are all in, or below, updatePaths (the version's update schema) or the
 // read-only envelope, spelt exactly as they are. A key outside them is an error naming it;
 // noun is what its message says cannot change.
-func decodePatch(body []byte, version string, updatePaths []string, noun string) (map[string]any, error) {
+//
+// shape is the resource as the version renders it: a key that it names in another case is an
+// error at any depth, also where its value is null (the merge would drop it silently, and the
+// decoder of the merged body never sees it).
+func decodePatch(body []byte, shape any, version string, updatePaths []string, noun string) (map[string]any, error) {
 	raw, errs, err := parseJSON(body)
 	patch, ok := raw.(map[string]any)
 	if err != nil || !ok {
 		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
+	}
+	unknownFields(patch, reflect.TypeOf(shape), "", false, &errs)
+	if len(errs) > 0 {
+		return nil, arm.Multiple(errs) // a key in the wrong case would be reported again below
 	}
 	allowed := append(append([]string(nil), updatePaths...), readOnlyEnvelope...)
 	checkPatchPaths(patch, "", allowed, version, noun, &errs)

@@ -134,6 +134,7 @@ func TestStrictJSONExternalAuths(t *testing.T) {
 		{"duplicate_nested_key", `{"properties":{"issuer":{"url":"https://a.example.com","url":"https://b.example.com"}}}`, "properties.issuer.url", dup},
 		{"wrong-case_nested_key", `{"properties":{"issuer":{"URL":"https://a.example.com"}}}`, "properties.issuer.URL", cased + "url'"},
 		{"wrong-case_key_with_null_value", `{"properties":{"Claim":null}}`, "properties.Claim", cased + "claim'"},
+		{"wrong-case_key_with_null_value_below_an_update_path", `{"properties":{"issuer":{"URL":null}}}`, "properties.issuer.URL", cased + "url'"},
 	}
 	for _, name := range api.Versions() {
 		v, ok := api.LookupExternalAuth(name)
