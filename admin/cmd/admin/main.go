@@ -90,6 +90,11 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 			return nil, fmt.Errorf("--%s is required (or set %s)", req.flag, req.env)
 		}
 	}
+	for _, d := range []struct{ val, flag string }{{o.auditDSN, "audit-db-dsn"}, {o.storeDSN, "db-dsn"}} {
+		if err := tlsconfig.RequireDatabaseTLS(d.val); err != nil {
+			return nil, fmt.Errorf("--%s: %w", d.flag, err)
+		}
+	}
 	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.clusterService, "cluster-service"}} {
 		if _, _, err := net.SplitHostPort(a.val); err != nil {
 			return nil, fmt.Errorf("invalid value %q for --%s: %v", a.val, a.flag, err)

@@ -185,6 +185,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	case c.maestroREST == "":
 		return c, errors.New("--maestro-rest is required")
 	}
+	if err := tlsconfig.RequireDatabaseTLS(c.dbDSN); err != nil {
+		return c, fmt.Errorf("--db-dsn: %w", err)
+	}
 	if _, _, err := net.SplitHostPort(c.maestroGRPC); err != nil {
 		return c, fmt.Errorf("--maestro-grpc: %q is not host:port", c.maestroGRPC)
 	}

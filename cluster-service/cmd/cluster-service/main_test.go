@@ -25,7 +25,7 @@ import (
 )
 
 func TestParseConfig(t *testing.T) {
-	base := []string{"--db-dsn", "postgres://x", "--secret-kek-file", "kek", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://127.0.0.1:8000"}
+	base := []string{"--db-dsn", "postgres://127.0.0.1/x", "--secret-kek-file", "kek", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://127.0.0.1:8000"}
 	tests := []struct {
 		name    string
 		args    []string
@@ -51,8 +51,9 @@ func TestParseConfig(t *testing.T) {
 				}
 			}},
 		{name: "missing_dsn", args: []string{"--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2"}, wantErr: "--db-dsn"},
-		{name: "missing_maestro", args: []string{"--db-dsn", "x", "--secret-kek-file", "kek"}, wantErr: "--maestro-grpc"},
-		{name: "missing_kek", args: []string{"--db-dsn", "x", "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2"}, wantErr: "--secret-kek-file"},
+		{name: "missing_maestro", args: []string{"--db-dsn", "postgres://127.0.0.1/x", "--secret-kek-file", "kek"}, wantErr: "--maestro-grpc"},
+		{name: "plaintext_to_remote_database_refused", args: []string{"--db-dsn", "postgres://db.example.com/cs?sslmode=disable", "--secret-kek-file", "kek", "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2"}, wantErr: "--db-dsn"},
+		{name: "missing_kek", args: []string{"--db-dsn", "postgres://127.0.0.1/x", "--maestro-grpc", "127.0.0.1:1", "--maestro-rest", "http://127.0.0.1:2"}, wantErr: "--secret-kek-file"},
 		{name: "bad_resync", args: append([]string{"--resync-period", "often"}, base...), wantErr: "--resync-period"},
 		{name: "bad_resync_env", args: base, env: map[string]string{"CLUSTER_SERVICE_RESYNC_PERIOD": "10ms"}, wantErr: "--resync-period"},
 		{name: "bad_retention", args: append([]string{"--tombstone-retention", "5s"}, base...), wantErr: "--tombstone-retention"},
@@ -75,8 +76,8 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad_log_level", args: append([]string{"--log-level", "loud"}, base...), wantErr: "--log-level"},
 		{name: "bad_listen", args: append([]string{"--listen", "8090"}, base...), wantErr: "--listen"},
 		{name: "plaintext_on_public_listen_refused", args: append([]string{"--listen", "0.0.0.0:8090"}, base...), wantErr: "--listen"},
-		{name: "plaintext_to_remote_maestro_refused", args: []string{"--db-dsn", "x", "--secret-kek-file", "kek", "--maestro-grpc", "maestro.example.com:8090", "--maestro-rest", "http://127.0.0.1:8000"}, wantErr: "--maestro-grpc"},
-		{name: "plaintext_to_remote_maestro_rest_refused", args: []string{"--db-dsn", "x", "--secret-kek-file", "kek", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://maestro.example.com:8000"}, wantErr: "--maestro-rest"},
+		{name: "plaintext_to_remote_maestro_refused", args: []string{"--db-dsn", "postgres://127.0.0.1/x", "--secret-kek-file", "kek", "--maestro-grpc", "maestro.example.com:8090", "--maestro-rest", "http://127.0.0.1:8000"}, wantErr: "--maestro-grpc"},
+		{name: "plaintext_to_remote_maestro_rest_refused", args: []string{"--db-dsn", "postgres://127.0.0.1/x", "--secret-kek-file", "kek", "--maestro-grpc", "127.0.0.1:8090", "--maestro-rest", "http://maestro.example.com:8000"}, wantErr: "--maestro-rest"},
 		{name: "tls_key_without_cert", args: append([]string{"--listen", "0.0.0.0:8090", "--tls-key", "k.pem"}, base...), wantErr: "--tls-cert"},
 		{name: "spread_by_zone", args: append([]string{"--placement-policy", "spread:zone"}, base...), check: func(t *testing.T, c config) {
 			if c.placementPolicy != (placement.SpreadByLabel{Key: "zone"}) {

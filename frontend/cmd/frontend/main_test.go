@@ -7,7 +7,7 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	base := []string{"--db-dsn=postgres://x", "--cluster-service=127.0.0.1:9000", "--location=eastus"}
+	base := []string{"--db-dsn=postgres://127.0.0.1/x", "--cluster-service=127.0.0.1:9000", "--location=eastus"}
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -15,7 +15,7 @@ func TestParseFlags(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", base, nil, ""},
-		{"env_fallback", nil, map[string]string{"FRONTEND_DB_DSN": "postgres://x", "FRONTEND_CLUSTER_SERVICE": "127.0.0.1:9000", "FRONTEND_LOCATION": "eastus"}, ""},
+		{"env_fallback", nil, map[string]string{"FRONTEND_DB_DSN": "postgres://127.0.0.1/x", "FRONTEND_CLUSTER_SERVICE": "127.0.0.1:9000", "FRONTEND_LOCATION": "eastus"}, ""},
 		{"missing_db_dsn_names_flag_and_env", []string{"--cluster-service=127.0.0.1:9000", "--location=eastus"}, nil, "--db-dsn is required (or set FRONTEND_DB_DSN)"},
 		{"unknown_store_names_flag", append(base, "--store=mongo"), nil, `invalid value "mongo" for --store`},
 		{"cosmos_store_needs_endpoint", append(base, "--store=cosmos"), nil, "--cosmos-endpoint is required with --store=cosmos (or set FRONTEND_COSMOS_ENDPOINT)"},
@@ -46,12 +46,21 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestRunRefusesPlaintextOffLoopback(t *testing.T) {
-	o, err := parseFlags([]string{"--db-dsn=postgres://x", "--cluster-service=127.0.0.1:9000", "--location=eastus", "--listen=0.0.0.0:8443"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = run(o)
-	if err == nil || !strings.Contains(err.Error(), "--listen") || !strings.Contains(err.Error(), "loopback") {
-		t.Fatalf("run = %v; want a refusal naming --listen", err)
+	for _, tc := range []struct{ name, flag, value string }{
+		{"listen", "--listen", "0.0.0.0:8443"},
+		{"metrics", "--metrics-listen", "0.0.0.0:8081"},
+		{"cluster_service", "--cluster-service", "cs.example.com:8090"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"--db-dsn=postgres://127.0.0.1/x", "--cluster-service=127.0.0.1:9000", "--location=eastus", tc.flag + "=" + tc.value}
+			o, err := parseFlags(args, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = run(o)
+			if err == nil || !strings.Contains(err.Error(), tc.flag+" ") || !strings.Contains(err.Error(), "loopback") {
+				t.Fatalf("run = %v; want a refusal naming %s", err, tc.flag)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/openhcp/openhcp/internal/store"
 	"github.com/openhcp/openhcp/internal/store/cosmos"
 	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 // Backends.
@@ -61,6 +62,9 @@ func (f *Flags) Validate() error {
 	case Postgres:
 		if f.DSN == "" {
 			return fmt.Errorf("--db-dsn is required (or set %s)", f.env("DB_DSN"))
+		}
+		if err := tlsconfig.RequireDatabaseTLS(f.DSN); err != nil {
+			return fmt.Errorf("--db-dsn: %w", err)
 		}
 	case Cosmos:
 		if f.CosmosEndpoint == "" {

@@ -28,7 +28,8 @@ func TestValidate(t *testing.T) {
 		backend string
 		wantErr string
 	}{
-		{"postgres_is_the_default", []string{"--db-dsn=postgres://x"}, nil, Postgres, ""},
+		{"postgres_is_the_default", []string{"--db-dsn=postgres://127.0.0.1/x"}, nil, Postgres, ""},
+		{"remote_postgres_without_verified_tls_names_the_flag", []string{"--db-dsn=postgres://db.example.com/x?sslmode=require"}, nil, "", "--db-dsn: database host db.example.com is not loopback"},
 		{"postgres_needs_a_dsn", nil, nil, "", "--db-dsn is required (or set SVC_DB_DSN)"},
 		{"unknown_store_names_the_flag", []string{"--store=mongo"}, nil, "", `invalid value "mongo" for --store: use postgres or cosmos`},
 		{"store_from_env", nil, map[string]string{"SVC_STORE": "cosmos", "SVC_COSMOS_ENDPOINT": "https://a.documents.azure.com:443/"}, Cosmos, ""},
