@@ -102,6 +102,10 @@ func DeriveNodePoolStatus(w *workv1.ManifestWork, spec *csv1.NodePoolSpec, wantV
 		st.State, st.Message = csv1.NodePoolState_NODE_POOL_STATE_INSTALLING, "The node pool's manifests are sent to the management cluster."
 		return st, nil
 	}
+	if msg, ok := rejection(w); ok {
+		st.State, st.ErrorCode, st.Message = csv1.NodePoolState_NODE_POOL_STATE_ERROR, ErrorCodeManifestRejected, "The management cluster refused the node pool's manifests: "+msg
+		return st, nil
+	}
 	if code, c, ok := failure(fb.Conditions); ok {
 		st.State, st.ErrorCode, st.Message = csv1.NodePoolState_NODE_POOL_STATE_ERROR, code, conditionMessage(c)
 		return st, nil

@@ -30,6 +30,9 @@ var failureConditions = map[string]string{
 // ErrorCodeDegraded is the code for a HostedCluster that reports Degraded=True.
 const ErrorCodeDegraded = "HostedClusterDegraded"
 
+// ErrorCodeManifestRejected is the code for an object the management cluster refused to store.
+const ErrorCodeManifestRejected = "ManifestRejected"
+
 var pascalRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
 // Feedback is the HostedCluster status as it came back through the work's status feedback.
@@ -113,6 +116,7 @@ func DeriveStatus(w *workv1.ManifestWork, deleting bool) (*csv1.ClusterStatus, e
 // nothing else. w is nil when Maestro has no work (yet); built is the HostedCluster Cluster
 // Service sends (nil: the configuration is not checked). The rules, in order:
 //   - deleting → UNINSTALLING;
+//   - a manifest the management cluster refused for good (rejection) → ERROR ManifestRejected;
 //   - a failure condition (Valid*=False, SupportedHostedCluster=False) → ERROR with its code;
 //   - Available=True → READY, or UPDATING while the desired version is not the completed one,
 //     while the reported configuration differs from built (feedback from before an update), or
@@ -155,6 +159,10 @@ func DeriveClusterStatus(w *workv1.ManifestWork, built *hypershiftv1beta1.Hosted
 	case w == nil:
 		st.State = csv1.ClusterState_CLUSTER_STATE_INSTALLING
 		st.Message = "The manifests are sent to the management cluster."
+		return st, nil
+	}
+	if msg, ok := rejection(w); ok {
+		st.State, st.ErrorCode, st.Message = csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCodeManifestRejected, "The management cluster refused the cluster's manifests: "+msg
 		return st, nil
 	}
 	if code, c, ok := failure(fb.Conditions); ok {
@@ -232,6 +240,34 @@ func find(conds []metav1.Condition, typ string) *metav1.Condition {
 func metaConditionTrue(conds []metav1.Condition, typ string) bool {
 	c := find(conds, typ)
 	return c != nil && c.Status == metav1.ConditionTrue
+}
+
+// rejection finds a manifest of the work's current generation that the management cluster's
+// apiserver refused for good: its Applied condition is False and the apiserver answered that the
+// object is invalid (schema or CEL validation) or that admission denied it (a
+// ValidatingAdmissionPolicy, a webhook). Sending the same object again cannot succeed; only a new
+// spec can, and once one applies the condition turns True and the state follows. Every other
+// apply failure (the apiserver unreachable, a conflict, a namespace being terminated, the
+// agent's own permissions) is transient: the agent keeps retrying and applyFailure puts the
+// reason in the status message.
+func rejection(w *workv1.ManifestWork) (string, bool) {
+	for _, m := range w.Status.ResourceStatus.Manifests {
+		c := find(m.Conditions, workv1.ManifestApplied)
+		if c == nil || c.Status != metav1.ConditionFalse || (c.ObservedGeneration != 0 && c.ObservedGeneration != w.Generation) {
+			continue
+		}
+		if permanentApplyError(c.Message) {
+			return fmt.Sprintf("%s %s: %s", m.ResourceMeta.Kind, m.ResourceMeta.Name, c.Message), true
+		}
+	}
+	return "", false
+}
+
+// permanentApplyError says whether an apiserver's answer refuses the object itself: Kubernetes
+// words these "<kind> \"<name>\" is invalid: …" and "… denied request: …" / "… denied the
+// request: …" (StatusReasonInvalid, and admission's Forbidden with a denial).
+func permanentApplyError(msg string) bool {
+	return strings.Contains(msg, " is invalid: ") || strings.Contains(msg, "denied request") || strings.Contains(msg, "denied the request")
 }
 
 // applyFailure is the message of the first manifest the agent failed to apply.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -51,6 +52,17 @@ func work(t *testing.T, applied bool, conds []cond, history []map[string]string,
 		{ResourceMeta: workv1.ManifestResourceMeta{Group: "hypershift.openshift.io", Kind: "HostedCluster", Resource: "hostedclusters", Name: "hc"},
 			StatusFeedbacks: workv1.StatusFeedbackResult{Values: vals}},
 	}
+	return w
+}
+
+// rejected is a work at generation 2 whose HostedCluster the agent could not apply, with the
+// apiserver's answer msg, observed at generation observed (0: the agent did not say).
+func rejected(t *testing.T, msg string, observed int64) *workv1.ManifestWork {
+	w := work(t, false, nil, nil, "", "")
+	w.Generation = 2
+	w.Status.ResourceStatus.Manifests[0].Conditions[0].Status = metav1.ConditionTrue
+	w.Status.ResourceStatus.Manifests[1].Conditions = []metav1.Condition{{Type: workv1.ManifestApplied, Status: metav1.ConditionFalse,
+		Reason: "AppliedManifestFailed", Message: msg, ObservedGeneration: observed}}
 	return w
 }
 
@@ -149,6 +161,51 @@ func TestDeriveStatus(t *testing.T) {
 				return work(t, true, []cond{{Type: "SupportedHostedCluster", Status: metav1.ConditionFalse}}, nil, "", "")
 			},
 			want: csv1.ClusterState_CLUSTER_STATE_ERROR, code: "UnsupportedHostedCluster",
+		},
+		{
+			name: "invalid_object_is_error_with_the_apiserver_reason",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return rejected(t, `HostedCluster.hypershift.openshift.io "hc" is invalid: spec.secretEncryption.kms.azure.kms.objectEncoding: Unsupported value: ""`, 0)
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_ERROR, code: ErrorCodeManifestRejected,
+			check: func(t *testing.T, st *csv1.ClusterStatus) {
+				if !strings.Contains(st.Message, `objectEncoding: Unsupported value: ""`) {
+					t.Fatalf("message %q lacks the apiserver's reason", st.Message)
+				}
+			},
+		},
+		{
+			name: "admission_denial_is_error",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return rejected(t, `hostedclusters.hypershift.openshift.io "hc" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b' denied request: no`, 0)
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_ERROR, code: ErrorCodeManifestRejected,
+		},
+		{
+			name: "transient_apply_failure_keeps_installing_with_the_reason",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return rejected(t, `Post "https://127.0.0.1:6443/apis/...": dial tcp 127.0.0.1:6443: connect: connection refused`, 0)
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_INSTALLING,
+			check: func(t *testing.T, st *csv1.ClusterStatus) {
+				if !strings.Contains(st.Message, "connection refused") {
+					t.Fatalf("message %q lacks the reason", st.Message)
+				}
+			},
+		},
+		{
+			name: "namespace_being_terminated_is_transient",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return rejected(t, `hostedclusters.hypershift.openshift.io "hc" is forbidden: unable to create new content in namespace ns because it is being terminated`, 0)
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_INSTALLING,
+		},
+		{
+			name: "a_refusal_of_an_older_generation_is_not_the_current_spec's",
+			work: func(t *testing.T) *workv1.ManifestWork {
+				return rejected(t, `HostedCluster.hypershift.openshift.io "hc" is invalid: spec.x: bad`, 1)
+			},
+			want: csv1.ClusterState_CLUSTER_STATE_INSTALLING,
 		},
 		{
 			name:     "deleting_is_uninstalling_whatever_the_feedback",
