@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -46,5 +49,91 @@ func TestClusterServiceErrorsNameARMFields(t *testing.T) {
 	// Nothing was created.
 	if g := arm(t, http.MethodGet, clusterPath(sub, rg, "two-errors"), nil); g.Status != http.StatusNotFound {
 		t.Errorf("GET after the refused PUT: %d, want 404", g.Status)
+	}
+}
+
+// TestClusterServiceErrorsNameARMFieldsOnUpdatesAndChildren: what Cluster Service refuses in a
+// cluster PATCH, a node pool PUT and PATCH and an external auth PUT comes back with the ARM
+// property as target (one error) or as the details' targets (several), never a proto name.
+func TestClusterServiceErrorsNameARMFieldsOnUpdatesAndChildren(t *testing.T) {
+	sub, rg := uuid.NewString(), "rg-errors-children"
+	registerSubscription(t, sub)
+	path := clusterPath(sub, rg, "errors")
+	createCluster(t, path, clusterBody(sub, rg))
+	const ver = "?api-version=2025-12-23-preview"
+	pool := map[string]any{
+		"location": region.Info.Location,
+		"properties": map[string]any{
+			"version":  map[string]any{"id": "4.19", "channelGroup": "stable"},
+			"replicas": 1,
+			"platform": map[string]any{"vmSize": "Standard_D8s_v3"},
+		},
+	}
+	okPool := arm(t, http.MethodPut, path+"/nodePools/good"+ver, pool)
+	if okPool.Status != http.StatusCreated {
+		t.Fatalf("PUT node pool: %d %s", okPool.Status, okPool.Raw)
+	}
+	if final := waitOperation(t, okPool.Header.Get("Azure-AsyncOperation"), 3*time.Minute); final["status"] != "Succeeded" {
+		t.Fatalf("node pool create ended %v: %v", final["status"], final["error"])
+	}
+	badPool := map[string]any{
+		"location": region.Info.Location,
+		"properties": map[string]any{
+			"version":  map[string]any{"id": "4.1", "channelGroup": "stable"},
+			"replicas": 1,
+			"platform": map[string]any{"vmSize": "huge"},
+		},
+	}
+	tests := []struct {
+		name, method, path string
+		body               any
+		targets            []string
+	}{
+		{"cluster_patch", http.MethodPatch, path + ver, map[string]any{"properties": map[string]any{"version": map[string]any{"id": "4.1"}}},
+			[]string{"properties.version.id"}},
+		{"node_pool_put", http.MethodPut, path + "/nodePools/bad" + ver, badPool,
+			[]string{"properties.platform.vmSize", "properties.version.id"}},
+		{"node_pool_patch", http.MethodPatch, path + "/nodePools/good" + ver, map[string]any{"properties": map[string]any{"version": map[string]any{"id": "4.1"}}},
+			[]string{"properties.version.id"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := arm(t, tc.method, tc.path, tc.body)
+			if r.Status != http.StatusBadRequest {
+				t.Fatalf("%s: got %d, want 400: %s", tc.method, r.Status, r.Raw)
+			}
+			// One error carries its target; several are MultipleErrorsOccurred with one detail
+			// each (a field may have more than one problem).
+			e, _ := r.Body["error"].(map[string]any)
+			details, _ := e["details"].([]any)
+			seen := map[string]bool{}
+			switch {
+			case e["code"] == "InvalidRequestContent" && len(details) == 0:
+				seen[fmt.Sprint(e["target"])] = true
+			case e["code"] == "MultipleErrorsOccurred" && len(details) > 1 && e["target"] == nil:
+				for _, d := range details {
+					dm := d.(map[string]any)
+					if dm["code"] != "InvalidRequestContent" {
+						t.Errorf("detail code %v, want InvalidRequestContent", dm["code"])
+					}
+					seen[fmt.Sprint(dm["target"])] = true
+				}
+			default:
+				t.Fatalf("not one InvalidRequestContent nor MultipleErrorsOccurred with details: %s", r.Raw)
+			}
+			var targets []string
+			for k := range seen {
+				targets = append(targets, k)
+			}
+			sort.Strings(targets)
+			if strings.Join(targets, ",") != strings.Join(tc.targets, ",") {
+				t.Errorf("targets %v, want %v: %s", targets, tc.targets, r.Raw)
+			}
+			for _, internal := range []string{"_id", "_gib", "spec.", "node_pool", "update."} {
+				if strings.Contains(string(r.Raw), internal) {
+					t.Errorf("the answer names Cluster Service's field %q: %s", internal, r.Raw)
+				}
+			}
+		})
 	}
 }

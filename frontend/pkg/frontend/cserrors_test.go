@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,11 +11,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	internalapi "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armspec"
 )
 
 func refusal(fields ...string) error {
@@ -188,4 +191,104 @@ func TestUnmappedRefusalNamesNoProtoField(t *testing.T) {
 	if ce := (&Server{}).grpcToCloudError(plain); ce.Message != "the version is not offered" {
 		t.Fatalf("a message without violations: %q", ce.Message)
 	}
+}
+
+// TestARMPathsAreSpecProperties: every field of the requests the frontend sends Cluster Service
+// targets, through its arm_path and an api-version's ExternalPath, a property the specification
+// declares — spelt and cased as in the spec — in at least one api-version (a field newer than
+// some versions cannot be sent in them).
+func TestARMPathsAreSpecProperties(t *testing.T) {
+	definitions := []struct {
+		req  proto.Message
+		name string
+	}{
+		{&csv1.CreateClusterRequest{}, "HcpOpenShiftCluster"}, {&csv1.UpdateClusterRequest{}, "HcpOpenShiftCluster"},
+		{&csv1.CreateNodePoolRequest{}, "NodePool"}, {&csv1.UpdateNodePoolRequest{}, "NodePool"},
+		{&csv1.CreateExternalAuthRequest{}, "ExternalAuth"}, {&csv1.UpdateExternalAuthRequest{}, "ExternalAuth"},
+	}
+	specs := map[string]*armspec.Spec{}
+	for _, v := range api.Versions() {
+		s, err := armspec.Load(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs[v] = s
+	}
+	// The check itself tells a declared property from a miscased one.
+	if s := specs["2025-12-23-preview"]; s == nil || !declared(t, s, "HcpOpenShiftCluster", "properties.network.hostPrefix") ||
+		declared(t, s, "HcpOpenShiftCluster", "properties.network.hostprefix") || !declared(t, s, "NodePool", "properties.taints[0].effect") ||
+		declared(t, s, "NodePool", "properties.taints[0].Effect") {
+		t.Fatal("declared does not tell declared properties from undeclared ones")
+	}
+	checked := 0
+	for _, d := range definitions {
+		md := d.req.ProtoReflect().Descriptor()
+		for _, field := range csFieldPaths(md, "", 0) {
+			internal, ok := csv1.ARMPath(md, field)
+			if !ok {
+				continue // not from the request body
+			}
+			checked++
+			var tried []string
+			found := false
+			for v, s := range specs {
+				ver, _ := api.Lookup(v)
+				p := ver.ExternalPath(internal)
+				tried = append(tried, v+": "+p)
+				if declared(t, s, d.name, p) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("%s %s: ARM path %s is not a property of %s in any api-version (%v)", md.Name(), field, internal, d.name, tried)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked only %d fields", checked)
+	}
+}
+
+// csFieldPaths lists md's field paths as Cluster Service's violations spell them.
+func csFieldPaths(md protoreflect.MessageDescriptor, prefix string, depth int) []string {
+	var out []string
+	for i := 0; i < md.Fields().Len() && depth < 8; i++ {
+		fd := md.Fields().Get(i)
+		p := prefix + string(fd.Name())
+		if fd.IsList() {
+			p += "[0]"
+		}
+		out = append(out, p)
+		if fd.Message() != nil && !fd.IsMap() && csv1.ARMPathOf(fd) != "-" {
+			out = append(out, csFieldPaths(fd.Message(), p+".", depth+1)...)
+		}
+	}
+	return out
+}
+
+// declared reports whether definition declares the property at path ("a.b[0].c"): a body with
+// only that property set draws no "property not in the schema".
+func declared(t *testing.T, s *armspec.Spec, definition, path string) bool {
+	t.Helper()
+	var body any = "x"
+	segs := strings.Split(path, ".")
+	for i := len(segs) - 1; i >= 0; i-- {
+		name, idx, _ := strings.Cut(segs[i], "[")
+		if idx != "" {
+			body = []any{body}
+		}
+		body = map[string]any{name: body}
+	}
+	err := s.ValidateDefinition(definition, mustJSON(body))
+	var vs armspec.Violations
+	if err != nil && !errors.As(err, &vs) {
+		t.Fatalf("validate %s against %s: %v", path, definition, err)
+	}
+	for _, v := range vs {
+		if strings.Contains(v.Message, "not in the schema") {
+			return false
+		}
+	}
+	return true
 }
