@@ -205,26 +205,18 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 
 // checkClientProvisioningState rejects a body whose properties.provisioningState (read-only)
 // differs from the stored one: a client that sends it back unchanged after a GET is fine, one
-// that tries to set it is told so instead of being silently ignored.
+// that tries to set it is told so instead of being silently ignored. It runs before the
+// decoder, so it reads the keys exactly: a wrong-case or repeated key is the decoder's to name.
 func checkClientProvisioningState(body []byte, stored docs.ProvisioningState) error {
-	var b struct {
-		Properties map[string]json.RawMessage `json:"properties"`
+	var b, props map[string]json.RawMessage
+	var got string
+	if json.Unmarshal(body, &b) != nil || json.Unmarshal(b["properties"], &props) != nil ||
+		json.Unmarshal(props["provisioningState"], &got) != nil || got == "" {
+		return nil // absent, or a body the decoder refuses with its reason
 	}
-	if json.Unmarshal(body, &b) != nil {
-		return nil // the decoder has already reported what is wrong with the body
-	}
-	for k, raw := range b.Properties {
-		if !strings.EqualFold(k, "provisioningState") {
-			continue
-		}
-		var got string
-		if json.Unmarshal(raw, &got) != nil || got == "" {
-			continue
-		}
-		if stored == "" || !strings.EqualFold(got, string(stored)) {
-			return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.provisioningState",
-				"The read-only field 'properties.provisioningState' cannot be set: it is '%s', the request says '%s'.", orNone(string(stored)), got)
-		}
+	if stored == "" || !strings.EqualFold(got, string(stored)) {
+		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.provisioningState",
+			"The read-only field 'properties.provisioningState' cannot be set: it is '%s', the request says '%s'.", orNone(string(stored)), got)
 	}
 	return nil
 }

@@ -345,4 +345,16 @@ func TestClientProvisioningState(t *testing.T) {
 			}
 		}
 	})
+	t.Run("wrong_case_is_named_by_the_decoder", func(t *testing.T) {
+		for _, m := range []string{"PUT", "PATCH"} {
+			body := []byte(`{"properties":{"ProvisioningState":"Failed"}}`)
+			if m == "PUT" {
+				body = mustJSON(set(minimalBody(), "properties.ProvisioningState", "Failed"))
+			}
+			resp := e.do(m, path, body, nil)
+			if _, target := resp.armError(t); resp.code != 400 || target != "properties.ProvisioningState" || !strings.Contains(string(resp.body), "did you mean 'provisioningState'") {
+				t.Fatalf("%s: %d %s", m, resp.code, resp.body)
+			}
+		}
+	})
 }

@@ -106,21 +106,33 @@ func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) 
 		problems = append(problems, docs.CloudErrorBody{Code: arm.CodeInvalidRequestContent, Target: "location",
 			Message: fmt.Sprintf("%s: the location '%s' is not served by this endpoint, which serves '%s'.", label, location, s.cfg.Location)})
 	}
+	// body was rebuilt from a map, which keeps one of two equal keys: the PUT of this resource
+	// would refuse them, so preflight reads the resource as sent for them.
+	if _, err := api.ParseObject(raw); err != nil {
+		problems = append(problems, labelled(label, err)...)
+	}
 	if err := validate(v, body); err != nil {
-		var ce *arm.CloudError
-		if !errors.As(err, &ce) {
-			return append(problems, docs.CloudErrorBody{Code: arm.CodeInvalidRequestContent, Message: fmt.Sprintf("%s: %v", label, err)})
-		}
-		found := ce.Details
-		if len(found) == 0 {
-			found = []docs.CloudErrorBody{ce.CloudErrorBody}
-		}
-		for _, d := range found {
-			d.Message = label + ": " + d.Message
-			problems = append(problems, d)
-		}
+		problems = append(problems, labelled(label, err)...)
 	}
 	return problems
+}
+
+// labelled is a decoder's error as preflight problems, each message naming the resource.
+func labelled(label string, err error) []docs.CloudErrorBody {
+	var ce *arm.CloudError
+	if !errors.As(err, &ce) {
+		return []docs.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Message: fmt.Sprintf("%s: %v", label, err)}}
+	}
+	found := ce.Details
+	if len(found) == 0 {
+		found = []docs.CloudErrorBody{ce.CloudErrorBody}
+	}
+	out := make([]docs.CloudErrorBody, 0, len(found))
+	for _, d := range found {
+		d.Message = label + ": " + d.Message
+		out = append(out, d)
+	}
+	return out
 }
 
 // hasTemplateExpression says whether any string in the JSON value is an ARM template expression

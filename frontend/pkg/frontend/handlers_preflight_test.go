@@ -45,6 +45,10 @@ func TestPreflight(t *testing.T) {
 		{"unevaluated_expression_is_left_to_the_put", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
 			set(b, "properties.network.hostPrefix", "[parameters('hostPrefix')]")
 		})}}), "Succeeded", "", "", ""},
+		{"duplicate_key_fails_naming_it_and_the_resource", []byte(strings.Replace(string(mustJSON(map[string]any{"resources": []any{cluster()}})), `"name":"c1"`, `"name":"c1","name":"c1"`, 1)),
+			"Failed", "InvalidRequestContent", "name", "Resource 'c1'"},
+		{"wrong-case_key_fails_naming_it", []byte(strings.Replace(string(mustJSON(map[string]any{"resources": []any{cluster()}})), `"properties"`, `"Properties"`, 1)),
+			"Failed", "InvalidRequestContent", "Properties", "did you mean 'properties'"},
 		{"not_json_fails_with_200", []byte("{"), "Failed", "InvalidRequestContent", "", "not valid JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
