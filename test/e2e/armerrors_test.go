@@ -84,6 +84,9 @@ func TestClusterServiceErrorsNameARMFieldsOnUpdatesAndChildren(t *testing.T) {
 			"platform": map[string]any{"vmSize": "huge"},
 		},
 	}
+	// An audience given twice and a client whose ID is none of the audiences.
+	badAuth := externalAuthBody("https://login.example.com/t/v2.0")
+	badAuth["properties"].(map[string]any)["issuer"].(map[string]any)["audiences"] = []string{"console-app", "console-app"}
 	tests := []struct {
 		name, method, path string
 		body               any
@@ -93,6 +96,8 @@ func TestClusterServiceErrorsNameARMFieldsOnUpdatesAndChildren(t *testing.T) {
 			[]string{"properties.version.id"}},
 		{"node_pool_put", http.MethodPut, path + "/nodePools/bad" + ver, badPool,
 			[]string{"properties.platform.vmSize", "properties.version.id"}},
+		{"external_auth_put", http.MethodPut, path + "/externalAuths/bad" + ver, badAuth,
+			[]string{"properties.clients[1].clientId", "properties.issuer.audiences[1]"}},
 		{"node_pool_patch", http.MethodPatch, path + "/nodePools/good" + ver, map[string]any{"properties": map[string]any{"version": map[string]any{"id": "4.1"}}},
 			[]string{"properties.version.id"}},
 	}

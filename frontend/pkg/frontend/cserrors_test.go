@@ -223,7 +223,7 @@ func TestARMPathsAreSpecProperties(t *testing.T) {
 	checked := 0
 	for _, d := range definitions {
 		md := d.req.ProtoReflect().Descriptor()
-		for _, field := range csFieldPaths(md, "", 0) {
+		for _, field := range requestFieldPaths(md, "", 0) {
 			internal, ok := csv1.ARMPath(md, field)
 			if !ok {
 				continue // not from the request body
@@ -250,8 +250,8 @@ func TestARMPathsAreSpecProperties(t *testing.T) {
 	}
 }
 
-// csFieldPaths lists md's field paths as Cluster Service's violations spell them.
-func csFieldPaths(md protoreflect.MessageDescriptor, prefix string, depth int) []string {
+// requestFieldPaths lists md's field paths as Cluster Service's violations spell them.
+func requestFieldPaths(md protoreflect.MessageDescriptor, prefix string, depth int) []string {
 	var out []string
 	for i := 0; i < md.Fields().Len() && depth < 8; i++ {
 		fd := md.Fields().Get(i)
@@ -261,7 +261,7 @@ func csFieldPaths(md protoreflect.MessageDescriptor, prefix string, depth int) [
 		}
 		out = append(out, p)
 		if fd.Message() != nil && !fd.IsMap() && csv1.ARMPathOf(fd) != "-" {
-			out = append(out, csFieldPaths(fd.Message(), p+".", depth+1)...)
+			out = append(out, requestFieldPaths(fd.Message(), p+".", depth+1)...)
 		}
 	}
 	return out
