@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
@@ -15,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 )
 
 // TestNoSecretInLogsOrCommandLines creates a cluster (so the pull secret and the etcd key travel
@@ -54,13 +53,7 @@ func TestNoSecretInLogsOrCommandLines(t *testing.T) {
 	if len(hcs) != 1 {
 		t.Fatalf("%d HostedClusters for %s", len(hcs), cl.GetId())
 	}
-	sec, err := kube(t, mc).Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(hcs[0].GetNamespace()).
-		Get(context.Background(), hcs[0].GetName()+"-pull-secret", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("pull secret on %s: %v", mc.Name, err)
-	}
-	data, _ := sec.Object["data"].(map[string]any)
-	raw, _ := base64.StdEncoding.DecodeString(fmt.Sprint(data[".dockerconfigjson"]))
+	raw := shardSecret(t, mc, hcs[0].GetNamespace(), manifests.PullSecretName(hcs[0].GetName()), ".dockerconfigjson")
 	found := false
 	for s := range secrets {
 		if strings.Contains(string(raw), s) {

@@ -454,8 +454,9 @@ func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 // Service key-encryption keys), each 0600 in a 0700 directory.
 func (r *Region) secretsDir() string { return filepath.Join(r.stateDir, "secrets") }
 
-// Secrets returns every secret the region generated (passwords, key-encryption keys, private
-// keys), for tests that prove none of them leaks into a log or a command line.
+// Secrets returns every secret the region generated (database passwords, Cluster Service's
+// key-encryption key, the pull secret's credentials), for tests that prove none of them leaks
+// into a log or a command line; the private keys are the PKI's *.key files (PKI().Dir).
 func (r *Region) Secrets() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

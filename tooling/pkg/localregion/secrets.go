@@ -22,12 +22,10 @@ const devRegistry = "registry.openhcp.invalid"
 // The retired-key directory starts empty; a KEK rotation moves the old key there
 // (docs/security.md).
 func (r *Region) clusterServiceSecretArgs() ([]string, error) {
-	dir := r.secretsDir()
-	retired := filepath.Join(dir, "cluster-service-kek-retired")
+	kekFile, retired := r.ClusterServiceKEK()
 	if err := os.MkdirAll(retired, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster service secrets: %w", err)
 	}
-	kekFile := filepath.Join(dir, "cluster-service-kek")
 	kek, err := envelope.WriteKeyFile(kekFile)
 	if err != nil {
 		return nil, fmt.Errorf("cluster service secrets: %w", err)
@@ -42,7 +40,7 @@ func (r *Region) clusterServiceSecretArgs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	pullFile := filepath.Join(dir, "pull-secret.json")
+	pullFile := filepath.Join(r.secretsDir(), "pull-secret.json")
 	if err := os.WriteFile(pullFile, pull, 0o600); err != nil {
 		return nil, fmt.Errorf("cluster service secrets: pull secret: %w", err)
 	}
@@ -50,4 +48,11 @@ func (r *Region) clusterServiceSecretArgs() ([]string, error) {
 	r.secrets = append(r.secrets, base64.StdEncoding.EncodeToString(kek), password, auth)
 	r.mu.Unlock()
 	return []string{"--secret-kek-file", kekFile, "--secret-kek-retired-dir", retired, "--pull-secret-file", pullFile}, nil
+}
+
+// ClusterServiceKEK returns Cluster Service's active key-encryption key file and the directory
+// of retired ones, for a test (or an operator) that rotates the key: move the active file into
+// the directory, write a new one, restart Cluster Service (docs/security.md).
+func (r *Region) ClusterServiceKEK() (activeFile, retiredDir string) {
+	return filepath.Join(r.secretsDir(), "cluster-service-kek"), filepath.Join(r.secretsDir(), "cluster-service-kek-retired")
 }
