@@ -65,18 +65,9 @@ func testStrictJSONCluster(t *testing.T, name, body string) {
 	if err != nil {
 		t.Fatalf("%s: the base cluster is refused: %v", name, err)
 	}
-	for _, c := range put {
-		t.Run(name+"/PUT/"+c.name, func(t *testing.T) {
-			_, err := v.DecodeCluster([]byte(c.body))
-			requireTarget(t, err, c.target, c.want)
-		})
-	}
-	for _, c := range patch {
-		t.Run(name+"/PATCH/"+c.name, func(t *testing.T) {
-			_, err := v.PatchCluster(stored, []byte(c.body))
-			requireTarget(t, err, c.target, c.want)
-		})
-	}
+	runStrict(t, name, put, patch,
+		func(b []byte) error { _, err := v.DecodeCluster(b); return err },
+		func(b []byte) error { _, err := v.PatchCluster(stored, b); return err })
 }
 
 func TestStrictJSONNodePools(t *testing.T) {
@@ -107,18 +98,9 @@ func TestStrictJSONNodePools(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: the base node pool is refused: %v", name, err)
 		}
-		for _, c := range put {
-			t.Run(name+"/PUT/"+c.name, func(t *testing.T) {
-				_, err := v.DecodeNodePool([]byte(c.body), nil)
-				requireTarget(t, err, c.target, c.want)
-			})
-		}
-		for _, c := range patch {
-			t.Run(name+"/PATCH/"+c.name, func(t *testing.T) {
-				_, err := api.PatchNodePool(v, stored, []byte(c.body))
-				requireTarget(t, err, c.target, c.want)
-			})
-		}
+		runStrict(t, name, put, patch,
+			func(b []byte) error { _, err := v.DecodeNodePool(b, nil); return err },
+			func(b []byte) error { _, err := api.PatchNodePool(v, stored, b); return err })
 	}
 }
 
@@ -145,17 +127,18 @@ func TestStrictJSONExternalAuths(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: the base external auth is refused: %v", name, err)
 		}
-		for _, c := range put {
-			t.Run(name+"/PUT/"+c.name, func(t *testing.T) {
-				_, err := v.DecodeExternalAuth([]byte(c.body))
-				requireTarget(t, err, c.target, c.want)
-			})
-		}
-		for _, c := range patch {
-			t.Run(name+"/PATCH/"+c.name, func(t *testing.T) {
-				_, err := api.PatchExternalAuth(v, stored, []byte(c.body))
-				requireTarget(t, err, c.target, c.want)
-			})
-		}
+		runStrict(t, name, put, patch,
+			func(b []byte) error { _, err := v.DecodeExternalAuth(b); return err },
+			func(b []byte) error { _, err := api.PatchExternalAuth(v, stored, b); return err })
+	}
+}
+
+// runStrict runs one api-version's PUT cases through decode and its PATCH cases through apply.
+func runStrict(t *testing.T, name string, put, patch []strictCase, decode, apply func([]byte) error) {
+	for _, c := range put {
+		t.Run(name+"/PUT/"+c.name, func(t *testing.T) { requireTarget(t, decode([]byte(c.body)), c.target, c.want) })
+	}
+	for _, c := range patch {
+		t.Run(name+"/PATCH/"+c.name, func(t *testing.T) { requireTarget(t, apply([]byte(c.body)), c.target, c.want) })
 	}
 }
