@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/store"
 )
 
@@ -85,13 +86,8 @@ func observed[E any, P interface {
 // isClusterChild reports whether an ARM resource ID (any casing) names a resource of the given
 // type (lower-case, "nodepools") directly below a cluster.
 func isClusterChild(rid, childType string) bool {
-	rid = strings.ToLower(rid)
-	i := strings.Index(rid, "/providers/")
-	if i < 0 {
-		return false
-	}
-	parts := strings.Split(strings.Trim(rid[i+len("/providers/"):], "/"), "/")
-	return len(parts) == 5 && parts[0]+"/"+parts[1] == clusterType && parts[3] == childType
+	id, err := arm.ParseResourceID(rid)
+	return err == nil && len(id.Types) == 2 && strings.EqualFold(id.Provider+"/"+id.Types[0], clusterType) && strings.EqualFold(id.Types[1], childType)
 }
 
 // cascadeClusterChild handles a resource below a cluster (childType "nodepools", named `what`
@@ -100,8 +96,12 @@ func isClusterChild(rid, childType string) bool {
 // whose cluster document is already gone is removed at once. It reports whether the resource is
 // still there.
 func (c *Controller) cascadeClusterChild(ctx context.Context, d *store.Document, childType, what string) (bool, error) {
-	parent := d.ResourceID[:strings.LastIndex(strings.TrimSuffix(d.ResourceID, "/"), "/"+childType+"/")]
-	_, err := c.store.Get(ctx, d.PartitionKey, parent)
+	id, err := arm.ParseResourceID(d.ResourceID)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", what, d.ID, err)
+	}
+	parent := id.Parent().String()
+	_, err = c.store.Get(ctx, d.PartitionKey, parent)
 	if err == nil {
 		return true, nil
 	}

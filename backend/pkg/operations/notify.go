@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/store"
 )
 
@@ -185,8 +185,8 @@ type statusBody struct {
 
 func operationStatusBody(op *opRecord, partition string) statusBody {
 	sub := partition
-	if parts := strings.Split(op.ExternalID, "/"); len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
-		sub = parts[2]
+	if id, err := arm.ParseResourceID(op.ExternalID); err == nil {
+		sub = id.SubscriptionID
 	}
 	b := statusBody{
 		ID:     "/subscriptions/" + sub + "/providers/Microsoft.RedHatOpenShift/locations/" + op.Location + "/hcpOperationStatuses/" + op.ID,

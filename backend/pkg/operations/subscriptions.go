@@ -15,6 +15,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/store"
 )
 
@@ -116,14 +117,10 @@ func (c *Controller) ReconcileSubscription(ctx context.Context, partition string
 	return 0, nil
 }
 
-// isCluster reports whether a lowercase resource ID names a cluster (not one of its children).
+// isCluster reports whether a resource ID names a cluster (not one of its children).
 func isCluster(rid string) bool {
-	i := strings.Index(rid, "/providers/")
-	if i < 0 {
-		return false
-	}
-	parts := strings.Split(strings.Trim(rid[i+len("/providers/"):], "/"), "/")
-	return len(parts) == 3 && parts[0]+"/"+parts[1] == clusterType
+	id, err := arm.ParseResourceID(rid)
+	return err == nil && len(id.Types) == 1 && strings.EqualFold(id.Provider+"/"+id.Types[0], clusterType)
 }
 
 // deleteForSubscription makes sure one cluster is being deleted: a running Delete operation is
