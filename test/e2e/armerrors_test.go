@@ -61,28 +61,22 @@ func TestClusterServiceErrorsNameARMFieldsOnUpdatesAndChildren(t *testing.T) {
 	path := clusterPath(sub, rg, "errors")
 	createCluster(t, path, clusterBody(sub, rg))
 	const ver = "?api-version=2025-12-23-preview"
-	pool := map[string]any{
-		"location": region.Info.Location,
-		"properties": map[string]any{
-			"version":  map[string]any{"id": "4.19", "channelGroup": "stable"},
-			"replicas": 1,
-			"platform": map[string]any{"vmSize": "Standard_D8s_v3"},
-		},
+	pool := func(version, vmSize string) map[string]any {
+		return map[string]any{
+			"location": region.Info.Location,
+			"properties": map[string]any{
+				"version":  map[string]any{"id": version, "channelGroup": "stable"},
+				"replicas": 1,
+				"platform": map[string]any{"vmSize": vmSize},
+			},
+		}
 	}
-	okPool := arm(t, http.MethodPut, path+"/nodePools/good"+ver, pool)
+	okPool := arm(t, http.MethodPut, path+"/nodePools/good"+ver, pool("4.19", "Standard_D8s_v3"))
 	if okPool.Status != http.StatusCreated {
 		t.Fatalf("PUT node pool: %d %s", okPool.Status, okPool.Raw)
 	}
 	if final := waitOperation(t, okPool.Header.Get("Azure-AsyncOperation"), 3*time.Minute); final["status"] != "Succeeded" {
 		t.Fatalf("node pool create ended %v: %v", final["status"], final["error"])
-	}
-	badPool := map[string]any{
-		"location": region.Info.Location,
-		"properties": map[string]any{
-			"version":  map[string]any{"id": "4.1", "channelGroup": "stable"},
-			"replicas": 1,
-			"platform": map[string]any{"vmSize": "huge"},
-		},
 	}
 	// An audience given twice and a client whose ID is none of the audiences.
 	badAuth := externalAuthBody("https://login.example.com/t/v2.0")
@@ -94,7 +88,7 @@ func TestClusterServiceErrorsNameARMFieldsOnUpdatesAndChildren(t *testing.T) {
 	}{
 		{"cluster_patch", http.MethodPatch, path + ver, map[string]any{"properties": map[string]any{"version": map[string]any{"id": "4.1"}}},
 			[]string{"properties.version.id"}},
-		{"node_pool_put", http.MethodPut, path + "/nodePools/bad" + ver, badPool,
+		{"node_pool_put", http.MethodPut, path + "/nodePools/bad" + ver, pool("4.1", "huge"),
 			[]string{"properties.platform.vmSize", "properties.version.id"}},
 		{"external_auth_put", http.MethodPut, path + "/externalAuths/bad" + ver, badAuth,
 			[]string{"properties.clients[1].clientId", "properties.issuer.audiences[1]"}},
