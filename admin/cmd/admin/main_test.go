@@ -1,0 +1,50 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestParseFlagsRefusesPlaintext: the admin API has no plaintext mode (every TLS flag is
+// required), its database logins must be verified TLS off loopback, and Maestro's REST API is
+// https only; each refusal names its flag.
+func TestParseFlagsRefusesPlaintext(t *testing.T) {
+	base := map[string]string{
+		"tls-cert": "s.crt", "tls-key": "s.key", "tls-client-ca": "ca.crt",
+		"audit-db-dsn": "postgres://adminsvc@127.0.0.1/admin", "db-dsn": "postgres://adminsvc@127.0.0.1/resourceprovider",
+		"cluster-service": "127.0.0.1:8090", "cluster-service-ca": "ca.crt", "cluster-service-cert": "c.crt", "cluster-service-key": "c.key",
+	}
+	for _, tc := range []struct {
+		name, flag, value, wantErr string
+	}{
+		{"valid", "", "", ""},
+		{"no_server_certificate", "tls-cert", "", "--tls-cert is required"},
+		{"no_client_ca", "tls-client-ca", "", "--tls-client-ca is required"},
+		{"no_cluster_service_certificate", "cluster-service-cert", "", "--cluster-service-cert is required"},
+		{"plaintext_remote_document_store", "db-dsn", "postgres://adminsvc@db.example.com/rp?sslmode=disable", "--db-dsn: database host db.example.com"},
+		{"unverified_remote_audit_log", "audit-db-dsn", "postgres://adminsvc@db.example.com/admin?sslmode=require", "--audit-db-dsn: database host db.example.com"},
+		{"plaintext_maestro_rest", "maestro-rest", "http://127.0.0.1:8000", "--maestro-rest: must be an https:// URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var args []string
+			for k, v := range base {
+				if k != tc.flag {
+					args = append(args, "--"+k+"="+v)
+				}
+			}
+			if tc.flag != "" && tc.value != "" {
+				args = append(args, "--"+tc.flag+"="+tc.value)
+			}
+			_, err := parseFlags(args, func(string) string { return "" })
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("parseFlags = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("parseFlags = %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
