@@ -162,6 +162,25 @@ func TestAdminAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("a_revoked_sre_is_refused", func(t *testing.T) {
+		// A fresh SRE of the region's client CA, so no other test loses its identity.
+		person := "eve-" + uuid.NewString()[:8]
+		if err := region.PKI().Add(person, pki.Spec{CommonName: person, Organization: []string{access.GroupReadOnly}, Usage: pki.Client}, true); err != nil {
+			t.Fatal(err)
+		}
+		f := region.PKI().MustFiles(person)
+		eve := localregion.AdminInfo{URL: a.URL, CAFile: a.CAFile, SREs: []localregion.SREIdentity{{Person: person, Group: "eve", CertFile: f.Cert, KeyFile: f.Key}}}
+		if code, ae := adminCall(t, eve, "eve", "GET", "/admin/v1/shards", "", cid, nil); code != 200 {
+			t.Fatalf("before the revocation: %d %+v", code, ae)
+		}
+		if code, ae := adminCall(t, a, access.GroupAdmin, "POST", "/admin/v1/revocations/"+person, `{"reason":"e2e: leaked"}`, cid, nil); code != 200 {
+			t.Fatalf("revoke: %d %+v", code, ae)
+		}
+		if code, ae := adminCall(t, eve, "eve", "GET", "/admin/v1/shards", "", cid, nil); code != 401 || !strings.Contains(ae.Message, "revoked") {
+			t.Fatalf("after the revocation: %d %+v", code, ae)
+		}
+	})
+
 	t.Run("every_call_is_in_the_audit_log", func(t *testing.T) {
 		var l adminapi.AuditList
 		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/audit?correlationId="+cid+"&pageSize=1000", "", "audit-read", &l); code != 200 {
@@ -174,7 +193,7 @@ func TestAdminAPI(t *testing.T) {
 				t.Errorf("a change without its reason: %+v", e)
 			}
 		}
-		if counts["unauthenticated"] != 2 || counts["forbidden"] != 1 || counts["allowed"] == 0 || counts["allowed"] != counts["completed"] {
+		if counts["unauthenticated"] != 3 || counts["forbidden"] != 1 || counts["allowed"] == 0 || counts["allowed"] != counts["completed"] {
 			t.Fatalf("audit outcomes %v", counts)
 		}
 	})

@@ -207,6 +207,18 @@ func TestHcpctl(t *testing.T) {
 		}
 	})
 
+	t.Run("revoke_refuses_the_person_from_the_next_call_on", func(t *testing.T) {
+		// A person the region has no certificate for: revoking them changes no other test's SRE.
+		person := "mallory-" + uuid.NewString()[:8]
+		if out, stderr, code := hcpctl(t, bin, "--as", "sre-admin", "sre", "revoke", person, "--reason", "e2e: leaked"); code != 0 {
+			t.Fatalf("revoke: exit %d %s %s", code, out, stderr)
+		}
+		out, _, code := hcpctl(t, bin, "sre", "revocations")
+		if code != 0 || !regexp.MustCompile(`(?m)^`+person+`\s+\S+\s+alice \(sre-admin\)\s+e2e: leaked`).MatchString(out) {
+			t.Fatalf("revocations: exit %d\n%s", code, out)
+		}
+	})
+
 	t.Run("completion_lists_the_commands", func(t *testing.T) {
 		out, _, code := hcpctl(t, bin, "completion", "bash")
 		if code != 0 || !strings.Contains(out, "complete -F _hcpctl hcpctl") || !strings.Contains(out, "cordon uncordon") {

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/admin/pkg/server"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/store/postgres"
@@ -160,6 +161,10 @@ func run(o *options) error {
 		return fmt.Errorf("--audit-db-dsn: %w", err)
 	}
 	defer auditLog.Close()
+	revocations := revocation.New(auditLog.Pool())
+	if err := revocations.Check(openCtx); err != nil {
+		return fmt.Errorf("--audit-db-dsn: %w", err)
+	}
 	st, err := postgres.Open(openCtx, o.storeDSN, postgres.Options{ReadOnly: true, Logger: log})
 	if err != nil {
 		return fmt.Errorf("--db-dsn: %w", err)
@@ -167,7 +172,7 @@ func run(o *options) error {
 	defer st.Close()
 
 	cfg := server.Config{
-		Audit: auditLog, Store: st,
+		Audit: auditLog, Revocations: revocations, Store: st,
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
 		Logger: log, Timeout: o.timeout, LogDir: o.logDir,

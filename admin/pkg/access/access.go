@@ -19,6 +19,8 @@ const (
 	ReadShards     Permission = "shards.read"     // list provision shards
 	WriteShards    Permission = "shards.write"    // cordon, uncordon, maintenance, offline
 	ReadAudit      Permission = "audit.read"      // read the audit log
+	// RevokeIdentities puts an SRE on the revocation list (a leaked certificate).
+	RevokeIdentities Permission = "identities.revoke"
 	// MustGather is a cluster's must-gather: its documents and every log line naming it.
 	MustGather Permission = "clusters.mustgather"
 )
@@ -33,7 +35,7 @@ const (
 // and TestGroupsTableIsDocumented keeps the two equal.
 var Groups = map[string][]Permission{
 	GroupReadOnly: {ReadClusters, ReadOperations, ReadShards, ReadAudit, MustGather},
-	GroupAdmin:    {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit, MustGather},
+	GroupAdmin:    {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit, MustGather, RevokeIdentities},
 }
 
 // Identity is a verified SRE.

@@ -187,3 +187,16 @@ func (c *Client) Audit(ctx context.Context, f AuditFilter) (AuditList, error) {
 	var out AuditList
 	return out, c.do(ctx, http.MethodGet, "/admin/v1/audit", q, nil, nil, &out)
 }
+
+// Revoke puts person on the SRE revocation list: every certificate of theirs issued before now
+// is refused. The answer is the revocation as stored.
+func (c *Client) Revoke(ctx context.Context, person, reason string) (map[string]any, error) {
+	var out map[string]any
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/revocations/"+url.PathEscape(person), nil, nil, map[string]string{"reason": reason}, &out)
+}
+
+// Revocations returns the SRE revocation list, newest first.
+func (c *Client) Revocations(ctx context.Context) (map[string]any, error) {
+	var out map[string]any
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/revocations", nil, nil, nil, &out)
+}

@@ -147,6 +147,9 @@ func checkPrivileges(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
+// Pool is the connection pool, shared with the revocation list in the same database.
+func (l *Log) Pool() *pgxpool.Pool { return l.pool }
+
 // Close releases the connections.
 func (l *Log) Close() { l.pool.Close() }
 

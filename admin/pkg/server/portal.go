@@ -188,14 +188,3 @@ func (s *Server) portalAudit(w http.ResponseWriter, r *http.Request) error {
 		Entries  []audit.Entry
 	}{page{Title: "Audit log", Who: identityFrom(r.Context())}, f, []string{audit.Unauthenticated, audit.Forbidden, audit.Allowed, audit.Completed}, entries})
 }
-
-type identityKey struct{}
-
-func withIdentity(ctx context.Context, id access.Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
-
-func identityFrom(ctx context.Context) access.Identity {
-	id, _ := ctx.Value(identityKey{}).(access.Identity)
-	return id
-}

@@ -24,6 +24,8 @@ func (s *Server) routes() []route {
 		{pattern: "POST /admin/v1/shards/{name}/uncordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardUncordon)},
 		{pattern: "PUT /admin/v1/shards/{name}/status", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardSetStatus)},
 		{pattern: "GET /admin/v1/audit", perm: access.ReadAudit, handle: s.listAudit},
+		{pattern: "POST /admin/v1/revocations/{person}", perm: access.RevokeIdentities, target: pathValue("person"), mutates: true, handle: s.revoke},
+		{pattern: "GET /admin/v1/revocations", perm: access.ReadAudit, handle: s.listRevocations},
 		// The SRE portal: pages over the same data, through the same middleware.
 		{pattern: "GET /portal/{$}", perm: access.ReadClusters, handle: s.portalFleet},
 		{pattern: "GET /portal/clusters/{id...}", perm: access.ReadClusters, target: pathValue("id"), handle: s.portalCluster},

@@ -24,6 +24,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/store"
 )
@@ -39,13 +40,22 @@ type Bundles interface {
 	BundlesNamed(ctx context.Context, names []string) ([]adminapi.Bundle, error)
 }
 
+// Revocations is the SRE revocation list (revocation.List).
+type Revocations interface {
+	Revoke(ctx context.Context, person, by, reason string) (revocation.Revocation, error)
+	Revoked(ctx context.Context, person string, notBefore time.Time) (bool, error)
+	All(ctx context.Context) ([]revocation.Revocation, error)
+}
+
 // Config wires the server. Store is the ARM document store, read only.
 type Config struct {
-	Audit     AuditLog
-	Store     store.Store
-	Clusters  csv1.ClustersClient
-	NodePools csv1.NodePoolsClient
-	Shards    csv1.ProvisionShardsClient
+	Audit AuditLog
+	// Revocations may be nil only in tests that do not need it: then no SRE is ever revoked.
+	Revocations Revocations
+	Store       store.Store
+	Clusters    csv1.ClustersClient
+	NodePools   csv1.NodePoolsClient
+	Shards      csv1.ProvisionShardsClient
 	// ExternalAuths and UpgradePolicies may be nil: must-gather then leaves them out.
 	ExternalAuths   csv1.ExternalAuthsClient
 	UpgradePolicies csv1.UpgradePoliciesClient
@@ -214,6 +224,19 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		}
 		var refusal *apiError
 		id, err := access.Identify(r.TLS)
+		if err == nil && s.cfg.Revocations != nil {
+			revoked, rerr := s.cfg.Revocations.Revoked(r.Context(), id.Person, r.TLS.VerifiedChains[0][0].NotBefore)
+			if rerr != nil {
+				log.Error("revocation list unreadable; refusing the call", "error", rerr)
+				writeJSON(w, http.StatusServiceUnavailable, adminapi.Error{Code: adminapi.CodeAuditUnavailable,
+					Message: "the revocation list cannot be read, so no admin call is served; retry later"})
+				return
+			}
+			if revoked {
+				e.Person, e.Group = id.Person, id.Group
+				err = fmt.Errorf("%w: the certificate of %q was revoked; ask for a new one", access.ErrNoIdentity, id.Person)
+			}
+		}
 		switch {
 		case err != nil:
 			e.Outcome = audit.Unauthenticated
@@ -256,7 +279,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		}
 		log.Info("admin call", "person", id.Person, "group", id.Group, "target", e.Target, "reason", e.Reason, "auditId", rec.ID)
 		sr := &statusRecorder{ResponseWriter: w}
-		if err := rt.handle(sr, r.WithContext(withIdentity(r.Context(), id))); err != nil {
+		if err := rt.handle(sr, r.WithContext(withReason(withIdentity(r.Context(), id), e.Reason))); err != nil {
 			s.writeError(sr, r, err)
 		}
 		done := e
@@ -320,4 +343,28 @@ func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// The caller's identity and the reason the middleware recorded, for handlers.
+type identityKey struct{}
+
+type reasonKey struct{}
+
+func withReason(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, reasonKey{}, reason)
+}
+
+// auditReason is the reason the middleware recorded for the call.
+func auditReason(r *http.Request) string {
+	s, _ := r.Context().Value(reasonKey{}).(string)
+	return s
+}
+
+func withIdentity(ctx context.Context, id access.Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+func identityFrom(ctx context.Context) access.Identity {
+	id, _ := ctx.Value(identityKey{}).(access.Identity)
+	return id
 }

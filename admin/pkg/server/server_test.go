@@ -22,6 +22,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
@@ -60,6 +61,9 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	if err := audit.Install(ctx, su, "adminsvc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := revocation.Install(ctx, su, "adminsvc"); err != nil {
 		t.Fatal(err)
 	}
 	su.Close(ctx)
@@ -102,7 +106,11 @@ func start(t *testing.T) *env {
 	}
 
 	logDir := t.TempDir()
-	srv, err := New(Config{Audit: log, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
+	revs := revocation.New(log.Pool())
+	if err := revs.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Audit: log, Revocations: revs, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn), LogDir: logDir})
 	if err != nil {
 		t.Fatal(err)
@@ -393,4 +401,35 @@ func TestPortal(t *testing.T) {
 			t.Fatalf("%+v", recs)
 		}
 	})
+}
+
+func TestRevocation(t *testing.T) {
+	e := start(t)
+	if code, _, _ := e.call(t, "bob", "GET", "/admin/v1/shards", ""); code != 200 {
+		t.Fatalf("bob before: %d", code)
+	}
+	if code, ae, _ := e.call(t, "bob", "POST", "/admin/v1/revocations/alice", `{"reason":"x"}`); code != 403 {
+		t.Fatalf("read-only revoking: %d %+v", code, ae)
+	}
+	if code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/revocations/bob", `{}`); code != 400 || ae.Target != "reason" {
+		t.Fatalf("no reason: %d %+v", code, ae)
+	}
+	if code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/revocations/b%20ob", `{"reason":"x"}`); code != 400 || ae.Target != "person" {
+		t.Fatalf("bad person: %d %+v", code, ae)
+	}
+	code, ae, body := e.call(t, "alice", "POST", "/admin/v1/revocations/bob", `{"reason":"INC-7: laptop stolen"}`)
+	if code != 200 || !strings.Contains(string(body), "INC-7: laptop stolen") || !strings.Contains(string(body), "alice (sre-admin)") {
+		t.Fatalf("revoke: %d %+v %s", code, ae, body)
+	}
+	code, ae, body = e.call(t, "bob", "GET", "/admin/v1/shards", "", adminapi.HeaderCorrelationID, "after-revoke")
+	if code != 401 || !strings.Contains(ae.Message, "revoked") || strings.Contains(string(body), "mgmt-1") {
+		t.Fatalf("bob after revocation: %d %+v", code, ae)
+	}
+	recs := e.lastAudit(t, audit.Filter{CorrelationID: "after-revoke"})
+	if len(recs) != 1 || recs[0].Outcome != audit.Unauthenticated || recs[0].Person != "bob" {
+		t.Fatalf("the refused call of a revoked SRE is audited under their name: %+v", recs)
+	}
+	if code, _, body := e.call(t, "alice", "GET", "/admin/v1/revocations", ""); code != 200 || !strings.Contains(string(body), `"person": "bob"`) {
+		t.Fatalf("list: %d %s", code, body)
+	}
 }

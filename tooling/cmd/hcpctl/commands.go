@@ -29,6 +29,8 @@ func init() {
 		{noun: "shard", verb: "cordon", args: "<shard>", nargs: 1, summary: "no new clusters on the shard", flags: shardChangeFlags(false), run: shardChange(adminapi.ShardCordon)},
 		{noun: "shard", verb: "uncordon", args: "<shard>", nargs: 1, summary: "the shard takes new clusters again", flags: shardChangeFlags(false), run: shardChange(adminapi.ShardUncordon)},
 		{noun: "shard", verb: "set-status", args: "<shard>", nargs: 1, summary: "set active, maintenance or offline", flags: shardChangeFlags(true), run: shardChange(adminapi.ShardSetStatus)},
+		{noun: "sre", verb: "revoke", args: "<person>", nargs: 1, summary: "refuse every certificate of an SRE issued before now (a leaked credential)", flags: revokeFlags, run: sreRevoke},
+		{noun: "sre", verb: "revocations", summary: "the SRE revocation list", run: sreRevocations},
 		{noun: "portal", summary: "serve the SRE portal on a loopback address, as your SRE identity", flags: portalFlags, run: portal, long: true},
 		{noun: "audit", summary: "the audit log, newest first", flags: auditFlags, run: auditList},
 	}
@@ -45,6 +47,44 @@ var (
 	auditFilter   adminapi.AuditFilter
 	mustGatherOut string
 )
+
+var revokeReason string
+
+func revokeFlags(fs *flag.FlagSet) func([]string) error {
+	fs.StringVar(&revokeReason, "reason", "", "why (required; kept in the audit log and the revocation list)")
+	return func(args []string) error {
+		if strings.TrimSpace(revokeReason) == "" {
+			return usagef("--reason is required: say why you revoke %s's certificates", args[0])
+		}
+		return nil
+	}
+}
+
+func sreRevoke(ctx context.Context, a *app, args []string) error {
+	r, err := a.c.Revoke(ctx, args[0], revokeReason)
+	if err != nil {
+		return err
+	}
+	return a.print(r, func(w io.Writer) {
+		fmt.Fprintf(w, "%s's certificates issued before %v are refused from now on; they need a new one\n", args[0], r["revokedAt"])
+	})
+}
+
+func sreRevocations(ctx context.Context, a *app, _ []string) error {
+	r, err := a.c.Revocations(ctx)
+	if err != nil {
+		return err
+	}
+	return a.print(r, func(w io.Writer) {
+		t := table(w, "PERSON", "REVOKED AT", "BY", "REASON")
+		list, _ := r["revocations"].([]any)
+		for _, x := range list {
+			m, _ := x.(map[string]any)
+			t.row(fmt.Sprint(m["person"]), fmt.Sprint(m["revokedAt"]), fmt.Sprint(m["revokedBy"]), fmt.Sprint(m["reason"]))
+		}
+		t.flush()
+	})
+}
 
 func mustGatherFlags(fs *flag.FlagSet) func([]string) error {
 	fs.StringVar(&mustGatherOut, "f", "", "file to write (default must-gather-<cluster ID>.tar.gz; - for stdout)")

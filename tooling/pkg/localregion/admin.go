@@ -10,6 +10,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -94,6 +95,9 @@ func (r *Region) prepareAdminDatabase(ctx context.Context, pg *pgserver.Server) 
 		return PostgresRoleInfo{}, fmt.Errorf("connect to %s as the superuser: %w", adminDB, err)
 	}
 	err = audit.Install(ctx, conn, adminRole)
+	if err == nil {
+		err = revocation.Install(ctx, conn, adminRole)
+	}
 	conn.Close(ctx)
 	if err != nil {
 		return PostgresRoleInfo{}, err

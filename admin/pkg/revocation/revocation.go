@@ -1,0 +1,110 @@
+// Package revocation owns the SRE revocation list: a person named here is refused by the admin
+// API for every certificate issued (NotBefore) before the revocation, so a leaked SRE
+// certificate stops working at once instead of at its expiry, while the person's next
+// certificate works. The list lives beside the audit log and, like it, is append-only for the
+// service (Install grants SELECT and INSERT only): a revocation cannot be undone by the service
+// it protects, only outlived by a new certificate.
+package revocation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Install creates the table as conn's user and grants serviceRole SELECT and INSERT on it.
+func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
+	role := pgx.Identifier{serviceRole}.Sanitize()
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, q := range []string{
+			`CREATE TABLE IF NOT EXISTS admin_revocations (
+				id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+				person     text NOT NULL,
+				revoked_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+				revoked_by text NOT NULL,
+				reason     text NOT NULL)`,
+			`CREATE INDEX IF NOT EXISTS admin_revocations_person_idx ON admin_revocations (person)`,
+			`REVOKE ALL ON admin_revocations FROM PUBLIC`,
+			"REVOKE ALL ON admin_revocations FROM " + role,
+			"GRANT SELECT, INSERT ON admin_revocations TO " + role,
+		} {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("install revocation list: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// Revocation is one entry.
+type Revocation struct {
+	ID        int64     `json:"id"`
+	Person    string    `json:"person"`
+	RevokedAt time.Time `json:"revokedAt"`
+	RevokedBy string    `json:"revokedBy"`
+	Reason    string    `json:"reason"`
+}
+
+// List reads and appends revocations.
+type List struct{ pool *pgxpool.Pool }
+
+// New uses the admin service's pool (the audit log's database).
+func New(pool *pgxpool.Pool) *List { return &List{pool: pool} }
+
+// Check refuses a login that could update or delete revocations (the service must not be able
+// to undo one).
+func (l *List) Check(ctx context.Context) error {
+	var exists, change bool
+	if err := l.pool.QueryRow(ctx, `SELECT to_regclass('public.admin_revocations') IS NOT NULL`).Scan(&exists); err != nil {
+		return fmt.Errorf("open revocation list: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("open revocation list: table admin_revocations does not exist (install it first, as its owner: revocation.Install)")
+	}
+	err := l.pool.QueryRow(ctx, `SELECT has_table_privilege('admin_revocations', 'UPDATE') OR has_table_privilege('admin_revocations', 'DELETE')
+		OR has_table_privilege('admin_revocations', 'TRUNCATE')`).Scan(&change)
+	if err != nil {
+		return fmt.Errorf("open revocation list: %w", err)
+	}
+	if change {
+		return fmt.Errorf("open revocation list: this login may update or delete revocations; grant it SELECT and INSERT only")
+	}
+	return nil
+}
+
+// Revoke refuses every certificate of person issued before now.
+func (l *List) Revoke(ctx context.Context, person, by, reason string) (Revocation, error) {
+	r := Revocation{Person: person, RevokedBy: by, Reason: reason}
+	err := l.pool.QueryRow(ctx, `INSERT INTO admin_revocations (person, revoked_by, reason) VALUES ($1, $2, $3) RETURNING id, revoked_at`,
+		person, by, reason).Scan(&r.ID, &r.RevokedAt)
+	if err != nil {
+		return r, fmt.Errorf("revoke %s: %w", person, err)
+	}
+	return r, nil
+}
+
+// Revoked reports whether a certificate of person issued at notBefore is revoked.
+func (l *List) Revoked(ctx context.Context, person string, notBefore time.Time) (bool, error) {
+	var revoked bool
+	err := l.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM admin_revocations WHERE person = $1 AND revoked_at > $2)`, person, notBefore).Scan(&revoked)
+	if err != nil {
+		return false, fmt.Errorf("check the revocation list: %w", err)
+	}
+	return revoked, nil
+}
+
+// All returns every revocation, newest first.
+func (l *List) All(ctx context.Context) ([]Revocation, error) {
+	rows, err := l.pool.Query(ctx, `SELECT id, person, revoked_at, revoked_by, reason FROM admin_revocations ORDER BY id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("read the revocation list: %w", err)
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Revocation, error) {
+		var r Revocation
+		err := row.Scan(&r.ID, &r.Person, &r.RevokedAt, &r.RevokedBy, &r.Reason)
+		return r, err
+	})
+}
