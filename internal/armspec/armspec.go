@@ -68,6 +68,7 @@ func VersionDir(apiVersion string) string { return path.Join(versionsRoot, apiVe
 // Example is one file of an api-version's examples/ folder.
 type Example struct {
 	File        string                     `json:"-"`
+	Title       string                     `json:"-"` // its key in x-ms-examples ("" from Examples)
 	OperationID string                     `json:"operationId"`
 	Parameters  map[string]json.RawMessage `json:"parameters"`
 	Responses   map[string]struct {
@@ -143,6 +144,7 @@ type Operation struct {
 	Method string // upper case
 	Path   string // the spec's template, e.g. /subscriptions/{subscriptionId}/...
 	node   map[string]any
+	file   string // the openapi file, whose folder the x-ms-examples $refs are relative to
 }
 
 var specs = struct {
@@ -174,7 +176,7 @@ func Load(apiVersion string) (*Spec, error) {
 			if !ok {
 				continue
 			}
-			o := &Operation{ID: id, Method: strings.ToUpper(method), Path: p, node: m}
+			o := &Operation{ID: id, Method: strings.ToUpper(method), Path: p, node: m, file: file}
 			s.ops[id] = o
 			s.byPath = append(s.byPath, o)
 		}
@@ -223,6 +225,32 @@ func matchTemplate(tmpl, segs []string) bool {
 		}
 	}
 	return true
+}
+
+// Examples reads the examples the operation references (its x-ms-examples), sorted by file
+// name. Title is the key the spec gives each. A reference to a file that is not in the vendored
+// tree, or that does not parse, is an error: an example is never dropped silently.
+func (o *Operation) Examples() ([]*Example, error) {
+	refs := asMap(o.node["x-ms-examples"])
+	out := make([]*Example, 0, len(refs))
+	for title, r := range refs {
+		ref, _ := asMap(r)["$ref"].(string)
+		if ref == "" {
+			return nil, fmt.Errorf("%s: x-ms-examples %q has no $ref", o.ID, title)
+		}
+		name := path.Join(path.Dir(o.file), ref)
+		b, err := fs.ReadFile(specFS, name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: example %q: %w", o.ID, title, err)
+		}
+		x := &Example{File: path.Base(name), Title: title}
+		if err := json.Unmarshal(b, x); err != nil {
+			return nil, fmt.Errorf("%s: parse example %s: %w", o.ID, name, err)
+		}
+		out = append(out, x)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].File < out[j].File })
+	return out, nil
 }
 
 // Responses lists the status codes the operation declares ("200", "default", ...).

@@ -289,3 +289,43 @@ func TestValidateExchange(t *testing.T) {
 		})
 	}
 }
+
+// TestOperationExamples checks that the x-ms-examples of every operation lead to its own
+// examples, and that together they are every file of examples/: a test that discovers the
+// examples through the operations misses none.
+func TestOperationExamples(t *testing.T) {
+	for _, v := range wantVersions {
+		s, err := Load(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		referenced := map[string]bool{}
+		for _, o := range s.Operations() {
+			xs, err := o.Examples()
+			if err != nil {
+				t.Fatalf("%s: %v", v, err)
+			}
+			if len(xs) == 0 {
+				t.Errorf("%s: %s has no x-ms-examples", v, o.ID)
+			}
+			for _, x := range xs {
+				if x.OperationID != o.ID || x.Title == "" {
+					t.Errorf("%s: %s references %s (operationId %s, title %q)", v, o.ID, x.File, x.OperationID, x.Title)
+				}
+				referenced[x.File] = true
+			}
+		}
+		all, err := Examples(v, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range all {
+			if !referenced[x.File] {
+				t.Errorf("%s: examples/%s is referenced by no operation", v, x.File)
+			}
+		}
+		if len(referenced) != len(all) {
+			t.Errorf("%s: operations reference %d example files, examples/ has %d", v, len(referenced), len(all))
+		}
+	}
+}
