@@ -138,7 +138,11 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	} else if err != nil {
 		return 0, fmt.Errorf("get work of node pool %s from %s: %w", id, cl.Shard, err)
 	}
-	st, err := DeriveNodePoolStatus(got, np.Spec, wantVersion, false)
+	specHash, err := manifests.NodePoolSpecHashOf(work)
+	if err != nil {
+		return 0, err
+	}
+	st, err := DeriveNodePoolStatus(got, np.Spec, wantVersion, specHash, false)
 	if err != nil {
 		return 0, err
 	}
@@ -166,7 +170,7 @@ func (c *Controller) reconcileNodePoolDelete(ctx context.Context, log *slog.Logg
 		case err != nil:
 			return 0, fmt.Errorf("get work of deleting node pool %s: %w", np.ID, err)
 		default:
-			st, err := DeriveNodePoolStatus(got, np.Spec, np.Spec.GetVersionId(), true)
+			st, err := DeriveNodePoolStatus(got, np.Spec, np.Spec.GetVersionId(), "", true)
 			if err != nil {
 				return 0, err
 			}

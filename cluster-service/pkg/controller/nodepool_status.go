@@ -21,6 +21,10 @@ type NodePoolFeedback struct {
 	HasReplicas bool
 	// Version is .status.version: the version all its machines run.
 	Version string
+	// SpecHash is the NodePool's LabelNodePoolSpecHash: which built spec the feedback is about.
+	SpecHash string
+	// Generation is the NodePool's .metadata.generation.
+	Generation int64
 }
 
 // ParseNodePoolFeedback reads the NodePool's feedback values out of a work. JSONPath feedback
@@ -55,6 +59,19 @@ func ParseNodePoolFeedback(w *workv1.ManifestWork) (NodePoolFeedback, error) {
 					}
 					fb.HasReplicas = true
 				}
+			case manifests.FeedbackNodePoolLabels:
+				if v.Value.JsonRaw == nil {
+					continue
+				}
+				var labels map[string]string
+				if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &labels); err != nil {
+					return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
+				}
+				fb.SpecHash = labels[manifests.LabelNodePoolSpecHash]
+			case manifests.FeedbackGeneration:
+				if v.Value.Integer != nil {
+					fb.Generation = *v.Value.Integer
+				}
 			case manifests.FeedbackNodePoolVersion:
 				switch {
 				case v.Value.String != nil:
@@ -70,16 +87,19 @@ func ParseNodePoolFeedback(w *workv1.ManifestWork) (NodePoolFeedback, error) {
 	return fb, nil
 }
 
-// DeriveNodePoolStatus computes a node pool's status from its work and nothing else; spec and
-// wantVersion (the version the pool is built with) say what "done" means. w is nil when
-// Maestro has no work (yet). The rules, in order:
+// DeriveNodePoolStatus computes a node pool's status from its work and nothing else; spec,
+// wantVersion (the version the pool is built with) and specHash (the LabelNodePoolSpecHash of
+// the NodePool built from spec; "" when deleting) say what "done" means. w is nil when Maestro
+// has no work (yet). The rules, in order:
 //   - deleting → UNINSTALLING;
 //   - no work → INSTALLING (just sent);
 //   - a Valid*=False condition → ERROR Invalid<X>;
-//   - Ready=True with the wanted replicas and version → READY;
+//   - Ready=True with the wanted replicas and version, reported by a NodePool that carries the
+//     built spec (its spec hash) and that HyperShift reconciled (Ready observed at its
+//     generation) → READY: feedback from before an update never ends the update;
 //   - a pool that never reported a version → INSTALLING;
 //   - otherwise UPDATING (scaling, or a version rolling out).
-func DeriveNodePoolStatus(w *workv1.ManifestWork, spec *csv1.NodePoolSpec, wantVersion string, deleting bool) (*csv1.NodePoolStatus, error) {
+func DeriveNodePoolStatus(w *workv1.ManifestWork, spec *csv1.NodePoolSpec, wantVersion, specHash string, deleting bool) (*csv1.NodePoolStatus, error) {
 	st := &csv1.NodePoolStatus{}
 	fb, err := ParseNodePoolFeedback(w)
 	if err != nil {
@@ -112,7 +132,8 @@ func DeriveNodePoolStatus(w *workv1.ManifestWork, spec *csv1.NodePoolSpec, wantV
 	}
 	ready := find(fb.Conditions, "Ready")
 	scaled := fb.HasReplicas && replicasWanted(spec, fb.Replicas)
-	if ready != nil && ready.Status == metav1.ConditionTrue && scaled && fb.Version == wantVersion {
+	current := fb.SpecHash == specHash && ready != nil && ready.ObservedGeneration == fb.Generation
+	if ready != nil && ready.Status == metav1.ConditionTrue && scaled && fb.Version == wantVersion && current {
 		st.State, st.Message = csv1.NodePoolState_NODE_POOL_STATE_READY, "The node pool is ready."
 		return st, nil
 	}
@@ -141,6 +162,10 @@ func DeriveNodePoolStatus(w *workv1.ManifestWork, spec *csv1.NodePoolSpec, wantV
 		st.Message = fmt.Sprintf("The node pool is updating from %s to %s%s", fb.Version, wantVersion, progress)
 	case !scaled:
 		st.Message = fmt.Sprintf("The node pool is scaling from %d to %s nodes%s", fb.Replicas, replicasText(spec), progress)
+	case fb.SpecHash != specHash:
+		st.Message = "Waiting for the management cluster to apply the node pool's change."
+	case !current:
+		st.Message = fmt.Sprintf("Waiting for HyperShift to reconcile generation %d of the NodePool.", fb.Generation)
 	default:
 		st.Message = "The node pool is rolling out a change" + progress
 	}

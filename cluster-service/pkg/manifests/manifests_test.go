@@ -421,7 +421,8 @@ func TestBuildNodePool(t *testing.T) {
 		t.Fatalf("taints %v labels %v", pool.Spec.Taints, pool.Spec.NodeLabels)
 	}
 	fb := w.Spec.ManifestConfigs[0].FeedbackRules[0].JsonPaths
-	if len(fb) != 3 || fb[1].Path != ".status.replicas" || w.Spec.ManifestConfigs[0].UpdateStrategy.Type != workv1.UpdateStrategyTypeServerSideApply {
+	if len(fb) != 5 || fb[1].Path != ".status.replicas" || fb[3].Path != ".metadata.labels" || fb[4].Path != ".metadata.generation" ||
+		w.Spec.ManifestConfigs[0].UpdateStrategy.Type != workv1.UpdateStrategyTypeServerSideApply {
 		t.Fatalf("manifest config %+v", w.Spec.ManifestConfigs[0])
 	}
 
@@ -442,6 +443,13 @@ func TestBuildNodePool(t *testing.T) {
 	}
 	if auto.Annotations[AnnotationSpecHash] == w.Annotations[AnnotationSpecHash] {
 		t.Fatal("enabling autoscaling did not change the hash")
+	}
+	// The NodePool carries a hash of its own spec (fed back with its labels), which the same
+	// change changes too.
+	before, _ := NodePoolSpecHashOf(w)
+	after, _ := NodePoolSpecHashOf(auto)
+	if before == "" || after == "" || before == after || pool.Labels[LabelNodePoolSpecHash] != after || len(after) > 63 {
+		t.Fatalf("NodePool spec hash %q before, %q after enabling autoscaling (label %q)", before, after, pool.Labels[LabelNodePoolSpecHash])
 	}
 }
 

@@ -1,9 +1,12 @@
 package manifests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"strings"
@@ -23,9 +26,15 @@ const (
 
 	nodePoolWorkNamePrefix = "nodepool-"
 
+	// LabelNodePoolSpecHash on the NodePool is a hash of the spec Cluster Service built. It is
+	// written in the same apply as that spec, so feedback that carries it (with the NodePool's
+	// generation) is about this spec, never about the one before an update.
+	LabelNodePoolSpecHash = "openhcp.io/spec-hash"
+
 	// Feedback value names on the NodePool manifest.
 	FeedbackNodePoolReplicas = "replicas"
 	FeedbackNodePoolVersion  = "version"
+	FeedbackNodePoolLabels   = "labels"
 
 	// Defaults of the node pool platform, applied by Cluster Service's validation before storing.
 	DefaultOSDiskSizeGiB            = 64
@@ -108,7 +117,7 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 	gen := nodePoolImageGeneration
 	pool := &hypershiftv1beta1.NodePool{
 		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1beta1.GroupVersion.String(), Kind: "NodePool"},
-		ObjectMeta: metav1.ObjectMeta{Name: NodePoolName(np.ARMResourceID), Namespace: ns, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: NodePoolName(np.ARMResourceID), Namespace: ns, Labels: maps.Clone(labels)},
 		Spec: hypershiftv1beta1.NodePoolSpec{
 			ClusterName: HostedClusterName(np.Cluster.ARMResourceID),
 			Release:     hypershiftv1beta1.Release{Image: ReleaseImage(cfg.ReleaseImageRepository, version)},
@@ -147,6 +156,12 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 		pool.Spec.Taints = append(pool.Spec.Taints, hypershiftv1beta1.Taint{Key: t.GetKey(), Value: t.GetValue(), Effect: corev1.TaintEffect(t.GetEffect())})
 	}
 	sort.SliceStable(pool.Spec.Taints, func(i, j int) bool { return pool.Spec.Taints[i].Key < pool.Spec.Taints[j].Key })
+	specJSON, err := json.Marshal(pool.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("encode NodePool spec for %s: %w", np.ID, err)
+	}
+	sum := sha256.Sum256(specJSON)
+	pool.Labels[LabelNodePoolSpecHash] = hex.EncodeToString(sum[:16]) // a label value has at most 63 characters
 
 	raw, err := json.Marshal(pool)
 	if err != nil {
@@ -172,6 +187,8 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 						{Name: FeedbackConditions, Path: ".status.conditions"},
 						{Name: FeedbackNodePoolReplicas, Path: ".status.replicas"},
 						{Name: FeedbackNodePoolVersion, Path: ".status.version"},
+						{Name: FeedbackNodePoolLabels, Path: ".metadata.labels"},
+						{Name: FeedbackGeneration, Path: ".metadata.generation"},
 					},
 				}},
 			}},
@@ -183,6 +200,21 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 	}
 	work.Annotations = map[string]string{AnnotationSpecHash: hash}
 	return work, nil
+}
+
+// NodePoolSpecHashOf is the LabelNodePoolSpecHash of the NodePool in a node pool's work ("" if
+// the work has no NodePool).
+func NodePoolSpecHashOf(work *workv1.ManifestWork) (string, error) {
+	for i, m := range work.Spec.Workload.Manifests {
+		var obj metav1.PartialObjectMetadata
+		if err := json.Unmarshal(m.Raw, &obj); err != nil {
+			return "", fmt.Errorf("read manifest %d of work %s: %w", i, work.Name, err)
+		}
+		if obj.Kind == "NodePool" {
+			return obj.Labels[LabelNodePoolSpecHash], nil
+		}
+	}
+	return "", nil
 }
 
 // ValidateVMSize checks a VM size the way the NodePool CRD does.

@@ -199,12 +199,23 @@ func (s *Store) UpdateNodePoolSpecAndUpgrade(ctx context.Context, id string, rev
 		if err != nil {
 			return err
 		}
+		// UPDATING in the same revision as the spec (as a cluster's configuration change): the
+		// controller reports READY again only from feedback about the new spec, so a READY read
+		// right after this update never ends the caller's wait.
+		st := proto.Clone(np.Status).(*csv1.NodePoolStatus)
+		if st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY {
+			st.State, st.Message = csv1.NodePoolState_NODE_POOL_STATE_UPDATING, "The node pool change is being applied."
+		}
+		stj, err := protojson.Marshal(st)
+		if err != nil {
+			return err
+		}
 		rev, err := nextRevision(ctx, tx)
 		if err != nil {
 			return err
 		}
-		out, err = scanNodePool(tx.QueryRow(ctx, `UPDATE node_pools SET spec = $2, revision = $3, update_time = now()
-			WHERE id = $1 RETURNING `+nodePoolColumns, id, b, rev))
+		out, err = scanNodePool(tx.QueryRow(ctx, `UPDATE node_pools SET spec = $2, status = $3, state = $4, revision = $5, update_time = now()
+			WHERE id = $1 RETURNING `+nodePoolColumns, id, b, stj, st.State.String(), rev))
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 )
@@ -51,6 +53,26 @@ func TestNodePoolStore(t *testing.T) {
 		same, err := s.UpdateNodePoolSpec(ctx, np.ID, 0, np.Spec)
 		if err != nil || same.Revision != np.Revision {
 			t.Fatalf("identical spec: revision %d, %v; want unchanged %d", same.Revision, err, np.Revision)
+		}
+	})
+	t.Run("a_spec_change_of_a_ready_pool_is_updating_in_the_same_revision", func(t *testing.T) {
+		cur, err := s.GetNodePool(ctx, np.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready, err := s.UpdateNodePoolStatus(ctx, np.ID, cur.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := proto.Clone(ready.Spec).(*csv1.NodePoolSpec)
+		spec.Labels = map[string]string{"tier": "web"}
+		got, err := s.UpdateNodePoolSpec(ctx, np.ID, ready.Revision, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.State != csv1.NodePoolState_NODE_POOL_STATE_UPDATING || got.Status.Replicas != 2 || got.Revision <= ready.Revision {
+			t.Fatalf("after a spec change of a READY pool: state %v, replicas %d, revision %d (was %d); want UPDATING at the new revision",
+				got.Status.State, got.Status.Replicas, got.Revision, ready.Revision)
 		}
 	})
 	t.Run("cluster_delete_marks_pools_and_remove_waits_for_them", func(t *testing.T) {
