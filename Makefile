@@ -17,6 +17,7 @@ help:
 	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
 	@echo "make test      unit, integration and end-to-end tests"
 	@echo "make generate  regenerate committed generated code"
+	@echo "make render-config  render config/config.yaml into config/rendered/ (commit the result)"
 	@echo "make fuzz      explore every fuzz target for FUZZTIME each (default $(FUZZTIME)); commit what it finds"
 	@echo "make bench     benchmarks; results go to docs/performance.md"
 	@echo "make lint      gofmt and go vet"
@@ -57,6 +58,16 @@ fuzz:
 .PHONY: generate
 generate:
 	hack/generate.sh
+
+.PHONY: render-config
+render-config:
+	go run ./tooling/cmd/render-config -config-dir config
+
+# Fails when config/rendered/ does not match a fresh render of config/config.yaml. The same check
+# runs in make test (tooling/pkg/regionconfig TestRenderedConfigIsCurrent).
+.PHONY: verify-config
+verify-config:
+	go run ./tooling/cmd/render-config -config-dir config -check
 
 .PHONY: verify-generate
 verify-generate: generate
