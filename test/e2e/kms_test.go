@@ -54,7 +54,7 @@ func TestKMSClusterProvisions(t *testing.T) {
 		"kms.azure.kms.objectEncoding":        "utf-8",
 		"kms.azure.kms.credentialsSecretName": manifests.KMSCredentialsSecretName(cs.GetId()),
 		// The platform key stays as the AES-CBC backup, so secrets written before stay readable.
-		"aescbc.activeKey.name": manifests.EtcdEncryptionSecretName(manifests.HostedClusterName(url)),
+		"aescbc.activeKey.name": manifests.EtcdEncryptionSecretName(manifests.HostedClusterName("dev", url)), // "dev": the e2e region's environment
 	}
 	with := func(extra map[string]string) map[string]string {
 		out := map[string]string{}

@@ -48,7 +48,7 @@ func (c *Controller) reconcileExternalAuth(ctx context.Context, log *slog.Logger
 	if ea == nil {
 		return nil
 	}
-	st, gone, err := DeriveExternalAuthStatus(cl, ea, got)
+	st, gone, err := DeriveExternalAuthStatus(c.cfg.Manifests.Env, cl, ea, got)
 	if err != nil {
 		return err
 	}
@@ -133,8 +133,8 @@ func parseAuthFeedback(w *workv1.ManifestWork) (authFeedback, error) {
 	return fb, nil
 }
 
-// DeriveExternalAuthStatus computes an external auth's status from its cluster's work, and
-// nothing else; gone means a deleting external auth can be removed. The rules, in order:
+// DeriveExternalAuthStatus computes an external auth's status from its cluster's work (in
+// environment env, which names the HostedCluster), and nothing else; gone means a deleting external auth can be removed. The rules, in order:
 //   - deleting: gone once the reported HostedCluster has no provider of this name (or nothing
 //     was ever sent), UNINSTALLING until then;
 //   - no feedback: PENDING while the cluster's work is not applied, else INSTALLING;
@@ -142,12 +142,12 @@ func parseAuthFeedback(w *workv1.ManifestWork) (authFeedback, error) {
 //   - ValidConfiguration not yet observed at the reported generation: the same, applied;
 //   - ValidConfiguration=False: ERROR InvalidConfiguration with HyperShift's message;
 //   - every OIDC client reported in use with this provider, issuer and client ID: READY.
-func DeriveExternalAuthStatus(cl *store.Cluster, ea *store.ExternalAuth, w *workv1.ManifestWork) (*csv1.ExternalAuthStatus, bool, error) {
+func DeriveExternalAuthStatus(env string, cl *store.Cluster, ea *store.ExternalAuth, w *workv1.ManifestWork) (*csv1.ExternalAuthStatus, bool, error) {
 	fb, err := parseAuthFeedback(w)
 	if err != nil {
 		return nil, false, err
 	}
-	hcName := manifests.HostedClusterName(cl.ARMResourceID)
+	hcName := manifests.HostedClusterName(env, cl.ARMResourceID)
 	want := manifests.OIDCProvider(hcName, manifests.ExternalAuth{ARMResourceID: ea.ARMResourceID, Spec: ea.Spec})
 	var live *configv1.OIDCProvider
 	for i := range fb.spec.OIDCProviders {

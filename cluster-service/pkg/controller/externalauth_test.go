@@ -35,7 +35,7 @@ func authWork(t *testing.T, spec *csv1.ExternalAuthSpec, gen, validGen int64, va
 	hc := &w.Status.ResourceStatus.Manifests[1].StatusFeedbacks
 	hc.Values = append(hc.Values, workv1.FeedbackValue{Name: manifests.FeedbackGeneration, Value: workv1.FieldValue{Type: workv1.Integer, Integer: &gen}})
 	if spec != nil {
-		p := manifests.OIDCProvider(manifests.HostedClusterName(eaClusterARM), manifests.ExternalAuth{ARMResourceID: eaClusterARM + "/externalAuths/Entra", Spec: spec})
+		p := manifests.OIDCProvider(manifests.HostedClusterName("", eaClusterARM), manifests.ExternalAuth{ARMResourceID: eaClusterARM + "/externalAuths/Entra", Spec: spec})
 		hc.Values = append(hc.Values, workv1.FeedbackValue{Name: manifests.FeedbackAuthenticationSpec, Value: workv1.FieldValue{Type: workv1.JsonRaw,
 			JsonRaw: raw(t, configv1.AuthenticationSpec{Type: configv1.AuthenticationTypeOIDC, OIDCProviders: []configv1.OIDCProvider{p}})}})
 		if clientsInUse {
@@ -79,7 +79,7 @@ func TestDeriveExternalAuthStatus(t *testing.T) {
 			if tc.name == "updating_while_the_old_spec_is_reported" {
 				ea.Spec = eaSpec() // stored is the new spec; the work reports `changed`
 			}
-			st, gone, err := DeriveExternalAuthStatus(tc.cluster, ea, tc.work)
+			st, gone, err := DeriveExternalAuthStatus("", tc.cluster, ea, tc.work)
 			if err != nil {
 				t.Fatal(err)
 			}

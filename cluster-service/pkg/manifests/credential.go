@@ -67,7 +67,7 @@ func RevocationIDFromWorkName(name string) (string, bool) {
 // ControlPlaneNamespace is where HyperShift runs a hosted cluster's control plane:
 // <HostedCluster namespace>-<HostedCluster name>.
 func ControlPlaneNamespace(env, clusterID, armResourceID string) string {
-	return Namespace(env, clusterID) + "-" + HostedClusterName(armResourceID)
+	return Namespace(env, clusterID) + "-" + HostedClusterName(env, armResourceID)
 }
 
 // BreakGlassSignerName is HyperShift's signerName of the customer break-glass signer of the

@@ -185,10 +185,29 @@ func ClusterIDFromWorkName(name string) (string, bool) {
 	return id, ok && id != ""
 }
 
-// HostedClusterName is the HostedCluster's name: the ARM resource name, lower-cased, like ARO HCP.
-func HostedClusterName(armResourceID string) string {
+// clusterIDLength is the length of every Cluster Service cluster ID (32 of [0-9a-v]).
+const clusterIDLength = 32
+
+// armName is a resource's ARM name, lower-cased.
+func armName(armResourceID string) string {
 	parts := strings.Split(strings.TrimRight(armResourceID, "/"), "/")
 	return strings.ToLower(parts[len(parts)-1])
+}
+
+// HostedClusterName is the HostedCluster's name in environment env: the ARM resource name,
+// lower-cased, as ARO HCP does — shortened where HyperShift's control-plane namespace,
+// <HostedCluster namespace>-<name> (ControlPlaneNamespace), would otherwise outgrow Kubernetes'
+// 63 characters (ARM allows cluster names of up to 54; with env "dev" 22 fit). A longer name
+// becomes its first characters that fit, a hyphen and six hex digits of a hash of the resource
+// ID, so it stays the same for the cluster's life and distinct between clusters.
+func HostedClusterName(env, armResourceID string) string {
+	name := armName(armResourceID)
+	limit := 63 - len(Namespace(env, strings.Repeat("0", clusterIDLength))) - 1
+	if len(name) <= limit {
+		return name
+	}
+	sum := sha256.Sum256([]byte(strings.ToLower(armResourceID)))
+	return strings.TrimRight(name[:limit-7], "-") + "-" + hex.EncodeToString(sum[:])[:6]
 }
 
 // ReleaseImage is the release image for an OpenShift version.
@@ -237,7 +256,7 @@ func Build(cfg Config, c Cluster) (*workv1.ManifestWork, error) {
 		return nil, fmt.Errorf("build manifests for %s: etcd encryption key must be 32 bytes, have %d", c.ID, len(c.EtcdEncryptionKey))
 	}
 	ns := Namespace(cfg.Env, c.ID)
-	name := HostedClusterName(c.ARMResourceID)
+	name := HostedClusterName(cfg.Env, c.ARMResourceID)
 	labels := map[string]string{LabelClusterID: c.ID}
 
 	hc, err := hostedCluster(cfg, c, ns, name, labels)

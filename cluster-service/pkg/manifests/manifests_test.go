@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -535,5 +536,33 @@ func TestBuildDNSIssuerAndConsoleURL(t *testing.T) {
 	}
 	if got := IssuerURL("", id); got != "https://oidc.hypershift.local/"+id {
 		t.Fatalf("IssuerURL default = %q", got)
+	}
+}
+
+// TestHostedClusterNameFitsTheControlPlaneNamespace: every name ARM allows (up to 54 characters)
+// gives a HostedCluster whose control-plane namespace fits Kubernetes' 63, stable, distinct and a
+// valid DNS label, in the shortest and the longest environment name.
+func TestHostedClusterNameFitsTheControlPlaneNamespace(t *testing.T) {
+	label := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	const prefix = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/"
+	for _, env := range []string{"", "dev", "abcdefghijklmnop"} {
+		seen := map[string]string{}
+		for _, name := range []string{"c", "My-Cluster", "exactly-twenty-two-chr", "a-cluster-name-of-twenty-three", strings.Repeat("x", 53) + "1", strings.Repeat("x", 53) + "2", "ab" + strings.Repeat("-", 51) + "z"} {
+			hc := HostedClusterName(env, prefix+name)
+			ns := ControlPlaneNamespace(env, id, prefix+name)
+			if len(ns) > 63 || !label.MatchString(hc) || !label.MatchString(ns) {
+				t.Errorf("env %q name %q: HostedCluster %q, control-plane namespace %q (%d characters)", env, name, hc, ns, len(ns))
+			}
+			if hc != HostedClusterName(env, prefix+name) {
+				t.Errorf("env %q name %q: not stable", env, name)
+			}
+			if other, dup := seen[hc]; dup {
+				t.Errorf("env %q: %q and %q share the HostedCluster name %q", env, other, name, hc)
+			}
+			seen[hc] = name
+			if len(name) <= 22 && env != "abcdefghijklmnop" && hc != strings.ToLower(name) {
+				t.Errorf("env %q: a short name %q became %q; it should stay the ARM name", env, name, hc)
+			}
+		}
 	}
 }

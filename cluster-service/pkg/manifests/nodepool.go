@@ -57,7 +57,7 @@ func NodePoolIDFromWorkName(name string) (string, bool) {
 
 // NodePoolName is the HyperShift NodePool's name: the ARM node pool name, lower-cased. It is
 // unique within the cluster's namespace because ARM names are unique within the cluster.
-func NodePoolName(armResourceID string) string { return HostedClusterName(armResourceID) }
+func NodePoolName(armResourceID string) string { return armName(armResourceID) }
 
 // NodePool is what a node pool build needs.
 type NodePool struct {
@@ -119,7 +119,7 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: hypershiftv1beta1.GroupVersion.String(), Kind: "NodePool"},
 		ObjectMeta: metav1.ObjectMeta{Name: NodePoolName(np.ARMResourceID), Namespace: ns, Labels: maps.Clone(labels)},
 		Spec: hypershiftv1beta1.NodePoolSpec{
-			ClusterName: HostedClusterName(np.Cluster.ARMResourceID),
+			ClusterName: HostedClusterName(cfg.Env, np.Cluster.ARMResourceID),
 			Release:     hypershiftv1beta1.Release{Image: ReleaseImage(cfg.ReleaseImageRepository, version)},
 			Platform: hypershiftv1beta1.NodePoolPlatform{
 				Type: hypershiftv1beta1.AzurePlatform,

@@ -6,9 +6,9 @@ package crds_test
 // a test failure here rather than a cluster stuck in INSTALLING on a management cluster. The
 // ManifestWork itself goes to the ManifestWork CRD the same way.
 //
-// Cluster names are short here: with 32-character Cluster Service IDs, the control-plane
-// namespace ocm-<env>-<id>-<name> outgrows 63 characters for names longer than about 20, which
-// this test is not about (see the report in docs/cluster-service.md, "Unfinished").
+// Every other case has a cluster name of the longest length ARM allows (54 characters), so the
+// control-plane namespace that credential works go to (ocm-<env>-<id>-<HostedCluster name>)
+// is checked against Kubernetes' 63-character limit too (manifests.HostedClusterName).
 //
 // It lives in tooling (which already depends on cluster-service) so that cluster-service does
 // not gain a dependency on the local-region code that starts the apiserver.
@@ -49,6 +49,14 @@ import (
 const armCluster = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/"
 
 func i32(v int32) *int32 { return &v }
+
+// clusterName is case i's ARM name: short, or every other one the 54 characters ARM allows.
+func clusterName(i int) string {
+	if i%2 == 1 {
+		return fmt.Sprintf("Dry%d-", i+1) + strings.Repeat("x", 54-len(fmt.Sprintf("Dry%d-", i+1)))
+	}
+	return fmt.Sprintf("Dry%d", i+1)
+}
 
 func uuid(n int) string { return fmt.Sprintf("00000000-0000-0000-0000-%012d", n) }
 
@@ -193,7 +201,7 @@ func TestClusterServiceManifestsPassTheRealCRDs(t *testing.T) {
 			if cc.devWI {
 				spec.Azure.WorkloadIdentities = nil
 			}
-			c := manifests.Cluster{ID: fmt.Sprintf("%032d", i+1), ARMResourceID: armCluster + fmt.Sprintf("Dry%d", i+1), Spec: spec,
+			c := manifests.Cluster{ID: fmt.Sprintf("%032d", i+1), ARMResourceID: armCluster + clusterName(i), Spec: spec,
 				EtcdEncryptionKey: []byte(strings.Repeat("k", 32)), SSHPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDryRunKey dryrun"}
 			work, err := manifests.Build(cfg, c)
 			if err != nil {
