@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +106,16 @@ func benchMode(b *testing.B, mode string) (total, backend []time.Duration) {
 			p.Stop(10 * time.Second)
 		}
 	}()
+	return timeCreates(ctx, b, dsn, mode, benchClusters)
+}
 
+// timeCreates creates n clusters through ARM at 5/s in a fresh subscription and returns, sorted,
+// for each the time from its HostedCluster turning Available to its create operation turning
+// Succeeded, and the backend's share of it (Cluster Service's READY write → Succeeded); then it
+// deletes them. dsn reads the document store as the backend (PGPASSFILE set by the caller).
+func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClusters int) (total, backend []time.Duration) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var mu sync.Mutex
 	available := map[string]time.Time{} // CS cluster ID → Available seen
 	succeeded := map[string]time.Time{} // CS cluster ID → create Succeeded seen
@@ -380,4 +391,57 @@ func kubeClient(b *testing.B, kubeconfig string) dynamic.Interface {
 		b.Fatal(err)
 	}
 	return c
+}
+
+// BenchmarkFeedbackModes compares Cluster Service's watched status feedback (the agent watches a
+// HostedCluster while a transition is in flight) with its poll-only baseline (--feedback-watch
+// =false: the agent re-reads it every --status-sync-interval, 10 s in the region), in one run
+// on the shared region with the backend in its default watch mode: Cluster Service is restarted
+// with the mode's flag, FEEDBACK_BENCH_CLUSTERS (default 100) clusters are created through ARM
+// at 5/s, and HostedCluster Available → ARM Succeeded is timed as in BenchmarkStatusModes.
+// Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 30m
+func BenchmarkFeedbackModes(b *testing.B) {
+	n := benchClusters
+	if v := os.Getenv("FEEDBACK_BENCH_CLUSTERS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			b.Fatalf("FEEDBACK_BENCH_CLUSTERS=%q is not a positive number", v)
+		}
+	}
+	db, err := region.Info.Postgres.Role("backend")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("PGPASSFILE", db.PassFile)
+	ctx := context.Background()
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+		defer rcancel()
+		if err := region.RestartWith(rctx, "cluster-service"); err != nil {
+			b.Errorf("restart cluster-service: %v", err)
+		}
+	}()
+	modes := []struct{ name, flag string }{{"watch", "--feedback-watch=true"}, {"poll", "--feedback-watch=false"}}
+	for i := 0; i < b.N; i++ {
+		results := map[string][]time.Duration{}
+		for _, m := range modes {
+			rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+			err := region.RestartWith(rctx, "cluster-service", m.flag)
+			rcancel()
+			if err != nil {
+				b.Fatalf("restart cluster-service with %s: %v", m.flag, err)
+			}
+			results[m.name], _ = timeCreates(ctx, b, db.DSN, "feedback-"+m.name, n)
+		}
+		b.Logf("time from HostedCluster Available to ARM Succeeded, %d clusters per feedback mode:", n)
+		b.Logf("| feedback | n | p50 | p90 | p99 | max |")
+		for _, m := range modes {
+			d := results[m.name]
+			b.Logf("| %s | %d | %s | %s | %s | %s |", m.name, len(d), pct(d, 50), pct(d, 90), pct(d, 99), d[len(d)-1].Round(time.Millisecond))
+			b.ReportMetric(float64(pct(d, 50).Milliseconds()), m.name+"-p50-ms")
+			b.ReportMetric(float64(pct(d, 99).Milliseconds()), m.name+"-p99-ms")
+		}
+		w, p := results["watch"], results["poll"]
+		b.Logf("watch/poll ratio: p50 %.3f, p99 %.3f", float64(pct(w, 50))/float64(pct(p, 50)), float64(pct(w, 99))/float64(pct(p, 99)))
+	}
 }

@@ -68,6 +68,7 @@ type config struct {
 	logLevel              slog.Level
 	breakGlassValidity    time.Duration
 	placementPolicy       placement.Policy
+	pollFeedbackOnly      bool
 	serverTLS             tlsconfig.Files
 	maestroTLS            tlsconfig.Files
 }
@@ -88,7 +89,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy string
+	var breakGlassValidity, placementPolicy, feedbackWatch string
+	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
+		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
 	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
 		"how a new cluster's shard is chosen among active shards with room: least-loaded, or spread:<label> (e.g. spread:zone: the label value with the fewest clusters first)")
 	str(&breakGlassValidity, "break-glass-validity", "BREAK_GLASS_VALIDITY", controller.DefaultCredentialValidity.String(),
@@ -151,6 +154,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.breakGlassValidity, err = time.ParseDuration(breakGlassValidity); err != nil || c.breakGlassValidity < 10*time.Minute || c.breakGlassValidity > 168*time.Hour {
 		return c, fmt.Errorf("--break-glass-validity: %q is not a duration between 10m and 168h", breakGlassValidity)
+	}
+	if watch, err := strconv.ParseBool(feedbackWatch); err != nil {
+		return c, fmt.Errorf("--feedback-watch: %q is not true or false", feedbackWatch)
+	} else {
+		c.pollFeedbackOnly = !watch
 	}
 	if c.placementPolicy, err = placement.ParsePolicy(placementPolicy); err != nil {
 		return c, fmt.Errorf("--placement-policy: %w", err)
@@ -300,7 +308,8 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
-		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue}, log)
+		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
+		PollFeedbackOnly: c.pollFeedbackOnly}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
 	opts := srv.ServerOptions()

@@ -34,7 +34,7 @@ func TestParseConfig(t *testing.T) {
 		check   func(t *testing.T, c config)
 	}{
 		{name: "defaults", args: base, check: func(t *testing.T, c config) {
-			if c.listen != "127.0.0.1:8090" || c.envName != "dev" || c.resyncPeriod != 5*time.Minute || c.workers != 4 || c.placementPolicy != (placement.LeastLoaded{}) {
+			if c.listen != "127.0.0.1:8090" || c.envName != "dev" || c.resyncPeriod != 5*time.Minute || c.workers != 4 || c.placementPolicy != (placement.LeastLoaded{}) || c.pollFeedbackOnly {
 				t.Fatalf("config = %+v", c)
 			}
 		}},
@@ -58,6 +58,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad_resync_env", args: base, env: map[string]string{"CLUSTER_SERVICE_RESYNC_PERIOD": "10ms"}, wantErr: "--resync-period"},
 		{name: "bad_retention", args: append([]string{"--tombstone-retention", "5s"}, base...), wantErr: "--tombstone-retention"},
 		{name: "bad_workers", args: append([]string{"--workers", "0"}, base...), wantErr: "--workers"},
+		{name: "feedback_poll_only", args: append([]string{"--feedback-watch=false"}, base...), check: func(t *testing.T, c config) {
+			if !c.pollFeedbackOnly {
+				t.Fatalf("pollFeedbackOnly = false with --feedback-watch=false")
+			}
+		}},
+		{name: "bad_feedback_watch", args: append([]string{"--feedback-watch", "sometimes"}, base...), wantErr: "--feedback-watch"},
 		{name: "bad_env_name", args: append([]string{"--env-name", "Prod_1"}, base...), wantErr: "--env-name"},
 		{name: "bad_dev_identity", args: append([]string{"--dev-workload-identity-client-id", "abc"}, base...), wantErr: "--dev-workload-identity-client-id"},
 		{name: "base_domain_and_issuer_defaults", args: base, check: func(t *testing.T, c config) {

@@ -62,6 +62,10 @@ type Config struct {
 	Versions *versions.Catalogue
 	// Now is the clock of upgrade schedules; default time.Now.
 	Now func() time.Time
+	// PollFeedbackOnly turns watched status feedback off: every work asks the agent to poll
+	// (withFeedbackMode). A benchmark and ops knob (--feedback-watch=false), to measure the
+	// watched mode against its baseline or to shed agent informers; default false.
+	PollFeedbackOnly bool
 }
 
 // Controller is the cluster reconciler.
@@ -575,7 +579,8 @@ func (c *Controller) now() time.Time {
 // withFeedbackMode builds an object's work with the feedback mode its moment asks for
 // (manifests' feedbackScrape): Watch while a transition is in flight — the object is not
 // READY, or its spec differs from the steady form last applied for key (an update, upgrade or
-// scale starting, before its status says so) — and Poll once it is steady. build makes the
+// scale starting, before its status says so) — and Poll once it is steady, or always with
+// Config.PollFeedbackOnly. build makes the
 // work for a mode; steadyHash is the hash of the Poll form, to remember once the work is sent.
 func (c *Controller) withFeedbackMode(key string, ready bool, build func(watch bool) (*workv1.ManifestWork, error)) (work *workv1.ManifestWork, steadyHash string, err error) {
 	steadyWork, err := build(false)
@@ -586,7 +591,7 @@ func (c *Controller) withFeedbackMode(key string, ready bool, build func(watch b
 	c.mu.Lock()
 	last, known := c.steady[key]
 	c.mu.Unlock()
-	if ready && (!known || last == steadyHash) {
+	if c.cfg.PollFeedbackOnly || ready && (!known || last == steadyHash) {
 		return steadyWork, steadyHash, nil
 	}
 	work, err = build(true)

@@ -191,6 +191,8 @@ type service struct {
 	spec  ProcSpec
 	proc  *Process
 	ready func(context.Context) error
+	// base is the command line before RestartWith's extra flags; nil if none were added.
+	base []string
 }
 
 func (c *Config) defaults() error {
@@ -382,6 +384,34 @@ func (r *Region) Restart(ctx context.Context, name string) error {
 		s.proc.Stop(10 * time.Second)
 	}
 	return r.startService(ctx, s.spec, s.ready)
+}
+
+// RestartWith restarts a service with its command line plus extra flags (the later flag wins),
+// e.g. a benchmark's baseline mode, and waits until it is ready. The extra flags last until the
+// next RestartWith: RestartWith(ctx, name) goes back to the command line the region started.
+func (r *Region) RestartWith(ctx context.Context, name string, extra ...string) error {
+	r.mu.Lock()
+	s, ok := r.services[name]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no service %q in this region", name)
+	}
+	if exited, _ := s.proc.Exited(); !exited {
+		s.proc.Stop(10 * time.Second)
+	}
+	spec := s.spec
+	if s.base != nil {
+		spec.Args = s.base
+	}
+	base := spec.Args
+	spec.Args = append(append([]string(nil), base...), extra...)
+	if err := r.startService(ctx, spec, s.ready); err != nil {
+		return fmt.Errorf("restart %s with %v: %w", name, extra, err)
+	}
+	r.mu.Lock()
+	r.services[name].base = base
+	r.mu.Unlock()
+	return nil
 }
 
 func (r *Region) writeInfo() error {
