@@ -399,6 +399,7 @@ func kubeClient(b *testing.B, kubeconfig string) dynamic.Interface {
 // on the shared region with the backend in its default watch mode: Cluster Service is restarted
 // with the mode's flag, FEEDBACK_BENCH_CLUSTERS (default 100) clusters are created through ARM
 // at 5/s, and HostedCluster Available → ARM Succeeded is timed as in BenchmarkStatusModes.
+// Watch runs first; FEEDBACK_BENCH_POLL_FIRST=1 runs the baseline first.
 // Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 30m
 func BenchmarkFeedbackModes(b *testing.B) {
 	n := benchClusters
@@ -422,6 +423,9 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		}
 	}()
 	modes := []struct{ name, flag string }{{"watch", "--feedback-watch=true"}, {"poll", "--feedback-watch=false"}}
+	if os.Getenv("FEEDBACK_BENCH_POLL_FIRST") != "" { // to see what the order costs
+		modes[0], modes[1] = modes[1], modes[0]
+	}
 	for i := 0; i < b.N; i++ {
 		results := map[string][]time.Duration{}
 		for _, m := range modes {
