@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,22 +26,11 @@ func untarFile(t *testing.T, path string) map[string][]byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	files, err := adminapi.ReadMustGather(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
-	out := map[string][]byte{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name], _ = io.ReadAll(tr)
-	}
+	return files
 }
 
 func mapKeys(m map[string][]byte) []string {

@@ -1,7 +1,9 @@
 package adminapi
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -199,4 +201,27 @@ func (c *Client) Revoke(ctx context.Context, person, reason string) (map[string]
 func (c *Client) Revocations(ctx context.Context) (map[string]any, error) {
 	var out map[string]any
 	return out, c.do(ctx, http.MethodGet, "/admin/v1/revocations", nil, nil, nil, &out)
+}
+
+// ReadMustGather reads a must-gather tarball (gzip-compressed tar, as MustGather returns it)
+// into its files by name.
+func ReadMustGather(r io.Reader) (map[string][]byte, error) {
+	zr, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("read must-gather: %w", err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read must-gather: %w", err)
+		}
+		if out[h.Name], err = io.ReadAll(tr); err != nil {
+			return nil, fmt.Errorf("read must-gather file %s: %w", h.Name, err)
+		}
+	}
 }

@@ -1,12 +1,9 @@
 package server
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,22 +150,11 @@ func TestDescribeAndOperations(t *testing.T) {
 
 func untar(t *testing.T, b []byte) map[string][]byte {
 	t.Helper()
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	files, err := adminapi.ReadMustGather(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
-	out := map[string][]byte{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[h.Name], _ = io.ReadAll(tr)
-	}
+	return files
 }
 
 func keys(m map[string][]byte) []string {
