@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-MODULES := internal cluster-service frontend backend admin tooling test
+MODULES := internal cluster-service frontend backend admin dev-infrastructure/mgmtcluster dev-infrastructure/localregion dev-infrastructure/node dev-infrastructure/images tooling test
 PKGS := $(foreach m,$(MODULES),github.com/openhcp/openhcp/$(m)/...)
 # Pinned tool builds are cached outside the checkout and rebuilt only when their inputs change.
 export OPENHCP_TOOLS_DIR ?= $(HOME)/.cache/openhcp/tools
@@ -10,22 +10,30 @@ KUBE_VERSION := v1.32.13
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32
 TEST_TIMEOUT ?= 40m
 FUZZTIME ?= 10s
-COSMOS_EMULATOR := internal/store/cosmos/emulator
+COSMOS_EMULATOR := internal/docstore/cosmos/emulator
 
 .PHONY: help
 help:
 	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
+	@echo "make deploy    make run with the management cluster's charts installed by Helm on a real node (root)"
 	@echo "make test      unit, integration and end-to-end tests"
 	@echo "make generate  regenerate committed generated code"
 	@echo "make render-config  render config/config.yaml into config/rendered/ (commit the result)"
+	@echo "make verify    fail when rendered config, chart values, chart fixtures or generated code are stale"
 	@echo "make fuzz      explore every fuzz target for FUZZTIME each (default $(FUZZTIME)); commit what it finds"
-	@echo "make bench     benchmarks; results go to docs/performance.md"
+	@echo "make bench     benchmarks; results go to docs/performance.md, charts to docs/perf-data"
+	@echo "make bench-load  the whole-path load benchmarks (P1, P3, P4) and their charts"
+	@echo "make bench-p4  P4 alone: creates/s through OpenHCP against bare Maestro in one run (SHORT=1: CI size)"
 	@echo "make lint      gofmt and go vet"
-	@echo "make tools     build the pinned kube-apiserver, etcd and maestro (cached)"
+	@echo "make images    build the container images into .run/images (no container engine; docs/deploy.md#images)"
+	@echo "make tools     build the pinned Kubernetes binaries, etcd, CoreDNS, maestro, promtool and helm (cached)"
 
 .PHONY: deps
 deps:
 	@hack/ensure-packages.sh postgresql mosquitto protobuf-compiler libprotobuf-dev jq chromium
+	@# The real node (dev-infrastructure/node, docs/deploy.md#a-real-node): Debian's containerd, runc,
+	@# CNI plugins and the netfilter tools, run with the node's own config inside its network namespace.
+	@hack/ensure-packages.sh containerd runc containernetworking-plugins iptables conntrack nftables
 	@# Node runs the Cosmos-compatible server the cosmos store's conformance test starts.
 	@command -v npm >/dev/null || hack/ensure-packages.sh nodejs npm
 	@[ $(COSMOS_EMULATOR)/node_modules/.package-lock.json -nt $(COSMOS_EMULATOR)/package-lock.json ] || \
@@ -36,12 +44,35 @@ tools:
 	@hack/tool.sh kube-apiserver dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-apiserver "$(KUBE_LDFLAGS)" >/dev/null
 	@hack/tool.sh kube-controller-manager dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-controller-manager "$(KUBE_LDFLAGS)" >/dev/null
 	@hack/tool.sh etcd dev-infrastructure/kube-tools ./cmd/etcd >/dev/null
+	@# The real node's (dev-infrastructure/node): kubelet, scheduler, kubectl, kube-proxy, CoreDNS.
+	@for b in kubelet kube-scheduler kubectl kube-proxy; do hack/tool.sh $$b dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/$$b "$(KUBE_LDFLAGS)" >/dev/null; done
+	@hack/coredns.sh >/dev/null
 	@hack/tool.sh maestro maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
+	@hack/promtool.sh >/dev/null
+	@hack/helm.sh >/dev/null
+
+# Container images without a container engine (docs/deploy.md#images): .run/images/<name>.oci.tar
+# and .run/images/images.json. Only images whose binary changed are rewritten.
+.PHONY: images
+images:
+	@go run ./tooling/cmd/build-images -out .run/images $(IMAGES)
 
 .PHONY: run
 run: deps tools
-	@go build -o bin/openhcp-region ./tooling/cmd/openhcp-region
+	@go build -o bin/openhcp-region ./dev-infrastructure/localregion/cmd/openhcp-region
 	@exec bin/openhcp-region $(RUN_ARGS)
+
+# The region with its management cluster installed by Helm onto a real node (docs/deploy.md#make-deploy).
+.PHONY: deploy
+deploy: deps tools verify-config
+	@go build -o bin/openhcp-deploy ./dev-infrastructure/localregion/cmd/openhcp-deploy
+	@exec bin/openhcp-deploy $(DEPLOY_ARGS)
+
+# make deploy's end-to-end test (ARM flow against the region with its management cluster on the
+# node, helm upgrade mid-operation); opt-in: minutes on this machine (docs/deploy.md#make-deploy).
+.PHONY: test-deploy
+test-deploy: deps tools
+	OPENHCP_DEPLOY_E2E=1 go test -count=1 -timeout 30m -run TestDeployedRegion -v ./dev-infrastructure/localregion/deploy
 
 .PHONY: test
 test: deps tools
@@ -49,6 +80,11 @@ test: deps tools
 	@# so a cached result could be stale.
 	@# Fuzz targets run here only on their seeds and the committed testdata/fuzz inputs, so the
 	@# result is the same on every run; random exploration is `make fuzz`.
+	@# Alert rules first (seconds): their checker is a module outside the workspace, because the
+	@# PromQL parser's module pins Kubernetes 0.37 (docs/deploy.md#alerts).
+	cd dev-infrastructure/alertrules && GOWORK=off ../../hack/gotest.sh -count=1 ./...
+	@# Our modules must not require each other in a cycle (docs/architecture.md#modules).
+	hack/check-module-graph.sh
 	hack/gotest.sh -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
 
 .PHONY: fuzz
@@ -69,13 +105,39 @@ render-config:
 verify-config:
 	go run ./tooling/cmd/render-config -config-dir config -check
 
+# Fails when a chart renders differently from its golden fixture for the dev region
+# (tooling/pkg/chartcheck; UPDATE=1 refreshes them, docs/deploy.md#checks-every-chart-gets-make-test).
+.PHONY: verify-charts
+verify-charts:
+	cd tooling && go test -count=1 -run '^TestRenderedChartsMatchGolden$$' ./pkg/chartcheck
+
+# Everything generated and committed is current: the rendered config and every chart's values,
+# the charts' golden renderings, generated code.
+.PHONY: verify
+verify: verify-config verify-charts verify-generate
+
 .PHONY: verify-generate
 verify-generate: generate
-	@git diff --exit-code -- cluster-service/api tooling/pkg/crds || (echo "generated code is stale: run make generate and commit" && exit 1)
+	@git diff --exit-code -- cluster-service/api dev-infrastructure/mgmtcluster/crds || (echo "generated code is stale: run make generate and commit" && exit 1)
 
 .PHONY: bench
 bench: deps tools
 	go test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
+	go run ./tooling/cmd/benchplot -dir docs/perf-data
+
+# The whole-path load benchmarks alone (P1 frontend, P3 PUT → HostedCluster; knobs in
+# docs/performance.md), then their charts.
+.PHONY: bench-load
+bench-load: deps tools
+	cd test && go test ./e2e -run '^$$' -bench 'P1Frontend|P3CreateToHostedCluster|P4SustainedThroughput' -benchtime 1x -count=1 -timeout 45m
+	go run ./tooling/cmd/benchplot -dir docs/perf-data
+
+# P4 alone (test/e2e/p4_bench_test.go): the full size by default (120 creates per phase),
+# SHORT=1 for the CI-sized run (30 per phase); knobs P4_CREATES, P4_RATE, P4_SCANS, BENCH_OUT.
+.PHONY: bench-p4
+bench-p4: deps tools
+	cd test && go test ./e2e -run '^$$' -bench P4SustainedThroughput -benchtime 1x -count=1 -timeout 30m $(if $(SHORT),-short)
+	go run ./tooling/cmd/benchplot -dir docs/perf-data
 
 .PHONY: lint
 lint:

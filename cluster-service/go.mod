@@ -10,6 +10,7 @@ tool (
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster v0.0.0
 	github.com/openhcp/openhcp/internal v0.0.0
 	github.com/openshift-online/maestro v0.0.0-20260728214804-a6f773d61d5b
 	github.com/openshift/hypershift/api v0.0.0-20251120083117-dea6d2f24af6
@@ -60,9 +61,8 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/openhcp/openhcp/tooling v0.0.0
 	github.com/openshift-online/ocm-sdk-go v0.1.505 // indirect
-	github.com/openshift/api v0.0.0-20251125174858-5cf710f68a92 // indirect
+	github.com/openshift/api v0.0.0-20251125174858-5cf710f68a92
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2 // indirect
@@ -100,4 +100,4 @@ require (
 
 replace github.com/openhcp/openhcp/internal => ../internal
 
-replace github.com/openhcp/openhcp/tooling => ../tooling
+replace github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster => ../dev-infrastructure/mgmtcluster

@@ -14,5 +14,7 @@ PATH="$bin:$PATH" protoc -I cluster-service/api -I /usr/include \
   cluster-service/api/v1/*.proto
 
 # Management-cluster CRDs (HostedCluster, NodePool, ManifestWork, AppliedManifestWork), copied and
-# cleaned from the API modules pinned in tooling/go.mod.
-go run ./tooling/cmd/gen-crds -module-dir tooling -out tooling/pkg/crds/manifests
+# cleaned from the API modules pinned in tooling/go.mod; and Istio's PeerAuthentication and
+# AuthorizationPolicy CRDs from the pinned istio.io/api (docs/deploy.md#mesh-policy).
+go run ./tooling/cmd/gen-crds -module-dir tooling -out dev-infrastructure/mgmtcluster/crds/manifests \
+  -istio-out dev-infrastructure/mgmtcluster/crds/istio

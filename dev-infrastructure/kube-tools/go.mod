@@ -193,7 +193,7 @@ replace (
 	k8s.io/kms => k8s.io/kms v0.32.13
 	k8s.io/kube-aggregator => k8s.io/kube-aggregator v0.32.13
 	k8s.io/kube-controller-manager => k8s.io/kube-controller-manager v0.32.5 // v0.32.6–13 of this module are not served by the module proxy
-	k8s.io/kube-proxy => k8s.io/kube-proxy v0.32.13
+	k8s.io/kube-proxy => k8s.io/kube-proxy v0.32.5 // v0.32.13 is not served by the module proxy (403)
 	k8s.io/kube-scheduler => k8s.io/kube-scheduler v0.32.5 // v0.32.6–13 of this module are not served by the module proxy
 	k8s.io/kubectl => k8s.io/kubectl v0.32.13
 	k8s.io/kubelet => k8s.io/kubelet v0.32.13

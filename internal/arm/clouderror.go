@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // Error codes used by ARM resource providers (PascalCase, as ARM clients match on them).
@@ -36,7 +36,7 @@ const (
 // CloudError is an error with the HTTP status and ARM body it should be reported as.
 type CloudError struct {
 	StatusCode int
-	api.CloudErrorBody
+	armdoc.CloudErrorBody
 	// RetryAfter, when positive, is sent as Retry-After (whole seconds).
 	RetryAfter int
 }
@@ -50,7 +50,7 @@ func (e *CloudError) Error() string {
 
 // NewCloudError builds a CloudError with a formatted message.
 func NewCloudError(status int, code, target, format string, args ...any) *CloudError {
-	return &CloudError{StatusCode: status, CloudErrorBody: api.CloudErrorBody{
+	return &CloudError{StatusCode: status, CloudErrorBody: armdoc.CloudErrorBody{
 		Code: code, Message: fmt.Sprintf(format, args...), Target: target,
 	}}
 }
@@ -88,7 +88,7 @@ func WriteCloudError(w http.ResponseWriter, e *CloudError) {
 	}
 	w.WriteHeader(e.StatusCode)
 	b, _ := json.Marshal(struct {
-		Error api.CloudErrorBody `json:"error"`
+		Error armdoc.CloudErrorBody `json:"error"`
 	}{e.CloudErrorBody})
 	w.Write(append(b, '\n'))
 }

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // KeySize is the size of a KEK and of a DEK: AES-256.
@@ -284,14 +285,17 @@ func WriteKeyFile(path string) ([]byte, error) {
 }
 
 // ReadKeyFile reads one KEK. A file that group or others may read is refused: a key anyone on
-// the host can read protects nothing.
+// the host can read protects nothing. One exception (groupReadableSecret): a file this process
+// does not own and may read only through its own primary group, as a Kubernetes Secret volume
+// with the pod's fsGroup gives it (root:<fsGroup>, mode 0440; the kubelet adds the group bits
+// whatever the volume's defaultMode, and a non-root pod cannot read it otherwise).
 func ReadKeyFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("read key file: %w", err)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("key file %s has mode %04o; it must not be readable by group or others (chmod 600)", path, fi.Mode().Perm())
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && !groupReadableSecret(fi) {
+		return nil, fmt.Errorf("key file %s has mode %04o; it must not be readable by group or others (chmod 600)", path, perm)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -322,10 +326,18 @@ func LoadFiles(activeFile, retiredDir string) (*Keyring, error) {
 			return nil, fmt.Errorf("read retired key directory: %w", err)
 		}
 		for _, e := range entries {
-			if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			// Dot entries are skipped: a Kubernetes Secret volume keeps its data in ..data and
+			// ..<timestamp>, and names each key by a symbolic link into them, which is followed.
+			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			key, err := ReadKeyFile(filepath.Join(retiredDir, e.Name()))
+			path := filepath.Join(retiredDir, e.Name())
+			if fi, err := os.Stat(path); err != nil {
+				return nil, fmt.Errorf("read retired key directory: %w", err)
+			} else if !fi.Mode().IsRegular() {
+				continue
+			}
+			key, err := ReadKeyFile(path)
 			if err != nil {
 				return nil, err
 			}
@@ -333,4 +345,16 @@ func LoadFiles(activeFile, retiredDir string) (*Keyring, error) {
 		}
 	}
 	return New(active, retired...)
+}
+
+// groupReadableSecret: fi is another user's file that only its group may read (no group write,
+// nothing for others), and that group is this process's primary group.
+func groupReadableSecret(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return false
+	}
+	perm := fi.Mode().Perm()
+	return perm&0o037 == 0 && perm&0o040 != 0 &&
+		int(st.Uid) != os.Getuid() && int(st.Gid) == os.Getgid()
 }

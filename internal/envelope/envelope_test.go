@@ -153,13 +153,14 @@ func TestKeyFiles(t *testing.T) {
 		}
 		return p
 	}
-	tests := []struct {
+	type keyFileCase struct {
 		name       string
 		active     string
 		retiredDir string
 		wantErr    string
 		wantIDs    []string
-	}{
+	}
+	tests := []keyFileCase{
 		{"active_only", active, "", "", []string{KeyID(key)}},
 		{"active_and_retired", active, retired, "", []string{KeyID(key), KeyID(old)}},
 		{"group_readable_refused", write("loose", "AAAA", 0o640), "", "chmod 600", nil},
@@ -169,6 +170,48 @@ func TestKeyFiles(t *testing.T) {
 		{"missing_file_refused", filepath.Join(dir, "absent"), "", "no such file", nil},
 		{"missing_retired_dir_refused", active, filepath.Join(dir, "absent"), "no such file", nil},
 	}
+	// A Kubernetes Secret volume with fsGroup: another user's file (root's, there) that this
+	// process reads through its own group. Changing a file's owner needs root.
+	if os.Getuid() == 0 {
+		raw, err := os.ReadFile(active)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chowned := func(name string, uid, gid int, mode os.FileMode) string {
+			p := write(name, string(raw), mode)
+			if err := os.Chown(p, uid, gid); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		tests = append(tests,
+			keyFileCase{"secret_volume_own_group_accepted", chowned("fsgroup", 65532, os.Getgid(), 0o440), "", "", []string{KeyID(key)}},
+			keyFileCase{"other_group_refused", chowned("othergroup", 65532, 65532, 0o440), "", "chmod 600", nil},
+			keyFileCase{"own_group_writable_refused", chowned("groupwrite", 65532, os.Getgid(), 0o460), "", "chmod 600", nil},
+			keyFileCase{"own_group_and_others_refused", chowned("others", 65532, os.Getgid(), 0o444), "", "chmod 600", nil},
+		)
+	}
+	// A retired-key directory laid out as a Kubernetes Secret volume: each key a symbolic link
+	// into ..data, which links to a timestamped directory.
+	secretVolume := filepath.Join(dir, "retired-secret-volume")
+	stamped := filepath.Join(secretVolume, "..2026_11_23_07_00_00.000000001")
+	if err := os.MkdirAll(stamped, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rawOld, err := os.ReadFile(filepath.Join(retired, "2026-01"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stamped, "2026-01"), rawOld, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Base(stamped), filepath.Join(secretVolume, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..data/2026-01", filepath.Join(secretVolume, "2026-01")); err != nil {
+		t.Fatal(err)
+	}
+	tests = append(tests, keyFileCase{"retired_in_secret_volume_layout", active, secretVolume, "", []string{KeyID(key), KeyID(old)}})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := LoadFiles(tc.active, tc.retiredDir)

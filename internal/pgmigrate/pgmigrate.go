@@ -63,11 +63,25 @@ func Run(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS, dir string, lockKe
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", what, err)
 	}
-	conn, err := pool.Acquire(ctx)
+	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate %s: acquire a connection: %w", what, err)
 	}
-	defer conn.Release()
+	defer c.Release()
+	return runOn(ctx, c.Conn(), ms, lockKey, what)
+}
+
+// RunConn is Run on one connection (a migration job's, or a superuser's that installs a
+// schema another login uses).
+func RunConn(ctx context.Context, conn *pgx.Conn, fsys fs.FS, dir string, lockKey int64, what string) error {
+	ms, err := Load(fsys, dir)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", what, err)
+	}
+	return runOn(ctx, conn, ms, lockKey, what)
+}
+
+func runOn(ctx context.Context, conn *pgx.Conn, ms []Migration, lockKey int64, what string) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, lockKey); err != nil {
 		return fmt.Errorf("migrate %s: take the migration lock: %w", what, err)
 	}

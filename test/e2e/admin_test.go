@@ -15,8 +15,8 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/internal/pki"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
 // adminInfo reads the admin API's entry from region.json, as a tool would.
@@ -109,6 +109,14 @@ func TestAdminAPI(t *testing.T) {
 			}
 			if code, ae := adminCall(t, a, tc.group, method, tc.path, body, cid, nil); code != tc.want {
 				t.Errorf("%q %s: %d %+v, want %d", tc.group, tc.path, code, ae, tc.want)
+			}
+		}
+	})
+	t.Run("refusals_are_counted_on_the_metrics_endpoint", func(t *testing.T) {
+		// The launcher's --metrics-listen, listed in region.json as admin.metrics.
+		for code, least := range map[string]float64{"401": 2, "403": 1} {
+			if got := metric(t, region.Info.Admin.MetricsURL, `admin_refusals_total{code="`+code+`"}`); got < least {
+				t.Errorf("admin_refusals_total{code=%q} = %v at %s, want at least %v", code, got, region.Info.Admin.MetricsURL, least)
 			}
 		}
 	})
@@ -221,7 +229,8 @@ func csShardStatus(t *testing.T, name string) csv1.ShardStatus {
 
 // TestAdminLoginIsConfined checks the admin API's database login in the running region: it may
 // append to and read the audit log but never change or remove a record, read the document
-// store but not write it, and not open the other services' databases.
+// store and update its existing documents (SRE day-2 changes) but never insert, delete or
+// truncate, and not open the other services' databases.
 func TestAdminLoginIsConfined(t *testing.T) {
 	l, err := region.Info.Postgres.Role("admin")
 	if err != nil {
@@ -267,10 +276,18 @@ func TestAdminLoginIsConfined(t *testing.T) {
 	if err := docs.QueryRow(t.Context(), "SELECT count(*) FROM documents").Scan(&n); err != nil {
 		t.Fatalf("read the document store: %v", err)
 	}
-	for _, q := range []string{"DELETE FROM documents", "UPDATE documents SET etag = 'x'", "INSERT INTO documents (partition_key, id, type, body, etag, seq) VALUES ('p','i','t','{}','e',-1)"} {
+	// PostgreSQL checks privileges before it looks at rows, so "WHERE false" probes a privilege
+	// without changing the region's documents when it is (wrongly) granted.
+	for _, q := range []string{"DELETE FROM documents WHERE false", "TRUNCATE documents",
+		"INSERT INTO documents (partition_key, id, type, body, etag, seq) SELECT 'p','i','t','{}','e',-1 WHERE false"} {
 		if err := exec(t, docs, q); err == nil || !strings.Contains(err.Error(), "42501") {
 			t.Errorf("%s: %v, want permission denied (42501)", q, err)
 		}
+	}
+	// Day-2 changes (node pool scale, upgrades) write the customer's existing document after
+	// Cluster Service accepted them (docs/sre.md): UPDATE is granted, nothing else.
+	if err := exec(t, docs, "UPDATE documents SET etag = etag WHERE false"); err != nil {
+		t.Errorf("the admin login may not UPDATE documents, which SRE day-2 changes need: %v", err)
 	}
 	for _, db := range []string{"clusterservice", "maestro"} {
 		if c, err := connect(t, db); err == nil {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -24,9 +23,9 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/pki"
 
-	"github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
-	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 )
 
 // benchClusters is how many clusters each status mode creates.
@@ -63,11 +62,7 @@ func BenchmarkStatusModes(b *testing.B) {
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100
-	return sorted[max(i-1, 0)].Round(time.Millisecond)
+	return pctRaw(sorted, p).Round(time.Millisecond)
 }
 
 // benchMode returns, sorted, the Available → Succeeded times and the backend's own share of
@@ -119,29 +114,19 @@ func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClust
 	var mu sync.Mutex
 	available := map[string]time.Time{} // CS cluster ID → Available seen
 	succeeded := map[string]time.Time{} // CS cluster ID → create Succeeded seen
-	for _, mc := range region.Info.ManagementClusters {
-		w, err := kubeClient(b, mc.Kubeconfig).Resource(hostedClusterGVR).Watch(ctx, metav1.ListOptions{})
-		if err != nil {
-			b.Fatalf("watch hostedclusters on %s: %v", mc.Name, err)
+	watchHostedClusters(ctx, b, func(ev watch.Event, now time.Time) {
+		hc, ok := ev.Object.(*unstructured.Unstructured)
+		if !ok || ev.Type == watch.Deleted || condition(*hc, "Available") != "True" {
+			return
 		}
-		go func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				now := time.Now()
-				hc, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok || ev.Type == watch.Deleted || condition(*hc, "Available") != "True" {
-					continue
-				}
-				ns := hc.GetNamespace()
-				id := ns[strings.LastIndex(ns, "-")+1:]
-				mu.Lock()
-				if _, seen := available[id]; !seen {
-					available[id] = now
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+		ns := hc.GetNamespace()
+		id := ns[strings.LastIndex(ns, "-")+1:]
+		mu.Lock()
+		if _, seen := available[id]; !seen {
+			available[id] = now
+		}
+		mu.Unlock()
+	})
 	st, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		b.Fatalf("open document store: %v", err)
@@ -237,7 +222,7 @@ func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClust
 }
 
 // followSucceeded records when each create operation is first seen Succeeded on the feed.
-func followSucceeded(ctx context.Context, st store.Store, mu *sync.Mutex, succeeded map[string]time.Time) {
+func followSucceeded(ctx context.Context, st docstore.Store, mu *sync.Mutex, succeeded map[string]time.Time) {
 	var checkpoint int64
 	for ctx.Err() == nil {
 		changes, err := st.Changes(ctx, checkpoint, 1000)
@@ -248,11 +233,11 @@ func followSucceeded(ctx context.Context, st store.Store, mu *sync.Mutex, succee
 		now := time.Now()
 		for _, ch := range changes {
 			checkpoint = ch.Seq
-			if ch.Deleted || ch.Doc == nil || ch.Doc.Type != store.TypeOperation {
+			if ch.Deleted || ch.Doc == nil || ch.Doc.Type != docstore.TypeOperation {
 				continue
 			}
-			var op api.OperationDocument
-			if json.Unmarshal(ch.Doc.Body, &op) != nil || op.Request != api.OperationCreate || op.Status != api.StateSucceeded {
+			var op armdoc.OperationDocument
+			if json.Unmarshal(ch.Doc.Body, &op) != nil || op.Request != armdoc.OperationCreate || op.Status != armdoc.StateSucceeded {
 				continue
 			}
 			mu.Lock()

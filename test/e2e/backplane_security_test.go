@@ -24,7 +24,7 @@ import (
 
 // The hops behind Cluster Service, checked against the running region's real Maestro and
 // PostgreSQL as an attacker on the loopback network would try them. The broker's refusals and
-// the MQTT isolation of management clusters are in tooling/pkg/localregion
+// the MQTT isolation of management clusters are in dev-infrastructure/localregion
 // (TestRegionBrokerRefusesAndIsolates), with the region's broker configuration and identities.
 
 // strangerPKI is a PKI the region does not trust, with the same identity names.

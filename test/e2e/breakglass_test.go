@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 )
 
 var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}

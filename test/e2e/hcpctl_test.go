@@ -16,7 +16,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 )
 
 func untarFile(t *testing.T, path string) map[string][]byte {
@@ -44,7 +44,7 @@ func mapKeys(m map[string][]byte) []string {
 // hcpctlBinary builds hcpctl once per test.
 func hcpctlBinary(t *testing.T) string {
 	t.Helper()
-	root, err := localregion.RepoRoot()
+	root, err := mgmtcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +86,16 @@ func TestHcpctl(t *testing.T) {
 		if code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") {
 			t.Fatalf("exit %d, stdout:\n%s\nstderr: %s", code, out, stderr)
 		}
+		t.Logf("$ hcpctl shard list\n%s", out) // docs/sre.md shows this output
 		col := strings.Index(lines[0], "STATUS")
+		health := strings.Index(lines[0], "HEALTH")
 		for _, l := range lines[1:] {
 			if len(l) <= col || l[col-1] != ' ' || l[col] == ' ' {
 				t.Fatalf("column STATUS (at %d) is not aligned:\n%s", col, out)
+			}
+			// Both management clusters' apiservers answer /readyz to the admin API's reader.
+			if health < 0 || !strings.HasPrefix(l[health:], "healthy ") {
+				t.Fatalf("shard not shown healthy in column HEALTH (at %d):\n%s", health, out)
 			}
 		}
 	})
@@ -165,7 +171,8 @@ func TestHcpctl(t *testing.T) {
 			t.Fatalf("cluster list: exit %d\n%s", code, out)
 		}
 		out, _, code = hcpctl(t, bin, "cluster", "describe", path)
-		if code != 0 || !strings.Contains(out, "Where it is, stage by stage:") || !strings.Contains(out, "Available=True") || !strings.Contains(out, "cluster-"+c.GetId()) {
+		if code != 0 || !strings.Contains(out, "Where it is, stage by stage:") || !strings.Contains(out, "Available=True") || !strings.Contains(out, "cluster-"+c.GetId()) ||
+			!regexp.MustCompile(`Management cluster mgmt-\d: healthy \(kube-apiserver /readyz: ok\)`).MatchString(out) {
 			t.Fatalf("cluster describe: exit %d\n%s", code, out)
 		}
 		tarball := filepath.Join(t.TempDir(), "mg.tar.gz")
@@ -178,6 +185,27 @@ func TestHcpctl(t *testing.T) {
 			!strings.Contains(string(files[root+"logs/cluster-service.log"]), c.GetId()) ||
 			!strings.Contains(string(files[root+"maestro/bundles.json"]), "cluster-"+c.GetId()) {
 			t.Fatalf("must-gather lacks the describe view, Cluster Service's log lines or the bundle: %v", mapKeys(files))
+		}
+		// The objects as they are on the management cluster, read by the admin API's read-only
+		// user: the HostedCluster and NodePools carry the cluster's ID label.
+		var hcs []map[string]any
+		label := func(o map[string]any) any {
+			md, _ := o["metadata"].(map[string]any)
+			l, _ := md["labels"].(map[string]any)
+			return l["openhcp.io/cluster-id"]
+		}
+		if err := json.Unmarshal(files[root+"management/hostedclusters.json"], &hcs); err != nil || len(hcs) != 1 || label(hcs[0]) != c.GetId() {
+			t.Fatalf("management/hostedclusters.json: %v %.300s (files %v)", err, files[root+"management/hostedclusters.json"], mapKeys(files))
+		}
+		// The ManifestWork's status as Maestro holds it, with the status feedback the agent
+		// scraped (the HostedCluster's generation among the values).
+		if b := string(files[root+"maestro/bundles.json"]); !strings.Contains(b, "statusFeedback") || !strings.Contains(b, `"generation"`) {
+			t.Fatalf("maestro/bundles.json lacks the status feedback: %.2000s", b)
+		}
+		for _, f := range []string{"management/nodepools.json", "management/events.json", "clusterservice/cluster.json", "arm/documents.json"} {
+			if _, ok := files[root+f]; !ok {
+				t.Fatalf("must-gather lacks %s: %v", f, mapKeys(files))
+			}
 		}
 		out, _, code = hcpctl(t, bin, "operation", "list", "--all", "-o", "json")
 		var ops adminapi.OperationList

@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/internal/armspec"
 	"github.com/openhcp/openhcp/internal/pki"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
 const apiVersion = "2024-06-10-preview"

@@ -94,7 +94,7 @@ func TestNodePoolThroughClusterService(t *testing.T) {
 
 	spec := proto.Clone(np.GetSpec()).(*csv1.NodePoolSpec)
 	spec.Replicas = 3
-	if _, err := pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: poolID, Spec: spec, Revision: np.GetRevision()}); err != nil {
+	if _, err := pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: poolID, Update: csv1.FullNodePoolUpdate(spec), Revision: np.GetRevision()}); err != nil {
 		t.Fatalf("scale node pool: %v", err)
 	}
 	waitPool("READY with 3 replicas", readyWith(3))

@@ -213,6 +213,9 @@ func TestPortalInABrowser(t *testing.T) {
 	if msg := b.eval(`document.querySelector('#message').innerText`); msg != "Shard mgmt-2 is now maintenance." {
 		t.Fatalf("after the cordon form the page says %v", msg)
 	}
+	if got := b.eval(`document.querySelector('#shard-mgmt-2 .health-healthy') !== null`); got != true {
+		t.Errorf("the shards page does not show mgmt-2's apiserver healthy")
+	}
 	b.screenshot("sre-portal-shards.png")
 	if csShardStatus(t, "mgmt-2") != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
 		t.Fatal("the portal's cordon did not reach Cluster Service")
@@ -223,4 +226,32 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Fatalf("the audit page does not show the cordon with its reason:\n%s", text)
 	}
 	b.screenshot("sre-portal-audit.png")
+
+	// Break-glass: request an admin credential for the cluster through the page's form, see the
+	// kubeconfig shown once and the credential listed, then revoke it through its row's form.
+	b.open(base + "/portal/breakglass")
+	b.eval(fmt.Sprintf(`(() => { const f = document.querySelector('#request');
+		f.querySelector('input[name=cluster]').value = %q; f.querySelector('select[name=access]').value = 'admin';
+		f.querySelector('input[name=ttl]').value = '30m'; f.querySelector('input[name=reason]').value = %q;
+		f.querySelector('button').click(); return true })()`, c.GetId(), reason))
+	b.waitFor(`document.querySelector('#kubeconfig') !== null || document.querySelector('#error') !== null`)
+	if e := b.eval(`document.querySelector('#error') ? document.querySelector('#error').innerText : ''`); e != "" {
+		t.Fatalf("the break-glass request form failed: %v", e)
+	}
+	issued := b.eval(`document.querySelector('#issued').innerText`).(string)
+	if !strings.Contains(issued, "system:customer-break-glass:sre:alice") || !strings.Contains(issued, "system:masters") ||
+		!strings.Contains(b.eval(`document.querySelector('#kubeconfig').innerText`).(string), "client-certificate-data") {
+		t.Fatalf("the issued credential shows %q", issued)
+	}
+	row := fmt.Sprintf(`[...document.querySelectorAll('#credentials tr')].find(r => r.innerText.includes(%q))`, c.GetId())
+	if got := b.eval(row + ` !== undefined`); got != true {
+		t.Fatalf("the credential is not listed:\n%v", b.eval("document.body.innerText"))
+	}
+	b.screenshot("sre-portal-breakglass.png")
+	b.eval(fmt.Sprintf(`(() => { const f = %s.querySelector('form');
+		f.querySelector('input[name=reason]').value = %q; f.querySelector('button').click(); return true })()`, row, reason))
+	b.waitFor(`document.querySelector('#message') !== null && document.querySelector('#message').innerText.startsWith('Revocation')`)
+	if got := b.eval(row + ` === undefined`); got != true {
+		t.Fatalf("the revoked credential is still listed as active:\n%v", b.eval("document.body.innerText"))
+	}
 }

@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 )
 
 // region is shared by the tests of this package: bringing one up takes tens of seconds.
@@ -75,6 +76,6 @@ func dumpLogs(dir string) {
 	}
 	sort.SliceStable(entries, func(i, j int) bool { return !ours(entries[i].Name()) && ours(entries[j].Name()) })
 	for _, e := range entries {
-		fmt.Fprintf(os.Stderr, "\n===== %s (tail) =====\n%s\n", e.Name(), localregion.FileTail(filepath.Join(dir, e.Name()), 3000))
+		fmt.Fprintf(os.Stderr, "\n===== %s (tail) =====\n%s\n", e.Name(), mgmtcluster.FileTail(filepath.Join(dir, e.Name()), 3000))
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 )
 
 // TestRegionFileDescribesTheRegion checks region.json, which tools and people use to find the

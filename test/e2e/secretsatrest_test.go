@@ -18,8 +18,8 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/internal/envelope"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
 // TestClusterServiceKEKRotation rotates Cluster Service's key-encryption key in the running

@@ -17,9 +17,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
 // TestRegionIsSecured checks the running region's ARM → frontend and → Cluster Service hops

@@ -23,12 +23,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
 // Samples per measurement and setup; the setups alternate in rounds so drift on a shared
@@ -46,7 +46,7 @@ const (
 // GetCluster called directly, as p50/p99 and the secured/plaintext ratio of each.
 // Run: go test ./test/tlscost -run '^$' -bench TLSCost -benchtime 1x
 func BenchmarkTLSCost(b *testing.B) {
-	root, err := localregion.RepoRoot()
+	root, err := mgmtcluster.RepoRoot()
 	if err != nil {
 		b.Fatal(err)
 	}

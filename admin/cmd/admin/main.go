@@ -22,15 +22,18 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/mgmtclusters"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/admin/pkg/server"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 type options struct {
 	listen         string
+	metricsListen  string
 	serverTLS      tlsconfig.Files
 	auditDSN       string
 	storeDSN       string
@@ -41,6 +44,9 @@ type options struct {
 	timeout        time.Duration
 	logLevel       string
 	logDir         string
+	// mgmtKubeconfigs are the management clusters' kubeconfigs by shard name.
+	mgmtKubeconfigs map[string]string
+	breakGlassTTL   server.BreakGlassTTL
 }
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
@@ -54,11 +60,12 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		fs.StringVar(p, name, def, usage+" (env "+env+")")
 	}
 	str(&o.listen, "listen", "ADMIN_LISTEN", "127.0.0.1:8444", "address of the admin API (HTTPS, mutual TLS)")
+	str(&o.metricsListen, "metrics-listen", "ADMIN_METRICS_LISTEN", "127.0.0.1:9444", "address of /metrics: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
 	str(&o.serverTLS.Cert, "tls-cert", "ADMIN_TLS_CERT", "", "server certificate (PEM), re-read when it changes (required)")
 	str(&o.serverTLS.Key, "tls-key", "ADMIN_TLS_KEY", "", "server key (PEM) (required)")
 	str(&o.serverTLS.CA, "tls-client-ca", "ADMIN_TLS_CLIENT_CA", "", "CA that SRE client certificates chain to (required); a certificate of another CA fails the handshake")
 	str(&o.auditDSN, "audit-db-dsn", "ADMIN_AUDIT_DB_DSN", "", "PostgreSQL DSN of the audit log, as a login that may only insert into and read the audit table (required; password from PGPASSFILE)")
-	str(&o.storeDSN, "db-dsn", "ADMIN_DB_DSN", "", "PostgreSQL DSN of the ARM document store, as a read-only login (required)")
+	str(&o.storeDSN, "db-dsn", "ADMIN_DB_DSN", "", "PostgreSQL DSN of the ARM document store, as a login that may SELECT and UPDATE documents only: day-2 changes update the customer's resource document (required)")
 	str(&o.clusterService, "cluster-service", "ADMIN_CLUSTER_SERVICE", "", "Cluster Service gRPC address host:port (required)")
 	str(&o.csTLS.CA, "cluster-service-ca", "ADMIN_CLUSTER_SERVICE_CA", "", "CA of Cluster Service's certificate (required)")
 	str(&o.csTLS.Cert, "cluster-service-cert", "ADMIN_CLUSTER_SERVICE_CERT", "", "client certificate for Cluster Service, the sre identity (required)")
@@ -67,11 +74,21 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.maestroCA, "maestro-ca", "ADMIN_MAESTRO_CA", "", "CA of Maestro's REST certificate")
 	str(&o.logLevel, "log-level", "ADMIN_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logDir, "log-dir", "ADMIN_LOG_DIR", "", "directory of the region's service logs (*.log) that must-gather searches for a cluster's IDs (optional; a local region's)")
+	var mgmt string
+	str(&mgmt, "management-kubeconfigs", "ADMIN_MANAGEMENT_KUBECONFIGS", "", "shard=kubeconfig,… : a read-only kubeconfig per management cluster, for shard health (/readyz) and must-gather's HostedCluster/NodePool objects and events (optional: without it, health is unknown)")
 	timeout := fs.Duration("timeout", 30*time.Second, "timeout of each call to another service")
+	ttl := server.DefaultBreakGlassTTL()
+	fs.DurationVar(&o.breakGlassTTL.Min, "breakglass-ttl-min", ttl.Min, "shortest SRE break-glass credential lifetime")
+	fs.DurationVar(&o.breakGlassTTL.Max, "breakglass-ttl-max", ttl.Max, "longest SRE break-glass credential lifetime")
+	fs.DurationVar(&o.breakGlassTTL.Default, "breakglass-ttl-default", ttl.Default, "SRE break-glass credential lifetime when the request names none")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	o.timeout = *timeout
+	var err error
+	if o.mgmtKubeconfigs, err = mgmtclusters.ParseKubeconfigs(mgmt); err != nil {
+		return nil, fmt.Errorf("invalid value for --management-kubeconfigs: %w", err)
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
@@ -96,7 +113,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 			return nil, fmt.Errorf("--%s: %w", d.flag, err)
 		}
 	}
-	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.clusterService, "cluster-service"}} {
+	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.metricsListen, "metrics-listen"}, {o.clusterService, "cluster-service"}} {
 		if _, _, err := net.SplitHostPort(a.val); err != nil {
 			return nil, fmt.Errorf("invalid value %q for --%s: %v", a.val, a.flag, err)
 		}
@@ -106,6 +123,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.timeout <= 0 {
 		return nil, fmt.Errorf("invalid value %s for --timeout: must be positive", o.timeout)
+	}
+	if err := o.breakGlassTTL.Validate(); err != nil {
+		return nil, fmt.Errorf("--breakglass-ttl-min/max/default: %w", err)
 	}
 	switch o.logLevel {
 	case "debug", "info", "warn", "error":
@@ -142,6 +162,10 @@ func run(o *options) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.listen, err)
 	}
+	metricsTLS, err := o.serverTLS.Metrics(o.metricsListen)
+	if err != nil {
+		return fmt.Errorf("--metrics-listen %s: %w", o.metricsListen, err)
+	}
 	csTLS, err := o.csTLS.Client(o.clusterService)
 	if err != nil {
 		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
@@ -175,7 +199,15 @@ func run(o *options) error {
 		Audit: auditLog, Revocations: revocations, Store: st,
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
+		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL,
 		Logger: log, Timeout: o.timeout, LogDir: o.logDir,
+	}
+	if len(o.mgmtKubeconfigs) > 0 {
+		mc, err := mgmtclusters.New(o.mgmtKubeconfigs)
+		if err != nil {
+			return fmt.Errorf("--management-kubeconfigs: %w", err)
+		}
+		cfg.ManagementClusters = mc
 	}
 	if o.maestroREST != "" {
 		mTLS, err := tlsconfig.Files{CA: o.maestroCA}.Client(strings.TrimPrefix(o.maestroREST, "https://"))
@@ -189,14 +221,28 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), TLSConfig: apiTLS, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	l, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.listen, err)
+	metricsMux := http.NewServeMux()
+	metricsMux.Handle("GET /metrics", srv.MetricsHandler())
+	metricsMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	// Profiles on the metrics listener only, as every other service of the region: never on the
+	// SRE listener, whose callers are people (docs/performance.md, "Profiling").
+	pprofmux.Register(metricsMux)
+	servers := []*http.Server{
+		{Addr: o.listen, Handler: srv.Handler(), TLSConfig: apiTLS, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
+		{Addr: o.metricsListen, Handler: metricsMux, TLSConfig: metricsTLS, ReadHeaderTimeout: 10 * time.Second},
 	}
-	log.Info("listening", "address", l.Addr().String())
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(tls.NewListener(l, apiTLS)) }()
+	errc := make(chan error, len(servers))
+	for _, hs := range servers {
+		l, err := net.Listen("tcp", hs.Addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", hs.Addr, err)
+		}
+		if hs.TLSConfig != nil {
+			l = tls.NewListener(l, hs.TLSConfig)
+		}
+		log.Info("listening", "address", l.Addr().String(), "tls", hs.TLSConfig != nil)
+		go func() { errc <- hs.Serve(l) }()
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
@@ -205,5 +251,8 @@ func run(o *options) error {
 	}
 	shutdownCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel2()
-	return hs.Shutdown(shutdownCtx)
+	for _, hs := range servers {
+		hs.Shutdown(shutdownCtx)
+	}
+	return nil
 }

@@ -23,6 +23,8 @@ func TestParseFlagsRefusesPlaintext(t *testing.T) {
 		{"no_cluster_service_certificate", "cluster-service-cert", "", "--cluster-service-cert is required"},
 		{"plaintext_remote_document_store", "db-dsn", "postgres://adminsvc@db.example.com/rp?sslmode=disable", "--db-dsn: database host db.example.com"},
 		{"unverified_remote_audit_log", "audit-db-dsn", "postgres://adminsvc@db.example.com/admin?sslmode=require", "--audit-db-dsn: database host db.example.com"},
+		{"management_kubeconfig_without_shard", "management-kubeconfigs", "/tmp/k.yaml", "--management-kubeconfigs: entry \"/tmp/k.yaml\" is not shard=kubeconfig-path"},
+		{"management_kubeconfig_twice", "management-kubeconfigs", "mgmt-1=/a,mgmt-1=/b", "--management-kubeconfigs: shard mgmt-1 is named twice"},
 		{"plaintext_maestro_rest", "maestro-rest", "http://127.0.0.1:8000", "--maestro-rest: must be an https:// URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

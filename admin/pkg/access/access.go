@@ -18,11 +18,19 @@ const (
 	ReadOperations Permission = "operations.read" // list operations region-wide
 	ReadShards     Permission = "shards.read"     // list provision shards
 	WriteShards    Permission = "shards.write"    // cordon, uncordon, maintenance, offline
-	ReadAudit      Permission = "audit.read"      // read the audit log
+	// WriteClusters changes a customer's cluster or node pool as an SRE: scale, upgrade.
+	WriteClusters Permission = "clusters.write"
+	ReadAudit     Permission = "audit.read" // read the audit log
 	// RevokeIdentities puts an SRE on the revocation list (a leaked certificate).
 	RevokeIdentities Permission = "identities.revoke"
 	// MustGather is a cluster's must-gather: its documents and every log line naming it.
 	MustGather Permission = "clusters.mustgather"
+	// Break-glass (docs/sre.md#break-glass): see SRE credentials, ask for a read-only one, ask for
+	// an admin (system:masters) one, revoke them.
+	ReadBreakGlass         Permission = "breakglass.read"
+	RequestBreakGlass      Permission = "breakglass.request"
+	RequestBreakGlassAdmin Permission = "breakglass.request-admin"
+	RevokeBreakGlass       Permission = "breakglass.revoke"
 )
 
 // The SRE groups (a certificate's subject organisation).
@@ -34,8 +42,9 @@ const (
 // Groups lists, per group, what its members may do. Change it here only; docs/sre.md shows it
 // and TestGroupsTableIsDocumented keeps the two equal.
 var Groups = map[string][]Permission{
-	GroupReadOnly: {ReadClusters, ReadOperations, ReadShards, ReadAudit, MustGather},
-	GroupAdmin:    {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit, MustGather, RevokeIdentities},
+	GroupReadOnly: {ReadClusters, ReadOperations, ReadShards, ReadAudit, MustGather, ReadBreakGlass, RequestBreakGlass},
+	GroupAdmin: {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit, MustGather, RevokeIdentities, WriteClusters,
+		ReadBreakGlass, RequestBreakGlass, RequestBreakGlassAdmin, RevokeBreakGlass},
 }
 
 // Identity is a verified SRE.

@@ -151,22 +151,15 @@ const (
 	ShardSetStatus = "status"
 )
 
-// ChangeShard cordons, uncordons or sets the status of a shard; a non-empty ifMatch (a shard's
+// ChangeShard cordons, uncordons or sets the status of a shard; a non-empty etag (a shard's
 // ETag) makes the change conditional.
-func (c *Client) ChangeShard(ctx context.Context, name, action string, change ShardChange, ifMatch string) (Shard, error) {
+func (c *Client) ChangeShard(ctx context.Context, name, action string, change ShardChange, etag string) (Shard, error) {
 	method := http.MethodPost
 	if action == ShardSetStatus {
 		method = http.MethodPut
 	}
-	hdr := http.Header{}
-	if ifMatch != "" {
-		if !strings.HasPrefix(ifMatch, `"`) {
-			ifMatch = `"` + ifMatch + `"`
-		}
-		hdr.Set("If-Match", ifMatch)
-	}
 	var out Shard
-	return out, c.do(ctx, method, "/admin/v1/shards/"+url.PathEscape(name)+"/"+action, nil, hdr, change, &out)
+	return out, c.do(ctx, method, "/admin/v1/shards/"+url.PathEscape(name)+"/"+action, nil, ifMatch(etag), change, &out)
 }
 
 // AuditFilter selects audit records (GET /admin/v1/audit).
@@ -224,4 +217,56 @@ func ReadMustGather(r io.Reader) (map[string][]byte, error) {
 			return nil, fmt.Errorf("read must-gather file %s: %w", h.Name, err)
 		}
 	}
+}
+
+// ifMatch is the If-Match header of a conditional change ("" for none); a bare value is quoted.
+func ifMatch(v string) http.Header {
+	hdr := http.Header{}
+	if v != "" {
+		if !strings.HasPrefix(v, `"`) {
+			v = `"` + v + `"`
+		}
+		hdr.Set("If-Match", v)
+	}
+	return hdr
+}
+
+// ScaleNodePool sets a node pool's replicas or autoscaling range (id: Cluster Service ID or ARM
+// resource ID); a non-empty etag (Change.ETag, the revision) makes the change conditional.
+func (c *Client) ScaleNodePool(ctx context.Context, id string, scale NodePoolScale, etag string) (Change, error) {
+	var out Change
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/scale/"+strings.TrimPrefix(id, "/"), nil, ifMatch(etag), scale, &out)
+}
+
+// StartUpgrade upgrades a cluster's control plane or a node pool (id: Cluster Service ID or ARM
+// resource ID of either) to a version; a non-empty etag makes it conditional.
+func (c *Client) StartUpgrade(ctx context.Context, id string, up Upgrade, etag string) (Change, error) {
+	var out Change
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/upgrade/"+strings.TrimPrefix(id, "/"), nil, ifMatch(etag), up, &out)
+}
+
+// DrainStatus says which clusters remain on a shard and what runs on them.
+func (c *Client) DrainStatus(ctx context.Context, shard string) (DrainStatus, error) {
+	var out DrainStatus
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/shards/"+url.PathEscape(shard)+"/drain-status", nil, nil, nil, &out)
+}
+
+// PauseCluster pauses HyperShift's reconciliation of a cluster and its node pools (until: an
+// RFC 3339 time, or "" until resumed); ResumeCluster ends the pause. A non-empty etag makes
+// either conditional.
+func (c *Client) PauseCluster(ctx context.Context, id string, p Pause, etag string) (Change, error) {
+	var out Change
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/pause/"+strings.TrimPrefix(id, "/"), nil, ifMatch(etag), p, &out)
+}
+
+// ResumeCluster ends a cluster's pause.
+func (c *Client) ResumeCluster(ctx context.Context, id, reason, etag string) (Change, error) {
+	var out Change
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/resume/"+strings.TrimPrefix(id, "/"), nil, ifMatch(etag), Pause{Reason: reason}, &out)
+}
+
+// CancelUpgrade cancels a cluster's control-plane upgrade that has not started.
+func (c *Client) CancelUpgrade(ctx context.Context, id, reason string) (Change, error) {
+	var out Change
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/cancel-upgrade/"+strings.TrimPrefix(id, "/"), nil, nil, Pause{Reason: reason}, &out)
 }

@@ -28,11 +28,17 @@ func (e *Error) Error() string {
 
 // Error codes.
 const (
-	CodeUnauthenticated  = "Unauthenticated"
-	CodeForbidden        = "Forbidden"
-	CodeNotFound         = "NotFound"
-	CodeInvalidRequest   = "InvalidRequest"
-	CodeConflict         = "PreconditionFailed"
+	CodeUnauthenticated = "Unauthenticated"
+	CodeForbidden       = "Forbidden"
+	CodeNotFound        = "NotFound"
+	CodeInvalidRequest  = "InvalidRequest"
+	CodeConflict        = "PreconditionFailed"
+	// CodeBusy (409): something else is changing the resource now (a customer's operation, or a
+	// change at the same time without If-Match); retry once it is done.
+	CodeBusy = "Conflict"
+	// CodeNotCancelable (409): the upgrade cannot be canceled — a node pool's (it starts at
+	// once) or one that has started; retrying will not help, a pause stops the rollout.
+	CodeNotCancelable    = "NotCancelable"
 	CodeAuditUnavailable = "AuditUnavailable"
 	CodeUpstream         = "UpstreamError"
 	CodeInternal         = "InternalError"
@@ -109,8 +115,8 @@ type Operation struct {
 	EndTime       *time.Time `json:"endTime,omitempty"`
 	AgeSeconds    int64      `json:"ageSeconds"`
 	CorrelationID string     `json:"correlationId,omitempty"`
-	// WaitingOn says what the operation waits for, from Cluster Service's state of the
-	// resource (empty once the operation is terminal or the state is unknown).
+	// WaitingOn names the stage the operation waits on (Cluster Service, Maestro or
+	// HyperShift) and what that stage reports (empty once the operation is terminal).
 	WaitingOn string `json:"waitingOn,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
@@ -133,6 +139,11 @@ type Shard struct {
 	// ETag is the shard's status as an entity tag: send it as If-Match to change the status
 	// only if nobody changed it since.
 	ETag string `json:"etag"`
+	// Health (in the shard list) is the management cluster's own: healthy, unhealthy or unreachable (its
+	// kube-apiserver's /readyz), or unknown (the admin API cannot reach it); HealthMessage
+	// says what was seen.
+	Health        string `json:"health,omitempty"`
+	HealthMessage string `json:"healthMessage,omitempty"`
 }
 
 // ShardList is every provision shard.
@@ -182,3 +193,95 @@ const (
 	// (ShardChange.Reason) and require it.
 	HeaderReason = "X-Admin-Reason"
 )
+
+// NodePoolScale is the body of POST /admin/v1/scale/{id...}: either Replicas (a fixed node
+// count) or Autoscaling (min and max), not both. Reason is required.
+type NodePoolScale struct {
+	Replicas    *int32               `json:"replicas,omitempty"`
+	Autoscaling *NodePoolAutoscaling `json:"autoscaling,omitempty"`
+	Reason      string               `json:"reason"`
+}
+
+// NodePoolAutoscaling is a node pool's autoscaling range.
+type NodePoolAutoscaling struct {
+	Min int32 `json:"min"`
+	Max int32 `json:"max"`
+}
+
+// Upgrade is the body of POST /admin/v1/upgrade/{id...}: the OpenShift version ("4.20" or
+// "4.20.3") a cluster's control plane or a node pool upgrades to. Reason is required.
+type Upgrade struct {
+	Version string `json:"version"`
+	Reason  string `json:"reason"`
+}
+
+// Change kinds (Change.Kind).
+const (
+	KindCluster  = "cluster"
+	KindNodePool = "nodePool"
+)
+
+// ARM document outcomes (Change.ARMDocument).
+const (
+	// ARMUpdated: the customer's ARM resource document now shows the change.
+	ARMUpdated = "updated"
+	// ARMNone: the resource has no ARM document (a cluster made through Cluster Service only).
+	ARMNone = "none"
+	// ARMUnchanged: the change is not part of the customer's ARM resource (a pause).
+	ARMUnchanged = "unchanged"
+)
+
+// Change is the answer of a scale or an upgrade: the cluster or node pool as Cluster Service
+// holds it after the change.
+type Change struct {
+	Kind          string `json:"kind"`
+	ID            string `json:"id"`
+	ARMResourceID string `json:"armResourceId"`
+	State         string `json:"state"`
+	// Revision is Cluster Service's revision after the change; ETag is the same as an entity
+	// tag, to send as If-Match with the next change.
+	Revision       int64                `json:"revision"`
+	ETag           string               `json:"etag"`
+	Replicas       int32                `json:"replicas,omitempty"`
+	Autoscaling    *NodePoolAutoscaling `json:"autoscaling,omitempty"`
+	Version        string               `json:"version"`
+	CurrentVersion string               `json:"currentVersion,omitempty"`
+	// Upgrade is the control-plane upgrade policy a cluster upgrade started (its state and
+	// target version).
+	Upgrade *UpgradeState `json:"upgrade,omitempty"`
+	// PausedUntil is the cluster's pause of HyperShift's reconciliation ("true" or an RFC 3339
+	// time; empty: reconciling).
+	PausedUntil string `json:"pausedUntil,omitempty"`
+	ARMDocument string `json:"armDocument"`
+}
+
+// Pause is the body of POST /admin/v1/pause/{id...}: Until is an RFC 3339 time, or empty to
+// pause until resumed. Reason is required. POST /admin/v1/resume/{id...} takes the reason only.
+type Pause struct {
+	Until  string `json:"until,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// UpgradeState is an upgrade policy as the admin API shows it.
+type UpgradeState struct {
+	ID          string `json:"id"`
+	State       string `json:"state"`
+	FromVersion string `json:"fromVersion,omitempty"`
+	ToVersion   string `json:"toVersion"`
+	Message     string `json:"message,omitempty"`
+}
+
+// DrainStatus is GET /admin/v1/shards/{name}/drain-status: the clusters that remain on a
+// shard, their states, and the ARM operations still active on them. Drained is true when no
+// cluster remains.
+type DrainStatus struct {
+	Shard    Shard          `json:"shard"`
+	Drained  bool           `json:"drained"`
+	Clusters []DrainCluster `json:"clusters"`
+}
+
+// DrainCluster is one cluster that remains on a shard.
+type DrainCluster struct {
+	ClusterSummary
+	ActiveOperations []Operation `json:"activeOperations"`
+}

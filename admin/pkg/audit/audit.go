@@ -6,6 +6,7 @@ package audit
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/internal/pgmigrate"
 )
 
 // Outcomes. A refused call has one record (Unauthenticated or Forbidden, or Invalid for a
@@ -38,45 +40,31 @@ const Table = "admin_audit"
 // the HTTP status answered (0 on an Allowed record: not answered yet).
 type Entry = adminapi.AuditEntry
 
-// Install creates the audit table, owned by conn's user (a role the service cannot log in as:
-// the superuser locally, a migration job's owner role in Azure), and lets serviceRole connect,
-// insert and read, and nothing else. A trigger refuses updates, deletes and truncation even
-// to the owner, so the log is append-only twice over. Install is idempotent.
+// migrations are the admin database's schema: the audit log and the revocation list
+// (admin/pkg/revocation), one set because one schema_migrations table records them.
+//
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migrationLockKey serialises two installers of the admin database.
+const migrationLockKey int64 = 0x0ad1_0001
+
+// Install migrates the admin database (internal/pgmigrate) as conn's user, who owns the
+// tables (a role the service cannot log in as: the superuser locally, a migration job's owner
+// role in Azure), and lets serviceRole connect, insert into and read the audit table, and
+// nothing else. A trigger refuses updates, deletes and truncation even to the owner, so the log
+// is append-only twice over. Install is idempotent; the grants are not a migration because the
+// service's role is the installer's choice.
 func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
+	if err := pgmigrate.RunConn(ctx, conn, migrations, "migrations", migrationLockKey, "admin database"); err != nil {
+		return fmt.Errorf("install audit table: %w", err)
+	}
 	role := pgx.Identifier{serviceRole}.Sanitize()
 	var db string
 	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
 		return fmt.Errorf("install audit table: %w", err)
 	}
 	stmts := []string{
-		`CREATE TABLE IF NOT EXISTS admin_audit (
-			id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-			at             timestamptz NOT NULL DEFAULT clock_timestamp(),
-			request_id     text NOT NULL,
-			correlation_id text NOT NULL,
-			person         text NOT NULL,
-			grp            text NOT NULL,
-			subject        text NOT NULL,
-			method         text NOT NULL,
-			route          text NOT NULL,
-			path           text NOT NULL,
-			target         text NOT NULL,
-			reason         text NOT NULL,
-			outcome        text NOT NULL CHECK (outcome IN ('unauthenticated', 'forbidden', 'allowed', 'completed')),
-			status         int  NOT NULL)`,
-		`CREATE INDEX IF NOT EXISTS admin_audit_at_idx ON admin_audit (at)`,
-		`CREATE INDEX IF NOT EXISTS admin_audit_person_idx ON admin_audit (person)`,
-		`CREATE INDEX IF NOT EXISTS admin_audit_target_idx ON admin_audit (target)`,
-		`CREATE INDEX IF NOT EXISTS admin_audit_correlation_idx ON admin_audit (correlation_id)`,
-		`CREATE OR REPLACE FUNCTION admin_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN RAISE EXCEPTION 'admin_audit is append-only: % refused', TG_OP; END $$`,
-		`DROP TRIGGER IF EXISTS admin_audit_no_change ON admin_audit`,
-		`CREATE TRIGGER admin_audit_no_change BEFORE UPDATE OR DELETE ON admin_audit
-			FOR EACH ROW EXECUTE FUNCTION admin_audit_append_only()`,
-		`DROP TRIGGER IF EXISTS admin_audit_no_truncate ON admin_audit`,
-		`CREATE TRIGGER admin_audit_no_truncate BEFORE TRUNCATE ON admin_audit
-			FOR EACH STATEMENT EXECUTE FUNCTION admin_audit_append_only()`,
-		`REVOKE ALL ON admin_audit FROM PUBLIC`,
 		"REVOKE ALL ON admin_audit FROM " + role,
 		"GRANT SELECT, INSERT ON admin_audit TO " + role,
 		"GRANT CONNECT ON DATABASE " + pgx.Identifier{db}.Sanitize() + " TO " + role,

@@ -38,6 +38,15 @@ func installed(t *testing.T) (pg *pgserver.Server, superDSN, serviceDSN string) 
 	if err := Install(ctx, c, "adminsvc"); err != nil {
 		t.Fatalf("second Install: %v", err)
 	}
+	// The schema is pgmigrate's: each migration applied once, recorded in schema_migrations.
+	var versions []int32
+	rows, err := c.Query(ctx, "SELECT version FROM schema_migrations ORDER BY version")
+	if err == nil {
+		versions, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+	}
+	if err != nil || len(versions) != 2 || versions[0] != 1 || versions[1] != 2 {
+		t.Fatalf("schema_migrations %v (%v), want versions 1 and 2", versions, err)
+	}
 	return pg, superDSN, strings.Replace(superDSN, "postgres://postgres@", "postgres://adminsvc@", 1)
 }
 
@@ -70,6 +79,7 @@ func TestServiceLoginMayOnlyAppendAndRead(t *testing.T) {
 		"TRUNCATE admin_audit",
 		"DROP TABLE admin_audit",
 		"ALTER TABLE admin_audit DISABLE TRIGGER admin_audit_no_change",
+		"DELETE FROM schema_migrations",
 	} {
 		t.Run(strings.Fields(q)[0]+"_refused_to_the_service", func(t *testing.T) {
 			_, err := svc.Exec(ctx, q)

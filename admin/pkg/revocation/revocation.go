@@ -15,24 +15,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Install creates the table as conn's user and grants serviceRole SELECT and INSERT on it.
+// Install grants serviceRole SELECT and INSERT on the revocation list. The table is part of
+// the admin database's schema, which audit.Install migrates: call that first.
 func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
 	role := pgx.Identifier{serviceRole}.Sanitize()
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		for _, q := range []string{
-			`CREATE TABLE IF NOT EXISTS admin_revocations (
-				id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-				person     text NOT NULL,
-				revoked_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-				revoked_by text NOT NULL,
-				reason     text NOT NULL)`,
-			`CREATE INDEX IF NOT EXISTS admin_revocations_person_idx ON admin_revocations (person)`,
-			`REVOKE ALL ON admin_revocations FROM PUBLIC`,
 			"REVOKE ALL ON admin_revocations FROM " + role,
 			"GRANT SELECT, INSERT ON admin_revocations TO " + role,
 		} {
 			if _, err := tx.Exec(ctx, q); err != nil {
-				return fmt.Errorf("install revocation list: %w", err)
+				return fmt.Errorf("install revocation list (after audit.Install): %w", err)
 			}
 		}
 		return nil

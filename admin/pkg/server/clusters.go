@@ -16,9 +16,9 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
-	"github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // clusterStates are the state filter's values: Cluster Service's states, lowercase.
@@ -76,45 +76,68 @@ func health(conds []*csv1.Condition) string {
 	return "unknown"
 }
 
-// listClusters serves GET /admin/v1/clusters?subscription=&shard=&state=&version=&health=&pageSize=&pageToken=.
-func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
+// clusterFilter is GET /admin/v1/clusters' query: the filters, applied to each page of Cluster
+// Service's list, and the page.
+type clusterFilter struct {
+	subscription, shard, state, version, health string
+	pageSize                                    int
+	pageToken                                   string
+}
+
+// parseClusterFilter reads and checks the cluster list's query; an error names the parameter.
+func parseClusterFilter(r *http.Request) (clusterFilter, error) {
 	if err := knownParams(r, "subscription", "shard", "state", "version", "health", "pageSize", "pageToken"); err != nil {
-		return err
+		return clusterFilter{}, err
 	}
 	q := r.URL.Query()
-	sub, shard, state, version := strings.ToLower(q.Get("subscription")), q.Get("shard"), strings.ToLower(q.Get("state")), q.Get("version")
-	hl := strings.ToLower(q.Get("health"))
-	if hl != "" && !slices.Contains(clusterHealths, hl) {
-		return badRequest("health", "health must be one of %s; got %q", strings.Join(clusterHealths, ", "), hl)
+	f := clusterFilter{subscription: strings.ToLower(q.Get("subscription")), shard: q.Get("shard"), state: strings.ToLower(q.Get("state")),
+		version: q.Get("version"), health: strings.ToLower(q.Get("health")), pageToken: q.Get("pageToken")}
+	if f.health != "" && !slices.Contains(clusterHealths, f.health) {
+		return clusterFilter{}, badRequest("health", "health must be one of %s; got %q", strings.Join(clusterHealths, ", "), f.health)
 	}
-	if sub != "" && !uuidRE.MatchString(sub) {
-		return badRequest("subscription", "subscription must be a subscription ID (a UUID), got %q", sub)
+	if f.subscription != "" && !uuidRE.MatchString(f.subscription) {
+		return clusterFilter{}, badRequest("subscription", "subscription must be a subscription ID (a UUID), got %q", f.subscription)
 	}
-	if state != "" && !slices.Contains(clusterStates, state) {
-		return badRequest("state", "state must be one of %s; got %q", strings.Join(clusterStates, ", "), state)
+	if f.state != "" && !slices.Contains(clusterStates, f.state) {
+		return clusterFilter{}, badRequest("state", "state must be one of %s; got %q", strings.Join(clusterStates, ", "), f.state)
 	}
-	size, err := pageSize(r, 100, 1000)
+	var err error
+	if f.pageSize, err = pageSize(r, 100, 1000); err != nil {
+		return clusterFilter{}, err
+	}
+	return f, nil
+}
+
+// admits says whether a cluster passes the filters.
+func (f clusterFilter) admits(sum adminapi.ClusterSummary) bool {
+	return (f.shard == "" || sum.Shard == f.shard) && (f.state == "" || sum.State == f.state) &&
+		(f.version == "" || sum.Version == f.version || sum.CurrentVersion == f.version) && (f.health == "" || sum.Health == f.health)
+}
+
+// listClusters serves GET /admin/v1/clusters?subscription=&shard=&state=&version=&health=&pageSize=&pageToken=.
+func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
+	f, err := parseClusterFilter(r)
 	if err != nil {
 		return err
 	}
-	req := &csv1.ListClustersRequest{PageSize: int32(size), PageToken: q.Get("pageToken")}
-	if sub != "" {
-		req.ArmResourceIdPrefix = "/subscriptions/" + sub + "/"
+	req := &csv1.ListClustersRequest{PageSize: int32(f.pageSize), PageToken: f.pageToken}
+	if f.subscription != "" {
+		req.ArmResourceIdPrefix = "/subscriptions/" + f.subscription + "/"
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
+	if err := s.knownShard(ctx, f.shard); err != nil {
+		return err
+	}
 	resp, err := s.cfg.Clusters.ListClusters(ctx, req)
 	if err != nil {
 		return upstream("list clusters in Cluster Service", "pageToken", err)
 	}
 	out := adminapi.ClusterList{Clusters: []adminapi.ClusterSummary{}, NextPageToken: resp.GetNextPageToken()}
 	for _, c := range resp.GetClusters() {
-		sum := summarize(c)
-		if (shard != "" && sum.Shard != shard) || (state != "" && sum.State != state) ||
-			(version != "" && sum.Version != version && sum.CurrentVersion != version) || (hl != "" && sum.Health != hl) {
-			continue
+		if sum := summarize(c); f.admits(sum) {
+			out.Clusters = append(out.Clusters, sum)
 		}
-		out.Clusters = append(out.Clusters, sum)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -138,7 +161,7 @@ func (s *Server) describeCluster(w http.ResponseWriter, r *http.Request) error {
 
 // describe builds the description of the cluster id names (a Cluster Service ID or an ARM
 // resource ID), and returns Cluster Service's cluster and its ARM document (nil if none) too.
-func (s *Server) describe(ctx context.Context, id string) (adminapi.ClusterDescription, *csv1.Cluster, *store.Document, error) {
+func (s *Server) describe(ctx context.Context, id string) (adminapi.ClusterDescription, *csv1.Cluster, *docstore.Document, error) {
 	c, doc, err := s.findCluster(ctx, id)
 	if err != nil {
 		return adminapi.ClusterDescription{}, nil, nil, err
@@ -181,12 +204,15 @@ func (s *Server) describe(ctx context.Context, id string) (adminapi.ClusterDescr
 		}
 	}
 	d.Diagnosis = diagnose(doc, ops, c, d.Maestro)
+	if line := s.shardLine(ctx, c.GetShard()); line != "" {
+		d.Diagnosis = append(d.Diagnosis, line)
+	}
 	return d, c, doc, nil
 }
 
 // findCluster resolves id (a Cluster Service ID or an ARM resource ID) to Cluster Service's
 // cluster and, when there is one, its ARM resource document.
-func (s *Server) findCluster(ctx context.Context, id string) (*csv1.Cluster, *store.Document, error) {
+func (s *Server) findCluster(ctx context.Context, id string) (*csv1.Cluster, *docstore.Document, error) {
 	if id == "" {
 		return nil, nil, badRequest("id", "a cluster ID (Cluster Service ID or ARM resource ID) is required")
 	}
@@ -200,14 +226,14 @@ func (s *Server) findCluster(ctx context.Context, id string) (*csv1.Cluster, *st
 		}
 		doc, err := s.cfg.Store.Get(ctx, strings.ToLower(rid.SubscriptionID), rid.Lower())
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, docstore.ErrNotFound):
 			doc = nil
 		case err != nil:
 			return nil, nil, fmt.Errorf("read ARM document %s: %w", id, err)
 		}
 		var internal string
 		if doc != nil {
-			var rd api.ResourceDocument
+			var rd armdoc.ResourceDocument
 			if err := json.Unmarshal(doc.Body, &rd); err != nil {
 				return nil, nil, fmt.Errorf("decode ARM document %s: %w", id, err)
 			}
@@ -241,7 +267,7 @@ func (s *Server) findCluster(ctx context.Context, id string) (*csv1.Cluster, *st
 		return c, nil, nil
 	}
 	doc, err := s.cfg.Store.Get(ctx, strings.ToLower(rid.SubscriptionID), rid.Lower())
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return nil, nil, fmt.Errorf("read ARM document %s: %w", rid, err)
 	}
 	return c, doc, nil
@@ -252,11 +278,11 @@ const recentOperations = 10
 
 // resourceOperations returns the newest operations of the resource in doc and of its
 // children (node pools), by ARM resource ID prefix within its subscription.
-func (s *Server) resourceOperations(ctx context.Context, doc *store.Document, clusterID string) ([]adminapi.Operation, error) {
+func (s *Server) resourceOperations(ctx context.Context, doc *docstore.Document, clusterID string) ([]adminapi.Operation, error) {
 	var ops []adminapi.Operation
 	token := ""
 	for {
-		page, err := s.cfg.Store.Query(ctx, store.Query{Partition: doc.PartitionKey, Type: store.TypeOperation, Continuation: token})
+		page, err := s.cfg.Store.Query(ctx, docstore.Query{Partition: doc.PartitionKey, Type: docstore.TypeOperation, Continuation: token})
 		if err != nil {
 			return nil, fmt.Errorf("query operations: %w", err)
 		}
@@ -282,8 +308,8 @@ func (s *Server) resourceOperations(ctx context.Context, doc *store.Document, cl
 }
 
 // operation converts an operation document.
-func (s *Server) operation(d *store.Document) (adminapi.Operation, error) {
-	var od api.OperationDocument
+func (s *Server) operation(d *docstore.Document) (adminapi.Operation, error) {
+	var od armdoc.OperationDocument
 	if err := json.Unmarshal(d.Body, &od); err != nil {
 		return adminapi.Operation{}, fmt.Errorf("decode operation %s/%s: %w", d.PartitionKey, d.ID, err)
 	}
@@ -301,14 +327,14 @@ func (s *Server) operation(d *store.Document) (adminapi.Operation, error) {
 }
 
 // diagnose says, stage by stage along the request path, what each part last reported.
-func diagnose(doc *store.Document, ops []adminapi.Operation, c *csv1.Cluster, bundles []adminapi.Bundle) []string {
+func diagnose(doc *docstore.Document, ops []adminapi.Operation, c *csv1.Cluster, bundles []adminapi.Bundle) []string {
 	var out []string
 	if doc != nil {
-		var rd api.ResourceDocument
+		var rd armdoc.ResourceDocument
 		_ = json.Unmarshal(doc.Body, &rd)
 		line := fmt.Sprintf("ARM: provisioningState %s", rd.ProvisioningState)
 		for _, op := range ops {
-			if !api.ProvisioningState(op.Status).Terminal() {
+			if !armdoc.ProvisioningState(op.Status).Terminal() {
 				line += fmt.Sprintf("; operation %s (%s) %s for %ds", op.ID, op.Request, op.Status, op.AgeSeconds)
 				break
 			}

@@ -40,3 +40,44 @@ func TestRoutesAreDocumented(t *testing.T) {
 		t.Errorf("docs/sre.md lists %d routes, the server serves %d", len(documented), n)
 	}
 }
+
+// TestRoutesHaveExamples: docs/sre.md shows a call of every /admin/ route — a line of the
+// guide's `sre` helper with the route's method (-X, or none for GET) and its path, path
+// parameters filled in.
+func TestRoutesHaveExamples(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/sre.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "sre ") {
+			calls = append(calls, line)
+		}
+	}
+	param := regexp.MustCompile(`\\\{[a-z]+(\\\.\\\.\\\.)?\\\}`)
+	for _, rt := range (&Server{}).routes() {
+		method, path, _ := strings.Cut(rt.pattern, " ")
+		if !strings.HasPrefix(path, "/admin/") {
+			continue // the portal's pages are for a browser (hcpctl portal), and "/" is the 404
+		}
+		pathRE := param.ReplaceAllStringFunc(regexp.QuoteMeta(path), func(p string) string {
+			if strings.Contains(p, `\.\.\.`) {
+				return `[^"]+`
+			}
+			return `[^/"?\s]+`
+		})
+		re := regexp.MustCompile(`\$ADMIN` + pathRE + `($|["?])`)
+		found := false
+		for _, c := range calls {
+			m := "GET"
+			if i := strings.Index(c, "-X "); i >= 0 {
+				m = strings.Fields(c[i+3:])[0]
+			}
+			found = found || (m == method && re.MatchString(c))
+		}
+		if !found {
+			t.Errorf("docs/sre.md has no example call (a line `sre <group> [-X %s] \"$ADMIN%s…\"`) of %s", method, path, rt.pattern)
+		}
+	}
+}

@@ -64,3 +64,48 @@ func FuzzAuditQuery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDayTwoRequest feeds arbitrary bodies and If-Match headers to the parsers of the scale,
+// upgrade, pause and resume routes: no panic; a refusal is a 400 naming its field; an accepted
+// scale has exactly one of replicas and autoscaling, an accepted upgrade a version, a pause a
+// value and a resume none, an accepted If-Match a positive revision (and none only when the
+// header is blank).
+func FuzzDayTwoRequest(f *testing.F) {
+	for _, s := range [][2]string{{`{"replicas":3,"reason":"r"}`, `"7"`}, {`{"autoscaling":{"min":1,"max":2},"reason":"r"}`, ``},
+		{`{"replicas":3,"autoscaling":{"min":1,"max":2}}`, `W/"3"`}, {`{"version":"4.20.3","reason":"r"}`, `abc`}, {`{"version":" "}`, `"-1"`},
+		{`{"replicas":99999999999}`, `"0"`}, {`{} {}`, ` `}, {`null`, `"9223372036854775808"`}, {`{"replica":1}`, `""`}, {`{"until":"2030-01-02T15:04:05Z","reason":"r"}`, ``}, {`{"until":"","reason":"r"}`, `"2"`}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, body, ifMatch string) {
+		refusal := func(err error) bool {
+			var ae *apiError
+			if err == nil {
+				return false
+			}
+			if !errors.As(err, &ae) || ae.status != http.StatusBadRequest || ae.body.Target == "" || ae.body.Message == "" {
+				t.Fatalf("refusal %v of %q / %q", err, body, ifMatch)
+			}
+			return true
+		}
+		req := func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/admin/v1/scale/x", strings.NewReader(body))
+			r.Header.Set("If-Match", ifMatch)
+			return r
+		}
+		if sc, err := parseScale(req()); !refusal(err) && (sc.Replicas == nil) == (sc.Autoscaling == nil) {
+			t.Fatalf("scale %q accepted as %+v", body, sc)
+		}
+		if up, err := parseUpgrade(req()); !refusal(err) && strings.TrimSpace(up.Version) == "" {
+			t.Fatalf("upgrade %q accepted without a version", body)
+		}
+		for _, resume := range []bool{false, true} {
+			if _, until, err := parsePause(req(), resume); !refusal(err) && (until == "") != resume {
+				t.Fatalf("pause (resume %t) %q accepted as %q", resume, body, until)
+			}
+		}
+		rev, err := ifMatchRevision(req())
+		if !refusal(err) && (rev < 0 || (rev == 0) != (strings.TrimSpace(req().Header.Get("If-Match")) == "")) {
+			t.Fatalf("If-Match %q read as revision %d", ifMatch, rev)
+		}
+	})
+}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Bounds of a must-gather: matching log lines kept per log file, and the whole tarball before
@@ -55,7 +55,7 @@ func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			g.json("arm/documents.json", docs)
 			for _, d := range docs {
-				if d.Type == store.TypeOperation {
+				if d.Type == docstore.TypeOperation {
 					var op struct{ ID, CorrelationID string }
 					if json.Unmarshal(d.Body, &op) == nil {
 						needles = append(needles, strings.ToLower(op.ID), strings.ToLower(op.CorrelationID))
@@ -95,6 +95,10 @@ func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
 	// Maestro: the bundles (ManifestWorks) with their status and feedback, as in describe.
 	g.json("maestro/bundles.json", d.Maestro)
 
+	// The management cluster: the HostedCluster and NodePools as they are there now (not as
+	// last reported through Maestro), and the events of their namespaces.
+	s.gatherManagementCluster(ctx, g, c)
+
 	// The admin calls about this cluster.
 	var calls []audit.Entry
 	for _, target := range []string{c.GetId(), strings.TrimPrefix(c.GetArmResourceId(), "/")} {
@@ -129,11 +133,11 @@ func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
 }
 
 // armDocuments returns the documents of doc's partition whose resource ID is doc's or below it.
-func (s *Server) armDocuments(ctx context.Context, doc *store.Document) ([]*store.Document, error) {
-	var out []*store.Document
+func (s *Server) armDocuments(ctx context.Context, doc *docstore.Document) ([]*docstore.Document, error) {
+	var out []*docstore.Document
 	token := ""
 	for {
-		page, err := s.cfg.Store.Query(ctx, store.Query{Partition: doc.PartitionKey, ResourceIDPrefix: doc.ID, Continuation: token})
+		page, err := s.cfg.Store.Query(ctx, docstore.Query{Partition: doc.PartitionKey, ResourceIDPrefix: doc.ID, Continuation: token})
 		if err != nil {
 			return nil, fmt.Errorf("query documents under %s: %w", doc.ID, err)
 		}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 const testSub = "00000000-0000-0000-0000-0000000000a1"
@@ -41,12 +41,12 @@ func seedCluster(t *testing.T, e *env) (csID, armID, opID string) {
 		id, typ string
 		body    any
 	}{
-		{lower, store.TypeResource, api.ResourceDocument{ResourceID: armID, InternalID: csID, ProvisioningState: api.StateProvisioning, ActiveOperationID: opID}},
-		{opID, store.TypeOperation, api.OperationDocument{ID: opID, Request: api.OperationCreate, ExternalID: armID, InternalID: csID, Status: api.StateProvisioning,
+		{lower, docstore.TypeResource, armdoc.ResourceDocument{ResourceID: armID, InternalID: csID, ProvisioningState: armdoc.StateProvisioning, ActiveOperationID: opID}},
+		{opID, docstore.TypeOperation, armdoc.OperationDocument{ID: opID, Request: armdoc.OperationCreate, ExternalID: armID, InternalID: csID, Status: armdoc.StateProvisioning,
 			StartTime: now.Add(-time.Minute), LastTransitionTime: now, CorrelationID: "corr-mg1"}},
 	} {
 		b, _ := json.Marshal(d.body)
-		if _, err := e.docs.Create(ctx, &store.Document{PartitionKey: testSub, ID: d.id, Type: d.typ, ResourceID: lower, Body: b}); err != nil {
+		if _, err := e.docs.Create(ctx, &docstore.Document{PartitionKey: testSub, ID: d.id, Type: d.typ, ResourceID: lower, Body: b}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func TestMustGather(t *testing.T) {
 			if err := json.Unmarshal(files[root+"describe.json"], &d); err != nil || d.Summary.ID != csID || d.ARM == nil || len(d.ARM.Operations) != 1 {
 				t.Fatalf("describe.json: %v %+v", err, d)
 			}
-			var docs []store.Document
+			var docs []docstore.Document
 			if err := json.Unmarshal(files[root+"arm/documents.json"], &docs); err != nil || len(docs) != 2 {
 				t.Fatalf("arm/documents.json: %v %d", err, len(docs))
 			}
@@ -127,21 +127,28 @@ func TestDescribeAndOperations(t *testing.T) {
 	var ops adminapi.OperationList
 	code, _, body = e.call(t, "bob", "GET", "/admin/v1/operations", "")
 	if code != 200 || json.Unmarshal(body, &ops) != nil || len(ops.Operations) != 1 || ops.Operations[0].AgeSeconds < 59 ||
-		!strings.Contains(ops.Operations[0].WaitingOn, "Cluster Service: cluster") {
+		!strings.HasPrefix(ops.Operations[0].WaitingOn, "Cluster Service: cluster pending") {
 		t.Fatalf("operations: %d %s", code, body)
 	}
 	var list adminapi.ClusterList
+	onShard := 0
 	for _, tc := range []struct {
 		q string
 		n int
-	}{{"?subscription=" + testSub, 1}, {"?subscription=" + testSub + "&state=ready", 0}, {"?version=4.19.17", 1}, {"?shard=nope", 0},
+	}{{"?subscription=" + testSub, 1}, {"?subscription=" + testSub + "&state=ready", 0}, {"?version=4.19.17", 1}, {"?shard=mgmt-1&version=4.19.17&health=unknown", -1}, {"?shard=mgmt-2", -1},
 		{"?health=unknown", 1}, {"?health=healthy", 0}} {
 		code, _, body = e.call(t, "bob", "GET", "/admin/v1/clusters"+tc.q, "")
-		if code != 200 || json.Unmarshal(body, &list) != nil || len(list.Clusters) != tc.n {
+		if code != 200 || json.Unmarshal(body, &list) != nil || (tc.n >= 0 && len(list.Clusters) != tc.n) {
 			t.Errorf("%s: %d %s", tc.q, code, body)
 		}
+		if tc.n < 0 { // the cluster is on one of the two shards
+			onShard += len(list.Clusters)
+		}
 	}
-	for _, q := range []string{"?state=asleep", "?subscription=abc", "?pageSize=5000", "?health=poorly"} {
+	if onShard != 1 { // it is on mgmt-1 or mgmt-2, so exactly one of the two shard queries finds it
+		t.Errorf("the two shard filters together found %d clusters, want the one seeded", onShard)
+	}
+	for _, q := range []string{"?state=asleep", "?subscription=abc", "?pageSize=5000", "?health=poorly", "?shard=nope"} {
 		if code, ae, _ := e.call(t, "bob", "GET", "/admin/v1/clusters"+q, ""); code != 400 || ae.Target == "" {
 			t.Errorf("%s: %d %+v", q, code, ae)
 		}

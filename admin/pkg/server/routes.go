@@ -23,9 +23,20 @@ func (s *Server) routes() []route {
 		{pattern: "POST /admin/v1/shards/{name}/cordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardCordon)},
 		{pattern: "POST /admin/v1/shards/{name}/uncordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardUncordon)},
 		{pattern: "PUT /admin/v1/shards/{name}/status", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.changeShard(shardSetStatus)},
+		{pattern: "GET /admin/v1/shards/{name}/drain-status", perm: access.ReadShards, target: pathValue("name"), handle: s.drainStatus},
+		// Day-2 changes of a customer's cluster or node pool (dayops.go).
+		{pattern: "POST /admin/v1/scale/{id...}", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.scaleNodePool},
+		{pattern: "POST /admin/v1/upgrade/{id...}", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.upgrade},
+		{pattern: "POST /admin/v1/cancel-upgrade/{id...}", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.cancelUpgrade},
+		{pattern: "POST /admin/v1/pause/{id...}", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.pauseCluster(false)},
+		{pattern: "POST /admin/v1/resume/{id...}", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.pauseCluster(true)},
 		{pattern: "GET /admin/v1/audit", perm: access.ReadAudit, handle: s.listAudit},
 		{pattern: "POST /admin/v1/revocations/{person}", perm: access.RevokeIdentities, target: pathValue("person"), mutates: true, handle: s.revoke},
 		{pattern: "GET /admin/v1/revocations", perm: access.ReadAudit, handle: s.listRevocations},
+		// SRE break-glass credentials for hosted clusters (breakglass.go).
+		{pattern: "POST /admin/v1/breakglass/{id...}", perm: access.RequestBreakGlass, target: pathValue("id"), mutates: true, handle: s.requestBreakGlass},
+		{pattern: "GET /admin/v1/breakglass", perm: access.ReadBreakGlass, handle: s.listBreakGlass},
+		{pattern: "POST /admin/v1/breakglass-revoke", perm: access.RevokeBreakGlass, mutates: true, handle: s.revokeBreakGlass},
 		// The SRE portal: pages over the same data, through the same middleware.
 		{pattern: "GET /portal/{$}", perm: access.ReadClusters, handle: s.portalFleet},
 		{pattern: "GET /portal/clusters/{id...}", perm: access.ReadClusters, target: pathValue("id"), handle: s.portalCluster},
@@ -33,6 +44,9 @@ func (s *Server) routes() []route {
 		{pattern: "POST /portal/shards/{name}/cordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.portalShardChange(shardCordon)},
 		{pattern: "POST /portal/shards/{name}/uncordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.portalShardChange(shardUncordon)},
 		{pattern: "GET /portal/audit", perm: access.ReadAudit, handle: s.portalAudit},
+		{pattern: "GET /portal/breakglass", perm: access.ReadBreakGlass, handle: s.portalBreakGlass},
+		{pattern: "POST /portal/breakglass/request", perm: access.RequestBreakGlass, mutates: true, handle: s.portalRequestBreakGlass},
+		{pattern: "POST /portal/breakglass/revoke", perm: access.RevokeBreakGlass, mutates: true, handle: s.portalRevokeBreakGlass},
 		// Every other path: identified and audited like the rest, then 404.
 		{pattern: "/", target: func(r *http.Request) string { return r.URL.Path }, handle: func(w http.ResponseWriter, r *http.Request) error {
 			return notFound(r.URL.Path, "no admin route %s %s", r.Method, r.URL.Path)

@@ -26,7 +26,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // AuditLog is where every call is recorded (audit.Log).
@@ -47,12 +47,13 @@ type Revocations interface {
 	All(ctx context.Context) ([]revocation.Revocation, error)
 }
 
-// Config wires the server. Store is the ARM document store, read only.
+// Config wires the server. Store is the ARM document store: read, and written only to record an
+// SRE's day-2 change in the customer's resource document (dayops.go).
 type Config struct {
 	Audit AuditLog
 	// Revocations may be nil only in tests that do not need it: then no SRE is ever revoked.
 	Revocations Revocations
-	Store       store.Store
+	Store       docstore.Store
 	Clusters    csv1.ClustersClient
 	NodePools   csv1.NodePoolsClient
 	Shards      csv1.ProvisionShardsClient
@@ -62,9 +63,16 @@ type Config struct {
 	// LogDir, when set, is the directory of the region's service logs (*.log), which
 	// must-gather searches for a cluster's IDs (the local region; in Azure, Kusto).
 	LogDir string
+	// Credentials may be nil: the break-glass routes then answer 503.
+	Credentials csv1.CredentialsClient
+	// BreakGlassTTL bounds SRE break-glass credentials (zero: DefaultBreakGlassTTL).
+	BreakGlassTTL BreakGlassTTL
 	// Maestro may be nil: describe then says the bundles are unavailable.
 	Maestro Bundles
-	Logger  *slog.Logger
+	// ManagementClusters may be nil: shards' health is then "unknown" and must-gather leaves
+	// out the objects on the management cluster.
+	ManagementClusters ManagementClusters
+	Logger             *slog.Logger
 	// Timeout bounds each call to another service (default 30s).
 	Timeout time.Duration
 	// Now is the clock (default time.Now).
@@ -73,8 +81,9 @@ type Config struct {
 
 // Server serves the admin API.
 type Server struct {
-	cfg Config
-	mux *http.ServeMux
+	cfg     Config
+	mux     *http.ServeMux
+	metrics *metrics
 }
 
 // New builds the server and its routes.
@@ -91,7 +100,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	if cfg.BreakGlassTTL == (BreakGlassTTL{}) {
+		cfg.BreakGlassTTL = DefaultBreakGlassTTL()
+	}
+	if err := cfg.BreakGlassTTL.Validate(); err != nil {
+		return nil, fmt.Errorf("admin server: %w", err)
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics()}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, s.serve(rt))
 	}
@@ -123,6 +138,9 @@ type route struct {
 type apiError struct {
 	status int
 	body   adminapi.Error
+	// raced marks an unconditional change that lost a race with another writer of the same
+	// Cluster Service object; repeatRaced reads it again and repeats the change.
+	raced bool
 }
 
 func (e *apiError) Error() string { return e.body.Error() }
@@ -174,7 +192,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.cfg.Logger.Error("admin call failed", "path", r.URL.Path, "requestId", w.Header().Get(adminapi.HeaderRequestID), "error", err)
 		ae = errorf(http.StatusInternalServerError, adminapi.CodeInternal, "", "internal error; request %s", w.Header().Get(adminapi.HeaderRequestID))
 	}
-	writeJSON(w, ae.status, ae.body)
+	s.writeRefusal(r.Context(), w, r, ae.status, ae.body)
 }
 
 // statusRecorder remembers the status a handler answered.
@@ -197,6 +215,14 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	return s.ResponseWriter.Write(b)
 }
 
+// code is the status answered: 200 when the handler wrote nothing.
+func (s *statusRecorder) code() int {
+	if s.status == 0 {
+		return http.StatusOK
+	}
+	return s.status
+}
+
 // maxBody bounds a mutating route's body.
 const maxBody = 64 << 10
 
@@ -212,6 +238,10 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		}
 		w.Header().Set(adminapi.HeaderRequestID, requestID)
 		w.Header().Set(adminapi.HeaderCorrelationID, correlationID)
+		start, outcome := time.Now(), ""
+		sr := &statusRecorder{ResponseWriter: w}
+		w = sr
+		defer func() { s.metrics.observe(rt.pattern, r.Method, sr.code(), outcome, time.Since(start)) }()
 		log := s.cfg.Logger.With("requestId", requestID, "correlationId", correlationID, "route", rt.pattern)
 
 		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: r.URL.Path,
@@ -227,6 +257,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		if err == nil && s.cfg.Revocations != nil {
 			revoked, rerr := s.cfg.Revocations.Revoked(r.Context(), id.Person, r.TLS.VerifiedChains[0][0].NotBefore)
 			if rerr != nil {
+				outcome = "revocations_unavailable"
 				log.Error("revocation list unreadable; refusing the call", "error", rerr)
 				writeJSON(w, http.StatusServiceUnavailable, adminapi.Error{Code: adminapi.CodeAuditUnavailable,
 					Message: "the revocation list cannot be read, so no admin call is served; retry later"})
@@ -266,7 +297,10 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		rec, err := s.cfg.Audit.Append(actx, e)
 		cancel()
+		outcome = string(e.Outcome)
 		if err != nil {
+			s.metrics.auditFailures.WithLabelValues("before").Inc()
+			outcome = "audit_unavailable"
 			log.Error("audit append failed; refusing the call", "error", err)
 			writeJSON(w, http.StatusServiceUnavailable, adminapi.Error{Code: adminapi.CodeAuditUnavailable,
 				Message: "the audit log cannot be written, so no admin call is served; retry later"})
@@ -274,13 +308,12 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		}
 		if refusal != nil {
 			log.Warn("admin call refused", "person", e.Person, "group", e.Group, "subject", e.Subject, "status", refusal.status, "message", refusal.body.Message)
-			writeJSON(w, refusal.status, refusal.body)
+			s.writeRefusal(withIdentity(r.Context(), id), w, r, refusal.status, refusal.body)
 			return
 		}
 		log.Info("admin call", "person", id.Person, "group", id.Group, "target", e.Target, "reason", e.Reason, "auditId", rec.ID)
-		sr := &statusRecorder{ResponseWriter: w}
 		if err := rt.handle(sr, r.WithContext(withReason(withIdentity(r.Context(), id), e.Reason))); err != nil {
-			s.writeError(sr, r, err)
+			s.writeError(sr, r.WithContext(withIdentity(r.Context(), id)), err)
 		}
 		done := e
 		done.Outcome, done.Status = audit.Completed, sr.status
@@ -288,6 +321,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		defer cancel()
 		if _, err := s.cfg.Audit.Append(actx, done); err != nil {
 			// The call is recorded (its Allowed record); only its answer is missing.
+			s.metrics.auditFailures.WithLabelValues("after").Inc()
 			log.Error("audit append of the outcome failed", "error", err, "status", sr.status)
 		}
 	}

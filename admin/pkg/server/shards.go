@@ -60,6 +60,7 @@ func (s *Server) shards(ctx context.Context) (adminapi.ShardList, error) {
 		out.Shards = append(out.Shards, shardView(sh))
 	}
 	sort.Slice(out.Shards, func(i, j int) bool { return out.Shards[i].Name < out.Shards[j].Name })
+	s.probeShards(ctx, out.Shards)
 	return out, nil
 }
 
@@ -98,6 +99,27 @@ func (s *Server) changeShard(kind shardChange) func(http.ResponseWriter, *http.R
 // setShard changes a shard's status: kind says to which (status for shardSetStatus); a
 // non-empty ifMatch (an ETag) makes the change conditional.
 func (s *Server) setShard(ctx context.Context, name string, kind shardChange, status, ifMatch string) (adminapi.Shard, error) {
+	req, err := shardRequest(name, kind, status, ifMatch)
+	if err != nil {
+		return adminapi.Shard{}, err
+	}
+	sh, err := s.cfg.Shards.SetShardStatus(ctx, req)
+	if err != nil {
+		e := upstream("set the status of shard "+name, name, err)
+		if e.status == http.StatusNotFound {
+			e.body.Message = "no provision shard " + name + "; hcpctl shard list shows the shards"
+		}
+		if e.status == http.StatusPreconditionFailed {
+			e.body.Target = "If-Match"
+		}
+		return adminapi.Shard{}, e
+	}
+	return shardView(sh), nil
+}
+
+// shardRequest turns a shard change (its route's kind, the body's status, the If-Match header)
+// into Cluster Service's request; an error names the field or header at fault.
+func shardRequest(name string, kind shardChange, status, ifMatch string) (*csv1.SetShardStatusRequest, error) {
 	var want csv1.ShardStatus
 	switch kind {
 	case shardCordon:
@@ -107,31 +129,20 @@ func (s *Server) setShard(ctx context.Context, name string, kind shardChange, st
 	case shardSetStatus:
 		st, ok := parseShardStatus(status)
 		if !ok {
-			return adminapi.Shard{}, badRequest("status", "status must be active, maintenance or offline; got %q", status)
+			return nil, badRequest("status", "status must be active, maintenance or offline; got %q", status)
 		}
 		want = st
 	}
 	if kind != shardSetStatus && status != "" {
-		return adminapi.Shard{}, badRequest("status", "status is implied by this route; leave it out (or use PUT /admin/v1/shards/{name}/status)")
+		return nil, badRequest("status", "status is implied by this route; leave it out (or use PUT /admin/v1/shards/{name}/status)")
 	}
 	req := &csv1.SetShardStatusRequest{Name: name, Status: want}
 	if ifMatch != "" {
 		st, ok := parseShardStatus(strings.Trim(ifMatch, `"`))
 		if !ok {
-			return adminapi.Shard{}, badRequest("If-Match", "If-Match must be a shard ETag (\"active\", \"maintenance\" or \"offline\"), got %s", ifMatch)
+			return nil, badRequest("If-Match", "If-Match must be a shard ETag (\"active\", \"maintenance\" or \"offline\"), got %s", ifMatch)
 		}
 		req.IfStatus = st
 	}
-	sh, err := s.cfg.Shards.SetShardStatus(ctx, req)
-	if err != nil {
-		e := upstream("set the status of shard "+name, name, err)
-		if e.status == http.StatusNotFound {
-			e.body.Message = "no provision shard " + name
-		}
-		if e.status == http.StatusPreconditionFailed {
-			e.body.Target = "If-Match"
-		}
-		return adminapi.Shard{}, e
-	}
-	return shardView(sh), nil
+	return req, nil
 }

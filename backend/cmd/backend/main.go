@@ -3,10 +3,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -24,7 +26,8 @@ import (
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/operations"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/store/storeconfig"
+	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
+	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -32,6 +35,7 @@ type flags struct {
 	store          storeconfig.Flags
 	clusterService string
 	metricsListen  string
+	metricsTLS     tlsconfig.Files
 	csTLS          tlsconfig.Files
 	cfg            operations.Config
 	statusMode     string
@@ -61,7 +65,9 @@ func parseFlags() flags {
 	var f flags
 	f.store.Register(flag.CommandLine, "BACKEND", os.Getenv)
 	flag.StringVar(&f.clusterService, "cluster-service", env("BACKEND_CLUSTER_SERVICE", "127.0.0.1:8090"), "Cluster Service gRPC address (env BACKEND_CLUSTER_SERVICE)")
-	flag.StringVar(&f.metricsListen, "metrics-listen", env("BACKEND_METRICS_LISTEN", "127.0.0.1:8081"), "address for /metrics and /healthz, loopback only (env BACKEND_METRICS_LISTEN)")
+	flag.StringVar(&f.metricsListen, "metrics-listen", env("BACKEND_METRICS_LISTEN", "127.0.0.1:8081"), "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate), as a pod's must be for its probes and Prometheus (env BACKEND_METRICS_LISTEN)")
+	flag.StringVar(&f.metricsTLS.Cert, "tls-cert", env("BACKEND_TLS_CERT", ""), "server certificate (PEM) of --metrics-listen, re-read when it changes; required when that address is not loopback (env BACKEND_TLS_CERT)")
+	flag.StringVar(&f.metricsTLS.Key, "tls-key", env("BACKEND_TLS_KEY", ""), "server key (PEM) of --metrics-listen (env BACKEND_TLS_KEY)")
 	flag.StringVar(&f.csTLS.CA, "cluster-service-ca", env("BACKEND_CLUSTER_SERVICE_CA", ""), "CA file that verifies Cluster Service; with the cert flags enables TLS (env BACKEND_CLUSTER_SERVICE_CA)")
 	flag.StringVar(&f.csTLS.Cert, "cluster-service-cert", env("BACKEND_CLUSTER_SERVICE_CERT", ""), "client certificate for Cluster Service (the backend identity; re-read when it changes) (env BACKEND_CLUSTER_SERVICE_CERT)")
 	flag.StringVar(&f.csTLS.Key, "cluster-service-key", env("BACKEND_CLUSTER_SERVICE_KEY", ""), "client key for Cluster Service (env BACKEND_CLUSTER_SERVICE_KEY)")
@@ -130,12 +136,30 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, f flags, log *slog.Logger) error {
-	// The backend has no server certificate: its metrics and health stay on loopback, scraped
-	// by the node's own agent.
-	if err := tlsconfig.RequireLoopback(f.metricsListen); err != nil {
-		return fmt.Errorf("--metrics-listen %s: the backend serves /metrics on loopback only", f.metricsListen)
+// listenMetrics opens --metrics-listen: plaintext on loopback only; elsewhere (a pod, where the
+// kubelet probes and Prometheus scrapes the pod's address) TLS with --tls-cert, re-read when it
+// changes.
+func listenMetrics(f flags) (net.Listener, error) {
+	metricsTLS, err := f.metricsTLS.Metrics(f.metricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s / --tls-cert: %w", f.metricsListen, err)
 	}
+	l, err := net.Listen("tcp", f.metricsListen)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
+	}
+	if metricsTLS != nil {
+		l = tls.NewListener(l, metricsTLS)
+	}
+	return l, nil
+}
+
+func run(ctx context.Context, f flags, log *slog.Logger) error {
+	mlis, err := listenMetrics(f)
+	if err != nil {
+		return err
+	}
+	defer mlis.Close()
 	csTLS, err := f.csTLS.Client(f.clusterService)
 	if err != nil {
 		return fmt.Errorf("--cluster-service: %w", err)
@@ -161,10 +185,11 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	metrics := operations.NewMetrics(reg)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	pprofmux.Register(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Addr: f.metricsListen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(mlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", "error", err)
 		}
 	}()

@@ -1,7 +1,7 @@
 // Package leader elects one active backend replica through a lease document in the document
 // store: the holder renews it with ETag-conditional replaces, a candidate takes it over once it
 // has seen no renewal for a whole lease duration, and a holder that cannot renew in time stops
-// before anyone else can start. It works on any store.Store (PostgreSQL or Cosmos DB).
+// before anyone else can start. It works on any docstore.Store (PostgreSQL or Cosmos DB).
 package leader
 
 import (
@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Where the lease lives. The partition is not a subscription ID, so no resource query of the
@@ -82,7 +82,7 @@ type record struct {
 
 // Elector campaigns for the lease and runs work while it holds it.
 type Elector struct {
-	st  store.Store
+	st  docstore.Store
 	cfg Config
 
 	isLeader    prometheus.Gauge
@@ -98,7 +98,7 @@ type Elector struct {
 }
 
 // New returns an elector; it does nothing until Run.
-func New(st store.Store, cfg Config) (*Elector, error) {
+func New(st docstore.Store, cfg Config) (*Elector, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (e *Elector) acquire(ctx context.Context) error {
 func (e *Elector) tryAcquire(ctx context.Context, seenETag string, seenAt time.Time) (bool, string, error) {
 	start := time.Now()
 	doc, err := e.st.Get(ctx, Partition, e.cfg.Name)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return e.write(ctx, nil, 1, start)
 	}
 	if err != nil {
@@ -216,21 +216,21 @@ func (e *Elector) tryAcquire(ctx context.Context, seenETag string, seenAt time.T
 }
 
 // write creates or takes over the lease at term, conditional on what was read.
-func (e *Elector) write(ctx context.Context, cur *store.Document, term int64, start time.Time) (bool, string, error) {
+func (e *Elector) write(ctx context.Context, cur *docstore.Document, term int64, start time.Time) (bool, string, error) {
 	now := time.Now().UTC()
 	body, err := json.Marshal(record{Holder: e.cfg.Holder, Term: term, AcquireTime: now, RenewTime: now, LeaseDuration: e.cfg.LeaseDuration.String()})
 	if err != nil {
 		return false, "", err
 	}
-	var written *store.Document
+	var written *docstore.Document
 	if cur == nil {
-		written, err = e.st.Create(ctx, &store.Document{PartitionKey: Partition, ID: e.cfg.Name, Type: TypeLease, ResourceID: e.cfg.Name, Body: body})
+		written, err = e.st.Create(ctx, &docstore.Document{PartitionKey: Partition, ID: e.cfg.Name, Type: TypeLease, ResourceID: e.cfg.Name, Body: body})
 	} else {
 		next := *cur
 		next.Body = body
 		written, err = e.st.Replace(ctx, &next, cur.ETag)
 	}
-	if errors.Is(err, store.ErrAlreadyExists) || errors.Is(err, store.ErrPreconditionFailed) {
+	if errors.Is(err, docstore.ErrAlreadyExists) || errors.Is(err, docstore.ErrPreconditionFailed) {
 		return false, "", nil // another candidate won
 	}
 	if err != nil {
@@ -265,7 +265,7 @@ func (e *Elector) renew(ctx context.Context, lost context.CancelFunc) {
 			expiry.Stop()
 		}
 		if err := e.renewOnce(ctx); err != nil {
-			if errors.Is(err, store.ErrPreconditionFailed) || errors.Is(err, ErrNotLeader) {
+			if errors.Is(err, docstore.ErrPreconditionFailed) || errors.Is(err, ErrNotLeader) {
 				e.cfg.Log.Error("leader lease taken by another replica; stopping", "holder", e.cfg.Holder, "error", err)
 				e.drop()
 				lost()

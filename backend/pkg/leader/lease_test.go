@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
-	"github.com/openhcp/openhcp/internal/store"
-	"github.com/openhcp/openhcp/internal/store/postgres"
 )
 
 // replica is one elector with its own connection pool to the shared PostgreSQL document store,
@@ -180,4 +180,4 @@ func TestLease(t *testing.T) {
 	})
 }
 
-var _ store.Store = (*postgres.Store)(nil)
+var _ docstore.Store = (*postgres.Store)(nil)

@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Node pools, external auths and break-glass credentials are followed, read and cascaded the
@@ -95,7 +95,7 @@ func isClusterChild(rid, childType string) bool {
 // removes it with the cluster, and the cluster's finished delete removes its document). One
 // whose cluster document is already gone is removed at once. It reports whether the resource is
 // still there.
-func (c *Controller) cascadeClusterChild(ctx context.Context, d *store.Document, childType, what string) (bool, error) {
+func (c *Controller) cascadeClusterChild(ctx context.Context, d *docstore.Document, childType, what string) (bool, error) {
 	id, err := arm.ParseResourceID(d.ResourceID)
 	if err != nil {
 		return false, fmt.Errorf("%s %s: %w", what, d.ID, err)
@@ -105,7 +105,7 @@ func (c *Controller) cascadeClusterChild(ctx context.Context, d *store.Document,
 	if err == nil {
 		return true, nil
 	}
-	if !errors.Is(err, store.ErrNotFound) {
+	if !errors.Is(err, docstore.ErrNotFound) {
 		return false, fmt.Errorf("get cluster %s of %s %s: %w", parent, what, d.ID, err)
 	}
 	wctx, cancel, err := c.guard(ctx)
@@ -113,10 +113,10 @@ func (c *Controller) cascadeClusterChild(ctx context.Context, d *store.Document,
 	if err != nil {
 		return false, err
 	}
-	if err := c.store.Delete(wctx, d.PartitionKey, d.ID, d.ETag); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := c.store.Delete(wctx, d.PartitionKey, d.ID, d.ETag); err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return false, fmt.Errorf("remove %s %s of a deleted cluster: %w", what, d.ID, err)
 	}
-	var rd api.ResourceDocument
+	var rd armdoc.ResourceDocument
 	_ = json.Unmarshal(d.Body, &rd)
 	c.log.Info("removed "+what+" whose cluster is gone", "resource", rd.ResourceID)
 	return false, nil

@@ -23,8 +23,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Config tunes the controller. Zero values take the documented defaults.
@@ -138,7 +138,7 @@ func (c *Controller) guard(ctx context.Context) (context.Context, context.Cancel
 
 // Controller reconciles operation documents against Cluster Service.
 type Controller struct {
-	store   store.Store
+	store   docstore.Store
 	cs      csv1.ClustersClient
 	log     *slog.Logger
 	metrics *Metrics
@@ -151,20 +151,25 @@ type Controller struct {
 
 	mu sync.Mutex
 	// byCluster indexes active operations by Cluster Service ID, so a watch event finds the
-	// operations it concerns without a query; the value is the operation's request, for the
-	// in-flight metric.
-	byCluster map[string]map[opKey]api.OperationRequest
+	// operations it concerns without a query; the value feeds the in-flight metrics.
+	byCluster map[string]map[opKey]trackedOp
 }
 
 type opKey struct{ partition, id string }
 
+// trackedOp is what the in-flight metrics need of an active operation.
+type trackedOp struct {
+	request armdoc.OperationRequest
+	start   time.Time
+}
+
 // New returns a controller. metrics may be nil.
-func New(st store.Store, cs csv1.ClustersClient, log *slog.Logger, metrics *Metrics, cfg Config) *Controller {
+func New(st docstore.Store, cs csv1.ClustersClient, log *slog.Logger, metrics *Metrics, cfg Config) *Controller {
 	cfg.defaults()
 	return &Controller{
 		store: st, cs: cs, log: log, metrics: metrics, cfg: cfg, now: time.Now,
 		queue: newQueue(), notifyQ: newQueue(), subQ: newQueue(),
-		byCluster: map[string]map[opKey]api.OperationRequest{},
+		byCluster: map[string]map[opKey]trackedOp{},
 	}
 }
 
@@ -229,9 +234,9 @@ func (c *Controller) worker(ctx context.Context) {
 
 // opRecord is the operation document as the backend reads and writes it: the shared model plus
 // the backend's own delivery record for the async notification. Other writers that decode into
-// api.OperationDocument ignore the extra field.
+// armdoc.OperationDocument ignore the extra field.
 type opRecord struct {
-	api.OperationDocument
+	armdoc.OperationDocument
 	Notification *notification `json:"notification,omitempty"`
 }
 
@@ -239,7 +244,7 @@ type opRecord struct {
 // It returns a delay after which the operation should be looked at again even without events.
 func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.Duration, error) {
 	doc, err := c.store.Get(ctx, partition, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		c.untrack(opKey{partition, id}, "")
 		return 0, nil
 	}
@@ -258,7 +263,7 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		}
 		return 0, nil
 	}
-	c.track(key, op.InternalID, op.Request)
+	c.track(key, op.InternalID, op.Request, op.StartTime)
 	log := c.log.With("operation", op.ID, "resource", op.ExternalID, "clusterID", op.InternalID,
 		"request", op.Request, "correlationID", op.CorrelationID)
 
@@ -270,14 +275,14 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	out := obs.out
 	now := c.now()
 	age := now.Sub(op.StartTime)
-	if !obs.known && op.Request != api.OperationDelete && age < c.cfg.NotFoundGrace {
+	if !obs.known && op.Request != armdoc.OperationDelete && age < c.cfg.NotFoundGrace {
 		// The frontend may still be between writing the operation and calling Cluster Service.
 		return c.cfg.NotFoundGrace - age, nil
 	}
 	fromCS := true
 	if deadline := c.deadline(op.Request); !out.status.Terminal() && age > deadline {
 		fromCS = false
-		out = outcome{status: api.StateFailed, err: &api.CloudErrorBody{
+		out = outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
 			Code:    "OperationTimedOut",
 			Message: fmt.Sprintf("The %s operation did not finish within %s.", strings.ToLower(string(op.Request)), deadline),
 		}}
@@ -317,7 +322,7 @@ type observation struct {
 }
 
 // observe asks Cluster Service about the operation's resource: its cluster, or its node pool.
-func (c *Controller) observe(ctx context.Context, op *api.OperationDocument) (observation, error) {
+func (c *Controller) observe(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
 	if op.Request.IsAction() {
 		return c.observeAction(ctx, op)
 	}
@@ -337,8 +342,8 @@ func (c *Controller) observe(ctx context.Context, op *api.OperationDocument) (ob
 	return observation{out: mapCluster(op, cluster), known: cluster != nil, updated: cluster.GetUpdateTime()}, nil
 }
 
-func (c *Controller) deadline(r api.OperationRequest) time.Duration {
-	if r == api.OperationDelete {
+func (c *Controller) deadline(r armdoc.OperationRequest) time.Duration {
+	if r == armdoc.OperationDelete {
 		return c.cfg.DeleteDeadline
 	}
 	return c.cfg.CreateDeadline
@@ -347,17 +352,17 @@ func (c *Controller) deadline(r api.OperationRequest) time.Duration {
 // write stores the outcome on the operation and on its resource in one transaction, both
 // conditional on the ETags read, so a concurrent writer makes this attempt fail and retry. A
 // terminal operation with a notification URI gets its pending notification in the same write.
-func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRecord, out outcome, now time.Time) error {
+func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *opRecord, out outcome, now time.Time) error {
 	partition := opDoc.PartitionKey
-	var ops []store.TxOp
+	var ops []docstore.TxOp
 
 	res, err := c.store.Get(ctx, partition, strings.ToLower(op.ExternalID))
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return fmt.Errorf("get resource %s: %w", op.ExternalID, err)
 	}
-	// An action never owns its cluster's document (internal/api/actions.go).
+	// An action never owns its cluster's document (internal/armdoc/actions.go).
 	if res != nil && !op.Request.IsAction() {
-		var rd api.ResourceDocument
+		var rd armdoc.ResourceDocument
 		if err := json.Unmarshal(res.Body, &rd); err != nil {
 			return fmt.Errorf("decode resource %s: %w", op.ExternalID, err)
 		}
@@ -368,7 +373,7 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRec
 		owns := rd.ActiveOperationID == op.ID || (rd.ActiveOperationID == "" && out.status.Terminal())
 		switch {
 		case owns && out.gone:
-			ops = append(ops, store.TxOp{Kind: store.TxDelete, Doc: res, IfMatch: res.ETag})
+			ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: res, IfMatch: res.ETag})
 			children, err := c.childResourceDeletes(ctx, partition, res.ID)
 			if err != nil {
 				return err
@@ -385,7 +390,7 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRec
 			}
 			next := *res
 			next.Body = body
-			ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: &next, IfMatch: res.ETag})
+			ops = append(ops, docstore.TxOp{Kind: docstore.TxReplace, Doc: &next, IfMatch: res.ETag})
 		}
 	}
 
@@ -406,7 +411,7 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRec
 		}
 		next := *opDoc
 		next.Body = body
-		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: &next, IfMatch: opDoc.ETag})
+		ops = append(ops, docstore.TxOp{Kind: docstore.TxReplace, Doc: &next, IfMatch: opDoc.ETag})
 	}
 	if len(ops) == 0 {
 		return nil
@@ -423,7 +428,7 @@ func (c *Controller) write(ctx context.Context, opDoc *store.Document, op *opRec
 	return nil
 }
 
-func (c *Controller) track(k opKey, clusterID string, req api.OperationRequest) {
+func (c *Controller) track(k opKey, clusterID string, req armdoc.OperationRequest, start time.Time) {
 	if clusterID == "" {
 		return
 	}
@@ -431,10 +436,10 @@ func (c *Controller) track(k opKey, clusterID string, req api.OperationRequest) 
 	defer c.mu.Unlock()
 	set := c.byCluster[clusterID]
 	if set == nil {
-		set = map[opKey]api.OperationRequest{}
+		set = map[opKey]trackedOp{}
 		c.byCluster[clusterID] = set
 	}
-	set[k] = req
+	set[k] = trackedOp{request: req, start: start}
 	c.publishInFlightLocked()
 }
 
@@ -458,13 +463,17 @@ func (c *Controller) untrack(k opKey, clusterID string) {
 }
 
 func (c *Controller) publishInFlightLocked() {
-	n := map[api.OperationRequest]int{api.OperationCreate: 0, api.OperationUpdate: 0, api.OperationDelete: 0}
+	n := map[armdoc.OperationRequest]int{armdoc.OperationCreate: 0, armdoc.OperationUpdate: 0, armdoc.OperationDelete: 0}
+	oldest := map[armdoc.OperationRequest]time.Time{}
 	for _, set := range c.byCluster {
-		for _, req := range set {
-			n[req]++
+		for _, op := range set {
+			n[op.request]++
+			if o, ok := oldest[op.request]; !ok || op.start.Before(o) {
+				oldest[op.request] = op.start
+			}
 		}
 	}
-	c.metrics.setInFlight(n)
+	c.metrics.setInFlight(n, oldest)
 }
 
 func (c *Controller) opsForCluster(clusterID string) []opKey {

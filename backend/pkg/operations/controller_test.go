@@ -18,12 +18,12 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
-	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
-	"github.com/openhcp/openhcp/internal/store"
-	"github.com/openhcp/openhcp/internal/store/postgres"
 )
 
 // harness runs the backend against real parts: the PostgreSQL document store, and Cluster
@@ -34,7 +34,7 @@ type harness struct {
 	t     *testing.T
 	pg    *pgserver.Server
 	dsn   string
-	docs  store.Store
+	docs  docstore.Store
 	cs    csv1.ClustersClient
 	np    csv1.NodePoolsClient
 	csDB  *csstore.Store
@@ -111,7 +111,7 @@ func (h *harness) createCluster(name string, startedAgo time.Duration) (csID, op
 	rid := h.resourceID(name)
 	csID = strings.ReplaceAll(uuid.NewString(), "-", "")
 	opID = uuid.NewString()
-	h.writeOperation(rid, csID, opID, api.OperationCreate, api.StateAccepted, startedAgo, true)
+	h.writeOperation(rid, csID, opID, armdoc.OperationCreate, armdoc.StateAccepted, startedAgo, true)
 	if _, err := h.cs.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
 		Id: csID, ArmResourceId: rid,
 		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "stable", Azure: &csv1.AzureSpec{
@@ -125,17 +125,17 @@ func (h *harness) createCluster(name string, startedAgo time.Duration) (csID, op
 	return csID, opID
 }
 
-func (h *harness) writeOperation(rid, csID, opID string, req api.OperationRequest, resState api.ProvisioningState, startedAgo time.Duration, createResource bool) {
+func (h *harness) writeOperation(rid, csID, opID string, req armdoc.OperationRequest, resState armdoc.ProvisioningState, startedAgo time.Duration, createResource bool) {
 	h.t.Helper()
 	part := strings.ToLower(h.sub)
 	start := time.Now().Add(-startedAgo)
-	op, _ := json.Marshal(api.OperationDocument{ID: opID, Request: req, ExternalID: rid, InternalID: csID,
-		Status: api.StateAccepted, StartTime: start, LastTransitionTime: start, Location: "westus3", NotificationURI: h.notifyURI})
-	ops := []store.TxOp{{Kind: store.TxCreate, Doc: &store.Document{PartitionKey: part, ID: opID, Type: store.TypeOperation, ResourceID: strings.ToLower(rid), Body: op}}}
-	rd := api.ResourceDocument{ResourceID: rid, InternalID: csID, ProvisioningState: resState, ActiveOperationID: opID}
+	op, _ := json.Marshal(armdoc.OperationDocument{ID: opID, Request: req, ExternalID: rid, InternalID: csID,
+		Status: armdoc.StateAccepted, StartTime: start, LastTransitionTime: start, Location: "westus3", NotificationURI: h.notifyURI})
+	ops := []docstore.TxOp{{Kind: docstore.TxCreate, Doc: &docstore.Document{PartitionKey: part, ID: opID, Type: docstore.TypeOperation, ResourceID: strings.ToLower(rid), Body: op}}}
+	rd := armdoc.ResourceDocument{ResourceID: rid, InternalID: csID, ProvisioningState: resState, ActiveOperationID: opID}
 	body, _ := json.Marshal(rd)
 	if createResource {
-		ops = append(ops, store.TxOp{Kind: store.TxCreate, Doc: &store.Document{PartitionKey: part, ID: strings.ToLower(rid), Type: store.TypeResource, ResourceID: strings.ToLower(rid), Body: body}})
+		ops = append(ops, docstore.TxOp{Kind: docstore.TxCreate, Doc: &docstore.Document{PartitionKey: part, ID: strings.ToLower(rid), Type: docstore.TypeResource, ResourceID: strings.ToLower(rid), Body: body}})
 	} else {
 		cur, err := h.docs.Get(context.Background(), part, strings.ToLower(rid))
 		if err != nil {
@@ -143,7 +143,7 @@ func (h *harness) writeOperation(rid, csID, opID string, req api.OperationReques
 		}
 		next := *cur
 		next.Body = body
-		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: &next, IfMatch: cur.ETag})
+		ops = append(ops, docstore.TxOp{Kind: docstore.TxReplace, Doc: &next, IfMatch: cur.ETag})
 	}
 	if _, err := h.docs.Transact(context.Background(), part, ops); err != nil {
 		h.t.Fatalf("write operation documents: %v", err)
@@ -168,32 +168,32 @@ func (h *harness) feedback(csID string, st *csv1.ClusterStatus) {
 	h.t.Fatalf("update status of %s: conflicts kept happening", csID)
 }
 
-func (h *harness) operation(opID string) api.OperationDocument {
+func (h *harness) operation(opID string) armdoc.OperationDocument {
 	h.t.Helper()
 	d, err := h.docs.Get(context.Background(), strings.ToLower(h.sub), opID)
 	if err != nil {
 		h.t.Fatalf("get operation %s: %v", opID, err)
 	}
-	var op api.OperationDocument
+	var op armdoc.OperationDocument
 	if err := json.Unmarshal(d.Body, &op); err != nil {
 		h.t.Fatal(err)
 	}
 	return op
 }
 
-func (h *harness) resource(name string) (*api.ResourceDocument, error) {
+func (h *harness) resource(name string) (*armdoc.ResourceDocument, error) {
 	d, err := h.docs.Get(context.Background(), strings.ToLower(h.sub), strings.ToLower(h.resourceID(name)))
 	if err != nil {
 		return nil, err
 	}
-	var rd api.ResourceDocument
+	var rd armdoc.ResourceDocument
 	if err := json.Unmarshal(d.Body, &rd); err != nil {
 		return nil, err
 	}
 	return &rd, nil
 }
 
-func (h *harness) waitStatus(opID string, want api.ProvisioningState, timeout time.Duration) api.OperationDocument {
+func (h *harness) waitStatus(opID string, want armdoc.ProvisioningState, timeout time.Duration) armdoc.OperationDocument {
 	h.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -212,19 +212,19 @@ func TestOperationsFollowClusterService(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		status    *csv1.ClusterStatus
-		want      api.ProvisioningState
+		want      armdoc.ProvisioningState
 		wantCode  string
 		wantInMsg string
 	}{
 		{
 			name:   "ready_cluster_completes_create",
 			status: &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, Message: "Available"},
-			want:   api.StateSucceeded,
+			want:   armdoc.StateSucceeded,
 		},
 		{
 			name:      "failed_cluster_fails_create_with_cluster_service_reason",
 			status:    &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage", Message: "release image 4.19.17 cannot be pulled"},
-			want:      api.StateFailed,
+			want:      armdoc.StateFailed,
 			wantCode:  "InvalidReleaseImage",
 			wantInMsg: "cannot be pulled",
 		},
@@ -233,7 +233,7 @@ func TestOperationsFollowClusterService(t *testing.T) {
 			h := newHarness(t)
 			h.start(Config{ResyncPeriod: time.Minute})
 			csID, opID := h.createCluster("c01", 0)
-			h.waitStatus(opID, api.StateProvisioning, 10*time.Second)
+			h.waitStatus(opID, armdoc.StateProvisioning, 10*time.Second)
 			h.feedback(csID, tc.status)
 			op := h.waitStatus(opID, tc.want, 10*time.Second)
 			if op.EndTime == nil {
@@ -260,15 +260,15 @@ func TestDeleteCompletesWhenClusterServiceForgetsTheCluster(t *testing.T) {
 	h.start(Config{ResyncPeriod: time.Minute})
 	csID, opID := h.createCluster("c01", 0)
 	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-	h.waitStatus(opID, api.StateSucceeded, 10*time.Second)
+	h.waitStatus(opID, armdoc.StateSucceeded, 10*time.Second)
 
 	delOp := uuid.NewString()
-	h.writeOperation(h.resourceID("c01"), csID, delOp, api.OperationDelete, api.StateDeleting, 0, false)
+	h.writeOperation(h.resourceID("c01"), csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false)
 	ctx := context.Background()
 	if _, err := h.cs.DeleteCluster(ctx, &csv1.DeleteClusterRequest{Id: csID}); err != nil {
 		t.Fatalf("delete in cluster service: %v", err)
 	}
-	h.waitStatus(delOp, api.StateDeleting, 10*time.Second)
+	h.waitStatus(delOp, armdoc.StateDeleting, 10*time.Second)
 	if _, err := h.resource("c01"); err != nil {
 		t.Fatalf("resource gone before cluster service finished: %v", err)
 	}
@@ -279,8 +279,8 @@ func TestDeleteCompletesWhenClusterServiceForgetsTheCluster(t *testing.T) {
 	if err := h.csDB.RemoveCluster(ctx, csID, c.Revision); err != nil {
 		t.Fatalf("remove cluster: %v", err)
 	}
-	h.waitStatus(delOp, api.StateSucceeded, 10*time.Second)
-	if _, err := h.resource("c01"); !errors.Is(err, store.ErrNotFound) {
+	h.waitStatus(delOp, armdoc.StateSucceeded, 10*time.Second)
+	if _, err := h.resource("c01"); !errors.Is(err, docstore.ErrNotFound) {
 		t.Fatalf("resource document after delete: err %v, want not found", err)
 	}
 }
@@ -289,28 +289,28 @@ func TestOperationCompletesAfterBackendRestart(t *testing.T) {
 	h := newHarness(t)
 	stop := h.start(Config{ResyncPeriod: time.Minute})
 	csID, opID := h.createCluster("c01", 0)
-	h.waitStatus(opID, api.StateProvisioning, 10*time.Second)
+	h.waitStatus(opID, armdoc.StateProvisioning, 10*time.Second)
 	stop()
 	// The cluster becomes ready while no backend runs: the next one must still notice.
 	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
 	time.Sleep(200 * time.Millisecond)
-	if got := h.operation(opID).Status; got != api.StateProvisioning {
+	if got := h.operation(opID).Status; got != armdoc.StateProvisioning {
 		t.Fatalf("operation changed to %s with no backend running", got)
 	}
 	h.start(Config{ResyncPeriod: time.Minute})
-	h.waitStatus(opID, api.StateSucceeded, 10*time.Second)
+	h.waitStatus(opID, armdoc.StateSucceeded, 10*time.Second)
 }
 
 func TestStuckOperationFailsAtDeadline(t *testing.T) {
 	h := newHarness(t)
 	h.start(Config{ResyncPeriod: time.Minute, CreateDeadline: 2 * time.Second})
 	_, opID := h.createCluster("c01", 0)
-	h.waitStatus(opID, api.StateProvisioning, 10*time.Second)
-	op := h.waitStatus(opID, api.StateFailed, 10*time.Second)
+	h.waitStatus(opID, armdoc.StateProvisioning, 10*time.Second)
+	op := h.waitStatus(opID, armdoc.StateFailed, 10*time.Second)
 	if op.Error == nil || op.Error.Code != "OperationTimedOut" {
 		t.Fatalf("operation error = %+v, want OperationTimedOut", op.Error)
 	}
-	if rd, err := h.resource("c01"); err != nil || rd.ProvisioningState != api.StateFailed {
+	if rd, err := h.resource("c01"); err != nil || rd.ProvisioningState != armdoc.StateFailed {
 		t.Fatalf("resource after deadline: %+v, %v; want Failed", rd, err)
 	}
 }
@@ -320,12 +320,12 @@ func TestCreateWhoseClusterNeverReachedClusterServiceFailsAfterGrace(t *testing.
 	h.start(Config{ResyncPeriod: time.Minute, NotFoundGrace: time.Second})
 	// The frontend wrote the documents and crashed before calling Cluster Service.
 	opID := uuid.NewString()
-	h.writeOperation(h.resourceID("orphan"), "0123456789abcdefghijklmnopqrstuv", opID, api.OperationCreate, api.StateAccepted, 0, true)
+	h.writeOperation(h.resourceID("orphan"), "0123456789abcdefghijklmnopqrstuv", opID, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
 	time.Sleep(300 * time.Millisecond)
 	if got := h.operation(opID).Status; got.Terminal() {
 		t.Fatalf("operation ended %s inside the grace period", got)
 	}
-	op := h.waitStatus(opID, api.StateFailed, 10*time.Second)
+	op := h.waitStatus(opID, armdoc.StateFailed, 10*time.Second)
 	if op.Error == nil || op.Error.Message == "" {
 		t.Fatalf("failed operation without an error message: %+v", op)
 	}

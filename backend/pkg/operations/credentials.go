@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // Break-glass actions (requestAdminCredential, revokeCredentials) are operations on a cluster
@@ -14,11 +14,11 @@ import (
 // document (write skips it for actions). The kubeconfig itself is not copied anywhere: the
 // frontend reads it from Cluster Service when the caller asks for the operation result.
 
-func (c *Controller) observeAction(ctx context.Context, op *api.OperationDocument) (observation, error) {
+func (c *Controller) observeAction(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
 	if c.cfg.Credentials == nil {
 		return observation{}, fmt.Errorf("%s operation %s: the backend has no Cluster Service credentials client", op.Request, op.ID)
 	}
-	if op.Request == api.OperationRevokeCredentials {
+	if op.Request == armdoc.OperationRevokeCredentials {
 		r, err := c.cfg.Credentials.GetRevocation(ctx, &csv1.GetRevocationRequest{Id: op.InternalID})
 		return observed("revocation", op.InternalID, r, err, mapRevocation)
 	}
@@ -30,46 +30,46 @@ func (c *Controller) observeAction(ctx context.Context, op *api.OperationDocumen
 // served); Failed when the signer refused, or a revocation came before the certificate did.
 func mapCredential(cr *csv1.Credential) outcome {
 	if cr == nil {
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: "InternalServerError",
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: "InternalServerError",
 			Message: "The credential is not known to the service."}}
 	}
 	st := cr.GetStatus()
 	switch st.GetState() {
 	case csv1.CredentialState_CREDENTIAL_STATE_ISSUED, csv1.CredentialState_CREDENTIAL_STATE_EXPIRED:
-		return outcome{status: api.StateSucceeded}
+		return outcome{status: armdoc.StateSucceeded}
 	case csv1.CredentialState_CREDENTIAL_STATE_REVOKING, csv1.CredentialState_CREDENTIAL_STATE_REVOKED:
 		if st.GetIssueTime() != nil {
-			return outcome{status: api.StateSucceeded}
+			return outcome{status: armdoc.StateSucceeded}
 		}
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: "CredentialRevoked",
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: "CredentialRevoked",
 			Message: "The cluster's credentials were revoked before this one was issued."}}
 	case csv1.CredentialState_CREDENTIAL_STATE_FAILED:
 		code := st.GetErrorCode()
 		if code == "" {
 			code = "CredentialFailed"
 		}
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: code, Message: st.GetMessage()}}
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: st.GetMessage()}}
 	}
-	return outcome{status: api.StateAccepted}
+	return outcome{status: armdoc.StateAccepted}
 }
 
 // mapRevocation: Succeeded when Cluster Service says every earlier credential is revoked.
 func mapRevocation(r *csv1.Revocation) outcome {
 	if r == nil {
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: "InternalServerError",
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: "InternalServerError",
 			Message: "The revocation is not known to the service."}}
 	}
 	switch r.GetStatus().GetState() {
 	case csv1.RevocationState_REVOCATION_STATE_REVOKED:
-		return outcome{status: api.StateSucceeded}
+		return outcome{status: armdoc.StateSucceeded}
 	case csv1.RevocationState_REVOCATION_STATE_FAILED:
 		code := r.GetStatus().GetErrorCode()
 		if code == "" {
 			code = "RevocationFailed"
 		}
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: code, Message: r.GetStatus().GetMessage()}}
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: r.GetStatus().GetMessage()}}
 	}
-	return outcome{status: api.StateAccepted}
+	return outcome{status: armdoc.StateAccepted}
 }
 
 // followCredentials follows Cluster Service's credentials watch (followWatch): every changed

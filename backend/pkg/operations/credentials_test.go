@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 func TestMapCredential(t *testing.T) {
@@ -14,17 +14,17 @@ func TestMapCredential(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		cred     *csv1.Credential
-		want     api.ProvisioningState
+		want     armdoc.ProvisioningState
 		wantCode string
 	}{
-		{"unknown_credential_fails", nil, api.StateFailed, "InternalServerError"},
-		{"pending_is_accepted", cred(csv1.CredentialState_CREDENTIAL_STATE_PENDING, nil, ""), api.StateAccepted, ""},
-		{"issued_succeeds", cred(csv1.CredentialState_CREDENTIAL_STATE_ISSUED, issued, ""), api.StateSucceeded, ""},
-		{"expired_had_succeeded", cred(csv1.CredentialState_CREDENTIAL_STATE_EXPIRED, issued, ""), api.StateSucceeded, ""},
-		{"revoked_after_issue_had_succeeded", cred(csv1.CredentialState_CREDENTIAL_STATE_REVOKED, issued, ""), api.StateSucceeded, ""},
-		{"revoked_before_issue_fails", cred(csv1.CredentialState_CREDENTIAL_STATE_REVOKING, nil, ""), api.StateFailed, "CredentialRevoked"},
-		{"signer_refusal_fails_with_its_code", cred(csv1.CredentialState_CREDENTIAL_STATE_FAILED, nil, "SignerRefused"), api.StateFailed, "SignerRefused"},
-		{"failure_without_code_gets_one", cred(csv1.CredentialState_CREDENTIAL_STATE_FAILED, nil, ""), api.StateFailed, "CredentialFailed"},
+		{"unknown_credential_fails", nil, armdoc.StateFailed, "InternalServerError"},
+		{"pending_is_accepted", cred(csv1.CredentialState_CREDENTIAL_STATE_PENDING, nil, ""), armdoc.StateAccepted, ""},
+		{"issued_succeeds", cred(csv1.CredentialState_CREDENTIAL_STATE_ISSUED, issued, ""), armdoc.StateSucceeded, ""},
+		{"expired_had_succeeded", cred(csv1.CredentialState_CREDENTIAL_STATE_EXPIRED, issued, ""), armdoc.StateSucceeded, ""},
+		{"revoked_after_issue_had_succeeded", cred(csv1.CredentialState_CREDENTIAL_STATE_REVOKED, issued, ""), armdoc.StateSucceeded, ""},
+		{"revoked_before_issue_fails", cred(csv1.CredentialState_CREDENTIAL_STATE_REVOKING, nil, ""), armdoc.StateFailed, "CredentialRevoked"},
+		{"signer_refusal_fails_with_its_code", cred(csv1.CredentialState_CREDENTIAL_STATE_FAILED, nil, "SignerRefused"), armdoc.StateFailed, "SignerRefused"},
+		{"failure_without_code_gets_one", cred(csv1.CredentialState_CREDENTIAL_STATE_FAILED, nil, ""), armdoc.StateFailed, "CredentialFailed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mapCredential(tc.cred)
@@ -42,13 +42,13 @@ func TestMapRevocation(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		rev      *csv1.Revocation
-		want     api.ProvisioningState
+		want     armdoc.ProvisioningState
 		wantCode string
 	}{
-		{"unknown_revocation_fails", nil, api.StateFailed, "InternalServerError"},
-		{"revoking_is_accepted", rev(csv1.RevocationState_REVOCATION_STATE_REVOKING, ""), api.StateAccepted, ""},
-		{"revoked_succeeds", rev(csv1.RevocationState_REVOCATION_STATE_REVOKED, ""), api.StateSucceeded, ""},
-		{"failed_fails_with_its_code", rev(csv1.RevocationState_REVOCATION_STATE_FAILED, "InvalidSignerClass"), api.StateFailed, "InvalidSignerClass"},
+		{"unknown_revocation_fails", nil, armdoc.StateFailed, "InternalServerError"},
+		{"revoking_is_accepted", rev(csv1.RevocationState_REVOCATION_STATE_REVOKING, ""), armdoc.StateAccepted, ""},
+		{"revoked_succeeds", rev(csv1.RevocationState_REVOCATION_STATE_REVOKED, ""), armdoc.StateSucceeded, ""},
+		{"failed_fails_with_its_code", rev(csv1.RevocationState_REVOCATION_STATE_FAILED, "InvalidSignerClass"), armdoc.StateFailed, "InvalidSignerClass"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mapRevocation(tc.rev)
@@ -63,7 +63,7 @@ func cred(s csv1.CredentialState, issued *timestamppb.Timestamp, code string) *c
 	return &csv1.Credential{Status: &csv1.CredentialStatus{State: s, IssueTime: issued, ErrorCode: code, Message: "m"}}
 }
 
-func code(e *api.CloudErrorBody) string {
+func code(e *armdoc.CloudErrorBody) string {
 	if e == nil {
 		return ""
 	}

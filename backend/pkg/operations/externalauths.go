@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // External auth operations are documents like a node pool's, on the resource
@@ -17,7 +17,7 @@ import (
 // isExternalAuth reports whether an ARM resource ID (any casing) names an external auth.
 func isExternalAuth(rid string) bool { return isClusterChild(rid, "externalauths") }
 
-func (c *Controller) observeExternalAuth(ctx context.Context, op *api.OperationDocument) (observation, error) {
+func (c *Controller) observeExternalAuth(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
 	if c.cfg.ExternalAuths == nil {
 		return observation{}, fmt.Errorf("external auth operation %s: the backend has no Cluster Service external auth client", op.ID)
 	}
@@ -30,15 +30,15 @@ func (c *Controller) observeExternalAuth(ctx context.Context, op *api.OperationD
 // Provisioning, UPDATING → Updating, READY → Succeeded, ERROR → Failed, UNINSTALLING → Deleting
 // (or Canceled for a create or update it interrupts). A nil external auth is unknown to Cluster
 // Service: a finished delete, or a create or update that can no longer finish.
-func mapExternalAuth(op *api.OperationDocument, ea *csv1.ExternalAuth) outcome {
-	if op.Request == api.OperationDelete {
+func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) outcome {
+	if op.Request == armdoc.OperationDelete {
 		if ea == nil {
-			return outcome{status: api.StateSucceeded, gone: true}
+			return outcome{status: armdoc.StateSucceeded, gone: true}
 		}
-		return outcome{status: api.StateDeleting}
+		return outcome{status: armdoc.StateDeleting}
 	}
 	if ea == nil {
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
 			Code:    "InternalServerError",
 			Message: fmt.Sprintf("The external auth %s is no longer known to the service.", op.ExternalID),
 		}}
@@ -46,12 +46,11 @@ func mapExternalAuth(op *api.OperationDocument, ea *csv1.ExternalAuth) outcome {
 	st := ea.GetStatus()
 	switch st.GetState() {
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY:
-		// Cluster Service sets UPDATING in the same write as a new spec, so a READY read after
-		// the update was accepted (and at or after its revision) is about the new spec.
-		if op.Request == api.OperationUpdate && ea.GetRevision() < op.InternalRevision {
-			return outcome{status: api.StateUpdating}
+		// READY about an older spec than the update's does not end it (readyAt).
+		if op.Request == armdoc.OperationUpdate && !readyAt(st.GetObservedRevision(), op) {
+			return outcome{status: armdoc.StateUpdating}
 		}
-		return outcome{status: api.StateSucceeded}
+		return outcome{status: armdoc.StateSucceeded}
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_ERROR:
 		code := st.GetErrorCode()
 		if code == "" {
@@ -61,21 +60,21 @@ func mapExternalAuth(op *api.OperationDocument, ea *csv1.ExternalAuth) outcome {
 		if msg == "" {
 			msg = "The external auth could not be applied."
 		}
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: code, Message: msg}}
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING:
-		return outcome{status: api.StateCanceled, err: &api.CloudErrorBody{
+		return outcome{status: armdoc.StateCanceled, err: &armdoc.CloudErrorBody{
 			Code:    "Canceled",
 			Message: "The operation was canceled because the external auth, or its cluster, is being deleted.",
 		}}
 	}
-	if op.Request == api.OperationUpdate {
-		return outcome{status: api.StateUpdating}
+	if op.Request == armdoc.OperationUpdate {
+		return outcome{status: armdoc.StateUpdating}
 	}
 	switch st.GetState() {
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING, csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNSPECIFIED:
-		return outcome{status: api.StateAccepted}
+		return outcome{status: armdoc.StateAccepted}
 	}
-	return outcome{status: api.StateProvisioning}
+	return outcome{status: armdoc.StateProvisioning}
 }
 
 // followExternalAuths follows Cluster Service's external auth watch (followWatch).
@@ -91,6 +90,6 @@ func (c *Controller) followExternalAuths(ctx context.Context) {
 // cascadeExternalAuth handles an external auth of a Deleted subscription (cascadeClusterChild):
 // Cluster Service removes it with the cluster, and the cluster's finished delete removes its
 // document. It reports whether the external auth is still there.
-func (c *Controller) cascadeExternalAuth(ctx context.Context, d *store.Document) (bool, error) {
+func (c *Controller) cascadeExternalAuth(ctx context.Context, d *docstore.Document) (bool, error) {
 	return c.cascadeClusterChild(ctx, d, "externalauths", "external auth")
 }

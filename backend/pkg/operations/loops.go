@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 const feedPage = 500
@@ -92,9 +92,9 @@ const subscriptionSettle = 2 * time.Second
 
 // enqueue queues the work a document calls for: an active operation is reconciled, an ended
 // one with a notification still to send is posted, a Deleted subscription is cascaded.
-func (c *Controller) enqueue(d *store.Document, settle time.Duration) {
+func (c *Controller) enqueue(d *docstore.Document, settle time.Duration) {
 	switch d.Type {
-	case store.TypeOperation:
+	case docstore.TypeOperation:
 		var op opRecord
 		if json.Unmarshal(d.Body, &op) != nil {
 			return
@@ -102,14 +102,14 @@ func (c *Controller) enqueue(d *store.Document, settle time.Duration) {
 		k := opKey{d.PartitionKey, d.ID}
 		switch {
 		case !op.Status.Terminal():
-			c.track(k, op.InternalID, op.Request)
+			c.track(k, op.InternalID, op.Request, op.StartTime)
 			c.queue.add(k)
 		case c.needsNotification(&op):
 			c.notifyQ.add(k)
 		}
-	case store.TypeSubscription:
-		var sub api.SubscriptionDocument
-		if json.Unmarshal(d.Body, &sub) != nil || sub.State != api.SubscriptionDeleted {
+	case docstore.TypeSubscription:
+		var sub armdoc.SubscriptionDocument
+		if json.Unmarshal(d.Body, &sub) != nil || sub.State != armdoc.SubscriptionDeleted {
 			return
 		}
 		k := opKey{partition: subscriptionPartition(d.ID)}
@@ -150,8 +150,8 @@ func (c *Controller) resyncLoop(ctx context.Context) {
 // Resync enqueues every active operation, every undelivered notification and every Deleted
 // subscription, in every partition.
 func (c *Controller) Resync(ctx context.Context) error {
-	for _, typ := range []string{store.TypeOperation, store.TypeSubscription} {
-		q := store.Query{Type: typ, Limit: feedPage}
+	for _, typ := range []string{docstore.TypeOperation, docstore.TypeSubscription} {
+		q := docstore.Query{Type: typ, Limit: feedPage}
 		for {
 			page, err := c.store.Query(ctx, q)
 			if err != nil {

@@ -3,7 +3,7 @@ package operations
 import (
 	"fmt"
 
-	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 )
@@ -11,34 +11,34 @@ import (
 // outcome is what Cluster Service's view of a cluster means for one ARM operation.
 type outcome struct {
 	// status is the operation status and the resource's provisioning state.
-	status api.ProvisioningState
-	err    *api.CloudErrorBody
+	status armdoc.ProvisioningState
+	err    *armdoc.CloudErrorBody
 	// gone means the resource document should be removed (a finished delete).
 	gone bool
 }
 
 // mapCluster derives the outcome of op from the cluster's Cluster Service state. A nil cluster
 // means Cluster Service does not know it (NotFound).
-func mapCluster(op *api.OperationDocument, c *csv1.Cluster) outcome {
-	if op.Request == api.OperationDelete {
+func mapCluster(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
+	if op.Request == armdoc.OperationDelete {
 		if c == nil {
-			return outcome{status: api.StateSucceeded, gone: true}
+			return outcome{status: armdoc.StateSucceeded, gone: true}
 		}
-		return outcome{status: api.StateDeleting}
+		return outcome{status: armdoc.StateDeleting}
 	}
 	if c == nil {
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
 			Code:    "InternalServerError",
 			Message: fmt.Sprintf("The cluster %s is no longer known to the service.", op.ExternalID),
 		}}
 	}
 	st := c.GetStatus()
-	if op.Request == api.OperationUpdate && st.GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING {
+	if op.Request == armdoc.OperationUpdate && st.GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING {
 		return mapClusterUpdate(op, c)
 	}
 	switch st.GetState() {
 	case csv1.ClusterState_CLUSTER_STATE_READY:
-		return outcome{status: api.StateSucceeded}
+		return outcome{status: armdoc.StateSucceeded}
 	case csv1.ClusterState_CLUSTER_STATE_ERROR:
 		code := st.GetErrorCode()
 		if code == "" {
@@ -48,18 +48,18 @@ func mapCluster(op *api.OperationDocument, c *csv1.Cluster) outcome {
 		if msg == "" {
 			msg = "The hosted control plane reported a failure."
 		}
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: code, Message: msg}}
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
 	case csv1.ClusterState_CLUSTER_STATE_UNINSTALLING:
 		// Someone deleted the cluster while this create or update ran: it will not finish.
-		return outcome{status: api.StateCanceled, err: &api.CloudErrorBody{
+		return outcome{status: armdoc.StateCanceled, err: &armdoc.CloudErrorBody{
 			Code:    "Canceled",
 			Message: "The operation was canceled because the cluster is being deleted.",
 		}}
 	}
-	if op.Request == api.OperationUpdate {
-		return outcome{status: api.StateUpdating}
+	if op.Request == armdoc.OperationUpdate {
+		return outcome{status: armdoc.StateUpdating}
 	}
-	return outcome{status: api.StateProvisioning}
+	return outcome{status: armdoc.StateProvisioning}
 }
 
 // UpgradeFailedCode is the ARM error code of an update whose control-plane upgrade failed.
@@ -71,20 +71,20 @@ const UpdateFailedCode = "UpdateFailed"
 
 // mapClusterUpdate follows what UpdateCluster started for this operation, so a READY read from
 // before the change, or of another operation's change, never finishes it:
-//   - a configuration change (the operation's InternalRevision is the revision Cluster Service
-//     stored it at) needs the cluster READY at or after that revision, which Cluster Service
-//     reports only once HyperShift has reconciled the new spec; ERROR there fails it;
+//   - a configuration change (the operation's InternalRevision is the spec_revision Cluster
+//     Service stored it at) needs a status derived from that spec or a later one
+//     (observed_revision, readyAt): READY ends it, ERROR there fails it;
 //   - a version change follows the upgrade policy that carries the operation ID.
 //
 // An update that changes neither is finished by the frontend; one whose UpdateCluster call
 // never landed runs into the deadline.
-func mapClusterUpdate(op *api.OperationDocument, c *csv1.Cluster) outcome {
+func mapClusterUpdate(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
 	st := c.GetStatus()
 	p := st.GetUpgrade()
 	ownUpgrade := op.ID != "" && p.GetOperationId() == op.ID
 	if op.InternalRevision > 0 {
-		if c.GetRevision() < op.InternalRevision {
-			return outcome{status: api.StateUpdating}
+		if !readyAt(st.GetObservedRevision(), op) {
+			return outcome{status: armdoc.StateUpdating}
 		}
 		switch st.GetState() {
 		case csv1.ClusterState_CLUSTER_STATE_ERROR:
@@ -95,30 +95,30 @@ func mapClusterUpdate(op *api.OperationDocument, c *csv1.Cluster) outcome {
 			if msg == "" {
 				msg = "The cluster configuration could not be applied."
 			}
-			return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: code, Message: msg}}
+			return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
 		case csv1.ClusterState_CLUSTER_STATE_READY:
 			if !ownUpgrade {
-				return outcome{status: api.StateSucceeded}
+				return outcome{status: armdoc.StateSucceeded}
 			}
 		default:
 			if !ownUpgrade || p.GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED {
-				return outcome{status: api.StateUpdating}
+				return outcome{status: armdoc.StateUpdating}
 			}
 		}
 	}
 	if !ownUpgrade {
-		return outcome{status: api.StateUpdating}
+		return outcome{status: armdoc.StateUpdating}
 	}
 	switch p.GetState() {
 	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED:
-		return outcome{status: api.StateSucceeded}
+		return outcome{status: armdoc.StateSucceeded}
 	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED:
 		msg := p.GetMessage()
 		if msg == "" {
 			msg = fmt.Sprintf("The upgrade to %s failed.", p.GetToVersion())
 		}
-		return outcome{status: api.StateFailed, err: &api.CloudErrorBody{Code: UpgradeFailedCode,
+		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: UpgradeFailedCode,
 			Message: msg + " The cluster keeps running its previous version; retry by requesting the version again or contact support."}}
 	}
-	return outcome{status: api.StateUpdating}
+	return outcome{status: armdoc.StateUpdating}
 }

@@ -5,13 +5,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // Metrics are the backend's operation metrics. A nil *Metrics records nothing. The leader
 // metrics belong to package leader.
 type Metrics struct {
 	inFlight      *prometheus.GaugeVec
+	oldest        *prometheus.GaugeVec
 	durations     *prometheus.HistogramVec
 	propagation   prometheus.Histogram
 	updates       prometheus.Counter
@@ -25,6 +26,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "backend_operations_in_flight", Help: "Active ARM operations the backend is driving, by request (Create, Update, Delete).",
+		}, []string{"request"}),
+		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "backend_operation_oldest_start_time_seconds",
+			Help: "Start time (Unix seconds) of the oldest active operation, by request; no series while none is active. Alerts on stuck operations read time() minus this.",
 		}, []string{"request"}),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "backend_operation_duration_seconds",
@@ -49,14 +54,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "backend_subscription_cascade_deletes_total", Help: "Resource deletes started because their subscription was Deleted.",
 		}),
 	}
-	reg.MustRegister(m.inFlight, m.durations, m.propagation, m.updates, m.events, m.notifications, m.subDeletes)
+	reg.MustRegister(m.inFlight, m.oldest, m.durations, m.propagation, m.updates, m.events, m.notifications, m.subDeletes)
 	return m
 }
 
-func (m *Metrics) setInFlight(n map[api.OperationRequest]int) {
+// setInFlight publishes the active operations per request and the start of the oldest of each.
+func (m *Metrics) setInFlight(n map[armdoc.OperationRequest]int, oldest map[armdoc.OperationRequest]time.Time) {
 	if m != nil {
 		for req, v := range n {
 			m.inFlight.WithLabelValues(string(req)).Set(float64(v))
+			if start, ok := oldest[req]; ok {
+				m.oldest.WithLabelValues(string(req)).Set(float64(start.UnixNano()) / 1e9)
+			} else {
+				m.oldest.DeleteLabelValues(string(req))
+			}
 		}
 	}
 }
@@ -65,10 +76,11 @@ func (m *Metrics) setInFlight(n map[api.OperationRequest]int) {
 func (m *Metrics) clearInFlight() {
 	if m != nil {
 		m.inFlight.Reset()
+		m.oldest.Reset()
 	}
 }
 
-func (m *Metrics) finished(r api.OperationRequest, s api.ProvisioningState, d time.Duration) {
+func (m *Metrics) finished(r armdoc.OperationRequest, s armdoc.ProvisioningState, d time.Duration) {
 	if m != nil {
 		m.durations.WithLabelValues(string(r), string(s)).Observe(d.Seconds())
 	}

@@ -8,7 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // metricValue sums a counter or gauge (optionally one label value), or returns a histogram's
@@ -64,15 +64,24 @@ func TestStatusModes(t *testing.T) {
 			h := newHarness(t)
 			reg := prometheus.NewRegistry()
 			h.startWith(tc.cfg, NewMetrics(reg))
+			before := time.Now()
 			csID, opID := h.createCluster("c01", 0)
-			h.waitStatus(opID, api.StateProvisioning, 10*time.Second)
+			h.waitStatus(opID, armdoc.StateProvisioning, 10*time.Second)
 			if got := metricValue(t, reg, "backend_operations_in_flight", "request", "Create"); got != 1 {
 				t.Errorf("in-flight creates = %v, want 1", got)
 			}
+			// The stuck-operation alert reads time() minus the oldest start.
+			oldest := metricValue(t, reg, "backend_operation_oldest_start_time_seconds", "request", "Create")
+			if start := time.Unix(0, int64(oldest*1e9)); start.Before(before.Add(-time.Second)) || start.After(time.Now()) {
+				t.Errorf("oldest create started at %v, want the operation's start (after %v)", start, before)
+			}
 			h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-			h.waitStatus(opID, api.StateSucceeded, 10*time.Second)
+			h.waitStatus(opID, armdoc.StateSucceeded, 10*time.Second)
 			if got := metricValue(t, reg, "backend_operations_in_flight", "request", "Create"); got != 0 {
 				t.Errorf("in-flight creates after the end = %v, want 0", got)
+			}
+			if got := metricValue(t, reg, "backend_operation_oldest_start_time_seconds"); got != 0 {
+				t.Errorf("oldest start with no active operation = %v, want no series", got)
 			}
 			if got := metricValue(t, reg, "backend_operation_duration_seconds", "status", "Succeeded"); got != 1 {
 				t.Errorf("succeeded durations observed = %v, want 1", got)

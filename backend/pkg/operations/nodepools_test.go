@@ -11,13 +11,14 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
-	"github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 func pool(state csv1.NodePoolState, rev int64, spec *csv1.NodePoolSpec, replicas int32, version string) *csv1.NodePool {
-	return &csv1.NodePool{Id: "p1", Revision: rev, Spec: spec,
-		Status: &csv1.NodePoolStatus{State: state, Replicas: replicas, CurrentVersion: version, ErrorCode: "", Message: ""}}
+	// A status derived from the spec at rev (observed_revision), read at a later revision.
+	return &csv1.NodePool{Id: "p1", Revision: rev + 2, SpecRevision: rev, Spec: spec,
+		Status: &csv1.NodePoolStatus{State: state, Replicas: replicas, CurrentVersion: version, ObservedRevision: rev}}
 }
 
 func TestMapNodePool(t *testing.T) {
@@ -27,33 +28,41 @@ func TestMapNodePool(t *testing.T) {
 	errPool.Status.ErrorCode, errPool.Status.Message = "InvalidReleaseImage", "bad image"
 	for _, tc := range []struct {
 		name     string
-		request  api.OperationRequest
+		request  armdoc.OperationRequest
 		revision int64
 		pool     *csv1.NodePool
-		want     api.ProvisioningState
+		want     armdoc.ProvisioningState
 		wantCode string
 		gone     bool
 	}{
-		{"create_pending_is_accepted", api.OperationCreate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_PENDING, 1, fixed3, 0, ""), api.StateAccepted, "", false},
-		{"create_installing_is_provisioning", api.OperationCreate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_INSTALLING, 2, fixed3, 1, ""), api.StateProvisioning, "", false},
-		{"create_ready_succeeds", api.OperationCreate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 3, fixed3, 3, "4.19.17"), api.StateSucceeded, "", false},
-		{"create_error_fails_with_cs_code", api.OperationCreate, 0, errPool, api.StateFailed, "InvalidReleaseImage", false},
-		{"create_pool_unknown_fails", api.OperationCreate, 0, nil, api.StateFailed, "InternalServerError", false},
-		{"create_canceled_by_delete", api.OperationCreate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING, 4, fixed3, 3, ""), api.StateCanceled, "Canceled", false},
+		{"create_pending_is_accepted", armdoc.OperationCreate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_PENDING, 1, fixed3, 0, ""), armdoc.StateAccepted, "", false},
+		{"create_installing_is_provisioning", armdoc.OperationCreate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_INSTALLING, 2, fixed3, 1, ""), armdoc.StateProvisioning, "", false},
+		{"create_ready_succeeds", armdoc.OperationCreate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 3, fixed3, 3, "4.19.17"), armdoc.StateSucceeded, "", false},
+		{"create_error_fails_with_cs_code", armdoc.OperationCreate, 0, errPool, armdoc.StateFailed, "InvalidReleaseImage", false},
+		{"create_pool_unknown_fails", armdoc.OperationCreate, 0, nil, armdoc.StateFailed, "InternalServerError", false},
+		{"create_canceled_by_delete", armdoc.OperationCreate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING, 4, fixed3, 3, ""), armdoc.StateCanceled, "Canceled", false},
 		// Right after UpdateNodePool the pool is still READY with the old node count.
-		{"update_ready_with_old_replicas_is_updating", api.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 7, fixed3, 2, "4.19.17"), api.StateUpdating, "", false},
-		{"update_ready_before_its_revision_is_updating", api.OperationUpdate, 9, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 8, fixed3, 3, "4.19.17"), api.StateUpdating, "", false},
-		{"update_scaling_is_updating", api.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_UPDATING, 8, fixed3, 2, "4.19.17"), api.StateUpdating, "", false},
-		{"update_ready_with_new_replicas_succeeds", api.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 9, fixed3, 3, "4.19.17"), api.StateSucceeded, "", false},
-		{"update_ready_with_old_version_is_updating", api.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 9, fixed3, 3, "4.18.20"), api.StateUpdating, "", false},
-		{"update_autoscaling_within_range_succeeds", api.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 7, auto, 3, "4.19.17"), api.StateSucceeded, "", false},
-		{"update_autoscaling_below_min_is_updating", api.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 7, auto, 1, "4.19.17"), api.StateUpdating, "", false},
-		{"update_error_fails", api.OperationUpdate, 5, errPool, api.StateFailed, "InvalidReleaseImage", false},
-		{"delete_in_progress_is_deleting", api.OperationDelete, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING, 9, fixed3, 3, ""), api.StateDeleting, "", false},
-		{"delete_done_when_cs_forgets_pool", api.OperationDelete, 0, nil, api.StateSucceeded, "", true},
+		// Cluster Service's READY means the nodes and version of the spec it observed, so a READY
+		// with the old replicas, version or range is one observed before the update (6 < 7).
+		{"update_ready_with_old_replicas_is_updating", armdoc.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 6, fixed3, 2, "4.19.17"), armdoc.StateUpdating, "", false},
+		{"update_ready_before_its_revision_is_updating", armdoc.OperationUpdate, 9, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 8, fixed3, 3, "4.19.17"), armdoc.StateUpdating, "", false},
+		{"update_scaling_is_updating", armdoc.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_UPDATING, 8, fixed3, 2, "4.19.17"), armdoc.StateUpdating, "", false},
+		{"update_ready_with_new_replicas_succeeds", armdoc.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 9, fixed3, 3, "4.19.17"), armdoc.StateSucceeded, "", false},
+		{"update_ready_with_old_version_is_updating", armdoc.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 6, fixed3, 3, "4.18.20"), armdoc.StateUpdating, "", false},
+		{"update_autoscaling_within_range_succeeds", armdoc.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 7, auto, 3, "4.19.17"), armdoc.StateSucceeded, "", false},
+		{"update_autoscaling_below_min_is_updating", armdoc.OperationUpdate, 7, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 6, auto, 1, "4.19.17"), armdoc.StateUpdating, "", false},
+		{"update_ready_read_after_its_revision_but_observed_before_is_updating", armdoc.OperationUpdate, 7,
+			func() *csv1.NodePool {
+				p := pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 6, fixed3, 3, "4.19.17")
+				p.Revision = 20 // newer than the operation's, as a later status write leaves it
+				return p
+			}(), armdoc.StateUpdating, "", false},
+		{"update_error_fails", armdoc.OperationUpdate, 5, errPool, armdoc.StateFailed, "InvalidReleaseImage", false},
+		{"delete_in_progress_is_deleting", armdoc.OperationDelete, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING, 9, fixed3, 3, ""), armdoc.StateDeleting, "", false},
+		{"delete_done_when_cs_forgets_pool", armdoc.OperationDelete, 0, nil, armdoc.StateSucceeded, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := mapNodePool(&api.OperationDocument{Request: tc.request, InternalRevision: tc.revision,
+			out := mapNodePool(&armdoc.OperationDocument{Request: tc.request, InternalRevision: tc.revision,
 				ExternalID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c/nodePools/p"}, tc.pool)
 			if out.status != tc.want || out.gone != tc.gone {
 				t.Errorf("status = %s gone = %v, want %s gone = %v", out.status, out.gone, tc.want, tc.gone)
@@ -96,7 +105,7 @@ func (h *harness) createNodePool(clusterCSID, cluster, name string) (poolID, opI
 	rid := h.poolResourceID(cluster, name)
 	poolID = strings.ReplaceAll(uuid.NewString(), "-", "")
 	opID = uuid.NewString()
-	h.writePoolOperation(rid, poolID, opID, api.OperationCreate, api.StateAccepted, 0, true)
+	h.writePoolOperation(rid, poolID, opID, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
 	if _, err := h.np.CreateNodePool(t0(), &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{
 		Id: poolID, ClusterId: clusterCSID, ArmResourceId: rid,
 		Spec: &csv1.NodePoolSpec{Replicas: 2, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}},
@@ -106,16 +115,16 @@ func (h *harness) createNodePool(clusterCSID, cluster, name string) (poolID, opI
 	return poolID, opID
 }
 
-func (h *harness) writePoolOperation(rid, csID, opID string, req api.OperationRequest, resState api.ProvisioningState, revision int64, create bool) {
+func (h *harness) writePoolOperation(rid, csID, opID string, req armdoc.OperationRequest, resState armdoc.ProvisioningState, revision int64, create bool) {
 	h.t.Helper()
 	part := strings.ToLower(h.sub)
 	now := time.Now()
-	op, _ := json.Marshal(api.OperationDocument{ID: opID, Request: req, ExternalID: rid, InternalID: csID, InternalRevision: revision,
-		Status: api.StateAccepted, StartTime: now, LastTransitionTime: now, Location: "westus3"})
-	ops := []store.TxOp{{Kind: store.TxCreate, Doc: &store.Document{PartitionKey: part, ID: opID, Type: store.TypeOperation, ResourceID: strings.ToLower(rid), Body: op}}}
-	body, _ := json.Marshal(api.ResourceDocument{ResourceID: rid, InternalID: csID, ProvisioningState: resState, ActiveOperationID: opID})
+	op, _ := json.Marshal(armdoc.OperationDocument{ID: opID, Request: req, ExternalID: rid, InternalID: csID, InternalRevision: revision,
+		Status: armdoc.StateAccepted, StartTime: now, LastTransitionTime: now, Location: "westus3"})
+	ops := []docstore.TxOp{{Kind: docstore.TxCreate, Doc: &docstore.Document{PartitionKey: part, ID: opID, Type: docstore.TypeOperation, ResourceID: strings.ToLower(rid), Body: op}}}
+	body, _ := json.Marshal(armdoc.ResourceDocument{ResourceID: rid, InternalID: csID, ProvisioningState: resState, ActiveOperationID: opID})
 	if create {
-		ops = append(ops, store.TxOp{Kind: store.TxCreate, Doc: &store.Document{PartitionKey: part, ID: strings.ToLower(rid), Type: store.TypeResource, ResourceID: strings.ToLower(rid), Body: body}})
+		ops = append(ops, docstore.TxOp{Kind: docstore.TxCreate, Doc: &docstore.Document{PartitionKey: part, ID: strings.ToLower(rid), Type: docstore.TypeResource, ResourceID: strings.ToLower(rid), Body: body}})
 	} else {
 		cur, err := h.docs.Get(t0(), part, strings.ToLower(rid))
 		if err != nil {
@@ -123,7 +132,7 @@ func (h *harness) writePoolOperation(rid, csID, opID string, req api.OperationRe
 		}
 		next := *cur
 		next.Body = body
-		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: &next, IfMatch: cur.ETag})
+		ops = append(ops, docstore.TxOp{Kind: docstore.TxReplace, Doc: &next, IfMatch: cur.ETag})
 	}
 	if _, err := h.docs.Transact(t0(), part, ops); err != nil {
 		h.t.Fatalf("write operation documents: %v", err)
@@ -158,12 +167,12 @@ func (h *harness) removePool(poolID string) {
 	}
 }
 
-func (h *harness) poolResource(cluster, name string) (*api.ResourceDocument, error) {
+func (h *harness) poolResource(cluster, name string) (*armdoc.ResourceDocument, error) {
 	d, err := h.docs.Get(t0(), strings.ToLower(h.sub), strings.ToLower(h.poolResourceID(cluster, name)))
 	if err != nil {
 		return nil, err
 	}
-	var rd api.ResourceDocument
+	var rd armdoc.ResourceDocument
 	return &rd, json.Unmarshal(d.Body, &rd)
 }
 
@@ -183,14 +192,14 @@ func TestNodePoolOperationsFollowClusterService(t *testing.T) {
 			h.start(tc.cfg)
 			clusterID, clusterOp := h.createCluster("c01", 0)
 			h.feedback(clusterID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-			h.waitStatus(clusterOp, api.StateSucceeded, 10*time.Second)
+			h.waitStatus(clusterOp, armdoc.StateSucceeded, 10*time.Second)
 
 			poolID, createOp := h.createNodePool(clusterID, "c01", "np1")
 			h.poolFeedback(poolID, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_INSTALLING, Replicas: 1})
-			h.waitStatus(createOp, api.StateProvisioning, 10*time.Second)
+			h.waitStatus(createOp, armdoc.StateProvisioning, 10*time.Second)
 			h.poolFeedback(poolID, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2, CurrentVersion: "4.19.17"})
-			h.waitStatus(createOp, api.StateSucceeded, 10*time.Second)
-			if rd, err := h.poolResource("c01", "np1"); err != nil || rd.ProvisioningState != api.StateSucceeded || rd.ActiveOperationID != "" {
+			h.waitStatus(createOp, armdoc.StateSucceeded, 10*time.Second)
+			if rd, err := h.poolResource("c01", "np1"); err != nil || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
 				t.Fatalf("pool resource after create: %+v, %v", rd, err)
 			}
 
@@ -201,32 +210,32 @@ func TestNodePoolOperationsFollowClusterService(t *testing.T) {
 			}
 			spec := cur.GetSpec()
 			spec.Replicas = 3
-			updated, err := h.np.UpdateNodePool(t0(), &csv1.UpdateNodePoolRequest{Id: poolID, Spec: spec, Revision: cur.GetRevision()})
+			updated, err := h.np.UpdateNodePool(t0(), &csv1.UpdateNodePoolRequest{Id: poolID, Update: csv1.FullNodePoolUpdate(spec), Revision: cur.GetRevision()})
 			if err != nil {
 				t.Fatalf("update node pool: %v", err)
 			}
 			scaleOp := uuid.NewString()
-			h.writePoolOperation(h.poolResourceID("c01", "np1"), poolID, scaleOp, api.OperationUpdate, api.StateUpdating, updated.GetRevision(), false)
-			h.waitStatus(scaleOp, api.StateUpdating, 10*time.Second)
+			h.writePoolOperation(h.poolResourceID("c01", "np1"), poolID, scaleOp, armdoc.OperationUpdate, armdoc.StateUpdating, updated.GetSpecRevision(), false)
+			h.waitStatus(scaleOp, armdoc.StateUpdating, 10*time.Second)
 			time.Sleep(2 * tc.cfg.PollInterval)
-			if got := h.operation(scaleOp).Status; got != api.StateUpdating {
+			if got := h.operation(scaleOp).Status; got != armdoc.StateUpdating {
 				t.Fatalf("scale operation is %s while the pool still has 2 of 3 nodes", got)
 			}
 			h.poolFeedback(poolID, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 3, CurrentVersion: "4.19.17"})
-			h.waitStatus(scaleOp, api.StateSucceeded, 10*time.Second)
+			h.waitStatus(scaleOp, armdoc.StateSucceeded, 10*time.Second)
 
 			delOp := uuid.NewString()
-			h.writePoolOperation(h.poolResourceID("c01", "np1"), poolID, delOp, api.OperationDelete, api.StateDeleting, 0, false)
+			h.writePoolOperation(h.poolResourceID("c01", "np1"), poolID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false)
 			if _, err := h.np.DeleteNodePool(t0(), &csv1.DeleteNodePoolRequest{Id: poolID}); err != nil {
 				t.Fatalf("delete node pool: %v", err)
 			}
-			h.waitStatus(delOp, api.StateDeleting, 10*time.Second)
+			h.waitStatus(delOp, armdoc.StateDeleting, 10*time.Second)
 			if _, err := h.poolResource("c01", "np1"); err != nil {
 				t.Fatalf("pool document gone before Cluster Service removed the pool: %v", err)
 			}
 			h.removePool(poolID)
-			h.waitStatus(delOp, api.StateSucceeded, 10*time.Second)
-			if _, err := h.poolResource("c01", "np1"); !errors.Is(err, store.ErrNotFound) {
+			h.waitStatus(delOp, armdoc.StateSucceeded, 10*time.Second)
+			if _, err := h.poolResource("c01", "np1"); !errors.Is(err, docstore.ErrNotFound) {
 				t.Fatalf("pool document after delete: %v, want not found", err)
 			}
 			if _, err := h.resource("c01"); err != nil {
@@ -244,26 +253,26 @@ func TestClusterDeleteRemovesItsNodePools(t *testing.T) {
 	h.start(Config{ResyncPeriod: time.Minute})
 	clusterID, clusterOp := h.createCluster("c01", 0)
 	h.feedback(clusterID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-	h.waitStatus(clusterOp, api.StateSucceeded, 10*time.Second)
+	h.waitStatus(clusterOp, armdoc.StateSucceeded, 10*time.Second)
 	poolA, opA := h.createNodePool(clusterID, "c01", "npa")
 	h.poolFeedback(poolA, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2, CurrentVersion: "4.19.17"})
-	h.waitStatus(opA, api.StateSucceeded, 10*time.Second)
+	h.waitStatus(opA, armdoc.StateSucceeded, 10*time.Second)
 	poolB, opB := h.createNodePool(clusterID, "c01", "npb")
 
 	delOp := uuid.NewString()
-	h.writeOperation(h.resourceID("c01"), clusterID, delOp, api.OperationDelete, api.StateDeleting, 0, false)
+	h.writeOperation(h.resourceID("c01"), clusterID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false)
 	if _, err := h.cs.DeleteCluster(t0(), &csv1.DeleteClusterRequest{Id: clusterID}); err != nil {
 		t.Fatalf("delete cluster: %v", err)
 	}
-	if op := h.waitStatus(opB, api.StateCanceled, 10*time.Second); op.Error == nil {
+	if op := h.waitStatus(opB, armdoc.StateCanceled, 10*time.Second); op.Error == nil {
 		t.Fatalf("canceled pool create without an error")
 	}
 	h.removePool(poolA)
 	h.removePool(poolB)
 	h.removeFromClusterService(clusterID)
-	h.waitStatus(delOp, api.StateSucceeded, 10*time.Second)
+	h.waitStatus(delOp, armdoc.StateSucceeded, 10*time.Second)
 	for _, name := range []string{"npa", "npb"} {
-		if _, err := h.poolResource("c01", name); !errors.Is(err, store.ErrNotFound) {
+		if _, err := h.poolResource("c01", name); !errors.Is(err, docstore.ErrNotFound) {
 			t.Errorf("pool %s document after its cluster was deleted: %v, want not found", name, err)
 		}
 	}
@@ -276,15 +285,15 @@ func TestDeletedSubscriptionRemovesNodePools(t *testing.T) {
 	h.start(Config{ResyncPeriod: 500 * time.Millisecond})
 	clusterID, clusterOp := h.createCluster("c01", 0)
 	h.feedback(clusterID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-	h.waitStatus(clusterOp, api.StateSucceeded, 10*time.Second)
+	h.waitStatus(clusterOp, armdoc.StateSucceeded, 10*time.Second)
 	poolID, opID := h.createNodePool(clusterID, "c01", "np1")
 	h.poolFeedback(poolID, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2, CurrentVersion: "4.19.17"})
-	h.waitStatus(opID, api.StateSucceeded, 10*time.Second)
+	h.waitStatus(opID, armdoc.StateSucceeded, 10*time.Second)
 	// An orphan: a pool document of a cluster whose document is gone.
 	orphan := uuid.NewString()
-	h.writePoolOperation(h.poolResourceID("gone", "np9"), strings.ReplaceAll(uuid.NewString(), "-", ""), orphan, api.OperationCreate, api.StateSucceeded, 0, true)
+	h.writePoolOperation(h.poolResourceID("gone", "np9"), strings.ReplaceAll(uuid.NewString(), "-", ""), orphan, armdoc.OperationCreate, armdoc.StateSucceeded, 0, true)
 
-	h.setSubscription(api.SubscriptionDeleted)
+	h.setSubscription(armdoc.SubscriptionDeleted)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		c, err := h.csDB.GetCluster(t0(), clusterID)
@@ -306,7 +315,7 @@ func TestDeletedSubscriptionRemovesNodePools(t *testing.T) {
 		_, errPool := h.poolResource("c01", "np1")
 		_, errOrphan := h.poolResource("gone", "np9")
 		_, errCluster := h.resource("c01")
-		if errors.Is(errPool, store.ErrNotFound) && errors.Is(errOrphan, store.ErrNotFound) && errors.Is(errCluster, store.ErrNotFound) {
+		if errors.Is(errPool, docstore.ErrNotFound) && errors.Is(errOrphan, docstore.ErrNotFound) && errors.Is(errCluster, docstore.ErrNotFound) {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Delivery states of an operation's ARM async notification.
@@ -77,7 +77,7 @@ func (c *Controller) notifyWorker(ctx context.Context) {
 // when to try again.
 func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error) {
 	doc, err := c.store.Get(ctx, k.partition, k.id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -175,12 +175,12 @@ func (c *Controller) post(ctx context.Context, op *opRecord, partition string) e
 
 // statusBody is the ARM operation status shape (DESIGN.md §3.1).
 type statusBody struct {
-	ID        string                `json:"id"`
-	Name      string                `json:"name"`
-	Status    api.ProvisioningState `json:"status"`
-	StartTime *time.Time            `json:"startTime,omitempty"`
-	EndTime   *time.Time            `json:"endTime,omitempty"`
-	Error     *api.CloudErrorBody   `json:"error,omitempty"`
+	ID        string                   `json:"id"`
+	Name      string                   `json:"name"`
+	Status    armdoc.ProvisioningState `json:"status"`
+	StartTime *time.Time               `json:"startTime,omitempty"`
+	EndTime   *time.Time               `json:"endTime,omitempty"`
+	Error     *armdoc.CloudErrorBody   `json:"error,omitempty"`
 }
 
 func operationStatusBody(op *opRecord, partition string) statusBody {
@@ -201,12 +201,12 @@ func operationStatusBody(op *opRecord, partition string) statusBody {
 		t := op.EndTime.UTC()
 		b.EndTime = &t
 	}
-	if op.Status == api.StateFailed || op.Status == api.StateCanceled {
+	if op.Status == armdoc.StateFailed || op.Status == armdoc.StateCanceled {
 		b.Error = op.Error
 		if b.Error == nil {
-			b.Error = &api.CloudErrorBody{Code: "InternalServerError", Message: "The operation failed."}
-			if op.Status == api.StateCanceled {
-				b.Error = &api.CloudErrorBody{Code: "Canceled", Message: "The operation was canceled."}
+			b.Error = &armdoc.CloudErrorBody{Code: "InternalServerError", Message: "The operation failed."}
+			if op.Status == armdoc.StateCanceled {
+				b.Error = &armdoc.CloudErrorBody{Code: "Canceled", Message: "The operation was canceled."}
 			}
 		}
 	}
@@ -214,7 +214,7 @@ func operationStatusBody(op *opRecord, partition string) statusBody {
 }
 
 // recordNotification writes n on the operation, conditional on the document read.
-func (c *Controller) recordNotification(ctx context.Context, doc *store.Document, op *opRecord, n *notification) error {
+func (c *Controller) recordNotification(ctx context.Context, doc *docstore.Document, op *opRecord, n *notification) error {
 	op.Notification = n
 	body, err := json.Marshal(op)
 	if err != nil {
@@ -238,7 +238,7 @@ func (c *Controller) recordNotification(ctx context.Context, doc *store.Document
 func (c *Controller) recordDelivered(ctx context.Context, k opKey, n *notification) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		doc, err := c.store.Get(ctx, k.partition, k.id)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, docstore.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -252,7 +252,7 @@ func (c *Controller) recordDelivered(ctx context.Context, k opKey, n *notificati
 			return nil
 		}
 		err = c.recordNotification(ctx, doc, &op, n)
-		if !errors.Is(err, store.ErrPreconditionFailed) {
+		if !errors.Is(err, docstore.ErrPreconditionFailed) {
 			return err
 		}
 	}

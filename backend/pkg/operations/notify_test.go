@@ -11,7 +11,7 @@ import (
 	"time"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // receiver is a real HTTP server standing in for ARM's notification endpoint. It records every
@@ -96,7 +96,7 @@ func TestNotifications(t *testing.T) {
 		h.notifyURI = rcv.URL + "/notify/c01"
 		csID, opID := h.createCluster("c01", 0)
 		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage", Message: "cannot pull"})
-		h.waitStatus(opID, api.StateFailed, 10*time.Second)
+		h.waitStatus(opID, armdoc.StateFailed, 10*time.Second)
 		n := h.waitNotification(opID, notifyDelivered, 15*time.Second)
 		if n.Attempts != 3 || n.DeliveredAt == nil {
 			t.Errorf("notification record %+v, want Delivered after 3 attempts", n)
@@ -106,7 +106,7 @@ func TestNotifications(t *testing.T) {
 			t.Fatalf("receiver got %d posts, want 3 (two refused, one accepted)", len(posts))
 		}
 		last := posts[2]
-		if last.Name != opID || last.Status != api.StateFailed || last.Error == nil || last.Error.Code != "InvalidReleaseImage" || last.EndTime == nil ||
+		if last.Name != opID || last.Status != armdoc.StateFailed || last.Error == nil || last.Error.Code != "InvalidReleaseImage" || last.EndTime == nil ||
 			!strings.HasSuffix(last.ID, "/providers/Microsoft.RedHatOpenShift/locations/westus3/hcpOperationStatuses/"+opID) {
 			t.Errorf("notification body = %+v", last)
 		}
@@ -130,8 +130,8 @@ func TestNotifications(t *testing.T) {
 		time.Sleep(500 * time.Millisecond) // a's POST is hanging now
 		h.feedback(csB, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
 		h.feedback(csC, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-		h.waitStatus(opC, api.StateSucceeded, 5*time.Second)
-		h.waitStatus(opB, api.StateSucceeded, 5*time.Second)
+		h.waitStatus(opC, armdoc.StateSucceeded, 5*time.Second)
+		h.waitStatus(opB, armdoc.StateSucceeded, 5*time.Second)
 		h.waitNotification(opB, notifyDelivered, 5*time.Second)
 		if got := len(rcv.got("/notify/b")); got != 1 {
 			t.Errorf("b's receiver got %d posts, want 1", got)
@@ -143,7 +143,7 @@ func TestNotifications(t *testing.T) {
 		h.start(Config{ResyncPeriod: time.Minute})
 		csID, opID := h.createCluster("c01", 0)
 		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-		h.waitStatus(opID, api.StateSucceeded, 10*time.Second)
+		h.waitStatus(opID, armdoc.StateSucceeded, 10*time.Second)
 		d, _ := h.docs.Get(t0(), strings.ToLower(h.sub), opID)
 		if strings.Contains(string(d.Body), `"notification"`) {
 			t.Errorf("operation without a notification URI has a notification record: %s", d.Body)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store/postgres"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 )
 
 // replica is one backend replica as cmd/backend wires it: its own connection pool to the
@@ -70,7 +70,7 @@ func TestTwoReplicasHandOverWithoutProcessingAnythingTwice(t *testing.T) {
 		h.feedback(ids[i], &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
 	}
 	for i := range n / 2 {
-		h.waitStatus(ops[i], api.StateSucceeded, 10*time.Second)
+		h.waitStatus(ops[i], armdoc.StateSucceeded, 10*time.Second)
 	}
 	if b.leading(t) {
 		t.Fatal("b leads while a holds the lease")
@@ -89,7 +89,7 @@ func TestTwoReplicasHandOverWithoutProcessingAnythingTwice(t *testing.T) {
 		t.Error("a still reports itself leader after b took over")
 	}
 	for i := n / 2; i < n; i++ {
-		h.waitStatus(ops[i], api.StateSucceeded, 15*time.Second)
+		h.waitStatus(ops[i], armdoc.StateSucceeded, 15*time.Second)
 	}
 	for i := range n {
 		h.waitNotification(ops[i], notifyDelivered, 15*time.Second)

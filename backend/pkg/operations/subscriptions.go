@@ -14,9 +14,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // clusterType is the ARM type of the resources the backend deletes through Cluster Service.
@@ -57,21 +57,21 @@ func (c *Controller) subscriptionWorker(ctx context.Context) {
 // being deleted. It returns when to look again (while anything is left).
 func (c *Controller) ReconcileSubscription(ctx context.Context, partition string) (time.Duration, error) {
 	subDoc, err := c.store.Get(ctx, partition, "/subscriptions/"+partition)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, fmt.Errorf("get subscription %s: %w", partition, err)
 	}
-	var sub api.SubscriptionDocument
+	var sub armdoc.SubscriptionDocument
 	if err := json.Unmarshal(subDoc.Body, &sub); err != nil {
 		return 0, fmt.Errorf("decode subscription %s: %w", partition, err)
 	}
-	if sub.State != api.SubscriptionDeleted {
+	if sub.State != armdoc.SubscriptionDeleted {
 		return 0, nil
 	}
 	left := 0
-	q := store.Query{Partition: partition, Type: store.TypeResource, Limit: feedPage}
+	q := docstore.Query{Partition: partition, Type: docstore.TypeResource, Limit: feedPage}
 	for {
 		page, err := c.store.Query(ctx, q)
 		if err != nil {
@@ -127,16 +127,16 @@ func isCluster(rid string) bool {
 // left to finish (Cluster Service is asked again, which is idempotent); anything else gets a new
 // Delete operation, recorded with the resource in one transaction, and a running create or
 // update is canceled.
-func (c *Controller) deleteForSubscription(ctx context.Context, d *store.Document) error {
-	var rd api.ResourceDocument
+func (c *Controller) deleteForSubscription(ctx context.Context, d *docstore.Document) error {
+	var rd armdoc.ResourceDocument
 	if err := json.Unmarshal(d.Body, &rd); err != nil {
 		return fmt.Errorf("decode resource %s: %w", d.ID, err)
 	}
-	ops := []store.TxOp{}
+	ops := []docstore.TxOp{}
 	now := c.now().UTC()
 	if rd.ActiveOperationID != "" {
 		cur, err := c.store.Get(ctx, d.PartitionKey, rd.ActiveOperationID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 			return fmt.Errorf("get operation %s: %w", rd.ActiveOperationID, err)
 		}
 		if cur != nil {
@@ -144,12 +144,12 @@ func (c *Controller) deleteForSubscription(ctx context.Context, d *store.Documen
 			if err := json.Unmarshal(cur.Body, &op); err != nil {
 				return fmt.Errorf("decode operation %s: %w", rd.ActiveOperationID, err)
 			}
-			if !op.Status.Terminal() && op.Request == api.OperationDelete {
+			if !op.Status.Terminal() && op.Request == armdoc.OperationDelete {
 				return c.csDelete(ctx, rd.InternalID, op.CorrelationID)
 			}
 			if !op.Status.Terminal() {
-				op.Status, op.LastTransitionTime, op.EndTime = api.StateCanceled, now, &now
-				op.Error = &api.CloudErrorBody{Code: "Canceled", Message: "The operation was canceled because the subscription was deleted."}
+				op.Status, op.LastTransitionTime, op.EndTime = armdoc.StateCanceled, now, &now
+				op.Error = &armdoc.CloudErrorBody{Code: "Canceled", Message: "The operation was canceled because the subscription was deleted."}
 				if op.NotificationURI != "" && op.Notification == nil {
 					op.Notification = &notification{State: notifyPending}
 				}
@@ -159,22 +159,22 @@ func (c *Controller) deleteForSubscription(ctx context.Context, d *store.Documen
 				}
 				next := *cur
 				next.Body = body
-				ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: &next, IfMatch: cur.ETag})
+				ops = append(ops, docstore.TxOp{Kind: docstore.TxReplace, Doc: &next, IfMatch: cur.ETag})
 			}
 		}
 	}
 	opID := uuid.NewString()
 	correlation := uuid.NewString()
-	op := api.OperationDocument{
-		ID: opID, Request: api.OperationDelete, ExternalID: rd.ResourceID, InternalID: rd.InternalID,
-		Location: rd.Location, Status: api.StateDeleting, StartTime: now, LastTransitionTime: now,
+	op := armdoc.OperationDocument{
+		ID: opID, Request: armdoc.OperationDelete, ExternalID: rd.ResourceID, InternalID: rd.InternalID,
+		Location: rd.Location, Status: armdoc.StateDeleting, StartTime: now, LastTransitionTime: now,
 		CorrelationID: correlation,
 	}
 	opBody, err := json.Marshal(op)
 	if err != nil {
 		return err
 	}
-	rd.ProvisioningState = api.StateDeleting
+	rd.ProvisioningState = armdoc.StateDeleting
 	rd.ActiveOperationID = opID
 	resBody, err := json.Marshal(rd)
 	if err != nil {
@@ -183,8 +183,8 @@ func (c *Controller) deleteForSubscription(ctx context.Context, d *store.Documen
 	res := *d
 	res.Body = resBody
 	ops = append(ops,
-		store.TxOp{Kind: store.TxReplace, Doc: &res, IfMatch: d.ETag},
-		store.TxOp{Kind: store.TxCreate, Doc: &store.Document{PartitionKey: d.PartitionKey, ID: opID, Type: store.TypeOperation,
+		docstore.TxOp{Kind: docstore.TxReplace, Doc: &res, IfMatch: d.ETag},
+		docstore.TxOp{Kind: docstore.TxCreate, Doc: &docstore.Document{PartitionKey: d.PartitionKey, ID: opID, Type: docstore.TypeOperation,
 			ResourceID: d.ResourceID, Body: opBody, TTL: c.cfg.OperationTTL}},
 	)
 	wctx, cancel, err := c.guard(ctx)
@@ -197,7 +197,7 @@ func (c *Controller) deleteForSubscription(ctx context.Context, d *store.Documen
 	}
 	c.metrics.cascadeDelete()
 	c.log.Info("deleting cluster of deleted subscription", "resource", rd.ResourceID, "clusterID", rd.InternalID, "operation", opID, "correlationID", correlation)
-	c.track(opKey{d.PartitionKey, opID}, rd.InternalID, api.OperationDelete)
+	c.track(opKey{d.PartitionKey, opID}, rd.InternalID, armdoc.OperationDelete, now)
 	if err := c.csDelete(ctx, rd.InternalID, correlation); err != nil {
 		return err
 	}

@@ -8,19 +8,19 @@ import (
 	"time"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
-func (h *harness) setSubscription(state api.SubscriptionState) {
+func (h *harness) setSubscription(state armdoc.SubscriptionState) {
 	h.t.Helper()
 	part := strings.ToLower(h.sub)
-	body, _ := json.Marshal(api.SubscriptionDocument{ID: h.sub, State: state})
+	body, _ := json.Marshal(armdoc.SubscriptionDocument{ID: h.sub, State: state})
 	id := "/subscriptions/" + part
 	cur, err := h.docs.Get(t0(), part, id)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		_, err = h.docs.Create(t0(), &store.Document{PartitionKey: part, ID: id, Type: store.TypeSubscription, ResourceID: id, Body: body})
+	case errors.Is(err, docstore.ErrNotFound):
+		_, err = h.docs.Create(t0(), &docstore.Document{PartitionKey: part, ID: id, Type: docstore.TypeSubscription, ResourceID: id, Body: body})
 	case err == nil:
 		next := *cur
 		next.Body = body
@@ -55,14 +55,14 @@ func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 	// to Cluster Service.
 	readyID, readyOp := h.createCluster("ready", 0)
 	h.feedback(readyID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-	h.waitStatus(readyOp, api.StateSucceeded, 10*time.Second)
+	h.waitStatus(readyOp, armdoc.StateSucceeded, 10*time.Second)
 	busyID, busyOp := h.createCluster("busy", 0)
-	h.waitStatus(busyOp, api.StateProvisioning, 10*time.Second)
+	h.waitStatus(busyOp, armdoc.StateProvisioning, 10*time.Second)
 	orphanOp := "00000000-0000-4000-8000-000000000001"
-	h.writeOperation(h.resourceID("orphan"), "0123456789abcdefghijklmnopqrstuv", orphanOp, api.OperationCreate, api.StateAccepted, 0, true)
-	h.setSubscription(api.SubscriptionRegistered)
+	h.writeOperation(h.resourceID("orphan"), "0123456789abcdefghijklmnopqrstuv", orphanOp, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
+	h.setSubscription(armdoc.SubscriptionRegistered)
 
-	h.setSubscription(api.SubscriptionDeleted)
+	h.setSubscription(armdoc.SubscriptionDeleted)
 
 	// Each resource gets a Delete operation and Cluster Service is asked to delete it.
 	deletes := map[string]string{}
@@ -70,16 +70,16 @@ func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 	for _, name := range []string{"ready", "busy", "orphan"} {
 		for {
 			rd, err := h.resource(name)
-			if errors.Is(err, store.ErrNotFound) && name == "orphan" {
+			if errors.Is(err, docstore.ErrNotFound) && name == "orphan" {
 				break // Cluster Service never knew it: its delete finished at once
 			}
 			if err != nil {
 				t.Fatalf("resource %s: %v", name, err)
 			}
 			if rd.ActiveOperationID != "" {
-				if op := h.operation(rd.ActiveOperationID); op.Request == api.OperationDelete {
+				if op := h.operation(rd.ActiveOperationID); op.Request == armdoc.OperationDelete {
 					deletes[name] = op.ID
-					if rd.ProvisioningState != api.StateDeleting {
+					if rd.ProvisioningState != armdoc.StateDeleting {
 						t.Errorf("resource %s is %s while deleted, want Deleting", name, rd.ProvisioningState)
 					}
 					break
@@ -91,7 +91,7 @@ func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if op := h.operation(busyOp); op.Status != api.StateCanceled || op.Error == nil {
+	if op := h.operation(busyOp); op.Status != armdoc.StateCanceled || op.Error == nil {
 		t.Errorf("the create running when the subscription was deleted is %s (%+v), want Canceled with an error", op.Status, op.Error)
 	}
 	// The documents are recorded first, then Cluster Service is called.
@@ -104,12 +104,12 @@ func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 	h.removeFromClusterService(readyID)
 	h.removeFromClusterService(busyID)
 	for _, name := range []string{"ready", "busy"} {
-		h.waitStatus(deletes[name], api.StateSucceeded, 10*time.Second)
-		if _, err := h.resource(name); !errors.Is(err, store.ErrNotFound) {
+		h.waitStatus(deletes[name], armdoc.StateSucceeded, 10*time.Second)
+		if _, err := h.resource(name); !errors.Is(err, docstore.ErrNotFound) {
 			t.Errorf("resource %s after its delete: %v, want not found", name, err)
 		}
 	}
-	if _, err := h.resource("orphan"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := h.resource("orphan"); !errors.Is(err, docstore.ErrNotFound) {
 		t.Errorf("orphan resource after the cascade: %v, want not found", err)
 	}
 	if got := metricValue(t, reg, "backend_subscription_cascade_deletes_total"); got != 3 {
@@ -122,11 +122,11 @@ func TestRegisteredSubscriptionIsLeftAlone(t *testing.T) {
 	h.start(Config{ResyncPeriod: time.Second})
 	csID, opID := h.createCluster("c01", 0)
 	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-	h.waitStatus(opID, api.StateSucceeded, 10*time.Second)
-	h.setSubscription(api.SubscriptionSuspended)
+	h.waitStatus(opID, armdoc.StateSucceeded, 10*time.Second)
+	h.setSubscription(armdoc.SubscriptionSuspended)
 	time.Sleep(3 * time.Second) // a few resyncs
 	rd, err := h.resource("c01")
-	if err != nil || rd.ActiveOperationID != "" || rd.ProvisioningState != api.StateSucceeded {
+	if err != nil || rd.ActiveOperationID != "" || rd.ProvisioningState != armdoc.StateSucceeded {
 		t.Fatalf("resource of a suspended subscription: %+v %v, want Succeeded with no operation", rd, err)
 	}
 }

@@ -62,10 +62,10 @@ func TestARMPath(t *testing.T) {
 		{&CreateNodePoolRequest{}, "node_pool.spec.platform.os_disk_size_gib", "properties.platform.osDisk.sizeGiB"},
 		{&CreateNodePoolRequest{}, "node_pool.spec.labels", "properties.labels"},
 		{&CreateNodePoolRequest{}, "node_pool.spec.labels.team", "properties.labels.team"},
-		{&UpdateNodePoolRequest{}, "spec.autoscaling.max", "properties.autoScaling.max"},
+		{&UpdateNodePoolRequest{}, "update.autoscaling.max", "properties.autoScaling.max"},
 		{&CreateExternalAuthRequest{}, "external_auth.spec.clients[0].component_namespace", "properties.clients[0].component.authClientNamespace"},
-		{&UpdateExternalAuthRequest{}, "spec.validation_rules[1].required_value", "properties.claim.validationRules[1].requiredClaim.requiredValue"},
-		{&UpdateExternalAuthRequest{}, "spec.issuer.audiences[2]", "properties.issuer.audiences[2]"},
+		{&UpdateExternalAuthRequest{}, "update.validation_rules.values[1].required_value", "properties.claim.validationRules[1].requiredClaim.requiredValue"},
+		{&UpdateExternalAuthRequest{}, "update.issuer.audiences[2]", "properties.issuer.audiences[2]"},
 		{&RequestCredentialRequest{}, "certificate_signing_request", "certificateSigningRequest"},
 		{&RequestCredentialRequest{}, "cluster_id", ""},
 	}

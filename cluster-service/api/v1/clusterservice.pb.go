@@ -397,7 +397,11 @@ type Cluster struct {
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// namespace on the management cluster that holds the HostedCluster.
-	Namespace     string `protobuf:"bytes,9,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Namespace string `protobuf:"bytes,9,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// spec_revision is the revision of the last change to the spec (like Kubernetes'
+	// metadata.generation, but from the revision sequence): status writes move revision, never
+	// spec_revision. UpdateCluster's answer carries the spec_revision a caller waits for.
+	SpecRevision  int64 `protobuf:"varint,10,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -495,6 +499,13 @@ func (x *Cluster) GetNamespace() string {
 	return ""
 }
 
+func (x *Cluster) GetSpecRevision() int64 {
+	if x != nil {
+		return x.SpecRevision
+	}
+	return 0
+}
+
 type ClusterSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// version_id is the OpenShift version, e.g. "4.19.7".
@@ -546,7 +557,12 @@ type ClusterSpec struct {
 	// spec.issuerURL. Set by Cluster Service at create, never by the caller:
 	// <--oidc-issuer-base-url>/<cluster id>. Immutable (so is HyperShift's field); empty for a
 	// cluster created before Cluster Service chose issuers (HyperShift's in-cluster default).
-	IssuerUrl     string `protobuf:"bytes,18,opt,name=issuer_url,json=issuerUrl,proto3" json:"issuer_url,omitempty"`
+	IssuerUrl string `protobuf:"bytes,18,opt,name=issuer_url,json=issuerUrl,proto3" json:"issuer_url,omitempty"`
+	// paused_until pauses HyperShift's reconciliation of the cluster: spec.pausedUntil of the
+	// HostedCluster and of every NodePool. "true" pauses until it is removed, an RFC 3339 time
+	// until then; empty reconciles. Set through UpdateCluster by SREs (the admin API), never
+	// from ARM.
+	PausedUntil   string `protobuf:"bytes,19,opt,name=paused_until,json=pausedUntil,proto3" json:"paused_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -703,6 +719,13 @@ func (x *ClusterSpec) GetEtcdEncryptionBackupKeyId() string {
 func (x *ClusterSpec) GetIssuerUrl() string {
 	if x != nil {
 		return x.IssuerUrl
+	}
+	return ""
+}
+
+func (x *ClusterSpec) GetPausedUntil() string {
+	if x != nil {
+		return x.PausedUntil
 	}
 	return ""
 }
@@ -1148,9 +1171,14 @@ type ClusterStatus struct {
 	Applied bool `protobuf:"varint,8,opt,name=applied,proto3" json:"applied,omitempty"`
 	// upgrade is the cluster's newest control-plane upgrade policy, if it ever had one; it
 	// changes in the same revision as the policy.
-	Upgrade       *UpgradePolicy `protobuf:"bytes,9,opt,name=upgrade,proto3" json:"upgrade,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Upgrade *UpgradePolicy `protobuf:"bytes,9,opt,name=upgrade,proto3" json:"upgrade,omitempty"`
+	// observed_revision is the spec_revision of the spec this status was derived from (like
+	// Kubernetes' observedGeneration): a change is done when state is READY and
+	// observed_revision >= the spec_revision the change's call returned. 0: no status derived
+	// since the cluster was stored (or before Cluster Service stamped it).
+	ObservedRevision int64 `protobuf:"varint,10,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ClusterStatus) Reset() {
@@ -1244,6 +1272,13 @@ func (x *ClusterStatus) GetUpgrade() *UpgradePolicy {
 		return x.Upgrade
 	}
 	return nil
+}
+
+func (x *ClusterStatus) GetObservedRevision() int64 {
+	if x != nil {
+		return x.ObservedRevision
+	}
+	return 0
 }
 
 type Condition struct {
@@ -1961,6 +1996,8 @@ type NodePool struct {
 	Revision      int64                  `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
 	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// spec_revision: as Cluster.spec_revision.
+	SpecRevision  int64 `protobuf:"varint,9,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2049,6 +2086,13 @@ func (x *NodePool) GetUpdateTime() *timestamppb.Timestamp {
 		return x.UpdateTime
 	}
 	return nil
+}
+
+func (x *NodePool) GetSpecRevision() int64 {
+	if x != nil {
+		return x.SpecRevision
+	}
+	return 0
 }
 
 type NodePoolSpec struct {
@@ -2404,8 +2448,10 @@ type NodePoolStatus struct {
 	// current_version is the NodePool's status.version.
 	CurrentVersion string `protobuf:"bytes,6,opt,name=current_version,json=currentVersion,proto3" json:"current_version,omitempty"`
 	Applied        bool   `protobuf:"varint,7,opt,name=applied,proto3" json:"applied,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// observed_revision: as ClusterStatus.observed_revision.
+	ObservedRevision int64 `protobuf:"varint,8,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *NodePoolStatus) Reset() {
@@ -2485,6 +2531,13 @@ func (x *NodePoolStatus) GetApplied() bool {
 		return x.Applied
 	}
 	return false
+}
+
+func (x *NodePoolStatus) GetObservedRevision() int64 {
+	if x != nil {
+		return x.ObservedRevision
+	}
+	return 0
 }
 
 type CreateNodePoolRequest struct {
@@ -2666,9 +2719,9 @@ func (x *ListNodePoolsResponse) GetNodePools() []*NodePool {
 type UpdateNodePoolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Spec  *NodePoolSpec          `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
 	// revision, when not 0, makes the update conditional on the node pool's current revision.
-	Revision      int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision      int64           `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Update        *NodePoolUpdate `protobuf:"bytes,4,opt,name=update,proto3" json:"update,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2710,16 +2763,293 @@ func (x *UpdateNodePoolRequest) GetId() string {
 	return ""
 }
 
-func (x *UpdateNodePoolRequest) GetSpec() *NodePoolSpec {
+func (x *UpdateNodePoolRequest) GetRevision() int64 {
 	if x != nil {
-		return x.Spec
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *UpdateNodePoolRequest) GetUpdate() *NodePoolUpdate {
+	if x != nil {
+		return x.Update
 	}
 	return nil
 }
 
-func (x *UpdateNodePoolRequest) GetRevision() int64 {
+// NodePoolUpdate holds the fields UpdateNodePool may change; an unset field is left as it is.
+// Field names are NodePoolSpec's, so a violation of the merged spec names the request's field.
+// A full update (every field set; csv1.FullNodePoolUpdate) is how an ARM PUT replaces them.
+type NodePoolUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version_id: "4.19" or "4.19.7", resolved along the catalogue's upgrade edges; "" leaves it.
+	VersionId string `protobuf:"bytes,1,opt,name=version_id,json=versionId,proto3" json:"version_id,omitempty"`
+	// channel_group: "" leaves it.
+	ChannelGroup string `protobuf:"bytes,2,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
+	// scaling, when set, replaces both: a fixed count (autoscaling removed) or an autoscaling
+	// range (replicas 0).
+	//
+	// Types that are valid to be assigned to Scaling:
+	//
+	//	*NodePoolUpdate_Replicas
+	//	*NodePoolUpdate_Autoscaling
+	Scaling isNodePoolUpdate_Scaling `protobuf_oneof:"scaling"`
+	// labels, when set, replaces the node labels; an empty map removes them all.
+	Labels *StringMap `protobuf:"bytes,5,opt,name=labels,proto3" json:"labels,omitempty"`
+	// taints, when set, replaces the taints; an empty list removes them all.
+	Taints     *Taints `protobuf:"bytes,6,opt,name=taints,proto3" json:"taints,omitempty"`
+	AutoRepair *bool   `protobuf:"varint,7,opt,name=auto_repair,json=autoRepair,proto3,oneof" json:"auto_repair,omitempty"`
+	// node_drain_timeout_minutes, when set, replaces the pool's; with no value the pool follows
+	// the cluster's again.
+	NodeDrainTimeoutMinutes *OptionalInt32 `protobuf:"bytes,8,opt,name=node_drain_timeout_minutes,json=nodeDrainTimeoutMinutes,proto3" json:"node_drain_timeout_minutes,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *NodePoolUpdate) Reset() {
+	*x = NodePoolUpdate{}
+	mi := &file_v1_clusterservice_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodePoolUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodePoolUpdate) ProtoMessage() {}
+
+func (x *NodePoolUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[32]
 	if x != nil {
-		return x.Revision
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodePoolUpdate.ProtoReflect.Descriptor instead.
+func (*NodePoolUpdate) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *NodePoolUpdate) GetVersionId() string {
+	if x != nil {
+		return x.VersionId
+	}
+	return ""
+}
+
+func (x *NodePoolUpdate) GetChannelGroup() string {
+	if x != nil {
+		return x.ChannelGroup
+	}
+	return ""
+}
+
+func (x *NodePoolUpdate) GetScaling() isNodePoolUpdate_Scaling {
+	if x != nil {
+		return x.Scaling
+	}
+	return nil
+}
+
+func (x *NodePoolUpdate) GetReplicas() int32 {
+	if x != nil {
+		if x, ok := x.Scaling.(*NodePoolUpdate_Replicas); ok {
+			return x.Replicas
+		}
+	}
+	return 0
+}
+
+func (x *NodePoolUpdate) GetAutoscaling() *NodePoolAutoscaling {
+	if x != nil {
+		if x, ok := x.Scaling.(*NodePoolUpdate_Autoscaling); ok {
+			return x.Autoscaling
+		}
+	}
+	return nil
+}
+
+func (x *NodePoolUpdate) GetLabels() *StringMap {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *NodePoolUpdate) GetTaints() *Taints {
+	if x != nil {
+		return x.Taints
+	}
+	return nil
+}
+
+func (x *NodePoolUpdate) GetAutoRepair() bool {
+	if x != nil && x.AutoRepair != nil {
+		return *x.AutoRepair
+	}
+	return false
+}
+
+func (x *NodePoolUpdate) GetNodeDrainTimeoutMinutes() *OptionalInt32 {
+	if x != nil {
+		return x.NodeDrainTimeoutMinutes
+	}
+	return nil
+}
+
+type isNodePoolUpdate_Scaling interface {
+	isNodePoolUpdate_Scaling()
+}
+
+type NodePoolUpdate_Replicas struct {
+	Replicas int32 `protobuf:"varint,3,opt,name=replicas,proto3,oneof"`
+}
+
+type NodePoolUpdate_Autoscaling struct {
+	Autoscaling *NodePoolAutoscaling `protobuf:"bytes,4,opt,name=autoscaling,proto3,oneof"`
+}
+
+func (*NodePoolUpdate_Replicas) isNodePoolUpdate_Scaling() {}
+
+func (*NodePoolUpdate_Autoscaling) isNodePoolUpdate_Scaling() {}
+
+// StringMap wraps a map so an update can tell "replace with empty" from "leave as it is".
+type StringMap struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        map[string]string      `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StringMap) Reset() {
+	*x = StringMap{}
+	mi := &file_v1_clusterservice_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StringMap) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StringMap) ProtoMessage() {}
+
+func (x *StringMap) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StringMap.ProtoReflect.Descriptor instead.
+func (*StringMap) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *StringMap) GetValues() map[string]string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type Taints struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []*Taint               `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Taints) Reset() {
+	*x = Taints{}
+	mi := &file_v1_clusterservice_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Taints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Taints) ProtoMessage() {}
+
+func (x *Taints) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Taints.ProtoReflect.Descriptor instead.
+func (*Taints) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *Taints) GetValues() []*Taint {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// OptionalInt32 wraps an optional value so an update can tell "clear" (set, no value) from
+// "leave as it is" (unset).
+type OptionalInt32 struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Value         *int32                 `protobuf:"varint,1,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OptionalInt32) Reset() {
+	*x = OptionalInt32{}
+	mi := &file_v1_clusterservice_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OptionalInt32) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OptionalInt32) ProtoMessage() {}
+
+func (x *OptionalInt32) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OptionalInt32.ProtoReflect.Descriptor instead.
+func (*OptionalInt32) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *OptionalInt32) GetValue() int32 {
+	if x != nil && x.Value != nil {
+		return *x.Value
 	}
 	return 0
 }
@@ -2733,7 +3063,7 @@ type DeleteNodePoolRequest struct {
 
 func (x *DeleteNodePoolRequest) Reset() {
 	*x = DeleteNodePoolRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[32]
+	mi := &file_v1_clusterservice_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2745,7 +3075,7 @@ func (x *DeleteNodePoolRequest) String() string {
 func (*DeleteNodePoolRequest) ProtoMessage() {}
 
 func (x *DeleteNodePoolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[32]
+	mi := &file_v1_clusterservice_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2758,7 +3088,7 @@ func (x *DeleteNodePoolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteNodePoolRequest.ProtoReflect.Descriptor instead.
 func (*DeleteNodePoolRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{32}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeleteNodePoolRequest) GetId() string {
@@ -2777,7 +3107,7 @@ type WatchNodePoolsRequest struct {
 
 func (x *WatchNodePoolsRequest) Reset() {
 	*x = WatchNodePoolsRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[33]
+	mi := &file_v1_clusterservice_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2789,7 +3119,7 @@ func (x *WatchNodePoolsRequest) String() string {
 func (*WatchNodePoolsRequest) ProtoMessage() {}
 
 func (x *WatchNodePoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[33]
+	mi := &file_v1_clusterservice_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2802,7 +3132,7 @@ func (x *WatchNodePoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchNodePoolsRequest.ProtoReflect.Descriptor instead.
 func (*WatchNodePoolsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{33}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchNodePoolsRequest) GetSinceRevision() int64 {
@@ -2823,7 +3153,7 @@ type NodePoolEvent struct {
 
 func (x *NodePoolEvent) Reset() {
 	*x = NodePoolEvent{}
-	mi := &file_v1_clusterservice_proto_msgTypes[34]
+	mi := &file_v1_clusterservice_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +3165,7 @@ func (x *NodePoolEvent) String() string {
 func (*NodePoolEvent) ProtoMessage() {}
 
 func (x *NodePoolEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[34]
+	mi := &file_v1_clusterservice_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +3178,7 @@ func (x *NodePoolEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePoolEvent.ProtoReflect.Descriptor instead.
 func (*NodePoolEvent) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{34}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *NodePoolEvent) GetType() EventType {
@@ -2888,7 +3218,7 @@ type Version struct {
 
 func (x *Version) Reset() {
 	*x = Version{}
-	mi := &file_v1_clusterservice_proto_msgTypes[35]
+	mi := &file_v1_clusterservice_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2900,7 +3230,7 @@ func (x *Version) String() string {
 func (*Version) ProtoMessage() {}
 
 func (x *Version) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[35]
+	mi := &file_v1_clusterservice_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3243,7 @@ func (x *Version) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Version.ProtoReflect.Descriptor instead.
 func (*Version) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{35}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Version) GetId() string {
@@ -2960,7 +3290,7 @@ type ListVersionsRequest struct {
 
 func (x *ListVersionsRequest) Reset() {
 	*x = ListVersionsRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[36]
+	mi := &file_v1_clusterservice_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2972,7 +3302,7 @@ func (x *ListVersionsRequest) String() string {
 func (*ListVersionsRequest) ProtoMessage() {}
 
 func (x *ListVersionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[36]
+	mi := &file_v1_clusterservice_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2985,7 +3315,7 @@ func (x *ListVersionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVersionsRequest.ProtoReflect.Descriptor instead.
 func (*ListVersionsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{36}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListVersionsRequest) GetChannelGroup() string {
@@ -3004,7 +3334,7 @@ type ListVersionsResponse struct {
 
 func (x *ListVersionsResponse) Reset() {
 	*x = ListVersionsResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[37]
+	mi := &file_v1_clusterservice_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3016,7 +3346,7 @@ func (x *ListVersionsResponse) String() string {
 func (*ListVersionsResponse) ProtoMessage() {}
 
 func (x *ListVersionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[37]
+	mi := &file_v1_clusterservice_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3029,7 +3359,7 @@ func (x *ListVersionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListVersionsResponse.ProtoReflect.Descriptor instead.
 func (*ListVersionsResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{37}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListVersionsResponse) GetVersions() []*Version {
@@ -3049,7 +3379,7 @@ type GetVersionRequest struct {
 
 func (x *GetVersionRequest) Reset() {
 	*x = GetVersionRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[38]
+	mi := &file_v1_clusterservice_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3391,7 @@ func (x *GetVersionRequest) String() string {
 func (*GetVersionRequest) ProtoMessage() {}
 
 func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[38]
+	mi := &file_v1_clusterservice_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3404,7 @@ func (x *GetVersionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetVersionRequest.ProtoReflect.Descriptor instead.
 func (*GetVersionRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{38}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetVersionRequest) GetId() string {
@@ -3106,7 +3436,7 @@ type UpdateClusterRequest struct {
 
 func (x *UpdateClusterRequest) Reset() {
 	*x = UpdateClusterRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[39]
+	mi := &file_v1_clusterservice_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3118,7 +3448,7 @@ func (x *UpdateClusterRequest) String() string {
 func (*UpdateClusterRequest) ProtoMessage() {}
 
 func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[39]
+	mi := &file_v1_clusterservice_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3131,7 +3461,7 @@ func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterRequest.ProtoReflect.Descriptor instead.
 func (*UpdateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{39}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpdateClusterRequest) GetId() string {
@@ -3185,13 +3515,18 @@ type ClusterUpdate struct {
 	// spec.platform.azure.azureAuthenticationConfig.workloadIdentities changes in place; the
 	// update is a configuration change (UPDATING until HyperShift has reconciled it).
 	WorkloadIdentities *AzureWorkloadIdentities `protobuf:"bytes,8,opt,name=workload_identities,json=workloadIdentities,proto3" json:"workload_identities,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// paused_until, when set, replaces the spec's paused_until: "true" or an RFC 3339 time pauses
+	// HyperShift's reconciliation of the cluster and its node pools, "" resumes it. A configuration
+	// change: the cluster is UPDATING until HyperShift has reconciled it, which a paused cluster
+	// does only once resumed.
+	PausedUntil   *string `protobuf:"bytes,9,opt,name=paused_until,json=pausedUntil,proto3,oneof" json:"paused_until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterUpdate) Reset() {
 	*x = ClusterUpdate{}
-	mi := &file_v1_clusterservice_proto_msgTypes[40]
+	mi := &file_v1_clusterservice_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3203,7 +3538,7 @@ func (x *ClusterUpdate) String() string {
 func (*ClusterUpdate) ProtoMessage() {}
 
 func (x *ClusterUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[40]
+	mi := &file_v1_clusterservice_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3216,7 +3551,7 @@ func (x *ClusterUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterUpdate.ProtoReflect.Descriptor instead.
 func (*ClusterUpdate) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{40}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ClusterUpdate) GetVersionId() string {
@@ -3275,6 +3610,13 @@ func (x *ClusterUpdate) GetWorkloadIdentities() *AzureWorkloadIdentities {
 	return nil
 }
 
+func (x *ClusterUpdate) GetPausedUntil() string {
+	if x != nil && x.PausedUntil != nil {
+		return *x.PausedUntil
+	}
+	return ""
+}
+
 // StringList wraps a list so an update can tell "replace with empty" from "leave as it is".
 type StringList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3285,7 +3627,7 @@ type StringList struct {
 
 func (x *StringList) Reset() {
 	*x = StringList{}
-	mi := &file_v1_clusterservice_proto_msgTypes[41]
+	mi := &file_v1_clusterservice_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3297,7 +3639,7 @@ func (x *StringList) String() string {
 func (*StringList) ProtoMessage() {}
 
 func (x *StringList) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[41]
+	mi := &file_v1_clusterservice_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3310,7 +3652,7 @@ func (x *StringList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StringList.ProtoReflect.Descriptor instead.
 func (*StringList) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{41}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *StringList) GetValues() []string {
@@ -3329,7 +3671,7 @@ type ImageDigestMirrors struct {
 
 func (x *ImageDigestMirrors) Reset() {
 	*x = ImageDigestMirrors{}
-	mi := &file_v1_clusterservice_proto_msgTypes[42]
+	mi := &file_v1_clusterservice_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3683,7 @@ func (x *ImageDigestMirrors) String() string {
 func (*ImageDigestMirrors) ProtoMessage() {}
 
 func (x *ImageDigestMirrors) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[42]
+	mi := &file_v1_clusterservice_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3696,7 @@ func (x *ImageDigestMirrors) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageDigestMirrors.ProtoReflect.Descriptor instead.
 func (*ImageDigestMirrors) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{42}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ImageDigestMirrors) GetMirrors() []*ImageDigestMirror {
@@ -3387,7 +3729,7 @@ type UpgradePolicy struct {
 
 func (x *UpgradePolicy) Reset() {
 	*x = UpgradePolicy{}
-	mi := &file_v1_clusterservice_proto_msgTypes[43]
+	mi := &file_v1_clusterservice_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3741,7 @@ func (x *UpgradePolicy) String() string {
 func (*UpgradePolicy) ProtoMessage() {}
 
 func (x *UpgradePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[43]
+	mi := &file_v1_clusterservice_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3754,7 @@ func (x *UpgradePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpgradePolicy.ProtoReflect.Descriptor instead.
 func (*UpgradePolicy) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{43}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *UpgradePolicy) GetId() string {
@@ -3511,7 +3853,7 @@ type CreateUpgradePolicyRequest struct {
 
 func (x *CreateUpgradePolicyRequest) Reset() {
 	*x = CreateUpgradePolicyRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[44]
+	mi := &file_v1_clusterservice_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3523,7 +3865,7 @@ func (x *CreateUpgradePolicyRequest) String() string {
 func (*CreateUpgradePolicyRequest) ProtoMessage() {}
 
 func (x *CreateUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[44]
+	mi := &file_v1_clusterservice_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3536,7 +3878,7 @@ func (x *CreateUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateUpgradePolicyRequest.ProtoReflect.Descriptor instead.
 func (*CreateUpgradePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{44}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CreateUpgradePolicyRequest) GetClusterId() string {
@@ -3576,7 +3918,7 @@ type GetUpgradePolicyRequest struct {
 
 func (x *GetUpgradePolicyRequest) Reset() {
 	*x = GetUpgradePolicyRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[45]
+	mi := &file_v1_clusterservice_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3588,7 +3930,7 @@ func (x *GetUpgradePolicyRequest) String() string {
 func (*GetUpgradePolicyRequest) ProtoMessage() {}
 
 func (x *GetUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[45]
+	mi := &file_v1_clusterservice_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3601,12 +3943,65 @@ func (x *GetUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUpgradePolicyRequest.ProtoReflect.Descriptor instead.
 func (*GetUpgradePolicyRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{45}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetUpgradePolicyRequest) GetId() string {
 	if x != nil {
 		return x.Id
+	}
+	return ""
+}
+
+type CancelUpgradePolicyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// reason is required; it goes into the policy's message.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelUpgradePolicyRequest) Reset() {
+	*x = CancelUpgradePolicyRequest{}
+	mi := &file_v1_clusterservice_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelUpgradePolicyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelUpgradePolicyRequest) ProtoMessage() {}
+
+func (x *CancelUpgradePolicyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_clusterservice_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelUpgradePolicyRequest.ProtoReflect.Descriptor instead.
+func (*CancelUpgradePolicyRequest) Descriptor() ([]byte, []int) {
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CancelUpgradePolicyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CancelUpgradePolicyRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -3621,7 +4016,7 @@ type ListUpgradePoliciesRequest struct {
 
 func (x *ListUpgradePoliciesRequest) Reset() {
 	*x = ListUpgradePoliciesRequest{}
-	mi := &file_v1_clusterservice_proto_msgTypes[46]
+	mi := &file_v1_clusterservice_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3633,7 +4028,7 @@ func (x *ListUpgradePoliciesRequest) String() string {
 func (*ListUpgradePoliciesRequest) ProtoMessage() {}
 
 func (x *ListUpgradePoliciesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[46]
+	mi := &file_v1_clusterservice_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3646,7 +4041,7 @@ func (x *ListUpgradePoliciesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUpgradePoliciesRequest.ProtoReflect.Descriptor instead.
 func (*ListUpgradePoliciesRequest) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{46}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListUpgradePoliciesRequest) GetClusterId() string {
@@ -3672,7 +4067,7 @@ type ListUpgradePoliciesResponse struct {
 
 func (x *ListUpgradePoliciesResponse) Reset() {
 	*x = ListUpgradePoliciesResponse{}
-	mi := &file_v1_clusterservice_proto_msgTypes[47]
+	mi := &file_v1_clusterservice_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +4079,7 @@ func (x *ListUpgradePoliciesResponse) String() string {
 func (*ListUpgradePoliciesResponse) ProtoMessage() {}
 
 func (x *ListUpgradePoliciesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_clusterservice_proto_msgTypes[47]
+	mi := &file_v1_clusterservice_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +4092,7 @@ func (x *ListUpgradePoliciesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUpgradePoliciesResponse.ProtoReflect.Descriptor instead.
 func (*ListUpgradePoliciesResponse) Descriptor() ([]byte, []int) {
-	return file_v1_clusterservice_proto_rawDescGZIP(), []int{47}
+	return file_v1_clusterservice_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListUpgradePoliciesResponse) GetUpgradePolicies() []*UpgradePolicy {
@@ -3711,7 +4106,7 @@ var File_v1_clusterservice_proto protoreflect.FileDescriptor
 
 const file_v1_clusterservice_proto_rawDesc = "" +
 	"\n" +
-	"\x17v1/clusterservice.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\"\xcc\x03\n" +
+	"\x17v1/clusterservice.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\"\xf8\x03\n" +
 	"\aCluster\x12\x15\n" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x121\n" +
 	"\x0farm_resource_id\x18\x02 \x01(\tB\t\xca\xf3\x18\x05/nameR\rarmResourceId\x12A\n" +
@@ -3723,7 +4118,9 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"createTime\x12B\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
 	"updateTime\x12#\n" +
-	"\tnamespace\x18\t \x01(\tB\x05\xca\xf3\x18\x01-R\tnamespace\"\x96\f\n" +
+	"\tnamespace\x18\t \x01(\tB\x05\xca\xf3\x18\x01-R\tnamespace\x12*\n" +
+	"\rspec_revision\x18\n" +
+	" \x01(\x03B\x05\xca\xf3\x18\x01-R\fspecRevision\"\xc0\f\n" +
 	"\vClusterSpec\x128\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x12H\n" +
@@ -3745,7 +4142,8 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"$etcd_encryption_key_vault_visibility\x18\x10 \x01(\tBA\xca\xf3\x18=properties.etcd.dataEncryption.customerManaged.kms.visibilityR etcdEncryptionKeyVaultVisibility\x12G\n" +
 	"\x1detcd_encryption_backup_key_id\x18\x11 \x01(\tB\x05\xca\xf3\x18\x01-R\x19etcdEncryptionBackupKeyId\x12$\n" +
 	"\n" +
-	"issuer_url\x18\x12 \x01(\tB\x05\xca\xf3\x18\x01-R\tissuerUrl\"\xec\x03\n" +
+	"issuer_url\x18\x12 \x01(\tB\x05\xca\xf3\x18\x01-R\tissuerUrl\x12(\n" +
+	"\fpaused_until\x18\x13 \x01(\tB\x05\xca\xf3\x18\x01-R\vpausedUntil\"\xec\x03\n" +
 	"\x12ClusterAutoscaling\x12>\n" +
 	"\x0fmax_nodes_total\x18\x01 \x01(\x05B\x11\xca\xf3\x18\rmaxNodesTotalH\x00R\rmaxNodesTotal\x88\x01\x01\x12a\n" +
 	"\x1cmax_pod_grace_period_seconds\x18\x02 \x01(\x05B\x1c\xca\xf3\x18\x18maxPodGracePeriodSecondsH\x01R\x18maxPodGracePeriodSeconds\x88\x01\x01\x12j\n" +
@@ -3786,7 +4184,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x04disk\x18\x04 \x01(\tB\x13\xca\xf3\x18\x0fdisk-csi-driverR\x04disk\x12G\n" +
 	"\x14node_pool_management\x18\x05 \x01(\tB\x15\xca\xf3\x18\x11cluster-api-azureR\x12nodePoolManagement\x12C\n" +
 	"\x0ecloud_provider\x18\x06 \x01(\tB\x1c\xca\xf3\x18\x18cloud-controller-managerR\rcloudProvider\x122\n" +
-	"\anetwork\x18\a \x01(\tB\x18\xca\xf3\x18\x14cloud-network-configR\anetwork\"\x8e\x03\n" +
+	"\anetwork\x18\a \x01(\tB\x18\xca\xf3\x18\x14cloud-network-configR\anetwork\"\xbb\x03\n" +
 	"\rClusterStatus\x12=\n" +
 	"\x05state\x18\x01 \x01(\x0e2'.openhcp.clusterservice.v1.ClusterStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -3800,7 +4198,9 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\vconsole_url\x18\a \x01(\tR\n" +
 	"consoleUrl\x12\x18\n" +
 	"\aapplied\x18\b \x01(\bR\aapplied\x12B\n" +
-	"\aupgrade\x18\t \x01(\v2(.openhcp.clusterservice.v1.UpgradePolicyR\aupgrade\"\xb7\x01\n" +
+	"\aupgrade\x18\t \x01(\v2(.openhcp.clusterservice.v1.UpgradePolicyR\aupgrade\x12+\n" +
+	"\x11observed_revision\x18\n" +
+	" \x01(\x03R\x10observedRevision\"\xb7\x01\n" +
 	"\tCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
@@ -3845,7 +4245,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x15SetShardStatusRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12>\n" +
 	"\x06status\x18\x02 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\x06status\x12C\n" +
-	"\tif_status\x18\x03 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\bifStatus\"\xb3\x03\n" +
+	"\tif_status\x18\x03 \x01(\x0e2&.openhcp.clusterservice.v1.ShardStatusR\bifStatus\"\xdf\x03\n" +
 	"\bNodePool\x12\x15\n" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12$\n" +
 	"\n" +
@@ -3857,7 +4257,8 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
 	"createTime\x12B\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
-	"updateTime\"\xcc\x06\n" +
+	"updateTime\x12*\n" +
+	"\rspec_revision\x18\t \x01(\x03B\x05\xca\xf3\x18\x01-R\fspecRevision\"\xcc\x06\n" +
 	"\fNodePoolSpec\x128\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x123\n" +
@@ -3891,7 +4292,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x11availability_zone\x18\x05 \x01(\tB\x14\xca\xf3\x18\x10availabilityZoneR\x10availabilityZone\x12H\n" +
 	"\x12encryption_at_host\x18\x06 \x01(\bB\x1a\xca\xf3\x18\x16enableEncryptionAtHostR\x10encryptionAtHost\x12T\n" +
 	"\x19os_disk_encryption_set_id\x18\a \x01(\tB\x1a\xca\xf3\x18\x16osDisk.encryptionSetIdR\x15osDiskEncryptionSetId\x12C\n" +
-	"\x13os_disk_persistence\x18\b \x01(\tB\x13\xca\xf3\x18\x0fosDisk.diskTypeR\x11osDiskPersistence\"\xae\x02\n" +
+	"\x13os_disk_persistence\x18\b \x01(\tB\x13\xca\xf3\x18\x0fosDisk.diskTypeR\x11osDiskPersistence\"\xdb\x02\n" +
 	"\x0eNodePoolStatus\x12>\n" +
 	"\x05state\x18\x01 \x01(\x0e2(.openhcp.clusterservice.v1.NodePoolStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -3902,7 +4303,8 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"conditions\x12\x1a\n" +
 	"\breplicas\x18\x05 \x01(\x05R\breplicas\x12'\n" +
 	"\x0fcurrent_version\x18\x06 \x01(\tR\x0ecurrentVersion\x12\x18\n" +
-	"\aapplied\x18\a \x01(\bR\aapplied\"`\n" +
+	"\aapplied\x18\a \x01(\bR\aapplied\x12+\n" +
+	"\x11observed_revision\x18\b \x01(\x03R\x10observedRevision\"`\n" +
 	"\x15CreateNodePoolRequest\x12G\n" +
 	"\tnode_pool\x18\x01 \x01(\v2#.openhcp.clusterservice.v1.NodePoolB\x05\xca\xf3\x18\x01.R\bnodePool\"$\n" +
 	"\x12GetNodePoolRequest\x12\x0e\n" +
@@ -3912,11 +4314,34 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"[\n" +
 	"\x15ListNodePoolsResponse\x12B\n" +
 	"\n" +
-	"node_pools\x18\x01 \x03(\v2#.openhcp.clusterservice.v1.NodePoolR\tnodePools\"\x95\x01\n" +
+	"node_pools\x18\x01 \x03(\v2#.openhcp.clusterservice.v1.NodePoolR\tnodePools\"\xa1\x01\n" +
 	"\x15UpdateNodePoolRequest\x12\x15\n" +
-	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12B\n" +
-	"\x04spec\x18\x02 \x01(\v2'.openhcp.clusterservice.v1.NodePoolSpecB\x05\xca\xf3\x18\x01.R\x04spec\x12!\n" +
-	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\"'\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12!\n" +
+	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12H\n" +
+	"\x06update\x18\x04 \x01(\v2).openhcp.clusterservice.v1.NodePoolUpdateB\x05\xca\xf3\x18\x01.R\x06updateJ\x04\b\x02\x10\x03\"\xce\x05\n" +
+	"\x0eNodePoolUpdate\x128\n" +
+	"\n" +
+	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x12H\n" +
+	"\rchannel_group\x18\x02 \x01(\tB#\xca\xf3\x18\x1fproperties.version.channelGroupR\fchannelGroup\x125\n" +
+	"\breplicas\x18\x03 \x01(\x05B\x17\xca\xf3\x18\x13properties.replicasH\x00R\breplicas\x12n\n" +
+	"\vautoscaling\x18\x04 \x01(\v2..openhcp.clusterservice.v1.NodePoolAutoscalingB\x1a\xca\xf3\x18\x16properties.autoScalingH\x00R\vautoscaling\x12S\n" +
+	"\x06labels\x18\x05 \x01(\v2$.openhcp.clusterservice.v1.StringMapB\x15\xca\xf3\x18\x11properties.labelsR\x06labels\x12P\n" +
+	"\x06taints\x18\x06 \x01(\v2!.openhcp.clusterservice.v1.TaintsB\x15\xca\xf3\x18\x11properties.taintsR\x06taints\x12?\n" +
+	"\vauto_repair\x18\a \x01(\bB\x19\xca\xf3\x18\x15properties.autoRepairH\x01R\n" +
+	"autoRepair\x88\x01\x01\x12\x8d\x01\n" +
+	"\x1anode_drain_timeout_minutes\x18\b \x01(\v2(.openhcp.clusterservice.v1.OptionalInt32B&\xca\xf3\x18\"properties.nodeDrainTimeoutMinutesR\x17nodeDrainTimeoutMinutesB\t\n" +
+	"\ascalingB\x0e\n" +
+	"\f_auto_repair\"\x97\x01\n" +
+	"\tStringMap\x12O\n" +
+	"\x06values\x18\x01 \x03(\v20.openhcp.clusterservice.v1.StringMap.ValuesEntryB\x05\xca\xf3\x18\x01.R\x06values\x1a9\n" +
+	"\vValuesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"I\n" +
+	"\x06Taints\x12?\n" +
+	"\x06values\x18\x01 \x03(\v2 .openhcp.clusterservice.v1.TaintB\x05\xca\xf3\x18\x01.R\x06values\";\n" +
+	"\rOptionalInt32\x12 \n" +
+	"\x05value\x18\x01 \x01(\x05B\x05\xca\xf3\x18\x01.H\x00R\x05value\x88\x01\x01B\b\n" +
+	"\x06_value\"'\n" +
 	"\x15DeleteNodePoolRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\">\n" +
 	"\x15WatchNodePoolsRequest\x12%\n" +
@@ -3942,7 +4367,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12G\n" +
 	"\x06update\x18\x02 \x01(\v2(.openhcp.clusterservice.v1.ClusterUpdateB\x05\xca\xf3\x18\x01.R\x06update\x12!\n" +
 	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12(\n" +
-	"\foperation_id\x18\x04 \x01(\tB\x05\xca\xf3\x18\x01-R\voperationId\"\xce\a\n" +
+	"\foperation_id\x18\x04 \x01(\tB\x05\xca\xf3\x18\x01-R\voperationId\"\x8e\b\n" +
 	"\rClusterUpdate\x128\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x12H\n" +
@@ -3952,8 +4377,10 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x14api_authorized_cidrs\x18\x05 \x01(\v2%.openhcp.clusterservice.v1.StringListB\"\xca\xf3\x18\x1eproperties.api.authorizedCidrsR\x12apiAuthorizedCidrs\x12\x82\x01\n" +
 	"\x14image_digest_mirrors\x18\x06 \x01(\v2-.openhcp.clusterservice.v1.ImageDigestMirrorsB!\xca\xf3\x18\x1dproperties.imageDigestMirrorsR\x12imageDigestMirrors\x12}\n" +
 	"\x1betcd_encryption_key_version\x18\a \x01(\tB>\xca\xf3\x18:properties.etcd.dataEncryption.customerManaged.kms.versionR\x18etcdEncryptionKeyVersion\x12\xc1\x01\n" +
-	"\x13workload_identities\x18\b \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesB\\\xca\xf3\x18Xproperties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperatorsR\x12workloadIdentitiesB\x1d\n" +
-	"\x1b_node_drain_timeout_minutes\"+\n" +
+	"\x13workload_identities\x18\b \x01(\v22.openhcp.clusterservice.v1.AzureWorkloadIdentitiesB\\\xca\xf3\x18Xproperties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperatorsR\x12workloadIdentities\x12-\n" +
+	"\fpaused_until\x18\t \x01(\tB\x05\xca\xf3\x18\x01-H\x01R\vpausedUntil\x88\x01\x01B\x1d\n" +
+	"\x1b_node_drain_timeout_minutesB\x0f\n" +
+	"\r_paused_until\"+\n" +
 	"\n" +
 	"StringList\x12\x1d\n" +
 	"\x06values\x18\x01 \x03(\tB\x05\xca\xf3\x18\x01.R\x06values\"c\n" +
@@ -3986,7 +4413,10 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\bnext_run\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\anextRun\x12!\n" +
 	"\foperation_id\x18\x04 \x01(\tR\voperationId\")\n" +
 	"\x17GetUpgradePolicyRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"]\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"D\n" +
+	"\x1aCancelUpgradePolicyRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"]\n" +
 	"\x1aListUpgradePoliciesRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12 \n" +
@@ -4049,11 +4479,12 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\bVersions\x12o\n" +
 	"\fListVersions\x12..openhcp.clusterservice.v1.ListVersionsRequest\x1a/.openhcp.clusterservice.v1.ListVersionsResponse\x12^\n" +
 	"\n" +
-	"GetVersion\x12,.openhcp.clusterservice.v1.GetVersionRequest\x1a\".openhcp.clusterservice.v1.Version2\x82\x03\n" +
+	"GetVersion\x12,.openhcp.clusterservice.v1.GetVersionRequest\x1a\".openhcp.clusterservice.v1.Version2\xfa\x03\n" +
 	"\x0fUpgradePolicies\x12v\n" +
 	"\x13CreateUpgradePolicy\x125.openhcp.clusterservice.v1.CreateUpgradePolicyRequest\x1a(.openhcp.clusterservice.v1.UpgradePolicy\x12p\n" +
 	"\x10GetUpgradePolicy\x122.openhcp.clusterservice.v1.GetUpgradePolicyRequest\x1a(.openhcp.clusterservice.v1.UpgradePolicy\x12\x84\x01\n" +
-	"\x13ListUpgradePolicies\x125.openhcp.clusterservice.v1.ListUpgradePoliciesRequest\x1a6.openhcp.clusterservice.v1.ListUpgradePoliciesResponse2\xd8\x02\n" +
+	"\x13ListUpgradePolicies\x125.openhcp.clusterservice.v1.ListUpgradePoliciesRequest\x1a6.openhcp.clusterservice.v1.ListUpgradePoliciesResponse\x12v\n" +
+	"\x13CancelUpgradePolicy\x125.openhcp.clusterservice.v1.CancelUpgradePolicyRequest\x1a(.openhcp.clusterservice.v1.UpgradePolicy2\xd8\x02\n" +
 	"\x0fProvisionShards\x12k\n" +
 	"\rRegisterShard\x12/.openhcp.clusterservice.v1.RegisterShardRequest\x1a).openhcp.clusterservice.v1.ProvisionShard\x12i\n" +
 	"\n" +
@@ -4073,7 +4504,7 @@ func file_v1_clusterservice_proto_rawDescGZIP() []byte {
 }
 
 var file_v1_clusterservice_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_v1_clusterservice_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_v1_clusterservice_proto_goTypes = []any{
 	(ClusterState)(0),                   // 0: openhcp.clusterservice.v1.ClusterState
 	(EventType)(0),                      // 1: openhcp.clusterservice.v1.EventType
@@ -4113,31 +4544,37 @@ var file_v1_clusterservice_proto_goTypes = []any{
 	(*ListNodePoolsRequest)(nil),        // 35: openhcp.clusterservice.v1.ListNodePoolsRequest
 	(*ListNodePoolsResponse)(nil),       // 36: openhcp.clusterservice.v1.ListNodePoolsResponse
 	(*UpdateNodePoolRequest)(nil),       // 37: openhcp.clusterservice.v1.UpdateNodePoolRequest
-	(*DeleteNodePoolRequest)(nil),       // 38: openhcp.clusterservice.v1.DeleteNodePoolRequest
-	(*WatchNodePoolsRequest)(nil),       // 39: openhcp.clusterservice.v1.WatchNodePoolsRequest
-	(*NodePoolEvent)(nil),               // 40: openhcp.clusterservice.v1.NodePoolEvent
-	(*Version)(nil),                     // 41: openhcp.clusterservice.v1.Version
-	(*ListVersionsRequest)(nil),         // 42: openhcp.clusterservice.v1.ListVersionsRequest
-	(*ListVersionsResponse)(nil),        // 43: openhcp.clusterservice.v1.ListVersionsResponse
-	(*GetVersionRequest)(nil),           // 44: openhcp.clusterservice.v1.GetVersionRequest
-	(*UpdateClusterRequest)(nil),        // 45: openhcp.clusterservice.v1.UpdateClusterRequest
-	(*ClusterUpdate)(nil),               // 46: openhcp.clusterservice.v1.ClusterUpdate
-	(*StringList)(nil),                  // 47: openhcp.clusterservice.v1.StringList
-	(*ImageDigestMirrors)(nil),          // 48: openhcp.clusterservice.v1.ImageDigestMirrors
-	(*UpgradePolicy)(nil),               // 49: openhcp.clusterservice.v1.UpgradePolicy
-	(*CreateUpgradePolicyRequest)(nil),  // 50: openhcp.clusterservice.v1.CreateUpgradePolicyRequest
-	(*GetUpgradePolicyRequest)(nil),     // 51: openhcp.clusterservice.v1.GetUpgradePolicyRequest
-	(*ListUpgradePoliciesRequest)(nil),  // 52: openhcp.clusterservice.v1.ListUpgradePoliciesRequest
-	(*ListUpgradePoliciesResponse)(nil), // 53: openhcp.clusterservice.v1.ListUpgradePoliciesResponse
-	nil,                                 // 54: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	nil,                                 // 55: openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil),       // 56: google.protobuf.Timestamp
+	(*NodePoolUpdate)(nil),              // 38: openhcp.clusterservice.v1.NodePoolUpdate
+	(*StringMap)(nil),                   // 39: openhcp.clusterservice.v1.StringMap
+	(*Taints)(nil),                      // 40: openhcp.clusterservice.v1.Taints
+	(*OptionalInt32)(nil),               // 41: openhcp.clusterservice.v1.OptionalInt32
+	(*DeleteNodePoolRequest)(nil),       // 42: openhcp.clusterservice.v1.DeleteNodePoolRequest
+	(*WatchNodePoolsRequest)(nil),       // 43: openhcp.clusterservice.v1.WatchNodePoolsRequest
+	(*NodePoolEvent)(nil),               // 44: openhcp.clusterservice.v1.NodePoolEvent
+	(*Version)(nil),                     // 45: openhcp.clusterservice.v1.Version
+	(*ListVersionsRequest)(nil),         // 46: openhcp.clusterservice.v1.ListVersionsRequest
+	(*ListVersionsResponse)(nil),        // 47: openhcp.clusterservice.v1.ListVersionsResponse
+	(*GetVersionRequest)(nil),           // 48: openhcp.clusterservice.v1.GetVersionRequest
+	(*UpdateClusterRequest)(nil),        // 49: openhcp.clusterservice.v1.UpdateClusterRequest
+	(*ClusterUpdate)(nil),               // 50: openhcp.clusterservice.v1.ClusterUpdate
+	(*StringList)(nil),                  // 51: openhcp.clusterservice.v1.StringList
+	(*ImageDigestMirrors)(nil),          // 52: openhcp.clusterservice.v1.ImageDigestMirrors
+	(*UpgradePolicy)(nil),               // 53: openhcp.clusterservice.v1.UpgradePolicy
+	(*CreateUpgradePolicyRequest)(nil),  // 54: openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	(*GetUpgradePolicyRequest)(nil),     // 55: openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	(*CancelUpgradePolicyRequest)(nil),  // 56: openhcp.clusterservice.v1.CancelUpgradePolicyRequest
+	(*ListUpgradePoliciesRequest)(nil),  // 57: openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	(*ListUpgradePoliciesResponse)(nil), // 58: openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	nil,                                 // 59: openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	nil,                                 // 60: openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	nil,                                 // 61: openhcp.clusterservice.v1.StringMap.ValuesEntry
+	(*timestamppb.Timestamp)(nil),       // 62: google.protobuf.Timestamp
 }
 var file_v1_clusterservice_proto_depIdxs = []int32{
 	7,  // 0: openhcp.clusterservice.v1.Cluster.spec:type_name -> openhcp.clusterservice.v1.ClusterSpec
 	13, // 1: openhcp.clusterservice.v1.Cluster.status:type_name -> openhcp.clusterservice.v1.ClusterStatus
-	56, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
-	56, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
+	62, // 2: openhcp.clusterservice.v1.Cluster.create_time:type_name -> google.protobuf.Timestamp
+	62, // 3: openhcp.clusterservice.v1.Cluster.update_time:type_name -> google.protobuf.Timestamp
 	10, // 4: openhcp.clusterservice.v1.ClusterSpec.network:type_name -> openhcp.clusterservice.v1.NetworkSpec
 	11, // 5: openhcp.clusterservice.v1.ClusterSpec.azure:type_name -> openhcp.clusterservice.v1.AzureSpec
 	8,  // 6: openhcp.clusterservice.v1.ClusterSpec.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
@@ -4145,93 +4582,101 @@ var file_v1_clusterservice_proto_depIdxs = []int32{
 	12, // 8: openhcp.clusterservice.v1.AzureSpec.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
 	0,  // 9: openhcp.clusterservice.v1.ClusterStatus.state:type_name -> openhcp.clusterservice.v1.ClusterState
 	14, // 10: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	49, // 11: openhcp.clusterservice.v1.ClusterStatus.upgrade:type_name -> openhcp.clusterservice.v1.UpgradePolicy
-	56, // 12: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	53, // 11: openhcp.clusterservice.v1.ClusterStatus.upgrade:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	62, // 12: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
 	6,  // 13: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
 	6,  // 14: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
 	1,  // 15: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
 	6,  // 16: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
 	2,  // 17: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	54, // 18: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	59, // 18: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
 	22, // 19: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
 	22, // 20: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
 	2,  // 21: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
 	2,  // 22: openhcp.clusterservice.v1.SetShardStatusRequest.if_status:type_name -> openhcp.clusterservice.v1.ShardStatus
 	28, // 23: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
 	32, // 24: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
-	56, // 25: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
-	56, // 26: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
+	62, // 25: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
+	62, // 26: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
 	29, // 27: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
-	55, // 28: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	60, // 28: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
 	30, // 29: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
 	31, // 30: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
 	3,  // 31: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
 	14, // 32: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
 	27, // 33: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
 	27, // 34: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
-	28, // 35: openhcp.clusterservice.v1.UpdateNodePoolRequest.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
-	1,  // 36: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	27, // 37: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	56, // 38: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
-	41, // 39: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
-	46, // 40: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
-	8,  // 41: openhcp.clusterservice.v1.ClusterUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
-	47, // 42: openhcp.clusterservice.v1.ClusterUpdate.api_authorized_cidrs:type_name -> openhcp.clusterservice.v1.StringList
-	48, // 43: openhcp.clusterservice.v1.ClusterUpdate.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirrors
-	12, // 44: openhcp.clusterservice.v1.ClusterUpdate.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
-	9,  // 45: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
-	4,  // 46: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
-	56, // 47: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
-	5,  // 48: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
-	56, // 49: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
-	56, // 50: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
-	56, // 51: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
-	49, // 52: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
-	15, // 53: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
-	16, // 54: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
-	17, // 55: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
-	19, // 56: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
-	45, // 57: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
-	20, // 58: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
-	33, // 59: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
-	34, // 60: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
-	35, // 61: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
-	37, // 62: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
-	38, // 63: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
-	39, // 64: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
-	42, // 65: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
-	44, // 66: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
-	50, // 67: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
-	51, // 68: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
-	52, // 69: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
-	23, // 70: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
-	24, // 71: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
-	26, // 72: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
-	6,  // 73: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 74: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	18, // 75: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
-	6,  // 76: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 77: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	21, // 78: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
-	27, // 79: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	27, // 80: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	36, // 81: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
-	27, // 82: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	27, // 83: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	40, // 84: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
-	43, // 85: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
-	41, // 86: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
-	49, // 87: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	49, // 88: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	53, // 89: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
-	22, // 90: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	25, // 91: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
-	22, // 92: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	73, // [73:93] is the sub-list for method output_type
-	53, // [53:73] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	38, // 35: openhcp.clusterservice.v1.UpdateNodePoolRequest.update:type_name -> openhcp.clusterservice.v1.NodePoolUpdate
+	29, // 36: openhcp.clusterservice.v1.NodePoolUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
+	39, // 37: openhcp.clusterservice.v1.NodePoolUpdate.labels:type_name -> openhcp.clusterservice.v1.StringMap
+	40, // 38: openhcp.clusterservice.v1.NodePoolUpdate.taints:type_name -> openhcp.clusterservice.v1.Taints
+	41, // 39: openhcp.clusterservice.v1.NodePoolUpdate.node_drain_timeout_minutes:type_name -> openhcp.clusterservice.v1.OptionalInt32
+	61, // 40: openhcp.clusterservice.v1.StringMap.values:type_name -> openhcp.clusterservice.v1.StringMap.ValuesEntry
+	30, // 41: openhcp.clusterservice.v1.Taints.values:type_name -> openhcp.clusterservice.v1.Taint
+	1,  // 42: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	27, // 43: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	62, // 44: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
+	45, // 45: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
+	50, // 46: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
+	8,  // 47: openhcp.clusterservice.v1.ClusterUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
+	51, // 48: openhcp.clusterservice.v1.ClusterUpdate.api_authorized_cidrs:type_name -> openhcp.clusterservice.v1.StringList
+	52, // 49: openhcp.clusterservice.v1.ClusterUpdate.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirrors
+	12, // 50: openhcp.clusterservice.v1.ClusterUpdate.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
+	9,  // 51: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
+	4,  // 52: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
+	62, // 53: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
+	5,  // 54: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
+	62, // 55: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
+	62, // 56: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
+	62, // 57: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
+	53, // 58: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	15, // 59: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
+	16, // 60: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
+	17, // 61: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
+	19, // 62: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
+	49, // 63: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
+	20, // 64: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
+	33, // 65: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
+	34, // 66: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
+	35, // 67: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
+	37, // 68: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
+	42, // 69: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
+	43, // 70: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
+	46, // 71: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
+	48, // 72: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
+	54, // 73: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	55, // 74: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	57, // 75: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	56, // 76: openhcp.clusterservice.v1.UpgradePolicies.CancelUpgradePolicy:input_type -> openhcp.clusterservice.v1.CancelUpgradePolicyRequest
+	23, // 77: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
+	24, // 78: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
+	26, // 79: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
+	6,  // 80: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 81: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	18, // 82: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
+	6,  // 83: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 84: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	21, // 85: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
+	27, // 86: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 87: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	36, // 88: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
+	27, // 89: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 90: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	44, // 91: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
+	47, // 92: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
+	45, // 93: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
+	53, // 94: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	53, // 95: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	58, // 96: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	53, // 97: openhcp.clusterservice.v1.UpgradePolicies.CancelUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	22, // 98: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	25, // 99: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
+	22, // 100: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	80, // [80:101] is the sub-list for method output_type
+	59, // [59:80] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_v1_clusterservice_proto_init() }
@@ -4242,14 +4687,19 @@ func file_v1_clusterservice_proto_init() {
 	file_v1_armpath_proto_init()
 	file_v1_clusterservice_proto_msgTypes[2].OneofWrappers = []any{}
 	file_v1_clusterservice_proto_msgTypes[22].OneofWrappers = []any{}
-	file_v1_clusterservice_proto_msgTypes[40].OneofWrappers = []any{}
+	file_v1_clusterservice_proto_msgTypes[32].OneofWrappers = []any{
+		(*NodePoolUpdate_Replicas)(nil),
+		(*NodePoolUpdate_Autoscaling)(nil),
+	}
+	file_v1_clusterservice_proto_msgTypes[35].OneofWrappers = []any{}
+	file_v1_clusterservice_proto_msgTypes[44].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_clusterservice_proto_rawDesc), len(file_v1_clusterservice_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   50,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   5,
 		},

@@ -393,9 +393,12 @@ type NodePoolsClient interface {
 	GetNodePool(ctx context.Context, in *GetNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error)
 	// ListNodePools lists the node pools of one cluster, by id.
 	ListNodePools(ctx context.Context, in *ListNodePoolsRequest, opts ...grpc.CallOption) (*ListNodePoolsResponse, error)
-	// UpdateNodePool replaces the mutable part of the spec: replicas or autoscaling, labels,
-	// taints, auto_repair and version. vm_size, os_disk and subnet_id cannot change
-	// (InvalidArgument). With revision set, the update is conditional on it (Aborted otherwise).
+	// UpdateNodePool applies a partial update (NodePoolUpdate: only the fields it sets change)
+	// to the stored spec under the pool's row lock, then defaults and validates the result as on
+	// create; the platform (vm_size, os_disk, subnet_id, ...) cannot change. An update that changes
+	// nothing keeps the revision. With revision set, the update is conditional on it (Aborted
+	// otherwise); without, it applies to whatever the pool is now. Violations name the request's
+	// fields (update.autoscaling.max, update.taints.values[1].effect).
 	UpdateNodePool(ctx context.Context, in *UpdateNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error)
 	// DeleteNodePool starts an uninstall (state UNINSTALLING); the node pool is gone once its
 	// ManifestWork is. Deleting a cluster deletes its node pools first.
@@ -499,9 +502,12 @@ type NodePoolsServer interface {
 	GetNodePool(context.Context, *GetNodePoolRequest) (*NodePool, error)
 	// ListNodePools lists the node pools of one cluster, by id.
 	ListNodePools(context.Context, *ListNodePoolsRequest) (*ListNodePoolsResponse, error)
-	// UpdateNodePool replaces the mutable part of the spec: replicas or autoscaling, labels,
-	// taints, auto_repair and version. vm_size, os_disk and subnet_id cannot change
-	// (InvalidArgument). With revision set, the update is conditional on it (Aborted otherwise).
+	// UpdateNodePool applies a partial update (NodePoolUpdate: only the fields it sets change)
+	// to the stored spec under the pool's row lock, then defaults and validates the result as on
+	// create; the platform (vm_size, os_disk, subnet_id, ...) cannot change. An update that changes
+	// nothing keeps the revision. With revision set, the update is conditional on it (Aborted
+	// otherwise); without, it applies to whatever the pool is now. Violations name the request's
+	// fields (update.autoscaling.max, update.taints.values[1].effect).
 	UpdateNodePool(context.Context, *UpdateNodePoolRequest) (*NodePool, error)
 	// DeleteNodePool starts an uninstall (state UNINSTALLING); the node pool is gone once its
 	// ManifestWork is. Deleting a cluster deletes its node pools first.
@@ -857,6 +863,7 @@ const (
 	UpgradePolicies_CreateUpgradePolicy_FullMethodName = "/openhcp.clusterservice.v1.UpgradePolicies/CreateUpgradePolicy"
 	UpgradePolicies_GetUpgradePolicy_FullMethodName    = "/openhcp.clusterservice.v1.UpgradePolicies/GetUpgradePolicy"
 	UpgradePolicies_ListUpgradePolicies_FullMethodName = "/openhcp.clusterservice.v1.UpgradePolicies/ListUpgradePolicies"
+	UpgradePolicies_CancelUpgradePolicy_FullMethodName = "/openhcp.clusterservice.v1.UpgradePolicies/CancelUpgradePolicy"
 )
 
 // UpgradePoliciesClient is the client API for UpgradePolicies service.
@@ -874,6 +881,12 @@ type UpgradePoliciesClient interface {
 	// ListUpgradePolicies lists a cluster's policies (control plane and node pools), newest
 	// first; with node_pool_id, only that pool's.
 	ListUpgradePolicies(ctx context.Context, in *ListUpgradePoliciesRequest, opts ...grpc.CallOption) (*ListUpgradePoliciesResponse, error)
+	// CancelUpgradePolicy ends a control-plane upgrade that has not started (PENDING or
+	// SCHEDULED: the spec still has the old version) as FAILED, its message saying it was canceled
+	// and why. Errors: NotFound, InvalidArgument (no reason), FailedPrecondition (a node-pool
+	// upgrade, which starts at once, or one already STARTED or finished), Aborted (the cluster
+	// changed meanwhile; retry).
+	CancelUpgradePolicy(ctx context.Context, in *CancelUpgradePolicyRequest, opts ...grpc.CallOption) (*UpgradePolicy, error)
 }
 
 type upgradePoliciesClient struct {
@@ -914,6 +927,16 @@ func (c *upgradePoliciesClient) ListUpgradePolicies(ctx context.Context, in *Lis
 	return out, nil
 }
 
+func (c *upgradePoliciesClient) CancelUpgradePolicy(ctx context.Context, in *CancelUpgradePolicyRequest, opts ...grpc.CallOption) (*UpgradePolicy, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpgradePolicy)
+	err := c.cc.Invoke(ctx, UpgradePolicies_CancelUpgradePolicy_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // UpgradePoliciesServer is the server API for UpgradePolicies service.
 // All implementations must embed UnimplementedUpgradePoliciesServer
 // for forward compatibility.
@@ -929,6 +952,12 @@ type UpgradePoliciesServer interface {
 	// ListUpgradePolicies lists a cluster's policies (control plane and node pools), newest
 	// first; with node_pool_id, only that pool's.
 	ListUpgradePolicies(context.Context, *ListUpgradePoliciesRequest) (*ListUpgradePoliciesResponse, error)
+	// CancelUpgradePolicy ends a control-plane upgrade that has not started (PENDING or
+	// SCHEDULED: the spec still has the old version) as FAILED, its message saying it was canceled
+	// and why. Errors: NotFound, InvalidArgument (no reason), FailedPrecondition (a node-pool
+	// upgrade, which starts at once, or one already STARTED or finished), Aborted (the cluster
+	// changed meanwhile; retry).
+	CancelUpgradePolicy(context.Context, *CancelUpgradePolicyRequest) (*UpgradePolicy, error)
 	mustEmbedUnimplementedUpgradePoliciesServer()
 }
 
@@ -947,6 +976,9 @@ func (UnimplementedUpgradePoliciesServer) GetUpgradePolicy(context.Context, *Get
 }
 func (UnimplementedUpgradePoliciesServer) ListUpgradePolicies(context.Context, *ListUpgradePoliciesRequest) (*ListUpgradePoliciesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListUpgradePolicies not implemented")
+}
+func (UnimplementedUpgradePoliciesServer) CancelUpgradePolicy(context.Context, *CancelUpgradePolicyRequest) (*UpgradePolicy, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CancelUpgradePolicy not implemented")
 }
 func (UnimplementedUpgradePoliciesServer) mustEmbedUnimplementedUpgradePoliciesServer() {}
 func (UnimplementedUpgradePoliciesServer) testEmbeddedByValue()                         {}
@@ -1023,6 +1055,24 @@ func _UpgradePolicies_ListUpgradePolicies_Handler(srv interface{}, ctx context.C
 	return interceptor(ctx, in, info, handler)
 }
 
+func _UpgradePolicies_CancelUpgradePolicy_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelUpgradePolicyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(UpgradePoliciesServer).CancelUpgradePolicy(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: UpgradePolicies_CancelUpgradePolicy_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(UpgradePoliciesServer).CancelUpgradePolicy(ctx, req.(*CancelUpgradePolicyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // UpgradePolicies_ServiceDesc is the grpc.ServiceDesc for UpgradePolicies service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1041,6 +1091,10 @@ var UpgradePolicies_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListUpgradePolicies",
 			Handler:    _UpgradePolicies_ListUpgradePolicies_Handler,
+		},
+		{
+			MethodName: "CancelUpgradePolicy",
+			Handler:    _UpgradePolicies_CancelUpgradePolicy_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -96,6 +96,59 @@ func (CredentialState) EnumDescriptor() ([]byte, []int) {
 	return file_v1_credential_proto_rawDescGZIP(), []int{0}
 }
 
+// SREAccess is what an SRE's break-glass credential may do on the hosted cluster. The kube group
+// each maps to is owned by cluster-service/pkg/breakglass (docs/sre.md#break-glass).
+type SREAccess int32
+
+const (
+	SREAccess_SRE_ACCESS_UNSPECIFIED SREAccess = 0
+	// READ_ONLY: the certificate's organisation is a group the hosted cluster grants view only.
+	SREAccess_SRE_ACCESS_READ_ONLY SREAccess = 1
+	// ADMIN: the certificate's organisation is system:masters.
+	SREAccess_SRE_ACCESS_ADMIN SREAccess = 2
+)
+
+// Enum value maps for SREAccess.
+var (
+	SREAccess_name = map[int32]string{
+		0: "SRE_ACCESS_UNSPECIFIED",
+		1: "SRE_ACCESS_READ_ONLY",
+		2: "SRE_ACCESS_ADMIN",
+	}
+	SREAccess_value = map[string]int32{
+		"SRE_ACCESS_UNSPECIFIED": 0,
+		"SRE_ACCESS_READ_ONLY":   1,
+		"SRE_ACCESS_ADMIN":       2,
+	}
+)
+
+func (x SREAccess) Enum() *SREAccess {
+	p := new(SREAccess)
+	*p = x
+	return p
+}
+
+func (x SREAccess) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SREAccess) Descriptor() protoreflect.EnumDescriptor {
+	return file_v1_credential_proto_enumTypes[1].Descriptor()
+}
+
+func (SREAccess) Type() protoreflect.EnumType {
+	return &file_v1_credential_proto_enumTypes[1]
+}
+
+func (x SREAccess) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SREAccess.Descriptor instead.
+func (SREAccess) EnumDescriptor() ([]byte, []int) {
+	return file_v1_credential_proto_rawDescGZIP(), []int{1}
+}
+
 type RevocationState int32
 
 const (
@@ -135,11 +188,11 @@ func (x RevocationState) String() string {
 }
 
 func (RevocationState) Descriptor() protoreflect.EnumDescriptor {
-	return file_v1_credential_proto_enumTypes[1].Descriptor()
+	return file_v1_credential_proto_enumTypes[2].Descriptor()
 }
 
 func (RevocationState) Type() protoreflect.EnumType {
-	return &file_v1_credential_proto_enumTypes[1]
+	return &file_v1_credential_proto_enumTypes[2]
 }
 
 func (x RevocationState) Number() protoreflect.EnumNumber {
@@ -148,7 +201,7 @@ func (x RevocationState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RevocationState.Descriptor instead.
 func (RevocationState) EnumDescriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{1}
+	return file_v1_credential_proto_rawDescGZIP(), []int{2}
 }
 
 type Credential struct {
@@ -162,10 +215,12 @@ type Credential struct {
 	CertificateSigningRequest string            `protobuf:"bytes,3,opt,name=certificate_signing_request,json=certificateSigningRequest,proto3" json:"certificate_signing_request,omitempty"`
 	Status                    *CredentialStatus `protobuf:"bytes,4,opt,name=status,proto3" json:"status,omitempty"`
 	// kubeconfig is only set by GetCredential with include_kubeconfig, for an ISSUED credential.
-	Kubeconfig    string                 `protobuf:"bytes,5,opt,name=kubeconfig,proto3" json:"kubeconfig,omitempty"`
-	Revision      int64                  `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	Kubeconfig string                 `protobuf:"bytes,5,opt,name=kubeconfig,proto3" json:"kubeconfig,omitempty"`
+	Revision   int64                  `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// sre is set on a credential an SRE requested through the admin API; unset on a customer's.
+	Sre           *SRECredential `protobuf:"bytes,9,opt,name=sre,proto3" json:"sre,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -256,6 +311,86 @@ func (x *Credential) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Credential) GetSre() *SRECredential {
+	if x != nil {
+		return x.Sre
+	}
+	return nil
+}
+
+// SRECredential records who an SRE credential is for and what it may do.
+type SRECredential struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// person is the SRE (their admin certificate's common name); the certificate's common name
+	// is system:customer-break-glass:sre:<person>, so the hosted cluster's audit log names them.
+	Person string    `protobuf:"bytes,1,opt,name=person,proto3" json:"person,omitempty"`
+	Access SREAccess `protobuf:"varint,2,opt,name=access,proto3,enum=openhcp.clusterservice.v1.SREAccess" json:"access,omitempty"`
+	// validity_seconds is the certificate lifetime asked of the signer.
+	ValiditySeconds int32 `protobuf:"varint,3,opt,name=validity_seconds,json=validitySeconds,proto3" json:"validity_seconds,omitempty"`
+	// reason is the SRE's stated reason (also in the admin audit log).
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SRECredential) Reset() {
+	*x = SRECredential{}
+	mi := &file_v1_credential_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SRECredential) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SRECredential) ProtoMessage() {}
+
+func (x *SRECredential) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_credential_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SRECredential.ProtoReflect.Descriptor instead.
+func (*SRECredential) Descriptor() ([]byte, []int) {
+	return file_v1_credential_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SRECredential) GetPerson() string {
+	if x != nil {
+		return x.Person
+	}
+	return ""
+}
+
+func (x *SRECredential) GetAccess() SREAccess {
+	if x != nil {
+		return x.Access
+	}
+	return SREAccess_SRE_ACCESS_UNSPECIFIED
+}
+
+func (x *SRECredential) GetValiditySeconds() int32 {
+	if x != nil {
+		return x.ValiditySeconds
+	}
+	return 0
+}
+
+func (x *SRECredential) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type CredentialStatus struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	State     CredentialState        `protobuf:"varint,1,opt,name=state,proto3,enum=openhcp.clusterservice.v1.CredentialState" json:"state,omitempty"`
@@ -277,7 +412,7 @@ type CredentialStatus struct {
 
 func (x *CredentialStatus) Reset() {
 	*x = CredentialStatus{}
-	mi := &file_v1_credential_proto_msgTypes[1]
+	mi := &file_v1_credential_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +424,7 @@ func (x *CredentialStatus) String() string {
 func (*CredentialStatus) ProtoMessage() {}
 
 func (x *CredentialStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[1]
+	mi := &file_v1_credential_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +437,7 @@ func (x *CredentialStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialStatus.ProtoReflect.Descriptor instead.
 func (*CredentialStatus) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{1}
+	return file_v1_credential_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CredentialStatus) GetState() CredentialState {
@@ -383,7 +518,7 @@ type Revocation struct {
 
 func (x *Revocation) Reset() {
 	*x = Revocation{}
-	mi := &file_v1_credential_proto_msgTypes[2]
+	mi := &file_v1_credential_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -395,7 +530,7 @@ func (x *Revocation) String() string {
 func (*Revocation) ProtoMessage() {}
 
 func (x *Revocation) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[2]
+	mi := &file_v1_credential_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -408,7 +543,7 @@ func (x *Revocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revocation.ProtoReflect.Descriptor instead.
 func (*Revocation) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{2}
+	return file_v1_credential_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Revocation) GetId() string {
@@ -469,7 +604,7 @@ type RevocationStatus struct {
 
 func (x *RevocationStatus) Reset() {
 	*x = RevocationStatus{}
-	mi := &file_v1_credential_proto_msgTypes[3]
+	mi := &file_v1_credential_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -481,7 +616,7 @@ func (x *RevocationStatus) String() string {
 func (*RevocationStatus) ProtoMessage() {}
 
 func (x *RevocationStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[3]
+	mi := &file_v1_credential_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -494,7 +629,7 @@ func (x *RevocationStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevocationStatus.ProtoReflect.Descriptor instead.
 func (*RevocationStatus) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{3}
+	return file_v1_credential_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RevocationStatus) GetState() RevocationState {
@@ -546,13 +681,16 @@ type RequestCredentialRequest struct {
 	// certificate_signing_request: optional PEM CSR (see Credential); the body of the
 	// requestAdminCredential action.
 	CertificateSigningRequest string `protobuf:"bytes,3,opt,name=certificate_signing_request,json=certificateSigningRequest,proto3" json:"certificate_signing_request,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// sre makes it an SRE credential (admin API only; no CSR then): Cluster Service generates the
+	// key and a request whose subject names the SRE and the group of sre.access.
+	Sre           *SRECredential `protobuf:"bytes,4,opt,name=sre,proto3" json:"sre,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RequestCredentialRequest) Reset() {
 	*x = RequestCredentialRequest{}
-	mi := &file_v1_credential_proto_msgTypes[4]
+	mi := &file_v1_credential_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +702,7 @@ func (x *RequestCredentialRequest) String() string {
 func (*RequestCredentialRequest) ProtoMessage() {}
 
 func (x *RequestCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[4]
+	mi := &file_v1_credential_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +715,7 @@ func (x *RequestCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestCredentialRequest.ProtoReflect.Descriptor instead.
 func (*RequestCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{4}
+	return file_v1_credential_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RequestCredentialRequest) GetId() string {
@@ -601,6 +739,13 @@ func (x *RequestCredentialRequest) GetCertificateSigningRequest() string {
 	return ""
 }
 
+func (x *RequestCredentialRequest) GetSre() *SRECredential {
+	if x != nil {
+		return x.Sre
+	}
+	return nil
+}
+
 type GetCredentialRequest struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Id                string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -611,7 +756,7 @@ type GetCredentialRequest struct {
 
 func (x *GetCredentialRequest) Reset() {
 	*x = GetCredentialRequest{}
-	mi := &file_v1_credential_proto_msgTypes[5]
+	mi := &file_v1_credential_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -623,7 +768,7 @@ func (x *GetCredentialRequest) String() string {
 func (*GetCredentialRequest) ProtoMessage() {}
 
 func (x *GetCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[5]
+	mi := &file_v1_credential_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -636,7 +781,7 @@ func (x *GetCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCredentialRequest.ProtoReflect.Descriptor instead.
 func (*GetCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{5}
+	return file_v1_credential_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetCredentialRequest) GetId() string {
@@ -654,15 +799,19 @@ func (x *GetCredentialRequest) GetIncludeKubeconfig() bool {
 }
 
 type ListCredentialsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClusterId     string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cluster_id may be empty only with sre_only: then every cluster's SRE credentials.
+	ClusterId string `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// sre_only lists only SRE credentials; person narrows them to one SRE.
+	SreOnly       bool   `protobuf:"varint,2,opt,name=sre_only,json=sreOnly,proto3" json:"sre_only,omitempty"`
+	Person        string `protobuf:"bytes,3,opt,name=person,proto3" json:"person,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListCredentialsRequest) Reset() {
 	*x = ListCredentialsRequest{}
-	mi := &file_v1_credential_proto_msgTypes[6]
+	mi := &file_v1_credential_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -674,7 +823,7 @@ func (x *ListCredentialsRequest) String() string {
 func (*ListCredentialsRequest) ProtoMessage() {}
 
 func (x *ListCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[6]
+	mi := &file_v1_credential_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -687,12 +836,26 @@ func (x *ListCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*ListCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{6}
+	return file_v1_credential_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListCredentialsRequest) GetClusterId() string {
 	if x != nil {
 		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ListCredentialsRequest) GetSreOnly() bool {
+	if x != nil {
+		return x.SreOnly
+	}
+	return false
+}
+
+func (x *ListCredentialsRequest) GetPerson() string {
+	if x != nil {
+		return x.Person
 	}
 	return ""
 }
@@ -706,7 +869,7 @@ type ListCredentialsResponse struct {
 
 func (x *ListCredentialsResponse) Reset() {
 	*x = ListCredentialsResponse{}
-	mi := &file_v1_credential_proto_msgTypes[7]
+	mi := &file_v1_credential_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -718,7 +881,7 @@ func (x *ListCredentialsResponse) String() string {
 func (*ListCredentialsResponse) ProtoMessage() {}
 
 func (x *ListCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[7]
+	mi := &file_v1_credential_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -731,7 +894,7 @@ func (x *ListCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*ListCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{7}
+	return file_v1_credential_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListCredentialsResponse) GetCredentials() []*Credential {
@@ -751,7 +914,7 @@ type RevokeCredentialsRequest struct {
 
 func (x *RevokeCredentialsRequest) Reset() {
 	*x = RevokeCredentialsRequest{}
-	mi := &file_v1_credential_proto_msgTypes[8]
+	mi := &file_v1_credential_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +926,7 @@ func (x *RevokeCredentialsRequest) String() string {
 func (*RevokeCredentialsRequest) ProtoMessage() {}
 
 func (x *RevokeCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[8]
+	mi := &file_v1_credential_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +939,7 @@ func (x *RevokeCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*RevokeCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{8}
+	return file_v1_credential_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RevokeCredentialsRequest) GetId() string {
@@ -802,7 +965,7 @@ type GetRevocationRequest struct {
 
 func (x *GetRevocationRequest) Reset() {
 	*x = GetRevocationRequest{}
-	mi := &file_v1_credential_proto_msgTypes[9]
+	mi := &file_v1_credential_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +977,7 @@ func (x *GetRevocationRequest) String() string {
 func (*GetRevocationRequest) ProtoMessage() {}
 
 func (x *GetRevocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[9]
+	mi := &file_v1_credential_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +990,7 @@ func (x *GetRevocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRevocationRequest.ProtoReflect.Descriptor instead.
 func (*GetRevocationRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{9}
+	return file_v1_credential_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetRevocationRequest) GetId() string {
@@ -846,7 +1009,7 @@ type WatchCredentialsRequest struct {
 
 func (x *WatchCredentialsRequest) Reset() {
 	*x = WatchCredentialsRequest{}
-	mi := &file_v1_credential_proto_msgTypes[10]
+	mi := &file_v1_credential_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +1021,7 @@ func (x *WatchCredentialsRequest) String() string {
 func (*WatchCredentialsRequest) ProtoMessage() {}
 
 func (x *WatchCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[10]
+	mi := &file_v1_credential_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1034,7 @@ func (x *WatchCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{10}
+	return file_v1_credential_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchCredentialsRequest) GetSinceRevision() int64 {
@@ -896,7 +1059,7 @@ type CredentialEvent struct {
 
 func (x *CredentialEvent) Reset() {
 	*x = CredentialEvent{}
-	mi := &file_v1_credential_proto_msgTypes[11]
+	mi := &file_v1_credential_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1071,7 @@ func (x *CredentialEvent) String() string {
 func (*CredentialEvent) ProtoMessage() {}
 
 func (x *CredentialEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[11]
+	mi := &file_v1_credential_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1084,7 @@ func (x *CredentialEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialEvent.ProtoReflect.Descriptor instead.
 func (*CredentialEvent) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{11}
+	return file_v1_credential_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CredentialEvent) GetType() EventType {
@@ -983,7 +1146,7 @@ var File_v1_credential_proto protoreflect.FileDescriptor
 
 const file_v1_credential_proto_rawDesc = "" +
 	"\n" +
-	"\x13v1/credential.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\x1a\x17v1/clusterservice.proto\"\xf6\x02\n" +
+	"\x13v1/credential.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\x1a\x17v1/clusterservice.proto\"\xb2\x03\n" +
 	"\n" +
 	"Credential\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
@@ -998,7 +1161,13 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xd1\x03\n" +
+	"updateTime\x12:\n" +
+	"\x03sre\x18\t \x01(\v2(.openhcp.clusterservice.v1.SRECredentialR\x03sre\"\xa8\x01\n" +
+	"\rSRECredential\x12\x16\n" +
+	"\x06person\x18\x01 \x01(\tR\x06person\x12<\n" +
+	"\x06access\x18\x02 \x01(\x0e2$.openhcp.clusterservice.v1.SREAccessR\x06access\x12)\n" +
+	"\x10validity_seconds\x18\x03 \x01(\x05R\x0fvaliditySeconds\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xd1\x03\n" +
 	"\x10CredentialStatus\x12@\n" +
 	"\x05state\x18\x01 \x01(\x0e2*.openhcp.clusterservice.v1.CredentialStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -1034,18 +1203,21 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\n" +
 	"conditions\x18\x05 \x03(\v2$.openhcp.clusterservice.v1.ConditionR\n" +
 	"conditions\x12?\n" +
-	"\rcomplete_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fcompleteTime\"\xb6\x01\n" +
+	"\rcomplete_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fcompleteTime\"\xf9\x01\n" +
 	"\x18RequestCredentialRequest\x12\x15\n" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12$\n" +
 	"\n" +
 	"cluster_id\x18\x02 \x01(\tB\x05\xca\xf3\x18\x01-R\tclusterId\x12]\n" +
-	"\x1bcertificate_signing_request\x18\x03 \x01(\tB\x1d\xca\xf3\x18\x19certificateSigningRequestR\x19certificateSigningRequest\"U\n" +
+	"\x1bcertificate_signing_request\x18\x03 \x01(\tB\x1d\xca\xf3\x18\x19certificateSigningRequestR\x19certificateSigningRequest\x12A\n" +
+	"\x03sre\x18\x04 \x01(\v2(.openhcp.clusterservice.v1.SRECredentialB\x05\xca\xf3\x18\x01-R\x03sre\"U\n" +
 	"\x14GetCredentialRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
-	"\x12include_kubeconfig\x18\x02 \x01(\bR\x11includeKubeconfig\"7\n" +
+	"\x12include_kubeconfig\x18\x02 \x01(\bR\x11includeKubeconfig\"j\n" +
 	"\x16ListCredentialsRequest\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x01 \x01(\tR\tclusterId\"b\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x19\n" +
+	"\bsre_only\x18\x02 \x01(\bR\asreOnly\x12\x16\n" +
+	"\x06person\x18\x03 \x01(\tR\x06person\"b\n" +
 	"\x17ListCredentialsResponse\x12G\n" +
 	"\vcredentials\x18\x01 \x03(\v2%.openhcp.clusterservice.v1.CredentialR\vcredentials\"I\n" +
 	"\x18RevokeCredentialsRequest\x12\x0e\n" +
@@ -1073,7 +1245,11 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\x18CREDENTIAL_STATE_EXPIRED\x10\x03\x12\x1d\n" +
 	"\x19CREDENTIAL_STATE_REVOKING\x10\x04\x12\x1c\n" +
 	"\x18CREDENTIAL_STATE_REVOKED\x10\x05\x12\x1b\n" +
-	"\x17CREDENTIAL_STATE_FAILED\x10\x06*\x8d\x01\n" +
+	"\x17CREDENTIAL_STATE_FAILED\x10\x06*W\n" +
+	"\tSREAccess\x12\x1a\n" +
+	"\x16SRE_ACCESS_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14SRE_ACCESS_READ_ONLY\x10\x01\x12\x14\n" +
+	"\x10SRE_ACCESS_ADMIN\x10\x02*\x8d\x01\n" +
 	"\x0fRevocationState\x12 \n" +
 	"\x1cREVOCATION_STATE_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19REVOCATION_STATE_REVOKING\x10\x01\x12\x1c\n" +
@@ -1099,63 +1275,68 @@ func file_v1_credential_proto_rawDescGZIP() []byte {
 	return file_v1_credential_proto_rawDescData
 }
 
-var file_v1_credential_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_v1_credential_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_v1_credential_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_v1_credential_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_v1_credential_proto_goTypes = []any{
 	(CredentialState)(0),             // 0: openhcp.clusterservice.v1.CredentialState
-	(RevocationState)(0),             // 1: openhcp.clusterservice.v1.RevocationState
-	(*Credential)(nil),               // 2: openhcp.clusterservice.v1.Credential
-	(*CredentialStatus)(nil),         // 3: openhcp.clusterservice.v1.CredentialStatus
-	(*Revocation)(nil),               // 4: openhcp.clusterservice.v1.Revocation
-	(*RevocationStatus)(nil),         // 5: openhcp.clusterservice.v1.RevocationStatus
-	(*RequestCredentialRequest)(nil), // 6: openhcp.clusterservice.v1.RequestCredentialRequest
-	(*GetCredentialRequest)(nil),     // 7: openhcp.clusterservice.v1.GetCredentialRequest
-	(*ListCredentialsRequest)(nil),   // 8: openhcp.clusterservice.v1.ListCredentialsRequest
-	(*ListCredentialsResponse)(nil),  // 9: openhcp.clusterservice.v1.ListCredentialsResponse
-	(*RevokeCredentialsRequest)(nil), // 10: openhcp.clusterservice.v1.RevokeCredentialsRequest
-	(*GetRevocationRequest)(nil),     // 11: openhcp.clusterservice.v1.GetRevocationRequest
-	(*WatchCredentialsRequest)(nil),  // 12: openhcp.clusterservice.v1.WatchCredentialsRequest
-	(*CredentialEvent)(nil),          // 13: openhcp.clusterservice.v1.CredentialEvent
-	(*timestamppb.Timestamp)(nil),    // 14: google.protobuf.Timestamp
-	(*Condition)(nil),                // 15: openhcp.clusterservice.v1.Condition
-	(EventType)(0),                   // 16: openhcp.clusterservice.v1.EventType
+	(SREAccess)(0),                   // 1: openhcp.clusterservice.v1.SREAccess
+	(RevocationState)(0),             // 2: openhcp.clusterservice.v1.RevocationState
+	(*Credential)(nil),               // 3: openhcp.clusterservice.v1.Credential
+	(*SRECredential)(nil),            // 4: openhcp.clusterservice.v1.SRECredential
+	(*CredentialStatus)(nil),         // 5: openhcp.clusterservice.v1.CredentialStatus
+	(*Revocation)(nil),               // 6: openhcp.clusterservice.v1.Revocation
+	(*RevocationStatus)(nil),         // 7: openhcp.clusterservice.v1.RevocationStatus
+	(*RequestCredentialRequest)(nil), // 8: openhcp.clusterservice.v1.RequestCredentialRequest
+	(*GetCredentialRequest)(nil),     // 9: openhcp.clusterservice.v1.GetCredentialRequest
+	(*ListCredentialsRequest)(nil),   // 10: openhcp.clusterservice.v1.ListCredentialsRequest
+	(*ListCredentialsResponse)(nil),  // 11: openhcp.clusterservice.v1.ListCredentialsResponse
+	(*RevokeCredentialsRequest)(nil), // 12: openhcp.clusterservice.v1.RevokeCredentialsRequest
+	(*GetRevocationRequest)(nil),     // 13: openhcp.clusterservice.v1.GetRevocationRequest
+	(*WatchCredentialsRequest)(nil),  // 14: openhcp.clusterservice.v1.WatchCredentialsRequest
+	(*CredentialEvent)(nil),          // 15: openhcp.clusterservice.v1.CredentialEvent
+	(*timestamppb.Timestamp)(nil),    // 16: google.protobuf.Timestamp
+	(*Condition)(nil),                // 17: openhcp.clusterservice.v1.Condition
+	(EventType)(0),                   // 18: openhcp.clusterservice.v1.EventType
 }
 var file_v1_credential_proto_depIdxs = []int32{
-	3,  // 0: openhcp.clusterservice.v1.Credential.status:type_name -> openhcp.clusterservice.v1.CredentialStatus
-	14, // 1: openhcp.clusterservice.v1.Credential.create_time:type_name -> google.protobuf.Timestamp
-	14, // 2: openhcp.clusterservice.v1.Credential.update_time:type_name -> google.protobuf.Timestamp
-	0,  // 3: openhcp.clusterservice.v1.CredentialStatus.state:type_name -> openhcp.clusterservice.v1.CredentialState
-	14, // 4: openhcp.clusterservice.v1.CredentialStatus.issue_time:type_name -> google.protobuf.Timestamp
-	14, // 5: openhcp.clusterservice.v1.CredentialStatus.expiration_time:type_name -> google.protobuf.Timestamp
-	14, // 6: openhcp.clusterservice.v1.CredentialStatus.revoke_time:type_name -> google.protobuf.Timestamp
-	15, // 7: openhcp.clusterservice.v1.CredentialStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	5,  // 8: openhcp.clusterservice.v1.Revocation.status:type_name -> openhcp.clusterservice.v1.RevocationStatus
-	14, // 9: openhcp.clusterservice.v1.Revocation.create_time:type_name -> google.protobuf.Timestamp
-	14, // 10: openhcp.clusterservice.v1.Revocation.update_time:type_name -> google.protobuf.Timestamp
-	1,  // 11: openhcp.clusterservice.v1.RevocationStatus.state:type_name -> openhcp.clusterservice.v1.RevocationState
-	15, // 12: openhcp.clusterservice.v1.RevocationStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	14, // 13: openhcp.clusterservice.v1.RevocationStatus.complete_time:type_name -> google.protobuf.Timestamp
-	2,  // 14: openhcp.clusterservice.v1.ListCredentialsResponse.credentials:type_name -> openhcp.clusterservice.v1.Credential
-	16, // 15: openhcp.clusterservice.v1.CredentialEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	2,  // 16: openhcp.clusterservice.v1.CredentialEvent.credential:type_name -> openhcp.clusterservice.v1.Credential
-	4,  // 17: openhcp.clusterservice.v1.CredentialEvent.revocation:type_name -> openhcp.clusterservice.v1.Revocation
-	6,  // 18: openhcp.clusterservice.v1.Credentials.RequestCredential:input_type -> openhcp.clusterservice.v1.RequestCredentialRequest
-	7,  // 19: openhcp.clusterservice.v1.Credentials.GetCredential:input_type -> openhcp.clusterservice.v1.GetCredentialRequest
-	8,  // 20: openhcp.clusterservice.v1.Credentials.ListCredentials:input_type -> openhcp.clusterservice.v1.ListCredentialsRequest
-	10, // 21: openhcp.clusterservice.v1.Credentials.RevokeCredentials:input_type -> openhcp.clusterservice.v1.RevokeCredentialsRequest
-	11, // 22: openhcp.clusterservice.v1.Credentials.GetRevocation:input_type -> openhcp.clusterservice.v1.GetRevocationRequest
-	12, // 23: openhcp.clusterservice.v1.Credentials.WatchCredentials:input_type -> openhcp.clusterservice.v1.WatchCredentialsRequest
-	2,  // 24: openhcp.clusterservice.v1.Credentials.RequestCredential:output_type -> openhcp.clusterservice.v1.Credential
-	2,  // 25: openhcp.clusterservice.v1.Credentials.GetCredential:output_type -> openhcp.clusterservice.v1.Credential
-	9,  // 26: openhcp.clusterservice.v1.Credentials.ListCredentials:output_type -> openhcp.clusterservice.v1.ListCredentialsResponse
-	4,  // 27: openhcp.clusterservice.v1.Credentials.RevokeCredentials:output_type -> openhcp.clusterservice.v1.Revocation
-	4,  // 28: openhcp.clusterservice.v1.Credentials.GetRevocation:output_type -> openhcp.clusterservice.v1.Revocation
-	13, // 29: openhcp.clusterservice.v1.Credentials.WatchCredentials:output_type -> openhcp.clusterservice.v1.CredentialEvent
-	24, // [24:30] is the sub-list for method output_type
-	18, // [18:24] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	5,  // 0: openhcp.clusterservice.v1.Credential.status:type_name -> openhcp.clusterservice.v1.CredentialStatus
+	16, // 1: openhcp.clusterservice.v1.Credential.create_time:type_name -> google.protobuf.Timestamp
+	16, // 2: openhcp.clusterservice.v1.Credential.update_time:type_name -> google.protobuf.Timestamp
+	4,  // 3: openhcp.clusterservice.v1.Credential.sre:type_name -> openhcp.clusterservice.v1.SRECredential
+	1,  // 4: openhcp.clusterservice.v1.SRECredential.access:type_name -> openhcp.clusterservice.v1.SREAccess
+	0,  // 5: openhcp.clusterservice.v1.CredentialStatus.state:type_name -> openhcp.clusterservice.v1.CredentialState
+	16, // 6: openhcp.clusterservice.v1.CredentialStatus.issue_time:type_name -> google.protobuf.Timestamp
+	16, // 7: openhcp.clusterservice.v1.CredentialStatus.expiration_time:type_name -> google.protobuf.Timestamp
+	16, // 8: openhcp.clusterservice.v1.CredentialStatus.revoke_time:type_name -> google.protobuf.Timestamp
+	17, // 9: openhcp.clusterservice.v1.CredentialStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	7,  // 10: openhcp.clusterservice.v1.Revocation.status:type_name -> openhcp.clusterservice.v1.RevocationStatus
+	16, // 11: openhcp.clusterservice.v1.Revocation.create_time:type_name -> google.protobuf.Timestamp
+	16, // 12: openhcp.clusterservice.v1.Revocation.update_time:type_name -> google.protobuf.Timestamp
+	2,  // 13: openhcp.clusterservice.v1.RevocationStatus.state:type_name -> openhcp.clusterservice.v1.RevocationState
+	17, // 14: openhcp.clusterservice.v1.RevocationStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	16, // 15: openhcp.clusterservice.v1.RevocationStatus.complete_time:type_name -> google.protobuf.Timestamp
+	4,  // 16: openhcp.clusterservice.v1.RequestCredentialRequest.sre:type_name -> openhcp.clusterservice.v1.SRECredential
+	3,  // 17: openhcp.clusterservice.v1.ListCredentialsResponse.credentials:type_name -> openhcp.clusterservice.v1.Credential
+	18, // 18: openhcp.clusterservice.v1.CredentialEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	3,  // 19: openhcp.clusterservice.v1.CredentialEvent.credential:type_name -> openhcp.clusterservice.v1.Credential
+	6,  // 20: openhcp.clusterservice.v1.CredentialEvent.revocation:type_name -> openhcp.clusterservice.v1.Revocation
+	8,  // 21: openhcp.clusterservice.v1.Credentials.RequestCredential:input_type -> openhcp.clusterservice.v1.RequestCredentialRequest
+	9,  // 22: openhcp.clusterservice.v1.Credentials.GetCredential:input_type -> openhcp.clusterservice.v1.GetCredentialRequest
+	10, // 23: openhcp.clusterservice.v1.Credentials.ListCredentials:input_type -> openhcp.clusterservice.v1.ListCredentialsRequest
+	12, // 24: openhcp.clusterservice.v1.Credentials.RevokeCredentials:input_type -> openhcp.clusterservice.v1.RevokeCredentialsRequest
+	13, // 25: openhcp.clusterservice.v1.Credentials.GetRevocation:input_type -> openhcp.clusterservice.v1.GetRevocationRequest
+	14, // 26: openhcp.clusterservice.v1.Credentials.WatchCredentials:input_type -> openhcp.clusterservice.v1.WatchCredentialsRequest
+	3,  // 27: openhcp.clusterservice.v1.Credentials.RequestCredential:output_type -> openhcp.clusterservice.v1.Credential
+	3,  // 28: openhcp.clusterservice.v1.Credentials.GetCredential:output_type -> openhcp.clusterservice.v1.Credential
+	11, // 29: openhcp.clusterservice.v1.Credentials.ListCredentials:output_type -> openhcp.clusterservice.v1.ListCredentialsResponse
+	6,  // 30: openhcp.clusterservice.v1.Credentials.RevokeCredentials:output_type -> openhcp.clusterservice.v1.Revocation
+	6,  // 31: openhcp.clusterservice.v1.Credentials.GetRevocation:output_type -> openhcp.clusterservice.v1.Revocation
+	15, // 32: openhcp.clusterservice.v1.Credentials.WatchCredentials:output_type -> openhcp.clusterservice.v1.CredentialEvent
+	27, // [27:33] is the sub-list for method output_type
+	21, // [21:27] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_v1_credential_proto_init() }
@@ -1165,7 +1346,7 @@ func file_v1_credential_proto_init() {
 	}
 	file_v1_armpath_proto_init()
 	file_v1_clusterservice_proto_init()
-	file_v1_credential_proto_msgTypes[11].OneofWrappers = []any{
+	file_v1_credential_proto_msgTypes[12].OneofWrappers = []any{
 		(*CredentialEvent_Credential)(nil),
 		(*CredentialEvent_Revocation)(nil),
 	}
@@ -1174,8 +1355,8 @@ func file_v1_credential_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_credential_proto_rawDesc), len(file_v1_credential_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   12,
+			NumEnums:      3,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

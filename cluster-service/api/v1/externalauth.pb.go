@@ -107,6 +107,8 @@ type ExternalAuth struct {
 	Revision      int64                  `protobuf:"varint,6,opt,name=revision,proto3" json:"revision,omitempty"`
 	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// spec_revision: as Cluster.spec_revision.
+	SpecRevision  int64 `protobuf:"varint,9,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -195,6 +197,13 @@ func (x *ExternalAuth) GetUpdateTime() *timestamppb.Timestamp {
 		return x.UpdateTime
 	}
 	return nil
+}
+
+func (x *ExternalAuth) GetSpecRevision() int64 {
+	if x != nil {
+		return x.SpecRevision
+	}
+	return 0
 }
 
 type ExternalAuthSpec struct {
@@ -641,9 +650,11 @@ type ExternalAuthStatus struct {
 	// conditions: HyperShift's ValidConfiguration condition of the HostedCluster, as reported.
 	Conditions []*Condition `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
 	// applied: the management cluster reported this spec on the HostedCluster.
-	Applied       bool `protobuf:"varint,5,opt,name=applied,proto3" json:"applied,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Applied bool `protobuf:"varint,5,opt,name=applied,proto3" json:"applied,omitempty"`
+	// observed_revision: as ClusterStatus.observed_revision.
+	ObservedRevision int64 `protobuf:"varint,6,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ExternalAuthStatus) Reset() {
@@ -709,6 +720,13 @@ func (x *ExternalAuthStatus) GetApplied() bool {
 		return x.Applied
 	}
 	return false
+}
+
+func (x *ExternalAuthStatus) GetObservedRevision() int64 {
+	if x != nil {
+		return x.ObservedRevision
+	}
+	return 0
 }
 
 type CreateExternalAuthRequest struct {
@@ -890,9 +908,9 @@ func (x *ListExternalAuthsResponse) GetExternalAuths() []*ExternalAuth {
 type UpdateExternalAuthRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Spec  *ExternalAuthSpec      `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
 	// revision, when not 0, makes the update conditional on the current revision.
-	Revision      int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision      int64               `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Update        *ExternalAuthUpdate `protobuf:"bytes,4,opt,name=update,proto3" json:"update,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -934,18 +952,181 @@ func (x *UpdateExternalAuthRequest) GetId() string {
 	return ""
 }
 
-func (x *UpdateExternalAuthRequest) GetSpec() *ExternalAuthSpec {
-	if x != nil {
-		return x.Spec
-	}
-	return nil
-}
-
 func (x *UpdateExternalAuthRequest) GetRevision() int64 {
 	if x != nil {
 		return x.Revision
 	}
 	return 0
+}
+
+func (x *UpdateExternalAuthRequest) GetUpdate() *ExternalAuthUpdate {
+	if x != nil {
+		return x.Update
+	}
+	return nil
+}
+
+// ExternalAuthUpdate holds the parts of the spec an update replaces; an unset field is left as
+// it is. Field names are ExternalAuthSpec's. A full update (csv1.FullExternalAuthUpdate) is how
+// an ARM PUT replaces the spec.
+type ExternalAuthUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// issuer, when set, replaces the whole issuer.
+	Issuer *TokenIssuer `protobuf:"bytes,1,opt,name=issuer,proto3" json:"issuer,omitempty"`
+	// clients, when set, replaces the list; an empty list removes them all.
+	Clients *ExternalAuthClients `protobuf:"bytes,2,opt,name=clients,proto3" json:"clients,omitempty"`
+	// claim_mappings, when set, replaces them.
+	ClaimMappings *TokenClaimMappings `protobuf:"bytes,3,opt,name=claim_mappings,json=claimMappings,proto3" json:"claim_mappings,omitempty"`
+	// validation_rules, when set, replaces the list; an empty list removes them all.
+	ValidationRules *TokenClaimValidationRules `protobuf:"bytes,4,opt,name=validation_rules,json=validationRules,proto3" json:"validation_rules,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ExternalAuthUpdate) Reset() {
+	*x = ExternalAuthUpdate{}
+	mi := &file_v1_externalauth_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExternalAuthUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExternalAuthUpdate) ProtoMessage() {}
+
+func (x *ExternalAuthUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_externalauth_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExternalAuthUpdate.ProtoReflect.Descriptor instead.
+func (*ExternalAuthUpdate) Descriptor() ([]byte, []int) {
+	return file_v1_externalauth_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ExternalAuthUpdate) GetIssuer() *TokenIssuer {
+	if x != nil {
+		return x.Issuer
+	}
+	return nil
+}
+
+func (x *ExternalAuthUpdate) GetClients() *ExternalAuthClients {
+	if x != nil {
+		return x.Clients
+	}
+	return nil
+}
+
+func (x *ExternalAuthUpdate) GetClaimMappings() *TokenClaimMappings {
+	if x != nil {
+		return x.ClaimMappings
+	}
+	return nil
+}
+
+func (x *ExternalAuthUpdate) GetValidationRules() *TokenClaimValidationRules {
+	if x != nil {
+		return x.ValidationRules
+	}
+	return nil
+}
+
+type ExternalAuthClients struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        []*ExternalAuthClient  `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExternalAuthClients) Reset() {
+	*x = ExternalAuthClients{}
+	mi := &file_v1_externalauth_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExternalAuthClients) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExternalAuthClients) ProtoMessage() {}
+
+func (x *ExternalAuthClients) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_externalauth_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExternalAuthClients.ProtoReflect.Descriptor instead.
+func (*ExternalAuthClients) Descriptor() ([]byte, []int) {
+	return file_v1_externalauth_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ExternalAuthClients) GetValues() []*ExternalAuthClient {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+type TokenClaimValidationRules struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Values        []*TokenClaimValidationRule `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenClaimValidationRules) Reset() {
+	*x = TokenClaimValidationRules{}
+	mi := &file_v1_externalauth_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenClaimValidationRules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenClaimValidationRules) ProtoMessage() {}
+
+func (x *TokenClaimValidationRules) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_externalauth_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenClaimValidationRules.ProtoReflect.Descriptor instead.
+func (*TokenClaimValidationRules) Descriptor() ([]byte, []int) {
+	return file_v1_externalauth_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *TokenClaimValidationRules) GetValues() []*TokenClaimValidationRule {
+	if x != nil {
+		return x.Values
+	}
+	return nil
 }
 
 type DeleteExternalAuthRequest struct {
@@ -957,7 +1138,7 @@ type DeleteExternalAuthRequest struct {
 
 func (x *DeleteExternalAuthRequest) Reset() {
 	*x = DeleteExternalAuthRequest{}
-	mi := &file_v1_externalauth_proto_msgTypes[14]
+	mi := &file_v1_externalauth_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1150,7 @@ func (x *DeleteExternalAuthRequest) String() string {
 func (*DeleteExternalAuthRequest) ProtoMessage() {}
 
 func (x *DeleteExternalAuthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_externalauth_proto_msgTypes[14]
+	mi := &file_v1_externalauth_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1163,7 @@ func (x *DeleteExternalAuthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteExternalAuthRequest.ProtoReflect.Descriptor instead.
 func (*DeleteExternalAuthRequest) Descriptor() ([]byte, []int) {
-	return file_v1_externalauth_proto_rawDescGZIP(), []int{14}
+	return file_v1_externalauth_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteExternalAuthRequest) GetId() string {
@@ -1001,7 +1182,7 @@ type WatchExternalAuthsRequest struct {
 
 func (x *WatchExternalAuthsRequest) Reset() {
 	*x = WatchExternalAuthsRequest{}
-	mi := &file_v1_externalauth_proto_msgTypes[15]
+	mi := &file_v1_externalauth_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1194,7 @@ func (x *WatchExternalAuthsRequest) String() string {
 func (*WatchExternalAuthsRequest) ProtoMessage() {}
 
 func (x *WatchExternalAuthsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_externalauth_proto_msgTypes[15]
+	mi := &file_v1_externalauth_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1207,7 @@ func (x *WatchExternalAuthsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchExternalAuthsRequest.ProtoReflect.Descriptor instead.
 func (*WatchExternalAuthsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_externalauth_proto_rawDescGZIP(), []int{15}
+	return file_v1_externalauth_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WatchExternalAuthsRequest) GetSinceRevision() int64 {
@@ -1047,7 +1228,7 @@ type ExternalAuthEvent struct {
 
 func (x *ExternalAuthEvent) Reset() {
 	*x = ExternalAuthEvent{}
-	mi := &file_v1_externalauth_proto_msgTypes[16]
+	mi := &file_v1_externalauth_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1240,7 @@ func (x *ExternalAuthEvent) String() string {
 func (*ExternalAuthEvent) ProtoMessage() {}
 
 func (x *ExternalAuthEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_externalauth_proto_msgTypes[16]
+	mi := &file_v1_externalauth_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1253,7 @@ func (x *ExternalAuthEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExternalAuthEvent.ProtoReflect.Descriptor instead.
 func (*ExternalAuthEvent) Descriptor() ([]byte, []int) {
-	return file_v1_externalauth_proto_rawDescGZIP(), []int{16}
+	return file_v1_externalauth_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExternalAuthEvent) GetType() EventType {
@@ -1100,7 +1281,7 @@ var File_v1_externalauth_proto protoreflect.FileDescriptor
 
 const file_v1_externalauth_proto_rawDesc = "" +
 	"\n" +
-	"\x15v1/externalauth.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\x1a\x17v1/clusterservice.proto\"\xbf\x03\n" +
+	"\x15v1/externalauth.proto\x12\x19openhcp.clusterservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x10v1/armpath.proto\x1a\x17v1/clusterservice.proto\"\xeb\x03\n" +
 	"\fExternalAuth\x12\x15\n" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12$\n" +
 	"\n" +
@@ -1112,7 +1293,8 @@ const file_v1_externalauth_proto_rawDesc = "" +
 	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
 	"createTime\x12B\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampB\x05\xca\xf3\x18\x01-R\n" +
-	"updateTime\"\xc6\x03\n" +
+	"updateTime\x12*\n" +
+	"\rspec_revision\x18\t \x01(\x03B\x05\xca\xf3\x18\x01-R\fspecRevision\"\xc6\x03\n" +
 	"\x10ExternalAuthSpec\x12U\n" +
 	"\x06issuer\x18\x01 \x01(\v2&.openhcp.clusterservice.v1.TokenIssuerB\x15\xca\xf3\x18\x11properties.issuerR\x06issuer\x12_\n" +
 	"\aclients\x18\x02 \x03(\v2-.openhcp.clusterservice.v1.ExternalAuthClientB\x16\xca\xf3\x18\x12properties.clientsR\aclients\x12s\n" +
@@ -1144,7 +1326,7 @@ const file_v1_externalauth_proto_rawDesc = "" +
 	"\x18TokenClaimValidationRule\x12\x1c\n" +
 	"\x04type\x18\x01 \x01(\tB\b\xca\xf3\x18\x04typeR\x04type\x12>\n" +
 	"\x0erequired_claim\x18\x02 \x01(\tB\x17\xca\xf3\x18\x13requiredClaim.claimR\rrequiredClaim\x12F\n" +
-	"\x0erequired_value\x18\x03 \x01(\tB\x1f\xca\xf3\x18\x1brequiredClaim.requiredValueR\rrequiredValue\"\xf1\x01\n" +
+	"\x0erequired_value\x18\x03 \x01(\tB\x1f\xca\xf3\x18\x1brequiredClaim.requiredValueR\rrequiredValue\"\x9e\x02\n" +
 	"\x12ExternalAuthStatus\x12B\n" +
 	"\x05state\x18\x01 \x01(\x0e2,.openhcp.clusterservice.v1.ExternalAuthStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -1153,7 +1335,8 @@ const file_v1_externalauth_proto_rawDesc = "" +
 	"\n" +
 	"conditions\x18\x04 \x03(\v2$.openhcp.clusterservice.v1.ConditionR\n" +
 	"conditions\x12\x18\n" +
-	"\aapplied\x18\x05 \x01(\bR\aapplied\"p\n" +
+	"\aapplied\x18\x05 \x01(\bR\aapplied\x12+\n" +
+	"\x11observed_revision\x18\x06 \x01(\x03R\x10observedRevision\"p\n" +
 	"\x19CreateExternalAuthRequest\x12S\n" +
 	"\rexternal_auth\x18\x01 \x01(\v2'.openhcp.clusterservice.v1.ExternalAuthB\x05\xca\xf3\x18\x01.R\fexternalAuth\"(\n" +
 	"\x16GetExternalAuthRequest\x12\x0e\n" +
@@ -1162,11 +1345,20 @@ const file_v1_externalauth_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"k\n" +
 	"\x19ListExternalAuthsResponse\x12N\n" +
-	"\x0eexternal_auths\x18\x01 \x03(\v2'.openhcp.clusterservice.v1.ExternalAuthR\rexternalAuths\"\x9d\x01\n" +
+	"\x0eexternal_auths\x18\x01 \x03(\v2'.openhcp.clusterservice.v1.ExternalAuthR\rexternalAuths\"\xa9\x01\n" +
 	"\x19UpdateExternalAuthRequest\x12\x15\n" +
-	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12F\n" +
-	"\x04spec\x18\x02 \x01(\v2+.openhcp.clusterservice.v1.ExternalAuthSpecB\x05\xca\xf3\x18\x01.R\x04spec\x12!\n" +
-	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\"+\n" +
+	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12!\n" +
+	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12L\n" +
+	"\x06update\x18\x04 \x01(\v2-.openhcp.clusterservice.v1.ExternalAuthUpdateB\x05\xca\xf3\x18\x01.R\x06updateJ\x04\b\x02\x10\x03\"\xca\x03\n" +
+	"\x12ExternalAuthUpdate\x12U\n" +
+	"\x06issuer\x18\x01 \x01(\v2&.openhcp.clusterservice.v1.TokenIssuerB\x15\xca\xf3\x18\x11properties.issuerR\x06issuer\x12`\n" +
+	"\aclients\x18\x02 \x01(\v2..openhcp.clusterservice.v1.ExternalAuthClientsB\x16\xca\xf3\x18\x12properties.clientsR\aclients\x12s\n" +
+	"\x0eclaim_mappings\x18\x03 \x01(\v2-.openhcp.clusterservice.v1.TokenClaimMappingsB\x1d\xca\xf3\x18\x19properties.claim.mappingsR\rclaimMappings\x12\x85\x01\n" +
+	"\x10validation_rules\x18\x04 \x01(\v24.openhcp.clusterservice.v1.TokenClaimValidationRulesB$\xca\xf3\x18 properties.claim.validationRulesR\x0fvalidationRules\"c\n" +
+	"\x13ExternalAuthClients\x12L\n" +
+	"\x06values\x18\x01 \x03(\v2-.openhcp.clusterservice.v1.ExternalAuthClientB\x05\xca\xf3\x18\x01.R\x06values\"o\n" +
+	"\x19TokenClaimValidationRules\x12R\n" +
+	"\x06values\x18\x01 \x03(\v23.openhcp.clusterservice.v1.TokenClaimValidationRuleB\x05\xca\xf3\x18\x01.R\x06values\"+\n" +
 	"\x19DeleteExternalAuthRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"B\n" +
 	"\x19WatchExternalAuthsRequest\x12%\n" +
@@ -1204,7 +1396,7 @@ func file_v1_externalauth_proto_rawDescGZIP() []byte {
 }
 
 var file_v1_externalauth_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_v1_externalauth_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_v1_externalauth_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_v1_externalauth_proto_goTypes = []any{
 	(ExternalAuthState)(0),            // 0: openhcp.clusterservice.v1.ExternalAuthState
 	(*ExternalAuth)(nil),              // 1: openhcp.clusterservice.v1.ExternalAuth
@@ -1221,18 +1413,21 @@ var file_v1_externalauth_proto_goTypes = []any{
 	(*ListExternalAuthsRequest)(nil),  // 12: openhcp.clusterservice.v1.ListExternalAuthsRequest
 	(*ListExternalAuthsResponse)(nil), // 13: openhcp.clusterservice.v1.ListExternalAuthsResponse
 	(*UpdateExternalAuthRequest)(nil), // 14: openhcp.clusterservice.v1.UpdateExternalAuthRequest
-	(*DeleteExternalAuthRequest)(nil), // 15: openhcp.clusterservice.v1.DeleteExternalAuthRequest
-	(*WatchExternalAuthsRequest)(nil), // 16: openhcp.clusterservice.v1.WatchExternalAuthsRequest
-	(*ExternalAuthEvent)(nil),         // 17: openhcp.clusterservice.v1.ExternalAuthEvent
-	(*timestamppb.Timestamp)(nil),     // 18: google.protobuf.Timestamp
-	(*Condition)(nil),                 // 19: openhcp.clusterservice.v1.Condition
-	(EventType)(0),                    // 20: openhcp.clusterservice.v1.EventType
+	(*ExternalAuthUpdate)(nil),        // 15: openhcp.clusterservice.v1.ExternalAuthUpdate
+	(*ExternalAuthClients)(nil),       // 16: openhcp.clusterservice.v1.ExternalAuthClients
+	(*TokenClaimValidationRules)(nil), // 17: openhcp.clusterservice.v1.TokenClaimValidationRules
+	(*DeleteExternalAuthRequest)(nil), // 18: openhcp.clusterservice.v1.DeleteExternalAuthRequest
+	(*WatchExternalAuthsRequest)(nil), // 19: openhcp.clusterservice.v1.WatchExternalAuthsRequest
+	(*ExternalAuthEvent)(nil),         // 20: openhcp.clusterservice.v1.ExternalAuthEvent
+	(*timestamppb.Timestamp)(nil),     // 21: google.protobuf.Timestamp
+	(*Condition)(nil),                 // 22: openhcp.clusterservice.v1.Condition
+	(EventType)(0),                    // 23: openhcp.clusterservice.v1.EventType
 }
 var file_v1_externalauth_proto_depIdxs = []int32{
 	2,  // 0: openhcp.clusterservice.v1.ExternalAuth.spec:type_name -> openhcp.clusterservice.v1.ExternalAuthSpec
 	9,  // 1: openhcp.clusterservice.v1.ExternalAuth.status:type_name -> openhcp.clusterservice.v1.ExternalAuthStatus
-	18, // 2: openhcp.clusterservice.v1.ExternalAuth.create_time:type_name -> google.protobuf.Timestamp
-	18, // 3: openhcp.clusterservice.v1.ExternalAuth.update_time:type_name -> google.protobuf.Timestamp
+	21, // 2: openhcp.clusterservice.v1.ExternalAuth.create_time:type_name -> google.protobuf.Timestamp
+	21, // 3: openhcp.clusterservice.v1.ExternalAuth.update_time:type_name -> google.protobuf.Timestamp
 	3,  // 4: openhcp.clusterservice.v1.ExternalAuthSpec.issuer:type_name -> openhcp.clusterservice.v1.TokenIssuer
 	4,  // 5: openhcp.clusterservice.v1.ExternalAuthSpec.clients:type_name -> openhcp.clusterservice.v1.ExternalAuthClient
 	5,  // 6: openhcp.clusterservice.v1.ExternalAuthSpec.claim_mappings:type_name -> openhcp.clusterservice.v1.TokenClaimMappings
@@ -1240,29 +1435,35 @@ var file_v1_externalauth_proto_depIdxs = []int32{
 	6,  // 8: openhcp.clusterservice.v1.TokenClaimMappings.username:type_name -> openhcp.clusterservice.v1.UsernameClaimMapping
 	7,  // 9: openhcp.clusterservice.v1.TokenClaimMappings.groups:type_name -> openhcp.clusterservice.v1.GroupsClaimMapping
 	0,  // 10: openhcp.clusterservice.v1.ExternalAuthStatus.state:type_name -> openhcp.clusterservice.v1.ExternalAuthState
-	19, // 11: openhcp.clusterservice.v1.ExternalAuthStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	22, // 11: openhcp.clusterservice.v1.ExternalAuthStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
 	1,  // 12: openhcp.clusterservice.v1.CreateExternalAuthRequest.external_auth:type_name -> openhcp.clusterservice.v1.ExternalAuth
 	1,  // 13: openhcp.clusterservice.v1.ListExternalAuthsResponse.external_auths:type_name -> openhcp.clusterservice.v1.ExternalAuth
-	2,  // 14: openhcp.clusterservice.v1.UpdateExternalAuthRequest.spec:type_name -> openhcp.clusterservice.v1.ExternalAuthSpec
-	20, // 15: openhcp.clusterservice.v1.ExternalAuthEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	1,  // 16: openhcp.clusterservice.v1.ExternalAuthEvent.external_auth:type_name -> openhcp.clusterservice.v1.ExternalAuth
-	10, // 17: openhcp.clusterservice.v1.ExternalAuths.CreateExternalAuth:input_type -> openhcp.clusterservice.v1.CreateExternalAuthRequest
-	11, // 18: openhcp.clusterservice.v1.ExternalAuths.GetExternalAuth:input_type -> openhcp.clusterservice.v1.GetExternalAuthRequest
-	12, // 19: openhcp.clusterservice.v1.ExternalAuths.ListExternalAuths:input_type -> openhcp.clusterservice.v1.ListExternalAuthsRequest
-	14, // 20: openhcp.clusterservice.v1.ExternalAuths.UpdateExternalAuth:input_type -> openhcp.clusterservice.v1.UpdateExternalAuthRequest
-	15, // 21: openhcp.clusterservice.v1.ExternalAuths.DeleteExternalAuth:input_type -> openhcp.clusterservice.v1.DeleteExternalAuthRequest
-	16, // 22: openhcp.clusterservice.v1.ExternalAuths.WatchExternalAuths:input_type -> openhcp.clusterservice.v1.WatchExternalAuthsRequest
-	1,  // 23: openhcp.clusterservice.v1.ExternalAuths.CreateExternalAuth:output_type -> openhcp.clusterservice.v1.ExternalAuth
-	1,  // 24: openhcp.clusterservice.v1.ExternalAuths.GetExternalAuth:output_type -> openhcp.clusterservice.v1.ExternalAuth
-	13, // 25: openhcp.clusterservice.v1.ExternalAuths.ListExternalAuths:output_type -> openhcp.clusterservice.v1.ListExternalAuthsResponse
-	1,  // 26: openhcp.clusterservice.v1.ExternalAuths.UpdateExternalAuth:output_type -> openhcp.clusterservice.v1.ExternalAuth
-	1,  // 27: openhcp.clusterservice.v1.ExternalAuths.DeleteExternalAuth:output_type -> openhcp.clusterservice.v1.ExternalAuth
-	17, // 28: openhcp.clusterservice.v1.ExternalAuths.WatchExternalAuths:output_type -> openhcp.clusterservice.v1.ExternalAuthEvent
-	23, // [23:29] is the sub-list for method output_type
-	17, // [17:23] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	15, // 14: openhcp.clusterservice.v1.UpdateExternalAuthRequest.update:type_name -> openhcp.clusterservice.v1.ExternalAuthUpdate
+	3,  // 15: openhcp.clusterservice.v1.ExternalAuthUpdate.issuer:type_name -> openhcp.clusterservice.v1.TokenIssuer
+	16, // 16: openhcp.clusterservice.v1.ExternalAuthUpdate.clients:type_name -> openhcp.clusterservice.v1.ExternalAuthClients
+	5,  // 17: openhcp.clusterservice.v1.ExternalAuthUpdate.claim_mappings:type_name -> openhcp.clusterservice.v1.TokenClaimMappings
+	17, // 18: openhcp.clusterservice.v1.ExternalAuthUpdate.validation_rules:type_name -> openhcp.clusterservice.v1.TokenClaimValidationRules
+	4,  // 19: openhcp.clusterservice.v1.ExternalAuthClients.values:type_name -> openhcp.clusterservice.v1.ExternalAuthClient
+	8,  // 20: openhcp.clusterservice.v1.TokenClaimValidationRules.values:type_name -> openhcp.clusterservice.v1.TokenClaimValidationRule
+	23, // 21: openhcp.clusterservice.v1.ExternalAuthEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	1,  // 22: openhcp.clusterservice.v1.ExternalAuthEvent.external_auth:type_name -> openhcp.clusterservice.v1.ExternalAuth
+	10, // 23: openhcp.clusterservice.v1.ExternalAuths.CreateExternalAuth:input_type -> openhcp.clusterservice.v1.CreateExternalAuthRequest
+	11, // 24: openhcp.clusterservice.v1.ExternalAuths.GetExternalAuth:input_type -> openhcp.clusterservice.v1.GetExternalAuthRequest
+	12, // 25: openhcp.clusterservice.v1.ExternalAuths.ListExternalAuths:input_type -> openhcp.clusterservice.v1.ListExternalAuthsRequest
+	14, // 26: openhcp.clusterservice.v1.ExternalAuths.UpdateExternalAuth:input_type -> openhcp.clusterservice.v1.UpdateExternalAuthRequest
+	18, // 27: openhcp.clusterservice.v1.ExternalAuths.DeleteExternalAuth:input_type -> openhcp.clusterservice.v1.DeleteExternalAuthRequest
+	19, // 28: openhcp.clusterservice.v1.ExternalAuths.WatchExternalAuths:input_type -> openhcp.clusterservice.v1.WatchExternalAuthsRequest
+	1,  // 29: openhcp.clusterservice.v1.ExternalAuths.CreateExternalAuth:output_type -> openhcp.clusterservice.v1.ExternalAuth
+	1,  // 30: openhcp.clusterservice.v1.ExternalAuths.GetExternalAuth:output_type -> openhcp.clusterservice.v1.ExternalAuth
+	13, // 31: openhcp.clusterservice.v1.ExternalAuths.ListExternalAuths:output_type -> openhcp.clusterservice.v1.ListExternalAuthsResponse
+	1,  // 32: openhcp.clusterservice.v1.ExternalAuths.UpdateExternalAuth:output_type -> openhcp.clusterservice.v1.ExternalAuth
+	1,  // 33: openhcp.clusterservice.v1.ExternalAuths.DeleteExternalAuth:output_type -> openhcp.clusterservice.v1.ExternalAuth
+	20, // 34: openhcp.clusterservice.v1.ExternalAuths.WatchExternalAuths:output_type -> openhcp.clusterservice.v1.ExternalAuthEvent
+	29, // [29:35] is the sub-list for method output_type
+	23, // [23:29] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_v1_externalauth_proto_init() }
@@ -1278,7 +1479,7 @@ func file_v1_externalauth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_externalauth_proto_rawDesc), len(file_v1_externalauth_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

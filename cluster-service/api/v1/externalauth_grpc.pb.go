@@ -45,8 +45,10 @@ type ExternalAuthsClient interface {
 	GetExternalAuth(ctx context.Context, in *GetExternalAuthRequest, opts ...grpc.CallOption) (*ExternalAuth, error)
 	// ListExternalAuths lists the external auths of one cluster (zero or one).
 	ListExternalAuths(ctx context.Context, in *ListExternalAuthsRequest, opts ...grpc.CallOption) (*ListExternalAuthsResponse, error)
-	// UpdateExternalAuth replaces the spec. With revision set, the update is conditional on it
-	// (Aborted otherwise). FailedPrecondition while it or its cluster is being deleted.
+	// UpdateExternalAuth applies a partial update (ExternalAuthUpdate: only the fields it sets
+	// change) to the stored spec under the row lock, then validates the result as on create. An
+	// update that changes nothing keeps the revision. With revision set, the update is conditional
+	// on it (Aborted otherwise). FailedPrecondition while it or its cluster is being deleted.
 	UpdateExternalAuth(ctx context.Context, in *UpdateExternalAuthRequest, opts ...grpc.CallOption) (*ExternalAuth, error)
 	// DeleteExternalAuth starts the removal (state UNINSTALLING): the provider is taken out of
 	// the HostedCluster, and the external auth is gone once the management cluster reports it
@@ -149,8 +151,10 @@ type ExternalAuthsServer interface {
 	GetExternalAuth(context.Context, *GetExternalAuthRequest) (*ExternalAuth, error)
 	// ListExternalAuths lists the external auths of one cluster (zero or one).
 	ListExternalAuths(context.Context, *ListExternalAuthsRequest) (*ListExternalAuthsResponse, error)
-	// UpdateExternalAuth replaces the spec. With revision set, the update is conditional on it
-	// (Aborted otherwise). FailedPrecondition while it or its cluster is being deleted.
+	// UpdateExternalAuth applies a partial update (ExternalAuthUpdate: only the fields it sets
+	// change) to the stored spec under the row lock, then validates the result as on create. An
+	// update that changes nothing keeps the revision. With revision set, the update is conditional
+	// on it (Aborted otherwise). FailedPrecondition while it or its cluster is being deleted.
 	UpdateExternalAuth(context.Context, *UpdateExternalAuthRequest) (*ExternalAuth, error)
 	// DeleteExternalAuth starts the removal (state UNINSTALLING): the provider is taken out of
 	// the HostedCluster, and the external auth is gone once the management cluster reports it

@@ -37,6 +37,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/envelope"
+	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -54,6 +55,7 @@ type config struct {
 	maestroSourceID       string
 	envName               string
 	resyncPeriod          time.Duration
+	republishAfter        time.Duration
 	tombstoneRetention    time.Duration
 	workers               int
 	releaseImageRepo      string
@@ -88,7 +90,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str := func(p *string, name, envName, def, usage string) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
-	var resync, retention, shutdown, workers, logLevel string
+	var resync, republish, retention, shutdown, workers, logLevel string
 	var breakGlassValidity, placementPolicy, feedbackWatch string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
@@ -104,6 +106,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&c.maestroSourceID, "maestro-source-id", "MAESTRO_SOURCE_ID", maestro.DefaultSourceID, "Maestro source ID of this service")
 	str(&c.envName, "env-name", "ENV_NAME", manifests.DefaultEnv, "environment name in cluster namespaces (ocm-<env>-<id>)")
 	str(&resync, "resync-period", "RESYNC_PERIOD", "5m", "how often every cluster is re-read from Maestro without events")
+	str(&republish, "republish-after", "REPUBLISH_AFTER", controller.DefaultRepublishAfter.String(),
+		"a work whose Maestro status is still for an older generation this long is sent again (the pinned agent can lose a spec update; docs/maestro.md); doubles per retry up to 10m (≥1s)")
 	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
@@ -142,6 +146,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	var err error
 	if c.resyncPeriod, err = time.ParseDuration(resync); err != nil || c.resyncPeriod < time.Second {
 		return c, fmt.Errorf("--resync-period: %q is not a duration of at least 1s", resync)
+	}
+	if c.republishAfter, err = time.ParseDuration(republish); err != nil || c.republishAfter < time.Second {
+		return c, fmt.Errorf("--republish-after: %q is not a duration of at least 1s", republish)
 	}
 	if c.tombstoneRetention, err = time.ParseDuration(retention); err != nil || c.tombstoneRetention < time.Minute {
 		return c, fmt.Errorf("--tombstone-retention: %q is not a duration of at least 1m", retention)
@@ -309,7 +316,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
-		PollFeedbackOnly: c.pollFeedbackOnly}, log)
+		PollFeedbackOnly: c.pollFeedbackOnly, RepublishAfter: c.republishAfter}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
 	opts := srv.ServerOptions()
@@ -330,6 +337,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	pprofmux.Register(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

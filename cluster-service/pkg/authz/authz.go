@@ -22,7 +22,7 @@ import (
 const (
 	Frontend = "frontend" // serves ARM: creates, reads, updates and deletes what ARM asks for
 	Backend  = "backend"  // reads and watches to report ARM operations; the subscription cascade deletes clusters
-	SRE      = "sre"      // operators and the region launcher: provision shards, and reads everything
+	SRE      = "sre"      // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
 )
 
 // Table lists, for every method Cluster Service serves, who may call it. Change it here only;
@@ -31,7 +31,8 @@ var Table = map[string][]string{
 	csv1.Clusters_CreateCluster_FullMethodName: {Frontend},
 	csv1.Clusters_GetCluster_FullMethodName:    {Frontend, Backend, SRE},
 	csv1.Clusters_ListClusters_FullMethodName:  {Frontend, SRE},
-	csv1.Clusters_UpdateCluster_FullMethodName: {Frontend},
+	// The admin API upgrades a control plane for an SRE (docs/sre.md, Day-2 changes).
+	csv1.Clusters_UpdateCluster_FullMethodName: {Frontend, SRE},
 	// The backend deletes the clusters of a deleted subscription (the subscription cascade).
 	csv1.Clusters_DeleteCluster_FullMethodName: {Frontend, Backend},
 	csv1.Clusters_WatchClusters_FullMethodName: {Backend, SRE},
@@ -39,7 +40,8 @@ var Table = map[string][]string{
 	csv1.NodePools_CreateNodePool_FullMethodName: {Frontend},
 	csv1.NodePools_GetNodePool_FullMethodName:    {Frontend, Backend, SRE},
 	csv1.NodePools_ListNodePools_FullMethodName:  {Frontend, SRE},
-	csv1.NodePools_UpdateNodePool_FullMethodName: {Frontend},
+	// The admin API scales and upgrades node pools for an SRE.
+	csv1.NodePools_UpdateNodePool_FullMethodName: {Frontend, SRE},
 	csv1.NodePools_DeleteNodePool_FullMethodName: {Frontend},
 	csv1.NodePools_WatchNodePools_FullMethodName: {Backend, SRE},
 
@@ -51,11 +53,13 @@ var Table = map[string][]string{
 	csv1.ExternalAuths_WatchExternalAuths_FullMethodName: {Backend, SRE},
 
 	// Break-glass credentials are asked for through ARM only; the backend follows their state.
-	csv1.Credentials_RequestCredential_FullMethodName: {Frontend},
-	csv1.Credentials_GetCredential_FullMethodName:     {Frontend, Backend},
-	csv1.Credentials_ListCredentials_FullMethodName:   {Frontend},
-	csv1.Credentials_RevokeCredentials_FullMethodName: {Frontend},
-	csv1.Credentials_GetRevocation_FullMethodName:     {Frontend, Backend},
+	// The admin API requests, lists and revokes SRE break-glass credentials; only the sre
+	// identity may ask for an SRE credential, and only an SRE one (server/credentials.go).
+	csv1.Credentials_RequestCredential_FullMethodName: {Frontend, SRE},
+	csv1.Credentials_GetCredential_FullMethodName:     {Frontend, Backend, SRE},
+	csv1.Credentials_ListCredentials_FullMethodName:   {Frontend, SRE},
+	csv1.Credentials_RevokeCredentials_FullMethodName: {Frontend, SRE},
+	csv1.Credentials_GetRevocation_FullMethodName:     {Frontend, Backend, SRE},
 	csv1.Credentials_WatchCredentials_FullMethodName:  {Backend},
 
 	csv1.Versions_ListVersions_FullMethodName: {Frontend, SRE},
@@ -65,6 +69,8 @@ var Table = map[string][]string{
 	// creates them.
 	csv1.UpgradePolicies_CreateUpgradePolicy_FullMethodName: {},
 	csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName:    {Frontend, SRE},
+	// The admin API cancels an upgrade that has not started, for an SRE.
+	csv1.UpgradePolicies_CancelUpgradePolicy_FullMethodName: {SRE},
 	csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: {Frontend, SRE},
 
 	csv1.ProvisionShards_RegisterShard_FullMethodName:  {SRE},

@@ -19,6 +19,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 )
 
 // Subject rules of HyperShift's customer break-glass signer.
@@ -27,9 +29,55 @@ const (
 	Group      = "system:masters"
 )
 
+// SRE break-glass subjects. HyperShift's customer break-glass signer signs only common names
+// under UserPrefix, so an SRE's credential is system:customer-break-glass:sre:<person>: the
+// hosted cluster's audit log names the SRE. Its organisation is the kube group of the access
+// asked for; SREGroups is the one owner of that mapping (docs/sre.md#break-glass).
+const SREUserPrefix = "sre:"
+
+// SREGroups maps an SRE credential's access to the certificate's organisation (kube group).
+// ADMIN is system:masters like a customer's credential. READ_ONLY's group must be bound to the
+// view ClusterRole on the hosted cluster; OpenHCP does not create that binding yet (the
+// simulator serves no hosted kube-apiserver to create it in), see docs/sre.md#break-glass.
+var SREGroups = map[csv1.SREAccess]string{
+	csv1.SREAccess_SRE_ACCESS_READ_ONLY: "openhcp:sre-break-glass:read-only",
+	csv1.SREAccess_SRE_ACCESS_ADMIN:     Group,
+}
+
+// ValidPerson reports whether person can name an SRE in a certificate subject: 1 to 128 of
+// [A-Za-z0-9._@-] (an admin certificate's common name).
+func ValidPerson(person string) bool {
+	if len(person) == 0 || len(person) > 128 {
+		return false
+	}
+	for _, r := range person {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@-", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// NewSRERequest generates a key and a certificate request naming the SRE person with the kube
+// group of access.
+func NewSRERequest(person string, access csv1.SREAccess) (keyDER, csrPEM []byte, err error) {
+	group, ok := SREGroups[access]
+	if !ok {
+		return nil, nil, fmt.Errorf("SRE access %s has no kube group", access)
+	}
+	if !ValidPerson(person) {
+		return nil, nil, fmt.Errorf("SRE person %q cannot name a certificate subject", person)
+	}
+	return newRequest(pkix.Name{CommonName: UserPrefix + SREUserPrefix + person, Organization: []string{group}})
+}
+
 // NewRequest generates a P-256 key and a certificate request for user (the part after
 // UserPrefix). It returns the key as PKCS#8 DER and the request as PEM.
 func NewRequest(user string) (keyDER, csrPEM []byte, err error) {
+	return newRequest(pkix.Name{CommonName: UserPrefix + user, Organization: []string{Group}})
+}
+
+func newRequest(subject pkix.Name) (keyDER, csrPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate break-glass key: %w", err)
@@ -38,9 +86,7 @@ func NewRequest(user string) (keyDER, csrPEM []byte, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode break-glass key: %w", err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: UserPrefix + user, Organization: []string{Group}},
-	}, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject}, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("create break-glass certificate request: %w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 )
 
 // signer is a throwaway CA for the tests.
@@ -146,6 +148,42 @@ func TestCheckIssuedAndKubeconfig(t *testing.T) {
 			cfg, _ = clientcmd.Load([]byte(kc))
 			if len(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientKeyData) != 0 {
 				t.Fatal("kubeconfig without a key carries one")
+			}
+		})
+	}
+}
+
+// TestNewSRERequest: an SRE request names the person under the customer signer's prefix and
+// carries the kube group of its access; what cannot name a subject is refused.
+func TestNewSRERequest(t *testing.T) {
+	for _, tc := range []struct {
+		name, person string
+		access       csv1.SREAccess
+		wantO        string
+		ok           bool
+	}{
+		{"admin", "alice", csv1.SREAccess_SRE_ACCESS_ADMIN, "system:masters", true},
+		{"read_only", "bob.smith@example", csv1.SREAccess_SRE_ACCESS_READ_ONLY, "openhcp:sre-break-glass:read-only", true},
+		{"unspecified_access", "alice", csv1.SREAccess_SRE_ACCESS_UNSPECIFIED, "", false},
+		{"empty_person", "", csv1.SREAccess_SRE_ACCESS_ADMIN, "", false},
+		{"person_with_comma", "alice,O=system:masters", csv1.SREAccess_SRE_ACCESS_READ_ONLY, "", false},
+		{"person_too_long", strings.Repeat("a", 129), csv1.SREAccess_SRE_ACCESS_READ_ONLY, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, csrPEM, err := NewSRERequest(tc.person, tc.access)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v", err)
+			}
+			if !tc.ok {
+				return
+			}
+			req, err := ParseRequest(csrPEM)
+			if err != nil || len(key) == 0 {
+				t.Fatalf("parse: %v", err)
+			}
+			if req.Subject.CommonName != UserPrefix+SREUserPrefix+tc.person || !ValidUser(req.Subject.CommonName) ||
+				len(req.Subject.Organization) != 1 || req.Subject.Organization[0] != tc.wantO {
+				t.Fatalf("subject %s", req.Subject)
 			}
 		})
 	}

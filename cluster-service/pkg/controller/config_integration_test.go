@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 // TestConfigurationAgainstMaestro creates a cluster with the create-only configuration and

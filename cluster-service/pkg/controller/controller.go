@@ -35,6 +35,8 @@ type WorkClient interface {
 	Apply(ctx context.Context, consumer string, work *workv1.ManifestWork) error
 	Delete(ctx context.Context, consumer, name string) error
 	Get(ctx context.Context, consumer, name string) (*workv1.ManifestWork, error)
+	// Republish sends a work again unchanged, as a new generation (see republish.go).
+	Republish(ctx context.Context, consumer, name string) (int64, error)
 	Watch(ctx context.Context, consumer string) (<-chan maestro.WorkEvent, error)
 }
 
@@ -66,6 +68,10 @@ type Config struct {
 	// (withFeedbackMode). A benchmark and ops knob (--feedback-watch=false), to measure the
 	// watched mode against its baseline or to shed agent informers; default false.
 	PollFeedbackOnly bool
+	// RepublishAfter: a work whose status Maestro still has for an older generation this long
+	// after the controller first saw it behind is sent again (republish.go); the wait doubles
+	// with each republish of the same work, up to 10 minutes. Default DefaultRepublishAfter.
+	RepublishAfter time.Duration
 }
 
 // Controller is the cluster reconciler.
@@ -88,10 +94,16 @@ type Controller struct {
 	// event it causes does not trigger a needless reconcile.
 	written map[string]int64
 	watches map[string]context.CancelFunc
+	// lag remembers, per key, a work whose status is behind its generation (republish.go).
+	// After a restart it is empty: a work still behind is republished RepublishAfter after
+	// the first reconcile sees it.
+	lag map[string]lagState
 
 	reconciles *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 	depth      prometheus.GaugeFunc
+	// republishes counts works sent again because the agent had not reported on their spec.
+	republishes *prometheus.CounterVec
 }
 
 // New makes a controller; Run starts it.
@@ -107,6 +119,9 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
+	}
+	if cfg.RepublishAfter <= 0 {
+		cfg.RepublishAfter = DefaultRepublishAfter
 	}
 	if cfg.TombstoneRetention <= 0 {
 		cfg.TombstoneRetention = 7 * 24 * time.Hour
@@ -125,6 +140,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		steady:  map[string]string{},
 		written: map[string]int64{},
 		watches: map[string]context.CancelFunc{},
+		lag:     map[string]lagState{},
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cluster_service_reconciles_total", Help: "Reconciles by kind (cluster, node_pool) and outcome (ok, requeue, error).",
 		}, []string{"kind", "outcome"}),
@@ -132,12 +148,16 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 			Name: "cluster_service_reconcile_duration_seconds", Help: "Duration of one reconcile, by kind (cluster, node_pool) and outcome.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 		}, []string{"kind", "outcome"}),
+		republishes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cluster_service_maestro_republishes_total",
+			Help: "Works sent again because the Maestro agent had not reported on their current spec in time, by kind (cluster, node_pool); each is a spec update the pinned agent lost, or an agent slower than RepublishAfter.",
+		}, []string{"kind"}),
 	}
 	c.depth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters and node pools waiting to be reconciled.",
 	}, func() float64 { return float64(c.queue.Len()) })
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth)
+		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes)
 	}
 	return c
 }
@@ -485,7 +505,11 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil // look again soon: the work should appear
 	}
-	return wait, nil
+	recheck, err := c.repairLostUpdate(ctx, log, "cluster", id, cl.Shard, got)
+	if err != nil {
+		return 0, err
+	}
+	return sooner(wait, recheck), nil
 }
 
 func (c *Controller) reconcileDelete(ctx context.Context, log *slog.Logger, cl *store.Cluster) (time.Duration, error) {
@@ -564,6 +588,7 @@ func (c *Controller) forget(id string) {
 	delete(c.applied, id)
 	delete(c.steady, id)
 	delete(c.written, id)
+	delete(c.lag, id)
 	c.mu.Unlock()
 }
 

@@ -259,8 +259,12 @@ func (c *Credentials) ReconcileCredential(ctx context.Context, id string) (time.
 	if now.Sub(cr.CreateTime) > c.cfg.IssueTimeout {
 		return fail(ErrorCodeSigningTimedOut, fmt.Sprintf("The cluster's break-glass signer did not issue the certificate within %s.", c.cfg.IssueTimeout))
 	}
+	validity := int32(c.cfg.Validity / time.Second)
+	if v := cr.SRE.GetValiditySeconds(); v > 0 {
+		validity = v // an SRE's credential lives as long as the admin API allowed
+	}
 	work, err := manifests.BuildCredential(c.cfg.Manifests, manifests.CredentialWork{ID: id, CSR: []byte(cr.CSR),
-		Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID}, ExpirationSeconds: int32(c.cfg.Validity / time.Second)})
+		Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID}, ExpirationSeconds: validity})
 	if err != nil {
 		return fail("InvalidCredential", err.Error())
 	}

@@ -33,7 +33,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server"
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 // TestBreakGlassAgainstMaestro issues break-glass credentials through the real Maestro to a real

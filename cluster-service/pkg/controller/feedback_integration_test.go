@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 // TestFeedbackIsWatchedDuringTransitions runs the agent with a status-sync interval of an hour,
@@ -60,7 +60,7 @@ func TestFeedbackIsWatchedDuringTransitions(t *testing.T) {
 	}
 	spec := proto.Clone(cur.GetSpec()).(*csv1.NodePoolSpec)
 	spec.Replicas = 3
-	if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Spec: spec, Revision: cur.Revision}); err != nil {
+	if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Update: csv1.FullNodePoolUpdate(spec), Revision: cur.Revision}); err != nil {
 		t.Fatal(err)
 	}
 	start = time.Now()

@@ -32,10 +32,10 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
 const shard = "mgmt-1"
@@ -44,14 +44,15 @@ const shard = "mgmt-1"
 // management cluster (etcd, kube-apiserver with the HyperShift and work CRDs, and
 // kube-controller-manager's namespace controller), its Maestro agent and hypershift-sim.
 type region struct {
-	maestro *localregion.MaestroServer
-	mgmt    *localregion.ManagementCluster
+	maestro *mgmtcluster.MaestroServer
+	agent   *mgmtcluster.MaestroAgent
+	mgmt    *mgmtcluster.ManagementCluster
 	kube    client.Client
 	csDSN   string
 	logDir  string
 	// watchdog recovers the deletes the pinned Maestro loses, as the local region does
-	// (localregion.StuckDeleteWatchdog).
-	watchdog *localregion.StuckDeleteWatchdog
+	// (mgmtcluster.StuckDeleteWatchdog).
+	watchdog *mgmtcluster.StuckDeleteWatchdog
 }
 
 func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *region {
@@ -63,11 +64,11 @@ func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *
 // statusSync (the poll that watched feedback makes unnecessary during transitions).
 func startRegionPolling(t *testing.T, ctx context.Context, sim hypershiftsim.Options, statusSync time.Duration) *region {
 	t.Helper()
-	maestroBin, err := localregion.MaestroBinary(ctx)
+	maestroBin, err := mgmtcluster.MaestroBinary(ctx)
 	if err != nil {
 		t.Fatalf("maestro binary: %v", err)
 	}
-	apiserverBin, etcdBin, err := localregion.KubeBinaries(ctx)
+	apiserverBin, etcdBin, err := mgmtcluster.KubeBinaries(ctx)
 	if err != nil {
 		t.Fatalf("kube binaries: %v", err)
 	}
@@ -80,24 +81,24 @@ func startRegionPolling(t *testing.T, ctx context.Context, sim hypershiftsim.Opt
 		}
 	})
 
-	mq, err := localregion.StartMosquitto(ctx, localregion.MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logDir})
+	mq, err := mgmtcluster.StartMosquitto(ctx, mgmtcluster.MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logDir})
 	if err != nil {
 		t.Fatalf("start mosquitto: %v", err)
 	}
 	t.Cleanup(mq.Stop)
-	ms, err := localregion.StartMaestroServer(ctx, localregion.MaestroServerOptions{Binary: maestroBin, DSN: pgservertest.NewDatabase(t, pg),
+	ms, err := mgmtcluster.StartMaestroServer(ctx, mgmtcluster.MaestroServerOptions{Binary: maestroBin, DSN: pgservertest.NewDatabase(t, pg),
 		MQTTAddr: mq.Addr, Dir: filepath.Join(dir, "maestro"), LogDir: logDir})
 	if err != nil {
 		t.Fatalf("start maestro server: %v", err)
 	}
 	t.Cleanup(ms.Stop)
-	kcmBin, err := localregion.KubeControllerManagerBinary(ctx)
+	kcmBin, err := mgmtcluster.KubeControllerManagerBinary(ctx)
 	if err != nil {
 		t.Fatalf("kube-controller-manager binary: %v", err)
 	}
 	// With kube-controller-manager's namespace controller, so the work's namespace really goes
 	// away when the work is deleted.
-	mc, err := localregion.StartManagementCluster(ctx, localregion.ManagementClusterOptions{Name: shard, Dir: filepath.Join(dir, shard),
+	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{Name: shard, Dir: filepath.Join(dir, shard),
 		LogDir: logDir, APIServerPath: apiserverBin, EtcdPath: etcdBin, ControllerManagerPath: kcmBin})
 	if err != nil {
 		t.Fatalf("start management cluster: %v", err)
@@ -106,7 +107,7 @@ func startRegionPolling(t *testing.T, ctx context.Context, sim hypershiftsim.Opt
 	if err := ms.REST().RegisterConsumer(ctx, shard); err != nil {
 		t.Fatalf("register consumer: %v", err)
 	}
-	agent, err := localregion.StartMaestroAgent(ctx, localregion.MaestroAgentOptions{Binary: maestroBin, ConsumerName: shard,
+	agent, err := mgmtcluster.StartMaestroAgent(ctx, mgmtcluster.MaestroAgentOptions{Binary: maestroBin, ConsumerName: shard,
 		Kubeconfig: mc.Kubeconfig, MQTTAddr: mq.Addr, Dir: filepath.Join(dir, "agent"), LogDir: logDir, StatusSyncInterval: statusSync})
 	if err != nil {
 		t.Fatalf("start maestro agent: %v", err)
@@ -139,18 +140,18 @@ func startRegionPolling(t *testing.T, ctx context.Context, sim hypershiftsim.Opt
 	}
 	wdCtx, stopWatchdog := context.WithCancel(ctx)
 	t.Cleanup(stopWatchdog)
-	wd := localregion.StartStuckDeleteWatchdog(wdCtx, localregion.StuckDeleteWatchdogOptions{
+	wd := mgmtcluster.StartStuckDeleteWatchdog(wdCtx, mgmtcluster.StuckDeleteWatchdogOptions{
 		Maestro: ms.REST(), BrokerAddr: mq.Addr, AgentClientIDs: map[string]string{shard: agent.ClientID},
 		StuckAfter: 30 * time.Second, Interval: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(wdLog, nil)), // left open: a scan may still be ending
 	})
-	return &region{maestro: ms, mgmt: mc, kube: mgr.GetClient(), csDSN: pgservertest.NewDatabase(t, pg), logDir: logDir, watchdog: wd}
+	return &region{maestro: ms, agent: agent, mgmt: mc, kube: mgr.GetClient(), csDSN: pgservertest.NewDatabase(t, pg), logDir: logDir, watchdog: wd}
 }
 
 func dumpLogs(t *testing.T, dir string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		t.Logf("---- %s (tail)\n%s", e.Name(), localregion.FileTail(filepath.Join(dir, e.Name()), 3000))
+		t.Logf("---- %s (tail)\n%s", e.Name(), mgmtcluster.FileTail(filepath.Join(dir, e.Name()), 3000))
 	}
 }
 
@@ -159,6 +160,7 @@ type clusterService struct {
 	st       *store.Store
 	clusters csv1.ClustersClient
 	pools    csv1.NodePoolsClient
+	works    *maestro.Client
 	stopCtrl func()
 }
 
@@ -193,14 +195,20 @@ func startClusterService(t *testing.T, ctx context.Context, r *region, log *slog
 	}
 	t.Cleanup(func() { conn.Close() })
 
-	cs := &clusterService{st: st, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn)}
+	cs := &clusterService{st: st, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn), works: mc}
 	cs.stopCtrl = runController(t, ctx, st, mc, log)
 	return cs
 }
 
 func runController(t *testing.T, ctx context.Context, st *store.Store, mc controller.WorkClient, log *slog.Logger) func() {
+	return runControllerWith(t, ctx, st, mc, controller.Config{}, log)
+}
+
+// runControllerWith is runController with cfg, whose ResyncPeriod and DeletePollPeriod it sets.
+func runControllerWith(t *testing.T, ctx context.Context, st *store.Store, mc controller.WorkClient, cfg controller.Config, log *slog.Logger) func() {
 	cctx, cancel := context.WithCancel(ctx)
-	c := controller.New(st, mc, controller.Config{ResyncPeriod: 20 * time.Second, DeletePollPeriod: time.Second}, log)
+	cfg.ResyncPeriod, cfg.DeletePollPeriod = 20*time.Second, time.Second
+	c := controller.New(st, mc, cfg, log)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(cctx) }()
 	var once bool

@@ -155,7 +155,7 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil
 	}
-	return 0, nil
+	return c.repairLostUpdate(ctx, log, "node_pool", key, cl.Shard, got)
 }
 
 func (c *Controller) reconcileNodePoolDelete(ctx context.Context, log *slog.Logger, np *store.NodePool, cl *store.Cluster) (time.Duration, error) {

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 // waitForPool polls GetNodePool until cond holds, and returns the states it saw on the way.
@@ -127,7 +127,7 @@ func TestNodePoolLifecycleAgainstMaestro(t *testing.T) {
 		}
 		spec := proto.Clone(cur.GetSpec()).(*csv1.NodePoolSpec)
 		spec.Replicas = 4
-		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Spec: spec, Revision: cur.Revision}); err != nil {
+		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Update: csv1.FullNodePoolUpdate(spec), Revision: cur.Revision}); err != nil {
 			t.Fatal(err)
 		}
 		_, seen := waitForPool(t, ctx, cs, pool.Id, "READY with 4 replicas", 2*time.Minute, poolReadyWith(4))
@@ -147,7 +147,7 @@ func TestNodePoolLifecycleAgainstMaestro(t *testing.T) {
 		spec := proto.Clone(cur.GetSpec()).(*csv1.NodePoolSpec)
 		// Min above the current 4, so the autoscaler (the sim) has to add a node.
 		spec.Replicas, spec.Autoscaling = 0, &csv1.NodePoolAutoscaling{Min: 5, Max: 8}
-		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Spec: spec}); err != nil {
+		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Update: csv1.FullNodePoolUpdate(spec)}); err != nil {
 			t.Fatal(err)
 		}
 		np, _ := waitForPool(t, ctx, cs, pool.Id, "READY with 5 replicas", 2*time.Minute, poolReadyWith(5))
@@ -187,7 +187,7 @@ func TestNodePoolLifecycleAgainstMaestro(t *testing.T) {
 		}
 		spec := proto.Clone(np.GetSpec()).(*csv1.NodePoolSpec)
 		spec.VersionId = "4.19.17"
-		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: second.Id, Spec: spec}); err != nil {
+		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: second.Id, Update: csv1.FullNodePoolUpdate(spec)}); err != nil {
 			t.Fatal(err)
 		}
 		_, seen := waitForPool(t, ctx, cs, second.Id, "READY at 4.19.17", 2*time.Minute, func(np *csv1.NodePool, err error) bool {
@@ -202,7 +202,7 @@ func TestNodePoolLifecycleAgainstMaestro(t *testing.T) {
 			t.Fatalf("NodePool after the version update: %v, image %q, version %q", err, kp.Spec.Release.Image, kp.Status.Version)
 		}
 		spec.VersionId = "4.19.16"
-		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: second.Id, Spec: spec}); status.Code(err) != codes.InvalidArgument {
+		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: second.Id, Update: csv1.FullNodePoolUpdate(spec)}); status.Code(err) != codes.InvalidArgument {
 			t.Fatalf("downgrade: %v, want InvalidArgument", err)
 		}
 	}))

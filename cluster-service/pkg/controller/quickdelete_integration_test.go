@@ -19,7 +19,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 // TestQuickDeleteStress deletes clusters right after creating them, while the Maestro agent is

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 func upgradeState(s csv1.UpgradePolicyState) func(*csv1.Cluster, error) bool {
@@ -65,7 +65,7 @@ func TestUpgradeAgainstMaestro(t *testing.T) {
 	}
 
 	must(t, t.Run("node_pool_cannot_go_ahead_of_the_control_plane", func(t *testing.T) {
-		_, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Spec: poolSpec("4.20")})
+		_, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Update: csv1.FullNodePoolUpdate(poolSpec("4.20"))})
 		if status.Code(err) != codes.InvalidArgument || !strings.Contains(status.Convert(err).Message(), "ahead of the control plane version 4.19.17") {
 			t.Fatalf("UpdateNodePool(4.20) = %v; want InvalidArgument: ahead of the control plane", err)
 		}
@@ -112,7 +112,7 @@ func TestUpgradeAgainstMaestro(t *testing.T) {
 	}))
 
 	must(t, t.Run("node_pool_upgrade_along_an_edge_completes", func(t *testing.T) {
-		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Spec: poolSpec("4.20")}); err != nil {
+		if _, err := cs.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: pool.Id, Update: csv1.FullNodePoolUpdate(poolSpec("4.20"))}); err != nil {
 			t.Fatal(err)
 		}
 		np, _ := waitForPool(t, ctx, cs, pool.Id, "READY at 4.20.3", 3*time.Minute, func(np *csv1.NodePool, err error) bool {

@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,6 +31,8 @@ import (
 	"k8s.io/utils/clock"
 	workv1client "open-cluster-management.io/api/client/work/clientset/versioned/typed/work/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
+	cecommon "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/common"
+	ceutils "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/utils"
 	ceclients "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/clients"
 	grpcoptions "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
 )
@@ -238,6 +242,48 @@ func (c *Client) Apply(ctx context.Context, consumer string, work *workv1.Manife
 	return nil
 }
 
+// AnnotationRepublishedFrom marks a work that Republish sent again unchanged; its value is the
+// generation the agent had not applied. Apply leaves it out of its comparison, so the Apply of an
+// unchanged spec (after a Cluster Service restart) does not send the work once more, and an Apply
+// of a new spec drops it with the other annotations.
+const AnnotationRepublishedFrom = "openhcp.io/republished-from"
+
+// Republish sends the work again, unchanged but as a new generation, so that an agent which lost
+// the last spec update (the pinned agent's store race, docs/maestro.md) receives it once more and
+// applies it. It changes only AnnotationRepublishedFrom, and carries the work's generation, so a
+// concurrent Apply wins (Republish re-reads and retries). It returns the generation it
+// republished, the one the agent had not applied.
+func (c *Client) Republish(ctx context.Context, consumer, name string) (int64, error) {
+	cc, err := c.consumer(consumer)
+	if err != nil {
+		return 0, err
+	}
+	ctx = klog.NewContext(ctx, c.klogger)
+	var from int64
+	err = retry(ctx, false, func() error {
+		existing, err := cc.works.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		from = existing.Generation
+		annotations := maps.Clone(existing.Annotations)
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationRepublishedFrom] = strconv.FormatInt(from, 10)
+		patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/metadata/annotations", "value": annotations}})
+		if err != nil {
+			return err
+		}
+		_, err = cc.works.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("maestro republish work %s/%s: %w", consumer, name, err)
+	}
+	return from, nil
+}
+
 // replacePatch is a JSON patch that makes existing's labels, annotations and spec desired's,
 // and whether one is needed. Works are compared semantically: Maestro hands manifests back with
 // their keys in another order, and an unneeded patch would still bump the work's generation.
@@ -267,6 +313,10 @@ func replacePatch(existing, desired *workv1.ManifestWork) ([]byte, bool, error) 
 // (a round trip through map[string]any) and empty maps and nil treated alike.
 func canonicalJSON(w *workv1.ManifestWork) (string, error) {
 	labels, annotations := w.Labels, w.Annotations
+	if _, ok := annotations[AnnotationRepublishedFrom]; ok {
+		annotations = maps.Clone(annotations)
+		delete(annotations, AnnotationRepublishedFrom)
+	}
 	if len(labels) == 0 {
 		labels = nil
 	}
@@ -310,16 +360,38 @@ func (c *Client) Delete(ctx context.Context, consumer, name string) error {
 	return nil
 }
 
-// Get returns the work with status and feedback; a k8s apierrors NotFound when absent.
+// AnnotationStatusGeneration is set by Get on the work it returns, never sent: the generation
+// of the work the agent held when it wrote the status that Maestro has (Maestro's
+// ObservedVersion; absent while there is no status). Maestro keeps only a status written for
+// its current generation and disregards older ones, so a value below the work's generation
+// means the agent has not reported on the current spec yet. StatusGeneration reads it.
+const AnnotationStatusGeneration = "maestro.openhcp.io/status-generation"
+
+// StatusGeneration is the generation the work's status was written for (0: no status yet).
+func StatusGeneration(w *workv1.ManifestWork) int64 {
+	if w == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(w.Annotations[AnnotationStatusGeneration], 10, 64)
+	return n
+}
+
+// Get returns the work with status and feedback, and AnnotationStatusGeneration; a k8s
+// apierrors NotFound when absent. It reads Maestro's REST API as grpcsource's Get does, keeping
+// the status's ObservedVersion that grpcsource's conversion drops.
 func (c *Client) Get(ctx context.Context, consumer, name string) (*workv1.ManifestWork, error) {
-	cc, err := c.consumer(consumer)
-	if err != nil {
+	if _, err := c.consumer(consumer); err != nil {
 		return nil, err
 	}
-	var w *workv1.ManifestWork
-	err = retry(ctx, false, func() error {
+	id := ceutils.UID(c.cfg.SourceID, cecommon.ManifestWorkGR.String(), consumer, name)
+	var rb *openapi.ResourceBundle
+	err := retry(ctx, false, func() error {
+		var resp *http.Response
 		var err error
-		w, err = cc.works.Get(ctx, name, metav1.GetOptions{})
+		rb, resp, err = c.api.DefaultAPI.ApiMaestroV1ResourceBundlesIdGet(ctx, id).Execute()
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			return apierrors.NewNotFound(cecommon.ManifestWorkGR, name)
+		}
 		return err
 	})
 	if err != nil {
@@ -327,6 +399,16 @@ func (c *Client) Get(ctx context.Context, consumer, name string) (*workv1.Manife
 			return nil, err
 		}
 		return nil, fmt.Errorf("maestro get work %s/%s: %w", consumer, name, err)
+	}
+	w, err := grpcsource.ToManifestWork(rb)
+	if err != nil {
+		return nil, fmt.Errorf("maestro get work %s/%s: decode resource bundle %s: %w", consumer, name, id, err)
+	}
+	if v, ok := rb.Status["ObservedVersion"].(float64); ok && v > 0 {
+		if w.Annotations == nil {
+			w.Annotations = map[string]string{}
+		}
+		w.Annotations[AnnotationStatusGeneration] = strconv.FormatInt(int64(v), 10)
 	}
 	return w, nil
 }

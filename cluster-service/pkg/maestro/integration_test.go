@@ -29,8 +29,8 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
 const consumer = "mgmt-1"
@@ -38,10 +38,11 @@ const consumer = "mgmt-1"
 // region is the real chain a work travels: Maestro server (Postgres, mosquitto) → MQTT → Maestro
 // agent → a real kube-apiserver.
 type region struct {
-	server *localregion.MaestroServer
-	agent  *localregion.MaestroAgent
+	server *mgmtcluster.MaestroServer
+	agent  *mgmtcluster.MaestroAgent
 	kube   *kubernetes.Clientset
-	broker *localregion.Mosquitto
+	broker *mgmtcluster.Mosquitto
+	logDir string
 }
 
 // regionOptions turn on the broker's mutual TLS and topic ACL: pki issues the certificates, and
@@ -53,11 +54,11 @@ type regionOptions struct {
 
 func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 	t.Helper()
-	maestroBin, err := localregion.MaestroBinary(ctx)
+	maestroBin, err := mgmtcluster.MaestroBinary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiserverBin, etcdBin, err := localregion.KubeBinaries(ctx)
+	apiserverBin, etcdBin, err := mgmtcluster.KubeBinaries(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,22 +72,22 @@ func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 		}
 	})
 
-	mqOpts := localregion.MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs}
-	var serverTLS, agentTLS *localregion.MaestroMQTTTLS
+	mqOpts := mgmtcluster.MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs}
+	var serverTLS, agentTLS *mgmtcluster.MaestroMQTTTLS
 	if o.pki != nil {
 		broker := o.pki.issue(t, "mosquitto", true)
-		mqOpts.TLS = &localregion.MosquittoTLS{CAFile: o.pki.caFile, CertFile: broker.CertFile, KeyFile: broker.KeyFile, RequireClientCert: true}
-		mqOpts.ACL = localregion.MaestroACL("maestro-server")
+		mqOpts.TLS = &mgmtcluster.MosquittoTLS{CAFile: o.pki.caFile, CertFile: broker.CertFile, KeyFile: broker.KeyFile, RequireClientCert: true}
+		mqOpts.ACL = mgmtcluster.MaestroACL("maestro-server")
 		serverTLS = o.pki.issue(t, "maestro-server", false)
 		agentTLS = o.pki.issue(t, o.agentCN, false)
 	}
-	mq, err := localregion.StartMosquitto(ctx, mqOpts)
+	mq, err := mgmtcluster.StartMosquitto(ctx, mqOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(mq.Stop)
 	start := time.Now()
-	srv, err := localregion.StartMaestroServer(ctx, localregion.MaestroServerOptions{
+	srv, err := mgmtcluster.StartMaestroServer(ctx, mgmtcluster.MaestroServerOptions{
 		Binary: maestroBin, DSN: dsn, MQTTAddr: mq.Addr, MQTTTLS: serverTLS, Dir: filepath.Join(dir, "maestro"), LogDir: logs})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 	t.Cleanup(srv.Stop)
 	t.Logf("maestro server ready in %s", time.Since(start).Round(time.Millisecond))
 
-	mc, err := localregion.StartManagementCluster(ctx, localregion.ManagementClusterOptions{
+	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
 		Name: consumer, Dir: filepath.Join(dir, consumer), LogDir: logs, APIServerPath: apiserverBin, EtcdPath: etcdBin})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	agent, err := localregion.StartMaestroAgent(ctx, localregion.MaestroAgentOptions{
+	agent, err := mgmtcluster.StartMaestroAgent(ctx, mgmtcluster.MaestroAgentOptions{
 		Binary: maestroBin, ConsumerName: consumer, Kubeconfig: mc.Kubeconfig, MQTTAddr: mq.Addr, MQTTTLS: agentTLS,
 		Dir: filepath.Join(dir, "agent"), LogDir: logs, StatusSyncInterval: 2 * time.Second})
 	if err != nil {
@@ -117,7 +118,7 @@ func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return region{server: srv, agent: agent, kube: kube, broker: mq}
+	return region{server: srv, agent: agent, kube: kube, broker: mq, logDir: logs}
 }
 
 func manifest(t testing.TB, obj runtime.Object) workv1.Manifest {
@@ -536,7 +537,7 @@ func newTestPKI(t testing.TB) *testPKI {
 }
 
 // issue makes a certificate for cn: a server certificate for 127.0.0.1, or a client one.
-func (p *testPKI) issue(t testing.TB, cn string, server bool) *localregion.MaestroMQTTTLS {
+func (p *testPKI) issue(t testing.TB, cn string, server bool) *mgmtcluster.MaestroMQTTTLS {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -559,7 +560,7 @@ func (p *testPKI) issue(t testing.TB, cn string, server bool) *localregion.Maest
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &localregion.MaestroMQTTTLS{CAFile: p.caFile, CertFile: filepath.Join(p.dir, cn+".crt"), KeyFile: filepath.Join(p.dir, cn+".key")}
+	out := &mgmtcluster.MaestroMQTTTLS{CAFile: p.caFile, CertFile: filepath.Join(p.dir, cn+".crt"), KeyFile: filepath.Join(p.dir, cn+".key")}
 	writePEM(t, out.CertFile, "CERTIFICATE", der)
 	writePEM(t, out.KeyFile, "PRIVATE KEY", keyDER)
 	return out

@@ -233,3 +233,34 @@ func TestNodePoolDrainTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestPausedUntil: an SRE's pause is spec.pausedUntil of the HostedCluster and of every
+// NodePool, and absent when the cluster is not paused.
+func TestPausedUntil(t *testing.T) {
+	const id = "0123456789abcdefghijklmnopqrstuv"
+	for _, paused := range []string{"", "true", "2030-01-02T15:04:05Z"} {
+		t.Run("paused_"+paused, func(t *testing.T) {
+			s := fullSpec()
+			s.PausedUntil = paused
+			w, err := Build(Config{}, cluster(s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, hc := decoded(t, w)
+			pw, err := BuildNodePool(Config{}, NodePool{ID: id, ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/My-Cluster/nodePools/np1",
+				Spec: &csv1.NodePoolSpec{Replicas: 1, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}, Cluster: cluster(s)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var np hypershiftv1beta1.NodePool
+			if err := json.Unmarshal(pw.Spec.Workload.Manifests[0].Raw, &np); err != nil {
+				t.Fatal(err)
+			}
+			for what, got := range map[string]*string{"HostedCluster": hc.Spec.PausedUntil, "NodePool": np.Spec.PausedUntil} {
+				if (paused == "") != (got == nil) || (got != nil && *got != paused) {
+					t.Fatalf("%s spec.pausedUntil = %v, want %q", what, got, paused)
+				}
+			}
+		})
+	}
+}

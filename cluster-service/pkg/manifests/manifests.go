@@ -135,6 +135,15 @@ func ClusterBaseDomain(regionBaseDomain, namespace string) string {
 // <base>/<cluster id>, one per cluster as in ARO HCP.
 const DefaultOIDCIssuerBaseURL = "https://oidc." + DefaultBaseDomain
 
+// PausedUntil is HyperShift's spec.pausedUntil of the HostedCluster and its NodePools: nil
+// unless an SRE paused the cluster.
+func PausedUntil(s *csv1.ClusterSpec) *string {
+	if p := s.GetPausedUntil(); p != "" {
+		return &p
+	}
+	return nil
+}
+
 // IssuerURL is the OIDC issuer Cluster Service chooses for a new cluster.
 func IssuerURL(baseURL, id string) string {
 	if baseURL == "" {
@@ -375,6 +384,8 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 			DNS:     hypershiftv1beta1.DNSSpec{BaseDomain: s.GetDnsBaseDomain()},
 			// Empty leaves HyperShift's in-cluster default (clusters created before CS chose one).
 			IssuerURL: s.GetIssuerUrl(),
+			// An SRE's pause (UpdateCluster's paused_until): HyperShift leaves the cluster as it is.
+			PausedUntil: PausedUntil(s),
 			Etcd: hypershiftv1beta1.EtcdSpec{
 				ManagementType: hypershiftv1beta1.Managed,
 				Managed: &hypershiftv1beta1.ManagedEtcdSpec{Storage: hypershiftv1beta1.ManagedEtcdStorageSpec{

@@ -144,6 +144,7 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 			NodeLabels:       s.GetLabels(),
 			Arch:             nodePoolArch,
 			NodeDrainTimeout: NodeDrainTimeout(drainMinutes),
+			PausedUntil:      PausedUntil(np.Cluster.Spec),
 		},
 	}
 	if as := s.GetAutoscaling(); as != nil {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -176,6 +177,9 @@ func validateConfigUpdate(v *violations, u *csv1.ClusterUpdate) {
 	if k := u.GetEtcdEncryptionKeyVersion(); k != "" && !keyVersionRE.MatchString(k) {
 		v.add("update.etcd_encryption_key_version", "must be a Key Vault key version (letters, digits, '-'), not %q", k)
 	}
+	if u.PausedUntil != nil && !validPausedUntil(u.GetPausedUntil()) {
+		v.add("update.paused_until", "must be \"true\" (paused until resumed), an RFC 3339 time (paused until then) or \"\" (resume), not %q", u.GetPausedUntil())
+	}
 	if wi := u.GetWorkloadIdentities(); wi != nil {
 		for field, val := range manifests.WorkloadIdentityFields(wi) {
 			if !uuidRE.MatchString(val) {
@@ -188,7 +192,18 @@ func validateConfigUpdate(v *violations, u *csv1.ClusterUpdate) {
 // hasConfigUpdate reports whether u changes any configuration field.
 func hasConfigUpdate(u *csv1.ClusterUpdate) bool {
 	return u.GetAutoscaling() != nil || u.NodeDrainTimeoutMinutes != nil || u.GetApiAuthorizedCidrs() != nil ||
-		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil
+		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil ||
+		u.PausedUntil != nil
+}
+
+// validPausedUntil: the values of HyperShift's spec.pausedUntil Cluster Service sets ("true"
+// or an RFC 3339 time), or "" for none.
+func validPausedUntil(s string) bool {
+	if s == "" || s == "true" {
+		return true
+	}
+	_, err := time.Parse(time.RFC3339, s)
+	return err == nil
 }
 
 // applyConfigUpdate returns spec with u's configuration applied (spec itself is not changed),
@@ -203,6 +218,9 @@ func applyConfigUpdate(v *violations, spec *csv1.ClusterSpec, u *csv1.ClusterUpd
 	}
 	if u.NodeDrainTimeoutMinutes != nil {
 		out.NodeDrainTimeoutMinutes = u.GetNodeDrainTimeoutMinutes()
+	}
+	if u.PausedUntil != nil {
+		out.PausedUntil = u.GetPausedUntil()
 	}
 	if l := u.GetApiAuthorizedCidrs(); l != nil {
 		out.ApiAuthorizedCidrs = append([]string(nil), l.GetValues()...)

@@ -163,6 +163,22 @@ func TestUpdateClusterConfiguration(t *testing.T) {
 					t.Fatalf("azure = %v", s.GetAzure())
 				}
 			}, wantState: csv1.ClusterState_CLUSTER_STATE_UPDATING},
+		{name: "an_sre_pause_goes_into_the_spec_and_a_ready_cluster_goes_updating", ready: true,
+			update: &csv1.ClusterUpdate{PausedUntil: ptr.To("true")},
+			check: func(t *testing.T, s *csv1.ClusterSpec) {
+				if s.GetPausedUntil() != "true" {
+					t.Fatalf("paused_until = %q", s.GetPausedUntil())
+				}
+			}, wantState: csv1.ClusterState_CLUSTER_STATE_UPDATING},
+		{name: "a_pause_until_a_time", update: &csv1.ClusterUpdate{PausedUntil: ptr.To("2030-01-02T15:04:05Z")},
+			check: func(t *testing.T, s *csv1.ClusterSpec) {
+				if s.GetPausedUntil() != "2030-01-02T15:04:05Z" {
+					t.Fatalf("paused_until = %q", s.GetPausedUntil())
+				}
+			}, wantState: csv1.ClusterState_CLUSTER_STATE_PENDING},
+		{name: "resuming_a_cluster_never_paused_changes_nothing", ready: true, update: &csv1.ClusterUpdate{PausedUntil: ptr.To("")},
+			check: func(t *testing.T, s *csv1.ClusterSpec) {}, wantState: csv1.ClusterState_CLUSTER_STATE_READY},
+		{name: "bad_pause", update: &csv1.ClusterUpdate{PausedUntil: ptr.To("tomorrow")}, field: "update.paused_until"},
 		{name: "workload_identities_must_all_be_uuids", update: &csv1.ClusterUpdate{WorkloadIdentities: &csv1.AzureWorkloadIdentities{ImageRegistry: "nope"}},
 			field: "update.workload_identities.network"},
 		{name: "key_version_of_a_platform_managed_key", update: &csv1.ClusterUpdate{EtcdEncryptionKeyVersion: "v2"}, field: "update.etcd_encryption_key_version"},

@@ -10,9 +10,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/authz"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 )
+
+// minValiditySeconds is the least lifetime a CSR may ask for (Kubernetes' spec.expirationSeconds).
+const minValiditySeconds = 600
 
 // maxCSRBytes bounds a customer's certificate request.
 const maxCSRBytes = 16 << 10
@@ -39,11 +43,35 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 			v.add("certificate_signing_request", "%s", err.Error())
 		}
 	}
+	// An SRE credential is the admin API's alone, and the admin API asks for no other kind.
+	if caller, ok := authz.Caller(ctx); ok && (caller == authz.SRE) != (req.GetSre() != nil) {
+		return nil, status.Errorf(codes.PermissionDenied, "%s may not request this kind of credential (sre set: %t)", caller, req.GetSre() != nil)
+	}
+	if sre := req.GetSre(); sre != nil {
+		if len(csr) > 0 {
+			v.add("certificate_signing_request", "must be empty for an SRE credential: Cluster Service makes the key")
+		}
+		if !breakglass.ValidPerson(sre.GetPerson()) {
+			v.add("sre.person", "must be 1 to 128 of [A-Za-z0-9._@-], got %q", sre.GetPerson())
+		}
+		if _, ok := breakglass.SREGroups[sre.GetAccess()]; !ok {
+			v.add("sre.access", "must be SRE_ACCESS_READ_ONLY or SRE_ACCESS_ADMIN, got %s", sre.GetAccess())
+		}
+		if sre.GetValiditySeconds() < minValiditySeconds {
+			v.add("sre.validity_seconds", "must be at least %d (Kubernetes' least CSR expiration), got %d", minValiditySeconds, sre.GetValiditySeconds())
+		}
+	}
 	if len(v) > 0 {
 		return nil, v.err()
 	}
-	in := &store.Credential{ID: req.GetId(), ClusterID: req.GetClusterId(), CSR: string(csr)}
-	if len(csr) == 0 {
+	in := &store.Credential{ID: req.GetId(), ClusterID: req.GetClusterId(), CSR: string(csr), SRE: req.GetSre()}
+	if sre := req.GetSre(); sre != nil {
+		key, generated, err := breakglass.NewSRERequest(sre.GetPerson(), sre.GetAccess())
+		if err != nil {
+			return nil, s.toStatus(ctx, "request credential", err)
+		}
+		in.PrivateKey, in.CSR = key, string(generated)
+	} else if len(csr) == 0 {
 		// Cluster Service makes the key; the user name records which credential it was.
 		key, generated, err := breakglass.NewRequest(req.GetId())
 		if err != nil {
@@ -59,7 +87,8 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 	log := LoggerFrom(ctx).With("credential_id", c.ID, "cluster_id", c.ClusterID)
 	if created {
 		// The audit record of who may reach the cluster: DESIGN §3.6.
-		log.Info("break-glass credential requested", "username", c.Status.GetUsername(), "customer_csr", c.PrivateKey == nil, "revision", c.Revision)
+		log.Info("break-glass credential requested", "username", c.Status.GetUsername(), "customer_csr", c.PrivateKey == nil, "revision", c.Revision,
+			"sre_person", c.SRE.GetPerson(), "sre_access", c.SRE.GetAccess().String(), "validity_seconds", c.SRE.GetValiditySeconds())
 	} else {
 		log.Info("break-glass credential already requested; returning it")
 	}
@@ -93,11 +122,22 @@ func (s credentials) GetCredential(ctx context.Context, req *csv1.GetCredentialR
 // ListCredentials implements csv1.CredentialsServer.
 func (s credentials) ListCredentials(ctx context.Context, req *csv1.ListCredentialsRequest) (*csv1.ListCredentialsResponse, error) {
 	var v violations
-	validateClusterID(&v, "cluster_id", req.GetClusterId())
+	if !req.GetSreOnly() || req.GetClusterId() != "" {
+		validateClusterID(&v, "cluster_id", req.GetClusterId())
+	}
+	if req.GetPerson() != "" && !req.GetSreOnly() {
+		v.add("person", "filters SRE credentials only; list SRE credentials to use it")
+	}
 	if len(v) > 0 {
 		return nil, v.err()
 	}
-	cs, err := s.st.ListCredentials(ctx, req.GetClusterId())
+	var cs []*store.Credential
+	var err error
+	if req.GetSreOnly() {
+		cs, err = s.st.ListSRECredentials(ctx, req.GetClusterId(), req.GetPerson())
+	} else {
+		cs, err = s.st.ListCredentials(ctx, req.GetClusterId())
+	}
 	if err != nil {
 		return nil, s.toStatus(ctx, "list credentials", err)
 	}

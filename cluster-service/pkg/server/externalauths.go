@@ -138,14 +138,18 @@ func (s externalAuths) ListExternalAuths(ctx context.Context, req *csv1.ListExte
 	return resp, nil
 }
 
-// UpdateExternalAuth implements csv1.ExternalAuthsServer.
+// UpdateExternalAuth implements csv1.ExternalAuthsServer: the partial update is applied to the
+// stored spec under the write lock and the result validated by validateExternalAuthSpec, as a
+// create's.
 func (s externalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.UpdateExternalAuthRequest) (*csv1.ExternalAuth, error) {
 	var v violations
 	validateClusterID(&v, "id", req.GetId())
 	if req.GetRevision() < 0 {
 		v.add("revision", "must not be negative")
 	}
-	spec := validateExternalAuthSpec(&v, "spec", req.GetSpec())
+	if req.GetUpdate() == nil {
+		v.add("update", "is required: set the parts to change (an empty update changes nothing)")
+	}
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -160,7 +164,15 @@ func (s externalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.UpdateE
 	if cur.Deleting || cl.Deleting {
 		return nil, status.Errorf(codes.FailedPrecondition, "external auth %s is being deleted", cur.ID)
 	}
-	ea, err := s.st.UpdateExternalAuthSpec(ctx, cur.ID, req.GetRevision(), spec)
+	ea, err := s.st.UpdateExternalAuth(ctx, cur.ID, req.GetRevision(), func(cur *store.ExternalAuth) (*csv1.ExternalAuthSpec, error) {
+		// The update applied to the stored spec, validated whole as on create.
+		var specV violations
+		spec := validateExternalAuthSpec(&specV, "spec", csv1.ApplyExternalAuthUpdate(cur.Spec, req.GetUpdate()))
+		return spec, updateViolations(specV, (&csv1.ExternalAuthUpdate{}).ProtoReflect().Descriptor()).err()
+	})
+	if _, ok := status.FromError(err); ok && err != nil {
+		return nil, err // the update's violations, already a status
+	}
 	if err != nil {
 		return nil, s.toStatus(ctx, "update external auth", err)
 	}

@@ -249,15 +249,15 @@ func TestExternalAuths(t *testing.T) {
 	t.Run("update_is_validated_and_conditional", func(t *testing.T) {
 		spec := validExternalAuthSpec()
 		spec.ClaimMappings.Username.Claim = "preferred_username"
-		if _, err := eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: created.GetId(), Spec: spec, Revision: created.GetRevision() - 1}); status.Code(err) != codes.Aborted {
+		if _, err := eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: created.GetId(), Update: csv1.FullExternalAuthUpdate(spec), Revision: created.GetRevision() - 1}); status.Code(err) != codes.Aborted {
 			t.Fatalf("stale update: %v, want Aborted", err)
 		}
 		bad := validExternalAuthSpec()
 		bad.Issuer.Url = "ftp://x"
-		if _, err := eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: created.GetId(), Spec: bad}); status.Code(err) != codes.InvalidArgument || !fieldViolations(err)["spec.issuer.url"] {
+		if _, err := eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: created.GetId(), Update: csv1.FullExternalAuthUpdate(bad)}); status.Code(err) != codes.InvalidArgument || !fieldViolations(err)["update.issuer.url"] {
 			t.Fatalf("invalid update: %v", err)
 		}
-		up, err := eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: created.GetId(), Spec: spec, Revision: created.GetRevision()})
+		up, err := eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: created.GetId(), Update: csv1.FullExternalAuthUpdate(spec), Revision: created.GetRevision()})
 		if err != nil || up.GetSpec().GetClaimMappings().GetUsername().GetClaim() != "preferred_username" || up.GetRevision() <= created.GetRevision() {
 			t.Fatalf("update = %v, %v", up, err)
 		}
@@ -268,7 +268,7 @@ func TestExternalAuths(t *testing.T) {
 		if err != nil || d.GetStatus().GetState() != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING {
 			t.Fatalf("delete = %v, %v", d, err)
 		}
-		if _, err := eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: created.GetId(), Spec: validExternalAuthSpec()}); status.Code(err) != codes.FailedPrecondition {
+		if _, err := eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: created.GetId(), Update: csv1.FullExternalAuthUpdate(validExternalAuthSpec())}); status.Code(err) != codes.FailedPrecondition {
 			t.Fatalf("update while deleting: %v, want FailedPrecondition", err)
 		}
 		if _, err := eas.CreateExternalAuth(ctx, newEA(201, cl.Id, "alpha", "entra")); status.Code(err) != codes.FailedPrecondition {

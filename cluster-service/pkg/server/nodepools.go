@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -118,12 +119,17 @@ func (s *Server) ListNodePools(ctx context.Context, req *csv1.ListNodePoolsReque
 	return resp, nil
 }
 
-// UpdateNodePool implements csv1.NodePoolsServer.
+// UpdateNodePool implements csv1.NodePoolsServer: the partial update is applied to the stored
+// spec under the pool's write lock, and the result is defaulted and validated by the same
+// validateNodePoolSpec as a create, so no caller reads and writes back the whole spec.
 func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolRequest) (*csv1.NodePool, error) {
 	var v violations
 	validateClusterID(&v, "id", req.GetId())
 	if req.GetRevision() < 0 {
 		v.add("revision", "must not be negative")
+	}
+	if req.GetUpdate() == nil {
+		v.add("update", "is required: set the fields to change (an empty update changes nothing)")
 	}
 	if err := v.err(); err != nil {
 		return nil, err
@@ -139,30 +145,59 @@ func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolReq
 	if cur.Deleting || cl.Deleting {
 		return nil, status.Errorf(codes.FailedPrecondition, "node pool %s is being deleted", cur.ID)
 	}
-	spec := validateNodePoolSpec(&v, "spec", req.GetSpec(), cl, cur.Spec, s.cfg.Versions, s.cfg.Now)
-	if err := v.err(); err != nil {
-		return nil, err
-	}
 	var upgrade *csv1.UpgradePolicy
-	if from, to := cur.Spec.GetVersionId(), spec.GetVersionId(); from != to {
-		// The new version is in the spec at once (the ARM contract: the update is done when the
-		// pool is READY at it), so the pool's policy starts STARTED.
-		upgrade = &csv1.UpgradePolicy{Id: newPolicyID(), ClusterId: cl.ID, NodePoolId: cur.ID, Type: csv1.UpgradeType_UPGRADE_TYPE_NODE_POOL,
-			FromVersion: from, ToVersion: to, NextRun: timestamppb.New(s.cfg.Now()), State: csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED,
-			Message: fmt.Sprintf("Upgrading the node pool from %s to %s.", from, to)}
-	}
-	np, err := s.st.UpdateNodePoolSpecAndUpgrade(ctx, cur.ID, req.GetRevision(), spec, upgrade)
+	np, err := s.st.UpdateNodePool(ctx, cur.ID, req.GetRevision(), func(cur *store.NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
+		spec, err := decideNodePoolUpdate(cl, cur, req.GetUpdate(), s.cfg.Versions, s.cfg.Now)
+		if err != nil {
+			return nil, nil, err
+		}
+		upgrade = nil
+		if from, to := cur.Spec.GetVersionId(), spec.GetVersionId(); from != to {
+			// The new version is in the spec at once (the ARM contract: the update is done when the
+			// pool is READY at it), so the pool's policy starts STARTED.
+			upgrade = &csv1.UpgradePolicy{Id: newPolicyID(), ClusterId: cl.ID, NodePoolId: cur.ID, Type: csv1.UpgradeType_UPGRADE_TYPE_NODE_POOL,
+				FromVersion: from, ToVersion: to, NextRun: timestamppb.New(s.cfg.Now()), State: csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED,
+				Message: fmt.Sprintf("Upgrading the node pool from %s to %s.", from, to)}
+		}
+		return spec, upgrade, nil
+	})
 	if errors.Is(err, store.ErrUpgradeInProgress) {
 		return nil, status.Errorf(codes.FailedPrecondition, "update node pool %s: %v; wait for it to finish", cur.ID, err)
+	}
+	if _, ok := status.FromError(err); ok && err != nil {
+		return nil, err // the update's violations, already a status
 	}
 	if err != nil {
 		return nil, s.toStatus(ctx, "update node pool", err)
 	}
-	if upgrade != nil {
+	if upgrade != nil && np.Spec.GetVersionId() == upgrade.ToVersion {
 		LoggerFrom(ctx).Info("node pool upgrade started", "node_pool_id", np.ID, "upgrade_policy_id", upgrade.Id, "from", upgrade.FromVersion, "to", upgrade.ToVersion)
 	}
 	LoggerFrom(ctx).Info("node pool updated", "node_pool_id", np.ID, "cluster_id", np.ClusterID, "revision", np.Revision)
 	return store.NodePoolProto(np), nil
+}
+
+// decideNodePoolUpdate applies u to the stored pool and validates the result as a create would
+// (plus what may not change). Violations name the request's fields: update.<field of the spec>.
+func decideNodePoolUpdate(cl *store.Cluster, cur *store.NodePool, u *csv1.NodePoolUpdate, catalogue *versions.Catalogue, now func() time.Time) (*csv1.NodePoolSpec, error) {
+	var specV violations
+	spec := validateNodePoolSpec(&specV, "spec", csv1.ApplyNodePoolUpdate(cur.Spec, u), cl, cur.Spec, catalogue, now)
+	return spec, updateViolations(specV, (&csv1.NodePoolUpdate{}).ProtoReflect().Descriptor()).err()
+}
+
+// updateViolations readdresses violations of a merged spec ("spec.taints[1].effect") to the
+// update request's field ("update.taints.values[1].effect"); a violation of a part the update
+// cannot change keeps the spec's path (the caller cannot map it to its own field).
+func updateViolations(specV violations, update protoreflect.MessageDescriptor) violations {
+	var v violations
+	for _, f := range specV {
+		field := f.Field
+		if p, ok := csv1.UpdateFieldPath(update, strings.TrimPrefix(field, "spec.")); ok && strings.HasPrefix(field, "spec.") {
+			field = "update." + p
+		}
+		v.add(field, "%s", f.Description)
+	}
+	return v
 }
 
 // DeleteNodePool implements csv1.NodePoolsServer.

@@ -96,15 +96,15 @@ func TestNodePools(t *testing.T) {
 	t.Run("scale_then_enable_autoscaling", func(t *testing.T) {
 		spec := proto.Clone(created.GetSpec()).(*csv1.NodePoolSpec)
 		spec.Replicas = 5
-		np, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Spec: spec, Revision: created.Revision})
+		np, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Update: csv1.FullNodePoolUpdate(spec), Revision: created.Revision})
 		if err != nil || np.GetSpec().GetReplicas() != 5 || np.GetRevision() <= created.GetRevision() {
 			t.Fatalf("scale = %v, %v", np, err)
 		}
-		if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Spec: spec, Revision: created.Revision}); status.Code(err) != codes.Aborted {
+		if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Update: csv1.FullNodePoolUpdate(spec), Revision: created.Revision}); status.Code(err) != codes.Aborted {
 			t.Fatalf("update at a stale revision: %v, want Aborted", err)
 		}
 		spec.Replicas, spec.Autoscaling = 0, &csv1.NodePoolAutoscaling{Min: 2, Max: 6}
-		np, err = e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Spec: spec})
+		np, err = e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Update: csv1.FullNodePoolUpdate(spec)})
 		if err != nil || np.GetSpec().GetAutoscaling().GetMax() != 6 {
 			t.Fatalf("enable autoscaling = %v, %v", np, err)
 		}
@@ -114,11 +114,19 @@ func TestNodePools(t *testing.T) {
 		spec := proto.Clone(created.GetSpec()).(*csv1.NodePoolSpec)
 		spec.Platform.VmSize, spec.Platform.OsDiskSizeGib = "Standard_D4s_v3", 128
 		spec.VersionId = "4.19.16"
-		_, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Spec: spec})
+		_, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Update: csv1.FullNodePoolUpdate(spec)})
 		fv := fieldViolations(err)
-		if status.Code(err) != codes.InvalidArgument || !fv["spec.platform.vm_size"] || !fv["spec.platform.os_disk_size_gib"] || !fv["spec.version_id"] {
+		if status.Code(err) != codes.InvalidArgument || !fv["update.version_id"] {
 			t.Fatalf("got %v (%v)", err, fv)
 		}
+		// The platform cannot change: an update has no field for it, so the same update without
+		// the downgrade is accepted and leaves the platform as created.
+		spec.VersionId = ""
+		np, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: created.Id, Update: csv1.FullNodePoolUpdate(spec)})
+		if err != nil || np.GetSpec().GetPlatform().GetVmSize() != created.GetSpec().GetPlatform().GetVmSize() || np.GetSpec().GetPlatform().GetOsDiskSizeGib() == 128 {
+			t.Fatalf("update = %v, %v; want the platform kept", np.GetSpec().GetPlatform(), err)
+		}
+		created = np
 	})
 	t.Run("delete_is_uninstalling_and_blocks_updates", func(t *testing.T) {
 		np, err := e.pools.DeleteNodePool(ctx, &csv1.DeleteNodePoolRequest{Id: id(103)})
@@ -129,7 +137,7 @@ func TestNodePools(t *testing.T) {
 		if err != nil || again.GetRevision() != np.GetRevision() {
 			t.Fatalf("second delete = %v, %v; want no change", again, err)
 		}
-		if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: id(103), Spec: np.GetSpec()}); status.Code(err) != codes.FailedPrecondition {
+		if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: id(103), Update: csv1.FullNodePoolUpdate(np.GetSpec())}); status.Code(err) != codes.FailedPrecondition {
 			t.Fatalf("update while deleting: %v", err)
 		}
 		if _, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(104, cl.Id, "alpha", "second")}); status.Code(err) != codes.FailedPrecondition {
@@ -257,11 +265,16 @@ func TestNodePoolDiskEncryptionDrainAndChannelGroup(t *testing.T) {
 		field  string // "" when the update is accepted
 		check  func(*csv1.NodePoolSpec) bool
 	}{
-		{"encryption_at_host_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.EncryptionAtHost = false }, "spec.platform.encryption_at_host", nil},
-		{"encryption_set_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.OsDiskEncryptionSetId = "" }, "spec.platform.os_disk_encryption_set_id", nil},
-		{"persistence_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.OsDiskPersistence = "Persistent" }, "spec.platform.os_disk_persistence", nil},
-		{"channel_group_without_the_running_version", func(s *csv1.NodePoolSpec) { s.ChannelGroup = "candidate" }, "spec.channel_group", nil},
-		{"drain_timeout_out_of_range", func(s *csv1.NodePoolSpec) { s.NodeDrainTimeoutMinutes = proto.Int32(20000) }, "spec.node_drain_timeout_minutes", nil},
+		// The platform is not part of an update (NodePoolUpdate has no such field): a full update
+		// built from a spec with another platform leaves the pool's as created.
+		{"encryption_at_host_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.EncryptionAtHost = false }, "",
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetEncryptionAtHost() }},
+		{"encryption_set_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.OsDiskEncryptionSetId = "" }, "",
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetOsDiskEncryptionSetId() != "" }},
+		{"persistence_is_immutable", func(s *csv1.NodePoolSpec) { s.Platform.OsDiskPersistence = "Persistent" }, "",
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetOsDiskPersistence() == "Ephemeral" }},
+		{"channel_group_without_the_running_version", func(s *csv1.NodePoolSpec) { s.ChannelGroup = "candidate" }, "update.channel_group", nil},
+		{"drain_timeout_out_of_range", func(s *csv1.NodePoolSpec) { s.NodeDrainTimeoutMinutes = proto.Int32(20000) }, "update.node_drain_timeout_minutes.value", nil},
 		{"drain_timeout_is_updatable", func(s *csv1.NodePoolSpec) { s.NodeDrainTimeoutMinutes = proto.Int32(45) }, "",
 			func(s *csv1.NodePoolSpec) bool { return s.GetNodeDrainTimeoutMinutes() == 45 }},
 		{"unset_drain_timeout_goes_back_to_the_clusters", func(s *csv1.NodePoolSpec) { s.NodeDrainTimeoutMinutes = nil }, "",
@@ -276,7 +289,7 @@ func TestNodePoolDiskEncryptionDrainAndChannelGroup(t *testing.T) {
 			}
 			spec := proto.Clone(cur.GetSpec()).(*csv1.NodePoolSpec)
 			tc.mutate(spec)
-			got, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.Id, Spec: spec, Revision: cur.Revision})
+			got, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.Id, Update: csv1.FullNodePoolUpdate(spec), Revision: cur.Revision})
 			if tc.field != "" {
 				if fv := fieldViolations(err); status.Code(err) != codes.InvalidArgument || !fv[tc.field] || len(fv) != 1 {
 					t.Fatalf("got %v (%v); want InvalidArgument on %s only", err, fv, tc.field)
@@ -356,5 +369,77 @@ func TestWatchNodePools(t *testing.T) {
 	}
 	if _, err := e.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: first.Id}); status.Code(err) != codes.NotFound {
 		t.Fatalf("removed pool: %v", err)
+	}
+}
+
+// TestUpdateNodePoolPartial: UpdateNodePool changes only what the update names, merged into the
+// stored spec under the write lock; an empty update keeps the revision; a bad field is reported
+// on the request's field, which maps to the ARM property the caller wrote.
+func TestUpdateNodePoolPartial(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 10)
+	cl := e.cluster(t, 1, "alpha")
+	np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(400, cl.Id, "alpha", "partial")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := (&csv1.UpdateNodePoolRequest{}).ProtoReflect().Descriptor()
+	for _, tc := range []struct {
+		name    string
+		update  *csv1.NodePoolUpdate
+		field   string // the violation's field; "" when accepted
+		armPath string // where that field is in the ARM resource
+		check   func(before, after *csv1.NodePool) bool
+	}{
+		{name: "empty_update_changes_nothing_and_keeps_the_revision", update: &csv1.NodePoolUpdate{},
+			check: func(b, a *csv1.NodePool) bool {
+				return a.GetRevision() == b.GetRevision() && proto.Equal(a.GetSpec(), b.GetSpec())
+			}},
+		{name: "labels_only_leave_scaling_and_taints", update: &csv1.NodePoolUpdate{Labels: &csv1.StringMap{Values: map[string]string{"tier": "db"}}},
+			check: func(b, a *csv1.NodePool) bool {
+				return a.GetRevision() > b.GetRevision() && a.GetSpec().GetLabels()["tier"] == "db" && a.GetSpec().GetReplicas() == b.GetSpec().GetReplicas() &&
+					len(a.GetSpec().GetTaints()) == 1 && a.GetSpec().GetAutoRepair()
+			}},
+		{name: "scale_only_leaves_labels", update: &csv1.NodePoolUpdate{Scaling: &csv1.NodePoolUpdate_Replicas{Replicas: 7}},
+			check: func(b, a *csv1.NodePool) bool {
+				return a.GetSpec().GetReplicas() == 7 && a.GetSpec().GetLabels()["tier"] == "db"
+			}},
+		{name: "autoscaling_out_of_range_is_named_by_its_arm_path",
+			update: &csv1.NodePoolUpdate{Scaling: &csv1.NodePoolUpdate_Autoscaling{Autoscaling: &csv1.NodePoolAutoscaling{Min: 2, Max: 900}}},
+			field:  "update.autoscaling.max", armPath: "properties.autoScaling.max"},
+		{name: "bad_taint_is_named_by_its_arm_path",
+			update: &csv1.NodePoolUpdate{Taints: &csv1.Taints{Values: []*csv1.Taint{{Key: "a", Effect: "NoSchedule"}, {Key: "b", Effect: "Sometimes"}}}},
+			field:  "update.taints.values[1].effect", armPath: "properties.taints[1].effect"},
+		{name: "drain_timeout_out_of_range_is_named_by_its_arm_path",
+			update: &csv1.NodePoolUpdate{NodeDrainTimeoutMinutes: &csv1.OptionalInt32{Value: proto.Int32(-1)}},
+			field:  "update.node_drain_timeout_minutes.value", armPath: "properties.nodeDrainTimeoutMinutes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := e.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: np.Id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.Id, Update: tc.update})
+			if tc.field != "" {
+				fv := fieldViolations(err)
+				if status.Code(err) != codes.InvalidArgument || !fv[tc.field] || len(fv) != 1 {
+					t.Fatalf("got %v (%v); want InvalidArgument on %s only", err, fv, tc.field)
+				}
+				if p, ok := csv1.ARMPath(req, tc.field); !ok || p != tc.armPath {
+					t.Fatalf("ARM path of %s = %q, %v; want %s", tc.field, p, ok, tc.armPath)
+				}
+				if now, _ := e.pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: np.Id}); now.GetRevision() != before.GetRevision() {
+					t.Fatalf("a refused update moved the revision %d → %d", before.GetRevision(), now.GetRevision())
+				}
+				return
+			}
+			if err != nil || !tc.check(before, after) {
+				t.Fatalf("update = %v, %v (before %v)", after.GetSpec(), err, before.GetSpec())
+			}
+		})
+	}
+	if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.Id}); status.Code(err) != codes.InvalidArgument || !fieldViolations(err)["update"] {
+		t.Fatalf("no update message: %v, want InvalidArgument on update", err)
 	}
 }

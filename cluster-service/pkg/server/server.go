@@ -316,7 +316,7 @@ func (s *Server) SetShardStatus(ctx context.Context, req *csv1.SetShardStatusReq
 
 func toProto(c *store.Cluster) *csv1.Cluster {
 	return &csv1.Cluster{
-		Id: c.ID, ArmResourceId: c.ARMResourceID, Spec: c.Spec, Status: c.Status, Shard: c.Shard, Revision: c.Revision,
+		Id: c.ID, ArmResourceId: c.ARMResourceID, Spec: c.Spec, Status: c.Status, Shard: c.Shard, Revision: c.Revision, SpecRevision: c.SpecRevision,
 		CreateTime: timestamppb.New(c.CreateTime), UpdateTime: timestamppb.New(c.UpdateTime), Namespace: c.Namespace,
 	}
 }

@@ -52,6 +52,7 @@ type env struct {
 	pools    csv1.NodePoolsClient
 	versions csv1.VersionsClient
 	upgrades csv1.UpgradePoliciesClient
+	creds    csv1.CredentialsClient
 	reg      *prometheus.Registry
 	logs     *syncBuffer
 }
@@ -84,7 +85,7 @@ func start(t *testing.T) *env {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn),
-		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), reg: reg, logs: logs}
+		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), reg: reg, logs: logs}
 }
 
 func id(n int) string { return fmt.Sprintf("%032d", n) }

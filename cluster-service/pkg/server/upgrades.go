@@ -207,6 +207,46 @@ func (s *Server) GetUpgradePolicy(ctx context.Context, req *csv1.GetUpgradePolic
 	return p, nil
 }
 
+// CancelUpgradePolicy implements csv1.UpgradePoliciesServer: a control-plane upgrade that has
+// not started ends FAILED, saying it was canceled and why. The cluster's spec still has the old
+// version (STARTED is what writes the new one), so nothing else changes.
+func (s *Server) CancelUpgradePolicy(ctx context.Context, req *csv1.CancelUpgradePolicyRequest) (*csv1.UpgradePolicy, error) {
+	var v violations
+	validateClusterID(&v, "id", req.GetId())
+	if strings.TrimSpace(req.GetReason()) == "" {
+		v.add("reason", "say why the upgrade is canceled")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	const op = "cancel upgrade policy"
+	p, err := s.st.GetUpgradePolicy(ctx, req.GetId())
+	if err != nil {
+		return nil, s.toStatus(ctx, op, err)
+	}
+	if p.GetType() != csv1.UpgradeType_UPGRADE_TYPE_CONTROL_PLANE {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s: %s is a node pool upgrade, which starts at once: there is nothing to cancel", op, p.GetId())
+	}
+	from := p.GetState()
+	if from != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING && from != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_SCHEDULED {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s: the upgrade from %s to %s is %s; only a pending or scheduled upgrade can be canceled",
+			op, p.GetFromVersion(), p.GetToVersion(), strings.ToLower(strings.TrimPrefix(from.String(), "UPGRADE_POLICY_STATE_")))
+	}
+	c, err := s.st.GetCluster(ctx, p.GetClusterId())
+	if err != nil {
+		return nil, s.toStatus(ctx, op, err)
+	}
+	next := proto.Clone(p).(*csv1.UpgradePolicy)
+	next.State = csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED
+	next.Message = fmt.Sprintf("The upgrade from %s to %s was canceled: %s", p.GetFromVersion(), p.GetToVersion(), strings.TrimSpace(req.GetReason()))
+	out, err := s.st.AdvanceUpgrade(ctx, c.ID, c.Revision, from, next, nil)
+	if err != nil {
+		return nil, s.toStatus(ctx, op, err)
+	}
+	LoggerFrom(ctx).Info("control plane upgrade canceled", "cluster_id", c.ID, "upgrade_policy_id", p.GetId(), "reason", req.GetReason())
+	return out.Status.GetUpgrade(), nil
+}
+
 // ListUpgradePolicies implements csv1.UpgradePoliciesServer.
 func (s *Server) ListUpgradePolicies(ctx context.Context, req *csv1.ListUpgradePoliciesRequest) (*csv1.ListUpgradePoliciesResponse, error) {
 	var v violations

@@ -168,7 +168,7 @@ func TestNodePoolUpdatesHonourUpgradeEdges(t *testing.T) {
 	update := func(version string) (*csv1.NodePool, error) {
 		spec := np.GetSpec()
 		spec.VersionId = version
-		return e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.GetId(), Spec: spec})
+		return e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.GetId(), Update: csv1.FullNodePoolUpdate(spec)})
 	}
 	for _, tc := range []struct {
 		name, to, msg string
@@ -179,7 +179,7 @@ func TestNodePoolUpdatesHonourUpgradeEdges(t *testing.T) {
 	} {
 		t.Run(tc.name+"_is_refused", func(t *testing.T) {
 			_, err := update(tc.to)
-			if status.Code(err) != codes.InvalidArgument || !fieldViolations(err)["spec.version_id"] || !strings.Contains(status.Convert(err).Message(), tc.msg) {
+			if status.Code(err) != codes.InvalidArgument || !fieldViolations(err)["update.version_id"] || !strings.Contains(status.Convert(err).Message(), tc.msg) {
 				t.Fatalf("UpdateNodePool(%s) = %v; want InvalidArgument on spec.version_id saying %q", tc.to, err, tc.msg)
 			}
 		})
@@ -254,4 +254,64 @@ func TestVersions(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCancelUpgradePolicy(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 10)
+	cl := e.clusterAt(t, 1, "cancel", "4.19.17")
+	got, err := e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{VersionId: "4.20"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := got.GetStatus().GetUpgrade().GetId()
+	pool := validPool(2, cl.GetId(), "cancel", "work")
+	pool.Spec.VersionId = "4.18.26"
+	np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := np.GetSpec()
+	spec.VersionId = "4.19.16"
+	if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.GetId(), Update: csv1.FullNodePoolUpdate(spec)}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.upgrades.ListUpgradePolicies(ctx, &csv1.ListUpgradePoliciesRequest{ClusterId: cl.GetId(), NodePoolId: np.GetId()})
+	if err != nil || len(list.GetUpgradePolicies()) != 1 {
+		t.Fatalf("node pool policies %v %v", list, err)
+	}
+	for _, tc := range []struct {
+		name, id, reason string
+		code             codes.Code
+		field            string
+	}{
+		{"a_reason_is_required", policy, " ", codes.InvalidArgument, "reason"},
+		{"unknown_policy", id(99), "r", codes.NotFound, ""},
+		{"a_node_pool_upgrade_cannot_be_canceled", list.GetUpgradePolicies()[0].GetId(), "r", codes.FailedPrecondition, ""},
+		{"a_pending_upgrade_is_canceled", policy, "CHG-1 postponed", codes.OK, ""},
+		{"a_finished_upgrade_cannot_be_canceled", policy, "r", codes.FailedPrecondition, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := e.upgrades.CancelUpgradePolicy(ctx, &csv1.CancelUpgradePolicyRequest{Id: tc.id, Reason: tc.reason})
+			if status.Code(err) != tc.code || (tc.field != "" && !fieldViolations(err)[tc.field]) {
+				t.Fatalf("CancelUpgradePolicy = %v; want %s %s", err, tc.code, tc.field)
+			}
+			if tc.code != codes.OK {
+				return
+			}
+			if p.GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED || !strings.Contains(p.GetMessage(), "was canceled: CHG-1 postponed") {
+				t.Fatalf("policy %v", p)
+			}
+			c, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: cl.GetId()})
+			if err != nil || c.GetSpec().GetVersionId() != "4.19.17" || c.GetStatus().GetUpgrade().GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED {
+				t.Fatalf("cluster after the cancel: %v %v", c, err)
+			}
+		})
+	}
+	t.Run("a_new_upgrade_may_follow", func(t *testing.T) {
+		if _, err := e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{VersionId: "4.20"}}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

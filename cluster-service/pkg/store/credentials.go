@@ -36,6 +36,8 @@ type Credential struct {
 	CABundle    string
 	APIURL      string
 	Status      *csv1.CredentialStatus
+	// SRE is set on a credential an SRE requested through the admin API (nil for a customer's).
+	SRE *csv1.SRECredential
 	// WorkActive: the credential's ManifestWork may still exist on Shard.
 	WorkActive bool
 	Shard      string
@@ -65,13 +67,13 @@ type CredentialEvent struct {
 }
 
 const credentialColumns = `id, cluster_id, csr, private_key, certificate, ca_bundle, api_url, status, work_active, shard,
-	revision, create_time, update_time`
+	revision, create_time, update_time, sre`
 
 func (s *Store) scanCredential(row pgx.Row) (*Credential, error) {
 	var c Credential
-	var st []byte
+	var st, sre []byte
 	if err := row.Scan(&c.ID, &c.ClusterID, &c.CSR, &c.PrivateKey, &c.Certificate, &c.CABundle, &c.APIURL, &st, &c.WorkActive,
-		&c.Shard, &c.Revision, &c.CreateTime, &c.UpdateTime); err != nil {
+		&c.Shard, &c.Revision, &c.CreateTime, &c.UpdateTime, &sre); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
@@ -84,6 +86,12 @@ func (s *Store) scanCredential(row pgx.Row) (*Credential, error) {
 	c.Status = &csv1.CredentialStatus{}
 	if err := protojson.Unmarshal(st, c.Status); err != nil {
 		return nil, fmt.Errorf("decode status of credential %s: %w", c.ID, err)
+	}
+	if sre != nil {
+		c.SRE = &csv1.SRECredential{}
+		if err := protojson.Unmarshal(sre, c.SRE); err != nil {
+			return nil, fmt.Errorf("decode SRE record of credential %s: %w", c.ID, err)
+		}
 	}
 	return &c, nil
 }
@@ -116,7 +124,7 @@ func CredentialProto(c *Credential, now time.Time) *csv1.Credential {
 		st.Message = "The credential's certificate has expired."
 	}
 	return &csv1.Credential{Id: c.ID, ClusterId: c.ClusterID, CertificateSigningRequest: c.CSR, Status: st, Revision: c.Revision,
-		CreateTime: timestamppb.New(c.CreateTime), UpdateTime: timestamppb.New(c.UpdateTime)}
+		CreateTime: timestamppb.New(c.CreateTime), UpdateTime: timestamppb.New(c.UpdateTime), Sre: c.SRE}
 }
 
 // RevocationProto is the API form of a stored revocation.
@@ -157,13 +165,19 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credent
 		if err != nil {
 			return err
 		}
+		var srej []byte // NULL for a customer's credential
+		if c.SRE != nil {
+			if srej, err = protojson.Marshal(c.SRE); err != nil {
+				return err
+			}
+		}
 		rev, err := nextRevision(ctx, tx)
 		if err != nil {
 			return err
 		}
-		out, err = s.scanCredential(tx.QueryRow(ctx, `INSERT INTO break_glass_credentials (id, cluster_id, csr, private_key, status, state, shard, revision)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+credentialColumns,
-			c.ID, c.ClusterID, c.CSR, sealedKey, stj, st.State.String(), shard, rev))
+		out, err = s.scanCredential(tx.QueryRow(ctx, `INSERT INTO break_glass_credentials (id, cluster_id, csr, private_key, status, state, shard, revision, sre)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+credentialColumns,
+			c.ID, c.ClusterID, c.CSR, sealedKey, stj, st.State.String(), shard, rev, srej))
 		if err != nil {
 			return err
 		}
@@ -212,6 +226,13 @@ func (s *Store) GetCredential(ctx context.Context, id string) (*Credential, erro
 // ListCredentials returns the credentials of one cluster, oldest first.
 func (s *Store) ListCredentials(ctx context.Context, clusterID string) ([]*Credential, error) {
 	return s.queryCredentials(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE cluster_id = $1 ORDER BY create_time, id`, clusterID)
+}
+
+// ListSRECredentials returns SRE credentials, oldest first: of one cluster when clusterID is
+// set, of one SRE when person is set.
+func (s *Store) ListSRECredentials(ctx context.Context, clusterID, person string) ([]*Credential, error) {
+	return s.queryCredentials(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials
+		WHERE sre IS NOT NULL AND ($1 = '' OR cluster_id = $1) AND ($2 = '' OR sre->>'person' = $2) ORDER BY create_time, id`, clusterID, person)
 }
 
 // ListUnsettledCredentials returns the credentials the controller still has work for: PENDING,

@@ -29,6 +29,7 @@ type ExternalAuth struct {
 	Status        *csv1.ExternalAuthStatus
 	Deleting      bool
 	Revision      int64
+	SpecRevision  int64 // as Cluster.SpecRevision
 	CreateTime    time.Time
 	UpdateTime    time.Time
 }
@@ -40,12 +41,12 @@ type ExternalAuthEvent struct {
 	ExternalAuth *ExternalAuth // for DELETED, the last known state
 }
 
-const externalAuthColumns = `id, cluster_id, arm_resource_id_orig, spec, status, deleting, revision, create_time, update_time`
+const externalAuthColumns = `id, cluster_id, arm_resource_id_orig, spec, status, deleting, revision, create_time, update_time, spec_revision`
 
 func scanExternalAuth(row pgx.Row) (*ExternalAuth, error) {
 	var ea ExternalAuth
 	var spec, st []byte
-	if err := row.Scan(&ea.ID, &ea.ClusterID, &ea.ARMResourceID, &spec, &st, &ea.Deleting, &ea.Revision, &ea.CreateTime, &ea.UpdateTime); err != nil {
+	if err := row.Scan(&ea.ID, &ea.ClusterID, &ea.ARMResourceID, &spec, &st, &ea.Deleting, &ea.Revision, &ea.CreateTime, &ea.UpdateTime, &ea.SpecRevision); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
@@ -66,6 +67,7 @@ func ExternalAuthProto(ea *ExternalAuth) *csv1.ExternalAuth {
 	return &csv1.ExternalAuth{
 		Id: ea.ID, ClusterId: ea.ClusterID, ArmResourceId: ea.ARMResourceID, Spec: ea.Spec, Status: ea.Status,
 		Revision: ea.Revision, CreateTime: timestamppb.New(ea.CreateTime), UpdateTime: timestamppb.New(ea.UpdateTime),
+		SpecRevision: ea.SpecRevision,
 	}
 }
 
@@ -178,6 +180,13 @@ func lockExternalAuth(ctx context.Context, tx pgx.Tx, id string, revision int64)
 // ErrConflict unless at revision. ErrDeleting while it is being deleted. An identical spec is not
 // written and keeps the revision.
 func (s *Store) UpdateExternalAuthSpec(ctx context.Context, id string, revision int64, spec *csv1.ExternalAuthSpec) (*ExternalAuth, error) {
+	return s.UpdateExternalAuth(ctx, id, revision, func(*ExternalAuth) (*csv1.ExternalAuthSpec, error) { return spec, nil })
+}
+
+// UpdateExternalAuth is UpdateExternalAuthSpec with the spec decided under the write lock from
+// the stored one (a partial update applied and validated); errors from decide are returned as
+// they are.
+func (s *Store) UpdateExternalAuth(ctx context.Context, id string, revision int64, decide func(cur *ExternalAuth) (*csv1.ExternalAuthSpec, error)) (*ExternalAuth, error) {
 	var out *ExternalAuth
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		ea, err := lockExternalAuth(ctx, tx, id, revision)
@@ -186,6 +195,10 @@ func (s *Store) UpdateExternalAuthSpec(ctx context.Context, id string, revision 
 		}
 		if ea.Deleting {
 			return fmt.Errorf("external auth %s: %w", id, ErrDeleting)
+		}
+		spec, err := decide(ea)
+		if err != nil {
+			return err
 		}
 		if proto.Equal(ea.Spec, spec) {
 			out = ea
@@ -254,6 +267,7 @@ func (s *Store) UpdateExternalAuthStatus(ctx context.Context, id string, revisio
 		if ea.Revision != revision {
 			return ErrConflict
 		}
+		st = stampObserved(st, ea.SpecRevision)
 		if proto.Equal(ea.Status, st) {
 			out = ea
 			return nil
@@ -356,7 +370,7 @@ func (s *Store) ExternalAuthEventsAfter(ctx context.Context, after int64, limit 
 			return ExternalAuthEvent{}, err
 		}
 		ea := &ExternalAuth{ID: p.Id, ClusterID: p.ClusterId, ARMResourceID: p.ArmResourceId, Spec: p.Spec, Status: p.Status,
-			Deleting: doc.Deleting, Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
+			Deleting: doc.Deleting, Revision: p.Revision, SpecRevision: p.SpecRevision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
 		if ea.Spec == nil {
 			ea.Spec = &csv1.ExternalAuthSpec{}
 		}

@@ -28,6 +28,7 @@ type NodePool struct {
 	Status        *csv1.NodePoolStatus
 	Deleting      bool
 	Revision      int64
+	SpecRevision  int64 // as Cluster.SpecRevision
 	CreateTime    time.Time
 	UpdateTime    time.Time
 }
@@ -39,12 +40,12 @@ type NodePoolEvent struct {
 	NodePool *NodePool // for DELETED, the last known state
 }
 
-const nodePoolColumns = `id, cluster_id, arm_resource_id_orig, spec, status, deleting, revision, create_time, update_time`
+const nodePoolColumns = `id, cluster_id, arm_resource_id_orig, spec, status, deleting, revision, create_time, update_time, spec_revision`
 
 func scanNodePool(row pgx.Row) (*NodePool, error) {
 	var np NodePool
 	var spec, st []byte
-	if err := row.Scan(&np.ID, &np.ClusterID, &np.ARMResourceID, &spec, &st, &np.Deleting, &np.Revision, &np.CreateTime, &np.UpdateTime); err != nil {
+	if err := row.Scan(&np.ID, &np.ClusterID, &np.ARMResourceID, &spec, &st, &np.Deleting, &np.Revision, &np.CreateTime, &np.UpdateTime, &np.SpecRevision); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
@@ -65,6 +66,7 @@ func NodePoolProto(np *NodePool) *csv1.NodePool {
 	return &csv1.NodePool{
 		Id: np.ID, ClusterId: np.ClusterID, ArmResourceId: np.ARMResourceID, Spec: np.Spec, Status: np.Status,
 		Revision: np.Revision, CreateTime: timestamppb.New(np.CreateTime), UpdateTime: timestamppb.New(np.UpdateTime),
+		SpecRevision: np.SpecRevision,
 	}
 }
 
@@ -167,13 +169,18 @@ func (s *Store) ListNodePools(ctx context.Context, clusterID, afterID string, li
 // ErrConflict unless the pool is at revision. ErrDeleting for a pool being deleted. An identical
 // spec is not written and keeps the revision.
 func (s *Store) UpdateNodePoolSpec(ctx context.Context, id string, revision int64, spec *csv1.NodePoolSpec) (*NodePool, error) {
-	return s.UpdateNodePoolSpecAndUpgrade(ctx, id, revision, spec, nil)
+	return s.UpdateNodePool(ctx, id, revision, func(*NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
 }
 
-// UpdateNodePoolSpecAndUpgrade is UpdateNodePoolSpec that also records upgrade, a node pool
+// UpdateNodePool reads the pool under the write lock and writes the spec decide returns (a
+// partial update applied to the stored spec, defaulted and validated), with upgrade, a node pool
 // upgrade policy, in the same transaction (ErrUpgradeInProgress if the pool has an unfinished
-// one).
-func (s *Store) UpdateNodePoolSpecAndUpgrade(ctx context.Context, id string, revision int64, spec *csv1.NodePoolSpec, upgrade *csv1.UpgradePolicy) (*NodePool, error) {
+// one). With revision 0 it is unconditional, otherwise ErrConflict unless the pool is at
+// revision; either way no other write lands between the read decide sees and the write.
+// ErrDeleting for a pool being deleted; errors from decide are returned as they are. An
+// identical spec is not written and keeps the revision.
+func (s *Store) UpdateNodePool(ctx context.Context, id string, revision int64,
+	decide func(cur *NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error)) (*NodePool, error) {
 	var out *NodePool
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		np, err := scanNodePool(tx.QueryRow(ctx, `SELECT `+nodePoolColumns+` FROM node_pools WHERE id = $1 FOR UPDATE`, id))
@@ -185,6 +192,10 @@ func (s *Store) UpdateNodePoolSpecAndUpgrade(ctx context.Context, id string, rev
 		}
 		if np.Deleting {
 			return fmt.Errorf("node pool %s: %w", id, ErrDeleting)
+		}
+		spec, upgrade, err := decide(np)
+		if err != nil {
+			return err
 		}
 		if proto.Equal(np.Spec, spec) {
 			out = np
@@ -288,6 +299,7 @@ func (s *Store) UpdateNodePoolStatus(ctx context.Context, id string, revision in
 		if np.Revision != revision {
 			return ErrConflict
 		}
+		st = stampObserved(st, np.SpecRevision)
 		if proto.Equal(np.Status, st) {
 			out = np
 			return nil
@@ -362,7 +374,7 @@ func (s *Store) NodePoolEventsAfter(ctx context.Context, after int64, limit int)
 			return NodePoolEvent{}, err
 		}
 		np := &NodePool{ID: p.Id, ClusterID: p.ClusterId, ARMResourceID: p.ArmResourceId, Spec: p.Spec, Status: p.Status,
-			Deleting: doc.Deleting, Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
+			Deleting: doc.Deleting, Revision: p.Revision, SpecRevision: p.SpecRevision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
 		if np.Spec == nil {
 			np.Spec = &csv1.NodePoolSpec{}
 		}

@@ -111,3 +111,62 @@ func TestNodePoolStore(t *testing.T) {
 		}
 	})
 }
+
+// TestSpecRevisionAndObservedRevision: spec_revision moves only with the spec (the migration's
+// trigger), status writes move revision but not spec_revision, the controller's status write is
+// stamped with the spec_revision it was derived from, and a spec write keeps the old
+// observed_revision (nothing has observed the new spec yet).
+func TestSpecRevisionAndObservedRevision(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, newDSN(t))
+	register(t, s, "mc-1", 10)
+	cl, _, err := s.CreateCluster(ctx, newCluster(csid(1), armID("one")), placement.LeastLoaded{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.SpecRevision != cl.Revision {
+		t.Fatalf("new cluster: spec_revision %d, revision %d; want equal", cl.SpecRevision, cl.Revision)
+	}
+	np, _, err := s.CreateNodePool(ctx, newPool(csid(100), cl.ID, armID("one")+"/nodePools/a"))
+	if err != nil || np.SpecRevision != np.Revision {
+		t.Fatalf("new pool: %+v, %v; want spec_revision = revision", np, err)
+	}
+	ready, err := s.UpdateNodePoolStatus(ctx, np.ID, np.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready.Revision <= np.Revision || ready.SpecRevision != np.SpecRevision || ready.Status.ObservedRevision != np.SpecRevision {
+		t.Fatalf("status write: revision %d, spec_revision %d, observed %d; want a new revision, spec_revision and observed %d",
+			ready.Revision, ready.SpecRevision, ready.Status.ObservedRevision, np.SpecRevision)
+	}
+	again, err := s.UpdateNodePoolStatus(ctx, np.ID, ready.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
+	if err != nil || again.Revision != ready.Revision {
+		t.Fatalf("the same derived status again: revision %d, %v; want unchanged %d", again.Revision, err, ready.Revision)
+	}
+	spec := proto.Clone(ready.Spec).(*csv1.NodePoolSpec)
+	spec.Replicas = 5
+	changed, err := s.UpdateNodePoolSpec(ctx, np.ID, 0, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if changed.SpecRevision != changed.Revision || changed.SpecRevision <= ready.Revision || changed.Status.ObservedRevision != np.SpecRevision {
+		t.Fatalf("spec write: revision %d, spec_revision %d, observed %d; want spec_revision = revision and observed still %d",
+			changed.Revision, changed.SpecRevision, changed.Status.ObservedRevision, np.SpecRevision)
+	}
+	// A READY derived afterwards is about the new spec: observed reaches the update's revision,
+	// which is the rule the backend ends an update with.
+	after, err := s.UpdateNodePoolStatus(ctx, np.ID, changed.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 5})
+	if err != nil || after.Status.ObservedRevision != changed.SpecRevision || after.SpecRevision != changed.SpecRevision {
+		t.Fatalf("status after the spec write: %+v, %v", after, err)
+	}
+	// Events carry spec_revision (a watcher rebuilds the pool from them).
+	evs, err := s.NodePoolEventsAfter(ctx, changed.Revision-1, 10)
+	if err != nil || len(evs) == 0 || evs[len(evs)-1].NodePool.SpecRevision != changed.SpecRevision {
+		t.Fatalf("events %+v, %v", evs, err)
+	}
+	// Clusters and external auths: a status write is stamped with the spec it reflects.
+	cs, err := s.UpdateStatus(ctx, cl.ID, cl.Revision, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING})
+	if err != nil || cs.Status.ObservedRevision != cl.SpecRevision || cs.SpecRevision != cl.SpecRevision {
+		t.Fatalf("cluster status write: %+v, %v", cs, err)
+	}
+}

@@ -25,3 +25,7 @@ func newSSHPublicKey() (string, error) {
 	b = append(b, pub...)
 	return algo + " " + base64.StdEncoding.EncodeToString(b) + " openhcp-cluster", nil
 }
+
+// NewSSHPublicKey is the key Cluster Service generates for each cluster at create, for callers
+// that build a cluster's ManifestWork outside the store (the P4 benchmark's bare-Maestro works).
+func NewSSHPublicKey() (string, error) { return newSSHPublicKey() }

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
@@ -51,8 +52,11 @@ type Cluster struct {
 	Namespace     string
 	Deleting      bool
 	Revision      int64
-	CreateTime    time.Time
-	UpdateTime    time.Time
+	// SpecRevision is the revision of the last change to Spec (the spec_revision trigger of
+	// migration 0009 keeps it, on every write path).
+	SpecRevision int64
+	CreateTime   time.Time
+	UpdateTime   time.Time
 
 	// Secret material generated at create so the ManifestWork is the same on every build.
 	EtcdEncryptionKey []byte
@@ -124,13 +128,13 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 // ---- clusters
 
 const clusterColumns = `id, arm_resource_id_orig, spec, status, coalesce(shard, ''), namespace, deleting, revision,
-	create_time, update_time, etcd_encryption_key, ssh_public_key`
+	create_time, update_time, etcd_encryption_key, ssh_public_key, spec_revision`
 
 func (s *Store) scanCluster(row pgx.Row) (*Cluster, error) {
 	var c Cluster
 	var spec, st []byte
 	if err := row.Scan(&c.ID, &c.ARMResourceID, &spec, &st, &c.Shard, &c.Namespace, &c.Deleting, &c.Revision,
-		&c.CreateTime, &c.UpdateTime, &c.EtcdEncryptionKey, &c.SSHPublicKey); err != nil {
+		&c.CreateTime, &c.UpdateTime, &c.EtcdEncryptionKey, &c.SSHPublicKey, &c.SpecRevision); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
@@ -364,6 +368,7 @@ func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st 
 		if c.Revision != revision {
 			return ErrConflict
 		}
+		st = stampObserved(st, c.SpecRevision)
 		if proto.Equal(c.Status, st) {
 			out = c
 			return nil
@@ -435,6 +440,7 @@ type eventDoc struct {
 	Namespace     string          `json:"namespace"`
 	Deleting      bool            `json:"deleting,omitempty"`
 	Revision      int64           `json:"revision"`
+	SpecRevision  int64           `json:"specRevision,omitempty"`
 	CreateTime    time.Time       `json:"createTime"`
 	UpdateTime    time.Time       `json:"updateTime"`
 }
@@ -460,7 +466,7 @@ func recordEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType, c *Cluster)
 		return err
 	}
 	doc, err := json.Marshal(eventDoc{ID: c.ID, ARMResourceID: c.ARMResourceID, Spec: spec, Status: st, Shard: c.Shard,
-		Namespace: c.Namespace, Deleting: c.Deleting, Revision: c.Revision, CreateTime: c.CreateTime, UpdateTime: c.UpdateTime})
+		Namespace: c.Namespace, Deleting: c.Deleting, Revision: c.Revision, SpecRevision: c.SpecRevision, CreateTime: c.CreateTime, UpdateTime: c.UpdateTime})
 	if err != nil {
 		return err
 	}
@@ -475,7 +481,7 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Even
 			return Event{}, err
 		}
 		c := &Cluster{ID: d.ID, ARMResourceID: d.ARMResourceID, Shard: d.Shard, Namespace: d.Namespace, Deleting: d.Deleting,
-			Revision: d.Revision, CreateTime: d.CreateTime, UpdateTime: d.UpdateTime, Spec: &csv1.ClusterSpec{}, Status: &csv1.ClusterStatus{}}
+			Revision: d.Revision, SpecRevision: d.SpecRevision, CreateTime: d.CreateTime, UpdateTime: d.UpdateTime, Spec: &csv1.ClusterSpec{}, Status: &csv1.ClusterStatus{}}
 		if err := protojson.Unmarshal(d.Spec, c.Spec); err != nil {
 			return Event{}, err
 		}
@@ -698,4 +704,20 @@ func (s *Store) SetShardStatus(ctx context.Context, name string, st, ifStatus cs
 func likePrefix(p string) string {
 	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 	return r.Replace(p) + "%"
+}
+
+// observedStatus is a status that carries the revision of the spec it reflects.
+type observedStatus interface {
+	proto.Message
+	GetObservedRevision() int64
+}
+
+// stampObserved returns a copy of st (a status the controller derived from the stored row, and
+// writes conditionally on the revision it read, so from the spec at specRevision) with
+// observed_revision = specRevision. Only the controller's status writes stamp: a spec write
+// that sets UPDATING keeps the old observed_revision, since nothing has observed the new spec.
+func stampObserved[S observedStatus](st S, specRevision int64) S {
+	out := proto.Clone(st).(S)
+	out.ProtoReflect().Set(out.ProtoReflect().Descriptor().Fields().ByName("observed_revision"), protoreflect.ValueOfInt64(specRevision))
+	return out
 }

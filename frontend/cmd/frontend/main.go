@@ -24,7 +24,8 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/frontend"
 	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
-	"github.com/openhcp/openhcp/internal/store/storeconfig"
+	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
+	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -245,5 +246,6 @@ func run(o *options) error {
 func metricsMux(srv *frontend.Server) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", srv.MetricsHandler())
+	pprofmux.Register(mux)
 	return mux
 }

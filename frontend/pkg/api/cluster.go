@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // ClusterResourceType is the ARM type of a cluster.
@@ -24,7 +24,7 @@ type Cluster struct {
 	Tags       map[string]string `json:"-"`
 	SystemData *arm.SystemData   `json:"-"`
 	// ProvisioningState and the read-only URLs come from the store and Cluster Service.
-	ProvisioningState docs.ProvisioningState `json:"-"`
+	ProvisioningState armdoc.ProvisioningState `json:"-"`
 	// Conditions are observed by Cluster Service (Available, Degraded, Progressing); they are
 	// filled when the cluster is read, never stored.
 	Conditions []Condition `json:"-"`

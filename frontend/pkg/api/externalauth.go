@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // ExternalAuthResourceType is the ARM type of an external auth.
@@ -22,9 +22,9 @@ const ExternalAuthResourceType = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters
 // shown (properties.condition before 2026-06-30-preview, properties.status.conditions after).
 type ExternalAuth struct {
 	// ID is set from the request path, never from the body.
-	ID                *arm.ResourceID        `json:"-"`
-	SystemData        *arm.SystemData        `json:"-"`
-	ProvisioningState docs.ProvisioningState `json:"-"`
+	ID                *arm.ResourceID          `json:"-"`
+	SystemData        *arm.SystemData          `json:"-"`
+	ProvisioningState armdoc.ProvisioningState `json:"-"`
 	// Condition is Cluster Service's view, filled on GET; never stored.
 	Condition *Condition `json:"-"`
 

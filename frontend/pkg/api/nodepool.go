@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"sync"
 
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // NodePoolResourceType is the ARM type of a node pool.
@@ -15,11 +15,11 @@ const NodePoolResourceType = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/nod
 // NodePool is a whole hcpOpenShiftClusters/nodePools resource.
 type NodePool struct {
 	// ID is set from the request path, never from the body.
-	ID                *arm.ResourceID        `json:"-"`
-	Location          string                 `json:"-"`
-	Tags              map[string]string      `json:"-"`
-	SystemData        *arm.SystemData        `json:"-"`
-	ProvisioningState docs.ProvisioningState `json:"-"`
+	ID                *arm.ResourceID          `json:"-"`
+	Location          string                   `json:"-"`
+	Tags              map[string]string        `json:"-"`
+	SystemData        *arm.SystemData          `json:"-"`
+	ProvisioningState armdoc.ProvisioningState `json:"-"`
 
 	// Identity and Properties are stored as ResourceDocument.Properties.
 	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/armspec"
 )
 
@@ -138,7 +138,7 @@ func checkRenderedCluster(t *testing.T, body []byte) int {
 			continue // FuzzDecodeClusterAllVersions checks refusals
 		}
 		accepted++
-		c.ID, c.ProvisioningState = mustID(t, clusterID), docs.StateSucceeded
+		c.ID, c.ProvisioningState = mustID(t, clusterID), armdoc.StateSucceeded
 		requireSchemaValid(t, "a cluster decoded by "+from, "HcpOpenShiftCluster", func(to string) (any, bool) {
 			w, ok := api.Lookup(to)
 			if !ok {
@@ -165,7 +165,7 @@ func checkRenderedNodePool(t *testing.T, body []byte) int {
 			continue // FuzzDecodeNodePoolAllVersions checks refusals
 		}
 		accepted++
-		np.ID, np.ProvisioningState = mustID(t, nodePoolID), docs.StateSucceeded
+		np.ID, np.ProvisioningState = mustID(t, nodePoolID), armdoc.StateSucceeded
 		requireSchemaValid(t, "a node pool decoded by "+from, "NodePool", func(to string) (any, bool) {
 			w, ok := api.LookupNodePool(to)
 			if !ok {
@@ -192,7 +192,7 @@ func checkRenderedExternalAuth(t *testing.T, body []byte) int {
 			continue // FuzzDecodeExternalAuthAllVersions checks refusals
 		}
 		accepted++
-		ea.ID, ea.ProvisioningState = mustID(t, externalAuthID), docs.StateSucceeded
+		ea.ID, ea.ProvisioningState = mustID(t, externalAuthID), armdoc.StateSucceeded
 		requireSchemaValid(t, "an external auth decoded by "+from, "ExternalAuth", func(to string) (any, bool) {
 			w, ok := api.LookupExternalAuth(to)
 			if !ok {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // middleware is one step of the request pipeline; it calls next to continue.
@@ -39,7 +39,7 @@ type requestInfo struct {
 	apiVersion string
 	version    api.Version
 	// subscription is the registration record, when the route checks it (nil if unknown).
-	subscription *docs.SubscriptionDocument
+	subscription *armdoc.SubscriptionDocument
 	body         []byte
 }
 

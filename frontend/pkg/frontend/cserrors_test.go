@@ -15,8 +15,8 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	internalapi "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/armspec"
 )
 
@@ -47,8 +47,10 @@ func TestFieldViolations(t *testing.T) {
 		{"cidr_index", "2026-06-30-preview", &csv1.UpdateClusterRequest{}, []string{"update.api_authorized_cidrs.values[1]"}, []string{"properties.api.authorizedCidrs[1]"}},
 		{"node_pool_create", "2026-06-30-preview", &csv1.CreateNodePoolRequest{}, []string{"node_pool.spec.platform.encryption_at_host", "node_pool.spec.taints[0].effect"},
 			[]string{"properties.platform.enableEncryptionAtHost", "properties.taints[0].effect"}},
-		{"node_pool_update", "2026-06-30-preview", &csv1.UpdateNodePoolRequest{}, []string{"spec.platform.os_disk_persistence"}, []string{"properties.platform.osDisk.diskType"}},
-		{"external_auth_update", "2026-06-30-preview", &csv1.UpdateExternalAuthRequest{}, []string{"spec.claim_mappings.username.prefix"}, []string{"properties.claim.mappings.username.prefix"}},
+		{"node_pool_update", "2026-06-30-preview", &csv1.UpdateNodePoolRequest{}, []string{"update.taints.values[1].effect", "update.node_drain_timeout_minutes.value"},
+			[]string{"properties.nodeDrainTimeoutMinutes", "properties.taints[1].effect"}},
+		{"node_pool_update_platform_has_no_target", "2026-06-30-preview", &csv1.UpdateNodePoolRequest{}, []string{"spec.platform.os_disk_persistence"}, []string{""}},
+		{"external_auth_update", "2026-06-30-preview", &csv1.UpdateExternalAuthRequest{}, []string{"update.claim_mappings.username.prefix"}, []string{"properties.claim.mappings.username.prefix"}},
 		{"not_from_the_body", "2026-06-30-preview", &csv1.CreateClusterRequest{}, []string{"cluster.id"}, []string{""}},
 	}
 	for _, tc := range tests {
@@ -65,7 +67,7 @@ func TestFieldViolations(t *testing.T) {
 			if !ok || ce.StatusCode != http.StatusBadRequest {
 				t.Fatalf("got %v, want a 400 CloudError", err)
 			}
-			bodies := []internalapi.CloudErrorBody{ce.CloudErrorBody}
+			bodies := []armdoc.CloudErrorBody{ce.CloudErrorBody}
 			if len(tc.targets) > 1 {
 				if ce.Code != arm.CodeMultipleErrorsOccurred || ce.Target != "" {
 					t.Fatalf("code %s target %q, want %s without a target", ce.Code, ce.Target, arm.CodeMultipleErrorsOccurred)
@@ -138,7 +140,7 @@ func TestPutClusterFieldViolations(t *testing.T) {
 				t.Fatalf("status %d: %s", resp.code, resp.body)
 			}
 			var b struct {
-				Error internalapi.CloudErrorBody `json:"error"`
+				Error armdoc.CloudErrorBody `json:"error"`
 			}
 			if err := json.Unmarshal(resp.body, &b); err != nil {
 				t.Fatal(err)

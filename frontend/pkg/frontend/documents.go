@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Document keys. Everything a subscription owns lives in its partition (the lowercase
@@ -23,16 +23,16 @@ func subscriptionDocID(subscriptionID string) string {
 	return "/subscriptions/" + strings.ToLower(subscriptionID)
 }
 
-func newDoc(partition, id, typ, resourceID string, body any, ttl time.Duration) (*store.Document, error) {
+func newDoc(partition, id, typ, resourceID string, body any, ttl time.Duration) (*docstore.Document, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s document %s: %w", typ, id, err)
 	}
-	return &store.Document{PartitionKey: partition, ID: id, Type: typ, ResourceID: strings.ToLower(resourceID), Body: b, TTL: ttl}, nil
+	return &docstore.Document{PartitionKey: partition, ID: id, Type: typ, ResourceID: strings.ToLower(resourceID), Body: b, TTL: ttl}, nil
 }
 
 // withBody is d with a new body, for a conditional replace of what was read.
-func withBody(d *store.Document, body any) (*store.Document, error) {
+func withBody(d *docstore.Document, body any) (*docstore.Document, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("encode document %s: %w", d.ID, err)
@@ -42,39 +42,39 @@ func withBody(d *store.Document, body any) (*store.Document, error) {
 	return &out, nil
 }
 
-func (s *Server) getSubscriptionDoc(ctx context.Context, subID string) (*docs.SubscriptionDocument, *store.Document, error) {
+func (s *Server) getSubscriptionDoc(ctx context.Context, subID string) (*armdoc.SubscriptionDocument, *docstore.Document, error) {
 	d, err := s.store.Get(ctx, partitionKey(subID), subscriptionDocID(subID))
 	if err != nil {
 		return nil, nil, err
 	}
-	var sub docs.SubscriptionDocument
+	var sub armdoc.SubscriptionDocument
 	if err := json.Unmarshal(d.Body, &sub); err != nil {
 		return nil, nil, fmt.Errorf("decode subscription %s: %w", subID, err)
 	}
 	return &sub, d, nil
 }
 
-func (s *Server) getResourceDoc(ctx context.Context, id *arm.ResourceID) (*docs.ResourceDocument, *store.Document, error) {
+func (s *Server) getResourceDoc(ctx context.Context, id *arm.ResourceID) (*armdoc.ResourceDocument, *docstore.Document, error) {
 	d, err := s.store.Get(ctx, partitionKey(id.SubscriptionID), id.Lower())
 	if err != nil {
 		return nil, nil, err
 	}
-	var rd docs.ResourceDocument
+	var rd armdoc.ResourceDocument
 	if err := json.Unmarshal(d.Body, &rd); err != nil {
 		return nil, nil, fmt.Errorf("decode resource %s: %w", id, err)
 	}
 	return &rd, d, nil
 }
 
-func (s *Server) getOperationDoc(ctx context.Context, partition, opID string) (*docs.OperationDocument, *store.Document, error) {
+func (s *Server) getOperationDoc(ctx context.Context, partition, opID string) (*armdoc.OperationDocument, *docstore.Document, error) {
 	d, err := s.store.Get(ctx, partition, opID)
 	if err != nil {
 		return nil, nil, err
 	}
-	if d.Type != store.TypeOperation {
-		return nil, nil, store.ErrNotFound
+	if d.Type != docstore.TypeOperation {
+		return nil, nil, docstore.ErrNotFound
 	}
-	var op docs.OperationDocument
+	var op armdoc.OperationDocument
 	if err := json.Unmarshal(d.Body, &op); err != nil {
 		return nil, nil, fmt.Errorf("decode operation %s: %w", opID, err)
 	}
@@ -82,7 +82,7 @@ func (s *Server) getOperationDoc(ctx context.Context, partition, opID string) (*
 }
 
 // clusterFromDoc rebuilds the internal model from a resource document.
-func clusterFromDoc(rd *docs.ResourceDocument) (*api.Cluster, error) {
+func clusterFromDoc(rd *armdoc.ResourceDocument) (*api.Cluster, error) {
 	c := &api.Cluster{}
 	if len(rd.Properties) > 0 {
 		if err := json.Unmarshal(rd.Properties, c); err != nil {

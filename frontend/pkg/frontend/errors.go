@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 func cloudError(statusCode int, code, target, format string, args ...any) *arm.CloudError {
@@ -35,12 +35,12 @@ func (s *Server) toCloudError(r *http.Request, err error) *arm.CloudError {
 		return ce
 	}
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, docstore.ErrNotFound):
 		return cloudError(http.StatusNotFound, arm.CodeNotFound, "", "The requested resource was not found.")
-	case errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, store.ErrAlreadyExists):
+	case errors.Is(err, docstore.ErrPreconditionFailed), errors.Is(err, docstore.ErrAlreadyExists):
 		// Our own conditional write lost a race with another writer.
 		return cloudError(http.StatusConflict, arm.CodeConflict, "", "The resource was changed by another request at the same time; retry the request.")
-	case errors.Is(err, store.ErrInvalidContinuation):
+	case errors.Is(err, docstore.ErrInvalidContinuation):
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidParameter, "$skipToken", "The $skipToken is not valid.")
 	}
 	// status.FromError would put the whole wrapped chain into the message; the customer gets

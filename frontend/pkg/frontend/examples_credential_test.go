@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // fakeCredentials is a test double of Cluster Service's Credentials service, named as one: the
@@ -167,7 +167,7 @@ func TestSpecExamplesCredentials(t *testing.T) {
 				location = resp.header.Get("Location")
 				opID := opIDFrom(t, resp.header.Get("Azure-AsyncOperation"))
 				op, _ := e.operation(opID)
-				if op.Request != docs.OperationRequestCredential || op.InternalID == "" {
+				if op.Request != armdoc.OperationRequestCredential || op.InternalID == "" {
 					t.Fatalf("operation = %+v", op)
 				}
 				if rd, _ := e.resource(strings.Split(clusterPath, "?")[0]); rd.ActiveOperationID != "" {
@@ -184,7 +184,7 @@ func TestSpecExamplesCredentials(t *testing.T) {
 				const kubeconfig = "apiVersion: v1\nkind: Config\n"
 				expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 				fake.issue(op.InternalID, kubeconfig, expires)
-				e.finish(opID, docs.StateSucceeded, nil)
+				e.finish(opID, armdoc.StateSucceeded, nil)
 				res := e.do("GET", strings.TrimPrefix(location, e.http.URL), nil, caller)
 				if res.code != http.StatusOK {
 					t.Fatalf("result: %d %s", res.code, res.body)
@@ -214,7 +214,7 @@ func TestSpecExamplesCredentials(t *testing.T) {
 				opID := opIDFrom(t, resp.header.Get("Azure-AsyncOperation"))
 				op, _ := e.operation(opID)
 				fake.revoked(op.InternalID)
-				e.finish(opID, docs.StateSucceeded, nil)
+				e.finish(opID, armdoc.StateSucceeded, nil)
 				if res := e.do("GET", strings.TrimPrefix(resp.header.Get("Location"), e.http.URL), nil, caller); res.code != http.StatusNoContent {
 					t.Fatalf("revoke result: %d %s", res.code, res.body)
 				}

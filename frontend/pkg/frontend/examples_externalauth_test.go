@@ -24,14 +24,15 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // fakeExternalAuths is a test double of Cluster Service's ExternalAuths service (named as a
 // fake: the real one needs Cluster Service's database and controller). Like the real service it
 // is idempotent on the ARM resource ID, allows one external auth per cluster (FailedPrecondition
 // with an EXTERNAL_AUTH_LIMIT PreconditionFailure otherwise), makes updates conditional on the
-// revision, and fails calls on demand.
+// revision when one is given, merges a partial update with the real csv1.ApplyExternalAuthUpdate,
+// and fails calls on demand.
 type fakeExternalAuths struct {
 	csv1.UnimplementedExternalAuthsServer
 	mu        sync.Mutex
@@ -72,7 +73,7 @@ func (f *fakeExternalAuths) CreateExternalAuth(ctx context.Context, req *csv1.Cr
 	}
 	f.rev++
 	a := proto.Clone(in).(*csv1.ExternalAuth)
-	a.Revision, a.Status = f.rev, &csv1.ExternalAuthStatus{State: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING}
+	a.Revision, a.SpecRevision, a.Status = f.rev, f.rev, &csv1.ExternalAuthStatus{State: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING}
 	a.CreateTime, a.UpdateTime = timestamppb.Now(), timestamppb.Now()
 	f.auths[a.Id] = a
 	return proto.Clone(a).(*csv1.ExternalAuth), nil
@@ -101,9 +102,9 @@ func (f *fakeExternalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.Up
 	if req.GetRevision() != 0 && req.GetRevision() != a.Revision {
 		return nil, status.Error(codes.Aborted, "stale revision")
 	}
-	if !proto.Equal(a.Spec, req.GetSpec()) {
+	if spec := csv1.ApplyExternalAuthUpdate(a.Spec, req.GetUpdate()); !proto.Equal(a.Spec, spec) {
 		f.rev++
-		a.Spec, a.Revision = req.GetSpec(), f.rev
+		a.Spec, a.Revision, a.SpecRevision = spec, f.rev, f.rev
 		a.Status.State = csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UPDATING
 	}
 	return proto.Clone(a).(*csv1.ExternalAuth), nil
@@ -393,7 +394,7 @@ func TestSpecExamplesExternalAuths(t *testing.T) {
 					t.Fatalf("201 body: %s", resp.body)
 				}
 				rd, _ := e.resource(plain)
-				if rd == nil || rd.ProvisioningState != docs.StateAccepted || rd.ActiveOperationID == "" {
+				if rd == nil || rd.ProvisioningState != armdoc.StateAccepted || rd.ActiveOperationID == "" {
 					t.Fatalf("stored %+v", rd)
 				}
 				csID = rd.InternalID
@@ -406,7 +407,7 @@ func TestSpecExamplesExternalAuths(t *testing.T) {
 					t.Fatalf("CreateExternalAuth %v; stored ID %s, cluster %s", sent, csID, clusterRD.InternalID)
 				}
 				checkSpecSent(t, sent.GetSpec(), body)
-				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 
 				// The same body again once the create succeeded: 200, nothing for Cluster Service.
 				again := e.do("PUT", path, mustJSON(body), nil)
@@ -470,15 +471,21 @@ func TestSpecExamplesExternalAuths(t *testing.T) {
 				}
 				so.checkResponse(t, update.OperationID, resp)
 				_, updates, _ := fake.calls()
-				if len(updates) != 1 || updates[0].GetId() != csID || updates[0].GetRevision() == 0 {
+				// One partial update, not conditional on a revision read from Cluster Service
+				// (the frontend never reads its spec to write it back); what Cluster Service
+				// holds after merging it is the patched external auth.
+				if len(updates) != 1 || updates[0].GetId() != csID || updates[0].GetRevision() != 0 || updates[0].GetUpdate() == nil {
 					t.Fatalf("UpdateExternalAuth calls %v", updates)
 				}
-				checkSpecSent(t, updates[0].GetSpec(), patch)
+				fake.mu.Lock()
+				merged := proto.Clone(fake.auths[csID].GetSpec()).(*csv1.ExternalAuthSpec)
+				fake.mu.Unlock()
+				checkSpecSent(t, merged, patch)
 				rd, _ := e.resource(plain)
-				if rd.ProvisioningState != docs.StateUpdating {
+				if rd.ProvisioningState != armdoc.StateUpdating {
 					t.Fatalf("stored state %s after PATCH", rd.ProvisioningState)
 				}
-				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 				loc, err := url.Parse(resp.header.Get("Location"))
 				if err != nil {
 					t.Fatal(err)
@@ -531,11 +538,11 @@ func TestSpecExamplesExternalAuths(t *testing.T) {
 				if _, _, deletes := fake.calls(); len(deletes) != 1 || deletes[0] != csID {
 					t.Fatalf("DeleteExternalAuth calls %v", deletes)
 				}
-				if rd, _ := e.resource(plain); rd == nil || rd.ProvisioningState != docs.StateDeleting {
+				if rd, _ := e.resource(plain); rd == nil || rd.ProvisioningState != armdoc.StateDeleting {
 					t.Fatalf("stored %+v after DELETE", rd)
 				}
 				fake.remove(csID)
-				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 				gone := e.do("DELETE", delPath, nil, nil)
 				if gone.code != 204 {
 					t.Fatalf("DELETE of a deleted external auth: %d %s", gone.code, gone.body)

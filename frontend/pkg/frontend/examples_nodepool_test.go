@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // adaptNodePool changes what the RP cannot accept as an example has it, within the spec: the
@@ -75,7 +75,7 @@ func TestSpecExamplesNodePools(t *testing.T) {
 				if resp.code != 201 {
 					t.Fatalf("PUT %s: %d %s", path, resp.code, resp.body)
 				}
-				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 				return resp
 			}
 			t.Run("CreateOrUpdate", func(t *testing.T) {
@@ -125,7 +125,7 @@ func TestSpecExamplesNodePools(t *testing.T) {
 					t.Fatalf("PATCH: %d %s", resp.code, resp.body)
 				}
 				so.checkResponse(t, update.OperationID, resp)
-				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 				loc, _ := url.Parse(resp.header.Get("Location"))
 				result := e.do("GET", loc.RequestURI(), nil, nil)
 				if result.code != 200 {
@@ -188,7 +188,7 @@ func TestSpecExamplesNodePools(t *testing.T) {
 					t.Fatalf("DELETE: %d %s", resp.code, resp.body)
 				}
 				so.checkResponse(t, del.OperationID, resp)
-				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 				gone := e.do("DELETE", delPath, nil, nil)
 				if gone.code != 204 {
 					t.Fatalf("DELETE of a deleted node pool: %d %s", gone.code, gone.body)

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // Cluster operations whose examples another test drives: the break-glass actions, in
@@ -138,7 +138,7 @@ func (e *env) createFromExample(t *testing.T, path string, body map[string]any) 
 	plain, _, _ := strings.Cut(path, "?")
 	rd, _ := e.resource(plain)
 	e.cs.setClusterURLs(rd.InternalID, "https://api.example.openhcp.test:443", "https://console.example.openhcp.test")
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	return resp
 }
 
@@ -286,7 +286,7 @@ func TestSpecExamplesClusters(t *testing.T) {
 					t.Fatalf("DELETE: %d %s", resp.code, resp.body)
 				}
 				so.checkResponse(t, del.OperationID, resp)
-				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+				e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 				gone := e.do("DELETE", delPath, nil, nil)
 				if gone.code != 204 {
 					t.Fatalf("DELETE of a deleted cluster: %d %s", gone.code, gone.body)

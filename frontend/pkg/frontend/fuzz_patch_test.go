@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // FuzzPatchClusterBody sends arbitrary PATCH bodies, through any of the four api-versions, to
@@ -23,7 +23,7 @@ func FuzzPatchClusterBody(f *testing.F) {
 	if created.code != 201 {
 		f.Fatalf("create: %d %s", created.code, created.body)
 	}
-	e.finish(opIDFrom(f, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(f, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	f.Fuzz(func(t *testing.T, body []byte, v uint8) {
 		ver := specVersions[int(v)%len(specVersions)]
 		req := httptest.NewRequest("PATCH", path+"?api-version="+ver, bytes.NewReader(body))

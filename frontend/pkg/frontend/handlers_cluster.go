@@ -17,9 +17,9 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // clusterNameRE is the name pattern from the specification.
@@ -56,14 +56,14 @@ func tenantID(r *http.Request) string {
 	return r.Header.Get(arm.HeaderHomeTenantID)
 }
 
-func (s *Server) newOperation(r *http.Request, opID string, req docs.OperationRequest, externalID, internalID string, now time.Time) *docs.OperationDocument {
-	return &docs.OperationDocument{
+func (s *Server) newOperation(r *http.Request, opID string, req armdoc.OperationRequest, externalID, internalID string, now time.Time) *armdoc.OperationDocument {
+	return &armdoc.OperationDocument{
 		ID:                 opID,
 		Request:            req,
 		ExternalID:         externalID,
 		InternalID:         internalID,
 		Location:           s.cfg.Location,
-		Status:             docs.StateAccepted,
+		Status:             armdoc.StateAccepted,
 		StartTime:          now,
 		LastTransitionTime: now,
 		TenantID:           r.Header.Get(arm.HeaderHomeTenantID),
@@ -87,7 +87,7 @@ func (s *Server) respondCluster(w http.ResponseWriter, r *http.Request, code int
 
 // rollback undoes documents written for a call that Cluster Service refused. It is best effort:
 // if it fails, the backend's operation deadline fails the orphaned operation.
-func (s *Server) rollback(r *http.Request, partition, opID string, ops []store.TxOp) {
+func (s *Server) rollback(r *http.Request, partition, opID string, ops []docstore.TxOp) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
@@ -95,7 +95,7 @@ func (s *Server) rollback(r *http.Request, partition, opID string, ops []store.T
 		if err == nil {
 			return
 		}
-		if !errors.Is(err, store.ErrPreconditionFailed) || attempt == 5 {
+		if !errors.Is(err, docstore.ErrPreconditionFailed) || attempt == 5 {
 			info(r).log.Error("roll back documents after a refused Cluster Service call", "operationID", opID, "attempts", attempt, "error", err)
 			return
 		}
@@ -114,12 +114,12 @@ func (s *Server) rollback(r *http.Request, partition, opID string, ops []store.T
 // refreshUndo re-reads the documents of an undo and makes each step conditional on their current
 // ETags. It reports false when the undo must not go on: a resource now belongs to another
 // operation (a newer request's), or a document to restore is gone.
-func (s *Server) refreshUndo(ctx context.Context, partition, opID string, ops []store.TxOp) ([]store.TxOp, bool, error) {
-	var out []store.TxOp
+func (s *Server) refreshUndo(ctx context.Context, partition, opID string, ops []docstore.TxOp) ([]docstore.TxOp, bool, error) {
+	var out []docstore.TxOp
 	for _, op := range ops {
 		cur, err := s.store.Get(ctx, partition, op.Doc.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			if op.Kind == store.TxDelete {
+		if errors.Is(err, docstore.ErrNotFound) {
+			if op.Kind == docstore.TxDelete {
 				continue // already gone
 			}
 			return nil, false, nil
@@ -127,8 +127,8 @@ func (s *Server) refreshUndo(ctx context.Context, partition, opID string, ops []
 		if err != nil {
 			return nil, false, fmt.Errorf("read %s for the undo: %w", op.Doc.ID, err)
 		}
-		if cur.Type != store.TypeOperation {
-			var rd docs.ResourceDocument
+		if cur.Type != docstore.TypeOperation {
+			var rd armdoc.ResourceDocument
 			if err := json.Unmarshal(cur.Body, &rd); err != nil || rd.ActiveOperationID != opID {
 				return nil, false, err
 			}
@@ -175,7 +175,7 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
 	}
 	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return err
 	}
 	var stored *api.Cluster
@@ -207,7 +207,7 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 // differs from the stored one: a client that sends it back unchanged after a GET is fine, one
 // that tries to set it is told so instead of being silently ignored. It runs before the
 // decoder, so it reads the keys exactly: a wrong-case or repeated key is the decoder's to name.
-func checkClientProvisioningState(body []byte, stored docs.ProvisioningState) error {
+func checkClientProvisioningState(body []byte, stored armdoc.ProvisioningState) error {
 	var b, props map[string]json.RawMessage
 	var got string
 	if json.Unmarshal(body, &b) != nil || json.Unmarshal(b["properties"], &props) != nil ||
@@ -232,7 +232,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if c.Properties.Platform.ManagedResourceGroup == "" {
 		c.Properties.Platform.ManagedResourceGroup = defaultManagedResourceGroup(c.ID.Name())
 	}
-	c.ProvisioningState = docs.StateAccepted
+	c.ProvisioningState = armdoc.StateAccepted
 	c.SystemData = sd
 	// The Cluster Service ID is chosen and stored before the call, so a retry after a crash
 	// or timeout calls CreateCluster again with the same ID and never makes a second cluster.
@@ -242,10 +242,10 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
-	rd := &docs.ResourceDocument{
+	rd := &armdoc.ResourceDocument{
 		ResourceID:        c.ID.String(),
 		InternalID:        csID,
-		ProvisioningState: docs.StateAccepted,
+		ProvisioningState: armdoc.StateAccepted,
 		ActiveOperationID: opID,
 		Location:          c.Location,
 		Tags:              c.Tags,
@@ -271,9 +271,9 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 }
 
 // adoptClusterID points the resource and its operation at the Cluster Service ID that exists.
-func (s *Server) adoptClusterID(ctx context.Context, part string, written []*store.Document, csID string) (string, error) {
-	var rd docs.ResourceDocument
-	var op docs.OperationDocument
+func (s *Server) adoptClusterID(ctx context.Context, part string, written []*docstore.Document, csID string) (string, error) {
+	var rd armdoc.ResourceDocument
+	var op armdoc.OperationDocument
 	if err := json.Unmarshal(written[0].Body, &rd); err != nil {
 		return "", err
 	}
@@ -289,9 +289,9 @@ func (s *Server) adoptClusterID(ctx context.Context, part string, written []*sto
 	if err != nil {
 		return "", err
 	}
-	out, err := s.store.Transact(ctx, part, []store.TxOp{
-		{Kind: store.TxReplace, Doc: res, IfMatch: written[0].ETag},
-		{Kind: store.TxReplace, Doc: opd, IfMatch: written[1].ETag},
+	out, err := s.store.Transact(ctx, part, []docstore.TxOp{
+		{Kind: docstore.TxReplace, Doc: res, IfMatch: written[0].ETag},
+		{Kind: docstore.TxReplace, Doc: opd, IfMatch: written[1].ETag},
 	})
 	if err != nil {
 		return "", fmt.Errorf("record existing cluster ID %s: %w", csID, err)
@@ -299,7 +299,7 @@ func (s *Server) adoptClusterID(ctx context.Context, part string, written []*sto
 	return out[0].ETag, nil
 }
 
-func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData, rd *docs.ResourceDocument, doc *store.Document) error {
+func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData, rd *armdoc.ResourceDocument, doc *docstore.Document) error {
 	ctx := r.Context()
 	part := partitionKey(c.ID.SubscriptionID)
 	stored, err := clusterFromDoc(rd)
@@ -550,7 +550,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 		prefix += rg + clustersPath + "/"
 	}
 	// Node pools and other child resources share the prefix; listResources leaves them out.
-	return s.listResources(w, r, partitionKey(subID), prefix, api.ClusterResourceType, func(rds []*docs.ResourceDocument) ([]any, error) {
+	return s.listResources(w, r, partitionKey(subID), prefix, api.ClusterResourceType, func(rds []*armdoc.ResourceDocument) ([]any, error) {
 		var csIDs []string
 		for _, rd := range rds {
 			if rd.InternalID != "" {

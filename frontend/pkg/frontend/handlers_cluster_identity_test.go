@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // identityPatch is a PATCH body giving every control plane operator its own user-assigned
@@ -36,7 +36,7 @@ func TestClusterIdentityUpdate(t *testing.T) {
 	e := newEnv(t)
 	path := clusterPath("rg", "identities")
 	created := e.put(path, minimalBody())
-	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 
 	lastUpdate := func() string {
 		updateMu.Lock()
@@ -62,10 +62,10 @@ func TestClusterIdentityUpdate(t *testing.T) {
 		}
 		rd, _ := e.resource(path)
 		op, _ := e.operation(lastUpdate())
-		if rd.ProvisioningState != docs.StateUpdating || op.Request != docs.OperationUpdate || op.InternalRevision == 0 {
+		if rd.ProvisioningState != armdoc.StateUpdating || op.Request != armdoc.OperationUpdate || op.InternalRevision == 0 {
 			t.Fatalf("resource %s, operation %s at revision %d", rd.ProvisioningState, op.Request, op.InternalRevision)
 		}
-		e.finish(op.ID, docs.StateSucceeded, nil)
+		e.finish(op.ID, armdoc.StateSucceeded, nil)
 		got := e.do("GET", path, nil, nil)
 		if !strings.Contains(string(got.body), "00000000-0000-4000-8000-000001000003") {
 			t.Fatalf("GET does not show the new identities: %s", got.body)
@@ -84,7 +84,7 @@ func TestClusterIdentityUpdate(t *testing.T) {
 		if u.GetWorkloadIdentities().GetDisk() != "00000000-0000-4000-8000-000001000003" {
 			t.Fatalf("UpdateCluster got %v", u)
 		}
-		e.finish(lastUpdate(), docs.StateSucceeded, nil)
+		e.finish(lastUpdate(), armdoc.StateSucceeded, nil)
 		rd, _ := e.resource(path)
 		if !strings.Contains(string(rd.Properties), `"dataPlaneOperators"`) || !strings.Contains(string(rd.Properties), `disk-csi-driver`) {
 			t.Fatalf("stored properties lack the data plane identity: %s", rd.Properties)
@@ -106,7 +106,7 @@ func TestClusterIdentityUpdate(t *testing.T) {
 			t.Fatalf("%d %s", resp.code, resp.body)
 		}
 		rd, _ := e.resource(path)
-		if rd.ProvisioningState != docs.StateSucceeded || strings.Contains(string(rd.Properties), "ingress-2") {
+		if rd.ProvisioningState != armdoc.StateSucceeded || strings.Contains(string(rd.Properties), "ingress-2") {
 			t.Fatalf("resource changed: %s %s", rd.ProvisioningState, rd.Properties)
 		}
 	})

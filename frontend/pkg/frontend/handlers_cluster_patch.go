@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"time"
 
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // patchCluster merges the body into the cluster as the request's api-version shows it (JSON
@@ -63,15 +63,15 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	op := s.newOperation(r, opID, docs.OperationUpdate, id.String(), rd.InternalID, now)
-	op.Status, op.EndTime = docs.StateSucceeded, &now
-	opDoc, err := newDoc(part, opID, store.TypeOperation, id.String(), op, s.cfg.OperationTTL)
+	op := s.newOperation(r, opID, armdoc.OperationUpdate, id.String(), rd.InternalID, now)
+	op.Status, op.EndTime = armdoc.StateSucceeded, &now
+	opDoc, err := newDoc(part, opID, docstore.TypeOperation, id.String(), op, s.cfg.OperationTTL)
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.Transact(ctx, part, []store.TxOp{
-		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
-		{Kind: store.TxCreate, Doc: opDoc},
+	if _, err := s.store.Transact(ctx, part, []docstore.TxOp{
+		{Kind: docstore.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
+		{Kind: docstore.TxCreate, Doc: opDoc},
 	}); err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 var csIDRE = regexp.MustCompile(`^[0-9a-v]{32}$`)
@@ -58,10 +58,10 @@ func TestPutCluster(t *testing.T) {
 		if rd == nil || op == nil {
 			t.Fatalf("documents missing: resource %v operation %v", rd, op)
 		}
-		if rd.ProvisioningState != docs.StateAccepted || rd.ActiveOperationID != opID || rd.ResourceID != path || !csIDRE.MatchString(rd.InternalID) {
+		if rd.ProvisioningState != armdoc.StateAccepted || rd.ActiveOperationID != opID || rd.ResourceID != path || !csIDRE.MatchString(rd.InternalID) {
 			t.Fatalf("resource document %+v", rd)
 		}
-		if op.Request != docs.OperationCreate || op.Status != docs.StateAccepted || op.InternalID != rd.InternalID ||
+		if op.Request != armdoc.OperationCreate || op.Status != armdoc.StateAccepted || op.InternalID != rd.InternalID ||
 			op.ExternalID != path || op.CorrelationID != "corr-1" || opDoc.ExpiresAt.IsZero() {
 			t.Fatalf("operation document %+v (expires %v)", op, opDoc.ExpiresAt)
 		}
@@ -147,7 +147,7 @@ func TestPutCluster(t *testing.T) {
 	t.Run("tags_update_after_create_returns_200_and_if-match_current_etag_succeeds", func(t *testing.T) {
 		path := clusterPath("rg", "tagged")
 		created := e.put(path, minimalBody())
-		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 		get := e.do("GET", path, nil, nil)
 		resp := e.do("PUT", path, mustJSON(set(minimalBody(), "tags", map[string]any{"team": "x"})), map[string]string{"If-Match": get.header.Get("ETag")})
 		if resp.code != 200 {
@@ -168,7 +168,7 @@ func TestPutCluster(t *testing.T) {
 	t.Run("changing_create_only_field_returns_400_with_target", func(t *testing.T) {
 		path := clusterPath("rg", "immutable")
 		created := e.put(path, minimalBody())
-		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 		resp := e.put(path, set(minimalBody(), "properties.network.podCidr", "10.132.0.0/14"))
 		if resp.code != 400 {
 			t.Fatalf("status %d: %s", resp.code, resp.body)
@@ -335,7 +335,7 @@ func TestDeleteCluster(t *testing.T) {
 	t.Run("returns_202_with_location_and_async_operation", func(t *testing.T) {
 		path := clusterPath("rg", "del")
 		created := e.put(path, minimalBody())
-		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 		resp := e.do("DELETE", path, nil, nil)
 		if resp.code != 202 {
 			t.Fatalf("status %d: %s", resp.code, resp.body)
@@ -347,7 +347,7 @@ func TestDeleteCluster(t *testing.T) {
 		}
 		rd, _ := e.resource(path)
 		op, _ := e.operation(opIDFrom(t, async))
-		if rd.ProvisioningState != docs.StateDeleting || rd.ActiveOperationID != op.ID || op.Request != docs.OperationDelete || op.InternalID != rd.InternalID {
+		if rd.ProvisioningState != armdoc.StateDeleting || rd.ActiveOperationID != op.ID || op.Request != armdoc.OperationDelete || op.InternalID != rd.InternalID {
 			t.Fatalf("resource %+v operation %+v", rd, op)
 		}
 		_, deletes, _ := e.cs.snapshot()
@@ -374,7 +374,7 @@ func TestDeleteCluster(t *testing.T) {
 			t.Fatalf("status %d: %s", resp.code, resp.body)
 		}
 		op, _ := e.operation(createOp)
-		if op.Status != docs.StateCanceled || op.Error == nil || op.Error.Code != "Canceled" || op.EndTime == nil {
+		if op.Status != armdoc.StateCanceled || op.Error == nil || op.Error.Code != "Canceled" || op.EndTime == nil {
 			t.Fatalf("create operation after delete: %+v", op)
 		}
 	})
@@ -382,7 +382,7 @@ func TestDeleteCluster(t *testing.T) {
 	t.Run("cluster_service_refusal_returns_409_and_restores_the_resource", func(t *testing.T) {
 		path := clusterPath("rg", "stuck")
 		created := e.put(path, minimalBody())
-		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 		e.cs.setDeleteErr(status.Error(codes.FailedPrecondition, "cluster is upgrading"))
 		defer e.cs.setDeleteErr(nil)
 		resp := e.do("DELETE", path, nil, nil)
@@ -390,7 +390,7 @@ func TestDeleteCluster(t *testing.T) {
 			t.Fatalf("status %d: %s", resp.code, resp.body)
 		}
 		rd, _ := e.resource(path)
-		if rd.ProvisioningState != docs.StateSucceeded || rd.ActiveOperationID != "" {
+		if rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
 			t.Fatalf("resource not restored: %+v", rd)
 		}
 	})
@@ -488,7 +488,7 @@ func TestListClustersStatusFromOneClusterServiceCallPerPage(t *testing.T) {
 		if created.code != 201 {
 			t.Fatalf("create %s: %d %s", n, created.code, created.body)
 		}
-		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 		rd, _ := e.resource(p)
 		byCSID[rd.InternalID] = n
 		e.cs.setStatus(rd.InternalID, n)
@@ -575,7 +575,7 @@ func TestPutClusterResponseStatus(t *testing.T) {
 	if props := created.json(t)["properties"].(map[string]any); props["console"] != nil || props["api"].(map[string]any)["url"] != "" {
 		t.Fatalf("a 201 has no URLs to show yet (api.url \"\"): %s", created.body)
 	}
-	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	rd, _ := e.resource(path)
 	e.cs.setStatus(rd.InternalID, "putstatus")
 
@@ -606,7 +606,7 @@ func TestPutClusterResponseStatus(t *testing.T) {
 				t.Fatalf("URLs shown %v, want %v: %s", gotURLs, tc.wantURLs, resp.body)
 			}
 			if op := resp.header.Get("Azure-AsyncOperation"); op != "" {
-				e.finish(opIDFrom(t, op), docs.StateSucceeded, nil)
+				e.finish(opIDFrom(t, op), armdoc.StateSucceeded, nil)
 			}
 		})
 	}
@@ -657,7 +657,7 @@ func TestClusterAutoscalingZeroReachesClusterService(t *testing.T) {
 
 	path := clusterPath("as", "patched")
 	created := e.put(path, set(minimalBody(), "properties.autoscaling", map[string]any{"podPriorityThreshold": -5, "maxNodesTotal": 9}))
-	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	for _, tc := range []struct {
 		name, patch, want, rendered string
 	}{
@@ -677,7 +677,7 @@ func TestClusterAutoscalingZeroReachesClusterService(t *testing.T) {
 			if got := show(last.GetUpdate().GetAutoscaling()); got != tc.want {
 				t.Fatalf("UpdateCluster autoscaling %s, want %s", got, tc.want)
 			}
-			e.finish(last.GetOperationId(), docs.StateSucceeded, nil)
+			e.finish(last.GetOperationId(), armdoc.StateSucceeded, nil)
 			var got struct {
 				Properties struct {
 					Autoscaling json.RawMessage `json:"autoscaling"`

@@ -12,9 +12,9 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // csUpdatable are the cluster fields (internal model paths) a PUT or PATCH can change through
@@ -140,8 +140,8 @@ func kmsVersion(c *api.Cluster) string {
 // which the backend follows to Succeeded or Failed. A refused update rolls the documents back
 // and answers 400 with the field as the target. PUT answers 200 and PATCH 202, both with
 // Azure-AsyncOperation.
-func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next *api.Cluster, rd *docs.ResourceDocument,
-	doc *store.Document, u *csv1.ClusterUpdate, patch bool) error {
+func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next *api.Cluster, rd *armdoc.ResourceDocument,
+	doc *docstore.Document, u *csv1.ClusterUpdate, patch bool) error {
 	ri := info(r)
 	ctx := r.Context()
 	part := doc.PartitionKey
@@ -154,21 +154,21 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 	nrd := *rd
 	nrd.Properties = props
 	nrd.Tags = next.Tags
-	nrd.ProvisioningState = docs.StateUpdating
+	nrd.ProvisioningState = armdoc.StateUpdating
 	nrd.ActiveOperationID = opID
 	mergeSystemData(&nrd, requestSystemData(r))
 	resDoc, err := withBody(doc, nrd)
 	if err != nil {
 		return err
 	}
-	op := s.newOperation(r, opID, docs.OperationUpdate, rd.ResourceID, rd.InternalID, now)
-	opDoc, err := newDoc(part, opID, store.TypeOperation, rd.ResourceID, op, s.cfg.OperationTTL)
+	op := s.newOperation(r, opID, armdoc.OperationUpdate, rd.ResourceID, rd.InternalID, now)
+	opDoc, err := newDoc(part, opID, docstore.TypeOperation, rd.ResourceID, op, s.cfg.OperationTTL)
 	if err != nil {
 		return err
 	}
-	written, err := s.store.Transact(ctx, part, []store.TxOp{
-		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
-		{Kind: store.TxCreate, Doc: opDoc},
+	written, err := s.store.Transact(ctx, part, []docstore.TxOp{
+		{Kind: docstore.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
+		{Kind: docstore.TxCreate, Doc: opDoc},
 	})
 	if err != nil {
 		return fmt.Errorf("record update of %s: %w", rd.ResourceID, err)
@@ -182,9 +182,9 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 	cl, err := s.cs.UpdateCluster(cctx, req)
 	if err != nil {
 		if definitive(err) {
-			s.rollback(r, part, opID, []store.TxOp{
-				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			s.rollback(r, part, opID, []docstore.TxOp{
+				{Kind: docstore.TxReplace, Doc: doc, IfMatch: written[0].ETag},
+				{Kind: docstore.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
 			})
 		}
 		return fmt.Errorf("update cluster %s in cluster service: %w", rd.ResourceID, fieldViolations(ri.version, req, err))
@@ -193,7 +193,7 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 	if configUpdate(u) {
 		// The backend ends the operation once Cluster Service reports the cluster READY at or
 		// after this revision (the revision that holds the new spec).
-		if err := s.recordUpdateRevision(r, written[1], op, cl.GetRevision()); err != nil {
+		if err := s.recordUpdateRevision(r, written[1], op, cl.GetSpecRevision()); err != nil {
 			return err
 		}
 		ri.log.Info("cluster configuration update started", "resourceID", rd.ResourceID, "revision", cl.GetRevision(),
@@ -226,7 +226,7 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 // operation (InternalRevision). The backend may write the operation meanwhile (it follows it
 // from the moment it exists, and leaves it running while InternalRevision is unset), so each
 // attempt re-reads it and writes conditionally on what it read.
-func (s *Server) recordUpdateRevision(r *http.Request, opDoc *store.Document, op *docs.OperationDocument, revision int64) error {
+func (s *Server) recordUpdateRevision(r *http.Request, opDoc *docstore.Document, op *armdoc.OperationDocument, revision int64) error {
 	ctx := r.Context()
 	cur, doc := op, opDoc
 	for attempt := 0; ; attempt++ {
@@ -239,7 +239,7 @@ func (s *Server) recordUpdateRevision(r *http.Request, opDoc *store.Document, op
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, store.ErrPreconditionFailed) || attempt == 4 {
+		if !errors.Is(err, docstore.ErrPreconditionFailed) || attempt == 4 {
 			return fmt.Errorf("record revision %d on operation %s: %w", revision, op.ID, err)
 		}
 		if cur, doc, err = s.getOperationDoc(ctx, opDoc.PartitionKey, op.ID); err != nil {
@@ -249,10 +249,10 @@ func (s *Server) recordUpdateRevision(r *http.Request, opDoc *store.Document, op
 }
 
 // finishUpdateNow marks the update operation and its resource Succeeded.
-func (s *Server) finishUpdateNow(r *http.Request, written []*store.Document, rd docs.ResourceDocument, op *docs.OperationDocument) (string, error) {
+func (s *Server) finishUpdateNow(r *http.Request, written []*docstore.Document, rd armdoc.ResourceDocument, op *armdoc.OperationDocument) (string, error) {
 	now := time.Now().UTC()
-	rd.ProvisioningState, rd.ActiveOperationID = docs.StateSucceeded, ""
-	op.Status, op.LastTransitionTime, op.EndTime = docs.StateSucceeded, now, &now
+	rd.ProvisioningState, rd.ActiveOperationID = armdoc.StateSucceeded, ""
+	op.Status, op.LastTransitionTime, op.EndTime = armdoc.StateSucceeded, now, &now
 	res, err := withBody(written[0], rd)
 	if err != nil {
 		return "", err
@@ -261,9 +261,9 @@ func (s *Server) finishUpdateNow(r *http.Request, written []*store.Document, rd 
 	if err != nil {
 		return "", err
 	}
-	out, err := s.store.Transact(r.Context(), written[0].PartitionKey, []store.TxOp{
-		{Kind: store.TxReplace, Doc: res, IfMatch: written[0].ETag},
-		{Kind: store.TxReplace, Doc: opd, IfMatch: written[1].ETag},
+	out, err := s.store.Transact(r.Context(), written[0].PartitionKey, []docstore.TxOp{
+		{Kind: docstore.TxReplace, Doc: res, IfMatch: written[0].ETag},
+		{Kind: docstore.TxReplace, Doc: opd, IfMatch: written[1].ETag},
 	})
 	if err != nil {
 		return "", fmt.Errorf("finish update of %s: %w", rd.ResourceID, err)

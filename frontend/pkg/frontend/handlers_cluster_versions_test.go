@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // newestBody is a valid cluster for 2026-06-30-preview and later, using the fields older
@@ -42,7 +42,7 @@ func TestClusterAcrossAPIVersions(t *testing.T) {
 		if created.code != 201 {
 			t.Fatalf("create: %d %s", created.code, created.body)
 		}
-		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 
 		// A 2024-06-10-preview client reads the cluster and writes it back with a tag added.
 		old := e.do("GET", withVersion(path, "2024-06-10-preview"), nil, nil)
@@ -92,7 +92,7 @@ func TestClusterAcrossAPIVersions(t *testing.T) {
 		if created.code != 201 {
 			t.Fatalf("create: %d %s", created.code, created.body)
 		}
-		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 		for _, v := range []string{"2025-12-23-preview", "2026-09-01-preview"} {
 			resp := e.do("PATCH", withVersion(path, v), []byte(`{"tags":{"v":"`+v+`"}}`), nil)
 			if resp.code != 202 {
@@ -129,7 +129,7 @@ func TestClusterAcrossAPIVersions(t *testing.T) {
 		if created.code != 201 {
 			t.Fatalf("create: %d %s", created.code, created.body)
 		}
-		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 		list := "/subscriptions/" + testSub + "/resourceGroups/rg-kms/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
 		for _, v := range []string{"2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"} {
 			got := e.do("GET", withVersion(path, v), nil, nil)
@@ -206,7 +206,7 @@ func TestPatchCluster(t *testing.T) {
 			t.Fatalf("%d %s", resp.code, resp.body)
 		}
 	})
-	e.finish(createOp, docs.StateSucceeded, nil)
+	e.finish(createOp, armdoc.StateSucceeded, nil)
 
 	t.Run("tags_merge_and_return_202_with_operation_headers", func(t *testing.T) {
 		resp := e.do("PATCH", path, []byte(`{"tags":{"drop":null,"new":"3"}}`), nil)
@@ -245,11 +245,11 @@ func TestPatchCluster(t *testing.T) {
 		// Cluster Service rolls it out: the backend ends the operation from the cluster's state
 		// at or after the recorded revision.
 		cl, _ := e.cs.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
-		if op.Status != docs.StateAccepted || op.Request != docs.OperationUpdate || op.InternalRevision == 0 || op.InternalRevision != cl.GetRevision() ||
-			rd.ProvisioningState != docs.StateUpdating || rd.ActiveOperationID != op.ID {
+		if op.Status != armdoc.StateAccepted || op.Request != armdoc.OperationUpdate || op.InternalRevision == 0 || op.InternalRevision != cl.GetSpecRevision() ||
+			rd.ProvisioningState != armdoc.StateUpdating || rd.ActiveOperationID != op.ID {
 			t.Fatalf("operation %s %s at revision %d (cluster %d), resource %s %q", op.Request, op.Status, op.InternalRevision, cl.GetRevision(), rd.ProvisioningState, rd.ActiveOperationID)
 		}
-		e.finish(op.ID, docs.StateSucceeded, nil)
+		e.finish(op.ID, armdoc.StateSucceeded, nil)
 	})
 
 	t.Run("authorized_cidrs_change_by_put_and_a_bare_address_is_sent_as_a_32_block", func(t *testing.T) {
@@ -265,7 +265,7 @@ func TestPatchCluster(t *testing.T) {
 		if got := strings.Join(last.GetUpdate().GetApiAuthorizedCidrs().GetValues(), ","); got != "192.0.2.0/24,198.51.100.7/32" || last.GetUpdate().NodeDrainTimeoutMinutes != nil {
 			t.Fatalf("UpdateCluster got %v", last.GetUpdate())
 		}
-		e.finish(last.GetOperationId(), docs.StateSucceeded, nil)
+		e.finish(last.GetOperationId(), armdoc.StateSucceeded, nil)
 	})
 
 	t.Run("field_outside_the_update_schema_returns_400_naming_it", func(t *testing.T) {
@@ -324,7 +324,7 @@ func TestClientProvisioningState(t *testing.T) {
 	})
 
 	created := e.put(path, minimalBody())
-	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 
 	t.Run("same_as_stored_is_accepted", func(t *testing.T) {
 		got := e.do("GET", path, nil, nil)

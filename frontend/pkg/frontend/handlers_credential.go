@@ -14,9 +14,9 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Break-glass credentials: POST …/hcpOpenShiftClusters/{name}/requestAdminCredential and
@@ -38,13 +38,13 @@ func (s *Server) credentialRoutes() {
 }
 
 // actionCluster checks the cluster of an action exists and returns it.
-func (s *Server) actionCluster(r *http.Request) (*arm.ResourceID, *docs.ResourceDocument, error) {
+func (s *Server) actionCluster(r *http.Request) (*arm.ResourceID, *armdoc.ResourceDocument, error) {
 	full, err := arm.ParseResourceID(strings.TrimSuffix(info(r).originalPath, "/"+actionSegment(info(r).originalPath)))
 	if err != nil || len(full.Names) != 1 || !clusterNameRE.MatchString(full.Name()) {
 		return nil, nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", info(r).originalPath)
 	}
 	rd, _, err := s.getResourceDoc(r.Context(), full)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return nil, nil, notFound(full)
 	}
 	if err != nil {
@@ -88,7 +88,7 @@ func (s *Server) requestAdminCredential(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	return s.startAction(w, r, docs.OperationRequestCredential, func(id, clusterID string) error {
+	return s.startAction(w, r, armdoc.OperationRequestCredential, func(id, clusterID string) error {
 		ctx, cancel := s.csContext(r.Context(), info(r))
 		defer cancel()
 		req := &csv1.RequestCredentialRequest{Id: id, ClusterId: clusterID, CertificateSigningRequest: csr}
@@ -101,7 +101,7 @@ func (s *Server) revokeCredentials(w http.ResponseWriter, r *http.Request) error
 	if len(bytes.TrimSpace(info(r).body)) > 0 && string(bytes.TrimSpace(info(r).body)) != "{}" {
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "revokeCredentials takes no request content.")
 	}
-	return s.startAction(w, r, docs.OperationRevokeCredentials, func(id, clusterID string) error {
+	return s.startAction(w, r, armdoc.OperationRevokeCredentials, func(id, clusterID string) error {
 		ctx, cancel := s.csContext(r.Context(), info(r))
 		defer cancel()
 		_, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: id, ClusterId: clusterID})
@@ -113,7 +113,7 @@ func (s *Server) revokeCredentials(w http.ResponseWriter, r *http.Request) error
 // ID (idempotent there). A definitive refusal (a revocation running: 409, a bad CSR: 400) takes
 // the operation back; an unknown outcome leaves it for the backend, which fails it after its
 // grace period if Cluster Service never heard of it.
-func (s *Server) startAction(w http.ResponseWriter, r *http.Request, req docs.OperationRequest, call func(id, clusterID string) error) error {
+func (s *Server) startAction(w http.ResponseWriter, r *http.Request, req armdoc.OperationRequest, call func(id, clusterID string) error) error {
 	id, rd, err := s.actionCluster(r)
 	if err != nil {
 		return err
@@ -121,18 +121,18 @@ func (s *Server) startAction(w http.ResponseWriter, r *http.Request, req docs.Op
 	opID, csID, now := newUUID(), newClusterServiceID(), time.Now().UTC()
 	part := partitionKey(id.SubscriptionID)
 	op := s.newOperation(r, opID, req, id.String(), csID, now)
-	opDoc, err := newDoc(part, opID, store.TypeOperation, strings.ToLower(id.String()), op, s.cfg.OperationTTL)
+	opDoc, err := newDoc(part, opID, docstore.TypeOperation, strings.ToLower(id.String()), op, s.cfg.OperationTTL)
 	if err != nil {
 		return err
 	}
-	written, err := s.store.Transact(r.Context(), part, []store.TxOp{{Kind: store.TxCreate, Doc: opDoc}})
+	written, err := s.store.Transact(r.Context(), part, []docstore.TxOp{{Kind: docstore.TxCreate, Doc: opDoc}})
 	if err != nil {
 		return fmt.Errorf("record %s of %s: %w", req, id, err)
 	}
 	log := info(r).log.With("resourceID", id.String(), "clusterID", rd.InternalID, "operationID", opID, "internalID", csID, "request", req)
 	if err := call(csID, rd.InternalID); err != nil {
 		if definitive(err) {
-			s.rollback(r, part, opID, []store.TxOp{{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag}})
+			s.rollback(r, part, opID, []docstore.TxOp{{Kind: docstore.TxDelete, Doc: written[0], IfMatch: written[0].ETag}})
 		}
 		log.Warn("cluster action refused by cluster service", "error", err)
 		return err
@@ -152,8 +152,8 @@ type adminCredential struct {
 // respondActionResult answers the operation result of a finished, Succeeded action: 204 for a
 // revocation; for a credential the kubeconfig, only to the caller that requested it and only
 // while it is valid.
-func (s *Server) respondActionResult(w http.ResponseWriter, r *http.Request, op *docs.OperationDocument) error {
-	if op.Request == docs.OperationRevokeCredentials {
+func (s *Server) respondActionResult(w http.ResponseWriter, r *http.Request, op *armdoc.OperationDocument) error {
+	if op.Request == armdoc.OperationRevokeCredentials {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}

@@ -14,9 +14,9 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // External auths: hcpOpenShiftClusters/{cluster}/externalAuths/{name}, at most one per cluster.
@@ -65,14 +65,14 @@ func externalAuthNotFound(id *arm.ResourceID) error {
 }
 
 // checkClusterNotDeleting refuses an external auth write while its cluster is being deleted.
-func (s *Server) checkClusterNotDeleting(ctx context.Context, cluster *docs.ResourceDocument) error {
-	deleting := cluster.ProvisioningState == docs.StateDeleting
+func (s *Server) checkClusterNotDeleting(ctx context.Context, cluster *armdoc.ResourceDocument) error {
+	deleting := cluster.ProvisioningState == armdoc.StateDeleting
 	if !deleting && cluster.ActiveOperationID != "" {
 		op, _, err := s.getOperationDoc(ctx, partitionKey(mustSub(cluster.ResourceID)), cluster.ActiveOperationID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 			return err
 		}
-		deleting = err == nil && !op.Status.Terminal() && op.Request == docs.OperationDelete
+		deleting = err == nil && !op.Status.Terminal() && op.Request == armdoc.OperationDelete
 	}
 	if deleting {
 		return cloudError(http.StatusConflict, arm.CodeConflict, "", "The cluster '%s' is being deleted; its external auths cannot be written.", cluster.ResourceID)
@@ -80,7 +80,7 @@ func (s *Server) checkClusterNotDeleting(ctx context.Context, cluster *docs.Reso
 	return nil
 }
 
-func externalAuthFromDoc(rd *docs.ResourceDocument) (*api.ExternalAuth, error) {
+func externalAuthFromDoc(rd *armdoc.ResourceDocument) (*api.ExternalAuth, error) {
 	ea := &api.ExternalAuth{}
 	if len(rd.Properties) > 0 {
 		if err := json.Unmarshal(rd.Properties, ea); err != nil {
@@ -172,7 +172,7 @@ func (s *Server) putExternalAuth(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return err
 	}
 	ea, err := ver.DecodeExternalAuth(ri.body)
@@ -194,15 +194,15 @@ func (s *Server) putExternalAuth(w http.ResponseWriter, r *http.Request) error {
 	return s.updateExternalAuth(w, r, cluster, rd, doc, ea, false)
 }
 
-func (s *Server) createExternalAuth(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, ea *api.ExternalAuth) error {
-	ea.ProvisioningState = docs.StateAccepted
+func (s *Server) createExternalAuth(w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, ea *api.ExternalAuth) error {
+	ea.ProvisioningState = armdoc.StateAccepted
 	csID := newClusterServiceID()
 	opID := newUUID()
 	props, err := externalAuthModel(ea)
 	if err != nil {
 		return err
 	}
-	rd := &docs.ResourceDocument{ResourceID: ea.ID.String(), InternalID: csID, ProvisioningState: docs.StateAccepted, ActiveOperationID: opID, Properties: props}
+	rd := &armdoc.ResourceDocument{ResourceID: ea.ID.String(), InternalID: csID, ProvisioningState: armdoc.StateAccepted, ActiveOperationID: opID, Properties: props}
 	if ea.SystemData != nil {
 		rd.SystemData, _ = json.Marshal(ea.SystemData)
 	}
@@ -228,9 +228,9 @@ func (s *Server) callCreateExternalAuth(r *http.Request, ea *api.ExternalAuth, c
 }
 
 // updateExternalAuth writes next over an existing external auth, for a PUT (200) or a PATCH
-// (202). Every property may change; a change becomes an UpdateExternalAuth call, conditional on
-// the revision read, and an Update operation the backend ends once it is READY again.
-func (s *Server) updateExternalAuth(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, rd *docs.ResourceDocument, doc *store.Document,
+// (202). Every property may change; a change becomes an UpdateExternalAuth call naming the
+// parts it changes (all of them for a PUT), and an Update operation the backend ends once it is READY again.
+func (s *Server) updateExternalAuth(w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, rd *armdoc.ResourceDocument, doc *docstore.Document,
 	next *api.ExternalAuth, patch bool) error {
 	ctx := r.Context()
 	part := doc.PartitionKey
@@ -269,32 +269,32 @@ func (s *Server) updateExternalAuth(w http.ResponseWriter, r *http.Request, clus
 		}
 		return s.respondExternalAuth(w, r, http.StatusOK, stored, written.ETag)
 	}
-	revision, err := s.callUpdateExternalAuth(r, rd.InternalID, next)
+	// A PUT replaces the whole spec; a PATCH sends only the parts that differ from the document.
+	u := csv1.FullExternalAuthUpdate(externalAuthSpec(next))
+	if patch {
+		u = csv1.ExternalAuthUpdateDiff(externalAuthSpec(stored), externalAuthSpec(next))
+	}
+	revision, err := s.callUpdateExternalAuth(r, rd.InternalID, next, u)
 	if err != nil {
 		return err
 	}
 	return s.startUpdate(w, r, &externalAuths, next.ID, &nrd, doc, revision, patch, func(etag string) error {
-		next.ProvisioningState = docs.StateUpdating
+		next.ProvisioningState = armdoc.StateUpdating
 		return s.respondExternalAuth(w, r, http.StatusOK, next, etag)
 	})
 }
 
-func (s *Server) callUpdateExternalAuth(r *http.Request, csID string, next *api.ExternalAuth) (int64, error) {
+// callUpdateExternalAuth sends the partial update, unconditionally as callUpdateNodePool does,
+// and returns the spec_revision at which it took effect.
+func (s *Server) callUpdateExternalAuth(r *http.Request, csID string, next *api.ExternalAuth, u *csv1.ExternalAuthUpdate) (int64, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	cur, err := s.cfg.ExternalAuths.GetExternalAuth(ctx, &csv1.GetExternalAuthRequest{Id: csID})
-	if err != nil {
-		return 0, fmt.Errorf("get external auth %s from cluster service: %w", csID, err)
-	}
-	req := &csv1.UpdateExternalAuthRequest{Id: csID, Spec: externalAuthSpec(next), Revision: cur.GetRevision()}
+	req := &csv1.UpdateExternalAuthRequest{Id: csID, Update: u}
 	updated, err := s.cfg.ExternalAuths.UpdateExternalAuth(ctx, req)
-	if status.Code(err) == codes.Aborted {
-		return 0, cloudError(http.StatusConflict, arm.CodeConflict, "", "The external auth '%s' was changed at the same time; retry the request.", next.ID)
-	}
 	if err != nil {
 		return 0, fmt.Errorf("update external auth %s in cluster service: %w", next.ID, fieldViolations(info(r).version, req, err))
 	}
-	return updated.GetRevision(), nil
+	return updated.GetSpecRevision(), nil
 }
 
 // patchExternalAuth merges the body into the external auth as the request's version shows it.
@@ -412,7 +412,7 @@ func (s *Server) listExternalAuths(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	return s.listChildren(w, r, &externalAuths, externalAuthsPath, func(rd *docs.ResourceDocument) (any, error) {
+	return s.listChildren(w, r, &externalAuths, externalAuthsPath, func(rd *armdoc.ResourceDocument) (any, error) {
 		ea, err := externalAuthFromDoc(rd)
 		if err != nil {
 			return nil, err

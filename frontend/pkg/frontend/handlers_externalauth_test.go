@@ -11,9 +11,11 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
-	docs "github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 func eaPath(cluster, name string) string {
@@ -35,7 +37,7 @@ func (e *env) readyExternalAuth(t *testing.T, cluster, name string, body map[str
 	if resp.code != 201 {
 		t.Fatalf("PUT external auth: %d %s", resp.code, resp.body)
 	}
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	rd, _ := e.resource(eaPath(cluster, name))
 	return rd.InternalID
 }
@@ -54,7 +56,7 @@ func errorTargets(t *testing.T, r response) (code string, targets []string) {
 	t.Helper()
 	code, target := r.armError(t)
 	var b struct {
-		Error docs.CloudErrorBody `json:"error"`
+		Error armdoc.CloudErrorBody `json:"error"`
 	}
 	json.Unmarshal(r.body, &b)
 	if target != "" {
@@ -148,7 +150,7 @@ func TestPutExternalAuth(t *testing.T) {
 				}
 				op, _ := e.operation(opIDFrom(t, async))
 				rd, _ := e.resource(eaPath("c1", "auth1"))
-				if op == nil || op.Request != docs.OperationCreate || rd == nil || rd.ActiveOperationID != op.ID || rd.ProvisioningState != docs.StateAccepted {
+				if op == nil || op.Request != armdoc.OperationCreate || rd == nil || rd.ActiveOperationID != op.ID || rd.ProvisioningState != armdoc.StateAccepted {
 					t.Fatalf("stored operation %+v resource %+v", op, rd)
 				}
 				c, _, _ := f.calls()
@@ -246,7 +248,11 @@ func TestPutExternalAuth(t *testing.T) {
 					t.Fatalf("replace: %v %s", r.header, r.body)
 				}
 				_, u, _ := f.calls()
-				if len(u) != 1 || strings.Join(u[0].GetSpec().GetIssuer().GetAudiences(), ",") != "aud-1,aud-2" || u[0].GetRevision() == 0 {
+				// A PUT replaces every part (a full update), without a revision read from
+				// Cluster Service.
+				up := u[0].GetUpdate()
+				if len(u) != 1 || strings.Join(up.GetIssuer().GetAudiences(), ",") != "aud-1,aud-2" || up.GetClients() == nil || up.GetClaimMappings() == nil ||
+					up.GetValidationRules() == nil || u[0].GetRevision() != 0 {
 					t.Fatalf("UpdateExternalAuth %v", u)
 				}
 				// Another write while the update runs: 409.
@@ -308,16 +314,25 @@ func TestPatchExternalAuth(t *testing.T) {
 					t.Fatalf("headers %v body %s", r.header, r.body)
 				}
 				_, u, _ := f.calls()
-				if len(u) != 1 || u[0].GetSpec().GetClaimMappings().GetGroups().GetClaim() != "groups" ||
-					u[0].GetSpec().GetClaimMappings().GetUsername().GetClaim() != "email" || u[0].GetSpec().GetIssuer().GetUrl() == "" {
-					t.Fatalf("UpdateExternalAuth did not get the merged spec: %v", u)
+				// The PATCH sends only the part it changed (the claim mappings, whole); Cluster
+				// Service merges it into the spec it holds.
+				up := u[0].GetUpdate()
+				if len(u) != 1 || up.GetClaimMappings().GetGroups().GetClaim() != "groups" || up.GetClaimMappings().GetUsername().GetClaim() != "email" ||
+					up.GetIssuer() != nil || up.GetClients() != nil || up.GetValidationRules() != nil {
+					t.Fatalf("UpdateExternalAuth did not get only the changed part: %v", u)
+				}
+				f.mu.Lock()
+				merged := proto.Clone(f.auths[u[0].GetId()]).(*csv1.ExternalAuth)
+				f.mu.Unlock()
+				if merged.GetSpec().GetClaimMappings().GetGroups().GetClaim() != "groups" || merged.GetSpec().GetIssuer().GetUrl() == "" {
+					t.Fatalf("Cluster Service holds %v, want the merged spec", merged.GetSpec())
 				}
 				rd, _ := e.resource(eaPath("c1", "auth1"))
 				op, _ := e.operation(opIDFrom(t, async))
-				if rd.ProvisioningState != docs.StateUpdating || op == nil || op.Request != docs.OperationUpdate || op.InternalRevision != u[0].GetRevision()+1 {
+				if rd.ProvisioningState != armdoc.StateUpdating || op == nil || op.Request != armdoc.OperationUpdate || op.InternalRevision != merged.GetRevision() {
 					t.Fatalf("stored %+v operation %+v", rd, op)
 				}
-				e.finish(op.ID, docs.StateSucceeded, nil)
+				e.finish(op.ID, armdoc.StateSucceeded, nil)
 				g := e.do("GET", eaPath("c1", "auth1"), nil, nil).json(t)
 				if claim := g["properties"].(map[string]any)["claim"].(map[string]any)["mappings"].(map[string]any)["groups"]; claim == nil {
 					t.Fatalf("GET after PATCH: %v", g)
@@ -367,7 +382,7 @@ func TestPatchExternalAuth(t *testing.T) {
 			},
 			method: "PATCH", path: eaPath("c1", "auth1"), body: patch, code: http.StatusConflict, errCode: "Conflict",
 			check: func(t *testing.T, e *env, f *fakeExternalAuths, r response) {
-				if rd, _ := e.resource(eaPath("c1", "auth1")); rd.ProvisioningState != docs.StateSucceeded || rd.ActiveOperationID != "" {
+				if rd, _ := e.resource(eaPath("c1", "auth1")); rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
 					t.Fatalf("a refused update changed the resource: %+v", rd)
 				}
 			},
@@ -394,7 +409,7 @@ func TestDeleteExternalAuth(t *testing.T) {
 				}
 				rd, _ := e.resource(eaPath("c1", "auth1"))
 				op, _ := e.operation(opIDFrom(t, r.header.Get("Location")))
-				if rd.ProvisioningState != docs.StateDeleting || op.Request != docs.OperationDelete || rd.ActiveOperationID != op.ID {
+				if rd.ProvisioningState != armdoc.StateDeleting || op.Request != armdoc.OperationDelete || rd.ActiveOperationID != op.ID {
 					t.Fatalf("stored %+v operation %+v", rd, op)
 				}
 				// A second DELETE while it runs answers the same operation.
@@ -427,13 +442,13 @@ func TestDeleteExternalAuth(t *testing.T) {
 			},
 			method: "DELETE", path: eaPath("c1", "auth1"), code: http.StatusAccepted,
 			check: func(t *testing.T, e *env, f *fakeExternalAuths, r response) {
-				ops, err := e.store.Query(t.Context(), store.Query{Partition: partitionKey(testSub), Type: store.TypeOperation})
+				ops, err := e.store.Query(t.Context(), docstore.Query{Partition: partitionKey(testSub), Type: docstore.TypeOperation})
 				if err != nil {
 					t.Fatal(err)
 				}
 				var states []string
 				for _, d := range ops.Documents {
-					var op docs.OperationDocument
+					var op armdoc.OperationDocument
 					json.Unmarshal(d.Body, &op)
 					if !strings.Contains(strings.ToLower(op.ExternalID), "/externalauths/") {
 						continue // the cluster's own create
@@ -507,7 +522,7 @@ func TestExternalAuthValidationTargets(t *testing.T) {
 			if r.code != 201 {
 				t.Fatalf("PUT: %d %s", r.code, r.body)
 			}
-			e.finish(opIDFrom(t, r.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+			e.finish(opIDFrom(t, r.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 			for _, tc := range cases {
 				if tc.name == "no_username" {
 					continue // a merge patch cannot remove a required object: null deletes, then the PUT rule applies

@@ -16,9 +16,9 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Node pools: hcpOpenShiftClusters/{cluster}/nodePools/{name}. The resource and operation
@@ -66,10 +66,10 @@ func nodePoolNotFound(id *arm.ResourceID) error {
 }
 
 // parentCluster reads the node pool's cluster: 404 ParentResourceNotFound if there is none.
-func (s *Server) parentCluster(ctx context.Context, id *arm.ResourceID) (*docs.ResourceDocument, error) {
+func (s *Server) parentCluster(ctx context.Context, id *arm.ResourceID) (*armdoc.ResourceDocument, error) {
 	parent := id.Parent()
 	rd, _, err := s.getResourceDoc(ctx, parent)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return nil, cloudError(http.StatusNotFound, "ParentResourceNotFound", "",
 			"The parent resource 'hcpOpenShiftClusters/%s' under resource group '%s' was not found.", parent.Name(), parent.ResourceGroup)
 	}
@@ -78,14 +78,14 @@ func (s *Server) parentCluster(ctx context.Context, id *arm.ResourceID) (*docs.R
 
 // checkClusterIdle refuses a node pool write while the parent cluster is being deleted or has
 // an operation in progress (409, naming it).
-func (s *Server) checkClusterIdle(ctx context.Context, cluster *docs.ResourceDocument) error {
+func (s *Server) checkClusterIdle(ctx context.Context, cluster *armdoc.ResourceDocument) error {
 	if cluster.ActiveOperationID != "" {
 		op, _, err := s.getOperationDoc(ctx, partitionKey(mustSub(cluster.ResourceID)), cluster.ActiveOperationID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 			return err
 		}
 		if err == nil && !op.Status.Terminal() {
-			if op.Request == docs.OperationDelete {
+			if op.Request == armdoc.OperationDelete {
 				return cloudError(http.StatusConflict, arm.CodeConflict, "",
 					"The cluster '%s' is being deleted (operation '%s'); its node pools cannot be written.", cluster.ResourceID, op.ID)
 			}
@@ -93,7 +93,7 @@ func (s *Server) checkClusterIdle(ctx context.Context, cluster *docs.ResourceDoc
 				"Cannot write node pools of cluster '%s' while operation '%s' (%s) is in progress on it.", cluster.ResourceID, op.ID, op.Request)
 		}
 	}
-	if cluster.ProvisioningState == docs.StateDeleting {
+	if cluster.ProvisioningState == armdoc.StateDeleting {
 		return cloudError(http.StatusConflict, arm.CodeConflict, "", "The cluster '%s' is being deleted; its node pools cannot be written.", cluster.ResourceID)
 	}
 	return nil
@@ -108,7 +108,7 @@ func mustSub(resourceID string) string {
 }
 
 // nodePoolFromDoc rebuilds the internal model from a resource document.
-func nodePoolFromDoc(rd *docs.ResourceDocument) (*api.NodePool, error) {
+func nodePoolFromDoc(rd *armdoc.ResourceDocument) (*api.NodePool, error) {
 	np := &api.NodePool{}
 	if len(rd.Properties) > 0 {
 		if err := json.Unmarshal(rd.Properties, np); err != nil {
@@ -173,7 +173,7 @@ func (s *Server) putNodePool(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return err
 	}
 	var stored *api.NodePool
@@ -209,7 +209,7 @@ func (s *Server) putNodePool(w http.ResponseWriter, r *http.Request) error {
 	return s.updateNodePool(w, r, cluster, stored, np, rd, doc, false)
 }
 
-func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, np *api.NodePool, sd *arm.SystemData) error {
+func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, np *api.NodePool, sd *arm.SystemData) error {
 	c, err := clusterFromDoc(cluster)
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster 
 		// The specification's default: the cluster's subnet (Cluster Service does the same).
 		np.Properties.Platform.SubnetID = c.Properties.Platform.SubnetID
 	}
-	np.ProvisioningState = docs.StateAccepted
+	np.ProvisioningState = armdoc.StateAccepted
 	np.SystemData = sd
 	csID := newClusterServiceID()
 	opID := newUUID()
@@ -226,8 +226,8 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster 
 	if err != nil {
 		return err
 	}
-	rd := &docs.ResourceDocument{
-		ResourceID: np.ID.String(), InternalID: csID, ProvisioningState: docs.StateAccepted, ActiveOperationID: opID,
+	rd := &armdoc.ResourceDocument{
+		ResourceID: np.ID.String(), InternalID: csID, ProvisioningState: armdoc.StateAccepted, ActiveOperationID: opID,
 		Location: np.Location, Tags: np.Tags, Properties: props,
 	}
 	if sd != nil {
@@ -256,10 +256,10 @@ func (s *Server) callCreateNodePool(r *http.Request, np *api.NodePool, csID, clu
 
 // updateNodePool writes next over an existing node pool, for a PUT (200) or a PATCH (202).
 // Create-only fields may not change. A change Cluster Service must roll out becomes an
-// UpdateNodePool call, conditional on the revision read, and an Update operation the backend
+// UpdateNodePool call naming only what changes (nodePoolUpdate), and an Update operation the backend
 // ends once the pool is READY as asked; anything else (tags, identity) is written at once.
-func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster *docs.ResourceDocument, stored, next *api.NodePool,
-	rd *docs.ResourceDocument, doc *store.Document, patch bool) error {
+func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, stored, next *api.NodePool,
+	rd *armdoc.ResourceDocument, doc *docstore.Document, patch bool) error {
 	ctx := r.Context()
 	part := doc.PartitionKey
 	op, err := s.pendingCreate(ctx, part, rd, next.ID, !patch && sameNodePool(stored, next))
@@ -292,39 +292,35 @@ func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster 
 	if sameClusterServiceSpec(stored, next) {
 		return s.writeNodePoolOnly(w, r, next, &nrd, doc, patch)
 	}
-	revision, err := s.callUpdateNodePool(r, rd.InternalID, next)
+	revision, err := s.callUpdateNodePool(r, rd.InternalID, next, nodePoolUpdate(stored, next, patch))
 	if err != nil {
 		return err
 	}
 	return s.startUpdate(w, r, &nodePools, next.ID, &nrd, doc, revision, patch, func(etag string) error {
-		next.ProvisioningState = docs.StateUpdating
+		next.ProvisioningState = armdoc.StateUpdating
 		return s.respondNodePool(w, r, http.StatusOK, next, etag)
 	})
 }
 
-// callUpdateNodePool sends the merged spec conditionally on the revision it read, and returns
-// the revision at which the update took effect.
-func (s *Server) callUpdateNodePool(r *http.Request, csID string, next *api.NodePool) (int64, error) {
+// callUpdateNodePool sends the partial update and returns the spec_revision it took effect at
+// (the operation's InternalRevision: the backend ends it once a READY status has observed it;
+// an update that changed nothing returns the current spec's). It is unconditional in Cluster Service: the update names only
+// what this request changes, Cluster Service merges it under its own lock, and the ARM-level
+// race is decided by the resource document's ETag (startUpdate).
+func (s *Server) callUpdateNodePool(r *http.Request, csID string, next *api.NodePool, u *csv1.NodePoolUpdate) (int64, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	cur, err := s.cfg.NodePools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: csID})
-	if err != nil {
-		return 0, fmt.Errorf("get node pool %s from cluster service: %w", csID, err)
-	}
-	req := &csv1.UpdateNodePoolRequest{Id: csID, Spec: mergedNodePoolSpec(cur.GetSpec(), next), Revision: cur.GetRevision()}
+	req := &csv1.UpdateNodePoolRequest{Id: csID, Update: u}
 	updated, err := s.cfg.NodePools.UpdateNodePool(ctx, req)
-	if status.Code(err) == codes.Aborted {
-		return 0, cloudError(http.StatusConflict, arm.CodeConflict, "", "The node pool '%s' was changed at the same time; retry the request.", next.ID)
-	}
 	if err != nil {
 		return 0, fmt.Errorf("update node pool %s in cluster service: %w", next.ID, fieldViolations(info(r).version, req, err))
 	}
-	return updated.GetRevision(), nil
+	return updated.GetSpecRevision(), nil
 }
 
 // writeNodePoolOnly records a change Cluster Service does not see. A PATCH still answers 202
 // with an operation, recorded already Succeeded.
-func (s *Server) writeNodePoolOnly(w http.ResponseWriter, r *http.Request, next *api.NodePool, nrd *docs.ResourceDocument, doc *store.Document, patch bool) error {
+func (s *Server) writeNodePoolOnly(w http.ResponseWriter, r *http.Request, next *api.NodePool, nrd *armdoc.ResourceDocument, doc *docstore.Document, patch bool) error {
 	ctx := r.Context()
 	resDoc, err := withBody(doc, nrd)
 	if err != nil {
@@ -343,15 +339,15 @@ func (s *Server) writeNodePoolOnly(w http.ResponseWriter, r *http.Request, next 
 	}
 	opID := newUUID()
 	now := time.Now().UTC()
-	op := s.newOperation(r, opID, docs.OperationUpdate, next.ID.String(), nrd.InternalID, now)
-	op.Status, op.EndTime = docs.StateSucceeded, &now
-	opDoc, err := newDoc(doc.PartitionKey, opID, store.TypeOperation, next.ID.String(), op, s.cfg.OperationTTL)
+	op := s.newOperation(r, opID, armdoc.OperationUpdate, next.ID.String(), nrd.InternalID, now)
+	op.Status, op.EndTime = armdoc.StateSucceeded, &now
+	opDoc, err := newDoc(doc.PartitionKey, opID, docstore.TypeOperation, next.ID.String(), op, s.cfg.OperationTTL)
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.Transact(ctx, doc.PartitionKey, []store.TxOp{
-		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
-		{Kind: store.TxCreate, Doc: opDoc},
+	if _, err := s.store.Transact(ctx, doc.PartitionKey, []docstore.TxOp{
+		{Kind: docstore.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
+		{Kind: docstore.TxCreate, Doc: opDoc},
 	}); err != nil {
 		return err
 	}
@@ -497,7 +493,7 @@ func (s *Server) listNodePools(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.listChildren(w, r, &nodePools, nodePoolsPath, func(rd *docs.ResourceDocument) (any, error) {
+	return s.listChildren(w, r, &nodePools, nodePoolsPath, func(rd *armdoc.ResourceDocument) (any, error) {
 		np, err := nodePoolFromDoc(rd)
 		if err != nil {
 			return nil, err

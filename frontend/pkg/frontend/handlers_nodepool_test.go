@@ -13,13 +13,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // fakeNodePools is a test double of Cluster Service's NodePools service (named as a fake: the
 // real one needs Cluster Service's database and controller). It keeps pools by ID, is
-// idempotent on the ARM resource ID, makes updates conditional on the revision as the real
-// service does, and fails calls on demand.
+// idempotent on the ARM resource ID, makes updates conditional on the revision when one is given
+// as the real service does, merges a partial update with the real csv1.ApplyNodePoolUpdate, and
+// fails calls on demand.
 type fakeNodePools struct {
 	csv1.UnimplementedNodePoolsServer
 	mu        sync.Mutex
@@ -45,7 +46,7 @@ func (f *fakeNodePools) CreateNodePool(ctx context.Context, req *csv1.CreateNode
 	}
 	f.rev++
 	p := proto.Clone(req.GetNodePool()).(*csv1.NodePool)
-	p.Revision, p.Status = f.rev, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_PENDING}
+	p.Revision, p.SpecRevision, p.Status = f.rev, f.rev, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_PENDING}
 	f.pools[p.Id] = p
 	return p, nil
 }
@@ -70,15 +71,17 @@ func (f *fakeNodePools) UpdateNodePool(ctx context.Context, req *csv1.UpdateNode
 	if req.GetRevision() != 0 && req.GetRevision() != p.Revision {
 		return nil, status.Error(codes.Aborted, "stale revision")
 	}
-	if as := req.GetSpec().GetAutoscaling(); as != nil && as.GetMin() < 1 {
+	// The real merge (csv1.ApplyNodePoolUpdate), as Cluster Service applies it.
+	spec := csv1.ApplyNodePoolUpdate(p.Spec, req.GetUpdate())
+	if as := spec.GetAutoscaling(); as != nil && as.GetMin() < 1 {
 		st, _ := status.New(codes.InvalidArgument, "invalid request").WithDetails(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{
-			{Field: "spec.autoscaling.min", Description: "must be between 1 and 500, not 0"},
+			{Field: "update.autoscaling.min", Description: "must be between 1 and 500, not 0"},
 		}})
 		return nil, st.Err()
 	}
-	if !proto.Equal(p.Spec, req.GetSpec()) {
+	if !proto.Equal(p.Spec, spec) {
 		f.rev++
-		p.Spec, p.Revision = req.GetSpec(), f.rev
+		p.Spec, p.Revision, p.SpecRevision = spec, f.rev, f.rev
 	}
 	return proto.Clone(p).(*csv1.NodePool), nil
 }
@@ -130,7 +133,7 @@ func (e *env) readyCluster(t *testing.T, name string) {
 	if resp.code != 201 {
 		t.Fatalf("PUT cluster: %d %s", resp.code, resp.body)
 	}
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 }
 
 // readyPool creates a node pool and finishes its create; it returns the pool's CS ID.
@@ -140,7 +143,7 @@ func (e *env) readyPool(t *testing.T, cluster, name string, body map[string]any)
 	if resp.code != 201 {
 		t.Fatalf("PUT node pool: %d %s", resp.code, resp.body)
 	}
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	rd, _ := e.resource(poolPath(cluster, name))
 	return rd.InternalID
 }
@@ -273,17 +276,22 @@ func TestNodePoolLifecycle(t *testing.T) {
 		fake.mu.Lock()
 		last := fake.updates[len(fake.updates)-1]
 		fake.mu.Unlock()
-		if last.GetRevision() != before || last.GetSpec().GetReplicas() != 4 || last.GetSpec().GetPlatform().GetVmSize() != "Standard_D8s_v3" {
-			t.Fatalf("UpdateNodePool got %+v, want replicas 4 at revision %d with the platform kept", last, before)
+		// A PUT is a full update (every updatable field), sent without a revision read from
+		// Cluster Service; the platform is not part of an update and stays as created.
+		if last.GetRevision() != 0 || last.GetUpdate().GetReplicas() != 4 || last.GetUpdate().GetLabels() == nil || last.GetUpdate().AutoRepair == nil {
+			t.Fatalf("UpdateNodePool got %+v, want a full update with replicas 4", last)
+		}
+		if p := fake.pool(csID); p.GetRevision() <= before || p.GetSpec().GetReplicas() != 4 || p.GetSpec().GetPlatform().GetVmSize() != "Standard_D8s_v3" {
+			t.Fatalf("Cluster Service has %+v, want replicas 4 with the platform kept", p)
 		}
 		op, _ := e.operation(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")))
-		if op.Request != docs.OperationUpdate || op.InternalRevision != fake.pool(csID).GetRevision() || op.InternalID != csID {
+		if op.Request != armdoc.OperationUpdate || op.InternalRevision != fake.pool(csID).GetRevision() || op.InternalID != csID {
 			t.Fatalf("operation %+v, want an update at revision %d", op, fake.pool(csID).GetRevision())
 		}
 		if again := e.put(path, set(minimalPoolBody(), "properties.replicas", 5)); again.code != 409 {
 			t.Fatalf("PUT during update: %d %s", again.code, again.body)
 		}
-		e.finish(op.ID, docs.StateSucceeded, nil)
+		e.finish(op.ID, armdoc.StateSucceeded, nil)
 	})
 	t.Run("patch_enables_autoscaling_and_drops_replicas", func(t *testing.T) {
 		resp := e.do("PATCH", path, mustJSON(map[string]any{"properties": map[string]any{"autoScaling": map[string]any{"min": 2, "max": 6}}}), nil)
@@ -295,7 +303,7 @@ func TestNodePoolLifecycle(t *testing.T) {
 			t.Fatalf("Cluster Service spec %+v", p.Spec)
 		}
 		opID := opIDFrom(t, resp.header.Get("Azure-AsyncOperation"))
-		e.finish(opID, docs.StateSucceeded, nil)
+		e.finish(opID, armdoc.StateSucceeded, nil)
 		result := e.do("GET", "/subscriptions/"+testSub+"/providers/Microsoft.RedHatOpenShift/locations/"+testLocation+"/hcpOperationResults/"+opID, nil, nil)
 		props := result.json(t)["properties"].(map[string]any)
 		if result.code != 200 || props["autoScaling"].(map[string]any)["max"] != float64(6) || props["replicas"] != nil {
@@ -326,7 +334,7 @@ func TestNodePoolLifecycle(t *testing.T) {
 		fake.mu.Lock()
 		m := len(fake.updates)
 		fake.mu.Unlock()
-		if op.Status != docs.StateSucceeded || m != n {
+		if op.Status != armdoc.StateSucceeded || m != n {
 			t.Fatalf("tag PATCH: operation %s, %d Cluster Service updates", op.Status, m-n)
 		}
 	})
@@ -356,7 +364,7 @@ func TestNodePoolLifecycle(t *testing.T) {
 		if again.code != 202 || opIDFrom(t, again.header.Get("Azure-AsyncOperation")) != opIDFrom(t, resp.header.Get("Azure-AsyncOperation")) {
 			t.Fatalf("DELETE during delete should return the running operation: %d", again.code)
 		}
-		e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 		if gone := e.do("GET", path, nil, nil); gone.code != 404 {
 			t.Fatalf("GET after delete: %d", gone.code)
 		}
@@ -376,7 +384,7 @@ func TestNodePoolOlderVersionKeepsNewerFields(t *testing.T) {
 	if resp.code != 201 {
 		t.Fatalf("PUT 2025-12-23: %d %s", resp.code, resp.body)
 	}
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	old := e.do("PUT", poolPath("c1", "np1")+"?api-version=2024-06-10-preview", mustJSON(set(minimalPoolBody(), "tags", map[string]any{"a": "b"})), nil)
 	if old.code != 200 {
 		t.Fatalf("PUT 2024-06-10: %d %s", old.code, old.body)
@@ -414,12 +422,12 @@ func TestNodePoolWithoutVersionIDThroughNewerVersions(t *testing.T) {
 			t.Fatalf("PUT of the GET body through %s: %d %s", v, r.code, r.body)
 		}
 		if h := r.header.Get("Azure-AsyncOperation"); h != "" {
-			e.finish(opIDFrom(t, h), docs.StateSucceeded, nil)
+			e.finish(opIDFrom(t, h), armdoc.StateSucceeded, nil)
 		}
 		p := e.do("PATCH", withVersion(path, v), []byte(`{"properties":{"replicas":3}}`), nil)
 		if p.code != 202 {
 			t.Fatalf("PATCH through %s: %d %s", v, p.code, p.body)
 		}
-		e.finish(opIDFrom(t, p.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+		e.finish(opIDFrom(t, p.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	}
 }

@@ -8,31 +8,31 @@ import (
 	"strings"
 	"time"
 
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // operationStatus is the body of hcpOperationStatuses.
 type operationStatus struct {
-	ID        string                 `json:"id"`
-	Name      string                 `json:"name"`
-	Status    docs.ProvisioningState `json:"status"`
-	StartTime *time.Time             `json:"startTime,omitempty"`
-	EndTime   *time.Time             `json:"endTime,omitempty"`
-	Error     *docs.CloudErrorBody   `json:"error,omitempty"`
+	ID        string                   `json:"id"`
+	Name      string                   `json:"name"`
+	Status    armdoc.ProvisioningState `json:"status"`
+	StartTime *time.Time               `json:"startTime,omitempty"`
+	EndTime   *time.Time               `json:"endTime,omitempty"`
+	Error     *armdoc.CloudErrorBody   `json:"error,omitempty"`
 }
 
 // operation loads the operation of the request. Operations of another region, or started by
 // another caller (when ARM names the caller), are not found.
-func (s *Server) operation(r *http.Request) (*docs.OperationDocument, error) {
+func (s *Server) operation(r *http.Request) (*armdoc.OperationDocument, error) {
 	opID := r.PathValue("operationId")
 	notFound := cloudError(http.StatusNotFound, arm.CodeNotFound, "", "The operation '%s' was not found.", opID)
 	if normalizeLocation(r.PathValue("location")) != s.cfg.Location {
 		return nil, notFound
 	}
 	op, _, err := s.getOperationDoc(r.Context(), partitionKey(r.PathValue("subscriptionId")), opID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return nil, notFound
 	}
 	if err != nil {
@@ -48,14 +48,14 @@ func (s *Server) operation(r *http.Request) (*docs.OperationDocument, error) {
 }
 
 // terminalError is the error of a failed or canceled operation; one is always given.
-func terminalError(op *docs.OperationDocument) *docs.CloudErrorBody {
+func terminalError(op *armdoc.OperationDocument) *armdoc.CloudErrorBody {
 	if op.Error != nil {
 		return op.Error
 	}
-	if op.Status == docs.StateCanceled {
-		return &docs.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled."}
+	if op.Status == armdoc.StateCanceled {
+		return &armdoc.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled."}
 	}
-	return &docs.CloudErrorBody{Code: arm.CodeInternalServerError, Message: "The operation failed."}
+	return &armdoc.CloudErrorBody{Code: arm.CodeInternalServerError, Message: "The operation failed."}
 }
 
 func (s *Server) getOperationStatus(w http.ResponseWriter, r *http.Request) error {
@@ -72,7 +72,7 @@ func (s *Server) getOperationStatus(w http.ResponseWriter, r *http.Request) erro
 		t := op.EndTime.UTC()
 		st.EndTime = &t
 	}
-	if op.Status == docs.StateFailed || op.Status == docs.StateCanceled {
+	if op.Status == armdoc.StateFailed || op.Status == armdoc.StateCanceled {
 		st.Error = terminalError(op)
 	}
 	b, err := json.Marshal(st)
@@ -98,18 +98,18 @@ func (s *Server) getOperationResult(w http.ResponseWriter, r *http.Request) erro
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	if op.Status != docs.StateSucceeded {
+	if op.Status != armdoc.StateSucceeded {
 		e := terminalError(op)
 		code := http.StatusBadRequest
 		switch {
-		case op.Status == docs.StateCanceled:
+		case op.Status == armdoc.StateCanceled:
 			code = http.StatusConflict
 		case e.Code == arm.CodeInternalServerError || e.Code == "OperationTimedOut":
 			code = http.StatusInternalServerError
 		}
 		return &arm.CloudError{StatusCode: code, CloudErrorBody: *e}
 	}
-	if op.Request == docs.OperationDelete {
+	if op.Request == armdoc.OperationDelete {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}

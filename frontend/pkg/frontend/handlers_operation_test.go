@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 func TestOperationStatus(t *testing.T) {
@@ -35,7 +35,7 @@ func TestOperationStatus(t *testing.T) {
 		}
 	})
 	t.Run("succeeded_create_status_has_end_time_and_result_is_the_resource", func(t *testing.T) {
-		e.finish(opID, docs.StateSucceeded, nil)
+		e.finish(opID, armdoc.StateSucceeded, nil)
 		resp := e.do("GET", statusPath, nil, nil)
 		b := resp.json(t)
 		if b["status"] != "Succeeded" || b["endTime"] == nil {
@@ -57,7 +57,7 @@ func TestOperationStatus(t *testing.T) {
 	t.Run("succeeded_delete_result_is_204", func(t *testing.T) {
 		del := e.do("DELETE", path, nil, nil)
 		delOp := opIDFrom(t, del.header.Get("Location"))
-		e.finish(delOp, docs.StateSucceeded, nil)
+		e.finish(delOp, armdoc.StateSucceeded, nil)
 		res := e.do("GET", strings.TrimPrefix(del.header.Get("Location"), e.http.URL), nil, nil)
 		if res.code != 204 {
 			t.Fatalf("status %d: %s", res.code, res.body)
@@ -70,7 +70,7 @@ func TestOperationStatus(t *testing.T) {
 		p2 := clusterPath("rg", "fails")
 		c := e.put(p2, minimalBody())
 		id := opIDFrom(t, c.header.Get("Azure-AsyncOperation"))
-		e.finish(id, docs.StateFailed, &docs.CloudErrorBody{Code: "ProvisioningFailed", Message: "etcd never became ready"})
+		e.finish(id, armdoc.StateFailed, &armdoc.CloudErrorBody{Code: "ProvisioningFailed", Message: "etcd never became ready"})
 		st := e.do("GET", strings.TrimPrefix(c.header.Get("Azure-AsyncOperation"), e.http.URL), nil, nil)
 		b := st.json(t)
 		if st.code != 200 || b["status"] != "Failed" || b["error"].(map[string]any)["code"] != "ProvisioningFailed" {
@@ -85,7 +85,7 @@ func TestOperationStatus(t *testing.T) {
 		p3 := clusterPath("rg", "canceled")
 		c := e.put(p3, minimalBody())
 		id := opIDFrom(t, c.header.Get("Azure-AsyncOperation"))
-		e.finish(id, docs.StateCanceled, nil)
+		e.finish(id, armdoc.StateCanceled, nil)
 		b := e.do("GET", strings.TrimPrefix(c.header.Get("Azure-AsyncOperation"), e.http.URL), nil, nil).json(t)
 		if b["error"] == nil || b["error"].(map[string]any)["code"] != "Canceled" {
 			t.Fatalf("body %v", b)

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // Deployment preflight is ARM's validation of a template before it deploys it: ARM posts the
@@ -25,8 +25,8 @@ type preflightRequest struct {
 }
 
 type preflightResult struct {
-	Status string               `json:"status"`
-	Error  *docs.CloudErrorBody `json:"error,omitempty"`
+	Status string                 `json:"status"`
+	Error  *armdoc.CloudErrorBody `json:"error,omitempty"`
 }
 
 // preflightValidators check one resource body of a type, in the given api-version. Keys are
@@ -46,10 +46,10 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
 	ri := info(r)
 	var req preflightRequest
 	if err := json.Unmarshal(ri.body, &req); err != nil {
-		return s.writePreflight(w, &docs.CloudErrorBody{Code: arm.CodeInvalidRequestContent,
+		return s.writePreflight(w, &armdoc.CloudErrorBody{Code: arm.CodeInvalidRequestContent,
 			Message: fmt.Sprintf("The preflight request body is not valid JSON: %v", err)})
 	}
-	var details []docs.CloudErrorBody
+	var details []armdoc.CloudErrorBody
 	for i, raw := range req.Resources {
 		details = append(details, s.preflightResource(r, i, raw)...)
 	}
@@ -59,16 +59,16 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
 	case 1:
 		return s.writePreflight(w, &details[0])
 	}
-	return s.writePreflight(w, &docs.CloudErrorBody{Code: arm.CodeMultipleErrorsOccurred,
+	return s.writePreflight(w, &armdoc.CloudErrorBody{Code: arm.CodeMultipleErrorsOccurred,
 		Message: "Preflight validation failed for more than one problem; see details.", Details: details})
 }
 
 // preflightResource validates one template resource and returns its problems, each message
 // naming the resource.
-func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) []docs.CloudErrorBody {
+func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) []armdoc.CloudErrorBody {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return []docs.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Target: fmt.Sprintf("resources[%d]", i),
+		return []armdoc.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Target: fmt.Sprintf("resources[%d]", i),
 			Message: fmt.Sprintf("Resource %d is not a JSON object.", i)}}
 	}
 	var typ, apiVersion, name, location string
@@ -88,7 +88,7 @@ func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) 
 	}
 	body, err := json.Marshal(m)
 	if err != nil {
-		return []docs.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Message: fmt.Sprintf("%s: %v", label, err)}}
+		return []armdoc.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Message: fmt.Sprintf("%s: %v", label, err)}}
 	}
 	if hasTemplateExpression(body) {
 		// ARM sends what it could not evaluate before deployment as "[…]" expressions; a
@@ -98,12 +98,12 @@ func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) 
 	}
 	v, ok := api.Lookup(apiVersion)
 	if !ok {
-		return []docs.CloudErrorBody{{Code: "InvalidApiVersionParameter", Target: fmt.Sprintf("resources[%d].apiVersion", i),
+		return []armdoc.CloudErrorBody{{Code: "InvalidApiVersionParameter", Target: fmt.Sprintf("resources[%d].apiVersion", i),
 			Message: fmt.Sprintf("%s: the api-version '%s' is not supported. The supported versions are '%s'.", label, apiVersion, strings.Join(api.Versions(), ","))}}
 	}
-	var problems []docs.CloudErrorBody
+	var problems []armdoc.CloudErrorBody
 	if location != "" && normalizeLocation(location) != s.cfg.Location {
-		problems = append(problems, docs.CloudErrorBody{Code: arm.CodeInvalidRequestContent, Target: "location",
+		problems = append(problems, armdoc.CloudErrorBody{Code: arm.CodeInvalidRequestContent, Target: "location",
 			Message: fmt.Sprintf("%s: the location '%s' is not served by this endpoint, which serves '%s'.", label, location, s.cfg.Location)})
 	}
 	// body was rebuilt from a map, which keeps one of two equal keys: the PUT of this resource
@@ -118,16 +118,16 @@ func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) 
 }
 
 // labelled is a decoder's error as preflight problems, each message naming the resource.
-func labelled(label string, err error) []docs.CloudErrorBody {
+func labelled(label string, err error) []armdoc.CloudErrorBody {
 	var ce *arm.CloudError
 	if !errors.As(err, &ce) {
-		return []docs.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Message: fmt.Sprintf("%s: %v", label, err)}}
+		return []armdoc.CloudErrorBody{{Code: arm.CodeInvalidRequestContent, Message: fmt.Sprintf("%s: %v", label, err)}}
 	}
 	found := ce.Details
 	if len(found) == 0 {
-		found = []docs.CloudErrorBody{ce.CloudErrorBody}
+		found = []armdoc.CloudErrorBody{ce.CloudErrorBody}
 	}
-	out := make([]docs.CloudErrorBody, 0, len(found))
+	out := make([]armdoc.CloudErrorBody, 0, len(found))
 	for _, d := range found {
 		d.Message = label + ": " + d.Message
 		out = append(out, d)
@@ -165,7 +165,7 @@ func hasTemplateExpression(raw json.RawMessage) bool {
 	return walk(v)
 }
 
-func (s *Server) writePreflight(w http.ResponseWriter, problem *docs.CloudErrorBody) error {
+func (s *Server) writePreflight(w http.ResponseWriter, problem *armdoc.CloudErrorBody) error {
 	res := preflightResult{Status: "Succeeded"}
 	if problem != nil {
 		res = preflightResult{Status: "Failed", Error: problem}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // The paths every resource type takes the same way — clusters and their children (node pools,
@@ -31,14 +31,14 @@ type resourceKind struct {
 	callDelete   func(s *Server, r *http.Request, csID string) error
 	// respondResult answers the stored resource as the request's api-version shows it: the
 	// result of a finished create or update operation.
-	respondResult func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error
+	respondResult func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error
 }
 
 var clusters = resourceKind{
 	noun: "cluster", logKey: "clusterID", canceledNoun: "resource", resourceType: api.ClusterResourceType,
 	notFound:   notFound,
 	callDelete: (*Server).callDelete,
-	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error {
+	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
 		c, err := clusterFromDoc(rd)
 		if err != nil {
 			return err
@@ -52,7 +52,7 @@ var nodePools = resourceKind{
 	noun: "node pool", logKey: "nodePoolID", canceledNoun: "node pool", resourceType: api.NodePoolResourceType,
 	notFound:   nodePoolNotFound,
 	callDelete: (*Server).callDeleteNodePool,
-	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error {
+	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
 		np, err := nodePoolFromDoc(rd)
 		if err != nil {
 			return err
@@ -66,7 +66,7 @@ var externalAuths = resourceKind{
 	notFound:   externalAuthNotFound,
 	callDelete: (*Server).callDeleteExternalAuth,
 	// The result shows what was written, without Cluster Service's condition (a GET adds it).
-	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *docs.ResourceDocument, etag string) error {
+	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
 		ea, err := externalAuthFromDoc(rd)
 		if err != nil {
 			return err
@@ -112,7 +112,7 @@ func requestSystemData(r *http.Request) *arm.SystemData {
 }
 
 // mergeSystemData keeps the creation fields of what is stored and takes ARM's latest.
-func mergeSystemData(rd *docs.ResourceDocument, sd *arm.SystemData) {
+func mergeSystemData(rd *armdoc.ResourceDocument, sd *arm.SystemData) {
 	if sd == nil {
 		return
 	}
@@ -125,7 +125,7 @@ func mergeSystemData(rd *docs.ResourceDocument, sd *arm.SystemData) {
 }
 
 // etagOf is the ETag of a stored document, "" when there is none.
-func etagOf(doc *store.Document) string {
+func etagOf(doc *docstore.Document) string {
 	if doc == nil {
 		return ""
 	}
@@ -134,11 +134,11 @@ func etagOf(doc *store.Document) string {
 
 // checkPutPreconditions checks a PUT against what is stored (rd and doc nil when nothing is):
 // If-Match and If-None-Match, then the body's read-only provisioningState.
-func checkPutPreconditions(r *http.Request, rd *docs.ResourceDocument, doc *store.Document) error {
+func checkPutPreconditions(r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) error {
 	if err := checkPreconditions(r, etagOf(doc)); err != nil {
 		return err
 	}
-	storedState := docs.ProvisioningState("")
+	storedState := armdoc.ProvisioningState("")
 	if rd != nil {
 		storedState = rd.ProvisioningState
 	}
@@ -148,9 +148,9 @@ func checkPutPreconditions(r *http.Request, rd *docs.ResourceDocument, doc *stor
 // readForPatch reads the resource a PATCH changes and checks the request against it:
 // If-Match and If-None-Match, 404 when there is none, then the body's read-only
 // provisioningState.
-func (s *Server) readForPatch(r *http.Request, id *arm.ResourceID, notFound func(*arm.ResourceID) error) (*docs.ResourceDocument, *store.Document, error) {
+func (s *Server) readForPatch(r *http.Request, id *arm.ResourceID, notFound func(*arm.ResourceID) error) (*armdoc.ResourceDocument, *docstore.Document, error) {
 	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return nil, nil, err
 	}
 	if err := checkPreconditions(r, etagOf(doc)); err != nil {
@@ -168,9 +168,9 @@ func (s *Server) readForPatch(r *http.Request, id *arm.ResourceID, notFound func
 // readForGet reads the resource of a GET. It answers If-None-Match itself (304: done is
 // true) and refuses a failed If-Match (412).
 func (s *Server) readForGet(w http.ResponseWriter, r *http.Request, id *arm.ResourceID, notFound func(*arm.ResourceID) error) (
-	rd *docs.ResourceDocument, doc *store.Document, done bool, err error) {
+	rd *armdoc.ResourceDocument, doc *docstore.Document, done bool, err error) {
 	rd, doc, err = s.getResourceDoc(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return nil, nil, false, notFound(id)
 	}
 	if err != nil {
@@ -191,7 +191,7 @@ func (s *Server) readForGet(w http.ResponseWriter, r *http.Request, id *arm.Reso
 func (s *Server) respondResult(w http.ResponseWriter, r *http.Request, id *arm.ResourceID) error {
 	k := kindOf(id)
 	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return k.notFound(id)
 	}
 	if err != nil {
@@ -205,20 +205,20 @@ func (s *Server) respondResult(w http.ResponseWriter, r *http.Request, id *arm.R
 // Service answers with. A definitive refusal takes both documents back; an ID Cluster Service
 // already had for the resource is adopted. logArgs go into the log line before the operation
 // ID. It returns the resource document's ETag.
-func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceID, rd *docs.ResourceDocument, logArgs []any, call func() (string, error)) (string, error) {
+func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceID, rd *armdoc.ResourceDocument, logArgs []any, call func() (string, error)) (string, error) {
 	ctx := r.Context()
 	csID, opID, now := rd.InternalID, rd.ActiveOperationID, time.Now().UTC()
 	part := partitionKey(id.SubscriptionID)
-	resDoc, err := newDoc(part, id.Lower(), store.TypeResource, id.String(), rd, 0)
+	resDoc, err := newDoc(part, id.Lower(), docstore.TypeResource, id.String(), rd, 0)
 	if err != nil {
 		return "", err
 	}
-	opDoc, err := newDoc(part, opID, store.TypeOperation, id.String(), s.newOperation(r, opID, docs.OperationCreate, id.String(), csID, now), s.cfg.OperationTTL)
+	opDoc, err := newDoc(part, opID, docstore.TypeOperation, id.String(), s.newOperation(r, opID, armdoc.OperationCreate, id.String(), csID, now), s.cfg.OperationTTL)
 	if err != nil {
 		return "", err
 	}
-	written, err := s.store.Transact(ctx, part, []store.TxOp{{Kind: store.TxCreate, Doc: resDoc}, {Kind: store.TxCreate, Doc: opDoc}})
-	if errors.Is(err, store.ErrAlreadyExists) {
+	written, err := s.store.Transact(ctx, part, []docstore.TxOp{{Kind: docstore.TxCreate, Doc: resDoc}, {Kind: docstore.TxCreate, Doc: opDoc}})
+	if errors.Is(err, docstore.ErrAlreadyExists) {
 		return "", cloudError(http.StatusConflict, arm.CodeConflict, "", "Another request created '%s' at the same time.", id)
 	}
 	if err != nil {
@@ -229,9 +229,9 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 	got, err := call()
 	if err != nil {
 		if definitive(err) {
-			s.rollback(r, part, opID, []store.TxOp{
-				{Kind: store.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			s.rollback(r, part, opID, []docstore.TxOp{
+				{Kind: docstore.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
+				{Kind: docstore.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
 			})
 		}
 		return "", fmt.Errorf("create %s %s in cluster service: %w", k.noun, id, err)
@@ -250,7 +250,7 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 // deleteResource answers a DELETE: 204 when there is nothing, else 202 with the operation.
 func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request, k *resourceKind, id *arm.ResourceID) error {
 	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return err
 	}
 	if err := checkPreconditions(r, etagOf(doc)); err != nil {
@@ -272,24 +272,24 @@ func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request, k *resou
 // startDelete writes the delete operation and asks Cluster Service to delete the resource. A
 // delete while one runs returns the running one; a delete during a create or update cancels
 // that operation. It returns the operation ID.
-func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *docs.ResourceDocument, doc *store.Document) (string, error) {
+func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *armdoc.ResourceDocument, doc *docstore.Document) (string, error) {
 	ctx := r.Context()
 	part := doc.PartitionKey
 	op, opDoc, err := s.activeOperation(ctx, part, rd)
 	if err != nil {
 		return "", err
 	}
-	var canceled *store.Document
+	var canceled *docstore.Document
 	if op != nil {
-		if op.Request == docs.OperationDelete {
+		if op.Request == armdoc.OperationDelete {
 			if err := k.callDelete(s, r, rd.InternalID); err != nil {
 				return "", fmt.Errorf("retry delete of %s %s: %w", k.noun, rd.ResourceID, err)
 			}
 			return op.ID, nil
 		}
 		now := time.Now().UTC()
-		op.Status, op.LastTransitionTime, op.EndTime = docs.StateCanceled, now, &now
-		op.Error = &docs.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled because the " + k.canceledNoun + " is being deleted."}
+		op.Status, op.LastTransitionTime, op.EndTime = armdoc.StateCanceled, now, &now
+		op.Error = &armdoc.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled because the " + k.canceledNoun + " is being deleted."}
 		if canceled, err = withBody(opDoc, op); err != nil {
 			return "", err
 		}
@@ -297,18 +297,18 @@ func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *docs.Resource
 	opID := newUUID()
 	now := time.Now().UTC()
 	next := *rd
-	next.ProvisioningState, next.ActiveOperationID = docs.StateDeleting, opID
+	next.ProvisioningState, next.ActiveOperationID = armdoc.StateDeleting, opID
 	resDoc, err := withBody(doc, next)
 	if err != nil {
 		return "", err
 	}
-	newOp, err := newDoc(part, opID, store.TypeOperation, rd.ResourceID, s.newOperation(r, opID, docs.OperationDelete, rd.ResourceID, rd.InternalID, now), s.cfg.OperationTTL)
+	newOp, err := newDoc(part, opID, docstore.TypeOperation, rd.ResourceID, s.newOperation(r, opID, armdoc.OperationDelete, rd.ResourceID, rd.InternalID, now), s.cfg.OperationTTL)
 	if err != nil {
 		return "", err
 	}
-	ops := []store.TxOp{{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag}, {Kind: store.TxCreate, Doc: newOp}}
+	ops := []docstore.TxOp{{Kind: docstore.TxReplace, Doc: resDoc, IfMatch: doc.ETag}, {Kind: docstore.TxCreate, Doc: newOp}}
 	if canceled != nil {
-		ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: canceled, IfMatch: opDoc.ETag})
+		ops = append(ops, docstore.TxOp{Kind: docstore.TxReplace, Doc: canceled, IfMatch: opDoc.ETag})
 	}
 	written, err := s.store.Transact(ctx, part, ops)
 	if err != nil {
@@ -317,12 +317,12 @@ func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *docs.Resource
 	info(r).log.Info(k.noun+" delete accepted", "resourceID", rd.ResourceID, k.logKey, rd.InternalID, "operationID", opID)
 	if err := k.callDelete(s, r, rd.InternalID); err != nil {
 		if definitive(err) {
-			undo := []store.TxOp{
-				{Kind: store.TxReplace, Doc: doc, IfMatch: written[0].ETag},
-				{Kind: store.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			undo := []docstore.TxOp{
+				{Kind: docstore.TxReplace, Doc: doc, IfMatch: written[0].ETag},
+				{Kind: docstore.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
 			}
 			if canceled != nil {
-				undo = append(undo, store.TxOp{Kind: store.TxReplace, Doc: opDoc, IfMatch: written[2].ETag})
+				undo = append(undo, docstore.TxOp{Kind: docstore.TxReplace, Doc: opDoc, IfMatch: written[2].ETag})
 			}
 			s.rollback(r, part, opID, undo)
 		}
@@ -332,12 +332,12 @@ func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *docs.Resource
 }
 
 // activeOperation returns the resource's operation if one is in progress.
-func (s *Server) activeOperation(ctx context.Context, part string, rd *docs.ResourceDocument) (*docs.OperationDocument, *store.Document, error) {
+func (s *Server) activeOperation(ctx context.Context, part string, rd *armdoc.ResourceDocument) (*armdoc.OperationDocument, *docstore.Document, error) {
 	if rd.ActiveOperationID == "" {
 		return nil, nil, nil
 	}
 	op, d, err := s.getOperationDoc(ctx, part, rd.ActiveOperationID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return nil, nil, nil
 	}
 	if err != nil || op.Status.Terminal() {
@@ -348,13 +348,13 @@ func (s *Server) activeOperation(ctx context.Context, part string, rd *docs.Reso
 
 // listChildren lists a cluster's children under segment (nodePoolsPath, …), a page at a time:
 // 404 ParentResourceNotFound when the cluster does not exist.
-func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, k *resourceKind, segment string, render func(*docs.ResourceDocument) (any, error)) error {
+func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, k *resourceKind, segment string, render func(*armdoc.ResourceDocument) (any, error)) error {
 	ri := info(r)
 	clusterRID, err := arm.ParseResourceID(strings.TrimSuffix(strings.TrimSuffix(ri.originalPath, "/"), "/"+lastSegment(ri.originalPath)))
 	if err != nil || len(clusterRID.Names) != 1 {
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", ri.originalPath)
 	}
-	if _, _, err := s.getResourceDoc(r.Context(), clusterRID); errors.Is(err, store.ErrNotFound) {
+	if _, _, err := s.getResourceDoc(r.Context(), clusterRID); errors.Is(err, docstore.ErrNotFound) {
 		return cloudError(http.StatusNotFound, "ParentResourceNotFound", "",
 			"The parent resource 'hcpOpenShiftClusters/%s' under resource group '%s' was not found.", clusterRID.Name(), clusterRID.ResourceGroup)
 	} else if err != nil {
@@ -367,8 +367,8 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, k *resourc
 // others sharing the prefix (a cluster's children under its resource group) are left out.
 // eachItem renders a page one resource at a time, for resources whose list needs nothing beyond
 // the store.
-func eachItem(render func(*docs.ResourceDocument) (any, error)) func([]*docs.ResourceDocument) ([]any, error) {
-	return func(rds []*docs.ResourceDocument) ([]any, error) {
+func eachItem(render func(*armdoc.ResourceDocument) (any, error)) func([]*armdoc.ResourceDocument) ([]any, error) {
+	return func(rds []*armdoc.ResourceDocument) ([]any, error) {
 		out := make([]any, 0, len(rds))
 		for _, rd := range rds {
 			v, err := render(rd)
@@ -384,11 +384,11 @@ func eachItem(render func(*docs.ResourceDocument) (any, error)) func([]*docs.Res
 // listResources answers one page of resourceType's resources under prefix. renderPage gets the
 // page's documents at once, so a kind can read what the store lacks for the whole page in one
 // call (clusters: their status from Cluster Service).
-func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition, prefix, resourceType string, renderPage func([]*docs.ResourceDocument) ([]any, error)) error {
+func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition, prefix, resourceType string, renderPage func([]*armdoc.ResourceDocument) ([]any, error)) error {
 	ri := info(r)
-	page, err := s.store.Query(r.Context(), store.Query{
+	page, err := s.store.Query(r.Context(), docstore.Query{
 		Partition:        partition,
-		Type:             store.TypeResource,
+		Type:             docstore.TypeResource,
 		ResourceIDPrefix: prefix,
 		Limit:            s.cfg.PageSize,
 		Continuation:     r.URL.Query().Get("$skipToken"),
@@ -400,9 +400,9 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition
 		Value    []any  `json:"value"`
 		NextLink string `json:"nextLink,omitempty"`
 	}{Value: []any{}}
-	var rds []*docs.ResourceDocument
+	var rds []*armdoc.ResourceDocument
 	for _, d := range page.Documents {
-		rd := &docs.ResourceDocument{}
+		rd := &armdoc.ResourceDocument{}
 		if err := json.Unmarshal(d.Body, rd); err != nil {
 			return fmt.Errorf("decode resource %s: %w", d.ID, err)
 		}
@@ -438,12 +438,12 @@ func lastSegment(p string) string {
 // a create still running when retryOK (a PUT of what that create stored): its operation is
 // returned, for the caller to drive Cluster Service again and point at it. Any other running
 // operation is a 409 naming it.
-func (s *Server) pendingCreate(ctx context.Context, part string, rd *docs.ResourceDocument, id *arm.ResourceID, retryOK bool) (*docs.OperationDocument, error) {
+func (s *Server) pendingCreate(ctx context.Context, part string, rd *armdoc.ResourceDocument, id *arm.ResourceID, retryOK bool) (*armdoc.OperationDocument, error) {
 	op, _, err := s.activeOperation(ctx, part, rd)
 	if err != nil || op == nil {
 		return nil, err
 	}
-	if retryOK && op.Request == docs.OperationCreate {
+	if retryOK && op.Request == armdoc.OperationCreate {
 		return op, nil
 	}
 	return nil, cloudError(http.StatusConflict, arm.CodeConflict, "",
@@ -453,25 +453,25 @@ func (s *Server) pendingCreate(ctx context.Context, part string, rd *docs.Resour
 // startUpdate records the Update operation of a change Cluster Service accepted at revision,
 // with nrd (the resource as it will be) marked Updating, and answers: a PATCH 202, a PUT 200
 // through respond with the new ETag.
-func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resourceKind, id *arm.ResourceID, nrd *docs.ResourceDocument,
-	doc *store.Document, revision int64, patch bool, respond func(etag string) error) error {
+func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resourceKind, id *arm.ResourceID, nrd *armdoc.ResourceDocument,
+	doc *docstore.Document, revision int64, patch bool, respond func(etag string) error) error {
 	part := doc.PartitionKey
 	opID := newUUID()
 	now := time.Now().UTC()
-	nrd.ProvisioningState, nrd.ActiveOperationID = docs.StateUpdating, opID
+	nrd.ProvisioningState, nrd.ActiveOperationID = armdoc.StateUpdating, opID
 	resDoc, err := withBody(doc, nrd)
 	if err != nil {
 		return err
 	}
-	opBody := s.newOperation(r, opID, docs.OperationUpdate, id.String(), nrd.InternalID, now)
+	opBody := s.newOperation(r, opID, armdoc.OperationUpdate, id.String(), nrd.InternalID, now)
 	opBody.InternalRevision = revision
-	opDoc, err := newDoc(part, opID, store.TypeOperation, id.String(), opBody, s.cfg.OperationTTL)
+	opDoc, err := newDoc(part, opID, docstore.TypeOperation, id.String(), opBody, s.cfg.OperationTTL)
 	if err != nil {
 		return err
 	}
-	written, err := s.store.Transact(r.Context(), part, []store.TxOp{
-		{Kind: store.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
-		{Kind: store.TxCreate, Doc: opDoc},
+	written, err := s.store.Transact(r.Context(), part, []docstore.TxOp{
+		{Kind: docstore.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
+		{Kind: docstore.TxCreate, Doc: opDoc},
 	})
 	if err != nil {
 		// Cluster Service has the new spec; the same request again records it (the update is

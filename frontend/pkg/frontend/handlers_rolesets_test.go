@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // TestSpecExamplesRoleSets drives the HcpOperatorIdentityRoleSets examples of every api-version:
@@ -28,7 +28,7 @@ func TestSpecExamplesRoleSets(t *testing.T) {
 			}
 			for _, x := range xs {
 				sub := x.param(t, "subscriptionId")
-				e.registerSubscription(sub, docs.SubscriptionRegistered)
+				e.registerSubscription(sub, armdoc.SubscriptionRegistered)
 				base := "/subscriptions/" + sub + "/providers/Microsoft.RedHatOpenShift/locations/" + testLocation + "/hcpOperatorIdentityRoleSets"
 				q := "?api-version=" + x.param(t, "api-version")
 				switch x.OperationID {

@@ -7,16 +7,16 @@ import (
 	"strings"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // subscriptionBody is what ARM PUTs to /subscriptions/{id}?api-version=2.0.
 type subscriptionBody struct {
-	State            docs.SubscriptionState `json:"state"`
-	RegistrationDate string                 `json:"registrationDate,omitempty"`
-	Properties       json.RawMessage        `json:"properties,omitempty"`
+	State            armdoc.SubscriptionState `json:"state"`
+	RegistrationDate string                   `json:"registrationDate,omitempty"`
+	Properties       json.RawMessage          `json:"properties,omitempty"`
 }
 
 type subscriptionResponse struct {
@@ -24,10 +24,10 @@ type subscriptionResponse struct {
 	subscriptionBody
 }
 
-func validSubscriptionState(s docs.SubscriptionState) bool {
+func validSubscriptionState(s armdoc.SubscriptionState) bool {
 	switch s {
-	case docs.SubscriptionRegistered, docs.SubscriptionWarned, docs.SubscriptionSuspended,
-		docs.SubscriptionUnregistered, docs.SubscriptionDeleted:
+	case armdoc.SubscriptionRegistered, armdoc.SubscriptionWarned, armdoc.SubscriptionSuspended,
+		armdoc.SubscriptionUnregistered, armdoc.SubscriptionDeleted:
 		return true
 	}
 	return false
@@ -45,28 +45,28 @@ func (s *Server) putSubscription(w http.ResponseWriter, r *http.Request) error {
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "state",
 			"Invalid value '%s' for field 'state' (must be one of: Registered, Warned, Suspended, Unregistered, Deleted).", body.State)
 	}
-	sub := &docs.SubscriptionDocument{ID: subID, State: body.State, RegistrationDate: body.RegistrationDate, Properties: body.Properties}
+	sub := &armdoc.SubscriptionDocument{ID: subID, State: body.State, RegistrationDate: body.RegistrationDate, Properties: body.Properties}
 	ctx := r.Context()
 	// Create, or replace what is there; one retry covers a concurrent notification.
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
-		var cur *store.Document
+		var cur *docstore.Document
 		_, cur, err = s.getSubscriptionDoc(ctx, subID)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
-			var d *store.Document
-			if d, err = newDoc(partitionKey(subID), subscriptionDocID(subID), store.TypeSubscription, subscriptionDocID(subID), sub, 0); err != nil {
+		case errors.Is(err, docstore.ErrNotFound):
+			var d *docstore.Document
+			if d, err = newDoc(partitionKey(subID), subscriptionDocID(subID), docstore.TypeSubscription, subscriptionDocID(subID), sub, 0); err != nil {
 				return err
 			}
 			_, err = s.store.Create(ctx, d)
 		case err == nil:
-			var d *store.Document
+			var d *docstore.Document
 			if d, err = withBody(cur, sub); err != nil {
 				return err
 			}
 			_, err = s.store.Replace(ctx, d, cur.ETag)
 		}
-		if !errors.Is(err, store.ErrAlreadyExists) && !errors.Is(err, store.ErrPreconditionFailed) {
+		if !errors.Is(err, docstore.ErrAlreadyExists) && !errors.Is(err, docstore.ErrPreconditionFailed) {
 			break
 		}
 	}
@@ -74,7 +74,7 @@ func (s *Server) putSubscription(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info(r).log.Info("subscription state recorded", "subscriptionID", subID, "state", body.State)
-	if body.State == docs.SubscriptionDeleted {
+	if body.State == armdoc.SubscriptionDeleted {
 		s.deleteSubscriptionClusters(r, subID)
 	}
 	return writeSubscription(w, subID, sub)
@@ -83,7 +83,7 @@ func (s *Server) putSubscription(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	subID := r.PathValue("subscriptionId")
 	sub, _, err := s.getSubscriptionDoc(r.Context(), subID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, docstore.ErrNotFound) {
 		return cloudError(http.StatusNotFound, arm.CodeSubscriptionNotFound, "", "The subscription '%s' is not registered with this resource provider.", subID)
 	}
 	if err != nil {
@@ -92,7 +92,7 @@ func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	return writeSubscription(w, subID, sub)
 }
 
-func writeSubscription(w http.ResponseWriter, subID string, sub *docs.SubscriptionDocument) error {
+func writeSubscription(w http.ResponseWriter, subID string, sub *armdoc.SubscriptionDocument) error {
 	b, err := json.Marshal(subscriptionResponse{ID: "/subscriptions/" + subID, subscriptionBody: subscriptionBody{
 		State: sub.State, RegistrationDate: sub.RegistrationDate, Properties: sub.Properties,
 	}})
@@ -108,7 +108,7 @@ func writeSubscription(w http.ResponseWriter, subID string, sub *docs.Subscripti
 // notification tries again.
 func (s *Server) deleteSubscriptionClusters(r *http.Request, subID string) {
 	ctx := r.Context()
-	q := store.Query{Partition: partitionKey(subID), Type: store.TypeResource, ResourceIDPrefix: "/subscriptions/" + subID + "/"}
+	q := docstore.Query{Partition: partitionKey(subID), Type: docstore.TypeResource, ResourceIDPrefix: "/subscriptions/" + subID + "/"}
 	for {
 		page, err := s.store.Query(ctx, q)
 		if err != nil {
@@ -116,7 +116,7 @@ func (s *Server) deleteSubscriptionClusters(r *http.Request, subID string) {
 			return
 		}
 		for _, d := range page.Documents {
-			var rd docs.ResourceDocument
+			var rd armdoc.ResourceDocument
 			if err := json.Unmarshal(d.Body, &rd); err != nil {
 				info(r).log.Error("decode resource of deleted subscription", "id", d.ID, "error", err)
 				continue

@@ -15,8 +15,8 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
-	docs "github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // fakeVersions serves Cluster Service's Versions API from the catalogue Cluster Service ships
@@ -102,6 +102,7 @@ func (f *fakeClusterService) UpdateCluster(_ context.Context, req *csv1.UpdateCl
 	if u := req.GetUpdate(); u.NodeDrainTimeoutMinutes != nil || u.GetAutoscaling() != nil || u.GetApiAuthorizedCidrs() != nil ||
 		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil {
 		c.Revision++ // a configuration change is a new revision, as in Cluster Service
+		c.SpecRevision = c.Revision
 	}
 	if wi := req.GetUpdate().GetWorkloadIdentities(); wi != nil && c.GetSpec().GetAzure() != nil {
 		c.Spec.Azure.WorkloadIdentities = wi
@@ -128,7 +129,7 @@ func TestSpecExamplesVersions(t *testing.T) {
 				q := "?api-version=" + x.param(t, "api-version")
 				switch x.OperationID {
 				case "HcpOpenShiftVersions_List":
-					e.registerSubscription(x.param(t, "subscriptionId"), docs.SubscriptionRegistered)
+					e.registerSubscription(x.param(t, "subscriptionId"), armdoc.SubscriptionRegistered)
 					resp := e.do("GET", base+q, nil, nil)
 					if resp.code != 200 {
 						t.Fatalf("%s: %d %s", x.file, resp.code, resp.body)
@@ -143,7 +144,7 @@ func TestSpecExamplesVersions(t *testing.T) {
 						t.Fatalf("first version %v; want 4.17.44 (numeric order)", first)
 					}
 				case "HcpOpenShiftVersions_Get":
-					e.registerSubscription(x.param(t, "subscriptionId"), docs.SubscriptionRegistered)
+					e.registerSubscription(x.param(t, "subscriptionId"), armdoc.SubscriptionRegistered)
 					for _, tc := range []struct{ name, group string }{{"4.19.17", "stable"}, {"4.20.3", "stable"}, {"4.21.0", "candidate"}} {
 						resp := e.do("GET", base+"/"+tc.name+q, nil, nil)
 						if resp.code != 200 {
@@ -178,7 +179,7 @@ func TestClusterVersionUpdate(t *testing.T) {
 	e := newEnv(t)
 	path := clusterPath("rg", "upgraded")
 	created := e.put(path, set(minimalBody(), "properties.version.id", "4.19"))
-	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	const newer = "?api-version=2026-09-01-preview"
 
 	for _, tc := range []struct {
@@ -200,7 +201,7 @@ func TestClusterVersionUpdate(t *testing.T) {
 				t.Fatalf("%d %s; want %d %s on %s saying %q", resp.code, resp.body, tc.code, tc.errCode, tc.target, tc.msg)
 			}
 			rd, _ := e.resource(path)
-			if rd.ActiveOperationID != "" || rd.ProvisioningState != docs.StateSucceeded {
+			if rd.ActiveOperationID != "" || rd.ProvisioningState != armdoc.StateSucceeded {
 				t.Fatalf("a refused update left operation %q, state %s", rd.ActiveOperationID, rd.ProvisioningState)
 			}
 		})
@@ -214,11 +215,11 @@ func TestClusterVersionUpdate(t *testing.T) {
 		e.cs.beforeUpdateAnswer = func(req *csv1.UpdateClusterRequest) {
 			op, opDoc := e.operation(req.GetOperationId())
 			rd, resDoc := e.resource(path)
-			op.Status, op.LastTransitionTime = docs.StateUpdating, time.Now().UTC()
-			rd.ProvisioningState = docs.StateUpdating
-			if _, err := e.store.Transact(context.Background(), opDoc.PartitionKey, []store.TxOp{
-				{Kind: store.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag},
-				{Kind: store.TxReplace, Doc: mustWithBody(resDoc, rd), IfMatch: resDoc.ETag},
+			op.Status, op.LastTransitionTime = armdoc.StateUpdating, time.Now().UTC()
+			rd.ProvisioningState = armdoc.StateUpdating
+			if _, err := e.store.Transact(context.Background(), opDoc.PartitionKey, []docstore.TxOp{
+				{Kind: docstore.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag},
+				{Kind: docstore.TxReplace, Doc: mustWithBody(resDoc, rd), IfMatch: resDoc.ETag},
 			}); err != nil {
 				t.Errorf("play the backend: %v", err)
 			}
@@ -230,7 +231,7 @@ func TestClusterVersionUpdate(t *testing.T) {
 			t.Fatalf("%d %s", resp.code, resp.body)
 		}
 		rd, _ := e.resource(path)
-		if rd.ActiveOperationID != "" || rd.ProvisioningState != docs.StateSucceeded {
+		if rd.ActiveOperationID != "" || rd.ProvisioningState != armdoc.StateSucceeded {
 			t.Fatalf("the refused update left operation %q, state %s", rd.ActiveOperationID, rd.ProvisioningState)
 		}
 		updateMu.Lock()
@@ -249,7 +250,7 @@ func TestClusterVersionUpdate(t *testing.T) {
 		opID := opIDFrom(t, resp.header.Get("Azure-AsyncOperation"))
 		op, _ := e.operation(opID)
 		rd, _ := e.resource(path)
-		if op.Request != docs.OperationUpdate || op.Status.Terminal() || rd.ActiveOperationID != opID || rd.ProvisioningState != docs.StateUpdating {
+		if op.Request != armdoc.OperationUpdate || op.Status.Terminal() || rd.ActiveOperationID != opID || rd.ProvisioningState != armdoc.StateUpdating {
 			t.Fatalf("operation %+v, resource %s/%s", op, rd.ActiveOperationID, rd.ProvisioningState)
 		}
 		updateMu.Lock()
@@ -266,7 +267,7 @@ func TestClusterVersionUpdate(t *testing.T) {
 		if code, _ := again.armError(t); again.code != 409 || code != "Conflict" {
 			t.Fatalf("a second write during the upgrade: %d %s", again.code, again.body)
 		}
-		e.finish(opID, docs.StateSucceeded, nil)
+		e.finish(opID, armdoc.StateSucceeded, nil)
 	})
 
 	t.Run("channel_group_only_put_finishes_at_once", func(t *testing.T) {
@@ -279,7 +280,7 @@ func TestClusterVersionUpdate(t *testing.T) {
 		}
 		op, _ := e.operation(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")))
 		rd, _ := e.resource(path)
-		if op.Status != docs.StateSucceeded || rd.ProvisioningState != docs.StateSucceeded || rd.ActiveOperationID != "" {
+		if op.Status != armdoc.StateSucceeded || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
 			t.Fatalf("operation %s, resource %s (%q); want both Succeeded", op.Status, rd.ProvisioningState, rd.ActiveOperationID)
 		}
 	})

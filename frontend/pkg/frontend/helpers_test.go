@@ -24,11 +24,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
-	"github.com/openhcp/openhcp/internal/store"
-	"github.com/openhcp/openhcp/internal/store/postgres"
 )
 
 const (
@@ -278,11 +278,11 @@ func newEnv(t testing.TB, mutate ...func(*Config)) *env {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	e := &env{t: t, srv: srv, http: hs, store: st, cs: fake}
-	e.registerSubscription(testSub, docs.SubscriptionRegistered)
+	e.registerSubscription(testSub, armdoc.SubscriptionRegistered)
 	return e
 }
 
-func (e *env) registerSubscription(sub string, state docs.SubscriptionState) {
+func (e *env) registerSubscription(sub string, state armdoc.SubscriptionState) {
 	e.t.Helper()
 	resp := e.do("PUT", "/subscriptions/"+sub+"?api-version=2.0", mustJSON(map[string]any{
 		"state": state, "registrationDate": "2024-01-01T00:00:00Z",
@@ -312,7 +312,7 @@ func (r response) json(t *testing.T) map[string]any {
 func (r response) armError(t *testing.T) (code, target string) {
 	t.Helper()
 	var b struct {
-		Error *docs.CloudErrorBody `json:"error"`
+		Error *armdoc.CloudErrorBody `json:"error"`
 	}
 	if err := json.Unmarshal(r.body, &b); err != nil || b.Error == nil || b.Error.Code == "" || b.Error.Message == "" {
 		t.Fatalf("not an ARM error body (status %d): %s", r.code, r.body)
@@ -369,26 +369,26 @@ func (e *env) put(path string, body map[string]any) response {
 	return e.do("PUT", path, mustJSON(body), nil)
 }
 
-func (e *env) resource(path string) (*docs.ResourceDocument, *store.Document) {
+func (e *env) resource(path string) (*armdoc.ResourceDocument, *docstore.Document) {
 	e.t.Helper()
 	d, err := e.store.Get(context.Background(), strings.ToLower(testSub), strings.ToLower(path))
 	if err != nil {
 		return nil, nil
 	}
-	var rd docs.ResourceDocument
+	var rd armdoc.ResourceDocument
 	if err := json.Unmarshal(d.Body, &rd); err != nil {
 		e.t.Fatal(err)
 	}
 	return &rd, d
 }
 
-func (e *env) operation(id string) (*docs.OperationDocument, *store.Document) {
+func (e *env) operation(id string) (*armdoc.OperationDocument, *docstore.Document) {
 	e.t.Helper()
 	d, err := e.store.Get(context.Background(), strings.ToLower(testSub), id)
 	if err != nil {
 		return nil, nil
 	}
-	var op docs.OperationDocument
+	var op armdoc.OperationDocument
 	if err := json.Unmarshal(d.Body, &op); err != nil {
 		e.t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func (e *env) operation(id string) (*docs.OperationDocument, *store.Document) {
 }
 
 // finish does what the backend does when an operation ends.
-func (e *env) finish(opID string, st docs.ProvisioningState, cerr *docs.CloudErrorBody) {
+func (e *env) finish(opID string, st armdoc.ProvisioningState, cerr *armdoc.CloudErrorBody) {
 	e.t.Helper()
 	ctx := context.Background()
 	op, opDoc := e.operation(opID)
@@ -405,14 +405,14 @@ func (e *env) finish(opID string, st docs.ProvisioningState, cerr *docs.CloudErr
 	}
 	now := time.Now().UTC()
 	op.Status, op.Error, op.EndTime, op.LastTransitionTime = st, cerr, &now, now
-	ops := []store.TxOp{{Kind: store.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag}}
+	ops := []docstore.TxOp{{Kind: docstore.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag}}
 	rd, resDoc := e.resource(op.ExternalID)
 	if rd != nil {
-		if op.Request == docs.OperationDelete && st == docs.StateSucceeded {
-			ops = append(ops, store.TxOp{Kind: store.TxDelete, Doc: resDoc, IfMatch: resDoc.ETag})
+		if op.Request == armdoc.OperationDelete && st == armdoc.StateSucceeded {
+			ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: resDoc, IfMatch: resDoc.ETag})
 		} else {
 			rd.ProvisioningState, rd.ActiveOperationID = st, ""
-			ops = append(ops, store.TxOp{Kind: store.TxReplace, Doc: mustWithBody(resDoc, rd), IfMatch: resDoc.ETag})
+			ops = append(ops, docstore.TxOp{Kind: docstore.TxReplace, Doc: mustWithBody(resDoc, rd), IfMatch: resDoc.ETag})
 		}
 	}
 	if _, err := e.store.Transact(ctx, opDoc.PartitionKey, ops); err != nil {
@@ -420,7 +420,7 @@ func (e *env) finish(opID string, st docs.ProvisioningState, cerr *docs.CloudErr
 	}
 }
 
-func mustWithBody(d *store.Document, body any) *store.Document {
+func mustWithBody(d *docstore.Document, body any) *docstore.Document {
 	out, err := withBody(d, body)
 	if err != nil {
 		panic(err)

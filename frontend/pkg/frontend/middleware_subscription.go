@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 
-	docs "github.com/openhcp/openhcp/internal/api"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // middlewareSubscriptionState enforces the subscription lifecycle: Registered allows
@@ -14,20 +14,20 @@ import (
 func (s *Server) middlewareSubscriptionState(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
 	subID := r.PathValue("subscriptionId")
 	sub, _, err := s.getSubscriptionDoc(r.Context(), subID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		s.report(w, r, err)
 		return
 	}
-	state := docs.SubscriptionUnregistered
+	state := armdoc.SubscriptionUnregistered
 	if sub != nil {
 		state = sub.State
 		info(r).subscription = sub
 	}
 	allowed := false
 	switch state {
-	case docs.SubscriptionRegistered:
+	case armdoc.SubscriptionRegistered:
 		allowed = true
-	case docs.SubscriptionWarned, docs.SubscriptionSuspended:
+	case armdoc.SubscriptionWarned, armdoc.SubscriptionSuspended:
 		allowed = r.Method == http.MethodGet || r.Method == http.MethodDelete
 	default:
 		allowed = r.Method == http.MethodGet

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 func TestMiddleware(t *testing.T) {
@@ -97,11 +97,11 @@ func TestSubscriptionState(t *testing.T) {
 		}
 	})
 	t.Run("registered_then_warned_allows_get_and_delete_only", func(t *testing.T) {
-		e.registerSubscription(other, docs.SubscriptionRegistered)
+		e.registerSubscription(other, armdoc.SubscriptionRegistered)
 		if resp := e.put(otherCluster, body); resp.code != 201 {
 			t.Fatalf("PUT while registered: %d %s", resp.code, resp.body)
 		}
-		e.registerSubscription(other, docs.SubscriptionWarned)
+		e.registerSubscription(other, armdoc.SubscriptionWarned)
 		if resp := e.put(otherCluster, body); resp.code != 409 {
 			t.Fatalf("PUT while warned: %d", resp.code)
 		}
@@ -129,21 +129,21 @@ func TestSubscriptionState(t *testing.T) {
 	})
 	t.Run("deleted_subscription_deletes_its_clusters", func(t *testing.T) {
 		const third = "4D3E5C2A-0000-4000-8000-00000000ABCD"
-		e.registerSubscription(third, docs.SubscriptionRegistered)
+		e.registerSubscription(third, armdoc.SubscriptionRegistered)
 		p := "/subscriptions/" + third + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/doomed"
 		created := e.put(p, body)
 		if created.code != 201 {
 			t.Fatalf("create: %d %s", created.code, created.body)
 		}
-		e.registerSubscription(third, docs.SubscriptionDeleted)
+		e.registerSubscription(third, armdoc.SubscriptionDeleted)
 		d, err := e.store.Get(t.Context(), strings.ToLower(third), strings.ToLower(p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rd docs.ResourceDocument
+		var rd armdoc.ResourceDocument
 		json.Unmarshal(d.Body, &rd)
 		od, err := e.store.Get(t.Context(), strings.ToLower(third), rd.ActiveOperationID)
-		if rd.ProvisioningState != docs.StateDeleting || err != nil || !strings.Contains(string(od.Body), "Delete") {
+		if rd.ProvisioningState != armdoc.StateDeleting || err != nil || !strings.Contains(string(od.Body), "Delete") {
 			t.Fatalf("cluster of deleted subscription: %+v (operation %v)", rd, err)
 		}
 		if _, deletes, _ := e.cs.snapshot(); deletes[len(deletes)-1] != rd.InternalID {

@@ -56,23 +56,17 @@ func osDiskPersistence(diskType string) string {
 	return diskType
 }
 
-// mergedNodePoolSpec is what UpdateNodePool gets: Cluster Service's current spec (whose
-// platform carries the defaults it resolved) with every field an update may change replaced
-// from next. An empty version or channel group keeps the pool's current one; an unset
-// nodeDrainTimeoutMinutes goes back to the cluster's.
-func mergedNodePoolSpec(cur *csv1.NodePoolSpec, next *api.NodePool) *csv1.NodePoolSpec {
-	want := nodePoolSpec(next)
-	out := proto.Clone(cur).(*csv1.NodePoolSpec)
-	if want.VersionId != "" {
-		out.VersionId = want.VersionId
+// nodePoolUpdate is what UpdateNodePool gets for a change from stored to next: only the fields
+// that differ for a PATCH, every updatable field for a PUT (ARM's PUT replaces; a PUT also
+// brings back a field an SRE changed in Cluster Service that the ARM document does not show).
+// Cluster Service applies it to its own spec, so the frontend never reads that spec to write it
+// back. An empty version or channel group leaves the pool's; an unset nodeDrainTimeoutMinutes
+// goes back to the cluster's.
+func nodePoolUpdate(stored, next *api.NodePool, patch bool) *csv1.NodePoolUpdate {
+	if !patch {
+		return csv1.FullNodePoolUpdate(nodePoolSpec(next))
 	}
-	if want.ChannelGroup != "" {
-		out.ChannelGroup = want.ChannelGroup
-	}
-	out.Replicas, out.Autoscaling = want.Replicas, want.Autoscaling
-	out.Labels, out.Taints = want.Labels, want.Taints
-	out.NodeDrainTimeoutMinutes = want.NodeDrainTimeoutMinutes
-	return out
+	return csv1.NodePoolUpdateDiff(nodePoolSpec(stored), nodePoolSpec(next))
 }
 
 // sameClusterServiceSpec reports whether two versions of a node pool ask Cluster Service for

@@ -1,13 +1,14 @@
 package frontend
 
 import (
+	"fmt"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 const testDES = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des-1"
@@ -58,11 +59,14 @@ func TestNodePoolSpecMapping(t *testing.T) {
 	}
 }
 
-// TestMergedNodePoolSpec: an update replaces what ARM lets an update change and keeps the
-// create-only platform Cluster Service resolved.
-func TestMergedNodePoolSpec(t *testing.T) {
-	cur := &csv1.NodePoolSpec{VersionId: "4.19.17", ChannelGroup: "stable", Replicas: 2, NodeDrainTimeoutMinutes: proto.Int32(10),
+// TestNodePoolUpdate: what the frontend sends, applied by Cluster Service's merge to its spec,
+// replaces what ARM lets an update change and keeps the create-only platform Cluster Service
+// resolved, for a PUT (a full update) and a PATCH (only what differs from the document).
+func TestNodePoolUpdate(t *testing.T) {
+	cur := &csv1.NodePoolSpec{VersionId: "4.19.17", ChannelGroup: "stable", Replicas: 2, AutoRepair: true, NodeDrainTimeoutMinutes: proto.Int32(10),
 		Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", SubnetId: "/resolved/subnet", EncryptionAtHost: true, OsDiskEncryptionSetId: testDES, OsDiskPersistence: "Ephemeral"}}
+	stored := modelPool()
+	stored.Properties.NodeDrainTimeoutMinutes = proto.Int32(10)
 	for _, tc := range []struct {
 		name   string
 		mutate func(*api.NodePool)
@@ -78,18 +82,36 @@ func TestMergedNodePoolSpec(t *testing.T) {
 			func(s *csv1.NodePoolSpec) bool {
 				return s.GetChannelGroup() == "stable" && s.GetVersionId() == "4.19.17"
 			}},
+		{"autoscaling_replaces_replicas", func(np *api.NodePool) { np.Properties.AutoScaling = &api.NodePoolAutoScaling{Min: 1, Max: 3} },
+			func(s *csv1.NodePoolSpec) bool { return s.GetReplicas() == 0 && s.GetAutoscaling().GetMax() == 3 }},
 		{"platform_kept_from_cluster_service", func(np *api.NodePool) {
 			np.Properties.Platform = api.NodePoolPlatformProfile{VMSize: "Standard_D8s_v3"}
 		},
 			func(s *csv1.NodePoolSpec) bool { return proto.Equal(s.GetPlatform(), cur.GetPlatform()) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			np := modelPool()
-			tc.mutate(np)
-			if s := mergedNodePoolSpec(cur, np); !tc.check(s) {
-				t.Fatalf("merged %v", s)
-			}
-		})
+		for _, patch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/patch=%v", tc.name, patch), func(t *testing.T) {
+				np := modelPool()
+				np.Properties.NodeDrainTimeoutMinutes = proto.Int32(10)
+				tc.mutate(np)
+				if s := csv1.ApplyNodePoolUpdate(cur, nodePoolUpdate(stored, np, patch)); !tc.check(s) {
+					t.Fatalf("merged %v", s)
+				}
+			})
+		}
+	}
+	// A PATCH names only what changed: a field Cluster Service holds differently from the
+	// document (an SRE's scale not yet recorded) is left alone; a PUT replaces it.
+	scaled := proto.Clone(cur).(*csv1.NodePoolSpec)
+	scaled.Replicas = 7
+	labelled := modelPool()
+	labelled.Properties.NodeDrainTimeoutMinutes = proto.Int32(10)
+	labelled.Properties.Labels = []api.Label{{Key: "team", Value: "a"}}
+	if s := csv1.ApplyNodePoolUpdate(scaled, nodePoolUpdate(stored, labelled, true)); s.GetReplicas() != 7 || s.GetLabels()["team"] != "a" {
+		t.Fatalf("PATCH of labels gave %v; want the replicas Cluster Service holds kept", s)
+	}
+	if s := csv1.ApplyNodePoolUpdate(scaled, nodePoolUpdate(stored, labelled, false)); s.GetReplicas() != 2 || s.GetLabels()["team"] != "a" {
+		t.Fatalf("PUT gave %v; want the body's replicas", s)
 	}
 }
 
@@ -108,7 +130,7 @@ func TestNodePoolNewFieldsReachClusterService(t *testing.T) {
 	if resp.code != 201 {
 		t.Fatalf("PUT: %d %s", resp.code, resp.body)
 	}
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), docs.StateSucceeded, nil)
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 	rd, _ := e.resource(poolPath("c1", "np1"))
 	s := fake.pool(rd.InternalID).GetSpec()
 	if s.GetNodeDrainTimeoutMinutes() != 15 || s.GetChannelGroup() != "stable" || !s.GetPlatform().GetEncryptionAtHost() ||
@@ -122,7 +144,7 @@ func TestNodePoolNewFieldsReachClusterService(t *testing.T) {
 	}
 	op, _ := e.operation(opIDFrom(t, patch.header.Get("Azure-AsyncOperation")))
 	p := fake.pool(rd.InternalID)
-	if p.GetSpec().GetNodeDrainTimeoutMinutes() != 90 || op.Request != docs.OperationUpdate || op.Status == docs.StateSucceeded || op.InternalRevision != p.GetRevision() {
+	if p.GetSpec().GetNodeDrainTimeoutMinutes() != 90 || op.Request != armdoc.OperationUpdate || op.Status == armdoc.StateSucceeded || op.InternalRevision != p.GetRevision() {
 		t.Fatalf("after PATCH: Cluster Service spec %v, operation %+v", p.GetSpec(), op)
 	}
 	if !p.GetSpec().GetPlatform().GetEncryptionAtHost() || p.GetSpec().GetPlatform().GetOsDiskPersistence() != "Ephemeral" {

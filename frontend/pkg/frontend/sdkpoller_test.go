@@ -11,7 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // TestAzureSDKPollerDrivesCreateAndDelete runs the Azure SDK's own long-running-operation
@@ -68,7 +68,7 @@ func TestAzureSDKPollerDrivesCreateAndDelete(t *testing.T) {
 
 	created, opID := drive(send(http.MethodPut, mustJSON(minimalBody())), runtime.FinalStateViaAzureAsyncOp)
 	time.Sleep(1500 * time.Millisecond) // the poller sees Accepted at least once
-	e.finish(opID, docs.StateSucceeded, nil)
+	e.finish(opID, armdoc.StateSucceeded, nil)
 	r := <-created
 	if r.err != nil {
 		t.Fatalf("create poller: %v", r.err)
@@ -79,7 +79,7 @@ func TestAzureSDKPollerDrivesCreateAndDelete(t *testing.T) {
 
 	deleted, opID := drive(send(http.MethodDelete, nil), runtime.FinalStateViaLocation)
 	time.Sleep(1500 * time.Millisecond)
-	e.finish(opID, docs.StateSucceeded, nil)
+	e.finish(opID, armdoc.StateSucceeded, nil)
 	if r := <-deleted; r.err != nil {
 		t.Fatalf("delete poller: %v", r.err)
 	}
@@ -89,7 +89,7 @@ func TestAzureSDKPollerDrivesCreateAndDelete(t *testing.T) {
 
 	// A failed create surfaces as the poller's error with the operation's code.
 	failed, opID := drive(send(http.MethodPut, mustJSON(minimalBody())), runtime.FinalStateViaAzureAsyncOp)
-	e.finish(opID, docs.StateFailed, &docs.CloudErrorBody{Code: "ProvisioningFailed", Message: "no luck"})
+	e.finish(opID, armdoc.StateFailed, &armdoc.CloudErrorBody{Code: "ProvisioningFailed", Message: "no luck"})
 	if r := <-failed; r.err == nil || !bytes.Contains([]byte(r.err.Error()), []byte("ProvisioningFailed")) {
 		t.Fatalf("failed create: poller error %v", r.err)
 	}

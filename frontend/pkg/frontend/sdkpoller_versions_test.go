@@ -11,7 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 
-	docs "github.com/openhcp/openhcp/internal/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // TestAzureSDKPollerDrivesUpdateInEveryVersion runs the Azure SDK's poller over create, update
@@ -56,7 +56,7 @@ func TestAzureSDKPollerDrivesUpdateInEveryVersion(t *testing.T) {
 					t.Fatalf("NewPoller: %v", err)
 				}
 				if finish {
-					e.finish(opID, docs.StateSucceeded, nil)
+					e.finish(opID, armdoc.StateSucceeded, nil)
 				}
 				v, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: 100 * time.Millisecond})
 				if err != nil {

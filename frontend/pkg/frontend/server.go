@@ -19,12 +19,12 @@ import (
 	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20260630preview"
 	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20260901preview"
 	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
-	"github.com/openhcp/openhcp/internal/store"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // Config wires the server. Store, Clusters and Location are required.
 type Config struct {
-	Store    store.Store
+	Store    docstore.Store
 	Clusters csv1.ClustersClient
 	// NodePools is Cluster Service's node pool client; without it the nodePools paths are not
 	// served.
@@ -65,7 +65,7 @@ type Config struct {
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	store   store.Store
+	store   docstore.Store
 	cs      csv1.ClustersClient
 	mux     *http.ServeMux
 	metrics *metrics

@@ -73,7 +73,7 @@ func crdFromType(group, version, kind, plural string, t reflect.Type) *apiextens
 	}
 	return &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
-		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group, Annotations: keepAnnotation},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: group,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},

@@ -1,6 +1,8 @@
 // Command gen-crds copies the CustomResourceDefinitions that a management cluster needs out of the
 // pinned API modules in the Go module cache, cleans them, and writes them to
-// tooling/pkg/crds/manifests as zz_generated.*.yaml. `make generate` (hack/generate.sh) runs it.
+// dev-infrastructure/mgmtcluster/crds/manifests as zz_generated.*.yaml; and Istio's
+// PeerAuthentication and AuthorizationPolicy CRDs (istio.go) to dev-infrastructure/mgmtcluster/crds/istio.
+// `make generate` (hack/generate.sh) runs it.
 //
 // The module versions are whatever tooling/go.mod pins, so bumping a pin and re-running this is the
 // whole upgrade path; CI checks that the committed files are current.
@@ -46,11 +48,22 @@ var sources = []source{
 // which a kube-apiserver rejects, so every key under that prefix is dropped.
 const invalidAnnotationPrefix = "feature-gate.release.openshift.io/"
 
+// keepAnnotation tells Helm never to delete a CRD when the management-crds chart
+// (tooling/deploy/management-crds, which installs these files) is uninstalled: deleting a CRD
+// deletes every object of its kind, every HostedCluster of the management cluster. Other
+// installers ignore it.
+var keepAnnotation = map[string]string{"helm.sh/resource-policy": "keep"}
+
 func main() {
 	moduleDir := flag.String("module-dir", "tooling", "directory of the Go module whose pins select the API modules")
-	outDir := flag.String("out", "tooling/pkg/crds/manifests", "output directory")
+	outDir := flag.String("out", "dev-infrastructure/mgmtcluster/crds/manifests", "output directory")
+	istioDir := flag.String("istio-out", "dev-infrastructure/mgmtcluster/crds/istio", "output directory of Istio's security CRDs (not management-cluster CRDs)")
 	flag.Parse()
-	if err := run(*moduleDir, *outDir); err != nil {
+	err := run(*moduleDir, *outDir)
+	if err == nil {
+		err = writeIstioCRDs(*moduleDir, *istioDir)
+	}
+	if err != nil {
 		slog.Error("gen-crds failed", "err", err)
 		os.Exit(1)
 	}
@@ -135,16 +148,19 @@ func clean(raw []byte) ([]byte, error) {
 		return nil, fmt.Errorf("kind %q is not CustomResourceDefinition", kind)
 	}
 	md, _ := obj["metadata"].(map[string]any)
-	if ann, ok := md["annotations"].(map[string]any); ok {
-		for k := range ann {
-			if strings.HasPrefix(k, invalidAnnotationPrefix) {
-				delete(ann, k)
-			}
-		}
-		if len(ann) == 0 {
-			delete(md, "annotations")
+	ann, _ := md["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+	}
+	for k := range ann {
+		if strings.HasPrefix(k, invalidAnnotationPrefix) {
+			delete(ann, k)
 		}
 	}
+	for k, v := range keepAnnotation {
+		ann[k] = v
+	}
+	md["annotations"] = ann
 	delete(md, "creationTimestamp")
 	delete(obj, "status")
 	return yaml.Marshal(obj)

@@ -20,7 +20,8 @@ import (
 var commands []command
 
 func init() {
-	commands = []command{
+	// append: other files' init functions (dayops.go, breakglass.go) add theirs, in any order.
+	commands = append(commands, []command{
 		{noun: "cluster", verb: "list", summary: "clusters fleet-wide", flags: clusterListFlags, run: clusterList},
 		{noun: "cluster", verb: "describe", args: "<cluster service ID | ARM resource ID>", nargs: 1, summary: "one cluster along its whole path", run: clusterDescribe},
 		{noun: "cluster", verb: "must-gather", args: "<cluster service ID | ARM resource ID>", nargs: 1, summary: "a tarball of everything about one cluster", flags: mustGatherFlags, run: clusterMustGather},
@@ -33,7 +34,7 @@ func init() {
 		{noun: "sre", verb: "revocations", summary: "the SRE revocation list", run: sreRevocations},
 		{noun: "portal", summary: "serve the SRE portal on a loopback address, as your SRE identity", flags: portalFlags, run: portal, long: true},
 		{noun: "audit", summary: "the audit log, newest first", flags: auditFlags, run: auditList},
-	}
+	}...)
 }
 
 // The commands' own flags, bound by their flags functions.
@@ -232,11 +233,19 @@ func shardList(ctx context.Context, a *app, _ []string) error {
 		return err
 	}
 	return a.print(l, func(w io.Writer) {
-		t := table(w, "NAME", "STATUS", "CLUSTERS", "CAPACITY", "LOAD", "ETAG")
+		t := table(w, "NAME", "STATUS", "HEALTH", "CLUSTERS", "CAPACITY", "LOAD", "ETAG")
+		var sick []string
 		for _, s := range l.Shards {
-			t.row(s.Name, s.Status, fmt.Sprint(s.ClusterCount), fmt.Sprint(s.MaxClusters), fmt.Sprintf("%3.0f%% %s", 100*s.Load, bar(s.Load)), s.ETag)
+			t.row(s.Name, s.Status, s.Health, fmt.Sprint(s.ClusterCount), fmt.Sprint(s.MaxClusters), fmt.Sprintf("%3.0f%% %s", 100*s.Load, bar(s.Load)), s.ETag)
+			if s.Health != "healthy" {
+				sick = append(sick, s.Name+": "+s.HealthMessage)
+			}
 		}
 		t.flush()
+		// What was seen on a shard that is not healthy, under the table (the JSON has it too).
+		for _, line := range sick {
+			fmt.Fprintln(w, line)
+		}
 	})
 }
 

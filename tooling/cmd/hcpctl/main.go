@@ -23,8 +23,8 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
 )
 
 // usageError is a mistake in the command line (exit status 2).
@@ -116,8 +116,12 @@ func execute(args []string, getenv func(string) string, stdout io.Writer) error 
 		return nil
 	}
 	if words[0] == "completion" {
-		if len(words) != 2 || words[1] != "bash" {
-			return usagef("completion takes one shell: bash")
+		if len(words) != 2 || (words[1] != "bash" && words[1] != "zsh") {
+			return usagef("completion takes one shell: bash or zsh")
+		}
+		if words[1] == "zsh" {
+			// zsh runs the bash script through its own bash-completion emulation.
+			fmt.Fprint(stdout, "# zsh completion for hcpctl: source <(hcpctl completion zsh)\nautoload -U +X compinit && compinit\nautoload -U +X bashcompinit && bashcompinit\n")
 		}
 		fmt.Fprint(stdout, bashCompletion())
 		return nil
@@ -297,7 +301,13 @@ func explain(err error) string {
 	case http.StatusNotFound:
 		msg += "\n  Check the ID or name: 'hcpctl cluster list' and 'hcpctl shard list' show what exists."
 	case http.StatusPreconditionFailed:
-		msg += "\n  It changed since you read it: 'hcpctl shard list' shows the current etag; retry with --if-match set to it."
+		msg += "\n  It changed since you read it: 'hcpctl shard list' (a shard) or the last change's ETAG column (a cluster or node pool) shows the current etag; retry with --if-match set to it."
+	case http.StatusConflict:
+		if ae.Code == adminapi.CodeNotCancelable {
+			msg += "\n  Retrying will not help: 'hcpctl cluster pause <cluster ID>' stops a rollout where it stands (docs/sre.md, Cancel)."
+			break
+		}
+		msg += "\n  Something else is changing it now: 'hcpctl operation list' shows running operations; retry once it has ended."
 	case http.StatusBadRequest:
 		if ae.Target != "" {
 			msg += "\n  Fix " + flagFor(ae.Target) + "."
@@ -311,7 +321,9 @@ func explain(err error) string {
 // flagFor names the hcpctl flag that sets an API field.
 func flagFor(target string) string {
 	if f, ok := map[string]string{"reason": "--reason", "status": "--status", "If-Match": "--if-match", "pageSize": "--page-size",
-		"subscription": "--subscription", "state": "--state", "health": "--health", "since": "--since", "until": "--until", "outcome": "--outcome"}[target]; ok {
+		"subscription": "--subscription", "shard": "--shard", "pageToken": "--page-token", "all": "--all", "state": "--state", "health": "--health", "since": "--since", "until": "--until", "outcome": "--outcome",
+		"replicas": "--replicas", "autoscaling": "--min/--max", "autoscaling.min": "--min", "autoscaling.max": "--max", "version": "--version",
+		"ttl": "--ttl", "access": "--access", "credential": "--credential", "person": "--person", "cluster": "--cluster"}[target]; ok {
 		return f
 	}
 	return target
@@ -335,7 +347,7 @@ func printHelp(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "  completion bash\n      print a bash completion script: source <(hcpctl completion bash)\n")
+	fmt.Fprintf(w, "  completion bash|zsh\n      print a completion script: source <(hcpctl completion bash), or zsh\n")
 	fmt.Fprintln(w, "\nFlags of every command:")
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	(&globals{}).register(fs, func(string) string { return "" })
@@ -352,10 +364,11 @@ func bashCompletion() string {
 	b.WriteString("  if [ $COMP_CWORD -eq 2 ]; then case $noun in\n")
 	for _, n := range nouns() {
 		if vs := verbs(n); len(vs) > 0 && vs[0] != "" {
-			b.WriteString("    " + n + ") COMPREPLY=($(compgen -W \"" + strings.Join(vs, " ") + "\" -- \"$cur\"));;\n")
+			b.WriteString("    " + n + ") COMPREPLY=($(compgen -W \"" + strings.Join(vs, " ") + "\" -- \"$cur\")); return;;\n")
 		}
 	}
-	b.WriteString("    completion) COMPREPLY=($(compgen -W \"bash\" -- \"$cur\"));;\n  esac; return; fi\n")
+	// A noun without verbs (audit) falls through to its flags.
+	b.WriteString("    completion) COMPREPLY=($(compgen -W \"bash zsh\" -- \"$cur\")); return;;\n  esac; fi\n")
 	var global []string
 	gfs := flag.NewFlagSet("", flag.ContinueOnError)
 	(&globals{}).register(gfs, func(string) string { return "" })

@@ -27,6 +27,14 @@ func TestCommandLine(t *testing.T) {
 		{"unknown_flag", []string{"shard", "list", "--colour"}, 2, "flag provided but not defined: -colour"},
 		{"admin_url_needs_files", []string{"--admin-url", "https://127.0.0.1:1", "shard", "list"}, 2, "--admin-url needs --ca, --cert and --key"},
 		{"bad_output", []string{"-o", "xml", "shard", "list"}, 2, `invalid value "xml" for -o`},
+		{"scale_needs_a_size", []string{"nodepool", "scale", "np1", "--reason", "x"}, 2, "give --replicas N, or --min N --max M"},
+		{"scale_replicas_or_autoscaling", []string{"nodepool", "scale", "np1", "--replicas", "3", "--min", "1", "--max", "2", "--reason", "x"}, 2, "not both"},
+		{"autoscaling_needs_min_and_max", []string{"nodepool", "scale", "np1", "--min", "1", "--reason", "x"}, 2, "needs both --min and --max"},
+		{"scale_needs_a_reason", []string{"nodepool", "scale", "np1", "--replicas", "3"}, 2, "--reason is required: say why you scale node pool np1"},
+		{"upgrade_needs_a_version", []string{"upgrade", "start", "c1", "--reason", "x"}, 2, "--version is required"},
+		{"pause_until_or_for", []string{"cluster", "pause", "c1", "--until", "2030-01-01T00:00:00Z", "--for", "1h", "--reason", "x"}, 2, "--until or --for, not both"},
+		{"resume_needs_a_reason", []string{"cluster", "resume", "c1"}, 2, "--reason is required: say why you change cluster c1"},
+		{"maintenance_needs_a_reason", []string{"shard", "maintenance", "mgmt-1"}, 2, "--reason is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

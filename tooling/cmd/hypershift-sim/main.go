@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 type config struct {

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/openhcp/openhcp/tooling/pkg/hypershiftsim"
-	"github.com/openhcp/openhcp/tooling/pkg/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 func envMap(m map[string]string) func(string) (string, bool) {
@@ -59,12 +59,12 @@ func TestRun_againstManagementCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	apiserver, etcd, err := localregion.KubeBinaries(ctx)
+	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	mc, err := localregion.StartManagementCluster(ctx, localregion.ManagementClusterOptions{
+	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
 		Name: "sim", Dir: filepath.Join(dir, "mc"), LogDir: dir, APIServerPath: apiserver, EtcdPath: etcd,
 	})
 	if err != nil {
@@ -72,7 +72,7 @@ func TestRun_againstManagementCluster(t *testing.T) {
 	}
 	defer mc.Stop()
 
-	ports, err := localregion.FreePorts(2)
+	ports, err := mgmtcluster.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}

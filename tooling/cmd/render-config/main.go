@@ -1,6 +1,8 @@
 // Command render-config merges config/config.yaml's layers for every region, validates each
-// result against config/config.schema.json and writes config/rendered/<env>-<region>.json.
-// With -check it writes nothing and fails when the committed outputs are stale.
+// result against config/config.schema.json and writes config/rendered/<env>-<region>.json and
+// the Helm values of every chart (config/values/*.yaml.tmpl, docs/deploy.md) under
+// config/rendered/<env>-<region>/. With -check it writes nothing and fails when the committed
+// outputs are stale.
 package main
 
 import (
@@ -8,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/openhcp/openhcp/tooling/pkg/regionconfig"
@@ -24,13 +27,13 @@ func main() {
 }
 
 func run(dir string, check bool) error {
-	regions, err := regionconfig.RenderFiles(filepath.Join(dir, "config.yaml"), filepath.Join(dir, "config.schema.json"))
+	files, err := regionconfig.RenderDir(dir)
 	if err != nil {
 		return err
 	}
 	out := filepath.Join(dir, "rendered")
 	if check {
-		stale, err := regionconfig.Stale(out, regions)
+		stale, err := regionconfig.Stale(out, files)
 		if err != nil {
 			return err
 		}
@@ -39,11 +42,16 @@ func run(dir string, check bool) error {
 		}
 		return nil
 	}
-	if err := regionconfig.Write(out, regions); err != nil {
+	if err := regionconfig.Write(out, files); err != nil {
 		return err
 	}
-	for _, r := range regions {
-		fmt.Println(filepath.Join(out, r.Name()+".json"))
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Println(filepath.Join(out, name))
 	}
 	return nil
 }

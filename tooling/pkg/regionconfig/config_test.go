@@ -43,13 +43,17 @@ func TestRenderedConfigIsCurrent(t *testing.T) {
 			t.Errorf("shipped config renders no region %s; have %v", want, names)
 		}
 	}
+	files, err := RenderDir(dir)
+	if err != nil {
+		t.Fatalf("render shipped config and values: %v", err)
+	}
 	out := filepath.Join(dir, "rendered")
 	if os.Getenv("UPDATE") != "" {
-		if err := Write(out, regions); err != nil {
+		if err := Write(out, files); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stale, err := Stale(out, regions)
+	stale, err := Stale(out, files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,274 @@
+package server
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
+)
+
+// signPending plays the management cluster's break-glass signer, which no process runs in this
+// in-process region: it signs every PENDING credential's CSR as HyperShift's signer does (the
+// request's subject, the asked-for lifetime) and records it ISSUED, until ctx ends.
+func signPending(ctx context.Context, t *testing.T, st *csstore.Store) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "customer-break-glass.test"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour)}
+	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	ca, _ := x509.ParseCertificate(caDER)
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	for ctx.Err() == nil {
+		cs, err := st.ListUnsettledCredentials(ctx)
+		if err != nil {
+			return
+		}
+		for _, c := range cs {
+			if c.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_PENDING {
+				continue
+			}
+			req, err := breakglass.ParseRequest([]byte(c.CSR))
+			if err != nil {
+				t.Errorf("credential %s: CSR %v", c.ID, err)
+				return
+			}
+			now := time.Now().Truncate(time.Second)
+			notAfter := now.Add(time.Duration(c.SRE.GetValiditySeconds()) * time.Second)
+			der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{SerialNumber: big.NewInt(now.UnixNano()), Subject: req.Subject,
+				NotBefore: now, NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca, req.PublicKey, caKey)
+			if err != nil {
+				t.Errorf("sign: %v", err)
+				return
+			}
+			next := *c
+			next.Certificate, next.CABundle, next.APIURL = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(caPEM), "https://api.test:6443"
+			next.Status = &csv1.CredentialStatus{State: csv1.CredentialState_CREDENTIAL_STATE_ISSUED, Username: c.Status.GetUsername(),
+				ExpirationTime: timestamppb.New(notAfter), IssueTime: timestamppb.New(now)}
+			if _, err := st.UpdateCredential(ctx, &next); err != nil && ctx.Err() == nil {
+				t.Errorf("issue %s: %v", c.ID, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func readyCluster(t *testing.T, e *env, id string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := e.csdb.GetCluster(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.csdb.UpdateStatus(ctx, id, c.Revision, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBreakGlass(t *testing.T) {
+	e := start(t)
+	clusterID, clusterARM, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
+	bg := "/admin/v1/breakglass/"
+
+	for _, tc := range []struct {
+		name, identity, path, body string
+		want                       int
+		code, target               string
+	}{
+		{"no_certificate_is_401", "", bg + clusterID, `{"reason":"r"}`, 401, adminapi.CodeUnauthenticated, ""},
+		{"reason_is_required", "bob", bg + clusterID, `{"access":"read-only"}`, 400, adminapi.CodeInvalidRequest, "reason"},
+		{"readonly_may_not_ask_for_admin_403", "bob", bg + clusterID, `{"access":"admin","reason":"r"}`, 403, adminapi.CodeForbidden, "access"},
+		{"ttl_below_bounds_is_400_naming_ttl", "alice", bg + clusterID, `{"ttl":"1m","reason":"r"}`, 400, adminapi.CodeInvalidRequest, "ttl"},
+		{"ttl_above_bounds_is_400_naming_ttl", "alice", bg + clusterID, `{"ttl":"9h","reason":"r"}`, 400, adminapi.CodeInvalidRequest, "ttl"},
+		{"ttl_not_a_duration_is_400", "alice", bg + clusterID, `{"ttl":"forever","reason":"r"}`, 400, adminapi.CodeInvalidRequest, "ttl"},
+		{"unknown_access_is_400", "alice", bg + clusterID, `{"access":"root","reason":"r"}`, 400, adminapi.CodeInvalidRequest, "access"},
+		{"unknown_field_is_400", "alice", bg + clusterID, `{"group":"system:masters","reason":"r"}`, 400, adminapi.CodeInvalidRequest, "body"},
+		{"unknown_cluster_is_404_naming_it", "alice", bg + "0000000000000000000000000000000v", `{"reason":"r"}`, 404, adminapi.CodeNotFound, "0000000000000000000000000000000v"},
+		{"list_filter_typo_is_400", "bob", "/admin/v1/breakglass?persn=bob", "", 400, adminapi.CodeInvalidRequest, "persn"},
+		{"readonly_may_not_revoke_403", "bob", "/admin/v1/breakglass-revoke", `{"person":"bob","reason":"r"}`, 403, adminapi.CodeForbidden, ""},
+		{"revoke_needs_one_selector", "alice", "/admin/v1/breakglass-revoke", `{"reason":"r"}`, 400, adminapi.CodeInvalidRequest, "credential"},
+		{"revoke_unknown_credential_is_404", "alice", "/admin/v1/breakglass-revoke", `{"credential":"0000000000000000000000000000000v","reason":"r"}`, 404, adminapi.CodeNotFound, "0000000000000000000000000000000v"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			method := "POST"
+			if tc.body == "" {
+				method = "GET"
+			}
+			code, ae, body := e.call(t, tc.identity, method, tc.path, tc.body)
+			if code != tc.want || ae.Code != tc.code || (tc.target != "" && ae.Target != tc.target) {
+				t.Fatalf("%d %+v %s", code, ae, body)
+			}
+		})
+	}
+
+	request := func(t *testing.T, who, cluster, body string) adminapi.BreakGlassCredential {
+		t.Helper()
+		code, ae, b := e.call(t, who, "POST", bg+strings.TrimPrefix(cluster, "/"), body)
+		var c adminapi.BreakGlassCredential
+		if code != http.StatusCreated || json.Unmarshal(b, &c) != nil {
+			t.Fatalf("request: %d %+v %s", code, ae, b)
+		}
+		return c
+	}
+	var bobs, alices adminapi.BreakGlassCredential
+	for _, tc := range []struct {
+		name, who, cluster, body, group string
+		ttl                             time.Duration
+		out                             *adminapi.BreakGlassCredential
+	}{
+		{"readonly_default_ttl_by_cs_id", "bob", clusterID, `{"reason":"look at pods"}`, "openhcp:sre-break-glass:read-only", time.Hour, &bobs},
+		{"admin_2h_by_arm_id", "alice", clusterARM, `{"access":"admin","ttl":"2h","reason":"fix etcd"}`, "system:masters", 2 * time.Hour, &alices},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := request(t, tc.who, tc.cluster, tc.body)
+			*tc.out = c
+			cfg, err := clientcmd.Load([]byte(c.Kubeconfig))
+			if err != nil {
+				t.Fatalf("kubeconfig: %v", err)
+			}
+			auth := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
+			pair, err := tls.X509KeyPair(auth.ClientCertificateData, auth.ClientKeyData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+			wantCN := "system:customer-break-glass:sre:" + tc.who
+			if leaf.Subject.CommonName != wantCN || len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != tc.group {
+				t.Fatalf("subject %s, want CN=%s O=%s", leaf.Subject, wantCN, tc.group)
+			}
+			if life := leaf.NotAfter.Sub(leaf.NotBefore); life != tc.ttl {
+				t.Fatalf("certificate lives %s, want %s", life, tc.ttl)
+			}
+			if c.Person != tc.who || c.Username != wantCN || c.Group != tc.group || c.State != "issued" || c.TTLSeconds != int32(tc.ttl/time.Second) ||
+				c.ExpirationTime == nil || !c.ExpirationTime.Equal(leaf.NotAfter) || c.ClusterID != clusterID {
+				t.Fatalf("credential %+v", c)
+			}
+		})
+	}
+
+	list := func(t *testing.T, query string) []adminapi.BreakGlassCredential {
+		t.Helper()
+		code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass"+query, "")
+		var l adminapi.BreakGlassList
+		if code != 200 || json.Unmarshal(b, &l) != nil {
+			t.Fatalf("list: %d %+v %s", code, ae, b)
+		}
+		for _, c := range l.Credentials {
+			if c.Kubeconfig != "" {
+				t.Fatal("a list carries a kubeconfig")
+			}
+		}
+		return l.Credentials
+	}
+	ids := func(cs []adminapi.BreakGlassCredential) string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Person+":"+c.State)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"", "bob:issued,alice:issued"},
+		{"?person=alice", "alice:issued"},
+		{"?cluster=" + clusterARM, "bob:issued,alice:issued"},
+		{"?person=carol", ""},
+	} {
+		if got := ids(list(t, tc.query)); got != tc.want {
+			t.Fatalf("list%s = %q, want %q", tc.query, got, tc.want)
+		}
+	}
+	code, ae, _ := e.call(t, "bob", "GET", "/admin/v1/breakglass?cluster=0000000000000000000000000000000v", "")
+	if code != 404 || ae.Target != "0000000000000000000000000000000v" {
+		t.Fatalf("unknown cluster filter: %d %+v", code, ae)
+	}
+
+	// Revoking alice's credential rotates the cluster's signer: every break-glass credential of
+	// the cluster is REVOKING at once, and none is active any more.
+	code, ae, b := e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"credential":"`+alices.ID+`","reason":"leaked in chat"}`)
+	var revs adminapi.BreakGlassRevocations
+	if code != 200 || json.Unmarshal(b, &revs) != nil || len(revs.Revocations) != 1 || revs.Revocations[0].ClusterID != clusterID ||
+		revs.Revocations[0].State != "revoking" || strings.Join(revs.Revocations[0].Credentials, ",") != alices.ID {
+		t.Fatalf("revoke: %d %+v %s", code, ae, b)
+	}
+	if got := ids(list(t, "")); got != "" {
+		t.Fatalf("active after revoke: %q", got)
+	}
+	if got := ids(list(t, "?all=true")); got != "bob:revoking,alice:revoking" {
+		t.Fatalf("all after revoke: %q", got)
+	}
+	// Nothing left to revoke for bob: an empty answer, no revocation.
+	code, _, b = e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"person":"bob","reason":"offboarding"}`)
+	if code != 200 || json.Unmarshal(b, &revs) != nil || len(revs.Revocations) != 0 {
+		t.Fatalf("revoke person: %d %s", code, b)
+	}
+	_ = bobs
+}
+
+// TestBreakGlassTTLBounds: the bounds themselves are checked when the server starts.
+func TestBreakGlassTTLBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    BreakGlassTTL
+		ok   bool
+	}{
+		{"defaults", DefaultBreakGlassTTL(), true},
+		{"min_below_csr_least", BreakGlassTTL{Min: time.Minute, Max: time.Hour, Default: 30 * time.Minute}, false},
+		{"max_below_min", BreakGlassTTL{Min: time.Hour, Max: 30 * time.Minute, Default: time.Hour}, false},
+		{"default_outside", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 2 * time.Hour}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.b.Validate(); (err == nil) != tc.ok {
+				t.Fatalf("Validate = %v", err)
+			}
+		})
+	}
+}
+
+// FuzzBreakGlassRequest feeds arbitrary bodies to the break-glass request parser: no panic; an
+// accepted body has a known access and a TTL within bounds; a refusal is a 400 naming a field.
+func FuzzBreakGlassRequest(f *testing.F) {
+	for _, s := range []string{`{}`, `{"access":"admin","ttl":"2h","reason":"r"}`, `{"ttl":"1m"}`, `{"ttl":"9h"}`, `{"ttl":"1h0.5s"}`,
+		`{"access":"root"}`, `{"ttl":"-1h"}`, `{"ttl":"9999999999h"}`, `[1]`, `{"access":null}`, `{"group":"x"}`, ""} {
+		f.Add(s)
+	}
+	bounds := DefaultBreakGlassTTL()
+	f.Fuzz(func(t *testing.T, body string) {
+		r := httptest.NewRequest(http.MethodPost, "/admin/v1/breakglass/x", strings.NewReader(body))
+		acc, perm, ttl, err := parseBreakGlassRequest(r, bounds)
+		if err != nil {
+			ae, ok := err.(*apiError)
+			if !ok || ae.status != http.StatusBadRequest || ae.body.Target == "" || ae.body.Message == "" {
+				t.Fatalf("refusal %v of %q", err, body)
+			}
+			return
+		}
+		if _, ok := breakglass.SREGroups[acc]; !ok || perm == "" || ttl < bounds.Min || ttl > bounds.Max || ttl%time.Second != 0 {
+			t.Fatalf("accepted %q as %s %s %s", body, acc, perm, ttl)
+		}
+	})
+}

@@ -1,0 +1,123 @@
+package csv1
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+)
+
+func poolSpec() *NodePoolSpec {
+	return &NodePoolSpec{VersionId: "4.19.7", ChannelGroup: "stable", Replicas: 2, AutoRepair: true, NodeDrainTimeoutMinutes: proto.Int32(10),
+		Labels: map[string]string{"a": "1"}, Taints: []*Taint{{Key: "k", Value: "v", Effect: "NoSchedule"}},
+		Platform: &NodePoolPlatform{VmSize: "Standard_D8s_v3", SubnetId: "/subnet"}}
+}
+
+func TestApplyNodePoolUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		u     *NodePoolUpdate
+		check func(*NodePoolSpec) bool
+	}{
+		{"empty_update_changes_nothing", &NodePoolUpdate{}, func(s *NodePoolSpec) bool { return proto.Equal(s, poolSpec()) }},
+		{"nil_update_changes_nothing", nil, func(s *NodePoolSpec) bool { return proto.Equal(s, poolSpec()) }},
+		{"replicas_removes_autoscaling", &NodePoolUpdate{Scaling: &NodePoolUpdate_Replicas{Replicas: 0}},
+			func(s *NodePoolSpec) bool { return s.GetReplicas() == 0 && s.GetAutoscaling() == nil }},
+		{"autoscaling_zeroes_replicas", &NodePoolUpdate{Scaling: &NodePoolUpdate_Autoscaling{Autoscaling: &NodePoolAutoscaling{Min: 1, Max: 4}}},
+			func(s *NodePoolSpec) bool { return s.GetReplicas() == 0 && s.GetAutoscaling().GetMax() == 4 }},
+		{"empty_labels_remove_them", &NodePoolUpdate{Labels: &StringMap{}}, func(s *NodePoolSpec) bool { return s.Labels == nil }},
+		{"empty_taints_remove_them", &NodePoolUpdate{Taints: &Taints{}}, func(s *NodePoolSpec) bool { return len(s.Taints) == 0 }},
+		{"drain_timeout_without_value_clears_it", &NodePoolUpdate{NodeDrainTimeoutMinutes: &OptionalInt32{}},
+			func(s *NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes == nil }},
+		{"drain_timeout_zero_is_a_value", &NodePoolUpdate{NodeDrainTimeoutMinutes: &OptionalInt32{Value: proto.Int32(0)}},
+			func(s *NodePoolSpec) bool {
+				return s.NodeDrainTimeoutMinutes != nil && s.GetNodeDrainTimeoutMinutes() == 0
+			}},
+		{"auto_repair_false_is_a_value", &NodePoolUpdate{AutoRepair: proto.Bool(false)}, func(s *NodePoolSpec) bool { return !s.GetAutoRepair() }},
+		{"empty_version_keeps_it", &NodePoolUpdate{ChannelGroup: "fast"},
+			func(s *NodePoolSpec) bool { return s.GetVersionId() == "4.19.7" && s.GetChannelGroup() == "fast" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := poolSpec()
+			got := ApplyNodePoolUpdate(cur, tc.u)
+			if !tc.check(got) {
+				t.Fatalf("applied %v", got)
+			}
+			if !proto.Equal(cur, poolSpec()) {
+				t.Fatalf("the stored spec was changed in place: %v", cur)
+			}
+		})
+	}
+}
+
+// TestNodePoolUpdateDiffRoundTrip: applying the diff of a and b to a gives b (for every field
+// an update may change), and the diff of a spec with itself is empty.
+func TestNodePoolUpdateDiffRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*NodePoolSpec)
+	}{
+		{"nothing", func(*NodePoolSpec) {}},
+		{"replicas", func(s *NodePoolSpec) { s.Replicas = 9 }},
+		{"to_autoscaling", func(s *NodePoolSpec) { s.Replicas, s.Autoscaling = 0, &NodePoolAutoscaling{Min: 2, Max: 5} }},
+		{"labels_and_taints", func(s *NodePoolSpec) { s.Labels, s.Taints = map[string]string{"b": "2"}, nil }},
+		{"drain_cleared", func(s *NodePoolSpec) { s.NodeDrainTimeoutMinutes = nil }},
+		{"version_and_group", func(s *NodePoolSpec) { s.VersionId, s.ChannelGroup = "4.20.1", "fast" }},
+		{"auto_repair", func(s *NodePoolSpec) { s.AutoRepair = false }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := poolSpec(), poolSpec()
+			tc.mutate(b)
+			u := NodePoolUpdateDiff(a, b)
+			if got := ApplyNodePoolUpdate(a, u); !proto.Equal(got, b) {
+				t.Fatalf("apply(a, diff(a, b)) = %v, want %v (update %v)", got, b, u)
+			}
+			if got := ApplyNodePoolUpdate(a, FullNodePoolUpdate(b)); !proto.Equal(got, b) {
+				t.Fatalf("apply(a, full(b)) = %v, want %v", got, b)
+			}
+		})
+	}
+	if u := NodePoolUpdateDiff(poolSpec(), poolSpec()); !proto.Equal(u, &NodePoolUpdate{}) {
+		t.Fatalf("diff of equal specs = %v, want empty", u)
+	}
+}
+
+func TestExternalAuthUpdate(t *testing.T) {
+	spec := func() *ExternalAuthSpec {
+		return &ExternalAuthSpec{Issuer: &TokenIssuer{Url: "https://issuer", Audiences: []string{"a"}},
+			Clients:       []*ExternalAuthClient{{ComponentName: "console", ComponentNamespace: "ns", ClientId: "a", Type: "Public"}},
+			ClaimMappings: &TokenClaimMappings{Username: &UsernameClaimMapping{Claim: "email"}}}
+	}
+	b := spec()
+	b.ClaimMappings.Groups = &GroupsClaimMapping{Claim: "groups"}
+	b.Clients = nil
+	u := ExternalAuthUpdateDiff(spec(), b)
+	if u.Issuer != nil || u.ValidationRules != nil || u.Clients == nil || u.ClaimMappings == nil {
+		t.Fatalf("diff = %v, want clients and claim mappings only", u)
+	}
+	if got := ApplyExternalAuthUpdate(spec(), u); !proto.Equal(got, b) {
+		t.Fatalf("apply(diff) = %v, want %v", got, b)
+	}
+	if got := ApplyExternalAuthUpdate(spec(), &ExternalAuthUpdate{}); !proto.Equal(got, spec()) {
+		t.Fatalf("empty update changed %v", got)
+	}
+	if got := ApplyExternalAuthUpdate(spec(), FullExternalAuthUpdate(&ExternalAuthSpec{})); got.GetIssuer().GetUrl() != "" || got.GetClaimMappings().GetUsername() != nil {
+		t.Fatalf("a full update of an empty spec kept %v; it must replace (and fail validation)", got)
+	}
+}
+
+func TestUpdateFieldPath(t *testing.T) {
+	md := (&NodePoolUpdate{}).ProtoReflect().Descriptor()
+	for _, tc := range []struct{ spec, want string }{
+		{"autoscaling.max", "autoscaling.max"},
+		{"taints[1].effect", "taints.values[1].effect"},
+		{"labels", "labels.values"},
+		{"node_drain_timeout_minutes", "node_drain_timeout_minutes.value"},
+		{"version_id", "version_id"},
+		{"platform.vm_size", ""},
+	} {
+		got, ok := UpdateFieldPath(md, tc.spec)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("UpdateFieldPath(%q) = %q, %v; want %q", tc.spec, got, ok, tc.want)
+		}
+	}
+}

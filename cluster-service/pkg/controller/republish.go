@@ -1,0 +1,132 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	workv1 "open-cluster-management.io/api/work/v1"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
+)
+
+// The pinned Maestro agent can lose a spec update that arrives while it writes the previous
+// status (docs/maestro.md, "A spec update the agent loses"): it keeps the older spec and never
+// applies the new one by itself. Maestro keeps only a status the agent wrote for the work's
+// current generation (maestro.StatusGeneration), so a status generation that stays behind the
+// work's generation is the symptom. The controller then sends the work again as a new
+// generation (WorkClient.Republish), which the agent does receive and apply.
+//
+// The rule watches the agent, not HyperShift: the agent writes a status within a second of
+// applying any generation, however long the HostedCluster or NodePool then takes to become
+// ready, so a slow transition never triggers it. The wait doubles with every republish of the
+// same episode (RepublishAfter, 2×, 4×, … up to maxRepublishDelay) and resets once the agent
+// has caught up, so an agent that is down costs one generation per work every few minutes,
+// never a loop.
+
+// DefaultRepublishAfter is Config.RepublishAfter's default: the agent reports on a new
+// generation within about a second here (docs/maestro.md), and a needless republish costs it one
+// apply that changes nothing.
+const DefaultRepublishAfter = 15 * time.Second
+
+// maxRepublishDelay caps the wait between two republishes of the same work.
+const maxRepublishDelay = 10 * time.Minute
+
+// lagState is what the controller remembers about a work whose status is behind its spec.
+type lagState struct {
+	generation int64     // the work generation last seen behind
+	since      time.Time // when that generation was first seen behind
+	attempts   int       // republishes so far in this episode
+}
+
+// republishDelay is how long a generation may stay unreported after attempts republishes.
+func republishDelay(base time.Duration, attempts int) time.Duration {
+	d := base
+	for range attempts {
+		if d >= maxRepublishDelay/2 {
+			return maxRepublishDelay
+		}
+		d *= 2
+	}
+	return min(d, maxRepublishDelay)
+}
+
+// lagDecision says what to do about a work: republish it now, look again after recheck (0: no
+// need), and the state to remember (keep false: forget it).
+type lagDecision struct {
+	republish bool
+	recheck   time.Duration
+	next      lagState
+	keep      bool
+}
+
+// decideLag is the republish rule, without side effects: prev (known says whether there is
+// one) is what was remembered, generation and statusGeneration what Maestro reports now.
+func decideLag(prev lagState, known bool, generation, statusGeneration int64, now time.Time, base time.Duration) lagDecision {
+	if statusGeneration >= generation {
+		return lagDecision{} // caught up: the episode is over
+	}
+	if !known {
+		return lagDecision{recheck: base, next: lagState{generation: generation, since: now}, keep: true}
+	}
+	if prev.generation != generation {
+		// A new generation (a new spec, or our own republish): its clock starts now; the
+		// backoff of the episode carries on.
+		st := lagState{generation: generation, since: now, attempts: prev.attempts}
+		return lagDecision{recheck: republishDelay(base, st.attempts), next: st, keep: true}
+	}
+	due := prev.since.Add(republishDelay(base, prev.attempts))
+	if now.Before(due) {
+		return lagDecision{recheck: due.Sub(now), next: prev, keep: true}
+	}
+	st := lagState{generation: generation, since: now, attempts: prev.attempts + 1}
+	return lagDecision{republish: true, recheck: republishDelay(base, st.attempts), next: st, keep: true}
+}
+
+// repairLostUpdate applies the rule to the work of key (kind is the metric label) on shard:
+// it republishes a work whose status has stayed behind its generation for too long, and
+// returns when to look again (0: no need).
+func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork) (time.Duration, error) {
+	if got == nil || !got.DeletionTimestamp.IsZero() {
+		c.mu.Lock()
+		delete(c.lag, key)
+		c.mu.Unlock()
+		return 0, nil
+	}
+	c.mu.Lock()
+	prev, known := c.lag[key]
+	d := decideLag(prev, known, got.Generation, maestro.StatusGeneration(got), c.now(), c.cfg.RepublishAfter)
+	if d.keep {
+		c.lag[key] = d.next
+	} else {
+		delete(c.lag, key)
+	}
+	c.mu.Unlock()
+	if !d.republish {
+		return d.recheck, nil
+	}
+	log.Warn("the management cluster's agent has not reported on the work's current spec; republishing it",
+		"work", got.Name, "generation", got.Generation, "status_generation", maestro.StatusGeneration(got),
+		"behind_for", republishDelay(c.cfg.RepublishAfter, prev.attempts).String(), "attempt", d.next.attempts)
+	if _, err := c.works.Republish(ctx, shard, got.Name); err != nil {
+		// Not sent: the next reconcile (the error's backoff) tries again at once.
+		c.mu.Lock()
+		c.lag[key] = prev
+		c.mu.Unlock()
+		return 0, fmt.Errorf("republish work %s on %s: %w", got.Name, shard, err)
+	}
+	c.republishes.WithLabelValues(kind).Inc()
+	return d.recheck, nil
+}
+
+// sooner is the earlier of two requeue delays, where 0 means none.
+func sooner(a, b time.Duration) time.Duration {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}

@@ -1,0 +1,248 @@
+package localregion
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/packets"
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+// mqttTestClient is a real MQTT v5 client (paho) that records what it receives.
+type mqttTestClient struct {
+	c   *paho.Client
+	got chan *paho.Publish
+}
+
+func (m *mqttTestClient) Close() { _ = m.c.Disconnect(&paho.Disconnect{}) }
+
+// dialMQTT connects to addr over TLS with cfg and asks for clientID.
+func dialMQTT(ctx context.Context, addr string, cfg *tls.Config, clientID string) (*mqttTestClient, error) {
+	d := tls.Dialer{Config: cfg}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	m := &mqttTestClient{got: make(chan *paho.Publish, 100)}
+	m.c = paho.NewClient(paho.ClientConfig{
+		Conn: packets.NewThreadSafeConn(conn),
+		OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(p paho.PublishReceived) (bool, error) {
+			m.got <- p.Packet
+			return true, nil
+		}},
+		PacketTimeout: 5 * time.Second,
+	})
+	ca, err := m.c.Connect(ctx, &paho.Connect{ClientID: clientID, CleanStart: true, KeepAlive: 30})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if ca.ReasonCode != 0 {
+		conn.Close()
+		return nil, &connackError{ca.ReasonCode}
+	}
+	return m, nil
+}
+
+type connackError struct{ code byte }
+
+func (e *connackError) Error() string { return fmt.Sprintf("CONNACK reason %#x", e.code) }
+
+// receives reports whether m gets a message on topic with payload within wait.
+func (m *mqttTestClient) receives(topic, payload string, wait time.Duration) bool {
+	deadline := time.After(wait)
+	for {
+		select {
+		case p := <-m.got:
+			if p.Topic == topic && string(p.Payload) == payload {
+				return true
+			}
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+func (m *mqttTestClient) disconnectedWithin(wait time.Duration) bool {
+	select {
+	case <-m.c.Done():
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// TestRegionBrokerRefusesAndIsolates runs the region's broker (SecureBrokerOptions: the real
+// mosquitto, TLS, client certificates, MaestroACL) with identities made exactly as Up makes them,
+// and checks every refusal with a real MQTT client: plaintext, no certificate and a certificate
+// from another CA are refused; the agent of mgmt-2 can neither read nor write mgmt-1's topics
+// while mgmt-1's own agent and the server (the controls) can; and a session can be taken over
+// only by its own identity.
+func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	p, err := pki.Create(filepath.Join(dir, "pki"), pki.Options{MaestroConsumers: []string{"mgmt-1", "mgmt-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := pki.Create(filepath.Join(dir, "stranger-pki"), pki.Options{MaestroConsumers: []string{"mgmt-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := mgmtcluster.SecureBrokerOptions(p, filepath.Join(dir, "mosquitto"), filepath.Join(dir, "logs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq, err := mgmtcluster.StartMosquitto(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mq.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("mosquitto.log:\n%s", mq.Proc.LogTail(8000))
+		}
+	})
+	as := func(identity string) *tls.Config {
+		t.Helper()
+		f := p.MustFiles(identity)
+		cfg, err := tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key}.Client(mq.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	dial := func(identity, clientID string) *mqttTestClient {
+		t.Helper()
+		c, err := dialMQTT(ctx, mq.Addr, as(identity), clientID)
+		if err != nil {
+			t.Fatalf("%s cannot connect: %v", identity, err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	const topics = "sources/maestro/consumers/"
+	mgmt1Spec, mgmt1Status := topics+"mgmt-1/sourceevents", topics+"mgmt-1/agentevents"
+	mgmt2Status := topics + "mgmt-2/agentevents"
+
+	t.Run("refused_connections", func(t *testing.T) {
+		serverOnly, err := tlsconfig.Files{CA: p.CAFile}.Client(mq.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := stranger.MustFiles(pki.MaestroAgent("mgmt-1"))
+		strangerCert, err := tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key}.Client(mq.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			cfg  *tls.Config // nil: plaintext
+		}{
+			{"plaintext", nil},
+			{"tls_without_a_client_certificate", serverOnly},
+			{"client_certificate_from_an_unknown_ca", strangerCert},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if err := mgmtcluster.KickMQTTClient(ctx, mq.Addr, "mgmt-1", tc.cfg); err == nil {
+					t.Fatal("the broker accepted the connection")
+				}
+			})
+		}
+		t.Run("own_certificate_accepted", func(t *testing.T) {
+			if err := mgmtcluster.KickMQTTClient(ctx, mq.Addr, "x", as(pki.MaestroAgent("mgmt-2"))); err != nil {
+				t.Fatalf("the right identity was refused: %v", err)
+			}
+		})
+	})
+
+	t.Run("agent_of_mgmt_2_cannot_read_or_write_mgmt_1", func(t *testing.T) {
+		server := dial(pki.MaestroServer, "maestro-server")
+		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")
+		agent2 := dial(pki.MaestroAgent("mgmt-2"), "mgmt-2-work-agent-client")
+		if _, err := server.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topics + "+/agentevents", QoS: 1}}}); err != nil {
+			t.Fatalf("server subscribe: %v", err)
+		}
+		if _, err := agent1.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: mgmt1Spec, QoS: 1}}}); err != nil {
+			t.Fatalf("mgmt-1 subscribe to its own topic: %v", err)
+		}
+		// mgmt-2 asks for mgmt-1's specs directly, through a wildcard and through everything.
+		for _, topic := range []string{mgmt1Spec, topics + "+/sourceevents", "#"} {
+			sa, err := agent2.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}})
+			t.Logf("mgmt-2 subscribes to %s: suback %+v, err %v", topic, sa, err)
+		}
+
+		// The server sends mgmt-1 a spec: mgmt-1 gets it (the control), mgmt-2 does not.
+		if _, err := server.c.Publish(ctx, &paho.Publish{Topic: mgmt1Spec, QoS: 1, Payload: []byte("spec for mgmt-1")}); err != nil {
+			t.Fatalf("server publish: %v", err)
+		}
+		if !agent1.receives(mgmt1Spec, "spec for mgmt-1", 5*time.Second) {
+			t.Fatal("control: mgmt-1 did not receive its own spec")
+		}
+		if agent2.receives(mgmt1Spec, "spec for mgmt-1", 2*time.Second) {
+			t.Fatal("mgmt-2 received mgmt-1's spec")
+		}
+
+		// mgmt-2 forges a status of mgmt-1, and a spec for it: neither arrives.
+		forged := func(topic, payload string) {
+			pr, err := agent2.c.Publish(ctx, &paho.Publish{Topic: topic, QoS: 1, Payload: []byte(payload)})
+			t.Logf("mgmt-2 publishes on %s: %+v, err %v", topic, pr, err)
+		}
+		forged(mgmt1Status, "forged status")
+		forged(mgmt1Spec, "forged spec")
+		// The controls: mgmt-1's and mgmt-2's own statuses reach the server.
+		if _, err := agent1.c.Publish(ctx, &paho.Publish{Topic: mgmt1Status, QoS: 1, Payload: []byte("status of mgmt-1")}); err != nil {
+			t.Fatalf("mgmt-1 publish on its own topic: %v", err)
+		}
+		if !server.receives(mgmt1Status, "status of mgmt-1", 5*time.Second) {
+			t.Fatal("control: the server did not receive mgmt-1's status")
+		}
+		if _, err := agent2.c.Publish(ctx, &paho.Publish{Topic: mgmt2Status, QoS: 1, Payload: []byte("status of mgmt-2")}); err != nil {
+			t.Fatalf("mgmt-2 publish on its own topic: %v", err)
+		}
+		if !server.receives(mgmt2Status, "status of mgmt-2", 5*time.Second) {
+			t.Fatal("control: the server did not receive mgmt-2's status")
+		}
+		if server.receives(mgmt1Status, "forged status", 2*time.Second) {
+			t.Fatal("the server received a status of mgmt-1 forged by mgmt-2")
+		}
+		if agent1.receives(mgmt1Spec, "forged spec", time.Second) {
+			t.Fatal("mgmt-1 received a spec forged by mgmt-2")
+		}
+		// An agent cannot publish specs even for itself: only the server writes sourceevents.
+		pr, err := agent1.c.Publish(ctx, &paho.Publish{Topic: mgmt1Spec, QoS: 1, Payload: []byte("self spec")})
+		t.Logf("mgmt-1 publishes on its own sourceevents: %+v, err %v", pr, err)
+		if agent1.receives(mgmt1Spec, "self spec", 2*time.Second) {
+			t.Fatal("an agent could publish a spec")
+		}
+	})
+
+	t.Run("a_session_is_taken_over_only_by_its_own_identity", func(t *testing.T) {
+		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")
+		// mgmt-2 asks for the ID mgmt-1 asked for, and for the one the broker gave it.
+		for _, id := range []string{"mgmt-1-work-agent-client", "mgmt-1"} {
+			if err := mgmtcluster.KickMQTTClient(ctx, mq.Addr, id, as(pki.MaestroAgent("mgmt-2"))); err != nil {
+				t.Fatalf("mgmt-2 connect: %v", err)
+			}
+		}
+		if agent1.disconnectedWithin(2 * time.Second) {
+			t.Fatal("mgmt-2 took mgmt-1's session over")
+		}
+		// What the stuck-delete watchdog does: the agent's own identity takes it over.
+		if err := mgmtcluster.KickMQTTClient(ctx, mq.Addr, "anything", as(pki.MaestroAgent("mgmt-1"))); err != nil {
+			t.Fatal(err)
+		}
+		if !agent1.disconnectedWithin(5 * time.Second) {
+			t.Fatal("the agent's own identity did not take its session over")
+		}
+	})
+}

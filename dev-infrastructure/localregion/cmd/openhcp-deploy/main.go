@@ -1,0 +1,64 @@
+// Command openhcp-deploy is make deploy (docs/deploy.md#make-deploy): it builds the images and
+// the pinned Kubernetes binaries, starts the real node in its own network namespace, installs
+// the management cluster's charts onto it with Helm, brings the rest of the region up as the
+// local launcher does, writes region.json like make run, and removes everything on Ctrl-C.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion/deploy"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+)
+
+func main() {
+	var cfg deploy.Config
+	flag.StringVar(&cfg.StateDir, "state-dir", os.Getenv("OPENHCP_STATE_DIR"), "directory for throwaway state and logs (default <repo>/.run; env OPENHCP_STATE_DIR)")
+	flag.StringVar(&cfg.RegionFile, "region-file", os.Getenv("OPENHCP_REGION_FILE"), "where to write the endpoints as JSON (default <state-dir>/region.json; env OPENHCP_REGION_FILE)")
+	flag.StringVar(&cfg.Region, "region", "dev-local", "rendered region of config/ whose Helm values are installed")
+	flag.StringVar(&cfg.Stamp, "stamp", "mgmt-1", "the management cluster (stamp) installed on the node")
+	flag.DurationVar(&cfg.Sim.AvailableDelay, "sim-available-delay", 5*time.Second, "how long hypershift-sim takes to make a HostedCluster Available")
+	flag.DurationVar(&cfg.Sim.DeleteDelay, "sim-delete-delay", 2*time.Second, "how long hypershift-sim takes to tear a HostedCluster down")
+	flag.Parse()
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "openhcp-deploy: the node needs root (network namespace, containerd, kubelet)")
+		os.Exit(1)
+	}
+	root, err := mgmtcluster.RepoRoot()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "openhcp-deploy: %v\n", err)
+		os.Exit(1)
+	}
+	cfg.Root = root
+	cfg.Progress = os.Stdout
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	d, err := deploy.Up(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "openhcp-deploy: %v\n", err)
+		os.Exit(1)
+	}
+	b, _ := json.MarshalIndent(d.Info, "", "  ")
+	fmt.Printf("\nregion deployed in %s; endpoints (also in %s):\n%s\n\nnode: namespace %s, kubeconfig %s\nlogs: %s (the node's under %s/logs until Ctrl-C)\nCtrl-C removes everything.\n",
+		time.Since(start).Round(time.Second), d.RegionFile(), b, d.Node.Netns.Name, d.Node.HostKubeconfig, d.Info.LogDir, d.Node.Dir)
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println("\nstopping the region and the node…")
+			d.Stop()
+			fmt.Println("stopped; logs kept in", d.Info.LogDir)
+			return
+		case c := <-d.Crashes():
+			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); last log lines:\n%s\n", c.Name, c.Err, c.LogTail)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+// Command openhcp-region brings up a whole local OpenHCP region (see docs/local-region.md),
+// prints its endpoints, and stops everything on Ctrl-C.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+)
+
+func main() {
+	var cfg localregion.Config
+	flag.StringVar(&cfg.StateDir, "state-dir", os.Getenv("OPENHCP_STATE_DIR"), "directory for throwaway state and logs (default <repo>/.run; env OPENHCP_STATE_DIR)")
+	flag.StringVar(&cfg.RegionFile, "region-file", os.Getenv("OPENHCP_REGION_FILE"), "where to write the endpoints as JSON (default <state-dir>/region.json; env OPENHCP_REGION_FILE)")
+	flag.StringVar(&cfg.Location, "location", "westus3", "ARM location the region serves")
+	flag.IntVar(&cfg.ManagementClusters, "management-clusters", 2, "number of management clusters (provision shards)")
+	flag.IntVar(&cfg.ShardCapacity, "shard-capacity", 100, "max hosted clusters per shard")
+	flag.DurationVar(&cfg.Sim.AvailableDelay, "sim-available-delay", 5*time.Second, "how long hypershift-sim takes to make a HostedCluster Available")
+	flag.DurationVar(&cfg.Sim.DeleteDelay, "sim-delete-delay", 2*time.Second, "how long hypershift-sim takes to tear a HostedCluster down")
+	flag.Parse()
+	if cfg.ManagementClusters < 1 {
+		fmt.Fprintln(os.Stderr, "openhcp-region: --management-clusters must be at least 1")
+		os.Exit(2)
+	}
+	cfg.Progress = os.Stdout
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	r, err := localregion.Up(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "openhcp-region: %v\n", err)
+		os.Exit(1)
+	}
+	b, _ := json.MarshalIndent(r.Info, "", "  ")
+	fmt.Printf("\nregion up in %s; endpoints (also in %s):\n%s\n\nlogs: %s\nCtrl-C stops everything.\n",
+		time.Since(start).Round(time.Second), r.RegionFile(), b, r.Info.LogDir)
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Println("\nstopping the region…")
+			r.Stop()
+			fmt.Println("stopped; logs kept in", r.Info.LogDir)
+			return
+		case c := <-r.Crashes():
+			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); last log lines:\n%s\n", c.Name, c.Err, c.LogTail)
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/images"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/internal/armdoc"
+)
+
+// TestDeployedRegionLifecycleSurvivesAHelmUpgrade is make deploy's end-to-end test: the region
+// with its management cluster's charts installed by Helm on the real node; an ARM create must
+// reach Succeeded with the HostedCluster made by the pods on the node, a helm upgrade of both
+// charts to a new image revision while that create is in flight must roll the Deployments
+// without failing it, and a delete must remove the HostedCluster again.
+func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the node needs root")
+	}
+	for _, bin := range []string{"containerd", "ctr", "runc", "/usr/lib/cni/bridge", "nsenter", "ip"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s is not installed; run make deps", bin)
+		}
+	}
+	if os.Getenv("OPENHCP_DEPLOY_E2E") != "1" {
+		t.Skip("opt-in (make test-deploy, OPENHCP_DEPLOY_E2E=1): builds images and brings up the node and a region, minutes on this machine (docs/deploy.md#make-deploy)")
+	}
+	root, err := mgmtcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	// Not t.TempDir(): its parent is 0700, and PostgreSQL runs as the postgres user, which must
+	// traverse the directory.
+	state, err := os.MkdirTemp("", "openhcp-deploy-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(state, 0o755)
+	t.Cleanup(func() { _ = os.RemoveAll(state) })
+	begin := time.Now()
+	d, err := Up(ctx, Config{Root: root, StateDir: state, Progress: testWriter{t},
+		// Slow enough that the helm upgrade below happens while the create is in flight.
+		Sim: localregion.SimConfig{AvailableDelay: 20 * time.Second, DeleteDelay: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsName := d.Node.Netns.Name
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			d.Stop()
+		}
+	})
+	upTime := time.Since(begin)
+	t.Logf("deployed in %s (node: %v)", upTime.Round(time.Millisecond), d.Node.Started)
+
+	// region.json is written in make run's format, with the node's cluster reachable from the host.
+	var info localregion.Info
+	b, err := os.ReadFile(d.RegionFile())
+	if err != nil || json.Unmarshal(b, &info) != nil || len(info.ManagementClusters) != 1 {
+		t.Fatalf("region.json: %v: %s", err, b)
+	}
+	mc := info.ManagementClusters[0]
+	if mc.Kubeconfig != d.Node.HostKubeconfig || !strings.HasPrefix(mc.Server, "https://127.0.0.1:") {
+		t.Errorf("management cluster in region.json: %+v", mc)
+	}
+	client, err := info.Frontend.HTTPClient(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{mc.SimMetricsURL} {
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatalf("%s from the host: %v", u, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %s", u, resp.Status)
+		}
+	}
+
+	// A new image revision of both charts, built and loaded before the create so that the
+	// upgrade happens while it is in flight.
+	buildStart := time.Now()
+	variantDir := filepath.Join(state, "variant-images")
+	src, err := images.GitSource(ctx, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Variant = "upgrade"
+	specs, err := images.Select(chartImages...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := images.Build(ctx, images.Options{Root: root, Out: variantDir, Source: src, Specs: specs}); err != nil {
+		t.Fatal(err)
+	}
+	vm, err := d.Node.LoadManifest(ctx, variantDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("variant images built and loaded in %s", time.Since(buildStart).Round(time.Millisecond))
+
+	a := armClient{t: t, base: info.Frontend.URL, http: client}
+	sub, rg := "2b9e0f5a-6a35-4c62-9f3a-6b0f3c2d1e01", "rg-deploy"
+	a.do(http.MethodPut, "/subscriptions/"+sub+"?api-version=2.0", map[string]any{
+		"state": "Registered", "registrationDate": time.Now().UTC().Format(time.RFC3339),
+		"properties": map[string]any{"tenantId": "7c2a0b8e-1f4d-4e57-9a63-0d2f5e6b7c81"}}, http.StatusOK, http.StatusCreated)
+	path := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/deployed", sub, rg)
+	created := time.Now()
+	put := a.do(http.MethodPut, path+"?api-version="+apiVersion, clusterBody(info.Location, sub, rg), http.StatusCreated)
+	async := put.Header.Get("Azure-AsyncOperation")
+
+	// The Maestro agent pod applied the ManifestWork: the HostedCluster is on the node.
+	kubectl := func(args ...string) (string, error) {
+		out, err := d.Node.Kubectl(ctx, args...)
+		return strings.TrimSpace(string(out)), err
+	}
+	waitFor(t, 3*time.Minute, "the HostedCluster on the node", func() error {
+		out, err := kubectl("get", "hostedclusters", "-A", "-o", "name")
+		if err != nil || out == "" {
+			return fmt.Errorf("none yet (%v)", err)
+		}
+		return nil
+	})
+	t.Logf("HostedCluster on the node %s after the PUT", time.Since(created).Round(time.Millisecond))
+
+	upgradeStart := time.Now()
+	if st := a.operation(async); armdoc.ProvisioningState(st).Terminal() {
+		t.Fatalf("create is %s before the upgrade; the test needs it in flight (raise AvailableDelay)", st)
+	}
+	if err := d.Cluster.Upgrade(ctx, variantDir); err != nil {
+		t.Fatal(err)
+	}
+	for ns, img := range map[string]string{agentNamespace: "maestro", simNamespace: "hypershift-sim"} {
+		// helm --wait returns once the new pods are ready; the old ones may still be terminating.
+		waitFor(t, 2*time.Minute, "only "+vm.Images[img].DigestRef()+" in "+ns, func() error {
+			got, err := kubectl("get", "pods", "-n", ns, "-o", "jsonpath={.items[*].spec.containers[0].image}")
+			if err != nil || got != vm.Images[img].DigestRef() {
+				return fmt.Errorf("pods run %q (%v)", got, err)
+			}
+			return nil
+		})
+	}
+	t.Logf("helm upgrade of maestro-agent and hypershift-sim to %s rolled out in %s", vm.Images["maestro"].Tag, time.Since(upgradeStart).Round(time.Millisecond))
+
+	final := a.wait(async, 5*time.Minute)
+	if final != "Succeeded" {
+		t.Fatalf("create ended %s across the helm upgrade", final)
+	}
+	t.Logf("create Succeeded %s after the PUT", time.Since(created).Round(time.Millisecond))
+	if out, err := kubectl("get", "hostedclusters", "-A", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Available")].status}`); err != nil || out != "True" {
+		t.Errorf("HostedCluster Available = %q (%v)", out, err)
+	}
+
+	deleted := time.Now()
+	del := a.do(http.MethodDelete, path+"?api-version="+apiVersion, nil, http.StatusAccepted)
+	if final := a.wait(del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final != "Succeeded" {
+		t.Fatalf("delete ended %s", final)
+	}
+	waitFor(t, time.Minute, "no HostedCluster on the node", func() error {
+		out, err := kubectl("get", "hostedclusters", "-A", "-o", "name")
+		if err != nil || out != "" {
+			return fmt.Errorf("%q (%v)", out, err)
+		}
+		return nil
+	})
+	t.Logf("delete Succeeded and the HostedCluster gone %s after the DELETE", time.Since(deleted).Round(time.Millisecond))
+
+	stopBegin := time.Now()
+	d.Stop()
+	stopped = true
+	t.Logf("stopped in %s; whole test %s", time.Since(stopBegin).Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+	if _, err := os.Stat("/run/netns/" + nsName); !os.IsNotExist(err) {
+		t.Errorf("namespace %s left behind", nsName)
+	}
+	if _, err := os.Stat(d.RegionFile()); !os.IsNotExist(err) {
+		t.Errorf("region.json left behind")
+	}
+}
+
+const apiVersion = "2024-06-10-preview"
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// armClient calls the frontend as ARM does (ARM's client certificate, request IDs).
+type armClient struct {
+	t    *testing.T
+	base string
+	http *http.Client
+}
+
+type armResponse struct {
+	Header http.Header
+	Body   map[string]any
+}
+
+func (a armClient) do(method, path string, body any, want ...int) armResponse {
+	a.t.Helper()
+	u := path
+	if !strings.HasPrefix(u, "https://") {
+		u = a.base + path
+	}
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-ms-client-request-id", fmt.Sprint(time.Now().UnixNano()))
+	resp, err := a.http.Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := armResponse{Header: resp.Header}
+	_ = json.Unmarshal(raw, &out.Body)
+	for _, w := range want {
+		if resp.StatusCode == w {
+			return out
+		}
+	}
+	a.t.Fatalf("%s %s: %d, want %v: %s", method, u, resp.StatusCode, want, raw)
+	return out
+}
+
+// operation is an async operation's current status.
+func (a armClient) operation(asyncURL string) string {
+	a.t.Helper()
+	s, _ := a.do(http.MethodGet, asyncURL, nil, http.StatusOK).Body["status"].(string)
+	return s
+}
+
+// wait follows an async operation until it is terminal, failing the test if it never is.
+func (a armClient) wait(asyncURL string, timeout time.Duration) string {
+	a.t.Helper()
+	var s string
+	waitFor(a.t, timeout, "operation "+asyncURL, func() error {
+		if s = a.operation(asyncURL); armdoc.ProvisioningState(s).Terminal() {
+			return nil
+		}
+		return fmt.Errorf("still %s", s)
+	})
+	return s
+}
+
+// clusterBody is a valid create body, as test/e2e's.
+func clusterBody(location, sub, rg string) map[string]any {
+	net := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network"
+	mi := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
+	return map[string]any{
+		"location": location,
+		"properties": map[string]any{
+			"version": map[string]any{"id": "4.19", "channelGroup": "stable"},
+			"network": map[string]any{"networkType": "OVNKubernetes", "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16",
+				"machineCidr": "10.0.0.0/16", "hostPrefix": 23},
+			"api": map[string]any{"visibility": "Public"},
+			"platform": map[string]any{
+				"managedResourceGroup": "managed-" + rg, "subnetId": net + "/virtualNetworks/vnet/subnets/workers",
+				"networkSecurityGroupId": net + "/networkSecurityGroups/nsg", "outboundType": "LoadBalancer",
+				"operatorsAuthentication": map[string]any{"userAssignedIdentities": map[string]any{
+					"controlPlaneOperators":  map[string]string{"cluster-api-azure": mi + "capz"},
+					"dataPlaneOperators":     map[string]string{"disk-csi-driver": mi + "disk"},
+					"serviceManagedIdentity": mi + "service",
+				}},
+			},
+		},
+		"identity": map[string]any{"type": "UserAssigned",
+			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}}},
+	}
+}

@@ -1,0 +1,222 @@
+// Package deploy installs OpenHCP's charts with Helm onto the real single-node Kubernetes of
+// dev-infrastructure/node (make deploy, docs/deploy.md#make-deploy). Today that is one management
+// cluster: the management-crds, maestro-agent and hypershift-sim charts run as pods on the node,
+// their agent reaching the broker on the host's loopback through the node's outside-service
+// relay, while the service cluster's parts still run as processes of the local launcher.
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/images"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/node"
+	"github.com/openhcp/openhcp/internal/pki"
+)
+
+// Namespaces on the node.
+const (
+	// OutsideNamespace holds the Services of what stays outside the cluster (PostgreSQL, the
+	// broker), as managed services do.
+	OutsideNamespace = "openhcp-outside"
+	agentNamespace   = "maestro"
+	simNamespace     = "hypershift"
+	brokerService    = "broker"
+	brokerPort       = 8883
+	helmTimeout      = "180s"
+)
+
+// Release is one chart install: where the chart is, the namespace, and its values files in order.
+type Release struct {
+	Name, Chart, Namespace string
+	Values                 []string
+	Set                    []string
+}
+
+// NodeCluster is a management cluster whose charts run on the node (a
+// localregion.ExternalManagementCluster).
+type NodeCluster struct {
+	// Stamp is the cluster's name in config/ (its values are config/rendered/<region>/<Stamp>/).
+	Stamp string
+	Node  *node.Node
+	// Root is the repository root; Rendered the region's rendered config directory
+	// (config/rendered/dev-local).
+	Root, Rendered string
+	// Helm is the pinned helm binary (hack/helm.sh); HelmHome holds its cache and config.
+	Helm, HelmHome string
+	// Images are the built images (images.json) and the directory of their values files.
+	Images    images.Manifest
+	ImagesDir string
+
+	stopForwards context.CancelFunc
+	env          localregion.ExternalEnv
+	broker       node.OutsideService
+}
+
+// Name is the stamp: provision shard and Maestro consumer.
+func (c *NodeCluster) Name() string { return c.Stamp }
+
+// BrokerNames is the broker Service's name, which the agent dials.
+func (c *NodeCluster) BrokerNames() []string {
+	return []string{fmt.Sprintf("%s.%s.svc.%s", brokerService, OutsideNamespace, node.ClusterDomain)}
+}
+
+// Releases are the charts of a management cluster in install order (CRDs first).
+func (c *NodeCluster) Releases(env localregion.ExternalEnv, broker node.OutsideService, imagesDir string) []Release {
+	stamp := filepath.Join(c.Rendered, c.Stamp)
+	// No Prometheus operator on the node: its CRDs (ServiceMonitor, PrometheusRule) are absent.
+	noMonitoring := []string{"serviceMonitor.enabled=false", "prometheusRule.enabled=false"}
+	sim := append([]string{}, noMonitoring...)
+	if d := env.Sim.AvailableDelay; d > 0 {
+		sim = append(sim, "availableDelay="+d.String())
+	}
+	if d := env.Sim.DeleteDelay; d > 0 {
+		sim = append(sim, "deleteDelay="+d.String())
+	}
+	return []Release{
+		{Name: "management-crds", Chart: "tooling/deploy/management-crds", Namespace: "default"},
+		{Name: "maestro-agent", Chart: "maestro/deploy/agent", Namespace: agentNamespace,
+			Values: []string{filepath.Join(stamp, "maestro-agent.yaml"), filepath.Join(imagesDir, "values", "maestro.yaml")},
+			Set:    append([]string{"consumerName=" + c.Stamp, "broker.host=" + broker.Host, "broker.port=" + strconv.Itoa(broker.Port)}, noMonitoring...)},
+		{Name: "hypershift-sim", Chart: "tooling/deploy/hypershift-sim", Namespace: simNamespace,
+			Values: []string{filepath.Join(stamp, "hypershift-sim.yaml"), filepath.Join(imagesDir, "values", "hypershift-sim.yaml")},
+			Set:    sim},
+	}
+}
+
+// Start exposes the broker to the node, creates the agent's MQTT client certificate Secret and
+// installs the charts with helm --wait.
+func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (localregion.ManagementClusterInfo, error) {
+	var info localregion.ManagementClusterInfo
+	broker, err := c.Node.ExposeHost(ctx, OutsideNamespace, brokerService, brokerPort, env.BrokerAddr)
+	if err != nil {
+		return info, err
+	}
+	c.env, c.broker = env, broker
+	agent := env.PKI.MustFiles(pki.MaestroAgent(c.Stamp))
+	if _, err := c.Node.Kubectl(ctx, "create", "namespace", agentNamespace); err != nil {
+		return info, err
+	}
+	if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", "maestro-agent-mqtt", "-n", agentNamespace,
+		"--from-file=ca.crt="+env.PKI.CAFile, "--from-file=tls.crt="+agent.Cert, "--from-file=tls.key="+agent.Key); err != nil {
+		return info, err
+	}
+	for _, rel := range c.Releases(env, broker, c.ImagesDir) {
+		env.Step("helm install %s (%s) into namespace %s", rel.Name, rel.Chart, rel.Namespace)
+		if err := c.HelmInstall(ctx, "install", rel); err != nil {
+			return info, err
+		}
+	}
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.stopForwards = cancel
+	simMetrics, err := c.forwardService(fctx, simNamespace, "hypershift-sim")
+	if err != nil {
+		return info, err
+	}
+	agentHealth, err := c.forwardService(fctx, agentNamespace, "maestro-agent")
+	if err != nil {
+		return info, err
+	}
+	server, err := kubeconfigServer(c.Node.HostKubeconfig)
+	if err != nil {
+		return info, err
+	}
+	return localregion.ManagementClusterInfo{
+		Name: c.Stamp, Kubeconfig: c.Node.HostKubeconfig, Server: server,
+		SimMetricsURL: "http://" + simMetrics + "/metrics", AgentHealthURL: "https://" + agentHealth + "/readyz",
+		// A broker that requires client certificates names a client by its certificate's CN.
+		AgentMQTTClientID: c.Stamp, ConsumerName: c.Stamp, ProvisionShard: c.Stamp,
+		NamespacePrefix: "ocm-" + env.EnvName + "-",
+	}, nil
+}
+
+// Stop ends the host forwards; the node itself (and every release on it) goes with Node.Stop.
+func (c *NodeCluster) Stop() {
+	if c.stopForwards != nil {
+		c.stopForwards()
+	}
+}
+
+// Upgrade runs helm upgrade --wait of the agent and sim charts with the images of imagesDir (an
+// images.Build output whose images are loaded into the node), as a new release does.
+func (c *NodeCluster) Upgrade(ctx context.Context, imagesDir string) error {
+	for _, rel := range c.Releases(c.env, c.broker, imagesDir) {
+		if rel.Name == "management-crds" {
+			continue
+		}
+		if err := c.HelmInstall(ctx, "upgrade", rel); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HelmInstall runs `helm <verb>` (install or upgrade) of rel against the node with --wait.
+func (c *NodeCluster) HelmInstall(ctx context.Context, verb string, rel Release, extra ...string) error {
+	args := []string{verb, rel.Name, filepath.Join(c.Root, rel.Chart), "--namespace", rel.Namespace, "--create-namespace",
+		"--kubeconfig", c.Node.HostKubeconfig, "--wait", "--timeout", helmTimeout}
+	for _, v := range rel.Values {
+		args = append(args, "-f", v)
+	}
+	for _, s := range rel.Set {
+		args = append(args, "--set", s)
+	}
+	args = append(args, extra...)
+	cmd := exec.CommandContext(ctx, c.Helm, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(c.HelmHome, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(c.HelmHome, "config"), "HELM_DATA_HOME="+filepath.Join(c.HelmHome, "data"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		pods, _ := c.Node.Kubectl(ctx, "get", "pods", "-A", "-o", "wide")
+		return fmt.Errorf("helm %s %s: %w\n%s\npods:\n%s", verb, rel.Name, err, out, pods)
+	}
+	return nil
+}
+
+// forwardService relays a free loopback port of the host to the first port of a Service's
+// ClusterIP inside the node's namespace (kube-proxy balances it over the ready pods, so the
+// address survives rollouts).
+func (c *NodeCluster) forwardService(ctx context.Context, namespace, name string) (string, error) {
+	out, err := c.Node.Kubectl(ctx, "get", "service", name, "-n", namespace, "-o", "jsonpath={.spec.clusterIP} {.spec.ports[0].port}")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		return "", fmt.Errorf("service %s/%s: clusterIP and port %q", namespace, name, out)
+	}
+	return c.Node.Netns.Forward(ctx, net.JoinHostPort(f[0], f[1]))
+}
+
+// kubeconfigServer reads the server URL of a kubeconfig the node wrote.
+func kubeconfigServer(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "server: "); ok {
+			if _, err := url.Parse(v); err != nil {
+				return "", err
+			}
+			return v, nil
+		}
+	}
+	return "", errors.New("no server in " + path)
+}
+
+// WaitRolledOut waits until every Deployment of namespace runs only its current ReplicaSet's pods.
+func (c *NodeCluster) WaitRolledOut(ctx context.Context, namespace string, timeout time.Duration) error {
+	_, err := c.Node.Kubectl(ctx, "rollout", "status", "deployment", "-n", namespace, "--timeout", timeout.String())
+	return err
+}

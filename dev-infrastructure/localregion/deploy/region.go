@@ -1,0 +1,154 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/images"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/node"
+)
+
+// Config configures Up.
+type Config struct {
+	// Root is the repository root.
+	Root string
+	// StateDir holds logs, images and region.json (default <Root>/.run).
+	StateDir string
+	// RegionFile is where the endpoints are written (default <StateDir>/region.json).
+	RegionFile string
+	// Region is the rendered region whose values are installed (default "dev-local").
+	Region string
+	// Stamp is the management cluster installed on the node (default "mgmt-1").
+	Stamp string
+	// Sim tunes hypershift-sim.
+	Sim localregion.SimConfig
+	// Progress receives one line per step.
+	Progress io.Writer
+}
+
+// Region is a deployed region: the launcher's region with a management cluster on the node.
+type Region struct {
+	*localregion.Region
+	Node    *node.Node
+	Cluster *NodeCluster
+	nodeDir string
+}
+
+// chartImages are the images the installed charts run.
+var chartImages = []string{"maestro", "hypershift-sim"}
+
+// Up builds the images, starts the node, and brings the region up with the management cluster's
+// charts installed on the node. On error everything it started is stopped.
+func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
+	if cfg.Root == "" {
+		return nil, errors.New("deploy: no repository root")
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(cfg.Root, ".run")
+	}
+	if cfg.Region == "" {
+		cfg.Region = "dev-local"
+	}
+	if cfg.Stamp == "" {
+		cfg.Stamp = "mgmt-1"
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	step := func(format string, args ...any) {
+		fmt.Fprintf(cfg.Progress, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+	rendered := filepath.Join(cfg.Root, "config", "rendered", cfg.Region, cfg.Stamp)
+	if _, err := os.Stat(rendered); err != nil {
+		return nil, fmt.Errorf("rendered values of %s/%s: %w (make render-config)", cfg.Region, cfg.Stamp, err)
+	}
+
+	step("building the pinned Kubernetes binaries, CoreDNS and helm (first run: minutes, with progress below; cached afterwards)")
+	bins, err := node.BuildBinaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	helm, err := hackTool(ctx, cfg.Root, "helm.sh")
+	if err != nil {
+		return nil, err
+	}
+	step("building images %s", strings.Join(chartImages, ", "))
+	imagesDir := filepath.Join(cfg.StateDir, "deploy-images")
+	src, err := images.GitSource(ctx, cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := images.Select(chartImages...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := images.Build(ctx, images.Options{Root: cfg.Root, Out: imagesDir, Source: src, Specs: specs}); err != nil {
+		return nil, err
+	}
+
+	// The node's directory must be short (unix socket paths under it).
+	nodeDir, err := os.MkdirTemp("", "ohcp-deploy-")
+	if err != nil {
+		return nil, err
+	}
+	step("starting the node (network namespace, etcd, kube-apiserver, containerd, kubelet, kube-proxy, CoreDNS) in %s", nodeDir)
+	n, err := node.Start(ctx, bins, node.Options{Dir: nodeDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, errors.Join(err, os.RemoveAll(nodeDir))
+	}
+	d := &Region{Node: n, nodeDir: nodeDir}
+	defer func() {
+		if err != nil {
+			d.Stop()
+		}
+	}()
+	step("node %s Ready (namespace %s); loading images", node.NodeName, n.Netns.Name)
+	m, err := n.LoadManifest(ctx, imagesDir)
+	if err != nil {
+		return nil, err
+	}
+	d.Cluster = &NodeCluster{Stamp: cfg.Stamp, Node: n, Root: cfg.Root, Rendered: filepath.Dir(rendered),
+		Helm: helm, HelmHome: filepath.Join(nodeDir, "helm"), Images: m, ImagesDir: imagesDir}
+	r, err := localregion.Up(ctx, localregion.Config{Root: cfg.Root, StateDir: cfg.StateDir, RegionFile: cfg.RegionFile,
+		External: []localregion.ExternalManagementCluster{d.Cluster}, Sim: cfg.Sim, Progress: cfg.Progress})
+	if err != nil {
+		return nil, err
+	}
+	d.Region = r
+	return d, nil
+}
+
+// Stop stops the region's processes, then the node (every pod, the namespace and what the node
+// changed on the host), and removes the node's directory.
+func (d *Region) Stop() {
+	if d.Region != nil {
+		d.Region.Stop()
+	}
+	if d.Node != nil {
+		if err := d.Node.Stop(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the node:", err)
+		}
+	}
+	_ = os.RemoveAll(d.nodeDir)
+}
+
+// hackTool runs a tool-building script of hack/ and returns the binary's path it prints.
+func hackTool(ctx context.Context, root, script string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", script))
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("hack/%s: %w", script, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

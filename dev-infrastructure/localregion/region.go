@@ -1,0 +1,487 @@
+// Package localregion brings up a whole OpenHCP region on one machine from real parts:
+// PostgreSQL, mosquitto, the Maestro server, management clusters (etcd + kube-apiserver, a
+// Maestro agent and hypershift-sim each), Cluster Service, the backend and the frontend. Every
+// part is a plain process on free loopback ports, so two regions can run side by side.
+package localregion
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/pgserver"
+	"github.com/openhcp/openhcp/internal/pki"
+)
+
+// Config describes the region to bring up. Zero values take the documented defaults.
+type Config struct {
+	// Root is the repository root (default: found from the working directory).
+	Root string
+	// StateDir holds throwaway state and logs (default <Root>/.run). Logs go to StateDir/logs
+	// and are kept; everything else under StateDir/state is removed on Stop.
+	StateDir string
+	// RegionFile is where the endpoints are written as JSON (default StateDir/region.json).
+	RegionFile string
+	// Location is the ARM location the region serves (default "westus3").
+	Location string
+	// ManagementClusters is how many management clusters (provision shards) to start as
+	// processes (default 2, or 0 when External lists any).
+	ManagementClusters int
+	// External are management clusters someone else installs (make deploy's Helm charts on the
+	// real node); they come after the process ones.
+	External []ExternalManagementCluster
+	// ShardCapacity is each shard's max hosted clusters (default 100).
+	ShardCapacity int
+	// EnvName is Cluster Service's environment name, used in namespaces (default "dev").
+	EnvName string
+	// Sim tunes hypershift-sim on every management cluster.
+	Sim SimConfig
+	// BackendResync is the backend's resync period (default 10s).
+	BackendResync time.Duration
+	// Progress receives one line per step (default: discarded).
+	Progress io.Writer
+}
+
+// SimConfig is passed to every hypershift-sim.
+type SimConfig struct {
+	AvailableDelay time.Duration
+	DeleteDelay    time.Duration
+}
+
+// Info is what region.json holds: everything a person, test or tool needs to reach the region.
+type Info struct {
+	Location           string                  `json:"location"`
+	Frontend           FrontendInfo            `json:"frontend"`
+	ClusterService     ServiceInfo             `json:"clusterService"`
+	Backend            ServiceInfo             `json:"backend"`
+	Maestro            MaestroInfo             `json:"maestro"`
+	Postgres           PostgresInfo            `json:"postgres"`
+	MQTT               MQTTInfo                `json:"mqtt"`
+	ManagementClusters []ManagementClusterInfo `json:"managementClusters"`
+	// Admin is the SRE admin API (admin.go).
+	Admin  AdminInfo `json:"admin"`
+	LogDir string    `json:"logDir"`
+}
+
+// FrontendInfo is the ARM API: HTTPS with mutual TLS. ClientTLS is ARM's identity (the only
+// subject the frontend admits) and the region CA that verifies the frontend.
+type FrontendInfo struct {
+	URL string `json:"url"`
+	ClientTLS
+	MetricsURL string `json:"metrics"`
+}
+
+// ServiceInfo is one of our services. For Cluster Service, ClientTLS is the SRE identity (what
+// an operator's tool uses; it may read everything and manage provision shards, see
+// cluster-service/pkg/authz); the backend serves no API.
+type ServiceInfo struct {
+	GRPC string `json:"grpc,omitempty"`
+	ClientTLS
+	MetricsURL string `json:"metrics"`
+}
+
+// MaestroInfo is the Maestro server: REST over HTTPS (verified with the region CA; Maestro's
+// REST API has no client authentication) and the gRPC source API with mutual TLS. ClientTLS is
+// Cluster Service's identity, the only one Maestro authorizes (as source "cluster-service").
+type MaestroInfo struct {
+	REST string `json:"rest"`
+	GRPC string `json:"grpc"`
+	ClientTLS
+	MetricsURL string `json:"metrics"`
+}
+
+// PostgresInfo says how each service reaches PostgreSQL: over TLS verified with CAFile, as its
+// own login role, with the password in a libpq password file (PGPASSFILE=PassFile). The
+// superuser has no TCP login; only the launcher uses it, over the Unix socket.
+type PostgresInfo struct {
+	Addr   string             `json:"addr"`
+	CAFile string             `json:"caFile"`
+	Roles  []PostgresRoleInfo `json:"roles"`
+}
+
+// PostgresRoleInfo is one service's database login.
+type PostgresRoleInfo struct {
+	Service  string `json:"service"`
+	Role     string `json:"role"`
+	Database string `json:"database"`
+	// DSN has no password: set PGPASSFILE to PassFile (0600) to connect.
+	DSN      string `json:"dsn"`
+	PassFile string `json:"passFile"`
+}
+
+// Role returns the database login of a service ("frontend", "backend", "cluster-service",
+// "maestro").
+func (p PostgresInfo) Role(service string) (PostgresRoleInfo, error) {
+	for _, r := range p.Roles {
+		if r.Service == service {
+			return r, nil
+		}
+	}
+	return PostgresRoleInfo{}, fmt.Errorf("no database login for service %q", service)
+}
+
+// MQTTInfo is the broker: TLS verified with CAFile, and every client must present its own
+// certificate from the region PKI (the maestro-server identity, or a maestro-agent one); its CN
+// is its MQTT username and client ID, and MaestroACL confines it to its topics.
+type MQTTInfo struct {
+	URL    string `json:"url"`
+	CAFile string `json:"caFile"`
+}
+
+type ManagementClusterInfo struct {
+	Name           string `json:"name"`
+	Kubeconfig     string `json:"kubeconfig"`
+	Server         string `json:"server"`
+	SimMetricsURL  string `json:"hypershiftSimMetrics"`
+	AgentHealthURL string `json:"maestroAgentHealth"`
+	// AgentMQTTClientID is the Maestro agent's MQTT client ID as the broker knows it (its
+	// certificate's CN, the consumer name).
+	AgentMQTTClientID string `json:"maestroAgentMQTTClientId"`
+	ConsumerName      string `json:"maestroConsumer"`
+	ProvisionShard    string `json:"provisionShard"`
+	NamespacePrefix   string `json:"namespacePrefix"`
+	// AdminKubeconfig acts as the admin API's read-only user on this cluster (adminreader.go).
+	AdminKubeconfig string `json:"adminKubeconfig"`
+}
+
+// Region is a running local region.
+type Region struct {
+	Info Info
+	cfg  Config
+
+	logDir   string
+	stateDir string
+	binDir   string
+	// pki is the region's dev PKI (<StateDir>/state/pki): every identity's certificate and key.
+	pki *pki.Region
+
+	mu       sync.Mutex
+	services map[string]*service
+	stoppers []func()
+	crashes  chan Crash
+	watchdog *mgmtcluster.StuckDeleteWatchdog
+	// secrets are the generated secrets (see Secrets).
+	secrets []string
+	// dbPasswords are the database passwords by service, for those (Maestro) that want the
+	// password itself in a file of their own.
+	dbPasswords map[string]string
+}
+
+// StuckDeleteKicks is how many times the region's StuckDeleteWatchdog made an agent reconnect
+// to recover a delete the pinned Maestro lost.
+func (r *Region) StuckDeleteKicks() int {
+	if r.watchdog == nil {
+		return 0
+	}
+	return r.watchdog.Kicks()
+}
+
+// Crash reports a child that exited without being asked to.
+type Crash struct {
+	Name    string
+	Err     error
+	LogTail string
+}
+
+// service is one of our own processes, kept so tests can kill and restart it.
+type service struct {
+	spec  mgmtcluster.ProcSpec
+	proc  *mgmtcluster.Process
+	ready func(context.Context) error
+	// base is the command line before RestartWith's extra flags; nil if none were added.
+	base []string
+}
+
+func (c *Config) defaults() error {
+	if c.Root == "" {
+		root, err := mgmtcluster.RepoRoot()
+		if err != nil {
+			return err
+		}
+		c.Root = root
+	}
+	if c.StateDir == "" {
+		c.StateDir = filepath.Join(c.Root, ".run")
+	}
+	if c.RegionFile == "" {
+		c.RegionFile = filepath.Join(c.StateDir, "region.json")
+	}
+	if c.Location == "" {
+		c.Location = "westus3"
+	}
+	if c.ManagementClusters < 0 || c.ManagementClusters == 0 && len(c.External) == 0 {
+		c.ManagementClusters = 2
+	}
+	if c.ShardCapacity <= 0 {
+		c.ShardCapacity = 100
+	}
+	if c.EnvName == "" {
+		c.EnvName = "dev"
+	}
+	if c.BackendResync <= 0 {
+		c.BackendResync = 10 * time.Second
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return nil
+}
+
+func (r *Region) step(format string, args ...any) {
+	fmt.Fprintf(r.cfg.Progress, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// Crashes delivers a report for each child that exits unexpectedly.
+func (r *Region) Crashes() <-chan Crash { return r.crashes }
+
+func (r *Region) onStop(f func()) {
+	r.mu.Lock()
+	r.stoppers = append(r.stoppers, f)
+	r.mu.Unlock()
+}
+
+// supervise reports p's exit as a crash unless it was stopped on purpose.
+func (r *Region) supervise(p *mgmtcluster.Process) {
+	go func() {
+		<-p.Done()
+		if p.Stopping() {
+			return
+		}
+		_, err := p.Exited()
+		select {
+		case r.crashes <- Crash{Name: p.Spec.Name, Err: err, LogTail: p.LogTail(4000)}:
+		default:
+		}
+	}()
+}
+
+// Stop ends every process the region started and removes the throwaway state; logs are kept.
+// Our own services stop first (together), so none of them sees its database or broker vanish;
+// then the infrastructure, newest first.
+func (r *Region) Stop() {
+	r.stopServices()
+	r.mu.Lock()
+	stoppers := r.stoppers
+	r.stoppers = nil
+	r.mu.Unlock()
+	for i := len(stoppers) - 1; i >= 0; i-- {
+		stoppers[i]()
+	}
+	_ = os.RemoveAll(r.stateDir)
+	_ = os.Remove(r.cfg.RegionFile)
+}
+
+// buildBinaries builds our own commands into binDir. With a warm GOCACHE this takes seconds.
+func (r *Region) buildBinaries(ctx context.Context) error {
+	pkgs := []string{
+		"./frontend/cmd/frontend",
+		"./backend/cmd/backend",
+		"./cluster-service/cmd/cluster-service",
+		"./tooling/cmd/hypershift-sim",
+		"./admin/cmd/admin",
+	}
+	args := append([]string{"build", "-o", r.binDir + "/"}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = r.cfg.Root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build our services: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// startService starts one of our own processes and waits for ready.
+func (r *Region) startService(ctx context.Context, spec mgmtcluster.ProcSpec, ready func(context.Context) error) error {
+	p, err := mgmtcluster.StartProcess(ctx, spec)
+	if err != nil {
+		return err
+	}
+	if err := p.WaitFor(ctx, 60*time.Second, "ready", ready); err != nil {
+		p.Stop(5 * time.Second)
+		return err
+	}
+	r.mu.Lock()
+	r.services[spec.Name] = &service{spec: spec, proc: p, ready: ready}
+	r.mu.Unlock()
+	r.supervise(p)
+	return nil
+}
+
+func (r *Region) stopServices() {
+	r.mu.Lock()
+	procs := make([]*mgmtcluster.Process, 0, len(r.services))
+	for _, s := range r.services {
+		procs = append(procs, s.proc)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Stop(10 * time.Second)
+		}()
+	}
+	wg.Wait()
+}
+
+// Process returns the running process of one of our services ("frontend", "backend",
+// "cluster-service").
+func (r *Region) Process(name string) (*mgmtcluster.Process, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.services[name]
+	if !ok {
+		return nil, fmt.Errorf("no service %q in this region", name)
+	}
+	return s.proc, nil
+}
+
+// Kill ends a service with SIGKILL, as a crash would.
+func (r *Region) Kill(name string) error {
+	p, err := r.Process(name)
+	if err != nil {
+		return err
+	}
+	p.Kill()
+	return nil
+}
+
+// Restart starts a stopped or killed service again with the same command line and waits until
+// it is ready.
+func (r *Region) Restart(ctx context.Context, name string) error {
+	r.mu.Lock()
+	s, ok := r.services[name]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no service %q in this region", name)
+	}
+	if exited, _ := s.proc.Exited(); !exited {
+		s.proc.Stop(10 * time.Second)
+	}
+	return r.startService(ctx, s.spec, s.ready)
+}
+
+// RestartWith restarts a service with its command line plus extra flags (the later flag wins),
+// e.g. a benchmark's baseline mode, and waits until it is ready. The extra flags last until the
+// next RestartWith: RestartWith(ctx, name) goes back to the command line the region started.
+func (r *Region) RestartWith(ctx context.Context, name string, extra ...string) error {
+	r.mu.Lock()
+	s, ok := r.services[name]
+	r.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no service %q in this region", name)
+	}
+	if exited, _ := s.proc.Exited(); !exited {
+		s.proc.Stop(10 * time.Second)
+	}
+	spec := s.spec
+	if s.base != nil {
+		spec.Args = s.base
+	}
+	base := spec.Args
+	spec.Args = append(append([]string(nil), base...), extra...)
+	if err := r.startService(ctx, spec, s.ready); err != nil {
+		return fmt.Errorf("restart %s with %v: %w", name, extra, err)
+	}
+	r.mu.Lock()
+	r.services[name].base = base
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *Region) writeInfo() error {
+	b, err := json.MarshalIndent(r.Info, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(r.cfg.RegionFile), 0o755); err != nil {
+		return err
+	}
+	tmp := r.cfg.RegionFile + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.cfg.RegionFile)
+}
+
+func url127(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
+
+// startPostgres starts the region's PostgreSQL, locked down (TLS only, SCRAM passwords, no
+// superuser over TCP), with one database per service owned by that service's login role.
+func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
+	dir := filepath.Join(r.stateDir, "postgres")
+	f := r.pki.MustFiles(pki.Postgres)
+	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: dir, LogPath: filepath.Join(r.logDir, "postgres.log"),
+		TLS: &pgserver.TLSFiles{CertFile: f.Cert, KeyFile: f.Key}})
+	if err != nil {
+		return nil, err
+	}
+	r.onStop(pg.Stop)
+	r.Info.Postgres = PostgresInfo{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port)), CAFile: r.pki.CAFile}
+	// The frontend and the backend share the document store: each logs in as itself and acts
+	// as the store's owner role, so either may run the migrations.
+	if err := pg.CreateGroupRole(ctx, "resourceprovider"); err != nil {
+		return nil, err
+	}
+	for _, l := range []struct{ service, role, db, group string }{
+		{"frontend", "frontend", "resourceprovider", "resourceprovider"},
+		{"backend", "backend", "resourceprovider", "resourceprovider"},
+		{"cluster-service", "clusterservice", "clusterservice", ""},
+		{"maestro", "maestro", "maestro", ""},
+	} {
+		password, err := pgserver.NewPassword()
+		if err != nil {
+			return nil, err
+		}
+		r.secrets = append(r.secrets, password)
+		r.dbPasswords[l.service] = password
+		if err := pg.CreateLoginRole(ctx, l.role, password, l.group); err != nil {
+			return nil, err
+		}
+		owner := l.role
+		if l.group != "" {
+			owner = l.group
+		}
+		if err := pg.CreateOwnedDatabase(ctx, l.db, owner); err != nil {
+			return nil, err
+		}
+		passFile := filepath.Join(r.secretsDir(), l.role+".pgpass")
+		if err := pg.WritePassFile(passFile, l.role, l.db, password); err != nil {
+			return nil, err
+		}
+		r.Info.Postgres.Roles = append(r.Info.Postgres.Roles, PostgresRoleInfo{
+			Service: l.service, Role: l.role, Database: l.db, DSN: pg.RoleDSN(l.role, l.db, r.pki.CAFile), PassFile: passFile})
+	}
+	return pg, nil
+}
+
+// secretsDir holds the region's generated secrets (database password files, the Cluster
+// Service key-encryption keys), each 0600 in a 0700 directory.
+func (r *Region) secretsDir() string { return filepath.Join(r.stateDir, "secrets") }
+
+// Secrets returns every secret the region generated (database passwords, Cluster Service's
+// key-encryption key, the pull secret's credentials), for tests that prove none of them leaks
+// into a log or a command line; the private keys are the PKI's *.key files (PKI().Dir).
+func (r *Region) Secrets() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.secrets...)
+}
+
+// pgEnv is the environment that gives a service its database password.
+func pgEnv(l PostgresRoleInfo) []string { return []string{"PGPASSFILE=" + l.PassFile} }
+
+// PKI is the region's dev PKI, for tests that rotate a certificate or need an identity's files.
+func (r *Region) PKI() *pki.Region { return r.pki }
+
+// RegionFile is the path of region.json.
+func (r *Region) RegionFile() string { return r.cfg.RegionFile }

@@ -1,0 +1,197 @@
+package mgmtcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// StuckDeleteWatchdog works around a defect of the pinned Maestro (docs/maestro.md, "Known
+// issue: a delete the agent loses"): now and then the agent's in-memory store loses a
+// ManifestWork's deletion (open-cluster-management-io/sdk-go#232), so the agent never reports
+// it deleted, and this Maestro server never sends the delete again (fixed upstream by
+// openshift-online/maestro#576, after our pin). The resource bundle then stays soft-deleted for
+// ever and the cluster it belongs to never finishes deleting.
+//
+// What recovers it without losing anything is what an agent does after any reconnect: it sends
+// a spec resync request, and Maestro answers with every deleting resource of that consumer, so
+// the agent learns of the deletion again and runs its normal cleanup (the manifests are removed
+// and Deleted is reported). The watchdog therefore looks for bundles that have been deleting
+// for longer than StuckAfter and makes that consumer's agent reconnect (KickMQTTClient), with a
+// doubling pause per bundle. It logs every kick: each one is an occurrence of the upstream bug
+// (or a delete slower than StuckAfter, for which a resync is harmless). Remove it once the pin
+// carries #576.
+type StuckDeleteWatchdog struct {
+	o   StuckDeleteWatchdogOptions
+	log *slog.Logger
+
+	mu    sync.Mutex
+	kicks int
+	next  map[string]time.Time     // bundle ID → earliest next kick for it
+	pause map[string]time.Duration // bundle ID → pause after its next kick
+}
+
+// StuckDeleteWatchdogOptions configures the watchdog.
+type StuckDeleteWatchdogOptions struct {
+	// Maestro is the Maestro server's REST API; the watchdog only lists the resource bundles
+	// being deleted (ListDeletingBundles).
+	Maestro MaestroREST
+	// BrokerAddr is the MQTT broker's host:port.
+	BrokerAddr string
+	// AgentClientIDs maps each consumer to its agent's MQTT client ID (as the broker sees it).
+	AgentClientIDs map[string]string
+	// AgentTLS maps each consumer to the TLS client config of a kick (nil or missing:
+	// plaintext). A broker that binds client IDs to certificate identities (ours, and Event
+	// Grid) lets only the agent's own identity take its session over, so this carries the
+	// agent's own certificate: see KickMQTTClient and docs/security.md.
+	AgentTLS map[string]*tls.Config
+	// StuckAfter: a bundle deleting for longer is considered stuck (default 45s; a HostedCluster
+	// delete takes seconds here).
+	StuckAfter time.Duration
+	// Interval between scans (default 10s).
+	Interval time.Duration
+	Logger   *slog.Logger
+}
+
+// StartStuckDeleteWatchdog scans until ctx ends.
+func StartStuckDeleteWatchdog(ctx context.Context, o StuckDeleteWatchdogOptions) *StuckDeleteWatchdog {
+	if o.StuckAfter <= 0 {
+		o.StuckAfter = 45 * time.Second
+	}
+	if o.Interval <= 0 {
+		o.Interval = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	w := &StuckDeleteWatchdog{o: o, log: o.Logger.With("component", "stuck-delete-watchdog"),
+		next: map[string]time.Time{}, pause: map[string]time.Duration{}}
+	go func() {
+		t := time.NewTicker(o.Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := w.Scan(ctx, time.Now()); err != nil && ctx.Err() == nil {
+					w.log.Warn("scan failed", "error", err)
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// Kicks is how many agent reconnects the watchdog has caused.
+func (w *StuckDeleteWatchdog) Kicks() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.kicks
+}
+
+// MaestroBundle is the part of a Maestro resource bundle the watchdog reads.
+type MaestroBundle struct {
+	ID           string     `json:"id"`
+	ConsumerName string     `json:"consumer_name"`
+	DeletedAt    *time.Time `json:"deleted_at"`
+	Metadata     struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+}
+
+// Scan looks at every resource bundle being deleted once and kicks the agents of consumers
+// with stuck ones.
+func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
+	bundles, err := w.o.Maestro.ListDeletingBundles(ctx)
+	if err != nil {
+		return err
+	}
+	stuck := map[string][]MaestroBundle{} // consumer → its stuck bundles due for a kick
+	seen := map[string]bool{}
+	w.mu.Lock()
+	for _, b := range bundles {
+		if b.DeletedAt == nil || now.Sub(*b.DeletedAt) < w.o.StuckAfter {
+			continue
+		}
+		seen[b.ID] = true
+		if now.Before(w.next[b.ID]) {
+			continue
+		}
+		if _, ok := w.o.AgentClientIDs[b.ConsumerName]; ok {
+			stuck[b.ConsumerName] = append(stuck[b.ConsumerName], b)
+		}
+	}
+	for id := range w.next { // bundles that are gone need no more kicks
+		if !seen[id] {
+			delete(w.next, id)
+			delete(w.pause, id)
+		}
+	}
+	w.mu.Unlock()
+
+	for consumer, bs := range stuck {
+		clientID := w.o.AgentClientIDs[consumer]
+		for _, b := range bs {
+			w.log.Warn("resource bundle deleting for too long; making its agent reconnect and resync (pinned Maestro, docs/maestro.md)",
+				"consumer", consumer, "bundle", b.ID, "work", b.Metadata.Name, "deletingFor", now.Sub(*b.DeletedAt).Round(time.Second).String())
+		}
+		if err := KickMQTTClient(ctx, w.o.BrokerAddr, clientID, w.o.AgentTLS[consumer]); err != nil {
+			return fmt.Errorf("kick agent of %s: %w", consumer, err)
+		}
+		w.mu.Lock()
+		w.kicks++
+		for _, b := range bs {
+			p := w.pause[b.ID]
+			if p == 0 {
+				p = w.o.StuckAfter
+			}
+			w.next[b.ID] = now.Add(p)
+			w.pause[b.ID] = min(2*p, 10*time.Minute)
+		}
+		w.mu.Unlock()
+	}
+	return nil
+}
+
+// DeletingBundlesSearch is the Maestro list search that selects the bundles being deleted.
+// Maestro's resource-bundle list reads soft-deleted rows too (its DAO lists unscoped) and
+// accepts a tree-search-language "search" that it turns into SQL, so the server filters in its
+// database and sends only those bundles: normally none, instead of every bundle of the region
+// with its manifests (tens of KB each) every scan. Measured in docs/performance.md (P4).
+const DeletingBundlesSearch = "deleted_at is not null"
+
+// ListDeletingBundles lists the resource bundles that have a deletion timestamp, all pages.
+func (m MaestroREST) ListDeletingBundles(ctx context.Context) ([]MaestroBundle, error) {
+	return m.ListBundles(ctx, DeletingBundlesSearch)
+}
+
+// ListBundles lists the resource bundles that match a Maestro search, all pages; an empty
+// search lists every bundle with its manifests (what the watchdog did before it searched; the
+// P4 benchmark measures both).
+func (m MaestroREST) ListBundles(ctx context.Context, search string) ([]MaestroBundle, error) {
+	var out []MaestroBundle
+	for page := 1; ; page++ {
+		var list struct {
+			Items []MaestroBundle `json:"items"`
+			Total int             `json:"total"`
+		}
+		q := url.Values{"page": {strconv.Itoa(page)}, "size": {"200"}}
+		if search != "" {
+			q.Set("search", search)
+		}
+		u := m.URL + "/api/maestro/v1/resource-bundles?" + q.Encode()
+		if err := m.getJSON(ctx, u, &list); err != nil {
+			return nil, fmt.Errorf("list maestro resource bundles: %w", err)
+		}
+		out = append(out, list.Items...)
+		if len(list.Items) == 0 || len(out) >= list.Total {
+			return out, nil
+		}
+	}
+}

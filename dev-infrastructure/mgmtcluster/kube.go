@@ -1,0 +1,488 @@
+package mgmtcluster
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/crds"
+)
+
+// The management clusters run a real kube-apiserver and etcd, built from the pinned tool module
+// (DESIGN.md §3.5). These ldflags must stay byte-identical to the Makefile's KUBE_LDFLAGS: they
+// are part of hack/tool.sh's cache key, and a difference means a second multi-minute build.
+const (
+	kubeToolsModule     = "dev-infrastructure/kube-tools"
+	kubeAPIServerPkg    = "k8s.io/kubernetes/cmd/kube-apiserver"
+	kubeCMPkg           = "k8s.io/kubernetes/cmd/kube-controller-manager"
+	etcdPkg             = "./cmd/etcd"
+	kubeAPIServerLDFlag = "-X k8s.io/component-base/version.gitVersion=v1.32.13 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32"
+)
+
+// KubeBinaries returns the paths of the pinned kube-apiserver and etcd, building them into the
+// tool cache on first use (minutes on 2 cores; progress goes to stderr) and returning at once
+// afterwards. The repository root is $OPENHCP_ROOT or the nearest directory above the working
+// directory that holds go.work.
+func KubeBinaries(ctx context.Context) (apiserver, etcd string, err error) {
+	apiserver, err = toolBinary(ctx, "kube-apiserver", kubeToolsModule, kubeAPIServerPkg, kubeAPIServerLDFlag)
+	if err != nil {
+		return "", "", err
+	}
+	etcd, err = toolBinary(ctx, "etcd", kubeToolsModule, etcdPkg, "")
+	if err != nil {
+		return "", "", err
+	}
+	return apiserver, etcd, nil
+}
+
+// KubeControllerManagerBinary returns the pinned kube-controller-manager, built like the
+// apiserver (same module, same ldflags).
+func KubeControllerManagerBinary(ctx context.Context) (string, error) {
+	return toolBinary(ctx, "kube-controller-manager", kubeToolsModule, kubeCMPkg, kubeAPIServerLDFlag)
+}
+
+// managementControllers are the kube-controller-manager controllers a management cluster runs:
+// the namespace controller (a deleted namespace is emptied and removed, so a ManifestWork that
+// owns a namespace can finish deleting) and the garbage collector (ownerReferences cascade).
+// Nothing that needs nodes, pods or cloud runs.
+const managementControllers = "namespace,garbagecollector"
+
+// ManagementClusterOptions configures StartManagementCluster.
+type ManagementClusterOptions struct {
+	// Name identifies the cluster; process logs are <LogDir>/<Name>-etcd.log and
+	// <Name>-kube-apiserver.log.
+	Name string
+	// Dir holds the cluster's state: pki/, etcd/ and the kubeconfig. The PKI and etcd data are
+	// reused when Dir already has them, so a restart keeps the cluster's objects and credentials.
+	Dir           string
+	LogDir        string
+	APIServerPath string
+	EtcdPath      string
+	// ControllerManagerPath, when set, also runs kube-controller-manager with the namespace and
+	// garbage-collector controllers (see managementControllers). Without it a deleted namespace
+	// stays Terminating for ever.
+	ControllerManagerPath string
+	// ReadyTimeout bounds the wait for etcd health and apiserver /readyz; zero means 90s.
+	ReadyTimeout time.Duration
+	// ExtraClientCAFile, when set, is a CA whose client certificates the apiserver accepts too
+	// (user = CN, groups = O), beside its own: the region's services can then authenticate
+	// with their region certificates. RBAC still decides what they may do.
+	ExtraClientCAFile string
+	// SkipCRDs leaves out the management CRDs, for a cluster that hosts no HyperShift.
+	SkipCRDs bool
+}
+
+// ManagementCluster is a running etcd + kube-apiserver pair with the management CRDs installed,
+// and, when ControllerManagerPath is set, a kube-controller-manager running only the namespace
+// and garbage-collector controllers.
+//
+// Nothing else runs: no scheduler, no kubelet, no service-account controllers. Without the
+// controller manager a deleted namespace stays Terminating for ever (its "kubernetes" finalizer
+// is never removed) and ownerReferences never cascade; that is genuine apiserver behaviour, not
+// an emulation. The ServiceAccount admission plugin is disabled so pods can still be created.
+type ManagementCluster struct {
+	Name string
+	// Kubeconfig is the path of a kubeconfig file with the admin client certificate
+	// (group system:masters).
+	Kubeconfig string
+	// Host is the apiserver URL, https://127.0.0.1:<port>.
+	Host string
+	// StartupDuration is how long it took from starting etcd to the CRDs being Established.
+	StartupDuration time.Duration
+
+	APIServer         *Process
+	Etcd              *Process
+	ControllerManager *Process
+
+	restConfig *rest.Config
+}
+
+// RESTConfig returns a fresh client configuration authenticated as the cluster admin.
+func (m *ManagementCluster) RESTConfig() *rest.Config { return rest.CopyConfig(m.restConfig) }
+
+// Stop ends the apiserver and then etcd, so the apiserver never sees its storage vanish.
+func (m *ManagementCluster) Stop() {
+	if m.ControllerManager != nil {
+		m.ControllerManager.Stop(10 * time.Second)
+	}
+	if m.APIServer != nil {
+		m.APIServer.Stop(10 * time.Second)
+	}
+	if m.Etcd != nil {
+		m.Etcd.Stop(10 * time.Second)
+	}
+}
+
+// StartManagementCluster starts etcd and kube-apiserver on free loopback ports with a dev PKI,
+// waits for /readyz, writes the admin kubeconfig and installs the CRDs from package crds.
+// On error everything it started is stopped again.
+func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ *ManagementCluster, err error) {
+	if o.Name == "" || o.Dir == "" || o.LogDir == "" || o.APIServerPath == "" || o.EtcdPath == "" {
+		return nil, errors.New("management cluster: Name, Dir, LogDir, APIServerPath and EtcdPath are required")
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 90 * time.Second
+	}
+	start := time.Now()
+	pkiDir := filepath.Join(o.Dir, "pki")
+	pki, err := loadOrCreateKubePKI(pkiDir)
+	if err != nil {
+		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
+	}
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	mc := &ManagementCluster{Name: o.Name, Host: "https://127.0.0.1:" + strconv.Itoa(apiPort)}
+	defer func() {
+		if err != nil {
+			mc.Stop()
+		}
+	}()
+
+	clientCA := pki.caCertPath
+	if o.ExtraClientCAFile != "" {
+		clientCA = filepath.Join(pkiDir, "client-ca-bundle.crt")
+		extra, err := os.ReadFile(o.ExtraClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("management cluster %s: extra client CA: %w", o.Name, err)
+		}
+		if err := os.WriteFile(clientCA, append(append([]byte{}, pki.caCertPEM...), extra...), 0o600); err != nil {
+			return nil, fmt.Errorf("management cluster %s: write client CA bundle: %w", o.Name, err)
+		}
+	}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	mc.Etcd, err = StartProcess(ctx, ProcSpec{
+		Name: o.Name + "-etcd", Path: o.EtcdPath, LogDir: o.LogDir,
+		Args: []string{
+			"--name=" + o.Name,
+			"--data-dir=" + filepath.Join(o.Dir, "etcd"),
+			"--listen-client-urls=" + etcdURL,
+			"--advertise-client-urls=" + etcdURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=" + o.Name + "=" + peerURL,
+			// Loopback only and throwaway: skipping fsync keeps a laptop disk from being the
+			// bottleneck. A killed process loses nothing (the page cache survives it); only a
+			// machine crash could.
+			"--unsafe-no-fsync",
+			"--log-level=warn",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := mc.Etcd.WaitFor(ctx, o.ReadyTimeout, "etcd /health", HTTPReady(nil, etcdURL+"/health")); err != nil {
+		return nil, err
+	}
+
+	mc.APIServer, err = StartProcess(ctx, ProcSpec{
+		Name: o.Name + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
+		Args: []string{
+			"--etcd-servers=" + etcdURL,
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(apiPort),
+			"--cert-dir=" + pkiDir,
+			"--tls-cert-file=" + pki.servingCertPath,
+			"--tls-private-key-file=" + pki.servingKeyPath,
+			"--client-ca-file=" + clientCA,
+			"--service-account-key-file=" + pki.saKeyPath,
+			"--service-account-signing-key-file=" + pki.saKeyPath,
+			"--service-account-issuer=https://kubernetes.default.svc",
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--authorization-mode=RBAC",
+			"--allow-privileged=true",
+			// No controller-manager creates ServiceAccounts, so the plugin would refuse every pod.
+			"--disable-admission-plugins=ServiceAccount",
+			// One apiserver per cluster and nothing reads the kubernetes Endpoints: skip the
+			// lease churn. API priority and fairness is off to keep a small box responsive;
+			// --max-requests-inflight still bounds load.
+			"--endpoint-reconciler-type=none",
+			"--enable-priority-and-fairness=false",
+			"--profiling=false",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg := &rest.Config{
+		Host: mc.Host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData: pki.caCertPEM, CertData: pki.adminCertPEM, KeyData: pki.adminKeyPEM,
+		},
+		QPS: 100, Burst: 200,
+	}
+	mc.restConfig = cfg
+	httpClient, err := adminHTTPClient(pki)
+	if err != nil {
+		return nil, err
+	}
+	if err := mc.APIServer.WaitFor(ctx, o.ReadyTimeout, "kube-apiserver /readyz", HTTPReady(httpClient, mc.Host+"/readyz")); err != nil {
+		return nil, err
+	}
+
+	mc.Kubeconfig = filepath.Join(o.Dir, "kubeconfig")
+	if err := writeKubeconfig(mc.Kubeconfig, o.Name, mc.Host, pki); err != nil {
+		return nil, err
+	}
+	if !o.SkipCRDs {
+		if err := crds.Install(ctx, mc.RESTConfig()); err != nil {
+			return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
+		}
+	}
+	if o.ControllerManagerPath != "" {
+		if err := mc.startControllerManager(ctx, o); err != nil {
+			return nil, err
+		}
+	}
+	mc.StartupDuration = time.Since(start)
+	return mc, nil
+}
+
+func adminHTTPClient(p *kubePKI) (*http.Client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(p.caCertPEM) {
+		return nil, errors.New("dev CA certificate does not parse")
+	}
+	cert, err := tls.X509KeyPair(p.adminCertPEM, p.adminKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("admin client certificate: %w", err)
+	}
+	return &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+		}},
+	}, nil
+}
+
+func writeKubeconfig(path, name, host string, p *kubePKI) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: p.caCertPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: p.adminCertPEM, ClientKeyData: p.adminKeyPEM}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
+	cfg.CurrentContext = name
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
+}
+
+// kubePKI is the dev PKI of one management cluster: a CA, the apiserver serving certificate, an
+// admin client certificate and the service-account signing key. The files live in Dir/pki.
+type kubePKI struct {
+	caCertPath, servingCertPath, servingKeyPath, saKeyPath string
+	caCertPEM, adminCertPEM, adminKeyPEM                   []byte
+}
+
+// Certificates last a year: long enough that a kept state dir does not expire under a
+// developer, short enough to be plainly not production material.
+const devCertValidity = 365 * 24 * time.Hour
+
+func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
+	p := &kubePKI{
+		caCertPath:      filepath.Join(dir, "ca.crt"),
+		servingCertPath: filepath.Join(dir, "apiserver.crt"),
+		servingKeyPath:  filepath.Join(dir, "apiserver.key"),
+		saKeyPath:       filepath.Join(dir, "sa.key"),
+	}
+	adminCert, adminKey := filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key")
+	all := []string{p.caCertPath, filepath.Join(dir, "ca.key"), p.servingCertPath, p.servingKeyPath, p.saKeyPath, adminCert, adminKey}
+	if allExist(all) {
+		var err error
+		if p.caCertPEM, err = os.ReadFile(p.caCertPath); err != nil {
+			return nil, err
+		}
+		if p.adminCertPEM, err = os.ReadFile(adminCert); err != nil {
+			return nil, err
+		}
+		if p.adminKeyPEM, err = os.ReadFile(adminKey); err != nil {
+			return nil, err
+		}
+		if cert, err := parseCertPEM(p.caCertPEM); err == nil && time.Until(cert.NotAfter) > 24*time.Hour {
+			return p, nil
+		}
+		// Expired or unreadable: fall through and issue a new PKI.
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create pki dir: %w", err)
+	}
+
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: "openhcp-dev-kube-ca"},
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	caCert, caPEM, err := issue(caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue CA: %w", err)
+	}
+	p.caCertPEM = caPEM
+
+	servingKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	_, servingPEM, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		// 10.0.0.1 is the kubernetes Service IP in --service-cluster-ip-range.
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback, net.ParseIP("10.0.0.1")},
+	}, caCert, &servingKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue serving certificate: %w", err)
+	}
+
+	adminKeyEC, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	_, adminPEM, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "openhcp-admin", Organization: []string{"system:masters"}},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, caCert, &adminKeyEC.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue admin certificate: %w", err)
+	}
+	p.adminCertPEM = adminPEM
+
+	// Service-account tokens are signed with RS256 by default; an RSA key needs no extra flags.
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+
+	caKeyPEM, err := keyPEM(caKey)
+	if err != nil {
+		return nil, err
+	}
+	servingKeyPEM, err := keyPEM(servingKey)
+	if err != nil {
+		return nil, err
+	}
+	if p.adminKeyPEM, err = keyPEM(adminKeyEC); err != nil {
+		return nil, err
+	}
+	saKeyPEM, err := keyPEM(saKey)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{
+		p.caCertPath: caPEM, filepath.Join(dir, "ca.key"): caKeyPEM,
+		p.servingCertPath: servingPEM, p.servingKeyPath: servingKeyPEM,
+		adminCert: adminPEM, adminKey: p.adminKeyPEM,
+		p.saKeyPath: saKeyPEM,
+	}
+	for path, data := range files {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return p, nil
+}
+
+func issue(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, []byte, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = time.Now().Add(-time.Hour) // tolerate small clock skew
+	tmpl.NotAfter = time.Now().Add(devCertValidity)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+func keyPEM(key crypto.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("marshal private key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func parseCertPEM(b []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return nil, errors.New("no PEM block")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+func allExist(paths []string) bool {
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// startControllerManager runs kube-controller-manager against the cluster with only
+// managementControllers, and waits for its /healthz.
+func (mc *ManagementCluster) startControllerManager(ctx context.Context, o ManagementClusterOptions) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	mc.ControllerManager, err = StartProcess(ctx, ProcSpec{
+		Name: o.Name + "-kube-controller-manager", Path: o.ControllerManagerPath, LogDir: o.LogDir,
+		Args: []string{
+			"--kubeconfig=" + mc.Kubeconfig,
+			"--authentication-kubeconfig=" + mc.Kubeconfig,
+			"--authorization-kubeconfig=" + mc.Kubeconfig,
+			"--bind-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(port),
+			"--cert-dir=" + filepath.Join(o.Dir, "kube-controller-manager"),
+			"--controllers=" + managementControllers,
+			"--leader-elect=false",
+			"--use-service-account-credentials=false",
+			"--profiling=false",
+		},
+	})
+	if err != nil {
+		return err
+	}
+	// Its serving certificate is self-signed in --cert-dir; the probe only checks liveness on
+	// loopback, so it does not verify it.
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe
+	return mc.ControllerManager.WaitFor(ctx, o.ReadyTimeout, "kube-controller-manager /healthz",
+		HTTPReady(probe, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz"))
+}

@@ -1,0 +1,227 @@
+package mgmtcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/pki"
+)
+
+// MosquittoOptions configures the region's MQTT broker, the local stand-in for Event Grid
+// namespaces. The zero TLS and ACL settings give a plaintext broker on loopback where every client
+// may use every topic; set TLS and ACL to make per-client certificates and topic ACLs mandatory.
+type MosquittoOptions struct {
+	// Dir holds the generated mosquitto.conf (and acl file). It is created if missing.
+	Dir string
+	// LogDir receives mosquitto.log.
+	LogDir string
+	// Binary is the mosquitto executable; default: "mosquitto" on PATH, then /usr/sbin/mosquitto.
+	Binary string
+	// Port on 127.0.0.1; 0 picks a free one.
+	Port int
+	// TLS, when set, makes the only listener a TLS listener.
+	TLS *MosquittoTLS
+	// ACL, when non-nil, is written to an acl_file and enforced: a client may then use only the
+	// topics a rule grants it. An empty non-nil slice denies everything.
+	ACL []MosquittoACLRule
+}
+
+// MosquittoTLS is the broker's TLS listener configuration. All paths must be readable by the
+// broker process.
+type MosquittoTLS struct {
+	CAFile, CertFile, KeyFile string
+	// RequireClientCert makes every client present a certificate signed by CAFile; its subject
+	// CN then becomes the MQTT username that ACL rules (and %u in patterns) refer to, and also
+	// the client ID, whatever the client asked for. That binds a session to an identity, as
+	// Event Grid namespaces do: a client can take over (disconnect) only a session of its own
+	// identity, never another client's.
+	RequireClientCert bool
+}
+
+// MosquittoACLRule grants one topic filter. Rules with an empty User are mosquitto "pattern"
+// rules that apply to every client, where %u is the client's username (the certificate CN under
+// RequireClientCert) and %c its client ID.
+type MosquittoACLRule struct {
+	User   string
+	Access string // read, write, readwrite or deny
+	Topic  string
+}
+
+// MaestroACL returns the topic rules of the Maestro topic layout: the server (username
+// serverUser) publishes spec events to and receives status events from every consumer, and an
+// agent, whose username is its consumer name, may use only sources/maestro/consumers/<itself>/….
+func MaestroACL(serverUser string) []MosquittoACLRule {
+	return []MosquittoACLRule{
+		{User: serverUser, Access: "write", Topic: "sources/maestro/consumers/+/sourceevents"},
+		{User: serverUser, Access: "read", Topic: "sources/maestro/consumers/+/agentevents"},
+		{User: serverUser, Access: "write", Topic: "sources/maestro/sourcebroadcast"},
+		{User: serverUser, Access: "read", Topic: "sources/maestro/agentbroadcast"},
+		{Access: "read", Topic: "sources/maestro/consumers/%u/sourceevents"},
+		{Access: "write", Topic: "sources/maestro/consumers/%u/agentevents"},
+	}
+}
+
+// SecureBrokerOptions is the region's broker: TLS with the region PKI's broker certificate,
+// every client authenticated by its own certificate from the region CA (CN = username = client
+// ID), and MaestroACL with the maestro-server identity as the server.
+func SecureBrokerOptions(p *pki.Region, dir, logDir string) (MosquittoOptions, error) {
+	f, err := p.Files(pki.Broker)
+	if err != nil {
+		return MosquittoOptions{}, err
+	}
+	return MosquittoOptions{Dir: dir, LogDir: logDir,
+		TLS: &MosquittoTLS{CAFile: p.CAFile, CertFile: f.Cert, KeyFile: f.Key, RequireClientCert: true},
+		ACL: MaestroACL(pki.MaestroServer),
+	}, nil
+}
+
+// ClientID is the client ID the broker gives a client that authenticates as username and asks
+// for requested: with client certificates required it is the username.
+func (o MosquittoOptions) ClientID(username, requested string) string {
+	if o.TLS != nil && o.TLS.RequireClientCert {
+		return username
+	}
+	return requested
+}
+
+// Mosquitto is a running broker.
+type Mosquitto struct {
+	// Addr is host:port of the listener, for a Maestro MQTT config's brokerHost.
+	Addr       string
+	ConfigPath string
+	Proc       *Process
+}
+
+// StartMosquitto writes a config for o and starts mosquitto with it, returning once the
+// listener accepts connections. MQTT v5 (which Maestro needs for user properties) is on by
+// default in mosquitto 2.
+func StartMosquitto(ctx context.Context, o MosquittoOptions) (*Mosquitto, error) {
+	bin, err := mosquittoBinary(o.Binary)
+	if err != nil {
+		return nil, err
+	}
+	if o.Port == 0 {
+		if o.Port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create mosquitto dir: %w", err)
+	}
+	conf, err := mosquittoConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	if o.ACL != nil {
+		if err := os.WriteFile(filepath.Join(o.Dir, "acl"), []byte(mosquittoACL(o.ACL)), 0o644); err != nil {
+			return nil, fmt.Errorf("write mosquitto acl: %w", err)
+		}
+	}
+	confPath := filepath.Join(o.Dir, "mosquitto.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return nil, fmt.Errorf("write mosquitto config: %w", err)
+	}
+	p, err := StartProcess(ctx, ProcSpec{Name: "mosquitto", Path: bin, Args: []string{"-c", confPath}, Dir: o.Dir, LogDir: o.LogDir})
+	if err != nil {
+		return nil, err
+	}
+	addr := net127(o.Port)
+	if err := p.WaitFor(ctx, 15*time.Second, "MQTT listener "+addr, TCPReady(addr)); err != nil {
+		p.Stop(2 * time.Second)
+		return nil, err
+	}
+	return &Mosquitto{Addr: addr, ConfigPath: confPath, Proc: p}, nil
+}
+
+// Stop ends the broker.
+func (m *Mosquitto) Stop() { m.Proc.Stop(5 * time.Second) }
+
+func net127(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+func mosquittoBinary(explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	if p, err := exec.LookPath("mosquitto"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/sbin/mosquitto"); err == nil {
+		return "/usr/sbin/mosquitto", nil
+	}
+	return "", errors.New("mosquitto not found: run 'hack/ensure-packages.sh mosquitto' (make deps)")
+}
+
+func mosquittoConfig(o MosquittoOptions) (string, error) {
+	var b strings.Builder
+	b.WriteString("# generated by dev-infrastructure/localregion; do not edit\n")
+	// Logging goes to stderr, unbuffered, which the launcher captures in <LogDir>/mosquitto.log
+	// (stdout into a file is block-buffered, so a crash would lose the last lines).
+	b.WriteString("log_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\nlog_timestamp_format %Y-%m-%dT%H:%M:%S\n")
+	b.WriteString("persistence false\n")
+	// QoS 1 messages for an agent that is briefly away are queued, not dropped; the default of
+	// 1000 is below a resync burst of a busy management cluster.
+	b.WriteString("max_queued_messages 10000\n")
+	if os.Geteuid() == 0 {
+		// Under root mosquitto would switch to the "mosquitto" user, which may not exist or may
+		// not read the (root-owned) config, certificates and log directory the launcher made.
+		u, err := user.Current()
+		if err != nil {
+			return "", fmt.Errorf("current user: %w", err)
+		}
+		fmt.Fprintf(&b, "user %s\n", u.Username)
+	}
+	fmt.Fprintf(&b, "listener %d 127.0.0.1\n", o.Port)
+	if t := o.TLS; t != nil {
+		if t.CAFile == "" || t.CertFile == "" || t.KeyFile == "" {
+			return "", errors.New("mosquitto TLS needs CAFile, CertFile and KeyFile")
+		}
+		fmt.Fprintf(&b, "cafile %s\ncertfile %s\nkeyfile %s\ntls_version tlsv1.2\n", t.CAFile, t.CertFile, t.KeyFile)
+		if t.RequireClientCert {
+			b.WriteString("require_certificate true\nuse_identity_as_username true\nuse_username_as_clientid true\n")
+		}
+	}
+	// Authentication is by client certificate or not at all; there are no passwords.
+	b.WriteString("allow_anonymous true\n")
+	if o.ACL != nil {
+		fmt.Fprintf(&b, "acl_file %s\n", filepath.Join(o.Dir, "acl"))
+	}
+	return b.String(), nil
+}
+
+func mosquittoACL(rules []MosquittoACLRule) string {
+	var b strings.Builder
+	b.WriteString("# generated by dev-infrastructure/localregion; do not edit\n")
+	// Pattern rules first: mosquitto applies lines to the last "user" seen, so they must not
+	// follow one.
+	for _, r := range rules {
+		if r.User == "" {
+			fmt.Fprintf(&b, "pattern %s %s\n", r.Access, r.Topic)
+		}
+	}
+	var users []string
+	byUser := map[string][]MosquittoACLRule{}
+	for _, r := range rules {
+		if r.User == "" {
+			continue
+		}
+		if _, ok := byUser[r.User]; !ok {
+			users = append(users, r.User)
+		}
+		byUser[r.User] = append(byUser[r.User], r)
+	}
+	for _, u := range users {
+		fmt.Fprintf(&b, "\nuser %s\n", u)
+		for _, r := range byUser[u] {
+			fmt.Fprintf(&b, "topic %s %s\n", r.Access, r.Topic)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,241 @@
+package mgmtcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ProcSpec describes one child process of the region.
+type ProcSpec struct {
+	// Name identifies the process in logs and errors; its log file is <LogDir>/<Name>.log.
+	Name string
+	Path string
+	Args []string
+	// Env is appended to the launcher's own environment.
+	Env []string
+	Dir string
+	// LogDir receives <Name>.log with the child's stdout and stderr.
+	LogDir string
+	// Credential, when set, runs the child as another user (postgres refuses to run as root).
+	Credential *syscall.Credential
+}
+
+// Process is a running child. It is started in its own process group so that Stop ends the
+// whole tree it may have spawned, and nothing else.
+type Process struct {
+	Spec    ProcSpec
+	LogPath string
+
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+	err  error
+
+	mu       sync.Mutex
+	stopping bool
+}
+
+// StartProcess starts spec and returns at once; use a Wait* helper to wait for readiness.
+func StartProcess(ctx context.Context, spec ProcSpec) (*Process, error) {
+	if err := os.MkdirAll(spec.LogDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir for %s: %w", spec.Name, err)
+	}
+	logPath := filepath.Join(spec.LogDir, spec.Name+".log")
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open log for %s: %w", spec.Name, err)
+	}
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Dir = spec.Dir
+	cmd.Stdout = lf
+	cmd.Stderr = lf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: spec.Credential}
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Path, err)
+	}
+	p := &Process{Spec: spec, LogPath: logPath, cmd: cmd, log: lf, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		lf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// PID is the child's process ID.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the process ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stopping reports whether Stop was called, so an exit is expected rather than a crash.
+func (p *Process) Stopping() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stopping
+}
+
+// Stop sends SIGTERM to the process group, and SIGKILL after grace.
+func (p *Process) Stop(grace time.Duration) {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// Kill ends the process group at once with SIGKILL, as a crash would.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// LogTail returns the last n bytes of the process log, for crash reports.
+func (p *Process) LogTail(n int64) string {
+	return FileTail(p.LogPath, n)
+}
+
+// FileTail returns the last n bytes of a file, or a note saying why it could not be read.
+func FileTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("(cannot stat %s: %v)", path, err)
+	}
+	if st.Size() > n {
+		if _, err := f.Seek(st.Size()-n, io.SeekStart); err != nil {
+			return fmt.Sprintf("(cannot seek %s: %v)", path, err)
+		}
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// FreePort asks the kernel for a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreePorts returns n distinct free ports.
+func FreePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// ErrExited is returned by the Wait helpers when the process died while being waited on.
+var ErrExited = errors.New("process exited")
+
+// WaitFor polls check until it succeeds, the process exits, or timeout passes. The error names
+// the process and carries the tail of its log.
+func (p *Process) WaitFor(ctx context.Context, timeout time.Duration, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if exited, err := p.Exited(); exited {
+			return fmt.Errorf("%s: %w (%v) while waiting for %s; log tail:\n%s", p.Spec.Name, ErrExited, err, what, p.LogTail(3000))
+		}
+		if last = check(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %s not ready after %s: %v; log tail:\n%s", p.Spec.Name, what, timeout, last, p.LogTail(3000))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// TCPReady succeeds once addr accepts connections.
+func TCPReady(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		d := net.Dialer{Timeout: time.Second}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+// HTTPReady succeeds once url answers 200 using client (nil means http.DefaultClient).
+func HTTPReady(client *http.Client, url string) func(context.Context) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, bytes.TrimSpace(body))
+		}
+		return nil
+	}
+}

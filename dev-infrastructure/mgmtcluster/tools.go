@@ -1,0 +1,58 @@
+package mgmtcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// toolBinary returns a pinned tool built by hack/tool.sh from its own module (GOWORK=off). The
+// script caches builds by their inputs, so this is instant after the first build; the build's
+// progress goes to stderr.
+func toolBinary(ctx context.Context, name, moduleDir, pkg, ldflags string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "tool.sh"), name, moduleDir, pkg, ldflags)
+	cmd.Dir = root
+	cmd.Stderr = os.Stderr
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build %s with hack/tool.sh: %w", name, err)
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// RepoRoot finds the repository root: $OPENHCP_ROOT, or the nearest directory upwards holding
+// go.work.
+func RepoRoot() (string, error) {
+	if r := os.Getenv("OPENHCP_ROOT"); r != "" {
+		return r, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the repository root (no go.work above the working directory); set OPENHCP_ROOT")
+		}
+		dir = parent
+	}
+}
+
+// MaestroBinary returns the pinned Maestro build from the tool cache, building it on first use.
+func MaestroBinary(ctx context.Context) (string, error) {
+	return toolBinary(ctx, "maestro", "maestro", "github.com/openshift-online/maestro/cmd/maestro", "")
+}

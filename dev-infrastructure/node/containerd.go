@@ -1,0 +1,159 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Containerd is Debian's containerd run with the node's own config, root, state and sockets under
+// one directory, inside the node's network namespace.
+type Containerd struct {
+	Dir    string // owns config.toml, root/, state/, run/ and containerd.log
+	Socket string
+	runDir string // the sockets' short directory (unix socket paths are limited to 104 bytes)
+	proc   *proc
+}
+
+// containerdConfig is the node's containerd configuration. restrict_oom_score_adj is mandatory on
+// this machine: CAP_SYS_RESOURCE is missing from every process's bounding set, so containerd may
+// not lower a container's OOM score below its own. The sandbox image is built locally, never pulled.
+const containerdConfig = `version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.internal.v1.opt", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = %[3]q
+[ttrpc]
+  address = %[4]q
+[metrics]
+  address = ""
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[5]q
+  enable_selinux = false
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "/usr/sbin/runc"
+        Root = %[6]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %[7]q
+    max_conf_num = 1
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = ""
+`
+
+// StartContainerd writes the config under dir and starts containerd inside ns, returning once its
+// socket answers. sandboxImage is the pod sandbox (pause) image's reference; the caller imports
+// it (it is built locally, never pulled).
+func StartContainerd(ctx context.Context, ns *Netns, dir, sandboxImage string) (*Containerd, error) {
+	runDir, err := os.MkdirTemp("", "ohcp-ctrd-")
+	if err != nil {
+		return nil, fmt.Errorf("containerd socket directory: %w", err)
+	}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(runDir, "containerd.sock"), runDir: runDir}
+	for _, d := range []string{"root", "state", "run", "cni/net.d"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			_ = os.RemoveAll(runDir)
+			return nil, fmt.Errorf("containerd directory: %w", err)
+		}
+	}
+	cfg := fmt.Sprintf(containerdConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.Socket,
+		c.Socket+".ttrpc", sandboxImage, filepath.Join(dir, "run", "runc"), filepath.Join(dir, "cni", "net.d"))
+	cfgPath := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, fmt.Errorf("containerd config: %w", err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
+	if err != nil {
+		return nil, fmt.Errorf("containerd log: %w", err)
+	}
+	defer logf.Close()
+	// Not tied to ctx: Stop ends it by PID.
+	cmd := ns.Command(context.WithoutCancel(ctx), "containerd", "--config", cfgPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting containerd: %w", err)
+	}
+	c.proc = &proc{name: "containerd", cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(c.proc.done) }()
+	for {
+		if err := exec.CommandContext(ctx, "ctr", "--address", c.Socket, "version").Run(); err == nil {
+			return c, nil
+		}
+		select {
+		case <-c.proc.done:
+			log, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
+			return nil, errors.Join(fmt.Errorf("containerd exited before answering: %v: %s", cmd.ProcessState, tail(string(log), 2000)), os.RemoveAll(runDir))
+		case <-ctx.Done():
+			return nil, errors.Join(fmt.Errorf("waiting for containerd: %w", ctx.Err()), c.Stop())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Ctr runs ctr against this containerd.
+func (c *Containerd) Ctr(ctx context.Context, args ...string) ([]byte, error) {
+	out, err := exec.CommandContext(ctx, "ctr", append([]string{"--address", c.Socket}, args...)...).CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return out, nil
+}
+
+// Stop ends containerd's process group by its PID (SIGTERM, then SIGKILL after 10 s) and unmounts
+// whatever is still mounted under its directory.
+func (c *Containerd) Stop() error {
+	if c.proc == nil {
+		return nil
+	}
+	stopProc(c.proc)
+	c.proc = nil
+	return errors.Join(unmountUnder(c.Dir), os.RemoveAll(c.runDir))
+}
+
+// unmountUnder lazily unmounts every mount point below dir, deepest first.
+func unmountUnder(dir string) error {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("reading mounts: %w", err)
+	}
+	var points []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			points = append(points, f[4])
+		}
+	}
+	var errs []error
+	for i := len(points) - 1; i >= 0; i-- {
+		if err := syscall.Unmount(points[i], syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", points[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}

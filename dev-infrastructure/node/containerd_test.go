@@ -1,0 +1,60 @@
+package node
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestContainerdRunsInTheNamespaceWithCRIAndStopsByPID(t *testing.T) {
+	requireNetns(t)
+	for _, bin := range []string{"containerd", "ctr", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s is not installed; run make deps", bin)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ns, err := CreateNetns(ctx, "openhcp-test-", netip.MustParseAddr("10.250.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Delete(context.Background()) })
+	dir := t.TempDir()
+	c, err := StartContainerd(ctx, ns, dir, "openhcp.local/pause:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+
+	out, err := c.Ctr(ctx, "plugins", "ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"io.containerd.grpc.v1", "cri", "overlayfs"} {
+		found := false
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, want) && strings.HasSuffix(strings.TrimSpace(line), "ok") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("plugin %q not loaded ok:\n%s", want, out)
+		}
+	}
+	pid := c.proc.cmd.Process.Pid
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("containerd (pid %d) still runs after Stop", pid)
+	}
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), dir) {
+		t.Fatalf("mounts left under %s after Stop", dir)
+	}
+}

@@ -1,0 +1,618 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The node's fixed addresses. They exist only inside its network namespace, so they cannot
+// collide with the host or with another namespace.
+var (
+	DefaultNodeIP     = netip.MustParseAddr("10.250.0.1")
+	podBridgeIP       = "10.244.0.1"
+	PodCIDR           = "10.244.0.0/24"
+	ServiceCIDR       = "10.96.0.0/24"
+	kubernetesService = netip.MustParseAddr("10.96.0.1")
+)
+
+const (
+	maxDirLen     = 40
+	apiserverPort = 6443
+	etcdPort      = 2379
+	podBridge     = "cni0"
+	kubeLDFlags   = "-X k8s.io/component-base/version.gitVersion=v1.32.13 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32"
+	kubeModule    = "dev-infrastructure/kube-tools"
+)
+
+// hostPaths are paths outside the state directory that the kubelet, libcni and containerd 1.6
+// hard-code; Stop removes each one the node created.
+var hostPaths = []string{"/var/lib/kubelet", "/var/log/containers", "/var/lib/cni", "/run/containerd"}
+
+// globalSysctls are the host-wide (not per-network-namespace) settings the kubelet rewrites at
+// start; the node records them before and puts them back once Ready and at Stop.
+var globalSysctls = []string{"vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops", "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"}
+
+// Options configures Start.
+type Options struct {
+	// Dir is the node's state directory; it must be empty or absent, and short (at most
+	// maxDirLen bytes): the kubelet puts unix sockets under it, whose paths are limited to 104 bytes.
+	Dir string
+	// Log receives progress; nil discards it.
+	Log *slog.Logger
+}
+
+// Node is a running single-node Kubernetes inside its own network namespace.
+type Node struct {
+	Netns      *Netns
+	Dir        string
+	Kubeconfig string // admin kubeconfig against the apiserver's node address (use inside the namespace)
+	// HostKubeconfig is an admin kubeconfig for host processes (helm, tests): it points at a
+	// loopback port of the host that Forward relays to the apiserver inside the namespace.
+	HostKubeconfig string
+	// SandboxImage is the reference of the pod sandbox (pause) image containerd runs every pod
+	// with: dev-infrastructure/images' pause, built from the repository at Start.
+	SandboxImage string
+	stopForward  context.CancelFunc
+	relays       []context.CancelFunc // ExposeHost's relays
+	kubectl      string
+	procs        []*proc
+	containerd   *Containerd
+	created      []string
+	sysctls      map[string]string
+	lock         *os.File
+	log          *slog.Logger
+	Started      map[string]time.Duration // component → time from Start's beginning to ready
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Binaries are the pinned Kubernetes binaries the node runs, from the tool cache.
+type Binaries struct {
+	Etcd, APIServer, ControllerManager, Scheduler, Kubelet, Kubectl, KubeProxy string
+	// CoreDNS is the cluster DNS server (a static binary: it runs in an image without libc).
+	CoreDNS string
+}
+
+// BuildBinaries returns the pinned binaries, building missing ones with hack/tool.sh and
+// hack/coredns.sh (progress on stderr; a few minutes the first time, instant afterwards).
+func BuildBinaries(ctx context.Context) (Binaries, error) {
+	var b Binaries
+	for _, t := range []struct {
+		dst           *string
+		name, pkg, ld string
+	}{
+		{&b.Etcd, "etcd", "./cmd/etcd", ""},
+		{&b.APIServer, "kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", kubeLDFlags},
+		{&b.ControllerManager, "kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager", kubeLDFlags},
+		{&b.Scheduler, "kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", kubeLDFlags},
+		{&b.Kubelet, "kubelet", "k8s.io/kubernetes/cmd/kubelet", kubeLDFlags},
+		{&b.Kubectl, "kubectl", "k8s.io/kubernetes/cmd/kubectl", kubeLDFlags},
+		{&b.KubeProxy, "kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", kubeLDFlags},
+	} {
+		p, err := toolBinary(ctx, t.name, kubeModule, t.pkg, t.ld)
+		if err != nil {
+			return b, err
+		}
+		*t.dst = p
+	}
+	var err error
+	b.CoreDNS, err = hackTool(ctx, "coredns.sh")
+	return b, err
+}
+
+// Start brings up etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd, a
+// kubelet (runc, CNI bridge/host-local), kube-proxy (iptables mode) and CoreDNS inside a new
+// network namespace and returns once the node is Ready and a cluster DNS lookup of the kubernetes
+// Service answers through its ClusterIP. On failure it stops what it started.
+func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
+	begin := time.Now()
+	if len(o.Dir) > maxDirLen || !filepath.IsAbs(o.Dir) {
+		return nil, fmt.Errorf("node state directory %q: want an absolute path of at most %d bytes (unix socket paths under it are limited)", o.Dir, maxDirLen)
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{Dir: o.Dir, log: log, sysctls: map[string]string{}, Started: map[string]time.Duration{}}
+	lock, err := os.OpenFile("/run/openhcp-node.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("node lock: %w", err)
+	}
+	// One node per machine: the kubelet's hard-coded host paths and cgroups cannot be shared.
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("another node runs on this machine (/run/openhcp-node.lock is held): %w", err)
+	}
+	n.lock = lock
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, n.Stop(context.WithoutCancel(ctx)))
+		}
+	}()
+	for _, p := range hostPaths {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			n.created = append(n.created, p)
+		}
+	}
+	for _, k := range globalSysctls {
+		v, err := readSysctl(k)
+		if err != nil {
+			return nil, err
+		}
+		n.sysctls[k] = v
+	}
+	pkiDir := filepath.Join(o.Dir, "pki")
+	for _, d := range []string{"logs", "etcd", "manifests", "pod-logs", "kubelet", "images"} {
+		if err := os.MkdirAll(filepath.Join(o.Dir, d), 0o700); err != nil {
+			return nil, fmt.Errorf("node state directory: %w", err)
+		}
+	}
+	if n.Netns, err = CreateNetns(ctx, "openhcp-node-", DefaultNodeIP); err != nil {
+		return nil, err
+	}
+	if err := n.setUpPodNetwork(ctx); err != nil {
+		return nil, err
+	}
+	if err := writePKI(pkiDir, DefaultNodeIP, kubernetesService); err != nil {
+		return nil, err
+	}
+	nodeServer := fmt.Sprintf("https://%s:%d", DefaultNodeIP, apiserverPort)
+	localServer := fmt.Sprintf("https://127.0.0.1:%d", apiserverPort)
+	n.Kubeconfig = filepath.Join(o.Dir, "admin.kubeconfig")
+	for _, kc := range []struct{ file, server, id string }{
+		{"admin.kubeconfig", nodeServer, "admin"},
+		{"kubelet.kubeconfig", nodeServer, "kubelet"},
+		{"kube-scheduler.kubeconfig", localServer, "kube-scheduler"},
+		{"kube-controller-manager.kubeconfig", localServer, "kube-controller-manager"},
+	} {
+		if err := writeKubeconfig(filepath.Join(o.Dir, kc.file), kc.server, pkiDir, kc.id); err != nil {
+			return nil, err
+		}
+	}
+	n.kubectl = bins.Kubectl
+
+	imageDir := filepath.Join(o.Dir, "images")
+	pause, err := buildSandboxImage(ctx, imageDir)
+	if err != nil {
+		return nil, err
+	}
+	n.SandboxImage = pause.Ref()
+	n.mark("pause image built", begin)
+	if n.containerd, err = StartContainerd(ctx, n.Netns, filepath.Join(o.Dir, "containerd"), n.SandboxImage); err != nil {
+		return nil, err
+	}
+	n.mark("containerd", begin)
+	if err := n.writeCNIConfig(); err != nil {
+		return nil, err
+	}
+	if err := n.LoadImages(ctx, filepath.Join(imageDir, pause.Archive)); err != nil {
+		return nil, fmt.Errorf("the sandbox image: %w", err)
+	}
+	n.mark("pause image", begin)
+
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	if err := n.start(ctx, "etcd", bins.Etcd, "--name=node", "--data-dir="+filepath.Join(o.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+		"--initial-cluster=node=http://127.0.0.1:2380", "--listen-metrics-urls=http://127.0.0.1:2381",
+		"--unsafe-no-fsync", "--log-level=warn"); err != nil {
+		return nil, err
+	}
+	p := func(f string) string { return filepath.Join(pkiDir, f) }
+	if err := n.start(ctx, "kube-apiserver", bins.APIServer, "--etcd-servers="+etcdURL,
+		"--bind-address=0.0.0.0", "--advertise-address="+DefaultNodeIP.String(), fmt.Sprintf("--secure-port=%d", apiserverPort),
+		"--cert-dir="+p(""), "--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
+		"--client-ca-file="+p("ca.crt"), "--kubelet-client-certificate="+p("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+p("apiserver-kubelet-client.key"), "--kubelet-certificate-authority=",
+		"--kubelet-preferred-address-types=InternalIP", "--service-account-key-file="+p("sa.pub"),
+		"--service-account-signing-key-file="+p("sa.key"), "--service-account-issuer=https://kubernetes.default.svc",
+		"--service-cluster-ip-range="+ServiceCIDR, "--authorization-mode=Node,RBAC",
+		"--enable-admission-plugins=NodeRestriction", "--allow-privileged=true",
+		"--enable-priority-and-fairness=false", "--profiling=false"); err != nil {
+		return nil, err
+	}
+	if err := n.waitFor(ctx, "kube-apiserver", 90*time.Second, func() error {
+		out, err := n.Kubectl(ctx, "get", "--raw=/readyz")
+		if err != nil || strings.TrimSpace(string(out)) != "ok" {
+			return fmt.Errorf("readyz: %v %s", err, out)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	n.mark("kube-apiserver", begin)
+	fwdCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.stopForward = cancel
+	hostAddr, err := n.Netns.Forward(fwdCtx, fmt.Sprintf("%s:%d", DefaultNodeIP, apiserverPort))
+	if err != nil {
+		return nil, err
+	}
+	n.HostKubeconfig = filepath.Join(o.Dir, "admin-host.kubeconfig")
+	if err := writeKubeconfig(n.HostKubeconfig, "https://"+hostAddr, pkiDir, "admin"); err != nil {
+		return nil, err
+	}
+	kcm := filepath.Join(o.Dir, "kube-controller-manager.kubeconfig")
+	if err := n.start(ctx, "kube-controller-manager", bins.ControllerManager, "--kubeconfig="+kcm,
+		"--authentication-kubeconfig="+kcm, "--authorization-kubeconfig="+kcm, "--bind-address=127.0.0.1",
+		"--secure-port=10257", "--leader-elect=false", "--use-service-account-credentials=true",
+		"--service-account-private-key-file="+p("sa.key"), "--root-ca-file="+p("ca.crt"),
+		"--cluster-signing-cert-file="+p("ca.crt"), "--cluster-signing-key-file="+p("ca.key"),
+		"--service-cluster-ip-range="+ServiceCIDR, "--profiling=false"); err != nil {
+		return nil, err
+	}
+	sched := filepath.Join(o.Dir, "kube-scheduler.kubeconfig")
+	if err := n.start(ctx, "kube-scheduler", bins.Scheduler, "--kubeconfig="+sched,
+		"--authentication-kubeconfig="+sched, "--authorization-kubeconfig="+sched, "--bind-address=127.0.0.1",
+		"--secure-port=10259", "--leader-elect=false", "--profiling=false"); err != nil {
+		return nil, err
+	}
+	kubeletCfg, err := n.writeKubeletConfig(pkiDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.start(ctx, "kubelet", bins.Kubelet, "--config="+kubeletCfg,
+		"--kubeconfig="+filepath.Join(o.Dir, "kubelet.kubeconfig"), "--root-dir="+filepath.Join(o.Dir, "kubelet"),
+		"--cert-dir="+filepath.Join(o.Dir, "kubelet", "pki"), "--node-ip="+DefaultNodeIP.String(),
+		"--hostname-override="+NodeName, "--v=1"); err != nil {
+		return nil, err
+	}
+	if err := n.waitFor(ctx, "node Ready", 120*time.Second, func() error {
+		out, err := n.Kubectl(ctx, "get", "node", NodeName, "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if err != nil || strings.TrimSpace(string(out)) != "True" {
+			return fmt.Errorf("node not Ready: %v %s", err, out)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	n.mark("node Ready", begin)
+	// Pods need their namespace's ServiceAccount, which kube-controller-manager creates.
+	if err := n.waitFor(ctx, "default ServiceAccount", 60*time.Second, func() error {
+		_, err := n.Kubectl(ctx, "get", "serviceaccount", "default", "-n", "default")
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	n.mark("default ServiceAccount", begin)
+	// The kubelet rewrote host-wide sysctls at start; put the host's values back.
+	if err := n.restoreSysctls(); err != nil {
+		return nil, err
+	}
+	if err := n.startKubeProxy(ctx, bins.KubeProxy, pkiDir, nodeServer); err != nil {
+		return nil, err
+	}
+	n.mark("kube-proxy", begin)
+	if err := n.startClusterDNS(ctx, bins.CoreDNS, imageDir); err != nil {
+		return nil, err
+	}
+	n.mark("cluster DNS", begin)
+	return n, nil
+}
+
+func (n *Node) mark(what string, begin time.Time) {
+	d := time.Since(begin).Round(10 * time.Millisecond)
+	n.Started[what] = d
+	n.log.Info("node: ready", "component", what, "after", d)
+}
+
+// Kubectl runs the pinned kubectl with the admin kubeconfig inside the node's namespace.
+func (n *Node) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := n.Netns.Command(ctx, append([]string{n.kubectl, "--kubeconfig=" + n.Kubeconfig}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return out, nil
+}
+
+func (n *Node) start(ctx context.Context, name, bin string, args ...string) error {
+	logf, err := os.Create(filepath.Join(n.Dir, "logs", name+".log"))
+	if err != nil {
+		return fmt.Errorf("%s log: %w", name, err)
+	}
+	defer logf.Close()
+	cmd := n.Netns.Command(context.WithoutCancel(ctx), append([]string{"nice", "-n", "19", bin}, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	n.procs = append(n.procs, p)
+	return nil
+}
+
+// waitFor polls check until it succeeds, a component exits or timeout passes.
+func (n *Node) waitFor(ctx context.Context, what string, timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		for _, p := range n.procs {
+			select {
+			case <-p.done:
+				return fmt.Errorf("waiting for %s: %s exited: %s", what, p.name, n.logTail(p.name))
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) logTail(name string) string {
+	b, _ := os.ReadFile(filepath.Join(n.Dir, "logs", name+".log"))
+	return tail(string(b), 3000)
+}
+
+// setUpPodNetwork creates the pod bridge inside the namespace. The CNI bridge plugin then runs with
+// isGateway false, and forwarding is enabled on that bridge only (pod → ClusterIP → pod needs it).
+func (n *Node) setUpPodNetwork(ctx context.Context) error {
+	for _, args := range [][]string{
+		{"ip", "link", "add", podBridge, "type", "bridge"},
+		{"ip", "addr", "add", podBridgeIP + "/24", "dev", podBridge},
+		{"ip", "link", "set", podBridge, "up"},
+		{"sysctl", "-q", "-w", "net.ipv4.conf." + podBridge + ".forwarding=1"},
+		// The namespace has no default route: without this one, its own processes (the relays,
+		// the host's DNS lookups through Resolver) get "network is unreachable" for a ClusterIP
+		// before kube-proxy's OUTPUT rules can rewrite it. Pods route through the bridge anyway.
+		{"ip", "route", "add", ServiceCIDR, "dev", podBridge, "src", DefaultNodeIP.String()},
+	} {
+		if err := n.Netns.Run(ctx, args...); err != nil {
+			return fmt.Errorf("pod network: %w", err)
+		}
+	}
+	return nil
+}
+
+func (n *Node) writeCNIConfig() error {
+	conf := fmt.Sprintf(`{"cniVersion": "0.4.0", "name": "openhcp-node",
+  "plugins": [
+    {"type": "bridge", "bridge": %q, "isGateway": false, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]],
+              "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}]}
+`, podBridge, PodCIDR, podBridgeIP, filepath.Join(n.Dir, "cni-ipam"))
+	path := filepath.Join(n.containerd.Dir, "cni", "net.d", "10-openhcp-node.conflist")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		return fmt.Errorf("writing the CNI config: %w", err)
+	}
+	return nil
+}
+
+func (n *Node) writeKubeletConfig(pkiDir string) (string, error) {
+	resolv := filepath.Join(n.Dir, "resolv.conf")
+	// Pods never see the host's resolver.
+	if err := os.WriteFile(resolv, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		return "", fmt.Errorf("writing resolv.conf: %w", err)
+	}
+	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: %s}}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://%s
+clusterDomain: %s
+clusterDNS: [%s]
+resolvConf: %s
+failSwapOn: false
+protectKernelDefaults: false
+makeIPTablesUtilChains: false
+staticPodPath: %s
+podLogsDir: %s
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "2%%", "imagefs.available": "2%%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+registerNode: true
+maxPods: 60
+volumePluginDir: %s
+`, DefaultNodeIP, filepath.Join(pkiDir, "ca.crt"), n.containerd.Socket, ClusterDomain, ClusterDNS, resolv,
+		filepath.Join(n.Dir, "manifests"), filepath.Join(n.Dir, "pod-logs"), filepath.Join(n.Dir, "volume-plugins"))
+	path := filepath.Join(n.Dir, "kubelet-config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("writing the kubelet config: %w", err)
+	}
+	return path, nil
+}
+
+// Stop deletes every pod (so the kubelet tears sandboxes and CNI down), stops the processes it
+// started by PID in reverse order, stops containerd, unmounts what is left under the state
+// directory, removes the kubelet's cgroups and the host paths the node created, restores the
+// host-wide sysctls and deletes the namespace.
+func (n *Node) Stop(ctx context.Context) error {
+	var errs []error
+	if n.kubectl != "" && n.running("kubelet") {
+		// Workload controllers first, or they recreate the pods deleted here.
+		_, _ = n.Kubectl(ctx, "delete", "deployments,replicasets,statefulsets,daemonsets,jobs,pods", "--all", "-A", "--grace-period=2", "--wait=false")
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			out, err := n.Kubectl(ctx, "get", "pods", "-A", "-o", "name")
+			if err == nil && strings.TrimSpace(string(out)) == "" {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if n.stopForward != nil {
+		n.stopForward()
+	}
+	for _, cancel := range n.relays {
+		cancel()
+	}
+	n.relays = nil
+	for i := len(n.procs) - 1; i >= 0; i-- {
+		stopProc(n.procs[i])
+	}
+	n.procs = nil
+	if n.containerd != nil {
+		if out, err := n.containerd.Ctr(ctx, "-n", "k8s.io", "tasks", "ls", "-q"); err == nil {
+			for _, t := range strings.Fields(string(out)) {
+				_, _ = n.containerd.Ctr(ctx, "-n", "k8s.io", "tasks", "kill", "-s", "KILL", t)
+				_, _ = n.containerd.Ctr(ctx, "-n", "k8s.io", "tasks", "delete", "-f", t)
+			}
+		}
+		errs = append(errs, n.containerd.Stop())
+	}
+	if n.Dir != "" {
+		errs = append(errs, unmountUnder(n.Dir))
+	}
+	errs = append(errs, removeCgroups("kubepods"))
+	for _, p := range n.created {
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, fmt.Errorf("removing %s: %w", p, err))
+		}
+	}
+	n.created = nil
+	errs = append(errs, n.restoreSysctls())
+	if n.Netns != nil {
+		errs = append(errs, n.Netns.Delete(ctx))
+	}
+	if n.lock != nil {
+		n.lock.Close()
+		n.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) running(name string) bool {
+	for _, p := range n.procs {
+		if p.name == name {
+			select {
+			case <-p.done:
+				return false
+			default:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stopProc ends a process group by its leader's PID: SIGTERM, SIGKILL after 10 s.
+func stopProc(p *proc) {
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// removeCgroups removes the named cgroup subtree the kubelet made (cgroupfs driver) in every
+// cgroup v1 hierarchy and in the unified one, deepest first.
+func removeCgroups(name string) error {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
+	var errs []error
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
+				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", dirs[i], err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func readSysctl(key string) (string, error) {
+	b, err := os.ReadFile(filepath.Join("/proc/sys", strings.ReplaceAll(key, ".", "/")))
+	if err != nil {
+		return "", fmt.Errorf("reading sysctl %s: %w", key, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func (n *Node) restoreSysctls() error {
+	var errs []error
+	for k, want := range n.sysctls {
+		if got, err := readSysctl(k); err == nil && got == want {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join("/proc/sys", strings.ReplaceAll(k, ".", "/")), []byte(want), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restoring sysctl %s=%s: %w", k, want, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// moduleDir is this package's source directory.
+func moduleDir() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate the node package's source")
+	}
+	return filepath.Dir(file), nil
+}
+
+// toolBinary builds (or finds cached) a pinned tool with hack/tool.sh at the repository root.
+func toolBinary(ctx context.Context, name, moduleDir, pkg, ldflags string) (string, error) {
+	return hackTool(ctx, "tool.sh", name, moduleDir, pkg, ldflags)
+}
+
+// hackTool runs a tool-building script of hack/ (progress on stderr) and returns the path it prints.
+func hackTool(ctx context.Context, script string, args ...string) (string, error) {
+	src, err := moduleDirOrRoot()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(src, "hack", script), args...)
+	cmd.Dir = src
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("building with hack/%s %s: %w", script, strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// moduleDirOrRoot is the repository root: $OPENHCP_ROOT, or two levels above this package.
+func moduleDirOrRoot() (string, error) {
+	if r := os.Getenv("OPENHCP_ROOT"); r != "" {
+		return r, nil
+	}
+	d, err := moduleDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(filepath.Dir(d)), nil
+}

@@ -1,0 +1,659 @@
+// Package postgres is the PostgreSQL implementation of docstore.Store: one documents table keyed by
+// (partition_key, id) with JSONB bodies and ETags, a global sequence that orders the change feed,
+// tombstones for deletes, and LISTEN/NOTIFY so followers sleep instead of polling.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openhcp/openhcp/internal/docstore"
+)
+
+const (
+	notifyChannel = "openhcp_documents"
+	// feedLockKey serialises writers from the moment they take a sequence number until they
+	// commit. Without it a reader could see seq 11 committed while seq 10 is still in flight,
+	// advance its checkpoint past 10 and never see it. Writes are short, so the cost is small.
+	feedLockKey int64 = 0x6f70656e68637001
+
+	defaultPageSize = 100
+	maxPageSize     = 1000
+)
+
+// Options tune the background work. The zero value is usable.
+type Options struct {
+	// PurgeInterval is how often expired documents and old tombstones are deleted (default 1m;
+	// negative disables the purger, for tests that purge by hand).
+	PurgeInterval time.Duration
+	// TombstoneRetention is how long deletes stay in the change feed (default 7 days). A follower
+	// whose checkpoint is older than this may miss deletes and must resync.
+	TombstoneRetention time.Duration
+	// FallbackPoll bounds how long WaitForChanges sleeps without a notification (default 30s), in
+	// case the listener connection dropped a notification.
+	FallbackPoll time.Duration
+	Logger       *slog.Logger
+	// ReadOnly is for a reader whose login may only SELECT (the admin API): no migrations (the
+	// writers apply them) and no purger. Writes fail with the database's permission error.
+	ReadOnly bool
+}
+
+func (o *Options) defaults() {
+	if o.PurgeInterval == 0 {
+		o.PurgeInterval = time.Minute
+	}
+	if o.TombstoneRetention <= 0 {
+		o.TombstoneRetention = 7 * 24 * time.Hour
+	}
+	if o.FallbackPoll <= 0 {
+		o.FallbackPoll = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Store is a docstore.Store on PostgreSQL.
+type Store struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	opts    Options
+
+	mu   sync.Mutex
+	wake chan struct{} // closed and replaced on every notification
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var _ docstore.Store = (*Store)(nil)
+
+// Open connects to dsn, applies migrations and starts the listener and purger. Close releases
+// everything it opened.
+func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open document store: %w", err)
+	}
+	s, err := New(ctx, pool, o)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// New uses an existing pool: it applies migrations and starts the listener and purger. Close
+// stops them but leaves the pool open.
+func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Store, error) {
+	o.defaults()
+	if o.ReadOnly {
+		o.PurgeInterval = -1
+	} else if err := Migrate(ctx, pool); err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	s := &Store{pool: pool, opts: o, wake: make(chan struct{}), cancel: cancel}
+	s.wg.Add(1)
+	go s.listen(bg)
+	if o.PurgeInterval > 0 {
+		s.wg.Add(1)
+		go s.purgeLoop(bg)
+	}
+	return s, nil
+}
+
+// Close stops the background work, and closes the pool if Open made it.
+func (s *Store) Close() {
+	s.cancel()
+	s.wg.Wait()
+	if s.ownPool {
+		s.pool.Close()
+	}
+}
+
+// Pool exposes the connection pool, for health checks.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+const liveClause = "(expires_at IS NULL OR expires_at > now())"
+
+const docColumns = "partition_key, id, type, resource_id, body, etag, expires_at, seq"
+
+func scanDoc(row pgx.Row) (*docstore.Document, error) {
+	var d docstore.Document
+	var body []byte
+	var expires *time.Time
+	if err := row.Scan(&d.PartitionKey, &d.ID, &d.Type, &d.ResourceID, &body, &d.ETag, &expires, &d.Seq); err != nil {
+		return nil, err
+	}
+	d.Body = json.RawMessage(body)
+	setExpiry(&d, expires)
+	return &d, nil
+}
+
+// Get implements docstore.Store.
+func (s *Store) Get(ctx context.Context, partition, id string) (*docstore.Document, error) {
+	d, err := scanDoc(s.pool.QueryRow(ctx,
+		"SELECT "+docColumns+" FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause,
+		partition, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, docstore.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get document %s/%s: %w", partition, id, err)
+	}
+	return d, nil
+}
+
+// Create implements docstore.Store.
+func (s *Store) Create(ctx context.Context, doc *docstore.Document) (*docstore.Document, error) {
+	if err := validate(doc); err != nil {
+		return nil, err
+	}
+	var out *docstore.Document
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = create(ctx, tx, doc)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Replace implements docstore.Store.
+func (s *Store) Replace(ctx context.Context, doc *docstore.Document, ifMatch string) (*docstore.Document, error) {
+	if err := validate(doc); err != nil {
+		return nil, err
+	}
+	if ifMatch == "" {
+		return nil, docstore.ErrETagRequired
+	}
+	var out *docstore.Document
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = replace(ctx, tx, doc, ifMatch)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Delete implements docstore.Store.
+func (s *Store) Delete(ctx context.Context, partition, id, ifMatch string) error {
+	if ifMatch == "" {
+		return docstore.ErrETagRequired
+	}
+	return s.write(ctx, func(tx pgx.Tx) error { return del(ctx, tx, partition, id, ifMatch) })
+}
+
+// Transact implements docstore.Store. A failing step is reported as "step N (...)", wrapping the
+// store error, so errors.Is still finds ErrPreconditionFailed and friends.
+func (s *Store) Transact(ctx context.Context, partition string, ops []docstore.TxOp) ([]*docstore.Document, error) {
+	for i, op := range ops {
+		if op.Doc == nil {
+			return nil, fmt.Errorf("transaction step %d: no document", i)
+		}
+		if op.Doc.PartitionKey != partition {
+			return nil, fmt.Errorf("transaction step %d: document partition %q is not the transaction's %q", i, op.Doc.PartitionKey, partition)
+		}
+		switch op.Kind {
+		case docstore.TxCreate, docstore.TxReplace:
+			if err := validate(op.Doc); err != nil {
+				return nil, fmt.Errorf("transaction step %d: %w", i, err)
+			}
+			if op.Kind == docstore.TxReplace && op.IfMatch == "" {
+				return nil, fmt.Errorf("transaction step %d: %w", i, docstore.ErrETagRequired)
+			}
+		case docstore.TxDelete:
+			if op.IfMatch == "" {
+				return nil, fmt.Errorf("transaction step %d: %w", i, docstore.ErrETagRequired)
+			}
+		default:
+			return nil, fmt.Errorf("transaction step %d: unknown kind %d", i, op.Kind)
+		}
+	}
+	out := make([]*docstore.Document, len(ops))
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		for i, op := range ops {
+			var err error
+			switch op.Kind {
+			case docstore.TxCreate:
+				out[i], err = create(ctx, tx, op.Doc)
+			case docstore.TxReplace:
+				out[i], err = replace(ctx, tx, op.Doc, op.IfMatch)
+			case docstore.TxDelete:
+				err = del(ctx, tx, partition, op.Doc.ID, op.IfMatch)
+			}
+			if err != nil {
+				return fmt.Errorf("transaction step %d (%s %s): %w", i, kindName(op.Kind), op.Doc.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func kindName(k docstore.TxKind) string {
+	switch k {
+	case docstore.TxCreate:
+		return "create"
+	case docstore.TxReplace:
+		return "replace"
+	case docstore.TxDelete:
+		return "delete"
+	}
+	return strconv.Itoa(int(k))
+}
+
+// write runs fn in a transaction that holds the feed lock and notifies followers on commit.
+func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", feedLockKey); err != nil {
+			return fmt.Errorf("take feed lock: %w", err)
+		}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", notifyChannel); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+		return nil
+	})
+}
+
+func validate(doc *docstore.Document) error {
+	switch {
+	case doc == nil:
+		return errors.New("document is nil")
+	case doc.PartitionKey == "":
+		return errors.New("document has no partition key")
+	case doc.ID == "":
+		return errors.New("document has no id")
+	case doc.Type == "":
+		return fmt.Errorf("document %s has no type", doc.ID)
+	case !json.Valid(doc.Body):
+		return fmt.Errorf("document %s: body is not valid JSON", doc.ID)
+	}
+	return nil
+}
+
+func newETag() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// setExpiry fills ExpiresAt and the TTL left, so replacing a document as read keeps its expiry.
+func setExpiry(d *docstore.Document, expires *time.Time) {
+	if expires == nil {
+		return
+	}
+	d.ExpiresAt = expires.UTC()
+	d.TTL = max(time.Until(d.ExpiresAt), time.Microsecond)
+}
+
+func written(doc *docstore.Document, etag string, seq int64, expires *time.Time) *docstore.Document {
+	out := *doc
+	out.ResourceID = strings.ToLower(doc.ResourceID)
+	out.ETag = etag
+	out.Seq = seq
+	out.ExpiresAt = time.Time{}
+	if expires != nil {
+		out.ExpiresAt = expires.UTC()
+	}
+	return &out
+}
+
+const expiresExpr = "CASE WHEN $7::bigint > 0 THEN now() + ($7::bigint * interval '1 microsecond') END"
+
+func create(ctx context.Context, tx pgx.Tx, doc *docstore.Document) (*docstore.Document, error) {
+	etag := newETag()
+	var seq int64
+	var expires *time.Time
+	// An expired document that the purger has not removed yet must not block a create.
+	err := tx.QueryRow(ctx, `
+INSERT INTO documents (partition_key, id, type, resource_id, body, etag, expires_at, seq, updated_at)
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, `+expiresExpr+`, nextval('document_seq'), now())
+ON CONFLICT (partition_key, id) DO UPDATE SET
+  type = EXCLUDED.type, resource_id = EXCLUDED.resource_id, body = EXCLUDED.body, etag = EXCLUDED.etag,
+  expires_at = EXCLUDED.expires_at, seq = EXCLUDED.seq, updated_at = now()
+WHERE documents.expires_at IS NOT NULL AND documents.expires_at <= now()
+RETURNING seq, expires_at`,
+		doc.PartitionKey, doc.ID, doc.Type, strings.ToLower(doc.ResourceID), string(doc.Body), etag, doc.TTL.Microseconds(),
+	).Scan(&seq, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, docstore.ErrAlreadyExists
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create document %s/%s: %w", doc.PartitionKey, doc.ID, err)
+	}
+	return written(doc, etag, seq, expires), nil
+}
+
+func replace(ctx context.Context, tx pgx.Tx, doc *docstore.Document, ifMatch string) (*docstore.Document, error) {
+	etag := newETag()
+	var seq int64
+	var expires *time.Time
+	err := tx.QueryRow(ctx, `
+UPDATE documents SET type = $3, resource_id = $4, body = $5::jsonb, etag = $6, expires_at = `+expiresExpr+`,
+  seq = nextval('document_seq'), updated_at = now()
+WHERE partition_key = $1 AND id = $2 AND etag = $8 AND `+liveClause+`
+RETURNING seq, expires_at`,
+		doc.PartitionKey, doc.ID, doc.Type, strings.ToLower(doc.ResourceID), string(doc.Body), etag, doc.TTL.Microseconds(), ifMatch,
+	).Scan(&seq, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, missingOrStale(ctx, tx, doc.PartitionKey, doc.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("replace document %s/%s: %w", doc.PartitionKey, doc.ID, err)
+	}
+	return written(doc, etag, seq, expires), nil
+}
+
+func del(ctx context.Context, tx pgx.Tx, partition, id, ifMatch string) error {
+	var seq int64
+	err := tx.QueryRow(ctx, `
+WITH d AS (
+  DELETE FROM documents WHERE partition_key = $1 AND id = $2 AND etag = $3 AND `+liveClause+`
+  RETURNING partition_key, id, type, resource_id
+)
+INSERT INTO document_tombstones (seq, partition_key, id, type, resource_id)
+SELECT nextval('document_seq'), partition_key, id, type, resource_id FROM d
+RETURNING seq`, partition, id, ifMatch).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return missingOrStale(ctx, tx, partition, id)
+	}
+	if err != nil {
+		return fmt.Errorf("delete document %s/%s: %w", partition, id, err)
+	}
+	return nil
+}
+
+// missingOrStale tells why a conditional write matched no row.
+func missingOrStale(ctx context.Context, tx pgx.Tx, partition, id string) error {
+	var exists bool
+	if err := tx.QueryRow(ctx,
+		"SELECT EXISTS (SELECT 1 FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause+")",
+		partition, id).Scan(&exists); err != nil {
+		return fmt.Errorf("check document %s/%s: %w", partition, id, err)
+	}
+	if exists {
+		return docstore.ErrPreconditionFailed
+	}
+	return docstore.ErrNotFound
+}
+
+type continuation struct {
+	P string `json:"p"`
+	I string `json:"i"`
+}
+
+func encodeContinuation(d *docstore.Document) string {
+	b, _ := json.Marshal(continuation{P: d.PartitionKey, I: d.ID})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinuation(s string) (continuation, error) {
+	var c continuation
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return c, docstore.ErrInvalidContinuation
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil || c.I == "" {
+		return c, docstore.ErrInvalidContinuation
+	}
+	return c, nil
+}
+
+// likePrefix escapes LIKE wildcards so a prefix matches literally.
+func likePrefix(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(p) + "%"
+}
+
+// Query implements docstore.Store. Pages are ordered by (partition, id); the continuation token is
+// the key of the last document returned.
+func (s *Store) Query(ctx context.Context, q docstore.Query) (docstore.Page, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	if limit > maxPageSize {
+		limit = maxPageSize
+	}
+	where := []string{liveClause}
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if q.Partition != "" {
+		where = append(where, "partition_key = "+arg(q.Partition))
+	}
+	if q.Type != "" {
+		where = append(where, "type = "+arg(q.Type))
+	}
+	if q.ResourceIDPrefix != "" {
+		where = append(where, "resource_id LIKE "+arg(likePrefix(strings.ToLower(q.ResourceIDPrefix)))+` ESCAPE '\'`)
+	}
+	if q.Continuation != "" {
+		c, err := decodeContinuation(q.Continuation)
+		if err != nil {
+			return docstore.Page{}, err
+		}
+		if q.Partition != "" && c.P != q.Partition {
+			return docstore.Page{}, docstore.ErrInvalidContinuation
+		}
+		where = append(where, "(partition_key, id) > ("+arg(c.P)+", "+arg(c.I)+")")
+	}
+	sql := "SELECT " + docColumns + " FROM documents WHERE " + strings.Join(where, " AND ") +
+		" ORDER BY partition_key, id LIMIT " + arg(limit+1)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return docstore.Page{}, fmt.Errorf("query documents: %w", err)
+	}
+	defer rows.Close()
+	var page docstore.Page
+	for rows.Next() {
+		d, err := scanDoc(rows)
+		if err != nil {
+			return docstore.Page{}, fmt.Errorf("query documents: %w", err)
+		}
+		page.Documents = append(page.Documents, d)
+	}
+	if err := rows.Err(); err != nil {
+		return docstore.Page{}, fmt.Errorf("query documents: %w", err)
+	}
+	if len(page.Documents) > limit {
+		page.Documents = page.Documents[:limit]
+		page.Continuation = encodeContinuation(page.Documents[limit-1])
+	}
+	return page, nil
+}
+
+// Changes implements docstore.Store. The feed holds the latest version of each document (earlier
+// versions of a document written several times since the checkpoint are not repeated) and a
+// tombstone for each delete; both are ordered by seq.
+func (s *Store) Changes(ctx context.Context, checkpoint int64, limit int) ([]docstore.Change, error) {
+	if limit <= 0 {
+		limit = defaultPageSize
+	}
+	rows, err := s.pool.Query(ctx, `
+SELECT seq, false, partition_key, id, type, resource_id, body, etag, expires_at
+  FROM documents WHERE seq > $1 AND `+liveClause+`
+UNION ALL
+SELECT seq, true, partition_key, id, type, resource_id, NULL, '', NULL
+  FROM document_tombstones WHERE seq > $1
+ORDER BY 1 LIMIT $2`, checkpoint, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read change feed after %d: %w", checkpoint, err)
+	}
+	defer rows.Close()
+	var out []docstore.Change
+	for rows.Next() {
+		var c docstore.Change
+		var d docstore.Document
+		var body []byte
+		var expires *time.Time
+		if err := rows.Scan(&c.Seq, &c.Deleted, &d.PartitionKey, &d.ID, &d.Type, &d.ResourceID, &body, &d.ETag, &expires); err != nil {
+			return nil, fmt.Errorf("read change feed: %w", err)
+		}
+		d.Seq = c.Seq
+		if body != nil {
+			d.Body = json.RawMessage(body)
+		}
+		setExpiry(&d, expires)
+		c.Doc = &d
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read change feed: %w", err)
+	}
+	return out, nil
+}
+
+// WaitForChanges implements docstore.Store.
+func (s *Store) WaitForChanges(ctx context.Context, checkpoint int64) error {
+	for {
+		// Take the wake channel before checking, so a notification between the check and the
+		// wait is not lost.
+		s.mu.Lock()
+		wake := s.wake
+		s.mu.Unlock()
+		var has bool
+		err := s.pool.QueryRow(ctx, `
+SELECT EXISTS (SELECT 1 FROM documents WHERE seq > $1 AND `+liveClause+`)
+    OR EXISTS (SELECT 1 FROM document_tombstones WHERE seq > $1)`, checkpoint).Scan(&has)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("check change feed after %d: %w", checkpoint, err)
+		}
+		if has {
+			return nil
+		}
+		t := time.NewTimer(s.opts.FallbackPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (s *Store) broadcast() {
+	s.mu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// listen keeps one dedicated connection LISTENing and wakes waiters on every notification. It
+// reconnects with backoff; after each (re)connect it wakes everyone, as notifications may have
+// been missed meanwhile.
+func (s *Store) listen(ctx context.Context) {
+	defer s.wg.Done()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		s.broadcast()
+		if ctx.Err() != nil {
+			return
+		}
+		s.opts.Logger.Warn("document store listener lost its connection", "error", err, "retryIn", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
+		return err
+	}
+	s.broadcast()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		s.broadcast()
+	}
+}
+
+func (s *Store) purgeLoop(ctx context.Context) {
+	defer s.wg.Done()
+	t := time.NewTicker(s.opts.PurgeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.Purge(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Logger.Warn("purge expired documents", "error", err)
+		}
+	}
+}
+
+// Purge deletes expired documents, recording a tombstone for each so followers see them go, and
+// drops tombstones older than the retention. It returns how many documents it deleted.
+func (s *Store) Purge(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+WITH d AS (
+  DELETE FROM documents WHERE expires_at IS NOT NULL AND expires_at <= now()
+  RETURNING partition_key, id, type, resource_id
+)
+INSERT INTO document_tombstones (seq, partition_key, id, type, resource_id)
+SELECT nextval('document_seq'), partition_key, id, type, resource_id FROM d`)
+		if err != nil {
+			return fmt.Errorf("purge expired documents: %w", err)
+		}
+		n = tag.RowsAffected()
+		if _, err := tx.Exec(ctx, "DELETE FROM document_tombstones WHERE deleted_at < now() - ($1::bigint * interval '1 microsecond')",
+			s.opts.TombstoneRetention.Microseconds()); err != nil {
+			return fmt.Errorf("purge old tombstones: %w", err)
+		}
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,132 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/internal/docstore/storetest"
+	"github.com/openhcp/openhcp/internal/pgserver"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+)
+
+var (
+	serverOnce sync.Once
+	server     *pgserver.Server
+)
+
+func open(t *testing.T, o postgres.Options) (*postgres.Store, string) {
+	t.Helper()
+	// One server for the package; a fresh database per test.
+	serverOnce.Do(func() { server = pgservertest.Start(&packageTB{t}) })
+	dsn := pgservertest.NewDatabase(t, server)
+	s, err := postgres.Open(context.Background(), dsn, o)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s, dsn
+}
+
+// packageTB lets the shared server outlive the first test that starts it; TestMain runs its
+// cleanups (stop the server, remove its directory).
+type packageTB struct{ *testing.T }
+
+var packageCleanups []func()
+
+func (p *packageTB) Cleanup(f func()) { packageCleanups = append(packageCleanups, f) }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for i := len(packageCleanups) - 1; i >= 0; i-- {
+		packageCleanups[i]()
+	}
+	os.Exit(code)
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) docstore.Store {
+		s, _ := open(t, postgres.Options{})
+		return s
+	})
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	_, dsn := open(t, postgres.Options{})
+	// A second replica starting on the same database applies nothing and keeps the data.
+	s2, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatalf("second open: %v", err)
+	}
+	defer s2.Close()
+	c, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	var n int
+	if err := c.QueryRow(context.Background(), "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("schema_migrations has %d rows, want 1", n)
+	}
+}
+
+func TestPurgeRemovesExpiredAndRecordsTombstone(t *testing.T) {
+	s, _ := open(t, postgres.Options{PurgeInterval: -1})
+	ctx := context.Background()
+	d := &docstore.Document{PartitionKey: "p", ID: "op", Type: docstore.TypeOperation, Body: []byte(`{}`), TTL: 50 * time.Millisecond}
+	created, err := s.Create(ctx, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	n, err := s.Purge(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("purged %d documents, want 1", n)
+	}
+	changes, err := s.Changes(ctx, created.Seq, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 1 || !changes[0].Deleted || changes[0].Doc.ID != "op" {
+		t.Fatalf("feed after purge = %+v, want one tombstone for op", changes)
+	}
+}
+
+func TestPurgerRunsPeriodically(t *testing.T) {
+	s, dsn := open(t, postgres.Options{PurgeInterval: 100 * time.Millisecond})
+	ctx := context.Background()
+	if _, err := s.Create(ctx, &docstore.Document{PartitionKey: "p", ID: "op", Type: docstore.TypeOperation, Body: []byte(`{}`), TTL: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM documents").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("expired document still stored after 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,114 @@
+// Package docstore owns the document store contract shared by the frontend and the backend:
+// JSON documents partitioned by subscription ID, conditional writes on ETags, transactions within
+// one partition, TTL, and a change feed. PostgreSQL is the default implementation (package
+// store/postgres); Cosmos DB is the Azure one. Both must pass the same conformance suite.
+package docstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Document kinds stored side by side in one partition.
+const (
+	TypeSubscription = "subscription"
+	TypeResource     = "resource"
+	TypeOperation    = "operation"
+)
+
+var (
+	ErrNotFound           = errors.New("document not found")
+	ErrAlreadyExists      = errors.New("document already exists")
+	ErrPreconditionFailed = errors.New("etag does not match")
+	// ErrETagRequired is returned for a replace or delete without an ETag: every write is
+	// conditional.
+	ErrETagRequired = errors.New("etag required for a conditional write")
+	// ErrInvalidContinuation is returned by Query for a continuation token it did not issue.
+	ErrInvalidContinuation = errors.New("invalid continuation token")
+)
+
+// Document is one stored JSON document.
+type Document struct {
+	// PartitionKey is the lowercase subscription ID.
+	PartitionKey string
+	// ID is unique within the partition: the lowercase resource ID for resources and
+	// subscriptions, the operation ID for operations.
+	ID string
+	// Type is one of the Type* constants.
+	Type string
+	// ResourceID is the lowercase ARM resource ID the document is about, for prefix queries.
+	ResourceID string
+	Body       json.RawMessage
+	// TTL, when positive, makes the document expire TTL after this write. On read it is set to
+	// the time left, so a read-modify-replace keeps the document's expiry.
+	TTL time.Duration
+
+	// Set by the store on read and write.
+	ETag      string
+	ExpiresAt time.Time
+	// Seq is the position of the document's last write in the change feed.
+	Seq int64
+}
+
+// Query selects documents. An empty Partition queries across all partitions.
+type Query struct {
+	Partition        string
+	Type             string
+	ResourceIDPrefix string
+	// Limit is the page size; 0 means the store's default.
+	Limit int
+	// Continuation is the token from the previous page.
+	Continuation string
+}
+
+// Page is one page of a query. An empty Continuation means there are no more pages.
+type Page struct {
+	Documents    []*Document
+	Continuation string
+}
+
+// TxKind says what a transaction step does.
+type TxKind int
+
+const (
+	TxCreate TxKind = iota + 1
+	TxReplace
+	TxDelete
+)
+
+// TxOp is one step of a transaction. Replace and Delete need IfMatch.
+type TxOp struct {
+	Kind    TxKind
+	Doc     *Document
+	IfMatch string
+}
+
+// Change is one entry of the change feed: the document as written, or Deleted with its key.
+type Change struct {
+	Seq     int64
+	Deleted bool
+	Doc     *Document
+}
+
+// Store is the document store. Every implementation must pass storetest.Run.
+type Store interface {
+	Get(ctx context.Context, partition, id string) (*Document, error)
+	// Create fails with ErrAlreadyExists if the ID is taken.
+	Create(ctx context.Context, doc *Document) (*Document, error)
+	// Replace writes doc if the stored ETag equals ifMatch.
+	Replace(ctx context.Context, doc *Document, ifMatch string) (*Document, error)
+	// Delete removes the document if the stored ETag equals ifMatch.
+	Delete(ctx context.Context, partition, id, ifMatch string) error
+	Query(ctx context.Context, q Query) (Page, error)
+	// Transact applies ops, all in one partition, all or nothing. It returns the written
+	// documents in order (nil for deletes).
+	Transact(ctx context.Context, partition string, ops []TxOp) ([]*Document, error)
+	// Changes returns every change after checkpoint, at most limit, oldest first.
+	Changes(ctx context.Context, checkpoint int64, limit int) ([]Change, error)
+	// WaitForChanges blocks until a change after checkpoint may exist, or ctx ends. It lets a
+	// follower sleep instead of polling; spurious wake-ups are allowed.
+	WaitForChanges(ctx context.Context, checkpoint int64) error
+	Close()
+}

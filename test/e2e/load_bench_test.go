@@ -1,0 +1,623 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+)
+
+// Whole-path load benchmarks (issue 14): open-loop load through ARM against the e2e region. Each
+// prints a table and writes its figures as JSON to $BENCH_OUT (default docs/perf-data/), which
+// tooling/cmd/benchplot turns into the SVG charts of docs/performance.md. None is a pass/fail
+// test. Knobs (environment): rates and seconds per rate; the defaults fit the shared 2-core
+// machine, the full sizes of docs/performance.md are given there.
+
+// loadSample is one request of an open-loop run: latency is from its scheduled send time (not
+// from when it was actually sent), so a stalled sender or server cannot hide its queue
+// (no coordinated omission).
+type loadSample struct {
+	sched   time.Time
+	latency time.Duration
+	err     error
+}
+
+// openLoop calls fn at rate per second for d, each call in its own goroutine at its scheduled
+// time whether or not earlier calls have answered, and returns every sample once all answered.
+func openLoop(rate float64, d time.Duration, fn func(i int) error) []loadSample {
+	n := int(rate * d.Seconds())
+	period := time.Duration(float64(time.Second) / rate)
+	out := make([]loadSample, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range n {
+		sched := start.Add(time.Duration(i) * period)
+		time.Sleep(time.Until(sched))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := fn(i)
+			out[i] = loadSample{sched: sched, latency: time.Since(sched), err: err}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// loadPoint is one offered load's figures, as written to JSON.
+type loadPoint struct {
+	Series   string  `json:"series"`
+	Offered  float64 `json:"offeredPerSecond"`
+	Seconds  float64 `json:"seconds"`
+	N        int     `json:"n"`
+	Errors   int     `json:"errors"`
+	P50ms    float64 `json:"p50Ms"`
+	P99ms    float64 `json:"p99Ms"`
+	MaxMs    float64 `json:"maxMs"`
+	Achieved float64 `json:"achievedPerSecond,omitempty"`
+}
+
+func summarize(series string, offered float64, d time.Duration, samples []time.Duration, errs int) loadPoint {
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	ms := func(x time.Duration) float64 { return float64(x.Microseconds()) / 1000 }
+	p := loadPoint{Series: series, Offered: offered, Seconds: d.Seconds(), N: len(samples) + errs, Errors: errs}
+	if len(samples) > 0 {
+		p.P50ms, p.P99ms, p.MaxMs = ms(pctRaw(samples, 50)), ms(pctRaw(samples, 99)), ms(samples[len(samples)-1])
+	}
+	return p
+}
+
+// pctRaw is pct without rounding to the millisecond (P1's figures are sub-millisecond).
+func pctRaw(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(i-1, 0)]
+}
+
+// benchReport is the JSON file of one benchmark run.
+type benchReport struct {
+	Benchmark string `json:"benchmark"`
+	Title     string `json:"title"`
+	Command   string `json:"command"`
+	Date      string `json:"date"`
+	Machine   string `json:"machine"`
+	LoadStart string `json:"loadAverageAtStart"`
+	LoadEnd   string `json:"loadAverageAtEnd"`
+	// XLabel names the chart's x axis when it is not the offered load (benchplot).
+	XLabel string `json:"xLabel,omitempty"`
+	// Chart "throughput": benchplot draws the achieved rates as bars instead of latency lines.
+	Chart  string      `json:"chart,omitempty"`
+	Points []loadPoint `json:"points"`
+	Notes  []string    `json:"notes,omitempty"`
+}
+
+func newReport(name, title, command string) *benchReport {
+	return &benchReport{Benchmark: name, Title: title, Command: command, Date: time.Now().UTC().Format(time.RFC3339),
+		Machine: machine(), LoadStart: loadAvg()}
+}
+
+// write prints the table and writes the JSON to $BENCH_OUT/<benchmark>.json.
+func (r *benchReport) write(b *testing.B) {
+	r.LoadEnd = loadAvg()
+	b.Logf("%s (%s; load average %s at start, %s at end)", r.Title, r.Date, r.LoadStart, r.LoadEnd)
+	b.Logf("| series | offered/s | n | errors | p50 ms | p99 ms | max ms | achieved/s |")
+	for _, p := range r.Points {
+		b.Logf("| %s | %g | %d | %d | %.2f | %.2f | %.2f | %.1f |", p.Series, p.Offered, p.N, p.Errors, p.P50ms, p.P99ms, p.MaxMs, p.Achieved)
+	}
+	dir := os.Getenv("BENCH_OUT")
+	if dir == "" {
+		root, err := mgmtcluster.RepoRoot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir = filepath.Join(root, "docs", "perf-data")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, r.Benchmark+".json")
+	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("wrote %s", path)
+}
+
+func machine() string {
+	mem := ""
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for _, l := range strings.Split(string(raw), "\n") {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
+				kb, _ := strconv.ParseFloat(f[1], 64)
+				mem = fmt.Sprintf(", %.1f GiB", kb/1024/1024)
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs%s, %s", runtime.NumCPU(), mem, runtime.Version())
+}
+
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(raw))
+	return strings.Join(f[:3], " ")
+}
+
+// envFloats reads a comma-separated list of numbers, or def.
+func envFloats(b *testing.B, name string, def []float64) []float64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []float64
+	for _, s := range strings.Split(v, ",") {
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || f <= 0 {
+			b.Fatalf("%s=%q: want positive numbers separated by commas", name, v)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func envSeconds(b *testing.B, name string, def float64) time.Duration {
+	return time.Duration(envFloats(b, name, []float64{def})[0] * float64(time.Second))
+}
+
+// loadClient is an ARM client with enough idle connections for the highest offered load, so
+// the open loop measures the frontend, not TLS handshakes of a too-small pool.
+func loadClient(b *testing.B) *http.Client {
+	c, err := region.Info.Frontend.HTTPClient(60 * time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Transport.(*http.Transport).MaxIdleConnsPerHost = 512
+	return c
+}
+
+// armDo sends one ARM request on c and fails (as an error, not a benchmark failure) unless the
+// status is one of want.
+func armDo(c *http.Client, method, path string, body []byte, want ...int) error {
+	u := region.Info.Frontend.URL + path
+	if !strings.Contains(path, "api-version=") {
+		u += "?api-version=" + apiVersion
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = strings.NewReader(string(body))
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for _, w := range want {
+		if resp.StatusCode == w {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s %s: %d %.200s", method, path, resp.StatusCode, raw)
+}
+
+// BenchmarkP1Frontend (P1): GET and PUT latency through ARM at fixed open-loop offered loads. A
+// GET reads one existing cluster (document store and Cluster Service GetCluster); a PUT creates a new cluster (the frontend's document
+// transaction and its Cluster Service call; the answer does not wait for Maestro), so every PUT
+// adds a cluster that the region then reconciles in the background.
+// Knobs: P1_GET_RATES (default 100,250,500), P1_PUT_RATES (default 100,250,500), P1_SECONDS
+// (GET seconds per rate, default 3), P1_PUT_SECONDS (default 0.2: 20/50/100 creates, within
+// the e2e region's capacity of 2 shards × 100 clusters).
+// Run: cd test && go test ./e2e -run '^$' -bench P1Frontend -benchtime 1x -timeout 20m
+func BenchmarkP1Frontend(b *testing.B) {
+	getRates := envFloats(b, "P1_GET_RATES", []float64{100, 250, 500})
+	putRates := envFloats(b, "P1_PUT_RATES", []float64{100, 250, 500})
+	getDur, putDur := envSeconds(b, "P1_SECONDS", 3), envSeconds(b, "P1_PUT_SECONDS", 0.2)
+	c := loadClient(b)
+	sub, rg := uuid.NewString(), "rg-p1"
+	registerSubscriptionB(b, sub)
+	body, err := json.Marshal(clusterBody(sub, rg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	target := clusterPath(sub, rg, "p1-get")
+	if err := armDo(c, http.MethodPut, target, body, http.StatusCreated); err != nil {
+		b.Fatal(err)
+	}
+	// Warm the connection pool and the frontend's caches; not measured.
+	openLoop(50, time.Second, func(int) error { return armDo(c, http.MethodGet, target, nil, http.StatusOK) })
+
+	rep := newReport("p1-frontend", "P1: frontend GET and PUT latency at open-loop offered load (ms from the scheduled send)",
+		"cd test && P1_SECONDS="+fmt.Sprint(getDur.Seconds())+" P1_PUT_SECONDS="+fmt.Sprint(putDur.Seconds())+" go test ./e2e -run '^$' -bench P1Frontend -benchtime 1x -timeout 20m")
+	puts := []string{"p1-get"}
+	for i := 0; i < b.N; i++ {
+		for _, rate := range getRates {
+			_, p := measure("GET", rate, getDur, func(int) error {
+				return armDo(c, http.MethodGet, target, nil, http.StatusOK)
+			})
+			rep.Points = append(rep.Points, p)
+		}
+		for _, rate := range putRates {
+			stop := profileServices(b, fmt.Sprintf("put-%g", rate), putDur+3*time.Second)
+			stopLocks := sampleLockWaits(context.Background(), b)
+			names := make([]string, int(rate*putDur.Seconds()))
+			for j := range names {
+				names[j] = fmt.Sprintf("p1-%d-%d-%d", i, int(rate), j)
+			}
+			puts = append(puts, names...)
+			_, p := measure("PUT", rate, putDur, func(j int) error {
+				return armDo(c, http.MethodPut, clusterPath(sub, rg, names[j]), body, http.StatusCreated)
+			})
+			rep.Points = append(rep.Points, p)
+			stop()
+			rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service during the PUTs at %g/s: %s", rate, stopLocks()))
+		}
+	}
+	rep.write(b)
+	for _, n := range rep.Notes {
+		b.Log(n)
+	}
+	for _, p := range rep.Points {
+		b.ReportMetric(p.P99ms, fmt.Sprintf("%s-%g-p99-ms", p.Series, p.Offered))
+	}
+	deleteAll(b, c, sub, rg, puts)
+}
+
+// profileServices, when BENCH_PPROF_DIR is set, takes a CPU profile of d from the frontend,
+// Cluster Service and the backend (their metrics listeners, internal/pprofmux) and, after
+// half of d, a goroutine dump of each, written to BENCH_PPROF_DIR/<label>-<service>.*; the
+// returned function waits for them.
+func profileServices(b *testing.B, label string, d time.Duration) (wait func()) {
+	dir := os.Getenv("BENCH_PPROF_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	fetch := func(url, file string, delay time.Duration) {
+		defer wg.Done()
+		time.Sleep(delay)
+		resp, err := http.Get(url)
+		if err != nil {
+			b.Logf("profile %s: %v", url, err)
+			return
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if err := os.WriteFile(filepath.Join(dir, file), raw, 0o644); err != nil {
+			b.Logf("profile %s: %v", file, err)
+		}
+	}
+	for _, svc := range []struct{ name, metrics string }{
+		{"frontend", region.Info.Frontend.MetricsURL},
+		{"cluster-service", region.Info.ClusterService.MetricsURL},
+		{"backend", region.Info.Backend.MetricsURL},
+	} {
+		base := strings.TrimSuffix(svc.metrics, "/metrics") + "/debug/pprof/"
+		wg.Add(2)
+		go fetch(fmt.Sprintf("%sprofile?seconds=%d", base, int(d.Seconds()+0.5)), label+"-"+svc.name+".cpu.pprof", 0)
+		go fetch(base+"goroutine?debug=1", label+"-"+svc.name+".goroutines.txt", d/2)
+	}
+	return wg.Wait
+}
+
+// measure runs one open-loop step and returns its samples and their summary.
+func measure(series string, rate float64, d time.Duration, fn func(int) error) ([]loadSample, loadPoint) {
+	start := time.Now()
+	samples := openLoop(rate, d, fn)
+	elapsed := time.Since(start)
+	var ok []time.Duration
+	errs := 0
+	var firstErr error
+	for _, s := range samples {
+		if s.err != nil {
+			errs++
+			if firstErr == nil {
+				firstErr = s.err
+			}
+			continue
+		}
+		ok = append(ok, s.latency)
+	}
+	p := summarize(series, rate, d, ok, errs)
+	p.Achieved = float64(len(ok)) / elapsed.Seconds()
+	if firstErr != nil {
+		fmt.Fprintf(os.Stderr, "%s at %g/s: %d errors, first: %v\n", series, rate, errs, firstErr)
+	}
+	return samples, p
+}
+
+// deleteAll deletes the benchmark's clusters and waits (at most 3 minutes) until Cluster Service
+// has none left in the subscription, so the next benchmark finds the shards' capacity free.
+func deleteAll(b *testing.B, c *http.Client, sub, rg string, names []string) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, n := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := armDo(c, http.MethodDelete, clusterPath(sub, rg, n), nil, http.StatusAccepted, http.StatusNoContent, http.StatusOK); err != nil {
+				b.Logf("delete %s: %v", n, err)
+			}
+		}()
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cs := clusterServiceB(b)
+	for {
+		resp, err := cs.ListClusters(ctx, csListRequest(sub))
+		if err == nil && len(resp.GetClusters()) == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			b.Logf("clusters of the benchmark still deleting after 3 min: %d (%v)", len(resp.GetClusters()), err)
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// BenchmarkP3CreateToHostedCluster (P3): for clusters created through ARM at a fixed open-loop
+// rate, the time from each PUT's scheduled send to its HostedCluster's first appearance on a
+// management cluster (a watch on every management cluster), and to the PUT's answer.
+// P3_CS_FLAGS: Cluster Service variants compared in one run, separated by ";", e.g.
+// "--workers=4;--workers=16": for each, Cluster Service is restarted with those flags and every
+// rate is run (JSON: p3-create-to-hostedcluster-cs-flags.json); each step also samples Cluster
+// Service's database sessions waiting for locks (sampleLockWaits).
+// BENCH_PPROF_DIR (both benchmarks): CPU profiles and goroutine dumps of our services during
+// each step (profileServices).
+// Knobs: P3_RATES (default 5,20,35), P3_SECONDS (per rate, default 2: 10/40/70 creates, within
+// the e2e region's capacity of 2 shards × 100 clusters).
+// Run: cd test && go test ./e2e -run '^$' -bench P3CreateToHostedCluster -benchtime 1x -timeout 20m
+func BenchmarkP3CreateToHostedCluster(b *testing.B) {
+	rates := envFloats(b, "P3_RATES", []float64{5, 20, 35})
+	dur := envSeconds(b, "P3_SECONDS", 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	appeared := map[string]time.Time{} // HostedCluster name → first seen
+	watchHostedClusters(ctx, b, func(ev watch.Event, now time.Time) {
+		o, ok := ev.Object.(metav1.Object)
+		if ev.Type != watch.Added || !ok {
+			return
+		}
+		mu.Lock()
+		if _, seen := appeared[o.GetName()]; !seen {
+			appeared[o.GetName()] = now
+		}
+		mu.Unlock()
+	})
+	c := loadClient(b)
+	sub := uuid.NewString()
+	registerSubscriptionB(b, sub)
+	body, err := json.Marshal(clusterBody(sub, "rg-p3"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rep := newReport("p3-create-to-hostedcluster", "P3: ARM PUT → HostedCluster exists on a management cluster, open-loop creates/s (ms from the scheduled send)",
+		"cd test && P3_RATES="+strings.Trim(strings.Join(strings.Fields(fmt.Sprint(rates)), ","), "[]")+" P3_SECONDS="+fmt.Sprint(dur.Seconds())+" P3_CS_FLAGS='"+os.Getenv("P3_CS_FLAGS")+"' go test ./e2e -run '^$' -bench P3CreateToHostedCluster -benchtime 1x -timeout 20m")
+	variants := []string{""}
+	if v := os.Getenv("P3_CS_FLAGS"); v != "" {
+		// A comparison of Cluster Service flags goes to its own file, beside the defaults' run.
+		rep.Benchmark += "-cs-flags"
+		variants = strings.Split(v, ";")
+		defer func() {
+			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer rcancel()
+			if err := region.RestartWith(rctx, "cluster-service"); err != nil {
+				b.Errorf("restart cluster-service with its own flags: %v", err)
+			}
+		}()
+	}
+	for i := 0; i < b.N; i++ {
+		for vi, variant := range variants {
+			label := ""
+			if len(variants) > 1 || variant != "" {
+				label = " [" + strings.TrimSpace(variant) + "]"
+				rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
+				err := region.RestartWith(rctx, "cluster-service", strings.Fields(variant)...)
+				rcancel()
+				if err != nil {
+					b.Fatalf("restart cluster-service with %q: %v", variant, err)
+				}
+			}
+			rg := fmt.Sprintf("rg-p3-%d-%d", i, vi)
+			before := csReconcileMetrics(b)
+			var all []string
+			for _, rate := range rates {
+				n := int(rate * dur.Seconds())
+				names := make([]string, n)
+				for j := range names {
+					names[j] = fmt.Sprintf("p3r%dn%d-%d-%d", int(rate), j, i, vi)
+				}
+				all = append(all, names...)
+				stop := profileServices(b, fmt.Sprintf("create-%g-%d", rate, vi), dur+8*time.Second)
+				stopLocks := sampleLockWaits(ctx, b)
+				start := time.Now()
+				samples, put := measure("PUT answered"+label, rate, dur, func(j int) error {
+					return armDo(c, http.MethodPut, clusterPath(sub, rg, names[j]), body, http.StatusCreated)
+				})
+				// Wait (bounded) for every HostedCluster of this step, then time them.
+				deadline := time.Now().Add(3 * time.Minute)
+				var lat []time.Duration
+				last := time.Time{}
+				for {
+					lat, last = lat[:0], time.Time{}
+					mu.Lock()
+					for j, nm := range names {
+						if t, ok := appeared[nm]; ok {
+							lat = append(lat, t.Sub(samples[j].sched))
+							if t.After(last) {
+								last = t
+							}
+						}
+					}
+					mu.Unlock()
+					if len(lat) == n || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(250 * time.Millisecond)
+				}
+				hc := summarize("PUT → HostedCluster"+label, rate, dur, lat, n-len(lat))
+				// Achieved: HostedClusters per second from the first scheduled send to the last one seen.
+				if len(lat) > 0 {
+					hc.Achieved = float64(len(lat)) / last.Sub(start).Seconds()
+				}
+				rep.Points = append(rep.Points, put, hc)
+				stop()
+				rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service%s at %g/s: %s", label, rate, stopLocks()))
+			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service%s during the steps: %s", label, csReconcileMetrics(b).since(before)))
+			deleteAll(b, c, sub, rg, all)
+		}
+	}
+	rep.write(b)
+	for _, n := range rep.Notes {
+		b.Log(n)
+	}
+	for _, p := range rep.Points {
+		b.ReportMetric(p.P99ms, fmt.Sprintf("%s-%g-p99-ms", strings.NewReplacer(" ", "-", "[", "", "]", "").Replace(p.Series), p.Offered))
+	}
+}
+
+// csMetrics is the part of Cluster Service's /metrics that says what its cluster reconciles
+// and creates cost: counters and duration sums, by metric and label set.
+type csMetrics map[string]float64
+
+func csReconcileMetrics(b *testing.B) csMetrics {
+	resp, err := http.Get(region.Info.ClusterService.MetricsURL)
+	if err != nil {
+		b.Logf("cluster service metrics: %v", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := csMetrics{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(l, "cluster_service_reconciles_total{kind=\"cluster\"") &&
+			!strings.HasPrefix(l, "cluster_service_reconcile_duration_seconds_sum{kind=\"cluster\"") &&
+			!strings.HasPrefix(l, "cluster_service_grpc_request_duration_seconds_sum{code=\"OK\",method=\"/openhcp.clusterservice.v1.Clusters/CreateCluster\"") &&
+			!strings.HasPrefix(l, "cluster_service_grpc_request_duration_seconds_count{code=\"OK\",method=\"/openhcp.clusterservice.v1.Clusters/CreateCluster\"") {
+			continue
+		}
+		k, v, ok := strings.Cut(l, " ")
+		if f, err := strconv.ParseFloat(v, 64); ok && err == nil {
+			out[k] = f
+		}
+	}
+	return out
+}
+
+// since describes the change from before, one "metric{labels} +delta" per series.
+func (m csMetrics) since(before csMetrics) string {
+	var parts []string
+	for k, v := range m {
+		if d := v - before[k]; d != 0 {
+			parts = append(parts, fmt.Sprintf("%s +%.3g", k, d))
+		}
+	}
+	sort.Strings(parts)
+	if len(parts) == 0 {
+		return "no change (or Cluster Service restarted: counters start again)"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// sampleLockWaits samples, every 20 ms until the returned function is called, Cluster
+// Service's PostgreSQL sessions (pg_stat_activity, as Cluster Service's own login, which sees
+// its own sessions' wait events): how many run a statement and how many of those wait for a
+// lock, advisory or other. The returned function stops it and describes the averages.
+func sampleLockWaits(ctx context.Context, b *testing.B) (stop func() string) {
+	role, err := region.Info.Postgres.Role("cluster-service")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("PGPASSFILE", role.PassFile)
+	conn, err := pgx.Connect(ctx, role.DSN)
+	if err != nil {
+		b.Fatalf("connect as cluster-service: %v", err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	var samples, active, advisory, otherLock int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for sctx.Err() == nil {
+			var a, adv, other int
+			err := conn.QueryRow(sctx, `SELECT count(*) FILTER (WHERE state = 'active'),
+				count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'),
+				count(*) FILTER (WHERE wait_event_type = 'Lock' AND wait_event <> 'advisory')
+				FROM pg_stat_activity WHERE usename = current_user AND pid <> pg_backend_pid()`).Scan(&a, &adv, &other)
+			if err == nil {
+				samples++
+				active += a
+				advisory += adv
+				otherLock += other
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return func() string {
+		cancel()
+		<-done
+		conn.Close(context.Background())
+		if samples == 0 {
+			return "no pg_stat_activity samples"
+		}
+		f := float64(samples)
+		return fmt.Sprintf("%d samples of its database sessions: on average %.2f running a statement, %.2f of them waiting for the write (advisory) lock, %.2f for another lock",
+			samples, float64(active)/f, float64(advisory)/f, float64(otherLock)/f)
+	}
+}
+
+// watchHostedClusters watches HostedClusters on every management cluster until ctx ends and
+// hands each event to fn with the time it arrived.
+func watchHostedClusters(ctx context.Context, b *testing.B, fn func(ev watch.Event, now time.Time)) {
+	for _, mc := range region.Info.ManagementClusters {
+		w, err := kubeClient(b, mc.Kubeconfig).Resource(hostedClusterGVR).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatalf("watch hostedclusters on %s: %v", mc.Name, err)
+		}
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				fn(ev, time.Now())
+			}
+		}()
+	}
+}

@@ -1,0 +1,223 @@
+package chartcheck
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openhcp/openhcp/internal/envelope"
+	"github.com/openhcp/openhcp/internal/pki"
+)
+
+// The chart's container as the kubelet would start it: its environment (ConfigMaps by envFrom,
+// env entries) and where each Secret volume is mounted with which keys.
+type chartContainer struct {
+	env    map[string]string
+	args   []string
+	mounts []secretMount
+}
+
+type secretMount struct {
+	path string
+	keys []string // the items projected; nil: every key of the Secret
+}
+
+// mainContainer returns the one Deployment's first container of a rendered service chart.
+func mainContainer(t *testing.T, rendered []byte) chartContainer {
+	t.Helper()
+	configMaps := map[string]map[string]string{}
+	var deployments []*appsv1.Deployment
+	for _, obj := range objects(t, rendered) {
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			configMaps[o.Name] = o.Data
+		case *appsv1.Deployment:
+			deployments = append(deployments, o)
+		}
+	}
+	if len(deployments) != 1 {
+		t.Fatalf("rendered %d Deployments, want 1", len(deployments))
+	}
+	spec := deployments[0].Spec.Template.Spec
+	c := spec.Containers[0]
+	out := chartContainer{env: map[string]string{}, args: c.Args}
+	for _, from := range c.EnvFrom {
+		if from.ConfigMapRef != nil {
+			for k, v := range configMaps[from.ConfigMapRef.Name] {
+				out.env[from.Prefix+k] = v
+			}
+		}
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			out.env[e.Name] = "from-a-secret" // e.g. PGPASSWORD; its value does not matter here
+			continue
+		}
+		out.env[e.Name] = e.Value
+	}
+	volumes := map[string]corev1.Volume{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = v
+	}
+	for _, m := range c.VolumeMounts {
+		v, ok := volumes[m.Name]
+		if !ok || v.Secret == nil {
+			continue
+		}
+		sm := secretMount{path: m.MountPath}
+		for _, it := range v.Secret.Items {
+			sm.keys = append(sm.keys, it.Path)
+		}
+		out.mounts = append(out.mounts, sm)
+	}
+	return out
+}
+
+// fillSecrets writes, under dir, a file for every Secret key the container mounts: a server and
+// client certificate of the local PKI for tls.crt/tls.key, both CAs for ca.crt, a fresh
+// key-encryption key for kek, a kubeconfig for any other key (the admin API's management
+// clusters). Mount paths keep their layout below dir.
+func fillSecrets(t *testing.T, dir string, c chartContainer) {
+	t.Helper()
+	p, err := pki.Create(filepath.Join(dir, "pki"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := p.MustFiles(pki.ClusterService) // server and client usage
+	copyFile := func(from, to string) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range c.mounts {
+		d := filepath.Join(dir, m.path)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		keys := m.keys
+		if keys == nil {
+			keys = []string{"tls.crt", "tls.key", "ca.crt"}
+		}
+		for _, k := range keys {
+			path := filepath.Join(d, k)
+			switch k {
+			case "tls.crt":
+				copyFile(id.Cert, path)
+			case "tls.key":
+				copyFile(id.Key, path)
+			case "ca.crt":
+				copyFile(p.BundleFile, path)
+			case "kek":
+				if _, err := envelope.WriteKeyFile(path); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				kc := "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\n" +
+					"users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+				if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+var listenAddr = regexp.MustCompile(`^0\.0\.0\.0:[0-9]+$`)
+
+// runAsThePodWould starts exe with the container's environment and arguments, its mounts under
+// dir and every listener on a free port of every address (as in a pod: off loopback, so TLS),
+// and returns how it ended within timeout.
+func runAsThePodWould(t *testing.T, exe, dir string, c chartContainer, timeout time.Duration) (exitCode int, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, c.args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
+	for k, v := range c.env {
+		if listenAddr.MatchString(v) {
+			v = "0.0.0.0:0"
+		}
+		cmd.Env = append(cmd.Env, k+"="+strings.ReplaceAll(v, "/etc/openhcp", filepath.Join(dir, "etc", "openhcp")))
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%s still running after %s with the chart's settings; stderr:\n%s", exe, timeout, errb.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("run %s: %v", exe, err)
+	}
+	return cmd.ProcessState.ExitCode(), errb.String()
+}
+
+// closedPort is a loopback port nothing listens on (one just released).
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+// TestServiceChartsAgainstTheirBinaries builds each service chart's binary and checks the
+// chart's dev-region rendering against it:
+//   - environment names: every <PREFIX>_* variable the chart sets is one the binary reads (a
+//     misspelt name would be ignored silently);
+//   - settings accepted: the binary, started as its pod would be (environment, arguments and
+//     mounted Secret files, listeners off loopback so with TLS) with the database port a
+//     deployer sets (the dev values say 0, "chosen at start-up") pointing at a loopback port
+//     nothing listens on, gets as far as connecting to PostgreSQL and fails there (exit status
+//     1), not on its settings (status 2): every flag parses and every file loads.
+func TestServiceChartsAgainstTheirBinaries(t *testing.T) {
+	root := repoRoot(t)
+	helmBin := helm(t, root)
+	found := map[string]bool{}
+	for _, c := range installable(t, root) {
+		found[c] = true
+	}
+	bin := t.TempDir()
+	for chart, svc := range serviceCharts() {
+		t.Run(chart, func(t *testing.T) {
+			if !found[chart] {
+				t.Fatalf("chart %s is gone: update serviceCharts()", chart)
+			}
+			exe := buildService(t, root, bin, svc.pkg)
+			t.Run("environment names", func(t *testing.T) {
+				checkEnvNames(t, exe, svc.envPrefix, render(t, helmBin, root, chart))
+			})
+			t.Run("settings accepted", func(t *testing.T) {
+				port := closedPort(t)
+				c := mainContainer(t, renderWith(t, helmBin, root, chart, valuesFile(t, root, chart),
+					"--set", fmt.Sprintf("database.host=127.0.0.1,database.port=%d", port)))
+				dir := t.TempDir()
+				fillSecrets(t, dir, c)
+				code, stderr := runAsThePodWould(t, exe, dir, c, 30*time.Second)
+				t.Log(stderr)
+				if want := fmt.Sprintf("127.0.0.1:%d", port); code != 1 || !strings.Contains(stderr, want) {
+					t.Fatalf("%s exited %d; want 1 with an error reaching the database at %s. stderr:\n%s", svc.pkg, code, want, stderr)
+				}
+			})
+		})
+	}
+}
