@@ -140,7 +140,7 @@ func TestHcpctl(t *testing.T) {
 	}{
 		{"cordon_without_reason_names_the_flag", []string{"shard", "cordon", "mgmt-1"}, 2, []string{"--reason is required"}},
 		{"readonly_cordon_is_forbidden_and_says_what_to_do", []string{"shard", "cordon", "mgmt-1", "--reason", "x"}, 1, []string{"Forbidden (HTTP 403)", "--as sre-admin"}},
-		{"unknown_shard_names_it", []string{"--as", "sre-admin", "shard", "cordon", "mgmt-7", "--reason", "x"}, 1, []string{"NotFound (HTTP 404)", "mgmt-7", "hcpctl shard list"}},
+		{"unknown_shard_names_it", []string{"--as", "sre-admin", "shard", "cordon", "mgmt-7", "--reason", "x"}, 1, []string{"InvalidRequest (HTTP 400)", "mgmt-7", "hcpctl shard list"}},
 		{"stale_etag_says_how_to_retry", []string{"--as", "sre-admin", "shard", "uncordon", "mgmt-2", "--reason", "x", "--if-match", "offline"}, 1, []string{"HTTP 412", "--if-match"}},
 		{"unknown_cluster_names_it", []string{"cluster", "describe", "0000000000000000000000000000dead"}, 1, []string{"0000000000000000000000000000dead"}},
 		{"bad_state_names_the_flag", []string{"cluster", "list", "--state", "sleepy"}, 1, []string{"Fix --state"}},

@@ -254,4 +254,9 @@ func TestPortalInABrowser(t *testing.T) {
 	if got := b.eval(row + ` === undefined`); got != true {
 		t.Fatalf("the revoked credential is still listed as active:\n%v", b.eval("document.body.innerText"))
 	}
+	// The forms name what they acted on in the audit log (their paths do not): the request the
+	// cluster it asked for.
+	if text := b.open(base + "/portal/audit?person=alice&target=" + c.GetId()); !strings.Contains(text, "POST /portal/breakglass/request") {
+		t.Fatalf("the audit page has no break-glass request targeting the cluster:\n%s", text)
+	}
 }

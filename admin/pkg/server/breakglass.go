@@ -222,45 +222,61 @@ func (s *Server) listBreakGlass(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) breakGlassCredentials(r *http.Request) (adminapi.BreakGlassList, error) {
 	out := adminapi.BreakGlassList{Credentials: []adminapi.BreakGlassCredential{}}
-	if err := knownParams(r, "cluster", "person", "all"); err != nil {
+	q, err := parseBreakGlassQuery(r)
+	if err != nil {
 		return out, err
 	}
 	if s.cfg.Credentials == nil {
 		return out, errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no Cluster Service credentials client")
 	}
-	q := r.URL.Query()
-	all := false
-	switch q.Get("all") {
-	case "", "false":
-	case "true":
-		all = true
-	default:
-		return out, badRequest("all", "all must be true or false, got %q", q.Get("all"))
-	}
-	person := q.Get("person")
-	if person != "" && !personRE.MatchString(person) {
-		return out, badRequest("person", "person must be an SRE certificate's common name, got %q", person)
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	clusterID := ""
-	if c := q.Get("cluster"); c != "" {
+	if c := q.cluster; c != "" {
 		cl, _, err := s.findCluster(ctx, c)
 		if err != nil {
 			return out, err
 		}
 		clusterID = cl.GetId()
 	}
-	resp, err := s.cfg.Credentials.ListCredentials(ctx, &csv1.ListCredentialsRequest{ClusterId: clusterID, SreOnly: true, Person: person})
+	resp, err := s.cfg.Credentials.ListCredentials(ctx, &csv1.ListCredentialsRequest{ClusterId: clusterID, SreOnly: true, Person: q.person})
 	if err != nil {
 		return out, upstream("list break-glass credentials", clusterID, err)
 	}
 	for _, c := range resp.GetCredentials() {
-		if all || active(c.GetStatus().GetState()) {
+		if q.all || active(c.GetStatus().GetState()) {
 			out.Credentials = append(out.Credentials, breakGlassView(c))
 		}
 	}
 	return out, nil
+}
+
+// breakGlassQuery is the break-glass list's query: a cluster (ARM or Cluster Service ID; found
+// by the handler), a person, and whether ended credentials are listed too.
+type breakGlassQuery struct {
+	cluster, person string
+	all             bool
+}
+
+// parseBreakGlassQuery reads the break-glass list's query; a refusal is a 400 naming the
+// parameter.
+func parseBreakGlassQuery(r *http.Request) (breakGlassQuery, error) {
+	if err := knownParams(r, "cluster", "person", "all"); err != nil {
+		return breakGlassQuery{}, err
+	}
+	v := r.URL.Query()
+	q := breakGlassQuery{cluster: v.Get("cluster"), person: v.Get("person")}
+	switch v.Get("all") {
+	case "", "false":
+	case "true":
+		q.all = true
+	default:
+		return q, badRequest("all", "all must be true or false, got %q", v.Get("all"))
+	}
+	if q.person != "" && !personRE.MatchString(q.person) {
+		return q, badRequest("person", "person must be an SRE certificate's common name, got %q", q.person)
+	}
+	return q, nil
 }
 
 // parseBreakGlassRevoke reads a revoke body: exactly one of credential and person.

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/audit"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
@@ -209,7 +211,8 @@ func TestBreakGlass(t *testing.T) {
 
 	// Revoking alice's credential rotates the cluster's signer: every break-glass credential of
 	// the cluster is REVOKING at once, and none is active any more.
-	code, ae, b := e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"credential":"`+alices.ID+`","reason":"leaked in chat"}`)
+	code, ae, b := e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"credential":"`+alices.ID+`","reason":"leaked in chat"}`,
+		adminapi.HeaderCorrelationID, "cid-bg-revoke")
 	var revs adminapi.BreakGlassRevocations
 	if code != 200 || json.Unmarshal(b, &revs) != nil || len(revs.Revocations) != 1 || revs.Revocations[0].ClusterID != clusterID ||
 		revs.Revocations[0].State != "revoking" || strings.Join(revs.Revocations[0].Credentials, ",") != alices.ID {
@@ -218,13 +221,21 @@ func TestBreakGlass(t *testing.T) {
 	if got := ids(list(t, "")); got != "" {
 		t.Fatalf("active after revoke: %q", got)
 	}
+	// The audit record names the credential (the body's, as the route has no ID in its path).
+	if recs := e.lastAudit(t, audit.Filter{CorrelationID: "cid-bg-revoke"}); len(recs) != 2 || recs[0].Target != alices.ID || recs[1].Target != alices.ID {
+		t.Fatalf("audit of the revoke: %+v, want both records targeting %s", recs, alices.ID)
+	}
 	if got := ids(list(t, "?all=true")); got != "bob:revoking,alice:revoking" {
 		t.Fatalf("all after revoke: %q", got)
 	}
 	// Nothing left to revoke for bob: an empty answer, no revocation.
-	code, _, b = e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"person":"bob","reason":"offboarding"}`)
+	code, _, b = e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"person":"bob","reason":"offboarding"}`,
+		adminapi.HeaderCorrelationID, "cid-bg-revoke-bob")
 	if code != 200 || json.Unmarshal(b, &revs) != nil || len(revs.Revocations) != 0 {
 		t.Fatalf("revoke person: %d %s", code, b)
+	}
+	if recs := e.lastAudit(t, audit.Filter{CorrelationID: "cid-bg-revoke-bob"}); len(recs) != 2 || recs[0].Target != "bob" {
+		t.Fatalf("audit of the revoke by person: %+v, want target bob", recs)
 	}
 	_ = bobs
 }
@@ -269,6 +280,44 @@ func FuzzBreakGlassRequest(f *testing.F) {
 		}
 		if _, ok := breakglass.SREGroups[acc]; !ok || perm == "" || ttl < bounds.Min || ttl > bounds.Max || ttl%time.Second != 0 {
 			t.Fatalf("accepted %q as %s %s %s", body, acc, perm, ttl)
+		}
+	})
+}
+
+// FuzzBreakGlassQuery feeds arbitrary query strings to the break-glass list's parser: no
+// panic; a refusal is a 400 naming the parameter; an accepted person is a certificate's common
+// name.
+func FuzzBreakGlassQuery(f *testing.F) {
+	for _, s := range []string{"", "all=true", "all=1", "person=alice&all=false", "person=a%20b", "cluster=x&person=", "colour=red", "all=%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		r := &http.Request{URL: &url.URL{Path: "/admin/v1/breakglass", RawQuery: raw}}
+		q, err := parseBreakGlassQuery(r)
+		if refusedWith400(t, err, raw) {
+			return
+		}
+		if q.person != "" && !personRE.MatchString(q.person) {
+			t.Fatalf("%q accepted with person %q", raw, q.person)
+		}
+	})
+}
+
+// FuzzBreakGlassRevoke feeds arbitrary bodies to the revoke parser: no panic; a refusal is a
+// 400 naming its field; an accepted body has exactly one of a credential ID and a person.
+func FuzzBreakGlassRevoke(f *testing.F) {
+	for _, s := range []string{`{}`, `{"credential":"0123456789abcdefghijklmnopqrstuv","reason":"r"}`, `{"person":"alice"}`,
+		`{"person":"alice","credential":"0123456789abcdefghijklmnopqrstuv"}`, `{"person":"a b"}`, `{"credential":"X"}`, `{"person":7}`, `[`, ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		r := httptest.NewRequest(http.MethodPost, "/admin/v1/breakglass-revoke", strings.NewReader(body))
+		b, err := parseBreakGlassRevoke(r)
+		if refusedWith400(t, err, body) {
+			return
+		}
+		if (b.Credential == "") == (b.Person == "") || (b.Person != "" && !personRE.MatchString(b.Person)) || (b.Credential != "" && !csIDRE.MatchString(b.Credential)) {
+			t.Fatalf("accepted %q as %+v", body, b)
 		}
 	})
 }

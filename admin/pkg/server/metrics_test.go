@@ -49,8 +49,8 @@ func TestMetrics(t *testing.T) {
 	if t.Failed() {
 		t.Fatalf("metrics:\n%s", before)
 	}
-	// The audit database is gone: the call is refused and counted. (A call without a
-	// certificate, as an SRE's first meets the unreadable revocation list, a 503 of its own.)
+	// The audit database is gone: the call is refused and counted. (An SRE's call meets the
+	// unreadable revocation list first, and then cannot be audited either: the same 503.)
 	e.log.Close()
 	if code, _, _ := e.call(t, "", "GET", "/admin/v1/shards", ""); code != 503 {
 		t.Fatalf("status %d, want 503", code)
@@ -69,7 +69,7 @@ func TestMetrics(t *testing.T) {
 	}
 	after = scrape(t)
 	for _, want := range []string{
-		`admin_http_requests_total{code="503",method="GET",outcome="revocations_unavailable",route="GET /admin/v1/shards"} 1`,
+		`admin_http_requests_total{code="503",method="GET",outcome="audit_unavailable",route="GET /admin/v1/shards"} 2`,
 	} {
 		if !strings.Contains(after, want) {
 			t.Errorf("metrics lack %s:\n%s", want, after)

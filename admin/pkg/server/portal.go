@@ -175,8 +175,10 @@ func (s *Server) portalShardChange(kind shardChange) func(http.ResponseWriter, *
 
 // portalAudit serves GET /portal/audit with the same filters as the API (a subset in the form).
 func (s *Server) portalAudit(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	f := audit.Filter{Person: q.Get("person"), Group: q.Get("group"), Outcome: q.Get("outcome"), Target: q.Get("target"), Limit: 200}
+	f, err := parseAuditQuery(r, 200)
+	if err != nil {
+		return err
+	}
 	entries, _, err := s.cfg.Audit.Query(r.Context(), f)
 	if err != nil {
 		return err
@@ -186,5 +188,5 @@ func (s *Server) portalAudit(w http.ResponseWriter, r *http.Request) error {
 		Filter   audit.Filter
 		Outcomes []string
 		Entries  []audit.Entry
-	}{page{Title: "Audit log", Who: identityFrom(r.Context())}, f, []string{audit.Unauthenticated, audit.Forbidden, audit.Allowed, audit.Completed}, entries})
+	}{page{Title: "Audit log", Who: identityFrom(r.Context())}, f, auditOutcomes, entries})
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +38,7 @@ func (s *Server) routes() []route {
 		// SRE break-glass credentials for hosted clusters (breakglass.go).
 		{pattern: "POST /admin/v1/breakglass/{id...}", perm: access.RequestBreakGlass, target: pathValue("id"), mutates: true, handle: s.requestBreakGlass},
 		{pattern: "GET /admin/v1/breakglass", perm: access.ReadBreakGlass, handle: s.listBreakGlass},
-		{pattern: "POST /admin/v1/breakglass-revoke", perm: access.RevokeBreakGlass, mutates: true, handle: s.revokeBreakGlass},
+		{pattern: "POST /admin/v1/breakglass-revoke", perm: access.RevokeBreakGlass, mutates: true, bodyTarget: jsonTarget("credential", "person"), handle: s.revokeBreakGlass},
 		// The SRE portal: pages over the same data, through the same middleware.
 		{pattern: "GET /portal/{$}", perm: access.ReadClusters, handle: s.portalFleet},
 		{pattern: "GET /portal/clusters/{id...}", perm: access.ReadClusters, target: pathValue("id"), handle: s.portalCluster},
@@ -45,8 +47,8 @@ func (s *Server) routes() []route {
 		{pattern: "POST /portal/shards/{name}/uncordon", perm: access.WriteShards, target: pathValue("name"), mutates: true, handle: s.portalShardChange(shardUncordon)},
 		{pattern: "GET /portal/audit", perm: access.ReadAudit, handle: s.portalAudit},
 		{pattern: "GET /portal/breakglass", perm: access.ReadBreakGlass, handle: s.portalBreakGlass},
-		{pattern: "POST /portal/breakglass/request", perm: access.RequestBreakGlass, mutates: true, handle: s.portalRequestBreakGlass},
-		{pattern: "POST /portal/breakglass/revoke", perm: access.RevokeBreakGlass, mutates: true, handle: s.portalRevokeBreakGlass},
+		{pattern: "POST /portal/breakglass/request", perm: access.RequestBreakGlass, mutates: true, bodyTarget: formTarget("cluster"), handle: s.portalRequestBreakGlass},
+		{pattern: "POST /portal/breakglass/revoke", perm: access.RevokeBreakGlass, mutates: true, bodyTarget: formTarget("credential"), handle: s.portalRevokeBreakGlass},
 		// Every other path: identified and audited like the rest, then 404.
 		{pattern: "/", target: func(r *http.Request) string { return r.URL.Path }, handle: func(w http.ResponseWriter, r *http.Request) error {
 			return notFound(r.URL.Path, "no admin route %s %s", r.Method, r.URL.Path)
@@ -57,6 +59,58 @@ func (s *Server) routes() []route {
 func pathValue(name string) func(*http.Request) string {
 	return func(r *http.Request) string { return r.PathValue(name) }
 }
+
+// jsonTarget names the target by the first of fields that is a non-empty string in a JSON body.
+func jsonTarget(fields ...string) func(*http.Request, []byte) string {
+	return func(_ *http.Request, body []byte) string {
+		var m map[string]any
+		if json.Unmarshal(body, &m) != nil {
+			return ""
+		}
+		for _, f := range fields {
+			if v, ok := m[f].(string); ok && v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+// formTarget names the target by a field of a portal form.
+func formTarget(field string) func(*http.Request, []byte) string {
+	return func(r *http.Request, _ []byte) string { return r.PostForm.Get(field) }
+}
+
+// auditParams are the audit log's query parameters, of the API and of the portal's filter form.
+var auditParams = []string{"person", "group", "outcome", "target", "correlationId", "method", "route", "since", "until", "pageSize", "pageToken"}
+
+// parseAuditQuery reads an audit query (the API's and the portal's): a refusal is a 400 naming
+// the parameter; def is the page size when none is asked for.
+func parseAuditQuery(r *http.Request, def int) (audit.Filter, error) {
+	if err := knownParams(r, auditParams...); err != nil {
+		return audit.Filter{}, err
+	}
+	q := r.URL.Query()
+	f := audit.Filter{Person: q.Get("person"), Group: q.Get("group"), Outcome: q.Get("outcome"), Target: q.Get("target"),
+		CorrelationID: q.Get("correlationId"), Method: strings.ToUpper(q.Get("method")), RoutePrefix: q.Get("route"), PageToken: q.Get("pageToken")}
+	if !slices.Contains(auditOutcomes, f.Outcome) && f.Outcome != "" {
+		return f, badRequest("outcome", "outcome must be one of %s; got %q", strings.Join(auditOutcomes, ", "), f.Outcome)
+	}
+	var err error
+	if f.Since, err = timeParam(r, "since"); err != nil {
+		return f, err
+	}
+	if f.Until, err = timeParam(r, "until"); err != nil {
+		return f, err
+	}
+	if f.Limit, err = pageSize(r, def, 1000); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// auditOutcomes are the outcomes an audit record can have, in the order a call meets them.
+var auditOutcomes = []string{audit.Unauthenticated, audit.Forbidden, audit.Allowed, audit.Completed}
 
 // pageSize reads ?pageSize= (default def, 1..max); errors name the parameter.
 func pageSize(r *http.Request, def, max int) (int, error) {
@@ -110,25 +164,8 @@ func knownParams(r *http.Request, names ...string) error {
 
 // listAudit serves GET /admin/v1/audit?person=&group=&outcome=&target=&correlationId=&method=&route=&since=&until=&pageSize=&pageToken=.
 func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) error {
-	if err := knownParams(r, "person", "group", "outcome", "target", "correlationId", "method", "route", "since", "until", "pageSize", "pageToken"); err != nil {
-		return err
-	}
-	q := r.URL.Query()
-	f := audit.Filter{Person: q.Get("person"), Group: q.Get("group"), Outcome: q.Get("outcome"), Target: q.Get("target"),
-		CorrelationID: q.Get("correlationId"), Method: strings.ToUpper(q.Get("method")), RoutePrefix: q.Get("route"), PageToken: q.Get("pageToken")}
-	switch f.Outcome {
-	case "", audit.Unauthenticated, audit.Forbidden, audit.Allowed, audit.Completed:
-	default:
-		return badRequest("outcome", "outcome must be one of %s, %s, %s, %s; got %q", audit.Unauthenticated, audit.Forbidden, audit.Allowed, audit.Completed, f.Outcome)
-	}
-	var err error
-	if f.Since, err = timeParam(r, "since"); err != nil {
-		return err
-	}
-	if f.Until, err = timeParam(r, "until"); err != nil {
-		return err
-	}
-	if f.Limit, err = pageSize(r, 100, 1000); err != nil {
+	f, err := parseAuditQuery(r, 100)
+	if err != nil {
 		return err
 	}
 	entries, next, err := s.cfg.Audit.Query(r.Context(), f)

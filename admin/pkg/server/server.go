@@ -129,6 +129,9 @@ type route struct {
 	perm access.Permission
 	// target names what the call is about, for the audit record ("" when nothing in particular).
 	target func(r *http.Request) string
+	// bodyTarget names the target from a mutating route's body (read and checked for its
+	// reason by then; a portal form is in r.PostForm) when the path does not name it.
+	bodyTarget func(r *http.Request, body []byte) string
 	// mutates routes take a JSON body with a required "reason".
 	mutates bool
 	handle  func(w http.ResponseWriter, r *http.Request) error
@@ -226,6 +229,16 @@ func (s *statusRecorder) code() int {
 // maxBody bounds a mutating route's body.
 const maxBody = 64 << 10
 
+// maxTarget bounds an audit record's target taken from a body.
+const maxTarget = 256
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
 // serve is the middleware of every route: identify, authorize, audit, then act. The audit
 // record of a call is appended before the call has any effect, refused calls included; if it
 // cannot be appended the call is refused with 503 and does nothing.
@@ -256,19 +269,23 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		id, err := access.Identify(r.TLS)
 		if err == nil && s.cfg.Revocations != nil {
 			revoked, rerr := s.cfg.Revocations.Revoked(r.Context(), id.Person, r.TLS.VerifiedChains[0][0].NotBefore)
-			if rerr != nil {
-				outcome = "revocations_unavailable"
+			switch {
+			case rerr != nil:
+				// Who is calling cannot be verified: refused like an unknown identity, but with
+				// 503 (retry later), and recorded below like every refusal — if the audit log can
+				// be written at all.
 				log.Error("revocation list unreadable; refusing the call", "error", rerr)
-				writeJSON(w, http.StatusServiceUnavailable, adminapi.Error{Code: adminapi.CodeAuditUnavailable,
-					Message: "the revocation list cannot be read, so no admin call is served; retry later"})
-				return
-			}
-			if revoked {
+				e.Person, e.Group = id.Person, id.Group
+				e.Outcome, e.Status = audit.Unauthenticated, http.StatusServiceUnavailable
+				refusal = errorf(http.StatusServiceUnavailable, adminapi.CodeAuditUnavailable, "",
+					"the revocation list cannot be read, so no admin call is served; retry later")
+			case revoked:
 				e.Person, e.Group = id.Person, id.Group
 				err = fmt.Errorf("%w: the certificate of %q was revoked; ask for a new one", access.ErrNoIdentity, id.Person)
 			}
 		}
 		switch {
+		case refusal != nil:
 		case err != nil:
 			e.Outcome = audit.Unauthenticated
 			e.Status = http.StatusUnauthorized
@@ -289,6 +306,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 				e.Outcome, e.Status = audit.Completed, err.status
 			} else {
 				e.Reason = reason
+				if rt.bodyTarget != nil {
+					e.Target = truncate(rt.bodyTarget(r, body), maxTarget)
+				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
 		}

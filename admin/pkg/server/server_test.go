@@ -48,6 +48,8 @@ type env struct {
 	srv      *Server
 	// csdb is Cluster Service's store, for tests that play its controller (status writes).
 	csdb *csstore.Store
+	// auditSU is the audit database's DSN as its superuser, for tests that break its grants.
+	auditSU string
 }
 
 func start(t *testing.T) *env {
@@ -140,7 +142,7 @@ func start(t *testing.T) *env {
 	}
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return &env{url: ts.URL, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn), docs: docs, logDir: logDir, srv: srv, csdb: csDB}
+	return &env{url: ts.URL, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn), docs: docs, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN}
 }
 
 // as returns an HTTP client presenting identity's certificate ("" for none).
@@ -263,9 +265,9 @@ func TestShardChanges(t *testing.T) {
 			}
 		}
 	})
-	t.Run("unknown_shard_is_404_naming_it", func(t *testing.T) {
+	t.Run("cordon_of_an_unknown_shard_is_400_naming_it", func(t *testing.T) {
 		code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/shards/mgmt-9/cordon", `{"reason":"x"}`)
-		if code != 404 || ae.Target != "mgmt-9" || !strings.Contains(ae.Message, "mgmt-9") {
+		if code != 400 || ae.Target != "name" || !strings.Contains(ae.Message, `"mgmt-9"`) {
 			t.Fatalf("%d %+v", code, ae)
 		}
 	})
@@ -439,5 +441,36 @@ func TestRevocation(t *testing.T) {
 	}
 	if code, _, body := e.call(t, "alice", "GET", "/admin/v1/revocations", ""); code != 200 || !strings.Contains(string(body), `"person": "bob"`) {
 		t.Fatalf("list: %d %s", code, body)
+	}
+}
+
+// TestUnreadableRevocationListIsAnAuditedRefusal takes the service's SELECT on the revocation
+// list away (the audit log stays writable): the admin API cannot tell whether the caller was
+// revoked, so it serves nothing — 503, no data — and records the refusal like every other.
+func TestUnreadableRevocationListIsAnAuditedRefusal(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	su, err := pgx.Connect(ctx, e.auditSU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer su.Close(ctx)
+	if _, err := su.Exec(ctx, "REVOKE SELECT ON admin_revocations FROM adminsvc"); err != nil {
+		t.Fatal(err)
+	}
+	const cid = "cid-revocations-unreadable"
+	code, ae, body := e.call(t, "alice", "GET", "/admin/v1/shards", "", adminapi.HeaderCorrelationID, cid)
+	if code != http.StatusServiceUnavailable || strings.Contains(string(body), "mgmt-1") {
+		t.Fatalf("status %d %+v, want 503 without data: %s", code, ae, body)
+	}
+	recs := e.lastAudit(t, audit.Filter{CorrelationID: cid})
+	if len(recs) != 1 || recs[0].Outcome != audit.Unauthenticated || recs[0].Status != http.StatusServiceUnavailable || recs[0].Person != "alice" {
+		t.Fatalf("audit records %+v, want one unauthenticated 503 by alice", recs)
+	}
+	if _, err := su.Exec(ctx, "GRANT SELECT ON admin_revocations TO adminsvc"); err != nil {
+		t.Fatal(err)
+	}
+	if code, ae, _ := e.call(t, "alice", "GET", "/admin/v1/shards", ""); code != http.StatusOK {
+		t.Fatalf("after the grant is back: status %d %+v, want 200", code, ae)
 	}
 }
