@@ -346,6 +346,7 @@ func TestInventoryFindsKnownMetrics(t *testing.T) {
 		"frontend/deploy/alerts":               "frontend_http_requests_total",
 		"backend/deploy/alerts":                "backend_operation_duration_seconds_bucket",
 		"cluster-service/deploy/alerts":        "cluster_service_shard_capacity_left",
+		"admin/deploy/alerts":                  "admin_audit_write_failures_total",
 		"maestro/deploy/server/alerts":         "spec_controller_event_oldest_unreconciled_age_seconds",
 		"maestro/deploy/agent/alerts":          "resources_status_resync_duration_seconds_bucket",
 		"tooling/deploy/hypershift-sim/alerts": "controller_runtime_reconcile_errors_total",
