@@ -132,6 +132,21 @@ func TestHcpctl(t *testing.T) {
 		}
 	})
 
+	t.Run("set_status_offline_and_back", func(t *testing.T) {
+		out, stderr, code := hcpctl(t, bin, "--as", "sre-admin", "shard", "set-status", "mgmt-1", "--status", "offline", "--reason", "e2e: power maintenance", "--if-match", "active")
+		if code != 0 || !strings.Contains(out, "mgmt-1 is offline") {
+			t.Fatalf("exit %d: %s %s", code, out, stderr)
+		}
+		t.Cleanup(func() { hcpctl(t, bin, "--as", "sre-admin", "shard", "uncordon", "mgmt-1", "--reason", "cleanup") })
+		if csShardStatus(t, "mgmt-1") != csv1.ShardStatus_SHARD_STATUS_OFFLINE {
+			t.Fatal("Cluster Service does not see the shard offline")
+		}
+		out, stderr, code = hcpctl(t, bin, "--as", "sre-admin", "shard", "set-status", "mgmt-1", "--status", "active", "--reason", "e2e: back", "--if-match", "offline")
+		if code != 0 || !strings.Contains(out, "mgmt-1 is active") || csShardStatus(t, "mgmt-1") != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+			t.Fatalf("back to active: exit %d: %s %s", code, out, stderr)
+		}
+	})
+
 	for _, tc := range []struct {
 		name string
 		args []string
