@@ -2719,9 +2719,15 @@ func (x *ListNodePoolsResponse) GetNodePools() []*NodePool {
 type UpdateNodePoolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// revision, when not 0, makes the update conditional on the node pool's current revision.
-	Revision      int64           `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
-	Update        *NodePoolUpdate `protobuf:"bytes,4,opt,name=update,proto3" json:"update,omitempty"`
+	// revision, when not 0, makes the update conditional on the node pool's current revision,
+	// which every write moves, status writes included.
+	Revision int64           `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Update   *NodePoolUpdate `protobuf:"bytes,4,opt,name=update,proto3" json:"update,omitempty"`
+	// spec_revision, when not 0, makes the update conditional on the node pool's spec_revision,
+	// which only spec changes move: a controller's status write between the caller's read and
+	// this update does not fail it, another spec change does. A request may carry either
+	// condition, or both (both must hold); a mismatch is Aborted, as for revision.
+	SpecRevision  int64 `protobuf:"varint,5,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2775,6 +2781,13 @@ func (x *UpdateNodePoolRequest) GetUpdate() *NodePoolUpdate {
 		return x.Update
 	}
 	return nil
+}
+
+func (x *UpdateNodePoolRequest) GetSpecRevision() int64 {
+	if x != nil {
+		return x.SpecRevision
+	}
+	return 0
 }
 
 // NodePoolUpdate holds the fields UpdateNodePool may change; an unset field is left as it is.
@@ -3425,11 +3438,19 @@ type UpdateClusterRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Id     string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Update *ClusterUpdate         `protobuf:"bytes,2,opt,name=update,proto3" json:"update,omitempty"`
-	// revision, when not 0, makes the update conditional on the cluster's current revision.
+	// revision, when not 0, makes the update conditional on the cluster's current revision,
+	// which every write moves, status writes included.
 	Revision int64 `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
 	// operation_id is the caller's reference (the ARM operation), recorded on the upgrade policy
 	// so the caller can find the policy its request started.
-	OperationId   string `protobuf:"bytes,4,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	OperationId string `protobuf:"bytes,4,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	// spec_revision, when not 0, makes the update conditional on the cluster's spec_revision,
+	// which only spec changes move: a status write between the caller's read and this update
+	// does not fail it, another spec change does. An upgrade policy and its status.upgrade are
+	// status, so a started upgrade does not move spec_revision; a second upgrade is refused by
+	// the active-policy check instead (FailedPrecondition). A request may carry either
+	// condition, or both (both must hold); a mismatch is Aborted, as for revision.
+	SpecRevision  int64 `protobuf:"varint,5,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3490,6 +3511,13 @@ func (x *UpdateClusterRequest) GetOperationId() string {
 		return x.OperationId
 	}
 	return ""
+}
+
+func (x *UpdateClusterRequest) GetSpecRevision() int64 {
+	if x != nil {
+		return x.SpecRevision
+	}
+	return 0
 }
 
 // ClusterUpdate holds the fields UpdateCluster may change; an unset field is left as it is.
@@ -4314,11 +4342,12 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"[\n" +
 	"\x15ListNodePoolsResponse\x12B\n" +
 	"\n" +
-	"node_pools\x18\x01 \x03(\v2#.openhcp.clusterservice.v1.NodePoolR\tnodePools\"\xa1\x01\n" +
+	"node_pools\x18\x01 \x03(\v2#.openhcp.clusterservice.v1.NodePoolR\tnodePools\"\xcd\x01\n" +
 	"\x15UpdateNodePoolRequest\x12\x15\n" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12!\n" +
 	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12H\n" +
-	"\x06update\x18\x04 \x01(\v2).openhcp.clusterservice.v1.NodePoolUpdateB\x05\xca\xf3\x18\x01.R\x06updateJ\x04\b\x02\x10\x03\"\xce\x05\n" +
+	"\x06update\x18\x04 \x01(\v2).openhcp.clusterservice.v1.NodePoolUpdateB\x05\xca\xf3\x18\x01.R\x06update\x12*\n" +
+	"\rspec_revision\x18\x05 \x01(\x03B\x05\xca\xf3\x18\x01-R\fspecRevisionJ\x04\b\x02\x10\x03\"\xce\x05\n" +
 	"\x0eNodePoolUpdate\x128\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x12H\n" +
@@ -4362,12 +4391,13 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\bversions\x18\x01 \x03(\v2\".openhcp.clusterservice.v1.VersionR\bversions\"H\n" +
 	"\x11GetVersionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
-	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\"\xc3\x01\n" +
+	"\rchannel_group\x18\x02 \x01(\tR\fchannelGroup\"\xef\x01\n" +
 	"\x14UpdateClusterRequest\x12\x15\n" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12G\n" +
 	"\x06update\x18\x02 \x01(\v2(.openhcp.clusterservice.v1.ClusterUpdateB\x05\xca\xf3\x18\x01.R\x06update\x12!\n" +
 	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12(\n" +
-	"\foperation_id\x18\x04 \x01(\tB\x05\xca\xf3\x18\x01-R\voperationId\"\x8e\b\n" +
+	"\foperation_id\x18\x04 \x01(\tB\x05\xca\xf3\x18\x01-R\voperationId\x12*\n" +
+	"\rspec_revision\x18\x05 \x01(\x03B\x05\xca\xf3\x18\x01-R\fspecRevision\"\x8e\b\n" +
 	"\rClusterUpdate\x128\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x12H\n" +

@@ -60,7 +60,7 @@ type ClustersClient interface {
 	// the cluster can upgrade to. The returned cluster's status.upgrade is the new policy; a
 	// version that resolves to the current one starts none. Errors: NotFound, InvalidArgument,
 	// FailedPrecondition (the cluster is being deleted, or an upgrade is already pending or
-	// running), Aborted (revision given and stale).
+	// running), Aborted (revision or spec_revision given and stale).
 	UpdateCluster(ctx context.Context, in *UpdateClusterRequest, opts ...grpc.CallOption) (*Cluster, error)
 	// WatchClusters streams every change after since_revision (0: a snapshot of all clusters
 	// first, then changes). Revisions increase monotonically across all clusters, so a client that
@@ -173,7 +173,7 @@ type ClustersServer interface {
 	// the cluster can upgrade to. The returned cluster's status.upgrade is the new policy; a
 	// version that resolves to the current one starts none. Errors: NotFound, InvalidArgument,
 	// FailedPrecondition (the cluster is being deleted, or an upgrade is already pending or
-	// running), Aborted (revision given and stale).
+	// running), Aborted (revision or spec_revision given and stale).
 	UpdateCluster(context.Context, *UpdateClusterRequest) (*Cluster, error)
 	// WatchClusters streams every change after since_revision (0: a snapshot of all clusters
 	// first, then changes). Revisions increase monotonically across all clusters, so a client that
@@ -396,8 +396,8 @@ type NodePoolsClient interface {
 	// UpdateNodePool applies a partial update (NodePoolUpdate: only the fields it sets change)
 	// to the stored spec under the pool's row lock, then defaults and validates the result as on
 	// create; the platform (vm_size, os_disk, subnet_id, ...) cannot change. An update that changes
-	// nothing keeps the revision. With revision set, the update is conditional on it (Aborted
-	// otherwise); without, it applies to whatever the pool is now. Violations name the request's
+	// nothing keeps the revision. With revision or spec_revision set, the update is conditional on
+	// it (Aborted otherwise); without, it applies to whatever the pool is now. Violations name the request's
 	// fields (update.autoscaling.max, update.taints.values[1].effect).
 	UpdateNodePool(ctx context.Context, in *UpdateNodePoolRequest, opts ...grpc.CallOption) (*NodePool, error)
 	// DeleteNodePool starts an uninstall (state UNINSTALLING); the node pool is gone once its
@@ -505,8 +505,8 @@ type NodePoolsServer interface {
 	// UpdateNodePool applies a partial update (NodePoolUpdate: only the fields it sets change)
 	// to the stored spec under the pool's row lock, then defaults and validates the result as on
 	// create; the platform (vm_size, os_disk, subnet_id, ...) cannot change. An update that changes
-	// nothing keeps the revision. With revision set, the update is conditional on it (Aborted
-	// otherwise); without, it applies to whatever the pool is now. Violations name the request's
+	// nothing keeps the revision. With revision or spec_revision set, the update is conditional on
+	// it (Aborted otherwise); without, it applies to whatever the pool is now. Violations name the request's
 	// fields (update.autoscaling.max, update.taints.values[1].effect).
 	UpdateNodePool(context.Context, *UpdateNodePoolRequest) (*NodePool, error)
 	// DeleteNodePool starts an uninstall (state UNINSTALLING); the node pool is gone once its

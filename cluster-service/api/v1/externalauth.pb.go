@@ -908,9 +908,14 @@ func (x *ListExternalAuthsResponse) GetExternalAuths() []*ExternalAuth {
 type UpdateExternalAuthRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	// revision, when not 0, makes the update conditional on the current revision.
-	Revision      int64               `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
-	Update        *ExternalAuthUpdate `protobuf:"bytes,4,opt,name=update,proto3" json:"update,omitempty"`
+	// revision, when not 0, makes the update conditional on the current revision, which every
+	// write moves, status writes included.
+	Revision int64               `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Update   *ExternalAuthUpdate `protobuf:"bytes,4,opt,name=update,proto3" json:"update,omitempty"`
+	// spec_revision, when not 0, makes the update conditional on the spec_revision, which only
+	// spec changes move (a status write in between does not fail it). A request may carry either
+	// condition, or both (both must hold); a mismatch is Aborted, as for revision.
+	SpecRevision  int64 `protobuf:"varint,5,opt,name=spec_revision,json=specRevision,proto3" json:"spec_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -964,6 +969,13 @@ func (x *UpdateExternalAuthRequest) GetUpdate() *ExternalAuthUpdate {
 		return x.Update
 	}
 	return nil
+}
+
+func (x *UpdateExternalAuthRequest) GetSpecRevision() int64 {
+	if x != nil {
+		return x.SpecRevision
+	}
+	return 0
 }
 
 // ExternalAuthUpdate holds the parts of the spec an update replaces; an unset field is left as
@@ -1345,11 +1357,12 @@ const file_v1_externalauth_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\"k\n" +
 	"\x19ListExternalAuthsResponse\x12N\n" +
-	"\x0eexternal_auths\x18\x01 \x03(\v2'.openhcp.clusterservice.v1.ExternalAuthR\rexternalAuths\"\xa9\x01\n" +
+	"\x0eexternal_auths\x18\x01 \x03(\v2'.openhcp.clusterservice.v1.ExternalAuthR\rexternalAuths\"\xd5\x01\n" +
 	"\x19UpdateExternalAuthRequest\x12\x15\n" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12!\n" +
 	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12L\n" +
-	"\x06update\x18\x04 \x01(\v2-.openhcp.clusterservice.v1.ExternalAuthUpdateB\x05\xca\xf3\x18\x01.R\x06updateJ\x04\b\x02\x10\x03\"\xca\x03\n" +
+	"\x06update\x18\x04 \x01(\v2-.openhcp.clusterservice.v1.ExternalAuthUpdateB\x05\xca\xf3\x18\x01.R\x06update\x12*\n" +
+	"\rspec_revision\x18\x05 \x01(\x03B\x05\xca\xf3\x18\x01-R\fspecRevisionJ\x04\b\x02\x10\x03\"\xca\x03\n" +
 	"\x12ExternalAuthUpdate\x12U\n" +
 	"\x06issuer\x18\x01 \x01(\v2&.openhcp.clusterservice.v1.TokenIssuerB\x15\xca\xf3\x18\x11properties.issuerR\x06issuer\x12`\n" +
 	"\aclients\x18\x02 \x01(\v2..openhcp.clusterservice.v1.ExternalAuthClientsB\x16\xca\xf3\x18\x12properties.clientsR\aclients\x12s\n" +

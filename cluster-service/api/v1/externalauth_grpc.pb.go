@@ -47,8 +47,8 @@ type ExternalAuthsClient interface {
 	ListExternalAuths(ctx context.Context, in *ListExternalAuthsRequest, opts ...grpc.CallOption) (*ListExternalAuthsResponse, error)
 	// UpdateExternalAuth applies a partial update (ExternalAuthUpdate: only the fields it sets
 	// change) to the stored spec under the row lock, then validates the result as on create. An
-	// update that changes nothing keeps the revision. With revision set, the update is conditional
-	// on it (Aborted otherwise). FailedPrecondition while it or its cluster is being deleted.
+	// update that changes nothing keeps the revision. With revision or spec_revision set, the
+	// update is conditional on it (Aborted otherwise). FailedPrecondition while it or its cluster is being deleted.
 	UpdateExternalAuth(ctx context.Context, in *UpdateExternalAuthRequest, opts ...grpc.CallOption) (*ExternalAuth, error)
 	// DeleteExternalAuth starts the removal (state UNINSTALLING): the provider is taken out of
 	// the HostedCluster, and the external auth is gone once the management cluster reports it
@@ -153,8 +153,8 @@ type ExternalAuthsServer interface {
 	ListExternalAuths(context.Context, *ListExternalAuthsRequest) (*ListExternalAuthsResponse, error)
 	// UpdateExternalAuth applies a partial update (ExternalAuthUpdate: only the fields it sets
 	// change) to the stored spec under the row lock, then validates the result as on create. An
-	// update that changes nothing keeps the revision. With revision set, the update is conditional
-	// on it (Aborted otherwise). FailedPrecondition while it or its cluster is being deleted.
+	// update that changes nothing keeps the revision. With revision or spec_revision set, the
+	// update is conditional on it (Aborted otherwise). FailedPrecondition while it or its cluster is being deleted.
 	UpdateExternalAuth(context.Context, *UpdateExternalAuthRequest) (*ExternalAuth, error)
 	// DeleteExternalAuth starts the removal (state UNINSTALLING): the provider is taken out of
 	// the HostedCluster, and the external auth is gone once the management cluster reports it

@@ -147,6 +147,9 @@ func (s externalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.UpdateE
 	if req.GetRevision() < 0 {
 		v.add("revision", "must not be negative")
 	}
+	if req.GetSpecRevision() < 0 {
+		v.add("spec_revision", "must not be negative")
+	}
 	if req.GetUpdate() == nil {
 		v.add("update", "is required: set the parts to change (an empty update changes nothing)")
 	}
@@ -164,7 +167,7 @@ func (s externalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.UpdateE
 	if cur.Deleting || cl.Deleting {
 		return nil, status.Errorf(codes.FailedPrecondition, "external auth %s is being deleted", cur.ID)
 	}
-	ea, err := s.st.UpdateExternalAuth(ctx, cur.ID, req.GetRevision(), func(cur *store.ExternalAuth) (*csv1.ExternalAuthSpec, error) {
+	ea, err := s.st.UpdateExternalAuth(ctx, cur.ID, store.Precondition{Revision: req.GetRevision(), SpecRevision: req.GetSpecRevision()}, func(cur *store.ExternalAuth) (*csv1.ExternalAuthSpec, error) {
 		// The update applied to the stored spec, validated whole as on create.
 		var specV violations
 		spec := validateExternalAuthSpec(&specV, "spec", csv1.ApplyExternalAuthUpdate(cur.Spec, req.GetUpdate()))

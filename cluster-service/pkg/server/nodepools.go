@@ -128,6 +128,9 @@ func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolReq
 	if req.GetRevision() < 0 {
 		v.add("revision", "must not be negative")
 	}
+	if req.GetSpecRevision() < 0 {
+		v.add("spec_revision", "must not be negative")
+	}
 	if req.GetUpdate() == nil {
 		v.add("update", "is required: set the fields to change (an empty update changes nothing)")
 	}
@@ -146,7 +149,7 @@ func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolReq
 		return nil, status.Errorf(codes.FailedPrecondition, "node pool %s is being deleted", cur.ID)
 	}
 	var upgrade *csv1.UpgradePolicy
-	np, err := s.st.UpdateNodePool(ctx, cur.ID, req.GetRevision(), func(cur *store.NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
+	np, err := s.st.UpdateNodePool(ctx, cur.ID, store.Precondition{Revision: req.GetRevision(), SpecRevision: req.GetSpecRevision()}, func(cur *store.NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
 		spec, err := decideNodePoolUpdate(cl, cur, req.GetUpdate(), s.cfg.Versions, s.cfg.Now)
 		if err != nil {
 			return nil, nil, err

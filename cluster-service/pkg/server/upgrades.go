@@ -41,6 +41,9 @@ func (s *Server) UpdateCluster(ctx context.Context, req *csv1.UpdateClusterReque
 	if req.GetRevision() < 0 {
 		v.add("revision", "must not be negative")
 	}
+	if req.GetSpecRevision() < 0 {
+		v.add("spec_revision", "must not be negative")
+	}
 	if len(req.GetOperationId()) > maxOperationIDLength {
 		v.add("operation_id", "must be at most %d characters", maxOperationIDLength)
 	}
@@ -53,7 +56,8 @@ func (s *Server) UpdateCluster(ctx context.Context, req *csv1.UpdateClusterReque
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	return s.updateCluster(ctx, "update cluster", req.GetId(), req.GetRevision(), u, req.GetOperationId(), s.cfg.Now())
+	pre := store.Precondition{Revision: req.GetRevision(), SpecRevision: req.GetSpecRevision()}
+	return s.updateCluster(ctx, "update cluster", req.GetId(), pre, u, req.GetOperationId(), s.cfg.Now())
 }
 
 // CreateUpgradePolicy implements csv1.UpgradePoliciesServer.
@@ -77,7 +81,7 @@ func (s *Server) CreateUpgradePolicy(ctx context.Context, req *csv1.CreateUpgrad
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	c, err := s.updateCluster(ctx, "create upgrade policy", req.GetClusterId(), 0,
+	c, err := s.updateCluster(ctx, "create upgrade policy", req.GetClusterId(), store.Precondition{},
 		&csv1.ClusterUpdate{VersionId: req.GetVersionId()}, req.GetOperationId(), next)
 	if err != nil {
 		return nil, err
@@ -91,13 +95,13 @@ func (s *Server) CreateUpgradePolicy(ctx context.Context, req *csv1.CreateUpgrad
 
 // updateCluster applies u to the cluster under the store's write lock; a version change
 // starts a control-plane upgrade policy that may start at nextRun.
-func (s *Server) updateCluster(ctx context.Context, op, id string, revision int64, u *csv1.ClusterUpdate, operationID string, nextRun time.Time) (*csv1.Cluster, error) {
+func (s *Server) updateCluster(ctx context.Context, op, id string, pre store.Precondition, u *csv1.ClusterUpdate, operationID string, nextRun time.Time) (*csv1.Cluster, error) {
 	now := s.cfg.Now()
 	pools, err := s.st.ListNodePools(ctx, id, "", 0)
 	if err != nil {
 		return nil, s.toStatus(ctx, op, err)
 	}
-	c, err := s.st.UpdateCluster(ctx, id, revision, func(c *store.Cluster, active *csv1.UpgradePolicy) (store.ClusterChange, error) {
+	c, err := s.st.UpdateCluster(ctx, id, pre, func(c *store.Cluster, active *csv1.UpgradePolicy) (store.ClusterChange, error) {
 		return decideUpdate(s.cfg.Versions, c, active, pools, u, operationID, now, nextRun)
 	})
 	if errors.Is(err, store.ErrUpgradeInProgress) {

@@ -163,14 +163,14 @@ func (s *Store) ListExternalAuths(ctx context.Context, clusterID string) ([]*Ext
 	return out, nil
 }
 
-// lockExternalAuth reads the external auth for update, checking the revision (when not 0).
-func lockExternalAuth(ctx context.Context, tx pgx.Tx, id string, revision int64) (*ExternalAuth, error) {
+// lockExternalAuth reads the external auth for update, checking pre.
+func lockExternalAuth(ctx context.Context, tx pgx.Tx, id string, pre Precondition) (*ExternalAuth, error) {
 	ea, err := scanExternalAuth(tx.QueryRow(ctx, `SELECT `+externalAuthColumns+` FROM external_auths WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
 		return nil, err
 	}
-	if revision != 0 && ea.Revision != revision {
-		return nil, ErrConflict
+	if err := pre.check(ea.Revision, ea.SpecRevision); err != nil {
+		return nil, err
 	}
 	return ea, nil
 }
@@ -180,16 +180,16 @@ func lockExternalAuth(ctx context.Context, tx pgx.Tx, id string, revision int64)
 // ErrConflict unless at revision. ErrDeleting while it is being deleted. An identical spec is not
 // written and keeps the revision.
 func (s *Store) UpdateExternalAuthSpec(ctx context.Context, id string, revision int64, spec *csv1.ExternalAuthSpec) (*ExternalAuth, error) {
-	return s.UpdateExternalAuth(ctx, id, revision, func(*ExternalAuth) (*csv1.ExternalAuthSpec, error) { return spec, nil })
+	return s.UpdateExternalAuth(ctx, id, Precondition{Revision: revision}, func(*ExternalAuth) (*csv1.ExternalAuthSpec, error) { return spec, nil })
 }
 
 // UpdateExternalAuth is UpdateExternalAuthSpec with the spec decided under the write lock from
-// the stored one (a partial update applied and validated); errors from decide are returned as
-// they are.
-func (s *Store) UpdateExternalAuth(ctx context.Context, id string, revision int64, decide func(cur *ExternalAuth) (*csv1.ExternalAuthSpec, error)) (*ExternalAuth, error) {
+// the stored one (a partial update applied and validated), conditional on pre (zero:
+// unconditional); errors from decide are returned as they are.
+func (s *Store) UpdateExternalAuth(ctx context.Context, id string, pre Precondition, decide func(cur *ExternalAuth) (*csv1.ExternalAuthSpec, error)) (*ExternalAuth, error) {
 	var out *ExternalAuth
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		ea, err := lockExternalAuth(ctx, tx, id, revision)
+		ea, err := lockExternalAuth(ctx, tx, id, pre)
 		if err != nil {
 			return err
 		}
@@ -218,7 +218,7 @@ func (s *Store) UpdateExternalAuth(ctx context.Context, id string, revision int6
 func (s *Store) MarkExternalAuthDeleting(ctx context.Context, id string) (*ExternalAuth, error) {
 	var out *ExternalAuth
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		ea, err := lockExternalAuth(ctx, tx, id, 0)
+		ea, err := lockExternalAuth(ctx, tx, id, Precondition{})
 		if err != nil {
 			return err
 		}
@@ -260,12 +260,12 @@ func markClusterExternalAuthsDeletingTx(ctx context.Context, tx pgx.Tx, clusterI
 func (s *Store) UpdateExternalAuthStatus(ctx context.Context, id string, revision int64, st *csv1.ExternalAuthStatus) (*ExternalAuth, error) {
 	var out *ExternalAuth
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		ea, err := lockExternalAuth(ctx, tx, id, revision)
+		ea, err := lockExternalAuth(ctx, tx, id, Precondition{Revision: revision})
 		if err != nil {
 			return err
 		}
 		if ea.Revision != revision {
-			return ErrConflict
+			return ErrConflict // revision 0 too: a status write is always conditional
 		}
 		st = stampObserved(st, ea.SpecRevision)
 		if proto.Equal(ea.Status, st) {
@@ -303,7 +303,7 @@ func updateExternalAuthTx(ctx context.Context, tx pgx.Tx, ea *ExternalAuth, spec
 // provider gone from the HostedCluster.
 func (s *Store) RemoveExternalAuth(ctx context.Context, id string, revision int64) error {
 	return s.writeTx(ctx, func(tx pgx.Tx) error {
-		ea, err := lockExternalAuth(ctx, tx, id, 0)
+		ea, err := lockExternalAuth(ctx, tx, id, Precondition{})
 		if err != nil {
 			return err
 		}

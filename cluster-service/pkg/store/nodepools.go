@@ -169,17 +169,17 @@ func (s *Store) ListNodePools(ctx context.Context, clusterID, afterID string, li
 // ErrConflict unless the pool is at revision. ErrDeleting for a pool being deleted. An identical
 // spec is not written and keeps the revision.
 func (s *Store) UpdateNodePoolSpec(ctx context.Context, id string, revision int64, spec *csv1.NodePoolSpec) (*NodePool, error) {
-	return s.UpdateNodePool(ctx, id, revision, func(*NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
+	return s.UpdateNodePool(ctx, id, Precondition{Revision: revision}, func(*NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
 }
 
 // UpdateNodePool reads the pool under the write lock and writes the spec decide returns (a
 // partial update applied to the stored spec, defaulted and validated), with upgrade, a node pool
 // upgrade policy, in the same transaction (ErrUpgradeInProgress if the pool has an unfinished
-// one). With revision 0 it is unconditional, otherwise ErrConflict unless the pool is at
-// revision; either way no other write lands between the read decide sees and the write.
+// one). It is conditional on pre (zero: unconditional; ErrConflict when it does not hold);
+// either way no other write lands between the read decide sees and the write.
 // ErrDeleting for a pool being deleted; errors from decide are returned as they are. An
 // identical spec is not written and keeps the revision.
-func (s *Store) UpdateNodePool(ctx context.Context, id string, revision int64,
+func (s *Store) UpdateNodePool(ctx context.Context, id string, pre Precondition,
 	decide func(cur *NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error)) (*NodePool, error) {
 	var out *NodePool
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
@@ -187,8 +187,8 @@ func (s *Store) UpdateNodePool(ctx context.Context, id string, revision int64,
 		if err != nil {
 			return err
 		}
-		if revision != 0 && np.Revision != revision {
-			return ErrConflict
+		if err := pre.check(np.Revision, np.SpecRevision); err != nil {
+			return err
 		}
 		if np.Deleting {
 			return fmt.Errorf("node pool %s: %w", id, ErrDeleting)

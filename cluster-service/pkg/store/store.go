@@ -34,6 +34,29 @@ var (
 	ErrIDInUse = errors.New("cluster id already used by a different ARM resource")
 )
 
+// Precondition is what a conditional spec update is conditional on; the zero value is none
+// (unconditional). Revision is compared with the row's revision, which every write moves,
+// status writes included; SpecRevision with its spec_revision, which only a spec change moves
+// (migration 0009). A client that changes the spec wants SpecRevision: a controller's status
+// write between its read and its update is no conflict, another spec change is. Both may be set;
+// both must then hold.
+type Precondition struct {
+	Revision     int64
+	SpecRevision int64
+}
+
+// check returns ErrConflict unless a row at revision and specRevision meets p; it runs under the
+// row lock, so nothing moves either between the check and the write.
+func (p Precondition) check(revision, specRevision int64) error {
+	if p.Revision != 0 && p.Revision != revision {
+		return fmt.Errorf("%w: revision is %d, not %d", ErrConflict, revision, p.Revision)
+	}
+	if p.SpecRevision != 0 && p.SpecRevision != specRevision {
+		return fmt.Errorf("%w: spec_revision is %d, not %d", ErrConflict, specRevision, p.SpecRevision)
+	}
+	return nil
+}
+
 // writeLockKey is the transaction advisory lock every cluster write takes before it draws a
 // revision. It makes revisions commit in order, so a watcher that has seen revision N never
 // later finds a committed N-1, and it serialises placement so shards are never overfilled.

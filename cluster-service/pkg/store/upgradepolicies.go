@@ -88,19 +88,20 @@ type ClusterChange struct {
 
 // UpdateCluster reads the cluster under the write lock and applies what decide returns: the
 // spec, and a new control-plane upgrade policy, which also becomes status.upgrade. All in one
-// revision. With revision 0 it is unconditional, else ErrConflict unless the cluster is at
-// revision. ErrDeleting for a deleting cluster; ErrUpgradeInProgress when decide asks for an
+// revision. It is conditional on pre (zero: unconditional; ErrConflict when it does not hold).
+// An upgrade policy and status.upgrade are status: starting an upgrade moves the revision, not
+// the spec_revision. ErrDeleting for a deleting cluster; ErrUpgradeInProgress when decide asks for an
 // upgrade while one is unfinished. Errors from decide are returned as they are. Nothing to
 // change keeps the revision.
-func (s *Store) UpdateCluster(ctx context.Context, id string, revision int64, decide func(c *Cluster, active *csv1.UpgradePolicy) (ClusterChange, error)) (*Cluster, error) {
+func (s *Store) UpdateCluster(ctx context.Context, id string, pre Precondition, decide func(c *Cluster, active *csv1.UpgradePolicy) (ClusterChange, error)) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
 		if err != nil {
 			return err
 		}
-		if revision != 0 && c.Revision != revision {
-			return ErrConflict
+		if err := pre.check(c.Revision, c.SpecRevision); err != nil {
+			return err
 		}
 		if c.Deleting {
 			return fmt.Errorf("cluster %s: %w", id, ErrDeleting)
