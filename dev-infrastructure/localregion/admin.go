@@ -85,7 +85,10 @@ func (r *Region) prepareAdminDatabase(ctx context.Context, pg *pgserver.Server) 
 	if err != nil {
 		return PostgresRoleInfo{}, err
 	}
+	r.mu.Lock()
 	r.secrets = append(r.secrets, password)
+	r.dbPasswords["admin"] = password
+	r.mu.Unlock()
 	if err := pg.CreateLoginRole(ctx, adminRole, password, ""); err != nil {
 		return PostgresRoleInfo{}, err
 	}
@@ -144,16 +147,8 @@ func (r *Region) prepareAdminDatabase(ctx context.Context, pg *pgserver.Server) 
 // startAdmin issues the admin API's and the development SREs' certificates, prepares its
 // database and starts it.
 func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
-	if err := r.pki.Add(adminIdentity, pki.Spec{CommonName: adminIdentity, Usage: pki.Server}, false); err != nil {
+	if err := r.issueAdminIdentities(); err != nil {
 		return err
-	}
-	r.Info.Admin = AdminInfo{CAFile: r.pki.CAFile}
-	for _, s := range devSREs {
-		if err := r.pki.Add(s.identity, pki.Spec{CommonName: s.person, Organization: []string{s.group}, Usage: pki.Client}, true); err != nil {
-			return err
-		}
-		f := r.pki.MustFiles(s.identity)
-		r.Info.Admin.SREs = append(r.Info.Admin.SREs, SREIdentity{Person: s.person, Group: s.group, CertFile: f.Cert, KeyFile: f.Key})
 	}
 	db, err := r.prepareAdminDatabase(ctx, pg)
 	if err != nil {
@@ -198,6 +193,23 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 	}
 	r.Info.Admin.URL = "https://" + addr
 	r.Info.Admin.MetricsURL = url127(metricsPort) + "/metrics"
+	return nil
+}
+
+// issueAdminIdentities issues the admin API's server certificate and the development SREs'
+// client certificates, and lists the SREs in region.json.
+func (r *Region) issueAdminIdentities() error {
+	if err := r.pki.Add(adminIdentity, r.serverSpec(adminIdentity, pki.Server), false); err != nil {
+		return err
+	}
+	r.Info.Admin = AdminInfo{CAFile: r.pki.CAFile}
+	for _, s := range devSREs {
+		if err := r.pki.Add(s.identity, pki.Spec{CommonName: s.person, Organization: []string{s.group}, Usage: pki.Client}, true); err != nil {
+			return err
+		}
+		f := r.pki.MustFiles(s.identity)
+		r.Info.Admin.SREs = append(r.Info.Admin.SREs, SREIdentity{Person: s.person, Group: s.group, CertFile: f.Cert, KeyFile: f.Key})
+	}
 	return nil
 }
 

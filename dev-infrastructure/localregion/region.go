@@ -39,6 +39,10 @@ type Config struct {
 	// External are management clusters someone else installs (make deploy's Helm charts on the
 	// real node); they come after the process ones.
 	External []ExternalManagementCluster
+	// ServiceCluster, when set, runs the Maestro server, Cluster Service, the backend, the
+	// frontend and the admin API instead of Up's processes (make deploy's Helm charts on the
+	// real node; servicecluster.go).
+	ServiceCluster ExternalServiceCluster
 	// ShardCapacity is each shard's max hosted clusters (default 100).
 	ShardCapacity int
 	// EnvName is Cluster Service's environment name, used in namespaces (default "dev").
@@ -169,6 +173,8 @@ type Region struct {
 	stoppers []func()
 	crashes  chan Crash
 	watchdog *mgmtcluster.StuckDeleteWatchdog
+	// maestro is the Maestro server process (nil when a ServiceCluster runs it).
+	maestro *mgmtcluster.MaestroServer
 	// secrets are the generated secrets (see Secrets).
 	secrets []string
 	// dbPasswords are the database passwords by service, for those (Maestro) that want the

@@ -65,6 +65,9 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.addBrokerNames(); err != nil {
 		return nil, err
 	}
+	if err := r.addServiceClusterNames(); err != nil {
+		return nil, err
+	}
 
 	r.step("building the pinned tools (cached) and our services")
 	apiserverBin, etcdBin, err := mgmtcluster.KubeBinaries(ctx)
@@ -102,32 +105,53 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	r.supervise(mq.Proc)
 	r.Info.MQTT = MQTTInfo{URL: "mqtts://" + mq.Addr, CAFile: r.pki.CAFile}
 
-	r.step("starting the Maestro server (and the service cluster's kube-apiserver that authorizes its gRPC callers)")
-	ms, err := r.startMaestroServer(ctx, kubeBinaries{apiserverBin, etcdBin, ""}, maestroBin, mq.Addr)
-	if err != nil {
-		return nil, err
+	var maestroREST mgmtcluster.MaestroREST
+	if cfg.ServiceCluster != nil {
+		if maestroREST, err = r.installMaestroServer(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		r.step("starting the Maestro server (and the service cluster's kube-apiserver that authorizes its gRPC callers)")
+		ms, err := r.startMaestroServer(ctx, kubeBinaries{apiserverBin, etcdBin, ""}, maestroBin, mq.Addr)
+		if err != nil {
+			return nil, err
+		}
+		maestroREST = ms.REST()
+		r.maestro = ms
 	}
 
 	for i := 1; i <= cfg.ManagementClusters; i++ {
 		name := managementClusterName(i)
 		r.step("starting management cluster %s (etcd, kube-apiserver, kube-controller-manager, maestro agent, hypershift-sim)", name)
-		info, err := r.startManagementCluster(ctx, name, kubeBinaries{apiserverBin, etcdBin, kcmBin}, maestroBin, ms.REST(), mqOpts, mq.Addr)
+		info, err := r.startManagementCluster(ctx, name, kubeBinaries{apiserverBin, etcdBin, kcmBin}, maestroBin, maestroREST, mqOpts, mq.Addr)
 		if err != nil {
 			return nil, err
 		}
 		r.Info.ManagementClusters = append(r.Info.ManagementClusters, info)
 	}
 
-	if err := r.startExternal(ctx, ms.REST().RegisterConsumer, mq.Addr); err != nil {
+	if err := r.startExternal(ctx, maestroREST.RegisterConsumer, mq.Addr); err != nil {
 		return nil, err
 	}
 
-	if err := r.startStuckDeleteWatchdog(ms.REST(), mq.Addr); err != nil {
+	if err := r.startStuckDeleteWatchdog(maestroREST, mq.Addr); err != nil {
 		return nil, err
+	}
+
+	if cfg.ServiceCluster != nil {
+		r.onStop(cfg.ServiceCluster.Stop)
+		if err := r.installServices(ctx, pg); err != nil {
+			return nil, err
+		}
+		r.keepRenewed(pki.DefaultLifetime/2, append(append([]string{}, reloadingIdentities...), adminIdentities()...))
+		if err := r.writeInfo(); err != nil {
+			return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
+		}
+		return r, nil
 	}
 
 	r.step("starting Cluster Service")
-	if err := r.startClusterService(ctx, ms); err != nil {
+	if err := r.startClusterService(ctx, r.maestro); err != nil {
 		return nil, err
 	}
 	r.step("starting the backend")

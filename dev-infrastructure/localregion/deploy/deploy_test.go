@@ -21,10 +21,12 @@ import (
 )
 
 // TestDeployedRegionLifecycleSurvivesAHelmUpgrade is make deploy's end-to-end test: the region
-// with its management cluster's charts installed by Helm on the real node; an ARM create must
-// reach Succeeded with the HostedCluster made by the pods on the node, a helm upgrade of both
-// charts to a new image revision while that create is in flight must roll the Deployments
-// without failing it, and a delete must remove the HostedCluster again.
+// with the service cluster's charts (Maestro server, Cluster Service, backend, frontend, admin
+// API) and its management cluster's charts installed by Helm on the real node, PostgreSQL and
+// the broker on the host. An ARM create sent to the Helm-deployed frontend must reach Succeeded
+// with the HostedCluster made by the pods on the node; a helm upgrade of every chart to a new
+// image revision while that create is in flight must roll the Deployments without failing it;
+// and a delete must remove the HostedCluster again.
 func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the node needs root")
@@ -53,8 +55,9 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	t.Cleanup(func() { _ = os.RemoveAll(state) })
 	begin := time.Now()
 	d, err := Up(ctx, Config{Root: root, StateDir: state, Progress: testWriter{t},
-		// Slow enough that the helm upgrade below happens while the create is in flight.
-		Sim: localregion.SimConfig{AvailableDelay: 20 * time.Second, DeleteDelay: time.Second}})
+		// Slow enough that the helm upgrades below (seven charts, one after the other) start while
+		// the create is in flight.
+		Sim: localregion.SimConfig{AvailableDelay: 45 * time.Second, DeleteDelay: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +85,21 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The service cluster runs on the node, not as the launcher's processes: region.json's
+	// endpoints are host forwards to the pods' Services.
+	for _, name := range []string{"frontend", "backend", "cluster-service", "admin"} {
+		if _, err := d.Region.Process(name); err == nil {
+			t.Errorf("%s runs as a process of the launcher", name)
+		}
+	}
+	if len(d.Services.Namespaces()) != len(workloads) {
+		t.Errorf("installed %v, want every one of %d service charts", d.Services.Namespaces(), len(workloads))
+	}
+	for _, ep := range []string{info.Frontend.URL, info.Admin.URL, info.Maestro.REST} {
+		if !strings.HasPrefix(ep, "https://127.0.0.1:") {
+			t.Errorf("endpoint %s is not a host forward", ep)
+		}
+	}
 	for _, u := range []string{mc.SimMetricsURL} {
 		resp, err := client.Get(u)
 		if err != nil {
@@ -102,7 +120,7 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.Variant = "upgrade"
-	specs, err := images.Select(chartImages...)
+	specs, err := imagesFor()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,10 +161,19 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if st := a.operation(async); armdoc.ProvisioningState(st).Terminal() {
 		t.Fatalf("create is %s before the upgrade; the test needs it in flight (raise AvailableDelay)", st)
 	}
+	// The service charts first: the frontend, backend and Cluster Service carry the operation.
+	if err := d.Services.Upgrade(ctx, variantDir); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("helm upgrade of the service charts took %s; create is %s", time.Since(upgradeStart).Round(time.Millisecond), a.operation(async))
 	if err := d.Cluster.Upgrade(ctx, variantDir); err != nil {
 		t.Fatal(err)
 	}
-	for ns, img := range map[string]string{agentNamespace: "maestro", simNamespace: "hypershift-sim"} {
+	rolled := map[string]string{agentNamespace: "maestro", simNamespace: "hypershift-sim"}
+	for name, ns := range d.Services.Namespaces() {
+		rolled[ns] = workloads[name].image
+	}
+	for ns, img := range rolled {
 		// helm --wait returns once the new pods are ready; the old ones may still be terminating.
 		waitFor(t, 2*time.Minute, "only "+vm.Images[img].DigestRef()+" in "+ns, func() error {
 			got, err := kubectl("get", "pods", "-n", ns, "-o", "jsonpath={.items[*].spec.containers[0].image}")
@@ -156,7 +183,7 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 			return nil
 		})
 	}
-	t.Logf("helm upgrade of maestro-agent and hypershift-sim to %s rolled out in %s", vm.Images["maestro"].Tag, time.Since(upgradeStart).Round(time.Millisecond))
+	t.Logf("helm upgrade of every chart to %s rolled out in %s; create is %s", vm.Images["maestro"].Tag, time.Since(upgradeStart).Round(time.Millisecond), a.operation(async))
 
 	final := a.wait(async, 5*time.Minute)
 	if final != "Succeeded" {

@@ -1,8 +1,9 @@
 // Package deploy installs OpenHCP's charts with Helm onto the real single-node Kubernetes of
-// dev-infrastructure/node (make deploy, docs/deploy.md#make-deploy). Today that is one management
-// cluster: the management-crds, maestro-agent and hypershift-sim charts run as pods on the node,
-// their agent reaching the broker on the host's loopback through the node's outside-service
-// relay, while the service cluster's parts still run as processes of the local launcher.
+// dev-infrastructure/node (make deploy, docs/deploy.md#make-deploy): the service cluster's
+// charts (Maestro server, Cluster Service, backend, frontend, admin API; servicecluster.go) and
+// one management cluster's (management-crds, maestro-agent, hypershift-sim; this file) run as
+// pods on the node, while PostgreSQL and the broker stay on the host's loopback, reached by the
+// pods through the node's outside-service relays, as managed services are in Azure.
 package deploy
 
 import (
@@ -163,8 +164,13 @@ func (c *NodeCluster) Upgrade(ctx context.Context, imagesDir string) error {
 
 // HelmInstall runs `helm <verb>` (install or upgrade) of rel against the node with --wait.
 func (c *NodeCluster) HelmInstall(ctx context.Context, verb string, rel Release, extra ...string) error {
-	args := []string{verb, rel.Name, filepath.Join(c.Root, rel.Chart), "--namespace", rel.Namespace, "--create-namespace",
-		"--kubeconfig", c.Node.HostKubeconfig, "--wait", "--timeout", helmTimeout}
+	return helmInstall(ctx, c.Node, c.Root, c.Helm, c.HelmHome, verb, rel, extra...)
+}
+
+// helmInstall runs `helm <verb>` (install or upgrade) of rel against the node with --wait.
+func helmInstall(ctx context.Context, n *node.Node, root, helm, helmHome, verb string, rel Release, extra ...string) error {
+	args := []string{verb, rel.Name, filepath.Join(root, rel.Chart), "--namespace", rel.Namespace, "--create-namespace",
+		"--kubeconfig", n.HostKubeconfig, "--wait", "--timeout", helmTimeout}
 	for _, v := range rel.Values {
 		args = append(args, "-f", v)
 	}
@@ -172,12 +178,12 @@ func (c *NodeCluster) HelmInstall(ctx context.Context, verb string, rel Release,
 		args = append(args, "--set", s)
 	}
 	args = append(args, extra...)
-	cmd := exec.CommandContext(ctx, c.Helm, args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(c.HelmHome, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(c.HelmHome, "config"), "HELM_DATA_HOME="+filepath.Join(c.HelmHome, "data"))
+	cmd := exec.CommandContext(ctx, helm, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(helmHome, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(helmHome, "config"), "HELM_DATA_HOME="+filepath.Join(helmHome, "data"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		pods, _ := c.Node.Kubectl(ctx, "get", "pods", "-A", "-o", "wide")
+		pods, _ := n.Kubectl(ctx, "get", "pods", "-A", "-o", "wide")
 		return fmt.Errorf("helm %s %s: %w\n%s\npods:\n%s", verb, rel.Name, err, out, pods)
 	}
 	return nil
@@ -187,15 +193,25 @@ func (c *NodeCluster) HelmInstall(ctx context.Context, verb string, rel Release,
 // ClusterIP inside the node's namespace (kube-proxy balances it over the ready pods, so the
 // address survives rollouts).
 func (c *NodeCluster) forwardService(ctx context.Context, namespace, name string) (string, error) {
-	out, err := c.Node.Kubectl(ctx, "get", "service", name, "-n", namespace, "-o", "jsonpath={.spec.clusterIP} {.spec.ports[0].port}")
+	return forwardServicePort(ctx, c.Node, namespace, name, "")
+}
+
+// forwardServicePort relays a free loopback port of the host to one port of a Service's
+// ClusterIP (the port named port; the first one when port is empty).
+func forwardServicePort(ctx context.Context, n *node.Node, namespace, name, port string) (string, error) {
+	sel := "{.spec.ports[0].port}"
+	if port != "" {
+		sel = fmt.Sprintf("{.spec.ports[?(@.name==%q)].port}", port)
+	}
+	out, err := n.Kubectl(ctx, "get", "service", name, "-n", namespace, "-o", "jsonpath={.spec.clusterIP} "+sel)
 	if err != nil {
 		return "", err
 	}
 	f := strings.Fields(string(out))
 	if len(f) != 2 {
-		return "", fmt.Errorf("service %s/%s: clusterIP and port %q", namespace, name, out)
+		return "", fmt.Errorf("service %s/%s: clusterIP and port %s: %q", namespace, name, port, out)
 	}
-	return c.Node.Netns.Forward(ctx, net.JoinHostPort(f[0], f[1]))
+	return n.Netns.Forward(ctx, net.JoinHostPort(f[0], f[1]))
 }
 
 // kubeconfigServer reads the server URL of a kubeconfig the node wrote.

@@ -35,19 +35,22 @@ type Config struct {
 	Progress io.Writer
 }
 
-// Region is a deployed region: the launcher's region with a management cluster on the node.
+// Region is a deployed region: the launcher's region with the service cluster's charts and one
+// management cluster's charts on the node.
 type Region struct {
 	*localregion.Region
-	Node    *node.Node
-	Cluster *NodeCluster
-	nodeDir string
+	Node     *node.Node
+	Cluster  *NodeCluster
+	Services *ServiceCluster
+	nodeDir  string
 }
 
-// chartImages are the images the installed charts run.
+// chartImages are the images the management cluster's charts run.
 var chartImages = []string{"maestro", "hypershift-sim"}
 
-// Up builds the images, starts the node, and brings the region up with the management cluster's
-// charts installed on the node. On error everything it started is stopped.
+// Up builds the images, starts the node, and brings the region up with the service cluster's
+// and one management cluster's charts installed on the node; PostgreSQL and the broker stay on
+// the host. On error everything it started is stopped.
 func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 	if cfg.Root == "" {
 		return nil, errors.New("deploy: no repository root")
@@ -81,13 +84,17 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 	if err != nil {
 		return nil, err
 	}
-	step("building images %s", strings.Join(chartImages, ", "))
-	imagesDir := filepath.Join(cfg.StateDir, "deploy-images")
-	src, err := images.GitSource(ctx, cfg.Root)
+	specs, err := imagesFor()
 	if err != nil {
 		return nil, err
 	}
-	specs, err := images.Select(chartImages...)
+	var names []string
+	for _, sp := range specs {
+		names = append(names, sp.Name)
+	}
+	step("building images %s", strings.Join(names, ", "))
+	imagesDir := filepath.Join(cfg.StateDir, "deploy-images")
+	src, err := images.GitSource(ctx, cfg.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +125,12 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 	}
 	d.Cluster = &NodeCluster{Stamp: cfg.Stamp, Node: n, Root: cfg.Root, Rendered: filepath.Dir(rendered),
 		Helm: helm, HelmHome: filepath.Join(nodeDir, "helm"), Images: m, ImagesDir: imagesDir}
+	d.Services = &ServiceCluster{Node: n, Root: cfg.Root, Rendered: filepath.Dir(rendered), Helm: helm,
+		HelmHome: filepath.Join(nodeDir, "helm"), ImagesDir: imagesDir, Dir: filepath.Join(nodeDir, "secrets"),
+		Stamps: []string{cfg.Stamp}}
 	r, err := localregion.Up(ctx, localregion.Config{Root: cfg.Root, StateDir: cfg.StateDir, RegionFile: cfg.RegionFile,
-		External: []localregion.ExternalManagementCluster{d.Cluster}, Sim: cfg.Sim, Progress: cfg.Progress})
+		External: []localregion.ExternalManagementCluster{d.Cluster}, ServiceCluster: d.Services,
+		Sim: cfg.Sim, Progress: cfg.Progress})
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
 // Command openhcp-deploy is make deploy (docs/deploy.md#make-deploy): it builds the images and
-// the pinned Kubernetes binaries, starts the real node in its own network namespace, installs
-// the management cluster's charts onto it with Helm, brings the rest of the region up as the
-// local launcher does, writes region.json like make run, and removes everything on Ctrl-C.
+// the pinned Kubernetes binaries, starts the real node in its own network namespace, starts
+// PostgreSQL and the broker on the host, installs the service cluster's and one management
+// cluster's charts onto the node with Helm, writes region.json like make run (its endpoints are
+// host forwards to the pods' Services), and removes everything on Ctrl-C.
 package main
 
 import (

@@ -1,0 +1,320 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/images"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/crds"
+	"github.com/openhcp/openhcp/dev-infrastructure/node"
+	"github.com/openhcp/openhcp/internal/pki"
+)
+
+const (
+	postgresService = "postgres"
+	postgresPort    = 5432
+	// backendServer is the backend's metrics server identity: the region's backend identity is
+	// a client certificate (Cluster Service authorizes the backend by it).
+	backendServer = "backend-metrics"
+)
+
+// workload is one service-cluster chart: its release, namespace (the workload's identity
+// namespace in config/, which the mesh policy requires), image and the ports region.json
+// needs on the host.
+type workload struct {
+	chart, namespace, image string
+	ports                   []string
+}
+
+var workloads = map[string]workload{
+	"maestro-server":  {"maestro/deploy/server", "openhcp-maestro", "maestro", []string{"https", "grpc", "metrics"}},
+	"cluster-service": {"cluster-service/deploy", "openhcp-cluster-service", "cluster-service", []string{"grpc", "metrics"}},
+	"backend":         {"backend/deploy", "openhcp-backend", "backend", []string{"metrics"}},
+	"frontend":        {"frontend/deploy", "openhcp-frontend", "frontend", []string{"https", "metrics"}},
+	"admin":           {"admin/deploy", "openhcp-admin", "admin", []string{"https", "metrics"}},
+}
+
+// serviceImages are the images of the service cluster's charts.
+var serviceImages = []string{"maestro", "cluster-service", "backend", "frontend", "admin"}
+
+// ServiceCluster installs the service cluster's charts on the node (a
+// localregion.ExternalServiceCluster): PostgreSQL and the broker stay on the host, exposed to
+// the pods as Services of OutsideNamespace; every Secret the charts name is made from the region
+// PKI and the launcher's database logins; each workload's ports are forwarded to host loopback
+// ports for region.json.
+type ServiceCluster struct {
+	Node *node.Node
+	// Root is the repository root; Rendered the region's rendered config directory.
+	Root, Rendered string
+	Helm, HelmHome string
+	// ImagesDir holds the built images' values files (values/<image>.yaml).
+	ImagesDir string
+	// Dir holds the files Secrets are made from (0700), removed with the node's directory.
+	Dir string
+	// Stamps are the management clusters whose kubeconfigs the admin API gets.
+	Stamps []string
+
+	mu        sync.Mutex
+	prepared  bool
+	postgres  node.OutsideService
+	broker    node.OutsideService
+	installed []string
+	forwards  context.Context
+	cancel    context.CancelFunc
+}
+
+func svcName(name, namespace string) string { return name + "." + namespace + ".svc" }
+
+// ServerNames are the names the pods dial each server by.
+func (s *ServiceCluster) ServerNames() map[string][]string {
+	full := func(name, ns string) []string {
+		return []string{svcName(name, ns), svcName(name, ns) + "." + node.ClusterDomain}
+	}
+	return map[string][]string{
+		pki.Postgres:       full(postgresService, OutsideNamespace),
+		pki.MaestroServer:  full("maestro-server", workloads["maestro-server"].namespace),
+		pki.ClusterService: full("cluster-service", workloads["cluster-service"].namespace),
+		pki.Frontend:       full("frontend", workloads["frontend"].namespace),
+		"admin":            full("admin", workloads["admin"].namespace),
+	}
+}
+
+// prepare exposes PostgreSQL and the broker to the pods and installs Istio's CRDs (the charts
+// render mesh policy; here it is stored and schema-checked, and enforced by nothing).
+func (s *ServiceCluster) prepare(ctx context.Context, env localregion.ServiceEnv) error {
+	if s.prepared {
+		return nil
+	}
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return err
+	}
+	var err error
+	if s.postgres, err = s.Node.ExposeHost(ctx, OutsideNamespace, postgresService, postgresPort, env.PostgresAddr); err != nil {
+		return err
+	}
+	if s.broker, err = s.Node.ExposeHost(ctx, OutsideNamespace, brokerService, brokerPort, env.BrokerAddr); err != nil {
+		return err
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", s.Node.HostKubeconfig)
+	if err != nil {
+		return err
+	}
+	istio, err := crds.IstioCRDs()
+	if err != nil {
+		return err
+	}
+	if err := crds.InstallCRDs(ctx, rc, istio); err != nil {
+		return fmt.Errorf("istio CRDs: %w", err)
+	}
+	s.forwards, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.prepared = true
+	return nil
+}
+
+// Install makes the workload's Secrets, installs its chart with helm --wait and forwards its
+// ports to the host.
+func (s *ServiceCluster) Install(ctx context.Context, env localregion.ServiceEnv, name string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := workloads[name]
+	if !ok {
+		return nil, fmt.Errorf("no chart for workload %q", name)
+	}
+	if err := s.prepare(ctx, env); err != nil {
+		return nil, err
+	}
+	if _, err := s.Node.Kubectl(ctx, "create", "namespace", w.namespace); err != nil {
+		return nil, err
+	}
+	secrets, err := s.secrets(env, name)
+	if err != nil {
+		return nil, err
+	}
+	for secret, files := range secrets {
+		args := []string{"create", "secret", "generic", secret, "-n", w.namespace}
+		for key, file := range files {
+			args = append(args, "--from-file="+key+"="+file)
+		}
+		if _, err := s.Node.Kubectl(ctx, args...); err != nil {
+			return nil, fmt.Errorf("secret %s/%s: %w", w.namespace, secret, err)
+		}
+	}
+	rel := s.Release(name, s.ImagesDir)
+	env.Step("helm install %s (%s) into namespace %s", rel.Name, rel.Chart, rel.Namespace)
+	if err := helmInstall(ctx, s.Node, s.Root, s.Helm, s.HelmHome, "install", rel); err != nil {
+		return nil, err
+	}
+	s.installed = append(s.installed, name)
+	out := map[string]string{}
+	for _, p := range w.ports {
+		addr, err := forwardServicePort(s.forwards, s.Node, w.namespace, name, p)
+		if err != nil {
+			return nil, err
+		}
+		out[p] = addr
+	}
+	return out, nil
+}
+
+// Release is the helm release of a workload with the images of imagesDir.
+func (s *ServiceCluster) Release(name, imagesDir string) Release {
+	w := workloads[name]
+	set := []string{
+		// No Prometheus operator on the node: its CRDs (ServiceMonitor, PrometheusRule) are absent.
+		"serviceMonitor.enabled=false", "prometheusRule.enabled=false",
+		// The dev region's config leaves PostgreSQL's address to the deployer (docs/deploy.md).
+		"database.host=" + s.postgres.Host, "database.port=" + strconv.Itoa(s.postgres.Port),
+	}
+	switch name {
+	case "maestro-server":
+		set = append(set, "broker.host="+s.broker.Host, "broker.port="+strconv.Itoa(s.broker.Port))
+	case "cluster-service":
+		set = append(set, "pullSecret.secret=cluster-service-pull-secret")
+	case "admin":
+		set = append(set, "managementClusters={"+strings.Join(s.Stamps, ",")+"}")
+	}
+	return Release{Name: name, Chart: w.chart, Namespace: w.namespace,
+		Values: []string{filepath.Join(s.Rendered, name+".yaml"), filepath.Join(imagesDir, "values", w.image+".yaml")},
+		Set:    set}
+}
+
+// Upgrade runs helm upgrade --wait of every installed service chart with the images of
+// imagesDir, in install order, as a new release does.
+func (s *ServiceCluster) Upgrade(ctx context.Context, imagesDir string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range s.installed {
+		if err := helmInstall(ctx, s.Node, s.Root, s.Helm, s.HelmHome, "upgrade", s.Release(name, imagesDir)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Namespaces are the installed workloads' namespaces by workload.
+func (s *ServiceCluster) Namespaces() map[string]string {
+	out := map[string]string{}
+	for _, n := range s.installed {
+		out[n] = workloads[n].namespace
+	}
+	return out
+}
+
+// Stop ends the host forwards; the releases go with the node.
+func (s *ServiceCluster) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// secrets are the Secrets a workload's chart mounts (names from config/rendered/dev-local,
+// docs/deploy.md#service-cluster-charts): Secret name → key → file.
+func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[string]map[string]string, error) {
+	p := env.PKI
+	tls := func(identity, ca string) (map[string]string, error) {
+		f, err := p.Files(identity)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"tls.crt": f.Cert, "tls.key": f.Key, "ca.crt": ca}, nil
+	}
+	db := func(service string) (map[string]string, error) {
+		pw, ok := env.DBPasswords[service]
+		if !ok {
+			return nil, fmt.Errorf("no database password of %s", service)
+		}
+		file := filepath.Join(s.Dir, service+".db-password")
+		if err := os.WriteFile(file, []byte(pw), 0o600); err != nil {
+			return nil, err
+		}
+		return map[string]string{"db.password": file, "ca.crt": p.CAFile}, nil
+	}
+	out := map[string]map[string]string{}
+	var errs []error
+	// add("name")(files, err) records a Secret or its error.
+	add := func(secret string) func(map[string]string, error) {
+		return func(files map[string]string, err error) {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("secret %s: %w", secret, err))
+				return
+			}
+			out[secret] = files
+		}
+	}
+	switch name {
+	case "maestro-server":
+		add("maestro-db")(db("maestro"))
+		// gRPC clients (Cluster Service) chain to the region CA.
+		add("maestro-server-tls")(tls(pki.MaestroServer, p.CAFile))
+		add("maestro-server-mqtt")(tls(pki.MaestroServer, p.CAFile))
+	case "cluster-service":
+		add("cluster-service-db")(db("cluster-service"))
+		// Callers are the region's services and SREs: the bundle of both CAs.
+		add("cluster-service-tls")(tls(pki.ClusterService, p.BundleFile))
+		add("cluster-service-maestro-client")(tls(pki.ClusterService, p.CAFile))
+		out["cluster-service-kek"] = map[string]string{"kek": env.KEKFile}
+		out["cluster-service-pull-secret"] = map[string]string{".dockerconfigjson": env.PullSecretFile}
+	case "backend":
+		add("backend-db")(db("backend"))
+		add("backend-cluster-service-client")(tls(pki.Backend, p.CAFile))
+		if err := p.Add(backendServer, pki.Spec{CommonName: backendServer, Usage: pki.Server,
+			DNSNames: []string{"localhost", svcName("backend", workloads["backend"].namespace)}}, false); err != nil {
+			return nil, err
+		}
+		add("backend-tls")(tls(backendServer, p.CAFile))
+	case "frontend":
+		add("frontend-db")(db("frontend"))
+		// Only ARM calls the ARM API: its client CA.
+		add("frontend-tls")(tls(pki.Frontend, p.ClientCAFile))
+		add("frontend-cluster-service-client")(tls(pki.Frontend, p.CAFile))
+	case "admin":
+		add("admin-db")(db("admin"))
+		add("admin-tls")(tls("admin", p.ClientCAFile))
+		// Cluster Service knows the admin API as the sre identity (cluster-service/pkg/authz).
+		add("admin-cluster-service-client")(tls(pki.SRE, p.CAFile))
+		out["admin-maestro-ca"] = map[string]string{"ca.crt": p.CAFile}
+		kc, err := s.adminKubeconfigs(env)
+		add("admin-management-kubeconfigs")(kc, err)
+	}
+	return out, errors.Join(errs...)
+}
+
+// adminKubeconfigs writes, for each management cluster, the admin API's read-only kubeconfig
+// (the one the launcher made for the host) with its credentials inline and the server the pods
+// reach: the node is the management cluster, so its in-cluster address.
+func (s *ServiceCluster) adminKubeconfigs(env localregion.ServiceEnv) (map[string]string, error) {
+	out := map[string]string{}
+	for _, mc := range env.ManagementClusters {
+		cfg, err := clientcmd.LoadFromFile(mc.AdminKubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		if err := clientcmdapi.FlattenConfig(cfg); err != nil {
+			return nil, fmt.Errorf("kubeconfig of %s: %w", mc.Name, err)
+		}
+		for _, c := range cfg.Clusters {
+			c.Server = "https://kubernetes.default.svc"
+		}
+		file := filepath.Join(s.Dir, mc.ProvisionShard+".kubeconfig")
+		if err := clientcmd.WriteToFile(*cfg, file); err != nil {
+			return nil, err
+		}
+		out[mc.ProvisionShard] = file
+	}
+	return out, nil
+}
+
+// imagesFor lists every image make deploy builds.
+func imagesFor() ([]images.Spec, error) {
+	return images.Select(append(append([]string{}, chartImages...), serviceImages...)...)
+}
