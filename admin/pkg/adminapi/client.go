@@ -232,7 +232,7 @@ func ifMatch(v string) http.Header {
 }
 
 // ScaleNodePool sets a node pool's replicas or autoscaling range (id: Cluster Service ID or ARM
-// resource ID); a non-empty etag (Change.ETag, the revision) makes the change conditional.
+// resource ID); a non-empty etag (Change.ETag, the spec revision) makes the change conditional.
 func (c *Client) ScaleNodePool(ctx context.Context, id string, scale NodePoolScale, etag string) (Change, error) {
 	var out Change
 	return out, c.do(ctx, http.MethodPost, "/admin/v1/scale/"+strings.TrimPrefix(id, "/"), nil, ifMatch(etag), scale, &out)

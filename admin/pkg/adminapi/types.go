@@ -238,8 +238,9 @@ type Change struct {
 	ID            string `json:"id"`
 	ARMResourceID string `json:"armResourceId"`
 	State         string `json:"state"`
-	// Revision is Cluster Service's revision after the change; ETag is the same as an entity
-	// tag, to send as If-Match with the next change.
+	// Revision is Cluster Service's revision after the change (status writes move it too); ETag
+	// is its spec_revision as an entity tag (only spec changes move it), to send as If-Match
+	// with the next change.
 	Revision       int64                `json:"revision"`
 	ETag           string               `json:"etag"`
 	Replicas       int32                `json:"replicas,omitempty"`

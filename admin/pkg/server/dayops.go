@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -47,7 +46,8 @@ func decodeStrict(r *http.Request, v any) error {
 	return nil
 }
 
-// ifMatchRevision reads If-Match as a Cluster Service revision ("" → 0: not conditional).
+// ifMatchRevision reads If-Match as a Cluster Service spec_revision, the number the etag of a
+// cluster or node pool carries ("" → 0: not conditional).
 func ifMatchRevision(r *http.Request) (int64, error) {
 	v := strings.TrimSpace(r.Header.Get("If-Match"))
 	if v == "" {
@@ -55,7 +55,7 @@ func ifMatchRevision(r *http.Request) (int64, error) {
 	}
 	n, err := strconv.ParseInt(strings.Trim(strings.TrimPrefix(v, "W/"), `"`), 10, 64)
 	if err != nil || n <= 0 {
-		return 0, badRequest("If-Match", "If-Match must be the etag of the cluster or node pool (its revision, e.g. \"42\"), got %s", v)
+		return 0, badRequest("If-Match", "If-Match must be the etag of the cluster or node pool (its spec revision, e.g. \"42\"), got %s", v)
 	}
 	return n, nil
 }
@@ -146,22 +146,24 @@ func armIdle(doc *docstore.Document, id string) error {
 	return nil
 }
 
-// changeRevision is the Cluster Service revision a change is conditional on: If-Match's
-// (conditional), or else read, the one the admin API read, so that a change made since is not
-// overwritten. It refuses the change while a customer's operation runs on the resource.
-func changeRevision(r *http.Request, doc *docstore.Document, id string, read int64) (rev int64, conditional bool, err error) {
+// changeSpecRevision is the Cluster Service spec_revision a change is conditional on: If-Match's,
+// or 0 (unconditional) without If-Match. The condition is on the spec revision, not the
+// revision, because Cluster Service's controller moves the revision with every status write:
+// only another spec change since the caller's read is a conflict. Without If-Match nothing needs
+// to hold: the update names only the fields it changes, and Cluster Service merges it under the
+// row lock. It refuses the change while a customer's operation runs on the resource.
+func changeSpecRevision(r *http.Request, doc *docstore.Document, id string) (specRev int64, conditional bool, err error) {
 	if err := armIdle(doc, id); err != nil {
 		return 0, false, err
 	}
-	if rev, err = ifMatchRevision(r); err != nil || rev != 0 {
-		return rev, err == nil, err
-	}
-	return read, false, nil
+	specRev, err = ifMatchRevision(r)
+	return specRev, err == nil && specRev != 0, err
 }
 
 // refused turns Cluster Service's answer to a change into the admin API's: a validation error
-// names the body field at fault, a stale revision is 412 on If-Match (conditional) or 409 (a
-// change at the same time), a refused state (an upgrade already running) is 409.
+// names the body field at fault, a stale spec revision is 412 on If-Match (conditional; an
+// unconditional change sends none, so Aborted there is unexpected and a plain 409), a refused
+// state (an upgrade already running) is 409.
 func refused(what, id string, conditional bool, err error) error {
 	st, _ := status.FromError(err)
 	switch st.Code() {
@@ -178,37 +180,11 @@ func refused(what, id string, conditional bool, err error) error {
 			return errorf(http.StatusPreconditionFailed, adminapi.CodeConflict, "If-Match",
 				"%s: %s changed since the etag you sent; read it again (hcpctl cluster describe) and retry with its new etag", what, id)
 		}
-		e := errorf(http.StatusConflict, adminapi.CodeBusy, id, "%s: %s changed at the same time; retry", what, id)
-		e.raced = true
-		return e
+		return errorf(http.StatusConflict, adminapi.CodeBusy, id, "%s: %s changed at the same time; retry", what, id)
 	case codes.FailedPrecondition:
 		return errorf(http.StatusConflict, adminapi.CodeBusy, id, "%s: %s", what, st.Message())
 	}
 	return upstream(what, id, err)
-}
-
-// raceAttempts bounds how often repeatRaced tries an unconditional change.
-const raceAttempts = 5
-
-// repeatRaced runs change again, up to raceAttempts times with a short growing pause, while it
-// loses a race with another writer of the same Cluster Service object. Without If-Match the
-// caller asked for the change whatever the revision, and Cluster Service moves the revision on
-// its own (every status write of its reconcile, a pause taking effect), so a change that read
-// the object a moment before another write is not the caller's conflict. Each attempt reads the
-// object again, so it never overwrites what the other writer did.
-func repeatRaced(ctx context.Context, change func() (adminapi.Change, error)) (adminapi.Change, error) {
-	for attempt := 1; ; attempt++ {
-		out, err := change()
-		var ae *apiError
-		if attempt == raceAttempts || !errors.As(err, &ae) || !ae.raced {
-			return out, err
-		}
-		select {
-		case <-ctx.Done():
-			return out, err
-		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
-		}
-	}
 }
 
 // bodyField names the admin body field a Cluster Service field violation is about
@@ -316,7 +292,7 @@ func nodePoolARMFields(spec *csv1.NodePoolSpec) map[string]any {
 
 func nodePoolChange(np *csv1.NodePool, armDoc string) adminapi.Change {
 	c := adminapi.Change{Kind: adminapi.KindNodePool, ID: np.GetId(), ARMResourceID: np.GetArmResourceId(),
-		State: stateName(np.GetStatus().GetState().String()), Revision: np.GetRevision(), ETag: revisionETag(np.GetRevision()),
+		State: stateName(np.GetStatus().GetState().String()), Revision: np.GetRevision(), ETag: revisionETag(np.GetSpecRevision()),
 		Replicas: np.GetSpec().GetReplicas(), Version: np.GetSpec().GetVersionId(), CurrentVersion: np.GetStatus().GetCurrentVersion(), ARMDocument: armDoc}
 	if a := np.GetSpec().GetAutoscaling(); a != nil {
 		c.Autoscaling = &adminapi.NodePoolAutoscaling{Min: a.GetMin(), Max: a.GetMax()}
@@ -324,34 +300,26 @@ func nodePoolChange(np *csv1.NodePool, armDoc string) adminapi.Change {
 	return c
 }
 
+// revisionETag is the etag of a cluster or node pool: its spec_revision, which status writes
+// do not move, so a controller's status write never makes an If-Match stale.
 func revisionETag(rev int64) string { return `"` + strconv.FormatInt(rev, 10) + `"` }
 
 // changeNodePool sends a node pool's partial update to Cluster Service (only the fields the
 // day-2 call changes: it never reads, modifies and writes back the pool's whole spec),
-// conditionally on the revision the caller sent (If-Match), else unconditionally, and records
-// the result in the ARM document.
+// conditionally on the spec revision the caller sent (If-Match), else unconditionally, and
+// records the result in the ARM document.
 func (s *Server) changeNodePool(ctx context.Context, r *http.Request, what, id string, u *csv1.NodePoolUpdate) (adminapi.Change, error) {
-	return repeatRaced(ctx, func() (adminapi.Change, error) { return s.changeNodePoolOnce(ctx, r, what, id, u) })
-}
-
-// changeNodePoolOnce is one attempt of changeNodePool.
-func (s *Server) changeNodePoolOnce(ctx context.Context, r *http.Request, what, id string, u *csv1.NodePoolUpdate) (adminapi.Change, error) {
 	np, doc, err := s.findNodePool(ctx, id)
 	if err != nil {
 		return adminapi.Change{}, err
 	}
-	rev, conditional, err := changeRevision(r, doc, id, np.GetRevision())
+	specRev, conditional, err := changeSpecRevision(r, doc, id)
 	if err != nil {
 		return adminapi.Change{}, err
 	}
-	if !conditional {
-		// The update names only what this call changes, and Cluster Service merges it under its
-		// own lock: no revision read here needs to hold.
-		rev = 0
-	}
 	// The same change again (a retry after the ARM write failed) changes nothing in Cluster
 	// Service and keeps its revision; it only records the change in ARM.
-	updated, err := s.cfg.NodePools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.GetId(), Update: u, Revision: rev})
+	updated, err := s.cfg.NodePools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.GetId(), Update: u, SpecRevision: specRev})
 	if err != nil {
 		return adminapi.Change{}, refused(what, id, conditional, err)
 	}
@@ -461,26 +429,26 @@ func (s *Server) isNodePool(ctx context.Context, id string) (bool, error) {
 }
 
 // upgradeCluster starts a control-plane upgrade through UpdateCluster, as the customer's PATCH
-// of properties.version.id does: Cluster Service checks the version's upgrade edge.
+// of properties.version.id does: Cluster Service checks the version's upgrade edge. An upgrade
+// starts an upgrade policy, which is status: it does not move the spec revision, so an If-Match
+// read before another SRE's upgrade still holds; that second upgrade is refused by Cluster
+// Service's one-active-policy rule instead (FailedPrecondition → 409), unless it is the same
+// version, which is the running upgrade and only recorded in ARM.
 func (s *Server) upgradeCluster(ctx context.Context, r *http.Request, id, version string) (adminapi.Change, error) {
-	return repeatRaced(ctx, func() (adminapi.Change, error) { return s.upgradeClusterOnce(ctx, r, id, version) })
-}
-
-// upgradeClusterOnce is one attempt of upgradeCluster.
-func (s *Server) upgradeClusterOnce(ctx context.Context, r *http.Request, id, version string) (adminapi.Change, error) {
 	c, doc, err := s.findCluster(ctx, id)
 	if err != nil {
 		return adminapi.Change{}, err
 	}
-	rev, conditional, err := changeRevision(r, doc, id, c.GetRevision())
+	specRev, conditional, err := changeSpecRevision(r, doc, id)
 	if err != nil {
 		return adminapi.Change{}, err
 	}
 	upd := &csv1.ClusterUpdate{VersionId: version}
 	updated := c
-	// The same upgrade again (a retry after the ARM write failed) only records it in ARM.
-	if !upgradeUnderway(c, version) || (conditional && rev != c.GetRevision()) {
-		if updated, err = s.cfg.Clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: c.GetId(), Update: upd, Revision: rev}); err != nil {
+	// The same upgrade again (a retry after the ARM write failed) only records it in ARM; with a
+	// stale If-Match it goes to Cluster Service, which answers 412.
+	if !upgradeUnderway(c, version) || (conditional && specRev != c.GetSpecRevision()) {
+		if updated, err = s.cfg.Clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: c.GetId(), Update: upd, SpecRevision: specRev}); err != nil {
 			return adminapi.Change{}, refused("upgrade cluster", id, conditional, err)
 		}
 	}
@@ -493,7 +461,7 @@ func (s *Server) upgradeClusterOnce(ctx context.Context, r *http.Request, id, ve
 
 func clusterChange(c *csv1.Cluster, armDoc string) adminapi.Change {
 	out := adminapi.Change{Kind: adminapi.KindCluster, ID: c.GetId(), ARMResourceID: c.GetArmResourceId(),
-		State: stateName(c.GetStatus().GetState().String()), Revision: c.GetRevision(), ETag: revisionETag(c.GetRevision()),
+		State: stateName(c.GetStatus().GetState().String()), Revision: c.GetRevision(), ETag: revisionETag(c.GetSpecRevision()),
 		Version: c.GetSpec().GetVersionId(), CurrentVersion: c.GetStatus().GetCurrentVersion(), PausedUntil: c.GetSpec().GetPausedUntil(), ARMDocument: armDoc}
 	if u := c.GetStatus().GetUpgrade(); u != nil {
 		out.Upgrade = &adminapi.UpgradeState{ID: u.GetId(), State: stateName(u.GetState().String()), FromVersion: u.GetFromVersion(),
@@ -541,26 +509,20 @@ func (s *Server) pauseCluster(resume bool) func(http.ResponseWriter, *http.Reque
 		if resume {
 			what = "resume cluster"
 		}
-		out, err := repeatRaced(ctx, func() (adminapi.Change, error) {
-			c, _, err := s.findCluster(ctx, id)
-			if err != nil {
-				return adminapi.Change{}, err
-			}
-			// No ARM document: a pause is not refused during a customer's operation.
-			rev, conditional, err := changeRevision(r, nil, id, c.GetRevision())
-			if err != nil {
-				return adminapi.Change{}, err
-			}
-			updated, err := s.cfg.Clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: c.GetId(), Update: &csv1.ClusterUpdate{PausedUntil: &until}, Revision: rev})
-			if err != nil {
-				return adminapi.Change{}, refused(what, id, conditional, err)
-			}
-			return clusterChange(updated, adminapi.ARMUnchanged), nil
-		})
+		c, _, err := s.findCluster(ctx, id)
 		if err != nil {
 			return err
 		}
-		writeJSON(w, http.StatusOK, out)
+		// No ARM document: a pause is not refused during a customer's operation.
+		specRev, conditional, err := changeSpecRevision(r, nil, id)
+		if err != nil {
+			return err
+		}
+		updated, err := s.cfg.Clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: c.GetId(), Update: &csv1.ClusterUpdate{PausedUntil: &until}, SpecRevision: specRev})
+		if err != nil {
+			return refused(what, id, conditional, err)
+		}
+		writeJSON(w, http.StatusOK, clusterChange(updated, adminapi.ARMUnchanged))
 		return nil
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -148,7 +150,7 @@ func TestDayTwoChanges(t *testing.T) {
 	t.Run("scale_by_arm_id_changes_cluster_service_and_the_arm_resource", func(t *testing.T) {
 		np, _ := pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: poolID})
 		code, ae, body := e.call(t, "alice", "POST", scale(poolARM), `{"replicas":5,"reason":"INC-9: more capacity"}`,
-			"If-Match", revisionETag(np.GetRevision()), adminapi.HeaderCorrelationID, "cid-scale")
+			"If-Match", revisionETag(np.GetSpecRevision()), adminapi.HeaderCorrelationID, "cid-scale")
 		if code != 200 {
 			t.Fatalf("%d %+v", code, ae)
 		}
@@ -165,6 +167,33 @@ func TestDayTwoChanges(t *testing.T) {
 		recs := e.lastAudit(t, audit.Filter{CorrelationID: "cid-scale"})
 		if len(recs) != 2 || recs[0].Status != 200 || recs[0].Reason != "INC-9: more capacity" || recs[0].Person != "alice" || recs[0].Target != poolARM[1:] {
 			t.Fatalf("audit %+v", recs)
+		}
+	})
+	t.Run("if_match_holds_across_a_status_write_and_not_across_a_spec_change", func(t *testing.T) {
+		read, err := pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: poolID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		etag := revisionETag(read.GetSpecRevision())
+		// Cluster Service's controller writes a status between the SRE's read and the change.
+		st := proto.Clone(read.GetStatus()).(*csv1.NodePoolStatus)
+		st.Message = "a status write between the read and the change"
+		written, err := e.csdb.UpdateNodePoolStatus(ctx, poolID, read.GetRevision(), st)
+		if err != nil || written.Revision <= read.GetRevision() {
+			t.Fatalf("status write: %+v, %v; want a new revision", written, err)
+		}
+		code, ae, body := e.call(t, "alice", "POST", scale(poolID), `{"replicas":6,"reason":"r"}`, "If-Match", etag)
+		var ch adminapi.Change
+		if code != 200 || json.Unmarshal(body, &ch) != nil || ch.Replicas != 6 || ch.ETag == etag {
+			t.Fatalf("after a status write: %d %+v %s; want 200 with replicas 6 and a new etag", code, ae, body)
+		}
+		// That change moved the spec: the etag read before it is stale now.
+		code, ae, _ = e.call(t, "alice", "POST", scale(poolID), `{"replicas":7,"reason":"r"}`, "If-Match", etag)
+		if code != 412 || ae.Target != "If-Match" {
+			t.Fatalf("after a spec change: %d %+v; want 412 on If-Match", code, ae)
+		}
+		if got, _ := pools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: poolID}); got.GetSpec().GetReplicas() != 6 {
+			t.Fatalf("the refused change was applied: replicas %d", got.GetSpec().GetReplicas())
 		}
 	})
 	t.Run("autoscaling_replaces_replicas_in_both", func(t *testing.T) {
@@ -246,6 +275,29 @@ func TestDayTwoChanges(t *testing.T) {
 			}
 		})
 	}
+	t.Run("cluster_if_match_holds_across_a_status_write_and_not_across_a_spec_change", func(t *testing.T) {
+		read, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: clusterID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		etag := revisionETag(read.GetSpecRevision())
+		st := proto.Clone(read.GetStatus()).(*csv1.ClusterStatus)
+		st.Message = "a status write between the read and the change"
+		if _, err := e.csdb.UpdateStatus(ctx, clusterID, read.GetRevision(), st); err != nil {
+			t.Fatal(err)
+		}
+		code, ae, body := e.call(t, "alice", "POST", "/admin/v1/pause/"+clusterID, `{"reason":"r"}`, "If-Match", etag)
+		if code != 200 {
+			t.Fatalf("pause after a status write: %d %+v %s; want 200", code, ae, body)
+		}
+		code, ae, _ = e.call(t, "alice", "POST", "/admin/v1/resume/"+clusterID, `{"reason":"r"}`, "If-Match", etag)
+		if code != 412 || ae.Target != "If-Match" {
+			t.Fatalf("resume after the pause moved the spec: %d %+v; want 412 on If-Match", code, ae)
+		}
+		if code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/resume/"+clusterID, `{"reason":"r"}`); code != 200 {
+			t.Fatalf("unconditional resume: %d %+v", code, ae)
+		}
+	})
 	t.Run("cancel_upgrade", func(t *testing.T) {
 		if code, _, _ := e.call(t, "bob", "POST", "/admin/v1/cancel-upgrade/"+clusterID, `{"reason":"r"}`); code != 403 {
 			t.Fatalf("reader cancel: %d", code)
@@ -270,38 +322,4 @@ func TestDayTwoChanges(t *testing.T) {
 			t.Fatalf("%d %+v", code, ae)
 		}
 	})
-}
-
-// TestRepeatRaced: an unconditional change that loses a race with another writer of the same
-// Cluster Service object (its reconcile's status write moves the revision) is read and tried
-// again; any other answer, and the last attempt's, goes to the caller as it is.
-func TestRepeatRaced(t *testing.T) {
-	racedErr := func() error {
-		e := errorf(409, adminapi.CodeBusy, "c", "changed at the same time")
-		e.raced = true
-		return e
-	}
-	for _, tc := range []struct {
-		name      string
-		answers   []error
-		wantCalls int
-		wantErr   bool
-	}{
-		{"first_attempt_succeeds", []error{nil}, 1, false},
-		{"two_races_then_success", []error{racedErr(), racedErr(), nil}, 3, false},
-		{"a_refusal_is_not_repeated", []error{badRequest("version", "no edge")}, 1, true},
-		{"a_stale_if_match_is_not_repeated", []error{errorf(412, adminapi.CodeConflict, "If-Match", "stale")}, 1, true},
-		{"always_raced_gives_up", []error{racedErr(), racedErr(), racedErr(), racedErr(), racedErr(), racedErr()}, raceAttempts, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			calls := 0
-			_, err := repeatRaced(context.Background(), func() (adminapi.Change, error) {
-				calls++
-				return adminapi.Change{}, tc.answers[calls-1]
-			})
-			if calls != tc.wantCalls || (err != nil) != tc.wantErr {
-				t.Fatalf("%d calls, err %v; want %d calls, error %v", calls, err, tc.wantCalls, tc.wantErr)
-			}
-		})
-	}
 }

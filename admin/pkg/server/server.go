@@ -141,9 +141,6 @@ type route struct {
 type apiError struct {
 	status int
 	body   adminapi.Error
-	// raced marks an unconditional change that lost a race with another writer of the same
-	// Cluster Service object; repeatRaced reads it again and repeats the change.
-	raced bool
 }
 
 func (e *apiError) Error() string { return e.body.Error() }

@@ -42,7 +42,7 @@ var (
 // changeFlags are the flags every day-2 change takes.
 func changeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&changeReason, "reason", "", "why (required; kept in the audit log)")
-	fs.StringVar(&changeIfMatch, "if-match", "", "change only if the resource's etag (its revision, printed by the last change) is still this")
+	fs.StringVar(&changeIfMatch, "if-match", "", "change only if the resource's etag (its spec revision, printed by the last change) is still this")
 }
 
 func needReason(what string) error {
