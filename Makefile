@@ -15,7 +15,7 @@ COSMOS_EMULATOR := internal/docstore/cosmos/emulator
 .PHONY: help
 help:
 	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
-	@echo "make deploy    make run with the management cluster's charts installed by Helm on a real node (root)"
+	@echo "make deploy    the region's charts (service cluster and one management cluster) installed by Helm on a real node (root)"
 	@echo "make test      unit, integration and end-to-end tests"
 	@echo "make generate  regenerate committed generated code"
 	@echo "make render-config  render config/config.yaml into config/rendered/ (commit the result)"
@@ -62,14 +62,15 @@ run: deps tools
 	@go build -o bin/openhcp-region ./dev-infrastructure/localregion/cmd/openhcp-region
 	@exec bin/openhcp-region $(RUN_ARGS)
 
-# The region with its management cluster installed by Helm onto a real node (docs/deploy.md#make-deploy).
+# The region's charts (service cluster and one management cluster) installed by Helm onto a real node;
+# PostgreSQL and the broker stay on the host (docs/deploy.md#make-deploy).
 .PHONY: deploy
 deploy: deps tools verify-config
 	@go build -o bin/openhcp-deploy ./dev-infrastructure/localregion/cmd/openhcp-deploy
 	@exec bin/openhcp-deploy $(DEPLOY_ARGS)
 
-# make deploy's end-to-end test (ARM flow against the region with its management cluster on the
-# node, helm upgrade mid-operation); opt-in: minutes on this machine (docs/deploy.md#make-deploy).
+# make deploy's end-to-end test (ARM flow through the Helm-deployed frontend on the node, helm
+# upgrade of every chart mid-operation); opt-in: minutes on this machine (docs/deploy.md#make-deploy).
 .PHONY: test-deploy
 test-deploy: deps tools
 	OPENHCP_DEPLOY_E2E=1 go test -count=1 -timeout 30m -run TestDeployedRegion -v ./dev-infrastructure/localregion/deploy
