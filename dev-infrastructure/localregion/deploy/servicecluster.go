@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -267,8 +268,10 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 	case "backend":
 		add("backend-db")(db("backend"))
 		add("backend-cluster-service-client")(tls(pki.Backend, p.CAFile))
+		// Its name for the Service, and loopback for region.json's host forward.
 		if err := p.Add(backendServer, pki.Spec{CommonName: backendServer, Usage: pki.Server,
-			DNSNames: []string{"localhost", svcName("backend", workloads["backend"].namespace)}}, false); err != nil {
+			DNSNames: []string{"localhost", svcName("backend", workloads["backend"].namespace)},
+			IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, false); err != nil {
 			return nil, err
 		}
 		add("backend-tls")(tls(backendServer, p.CAFile))
