@@ -180,6 +180,16 @@ func appliedAndAvailable(w *workv1.ManifestWork) bool {
 // waitEvent reads events until match accepts one.
 func waitEvent(t *testing.T, events <-chan maestro.WorkEvent, timeout time.Duration, what string, match func(maestro.WorkEvent) bool) maestro.WorkEvent {
 	t.Helper()
+	ev, ok := tryEvent(t, events, timeout, what, match)
+	if !ok {
+		t.Fatalf("no event with %s within %s", what, timeout)
+	}
+	return ev
+}
+
+// tryEvent is waitEvent that reports a timeout instead of failing the test.
+func tryEvent(t *testing.T, events <-chan maestro.WorkEvent, timeout time.Duration, what string, match func(maestro.WorkEvent) bool) (maestro.WorkEvent, bool) {
+	t.Helper()
 	deadline := time.After(timeout)
 	for {
 		select {
@@ -189,10 +199,10 @@ func waitEvent(t *testing.T, events <-chan maestro.WorkEvent, timeout time.Durat
 			}
 			t.Logf("event %s %s/%s conditions=%s answer=%q", ev.Type, ev.Work.Namespace, ev.Work.Name, conditions(ev.Work), feedback(ev.Work, "answer"))
 			if match(ev) {
-				return ev
+				return ev, true
 			}
 		case <-deadline:
-			t.Fatalf("no event with %s within %s", what, timeout)
+			return maestro.WorkEvent{}, false
 		}
 	}
 }
@@ -415,9 +425,19 @@ func TestManifestWorkThroughRealMaestro(t *testing.T) {
 		if _, err := r.kube.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{}); err != nil {
 			t.Fatalf("finalize namespace: %v", err)
 		}
-		waitEvent(t, events, 2*time.Minute, "Deleted", func(ev maestro.WorkEvent) bool {
-			return ev.Work.Name == "it-work" && ev.Type == watch.Deleted
-		})
+		deleted := func(ev maestro.WorkEvent) bool { return ev.Work.Name == "it-work" && ev.Type == watch.Deleted }
+		if _, ok := tryEvent(t, events, time.Minute, "Deleted", deleted); !ok {
+			// The pinned agent loses about one delete in 100–200 (docs/maestro.md, "a delete the
+			// agent loses": sdk-go#232); CI met it here once. The region's remedy is the
+			// stuck-delete watchdog, which makes the agent resync; a restart of the agent is the
+			// same resync, so the test applies it and the delete must then finish.
+			t.Logf("no Deleted event a minute after the delete: the agent lost it (sdk-go#232); restarting the agent as the region's watchdog would make it resync")
+			r.agent.Kill()
+			if err := r.agent.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitEvent(t, events, 2*time.Minute, "Deleted after the agent's resync", deleted)
+		}
 		t.Logf("Delete → Deleted event: %s", time.Since(start).Round(time.Millisecond))
 		if _, err := r.kube.CoreV1().Namespaces().Get(ctx, "it-ns", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("namespace still there: %v", err)
