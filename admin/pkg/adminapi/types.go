@@ -56,9 +56,12 @@ type ClusterSummary struct {
 	Applied        bool   `json:"applied"`
 	// Health is what the HostedCluster last reported: healthy (Available=True, not Degraded),
 	// degraded (Available=False or Degraded=True) or unknown (no conditions yet).
-	Health     string    `json:"health"`
-	Message    string    `json:"message,omitempty"`
-	Revision   int64     `json:"revision"`
+	Health   string `json:"health"`
+	Message  string `json:"message,omitempty"`
+	Revision int64  `json:"revision"`
+	// ETag is what a conditional day-2 change of the cluster sends as If-Match: Cluster
+	// Service's spec revision, which status writes do not move.
+	ETag       string    `json:"etag"`
 	CreateTime time.Time `json:"createTime"`
 }
 

@@ -44,7 +44,7 @@ func summarize(c *csv1.Cluster) adminapi.ClusterSummary {
 	s := adminapi.ClusterSummary{
 		ID: c.GetId(), ARMResourceID: c.GetArmResourceId(), Shard: c.GetShard(), State: stateName(c.GetStatus().GetState().String()),
 		Version: c.GetSpec().GetVersionId(), CurrentVersion: c.GetStatus().GetCurrentVersion(), Applied: c.GetStatus().GetApplied(),
-		Message: c.GetStatus().GetMessage(), Revision: c.GetRevision(), CreateTime: c.GetCreateTime().AsTime(),
+		Message: c.GetStatus().GetMessage(), Revision: c.GetRevision(), ETag: revisionETag(c.GetSpecRevision()), CreateTime: c.GetCreateTime().AsTime(),
 	}
 	if id, err := arm.ParseResourceID(c.GetArmResourceId()); err == nil {
 		s.Subscription = strings.ToLower(id.SubscriptionID)

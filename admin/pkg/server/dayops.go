@@ -178,7 +178,7 @@ func refused(what, id string, conditional bool, err error) error {
 	case codes.Aborted:
 		if conditional {
 			return errorf(http.StatusPreconditionFailed, adminapi.CodeConflict, "If-Match",
-				"%s: %s changed since the etag you sent; read it again (hcpctl cluster describe) and retry with its new etag", what, id)
+				"%s: %s changed since the etag you sent; read it again (a cluster's etag is in hcpctl cluster describe; a node pool's specRevision in its -o yaml) and retry with the new etag", what, id)
 		}
 		return errorf(http.StatusConflict, adminapi.CodeBusy, id, "%s: %s changed at the same time; retry", what, id)
 	case codes.FailedPrecondition:

@@ -169,6 +169,7 @@ func clusterDescribe(ctx context.Context, a *app, args []string) error {
 		t.row("State:", s.State)
 		t.row("Version:", s.Version+" (current "+orDash(s.CurrentVersion)+")")
 		t.row("Applied:", fmt.Sprint(s.Applied))
+		t.row("ETag:", s.ETag+" (--if-match of a conditional change)")
 		t.flush()
 		fmt.Fprintln(w, "\nWhere it is, stage by stage:")
 		for _, l := range d.Diagnosis {
