@@ -249,6 +249,23 @@ func (r *Region) step(format string, args ...any) {
 // Crashes delivers a report for each child that exits unexpectedly.
 func (r *Region) Crashes() <-chan Crash { return r.crashes }
 
+// ServeUntilDone is the foreground loop of the launchers (make run, make deploy): it reports
+// every crash on stderr with its last log lines until ctx is done (Ctrl-C), then says what it
+// stops, calls stop, and says where the logs are kept.
+func ServeUntilDone(ctx context.Context, crashes <-chan Crash, stopping string, stop func(), logDir string) {
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Printf("\nstopping %s…\n", stopping)
+			stop()
+			fmt.Println("stopped; logs kept in", logDir)
+			return
+		case c := <-crashes:
+			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); last log lines:\n%s\n", c.Name, c.Err, c.LogTail)
+		}
+	}
+}
+
 func (r *Region) onStop(f func()) {
 	r.mu.Lock()
 	r.stoppers = append(r.stoppers, f)

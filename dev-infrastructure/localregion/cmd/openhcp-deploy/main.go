@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion/deploy"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 )
@@ -51,15 +52,5 @@ func main() {
 	b, _ := json.MarshalIndent(d.Info, "", "  ")
 	fmt.Printf("\nregion deployed in %s; endpoints (also in %s):\n%s\n\nnode: namespace %s, kubeconfig %s\nlogs: %s (the node's under %s/logs until Ctrl-C)\nCtrl-C removes everything.\n",
 		time.Since(start).Round(time.Second), d.RegionFile(), b, d.Node.Netns.Name, d.Node.HostKubeconfig, d.Info.LogDir, d.Node.Dir)
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Println("\nstopping the region and the node…")
-			d.Stop()
-			fmt.Println("stopped; logs kept in", d.Info.LogDir)
-			return
-		case c := <-d.Crashes():
-			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); last log lines:\n%s\n", c.Name, c.Err, c.LogTail)
-		}
-	}
+	localregion.ServeUntilDone(ctx, d.Crashes(), "the region and the node", d.Stop, d.Info.LogDir)
 }

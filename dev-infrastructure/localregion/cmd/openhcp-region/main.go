@@ -42,15 +42,5 @@ func main() {
 	b, _ := json.MarshalIndent(r.Info, "", "  ")
 	fmt.Printf("\nregion up in %s; endpoints (also in %s):\n%s\n\nlogs: %s\nCtrl-C stops everything.\n",
 		time.Since(start).Round(time.Second), r.RegionFile(), b, r.Info.LogDir)
-	for {
-		select {
-		case <-ctx.Done():
-			fmt.Println("\nstopping the region…")
-			r.Stop()
-			fmt.Println("stopped; logs kept in", r.Info.LogDir)
-			return
-		case c := <-r.Crashes():
-			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); last log lines:\n%s\n", c.Name, c.Err, c.LogTail)
-		}
-	}
+	localregion.ServeUntilDone(ctx, r.Crashes(), "the region", r.Stop, r.Info.LogDir)
 }
