@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -18,54 +16,9 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore"
 )
 
-// Node pools, external auths and break-glass credentials are followed, read and cascaded the
-// same way; what differs per kind (its client, its states, its outcome) stays in its own file.
-
-// csEvent is a Cluster Service watch message (csv1.NodePoolEvent, csv1.ExternalAuthEvent, …).
-type csEvent interface{ GetRevision() int64 }
-
-// csStream is the client side of a Cluster Service watch (grpc.ServerStreamingClient[E], M = *E).
-type csStream[M any] interface{ Recv() (M, error) }
-
-// followWatch follows one Cluster Service watch as followClusters follows clusters: it enqueues
-// the operations of every object an event names (objectID, empty for a BOOKMARK), reconnects
-// from the last revision it saw, and starts over from 0 when that revision is compacted away.
-// what names the watch in its log lines.
-func followWatch[M csEvent](ctx context.Context, c *Controller, what string,
-	watch func(ctx context.Context, since int64) (csStream[M], error), objectID func(M) string) {
-	var since int64
-	backoff := 500 * time.Millisecond
-	for ctx.Err() == nil {
-		stream, err := watch(ctx, since)
-		if err == nil {
-			for {
-				ev, rerr := stream.Recv()
-				if rerr != nil {
-					err = rerr
-					break
-				}
-				backoff = 500 * time.Millisecond
-				since = max(since, ev.GetRevision())
-				if id := objectID(ev); id != "" {
-					for _, k := range c.opsForCluster(id) {
-						c.queue.add(k)
-					}
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if status.Code(err) == codes.OutOfRange {
-			since = 0
-		}
-		if err != io.EOF {
-			c.log.Warn(what+" watch broken; reconnecting", "since", since, "error", err, "backoff", backoff)
-		}
-		sleep(ctx, backoff)
-		backoff = min(backoff*2, 10*time.Second)
-	}
-}
+// Node pools, external auths and break-glass credentials are followed (reconcile.Follow, as
+// clusters are), read and cascaded the same way; what differs per kind (its client, its states,
+// its outcome) stays in its own file.
 
 // observed turns one Get of a Cluster Service object into an observation. NotFound is an object
 // Cluster Service does not know, which outcomeOf receives as nil; any other error fails the read

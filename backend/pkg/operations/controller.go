@@ -25,6 +25,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // Config tunes the controller. Zero values take the documented defaults.
@@ -145,9 +146,9 @@ type Controller struct {
 	cfg     Config
 	now     func() time.Time
 
-	queue   *queue
-	notifyQ *queue
-	subQ    *queue
+	queue   *reconcile.Queue[opKey]
+	notifyQ *reconcile.Queue[opKey]
+	subQ    *reconcile.Queue[opKey]
 
 	mu sync.Mutex
 	// byCluster indexes active operations by Cluster Service ID, so a watch event finds the
@@ -156,6 +157,12 @@ type Controller struct {
 }
 
 type opKey struct{ partition, id string }
+
+// newQueue makes one of the controller's work queues; a failed reconcile is retried after
+// 250ms doubling to 30s.
+func newQueue() *reconcile.Queue[opKey] {
+	return reconcile.NewQueue[opKey](reconcile.Backoff{Base: 250 * time.Millisecond, Max: 30 * time.Second})
+}
 
 // trackedOp is what the in-flight metrics need of an active operation.
 type trackedOp struct {
@@ -203,32 +210,22 @@ func (c *Controller) Run(ctx context.Context) error {
 		run("resync", c.resyncLoop)
 	}
 	<-ctx.Done()
-	c.queue.shutdown()
-	c.notifyQ.shutdown()
-	c.subQ.shutdown()
+	c.queue.ShutDown()
+	c.notifyQ.ShutDown()
+	c.subQ.ShutDown()
 	wg.Wait()
 	c.metrics.clearInFlight()
 	return nil
 }
 
 func (c *Controller) worker(ctx context.Context) {
-	for {
-		k, ok := c.queue.get()
-		if !ok {
-			return
+	for reconcile.Process(ctx, c.queue, func(ctx context.Context, k opKey) (time.Duration, error) {
+		return c.Reconcile(ctx, k.partition, k.id)
+	}, func(r reconcile.Result[opKey]) {
+		if r.Outcome == reconcile.OutcomeError {
+			c.log.Warn("reconcile operation failed; retrying", "partition", r.Key.partition, "operation", r.Key.id, "error", r.Err)
 		}
-		requeue, err := c.Reconcile(ctx, k.partition, k.id)
-		c.queue.done(k)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			c.log.Warn("reconcile operation failed; retrying", "partition", k.partition, "operation", k.id, "error", err)
-			c.queue.addAfter(k, c.queue.backoff(k))
-		case requeue > 0:
-			c.queue.forget(k)
-			c.queue.addAfter(k, requeue)
-		default:
-			c.queue.forget(k)
-		}
+	}) {
 	}
 }
 
@@ -259,7 +256,7 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	if op.Status.Terminal() {
 		c.untrack(key, op.InternalID)
 		if c.needsNotification(&op) {
-			c.notifyQ.add(key)
+			c.notifyQ.Add(key)
 		}
 		return 0, nil
 	}
@@ -300,7 +297,7 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		c.metrics.finished(op.Request, out.status, age)
 		c.untrack(key, op.InternalID)
 		if c.needsNotification(&op) {
-			c.notifyQ.add(key)
+			c.notifyQ.Add(key)
 		}
 		return 0, nil
 	}

@@ -6,6 +6,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // Break-glass actions (requestAdminCredential, revokeCredentials) are operations on a cluster
@@ -72,18 +73,19 @@ func mapRevocation(r *csv1.Revocation) outcome {
 	return outcome{status: armdoc.StateAccepted}
 }
 
-// followCredentials follows Cluster Service's credentials watch (followWatch): every changed
-// credential or revocation enqueues its operations.
+// followCredentials follows Cluster Service's credentials watch (reconcile.Follow): every
+// changed credential or revocation enqueues its operations.
 func (c *Controller) followCredentials(ctx context.Context) {
 	if c.cfg.Credentials == nil {
 		return
 	}
-	followWatch(ctx, c, "credentials", func(ctx context.Context, since int64) (csStream[*csv1.CredentialEvent], error) {
+	reconcile.Follow(ctx, c.log, "credentials", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.CredentialEvent], error) {
 		return c.cfg.Credentials.WatchCredentials(ctx, &csv1.WatchCredentialsRequest{SinceRevision: since})
-	}, func(ev *csv1.CredentialEvent) string {
+	}, func(ev *csv1.CredentialEvent) {
 		if id := ev.GetCredential().GetId(); id != "" {
-			return id
+			c.enqueueOpsOf(id)
+			return
 		}
-		return ev.GetRevocation().GetId()
+		c.enqueueOpsOf(ev.GetRevocation().GetId())
 	})
 }

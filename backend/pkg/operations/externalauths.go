@@ -7,6 +7,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // External auth operations are documents like a node pool's, on the resource
@@ -77,14 +78,14 @@ func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) outcom
 	return outcome{status: armdoc.StateProvisioning}
 }
 
-// followExternalAuths follows Cluster Service's external auth watch (followWatch).
+// followExternalAuths follows Cluster Service's external auth watch (reconcile.Follow).
 func (c *Controller) followExternalAuths(ctx context.Context) {
 	if c.cfg.ExternalAuths == nil {
 		return
 	}
-	followWatch(ctx, c, "external auth", func(ctx context.Context, since int64) (csStream[*csv1.ExternalAuthEvent], error) {
+	reconcile.Follow(ctx, c.log, "external auth", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.ExternalAuthEvent], error) {
 		return c.cfg.ExternalAuths.WatchExternalAuths(ctx, &csv1.WatchExternalAuthsRequest{SinceRevision: since})
-	}, func(ev *csv1.ExternalAuthEvent) string { return ev.GetExternalAuth().GetId() })
+	}, func(ev *csv1.ExternalAuthEvent) { c.enqueueOpsOf(ev.GetExternalAuth().GetId()) })
 }
 
 // cascadeExternalAuth handles an external auth of a Deleted subscription (cascadeClusterChild):

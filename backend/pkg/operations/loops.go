@@ -3,15 +3,12 @@ package operations
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 const feedPage = 500
@@ -44,43 +41,26 @@ func (c *Controller) followFeed(ctx context.Context) {
 	}
 }
 
-// followClusters follows Cluster Service's watch stream and enqueues the operations of every
-// cluster that changed. On a broken stream it reconnects from the last revision it saw.
+// followClusters follows Cluster Service's watch stream (reconcile.Follow) and enqueues the
+// operations of every cluster that changed. When the revision it resumes from is compacted away
+// it starts over from a snapshot; the resync loop covers anything in between.
 func (c *Controller) followClusters(ctx context.Context) {
-	var since int64
-	backoff := 500 * time.Millisecond
-	for ctx.Err() == nil {
-		stream, err := c.cs.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: since})
-		if err == nil {
-			for {
-				ev, rerr := stream.Recv()
-				if rerr != nil {
-					err = rerr
-					break
-				}
-				backoff = 500 * time.Millisecond
-				since = max(since, ev.GetRevision())
-				c.metrics.observeEvent()
-				if id := ev.GetCluster().GetId(); id != "" {
-					for _, k := range c.opsForCluster(id) {
-						c.queue.add(k)
-					}
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if status.Code(err) == codes.OutOfRange {
-			// The revision we had is compacted away: start over from a snapshot; the resync
-			// loop covers anything in between.
-			since = 0
-		}
-		if err != io.EOF {
-			c.log.Warn("cluster watch broken; reconnecting", "since", since, "error", err, "backoff", backoff)
-		}
-		sleep(ctx, backoff)
-		backoff = min(backoff*2, 10*time.Second)
+	reconcile.Follow(ctx, c.log, "cluster", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.ClusterEvent], error) {
+		return c.cs.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: since})
+	}, func(ev *csv1.ClusterEvent) {
+		c.metrics.observeEvent()
+		c.enqueueOpsOf(ev.GetCluster().GetId())
+	})
+}
+
+// enqueueOpsOf queues the active operations of the Cluster Service object id (a cluster, node
+// pool, external auth or credential); an empty id, as a BOOKMARK event has, queues nothing.
+func (c *Controller) enqueueOpsOf(id string) {
+	if id == "" {
+		return
+	}
+	for _, k := range c.opsForCluster(id) {
+		c.queue.Add(k)
 	}
 }
 
@@ -103,9 +83,9 @@ func (c *Controller) enqueue(d *docstore.Document, settle time.Duration) {
 		switch {
 		case !op.Status.Terminal():
 			c.track(k, op.InternalID, op.Request, op.StartTime)
-			c.queue.add(k)
+			c.queue.Add(k)
 		case c.needsNotification(&op):
-			c.notifyQ.add(k)
+			c.notifyQ.Add(k)
 		}
 	case docstore.TypeSubscription:
 		var sub armdoc.SubscriptionDocument
@@ -114,9 +94,9 @@ func (c *Controller) enqueue(d *docstore.Document, settle time.Duration) {
 		}
 		k := opKey{partition: subscriptionPartition(d.ID)}
 		if settle > 0 {
-			c.subQ.addAfter(k, settle)
+			c.subQ.AddAfter(k, settle)
 		} else {
-			c.subQ.add(k)
+			c.subQ.Add(k)
 		}
 	}
 }

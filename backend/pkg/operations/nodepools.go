@@ -8,6 +8,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // Node pool operations are documents like a cluster's, on the resource
@@ -85,14 +86,14 @@ func readyAt(observedRevision int64, op *armdoc.OperationDocument) bool {
 	return observedRevision >= op.InternalRevision
 }
 
-// followNodePools follows Cluster Service's node pool watch stream (followWatch).
+// followNodePools follows Cluster Service's node pool watch stream (reconcile.Follow).
 func (c *Controller) followNodePools(ctx context.Context) {
 	if c.cfg.NodePools == nil {
 		return
 	}
-	followWatch(ctx, c, "node pool", func(ctx context.Context, since int64) (csStream[*csv1.NodePoolEvent], error) {
+	reconcile.Follow(ctx, c.log, "node pool", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.NodePoolEvent], error) {
 		return c.cfg.NodePools.WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{SinceRevision: since})
-	}, func(ev *csv1.NodePoolEvent) string { return ev.GetNodePool().GetId() })
+	}, func(ev *csv1.NodePoolEvent) { c.enqueueOpsOf(ev.GetNodePool().GetId()) })
 }
 
 // childResourceDeletes are the deletes of every resource document below parentID (a cluster's

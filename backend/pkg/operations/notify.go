@@ -13,6 +13,7 @@ import (
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // Delivery states of an operation's ARM async notification.
@@ -53,23 +54,11 @@ func notifyBackoff(n int) time.Duration {
 }
 
 func (c *Controller) notifyWorker(ctx context.Context) {
-	for {
-		k, ok := c.notifyQ.get()
-		if !ok {
-			return
+	for reconcile.Process(ctx, c.notifyQ, c.deliver, func(r reconcile.Result[opKey]) {
+		if r.Outcome == reconcile.OutcomeError {
+			c.log.Warn("notification bookkeeping failed; retrying", "partition", r.Key.partition, "operation", r.Key.id, "error", r.Err)
 		}
-		again, err := c.deliver(ctx, k)
-		c.notifyQ.done(k)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			c.log.Warn("notification bookkeeping failed; retrying", "partition", k.partition, "operation", k.id, "error", err)
-			c.notifyQ.addAfter(k, c.notifyQ.backoff(k))
-		case again > 0:
-			c.notifyQ.forget(k)
-			c.notifyQ.addAfter(k, again)
-		default:
-			c.notifyQ.forget(k)
-		}
+	}) {
 	}
 }
 

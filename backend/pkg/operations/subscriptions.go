@@ -17,6 +17,7 @@ import (
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // clusterType is the ARM type of the resources the backend deletes through Cluster Service.
@@ -33,23 +34,13 @@ func subscriptionPartition(docID string) string {
 }
 
 func (c *Controller) subscriptionWorker(ctx context.Context) {
-	for {
-		k, ok := c.subQ.get()
-		if !ok {
-			return
+	for reconcile.Process(ctx, c.subQ, func(ctx context.Context, k opKey) (time.Duration, error) {
+		return c.ReconcileSubscription(ctx, k.partition)
+	}, func(r reconcile.Result[opKey]) {
+		if r.Outcome == reconcile.OutcomeError {
+			c.log.Warn("cascade delete of subscription failed; retrying", "subscription", r.Key.partition, "error", r.Err)
 		}
-		again, err := c.ReconcileSubscription(ctx, k.partition)
-		c.subQ.done(k)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			c.log.Warn("cascade delete of subscription failed; retrying", "subscription", k.partition, "error", err)
-			c.subQ.addAfter(k, c.subQ.backoff(k))
-		case again > 0:
-			c.subQ.forget(k)
-			c.subQ.addAfter(k, again)
-		default:
-			c.subQ.forget(k)
-		}
+	}) {
 	}
 }
 
@@ -201,7 +192,7 @@ func (c *Controller) deleteForSubscription(ctx context.Context, d *docstore.Docu
 	if err := c.csDelete(ctx, rd.InternalID, correlation); err != nil {
 		return err
 	}
-	c.queue.add(opKey{d.PartitionKey, opID})
+	c.queue.Add(opKey{d.PartitionKey, opID})
 	return nil
 }
 
