@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/workqueue"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -27,6 +26,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // WorkClient is what the controller needs from Maestro; *maestro.Client implements it. Get
@@ -80,7 +80,7 @@ type Controller struct {
 	works WorkClient
 	cfg   Config
 	log   *slog.Logger
-	queue workqueue.TypedRateLimitingInterface[string]
+	queue *reconcile.Queue[string]
 
 	mu sync.Mutex
 	// applied remembers the spec hash last applied per cluster in this process, so an unchanged
@@ -104,6 +104,12 @@ type Controller struct {
 	depth      prometheus.GaugeFunc
 	// republishes counts works sent again because the agent had not reported on their spec.
 	republishes *prometheus.CounterVec
+}
+
+// retryBackoff is the wait before a failed reconcile of a cluster, node pool, credential or
+// revocation is retried: 200ms doubling to 1 minute.
+func retryBackoff() reconcile.Backoff {
+	return reconcile.Backoff{Base: 200 * time.Millisecond, Max: time.Minute}
 }
 
 // New makes a controller; Run starts it.
@@ -131,11 +137,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 	}
 	c := &Controller{
 		st: st, works: works, cfg: cfg, log: log.With("component", "cluster-controller"),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedMaxOfRateLimiter(
-				workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, time.Minute),
-			),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "clusters"}),
+		queue:   reconcile.NewQueue[string](retryBackoff()),
 		applied: map[string]string{},
 		steady:  map[string]string{},
 		written: map[string]int64{},
@@ -345,46 +347,25 @@ func (c *Controller) watchShard(ctx context.Context, shard string) {
 	}
 }
 
+// processNext reconciles the next queued cluster or node pool (reconcile.Process settles the
+// result on the queue); it reports false once the queue is shut down.
 func (c *Controller) processNext(ctx context.Context) bool {
-	id, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(id)
-	start := time.Now()
-	var after time.Duration
-	var err error
-	kind := "cluster"
-	if poolID, ok := nodePoolIDFromKey(id); ok {
-		kind = "node_pool"
-		after, err = c.ReconcileNodePool(ctx, poolID)
-	} else {
-		after, err = c.Reconcile(ctx, id)
-	}
-	outcome := settle(ctx, c.queue, id, after, err, func(retries int) {
-		c.log.Warn("reconcile failed; backing off", "cluster_id", id, "error", err, "retries", retries)
+	return reconcile.Process(ctx, c.queue, func(ctx context.Context, key string) (time.Duration, error) {
+		if poolID, ok := nodePoolIDFromKey(key); ok {
+			return c.ReconcileNodePool(ctx, poolID)
+		}
+		return c.Reconcile(ctx, key)
+	}, func(r reconcile.Result[string]) {
+		kind := "cluster"
+		if _, ok := nodePoolIDFromKey(r.Key); ok {
+			kind = "node_pool"
+		}
+		if r.Outcome == reconcile.OutcomeError {
+			c.log.Warn("reconcile failed; backing off", "cluster_id", r.Key, "error", r.Err, "retries", r.Retries)
+		}
+		c.reconciles.WithLabelValues(kind, string(r.Outcome)).Inc()
+		c.duration.WithLabelValues(kind, string(r.Outcome)).Observe(r.Took.Seconds())
 	})
-	c.reconciles.WithLabelValues(kind, outcome).Inc()
-	c.duration.WithLabelValues(kind, outcome).Observe(time.Since(start).Seconds())
-	return true
-}
-
-// settle puts key back on q as a reconcile's result asks: with backoff after an error (unless
-// the controller is stopping; logFailure says why first), after the requested delay, or not at
-// all. It returns the outcome label of the reconcile metrics: error, requeue or ok.
-func settle(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], key string, after time.Duration, err error, logFailure func(retries int)) string {
-	switch {
-	case err != nil && ctx.Err() == nil:
-		logFailure(q.NumRequeues(key))
-		q.AddRateLimited(key)
-		return "error"
-	case after > 0:
-		q.Forget(key)
-		q.AddAfter(key, after)
-		return "requeue"
-	}
-	q.Forget(key)
-	return "ok"
 }
 
 // Reconcile brings one cluster one step closer to what its record says. It returns when to look

@@ -15,13 +15,13 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // Condition types of HyperShift's CertificateRevocationRequest that the revocation follows.
@@ -71,7 +71,7 @@ type Credentials struct {
 	works WorkClient
 	cfg   CredentialsConfig
 	log   *slog.Logger
-	queue workqueue.TypedRateLimitingInterface[string]
+	queue *reconcile.Queue[string]
 
 	mu      sync.Mutex
 	applied map[string]string
@@ -110,9 +110,7 @@ func NewCredentials(st *store.Store, works WorkClient, cfg CredentialsConfig, lo
 	}
 	c := &Credentials{
 		st: st, works: works, cfg: cfg, log: log.With("component", "break-glass-controller"),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "break_glass"}),
+		queue:   reconcile.NewQueue[string](retryBackoff()),
 		applied: map[string]string{},
 		written: map[string]int64{},
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -196,26 +194,24 @@ func (c *Credentials) follow(ctx context.Context, rev int64) int64 {
 	}
 }
 
+// processNext reconciles the next queued credential or revocation (reconcile.Process settles
+// the result on the queue); it reports false once the queue is shut down.
 func (c *Credentials) processNext(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-	var after time.Duration
-	var err error
-	kind := "credential"
-	if id, ok := strings.CutPrefix(key, credentialKeyPrefix); ok {
-		after, err = c.ReconcileCredential(ctx, id)
-	} else {
-		kind = "revocation"
-		after, err = c.ReconcileRevocation(ctx, strings.TrimPrefix(key, revocationKeyPrefix))
-	}
-	outcome := settle(ctx, c.queue, key, after, err, func(retries int) {
-		c.log.Warn("break-glass reconcile failed; backing off", "key", key, "error", err, "retries", retries)
+	return reconcile.Process(ctx, c.queue, func(ctx context.Context, key string) (time.Duration, error) {
+		if id, ok := strings.CutPrefix(key, credentialKeyPrefix); ok {
+			return c.ReconcileCredential(ctx, id)
+		}
+		return c.ReconcileRevocation(ctx, strings.TrimPrefix(key, revocationKeyPrefix))
+	}, func(r reconcile.Result[string]) {
+		kind := "revocation"
+		if strings.HasPrefix(r.Key, credentialKeyPrefix) {
+			kind = "credential"
+		}
+		if r.Outcome == reconcile.OutcomeError {
+			c.log.Warn("break-glass reconcile failed; backing off", "key", r.Key, "error", r.Err, "retries", r.Retries)
+		}
+		c.reconciles.WithLabelValues(kind, string(r.Outcome)).Inc()
 	})
-	c.reconciles.WithLabelValues(kind, outcome).Inc()
-	return true
 }
 
 // ReconcileCredential moves one credential one step: a PENDING one sends its CSR work and, once
