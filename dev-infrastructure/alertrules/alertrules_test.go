@@ -49,7 +49,7 @@ var components = map[string]source{
 	"maestro/deploy/server/alerts": {modules: []moduleSource{
 		maestroModule("cmd/maestro/server", "pkg"), cloudEventsMetrics}},
 	"maestro/deploy/agent/alerts": {modules: []moduleSource{cloudEventsMetrics}},
-	"tooling/deploy/hypershift-sim/alerts": {repo: []string{"dev-infrastructure/mgmtcluster/hypershiftsim"}, modules: []moduleSource{
+	"dev-infrastructure/mgmtcluster/deploy/hypershift-sim/alerts": {repo: []string{"dev-infrastructure/mgmtcluster/hypershiftsim"}, modules: []moduleSource{
 		{in: "tooling", workspace: true, module: "sigs.k8s.io/controller-runtime", dirs: []string{"pkg/metrics", "pkg/internal/metrics", "pkg/internal/controller/metrics"}}}},
 }
 
@@ -343,13 +343,13 @@ var t = prometheus.CounterOpts{Name: "only_in_test_total"}
 func TestInventoryFindsKnownMetrics(t *testing.T) {
 	root := repoRoot(t)
 	for folder, want := range map[string]string{
-		"frontend/deploy/alerts":               "frontend_http_requests_total",
-		"backend/deploy/alerts":                "backend_operation_duration_seconds_bucket",
-		"cluster-service/deploy/alerts":        "cluster_service_shard_capacity_left",
-		"admin/deploy/alerts":                  "admin_audit_write_failures_total",
-		"maestro/deploy/server/alerts":         "spec_controller_event_oldest_unreconciled_age_seconds",
-		"maestro/deploy/agent/alerts":          "resources_status_resync_duration_seconds_bucket",
-		"tooling/deploy/hypershift-sim/alerts": "controller_runtime_reconcile_errors_total",
+		"frontend/deploy/alerts":                                      "frontend_http_requests_total",
+		"backend/deploy/alerts":                                       "backend_operation_duration_seconds_bucket",
+		"cluster-service/deploy/alerts":                               "cluster_service_shard_capacity_left",
+		"admin/deploy/alerts":                                         "admin_audit_write_failures_total",
+		"maestro/deploy/server/alerts":                                "spec_controller_event_oldest_unreconciled_age_seconds",
+		"maestro/deploy/agent/alerts":                                 "resources_status_resync_duration_seconds_bucket",
+		"dev-infrastructure/mgmtcluster/deploy/hypershift-sim/alerts": "controller_runtime_reconcile_errors_total",
 	} {
 		names := inventory(t, root, folder)
 		if _, ok := names[want]; !ok {

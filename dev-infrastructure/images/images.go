@@ -64,7 +64,7 @@ func Catalogue() []Spec {
 		{Name: "backend", Package: mod + "backend/cmd/backend", Binary: "backend"},
 		{Name: "cluster-service", Package: mod + "cluster-service/cmd/cluster-service", Binary: "cluster-service"},
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
-		{Name: "hypershift-sim", Package: mod + "tooling/cmd/hypershift-sim", Binary: "hypershift-sim"},
+		{Name: "hypershift-sim", Package: mod + "dev-infrastructure/mgmtcluster/cmd/hypershift-sim", Binary: "hypershift-sim"},
 		{Name: "maestro", Package: "github.com/openshift-online/maestro/cmd/maestro", ModuleDir: "maestro", Binary: "maestro"},
 		{Name: Pause, Package: mod + "dev-infrastructure/images/pause", Binary: "pause"},
 	}

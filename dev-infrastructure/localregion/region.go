@@ -309,7 +309,7 @@ func (r *Region) buildBinaries(ctx context.Context) error {
 		"./frontend/cmd/frontend",
 		"./backend/cmd/backend",
 		"./cluster-service/cmd/cluster-service",
-		"./tooling/cmd/hypershift-sim",
+		"./dev-infrastructure/mgmtcluster/cmd/hypershift-sim",
 		"./admin/cmd/admin",
 	}
 	args := append([]string{"build", "-o", r.binDir + "/"}, pkgs...)

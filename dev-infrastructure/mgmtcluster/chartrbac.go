@@ -23,7 +23,7 @@ import (
 )
 
 // The management cluster's Maestro agent and hypershift-sim run with exactly the permissions
-// their Helm charts grant (maestro/deploy/agent, tooling/deploy/hypershift-sim): the launcher
+// their Helm charts grant (maestro/deploy/agent, dev-infrastructure/mgmtcluster/deploy/hypershift-sim): the launcher
 // renders each chart's ServiceAccount and RBAC objects with the pinned helm, applies them, and
 // gives the process a kubeconfig that impersonates that ServiceAccount. So every test against a
 // local region also proves the charts' least-privilege RBAC; a missing rule fails as a 403 there.
@@ -44,7 +44,7 @@ var (
 		return ChartIdentity{Chart: "maestro/deploy/agent", Namespace: "maestro", ServiceAccount: "maestro-agent",
 			Set: []string{"consumerName=" + consumer, "broker.host=127.0.0.1"}}
 	}
-	SimIdentity = ChartIdentity{Chart: "tooling/deploy/hypershift-sim", Namespace: "hypershift", ServiceAccount: "hypershift-sim"}
+	SimIdentity = ChartIdentity{Chart: "dev-infrastructure/mgmtcluster/deploy/hypershift-sim", Namespace: "hypershift", ServiceAccount: "hypershift-sim"}
 )
 
 // rbacTemplates are the chart templates holding the identity and its permissions.

@@ -85,11 +85,11 @@ func (c *NodeCluster) Releases(env localregion.ExternalEnv, broker node.OutsideS
 		sim = append(sim, "deleteDelay="+d.String())
 	}
 	return []Release{
-		{Name: "management-crds", Chart: "tooling/deploy/management-crds", Namespace: "default"},
+		{Name: "management-crds", Chart: "dev-infrastructure/mgmtcluster/deploy/management-crds", Namespace: "default"},
 		{Name: "maestro-agent", Chart: "maestro/deploy/agent", Namespace: agentNamespace,
 			Values: []string{filepath.Join(stamp, "maestro-agent.yaml"), filepath.Join(imagesDir, "values", "maestro.yaml")},
 			Set:    append([]string{"consumerName=" + c.Stamp, "broker.host=" + broker.Host, "broker.port=" + strconv.Itoa(broker.Port)}, noMonitoring...)},
-		{Name: "hypershift-sim", Chart: "tooling/deploy/hypershift-sim", Namespace: simNamespace,
+		{Name: "hypershift-sim", Chart: "dev-infrastructure/mgmtcluster/deploy/hypershift-sim", Namespace: simNamespace,
 			Values: []string{filepath.Join(stamp, "hypershift-sim.yaml"), filepath.Join(imagesDir, "values", "hypershift-sim.yaml")},
 			Set:    sim},
 	}

@@ -49,7 +49,7 @@ var sources = []source{
 const invalidAnnotationPrefix = "feature-gate.release.openshift.io/"
 
 // keepAnnotation tells Helm never to delete a CRD when the management-crds chart
-// (tooling/deploy/management-crds, which installs these files) is uninstalled: deleting a CRD
+// (dev-infrastructure/mgmtcluster/deploy/management-crds, which installs these files) is uninstalled: deleting a CRD
 // deletes every object of its kind, every HostedCluster of the management cluster. Other
 // installers ignore it.
 var keepAnnotation = map[string]string{"helm.sh/resource-policy": "keep"}

@@ -1,7 +1,8 @@
 // Package chartcheck holds the checks every Helm chart in the repository gets: charts are
-// discovered by walking <module>/deploy/Chart.yaml (a module with one deployable: frontend,
-// backend, cluster-service, admin) and <module>/deploy/<chart>/Chart.yaml (several: maestro's
-// server and agent), so a new chart is checked without registering it here.
+// discovered by walking <component>/deploy/Chart.yaml (a component with one deployable: frontend,
+// backend, cluster-service, admin) and <component>/deploy/<chart>/Chart.yaml (several: maestro's
+// server and agent), one or two folders deep (dev-infrastructure/mgmtcluster/deploy/hypershift-sim),
+// so a new chart is checked without registering it here.
 package chartcheck
 
 import (
@@ -28,6 +29,10 @@ import (
 // devValues is the rendered configuration the charts are checked with.
 const devValues = "config/rendered/dev-local"
 
+// chartPatterns are where charts live: <component>/deploy, one folder deeper for the components
+// under dev-infrastructure/.
+var chartPatterns = []string{"*/deploy/Chart.yaml", "*/deploy/*/Chart.yaml", "*/*/deploy/Chart.yaml", "*/*/deploy/*/Chart.yaml"}
+
 func repoRoot(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
@@ -37,12 +42,13 @@ func repoRoot(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// charts returns every chart folder (relative to root) holding a Chart.yaml in */deploy/ or
-// */deploy/*/, library charts (internal/deploy/mesh-policy) included.
+// charts returns every chart folder (relative to root) holding a Chart.yaml in */deploy/,
+// */deploy/*/ or the same one folder deeper (dev-infrastructure/<component>/deploy/...), library
+// charts (internal/deploy/mesh-policy) included.
 func charts(t *testing.T, root string) []string {
 	t.Helper()
 	var found []string
-	for _, pattern := range []string{"*/deploy/Chart.yaml", "*/deploy/*/Chart.yaml"} {
+	for _, pattern := range chartPatterns {
 		m, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
 		if err != nil {
 			t.Fatal(err)

@@ -105,12 +105,12 @@ type meshChart struct {
 	dir, name, self string
 }
 
-// meshCharts finds every chart under */deploy/ and returns the service-cluster ones. A chart of
-// a service-cluster workload that does not include the mesh policy fails the test.
+// meshCharts finds every chart under */deploy/ and */*/deploy/ and returns the service-cluster
+// ones. A chart of a service-cluster workload that does not include the mesh policy fails the test.
 func meshCharts(t *testing.T, root string) []meshChart {
 	t.Helper()
 	var found []string
-	for _, pattern := range []string{"*/deploy/Chart.yaml", "*/deploy/*/Chart.yaml"} {
+	for _, pattern := range []string{"*/deploy/Chart.yaml", "*/deploy/*/Chart.yaml", "*/*/deploy/Chart.yaml", "*/*/deploy/*/Chart.yaml"} {
 		m, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
 			t.Fatal(err)
