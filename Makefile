@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-MODULES := internal cluster-service frontend backend admin dev-infrastructure/mgmtcluster dev-infrastructure/localregion dev-infrastructure/node dev-infrastructure/images tooling test
+MODULES := internal cluster-service frontend backend admin dev-infrastructure/mgmtcluster dev-infrastructure/localregion dev-infrastructure/node dev-infrastructure/images dev-infrastructure/chartcheck tooling test
 PKGS := $(foreach m,$(MODULES),github.com/openhcp/openhcp/$(m)/...)
 # Pinned tool builds are cached outside the checkout and rebuilt only when their inputs change.
 export OPENHCP_TOOLS_DIR ?= $(HOME)/.cache/openhcp/tools
@@ -107,10 +107,10 @@ verify-config:
 	go run ./tooling/cmd/render-config -config-dir config -check
 
 # Fails when a chart renders differently from its golden fixture for the dev region
-# (tooling/pkg/chartcheck; UPDATE=1 refreshes them, docs/deploy.md#checks-every-chart-gets-make-test).
+# (dev-infrastructure/chartcheck; UPDATE=1 refreshes them, docs/deploy.md#checks-every-chart-gets-make-test).
 .PHONY: verify-charts
 verify-charts:
-	cd tooling && go test -count=1 -run '^TestRenderedChartsMatchGolden$$' ./pkg/chartcheck
+	cd dev-infrastructure/chartcheck && go test -count=1 -run '^TestRenderedChartsMatchGolden$$' .
 
 # Everything generated and committed is current: the rendered config and every chart's values,
 # the charts' golden renderings, generated code.

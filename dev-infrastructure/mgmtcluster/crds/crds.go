@@ -82,7 +82,7 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 
 // InstallCRDs creates or updates the given CRDs as Install does and waits until each is
 // Established; other packages install CRDs of their own modules with it (Istio's, in
-// tooling/pkg/meshpolicy).
+// dev-infrastructure/chartcheck/meshpolicy).
 func InstallCRDs(ctx context.Context, cfg *rest.Config, want []*apiextensionsv1.CustomResourceDefinition) error {
 	cs, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {

@@ -301,7 +301,7 @@ func TestContainerProblems(t *testing.T) {
 func TestPolicyCatchesARenderedChart(t *testing.T) {
 	root := repoRoot(t)
 	helmBin := helm(t, root)
-	specs := podSpecs(t, helmBin, root, filepath.Join("tooling", "pkg", "chartcheck", "testdata", "bad-chart"))
+	specs := podSpecs(t, helmBin, root, filepath.Join("dev-infrastructure", "chartcheck", "testdata", "bad-chart"))
 	spec, ok := specs["Deployment/bad"]
 	if !ok {
 		t.Fatalf("testdata/bad-chart rendered %v, want Deployment/bad", specs)
