@@ -24,6 +24,7 @@ help:
 	@echo "make bench     benchmarks; results go to docs/performance.md, charts to docs/perf-data"
 	@echo "make bench-load  the whole-path load benchmarks (P1, P3, P4) and their charts"
 	@echo "make bench-p4  P4 alone: creates/s through OpenHCP against bare Maestro in one run (SHORT=1: CI size)"
+	@echo "make bench-p5  P5 alone: scale to 1,000/2,000/5,000 hosted clusters over 4 management clusters (SHORT=1: 100/200)"
 	@echo "make lint      gofmt and go vet"
 	@echo "make images    build the container images into .run/images (no container engine; docs/deploy.md#images)"
 	@echo "make tools     build the pinned Kubernetes binaries, etcd, CoreDNS, maestro, promtool and helm (cached)"
@@ -123,7 +124,7 @@ verify-generate: generate
 
 .PHONY: bench
 bench: deps tools
-	go test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
+	P5_BUDGET=$${P5_BUDGET:-30m} go test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
 	go run ./tooling/cmd/benchplot -dir docs/perf-data
 
 # The whole-path load benchmarks alone (P1 frontend, P3 PUT → HostedCluster; knobs in
@@ -138,6 +139,14 @@ bench-load: deps tools
 .PHONY: bench-p4
 bench-p4: deps tools
 	cd test && go test ./e2e -run '^$$' -bench P4SustainedThroughput -benchtime 1x -count=1 -timeout 30m $(if $(SHORT),-short)
+	go run ./tooling/cmd/benchplot -dir docs/perf-data
+
+# P5 alone (test/scale): its own region of 4 management clusters, filled through ARM up to
+# P5_SIZES (default 1000,2000,5000; SHORT=1: 100,200) within P5_BUDGET of creating (default 45m;
+# make bench gives it 30m); knobs in test/scale/p5_bench_test.go and docs/performance.md.
+.PHONY: bench-p5
+bench-p5: deps tools
+	cd test && go test ./scale -run '^$$' -bench P5Scale -benchtime 1x -count=1 -timeout 150m $(if $(SHORT),-short)
 	go run ./tooling/cmd/benchplot -dir docs/perf-data
 
 .PHONY: lint

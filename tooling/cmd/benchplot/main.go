@@ -31,7 +31,9 @@ type report struct {
 	XLabel string `json:"xLabel"`
 	// Chart "throughput" draws each point's achieved rate as a bar, in the order of the points
 	// (P4: one bar per phase of each round); otherwise latency against offered load.
-	Chart  string  `json:"chart"`
+	Chart string `json:"chart"`
+	// YUnit is the unit of the points' values in a Chart "values" (P5: MB of RSS).
+	YUnit  string  `json:"yUnit"`
 	Points []point `json:"points"`
 }
 
@@ -44,6 +46,8 @@ type point struct {
 	P99ms   float64 `json:"p99Ms"`
 	// Achieved is what completed per second (the throughput chart's bar).
 	Achieved float64 `json:"achievedPerSecond"`
+	// Value is the point's y in a Chart "values".
+	Value float64 `json:"value"`
 }
 
 func main() {
@@ -151,6 +155,9 @@ func chart(r report) string {
 	if r.Chart == "throughput" {
 		return throughputChart(r)
 	}
+	if r.Chart == "values" {
+		return valuesChart(r)
+	}
 	series := map[string][]point{}
 	var names []string
 	xmax, ymin, ymax := 0.0, math.Inf(1), 0.0
@@ -238,4 +245,81 @@ func fmtMs(v float64) string {
 		return fmt.Sprintf("%g", v)
 	}
 	return fmt.Sprintf("%.2g", v)
+}
+
+// valuesChart draws each series' values (log y, in r.YUnit) against x, one line per series with
+// a compact legend (P5: the RSS of every process of the region against the number of clusters).
+func valuesChart(r report) string {
+	series := map[string][]point{}
+	var names []string
+	xmax, ymin, ymax := 0.0, math.Inf(1), 0.0
+	for _, p := range r.Points {
+		if _, ok := series[p.Series]; !ok {
+			names = append(names, p.Series)
+		}
+		series[p.Series] = append(series[p.Series], p)
+		xmax = math.Max(xmax, p.Offered)
+		if p.Value > 0 {
+			ymin, ymax = math.Min(ymin, p.Value), math.Max(ymax, p.Value)
+		}
+	}
+	if ymax == 0 {
+		ymin, ymax = 1, 10
+	}
+	lo, hi := math.Floor(math.Log10(ymin)), math.Ceil(math.Log10(ymax))
+	if hi == lo {
+		hi++
+	}
+	h := max(height, top+bott+len(names)*14+20)
+	pw, ph := float64(width-left-right), float64(h-top-bott)
+	x := func(v float64) float64 { return left + v/(xmax*1.05)*pw }
+	y := func(v float64) float64 { return top + ph - (math.Log10(v)-lo)/(hi-lo)*ph }
+	var b strings.Builder
+	header(&b, r)
+	if h != height {
+		s := b.String()
+		b.Reset()
+		b.WriteString(strings.Replace(s, fmt.Sprintf(`height="%d"`, height), fmt.Sprintf(`height="%d"`, h), 1)) // room for the legend
+	}
+	fmt.Fprintf(&b, `<path d="M%d %d V%g H%g" stroke="black" fill="none"/>`+"\n", left, top, top+ph, left+pw)
+	for e := lo; e <= hi; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v > math.Pow(10, hi) {
+				break
+			}
+			fmt.Fprintf(&b, `<line x1="%d" x2="%g" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%g %s</text>`+"\n",
+				left, left+pw, y(v), y(v), left-6, y(v)+4, v, html.EscapeString(r.YUnit))
+		}
+	}
+	seen := map[float64]bool{}
+	for _, p := range r.Points {
+		if !seen[p.Offered] {
+			seen[p.Offered] = true
+			fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%g</text>`+"\n", x(p.Offered), top+ph+16, p.Offered)
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%g" y="%d" text-anchor="middle">%s</text>`+"\n", left+pw/2, h-20, html.EscapeString(r.XLabel))
+	palette := append(colours, "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+	for i, name := range names {
+		ps := series[name]
+		sort.Slice(ps, func(a, c int) bool { return ps[a].Offered < ps[c].Offered })
+		col := palette[i%len(palette)]
+		dash := []string{"", "6 4", "2 3"}[(i/len(palette))%3]
+		var d []string
+		for _, p := range ps {
+			if p.Value > 0 {
+				d = append(d, fmt.Sprintf("%.1f,%.1f", x(p.Offered), y(p.Value)))
+				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"><title>%s at %g: %.1f %s</title></circle>`+"\n",
+					x(p.Offered), y(p.Value), col, html.EscapeString(name), p.Offered, p.Value, html.EscapeString(r.YUnit))
+			}
+		}
+		if len(d) > 1 {
+			fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5" stroke-dasharray="%s"/>`+"\n", strings.Join(d, " "), col, dash)
+		}
+		ly, lx := top+6+i*14, width-right+10
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2" stroke-dasharray="%s"/><text x="%d" y="%d" font-size="10">%s</text>`+"\n", lx, lx+18, ly, ly, col, dash, lx+22, ly+3, html.EscapeString(name))
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
 }

@@ -1,0 +1,140 @@
+package scale
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// procMem is one process of the region as /proc saw it at a checkpoint.
+type procMem struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// RSSMB is VmRSS, HWMMB VmHWM (the peak RSS since the process started), PSSMB the
+	// proportional set size (smaps_rollup: shared pages divided among their users, which is
+	// what a sum over PostgreSQL's processes should add up).
+	RSSMB float64 `json:"rssMB"`
+	HWMMB float64 `json:"hwmMB"`
+	PSSMB float64 `json:"pssMB"`
+}
+
+// regionProcesses lists every descendant of this process (the region's children, and theirs:
+// PostgreSQL's backends) with its memory, named after what it is (regionName).
+func regionProcesses() ([]procMem, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The command name in parentheses may contain spaces; the fields after it do not.
+		s := string(raw)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], pid)
+	}
+	var out []procMem
+	queue := append([]int(nil), children[os.Getpid()]...)
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = append(queue[1:], children[pid]...)
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || len(raw) == 0 {
+			continue // exited, or a zombie
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		p := procMem{Name: regionName(args), PID: pid}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+			p.RSSMB, p.HWMMB = kbField(string(st), "VmRSS:"), kbField(string(st), "VmHWM:")
+		}
+		if sm, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err == nil {
+			p.PSSMB = kbField(string(sm), "Pss:")
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Name < out[j].Name || out[i].Name == out[j].Name && out[i].PID < out[j].PID
+	})
+	return out, nil
+}
+
+// kbField reads "<key> <n> kB" from a /proc file, in MB (10^6 bytes).
+func kbField(s, key string) float64 {
+	for _, l := range strings.Split(s, "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == key {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb * 1024 / 1e6
+		}
+	}
+	return 0
+}
+
+// regionName names a region process from its command line: the binary (pinned tool builds
+// carry a hash suffix, dropped here) and, for what runs once per cluster, which cluster it
+// belongs to (the state directory in its flags: mgmt-N, or svc for the Maestro server's
+// authorizer), or the Maestro agent's consumer.
+func regionName(args []string) string {
+	base := filepath.Base(args[0])
+	kind := base
+	for _, k := range []string{"kube-controller-manager", "kube-apiserver", "etcd", "maestro", "mosquitto", "postgres",
+		"hypershift-sim", "cluster-service", "frontend", "backend", "admin"} {
+		if base == k || strings.HasPrefix(base, k+"-") || strings.HasPrefix(base, k+".") {
+			kind = k
+			break
+		}
+	}
+	flag := func(name string) string {
+		for i, a := range args {
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				return v
+			}
+			if a == name && i+1 < len(args) {
+				return args[i+1]
+			}
+		}
+		return ""
+	}
+	state := ""
+	for _, a := range args {
+		if i := strings.Index(a, "/state/"); i >= 0 {
+			rest := a[i+len("/state/"):]
+			if j := strings.IndexByte(rest, '/'); j > 0 {
+				state = rest[:j]
+				break
+			}
+		}
+	}
+	switch {
+	case kind == "maestro" && len(args) > 1 && args[1] == "agent":
+		return "maestro agent " + flag("--consumer-name")
+	case kind == "maestro" && len(args) > 1 && args[1] == "server":
+		return "maestro server"
+	case kind == "postgres":
+		if len(args) > 1 {
+			return "postgres (postmaster)"
+		}
+		return "postgres (backend or worker)" // a forked child names itself, without flags
+	case kind == "kube-apiserver" || kind == "etcd" || kind == "kube-controller-manager" || kind == "hypershift-sim":
+		if state != "" {
+			return kind + " " + state
+		}
+	}
+	if strings.HasPrefix(args[0], "postgres:") {
+		return "postgres (backend or worker)"
+	}
+	return kind
+}

@@ -1,0 +1,167 @@
+package scale
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+)
+
+// report is one JSON file of docs/perf-data, in the shape tooling/cmd/benchplot reads (the
+// same fields as test/e2e's whole-path benchmarks), plus P5's per-checkpoint details, which
+// benchplot ignores.
+type report struct {
+	Benchmark string `json:"benchmark"`
+	Title     string `json:"title"`
+	Command   string `json:"command"`
+	Date      string `json:"date"`
+	Machine   string `json:"machine"`
+	LoadStart string `json:"loadAverageAtStart"`
+	LoadEnd   string `json:"loadAverageAtEnd"`
+	XLabel    string `json:"xLabel,omitempty"`
+	// Chart "values": benchplot draws each point's value (in YUnit) against x, log scale.
+	Chart       string       `json:"chart,omitempty"`
+	YUnit       string       `json:"yUnit,omitempty"`
+	Points      []point      `json:"points"`
+	Checkpoints []checkpoint `json:"checkpoints,omitempty"`
+	Notes       []string     `json:"notes,omitempty"`
+}
+
+// point: x (offeredPerSecond, the field benchplot reads as x) is the number of hosted clusters.
+type point struct {
+	Series  string  `json:"series"`
+	Offered float64 `json:"offeredPerSecond"`
+	N       int     `json:"n"`
+	Errors  int     `json:"errors"`
+	P50ms   float64 `json:"p50Ms,omitempty"`
+	P99ms   float64 `json:"p99Ms,omitempty"`
+	MaxMs   float64 `json:"maxMs,omitempty"`
+	Value   float64 `json:"value,omitempty"`
+}
+
+func newReport(name, title, command string) *report {
+	return &report{Benchmark: name, Title: title, Command: command, Date: time.Now().UTC().Format(time.RFC3339),
+		Machine: machine(), LoadStart: loadAvg(), XLabel: "hosted clusters, all Succeeded"}
+}
+
+// write writes the JSON to $BENCH_OUT/<benchmark>.json (default docs/perf-data). P5 writes after
+// every checkpoint, so a run cut short keeps what it measured.
+func (r *report) write(b *testing.B) {
+	r.LoadEnd = loadAvg()
+	dir := os.Getenv("BENCH_OUT")
+	if dir == "" {
+		root, err := mgmtcluster.RepoRoot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		dir = filepath.Join(root, "docs", "perf-data")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, r.Benchmark+".json")
+	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("wrote %s", path)
+}
+
+// latency summarises repeated timings of one measurement at one size.
+func latency(series string, clusters int, samples []time.Duration, errs int) point {
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	p := point{Series: series, Offered: float64(clusters), N: len(samples) + errs, Errors: errs}
+	if len(samples) > 0 {
+		p.P50ms, p.P99ms, p.MaxMs = ms(pct(samples, 50)), ms(pct(samples, 99)), ms(samples[len(samples)-1])
+	}
+	return p
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// pct is the p-th percentile of sorted samples (nearest rank).
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(i-1, 0)]
+}
+
+// growth describes how values grow with the cluster count between successive checkpoints:
+// the increase per 1,000 clusters of each interval (equal increments: linear; rising: worse)
+// and the exponent k of value ∝ clusters^k from the first to the last checkpoint.
+func growth(name, unit string, xs []int, vs []float64) string {
+	if len(xs) < 2 {
+		return ""
+	}
+	var parts []string
+	for i := 1; i < len(xs); i++ {
+		parts = append(parts, fmt.Sprintf("%d→%d: %+.3g %s per 1,000 clusters", xs[i-1], xs[i], (vs[i]-vs[i-1])/float64(xs[i]-xs[i-1])*1000, unit))
+	}
+	exp := "n/a"
+	if vs[0] > 0 && vs[len(vs)-1] > 0 {
+		exp = fmt.Sprintf("%.2f", math.Log(vs[len(vs)-1]/vs[0])/math.Log(float64(xs[len(xs)-1])/float64(xs[0])))
+	}
+	return fmt.Sprintf("%s: %s; exponent %s from %d to %d clusters (1 = proportional)", name, strings.Join(parts, "; "), exp, xs[0], xs[len(xs)-1])
+}
+
+func machine() string {
+	mem := ""
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		mem = fmt.Sprintf(", %.1f GiB", kbField(string(raw), "MemTotal:")*1e6/1024/1024/1024)
+	}
+	return fmt.Sprintf("%d CPUs%s, %s", runtime.NumCPU(), mem, runtime.Version())
+}
+
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(raw))[:3], " ")
+}
+
+// envInts reads a comma-separated list of positive integers, or def.
+func envInts(b *testing.B, name string, def []int) []int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int
+	for _, s := range strings.Split(v, ",") {
+		i, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || i <= 0 {
+			b.Fatalf("%s=%q: want positive integers separated by commas", name, v)
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+func envInt(b *testing.B, name string, def int) int { return envInts(b, name, []int{def})[0] }
+
+// envDuration reads a Go duration; 0 is allowed (off).
+func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		b.Fatalf("%s=%q: want a duration such as 45m (0: no limit)", name, v)
+	}
+	return d
+}
