@@ -30,12 +30,12 @@ type moduleSource struct {
 }
 
 var (
-	// The Maestro binaries are built from maestro/go.mod (GOWORK=off); these are the module
+	// The Maestro binaries are built from dev-infrastructure/maestro/go.mod (GOWORK=off); these are the module
 	// versions the deployed server and agent contain.
 	maestroModule = func(dirs ...string) moduleSource {
-		return moduleSource{in: "maestro", module: "github.com/openshift-online/maestro", dirs: dirs}
+		return moduleSource{in: "dev-infrastructure/maestro", module: "github.com/openshift-online/maestro", dirs: dirs}
 	}
-	cloudEventsMetrics = moduleSource{in: "maestro", module: "open-cluster-management.io/sdk-go",
+	cloudEventsMetrics = moduleSource{in: "dev-infrastructure/maestro", module: "open-cluster-management.io/sdk-go",
 		dirs: []string{"pkg/cloudevents/generic/metrics", "pkg/cloudevents/server/grpc/metrics"}}
 )
 

@@ -65,7 +65,7 @@ func Catalogue() []Spec {
 		{Name: "cluster-service", Package: mod + "cluster-service/cmd/cluster-service", Binary: "cluster-service"},
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
 		{Name: "hypershift-sim", Package: mod + "dev-infrastructure/mgmtcluster/cmd/hypershift-sim", Binary: "hypershift-sim"},
-		{Name: "maestro", Package: "github.com/openshift-online/maestro/cmd/maestro", ModuleDir: "maestro", Binary: "maestro"},
+		{Name: "maestro", Package: "github.com/openshift-online/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
 		{Name: Pause, Package: mod + "dev-infrastructure/images/pause", Binary: "pause"},
 	}
 }

@@ -54,5 +54,5 @@ func RepoRoot() (string, error) {
 
 // MaestroBinary returns the pinned Maestro build from the tool cache, building it on first use.
 func MaestroBinary(ctx context.Context) (string, error) {
-	return toolBinary(ctx, "maestro", "maestro", "github.com/openshift-online/maestro/cmd/maestro", "")
+	return toolBinary(ctx, "maestro", "dev-infrastructure/maestro", "github.com/openshift-online/maestro/cmd/maestro", "")
 }

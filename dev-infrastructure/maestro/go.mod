@@ -1,4 +1,4 @@
-module github.com/openhcp/openhcp/maestro
+module github.com/openhcp/openhcp/dev-infrastructure/maestro
 
 go 1.26
 
