@@ -48,7 +48,7 @@ tools:
 	@# The real node's (dev-infrastructure/node): kubelet, scheduler, kubectl, kube-proxy, CoreDNS.
 	@for b in kubelet kube-scheduler kubectl kube-proxy; do hack/tool.sh $$b dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/$$b "$(KUBE_LDFLAGS)" >/dev/null; done
 	@hack/coredns.sh >/dev/null
-	@hack/tool.sh maestro maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
+	@hack/tool.sh maestro dev-infrastructure/maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
 	@hack/promtool.sh >/dev/null
 	@hack/helm.sh >/dev/null
 
