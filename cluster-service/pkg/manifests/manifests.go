@@ -463,10 +463,9 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 	return hc, nil
 }
 
+// channel is HyperShift's release channel for a stored spec's group and version (the group is
+// always set: Cluster Service's validation defaults it).
 func channel(group, version string) string {
-	if group == "" {
-		group = "stable"
-	}
 	parts := strings.SplitN(version, ".", 3)
 	if len(parts) < 2 {
 		return ""

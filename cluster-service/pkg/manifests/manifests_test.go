@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"google.golang.org/protobuf/proto"
 	"regexp"
 	"strings"
 	"testing"
@@ -383,9 +384,11 @@ func TestBuildNodePool(t *testing.T) {
 	cl := Cluster{ID: "00000000000000000000000000000001", ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/Alpha",
 		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", Azure: &csv1.AzureSpec{
 			SubnetId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourcegroups/rg/providers/microsoft.network/virtualnetworks/vnet/subnets/s"}}}
-	spec := &csv1.NodePoolSpec{Replicas: 3, Labels: map[string]string{"tier": "web"}, AutoRepair: true,
-		Taints:   []*csv1.Taint{{Key: "b", Effect: "NoSchedule"}, {Key: "a", Value: "x", Effect: "NoExecute"}},
-		Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", OsDiskSizeGib: 128, OsDiskStorageAccountType: "StandardSSD_LRS", AvailabilityZone: "2"}}
+	// As Cluster Service stores it (server.DefaultNodePool): the cluster's version and subnet.
+	spec := &csv1.NodePoolSpec{VersionId: cl.Spec.VersionId, Replicas: 3, Labels: map[string]string{"tier": "web"}, AutoRepair: true,
+		Taints: []*csv1.Taint{{Key: "b", Effect: "NoSchedule"}, {Key: "a", Value: "x", Effect: "NoExecute"}},
+		Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", OsDiskSizeGib: 128, OsDiskStorageAccountType: "StandardSSD_LRS", AvailabilityZone: "2",
+			SubnetId: cl.Spec.Azure.SubnetId, OsDiskPersistence: DefaultOSDiskPersistence}}
 	np := NodePool{ID: "00000000000000000000000000000100", ARMResourceID: cl.ARMResourceID + "/nodePools/Workers", Spec: spec, Cluster: cl}
 	w, err := BuildNodePool(Config{}, np)
 	if err != nil {
@@ -456,7 +459,8 @@ func TestBuildNodePool(t *testing.T) {
 
 // TestBuildNodePoolDisksAndEncryption: encryption at host is always explicit (HyperShift's
 // default is Enabled), the disk encryption set is spelled as HyperShift's CRD wants it, and
-// the OS disk persistence defaults to Persistent.
+// the OS disk persistence is the stored one (Cluster Service defaults it to Persistent:
+// server.TestDefaultNodePool).
 func TestBuildNodePoolDisksAndEncryption(t *testing.T) {
 	cl := Cluster{ID: "00000000000000000000000000000001", ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/Alpha",
 		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", Azure: &csv1.AzureSpec{
@@ -475,7 +479,7 @@ func TestBuildNodePoolDisksAndEncryption(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := BuildNodePool(Config{}, NodePool{ID: "00000000000000000000000000000100", ARMResourceID: cl.ARMResourceID + "/nodePools/workers",
-				Spec: &csv1.NodePoolSpec{Replicas: 1, Platform: tc.platform}, Cluster: cl})
+				Spec: &csv1.NodePoolSpec{Replicas: 1, Platform: stored(tc.platform)}, Cluster: cl})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -565,4 +569,13 @@ func TestHostedClusterNameFitsTheControlPlaneNamespace(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stored is p with the persistence Cluster Service's defaulting gives a pool that names none.
+func stored(p *csv1.NodePoolPlatform) *csv1.NodePoolPlatform {
+	p = proto.Clone(p).(*csv1.NodePoolPlatform)
+	if p.OsDiskPersistence == "" {
+		p.OsDiskPersistence = DefaultOSDiskPersistence
+	}
+	return p
 }

@@ -82,27 +82,13 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 	s := np.Spec
 	ns := Namespace(cfg.Env, np.Cluster.ID)
 	labels := map[string]string{LabelClusterID: np.Cluster.ID, LabelNodePoolID: np.ID}
+	// The stored spec is complete: Cluster Service's validation (validateNodePoolSpec) is the
+	// one place that defaults the version, subnet and OS disk, so the build takes them as they are.
 	version := s.GetVersionId()
-	if version == "" {
-		version = np.Cluster.Spec.GetVersionId()
-	}
-	subnetID := s.GetPlatform().GetSubnetId()
-	if subnetID == "" {
-		subnetID = np.Cluster.Spec.GetAzure().GetSubnetId()
-	}
-	subnet, _ := canonicalSubnet(subnetID)
+	subnet, _ := canonicalSubnet(s.GetPlatform().GetSubnetId())
 	diskSize := s.GetPlatform().GetOsDiskSizeGib()
-	if diskSize == 0 {
-		diskSize = DefaultOSDiskSizeGiB
-	}
 	diskType := s.GetPlatform().GetOsDiskStorageAccountType()
-	if diskType == "" {
-		diskType = DefaultOSDiskStorageAccountType
-	}
 	persistence := s.GetPlatform().GetOsDiskPersistence()
-	if persistence == "" {
-		persistence = DefaultOSDiskPersistence
-	}
 	// Always explicit: HyperShift defaults encryptionAtHost to Enabled, Cluster Service (and
 	// ARM) to off.
 	encryptionAtHost := encryptionAtHostDisabled

@@ -242,14 +242,13 @@ func (s *Server) WatchNodePools(req *csv1.WatchNodePoolsRequest, stream grpc.Ser
 	})
 }
 
-// validateNodePoolSpec checks a node pool spec against its cluster (and, for an update, the
-// current spec) and returns it with defaults applied and the version resolved.
-func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl *store.Cluster, cur *csv1.NodePoolSpec,
-	catalogue *versions.Catalogue, now func() time.Time) *csv1.NodePoolSpec {
-	if in == nil {
-		v.add(field, "is required")
-		return nil
-	}
+// DefaultNodePool is the one place a node pool spec's defaults are applied (Cluster Service
+// stores the result, and the manifest builder takes it as it is): the OS disk's size, storage
+// account type and persistence; the cluster's subnet; the channel group (an update that names
+// none keeps the pool's, else the cluster's); and the version (an update keeps the pool's, a
+// create takes the control plane's — what runs while a control-plane upgrade is under way).
+// cur is the stored spec of an update, nil on create. in is not changed.
+func DefaultNodePool(in *csv1.NodePoolSpec, cl *store.Cluster, cur *csv1.NodePoolSpec) *csv1.NodePoolSpec {
 	spec := proto.Clone(in).(*csv1.NodePoolSpec)
 	if spec.Platform == nil {
 		spec.Platform = &csv1.NodePoolPlatform{}
@@ -267,14 +266,43 @@ func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl
 	if p.OsDiskPersistence == "" {
 		p.OsDiskPersistence = manifests.DefaultOSDiskPersistence
 	}
-	// The channel group: an update that names none keeps the pool's; a pool stored before
-	// pools had one, or created without one, follows the cluster's.
 	if spec.ChannelGroup == "" {
 		spec.ChannelGroup = cur.GetChannelGroup()
 	}
 	if spec.ChannelGroup == "" {
 		spec.ChannelGroup = cl.Spec.GetChannelGroup()
 	}
+	if spec.VersionId == "" {
+		spec.VersionId = cur.GetVersionId()
+	}
+	if spec.VersionId == "" {
+		spec.VersionId = controlPlaneVersion(cl)
+	}
+	return spec
+}
+
+// controlPlaneVersion is the version a node pool is measured against: the cluster's, or what
+// runs while a control-plane upgrade is under way (the spec is then ahead of what runs).
+func controlPlaneVersion(cl *store.Cluster) string {
+	cp := cl.Spec.GetVersionId()
+	if running := cl.Status.GetCurrentVersion(); running != "" {
+		if c, err := versions.Compare(running, cp); err == nil && c < 0 {
+			cp = running
+		}
+	}
+	return cp
+}
+
+// validateNodePoolSpec checks a node pool spec against its cluster (and, for an update, the
+// current spec) and returns it with defaults applied and the version resolved.
+func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl *store.Cluster, cur *csv1.NodePoolSpec,
+	catalogue *versions.Catalogue, now func() time.Time) *csv1.NodePoolSpec {
+	if in == nil {
+		v.add(field, "is required")
+		return nil
+	}
+	spec := DefaultNodePool(in, cl, cur)
+	p := spec.Platform
 	groupOK := true
 	if _, ok := catalogue.Versions(spec.ChannelGroup); !ok {
 		groupOK = false
@@ -290,22 +318,13 @@ func validateNodePoolSpec(v *violations, field string, in *csv1.NodePoolSpec, cl
 
 	// Version: resolved like the cluster's, never ahead of the control plane, at most two
 	// minors behind it, and on an update never a downgrade.
-	cpVersion := cl.Spec.GetVersionId()
-	if running := cl.Status.GetCurrentVersion(); running != "" {
-		// While a control-plane upgrade runs, the spec is ahead of what runs.
-		if c, err := versions.Compare(running, cpVersion); err == nil && c < 0 {
-			cpVersion = running
-		}
-	}
+	cpVersion := controlPlaneVersion(cl)
 	group := spec.ChannelGroup
 	switch {
 	case !groupOK:
 		// Reported above; resolving in an unknown group would only repeat it.
-	case spec.VersionId == "":
-		spec.VersionId = cpVersion
-		if cur != nil {
-			spec.VersionId = cur.GetVersionId()
-		}
+	case in.GetVersionId() == "":
+		// Defaulted (the pool's own, or the control plane's): nothing to resolve.
 	case cur.GetVersionId() != "":
 		// An update moves along the catalogue's upgrade edges, like the control plane.
 		if resolved, err := catalogue.ResolveUpgrade(group, cur.GetVersionId(), spec.VersionId, now()); err != nil {

@@ -29,8 +29,11 @@ func newPolicyID() string {
 	return strings.ToLower(policyIDEncoding.EncodeToString(b[:]))
 }
 
-// channelGroups are the groups a cluster may be in (also checked at create).
-var channelGroups = []string{"stable", "candidate", "fast", "eus", "nightly"}
+// channelGroups are the groups a cluster may be in, checked at create and on update;
+// defaultChannelGroup is the one a cluster created without a group is in.
+var channelGroups = []string{defaultChannelGroup, "candidate", "fast", "eus", "nightly"}
+
+const defaultChannelGroup = "stable"
 
 const maxOperationIDLength = 128
 

@@ -94,7 +94,7 @@ func validateCreate(req *csv1.CreateClusterRequest, catalogue *versions.Catalogu
 	} else {
 		spec.VersionId = resolved
 	}
-	oneOf(&v, "cluster.spec.channel_group", spec.GetChannelGroup(), "stable", "candidate", "fast", "eus", "nightly")
+	oneOf(&v, "cluster.spec.channel_group", spec.GetChannelGroup(), channelGroups...)
 	oneOf(&v, "cluster.spec.api_visibility", spec.GetApiVisibility(), "Public", "Private")
 	oneOf(&v, "cluster.spec.image_registry_state", spec.GetImageRegistryState(), "Enabled", "Disabled")
 	if d := spec.GetDnsBaseDomain(); d != "" && !dnsNameRE.MatchString(d) {
@@ -172,7 +172,7 @@ func validateCreate(req *csv1.CreateClusterRequest, catalogue *versions.Catalogu
 // spec says exactly what was built.
 func applyDefaults(s *csv1.ClusterSpec) {
 	if s.ChannelGroup == "" {
-		s.ChannelGroup = "stable"
+		s.ChannelGroup = defaultChannelGroup
 	}
 	if s.ApiVisibility == "" {
 		s.ApiVisibility = "Public"

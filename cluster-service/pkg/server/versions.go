@@ -38,7 +38,7 @@ func (s *Server) ListVersions(_ context.Context, req *csv1.ListVersionsRequest) 
 func (s *Server) GetVersion(_ context.Context, req *csv1.GetVersionRequest) (*csv1.Version, error) {
 	g := req.GetChannelGroup()
 	if g == "" {
-		g = "stable"
+		g = defaultChannelGroup
 	}
 	if req.GetId() == "" {
 		var v violations

@@ -165,13 +165,6 @@ func (s *Store) ListNodePools(ctx context.Context, clusterID, afterID string, li
 	return out, nil
 }
 
-// UpdateNodePoolSpec replaces the spec. With revision 0 it is unconditional, otherwise
-// ErrConflict unless the pool is at revision. ErrDeleting for a pool being deleted. An identical
-// spec is not written and keeps the revision.
-func (s *Store) UpdateNodePoolSpec(ctx context.Context, id string, revision int64, spec *csv1.NodePoolSpec) (*NodePool, error) {
-	return s.UpdateNodePool(ctx, id, Precondition{Revision: revision}, func(*NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
-}
-
 // UpdateNodePool reads the pool under the write lock and writes the spec decide returns (a
 // partial update applied to the stored spec, defaulted and validated), with upgrade, a node pool
 // upgrade policy, in the same transaction (ErrUpgradeInProgress if the pool has an unfinished

@@ -47,10 +47,10 @@ func TestNodePoolStore(t *testing.T) {
 		if _, err := s.UpdateNodePoolStatus(ctx, np.ID, np.Revision-1, &csv1.NodePoolStatus{}); !errors.Is(err, ErrConflict) {
 			t.Fatalf("stale status write: %v", err)
 		}
-		if _, err := s.UpdateNodePoolSpec(ctx, np.ID, np.Revision-1, &csv1.NodePoolSpec{Replicas: 3}); !errors.Is(err, ErrConflict) {
+		if _, err := replaceNodePoolSpec(ctx, s, np.ID, np.Revision-1, &csv1.NodePoolSpec{Replicas: 3}); !errors.Is(err, ErrConflict) {
 			t.Fatalf("stale spec write: %v", err)
 		}
-		same, err := s.UpdateNodePoolSpec(ctx, np.ID, 0, np.Spec)
+		same, err := replaceNodePoolSpec(ctx, s, np.ID, 0, np.Spec)
 		if err != nil || same.Revision != np.Revision {
 			t.Fatalf("identical spec: revision %d, %v; want unchanged %d", same.Revision, err, np.Revision)
 		}
@@ -66,7 +66,7 @@ func TestNodePoolStore(t *testing.T) {
 		}
 		spec := proto.Clone(ready.Spec).(*csv1.NodePoolSpec)
 		spec.Labels = map[string]string{"tier": "web"}
-		got, err := s.UpdateNodePoolSpec(ctx, np.ID, ready.Revision, spec)
+		got, err := replaceNodePoolSpec(ctx, s, np.ID, ready.Revision, spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +145,7 @@ func TestSpecRevisionAndObservedRevision(t *testing.T) {
 	}
 	spec := proto.Clone(ready.Spec).(*csv1.NodePoolSpec)
 	spec.Replicas = 5
-	changed, err := s.UpdateNodePoolSpec(ctx, np.ID, 0, spec)
+	changed, err := replaceNodePoolSpec(ctx, s, np.ID, 0, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,4 +169,10 @@ func TestSpecRevisionAndObservedRevision(t *testing.T) {
 	if err != nil || cs.Status.ObservedRevision != cl.SpecRevision || cs.SpecRevision != cl.SpecRevision {
 		t.Fatalf("cluster status write: %+v, %v", cs, err)
 	}
+}
+
+// replaceNodePoolSpec writes spec whole through UpdateNodePool (revision 0: unconditional), as
+// a test's shorthand; the server always merges a partial update in decide.
+func replaceNodePoolSpec(ctx context.Context, s *Store, id string, revision int64, spec *csv1.NodePoolSpec) (*NodePool, error) {
+	return s.UpdateNodePool(ctx, id, Precondition{Revision: revision}, func(*NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
 }

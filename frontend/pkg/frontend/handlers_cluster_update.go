@@ -78,7 +78,7 @@ func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpda
 	if a, b := stored.Properties.Version.ChannelGroup, next.Properties.Version.ChannelGroup; a != b && updatableThroughCS(ver, "properties.version.channelGroup") {
 		u.ChannelGroup = b
 		if u.ChannelGroup == "" {
-			u.ChannelGroup = "stable" // the spec's default
+			u.ChannelGroup = api.ChannelGroupStable // the spec's default
 		}
 	}
 	sp, np := &stored.Properties, &next.Properties
