@@ -37,9 +37,9 @@ type Config struct {
 	// deletes (default 12h). An operation past its deadline ends Failed.
 	CreateDeadline time.Duration
 	DeleteDeadline time.Duration
-	// NotFoundGrace is how long a create may find its cluster unknown to Cluster Service before
-	// it fails; the frontend writes the operation just before it calls Cluster Service
-	// (default 2m).
+	// NotFoundGrace is how long a create may find its cluster unknown to Cluster Service, and an
+	// update may wait for the frontend to record Cluster Service's answer, before it fails; the
+	// frontend writes the operation just before it calls Cluster Service (default 2m).
 	NotFoundGrace time.Duration
 	// Workers is the number of operations reconciled at once (default 4).
 	Workers int
@@ -277,6 +277,18 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		return c.cfg.NotFoundGrace - age, nil
 	}
 	fromCS := true
+	if out.unrecorded && age > c.cfg.NotFoundGrace {
+		// The frontend wrote the update but never recorded Cluster Service's answer: the call
+		// failed without a definitive answer, or the frontend stopped (docs/architecture.md,
+		// Crash safety). Whether Cluster Service took the change is unknown; the same request
+		// again settles it (an update is idempotent there).
+		fromCS = false
+		out = outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
+			Code: UpdateNotRecordedCode,
+			Message: fmt.Sprintf("The update was not confirmed by the service within %s; it may or may not have been applied. "+
+				"Send the same request again.", c.cfg.NotFoundGrace),
+		}}
+	}
 	if deadline := c.deadline(op.Request); !out.status.Terminal() && age > deadline {
 		fromCS = false
 		out = outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
@@ -305,8 +317,13 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		// The next poll looks again; nothing else may, or this would not be poll mode.
 		return 0, nil
 	}
-	// Check again before the deadline passes, even if no event arrives.
-	return min(c.cfg.ResyncPeriod, max(c.deadline(op.Request)-age, time.Second)), nil
+	// Check again before the deadline (or an unrecorded update's grace) passes, even if no
+	// event arrives.
+	limit := c.deadline(op.Request)
+	if out.unrecorded {
+		limit = c.cfg.NotFoundGrace
+	}
+	return min(c.cfg.ResyncPeriod, max(limit-age, time.Second)), nil
 }
 
 // observation is what Cluster Service says about the resource of an operation.

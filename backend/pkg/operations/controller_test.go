@@ -332,3 +332,26 @@ func TestCreateWhoseClusterNeverReachedClusterServiceFailsAfterGrace(t *testing.
 }
 
 func t0() context.Context { return context.Background() }
+
+func TestUpdateWhoseCallWasNeverRecordedFailsAfterGrace(t *testing.T) {
+	h := newHarness(t)
+	h.start(Config{ResyncPeriod: time.Minute, NotFoundGrace: time.Second})
+	csID, createID := h.createCluster("c01", 0)
+	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+	h.waitStatus(createID, armdoc.StateSucceeded, 10*time.Second)
+	// The frontend wrote an update and stopped before recording Cluster Service's answer
+	// (startUpdate): the operation has no InternalRevision. The cluster's READY is from before.
+	opID := uuid.NewString()
+	h.writeOperation(h.resourceID("c01"), csID, opID, armdoc.OperationUpdate, armdoc.StateUpdating, 0, false)
+	time.Sleep(300 * time.Millisecond)
+	if got := h.operation(opID).Status; got.Terminal() {
+		t.Fatalf("operation ended %s inside the grace period, on a READY from before the update", got)
+	}
+	op := h.waitStatus(opID, armdoc.StateFailed, 10*time.Second)
+	if op.Error == nil || op.Error.Code != UpdateNotRecordedCode {
+		t.Fatalf("operation error = %+v, want %s", op.Error, UpdateNotRecordedCode)
+	}
+	if rd, err := h.resource("c01"); err != nil || rd.ProvisioningState != armdoc.StateFailed || rd.ActiveOperationID != "" {
+		t.Fatalf("resource after the grace: %+v, %v; want Failed and free for the next request", rd, err)
+	}
+}

@@ -45,6 +45,9 @@ func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) outcom
 		}}
 	}
 	st := ea.GetStatus()
+	if awaitingRevision(op) && st.GetState() != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING {
+		return notRecorded() // neither an old READY nor an old ERROR speaks for this update
+	}
 	switch st.GetState() {
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY:
 		// READY about an older spec than the update's does not end it (readyAt).

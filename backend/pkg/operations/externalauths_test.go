@@ -29,6 +29,8 @@ func TestMapExternalAuth(t *testing.T) {
 		{"create_of_an_unknown_one_fails", armdoc.OperationCreate, 0, nil, armdoc.StateFailed, false, "InternalServerError"},
 		{"update_updating", armdoc.OperationUpdate, 5, ea(csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UPDATING, 5), armdoc.StateUpdating, false, ""},
 		{"update_ready_before_its_revision_waits", armdoc.OperationUpdate, 5, ea(csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY, 4), armdoc.StateUpdating, false, ""},
+		{"update_not_yet_recorded_waits_on_an_old_ready", armdoc.OperationUpdate, 0, ea(csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY, 7), armdoc.StateUpdating, false, ""},
+		{"update_not_yet_recorded_waits_on_an_old_error", armdoc.OperationUpdate, 0, ea(csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_ERROR, 7), armdoc.StateUpdating, false, ""},
 		{"update_ready_at_its_revision_succeeds", armdoc.OperationUpdate, 5, ea(csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY, 7), armdoc.StateSucceeded, false, ""},
 		{"delete_while_there_is_deleting", armdoc.OperationDelete, 0, ea(csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING, 8), armdoc.StateDeleting, false, ""},
 		{"delete_of_a_gone_one_succeeds_and_removes_the_document", armdoc.OperationDelete, 0, nil, armdoc.StateSucceeded, true, ""},

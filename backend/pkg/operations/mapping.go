@@ -15,7 +15,26 @@ type outcome struct {
 	err    *armdoc.CloudErrorBody
 	// gone means the resource document should be removed (a finished delete).
 	gone bool
+	// unrecorded: an update whose Cluster Service call has not been recorded in the operation
+	// (awaitingRevision); Reconcile fails it once NotFoundGrace has passed.
+	unrecorded bool
 }
+
+// UpdateNotRecordedCode is the ARM error code of an update whose Cluster Service call was never
+// recorded in its operation: the frontend stopped, or lost Cluster Service's answer, between
+// writing the operation and recording what Cluster Service accepted.
+const UpdateNotRecordedCode = "UpdateNotRecorded"
+
+// awaitingRevision reports whether op is an update the frontend has written but whose Cluster
+// Service call it has not yet recorded (InternalRevision 0): the frontend is between its
+// document write and its call (startUpdate), so no status may end it yet. A cluster upgrade is
+// the exception, followed by the policy that carries the operation ID (mapClusterUpdate).
+func awaitingRevision(op *armdoc.OperationDocument) bool {
+	return op.Request == armdoc.OperationUpdate && op.InternalRevision == 0
+}
+
+// notRecorded is the outcome of an update awaiting its revision.
+func notRecorded() outcome { return outcome{status: armdoc.StateUpdating, unrecorded: true} }
 
 // mapCluster derives the outcome of op from the cluster's Cluster Service state. A nil cluster
 // means Cluster Service does not know it (NotFound).
@@ -107,6 +126,9 @@ func mapClusterUpdate(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
 		}
 	}
 	if !ownUpgrade {
+		if awaitingRevision(op) {
+			return notRecorded()
+		}
 		return outcome{status: armdoc.StateUpdating}
 	}
 	switch p.GetState() {

@@ -43,6 +43,9 @@ func mapNodePool(op *armdoc.OperationDocument, np *csv1.NodePool) outcome {
 		}}
 	}
 	st := np.GetStatus()
+	if awaitingRevision(op) && st.GetState() != csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING {
+		return notRecorded() // neither an old READY nor an old ERROR speaks for this update
+	}
 	switch st.GetState() {
 	case csv1.NodePoolState_NODE_POOL_STATE_ERROR:
 		code := st.GetErrorCode()
@@ -83,7 +86,7 @@ func mapNodePool(op *armdoc.OperationDocument, np *csv1.NodePool) outcome {
 // Cluster Service returned). A READY from before the change, or one read before Cluster Service
 // derived a status from the new spec, does not end it.
 func readyAt(observedRevision int64, op *armdoc.OperationDocument) bool {
-	return observedRevision >= op.InternalRevision
+	return op.InternalRevision > 0 && observedRevision >= op.InternalRevision
 }
 
 // followNodePools follows Cluster Service's node pool watch stream (reconcile.Follow).

@@ -58,6 +58,9 @@ func TestMapNodePool(t *testing.T) {
 				return p
 			}(), armdoc.StateUpdating, "", false},
 		{"update_error_fails", armdoc.OperationUpdate, 5, errPool, armdoc.StateFailed, "InvalidReleaseImage", false},
+		// The frontend wrote the operation and has not yet recorded Cluster Service's answer.
+		{"update_not_yet_recorded_waits_on_an_old_ready", armdoc.OperationUpdate, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_READY, 9, fixed3, 3, "4.19.17"), armdoc.StateUpdating, "", false},
+		{"update_not_yet_recorded_waits_on_an_old_error", armdoc.OperationUpdate, 0, errPool, armdoc.StateUpdating, "", false},
 		{"delete_in_progress_is_deleting", armdoc.OperationDelete, 0, pool(csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING, 9, fixed3, 3, ""), armdoc.StateDeleting, "", false},
 		{"delete_done_when_cs_forgets_pool", armdoc.OperationDelete, 0, nil, armdoc.StateSucceeded, "", true},
 	} {

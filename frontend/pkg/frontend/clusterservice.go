@@ -109,7 +109,8 @@ func csMirrors(in []api.ImageDigestMirror) []*csv1.ImageDigestMirror {
 func definitive(err error) bool {
 	switch status.Code(err) {
 	case codes.InvalidArgument, codes.OutOfRange, codes.AlreadyExists, codes.FailedPrecondition,
-		codes.ResourceExhausted, codes.PermissionDenied, codes.Unauthenticated, codes.Unimplemented, codes.NotFound:
+		codes.ResourceExhausted, codes.PermissionDenied, codes.Unauthenticated, codes.Unimplemented, codes.NotFound,
+		codes.Aborted: // a conditional write refused on its revision (store.ErrConflict)
 		return true
 	}
 	return false

@@ -135,91 +135,56 @@ func kmsVersion(c *api.Cluster) string {
 	return ""
 }
 
-// startClusterUpdate records an Update operation with the new resource document and asks
-// Cluster Service to carry it out: a version change becomes a control-plane upgrade policy,
-// which the backend follows to Succeeded or Failed. A refused update rolls the documents back
-// and answers 400 with the field as the target. PUT answers 200 and PATCH 202, both with
-// Azure-AsyncOperation.
+// startClusterUpdate sends an accepted cluster change through the one update protocol
+// (startUpdate): a configuration change is followed to READY at its spec revision, a version
+// change by the upgrade policy that carries the operation ID, and anything else (a channel group
+// change, or a version that resolves to the one running) ends at once. PUT answers 200 and PATCH
+// 202, both with Azure-AsyncOperation.
 func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next *api.Cluster, rd *armdoc.ResourceDocument,
 	doc *docstore.Document, u *csv1.ClusterUpdate, patch bool) error {
 	ri := info(r)
-	ctx := r.Context()
-	part := doc.PartitionKey
 	props, err := storedModel(next)
 	if err != nil {
 		return err
 	}
-	opID := newUUID()
-	now := time.Now().UTC()
 	nrd := *rd
 	nrd.Properties = props
 	nrd.Tags = next.Tags
-	nrd.ProvisioningState = armdoc.StateUpdating
-	nrd.ActiveOperationID = opID
 	mergeSystemData(&nrd, requestSystemData(r))
-	resDoc, err := withBody(doc, nrd)
-	if err != nil {
-		return err
+	var cl *csv1.Cluster
+	call := func(opID string) (updateStarted, error) {
+		ri.log.Info("cluster update sent to Cluster Service", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
+			"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup(), "configuration", configUpdate(u))
+		cctx, cancel := s.csContext(r.Context(), ri)
+		defer cancel()
+		req := &csv1.UpdateClusterRequest{Id: rd.InternalID, Update: u, OperationId: opID}
+		var err error
+		if cl, err = s.cs.UpdateCluster(cctx, req); err != nil {
+			return updateStarted{}, fmt.Errorf("update cluster %s in cluster service: %w", rd.ResourceID, fieldViolations(ri.version, req, err))
+		}
+		if configUpdate(u) {
+			// The backend ends the operation once Cluster Service reports the cluster READY at or
+			// after the spec revision that holds the new spec.
+			ri.log.Info("cluster configuration update started", "resourceID", rd.ResourceID, "specRevision", cl.GetSpecRevision(),
+				"state", cl.GetStatus().GetState().String(), "operationID", opID)
+			return updateStarted{revision: cl.GetSpecRevision()}, nil
+		}
+		if p := cl.GetStatus().GetUpgrade(); p.GetOperationId() == opID {
+			ri.log.Info("control plane upgrade started", "resourceID", rd.ResourceID, "upgradePolicyID", p.GetId(),
+				"from", p.GetFromVersion(), "to", p.GetToVersion(), "operationID", opID)
+			return updateStarted{}, nil
+		}
+		return updateStarted{done: true}, nil
 	}
-	op := s.newOperation(r, opID, armdoc.OperationUpdate, rd.ResourceID, rd.InternalID, now)
-	opDoc, err := newDoc(part, opID, docstore.TypeOperation, rd.ResourceID, op, s.cfg.OperationTTL)
-	if err != nil {
-		return err
-	}
-	written, err := s.store.Transact(ctx, part, []docstore.TxOp{
-		{Kind: docstore.TxReplace, Doc: resDoc, IfMatch: doc.ETag},
-		{Kind: docstore.TxCreate, Doc: opDoc},
+	return s.startUpdate(w, r, &clusters, next.ID, &nrd, doc, patch, call, func(etag string) error {
+		out, err := clusterFromDoc(&nrd)
+		if err != nil {
+			return err
+		}
+		out.ProvisioningState = nrd.ProvisioningState
+		setClusterStatus(out, cl) // UpdateCluster's answer holds what a GET would add
+		return s.respondCluster(w, r, http.StatusOK, out, etag)
 	})
-	if err != nil {
-		return fmt.Errorf("record update of %s: %w", rd.ResourceID, err)
-	}
-	ri.log.Info("cluster update accepted", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
-		"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup(), "configuration", configUpdate(u))
-
-	cctx, cancel := s.csContext(ctx, ri)
-	defer cancel()
-	req := &csv1.UpdateClusterRequest{Id: rd.InternalID, Update: u, OperationId: opID}
-	cl, err := s.cs.UpdateCluster(cctx, req)
-	if err != nil {
-		if definitive(err) {
-			s.rollback(r, part, opID, []docstore.TxOp{
-				{Kind: docstore.TxReplace, Doc: doc, IfMatch: written[0].ETag},
-				{Kind: docstore.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
-			})
-		}
-		return fmt.Errorf("update cluster %s in cluster service: %w", rd.ResourceID, fieldViolations(ri.version, req, err))
-	}
-	etag := written[0].ETag
-	if configUpdate(u) {
-		// The backend ends the operation once Cluster Service reports the cluster READY at or
-		// after this revision (the revision that holds the new spec).
-		if err := s.recordUpdateRevision(r, written[1], op, cl.GetSpecRevision()); err != nil {
-			return err
-		}
-		ri.log.Info("cluster configuration update started", "resourceID", rd.ResourceID, "revision", cl.GetRevision(),
-			"state", cl.GetStatus().GetState().String(), "operationID", opID)
-	} else if p := cl.GetStatus().GetUpgrade(); p.GetOperationId() != opID {
-		// Nothing is left to roll out (a channel group change, or a version that resolves to
-		// the one running): the operation is done now.
-		if etag, err = s.finishUpdateNow(r, written, nrd, op); err != nil {
-			return err
-		}
-	} else {
-		ri.log.Info("control plane upgrade started", "resourceID", rd.ResourceID, "upgradePolicyID", p.GetId(),
-			"from", p.GetFromVersion(), "to", p.GetToVersion(), "operationID", opID)
-	}
-	s.setAsyncHeaders(w, r, next.ID.SubscriptionID, opID, patch)
-	if patch {
-		w.WriteHeader(http.StatusAccepted)
-		return nil
-	}
-	out, err := clusterFromDoc(&nrd)
-	if err != nil {
-		return err
-	}
-	out.ProvisioningState = nrd.ProvisioningState
-	setClusterStatus(out, cl) // UpdateCluster's answer holds what a GET would add
-	return s.respondCluster(w, r, http.StatusOK, out, etag)
 }
 
 // recordUpdateRevision stores the Cluster Service revision of an accepted update in its

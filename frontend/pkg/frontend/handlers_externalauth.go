@@ -274,11 +274,11 @@ func (s *Server) updateExternalAuth(w http.ResponseWriter, r *http.Request, clus
 	if patch {
 		u = csv1.ExternalAuthUpdateDiff(externalAuthSpec(stored), externalAuthSpec(next))
 	}
-	revision, err := s.callUpdateExternalAuth(r, rd.InternalID, next, u)
-	if err != nil {
-		return err
+	call := func(string) (updateStarted, error) {
+		revision, err := s.callUpdateExternalAuth(r, rd.InternalID, next, u)
+		return updateStarted{revision: revision}, err
 	}
-	return s.startUpdate(w, r, &externalAuths, next.ID, &nrd, doc, revision, patch, func(etag string) error {
+	return s.startUpdate(w, r, &externalAuths, next.ID, &nrd, doc, patch, call, func(etag string) error {
 		next.ProvisioningState = armdoc.StateUpdating
 		return s.respondExternalAuth(w, r, http.StatusOK, next, etag)
 	})

@@ -292,11 +292,12 @@ func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster 
 	if sameClusterServiceSpec(stored, next) {
 		return s.writeNodePoolOnly(w, r, next, &nrd, doc, patch)
 	}
-	revision, err := s.callUpdateNodePool(r, rd.InternalID, next, nodePoolUpdate(stored, next, patch))
-	if err != nil {
-		return err
+	u := nodePoolUpdate(stored, next, patch)
+	call := func(string) (updateStarted, error) {
+		revision, err := s.callUpdateNodePool(r, rd.InternalID, next, u)
+		return updateStarted{revision: revision}, err
 	}
-	return s.startUpdate(w, r, &nodePools, next.ID, &nrd, doc, revision, patch, func(etag string) error {
+	return s.startUpdate(w, r, &nodePools, next.ID, &nrd, doc, patch, call, func(etag string) error {
 		next.ProvisioningState = armdoc.StateUpdating
 		return s.respondNodePool(w, r, http.StatusOK, next, etag)
 	})
@@ -304,9 +305,10 @@ func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, cluster 
 
 // callUpdateNodePool sends the partial update and returns the spec_revision it took effect at
 // (the operation's InternalRevision: the backend ends it once a READY status has observed it;
-// an update that changed nothing returns the current spec's). It is unconditional in Cluster Service: the update names only
-// what this request changes, Cluster Service merges it under its own lock, and the ARM-level
-// race is decided by the resource document's ETag (startUpdate).
+// an update that changed nothing returns the current spec's). It is unconditional in Cluster
+// Service: the update names only what this request changes, Cluster Service merges it under its
+// own lock, and the ARM-level race was decided before the call, by the resource document's ETag
+// (startUpdate).
 func (s *Server) callUpdateNodePool(r *http.Request, csID string, next *api.NodePool, u *csv1.NodePoolUpdate) (int64, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()

@@ -450,11 +450,27 @@ func (s *Server) pendingCreate(ctx context.Context, part string, rd *armdoc.Reso
 		"Cannot write resource '%s' while operation '%s' (%s) is in progress.", id, op.ID, op.Request)
 }
 
-// startUpdate records the Update operation of a change Cluster Service accepted at revision,
-// with nrd (the resource as it will be) marked Updating, and answers: a PATCH 202, a PUT 200
-// through respond with the new ETag.
+// updateStarted is what a kind's Cluster Service call reports of an update it accepted.
+type updateStarted struct {
+	// revision, when above 0, is the spec_revision the change took effect at: the backend ends
+	// the operation once a READY status has observed it (readyAt).
+	revision int64
+	// done: nothing is left to roll out (a change Cluster Service does not act on), so the
+	// operation ends Succeeded at once.
+	done bool
+	// Neither: the backend follows the operation by its ID (a control-plane upgrade's policy
+	// carries it).
+}
+
+// startUpdate is the one update protocol of every kind (docs/architecture.md, Crash safety),
+// the same order as a create's and a delete's: it writes nrd (the resource as it will be, marked
+// Updating) and a new Update operation in one transaction, conditional on the ETag read, then
+// asks Cluster Service through call, with the operation's ID. A definitive refusal takes both
+// documents back and is returned (a 400 names the field); an accepted change records its
+// revision in the operation, or ends it now (updateStarted). A PATCH answers 202, a PUT 200
+// through respond with the resource's new ETag; both carry Azure-AsyncOperation.
 func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resourceKind, id *arm.ResourceID, nrd *armdoc.ResourceDocument,
-	doc *docstore.Document, revision int64, patch bool, respond func(etag string) error) error {
+	doc *docstore.Document, patch bool, call func(opID string) (updateStarted, error), respond func(etag string) error) error {
 	part := doc.PartitionKey
 	opID := newUUID()
 	now := time.Now().UTC()
@@ -463,9 +479,9 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 	if err != nil {
 		return err
 	}
-	opBody := s.newOperation(r, opID, armdoc.OperationUpdate, id.String(), nrd.InternalID, now)
-	opBody.InternalRevision = revision
-	opDoc, err := newDoc(part, opID, docstore.TypeOperation, id.String(), opBody, s.cfg.OperationTTL)
+	// The operation names the stored resource (its ID as created), as a delete's does.
+	op := s.newOperation(r, opID, armdoc.OperationUpdate, nrd.ResourceID, nrd.InternalID, now)
+	opDoc, err := newDoc(part, opID, docstore.TypeOperation, nrd.ResourceID, op, s.cfg.OperationTTL)
 	if err != nil {
 		return err
 	}
@@ -474,15 +490,34 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 		{Kind: docstore.TxCreate, Doc: opDoc},
 	})
 	if err != nil {
-		// Cluster Service has the new spec; the same request again records it (the update is
-		// then a no-op there).
-		return fmt.Errorf("record update of %s %s: %w", k.noun, id, err)
+		return fmt.Errorf("record update of %s %s: %w", k.noun, nrd.ResourceID, err)
 	}
-	info(r).log.Info(k.noun+" update accepted", "resourceID", id.String(), k.logKey, nrd.InternalID, "operationID", opID, "revision", revision)
+	info(r).log.Info(k.noun+" update accepted", "resourceID", nrd.ResourceID, k.logKey, nrd.InternalID, "operationID", opID)
+	started, err := call(opID)
+	if err != nil {
+		if definitive(err) {
+			s.rollback(r, part, opID, []docstore.TxOp{
+				{Kind: docstore.TxReplace, Doc: doc, IfMatch: written[0].ETag},
+				{Kind: docstore.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
+			})
+		}
+		return err
+	}
+	etag := written[0].ETag
+	switch {
+	case started.revision > 0:
+		if err := s.recordUpdateRevision(r, written[1], op, started.revision); err != nil {
+			return err
+		}
+	case started.done:
+		if etag, err = s.finishUpdateNow(r, written, *nrd, op); err != nil {
+			return err
+		}
+	}
 	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, patch)
 	if patch {
 		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	return respond(written[0].ETag)
+	return respond(etag)
 }
