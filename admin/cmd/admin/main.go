@@ -6,10 +6,8 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +26,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -127,34 +126,17 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if err := o.breakGlassTTL.Validate(); err != nil {
 		return nil, fmt.Errorf("--breakglass-ttl-min/max/default: %w", err)
 	}
-	switch o.logLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return nil, fmt.Errorf("invalid value %q for --log-level: use debug, info, warn or error", o.logLevel)
+	if _, err := svcmain.Level(o.logLevel); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:], os.Getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "admin:", err)
-		os.Exit(2)
-	}
-	if err := run(o); err != nil {
-		fmt.Fprintln(os.Stderr, "admin:", err)
-		os.Exit(1)
-	}
-}
+func main() { svcmain.Main("admin", parseFlags, run) }
 
 func run(o *options) error {
-	var level slog.Level
-	level.UnmarshalText([]byte(o.logLevel))
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(log)
+	level, _ := svcmain.Level(o.logLevel) // checked by parseFlags
+	log := svcmain.Logger(level)
 
 	// A request without a certificate reaches the handler, which answers 401 (and audits it);
 	// a certificate of another CA fails the handshake.

@@ -74,7 +74,7 @@ func TestTwoReplicasHandOverWithoutProcessingAnythingTwice(t *testing.T) {
 		// Delivered and recorded by a before the cut: a notification sent by a replica that is
 		// cut off before it can record it is sent again by the next leader (at least once,
 		// docs/backend.md), which this test does not exercise.
-		h.waitNotification(ops[i], notifyDelivered, 10*time.Second)
+		h.waitNotification(ops[i], notifyDelivered, 30*time.Second)
 	}
 	if b.leading(t) {
 		t.Fatal("b leads while a holds the lease")

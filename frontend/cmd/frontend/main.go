@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +25,7 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -119,34 +119,17 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.serverTLS.Enabled() && (o.serverTLS.CA == "" || strings.TrimSpace(o.clientSubjects) == "") {
 		return nil, fmt.Errorf("--tls-cert needs --tls-client-ca and --arm-client-subjects: the ARM API admits only ARM's client certificate")
 	}
-	switch o.logLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		return nil, fmt.Errorf("invalid value %q for --log-level: use debug, info, warn or error", o.logLevel)
+	if _, err := svcmain.Level(o.logLevel); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
 
-func main() {
-	o, err := parseFlags(os.Args[1:], os.Getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "frontend:", err)
-		os.Exit(2)
-	}
-	if err := run(o); err != nil {
-		fmt.Fprintln(os.Stderr, "frontend:", err)
-		os.Exit(1)
-	}
-}
+func main() { svcmain.Main("frontend", parseFlags, run) }
 
 func run(o *options) error {
-	var level slog.Level
-	level.UnmarshalText([]byte(o.logLevel))
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(log)
+	level, _ := svcmain.Level(o.logLevel) // checked by parseFlags
+	log := svcmain.Logger(level)
 
 	// A request without a certificate reaches middlewareClientCertificate, which answers 401
 	// with an ARM error body (and lets /healthz through); a certificate of another CA fails the
