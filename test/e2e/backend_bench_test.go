@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,12 +16,23 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/openshift-online/maestro/pkg/api/openapi"
+	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
+	sdklogging "github.com/openshift-online/ocm-sdk-go/logging"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+	workv1 "open-cluster-management.io/api/work/v1"
+	cecommon "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/common"
+	ceutils "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/utils"
+	grpcoptions "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
+	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/internal/pki"
 
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -104,16 +116,74 @@ func benchMode(b *testing.B, mode string) (total, backend []time.Duration) {
 	return timeCreates(ctx, b, dsn, mode, benchClusters)
 }
 
+// clusterTimes are the moments one bench cluster passed each stage, all on this machine's clock.
+type clusterTimes struct {
+	available time.Time // its HostedCluster Available=True, seen by a watch on the management cluster
+	agent     time.Time // the Maestro agent patched the work's status with it (the agent's log)
+	maestro   time.Time // a work status with Available=True delivered on Maestro's gRPC source stream
+	ready     time.Time // Cluster Service's update_time of the cluster, first seen READY
+	succeeded time.Time // its create operation Succeeded, seen on the document store's change feed
+}
+
+// createRun is what timeCreates saw of one batch.
+type createRun struct {
+	times map[string]*clusterTimes // CS cluster ID → stage times
+	uids  map[string]string        // CS cluster ID → its work's Maestro resource ID
+	// queueMean and queueMax are Cluster Service's reconcile queue depth sampled every 250 ms
+	// from the first PUT until the last create succeeded.
+	queueMean float64
+	queueMax  int
+}
+
+func availableAt(t *clusterTimes) time.Time { return t.available }
+func agentAt(t *clusterTimes) time.Time     { return t.agent }
+func maestroAt(t *clusterTimes) time.Time   { return t.maestro }
+func readyAt(t *clusterTimes) time.Time     { return t.ready }
+func succeededAt(t *clusterTimes) time.Time { return t.succeeded }
+
+// stage returns, sorted, to(t) − from(t) over the clusters that have both.
+func (r createRun) stage(from, to func(*clusterTimes) time.Time) []time.Duration {
+	var out []time.Duration
+	for _, t := range r.times {
+		if f, e := from(t), to(t); !f.IsZero() && !e.IsZero() {
+			out = append(out, e.Sub(f))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
 // timeCreates creates n clusters through ARM at 5/s in a fresh subscription and returns, sorted,
 // for each the time from its HostedCluster turning Available to its create operation turning
 // Succeeded, and the backend's share of it (Cluster Service's READY write → Succeeded); then it
 // deletes them. dsn reads the document store as the backend (PGPASSFILE set by the caller).
 func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClusters int) (total, backend []time.Duration) {
+	r := timeCreateStages(ctx, b, dsn, mode, benchClusters, false)
+	return r.stage(availableAt, succeededAt), r.stage(readyAt, succeededAt)
+}
+
+// timeCreateStages is timeCreates keeping every stage of every cluster; with viaMaestro it also
+// follows Maestro's gRPC source stream (a subscriber of its own beside Cluster Service's) for
+// the moment each work's status first says Available.
+func timeCreateStages(ctx context.Context, b *testing.B, dsn, mode string, benchClusters int, viaMaestro bool) createRun {
+	return timeCreateStagesThen(ctx, b, dsn, mode, benchClusters, viaMaestro, nil)
+}
+
+// timeCreateStagesThen is timeCreateStages calling then, if set, with the batch's subscription
+// and resource group once every create succeeded and before the deletes.
+func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, benchClusters int, viaMaestro bool, then func(sub, rg string)) createRun {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
-	available := map[string]time.Time{} // CS cluster ID → Available seen
-	succeeded := map[string]time.Time{} // CS cluster ID → create Succeeded seen
+	run := createRun{times: map[string]*clusterTimes{}, uids: map[string]string{}}
+	at := func(id string) *clusterTimes { // under mu
+		t, ok := run.times[id]
+		if !ok {
+			t = &clusterTimes{}
+			run.times[id] = t
+		}
+		return t
+	}
 	watchHostedClusters(ctx, b, func(ev watch.Event, now time.Time) {
 		hc, ok := ev.Object.(*unstructured.Unstructured)
 		if !ok || ev.Type == watch.Deleted || condition(*hc, "Available") != "True" {
@@ -122,20 +192,52 @@ func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClust
 		ns := hc.GetNamespace()
 		id := ns[strings.LastIndex(ns, "-")+1:]
 		mu.Lock()
-		if _, seen := available[id]; !seen {
-			available[id] = now
+		if t := at(id); t.available.IsZero() {
+			t.available = now
 		}
 		mu.Unlock()
 	})
+	if viaMaestro {
+		watchMaestroAvailable(ctx, b, func(id, uid string, available bool, now time.Time) {
+			mu.Lock()
+			run.uids[id] = uid
+			if t := at(id); available && t.maestro.IsZero() {
+				t.maestro = now
+			}
+			mu.Unlock()
+		})
+	}
 	st, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		b.Fatalf("open document store: %v", err)
 	}
 	defer st.Close()
+	succeeded := map[string]time.Time{} // CS cluster ID → create Succeeded seen
 	go followSucceeded(ctx, st, &mu, succeeded)
 
 	sub, rg := uuid.NewString(), "rg-bench-"+mode
 	registerSubscriptionB(b, sub)
+	// Cluster Service's READY writes, read from the start so that a later status write does not
+	// move update_time before it is read.
+	go func() {
+		cs := clusterServiceB(b)
+		for ctx.Err() == nil {
+			resp, err := cs.ListClusters(ctx, csListRequest(sub))
+			if err == nil {
+				mu.Lock()
+				for _, c := range resp.GetClusters() {
+					if c.GetStatus().GetState() == csv1.ClusterState_CLUSTER_STATE_READY {
+						if t := at(c.GetId()); t.ready.IsZero() {
+							t.ready = c.GetUpdateTime().AsTime()
+						}
+					}
+				}
+				mu.Unlock()
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+	stopQueue := sampleQueueDepth(ctx)
 	// Paced at 5 creates/s, well under Maestro's ≈62/s, so queueing upstream stays small.
 	tick := time.NewTicker(200 * time.Millisecond)
 	for i := range benchClusters {
@@ -147,8 +249,7 @@ func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClust
 	}
 	tick.Stop()
 	ids := map[string]bool{}
-	readyAt := map[string]time.Time{}
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(6 * time.Minute)
 	for {
 		resp, err := clusterServiceB(b).ListClusters(ctx, csListRequest(sub))
 		if err != nil {
@@ -156,11 +257,6 @@ func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClust
 		}
 		for _, c := range resp.GetClusters() {
 			ids[c.GetId()] = true
-			if c.GetStatus().GetState() == csv1.ClusterState_CLUSTER_STATE_READY {
-				if _, ok := readyAt[c.GetId()]; !ok {
-					readyAt[c.GetId()] = c.GetUpdateTime().AsTime()
-				}
-			}
 		}
 		mu.Lock()
 		done := 0
@@ -174,36 +270,54 @@ func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClust
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%s mode: %d of %d creates succeeded after 5 min", mode, done, benchClusters)
+			// Not fatal: the unfinished ones count as missing in every stage that ends later.
+			b.Logf("%s mode: only %d of %d creates succeeded after 6 min; going on without the rest", mode, done, benchClusters)
+			break
 		}
 		time.Sleep(time.Second)
 	}
-	var out []time.Duration
+	run.queueMean, run.queueMax = stopQueue()
+	time.Sleep(1500 * time.Millisecond) // the last READY's update_time to be read
 	mu.Lock()
+	out := createRun{times: map[string]*clusterTimes{}, uids: run.uids, queueMean: run.queueMean, queueMax: run.queueMax}
 	for id := range ids {
-		a, ok := available[id]
-		if !ok {
+		t := at(id)
+		if t.available.IsZero() {
 			continue // Available came before the watch: never, as the watch starts first
 		}
-		out = append(out, succeeded[id].Sub(a))
-		if r, ok := readyAt[id]; ok && !succeeded[id].Before(r) {
-			backend = append(backend, succeeded[id].Sub(r))
+		t.succeeded = succeeded[id]
+		if t.ready.After(t.succeeded) {
+			t.ready = time.Time{} // a later status write moved update_time: not the READY write
 		}
+		c := *t
+		out.times[id] = &c
 	}
 	mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	sort.Slice(backend, func(i, j int) bool { return backend[i] < backend[j] })
-	if len(out) < benchClusters {
-		b.Fatalf("%s mode: Available seen for %d of %d clusters", mode, len(out), benchClusters)
+	cancel() // the readers above stop before the deletes
+	if viaMaestro {
+		agentPatches(b, out)
 	}
-
-	b.Logf("%s mode: Available → Succeeded p50 %s p90 %s p99 %s max %s over %d clusters", mode, pct(out, 50), pct(out, 90), pct(out, 99), out[len(out)-1].Round(time.Millisecond), len(out))
+	if len(out.times) < benchClusters {
+		b.Logf("%s mode: Available seen for only %d of %d clusters", mode, len(out.times), benchClusters)
+	}
+	if len(out.times) == 0 {
+		b.Fatalf("%s mode: no cluster became Available", mode)
+	}
+	total, backend := out.stage(availableAt, succeededAt), out.stage(readyAt, succeededAt)
+	if len(total) > 0 {
+		b.Logf("%s mode: Available → Succeeded p50 %s p90 %s p99 %s max %s over %d clusters", mode, pct(total, 50), pct(total, 90), pct(total, 99), total[len(total)-1].Round(time.Millisecond), len(total))
+	}
 	if len(backend) > 0 {
 		b.Logf("%s mode: CS READY write → Succeeded p50 %s p90 %s p99 %s max %s over %d clusters", mode, pct(backend, 50), pct(backend, 90), pct(backend, 99), backend[len(backend)-1].Round(time.Millisecond), len(backend))
 	}
 
+	if then != nil {
+		then(sub, rg)
+	}
+
 	// Give the shards' capacity back before the next mode. A delete that does not finish is
 	// reported, not fatal: it is not what this measures, and the shards have room for it.
+	dctx := context.WithoutCancel(ctx)
 	var delAsync []string
 	for i := range benchClusters {
 		r := armB(b, http.MethodDelete, clusterPath(sub, rg, fmt.Sprintf("c%03d", i)), nil)
@@ -212,13 +326,193 @@ func timeCreates(ctx context.Context, b *testing.B, dsn, mode string, benchClust
 		}
 		delAsync = append(delAsync, r.Header.Get("Azure-AsyncOperation"))
 	}
-	wait := time.Now().Add(90 * time.Second)
+	// Wait for the deletes (up to 4 min on a loaded machine), so the next batch does not share
+	// the region with them; describe a few that did not finish.
+	wait, unfinished := time.Now().Add(4*time.Minute), 0
 	for i, a := range delAsync {
 		if st := waitOperationB(b, a, time.Until(wait)); st != "Succeeded" {
-			b.Logf("%s mode: delete of c%03d is %q after 90 s; cluster service: %s", mode, i, st, csState(ctx, b, sub, rg, i))
+			if unfinished++; unfinished <= 3 {
+				b.Logf("%s mode: delete of c%03d is %q after 4 min; cluster service: %s", mode, i, st, csState(dctx, b, sub, rg, i))
+			}
 		}
 	}
-	return out, backend
+	if unfinished > 0 {
+		b.Logf("%s mode: %d of %d deletes unfinished after 4 min", mode, unfinished, benchClusters)
+	}
+	return out
+}
+
+// sampleQueueDepth samples Cluster Service's reconcile queue depth (its /metrics) every 250 ms
+// until the returned function is called, which gives the mean and the maximum seen.
+func sampleQueueDepth(ctx context.Context) (stop func() (mean float64, maxDepth int)) {
+	ctx, cancel := context.WithCancel(ctx)
+	var sum, n, top int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if resp, err := http.Get(region.Info.ClusterService.MetricsURL); err == nil {
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				for _, l := range strings.Split(string(raw), "\n") {
+					if v, ok := strings.CutPrefix(l, "cluster_service_reconcile_queue_depth "); ok {
+						if f, err := strconv.ParseFloat(v, 64); err == nil {
+							sum, n, top = sum+int(f), n+1, max(top, int(f))
+						}
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	return func() (float64, int) {
+		cancel()
+		<-done
+		if n == 0 {
+			return 0, 0
+		}
+		return float64(sum) / float64(n), top
+	}
+}
+
+// watchMaestroAvailable subscribes to Maestro's gRPC source stream as Cluster Service's source
+// (as P4's bare source does; Maestro sends every status event of the source to each subscriber)
+// and calls fn with the cluster ID, its work's Maestro resource ID, whether the work's
+// HostedCluster feedback says Available=True and the arrival time of every work event, until
+// ctx ends. It always drains its watches:
+// grpcsource holds up its delivery until a watcher takes the event.
+func watchMaestroAvailable(ctx context.Context, b *testing.B, fn func(id, uid string, available bool, now time.Time)) {
+	tlsCfg, err := region.Info.Maestro.ClientTLS.Files().Client(region.Info.Maestro.GRPC)
+	if err != nil {
+		b.Fatal(err)
+	}
+	apiCfg := openapi.NewConfiguration()
+	apiCfg.Servers = openapi.ServerConfigurations{{URL: region.Info.Maestro.REST}}
+	apiCfg.HTTPClient = httpClient
+	dialer := &grpcoptions.GRPCDialer{URL: region.Info.Maestro.GRPC, TLSConfig: tlsCfg}
+	go func() { <-ctx.Done(); dialer.Close() }()
+	logger, err := sdklogging.NewGoLoggerBuilder().Debug(false).Info(false).Warn(true).Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc, err := grpcsource.NewMaestroGRPCSourceWorkClient(ctx, logger, openapi.NewAPIClient(apiCfg), &grpcoptions.GRPCOptions{Dialer: dialer}, maestro.DefaultSourceID)
+	if err != nil {
+		b.Fatalf("maestro source client: %v", err)
+	}
+	for _, mc := range region.Info.ManagementClusters {
+		// The watch starts with a List through Maestro's REST API, which a loaded region can
+		// answer after the client's timeout: retry, and without it go on with no Maestro stage.
+		var w watch.Interface
+		for attempt := 1; ; attempt++ {
+			if w, err = wc.ManifestWorks(mc.ConsumerName).Watch(ctx, metav1.ListOptions{}); err == nil || attempt == 4 {
+				break
+			}
+			time.Sleep(time.Duration(attempt) * 2 * time.Second)
+		}
+		if err != nil {
+			b.Logf("watch works of %s, 4 tries: %v; no Maestro stage for its clusters", mc.ConsumerName, err)
+			continue
+		}
+		go func() {
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					drain(w.ResultChan())
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					now := time.Now()
+					work, ok := ev.Object.(*workv1.ManifestWork)
+					if !ok || ev.Type == watch.Deleted {
+						continue
+					}
+					id, ok := manifests.ClusterIDFromWorkName(work.Name)
+					if !ok {
+						continue
+					}
+					fb, err := controller.ParseFeedback(work)
+					fn(id, ceutils.UID(maestro.DefaultSourceID, cecommon.ManifestWorkGR.String(), mc.ConsumerName, work.Name), err == nil && feedbackAvailable(fb), now)
+				}
+			}
+		}()
+	}
+}
+
+// agentAvailable is how a HostedCluster's Available=True condition reads inside the status
+// patch the Maestro agent logs ("Object is patched"): a JSON string in a JSON string in a
+// quoted log value, its fields in alphabetical order.
+const agentAvailable = `\\\"status\\\":\\\"True\\\",\\\"type\\\":\\\"Available\\\"`
+
+// agentPatches sets, for each cluster of r, when a Maestro agent first logged a status patch
+// of its work whose feedback has the HostedCluster Available=True (agent log lines are
+// "I1123 16:27:47.383452 pid patcher.go:218] "Object is patched" ... objectName="<uid>" ...",
+// in UTC on this machine).
+func agentPatches(b *testing.B, r createRun) {
+	byUID := map[string]*clusterTimes{}
+	for id, uid := range r.uids {
+		if t, ok := r.times[id]; ok {
+			byUID[uid] = t
+		}
+	}
+	entries, _ := os.ReadDir(region.Info.LogDir)
+	year := time.Now().UTC().Year()
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "maestro-agent") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(region.Info.LogDir, e.Name()))
+		if err != nil {
+			b.Logf("agent log: %v", err)
+			continue
+		}
+		for _, l := range strings.Split(string(raw), "\n") {
+			if len(l) < 22 || !strings.Contains(l, `"Object is patched"`) || !strings.Contains(l, agentAvailable) {
+				continue
+			}
+			_, rest, ok := strings.Cut(l, `objectName="`)
+			if !ok {
+				continue
+			}
+			uid, _, _ := strings.Cut(rest, `"`)
+			t, ok := byUID[uid]
+			if !ok || !t.agent.IsZero() {
+				continue
+			}
+			at, err := time.Parse("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", year, l[1:21]))
+			if err == nil {
+				t.agent = at
+			}
+		}
+	}
+}
+
+func feedbackAvailable(fb controller.Feedback) bool {
+	for _, c := range fb.Conditions {
+		if c.Type == "Available" {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// drain takes events a grpcsource watcher may still send after its context ended.
+func drain(ch <-chan watch.Event) {
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-time.After(time.Second):
+			return
+		}
+	}
 }
 
 // followSucceeded records when each create operation is first seen Succeeded on the feed.
@@ -381,19 +675,28 @@ func kubeClient(b *testing.B, kubeconfig string) dynamic.Interface {
 // BenchmarkFeedbackModes compares Cluster Service's watched status feedback (the agent watches a
 // HostedCluster while a transition is in flight) with its poll-only baseline (--feedback-watch
 // =false: the agent re-reads it every --status-sync-interval, 10 s in the region), in one run
-// on the shared region with the backend in its default watch mode: Cluster Service is restarted
-// with the mode's flag, FEEDBACK_BENCH_CLUSTERS (default 100) clusters are created through ARM
-// at 5/s, and HostedCluster Available → ARM Succeeded is timed as in BenchmarkStatusModes.
-// Watch runs first; FEEDBACK_BENCH_POLL_FIRST=1 runs the baseline first.
-// Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 30m
+// on the shared region with the backend in its default watch mode. First a throwaway batch of
+// FEEDBACK_BENCH_WARM clusters (default 20, 0: none) warms the region, so that neither mode
+// runs on a region that has just started. Then for each mode Cluster Service is restarted with
+// the mode's flags, FEEDBACK_BENCH_CLUSTERS (default 100) clusters are created through ARM at
+// 5/s, and each cluster's path from HostedCluster Available to ARM Succeeded is cut into
+// stages, all on this process's clock:
+//
+//	Available → Maestro  the agent's feedback reaching Maestro's server and its gRPC source
+//	                     stream (a subscriber of the benchmark's own, beside Cluster Service's)
+//	Maestro → READY      Cluster Service's queue and reconcile, to its READY write (update_time)
+//	READY → Succeeded    the backend
+//
+// with Cluster Service's reconcile queue depth sampled every 250 ms and, with BENCH_PPROF_DIR,
+// CPU profiles of our services during each mode (profileServices). Modes: watch, then poll;
+// FEEDBACK_BENCH_POLL_FIRST=1 swaps them; FEEDBACK_BENCH_MODES="name=flag flag;name=flag ..."
+// replaces them (e.g. a candidate fix beside its baseline in the same run). The figures go to
+// $BENCH_OUT/feedback-modes.json (default docs/perf-data).
+// Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 20m
 func BenchmarkFeedbackModes(b *testing.B) {
-	n := benchClusters
-	if v := os.Getenv("FEEDBACK_BENCH_CLUSTERS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("FEEDBACK_BENCH_CLUSTERS=%q is not a positive number", v)
-		}
-	}
+	n := envCount(b, "FEEDBACK_BENCH_CLUSTERS", benchClusters)
+	warm := envCount(b, "FEEDBACK_BENCH_WARM", 20)
+	poolN := min(envCount(b, "FEEDBACK_BENCH_POOLS", 20), n)
 	db, err := region.Info.Postgres.Role("backend")
 	if err != nil {
 		b.Fatal(err)
@@ -407,30 +710,437 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			b.Errorf("restart cluster-service: %v", err)
 		}
 	}()
-	modes := []struct{ name, flag string }{{"watch", "--feedback-watch=true"}, {"poll", "--feedback-watch=false"}}
+	type mode struct {
+		name  string
+		flags []string
+	}
+	modes := []mode{{"watch", []string{"--feedback-watch=true"}}, {"poll", []string{"--feedback-watch=false"}}}
 	if os.Getenv("FEEDBACK_BENCH_POLL_FIRST") != "" { // to see what the order costs
 		modes[0], modes[1] = modes[1], modes[0]
 	}
-	for i := 0; i < b.N; i++ {
-		results := map[string][]time.Duration{}
-		for _, m := range modes {
-			rctx, rcancel := context.WithTimeout(ctx, time.Minute)
-			err := region.RestartWith(rctx, "cluster-service", m.flag)
-			rcancel()
-			if err != nil {
-				b.Fatalf("restart cluster-service with %s: %v", m.flag, err)
+	if v := os.Getenv("FEEDBACK_BENCH_MODES"); v != "" {
+		modes = nil
+		for _, m := range strings.Split(v, ";") {
+			name, flags, ok := strings.Cut(strings.TrimSpace(m), "=")
+			if !ok || name == "" {
+				b.Fatalf("FEEDBACK_BENCH_MODES=%q: want name=flags;name=flags", v)
 			}
-			results[m.name], _ = timeCreates(ctx, b, db.DSN, "feedback-"+m.name, n)
+			modes = append(modes, mode{name, strings.Fields(flags)})
 		}
-		b.Logf("time from HostedCluster Available to ARM Succeeded, %d clusters per feedback mode:", n)
-		b.Logf("| feedback | n | p50 | p90 | p99 | max |")
+	}
+	restart := func(flags []string) {
+		rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+		defer rcancel()
+		if err := region.RestartWith(rctx, "cluster-service", flags...); err != nil {
+			b.Fatalf("restart cluster-service with %v: %v", flags, err)
+		}
+	}
+	stages := []struct {
+		name     string
+		from, to func(*clusterTimes) time.Time
+	}{
+		{"Available → agent status patch", availableAt, agentAt},
+		{"agent status patch → Maestro stream", agentAt, maestroAt},
+		{"Available → Maestro stream", availableAt, maestroAt},
+		{"Maestro stream → CS READY write", maestroAt, readyAt},
+		{"CS READY write → ARM Succeeded", readyAt, succeededAt},
+		{"Available → ARM Succeeded", availableAt, succeededAt},
+	}
+	poolStages := []struct {
+		name     string
+		from, to func(poolTimes) time.Time
+	}{
+		{"PATCH → NodePool Ready at 3", func(p poolTimes) time.Time { return p.patched }, func(p poolTimes) time.Time { return p.ready }},
+		{"NodePool Ready → ARM Succeeded", func(p poolTimes) time.Time { return p.ready }, func(p poolTimes) time.Time { return p.succeeded }},
+		{"PATCH → ARM Succeeded", func(p poolTimes) time.Time { return p.patched }, func(p poolTimes) time.Time { return p.succeeded }},
+	}
+	cmd := fmt.Sprintf("FEEDBACK_BENCH_CLUSTERS=%d FEEDBACK_BENCH_WARM=%d FEEDBACK_BENCH_POOLS=%d go test -count=1 -v ./e2e/ -run '^$' -bench FeedbackModes -benchtime 1x -timeout 20m", n, warm, poolN)
+	for i := 0; i < b.N; i++ {
+		rep := newReport("feedback-modes", "HostedCluster Available → ARM Succeeded by stage, watched feedback against poll (ms; 5 creates/s)", cmd)
+		rep.XLabel = "mode: stage"
+		if warm > 0 {
+			start := time.Now()
+			timeCreateStages(ctx, b, db.DSN, "feedback-warm", warm, false)
+			rep.Notes = append(rep.Notes, fmt.Sprintf("warm-up: %d throwaway clusters created and deleted in %s before the first mode (load average %s)", warm, time.Since(start).Round(time.Second), loadAvg()))
+		}
+		runs := map[string]createRun{}
+		pools := map[string][]poolTimes{}
 		for _, m := range modes {
-			d := results[m.name]
-			b.Logf("| %s | %d | %s | %s | %s | %s |", m.name, len(d), pct(d, 50), pct(d, 90), pct(d, 99), d[len(d)-1].Round(time.Millisecond))
+			restart(m.flags)
+			pointsAt, notesAt := len(rep.Points), len(rep.Notes)
+			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
+			load := loadAvg()
+			start := time.Now()
+			// The profile covers the creates (n/5 s) and the time most of them take to finish.
+			wait := profileServices(b, "feedback-"+m.name, time.Duration(n)*200*time.Millisecond+20*time.Second)
+			var scaleStart time.Time
+			var maestroNote, csNote string
+			runs[m.name] = timeCreateStagesThen(ctx, b, db.DSN, "feedback-"+m.name, n, true, func(sub, rg string) {
+				maestroNote, csNote = maestroMetrics().meanOf(maestroBefore), csReconcileMetrics(b).since(before)+"; works republished: "+csRepublishes()
+				wait() // the profile is of the creates
+				if poolN > 0 {
+					scaleStart = time.Now()
+					pools[m.name] = timePoolScales(ctx, b, db.DSN, m.name, sub, rg, poolN)
+				}
+			})
+			r := runs[m.name]
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: Maestro server during the creates: %s", m.name, maestroNote))
+			rep.Notes = append(rep.Notes,
+				fmt.Sprintf("%s (Cluster Service %s): %s to %s UTC, load average %s at start, %s at end; Cluster Service's reconcile queue depth mean %.1f, max %d; its reconciles during the creates: %s",
+					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, loadAvg(), r.queueMean, r.queueMax, csNote))
+			for _, st := range stages {
+				d := r.stage(st.from, st.to)
+				rep.Points = append(rep.Points, summarize(m.name+": "+st.name, 5, time.Duration(n)*200*time.Millisecond, d, n-len(d)))
+			}
+			if ps := pools[m.name]; len(ps) > 0 {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: node pool scale of %d pools (2 → 3 replicas by PATCH) from %s UTC", m.name, len(ps), scaleStart.UTC().Format("15:04:05")))
+				for _, st := range poolStages {
+					d := poolStage(ps, st.from, st.to)
+					rep.Points = append(rep.Points, summarize(m.name+": node pool "+st.name, 5, time.Duration(len(ps))*200*time.Millisecond, d, len(ps)-len(d)))
+				}
+			}
+			// Each mode's figures as soon as it ends, so a run stopped early keeps them.
+			for _, p := range rep.Points[pointsAt:] {
+				b.Logf("| %s | n %d | missing %d | p50 %.0f ms | p99 %.0f ms | max %.0f ms |", p.Series, p.N, p.Errors, p.P50ms, p.P99ms, p.MaxMs)
+			}
+			for _, note := range rep.Notes[notesAt:] {
+				b.Log(note)
+			}
+			rep.write(b)
+		}
+		rep.Notes = append(rep.Notes, "errors in a stage's row: clusters without both of its timestamps (e.g. no READY seen before a later status write, or no Available on Maestro's stream)")
+		rep.Notes = append(rep.Notes, agentLogSummary(b))
+		b.Logf("| mode | stage | n | p50 | p90 | p99 | max |")
+		for _, m := range modes {
+			for _, st := range stages {
+				d := runs[m.name].stage(st.from, st.to)
+				if len(d) == 0 {
+					b.Logf("| %s | %s | 0 | | | | |", m.name, st.name)
+					continue
+				}
+				b.Logf("| %s | %s | %d | %s | %s | %s | %s |", m.name, st.name, len(d), pct(d, 50), pct(d, 90), pct(d, 99), d[len(d)-1].Round(time.Millisecond))
+			}
+			for _, st := range poolStages {
+				if d := poolStage(pools[m.name], st.from, st.to); len(d) > 0 {
+					b.Logf("| %s | node pool %s | %d | %s | %s | %s | %s |", m.name, st.name, len(d), pct(d, 50), pct(d, 90), pct(d, 99), d[len(d)-1].Round(time.Millisecond))
+				}
+			}
+			d := runs[m.name].stage(availableAt, succeededAt)
 			b.ReportMetric(float64(pct(d, 50).Milliseconds()), m.name+"-p50-ms")
 			b.ReportMetric(float64(pct(d, 99).Milliseconds()), m.name+"-p99-ms")
 		}
-		w, p := results["watch"], results["poll"]
-		b.Logf("watch/poll ratio: p50 %.3f, p99 %.3f", float64(pct(w, 50))/float64(pct(p, 50)), float64(pct(w, 99))/float64(pct(p, 99)))
+		if len(modes) > 1 {
+			last := modes[len(modes)-1].name
+			p := runs[last].stage(availableAt, succeededAt)
+			pp := poolStage(pools[last], poolStages[1].from, poolStages[1].to)
+			for _, m := range modes[:len(modes)-1] {
+				w := runs[m.name].stage(availableAt, succeededAt)
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s/%s ratio, Available → ARM Succeeded: p50 %.3f, p99 %.3f", m.name, last,
+					float64(pct(w, 50))/float64(pct(p, 50)), float64(pct(w, 99))/float64(pct(p, 99))))
+				if wp := poolStage(pools[m.name], poolStages[1].from, poolStages[1].to); len(wp) > 0 && len(pp) > 0 {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("%s/%s ratio, NodePool Ready → ARM Succeeded: p50 %.3f, p99 %.3f", m.name, last,
+						float64(pct(wp, 50))/float64(pct(pp, 50)), float64(pct(wp, 99))/float64(pct(pp, 99))))
+				}
+			}
+		}
+		rep.write(b)
+		for _, note := range rep.Notes {
+			b.Log(note)
+		}
 	}
+}
+
+// maestroMetrics reads the Maestro server's /metrics that say where its status path spends
+// time: status events processed and their latency, its PostgreSQL advisory locks (taken to
+// held, by type), its gRPC Publish handling, and agents' status updates received; series per
+// resource ID are summed over resources.
+func maestroMetrics() csMetrics {
+	resp, err := http.Get(region.Info.Maestro.MetricsURL)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := csMetrics{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		k, v, ok := strings.Cut(l, " ")
+		name, labels, _ := strings.Cut(k, "{")
+		switch name {
+		case "resource_status_event_processing_latency_seconds_sum", "resource_status_event_processing_latency_seconds_count":
+			labels = ""
+		case "advisory_lock_duration_sum", "advisory_lock_duration_count", "grpc_server_processed_duration_seconds_sum", "grpc_server_processed_duration_seconds_count":
+		case "cloudevents_received_total":
+			if !strings.Contains(labels, `subresource="status"`) {
+				continue
+			}
+			labels = ""
+		default:
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); ok && err == nil {
+			key := name
+			if labels != "" {
+				key += "{" + labels
+			}
+			out[key] += f
+		}
+	}
+	return out
+}
+
+// meanOf describes, from the change in m since before, each sum/count pair as its count and mean.
+func (m csMetrics) meanOf(before csMetrics) string {
+	var parts []string
+	for k, c := range m {
+		name, labels, _ := strings.Cut(k, "{")
+		base, ok := strings.CutSuffix(name, "_count")
+		if !ok {
+			continue
+		}
+		sumKey := base + "_sum"
+		if labels != "" {
+			sumKey += "{" + labels
+		}
+		if n := c - before[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s%s: %.0f, mean %.0f ms", base, strings.TrimSuffix("{"+labels, "{"), n, 1000*(m[sumKey]-before[sumKey])/n))
+		}
+	}
+	for k, v := range m {
+		if strings.HasSuffix(k, "_total") && v-before[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s: +%.0f", k, v-before[k]))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+// csRepublishes is Cluster Service's cluster_service_maestro_republishes_total since it started.
+func csRepublishes() string {
+	resp, err := http.Get(region.Info.ClusterService.MetricsURL)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "cluster_service_maestro_republishes_total{") {
+			out = append(out, strings.TrimPrefix(l, "cluster_service_maestro_republishes_total"))
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+// envCount reads a non-negative count from the environment, or def.
+func envCount(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		b.Fatalf("%s=%q is not a count", name, v)
+	}
+	return n
+}
+
+// agentLogSummary counts, in each Maestro agent's log so far, the lines that speak of status
+// feedback or informers, and with BENCH_PPROF_DIR copies the agents' logs there.
+func agentLogSummary(b *testing.B) string {
+	entries, err := os.ReadDir(region.Info.LogDir)
+	if err != nil {
+		return "agent logs: " + err.Error()
+	}
+	var parts []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "maestro-agent") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(region.Info.LogDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		counts := map[string]int{}
+		for _, l := range strings.Split(string(raw), "\n") {
+			ll := strings.ToLower(l)
+			for _, k := range []string{"feedback", "informer", "error", "throttl"} {
+				if strings.Contains(ll, k) {
+					counts[k]++
+				}
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d lines, of which mention feedback %d, informer %d, error %d, throttl %d",
+			e.Name(), strings.Count(string(raw), "\n"), counts["feedback"], counts["informer"], counts["error"], counts["throttl"]))
+		if dir := os.Getenv("BENCH_PPROF_DIR"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, "feedback-"+e.Name()), raw, 0o644)
+		}
+	}
+	return "agent logs: " + strings.Join(parts, "; ")
+}
+
+// poolTimes are the moments one node pool's scale passed each stage, on this machine's clock.
+type poolTimes struct {
+	patched   time.Time // the PATCH of its replicas answered
+	ready     time.Time // its NodePool on the management cluster at the new count and Ready=True
+	succeeded time.Time // its update operation Succeeded, seen on the document store's change feed
+}
+
+// timePoolScales gives each of the first pools clusters of the batch (c000, c001, …) a node pool
+// of 2 replicas, waits until they all succeeded, then scales each to 3 by PATCH through ARM at
+// 5/s and returns, per pool, when the PATCH answered, when its NodePool on the management
+// cluster reached 3 replicas and Ready, and when its update operation Succeeded.
+func timePoolScales(ctx context.Context, b *testing.B, dsn, mode, sub, rg string, pools int) []poolTimes {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const ver = "2025-12-23-preview"
+	poolPath := func(i int) string {
+		return clusterPath(sub, rg, fmt.Sprintf("c%03d", i)) + "/nodePools/scale?api-version=" + ver
+	}
+	body := map[string]any{"location": region.Info.Location, "properties": map[string]any{
+		"version":  map[string]any{"id": "4.19", "channelGroup": "stable"},
+		"replicas": 2, "platform": map[string]any{"vmSize": "Standard_D8s_v3"},
+	}}
+	var async []string
+	for i := range pools {
+		r := armB(b, http.MethodPut, poolPath(i), body)
+		if r.Status != http.StatusCreated {
+			b.Fatalf("%s mode: PUT node pool %d: %d %s", mode, i, r.Status, r.Raw)
+		}
+		async = append(async, r.Header.Get("Azure-AsyncOperation"))
+	}
+	wait := time.Now().Add(3 * time.Minute)
+	for i, a := range async {
+		if st := waitOperationB(b, a, time.Until(wait)); st != "Succeeded" {
+			b.Logf("%s mode: create of node pool %d is %q after 3 min; no node pool scale measured", mode, i, st)
+			return nil
+		}
+	}
+
+	var mu sync.Mutex
+	ready := map[string]time.Time{} // "<cluster ID>" → NodePool at 3 replicas and Ready
+	for _, mc := range region.Info.ManagementClusters {
+		w, err := kubeClient(b, mc.Kubeconfig).Resource(nodePoolGVR).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			b.Fatalf("watch nodepools on %s: %v", mc.Name, err)
+		}
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				now := time.Now()
+				np, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok || ev.Type == watch.Deleted || np.GetName() != "scale" || condition(*np, "Ready") != "True" {
+					continue
+				}
+				if n, _, _ := unstructured.NestedInt64(np.Object, "status", "replicas"); n != 3 {
+					continue
+				}
+				ns := np.GetNamespace()
+				id := ns[strings.LastIndex(ns, "-")+1:]
+				mu.Lock()
+				if _, seen := ready[id]; !seen {
+					ready[id] = now
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	st, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		b.Fatalf("open document store: %v", err)
+	}
+	defer st.Close()
+	updated := map[string]time.Time{} // lower-cased node pool ARM ID → update Succeeded seen
+	go followUpdates(ctx, st, &mu, updated)
+
+	patched := make([]time.Time, pools)
+	tick := time.NewTicker(200 * time.Millisecond)
+	for i := range pools {
+		<-tick.C
+		r := armB(b, http.MethodPatch, poolPath(i), map[string]any{"properties": map[string]any{"replicas": 3}})
+		if r.Status != http.StatusAccepted {
+			b.Fatalf("%s mode: PATCH node pool %d: %d %s", mode, i, r.Status, r.Raw)
+		}
+		patched[i] = time.Now()
+	}
+	tick.Stop()
+	// The cluster ID of each pool's cluster, to join the NodePool's namespace.
+	resp, err := clusterServiceB(b).ListClusters(ctx, csListRequest(sub))
+	if err != nil {
+		b.Fatalf("list clusters: %v", err)
+	}
+	clusterID := map[string]string{}
+	for _, c := range resp.GetClusters() {
+		clusterID[strings.ToLower(c.GetArmResourceId())] = c.GetId()
+	}
+	out := make([]poolTimes, pools)
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		done := 0
+		mu.Lock()
+		for i := range pools {
+			cpath := strings.ToLower(clusterPath(sub, rg, fmt.Sprintf("c%03d", i)))
+			out[i] = poolTimes{patched: patched[i], ready: ready[clusterID[cpath]], succeeded: updated[cpath+"/nodepools/scale"]}
+			if !out[i].succeeded.IsZero() {
+				done++
+			}
+		}
+		mu.Unlock()
+		if done == pools {
+			return out
+		}
+		if time.Now().After(deadline) {
+			b.Logf("%s mode: %d of %d node pool scales succeeded after 3 min", mode, done, pools)
+			return out
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// followUpdates records when each update operation is first seen Succeeded on the feed, by its
+// resource's ARM ID, lower-cased.
+func followUpdates(ctx context.Context, st docstore.Store, mu *sync.Mutex, succeeded map[string]time.Time) {
+	var checkpoint int64
+	for ctx.Err() == nil {
+		changes, err := st.Changes(ctx, checkpoint, 1000)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		now := time.Now()
+		for _, ch := range changes {
+			checkpoint = ch.Seq
+			if ch.Deleted || ch.Doc == nil || ch.Doc.Type != docstore.TypeOperation {
+				continue
+			}
+			var op armdoc.OperationDocument
+			if json.Unmarshal(ch.Doc.Body, &op) != nil || op.Request != armdoc.OperationUpdate || op.Status != armdoc.StateSucceeded {
+				continue
+			}
+			id := strings.ToLower(op.ExternalID)
+			mu.Lock()
+			if _, seen := succeeded[id]; !seen {
+				succeeded[id] = now
+			}
+			mu.Unlock()
+		}
+		if len(changes) == 1000 {
+			continue
+		}
+		_ = st.WaitForChanges(ctx, checkpoint)
+	}
+}
+
+// poolStage returns, sorted, to − from over the pools that have both.
+func poolStage(ps []poolTimes, from, to func(poolTimes) time.Time) []time.Duration {
+	var out []time.Duration
+	for _, p := range ps {
+		if f, e := from(p), to(p); !f.IsZero() && !e.IsZero() {
+			out = append(out, e.Sub(f))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }
