@@ -692,7 +692,7 @@ func kubeClient(b *testing.B, kubeconfig string) dynamic.Interface {
 // FEEDBACK_BENCH_POLL_FIRST=1 swaps them; FEEDBACK_BENCH_MODES="name=flag flag;name=flag ..."
 // replaces them (e.g. a candidate fix beside its baseline in the same run). The figures go to
 // $BENCH_OUT/feedback-modes.json (default docs/perf-data).
-// Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 20m
+// Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 60m
 func BenchmarkFeedbackModes(b *testing.B) {
 	n := envCount(b, "FEEDBACK_BENCH_CLUSTERS", benchClusters)
 	warm := envCount(b, "FEEDBACK_BENCH_WARM", 20)
@@ -754,7 +754,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		{"NodePool Ready → ARM Succeeded", func(p poolTimes) time.Time { return p.ready }, func(p poolTimes) time.Time { return p.succeeded }},
 		{"PATCH → ARM Succeeded", func(p poolTimes) time.Time { return p.patched }, func(p poolTimes) time.Time { return p.succeeded }},
 	}
-	cmd := fmt.Sprintf("FEEDBACK_BENCH_CLUSTERS=%d FEEDBACK_BENCH_WARM=%d FEEDBACK_BENCH_POOLS=%d go test -count=1 -v ./e2e/ -run '^$' -bench FeedbackModes -benchtime 1x -timeout 20m", n, warm, poolN)
+	cmd := fmt.Sprintf("FEEDBACK_BENCH_CLUSTERS=%d FEEDBACK_BENCH_WARM=%d FEEDBACK_BENCH_POOLS=%d go test -count=1 -v ./e2e/ -run '^$' -bench FeedbackModes -benchtime 1x -timeout 60m", n, warm, poolN)
 	for i := 0; i < b.N; i++ {
 		rep := newReport("feedback-modes", "HostedCluster Available → ARM Succeeded by stage, watched feedback against poll (ms; 5 creates/s)", cmd)
 		rep.XLabel = "mode: stage"
