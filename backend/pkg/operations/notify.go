@@ -162,44 +162,14 @@ func (c *Controller) post(ctx context.Context, op *opRecord, partition string) e
 	return nil
 }
 
-// statusBody is the ARM operation status shape (DESIGN.md §3.1).
-type statusBody struct {
-	ID        string                   `json:"id"`
-	Name      string                   `json:"name"`
-	Status    armdoc.ProvisioningState `json:"status"`
-	StartTime *time.Time               `json:"startTime,omitempty"`
-	EndTime   *time.Time               `json:"endTime,omitempty"`
-	Error     *armdoc.CloudErrorBody   `json:"error,omitempty"`
-}
-
-func operationStatusBody(op *opRecord, partition string) statusBody {
+// operationStatusBody is the notification's body: the operation status as the frontend answers
+// it at its status URL (armdoc.StatusAt).
+func operationStatusBody(op *opRecord, partition string) armdoc.OperationStatus {
 	sub := partition
 	if id, err := arm.ParseResourceID(op.ExternalID); err == nil {
 		sub = id.SubscriptionID
 	}
-	b := statusBody{
-		ID:     "/subscriptions/" + sub + "/providers/Microsoft.RedHatOpenShift/locations/" + op.Location + "/hcpOperationStatuses/" + op.ID,
-		Name:   op.ID,
-		Status: op.Status,
-	}
-	if !op.StartTime.IsZero() {
-		t := op.StartTime.UTC()
-		b.StartTime = &t
-	}
-	if op.EndTime != nil {
-		t := op.EndTime.UTC()
-		b.EndTime = &t
-	}
-	if op.Status == armdoc.StateFailed || op.Status == armdoc.StateCanceled {
-		b.Error = op.Error
-		if b.Error == nil {
-			b.Error = &armdoc.CloudErrorBody{Code: "InternalServerError", Message: "The operation failed."}
-			if op.Status == armdoc.StateCanceled {
-				b.Error = &armdoc.CloudErrorBody{Code: "Canceled", Message: "The operation was canceled."}
-			}
-		}
-	}
-	return b
+	return op.StatusAt("/subscriptions/" + sub + "/providers/Microsoft.RedHatOpenShift/locations/" + op.Location + "/hcpOperationStatuses/" + op.ID)
 }
 
 // recordNotification writes n on the operation, conditional on the document read.

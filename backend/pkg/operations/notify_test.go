@@ -19,13 +19,13 @@ import (
 type receiver struct {
 	*httptest.Server
 	mu     sync.Mutex
-	posts  map[string][]statusBody
+	posts  map[string][]armdoc.OperationStatus
 	answer func(path string, n int) int
 	block  chan struct{}
 }
 
 func newReceiver(t *testing.T, answer func(path string, n int) int) *receiver {
-	r := &receiver{posts: map[string][]statusBody{}, answer: answer, block: make(chan struct{})}
+	r := &receiver{posts: map[string][]armdoc.OperationStatus{}, answer: answer, block: make(chan struct{})}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if strings.HasPrefix(req.URL.Path, "/hang") {
 			select {
@@ -36,7 +36,7 @@ func newReceiver(t *testing.T, answer func(path string, n int) int) *receiver {
 			return
 		}
 		b, _ := io.ReadAll(req.Body)
-		var body statusBody
+		var body armdoc.OperationStatus
 		if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" || json.Unmarshal(b, &body) != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			return
@@ -55,10 +55,10 @@ func newReceiver(t *testing.T, answer func(path string, n int) int) *receiver {
 	return r
 }
 
-func (r *receiver) got(path string) []statusBody {
+func (r *receiver) got(path string) []armdoc.OperationStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]statusBody(nil), r.posts[path]...)
+	return append([]armdoc.OperationStatus(nil), r.posts[path]...)
 }
 
 func (h *harness) waitNotification(opID, state string, timeout time.Duration) *notification {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -14,14 +13,6 @@ import (
 )
 
 // operationStatus is the body of hcpOperationStatuses.
-type operationStatus struct {
-	ID        string                   `json:"id"`
-	Name      string                   `json:"name"`
-	Status    armdoc.ProvisioningState `json:"status"`
-	StartTime *time.Time               `json:"startTime,omitempty"`
-	EndTime   *time.Time               `json:"endTime,omitempty"`
-	Error     *armdoc.CloudErrorBody   `json:"error,omitempty"`
-}
 
 // operation loads the operation of the request. Operations of another region, or started by
 // another caller (when ARM names the caller), are not found.
@@ -47,34 +38,12 @@ func (s *Server) operation(r *http.Request) (*armdoc.OperationDocument, error) {
 	return op, nil
 }
 
-// terminalError is the error of a failed or canceled operation; one is always given.
-func terminalError(op *armdoc.OperationDocument) *armdoc.CloudErrorBody {
-	if op.Error != nil {
-		return op.Error
-	}
-	if op.Status == armdoc.StateCanceled {
-		return &armdoc.CloudErrorBody{Code: arm.CodeCanceled, Message: "The operation was canceled."}
-	}
-	return &armdoc.CloudErrorBody{Code: arm.CodeInternalServerError, Message: "The operation failed."}
-}
-
 func (s *Server) getOperationStatus(w http.ResponseWriter, r *http.Request) error {
 	op, err := s.operation(r)
 	if err != nil {
 		return err
 	}
-	st := operationStatus{ID: info(r).originalPath, Name: op.ID, Status: op.Status}
-	if !op.StartTime.IsZero() {
-		t := op.StartTime.UTC()
-		st.StartTime = &t
-	}
-	if op.EndTime != nil {
-		t := op.EndTime.UTC()
-		st.EndTime = &t
-	}
-	if op.Status == armdoc.StateFailed || op.Status == armdoc.StateCanceled {
-		st.Error = terminalError(op)
-	}
+	st := op.StatusAt(info(r).originalPath)
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -99,7 +68,7 @@ func (s *Server) getOperationResult(w http.ResponseWriter, r *http.Request) erro
 		return nil
 	}
 	if op.Status != armdoc.StateSucceeded {
-		e := terminalError(op)
+		e := op.TerminalError()
 		code := http.StatusBadRequest
 		switch {
 		case op.Status == armdoc.StateCanceled:
