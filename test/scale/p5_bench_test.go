@@ -42,6 +42,9 @@ type checkpoint struct {
 	// ListedSubscriptionClusters is how many clusters the subscription the frontend list reads holds.
 	ListedSubscriptionClusters int `json:"listedSubscriptionClusters"`
 	// CreateSeconds is from the step's first PUT to every cluster of the step Succeeded in ARM.
+	// Succeeded is how many of them ARM listed as Succeeded when the step ended (fewer than
+	// Clusters when P5_SETTLE_TIMEOUT ran out first); the measurements run regardless.
+	Succeeded       int                `json:"succeeded"`
 	CreateSeconds   float64            `json:"createSeconds"`
 	CreatedInStep   int                `json:"createdInStep"`
 	CreatesPerSec   float64            `json:"succeededPerSecond"`
@@ -125,8 +128,8 @@ func BenchmarkP5Scale(b *testing.B) {
 	if testing.Short() {
 		short = " -short"
 	}
-	cmd := fmt.Sprintf("cd test && P5_SIZES=%s P5_WINDOW=%d P5_PUT_CONCURRENCY=%d P5_REPEATS=%d P5_BUDGET=%s go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m%s",
-		sizesArg, window, putConc, repeats, budget, short)
+	cmd := fmt.Sprintf("cd test && P5_SIZES=%s P5_PER_SUBSCRIPTION=%d P5_WINDOW=%d P5_PUT_CONCURRENCY=%d P5_REPEATS=%d P5_BUDGET=%s P5_SETTLE_TIMEOUT=%s P5_RESYNC_TIMEOUT=%s go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m%s",
+		sizesArg, perSub, window, putConc, repeats, budget, settleTimeout, resyncTimeout, short)
 	rep := newReport("p5-scale", "P5: list, watch and agent resync against the number of hosted clusters (4 management clusters)", cmd)
 	rssRep := newReport("p5-scale-rss", "P5: resident memory (VmRSS) of the region's processes against the number of hosted clusters", cmd)
 	rssRep.Chart, rssRep.YUnit = "values", "MB"
@@ -136,15 +139,25 @@ func BenchmarkP5Scale(b *testing.B) {
 	if budget > 0 {
 		deadline = time.Now().Add(budget)
 	}
-	var xs []int
-	series := map[string][]float64{}
-	record := func(name string, v float64) { series[name] = append(series[name], v) }
+	// Each series keeps its own checkpoints: one can miss a checkpoint (a resync that timed out
+	// has no time), so a series' values are paired with the sizes they were measured at.
+	type values struct {
+		xs []int
+		vs []float64
+	}
+	series := map[string]*values{}
+	record := func(name string, x int, v float64) {
+		if series[name] == nil {
+			series[name] = &values{}
+		}
+		series[name].xs, series[name].vs = append(series[name].xs, x), append(series[name].vs, v)
+	}
 	for _, size := range sizes {
 		cp, partial := s.grow(ctx, b, size, window, putConc, deadline, settleTimeout)
 		if cp == nil {
 			break
 		}
-		b.Logf("checkpoint %d clusters: %d created in %.0f s (%.2f Succeeded/s), load average %s", cp.Clusters, cp.CreatedInStep, cp.CreateSeconds, cp.CreatesPerSec, cp.LoadAverage)
+		logf(b, "checkpoint %d clusters: %d created in %.0f s (%.2f Succeeded/s), load average %s", cp.Clusters, cp.CreatedInStep, cp.CreateSeconds, cp.CreatesPerSec, cp.LoadAverage)
 
 		procs, err := regionProcesses()
 		if err != nil {
@@ -165,7 +178,9 @@ func BenchmarkP5Scale(b *testing.B) {
 		pts := []point{
 			latency("Cluster Service ListClusters, every cluster (pages of 100)", cp.Clusters, csList, 0),
 			latency("Cluster Service WatchClusters from 0 to BOOKMARK", cp.Clusters, csWatch, 0),
-			latency(fmt.Sprintf("frontend ARM list of one subscription (%d clusters, pages of 100)", cp.ListedSubscriptionClusters), cp.Clusters, feList, 0),
+			// The series name stays the same at every checkpoint (one line in the chart); the
+			// subscription holds min(clusters, P5_PER_SUBSCRIPTION), recorded in the checkpoint.
+			latency(fmt.Sprintf("frontend ARM list of one subscription (up to %d clusters, pages of 100)", perSub), cp.Clusters, feList, 0),
 		}
 		if r := cp.Resync; r != nil && r.AllMs > 0 {
 			pts = append(pts, point{Series: "agent full resync of mgmt-1 (restart → every work's status)", Offered: float64(cp.Clusters), N: 1, P50ms: r.AllMs, P99ms: r.AllMs, MaxMs: r.AllMs})
@@ -175,23 +190,22 @@ func BenchmarkP5Scale(b *testing.B) {
 		cp.PartialByBudget = partial
 		rep.Checkpoints = append(rep.Checkpoints, *cp)
 
-		xs = append(xs, cp.Clusters)
 		for _, p := range pts {
-			record(p.Series+" p50 (ms)", p.P50ms)
+			record(p.Series+" p50 (ms)", cp.Clusters, p.P50ms)
 		}
 		for _, g := range []string{"cluster-service", "frontend", "backend", "admin", "maestro server"} {
-			record(g+" RSS (MB)", cp.RSSByGroupMB[g])
+			record(g+" RSS (MB)", cp.Clusters, cp.RSSByGroupMB[g])
 		}
-		b.Logf("| clusters | series | n | p50 ms | p99 ms | max ms |")
+		logf(b, "| clusters | series | n | p50 ms | p99 ms | max ms |")
 		for _, p := range pts {
-			b.Logf("| %d | %s | %d | %.1f | %.1f | %.1f |", cp.Clusters, p.Series, p.N, p.P50ms, p.P99ms, p.MaxMs)
+			logf(b, "| %d | %s | %d | %.1f | %.1f | %.1f |", cp.Clusters, p.Series, p.N, p.P50ms, p.P99ms, p.MaxMs)
 		}
-		b.Logf("shards: %v", cp.Shards)
+		logf(b, "shards: %v", cp.Shards)
 		for _, g := range sortedKeys(cp.RSSByGroupMB) {
-			b.Logf("RSS %s: %.0f MB", g, cp.RSSByGroupMB[g])
+			logf(b, "RSS %s: %.0f MB", g, cp.RSSByGroupMB[g])
 		}
 		if r := cp.Resync; r != nil {
-			b.Logf("agent resync %s: %d works, %d reported; first %.0f ms, half %.0f ms, 90%% %.0f ms, all %.0f ms (timed out: %v; old agent stopped in %.1f s)",
+			logf(b, "agent resync %s: %d works, %d reported; first %.0f ms, half %.0f ms, 90%% %.0f ms, all %.0f ms (timed out: %v; old agent stopped in %.1f s)",
 				r.Consumer, r.Works, r.Seen, r.FirstMs, r.HalfMs, r.P90Ms, r.AllMs, r.TimedOut, r.StopSeconds)
 		}
 		rep.Notes = rep.Notes[:1]
@@ -200,14 +214,14 @@ func BenchmarkP5Scale(b *testing.B) {
 			if strings.HasSuffix(k, "(MB)") {
 				unit = "MB"
 			}
-			if g := growth(k, unit, xs, series[k]); g != "" {
+			if g := growth(k, unit, series[k].xs, series[k].vs); g != "" {
 				rep.Notes = append(rep.Notes, g)
 			}
 		}
 		rep.write(b)
 		rssRep.write(b)
 		if partial {
-			b.Logf("P5_BUDGET spent: stopped at %d clusters", cp.Clusters)
+			logf(b, "P5_BUDGET spent: stopped at %d clusters", cp.Clusters)
 			break
 		}
 	}
@@ -218,6 +232,14 @@ func BenchmarkP5Scale(b *testing.B) {
 
 // groupRSS sums the region's processes by what they are: one entry per process, except
 // PostgreSQL, whose processes share memory, so its entry is the sum of their PSS.
+// logf logs to the benchmark and, as it happens, to stderr: a benchmark's log is printed only
+// when it ends, and P5 runs for an hour or more.
+func logf(b *testing.B, format string, args ...any) {
+	b.Helper()
+	b.Logf(format, args...)
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
 func groupRSS(procs []procMem) map[string]float64 {
 	out := map[string]float64{}
 	pgPSS := 0.0
@@ -305,7 +327,7 @@ func startRegion(b *testing.B, maxSize int) *p5 {
 		b.Fatalf("bring up the P5 region (logs in %s): %v", filepath.Join(dir, "logs"), err)
 	}
 	s.upTook = time.Since(start)
-	b.Logf("P5 region up in %s (state and logs in %s)", s.upTook.Round(time.Millisecond), dir)
+	logf(b, "P5 region up in %s (state and logs in %s)", s.upTook.Round(time.Millisecond), dir)
 	if s.arm, err = s.region.Info.Frontend.HTTPClient(120 * time.Second); err != nil {
 		s.stop()
 		b.Fatal(err)
@@ -445,7 +467,7 @@ func (s *p5) grow(ctx context.Context, b *testing.B, size, window, putConc int, 
 				return
 			case <-progress.C:
 				ready, failed := s.counts()
-				b.Logf("%s: %d created, %d READY, %d ERROR (load %s)", time.Now().UTC().Format("15:04:05"), s.created.Load(), ready, failed, loadAvg())
+				logf(b, "%s: %d created, %d READY, %d ERROR (load %s)", time.Now().UTC().Format("15:04:05"), s.created.Load(), ready, failed, loadAvg())
 			}
 		}
 	}()
@@ -469,7 +491,7 @@ func (s *p5) grow(ctx context.Context, b *testing.B, size, window, putConc int, 
 				}
 				if err := s.put(i); err != nil {
 					s.putErrs.Add(1)
-					b.Logf("PUT cluster %d: %v", i, err)
+					logf(b, "PUT cluster %d: %v", i, err)
 				}
 				s.created.Add(1)
 			}
@@ -493,7 +515,7 @@ func (s *p5) grow(ctx context.Context, b *testing.B, size, window, putConc int, 
 		ready, failed := s.counts()
 		if succeeded+failed >= n || time.Now().After(settleBy) {
 			if succeeded+failed < n {
-				b.Logf("after %s: %d of %d clusters Succeeded in ARM, %d READY in Cluster Service, %d ERROR", settle, succeeded, n, ready, failed)
+				logf(b, "after %s: %d of %d clusters Succeeded in ARM, %d READY in Cluster Service, %d ERROR", settle, succeeded, n, ready, failed)
 			}
 			break
 		}
@@ -501,7 +523,7 @@ func (s *p5) grow(ctx context.Context, b *testing.B, size, window, putConc int, 
 	}
 	took := time.Since(start)
 	_, failed := s.counts()
-	return &checkpoint{Clusters: n, CreatedInStep: n - from, CreateSeconds: took.Seconds(), CreatesPerSec: float64(n-from) / took.Seconds(),
+	return &checkpoint{Clusters: n, Succeeded: succeeded, CreatedInStep: n - from, CreateSeconds: took.Seconds(), CreatesPerSec: float64(n-from) / took.Seconds(),
 		PutErrors: int(s.putErrs.Load() - errs0), ErrorClusters: failed}, partial.Load()
 }
 
@@ -600,7 +622,7 @@ func (s *p5) armSucceeded(b *testing.B) int {
 	for _, sub := range s.subs {
 		states, err := s.listARM(sub)
 		if err != nil {
-			b.Logf("ARM list: %v", err)
+			logf(b, "ARM list: %v", err)
 			return 0
 		}
 		for _, st := range states {
@@ -630,7 +652,7 @@ func (s *p5) timeCSList(ctx context.Context, b *testing.B, repeats int) []time.D
 		}
 		out = append(out, time.Since(start))
 		if n < int(s.created.Load())-int(s.putErrs.Load()) {
-			b.Logf("ListClusters listed %d clusters, fewer than created", n)
+			logf(b, "ListClusters listed %d clusters, fewer than created", n)
 		}
 	}
 	return out
@@ -674,7 +696,7 @@ func (s *p5) timeFrontendList(b *testing.B, sub string, repeats, want int) []tim
 		}
 		out = append(out, time.Since(start))
 		if len(states) != want {
-			b.Logf("frontend list: %d clusters, want %d", len(states), want)
+			logf(b, "frontend list: %d clusters, want %d", len(states), want)
 		}
 	}
 	return out
@@ -705,12 +727,12 @@ func (s *p5) measureResync(ctx context.Context, b *testing.B, consumer string, w
 	}
 	pid, args, cwd, err := findAgent(consumer)
 	if err != nil {
-		b.Logf("agent resync: %v", err)
+		logf(b, "agent resync: %v", err)
 		return nil
 	}
 	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	if err != nil {
-		b.Logf("agent resync: %v", err)
+		logf(b, "agent resync: %v", err)
 		return nil
 	}
 	stopStart := time.Now()

@@ -104,7 +104,7 @@ func pct(sorted []time.Duration, p int) time.Duration {
 // the increase per 1,000 clusters of each interval (equal increments: linear; rising: worse)
 // and the exponent k of value ∝ clusters^k from the first to the last checkpoint.
 func growth(name, unit string, xs []int, vs []float64) string {
-	if len(xs) < 2 {
+	if len(xs) < 2 || len(xs) != len(vs) {
 		return ""
 	}
 	var parts []string
