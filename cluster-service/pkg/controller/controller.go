@@ -268,28 +268,42 @@ func (c *Controller) resync(ctx context.Context) {
 // followStore enqueues clusters changed in the store after rev (new clusters, deletions, and
 // writes by other replicas) and returns the last revision seen.
 func (c *Controller) followStore(ctx context.Context, rev int64) int64 {
+	return followEvents(ctx, c.log, "cluster", rev, c.st.EventsAfter, func(ev store.Event) int64 { return ev.Revision }, func(ev store.Event) {
+		if ev.Type != csv1.EventType_EVENT_TYPE_UPSERTED {
+			return
+		}
+		c.mu.Lock()
+		own := c.written[ev.Cluster.ID] == ev.Revision
+		c.mu.Unlock()
+		if !own {
+			c.queue.Add(ev.Cluster.ID)
+		}
+		if ev.Cluster.Shard != "" {
+			c.ensureWatch(ctx, ev.Cluster.Shard)
+		}
+	})
+}
+
+// eventPage is how many store events one read of an event log takes.
+const eventPage = 500
+
+// followEvents reads one of the store's event logs after rev, a page at a time, hands each event
+// to handle, and returns the last revision it saw. A failed read is logged and returns what was
+// seen so far: the next change signal or resync reads on from there. Every controller follows
+// its event log through it (clusters, node pools, external auths, break-glass).
+func followEvents[E any](ctx context.Context, log *slog.Logger, what string, rev int64,
+	read func(ctx context.Context, after int64, limit int) ([]E, error), revision func(E) int64, handle func(E)) int64 {
 	for {
-		evs, err := c.st.EventsAfter(ctx, rev, 500)
+		evs, err := read(ctx, rev, eventPage)
 		if err != nil {
-			c.log.Error("read cluster events", "error", err, "after", rev)
+			log.Error("read "+what+" events", "error", err, "after", rev)
 			return rev
 		}
 		for _, ev := range evs {
-			rev = ev.Revision
-			if ev.Type != csv1.EventType_EVENT_TYPE_UPSERTED {
-				continue
-			}
-			c.mu.Lock()
-			own := c.written[ev.Cluster.ID] == ev.Revision
-			c.mu.Unlock()
-			if !own {
-				c.queue.Add(ev.Cluster.ID)
-			}
-			if ev.Cluster.Shard != "" {
-				c.ensureWatch(ctx, ev.Cluster.Shard)
-			}
+			rev = revision(ev)
+			handle(ev)
 		}
-		if len(evs) < 500 {
+		if len(evs) < eventPage {
 			return rev
 		}
 	}

@@ -167,31 +167,20 @@ func (c *Credentials) resync(ctx context.Context) {
 }
 
 func (c *Credentials) follow(ctx context.Context, rev int64) int64 {
-	for {
-		evs, err := c.st.CredentialEventsAfter(ctx, rev, 500)
-		if err != nil {
-			c.log.Error("read break-glass events", "error", err, "after", rev)
-			return rev
+	return followEvents(ctx, c.log, "break-glass", rev, c.st.CredentialEventsAfter, func(ev store.CredentialEvent) int64 { return ev.Revision }, func(ev store.CredentialEvent) {
+		key := revocationKeyPrefix
+		if ev.Credential != nil {
+			key = credentialKeyPrefix + ev.Credential.ID
+		} else {
+			key += ev.Revocation.ID
 		}
-		for _, ev := range evs {
-			rev = ev.Revision
-			key := revocationKeyPrefix
-			if ev.Credential != nil {
-				key = credentialKeyPrefix + ev.Credential.ID
-			} else {
-				key += ev.Revocation.ID
-			}
-			c.mu.Lock()
-			own := c.written[key] == ev.Revision
-			c.mu.Unlock()
-			if !own {
-				c.queue.Add(key)
-			}
+		c.mu.Lock()
+		own := c.written[key] == ev.Revision
+		c.mu.Unlock()
+		if !own {
+			c.queue.Add(key)
 		}
-		if len(evs) < 500 {
-			return rev
-		}
-	}
+	})
 }
 
 // processNext reconciles the next queued credential or revocation (reconcile.Process settles

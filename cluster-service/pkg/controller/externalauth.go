@@ -75,22 +75,11 @@ func (c *Controller) reconcileExternalAuth(ctx context.Context, log *slog.Logger
 // the last revision seen. Our own status writes enqueue the cluster once more, which is cheap:
 // the work's hash is unchanged, so nothing is re-applied.
 func (c *Controller) followExternalAuths(ctx context.Context, rev int64) int64 {
-	for {
-		evs, err := c.st.ExternalAuthEventsAfter(ctx, rev, 500)
-		if err != nil {
-			c.log.Error("read external auth events", "error", err, "after", rev)
-			return rev
+	return followEvents(ctx, c.log, "external auth", rev, c.st.ExternalAuthEventsAfter, func(ev store.ExternalAuthEvent) int64 { return ev.Revision }, func(ev store.ExternalAuthEvent) {
+		if ev.Type == csv1.EventType_EVENT_TYPE_UPSERTED {
+			c.queue.Add(ev.ExternalAuth.ClusterID)
 		}
-		for _, ev := range evs {
-			rev = ev.Revision
-			if ev.Type == csv1.EventType_EVENT_TYPE_UPSERTED {
-				c.queue.Add(ev.ExternalAuth.ClusterID)
-			}
-		}
-		if len(evs) < 500 {
-			return rev
-		}
-	}
+	})
 }
 
 // authFeedback is the HostedCluster's authentication as reported through the work's feedback.

@@ -27,30 +27,19 @@ func nodePoolIDFromKey(key string) (string, bool) { return strings.CutPrefix(key
 // followNodePools enqueues node pools changed in the store after rev, and the cluster of every
 // deleted one (a deleting cluster waits for its pools), and returns the last revision seen.
 func (c *Controller) followNodePools(ctx context.Context, rev int64) int64 {
-	for {
-		evs, err := c.st.NodePoolEventsAfter(ctx, rev, 500)
-		if err != nil {
-			c.log.Error("read node pool events", "error", err, "after", rev)
-			return rev
+	return followEvents(ctx, c.log, "node pool", rev, c.st.NodePoolEventsAfter, func(ev store.NodePoolEvent) int64 { return ev.Revision }, func(ev store.NodePoolEvent) {
+		if ev.Type == csv1.EventType_EVENT_TYPE_DELETED {
+			c.queue.Add(ev.NodePool.ClusterID)
+			return
 		}
-		for _, ev := range evs {
-			rev = ev.Revision
-			if ev.Type == csv1.EventType_EVENT_TYPE_DELETED {
-				c.queue.Add(ev.NodePool.ClusterID)
-				continue
-			}
-			key := nodePoolKey(ev.NodePool.ID)
-			c.mu.Lock()
-			own := c.written[key] == ev.Revision
-			c.mu.Unlock()
-			if !own {
-				c.queue.Add(key)
-			}
+		key := nodePoolKey(ev.NodePool.ID)
+		c.mu.Lock()
+		own := c.written[key] == ev.Revision
+		c.mu.Unlock()
+		if !own {
+			c.queue.Add(key)
 		}
-		if len(evs) < 500 {
-			return rev
-		}
-	}
+	})
 }
 
 // enqueueNodePools enqueues every node pool of a cluster.
