@@ -515,8 +515,16 @@ func drain(ch <-chan watch.Event) {
 	}
 }
 
-// followSucceeded records when each create operation is first seen Succeeded on the feed.
+// followSucceeded records when each create operation is first seen Succeeded on the feed, by
+// its Cluster Service ID.
 func followSucceeded(ctx context.Context, st docstore.Store, mu *sync.Mutex, succeeded map[string]time.Time) {
+	followOperations(ctx, st, armdoc.OperationCreate, func(op *armdoc.OperationDocument) string { return op.InternalID }, mu, succeeded)
+}
+
+// followOperations records, under key(op), when each operation of kind req is first seen
+// Succeeded on the document store's change feed.
+func followOperations(ctx context.Context, st docstore.Store, req armdoc.OperationRequest, key func(*armdoc.OperationDocument) string,
+	mu *sync.Mutex, succeeded map[string]time.Time) {
 	var checkpoint int64
 	for ctx.Err() == nil {
 		changes, err := st.Changes(ctx, checkpoint, 1000)
@@ -531,12 +539,13 @@ func followSucceeded(ctx context.Context, st docstore.Store, mu *sync.Mutex, suc
 				continue
 			}
 			var op armdoc.OperationDocument
-			if json.Unmarshal(ch.Doc.Body, &op) != nil || op.Request != armdoc.OperationCreate || op.Status != armdoc.StateSucceeded {
+			if json.Unmarshal(ch.Doc.Body, &op) != nil || op.Request != req || op.Status != armdoc.StateSucceeded {
 				continue
 			}
+			k := key(&op)
 			mu.Lock()
-			if _, seen := succeeded[op.InternalID]; !seen {
-				succeeded[op.InternalID] = now
+			if _, seen := succeeded[k]; !seen {
+				succeeded[k] = now
 			}
 			mu.Unlock()
 		}
@@ -1102,35 +1111,7 @@ func timePoolScales(ctx context.Context, b *testing.B, dsn, mode, sub, rg string
 // followUpdates records when each update operation is first seen Succeeded on the feed, by its
 // resource's ARM ID, lower-cased.
 func followUpdates(ctx context.Context, st docstore.Store, mu *sync.Mutex, succeeded map[string]time.Time) {
-	var checkpoint int64
-	for ctx.Err() == nil {
-		changes, err := st.Changes(ctx, checkpoint, 1000)
-		if err != nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		now := time.Now()
-		for _, ch := range changes {
-			checkpoint = ch.Seq
-			if ch.Deleted || ch.Doc == nil || ch.Doc.Type != docstore.TypeOperation {
-				continue
-			}
-			var op armdoc.OperationDocument
-			if json.Unmarshal(ch.Doc.Body, &op) != nil || op.Request != armdoc.OperationUpdate || op.Status != armdoc.StateSucceeded {
-				continue
-			}
-			id := strings.ToLower(op.ExternalID)
-			mu.Lock()
-			if _, seen := succeeded[id]; !seen {
-				succeeded[id] = now
-			}
-			mu.Unlock()
-		}
-		if len(changes) == 1000 {
-			continue
-		}
-		_ = st.WaitForChanges(ctx, checkpoint)
-	}
+	followOperations(ctx, st, armdoc.OperationUpdate, func(op *armdoc.OperationDocument) string { return strings.ToLower(op.ExternalID) }, mu, succeeded)
 }
 
 // poolStage returns, sorted, to − from over the pools that have both.
