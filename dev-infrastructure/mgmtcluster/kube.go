@@ -471,6 +471,8 @@ func (mc *ManagementCluster) startControllerManager(ctx context.Context, o Manag
 			"--bind-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(port),
 			"--cert-dir=" + filepath.Join(o.Dir, "kube-controller-manager"),
+			// Not the default under /usr/libexec, which it would create on the host.
+			"--flex-volume-plugin-dir=" + filepath.Join(o.Dir, "kube-controller-manager", "flexvolume"),
 			"--controllers=" + managementControllers,
 			"--leader-elect=false",
 			"--use-service-account-credentials=false",

@@ -252,7 +252,10 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 		"--secure-port=10257", "--leader-elect=false", "--use-service-account-credentials=true",
 		"--service-account-private-key-file="+p("sa.key"), "--root-ca-file="+p("ca.crt"),
 		"--cluster-signing-cert-file="+p("ca.crt"), "--cluster-signing-key-file="+p("ca.key"),
-		"--service-cluster-ip-range="+ServiceCIDR, "--profiling=false"); err != nil {
+		"--service-cluster-ip-range="+ServiceCIDR, "--profiling=false",
+		// Its default, /usr/libexec/kubernetes/kubelet-plugins/volume/exec, would be created on
+		// the host and left there (the kubelet's volumePluginDir is under the node's folder too).
+		"--flex-volume-plugin-dir="+filepath.Join(o.Dir, "flexvolume")); err != nil {
 		return nil, err
 	}
 	sched := filepath.Join(o.Dir, "kube-scheduler.kubeconfig")
