@@ -71,6 +71,7 @@ type config struct {
 	breakGlassValidity    time.Duration
 	placementPolicy       placement.Policy
 	pollFeedbackOnly      bool
+	fixedRepublishWait    bool
 	serverTLS             tlsconfig.Files
 	maestroTLS            tlsconfig.Files
 }
@@ -91,7 +92,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, republish, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy, feedbackWatch string
+	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
 	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
@@ -108,6 +109,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&resync, "resync-period", "RESYNC_PERIOD", "5m", "how often every cluster is re-read from Maestro without events")
 	str(&republish, "republish-after", "REPUBLISH_AFTER", controller.DefaultRepublishAfter.String(),
 		"a work whose Maestro status is still for an older generation this long is sent again (the pinned agent can lose a spec update; docs/maestro.md); doubles per retry up to 10m (≥1s)")
+	str(&republishAdaptive, "republish-adaptive", "REPUBLISH_ADAPTIVE", "true",
+		"adapt --republish-after to the agent: a never-reported work waits 4× longer, and a shard whose agent is slow to report waits 2× its slowest recent report (up to 2m); false: the plain rule, a benchmark baseline (docs/maestro.md)")
 	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
@@ -166,6 +169,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return c, fmt.Errorf("--feedback-watch: %q is not true or false", feedbackWatch)
 	} else {
 		c.pollFeedbackOnly = !watch
+	}
+	if adaptive, err := strconv.ParseBool(republishAdaptive); err != nil {
+		return c, fmt.Errorf("--republish-adaptive: %q is not true or false", republishAdaptive)
+	} else {
+		c.fixedRepublishWait = !adaptive
 	}
 	if c.placementPolicy, err = placement.ParsePolicy(placementPolicy); err != nil {
 		return c, fmt.Errorf("--placement-policy: %w", err)
@@ -316,7 +324,8 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
-		PollFeedbackOnly: c.pollFeedbackOnly, RepublishAfter: c.republishAfter}, log)
+		PollFeedbackOnly: c.pollFeedbackOnly, RepublishAfter: c.republishAfter,
+		FixedRepublishWait: c.fixedRepublishWait}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
 	opts := srv.ServerOptions()

@@ -34,7 +34,7 @@ func TestParseConfig(t *testing.T) {
 		check   func(t *testing.T, c config)
 	}{
 		{name: "defaults", args: base, check: func(t *testing.T, c config) {
-			if c.listen != "127.0.0.1:8090" || c.envName != "dev" || c.resyncPeriod != 5*time.Minute || c.workers != 4 || c.placementPolicy != (placement.LeastLoaded{}) || c.pollFeedbackOnly {
+			if c.listen != "127.0.0.1:8090" || c.envName != "dev" || c.resyncPeriod != 5*time.Minute || c.workers != 4 || c.placementPolicy != (placement.LeastLoaded{}) || c.pollFeedbackOnly || c.fixedRepublishWait {
 				t.Fatalf("config = %+v", c)
 			}
 		}},
@@ -63,6 +63,12 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("pollFeedbackOnly = false with --feedback-watch=false")
 			}
 		}},
+		{name: "republish_fixed_wait", args: append([]string{"--republish-adaptive=false"}, base...), check: func(t *testing.T, c config) {
+			if !c.fixedRepublishWait {
+				t.Fatalf("fixedRepublishWait = false with --republish-adaptive=false")
+			}
+		}},
+		{name: "bad_republish_adaptive", args: append([]string{"--republish-adaptive", "maybe"}, base...), wantErr: "--republish-adaptive"},
 		{name: "bad_feedback_watch", args: append([]string{"--feedback-watch", "sometimes"}, base...), wantErr: "--feedback-watch"},
 		{name: "bad_env_name", args: append([]string{"--env-name", "Prod_1"}, base...), wantErr: "--env-name"},
 		{name: "bad_dev_identity", args: append([]string{"--dev-workload-identity-client-id", "abc"}, base...), wantErr: "--dev-workload-identity-client-id"},

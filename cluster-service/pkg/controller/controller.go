@@ -72,6 +72,10 @@ type Config struct {
 	// after the controller first saw it behind is sent again (republish.go); the wait doubles
 	// with each republish of the same work, up to 10 minutes. Default DefaultRepublishAfter.
 	RepublishAfter time.Duration
+	// FixedRepublishWait applies RepublishAfter as it is to every work, a never-reported one
+	// too, instead of adapting the wait to the agent (republish.go). The rule before
+	// 2026-11-23, kept as a benchmark's baseline (--republish-adaptive=false); default false.
+	FixedRepublishWait bool
 }
 
 // Controller is the cluster reconciler.
@@ -98,12 +102,17 @@ type Controller struct {
 	// After a restart it is empty: a work still behind is republished RepublishAfter after
 	// the first reconcile sees it.
 	lag map[string]lagState
+	// reports remembers, per shard, how long its agent took to report on recent generations
+	// (republish.go); empty after a restart.
+	reports map[string]*reportTimes
 
 	reconciles *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
 	depth      prometheus.GaugeFunc
 	// republishes counts works sent again because the agent had not reported on their spec.
 	republishes *prometheus.CounterVec
+	// waits is each shard's current wait before a first republish (republish.go).
+	waits *prometheus.GaugeVec
 }
 
 // retryBackoff is the wait before a failed reconcile of a cluster, node pool, credential or
@@ -143,6 +152,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		written: map[string]int64{},
 		watches: map[string]context.CancelFunc{},
 		lag:     map[string]lagState{},
+		reports: map[string]*reportTimes{},
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cluster_service_reconciles_total", Help: "Reconciles by kind (cluster, node_pool) and outcome (ok, requeue, error).",
 		}, []string{"kind", "outcome"}),
@@ -154,12 +164,16 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 			Name: "cluster_service_maestro_republishes_total",
 			Help: "Works sent again because the Maestro agent had not reported on their current spec in time, by kind (cluster, node_pool); each is a spec update the pinned agent lost, or an agent slower than RepublishAfter.",
 		}, []string{"kind"}),
+		waits: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cluster_service_maestro_republish_wait_seconds",
+			Help: "Per shard, how long a work whose status is behind its generation waits before its first republish: --republish-after, or 2x the agent's slowest recent report (--republish-adaptive); 4x that for a work never reported on.",
+		}, []string{"shard"}),
 	}
 	c.depth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters and node pools waiting to be reconciled.",
 	}, func() float64 { return float64(c.queue.Len()) })
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes)
+		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.waits)
 	}
 	return c
 }

@@ -24,6 +24,20 @@ import (
 // same episode (RepublishAfter, 2×, 4×, … up to maxRepublishDelay) and resets once the agent
 // has caught up, so an agent that is down costs one generation per work every few minutes,
 // never a loop.
+//
+// A republish of a work the agent is merely slow on is not free: Maestro then discards every
+// status the agent sends for the older generation as stale, and the agent must apply and report
+// once more, which slows it further (measured in docs/performance.md: under load, 49
+// republishes for 50 creates, 37 % of the agents' statuses discarded). So, unless
+// Config.FixedRepublishWait asks for the plain rule, the wait adapts in two ways:
+//   - a work the agent has never reported on (status generation 0) waits neverReportedFactor
+//     times longer: the race needs a status write of an earlier generation in flight, so such a
+//     work cannot have lost an update to it; the longer wait still repairs a work lost some
+//     other way;
+//   - per shard, the controller keeps how long the agent took to report on the last
+//     reportWindow generations it caught up on by itself, and waits at least
+//     slowReportFactor times the slowest of them (never more than maxAdaptedWait): an agent
+//     that takes 30 s under load is given 60 s, one that takes a second keeps RepublishAfter.
 
 // DefaultRepublishAfter is Config.RepublishAfter's default: the agent reports on a new
 // generation within about a second here (docs/maestro.md), and a needless republish costs it one
@@ -32,6 +46,14 @@ const DefaultRepublishAfter = 15 * time.Second
 
 // maxRepublishDelay caps the wait between two republishes of the same work.
 const maxRepublishDelay = 10 * time.Minute
+
+// The adaptive wait (see above).
+const (
+	neverReportedFactor = 4
+	slowReportFactor    = 2
+	reportWindow        = 32
+	maxAdaptedWait      = 2 * time.Minute
+)
 
 // lagState is what the controller remembers about a work whose status is behind its spec.
 type lagState struct {
@@ -53,19 +75,30 @@ func republishDelay(base time.Duration, attempts int) time.Duration {
 }
 
 // lagDecision says what to do about a work: republish it now, look again after recheck (0: no
-// need), and the state to remember (keep false: forget it).
+// need), and the state to remember (keep false: forget it). reported, when not 0, is how long
+// the agent took to report on a generation it caught up on without a republish.
 type lagDecision struct {
 	republish bool
 	recheck   time.Duration
 	next      lagState
 	keep      bool
+	reported  time.Duration
 }
 
 // decideLag is the republish rule, without side effects: prev (known says whether there is
-// one) is what was remembered, generation and statusGeneration what Maestro reports now.
-func decideLag(prev lagState, known bool, generation, statusGeneration int64, now time.Time, base time.Duration) lagDecision {
+// one) is what was remembered, generation and statusGeneration what Maestro reports now, base
+// the wait before a first republish (republishWait's, for the work's shard), and adaptive
+// whether a never-reported work waits neverReportedFactor times longer.
+func decideLag(prev lagState, known bool, generation, statusGeneration int64, now time.Time, base time.Duration, adaptive bool) lagDecision {
 	if statusGeneration >= generation {
-		return lagDecision{} // caught up: the episode is over
+		// Caught up: the episode is over.
+		if known && prev.attempts == 0 && statusGeneration >= prev.generation {
+			return lagDecision{reported: max(now.Sub(prev.since), time.Nanosecond)}
+		}
+		return lagDecision{}
+	}
+	if adaptive && statusGeneration == 0 {
+		base *= neverReportedFactor
 	}
 	if !known {
 		return lagDecision{recheck: base, next: lagState{generation: generation, since: now}, keep: true}
@@ -96,11 +129,21 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 	}
 	c.mu.Lock()
 	prev, known := c.lag[key]
-	d := decideLag(prev, known, got.Generation, maestro.StatusGeneration(got), c.now(), c.cfg.RepublishAfter)
+	base := c.republishWait(shard)
+	d := decideLag(prev, known, got.Generation, maestro.StatusGeneration(got), c.now(), base, !c.cfg.FixedRepublishWait)
 	if d.keep {
 		c.lag[key] = d.next
 	} else {
 		delete(c.lag, key)
+	}
+	if d.reported > 0 {
+		r := c.reports[shard]
+		if r == nil {
+			r = &reportTimes{}
+			c.reports[shard] = r
+		}
+		r.add(d.reported)
+		c.waits.WithLabelValues(shard).Set(c.republishWait(shard).Seconds())
 	}
 	c.mu.Unlock()
 	if !d.republish {
@@ -108,7 +151,7 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 	}
 	log.Warn("the management cluster's agent has not reported on the work's current spec; republishing it",
 		"work", got.Name, "generation", got.Generation, "status_generation", maestro.StatusGeneration(got),
-		"behind_for", republishDelay(c.cfg.RepublishAfter, prev.attempts).String(), "attempt", d.next.attempts)
+		"behind_for", d.next.since.Sub(prev.since).Round(time.Millisecond).String(), "shard_wait", base.String(), "attempt", d.next.attempts)
 	if _, err := c.works.Republish(ctx, shard, got.Name); err != nil {
 		// Not sent: the next reconcile (the error's backoff) tries again at once.
 		c.mu.Lock()
@@ -118,6 +161,49 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 	}
 	c.republishes.WithLabelValues(kind).Inc()
 	return d.recheck, nil
+}
+
+// reportTimes holds how long an agent took to report on its last reportWindow generations.
+type reportTimes struct {
+	times []time.Duration
+	next  int
+}
+
+// add records d, dropping the oldest once the window is full.
+func (r *reportTimes) add(d time.Duration) {
+	if len(r.times) < reportWindow {
+		r.times = append(r.times, d)
+		return
+	}
+	r.times[r.next] = d
+	r.next = (r.next + 1) % reportWindow
+}
+
+// slowest is the longest time in the window (0 when empty or nil).
+func (r *reportTimes) slowest() time.Duration {
+	if r == nil {
+		return 0
+	}
+	var m time.Duration
+	for _, d := range r.times {
+		m = max(m, d)
+	}
+	return m
+}
+
+// adaptedWait is the wait before a first republish on a shard whose agent reported in times:
+// base, or slowReportFactor times its slowest recent report, capped at maxAdaptedWait (but
+// never below base).
+func adaptedWait(base time.Duration, times *reportTimes) time.Duration {
+	return max(base, min(slowReportFactor*times.slowest(), maxAdaptedWait))
+}
+
+// republishWait is the wait before a first republish of a work on shard; c.mu is held.
+func (c *Controller) republishWait(shard string) time.Duration {
+	if c.cfg.FixedRepublishWait {
+		return c.cfg.RepublishAfter
+	}
+	return adaptedWait(c.cfg.RepublishAfter, c.reports[shard])
 }
 
 // sooner is the earlier of two requeue delays, where 0 means none.

@@ -33,14 +33,27 @@ func TestDecideLag(t *testing.T) {
 		known          bool
 		gen, statusGen int64
 		now            time.Time
+		fixed          bool // Config.FixedRepublishWait
 		want           lagDecision
 	}{
 		{name: "caught_up_forgets_the_episode", prev: lagState{generation: 7, since: t0, attempts: 2}, known: true,
 			gen: 8, statusGen: 8, now: t0.Add(time.Hour), want: lagDecision{}},
+		{name: "caught_up_by_itself_tells_how_long_the_agent_took", prev: lagState{generation: 8, since: t0}, known: true,
+			gen: 8, statusGen: 8, now: t0.Add(3 * time.Second), want: lagDecision{reported: 3 * time.Second}},
+		{name: "caught_up_on_an_older_generation_tells_nothing", prev: lagState{generation: 9, since: t0}, known: true,
+			gen: 8, statusGen: 8, now: t0.Add(3 * time.Second), want: lagDecision{}},
 		{name: "status_ahead_of_a_stale_read_is_caught_up", gen: 8, statusGen: 9, now: t0, want: lagDecision{}},
 		{name: "first_seen_behind_starts_the_clock", gen: 8, statusGen: 7, now: t0,
 			want: lagDecision{recheck: base, next: lagState{generation: 8, since: t0}, keep: true}},
-		{name: "no_status_yet_counts_as_behind", gen: 1, statusGen: 0, now: t0,
+		{name: "never_reported_waits_four_times_longer", gen: 1, statusGen: 0, now: t0,
+			want: lagDecision{recheck: 4 * base, next: lagState{generation: 1, since: t0}, keep: true}},
+		{name: "never_reported_is_not_republished_after_the_plain_wait", prev: lagState{generation: 1, since: t0}, known: true,
+			gen: 1, statusGen: 0, now: t0.Add(base),
+			want: lagDecision{recheck: 3 * base, next: lagState{generation: 1, since: t0}, keep: true}},
+		{name: "never_reported_is_republished_after_the_longer_wait", prev: lagState{generation: 1, since: t0}, known: true,
+			gen: 1, statusGen: 0, now: t0.Add(4 * base),
+			want: lagDecision{republish: true, recheck: 8 * base, next: lagState{generation: 1, since: t0.Add(4 * base), attempts: 1}, keep: true}},
+		{name: "fixed_wait_counts_no_status_as_behind", gen: 1, statusGen: 0, now: t0, fixed: true,
 			want: lagDecision{recheck: base, next: lagState{generation: 1, since: t0}, keep: true}},
 		{name: "behind_for_less_than_the_wait_looks_again_when_due", prev: lagState{generation: 8, since: t0}, known: true,
 			gen: 8, statusGen: 7, now: t0.Add(10 * time.Second),
@@ -59,9 +72,48 @@ func TestDecideLag(t *testing.T) {
 			want: lagDecision{republish: true, recheck: maxRepublishDelay, next: lagState{generation: 40, since: t0.Add(maxRepublishDelay), attempts: 31}, keep: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := decideLag(tc.prev, tc.known, tc.gen, tc.statusGen, tc.now, base)
+			got := decideLag(tc.prev, tc.known, tc.gen, tc.statusGen, tc.now, base, !tc.fixed)
 			if got != tc.want {
 				t.Errorf("decideLag = %+v\nwant        %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAdaptedWait(t *testing.T) {
+	base := 15 * time.Second
+	reports := func(ds ...time.Duration) *reportTimes {
+		r := &reportTimes{}
+		for _, d := range ds {
+			r.add(d)
+		}
+		return r
+	}
+	var oneToThirtyTwo []time.Duration // 1 s … 32 s: a full window
+	for i := range reportWindow {
+		oneToThirtyTwo = append(oneToThirtyTwo, time.Duration(i+1)*time.Second)
+	}
+	tenSeconds := make([]time.Duration, reportWindow)
+	for i := range tenSeconds {
+		tenSeconds[i] = 10 * time.Second
+	}
+	for _, tc := range []struct {
+		name  string
+		times *reportTimes
+		want  time.Duration
+	}{
+		{"no_reports_yet_keeps_the_base", nil, base},
+		{"a_quick_agent_keeps_the_base", reports(time.Second, 7*time.Second), base},
+		{"a_slow_agent_gets_twice_its_slowest", reports(time.Second, 20*time.Second), 40 * time.Second},
+		{"capped", reports(5 * time.Minute), maxAdaptedWait},
+		{"the_window_is_full", reports(oneToThirtyTwo...), 64 * time.Second},
+		// 31 newer reports push out all but the oldest's last one (32 s).
+		{"the_window_slides", reports(append(oneToThirtyTwo, tenSeconds[:reportWindow-1]...)...), 64 * time.Second},
+		{"the_oldest_report_is_forgotten", reports(append(oneToThirtyTwo, tenSeconds...)...), 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := adaptedWait(base, tc.times); got != tc.want {
+				t.Errorf("adaptedWait = %s, want %s", got, tc.want)
 			}
 		})
 	}
