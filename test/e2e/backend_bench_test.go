@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -776,6 +779,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		pools := map[string][]poolTimes{}
 		for _, m := range modes {
 			restart(m.flags)
+			logsAt := logSizes()
 			pointsAt, notesAt := len(rep.Points), len(rep.Notes)
 			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
 			load := loadAvg()
@@ -794,6 +798,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			})
 			r := runs[m.name]
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: Maestro server during the creates: %s", m.name, maestroNote))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: in the region's logs during the mode: %s", m.name, tallyLogsSince(b, logsAt, "feedback-"+m.name)))
 			rep.Notes = append(rep.Notes,
 				fmt.Sprintf("%s (Cluster Service %s): %s to %s UTC, load average %s at start, %s at end; Cluster Service's reconcile queue depth mean %.1f, max %d; its reconciles during the creates: %s",
 					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, loadAvg(), r.queueMean, r.queueMax, csNote))
@@ -988,6 +993,77 @@ func agentLogSummary(b *testing.B) string {
 		}
 	}
 	return "agent logs: " + strings.Join(parts, "; ")
+}
+
+// logSizes is how long each of the region's logs is now, for tallyLogsSince.
+func logSizes() map[string]int64 {
+	sizes := map[string]int64{}
+	entries, _ := os.ReadDir(region.Info.LogDir)
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil {
+			sizes[e.Name()] = fi.Size()
+		}
+	}
+	return sizes
+}
+
+// republishLine matches Cluster Service's republish warning (controller/republish.go) in its
+// JSON or text log, capturing the work's generation and the generation its status was for.
+var republishLine = regexp.MustCompile(`republishing it.*?[" ]generation"?[=:](\d+).*?status_generation"?[=:](\d+)`)
+
+// tallyLogsSince counts, in what the region's logs gained since sizes, Cluster Service's
+// republishes by "generation/status generation" (a work never reported on is "n/0") and the
+// agent statuses the Maestro server kept and those it discarded as being for an older
+// generation ("Updating status for stale resource"); with BENCH_PPROF_DIR it copies those parts of Cluster
+// Service's and the Maestro server's logs there as <prefix>-<log>.
+func tallyLogsSince(b *testing.B, sizes map[string]int64, prefix string) string {
+	entries, err := os.ReadDir(region.Info.LogDir)
+	if err != nil {
+		return err.Error()
+	}
+	republishes, stale, accepted := map[string]int{}, 0, 0
+	for _, e := range entries {
+		name := e.Name()
+		cs, server := strings.HasPrefix(name, "cluster-service"), strings.HasPrefix(name, "maestro") && !strings.Contains(name, "agent")
+		if !cs && !server {
+			continue
+		}
+		f, err := os.Open(filepath.Join(region.Info.LogDir, name))
+		if err != nil {
+			continue
+		}
+		_, _ = f.Seek(sizes[name], io.SeekStart)
+		raw, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(raw), "\n") {
+			if m := republishLine.FindStringSubmatch(l); cs && m != nil {
+				republishes[m[1]+"/"+m[2]]++
+			}
+			if server && strings.Contains(l, "stale resource") {
+				stale++
+			}
+			if server && strings.Contains(l, "Updating resource status") {
+				accepted++
+			}
+		}
+		if dir := os.Getenv("BENCH_PPROF_DIR"); dir != "" {
+			if err := os.WriteFile(filepath.Join(dir, prefix+"-"+name), raw, 0o644); err != nil {
+				b.Logf("copy log %s: %v", name, err)
+			}
+		}
+	}
+	keys := slices.Sorted(maps.Keys(republishes))
+	var parts []string
+	total := 0
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, republishes[k]))
+		total += republishes[k]
+	}
+	return fmt.Sprintf("Cluster Service republish warnings %d (generation/status generation: %s); agent statuses the Maestro server kept %d ('Updating resource status') and discarded as stale %d ('Updating status for stale resource')",
+		total, strings.Join(parts, ", "), accepted, stale)
 }
 
 // poolTimes are the moments one node pool's scale passed each stage, on this machine's clock.
