@@ -43,7 +43,8 @@ for connect in "-C" ""; do
 		after=$(server_cpu)
 		tps=$(grep -oE '^tps = [0-9.]+' <<<"$out" | head -1)
 		per=$(( (after - before) * 1000000 / hz / (4 * tx) ))
-		printf '%-28s sslmode=%-8s %-14s server CPU per transaction %6d µs\n' \
-			"${connect:+new connection each}${connect:-kept connections}" "$ssl" "$tps" "$per"
+		what="kept connections"
+		[ -n "$connect" ] && what="a new connection each"
+		printf '%-22s sslmode=%-8s %-16s server CPU per transaction %6d µs\n' "$what" "$ssl" "$tps" "$per"
 	done
 done

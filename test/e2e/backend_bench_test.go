@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/openshift-online/maestro/pkg/api/openapi"
 	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
 	sdklogging "github.com/openshift-online/ocm-sdk-go/logging"
@@ -782,6 +783,8 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			logsAt := logSizes()
 			pointsAt, notesAt := len(rep.Points), len(rep.Notes)
 			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
+			sessionsBefore := dbSessions(ctx, b, db.DSN)
+			var sessionsNote string
 			load := loadAvg()
 			start := time.Now()
 			// The profile covers the creates (n/5 s) and the time most of them take to finish.
@@ -790,6 +793,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			var maestroNote, csNote string
 			runs[m.name] = timeCreateStagesThen(ctx, b, db.DSN, "feedback-"+m.name, n, true, func(sub, rg string) {
 				maestroNote, csNote = maestroMetrics().meanOf(maestroBefore), csReconcileMetrics(b).since(before)+"; works republished: "+csRepublishes()
+				sessionsNote = sessionsSince(sessionsBefore, dbSessions(ctx, b, db.DSN))
 				wait() // the profile is of the creates
 				if poolN > 0 {
 					scaleStart = time.Now()
@@ -799,6 +803,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			r := runs[m.name]
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: Maestro server during the creates: %s", m.name, maestroNote))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: in the region's logs during the mode: %s", m.name, tallyLogsSince(b, logsAt, "feedback-"+m.name)))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: PostgreSQL sessions opened during the creates, by database (pg_stat_database.sessions): %s", m.name, sessionsNote))
 			rep.Notes = append(rep.Notes,
 				fmt.Sprintf("%s (Cluster Service %s): %s to %s UTC, load average %s at start, %s at end; Cluster Service's reconcile queue depth mean %.1f, max %d; its reconciles during the creates: %s",
 					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, loadAvg(), r.queueMean, r.queueMax, csNote))
@@ -993,6 +998,52 @@ func agentLogSummary(b *testing.B) string {
 		}
 	}
 	return "agent logs: " + strings.Join(parts, "; ")
+}
+
+// dbSessions reads how many sessions each database of the region's PostgreSQL has had since it
+// started (pg_stat_database.sessions; each service has its own database, so this counts the
+// connections each one opened). Nil, logged, when it cannot be read.
+func dbSessions(ctx context.Context, b *testing.B, dsn string) map[string]int64 {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Logf("database sessions: %v", err)
+		return nil
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "select datname, sessions from pg_stat_database where datname is not null")
+	if err != nil {
+		b.Logf("database sessions: %v", err)
+		return nil
+	}
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			b.Logf("database sessions: %v", err)
+			return nil
+		}
+		out[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		b.Logf("database sessions: %v", err)
+		return nil
+	}
+	return out
+}
+
+// sessionsSince says how many sessions each database gained from before to after.
+func sessionsSince(before, after map[string]int64) string {
+	if before == nil || after == nil {
+		return "not read"
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(after)) {
+		if d := after[name] - before[name]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s +%d", name, d))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // logSizes is how long each of the region's logs is now, for tallyLogsSince.
