@@ -767,9 +767,14 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		{"NodePool Ready → ARM Succeeded", func(p poolTimes) time.Time { return p.ready }, func(p poolTimes) time.Time { return p.succeeded }},
 		{"PATCH → ARM Succeeded", func(p poolTimes) time.Time { return p.patched }, func(p poolTimes) time.Time { return p.succeeded }},
 	}
-	cmd := fmt.Sprintf("FEEDBACK_BENCH_CLUSTERS=%d FEEDBACK_BENCH_WARM=%d FEEDBACK_BENCH_POOLS=%d go test -count=1 -v ./e2e/ -run '^$' -bench FeedbackModes -benchtime 1x -timeout 60m", n, warm, poolN)
+	modesEnv := ""
+	if v := os.Getenv("FEEDBACK_BENCH_MODES"); v != "" {
+		modesEnv = fmt.Sprintf("FEEDBACK_BENCH_MODES='%s' ", v)
+	}
+	cmd := fmt.Sprintf("FEEDBACK_BENCH_CLUSTERS=%d FEEDBACK_BENCH_WARM=%d FEEDBACK_BENCH_POOLS=%d %sgo test -count=1 -v ./e2e/ -run '^$' -bench FeedbackModes -benchtime 1x -timeout 60m", n, warm, poolN, modesEnv)
 	for i := 0; i < b.N; i++ {
-		rep := newReport("feedback-modes", "HostedCluster Available → ARM Succeeded by stage, watched feedback against poll (ms; 5 creates/s)", cmd)
+		rep := newReport("feedback-modes", "HostedCluster Available → ARM Succeeded by stage, per Cluster Service mode (5 creates/s)", cmd)
+		rep.Chart = "stages"
 		rep.XLabel = "mode: stage"
 		if warm > 0 {
 			start := time.Now()

@@ -104,7 +104,8 @@ type benchReport struct {
 	LoadEnd   string `json:"loadAverageAtEnd"`
 	// XLabel names the chart's x axis when it is not the offered load (benchplot).
 	XLabel string `json:"xLabel,omitempty"`
-	// Chart "throughput": benchplot draws the achieved rates as bars instead of latency lines.
+	// Chart "throughput": benchplot draws the achieved rates as bars instead of latency lines;
+	// "stages": one row per series, p50 bar and p99 tick (tooling/cmd/benchplot).
 	Chart  string      `json:"chart,omitempty"`
 	Points []loadPoint `json:"points"`
 	Notes  []string    `json:"notes,omitempty"`

@@ -30,7 +30,9 @@ type report struct {
 	// the number of resource bundles).
 	XLabel string `json:"xLabel"`
 	// Chart "throughput" draws each point's achieved rate as a bar, in the order of the points
-	// (P4: one bar per phase of each round); otherwise latency against offered load.
+	// (P4: one bar per phase of each round); "stages" one row per series with its p50 as a bar
+	// and its p99 as a tick, in the order of the points (BenchmarkFeedbackModes: each mode's
+	// stages at one offered load); otherwise latency against offered load.
 	Chart string `json:"chart"`
 	// YUnit is the unit of the points' values in a Chart "values" (P5: MB of RSS).
 	YUnit  string  `json:"yUnit"`
@@ -157,6 +159,9 @@ func chart(r report) string {
 	}
 	if r.Chart == "values" {
 		return valuesChart(r)
+	}
+	if r.Chart == "stages" {
+		return stagesChart(r)
 	}
 	series := map[string][]point{}
 	var names []string
@@ -322,4 +327,73 @@ func valuesChart(r report) string {
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// stagesChart draws one row per series (points without a figure left out), in the points'
+// order: its p50 as a bar and its p99 as a tick on a log10 ms axis, coloured by the series'
+// name before ": " (the mode), with both figures written at the row's end.
+func stagesChart(r report) string {
+	const labelW, rowH, chartW = 330, 18, 380
+	var rows []point
+	lo, hi := math.Inf(1), 0.0
+	for _, p := range r.Points {
+		if p.N-p.Errors <= 0 || p.P50ms <= 0 {
+			continue
+		}
+		rows = append(rows, p)
+		lo, hi = math.Min(lo, p.P50ms), math.Max(hi, math.Max(p.P50ms, p.P99ms))
+	}
+	if len(rows) == 0 {
+		lo, hi = 1, 10
+	}
+	elo, ehi := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if ehi == elo {
+		ehi++
+	}
+	x0 := float64(left - 60 + labelW)
+	x := func(v float64) float64 { return x0 + (math.Log10(v)-elo)/(ehi-elo)*chartW }
+	h := top + 20 + len(rows)*rowH + 30
+	var b strings.Builder
+	header(&b, r)
+	s := b.String()
+	b.Reset()
+	s = strings.Replace(s, fmt.Sprintf(`width="%d" height="%d"`, width, height), fmt.Sprintf(`width="%d" height="%d"`, labelW+chartW+150, h), 1)
+	b.WriteString(s)
+	axisY := float64(top + 10 + len(rows)*rowH)
+	for e := elo; e <= ehi; e++ {
+		v := math.Pow(10, e)
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%.1f" stroke="#ddd"/><text x="%.1f" y="%.1f" text-anchor="middle">%s ms</text>`+"\n",
+			x(v), x(v), top, axisY, x(v), axisY+14, fmtMs(v))
+	}
+	colour := map[string]string{}
+	for i, p := range rows {
+		mode, _, _ := strings.Cut(p.Series, ": ")
+		col, ok := colour[mode]
+		if !ok {
+			col = colours[len(colour)%len(colours)]
+			colour[mode] = col
+		}
+		y := float64(top + 10 + i*rowH)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="11">%s</text>`+"\n", x0-6, y+11, html.EscapeString(p.Series))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s: p50 %.0f ms (n %d, errors %d)</title></rect>`+"\n",
+			x0, y+3, x(p.P50ms)-x0, rowH-6, col, html.EscapeString(p.Series), p.P50ms, p.N, p.Errors)
+		end := x(p.P50ms)
+		if p.P99ms > 0 {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="black" stroke-width="2"><title>%s: p99 %.0f ms</title></line>`+"\n",
+				x(p.P99ms), x(p.P99ms), y+1, y+rowH-1, html.EscapeString(p.Series), p.P99ms)
+			end = math.Max(end, x(p.P99ms))
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="10" fill="#333">%s / %s</text>`+"\n", end+6, y+11, fmtSeconds(p.P50ms), fmtSeconds(p.P99ms))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">p50 (bar) and p99 (tick), log scale</text>`+"\n", x0+chartW/2, h-8)
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// fmtSeconds writes a latency in ms as ms below a second, else as seconds.
+func fmtSeconds(ms float64) string {
+	if ms < 1000 {
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", ms/1000)
 }

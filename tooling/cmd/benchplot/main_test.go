@@ -16,6 +16,7 @@ func TestRun(t *testing.T) {
 		wantErr   string
 		wantLines int // polylines: a series with two or more points has a p50 and a p99 line
 		wantText  []string
+		wantNot   []string // text the SVG must not have
 	}{
 		{name: "empty directory", wantErr: "no *.json"},
 		{name: "two series", report: &report{Benchmark: "p1", Title: "P1 <test>", Date: "2026-11-22", Points: []point{
@@ -29,6 +30,13 @@ func TestRun(t *testing.T) {
 		{name: "throughput bars", report: &report{Benchmark: "p4t", Chart: "throughput", Points: []point{
 			{Series: "OpenHCP", N: 120, Achieved: 1.39}, {Series: "bare Maestro", N: 120, Achieved: 0.86}, {Series: "bare Maestro", N: 120, Achieved: 2.65}}},
 			wantLines: 0, wantText: []string{"1.39/s", "2.65/s", "bare Maestro: 0.86/s (n 120, errors 0)", "phase, in the order run"}},
+		{name: "stages rows", report: &report{Benchmark: "fb", Chart: "stages", Points: []point{
+			{Series: "fixed: Available → ARM Succeeded", N: 100, P50ms: 46455, P99ms: 61291},
+			{Series: "fixed: no figure", N: 100, Errors: 100},
+			{Series: "adaptive: CS READY write → ARM Succeeded", N: 100, P50ms: 71, P99ms: 377}}},
+			wantLines: 0, wantText: []string{"fixed: Available → ARM Succeeded: p50 46455 ms (n 100, errors 0)", "46.5 s / 61.3 s", "71 ms / 377 ms",
+				"adaptive: CS READY write → ARM Succeeded: p99 377 ms", "10 ms", "100000 ms", "p50 (bar) and p99 (tick)"},
+			wantNot: []string{"no figure"}},
 		{name: "own x label", report: &report{Benchmark: "p4", XLabel: "resource bundles <n>", Points: []point{{Series: "x", Offered: 120, N: 10, P50ms: 30, P99ms: 40}}},
 			wantLines: 0, wantText: []string{"resource bundles &lt;n&gt;"}},
 	} {
@@ -63,6 +71,11 @@ func TestRun(t *testing.T) {
 			for _, s := range tc.wantText {
 				if !strings.Contains(string(svg), s) {
 					t.Errorf("SVG lacks %q", s)
+				}
+			}
+			for _, s := range tc.wantNot {
+				if strings.Contains(string(svg), s) {
+					t.Errorf("SVG has %q", s)
 				}
 			}
 		})
