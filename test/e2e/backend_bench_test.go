@@ -20,9 +20,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/openshift-online/maestro/pkg/api/openapi"
 	"github.com/openshift-online/maestro/pkg/client/cloudevents/grpcsource"
-	sdklogging "github.com/openshift-online/ocm-sdk-go/logging"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -389,20 +387,9 @@ func sampleQueueDepth(ctx context.Context) (stop func() (mean float64, maxDepth 
 // ctx ends. It always drains its watches:
 // grpcsource holds up its delivery until a watcher takes the event.
 func watchMaestroAvailable(ctx context.Context, b *testing.B, fn func(id, uid string, available bool, now time.Time)) {
-	tlsCfg, err := region.Info.Maestro.ClientTLS.Files().Client(region.Info.Maestro.GRPC)
-	if err != nil {
-		b.Fatal(err)
-	}
-	apiCfg := openapi.NewConfiguration()
-	apiCfg.Servers = openapi.ServerConfigurations{{URL: region.Info.Maestro.REST}}
-	apiCfg.HTTPClient = httpClient
-	dialer := &grpcoptions.GRPCDialer{URL: region.Info.Maestro.GRPC, TLSConfig: tlsCfg}
+	api, dialer, logger := maestroSourceParts(b)
 	go func() { <-ctx.Done(); dialer.Close() }()
-	logger, err := sdklogging.NewGoLoggerBuilder().Debug(false).Info(false).Warn(true).Build()
-	if err != nil {
-		b.Fatal(err)
-	}
-	wc, err := grpcsource.NewMaestroGRPCSourceWorkClient(ctx, logger, openapi.NewAPIClient(apiCfg), &grpcoptions.GRPCOptions{Dialer: dialer}, maestro.DefaultSourceID)
+	wc, err := grpcsource.NewMaestroGRPCSourceWorkClient(ctx, logger, api, &grpcoptions.GRPCOptions{Dialer: dialer}, maestro.DefaultSourceID)
 	if err != nil {
 		b.Fatalf("maestro source client: %v", err)
 	}

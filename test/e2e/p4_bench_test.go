@@ -252,7 +252,10 @@ type bareMaestro struct {
 	placed    map[string]string // work name → consumer
 }
 
-func newBareMaestro(ctx context.Context, b *testing.B) *bareMaestro {
+// maestroSourceParts is what a Maestro gRPC source client of the region is made of: the REST
+// API client, a gRPC dialer with the region's client certificate (the caller closes it) and a
+// logger that only warns.
+func maestroSourceParts(b *testing.B) (*openapi.APIClient, *grpcoptions.GRPCDialer, sdklogging.Logger) {
 	tlsCfg, err := region.Info.Maestro.ClientTLS.Files().Client(region.Info.Maestro.GRPC)
 	if err != nil {
 		b.Fatal(err)
@@ -260,13 +263,16 @@ func newBareMaestro(ctx context.Context, b *testing.B) *bareMaestro {
 	apiCfg := openapi.NewConfiguration()
 	apiCfg.Servers = openapi.ServerConfigurations{{URL: region.Info.Maestro.REST}}
 	apiCfg.HTTPClient = httpClient
-	api := openapi.NewAPIClient(apiCfg)
-	dialer := &grpcoptions.GRPCDialer{URL: region.Info.Maestro.GRPC, TLSConfig: tlsCfg}
-	b.Cleanup(func() { dialer.Close() })
 	logger, err := sdklogging.NewGoLoggerBuilder().Debug(false).Info(false).Warn(true).Build()
 	if err != nil {
 		b.Fatal(err)
 	}
+	return openapi.NewAPIClient(apiCfg), &grpcoptions.GRPCDialer{URL: region.Info.Maestro.GRPC, TLSConfig: tlsCfg}, logger
+}
+
+func newBareMaestro(ctx context.Context, b *testing.B) *bareMaestro {
+	api, dialer, logger := maestroSourceParts(b)
+	b.Cleanup(func() { dialer.Close() })
 	bm := &bareMaestro{works: map[string]workv1client.ManifestWorkInterface{}, placed: map[string]string{},
 		cfg: manifests.Config{DevWorkloadIdentityClientID: uuid.NewString()}}
 	for _, mc := range region.Info.ManagementClusters {

@@ -12,8 +12,6 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore"
 )
 
-// operationStatus is the body of hcpOperationStatuses.
-
 // operation loads the operation of the request. Operations of another region, or started by
 // another caller (when ARM names the caller), are not found.
 func (s *Server) operation(r *http.Request) (*armdoc.OperationDocument, error) {
