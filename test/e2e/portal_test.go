@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,14 +35,33 @@ func startBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatalf("no chromium on PATH (make deps installs it): %v", err)
 	}
-	dir := t.TempDir()
+	// Not t.TempDir: chromium's helper processes can still write into its profile after the
+	// main process is gone, and TempDir's cleanup then fails the test. The whole process group
+	// is killed and the profile removed once they have stopped.
+	dir, err := os.MkdirTemp("", "portal-browser-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir="+dir,
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=http://127.0.0.1",
 		"--window-size=1280,900", "about:blank")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		var err error
+		for range 50 {
+			if err = os.RemoveAll(dir); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("remove the browser profile %s: %v", dir, err)
+	})
 	var port string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort")); err == nil && strings.Contains(string(b), "\n") {
