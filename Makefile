@@ -31,7 +31,7 @@ help:
 
 .PHONY: deps
 deps:
-	@hack/ensure-packages.sh postgresql mosquitto protobuf-compiler libprotobuf-dev jq chromium
+	@hack/ensure-packages.sh postgresql pgbouncer mosquitto protobuf-compiler libprotobuf-dev jq chromium
 	@# The real node (dev-infrastructure/node, docs/deploy.md#a-real-node): Debian's containerd, runc,
 	@# CNI plugins and the netfilter tools, run with the node's own config inside its network namespace.
 	@hack/ensure-packages.sh containerd runc containernetworking-plugins iptables conntrack nftables

@@ -14,7 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +53,9 @@ type Config struct {
 	Sim SimConfig
 	// BackendResync is the backend's resync period (default 10s).
 	BackendResync time.Duration
+	// MaestroDirectDB connects the Maestro server straight to PostgreSQL instead of through the
+	// region's PgBouncer (pgserver.Bouncer): the baseline of the connection-pooling benchmark.
+	MaestroDirectDB bool
 	// Progress receives one line per step (default: discarded).
 	Progress io.Writer
 }
@@ -110,6 +115,11 @@ type PostgresInfo struct {
 	Addr   string             `json:"addr"`
 	CAFile string             `json:"caFile"`
 	Roles  []PostgresRoleInfo `json:"roles"`
+	// BouncerAddr is the PgBouncer in front of the server (TLS and SCRAM as the server; the
+	// same CA), for the logins marked Pooled; empty when none runs.
+	BouncerAddr string `json:"bouncerAddr,omitempty"`
+	// BouncerLog is its log file.
+	BouncerLog string `json:"bouncerLog,omitempty"`
 }
 
 // PostgresRoleInfo is one service's database login.
@@ -120,6 +130,8 @@ type PostgresRoleInfo struct {
 	// DSN has no password: set PGPASSFILE to PassFile (0600) to connect.
 	DSN      string `json:"dsn"`
 	PassFile string `json:"passFile"`
+	// Pooled says DSN and PassFile lead through the bouncer (PostgresInfo.BouncerAddr).
+	Pooled bool `json:"pooled,omitempty"`
 }
 
 // Role returns the database login of a service ("frontend", "backend", "cluster-service",
@@ -484,7 +496,47 @@ func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 		r.Info.Postgres.Roles = append(r.Info.Postgres.Roles, PostgresRoleInfo{
 			Service: l.service, Role: l.role, Database: l.db, DSN: pg.RoleDSN(l.role, l.db, r.pki.CAFile), PassFile: passFile})
 	}
+	if !r.cfg.MaestroDirectDB {
+		if err := r.startBouncer(ctx, pg, "maestro"); err != nil {
+			return nil, err
+		}
+	}
 	return pg, nil
+}
+
+// startBouncer puts PgBouncer (pgserver.Bouncer) between PostgreSQL and the services named:
+// their DSNs and password files then lead through it. The Maestro server is the one that needs
+// it: it keeps only two idle connections and opens a new PostgreSQL session for every burst
+// above that (docs/performance.md, "Where the machine's CPU goes at 100 clusters").
+func (r *Region) startBouncer(ctx context.Context, pg *pgserver.Server, services ...string) error {
+	var logins []pgserver.BouncerLogin
+	for _, svc := range services {
+		role, err := r.Info.Postgres.Role(svc)
+		if err != nil {
+			return err
+		}
+		logins = append(logins, pgserver.BouncerLogin{Role: role.Role, Database: role.Database})
+	}
+	r.step("starting PgBouncer for %s", strings.Join(services, ", "))
+	b, err := pg.StartBouncer(ctx, pgserver.BouncerOptions{Dir: filepath.Join(r.stateDir, "pgbouncer"),
+		LogPath: filepath.Join(r.logDir, "pgbouncer.log"), CAFile: r.pki.CAFile, Logins: logins})
+	if err != nil {
+		return err
+	}
+	r.onStop(b.Stop)
+	r.Info.Postgres.BouncerAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
+	r.Info.Postgres.BouncerLog = b.LogPath
+	for i, role := range r.Info.Postgres.Roles {
+		if !slices.Contains(services, role.Service) {
+			continue
+		}
+		if err := b.WritePassFile(role.PassFile, role.Role, role.Database, r.dbPasswords[role.Service]); err != nil {
+			return err
+		}
+		r.Info.Postgres.Roles[i].DSN = b.RoleDSN(role.Role, role.Database, r.pki.CAFile)
+		r.Info.Postgres.Roles[i].Pooled = true
+	}
+	return nil
 }
 
 // secretsDir holds the region's generated secrets (database password files, the Cluster

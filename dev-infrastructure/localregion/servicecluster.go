@@ -37,6 +37,10 @@ type ServiceEnv struct {
 	PKI *pki.Region
 	// PostgresAddr and BrokerAddr are host:port on the host's loopback.
 	PostgresAddr, BrokerAddr string
+	// BouncerAddr is the PgBouncer in front of PostgreSQL (host:port on loopback, the same
+	// certificate as PostgreSQL) that the Maestro server connects through; empty when it
+	// connects directly (Config.MaestroDirectDB).
+	BouncerAddr string
 	// DBPasswords are the database login passwords by service ("maestro", "cluster-service",
 	// "frontend", "backend", "admin").
 	DBPasswords map[string]string
@@ -95,7 +99,7 @@ func (r *Region) serviceEnv() ServiceEnv {
 		pw[k] = v
 	}
 	r.mu.Unlock()
-	return ServiceEnv{PKI: r.pki, PostgresAddr: r.Info.Postgres.Addr, BrokerAddr: hostOf(r.Info.MQTT.URL[len("mqtts://"):]),
+	return ServiceEnv{PKI: r.pki, PostgresAddr: r.Info.Postgres.Addr, BouncerAddr: r.Info.Postgres.BouncerAddr, BrokerAddr: hostOf(r.Info.MQTT.URL[len("mqtts://"):]),
 		DBPasswords: pw, KEKFile: kek, PullSecretFile: filepath.Join(r.secretsDir(), "pull-secret.json"),
 		ManagementClusters: append([]ManagementClusterInfo(nil), r.Info.ManagementClusters...),
 		EnvName:            r.cfg.EnvName, Location: r.cfg.Location, Step: r.step}

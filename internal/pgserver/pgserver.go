@@ -92,12 +92,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	if o.Port == 0 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find free port for postgres: %w", err)
+		if o.Port, err = freePort(); err != nil {
+			return nil, err
 		}
-		o.Port = l.Addr().(*net.TCPAddr).Port
-		l.Close()
 	}
 	if o.LogPath == "" {
 		o.LogPath = filepath.Join(o.Dir, "postgres.log")
@@ -165,6 +162,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func credential() (*syscall.Credential, error) {

@@ -190,6 +190,8 @@ func TestMaestroAdmitsOnlyClusterService(t *testing.T) {
 
 // TestDatabaseLoginsAreConfined checks the services → PostgreSQL hop of the running region: no
 // plaintext, no server from another CA, and each service's login opens its own database only.
+// The Maestro server's hop leads through the region's PgBouncer, which holds to the same rules
+// and knows only Maestro's login and database.
 func TestDatabaseLoginsAreConfined(t *testing.T) {
 	pg := region.Info.Postgres
 	stranger := strangerPKI(t)
@@ -203,13 +205,19 @@ func TestDatabaseLoginsAreConfined(t *testing.T) {
 		f := strings.Split(strings.TrimSpace(string(b)), ":")
 		return f[len(f)-1]
 	}
-	connect := func(service, db, sslmode, caFile string) error {
+	if l, err := pg.Role("maestro"); err != nil || !l.Pooled || pg.BouncerAddr == "" || !strings.Contains(l.DSN, "@"+pg.BouncerAddr+"/") {
+		t.Fatalf("the Maestro server does not connect through the bouncer (%s): %+v, %v", pg.BouncerAddr, l, err)
+	}
+	connect := func(service, db, sslmode, caFile string, viaBouncer bool) error {
 		t.Helper()
 		l, err := pg.Role(service)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dsn := strings.Replace(l.DSN, "/"+l.Database+"?", "/"+db+"?", 1)
+		if viaBouncer && !l.Pooled {
+			dsn = strings.Replace(dsn, "@"+pg.Addr+"/", "@"+pg.BouncerAddr+"/", 1)
+		}
 		dsn = strings.Replace(dsn, "sslmode=verify-full", "sslmode="+sslmode, 1)
 		cfg, err := pgx.ParseConfig(dsn)
 		if err != nil {
@@ -235,18 +243,24 @@ func TestDatabaseLoginsAreConfined(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, service, db, sslmode, caFile, wantErr string
+		viaBouncer                                  bool
 	}{
-		{"plaintext_refused", "cluster-service", "clusterservice", "disable", "", "no encryption"},
-		{"server_from_an_unknown_ca_refused", "cluster-service", "clusterservice", "verify-full", stranger.CAFile, "certificate"},
-		{"cluster_service_refused_on_the_document_store", "cluster-service", "resourceprovider", "verify-full", "", "permission denied for database"},
-		{"frontend_refused_on_cluster_service_database", "frontend", "clusterservice", "verify-full", "", "permission denied for database"},
-		{"backend_refused_on_maestro_database", "backend", "maestro", "verify-full", "", "permission denied for database"},
-		{"maestro_refused_on_the_document_store", "maestro", "resourceprovider", "verify-full", "", "permission denied for database"},
-		{"cluster_service_on_its_own_database", "cluster-service", "clusterservice", "verify-full", "", ""},
-		{"backend_on_the_document_store", "backend", "resourceprovider", "verify-full", "", ""},
+		{"plaintext_refused", "cluster-service", "clusterservice", "disable", "", "no encryption", false},
+		{"server_from_an_unknown_ca_refused", "cluster-service", "clusterservice", "verify-full", stranger.CAFile, "certificate", false},
+		{"cluster_service_refused_on_the_document_store", "cluster-service", "resourceprovider", "verify-full", "", "permission denied for database", false},
+		{"frontend_refused_on_cluster_service_database", "frontend", "clusterservice", "verify-full", "", "permission denied for database", false},
+		{"backend_refused_on_maestro_database", "backend", "maestro", "verify-full", "", "permission denied for database", false},
+		{"cluster_service_on_its_own_database", "cluster-service", "clusterservice", "verify-full", "", "", false},
+		{"backend_on_the_document_store", "backend", "resourceprovider", "verify-full", "", "", false},
+		// Through the bouncer (the Maestro server's DSN).
+		{"plaintext_to_the_bouncer_refused", "maestro", "maestro", "disable", "", "SSL required", true},
+		{"bouncer_from_an_unknown_ca_refused", "maestro", "maestro", "verify-full", stranger.CAFile, "certificate", true},
+		{"maestro_refused_on_the_document_store", "maestro", "resourceprovider", "verify-full", "", "no such database", true},
+		{"bouncer_refuses_a_login_not_given_to_it", "cluster-service", "clusterservice", "verify-full", "", "SASL authentication failed", true},
+		{"maestro_on_its_own_database_through_the_bouncer", "maestro", "maestro", "verify-full", "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := connect(tc.service, tc.db, tc.sslmode, tc.caFile)
+			err := connect(tc.service, tc.db, tc.sslmode, tc.caFile, tc.viaBouncer)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)

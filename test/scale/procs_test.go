@@ -90,7 +90,7 @@ func kbField(s, key string) float64 {
 func regionName(args []string) string {
 	base := filepath.Base(args[0])
 	kind := base
-	for _, k := range []string{"kube-controller-manager", "kube-apiserver", "etcd", "maestro", "mosquitto", "postgres",
+	for _, k := range []string{"kube-controller-manager", "kube-apiserver", "etcd", "maestro", "mosquitto", "postgres", "pgbouncer",
 		"hypershift-sim", "cluster-service", "frontend", "backend", "admin"} {
 		if base == k || strings.HasPrefix(base, k+"-") || strings.HasPrefix(base, k+".") {
 			kind = k

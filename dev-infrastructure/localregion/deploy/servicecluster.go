@@ -24,6 +24,11 @@ import (
 const (
 	postgresService = "postgres"
 	postgresPort    = 5432
+	// The PgBouncer in front of PostgreSQL, for the Maestro server (pgserver.Bouncer). It
+	// presents PostgreSQL's certificate, which therefore names it too. Port 6432 is where Azure
+	// Database for PostgreSQL's built-in PgBouncer listens.
+	bouncerService = "postgres-bouncer"
+	bouncerPort    = 6432
 	// backendServer is the backend's metrics server identity: the region's backend identity is
 	// a client certificate (Cluster Service authorizes the backend by it).
 	backendServer = "backend-metrics"
@@ -65,9 +70,11 @@ type ServiceCluster struct {
 	// Stamps are the management clusters whose kubeconfigs the admin API gets.
 	Stamps []string
 
-	mu        sync.Mutex
-	prepared  bool
-	postgres  node.OutsideService
+	mu       sync.Mutex
+	prepared bool
+	postgres node.OutsideService
+	// bouncer is the Maestro server's way to PostgreSQL; postgres when the region runs none.
+	bouncer   node.OutsideService
 	broker    node.OutsideService
 	installed []string
 	forwards  context.Context
@@ -82,7 +89,7 @@ func (s *ServiceCluster) ServerNames() map[string][]string {
 		return []string{svcName(name, ns), svcName(name, ns) + "." + node.ClusterDomain}
 	}
 	return map[string][]string{
-		pki.Postgres:       full(postgresService, OutsideNamespace),
+		pki.Postgres:       append(full(postgresService, OutsideNamespace), full(bouncerService, OutsideNamespace)...),
 		pki.MaestroServer:  full("maestro-server", workloads["maestro-server"].namespace),
 		pki.ClusterService: full("cluster-service", workloads["cluster-service"].namespace),
 		pki.Frontend:       full("frontend", workloads["frontend"].namespace),
@@ -102,6 +109,12 @@ func (s *ServiceCluster) prepare(ctx context.Context, env localregion.ServiceEnv
 	var err error
 	if s.postgres, err = s.Node.ExposeHost(ctx, OutsideNamespace, postgresService, postgresPort, env.PostgresAddr); err != nil {
 		return err
+	}
+	s.bouncer = s.postgres
+	if env.BouncerAddr != "" {
+		if s.bouncer, err = s.Node.ExposeHost(ctx, OutsideNamespace, bouncerService, bouncerPort, env.BouncerAddr); err != nil {
+			return err
+		}
 	}
 	if s.broker, err = s.Node.ExposeHost(ctx, OutsideNamespace, brokerService, brokerPort, env.BrokerAddr); err != nil {
 		return err
@@ -178,7 +191,9 @@ func (s *ServiceCluster) Release(name, imagesDir string) Release {
 	}
 	switch name {
 	case "maestro-server":
-		set = append(set, "broker.host="+s.broker.Host, "broker.port="+strconv.Itoa(s.broker.Port))
+		set = append(set, "broker.host="+s.broker.Host, "broker.port="+strconv.Itoa(s.broker.Port),
+			// Later --set wins: the server's connections go through the bouncer.
+			"database.host="+s.bouncer.Host, "database.port="+strconv.Itoa(s.bouncer.Port))
 	case "cluster-service":
 		set = append(set, "pullSecret.secret=cluster-service-pull-secret")
 	case "admin":

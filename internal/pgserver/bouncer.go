@@ -1,0 +1,271 @@
+package pgserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A Bouncer is a PgBouncer in front of a secure Server, for a client that opens and closes
+// PostgreSQL connections faster than it should. The pinned Maestro server is one: it sets only
+// database/sql's SetMaxOpenConns, so every burst above database/sql's two idle connections
+// opens new sessions and closes them again, and each new session costs PostgreSQL a backend
+// process, a TLS handshake and a SCRAM exchange (about 50 ms of CPU on the 2-core machine,
+// hack/pg-connection-cost.sh). Behind the bouncer a client's new connection costs a TLS
+// handshake with the bouncer and reuses a server session the bouncer keeps.
+//
+// The bouncer pools in session mode: a client holds one server session for as long as it is
+// connected, so LISTEN/NOTIFY (Maestro's "events" and "status_events" channels) and session
+// state behave as on a direct connection, and a closed client's session (after DISCARD ALL)
+// serves the next one. It is as locked down as the Server: clients must use TLS (the server's
+// own certificate, so a client verifies it exactly as it verifies PostgreSQL) and a SCRAM
+// password; the bouncer verifies PostgreSQL's certificate (verify-full) and logs in with the
+// role's SCRAM secret, copied from pg_authid, so no password is stored in clear for it. Only
+// the logins and databases given to StartBouncer are known to it, PostgreSQL's CONNECT
+// privilege still decides which of them a role may open, and there is no admin console.
+//
+// In Azure the managed server offers the same facility (Azure Database for PostgreSQL flexible
+// server's built-in PgBouncer, port 6432); the local region runs Debian's pgbouncer.
+type Bouncer struct {
+	Port    int
+	Dir     string
+	LogPath string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// BouncerOptions configures StartBouncer.
+type BouncerOptions struct {
+	// Dir holds pgbouncer.ini and the auth file; it is created, owned by the server's user.
+	Dir string
+	// LogPath receives PgBouncer's log; default Dir/pgbouncer.log.
+	LogPath string
+	// Port to listen on, 127.0.0.1 only; 0 picks a free port.
+	Port int
+	// CAFile verifies PostgreSQL's certificate.
+	CAFile string
+	// Logins are the role/database pairs the bouncer admits; each role must exist (CreateLoginRole).
+	Logins []BouncerLogin
+	// PoolSize is how many server sessions one login may hold (default 64). In session mode a
+	// client connection beyond it waits for one to close, so it must cover the client's own
+	// connection limit (Maestro's --db-max-open-connections, 50 by default, plus its two
+	// listeners).
+	PoolSize int
+}
+
+// BouncerLogin is one role and the one database it may reach through the bouncer.
+type BouncerLogin struct {
+	Role, Database string
+}
+
+// bouncerBinary is Debian's pgbouncer (make deps installs it).
+const bouncerBinary = "/usr/sbin/pgbouncer"
+
+// StartBouncer starts a PgBouncer in front of s (see Bouncer). It returns once the bouncer
+// accepts TCP connections.
+func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, error) {
+	if !s.Secure {
+		return nil, errors.New("pgbouncer: the server must be secure (started with TLS)")
+	}
+	if o.Dir == "" || o.CAFile == "" || len(o.Logins) == 0 {
+		return nil, errors.New("pgbouncer: Dir, CAFile and Logins are required")
+	}
+	bin, err := exec.LookPath(bouncerBinary)
+	if err != nil {
+		return nil, fmt.Errorf("pgbouncer not installed (run 'make deps' or apt-get install pgbouncer): %w", err)
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = 64
+	}
+	if o.LogPath == "" {
+		o.LogPath = filepath.Join(o.Dir, "pgbouncer.log")
+	}
+	if o.Port == 0 {
+		if o.Port, err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", o.Dir, err)
+	}
+	if err := s.chown(o.Dir); err != nil {
+		return nil, err
+	}
+	// The CA may sit where the server's user cannot read it (a 0700 state directory of root's).
+	ca, err := os.ReadFile(o.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("pgbouncer: read CA: %w", err)
+	}
+	caCopy := filepath.Join(o.Dir, "ca.crt")
+	if err := s.writeOwned(caCopy, ca); err != nil {
+		return nil, err
+	}
+	var users strings.Builder
+	for _, l := range o.Logins {
+		secret, err := s.scramSecret(ctx, l.Role)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&users, "%s %s\n", bouncerQuote(l.Role), bouncerQuote(secret))
+	}
+	authFile := filepath.Join(o.Dir, "userlist.txt")
+	if err := s.writeOwned(authFile, []byte(users.String())); err != nil {
+		return nil, err
+	}
+	ini := filepath.Join(o.Dir, "pgbouncer.ini")
+	if err := s.writeOwned(ini, []byte(bouncerConfig(s, o, authFile, caCopy))); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open pgbouncer log: %w", err)
+	}
+	// PgBouncer refuses to run as root: it runs as the server's user, in the foreground.
+	cmd := exec.Command(bin, "-q", ini)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start pgbouncer: %w", err)
+	}
+	b := &Bouncer{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logf.Close(); close(b.done) }()
+	if err := b.waitListening(ctx, 30*time.Second); err != nil {
+		b.Stop()
+		return nil, err
+	}
+	return b, nil
+}
+
+// bouncerConfig is pgbouncer.ini for o (see the Bouncer comment for each choice).
+func bouncerConfig(s *Server, o BouncerOptions, authFile, caFile string) string {
+	var c strings.Builder
+	c.WriteString("; generated by internal/pgserver (StartBouncer); do not edit\n[databases]\n")
+	for _, l := range o.Logins {
+		// No user= here: the server session is the client's own login (PgBouncer proves it to
+		// PostgreSQL with the client's SCRAM keys), and PostgreSQL's CONNECT privilege still
+		// decides which database a role may open.
+		fmt.Fprintf(&c, "%s = host=127.0.0.1 port=%d dbname=%s\n", l.Database, s.Port, l.Database)
+	}
+	c.WriteString("[pgbouncer]\n")
+	for _, kv := range [][2]string{
+		{"listen_addr", "127.0.0.1"},
+		{"listen_port", strconv.Itoa(o.Port)},
+		// No Unix socket: TCP with TLS is the only way in.
+		{"unix_socket_dir", ""},
+		{"logfile", ""},
+		{"pidfile", ""},
+		{"auth_type", "scram-sha-256"},
+		{"auth_file", authFile},
+		{"pool_mode", "session"},
+		{"default_pool_size", strconv.Itoa(o.PoolSize)},
+		{"max_client_conn", strconv.Itoa(2 * o.PoolSize * len(o.Logins))},
+		{"max_db_connections", strconv.Itoa(o.PoolSize)},
+		// lib/pq (Maestro's listener) sends it; the bouncer would otherwise refuse the login.
+		{"ignore_startup_parameters", "extra_float_digits"},
+		{"client_tls_sslmode", "require"},
+		{"client_tls_cert_file", s.tlsPath("server.crt")},
+		{"client_tls_key_file", s.tlsPath("server.key")},
+		{"client_tls_protocols", "tlsv1.2,tlsv1.3"},
+		{"server_tls_sslmode", "verify-full"},
+		{"server_tls_ca_file", caFile},
+		{"server_tls_protocols", "tlsv1.2,tlsv1.3"},
+		// A kept session lives an hour at most, and goes after ten idle minutes (the defaults,
+		// written out because they are what keeps the pool warm).
+		{"server_lifetime", "3600"},
+		{"server_idle_timeout", "600"},
+		// Every client connect would otherwise be two log lines.
+		{"log_connections", "0"},
+		{"log_disconnections", "0"},
+		{"stats_period", "60"},
+	} {
+		fmt.Fprintf(&c, "%s = %s\n", kv[0], kv[1])
+	}
+	return c.String()
+}
+
+// bouncerQuote quotes a value for PgBouncer's auth file ("" doubles a quote).
+func bouncerQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// scramSecret reads role's SCRAM-SHA-256 secret from pg_authid (superuser only).
+func (s *Server) scramSecret(ctx context.Context, role string) (string, error) {
+	var secret string
+	err := s.admin(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, "SELECT coalesce(rolpassword, '') FROM pg_authid WHERE rolname = $1", role).Scan(&secret)
+	})
+	if err != nil {
+		return "", fmt.Errorf("pgbouncer: read the secret of role %s: %w", role, err)
+	}
+	if !strings.HasPrefix(secret, "SCRAM-SHA-256$") {
+		return "", fmt.Errorf("pgbouncer: role %s has no SCRAM secret", role)
+	}
+	return secret, nil
+}
+
+func (b *Bouncer) waitListening(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
+	for time.Now().Before(deadline) {
+		select {
+		case <-b.done:
+			return fmt.Errorf("pgbouncer exited during start-up; log %s:\n%s", b.LogPath, tail(b.LogPath))
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("pgbouncer not listening on %s after %s; log %s:\n%s", addr, timeout, b.LogPath, tail(b.LogPath))
+}
+
+// RoleDSN is role's TLS connection string for db through the bouncer, without a password; the
+// bouncer's certificate (the server's) is verified against caFile, including 127.0.0.1.
+func (b *Bouncer) RoleDSN(role, db, caFile string) string {
+	q := url.Values{"sslmode": {"verify-full"}, "sslrootcert": {caFile}}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?%s", url.PathEscape(role), b.Port, url.PathEscape(db), q.Encode())
+}
+
+// WritePassFile writes a libpq password file (0600) holding role's password for db through
+// the bouncer.
+func (b *Bouncer) WritePassFile(path, role, db, password string) error {
+	return writePassFile(path, b.Port, role, db, password)
+}
+
+// PID of the bouncer.
+func (b *Bouncer) PID() int { return b.cmd.Process.Pid }
+
+// Done is closed when the bouncer has exited.
+func (b *Bouncer) Done() <-chan struct{} { return b.done }
+
+// Stop shuts the bouncer down at once (SIGTERM: open client connections are closed), killing
+// it after 10 s.
+func (b *Bouncer) Stop() {
+	select {
+	case <-b.done:
+		return
+	default:
+	}
+	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
+		<-b.done
+	}
+}

@@ -1,0 +1,194 @@
+package pgserver_test
+
+import (
+	"context"
+	"crypto/tls"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openhcp/openhcp/internal/pgserver"
+)
+
+// startBouncer puts a bouncer for othersvc and frontend, each on its own database, in front of c.
+func startBouncer(t *testing.T, c *secureCluster) *pgserver.Bouncer {
+	t.Helper()
+	b, err := c.pg.StartBouncer(context.Background(), pgserver.BouncerOptions{
+		Dir: filepath.Join(c.pg.Dir, "..", "bouncer"), CAFile: c.pki.CAFile,
+		Logins:   []pgserver.BouncerLogin{{Role: "othersvc", Database: "other"}, {Role: "frontend", Database: "docs"}},
+		PoolSize: 4,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Stop)
+	return b
+}
+
+// connectVia opens role's connection to db through the bouncer, as a service would.
+func connectVia(ctx context.Context, b *pgserver.Bouncer, role, password, db, sslmode, caFile string) (*pgx.Conn, error) {
+	dsn := b.RoleDSN(role, db, caFile)
+	if sslmode != "verify-full" {
+		dsn = strings.Replace(dsn, "sslmode=verify-full", "sslmode="+sslmode, 1)
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Password = password
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+// sessions is pg_stat_database.sessions of db: the sessions PostgreSQL has started for it.
+func sessions(t *testing.T, c *secureCluster, db string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.pg.AdminDSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// The statistics of a session that just ended reach the view after a moment.
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT sessions FROM pg_stat_database WHERE datname = $1", db).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestBouncerKeepsServerSessionsWhileClientsComeAndGo: twenty connect-query-close cycles
+// through the bouncer start at most one PostgreSQL session; the same cycles made directly start
+// twenty. This is what the bouncer is for (the pinned Maestro server's connection churn).
+func TestBouncerKeepsServerSessionsWhileClientsComeAndGo(t *testing.T) {
+	c := startSecure(t)
+	b := startBouncer(t, c)
+	ctx := context.Background()
+	const cycles = 20
+	count := func(connect func() (*pgx.Conn, error)) int64 {
+		t.Helper()
+		// The sessions counter moves when a session ends; wait for the last one's statistics.
+		time.Sleep(200 * time.Millisecond)
+		before := sessions(t, c, "other")
+		for range cycles {
+			conn, err := connect()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var one int
+			if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+				t.Fatal(err)
+			}
+			conn.Close(ctx)
+		}
+		time.Sleep(200 * time.Millisecond)
+		return sessions(t, c, "other") - before
+	}
+	pw := c.passwords["othersvc"]
+	direct := count(func() (*pgx.Conn, error) {
+		return c.connect(ctx, "othersvc", pw, "other", "verify-full", c.pki.CAFile)
+	})
+	pooled := count(func() (*pgx.Conn, error) {
+		return connectVia(ctx, b, "othersvc", pw, "other", "verify-full", c.pki.CAFile)
+	})
+	if direct < cycles {
+		t.Fatalf("direct connections started %d sessions, want %d (is the counter read right?)", direct, cycles)
+	}
+	// The bouncer's one kept session is counted when it ends, so it may not show yet: 0 or 1.
+	if pooled > 1 {
+		t.Fatalf("%d connections through the bouncer started %d PostgreSQL sessions, want at most 1", cycles, pooled)
+	}
+}
+
+// TestBouncerAdmitsOnlyTLSAndItsOwnLogins checks the bouncer's refusals against the real
+// PgBouncer, and that the admitted login gets a verified TLS session as itself.
+func TestBouncerAdmitsOnlyTLSAndItsOwnLogins(t *testing.T) {
+	c := startSecure(t)
+	b := startBouncer(t, c)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name              string
+		role, db, sslmode string
+		password          string // default: the role's own
+		wantErr           string
+	}{
+		{name: "plaintext_refused", role: "othersvc", db: "other", sslmode: "disable", wantErr: "SSL required"},
+		{name: "wrong_password_refused", role: "othersvc", db: "other", sslmode: "verify-full", password: "not-the-password-at-all", wantErr: "SASL authentication failed"},
+		{name: "role_not_given_to_the_bouncer_refused", role: "backend", db: "docs", sslmode: "verify-full", wantErr: "SASL authentication failed"},
+		{name: "role_refused_on_another_logins_database", role: "frontend", db: "other", sslmode: "verify-full", wantErr: "permission denied for database"},
+		{name: "database_not_given_to_the_bouncer_refused", role: "othersvc", db: "postgres", sslmode: "verify-full", wantErr: "no such database"},
+		{name: "superuser_refused", role: "postgres", db: "postgres", sslmode: "verify-full", password: "anything-at-all-xx", wantErr: "SASL authentication failed"},
+		{name: "its_login_over_verified_tls", role: "othersvc", db: "other", sslmode: "verify-full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pw := tc.password
+			if pw == "" {
+				pw = c.passwords[tc.role]
+			}
+			conn, err := connectVia(ctx, b, tc.role, pw, tc.db, tc.sslmode, c.pki.CAFile)
+			if tc.wantErr != "" {
+				if err == nil {
+					conn.Close(ctx)
+					t.Fatalf("connected; want an error containing %q", tc.wantErr)
+				}
+				if !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %q, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			if _, ok := conn.PgConn().Conn().(*tls.Conn); !ok {
+				t.Fatalf("connection is not TLS: %T", conn.PgConn().Conn())
+			}
+			var user string
+			var ssl bool
+			if err := conn.QueryRow(ctx, "SELECT session_user, ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE pid = pg_backend_pid()").Scan(&user, &ssl); err != nil {
+				t.Fatal(err)
+			}
+			if user != "othersvc" || !ssl {
+				t.Fatalf("server session is user %q, TLS %v; want othersvc over TLS (bouncer to PostgreSQL)", user, ssl)
+			}
+		})
+	}
+}
+
+// TestBouncerCarriesListenNotify: a LISTEN through the bouncer hears a NOTIFY sent through it
+// by another client (session pooling; Maestro's listeners rely on it).
+func TestBouncerCarriesListenNotify(t *testing.T) {
+	c := startSecure(t)
+	b := startBouncer(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pw := c.passwords["othersvc"]
+	listener, err := connectVia(ctx, b, "othersvc", pw, "other", "verify-full", c.pki.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	if _, err := listener.Exec(ctx, "LISTEN events"); err != nil {
+		t.Fatal(err)
+	}
+	sender, err := connectVia(ctx, b, "othersvc", pw, "other", "verify-full", c.pki.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sender.Close(ctx)
+	if _, err := sender.Exec(ctx, "SELECT pg_notify('events', 'resource-1')"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := listener.WaitForNotification(ctx)
+	if err != nil {
+		t.Fatalf("no notification through the bouncer: %v", err)
+	}
+	if n.Channel != "events" || n.Payload != "resource-1" {
+		t.Fatalf("notification %s %q, want events %q", n.Channel, n.Payload, "resource-1")
+	}
+}
