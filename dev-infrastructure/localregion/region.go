@@ -7,6 +7,7 @@ package localregion
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"io"
@@ -187,6 +188,9 @@ type Region struct {
 	watchdog *mgmtcluster.StuckDeleteWatchdog
 	// maestro is the Maestro server process (nil when a ServiceCluster runs it).
 	maestro *mgmtcluster.MaestroServer
+	// maestroDSN are the Maestro server's two ways to its database: straight to PostgreSQL,
+	// and through the bouncer (empty when none runs). RestartMaestroServer switches.
+	maestroDSN struct{ direct, pooled string }
 	// secrets are the generated secrets (see Secrets).
 	secrets []string
 	// dbPasswords are the database passwords by service, for those (Maestro) that want the
@@ -496,12 +500,49 @@ func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 		r.Info.Postgres.Roles = append(r.Info.Postgres.Roles, PostgresRoleInfo{
 			Service: l.service, Role: l.role, Database: l.db, DSN: pg.RoleDSN(l.role, l.db, r.pki.CAFile), PassFile: passFile})
 	}
+	maestro, err := r.Info.Postgres.Role("maestro")
+	if err != nil {
+		return nil, err
+	}
+	r.maestroDSN.direct = maestro.DSN
 	if !r.cfg.MaestroDirectDB {
 		if err := r.startBouncer(ctx, pg, "maestro"); err != nil {
 			return nil, err
 		}
+		maestro, _ = r.Info.Postgres.Role("maestro")
+		r.maestroDSN.pooled = maestro.DSN
 	}
 	return pg, nil
+}
+
+// RestartMaestroServer restarts the Maestro server connected to PostgreSQL through the bouncer
+// (pooled) or straight (not), and says so in region.json: the connection-pooling benchmark
+// compares the two in one region. The password file serves both ways.
+func (r *Region) RestartMaestroServer(ctx context.Context, pooled bool) error {
+	if r.maestro == nil {
+		return errors.New("restart the Maestro server: it is not a process of this region (a service cluster runs it)")
+	}
+	dsn := r.maestroDSN.direct
+	if pooled {
+		if dsn = r.maestroDSN.pooled; dsn == "" {
+			return errors.New("restart the Maestro server through the bouncer: this region runs none (Config.MaestroDirectDB)")
+		}
+	}
+	r.mu.Lock()
+	password := r.dbPasswords["maestro"]
+	r.mu.Unlock()
+	if err := r.maestro.RestartWithDB(ctx, dsn, password); err != nil {
+		return fmt.Errorf("restart the Maestro server (pooled %v): %w", pooled, err)
+	}
+	r.supervise(r.maestro.Proc)
+	r.mu.Lock()
+	for i, role := range r.Info.Postgres.Roles {
+		if role.Service == "maestro" {
+			r.Info.Postgres.Roles[i].DSN, r.Info.Postgres.Roles[i].Pooled = dsn, pooled
+		}
+	}
+	r.mu.Unlock()
+	return r.writeInfo()
 }
 
 // startBouncer puts PgBouncer (pgserver.Bouncer) between PostgreSQL and the services named:

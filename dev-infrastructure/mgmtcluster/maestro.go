@@ -238,6 +238,16 @@ func (s *MaestroServer) Restart(ctx context.Context) error {
 	return s.start(ctx)
 }
 
+// RestartWithDB restarts the server (Restart) connected to another address of its database:
+// dsn and password as in MaestroServerOptions. Benchmarks use it to compare a direct
+// connection with PgBouncer in one region.
+func (s *MaestroServer) RestartWithDB(ctx context.Context, dsn, password string) error {
+	if _, err := writeMaestroDBFiles(filepath.Join(s.spec.Dir, "db"), dsn, password); err != nil {
+		return err
+	}
+	return s.Restart(ctx)
+}
+
 func (s *MaestroServer) process() *Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()

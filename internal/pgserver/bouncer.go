@@ -42,7 +42,8 @@ type Bouncer struct {
 	Dir     string
 	LogPath string
 
-	cmd  *exec.Cmd
+	serverPort int
+	cmd        *exec.Cmd
 	done chan struct{}
 }
 
@@ -140,7 +141,7 @@ func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, 
 		logf.Close()
 		return nil, fmt.Errorf("start pgbouncer: %w", err)
 	}
-	b := &Bouncer{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, cmd: cmd, done: make(chan struct{})}
+	b := &Bouncer{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, serverPort: s.Port, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); logf.Close(); close(b.done) }()
 	if err := b.waitListening(ctx, 30*time.Second); err != nil {
 		b.Stop()
@@ -242,9 +243,9 @@ func (b *Bouncer) RoleDSN(role, db, caFile string) string {
 }
 
 // WritePassFile writes a libpq password file (0600) holding role's password for db through
-// the bouncer.
+// the bouncer, and straight to the server (a client may be switched between the two).
 func (b *Bouncer) WritePassFile(path, role, db, password string) error {
-	return writePassFile(path, b.Port, role, db, password)
+	return writePassFile(path, role, db, password, b.Port, b.serverPort)
 }
 
 // PID of the bouncer.

@@ -230,12 +230,16 @@ func (s *Server) RoleDSN(role, db, caFile string) string {
 // WritePassFile writes a libpq password file (0600) holding role's password for db on this
 // server; point PGPASSFILE at it. pgx and libpq both read it.
 func (s *Server) WritePassFile(path, role, db, password string) error {
-	return writePassFile(path, s.Port, role, db, password)
+	return writePassFile(path, role, db, password, s.Port)
 }
 
-func writePassFile(path string, port int, role, db, password string) error {
+// writePassFile writes role's password file line for each port.
+func writePassFile(path, role, db, password string, ports ...int) error {
 	esc := strings.NewReplacer(`\`, `\\`, `:`, `\:`)
-	line := fmt.Sprintf("127.0.0.1:%d:%s:%s:%s\n", port, esc.Replace(db), esc.Replace(role), esc.Replace(password))
+	var line string
+	for _, port := range ports {
+		line += fmt.Sprintf("127.0.0.1:%d:%s:%s:%s\n", port, esc.Replace(db), esc.Replace(role), esc.Replace(password))
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write password file: %w", err)
 	}

@@ -728,13 +728,38 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			modes = append(modes, mode{name, strings.Fields(flags)})
 		}
 	}
+	// A mode's flags go to Cluster Service, except maestro-db=pooled|direct: how the Maestro
+	// server reaches PostgreSQL (through the region's PgBouncer or straight; it is restarted).
 	restart := func(flags []string) {
-		rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer rcancel()
-		if err := region.RestartWith(rctx, "cluster-service", flags...); err != nil {
-			b.Fatalf("restart cluster-service with %v: %v", flags, err)
+		var csFlags []string
+		for _, f := range flags {
+			v, ok := strings.CutPrefix(f, "maestro-db=")
+			if !ok {
+				csFlags = append(csFlags, f)
+				continue
+			}
+			if v != "pooled" && v != "direct" {
+				b.Fatalf("mode flag %s: want maestro-db=pooled or maestro-db=direct", f)
+			}
+			if err := region.RestartMaestroServer(rctx, v == "pooled"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := region.RestartWith(rctx, "cluster-service", csFlags...); err != nil {
+			b.Fatalf("restart cluster-service with %v: %v", csFlags, err)
 		}
 	}
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer rcancel()
+		if region.Info.Postgres.BouncerAddr != "" {
+			if err := region.RestartMaestroServer(rctx, true); err != nil {
+				b.Errorf("restore the Maestro server's pooled connection: %v", err)
+			}
+		}
+	}()
 	stages := []struct {
 		name     string
 		from, to func(*clusterTimes) time.Time
@@ -775,8 +800,8 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			logsAt := logSizes()
 			pointsAt, notesAt := len(rep.Points), len(rep.Notes)
 			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
-			sessionsBefore := dbSessions(ctx, b, db.DSN)
-			var sessionsNote string
+			sessionsBefore, cpuBefore := dbSessions(ctx, b, db.DSN), databaseCPU(b)
+			var sessionsNote, cpuNote string
 			load := loadAvg()
 			start := time.Now()
 			// The profile covers the creates (n/5 s) and the time most of them take to finish.
@@ -786,6 +811,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			runs[m.name] = timeCreateStagesThen(ctx, b, db.DSN, "feedback-"+m.name, n, true, func(sub, rg string) {
 				maestroNote, csNote = maestroMetrics().meanOf(maestroBefore), csReconcileMetrics(b).since(before)+"; works republished: "+csRepublishes()
 				sessionsNote = sessionsSince(sessionsBefore, dbSessions(ctx, b, db.DSN))
+				cpuNote = databaseCPU(b).since(cpuBefore)
 				wait() // the profile is of the creates
 				if poolN > 0 {
 					scaleStart = time.Now()
@@ -796,6 +822,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: Maestro server during the creates: %s", m.name, maestroNote))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: in the region's logs during the mode: %s", m.name, tallyLogsSince(b, logsAt, "feedback-"+m.name)))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: PostgreSQL sessions opened during the creates, by database (pg_stat_database.sessions): %s", m.name, sessionsNote))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: CPU during the creates: %s", m.name, cpuNote))
 			rep.Notes = append(rep.Notes,
 				fmt.Sprintf("%s (Cluster Service %s): %s to %s UTC, load average %s at start, %s at end; Cluster Service's reconcile queue depth mean %.1f, max %d; its reconciles during the creates: %s",
 					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, loadAvg(), r.queueMean, r.queueMax, csNote))
@@ -1022,6 +1049,84 @@ func dbSessions(ctx context.Context, b *testing.B, dsn string) map[string]int64 
 		return nil
 	}
 	return out
+}
+
+// dbCPU is the CPU time the region's PostgreSQL (the postmaster, its live backends and every
+// backend that has exited) and its PgBouncer have used, from /proc; zero when not readable.
+type dbCPU struct{ postgres, bouncer time.Duration }
+
+// databaseCPU reads dbCPU. The region's PostgreSQL is found by its data directory's
+// postmaster.pid, next to the PKI named in region.json; its bouncer by its config file.
+func databaseCPU(b *testing.B) dbCPU {
+	state := filepath.Dir(filepath.Dir(region.Info.Postgres.CAFile))
+	raw, err := os.ReadFile(filepath.Join(state, "postgres", "data", "postmaster.pid"))
+	if err != nil {
+		b.Logf("database CPU: %v", err)
+		return dbCPU{}
+	}
+	postmaster, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
+	var out dbCPU
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil {
+			continue
+		}
+		switch {
+		case pid == postmaster:
+			out.postgres += st.own + st.children
+		case st.ppid == postmaster:
+			out.postgres += st.own
+		case st.comm == "pgbouncer":
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.Contains(string(cmd), state) {
+				out.bouncer += st.own
+			}
+		}
+	}
+	return out
+}
+
+// since says how much CPU each used from before to c.
+func (c dbCPU) since(before dbCPU) string {
+	if c.postgres == 0 {
+		return "not read"
+	}
+	return fmt.Sprintf("PostgreSQL %.1f s, PgBouncer %.1f s", (c.postgres - before.postgres).Seconds(), (c.bouncer - before.bouncer).Seconds())
+}
+
+type procStat struct {
+	comm          string
+	ppid          int
+	own, children time.Duration
+}
+
+// readProcStat reads a process's name, parent and CPU times (its own, and its reaped
+// children's) from /proc/<pid>/stat.
+func readProcStat(pid int) (procStat, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, err
+	}
+	s := string(raw)
+	open, closeAt := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closeAt < open {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
+	}
+	// After the name: state(3) ppid(4) … utime(14) stime(15) cutime(16) cstime(17).
+	f := strings.Fields(s[closeAt+1:])
+	if len(f) < 15 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: short", pid)
+	}
+	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i-3], 10, 64); return v }
+	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
+	ppid := int(n(4))
+	return procStat{comm: s[open+1 : closeAt], ppid: ppid,
+		own: time.Duration(n(14)+n(15)) * tick, children: time.Duration(n(16)+n(17)) * tick}, nil
 }
 
 // sessionsSince says how many sessions each database gained from before to after.
