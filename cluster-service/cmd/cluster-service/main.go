@@ -38,6 +38,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -165,21 +166,24 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if c.breakGlassValidity, err = time.ParseDuration(breakGlassValidity); err != nil || c.breakGlassValidity < 10*time.Minute || c.breakGlassValidity > 168*time.Hour {
 		return c, fmt.Errorf("--break-glass-validity: %q is not a duration between 10m and 168h", breakGlassValidity)
 	}
-	if watch, err := strconv.ParseBool(feedbackWatch); err != nil {
-		return c, fmt.Errorf("--feedback-watch: %q is not true or false", feedbackWatch)
-	} else {
-		c.pollFeedbackOnly = !watch
-	}
-	if adaptive, err := strconv.ParseBool(republishAdaptive); err != nil {
-		return c, fmt.Errorf("--republish-adaptive: %q is not true or false", republishAdaptive)
-	} else {
-		c.fixedRepublishWait = !adaptive
+	for _, b := range []struct {
+		name, value string
+		off         *bool // set when the flag is false
+	}{
+		{"feedback-watch", feedbackWatch, &c.pollFeedbackOnly},
+		{"republish-adaptive", republishAdaptive, &c.fixedRepublishWait},
+	} {
+		on, err := strconv.ParseBool(b.value)
+		if err != nil {
+			return c, fmt.Errorf("--%s: %q is not true or false", b.name, b.value)
+		}
+		*b.off = !on
 	}
 	if c.placementPolicy, err = placement.ParsePolicy(placementPolicy); err != nil {
 		return c, fmt.Errorf("--placement-policy: %w", err)
 	}
-	if err := c.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
-		return c, fmt.Errorf("--log-level: %q is not debug, info, warn or error", logLevel)
+	if c.logLevel, err = svcmain.Level(logLevel); err != nil {
+		return c, err
 	}
 	if c.devIdentityClientID != "" && !uuidRE.MatchString(c.devIdentityClientID) {
 		return c, fmt.Errorf("--dev-workload-identity-client-id: %q is not a UUID", c.devIdentityClientID)
@@ -250,23 +254,17 @@ func urlHost(u string) string {
 }
 
 func main() {
-	c, err := parseConfig(os.Args[1:], os.Getenv)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "cluster-service: "+err.Error())
-		os.Exit(2)
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: c.logLevel})).With("service", "cluster-service")
-	slog.SetDefault(log)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, c, log); err != nil {
-		log.Error("cluster-service stopped", "error", err)
-		os.Exit(1)
-	}
-	log.Info("cluster-service stopped")
+	svcmain.Main("cluster-service", parseConfig, func(c config) error {
+		log := svcmain.Logger(c.logLevel).With("service", "cluster-service")
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		if err := run(ctx, c, log); err != nil {
+			log.Error("cluster-service stopped", "error", err)
+			return err
+		}
+		log.Info("cluster-service stopped")
+		return nil
+	})
 }
 
 func run(ctx context.Context, c config, log *slog.Logger) error {
