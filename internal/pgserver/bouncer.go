@@ -44,7 +44,7 @@ type Bouncer struct {
 
 	serverPort int
 	cmd        *exec.Cmd
-	done chan struct{}
+	done       chan struct{}
 }
 
 // BouncerOptions configures StartBouncer.
@@ -262,11 +262,5 @@ func (b *Bouncer) Stop() {
 		return
 	default:
 	}
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-b.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
-		<-b.done
-	}
+	stopGroup(b.cmd.Process, b.done, syscall.SIGTERM)
 }

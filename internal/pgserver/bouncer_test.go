@@ -2,9 +2,7 @@ package pgserver_test
 
 import (
 	"context"
-	"crypto/tls"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,16 +28,7 @@ func startBouncer(t *testing.T, c *secureCluster) *pgserver.Bouncer {
 
 // connectVia opens role's connection to db through the bouncer, as a service would.
 func connectVia(ctx context.Context, b *pgserver.Bouncer, role, password, db, sslmode, caFile string) (*pgx.Conn, error) {
-	dsn := b.RoleDSN(role, db, caFile)
-	if sslmode != "verify-full" {
-		dsn = strings.Replace(dsn, "sslmode=verify-full", "sslmode="+sslmode, 1)
-	}
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Password = password
-	return pgx.ConnectConfig(ctx, cfg)
+	return connectDSN(ctx, b.RoleDSN(role, db, caFile), password, sslmode)
 }
 
 // sessions is pg_stat_database.sessions of db: the sessions PostgreSQL has started for it.
@@ -131,23 +120,10 @@ func TestBouncerAdmitsOnlyTLSAndItsOwnLogins(t *testing.T) {
 				pw = c.passwords[tc.role]
 			}
 			conn, err := connectVia(ctx, b, tc.role, pw, tc.db, tc.sslmode, c.pki.CAFile)
-			if tc.wantErr != "" {
-				if err == nil {
-					conn.Close(ctx)
-					t.Fatalf("connected; want an error containing %q", tc.wantErr)
-				}
-				if !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %q, want one containing %q", err, tc.wantErr)
-				}
+			if !connectedOverTLS(t, conn, err, tc.wantErr) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
 			defer conn.Close(ctx)
-			if _, ok := conn.PgConn().Conn().(*tls.Conn); !ok {
-				t.Fatalf("connection is not TLS: %T", conn.PgConn().Conn())
-			}
 			var user string
 			var ssl bool
 			if err := conn.QueryRow(ctx, "SELECT session_user, ssl FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE pid = pg_backend_pid()").Scan(&user, &ssl); err != nil {

@@ -256,12 +256,17 @@ func (s *Server) Stop() {
 		return
 	default:
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	stopGroup(s.cmd.Process, s.done, syscall.SIGINT)
+}
+
+// stopGroup sends sig to p and waits for done, killing p's whole process group after 10 s.
+func stopGroup(p *os.Process, done <-chan struct{}, sig syscall.Signal) {
+	_ = p.Signal(sig)
 	select {
-	case <-s.done:
+	case <-done:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
+		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+		<-done
 	}
 }
 

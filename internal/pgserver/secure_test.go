@@ -75,7 +75,11 @@ func startSecure(t *testing.T) *secureCluster {
 // connect opens role's connection to db with the password given (not the role's own unless
 // asked) and sslmode/CA as a service would.
 func (c *secureCluster) connect(ctx context.Context, role, password, db, sslmode, caFile string) (*pgx.Conn, error) {
-	dsn := c.pg.RoleDSN(role, db, caFile)
+	return connectDSN(ctx, c.pg.RoleDSN(role, db, caFile), password, sslmode)
+}
+
+// connectDSN opens a connection to a RoleDSN with password, and sslmode instead of verify-full.
+func connectDSN(ctx context.Context, dsn, password, sslmode string) (*pgx.Conn, error) {
 	if sslmode != "verify-full" {
 		dsn = strings.Replace(dsn, "sslmode=verify-full", "sslmode="+sslmode, 1)
 	}
@@ -125,29 +129,41 @@ func TestSecureClusterAdmitsOnlyTLSAndEachRoleToItsOwnDatabase(t *testing.T) {
 				caFile = ca
 			}
 			conn, err := c.connect(ctx, tc.role, pw, tc.db, tc.sslmode, caFile)
-			if tc.wantErr != "" {
-				if err == nil {
-					conn.Close(ctx)
-					t.Fatalf("connected; want an error containing %q", tc.wantErr)
-				}
-				if !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %q, want one containing %q", err, tc.wantErr)
-				}
+			if !connectedOverTLS(t, conn, err, tc.wantErr) {
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
 			defer conn.Close(ctx)
-			if _, ok := conn.PgConn().Conn().(*tls.Conn); !ok {
-				t.Fatalf("connection is not TLS: %T", conn.PgConn().Conn())
-			}
 			var super bool
 			if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = session_user").Scan(&super); err != nil || super {
 				t.Fatalf("session user is a superuser (%v, %v)", super, err)
 			}
 		})
 	}
+}
+
+// connectedOverTLS checks a connection attempt against wantErr (empty: it must work): it fails
+// the test on a mismatch, closes a connection that should not have been made, and reports
+// whether conn is open (and over TLS) for further checks.
+func connectedOverTLS(t *testing.T, conn *pgx.Conn, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil {
+			conn.Close(context.Background())
+			t.Fatalf("connected; want an error containing %q", wantErr)
+		}
+		if !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %q, want one containing %q", err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := conn.PgConn().Conn().(*tls.Conn); !ok {
+		conn.Close(context.Background())
+		t.Fatalf("connection is not TLS: %T", conn.PgConn().Conn())
+	}
+	return true
 }
 
 // TestSecureClusterSharesTheDocumentStoreThroughTheGroup: what one member creates, the other
