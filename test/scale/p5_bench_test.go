@@ -357,6 +357,8 @@ func (s *p5) stop() {
 		if s.region != nil {
 			s.region.Stop()
 		}
+		// The logs stay for reading; the built binaries (over 200 MB) go.
+		_ = os.RemoveAll(filepath.Join(s.dir, "bin"))
 		fmt.Fprintf(os.Stderr, "P5 region stopped; logs in %s\n", filepath.Join(s.dir, "logs"))
 	})
 }

@@ -18,30 +18,18 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
-	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
-var (
-	pgOnce sync.Once
-	pg     *pgserver.Server
-)
+// pg is one PostgreSQL per test binary; each test gets its own database.
+var pg pgservertest.Shared
 
-// one PostgreSQL per test binary; each test gets its own database.
+func TestMain(m *testing.M) { pg.Main(m) }
+
 func newDSN(t *testing.T) string {
 	t.Helper()
-	pgOnce.Do(func() { pg = pgservertest.Start(&onceTB{t}) })
-	if pg == nil {
-		t.Fatal("postgres did not start")
-	}
-	return pgservertest.NewDatabase(t, pg)
+	return pgservertest.NewDatabase(t, pg.Get(t))
 }
-
-// onceTB keeps the server alive for the whole binary: its Cleanup is dropped (the process
-// exits and pgserver's directory lives in the temp dir).
-type onceTB struct{ testing.TB }
-
-func (o *onceTB) Cleanup(func()) {}
 
 // keyrings gives every store opened on one database the same KEK, as replicas of one region
 // share theirs.

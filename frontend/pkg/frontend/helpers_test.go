@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -27,7 +26,6 @@ import (
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
-	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -219,25 +217,11 @@ func (f *fakeClusterService) snapshot() (creates []*csv1.CreateClusterRequest, d
 	return append([]*csv1.CreateClusterRequest(nil), f.creates...), append([]string(nil), f.deletes...), append([]metadata.MD(nil), f.createMD...)
 }
 
-var (
-	pgOnce sync.Once
-	pg     *pgserver.Server
-)
+// pg is the PostgreSQL of every test here (each takes its own database); it outlives the test
+// that started it and stops after all of them.
+var pg pgservertest.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for i := len(packageCleanups) - 1; i >= 0; i-- {
-		packageCleanups[i]()
-	}
-	os.Exit(code)
-}
-
-// packageCleanups run after all tests: the shared PostgreSQL outlives the test that started it.
-var packageCleanups []func()
-
-type keepTB struct{ testing.TB }
-
-func (keepTB) Cleanup(f func()) { packageCleanups = append(packageCleanups, f) }
+func TestMain(m *testing.M) { pg.Main(m) }
 
 // env is one frontend with a fresh database, a fake Cluster Service and a registered
 // subscription.
@@ -251,8 +235,7 @@ type env struct {
 
 func newEnv(t testing.TB, mutate ...func(*Config)) *env {
 	t.Helper()
-	pgOnce.Do(func() { pg = pgservertest.Start(keepTB{t}) })
-	st, err := postgres.Open(context.Background(), pgservertest.NewDatabase(t, pg), postgres.Options{})
+	st, err := postgres.Open(context.Background(), pgservertest.NewDatabase(t, pg.Get(t)), postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,42 +10,23 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/docstore/storetest"
-	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
-var (
-	serverOnce sync.Once
-	server     *pgserver.Server
-)
+// server is one PostgreSQL for the package; each test gets a fresh database.
+var server pgservertest.Shared
+
+func TestMain(m *testing.M) { server.Main(m) }
 
 func open(t *testing.T, o postgres.Options) (*postgres.Store, string) {
 	t.Helper()
-	// One server for the package; a fresh database per test.
-	serverOnce.Do(func() { server = pgservertest.Start(&packageTB{t}) })
-	dsn := pgservertest.NewDatabase(t, server)
+	dsn := pgservertest.NewDatabase(t, server.Get(t))
 	s, err := postgres.Open(context.Background(), dsn, o)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(s.Close)
 	return s, dsn
-}
-
-// packageTB lets the shared server outlive the first test that starts it; TestMain runs its
-// cleanups (stop the server, remove its directory).
-type packageTB struct{ *testing.T }
-
-var packageCleanups []func()
-
-func (p *packageTB) Cleanup(f func()) { packageCleanups = append(packageCleanups, f) }
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	for i := len(packageCleanups) - 1; i >= 0; i-- {
-		packageCleanups[i]()
-	}
-	os.Exit(code)
 }
 
 func TestConformance(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -36,6 +37,50 @@ func Start(tb testing.TB) *pgserver.Server {
 	})
 	return s
 }
+
+// Shared is a PostgreSQL cluster for a whole test binary: every test that asks for one gets
+// the one started by the first (each then takes its own database with NewDatabase). It
+// outlives the test that started it; the package's TestMain must end with Main (or call Stop
+// after m.Run), which stops it and removes its directory.
+type Shared struct {
+	once     sync.Once
+	server   *pgserver.Server
+	cleanups []func()
+}
+
+// Get returns the shared cluster, starting it on first use; it fails tb if it cannot start.
+func (s *Shared) Get(tb testing.TB) *pgserver.Server {
+	tb.Helper()
+	s.once.Do(func() { s.server = Start(keepTB{tb, s}) })
+	if s.server == nil {
+		tb.Fatal("the shared postgres did not start")
+	}
+	return s.server
+}
+
+// Stop stops the cluster and removes its directory (nothing when it never started).
+func (s *Shared) Stop() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+	s.cleanups = nil
+}
+
+// Main runs the package's tests, then Stop, and exits with their status: a TestMain of
+// `func TestMain(m *testing.M) { shared.Main(m) }`.
+func (s *Shared) Main(m *testing.M) {
+	code := m.Run()
+	s.Stop()
+	os.Exit(code)
+}
+
+// keepTB hands Start's cleanups to Shared instead of the test that started it.
+type keepTB struct {
+	testing.TB
+	s *Shared
+}
+
+func (k keepTB) Cleanup(f func()) { k.s.cleanups = append(k.s.cleanups, f) }
 
 var dbSeq atomic.Int64
 
