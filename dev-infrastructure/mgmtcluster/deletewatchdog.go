@@ -24,8 +24,16 @@ import (
 // and Deleted is reported). The watchdog therefore looks for bundles that have been deleting
 // for longer than StuckAfter and makes that consumer's agent reconnect (KickMQTTClient), with a
 // doubling pause per bundle. It logs every kick: each one is an occurrence of the upstream bug
-// (or a delete slower than StuckAfter, for which a resync is harmless). Remove it once the pin
-// carries #576.
+// (or a delete slower than StuckAfter). Remove it once the pin carries #576.
+//
+// A kick is not free: the agent is off the broker until its reconnect (the pinned agent's
+// backoff starts at 5-10 s and grows to a minute after repeated drops), and no status flows
+// meanwhile. Under a mass delete on a loaded machine many bundles are slower than StuckAfter
+// without being lost; kicking then cost the benchmark's agents 1-2 minutes offline per batch
+// (docs/performance.md). So a consumer is kicked only when its agent has been quiet for
+// StuckAfter: no bundle of it finished deleting since StuckAfter ago (a finished delete shows
+// the agent is working through them, and a lost one is still there when it is done), and no
+// kick of it in that time (one resync already covers every deleting bundle of the consumer).
 type StuckDeleteWatchdog struct {
 	o   StuckDeleteWatchdogOptions
 	log *slog.Logger
@@ -34,6 +42,10 @@ type StuckDeleteWatchdog struct {
 	kicks int
 	next  map[string]time.Time     // bundle ID → earliest next kick for it
 	pause map[string]time.Duration // bundle ID → pause after its next kick
+	// deleting is each consumer's bundles being deleted at the last scan, and busyAt the last
+	// time one of them finished deleting or the consumer's agent was kicked.
+	deleting map[string]map[string]bool
+	busyAt   map[string]time.Time
 }
 
 // StuckDeleteWatchdogOptions configures the watchdog.
@@ -69,8 +81,7 @@ func StartStuckDeleteWatchdog(ctx context.Context, o StuckDeleteWatchdogOptions)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	w := &StuckDeleteWatchdog{o: o, log: o.Logger.With("component", "stuck-delete-watchdog"),
-		next: map[string]time.Time{}, pause: map[string]time.Duration{}}
+	w := newStuckDeleteWatchdog(o)
 	go func() {
 		t := time.NewTicker(o.Interval)
 		defer t.Stop()
@@ -86,6 +97,12 @@ func StartStuckDeleteWatchdog(ctx context.Context, o StuckDeleteWatchdogOptions)
 		}
 	}()
 	return w
+}
+
+func newStuckDeleteWatchdog(o StuckDeleteWatchdogOptions) *StuckDeleteWatchdog {
+	return &StuckDeleteWatchdog{o: o, log: o.Logger.With("component", "stuck-delete-watchdog"),
+		next: map[string]time.Time{}, pause: map[string]time.Duration{},
+		deleting: map[string]map[string]bool{}, busyAt: map[string]time.Time{}}
 }
 
 // Kicks is how many agent reconnects the watchdog has caused.
@@ -115,12 +132,30 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 	stuck := map[string][]MaestroBundle{} // consumer → its stuck bundles due for a kick
 	seen := map[string]bool{}
 	w.mu.Lock()
+	deleting := map[string]map[string]bool{}
+	for _, b := range bundles {
+		if b.DeletedAt != nil {
+			if deleting[b.ConsumerName] == nil {
+				deleting[b.ConsumerName] = map[string]bool{}
+			}
+			deleting[b.ConsumerName][b.ID] = true
+		}
+	}
+	for consumer, before := range w.deleting {
+		for id := range before {
+			if !deleting[consumer][id] { // finished since the last scan: the agent is working
+				w.busyAt[consumer] = now
+				break
+			}
+		}
+	}
+	w.deleting = deleting
 	for _, b := range bundles {
 		if b.DeletedAt == nil || now.Sub(*b.DeletedAt) < w.o.StuckAfter {
 			continue
 		}
 		seen[b.ID] = true
-		if now.Before(w.next[b.ID]) {
+		if now.Before(w.next[b.ID]) || now.Sub(w.busyAt[b.ConsumerName]) < w.o.StuckAfter {
 			continue
 		}
 		if _, ok := w.o.AgentClientIDs[b.ConsumerName]; ok {
@@ -146,6 +181,7 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 		}
 		w.mu.Lock()
 		w.kicks++
+		w.busyAt[consumer] = now
 		for _, b := range bs {
 			p := w.pause[b.ID]
 			if p == 0 {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -113,6 +114,87 @@ func (f *fakeMaestroREST) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]any{"items": items[from:to], "total": len(items)})
 }
 
+// watchdogStep is one scan: when (after the test's now), what changes first, which agents it
+// must kick.
+type watchdogStep struct {
+	name       string
+	at         time.Duration
+	before     func()
+	wantKicked []string // consumers whose agent is kicked by this scan
+}
+
+// runWatchdogSteps runs each step's scan with both agents connected, and checks exactly the
+// wanted agents were kicked (their broker connection closed by the session takeover).
+func runWatchdogSteps(t *testing.T, w *StuckDeleteWatchdog, brokerAddr string, now time.Time, steps []watchdogStep) {
+	t.Helper()
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			if step.before != nil {
+				step.before()
+			}
+			agents := map[string]net.Conn{
+				"mgmt-1": connectMQTT(t, brokerAddr, "mgmt-1-work-agent"),
+				"mgmt-2": connectMQTT(t, brokerAddr, "mgmt-2-work-agent"),
+			}
+			before := w.Kicks()
+			if err := w.Scan(context.Background(), now.Add(step.at)); err != nil {
+				t.Fatal(err)
+			}
+			if got := w.Kicks() - before; got != len(step.wantKicked) {
+				t.Fatalf("%d kicks, want %d", got, len(step.wantKicked))
+			}
+			for consumer, conn := range agents {
+				want := slices.Contains(step.wantKicked, consumer)
+				wait := 200 * time.Millisecond
+				if want {
+					wait = 5 * time.Second
+				}
+				if got := kickedWithin(conn, wait); got != want {
+					t.Errorf("agent of %s kicked: %v, want %v", consumer, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting: while a consumer's deletes keep finishing
+// its agent is not kicked however long the others take (a mass delete on a loaded machine); once
+// it has been quiet for StuckAfter, the bundle still deleting (a lost delete) gets its kick, and
+// the consumer is not kicked again within StuckAfter of that.
+func TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting(t *testing.T) {
+	mq := startTestBroker(t)
+	now := time.Now()
+	rest := &fakeMaestroREST{}
+	deletingSince := func(id string, ago time.Duration) map[string]any {
+		return map[string]any{"id": id, "consumer_name": "mgmt-1", "deleted_at": now.Add(-ago)}
+	}
+	remove := func(id string) func() {
+		return func() {
+			rest.mu.Lock()
+			defer rest.mu.Unlock()
+			rest.bundles = slices.DeleteFunc(rest.bundles, func(b map[string]any) bool { return b["id"] == id })
+		}
+	}
+	rest.bundles = []map[string]any{deletingSince("a", 10*time.Second), deletingSince("b", 10*time.Second),
+		deletingSince("c", 10*time.Second), deletingSince("lost", 10*time.Second)}
+	hs := httptest.NewServer(rest)
+	t.Cleanup(hs.Close)
+	w := newStuckDeleteWatchdog(StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: mq.Addr, StuckAfter: 45 * time.Second,
+		AgentClientIDs: map[string]string{"mgmt-1": "mgmt-1-work-agent", "mgmt-2": "mgmt-2-work-agent"},
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil))})
+	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
+		{name: "none_stuck_yet", at: 0},
+		// Every bundle has been deleting for 50 s, but one finished since the last scan.
+		{name: "stuck_but_progressing", at: 40 * time.Second, before: remove("a")},
+		{name: "still_progressing", at: 80 * time.Second, before: remove("b")},
+		{name: "last_progress", at: 120 * time.Second, before: remove("c")},
+		{name: "quiet_for_less_than_stuck_after", at: 150 * time.Second},
+		{name: "quiet_for_stuck_after_kicks", at: 166 * time.Second, wantKicked: []string{"mgmt-1"}},
+		{name: "no_second_kick_within_stuck_after_of_the_first", at: 200 * time.Second},
+		{name: "kicked_again_when_still_quiet", at: 212 * time.Second, wantKicked: []string{"mgmt-1"}},
+	})
+}
+
 func TestStuckDeleteWatchdog(t *testing.T) {
 	mq := startTestBroker(t)
 	now := time.Now()
@@ -129,48 +211,17 @@ func TestStuckDeleteWatchdog(t *testing.T) {
 	)
 	hs := httptest.NewServer(rest)
 	t.Cleanup(hs.Close)
-	w := &StuckDeleteWatchdog{o: StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: mq.Addr, StuckAfter: 45 * time.Second,
-		AgentClientIDs: map[string]string{"mgmt-1": "mgmt-1-work-agent", "mgmt-2": "mgmt-2-work-agent"}},
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), next: map[string]time.Time{}, pause: map[string]time.Duration{}}
+	w := newStuckDeleteWatchdog(StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: mq.Addr, StuckAfter: 45 * time.Second,
+		AgentClientIDs: map[string]string{"mgmt-1": "mgmt-1-work-agent", "mgmt-2": "mgmt-2-work-agent"},
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil))})
 
-	for _, step := range []struct {
-		name       string
-		at         time.Duration // after now
-		wantKicked []string      // consumers whose agent is kicked by this scan
-	}{
-		{"stuck_bundle_kicks_its_consumer_only", 0, []string{"mgmt-1"}},
-		{"no_second_kick_within_the_pause", 30 * time.Second, nil},
-		{"kicked_again_after_the_pause", 46 * time.Second, []string{"mgmt-1"}},
-		{"pause_doubles", 100 * time.Second, nil},
-		{"a_later_delete_counts_once_it_is_stuck_too", 140 * time.Second, []string{"mgmt-1", "mgmt-2"}},
-	} {
-		t.Run(step.name, func(t *testing.T) {
-			agents := map[string]net.Conn{
-				"mgmt-1": connectMQTT(t, mq.Addr, "mgmt-1-work-agent"),
-				"mgmt-2": connectMQTT(t, mq.Addr, "mgmt-2-work-agent"),
-			}
-			before := w.Kicks()
-			if err := w.Scan(context.Background(), now.Add(step.at)); err != nil {
-				t.Fatal(err)
-			}
-			if got := w.Kicks() - before; got != len(step.wantKicked) {
-				t.Fatalf("%d kicks, want %d", got, len(step.wantKicked))
-			}
-			for consumer, conn := range agents {
-				want := false
-				for _, c := range step.wantKicked {
-					want = want || c == consumer
-				}
-				wait := 200 * time.Millisecond
-				if want {
-					wait = 5 * time.Second
-				}
-				if got := kickedWithin(conn, wait); got != want {
-					t.Errorf("agent of %s kicked: %v, want %v", consumer, got, want)
-				}
-			}
-		})
-	}
+	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
+		{name: "stuck_bundle_kicks_its_consumer_only", at: 0, wantKicked: []string{"mgmt-1"}},
+		{name: "no_second_kick_within_the_pause", at: 30 * time.Second},
+		{name: "kicked_again_after_the_pause", at: 46 * time.Second, wantKicked: []string{"mgmt-1"}},
+		{name: "pause_doubles", at: 100 * time.Second},
+		{name: "a_later_delete_counts_once_it_is_stuck_too", at: 140 * time.Second, wantKicked: []string{"mgmt-1", "mgmt-2"}},
+	})
 
 	// A bundle that is gone is forgotten.
 	rest.mu.Lock()
