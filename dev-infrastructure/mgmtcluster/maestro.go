@@ -535,8 +535,15 @@ func StartMaestroAgent(ctx context.Context, o MaestroAgentOptions) (*MaestroAgen
 		"--kube-api-burst=" + strconv.Itoa(o.KubeAPIBurst),
 		"-v=" + strconv.Itoa(o.Verbosity),
 	}
+	// Without a serving certificate the agent's library-go command makes a self-signed one in
+	// a new os.MkdirTemp directory on every start and never removes it: pointed at its own
+	// directory, it no longer leaves one in the host's /tmp per start.
+	tmp := filepath.Join(o.Dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fmt.Errorf("create maestro agent temp dir: %w", err)
+	}
 	a := &MaestroAgent{ConsumerName: o.ConsumerName, ClientID: o.ConsumerName + "-work-agent-client", HealthURL: fmt.Sprintf("https://127.0.0.1:%d/healthz", port), Args: args,
-		spec: ProcSpec{Name: "maestro-agent-" + o.ConsumerName, Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir}}
+		spec: ProcSpec{Name: "maestro-agent-" + o.ConsumerName, Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir, Env: []string{"TMPDIR=" + tmp}}}
 	if err := a.start(ctx); err != nil {
 		return nil, err
 	}

@@ -800,7 +800,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			logsAt := logSizes()
 			pointsAt, notesAt := len(rep.Points), len(rep.Notes)
 			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
-			sessionsBefore, cpuBefore := dbSessions(ctx, b, db.DSN), databaseCPU(b)
+			sessionsBefore, cpuBefore, kicksBefore := dbSessions(ctx, b, db.DSN), databaseCPU(b), region.StuckDeleteKicks()
 			var sessionsNote, cpuNote string
 			load := loadAvg()
 			start := time.Now()
@@ -820,7 +820,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			})
 			r := runs[m.name]
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: Maestro server during the creates: %s", m.name, maestroNote))
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: in the region's logs during the mode: %s", m.name, tallyLogsSince(b, logsAt, "feedback-"+m.name)))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: in the region's logs during the mode: %s; stuck-delete watchdog kicks %d", m.name, tallyLogsSince(b, logsAt, "feedback-"+m.name), region.StuckDeleteKicks()-kicksBefore))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: PostgreSQL sessions opened during the creates, by database (pg_stat_database.sessions): %s", m.name, sessionsNote))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: CPU during the creates: %s", m.name, cpuNote))
 			rep.Notes = append(rep.Notes,
@@ -1169,11 +1169,12 @@ func tallyLogsSince(b *testing.B, sizes map[string]int64, prefix string) string 
 	if err != nil {
 		return err.Error()
 	}
-	republishes, stale, accepted := map[string]int{}, 0, 0
+	republishes, stale, accepted, disconnects := map[string]int{}, 0, 0, 0
 	for _, e := range entries {
 		name := e.Name()
-		cs, server := strings.HasPrefix(name, "cluster-service"), strings.HasPrefix(name, "maestro") && !strings.Contains(name, "agent")
-		if !cs && !server {
+		maestro := strings.HasPrefix(name, "maestro")
+		cs, server, agent := strings.HasPrefix(name, "cluster-service"), maestro && !strings.Contains(name, "agent"), maestro && strings.Contains(name, "agent")
+		if !cs && !server && !agent {
 			continue
 		}
 		f, err := os.Open(filepath.Join(region.Info.LogDir, name))
@@ -1196,6 +1197,9 @@ func tallyLogsSince(b *testing.B, sizes map[string]int64, prefix string) string 
 			if server && strings.Contains(l, "Updating resource status") {
 				accepted++
 			}
+			if agent && strings.Contains(l, "the cloudevents client is disconnected") {
+				disconnects++
+			}
 		}
 		if dir := os.Getenv("BENCH_PPROF_DIR"); dir != "" {
 			if err := os.WriteFile(filepath.Join(dir, prefix+"-"+name), raw, 0o644); err != nil {
@@ -1210,8 +1214,8 @@ func tallyLogsSince(b *testing.B, sizes map[string]int64, prefix string) string 
 		parts = append(parts, fmt.Sprintf("%s ×%d", k, republishes[k]))
 		total += republishes[k]
 	}
-	return fmt.Sprintf("Cluster Service republish warnings %d (generation/status generation: %s); agent statuses the Maestro server kept %d ('Updating resource status') and discarded as stale %d ('Updating status for stale resource')",
-		total, strings.Join(parts, ", "), accepted, stale)
+	return fmt.Sprintf("Cluster Service republish warnings %d (generation/status generation: %s); agent statuses the Maestro server kept %d ('Updating resource status') and discarded as stale %d ('Updating status for stale resource'); agents dropped by the broker %d times ('the cloudevents client is disconnected')",
+		total, strings.Join(parts, ", "), accepted, stale, disconnects)
 }
 
 // poolTimes are the moments one node pool's scale passed each stage, on this machine's clock.

@@ -113,6 +113,10 @@ func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 	}
 	t.Cleanup(agent.Stop)
 	t.Logf("maestro agent ready in %s", time.Since(start).Round(time.Millisecond))
+	// Its self-signed serving certificate is made under its own directory, not the host's /tmp.
+	if made, _ := filepath.Glob(filepath.Join(dir, "agent", "tmp", "serving-cert-*", "tls.crt")); len(made) != 1 {
+		t.Errorf("the agent's serving certificate under its own tmp: %v, want one", made)
+	}
 
 	kube, err := kubernetes.NewForConfig(mc.RESTConfig())
 	if err != nil {
