@@ -157,6 +157,15 @@ func runWatchdogSteps(t *testing.T, w *StuckDeleteWatchdog, brokerAddr string, n
 	}
 }
 
+// testWatchdog watches the bundles rest serves, for agents mgmt-1 and mgmt-2 on the broker.
+func testWatchdog(t *testing.T, rest *fakeMaestroREST, brokerAddr string) *StuckDeleteWatchdog {
+	hs := httptest.NewServer(rest)
+	t.Cleanup(hs.Close)
+	return newStuckDeleteWatchdog(StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: brokerAddr, StuckAfter: 45 * time.Second,
+		AgentClientIDs: map[string]string{"mgmt-1": "mgmt-1-work-agent", "mgmt-2": "mgmt-2-work-agent"},
+		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil))})
+}
+
 // TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting: while a consumer's deletes keep finishing
 // its agent is not kicked however long the others take (a mass delete on a loaded machine); once
 // it has been quiet for StuckAfter, the bundle still deleting (a lost delete) gets its kick, and
@@ -177,11 +186,7 @@ func TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting(t *testing.T) {
 	}
 	rest.bundles = []map[string]any{deletingSince("a", 10*time.Second), deletingSince("b", 10*time.Second),
 		deletingSince("c", 10*time.Second), deletingSince("lost", 10*time.Second)}
-	hs := httptest.NewServer(rest)
-	t.Cleanup(hs.Close)
-	w := newStuckDeleteWatchdog(StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: mq.Addr, StuckAfter: 45 * time.Second,
-		AgentClientIDs: map[string]string{"mgmt-1": "mgmt-1-work-agent", "mgmt-2": "mgmt-2-work-agent"},
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := testWatchdog(t, rest, mq.Addr)
 	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
 		{name: "none_stuck_yet", at: 0},
 		// Every bundle has been deleting for 50 s, but one finished since the last scan.
@@ -209,11 +214,7 @@ func TestStuckDeleteWatchdog(t *testing.T) {
 		map[string]any{"id": "fresh", "consumer_name": "mgmt-2", "deleted_at": now.Add(70 * time.Second)},
 		map[string]any{"id": "stuck", "consumer_name": "mgmt-1", "deleted_at": now.Add(-time.Minute), "metadata": map[string]any{"name": "cluster-x"}},
 	)
-	hs := httptest.NewServer(rest)
-	t.Cleanup(hs.Close)
-	w := newStuckDeleteWatchdog(StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: mq.Addr, StuckAfter: 45 * time.Second,
-		AgentClientIDs: map[string]string{"mgmt-1": "mgmt-1-work-agent", "mgmt-2": "mgmt-2-work-agent"},
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := testWatchdog(t, rest, mq.Addr)
 
 	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
 		{name: "stuck_bundle_kicks_its_consumer_only", at: 0, wantKicked: []string{"mgmt-1"}},
