@@ -57,6 +57,16 @@ type Config struct {
 	// MaestroDirectDB connects the Maestro server straight to PostgreSQL instead of through the
 	// region's PgBouncer (pgserver.Bouncer): the baseline of the connection-pooling benchmark.
 	MaestroDirectDB bool
+	// MaestroServers is how many Maestro server instances the region can run (default 1).
+	// Each has its own broker identity (maestro-server, maestro-server-2, …) and they share the
+	// agents' status events (an MQTT shared subscription); Cluster Service talks to the first.
+	// Up starts them all; SetMaestroServers runs fewer or more of them (a benchmark's modes).
+	// Not with ServiceCluster, whose chart has its own replicas value.
+	MaestroServers int
+	// AgentVerbosity is the Maestro agents' klog -v (default 2). At 5 an agent logs every
+	// CloudEvent it sends, status payload included: what BenchmarkFeedbackModes reads to time
+	// the agent's own share of the status path.
+	AgentVerbosity int
 	// Progress receives one line per step (default: discarded).
 	Progress io.Writer
 }
@@ -188,6 +198,9 @@ type Region struct {
 	watchdog *mgmtcluster.StuckDeleteWatchdog
 	// maestro is the Maestro server process (nil when a ServiceCluster runs it).
 	maestro *mgmtcluster.MaestroServer
+	// extraMaestro are the Maestro server instances beyond the first (Config.MaestroServers),
+	// running or not (SetMaestroServers).
+	extraMaestro []*mgmtcluster.MaestroServer
 	// maestroDSN are the Maestro server's two ways to its database: straight to PostgreSQL,
 	// and through the bouncer (empty when none runs). RestartMaestroServer switches.
 	maestroDSN struct{ direct, pooled string }
@@ -543,6 +556,33 @@ func (r *Region) RestartMaestroServer(ctx context.Context, pooled bool) error {
 	}
 	r.mu.Unlock()
 	return r.writeInfo()
+}
+
+// extraMaestroServerName is the name, broker identity and instance ID of the i-th Maestro
+// server instance beyond the first (i from 2).
+func extraMaestroServerName(i int) string { return fmt.Sprintf("%s-%d", pki.MaestroServer, i) }
+
+// SetMaestroServers runs n of the region's Maestro server instances (1 to
+// Config.MaestroServers), starting or stopping the instances beyond the first: a benchmark
+// compares one status reader with several in one region. The first always runs.
+func (r *Region) SetMaestroServers(ctx context.Context, n int) error {
+	if n < 1 || n > 1+len(r.extraMaestro) {
+		return fmt.Errorf("run %d Maestro servers: this region has 1 to %d (Config.MaestroServers)", n, 1+len(r.extraMaestro))
+	}
+	for i, ms := range r.extraMaestro {
+		exited, _ := ms.Proc.Exited()
+		running := !exited
+		switch {
+		case i+2 <= n && !running:
+			if err := ms.Restart(ctx); err != nil {
+				return fmt.Errorf("start Maestro server %d: %w", i+2, err)
+			}
+			r.supervise(ms.Proc)
+		case i+2 > n && running:
+			ms.Stop()
+		}
+	}
+	return nil
 }
 
 // startBouncer puts PgBouncer (pgserver.Bouncer) between PostgreSQL and the services named:

@@ -93,7 +93,15 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	}
 
 	r.step("starting mosquitto")
-	mqOpts, err := mgmtcluster.SecureBrokerOptions(r.pki, filepath.Join(r.stateDir, "mosquitto"), r.logDir)
+	var extraServers []string
+	for i := 2; i <= cfg.MaestroServers; i++ {
+		name := extraMaestroServerName(i)
+		if err := r.pki.Add(name, pki.Spec{CommonName: name, Usage: pki.Client}, false); err != nil {
+			return nil, err
+		}
+		extraServers = append(extraServers, name)
+	}
+	mqOpts, err := mgmtcluster.SecureBrokerOptions(r.pki, filepath.Join(r.stateDir, "mosquitto"), r.logDir, extraServers...)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +206,7 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 	ms, err := mgmtcluster.StartMaestroServer(ctx, mgmtcluster.MaestroServerOptions{
 		Binary: maestroBin, DSN: db.DSN, DBPassword: r.dbPasswords["maestro"], MQTTAddr: brokerAddr,
 		MQTTTLS:  &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: server.Cert, KeyFile: server.Key},
-		ClientID: pki.MaestroServer,
+		ClientID: pki.MaestroServer, SharedStatus: r.cfg.MaestroServers > 1,
 		TLS: &mgmtcluster.MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
 			ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig},
 		Dir: filepath.Join(r.stateDir, "maestro-server"), LogDir: r.logDir,
@@ -210,6 +218,27 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 	r.supervise(ms.Proc)
 	r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL,
 		ClientTLS: r.clientTLS(pki.ClusterService)}
+	// Further instances (Config.MaestroServers): the same database, serving certificate and
+	// authorizer, each with its own broker identity; they share the agents' status events
+	// with the first, and nothing calls their REST or gRPC.
+	for i := 2; i <= r.cfg.MaestroServers; i++ {
+		name := extraMaestroServerName(i)
+		mqtt := r.pki.MustFiles(name)
+		extra, err := mgmtcluster.StartMaestroServer(ctx, mgmtcluster.MaestroServerOptions{
+			Binary: maestroBin, DSN: db.DSN, DBPassword: r.dbPasswords["maestro"], MQTTAddr: brokerAddr,
+			MQTTTLS:  &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: mqtt.Cert, KeyFile: mqtt.Key},
+			ClientID: name, Name: name, SharedStatus: true,
+			TLS: &mgmtcluster.MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
+				ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig},
+			Dir: filepath.Join(r.stateDir, name), LogDir: r.logDir,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start Maestro server %d: %w", i, err)
+		}
+		r.onStop(extra.Stop)
+		r.supervise(extra.Proc)
+		r.extraMaestro = append(r.extraMaestro, extra)
+	}
 	return ms, nil
 }
 
@@ -291,6 +320,7 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 		Binary: maestroBin, ConsumerName: name, Kubeconfig: agentKubeconfig, MQTTAddr: mqttAddr,
 		MQTTTLS: &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: agentFiles.Cert, KeyFile: agentFiles.Key},
 		Dir:     filepath.Join(r.stateDir, name, "maestro-agent"), LogDir: r.logDir,
+		Verbosity: r.cfg.AgentVerbosity,
 	})
 	if err != nil {
 		return ManagementClusterInfo{}, err

@@ -22,9 +22,15 @@ import (
 
 // The Maestro topic layout (the same as upstream's charts). The server subscribes to every
 // consumer's agentevents; an agent uses only its own pair of topics.
+//
+// Several server instances take the agents' status through an MQTT shared subscription
+// (MaestroServerOptions.SharedStatus), as the maestro-server chart does: the broker hands each
+// event to one of them, so they read the agents' status in parallel; one instance reads every
+// event, one at a time (docs/performance.md, "Where Available → Maestro stream goes").
 const (
-	maestroServerSourceEvents = "sources/maestro/consumers/+/sourceevents"
-	maestroServerAgentEvents  = "sources/maestro/consumers/+/agentevents"
+	maestroServerSourceEvents      = "sources/maestro/consumers/+/sourceevents"
+	maestroServerAgentEvents       = "sources/maestro/consumers/+/agentevents"
+	maestroServerSharedAgentEvents = "$share/statussubscribers/" + maestroServerAgentEvents
 )
 
 // MaestroMQTTTLS is an MQTT client's TLS material (the broker's CA and the client's own
@@ -50,6 +56,14 @@ type MaestroServerOptions struct {
 	// ClientID is the server's MQTT client ID (and its instance ID in the database); default
 	// "maestro-server". With per-client certificates it must match the certificate's CN.
 	ClientID string
+	// Name names the process and its log (<LogDir>/<Name>.log); default "maestro-server". A
+	// second instance of the same region needs a name of its own.
+	Name string
+	// SharedStatus subscribes to the agents' status through the shared subscription, for
+	// several instances. Only for a broker that refuses agents that subscription: mosquitto
+	// grants it to any client and drops the events it then hands to one that may not read them
+	// (docs/security.md).
+	SharedStatus bool
 	// TLS, when set, serves the REST API over HTTPS and the gRPC source API with Maestro's own
 	// mutual-TLS authentication and its SubjectAccessReview authorizer (see maestroauthz.go).
 	TLS *MaestroServerTLS
@@ -106,6 +120,9 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 	if o.ClientID == "" {
 		o.ClientID = "maestro-server"
 	}
+	if o.Name == "" {
+		o.Name = "maestro-server"
+	}
 	if o.Verbosity == 0 {
 		o.Verbosity = 2
 	}
@@ -117,7 +134,11 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 		return nil, err
 	}
 	mqttConfig := filepath.Join(o.Dir, "mqtt.json")
-	if err := writeMaestroMQTTConfig(mqttConfig, o.MQTTAddr, o.MQTTTLS, maestroServerSourceEvents, maestroServerAgentEvents); err != nil {
+	agentEvents := maestroServerAgentEvents
+	if o.SharedStatus {
+		agentEvents = maestroServerSharedAgentEvents
+	}
+	if err := writeMaestroMQTTConfig(mqttConfig, o.MQTTAddr, o.MQTTTLS, maestroServerSourceEvents, agentEvents); err != nil {
 		return nil, err
 	}
 
@@ -190,7 +211,7 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 		MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
 		HealthURL:  fmt.Sprintf("http://127.0.0.1:%d/healthcheck", healthPort),
 		Args:       args,
-		spec: ProcSpec{Name: "maestro-server", Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir,
+		spec: ProcSpec{Name: o.Name, Path: o.Binary, Args: args, Dir: o.Dir, LogDir: o.LogDir,
 			// development is upstream's default environment, but it turns klog up to -v=10; the
 			// flag above wins. Named here so that nobody's shell environment picks another.
 			Env: []string{"MAESTRO_ENV=development"}},

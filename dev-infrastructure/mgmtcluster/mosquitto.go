@@ -55,31 +55,37 @@ type MosquittoACLRule struct {
 	Topic  string
 }
 
-// MaestroACL returns the topic rules of the Maestro topic layout: the server (username
-// serverUser) publishes spec events to and receives status events from every consumer, and an
-// agent, whose username is its consumer name, may use only sources/maestro/consumers/<itself>/….
-func MaestroACL(serverUser string) []MosquittoACLRule {
-	return []MosquittoACLRule{
-		{User: serverUser, Access: "write", Topic: "sources/maestro/consumers/+/sourceevents"},
-		{User: serverUser, Access: "read", Topic: "sources/maestro/consumers/+/agentevents"},
-		{User: serverUser, Access: "write", Topic: "sources/maestro/sourcebroadcast"},
-		{User: serverUser, Access: "read", Topic: "sources/maestro/agentbroadcast"},
-		{Access: "read", Topic: "sources/maestro/consumers/%u/sourceevents"},
-		{Access: "write", Topic: "sources/maestro/consumers/%u/agentevents"},
+// MaestroACL returns the topic rules of the Maestro topic layout: each server instance
+// (usernames serverUsers) publishes spec events to and receives status events from every
+// consumer, and an agent, whose username is its consumer name, may use only
+// sources/maestro/consumers/<itself>/…. (mosquitto checks a shared subscription,
+// $share/<group>/<filter>, against <filter>.)
+func MaestroACL(serverUsers ...string) []MosquittoACLRule {
+	var rules []MosquittoACLRule
+	for _, u := range serverUsers {
+		rules = append(rules,
+			MosquittoACLRule{User: u, Access: "write", Topic: "sources/maestro/consumers/+/sourceevents"},
+			MosquittoACLRule{User: u, Access: "read", Topic: "sources/maestro/consumers/+/agentevents"},
+			MosquittoACLRule{User: u, Access: "write", Topic: "sources/maestro/sourcebroadcast"},
+			MosquittoACLRule{User: u, Access: "read", Topic: "sources/maestro/agentbroadcast"})
 	}
+	return append(rules,
+		MosquittoACLRule{Access: "read", Topic: "sources/maestro/consumers/%u/sourceevents"},
+		MosquittoACLRule{Access: "write", Topic: "sources/maestro/consumers/%u/agentevents"})
 }
 
 // SecureBrokerOptions is the region's broker: TLS with the region PKI's broker certificate,
 // every client authenticated by its own certificate from the region CA (CN = username = client
-// ID), and MaestroACL with the maestro-server identity as the server.
-func SecureBrokerOptions(p *pki.Region, dir, logDir string) (MosquittoOptions, error) {
+// ID), and MaestroACL with the maestro-server identity and those of extraServers as the
+// server instances.
+func SecureBrokerOptions(p *pki.Region, dir, logDir string, extraServers ...string) (MosquittoOptions, error) {
 	f, err := p.Files(pki.Broker)
 	if err != nil {
 		return MosquittoOptions{}, err
 	}
 	return MosquittoOptions{Dir: dir, LogDir: logDir,
 		TLS: &MosquittoTLS{CAFile: p.CAFile, CertFile: f.Cert, KeyFile: f.Key, RequireClientCert: true},
-		ACL: MaestroACL(pki.MaestroServer),
+		ACL: MaestroACL(append([]string{pki.MaestroServer}, extraServers...)...),
 	}, nil
 }
 

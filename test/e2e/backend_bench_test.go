@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -120,11 +121,12 @@ func benchMode(b *testing.B, mode string) (total, backend []time.Duration) {
 
 // clusterTimes are the moments one bench cluster passed each stage, all on this machine's clock.
 type clusterTimes struct {
-	available time.Time // its HostedCluster Available=True, seen by a watch on the management cluster
-	agent     time.Time // the Maestro agent patched the work's status with it (the agent's log)
-	maestro   time.Time // a work status with Available=True delivered on Maestro's gRPC source stream
-	ready     time.Time // Cluster Service's update_time of the cluster, first seen READY
-	succeeded time.Time // its create operation Succeeded, seen on the document store's change feed
+	available  time.Time // its HostedCluster Available=True, seen by a watch on the management cluster
+	agentSend  time.Time // the Maestro agent began to send the status event carrying it (its log at -v=5)
+	serverRead time.Time // the Maestro server began to handle that event (its log)
+	maestro    time.Time // a work status with Available=True delivered on Maestro's gRPC source stream
+	ready      time.Time // Cluster Service's update_time of the cluster, first seen READY
+	succeeded  time.Time // its create operation Succeeded, seen on the document store's change feed
 }
 
 // createRun is what timeCreates saw of one batch.
@@ -135,13 +137,17 @@ type createRun struct {
 	// from the first PUT until the last create succeeded.
 	queueMean float64
 	queueMax  int
+	// serverReads says how fast the Maestro server read agent status events during the batch
+	// (serverReadGaps).
+	serverReads string
 }
 
-func availableAt(t *clusterTimes) time.Time { return t.available }
-func agentAt(t *clusterTimes) time.Time     { return t.agent }
-func maestroAt(t *clusterTimes) time.Time   { return t.maestro }
-func readyAt(t *clusterTimes) time.Time     { return t.ready }
-func succeededAt(t *clusterTimes) time.Time { return t.succeeded }
+func availableAt(t *clusterTimes) time.Time  { return t.available }
+func agentSendAt(t *clusterTimes) time.Time  { return t.agentSend }
+func serverReadAt(t *clusterTimes) time.Time { return t.serverRead }
+func maestroAt(t *clusterTimes) time.Time    { return t.maestro }
+func readyAt(t *clusterTimes) time.Time      { return t.ready }
+func succeededAt(t *clusterTimes) time.Time  { return t.succeeded }
 
 // stage returns, sorted, to(t) − from(t) over the clusters that have both.
 func (r createRun) stage(from, to func(*clusterTimes) time.Time) []time.Duration {
@@ -242,6 +248,7 @@ func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, b
 	stopQueue := sampleQueueDepth(ctx)
 	// Paced at 5 creates/s, well under Maestro's ≈62/s, so queueing upstream stays small.
 	tick := time.NewTicker(200 * time.Millisecond)
+	createsStart := time.Now()
 	for i := range benchClusters {
 		<-tick.C
 		r := armB(b, http.MethodPut, clusterPath(sub, rg, fmt.Sprintf("c%03d", i)), clusterBody(sub, rg))
@@ -297,7 +304,7 @@ func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, b
 	mu.Unlock()
 	cancel() // the readers above stop before the deletes
 	if viaMaestro {
-		agentPatches(b, out)
+		out.serverReads = serverReadGaps(agentSends(b, out, createsStart))
 	}
 	if len(out.times) < benchClusters {
 		b.Logf("%s mode: Available seen for only %d of %d clusters", mode, len(out.times), benchClusters)
@@ -435,53 +442,121 @@ func watchMaestroAvailable(ctx context.Context, b *testing.B, fn func(id, uid st
 	}
 }
 
-// agentAvailable is how a HostedCluster's Available=True condition reads inside the status
-// patch the Maestro agent logs ("Object is patched"): a JSON string in a JSON string in a
-// quoted log value, its fields in alphabetical order.
+// agentAvailable is how a HostedCluster's Available=True condition reads inside a status event
+// the Maestro agent logs at -v=5 ("Sending event" event="{…}"): a JSON string (the feedback's
+// raw value) in the event's JSON in a quoted log value, its fields in alphabetical order.
 const agentAvailable = `\\\"status\\\":\\\"True\\\",\\\"type\\\":\\\"Available\\\"`
 
-// agentPatches sets, for each cluster of r, when a Maestro agent first logged a status patch
-// of its work whose feedback has the HostedCluster Available=True (agent log lines are
-// "I1123 16:27:47.383452 pid patcher.go:218] "Object is patched" ... objectName="<uid>" ...",
-// in UTC on this machine).
-func agentPatches(b *testing.B, r createRun) {
+// agentSends sets, for each cluster of r, when a Maestro agent began to send the status event
+// that first carried its HostedCluster's Available=True (agentSend) and when the Maestro server
+// began to handle that event (serverRead), read from the logs. It needs the agents at -v=5
+// (OPENHCP_E2E_AGENT_V=5), where each sent event is logged whole; the server at its -v=2 logs
+// each event it receives with its extensions, the status sequence ID among them:
+//
+//	I1124 02:27:47.380001 pid baseclient.go:181] "Sending event" event="{…\"resourceid\":\"<uid>\",…\"sequenceid\":\"<n>\"…}"
+//	I1124 02:27:47.390002 pid baseclient.go:303] "Received event" … extensions={…"sequenceid":"<n>"…}
+//
+// (klog's time, UTC on this machine. The agent writes its line after its client's rate limiter
+// and before the MQTT publish; the server writes its line as its handler starts, which its MQTT
+// transport calls for one event at a time.) At the agents' default -v=2 the payload is not
+// logged and this finds nothing. It returns the server's reads of agent status events from
+// the first create to the last Available send, for serverReadGaps.
+func agentSends(b *testing.B, r createRun, from time.Time) (serverReads []time.Time) {
 	byUID := map[string]*clusterTimes{}
 	for id, uid := range r.uids {
 		if t, ok := r.times[id]; ok {
 			byUID[uid] = t
 		}
 	}
+	bySeq := map[string]*clusterTimes{}
+	var last time.Time
+	eachLogLine(b, "maestro-agent", func(l string, at time.Time) {
+		if !strings.Contains(l, `"Sending event"`) || !strings.Contains(l, "status.update_request") || !strings.Contains(l, agentAvailable) {
+			return
+		}
+		m, seq := agentResourceID.FindStringSubmatch(l), eventSequenceID.FindStringSubmatch(l)
+		if m == nil || seq == nil {
+			return
+		}
+		if t, ok := byUID[m[1]]; ok && t.agentSend.IsZero() {
+			t.agentSend, bySeq[seq[1]] = at, t
+			if at.After(last) {
+				last = at
+			}
+		}
+	})
+	eachLogLine(b, "maestro-server", func(l string, at time.Time) {
+		if !strings.Contains(l, `"Received event"`) || !strings.Contains(l, "status.update_request") {
+			return
+		}
+		if !at.Before(from) && !at.After(last) {
+			serverReads = append(serverReads, at)
+		}
+		if seq := eventSequenceID.FindStringSubmatch(l); seq != nil {
+			if t, ok := bySeq[seq[1]]; ok && t.serverRead.IsZero() {
+				t.serverRead = at
+			}
+		}
+	})
+	return serverReads
+}
+
+// eachLogLine calls fn with every klog line, and its time, of the region's logs whose file
+// name starts with prefix.
+func eachLogLine(b *testing.B, prefix string, fn func(line string, at time.Time)) {
 	entries, _ := os.ReadDir(region.Info.LogDir)
 	year := time.Now().UTC().Year()
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "maestro-agent") {
+		if !strings.HasPrefix(e.Name(), prefix) {
 			continue
 		}
-		raw, err := os.ReadFile(filepath.Join(region.Info.LogDir, e.Name()))
+		f, err := os.Open(filepath.Join(region.Info.LogDir, e.Name()))
 		if err != nil {
-			b.Logf("agent log: %v", err)
+			b.Logf("log: %v", err)
 			continue
 		}
-		for _, l := range strings.Split(string(raw), "\n") {
-			if len(l) < 22 || !strings.Contains(l, `"Object is patched"`) || !strings.Contains(l, agentAvailable) {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 16<<20) // a logged event holds a whole work status
+		for sc.Scan() {
+			l := sc.Text()
+			if len(l) < 22 || (l[0] != 'I' && l[0] != 'W' && l[0] != 'E') {
 				continue
 			}
-			_, rest, ok := strings.Cut(l, `objectName="`)
-			if !ok {
-				continue
-			}
-			uid, _, _ := strings.Cut(rest, `"`)
-			t, ok := byUID[uid]
-			if !ok || !t.agent.IsZero() {
-				continue
-			}
-			at, err := time.Parse("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", year, l[1:21]))
-			if err == nil {
-				t.agent = at
+			if at, err := time.Parse("2006 0102 15:04:05.000000", fmt.Sprintf("%d %s", year, l[1:21])); err == nil {
+				fn(l, at)
 			}
 		}
+		if err := sc.Err(); err != nil {
+			b.Logf("log %s: %v", e.Name(), err)
+		}
+		f.Close()
 	}
 }
+
+// serverReadGaps says how far apart the Maestro server began to handle consecutive agent
+// status events: its MQTT transport hands it one event at a time, so while events wait the
+// gap is the time it takes per event.
+func serverReadGaps(reads []time.Time) string {
+	if len(reads) < 2 {
+		return "not read (agents below -v=5)"
+	}
+	sort.Slice(reads, func(i, j int) bool { return reads[i].Before(reads[j]) })
+	gaps := make([]time.Duration, 0, len(reads)-1)
+	for i := 1; i < len(reads); i++ {
+		gaps = append(gaps, reads[i].Sub(reads[i-1]))
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+	span := reads[len(reads)-1].Sub(reads[0])
+	return fmt.Sprintf("%d agent status events read in %s (%.1f/s), gap between reads p50 %s, p90 %s",
+		len(reads), span.Round(time.Second), float64(len(reads)-1)/span.Seconds(), pct(gaps, 50), pct(gaps, 90))
+}
+
+// agentResourceID and eventSequenceID find the Maestro resource ID and the status sequence ID
+// in a logged event's extensions (JSON, quoted in the agent's line: \"resourceid\":\"<uid>\").
+var (
+	agentResourceID = regexp.MustCompile(`resourceid\\?"\s*:\s*\\?"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})`)
+	eventSequenceID = regexp.MustCompile(`sequenceid\\?"\s*:\s*\\?"(\d+)`)
+)
 
 func feedbackAvailable(fb controller.Feedback) bool {
 	for _, c := range fb.Conditions {
@@ -683,14 +758,17 @@ func kubeClient(b *testing.B, kubeconfig string) dynamic.Interface {
 // stages, all on this process's clock:
 //
 //	Available → Maestro  the agent's feedback reaching Maestro's server and its gRPC source
-//	                     stream (a subscriber of the benchmark's own, beside Cluster Service's)
+//	                     stream (a subscriber of the benchmark's own, beside Cluster Service's);
+//	                     with the agents at -v=5 (OPENHCP_E2E_AGENT_V=5) also cut where the
+//	                     agent sends it and where the server reads it (agentSends)
 //	Maestro → READY      Cluster Service's queue and reconcile, to its READY write (update_time)
 //	READY → Succeeded    the backend
 //
 // with Cluster Service's reconcile queue depth sampled every 250 ms and, with BENCH_PPROF_DIR,
 // CPU profiles of our services during each mode (profileServices). Modes: watch, then poll;
 // FEEDBACK_BENCH_POLL_FIRST=1 swaps them; FEEDBACK_BENCH_MODES="name=flag flag;name=flag ..."
-// replaces them (e.g. a candidate fix beside its baseline in the same run). The figures go to
+// replaces them (e.g. a candidate fix beside its baseline in the same run; besides Cluster
+// Service flags a mode may say maestro-db=pooled|direct and maestro-servers=N). The figures go to
 // $BENCH_OUT/feedback-modes.json (default docs/perf-data).
 // Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 60m
 func BenchmarkFeedbackModes(b *testing.B) {
@@ -729,12 +807,24 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		}
 	}
 	// A mode's flags go to Cluster Service, except maestro-db=pooled|direct: how the Maestro
-	// server reaches PostgreSQL (through the region's PgBouncer or straight; it is restarted).
+	// server reaches PostgreSQL (through the region's PgBouncer or straight; it is restarted),
+	// and maestro-servers=N: how many Maestro server instances share the agents' status events
+	// (the region must be up with OPENHCP_E2E_MAESTRO_SERVERS ≥ N).
 	restart := func(flags []string) {
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer rcancel()
 		var csFlags []string
 		for _, f := range flags {
+			if v, ok := strings.CutPrefix(f, "maestro-servers="); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					b.Fatalf("mode flag %s: want maestro-servers=<number>", f)
+				}
+				if err := region.SetMaestroServers(rctx, n); err != nil {
+					b.Fatal(err)
+				}
+				continue
+			}
 			v, ok := strings.CutPrefix(f, "maestro-db=")
 			if !ok {
 				csFlags = append(csFlags, f)
@@ -764,8 +854,9 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		name     string
 		from, to func(*clusterTimes) time.Time
 	}{
-		{"Available → agent status patch", availableAt, agentAt},
-		{"agent status patch → Maestro stream", agentAt, maestroAt},
+		{"Available → agent sends status", availableAt, agentSendAt},
+		{"agent sends status → Maestro server reads it", agentSendAt, serverReadAt},
+		{"Maestro server reads it → Maestro stream", serverReadAt, maestroAt},
 		{"Available → Maestro stream", availableAt, maestroAt},
 		{"Maestro stream → CS READY write", maestroAt, readyAt},
 		{"CS READY write → ARM Succeeded", readyAt, succeededAt},
@@ -801,6 +892,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			pointsAt, notesAt := len(rep.Points), len(rep.Notes)
 			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
 			sessionsBefore, cpuBefore, kicksBefore := dbSessions(ctx, b, db.DSN), databaseCPU(b), region.StuckDeleteKicks()
+			procsBefore := regionCPU()
 			var sessionsNote, cpuNote string
 			load := loadAvg()
 			start := time.Now()
@@ -811,7 +903,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			runs[m.name] = timeCreateStagesThen(ctx, b, db.DSN, "feedback-"+m.name, n, true, func(sub, rg string) {
 				maestroNote, csNote = maestroMetrics().meanOf(maestroBefore), csReconcileMetrics(b).since(before)+"; works republished: "+csRepublishes()
 				sessionsNote = sessionsSince(sessionsBefore, dbSessions(ctx, b, db.DSN))
-				cpuNote = databaseCPU(b).since(cpuBefore)
+				cpuNote = databaseCPU(b).since(cpuBefore) + "; the region's other processes: " + regionCPUSince(procsBefore, regionCPU(), time.Since(start))
 				wait() // the profile is of the creates
 				if poolN > 0 {
 					scaleStart = time.Now()
@@ -823,6 +915,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: in the region's logs during the mode: %s; stuck-delete watchdog kicks %d", m.name, tallyLogsSince(b, logsAt, "feedback-"+m.name), region.StuckDeleteKicks()-kicksBefore))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: PostgreSQL sessions opened during the creates, by database (pg_stat_database.sessions): %s", m.name, sessionsNote))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: CPU during the creates: %s", m.name, cpuNote))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the Maestro server's reads of agent status events, from the first create to the last Available sent: %s", m.name, r.serverReads))
 			rep.Notes = append(rep.Notes,
 				fmt.Sprintf("%s (Cluster Service %s): %s to %s UTC, load average %s at start, %s at end; Cluster Service's reconcile queue depth mean %.1f, max %d; its reconciles during the creates: %s",
 					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, loadAvg(), r.queueMean, r.queueMax, csNote))
@@ -1097,6 +1190,63 @@ func (c dbCPU) since(before dbCPU) string {
 		return "not read"
 	}
 	return fmt.Sprintf("PostgreSQL %.1f s, PgBouncer %.1f s", (c.postgres - before.postgres).Seconds(), (c.bouncer - before.bouncer).Seconds())
+}
+
+// regionCPU reads the CPU time used so far by each live process of the region (those whose
+// command line names its state directory), summed by program: a Maestro agent apart from the
+// server, everything else by its program. PostgreSQL's backends are databaseCPU's.
+func regionCPU() map[string]time.Duration {
+	state := filepath.Dir(region.Info.LogDir)
+	out := map[string]time.Duration{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(raw), state) {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil || st.comm == "postgres" {
+			continue
+		}
+		// The program's file name without the tool cache's "-<hash>" (hack/tool.sh); Maestro's
+		// with its subcommand (agent, server).
+		args := strings.Split(string(raw), "\x00")
+		name := toolHash.ReplaceAllString(filepath.Base(args[0]), "")
+		if name == "maestro" && len(args) > 1 {
+			name = "maestro " + args[1]
+		}
+		out[name] += st.own
+	}
+	return out
+}
+
+var toolHash = regexp.MustCompile(`-[0-9a-f]{16}$`)
+
+// regionCPUSince says, largest first, how much CPU each program of regionCPU used from before
+// to after, and over how long.
+func regionCPUSince(before, after map[string]time.Duration, over time.Duration) string {
+	type use struct {
+		name string
+		d    time.Duration
+	}
+	var uses []use
+	var total time.Duration
+	for name, d := range after {
+		if d -= before[name]; d > 0 {
+			uses = append(uses, use{name, d})
+			total += d
+		}
+	}
+	sort.Slice(uses, func(i, j int) bool { return uses[i].d > uses[j].d })
+	parts := []string{fmt.Sprintf("%.1f s in all over %s (%.2f cores)", total.Seconds(), over.Round(time.Second), total.Seconds()/over.Seconds())}
+	for _, u := range uses {
+		parts = append(parts, fmt.Sprintf("%s %.1f s", u.name, u.d.Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 type procStat struct {

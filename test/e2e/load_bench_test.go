@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 )
@@ -307,31 +309,78 @@ func profileServices(b *testing.B, label string, d time.Duration) (wait func()) 
 		b.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	fetch := func(url, file string, delay time.Duration) {
+	type target struct {
+		name, base string // base: the URL that ends in /debug/pprof/
+		client     *http.Client
+	}
+	var targets []target
+	for _, svc := range []struct{ name, metrics string }{
+		{"frontend", region.Info.Frontend.MetricsURL},
+		{"cluster-service", region.Info.ClusterService.MetricsURL},
+		{"backend", region.Info.Backend.MetricsURL},
+	} {
+		targets = append(targets, target{svc.name, strings.TrimSuffix(svc.metrics, "/metrics") + "/debug/pprof/", http.DefaultClient})
+	}
+	// Each management cluster's kube-apiserver and Maestro agent serve /debug/pprof/ behind
+	// Kubernetes authentication: the cluster's admin client certificate (system:masters) passes
+	// both (the agent's library-go server delegates to that kube-apiserver).
+	for _, mc := range region.Info.ManagementClusters {
+		api, agent, err := managementProfileClients(mc.Kubeconfig)
+		if err != nil {
+			b.Logf("profile %s: %v", mc.Name, err)
+			continue
+		}
+		targets = append(targets,
+			target{mc.Name + "-kube-apiserver", strings.TrimSuffix(mc.Server, "/") + "/debug/pprof/", api},
+			target{mc.Name + "-maestro-agent", strings.TrimSuffix(mc.AgentHealthURL, "/healthz") + "/debug/pprof/", agent})
+	}
+	fetch := func(c *http.Client, url, file string, delay time.Duration) {
 		defer wg.Done()
 		time.Sleep(delay)
-		resp, err := http.Get(url)
+		resp, err := c.Get(url)
 		if err != nil {
 			b.Logf("profile %s: %v", url, err)
 			return
 		}
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			b.Logf("profile %s: %s %.200s", url, resp.Status, raw)
+			return
+		}
 		if err := os.WriteFile(filepath.Join(dir, file), raw, 0o644); err != nil {
 			b.Logf("profile %s: %v", file, err)
 		}
 	}
-	for _, svc := range []struct{ name, metrics string }{
-		{"frontend", region.Info.Frontend.MetricsURL},
-		{"cluster-service", region.Info.ClusterService.MetricsURL},
-		{"backend", region.Info.Backend.MetricsURL},
-	} {
-		base := strings.TrimSuffix(svc.metrics, "/metrics") + "/debug/pprof/"
-		wg.Add(2)
-		go fetch(fmt.Sprintf("%sprofile?seconds=%d", base, int(d.Seconds()+0.5)), label+"-"+svc.name+".cpu.pprof", 0)
-		go fetch(base+"goroutine?debug=1", label+"-"+svc.name+".goroutines.txt", d/2)
+	for _, t := range targets {
+		wg.Add(3)
+		go fetch(t.client, fmt.Sprintf("%sprofile?seconds=%d", t.base, int(d.Seconds()+0.5)), label+"-"+t.name+".cpu.pprof", 0)
+		go fetch(t.client, t.base+"goroutine?debug=1", label+"-"+t.name+".goroutines.txt", d/2)
+		// Where each goroutine waits and for how long (debug=2), half-way through.
+		go fetch(t.client, t.base+"goroutine?debug=2", label+"-"+t.name+".goroutines-full.txt", d/2)
 	}
 	return wg.Wait
+}
+
+// managementProfileClients returns HTTP clients for a management cluster's kube-apiserver and
+// for its Maestro agent's serving port, both presenting the cluster's admin client certificate.
+// The agent serves a self-signed certificate it made at start-up, so that one is not verified
+// (loopback; a profile of our own test region).
+func managementProfileClients(kubeconfig string) (api, agent *http.Client, err error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.Timeout = 0 // a CPU profile takes as long as it samples
+	if api, err = rest.HTTPClientFor(cfg); err != nil {
+		return nil, nil, fmt.Errorf("kube-apiserver client: %w", err)
+	}
+	tlsConf, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent client TLS: %w", err)
+	}
+	tlsConf.InsecureSkipVerify = true //nolint:gosec // see above
+	return api, &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf}}, nil
 }
 
 // measure runs one open-loop step and returns its samples and their summary.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,13 @@ func runMain(m *testing.M) int {
 		ManagementClusters: 2,
 		Sim:                localregion.SimConfig{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second},
 		BackendResync:      5 * time.Second,
-		Progress:           os.Stderr,
+		// OPENHCP_E2E_AGENT_V raises the agents' log level: at 5 BenchmarkFeedbackModes reads
+		// from their logs when each sent the status that first carried Available.
+		AgentVerbosity: envNumber("OPENHCP_E2E_AGENT_V"),
+		// OPENHCP_E2E_MAESTRO_SERVERS provisions that many Maestro server instances, for
+		// BenchmarkFeedbackModes' maestro-servers=N modes.
+		MaestroServers: envNumber("OPENHCP_E2E_MAESTRO_SERVERS"),
+		Progress:       os.Stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bring up the region: %v\n", err)
@@ -78,4 +85,11 @@ func dumpLogs(dir string) {
 	for _, e := range entries {
 		fmt.Fprintf(os.Stderr, "\n===== %s (tail) =====\n%s\n", e.Name(), mgmtcluster.FileTail(filepath.Join(dir, e.Name()), 3000))
 	}
+}
+
+// envNumber is the number in the environment variable name, or 0 (the region's default)
+// when it is unset or not a number.
+func envNumber(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
 }
