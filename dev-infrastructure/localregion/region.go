@@ -528,9 +528,10 @@ func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 	return pg, nil
 }
 
-// RestartMaestroServer restarts the Maestro server connected to PostgreSQL through the bouncer
-// (pooled) or straight (not), and says so in region.json: the connection-pooling benchmark
-// compares the two in one region. The password file serves both ways.
+// RestartMaestroServer restarts the Maestro server (the first instance, the one Cluster Service
+// talks to) connected to PostgreSQL through the bouncer (pooled) or straight (not), and says so
+// in region.json: the connection-pooling benchmark compares the two in one region. The password
+// file serves both ways.
 func (r *Region) RestartMaestroServer(ctx context.Context, pooled bool) error {
 	if r.maestro == nil {
 		return errors.New("restart the Maestro server: it is not a process of this region (a service cluster runs it)")
