@@ -297,9 +297,9 @@ func BenchmarkP1Frontend(b *testing.B) {
 }
 
 // profileServices, when BENCH_PPROF_DIR is set, takes a CPU profile of d from the frontend,
-// Cluster Service and the backend (their metrics listeners, internal/pprofmux) and, after
-// half of d, a goroutine dump of each, written to BENCH_PPROF_DIR/<label>-<service>.*; the
-// returned function waits for them.
+// Cluster Service and the backend (their metrics listeners, internal/pprofmux) and from each
+// Maestro agent and, after half of d, goroutine dumps of each (debug=1 and =2), written to
+// BENCH_PPROF_DIR/<label>-<service>.*; the returned function waits for them.
 func profileServices(b *testing.B, label string, d time.Duration) (wait func()) {
 	dir := os.Getenv("BENCH_PPROF_DIR")
 	if dir == "" {
@@ -321,18 +321,17 @@ func profileServices(b *testing.B, label string, d time.Duration) (wait func()) 
 	} {
 		targets = append(targets, target{svc.name, strings.TrimSuffix(svc.metrics, "/metrics") + "/debug/pprof/", http.DefaultClient})
 	}
-	// Each management cluster's kube-apiserver and Maestro agent serve /debug/pprof/ behind
-	// Kubernetes authentication: the cluster's admin client certificate (system:masters) passes
-	// both (the agent's library-go server delegates to that kube-apiserver).
+	// Each management cluster's Maestro agent serves /debug/pprof/ behind Kubernetes
+	// authentication, which its library-go server delegates to the cluster's kube-apiserver:
+	// the cluster's admin client certificate (system:masters) passes. (The kube-apiservers run
+	// with --profiling=false; regionCPU notes their CPU time instead.)
 	for _, mc := range region.Info.ManagementClusters {
-		api, agent, err := managementProfileClients(mc.Kubeconfig)
+		agent, err := agentProfileClient(mc.Kubeconfig)
 		if err != nil {
 			b.Logf("profile %s: %v", mc.Name, err)
 			continue
 		}
-		targets = append(targets,
-			target{mc.Name + "-kube-apiserver", strings.TrimSuffix(mc.Server, "/") + "/debug/pprof/", api},
-			target{mc.Name + "-maestro-agent", strings.TrimSuffix(mc.AgentHealthURL, "/healthz") + "/debug/pprof/", agent})
+		targets = append(targets, target{mc.Name + "-maestro-agent", strings.TrimSuffix(mc.AgentHealthURL, "/healthz") + "/debug/pprof/", agent})
 	}
 	fetch := func(c *http.Client, url, file string, delay time.Duration) {
 		defer wg.Done()
@@ -362,25 +361,21 @@ func profileServices(b *testing.B, label string, d time.Duration) (wait func()) 
 	return wg.Wait
 }
 
-// managementProfileClients returns HTTP clients for a management cluster's kube-apiserver and
-// for its Maestro agent's serving port, both presenting the cluster's admin client certificate.
-// The agent serves a self-signed certificate it made at start-up, so that one is not verified
-// (loopback; a profile of our own test region).
-func managementProfileClients(kubeconfig string) (api, agent *http.Client, err error) {
+// agentProfileClient returns an HTTP client for a management cluster's Maestro agent's serving
+// port that presents the cluster's admin client certificate. The agent serves a self-signed
+// certificate it made at start-up, so that one is not verified (loopback; a profile of our own
+// test region).
+func agentProfileClient(kubeconfig string) (*http.Client, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	cfg.Timeout = 0 // a CPU profile takes as long as it samples
-	if api, err = rest.HTTPClientFor(cfg); err != nil {
-		return nil, nil, fmt.Errorf("kube-apiserver client: %w", err)
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	tlsConf, err := rest.TLSConfigFor(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("agent client TLS: %w", err)
+		return nil, fmt.Errorf("agent client TLS: %w", err)
 	}
 	tlsConf.InsecureSkipVerify = true //nolint:gosec // see above
-	return api, &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf}}, nil
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf}}, nil
 }
 
 // measure runs one open-loop step and returns its samples and their summary.
