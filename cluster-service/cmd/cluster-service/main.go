@@ -73,6 +73,7 @@ type config struct {
 	placementPolicy       placement.Policy
 	pollFeedbackOnly      bool
 	fixedRepublishWait    bool
+	statusFromMaestroOnly bool
 	serverTLS             tlsconfig.Files
 	maestroTLS            tlsconfig.Files
 }
@@ -93,7 +94,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, republish, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive string
+	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
 	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
@@ -112,6 +113,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		"a work whose Maestro status is still for an older generation this long is sent again (the pinned agent can lose a spec update; docs/maestro.md); doubles per retry up to 10m (≥1s)")
 	str(&republishAdaptive, "republish-adaptive", "REPUBLISH_ADAPTIVE", "true",
 		"adapt --republish-after to the agent: a never-reported work waits 4× longer, and a shard whose agent is slow to report waits 2× its slowest recent report (up to 2m); false: the plain rule, a benchmark baseline (docs/maestro.md)")
+	str(&statusFromWatch, "status-from-watch", "STATUS_FROM_WATCH", "true",
+		"after a work's status event, take its status from the event instead of reading the work back from Maestro's REST API (false: always read; a benchmark baseline, docs/maestro.md)")
 	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
@@ -172,6 +175,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}{
 		{"feedback-watch", feedbackWatch, &c.pollFeedbackOnly},
 		{"republish-adaptive", republishAdaptive, &c.fixedRepublishWait},
+		{"status-from-watch", statusFromWatch, &c.statusFromMaestroOnly},
 	} {
 		on, err := strconv.ParseBool(b.value)
 		if err != nil {
@@ -323,7 +327,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
 		PollFeedbackOnly: c.pollFeedbackOnly, RepublishAfter: c.republishAfter,
-		FixedRepublishWait: c.fixedRepublishWait}, log)
+		FixedRepublishWait: c.fixedRepublishWait, StatusFromMaestroOnly: c.statusFromMaestroOnly}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
 	opts := srv.ServerOptions()

@@ -68,6 +68,17 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("fixedRepublishWait = false with --republish-adaptive=false")
 			}
 		}},
+		{name: "status_from_maestro_only", args: append([]string{"--status-from-watch=false"}, base...), check: func(t *testing.T, c config) {
+			if !c.statusFromMaestroOnly {
+				t.Fatalf("statusFromMaestroOnly = false with --status-from-watch=false")
+			}
+		}},
+		{name: "status_from_watch_default", args: base, check: func(t *testing.T, c config) {
+			if c.statusFromMaestroOnly {
+				t.Fatalf("statusFromMaestroOnly = true by default")
+			}
+		}},
+		{name: "bad_status_from_watch", args: append([]string{"--status-from-watch", "often"}, base...), wantErr: "--status-from-watch"},
 		{name: "bad_republish_adaptive", args: append([]string{"--republish-adaptive", "maybe"}, base...), wantErr: "--republish-adaptive"},
 		{name: "bad_feedback_watch", args: append([]string{"--feedback-watch", "sometimes"}, base...), wantErr: "--feedback-watch"},
 		{name: "bad_env_name", args: append([]string{"--env-name", "Prod_1"}, base...), wantErr: "--env-name"},

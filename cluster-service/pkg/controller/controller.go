@@ -76,6 +76,10 @@ type Config struct {
 	// too, instead of adapting the wait to the agent (republish.go). The rule before
 	// 2026-11-23, kept as a benchmark's baseline (--republish-adaptive=false); default false.
 	FixedRepublishWait bool
+	// StatusFromMaestroOnly reads every work's status back from Maestro's REST API after each
+	// status event, instead of taking it from the event once (observed.go). The rule before
+	// 2026-11-24, kept as a benchmark's baseline (--status-from-watch=false); default false.
+	StatusFromMaestroOnly bool
 }
 
 // Controller is the cluster reconciler.
@@ -105,6 +109,8 @@ type Controller struct {
 	// reports remembers, per shard, how long its agent took to report on recent generations
 	// (republish.go); empty after a restart.
 	reports map[string]*reportTimes
+	// observed is the latest status event of every watched work (observed.go).
+	observed *observedWorks
 
 	reconciles *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
@@ -113,6 +119,8 @@ type Controller struct {
 	republishes *prometheus.CounterVec
 	// waits is each shard's current wait before a first republish (republish.go).
 	waits *prometheus.GaugeVec
+	// statusReads counts the works' statuses a reconcile used, by where they came from.
+	statusReads *prometheus.CounterVec
 }
 
 // retryBackoff is the wait before a failed reconcile of a cluster, node pool, credential or
@@ -146,13 +154,14 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 	}
 	c := &Controller{
 		st: st, works: works, cfg: cfg, log: log.With("component", "cluster-controller"),
-		queue:   reconcile.NewQueue[string](retryBackoff()),
-		applied: map[string]string{},
-		steady:  map[string]string{},
-		written: map[string]int64{},
-		watches: map[string]context.CancelFunc{},
-		lag:     map[string]lagState{},
-		reports: map[string]*reportTimes{},
+		queue:    reconcile.NewQueue[string](retryBackoff()),
+		applied:  map[string]string{},
+		steady:   map[string]string{},
+		written:  map[string]int64{},
+		watches:  map[string]context.CancelFunc{},
+		lag:      map[string]lagState{},
+		reports:  map[string]*reportTimes{},
+		observed: newObservedWorks(),
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cluster_service_reconciles_total", Help: "Reconciles by kind (cluster, node_pool) and outcome (ok, requeue, error).",
 		}, []string{"kind", "outcome"}),
@@ -168,12 +177,16 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 			Name: "cluster_service_maestro_republish_wait_seconds",
 			Help: "Per shard, how long a work whose status is behind its generation waits before its first republish: --republish-after, or 2x the agent's slowest recent report (--republish-adaptive); 4x that for a work never reported on.",
 		}, []string{"shard"}),
+		statusReads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cluster_service_work_status_reads_total",
+			Help: "Work statuses a reconcile used, by source: watch (taken from the status event Maestro streamed, no request) or maestro (read from Maestro's REST API).",
+		}, []string{"source"}),
 	}
 	c.depth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters and node pools waiting to be reconciled.",
 	}, func() float64 { return float64(c.queue.Len()) })
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.waits)
+		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.waits, c.statusReads)
 	}
 	return c
 }
@@ -350,10 +363,13 @@ func (c *Controller) watchShard(ctx context.Context, shard string) {
 		events, err := c.works.Watch(ctx, shard)
 		if err == nil {
 			backoff = 200 * time.Millisecond
+			// Events may have been missed since the last watch ended.
+			c.observed.forgetShard(shard)
 			for ev := range events {
 				if ev.Work == nil {
 					continue
 				}
+				c.observed.record(shard, ev)
 				if id, ok := manifests.ClusterIDFromWorkName(ev.Work.Name); ok {
 					c.queue.Add(id)
 				} else if id, ok := manifests.NodePoolIDFromWorkName(ev.Work.Name); ok {
@@ -476,7 +492,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		}
 	}
 
-	got, err := c.works.Get(ctx, cl.Shard, work.Name)
+	got, err := c.readWork(ctx, cl.Shard, work.Name, hash)
 	if apierrors.IsNotFound(err) {
 		// Just sent and not stored yet, or removed behind our back: apply again next time.
 		got = nil
@@ -590,6 +606,20 @@ func (c *Controller) writeStatus(ctx context.Context, cl *store.Cluster, st *csv
 	c.log.Info("cluster status changed", "cluster_id", cl.ID, "state", st.State.String(), "from", cl.Status.GetState().String(),
 		"error_code", st.ErrorCode, "revision", out.Revision)
 	return out, nil
+}
+
+// readWork is the work with its status, as maestro.Client.Get returns it: taken from the latest
+// status event when that was written for the spec with specHash and no reconcile has used it
+// yet (observed.go), else read from Maestro.
+func (c *Controller) readWork(ctx context.Context, shard, name, specHash string) (*workv1.ManifestWork, error) {
+	if !c.cfg.StatusFromMaestroOnly {
+		if w := c.observed.take(shard, name, specHash); w != nil {
+			c.statusReads.WithLabelValues("watch").Inc()
+			return w, nil
+		}
+	}
+	c.statusReads.WithLabelValues("maestro").Inc()
+	return c.works.Get(ctx, shard, name)
 }
 
 func (c *Controller) forget(id string) {

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
@@ -33,7 +35,12 @@ func TestFeedbackIsWatchedDuringTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cs := startClusterService(t, ctx, r, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cs := startClusterService(t, ctx, r, log)
+	// Its own metrics: statuses taken from the watch's events (observed.go) are counted.
+	cs.stopCtrl()
+	reg := prometheus.NewRegistry()
+	runControllerWith(t, ctx, cs.st, cs.works, controller.Config{Registerer: reg}, log)
 
 	// Without watched feedback each of these would wait for the hour-long poll.
 	const soon = 90 * time.Second
@@ -66,4 +73,13 @@ func TestFeedbackIsWatchedDuringTransitions(t *testing.T) {
 	start = time.Now()
 	waitForPool(t, ctx, cs, pool.Id, "READY with 3 replicas", soon, poolReadyWith(3))
 	t.Logf("node pool READY with 3 replicas %s after the scale", time.Since(start).Round(100*time.Millisecond))
+
+	// Each READY above followed a status event whose spec was the one applied: the reconcile
+	// after it takes the status from the event, not from Maestro's REST API.
+	fromWatch := counterSum(t, reg, "cluster_service_work_status_reads_total", "source", "watch")
+	fromMaestro := counterSum(t, reg, "cluster_service_work_status_reads_total", "source", "maestro")
+	t.Logf("work statuses taken from the watch: %v, read from Maestro: %v", fromWatch, fromMaestro)
+	if fromWatch < 3 {
+		t.Fatalf("%v work statuses taken from the watch's events, want at least one per READY (3)", fromWatch)
+	}
 }

@@ -118,7 +118,7 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 		c.mu.Unlock()
 		log.Info("node pool manifest work applied", "work", work.Name, "feedback", feedbackMode(work))
 	}
-	got, err := c.works.Get(ctx, cl.Shard, work.Name)
+	got, err := c.readWork(ctx, cl.Shard, work.Name, hash)
 	if apierrors.IsNotFound(err) {
 		got = nil
 		c.mu.Lock()

@@ -51,19 +51,7 @@ func TestWorkBehindItsSpecIsRepublished(t *testing.T) {
 		return reg, runControllerWith(t, ctx, cs.st, cs.works, controller.Config{RepublishAfter: after, Registerer: reg}, log)
 	}
 	republishes := func(reg *prometheus.Registry) float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sum float64
-		for _, mf := range mfs {
-			if mf.GetName() == "cluster_service_maestro_republishes_total" {
-				for _, m := range mf.GetMetric() {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-		return sum
+		return counterSum(t, reg, "cluster_service_maestro_republishes_total", "", "")
 	}
 	reg, stop := startController()
 
