@@ -901,7 +901,8 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			var scaleStart time.Time
 			var maestroNote, csNote string
 			runs[m.name] = timeCreateStagesThen(ctx, b, db.DSN, "feedback-"+m.name, n, true, func(sub, rg string) {
-				maestroNote, csNote = maestroMetrics().meanOf(maestroBefore), csReconcileMetrics(b).since(before)+"; works republished: "+csRepublishes()
+				maestroNote, csNote = maestroMetrics().meanOf(maestroBefore), csReconcileMetrics(b).since(before)+"; works republished: "+csCounter("cluster_service_maestro_republishes_total")+
+					"; work statuses used, by source: "+csCounter("cluster_service_work_status_reads_total")
 				sessionsNote = sessionsSince(sessionsBefore, dbSessions(ctx, b, db.DSN))
 				cpuNote = databaseCPU(b).since(cpuBefore) + "; the region's other processes: " + regionCPUSince(procsBefore, regionCPU(), time.Since(start))
 				wait() // the profile is of the creates
@@ -983,9 +984,10 @@ func BenchmarkFeedbackModes(b *testing.B) {
 
 // maestroMetrics reads the Maestro server's /metrics that say where its status path spends
 // time: status events processed and their latency, its PostgreSQL advisory locks (taken to
-// held, by type), its gRPC Publish handling, and agents' status updates received; series per
-// resource ID are summed over resources.
+// held, by type), its gRPC Publish handling, its REST requests by method, and agents' status
+// updates received; series per resource ID are summed over resources.
 func maestroMetrics() csMetrics {
+	restMethod := regexp.MustCompile(`method="([A-Z]+)"`)
 	resp, err := http.Get(region.Info.Maestro.MetricsURL)
 	if err != nil {
 		return nil
@@ -1000,6 +1002,13 @@ func maestroMetrics() csMetrics {
 		case "resource_status_event_processing_latency_seconds_sum", "resource_status_event_processing_latency_seconds_count":
 			labels = ""
 		case "advisory_lock_duration_sum", "advisory_lock_duration_count", "grpc_server_processed_duration_seconds_sum", "grpc_server_processed_duration_seconds_count":
+		case "rest_api_inbound_request_duration_sum", "rest_api_inbound_request_duration_count":
+			// Its REST API (Cluster Service's reads of works), by method only.
+			m := restMethod.FindStringSubmatch(labels)
+			if m == nil {
+				continue
+			}
+			labels = `method="` + m[1] + `"}`
 		case "cloudevents_received_total":
 			if !strings.Contains(labels, `subresource="status"`) {
 				continue
@@ -1045,8 +1054,8 @@ func (m csMetrics) meanOf(before csMetrics) string {
 	return strings.Join(parts, "; ")
 }
 
-// csRepublishes is Cluster Service's cluster_service_maestro_republishes_total since it started.
-func csRepublishes() string {
+// csCounter is Cluster Service's counter name, per series, since it started.
+func csCounter(name string) string {
 	resp, err := http.Get(region.Info.ClusterService.MetricsURL)
 	if err != nil {
 		return err.Error()
@@ -1055,8 +1064,8 @@ func csRepublishes() string {
 	raw, _ := io.ReadAll(resp.Body)
 	var out []string
 	for _, l := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(l, "cluster_service_maestro_republishes_total{") {
-			out = append(out, strings.TrimPrefix(l, "cluster_service_maestro_republishes_total"))
+		if strings.HasPrefix(l, name+"{") {
+			out = append(out, strings.TrimPrefix(l, name))
 		}
 	}
 	if len(out) == 0 {
