@@ -99,7 +99,7 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second Maestro server instance, as Up makes it for Config.MaestroServers = 2.
-	second := extraMaestroServerName(2)
+	second := maestroServerNames(2)[1]
 	if err := p.Add(second, pki.Spec{CommonName: second, Usage: pki.Client}, false); err != nil {
 		t.Fatal(err)
 	}

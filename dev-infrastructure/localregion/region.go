@@ -548,7 +548,7 @@ func (r *Region) RestartMaestroServer(ctx context.Context, pooled bool) error {
 	if err := r.maestro.RestartWithDB(ctx, dsn, password); err != nil {
 		return fmt.Errorf("restart the Maestro server (pooled %v): %w", pooled, err)
 	}
-	r.supervise(r.maestro.Proc)
+	r.supervise(r.maestro.Process())
 	r.mu.Lock()
 	for i, role := range r.Info.Postgres.Roles {
 		if role.Service == "maestro" {
@@ -559,9 +559,15 @@ func (r *Region) RestartMaestroServer(ctx context.Context, pooled bool) error {
 	return r.writeInfo()
 }
 
-// extraMaestroServerName is the name, broker identity and instance ID of the i-th Maestro
-// server instance beyond the first (i from 2).
-func extraMaestroServerName(i int) string { return fmt.Sprintf("%s-%d", pki.MaestroServer, i) }
+// maestroServerNames are the names, broker identities and instance IDs of a region's n Maestro
+// server instances: pki.MaestroServer for the first, pki.MaestroServer-<i> for the i-th after it.
+func maestroServerNames(n int) []string {
+	names := []string{pki.MaestroServer}
+	for i := 2; i <= n; i++ {
+		names = append(names, fmt.Sprintf("%s-%d", pki.MaestroServer, i))
+	}
+	return names
+}
 
 // SetMaestroServers runs n of the region's Maestro server instances (1 to
 // Config.MaestroServers), starting or stopping the instances beyond the first: a benchmark
@@ -571,14 +577,14 @@ func (r *Region) SetMaestroServers(ctx context.Context, n int) error {
 		return fmt.Errorf("run %d Maestro servers: this region has 1 to %d (Config.MaestroServers)", n, 1+len(r.extraMaestro))
 	}
 	for i, ms := range r.extraMaestro {
-		exited, _ := ms.Proc.Exited()
+		exited, _ := ms.Process().Exited()
 		running := !exited
 		switch {
 		case i+2 <= n && !running:
 			if err := ms.Restart(ctx); err != nil {
 				return fmt.Errorf("start Maestro server %d: %w", i+2, err)
 			}
-			r.supervise(ms.Proc)
+			r.supervise(ms.Process())
 		case i+2 > n && running:
 			ms.Stop()
 		}

@@ -93,13 +93,12 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	}
 
 	r.step("starting mosquitto")
-	var extraServers []string
-	for i := 2; i <= cfg.MaestroServers; i++ {
-		name := extraMaestroServerName(i)
+	// The first Maestro server's identity is the region's own; the others get theirs here.
+	extraServers := maestroServerNames(cfg.MaestroServers)[1:]
+	for _, name := range extraServers {
 		if err := r.pki.Add(name, pki.Spec{CommonName: name, Usage: pki.Client}, false); err != nil {
 			return nil, err
 		}
-		extraServers = append(extraServers, name)
 	}
 	mqOpts, err := mgmtcluster.SecureBrokerOptions(r.pki, filepath.Join(r.stateDir, "mosquitto"), r.logDir, extraServers...)
 	if err != nil {
@@ -203,41 +202,33 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 	if err != nil {
 		return nil, err
 	}
-	ms, err := mgmtcluster.StartMaestroServer(ctx, mgmtcluster.MaestroServerOptions{
-		Binary: maestroBin, DSN: db.DSN, DBPassword: r.dbPasswords["maestro"], MQTTAddr: brokerAddr,
-		MQTTTLS:  &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: server.Cert, KeyFile: server.Key},
-		ClientID: pki.MaestroServer, SharedStatus: r.cfg.MaestroServers > 1,
-		TLS: &mgmtcluster.MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
-			ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig},
-		Dir: filepath.Join(r.stateDir, "maestro-server"), LogDir: r.logDir,
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.onStop(ms.Stop)
-	r.supervise(ms.Proc)
-	r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL,
-		ClientTLS: r.clientTLS(pki.ClusterService)}
-	// Further instances (Config.MaestroServers): the same database, serving certificate and
-	// authorizer, each with its own broker identity; they share the agents' status events
-	// with the first, and nothing calls their REST or gRPC.
-	for i := 2; i <= r.cfg.MaestroServers; i++ {
-		name := extraMaestroServerName(i)
+	// Config.MaestroServers instances: the same database, serving certificate and authorizer,
+	// each with its own broker identity. Several share the agents' status events; nothing calls
+	// the REST or gRPC API of any but the first.
+	var ms *mgmtcluster.MaestroServer
+	names := maestroServerNames(r.cfg.MaestroServers)
+	for i, name := range names {
 		mqtt := r.pki.MustFiles(name)
-		extra, err := mgmtcluster.StartMaestroServer(ctx, mgmtcluster.MaestroServerOptions{
+		s, err := mgmtcluster.StartMaestroServer(ctx, mgmtcluster.MaestroServerOptions{
 			Binary: maestroBin, DSN: db.DSN, DBPassword: r.dbPasswords["maestro"], MQTTAddr: brokerAddr,
 			MQTTTLS:  &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: mqtt.Cert, KeyFile: mqtt.Key},
-			ClientID: name, Name: name, SharedStatus: true,
+			ClientID: name, Name: name, SharedStatus: len(names) > 1,
 			TLS: &mgmtcluster.MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
 				ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig},
 			Dir: filepath.Join(r.stateDir, name), LogDir: r.logDir,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("start Maestro server %d: %w", i, err)
+			return nil, fmt.Errorf("start Maestro server %d (%s): %w", i+1, name, err)
 		}
-		r.onStop(extra.Stop)
-		r.supervise(extra.Proc)
-		r.extraMaestro = append(r.extraMaestro, extra)
+		r.onStop(s.Stop)
+		r.supervise(s.Proc)
+		if i == 0 {
+			ms = s
+			r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL,
+				ClientTLS: r.clientTLS(pki.ClusterService)}
+		} else {
+			r.extraMaestro = append(r.extraMaestro, s)
+		}
 	}
 	return ms, nil
 }

@@ -103,7 +103,8 @@ type MaestroServer struct {
 	HealthURL  string
 	// Args is the server's command line, for logs and docs.
 	Args []string
-	// Proc is the running process (a new one after Restart).
+	// Proc is the running process (a new one after Restart); Process reads it safely while a
+	// Restart may run.
 	Proc *Process
 
 	spec ProcSpec
@@ -247,10 +248,10 @@ func (s *MaestroServer) start(ctx context.Context) error {
 }
 
 // Stop ends the server.
-func (s *MaestroServer) Stop() { s.process().Stop(10 * time.Second) }
+func (s *MaestroServer) Stop() { s.Process().Stop(10 * time.Second) }
 
 // Kill ends the server with SIGKILL, as a crash would.
-func (s *MaestroServer) Kill() { s.process().Kill() }
+func (s *MaestroServer) Kill() { s.Process().Kill() }
 
 // Restart starts the server again, stopping it first if it still runs, with the same command
 // line and ports, and waits until it is ready. Proc is the new process afterwards.
@@ -269,7 +270,8 @@ func (s *MaestroServer) RestartWithDB(ctx context.Context, dsn, password string)
 	return s.Restart(ctx)
 }
 
-func (s *MaestroServer) process() *Process {
+// Process is the server's current process (Proc, a new one after each Restart).
+func (s *MaestroServer) Process() *Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.Proc
