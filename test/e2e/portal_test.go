@@ -42,9 +42,19 @@ func startBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir="+dir,
+	// Chromium also makes its own temporary directories (org.chromium.Chromium.*) and leaves
+	// them behind when killed: they go under dir too, so the clean-up below takes them.
+	profile, tmp := filepath.Join(dir, "profile"), filepath.Join(dir, "tmp")
+	for _, d := range []string{profile, tmp} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			os.RemoveAll(dir)
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir="+profile,
 		"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "--remote-allow-origins=http://127.0.0.1",
 		"--window-size=1280,900", "about:blank")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -64,7 +74,7 @@ func startBrowser(t *testing.T) *browser {
 	})
 	var port string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort")); err == nil && strings.Contains(string(b), "\n") {
+		if b, err := os.ReadFile(filepath.Join(profile, "DevToolsActivePort")); err == nil && strings.Contains(string(b), "\n") {
 			port = strings.SplitN(string(b), "\n", 2)[0]
 			break
 		}
