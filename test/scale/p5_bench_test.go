@@ -90,7 +90,8 @@ type resync struct {
 // (default 4), P5_REPEATS (each list and watch, default 10; -short 3), P5_RESYNC_TIMEOUT
 // (default 5m), P5_SETTLE_TIMEOUT (per step, waiting for Succeeded, default 30m), P5_BUDGET
 // (default 45m of creating; when spent, no more creates: the clusters created so far are the
-// last checkpoint; 0: no limit), BENCH_OUT.
+// last checkpoint; 0: no limit), P5_MAESTRO_SERVERS (Maestro server instances sharing the agents'
+// status events, localregion.Config.MaestroServers; default 1), BENCH_OUT.
 // JSON: p5-scale.json (latencies and every checkpoint's details) and p5-scale-rss.json.
 // Run: cd test && go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m
 func BenchmarkP5Scale(b *testing.B) {
@@ -108,8 +109,9 @@ func BenchmarkP5Scale(b *testing.B) {
 	settleTimeout := envDuration(b, "P5_SETTLE_TIMEOUT", 30*time.Minute)
 	budget := envDuration(b, "P5_BUDGET", 45*time.Minute)
 	maxSize := sizes[len(sizes)-1]
+	maestroServers := envInt(b, "P5_MAESTRO_SERVERS", 1)
 
-	s := startRegion(b, maxSize)
+	s := startRegion(b, maxSize, maestroServers)
 	defer s.stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -128,8 +130,8 @@ func BenchmarkP5Scale(b *testing.B) {
 	if testing.Short() {
 		short = " -short"
 	}
-	cmd := fmt.Sprintf("cd test && P5_SIZES=%s P5_PER_SUBSCRIPTION=%d P5_WINDOW=%d P5_PUT_CONCURRENCY=%d P5_REPEATS=%d P5_BUDGET=%s P5_SETTLE_TIMEOUT=%s P5_RESYNC_TIMEOUT=%s go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m%s",
-		sizesArg, perSub, window, putConc, repeats, budget, settleTimeout, resyncTimeout, short)
+	cmd := fmt.Sprintf("cd test && P5_SIZES=%s P5_PER_SUBSCRIPTION=%d P5_WINDOW=%d P5_PUT_CONCURRENCY=%d P5_REPEATS=%d P5_BUDGET=%s P5_SETTLE_TIMEOUT=%s P5_RESYNC_TIMEOUT=%s P5_MAESTRO_SERVERS=%d go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m%s",
+		sizesArg, perSub, window, putConc, repeats, budget, settleTimeout, resyncTimeout, maestroServers, short)
 	rep := newReport("p5-scale", "P5: list, watch and agent resync against the number of hosted clusters (4 management clusters)", cmd)
 	rssRep := newReport("p5-scale-rss", "P5: resident memory (VmRSS) of the region's processes against the number of hosted clusters", cmd)
 	rssRep.Chart, rssRep.YUnit = "values", "MB"
@@ -296,7 +298,7 @@ type p5 struct {
 // startRegion brings up P5's own region and makes sure it stops: on return of the benchmark, on
 // Ctrl-C or SIGTERM (the handler stops it, then exits), and on a failed start (localregion.Up
 // stops what it started). Children also die with this process (Pdeathsig).
-func startRegion(b *testing.B, maxSize int) *p5 {
+func startRegion(b *testing.B, maxSize, maestroServers int) *p5 {
 	dir, err := os.MkdirTemp("", "openhcp-p5-")
 	if err != nil {
 		b.Fatal(err)
@@ -318,7 +320,7 @@ func startRegion(b *testing.B, maxSize int) *p5 {
 	start := time.Now()
 	// Each shard could take every cluster, so placement (not capacity) decides the spread.
 	s.region, err = localregion.Up(ctx, localregion.Config{
-		StateDir: dir, ManagementClusters: 4, ShardCapacity: maxSize + 100,
+		StateDir: dir, ManagementClusters: 4, ShardCapacity: maxSize + 100, MaestroServers: maestroServers,
 		Sim:      localregion.SimConfig{AvailableDelay: time.Second, DeleteDelay: time.Second},
 		Progress: os.Stderr,
 	})
