@@ -74,6 +74,7 @@ type config struct {
 	pollFeedbackOnly      bool
 	fixedRepublishWait    bool
 	statusFromMaestroOnly bool
+	readBeforeWrite       bool
 	serverTLS             tlsconfig.Files
 	maestroTLS            tlsconfig.Files
 }
@@ -94,7 +95,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, republish, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch string
+	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch, readBeforeWrite string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
 	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
@@ -115,6 +116,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		"adapt --republish-after to the agent: a never-reported work waits 4× longer, and a shard whose agent is slow to report waits 2× its slowest recent report (up to 2m); false: the plain rule, a benchmark baseline (docs/maestro.md)")
 	str(&statusFromWatch, "status-from-watch", "STATUS_FROM_WATCH", "true",
 		"after a work's status event, take its status from the event instead of reading the work back from Maestro's REST API (false: always read; a benchmark baseline, docs/maestro.md)")
+	str(&readBeforeWrite, "maestro-read-before-write", "MAESTRO_READ_BEFORE_WRITE", "false",
+		"read every work from Maestro before creating or patching it, instead of trusting what this process last wrote (true: the rule before 2026-11-24, a benchmark baseline; docs/maestro.md)")
 	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
@@ -182,6 +185,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("--%s: %q is not true or false", b.name, b.value)
 		}
 		*b.off = !on
+	}
+	if c.readBeforeWrite, err = strconv.ParseBool(readBeforeWrite); err != nil {
+		return c, fmt.Errorf("--maestro-read-before-write: %q is not true or false", readBeforeWrite)
 	}
 	if c.placementPolicy, err = placement.ParsePolicy(placementPolicy); err != nil {
 		return c, fmt.Errorf("--placement-policy: %w", err)
@@ -315,7 +321,8 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	}
 	log.Info("secrets at rest are under the active key-encryption key", "key_id", keys.ActiveKeyID(), "keys_in_ring", len(keys.KeyIDs()), "re_encrypted", n)
 
-	mc, err := maestro.New(ctx, maestro.Config{GRPCAddr: c.maestroGRPC, RESTURL: c.maestroREST, SourceID: c.maestroSourceID, TLS: maestroTLS}, log)
+	mc, err := maestro.New(ctx, maestro.Config{GRPCAddr: c.maestroGRPC, RESTURL: c.maestroREST, SourceID: c.maestroSourceID, TLS: maestroTLS,
+		ReadBeforeWrite: c.readBeforeWrite}, log)
 	if err != nil {
 		return fmt.Errorf("maestro client: %w", err)
 	}

@@ -78,6 +78,12 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("statusFromMaestroOnly = true by default")
 			}
 		}},
+		{name: "maestro_read_before_write", args: append([]string{"--maestro-read-before-write=true"}, base...), check: func(t *testing.T, c config) {
+			if !c.readBeforeWrite {
+				t.Fatalf("readBeforeWrite = false with --maestro-read-before-write=true")
+			}
+		}},
+		{name: "bad_maestro_read_before_write", args: append([]string{"--maestro-read-before-write", "twice"}, base...), wantErr: "--maestro-read-before-write"},
 		{name: "bad_status_from_watch", args: append([]string{"--status-from-watch", "often"}, base...), wantErr: "--status-from-watch"},
 		{name: "bad_republish_adaptive", args: append([]string{"--republish-adaptive", "maybe"}, base...), wantErr: "--republish-adaptive"},
 		{name: "bad_feedback_watch", args: append([]string{"--feedback-watch", "sometimes"}, base...), wantErr: "--feedback-watch"},

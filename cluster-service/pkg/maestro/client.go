@@ -6,6 +6,7 @@ package maestro
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,10 @@ type Config struct {
 	// TLS is used for both gRPC and REST. Nil means plaintext, which New accepts only when both
 	// endpoints are on a loopback address.
 	TLS *tls.Config
+	// ReadBeforeWrite makes Apply read every work before it creates or patches it, instead of
+	// relying on its memory of what it wrote (see Apply). The rule before 2026-11-24, kept as a
+	// benchmark's baseline (Cluster Service's --maestro-read-before-write); default false.
+	ReadBeforeWrite bool
 }
 
 // WorkEvent is one change of a work on a consumer.
@@ -88,6 +93,33 @@ type consumerClient struct {
 	name  string
 	works workv1client.ManifestWorkInterface
 	hub   *hub
+
+	mu sync.Mutex
+	// held is, per work, a digest of the labels, annotations and spec (canonicalJSON) that this
+	// client last wrote or read for it: Apply's memory of what Maestro holds (see Apply).
+	held map[string][sha256.Size]byte
+}
+
+// heldDigest is what this client last wrote or read for the work, and whether it knows.
+func (cc *consumerClient) heldDigest(name string) ([sha256.Size]byte, bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	d, ok := cc.held[name]
+	return d, ok
+}
+
+// hold remembers the digest of what Maestro holds for the work (on a write or a read).
+func (cc *consumerClient) hold(name string, d [sha256.Size]byte) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.held[name] = d
+}
+
+// forget drops what is remembered of the work (it is deleted, or being deleted).
+func (cc *consumerClient) forget(name string) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	delete(cc.held, name)
 }
 
 // setReconnectBackoff replaces sdk-go's reconnect backoff, clients.DelayFn. Upstream's starts at
@@ -198,7 +230,7 @@ func (c *Client) consumer(name string) (*consumerClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("maestro work client for consumer %s: %w", name, err)
 	}
-	cc := &consumerClient{name: name, works: wc.ManifestWorks(name), hub: newHub()}
+	cc := &consumerClient{name: name, works: wc.ManifestWorks(name), hub: newHub(), held: map[string][sha256.Size]byte{}}
 	c.consumers[name] = cc
 	go c.pump(cc)
 	return cc, nil
@@ -207,6 +239,14 @@ func (c *Client) consumer(name string) (*consumerClient, error) {
 // Apply creates the ManifestWork on the consumer, or updates it if it exists (the caller sets
 // ServerSideApply in ManifestConfigs). Labels, annotations and the whole spec are replaced by
 // work's; an unchanged work is not re-sent.
+//
+// Every Create and Patch of Maestro's client reads the work over REST first, so Apply reads it
+// itself only when it must. It remembers a digest of what it last wrote or read for each work
+// (and what List returned): a work it has no memory of is created straight away (an existing one
+// answers AlreadyExists, and Apply then reads and compares as below); a work whose remembered
+// content differs from work's is patched straight away. Only when the memory says the work is
+// unchanged does Apply read it and compare, so the memory never causes a write to be skipped;
+// a stale memory costs at most a patch that changes nothing but the generation.
 func (c *Client) Apply(ctx context.Context, consumer string, work *workv1.ManifestWork) error {
 	if work == nil || work.Name == "" {
 		return errors.New("maestro apply: work has no name")
@@ -218,27 +258,71 @@ func (c *Client) Apply(ctx context.Context, consumer string, work *workv1.Manife
 	ctx = klog.NewContext(ctx, c.klogger)
 	desired := work.DeepCopy()
 	desired.Namespace = consumer
+	want, err := digest(desired)
+	if err != nil {
+		return fmt.Errorf("maestro apply work %s/%s: %w", consumer, work.Name, err)
+	}
 	err = retry(ctx, true, func() error {
+		switch have, known := cc.heldDigest(desired.Name); {
+		case c.cfg.ReadBeforeWrite:
+		case !known:
+			err := create(ctx, cc, desired, want)
+			if !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		case have != want:
+			err := patch(ctx, cc, desired, want)
+			if !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
 		existing, err := cc.works.Get(ctx, desired.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			fresh := desired.DeepCopy()
-			fresh.ResourceVersion, fresh.Generation = "", 0
-			_, err = cc.works.Create(ctx, fresh, metav1.CreateOptions{})
-			return err
+			cc.forget(desired.Name)
+			return create(ctx, cc, desired, want)
 		}
 		if err != nil {
 			return err
 		}
-		patch, changed, err := replacePatch(existing, desired)
-		if err != nil || !changed {
+		have, err := digest(existing)
+		if err != nil {
 			return err
 		}
-		_, err = cc.works.Patch(ctx, desired.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-		return err
+		cc.hold(desired.Name, have)
+		if have == want {
+			return nil
+		}
+		return patch(ctx, cc, desired, want)
 	})
 	if err != nil {
 		return fmt.Errorf("maestro apply work %s/%s: %w", consumer, work.Name, err)
 	}
+	return nil
+}
+
+// create sends desired as a new work and remembers its digest want.
+func create(ctx context.Context, cc *consumerClient, desired *workv1.ManifestWork, want [sha256.Size]byte) error {
+	fresh := desired.DeepCopy()
+	fresh.ResourceVersion, fresh.Generation = "", 0
+	if _, err := cc.works.Create(ctx, fresh, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	cc.hold(desired.Name, want)
+	return nil
+}
+
+// patch replaces the work's labels, annotations and spec with desired's and remembers its
+// digest want. Maestro's client applies the patch to the work as it reads it, and sends the
+// result with that work's generation.
+func patch(ctx context.Context, cc *consumerClient, desired *workv1.ManifestWork, want [sha256.Size]byte) error {
+	ops, err := replaceOps(desired)
+	if err != nil {
+		return err
+	}
+	if _, err := cc.works.Patch(ctx, desired.Name, types.JSONPatchType, ops, metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	cc.hold(desired.Name, want)
 	return nil
 }
 
@@ -284,29 +368,25 @@ func (c *Client) Republish(ctx context.Context, consumer, name string) (int64, e
 	return from, nil
 }
 
-// replacePatch is a JSON patch that makes existing's labels, annotations and spec desired's,
-// and whether one is needed. Works are compared semantically: Maestro hands manifests back with
-// their keys in another order, and an unneeded patch would still bump the work's generation.
-// The patch carries existing's generation, so Maestro rejects it if the work changed meanwhile.
-func replacePatch(existing, desired *workv1.ManifestWork) ([]byte, bool, error) {
-	have, err := canonicalJSON(existing)
-	if err != nil {
-		return nil, false, err
-	}
-	want, err := canonicalJSON(desired)
-	if err != nil {
-		return nil, false, err
-	}
-	if have == want {
-		return nil, false, nil
-	}
-	ops := []map[string]any{
+// replaceOps is the JSON patch that makes a work's labels, annotations and whole spec desired's
+// ("add" replaces a whole value, so nothing of the old spec survives, unlike a merge patch).
+func replaceOps(desired *workv1.ManifestWork) ([]byte, error) {
+	return json.Marshal([]map[string]any{
 		{"op": "add", "path": "/metadata/labels", "value": desired.Labels},
 		{"op": "add", "path": "/metadata/annotations", "value": desired.Annotations},
 		{"op": "add", "path": "/spec", "value": desired.Spec},
+	})
+}
+
+// digest identifies the parts of w that Apply owns. Works are compared semantically
+// (canonicalJSON): Maestro hands manifests back with their keys in another order, and an
+// unneeded patch would still bump the work's generation.
+func digest(w *workv1.ManifestWork) ([sha256.Size]byte, error) {
+	b, err := canonicalJSON(w)
+	if err != nil {
+		return [sha256.Size]byte{}, err
 	}
-	b, err := json.Marshal(ops)
-	return b, true, err
+	return sha256.Sum256([]byte(b)), nil
 }
 
 // canonicalJSON is the JSON of the parts of w that Apply owns, with every object's keys sorted
@@ -347,6 +427,7 @@ func (c *Client) Delete(ctx context.Context, consumer, name string) error {
 		return err
 	}
 	ctx = klog.NewContext(ctx, c.klogger)
+	cc.forget(name)
 	err = retry(ctx, false, func() error {
 		err := cc.works.Delete(ctx, name, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
@@ -430,6 +511,11 @@ func (c *Client) List(ctx context.Context, consumer string) ([]workv1.ManifestWo
 		})
 		if err != nil {
 			return nil, fmt.Errorf("maestro list works of %s: %w", consumer, err)
+		}
+		for i := range l.Items {
+			if d, err := digest(&l.Items[i]); err == nil {
+				cc.hold(l.Items[i].Name, d)
+			}
 		}
 		out = append(out, l.Items...)
 		if l.Continue == "" {
@@ -525,6 +611,9 @@ func (c *Client) pump(cc *consumerClient) {
 					return
 				case ev := <-w.ResultChan():
 					if work, ok := ev.Object.(*workv1.ManifestWork); ok {
+						if ev.Type == watch.Deleted {
+							cc.forget(work.Name)
+						}
 						cc.hub.publish(ev.Type, work)
 					}
 				}

@@ -118,7 +118,7 @@ func assertNothingPending(t *testing.T, s *subscriber) {
 	}
 }
 
-func TestReplacePatch(t *testing.T) {
+func TestReplaceOpsAndDigest(t *testing.T) {
 	cm := func(v string) workv1.Manifest {
 		return workv1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"n"},"data":{"k":"` + v + `"}}`)}}
 	}
@@ -129,16 +129,21 @@ func TestReplacePatch(t *testing.T) {
 			DeleteOption: &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeOrphan},
 		},
 	}
-	if _, changed, err := replacePatch(existing, existing.DeepCopy()); err != nil || changed {
-		t.Fatalf("identical work: changed=%v err=%v, want no patch", changed, err)
+	same, err1 := digest(existing)
+	copied, err2 := digest(existing.DeepCopy())
+	if err1 != nil || err2 != nil || same != copied {
+		t.Fatalf("identical works have different digests (%v, %v)", err1, err2)
 	}
 	desired := &workv1.ManifestWork{
 		ObjectMeta: metav1.ObjectMeta{Name: "w", Labels: map[string]string{"new": "1"}},
 		Spec:       workv1.ManifestWorkSpec{Workload: workv1.ManifestsTemplate{Manifests: []workv1.Manifest{cm("2")}}},
 	}
-	patch, changed, err := replacePatch(existing, desired)
-	if err != nil || !changed {
-		t.Fatalf("changed=%v err=%v, want a patch", changed, err)
+	if d, _ := digest(desired); d == same {
+		t.Fatal("a changed work has the same digest")
+	}
+	patch, err := replaceOps(desired)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var ops []struct {
 		Op    string          `json:"op"`
@@ -168,7 +173,7 @@ func TestReplacePatch(t *testing.T) {
 	}
 }
 
-func TestReplacePatchIgnoresKeyOrderInManifests(t *testing.T) {
+func TestDigestIgnoresKeyOrderInManifests(t *testing.T) {
 	mk := func(raw string) *workv1.ManifestWork {
 		return &workv1.ManifestWork{
 			ObjectMeta: metav1.ObjectMeta{Name: "w", Annotations: map[string]string{}},
@@ -179,10 +184,12 @@ func TestReplacePatchIgnoresKeyOrderInManifests(t *testing.T) {
 	ours := mk(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"data":{"k":"v"}}`)
 	theirs := mk(`{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap","metadata":{"name":"c"}}`)
 	theirs.Annotations = nil
-	if _, changed, err := replacePatch(theirs, ours); err != nil || changed {
-		t.Fatalf("changed=%v err=%v: key order or empty-vs-nil annotations caused a patch", changed, err)
+	a, err1 := digest(theirs)
+	b, err2 := digest(ours)
+	if err1 != nil || err2 != nil || a != b {
+		t.Fatalf("key order or empty-vs-nil annotations changed the digest (%v, %v)", err1, err2)
 	}
-	if _, changed, _ := replacePatch(theirs, mk(`{"apiVersion":"v1","data":{"k":"other"},"kind":"ConfigMap","metadata":{"name":"c"}}`)); !changed {
-		t.Fatal("a changed value produced no patch")
+	if c, _ := digest(mk(`{"apiVersion":"v1","data":{"k":"other"},"kind":"ConfigMap","metadata":{"name":"c"}}`)); c == a {
+		t.Fatal("a changed value has the same digest")
 	}
 }
