@@ -5,50 +5,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/metricstest"
 )
-
-// metricValue sums a counter or gauge (optionally one label value), or returns a histogram's
-// sample count.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string, label ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if len(label) == 2 && !hasLabel(m, label[0], label[1]) {
-				continue
-			}
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return sum
-}
-
-func hasLabel(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name && l.GetValue() == value {
-			return true
-		}
-	}
-	return false
-}
 
 func TestStatusModes(t *testing.T) {
 	for _, tc := range []struct {
@@ -67,30 +28,30 @@ func TestStatusModes(t *testing.T) {
 			before := time.Now()
 			csID, opID := h.createCluster("c01", 0)
 			h.waitStatus(opID, armdoc.StateProvisioning, 10*time.Second)
-			if got := metricValue(t, reg, "backend_operations_in_flight", "request", "Create"); got != 1 {
+			if got := metricstest.Sum(t, reg, "backend_operations_in_flight", "request", "Create"); got != 1 {
 				t.Errorf("in-flight creates = %v, want 1", got)
 			}
 			// The stuck-operation alert reads time() minus the oldest start.
-			oldest := metricValue(t, reg, "backend_operation_oldest_start_time_seconds", "request", "Create")
+			oldest := metricstest.Sum(t, reg, "backend_operation_oldest_start_time_seconds", "request", "Create")
 			if start := time.Unix(0, int64(oldest*1e9)); start.Before(before.Add(-time.Second)) || start.After(time.Now()) {
 				t.Errorf("oldest create started at %v, want the operation's start (after %v)", start, before)
 			}
 			h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
 			h.waitStatus(opID, armdoc.StateSucceeded, 10*time.Second)
-			if got := metricValue(t, reg, "backend_operations_in_flight", "request", "Create"); got != 0 {
+			if got := metricstest.Sum(t, reg, "backend_operations_in_flight", "request", "Create"); got != 0 {
 				t.Errorf("in-flight creates after the end = %v, want 0", got)
 			}
-			if got := metricValue(t, reg, "backend_operation_oldest_start_time_seconds"); got != 0 {
+			if got := metricstest.Sum(t, reg, "backend_operation_oldest_start_time_seconds"); got != 0 {
 				t.Errorf("oldest start with no active operation = %v, want no series", got)
 			}
-			if got := metricValue(t, reg, "backend_operation_duration_seconds", "status", "Succeeded"); got != 1 {
+			if got := metricstest.Sum(t, reg, "backend_operation_duration_seconds", "status", "Succeeded"); got != 1 {
 				t.Errorf("succeeded durations observed = %v, want 1", got)
 			}
 			// Accepted→Provisioning and Provisioning→Succeeded were both caused by CS state.
-			if got := metricValue(t, reg, "backend_status_propagation_seconds"); got < 1 {
+			if got := metricstest.Sum(t, reg, "backend_status_propagation_seconds"); got < 1 {
 				t.Errorf("status propagation observations = %v, want at least 1", got)
 			}
-			events := metricValue(t, reg, "backend_cluster_events_total")
+			events := metricstest.Sum(t, reg, "backend_cluster_events_total")
 			if tc.wantEvents != (events > 0) {
 				t.Errorf("cluster watch events = %v; want some: %v", events, tc.wantEvents)
 			}

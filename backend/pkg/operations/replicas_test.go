@@ -14,6 +14,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/internal/metricstest"
 )
 
 // replica is one backend replica as cmd/backend wires it: its own connection pool to the
@@ -48,7 +49,7 @@ func (h *harness) startReplica(name string, cfg Config, lease time.Duration) *re
 	return &replica{st: st, reg: reg, e: e}
 }
 
-func (r *replica) leading(t *testing.T) bool { return metricValue(t, r.reg, "backend_leader") == 1 }
+func (r *replica) leading(t *testing.T) bool { return metricstest.Sum(t, r.reg, "backend_leader") == 1 }
 
 func TestTwoReplicasHandOverWithoutProcessingAnythingTwice(t *testing.T) {
 	const lease = 2 * time.Second
@@ -104,11 +105,11 @@ func TestTwoReplicasHandOverWithoutProcessingAnythingTwice(t *testing.T) {
 			t.Errorf("operation %d: receiver got %d notifications, want exactly 1", i, got)
 		}
 	}
-	finished := metricValue(t, a.reg, "backend_operation_duration_seconds") + metricValue(t, b.reg, "backend_operation_duration_seconds")
+	finished := metricstest.Sum(t, a.reg, "backend_operation_duration_seconds") + metricstest.Sum(t, b.reg, "backend_operation_duration_seconds")
 	if finished != n {
 		t.Errorf("operations finished %v times across both replicas, want %d (once each)", finished, n)
 	}
-	delivered := metricValue(t, a.reg, "backend_notifications_total", "result", "delivered") + metricValue(t, b.reg, "backend_notifications_total", "result", "delivered")
+	delivered := metricstest.Sum(t, a.reg, "backend_notifications_total", "result", "delivered") + metricstest.Sum(t, b.reg, "backend_notifications_total", "result", "delivered")
 	if delivered != n {
 		t.Errorf("notifications delivered %v times across both replicas, want %d", delivered, n)
 	}

@@ -10,6 +10,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/metricstest"
 )
 
 func (h *harness) setSubscription(state armdoc.SubscriptionState) {
@@ -112,7 +113,7 @@ func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 	if _, err := h.resource("orphan"); !errors.Is(err, docstore.ErrNotFound) {
 		t.Errorf("orphan resource after the cascade: %v, want not found", err)
 	}
-	if got := metricValue(t, reg, "backend_subscription_cascade_deletes_total"); got != 3 {
+	if got := metricstest.Sum(t, reg, "backend_subscription_cascade_deletes_total"); got != 3 {
 		t.Errorf("cascade deletes = %v, want 3 (one per resource, none repeated)", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
+	"github.com/openhcp/openhcp/internal/metricstest"
 )
 
 // TestFeedbackIsWatchedDuringTransitions runs the agent with a status-sync interval of an hour,
@@ -76,8 +77,8 @@ func TestFeedbackIsWatchedDuringTransitions(t *testing.T) {
 
 	// Each READY above followed a status event whose spec was the one applied: the reconcile
 	// after it takes the status from the event, not from Maestro's REST API.
-	fromWatch := counterSum(t, reg, "cluster_service_work_status_reads_total", "source", "watch")
-	fromMaestro := counterSum(t, reg, "cluster_service_work_status_reads_total", "source", "maestro")
+	fromWatch := metricstest.Sum(t, reg, "cluster_service_work_status_reads_total", "source", "watch")
+	fromMaestro := metricstest.Sum(t, reg, "cluster_service_work_status_reads_total", "source", "maestro")
 	t.Logf("work statuses taken from the watch: %v, read from Maestro: %v", fromWatch, fromMaestro)
 	if fromWatch < 3 {
 		t.Fatalf("%v work statuses taken from the watch's events, want at least one per READY (3)", fromWatch)

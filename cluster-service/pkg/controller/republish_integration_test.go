@@ -20,6 +20,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
+	"github.com/openhcp/openhcp/internal/metricstest"
 )
 
 // TestWorkBehindItsSpecIsRepublished drives the controller's republish rule (republish.go)
@@ -51,7 +52,7 @@ func TestWorkBehindItsSpecIsRepublished(t *testing.T) {
 		return reg, runControllerWith(t, ctx, cs.st, cs.works, controller.Config{RepublishAfter: after, Registerer: reg}, log)
 	}
 	republishes := func(reg *prometheus.Registry) float64 {
-		return counterSum(t, reg, "cluster_service_maestro_republishes_total", "", "")
+		return metricstest.Sum(t, reg, "cluster_service_maestro_republishes_total")
 	}
 	reg, stop := startController()
 

@@ -24,6 +24,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
+	"github.com/openhcp/openhcp/internal/metricstest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -321,41 +322,15 @@ cluster_service_shard_max_clusters{shard="mc-2"} 10
 		if err := testutil.GatherAndCompare(e.reg, strings.NewReader(want), "cluster_service_shard_max_clusters"); err != nil {
 			t.Fatal(err)
 		}
-		n := testutil.ToFloat64(mustCounter(t, e.reg, "cluster_service_grpc_requests_total", "/openhcp.clusterservice.v1.Clusters/CreateCluster", "ResourceExhausted"))
+		n := metricstest.Sum(t, e.reg, "cluster_service_grpc_requests_total", "method", "/openhcp.clusterservice.v1.Clusters/CreateCluster", "code", "ResourceExhausted")
 		if n != 1 {
 			t.Fatalf("ResourceExhausted creates counted %v, want 1", n)
 		}
-		n = testutil.ToFloat64(mustCounter(t, e.reg, "cluster_service_grpc_requests_total", "/openhcp.clusterservice.v1.Clusters/CreateCluster", "OK"))
+		n = metricstest.Sum(t, e.reg, "cluster_service_grpc_requests_total", "method", "/openhcp.clusterservice.v1.Clusters/CreateCluster", "code", "OK")
 		if n != 7 {
 			t.Fatalf("OK creates counted %v, want 7", n)
 		}
 	})
-}
-
-// mustCounter finds one sample of a counter vec in the registry's output.
-func mustCounter(t *testing.T, reg *prometheus.Registry, name, method, code string) prometheus.Collector {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["method"] == method && labels["code"] == code {
-				c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
-				c.Add(m.GetCounter().GetValue())
-				return c
-			}
-		}
-	}
-	return prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
 }
 
 func TestCreateValidation(t *testing.T) {
