@@ -75,6 +75,7 @@ type config struct {
 	fixedRepublishWait    bool
 	statusFromMaestroOnly bool
 	readBeforeWrite       bool
+	unbatchedStatusWrites bool
 	serverTLS             tlsconfig.Files
 	maestroTLS            tlsconfig.Files
 }
@@ -95,7 +96,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, republish, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch, readBeforeWrite string
+	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch, readBeforeWrite, batchStatusWrites string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
 	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
@@ -118,6 +119,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		"after a work's status event, take its status from the event instead of reading the work back from Maestro's REST API (false: always read; a benchmark baseline, docs/maestro.md)")
 	str(&readBeforeWrite, "maestro-read-before-write", "MAESTRO_READ_BEFORE_WRITE", "false",
 		"read every work from Maestro before creating or patching it, instead of trusting what this process last wrote (true: the rule before 2026-11-24, a benchmark baseline; docs/maestro.md)")
+	str(&batchStatusWrites, "store-batch-status-writes", "STORE_BATCH_STATUS_WRITES", "true",
+		"send a status write's statements to PostgreSQL in two batches, shortening how long it holds the write lock (false: one by one, the rule before 2026-11-24, a benchmark baseline)")
 	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
@@ -179,6 +182,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		{"feedback-watch", feedbackWatch, &c.pollFeedbackOnly},
 		{"republish-adaptive", republishAdaptive, &c.fixedRepublishWait},
 		{"status-from-watch", statusFromWatch, &c.statusFromMaestroOnly},
+		{"store-batch-status-writes", batchStatusWrites, &c.unbatchedStatusWrites},
 	} {
 		on, err := strconv.ParseBool(b.value)
 		if err != nil {
@@ -313,6 +317,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
+	st.SetBatchedStatusWrites(!c.unbatchedStatusWrites)
 	// A rotation ends here: rows still under a retired key (or from before encryption) move to
 	// the active one, so the retired keys can go once this has run.
 	n, err := st.ReencryptSecrets(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 )
@@ -44,45 +45,63 @@ func (l eventLog) named(noun string) string { return strings.TrimSpace(l.label +
 // writeEvent keeps one event per object: it replaces the object's previous event with this one
 // (UPSERTED or the DELETED tombstone) and wakes watchers with the revision.
 func writeEvent(ctx context.Context, tx pgx.Tx, l eventLog, id string, revision int64, typ csv1.EventType, doc []byte) error {
+	_, err := runSteps(ctx, tx, batchEventWrites, eventSteps(l, id, revision, typ, doc))
+	return err
+}
+
+// eventSteps are writeEvent's statements.
+func eventSteps(l eventLog, id string, revision int64, typ csv1.EventType, doc []byte) []sqlStep {
 	t := "UPSERTED"
 	if typ == csv1.EventType_EVENT_TYPE_DELETED {
 		t = "DELETED"
 	}
-	steps := []struct {
-		sql  string
-		args []any
-		what string
-	}{
+	return []sqlStep{
 		{`DELETE FROM ` + l.table + ` WHERE ` + l.idColumn + ` = $1`, []any{id}, fmt.Sprintf("prune events of %s %s", l.what, id)},
 		{`INSERT INTO ` + l.table + ` (revision, ` + l.idColumn + `, type, ` + l.docColumn + `) VALUES ($1, $2, $3, $4)`,
 			[]any{revision, id, t, doc}, fmt.Sprintf("record event of %s %s", l.what, id)},
 		{`SELECT pg_notify($1, $2)`, []any{notifyChannel, fmt.Sprint(revision)}, "notify"},
 	}
-	if !batchEventWrites {
+}
+
+// sqlStep is one statement of a write and what it does, for errors.
+type sqlStep struct {
+	sql  string
+	args []any
+	what string
+}
+
+// runSteps executes steps in order in tx, as one batch (one round trip) or one by one, and
+// returns each one's command tag. Every write holds the write lock until its commit, so each
+// round trip saved shortens every other writer's wait (docs/performance.md).
+func runSteps(ctx context.Context, tx pgx.Tx, batched bool, steps []sqlStep) ([]pgconn.CommandTag, error) {
+	tags := make([]pgconn.CommandTag, 0, len(steps))
+	if !batched {
 		for _, st := range steps {
-			if _, err := tx.Exec(ctx, st.sql, st.args...); err != nil {
-				return fmt.Errorf("%s: %w", st.what, err)
+			tag, err := tx.Exec(ctx, st.sql, st.args...)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", st.what, err)
 			}
+			tags = append(tags, tag)
 		}
-		return nil
+		return tags, nil
 	}
-	// One round trip for the three statements: every write holds the write lock until its
-	// commit, so each round trip saved shortens every other writer's wait (docs/performance.md).
 	var batch pgx.Batch
 	for _, st := range steps {
 		batch.Queue(st.sql, st.args...)
 	}
 	br := tx.SendBatch(ctx, &batch)
 	for _, st := range steps {
-		if _, err := br.Exec(); err != nil {
+		tag, err := br.Exec()
+		if err != nil {
 			br.Close()
-			return fmt.Errorf("%s: %w", st.what, err)
+			return nil, fmt.Errorf("%s: %w", st.what, err)
 		}
+		tags = append(tags, tag)
 	}
 	if err := br.Close(); err != nil {
-		return fmt.Errorf("record event of %s %s: %w", l.what, id, err)
+		return nil, fmt.Errorf("%s: %w", steps[len(steps)-1].what, err)
 	}
-	return nil
+	return tags, nil
 }
 
 // batchEventWrites sends writeEvent's statements as one batch; false sends them one by one,

@@ -284,8 +284,9 @@ func markClusterNodePoolsDeletingTx(ctx context.Context, tx pgx.Tx, clusterID st
 // otherwise); an identical status keeps the revision.
 func (s *Store) UpdateNodePoolStatus(ctx context.Context, id string, revision int64, st *csv1.NodePoolStatus) (*NodePool, error) {
 	var out *NodePool
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		np, err := scanNodePool(tx.QueryRow(ctx, `SELECT `+nodePoolColumns+` FROM node_pools WHERE id = $1 FOR UPDATE`, id))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		batched := !s.unbatchedStatus.Load()
+		np, rev, now, err := lockedRead(ctx, tx, batched, `SELECT `+nodePoolColumns+` FROM node_pools WHERE id = $1 FOR UPDATE`, id, scanNodePool)
 		if err != nil {
 			return err
 		}
@@ -301,16 +302,23 @@ func (s *Store) UpdateNodePoolStatus(ctx context.Context, id string, revision in
 		if err != nil {
 			return err
 		}
-		rev, err := nextRevision(ctx, tx)
+		next := *np
+		next.Status, next.Revision, next.UpdateTime = st, rev, now
+		doc, err := nodePoolEventDocOf(&next)
 		if err != nil {
 			return err
 		}
-		out, err = scanNodePool(tx.QueryRow(ctx, `UPDATE node_pools SET status = $2, state = $3, revision = $4, update_time = now()
-			WHERE id = $1 RETURNING `+nodePoolColumns, id, stj, st.State.String(), rev))
+		tags, err := runSteps(ctx, tx, batched, append([]sqlStep{{`UPDATE node_pools SET status = $2, state = $3, revision = $4, update_time = now()
+			WHERE id = $1 AND revision = $5`, []any{id, stj, st.State.String(), rev, revision}, "write status of node pool " + id}},
+			eventSteps(nodePoolEventLog, id, rev, csv1.EventType_EVENT_TYPE_UPSERTED, doc)...))
 		if err != nil {
 			return err
 		}
-		return recordNodePoolEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
+		if tags[0].RowsAffected() != 1 {
+			return ErrConflict
+		}
+		out = &next
+		return nil
 	})
 	return out, err
 }
@@ -344,15 +352,20 @@ type nodePoolEventDoc struct {
 }
 
 func recordNodePoolEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType, np *NodePool) error {
-	raw, err := protojson.Marshal(NodePoolProto(np))
-	if err != nil {
-		return err
-	}
-	doc, err := json.Marshal(nodePoolEventDoc{Deleting: np.Deleting, NodePool: raw})
+	doc, err := nodePoolEventDocOf(np)
 	if err != nil {
 		return err
 	}
 	return writeEvent(ctx, tx, nodePoolEventLog, np.ID, np.Revision, typ, doc)
+}
+
+// nodePoolEventDocOf is the event document of np.
+func nodePoolEventDocOf(np *NodePool) ([]byte, error) {
+	raw, err := protojson.Marshal(NodePoolProto(np))
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(nodePoolEventDoc{Deleting: np.Deleting, NodePool: raw})
 }
 
 // NodePoolEventsAfter returns up to limit node pool events with a revision greater than after.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,7 +104,17 @@ type Store struct {
 	waiters map[chan struct{}]struct{}
 	cancel  context.CancelFunc
 	done    chan struct{}
+
+	// unbatchedStatus sends a status write's statements one by one (SetBatchedStatusWrites).
+	unbatchedStatus atomic.Bool
 }
+
+// SetBatchedStatusWrites chooses how a status write (UpdateStatus, UpdateNodePoolStatus) talks
+// to PostgreSQL: on (the default), two round trips under the write lock plus the commit
+// (lockedRead, then the update with its event as one batch); off, the same statements one by
+// one, six round trips: the rule before 2026-11-24, kept as a benchmark's baseline (Cluster
+// Service's --store-batch-status-writes).
+func (s *Store) SetBatchedStatusWrites(on bool) { s.unbatchedStatus.Store(!on) }
 
 // Open connects, applies migrations and starts the LISTEN loop that wakes watchers. keys seals
 // the customer secrets the store keeps (secretColumns); without it Open fails (ErrNoKeyring).
@@ -383,8 +394,9 @@ func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 // otherwise). An identical status is not written and keeps the revision.
 func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st *csv1.ClusterStatus) (*Cluster, error) {
 	var out *Cluster
-	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		batched := !s.unbatchedStatus.Load()
+		c, rev, now, err := lockedRead(ctx, tx, batched, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id, s.scanCluster)
 		if err != nil {
 			return err
 		}
@@ -400,21 +412,62 @@ func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st 
 		if err != nil {
 			return err
 		}
-		rev, err := nextRevision(ctx, tx)
+		next := *c
+		next.Status, next.Revision, next.UpdateTime = st, rev, now
+		doc, err := clusterEventDoc(&next)
 		if err != nil {
 			return err
 		}
-		out, err = s.scanCluster(tx.QueryRow(ctx, `UPDATE clusters SET status = $2, state = $3, revision = $4, update_time = now()
-			WHERE id = $1 AND revision = $5 RETURNING `+clusterColumns, id, stj, st.State.String(), rev, revision))
-		if errors.Is(err, ErrNotFound) {
+		tags, err := runSteps(ctx, tx, batched, append([]sqlStep{{`UPDATE clusters SET status = $2, state = $3, revision = $4, update_time = now()
+			WHERE id = $1 AND revision = $5`, []any{id, stj, st.State.String(), rev, revision}, "write status of cluster " + id}},
+			eventSteps(clusterEventLog, id, rev, csv1.EventType_EVENT_TYPE_UPSERTED, doc)...))
+		if err != nil {
+			return err
+		}
+		if tags[0].RowsAffected() != 1 {
 			return ErrConflict
 		}
-		if err != nil {
-			return err
-		}
-		return recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
+		out = &next
+		return nil
 	})
 	return out, err
+}
+
+// lockedRead is a status write's first round trip: it takes the write lock (see writeTx),
+// reads the row that query selects FOR UPDATE with scan, and draws the next revision with the
+// transaction's time (now(), which the write's update_time will be). A write that then changes
+// nothing leaves a gap in the revisions, which watchers never rely on. Unless batched, the three
+// statements go one by one.
+func lockedRead[T any](ctx context.Context, tx pgx.Tx, batched bool, query, id string, scan func(pgx.Row) (T, error)) (row T, rev int64, now time.Time, err error) {
+	const lock, draw = `SELECT pg_advisory_xact_lock($1)`, `SELECT nextval('cluster_revision_seq'), now()`
+	if !batched {
+		if _, err = tx.Exec(ctx, lock, int64(writeLockKey)); err != nil {
+			return row, 0, now, fmt.Errorf("take write lock: %w", err)
+		}
+		if row, err = scan(tx.QueryRow(ctx, query, id)); err != nil {
+			return row, 0, now, err
+		}
+		if err = tx.QueryRow(ctx, draw).Scan(&rev, &now); err != nil {
+			return row, 0, now, fmt.Errorf("next revision: %w", err)
+		}
+		return row, rev, now, nil
+	}
+	var batch pgx.Batch
+	batch.Queue(lock, int64(writeLockKey))
+	batch.Queue(query, id)
+	batch.Queue(draw)
+	br := tx.SendBatch(ctx, &batch)
+	defer br.Close()
+	if _, err = br.Exec(); err != nil {
+		return row, 0, now, fmt.Errorf("take write lock: %w", err)
+	}
+	if row, err = scan(br.QueryRow()); err != nil {
+		return row, 0, now, err
+	}
+	if err = br.QueryRow().Scan(&rev, &now); err != nil {
+		return row, 0, now, fmt.Errorf("next revision: %w", err)
+	}
+	return row, rev, now, br.Close()
 }
 
 // RemoveCluster deletes a cluster that is marked deleting and still at revision, and records
@@ -480,20 +533,25 @@ func nextRevision(ctx context.Context, tx pgx.Tx) (int64, error) {
 // older revision only needs the latest state) and notifies listeners at commit. Secret material
 // is not copied into events.
 func recordEvent(ctx context.Context, tx pgx.Tx, typ csv1.EventType, c *Cluster) error {
-	spec, err := protojson.Marshal(c.Spec)
-	if err != nil {
-		return err
-	}
-	st, err := protojson.Marshal(c.Status)
-	if err != nil {
-		return err
-	}
-	doc, err := json.Marshal(eventDoc{ID: c.ID, ARMResourceID: c.ARMResourceID, Spec: spec, Status: st, Shard: c.Shard,
-		Namespace: c.Namespace, Deleting: c.Deleting, Revision: c.Revision, SpecRevision: c.SpecRevision, CreateTime: c.CreateTime, UpdateTime: c.UpdateTime})
+	doc, err := clusterEventDoc(c)
 	if err != nil {
 		return err
 	}
 	return writeEvent(ctx, tx, clusterEventLog, c.ID, c.Revision, typ, doc)
+}
+
+// clusterEventDoc is the event document of c.
+func clusterEventDoc(c *Cluster) ([]byte, error) {
+	spec, err := protojson.Marshal(c.Spec)
+	if err != nil {
+		return nil, err
+	}
+	st, err := protojson.Marshal(c.Status)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(eventDoc{ID: c.ID, ARMResourceID: c.ARMResourceID, Spec: spec, Status: st, Shard: c.Shard,
+		Namespace: c.Namespace, Deleting: c.Deleting, Revision: c.Revision, SpecRevision: c.SpecRevision, CreateTime: c.CreateTime, UpdateTime: c.UpdateTime})
 }
 
 // EventsAfter returns up to limit events with a revision greater than after, in order.
