@@ -502,7 +502,7 @@ func BenchmarkP3CreateToHostedCluster(b *testing.B) {
 				}
 			}
 			rg := fmt.Sprintf("rg-p3-%d-%d", i, vi)
-			before := csReconcileMetrics(b)
+			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
 			var all []string
 			for _, rate := range rates {
 				n := int(rate * dur.Seconds())
@@ -548,6 +548,7 @@ func BenchmarkP3CreateToHostedCluster(b *testing.B) {
 				rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service%s at %g/s: %s", label, rate, stopLocks()))
 			}
 			rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service%s during the steps: %s", label, csReconcileMetrics(b).since(before)))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("Maestro server%s during the steps: %s", label, maestroMetrics().meanOf(maestroBefore)))
 			deleteAll(b, c, sub, rg, all)
 		}
 	}

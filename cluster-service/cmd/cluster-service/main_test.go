@@ -84,11 +84,12 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "bad_maestro_read_before_write", args: append([]string{"--maestro-read-before-write", "twice"}, base...), wantErr: "--maestro-read-before-write"},
-		{name: "store_unbatched_status_writes", args: append([]string{"--store-batch-status-writes=false"}, base...), check: func(t *testing.T, c config) {
-			if !c.unbatchedStatusWrites {
-				t.Fatalf("unbatchedStatusWrites = false with --store-batch-status-writes=false")
+		{name: "store_batched_status_writes", args: append([]string{"--store-batch-status-writes=true"}, base...), check: func(t *testing.T, c config) {
+			if !c.batchStatusWrites {
+				t.Fatalf("batchStatusWrites = false with --store-batch-status-writes=true")
 			}
 		}},
+		{name: "bad_store_batch_status_writes", args: append([]string{"--store-batch-status-writes", "maybe"}, base...), wantErr: "--store-batch-status-writes"},
 		{name: "bad_status_from_watch", args: append([]string{"--status-from-watch", "often"}, base...), wantErr: "--status-from-watch"},
 		{name: "bad_republish_adaptive", args: append([]string{"--republish-adaptive", "maybe"}, base...), wantErr: "--republish-adaptive"},
 		{name: "bad_feedback_watch", args: append([]string{"--feedback-watch", "sometimes"}, base...), wantErr: "--feedback-watch"},

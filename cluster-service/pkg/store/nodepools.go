@@ -285,7 +285,7 @@ func markClusterNodePoolsDeletingTx(ctx context.Context, tx pgx.Tx, clusterID st
 func (s *Store) UpdateNodePoolStatus(ctx context.Context, id string, revision int64, st *csv1.NodePoolStatus) (*NodePool, error) {
 	var out *NodePool
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		batched := !s.unbatchedStatus.Load()
+		batched := s.batchedStatus.Load()
 		np, rev, now, err := lockedRead(ctx, tx, batched, `SELECT `+nodePoolColumns+` FROM node_pools WHERE id = $1 FOR UPDATE`, id, scanNodePool)
 		if err != nil {
 			return err
