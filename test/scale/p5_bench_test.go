@@ -739,6 +739,19 @@ func (s *p5) measureResync(ctx context.Context, b *testing.B, consumer string, w
 		logf(b, "agent resync: %v", err)
 		return nil
 	}
+	// Its environment too: the region gives each agent its own TMPDIR, where library-go writes
+	// the serving certificate it makes itself (not the host's /tmp).
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		logf(b, "agent resync: %v", err)
+		return nil
+	}
+	var env []string
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if strings.HasPrefix(kv, "TMPDIR=") {
+			env = append(env, kv)
+		}
+	}
 	stopStart := time.Now()
 	s.mu.Lock()
 	own := s.agent
@@ -762,7 +775,7 @@ func (s *p5) measureResync(ctx context.Context, b *testing.B, consumer string, w
 	s.mu.Unlock()
 	start := time.Now()
 	p, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
-		Name: "maestro-agent-" + consumer + "-p5-restarted", Path: exe, Args: args[1:], Dir: cwd, LogDir: s.region.Info.LogDir,
+		Name: "maestro-agent-" + consumer + "-p5-restarted", Path: exe, Args: args[1:], Dir: cwd, LogDir: s.region.Info.LogDir, Env: env,
 	})
 	if err != nil {
 		b.Fatalf("restart the agent of %s: %v", consumer, err)
