@@ -4,6 +4,7 @@
 package reconcile
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -28,19 +29,41 @@ func (b Backoff) delay(n int) time.Duration {
 // takes it is reconciled once, and never by two workers at the same time (a key added while it
 // is processed is queued again once its worker calls Done). Delayed adds of one key collapse to
 // the earliest. The zero value is not usable; make one with NewQueue.
+//
+// Keys wait in one of two lanes, each first in, first out. AddUrgent puts a key in the urgent
+// lane, which Get serves first; Add, AddAfter and AddRateLimited use the normal lane. So that
+// a steady flow of urgent keys cannot starve the normal lane, Get takes a normal key after
+// UrgentBurst urgent ones in a row whenever one is waiting.
 type Queue[K comparable] struct {
 	backoff Backoff
 
-	mu         sync.Mutex
-	cond       *sync.Cond
-	items      []K
-	queued     map[K]bool
+	mu     sync.Mutex
+	cond   *sync.Cond
+	items  []K // the normal lane
+	urgent []K // the urgent lane
+	// queued says which lane a waiting key is in.
+	queued     map[K]lane
 	processing map[K]bool
-	dirty      map[K]bool
-	waiting    map[K]*waiter
-	failures   map[K]int
-	closed     bool
+	// dirty: added while processing, queued again in that lane at Done.
+	dirty    map[K]lane
+	waiting  map[K]*waiter
+	failures map[K]int
+	// burst counts the urgent keys Get has handed out in a row while normal ones waited.
+	burst  int
+	closed bool
 }
+
+// lane is where a queued key waits.
+type lane uint8
+
+const (
+	laneNormal lane = iota + 1
+	laneUrgent
+)
+
+// UrgentBurst is how many urgent keys Get hands out in a row before it takes a waiting normal
+// key.
+const UrgentBurst = 8
 
 // waiter is a pending AddAfter of one key.
 type waiter struct {
@@ -52,9 +75,9 @@ type waiter struct {
 func NewQueue[K comparable](b Backoff) *Queue[K] {
 	q := &Queue[K]{
 		backoff:    b,
-		queued:     map[K]bool{},
+		queued:     map[K]lane{},
 		processing: map[K]bool{},
-		dirty:      map[K]bool{},
+		dirty:      map[K]lane{},
 		waiting:    map[K]*waiter{},
 		failures:   map[K]int{},
 	}
@@ -67,19 +90,43 @@ func NewQueue[K comparable](b Backoff) *Queue[K] {
 func (q *Queue[K]) Add(k K) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.addLocked(k)
+	q.addLocked(k, laneNormal)
 }
 
-func (q *Queue[K]) addLocked(k K) {
-	if q.closed || q.queued[k] {
+// AddUrgent queues k in the urgent lane, which Get serves before the normal one: a key waiting
+// in the normal lane moves there, and a key being processed is queued there again at Done.
+// Adds after ShutDown are ignored.
+func (q *Queue[K]) AddUrgent(k K) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.addLocked(k, laneUrgent)
+}
+
+// addLocked queues k in l, or moves it up to l if it waits in a lower lane.
+func (q *Queue[K]) addLocked(k K, l lane) {
+	if q.closed {
 		return
 	}
 	if q.processing[k] {
-		q.dirty[k] = true
+		q.dirty[k] = max(q.dirty[k], l)
 		return
 	}
-	q.queued[k] = true
-	q.items = append(q.items, k)
+	switch q.queued[k] {
+	case laneUrgent:
+		return
+	case laneNormal:
+		if l == laneNormal {
+			return
+		}
+		i := slices.Index(q.items, k)
+		q.items = slices.Delete(q.items, i, i+1)
+	}
+	q.queued[k] = l
+	if l == laneUrgent {
+		q.urgent = append(q.urgent, k)
+	} else {
+		q.items = append(q.items, k)
+	}
 	q.cond.Signal()
 }
 
@@ -110,7 +157,7 @@ func (q *Queue[K]) AddAfter(k K, d time.Duration) {
 			return // replaced by an earlier AddAfter, or shut down
 		}
 		delete(q.waiting, k)
-		q.addLocked(k)
+		q.addLocked(k, laneNormal)
 	})
 	q.waiting[k] = w
 }
@@ -143,19 +190,34 @@ func (q *Queue[K]) NumRequeues(k K) int {
 func (q *Queue[K]) Get() (k K, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.items) == 0 && !q.closed {
+	for len(q.items)+len(q.urgent) == 0 && !q.closed {
 		q.cond.Wait()
 	}
 	if q.closed {
 		return k, false
 	}
-	k = q.items[0]
-	var zero K
-	q.items[0] = zero // let the backing array drop the key
-	q.items = q.items[1:]
+	switch {
+	case len(q.urgent) > 0 && len(q.items) == 0:
+		q.burst = 0 // nothing normal waits
+		k, q.urgent = pop(q.urgent)
+	case len(q.urgent) > 0 && q.burst < UrgentBurst:
+		q.burst++
+		k, q.urgent = pop(q.urgent)
+	default:
+		q.burst = 0
+		k, q.items = pop(q.items)
+	}
 	delete(q.queued, k)
 	q.processing[k] = true
 	return k, true
+}
+
+// pop takes the first key of a lane.
+func pop[K comparable](lane []K) (K, []K) {
+	k := lane[0]
+	var zero K
+	lane[0] = zero // let the backing array drop the key
+	return k, lane[1:]
 }
 
 // Done ends the processing of k; if k was added meanwhile it is queued again now.
@@ -163,9 +225,9 @@ func (q *Queue[K]) Done(k K) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.processing, k)
-	if q.dirty[k] {
+	if l, ok := q.dirty[k]; ok {
 		delete(q.dirty, k)
-		q.addLocked(k)
+		q.addLocked(k, l)
 	}
 }
 
@@ -173,7 +235,7 @@ func (q *Queue[K]) Done(k K) {
 func (q *Queue[K]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.items)
+	return len(q.items) + len(q.urgent)
 }
 
 // ShutDown stops the queue: every Get returns ok=false, pending AddAfters are dropped and

@@ -63,6 +63,55 @@ func TestQueue(t *testing.T) {
 			want: nil,
 		},
 		{
+			name: "urgent_keys_go_first_in_their_own_order",
+			run: func(q *Queue[string]) []string {
+				q.Add("a")
+				q.Add("b")
+				q.AddUrgent("c")
+				q.AddUrgent("d")
+				return drain(q)
+			},
+			want: []string{"c", "d", "a", "b"},
+		},
+		{
+			name: "urgent_add_moves_a_waiting_normal_key_up_once",
+			run: func(q *Queue[string]) []string {
+				q.Add("a")
+				q.Add("b")
+				q.AddUrgent("b")
+				q.Add("b") // stays urgent
+				return append([]string{fmt.Sprintf("len=%d", q.Len())}, drain(q)...)
+			},
+			want: []string{"len=2", "b", "a"},
+		},
+		{
+			name: "urgent_add_while_processing_is_queued_urgent_at_done",
+			run: func(q *Queue[string]) []string {
+				q.Add("a")
+				k, _ := q.Get()
+				q.Add("b")
+				q.Add("a")
+				q.AddUrgent("a")
+				q.Done(k)
+				return drain(q)
+			},
+			want: []string{"a", "b"},
+		},
+		{
+			name: "a_normal_key_is_served_after_a_burst_of_urgent_ones",
+			run: func(q *Queue[string]) []string {
+				q.Add("n1")
+				q.Add("n2")
+				for i := range UrgentBurst + 2 {
+					q.AddUrgent(fmt.Sprintf("u%d", i))
+				}
+				got := drain(q)
+				// Compress the order to the positions of the normal keys.
+				return []string{fmt.Sprint(slices.Index(got, "n1")), fmt.Sprint(slices.Index(got, "n2")), fmt.Sprint(len(got))}
+			},
+			want: []string{fmt.Sprint(UrgentBurst), fmt.Sprint(UrgentBurst + 3), fmt.Sprint(UrgentBurst + 4)},
+		},
+		{
 			name: "adds_after_shutdown_are_ignored",
 			run: func(q *Queue[string]) []string {
 				q.ShutDown()

@@ -74,6 +74,7 @@ type config struct {
 	pollFeedbackOnly      bool
 	fixedRepublishWait    bool
 	statusFromMaestroOnly bool
+	statusEventsInOrder   bool
 	readBeforeWrite       bool
 	batchStatusWrites     bool
 	serverTLS             tlsconfig.Files
@@ -96,7 +97,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, republish, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch, readBeforeWrite, batchStatusWrites string
+	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch, statusEventsFirst, readBeforeWrite, batchStatusWrites string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
 	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
@@ -117,6 +118,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		"adapt --republish-after to the agent: a never-reported work waits 4× longer, and a shard whose agent is slow to report waits 2× its slowest recent report (up to 2m); false: the plain rule, a benchmark baseline (docs/maestro.md)")
 	str(&statusFromWatch, "status-from-watch", "STATUS_FROM_WATCH", "true",
 		"after a work's status event, take its status from the event instead of reading the work back from Maestro's REST API (false: always read; a benchmark baseline, docs/maestro.md)")
+	str(&statusEventsFirst, "status-events-first", "STATUS_EVENTS_FIRST", "true",
+		"reconcile a cluster or node pool whose work's status changed before those queued for other reasons (creates, spec changes, resyncs), so a finished transition is not reported behind new work (false: one queue in arrival order; a benchmark baseline, docs/cluster-service.md)")
 	str(&readBeforeWrite, "maestro-read-before-write", "MAESTRO_READ_BEFORE_WRITE", "false",
 		"read every work from Maestro before creating or patching it, instead of trusting what this process last wrote (true: the rule before 2026-11-24, a benchmark baseline; docs/maestro.md)")
 	str(&batchStatusWrites, "store-batch-status-writes", "STORE_BATCH_STATUS_WRITES", "false",
@@ -177,28 +180,21 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	for _, b := range []struct {
 		name, value string
-		off         *bool // set when the flag is false
+		field       *bool
+		when        bool // field is set when the flag has this value
 	}{
-		{"feedback-watch", feedbackWatch, &c.pollFeedbackOnly},
-		{"republish-adaptive", republishAdaptive, &c.fixedRepublishWait},
-		{"status-from-watch", statusFromWatch, &c.statusFromMaestroOnly},
+		{"feedback-watch", feedbackWatch, &c.pollFeedbackOnly, false},
+		{"republish-adaptive", republishAdaptive, &c.fixedRepublishWait, false},
+		{"status-from-watch", statusFromWatch, &c.statusFromMaestroOnly, false},
+		{"status-events-first", statusEventsFirst, &c.statusEventsInOrder, false},
+		{"maestro-read-before-write", readBeforeWrite, &c.readBeforeWrite, true},
+		{"store-batch-status-writes", batchStatusWrites, &c.batchStatusWrites, true},
 	} {
-		on, err := strconv.ParseBool(b.value)
+		v, err := strconv.ParseBool(b.value)
 		if err != nil {
 			return c, fmt.Errorf("--%s: %q is not true or false", b.name, b.value)
 		}
-		*b.off = !on
-	}
-	for _, b := range []struct {
-		name, value string
-		on          *bool // set when the flag is true
-	}{
-		{"maestro-read-before-write", readBeforeWrite, &c.readBeforeWrite},
-		{"store-batch-status-writes", batchStatusWrites, &c.batchStatusWrites},
-	} {
-		if *b.on, err = strconv.ParseBool(b.value); err != nil {
-			return c, fmt.Errorf("--%s: %q is not true or false", b.name, b.value)
-		}
+		*b.field = v == b.when
 	}
 	if c.placementPolicy, err = placement.ParsePolicy(placementPolicy); err != nil {
 		return c, fmt.Errorf("--placement-policy: %w", err)
@@ -346,7 +342,8 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
 		PollFeedbackOnly: c.pollFeedbackOnly, RepublishAfter: c.republishAfter,
-		FixedRepublishWait: c.fixedRepublishWait, StatusFromMaestroOnly: c.statusFromMaestroOnly}, log)
+		FixedRepublishWait: c.fixedRepublishWait, StatusFromMaestroOnly: c.statusFromMaestroOnly,
+		StatusEventsInOrder: c.statusEventsInOrder}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
 	opts := srv.ServerOptions()

@@ -78,6 +78,17 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("statusFromMaestroOnly = true by default")
 			}
 		}},
+		{name: "status_events_in_order", args: append([]string{"--status-events-first=false"}, base...), check: func(t *testing.T, c config) {
+			if !c.statusEventsInOrder {
+				t.Fatalf("statusEventsInOrder = false with --status-events-first=false")
+			}
+		}},
+		{name: "status_events_first_default", args: base, check: func(t *testing.T, c config) {
+			if c.statusEventsInOrder || c.readBeforeWrite || c.batchStatusWrites || c.pollFeedbackOnly || c.fixedRepublishWait {
+				t.Fatalf("a baseline flag is on by default: %+v", c)
+			}
+		}},
+		{name: "bad_status_events_first", args: append([]string{"--status-events-first", "soon"}, base...), wantErr: "--status-events-first"},
 		{name: "maestro_read_before_write", args: append([]string{"--maestro-read-before-write=true"}, base...), check: func(t *testing.T, c config) {
 			if !c.readBeforeWrite {
 				t.Fatalf("readBeforeWrite = false with --maestro-read-before-write=true")

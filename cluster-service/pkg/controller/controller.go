@@ -80,6 +80,10 @@ type Config struct {
 	// status event, instead of taking it from the event once (observed.go). The rule before
 	// 2026-11-24, kept as a benchmark's baseline (--status-from-watch=false); default false.
 	StatusFromMaestroOnly bool
+	// StatusEventsInOrder queues the reconcile caused by a work's status event behind every
+	// other queued cluster and node pool, instead of ahead of them (watchShard). The rule before
+	// 2026-11-24, kept as a benchmark's baseline (--status-events-first=false); default false.
+	StatusEventsInOrder bool
 }
 
 // Controller is the cluster reconciler.
@@ -371,9 +375,9 @@ func (c *Controller) watchShard(ctx context.Context, shard string) {
 				}
 				c.observed.record(shard, ev)
 				if id, ok := manifests.ClusterIDFromWorkName(ev.Work.Name); ok {
-					c.queue.Add(id)
+					c.addStatusChange(id)
 				} else if id, ok := manifests.NodePoolIDFromWorkName(ev.Work.Name); ok {
-					c.queue.Add(nodePoolKey(id))
+					c.addStatusChange(nodePoolKey(id))
 				}
 			}
 			if ctx.Err() != nil {
@@ -389,6 +393,19 @@ func (c *Controller) watchShard(ctx context.Context, shard string) {
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}
+}
+
+// addStatusChange queues the reconcile of a key whose work's status changed. It goes ahead of
+// the keys queued for other reasons (the queue's urgent lane): such a reconcile mostly takes the
+// status from the event and writes it, in milliseconds, and it is what finishes a customer's
+// operation, while a create's reconcile waits on Maestro for most of a second. Without this a
+// batch of creates holds every finished transition behind it (docs/cluster-service.md).
+func (c *Controller) addStatusChange(key string) {
+	if c.cfg.StatusEventsInOrder {
+		c.queue.Add(key)
+		return
+	}
+	c.queue.AddUrgent(key)
 }
 
 // processNext reconciles the next queued cluster or node pool (reconcile.Process settles the
