@@ -263,17 +263,20 @@ func (c *Client) Apply(ctx context.Context, consumer string, work *workv1.Manife
 		return fmt.Errorf("maestro apply work %s/%s: %w", consumer, work.Name, err)
 	}
 	err = retry(ctx, true, func() error {
-		switch have, known := cc.heldDigest(desired.Name); {
-		case c.cfg.ReadBeforeWrite:
-		case !known:
-			err := create(ctx, cc, desired, want)
-			if !apierrors.IsAlreadyExists(err) {
-				return err
-			}
-		case have != want:
-			err := patch(ctx, cc, desired, want)
-			if !apierrors.IsNotFound(err) {
-				return err
+		if !c.cfg.ReadBeforeWrite {
+			// Write straight away when memory says how; fall through to the read when the
+			// write finds the work otherwise than remembered, or memory says unchanged.
+			switch have, known := cc.heldDigest(desired.Name); {
+			case !known:
+				err := create(ctx, cc, desired, want)
+				if !apierrors.IsAlreadyExists(err) {
+					return err
+				}
+			case have != want:
+				err := patch(ctx, cc, desired, want)
+				if !apierrors.IsNotFound(err) {
+					return err
+				}
 			}
 		}
 		existing, err := cc.works.Get(ctx, desired.Name, metav1.GetOptions{})

@@ -63,6 +63,9 @@ func (p Precondition) check(revision, specRevision int64) error {
 // later finds a committed N-1, and it serialises placement so shards are never overfilled.
 const writeLockKey = 0x0cb5_0002
 
+// takeWriteLock is the statement that takes it, held to the transaction's end.
+const takeWriteLock = `SELECT pg_advisory_xact_lock($1)`
+
 // notifyChannel is the LISTEN/NOTIFY channel that wakes watchers; the payload is the revision.
 const notifyChannel = "openhcp_cluster_events"
 
@@ -440,9 +443,9 @@ func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st 
 // nothing leaves a gap in the revisions, which watchers never rely on. Unless batched, the three
 // statements go one by one.
 func lockedRead[T any](ctx context.Context, tx pgx.Tx, batched bool, query, id string, scan func(pgx.Row) (T, error)) (row T, rev int64, now time.Time, err error) {
-	const lock, draw = `SELECT pg_advisory_xact_lock($1)`, `SELECT nextval('cluster_revision_seq'), now()`
+	const draw = `SELECT nextval('cluster_revision_seq'), now()`
 	if !batched {
-		if _, err = tx.Exec(ctx, lock, int64(writeLockKey)); err != nil {
+		if _, err = tx.Exec(ctx, takeWriteLock, int64(writeLockKey)); err != nil {
 			return row, 0, now, fmt.Errorf("take write lock: %w", err)
 		}
 		if row, err = scan(tx.QueryRow(ctx, query, id)); err != nil {
@@ -454,7 +457,7 @@ func lockedRead[T any](ctx context.Context, tx pgx.Tx, batched bool, query, id s
 		return row, rev, now, nil
 	}
 	var batch pgx.Batch
-	batch.Queue(lock, int64(writeLockKey))
+	batch.Queue(takeWriteLock, int64(writeLockKey))
 	batch.Queue(query, id)
 	batch.Queue(draw)
 	br := tx.SendBatch(ctx, &batch)
@@ -681,7 +684,7 @@ func (s *Store) listenOnce(ctx context.Context) error {
 // writeTx runs fn in a transaction that holds the global write lock.
 func (s *Store) writeTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLockKey)); err != nil {
+		if _, err := tx.Exec(ctx, takeWriteLock, int64(writeLockKey)); err != nil {
 			return fmt.Errorf("take write lock: %w", err)
 		}
 		return fn(tx)
