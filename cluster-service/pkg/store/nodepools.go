@@ -283,44 +283,13 @@ func markClusterNodePoolsDeletingTx(ctx context.Context, tx pgx.Tx, clusterID st
 // UpdateNodePoolStatus replaces the status if the pool is still at revision (ErrConflict
 // otherwise); an identical status keeps the revision.
 func (s *Store) UpdateNodePoolStatus(ctx context.Context, id string, revision int64, st *csv1.NodePoolStatus) (*NodePool, error) {
-	var out *NodePool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		batched := s.batchedStatus.Load()
-		np, rev, now, err := lockedRead(ctx, tx, batched, `SELECT `+nodePoolColumns+` FROM node_pools WHERE id = $1 FOR UPDATE`, id, scanNodePool)
-		if err != nil {
-			return err
-		}
-		if np.Revision != revision {
-			return ErrConflict
-		}
-		st = stampObserved(st, np.SpecRevision)
-		if proto.Equal(np.Status, st) {
-			out = np
-			return nil
-		}
-		stj, err := protojson.Marshal(st)
-		if err != nil {
-			return err
-		}
-		next := *np
-		next.Status, next.Revision, next.UpdateTime = st, rev, now
-		doc, err := nodePoolEventDocOf(&next)
-		if err != nil {
-			return err
-		}
-		tags, err := runSteps(ctx, tx, batched, append([]sqlStep{{`UPDATE node_pools SET status = $2, state = $3, revision = $4, update_time = now()
-			WHERE id = $1 AND revision = $5`, []any{id, stj, st.State.String(), rev, revision}, "write status of node pool " + id}},
-			eventSteps(nodePoolEventLog, id, rev, csv1.EventType_EVENT_TYPE_UPSERTED, doc)...))
-		if err != nil {
-			return err
-		}
-		if tags[0].RowsAffected() != 1 {
-			return ErrConflict
-		}
-		out = &next
-		return nil
-	})
-	return out, err
+	return updateStatus(ctx, s, statusRow[NodePool, *csv1.NodePoolStatus]{
+		what: "node pool", table: "node_pools", columns: nodePoolColumns, scan: scanNodePool, log: nodePoolEventLog, eventDoc: nodePoolEventDocOf,
+		state: func(st *csv1.NodePoolStatus) string { return st.State.String() },
+		fields: func(np *NodePool) (**csv1.NodePoolStatus, *int64, *int64, *time.Time) {
+			return &np.Status, &np.Revision, &np.SpecRevision, &np.UpdateTime
+		},
+	}, id, revision, st)
 }
 
 // RemoveNodePool deletes a pool that is marked deleting and still at revision, and records its

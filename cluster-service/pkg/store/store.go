@@ -397,34 +397,62 @@ func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 // UpdateStatus replaces the status if the cluster is still at revision (ErrConflict
 // otherwise). An identical status is not written and keeps the revision.
 func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st *csv1.ClusterStatus) (*Cluster, error) {
-	var out *Cluster
+	return updateStatus(ctx, s, statusRow[Cluster, *csv1.ClusterStatus]{
+		what: "cluster", table: "clusters", columns: clusterColumns, scan: s.scanCluster, log: clusterEventLog, eventDoc: clusterEventDoc,
+		state: func(st *csv1.ClusterStatus) string { return st.State.String() },
+		fields: func(c *Cluster) (**csv1.ClusterStatus, *int64, *int64, *time.Time) {
+			return &c.Status, &c.Revision, &c.SpecRevision, &c.UpdateTime
+		},
+	}, id, revision, st)
+}
+
+// statusRow says how updateStatus reads, changes and records the row of one kind (R, whose
+// status is an S): a cluster or a node pool.
+type statusRow[R any, S observedStatus] struct {
+	what, table, columns string
+	scan                 func(pgx.Row) (*R, error)
+	log                  eventLog
+	eventDoc             func(*R) ([]byte, error)
+	state                func(S) string
+	// fields points at the row's status, revision, spec revision and update time.
+	fields func(*R) (status *S, revision, specRevision *int64, updateTime *time.Time)
+}
+
+// updateStatus is every status write of the controller: it replaces the row's status if the
+// row is still at revision (ErrConflict otherwise), stamped with the spec revision it reflects,
+// and records the UPSERTED event; a status equal to the stored one writes nothing and keeps the
+// revision.
+func updateStatus[R any, S observedStatus](ctx context.Context, s *Store, k statusRow[R, S], id string, revision int64, st S) (*R, error) {
+	var out *R
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		batched := s.batchedStatus.Load()
-		c, rev, now, err := lockedRead(ctx, tx, batched, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id, s.scanCluster)
+		cur, rev, now, err := lockedRead(ctx, tx, batched, `SELECT `+k.columns+` FROM `+k.table+` WHERE id = $1 FOR UPDATE`, id, k.scan)
 		if err != nil {
 			return err
 		}
-		if c.Revision != revision {
+		curStatus, curRevision, specRevision, _ := k.fields(cur)
+		if *curRevision != revision {
 			return ErrConflict
 		}
-		st = stampObserved(st, c.SpecRevision)
-		if proto.Equal(c.Status, st) {
-			out = c
+		st = stampObserved(st, *specRevision)
+		if proto.Equal(*curStatus, st) {
+			out = cur
 			return nil
 		}
 		stj, err := protojson.Marshal(st)
 		if err != nil {
 			return err
 		}
-		next := *c
-		next.Status, next.Revision, next.UpdateTime = st, rev, now
-		doc, err := clusterEventDoc(&next)
+		next := *cur
+		nextStatus, nextRevision, _, updateTime := k.fields(&next)
+		*nextStatus, *nextRevision, *updateTime = st, rev, now
+		doc, err := k.eventDoc(&next)
 		if err != nil {
 			return err
 		}
-		tags, err := runSteps(ctx, tx, batched, append([]sqlStep{{`UPDATE clusters SET status = $2, state = $3, revision = $4, update_time = now()
-			WHERE id = $1 AND revision = $5`, []any{id, stj, st.State.String(), rev, revision}, "write status of cluster " + id}},
-			eventSteps(clusterEventLog, id, rev, csv1.EventType_EVENT_TYPE_UPSERTED, doc)...))
+		tags, err := runSteps(ctx, tx, batched, append([]sqlStep{{`UPDATE ` + k.table + ` SET status = $2, state = $3, revision = $4, update_time = now()
+			WHERE id = $1 AND revision = $5`, []any{id, stj, k.state(st), rev, revision}, "write status of " + k.what + " " + id}},
+			eventSteps(k.log, id, rev, csv1.EventType_EVENT_TYPE_UPSERTED, doc)...))
 		if err != nil {
 			return err
 		}
