@@ -71,6 +71,13 @@ type resync struct {
 	AllMs       float64 `json:"allMs"`
 	TimedOut    bool    `json:"timedOut,omitempty"`
 	StopSeconds float64 `json:"oldAgentStopSeconds"`
+	// ConsumerEvents and AllEvents count the status events the Maestro server(s) passed on to a
+	// source subscriber while the resync was measured: of the restarted agent's works, and of
+	// every consumer. AllEvents over the window is the servers' status throughput then, which
+	// bounds how fast a resync can finish (docs/performance.md).
+	ConsumerEvents int     `json:"consumerStatusEvents"`
+	AllEvents      int     `json:"allStatusEvents"`
+	WindowSeconds  float64 `json:"windowSeconds"`
 }
 
 // BenchmarkP5Scale (P5, issue 14): hosted clusters created through ARM (the real path) in steps
@@ -209,6 +216,8 @@ func BenchmarkP5Scale(b *testing.B) {
 		if r := cp.Resync; r != nil {
 			logf(b, "agent resync %s: %d works, %d reported; first %.0f ms, half %.0f ms, 90%% %.0f ms, all %.0f ms (timed out: %v; old agent stopped in %.1f s)",
 				r.Consumer, r.Works, r.Seen, r.FirstMs, r.HalfMs, r.P90Ms, r.AllMs, r.TimedOut, r.StopSeconds)
+			logf(b, "status events passed on by Maestro during the resync's %.1f s: %d of %s (%.1f per work), %d of all consumers (%.1f/s)",
+				r.WindowSeconds, r.ConsumerEvents, r.Consumer, float64(r.ConsumerEvents)/float64(max(r.Works, 1)), r.AllEvents, float64(r.AllEvents)/max(r.WindowSeconds, 1e-9))
 		}
 		rep.Notes = rep.Notes[:1]
 		for _, k := range sortedKeys(series) {
@@ -293,6 +302,9 @@ type p5 struct {
 	// marks: works (resource IDs) of a consumer whose status arrived after the resync mark.
 	markConsumer string
 	markSeen     map[string]time.Time
+	// markEvents and markAll count status events while a resync is measured: of the marked
+	// consumer, and of all.
+	markEvents, markAll int
 }
 
 // startRegion brings up P5's own region and makes sure it stops: on return of the benchmark, on
@@ -438,7 +450,12 @@ func (s *p5) subscribeMaestro(ctx context.Context, b *testing.B) {
 		now := time.Now()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.markSeen != nil && w.Namespace == s.markConsumer {
+		if s.markSeen == nil {
+			return nil
+		}
+		s.markAll++
+		if w.Namespace == s.markConsumer {
+			s.markEvents++
 			if _, ok := s.markSeen[string(w.UID)]; !ok {
 				s.markSeen[string(w.UID)] = now
 			}
@@ -771,7 +788,7 @@ func (s *p5) measureResync(ctx context.Context, b *testing.B, consumer string, w
 	}
 	r := &resync{Consumer: consumer, Works: works, StopSeconds: time.Since(stopStart).Seconds()}
 	s.mu.Lock()
-	s.markConsumer, s.markSeen = consumer, map[string]time.Time{}
+	s.markConsumer, s.markSeen, s.markEvents, s.markAll = consumer, map[string]time.Time{}, 0, 0
 	s.mu.Unlock()
 	start := time.Now()
 	p, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
@@ -799,6 +816,7 @@ func (s *p5) measureResync(ctx context.Context, b *testing.B, consumer string, w
 		at = append(at, t.Sub(start))
 	}
 	s.markSeen = nil
+	r.ConsumerEvents, r.AllEvents, r.WindowSeconds = s.markEvents, s.markAll, time.Since(start).Seconds()
 	s.mu.Unlock()
 	sort.Slice(at, func(i, j int) bool { return at[i] < at[j] })
 	r.Seen = len(at)
