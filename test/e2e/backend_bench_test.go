@@ -121,6 +121,7 @@ func benchMode(b *testing.B, mode string) (total, backend []time.Duration) {
 
 // clusterTimes are the moments one bench cluster passed each stage, all on this machine's clock.
 type clusterTimes struct {
+	put        time.Time // the ARM PUT that created it was sent
 	available  time.Time // its HostedCluster Available=True, seen by a watch on the management cluster
 	agentSend  time.Time // the Maestro agent began to send the status event carrying it (its log at -v=5)
 	serverRead time.Time // the Maestro server began to handle that event (its log)
@@ -142,6 +143,7 @@ type createRun struct {
 	serverReads string
 }
 
+func putAt(t *clusterTimes) time.Time        { return t.put }
 func availableAt(t *clusterTimes) time.Time  { return t.available }
 func agentSendAt(t *clusterTimes) time.Time  { return t.agentSend }
 func serverReadAt(t *clusterTimes) time.Time { return t.serverRead }
@@ -249,9 +251,12 @@ func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, b
 	// Paced at 5 creates/s, well under Maestro's ≈62/s, so queueing upstream stays small.
 	tick := time.NewTicker(200 * time.Millisecond)
 	createsStart := time.Now()
+	putAtPath := map[string]time.Time{} // lower-case ARM resource ID → PUT sent
 	for i := range benchClusters {
 		<-tick.C
-		r := armB(b, http.MethodPut, clusterPath(sub, rg, fmt.Sprintf("c%03d", i)), clusterBody(sub, rg))
+		path := clusterPath(sub, rg, fmt.Sprintf("c%03d", i))
+		putAtPath[strings.ToLower(path)] = time.Now()
+		r := armB(b, http.MethodPut, path, clusterBody(sub, rg))
 		if r.Status != http.StatusCreated {
 			b.Fatalf("PUT cluster %d: %d %s", i, r.Status, r.Raw)
 		}
@@ -264,10 +269,11 @@ func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, b
 		if err != nil {
 			b.Fatalf("list clusters: %v", err)
 		}
+		mu.Lock()
 		for _, c := range resp.GetClusters() {
 			ids[c.GetId()] = true
+			at(c.GetId()).put = putAtPath[strings.ToLower(c.GetArmResourceId())]
 		}
-		mu.Lock()
 		done := 0
 		for id := range ids {
 			if _, ok := succeeded[id]; ok {
@@ -861,6 +867,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		{"Maestro stream → CS READY write", maestroAt, readyAt},
 		{"CS READY write → ARM Succeeded", readyAt, succeededAt},
 		{"Available → ARM Succeeded", availableAt, succeededAt},
+		{"PUT → ARM Succeeded (the whole create)", putAt, succeededAt},
 	}
 	poolStages := []struct {
 		name     string
