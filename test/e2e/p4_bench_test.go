@@ -117,6 +117,7 @@ func BenchmarkP4SustainedThroughput(b *testing.B) {
 			for j := range names {
 				names[j] = fmt.Sprintf("p4%s%d-%d", map[string]string{"OpenHCP": "o", "bare Maestro": "b"}[phase], round, j)
 			}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("round %d, %s: %s", round, phase, waitQuiet(2*time.Minute)))
 			cpuBefore := processCPU(region.Info.Maestro.MetricsURL)
 			csCPUBefore := processCPU(region.Info.ClusterService.MetricsURL)
 			start := time.Now()
@@ -437,6 +438,36 @@ func processCPU(metricsURL string) float64 {
 		}
 	}
 	return -1
+}
+
+// waitQuiet waits, at most max, until Cluster Service and the Maestro server are each using
+// under 5 % of a core over 3 s, so a phase does not start while the previous one's deletes are
+// still being worked through (the order effect of the earlier runs); it says how long it waited.
+func waitQuiet(max time.Duration) string {
+	const window, share = 3 * time.Second, 0.05
+	urls := []string{region.Info.ClusterService.MetricsURL, region.Info.Maestro.MetricsURL}
+	start := time.Now()
+	for {
+		before := make([]float64, len(urls))
+		for i, u := range urls {
+			before[i] = processCPU(u)
+		}
+		time.Sleep(window)
+		quiet := true
+		for i, u := range urls {
+			after := processCPU(u)
+			if before[i] < 0 || after < 0 {
+				return "CPU of Cluster Service or Maestro server unreadable; phase started without waiting"
+			}
+			quiet = quiet && after-before[i] <= share*window.Seconds()
+		}
+		if quiet {
+			return fmt.Sprintf("Cluster Service and Maestro server quiet after %s", time.Since(start).Round(time.Second))
+		}
+		if time.Since(start) >= max {
+			return fmt.Sprintf("Cluster Service or Maestro server still busy after %s; phase started anyway", max)
+		}
+	}
 }
 
 func cpuDelta(before, after float64) string {
