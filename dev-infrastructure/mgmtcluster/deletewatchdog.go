@@ -3,6 +3,7 @@ package mgmtcluster
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -31,9 +32,16 @@ import (
 // meanwhile. Under a mass delete on a loaded machine many bundles are slower than StuckAfter
 // without being lost; kicking then cost the benchmark's agents 1-2 minutes offline per batch
 // (docs/performance.md). So a consumer is kicked only when its agent has been quiet for
-// StuckAfter: no bundle of it finished deleting since StuckAfter ago (a finished delete shows
-// the agent is working through them, and a lost one is still there when it is done), and no
-// kick of it in that time (one resync already covers every deleting bundle of the consumer).
+// StuckAfter: no bundle of it finished deleting and no deleting bundle of it changed its status
+// since StuckAfter ago, and no kick of it in that time (one resync already covers every deleting
+// bundle of the consumer). A finished delete shows the agent is working through them, and a lost
+// one is still there when it is done. A status change of a deleting bundle shows the same one
+// step earlier: the pinned Maestro server handles the agents' status events one at a time, so
+// under a mass delete they reach the server tens of seconds to minutes after the agent sent them,
+// and until the queue drains no delete can be seen to finish although the agent has done its
+// part (docs/performance.md, P4). A bundle whose delete the agent lost gets no further status
+// from the agent's deletion; if its status still changes for other reasons, its kick waits until
+// the consumer is quiet.
 type StuckDeleteWatchdog struct {
 	o   StuckDeleteWatchdogOptions
 	log *slog.Logger
@@ -42,9 +50,10 @@ type StuckDeleteWatchdog struct {
 	kicks int
 	next  map[string]time.Time     // bundle ID → earliest next kick for it
 	pause map[string]time.Duration // bundle ID → pause after its next kick
-	// deleting is each consumer's bundles being deleted at the last scan, and busyAt the last
-	// time one of them finished deleting or the consumer's agent was kicked.
-	deleting map[string]map[string]bool
+	// deleting is each consumer's bundles being deleted at the last scan (bundle ID → its status
+	// as listed), and busyAt the last time one of them finished deleting or changed its status,
+	// or the consumer's agent was kicked.
+	deleting map[string]map[string]string
 	busyAt   map[string]time.Time
 }
 
@@ -102,7 +111,7 @@ func StartStuckDeleteWatchdog(ctx context.Context, o StuckDeleteWatchdogOptions)
 func newStuckDeleteWatchdog(o StuckDeleteWatchdogOptions) *StuckDeleteWatchdog {
 	return &StuckDeleteWatchdog{o: o, log: o.Logger.With("component", "stuck-delete-watchdog"),
 		next: map[string]time.Time{}, pause: map[string]time.Duration{},
-		deleting: map[string]map[string]bool{}, busyAt: map[string]time.Time{}}
+		deleting: map[string]map[string]string{}, busyAt: map[string]time.Time{}}
 }
 
 // Kicks is how many agent reconnects the watchdog has caused.
@@ -120,6 +129,9 @@ type MaestroBundle struct {
 	Metadata     struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
+	// Status is the bundle's status as the server last stored it from its agent (its status
+	// sequence ID changes with every newer status); compared between scans, never interpreted.
+	Status json.RawMessage `json:"status"`
 }
 
 // Scan looks at every resource bundle being deleted once and kicks the agents of consumers
@@ -132,18 +144,19 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 	stuck := map[string][]MaestroBundle{} // consumer → its stuck bundles due for a kick
 	seen := map[string]bool{}
 	w.mu.Lock()
-	deleting := map[string]map[string]bool{}
+	deleting := map[string]map[string]string{}
 	for _, b := range bundles {
 		if b.DeletedAt != nil {
 			if deleting[b.ConsumerName] == nil {
-				deleting[b.ConsumerName] = map[string]bool{}
+				deleting[b.ConsumerName] = map[string]string{}
 			}
-			deleting[b.ConsumerName][b.ID] = true
+			deleting[b.ConsumerName][b.ID] = string(b.Status)
 		}
 	}
 	for consumer, before := range w.deleting {
-		for id := range before {
-			if !deleting[consumer][id] { // finished since the last scan: the agent is working
+		for id, status := range before {
+			// Finished, or a newer status, since the last scan: the agent is working.
+			if listed, ok := deleting[consumer][id]; !ok || listed != status {
 				w.busyAt[consumer] = now
 				break
 			}

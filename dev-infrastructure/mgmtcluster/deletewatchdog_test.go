@@ -200,6 +200,41 @@ func TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting(t *testing.T) {
 	})
 }
 
+// TestStuckDeleteWatchdogSparesAnAgentWhoseStatusArrives: a deleting bundle whose status changes
+// between scans (the server is still handling its agent's status events, which under a mass
+// delete reach it long after the agent sent them) spares its consumer, though nothing finishes;
+// another consumer's stuck bundle is kicked meanwhile; once the status stops changing, the
+// consumer is kicked after StuckAfter.
+func TestStuckDeleteWatchdogSparesAnAgentWhoseStatusArrives(t *testing.T) {
+	mq := startTestBroker(t)
+	now := time.Now()
+	rest := &fakeMaestroREST{}
+	rest.bundles = []map[string]any{
+		{"id": "slow", "consumer_name": "mgmt-1", "deleted_at": now.Add(-50 * time.Second), "status": map[string]any{"SequenceID": "1"}},
+		{"id": "lost", "consumer_name": "mgmt-2", "deleted_at": now.Add(-50 * time.Second), "status": map[string]any{"SequenceID": "7"}},
+	}
+	sequence := func(id string) func() {
+		return func() {
+			rest.mu.Lock()
+			defer rest.mu.Unlock()
+			st := rest.bundles[0]["status"].(map[string]any)
+			st["SequenceID"] = id
+		}
+	}
+	w := testWatchdog(t, rest, mq.Addr)
+	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
+		// The first scan has nothing to compare with: both are stuck and quiet as far as it knows.
+		{name: "first_scan_kicks_both", at: 0, wantKicked: []string{"mgmt-1", "mgmt-2"}},
+		{name: "status_arrives", at: 30 * time.Second, before: sequence("2")},
+		// Both are due again (pause 45 s); mgmt-2's bundle is unchanged since its kick.
+		{name: "spared_while_status_arrives_other_consumer_kicked", at: 50 * time.Second, before: sequence("3"),
+			wantKicked: []string{"mgmt-2"}},
+		{name: "status_arrives_again", at: 70 * time.Second, before: sequence("4")},
+		{name: "quiet_for_less_than_stuck_after", at: 110 * time.Second},
+		{name: "quiet_for_stuck_after_kicks", at: 116 * time.Second, wantKicked: []string{"mgmt-1"}},
+	})
+}
+
 func TestStuckDeleteWatchdog(t *testing.T) {
 	mq := startTestBroker(t)
 	now := time.Now()
