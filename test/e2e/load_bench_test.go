@@ -424,13 +424,17 @@ func deleteAll(b *testing.B, c *http.Client, sub, rg string, names []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cs := clusterServiceB(b)
+	left := -1 // clusters listed by the last list that answered
 	for {
 		resp, err := cs.ListClusters(ctx, csListRequest(sub))
-		if err == nil && len(resp.GetClusters()) == 0 {
+		if err == nil {
+			left = len(resp.GetClusters())
+		}
+		if left == 0 {
 			return
 		}
 		if ctx.Err() != nil {
-			b.Logf("clusters of the benchmark still deleting after 3 min: %d (%v)", len(resp.GetClusters()), err)
+			b.Logf("clusters of the benchmark still deleting after 3 min: %d at the last list (last error: %v)", left, err)
 			return
 		}
 		time.Sleep(time.Second)
