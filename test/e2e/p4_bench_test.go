@@ -107,6 +107,9 @@ func BenchmarkP4SustainedThroughput(b *testing.B) {
 	rep.Chart = "throughput"
 	rep.XLabel = "phase, in the order run (OpenHCP first in even rounds, bare Maestro first in odd ones)"
 	var thr = map[string][]float64{}
+	// The watchdog's kicks take an agent off the broker for seconds to minutes (docs/maestro.md),
+	// so each phase notes how many there were since the one before (its deletes included).
+	kicksBefore, kicksAtStart := region.StuckDeleteKicks(), region.StuckDeleteKicks()
 	for round := 0; round < rounds*b.N; round++ {
 		phases := []string{"OpenHCP", "bare Maestro"}
 		if round%2 == 1 {
@@ -117,7 +120,10 @@ func BenchmarkP4SustainedThroughput(b *testing.B) {
 			for j := range names {
 				names[j] = fmt.Sprintf("p4%s%d-%d", map[string]string{"OpenHCP": "o", "bare Maestro": "b"}[phase], round, j)
 			}
-			rep.Notes = append(rep.Notes, fmt.Sprintf("round %d, %s: %s", round, phase, waitQuiet(2*time.Minute)))
+			quiet := waitQuiet(2 * time.Minute)
+			kicks := region.StuckDeleteKicks()
+			rep.Notes = append(rep.Notes, fmt.Sprintf("round %d, %s: %s; stuck-delete watchdog kicks since the phase before: %d", round, phase, quiet, kicks-kicksBefore))
+			kicksBefore = kicks
 			cpuBefore := processCPU(region.Info.Maestro.MetricsURL)
 			csCPUBefore := processCPU(region.Info.ClusterService.MetricsURL)
 			start := time.Now()
@@ -150,6 +156,7 @@ func BenchmarkP4SustainedThroughput(b *testing.B) {
 			}
 		}
 	}
+	rep.Notes = append(rep.Notes, fmt.Sprintf("stuck-delete watchdog kicks over the measured rounds (the last phase's deletes included): %d", region.StuckDeleteKicks()-kicksAtStart))
 	if o, m := mean(thr["OpenHCP"]), mean(thr["bare Maestro"]); m > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("throughput ratio OpenHCP / bare Maestro: %.2f (%.2f / %.2f creates/s, mean over %d rounds; target ≥ 0.8)", o/m, o, m, rounds*b.N))
 		b.ReportMetric(o/m, "ratio")
