@@ -214,9 +214,6 @@ type Region struct {
 // StuckDeleteKicks is how many times the region's StuckDeleteWatchdog made an agent reconnect
 // to recover a delete the pinned Maestro lost.
 func (r *Region) StuckDeleteKicks() int {
-	if r.watchdog == nil {
-		return 0
-	}
 	return r.watchdog.Kicks()
 }
 

@@ -114,8 +114,12 @@ func newStuckDeleteWatchdog(o StuckDeleteWatchdogOptions) *StuckDeleteWatchdog {
 		deleting: map[string]map[string]string{}, busyAt: map[string]time.Time{}}
 }
 
-// Kicks is how many agent reconnects the watchdog has caused.
+// Kicks is how many agent reconnects the watchdog has caused; a nil watchdog (a region that
+// runs none, such as a mutual-TLS test region) has caused none.
 func (w *StuckDeleteWatchdog) Kicks() int {
+	if w == nil {
+		return 0
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.kicks

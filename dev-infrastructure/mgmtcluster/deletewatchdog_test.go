@@ -270,3 +270,12 @@ func TestStuckDeleteWatchdog(t *testing.T) {
 		t.Fatalf("state kept for bundles that are gone: %v %v", w.next, w.pause)
 	}
 }
+
+// A region without a watchdog (the mutual-TLS test regions) answers Kicks with 0, so a helper
+// that logs kicks fails a lost delete by its timeout, not by a nil dereference.
+func TestStuckDeleteWatchdogKicksOfNone(t *testing.T) {
+	var w *StuckDeleteWatchdog
+	if got := w.Kicks(); got != 0 {
+		t.Fatalf("Kicks of no watchdog = %d, want 0", got)
+	}
+}
