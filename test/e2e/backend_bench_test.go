@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -1008,6 +1009,7 @@ func maestroMetrics() csMetrics {
 		switch name {
 		case "resource_status_event_processing_latency_seconds_sum", "resource_status_event_processing_latency_seconds_count":
 			labels = ""
+		case "process_cpu_seconds_total":
 		case "advisory_lock_duration_sum", "advisory_lock_duration_count", "grpc_server_processed_duration_seconds_sum", "grpc_server_processed_duration_seconds_count":
 		case "rest_api_inbound_request_duration_sum", "rest_api_inbound_request_duration_count":
 			// Its REST API (Cluster Service's reads of works), by method only.
@@ -1053,8 +1055,12 @@ func (m csMetrics) meanOf(before csMetrics) string {
 		}
 	}
 	for k, v := range m {
-		if strings.HasSuffix(k, "_total") && v-before[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%s: +%.0f", k, v-before[k]))
+		if d := v - before[k]; strings.HasSuffix(k, "_total") && d > 0 {
+			if d == math.Trunc(d) {
+				parts = append(parts, fmt.Sprintf("%s: +%.0f", k, d))
+			} else { // CPU seconds
+				parts = append(parts, fmt.Sprintf("%s: +%.2f", k, d))
+			}
 		}
 	}
 	sort.Strings(parts)

@@ -580,6 +580,9 @@ func csReconcileMetrics(b *testing.B) csMetrics {
 	out := csMetrics{}
 	for _, l := range strings.Split(string(raw), "\n") {
 		if !strings.HasPrefix(l, "cluster_service_reconciles_total{kind=\"cluster\"") &&
+			!strings.HasPrefix(l, "cluster_service_work_status_reads_total") &&
+			!strings.HasPrefix(l, "cluster_service_maestro_republishes_total") &&
+			!strings.HasPrefix(l, "process_cpu_seconds_total") &&
 			!strings.HasPrefix(l, "cluster_service_reconcile_duration_seconds_sum{kind=\"cluster\"") &&
 			!strings.HasPrefix(l, "cluster_service_grpc_request_duration_seconds_sum{code=\"OK\",method=\"/openhcp.clusterservice.v1.Clusters/CreateCluster\"") &&
 			!strings.HasPrefix(l, "cluster_service_grpc_request_duration_seconds_count{code=\"OK\",method=\"/openhcp.clusterservice.v1.Clusters/CreateCluster\"") {
