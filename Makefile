@@ -32,6 +32,9 @@ help:
 .PHONY: deps
 deps:
 	@hack/ensure-packages.sh postgresql pgbouncer mosquitto protobuf-compiler libprotobuf-dev jq chromium
+	@# The broker's share_guard plugin (dev-infrastructure/mosquitto-share-guard) is C, built by
+	@# hack/mosquitto-plugin.sh against mosquitto's plugin headers.
+	@hack/ensure-packages.sh gcc libc6-dev mosquitto-dev libmosquitto-dev
 	@# The real node (dev-infrastructure/node, docs/deploy.md#a-real-node): Debian's containerd, runc,
 	@# CNI plugins and the netfilter tools, run with the node's own config inside its network namespace.
 	@hack/ensure-packages.sh containerd runc containernetworking-plugins iptables conntrack nftables
@@ -51,6 +54,7 @@ tools:
 	@hack/tool.sh maestro dev-infrastructure/maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
 	@hack/promtool.sh >/dev/null
 	@hack/helm.sh >/dev/null
+	@hack/mosquitto-plugin.sh >/dev/null
 
 # Container images without a container engine (docs/deploy.md#images): .run/images/<name>.oci.tar
 # and .run/images/images.json. Only images whose binary changed are rewritten.

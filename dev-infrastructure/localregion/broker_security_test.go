@@ -84,8 +84,9 @@ func (m *mqttTestClient) disconnectedWithin(wait time.Duration) bool {
 // mosquitto, TLS, client certificates, MaestroACL) with identities made exactly as Up makes them,
 // and checks every refusal with a real MQTT client: plaintext, no certificate and a certificate
 // from another CA are refused; the agent of mgmt-2 can neither read nor write mgmt-1's topics
-// while mgmt-1's own agent and the server (the controls) can; and a session can be taken over
-// only by its own identity.
+// while mgmt-1's own agent and the server (the controls) can; only the server instances may join
+// the share group of the agents' status; and a session can be taken over only by its own
+// identity.
 func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -103,7 +104,11 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 	if err := p.Add(second, pki.Spec{CommonName: second, Usage: pki.Client}, false); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := mgmtcluster.SecureBrokerOptions(p, filepath.Join(dir, "mosquitto"), filepath.Join(dir, "logs"), second)
+	plugin, err := mgmtcluster.MosquittoShareGuardPlugin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := mgmtcluster.SecureBrokerOptions(p, filepath.Join(dir, "mosquitto"), filepath.Join(dir, "logs"), plugin, second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,18 +236,23 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 		}
 	})
 
-	// With Config.MaestroServers > 1 the instances share the agents' status (each event to one
-	// of them). Not tested as a guarantee, because it does not hold with this broker: an agent
-	// may join the same share group (mosquitto grants the subscription and checks the ACL only
-	// on delivery), and the events the broker then assigns to it are dropped. That is why the
-	// region shares only when asked to (docs/security.md).
-	t.Run("server_instances_share_the_agents_status", func(t *testing.T) {
+	// The server instances share the agents' status (each event to one of them). mosquitto alone
+	// would grant the share group to an agent too and then drop the events it hands that agent
+	// (it checks the ACL only on delivery); the share_guard plugin refuses the agent's SUBSCRIBE,
+	// so the instances still receive every event between them.
+	t.Run("only_server_instances_share_the_agents_status", func(t *testing.T) {
 		const shared = "$share/statussubscribers/" + topics + "+/agentevents"
 		servers := []*mqttTestClient{dial(pki.MaestroServer, "maestro-server"), dial(second, second)}
 		for i, s := range servers {
 			if _, err := s.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: shared, QoS: 1}}}); err != nil {
 				t.Fatalf("server instance %d subscribe: %v", i+1, err)
 			}
+		}
+		intruder := dial(pki.MaestroAgent("mgmt-2"), "mgmt-2-work-agent-client")
+		sa, err := intruder.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: shared, QoS: 1}}})
+		if err == nil || sa == nil || len(sa.Reasons) != 1 || sa.Reasons[0] != packets.SubackNotauthorized {
+			t.Fatalf("mgmt-2's agent joining the servers' share group: SUBACK %+v, err %v; want reason %#x (not authorized)",
+				sa, err, packets.SubackNotauthorized)
 		}
 		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")
 		const n = 20

@@ -57,9 +57,10 @@ type Config struct {
 	// MaestroDirectDB connects the Maestro server straight to PostgreSQL instead of through the
 	// region's PgBouncer (pgserver.Bouncer): the baseline of the connection-pooling benchmark.
 	MaestroDirectDB bool
-	// MaestroServers is how many Maestro server instances the region can run (default 1).
-	// Each has its own broker identity (maestro-server, maestro-server-2, …) and they share the
-	// agents' status events (an MQTT shared subscription); Cluster Service talks to the first.
+	// MaestroServers is how many Maestro server instances the region can run (default 1; `make
+	// run` starts 2). Each has its own broker identity (maestro-server, maestro-server-2, …) and
+	// they share the agents' status events (an MQTT shared subscription, which the broker's
+	// share guard grants to them alone); Cluster Service talks to the first.
 	// Up starts them all; SetMaestroServers runs fewer or more of them (a benchmark's modes).
 	// Not with ServiceCluster, whose chart has its own replicas value.
 	MaestroServers int

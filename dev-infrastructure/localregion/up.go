@@ -100,7 +100,11 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 			return nil, err
 		}
 	}
-	mqOpts, err := mgmtcluster.SecureBrokerOptions(r.pki, filepath.Join(r.stateDir, "mosquitto"), r.logDir, extraServers...)
+	sharePlugin, err := mgmtcluster.MosquittoShareGuardPlugin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mqOpts, err := mgmtcluster.SecureBrokerOptions(r.pki, filepath.Join(r.stateDir, "mosquitto"), r.logDir, sharePlugin, extraServers...)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +216,7 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 		s, err := mgmtcluster.StartMaestroServer(ctx, mgmtcluster.MaestroServerOptions{
 			Binary: maestroBin, DSN: db.DSN, DBPassword: r.dbPasswords["maestro"], MQTTAddr: brokerAddr,
 			MQTTTLS:  &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: mqtt.Cert, KeyFile: mqtt.Key},
-			ClientID: name, Name: name, SharedStatus: len(names) > 1,
+			ClientID: name, Name: name, SharedStatus: true,
 			TLS: &mgmtcluster.MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
 				ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig},
 			Dir: filepath.Join(r.stateDir, name), LogDir: r.logDir,

@@ -61,7 +61,8 @@ type MaestroServerOptions struct {
 	Name string
 	// SharedStatus subscribes to the agents' status through the shared subscription, for
 	// several instances. Only for a broker that refuses agents that subscription: mosquitto
-	// grants it to any client and drops the events it then hands to one that may not read them
+	// alone grants it to any client and drops the events it then hands to one that may not
+	// read them; SecureBrokerOptions' share guard refuses it to all but the server instances
 	// (docs/security.md).
 	SharedStatus bool
 	// TLS, when set, serves the REST API over HTTPS and the gRPC source API with Maestro's own

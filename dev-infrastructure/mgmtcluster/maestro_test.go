@@ -121,3 +121,38 @@ func TestMosquittoConfig(t *testing.T) {
 		t.Error("incomplete TLS settings accepted")
 	}
 }
+
+func TestMosquittoShareGuardConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		guard   *MosquittoShareGuard
+		want    string // in the config; "" when refused
+		refused bool
+	}{
+		{name: "none", guard: nil},
+		{name: "two servers", guard: &MosquittoShareGuard{Plugin: "/p.so", Subscribers: []string{"maestro-server", "maestro-server-2"}},
+			want: "plugin /p.so\nplugin_opt_shared_subscribers maestro-server,maestro-server-2\n"},
+		{name: "no plugin path", guard: &MosquittoShareGuard{Subscribers: []string{"maestro-server"}}, refused: true},
+		{name: "a comma in a name", guard: &MosquittoShareGuard{Plugin: "/p.so", Subscribers: []string{"a,b"}}, refused: true},
+		{name: "an empty name", guard: &MosquittoShareGuard{Plugin: "/p.so", Subscribers: []string{""}}, refused: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf, err := mosquittoConfig(MosquittoOptions{Dir: "/d", Port: 1, ShareGuard: tc.guard})
+			if tc.refused {
+				if err == nil {
+					t.Fatalf("accepted:\n%s", conf)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && strings.Contains(conf, "plugin") {
+				t.Errorf("a plugin without a share guard:\n%s", conf)
+			}
+			if !strings.Contains(conf, tc.want) {
+				t.Errorf("config lacks %q:\n%s", tc.want, conf)
+			}
+		})
+	}
+}

@@ -32,6 +32,20 @@ type MosquittoOptions struct {
 	// ACL, when non-nil, is written to an acl_file and enforced: a client may then use only the
 	// topics a rule grants it. An empty non-nil slice denies everything.
 	ACL []MosquittoACLRule
+	// ShareGuard, when set, loads the share_guard plugin: only its Subscribers may make shared
+	// subscriptions ($share/<group>/<filter>); the broker refuses anyone else's.
+	ShareGuard *MosquittoShareGuard
+}
+
+// MosquittoShareGuard configures the share_guard plugin (MosquittoShareGuardPlugin). mosquitto
+// alone grants a shared subscription to any client and checks the ACL only when it delivers, so
+// a client that joins a share group makes the broker drop the group's messages it is handed;
+// with the plugin such a SUBSCRIBE is refused (docs/security.md).
+type MosquittoShareGuard struct {
+	// Plugin is the compiled plugin's path.
+	Plugin string
+	// Subscribers are the usernames (certificate CNs) that may join share groups.
+	Subscribers []string
 }
 
 // MosquittoTLS is the broker's TLS listener configuration. All paths must be readable by the
@@ -76,16 +90,22 @@ func MaestroACL(serverUsers ...string) []MosquittoACLRule {
 
 // SecureBrokerOptions is the region's broker: TLS with the region PKI's broker certificate,
 // every client authenticated by its own certificate from the region CA (CN = username = client
-// ID), and MaestroACL with the maestro-server identity and those of extraServers as the
-// server instances.
-func SecureBrokerOptions(p *pki.Region, dir, logDir string, extraServers ...string) (MosquittoOptions, error) {
+// ID), MaestroACL with the maestro-server identity and those of extraServers as the server
+// instances, and the share guard (sharePlugin, from MosquittoShareGuardPlugin) letting only
+// those instances join share groups.
+func SecureBrokerOptions(p *pki.Region, dir, logDir, sharePlugin string, extraServers ...string) (MosquittoOptions, error) {
 	f, err := p.Files(pki.Broker)
 	if err != nil {
 		return MosquittoOptions{}, err
 	}
+	if sharePlugin == "" {
+		return MosquittoOptions{}, errors.New("the region's broker needs the share_guard plugin (MosquittoShareGuardPlugin)")
+	}
+	servers := append([]string{pki.MaestroServer}, extraServers...)
 	return MosquittoOptions{Dir: dir, LogDir: logDir,
-		TLS: &MosquittoTLS{CAFile: p.CAFile, CertFile: f.Cert, KeyFile: f.Key, RequireClientCert: true},
-		ACL: MaestroACL(append([]string{pki.MaestroServer}, extraServers...)...),
+		TLS:        &MosquittoTLS{CAFile: p.CAFile, CertFile: f.Cert, KeyFile: f.Key, RequireClientCert: true},
+		ACL:        MaestroACL(servers...),
+		ShareGuard: &MosquittoShareGuard{Plugin: sharePlugin, Subscribers: servers},
 	}, nil
 }
 
@@ -198,6 +218,19 @@ func mosquittoConfig(o MosquittoOptions) (string, error) {
 	b.WriteString("allow_anonymous true\n")
 	if o.ACL != nil {
 		fmt.Fprintf(&b, "acl_file %s\n", filepath.Join(o.Dir, "acl"))
+	}
+	if g := o.ShareGuard; g != nil {
+		if g.Plugin == "" {
+			return "", errors.New("mosquitto share guard needs the plugin's path")
+		}
+		for _, u := range g.Subscribers {
+			if u == "" || strings.ContainsAny(u, ", \t\n") {
+				return "", fmt.Errorf("mosquitto share guard: subscriber %q is not a plain username", u)
+			}
+		}
+		// The plugin asks before the acl_file (mosquitto initialises plugins first) and defers
+		// everything but a shared SUBSCRIBE by a client not listed.
+		fmt.Fprintf(&b, "plugin %s\nplugin_opt_shared_subscribers %s\n", g.Plugin, strings.Join(g.Subscribers, ","))
 	}
 	return b.String(), nil
 }

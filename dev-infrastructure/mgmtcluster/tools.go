@@ -15,17 +15,29 @@ import (
 // script caches builds by their inputs, so this is instant after the first build; the build's
 // progress goes to stderr.
 func toolBinary(ctx context.Context, name, moduleDir, pkg, ldflags string) (string, error) {
+	return hackOutput(ctx, "tool.sh", name, moduleDir, pkg, ldflags)
+}
+
+// MosquittoShareGuardPlugin returns the broker's share_guard plugin
+// (dev-infrastructure/mosquitto-share-guard), compiled by hack/mosquitto-plugin.sh into the tool
+// cache on first use; it needs a C compiler and Debian's mosquitto-dev (make deps).
+func MosquittoShareGuardPlugin(ctx context.Context) (string, error) {
+	return hackOutput(ctx, "mosquitto-plugin.sh")
+}
+
+// hackOutput runs hack/<script> from the repository root and returns what it printed, trimmed.
+func hackOutput(ctx context.Context, script string, args ...string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "tool.sh"), name, moduleDir, pkg, ldflags)
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", script), args...)
 	cmd.Dir = root
 	cmd.Stderr = os.Stderr
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build %s with hack/tool.sh: %w", name, err)
+		return "", fmt.Errorf("hack/%s %s: %w", script, strings.Join(args, " "), err)
 	}
 	return strings.TrimSpace(out.String()), nil
 }

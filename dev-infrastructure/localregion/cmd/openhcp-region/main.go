@@ -22,11 +22,16 @@ func main() {
 	flag.StringVar(&cfg.Location, "location", "westus3", "ARM location the region serves")
 	flag.IntVar(&cfg.ManagementClusters, "management-clusters", 2, "number of management clusters (provision shards)")
 	flag.IntVar(&cfg.ShardCapacity, "shard-capacity", 100, "max hosted clusters per shard")
+	flag.IntVar(&cfg.MaestroServers, "maestro-servers", 2, "Maestro server instances sharing the agents' status events, as config/ deploys them (1 reads them one at a time)")
 	flag.DurationVar(&cfg.Sim.AvailableDelay, "sim-available-delay", 5*time.Second, "how long hypershift-sim takes to make a HostedCluster Available")
 	flag.DurationVar(&cfg.Sim.DeleteDelay, "sim-delete-delay", 2*time.Second, "how long hypershift-sim takes to tear a HostedCluster down")
 	flag.Parse()
 	if cfg.ManagementClusters < 1 {
 		fmt.Fprintln(os.Stderr, "openhcp-region: --management-clusters must be at least 1")
+		os.Exit(2)
+	}
+	if cfg.MaestroServers < 1 {
+		fmt.Fprintln(os.Stderr, "openhcp-region: --maestro-servers must be at least 1")
 		os.Exit(2)
 	}
 	cfg.Progress = os.Stdout
