@@ -774,8 +774,8 @@ func kubeClient(b *testing.B, kubeconfig string) dynamic.Interface {
 // with Cluster Service's reconcile queue depth sampled every 250 ms and, with BENCH_PPROF_DIR,
 // CPU profiles of our services during each mode (profileServices). Modes: watch, then poll;
 // FEEDBACK_BENCH_POLL_FIRST=1 swaps them; FEEDBACK_BENCH_MODES="name=flag flag;name=flag ..."
-// replaces them (e.g. a candidate fix beside its baseline in the same run; besides Cluster
-// Service flags a mode may say maestro-db=pooled|direct and maestro-servers=N). The figures go to
+// replaces them (e.g. a candidate fix beside its baseline in the same run; a mode's flags are
+// restartRegionWith's). The figures go to
 // $BENCH_OUT/feedback-modes.json (default docs/perf-data).
 // Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 60m
 func BenchmarkFeedbackModes(b *testing.B) {
@@ -813,39 +813,11 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			modes = append(modes, mode{name, strings.Fields(flags)})
 		}
 	}
-	// A mode's flags go to Cluster Service, except maestro-db=pooled|direct: how the Maestro
-	// server reaches PostgreSQL (through the region's PgBouncer or straight; it is restarted),
-	// and maestro-servers=N: how many Maestro server instances share the agents' status events
-	// (the region must be up with OPENHCP_E2E_MAESTRO_SERVERS ≥ N).
 	restart := func(flags []string) {
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer rcancel()
-		var csFlags []string
-		for _, f := range flags {
-			if v, ok := strings.CutPrefix(f, "maestro-servers="); ok {
-				n, err := strconv.Atoi(v)
-				if err != nil {
-					b.Fatalf("mode flag %s: want maestro-servers=<number>", f)
-				}
-				if err := region.SetMaestroServers(rctx, n); err != nil {
-					b.Fatal(err)
-				}
-				continue
-			}
-			v, ok := strings.CutPrefix(f, "maestro-db=")
-			if !ok {
-				csFlags = append(csFlags, f)
-				continue
-			}
-			if v != "pooled" && v != "direct" {
-				b.Fatalf("mode flag %s: want maestro-db=pooled or maestro-db=direct", f)
-			}
-			if err := region.RestartMaestroServer(rctx, v == "pooled"); err != nil {
-				b.Fatal(err)
-			}
-		}
-		if err := region.RestartWith(rctx, "cluster-service", csFlags...); err != nil {
-			b.Fatalf("restart cluster-service with %v: %v", csFlags, err)
+		if err := restartRegionWith(rctx, flags); err != nil {
+			b.Fatal(err)
 		}
 	}
 	defer func() {
@@ -1524,4 +1496,40 @@ func poolStage(ps []poolTimes, from, to func(poolTimes) time.Time) []time.Durati
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// restartRegionWith applies a benchmark variant's flags to the region: maestro-servers=N runs N
+// Maestro server instances sharing the agents' status events (the region must be up with
+// OPENHCP_E2E_MAESTRO_SERVERS ≥ N), maestro-db=pooled|direct restarts the Maestro server on the
+// region's PgBouncer or straight to PostgreSQL, and every other flag goes to Cluster Service,
+// which is restarted with them (and with none, its own flags).
+func restartRegionWith(ctx context.Context, flags []string) error {
+	var csFlags []string
+	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, "maestro-servers="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("variant flag %s: want maestro-servers=<number>", f)
+			}
+			if err := region.SetMaestroServers(ctx, n); err != nil {
+				return err
+			}
+			continue
+		}
+		v, ok := strings.CutPrefix(f, "maestro-db=")
+		if !ok {
+			csFlags = append(csFlags, f)
+			continue
+		}
+		if v != "pooled" && v != "direct" {
+			return fmt.Errorf("variant flag %s: want maestro-db=pooled or maestro-db=direct", f)
+		}
+		if err := region.RestartMaestroServer(ctx, v == "pooled"); err != nil {
+			return err
+		}
+	}
+	if err := region.RestartWith(ctx, "cluster-service", csFlags...); err != nil {
+		return fmt.Errorf("restart cluster-service with %v: %w", csFlags, err)
+	}
+	return nil
 }

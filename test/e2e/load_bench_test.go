@@ -445,8 +445,8 @@ func deleteAll(b *testing.B, c *http.Client, sub, rg string, names []string) {
 // rate, the time from each PUT's scheduled send to its HostedCluster's first appearance on a
 // management cluster (a watch on every management cluster), and to the PUT's answer.
 // P3_CS_FLAGS: Cluster Service variants compared in one run, separated by ";", e.g.
-// "--workers=4;--workers=16": for each, Cluster Service is restarted with those flags and every
-// rate is run (JSON: p3-create-to-hostedcluster-cs-flags.json); each step also samples Cluster
+// "--workers=4;--workers=16" (or region variants such as maestro-servers=N, restartRegionWith):
+// for each, Cluster Service is restarted with those flags and every rate is run (JSON: p3-create-to-hostedcluster-cs-flags.json); each step also samples Cluster
 // Service's database sessions waiting for locks (sampleLockWaits).
 // BENCH_PPROF_DIR (both benchmarks): CPU profiles and goroutine dumps of our services during
 // each step (profileServices).
@@ -499,10 +499,10 @@ func BenchmarkP3CreateToHostedCluster(b *testing.B) {
 			if len(variants) > 1 || variant != "" {
 				label = " [" + strings.TrimSpace(variant) + "]"
 				rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
-				err := region.RestartWith(rctx, "cluster-service", strings.Fields(variant)...)
+				err := restartRegionWith(rctx, strings.Fields(variant))
 				rcancel()
 				if err != nil {
-					b.Fatalf("restart cluster-service with %q: %v", variant, err)
+					b.Fatalf("variant %q: %v", variant, err)
 				}
 			}
 			rg := fmt.Sprintf("rg-p3-%d-%d", i, vi)
