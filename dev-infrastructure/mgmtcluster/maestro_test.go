@@ -126,7 +126,7 @@ func TestMosquittoShareGuardConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		guard   *MosquittoShareGuard
-		want    string // in the config; "" when refused
+		want    string // in the config; "" when there is no guard or it is refused
 		refused bool
 	}{
 		{name: "none", guard: nil},

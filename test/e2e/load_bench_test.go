@@ -446,8 +446,9 @@ func deleteAll(b *testing.B, c *http.Client, sub, rg string, names []string) {
 // management cluster (a watch on every management cluster), and to the PUT's answer.
 // P3_CS_FLAGS: Cluster Service variants compared in one run, separated by ";", e.g.
 // "--workers=4;--workers=16" (or region variants such as maestro-servers=N, restartRegionWith):
-// for each, Cluster Service is restarted with those flags and every rate is run (JSON: p3-create-to-hostedcluster-cs-flags.json); each step also samples Cluster
-// Service's database sessions waiting for locks (sampleLockWaits).
+// for each, Cluster Service is restarted with those flags and every rate is run (JSON:
+// p3-create-to-hostedcluster-cs-flags.json); each step also samples Cluster Service's database
+// sessions waiting for locks (sampleLockWaits).
 // BENCH_PPROF_DIR (both benchmarks): CPU profiles and goroutine dumps of our services during
 // each step (profileServices).
 // Knobs: P3_RATES (default 5,20,35), P3_SECONDS (per rate, default 2: 10/40/70 creates, within
