@@ -68,6 +68,10 @@ type Config struct {
 	// CloudEvent it sends, status payload included: what BenchmarkFeedbackModes reads to time
 	// the agent's own share of the status path.
 	AgentVerbosity int
+	// AgentStatusSyncIntervals sets a management cluster's agent --status-sync-interval, by
+	// name (mgmt-1, …); the others keep the agent's default (mgmtcluster.MaestroAgentOptions).
+	// P5 runs shards at different intervals side by side to compare their steady-state cost.
+	AgentStatusSyncIntervals map[string]time.Duration
 	// Progress receives one line per step (default: discarded).
 	Progress io.Writer
 }

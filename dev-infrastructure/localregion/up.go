@@ -315,7 +315,7 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 		Binary: maestroBin, ConsumerName: name, Kubeconfig: agentKubeconfig, MQTTAddr: mqttAddr,
 		MQTTTLS: &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: agentFiles.Cert, KeyFile: agentFiles.Key},
 		Dir:     filepath.Join(r.stateDir, name, "maestro-agent"), LogDir: r.logDir,
-		Verbosity: r.cfg.AgentVerbosity,
+		Verbosity: r.cfg.AgentVerbosity, StatusSyncInterval: r.cfg.AgentStatusSyncIntervals[name],
 	})
 	if err != nil {
 		return ManagementClusterInfo{}, err

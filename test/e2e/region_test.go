@@ -66,6 +66,13 @@ func runMain(m *testing.M) int {
 		dumpLogs(region.Info.LogDir)
 	}
 	region.Stop()
+	// OPENHCP_E2E_KEEP_LOGS copies the region's logs there before its state is removed, for
+	// reading a benchmark's agent and server logs afterwards.
+	if keep := os.Getenv("OPENHCP_E2E_KEEP_LOGS"); keep != "" {
+		if err := os.CopyFS(keep, os.DirFS(region.Info.LogDir)); err != nil {
+			fmt.Fprintf(os.Stderr, "keep the region's logs in %s: %v\n", keep, err)
+		}
+	}
 	return code
 }
 

@@ -54,7 +54,12 @@ type checkpoint struct {
 	Processes       []procMem          `json:"processes"`
 	RSSByGroupMB    map[string]float64 `json:"rssByGroupMB"`
 	Resync          *resync            `json:"agentResync,omitempty"`
-	LoadAverage     string             `json:"loadAverage"`
+	// SteadyCPU is each part of the region's CPU use, in percent of one core, over
+	// SteadyWindowSeconds once every cluster of the checkpoint was Succeeded and
+	// P5_STEADY_DELAY had passed (steadyCPU): the cost of holding this many clusters.
+	SteadyCPU           map[string]float64 `json:"steadyCpuPercent,omitempty"`
+	SteadyWindowSeconds float64            `json:"steadyWindowSeconds,omitempty"`
+	LoadAverage         string             `json:"loadAverage"`
 	At              string             `json:"at"`
 	PartialByBudget bool               `json:"partialByBudget,omitempty"`
 }
@@ -81,14 +86,15 @@ type resync struct {
 }
 
 // BenchmarkP5Scale (P5, issue 14): hosted clusters created through ARM (the real path) in steps
-// up to checkpoints, in a region of its own: 4 management clusters, each a provision shard with
+// up to checkpoints, in a region of its own: 4 management clusters (P5_MGMT), each a provision shard with
 // room for the largest size, hypershift-sim marking every HostedCluster Available after 1 s (no
 // hosted API servers). At each checkpoint, once every cluster is Succeeded in ARM: the memory
 // (VmRSS, VmHWM, PSS from /proc) of every process of the region; Cluster Service ListClusters of
 // every cluster (all pages of the API's default 100) and WatchClusters from revision 0 to its
 // BOOKMARK; the frontend's ARM list of one subscription holding min(size, 1,000) clusters (all
-// pages); the spread over shards (ListShards); and one agent full resync (measureResync). Not a
-// pass/fail test; it runs once whatever b.N is.
+// pages); the spread over shards (ListShards); the steady-state CPU of every process (steadyCPU,
+// also once before the first create, the baseline each checkpoint is compared with); and one
+// agent full resync (measureResync). Not a pass/fail test; it runs once whatever b.N is.
 //
 // Knobs: P5_SIZES (checkpoints, default 1000,2000,5000; -short 100,200), P5_PER_SUBSCRIPTION
 // (clusters per subscription, default 1000: cluster i goes to subscription i/1000, so the
@@ -98,13 +104,18 @@ type resync struct {
 // (default 5m), P5_SETTLE_TIMEOUT (per step, waiting for Succeeded, default 30m), P5_BUDGET
 // (default 45m of creating; when spent, no more creates: the clusters created so far are the
 // last checkpoint; 0: no limit), P5_MAESTRO_SERVERS (Maestro server instances sharing the agents'
-// status events, localregion.Config.MaestroServers; default 1), BENCH_OUT.
-// JSON: p5-scale.json (latencies and every checkpoint's details) and p5-scale-rss.json.
+// status events, localregion.Config.MaestroServers; default 1), P5_MGMT (management clusters,
+// default 4), P5_SYNC_INTERVALS (an agent's --status-sync-interval by management cluster, e.g.
+// mgmt-2=60s: the others keep 10 s, so shards holding as many works compare in one window),
+// P5_STEADY_DELAY (wait after a step settles, default 60s; -short 10s) and P5_STEADY_WINDOW
+// (the CPU window, default 60s; -short 10s; 0: not measured), BENCH_OUT.
+// JSON: p5-scale.json (latencies and every checkpoint's details), p5-scale-rss.json and
+// p5-scale-cpu.json.
 // Run: cd test && go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m
 func BenchmarkP5Scale(b *testing.B) {
-	def, defRepeats := []int{1000, 2000, 5000}, 10
+	def, defRepeats, defSteady := []int{1000, 2000, 5000}, 10, time.Minute
 	if testing.Short() {
-		def, defRepeats = []int{100, 200}, 3
+		def, defRepeats, defSteady = []int{100, 200}, 3, 10*time.Second
 	}
 	sizes := envInts(b, "P5_SIZES", def)
 	sort.Ints(sizes)
@@ -117,8 +128,14 @@ func BenchmarkP5Scale(b *testing.B) {
 	budget := envDuration(b, "P5_BUDGET", 45*time.Minute)
 	maxSize := sizes[len(sizes)-1]
 	maestroServers := envInt(b, "P5_MAESTRO_SERVERS", 1)
+	mgmt := envInt(b, "P5_MGMT", 4)
+	intervals := envIntervals(b, "P5_SYNC_INTERVALS")
+	steadyDelay := envDuration(b, "P5_STEADY_DELAY", defSteady)
+	steadyWindow := envDuration(b, "P5_STEADY_WINDOW", defSteady)
 
-	s := startRegion(b, maxSize, maestroServers)
+	// Each shard could take every cluster, so placement (not capacity) decides the spread.
+	s := startRegion(b, localregion.Config{ManagementClusters: mgmt, ShardCapacity: maxSize + 100, MaestroServers: maestroServers,
+		AgentStatusSyncIntervals: intervals})
 	defer s.stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -137,12 +154,22 @@ func BenchmarkP5Scale(b *testing.B) {
 	if testing.Short() {
 		short = " -short"
 	}
-	cmd := fmt.Sprintf("cd test && P5_SIZES=%s P5_PER_SUBSCRIPTION=%d P5_WINDOW=%d P5_PUT_CONCURRENCY=%d P5_REPEATS=%d P5_BUDGET=%s P5_SETTLE_TIMEOUT=%s P5_RESYNC_TIMEOUT=%s P5_MAESTRO_SERVERS=%d go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m%s",
-		sizesArg, perSub, window, putConc, repeats, budget, settleTimeout, resyncTimeout, maestroServers, short)
-	rep := newReport("p5-scale", "P5: list, watch and agent resync against the number of hosted clusters (4 management clusters)", cmd)
+	cmd := fmt.Sprintf("cd test && P5_SIZES=%s P5_PER_SUBSCRIPTION=%d P5_WINDOW=%d P5_PUT_CONCURRENCY=%d P5_REPEATS=%d P5_BUDGET=%s P5_SETTLE_TIMEOUT=%s P5_RESYNC_TIMEOUT=%s P5_MAESTRO_SERVERS=%d P5_MGMT=%d P5_SYNC_INTERVALS='%s' P5_STEADY_DELAY=%s P5_STEADY_WINDOW=%s go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m%s",
+		sizesArg, perSub, window, putConc, repeats, budget, settleTimeout, resyncTimeout, maestroServers, mgmt, os.Getenv("P5_SYNC_INTERVALS"), steadyDelay, steadyWindow, short)
+	rep := newReport("p5-scale", fmt.Sprintf("P5: list, watch and agent resync against the number of hosted clusters (%d management clusters)", mgmt), cmd)
 	rssRep := newReport("p5-scale-rss", "P5: resident memory (VmRSS) of the region's processes against the number of hosted clusters", cmd)
 	rssRep.Chart, rssRep.YUnit = "values", "MB"
+	cpuRep := newReport("p5-scale-cpu", "P5: steady-state CPU of the region's processes against the number of hosted clusters", cmd)
+	cpuRep.Chart, cpuRep.YUnit = "values", "% of one core"
 	rep.Notes = append(rep.Notes, fmt.Sprintf("region up in %s", s.upTook.Round(time.Second)))
+
+	// The baseline: the same region holding no cluster.
+	idle := &checkpoint{}
+	if steadyWindow > 0 {
+		s.measureSteady(ctx, b, idle, steadyDelay, steadyWindow)
+		idle.At, idle.LoadAverage = time.Now().UTC().Format(time.RFC3339), loadAvg()
+		rep.Checkpoints = append(rep.Checkpoints, *idle)
+	}
 
 	deadline := time.Time{}
 	if budget > 0 {
@@ -176,12 +203,23 @@ func BenchmarkP5Scale(b *testing.B) {
 		for _, g := range sortedKeys(cp.RSSByGroupMB) {
 			rssRep.Points = append(rssRep.Points, point{Series: g, Offered: float64(cp.Clusters), N: 1, Value: cp.RSSByGroupMB[g]})
 		}
+		cp.Shards = s.shardCounts(ctx, b)
+		if steadyWindow > 0 {
+			s.measureSteady(ctx, b, cp, steadyDelay, steadyWindow)
+			for _, g := range sortedKeys(cp.SteadyCPU) {
+				cpuRep.Points = append(cpuRep.Points, point{Series: g, Offered: float64(cp.Clusters), N: 1, Value: cp.SteadyCPU[g]})
+			}
+			cpuRep.Notes = steadyCostNotes(idle, cp, intervals)
+			for _, n := range cpuRep.Notes {
+				logf(b, "steady CPU: %s", n)
+			}
+			cpuRep.write(b)
+		}
 
 		csList := s.timeCSList(ctx, b, repeats)
 		csWatch := s.timeCSWatch(ctx, b, repeats)
 		cp.ListedSubscriptionClusters = min(cp.Clusters, perSub)
 		feList := s.timeFrontendList(b, s.subs[0], repeats, cp.ListedSubscriptionClusters)
-		cp.Shards = s.shardCounts(ctx, b)
 		cp.Resync = s.measureResync(ctx, b, "mgmt-1", int(cp.Shards["mgmt-1"]), resyncTimeout)
 
 		pts := []point{
@@ -310,7 +348,7 @@ type p5 struct {
 // startRegion brings up P5's own region and makes sure it stops: on return of the benchmark, on
 // Ctrl-C or SIGTERM (the handler stops it, then exits), and on a failed start (localregion.Up
 // stops what it started). Children also die with this process (Pdeathsig).
-func startRegion(b *testing.B, maxSize, maestroServers int) *p5 {
+func startRegion(b *testing.B, cfg localregion.Config) *p5 {
 	dir, err := os.MkdirTemp("", "openhcp-p5-")
 	if err != nil {
 		b.Fatal(err)
@@ -330,12 +368,9 @@ func startRegion(b *testing.B, maxSize, maestroServers int) *p5 {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	start := time.Now()
-	// Each shard could take every cluster, so placement (not capacity) decides the spread.
-	s.region, err = localregion.Up(ctx, localregion.Config{
-		StateDir: dir, ManagementClusters: 4, ShardCapacity: maxSize + 100, MaestroServers: maestroServers,
-		Sim:      localregion.SimConfig{AvailableDelay: time.Second, DeleteDelay: time.Second},
-		Progress: os.Stderr,
-	})
+	cfg.StateDir, cfg.Progress = dir, os.Stderr
+	cfg.Sim = localregion.SimConfig{AvailableDelay: time.Second, DeleteDelay: time.Second}
+	s.region, err = localregion.Up(ctx, cfg)
 	if err != nil {
 		signal.Stop(sig)
 		b.Fatalf("bring up the P5 region (logs in %s): %v", filepath.Join(dir, "logs"), err)
@@ -835,6 +870,55 @@ func (s *p5) measureResync(ctx context.Context, b *testing.B, consumer string, w
 		r.TimedOut = true
 	}
 	return r
+}
+
+// measureSteady waits delay (the last creates' transitions end: Cluster Service switches each
+// READY cluster's work back to polled feedback, an update the agent applies and reports) and
+// then records cp's steady-state CPU over window.
+func (s *p5) measureSteady(ctx context.Context, b *testing.B, cp *checkpoint, delay, window time.Duration) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(delay):
+	}
+	cpu, err := steadyCPU(ctx, window)
+	if err != nil {
+		logf(b, "steady CPU: %v", err)
+		return
+	}
+	cp.SteadyCPU, cp.SteadyWindowSeconds = cpu, window.Seconds()
+	var parts []string
+	for _, g := range sortedKeys(cpu) {
+		parts = append(parts, fmt.Sprintf("%s %.1f", g, cpu[g]))
+	}
+	logf(b, "steady CPU at %d clusters over %s (%% of one core): %s", cp.Clusters, window, strings.Join(parts, "; "))
+}
+
+// steadyCostNotes says what holding its works costs each management cluster in steady state:
+// its agent's, kube-apiserver's and etcd's CPU at cp over the same at idle (the region with no
+// cluster), per 1,000 works of its shard, with the agent's status-sync interval.
+func steadyCostNotes(idle, cp *checkpoint, intervals map[string]time.Duration) []string {
+	var notes []string
+	for _, shard := range sortedKeys(cp.Shards) {
+		works := float64(cp.Shards[shard])
+		if works == 0 {
+			continue
+		}
+		interval := intervals[shard]
+		if interval == 0 {
+			interval = 10 * time.Second // the agent's default (mgmtcluster.MaestroAgentOptions)
+		}
+		var parts []string
+		total := 0.0
+		for _, g := range []string{"maestro agent " + shard, "kube-apiserver " + shard, "etcd " + shard} {
+			d := cp.SteadyCPU[g] - idle.SteadyCPU[g]
+			total += d
+			parts = append(parts, fmt.Sprintf("%s %.1f (idle %.1f)", g, cp.SteadyCPU[g], idle.SteadyCPU[g]))
+		}
+		notes = append(notes, fmt.Sprintf("%s, %d works, --status-sync-interval %s: %s %% of one core; above idle %.1f %% in all, %.1f %% per 1,000 works",
+			shard, cp.Shards[shard], interval, strings.Join(parts, ", "), total, total/works*1000))
+	}
+	return notes
 }
 
 // findAgent finds the running Maestro agent of consumer among this process's descendants.

@@ -1,12 +1,14 @@
 package scale
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // procMem is one process of the region as /proc saw it at a checkpoint.
@@ -19,7 +21,14 @@ type procMem struct {
 	RSSMB float64 `json:"rssMB"`
 	HWMMB float64 `json:"hwmMB"`
 	PSSMB float64 `json:"pssMB"`
+	// CPUSeconds is the user and system CPU time the process has used since it started
+	// (/proc/<pid>/stat utime + stime), for steadyCPU.
+	CPUSeconds float64 `json:"cpuSeconds"`
 }
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on every
+// Linux this project runs on (getconf CLK_TCK).
+const clockTicks = 100
 
 // regionProcesses lists every descendant of this process (the region's children, and theirs:
 // PostgreSQL's backends) with its memory, named after what it is (regionName).
@@ -28,7 +37,7 @@ func regionProcesses() ([]procMem, error) {
 	if err != nil {
 		return nil, err
 	}
-	children := map[int][]int{}
+	children, cpu := map[int][]int{}, map[int]float64{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -46,6 +55,11 @@ func regionProcesses() ([]procMem, error) {
 		}
 		ppid, _ := strconv.Atoi(f[1])
 		children[ppid] = append(children[ppid], pid)
+		if len(f) > 12 { // f[11], f[12]: utime, stime (fields 14 and 15 of proc(5))
+			utime, _ := strconv.ParseFloat(f[11], 64)
+			stime, _ := strconv.ParseFloat(f[12], 64)
+			cpu[pid] = (utime + stime) / clockTicks
+		}
 	}
 	var out []procMem
 	queue := append([]int(nil), children[os.Getpid()]...)
@@ -57,7 +71,7 @@ func regionProcesses() ([]procMem, error) {
 			continue // exited, or a zombie
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		p := procMem{Name: regionName(args), PID: pid}
+		p := procMem{Name: regionName(args), PID: pid, CPUSeconds: cpu[pid]}
 		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 			p.RSSMB, p.HWMMB = kbField(string(st), "VmRSS:"), kbField(string(st), "VmHWM:")
 		}
@@ -137,4 +151,46 @@ func regionName(args []string) string {
 		return "postgres (backend or worker)"
 	}
 	return kind
+}
+
+// steadyCPU is how much CPU each part of the region used over window, in percent of one core:
+// the region's processes read twice, window apart. Processes of the same name are summed (two
+// Maestro server instances; PostgreSQL's processes, into "postgres (every process)"), and a
+// process counts only when it ran at both reads, so a PostgreSQL backend that came and went in
+// between is missed (the region's services keep their connections).
+func steadyCPU(ctx context.Context, window time.Duration) (map[string]float64, error) {
+	before, err := regionProcesses()
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTimer(window)
+	defer t.Stop()
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	after, err := regionProcesses()
+	if err != nil {
+		return nil, err
+	}
+	took := time.Since(start).Seconds()
+	was := map[int]procMem{}
+	for _, p := range before {
+		was[p.PID] = p
+	}
+	out := map[string]float64{}
+	for _, p := range after {
+		b, ok := was[p.PID]
+		if !ok || b.Name != p.Name {
+			continue
+		}
+		name := p.Name
+		if strings.HasPrefix(name, "postgres") {
+			name = "postgres (every process)"
+		}
+		out[name] += (p.CPUSeconds - b.CPUSeconds) / took * 100
+	}
+	return out, nil
 }

@@ -165,3 +165,21 @@ func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
 	}
 	return d
 }
+
+// envIntervals reads "mgmt-2=60s,mgmt-3=30s": a duration per management cluster name.
+func envIntervals(b *testing.B, name string) map[string]time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, kv := range strings.Split(v, ",") {
+		k, d, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		dur, err := time.ParseDuration(d)
+		if !ok || k == "" || err != nil || dur <= 0 {
+			b.Fatalf("%s=%q: want mgmt-N=<duration> separated by commas", name, v)
+		}
+		out[k] = dur
+	}
+	return out
+}
