@@ -44,24 +44,24 @@ type checkpoint struct {
 	// CreateSeconds is from the step's first PUT to every cluster of the step Succeeded in ARM.
 	// Succeeded is how many of them ARM listed as Succeeded when the step ended (fewer than
 	// Clusters when P5_SETTLE_TIMEOUT ran out first); the measurements run regardless.
-	Succeeded       int                `json:"succeeded"`
-	CreateSeconds   float64            `json:"createSeconds"`
-	CreatedInStep   int                `json:"createdInStep"`
-	CreatesPerSec   float64            `json:"succeededPerSecond"`
-	PutErrors       int                `json:"putErrors"`
-	ErrorClusters   int                `json:"errorClusters"`
-	Shards          map[string]int32   `json:"shards"`
-	Processes       []procMem          `json:"processes"`
-	RSSByGroupMB    map[string]float64 `json:"rssByGroupMB"`
-	Resync          *resync            `json:"agentResync,omitempty"`
+	Succeeded     int                `json:"succeeded"`
+	CreateSeconds float64            `json:"createSeconds"`
+	CreatedInStep int                `json:"createdInStep"`
+	CreatesPerSec float64            `json:"succeededPerSecond"`
+	PutErrors     int                `json:"putErrors"`
+	ErrorClusters int                `json:"errorClusters"`
+	Shards        map[string]int32   `json:"shards"`
+	Processes     []procMem          `json:"processes"`
+	RSSByGroupMB  map[string]float64 `json:"rssByGroupMB"`
+	Resync        *resync            `json:"agentResync,omitempty"`
 	// SteadyCPU is each part of the region's CPU use, in percent of one core, over
 	// SteadyWindowSeconds once every cluster of the checkpoint was Succeeded and
 	// P5_STEADY_DELAY had passed (steadyCPU): the cost of holding this many clusters.
 	SteadyCPU           map[string]float64 `json:"steadyCpuPercent,omitempty"`
 	SteadyWindowSeconds float64            `json:"steadyWindowSeconds,omitempty"`
 	LoadAverage         string             `json:"loadAverage"`
-	At              string             `json:"at"`
-	PartialByBudget bool               `json:"partialByBudget,omitempty"`
+	At                  string             `json:"at"`
+	PartialByBudget     bool               `json:"partialByBudget,omitempty"`
 }
 
 // resync is one agent full resync (see measureResync for the definition).
