@@ -142,6 +142,9 @@ type createRun struct {
 	// serverReads says how fast the Maestro server read agent status events during the batch
 	// (serverReadGaps).
 	serverReads string
+	// statusEvents says how many status events the agents sent per created work, and what
+	// each changed (agentStatusKinds).
+	statusEvents string
 }
 
 func putAt(t *clusterTimes) time.Time        { return t.put }
@@ -312,6 +315,7 @@ func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, b
 	cancel() // the readers above stop before the deletes
 	if viaMaestro {
 		out.serverReads = serverReadGaps(agentSends(b, out, createsStart))
+		out.statusEvents = agentStatusKinds(b, out)
 	}
 	if len(out.times) < benchClusters {
 		b.Logf("%s mode: Available seen for only %d of %d clusters", mode, len(out.times), benchClusters)
@@ -556,6 +560,105 @@ func serverReadGaps(reads []time.Time) string {
 	span := reads[len(reads)-1].Sub(reads[0])
 	return fmt.Sprintf("%d agent status events read in %s (%.1f/s), gap between reads p50 %s, p90 %s",
 		len(reads), span.Round(time.Second), float64(len(reads)-1)/span.Seconds(), pct(gaps, 50), pct(gaps, 90))
+}
+
+// agentStatusKinds counts, from the agents' logs at -v=5, the status events they sent for r's
+// works up to now (before the deletes), and names each by what it changed against the work's
+// previous one: a work-level condition that appeared or changed status (Applied, Available),
+// else the status feedback of a manifest (the HostedCluster's status as Cluster Service asked
+// for it), else a manifest's conditions, else nothing of those (a timestamp or message). The
+// status path's queue is made of these events (docs/performance.md), so this is what a create
+// costs it. At the agents' default -v=2 nothing is logged and this says so.
+func agentStatusKinds(b *testing.B, r createRun) string {
+	works := map[string]bool{}
+	for _, uid := range r.uids {
+		works[uid] = true
+	}
+	type event struct {
+		ResourceID string     `json:"resourceid"`
+		Data       sentStatus `json:"data"`
+	}
+	last := map[string]*sentStatus{}
+	perWork := map[string]int{}
+	kinds := map[string]int{}
+	eachLogLine(b, "maestro-agent", func(l string, _ time.Time) {
+		if !strings.Contains(l, `"Sending event"`) || !strings.Contains(l, "status.update_request") {
+			return
+		}
+		i := strings.Index(l, `event="`)
+		if i < 0 {
+			return
+		}
+		raw, err := strconv.Unquote(strings.TrimSpace(l[i+len("event="):]))
+		if err != nil {
+			return
+		}
+		var ev event
+		if json.Unmarshal([]byte(raw), &ev) != nil || !works[ev.ResourceID] {
+			return
+		}
+		perWork[ev.ResourceID]++
+		prev := last[ev.ResourceID]
+		if prev == nil {
+			prev = &sentStatus{}
+		}
+		kinds[ev.Data.changedFrom(prev)]++
+		last[ev.ResourceID] = &ev.Data
+	})
+	if len(perWork) == 0 {
+		return "no status event of these works in the agents' logs (they log them at -v=5: OPENHCP_E2E_AGENT_V=5)"
+	}
+	total := 0
+	for _, n := range perWork {
+		total += n
+	}
+	var parts []string
+	for _, k := range sortedKinds(kinds) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+	}
+	return fmt.Sprintf("%d status events sent for %d works before the deletes, %.2f per work; by what each changed first: %s",
+		total, len(perWork), float64(total)/float64(len(perWork)), strings.Join(parts, ", "))
+}
+
+// sentStatus is the part of an agent's status event that agentStatusKinds compares.
+type sentStatus struct {
+	Conditions     []statusCondition `json:"conditions"`
+	ResourceStatus []struct {
+		Conditions     []statusCondition `json:"conditions"`
+		StatusFeedback json.RawMessage   `json:"statusFeedback"`
+	} `json:"resourceStatus"`
+}
+
+type statusCondition struct{ Type, Status string }
+
+// changedFrom names the first thing, in agentStatusKinds' order, that s changed against prev.
+func (s *sentStatus) changedFrom(prev *sentStatus) string {
+	for _, c := range s.Conditions {
+		if !slices.Contains(prev.Conditions, c) {
+			return "work condition " + c.Type
+		}
+	}
+	for j, rs := range s.ResourceStatus {
+		if j >= len(prev.ResourceStatus) || string(prev.ResourceStatus[j].StatusFeedback) != string(rs.StatusFeedback) {
+			return "status feedback"
+		}
+	}
+	for j, rs := range s.ResourceStatus {
+		if !slices.Equal(prev.ResourceStatus[j].Conditions, rs.Conditions) {
+			return "a manifest's conditions"
+		}
+	}
+	return "none of those"
+}
+
+// sortedKinds is kinds' keys, the most frequent first.
+func sortedKinds(kinds map[string]int) []string {
+	ks := make([]string, 0, len(kinds))
+	for k := range kinds {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return kinds[ks[i]] > kinds[ks[j]] || kinds[ks[i]] == kinds[ks[j]] && ks[i] < ks[j] })
+	return ks
 }
 
 // agentResourceID and eventSequenceID find the Maestro resource ID and the status sequence ID
@@ -897,6 +1000,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: PostgreSQL sessions opened during the creates, by database (pg_stat_database.sessions): %s", m.name, sessionsNote))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: CPU during the creates: %s", m.name, cpuNote))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the Maestro server's reads of agent status events, from the first create to the last Available sent: %s", m.name, r.serverReads))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the agents' status events for the created works: %s", m.name, r.statusEvents))
 			rep.Notes = append(rep.Notes,
 				fmt.Sprintf("%s (Cluster Service %s): %s to %s UTC, load average %s at start, %s at end; Cluster Service's reconcile queue depth mean %.1f, max %d; its reconciles during the creates: %s",
 					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, loadAvg(), r.queueMean, r.queueMax, csNote))
