@@ -657,7 +657,9 @@ func sortedKinds(kinds map[string]int) []string {
 	for k := range kinds {
 		ks = append(ks, k)
 	}
-	sort.Slice(ks, func(i, j int) bool { return kinds[ks[i]] > kinds[ks[j]] || kinds[ks[i]] == kinds[ks[j]] && ks[i] < ks[j] })
+	sort.Slice(ks, func(i, j int) bool {
+		return kinds[ks[i]] > kinds[ks[j]] || kinds[ks[i]] == kinds[ks[j]] && ks[i] < ks[j]
+	})
 	return ks
 }
 
