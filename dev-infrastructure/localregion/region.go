@@ -571,6 +571,10 @@ func maestroServerNames(n int) []string {
 	return names
 }
 
+// MaestroServersProvisioned is how many Maestro server instances the region has (Up starts them
+// all; SetMaestroServers may run fewer).
+func (r *Region) MaestroServersProvisioned() int { return 1 + len(r.extraMaestro) }
+
 // SetMaestroServers runs n of the region's Maestro server instances (1 to
 // Config.MaestroServers), starting or stopping the instances beyond the first: a benchmark
 // compares one status reader with several in one region. The first always runs.

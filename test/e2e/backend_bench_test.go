@@ -893,13 +893,6 @@ func BenchmarkFeedbackModes(b *testing.B) {
 	}
 	b.Setenv("PGPASSFILE", db.PassFile)
 	ctx := context.Background()
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
-		defer rcancel()
-		if err := region.RestartWith(rctx, "cluster-service"); err != nil {
-			b.Errorf("restart cluster-service: %v", err)
-		}
-	}()
 	type mode struct {
 		name  string
 		flags []string
@@ -918,6 +911,12 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			modes = append(modes, mode{name, strings.Fields(flags)})
 		}
 	}
+	modeFlags := func(ms []mode) (all []string) {
+		for _, m := range ms {
+			all = append(all, m.flags...)
+		}
+		return all
+	}
 	restart := func(flags []string) {
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer rcancel()
@@ -925,15 +924,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer rcancel()
-		if region.Info.Postgres.BouncerAddr != "" {
-			if err := region.RestartMaestroServer(rctx, true); err != nil {
-				b.Errorf("restore the Maestro server's pooled connection: %v", err)
-			}
-		}
-	}()
+	defer restoreRegion(b, modeFlags(modes))
 	stages := []struct {
 		name     string
 		from, to func(*clusterTimes) time.Time
@@ -1602,6 +1593,33 @@ func poolStage(ps []poolTimes, from, to func(poolTimes) time.Time) []time.Durati
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// restoreRegion undoes what restartRegionWith did with flags, so the next benchmark in this
+// process finds the region as TestMain brought it up: every Maestro server instance running,
+// the Maestro server on PgBouncer when the region has one, Cluster Service on its own flags.
+func restoreRegion(b *testing.B, flags []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, f := range flags {
+		if strings.HasPrefix(f, "maestro-servers=") {
+			if err := region.SetMaestroServers(ctx, region.MaestroServersProvisioned()); err != nil {
+				b.Errorf("restore the Maestro servers: %v", err)
+			}
+			break
+		}
+	}
+	for _, f := range flags {
+		if strings.HasPrefix(f, "maestro-db=") && region.Info.Postgres.BouncerAddr != "" {
+			if err := region.RestartMaestroServer(ctx, true); err != nil {
+				b.Errorf("restore the Maestro server's pooled connection: %v", err)
+			}
+			break
+		}
+	}
+	if err := region.RestartWith(ctx, "cluster-service"); err != nil {
+		b.Errorf("restart cluster-service with its own flags: %v", err)
+	}
 }
 
 // restartRegionWith applies a benchmark variant's flags to the region: maestro-servers=N runs N

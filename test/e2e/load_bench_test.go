@@ -486,13 +486,7 @@ func BenchmarkP3CreateToHostedCluster(b *testing.B) {
 		// A comparison of Cluster Service flags goes to its own file, beside the defaults' run.
 		rep.Benchmark += "-cs-flags"
 		variants = strings.Split(v, ";")
-		defer func() {
-			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer rcancel()
-			if err := region.RestartWith(rctx, "cluster-service"); err != nil {
-				b.Errorf("restart cluster-service with its own flags: %v", err)
-			}
-		}()
+		defer restoreRegion(b, strings.Fields(strings.ReplaceAll(v, ";", " ")))
 	}
 	for i := 0; i < b.N; i++ {
 		for vi, variant := range variants {
