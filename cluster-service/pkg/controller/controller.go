@@ -68,6 +68,14 @@ type Config struct {
 	// (withFeedbackMode). A benchmark and ops knob (--feedback-watch=false), to measure the
 	// watched mode against its baseline or to shed agent informers; default false.
 	PollFeedbackOnly bool
+	// PollAfterSteady is how long a work keeps watched feedback once its cluster or node pool
+	// is READY again: then a reconcile sends it back with Poll (withFeedbackMode), so the agent
+	// drops its informer. Without it the switch waited for the next event or resync (up to
+	// ResyncPeriod), and a busy shard could run into the agent's --max-feedback-watch. Waiting
+	// a little keeps the switch (one more work update and its status events) off the status
+	// path while a batch of creates is in flight, and spares it when an update follows at once.
+	// Default 30s.
+	PollAfterSteady time.Duration
 	// RepublishAfter: a work whose status Maestro still has for an older generation this long
 	// after the controller first saw it behind is sent again (republish.go); the wait doubles
 	// with each republish of the same work, up to 10 minutes. Default DefaultRepublishAfter.
@@ -143,6 +151,9 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 	}
 	if cfg.DeletePollPeriod <= 0 {
 		cfg.DeletePollPeriod = 10 * time.Second
+	}
+	if cfg.PollAfterSteady <= 0 {
+		cfg.PollAfterSteady = 30 * time.Second
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
@@ -551,7 +562,17 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	return sooner(wait, recheck), nil
+	return sooner(sooner(wait, recheck), c.pollWhenSteady(st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY, hash, steadyHash)), nil
+}
+
+// pollWhenSteady is when to reconcile again to send a READY object's work back with polled
+// feedback (Config.PollAfterSteady): only while the work last built still asks for Watch, that
+// is while its hash is not the steady form's; 0 otherwise.
+func (c *Controller) pollWhenSteady(ready bool, hash, steadyHash string) time.Duration {
+	if !ready || hash == steadyHash {
+		return 0
+	}
+	return c.cfg.PollAfterSteady
 }
 
 func (c *Controller) reconcileDelete(ctx context.Context, log *slog.Logger, cl *store.Cluster) (time.Duration, error) {

@@ -204,10 +204,14 @@ func runController(t *testing.T, ctx context.Context, st *store.Store, mc contro
 	return runControllerWith(t, ctx, st, mc, controller.Config{}, log)
 }
 
-// runControllerWith is runController with cfg, whose ResyncPeriod and DeletePollPeriod it sets.
+// runControllerWith is runController with cfg; its ResyncPeriod defaults to 20s here and its
+// DeletePollPeriod is set to 1s.
 func runControllerWith(t *testing.T, ctx context.Context, st *store.Store, mc controller.WorkClient, cfg controller.Config, log *slog.Logger) func() {
 	cctx, cancel := context.WithCancel(ctx)
-	cfg.ResyncPeriod, cfg.DeletePollPeriod = 20*time.Second, time.Second
+	if cfg.ResyncPeriod == 0 {
+		cfg.ResyncPeriod = 20 * time.Second
+	}
+	cfg.DeletePollPeriod = time.Second
 	c := controller.New(st, mc, cfg, log)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(cctx) }()

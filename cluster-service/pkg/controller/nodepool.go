@@ -144,7 +144,11 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil
 	}
-	return c.repairLostUpdate(ctx, log, "node_pool", key, cl.Shard, got)
+	recheck, err := c.repairLostUpdate(ctx, log, "node_pool", key, cl.Shard, got)
+	if err != nil {
+		return 0, err
+	}
+	return sooner(recheck, c.pollWhenSteady(st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY, hash, steadyHash)), nil
 }
 
 func (c *Controller) reconcileNodePoolDelete(ctx context.Context, log *slog.Logger, np *store.NodePool, cl *store.Cluster) (time.Duration, error) {
