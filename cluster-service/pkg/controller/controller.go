@@ -631,7 +631,7 @@ func (c *Controller) remove(ctx context.Context, log *slog.Logger, cl *store.Clu
 func (c *Controller) writeStatus(ctx context.Context, cl *store.Cluster, st *csv1.ClusterStatus) (*store.Cluster, error) {
 	// The upgrade policy is not derived from feedback; only advanceUpgrade changes it.
 	st.Upgrade = cl.Status.GetUpgrade()
-	if proto.Equal(cl.Status, st) {
+	if cl.StatusUnchanged(st) {
 		return cl, nil
 	}
 	out, err := c.st.UpdateStatus(ctx, cl.ID, cl.Revision, st)
@@ -668,8 +668,6 @@ func (c *Controller) forget(id string) {
 	delete(c.lag, id)
 	c.mu.Unlock()
 }
-
-func protoEqual(a, b proto.Message) bool { return proto.Equal(a, b) }
 
 func (c *Controller) now() time.Time {
 	if c.cfg.Now != nil {

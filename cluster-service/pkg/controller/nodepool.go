@@ -187,7 +187,7 @@ func (c *Controller) reconcileNodePoolDelete(ctx context.Context, log *slog.Logg
 }
 
 func (c *Controller) writeNodePoolStatus(ctx context.Context, np *store.NodePool, st *csv1.NodePoolStatus) (*store.NodePool, error) {
-	if protoEqual(np.Status, st) {
+	if np.StatusUnchanged(st) {
 		return np, nil
 	}
 	out, err := c.st.UpdateNodePoolStatus(ctx, np.ID, np.Revision, st)

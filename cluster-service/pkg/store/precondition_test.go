@@ -170,3 +170,33 @@ func TestSpecRevisionPrecondition(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusUnchanged: a derived status (no observed revision) is unchanged when, stamped with
+// the row's spec revision as UpdateStatus stamps it, it equals the stored status; a different
+// field, or a spec that moved since the stored status observed it, is a change.
+func TestStatusUnchanged(t *testing.T) {
+	ready, installing := csv1.ClusterState_CLUSTER_STATE_READY, csv1.ClusterState_CLUSTER_STATE_INSTALLING
+	stored := &csv1.ClusterStatus{State: ready, Message: "up", ObservedRevision: 7}
+	for _, tt := range []struct {
+		name         string
+		specRevision int64
+		derived      *csv1.ClusterStatus
+		want         bool
+	}{
+		{"same status, same spec", 7, &csv1.ClusterStatus{State: ready, Message: "up"}, true},
+		{"another state", 7, &csv1.ClusterStatus{State: installing, Message: "up"}, false},
+		{"another message", 7, &csv1.ClusterStatus{State: ready, Message: "down"}, false},
+		{"the spec moved since", 8, &csv1.ClusterStatus{State: ready, Message: "up"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Cluster{Status: stored, SpecRevision: tt.specRevision}
+			if got := c.StatusUnchanged(tt.derived); got != tt.want {
+				t.Errorf("StatusUnchanged = %v, want %v", got, tt.want)
+			}
+			np := &NodePool{Status: &csv1.NodePoolStatus{Replicas: 2, ObservedRevision: 7}, SpecRevision: tt.specRevision}
+			if got, want := np.StatusUnchanged(&csv1.NodePoolStatus{Replicas: 2}), tt.specRevision == 7; got != want {
+				t.Errorf("NodePool.StatusUnchanged = %v, want %v", got, want)
+			}
+		})
+	}
+}

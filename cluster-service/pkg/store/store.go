@@ -825,6 +825,18 @@ type observedStatus interface {
 	GetObservedRevision() int64
 }
 
+// StatusUnchanged says whether UpdateStatus(c.ID, c.Revision, st) would leave c's status as it
+// is: st, stamped as the write would stamp it, equals it. Such a write changes nothing, yet
+// takes the write lock and a row lock; a controller skips it.
+func (c *Cluster) StatusUnchanged(st *csv1.ClusterStatus) bool {
+	return proto.Equal(c.Status, stampObserved(st, c.SpecRevision))
+}
+
+// StatusUnchanged is Cluster.StatusUnchanged for UpdateNodePoolStatus.
+func (np *NodePool) StatusUnchanged(st *csv1.NodePoolStatus) bool {
+	return proto.Equal(np.Status, stampObserved(st, np.SpecRevision))
+}
+
 // stampObserved returns a copy of st (a status the controller derived from the stored row, and
 // writes conditionally on the revision it read, so from the spec at specRevision) with
 // observed_revision = specRevision. Only the controller's status writes stamp: a spec write
