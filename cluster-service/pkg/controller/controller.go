@@ -538,8 +538,11 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	written, err := c.writeStatus(ctx, cl, st)
-	if err != nil {
+	written := cl
+	if partialReport(got, cl.Status.GetConditions(), st.GetConditions(), st.GetState() == csv1.ClusterState_CLUSTER_STATE_INSTALLING) {
+		log.Debug("work status without HostedCluster feedback; the stored status stands")
+		st = proto.Clone(cl.Status).(*csv1.ClusterStatus)
+	} else if written, err = c.writeStatus(ctx, cl, st); err != nil {
 		return 0, err
 	}
 	_, wait, err := c.advanceUpgrade(ctx, log, written)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -135,7 +136,10 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	if err != nil {
 		return 0, err
 	}
-	if _, err := c.writeNodePoolStatus(ctx, np, st); err != nil {
+	if partialReport(got, np.Status.GetConditions(), st.GetConditions(), st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_INSTALLING) {
+		log.Debug("work status without NodePool feedback; the stored status stands")
+		st = proto.Clone(np.Status).(*csv1.NodePoolStatus)
+	} else if _, err := c.writeNodePoolStatus(ctx, np, st); err != nil {
 		return 0, err
 	}
 	if err := c.advanceNodePoolUpgrade(ctx, log, np.ID, st); err != nil {

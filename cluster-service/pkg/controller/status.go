@@ -107,6 +107,19 @@ func ParseFeedback(w *workv1.ManifestWork) (Feedback, error) {
 	return fb, nil
 }
 
+// partialReport says whether a status derived from a work (its conditions, and whether it is
+// INSTALLING) is only a Maestro agent's partial report, which must not replace the stored status
+// (whose conditions are prev): INSTALLING without a single condition of the HostedCluster or
+// NodePool, where the stored status has some. An agent that restarted reports the work's applied
+// manifests before it reads the objects again, and each status event replaces the work's whole
+// status in Maestro, so for a few seconds a READY cluster's work looks as it did right after its
+// create; that says nothing about the cluster. The feedback that follows is derived as usual.
+// A manifest the agent failed to apply (applyFailure) goes through; a refused one, a failure
+// condition and a deletion are not INSTALLING, so they are never held.
+func partialReport(w *workv1.ManifestWork, prev, next []*csv1.Condition, nextInstalling bool) bool {
+	return nextInstalling && len(next) == 0 && len(prev) > 0 && applyFailure(w) == ""
+}
+
 // DeriveStatus is DeriveClusterStatus without checking the configuration.
 func DeriveStatus(w *workv1.ManifestWork, deleting bool) (*csv1.ClusterStatus, error) {
 	return DeriveClusterStatus(w, nil, deleting)

@@ -266,3 +266,72 @@ func TestDeriveStatusConsoleURL(t *testing.T) {
 		})
 	}
 }
+
+// TestPartialReportIsHeld: the first report of a Maestro agent that restarted (the work applied,
+// no feedback of the HostedCluster or NodePool yet) derives INSTALLING without conditions; it
+// is held, so a READY cluster or pool stays READY, while any report with feedback, a refused
+// manifest, a failure or a deletion goes through, and so does the first report of a new
+// cluster (no stored conditions yet).
+func TestPartialReportIsHeld(t *testing.T) {
+	available := []cond{{Type: "Available", Status: metav1.ConditionTrue}}
+	stored := func(t *testing.T) []*csv1.Condition {
+		st, err := DeriveStatus(work(t, true, available, nil, "", "api.x"), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.GetState() != csv1.ClusterState_CLUSTER_STATE_READY {
+			t.Fatalf("stored status %v, want READY", st.GetState())
+		}
+		return st.GetConditions()
+	}
+	tests := []struct {
+		name     string
+		prev     bool // the stored status was derived from feedback (READY)
+		w        func(t *testing.T) *workv1.ManifestWork
+		deleting bool
+		held     bool
+	}{
+		{"restarted agent: applied, no feedback yet", true, func(t *testing.T) *workv1.ManifestWork { return work(t, true, nil, nil, "", "") }, false, true},
+		{"feedback back, still available", true, func(t *testing.T) *workv1.ManifestWork { return work(t, true, available, nil, "", "api.x") }, false, false},
+		{"feedback back, no longer available", true, func(t *testing.T) *workv1.ManifestWork {
+			return work(t, true, []cond{{Type: "Available", Status: metav1.ConditionFalse}}, nil, "", "api.x")
+		}, false, false},
+		{"a manifest the agent failed to apply", true, func(t *testing.T) *workv1.ManifestWork { return rejected(t, "admission webhook denied", 2) }, false, false},
+		{"deleting", true, func(t *testing.T) *workv1.ManifestWork { return work(t, true, nil, nil, "", "") }, true, false},
+		{"a new cluster's first report", false, func(t *testing.T) *workv1.ManifestWork { return work(t, true, nil, nil, "", "") }, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var prev []*csv1.Condition
+			if tt.prev {
+				prev = stored(t)
+			}
+			w := tt.w(t)
+			st, err := DeriveStatus(w, tt.deleting)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := partialReport(w, prev, st.GetConditions(), st.GetState() == csv1.ClusterState_CLUSTER_STATE_INSTALLING); got != tt.held {
+				t.Fatalf("held = %v, want %v (derived %v %q)", got, tt.held, st.GetState(), st.GetMessage())
+			}
+		})
+	}
+
+	// A node pool the same way: a status derived from feedback, then a restarted agent's first
+	// report.
+	reported, err := DeriveNodePoolStatus(poolWork(t, true, []cond{{Type: "Ready", Status: metav1.ConditionTrue}}, ptrTo(int64(1)), "4.19.17"),
+		&csv1.NodePoolSpec{Replicas: 1}, "4.19.17", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partialWork := poolWork(t, true, nil, nil, "")
+	partial, err := DeriveNodePoolStatus(partialWork, &csv1.NodePoolSpec{Replicas: 1}, "4.19.17", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !partialReport(partialWork, reported.GetConditions(), partial.GetConditions(), partial.GetState() == csv1.NodePoolState_NODE_POOL_STATE_INSTALLING) {
+		t.Fatalf("a reported pool's partial report (%v %q) is not held", partial.GetState(), partial.GetMessage())
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
