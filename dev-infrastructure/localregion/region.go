@@ -68,6 +68,11 @@ type Config struct {
 	// CloudEvent it sends, status payload included: what BenchmarkFeedbackModes reads to time
 	// the agent's own share of the status path.
 	AgentVerbosity int
+	// ClusterServiceResync is Cluster Service's --resync-period: how often it reconciles every
+	// cluster, each a read of its work from Maestro. Default 30s, config/config.yaml's dev-local
+	// value; the production environments' 5m is what a scale benchmark should run (P5_CS_RESYNC),
+	// since at 30 s the resync alone reconciles 33 clusters a second per 1,000.
+	ClusterServiceResync time.Duration
 	// AgentStatusSyncIntervals sets a management cluster's agent --status-sync-interval, by
 	// name (mgmt-1, …); the others keep the agent's default (mgmtcluster.MaestroAgentOptions).
 	// P5 runs shards at different intervals side by side to compare their steady-state cost.
@@ -266,6 +271,9 @@ func (c *Config) defaults() error {
 	}
 	if c.BackendResync <= 0 {
 		c.BackendResync = 10 * time.Second
+	}
+	if c.ClusterServiceResync <= 0 {
+		c.ClusterServiceResync = 30 * time.Second
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard

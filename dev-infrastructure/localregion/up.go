@@ -379,7 +379,7 @@ func (r *Region) startClusterService(ctx context.Context, ms *mgmtcluster.Maestr
 			"--maestro-cert", r.pki.MustFiles(pki.ClusterService).Cert,
 			"--maestro-key", r.pki.MustFiles(pki.ClusterService).Key,
 			"--env-name", r.cfg.EnvName,
-			"--resync-period", "30s",
+			"--resync-period", r.cfg.ClusterServiceResync.String(),
 			// Azure's managed-identity data plane cannot run here, so ARM bodies carry no
 			// identity client IDs; HyperShift's CRD still requires them, so every hosted
 			// cluster of the local region gets this one development placeholder.

@@ -108,7 +108,8 @@ type resync struct {
 // default 4), P5_SYNC_INTERVALS (an agent's --status-sync-interval by management cluster, e.g.
 // mgmt-2=60s: the others keep 10 s, so shards holding as many works compare in one window),
 // P5_STEADY_DELAY (wait after a step settles, default 60s; -short 10s) and P5_STEADY_WINDOW
-// (the CPU window, default 60s; -short 10s; 0: not measured), BENCH_OUT.
+// (the CPU window, default 60s; -short 10s; 0: not measured), P5_CS_RESYNC (Cluster Service's
+// --resync-period, default 5m as in production; the local region's own is 30s), BENCH_OUT.
 // JSON: p5-scale.json (latencies and every checkpoint's details), p5-scale-rss.json and
 // p5-scale-cpu.json.
 // Run: cd test && go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m
@@ -132,10 +133,11 @@ func BenchmarkP5Scale(b *testing.B) {
 	intervals := envIntervals(b, "P5_SYNC_INTERVALS")
 	steadyDelay := envDuration(b, "P5_STEADY_DELAY", defSteady)
 	steadyWindow := envDuration(b, "P5_STEADY_WINDOW", defSteady)
+	csResync := envDuration(b, "P5_CS_RESYNC", 5*time.Minute)
 
 	// Each shard could take every cluster, so placement (not capacity) decides the spread.
 	s := startRegion(b, localregion.Config{ManagementClusters: mgmt, ShardCapacity: maxSize + 100, MaestroServers: maestroServers,
-		AgentStatusSyncIntervals: intervals})
+		AgentStatusSyncIntervals: intervals, ClusterServiceResync: csResync})
 	defer s.stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -154,8 +156,8 @@ func BenchmarkP5Scale(b *testing.B) {
 	if testing.Short() {
 		short = " -short"
 	}
-	cmd := fmt.Sprintf("cd test && P5_SIZES=%s P5_PER_SUBSCRIPTION=%d P5_WINDOW=%d P5_PUT_CONCURRENCY=%d P5_REPEATS=%d P5_BUDGET=%s P5_SETTLE_TIMEOUT=%s P5_RESYNC_TIMEOUT=%s P5_MAESTRO_SERVERS=%d P5_MGMT=%d P5_SYNC_INTERVALS='%s' P5_STEADY_DELAY=%s P5_STEADY_WINDOW=%s go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m%s",
-		sizesArg, perSub, window, putConc, repeats, budget, settleTimeout, resyncTimeout, maestroServers, mgmt, os.Getenv("P5_SYNC_INTERVALS"), steadyDelay, steadyWindow, short)
+	cmd := fmt.Sprintf("cd test && P5_SIZES=%s P5_PER_SUBSCRIPTION=%d P5_WINDOW=%d P5_PUT_CONCURRENCY=%d P5_REPEATS=%d P5_BUDGET=%s P5_SETTLE_TIMEOUT=%s P5_RESYNC_TIMEOUT=%s P5_MAESTRO_SERVERS=%d P5_MGMT=%d P5_SYNC_INTERVALS='%s' P5_STEADY_DELAY=%s P5_STEADY_WINDOW=%s P5_CS_RESYNC=%s go test ./scale -run '^$' -bench P5Scale -benchtime 1x -timeout 150m%s",
+		sizesArg, perSub, window, putConc, repeats, budget, settleTimeout, resyncTimeout, maestroServers, mgmt, os.Getenv("P5_SYNC_INTERVALS"), steadyDelay, steadyWindow, csResync, short)
 	rep := newReport("p5-scale", fmt.Sprintf("P5: list, watch and agent resync against the number of hosted clusters (%d management clusters)", mgmt), cmd)
 	rssRep := newReport("p5-scale-rss", "P5: resident memory (VmRSS) of the region's processes against the number of hosted clusters", cmd)
 	rssRep.Chart, rssRep.YUnit = "values", "MB"
