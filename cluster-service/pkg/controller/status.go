@@ -114,10 +114,11 @@ func ParseFeedback(w *workv1.ManifestWork) (Feedback, error) {
 // manifests before it reads the objects again, and each status event replaces the work's whole
 // status in Maestro, so for a few seconds a READY cluster's work looks as it did right after its
 // create; that says nothing about the cluster. The feedback that follows is derived as usual.
-// A manifest the agent failed to apply (applyFailure) goes through; a refused one, a failure
-// condition and a deletion are not INSTALLING, so they are never held.
+// A manifest the agent failed to apply (applyFailure) goes through, and so does a work Maestro
+// does not have (nil: sent again by the reconcile); a refused manifest, a failure condition and
+// a deletion are not INSTALLING, so they are never held.
 func partialReport(w *workv1.ManifestWork, prev, next []*csv1.Condition, nextInstalling bool) bool {
-	return nextInstalling && len(next) == 0 && len(prev) > 0 && applyFailure(w) == ""
+	return w != nil && nextInstalling && len(next) == 0 && len(prev) > 0 && applyFailure(w) == ""
 }
 
 // DeriveStatus is DeriveClusterStatus without checking the configuration.

@@ -298,6 +298,7 @@ func TestPartialReportIsHeld(t *testing.T) {
 		}, false, false},
 		{"a manifest the agent failed to apply", true, func(t *testing.T) *workv1.ManifestWork { return rejected(t, "admission webhook denied", 2) }, false, false},
 		{"deleting", true, func(t *testing.T) *workv1.ManifestWork { return work(t, true, nil, nil, "", "") }, true, false},
+		{"no work at Maestro", true, func(t *testing.T) *workv1.ManifestWork { return nil }, false, false},
 		{"a new cluster's first report", false, func(t *testing.T) *workv1.ManifestWork { return work(t, true, nil, nil, "", "") }, false, false},
 	}
 	for _, tt := range tests {
