@@ -86,9 +86,9 @@ type resync struct {
 }
 
 // BenchmarkP5Scale (P5, issue 14): hosted clusters created through ARM (the real path) in steps
-// up to checkpoints, in a region of its own: 4 management clusters (P5_MGMT), each a provision shard with
-// room for the largest size, hypershift-sim marking every HostedCluster Available after 1 s (no
-// hosted API servers). At each checkpoint, once every cluster is Succeeded in ARM: the memory
+// up to checkpoints, in a region of its own: 4 management clusters (P5_MGMT), each a provision
+// shard with room for the largest size, hypershift-sim marking every HostedCluster Available
+// after 1 s (no hosted API servers). At each checkpoint, once every cluster is Succeeded in ARM: the memory
 // (VmRSS, VmHWM, PSS from /proc) of every process of the region; Cluster Service ListClusters of
 // every cluster (all pages of the API's default 100) and WatchClusters from revision 0 to its
 // BOOKMARK; the frontend's ARM list of one subscription holding min(size, 1,000) clusters (all
