@@ -38,6 +38,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/test/internal/procstat"
 
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -1256,19 +1257,19 @@ func databaseCPU(b *testing.B) dbCPU {
 		if err != nil {
 			continue
 		}
-		st, err := readProcStat(pid)
+		st, err := procstat.Read(pid)
 		if err != nil {
 			continue
 		}
 		switch {
 		case pid == postmaster:
-			out.postgres += st.own + st.children
-		case st.ppid == postmaster:
-			out.postgres += st.own
-		case st.comm == "pgbouncer":
+			out.postgres += st.Own + st.Children
+		case st.PPID == postmaster:
+			out.postgres += st.Own
+		case st.Comm == "pgbouncer":
 			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 			if strings.Contains(string(cmd), state) {
-				out.bouncer += st.own
+				out.bouncer += st.Own
 			}
 		}
 	}
@@ -1299,8 +1300,8 @@ func regionCPU() map[string]time.Duration {
 		if err != nil || !strings.Contains(string(raw), state) {
 			continue
 		}
-		st, err := readProcStat(pid)
-		if err != nil || st.comm == "postgres" {
+		st, err := procstat.Read(pid)
+		if err != nil || st.Comm == "postgres" {
 			continue
 		}
 		// The program's file name without the tool cache's "-<hash>" (hack/tool.sh); Maestro's
@@ -1310,7 +1311,7 @@ func regionCPU() map[string]time.Duration {
 		if name == "maestro" && len(args) > 1 {
 			name = "maestro " + args[1]
 		}
-		out[name] += st.own
+		out[name] += st.Own
 	}
 	return out
 }
@@ -1338,36 +1339,6 @@ func regionCPUSince(before, after map[string]time.Duration, over time.Duration) 
 		parts = append(parts, fmt.Sprintf("%s %.1f s", u.name, u.d.Seconds()))
 	}
 	return strings.Join(parts, ", ")
-}
-
-type procStat struct {
-	comm          string
-	ppid          int
-	own, children time.Duration
-}
-
-// readProcStat reads a process's name, parent and CPU times (its own, and its reaped
-// children's) from /proc/<pid>/stat.
-func readProcStat(pid int) (procStat, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procStat{}, err
-	}
-	s := string(raw)
-	open, closeAt := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || closeAt < open {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, s)
-	}
-	// After the name: state(3) ppid(4) … utime(14) stime(15) cutime(16) cstime(17).
-	f := strings.Fields(s[closeAt+1:])
-	if len(f) < 15 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: short", pid)
-	}
-	n := func(i int) int64 { v, _ := strconv.ParseInt(f[i-3], 10, 64); return v }
-	const tick = 10 * time.Millisecond // USER_HZ is 100 on Linux
-	ppid := int(n(4))
-	return procStat{comm: s[open+1 : closeAt], ppid: ppid,
-		own: time.Duration(n(14)+n(15)) * tick, children: time.Duration(n(16)+n(17)) * tick}, nil
 }
 
 // sessionsSince says how many sessions each database gained from before to after.

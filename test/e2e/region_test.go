@@ -34,6 +34,13 @@ func runMain(m *testing.M) int {
 	// Under root, PostgreSQL runs as the postgres user and must traverse this directory.
 	_ = os.Chmod(dir, 0o755)
 	defer os.RemoveAll(dir)
+	// OPENHCP_E2E_CS_RESYNC sets Cluster Service's --resync-period (the region's default is
+	// the dev-local 30 s; production's is 5m), for benchmarks that compare the two.
+	csResync, err := envDuration("OPENHCP_E2E_CS_RESYNC")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -47,8 +54,9 @@ func runMain(m *testing.M) int {
 		AgentVerbosity: envNumber("OPENHCP_E2E_AGENT_V"),
 		// OPENHCP_E2E_MAESTRO_SERVERS provisions that many Maestro server instances, for
 		// BenchmarkFeedbackModes' maestro-servers=N modes.
-		MaestroServers: envNumber("OPENHCP_E2E_MAESTRO_SERVERS"),
-		Progress:       os.Stderr,
+		MaestroServers:       envNumber("OPENHCP_E2E_MAESTRO_SERVERS"),
+		ClusterServiceResync: csResync,
+		Progress:             os.Stderr,
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bring up the region: %v\n", err)
@@ -99,4 +107,18 @@ func dumpLogs(dir string) {
 func envNumber(name string) int {
 	n, _ := strconv.Atoi(os.Getenv(name))
 	return n
+}
+
+// envDuration is the duration in the environment variable name, or 0 (the region's default)
+// when it is unset; anything else that is not a positive duration is an error.
+func envDuration(name string) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive duration such as 5m", name, v)
+	}
+	return d, nil
 }

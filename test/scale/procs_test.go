@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openhcp/openhcp/test/internal/procstat"
 )
 
 // procMem is one process of the region as /proc saw it at a checkpoint.
@@ -26,40 +28,44 @@ type procMem struct {
 	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
-// clockTicks is the kernel's USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on every
-// Linux this project runs on (getconf CLK_TCK).
-const clockTicks = 100
-
 // regionProcesses lists every descendant of this process (the region's children, and theirs:
-// PostgreSQL's backends) with its memory, named after what it is (regionName).
+// PostgreSQL's backends) with its memory and CPU time, named after what it is (regionName).
 func regionProcesses() ([]procMem, error) {
-	entries, err := os.ReadDir("/proc")
+	out, err := regionTree()
 	if err != nil {
 		return nil, err
 	}
-	children, cpu := map[int][]int{}, map[int]float64{}
+	for i := range out {
+		p := &out[i]
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID)); err == nil {
+			p.RSSMB, p.HWMMB = kbField(string(st), "VmRSS:"), kbField(string(st), "VmHWM:")
+		}
+		if sm, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p.PID)); err == nil {
+			p.PSSMB = kbField(string(sm), "Pss:")
+		}
+	}
+	return out, nil
+}
+
+// regionTree is regionProcesses without the memory: names and CPU time only, which is all
+// steadyCPU needs (smaps_rollup walks every mapping of a process, not free at this size).
+func regionTree() ([]procMem, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	children, stats := map[int][]int{}, map[int]procstat.Stat{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		st, err := procstat.Read(pid)
 		if err != nil {
-			continue
+			continue // exited since the listing
 		}
-		// The command name in parentheses may contain spaces; the fields after it do not.
-		s := string(raw)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], pid)
-		if len(f) > 12 { // f[11], f[12]: utime, stime (fields 14 and 15 of proc(5))
-			utime, _ := strconv.ParseFloat(f[11], 64)
-			stime, _ := strconv.ParseFloat(f[12], 64)
-			cpu[pid] = (utime + stime) / clockTicks
-		}
+		children[st.PPID] = append(children[st.PPID], pid)
+		stats[pid] = st
 	}
 	var out []procMem
 	queue := append([]int(nil), children[os.Getpid()]...)
@@ -71,14 +77,7 @@ func regionProcesses() ([]procMem, error) {
 			continue // exited, or a zombie
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		p := procMem{Name: regionName(args), PID: pid, CPUSeconds: cpu[pid]}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-			p.RSSMB, p.HWMMB = kbField(string(st), "VmRSS:"), kbField(string(st), "VmHWM:")
-		}
-		if sm, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err == nil {
-			p.PSSMB = kbField(string(sm), "Pss:")
-		}
-		out = append(out, p)
+		out = append(out, procMem{Name: regionName(args), PID: pid, CPUSeconds: stats[pid].Own.Seconds()})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Name < out[j].Name || out[i].Name == out[j].Name && out[i].PID < out[j].PID
@@ -159,7 +158,7 @@ func regionName(args []string) string {
 // process counts only when it ran at both reads, so a PostgreSQL backend that came and went in
 // between is missed (the region's services keep their connections).
 func steadyCPU(ctx context.Context, window time.Duration) (map[string]float64, error) {
-	before, err := regionProcesses()
+	before, err := regionTree()
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +170,7 @@ func steadyCPU(ctx context.Context, window time.Duration) (map[string]float64, e
 		return nil, ctx.Err()
 	case <-t.C:
 	}
-	after, err := regionProcesses()
+	after, err := regionTree()
 	if err != nil {
 		return nil, err
 	}

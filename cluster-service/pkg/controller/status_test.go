@@ -7,6 +7,7 @@ import (
 
 	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -320,7 +321,7 @@ func TestPartialReportIsHeld(t *testing.T) {
 
 	// A node pool the same way: a status derived from feedback, then a restarted agent's first
 	// report.
-	reported, err := DeriveNodePoolStatus(poolWork(t, true, []cond{{Type: "Ready", Status: metav1.ConditionTrue}}, ptrTo(int64(1)), "4.19.17"),
+	reported, err := DeriveNodePoolStatus(poolWork(t, true, []cond{{Type: "Ready", Status: metav1.ConditionTrue}}, ptr.To(int64(1)), "4.19.17"),
 		&csv1.NodePoolSpec{Replicas: 1}, "4.19.17", "", false)
 	if err != nil {
 		t.Fatal(err)
@@ -334,5 +335,3 @@ func TestPartialReportIsHeld(t *testing.T) {
 		t.Fatalf("a reported pool's partial report (%v %q) is not held", partial.GetState(), partial.GetMessage())
 	}
 }
-
-func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,61 @@
+// Package procstat reads a process's name, parent and CPU times from /proc/<pid>/stat, for the
+// benchmarks that say where a region's CPU went (test/e2e, test/scale). Linux only.
+package procstat
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// tick is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 per second on every Linux
+// this project runs on (getconf CLK_TCK).
+const tick = 10 * time.Millisecond
+
+// Stat is what Read takes from one /proc/<pid>/stat.
+type Stat struct {
+	// Comm is the command name the kernel keeps (at most 15 bytes; may contain spaces).
+	Comm string
+	PPID int
+	// Own is the process's user + system CPU time (utime + stime); Children is that of its
+	// children it has reaped (cutime + cstime).
+	Own, Children time.Duration
+}
+
+// Read reads pid's Stat. An error means the process is gone or the file is not as proc(5)
+// describes it.
+func Read(pid int) (Stat, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Stat{}, err
+	}
+	return Parse(string(raw))
+}
+
+// Parse parses the text of a /proc/<pid>/stat.
+func Parse(s string) (Stat, error) {
+	// The name in parentheses may hold spaces and parentheses; the fields after the last ')'
+	// do not.
+	open, closeAt := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closeAt < open {
+		return Stat{}, fmt.Errorf("/proc stat: no command name in %q", s)
+	}
+	// After the name: state(3) ppid(4) … utime(14) stime(15) cutime(16) cstime(17).
+	f := strings.Fields(s[closeAt+1:])
+	if len(f) < 15 {
+		return Stat{}, fmt.Errorf("/proc stat: %d fields after the name, want at least 15", len(f))
+	}
+	var bad error
+	n := func(field int) int64 {
+		v, err := strconv.ParseInt(f[field-3], 10, 64)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("/proc stat: field %d: %w", field, err)
+		}
+		return v
+	}
+	st := Stat{Comm: s[open+1 : closeAt], PPID: int(n(4)),
+		Own: time.Duration(n(14)+n(15)) * tick, Children: time.Duration(n(16)+n(17)) * tick}
+	return st, bad
+}

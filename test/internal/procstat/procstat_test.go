@@ -1,0 +1,47 @@
+package procstat
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     Stat
+		wantErr  bool
+	}{
+		{name: "plain", in: "42 (etcd) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 3 1 20 0 12 0 100 1000 10 0",
+			want: Stat{Comm: "etcd", PPID: 7, Own: 3 * time.Second, Children: 40 * time.Millisecond}},
+		{name: "name with spaces and a parenthesis", in: "9 (a b) c)) R 1 9 9 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 1 1 1 0",
+			want: Stat{Comm: "a b) c)", PPID: 1, Own: 30 * time.Millisecond}},
+		{name: "no name", in: "9 etcd S 1", wantErr: true},
+		{name: "short", in: "9 (etcd) S 1 9 9", wantErr: true},
+		{name: "not a number", in: "42 (etcd) S 7 42 42 0 -1 4194560 100 0 0 0 x 50 3 1 20 0 12 0 100 1000 10 0", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Parse(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Parse: err %v, want error %v", err, tc.wantErr)
+			}
+			if !tc.wantErr && got != tc.want {
+				t.Errorf("Parse = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadSelf reads this test's own process: the kernel's file, not a fixture.
+func TestReadSelf(t *testing.T) {
+	st, err := Read(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PPID != os.Getppid() {
+		t.Errorf("PPID %d, want %d", st.PPID, os.Getppid())
+	}
+	if _, err := Read(-1); err == nil {
+		t.Error("Read(-1): no error")
+	}
+}
