@@ -75,6 +75,7 @@ type config struct {
 	fixedRepublishWait    bool
 	statusFromMaestroOnly bool
 	statusEventsInOrder   bool
+	resyncAtOnce          bool
 	readBeforeWrite       bool
 	batchStatusWrites     bool
 	serverTLS             tlsconfig.Files
@@ -97,7 +98,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, republish, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch, statusEventsFirst, readBeforeWrite, batchStatusWrites string
+	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch, statusEventsFirst, readBeforeWrite, batchStatusWrites, resyncSpread string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
 	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
@@ -112,6 +113,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&c.maestroSourceID, "maestro-source-id", "MAESTRO_SOURCE_ID", maestro.DefaultSourceID, "Maestro source ID of this service")
 	str(&c.envName, "env-name", "ENV_NAME", manifests.DefaultEnv, "environment name in cluster namespaces (ocm-<env>-<id>)")
 	str(&resync, "resync-period", "RESYNC_PERIOD", "5m", "how often every cluster is re-read from Maestro without events")
+	str(&resyncSpread, "resync-spread", "RESYNC_SPREAD", "true",
+		"spread each periodic resync's reads evenly over --resync-period instead of queueing every cluster at once (false: the rule before 2026-11-25, a benchmark baseline; the resync at start-up is always at once; docs/cluster-service.md)")
 	str(&republish, "republish-after", "REPUBLISH_AFTER", controller.DefaultRepublishAfter.String(),
 		"a work whose Maestro status is still for an older generation this long is sent again (the pinned agent can lose a spec update; docs/maestro.md); doubles per retry up to 10m (≥1s)")
 	str(&republishAdaptive, "republish-adaptive", "REPUBLISH_ADAPTIVE", "true",
@@ -187,6 +190,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		{"republish-adaptive", republishAdaptive, &c.fixedRepublishWait, false},
 		{"status-from-watch", statusFromWatch, &c.statusFromMaestroOnly, false},
 		{"status-events-first", statusEventsFirst, &c.statusEventsInOrder, false},
+		{"resync-spread", resyncSpread, &c.resyncAtOnce, false},
 		{"maestro-read-before-write", readBeforeWrite, &c.readBeforeWrite, true},
 		{"store-batch-status-writes", batchStatusWrites, &c.batchStatusWrites, true},
 	} {
@@ -343,7 +347,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
 		PollFeedbackOnly: c.pollFeedbackOnly, RepublishAfter: c.republishAfter,
 		FixedRepublishWait: c.fixedRepublishWait, StatusFromMaestroOnly: c.statusFromMaestroOnly,
-		StatusEventsInOrder: c.statusEventsInOrder}, log)
+		StatusEventsInOrder: c.statusEventsInOrder, ResyncAtOnce: c.resyncAtOnce}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
 	opts := srv.ServerOptions()

@@ -84,11 +84,22 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "status_events_first_default", args: base, check: func(t *testing.T, c config) {
-			if c.statusEventsInOrder || c.readBeforeWrite || c.batchStatusWrites || c.pollFeedbackOnly || c.fixedRepublishWait {
+			if c.statusEventsInOrder || c.readBeforeWrite || c.batchStatusWrites || c.pollFeedbackOnly || c.fixedRepublishWait || c.resyncAtOnce {
 				t.Fatalf("a baseline flag is on by default: %+v", c)
 			}
 		}},
 		{name: "bad_status_events_first", args: append([]string{"--status-events-first", "soon"}, base...), wantErr: "--status-events-first"},
+		{name: "resync_at_once", args: append([]string{"--resync-spread=false"}, base...), check: func(t *testing.T, c config) {
+			if !c.resyncAtOnce {
+				t.Fatalf("resyncAtOnce = false with --resync-spread=false")
+			}
+		}},
+		{name: "resync_at_once_env", args: base, env: map[string]string{"CLUSTER_SERVICE_RESYNC_SPREAD": "false"}, check: func(t *testing.T, c config) {
+			if !c.resyncAtOnce {
+				t.Fatalf("resyncAtOnce = false with CLUSTER_SERVICE_RESYNC_SPREAD=false")
+			}
+		}},
+		{name: "bad_resync_spread", args: append([]string{"--resync-spread", "wide"}, base...), wantErr: "--resync-spread"},
 		{name: "maestro_read_before_write", args: append([]string{"--maestro-read-before-write=true"}, base...), check: func(t *testing.T, c config) {
 			if !c.readBeforeWrite {
 				t.Fatalf("readBeforeWrite = false with --maestro-read-before-write=true")

@@ -92,6 +92,13 @@ type Config struct {
 	// other queued cluster and node pool, instead of ahead of them (watchShard). The rule before
 	// 2026-11-24, kept as a benchmark's baseline (--status-events-first=false); default false.
 	StatusEventsInOrder bool
+	// ResyncAtOnce queues every cluster and node pool at each resync tick at once. Without it a
+	// tick's keys are spread evenly over ResyncPeriod (spreadAdds), so the sweep's Maestro
+	// reads do not arrive as one burst every period (at 3,929 clusters a burst kept the
+	// Maestro servers at half a core; docs/performance.md). The sweep at start-up is always at
+	// once. The rule before 2026-11-25, kept as a benchmark's baseline (--resync-spread=false);
+	// default false.
+	ResyncAtOnce bool
 }
 
 // Controller is the cluster reconciler.
@@ -225,16 +232,20 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	changes, stop := c.st.Changes()
 	defer stop()
-	c.resync(ctx)
+	c.resync(ctx, 0)
 	ticker := time.NewTicker(c.cfg.ResyncPeriod)
 	defer ticker.Stop()
+	spread := c.cfg.ResyncPeriod
+	if c.cfg.ResyncAtOnce {
+		spread = 0
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			c.stopWatches()
 			return nil
 		case <-ticker.C:
-			c.resync(ctx)
+			c.resync(ctx, spread)
 		case <-changes:
 			rev = c.followStore(ctx, rev)
 			poolRev = c.followNodePools(ctx, poolRev)
@@ -261,8 +272,9 @@ func startWorkers(ctx context.Context, n int, processNext func(context.Context) 
 	}
 }
 
-// resync enqueues every cluster, makes sure every shard is watched and prunes old tombstones.
-func (c *Controller) resync(ctx context.Context) {
+// resync enqueues every cluster and node pool, spread evenly over spread (0: at once), makes
+// sure every shard is watched and prunes old tombstones.
+func (c *Controller) resync(ctx context.Context, spread time.Duration) {
 	if n, err := c.st.PruneTombstones(ctx, time.Now().Add(-c.cfg.TombstoneRetention)); err != nil {
 		c.log.Error("resync: prune tombstones", "error", err)
 	} else if n > 0 {
@@ -275,6 +287,7 @@ func (c *Controller) resync(ctx context.Context) {
 	for _, sh := range shards {
 		c.ensureWatch(ctx, sh.Name)
 	}
+	var keys []string
 	after := ""
 	for {
 		cs, err := c.st.ListClusters(ctx, store.ListOptions{AfterID: after, Limit: 500})
@@ -283,7 +296,7 @@ func (c *Controller) resync(ctx context.Context) {
 			break
 		}
 		for _, cl := range cs {
-			c.queue.Add(cl.ID)
+			keys = append(keys, cl.ID)
 		}
 		if len(cs) < 500 {
 			break
@@ -295,15 +308,29 @@ func (c *Controller) resync(ctx context.Context) {
 		pools, err := c.st.ListNodePools(ctx, "", after, 500)
 		if err != nil {
 			c.log.Error("resync: list node pools", "error", err)
-			return
+			break
 		}
 		for _, np := range pools {
-			c.queue.Add(nodePoolKey(np.ID))
+			keys = append(keys, nodePoolKey(np.ID))
 		}
 		if len(pools) < 500 {
-			return
+			break
 		}
 		after = pools[len(pools)-1].ID
+	}
+	spreadAdds(c.queue, keys, spread)
+}
+
+// spreadAdds queues keys over spread: the i-th of n after spread·i/n, so the first at once
+// and the last just before spread has passed. With spread 0 every key is queued at once. A key
+// already waiting for an earlier AddAfter keeps that time.
+func spreadAdds(q *reconcile.Queue[string], keys []string, spread time.Duration) {
+	for i, k := range keys {
+		if spread <= 0 {
+			q.Add(k)
+			continue
+		}
+		q.AddAfter(k, spread*time.Duration(i)/time.Duration(len(keys)))
 	}
 }
 
