@@ -247,26 +247,40 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 	return etag, nil
 }
 
-// deleteResource answers a DELETE: 204 when there is nothing, else 202 with the operation.
+// deleteAttempts is how many times deleteResource records a delete whose documents another
+// writer changed in between (the backend follows a running create or update and writes its
+// documents as it goes) before it answers 409.
+const deleteAttempts = 5
+
+// deleteResource answers a DELETE: 204 when there is nothing, else 202 with the operation. A
+// conditional write that loses a race with another writer is tried again on what is there now,
+// so a client's DELETE during a create is not refused for the backend's own progress; the
+// client's If-Match/If-None-Match are checked again against each read.
 func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request, k *resourceKind, id *arm.ResourceID) error {
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
-	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
-		return err
-	}
-	if err := checkPreconditions(r, etagOf(doc)); err != nil {
-		return err
-	}
-	if doc == nil {
-		w.WriteHeader(http.StatusNoContent)
+	for attempt := 1; ; attempt++ {
+		rd, doc, err := s.getResourceDoc(r.Context(), id)
+		if err != nil && !errors.Is(err, docstore.ErrNotFound) {
+			return err
+		}
+		if err := checkPreconditions(r, etagOf(doc)); err != nil {
+			return err
+		}
+		if doc == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
+		opID, err := s.startDelete(r, k, rd, doc)
+		if errors.Is(err, docstore.ErrPreconditionFailed) && attempt < deleteAttempts {
+			info(r).log.Info(k.noun+" delete raced another write; reading it again", "resourceID", rd.ResourceID, "attempt", attempt)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
+		w.WriteHeader(http.StatusAccepted)
 		return nil
 	}
-	opID, err := s.startDelete(r, k, rd, doc)
-	if err != nil {
-		return err
-	}
-	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
-	w.WriteHeader(http.StatusAccepted)
-	return nil
 }
 
 // startDelete writes the delete operation and asks Cluster Service to delete the resource. A
