@@ -1251,26 +1251,19 @@ func databaseCPU(b *testing.B) dbCPU {
 	}
 	postmaster, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
 	var out dbCPU
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := procstat.Read(pid)
-		if err != nil {
-			continue
-		}
+	procs, err := procstat.List()
+	if err != nil {
+		b.Logf("database CPU: %v", err)
+		return dbCPU{}
+	}
+	for _, p := range procs {
 		switch {
-		case pid == postmaster:
-			out.postgres += st.Own + st.Children
-		case st.PPID == postmaster:
-			out.postgres += st.Own
-		case st.Comm == "pgbouncer":
-			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			if strings.Contains(string(cmd), state) {
-				out.bouncer += st.Own
-			}
+		case p.PID == postmaster:
+			out.postgres += p.Own + p.Children
+		case p.PPID == postmaster:
+			out.postgres += p.Own
+		case p.Comm == "pgbouncer" && p.Mentions(state):
+			out.bouncer += p.Own
 		}
 	}
 	return out
@@ -1290,28 +1283,18 @@ func (c dbCPU) since(before dbCPU) string {
 func regionCPU() map[string]time.Duration {
 	state := filepath.Dir(region.Info.LogDir)
 	out := map[string]time.Duration{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !strings.Contains(string(raw), state) {
-			continue
-		}
-		st, err := procstat.Read(pid)
-		if err != nil || st.Comm == "postgres" {
+	procs, _ := procstat.List() // an unreadable /proc reads as no CPU used
+	for _, p := range procs {
+		if !p.Mentions(state) || p.Comm == "postgres" {
 			continue
 		}
 		// The program's file name without the tool cache's "-<hash>" (hack/tool.sh); Maestro's
 		// with its subcommand (agent, server).
-		args := strings.Split(string(raw), "\x00")
-		name := toolHash.ReplaceAllString(filepath.Base(args[0]), "")
-		if name == "maestro" && len(args) > 1 {
-			name = "maestro " + args[1]
+		name := toolHash.ReplaceAllString(filepath.Base(p.Args[0]), "")
+		if name == "maestro" && len(p.Args) > 1 {
+			name = "maestro " + p.Args[1]
 		}
-		out[name] += st.Own
+		out[name] += p.Own
 	}
 	return out
 }

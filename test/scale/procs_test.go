@@ -50,34 +50,24 @@ func regionProcesses() ([]procMem, error) {
 // regionTree is regionProcesses without the memory: names and CPU time only, which is all
 // steadyCPU needs (smaps_rollup walks every mapping of a process, not free at this size).
 func regionTree() ([]procMem, error) {
-	entries, err := os.ReadDir("/proc")
+	procs, err := procstat.List()
 	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
+		return nil, err
 	}
-	children, stats := map[int][]int{}, map[int]procstat.Stat{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := procstat.Read(pid)
-		if err != nil {
-			continue // exited since the listing
-		}
-		children[st.PPID] = append(children[st.PPID], pid)
-		stats[pid] = st
+	children, byPID := map[int][]int{}, map[int]procstat.Proc{}
+	for _, p := range procs {
+		children[p.PPID] = append(children[p.PPID], p.PID)
+		byPID[p.PID] = p
 	}
 	var out []procMem
 	queue := append([]int(nil), children[os.Getpid()]...)
 	for len(queue) > 0 {
-		pid := queue[0]
-		queue = append(queue[1:], children[pid]...)
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || len(raw) == 0 {
-			continue // exited, or a zombie
+		p := byPID[queue[0]]
+		queue = append(queue[1:], children[p.PID]...)
+		if len(p.Args) == 0 {
+			continue // a zombie
 		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		out = append(out, procMem{Name: regionName(args), PID: pid, CPUSeconds: stats[pid].Own.Seconds()})
+		out = append(out, procMem{Name: regionName(p.Args), PID: p.PID, CPUSeconds: p.Own.Seconds()})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].Name < out[j].Name || out[i].Name == out[j].Name && out[i].PID < out[j].PID

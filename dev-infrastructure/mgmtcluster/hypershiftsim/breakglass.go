@@ -23,10 +23,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -93,7 +96,7 @@ func setupBreakGlass(mgr ctrl.Manager, o Options) error {
 	pki := &breakGlassPKIReconciler{Client: mgr.GetClient()}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("breakglass-pki").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		For(&hyperv1.HostedCluster{}).
+		For(&hyperv1.HostedCluster{}, builder.WithPredicates(pkiEvents())).
 		Complete(pki); err != nil {
 		return fmt.Errorf("set up break-glass PKI controller: %w", err)
 	}
@@ -117,6 +120,21 @@ func setupBreakGlass(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("set up break-glass revocation controller: %w", err)
 	}
 	return nil
+}
+
+// pkiEvents passes the HostedCluster events the PKI depends on: its creation (and every
+// HostedCluster when the sim starts, which replays them as creations), the setting of its
+// deletionTimestamp, its removal, and the informer's periodic resync (an update that changes
+// nothing). Status and spec writes do not change the PKI, and letting them through cost the
+// management kube-apiserver about nine refused creates per cluster (docs/performance.md, "What
+// a management kube-apiserver serves"). A namespace or ConfigMap removed by hand is therefore
+// put back when the sim restarts or at the manager's resync (hours), not at once.
+func pkiEvents() predicate.Predicate {
+	return predicate.Or(deletionPredicate(), predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetResourceVersion() == e.ObjectNew.GetResourceVersion()
+		},
+	})
 }
 
 // breakGlassPKIReconciler keeps a HostedCluster's control-plane namespace with its root CA, its

@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
 func testCSR(t *testing.T, tmpl *x509.CertificateRequest, usages ...certificatesv1.KeyUsage) *certificatesv1.CertificateSigningRequest {
@@ -110,3 +113,31 @@ func TestSignClientCertHonoursExpirationAndTheSignerLifetime(t *testing.T) {
 }
 
 func ptr32(v int32) *int32 { return &v }
+
+func TestPKIEvents(t *testing.T) {
+	hc := func(rv string, deleting bool) *hyperv1.HostedCluster {
+		o := &hyperv1.HostedCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "hc", ResourceVersion: rv}}
+		if deleting {
+			o.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)}
+		}
+		return o
+	}
+	p := pkiEvents()
+	for _, tc := range []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"create", p.Create(event.CreateEvent{Object: hc("1", false)}), true},
+		{"delete", p.Delete(event.DeleteEvent{Object: hc("1", false)}), true},
+		{"generic", p.Generic(event.GenericEvent{Object: hc("1", false)}), true},
+		{"status_write", p.Update(event.UpdateEvent{ObjectOld: hc("1", false), ObjectNew: hc("2", false)}), false},
+		{"write_while_deleting", p.Update(event.UpdateEvent{ObjectOld: hc("2", true), ObjectNew: hc("3", true)}), false},
+		{"deletion_set", p.Update(event.UpdateEvent{ObjectOld: hc("1", false), ObjectNew: hc("2", true)}), true},
+		{"resync", p.Update(event.UpdateEvent{ObjectOld: hc("5", false), ObjectNew: hc("5", false)}), true},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: passed = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}

@@ -17,16 +17,16 @@ type racingStore struct {
 	docstore.Store
 	mu sync.Mutex
 	// race runs before the next Transact (every Transact while always is set).
-	race       func(ctx context.Context)
-	always     bool
-	transacts  int
-	racedTimes int
+	race   func(ctx context.Context)
+	always bool
+	// transacts counts the Transacts since arm, raced those another write came before.
+	transacts, raced int
 }
 
 func (s *racingStore) arm(race func(ctx context.Context), always bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.race, s.always, s.transacts, s.racedTimes = race, always, 0, 0
+	s.race, s.always, s.transacts, s.raced = race, always, 0, 0
 }
 
 func (s *racingStore) Transact(ctx context.Context, partition string, ops []docstore.TxOp) ([]*docstore.Document, error) {
@@ -37,7 +37,7 @@ func (s *racingStore) Transact(ctx context.Context, partition string, ops []docs
 	}
 	s.transacts++
 	if race != nil {
-		s.racedTimes++
+		s.raced++
 	}
 	s.mu.Unlock()
 	if race != nil {
@@ -49,7 +49,7 @@ func (s *racingStore) Transact(ctx context.Context, partition string, ops []docs
 func (s *racingStore) counts() (transacts, raced int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.transacts, s.racedTimes
+	return s.transacts, s.raced
 }
 
 // TestDeleteRacingAnotherWriter: a DELETE whose conditional write loses to another writer
@@ -97,8 +97,12 @@ func TestDeleteRacingAnotherWriter(t *testing.T) {
 				t.Fatalf("DELETE: %d %s, want %d", resp.code, resp.body, tc.want)
 			}
 			transacts, raced := rs.counts()
-			if raced == 0 {
-				t.Fatal("the other writer never wrote: the test did not race")
+			wantRaced := 1
+			if tc.always {
+				wantRaced = deleteAttempts
+			}
+			if raced != wantRaced {
+				t.Fatalf("the other writer wrote before %d of the DELETE's %d writes, want %d", raced, transacts, wantRaced)
 			}
 			if tc.always && transacts != deleteAttempts {
 				t.Errorf("%d delete writes, want %d", transacts, deleteAttempts)

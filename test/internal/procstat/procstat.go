@@ -59,3 +59,46 @@ func Parse(s string) (Stat, error) {
 		Own: time.Duration(n(14)+n(15)) * tick, Children: time.Duration(n(16)+n(17)) * tick}
 	return st, bad
 }
+
+// Proc is one process as List saw it.
+type Proc struct {
+	PID int
+	Stat
+	// Args is the command line; empty for a kernel thread or a zombie.
+	Args []string
+}
+
+// List reads every process /proc shows. A process that exits while it is read is left out.
+func List() ([]Proc, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	var out []Proc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := Read(pid)
+		if err != nil {
+			continue
+		}
+		p := Proc{PID: pid, Stat: st}
+		if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(raw) > 0 {
+			p.Args = strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Mentions says whether any of p's arguments contains s.
+func (p Proc) Mentions(s string) bool {
+	for _, a := range p.Args {
+		if strings.Contains(a, s) {
+			return true
+		}
+	}
+	return false
+}

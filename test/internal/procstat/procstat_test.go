@@ -45,3 +45,24 @@ func TestReadSelf(t *testing.T) {
 		t.Error("Read(-1): no error")
 	}
 }
+
+// TestListSelf finds this test's own process, with its command line, among all of them.
+func TestListSelf(t *testing.T) {
+	procs, err := List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if p.PID != os.Getpid() {
+			continue
+		}
+		if p.PPID != os.Getppid() || len(p.Args) == 0 || p.Args[0] != os.Args[0] {
+			t.Errorf("own process %+v, want parent %d and args %q", p, os.Getppid(), os.Args)
+		}
+		if !p.Mentions("procstat") || p.Mentions("no-such-argument-anywhere") {
+			t.Errorf("Mentions: wrong for args %q", p.Args)
+		}
+		return
+	}
+	t.Fatalf("own pid %d not among %d processes", os.Getpid(), len(procs))
+}
