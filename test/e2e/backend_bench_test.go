@@ -39,6 +39,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/test/internal/procstat"
+	"github.com/openhcp/openhcp/test/internal/reqcount"
 
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -969,8 +970,8 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			pointsAt, notesAt := len(rep.Points), len(rep.Notes)
 			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
 			sessionsBefore, cpuBefore, kicksBefore := dbSessions(ctx, b, db.DSN), databaseCPU(b), region.StuckDeleteKicks()
-			procsBefore := regionCPU()
-			var sessionsNote, cpuNote string
+			procsBefore, requestsBefore := regionCPU(), mgmtRequests(ctx, b)
+			var sessionsNote, cpuNote, requestsNote string
 			load := loadAvg()
 			start := time.Now()
 			// The profile covers the creates (n/5 s) and the time most of them take to finish.
@@ -982,6 +983,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 					"; work statuses used, by source: "+csCounter("cluster_service_work_status_reads_total")
 				sessionsNote = sessionsSince(sessionsBefore, dbSessions(ctx, b, db.DSN))
 				cpuNote = databaseCPU(b).since(cpuBefore) + "; the region's other processes: " + regionCPUSince(procsBefore, regionCPU(), time.Since(start))
+				requestsNote = reqcount.Since(requestsBefore, mgmtRequests(ctx, b), n, 12)
 				wait() // the profile is of the creates
 				if poolN > 0 {
 					scaleStart = time.Now()
@@ -993,6 +995,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: in the region's logs during the mode: %s; stuck-delete watchdog kicks %d", m.name, tallyLogsSince(b, logsAt, "feedback-"+m.name), region.StuckDeleteKicks()-kicksBefore))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: PostgreSQL sessions opened during the creates, by database (pg_stat_database.sessions): %s", m.name, sessionsNote))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: CPU during the creates: %s", m.name, cpuNote))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: requests the management kube-apiservers served during the creates (apiserver_request_total): %s", m.name, requestsNote))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the Maestro server's reads of agent status events, from the first create to the last Available sent: %s", m.name, r.serverReads))
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the agents' status events for the created works: %s", m.name, r.statusEvents))
 			rep.Notes = append(rep.Notes,
