@@ -480,11 +480,11 @@ type MaestroAgentOptions struct {
 	// default 10s, upstream's.
 	StatusSyncInterval time.Duration
 	// MaxFeedbackWatch caps the informers the agent runs for watched feedback (one per resource
-	// type and namespace: a cluster in transition costs one for its HostedCluster and one for
-	// its NodePools); beyond it the agent polls. Cluster Service asks for Watch only while a
-	// transition is in flight, so this bounds concurrent transitions per management cluster,
-	// not clusters. Default 500 (upstream: 50): 35 creates/s that each take about 3 s to become
-	// ready keep about 100 clusters, 200 informers, in flight at once.
+	// type and namespace: a cluster in transition costs one for its HostedCluster, one for its
+	// secrets and one for its NodePools); beyond it the agent polls. Cluster Service asks for
+	// Watch only while a transition is in flight, so this bounds concurrent transitions per
+	// management cluster, not clusters. Default 500 (upstream: 50): 35 creates/s that each take
+	// about 3 s to become ready keep about 100 clusters, 300 informers, in flight at once.
 	MaxFeedbackWatch int
 	// KubeAPIQPS and KubeAPIBurst limit the agent's requests to its apiserver; default 200 and
 	// 400. Upstream's 50/100 caps a management cluster at about 12 applied works/s here, since

@@ -72,6 +72,7 @@ type config struct {
 	breakGlassValidity    time.Duration
 	placementPolicy       placement.Policy
 	pollFeedbackOnly      bool
+	readSecretsLive       bool
 	fixedRepublishWait    bool
 	statusFromMaestroOnly bool
 	statusEventsInOrder   bool
@@ -98,9 +99,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, republish, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy, feedbackWatch, republishAdaptive, statusFromWatch, statusEventsFirst, readBeforeWrite, batchStatusWrites, resyncSpread string
+	var breakGlassValidity, placementPolicy, feedbackWatch, watchSecrets, republishAdaptive, statusFromWatch, statusEventsFirst, readBeforeWrite, batchStatusWrites, resyncSpread string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
+	str(&watchSecrets, "watch-secrets", "WATCH_SECRETS", "true",
+		"while a cluster's HostedCluster is watched, ask the agent to watch its secrets too, so that its status syncs read them from a cache (false: read live from the kube-apiserver on every sync, the rule before 2026-11-25; a benchmark baseline)")
 	str(&placementPolicy, "placement-policy", "PLACEMENT_POLICY", "least-loaded",
 		"how a new cluster's shard is chosen among active shards with room: least-loaded, or spread:<label> (e.g. spread:zone: the label value with the fewest clusters first)")
 	str(&breakGlassValidity, "break-glass-validity", "BREAK_GLASS_VALIDITY", controller.DefaultCredentialValidity.String(),
@@ -187,6 +190,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		when        bool // field is set when the flag has this value
 	}{
 		{"feedback-watch", feedbackWatch, &c.pollFeedbackOnly, false},
+		{"watch-secrets", watchSecrets, &c.readSecretsLive, false},
 		{"republish-adaptive", republishAdaptive, &c.fixedRepublishWait, false},
 		{"status-from-watch", statusFromWatch, &c.statusFromMaestroOnly, false},
 		{"status-events-first", statusEventsFirst, &c.statusEventsInOrder, false},
@@ -345,7 +349,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
-		PollFeedbackOnly: c.pollFeedbackOnly, RepublishAfter: c.republishAfter,
+		PollFeedbackOnly: c.pollFeedbackOnly, ReadSecretsLive: c.readSecretsLive, RepublishAfter: c.republishAfter,
 		FixedRepublishWait: c.fixedRepublishWait, StatusFromMaestroOnly: c.statusFromMaestroOnly,
 		StatusEventsInOrder: c.statusEventsInOrder, ResyncAtOnce: c.resyncAtOnce}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)

@@ -63,6 +63,11 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("pollFeedbackOnly = false with --feedback-watch=false")
 			}
 		}},
+		{name: "secrets_read_live", args: append([]string{"--watch-secrets=false"}, base...), check: func(t *testing.T, c config) {
+			if !c.readSecretsLive {
+				t.Fatalf("readSecretsLive = false with --watch-secrets=false")
+			}
+		}},
 		{name: "republish_fixed_wait", args: append([]string{"--republish-adaptive=false"}, base...), check: func(t *testing.T, c config) {
 			if !c.fixedRepublishWait {
 				t.Fatalf("fixedRepublishWait = false with --republish-adaptive=false")
@@ -84,7 +89,7 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "status_events_first_default", args: base, check: func(t *testing.T, c config) {
-			if c.statusEventsInOrder || c.readBeforeWrite || c.batchStatusWrites || c.pollFeedbackOnly || c.fixedRepublishWait || c.resyncAtOnce {
+			if c.statusEventsInOrder || c.readBeforeWrite || c.batchStatusWrites || c.pollFeedbackOnly || c.fixedRepublishWait || c.resyncAtOnce || c.readSecretsLive {
 				t.Fatalf("a baseline flag is on by default: %+v", c)
 			}
 		}},

@@ -68,6 +68,10 @@ type Config struct {
 	// (withFeedbackMode). A benchmark and ops knob (--feedback-watch=false), to measure the
 	// watched mode against its baseline or to shed agent informers; default false.
 	PollFeedbackOnly bool
+	// ReadSecretsLive leaves a cluster's secrets polled while its HostedCluster is watched
+	// (manifests.Cluster.ReadSecretsLive): the rule before 2026-11-25, a benchmark's baseline
+	// (--watch-secrets=false); default false.
+	ReadSecretsLive bool
 	// PollAfterSteady is how long a work keeps watched feedback once its cluster or node pool
 	// is READY again: then a reconcile sends it back with Poll (withFeedbackMode), so the agent
 	// drops its informer. Without it the switch waited for the next event or resync (up to
@@ -508,7 +512,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	work, steadyHash, err := c.withFeedbackMode(id, cl.Status.GetState() == csv1.ClusterState_CLUSTER_STATE_READY,
 		func(watch bool) (*workv1.ManifestWork, error) {
 			w, err := manifests.Build(c.cfg.Manifests, manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec,
-				EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey, WatchStatus: watch})
+				EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey, WatchStatus: watch, ReadSecretsLive: c.cfg.ReadSecretsLive})
 			if err != nil {
 				buildErr = err
 				return nil, err
@@ -728,12 +732,5 @@ func (c *Controller) withFeedbackMode(key string, ready bool, build func(watch b
 	return work, steadyHash, err
 }
 
-// feedbackMode names how the work's first HostedCluster or NodePool reports status, for logs.
-func feedbackMode(w *workv1.ManifestWork) string {
-	for _, mc := range w.Spec.ManifestConfigs {
-		if mc.FeedbackScrapeType != "" {
-			return string(mc.FeedbackScrapeType)
-		}
-	}
-	return ""
-}
+// feedbackMode names how the work's HostedCluster or NodePool reports status, for logs.
+func feedbackMode(w *workv1.ManifestWork) string { return string(manifests.FeedbackMode(w)) }

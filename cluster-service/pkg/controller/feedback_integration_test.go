@@ -112,13 +112,7 @@ func waitForFeedback(t *testing.T, ctx context.Context, cs *clusterService, shar
 		if err != nil {
 			t.Fatalf("get work %s: %v", name, err)
 		}
-		for _, mc := range w.Spec.ManifestConfigs {
-			if mc.FeedbackScrapeType != "" {
-				got = mc.FeedbackScrapeType
-				break
-			}
-		}
-		if got == want {
+		if got = manifests.FeedbackMode(w); got == want {
 			t.Logf("work %s asks for %s feedback %s later", name, want, time.Since(start).Round(100*time.Millisecond))
 			return
 		}

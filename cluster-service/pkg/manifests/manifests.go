@@ -91,7 +91,32 @@ type Cluster struct {
 	SSHPublicKey string
 	// WatchStatus asks the agent to watch the HostedCluster for feedback (see feedbackScrape)
 	// instead of re-reading it every status-sync interval: set while a transition is in flight.
+	// The cluster's secrets are watched with it (watchSecrets), unless ReadSecretsLive.
 	WatchStatus bool
+	// ReadSecretsLive keeps the secrets polled while WatchStatus is set: the agent then reads
+	// each of them from the kube-apiserver on every status sync of the work, the rule before
+	// 2026-11-25, kept as a benchmark's baseline (Cluster Service's --watch-secrets=false).
+	ReadSecretsLive bool
+}
+
+// watchSecrets: while a transition is in flight the agent syncs a work's status each time
+// something in it changes, and reads every manifest it does not watch live from the
+// kube-apiserver each time: about nine GETs of each secret per create (docs/performance.md,
+// "What a management kube-apiserver serves"). Watched, the secrets are read from one informer
+// on the cluster's namespace (the pinned agent keys its informers by resource and namespace),
+// a LIST and a WATCH instead. The steady (Poll) form leaves their scrape type unset, so it is
+// the same work as before and a rollout republishes nothing.
+func watchSecrets(c Cluster) bool { return c.WatchStatus && !c.ReadSecretsLive }
+
+// FeedbackMode is the scrape type the work asks for on its object that reports feedback (the
+// HostedCluster or the NodePool: the manifest with feedback rules), or "" if it has none.
+func FeedbackMode(w *workv1.ManifestWork) workv1.FeedbackScrapeType {
+	for _, mc := range w.Spec.ManifestConfigs {
+		if len(mc.FeedbackRules) > 0 {
+			return mc.FeedbackScrapeType
+		}
+	}
+	return ""
 }
 
 // feedbackScrape is how the Maestro agent reads a HostedCluster's or NodePool's status for
@@ -312,8 +337,13 @@ func Build(cfg Config, c Cluster) (*workv1.ManifestWork, error) {
 		}
 		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 		cfg := manifestConfig(o)
-		if _, ok := o.(*hypershiftv1beta1.HostedCluster); ok {
+		switch o.(type) {
+		case *hypershiftv1beta1.HostedCluster:
 			cfg.FeedbackScrapeType = feedbackScrape(c.WatchStatus)
+		case *corev1.Secret:
+			if watchSecrets(c) {
+				cfg.FeedbackScrapeType = workv1.FeedbackWatchType
+			}
 		}
 		work.Spec.ManifestConfigs = append(work.Spec.ManifestConfigs, cfg)
 	}

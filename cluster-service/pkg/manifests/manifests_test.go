@@ -579,3 +579,60 @@ func stored(p *csv1.NodePoolPlatform) *csv1.NodePoolPlatform {
 	}
 	return p
 }
+
+// TestBuildFeedbackScrape: in flight the HostedCluster and the secrets are watched (the
+// secrets' live reads are what watchSecrets saves); steady, the HostedCluster is polled and
+// the secrets carry no scrape type, the same work as before watched secrets existed.
+func TestBuildFeedbackScrape(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		watch, secretsLive  bool
+		wantHC, wantSecrets workv1.FeedbackScrapeType
+	}{
+		{"steady", false, false, workv1.FeedbackPollType, ""},
+		{"in_flight", true, false, workv1.FeedbackWatchType, workv1.FeedbackWatchType},
+		{"in_flight_secrets_read_live", true, true, workv1.FeedbackWatchType, ""},
+		{"steady_secrets_read_live", false, true, workv1.FeedbackPollType, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster(fullSpec())
+			c.WatchStatus, c.ReadSecretsLive = tc.watch, tc.secretsLive
+			w, err := Build(Config{}, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			secrets := 0
+			for _, mc := range w.Spec.ManifestConfigs {
+				switch mc.ResourceIdentifier.Resource {
+				case "hostedclusters":
+					if mc.FeedbackScrapeType != tc.wantHC {
+						t.Errorf("HostedCluster scrape type %q, want %q", mc.FeedbackScrapeType, tc.wantHC)
+					}
+				case "secrets":
+					secrets++
+					if mc.FeedbackScrapeType != tc.wantSecrets {
+						t.Errorf("secret %s scrape type %q, want %q", mc.ResourceIdentifier.Name, mc.FeedbackScrapeType, tc.wantSecrets)
+					}
+				default:
+					if mc.FeedbackScrapeType != "" {
+						t.Errorf("%s scrape type %q, want none", mc.ResourceIdentifier.Resource, mc.FeedbackScrapeType)
+					}
+				}
+			}
+			if secrets != 3 {
+				t.Errorf("%d secret manifest configs, want 3", secrets)
+			}
+			if got := FeedbackMode(w); got != tc.wantHC {
+				t.Errorf("FeedbackMode = %q, want the HostedCluster's %q", got, tc.wantHC)
+			}
+		})
+	}
+	// The steady form does not depend on the baseline knob: a rollout republishes no work.
+	a, _ := Build(Config{}, cluster(fullSpec()))
+	c := cluster(fullSpec())
+	c.ReadSecretsLive = true
+	b, _ := Build(Config{}, c)
+	if a.Annotations[AnnotationSpecHash] != b.Annotations[AnnotationSpecHash] {
+		t.Error("the steady work differs with ReadSecretsLive")
+	}
+}
