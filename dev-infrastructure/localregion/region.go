@@ -583,6 +583,18 @@ func maestroServerNames(n int) []string {
 // all; SetMaestroServers may run fewer).
 func (r *Region) MaestroServersProvisioned() int { return 1 + len(r.extraMaestro) }
 
+// MaestroMetricsURLs are the /metrics URLs of the Maestro server instances running now, the
+// first instance's (Info.Maestro.MetricsURL) first.
+func (r *Region) MaestroMetricsURLs() []string {
+	urls := []string{r.Info.Maestro.MetricsURL}
+	for _, ms := range r.extraMaestro {
+		if exited, _ := ms.Process().Exited(); !exited {
+			urls = append(urls, ms.MetricsURL)
+		}
+	}
+	return urls
+}
+
 // SetMaestroServers runs n of the region's Maestro server instances (1 to
 // Config.MaestroServers), starting or stopping the instances beyond the first: a benchmark
 // compares one status reader with several in one region. The first always runs.

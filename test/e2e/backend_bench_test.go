@@ -1063,18 +1063,24 @@ func BenchmarkFeedbackModes(b *testing.B) {
 	}
 }
 
-// maestroMetrics reads the Maestro server's /metrics that say where its status path spends
-// time: status events processed and their latency, its PostgreSQL advisory locks (taken to
-// held, by type), its gRPC Publish handling, its REST requests by method, and agents' status
-// updates received; series per resource ID are summed over resources.
+// maestroMetrics reads the /metrics of the running Maestro servers that say where their status
+// path spends time: status events processed and their latency, their PostgreSQL advisory locks
+// (taken to held, by type), their gRPC Publish handling, their REST requests by method, and
+// agents' status updates received; series per resource ID are summed over resources, and every
+// series over the instances (an instance stopped or started between two reads makes their
+// difference meaningless, so a mode reads both with the same instances running).
 func maestroMetrics() csMetrics {
 	restMethod := regexp.MustCompile(`method="([A-Z]+)"`)
-	resp, err := http.Get(region.Info.Maestro.MetricsURL)
-	if err != nil {
-		return nil
+	var raw []byte
+	for _, url := range region.MaestroMetricsURLs() {
+		resp, err := http.Get(url)
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		raw = append(append(raw, b...), '\n')
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
 	out := csMetrics{}
 	for _, l := range strings.Split(string(raw), "\n") {
 		k, v, ok := strings.Cut(l, " ")
