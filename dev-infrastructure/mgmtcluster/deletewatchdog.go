@@ -34,7 +34,11 @@ import (
 // (docs/performance.md). So a consumer is kicked only when its agent has been quiet for
 // StuckAfter: no bundle of it finished deleting and no deleting bundle of it changed its status
 // since StuckAfter ago, and no kick of it in that time (one resync already covers every deleting
-// bundle of the consumer). A finished delete shows the agent is working through them, and a lost
+// bundle of the consumer). After a kick the consumer is spared for ReconnectWait more: the agent
+// must come back before its resync can work, and a second kick that lands as it reconnects cuts
+// off the resync answer it came back for and lengthens its next backoff (seen in a P4 run on
+// 2026-11-25: the agent reconnected 50 s after a kick, the next kick came 9 ms later, and the lost
+// delete's retry could not be published for another minute or more). A finished delete shows the agent is working through them, and a lost
 // one is still there when it is done. A status change of a deleting bundle shows the same one
 // step earlier: the pinned Maestro server handles the agents' status events one at a time, so
 // under a mass delete they reach the server tens of seconds to minutes after the agent sent them,
@@ -52,7 +56,8 @@ type StuckDeleteWatchdog struct {
 	pause map[string]time.Duration // bundle ID → pause after its next kick
 	// deleting is each consumer's bundles being deleted at the last scan (bundle ID → its status
 	// as listed), and busyAt the last time one of them finished deleting or changed its status,
-	// or the consumer's agent was kicked.
+	// or, after a kick of the consumer's agent, the kick's time plus ReconnectWait (so in the
+	// future until then). The consumer's quiet time counts from busyAt.
 	deleting map[string]map[string]string
 	busyAt   map[string]time.Time
 }
@@ -74,6 +79,12 @@ type StuckDeleteWatchdogOptions struct {
 	// StuckAfter: a bundle deleting for longer is considered stuck (default 45s; a HostedCluster
 	// delete takes seconds here).
 	StuckAfter time.Duration
+	// ReconnectWait is how long a kicked agent may take to come back. The pinned agent waits
+	// 5 s × 5ⁿ with up to 100 % jitter, capped at a minute, between reconnects (sdk-go's
+	// clients.DelayFn, reset after 10 minutes without one), so after repeated kicks it can be
+	// off the broker for up to 2 minutes. A consumer is kicked again no sooner than
+	// ReconnectWait + StuckAfter after its last kick. Default 2m.
+	ReconnectWait time.Duration
 	// Interval between scans (default 10s).
 	Interval time.Duration
 	Logger   *slog.Logger
@@ -86,9 +97,6 @@ func StartStuckDeleteWatchdog(ctx context.Context, o StuckDeleteWatchdogOptions)
 	}
 	if o.Interval <= 0 {
 		o.Interval = 10 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
 	}
 	w := newStuckDeleteWatchdog(o)
 	go func() {
@@ -109,6 +117,12 @@ func StartStuckDeleteWatchdog(ctx context.Context, o StuckDeleteWatchdogOptions)
 }
 
 func newStuckDeleteWatchdog(o StuckDeleteWatchdogOptions) *StuckDeleteWatchdog {
+	if o.ReconnectWait <= 0 {
+		o.ReconnectWait = 2 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
 	return &StuckDeleteWatchdog{o: o, log: o.Logger.With("component", "stuck-delete-watchdog"),
 		next: map[string]time.Time{}, pause: map[string]time.Duration{},
 		deleting: map[string]map[string]string{}, busyAt: map[string]time.Time{}}
@@ -161,7 +175,7 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 		for id, status := range before {
 			// Finished, or a newer status, since the last scan: the agent is working.
 			if listed, ok := deleting[consumer][id]; !ok || listed != status {
-				w.busyAt[consumer] = now
+				w.markBusy(consumer, now)
 				break
 			}
 		}
@@ -198,7 +212,7 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 		}
 		w.mu.Lock()
 		w.kicks++
-		w.busyAt[consumer] = now
+		w.markBusy(consumer, now.Add(w.o.ReconnectWait))
 		for _, b := range bs {
 			p := w.pause[b.ID]
 			if p == 0 {
@@ -210,6 +224,14 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 		w.mu.Unlock()
 	}
 	return nil
+}
+
+// markBusy moves the consumer's busyAt to t unless it is later already (a kick's
+// ReconnectWait is not cut short by a status that arrives meanwhile). Called with w.mu held.
+func (w *StuckDeleteWatchdog) markBusy(consumer string, t time.Time) {
+	if t.After(w.busyAt[consumer]) {
+		w.busyAt[consumer] = t
+	}
 }
 
 // DeletingBundlesSearch is the Maestro list search that selects the bundles being deleted.

@@ -161,7 +161,8 @@ func runWatchdogSteps(t *testing.T, w *StuckDeleteWatchdog, brokerAddr string, n
 func testWatchdog(t *testing.T, rest *fakeMaestroREST, brokerAddr string) *StuckDeleteWatchdog {
 	hs := httptest.NewServer(rest)
 	t.Cleanup(hs.Close)
-	return newStuckDeleteWatchdog(StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: brokerAddr, StuckAfter: 45 * time.Second,
+	return newStuckDeleteWatchdog(StuckDeleteWatchdogOptions{Maestro: MaestroREST{URL: hs.URL}, BrokerAddr: brokerAddr,
+		StuckAfter: 45 * time.Second, ReconnectWait: 30 * time.Second,
 		AgentClientIDs: map[string]string{"mgmt-1": "mgmt-1-work-agent", "mgmt-2": "mgmt-2-work-agent"},
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
@@ -169,7 +170,7 @@ func testWatchdog(t *testing.T, rest *fakeMaestroREST, brokerAddr string) *Stuck
 // TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting: while a consumer's deletes keep finishing
 // its agent is not kicked however long the others take (a mass delete on a loaded machine); once
 // it has been quiet for StuckAfter, the bundle still deleting (a lost delete) gets its kick, and
-// the consumer is not kicked again within StuckAfter of that.
+// the consumer is not kicked again within ReconnectWait + StuckAfter of that.
 func TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting(t *testing.T) {
 	mq := startTestBroker(t)
 	now := time.Now()
@@ -195,8 +196,11 @@ func TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting(t *testing.T) {
 		{name: "last_progress", at: 120 * time.Second, before: remove("c")},
 		{name: "quiet_for_less_than_stuck_after", at: 150 * time.Second},
 		{name: "quiet_for_stuck_after_kicks", at: 166 * time.Second, wantKicked: []string{"mgmt-1"}},
-		{name: "no_second_kick_within_stuck_after_of_the_first", at: 200 * time.Second},
-		{name: "kicked_again_when_still_quiet", at: 212 * time.Second, wantKicked: []string{"mgmt-1"}},
+		// The bundle's own pause (45 s) is over at 211 s, but the agent may still be reconnecting:
+		// no kick before 166 + 30 + 45 s.
+		{name: "no_second_kick_while_the_agent_may_be_reconnecting", at: 212 * time.Second},
+		{name: "no_second_kick_within_stuck_after_of_its_reconnect", at: 235 * time.Second},
+		{name: "kicked_again_when_still_quiet", at: 242 * time.Second, wantKicked: []string{"mgmt-1"}},
 	})
 }
 
@@ -213,25 +217,32 @@ func TestStuckDeleteWatchdogSparesAnAgentWhoseStatusArrives(t *testing.T) {
 		{"id": "slow", "consumer_name": "mgmt-1", "deleted_at": now.Add(-50 * time.Second), "status": map[string]any{"SequenceID": "1"}},
 		{"id": "lost", "consumer_name": "mgmt-2", "deleted_at": now.Add(-50 * time.Second), "status": map[string]any{"SequenceID": "7"}},
 	}
-	sequence := func(id string) func() {
+	sequenceOf := func(bundle int, id string) func() {
 		return func() {
 			rest.mu.Lock()
 			defer rest.mu.Unlock()
-			st := rest.bundles[0]["status"].(map[string]any)
+			st := rest.bundles[bundle]["status"].(map[string]any)
 			st["SequenceID"] = id
 		}
 	}
+	sequence := func(id string) func() { return sequenceOf(0, id) }
 	w := testWatchdog(t, rest, mq.Addr)
 	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
 		// The first scan has nothing to compare with: both are stuck and quiet as far as it knows.
 		{name: "first_scan_kicks_both", at: 0, wantKicked: []string{"mgmt-1", "mgmt-2"}},
+		// A status of mgmt-2's bundle still in the server's queue arrives while its agent may be
+		// reconnecting: the wait still counts from the kick's ReconnectWait, not from this.
+		{name: "late_status_of_the_other", at: 10 * time.Second, before: sequenceOf(1, "8")},
 		{name: "status_arrives", at: 30 * time.Second, before: sequence("2")},
-		// Both are due again (pause 45 s); mgmt-2's bundle is unchanged since its kick.
-		{name: "spared_while_status_arrives_other_consumer_kicked", at: 50 * time.Second, before: sequence("3"),
+		// Both bundles' pauses (45 s) are over, but both agents may still be reconnecting (30 s)
+		// and then resyncing (45 s).
+		{name: "both_spared_after_their_kicks", at: 50 * time.Second, before: sequence("3")},
+		{name: "a_status_during_the_reconnect_wait_does_not_shorten_it", at: 58 * time.Second},
+		// mgmt-2's bundle is unchanged since its kick, 30 + 45 s ago; mgmt-1's status still arrives.
+		{name: "spared_while_status_arrives_other_consumer_kicked", at: 80 * time.Second, before: sequence("4"),
 			wantKicked: []string{"mgmt-2"}},
-		{name: "status_arrives_again", at: 70 * time.Second, before: sequence("4")},
-		{name: "quiet_for_less_than_stuck_after", at: 110 * time.Second},
-		{name: "quiet_for_stuck_after_kicks", at: 116 * time.Second, wantKicked: []string{"mgmt-1"}},
+		{name: "quiet_for_less_than_stuck_after", at: 120 * time.Second},
+		{name: "quiet_for_stuck_after_kicks", at: 126 * time.Second, wantKicked: []string{"mgmt-1"}},
 	})
 }
 
@@ -246,7 +257,7 @@ func TestStuckDeleteWatchdog(t *testing.T) {
 		rest.bundles = append(rest.bundles, map[string]any{"id": fmt.Sprintf("deleting-%d", i), "consumer_name": "mgmt-2", "deleted_at": now.Add(time.Hour)})
 	}
 	rest.bundles = append(rest.bundles,
-		map[string]any{"id": "fresh", "consumer_name": "mgmt-2", "deleted_at": now.Add(70 * time.Second)},
+		map[string]any{"id": "fresh", "consumer_name": "mgmt-2", "deleted_at": now.Add(120 * time.Second)},
 		map[string]any{"id": "stuck", "consumer_name": "mgmt-1", "deleted_at": now.Add(-time.Minute), "metadata": map[string]any{"name": "cluster-x"}},
 	)
 	w := testWatchdog(t, rest, mq.Addr)
@@ -254,16 +265,18 @@ func TestStuckDeleteWatchdog(t *testing.T) {
 	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
 		{name: "stuck_bundle_kicks_its_consumer_only", at: 0, wantKicked: []string{"mgmt-1"}},
 		{name: "no_second_kick_within_the_pause", at: 30 * time.Second},
-		{name: "kicked_again_after_the_pause", at: 46 * time.Second, wantKicked: []string{"mgmt-1"}},
-		{name: "pause_doubles", at: 100 * time.Second},
-		{name: "a_later_delete_counts_once_it_is_stuck_too", at: 140 * time.Second, wantKicked: []string{"mgmt-1", "mgmt-2"}},
+		{name: "no_second_kick_before_reconnect_wait_and_stuck_after", at: 46 * time.Second},
+		{name: "kicked_again_after_both", at: 76 * time.Second, wantKicked: []string{"mgmt-1"}},
+		// The bundle's pause is now 90 s: due at 166 s, though its consumer is due at 151 s.
+		{name: "pause_doubles", at: 160 * time.Second},
+		{name: "a_later_delete_counts_once_it_is_stuck_too", at: 170 * time.Second, wantKicked: []string{"mgmt-1", "mgmt-2"}},
 	})
 
 	// A bundle that is gone is forgotten.
 	rest.mu.Lock()
 	rest.bundles = rest.bundles[:460]
 	rest.mu.Unlock()
-	if err := w.Scan(context.Background(), now.Add(200*time.Second)); err != nil {
+	if err := w.Scan(context.Background(), now.Add(230*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.next) != 0 || len(w.pause) != 0 {

@@ -142,7 +142,9 @@ func startRegionPolling(t *testing.T, ctx context.Context, sim hypershiftsim.Opt
 	t.Cleanup(stopWatchdog)
 	wd := mgmtcluster.StartStuckDeleteWatchdog(wdCtx, mgmtcluster.StuckDeleteWatchdogOptions{
 		Maestro: ms.REST(), BrokerAddr: mq.Addr, AgentClientIDs: map[string]string{shard: agent.ClientID},
-		StuckAfter: 30 * time.Second, Interval: 5 * time.Second,
+		// This agent is kicked rarely, so it comes back within its first backoffs (5-10 s, then
+		// 25-50 s); a shorter wait than the region's keeps a second kick within the tests' waits.
+		StuckAfter: 30 * time.Second, Interval: 5 * time.Second, ReconnectWait: 25 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(wdLog, nil)), // left open: a scan may still be ending
 	})
 	return &region{maestro: ms, agent: agent, mgmt: mc, kube: mgr.GetClient(), csDSN: pgservertest.NewDatabase(t, pg), logDir: logDir, watchdog: wd}

@@ -138,7 +138,9 @@ func startRegion(t testing.TB, ctx context.Context, o regionOptions) region {
 		t.Cleanup(stop)
 		reg.watchdog = mgmtcluster.StartStuckDeleteWatchdog(wdCtx, mgmtcluster.StuckDeleteWatchdogOptions{
 			Maestro: srv.REST(), BrokerAddr: mq.Addr, AgentClientIDs: map[string]string{consumer: agent.ClientID},
-			StuckAfter: 20 * time.Second, Interval: 5 * time.Second,
+			// A second kick, if one is needed, within waitDeleted's 2 minutes: this agent is
+			// kicked rarely, so it comes back within its first backoffs (5-10 s, then 25-50 s).
+			StuckAfter: 20 * time.Second, Interval: 5 * time.Second, ReconnectWait: 25 * time.Second,
 			Logger: slog.New(slog.NewTextHandler(wdLog, nil)), // left open: a scan may still be ending
 		})
 	}
