@@ -541,7 +541,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		c.mu.Lock()
 		c.applied[id], c.steady[id] = hash, steadyHash
 		c.mu.Unlock()
-		log.Info("manifest work applied", "work", work.Name, "feedback", feedbackMode(work))
+		log.Info("manifest work applied", "work", work.Name, "feedback", manifests.FeedbackMode(work))
 		if cl.Status.GetApplied() {
 			// The pools' works carry part of the cluster's spec (the node drain timeout);
 			// each rebuilds and applies only if its own hash changed.
@@ -731,6 +731,3 @@ func (c *Controller) withFeedbackMode(key string, ready bool, build func(watch b
 	work, err = build(true)
 	return work, steadyHash, err
 }
-
-// feedbackMode names how the work's HostedCluster or NodePool reports status, for logs.
-func feedbackMode(w *workv1.ManifestWork) string { return string(manifests.FeedbackMode(w)) }

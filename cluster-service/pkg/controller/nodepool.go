@@ -117,7 +117,7 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 		c.mu.Lock()
 		c.applied[key], c.steady[key] = hash, steadyHash
 		c.mu.Unlock()
-		log.Info("node pool manifest work applied", "work", work.Name, "feedback", feedbackMode(work))
+		log.Info("node pool manifest work applied", "work", work.Name, "feedback", manifests.FeedbackMode(work))
 	}
 	got, err := c.readWork(ctx, cl.Shard, work.Name, hash)
 	if apierrors.IsNotFound(err) {
