@@ -16,15 +16,20 @@ import (
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
-// BenchmarkCreateCluster measures creates through the global write lock (placement, revision,
-// event) from parallel callers, the cost the serialised design pays.
-func BenchmarkCreateCluster(b *testing.B) {
-	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
+// openBench opens a store on a throwaway PostgreSQL for one benchmark, closed when it ends.
+func openBench(b *testing.B) *Store {
+	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pgservertest.Start(b)), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(s.Close)
+	return s
+}
+
+// BenchmarkCreateCluster measures creates through the global write lock (placement, revision,
+// event) from parallel callers, the cost the serialised design pays.
+func BenchmarkCreateCluster(b *testing.B) {
+	s := openBench(b)
 	if _, err := s.RegisterShard(context.Background(), placement.Shard{Name: "mc-1", MaxClusters: 1 << 30}); err != nil {
 		b.Fatal(err)
 	}
@@ -46,12 +51,7 @@ func BenchmarkCreateCluster(b *testing.B) {
 
 // BenchmarkUpdateStatus measures the controller's status write.
 func BenchmarkUpdateStatus(b *testing.B) {
-	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b)
 	ctx := context.Background()
 	if _, err := s.RegisterShard(ctx, placement.Shard{Name: "mc-1", MaxClusters: 10}); err != nil {
 		b.Fatal(err)
@@ -77,12 +77,7 @@ func BenchmarkUpdateStatus(b *testing.B) {
 // so what counts is writes/s and the p99.
 // Run: cd cluster-service && go test ./pkg/store -run '^$' -bench ContendedStatusWrites -benchtime 1x
 func BenchmarkContendedStatusWrites(b *testing.B) {
-	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b)
 	defer func() { batchEventWrites = true }()
 	ctx := context.Background()
 	const writers = 8
@@ -91,6 +86,7 @@ func BenchmarkContendedStatusWrites(b *testing.B) {
 	}
 	clusters := make([]*Cluster, writers)
 	for w := range clusters {
+		var err error
 		if clusters[w], _, err = s.CreateCluster(ctx, newCluster(fmt.Sprintf("%032d", w+1), armID(fmt.Sprint("w", w))), placement.LeastLoaded{}); err != nil {
 			b.Fatal(err)
 		}
@@ -180,12 +176,7 @@ func contended(b *testing.B, modes []string, writers int, unit string, setMode f
 // until its commit, so what counts is creates/s and the p99 (P1's PUTs queue on exactly this).
 // Run: cd cluster-service && go test ./pkg/store -run '^$' -bench ContendedCreates -benchtime 1x
 func BenchmarkContendedCreates(b *testing.B) {
-	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openBench(b)
 	defer s.checkedCreates.Store(false)
 	ctx := context.Background()
 	for _, name := range []string{"mc-1", "mc-2"} {
