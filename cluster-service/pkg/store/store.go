@@ -110,10 +110,6 @@ type Store struct {
 
 	// batchedStatus sends a status write's statements in two batches (SetBatchedStatusWrites).
 	batchedStatus atomic.Bool
-	// checkedCreates makes CreateCluster take its checks one round trip at a time under the
-	// write lock, as it did before createClusterFast; only the store's benchmark sets it, to
-	// measure the two against each other in one run.
-	checkedCreates atomic.Bool
 }
 
 // SetBatchedStatusWrites chooses how a status write (UpdateStatus, UpdateNodePoolStatus) talks
@@ -215,131 +211,63 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 	if err != nil {
 		return nil, false, err
 	}
-	n := &clusterInsert{c: c, armID: armID, etcdKey: sealedEtcdKey, sshKey: sshKey}
-	if n.spec, err = protojson.Marshal(c.Spec); err != nil {
-		return nil, false, err
-	}
-	n.status = proto.Clone(c.Status).(*csv1.ClusterStatus)
-	if n.status == nil || n.status.State == csv1.ClusterState_CLUSTER_STATE_UNSPECIFIED {
-		n.status = &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_PENDING, Message: "The cluster is accepted and placed; its manifests are not sent yet."}
-	}
-	if n.statusJSON, err = protojson.Marshal(n.status); err != nil {
-		return nil, false, err
-	}
 	var out *Cluster
-	if s.checkedCreates.Load() {
-		err = s.writeTx(ctx, func(tx pgx.Tx) error {
-			out, created, err = s.createClusterChecked(ctx, tx, n, policy)
+	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		existing, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE arm_resource_id = $1`, armID))
+		if err == nil {
+			out = existing
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
 			return err
-		})
-	} else {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			out, created, err = s.createClusterFast(ctx, tx, n, policy)
+		}
+		var otherARM string
+		switch err := tx.QueryRow(ctx, `SELECT arm_resource_id FROM clusters WHERE id = $1`, c.ID).Scan(&otherARM); {
+		case err == nil:
+			return ErrIDInUse
+		case !errors.Is(err, pgx.ErrNoRows):
 			return err
-		})
-	}
+		}
+		shard, err := placeTx(ctx, tx, policy, placement.Request{ClusterID: c.ID, Location: c.Spec.GetAzure().GetLocation()})
+		if err != nil {
+			return err
+		}
+		st := proto.Clone(c.Status).(*csv1.ClusterStatus)
+		if st == nil || st.State == csv1.ClusterState_CLUSTER_STATE_UNSPECIFIED {
+			st = &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_PENDING, Message: "The cluster is accepted and placed; its manifests are not sent yet."}
+		}
+		spec, err := protojson.Marshal(c.Spec)
+		if err != nil {
+			return err
+		}
+		stj, err := protojson.Marshal(st)
+		if err != nil {
+			return err
+		}
+		rev, err := nextRevision(ctx, tx)
+		if err != nil {
+			return err
+		}
+		// ON CONFLICT is a second guard; the advisory lock already serialises creates.
+		out, err = s.scanCluster(tx.QueryRow(ctx, `INSERT INTO clusters
+			(id, arm_resource_id, arm_resource_id_orig, spec, status, state, shard, namespace, revision, etcd_encryption_key, ssh_public_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT DO NOTHING
+			RETURNING `+clusterColumns,
+			c.ID, armID, c.ARMResourceID, spec, stj, st.State.String(), shard, c.Namespace, rev, sealedEtcdKey, sshKey))
+		if errors.Is(err, ErrNotFound) {
+			return ErrConflict
+		}
+		if err != nil {
+			return err
+		}
+		created = true
+		return recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
+	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, created, nil
-}
-
-// clusterInsert is what CreateCluster inserts, prepared before its transaction.
-type clusterInsert struct {
-	c                *Cluster
-	armID            string // lower-cased
-	spec, statusJSON []byte
-	status           *csv1.ClusterStatus
-	etcdKey          []byte // sealed
-	sshKey           string
-}
-
-// insertCluster inserts n on shard with the next revision, unless its ID or ARM resource ID is
-// taken (ErrNotFound then: no row). The revision is drawn in the statement, so a refused insert
-// leaves a gap in the revisions, which watchers never relied on.
-const insertClusterSQL = `INSERT INTO clusters
-	(id, arm_resource_id, arm_resource_id_orig, spec, status, state, shard, namespace, revision, etcd_encryption_key, ssh_public_key)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, nextval('cluster_revision_seq'), $9, $10)
-	ON CONFLICT DO NOTHING
-	RETURNING ` + clusterColumns
-
-func (s *Store) insertCluster(ctx context.Context, tx pgx.Tx, n *clusterInsert, shard string) (*Cluster, error) {
-	return s.scanCluster(tx.QueryRow(ctx, insertClusterSQL, n.c.ID, n.armID, n.c.ARMResourceID, n.spec, n.statusJSON,
-		n.status.State.String(), shard, n.c.Namespace, n.etcdKey, n.sshKey))
-}
-
-// createClusterFast is CreateCluster's transaction in four round trips under the write lock
-// instead of eight, because every create of the region queues on that lock (P1,
-// docs/performance.md): the lock and the shards with their counts in one batch, the placement,
-// the insert (which refuses a taken ID or ARM resource ID by itself), the event, the commit. The
-// checks that tell an existing cluster from a taken ID run only when the insert or the
-// placement refuses; they then answer exactly as createClusterChecked, under the same lock.
-func (s *Store) createClusterFast(ctx context.Context, tx pgx.Tx, n *clusterInsert, policy placement.Policy) (*Cluster, bool, error) {
-	b := &pgx.Batch{}
-	b.Queue(takeWriteLock, int64(writeLockKey))
-	b.Queue(shardQuery + ` ORDER BY s.name`)
-	br := tx.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, false, fmt.Errorf("take write lock: %w", err)
-	}
-	rows, err := br.Query()
-	var shards []placement.Shard
-	if err == nil {
-		shards, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (placement.Shard, error) { return scanShard(r) })
-	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("list shards: %w", err)
-	}
-	shard, placeErr := policy.Choose(ctx, placement.Request{ClusterID: n.c.ID, Location: n.c.Spec.GetAzure().GetLocation()}, shards)
-	if placeErr == nil {
-		out, err := s.insertCluster(ctx, tx, n, shard)
-		if err == nil {
-			return out, true, recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return nil, false, err
-		}
-	}
-	// The insert or the placement refused: an existing cluster is returned whatever the
-	// shards' state, as createClusterChecked does.
-	return s.createClusterChecked(ctx, tx, n, policy)
-}
-
-// createClusterChecked is CreateCluster's transaction one step at a time; tx holds the write
-// lock. An existing cluster of the same ARM resource ID is returned (created false); an ID taken
-// by another ARM resource is ErrIDInUse; then the cluster is placed and inserted.
-func (s *Store) createClusterChecked(ctx context.Context, tx pgx.Tx, n *clusterInsert, policy placement.Policy) (*Cluster, bool, error) {
-	existing, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE arm_resource_id = $1`, n.armID))
-	if err == nil {
-		return existing, false, nil
-	}
-	if !errors.Is(err, ErrNotFound) {
-		return nil, false, err
-	}
-	var otherARM string
-	switch err := tx.QueryRow(ctx, `SELECT arm_resource_id FROM clusters WHERE id = $1`, n.c.ID).Scan(&otherARM); {
-	case err == nil:
-		return nil, false, ErrIDInUse
-	case !errors.Is(err, pgx.ErrNoRows):
-		return nil, false, err
-	}
-	shard, err := placeTx(ctx, tx, policy, placement.Request{ClusterID: n.c.ID, Location: n.c.Spec.GetAzure().GetLocation()})
-	if err != nil {
-		return nil, false, err
-	}
-	// ON CONFLICT is a second guard; the advisory lock already serialises creates.
-	out, err := s.insertCluster(ctx, tx, n, shard)
-	if errors.Is(err, ErrNotFound) {
-		return nil, false, ErrConflict
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return out, true, recordEvent(ctx, tx, csv1.EventType_EVENT_TYPE_UPSERTED, out)
 }
 
 // placeTx counts clusters per shard and asks the policy, inside the caller's transaction (which

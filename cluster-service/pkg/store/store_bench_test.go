@@ -16,20 +16,15 @@ import (
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
-// openBench opens a store on a throwaway PostgreSQL for one benchmark, closed when it ends.
-func openBench(b *testing.B) *Store {
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pgservertest.Start(b)), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(s.Close)
-	return s
-}
-
 // BenchmarkCreateCluster measures creates through the global write lock (placement, revision,
 // event) from parallel callers, the cost the serialised design pays.
 func BenchmarkCreateCluster(b *testing.B) {
-	s := openBench(b)
+	pg := pgservertest.Start(b)
+	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
 	if _, err := s.RegisterShard(context.Background(), placement.Shard{Name: "mc-1", MaxClusters: 1 << 30}); err != nil {
 		b.Fatal(err)
 	}
@@ -51,7 +46,12 @@ func BenchmarkCreateCluster(b *testing.B) {
 
 // BenchmarkUpdateStatus measures the controller's status write.
 func BenchmarkUpdateStatus(b *testing.B) {
-	s := openBench(b)
+	pg := pgservertest.Start(b)
+	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
 	ctx := context.Background()
 	if _, err := s.RegisterShard(ctx, placement.Shard{Name: "mc-1", MaxClusters: 10}); err != nil {
 		b.Fatal(err)
@@ -77,55 +77,44 @@ func BenchmarkUpdateStatus(b *testing.B) {
 // so what counts is writes/s and the p99.
 // Run: cd cluster-service && go test ./pkg/store -run '^$' -bench ContendedStatusWrites -benchtime 1x
 func BenchmarkContendedStatusWrites(b *testing.B) {
-	s := openBench(b)
+	pg := pgservertest.Start(b)
+	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
 	defer func() { batchEventWrites = true }()
 	ctx := context.Background()
-	const writers = 8
+	const writers, rounds, roundTime = 8, 3, 2 * time.Second
 	if _, err := s.RegisterShard(ctx, placement.Shard{Name: "mc-1", MaxClusters: writers}); err != nil {
 		b.Fatal(err)
 	}
 	clusters := make([]*Cluster, writers)
 	for w := range clusters {
-		var err error
 		if clusters[w], _, err = s.CreateCluster(ctx, newCluster(fmt.Sprintf("%032d", w+1), armID(fmt.Sprint("w", w))), placement.LeastLoaded{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+	type result struct {
+		writes int
+		took   time.Duration
+		lat    []time.Duration
 	}
 	modes := []struct {
 		name           string
 		events, status bool
 	}{{"one-by-one", false, false}, {"event-batched", true, false}, {"batched", true, true}}
-	rate := contended(b, []string{modes[0].name, modes[1].name, modes[2].name}, writers, "writes", func(mode int) {
-		batchEventWrites = modes[mode].events
-		s.SetBatchedStatusWrites(modes[mode].status)
-	}, func(r, w, i int) error {
-		st := &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, Message: fmt.Sprint("round ", r, " step ", i)}
-		next, err := s.UpdateStatus(ctx, clusters[w].ID, clusters[w].Revision, st)
-		if err == nil {
-			clusters[w] = next // each writer owns its cluster
-		}
-		return err
-	})
-	b.Logf("batched / one-by-one writes/s: %.2f; batched / event-batched: %.2f", rate["batched"]/rate["one-by-one"], rate["batched"]/rate["event-batched"])
-}
-
-// contended runs op from writers goroutines as fast as they can for 2 s a round, the modes
-// alternating (setMode(i) before mode i's round) for 3 rounds, and reports each mode's
-// operations/s, p50 and p99 (unit names the operation). op(r, w, i) is writer w's i-th operation
-// of round r. It returns each mode's rate.
-func contended(b *testing.B, modes []string, writers int, unit string, setMode func(int), op func(r, w, i int) error) map[string]float64 {
-	const rounds, roundTime = 3, 2 * time.Second
-	type result struct {
-		ops  int
-		took time.Duration
-		lat  []time.Duration
-	}
-	results := make([]result, len(modes))
+	results := map[string]*result{}
 	for range b.N {
 		for r := range rounds {
-			for m := range modes {
-				setMode(m)
-				res := &results[m]
+			for _, m := range modes {
+				batchEventWrites = m.events
+				s.SetBatchedStatusWrites(m.status)
+				res := results[m.name]
+				if res == nil {
+					res = &result{}
+					results[m.name] = res
+				}
 				var mu sync.Mutex
 				var wg sync.WaitGroup
 				start := time.Now()
@@ -133,18 +122,23 @@ func contended(b *testing.B, modes []string, writers int, unit string, setMode f
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
+						c := clusters[w]
 						for i := 0; time.Since(start) < roundTime; i++ {
+							st := &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, Message: fmt.Sprint("round ", r, " step ", i)}
 							t := time.Now()
-							if err := op(r, w, i); err != nil {
+							next, err := s.UpdateStatus(ctx, c.ID, c.Revision, st)
+							if err != nil {
 								b.Error(err)
 								return
 							}
 							d := time.Since(t)
+							c = next
 							mu.Lock()
-							res.ops++
+							res.writes++
 							res.lat = append(res.lat, d)
 							mu.Unlock()
 						}
+						clusters[w] = c
 					}()
 				}
 				wg.Wait()
@@ -154,45 +148,14 @@ func contended(b *testing.B, modes []string, writers int, unit string, setMode f
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	rate := map[string]float64{}
-	for m, name := range modes {
-		res := results[m]
-		if len(res.lat) == 0 {
-			b.Fatalf("%s: no %s", name, unit)
-		}
+	for _, m := range modes {
+		res := results[m.name]
 		sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
-		rate[name] = float64(res.ops) / res.took.Seconds()
+		rate[m.name] = float64(res.writes) / res.took.Seconds()
 		p50, p99 := res.lat[len(res.lat)/2], res.lat[len(res.lat)*99/100]
-		b.Logf("%s: %d %s, %.0f %s/s, p50 %.2f ms, p99 %.2f ms", name, res.ops, unit, rate[name], unit, ms(p50), ms(p99))
-		b.ReportMetric(rate[name], name+"-"+unit+"/s")
-		b.ReportMetric(ms(p99), name+"-p99-ms")
+		b.Logf("%s: %d writes, %.0f writes/s, p50 %.2f ms, p99 %.2f ms", m.name, res.writes, rate[m.name], ms(p50), ms(p99))
+		b.ReportMetric(rate[m.name], m.name+"-writes/s")
+		b.ReportMetric(ms(p99), m.name+"-p99-ms")
 	}
-	return rate
-}
-
-// BenchmarkContendedCreates compares, in one run, CreateCluster's transaction taken one step at a
-// time under the write lock (createClusterChecked, eight round trips under the lock, as before
-// 2026-11-25) with createClusterFast (four): 8 writers, each creating new clusters as fast as it
-// can for 2 s per round, the two alternating for 3 rounds. Every create holds the write lock
-// until its commit, so what counts is creates/s and the p99 (P1's PUTs queue on exactly this).
-// Run: cd cluster-service && go test ./pkg/store -run '^$' -bench ContendedCreates -benchtime 1x
-func BenchmarkContendedCreates(b *testing.B) {
-	s := openBench(b)
-	defer s.checkedCreates.Store(false)
-	ctx := context.Background()
-	for _, name := range []string{"mc-1", "mc-2"} {
-		if _, err := s.RegisterShard(ctx, placement.Shard{Name: name, MaxClusters: 1 << 30}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var n atomic.Int64
-	modes := []string{"checked", "fast"}
-	rate := contended(b, modes, 8, "creates", func(mode int) { s.checkedCreates.Store(modes[mode] == "checked") }, func(_, _, _ int) error {
-		i := n.Add(1)
-		_, created, err := s.CreateCluster(ctx, newCluster(fmt.Sprintf("%032d", i), armID(fmt.Sprint("contended", i))), placement.LeastLoaded{})
-		if err == nil && !created {
-			err = fmt.Errorf("cluster %d: not created", i)
-		}
-		return err
-	})
-	b.Logf("fast / checked creates/s: %.2f", rate["fast"]/rate["checked"])
+	b.Logf("batched / one-by-one writes/s: %.2f; batched / event-batched: %.2f", rate["batched"]/rate["one-by-one"], rate["batched"]/rate["event-batched"])
 }
