@@ -37,9 +37,9 @@ import (
 // bundle of the consumer). After a kick the consumer is spared for ReconnectWait more: the agent
 // must come back before its resync can work, and a second kick that lands as it reconnects cuts
 // off the resync answer it came back for and lengthens its next backoff (seen in a P4 run on
-// 2026-11-25: the agent reconnected 50 s after a kick, the next kick came 9 ms later, and the lost
-// delete's retry could not be published for another minute or more). A finished delete shows the agent is working through them, and a lost
-// one is still there when it is done. A status change of a deleting bundle shows the same one
+// 2026-11-25: the agent reconnected 50 s after a kick, the next kick came 9 ms later, and the
+// lost delete's retry could not be published for another minute or more). A finished delete
+// shows the agent is working through them, and a lost one is still there when it is done. A status change of a deleting bundle shows the same one
 // step earlier: the pinned Maestro server handles the agents' status events one at a time, so
 // under a mass delete they reach the server tens of seconds to minutes after the agent sent them,
 // and until the queue drains no delete can be seen to finish although the agent has done its
