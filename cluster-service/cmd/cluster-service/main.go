@@ -78,7 +78,7 @@ type config struct {
 	statusEventsInOrder   bool
 	resyncAtOnce          bool
 	readBeforeWrite       bool
-	batchStatusWrites     bool
+	pipelinedWrites       bool
 	serverTLS             tlsconfig.Files
 	maestroTLS            tlsconfig.Files
 }
@@ -99,7 +99,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
 	var resync, republish, retention, shutdown, workers, logLevel string
-	var breakGlassValidity, placementPolicy, feedbackWatch, watchSecrets, republishAdaptive, statusFromWatch, statusEventsFirst, readBeforeWrite, batchStatusWrites, resyncSpread string
+	var breakGlassValidity, placementPolicy, feedbackWatch, watchSecrets, republishAdaptive, statusFromWatch, statusEventsFirst, readBeforeWrite, pipelinedWrites, resyncSpread string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
 	str(&watchSecrets, "watch-secrets", "WATCH_SECRETS", "true",
@@ -128,8 +128,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		"reconcile a cluster or node pool whose work's status changed before those queued for other reasons (creates, spec changes, resyncs), so a finished transition is not reported behind new work (false: one queue in arrival order; a benchmark baseline, docs/cluster-service.md)")
 	str(&readBeforeWrite, "maestro-read-before-write", "MAESTRO_READ_BEFORE_WRITE", "false",
 		"read every work from Maestro before creating or patching it, instead of trusting what this process last wrote (true: the rule before 2026-11-24, a benchmark baseline; docs/maestro.md)")
-	str(&batchStatusWrites, "store-batch-status-writes", "STORE_BATCH_STATUS_WRITES", "false",
-		"send a status write's statements to PostgreSQL in two batches instead of one by one: 1.36x the store's own status writes/s, but measured slower in the whole region (docs/performance.md), so opt-in")
+	str(&pipelinedWrites, "store-pipelined-writes", "STORE_PIPELINED_WRITES", "true",
+		"hold the store's write lock for no client round trip in creates and status writes: read first, then take the lock and write in one pipeline (false: take the lock first and hold it for six to eight round trips, the rule before 2026-11-25; a benchmark baseline, docs/cluster-service.md)")
 	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")
@@ -196,7 +196,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		{"status-events-first", statusEventsFirst, &c.statusEventsInOrder, false},
 		{"resync-spread", resyncSpread, &c.resyncAtOnce, false},
 		{"maestro-read-before-write", readBeforeWrite, &c.readBeforeWrite, true},
-		{"store-batch-status-writes", batchStatusWrites, &c.batchStatusWrites, true},
+		{"store-pipelined-writes", pipelinedWrites, &c.pipelinedWrites, true},
 	} {
 		v, err := strconv.ParseBool(b.value)
 		if err != nil {
@@ -328,7 +328,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		return fmt.Errorf("open store: %w", err)
 	}
 	defer st.Close()
-	st.SetBatchedStatusWrites(c.batchStatusWrites)
+	st.SetPipelinedWrites(c.pipelinedWrites)
 	// A rotation ends here: rows still under a retired key (or from before encryption) move to
 	// the active one, so the retired keys can go once this has run.
 	n, err := st.ReencryptSecrets(ctx)

@@ -89,7 +89,7 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "status_events_first_default", args: base, check: func(t *testing.T, c config) {
-			if c.statusEventsInOrder || c.readBeforeWrite || c.batchStatusWrites || c.pollFeedbackOnly || c.fixedRepublishWait || c.resyncAtOnce || c.readSecretsLive {
+			if c.statusEventsInOrder || c.readBeforeWrite || !c.pipelinedWrites || c.pollFeedbackOnly || c.fixedRepublishWait || c.resyncAtOnce || c.readSecretsLive {
 				t.Fatalf("a baseline flag is on by default: %+v", c)
 			}
 		}},
@@ -111,12 +111,12 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "bad_maestro_read_before_write", args: append([]string{"--maestro-read-before-write", "twice"}, base...), wantErr: "--maestro-read-before-write"},
-		{name: "store_batched_status_writes", args: append([]string{"--store-batch-status-writes=true"}, base...), check: func(t *testing.T, c config) {
-			if !c.batchStatusWrites {
-				t.Fatalf("batchStatusWrites = false with --store-batch-status-writes=true")
+		{name: "store_locked_writes", args: append([]string{"--store-pipelined-writes=false"}, base...), check: func(t *testing.T, c config) {
+			if c.pipelinedWrites {
+				t.Fatalf("pipelinedWrites = true with --store-pipelined-writes=false")
 			}
 		}},
-		{name: "bad_store_batch_status_writes", args: append([]string{"--store-batch-status-writes", "maybe"}, base...), wantErr: "--store-batch-status-writes"},
+		{name: "bad_store_pipelined_writes", args: append([]string{"--store-pipelined-writes", "maybe"}, base...), wantErr: "--store-pipelined-writes"},
 		{name: "bad_status_from_watch", args: append([]string{"--status-from-watch", "often"}, base...), wantErr: "--status-from-watch"},
 		{name: "bad_republish_adaptive", args: append([]string{"--republish-adaptive", "maybe"}, base...), wantErr: "--republish-adaptive"},
 		{name: "bad_feedback_watch", args: append([]string{"--feedback-watch", "sometimes"}, base...), wantErr: "--feedback-watch"},

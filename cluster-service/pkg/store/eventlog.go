@@ -45,7 +45,7 @@ func (l eventLog) named(noun string) string { return strings.TrimSpace(l.label +
 // writeEvent keeps one event per object: it replaces the object's previous event with this one
 // (UPSERTED or the DELETED tombstone) and wakes watchers with the revision.
 func writeEvent(ctx context.Context, tx pgx.Tx, l eventLog, id string, revision int64, typ csv1.EventType, doc []byte) error {
-	_, err := runSteps(ctx, tx, batchEventWrites, eventSteps(l, id, revision, typ, doc))
+	_, err := runSteps(ctx, tx, true, eventSteps(l, id, revision, typ, doc))
 	return err
 }
 
@@ -103,10 +103,6 @@ func runSteps(ctx context.Context, tx pgx.Tx, batched bool, steps []sqlStep) ([]
 	}
 	return tags, nil
 }
-
-// batchEventWrites sends writeEvent's statements as one batch; false sends them one by one,
-// the baseline of BenchmarkContendedStatusWrites.
-var batchEventWrites = true
 
 // eventsAfter reads up to limit events of l with a revision greater than after, in order, and
 // decodes each document with decode (typ is UPSERTED or DELETED).

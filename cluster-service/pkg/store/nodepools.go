@@ -285,6 +285,7 @@ func markClusterNodePoolsDeletingTx(ctx context.Context, tx pgx.Tx, clusterID st
 func (s *Store) UpdateNodePoolStatus(ctx context.Context, id string, revision int64, st *csv1.NodePoolStatus) (*NodePool, error) {
 	return updateStatus(ctx, s, statusRow[NodePool, *csv1.NodePoolStatus]{
 		what: "node pool", table: "node_pools", columns: nodePoolColumns, scan: scanNodePool, log: nodePoolEventLog, eventDoc: nodePoolEventDocOf,
+		revisionPath: "{nodePool,revision}", updateTimePath: "{nodePool,updateTime}",
 		state: func(st *csv1.NodePoolStatus) string { return st.State.String() },
 		fields: func(np *NodePool) (**csv1.NodePoolStatus, *int64, *int64, *time.Time) {
 			return &np.Status, &np.Revision, &np.SpecRevision, &np.UpdateTime

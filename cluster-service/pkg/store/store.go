@@ -108,17 +108,19 @@ type Store struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	// batchedStatus sends a status write's statements in two batches (SetBatchedStatusWrites).
-	batchedStatus atomic.Bool
+	// locked makes creates and status writes locked writes instead of pipelined ones
+	// (SetPipelinedWrites).
+	locked atomic.Bool
+	// reserved counts pipelined creates in flight per shard (reservations).
+	reserved reservations
 }
 
-// SetBatchedStatusWrites chooses how a status write (UpdateStatus, UpdateNodePoolStatus) talks
-// to PostgreSQL: on, two round trips under the write lock plus the commit (lockedRead, then the
-// update with its event as one batch); off (the default), the same statements one by one, six
-// round trips. On is 1.36x the status writes/s of off in the store's own benchmark, yet measured
-// slower at the region level (P3, docs/performance.md, "Status writes in two batches"), so it is
-// opt-in: Cluster Service's --store-batch-status-writes.
-func (s *Store) SetBatchedStatusWrites(on bool) { s.batchedStatus.Store(on) }
+// SetPipelinedWrites chooses how CreateCluster, UpdateStatus and UpdateNodePoolStatus hold the
+// write lock: on, as pipelined writes, which hold it for no client round trip (pipeline.go); off,
+// as locked writes, which take it first and hold it for six to eight round trips. Cluster
+// Service's --store-pipelined-writes. On is the default; off is the baseline of
+// docs/performance.md's comparison.
+func (s *Store) SetPipelinedWrites(on bool) { s.locked.Store(!on) }
 
 // Open connects, applies migrations and starts the LISTEN loop that wakes watchers. keys seals
 // the customer secrets the store keeps (secretColumns); without it Open fails (ErrNoKeyring).
@@ -211,6 +213,16 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 	if err != nil {
 		return nil, false, err
 	}
+	st := proto.Clone(c.Status).(*csv1.ClusterStatus)
+	if st == nil || st.State == csv1.ClusterState_CLUSTER_STATE_UNSPECIFIED {
+		st = &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_PENDING, Message: "The cluster is accepted and placed; its manifests are not sent yet."}
+	}
+	if !s.locked.Load() {
+		out, err := s.createClusterPipelined(ctx, c, policy, armID, st, sealedEtcdKey, sshKey)
+		if !errors.Is(err, errRefused) {
+			return out, err == nil, err
+		}
+	}
 	var out *Cluster
 	err = s.writeTx(ctx, func(tx pgx.Tx) error {
 		existing, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE arm_resource_id = $1`, armID))
@@ -231,10 +243,6 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 		shard, err := placeTx(ctx, tx, policy, placement.Request{ClusterID: c.ID, Location: c.Spec.GetAzure().GetLocation()})
 		if err != nil {
 			return err
-		}
-		st := proto.Clone(c.Status).(*csv1.ClusterStatus)
-		if st == nil || st.State == csv1.ClusterState_CLUSTER_STATE_UNSPECIFIED {
-			st = &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_PENDING, Message: "The cluster is accepted and placed; its manifests are not sent yet."}
 		}
 		spec, err := protojson.Marshal(c.Spec)
 		if err != nil {
@@ -399,6 +407,7 @@ func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 func (s *Store) UpdateStatus(ctx context.Context, id string, revision int64, st *csv1.ClusterStatus) (*Cluster, error) {
 	return updateStatus(ctx, s, statusRow[Cluster, *csv1.ClusterStatus]{
 		what: "cluster", table: "clusters", columns: clusterColumns, scan: s.scanCluster, log: clusterEventLog, eventDoc: clusterEventDoc,
+		revisionPath: "{revision}", updateTimePath: "{updateTime}",
 		state: func(st *csv1.ClusterStatus) string { return st.State.String() },
 		fields: func(c *Cluster) (**csv1.ClusterStatus, *int64, *int64, *time.Time) {
 			return &c.Status, &c.Revision, &c.SpecRevision, &c.UpdateTime
@@ -414,6 +423,9 @@ type statusRow[R any, S observedStatus] struct {
 	log                  eventLog
 	eventDoc             func(*R) ([]byte, error)
 	state                func(S) string
+	// revisionPath and updateTimePath are where the event document keeps the revision and the
+	// update time (jsonb_set paths), which a pipelined write patches in.
+	revisionPath, updateTimePath string
 	// fields points at the row's status, revision, spec revision and update time.
 	fields func(*R) (status *S, revision, specRevision *int64, updateTime *time.Time)
 }
@@ -423,10 +435,12 @@ type statusRow[R any, S observedStatus] struct {
 // and records the UPSERTED event; a status equal to the stored one writes nothing and keeps the
 // revision.
 func updateStatus[R any, S observedStatus](ctx context.Context, s *Store, k statusRow[R, S], id string, revision int64, st S) (*R, error) {
+	if !s.locked.Load() {
+		return updateStatusPipelined(ctx, s, k, id, revision, st)
+	}
 	var out *R
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		batched := s.batchedStatus.Load()
-		cur, rev, now, err := lockedRead(ctx, tx, batched, `SELECT `+k.columns+` FROM `+k.table+` WHERE id = $1 FOR UPDATE`, id, k.scan)
+		cur, rev, now, err := lockedRead(ctx, tx, `SELECT `+k.columns+` FROM `+k.table+` WHERE id = $1 FOR UPDATE`, id, k.scan)
 		if err != nil {
 			return err
 		}
@@ -450,7 +464,7 @@ func updateStatus[R any, S observedStatus](ctx context.Context, s *Store, k stat
 		if err != nil {
 			return err
 		}
-		tags, err := runSteps(ctx, tx, batched, append([]sqlStep{{`UPDATE ` + k.table + ` SET status = $2, state = $3, revision = $4, update_time = now()
+		tags, err := runSteps(ctx, tx, false, append([]sqlStep{{`UPDATE ` + k.table + ` SET status = $2, state = $3, revision = $4, update_time = now()
 			WHERE id = $1 AND revision = $5`, []any{id, stj, k.state(st), rev, revision}, "write status of " + k.what + " " + id}},
 			eventSteps(k.log, id, rev, csv1.EventType_EVENT_TYPE_UPSERTED, doc)...))
 		if err != nil {
@@ -465,41 +479,21 @@ func updateStatus[R any, S observedStatus](ctx context.Context, s *Store, k stat
 	return out, err
 }
 
-// lockedRead is a status write's first round trip: it takes the write lock (see writeTx),
-// reads the row that query selects FOR UPDATE with scan, and draws the next revision with the
-// transaction's time (now(), which the write's update_time will be). A write that then changes
-// nothing leaves a gap in the revisions, which watchers never rely on. Unless batched, the three
-// statements go one by one.
-func lockedRead[T any](ctx context.Context, tx pgx.Tx, batched bool, query, id string, scan func(pgx.Row) (T, error)) (row T, rev int64, now time.Time, err error) {
-	const draw = `SELECT nextval('cluster_revision_seq'), now()`
-	if !batched {
-		if _, err = tx.Exec(ctx, takeWriteLock, int64(writeLockKey)); err != nil {
-			return row, 0, now, fmt.Errorf("take write lock: %w", err)
-		}
-		if row, err = scan(tx.QueryRow(ctx, query, id)); err != nil {
-			return row, 0, now, err
-		}
-		if err = tx.QueryRow(ctx, draw).Scan(&rev, &now); err != nil {
-			return row, 0, now, fmt.Errorf("next revision: %w", err)
-		}
-		return row, rev, now, nil
-	}
-	var batch pgx.Batch
-	batch.Queue(takeWriteLock, int64(writeLockKey))
-	batch.Queue(query, id)
-	batch.Queue(draw)
-	br := tx.SendBatch(ctx, &batch)
-	defer br.Close()
-	if _, err = br.Exec(); err != nil {
+// lockedRead is a locked status write's first three round trips: it takes the write lock (see
+// writeTx), reads the row that query selects FOR UPDATE with scan, and draws the next revision
+// with the transaction's time (now(), which the write's update_time will be). A write that then
+// changes nothing leaves a gap in the revisions, which watchers never rely on.
+func lockedRead[T any](ctx context.Context, tx pgx.Tx, query, id string, scan func(pgx.Row) (T, error)) (row T, rev int64, now time.Time, err error) {
+	if _, err = tx.Exec(ctx, takeWriteLock, int64(writeLockKey)); err != nil {
 		return row, 0, now, fmt.Errorf("take write lock: %w", err)
 	}
-	if row, err = scan(br.QueryRow()); err != nil {
+	if row, err = scan(tx.QueryRow(ctx, query, id)); err != nil {
 		return row, 0, now, err
 	}
-	if err = br.QueryRow().Scan(&rev, &now); err != nil {
+	if err = tx.QueryRow(ctx, `SELECT nextval('cluster_revision_seq'), now()`).Scan(&rev, &now); err != nil {
 		return row, 0, now, fmt.Errorf("next revision: %w", err)
 	}
-	return row, rev, now, br.Close()
+	return row, rev, now, nil
 }
 
 // RemoveCluster deletes a cluster that is marked deleting and still at revision, and records

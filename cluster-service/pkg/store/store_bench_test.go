@@ -69,12 +69,11 @@ func BenchmarkUpdateStatus(b *testing.B) {
 	}
 }
 
-// BenchmarkContendedStatusWrites compares, in one run, a status write's statements sent one by
-// one, with writeEvent's three as one batch (batchEventWrites, 2026-11-23), and with the whole
-// write as two batches (2026-11-24: lockedRead, then the update with its
-// event; Store.SetBatchedStatusWrites): 8 writers, each writing the status of its own cluster as fast as it can for 2 s per
-// round, the modes alternating for 3 rounds. Every write holds the write lock until its commit,
-// so what counts is writes/s and the p99.
+// BenchmarkContendedStatusWrites compares, in one run, a status write as a locked write (the
+// write lock taken first and held for six round trips, the rule before 2026-11-25) and as a
+// pipelined write (pipeline.go; SetPipelinedWrites): 8 writers, each writing the status of its
+// own cluster as fast as it can for 2 s per round, the two alternating for 3 rounds. Every write
+// holds the write lock, so what counts is writes/s and the p99.
 // Run: cd cluster-service && go test ./pkg/store -run '^$' -bench ContendedStatusWrites -benchtime 1x
 func BenchmarkContendedStatusWrites(b *testing.B) {
 	pg := pgservertest.Start(b)
@@ -83,9 +82,9 @@ func BenchmarkContendedStatusWrites(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	defer func() { batchEventWrites = true }()
+	defer s.SetPipelinedWrites(true)
 	ctx := context.Background()
-	const writers, rounds, roundTime = 8, 3, 2 * time.Second
+	const writers = 8
 	if _, err := s.RegisterShard(ctx, placement.Shard{Name: "mc-1", MaxClusters: writers}); err != nil {
 		b.Fatal(err)
 	}
@@ -95,26 +94,67 @@ func BenchmarkContendedStatusWrites(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	type result struct {
-		writes int
-		took   time.Duration
-		lat    []time.Duration
+	modes := []string{"locked", "pipelined"}
+	rate := contended(b, modes, writers, "writes", func(mode int) { s.SetPipelinedWrites(modes[mode] == "pipelined") }, func(r, w, i int) error {
+		st := &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, Message: fmt.Sprint("round ", r, " step ", i)}
+		next, err := s.UpdateStatus(ctx, clusters[w].ID, clusters[w].Revision, st)
+		if err == nil {
+			clusters[w] = next // each writer owns its cluster
+		}
+		return err
+	})
+	b.Logf("pipelined / locked writes/s: %.2f", rate["pipelined"]/rate["locked"])
+}
+
+// BenchmarkContendedCreates compares, in one run, CreateCluster as a locked write (eight round
+// trips under the write lock, the rule before 2026-11-25) and as a pipelined write (none): 8
+// writers, each creating new clusters over two shards as fast as it can for 2 s per round, the
+// two alternating for 3 rounds. P1's PUTs queue on exactly this.
+// Run: cd cluster-service && go test ./pkg/store -run '^$' -bench ContendedCreates -benchtime 1x
+func BenchmarkContendedCreates(b *testing.B) {
+	pg := pgservertest.Start(b)
+	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
+	if err != nil {
+		b.Fatal(err)
 	}
-	modes := []struct {
-		name           string
-		events, status bool
-	}{{"one-by-one", false, false}, {"event-batched", true, false}, {"batched", true, true}}
-	results := map[string]*result{}
+	defer s.Close()
+	defer s.SetPipelinedWrites(true)
+	ctx := context.Background()
+	for _, name := range []string{"mc-1", "mc-2"} {
+		if _, err := s.RegisterShard(ctx, placement.Shard{Name: name, MaxClusters: 1 << 30}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n atomic.Int64
+	modes := []string{"locked", "pipelined"}
+	rate := contended(b, modes, 8, "creates", func(mode int) { s.SetPipelinedWrites(modes[mode] == "pipelined") }, func(_, _, _ int) error {
+		i := n.Add(1)
+		_, created, err := s.CreateCluster(ctx, newCluster(fmt.Sprintf("%032d", i), armID(fmt.Sprint("c", i))), placement.LeastLoaded{})
+		if err == nil && !created {
+			err = fmt.Errorf("cluster %d not created", i)
+		}
+		return err
+	})
+	b.Logf("pipelined / locked creates/s: %.2f", rate["pipelined"]/rate["locked"])
+}
+
+// contended runs op from writers goroutines as fast as they can for 2 s a round, the modes
+// alternating (setMode(i) before mode i's round) for 3 rounds, and reports each mode's
+// operations/s, p50 and p99 (unit names the operation). op(r, w, i) is writer w's i-th operation
+// of round r. It returns each mode's rate.
+func contended(b *testing.B, modes []string, writers int, unit string, setMode func(int), op func(r, w, i int) error) map[string]float64 {
+	const rounds, roundTime = 3, 2 * time.Second
+	type result struct {
+		ops  int
+		took time.Duration
+		lat  []time.Duration
+	}
+	results := make([]result, len(modes))
 	for range b.N {
 		for r := range rounds {
-			for _, m := range modes {
-				batchEventWrites = m.events
-				s.SetBatchedStatusWrites(m.status)
-				res := results[m.name]
-				if res == nil {
-					res = &result{}
-					results[m.name] = res
-				}
+			for m := range modes {
+				setMode(m)
+				res := &results[m]
 				var mu sync.Mutex
 				var wg sync.WaitGroup
 				start := time.Now()
@@ -122,23 +162,18 @@ func BenchmarkContendedStatusWrites(b *testing.B) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						c := clusters[w]
 						for i := 0; time.Since(start) < roundTime; i++ {
-							st := &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, Message: fmt.Sprint("round ", r, " step ", i)}
 							t := time.Now()
-							next, err := s.UpdateStatus(ctx, c.ID, c.Revision, st)
-							if err != nil {
+							if err := op(r, w, i); err != nil {
 								b.Error(err)
 								return
 							}
 							d := time.Since(t)
-							c = next
 							mu.Lock()
-							res.writes++
+							res.ops++
 							res.lat = append(res.lat, d)
 							mu.Unlock()
 						}
-						clusters[w] = c
 					}()
 				}
 				wg.Wait()
@@ -148,14 +183,17 @@ func BenchmarkContendedStatusWrites(b *testing.B) {
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	rate := map[string]float64{}
-	for _, m := range modes {
-		res := results[m.name]
+	for m, name := range modes {
+		res := results[m]
+		if len(res.lat) == 0 {
+			b.Fatalf("%s: no %s", name, unit)
+		}
 		sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
-		rate[m.name] = float64(res.writes) / res.took.Seconds()
+		rate[name] = float64(res.ops) / res.took.Seconds()
 		p50, p99 := res.lat[len(res.lat)/2], res.lat[len(res.lat)*99/100]
-		b.Logf("%s: %d writes, %.0f writes/s, p50 %.2f ms, p99 %.2f ms", m.name, res.writes, rate[m.name], ms(p50), ms(p99))
-		b.ReportMetric(rate[m.name], m.name+"-writes/s")
-		b.ReportMetric(ms(p99), m.name+"-p99-ms")
+		b.Logf("%s: %d %s, %.0f %s/s, p50 %.2f ms, p99 %.2f ms", name, res.ops, unit, rate[name], unit, ms(p50), ms(p99))
+		b.ReportMetric(rate[name], name+"-"+unit+"/s")
+		b.ReportMetric(ms(p99), name+"-p99-ms")
 	}
-	b.Logf("batched / one-by-one writes/s: %.2f; batched / event-batched: %.2f", rate["batched"]/rate["one-by-one"], rate["batched"]/rate["event-batched"])
+	return rate
 }
