@@ -975,7 +975,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			load := loadAvg()
 			start := time.Now()
 			// The profile covers the creates (n/5 s) and the time most of them take to finish.
-			wait := profileServices(b, "feedback-"+m.name, time.Duration(n)*200*time.Millisecond+20*time.Second)
+			wait := profileServices(b, "feedback-"+m.name, time.Duration(n)*200*time.Millisecond+20*time.Second, 0)
 			var scaleStart time.Time
 			var maestroNote, csNote string
 			runs[m.name] = timeCreateStagesThen(ctx, b, db.DSN, "feedback-"+m.name, n, true, func(sub, rg string) {

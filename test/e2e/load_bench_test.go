@@ -271,7 +271,8 @@ func BenchmarkP1Frontend(b *testing.B) {
 			rep.Points = append(rep.Points, p)
 		}
 		for _, rate := range putRates {
-			stop := profileServices(b, fmt.Sprintf("put-%g", rate), putDur+3*time.Second)
+			// The goroutine dumps come just after the last PUT is sent, while the queue is longest.
+			stop := profileServices(b, fmt.Sprintf("put-%g", rate), putDur+3*time.Second, putDur+100*time.Millisecond)
 			stopLocks := sampleLockWaits(context.Background(), b)
 			names := make([]string, int(rate*putDur.Seconds()))
 			for j := range names {
@@ -298,9 +299,9 @@ func BenchmarkP1Frontend(b *testing.B) {
 
 // profileServices, when BENCH_PPROF_DIR is set, takes a CPU profile of d from the frontend,
 // Cluster Service and the backend (their metrics listeners, internal/pprofmux) and from each
-// Maestro agent and, after half of d, goroutine dumps of each (debug=1 and =2), written to
-// BENCH_PPROF_DIR/<label>-<service>.*; the returned function waits for them.
-func profileServices(b *testing.B, label string, d time.Duration) (wait func()) {
+// Maestro agent and, dumpAt after the start (half of d when 0), goroutine dumps of each (debug=1
+// and =2), written to BENCH_PPROF_DIR/<label>-<service>.*; the returned function waits for them.
+func profileServices(b *testing.B, label string, d, dumpAt time.Duration) (wait func()) {
 	dir := os.Getenv("BENCH_PPROF_DIR")
 	if dir == "" {
 		return func() {}
@@ -351,12 +352,15 @@ func profileServices(b *testing.B, label string, d time.Duration) (wait func()) 
 			b.Logf("profile %s: %v", file, err)
 		}
 	}
+	if dumpAt == 0 {
+		dumpAt = d / 2
+	}
 	for _, t := range targets {
 		wg.Add(3)
 		go fetch(t.client, fmt.Sprintf("%sprofile?seconds=%d", t.base, int(d.Seconds()+0.5)), label+"-"+t.name+".cpu.pprof", 0)
-		go fetch(t.client, t.base+"goroutine?debug=1", label+"-"+t.name+".goroutines.txt", d/2)
-		// Where each goroutine waits and for how long (debug=2), half-way through.
-		go fetch(t.client, t.base+"goroutine?debug=2", label+"-"+t.name+".goroutines-full.txt", d/2)
+		go fetch(t.client, t.base+"goroutine?debug=1", label+"-"+t.name+".goroutines.txt", dumpAt)
+		// Where each goroutine waits and for how long (debug=2).
+		go fetch(t.client, t.base+"goroutine?debug=2", label+"-"+t.name+".goroutines-full.txt", dumpAt)
 	}
 	return wg.Wait
 }
@@ -510,7 +514,7 @@ func BenchmarkP3CreateToHostedCluster(b *testing.B) {
 					names[j] = fmt.Sprintf("p3r%dn%d-%d-%d", int(rate), j, i, vi)
 				}
 				all = append(all, names...)
-				stop := profileServices(b, fmt.Sprintf("create-%g-%d", rate, vi), dur+8*time.Second)
+				stop := profileServices(b, fmt.Sprintf("create-%g-%d", rate, vi), dur+8*time.Second, 0)
 				stopLocks := sampleLockWaits(ctx, b)
 				start := time.Now()
 				samples, put := measure("PUT answered"+label, rate, dur, func(j int) error {

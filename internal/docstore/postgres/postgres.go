@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -66,6 +67,9 @@ func (o *Options) defaults() {
 	}
 }
 
+// defaultMaxConns is the pool size Open uses unless the DSN sets pool_max_conns.
+const defaultMaxConns = 16
+
 // Store is a docstore.Store on PostgreSQL.
 type Store struct {
 	pool    *pgxpool.Pool
@@ -84,7 +88,17 @@ var _ docstore.Store = (*Store)(nil)
 // Open connects to dsn, applies migrations and starts the listener and purger. Close releases
 // everything it opened.
 func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open document store: parse DSN: %w", err)
+	}
+	// pgxpool's default is 4 connections on a 2-core machine, one of them the listener's, so
+	// a burst of requests queued for a connection behind the writes that held the others while
+	// they waited for the feed lock (P1, docs/performance.md). pool_max_conns in the DSN wins.
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open document store: %w", err)
 	}
@@ -165,12 +179,7 @@ func (s *Store) Create(ctx context.Context, doc *docstore.Document) (*docstore.D
 		return nil, err
 	}
 	var out *docstore.Document
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = create(ctx, tx, doc)
-		return err
-	})
-	if err != nil {
+	if err := s.write(ctx, create(doc, &out)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -185,12 +194,7 @@ func (s *Store) Replace(ctx context.Context, doc *docstore.Document, ifMatch str
 		return nil, docstore.ErrETagRequired
 	}
 	var out *docstore.Document
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = replace(ctx, tx, doc, ifMatch)
-		return err
-	})
-	if err != nil {
+	if err := s.write(ctx, replace(doc, ifMatch, &out)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -201,7 +205,7 @@ func (s *Store) Delete(ctx context.Context, partition, id, ifMatch string) error
 	if ifMatch == "" {
 		return docstore.ErrETagRequired
 	}
-	return s.write(ctx, func(tx pgx.Tx) error { return del(ctx, tx, partition, id, ifMatch) })
+	return s.write(ctx, del(partition, id, ifMatch))
 }
 
 // Transact implements docstore.Store. A failing step is reported as "step N (...)", wrapping the
@@ -231,24 +235,19 @@ func (s *Store) Transact(ctx context.Context, partition string, ops []docstore.T
 		}
 	}
 	out := make([]*docstore.Document, len(ops))
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		for i, op := range ops {
-			var err error
-			switch op.Kind {
-			case docstore.TxCreate:
-				out[i], err = create(ctx, tx, op.Doc)
-			case docstore.TxReplace:
-				out[i], err = replace(ctx, tx, op.Doc, op.IfMatch)
-			case docstore.TxDelete:
-				err = del(ctx, tx, partition, op.Doc.ID, op.IfMatch)
-			}
-			if err != nil {
-				return fmt.Errorf("transaction step %d (%s %s): %w", i, kindName(op.Kind), op.Doc.ID, err)
-			}
+	steps := make([]writeStep, len(ops))
+	for i, op := range ops {
+		switch op.Kind {
+		case docstore.TxCreate:
+			steps[i] = create(op.Doc, &out[i])
+		case docstore.TxReplace:
+			steps[i] = replace(op.Doc, op.IfMatch, &out[i])
+		case docstore.TxDelete:
+			steps[i] = del(partition, op.Doc.ID, op.IfMatch)
 		}
-		return nil
-	})
-	if err != nil {
+		steps[i].step = fmt.Sprintf("transaction step %d (%s %s)", i, kindName(op.Kind), op.Doc.ID)
+	}
+	if err := s.write(ctx, steps...); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -266,8 +265,93 @@ func kindName(k docstore.TxKind) string {
 	return strconv.Itoa(int(k))
 }
 
-// write runs fn in a transaction that holds the feed lock and notifies followers on commit.
-func (s *Store) write(ctx context.Context, fn func(pgx.Tx) error) error {
+// writeStep is one statement of a write: written takes the row (nil: not needed),
+// and none says why the statement applied to nothing (ErrAlreadyExists, ErrPreconditionFailed or
+// ErrNotFound).
+type writeStep struct {
+	// ctes are the statement's common table expressions: the last, w, is the write, which
+	// returns (seq, expires_at) if it applied.
+	ctes    string
+	args    []any
+	written func(seq int64, expires *time.Time)
+	none    func(ctx context.Context, q querier) error
+	// what names the statement in its database errors: "create document p/id".
+	what string
+	// step, when set, names the step of a transaction in all its errors: "transaction step 1
+	// (replace id)".
+	step string
+}
+
+// fail is err as the step reports it.
+func (st writeStep) fail(err error) error {
+	if st.step != "" {
+		return fmt.Errorf("%s: %w", st.step, err)
+	}
+	return err
+}
+
+// querier is what none needs: a pool or a connection.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// write runs steps in one transaction that holds the feed lock and notifies followers on
+// commit. The feed lock is held for no round trip to this process: the lock, every step and the
+// notification go to the server as one pipeline, an implicit transaction that commits at its end,
+// so once the lock is granted the server runs the rest at once and commits. A step whose
+// condition does not hold fails at the server (docstore_write_refused, migration 0002), which
+// rolls the whole transaction back there; that step's none then says why, read after the
+// rollback without the lock (a concurrent change in between can only turn a "stale" into a
+// "gone" or back, both answers to the same refused write).
+func (s *Store) write(ctx context.Context, steps ...writeStep) error {
+	var batch pgx.Batch
+	batch.Queue("SELECT pg_advisory_xact_lock($1)", feedLockKey)
+	for _, st := range steps {
+		batch.Queue(`WITH `+st.ctes+` SELECT coalesce((SELECT seq FROM w), docstore_write_refused()), (SELECT expires_at FROM w)`, st.args...)
+	}
+	batch.Queue("SELECT pg_notify($1, '')", notifyChannel)
+	refused := -1
+	br := s.pool.SendBatch(ctx, &batch)
+	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("take feed lock: %w", err)
+		}
+		for i, st := range steps {
+			var seq int64
+			var expires *time.Time
+			err := br.QueryRow().Scan(&seq, &expires)
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == refusedCode {
+				refused = i
+				return nil
+			}
+			if err != nil {
+				return st.fail(fmt.Errorf("%s: %w", st.what, err))
+			}
+			if st.written != nil {
+				st.written(seq, expires)
+			}
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("notify: %w", err)
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && refused < 0 && cerr != nil {
+		err = fmt.Errorf("document store write: %w", cerr)
+	}
+	if err != nil || refused < 0 {
+		return err
+	}
+	return steps[refused].fail(steps[refused].none(ctx, s.pool))
+}
+
+// refusedCode is the SQLSTATE of docstore_write_refused.
+const refusedCode = "OH001"
+
+// writeTx runs fn in a transaction that holds the feed lock and notifies followers on commit,
+// for writes that are not a list of steps (Purge).
+func (s *Store) writeTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", feedLockKey); err != nil {
 			return fmt.Errorf("take feed lock: %w", err)
@@ -329,73 +413,63 @@ func written(doc *docstore.Document, etag string, seq int64, expires *time.Time)
 
 const expiresExpr = "CASE WHEN $7::bigint > 0 THEN now() + ($7::bigint * interval '1 microsecond') END"
 
-func create(ctx context.Context, tx pgx.Tx, doc *docstore.Document) (*docstore.Document, error) {
+// create is the step that creates doc, and sets *out to it as written. An expired document
+// that the purger has not removed yet does not block it.
+func create(doc *docstore.Document, out **docstore.Document) writeStep {
 	etag := newETag()
-	var seq int64
-	var expires *time.Time
-	// An expired document that the purger has not removed yet must not block a create.
-	err := tx.QueryRow(ctx, `
+	return writeStep{
+		ctes: `w AS (
 INSERT INTO documents (partition_key, id, type, resource_id, body, etag, expires_at, seq, updated_at)
-VALUES ($1, $2, $3, $4, $5::jsonb, $6, `+expiresExpr+`, nextval('document_seq'), now())
+VALUES ($1, $2, $3, $4, $5::jsonb, $6, ` + expiresExpr + `, nextval('document_seq'), now())
 ON CONFLICT (partition_key, id) DO UPDATE SET
   type = EXCLUDED.type, resource_id = EXCLUDED.resource_id, body = EXCLUDED.body, etag = EXCLUDED.etag,
   expires_at = EXCLUDED.expires_at, seq = EXCLUDED.seq, updated_at = now()
 WHERE documents.expires_at IS NOT NULL AND documents.expires_at <= now()
-RETURNING seq, expires_at`,
-		doc.PartitionKey, doc.ID, doc.Type, strings.ToLower(doc.ResourceID), string(doc.Body), etag, doc.TTL.Microseconds(),
-	).Scan(&seq, &expires)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, docstore.ErrAlreadyExists
+RETURNING seq, expires_at)`,
+		args:    []any{doc.PartitionKey, doc.ID, doc.Type, strings.ToLower(doc.ResourceID), string(doc.Body), etag, doc.TTL.Microseconds()},
+		written: func(seq int64, expires *time.Time) { *out = written(doc, etag, seq, expires) },
+		none:    func(context.Context, querier) error { return docstore.ErrAlreadyExists },
+		what:    fmt.Sprintf("create document %s/%s", doc.PartitionKey, doc.ID),
 	}
-	if err != nil {
-		return nil, fmt.Errorf("create document %s/%s: %w", doc.PartitionKey, doc.ID, err)
-	}
-	return written(doc, etag, seq, expires), nil
 }
 
-func replace(ctx context.Context, tx pgx.Tx, doc *docstore.Document, ifMatch string) (*docstore.Document, error) {
+// replace is the step that replaces doc if its etag is ifMatch, and sets *out to it as written.
+func replace(doc *docstore.Document, ifMatch string, out **docstore.Document) writeStep {
 	etag := newETag()
-	var seq int64
-	var expires *time.Time
-	err := tx.QueryRow(ctx, `
-UPDATE documents SET type = $3, resource_id = $4, body = $5::jsonb, etag = $6, expires_at = `+expiresExpr+`,
+	return writeStep{
+		ctes: `w AS (
+UPDATE documents SET type = $3, resource_id = $4, body = $5::jsonb, etag = $6, expires_at = ` + expiresExpr + `,
   seq = nextval('document_seq'), updated_at = now()
-WHERE partition_key = $1 AND id = $2 AND etag = $8 AND `+liveClause+`
-RETURNING seq, expires_at`,
-		doc.PartitionKey, doc.ID, doc.Type, strings.ToLower(doc.ResourceID), string(doc.Body), etag, doc.TTL.Microseconds(), ifMatch,
-	).Scan(&seq, &expires)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, missingOrStale(ctx, tx, doc.PartitionKey, doc.ID)
+WHERE partition_key = $1 AND id = $2 AND etag = $8 AND ` + liveClause + `
+RETURNING seq, expires_at)`,
+		args:    []any{doc.PartitionKey, doc.ID, doc.Type, strings.ToLower(doc.ResourceID), string(doc.Body), etag, doc.TTL.Microseconds(), ifMatch},
+		written: func(seq int64, expires *time.Time) { *out = written(doc, etag, seq, expires) },
+		none:    func(ctx context.Context, q querier) error { return missingOrStale(ctx, q, doc.PartitionKey, doc.ID) },
+		what:    fmt.Sprintf("replace document %s/%s", doc.PartitionKey, doc.ID),
 	}
-	if err != nil {
-		return nil, fmt.Errorf("replace document %s/%s: %w", doc.PartitionKey, doc.ID, err)
-	}
-	return written(doc, etag, seq, expires), nil
 }
 
-func del(ctx context.Context, tx pgx.Tx, partition, id, ifMatch string) error {
-	var seq int64
-	err := tx.QueryRow(ctx, `
-WITH d AS (
-  DELETE FROM documents WHERE partition_key = $1 AND id = $2 AND etag = $3 AND `+liveClause+`
+// del is the step that deletes a document if its etag is ifMatch, recording its tombstone.
+func del(partition, id, ifMatch string) writeStep {
+	return writeStep{
+		ctes: `d AS (
+  DELETE FROM documents WHERE partition_key = $1 AND id = $2 AND etag = $3 AND ` + liveClause + `
   RETURNING partition_key, id, type, resource_id
-)
+), w AS (
 INSERT INTO document_tombstones (seq, partition_key, id, type, resource_id)
 SELECT nextval('document_seq'), partition_key, id, type, resource_id FROM d
-RETURNING seq`, partition, id, ifMatch).Scan(&seq)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return missingOrStale(ctx, tx, partition, id)
+RETURNING seq, NULL::timestamptz AS expires_at)`,
+		args: []any{partition, id, ifMatch},
+		none: func(ctx context.Context, q querier) error { return missingOrStale(ctx, q, partition, id) },
+		what: fmt.Sprintf("delete document %s/%s", partition, id),
 	}
-	if err != nil {
-		return fmt.Errorf("delete document %s/%s: %w", partition, id, err)
-	}
-	return nil
 }
 
-// missingOrStale tells why a conditional write matched no row.
-func missingOrStale(ctx context.Context, tx pgx.Tx, partition, id string) error {
+// missingOrStale tells why a conditional write matched no row: ErrPreconditionFailed if the
+// document is there, ErrNotFound if not.
+func missingOrStale(ctx context.Context, q querier, partition, id string) error {
 	var exists bool
-	if err := tx.QueryRow(ctx,
+	if err := q.QueryRow(ctx,
 		"SELECT EXISTS (SELECT 1 FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause+")",
 		partition, id).Scan(&exists); err != nil {
 		return fmt.Errorf("check document %s/%s: %w", partition, id, err)
@@ -637,7 +711,7 @@ func (s *Store) purgeLoop(ctx context.Context) {
 // drops tombstones older than the retention. It returns how many documents it deleted.
 func (s *Store) Purge(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 WITH d AS (
   DELETE FROM documents WHERE expires_at IS NOT NULL AND expires_at <= now()
