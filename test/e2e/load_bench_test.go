@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -205,6 +207,11 @@ func loadClient(b *testing.B) *http.Client {
 // armDo sends one ARM request on c and fails (as an error, not a benchmark failure) unless the
 // status is one of want.
 func armDo(c *http.Client, method, path string, body []byte, want ...int) error {
+	return armDoCtx(context.Background(), c, method, path, body, want...)
+}
+
+// armDoCtx is armDo with the request's context (armDoTraced's client trace).
+func armDoCtx(ctx context.Context, c *http.Client, method, path string, body []byte, want ...int) error {
 	u := region.Info.Frontend.URL + path
 	if !strings.Contains(path, "api-version=") {
 		u += "?api-version=" + apiVersion
@@ -213,7 +220,7 @@ func armDo(c *http.Client, method, path string, body []byte, want ...int) error 
 	if body != nil {
 		rd = strings.NewReader(string(body))
 	}
-	req, err := http.NewRequest(method, u, rd)
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return err
 	}
@@ -279,12 +286,17 @@ func BenchmarkP1Frontend(b *testing.B) {
 				names[j] = fmt.Sprintf("p1-%d-%d-%d", i, int(rate), j)
 			}
 			puts = append(puts, names...)
-			_, p := measure("PUT", rate, putDur, func(j int) error {
-				return armDo(c, http.MethodPut, clusterPath(sub, rg, names[j]), body, http.StatusCreated)
+			phases := make([]requestPhases, len(names))
+			cpuBefore, dbBefore, selfBefore, stepStart := regionCPU(), databaseCPU(b), selfCPU(), time.Now()
+			samples, p := measure("PUT", rate, putDur, func(j int) error {
+				return armDoTraced(&phases[j], c, http.MethodPut, clusterPath(sub, rg, names[j]), body, http.StatusCreated)
 			})
 			rep.Points = append(rep.Points, p)
+			rep.Notes = append(rep.Notes, fmt.Sprintf("CPU during the PUTs at %g/s (until the last answer): %s; %s; this benchmark's process %.1f s",
+				rate, regionCPUSince(cpuBefore, regionCPU(), time.Since(stepStart)), databaseCPU(b).since(dbBefore), (selfCPU()-selfBefore).Seconds()))
 			stop()
-			rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service during the PUTs at %g/s: %s", rate, stopLocks()))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service during the PUTs at %g/s: %s", rate, stopLocks()),
+				fmt.Sprintf("PUTs at %g/s, client side: %s", rate, phaseSummary(samples, phases)))
 		}
 	}
 	rep.write(b)
@@ -380,6 +392,62 @@ func agentProfileClient(kubeconfig string) (*http.Client, error) {
 	}
 	tlsConf.InsecureSkipVerify = true //nolint:gosec // see above
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConf}}, nil
+}
+
+// selfCPU is the CPU time this process (the load generator) has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// requestPhases is where one request's time went, from the client's side: started (its
+// goroutine ran), gotConn (a connection was ready; newConn if it had to be dialled and shaken
+// hands with), wrote (the request was sent), firstByte (the answer began).
+type requestPhases struct {
+	started, gotConn, wrote, firstByte time.Time
+	newConn                            bool
+}
+
+// armDoTraced is armDo recording the request's phases in ph.
+func armDoTraced(ph *requestPhases, c *http.Client, method, path string, body []byte, want ...int) error {
+	ph.started = time.Now()
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn:              func(i httptrace.GotConnInfo) { ph.gotConn, ph.newConn = time.Now(), !i.Reused },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { ph.wrote = time.Now() },
+		GotFirstResponseByte: func() { ph.firstByte = time.Now() },
+	})
+	return armDoCtx(ctx, c, method, path, body, want...)
+}
+
+// phaseSummary says where a step's requests spent their time: p50/p99 of the wait from the
+// scheduled send to the goroutine running, to a ready connection, and from the request sent to
+// the first byte of the answer (the server's share), and how many needed a new connection.
+func phaseSummary(samples []loadSample, phases []requestPhases) string {
+	var lag, conn, server []time.Duration
+	fresh := 0
+	for i, ph := range phases {
+		if ph.firstByte.IsZero() || ph.gotConn.IsZero() {
+			continue
+		}
+		lag = append(lag, ph.started.Sub(samples[i].sched))
+		conn = append(conn, ph.gotConn.Sub(ph.started))
+		server = append(server, ph.firstByte.Sub(ph.wrote))
+		if ph.newConn {
+			fresh++
+		}
+	}
+	if len(server) == 0 {
+		return "no request answered"
+	}
+	q := func(d []time.Duration) string {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return fmt.Sprintf("%.1f / %.1f ms", float64(pctRaw(d, 50).Microseconds())/1000, float64(pctRaw(d, 99).Microseconds())/1000)
+	}
+	return fmt.Sprintf("client goroutine start lag p50/p99 %s; to a connection %s (%d of %d new); request sent → first byte (the region) %s",
+		q(lag), q(conn), fresh, len(server), q(server))
 }
 
 // measure runs one open-loop step and returns its samples and their summary.
