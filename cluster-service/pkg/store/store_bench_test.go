@@ -16,15 +16,21 @@ import (
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
-// BenchmarkCreateCluster measures creates through the global write lock (placement, revision,
-// event) from parallel callers, the cost the serialised design pays.
-func BenchmarkCreateCluster(b *testing.B) {
+// benchStore opens a store on a fresh PostgreSQL for one benchmark, closed at its end.
+func benchStore(b *testing.B) *Store {
 	pg := pgservertest.Start(b)
 	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
+	b.Cleanup(s.Close)
+	return s
+}
+
+// BenchmarkCreateCluster measures creates through the global write lock (placement, revision,
+// event) from parallel callers, the cost the serialised design pays.
+func BenchmarkCreateCluster(b *testing.B) {
+	s := benchStore(b)
 	if _, err := s.RegisterShard(context.Background(), placement.Shard{Name: "mc-1", MaxClusters: 1 << 30}); err != nil {
 		b.Fatal(err)
 	}
@@ -46,12 +52,7 @@ func BenchmarkCreateCluster(b *testing.B) {
 
 // BenchmarkUpdateStatus measures the controller's status write.
 func BenchmarkUpdateStatus(b *testing.B) {
-	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := benchStore(b)
 	ctx := context.Background()
 	if _, err := s.RegisterShard(ctx, placement.Shard{Name: "mc-1", MaxClusters: 10}); err != nil {
 		b.Fatal(err)
@@ -76,14 +77,9 @@ func BenchmarkUpdateStatus(b *testing.B) {
 // holds the write lock, so what counts is writes/s and the p99.
 // Run: cd cluster-service && go test ./pkg/store -run '^$' -bench ContendedStatusWrites -benchtime 1x
 func BenchmarkContendedStatusWrites(b *testing.B) {
-	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	defer s.SetPipelinedWrites(true)
+	s := benchStore(b)
 	ctx := context.Background()
+	var err error
 	const writers = 8
 	if _, err := s.RegisterShard(ctx, placement.Shard{Name: "mc-1", MaxClusters: writers}); err != nil {
 		b.Fatal(err)
@@ -112,13 +108,7 @@ func BenchmarkContendedStatusWrites(b *testing.B) {
 // two alternating for 3 rounds. P1's PUTs queue on exactly this.
 // Run: cd cluster-service && go test ./pkg/store -run '^$' -bench ContendedCreates -benchtime 1x
 func BenchmarkContendedCreates(b *testing.B) {
-	pg := pgservertest.Start(b)
-	s, err := Open(context.Background(), pgservertest.NewDatabase(b, pg), slog.New(slog.DiscardHandler), envelopetest.Keyring(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	defer s.SetPipelinedWrites(true)
+	s := benchStore(b)
 	ctx := context.Background()
 	for _, name := range []string{"mc-1", "mc-2"} {
 		if _, err := s.RegisterShard(ctx, placement.Shard{Name: name, MaxClusters: 1 << 30}); err != nil {
