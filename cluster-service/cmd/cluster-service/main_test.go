@@ -89,7 +89,7 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "status_events_first_default", args: base, check: func(t *testing.T, c config) {
-			if c.statusEventsInOrder || c.readBeforeWrite || !c.pipelinedWrites || c.pollFeedbackOnly || c.fixedRepublishWait || c.resyncAtOnce || c.readSecretsLive {
+			if c.statusEventsInOrder || c.readBeforeWrite || c.pipelinedWrites || c.pollFeedbackOnly || c.fixedRepublishWait || c.resyncAtOnce || c.readSecretsLive {
 				t.Fatalf("a baseline flag is on by default: %+v", c)
 			}
 		}},
@@ -111,9 +111,9 @@ func TestParseConfig(t *testing.T) {
 			}
 		}},
 		{name: "bad_maestro_read_before_write", args: append([]string{"--maestro-read-before-write", "twice"}, base...), wantErr: "--maestro-read-before-write"},
-		{name: "store_locked_writes", args: append([]string{"--store-pipelined-writes=false"}, base...), check: func(t *testing.T, c config) {
-			if c.pipelinedWrites {
-				t.Fatalf("pipelinedWrites = true with --store-pipelined-writes=false")
+		{name: "store_pipelined_writes", args: append([]string{"--store-pipelined-writes=true"}, base...), check: func(t *testing.T, c config) {
+			if !c.pipelinedWrites {
+				t.Fatalf("pipelinedWrites = false with --store-pipelined-writes=true")
 			}
 		}},
 		{name: "bad_store_pipelined_writes", args: append([]string{"--store-pipelined-writes", "maybe"}, base...), wantErr: "--store-pipelined-writes"},

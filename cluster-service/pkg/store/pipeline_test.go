@@ -26,7 +26,7 @@ func TestWritesPipelinedOrLocked(t *testing.T) {
 		name := map[bool]string{false: "locked", true: "pipelined"}[pipelined]
 		t.Run(name, func(t *testing.T) {
 			s.SetPipelinedWrites(pipelined)
-			defer s.SetPipelinedWrites(true)
+			defer s.SetPipelinedWrites(false)
 			cl, created, err := s.CreateCluster(ctx, newCluster(csid(10+i), armID(name)), placement.LeastLoaded{})
 			if err != nil || !created || cl.Shard != "mc-1" || cl.SpecRevision != cl.Revision {
 				t.Fatalf("CreateCluster = %+v, %v, %v", cl, created, err)
@@ -112,7 +112,7 @@ func TestWatcherMissesNoCommitWhilePipelinedAndLockedWritesMix(t *testing.T) {
 	ctx := context.Background()
 	dsn := newDSN(t)
 	pipelined, locked := open(t, dsn), open(t, dsn)
-	locked.SetPipelinedWrites(false)
+	pipelined.SetPipelinedWrites(true)
 	register(t, pipelined, "mc-1", 1<<20)
 	const writers, perWriter = 4, 60
 	var wg sync.WaitGroup

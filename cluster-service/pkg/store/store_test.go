@@ -208,11 +208,25 @@ func TestCreateClusterWhenRefused(t *testing.T) {
 	}
 }
 
+// TestConcurrentCreates runs creates at once from two stores (two processes' worth of pools),
+// as locked writes and as pipelined ones (SetPipelinedWrites).
 func TestConcurrentCreates(t *testing.T) {
+	for _, pipelined := range []bool{false, true} {
+		t.Run(map[bool]string{false: "locked", true: "pipelined"}[pipelined], func(t *testing.T) { testConcurrentCreates(t, pipelined) })
+	}
+}
+
+func testConcurrentCreates(t *testing.T, pipelined bool) {
 	ctx := context.Background()
-	t.Run("same_arm_id_makes_one_row", func(t *testing.T) {
+	openBoth := func(t *testing.T) (*Store, *Store) {
 		dsn := newDSN(t)
-		a, b := open(t, dsn), open(t, dsn) // two processes' worth of pools
+		a, b := open(t, dsn), open(t, dsn)
+		a.SetPipelinedWrites(pipelined)
+		b.SetPipelinedWrites(pipelined)
+		return a, b
+	}
+	t.Run("same_arm_id_makes_one_row", func(t *testing.T) {
+		a, b := openBoth(t)
 		register(t, a, "mc-1", 100)
 		const n = 12
 		ids := make([]string, n)
@@ -248,8 +262,7 @@ func TestConcurrentCreates(t *testing.T) {
 		}
 	})
 	t.Run("placement_never_overfills_a_shard", func(t *testing.T) {
-		dsn := newDSN(t)
-		a, b := open(t, dsn), open(t, dsn)
+		a, b := openBoth(t)
 		register(t, a, "mc-1", 2)
 		register(t, a, "mc-2", 1)
 		const n = 10
