@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 )
 
@@ -36,57 +35,39 @@ import (
 // ErrConflict, as the locked one does, and a create falls back to the locked create, which
 // decides exactly.
 
-// lockedStatement runs sql under the write lock, as one pipeline with the lock, and returns its
-// rows to scan; rows must be closed (scanOne does).
-func (s *Store) lockedStatement(ctx context.Context, sql string, args ...any) (pgx.Rows, func() error) {
+// errRefused: a pipelined write's condition did not hold, so it wrote nothing.
+var errRefused = errors.New("refused")
+
+// scanOne runs sql under the write lock, sent as one pipeline with the lock, and scans its one
+// row with scan; errRefused if it returned none.
+func scanOne(ctx context.Context, s *Store, scan func(pgx.Row) error, sql string, args ...any) error {
 	var batch pgx.Batch
 	batch.Queue(takeWriteLock, int64(writeLockKey))
 	batch.Queue(sql, args...)
 	br := s.pool.SendBatch(ctx, &batch)
+	defer br.Close()
 	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, func() error { return fmt.Errorf("take write lock: %w", err) }
+		return fmt.Errorf("take write lock: %w", err)
 	}
 	rows, err := br.Query()
 	if err != nil {
-		br.Close()
-		return nil, func() error { return err }
-	}
-	return rows, func() error {
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			br.Close()
-			return err
-		}
-		return br.Close()
-	}
-}
-
-// errRefused: a pipelined write's condition did not hold, so it wrote nothing.
-var errRefused = errors.New("refused")
-
-// scanOne runs sql under the write lock (lockedStatement) and scans its one row with scan;
-// errRefused if it returned none.
-func scanOne(ctx context.Context, s *Store, scan func(pgx.Row) error, sql string, args ...any) error {
-	rows, done := s.lockedStatement(ctx, sql, args...)
-	if rows == nil {
-		return done()
-	}
-	found := false
-	if rows.Next() {
-		found = true
-		if err := scan(rows); err != nil {
-			done() //nolint:errcheck // the scan error says more
-			return err
-		}
-	}
-	if err := done(); err != nil {
 		return err
 	}
-	if !found {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
 		return errRefused
 	}
-	return nil
+	if err := scan(rows); err != nil {
+		return err
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return br.Close()
 }
 
 // patchedDoc is SQL that sets the JSON paths of doc (a jsonb expression) to values, in order:
@@ -153,8 +134,7 @@ func updateStatusPipelined[R any, S observedStatus](ctx context.Context, s *Stor
 // still has room. errRefused if a condition did not hold or the policy found no room: the
 // caller then takes the locked create, which decides exactly (the existing cluster, ErrIDInUse,
 // another shard, or ResourceExhausted).
-func (s *Store) createClusterPipelined(ctx context.Context, c *Cluster, policy placement.Policy, armID string, st *csv1.ClusterStatus,
-	sealedEtcdKey []byte, sshKey string) (*Cluster, error) {
+func (s *Store) createClusterPipelined(ctx context.Context, c *Cluster, policy placement.Policy, row newClusterRow) (*Cluster, error) {
 	shards, err := listShards(ctx, s.pool)
 	if err != nil {
 		return nil, err
@@ -170,15 +150,7 @@ func (s *Store) createClusterPipelined(ctx context.Context, c *Cluster, policy p
 			seen = sh
 		}
 	}
-	spec, err := protojson.Marshal(c.Spec)
-	if err != nil {
-		return nil, err
-	}
-	stj, err := protojson.Marshal(st)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := clusterEventDoc(&Cluster{ID: c.ID, ARMResourceID: c.ARMResourceID, Spec: c.Spec, Status: st, Shard: shard, Namespace: c.Namespace})
+	doc, err := clusterEventDoc(&Cluster{ID: c.ID, ARMResourceID: c.ARMResourceID, Spec: c.Spec, Status: row.status, Shard: shard, Namespace: c.Namespace})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +169,7 @@ func (s *Store) createClusterPipelined(ctx context.Context, c *Cluster, policy p
 	err = scanOne(ctx, s, func(r pgx.Row) (err error) {
 		out, err = s.scanCluster(r)
 		return err
-	}, sql, c.ID, armID, c.ARMResourceID, spec, stj, st.State.String(), shard, c.Namespace, sealedEtcdKey, sshKey,
+	}, sql, c.ID, row.armID, c.ARMResourceID, row.specJSON, row.statusJSON, row.status.State.String(), shard, c.Namespace, row.etcdKey, row.sshKey,
 		seen.Status.String(), seen.MaxClusters, seen.Labels, doc, notifyChannel)
 	if err != nil {
 		return nil, err

@@ -213,12 +213,19 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 	if err != nil {
 		return nil, false, err
 	}
-	st := proto.Clone(c.Status).(*csv1.ClusterStatus)
-	if st == nil || st.State == csv1.ClusterState_CLUSTER_STATE_UNSPECIFIED {
-		st = &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_PENDING, Message: "The cluster is accepted and placed; its manifests are not sent yet."}
+	row := newClusterRow{armID: armID, etcdKey: sealedEtcdKey, sshKey: sshKey}
+	row.status = proto.Clone(c.Status).(*csv1.ClusterStatus)
+	if row.status == nil || row.status.State == csv1.ClusterState_CLUSTER_STATE_UNSPECIFIED {
+		row.status = &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_PENDING, Message: "The cluster is accepted and placed; its manifests are not sent yet."}
+	}
+	if row.specJSON, err = protojson.Marshal(c.Spec); err != nil {
+		return nil, false, err
+	}
+	if row.statusJSON, err = protojson.Marshal(row.status); err != nil {
+		return nil, false, err
 	}
 	if s.pipelined.Load() {
-		out, err := s.createClusterPipelined(ctx, c, policy, armID, st, sealedEtcdKey, sshKey)
+		out, err := s.createClusterPipelined(ctx, c, policy, row)
 		if !errors.Is(err, errRefused) {
 			return out, err == nil, err
 		}
@@ -244,14 +251,6 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 		if err != nil {
 			return err
 		}
-		spec, err := protojson.Marshal(c.Spec)
-		if err != nil {
-			return err
-		}
-		stj, err := protojson.Marshal(st)
-		if err != nil {
-			return err
-		}
 		rev, err := nextRevision(ctx, tx)
 		if err != nil {
 			return err
@@ -262,7 +261,7 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT DO NOTHING
 			RETURNING `+clusterColumns,
-			c.ID, armID, c.ARMResourceID, spec, stj, st.State.String(), shard, c.Namespace, rev, sealedEtcdKey, sshKey))
+			c.ID, row.armID, c.ARMResourceID, row.specJSON, row.statusJSON, row.status.State.String(), shard, c.Namespace, rev, row.etcdKey, row.sshKey))
 		if errors.Is(err, ErrNotFound) {
 			return ErrConflict
 		}
@@ -276,6 +275,17 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// newClusterRow is what CreateCluster works out before it writes, whichever way it writes: the
+// lower-cased ARM ID, the status to store (PENDING unless the caller gave one) and the spec and
+// status as JSON, and the sealed etcd key and SSH key.
+type newClusterRow struct {
+	armID                string
+	status               *csv1.ClusterStatus
+	specJSON, statusJSON []byte
+	etcdKey              []byte
+	sshKey               string
 }
 
 // placeTx counts clusters per shard and asks the policy, inside the caller's transaction (which
