@@ -139,7 +139,7 @@ func (s *Store) createClusterPipelined(ctx context.Context, c *Cluster, policy p
 	if err != nil {
 		return nil, err
 	}
-	shard, release, err := s.reserved.choose(ctx, policy, placement.Request{ClusterID: c.ID, Location: c.Spec.GetAzure().GetLocation()}, shards)
+	shard, release, err := s.reserved.choose(ctx, policy, c.placementRequest(), shards)
 	if err != nil {
 		return nil, errRefused
 	}

@@ -247,7 +247,7 @@ func (s *Store) CreateCluster(ctx context.Context, c *Cluster, policy placement.
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
-		shard, err := placeTx(ctx, tx, policy, placement.Request{ClusterID: c.ID, Location: c.Spec.GetAzure().GetLocation()})
+		shard, err := placeTx(ctx, tx, policy, c.placementRequest())
 		if err != nil {
 			return err
 		}
@@ -288,6 +288,11 @@ type newClusterRow struct {
 	sshKey               string
 }
 
+// placementRequest is what a placement policy is told about c.
+func (c *Cluster) placementRequest() placement.Request {
+	return placement.Request{ClusterID: c.ID, Location: c.Spec.GetAzure().GetLocation()}
+}
+
 // placeTx counts clusters per shard and asks the policy, inside the caller's transaction (which
 // holds the write lock), so two concurrent placements cannot both take a shard's last slot.
 func placeTx(ctx context.Context, tx pgx.Tx, policy placement.Policy, req placement.Request) (string, error) {
@@ -311,7 +316,7 @@ func (s *Store) PlaceCluster(ctx context.Context, id string, policy placement.Po
 			out = c
 			return nil
 		}
-		shard, err := placeTx(ctx, tx, policy, placement.Request{ClusterID: c.ID, Location: c.Spec.GetAzure().GetLocation()})
+		shard, err := placeTx(ctx, tx, policy, c.placementRequest())
 		if err != nil {
 			return err
 		}
