@@ -1252,13 +1252,11 @@ type dbCPU struct{ postgres, bouncer time.Duration }
 // databaseCPU reads dbCPU. The region's PostgreSQL is found by its data directory's
 // postmaster.pid, next to the PKI named in region.json; its bouncer by its config file.
 func databaseCPU(b *testing.B) dbCPU {
-	state := filepath.Dir(filepath.Dir(region.Info.Postgres.CAFile))
-	raw, err := os.ReadFile(filepath.Join(state, "postgres", "data", "postmaster.pid"))
+	state, postmaster, err := postmasterPID()
 	if err != nil {
 		b.Logf("database CPU: %v", err)
 		return dbCPU{}
 	}
-	postmaster, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
 	var out dbCPU
 	procs, err := procstat.List()
 	if err != nil {
@@ -1276,6 +1274,21 @@ func databaseCPU(b *testing.B) dbCPU {
 		}
 	}
 	return out
+}
+
+// postmasterPID is the region's PostgreSQL postmaster, from its data directory's postmaster.pid
+// next to the PKI named in region.json, and the region's state directory.
+func postmasterPID() (state string, pid int, err error) {
+	state = filepath.Dir(filepath.Dir(region.Info.Postgres.CAFile))
+	raw, err := os.ReadFile(filepath.Join(state, "postgres", "data", "postmaster.pid"))
+	if err != nil {
+		return "", 0, fmt.Errorf("the region's postmaster: %w", err)
+	}
+	pid, err = strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
+	if err != nil {
+		return "", 0, fmt.Errorf("the region's postmaster.pid: %w", err)
+	}
+	return state, pid, nil
 }
 
 // since says how much CPU each used from before to c.
@@ -1297,15 +1310,70 @@ func regionCPU() map[string]time.Duration {
 		if !p.Mentions(state) || p.Comm == "postgres" {
 			continue
 		}
-		// The program's file name without the tool cache's "-<hash>" (hack/tool.sh); Maestro's
-		// with its subcommand (agent, server).
-		name := toolHash.ReplaceAllString(filepath.Base(p.Args[0]), "")
-		if name == "maestro" && len(p.Args) > 1 {
-			name = "maestro " + p.Args[1]
-		}
-		out[name] += p.Own
+		out[programName(p)] += p.Own
 	}
 	return out
+}
+
+// programName is how regionCPU and regionSched name a process of the region: its program's file
+// name without the tool cache's "-<hash>" (hack/tool.sh); Maestro's with its subcommand (agent,
+// server).
+func programName(p procstat.Proc) string {
+	name := toolHash.ReplaceAllString(filepath.Base(p.Args[0]), "")
+	if name == "maestro" && len(p.Args) > 1 {
+		name = "maestro " + p.Args[1]
+	}
+	return name
+}
+
+// regionSched reads how long the threads of each live process of the region ran and how long
+// they waited on a run queue for a CPU (procstat.Sched), summed by program as regionCPU names
+// them, with PostgreSQL's postmaster and backends as "postgres".
+func regionSched() map[string]procstat.Sched {
+	state := filepath.Dir(region.Info.LogDir)
+	_, postmaster, _ := postmasterPID() // not found: PostgreSQL is left out
+	out := map[string]procstat.Sched{}
+	procs, _ := procstat.List() // an unreadable /proc reads as nothing waited
+	for _, p := range procs {
+		name := ""
+		switch {
+		case postmaster != 0 && (p.PID == postmaster || p.PPID == postmaster):
+			name = "postgres"
+		case p.Mentions(state) && p.Comm != "postgres":
+			name = programName(p)
+		default:
+			continue
+		}
+		if s, err := procstat.ReadSched(p.PID); err == nil {
+			out[name] = out[name].Add(s)
+		}
+	}
+	return out
+}
+
+// regionSchedSince says, largest wait first, how long each program of regionSched waited for a
+// CPU from before to after, against how long it ran (a program that waits longer than it runs
+// is short of CPU, not of work); PostgreSQL's backends that came and went in between are not
+// counted.
+func regionSchedSince(before, after map[string]procstat.Sched) string {
+	type use struct {
+		name string
+		d    procstat.Sched
+	}
+	var uses []use
+	var total procstat.Sched
+	for name, s := range after {
+		if d := s.Sub(before[name]); d.Ran > 0 || d.Waited > 0 {
+			uses = append(uses, use{name, d})
+			total = total.Add(d)
+		}
+	}
+	sort.Slice(uses, func(i, j int) bool { return uses[i].d.Waited > uses[j].d.Waited })
+	parts := []string{fmt.Sprintf("waited for a CPU %.2f s against %.2f s run in all", total.Waited.Seconds(), total.Ran.Seconds())}
+	for _, u := range uses {
+		parts = append(parts, fmt.Sprintf("%s %.2f / %.2f s", u.name, u.d.Waited.Seconds(), u.d.Ran.Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 var toolHash = regexp.MustCompile(`-[0-9a-f]{16}$`)

@@ -270,6 +270,58 @@ func BenchmarkP1Frontend(b *testing.B) {
 	rep := newReport("p1-frontend", "P1: frontend GET and PUT latency at open-loop offered load (ms from the scheduled send)",
 		"cd test && P1_SECONDS="+fmt.Sprint(getDur.Seconds())+" P1_PUT_SECONDS="+fmt.Sprint(putDur.Seconds())+" go test ./e2e -run '^$' -bench P1Frontend -benchtime 1x -timeout 20m")
 	puts := []string{"p1-get"}
+	modes, err := parsePutModes(os.Getenv("P1_PUT_MODES"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(modes) > 1 || modes[0].label != "" {
+		// A same-run comparison of PUT modes goes to its own file, beside the defaults' run.
+		rep.Benchmark += "-modes"
+		rep.Command = strings.Replace(rep.Command, "go test", "P1_PUT_MODES='"+os.Getenv("P1_PUT_MODES")+"' go test", 1)
+		if flags := putModeFlags(modes); len(flags) > 0 {
+			defer restoreRegion(b, flags)
+		}
+	}
+	// putStep runs the PUTs of one rate and returns the names of the clusters it created.
+	putStep := func(i int, m putMode, rate float64) []string {
+		label := fmt.Sprintf("put-%g", rate)
+		if m.label != "" {
+			label += "-" + strings.NewReplacer(" ", "_", "=", "_", "-", "").Replace(m.label)
+		}
+		// The goroutine dumps come just after the last PUT is sent, while the queue is longest.
+		stop := profileServices(b, label, putDur+3*time.Second, putDur+100*time.Millisecond)
+		stopLocks := sampleLockWaits(context.Background(), b)
+		names := make([]string, int(rate*putDur.Seconds()))
+		for j := range names {
+			names[j] = fmt.Sprintf("p1-%d-%d-%d-%s", i, int(rate), j, uuid.NewString()[:6])
+		}
+		phases := make([]requestPhases, len(names))
+		var resume func()
+		if m.paused {
+			resume = pauseManagementClusters(b)
+		}
+		cpuBefore, dbBefore, selfBefore, schedBefore, stepStart := regionCPU(), databaseCPU(b), selfCPU(), regionSched(), time.Now()
+		series := "PUT"
+		if m.label != "" {
+			series += " [" + m.label + "]"
+		}
+		samples, p := measure(series, rate, putDur, func(j int) error {
+			return armDoTraced(&phases[j], c, http.MethodPut, clusterPath(sub, rg, names[j]), body, http.StatusCreated)
+		})
+		cpuAfter, dbAfter, schedAfter, took := regionCPU(), databaseCPU(b), regionSched(), time.Since(stepStart)
+		if resume != nil {
+			resume()
+		}
+		rep.Points = append(rep.Points, p)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("CPU during the %s at %g/s (until the last answer): %s; %s; this benchmark's process %.1f s; request path (frontend, cluster-service, PostgreSQL) %s",
+			series, rate, regionCPUSince(cpuBefore, cpuAfter, took), dbAfter.since(dbBefore), (selfCPU()-selfBefore).Seconds(),
+			requestPathCPU(cpuBefore, cpuAfter, dbBefore, dbAfter, len(names))),
+			fmt.Sprintf("Run queues during the %s at %g/s (until the last answer; waited / ran): %s", series, rate, regionSchedSince(schedBefore, schedAfter)))
+		stop()
+		rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service during the %s at %g/s: %s", series, rate, stopLocks()),
+			fmt.Sprintf("%s at %g/s, client side: %s", series, rate, phaseSummary(samples, phases)))
+		return names
+	}
 	for i := 0; i < b.N; i++ {
 		for _, rate := range getRates {
 			_, p := measure("GET", rate, getDur, func(int) error {
@@ -277,26 +329,28 @@ func BenchmarkP1Frontend(b *testing.B) {
 			})
 			rep.Points = append(rep.Points, p)
 		}
-		for _, rate := range putRates {
-			// The goroutine dumps come just after the last PUT is sent, while the queue is longest.
-			stop := profileServices(b, fmt.Sprintf("put-%g", rate), putDur+3*time.Second, putDur+100*time.Millisecond)
-			stopLocks := sampleLockWaits(context.Background(), b)
-			names := make([]string, int(rate*putDur.Seconds()))
-			for j := range names {
-				names[j] = fmt.Sprintf("p1-%d-%d-%d", i, int(rate), j)
+		if len(modes) == 1 && modes[0].label == "" {
+			for _, rate := range putRates {
+				puts = append(puts, putStep(i, modes[0], rate)...)
 			}
-			puts = append(puts, names...)
-			phases := make([]requestPhases, len(names))
-			cpuBefore, dbBefore, selfBefore, stepStart := regionCPU(), databaseCPU(b), selfCPU(), time.Now()
-			samples, p := measure("PUT", rate, putDur, func(j int) error {
-				return armDoTraced(&phases[j], c, http.MethodPut, clusterPath(sub, rg, names[j]), body, http.StatusCreated)
-			})
-			rep.Points = append(rep.Points, p)
-			rep.Notes = append(rep.Notes, fmt.Sprintf("CPU during the PUTs at %g/s (until the last answer): %s; %s; this benchmark's process %.1f s",
-				rate, regionCPUSince(cpuBefore, regionCPU(), time.Since(stepStart)), databaseCPU(b).since(dbBefore), (selfCPU()-selfBefore).Seconds()))
-			stop()
-			rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service during the PUTs at %g/s: %s", rate, stopLocks()),
-				fmt.Sprintf("PUTs at %g/s, client side: %s", rate, phaseSummary(samples, phases)))
+			continue
+		}
+		// Modes compared: each step starts from a region with no clusters of its own and at rest,
+		// so that no step pays for the work an earlier one left behind.
+		for _, m := range modes {
+			if len(putModeFlags(modes)) > 0 {
+				rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				err := restartRegionWith(rctx, m.flags)
+				rcancel()
+				if err != nil {
+					b.Fatalf("mode %q: %v", m.label, err)
+				}
+			}
+			for _, rate := range putRates {
+				names := putStep(i, m, rate)
+				deleteAll(b, c, sub, rg, names)
+				rep.Notes = append(rep.Notes, fmt.Sprintf("after the PUTs [%s] at %g/s: %s", m.label, rate, waitRegionIdle(b, 0.25, 2*time.Minute)))
+			}
 		}
 	}
 	rep.write(b)

@@ -102,3 +102,56 @@ func (p Proc) Mentions(s string) bool {
 	}
 	return false
 }
+
+// Sched is what the scheduler kept of a process's threads (proc(5), /proc/<pid>/task/<tid>/schedstat):
+// how long they ran on a CPU, and how long they were runnable but waited on a run queue for one.
+// Threads that have exited are not counted.
+type Sched struct {
+	Ran, Waited time.Duration
+}
+
+// Add is s and o together.
+func (s Sched) Add(o Sched) Sched { return Sched{Ran: s.Ran + o.Ran, Waited: s.Waited + o.Waited} }
+
+// Sub is what s gained since o.
+func (s Sched) Sub(o Sched) Sched { return Sched{Ran: s.Ran - o.Ran, Waited: s.Waited - o.Waited} }
+
+// ReadSched sums the Sched of every live thread of pid.
+func ReadSched(pid int) (Sched, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return Sched{}, fmt.Errorf("threads of %d: %w", pid, err)
+	}
+	var sum Sched
+	for _, t := range tasks {
+		raw, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		s, err := ParseSchedstat(string(raw))
+		if err != nil {
+			return Sched{}, fmt.Errorf("thread %s of %d: %w", t.Name(), pid, err)
+		}
+		sum = sum.Add(s)
+	}
+	return sum, nil
+}
+
+// ParseSchedstat parses a schedstat line: nanoseconds on a CPU, nanoseconds waiting on a run
+// queue, and the number of time slices.
+func ParseSchedstat(s string) (Sched, error) {
+	f := strings.Fields(s)
+	if len(f) < 2 {
+		return Sched{}, fmt.Errorf("schedstat %q: want at least 2 fields", s)
+	}
+	ran, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return Sched{}, fmt.Errorf("schedstat %q: time on a CPU: %w", s, err)
+	}
+	waited, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return Sched{}, fmt.Errorf("schedstat %q: time waiting: %w", s, err)
+	}
+	return Sched{Ran: time.Duration(ran), Waited: time.Duration(waited)}, nil
+}

@@ -66,3 +66,48 @@ func TestListSelf(t *testing.T) {
 	}
 	t.Fatalf("own pid %d not among %d processes", os.Getpid(), len(procs))
 }
+
+func TestParseSchedstat(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     Sched
+		wantErr  bool
+	}{
+		{name: "three fields", in: "238228763 253496467 569\n", want: Sched{Ran: 238228763, Waited: 253496467}},
+		{name: "two fields", in: "5 7", want: Sched{Ran: 5, Waited: 7}},
+		{name: "one field", in: "5", wantErr: true},
+		{name: "not a number", in: "5 x 1", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseSchedstat(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("ParseSchedstat: err %v, want error %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("ParseSchedstat = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadSchedSelf reads this process's own threads while one of them spins: a spinning thread
+// is always either running or waiting for a CPU, so the two grow by about the spin together,
+// however busy the machine is.
+func TestReadSchedSelf(t *testing.T) {
+	before, err := ReadSched(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+	}
+	after, err := ReadSched(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.Sub(before); d.Ran <= 0 || d.Waited < 0 || d.Ran+d.Waited < 45*time.Millisecond {
+		t.Errorf("after a 50 ms spin: %+v more, want some run, no negative wait and at least 45 ms of both", d)
+	}
+	if _, err := ReadSched(-1); err == nil {
+		t.Error("ReadSched(-1): no error")
+	}
+}

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/openhcp/openhcp/test/internal/procstat"
+)
+
+// putMode is one of P1's PUT modes compared in one run (P1_PUT_MODES): whether the management
+// clusters are paused during the step, and the region variant flags it runs with
+// (restartRegionWith).
+type putMode struct {
+	label  string
+	paused bool
+	flags  []string
+}
+
+// parsePutModes reads P1_PUT_MODES: modes separated by ";", each "running" or "paused" and then
+// region variant flags, e.g. "running;paused;paused;running" or
+// "paused --store-pipelined-writes=true;paused". Empty: the one default mode (running, the
+// region's own flags).
+func parsePutModes(v string) ([]putMode, error) {
+	if strings.TrimSpace(v) == "" {
+		return []putMode{{}}, nil
+	}
+	var modes []putMode
+	for _, text := range strings.Split(v, ";") {
+		words := strings.Fields(text)
+		if len(words) == 0 || words[0] != "running" && words[0] != "paused" {
+			return nil, fmt.Errorf("P1_PUT_MODES: mode %q: want running or paused, then flags", text)
+		}
+		modes = append(modes, putMode{label: strings.Join(words, " "), paused: words[0] == "paused", flags: words[1:]})
+	}
+	return modes, nil
+}
+
+// putModeFlags is every variant flag the modes use, for restoring the region after them.
+func putModeFlags(modes []putMode) []string {
+	var flags []string
+	for _, m := range modes {
+		flags = append(flags, m.flags...)
+	}
+	return flags
+}
+
+// managementDirs are the state directories of the region's management clusters: every process
+// of a management cluster (etcd, kube-apiserver, kube-controller-manager, the Maestro agent,
+// hypershift-sim) names its own on its command line, and no other process does.
+func managementDirs() []string {
+	state := filepath.Join(filepath.Dir(region.Info.LogDir), "state")
+	var dirs []string
+	for _, mc := range region.Info.ManagementClusters {
+		dirs = append(dirs, filepath.Join(state, mc.Name)+string(filepath.Separator))
+	}
+	return dirs
+}
+
+// pauseManagementClusters stops every process of the region's management clusters (SIGSTOP), as
+// if they ran on machines of their own, as they do in production: the service side (frontend,
+// Cluster Service, backend, the Maestro servers, the broker and PostgreSQL) then has this
+// machine's cores to itself. The returned function continues them (SIGCONT); call it within
+// seconds: the agents' MQTT keep-alive is longer than that, so none is disconnected.
+func pauseManagementClusters(b *testing.B) (resume func()) {
+	procs, err := procstat.List()
+	if err != nil {
+		b.Fatalf("pause the management clusters: %v", err)
+	}
+	dirs := managementDirs()
+	var stopped []int
+	for _, p := range procs {
+		if p.PID == os.Getpid() {
+			continue
+		}
+		for _, d := range dirs {
+			if p.Mentions(d) {
+				if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil {
+					b.Logf("pause %d (%s): %v", p.PID, p.Comm, err)
+					break
+				}
+				stopped = append(stopped, p.PID)
+				break
+			}
+		}
+	}
+	// Every management cluster runs at least etcd, a kube-apiserver, an agent and the simulator.
+	if len(stopped) < 4*len(dirs) {
+		for _, pid := range stopped {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+		b.Fatalf("pause the management clusters: found %d processes in %v, want at least %d", len(stopped), dirs, 4*len(dirs))
+	}
+	return func() {
+		for _, pid := range stopped {
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				b.Errorf("continue %d: %v", pid, err)
+			}
+		}
+	}
+}
+
+// requestPathCPU is the CPU the frontend, Cluster Service and PostgreSQL used between two
+// readings, per PUT of the step. It is an upper bound on what one PUT costs them: Cluster
+// Service's controller starts on the new clusters within the same window, and PostgreSQL also
+// serves the Maestro servers and the backend.
+func requestPathCPU(before, after map[string]time.Duration, dbBefore, dbAfter dbCPU, puts int) string {
+	if puts == 0 || dbAfter.postgres == 0 {
+		return "not read"
+	}
+	var total time.Duration
+	parts := []string{}
+	for _, name := range []string{"frontend", "cluster-service"} {
+		d := after[name] - before[name]
+		total += d
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", name, float64(d.Microseconds())/1000/float64(puts)))
+	}
+	db := dbAfter.postgres - dbBefore.postgres
+	total += db
+	parts = append(parts, fmt.Sprintf("PostgreSQL %.2f ms", float64(db.Microseconds())/1000/float64(puts)))
+	return fmt.Sprintf("%.2f ms of CPU per PUT (%s), so at most %.0f PUTs/s on this machine's %d cores",
+		float64(total.Microseconds())/1000/float64(puts), strings.Join(parts, ", "), float64(runtime.NumCPU())*float64(puts)/total.Seconds(), runtime.NumCPU())
+}
+
+// waitRegionIdle waits, at most max, until the region's processes and PostgreSQL together use
+// less than cores over a 2-second window, and says how long that took.
+func waitRegionIdle(b *testing.B, cores float64, max time.Duration) string {
+	total := func() time.Duration {
+		var t time.Duration
+		for _, d := range regionCPU() {
+			t += d
+		}
+		return t + databaseCPU(b).postgres
+	}
+	start := time.Now()
+	for {
+		before, at := total(), time.Now()
+		time.Sleep(2 * time.Second)
+		used := (total() - before).Seconds() / time.Since(at).Seconds()
+		if used < cores {
+			return fmt.Sprintf("region at rest (%.2f cores) after %s", used, time.Since(start).Round(time.Second))
+		}
+		if time.Since(start) > max {
+			return fmt.Sprintf("region still busy (%.2f cores) after %s", used, time.Since(start).Round(time.Second))
+		}
+	}
+}
