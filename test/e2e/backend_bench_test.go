@@ -185,9 +185,9 @@ func timeCreateStages(ctx context.Context, b *testing.B, dsn, mode string, bench
 	return timeCreateStagesThen(ctx, b, dsn, mode, benchClusters, viaMaestro, nil)
 }
 
-// timeCreateStagesThen is timeCreateStages calling then, if set, with the batch's subscription
-// and resource group once every create succeeded and before the deletes.
-func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, benchClusters int, viaMaestro bool, then func(sub, rg string)) createRun {
+// timeCreateStagesThen is timeCreateStages calling then, if set, with the batch's subscription,
+// resource group and stages once every create succeeded and before the deletes.
+func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, benchClusters int, viaMaestro bool, then func(sub, rg string, run createRun)) createRun {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
@@ -334,7 +334,7 @@ func timeCreateStagesThen(ctx context.Context, b *testing.B, dsn, mode string, b
 	}
 
 	if then != nil {
-		then(sub, rg)
+		then(sub, rg, out)
 	}
 
 	// Give the shards' capacity back before the next mode. A delete that does not finish is
@@ -970,7 +970,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			pointsAt, notesAt := len(rep.Points), len(rep.Notes)
 			before, maestroBefore := csReconcileMetrics(b), maestroMetrics()
 			sessionsBefore, cpuBefore, kicksBefore := dbSessions(ctx, b, db.DSN), databaseCPU(b), region.StuckDeleteKicks()
-			procsBefore, requestsBefore := regionCPU(), mgmtRequests(ctx, b)
+			procsBefore, schedBefore, requestsBefore := regionCPU(), regionSched(), mgmtRequests(ctx, b)
 			var sessionsNote, cpuNote, requestsNote string
 			load := loadAvg()
 			start := time.Now()
@@ -978,13 +978,22 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			wait := profileServices(b, "feedback-"+m.name, time.Duration(n)*200*time.Millisecond+20*time.Second, 0)
 			var scaleStart time.Time
 			var maestroNote, csNote string
-			runs[m.name] = timeCreateStagesThen(ctx, b, db.DSN, "feedback-"+m.name, n, true, func(sub, rg string) {
+			runs[m.name] = timeCreateStagesThen(ctx, b, db.DSN, "feedback-"+m.name, n, true, func(sub, rg string, r createRun) {
 				maestroNote, csNote = maestroMetrics().meanOf(maestroBefore), csReconcileMetrics(b).since(before)+"; works republished: "+csCounter("cluster_service_maestro_republishes_total")+
 					"; work statuses used, by source: "+csCounter("cluster_service_work_status_reads_total")
 				sessionsNote = sessionsSince(sessionsBefore, dbSessions(ctx, b, db.DSN))
-				cpuNote = databaseCPU(b).since(cpuBefore) + "; the region's other processes: " + regionCPUSince(procsBefore, regionCPU(), time.Since(start))
+				cpuNote = databaseCPU(b).since(cpuBefore) + "; the region's other processes: " + regionCPUSince(procsBefore, regionCPU(), time.Since(start)) +
+					"; run queues (waited for a CPU / ran): " + regionSchedSince(schedBefore, regionSched())
 				requestsNote = reqcount.Since(requestsBefore, mgmtRequests(ctx, b), n, 12)
 				wait() // the profile is of the creates
+				// The creates' stages now, before the node pools and the deletes: a run that
+				// times out in those still has them.
+				for _, st := range stages {
+					d := r.stage(st.from, st.to)
+					if len(d) > 0 {
+						b.Logf("%s: | %s | n %d | p50 %s | p99 %s | max %s |", m.name, st.name, len(d), pct(d, 50), pct(d, 99), d[len(d)-1].Round(time.Millisecond))
+					}
+				}
 				if poolN > 0 {
 					scaleStart = time.Now()
 					pools[m.name] = timePoolScales(ctx, b, db.DSN, m.name, sub, rg, poolN)
