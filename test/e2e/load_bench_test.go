@@ -300,7 +300,7 @@ func BenchmarkP1Frontend(b *testing.B) {
 		if m.paused {
 			resume = pauseManagementClusters(b)
 		}
-		cpuBefore, dbBefore, selfBefore, schedBefore, stepStart := regionCPU(), databaseCPU(b), selfCPU(), regionSched(), time.Now()
+		usage := startUsage(b)
 		series := "PUT"
 		if m.label != "" {
 			series += " [" + m.label + "]"
@@ -308,15 +308,12 @@ func BenchmarkP1Frontend(b *testing.B) {
 		samples, p := measure(series, rate, putDur, func(j int) error {
 			return armDoTraced(&phases[j], c, http.MethodPut, clusterPath(sub, rg, names[j]), body, http.StatusCreated)
 		})
-		cpuAfter, dbAfter, schedAfter, took := regionCPU(), databaseCPU(b), regionSched(), time.Since(stepStart)
+		used := usage.end(b, len(names))
 		if resume != nil {
 			resume()
 		}
 		rep.Points = append(rep.Points, p)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("CPU during the %s at %g/s (until the last answer): %s; %s; this benchmark's process %.1f s; request path (frontend, cluster-service, PostgreSQL) %s",
-			series, rate, regionCPUSince(cpuBefore, cpuAfter, took), dbAfter.since(dbBefore), (selfCPU()-selfBefore).Seconds(),
-			requestPathCPU(cpuBefore, cpuAfter, dbBefore, dbAfter, len(names))),
-			fmt.Sprintf("Run queues during the %s at %g/s (until the last answer; waited / ran): %s", series, rate, regionSchedSince(schedBefore, schedAfter)))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s at %g/s (until the last answer): %s", series, rate, used))
 		stop()
 		rep.Notes = append(rep.Notes, fmt.Sprintf("Cluster Service during the %s at %g/s: %s", series, rate, stopLocks()),
 			fmt.Sprintf("%s at %g/s, client side: %s", series, rate, phaseSummary(samples, phases)))
@@ -324,10 +321,12 @@ func BenchmarkP1Frontend(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		for _, rate := range getRates {
+			usage := startUsage(b)
 			_, p := measure("GET", rate, getDur, func(int) error {
 				return armDo(c, http.MethodGet, target, nil, http.StatusOK)
 			})
 			rep.Points = append(rep.Points, p)
+			rep.Notes = append(rep.Notes, fmt.Sprintf("GET at %g/s (until the last answer): %s", rate, usage.end(b, int(rate*getDur.Seconds()))))
 		}
 		if len(modes) == 1 && modes[0].label == "" {
 			for _, rate := range putRates {
@@ -358,7 +357,7 @@ func BenchmarkP1Frontend(b *testing.B) {
 		b.Log(n)
 	}
 	for _, p := range rep.Points {
-		b.ReportMetric(p.P99ms, fmt.Sprintf("%s-%g-p99-ms", p.Series, p.Offered))
+		b.ReportMetric(p.P99ms, fmt.Sprintf("%s-%g-p99-ms", strings.NewReplacer(" ", "-", "[", "", "]", "").Replace(p.Series), p.Offered))
 	}
 	deleteAll(b, c, sub, rg, puts)
 }
@@ -531,8 +530,13 @@ func measure(series string, rate float64, d time.Duration, fn func(int) error) (
 }
 
 // deleteAll deletes the benchmark's clusters and waits (at most 3 minutes) until Cluster Service
-// has none left in the subscription, so the next benchmark finds the shards' capacity free.
+// has none of them left, so the next benchmark finds the shards' capacity free. Other clusters
+// of the subscription are neither deleted nor waited for.
 func deleteAll(b *testing.B, c *http.Client, sub, rg string, names []string) {
+	ours := map[string]bool{}
+	for _, n := range names {
+		ours[strings.ToLower(clusterPath(sub, rg, n))] = true
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for _, n := range names {
@@ -554,7 +558,12 @@ func deleteAll(b *testing.B, c *http.Client, sub, rg string, names []string) {
 	for {
 		resp, err := cs.ListClusters(ctx, csListRequest(sub))
 		if err == nil {
-			left = len(resp.GetClusters())
+			left = 0
+			for _, cl := range resp.GetClusters() {
+				if ours[strings.ToLower(cl.GetArmResourceId())] {
+					left++
+				}
+			}
 		}
 		if left == 0 {
 			return

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,6 +104,68 @@ func pauseManagementClusters(b *testing.B) (resume func()) {
 			}
 		}
 	}
+}
+
+// usage is what a load step's notes say the machine did during it: the CPU of the region's
+// programs, PostgreSQL and this benchmark, the machine's own account (/proc/stat), and how long
+// each program waited on a run queue for a CPU.
+type usage struct {
+	start   time.Time
+	cpu     map[string]time.Duration
+	db      dbCPU
+	self    time.Duration
+	sched   map[string]procstat.Sched
+	machine machineCPU
+}
+
+func startUsage(b *testing.B) usage {
+	return usage{start: time.Now(), cpu: regionCPU(), db: databaseCPU(b), self: selfCPU(), sched: regionSched(), machine: readMachineCPU()}
+}
+
+// end says what the step used since u, with requests the number of requests it sent.
+func (u usage) end(b *testing.B, requests int) string {
+	cpu, db, self, sched, machine, took := regionCPU(), databaseCPU(b), selfCPU(), regionSched(), readMachineCPU(), time.Since(u.start)
+	return fmt.Sprintf("CPU: %s; %s; this benchmark's process %.2f s; the machine %s; request path (frontend, cluster-service, PostgreSQL) %s. Run queues (waited for a CPU / ran): %s",
+		regionCPUSince(u.cpu, cpu, took), db.since(u.db), (self - u.self).Seconds(), machine.since(u.machine),
+		requestPathCPU(u.cpu, cpu, u.db, db, requests), regionSchedSince(u.sched, sched))
+}
+
+// machineCPU is the first line of /proc/stat, in USER_HZ ticks: the whole machine's time in each
+// state since boot, over all its CPUs.
+type machineCPU struct{ busy, idle, steal int64 }
+
+// readMachineCPU reads machineCPU; zero when /proc/stat cannot be read.
+func readMachineCPU() machineCPU {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineCPU{}
+	}
+	f := strings.Fields(strings.SplitN(string(raw), "\n", 2)[0])
+	var m machineCPU
+	// cpu user nice system idle iowait irq softirq steal guest guest_nice
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch i {
+		case 3, 4:
+			m.idle += n
+		case 7:
+			m.steal += n
+		case 0, 1, 2, 5, 6:
+			m.busy += n
+		}
+	}
+	return m
+}
+
+// since says how busy the machine's CPUs were from before to m, in cores.
+func (m machineCPU) since(before machineCPU) string {
+	total := float64(m.busy + m.idle + m.steal - before.busy - before.idle - before.steal)
+	if total <= 0 {
+		return "not read"
+	}
+	cores := float64(runtime.NumCPU())
+	return fmt.Sprintf("%.2f of %d cores busy (%.2f idle, %.2f stolen by the hypervisor)",
+		cores*float64(m.busy-before.busy)/total, runtime.NumCPU(), cores*float64(m.idle-before.idle)/total, cores*float64(m.steal-before.steal)/total)
 }
 
 // requestPathCPU is the CPU the frontend, Cluster Service and PostgreSQL used between two
