@@ -266,9 +266,15 @@ func BenchmarkP1Frontend(b *testing.B) {
 	}
 	// Warm the connection pool and the frontend's caches; not measured.
 	openLoop(50, time.Second, func(int) error { return armDo(c, http.MethodGet, target, nil, http.StatusOK) })
+	// P1_WARM_CONNS: that many connections opened at once before the steps, as a caller that keeps
+	// a pool of connections to the RP has them (ARM does); 0 leaves the steps to open what they
+	// need, each a mutual-TLS handshake that costs the frontend milliseconds of CPU.
+	if n := int(envFloats(b, "P1_WARM_CONNS", []float64{0})[0]); n > 0 {
+		warmConnections(b, c, target, n)
+	}
 
 	rep := newReport("p1-frontend", "P1: frontend GET and PUT latency at open-loop offered load (ms from the scheduled send)",
-		"cd test && P1_SECONDS="+fmt.Sprint(getDur.Seconds())+" P1_PUT_SECONDS="+fmt.Sprint(putDur.Seconds())+" go test ./e2e -run '^$' -bench P1Frontend -benchtime 1x -timeout 20m")
+		"cd test && "+envSet("P1_GET_RATES", "P1_PUT_RATES", "P1_WARM_CONNS")+"P1_SECONDS="+fmt.Sprint(getDur.Seconds())+" P1_PUT_SECONDS="+fmt.Sprint(putDur.Seconds())+" go test ./e2e -run '^$' -bench P1Frontend -benchtime 1x -timeout 20m")
 	puts := []string{"p1-get"}
 	modes, err := parsePutModes(os.Getenv("P1_PUT_MODES"))
 	if err != nil {
@@ -321,12 +327,16 @@ func BenchmarkP1Frontend(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		for _, rate := range getRates {
+			stop := profileServices(b, fmt.Sprintf("get-%g", rate), getDur, 0)
 			usage := startUsage(b)
-			_, p := measure("GET", rate, getDur, func(int) error {
-				return armDo(c, http.MethodGet, target, nil, http.StatusOK)
+			phases := make([]requestPhases, int(rate*getDur.Seconds())+1)
+			samples, p := measure("GET", rate, getDur, func(j int) error {
+				return armDoTraced(&phases[j], c, http.MethodGet, target, nil, http.StatusOK)
 			})
+			stop()
 			rep.Points = append(rep.Points, p)
-			rep.Notes = append(rep.Notes, fmt.Sprintf("GET at %g/s (until the last answer): %s", rate, usage.end(b, int(rate*getDur.Seconds()))))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("GET at %g/s (until the last answer): %s", rate, usage.end(b, len(samples))),
+				fmt.Sprintf("GET at %g/s, client side: %s", rate, phaseSummary(samples, phases[:len(samples)])))
 		}
 		if len(modes) == 1 && modes[0].label == "" {
 			for _, rate := range putRates {
@@ -501,6 +511,46 @@ func phaseSummary(samples []loadSample, phases []requestPhases) string {
 	}
 	return fmt.Sprintf("client goroutine start lag p50/p99 %s; to a connection %s (%d of %d new); request sent → first byte (the region) %s",
 		q(lag), q(conn), fresh, len(server), q(server))
+}
+
+// envSet is "NAME=value " for each of names set in the environment, for a report's command.
+func envSet(names ...string) string {
+	var out string
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			out += n + "=" + v + " "
+		}
+	}
+	return out
+}
+
+// warmConnections sends n GETs of target at once, so that the client opens up to n connections
+// (every one still busy when the next request starts needs its own) and keeps them idle for the
+// steps; it says how many it opened.
+func warmConnections(b *testing.B, c *http.Client, target string, n int) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	opened, failed := 0, 0
+	start := make(chan struct{})
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ph requestPhases
+			<-start
+			err := armDoTraced(&ph, c, http.MethodGet, target, nil, http.StatusOK)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+			} else if ph.newConn {
+				opened++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	b.Logf("warmed the client's connection pool: %d of %d simultaneous GETs opened a connection, %d failed", opened, n, failed)
 }
 
 // measure runs one open-loop step and returns its samples and their summary.
