@@ -269,7 +269,7 @@ func BenchmarkP1Frontend(b *testing.B) {
 	// P1_WARM_CONNS: that many connections opened at once before the steps, as a caller that keeps
 	// a pool of connections to the RP has them (ARM does); 0 leaves the steps to open what they
 	// need, each a mutual-TLS handshake that costs the frontend milliseconds of CPU.
-	if n := int(envFloats(b, "P1_WARM_CONNS", []float64{0})[0]); n > 0 {
+	if n := envNumber("P1_WARM_CONNS"); n > 0 {
 		warmConnections(b, c, target, n)
 	}
 
