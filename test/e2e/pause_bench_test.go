@@ -169,11 +169,11 @@ func (m machineCPU) since(before machineCPU) string {
 }
 
 // requestPathCPU is the CPU the frontend, Cluster Service and PostgreSQL used between two
-// readings, per PUT of the step. It is an upper bound on what one PUT costs them: Cluster
-// Service's controller starts on the new clusters within the same window, and PostgreSQL also
-// serves the Maestro servers and the backend.
-func requestPathCPU(before, after map[string]time.Duration, dbBefore, dbAfter dbCPU, puts int) string {
-	if puts == 0 || dbAfter.postgres == 0 {
+// readings, per request of the step. It is an upper bound on what one request costs them: after
+// a PUT, Cluster Service's controller starts on the new cluster within the same window, and
+// PostgreSQL also serves the Maestro servers and the backend.
+func requestPathCPU(before, after map[string]time.Duration, dbBefore, dbAfter dbCPU, requests int) string {
+	if requests == 0 || dbAfter.postgres == 0 {
 		return "not read"
 	}
 	var total time.Duration
@@ -181,13 +181,13 @@ func requestPathCPU(before, after map[string]time.Duration, dbBefore, dbAfter db
 	for _, name := range []string{"frontend", "cluster-service"} {
 		d := after[name] - before[name]
 		total += d
-		parts = append(parts, fmt.Sprintf("%s %.2f ms", name, float64(d.Microseconds())/1000/float64(puts)))
+		parts = append(parts, fmt.Sprintf("%s %.2f ms", name, float64(d.Microseconds())/1000/float64(requests)))
 	}
 	db := dbAfter.postgres - dbBefore.postgres
 	total += db
-	parts = append(parts, fmt.Sprintf("PostgreSQL %.2f ms", float64(db.Microseconds())/1000/float64(puts)))
-	return fmt.Sprintf("%.2f ms of CPU per PUT (%s), so at most %.0f PUTs/s on this machine's %d cores",
-		float64(total.Microseconds())/1000/float64(puts), strings.Join(parts, ", "), float64(runtime.NumCPU())*float64(puts)/total.Seconds(), runtime.NumCPU())
+	parts = append(parts, fmt.Sprintf("PostgreSQL %.2f ms", float64(db.Microseconds())/1000/float64(requests)))
+	return fmt.Sprintf("%.2f ms of CPU per request (%s), so at most %.0f requests/s on this machine's %d cores",
+		float64(total.Microseconds())/1000/float64(requests), strings.Join(parts, ", "), float64(runtime.NumCPU())*float64(requests)/total.Seconds(), runtime.NumCPU())
 }
 
 // waitRegionIdle waits, at most max, until the region's processes and PostgreSQL together use
