@@ -112,6 +112,8 @@ type Store struct {
 	pipelined atomic.Bool
 	// reserved counts pipelined creates in flight per shard (reservations).
 	reserved reservations
+	// decoded saves decoding an unchanged cluster's spec and status again (decoded.go).
+	decoded *decodedClusters
 }
 
 // SetPipelinedWrites chooses how CreateCluster, UpdateStatus and UpdateNodePoolStatus hold the
@@ -150,7 +152,8 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, keys *envelope.Keyr
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	s := &Store{pool: pool, log: log, keys: keys, waiters: map[chan struct{}]struct{}{}, cancel: cancel, done: make(chan struct{})}
+	s := &Store{pool: pool, log: log, keys: keys, waiters: map[chan struct{}]struct{}{}, cancel: cancel, done: make(chan struct{}),
+		decoded: &decodedClusters{m: map[string]decodedCluster{}}}
 	go s.listen(lctx)
 	return s, nil
 }
@@ -184,12 +187,8 @@ func (s *Store) scanCluster(row pgx.Row) (*Cluster, error) {
 	if c.EtcdEncryptionKey, err = s.openSecret("clusters", "etcd_encryption_key", c.ID, c.EtcdEncryptionKey); err != nil {
 		return nil, err
 	}
-	c.Spec, c.Status = &csv1.ClusterSpec{}, &csv1.ClusterStatus{}
-	if err := protojson.Unmarshal(spec, c.Spec); err != nil {
-		return nil, fmt.Errorf("decode spec of cluster %s: %w", c.ID, err)
-	}
-	if err := protojson.Unmarshal(st, c.Status); err != nil {
-		return nil, fmt.Errorf("decode status of cluster %s: %w", c.ID, err)
+	if err := s.decoded.decode(&c, spec, st); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }
