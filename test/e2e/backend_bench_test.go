@@ -1657,6 +1657,9 @@ func restoreRegion(b *testing.B, flags []string) {
 			break
 		}
 	}
+	if _, err := niceManagementClusters(0); err != nil {
+		b.Errorf("restore the management clusters' priority: %v", err)
+	}
 	if err := region.RestartWith(ctx, "cluster-service"); err != nil {
 		b.Errorf("restart cluster-service with its own flags: %v", err)
 	}
@@ -1665,11 +1668,21 @@ func restoreRegion(b *testing.B, flags []string) {
 // restartRegionWith applies a benchmark variant's flags to the region: maestro-servers=N runs N
 // Maestro server instances sharing the agents' status events (the region must be up with
 // OPENHCP_E2E_MAESTRO_SERVERS ≥ N), maestro-db=pooled|direct restarts the Maestro server on the
-// region's PgBouncer or straight to PostgreSQL, and every other flag goes to Cluster Service,
-// which is restarted with them (and with none, its own flags).
+// region's PgBouncer or straight to PostgreSQL, mgmt-nice=N gives every thread of the management
+// clusters that nice value (niceManagementClusters; without it, 0), and every other flag goes to
+// Cluster Service, which is restarted with them (and with none, its own flags).
 func restartRegionWith(ctx context.Context, flags []string) error {
 	var csFlags []string
+	nice := 0 // the management clusters' nice value: the mode's mgmt-nice=N, or the default
 	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, "mgmt-nice="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 || n > 19 {
+				return fmt.Errorf("variant flag %s: want mgmt-nice=<0..19>", f)
+			}
+			nice = n
+			continue
+		}
 		if v, ok := strings.CutPrefix(f, "maestro-servers="); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
@@ -1691,6 +1704,9 @@ func restartRegionWith(ctx context.Context, flags []string) error {
 		if err := region.RestartMaestroServer(ctx, v == "pooled"); err != nil {
 			return err
 		}
+	}
+	if _, err := niceManagementClusters(nice); err != nil {
+		return err
 	}
 	if err := region.RestartWith(ctx, "cluster-service", csFlags...); err != nil {
 		return fmt.Errorf("restart cluster-service with %v: %w", csFlags, err)

@@ -63,39 +63,49 @@ func managementDirs() []string {
 	return dirs
 }
 
-// pauseManagementClusters stops every process of the region's management clusters (SIGSTOP), as
-// if they ran on machines of their own, as they do in production: the service side (frontend,
-// Cluster Service, backend, the Maestro servers, the broker and PostgreSQL) then has this
-// machine's cores to itself. The returned function continues them (SIGCONT); call it within
-// seconds: the agents' MQTT keep-alive is longer than that, so none is disconnected.
-func pauseManagementClusters(b *testing.B) (resume func()) {
+// managementProcesses lists the live processes of the region's management clusters (managementDirs).
+func managementProcesses() ([]procstat.Proc, error) {
 	procs, err := procstat.List()
 	if err != nil {
-		b.Fatalf("pause the management clusters: %v", err)
+		return nil, fmt.Errorf("the management clusters' processes: %w", err)
 	}
 	dirs := managementDirs()
-	var stopped []int
+	var out []procstat.Proc
 	for _, p := range procs {
 		if p.PID == os.Getpid() {
 			continue
 		}
 		for _, d := range dirs {
 			if p.Mentions(d) {
-				if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil {
-					b.Logf("pause %d (%s): %v", p.PID, p.Comm, err)
-					break
-				}
-				stopped = append(stopped, p.PID)
+				out = append(out, p)
 				break
 			}
 		}
 	}
 	// Every management cluster runs at least etcd, a kube-apiserver, an agent and the simulator.
-	if len(stopped) < 4*len(dirs) {
-		for _, pid := range stopped {
-			_ = syscall.Kill(pid, syscall.SIGCONT)
+	if len(out) < 4*len(dirs) {
+		return nil, fmt.Errorf("the management clusters' processes: found %d in %v, want at least %d", len(out), dirs, 4*len(dirs))
+	}
+	return out, nil
+}
+
+// pauseManagementClusters stops every process of the region's management clusters (SIGSTOP), as
+// if they ran on machines of their own, as they do in production: the service side (frontend,
+// Cluster Service, backend, the Maestro servers, the broker and PostgreSQL) then has this
+// machine's cores to itself. The returned function continues them (SIGCONT); call it within
+// seconds: the agents' MQTT keep-alive is longer than that, so none is disconnected.
+func pauseManagementClusters(b *testing.B) (resume func()) {
+	procs, err := managementProcesses()
+	if err != nil {
+		b.Fatalf("pause the management clusters: %v", err)
+	}
+	var stopped []int
+	for _, p := range procs {
+		if err := syscall.Kill(p.PID, syscall.SIGSTOP); err != nil {
+			b.Logf("pause %d (%s): %v", p.PID, p.Comm, err)
+			continue
 		}
-		b.Fatalf("pause the management clusters: found %d processes in %v, want at least %d", len(stopped), dirs, 4*len(dirs))
+		stopped = append(stopped, p.PID)
 	}
 	return func() {
 		for _, pid := range stopped {
@@ -104,6 +114,36 @@ func pauseManagementClusters(b *testing.B) (resume func()) {
 			}
 		}
 	}
+}
+
+// niceManagementClusters sets the nice value of every thread of every process of the region's
+// management clusters to n (0 is the default; 19 the least priority), so that they take the CPU
+// the service side leaves, as if they had cores of their own, while still doing their work. A
+// thread they start later inherits it from the thread that starts it. It says how many threads
+// it set.
+func niceManagementClusters(n int) (int, error) {
+	procs, err := managementProcesses()
+	if err != nil {
+		return 0, err
+	}
+	threads := 0
+	for _, p := range procs {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.PID))
+		if err != nil {
+			continue // the process exited
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil {
+				continue
+			}
+			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, n); err != nil {
+				return threads, fmt.Errorf("nice %d of thread %d of %s: %w", n, tid, p.Comm, err)
+			}
+			threads++
+		}
+	}
+	return threads, nil
 }
 
 // usage is what a load step's notes say the machine did during it: the CPU of the region's
