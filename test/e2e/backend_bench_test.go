@@ -1365,19 +1365,12 @@ func regionSched() map[string]procstat.Sched {
 // is short of CPU, not of work); PostgreSQL's backends that came and went in between are not
 // counted.
 func regionSchedSince(before, after map[string]procstat.Sched) string {
-	type use struct {
-		name string
-		d    procstat.Sched
-	}
-	var uses []use
+	uses := gains(before, after, procstat.Sched.Sub, func(d procstat.Sched) bool { return d.Ran > 0 || d.Waited > 0 },
+		func(a, b procstat.Sched) bool { return a.Waited > b.Waited })
 	var total procstat.Sched
-	for name, s := range after {
-		if d := s.Sub(before[name]); d.Ran > 0 || d.Waited > 0 {
-			uses = append(uses, use{name, d})
-			total = total.Add(d)
-		}
+	for _, u := range uses {
+		total = total.Add(u.d)
 	}
-	sort.Slice(uses, func(i, j int) bool { return uses[i].d.Waited > uses[j].d.Waited })
 	parts := []string{fmt.Sprintf("waited for a CPU %.2f s against %.2f s run in all", total.Waited.Seconds(), total.Ran.Seconds())}
 	for _, u := range uses {
 		parts = append(parts, fmt.Sprintf("%s %.2f / %.2f s", u.name, u.d.Waited.Seconds(), u.d.Ran.Seconds()))
@@ -1385,24 +1378,36 @@ func regionSchedSince(before, after map[string]procstat.Sched) string {
 	return strings.Join(parts, ", ")
 }
 
+// gain is what one program gained between two readings.
+type gain[T any] struct {
+	name string
+	d    T
+}
+
+// gains is what each program of after gained since before (sub), those for which counts says it
+// gained anything, ordered by first.
+func gains[T any](before, after map[string]T, sub func(T, T) T, counts func(T) bool, first func(a, b T) bool) []gain[T] {
+	var out []gain[T]
+	for name, v := range after {
+		if d := sub(v, before[name]); counts(d) {
+			out = append(out, gain[T]{name, d})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return first(out[i].d, out[j].d) })
+	return out
+}
+
 var toolHash = regexp.MustCompile(`-[0-9a-f]{16}$`)
 
 // regionCPUSince says, largest first, how much CPU each program of regionCPU used from before
 // to after, and over how long.
 func regionCPUSince(before, after map[string]time.Duration, over time.Duration) string {
-	type use struct {
-		name string
-		d    time.Duration
-	}
-	var uses []use
+	uses := gains(before, after, func(a, b time.Duration) time.Duration { return a - b }, func(d time.Duration) bool { return d > 0 },
+		func(a, b time.Duration) bool { return a > b })
 	var total time.Duration
-	for name, d := range after {
-		if d -= before[name]; d > 0 {
-			uses = append(uses, use{name, d})
-			total += d
-		}
+	for _, u := range uses {
+		total += u.d
 	}
-	sort.Slice(uses, func(i, j int) bool { return uses[i].d > uses[j].d })
 	parts := []string{fmt.Sprintf("%.1f s in all over %s (%.2f cores)", total.Seconds(), over.Round(time.Second), total.Seconds()/over.Seconds())}
 	for _, u := range uses {
 		parts = append(parts, fmt.Sprintf("%s %.1f s", u.name, u.d.Seconds()))

@@ -44,37 +44,28 @@ func TestReadsOfDecodedClusters(t *testing.T) {
 			t.Fatalf("second read = version %q message %q: the first reader's change leaked", again.Spec.GetVersionId(), again.Status.GetMessage())
 		}
 	})
-	t.Run("a_write_by_this_store_is_read", func(t *testing.T) {
-		cur, err := s.GetCluster(ctx, c.ID)
+	// writeThenRead writes st through writer and reads the cluster back through s.
+	writeThenRead := func(t *testing.T, writer *Store, st *csv1.ClusterStatus) {
+		cur, err := writer.GetCluster(ctx, c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.UpdateStatus(ctx, c.ID, cur.Revision, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, Message: "by this store"}); err != nil {
+		if _, err := writer.UpdateStatus(ctx, c.ID, cur.Revision, st); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.GetCluster(ctx, c.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status.GetMessage() != "by this store" {
-			t.Fatalf("after the write: status %v", got.Status)
+		if got.Status.GetMessage() != st.Message || got.Status.GetState() != st.State {
+			t.Fatalf("after the write: status %v, want %v", got.Status, st)
 		}
+	}
+	t.Run("a_write_by_this_store_is_read", func(t *testing.T) {
+		writeThenRead(t, s, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, Message: "by this store"})
 	})
 	t.Run("a_write_by_another_replica_is_read", func(t *testing.T) {
-		cur, err := replica.GetCluster(ctx, c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := replica.UpdateStatus(ctx, c.ID, cur.Revision, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, Message: "by the replica"}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.GetCluster(ctx, c.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status.GetMessage() != "by the replica" || got.Status.GetState() != csv1.ClusterState_CLUSTER_STATE_READY {
-			t.Fatalf("after the replica's write: status %v", got.Status)
-		}
+		writeThenRead(t, replica, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, Message: "by the replica"})
 	})
 }
 
