@@ -122,7 +122,7 @@ func fillSecrets(t *testing.T, dir string, c chartContainer) {
 			case "tls.key":
 				copyFile(id.Key, path)
 			case "ca.crt":
-				copyFile(p.BundleFile, path)
+				copyFile(p.CAFile, path)
 			case "kek":
 				if _, err := envelope.WriteKeyFile(path); err != nil {
 					t.Fatal(err)

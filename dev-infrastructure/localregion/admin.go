@@ -174,7 +174,7 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 		Name: "admin", Path: filepath.Join(r.binDir, "admin"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: []string{
 			"--listen", addr, "--metrics-listen", "127.0.0.1:" + strconv.Itoa(metricsPort),
-			"--tls-cert", server.Cert, "--tls-key", server.Key, "--tls-client-ca", r.pki.ClientCAFile,
+			"--tls-cert", server.Cert, "--tls-key", server.Key, "--tls-client-ca", r.pki.PersonCAFile,
 			"--audit-db-dsn", db.DSN,
 			// The same login reads the document store (SELECT, and UPDATE of documents).
 			"--db-dsn", pg.RoleDSN(adminRole, docs.Database, r.pki.CAFile),
@@ -199,12 +199,12 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 // issueAdminIdentities issues the admin API's server certificate and the development SREs'
 // client certificates, and lists the SREs in region.json.
 func (r *Region) issueAdminIdentities() error {
-	if err := r.pki.Add(adminIdentity, r.serverSpec(adminIdentity, pki.Server), false); err != nil {
+	if err := r.pki.Add(adminIdentity, r.serverSpec(adminIdentity, pki.Server), pki.ServiceCA); err != nil {
 		return err
 	}
 	r.Info.Admin = AdminInfo{CAFile: r.pki.CAFile}
 	for _, s := range devSREs {
-		if err := r.pki.Add(s.identity, pki.Spec{CommonName: s.person, Organization: []string{s.group}, Usage: pki.Client}, true); err != nil {
+		if err := r.pki.AddPerson(s.identity, s.person, s.group); err != nil {
 			return err
 		}
 		f := r.pki.MustFiles(s.identity)

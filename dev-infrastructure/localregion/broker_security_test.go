@@ -101,7 +101,7 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 	}
 	// A second Maestro server instance, as Up makes it for Config.MaestroServers = 2.
 	second := maestroServerNames(2)[1]
-	if err := p.Add(second, pki.Spec{CommonName: second, Usage: pki.Client}, false); err != nil {
+	if err := p.Add(second, pki.Spec{CommonName: second, Usage: pki.Client}, pki.ServiceCA); err != nil {
 		t.Fatal(err)
 	}
 	plugin, err := mgmtcluster.MosquittoShareGuardPlugin(ctx)

@@ -51,7 +51,7 @@ func (r *Region) addBrokerNames() error {
 		return nil
 	}
 	err := r.pki.Add(pki.Broker, pki.Spec{CommonName: pki.Broker, Usage: pki.Server, DNSNames: names,
-		IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, false)
+		IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, pki.ServiceCA)
 	if err != nil {
 		return fmt.Errorf("broker certificate for %v: %w", names, err)
 	}

@@ -84,7 +84,7 @@ func (r *Region) addServiceClusterNames() error {
 		{pki.ClusterService, pki.Server | pki.Client},
 		{pki.Frontend, pki.Server | pki.Client},
 	} {
-		if err := r.pki.Add(id.cn, r.serverSpec(id.cn, id.usage), false); err != nil {
+		if err := r.pki.Add(id.cn, r.serverSpec(id.cn, id.usage), pki.ServiceCA); err != nil {
 			return fmt.Errorf("certificate of %s for the service cluster: %w", id.cn, err)
 		}
 	}

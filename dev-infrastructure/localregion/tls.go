@@ -80,7 +80,7 @@ func (r *Region) DialClusterServiceAs(identity string) (*grpc.ClientConn, error)
 // method.
 func (r *Region) clusterServiceServerArgs() []string {
 	f := r.pki.MustFiles(pki.ClusterService)
-	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", r.pki.BundleFile}
+	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", r.pki.CAFile}
 }
 
 // clusterServiceClientArgs are the frontend's and backend's flags to call Cluster Service as
@@ -93,7 +93,7 @@ func (r *Region) clusterServiceClientArgs(identity string) []string {
 // frontendServerArgs make the ARM API mutual TLS admitting only ARM's certificate.
 func (r *Region) frontendServerArgs() []string {
 	f := r.pki.MustFiles(pki.Frontend)
-	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", r.pki.ClientCAFile, "--arm-client-subjects", pki.ARM}
+	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", r.pki.ARMCAFile, "--arm-client-subjects", pki.ARM}
 }
 
 // probeClient verifies the region's servers and presents no certificate: enough for /healthz.

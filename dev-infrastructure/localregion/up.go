@@ -96,7 +96,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	// The first Maestro server's identity is the region's own; the others get theirs here.
 	extraServers := maestroServerNames(cfg.MaestroServers)[1:]
 	for _, name := range extraServers {
-		if err := r.pki.Add(name, pki.Spec{CommonName: name, Usage: pki.Client}, false); err != nil {
+		if err := r.pki.Add(name, pki.Spec{CommonName: name, Usage: pki.Client}, pki.ServiceCA); err != nil {
 			return nil, err
 		}
 	}

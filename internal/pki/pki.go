@@ -1,6 +1,6 @@
-// Package pki makes the local region's development PKI: a region CA for the services' own
-// certificates, a separate client CA for the callers from outside the region (ARM and SREs),
-// and one short-lived certificate per identity, written as PEM files. In Azure, Key Vault
+// Package pki makes the local region's development PKI: a service CA for the workloads' own
+// certificates (each carrying its SPIFFE ID), an ARM CA for ARM's client certificate, a person
+// CA for the SREs, and one short-lived certificate per identity, written as PEM files. In Azure, Key Vault
 // certificates replace it (docs/security.md); the services only ever see files, so they do not
 // know which one made them.
 package pki
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -82,6 +83,8 @@ type Spec struct {
 	// loopback addresses).
 	DNSNames []string
 	IPs      []net.IP
+	// URIs are URI SANs: a workload's SPIFFE ID (Region.Add sets it for service identities).
+	URIs     []*url.URL
 	Lifetime time.Duration
 	// Organization is the subject's organisation (default "OpenHCP local region"). The admin
 	// API reads an SRE's group from it (admin/pkg/access).
@@ -138,6 +141,7 @@ func (a *Authority) Issue(s Spec) (*Issued, error) {
 			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 		}
 	}
+	tmpl.URIs = s.URIs
 	if s.Usage&Client != 0 {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
 	}

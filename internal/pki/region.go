@@ -4,19 +4,25 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	ident "github.com/openhcp/openhcp/internal/identity"
 )
 
 // The region's identities. Each is the subject common name of its certificate and the base
-// name of its files (<Dir>/<name>.crt, <Dir>/<name>.key). Services authorize callers by it.
+// name of its files (<Dir>/<name>.crt, <Dir>/<name>.key). Our servers authorize workloads by
+// the SPIFFE ID their certificates carry (internal/identity); the servers we did not write
+// (Maestro, mosquitto, PostgreSQL) by the common name under the service CA.
 const (
 	Frontend       = "frontend"        // ARM API server; Cluster Service client
-	ARM            = "arm"             // the client ARM calls the frontend with (client CA)
-	SRE            = "sre"             // SREs and the launcher's admin calls (client CA)
+	ARM            = "arm"             // the client ARM calls the frontend with (ARM CA)
+	SRE            = "sre"             // the admin API's and the launcher's calls to Cluster Service (service CA)
 	Backend        = "backend"         // Cluster Service client
 	ClusterService = "cluster-service" // gRPC server; Maestro client
 	MaestroServer  = "maestro-server"  // gRPC and REST server; MQTT client
@@ -37,38 +43,69 @@ const (
 
 // Options tunes Create. Zero values take the defaults.
 type Options struct {
+	// TrustDomain of the workloads' SPIFFE IDs (default identity.DefaultTrustDomain).
+	TrustDomain string
 	// Lifetime of every leaf certificate (default DefaultLifetime).
 	Lifetime time.Duration
-	// CALifetime of both CAs (default DefaultCALifetime).
+	// CALifetime of the CAs (default DefaultCALifetime).
 	CALifetime time.Duration
 	// MaestroConsumers get one maestro-agent identity each.
 	MaestroConsumers []string
 }
 
 // Region is the local region's PKI on disk. It is safe for concurrent use.
+//
+// Three CAs issue three kinds of identity, and a server trusts only the kind it serves: the
+// service CA issues workloads (each certificate carries its SPIFFE ID), the ARM CA issues ARM's
+// client certificate, and the person CA issues SREs. So a person's certificate cannot act as a
+// service or as ARM, whatever its names say, and the person CA refuses a service's name anyway.
 type Region struct {
 	// Dir holds every file.
 	Dir string
-	// CAFile is the region CA: it signs every service's certificate, so clients verify servers
-	// with it and servers verify the services calling them with it.
+	// CAFile is the service CA: it signs every workload's certificate, so clients verify servers
+	// with it and servers verify the workloads calling them with it.
 	CAFile string
-	// ClientCAFile is the CA of the callers from outside the region (ARM, SREs). The frontend's
-	// ARM API trusts only it.
-	ClientCAFile string
-	// BundleFile holds both CAs, for a server that admits services and SREs (Cluster Service).
-	BundleFile string
+	// ARMCAFile is the CA of ARM's client certificate. The frontend's ARM API trusts only it.
+	ARMCAFile string
+	// PersonCAFile is the CA of the SRE persons' certificates. The admin API trusts only it.
+	PersonCAFile string
+	// TrustDomain is the workloads' SPIFFE trust domain.
+	TrustDomain string
 
 	lifetime time.Duration
-	regionCA *Authority
-	clientCA *Authority
+	cas      map[Issuer]*Authority
 
 	mu         sync.Mutex
 	identities map[string]identity
 }
 
+// Issuer is one of the region's CAs.
+type Issuer int
+
+const (
+	// ServiceCA issues the workloads' certificates.
+	ServiceCA Issuer = iota
+	// ARMCA issues ARM's client certificate.
+	ARMCA
+	// PersonCA issues SRE persons' client certificates.
+	PersonCA
+)
+
+func (i Issuer) String() string {
+	switch i {
+	case ServiceCA:
+		return "service CA"
+	case ARMCA:
+		return "ARM CA"
+	case PersonCA:
+		return "person CA"
+	}
+	return fmt.Sprintf("Issuer(%d)", int(i))
+}
+
 type identity struct {
-	spec Spec
-	ca   *Authority
+	spec   Spec
+	issuer Issuer
 }
 
 // Files are the PEM files of one identity.
@@ -95,74 +132,122 @@ func Create(dir string, o Options) (*Region, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create PKI directory: %w", err)
 	}
+	if o.TrustDomain == "" {
+		o.TrustDomain = ident.DefaultTrustDomain
+	}
 	r := &Region{
 		Dir:          dir,
 		CAFile:       filepath.Join(dir, "region-ca.crt"),
-		ClientCAFile: filepath.Join(dir, "client-ca.crt"),
-		BundleFile:   filepath.Join(dir, "ca-bundle.crt"),
+		ARMCAFile:    filepath.Join(dir, "arm-ca.crt"),
+		PersonCAFile: filepath.Join(dir, "person-ca.crt"),
+		TrustDomain:  o.TrustDomain,
 		lifetime:     o.Lifetime,
+		cas:          map[Issuer]*Authority{},
 		identities:   map[string]identity{},
 	}
-	var err error
-	if r.regionCA, err = NewAuthority("OpenHCP region CA", o.CALifetime); err != nil {
-		return nil, err
-	}
-	if r.clientCA, err = NewAuthority("OpenHCP ARM and SRE client CA", o.CALifetime); err != nil {
-		return nil, err
-	}
-	for path, data := range map[string][]byte{
-		r.CAFile:       r.regionCA.PEM,
-		r.ClientCAFile: r.clientCA.PEM,
-		r.BundleFile:   append(append([]byte{}, r.regionCA.PEM...), r.clientCA.PEM...),
+	for issuer, c := range map[Issuer]struct{ name, file string }{
+		ServiceCA: {"OpenHCP region service CA", r.CAFile},
+		ARMCA:     {"OpenHCP ARM client CA", r.ARMCAFile},
+		PersonCA:  {"OpenHCP SRE person CA", r.PersonCAFile},
 	} {
-		if err := writeFile(path, data, 0o644); err != nil {
+		ca, err := NewAuthority(c.name, o.CALifetime)
+		if err != nil {
 			return nil, err
 		}
+		if err := writeFile(c.file, ca.PEM, 0o644); err != nil {
+			return nil, err
+		}
+		r.cas[issuer] = ca
 	}
 	type id struct {
 		name, cn string
 		usage    Usage
-		external bool
+		issuer   Issuer
 	}
 	ids := []id{
-		{Frontend, Frontend, Server | Client, false},
-		{ARM, ARM, Client, true},
-		{SRE, SRE, Client, true},
-		{Backend, Backend, Client, false},
-		{ClusterService, ClusterService, Server | Client, false},
-		{MaestroServer, MaestroServer, Server | Client, false},
-		{Broker, Broker, Server, false},
-		{Postgres, Postgres, Server, false},
+		{Frontend, Frontend, Server | Client, ServiceCA},
+		{ARM, ARM, Client, ARMCA},
+		{SRE, SRE, Client, ServiceCA},
+		{Backend, Backend, Client, ServiceCA},
+		{ClusterService, ClusterService, Server | Client, ServiceCA},
+		{MaestroServer, MaestroServer, Server | Client, ServiceCA},
+		{Broker, Broker, Server, ServiceCA},
+		{Postgres, Postgres, Server, ServiceCA},
 	}
 	for _, c := range o.MaestroConsumers {
-		ids = append(ids, id{MaestroAgent(c), c, Client, false})
+		ids = append(ids, id{MaestroAgent(c), c, Client, ServiceCA})
 	}
 	for _, i := range ids {
-		if err := r.Add(i.name, Spec{CommonName: i.cn, Usage: i.usage}, i.external); err != nil {
+		if err := r.Add(i.name, Spec{CommonName: i.cn, Usage: i.usage}, i.issuer); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// Add issues a new identity (or replaces one of the same name) and writes its files. external
-// identities are signed by the client CA, all others by the region CA. A zero Spec.Lifetime
-// takes the region's.
-func (r *Region) Add(name string, s Spec, external bool) error {
+// WorkloadID is the SPIFFE ID a service identity's certificate carries: its workload's (the
+// Maestro server's instances and the agents share their workload's), or none for a name that
+// is no workload's.
+func (r *Region) WorkloadID(name string) (ident.ID, bool) {
+	switch {
+	case strings.HasPrefix(name, MaestroServer+"-"):
+		name = ident.MaestroServer
+	case strings.HasPrefix(name, "maestro-agent-"):
+		name = ident.MaestroAgent
+	case name == "admin":
+		name = ident.SRE // the admin API's server certificate: the same workload as its client one
+	}
+	return ident.Of(name, r.TrustDomain)
+}
+
+// Add issues a new identity (or replaces one of the same name) and writes its files. A
+// service identity carries its workload's SPIFFE ID (WorkloadID) unless s names URIs. A zero
+// Spec.Lifetime takes the region's. The person CA never issues a reserved (service) name.
+func (r *Region) Add(name string, s Spec, by Issuer) error {
 	if s.Lifetime <= 0 {
 		s.Lifetime = r.lifetime
 	}
-	ca := r.regionCA
-	if external {
-		ca = r.clientCA
+	if _, ok := r.cas[by]; !ok {
+		return fmt.Errorf("identity %q: no %s", name, by)
+	}
+	switch by {
+	case ServiceCA:
+		if len(s.URIs) == 0 {
+			if id, ok := r.WorkloadID(name); ok {
+				s.URIs = []*url.URL{id.URL()}
+			}
+		}
+	case PersonCA:
+		if ident.Reserved(s.CommonName) || ident.Reserved(name) {
+			return fmt.Errorf("identity %q: a person may not be issued the reserved name %q", name, s.CommonName)
+		}
+		if len(s.URIs) > 0 || s.Usage != Client {
+			return fmt.Errorf("identity %q: a person's certificate is a client certificate without URIs", name)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.write(name, s, ca); err != nil {
+	if err := r.write(name, s, r.cas[by]); err != nil {
 		return err
 	}
-	r.identities[name] = identity{spec: s, ca: ca}
+	r.identities[name] = identity{spec: s, issuer: by}
 	return nil
+}
+
+// AddPerson issues an SRE person's client certificate from the person CA: the common name is
+// the person, the organisation their SRE group (admin/pkg/access). name is the files' base name.
+func (r *Region) AddPerson(name, person, group string) error {
+	return r.Add(name, Spec{CommonName: person, Organization: []string{group}, Usage: Client}, PersonCA)
+}
+
+// IssueUnchecked signs a certificate with one of the region's CAs without Add's rules, for
+// tests that play an attacker who got a CA to sign what it should not have (a person named
+// like a service). It writes nothing.
+func (r *Region) IssueUnchecked(by Issuer, s Spec) (*Issued, error) {
+	if s.Lifetime <= 0 {
+		s.Lifetime = r.lifetime
+	}
+	return r.cas[by].Issue(s)
 }
 
 // Files returns the files of an identity.
@@ -205,7 +290,7 @@ func (r *Region) Renew(name string) (*x509.Certificate, error) {
 	if !ok {
 		return nil, fmt.Errorf("renew: no identity %q in the region PKI", name)
 	}
-	if err := r.write(name, id.spec, id.ca); err != nil {
+	if err := r.write(name, id.spec, r.cas[id.issuer]); err != nil {
 		return nil, err
 	}
 	return ReadCertificate(r.files(name).Cert)

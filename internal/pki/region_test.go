@@ -3,6 +3,7 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,24 +16,30 @@ func TestCreateIssuesEveryIdentityFromTheRightCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	regionPool, clientPool := poolOf(t, r.CAFile), poolOf(t, r.ClientCAFile)
+	pools := map[Issuer]*x509.CertPool{ServiceCA: poolOf(t, r.CAFile), ARMCA: poolOf(t, r.ARMCAFile), PersonCA: poolOf(t, r.PersonCAFile)}
+	if err := r.AddPerson("alice", "alice", "sre-admin"); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "spiffe://cluster.local/ns/"
 	for _, tc := range []struct {
-		name     string
-		cn       string
-		server   bool
-		client   bool
-		external bool
+		name   string
+		cn     string
+		server bool
+		client bool
+		issuer Issuer
+		spiffe string
 	}{
-		{Frontend, "frontend", true, true, false},
-		{ARM, "arm", false, true, true},
-		{SRE, "sre", false, true, true},
-		{Backend, "backend", false, true, false},
-		{ClusterService, "cluster-service", true, true, false},
-		{MaestroServer, "maestro-server", true, true, false},
-		{Broker, "broker", true, false, false},
-		{Postgres, "postgres", true, false, false},
-		{MaestroAgent("mgmt-1"), "mgmt-1", false, true, false},
-		{MaestroAgent("mgmt-2"), "mgmt-2", false, true, false},
+		{Frontend, "frontend", true, true, ServiceCA, ns + "openhcp-frontend/sa/frontend"},
+		{ARM, "arm", false, true, ARMCA, ""},
+		{SRE, "sre", false, true, ServiceCA, ns + "openhcp-admin/sa/admin"},
+		{Backend, "backend", false, true, ServiceCA, ns + "openhcp-backend/sa/backend"},
+		{ClusterService, "cluster-service", true, true, ServiceCA, ns + "openhcp-cluster-service/sa/cluster-service"},
+		{MaestroServer, "maestro-server", true, true, ServiceCA, ns + "openhcp-maestro/sa/maestro-server"},
+		{Broker, "broker", true, false, ServiceCA, ""},
+		{Postgres, "postgres", true, false, ServiceCA, ""},
+		{MaestroAgent("mgmt-1"), "mgmt-1", false, true, ServiceCA, ns + "maestro/sa/maestro-agent"},
+		{MaestroAgent("mgmt-2"), "mgmt-2", false, true, ServiceCA, ns + "maestro/sa/maestro-agent"},
+		{"alice", "alice", false, true, PersonCA, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := r.MustFiles(tc.name)
@@ -53,21 +60,29 @@ func TestCreateIssuesEveryIdentityFromTheRightCA(t *testing.T) {
 			if c.Subject.CommonName != tc.cn {
 				t.Fatalf("CN %q, want %q", c.Subject.CommonName, tc.cn)
 			}
+			var uris []string
+			for _, u := range c.URIs {
+				uris = append(uris, u.String())
+			}
+			if want := []string{tc.spiffe}; tc.spiffe == "" && len(uris) != 0 || tc.spiffe != "" && !slices.Equal(uris, want) {
+				t.Fatalf("URI SANs %v, want %q", uris, tc.spiffe)
+			}
 			if life := time.Until(c.NotAfter); life > DefaultLifetime || life < DefaultLifetime-time.Minute {
 				t.Fatalf("lifetime %s, want about %s", life, DefaultLifetime)
 			}
-			own, other := regionPool, clientPool
-			if tc.external {
-				own, other = clientPool, regionPool
-			}
 			for usage, want := range map[x509.ExtKeyUsage]bool{x509.ExtKeyUsageServerAuth: tc.server, x509.ExtKeyUsageClientAuth: tc.client} {
-				_, err := c.Verify(x509.VerifyOptions{Roots: own, KeyUsages: []x509.ExtKeyUsage{usage}})
+				_, err := c.Verify(x509.VerifyOptions{Roots: pools[tc.issuer], KeyUsages: []x509.ExtKeyUsage{usage}})
 				if (err == nil) != want {
 					t.Errorf("verify for usage %v: err %v, want ok=%v", usage, err, want)
 				}
 			}
-			if _, err := c.Verify(x509.VerifyOptions{Roots: other, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err == nil {
-				t.Error("certificate also verifies against the other CA")
+			for other, pool := range pools {
+				if other == tc.issuer {
+					continue
+				}
+				if _, err := c.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err == nil {
+					t.Errorf("certificate also verifies against the %s", other)
+				}
 			}
 			if tc.server {
 				if err := c.VerifyHostname("127.0.0.1"); err != nil {
@@ -78,13 +93,6 @@ func TestCreateIssuesEveryIdentityFromTheRightCA(t *testing.T) {
 				}
 			}
 		})
-	}
-	bundle := poolOf(t, r.BundleFile)
-	for _, n := range []string{ARM, Backend} {
-		c, _ := ReadCertificate(r.MustFiles(n).Cert)
-		if _, err := c.Verify(x509.VerifyOptions{Roots: bundle, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-			t.Errorf("bundle does not verify %s: %v", n, err)
-		}
 	}
 	if st, _ := os.Stat(r.Dir); st.Mode().Perm() != 0o700 {
 		t.Errorf("PKI directory mode %v, want 0700", st.Mode().Perm())
@@ -98,7 +106,7 @@ func TestCreateIssuesEveryIdentityFromTheRightCA(t *testing.T) {
 	// The CA keys never reach the disk.
 	ents, _ := os.ReadDir(r.Dir)
 	for _, e := range ents {
-		if slices.Contains([]string{"region-ca.key", "client-ca.key"}, e.Name()) {
+		if slices.Contains([]string{"region-ca.key", "arm-ca.key", "person-ca.key"}, e.Name()) {
 			t.Errorf("CA key written: %s", e.Name())
 		}
 	}
@@ -162,4 +170,31 @@ func poolOf(t *testing.T, path string) *x509.CertPool {
 		t.Fatalf("no certificates in %s", path)
 	}
 	return p
+}
+
+func TestAPersonCanNeverHoldAServiceName(t *testing.T) {
+	r, err := Create(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cn := range []string{SRE, Frontend, Backend, ClusterService, MaestroServer, ARM, "admin", "system:masters", "Cluster-Service"} {
+		if err := r.AddPerson("p-"+cn, cn, "sre-admin"); err == nil {
+			t.Errorf("the person CA issued %q", cn)
+		}
+	}
+	if err := r.Add("p-uri", Spec{CommonName: "carol", Usage: Client, URIs: r.MustWorkloadURIs(t, Backend)}, PersonCA); err == nil {
+		t.Error("the person CA issued a certificate carrying a workload's SPIFFE ID")
+	}
+	if err := r.AddPerson("dave", "dave", "sre-readonly"); err != nil {
+		t.Fatalf("an ordinary person: %v", err)
+	}
+}
+
+func (r *Region) MustWorkloadURIs(t *testing.T, name string) []*url.URL {
+	t.Helper()
+	id, ok := r.WorkloadID(name)
+	if !ok {
+		t.Fatalf("no workload %s", name)
+	}
+	return []*url.URL{id.URL()}
 }

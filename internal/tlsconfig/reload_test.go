@@ -236,7 +236,7 @@ func TestServerIPIsVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A server certificate for localhost only, served on 127.0.0.1.
-	if err := p.Add("named-only", pki.Spec{CommonName: "named-only", Usage: pki.Server, DNSNames: []string{"localhost"}}, false); err != nil {
+	if err := p.Add("named-only", pki.Spec{CommonName: "named-only", Usage: pki.Server, DNSNames: []string{"localhost"}}, pki.ServiceCA); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -274,7 +274,7 @@ func TestOptionalClientCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	fe := p.MustFiles(pki.Frontend)
-	scfg, err := Files{CA: p.ClientCAFile, Cert: fe.Cert, Key: fe.Key}.ServerClientAuth("127.0.0.1:0", tls.VerifyClientCertIfGiven)
+	scfg, err := Files{CA: p.ARMCAFile, Cert: fe.Cert, Key: fe.Key}.ServerClientAuth("127.0.0.1:0", tls.VerifyClientCertIfGiven)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestMetricsPlaintextOnlyOnLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	fe := p.MustFiles(pki.Frontend)
-	withCert := Files{CA: p.ClientCAFile, Cert: fe.Cert, Key: fe.Key}
+	withCert := Files{CA: p.ARMCAFile, Cert: fe.Cert, Key: fe.Key}
 	if cfg, err := withCert.Metrics("127.0.0.1:9"); err != nil || cfg != nil {
 		t.Fatalf("loopback metrics: %v %v; want plaintext", cfg, err)
 	}

@@ -173,7 +173,7 @@ func TestAdminAPI(t *testing.T) {
 	t.Run("a_revoked_sre_is_refused", func(t *testing.T) {
 		// A fresh SRE of the region's client CA, so no other test loses its identity.
 		person := "eve-" + uuid.NewString()[:8]
-		if err := region.PKI().Add(person, pki.Spec{CommonName: person, Organization: []string{access.GroupReadOnly}, Usage: pki.Client}, true); err != nil {
+		if err := region.PKI().AddPerson(person, person, access.GroupReadOnly); err != nil {
 			t.Fatal(err)
 		}
 		f := region.PKI().MustFiles(person)

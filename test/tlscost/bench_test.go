@@ -122,8 +122,8 @@ func (s *setup) start(b *testing.B, bin string, pg *pgserver.Server) {
 	var feTLS, csTLS, sreTLS *tlsconfigPair
 	if s.pki != nil {
 		cs, fe := s.pki.MustFiles(pki.ClusterService), s.pki.MustFiles(pki.Frontend)
-		csArgs = append(csArgs, "--tls-cert", cs.Cert, "--tls-key", cs.Key, "--tls-client-ca", s.pki.BundleFile)
-		feArgs = append(feArgs, "--tls-cert", fe.Cert, "--tls-key", fe.Key, "--tls-client-ca", s.pki.ClientCAFile, "--arm-client-subjects", pki.ARM,
+		csArgs = append(csArgs, "--tls-cert", cs.Cert, "--tls-key", cs.Key, "--tls-client-ca", s.pki.CAFile)
+		feArgs = append(feArgs, "--tls-cert", fe.Cert, "--tls-key", fe.Key, "--tls-client-ca", s.pki.ARMCAFile, "--arm-client-subjects", pki.ARM,
 			"--cluster-service-ca", s.pki.CAFile, "--cluster-service-cert", fe.Cert, "--cluster-service-key", fe.Key)
 		s.feURL = "https://" + feAddr
 		feTLS, csTLS, sreTLS = s.as(pki.ARM), s.as(pki.Frontend), s.as(pki.SRE)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 // Permission is one thing an admin route does.
@@ -60,16 +62,25 @@ func (id Identity) May(p Permission) bool { return slices.Contains(Groups[id.Gro
 var ErrNoIdentity = errors.New("no SRE identity")
 
 // Identify reads the SRE identity from a connection's verified client certificate. The
-// listener verified the chain against the client CA; Identify only reads the subject. A
+// listener verified the chain against the person CA; Identify reads the subject, and refuses
+// a workload's name or SPIFFE ID. A
 // certificate of another kind (ARM's, a service's: no SRE group as its organisation) is no SRE
 // identity.
 func Identify(cs *tls.ConnectionState) (Identity, error) {
 	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
 		return Identity{}, fmt.Errorf("%w: the request has no verified client certificate", ErrNoIdentity)
 	}
-	subj := cs.VerifiedChains[0][0].Subject
+	leaf := cs.VerifiedChains[0][0]
+	subj := leaf.Subject
 	if subj.CommonName == "" {
 		return Identity{}, fmt.Errorf("%w: the client certificate's subject names no person (empty common name)", ErrNoIdentity)
+	}
+	// The listener trusts the person CA only, which issues neither; this holds even if it had.
+	if identity.Reserved(subj.CommonName) {
+		return Identity{}, fmt.Errorf("%w: %q is a service's name, never a person's", ErrNoIdentity, subj.CommonName)
+	}
+	if len(leaf.URIs) > 0 {
+		return Identity{}, fmt.Errorf("%w: the certificate of %q carries URIs (a workload's identity), a person's never does", ErrNoIdentity, subj.CommonName)
 	}
 	if len(subj.Organization) != 1 {
 		return Identity{}, fmt.Errorf("%w: the client certificate of %q must name exactly one SRE group as its organisation, it names %d", ErrNoIdentity, subj.CommonName, len(subj.Organization))

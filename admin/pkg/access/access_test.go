@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +14,15 @@ import (
 
 func conn(cn string, orgs ...string) *tls.ConnectionState {
 	return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: cn, Organization: orgs}}}}}
+}
+
+func withURI(cs *tls.ConnectionState, uri string) *tls.ConnectionState {
+	u, err := url.Parse(uri)
+	if err != nil {
+		panic(err)
+	}
+	cs.VerifiedChains[0][0].URIs = []*url.URL{u}
+	return cs
 }
 
 func TestIdentify(t *testing.T) {
@@ -30,6 +40,11 @@ func TestIdentify(t *testing.T) {
 		{"service_certificate", conn("arm", "OpenHCP local region"), Identity{}, false},
 		{"two_groups_is_ambiguous", conn("eve", GroupReadOnly, GroupAdmin), Identity{}, false},
 		{"no_person", conn("", GroupAdmin), Identity{}, false},
+		// A person is never named like a workload, and never carries a workload's SPIFFE ID: the
+		// person CA refuses to issue either, and the admin API refuses them if one was issued.
+		{"person_named_like_a_service", conn("sre", GroupAdmin), Identity{}, false},
+		{"person_named_like_a_service_in_capitals", conn("Cluster-Service", GroupAdmin), Identity{}, false},
+		{"certificate_carrying_a_workload_id", withURI(conn("carol", GroupAdmin), "spiffe://cluster.local/ns/openhcp-admin/sa/admin"), Identity{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Identify(tc.cs)

@@ -127,16 +127,16 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	for name, group := range map[string]string{"alice": access.GroupAdmin, "bob": access.GroupReadOnly, "mallory": "sre-wannabe"} {
-		if err := p.Add(name, pki.Spec{CommonName: name, Organization: []string{group}, Usage: pki.Client}, true); err != nil {
+		if err := p.AddPerson(name, name, group); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := p.Add("admin", pki.Spec{CommonName: "admin", Usage: pki.Server}, false); err != nil {
+	if err := p.Add("admin", pki.Spec{CommonName: "admin", Usage: pki.Server}, pki.ServiceCA); err != nil {
 		t.Fatal(err)
 	}
 	sf := p.MustFiles("admin")
 	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.TLS, err = tlsconfig.Files{Cert: sf.Cert, Key: sf.Key, CA: p.ClientCAFile}.ServerClientAuth("127.0.0.1:0", tls.VerifyClientCertIfGiven)
+	ts.TLS, err = tlsconfig.Files{Cert: sf.Cert, Key: sf.Key, CA: p.PersonCAFile}.ServerClientAuth("127.0.0.1:0", tls.VerifyClientCertIfGiven)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +210,17 @@ func (e *env) lastAudit(t *testing.T, f audit.Filter) []audit.Entry {
 
 func TestIdentityAuthorizationAndAudit(t *testing.T) {
 	e := start(t)
+	// Only the SRE persons' CA is trusted: ARM's certificate and the workloads' (the sre workload
+	// included) fail the handshake.
+	for _, id := range []string{pki.ARM, pki.SRE} {
+		t.Run(id+"_certificate_fails_the_handshake", func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, e.url+"/admin/v1/shards", nil)
+			if resp, err := e.as(t, id).Do(req); err == nil {
+				resp.Body.Close()
+				t.Fatalf("%s got %d; want a handshake failure", id, resp.StatusCode)
+			}
+		})
+	}
 	cordon := `{"reason":"disk pressure on mgmt-1"}`
 	for _, tc := range []struct {
 		name, identity, method, path, body string
@@ -219,7 +230,6 @@ func TestIdentityAuthorizationAndAudit(t *testing.T) {
 		person                             string
 	}{
 		{"no_certificate_is_401", "", "GET", "/admin/v1/shards", "", 401, adminapi.CodeUnauthenticated, audit.Unauthenticated, ""},
-		{"arm_certificate_is_no_sre_401", pki.ARM, "GET", "/admin/v1/shards", "", 401, adminapi.CodeUnauthenticated, audit.Unauthenticated, ""},
 		{"unknown_group_is_401", "mallory", "GET", "/admin/v1/shards", "", 401, adminapi.CodeUnauthenticated, audit.Unauthenticated, ""},
 		{"readonly_may_not_cordon_403", "bob", "POST", "/admin/v1/shards/mgmt-1/cordon", cordon, 403, adminapi.CodeForbidden, audit.Forbidden, "bob"},
 		{"no_certificate_cordon_is_401", "", "POST", "/admin/v1/shards/mgmt-1/cordon", cordon, 401, adminapi.CodeUnauthenticated, audit.Unauthenticated, ""},

@@ -39,6 +39,7 @@ import (
 	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/svcmain"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -80,6 +81,7 @@ type config struct {
 	readBeforeWrite       bool
 	pipelinedWrites       bool
 	serverTLS             tlsconfig.Files
+	trustDomain           string
 	maestroTLS            tlsconfig.Files
 }
 
@@ -149,7 +151,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&logLevel, "log-level", "LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&c.serverTLS.Cert, "tls-cert", "TLS_CERT", "", "server certificate; with --tls-key enables TLS on --listen")
 	str(&c.serverTLS.Key, "tls-key", "TLS_KEY", "", "server key")
-	str(&c.serverTLS.CA, "tls-client-ca", "TLS_CLIENT_CA", "", "CA (bundle) that client certificates must chain to; required with --tls-cert: callers are authorized per method by their certificate's subject (docs/security.md)")
+	str(&c.serverTLS.CA, "tls-client-ca", "TLS_CLIENT_CA", "", "the service CA (during a rollover, the old and the new one) that client certificates must chain to; required with --tls-cert: callers are authorized per method by their certificate's SPIFFE ID (docs/security.md)")
+	str(&c.trustDomain, "trust-domain", "TRUST_DOMAIN", identity.DefaultTrustDomain, "the SPIFFE trust domain of the workloads allowed to call (spiffe://<trust domain>/ns/<namespace>/sa/<service account>)")
 	str(&c.maestroTLS.CA, "maestro-ca", "MAESTRO_CA", "", "CA that verifies Maestro; any Maestro TLS flag enables TLS to Maestro")
 	str(&c.maestroTLS.Cert, "maestro-cert", "MAESTRO_CERT", "", "client certificate for Maestro")
 	str(&c.maestroTLS.Key, "maestro-key", "MAESTRO_KEY", "", "client key for Maestro")
@@ -359,7 +362,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		// Mutual TLS authenticates the caller; authz, chained after the logging interceptors,
 		// authorizes it per method. Plaintext (loopback only) has no identities to check.
 		opts = append(opts, grpc.Creds(credentials.NewTLS(serverTLS)))
-		opts = append(opts, authz.ServerOptions()...)
+		opts = append(opts, authz.ServerOptions(c.trustDomain)...)
 	}
 	g := grpc.NewServer(opts...)
 	srv.Register(g)

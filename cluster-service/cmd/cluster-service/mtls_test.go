@@ -5,6 +5,8 @@ import (
 	"context"
 	"math/big"
 	"net"
+	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -88,7 +90,7 @@ func TestBinaryMutualTLS(t *testing.T) {
 	logs := &syncBuf{}
 	cmd := exec.Command(bin, "--listen", listen, "--metrics-listen", metrics, "--db-dsn", dsn, "--secret-kek-file", kek,
 		"--maestro-grpc", freeAddr(t), "--maestro-rest", "http://"+freeAddr(t), "--shutdown-timeout", "1s",
-		"--tls-cert", srvFiles.Cert, "--tls-key", srvFiles.Key, "--tls-client-ca", p.BundleFile)
+		"--tls-cert", srvFiles.Cert, "--tls-key", srvFiles.Key, "--tls-client-ca", p.CAFile)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -151,6 +153,9 @@ func TestBinaryMutualTLS(t *testing.T) {
 		{"plaintext", tlsconfig.Files{}},
 		{"no_client_certificate", tlsconfig.Files{CA: p.CAFile}},
 		{"certificate_of_an_unknown_CA", as(stranger, pki.SRE)},
+		// ARM's and the SRE persons' CAs are not trusted here: only workloads call Cluster Service.
+		{"arm_certificate", as(p, pki.ARM)},
+		{"person_certificate_named_like_a_service", issued(t, p, pki.PersonCA, pki.Spec{CommonName: pki.SRE, Organization: []string{"sre-admin"}, Usage: pki.Client})},
 	} {
 		t.Run(tc.name+"_fails_the_handshake", func(t *testing.T) {
 			err := list(dial(t, tc.files))
@@ -166,7 +171,6 @@ func TestBinaryMutualTLS(t *testing.T) {
 	}{
 		{"backend_registers_a_shard", pki.Backend, func(c *grpc.ClientConn) error { return register(c, "by-backend") }},
 		{"frontend_registers_a_shard", pki.Frontend, func(c *grpc.ClientConn) error { return register(c, "by-frontend") }},
-		{"arm_lists_clusters", pki.ARM, list},
 		{"maestro_server_lists_clusters", pki.MaestroServer, list},
 		{"backend_creates_a_cluster", pki.Backend, func(c *grpc.ClientConn) error {
 			_, err := csv1.NewClustersClient(c).CreateCluster(ctx, &csv1.CreateClusterRequest{})
@@ -181,6 +185,25 @@ func TestBinaryMutualTLS(t *testing.T) {
 			err := tc.call(dial(t, as(p, tc.identity)))
 			if status.Code(err) != codes.PermissionDenied {
 				t.Fatalf("err %v; want PermissionDenied", err)
+			}
+		})
+	}
+	// A service CA certificate is a workload only through its SPIFFE ID: the common name counts
+	// for nothing, and an ID of another trust domain is no workload of this region.
+	sreID, _ := p.WorkloadID(pki.SRE)
+	otherDomain := sreID
+	otherDomain.TrustDomain = "elsewhere.example"
+	for _, tc := range []struct {
+		name string
+		spec pki.Spec
+	}{
+		{"service_certificate_named_sre_without_an_ID", pki.Spec{CommonName: pki.SRE, Usage: pki.Client, URIs: nil}},
+		{"sre_ID_of_another_trust_domain", pki.Spec{CommonName: pki.SRE, Usage: pki.Client, URIs: []*url.URL{otherDomain.URL()}}},
+	} {
+		t.Run(tc.name+"_is_permission_denied", func(t *testing.T) {
+			err := register(dial(t, issued(t, p, pki.ServiceCA, tc.spec)), "by-"+tc.name)
+			if status.Code(err) != codes.PermissionDenied {
+				t.Fatalf("RegisterShard: %v; want PermissionDenied", err)
 			}
 		})
 	}
@@ -234,4 +257,23 @@ func TestBinaryMutualTLS(t *testing.T) {
 	if !strings.Contains(logs.String(), "PermissionDenied") {
 		t.Errorf("refusals are not logged:\n%s", logs.String())
 	}
+}
+
+// issued writes a certificate the PKI's CA signed without the PKI's rules (an attacker's, or a
+// misissued one) and returns it as a client's files, verifying servers with the service CA.
+func issued(t *testing.T, p *pki.Region, by pki.Issuer, s pki.Spec) tlsconfig.Files {
+	t.Helper()
+	iss, err := p.IssueUnchecked(by, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	f := tlsconfig.Files{CA: p.CAFile, Cert: filepath.Join(dir, "c.crt"), Key: filepath.Join(dir, "c.key")}
+	if err := os.WriteFile(f.Cert, iss.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.Key, iss.KeyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -1,7 +1,8 @@
 // Package authz decides which caller may call which Cluster Service method. A caller is the
-// subject common name of the client certificate the TLS handshake verified; Table is the one
-// place that lists, per gRPC method, the identities allowed to call it. Unlisted methods and
-// unknown identities are refused with PermissionDenied.
+// workload named by the SPIFFE ID (internal/identity) of the client certificate the TLS
+// handshake verified against the service CA, in the region's trust domain; the common name
+// counts for nothing. Table is the one place that lists, per gRPC method, the workloads allowed
+// to call it. Unlisted methods and unknown identities are refused with PermissionDenied.
 package authz
 
 import (
@@ -15,14 +16,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
-// The identities that call Cluster Service (the certificate common names the region's PKI
-// issues, internal/pki).
+// The workloads that call Cluster Service (internal/identity names them).
 const (
-	Frontend = "frontend" // serves ARM: creates, reads, updates and deletes what ARM asks for
-	Backend  = "backend"  // reads and watches to report ARM operations; the subscription cascade deletes clusters
-	SRE      = "sre"      // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
+	Frontend = identity.Frontend // serves ARM: creates, reads, updates and deletes what ARM asks for
+	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
+	SRE      = identity.SRE      // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
 )
 
 // Table lists, for every method Cluster Service serves, who may call it. Change it here only;
@@ -83,48 +84,81 @@ var Table = map[string][]string{
 	"/grpc.health.v1.Health/List":  {Frontend, Backend, SRE},
 }
 
-// Caller returns the identity of the verified client certificate of ctx's connection.
+type callerKey struct{}
+
+// Caller returns the workload the interceptors of ServerOptions identified for ctx's call.
 func Caller(ctx context.Context) (string, bool) {
+	who, ok := ctx.Value(callerKey{}).(string)
+	return who, ok
+}
+
+// WithCaller is ctx carrying an identified caller, for in-process tests of the methods that
+// read Caller.
+func WithCaller(ctx context.Context, who string) context.Context {
+	return context.WithValue(ctx, callerKey{}, who)
+}
+
+// Identify names the workload of ctx's connection: the SPIFFE ID of its verified client
+// certificate, which must be in trustDomain and one of identity.Workloads.
+func Identify(ctx context.Context, trustDomain string) (string, error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.AuthInfo == nil {
-		return "", false
+		return "", status.Error(codes.Unauthenticated, "no verified client certificate")
 	}
 	ti, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
-		return "", false
+	if !ok || len(ti.State.VerifiedChains) == 0 {
+		return "", status.Error(codes.Unauthenticated, "no verified client certificate")
 	}
-	return ti.State.VerifiedChains[0][0].Subject.CommonName, true
+	id, err := identity.FromVerifiedChains(ti.State.VerifiedChains)
+	if err != nil {
+		return "", status.Errorf(codes.PermissionDenied, "client certificate of %q: %v", ti.State.VerifiedChains[0][0].Subject.CommonName, err)
+	}
+	who, ok := identity.NameOf(id, trustDomain)
+	if !ok {
+		return "", status.Errorf(codes.PermissionDenied, "%s is no workload of trust domain %s", id, trustDomain)
+	}
+	return who, nil
 }
 
-// Check returns nil if ctx's caller may call method, else PermissionDenied (Unauthenticated
-// without a verified certificate, which the TLS handshake makes impossible on a mutual-TLS
-// port).
-func Check(ctx context.Context, method string) error {
-	who, ok := Caller(ctx)
-	if !ok {
-		return status.Error(codes.Unauthenticated, "no verified client certificate")
+// Check identifies ctx's caller and returns the context carrying it if the caller may call
+// method, else PermissionDenied (Unauthenticated without a verified certificate, which the
+// TLS handshake makes impossible on a mutual-TLS port).
+func Check(ctx context.Context, trustDomain, method string) (context.Context, error) {
+	who, err := Identify(ctx, trustDomain)
+	if err != nil {
+		return ctx, err
 	}
 	if !slices.Contains(Table[method], who) {
-		return status.Errorf(codes.PermissionDenied, "identity %q may not call %s", who, method)
+		return ctx, status.Errorf(codes.PermissionDenied, "identity %q may not call %s", who, method)
 	}
-	return nil
+	return WithCaller(ctx, who), nil
 }
 
-// ServerOptions returns the interceptors that enforce Table. Chain them after the logging
-// interceptors so refusals are logged and counted.
-func ServerOptions() []grpc.ServerOption {
+// ServerOptions returns the interceptors that enforce Table for callers of trustDomain. Chain
+// them after the logging interceptors so refusals are logged and counted.
+func ServerOptions(trustDomain string) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-			if err := Check(ctx, info.FullMethod); err != nil {
+			ctx, err := Check(ctx, trustDomain, info.FullMethod)
+			if err != nil {
 				return nil, err
 			}
 			return handler(ctx, req)
 		}),
 		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-			if err := Check(ss.Context(), info.FullMethod); err != nil {
+			ctx, err := Check(ss.Context(), trustDomain, info.FullMethod)
+			if err != nil {
 				return err
 			}
-			return handler(srv, ss)
+			return handler(srv, &callerStream{ServerStream: ss, ctx: ctx})
 		}),
 	}
 }
+
+// callerStream is a stream whose context carries the identified caller.
+type callerStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *callerStream) Context() context.Context { return s.ctx }

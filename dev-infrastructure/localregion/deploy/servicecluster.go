@@ -276,7 +276,7 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 	case "cluster-service":
 		add("cluster-service-db")(db("cluster-service"))
 		// Callers are the region's services and SREs: the bundle of both CAs.
-		add("cluster-service-tls")(tls(pki.ClusterService, p.BundleFile))
+		add("cluster-service-tls")(tls(pki.ClusterService, p.CAFile))
 		add("cluster-service-maestro-client")(tls(pki.ClusterService, p.CAFile))
 		out["cluster-service-kek"] = map[string]string{"kek": env.KEKFile}
 		out["cluster-service-pull-secret"] = map[string]string{".dockerconfigjson": env.PullSecretFile}
@@ -286,18 +286,18 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		// Its name for the Service, and loopback for region.json's host forward.
 		if err := p.Add(backendServer, pki.Spec{CommonName: backendServer, Usage: pki.Server,
 			DNSNames: []string{"localhost", svcName("backend", workloads["backend"].namespace)},
-			IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, false); err != nil {
+			IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, pki.ServiceCA); err != nil {
 			return nil, err
 		}
 		add("backend-tls")(tls(backendServer, p.CAFile))
 	case "frontend":
 		add("frontend-db")(db("frontend"))
 		// Only ARM calls the ARM API: its client CA.
-		add("frontend-tls")(tls(pki.Frontend, p.ClientCAFile))
+		add("frontend-tls")(tls(pki.Frontend, p.ARMCAFile))
 		add("frontend-cluster-service-client")(tls(pki.Frontend, p.CAFile))
 	case "admin":
 		add("admin-db")(db("admin"))
-		add("admin-tls")(tls("admin", p.ClientCAFile))
+		add("admin-tls")(tls("admin", p.PersonCAFile))
 		// Cluster Service knows the admin API as the sre identity (cluster-service/pkg/authz).
 		add("admin-cluster-service-client")(tls(pki.SRE, p.CAFile))
 		out["admin-maestro-ca"] = map[string]string{"ca.crt": p.CAFile}

@@ -65,6 +65,12 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.AddPerson("alice", "alice", "sre-admin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add("not-arm", pki.Spec{CommonName: "not-arm", Usage: pki.Client}, pki.ARMCA); err != nil {
+		t.Fatal(err)
+	}
 	stranger, err := pki.Create(t.TempDir(), pki.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +84,7 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 		"--tls-cert", fe.Cert, "--tls-key", fe.Key}
 
 	t.Run("tls_without_client_CA_and_subjects_refuses_to_start", func(t *testing.T) {
-		for _, extra := range [][]string{nil, {"--tls-client-ca", p.ClientCAFile}} {
+		for _, extra := range [][]string{nil, {"--tls-client-ca", p.ARMCAFile}} {
 			out, err := exec.Command(bin, append(args, extra...)...).CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !bytes.Contains(out, []byte("--arm-client-subjects")) {
 				t.Fatalf("%v: err %v, output %s", extra, err, out)
@@ -87,7 +93,7 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 	})
 
 	logs := &syncBuf{}
-	cmd := exec.Command(bin, append(args, "--tls-client-ca", p.ClientCAFile, "--arm-client-subjects", pki.ARM)...)
+	cmd := exec.Command(bin, append(args, "--tls-client-ca", p.ARMCAFile, "--arm-client-subjects", pki.ARM)...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -157,6 +163,8 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 	}{
 		{"certificate_of_an_unknown_CA", as(stranger, pki.ARM)},
 		{"certificate_of_the_service_CA", as(p, pki.Backend)},
+		{"sre_workload_certificate", as(p, pki.SRE)},
+		{"sre_person_certificate", as(p, "alice")},
 	} {
 		t.Run(tc.name+"_fails_the_handshake", func(t *testing.T) {
 			if resp, b, err := do(client(t, tc.files), http.MethodPut, base+sub, subBody); err == nil {
@@ -171,7 +179,7 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 		code   string
 	}{
 		{"no_certificate_is_401", tlsconfig.Files{CA: p.CAFile}, http.StatusUnauthorized, "Unauthorized"},
-		{"sre_subject_is_403", as(p, pki.SRE), http.StatusForbidden, "Forbidden"},
+		{"another_ARM_CA_subject_is_403", as(p, "not-arm"), http.StatusForbidden, "Forbidden"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, method := range []string{http.MethodPut, http.MethodGet} {

@@ -1,0 +1,167 @@
+// Package identity names the region's workloads as a service mesh does: a SPIFFE ID,
+// spiffe://<trust domain>/ns/<namespace>/sa/<service account>, carried as the one URI SAN of
+// each workload's certificate. It owns the list of workloads and their names; servers
+// authorize a caller on that ID (and on the CA that issued it), never on a common name.
+package identity
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// DefaultTrustDomain is Istio's default and the region's (config/config.yaml, mesh.trustDomain).
+const DefaultTrustDomain = "cluster.local"
+
+// ID is a workload's SPIFFE ID.
+type ID struct {
+	TrustDomain    string
+	Namespace      string
+	ServiceAccount string
+}
+
+// String is the ID's URI form.
+func (id ID) String() string {
+	return "spiffe://" + id.TrustDomain + "/ns/" + id.Namespace + "/sa/" + id.ServiceAccount
+}
+
+// URL is the ID as a URL, for a certificate's URIs.
+func (id ID) URL() *url.URL {
+	return &url.URL{Scheme: "spiffe", Host: id.TrustDomain, Path: "/ns/" + id.Namespace + "/sa/" + id.ServiceAccount}
+}
+
+// Parse reads a SPIFFE ID of the form the region issues; anything else (another scheme, a port,
+// user info, a query, a fragment, another path shape, characters outside [a-z0-9.-_]) is an
+// error.
+func Parse(s string) (ID, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ID{}, fmt.Errorf("parse SPIFFE ID: %w", err)
+	}
+	if u.Scheme != "spiffe" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" || u.Port() != "" {
+		return ID{}, fmt.Errorf("parse SPIFFE ID %q: not spiffe://<trust domain>/ns/<namespace>/sa/<service account>", s)
+	}
+	parts := strings.Split(u.Path, "/")
+	if len(parts) != 5 || parts[0] != "" || parts[1] != "ns" || parts[3] != "sa" {
+		return ID{}, fmt.Errorf("parse SPIFFE ID %q: path is not /ns/<namespace>/sa/<service account>", s)
+	}
+	id := ID{TrustDomain: u.Host, Namespace: parts[2], ServiceAccount: parts[4]}
+	for _, seg := range []string{id.TrustDomain, id.Namespace, id.ServiceAccount} {
+		if !validSegment(seg) {
+			return ID{}, fmt.Errorf("parse SPIFFE ID %q: %q is empty or holds a character outside [a-z0-9.-_]", s, seg)
+		}
+	}
+	return id, nil
+}
+
+func validSegment(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Workload is one of the region's workloads: Name is what authorization tables and the local
+// PKI's files call it; Namespace and ServiceAccount are its Kubernetes identity
+// (config/config.yaml's workloadIdentities, which TestWorkloadsMatchConfig keeps in step).
+type Workload struct {
+	Name, Namespace, ServiceAccount string
+}
+
+// The workloads' names.
+const (
+	Frontend       = "frontend"
+	Backend        = "backend"
+	ClusterService = "cluster-service"
+	// SRE is the admin API's workload as Cluster Service knows it: the admin API acts for SREs.
+	// Its certificate (the local PKI's "sre" identity) carries the admin workload's ID.
+	SRE           = "sre"
+	MaestroServer = "maestro-server"
+	// MaestroAgent is every management cluster's Maestro agent; the broker tells agents apart
+	// by their certificates' common names (their consumer names).
+	MaestroAgent = "maestro-agent"
+)
+
+// Workloads lists the region's workloads whose certificates carry a SPIFFE ID.
+func Workloads() []Workload {
+	return []Workload{
+		{Frontend, "openhcp-frontend", "frontend"},
+		{Backend, "openhcp-backend", "backend"},
+		{ClusterService, "openhcp-cluster-service", "cluster-service"},
+		{SRE, "openhcp-admin", "admin"},
+		{MaestroServer, "openhcp-maestro", "maestro-server"},
+		{MaestroAgent, "maestro", "maestro-agent"},
+	}
+}
+
+// Of is the ID of the named workload in trustDomain.
+func Of(name, trustDomain string) (ID, bool) {
+	for _, w := range Workloads() {
+		if w.Name == name {
+			return ID{TrustDomain: trustDomain, Namespace: w.Namespace, ServiceAccount: w.ServiceAccount}, true
+		}
+	}
+	return ID{}, false
+}
+
+// NameOf is the name of the workload id belongs to, if id is in trustDomain.
+func NameOf(id ID, trustDomain string) (string, bool) {
+	if id.TrustDomain != trustDomain {
+		return "", false
+	}
+	for _, w := range Workloads() {
+		if w.Namespace == id.Namespace && w.ServiceAccount == id.ServiceAccount {
+			return w.Name, true
+		}
+	}
+	return "", false
+}
+
+// Reserved reports whether name is a workload's (or one of their service accounts'): a person
+// can never be issued it.
+func Reserved(name string) bool {
+	n := strings.ToLower(strings.TrimSpace(name))
+	for _, w := range Workloads() {
+		if n == w.Name || n == w.ServiceAccount {
+			return true
+		}
+	}
+	switch n {
+	case "admin", "arm", "broker", "postgres", "system", "root":
+		return true
+	}
+	return strings.HasPrefix(n, "system:") || strings.HasPrefix(n, "maestro-")
+}
+
+// ErrNoID is returned for a certificate that carries no single SPIFFE ID.
+var ErrNoID = errors.New("certificate carries no workload identity (exactly one spiffe:// URI SAN)")
+
+// FromCertificate is the SPIFFE ID of a certificate: its one spiffe URI SAN.
+func FromCertificate(c *x509.Certificate) (ID, error) {
+	var found []string
+	for _, u := range c.URIs {
+		if u.Scheme == "spiffe" {
+			found = append(found, u.String())
+		}
+	}
+	if len(found) != 1 {
+		return ID{}, ErrNoID
+	}
+	return Parse(found[0])
+}
+
+// FromVerifiedChains is the SPIFFE ID of the leaf of a handshake's verified chains; without a
+// verified chain it is ErrNoID.
+func FromVerifiedChains(chains [][]*x509.Certificate) (ID, error) {
+	if len(chains) == 0 || len(chains[0]) == 0 {
+		return ID{}, ErrNoID
+	}
+	return FromCertificate(chains[0][0])
+}

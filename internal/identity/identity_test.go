@@ -1,0 +1,122 @@
+package identity
+
+import (
+	"crypto/x509"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ID
+		ok   bool
+	}{
+		{"spiffe://cluster.local/ns/openhcp-frontend/sa/frontend", ID{"cluster.local", "openhcp-frontend", "frontend"}, true},
+		{"https://cluster.local/ns/a/sa/b", ID{}, false},
+		{"spiffe://cluster.local:443/ns/a/sa/b", ID{}, false},
+		{"spiffe://u@cluster.local/ns/a/sa/b", ID{}, false},
+		{"spiffe://cluster.local/ns/a/sa/b?x=1", ID{}, false},
+		{"spiffe://cluster.local/ns/a/sa/b#f", ID{}, false},
+		{"spiffe://cluster.local/ns/a/sa/b/c", ID{}, false},
+		{"spiffe://cluster.local/ns//sa/b", ID{}, false},
+		{"spiffe://cluster.local/ns/A/sa/b", ID{}, false},
+		{"spiffe://cluster.local/sa/b/ns/a", ID{}, false},
+		{"spiffe:///ns/a/sa/b", ID{}, false},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := Parse(tc.in)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Fatalf("Parse = %+v, %v; want %+v ok=%v", got, err, tc.want, tc.ok)
+			}
+			if tc.ok && got.String() != tc.in {
+				t.Fatalf("String() = %q", got.String())
+			}
+		})
+	}
+}
+
+func TestNameOfRoundTripsAndChecksTheTrustDomain(t *testing.T) {
+	for _, w := range Workloads() {
+		id, ok := Of(w.Name, "region.example")
+		if !ok {
+			t.Fatalf("Of(%s)", w.Name)
+		}
+		if name, ok := NameOf(id, "region.example"); !ok || name != w.Name {
+			t.Fatalf("NameOf(%s) = %q, %v", id, name, ok)
+		}
+		if _, ok := NameOf(id, "other.example"); ok {
+			t.Fatalf("NameOf(%s) in another trust domain was accepted", id)
+		}
+	}
+}
+
+func TestReservedNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"sre": true, "SRE": true, "frontend": true, "cluster-service": true, "admin": true, "arm": true,
+		"system:masters": true, "maestro-agent-mgmt-1": true,
+		"alice": false, "bob": false,
+	} {
+		if got := Reserved(name); got != want {
+			t.Errorf("Reserved(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestFromCertificateNeedsExactlyOneSPIFFEID(t *testing.T) {
+	one, _ := url.Parse("spiffe://cluster.local/ns/openhcp-backend/sa/backend")
+	two, _ := url.Parse("spiffe://cluster.local/ns/openhcp-frontend/sa/frontend")
+	other, _ := url.Parse("https://example.com/")
+	for _, tc := range []struct {
+		name string
+		uris []*url.URL
+		ok   bool
+	}{
+		{"none", nil, false},
+		{"one", []*url.URL{one}, true},
+		{"one_and_a_non_spiffe_uri", []*url.URL{other, one}, true},
+		{"two", []*url.URL{one, two}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := FromCertificate(&x509.Certificate{URIs: tc.uris})
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+	if _, err := FromVerifiedChains(nil); err == nil {
+		t.Fatal("no verified chain gave an identity")
+	}
+}
+
+// TestWorkloadsMatchConfig keeps Workloads in step with the region's configuration, where the
+// charts and the mesh policy take the same namespaces and service accounts from.
+func TestWorkloadsMatchConfig(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^\s+(\w+): \{namespace: ([a-z0-9-]+), serviceAccount: ([a-z0-9-]+)\}`)
+	inConfig := map[string]Workload{}
+	for _, m := range re.FindAllStringSubmatch(string(data), -1) {
+		inConfig[m[1]] = Workload{Namespace: m[2], ServiceAccount: m[3]}
+	}
+	for name, key := range map[string]string{
+		Frontend: "frontend", Backend: "backend", ClusterService: "clusterService", SRE: "admin", MaestroServer: "maestro",
+	} {
+		id, _ := Of(name, DefaultTrustDomain)
+		c, ok := inConfig[key]
+		if !ok {
+			t.Fatalf("config/config.yaml has no identity %q", key)
+		}
+		if c.Namespace != id.Namespace || c.ServiceAccount != id.ServiceAccount {
+			t.Errorf("%s: config says %s/%s, identity.Workloads %s/%s", name, c.Namespace, c.ServiceAccount, id.Namespace, id.ServiceAccount)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^\s+trustDomain: ` + regexp.QuoteMeta(DefaultTrustDomain) + `$`).Match(data) {
+		t.Errorf("config/config.yaml's trust domain is not %s", DefaultTrustDomain)
+	}
+}
