@@ -37,9 +37,9 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/envelope"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/svcmain"
-	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
