@@ -330,3 +330,42 @@ func TestMetricsPlaintextOnlyOnLoopback(t *testing.T) {
 		t.Fatal("non-loopback plaintext metrics accepted")
 	}
 }
+
+// TestPeerWorkloadIsVerified: every server certificate of the region chains to the service CA
+// and answers to the loopback names, so a client that must reach Cluster Service also checks
+// the server's SPIFFE ID; the broker's, the Maestro server's or an ID-less certificate is refused.
+func TestPeerWorkloadIsVerified(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := p.MustFiles(pki.Frontend)
+	if _, err := (Files{CA: p.CAFile, PeerWorkload: "cluster-service"}).Client("127.0.0.1:1"); err == nil {
+		t.Fatal("a peer workload check without the client's own certificate was accepted")
+	}
+	for _, tc := range []struct {
+		server string
+		ok     bool
+	}{
+		{pki.ClusterService, true},
+		{pki.Broker, false},
+		{pki.MaestroServer, false},
+		{pki.Postgres, false},
+	} {
+		t.Run(tc.server, func(t *testing.T) {
+			f := p.MustFiles(tc.server)
+			scfg, err := Files{Cert: f.Cert, Key: f.Key}.Server("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := tlsServer(t, scfg)
+			ccfg, err := Files{CA: p.CAFile, Cert: me.Cert, Key: me.Key, PeerWorkload: "cluster-service"}.Client(url[len("https://"):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := get(t, ccfg, url); (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}

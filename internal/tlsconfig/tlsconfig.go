@@ -15,6 +15,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 // Files names the PEM files of one side of a connection.
@@ -24,6 +26,21 @@ type Files struct {
 	CA   string
 	Cert string
 	Key  string
+	// PeerWorkload, on a client, is the workload (internal/identity) the server must be: its
+	// certificate must carry that workload's SPIFFE ID in the trust domain of the client's own
+	// certificate. Every server certificate of the region chains to the same service CA and
+	// answers to the same loopback names, so without it any workload's key could pose as any
+	// server. It needs Cert (the client's own ID names the trust domain).
+	PeerWorkload string
+}
+
+// Expecting is f with PeerWorkload set to workload when f has a client certificate: a client
+// that presents no certificate cannot reach a mutual-TLS server of the region anyway.
+func (f Files) Expecting(workload string) Files {
+	if f.Cert != "" {
+		f.PeerWorkload = workload
+	}
+	return f
 }
 
 // Enabled reports whether any TLS file is set.
@@ -56,6 +73,9 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 			return cert, nil
 		}
 	}
+	if f.PeerWorkload != "" && f.Cert == "" {
+		return nil, fmt.Errorf("TLS client for %s: checking the server is %s needs the client's own certificate (its trust domain)", addr, f.PeerWorkload)
+	}
 	if f.CA != "" {
 		// Only we verify, against the pool of the moment.
 		cfg.InsecureSkipVerify = true
@@ -72,7 +92,14 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 			if name == "" {
 				return errors.New("tls: no server name to verify the server certificate against")
 			}
-			return verifyServer(cs, name, pool)
+			if err := verifyServer(cs, name, pool); err != nil {
+				return err
+			}
+			if f.PeerWorkload == "" {
+				return nil
+			}
+			own, _ := src.current()
+			return verifyPeerWorkload(cs, own, f.PeerWorkload)
 		}
 	}
 	return cfg, nil
@@ -95,6 +122,30 @@ func verifyServer(cs tls.ConnectionState, name string, roots *x509.CertPool) err
 	})
 	if err != nil {
 		return fmt.Errorf("tls: verify server certificate: %w", err)
+	}
+	return nil
+}
+
+// verifyPeerWorkload checks that the server's certificate carries the SPIFFE ID of workload in
+// the trust domain of the client's own certificate.
+func verifyPeerWorkload(cs tls.ConnectionState, own *tls.Certificate, workload string) error {
+	if own == nil || own.Leaf == nil {
+		return errors.New("tls: no client certificate to take the trust domain from")
+	}
+	mine, err := identity.FromCertificate(own.Leaf)
+	if err != nil {
+		return fmt.Errorf("tls: the client's own certificate: %w", err)
+	}
+	want, ok := identity.Of(workload, mine.TrustDomain)
+	if !ok {
+		return fmt.Errorf("tls: %q is no workload", workload)
+	}
+	got, err := identity.FromCertificate(cs.PeerCertificates[0])
+	if err != nil {
+		return fmt.Errorf("tls: the server is not %s: %w", want, err)
+	}
+	if got != want {
+		return fmt.Errorf("tls: the server is %s, not %s", got, want)
 	}
 	return nil
 }

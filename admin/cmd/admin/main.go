@@ -27,6 +27,7 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/svcmain"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -148,7 +149,7 @@ func run(o *options) error {
 	if err != nil {
 		return fmt.Errorf("--metrics-listen %s: %w", o.metricsListen, err)
 	}
-	csTLS, err := o.csTLS.Client(o.clusterService)
+	csTLS, err := o.csTLS.Expecting(identity.ClusterService).Client(o.clusterService)
 	if err != nil {
 		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
 	}

@@ -28,6 +28,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -160,7 +161,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		return err
 	}
 	defer mlis.Close()
-	csTLS, err := f.csTLS.Client(f.clusterService)
+	csTLS, err := f.csTLS.Expecting(identity.ClusterService).Client(f.clusterService)
 	if err != nil {
 		return fmt.Errorf("--cluster-service: %w", err)
 	}

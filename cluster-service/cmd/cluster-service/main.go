@@ -304,7 +304,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--metrics-listen: %w", err)
 	}
-	maestroTLS, err := c.maestroTLS.Client(c.maestroGRPC)
+	maestroTLS, err := c.maestroTLS.Expecting(identity.MaestroServer).Client(c.maestroGRPC)
 	if err != nil {
 		return fmt.Errorf("--maestro-ca: %w", err)
 	}
