@@ -81,8 +81,16 @@ func TestRegionIsSecured(t *testing.T) {
 		if resp, err := get(t, tlsconfig.Files{CA: fe.CAFile}, "/healthz"); err != nil || resp.StatusCode != http.StatusOK {
 			t.Errorf("healthz without a certificate: %v %v; want 200", resp, err)
 		}
-		if resp, err := get(t, identity(pki.SRE), sub); err != nil || resp.StatusCode != http.StatusForbidden {
-			t.Errorf("sre's certificate: %v %v; want 403", resp, err)
+		// Another subject of ARM's CA is verified and refused; the workloads' and the SRE
+		// persons' CAs are not trusted at all.
+		if err := region.PKI().Add("not-arm", pki.Spec{CommonName: "not-arm", Usage: pki.Client}, pki.ARMCA); err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := get(t, identity("not-arm"), sub); err != nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("another ARM CA subject: %v %v; want 403", resp, err)
+		}
+		if resp, err := get(t, identity(pki.SRE), sub); err == nil {
+			t.Errorf("the sre workload's certificate got %d; want a handshake failure", resp.StatusCode)
 		}
 		if resp, err := get(t, identity(pki.Backend), sub); err == nil {
 			t.Errorf("the backend's certificate (service CA) got %d; want a handshake failure", resp.StatusCode)
