@@ -72,8 +72,11 @@ type Region struct {
 	// TrustDomain is the workloads' SPIFFE trust domain.
 	TrustDomain string
 
-	lifetime time.Duration
-	cas      map[Issuer]*Authority
+	lifetime   time.Duration
+	caLifetime time.Duration
+	// cas are the CAs that sign now (RollCA replaces them); caName their subjects.
+	cas    map[Issuer]*Authority
+	caName map[Issuer]string
 
 	mu         sync.Mutex
 	identities map[string]identity
@@ -143,6 +146,8 @@ func Create(dir string, o Options) (*Region, error) {
 		TrustDomain:  o.TrustDomain,
 		lifetime:     o.Lifetime,
 		cas:          map[Issuer]*Authority{},
+		caName:       map[Issuer]string{},
+		caLifetime:   o.CALifetime,
 		identities:   map[string]identity{},
 	}
 	for issuer, c := range map[Issuer]struct{ name, file string }{
@@ -157,7 +162,7 @@ func Create(dir string, o Options) (*Region, error) {
 		if err := writeFile(c.file, ca.PEM, 0o644); err != nil {
 			return nil, err
 		}
-		r.cas[issuer] = ca
+		r.cas[issuer], r.caName[issuer] = ca, c.name
 	}
 	type id struct {
 		name, cn string
@@ -343,4 +348,74 @@ func ReadCertificate(path string) (*x509.Certificate, error) {
 		return nil, fmt.Errorf("parse certificate %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// CAFileOf is the file that publishes issuer's CA (and, during a rollover, the one it replaces).
+func (r *Region) CAFileOf(by Issuer) string {
+	switch by {
+	case ARMCA:
+		return r.ARMCAFile
+	case PersonCA:
+		return r.PersonCAFile
+	}
+	return r.CAFile
+}
+
+// RollCA replaces issuer's CA without breaking a connection, in the order a rollover needs:
+//  1. a new CA is made and published beside the old one in the CA file, so every peer trusts
+//     both before anything is signed by the new one; reload is called to make the peers that
+//     read their CA files only when told (PostgreSQL, mosquitto, …) read it;
+//  2. every identity of that issuer is renewed by the new CA, and reload is called again;
+//  3. the old CA is dropped from the CA file, and reload is called a last time.
+//
+// reload must return only once every holder uses the files as they are. The new CA lives as
+// long as the first one did (Options.CALifetime).
+func (r *Region) RollCA(by Issuer, reload func(step string) error) error {
+	next, err := NewAuthority(r.caName[by], r.caLifetime)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	old := r.cas[by]
+	err = writeFile(r.CAFileOf(by), append(append([]byte{}, old.PEM...), next.PEM...), 0o644)
+	r.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("publish the new %s: %w", by, err)
+	}
+	if err := reload("trust the old and the new " + by.String()); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.cas[by] = next
+	var renewErr error
+	for name, id := range r.identities {
+		if id.issuer != by {
+			continue
+		}
+		if err := r.write(name, id.spec, next); err != nil && renewErr == nil {
+			renewErr = fmt.Errorf("renew %s under the new %s: %w", name, by, err)
+		}
+	}
+	r.mu.Unlock()
+	if renewErr != nil {
+		return renewErr
+	}
+	if err := reload("certificates signed by the new " + by.String()); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	err = writeFile(r.CAFileOf(by), next.PEM, 0o644)
+	r.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("drop the old %s: %w", by, err)
+	}
+	return reload("trust only the new " + by.String())
+}
+
+// IssuerOf is the CA that issues an identity.
+func (r *Region) IssuerOf(name string) (Issuer, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id, ok := r.identities[name]
+	return id.issuer, ok
 }

@@ -2,11 +2,13 @@ package tlsconfig
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/openhcp/openhcp/internal/pki"
@@ -367,5 +369,78 @@ func TestPeerWorkloadIsVerified(t *testing.T) {
 				t.Fatalf("err %v, want ok=%v", err, tc.ok)
 			}
 		})
+	}
+}
+
+// TestCARolloverWithoutABrokenConnection rolls the service CA under a running server and client
+// that re-read their files: at every step of the rollover a new connection works, and at the
+// end a certificate of the old CA no longer does.
+func TestCARolloverWithoutABrokenConnection(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, cli := p.MustFiles(pki.ClusterService), p.MustFiles(pki.Frontend)
+	scfg, err := Files{CA: p.CAFile, Cert: srv.Cert, Key: srv.Key}.Server("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := tlsServer(t, scfg)
+	ccfg, err := Files{CA: p.CAFile, Cert: cli.Cert, Key: cli.Key, PeerWorkload: "cluster-service"}.Client(url[len("https://"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the frontend's certificate under the old CA, to show it is refused at the end.
+	dir := t.TempDir()
+	old := Files{CA: filepath.Join(dir, "ca.crt"), Cert: filepath.Join(dir, "c.crt"), Key: filepath.Join(dir, "c.key")}
+	for from, to := range map[string]string{p.CAFile: old.CA, cli.Cert: old.Cert, cli.Key: old.Key} {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := serial(t, srv.Cert)
+	var steps []string
+	err = p.RollCA(pki.ServiceCA, func(step string) error {
+		steps = append(steps, step)
+		if _, _, err := get(t, ccfg, url); err != nil {
+			return fmt.Errorf("new connection during %q: %w", step, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 3 {
+		t.Fatalf("reload steps %v, want 3", steps)
+	}
+	if serial(t, srv.Cert).Cmp(before) == 0 {
+		t.Fatal("the server's certificate was not renewed under the new CA")
+	}
+	oldCfg, err := Files{CA: p.CAFile, Cert: old.Cert, Key: old.Key}.Client(url[len("https://"):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := get(t, oldCfg, url); err == nil {
+		t.Fatal("a certificate of the dropped CA was still accepted")
+	}
+	// And a client that trusts only the old CA no longer verifies the renewed server (on a
+	// server that asks for no client certificate, so only the client's check can fail).
+	open, err := Files{Cert: srv.Cert, Key: srv.Key}.Server("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	openURL := tlsServer(t, open)
+	for ca, want := range map[string]bool{old.CA: false, p.CAFile: true} {
+		cfg, err := Files{CA: ca}.Client(openURL[len("https://"):])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := get(t, cfg, openURL); (err == nil) != want {
+			t.Fatalf("client trusting %s: err %v, want ok=%v", ca, err, want)
+		}
 	}
 }
