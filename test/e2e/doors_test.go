@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestNoDoorOpensWithoutACredential probes every TCP port that a process of the region listens
+// on, as an attacker on the same machine would, servers we did not write included (Maestro,
+// etcd, the kube-apiservers, mosquitto, PostgreSQL): over plaintext HTTP and over TLS without a
+// client certificate, it asks for what such servers hand out (resource bundles, Secrets, etcd
+// keys, admin data, profiles). Only health, version and metrics may answer 2xx; anything else
+// is a door open to a caller who holds nothing.
+func TestNoDoorOpensWithoutACredential(t *testing.T) {
+	listeners := regionListeners(t)
+	if len(listeners) < 10 {
+		t.Fatalf("found only %d listening ports of the region's processes: %v", len(listeners), listeners)
+	}
+	ports := make([]int, 0, len(listeners))
+	for p := range listeners {
+		ports = append(ports, p)
+	}
+	sort.Ints(ports)
+	for _, port := range ports {
+		who := listeners[port]
+		t.Run(fmt.Sprintf("%s:%d", who, port), func(t *testing.T) {
+			for _, scheme := range []string{"http", "https"} {
+				for _, p := range doorProbes {
+					code, body, err := probeDoor(scheme, port, p)
+					if err != nil || code < 200 || code > 299 {
+						continue
+					}
+					t.Errorf("%s %s://127.0.0.1:%d%s without a credential: %d %.160q", p.method, scheme, port, p.path, code, body)
+				}
+			}
+		})
+	}
+}
+
+type doorProbe struct{ method, path, body string }
+
+// doorProbes ask for what the region's servers would hand out. None of them may be 2xx without
+// a credential. (Health, version and metrics paths are not probed: they carry no secret.)
+var doorProbes = []doorProbe{
+	{"GET", "/", ""},
+	{"GET", "/api/maestro/v1/resource-bundles", ""},
+	{"GET", "/api/maestro/v1/consumers", ""},
+	{"DELETE", "/api/maestro/v1/resource-bundles/00000000-0000-0000-0000-000000000000", ""},
+	{"GET", "/api/v1/secrets", ""},
+	{"GET", "/api/v1/namespaces", ""},
+	{"GET", "/apis/hypershift.openshift.io/v1beta1/hostedclusters", ""},
+	// etcd's gRPC gateway: every key under /registry.
+	{"POST", "/v3/kv/range", `{"key":"L3JlZ2lzdHJ5","range_end":"L3JlZ2lzdHJ6"}`},
+	{"GET", "/v2/keys/", ""},
+	{"GET", "/admin/v1/shards", ""},
+	{"GET", "/admin/v1/audit", ""},
+	{"GET", "/portal/", ""},
+	{"GET", "/subscriptions", ""},
+	{"GET", "/debug/pprof/cmdline", ""},
+	{"GET", "/debug/pprof/goroutine?debug=1", ""},
+}
+
+func probeDoor(scheme string, port int, p doorProbe) (int, string, error) {
+	tr := &http.Transport{
+		// The attacker does not care who the server is; it has no client certificate.
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+		DisableKeepAlives: true,
+	}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, p.method, fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, port, p.path), strings.NewReader(p.body))
+	if err != nil {
+		return 0, "", err
+	}
+	if p.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, string(b), nil
+}
+
+// regionListeners maps each TCP port in LISTEN state that belongs to a process started by this
+// test binary (the region's processes are its descendants) to that process's name.
+func regionListeners(t *testing.T) map[int]string {
+	t.Helper()
+	descendants := descendantsOf(os.Getpid())
+	inodes := map[string]string{} // socket inode -> process name
+	for pid, name := range descendants {
+		fds, err := os.ReadDir(filepath.Join("/proc", strconv.Itoa(pid), "fd"))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			link, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "fd", fd.Name()))
+			if err == nil && strings.HasPrefix(link, "socket:[") {
+				inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = name
+			}
+		}
+	}
+	out := map[int]string{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Scan() // header
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 10 || fields[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			name, ok := inodes[fields[9]]
+			if !ok {
+				continue
+			}
+			_, portHex, _ := strings.Cut(fields[1], ":")
+			pb, err := hex.DecodeString(portHex)
+			if err != nil || len(pb) != 2 {
+				continue
+			}
+			out[int(pb[0])<<8|int(pb[1])] = name
+		}
+		fh.Close()
+	}
+	return out
+}
+
+// descendantsOf lists the processes below pid, by name (/proc/<pid>/comm).
+func descendantsOf(root int) map[int]string {
+	parent := map[int]int{}
+	names := map[int]string{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses, so cut at the last ')'.
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		parent[pid] = ppid
+		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		names[pid] = strings.TrimSpace(string(comm))
+	}
+	out := map[int]string{}
+	for pid := range parent {
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == root {
+				out[pid] = names[pid]
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestDoorProbeFindsAnOpenDoor shows the probe can fail: a plaintext server on loopback that
+// answers every path is reported by probeDoor as 2xx.
+func TestDoorProbeFindsAnOpenDoor(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "secret") })}
+	go srv.Serve(l)
+	defer srv.Close()
+	code, body, err := probeDoor("http", l.Addr().(*net.TCPAddr).Port, doorProbes[1])
+	if err != nil || code != http.StatusOK || body != "secret" {
+		t.Fatalf("probe of an open door: %d %q %v", code, body, err)
+	}
+	if _, ok := regionListeners(t)[l.Addr().(*net.TCPAddr).Port]; ok {
+		t.Fatal("the test's own listener was counted as the region's")
+	}
+}
