@@ -44,6 +44,13 @@ func adminClient(t *testing.T, a localregion.AdminInfo, group string) *http.Clie
 	case "":
 	case pki.ARM:
 		c = region.Info.Frontend.ClientTLS
+	case "sre-root":
+		// A person of the SRE persons' CA whose group is none of the SRE groups.
+		if err := region.PKI().AddPerson("mallory", "mallory", "sre-root"); err != nil {
+			t.Fatal(err)
+		}
+		f := region.PKI().MustFiles("mallory")
+		c = localregion.ClientTLS{CAFile: a.CAFile, ClientCertFile: f.Cert, ClientKeyFile: f.Key}
 	default:
 		sre, err := a.SRE(group)
 		if err != nil {
@@ -108,6 +115,7 @@ func TestAdminAPI(t *testing.T) {
 			want  int
 		}{
 			{"", "/admin/v1/shards", 401},
+			{"sre-root", "/admin/v1/shards", 401},
 			{access.GroupReadOnly, "/admin/v1/shards/mgmt-2/cordon", 403},
 		} {
 			method, body := http.MethodGet, ""
