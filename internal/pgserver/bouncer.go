@@ -43,6 +43,8 @@ type Bouncer struct {
 	LogPath string
 
 	serverPort int
+	server     *Server
+	caSrc      string
 	cmd        *exec.Cmd
 	done       chan struct{}
 }
@@ -141,7 +143,7 @@ func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, 
 		logf.Close()
 		return nil, fmt.Errorf("start pgbouncer: %w", err)
 	}
-	b := &Bouncer{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, serverPort: s.Port, cmd: cmd, done: make(chan struct{})}
+	b := &Bouncer{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, serverPort: s.Port, server: s, caSrc: o.CAFile, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); logf.Close(); close(b.done) }()
 	if err := b.waitListening(ctx, 30*time.Second); err != nil {
 		b.Stop()
@@ -246,6 +248,24 @@ func (b *Bouncer) RoleDSN(role, db, caFile string) string {
 // the bouncer, and straight to the server (a client may be switched between the two).
 func (b *Bouncer) WritePassFile(path, role, db, password string) error {
 	return writePassFile(path, role, db, password, b.Port, b.serverPort)
+}
+
+// ReloadTLS makes the bouncer use the TLS files as they are now: the CA it verifies PostgreSQL
+// with is copied again from BouncerOptions.CAFile, and the certificate it presents is the
+// server's copy, which Server.ReloadTLS refreshes (call that first). PgBouncer reads both again
+// on SIGHUP; new connections use them, open ones keep theirs.
+func (b *Bouncer) ReloadTLS() error {
+	ca, err := os.ReadFile(b.caSrc)
+	if err != nil {
+		return fmt.Errorf("pgbouncer: read CA: %w", err)
+	}
+	if err := b.server.writeOwned(filepath.Join(b.Dir, "ca.crt"), ca); err != nil {
+		return err
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		return fmt.Errorf("pgbouncer: reload: %w", err)
+	}
+	return nil
 }
 
 // PID of the bouncer.

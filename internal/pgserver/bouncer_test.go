@@ -2,6 +2,10 @@ package pgserver_test
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -9,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openhcp/openhcp/internal/pgserver"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // startBouncer puts a bouncer for othersvc and frontend, each on its own database, in front of c.
@@ -167,4 +172,71 @@ func TestBouncerCarriesListenNotify(t *testing.T) {
 	if n.Channel != "events" || n.Payload != "resource-1" {
 		t.Fatalf("notification %s %q, want events %q", n.Channel, n.Payload, "resource-1")
 	}
+}
+
+// servedSerial is the serial of the certificate a PostgreSQL-protocol server at port presents
+// after an SSLRequest.
+func servedSerial(port int) (string, error) {
+	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	// SSLRequest: length 8, code 80877103.
+	if _, err := conn.Write([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}); err != nil {
+		return "", err
+	}
+	answer := make([]byte, 1)
+	if _, err := io.ReadFull(conn, answer); err != nil || answer[0] != 'S' {
+		return "", fmt.Errorf("SSLRequest answered %q: %v", answer, err)
+	}
+	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
+	if err := tc.Handshake(); err != nil {
+		return "", err
+	}
+	return tc.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+}
+
+// TestRenewedCertificateIsServedWithoutARestart: after PostgreSQL's certificate is renewed,
+// ReloadTLS on the server and then on the bouncer makes both present the new one, and the
+// bouncer still verifies PostgreSQL and serves logins.
+func TestRenewedCertificateIsServedWithoutARestart(t *testing.T) {
+	c := startSecure(t)
+	b := startBouncer(t, c)
+	before, err := servedSerial(b.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := c.pki.Renew(pki.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.pg.ReloadTLS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ReloadTLS(); err != nil {
+		t.Fatal(err)
+	}
+	want := renewed.SerialNumber.String()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, err := servedSerial(b.Port)
+		if err == nil && got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bouncer serves serial %s (%v), want the renewed %s (before: %s)", got, err, want, before)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got, err := servedSerial(c.pg.Port); err != nil || got != want {
+		t.Fatalf("PostgreSQL serves %s (%v), want %s", got, err, want)
+	}
+	conn, err := connectVia(ctx, b, "othersvc", c.passwords["othersvc"], "other", "verify-full", c.pki.CAFile)
+	if err != nil {
+		t.Fatalf("login through the reloaded bouncer: %v", err)
+	}
+	conn.Close(ctx)
 }
