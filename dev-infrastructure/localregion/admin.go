@@ -60,16 +60,6 @@ var devSREs = []struct{ identity, person, group string }{
 	{"sre-readonly-bob", "bob", access.GroupReadOnly},
 }
 
-// adminIdentities are the admin API's identities; all of them reload their files
-// (internal/tlsconfig on both sides), so they are renewed with the rest.
-func adminIdentities() []string {
-	out := []string{adminIdentity}
-	for _, s := range devSREs {
-		out = append(out, s.identity)
-	}
-	return out
-}
-
 // adminDB is the audit log's database, and adminRole the admin service's login.
 const (
 	adminDB   = "admin"

@@ -219,6 +219,9 @@ type Region struct {
 	// dbPasswords are the database passwords by service, for those (Maestro) that want the
 	// password itself in a file of their own.
 	dbPasswords map[string]string
+	// holders are the processes we did not write that hold the region's certificates and read
+	// them only when told (rotate.go).
+	holders certHolders
 }
 
 // StuckDeleteKicks is how many times the region's StuckDeleteWatchdog made an agent reconnect
@@ -488,6 +491,7 @@ func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 		return nil, err
 	}
 	r.onStop(pg.Stop)
+	r.holders.postgres = pg
 	r.Info.Postgres = PostgresInfo{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port)), CAFile: r.pki.CAFile}
 	// The frontend and the backend share the document store: each logs in as itself and acts
 	// as the store's owner role, so either may run the migrations.
@@ -638,6 +642,7 @@ func (r *Region) startBouncer(ctx context.Context, pg *pgserver.Server, services
 		return err
 	}
 	r.onStop(b.Stop)
+	r.holders.bouncer = b
 	r.Info.Postgres.BouncerAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
 	r.Info.Postgres.BouncerLog = b.LogPath
 	for i, role := range r.Info.Postgres.Roles {

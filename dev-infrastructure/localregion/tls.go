@@ -120,16 +120,11 @@ func hostOf(u string) string {
 	return u
 }
 
-// reloadingIdentities are the identities whose holders re-read their certificate files on
-// every handshake (internal/tlsconfig), so renewing them in place is a rotation without a
-// restart. Add an identity here once its holder reloads too.
-var reloadingIdentities = []string{pki.Frontend, pki.ARM, pki.SRE, pki.Backend, pki.ClusterService}
-
-// keepRenewed renews those identities every interval until the region stops, so a region that
-// runs for longer than a certificate's lifetime (8 h) keeps working, and rotation is exercised
-// rather than merely possible. The CAs are not renewed: a region lives at most as long as they
-// do (pki.DefaultCALifetime).
-func (r *Region) keepRenewed(interval time.Duration, identities []string) {
+// keepRenewed rotates every certificate of the region (RotateCertificates) every interval, and
+// rolls each CA over (RollCA) every caInterval, until the region stops: a region may run for
+// longer than a certificate (8 h) or a CA (48 h) lives, and rotation is exercised rather than
+// merely possible. A zero caInterval never rolls a CA.
+func (r *Region) keepRenewed(interval, caInterval time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	r.onStop(func() { cancel(); <-done })
@@ -137,19 +132,27 @@ func (r *Region) keepRenewed(interval time.Duration, identities []string) {
 		defer close(done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
+		lastCA := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
-			for _, id := range identities {
-				if _, err := r.pki.Renew(id); err != nil {
-					r.step("renewing the certificate of %s failed: %v", id, err)
-					continue
+			if caInterval > 0 && time.Since(lastCA) >= caInterval {
+				for _, by := range []pki.Issuer{pki.ServiceCA, pki.ARMCA, pki.PersonCA} {
+					if err := r.RollCA(ctx, by); err != nil {
+						r.step("rolling over the %s failed: %v", by, err)
+					}
 				}
+				lastCA = time.Now()
+				continue
 			}
-			r.step("renewed the certificates of %v", identities)
+			if err := r.RotateCertificates(ctx); err != nil {
+				r.step("rotating the region's certificates failed: %v", err)
+				continue
+			}
+			r.step("rotated every certificate of the region")
 		}
 	}()
 }

@@ -113,6 +113,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 		return nil, err
 	}
 	r.onStop(mq.Stop)
+	r.holders.broker = mq
 	r.supervise(mq.Proc)
 	r.Info.MQTT = MQTTInfo{URL: "mqtts://" + mq.Addr, CAFile: r.pki.CAFile}
 
@@ -154,7 +155,9 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 		if err := r.installServices(ctx, pg); err != nil {
 			return nil, err
 		}
-		r.keepRenewed(pki.DefaultLifetime/2, append(append([]string{}, reloadingIdentities...), adminIdentities()...))
+		// The charts' pods read their certificates from Secrets made once: the CAs are not rolled
+		// under them (0: never).
+		r.keepRenewed(pki.DefaultLifetime/2, 0)
 		if err := r.writeInfo(); err != nil {
 			return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
 		}
@@ -177,7 +180,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startAdmin(ctx, pg); err != nil {
 		return nil, err
 	}
-	r.keepRenewed(pki.DefaultLifetime/2, append(append([]string{}, reloadingIdentities...), adminIdentities()...))
+	r.keepRenewed(pki.DefaultLifetime/2, pki.DefaultCALifetime/2)
 	if err := r.writeInfo(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
 	}
@@ -199,6 +202,7 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 		return nil, err
 	}
 	r.onStop(authz.Stop)
+	r.holders.authorizer = authz.Cluster
 	r.supervise(authz.Cluster.Etcd)
 	r.supervise(authz.Cluster.APIServer)
 
@@ -321,6 +325,9 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 		return ManagementClusterInfo{}, err
 	}
 	r.onStop(agent.Stop)
+	r.mu.Lock()
+	r.holders.agents = append(r.holders.agents, agent)
+	r.mu.Unlock()
 	r.supervise(agent.Proc)
 
 	ports, err := mgmtcluster.FreePorts(2)

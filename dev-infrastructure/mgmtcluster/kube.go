@@ -115,6 +115,36 @@ type ManagementCluster struct {
 	ControllerManager *Process
 
 	restConfig *rest.Config
+	// clientCA is the client CA bundle the apiserver reads (its own CA, then the extra CA file's
+	// contents); RefreshClientCA writes it again.
+	clientCA      struct{ path, extra string }
+	ownClientCAPEM []byte
+}
+
+// RefreshClientCA writes the apiserver's client CA bundle again from its own CA and the
+// current contents of ManagementClusterOptions.ExtraClientCAFile (a CA rollover changes that
+// file). The kube-apiserver re-reads its --client-ca-file by itself; the caller waits for it.
+func (m *ManagementCluster) RefreshClientCA() error {
+	if m.clientCA.extra == "" {
+		return nil
+	}
+	extra, err := os.ReadFile(m.clientCA.extra)
+	if err != nil {
+		return fmt.Errorf("management cluster %s: extra client CA: %w", m.Name, err)
+	}
+	return writeFileAtomic(m.clientCA.path, append(append([]byte{}, m.ownClientCAPEM...), extra...), 0o600)
+}
+
+// writeFileAtomic replaces path (a temporary file renamed over it), so a reader never sees half.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // RESTConfig returns a fresh client configuration authenticated as the cluster admin.
@@ -171,6 +201,7 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 		if err := os.WriteFile(clientCA, append(append([]byte{}, pki.caCertPEM...), extra...), 0o600); err != nil {
 			return nil, fmt.Errorf("management cluster %s: write client CA bundle: %w", o.Name, err)
 		}
+		mc.clientCA.path, mc.clientCA.extra, mc.ownClientCAPEM = clientCA, o.ExtraClientCAFile, pki.caCertPEM
 	}
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
