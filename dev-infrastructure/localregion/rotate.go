@@ -41,7 +41,7 @@ func (r *Region) RotateCertificates(ctx context.Context) error {
 	if err := r.pki.RenewAll(); err != nil {
 		return fmt.Errorf("renew the region's certificates: %w", err)
 	}
-	return r.reloadHolders(ctx, "renewed certificates")
+	return r.reloadHolders(ctx, "renewed certificates", false)
 }
 
 // RollCA replaces one of the region's CAs without a broken connection (pki.Region.RollCA): the
@@ -50,13 +50,14 @@ func (r *Region) RotateCertificates(ctx context.Context) error {
 func (r *Region) RollCA(ctx context.Context, by pki.Issuer) error {
 	return r.pki.RollCA(by, func(step string) error {
 		r.step("CA rollover: %s", step)
-		return r.reloadHolders(ctx, step)
+		return r.reloadHolders(ctx, step, true)
 	})
 }
 
 // reloadHolders makes every certificate holder use the PKI's files as they are now, and returns
-// once each serves them.
-func (r *Region) reloadHolders(ctx context.Context, why string) error {
+// once each serves them. caChanged says a CA file changed too: mosquitto then restarts, as it
+// does not re-read its cafile on SIGHUP (seen with mosquitto 2.0.11).
+func (r *Region) reloadHolders(ctx context.Context, why string, caChanged bool) error {
 	r.mu.Lock()
 	h := r.holders
 	h.agents = append([]*mgmtcluster.MaestroAgent(nil), r.holders.agents...)
@@ -80,7 +81,12 @@ func (r *Region) reloadHolders(ctx context.Context, why string) error {
 		}
 	}
 	if h.broker != nil {
-		if err := syscall.Kill(h.broker.Proc.PID(), syscall.SIGHUP); err != nil {
+		if caChanged {
+			if err := h.broker.Restart(ctx); err != nil {
+				return fmt.Errorf("%s: %w", why, err)
+			}
+			r.supervise(h.broker.Proc)
+		} else if err := syscall.Kill(h.broker.Proc.PID(), syscall.SIGHUP); err != nil {
 			return fmt.Errorf("%s: mosquitto: reload: %w", why, err)
 		}
 		if err := r.waitServes(ctx, "mosquitto", plainTLS(h.broker.Addr), pki.Broker); err != nil {
@@ -132,8 +138,26 @@ func plainTLS(addr string) handshake {
 			return nil, err
 		}
 		defer c.Close()
-		return c.(*tls.Conn).ConnectionState().PeerCertificates[0], nil
+		tc := c.(*tls.Conn)
+		if err := acceptedUs(tc); err != nil {
+			return nil, err
+		}
+		return tc.ConnectionState().PeerCertificates[0], nil
 	}
+}
+
+// acceptedUs tells a server that accepted our client certificate from one that refused it: in
+// TLS 1.3 the client's handshake ends before the server has checked the client's certificate,
+// and a refusal arrives as an alert on the first read. A server that waits for us to speak
+// (MQTT's CONNECT, PostgreSQL's startup message) times the read out.
+func acceptedUs(c *tls.Conn) error {
+	_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	_, err := c.Read(make([]byte, 1))
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		return nil
+	}
+	return fmt.Errorf("the server refused the client certificate: %w", err)
 }
 
 // pgTLS speaks PostgreSQL's SSLRequest before the handshake.
@@ -155,6 +179,9 @@ func pgTLS(port int) handshake {
 		}
 		tc := tls.Client(conn, cfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, err
+		}
+		if err := acceptedUs(tc); err != nil {
 			return nil, err
 		}
 		return tc.ConnectionState().PeerCertificates[0], nil

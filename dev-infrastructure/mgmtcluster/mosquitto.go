@@ -170,6 +170,23 @@ func StartMosquitto(ctx context.Context, o MosquittoOptions) (*Mosquitto, error)
 // Stop ends the broker.
 func (m *Mosquitto) Stop() { m.Proc.Stop(5 * time.Second) }
 
+// Restart stops the broker and starts it again with the same configuration, returning once it
+// listens. mosquitto 2.0 re-reads its certificate and key on SIGHUP but not its cafile, so a CA
+// rollover needs this; clients reconnect (and, without persistence, resubscribe).
+func (m *Mosquitto) Restart(ctx context.Context) error {
+	m.Proc.Stop(5 * time.Second)
+	p, err := StartProcess(ctx, m.Proc.Spec)
+	if err != nil {
+		return fmt.Errorf("restart mosquitto: %w", err)
+	}
+	if err := p.WaitFor(ctx, 15*time.Second, "MQTT listener "+m.Addr, TCPReady(m.Addr)); err != nil {
+		p.Stop(2 * time.Second)
+		return fmt.Errorf("restart mosquitto: %w", err)
+	}
+	m.Proc = p
+	return nil
+}
+
 func net127(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 func mosquittoBinary(explicit string) (string, error) {
