@@ -9,10 +9,17 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/openhcp/openhcp/internal/arm"
 )
+
+// MaxDepth is how deeply a request body may nest objects and arrays, the body itself being
+// level 1. ARM bodies are shallow: the deepest request example of every api-version's
+// specification (a cluster's CreateOrUpdate) nests 7 levels, so 64 leaves ample room while a
+// hostile body is refused after reading at most 64 levels, whatever its size.
+const MaxDepth = 64
 
 // DecodeStrict decodes a JSON object into v, a pointer to an external type. Unknown fields
 // anywhere in the tree, property names in another case than the type's (ARM property names are
@@ -28,9 +35,9 @@ func DecodeStrict(body []byte, v any) error {
 		return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: expected a JSON object")
 	}
-	unknownFields(raw, reflect.TypeOf(v), "", true, &errs)
-	if len(errs) > 0 {
-		return arm.Multiple(errs)
+	unknownFields(raw, reflect.TypeOf(v), true, errs)
+	if len(errs.list) > 0 {
+		return arm.Multiple(errs.list)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
@@ -56,19 +63,92 @@ func ParseObject(body []byte) (map[string]any, error) {
 		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: expected a JSON object")
 	}
-	if len(errs) > 0 {
-		return nil, arm.Multiple(errs)
+	if len(errs.list) > 0 {
+		return nil, arm.Multiple(errs.list)
 	}
 	return obj, nil
 }
 
+// maxReportedProblems bounds the problems one body reports: a body of a million repeated keys
+// is answered with the first ones, not with a million details.
+const maxReportedProblems = 100
+
+// problems collects what is wrong with a body, up to maxReportedProblems.
+type problems struct {
+	list []*arm.CloudError
+}
+
+func (p *problems) add(at *path, format string, args ...any) {
+	if !p.full() {
+		p.list = append(p.list, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, at.String(), format, args...))
+	}
+}
+
+// full says no more problems are reported: callers check it before spelling out a message.
+func (p *problems) full() bool { return len(p.list) >= maxReportedProblems }
+
+// path is where a value stands in the body, as a list linked to its parent. Walking the body
+// only links one step per value; the path is spelt out (at most MaxDepth steps) only for a
+// problem reported, so the cost of a deep or wide body stays linear in its size.
+type path struct {
+	parent *path
+	key    string // an object's property, or a map's key when mapKey is set
+	index  int    // an array's index, when key is empty and mapKey is not set
+	field  bool   // key names a property: spelt "parent.key"
+	mapKey bool   // key names a map entry: spelt "parent[key]"
+}
+
+func (p *path) property(k string) *path { return &path{parent: p, key: k, field: true} }
+func (p *path) entry(k string) *path    { return &path{parent: p, key: k, mapKey: true} }
+func (p *path) element(i int) *path     { return &path{parent: p, index: i} }
+
+// String spells the path as the error target: "properties.platform", "tags[a]", "x[3]".
+func (p *path) String() string {
+	var steps []*path
+	for s := p; s != nil; s = s.parent {
+		steps = append(steps, s)
+	}
+	var b strings.Builder
+	for i := len(steps) - 1; i >= 0; i-- {
+		switch s := steps[i]; {
+		case s.field:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		case s.mapKey:
+			b.WriteByte('[')
+			b.WriteString(s.key)
+			b.WriteByte(']')
+		default:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
+}
+
+// where names the object at p in a message.
+func (p *path) where() string {
+	if p == nil {
+		return "the request body"
+	}
+	return "'" + p.String() + "'"
+}
+
+// errTooDeep refuses a body nested deeper than MaxDepth.
+var errTooDeep = fmt.Errorf("objects and arrays are nested deeper than %d levels", MaxDepth)
+
 // parseJSON reads one JSON value, numbers as json.Number, and reports every key that appears
 // more than once in an object (the value kept is the last, as encoding/json would keep it).
-func parseJSON(body []byte) (any, []*arm.CloudError, error) {
+// It refuses a value nested deeper than MaxDepth when the token that opens the level too many
+// arrives, so no body costs more than MaxDepth levels of recursion.
+func parseJSON(body []byte) (any, *problems, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	var errs []*arm.CloudError
-	raw, err := parseValue(dec, "", &errs)
+	errs := &problems{}
+	raw, err := parseValue(dec, nil, 0, errs)
 	if err == nil {
 		if _, extra := dec.Token(); extra != io.EOF {
 			err = errors.New("data after the JSON value")
@@ -81,13 +161,17 @@ func parseJSON(body []byte) (any, []*arm.CloudError, error) {
 	return raw, errs, nil
 }
 
-func parseValue(dec *json.Decoder, path string, errs *[]*arm.CloudError) (any, error) {
+// parseValue reads the value at p, which is depth levels inside the body.
+func parseValue(dec *json.Decoder, p *path, depth int, errs *problems) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	switch tok {
 	case json.Delim('{'):
+		if depth++; depth > MaxDepth {
+			return nil, errTooDeep
+		}
 		obj := map[string]any{}
 		for dec.More() {
 			kt, err := dec.Token()
@@ -95,20 +179,23 @@ func parseValue(dec *json.Decoder, path string, errs *[]*arm.CloudError) (any, e
 				return nil, err
 			}
 			k, _ := kt.(string)
-			if _, dup := obj[k]; dup {
-				*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, join(path, k),
-					"The property '%s' appears more than once in %s.", k, where(path)))
+			at := p.property(k)
+			if _, dup := obj[k]; dup && !errs.full() {
+				errs.add(at, "The property '%s' appears more than once in %s.", k, p.where())
 			}
-			if obj[k], err = parseValue(dec, join(path, k), errs); err != nil {
+			if obj[k], err = parseValue(dec, at, depth, errs); err != nil {
 				return nil, err
 			}
 		}
 		_, err := dec.Token() // '}'
 		return obj, err
 	case json.Delim('['):
+		if depth++; depth > MaxDepth {
+			return nil, errTooDeep
+		}
 		arr := []any{}
 		for dec.More() {
-			v, err := parseValue(dec, fmt.Sprintf("%s[%d]", path, len(arr)), errs)
+			v, err := parseValue(dec, p.element(len(arr)), depth, errs)
 			if err != nil {
 				return nil, err
 			}
@@ -118,14 +205,6 @@ func parseValue(dec *json.Decoder, path string, errs *[]*arm.CloudError) (any, e
 		return arr, err
 	}
 	return tok, nil
-}
-
-// where names the object at path in a message.
-func where(path string) string {
-	if path == "" {
-		return "the request body"
-	}
-	return "'" + path + "'"
 }
 
 func jsonKind(t reflect.Type) string {
@@ -151,6 +230,12 @@ func jsonKind(t reflect.Type) string {
 type jsonField struct {
 	name string
 	typ  reflect.Type
+}
+
+// typeFields are a struct type's JSON names, exactly as spelt and lower-cased.
+type typeFields struct {
+	exact map[string]jsonField
+	lower map[string]string // lower-cased name -> name
 }
 
 // jsonFields maps the JSON names of t's fields (embedded structs flattened), exactly as spelt.
@@ -190,9 +275,38 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
 
+// fieldChecker reports the keys of a parsed body that a type does not name exactly. It reads
+// each struct type's fields once per body, so a long array of objects costs one map lookup per
+// key, not a reflection walk per object.
+type fieldChecker struct {
+	unknown bool // report keys the type does not know at all, not only those in another case
+	errs    *problems
+	types   map[reflect.Type]*typeFields
+}
+
+func (c *fieldChecker) fields(t reflect.Type) *typeFields {
+	if tf, ok := c.types[t]; ok {
+		return tf
+	}
+	tf := &typeFields{exact: jsonFields(t), lower: map[string]string{}}
+	for name := range tf.exact {
+		tf.lower[strings.ToLower(name)] = name
+	}
+	if c.types == nil {
+		c.types = map[reflect.Type]*typeFields{}
+	}
+	c.types[t] = tf
+	return tf
+}
+
 // unknownFields reports the keys of raw that t does not name exactly: those it names in another
 // case always, the others if unknown is set.
-func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*arm.CloudError) {
+func unknownFields(raw any, t reflect.Type, unknown bool, errs *problems) {
+	c := &fieldChecker{unknown: unknown, errs: errs}
+	c.check(raw, t, nil)
+}
+
+func (c *fieldChecker) check(raw any, t reflect.Type, p *path) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -205,28 +319,28 @@ func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*
 		if !ok {
 			return // a type error; json.Unmarshal reports it with its path
 		}
-		fields := jsonFields(t)
+		fields := c.fields(t)
 		keys := make([]string, 0, len(obj))
 		for k := range obj {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			f, ok := fields[k]
+			f, ok := fields.exact[k]
 			if !ok {
-				target := join(path, k)
-				if name, found := sameButCase(fields, k); found {
-					*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
-						"The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, where(path), name))
+				if c.errs.full() {
 					continue
 				}
-				if unknown {
-					*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
-						"The property '%s' is not known in %s.", k, where(path)))
+				if name, found := fields.lower[strings.ToLower(k)]; found {
+					c.errs.add(p.property(k), "The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, p.where(), name)
+					continue
+				}
+				if c.unknown {
+					c.errs.add(p.property(k), "The property '%s' is not known in %s.", k, p.where())
 				}
 				continue
 			}
-			unknownFields(obj[k], f.typ, join(path, f.name), unknown, errs)
+			c.check(obj[k], f.typ, p.property(f.name))
 		}
 	case reflect.Map:
 		obj, ok := raw.(map[string]any)
@@ -234,7 +348,7 @@ func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*
 			return
 		}
 		for k, v := range obj {
-			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%s]", path, k), unknown, errs)
+			c.check(v, t.Elem(), p.entry(k))
 		}
 	case reflect.Slice, reflect.Array:
 		arr, ok := raw.([]any)
@@ -242,24 +356,7 @@ func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*
 			return
 		}
 		for i, v := range arr {
-			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i), unknown, errs)
+			c.check(v, t.Elem(), p.element(i))
 		}
 	}
-}
-
-// sameButCase finds the field whose name differs from k only in case.
-func sameButCase(fields map[string]jsonField, k string) (string, bool) {
-	for name := range fields {
-		if strings.EqualFold(name, k) {
-			return name, true
-		}
-	}
-	return "", false
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
 }
