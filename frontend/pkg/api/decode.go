@@ -1,11 +1,8 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"sort"
@@ -69,9 +66,10 @@ func ParseObject(body []byte) (map[string]any, error) {
 	return obj, nil
 }
 
-// maxReportedProblems bounds the problems one body reports: a body of a million repeated keys
-// is answered with the first ones, not with a million details.
-const maxReportedProblems = 100
+// MaxReportedProblems bounds the problems one body reports, here and in the versions' field
+// checks: a body of a million repeated keys or invalid list entries is answered with the first
+// ones, not with a million details that cost memory to collect and to send.
+const MaxReportedProblems = 100
 
 // problems collects what is wrong with a body, up to maxReportedProblems.
 type problems struct {
@@ -85,38 +83,55 @@ func (p *problems) add(at *path, format string, args ...any) {
 }
 
 // full says no more problems are reported: callers check it before spelling out a message.
-func (p *problems) full() bool { return len(p.list) >= maxReportedProblems }
+func (p *problems) full() bool { return len(p.list) >= MaxReportedProblems }
 
-// path is where a value stands in the body, as a list linked to its parent. Walking the body
-// only links one step per value; the path is spelt out (at most MaxDepth steps) only for a
-// problem reported, so the cost of a deep or wide body stays linear in its size.
+// path is where the walk of a body stands, as a stack of steps pushed going in and popped
+// coming out: walking costs no allocation per value, and the path is spelt out (at most
+// MaxDepth steps) only for a problem reported, so a deep or wide body costs linear time.
 type path struct {
-	parent *path
-	key    string // an object's property, or a map's key when mapKey is set
-	index  int    // an array's index, when key is empty and mapKey is not set
-	field  bool   // key names a property: spelt "parent.key"
-	mapKey bool   // key names a map entry: spelt "parent[key]"
+	steps []step
 }
 
-func (p *path) property(k string) *path { return &path{parent: p, key: k, field: true} }
-func (p *path) entry(k string) *path    { return &path{parent: p, key: k, mapKey: true} }
-func (p *path) element(i int) *path     { return &path{parent: p, index: i} }
+type step struct {
+	key   string // an object's property, or a map's key
+	index int    // an array's index
+	kind  stepKind
+}
+
+type stepKind int
+
+const (
+	propertyStep stepKind = iota // spelt "parent.key"
+	entryStep                    // a map's key, spelt "parent[key]"
+	elementStep                  // spelt "parent[index]"
+)
+
+func (p *path) property(k string) { p.steps = append(p.steps, step{key: k, kind: propertyStep}) }
+func (p *path) entry(k string)    { p.steps = append(p.steps, step{key: k, kind: entryStep}) }
+func (p *path) element(i int)     { p.steps = append(p.steps, step{index: i, kind: elementStep}) }
+func (p *path) pop()              { p.steps = p.steps[:len(p.steps)-1] }
 
 // String spells the path as the error target: "properties.platform", "tags[a]", "x[3]".
-func (p *path) String() string {
-	var steps []*path
-	for s := p; s != nil; s = s.parent {
-		steps = append(steps, s)
+func (p *path) String() string { return spell(p.steps) }
+
+// parent names, in a message, the object that holds the last step.
+func (p *path) parent() string {
+	if len(p.steps) <= 1 {
+		return "the request body"
 	}
+	return "'" + spell(p.steps[:len(p.steps)-1]) + "'"
+}
+
+func spell(steps []step) string {
 	var b strings.Builder
-	for i := len(steps) - 1; i >= 0; i-- {
-		switch s := steps[i]; {
-		case s.field:
+	for _, s := range steps {
+		switch s.kind {
+		case propertyStep:
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
 			b.WriteString(s.key)
-		case s.mapKey:
+		case entryStep:
 			b.WriteByte('[')
 			b.WriteString(s.key)
 			b.WriteByte(']')
@@ -127,84 +142,6 @@ func (p *path) String() string {
 		}
 	}
 	return b.String()
-}
-
-// where names the object at p in a message.
-func (p *path) where() string {
-	if p == nil {
-		return "the request body"
-	}
-	return "'" + p.String() + "'"
-}
-
-// errTooDeep refuses a body nested deeper than MaxDepth.
-var errTooDeep = fmt.Errorf("objects and arrays are nested deeper than %d levels", MaxDepth)
-
-// parseJSON reads one JSON value, numbers as json.Number, and reports every key that appears
-// more than once in an object (the value kept is the last, as encoding/json would keep it).
-// It refuses a value nested deeper than MaxDepth when the token that opens the level too many
-// arrives, so no body costs more than MaxDepth levels of recursion.
-func parseJSON(body []byte) (any, *problems, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	errs := &problems{}
-	raw, err := parseValue(dec, nil, 0, errs)
-	if err == nil {
-		if _, extra := dec.Token(); extra != io.EOF {
-			err = errors.New("data after the JSON value")
-		}
-	}
-	if err != nil {
-		return nil, nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
-			"The request content was invalid and could not be deserialized: %v", err)
-	}
-	return raw, errs, nil
-}
-
-// parseValue reads the value at p, which is depth levels inside the body.
-func parseValue(dec *json.Decoder, p *path, depth int, errs *problems) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch tok {
-	case json.Delim('{'):
-		if depth++; depth > MaxDepth {
-			return nil, errTooDeep
-		}
-		obj := map[string]any{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			k, _ := kt.(string)
-			at := p.property(k)
-			if _, dup := obj[k]; dup && !errs.full() {
-				errs.add(at, "The property '%s' appears more than once in %s.", k, p.where())
-			}
-			if obj[k], err = parseValue(dec, at, depth, errs); err != nil {
-				return nil, err
-			}
-		}
-		_, err := dec.Token() // '}'
-		return obj, err
-	case json.Delim('['):
-		if depth++; depth > MaxDepth {
-			return nil, errTooDeep
-		}
-		arr := []any{}
-		for dec.More() {
-			v, err := parseValue(dec, p.element(len(arr)), depth, errs)
-			if err != nil {
-				return nil, err
-			}
-			arr = append(arr, v)
-		}
-		_, err := dec.Token() // ']'
-		return arr, err
-	}
-	return tok, nil
 }
 
 func jsonKind(t reflect.Type) string {
@@ -282,6 +219,7 @@ type fieldChecker struct {
 	unknown bool // report keys the type does not know at all, not only those in another case
 	errs    *problems
 	types   map[reflect.Type]*typeFields
+	at      path
 }
 
 func (c *fieldChecker) fields(t reflect.Type) *typeFields {
@@ -303,10 +241,11 @@ func (c *fieldChecker) fields(t reflect.Type) *typeFields {
 // case always, the others if unknown is set.
 func unknownFields(raw any, t reflect.Type, unknown bool, errs *problems) {
 	c := &fieldChecker{unknown: unknown, errs: errs}
-	c.check(raw, t, nil)
+	c.check(raw, t)
 }
 
-func (c *fieldChecker) check(raw any, t reflect.Type, p *path) {
+// check walks raw as t at c.at.
+func (c *fieldChecker) check(raw any, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -331,16 +270,18 @@ func (c *fieldChecker) check(raw any, t reflect.Type, p *path) {
 				if c.errs.full() {
 					continue
 				}
+				c.at.property(k)
 				if name, found := fields.lower[strings.ToLower(k)]; found {
-					c.errs.add(p.property(k), "The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, p.where(), name)
-					continue
+					c.errs.add(&c.at, "The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, c.at.parent(), name)
+				} else if c.unknown {
+					c.errs.add(&c.at, "The property '%s' is not known in %s.", k, c.at.parent())
 				}
-				if c.unknown {
-					c.errs.add(p.property(k), "The property '%s' is not known in %s.", k, p.where())
-				}
+				c.at.pop()
 				continue
 			}
-			c.check(obj[k], f.typ, p.property(f.name))
+			c.at.property(f.name)
+			c.check(obj[k], f.typ)
+			c.at.pop()
 		}
 	case reflect.Map:
 		obj, ok := raw.(map[string]any)
@@ -348,7 +289,9 @@ func (c *fieldChecker) check(raw any, t reflect.Type, p *path) {
 			return
 		}
 		for k, v := range obj {
-			c.check(v, t.Elem(), p.entry(k))
+			c.at.entry(k)
+			c.check(v, t.Elem())
+			c.at.pop()
 		}
 	case reflect.Slice, reflect.Array:
 		arr, ok := raw.([]any)
@@ -356,7 +299,9 @@ func (c *fieldChecker) check(raw any, t reflect.Type, p *path) {
 			return
 		}
 		for i, v := range arr {
-			c.check(v, t.Elem(), p.element(i))
+			c.at.element(i)
+			c.check(v, t.Elem())
+			c.at.pop()
 		}
 	}
 }

@@ -60,7 +60,7 @@ func decodePatch(body []byte, shape any, version string, updatePaths []string, n
 		return nil, arm.Multiple(errs.list) // a key in the wrong case would be reported again below
 	}
 	allowed := append(append([]string(nil), updatePaths...), readOnlyEnvelope...)
-	checkPatchPaths(patch, nil, "", allowed, version, noun, errs)
+	checkPatchPaths(patch, &path{}, "", allowed, version, noun, errs)
 	if len(errs.list) > 0 {
 		return nil, arm.Multiple(errs.list)
 	}
@@ -98,12 +98,18 @@ func checkPatchPaths(obj map[string]any, at *path, dotted string, allowed []stri
 		case pathAllowed:
 		case pathPrefix:
 			if sub, ok := obj[k].(map[string]any); ok {
-				checkPatchPaths(sub, at.property(k), p, allowed, version, noun, errs)
+				at.property(k)
+				checkPatchPaths(sub, at, p, allowed, version, noun, errs)
+				at.pop()
 			}
 		case pathWrongCase:
-			errs.add(at.property(k), "The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, at.where(), spelling)
+			at.property(k)
+			errs.add(at, "The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, at.parent(), spelling)
+			at.pop()
 		default:
-			errs.add(at.property(k), "The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the %s is created.", p, version, noun)
+			at.property(k)
+			errs.add(at, "The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the %s is created.", p, version, noun)
+			at.pop()
 		}
 	}
 }

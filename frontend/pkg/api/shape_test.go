@@ -109,9 +109,16 @@ func TestManyProblemsAreReportedBounded(t *testing.T) {
 		{"repeated_key", repeat(`{"tags":{`, `"a":"b",`, `}}`)},
 		{"unknown_keys", repeat(`{"properties":{`, `"x":1,`, `}}`)},
 		{"wrong_case_keys", repeat(`{`, `"Location":1,`, `}`)},
+		{"invalid_list_entries", repeat(`{"properties":{"imageDigestMirrors":[`, `{},`, `]}}`)},
+		{"invalid_node_pool_taints", repeat(`{"properties":{"taints":[`, `{},`, `]}}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := v.DecodeCluster(tc.body)
+			var err error
+			if strings.Contains(tc.name, "node_pool") {
+				_, err = npVersion(t, v.String()).DecodeNodePool(tc.body, nil)
+			} else {
+				_, err = v.DecodeCluster(tc.body)
+			}
 			ce, ok := arm.AsCloudError(err)
 			if !ok || ce.StatusCode != http.StatusBadRequest {
 				t.Fatalf("got %v, want a 400", err)
