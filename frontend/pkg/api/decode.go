@@ -18,6 +18,12 @@ import (
 // hostile body is refused after reading at most 64 levels, whatever its size.
 const MaxDepth = 64
 
+// MaxValues is how many values (objects, arrays, strings, numbers, literals) a request body may
+// hold. The largest body the specification allows has about 62,000: 240 imageDigestMirrors
+// entries of 255 mirrors each, with 500 authorizedCidrs. A body of more is refused before it is
+// built, so the work a body costs is bounded by this, not by the 4 MiB size limit alone.
+const MaxValues = 100_000
+
 // DecodeStrict decodes a JSON object into v, a pointer to an external type. Unknown fields
 // anywhere in the tree, property names in another case than the type's (ARM property names are
 // case-sensitive; encoding/json alone would match them case-insensitively), keys that appear

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"unicode/utf8"
 
@@ -14,9 +15,9 @@ import (
 // nesting depth is checked first, in one pass over the bytes and before any recursion; then
 // the syntax, by encoding/json's scanner; then the value is built in one more pass.
 func parseJSON(body []byte) (any, *problems, error) {
-	if nestedDeeperThan(body, MaxDepth) {
+	if err := checkShape(body); err != nil {
 		return nil, nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
-			"The request content was invalid and could not be deserialized: objects and arrays are nested deeper than %d levels.", MaxDepth)
+			"The request content was invalid and could not be deserialized: %v.", err)
 	}
 	if !json.Valid(body) {
 		err := json.Unmarshal(body, new(json.RawMessage)) // the same scanner, to say what is wrong
@@ -28,11 +29,13 @@ func parseJSON(body []byte) (any, *problems, error) {
 	return v, b.errs, nil
 }
 
-// nestedDeeperThan says whether body opens more than limit objects and arrays inside one
-// another, reading each byte once and stopping at the first level too many. Brackets inside
+// checkShape refuses a body that opens more than MaxDepth objects and arrays inside one
+// another or holds more than MaxValues values, reading each byte once and stopping at the first
+// level or value too many. Values are counted as the objects and arrays opened plus the commas
+// between members, which is never more than the values there are. Brackets and commas inside
 // strings do not count. It does not check the syntax.
-func nestedDeeperThan(body []byte, limit int) bool {
-	depth := 0
+func checkShape(body []byte) error {
+	depth, values := 0, 0
 	inString, escaped := false, false
 	for _, c := range body {
 		if inString {
@@ -50,14 +53,22 @@ func nestedDeeperThan(body []byte, limit int) bool {
 		case '"':
 			inString = true
 		case '{', '[':
-			if depth++; depth > limit {
-				return true
+			if depth++; depth > MaxDepth {
+				return fmt.Errorf("objects and arrays are nested deeper than %d levels", MaxDepth)
 			}
+			values++
 		case '}', ']':
 			depth--
+		case ',':
+			values++
+		default:
+			continue
+		}
+		if values > MaxValues {
+			return fmt.Errorf("it holds more than %d values", MaxValues)
 		}
 	}
-	return false
+	return nil
 }
 
 // builder builds the value of a body that json.Valid accepted and that nests at most MaxDepth

@@ -54,7 +54,8 @@ func refusedForShape(err error) bool {
 		return false
 	}
 	says := func(m string) bool {
-		return strings.Contains(m, "appears more than once") || strings.Contains(m, "nested deeper than")
+		return strings.Contains(m, "appears more than once") || strings.Contains(m, "nested deeper than") ||
+			strings.Contains(m, "values")
 	}
 	if says(ce.Message) {
 		return true

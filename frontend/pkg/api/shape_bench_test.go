@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,10 +22,10 @@ func shapes() []struct {
 		return []byte(prefix + strings.TrimSuffix(strings.Repeat(item, n), ",") + suffix)
 	}
 	// distinct fills with items numbered 0, 1, …: every key its own.
-	distinct := func(prefix, format, suffix string) []byte {
+	distinct := func(prefix, format, suffix string, most int) []byte {
 		var b strings.Builder
 		b.WriteString(prefix)
-		for i := 0; b.Len()+len(format)+len(suffix)+8 < maxBody; i++ {
+		for i := 0; b.Len()+len(format)+len(suffix)+8 < maxBody && i < most; i++ {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -32,6 +33,10 @@ func shapes() []struct {
 		}
 		b.WriteString(suffix)
 		return []byte(b.String())
+	}
+	// upTo repeats item, which counts as values values, as often as the value limit allows.
+	upTo := func(prefix, item, suffix string, values int) []byte {
+		return []byte(prefix + strings.TrimSuffix(strings.Repeat(item, api.MaxValues/values-10), ",") + suffix)
 	}
 	deep := func(open, close string) []byte {
 		n := (maxBody - 8) / (len(open) + len(close))
@@ -43,11 +48,31 @@ func shapes() []struct {
 	}{
 		{"deep_arrays", append(append([]byte(`{"a":`), deep("[", "]")...), '}')},
 		{"deep_objects", append(append([]byte(`{"a":`), deep(`{"a":`, "}")...), '}')},
-		{"many_keys", distinct(`{"tags":{`, `"k%d":"v"`, `}}`)},
-		{"many_unknown_keys", distinct(`{"properties":{`, `"k%d":1`, `}}`)},
+		{"many_keys", distinct(`{"tags":{`, `"k%d":"v"`, `}}`, maxBody)},
+		{"many_unknown_keys", distinct(`{"properties":{`, `"k%d":1`, `}}`, maxBody)},
 		{"long_string", []byte(`{"location":"` + strings.Repeat("x", maxBody-16) + `"}`)},
 		{"long_array", fill(`{"properties":{"imageDigestMirrors":[`, `{},`, `]}}`)},
 		{"repeated_keys", fill(`{"tags":{`, `"a":"b",`, `}}`)},
+		// Under api.MaxValues: built and checked in full.
+		{"many_keys_at_value_limit", distinct(`{"tags":{`, `"k%d":"v"`, `}}`, api.MaxValues-10)},
+		{"long_array_at_value_limit", upTo(`{"properties":{"imageDigestMirrors":[`, `{},`, `]}}`, 2)},
+		{"repeated_keys_at_value_limit", upTo(`{"tags":{`, `"a":"b",`, `}}`, 1)},
+		{"unknown_keys_at_value_limit", upTo(`{"properties":{`, `"x":1,`, `}}`, 1)},
+	}
+}
+
+// BenchmarkEncodingJSONAtTheLimit is the yardstick: encoding/json reading the same bodies into
+// an any, which neither refuses repeated keys nor bounds depth or values.
+func BenchmarkEncodingJSONAtTheLimit(b *testing.B) {
+	for _, shape := range shapes() {
+		b.Run(shape.name, func(b *testing.B) {
+			b.SetBytes(int64(len(shape.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var v any
+				_ = json.Unmarshal(shape.body, &v)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"runtime"
 	"strings"
@@ -93,13 +94,13 @@ func TestNestingWithinTheLimitIsParsed(t *testing.T) {
 	}
 }
 
-// TestManyProblemsAreReportedBounded: a body at the size limit made of one problem repeated
-// (a key given again and again, unknown keys, keys in the wrong case) is refused with a bounded
-// list of details, not one per repetition.
+// TestManyProblemsAreReportedBounded: a body of as many values as it may hold, made of one
+// problem repeated (a key given again and again, unknown keys, keys in the wrong case, invalid
+// list entries) is refused with a bounded list of details, not one per repetition.
 func TestManyProblemsAreReportedBounded(t *testing.T) {
 	v, _ := api.Lookup(api.Versions()[len(api.Versions())-1])
 	repeat := func(prefix, item, suffix string) []byte {
-		n := (4<<20 - len(prefix) - len(suffix)) / len(item)
+		n := api.MaxValues - 10
 		return []byte(prefix + strings.TrimSuffix(strings.Repeat(item, n), ",") + suffix)
 	}
 	for _, tc := range []struct {
@@ -128,4 +129,56 @@ func TestManyProblemsAreReportedBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTooManyValuesAreRefused: a body of more values than api.MaxValues is refused before it
+// is built, whatever the shape that holds them; the largest body the specification allows
+// (every imageDigestMirrors entry with its most mirrors) is not.
+func TestTooManyValuesAreRefused(t *testing.T) {
+	over := api.MaxValues + 1
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"long_array", []byte(`{"a":[` + strings.TrimSuffix(strings.Repeat("0,", over), ",") + `]}`)},
+		{"many_keys", func() []byte {
+			var b strings.Builder
+			b.WriteString(`{"tags":{`)
+			for i := range over {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, `"%d":""`, i)
+			}
+			b.WriteString(`}}`)
+			return []byte(b.String())
+		}()},
+		{"arrays_of_arrays", []byte(`{"a":[` + strings.TrimSuffix(strings.Repeat("[0,0,0,0,0,0,0,0,0],", over/10+1), ",") + `]}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			alloc := allocatedBy(func() { _, err = api.ParseObject(tc.body) })
+			ce, ok := arm.AsCloudError(err)
+			if !ok || ce.StatusCode != http.StatusBadRequest || !strings.Contains(ce.Message, "more than") {
+				t.Fatalf("got %v, want 400 saying the body holds too many values", err)
+			}
+			if limit := uint64(1 << 20); alloc > limit {
+				t.Fatalf("refusing it allocated %d bytes, more than %d", alloc, limit)
+			}
+		})
+	}
+	t.Run("largest_body_the_specification_allows", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString(`{"properties":{"imageDigestMirrors":[`)
+		for i := range 240 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"source":"s%d","mirrors":[`+strings.TrimSuffix(strings.Repeat(`"m",`, 255), ",")+`]}`, i)
+		}
+		b.WriteString(`]}}`)
+		if _, err := api.ParseObject([]byte(b.String())); err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+	})
 }
