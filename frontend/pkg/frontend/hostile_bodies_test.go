@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/serverlimits"
 )
 
 // hostileBodies are bodies at the size limit in every shape a caller can choose.
@@ -48,7 +50,12 @@ func hostileBodies() map[string][]byte {
 // answered as usual. The deadline is generous; nothing here is timed.
 func TestHostileBodiesLeaveOthersServed(t *testing.T) {
 	e := newEnv(t)
+	// The listener as the frontend binary builds it: its timeouts, header limit and
+	// connection cap (internal/serverlimits), under TLS.
+	limits := serverlimits.API()
 	hs := httptest.NewUnstartedServer(e.srv.Handler())
+	hs.Config = limits.Server("", e.srv.Handler(), nil)
+	hs.Listener = serverlimits.LimitListener(hs.Listener, limits.MaxConns)
 	hs.StartTLS()
 	t.Cleanup(hs.Close)
 	client := hs.Client()
