@@ -3,8 +3,14 @@ package serverlimits_test
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -21,12 +27,17 @@ import (
 	"github.com/openhcp/openhcp/internal/serverlimits"
 )
 
-// serve starts an HTTP server with limits h on loopback and returns its address.
-func serve(t *testing.T, h serverlimits.HTTP) string {
+// serve starts an HTTP server with limits h on loopback and returns its address; with tlsOn it
+// serves TLS with a throwaway certificate.
+func serve(t *testing.T, h serverlimits.HTTP, tlsOn ...bool) string {
 	t.Helper()
+	var cfg *tls.Config
+	if len(tlsOn) > 0 && tlsOn[0] {
+		cfg = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	}
 	hs := h.Server("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
-	}), nil)
+	}), cfg)
 	l, err := h.Listen(hs)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +81,39 @@ func TestSlowHeadersAreCut(t *testing.T) {
 			t.Fatal("the server still holds a connection whose headers never end")
 		}
 	}
+}
+
+// TestSilentTLSHandshakeIsCut: a caller that opens a TCP connection to a TLS listener and never
+// sends its ClientHello is closed after ReadHeaderTimeout too.
+func TestSilentTLSHandshakeIsCut(t *testing.T) {
+	h := serverlimits.API()
+	h.ReadHeaderTimeout = 300 * time.Millisecond
+	c, err := net.Dial("tcp", serve(t, h, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // generous: the timeout is 300 ms
+	_, err = io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server still holds a connection that never began its handshake")
+	}
+}
+
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // TestConnectionsBeyondTheCapWait: with MaxConns connections open, the next caller waits, those

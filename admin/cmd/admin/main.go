@@ -212,6 +212,9 @@ func run(o *options) error {
 	pprofmux.Register(metricsMux)
 	// Limits (timeouts, header size, connection cap): internal/serverlimits, docs/security.md.
 	limits := []serverlimits.HTTP{serverlimits.API(), serverlimits.Metrics()}
+	// A must-gather may take two --timeout's worth of calls (mustgather.go); its answer must
+	// not be cut by the write timeout when --timeout is raised.
+	limits[0].WriteTimeout = max(limits[0].WriteTimeout, 2*o.timeout+10*time.Second)
 	servers := []*http.Server{
 		limits[0].Server(o.listen, srv.Handler(), apiTLS),
 		limits[1].Server(o.metricsListen, metricsMux, metricsTLS),
