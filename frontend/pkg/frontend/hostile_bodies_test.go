@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/serverlimits"
 )
 
@@ -83,6 +84,13 @@ func TestHostileBodiesLeaveOthersServed(t *testing.T) {
 		return resp.StatusCode, string(b), err
 	}
 
+	// A cluster to PATCH, created and its operation finished as the backend would.
+	created := e.put(clusterPath("rg", "patched"), minimalBody())
+	if created.code != http.StatusCreated {
+		t.Fatalf("PUT of the cluster to patch: %d %s", created.code, created.body)
+	}
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+
 	var wg sync.WaitGroup
 	hostileDone := make(chan struct{})
 	bodies := hostileBodies()
@@ -90,17 +98,21 @@ func TestHostileBodiesLeaveOthersServed(t *testing.T) {
 		if len(body) > MaxBodyBytes {
 			t.Fatalf("%s: %d bytes, over the limit", name, len(body))
 		}
-		for i := range 2 { // two of each at once
+		for i, method := range []string{"PUT", "PATCH"} { // each body as a create and as a PATCH, at once
+			path := clusterPath("rg", fmt.Sprintf("hostile-%d", i))
+			if method == "PATCH" {
+				path = clusterPath("rg", "patched")
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				code, resp, err := send("PUT", clusterPath("rg", fmt.Sprintf("hostile-%d", i))+"?api-version="+testVersion, body)
+				code, resp, err := send(method, path+"?api-version="+testVersion, body)
 				if err != nil {
-					t.Errorf("%s: %v", name, err)
+					t.Errorf("%s %s: %v", method, name, err)
 					return
 				}
 				if code != http.StatusBadRequest || !strings.Contains(resp, "InvalidRequestContent") {
-					t.Errorf("%s: status %d, want 400 InvalidRequestContent: %.300s", name, code, resp)
+					t.Errorf("%s %s: status %d, want 400 InvalidRequestContent: %.300s", method, name, code, resp)
 				}
 			}()
 		}
