@@ -18,8 +18,8 @@ import (
 // hostile body is refused after reading at most 64 levels, whatever its size.
 const MaxDepth = 64
 
-// MaxValues is how many values (objects, arrays, strings, numbers, literals) a request body may
-// hold. The largest body the specification allows has about 62,000: 240 imageDigestMirrors
+// MaxValues is how many values a request body may hold, counted as the objects and arrays it
+// opens plus the commas between members (checkShape), never more than the values there are. The largest body the specification allows has about 62,000: 240 imageDigestMirrors
 // entries of 255 mirrors each, with 500 authorizedCidrs. A body of more is refused before it is
 // built, so the work a body costs is bounded by this, not by the 4 MiB size limit alone.
 const MaxValues = 100_000
@@ -77,7 +77,7 @@ func ParseObject(body []byte) (map[string]any, error) {
 // ones, not with a million details that cost memory to collect and to send.
 const MaxReportedProblems = 100
 
-// problems collects what is wrong with a body, up to maxReportedProblems.
+// problems collects what is wrong with a body, up to MaxReportedProblems.
 type problems struct {
 	list []*arm.CloudError
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armspec"
 )
 
 // deepArray and deepObject nest n levels: `[[[…]]]` and `{"a":{"a":…}}`, as a property of a
@@ -181,4 +183,58 @@ func TestTooManyValuesAreRefused(t *testing.T) {
 			t.Fatalf("refused: %v", err)
 		}
 	})
+}
+
+// TestSpecExamplesFitTheLimits: every request body among the specification's examples, of
+// every api-version, nests and counts far within api.MaxDepth and api.MaxValues, which the
+// limits' comments rely on (the deepest nests 7 levels).
+func TestSpecExamplesFitTheLimits(t *testing.T) {
+	depth := func(v any) int {
+		var walk func(v any) int
+		walk = func(v any) int {
+			d := 0
+			switch x := v.(type) {
+			case map[string]any:
+				for _, e := range x {
+					d = max(d, walk(e))
+				}
+				return d + 1
+			case []any:
+				for _, e := range x {
+					d = max(d, walk(e))
+				}
+				return d + 1
+			}
+			return 0
+		}
+		return walk(v)
+	}
+	deepest, where := 0, ""
+	for _, version := range armspec.Versions() {
+		examples, err := armspec.Examples(version, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range examples {
+			for name, raw := range x.Parameters {
+				if len(raw) == 0 || (raw[0] != '{' && raw[0] != '[') {
+					continue
+				}
+				if _, err := api.ParseObject(raw); err != nil && raw[0] == '{' {
+					t.Errorf("%s %s parameter %s: %v", version, x.File, name, err)
+				}
+				var v any
+				if err := json.Unmarshal(raw, &v); err != nil {
+					t.Fatal(err)
+				}
+				if d := depth(v); d > deepest {
+					deepest, where = d, version+" "+x.File+" "+name
+				}
+			}
+		}
+	}
+	t.Logf("deepest request body: %d levels (%s)", deepest, where)
+	if deepest*4 > api.MaxDepth {
+		t.Fatalf("a request example nests %d levels (%s): MaxDepth %d leaves less than four times that", deepest, where, api.MaxDepth)
+	}
 }
