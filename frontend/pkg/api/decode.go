@@ -19,9 +19,10 @@ import (
 const MaxDepth = 64
 
 // MaxValues is how many values a request body may hold, counted as the objects and arrays it
-// opens plus the commas between members (checkShape), never more than the values there are. The largest body the specification allows has about 62,000: 240 imageDigestMirrors
-// entries of 255 mirrors each, with 500 authorizedCidrs. A body of more is refused before it is
-// built, so the work a body costs is bounded by this, not by the 4 MiB size limit alone.
+// opens plus the commas between members (checkShape), never more than the values there are.
+// The largest body the specification allows has about 62,000: 240 imageDigestMirrors entries
+// of 255 mirrors each, with 500 authorizedCidrs. A body of more is refused before it is built,
+// so the work a body costs is bounded by this, not by the 4 MiB size limit alone.
 const MaxValues = 100_000
 
 // DecodeStrict decodes a JSON object into v, a pointer to an external type. Unknown fields
