@@ -55,16 +55,24 @@ func KickMQTTClient(ctx context.Context, brokerAddr, clientID string, tlsConf *t
 	if err != nil {
 		return fmt.Errorf("mqtt kick %s: read CONNACK: %w", clientID, err)
 	}
+	if typ != 0x20 {
+		return fmt.Errorf("mqtt kick %s: expected CONNACK, got packet type %#x", clientID, typ)
+	}
 	n, err := readVarint(r)
 	if err != nil {
 		return fmt.Errorf("mqtt kick %s: read CONNACK length: %w", clientID, err)
+	}
+	// The length comes from the network: a CONNACK is a few bytes plus optional properties,
+	// so a larger one is refused before anything is allocated for it.
+	if n > maxCONNACK {
+		return fmt.Errorf("mqtt kick %s: CONNACK length %d is over %d bytes", clientID, n, maxCONNACK)
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
 		return fmt.Errorf("mqtt kick %s: read CONNACK: %w", clientID, err)
 	}
-	if typ != 0x20 || len(body) < 2 {
-		return fmt.Errorf("mqtt kick %s: expected CONNACK, got packet type %#x", clientID, typ)
+	if len(body) < 2 {
+		return fmt.Errorf("mqtt kick %s: CONNACK of %d bytes is too short", clientID, len(body))
 	}
 	if rc := body[1]; rc != 0 {
 		return fmt.Errorf("mqtt kick %s: broker refused the connection, reason code %#x", clientID, rc)
@@ -75,6 +83,10 @@ func KickMQTTClient(ctx context.Context, brokerAddr, clientID string, tlsConf *t
 	}
 	return nil
 }
+
+// maxCONNACK bounds the CONNACK the kick reads: its flags, reason code and properties (a reason
+// string, user properties) fit many times over.
+const maxCONNACK = 64 << 10
 
 // mqttConnectPacket is an MQTT 5 CONNECT with clean start, no credentials and no properties.
 func mqttConnectPacket(clientID string) []byte {

@@ -33,11 +33,20 @@ const (
 	providersKeyword      = "providers"
 )
 
+// maxResourceIDSegments bounds the segments of an ID: a scope (6 segments with a resource group
+// and provider) and 29 type/name pairs, where ARM's resource types nest a few levels deep.
+const maxResourceIDSegments = 64
+
 // ParseResourceID parses id. It accepts a subscription, a resource group, and provider
 // resources at any depth, at resource group or subscription scope.
 func ParseResourceID(id string) (*ResourceID, error) {
 	if !strings.HasPrefix(id, "/") {
 		return nil, fmt.Errorf("resource ID %q does not start with '/'", id)
+	}
+	// Counted before anything is split or case-folded: an ID can come from a body as a 4 MiB
+	// string of a million segments.
+	if n := strings.Count(id, "/"); n > maxResourceIDSegments+1 { // +1: a trailing slash
+		return nil, fmt.Errorf("resource ID of %d bytes has more than %d segments", len(id), maxResourceIDSegments)
 	}
 	// IDs are compared case-insensitively (EqualFold) and keyed by Lower(); a character whose
 	// lower case does not fold back to it (e.g. U+0130 'İ', which lowercases to "i̇") would make

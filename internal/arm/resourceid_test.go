@@ -2,6 +2,7 @@ package arm
 
 import (
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -118,4 +119,25 @@ func FuzzParseResourceID(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestResourceIDOfManySegmentsIsRefusedCheaply: an ID of a million segments (a 4 MiB string in
+// a body) is refused by its segment count, before it is split.
+func TestResourceIDOfManySegmentsIsRefusedCheaply(t *testing.T) {
+	id := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift" + strings.Repeat("/t/n", 1<<20)
+	var err error
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = ParseResourceID(id)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "segments") {
+		t.Fatalf("got %v, want a refusal naming the segment count", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Fatalf("refusing it allocated %d bytes", alloc)
+	}
+	// The deepest ID the RP serves (a node pool) is far within the limit.
+	if _, err := ParseResourceID("/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c/nodePools/n"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -210,18 +211,20 @@ func run(o *options) error {
 	// Profiles on the metrics listener only, as every other service of the region: never on the
 	// SRE listener, whose callers are people (docs/performance.md, "Profiling").
 	pprofmux.Register(metricsMux)
+	// Limits (timeouts, header size, connection cap): internal/serverlimits, docs/security.md.
+	limits := []serverlimits.HTTP{serverlimits.API(), serverlimits.Metrics()}
+	// A must-gather may take two --timeout's worth of calls (mustgather.go); its answer must
+	// not be cut by the write timeout when --timeout is raised.
+	limits[0].WriteTimeout = max(limits[0].WriteTimeout, 2*o.timeout+10*time.Second)
 	servers := []*http.Server{
-		{Addr: o.listen, Handler: srv.Handler(), TLSConfig: apiTLS, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
-		{Addr: o.metricsListen, Handler: metricsMux, TLSConfig: metricsTLS, ReadHeaderTimeout: 10 * time.Second},
+		limits[0].Server(o.listen, srv.Handler(), apiTLS),
+		limits[1].Server(o.metricsListen, metricsMux, metricsTLS),
 	}
 	errc := make(chan error, len(servers))
-	for _, hs := range servers {
-		l, err := net.Listen("tcp", hs.Addr)
+	for i, hs := range servers {
+		l, err := limits[i].Listen(hs)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", hs.Addr, err)
-		}
-		if hs.TLSConfig != nil {
-			l = tls.NewListener(l, hs.TLSConfig)
 		}
 		log.Info("listening", "address", l.Addr().String(), "tls", hs.TLSConfig != nil)
 		go func() { errc <- hs.Serve(l) }()

@@ -29,6 +29,7 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -188,9 +189,10 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	pprofmux.Register(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	metricsLimits := serverlimits.Metrics()
+	srv := metricsLimits.Server("", mux, nil)
 	go func() {
-		if err := srv.Serve(mlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(serverlimits.LimitListener(mlis, metricsLimits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server", "error", err)
 		}
 	}()

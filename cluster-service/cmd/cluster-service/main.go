@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,6 +38,7 @@ import (
 	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -357,7 +357,10 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		StatusEventsInOrder: c.statusEventsInOrder, ResyncAtOnce: c.resyncAtOnce}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
-	opts := srv.ServerOptions()
+	// Message size, streams per connection, handshake timeout, keepalive enforcement and the
+	// connection cap: internal/serverlimits, docs/security.md.
+	grpcLimits := serverlimits.GRPCDefaults()
+	opts := append(grpcLimits.ServerOptions(), srv.ServerOptions()...)
 	if serverTLS != nil {
 		// Mutual TLS authenticates the caller; authz, chained after the logging interceptors,
 		// authorizes it per method. Plaintext (loopback only) has no identities to check.
@@ -369,7 +372,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(g, hs)
 
-	lis, err := net.Listen("tcp", c.listen)
+	lis, err := grpcLimits.Listen(c.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
@@ -386,14 +389,12 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	hsrv := &http.Server{Addr: c.metricsListen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	mlis, err := net.Listen("tcp", c.metricsListen)
+	metricsLimits := serverlimits.Metrics()
+	hsrv := metricsLimits.Server(c.metricsListen, mux, metricsTLS)
+	mlis, err := metricsLimits.Listen(hsrv)
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("--metrics-listen %s: %w", c.metricsListen, err)
-	}
-	if metricsTLS != nil {
-		mlis = tls.NewListener(mlis, metricsTLS)
 	}
 
 	errc := make(chan error, 3)

@@ -234,6 +234,18 @@ func TestBinaryMutualTLS(t *testing.T) {
 			t.Fatalf("backend WatchClusters first event %v, %v", ev, err)
 		}
 	})
+	t.Run("message_over_the_limit_is_resource_exhausted", func(t *testing.T) {
+		// serverlimits.GRPCDefaults: 4 MiB per request message.
+		conn := dial(t, as(p, pki.Frontend))
+		_, err := csv1.NewClustersClient(conn).CreateCluster(ctx, &csv1.CreateClusterRequest{
+			Cluster: &csv1.Cluster{ArmResourceId: strings.Repeat("x", 5<<20)}})
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("a 5 MiB CreateCluster: %v; want ResourceExhausted", err)
+		}
+		if err := list(conn); err != nil {
+			t.Fatalf("the same connection afterwards: %v", err)
+		}
+	})
 	t.Run("renewed_server_certificate_is_served_without_a_restart", func(t *testing.T) {
 		served := func() *big.Int {
 			var pr peer.Peer

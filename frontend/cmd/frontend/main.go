@@ -26,6 +26,7 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -197,18 +198,17 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	// Limits (timeouts, header size, connection cap): internal/serverlimits, docs/security.md.
+	limits := []serverlimits.HTTP{serverlimits.API(), serverlimits.Metrics()}
 	servers := []*http.Server{
-		{Addr: o.listen, Handler: srv.Handler(), TLSConfig: apiTLS, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute},
-		{Addr: o.metricsListen, Handler: metricsMux(srv), TLSConfig: metricsTLS, ReadHeaderTimeout: 10 * time.Second},
+		limits[0].Server(o.listen, srv.Handler(), apiTLS),
+		limits[1].Server(o.metricsListen, metricsMux(srv), metricsTLS),
 	}
 	errc := make(chan error, len(servers))
-	for _, hs := range servers {
-		l, err := net.Listen("tcp", hs.Addr)
+	for i, hs := range servers {
+		l, err := limits[i].Listen(hs)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", hs.Addr, err)
-		}
-		if hs.TLSConfig != nil {
-			l = tls.NewListener(l, hs.TLSConfig)
 		}
 		log.Info("listening", "address", l.Addr().String(), "tls", hs.TLSConfig != nil)
 		go func() { errc <- hs.Serve(l) }()

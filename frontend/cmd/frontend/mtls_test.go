@@ -202,6 +202,22 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 			t.Fatalf("healthz: %v %v", resp, err)
 		}
 	})
+	t.Run("headers_over_the_limit_are_431", func(t *testing.T) {
+		// serverlimits.API().MaxHeaderBytes is 64 KiB (Go's default would take 1 MiB).
+		req, err := http.NewRequest(http.MethodGet, base+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Padding", strings.Repeat("p", 128<<10))
+		resp, err := anonymous.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("a 128 KiB header: %d, want 431", resp.StatusCode)
+		}
+	})
 	arm := client(t, as(p, pki.ARM))
 	t.Run("refused_writes_stored_nothing", func(t *testing.T) {
 		resp, b, err := do(arm, http.MethodGet, base+sub, "")

@@ -1,18 +1,29 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/openhcp/openhcp/internal/arm"
 )
+
+// MaxDepth is how deeply a request body may nest objects and arrays, the body itself being
+// level 1. ARM bodies are shallow: the deepest request example of every api-version's
+// specification (a cluster's CreateOrUpdate) nests 7 levels, so 64 leaves ample room while a
+// hostile body is refused after reading at most 64 levels, whatever its size.
+const MaxDepth = 64
+
+// MaxValues is how many values a request body may hold, counted as the objects and arrays it
+// opens plus the commas between members (checkShape), never more than the values there are.
+// The largest body the specification allows has about 62,000: 240 imageDigestMirrors entries
+// of 255 mirrors each, with 500 authorizedCidrs. A body of more is refused before it is built,
+// so the work a body costs is bounded by this, not by the 4 MiB size limit alone.
+const MaxValues = 100_000
 
 // DecodeStrict decodes a JSON object into v, a pointer to an external type. Unknown fields
 // anywhere in the tree, property names in another case than the type's (ARM property names are
@@ -28,9 +39,9 @@ func DecodeStrict(body []byte, v any) error {
 		return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: expected a JSON object")
 	}
-	unknownFields(raw, reflect.TypeOf(v), "", true, &errs)
-	if len(errs) > 0 {
-		return arm.Multiple(errs)
+	unknownFields(raw, reflect.TypeOf(v), true, errs)
+	if len(errs.list) > 0 {
+		return arm.Multiple(errs.list)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		var te *json.UnmarshalTypeError
@@ -56,76 +67,88 @@ func ParseObject(body []byte) (map[string]any, error) {
 		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: expected a JSON object")
 	}
-	if len(errs) > 0 {
-		return nil, arm.Multiple(errs)
+	if len(errs.list) > 0 {
+		return nil, arm.Multiple(errs.list)
 	}
 	return obj, nil
 }
 
-// parseJSON reads one JSON value, numbers as json.Number, and reports every key that appears
-// more than once in an object (the value kept is the last, as encoding/json would keep it).
-func parseJSON(body []byte) (any, []*arm.CloudError, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var errs []*arm.CloudError
-	raw, err := parseValue(dec, "", &errs)
-	if err == nil {
-		if _, extra := dec.Token(); extra != io.EOF {
-			err = errors.New("data after the JSON value")
-		}
-	}
-	if err != nil {
-		return nil, nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
-			"The request content was invalid and could not be deserialized: %v", err)
-	}
-	return raw, errs, nil
+// MaxReportedProblems bounds the problems one body reports, here and in the versions' field
+// checks: a body of a million repeated keys or invalid list entries is answered with the first
+// ones, not with a million details that cost memory to collect and to send.
+const MaxReportedProblems = 100
+
+// problems collects what is wrong with a body, up to MaxReportedProblems.
+type problems struct {
+	list []*arm.CloudError
 }
 
-func parseValue(dec *json.Decoder, path string, errs *[]*arm.CloudError) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+func (p *problems) add(at *path, format string, args ...any) {
+	if !p.full() {
+		p.list = append(p.list, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, at.String(), format, args...))
 	}
-	switch tok {
-	case json.Delim('{'):
-		obj := map[string]any{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			k, _ := kt.(string)
-			if _, dup := obj[k]; dup {
-				*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, join(path, k),
-					"The property '%s' appears more than once in %s.", k, where(path)))
-			}
-			if obj[k], err = parseValue(dec, join(path, k), errs); err != nil {
-				return nil, err
-			}
-		}
-		_, err := dec.Token() // '}'
-		return obj, err
-	case json.Delim('['):
-		arr := []any{}
-		for dec.More() {
-			v, err := parseValue(dec, fmt.Sprintf("%s[%d]", path, len(arr)), errs)
-			if err != nil {
-				return nil, err
-			}
-			arr = append(arr, v)
-		}
-		_, err := dec.Token() // ']'
-		return arr, err
-	}
-	return tok, nil
 }
 
-// where names the object at path in a message.
-func where(path string) string {
-	if path == "" {
+// full says no more problems are reported: callers check it before spelling out a message.
+func (p *problems) full() bool { return len(p.list) >= MaxReportedProblems }
+
+// path is where the walk of a body stands, as a stack of steps pushed going in and popped
+// coming out: walking costs no allocation per value, and the path is spelt out (at most
+// MaxDepth steps) only for a problem reported, so a deep or wide body costs linear time.
+type path struct {
+	steps []step
+}
+
+type step struct {
+	key   string // an object's property, or a map's key
+	index int    // an array's index
+	kind  stepKind
+}
+
+type stepKind int
+
+const (
+	propertyStep stepKind = iota // spelt "parent.key"
+	entryStep                    // a map's key, spelt "parent[key]"
+	elementStep                  // spelt "parent[index]"
+)
+
+func (p *path) property(k string) { p.steps = append(p.steps, step{key: k, kind: propertyStep}) }
+func (p *path) entry(k string)    { p.steps = append(p.steps, step{key: k, kind: entryStep}) }
+func (p *path) element(i int)     { p.steps = append(p.steps, step{index: i, kind: elementStep}) }
+func (p *path) pop()              { p.steps = p.steps[:len(p.steps)-1] }
+
+// String spells the path as the error target: "properties.platform", "tags[a]", "x[3]".
+func (p *path) String() string { return spell(p.steps) }
+
+// parent names, in a message, the object that holds the last step.
+func (p *path) parent() string {
+	if len(p.steps) <= 1 {
 		return "the request body"
 	}
-	return "'" + path + "'"
+	return "'" + spell(p.steps[:len(p.steps)-1]) + "'"
+}
+
+func spell(steps []step) string {
+	var b strings.Builder
+	for _, s := range steps {
+		switch s.kind {
+		case propertyStep:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.key)
+		case entryStep:
+			b.WriteByte('[')
+			b.WriteString(s.key)
+			b.WriteByte(']')
+		default:
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(s.index))
+			b.WriteByte(']')
+		}
+	}
+	return b.String()
 }
 
 func jsonKind(t reflect.Type) string {
@@ -151,6 +174,12 @@ func jsonKind(t reflect.Type) string {
 type jsonField struct {
 	name string
 	typ  reflect.Type
+}
+
+// typeFields are a struct type's JSON names, exactly as spelt and lower-cased.
+type typeFields struct {
+	exact map[string]jsonField
+	lower map[string]string // lower-cased name -> name
 }
 
 // jsonFields maps the JSON names of t's fields (embedded structs flattened), exactly as spelt.
@@ -190,9 +219,40 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 
 var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
 
+// fieldChecker reports the keys of a parsed body that a type does not name exactly. It reads
+// each struct type's fields once per body, so a long array of objects costs one map lookup per
+// key, not a reflection walk per object.
+type fieldChecker struct {
+	unknown bool // report keys the type does not know at all, not only those in another case
+	errs    *problems
+	types   map[reflect.Type]*typeFields
+	at      path
+}
+
+func (c *fieldChecker) fields(t reflect.Type) *typeFields {
+	if tf, ok := c.types[t]; ok {
+		return tf
+	}
+	tf := &typeFields{exact: jsonFields(t), lower: map[string]string{}}
+	for name := range tf.exact {
+		tf.lower[strings.ToLower(name)] = name
+	}
+	if c.types == nil {
+		c.types = map[reflect.Type]*typeFields{}
+	}
+	c.types[t] = tf
+	return tf
+}
+
 // unknownFields reports the keys of raw that t does not name exactly: those it names in another
 // case always, the others if unknown is set.
-func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*arm.CloudError) {
+func unknownFields(raw any, t reflect.Type, unknown bool, errs *problems) {
+	c := &fieldChecker{unknown: unknown, errs: errs}
+	c.check(raw, t)
+}
+
+// check walks raw as t at c.at.
+func (c *fieldChecker) check(raw any, t reflect.Type) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -205,28 +265,30 @@ func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*
 		if !ok {
 			return // a type error; json.Unmarshal reports it with its path
 		}
-		fields := jsonFields(t)
+		fields := c.fields(t)
 		keys := make([]string, 0, len(obj))
 		for k := range obj {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			f, ok := fields[k]
+			f, ok := fields.exact[k]
 			if !ok {
-				target := join(path, k)
-				if name, found := sameButCase(fields, k); found {
-					*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
-						"The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, where(path), name))
+				if c.errs.full() {
 					continue
 				}
-				if unknown {
-					*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target,
-						"The property '%s' is not known in %s.", k, where(path)))
+				c.at.property(k)
+				if name, found := fields.lower[strings.ToLower(k)]; found {
+					c.errs.add(&c.at, "The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, c.at.parent(), name)
+				} else if c.unknown {
+					c.errs.add(&c.at, "The property '%s' is not known in %s.", k, c.at.parent())
 				}
+				c.at.pop()
 				continue
 			}
-			unknownFields(obj[k], f.typ, join(path, f.name), unknown, errs)
+			c.at.property(f.name)
+			c.check(obj[k], f.typ)
+			c.at.pop()
 		}
 	case reflect.Map:
 		obj, ok := raw.(map[string]any)
@@ -234,7 +296,9 @@ func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*
 			return
 		}
 		for k, v := range obj {
-			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%s]", path, k), unknown, errs)
+			c.at.entry(k)
+			c.check(v, t.Elem())
+			c.at.pop()
 		}
 	case reflect.Slice, reflect.Array:
 		arr, ok := raw.([]any)
@@ -242,24 +306,9 @@ func unknownFields(raw any, t reflect.Type, path string, unknown bool, errs *[]*
 			return
 		}
 		for i, v := range arr {
-			unknownFields(v, t.Elem(), fmt.Sprintf("%s[%d]", path, i), unknown, errs)
+			c.at.element(i)
+			c.check(v, t.Elem())
+			c.at.pop()
 		}
 	}
-}
-
-// sameButCase finds the field whose name differs from k only in case.
-func sameButCase(fields map[string]jsonField, k string) (string, bool) {
-	for name := range fields {
-		if strings.EqualFold(name, k) {
-			return name, true
-		}
-	}
-	return "", false
-}
-
-func join(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
 }

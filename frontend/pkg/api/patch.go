@@ -47,19 +47,22 @@ func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Clus
 // decoder of the merged body never sees it).
 func decodePatch(body []byte, shape any, version string, updatePaths []string, noun string) (map[string]any, error) {
 	raw, errs, err := parseJSON(body)
+	if err != nil {
+		return nil, err // says what could not be read: a syntax error, or nesting too deep
+	}
 	patch, ok := raw.(map[string]any)
-	if err != nil || !ok {
+	if !ok {
 		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: a PATCH body is one JSON object.")
 	}
-	unknownFields(patch, reflect.TypeOf(shape), "", false, &errs)
-	if len(errs) > 0 {
-		return nil, arm.Multiple(errs) // a key in the wrong case would be reported again below
+	unknownFields(patch, reflect.TypeOf(shape), false, errs)
+	if len(errs.list) > 0 {
+		return nil, arm.Multiple(errs.list) // a key in the wrong case would be reported again below
 	}
 	allowed := append(append([]string(nil), updatePaths...), readOnlyEnvelope...)
-	checkPatchPaths(patch, "", allowed, version, noun, &errs)
-	if len(errs) > 0 {
-		return nil, arm.Multiple(errs)
+	checkPatchPaths(patch, &path{}, "", allowed, version, noun, errs)
+	if len(errs.list) > 0 {
+		return nil, arm.Multiple(errs.list)
 	}
 	return patch, nil
 }
@@ -77,27 +80,36 @@ func renderedBody(rendered any) (map[string]any, error) {
 	return doc, nil
 }
 
-// checkPatchPaths reports every key of the patch that is not in, or below, an allowed path.
-func checkPatchPaths(obj map[string]any, path string, allowed []string, version, noun string, errs *[]*arm.CloudError) {
+// checkPatchPaths reports every key of the patch that is not in, or below, an allowed path. at
+// and dotted are the same place: dotted, the form the allowed paths are written in, is only ever
+// an ancestor of an allowed path, so it stays as short as they are.
+func checkPatchPaths(obj map[string]any, at *path, dotted string, allowed []string, version, noun string, errs *problems) {
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		p := join(path, k)
+		if errs.full() {
+			return
+		}
+		p := join(dotted, k)
 		switch state, spelling := pathState(p, allowed); state {
 		case pathAllowed:
 		case pathPrefix:
 			if sub, ok := obj[k].(map[string]any); ok {
-				checkPatchPaths(sub, p, allowed, version, noun, errs)
+				at.property(k)
+				checkPatchPaths(sub, at, p, allowed, version, noun, errs)
+				at.pop()
 			}
 		case pathWrongCase:
-			*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, p,
-				"The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, where(path), spelling))
+			at.property(k)
+			errs.add(at, "The property '%s' is not known in %s: property names are case-sensitive; did you mean '%s'?", k, at.parent(), spelling)
+			at.pop()
 		default:
-			*errs = append(*errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, p,
-				"The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the %s is created.", p, version, noun))
+			at.property(k)
+			errs.add(at, "The property '%s' is not part of a PATCH body in api-version %s: it cannot be changed after the %s is created.", p, version, noun)
+			at.pop()
 		}
 	}
 }
@@ -160,4 +172,11 @@ func mergePatch(target any, patch any) any {
 		t[k] = mergePatch(prev, v)
 	}
 	return t
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }

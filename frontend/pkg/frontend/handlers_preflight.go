@@ -51,7 +51,16 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
 	}
 	var details []armdoc.CloudErrorBody
 	for i, raw := range req.Resources {
+		// A request of tens of thousands of resources is answered with the first problems,
+		// as a body is (api.MaxReportedProblems); the resources after them are not read.
+		if len(details) >= api.MaxReportedProblems {
+			details = details[:api.MaxReportedProblems]
+			break
+		}
 		details = append(details, s.preflightResource(r, i, raw)...)
+	}
+	if len(details) > api.MaxReportedProblems {
+		details = details[:api.MaxReportedProblems]
 	}
 	switch len(details) {
 	case 0:

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -34,10 +35,12 @@ func portal(ctx context.Context, a *app, _ []string) error {
 	if err != nil {
 		return err
 	}
+	limits := serverlimits.API()
 	l, err := net.Listen("tcp", portalListen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", portalListen, err)
 	}
+	l = serverlimits.LimitListener(l, limits.MaxConns)
 	local := "http://" + l.Addr().String()
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -51,7 +54,7 @@ func portal(ctx context.Context, a *app, _ []string) error {
 		},
 		Transport: a.c.HTTP.Transport,
 	}
-	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	srv := limits.Server("", proxy, nil)
 	fmt.Fprintf(a.out, "portal: %s/portal/ (as your SRE identity; Ctrl-C stops it)\n", local)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

@@ -38,10 +38,15 @@ type Checker struct {
 // Err returns every collected problem as one error, or nil.
 func (v *Checker) Err() error { return arm.Multiple(v.errs) }
 
-// Add records a problem with the field at target.
+// Add records a problem with the field at target, up to api.MaxReportedProblems.
 func (v *Checker) Add(target, format string, args ...any) {
-	v.errs = append(v.errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, format, args...))
+	if !v.Full() {
+		v.errs = append(v.errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, format, args...))
+	}
 }
+
+// Full says no more problems are recorded: a loop over a list's entries stops there.
+func (v *Checker) Full() bool { return len(v.errs) >= api.MaxReportedProblems }
 
 // Required records a missing field and reports whether it is present.
 func (v *Checker) Required(present bool, target string) bool {
@@ -171,8 +176,12 @@ func (v *Checker) API(a *profiles.APIProfile) {
 	v.Enum(a.Visibility, "properties.api.visibility", api.VisibilityPublic, api.VisibilityPrivate)
 	if len(authorizedCIDRs) > 500 {
 		v.Add("properties.api.authorizedCidrs", "At most 500 entries are allowed in 'properties.api.authorizedCidrs', not %d.", len(authorizedCIDRs))
+		return // the entries of a list too long are not checked one by one
 	}
 	for i, c := range authorizedCIDRs {
+		if v.Full() {
+			return
+		}
 		target := fmt.Sprintf("properties.api.authorizedCidrs[%d]", i)
 		if ip := net.ParseIP(c); ip != nil && ip.To4() != nil {
 			continue
@@ -270,9 +279,13 @@ func (v *Checker) ImageDigestMirrors(mirrors []profiles.ImageDigestMirror) {
 	const base = "properties.imageDigestMirrors"
 	if len(mirrors) > 240 {
 		v.Add(base, "At most 240 entries are allowed in '%s', not %d.", base, len(mirrors))
+		return // the entries of a list too long are not checked one by one
 	}
 	seen := map[string]bool{}
 	for i, m := range mirrors {
+		if v.Full() {
+			return
+		}
 		at := fmt.Sprintf("%s[%d]", base, i)
 		if v.Required(m.Source != nil, at+".source") {
 			if len(*m.Source) > 255 {

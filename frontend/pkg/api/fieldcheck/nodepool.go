@@ -82,6 +82,9 @@ func (v *Checker) NodePool(f *profiles.NodePoolFields, hasPlatform bool, r NodeP
 	}
 	seen := map[string]bool{}
 	for i, l := range f.Labels {
+		if v.Full() {
+			break
+		}
 		target := fmt.Sprintf("properties.labels[%d].key", i)
 		if v.Required(l.Key != nil && *l.Key != "", target) {
 			if seen[*l.Key] {
@@ -91,6 +94,9 @@ func (v *Checker) NodePool(f *profiles.NodePoolFields, hasPlatform bool, r NodeP
 		}
 	}
 	for i, t := range f.Taints {
+		if v.Full() {
+			break
+		}
 		base := fmt.Sprintf("properties.taints[%d]", i)
 		if v.Required(t.Key != nil, base+".key") && (len(*t.Key) < 1 || len(*t.Key) > 316) {
 			v.Add(base+".key", "Field '%s.key' must be 1 to 316 characters long.", base)

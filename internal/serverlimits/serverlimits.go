@@ -1,0 +1,192 @@
+// Package serverlimits owns the limits every HTTP and gRPC server of the region runs with: how
+// long a caller may take to send its headers and body, how long a response may take, how large
+// headers and messages may be, and how many connections and streams a server holds at once.
+// Each service builds its servers from here, so a limit is changed in one place.
+package serverlimits
+
+import (
+	"crypto/tls"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// HTTP are the limits of one HTTP listener.
+type HTTP struct {
+	// ReadHeaderTimeout closes a connection whose request headers (and, under TLS, handshake)
+	// are not in by then: a slowloris caller holds a connection this long at most.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end of its response.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection with no request for this long.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers.
+	MaxHeaderBytes int
+	// MaxConns caps the connections open at once; the next caller waits in the kernel's
+	// accept queue until one closes, and those already connected are served meanwhile.
+	MaxConns int
+}
+
+// API are the limits of request/response APIs: the ARM frontend, the admin API and the
+// portal's local proxy. None of them streams. The body limit (4 MiB) arrives well within
+// ReadTimeout on any working link; WriteTimeout leaves room for a handler's slowest call
+// (Cluster Service calls are bounded at 30 s).
+func API() HTTP {
+	return HTTP{
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		MaxConns:          1024,
+	}
+}
+
+// Metrics are the limits of the metrics and profiling listeners: few callers (scrapers, an
+// engineer with go tool pprof), and a CPU profile or trace may take up to WriteTimeout
+// (net/http/pprof refuses a ?seconds= at or above it).
+func Metrics() HTTP {
+	return HTTP{
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		MaxConns:          64,
+	}
+}
+
+// Server is an http.Server for handler on addr with these limits; tlsConfig may be nil.
+func (h HTTP) Server(addr string, handler http.Handler, tlsConfig *tls.Config) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           handler,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: h.ReadHeaderTimeout,
+		ReadTimeout:       h.ReadTimeout,
+		WriteTimeout:      h.WriteTimeout,
+		IdleTimeout:       h.IdleTimeout,
+		MaxHeaderBytes:    h.MaxHeaderBytes,
+	}
+}
+
+// Listen listens on hs.Addr for hs: TCP capped at MaxConns connections, then TLS when
+// hs.TLSConfig is set (the cap is below TLS, so the server still sees *tls.Conn and applies its
+// handshake deadline).
+func (h HTTP) Listen(hs *http.Server) (net.Listener, error) {
+	l, err := net.Listen("tcp", hs.Addr)
+	if err != nil {
+		return nil, err
+	}
+	l = LimitListener(l, h.MaxConns)
+	if hs.TLSConfig != nil {
+		l = tls.NewListener(l, hs.TLSConfig)
+	}
+	return l, nil
+}
+
+// LimitListener lets at most n connections of l be open at once: Accept waits for one to
+// close. n <= 0 means no cap.
+func LimitListener(l net.Listener, n int) net.Listener {
+	if n <= 0 {
+		return l
+	}
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *limitListener) Close() error {
+	l.closeOnce.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// GRPC are the limits of a gRPC server.
+type GRPC struct {
+	// MaxRecvMsgSize bounds one request message. No call of ours carries more than an ARM body,
+	// whose limit is 4 MiB.
+	MaxRecvMsgSize int
+	// MaxConcurrentStreams bounds the calls open at once on one connection (watches included);
+	// more wait at the client.
+	MaxConcurrentStreams uint32
+	// ConnectionTimeout bounds a new connection's handshake (TLS included).
+	ConnectionTimeout time.Duration
+	// MinPingInterval is the closest keepalive pings a client may send; a client pinging more
+	// often is disconnected (GOAWAY too_many_pings).
+	MinPingInterval time.Duration
+	// PingAfter and PingTimeout detect a dead peer: the server pings after PingAfter without
+	// activity and closes the connection if no answer comes within PingTimeout.
+	PingAfter, PingTimeout time.Duration
+	// MaxConns caps the connections open at once, as HTTP.MaxConns.
+	MaxConns int
+}
+
+// GRPCDefaults are the limits of Cluster Service's gRPC API.
+func GRPCDefaults() GRPC {
+	return GRPC{
+		MaxRecvMsgSize:       4 << 20,
+		MaxConcurrentStreams: 1024,
+		ConnectionTimeout:    10 * time.Second,
+		MinPingInterval:      10 * time.Second,
+		PingAfter:            time.Minute,
+		PingTimeout:          20 * time.Second,
+		MaxConns:             1024,
+	}
+}
+
+// ServerOptions are the grpc.NewServer options that apply these limits.
+func (g GRPC) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(g.MaxRecvMsgSize),
+		grpc.MaxConcurrentStreams(g.MaxConcurrentStreams),
+		grpc.ConnectionTimeout(g.ConnectionTimeout),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: g.MinPingInterval, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: g.PingAfter, Timeout: g.PingTimeout}),
+	}
+}
+
+// Listen listens on addr for a gRPC server, capped at MaxConns connections.
+func (g GRPC) Listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return LimitListener(l, g.MaxConns), nil
+}

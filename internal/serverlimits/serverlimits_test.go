@@ -1,0 +1,213 @@
+package serverlimits_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/openhcp/openhcp/internal/serverlimits"
+)
+
+// serve starts an HTTP server with limits h on loopback and returns its address; with tlsOn it
+// serves TLS with a throwaway certificate.
+func serve(t *testing.T, h serverlimits.HTTP, tlsOn ...bool) string {
+	t.Helper()
+	var cfg *tls.Config
+	if len(tlsOn) > 0 && tlsOn[0] {
+		cfg = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	}
+	hs := h.Server("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}), cfg)
+	l, err := h.Listen(hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close() })
+	return l.Addr().String()
+}
+
+// TestSlowHeadersAreCut: a caller that trickles its headers (slowloris) has its connection
+// closed once ReadHeaderTimeout has passed, however long it goes on trickling.
+func TestSlowHeadersAreCut(t *testing.T) {
+	h := serverlimits.API()
+	h.ReadHeaderTimeout = 300 * time.Millisecond
+	addr := serve(t, h)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { // the server's side: a read that ends when it closes the connection
+		_, err := io.Copy(io.Discard, c)
+		closed <- err
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute) // generous: the timeout is 300 ms
+	for {
+		select {
+		case <-closed:
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(c, "X-Slow: a\r\n"); err != nil {
+				return // closed by the server
+			}
+		case <-deadline:
+			t.Fatal("the server still holds a connection whose headers never end")
+		}
+	}
+}
+
+// TestSilentTLSHandshakeIsCut: a caller that opens a TCP connection to a TLS listener and never
+// sends its ClientHello is closed after ReadHeaderTimeout too.
+func TestSilentTLSHandshakeIsCut(t *testing.T) {
+	h := serverlimits.API()
+	h.ReadHeaderTimeout = 300 * time.Millisecond
+	c, err := net.Dial("tcp", serve(t, h, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(time.Minute)) // generous: the timeout is 300 ms
+	_, err = io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("the server still holds a connection that never began its handshake")
+	}
+}
+
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestConnectionsBeyondTheCapWait: with MaxConns connections open, the next caller waits, those
+// connected keep being served, and the waiting one is served once a connection closes.
+func TestConnectionsBeyondTheCapWait(t *testing.T) {
+	h := serverlimits.API()
+	h.MaxConns = 2
+	addr := serve(t, h)
+	get := func(c net.Conn) error {
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(b) != "ok" {
+			return errors.New("not served: " + resp.Status)
+		}
+		return nil
+	}
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := get(c); err != nil { // accepted and served: it holds a slot
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		c, err := net.Dial("tcp", addr) // the kernel completes the handshake; the server does not accept
+		if err != nil {
+			waiting <- err
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Minute))
+		waiting <- get(c)
+	}()
+	// Those connected are still served while the third waits.
+	for _, c := range held {
+		if err := get(c); err != nil {
+			t.Fatalf("a connected caller was not served while another waited: %v", err)
+		}
+	}
+	select {
+	case err := <-waiting:
+		t.Fatalf("a third connection was served with two of two slots taken (%v)", err)
+	default:
+	}
+	held[0].Close()
+	select {
+	case err := <-waiting:
+		if err != nil {
+			t.Fatalf("the waiting caller, once a slot freed: %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the waiting caller was not served after a connection closed")
+	}
+}
+
+// TestOversizedGRPCMessageIsResourceExhausted: a request larger than MaxRecvMsgSize is refused
+// with ResourceExhausted, and the connection keeps serving calls within the limit.
+func TestOversizedGRPCMessageIsResourceExhausted(t *testing.T) {
+	g := serverlimits.GRPCDefaults()
+	g.MaxRecvMsgSize = 1 << 10
+	srv := grpc.NewServer(g.ServerOptions()...)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	l, err := g.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := healthpb.NewHealthClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{Service: strings.Repeat("x", 2<<10)})
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("a 2 KiB request to a 1 KiB limit: %v, want ResourceExhausted", err)
+	}
+	if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("a small request after it: %v", err)
+	}
+}
