@@ -8,15 +8,13 @@ import (
 )
 
 // middlewareRequestID gives every request its x-ms-request-id (returned on every response) and
-// a logger carrying it and ARM's client and correlation request IDs.
+// a logger carrying it and ARM's client and correlation request IDs, each replaced by a fresh
+// GUID when it is unusable (requestIDHeader), so only bounded IDs go further.
 func (s *Server) middlewareRequestID(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
-	ri := &requestInfo{
-		start:           time.Now(),
-		requestID:       newUUID(),
-		clientRequestID: r.Header.Get(arm.HeaderClientRequestID),
-		correlationID:   r.Header.Get(arm.HeaderCorrelationRequestID),
-		originalPath:    r.URL.Path,
-	}
+	ri := &requestInfo{start: time.Now(), requestID: newUUID(), originalPath: r.URL.Path}
+	base := s.log.With("requestID", ri.requestID)
+	ri.clientRequestID = requestIDHeader(r, base, arm.HeaderClientRequestID)
+	ri.correlationID = requestIDHeader(r, base, arm.HeaderCorrelationRequestID)
 	ri.log = s.log.With(
 		"requestID", ri.requestID,
 		"clientRequestID", ri.clientRequestID,
