@@ -168,7 +168,7 @@ func (s *Server) routes() {
 	s.credentialRoutes()
 	s.externalAuthRoutes()
 
-	s.versionRoutes() // handlers_versions.go
+	s.versionRoutes()                                                         // handlers_versions.go
 	s.handle(preflightPattern, s.preflight, routeOptions{subscription: true}) // ARM's api-version, not ours
 	s.roleSetRoutes()
 	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
