@@ -168,8 +168,9 @@ func (s *Server) routes() {
 	s.credentialRoutes()
 	s.externalAuthRoutes()
 
-	s.versionRoutes()                                                         // handlers_versions.go
-	s.handle(preflightPattern, s.preflight, routeOptions{subscription: true}) // ARM's api-version, not ours
+	s.versionRoutes() // handlers_versions.go
+	// Preflight carries ARM's api-version, not ours; the subscription is checked as ARO HCP does.
+	s.handle(preflightPattern, s.preflight, routeOptions{subscription: true})
 	s.roleSetRoutes()
 	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
 	s.handle("GET "+operationsScope+"/hcpoperationresults/{operationId}", s.getOperationResult, resourceRoute)
