@@ -55,8 +55,8 @@ type Config struct {
 	// backend; nil means this is the only writer.
 	Fence Fence
 	// NotifyWorkers is the number of notifications posted at once (default 4); NotifyTimeout
-	// bounds one POST, dial to last byte (default 10s); NotifyGiveUp is how long after an operation ended its
-	// notification is retried before it is recorded as abandoned (default 1h).
+	// bounds one POST, dial to last byte (default 10s); NotifyGiveUp is how long after an
+	// operation ended its notification is retried before it is recorded as abandoned (default 1h).
 	NotifyWorkers int
 	NotifyTimeout time.Duration
 	NotifyGiveUp  time.Duration
