@@ -32,18 +32,23 @@ func usableRequestID(v string) bool {
 	return true
 }
 
-// requestIDHeader returns the header's value, or a fresh GUID when the value is unusable; the
-// replacement is logged with the header's name and the value's length, never the value. ARO HCP
-// carries these headers unchecked; replacing rather than refusing keeps ARM's call working,
-// since neither ID changes what the call does.
-func requestIDHeader(r *http.Request, log *slog.Logger, name string) string {
+// requestIDHeader returns the header's value, or a fresh GUID when the value is unusable, with
+// the unusable value's length (0 when kept). ARO HCP carries these headers unchecked; replacing
+// rather than refusing keeps ARM's call working, since neither ID changes what the call does.
+func requestIDHeader(r *http.Request, name string) (id string, replacedLen int) {
 	v := r.Header.Get(name)
 	if v == "" || usableRequestID(v) {
-		return v
+		return v, 0
 	}
-	replacement := newUUID()
-	log.Warn("request ID header unusable; replaced", "header", name, "length", len(v), "replacement", replacement)
-	return replacement
+	return newUUID(), len(v)
+}
+
+// logReplacedRequestID logs a replacement with the header's name and the value's length, never
+// the value; log already carries the replacement.
+func logReplacedRequestID(log *slog.Logger, name string, replacedLen int) {
+	if replacedLen > 0 {
+		log.Warn("request ID header unusable; replaced", "header", name, "length", replacedLen)
+	}
 }
 
 // isGUID reports whether s is a GUID in its 36-character form (any case, no braces).

@@ -12,14 +12,16 @@ import (
 // GUID when it is unusable (requestIDHeader), so only bounded IDs go further.
 func (s *Server) middlewareRequestID(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
 	ri := &requestInfo{start: time.Now(), requestID: newUUID(), originalPath: r.URL.Path}
-	base := s.log.With("requestID", ri.requestID)
-	ri.clientRequestID = requestIDHeader(r, base, arm.HeaderClientRequestID)
-	ri.correlationID = requestIDHeader(r, base, arm.HeaderCorrelationRequestID)
+	clientID, clientLen := requestIDHeader(r, arm.HeaderClientRequestID)
+	corrID, corrLen := requestIDHeader(r, arm.HeaderCorrelationRequestID)
+	ri.clientRequestID, ri.correlationID = clientID, corrID
 	ri.log = s.log.With(
 		"requestID", ri.requestID,
 		"clientRequestID", ri.clientRequestID,
 		"correlationRequestID", ri.correlationID,
 	)
+	logReplacedRequestID(ri.log, arm.HeaderClientRequestID, clientLen)
+	logReplacedRequestID(ri.log, arm.HeaderCorrelationRequestID, corrLen)
 	w.Header().Set(arm.HeaderRequestID, ri.requestID)
 	if ri.clientRequestID != "" {
 		w.Header().Set(arm.HeaderClientRequestID, ri.clientRequestID)
