@@ -2,9 +2,12 @@ package frontend
 
 import (
 	"log/slog"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/openhcp/openhcp/internal/arm"
 )
 
 var guidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -106,4 +109,26 @@ func TestHomeTenantHeader(t *testing.T) {
 	if !strings.Contains(logs.String(), `"homeTenantID":"0b1e9a5c-1111-4222-8333-944455556666"`) {
 		t.Fatalf("the differing tenant was not logged:\n%.3000s", logs.String())
 	}
+}
+
+// FuzzRequestIDHeader: whatever the header holds, what goes further is usable and bounded; a
+// kept value is the header's own, and a replacement is a GUID.
+func FuzzRequestIDHeader(f *testing.F) {
+	for _, s := range []string{"", "corr-1", "6f1c0d6e-3f3a-4c55-9b58-1f5a3c1b2a9e", "{6f1c0d6e}", "a b", "ü", strings.Repeat("a", 129)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header[arm.HeaderCorrelationRequestID] = []string{v}
+		id, replacedLen := requestIDHeader(r, arm.HeaderCorrelationRequestID)
+		if !usableRequestID(id) || len(id) > maxRequestIDLength {
+			t.Fatalf("requestIDHeader(%q) = %q, not usable", v, id)
+		}
+		if replacedLen == 0 && id != v || replacedLen > 0 && (!isGUID(id) || replacedLen != len(v)) {
+			t.Fatalf("requestIDHeader(%q) = %q, %d", v, id, replacedLen)
+		}
+		if isGUID(v) && replacedLen != 0 {
+			t.Fatalf("GUID %q replaced", v)
+		}
+	})
 }
