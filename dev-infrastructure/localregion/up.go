@@ -463,6 +463,9 @@ func (r *Region) startBackendProcess(ctx context.Context, name string, extra []s
 		"--metrics-listen", "127.0.0.1:" + strconv.Itoa(port),
 		"--resync-period", r.cfg.BackendResync.String(),
 		"--replica-id", name,
+		// Async notifications refuse loopback addresses; the e2e suite's receivers listen on
+		// 127.0.0.1, so the local region, and only it, allows that one address.
+		"--notification-allowed-cidrs", "127.0.0.1/32",
 	}
 	args = append(args, r.clusterServiceClientArgs(pki.Backend)...)
 	err = r.startService(ctx, mgmtcluster.ProcSpec{

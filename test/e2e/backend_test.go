@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -177,7 +178,9 @@ func TestBackendKilledMidOperationFinishesItAfterRestart(t *testing.T) {
 func TestBackendLeaderKilledHandsOverWithinTheLease(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]int{}
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// An HTTPS receiver on 127.0.0.1: the region's backends allow that address
+	// (--notification-allowed-cidrs), and backend-2 trusts the receiver's certificate.
+	rcv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Name   string `json:"name"`
 			Status string `json:"status"`
@@ -192,8 +195,13 @@ func TestBackendLeaderKilledHandsOverWithinTheLease(t *testing.T) {
 	}))
 	defer rcv.Close()
 
-	// The region's backend leads; a second replica waits.
-	second := startReplica(t, "backend-2")
+	rcvCA := filepath.Join(t.TempDir(), "receiver-ca.crt")
+	if err := os.WriteFile(rcvCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rcv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The region's backend leads; a second replica, which will post the notifications, waits.
+	second := startReplica(t, "backend-2", "--notification-ca", rcvCA)
 	time.Sleep(3 * time.Second)
 	if l1, l2 := metric(t, region.Info.Backend.MetricsURL, "backend_leader"), metric(t, second, "backend_leader"); l1 != 1 || l2 != 0 {
 		t.Fatalf("backend_leader: backend %v, backend-2 %v; want 1 and 0", l1, l2)

@@ -12,7 +12,7 @@ import (
 // TestSubscriptionDeletedRemovesEverything registers a subscription, creates two clusters in it
 // (one with a node pool), and then ARM says the subscription is Deleted: every resource must go
 // through the normal delete path, leaving nothing in the frontend, Cluster Service, Maestro or on
-// any management cluster.
+// any management cluster. While Deleted, the subscription's resources cannot be read through ARM.
 func TestSubscriptionDeletedRemovesEverything(t *testing.T) {
 	sub := uuid.NewString()
 	registerSubscription(t, sub)
@@ -60,22 +60,27 @@ func TestSubscriptionDeletedRemovesEverything(t *testing.T) {
 	if r.Status != http.StatusOK && r.Status != http.StatusCreated {
 		t.Fatalf("PUT subscription Deleted: %d %s", r.Status, r.Raw)
 	}
-	// A Deleted subscription allows GET only.
-	if put := arm(t, http.MethodPut, clusterPath(sub, "rg-a", "late"), clusterBody(sub, "rg-a")); put.Status != http.StatusConflict {
-		t.Errorf("PUT in a Deleted subscription: got %d, want 409: %s", put.Status, put.Raw)
+	// A Deleted subscription allows nothing, reads included: 400 InvalidSubscriptionState, as
+	// ARO HCP answers (docs/api.md, "Subscription states").
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPut, clusterPath(sub, "rg-a", "late")}, {http.MethodGet, paths[0]}, {http.MethodGet, poolPath},
+	} {
+		var body any
+		if c.method == http.MethodPut {
+			body = clusterBody(sub, "rg-a")
+		}
+		r := arm(t, c.method, c.path, body)
+		armErr, _ := r.Body["error"].(map[string]any)
+		if code, _ := armErr["code"].(string); r.Status != http.StatusBadRequest || code != "InvalidSubscriptionState" {
+			t.Errorf("%s %s in a Deleted subscription: got %d, want 400 InvalidSubscriptionState: %s", c.method, c.path, r.Status, r.Raw)
+		}
 	}
 
-	eventually(t, 5*time.Minute, "every resource of the Deleted subscription gone everywhere", func() error {
+	eventually(t, 5*time.Minute, "every resource of the Deleted subscription gone from the service side", func() error {
 		for _, p := range paths {
-			if g := arm(t, http.MethodGet, p, nil); g.Status != http.StatusNotFound {
-				return fmt.Errorf("GET %s: %d", p, g.Status)
-			}
 			if n := len(csClusters(t, p)); n != 0 {
 				return fmt.Errorf("cluster service still holds %d clusters for %s", n, p)
 			}
-		}
-		if g := arm(t, http.MethodGet, poolPath, nil); g.Status != http.StatusNotFound {
-			return fmt.Errorf("GET node pool: %d", g.Status)
 		}
 		for _, c := range clusters {
 			mc := managementCluster(t, c.shard)
@@ -91,11 +96,22 @@ func TestSubscriptionDeletedRemovesEverything(t *testing.T) {
 		}
 		return nil
 	})
-	list := arm(t, http.MethodGet, "/subscriptions/"+sub+"/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", nil)
-	if list.Status != http.StatusOK {
-		t.Fatalf("list after deletion: %d %s", list.Status, list.Raw)
-	}
-	if v, _ := list.Body["value"].([]any); len(v) != 0 {
-		t.Errorf("list after deletion still has %d clusters: %s", len(v), list.Raw)
-	}
+	// The frontend's documents can only be read through ARM in a Registered subscription: register
+	// it again and look.
+	registerSubscription(t, sub)
+	eventually(t, 2*time.Minute, "no resource of the Deleted subscription left in the frontend", func() error {
+		for _, p := range append(paths, poolPath) {
+			if g := arm(t, http.MethodGet, p, nil); g.Status != http.StatusNotFound {
+				return fmt.Errorf("GET %s: %d", p, g.Status)
+			}
+		}
+		list := arm(t, http.MethodGet, "/subscriptions/"+sub+"/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", nil)
+		if list.Status != http.StatusOK {
+			return fmt.Errorf("list after deletion: %d %s", list.Status, list.Raw)
+		}
+		if v, _ := list.Body["value"].([]any); len(v) != 0 {
+			return fmt.Errorf("list after deletion still has %d clusters", len(v))
+		}
+		return nil
+	})
 }

@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/openhcp/openhcp/backend/pkg/egress"
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/operations"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -43,6 +45,10 @@ type flags struct {
 	statusMode     string
 	leaderElect    bool
 	lease          leader.Config
+	// notifyAllowedCIDRs and notifyCA are the notification policy's test and development
+	// knobs (applyNotificationFlags).
+	notifyAllowedCIDRs string
+	notifyCA           string
 }
 
 func env(name, def string) string {
@@ -88,6 +94,8 @@ func parseFlags() flags {
 	flag.DurationVar(&f.lease.LeaseDuration, "lease-duration", envDuration("BACKEND_LEASE_DURATION", 15*time.Second), "a replica takes over the lease after seeing no renewal for this long; failover time after a crash (env BACKEND_LEASE_DURATION)")
 	flag.StringVar(&f.lease.Holder, "replica-id", env("BACKEND_REPLICA_ID", defaultReplicaID()), "this replica's name in the leader lease (env BACKEND_REPLICA_ID; default hostname-pid)")
 	flag.DurationVar(&f.cfg.NotifyGiveUp, "notification-give-up", envDuration("BACKEND_NOTIFICATION_GIVE_UP", time.Hour), "how long after an operation ended its async notification is retried (env BACKEND_NOTIFICATION_GIVE_UP)")
+	flag.StringVar(&f.notifyAllowedCIDRs, "notification-allowed-cidrs", env("BACKEND_NOTIFICATION_ALLOWED_CIDRS", ""), "TEST AND DEVELOPMENT ONLY: comma-separated CIDR prefixes (or addresses) that async notifications may reach although they are loopback, private or link-local; empty (the default) refuses every such address (env BACKEND_NOTIFICATION_ALLOWED_CIDRS)")
+	flag.StringVar(&f.notifyCA, "notification-ca", env("BACKEND_NOTIFICATION_CA", ""), "TEST AND DEVELOPMENT ONLY: CA file (PEM) that verifies notification receivers instead of the system's roots (env BACKEND_NOTIFICATION_CA)")
 	flag.Parse()
 	f.cfg.StatusMode = operations.StatusMode(f.statusMode)
 	if err := f.store.Validate(); err != nil {
@@ -156,7 +164,35 @@ func listenMetrics(f flags) (net.Listener, error) {
 	return l, nil
 }
 
+// applyNotificationFlags reads --notification-allowed-cidrs and --notification-ca into the
+// controller's configuration; a bad value stops start-up naming the flag.
+func applyNotificationFlags(f *flags, log *slog.Logger) error {
+	cidrs, err := egress.ParseCIDRs(f.notifyAllowedCIDRs)
+	if err != nil {
+		return fmt.Errorf("--notification-allowed-cidrs: %w", err)
+	}
+	f.cfg.NotifyAllowedCIDRs = cidrs
+	if len(cidrs) > 0 {
+		log.Warn("async notifications may reach these otherwise refused addresses (a test and development setting)", "allowedCIDRs", f.notifyAllowedCIDRs)
+	}
+	if f.notifyCA != "" {
+		pem, err := os.ReadFile(f.notifyCA)
+		if err != nil {
+			return fmt.Errorf("--notification-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--notification-ca %s: no PEM certificate in it", f.notifyCA)
+		}
+		f.cfg.NotifyRootCAs = pool
+	}
+	return nil
+}
+
 func run(ctx context.Context, f flags, log *slog.Logger) error {
+	if err := applyNotificationFlags(&f, log); err != nil {
+		return err
+	}
 	mlis, err := listenMetrics(f)
 	if err != nil {
 		return err

@@ -38,6 +38,27 @@ func TestRunRefusesPlaintextOffLoopback(t *testing.T) {
 	}
 }
 
+// TestRunRefusesBadNotificationFlags: the notification policy's knobs stop start-up, naming the
+// flag, when they cannot be read.
+func TestRunRefusesBadNotificationFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		f       flags
+		wantErr string
+	}{
+		{"allow_list_with_host_bits", flags{metricsListen: "127.0.0.1:0", clusterService: "127.0.0.1:8090", notifyAllowedCIDRs: "127.0.0.1/8"}, "--notification-allowed-cidrs"},
+		{"allow_list_with_a_name", flags{metricsListen: "127.0.0.1:0", clusterService: "127.0.0.1:8090", notifyAllowedCIDRs: "localhost"}, "--notification-allowed-cidrs"},
+		{"ca_missing", flags{metricsListen: "127.0.0.1:0", clusterService: "127.0.0.1:8090", notifyCA: "/nonexistent/ca.crt"}, "--notification-ca"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(context.Background(), tc.f, slog.New(slog.DiscardHandler))
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("run = %v, want a refusal naming %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
 // TestMetricsOffLoopbackServeTLS: with --tls-cert the metrics listener may bind every address (a
 // pod's, for the kubelet's probes and Prometheus) and then speaks only TLS with that certificate.
 func TestMetricsOffLoopbackServeTLS(t *testing.T) {

@@ -8,11 +8,13 @@ package operations
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/openhcp/openhcp/backend/pkg/egress"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -52,13 +55,17 @@ type Config struct {
 	// backend; nil means this is the only writer.
 	Fence Fence
 	// NotifyWorkers is the number of notifications posted at once (default 4); NotifyTimeout
-	// bounds one POST (default 10s); NotifyGiveUp is how long after an operation ended its
-	// notification is retried before it is recorded as abandoned (default 1h).
+	// bounds one POST, dial to last byte (default 10s); NotifyGiveUp is how long after an
+	// operation ended its notification is retried before it is recorded as abandoned (default 1h).
 	NotifyWorkers int
 	NotifyTimeout time.Duration
 	NotifyGiveUp  time.Duration
-	// HTTPClient posts notifications (default: a client with NotifyTimeout).
-	HTTPClient *http.Client
+	// NotifyAllowedCIDRs are addresses a notification may reach although the notification
+	// policy refuses them (loopback, private, link-local, ...): a test and development knob, for
+	// receivers on loopback; empty in production (egress.Policy).
+	NotifyAllowedCIDRs []netip.Prefix
+	// NotifyRootCAs verifies notification receivers (default: the system's roots).
+	NotifyRootCAs *x509.CertPool
 	// OperationTTL is how long the operation documents the backend creates are kept
 	// (default 7 days, as the frontend does).
 	OperationTTL time.Duration
@@ -121,9 +128,6 @@ func (c *Config) defaults() {
 	if c.NotifyGiveUp <= 0 {
 		c.NotifyGiveUp = time.Hour
 	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: c.NotifyTimeout}
-	}
 	if c.OperationTTL <= 0 {
 		c.OperationTTL = 7 * 24 * time.Hour
 	}
@@ -145,6 +149,9 @@ type Controller struct {
 	metrics *Metrics
 	cfg     Config
 	now     func() time.Time
+	// notifier posts notifications under the egress policy: HTTPS only, no redirects, no
+	// loopback, private or link-local address unless NotifyAllowedCIDRs names it.
+	notifier *http.Client
 
 	queue   *reconcile.Queue[opKey]
 	notifyQ *reconcile.Queue[opKey]
@@ -175,7 +182,8 @@ func New(st docstore.Store, cs csv1.ClustersClient, log *slog.Logger, metrics *M
 	cfg.defaults()
 	return &Controller{
 		store: st, cs: cs, log: log, metrics: metrics, cfg: cfg, now: time.Now,
-		queue: newQueue(), notifyQ: newQueue(), subQ: newQueue(),
+		notifier: egress.Policy{AllowedCIDRs: cfg.NotifyAllowedCIDRs, RootCAs: cfg.NotifyRootCAs, Timeout: cfg.NotifyTimeout}.Client(),
+		queue:    newQueue(), notifyQ: newQueue(), subQ: newQueue(),
 		byCluster: map[string]map[opKey]trackedOp{},
 	}
 }

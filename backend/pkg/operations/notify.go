@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/openhcp/openhcp/backend/pkg/egress"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -136,8 +137,14 @@ func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error
 }
 
 // post sends the ARM async notification: the operation status body, as GET on the
-// Azure-AsyncOperation URL returns it, to the URI ARM gave. Any 2xx is delivery.
+// Azure-AsyncOperation URL returns it, to the URI ARM gave. Any 2xx is delivery; anything else,
+// a redirect included, is a failure. The URI is checked here, and the address again at dial
+// time (egress.Policy): a refused target is a failure like any other, retried until the
+// give-up time and logged each time, so the operator sees it.
 func (c *Controller) post(ctx context.Context, op *opRecord, partition string) error {
+	if _, err := egress.CheckURL(op.NotificationURI); err != nil {
+		return fmt.Errorf("notification URI refused: %w", err)
+	}
 	body, err := json.Marshal(operationStatusBody(op, partition))
 	if err != nil {
 		return err
@@ -150,12 +157,12 @@ func (c *Controller) post(ctx context.Context, op *opRecord, partition string) e
 	if op.CorrelationID != "" {
 		req.Header.Set("x-ms-correlation-request-id", op.CorrelationID)
 	}
-	resp, err := c.cfg.HTTPClient.Do(req)
+	resp, err := c.notifier.Do(req)
 	if err != nil {
 		return fmt.Errorf("post notification: %w", err)
 	}
 	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, egress.MaxResponseBody))
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("post notification: receiver answered %s", resp.Status)
 	}

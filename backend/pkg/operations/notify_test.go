@@ -1,10 +1,13 @@
 package operations
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -24,9 +27,16 @@ type receiver struct {
 	block  chan struct{}
 }
 
+// newReceiver starts an HTTPS receiver on 127.0.0.1; rcv.allow lets a controller reach it.
 func newReceiver(t *testing.T, answer func(path string, n int) int) *receiver {
+	return startReceiver(t, "127.0.0.1:0", true, answer)
+}
+
+// startReceiver starts a receiver on addr (a loopback address), over HTTPS with the test CA's
+// certificate unless plain.
+func startReceiver(t *testing.T, addr string, tlsOn bool, answer func(path string, n int) int) *receiver {
 	r := &receiver{posts: map[string][]armdoc.OperationStatus{}, answer: answer, block: make(chan struct{})}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if strings.HasPrefix(req.URL.Path, "/hang") {
 			select {
 			case <-r.block:
@@ -51,8 +61,28 @@ func newReceiver(t *testing.T, answer func(path string, n int) int) *receiver {
 		}
 		w.WriteHeader(code)
 	}))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	r.Listener.Close()
+	r.Listener = l
+	if tlsOn {
+		r.TLS = &tls.Config{Certificates: []tls.Certificate{receiverCA.cert}}
+		r.StartTLS()
+	} else {
+		r.Start()
+	}
 	t.Cleanup(func() { close(r.block); r.Close() })
 	return r
+}
+
+// allow returns cfg with this receiver's address allowed and the test CA trusted.
+func (r *receiver) allow(cfg Config) Config {
+	ap := netip.MustParseAddrPort(r.Listener.Addr().String())
+	cfg.NotifyAllowedCIDRs = append(cfg.NotifyAllowedCIDRs, netip.PrefixFrom(ap.Addr(), 32))
+	cfg.NotifyRootCAs = receiverCA.pool
+	return cfg
 }
 
 func (r *receiver) got(path string) []armdoc.OperationStatus {
@@ -61,26 +91,28 @@ func (r *receiver) got(path string) []armdoc.OperationStatus {
 	return append([]armdoc.OperationStatus(nil), r.posts[path]...)
 }
 
+// notificationRecord reads the operation's notification record (nil before the first attempt).
+func (h *harness) notificationRecord(opID string) *notification {
+	h.t.Helper()
+	d, err := h.docs.Get(t0(), strings.ToLower(h.sub), opID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var op opRecord
+	if err := json.Unmarshal(d.Body, &op); err != nil {
+		h.t.Fatal(err)
+	}
+	return op.Notification
+}
+
 func (h *harness) waitNotification(opID, state string, timeout time.Duration) *notification {
 	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		d, err := h.docs.Get(t0(), strings.ToLower(h.sub), opID)
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		var op opRecord
-		if err := json.Unmarshal(d.Body, &op); err != nil {
-			h.t.Fatal(err)
-		}
-		if op.Notification != nil && op.Notification.State == state {
-			return op.Notification
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("operation %s notification %+v after %s, want %s", opID, op.Notification, timeout, state)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var n *notification
+	waitUntil(h.t, timeout, "notification of "+opID+" "+state, func() bool {
+		n = h.notificationRecord(opID)
+		return n != nil && n.State == state
+	})
+	return n
 }
 
 func TestNotifications(t *testing.T) {
@@ -92,7 +124,7 @@ func TestNotifications(t *testing.T) {
 			return http.StatusOK
 		})
 		h := newHarness(t)
-		h.start(Config{ResyncPeriod: time.Minute})
+		h.start(rcv.allow(Config{ResyncPeriod: time.Minute}))
 		h.notifyURI = rcv.URL + "/notify/c01"
 		csID, opID := h.createCluster("c01", 0)
 		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage", Message: "cannot pull"})
@@ -119,7 +151,7 @@ func TestNotifications(t *testing.T) {
 	t.Run("hanging_receiver_blocks_neither_operations_nor_other_notifications", func(t *testing.T) {
 		rcv := newReceiver(t, nil)
 		h := newHarness(t)
-		h.start(Config{ResyncPeriod: time.Minute, NotifyTimeout: time.Minute})
+		h.start(rcv.allow(Config{ResyncPeriod: time.Minute, NotifyTimeout: time.Minute}))
 		h.notifyURI = rcv.URL + "/hang"
 		csA, _ := h.createCluster("a", 0)
 		h.feedback(csA, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
@@ -153,7 +185,7 @@ func TestNotifications(t *testing.T) {
 	t.Run("receiver_that_keeps_failing_is_abandoned_after_give_up", func(t *testing.T) {
 		rcv := newReceiver(t, func(string, int) int { return http.StatusInternalServerError })
 		h := newHarness(t)
-		h.start(Config{ResyncPeriod: time.Minute, NotifyGiveUp: 2 * time.Second})
+		h.start(rcv.allow(Config{ResyncPeriod: time.Minute, NotifyGiveUp: 2 * time.Second}))
 		h.notifyURI = rcv.URL + "/notify/c01"
 		csID, opID := h.createCluster("c01", 0)
 		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})

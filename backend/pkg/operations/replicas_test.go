@@ -55,7 +55,7 @@ func TestTwoReplicasHandOverWithoutProcessingAnythingTwice(t *testing.T) {
 	const lease = 2 * time.Second
 	rcv := newReceiver(t, nil)
 	h := newHarness(t)
-	cfg := Config{ResyncPeriod: time.Second}
+	cfg := rcv.allow(Config{ResyncPeriod: time.Second})
 	a := h.startReplica("a", cfg, lease)
 	waitUntil(t, 5*time.Second, "a leads", func() bool { return a.leading(t) })
 	b := h.startReplica("b", cfg, lease)

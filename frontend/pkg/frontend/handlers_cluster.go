@@ -45,13 +45,8 @@ func notFound(id *arm.ResourceID) error {
 
 // tenantID is the customer's tenant: from the subscription registration, else ARM's header.
 func tenantID(r *http.Request) string {
-	if sub := info(r).subscription; sub != nil && len(sub.Properties) > 0 {
-		var p struct {
-			TenantID string `json:"tenantId"`
-		}
-		if json.Unmarshal(sub.Properties, &p) == nil && p.TenantID != "" {
-			return p.TenantID
-		}
+	if t := registeredTenant(info(r).subscription); t != "" {
+		return t
 	}
 	return r.Header.Get(arm.HeaderHomeTenantID)
 }

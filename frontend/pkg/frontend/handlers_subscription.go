@@ -47,6 +47,8 @@ func (s *Server) putSubscription(w http.ResponseWriter, r *http.Request) error {
 	}
 	sub := &armdoc.SubscriptionDocument{ID: subID, State: body.State, RegistrationDate: body.RegistrationDate, Properties: body.Properties}
 	ctx := r.Context()
+	// This process's GETs read the new state at once; other replicas within subscriptionCacheTTL.
+	defer s.subscriptions.forget(partitionKey(subID))
 	// Create, or replace what is there; one retry covers a concurrent notification.
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {

@@ -8,20 +8,20 @@ import (
 )
 
 // middlewareRequestID gives every request its x-ms-request-id (returned on every response) and
-// a logger carrying it and ARM's client and correlation request IDs.
+// a logger carrying it and ARM's client and correlation request IDs, each replaced by a fresh
+// GUID when it is unusable (requestIDHeader), so only bounded IDs go further.
 func (s *Server) middlewareRequestID(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
-	ri := &requestInfo{
-		start:           time.Now(),
-		requestID:       newUUID(),
-		clientRequestID: r.Header.Get(arm.HeaderClientRequestID),
-		correlationID:   r.Header.Get(arm.HeaderCorrelationRequestID),
-		originalPath:    r.URL.Path,
-	}
+	ri := &requestInfo{start: time.Now(), requestID: newUUID(), originalPath: r.URL.Path}
+	clientID, clientLen := requestIDHeader(r, arm.HeaderClientRequestID)
+	corrID, corrLen := requestIDHeader(r, arm.HeaderCorrelationRequestID)
+	ri.clientRequestID, ri.correlationID = clientID, corrID
 	ri.log = s.log.With(
 		"requestID", ri.requestID,
 		"clientRequestID", ri.clientRequestID,
 		"correlationRequestID", ri.correlationID,
 	)
+	logReplacedRequestID(ri.log, arm.HeaderClientRequestID, clientLen)
+	logReplacedRequestID(ri.log, arm.HeaderCorrelationRequestID, corrLen)
 	w.Header().Set(arm.HeaderRequestID, ri.requestID)
 	if ri.clientRequestID != "" {
 		w.Header().Set(arm.HeaderClientRequestID, ri.clientRequestID)

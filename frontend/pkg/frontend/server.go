@@ -70,6 +70,8 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 	handler http.Handler
+	// subscriptions remembers registrations for GETs, briefly (subscription_cache.go).
+	subscriptions *subscriptionCache
 }
 
 // NewServer checks cfg, fills in defaults and builds the routes.
@@ -108,7 +110,7 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 		cfg.RoleSets = rs
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, cs: cfg.Clusters, mux: http.NewServeMux(), metrics: newMetrics()}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, cs: cfg.Clusters, mux: http.NewServeMux(), metrics: newMetrics(), subscriptions: newSubscriptionCache()}
 	s.routes()
 	s.handler = chain(s.dispatch,
 		s.middlewareRequestID,
@@ -167,7 +169,8 @@ func (s *Server) routes() {
 	s.externalAuthRoutes()
 
 	s.versionRoutes() // handlers_versions.go
-	s.handle(preflightPattern, s.preflight, routeOptions{})
+	// Preflight carries ARM's api-version, not ours; the subscription is checked as ARO HCP does.
+	s.handle(preflightPattern, s.preflight, routeOptions{subscription: true})
 	s.roleSetRoutes()
 	s.handle("GET "+operationsScope+"/hcpoperationstatuses/{operationId}", s.getOperationStatus, resourceRoute)
 	s.handle("GET "+operationsScope+"/hcpoperationresults/{operationId}", s.getOperationResult, resourceRoute)
