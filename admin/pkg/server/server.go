@@ -84,6 +84,8 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *metrics
+	// forms issues and checks the portal's form tokens (middleware_forgery.go).
+	forms *formTokens
 }
 
 // New builds the server and its routes.
@@ -106,7 +108,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.BreakGlassTTL.Validate(); err != nil {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics()}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.Now)}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, s.serve(rt))
 	}
@@ -114,12 +116,20 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler is the admin listener's handler. /healthz answers without identity or audit (a
-// probe's call changes nothing and reveals nothing).
+// probe's call changes nothing and reveals nothing). Every answer carries the security headers
+// (adminapi.SetSecurityHeaders): the portal's pages their own policy, the rest the base one.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.Handle("/", s.mux)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		csp := adminapi.BaseCSP
+		if strings.HasPrefix(r.URL.Path, "/portal/") {
+			csp = portalCSP
+		}
+		adminapi.SetSecurityHeaders(w.Header(), csp)
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // route is one admin route: what it needs, what it is about, and what it does.
@@ -296,9 +306,18 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			e.Person, e.Group = id.Person, id.Group
 			e.Outcome = audit.Allowed
 		}
+		if refusal == nil && mutating(r.Method) {
+			if refusal = forgeryCheck(r); refusal != nil {
+				e.Outcome, e.Status = audit.Forbidden, refusal.status
+			}
+		}
 		if refusal == nil && rt.mutates {
 			reason, body, err := readReason(r)
-			if err != nil {
+			if strings.HasPrefix(r.URL.Path, "/portal/") && !s.forms.valid(id.Person, r.PostForm.Get("csrf")) {
+				// Before the form's own errors: a forged form learns nothing of its fields.
+				refusal = forged("csrf", "the form has no valid token of your portal page; reload the page and post it again")
+				e.Outcome, e.Status = audit.Forbidden, refusal.status
+			} else if err != nil {
 				refusal = err
 				e.Outcome, e.Status = audit.Completed, err.status
 			} else {
@@ -345,8 +364,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 }
 
 // readReason reads a mutating route's body and its required "reason": a JSON object, or a
-// portal form (application/x-www-form-urlencoded), which must come from the portal's own origin
-// so that another site cannot make an SRE's browser post it.
+// portal form (application/x-www-form-urlencoded), whose fields it leaves in r.PostForm. That
+// the call comes from the admin API's own client or page is forgeryCheck's and the form
+// token's to decide, before.
 func readReason(r *http.Request) (string, []byte, *apiError) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
@@ -357,9 +377,6 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 	}
 	var reason *string
 	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) == "application/x-www-form-urlencoded" {
-		if origin := r.Header.Get("Origin"); origin != "https://"+r.Host {
-			return "", nil, errorf(http.StatusForbidden, adminapi.CodeForbidden, "Origin", "a form must be posted from the portal itself (Origin %q, want %q)", origin, "https://"+r.Host)
-		}
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
 			return "", nil, badRequest("", "the form does not parse: %v", err)
