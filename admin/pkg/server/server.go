@@ -77,6 +77,9 @@ type Config struct {
 	Timeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// RefusalAudit limits the audit records of refused calls per source address (zero:
+	// DefaultRefusalAudit).
+	RefusalAudit TokenBucket
 }
 
 // Server serves the admin API.
@@ -86,6 +89,8 @@ type Server struct {
 	metrics *metrics
 	// forms issues and checks the portal's form tokens (middleware_forgery.go).
 	forms *formTokens
+	// refusals limits the audit records of refused calls (middleware_auditflood.go).
+	refusals *refusalLimiter
 }
 
 // New builds the server and its routes.
@@ -102,13 +107,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RefusalAudit == (TokenBucket{}) {
+		cfg.RefusalAudit = DefaultRefusalAudit()
+	}
+	if cfg.RefusalAudit.PerSecond <= 0 || cfg.RefusalAudit.Burst < 1 {
+		return nil, fmt.Errorf("admin server: RefusalAudit needs a positive rate and burst, got %+v", cfg.RefusalAudit)
+	}
 	if cfg.BreakGlassTTL == (BreakGlassTTL{}) {
 		cfg.BreakGlassTTL = DefaultBreakGlassTTL()
 	}
 	if err := cfg.BreakGlassTTL.Validate(); err != nil {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.Now)}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.Now),
+		refusals: newRefusalLimiter(cfg.RefusalAudit, cfg.Now)}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, s.serve(rt))
 	}
@@ -264,8 +276,10 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		defer func() { s.metrics.observe(rt.pattern, r.Method, sr.code(), outcome, time.Since(start)) }()
 		log := s.cfg.Logger.With("requestId", requestID, "correlationId", correlationID, "route", rt.pattern)
 
-		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: r.URL.Path,
+		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: cut(r.URL.Path, maxPath),
 			Reason: strings.TrimSpace(r.Header.Get(adminapi.HeaderReason))}
+		reasonTooLong := len(e.Reason) > maxReason
+		e.Reason = cut(e.Reason, maxReason)
 		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 			e.Subject = r.TLS.PeerCertificates[0].Subject.String()
 		}
@@ -306,6 +320,10 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			e.Person, e.Group = id.Person, id.Group
 			e.Outcome = audit.Allowed
 		}
+		if refusal == nil && reasonTooLong {
+			refusal = badRequest(adminapi.HeaderReason, "%s is longer than %d bytes", adminapi.HeaderReason, maxReason)
+			e.Outcome, e.Status = audit.Completed, refusal.status
+		}
 		if refusal == nil && mutating(r.Method) {
 			if refusal = forgeryCheck(r); refusal != nil {
 				e.Outcome, e.Status = audit.Forbidden, refusal.status
@@ -327,6 +345,14 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
+		}
+		if refusal != nil && !s.refusals.allow(source(r)) {
+			// A source past its rate of refused calls: answered and counted, not recorded, so
+			// no caller can fill the audit table (middleware_auditflood.go).
+			s.metrics.refusalsDropped.Inc()
+			outcome = string(e.Outcome)
+			s.writeRefusal(withIdentity(r.Context(), id), w, r, refusal.status, refusal.body)
+			return
 		}
 		// Refused calls are audited under their request's context; an allowed call's record
 		// must be durable before it acts, so it gets its own bounded context too.
@@ -401,8 +427,8 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 	if reason == nil || strings.TrimSpace(*reason) == "" {
 		return "", nil, badRequest("reason", "\"reason\" is required: say why (it is kept in the audit log)")
 	}
-	if len(*reason) > 1024 {
-		return "", nil, badRequest("reason", "\"reason\" is longer than 1024 characters")
+	if len(*reason) > maxReason {
+		return "", nil, badRequest("reason", "\"reason\" is longer than %d bytes", maxReason)
 	}
 	return strings.TrimSpace(*reason), body, nil
 }
