@@ -1,6 +1,9 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -44,6 +47,21 @@ func TestEveryAnswerForbidsFramingAndSniffing(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the_pages_stylesheet_is_the_one_the_policy_allows", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", e.url+"/portal/shards", nil)
+		resp, err := e.as(t, "bob").Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		_, rest, ok1 := strings.Cut(string(body), "<style>")
+		css, _, ok2 := strings.Cut(rest, "</style>")
+		sum := sha256.Sum256([]byte(css))
+		if want := "style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; !ok1 || !ok2 || !strings.Contains(resp.Header.Get("Content-Security-Policy"), want) {
+			t.Fatalf("the page's <style> hashes to %s, not in %q", want, resp.Header.Get("Content-Security-Policy"))
+		}
+	})
 	t.Run("portal_pages_need_no_inline_script_or_style_attribute", func(t *testing.T) {
 		for _, path := range []string{"/portal/", "/portal/shards", "/portal/audit", "/portal/breakglass"} {
 			code, _, body := e.call(t, "alice", "GET", path, "")
