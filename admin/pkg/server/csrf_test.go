@@ -76,6 +76,10 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 			[]string{"Content-Type", form, "Origin", origin, "Sec-Fetch-Site", "cross-site"}},
 		{"portal_form_with_token_from_another_origin", "POST", "/portal/shards/mgmt-1/cordon", "reason=forged&csrf=" + token,
 			[]string{"Content-Type", form, "Origin", "http://127.0.0.1:1"}},
+		{"portal_form_with_null_origin_from_another_site", "POST", "/portal/shards/mgmt-1/cordon", "reason=forged&csrf=" + token,
+			[]string{"Content-Type", form, "Origin", "null"}},
+		{"portal_form_with_null_origin_cross_site", "POST", "/portal/shards/mgmt-1/cordon", "reason=forged&csrf=" + token,
+			[]string{"Content-Type", form, "Origin", "null", "Sec-Fetch-Site", "cross-site"}},
 		{"portal_breakglass_request_without_token", "POST", "/portal/breakglass/request", "reason=forged&access=admin&cluster=" + clusterID,
 			[]string{"Content-Type", form, "Origin", origin}},
 		{"unknown_route_post_without_client_header", "POST", "/admin/v1/nothing", cordon,
@@ -138,6 +142,11 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		code, _, body := e.call(t, "alice", "POST", "/portal/shards/mgmt-2/uncordon", "reason=real&csrf="+token, "Content-Type", form, "Origin", origin, "Sec-Fetch-Site", "same-origin")
 		if code != 200 || e.shardStatus(t, "mgmt-2") != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
 			t.Fatalf("portal uncordon: %d %.300s", code, body)
+		}
+		// As a browser posts the portal's own form under its no-referrer policy.
+		code, _, body = e.call(t, "alice", "POST", "/portal/shards/mgmt-2/cordon", "reason=real&csrf="+token, "Content-Type", form, "Origin", "null", "Sec-Fetch-Site", "same-origin")
+		if code != 200 || e.shardStatus(t, "mgmt-2") != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
+			t.Fatalf("portal cordon with Origin null from the same origin: %d %.300s", code, body)
 		}
 	})
 

@@ -22,8 +22,9 @@ import (
 //   - an Origin, when sent, must be the admin API's own;
 //   - an API call carries adminapi.HeaderClient and a JSON body: a page cannot send a custom
 //     header or that content type cross-site without a CORS preflight, which is never granted;
-//   - a portal form comes from the portal's own Origin, as a form, with the form token the
-//     portal put in the page (formTokens): a page of another site cannot read it.
+//   - a portal form comes from the portal's own Origin (or "null" with Sec-Fetch-Site
+//     same-origin, see forgeryCheck), as a form, with the form token the portal put in the
+//     page (formTokens): a page of another site cannot read it.
 // docs/security.md ("Admin API and portal in a browser") explains the choice.
 
 // mutating says whether a method can change something (every method a CORS "simple request"
@@ -50,16 +51,20 @@ func mediaType(r *http.Request) string {
 func forgeryCheck(r *http.Request) *apiError {
 	own := "https://" + r.Host
 	origin, fetchSite := r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")
+	// Our pages' Referrer-Policy is no-referrer, and under it a browser sends "Origin: null"
+	// on every POST (the Fetch standard). Such a request is the portal's own only if the
+	// browser's Sec-Fetch-Site, which no page can set, says same-origin.
+	sameOrigin := origin == own || (origin == "null" && fetchSite == "same-origin")
 	switch {
 	case fetchSite == "cross-site":
 		return forged("Sec-Fetch-Site", "the browser says it comes from another site")
 	case fetchSite == "same-site" && origin != own:
 		return forged("Sec-Fetch-Site", "the browser says it comes from another origin of this site (Origin %q)", origin)
-	case origin != "" && origin != own:
+	case origin != "" && !sameOrigin:
 		return forged("Origin", "it comes from Origin %q, not %q", origin, own)
 	}
 	if strings.HasPrefix(r.URL.Path, "/portal/") {
-		if origin != own {
+		if !sameOrigin {
 			return forged("Origin", "a form must be posted from the portal itself (Origin %q, want %q)", origin, own)
 		}
 		if mediaType(r) != "application/x-www-form-urlencoded" {
