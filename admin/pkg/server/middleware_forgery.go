@@ -117,7 +117,7 @@ func (f *formTokens) issue(person string) string {
 
 // valid says whether tok is a token issue gave person and has not expired.
 func (f *formTokens) valid(person, tok string) bool {
-	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(tok)
 	if err != nil || len(raw) != 8+sha256.Size {
 		return false
 	}
