@@ -168,6 +168,10 @@ func run(o *options) error {
 		return fmt.Errorf("--audit-db-dsn: %w", err)
 	}
 	defer auditLog.Close()
+	formKey, err := auditLog.PortalFormKey(openCtx)
+	if err != nil {
+		return fmt.Errorf("--audit-db-dsn: %w", err)
+	}
 	go pruneAudit(ctx, auditLog, log)
 	revocations := revocation.New(auditLog.Pool())
 	if err := revocations.Check(openCtx); err != nil {
@@ -180,7 +184,7 @@ func run(o *options) error {
 	defer st.Close()
 
 	cfg := server.Config{
-		Audit: auditLog, Revocations: revocations, Store: st,
+		Audit: auditLog, Revocations: revocations, Store: st, FormKey: formKey,
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
 		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL,

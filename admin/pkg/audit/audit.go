@@ -6,6 +6,7 @@ package audit
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -69,6 +70,9 @@ func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
 		"GRANT SELECT, INSERT ON admin_audit TO " + role,
 		// Pruning deletes only records older than the retention (migration 0003).
 		"GRANT EXECUTE ON FUNCTION admin_audit_prune() TO " + role,
+		// The portal's form key: made once, then read (migration 0004).
+		"REVOKE ALL ON admin_portal_key FROM " + role,
+		"GRANT SELECT, INSERT ON admin_portal_key TO " + role,
 		"GRANT CONNECT ON DATABASE " + pgx.Identifier{db}.Sanitize() + " TO " + role,
 		"GRANT USAGE ON SCHEMA public TO " + role,
 	}
@@ -258,4 +262,22 @@ func (l *Log) Prune(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("prune audit log: %w", err)
 	}
 	return n, nil
+}
+
+// PortalFormKey returns the region's key of the SRE portal's form tokens: the first caller
+// makes it (32 random bytes), every later one, on any replica, reads the same. The admin
+// database holds it beside the audit log because every replica shares that database.
+func (l *Log) PortalFormKey(ctx context.Context) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, fmt.Errorf("portal form key: %w", err)
+	}
+	if _, err := l.pool.Exec(ctx, "INSERT INTO admin_portal_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING", fresh); err != nil {
+		return nil, fmt.Errorf("portal form key: store: %w", err)
+	}
+	var key []byte
+	if err := l.pool.QueryRow(ctx, "SELECT key FROM admin_portal_key WHERE id = 1").Scan(&key); err != nil {
+		return nil, fmt.Errorf("portal form key: read: %w", err)
+	}
+	return key, nil
 }

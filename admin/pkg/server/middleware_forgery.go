@@ -86,22 +86,26 @@ func forgeryCheck(r *http.Request) *apiError {
 const formTokenTTL = 12 * time.Hour
 
 // formTokens issues and checks the portal's form tokens: the expiry and an HMAC of the person
-// and the expiry under a key of this process (a synchronizer token that needs no session
-// store). A token names its SRE, so one SRE's page cannot post as another; a restart of the
-// admin API invalidates the open pages' tokens (the SRE reloads the page).
+// and the expiry under the region's form key (Config.FormKey; a synchronizer token that needs
+// no session store, valid on every replica). A token names its SRE, so one SRE's page cannot
+// post as another.
 type formTokens struct {
-	key [32]byte
+	key []byte
 	now func() time.Time
 }
 
-func newFormTokens(now func() time.Time) *formTokens {
-	f := &formTokens{now: now}
-	_, _ = rand.Read(f.key[:])
-	return f
+// newFormTokens uses key, or, when it is empty, a random key of this process (tests, and a
+// single replica without a shared key: its restart then invalidates open pages).
+func newFormTokens(key []byte, now func() time.Time) *formTokens {
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
+	return &formTokens{key: key, now: now}
 }
 
 func (f *formTokens) mac(person string, expiry []byte) []byte {
-	m := hmac.New(sha256.New, f.key[:])
+	m := hmac.New(sha256.New, f.key)
 	m.Write([]byte("openhcp admin portal form\x00"))
 	m.Write([]byte(person))
 	m.Write([]byte{0})

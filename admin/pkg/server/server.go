@@ -77,6 +77,9 @@ type Config struct {
 	Timeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// FormKey is the region's key of the portal's form tokens (audit.Log.PortalFormKey), the
+	// same on every replica; empty: a random key of this process.
+	FormKey []byte
 	// RefusalAudit limits the audit records of refused calls per source address (zero:
 	// DefaultRefusalAudit).
 	RefusalAudit TokenBucket
@@ -119,7 +122,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.BreakGlassTTL.Validate(); err != nil {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.Now),
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.FormKey, cfg.Now),
 		refusals: newRefusalLimiter(cfg.RefusalAudit, cfg.Now)}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, s.serve(rt))
