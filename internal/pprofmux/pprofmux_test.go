@@ -1,7 +1,9 @@
 package pprofmux
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,6 +32,40 @@ func TestRegister(t *testing.T) {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), tc.want) {
 				t.Fatalf("GET %s: %d, body %.200q; want 200 containing %q", tc.path, resp.StatusCode, body, tc.want)
+			}
+		})
+	}
+}
+
+// TestProfilesOnlyOnLoopback: a connection that reached the metrics listener at a
+// non-loopback address (a pod's IP, a node's) gets no profile, whatever it presents; one
+// that reached it at a loopback address (the local region, kubectl port-forward) does.
+func TestProfilesOnlyOnLoopback(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("metrics")) })
+	Register(mux)
+	for _, tc := range []struct {
+		name, path string
+		local      net.Addr
+		want       int
+	}{
+		{"index_at_a_pod_ip_is_403", "/debug/pprof/", &net.TCPAddr{IP: net.ParseIP("10.128.0.7"), Port: 8091}, http.StatusForbidden},
+		{"heap_at_a_pod_ip_is_403", "/debug/pprof/heap", &net.TCPAddr{IP: net.ParseIP("10.128.0.7"), Port: 8091}, http.StatusForbidden},
+		{"cpu_at_an_ipv6_address_is_403", "/debug/pprof/profile?seconds=1", &net.TCPAddr{IP: net.ParseIP("fd00::7"), Port: 8091}, http.StatusForbidden},
+		{"cmdline_without_a_known_address_is_403", "/debug/pprof/cmdline", nil, http.StatusForbidden},
+		{"cmdline_on_loopback_is_served", "/debug/pprof/cmdline", &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 8091}, http.StatusOK},
+		{"cmdline_on_ipv6_loopback_is_served", "/debug/pprof/cmdline", &net.TCPAddr{IP: net.ParseIP("::1"), Port: 8091}, http.StatusOK},
+		{"metrics_at_a_pod_ip_is_not_affected", "/metrics", &net.TCPAddr{IP: net.ParseIP("10.128.0.7"), Port: 8091}, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, tc.path, nil)
+			if tc.local != nil {
+				r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, tc.local))
+			}
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Fatalf("%d, want %d: %.200s", w.Code, tc.want, w.Body.String())
 			}
 		})
 	}

@@ -72,6 +72,11 @@ func adminCall(t *testing.T, a localregion.AdminInfo, group, method, path, body,
 		t.Fatal(err)
 	}
 	req.Header.Set(adminapi.HeaderCorrelationID, correlationID)
+	if method != http.MethodGet {
+		// As hcpctl sends a change: the admin API refuses any other as a possible forgery.
+		req.Header.Set(adminapi.HeaderClient, "e2e")
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := adminClient(t, a, group).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -169,6 +170,11 @@ func run(o *options) error {
 		return fmt.Errorf("--audit-db-dsn: %w", err)
 	}
 	defer auditLog.Close()
+	formKey, err := auditLog.PortalFormKey(openCtx)
+	if err != nil {
+		return fmt.Errorf("--audit-db-dsn: %w", err)
+	}
+	go pruneAudit(ctx, auditLog, log)
 	revocations := revocation.New(auditLog.Pool())
 	if err := revocations.Check(openCtx); err != nil {
 		return fmt.Errorf("--audit-db-dsn: %w", err)
@@ -180,7 +186,7 @@ func run(o *options) error {
 	defer st.Close()
 
 	cfg := server.Config{
-		Audit: auditLog, Revocations: revocations, Store: st,
+		Audit: auditLog, Revocations: revocations, Store: st, FormKey: formKey,
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
 		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL,
@@ -241,4 +247,31 @@ func run(o *options) error {
 		hs.Shutdown(shutdownCtx)
 	}
 	return nil
+}
+
+// auditPruneEvery is how often the audit log's expired records are deleted.
+const auditPruneEvery = time.Hour
+
+// pruneAudit deletes the audit records older than the retention (audit.Log.Prune) now and
+// every auditPruneEvery until ctx ends. A failure is logged and retried at the next tick:
+// pruning never stands between an admin call and its audit record.
+func pruneAudit(ctx context.Context, l *audit.Log, log *slog.Logger) {
+	t := time.NewTicker(auditPruneEvery)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		n, err := l.Prune(pctx)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Error("audit log pruning failed; retrying later", "error", err)
+		case n > 0:
+			log.Info("audit log pruned", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

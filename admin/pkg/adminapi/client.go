@@ -47,6 +47,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if method != http.MethodGet && method != http.MethodHead {
+		req.Header.Set(HeaderClient, "hcpctl")
+	}
 	if c.CorrelationID != "" {
 		req.Header.Set(HeaderCorrelationID, c.CorrelationID)
 	}

@@ -5,6 +5,7 @@ package adminapi
 
 import (
 	"encoding/json"
+	"net/http"
 	"time"
 )
 
@@ -195,6 +196,11 @@ const (
 	// HeaderReason is why an SRE makes a call; mutating routes take it from the body instead
 	// (ShardChange.Reason) and require it.
 	HeaderReason = "X-Admin-Reason"
+	// HeaderClient must be on every mutating call of an API client (any non-empty value;
+	// hcpctl sends its name). A page of another site cannot send it without a CORS preflight,
+	// which the admin API never grants, so its presence shows the call is no cross-site
+	// request forgery. Portal forms carry a token instead (docs/security.md).
+	HeaderClient = "X-Admin-Client"
 )
 
 // NodePoolScale is the body of POST /admin/v1/scale/{id...}: either Replicas (a fixed node
@@ -288,4 +294,19 @@ type DrainStatus struct {
 type DrainCluster struct {
 	ClusterSummary
 	ActiveOperations []Operation `json:"activeOperations"`
+}
+
+// BaseCSP is the Content-Security-Policy of every admin answer that is no portal page (the
+// portal's pages add their own stylesheet and form target): nothing may load, nothing may
+// frame it.
+const BaseCSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// SetSecurityHeaders sets the headers every answer of the admin API, of its portal and of
+// hcpctl's portal proxy carries: no framing (clickjacking), no content sniffing, no Referer
+// (paths name clusters), and csp.
+func SetSecurityHeaders(h http.Header, csp string) {
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
 }

@@ -6,6 +6,7 @@ package audit
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"errors"
 	"fmt"
@@ -67,6 +68,11 @@ func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
 	stmts := []string{
 		"REVOKE ALL ON admin_audit FROM " + role,
 		"GRANT SELECT, INSERT ON admin_audit TO " + role,
+		// Pruning deletes only records older than the retention (migration 0003).
+		"GRANT EXECUTE ON FUNCTION admin_audit_prune() TO " + role,
+		// The portal's form key: made once, then read (migration 0004).
+		"REVOKE ALL ON admin_portal_key FROM " + role,
+		"GRANT SELECT, INSERT ON admin_portal_key TO " + role,
 		"GRANT CONNECT ON DATABASE " + pgx.Identifier{db}.Sanitize() + " TO " + role,
 		"GRANT USAGE ON SCHEMA public TO " + role,
 	}
@@ -236,4 +242,42 @@ func (l *Log) Query(ctx context.Context, f Filter) ([]Entry, string, error) {
 		next = strconv.FormatInt(out[limit-1].ID, 10)
 	}
 	return out, next, nil
+}
+
+// Retention is how long a record is kept; the schema defines it (admin_audit_retention()).
+func (l *Log) Retention(ctx context.Context) (time.Duration, error) {
+	var secs float64
+	if err := l.pool.QueryRow(ctx, "SELECT extract(epoch FROM admin_audit_retention())").Scan(&secs); err != nil {
+		return 0, fmt.Errorf("read audit retention: %w", err)
+	}
+	return time.Duration(secs * float64(time.Second)), nil
+}
+
+// Prune deletes the records older than the retention and returns how many it deleted. The
+// service's login may not delete records; admin_audit_prune() does it as the table's owner,
+// and the table's trigger refuses it any younger record.
+func (l *Log) Prune(ctx context.Context) (int64, error) {
+	var n int64
+	if err := l.pool.QueryRow(ctx, "SELECT admin_audit_prune()").Scan(&n); err != nil {
+		return 0, fmt.Errorf("prune audit log: %w", err)
+	}
+	return n, nil
+}
+
+// PortalFormKey returns the region's key of the SRE portal's form tokens: the first caller
+// makes it (32 random bytes), every later one, on any replica, reads the same. The admin
+// database holds it beside the audit log because every replica shares that database.
+func (l *Log) PortalFormKey(ctx context.Context) ([]byte, error) {
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, fmt.Errorf("portal form key: %w", err)
+	}
+	if _, err := l.pool.Exec(ctx, "INSERT INTO admin_portal_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING", fresh); err != nil {
+		return nil, fmt.Errorf("portal form key: store: %w", err)
+	}
+	var key []byte
+	if err := l.pool.QueryRow(ctx, "SELECT key FROM admin_portal_key WHERE id = 1").Scan(&key); err != nil {
+		return nil, fmt.Errorf("portal form key: read: %w", err)
+	}
+	return key, nil
 }

@@ -44,8 +44,8 @@ func installed(t *testing.T) (pg *pgserver.Server, superDSN, serviceDSN string) 
 	if err == nil {
 		versions, err = pgx.CollectRows(rows, pgx.RowTo[int32])
 	}
-	if err != nil || len(versions) != 2 || versions[0] != 1 || versions[1] != 2 {
-		t.Fatalf("schema_migrations %v (%v), want versions 1 and 2", versions, err)
+	if err != nil || len(versions) != 4 || versions[0] != 1 || versions[3] != 4 {
+		t.Fatalf("schema_migrations %v (%v), want versions 1 to 4", versions, err)
 	}
 	return pg, superDSN, strings.Replace(superDSN, "postgres://postgres@", "postgres://adminsvc@", 1)
 }

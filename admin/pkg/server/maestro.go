@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
@@ -30,19 +32,28 @@ type maestroBundle struct {
 	} `json:"metadata"`
 }
 
-// BundlesNamed returns the bundles whose ManifestWork name is one of names. It pages through
-// every bundle: the pinned Maestro's search cannot select by ManifestWork name, and a region
-// holds few enough bundles for a describe call.
+// BundlesNamed returns the bundles whose ManifestWork name is one of names. It asks Maestro
+// for those only, by a search on the bundle's payload (the pinned Maestro's REST search takes
+// PostgreSQL JSONB expressions), so a describe reads its cluster's bundles and not the
+// region's; what comes back is still checked against names.
 func (m MaestroREST) BundlesNamed(ctx context.Context, names []string) ([]adminapi.Bundle, error) {
 	out := []adminapi.Bundle{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = "'" + strings.ReplaceAll(strings.ReplaceAll(n, `\`, `\\`), "'", `\'`) + "'"
+	}
+	search := "payload->'metadata'->>'name' in (" + strings.Join(quoted, ", ") + ")"
 	seen := 0
 	for page := 1; ; page++ {
 		var list struct {
 			Items []maestroBundle `json:"items"`
 			Total int             `json:"total"`
 		}
-		u := fmt.Sprintf("%s/api/maestro/v1/resource-bundles?page=%d&size=200", m.URL, page)
-		if err := m.get(ctx, u, &list); err != nil {
+		q := url.Values{"search": {search}, "page": {strconv.Itoa(page)}, "size": {"200"}}
+		if err := m.get(ctx, m.URL+"/api/maestro/v1/resource-bundles?"+q.Encode(), &list); err != nil {
 			return nil, err
 		}
 		for _, b := range list.Items {

@@ -19,6 +19,9 @@ type metrics struct {
 	duration      *prometheus.HistogramVec
 	refusals      *prometheus.CounterVec
 	auditFailures *prometheus.CounterVec
+	// refusalsDropped counts refused calls answered without an audit record: their source
+	// was past its rate (middleware_auditflood.go).
+	refusalsDropped prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -41,8 +44,12 @@ func newMetrics() *metrics {
 			Name: "admin_audit_write_failures_total",
 			Help: "Audit records that could not be appended: stage before (the call was refused with 503) or after (the outcome record of a served call).",
 		}, []string{"stage"}),
+		refusalsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "admin_audit_refusals_dropped_total",
+			Help: "Refused admin calls answered without an audit record because their source address was past its rate of recorded refusals.",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.refusals, m.auditFailures,
+	m.reg.MustRegister(m.requests, m.duration, m.refusals, m.auditFailures, m.refusalsDropped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Zero series exist from the start, so a rate() over them works before the first failure.
 	for _, c := range []string{"401", "403"} {

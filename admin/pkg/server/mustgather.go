@@ -33,7 +33,7 @@ const (
 // mustGather serves GET /admin/v1/must-gather/{id...}: one tarball (gzip) with everything
 // about a cluster the region holds — see docs/sre.md for its layout.
 func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
-	if err := knownParams(r); err != nil {
+	if err := knownParams(r, "correlationId"); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*s.cfg.Timeout)
@@ -47,7 +47,8 @@ func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
 
 	// ARM: every document under the cluster's resource ID (itself, node pools, external auths,
 	// their operations).
-	needles := []string{strings.ToLower(c.GetId()), strings.ToLower(c.GetArmResourceId())}
+	ids := logIDs{clusterIDs: []string{strings.ToLower(c.GetId())}, armIDs: []string{strings.ToLower(c.GetArmResourceId())}}
+	var recorded []string // the correlation IDs of the cluster's operations
 	if doc != nil {
 		docs, err := s.armDocuments(ctx, doc)
 		if err != nil {
@@ -55,10 +56,12 @@ func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			g.json("arm/documents.json", docs)
 			for _, d := range docs {
+				ids.armIDs = append(ids.armIDs, strings.ToLower(d.ResourceID))
 				if d.Type == docstore.TypeOperation {
 					var op struct{ ID, CorrelationID string }
 					if json.Unmarshal(d.Body, &op) == nil {
-						needles = append(needles, strings.ToLower(op.ID), strings.ToLower(op.CorrelationID))
+						ids.operationIDs = append(ids.operationIDs, strings.ToLower(op.ID))
+						recorded = append(recorded, op.CorrelationID)
 					}
 				}
 			}
@@ -74,7 +77,7 @@ func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		g.proto("clusterservice/nodepools.json", nps)
 		for _, np := range nps.GetNodePools() {
-			needles = append(needles, strings.ToLower(np.GetId()))
+			ids.clusterIDs = append(ids.clusterIDs, strings.ToLower(np.GetId()))
 		}
 	}
 	if s.cfg.ExternalAuths != nil {
@@ -113,12 +116,17 @@ func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
 	g.json("audit.json", calls)
 
 	// Logs: every line of every service that names one of the cluster's IDs.
+	refused, err := ids.correlations(recorded, r.URL.Query()["correlationId"])
+	if err != nil {
+		return err
+	}
+	ids = ids.compact()
 	if s.cfg.LogDir == "" {
 		g.unavailable("logs/: the admin API was started without --log-dir (in Azure, query the logs by these IDs in Kusto)")
-	} else if err := g.logs(s.cfg.LogDir, needles); err != nil {
+	} else if err := g.logs(s.cfg.LogDir, ids); err != nil {
 		g.unavailable("logs/: %v", err)
 	}
-	g.json("ids.json", map[string]any{"searchedFor": compact(needles)})
+	g.json("ids.json", map[string]any{"searchedFor": ids.all(), "correlationIds": ids.correlationIDs, "refusedCorrelationIds": refused})
 	g.readme(d.Unavailable)
 
 	b, err := g.finish()
@@ -219,10 +227,9 @@ func (g *gather) unavailable(format string, args ...any) {
 	g.missing = append(g.missing, fmt.Sprintf(format, args...))
 }
 
-// logs adds, for each *.log file in dir, the lines that contain one of needles
-// (case-insensitively), at most mustGatherLogBytes per file.
-func (g *gather) logs(dir string, needles []string) error {
-	needles = compact(needles)
+// logs adds, for each *.log file in dir, the lines about the cluster (ids.match), at most
+// mustGatherLogBytes per file.
+func (g *gather) logs(dir string, ids logIDs) error {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil {
 		return err
@@ -239,21 +246,15 @@ func (g *gather) logs(dir string, needles []string) error {
 		truncated := false
 		for sc.Scan() {
 			line := sc.Bytes()
-			lower := bytes.ToLower(line)
-			for _, n := range needles {
-				if bytes.Contains(lower, []byte(n)) {
-					if out.Len()+len(line) > mustGatherLogBytes {
-						truncated = true
-						break
-					}
-					out.Write(line)
-					out.WriteByte('\n')
-					break
-				}
+			if !ids.match(line) {
+				continue
 			}
-			if truncated {
+			if out.Len()+len(line) > mustGatherLogBytes {
+				truncated = true
 				break
 			}
+			out.Write(line)
+			out.WriteByte('\n')
 		}
 		if err := sc.Err(); err != nil {
 			g.unavailable("logs/%s: read: %v", filepath.Base(p), err)

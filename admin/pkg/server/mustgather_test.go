@@ -20,6 +20,9 @@ const testSub = "00000000-0000-0000-0000-0000000000a1"
 
 // seedCluster creates a cluster in Cluster Service and its ARM resource and operation
 // documents, as the frontend would.
+// corrMG1 is the correlation ID of seedCluster's operation, as ARM sends them: a GUID.
+const corrMG1 = "6f1c2d3e-4a5b-4c6d-8e7f-90a1b2c3d4e5"
+
 func seedCluster(t *testing.T, e *env) (csID, armID, opID string) {
 	t.Helper()
 	ctx := context.Background()
@@ -43,7 +46,7 @@ func seedCluster(t *testing.T, e *env) (csID, armID, opID string) {
 	}{
 		{lower, docstore.TypeResource, armdoc.ResourceDocument{ResourceID: armID, InternalID: csID, ProvisioningState: armdoc.StateProvisioning, ActiveOperationID: opID}},
 		{opID, docstore.TypeOperation, armdoc.OperationDocument{ID: opID, Request: armdoc.OperationCreate, ExternalID: armID, InternalID: csID, Status: armdoc.StateProvisioning,
-			StartTime: now.Add(-time.Minute), LastTransitionTime: now, CorrelationID: "corr-mg1"}},
+			StartTime: now.Add(-time.Minute), LastTransitionTime: now, CorrelationID: corrMG1}},
 	} {
 		b, _ := json.Marshal(d.body)
 		if _, err := e.docs.Create(ctx, &docstore.Document{PartitionKey: testSub, ID: d.id, Type: d.typ, ResourceID: lower, Body: b}); err != nil {
@@ -58,7 +61,7 @@ func TestMustGather(t *testing.T) {
 	csID, armID, _ := seedCluster(t, e)
 	logs := map[string]string{
 		"cluster-service.log": `{"msg":"placed","cluster":"` + csID + `"}` + "\n" + `{"msg":"other cluster","cluster":"` + strings.Repeat("1", 32) + `"}` + "\n",
-		"frontend.log":        `{"msg":"PUT","path":"` + strings.ToUpper(armID) + `"}` + "\n" + `{"msg":"async","correlationRequestID":"corr-mg1"}` + "\n",
+		"frontend.log":        `{"msg":"PUT","path":"` + strings.ToUpper(armID) + `"}` + "\n" + `{"msg":"async","correlationRequestID":"` + corrMG1 + `"}` + "\n",
 		"backend.log":         `{"msg":"nothing about it"}` + "\n",
 	}
 	for name, content := range logs {
@@ -91,7 +94,7 @@ func TestMustGather(t *testing.T) {
 			if got := string(files[root+"logs/cluster-service.log"]); !strings.Contains(got, csID) || strings.Contains(got, "other cluster") {
 				t.Errorf("cluster-service.log: %q", got)
 			}
-			if got := string(files[root+"logs/frontend.log"]); !strings.Contains(got, "PUT") || !strings.Contains(got, "corr-mg1") {
+			if got := string(files[root+"logs/frontend.log"]); !strings.Contains(got, "PUT") || !strings.Contains(got, corrMG1) {
 				t.Errorf("frontend.log (ARM ID case-insensitively, and the operation's correlation ID): %q", got)
 			}
 			if _, ok := files[root+"logs/backend.log"]; ok {

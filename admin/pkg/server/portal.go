@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,10 +27,25 @@ import (
 //go:embed portal/*.html
 var portalFiles embed.FS
 
+// portalCSS is the portal's one stylesheet, inlined in every page's <style> and allowed there
+// by its hash (portalCSP): no other style, no script at all.
+//
+//go:embed portal/portal.css
+var portalCSS string
+
+// portalCSP is the portal pages' Content-Security-Policy: the base policy, plus the
+// stylesheet by its hash and forms posted to the portal itself.
+var portalCSP = func() string {
+	sum := sha256.Sum256([]byte(portalCSS))
+	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+		"'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}()
+
 var portalTemplates = template.Must(template.New("portal").Funcs(template.FuncMap{
-	"percent": func(load float64) int { return int(load*100 + 0.5) },
-	"age":     func(s int64) string { return (time.Duration(s) * time.Second).String() },
-	"last":    func(id string) string { return id[strings.LastIndex(id, "/")+1:] },
+	"stylesheet": func() template.CSS { return template.CSS(portalCSS) },
+	"percent":    func(load float64) int { return int(load*100 + 0.5) },
+	"age":        func(s int64) string { return (time.Duration(s) * time.Second).String() },
+	"last":       func(id string) string { return id[strings.LastIndex(id, "/")+1:] },
 	// clusterPath is the portal path of the cluster an ARM resource ID belongs to.
 	"clusterPath": func(id string) string {
 		lower := strings.ToLower(id)
@@ -56,9 +73,16 @@ type page struct {
 	Title          string
 	Who            access.Identity
 	Message, Error string
+	// CSRF is the form token of the viewer's forms (middleware_forgery.go), set by render.
+	CSRF string
 }
 
-func (s *Server) render(w http.ResponseWriter, status int, name string, data any) error {
+func (p *page) portalPage() *page { return p }
+
+// render answers a portal page; data is a pointer to a struct that embeds page.
+func (s *Server) render(w http.ResponseWriter, status int, name string, data interface{ portalPage() *page }) error {
+	p := data.portalPage()
+	p.CSRF = s.forms.issue(p.Who.Person)
 	var b bytes.Buffer
 	if err := portalTemplates.ExecuteTemplate(&b, name, data); err != nil {
 		return fmt.Errorf("render %s: %w", name, err)
@@ -107,7 +131,7 @@ func (s *Server) portalFleet(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.render(w, http.StatusOK, "fleet.html", struct {
+	return s.render(w, http.StatusOK, "fleet.html", &struct {
 		page
 		States     []string
 		Shards     []adminapi.Shard
@@ -127,7 +151,7 @@ func (s *Server) portalCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.render(w, http.StatusOK, "cluster.html", struct {
+	return s.render(w, http.StatusOK, "cluster.html", &struct {
 		page
 		ID       string
 		Describe adminapi.ClusterDescription
@@ -148,7 +172,7 @@ func (s *Server) renderShards(w http.ResponseWriter, r *http.Request, status int
 	if err != nil {
 		return err
 	}
-	return s.render(w, status, "shards.html", struct {
+	return s.render(w, status, "shards.html", &struct {
 		page
 		Shards []adminapi.Shard
 	}{page{Title: "Shards", Who: identityFrom(r.Context()), Message: message, Error: errText}, shards.Shards})
@@ -183,7 +207,7 @@ func (s *Server) portalAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.render(w, http.StatusOK, "audit.html", struct {
+	return s.render(w, http.StatusOK, "audit.html", &struct {
 		page
 		Filter   audit.Filter
 		Outcomes []string

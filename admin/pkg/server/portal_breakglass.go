@@ -38,7 +38,7 @@ func (s *Server) renderBreakGlass(w http.ResponseWriter, r *http.Request, status
 		p.Error = err.Error()
 	}
 	p.Credentials = list.Credentials
-	return s.render(w, status, "breakglass.html", p)
+	return s.render(w, status, "breakglass.html", &p)
 }
 
 // portalBreakGlass serves GET /portal/breakglass (filters as GET /admin/v1/breakglass).

@@ -21,7 +21,7 @@ func (s *Server) writeRefusal(ctx context.Context, w http.ResponseWriter, r *htt
 		http.StatusUnauthorized: "The portal admits SREs only: your browser (or hcpctl portal) must present an SRE client certificate of this region (docs/sre.md, Identities and groups).",
 		http.StatusForbidden:    "Your group may not do this. Ask an SRE whose group has the permission, or request that group's certificate (docs/sre.md).",
 	}[status]
-	err := s.render(w, status, "error.html", struct {
+	err := s.render(w, status, "error.html", &struct {
 		page
 		Status       int
 		Code, Target string

@@ -77,6 +77,12 @@ type Config struct {
 	Timeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// FormKey is the region's key of the portal's form tokens (audit.Log.PortalFormKey), the
+	// same on every replica; empty: a random key of this process.
+	FormKey []byte
+	// RefusalAudit limits the audit records of refused calls per source address (zero:
+	// DefaultRefusalAudit).
+	RefusalAudit TokenBucket
 }
 
 // Server serves the admin API.
@@ -84,6 +90,10 @@ type Server struct {
 	cfg     Config
 	mux     *http.ServeMux
 	metrics *metrics
+	// forms issues and checks the portal's form tokens (middleware_forgery.go).
+	forms *formTokens
+	// refusals limits the audit records of refused calls (middleware_auditflood.go).
+	refusals *refusalLimiter
 }
 
 // New builds the server and its routes.
@@ -100,13 +110,20 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RefusalAudit == (TokenBucket{}) {
+		cfg.RefusalAudit = DefaultRefusalAudit()
+	}
+	if cfg.RefusalAudit.PerSecond <= 0 || cfg.RefusalAudit.Burst < 1 {
+		return nil, fmt.Errorf("admin server: RefusalAudit needs a positive rate and burst, got %+v", cfg.RefusalAudit)
+	}
 	if cfg.BreakGlassTTL == (BreakGlassTTL{}) {
 		cfg.BreakGlassTTL = DefaultBreakGlassTTL()
 	}
 	if err := cfg.BreakGlassTTL.Validate(); err != nil {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics()}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.FormKey, cfg.Now),
+		refusals: newRefusalLimiter(cfg.RefusalAudit, cfg.Now)}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, s.serve(rt))
 	}
@@ -114,12 +131,20 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler is the admin listener's handler. /healthz answers without identity or audit (a
-// probe's call changes nothing and reveals nothing).
+// probe's call changes nothing and reveals nothing). Every answer carries the security headers
+// (adminapi.SetSecurityHeaders): the portal's pages their own policy, the rest the base one.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.Handle("/", s.mux)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		csp := adminapi.BaseCSP
+		if strings.HasPrefix(r.URL.Path, "/portal/") {
+			csp = portalCSP
+		}
+		adminapi.SetSecurityHeaders(w.Header(), csp)
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // route is one admin route: what it needs, what it is about, and what it does.
@@ -254,8 +279,10 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		defer func() { s.metrics.observe(rt.pattern, r.Method, sr.code(), outcome, time.Since(start)) }()
 		log := s.cfg.Logger.With("requestId", requestID, "correlationId", correlationID, "route", rt.pattern)
 
-		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: r.URL.Path,
+		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: cut(r.URL.Path, maxPath),
 			Reason: strings.TrimSpace(r.Header.Get(adminapi.HeaderReason))}
+		reasonTooLong := len(e.Reason) > maxReason
+		e.Reason = cut(e.Reason, maxReason)
 		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 			e.Subject = r.TLS.PeerCertificates[0].Subject.String()
 		}
@@ -296,9 +323,22 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			e.Person, e.Group = id.Person, id.Group
 			e.Outcome = audit.Allowed
 		}
+		if refusal == nil && reasonTooLong {
+			refusal = badRequest(adminapi.HeaderReason, "%s is longer than %d bytes", adminapi.HeaderReason, maxReason)
+			e.Outcome, e.Status = audit.Completed, refusal.status
+		}
+		if refusal == nil && mutating(r.Method) {
+			if refusal = forgeryCheck(r); refusal != nil {
+				e.Outcome, e.Status = audit.Forbidden, refusal.status
+			}
+		}
 		if refusal == nil && rt.mutates {
 			reason, body, err := readReason(r)
-			if err != nil {
+			if strings.HasPrefix(r.URL.Path, "/portal/") && !s.forms.valid(id.Person, r.PostForm.Get("csrf")) {
+				// Before the form's own errors: a forged form learns nothing of its fields.
+				refusal = forged("csrf", "the form has no valid token of your portal page; reload the page and post it again")
+				e.Outcome, e.Status = audit.Forbidden, refusal.status
+			} else if err != nil {
 				refusal = err
 				e.Outcome, e.Status = audit.Completed, err.status
 			} else {
@@ -308,6 +348,14 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 				}
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
+		}
+		if refusal != nil && !s.refusals.allow(source(r)) {
+			// A source past its rate of refused calls: answered and counted, not recorded, so
+			// no caller can fill the audit table (middleware_auditflood.go).
+			s.metrics.refusalsDropped.Inc()
+			outcome = string(e.Outcome)
+			s.writeRefusal(withIdentity(r.Context(), id), w, r, refusal.status, refusal.body)
+			return
 		}
 		// Refused calls are audited under their request's context; an allowed call's record
 		// must be durable before it acts, so it gets its own bounded context too.
@@ -345,8 +393,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 }
 
 // readReason reads a mutating route's body and its required "reason": a JSON object, or a
-// portal form (application/x-www-form-urlencoded), which must come from the portal's own origin
-// so that another site cannot make an SRE's browser post it.
+// portal form (application/x-www-form-urlencoded), whose fields it leaves in r.PostForm. That
+// the call comes from the admin API's own client or page is forgeryCheck's and the form
+// token's to decide, before.
 func readReason(r *http.Request) (string, []byte, *apiError) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
@@ -357,9 +406,6 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 	}
 	var reason *string
 	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) == "application/x-www-form-urlencoded" {
-		if origin := r.Header.Get("Origin"); origin != "https://"+r.Host {
-			return "", nil, errorf(http.StatusForbidden, adminapi.CodeForbidden, "Origin", "a form must be posted from the portal itself (Origin %q, want %q)", origin, "https://"+r.Host)
-		}
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
 			return "", nil, badRequest("", "the form does not parse: %v", err)
@@ -384,8 +430,8 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 	if reason == nil || strings.TrimSpace(*reason) == "" {
 		return "", nil, badRequest("reason", "\"reason\" is required: say why (it is kept in the audit log)")
 	}
-	if len(*reason) > 1024 {
-		return "", nil, badRequest("reason", "\"reason\" is longer than 1024 characters")
+	if len(*reason) > maxReason {
+		return "", nil, badRequest("reason", "\"reason\" is longer than %d bytes", maxReason)
 	}
 	return strings.TrimSpace(*reason), body, nil
 }

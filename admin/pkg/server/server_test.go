@@ -52,7 +52,8 @@ type env struct {
 	auditSU string
 }
 
-func start(t *testing.T) *env {
+// start starts the admin API over real parts; opts change its Config before New.
+func start(t *testing.T, opts ...func(*Config)) *env {
 	t.Helper()
 	ctx := context.Background()
 	pg := pgservertest.Start(t)
@@ -116,9 +117,13 @@ func start(t *testing.T) *env {
 	if err := revs.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{Audit: log, Revocations: revs, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
+	cfg := Config{Audit: log, Revocations: revs, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn), LogDir: logDir,
-		Credentials: csv1.NewCredentialsClient(conn)})
+		Credentials: csv1.NewCredentialsClient(conn)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +171,19 @@ func (e *env) call(t *testing.T, identity, method, path, body string, hdr ...str
 	if err != nil {
 		t.Fatal(err)
 	}
+	// By default a mutating call is sent as hcpctl sends it (adminapi.Client); a header given
+	// with an empty value is left out.
+	if method != "GET" && method != "HEAD" {
+		req.Header.Set(adminapi.HeaderClient, "server-test")
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := e.as(t, identity).Do(req)
@@ -405,14 +422,15 @@ func TestPortal(t *testing.T) {
 			t.Fatalf("%d %s", code, body)
 		}
 	})
+	token := e.portalToken(t, "alice")
 	t.Run("stale_page_changes_nothing", func(t *testing.T) {
-		code, _, body := e.call(t, "alice", "POST", "/portal/shards/mgmt-1/cordon", `reason=x&etag="maintenance"`, "Content-Type", form, "Origin", "https://"+host)
+		code, _, body := e.call(t, "alice", "POST", "/portal/shards/mgmt-1/cordon", `reason=x&etag="maintenance"&csrf=`+token, "Content-Type", form, "Origin", "https://"+host)
 		if code != 412 || !strings.Contains(string(body), "id=\"error\"") || e.shardStatus(t, "mgmt-1") != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
 			t.Fatalf("%d %s", code, body)
 		}
 	})
 	t.Run("own_form_cordons_and_is_audited", func(t *testing.T) {
-		code, _, body := e.call(t, "alice", "POST", "/portal/shards/mgmt-1/cordon", `reason=from+the+portal&etag="active"`, "Content-Type", form, "Origin", "https://"+host, adminapi.HeaderCorrelationID, "portal-form")
+		code, _, body := e.call(t, "alice", "POST", "/portal/shards/mgmt-1/cordon", `reason=from+the+portal&etag="active"&csrf=`+token, "Content-Type", form, "Origin", "https://"+host, adminapi.HeaderCorrelationID, "portal-form")
 		if code != 200 || !strings.Contains(string(body), "Shard mgmt-1 is now maintenance.") || e.shardStatus(t, "mgmt-1") != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
 			t.Fatalf("%d %s", code, body)
 		}

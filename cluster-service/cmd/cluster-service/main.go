@@ -39,6 +39,7 @@ import (
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/serverlimits"
+	"github.com/openhcp/openhcp/internal/readyz"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -376,21 +377,8 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	pprofmux.Register(mux)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := st.Ping(pctx); err != nil {
-			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
 	metricsLimits := serverlimits.Metrics()
-	hsrv := metricsLimits.Server(c.metricsListen, mux, metricsTLS)
+	hsrv := metricsLimits.Server(c.metricsListen, metricsMux(reg, st, log), metricsTLS)
 	mlis, err := metricsLimits.Listen(hsrv)
 	if err != nil {
 		lis.Close()
@@ -448,4 +436,15 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	defer cancel()
 	_ = hsrv.Shutdown(sctx)
 	return runErr
+}
+
+// metricsMux serves --metrics-listen: /metrics, the profiles, /healthz and /readyz (the
+// database answers).
+func metricsMux(reg *prometheus.Registry, db interface{ Ping(context.Context) error }, log *slog.Logger) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	pprofmux.Register(mux)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.Handle("GET /readyz", readyz.Handler(log, readyz.Check{Name: "database", Func: db.Ping}))
+	return mux
 }

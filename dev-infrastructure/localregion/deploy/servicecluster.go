@@ -304,6 +304,12 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		kc, err := s.adminKubeconfigs(env)
 		add("admin-management-kubeconfigs")(kc, err)
 	}
+	switch name {
+	case "frontend", "backend", "cluster-service", "admin":
+		// The chart's ServiceMonitor verifies the metrics server by the CA that issued its
+		// certificate (service-base.serviceMonitor).
+		out[name+"-metrics-ca"] = map[string]string{"ca.crt": p.CAFile}
+	}
 	return out, errors.Join(errs...)
 }
 

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/openhcp/openhcp/internal/serverlimits"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -42,19 +44,40 @@ func portal(ctx context.Context, a *app, _ []string) error {
 	}
 	l = serverlimits.LimitListener(l, limits.MaxConns)
 	local := "http://" + l.Addr().String()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	if err != nil {
+		l.Close()
+		return fmt.Errorf("--listen %s: %w", portalListen, err)
+	}
+	hosts := portalHosts(port)
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			// The portal's forms must come from the portal's origin (admin/pkg/server): a post
 			// from this proxy's page is one, so it is passed on as the admin API's own origin;
 			// any other Origin is passed on unchanged, and refused there.
-			if pr.In.Header.Get("Origin") == local {
+			if o := pr.In.Header.Get("Origin"); strings.HasPrefix(o, "http://") && hosts[strings.ToLower(strings.TrimPrefix(o, "http://"))] {
 				pr.Out.Header.Set("Origin", target.Scheme+"://"+target.Host)
 			}
+			// A browser's requests may post the portal's forms, never make API calls: those
+			// are hcpctl's own (adminapi.HeaderClient).
+			pr.Out.Header.Del(adminapi.HeaderClient)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			csp := resp.Header.Get("Content-Security-Policy")
+			if csp == "" {
+				csp = adminapi.BaseCSP
+			}
+			adminapi.SetSecurityHeaders(resp.Header, csp)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			adminapi.SetSecurityHeaders(w.Header(), adminapi.BaseCSP)
+			http.Error(w, "hcpctl portal: the admin API cannot be reached: "+err.Error(), http.StatusBadGateway)
 		},
 		Transport: a.c.HTTP.Transport,
 	}
-	srv := limits.Server("", proxy, nil)
+	srv := limits.Server("", hostAllowList(hosts, proxy), nil)
 	fmt.Fprintf(a.out, "portal: %s/portal/ (as your SRE identity; Ctrl-C stops it)\n", local)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
@@ -69,4 +92,24 @@ func portal(ctx context.Context, a *app, _ []string) error {
 		return err
 	}
 	return nil
+}
+
+// portalHosts are the Host values the portal proxy answers: the loopback names at its own
+// port. A page of another site whose name was made to resolve to 127.0.0.1 (DNS rebinding)
+// reaches the proxy with its own name in Host, and is refused.
+func portalHosts(port string) map[string]bool {
+	return map[string]bool{"127.0.0.1:" + port: true, "localhost:" + port: true, "[::1]:" + port: true}
+}
+
+// hostAllowList answers 403, without forwarding, a request whose Host is not one of hosts
+// (compared without case, as DNS names are).
+func hostAllowList(hosts map[string]bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hosts[strings.ToLower(r.Host)] {
+			adminapi.SetSecurityHeaders(w.Header(), adminapi.BaseCSP)
+			http.Error(w, fmt.Sprintf("hcpctl portal: Host %q is not this proxy's loopback address; open the address hcpctl printed", r.Host), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

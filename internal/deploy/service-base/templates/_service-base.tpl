@@ -133,8 +133,15 @@ spec:
     - port: metrics
       path: /metrics
       scheme: https
+      # Verified as the service's own callers verify it: the CA that issued its serving
+      # certificate (a Secret with ca.crt in this namespace) and the Service name the
+      # certificate holds, not the pod address Prometheus dials.
       tlsConfig:
-        {{- toYaml .ctx.Values.serviceMonitor.tlsConfig | nindent 8 }}
+        ca:
+          secret:
+            name: {{ .ctx.Values.serviceMonitor.caSecret | default (printf "%s-metrics-ca" .name) }}
+            key: ca.crt
+        serverName: {{ .ctx.Values.serviceMonitor.serverName | default (printf "%s.%s.svc" .name .ctx.Release.Namespace) }}
 {{- end }}
 {{- end }}
 

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/audit"
+)
+
+// TestAuditFloodIsBounded plays a caller that tries to fill the audit table: over-long
+// reasons are refused with 400 and recorded truncated, refused callers' records are limited
+// per source (the rest only counted), and an SRE's allowed calls are still each recorded
+// before they act.
+func TestAuditFloodIsBounded(t *testing.T) {
+	e := start(t, func(c *Config) { c.RefusalAudit = TokenBucket{PerSecond: 0.001, Burst: 6} })
+	long := strings.Repeat("x", 100_000)
+	for _, tc := range []struct {
+		name, identity string
+		want           int
+	}{
+		{"sre_with_an_over_long_reason_is_400", "bob", http.StatusBadRequest},
+		{"no_certificate_with_an_over_long_reason_is_401", "", http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cid := "long-" + tc.name
+			code, _, body := e.call(t, tc.identity, "GET", "/admin/v1/shards", "", adminapi.HeaderReason, long, adminapi.HeaderCorrelationID, cid)
+			if code != tc.want || strings.Contains(string(body), "mgmt-1") {
+				t.Fatalf("status %d, want %d: %.300s", code, tc.want, body)
+			}
+			recs := e.lastAudit(t, audit.Filter{CorrelationID: cid})
+			if len(recs) != 1 || recs[0].Status != tc.want || len(recs[0].Reason) > maxReason+len(truncatedMark) || !strings.HasSuffix(recs[0].Reason, truncatedMark) {
+				t.Fatalf("want one record of the refusal with a truncated reason, got %d: %.300v", len(recs), recs)
+			}
+		})
+	}
+	t.Run("refused_callers_records_are_rate_limited_and_counted", func(t *testing.T) {
+		for range 20 {
+			if code, _, _ := e.call(t, "", "GET", "/admin/v1/shards", "", adminapi.HeaderCorrelationID, "flood"); code != http.StatusUnauthorized {
+				t.Fatalf("status %d, want 401", code)
+			}
+		}
+		// One token of the bucket went to the over-long reason without a certificate, and
+		// bob's 400 is a refusal from the same source too.
+		if recs := e.lastAudit(t, audit.Filter{CorrelationID: "flood"}); len(recs) != 4 {
+			t.Fatalf("%d records of 20 refused calls, want 4 (the bucket's rest)", len(recs))
+		}
+		ts := httptest.NewServer(e.srv.MetricsHandler())
+		defer ts.Close()
+		resp, err := ts.Client().Get(ts.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), "admin_audit_refusals_dropped_total 16") {
+			t.Fatalf("metrics lack admin_audit_refusals_dropped_total 16:\n%s", grepLines(string(b), "admin_audit"))
+		}
+	})
+	t.Run("an_sres_allowed_call_is_still_recorded_before_it_acts", func(t *testing.T) {
+		code, _, _ := e.call(t, "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"after the flood"}`, adminapi.HeaderCorrelationID, "after-flood")
+		recs := e.lastAudit(t, audit.Filter{CorrelationID: "after-flood"})
+		if code != 200 || len(recs) != 2 || recs[1].Outcome != audit.Allowed {
+			t.Fatalf("%d %+v", code, recs)
+		}
+	})
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
