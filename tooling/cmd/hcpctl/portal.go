@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
