@@ -133,11 +133,46 @@ func RevocationProto(r *Revocation) *csv1.Revocation {
 		CreateTime: timestamppb.New(r.CreateTime), UpdateTime: timestamppb.New(r.UpdateTime)}
 }
 
-// CreateCredential records a new PENDING credential of c.ClusterID. It is idempotent on c.ID
-// (created=false returns the stored one). ErrIDInUse if the id belongs to another cluster,
-// ErrNotFound without the cluster, ErrDeleting while it is deleted, ErrClusterNotReady unless it
-// is READY or UPDATING, ErrRevoking while a revocation of the cluster runs.
-func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credential, created bool, err error) {
+// CredentialAudit is Cluster Service's own record of a credential it accepted to issue
+// (table credential_audit, append-only).
+type CredentialAudit struct {
+	ID           int64
+	At           time.Time
+	CredentialID string
+	ClusterID    string
+	// Identity is the caller's verified identity (its certificate's common name).
+	Identity string
+	// ForWhom is the SRE person (from the admin API's signed statement) or, for a customer's
+	// credential, its break-glass user name.
+	ForWhom string
+	// Kind is AuditKindCustomer, AuditKindSREReadOnly or AuditKindSREAdmin.
+	Kind            string
+	Username        string
+	ValiditySeconds int32
+	// ExpireTime is the end of the lifetime asked for, from the request's time.
+	ExpireTime time.Time
+	Reason     string
+	Approver   string
+	RequestID  string
+}
+
+// The kinds of credential in the audit record.
+const (
+	AuditKindCustomer    = "customer"
+	AuditKindSREReadOnly = "sre-read-only"
+	AuditKindSREAdmin    = "sre-admin"
+)
+
+// CreateCredential records a new PENDING credential of c.ClusterID and, in the same
+// transaction, its audit record a (CredentialID and ClusterID are c's). It is idempotent on c.ID
+// (created=false returns the stored one and writes no record). ErrIDInUse if the id belongs to
+// another cluster, ErrNotFound without the cluster, ErrDeleting while it is deleted,
+// ErrClusterNotReady unless it is READY or UPDATING, ErrRevoking while a revocation of the
+// cluster runs.
+func (s *Store) CreateCredential(ctx context.Context, c *Credential, a CredentialAudit) (_ *Credential, created bool, err error) {
+	if a.Identity == "" || a.ForWhom == "" || a.Kind == "" || a.ValiditySeconds <= 0 {
+		return nil, false, fmt.Errorf("credential %s: an audit record needs identity, for whom, kind and validity", c.ID)
+	}
 	sealedKey, err := s.sealSecret("break_glass_credentials", "private_key", c.ID, c.PrivateKey)
 	if err != nil {
 		return nil, false, err
@@ -182,12 +217,36 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credent
 			return err
 		}
 		created = true
+		if _, err := tx.Exec(ctx, `INSERT INTO credential_audit (credential_id, cluster_id, identity, for_whom, kind, username,
+			validity_seconds, expire_time, reason, approver, request_id) VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $7::int * interval '1 second', $8, $9, $10)`,
+			c.ID, c.ClusterID, a.Identity, a.ForWhom, a.Kind, a.Username, a.ValiditySeconds, a.Reason, a.Approver, a.RequestID); err != nil {
+			return fmt.Errorf("audit credential %s: %w", c.ID, err)
+		}
 		return recordCredentialEvent(ctx, tx, out)
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// CredentialAudits returns the audit records of one credential's cluster, oldest first.
+func (s *Store) CredentialAudits(ctx context.Context, clusterID string) ([]CredentialAudit, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, at, credential_id, cluster_id, identity, for_whom, kind, username, validity_seconds,
+		expire_time, reason, approver, request_id FROM credential_audit WHERE cluster_id = $1 ORDER BY id`, clusterID)
+	if err != nil {
+		return nil, fmt.Errorf("read credential audit of %s: %w", clusterID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CredentialAudit, error) {
+		var a CredentialAudit
+		err := r.Scan(&a.ID, &a.At, &a.CredentialID, &a.ClusterID, &a.Identity, &a.ForWhom, &a.Kind, &a.Username, &a.ValiditySeconds,
+			&a.ExpireTime, &a.Reason, &a.Approver, &a.RequestID)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read credential audit of %s: %w", clusterID, err)
+	}
+	return out, nil
 }
 
 // credentialClusterTx checks the cluster a credential or revocation is for and returns its
