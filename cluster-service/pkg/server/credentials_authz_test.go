@@ -178,7 +178,9 @@ func TestSRECredentialNeedsSignedStatement(t *testing.T) {
 		{"statement_for_another_person", sre, func(c string) *csv1.SignedSREStatement {
 			return sign(statement(c, cluster, func(s *csv1.SREStatement) { s.Person = "bob" }), e.statementKey, now)
 		}},
-		{"expired_statement", sre, func(c string) *csv1.SignedSREStatement { return sign(statement(c, cluster, nil), e.statementKey, now.Add(-10*time.Minute)) }},
+		{"expired_statement", sre, func(c string) *csv1.SignedSREStatement {
+			return sign(statement(c, cluster, nil), e.statementKey, now.Add(-10*time.Minute))
+		}},
 		{"statement_signed_by_another_key", sre, func(c string) *csv1.SignedSREStatement { return sign(statement(c, cluster, nil), strangerKey, now) }},
 		{"tampered_statement", sre, func(c string) *csv1.SignedSREStatement {
 			s := sign(statement(c, cluster, nil), e.statementKey, now)
