@@ -17,6 +17,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 )
 
 // BreakGlassTTL bounds the lifetime of an SRE's break-glass credential. DefaultBreakGlassTTL is
@@ -162,8 +163,13 @@ func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAc
 	if err != nil {
 		return adminapi.BreakGlassCredential{}, false, err
 	}
-	cred, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: newCredentialID(), ClusterId: cl.GetId(),
-		Sre: &csv1.SRECredential{Person: id.Person, Access: acc, ValiditySeconds: int32(ttl / time.Second), Reason: auditReason(r)}})
+	sre := &csv1.SRECredential{Person: id.Person, Access: acc, ValiditySeconds: int32(ttl / time.Second), Reason: auditReason(r)}
+	credID := newCredentialID()
+	statement, err := s.statement(r.Context(), id, credID, cl.GetId(), sre)
+	if err != nil {
+		return adminapi.BreakGlassCredential{}, false, err
+	}
+	cred, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: credID, ClusterId: cl.GetId(), Sre: sre, SreStatement: statement})
 	if err != nil {
 		return adminapi.BreakGlassCredential{}, false, upstream("request break-glass credential", cl.GetId(), err)
 	}
@@ -187,6 +193,21 @@ func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAc
 			cred.GetId(), cl.GetId(), stateName(cred.GetStatus().GetState().String()), cred.GetStatus().GetMessage())
 	}
 	return breakGlassView(cred), true, nil
+}
+
+// statement signs what the admin API vouches for: that person (of group) asked for the SRE
+// credential credID on cluster, as sre says. Cluster Service takes the person from it only.
+func (s *Server) statement(ctx context.Context, id access.Identity, credID, cluster string, sre *csv1.SRECredential) (*csv1.SignedSREStatement, error) {
+	if s.cfg.StatementKey == nil {
+		return nil, errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no SRE statement key (--sre-statement-key), so Cluster Service would refuse the credential")
+	}
+	signed, err := srestatement.Sign(s.cfg.StatementKey, &csv1.SREStatement{Person: id.Person, Group: id.Group, ClusterId: cluster, CredentialId: credID,
+		Access: sre.GetAccess(), ValiditySeconds: sre.GetValiditySeconds(), Reason: sre.GetReason(), Approver: sre.GetApprover(),
+		RequestId: requestIDFrom(ctx)}, s.cfg.Now())
+	if err != nil {
+		return nil, fmt.Errorf("sign the SRE statement of credential %s: %w", credID, err)
+	}
+	return signed, nil
 }
 
 // breakGlassView is the admin API's form of an SRE credential.

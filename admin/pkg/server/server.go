@@ -6,6 +6,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -65,6 +66,9 @@ type Config struct {
 	LogDir string
 	// Credentials may be nil: the break-glass routes then answer 503.
 	Credentials csv1.CredentialsClient
+	// StatementKey signs the statements that tell Cluster Service which SRE asked for a
+	// break-glass credential (srestatement); without it the break-glass requests answer 503.
+	StatementKey ed25519.PrivateKey
 	// BreakGlassTTL bounds SRE break-glass credentials (zero: DefaultBreakGlassTTL).
 	BreakGlassTTL BreakGlassTTL
 	// Maestro may be nil: describe then says the bundles are unavailable.
@@ -329,7 +333,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			return
 		}
 		log.Info("admin call", "person", id.Person, "group", id.Group, "target", e.Target, "reason", e.Reason, "auditId", rec.ID)
-		if err := rt.handle(sr, r.WithContext(withReason(withIdentity(r.Context(), id), e.Reason))); err != nil {
+		if err := rt.handle(sr, r.WithContext(withRequestID(withReason(withIdentity(r.Context(), id), e.Reason), requestID))); err != nil {
 			s.writeError(sr, r.WithContext(withIdentity(r.Context(), id)), err)
 		}
 		done := e
@@ -408,6 +412,18 @@ func withReason(ctx context.Context, reason string) context.Context {
 // auditReason is the reason the middleware recorded for the call.
 func auditReason(r *http.Request) string {
 	s, _ := r.Context().Value(reasonKey{}).(string)
+	return s
+}
+
+type requestIDKey struct{}
+
+func withRequestID(ctx context.Context, requestID string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, requestID)
+}
+
+// requestIDFrom is the request ID the middleware gave the call (X-Request-Id).
+func requestIDFrom(ctx context.Context) string {
+	s, _ := ctx.Value(requestIDKey{}).(string)
 	return s
 }
 
