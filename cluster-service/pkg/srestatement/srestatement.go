@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/envelope"
 )
 
 // domain separates these signatures from anything else the key might ever sign.
@@ -140,15 +141,11 @@ func writeFile(path string, b []byte, mode os.FileMode) error {
 	return nil
 }
 
-// ReadKey reads the admin API's signing key: an Ed25519 PKCS#8 PEM file that neither group nor
-// others may access (mode 0600 or stricter).
+// ReadKey reads the admin API's signing key: an Ed25519 PKCS#8 PEM file of mode 0600 or
+// stricter (or a Secret volume read through the pod's fsGroup: envelope.CheckSecretFileMode).
 func ReadKey(path string) (ed25519.PrivateKey, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("read SRE statement key: %w", err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("SRE statement key %s has mode %04o; it must not be accessible to group or others (chmod 600)", path, perm)
+	if err := envelope.CheckSecretFileMode(path); err != nil {
+		return nil, fmt.Errorf("SRE statement key: %w", err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
