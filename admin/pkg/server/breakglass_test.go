@@ -321,3 +321,32 @@ func FuzzBreakGlassRevoke(f *testing.F) {
 		}
 	})
 }
+
+// TestRevokingAPersonRevokesTheirBreakGlass: POST /admin/v1/revocations/{person} also revokes
+// the person's live break-glass credentials at Cluster Service, and says so in its answer.
+func TestRevokingAPersonRevokesTheirBreakGlass(t *testing.T) {
+	e := start(t)
+	clusterID, _, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
+
+	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
+	var bobs adminapi.BreakGlassCredential
+	if code != http.StatusCreated || json.Unmarshal(b, &bobs) != nil || bobs.State != "issued" {
+		t.Fatalf("request: %d %+v %s", code, ae, b)
+	}
+	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/revocations/bob", `{"reason":"INC-7: laptop stolen"}`)
+	if code != 200 || !strings.Contains(string(b), bobs.ID) {
+		t.Fatalf("revoke bob: %d %+v %s, want the answer to name credential %s", code, ae, b, bobs.ID)
+	}
+	c, err := e.csdb.GetCredential(context.Background(), bobs.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Status.GetState(); st != csv1.CredentialState_CREDENTIAL_STATE_REVOKING && st != csv1.CredentialState_CREDENTIAL_STATE_REVOKED {
+		t.Fatalf("bob's credential after bob was revoked: %s", st)
+	}
+}
