@@ -87,7 +87,7 @@ func TestHcpctlBreakGlass(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The region's SRE certificates name the person "sre-admin" (region.json admin.sres).
-	if leaf.Subject.CommonName != "system:customer-break-glass:sre:"+cred.Person || cred.Person == "" ||
+	if leaf.Subject.CommonName != "system:sre-break-glass:"+cred.Person || cred.Person == "" ||
 		len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != "system:masters" {
 		t.Fatalf("certificate subject %s for person %q", leaf.Subject, cred.Person)
 	}

@@ -269,7 +269,7 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Fatalf("the break-glass request form failed: %v", e)
 	}
 	issued := b.eval(`document.querySelector('#issued').innerText`).(string)
-	if !strings.Contains(issued, "system:customer-break-glass:sre:alice") || !strings.Contains(issued, "system:masters") ||
+	if !strings.Contains(issued, "system:sre-break-glass:alice") || !strings.Contains(issued, "system:masters") ||
 		!strings.Contains(b.eval(`document.querySelector('#kubeconfig').innerText`).(string), "client-certificate-data") {
 		t.Fatalf("the issued credential shows %q", issued)
 	}

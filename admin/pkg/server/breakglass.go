@@ -319,8 +319,9 @@ func parseBreakGlassRevoke(r *http.Request) (adminapi.BreakGlassRevoke, error) {
 
 // revokeBreakGlass serves POST /admin/v1/breakglass-revoke {"credential"|"person","reason"}.
 // HyperShift's break-glass signer cannot revoke one certificate: Cluster Service rotates the
-// cluster's signer, which revokes every break-glass credential of that cluster issued so far,
-// the customer's included (docs/sre.md#break-glass says so). One revocation per cluster.
+// cluster's SRE break-glass signer, which revokes every SRE credential of that cluster issued so
+// far; the customer's credentials have their own signer and are untouched
+// (docs/sre.md#break-glass). One revocation per cluster.
 func (s *Server) revokeBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err := knownParams(r); err != nil {
 		return err
@@ -376,7 +377,7 @@ func (s *Server) revokeBreakGlassCredentials(ctx context.Context, body adminapi.
 		byCluster[c.GetClusterId()] = append(byCluster[c.GetClusterId()], c.GetId())
 	}
 	for _, cluster := range order {
-		rev, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: newCredentialID(), ClusterId: cluster})
+		rev, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: newCredentialID(), ClusterId: cluster, Sre: true})
 		if err != nil {
 			return out, upstream("revoke break-glass credentials", cluster, err)
 		}

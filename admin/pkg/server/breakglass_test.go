@@ -159,7 +159,7 @@ func TestBreakGlass(t *testing.T) {
 				t.Fatal(err)
 			}
 			leaf, _ := x509.ParseCertificate(pair.Certificate[0])
-			wantCN := "system:customer-break-glass:sre:" + tc.who
+			wantCN := "system:sre-break-glass:" + tc.who
 			if leaf.Subject.CommonName != wantCN || len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != tc.group {
 				t.Fatalf("subject %s, want CN=%s O=%s", leaf.Subject, wantCN, tc.group)
 			}

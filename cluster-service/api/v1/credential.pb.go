@@ -322,7 +322,7 @@ func (x *Credential) GetSre() *SRECredential {
 type SRECredential struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// person is the SRE (their admin certificate's common name); the certificate's common name
-	// is system:customer-break-glass:sre:<person>, so the hosted cluster's audit log names them.
+	// is system:sre-break-glass:<person> (the SRE signer's), so the hosted cluster's audit log names them.
 	Person string    `protobuf:"bytes,1,opt,name=person,proto3" json:"person,omitempty"`
 	Access SREAccess `protobuf:"varint,2,opt,name=access,proto3,enum=openhcp.clusterservice.v1.SREAccess" json:"access,omitempty"`
 	// validity_seconds is the certificate lifetime asked of the signer.
@@ -515,12 +515,15 @@ func (x *CredentialStatus) GetConditions() []*Condition {
 type Revocation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is chosen by the caller (lowercase, 32 chars of [0-9a-v]).
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	ClusterId     string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	Status        *RevocationStatus      `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
-	Revision      int64                  `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ClusterId  string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Status     *RevocationStatus      `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Revision   int64                  `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// sre: the revocation rotates the cluster's SRE break-glass signer and revokes the SRE
+	// credentials only; false: the customer signer and the customer's credentials only.
+	Sre           bool `protobuf:"varint,7,opt,name=sre,proto3" json:"sre,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -595,6 +598,13 @@ func (x *Revocation) GetUpdateTime() *timestamppb.Timestamp {
 		return x.UpdateTime
 	}
 	return nil
+}
+
+func (x *Revocation) GetSre() bool {
+	if x != nil {
+		return x.Sre
+	}
+	return false
 }
 
 type RevocationStatus struct {
@@ -1114,9 +1124,13 @@ func (x *ListCredentialsResponse) GetCredentials() []*Credential {
 }
 
 type RevokeCredentialsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	ClusterId     string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ClusterId string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// sre revokes the cluster's SRE credentials (the sre identity only); without it, the
+	// customer's (the frontend only). Each kind has its own signer, so revoking one never
+	// touches the other.
+	Sre           bool `protobuf:"varint,3,opt,name=sre,proto3" json:"sre,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1163,6 +1177,13 @@ func (x *RevokeCredentialsRequest) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+func (x *RevokeCredentialsRequest) GetSre() bool {
+	if x != nil {
+		return x.Sre
+	}
+	return false
 }
 
 type GetRevocationRequest struct {
@@ -1392,7 +1413,7 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\rrevocation_id\x18\b \x01(\tR\frevocationId\x12D\n" +
 	"\n" +
 	"conditions\x18\t \x03(\v2$.openhcp.clusterservice.v1.ConditionR\n" +
-	"conditions\"\x96\x02\n" +
+	"conditions\"\xa8\x02\n" +
 	"\n" +
 	"Revocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
@@ -1403,7 +1424,8 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xc5\x02\n" +
+	"updateTime\x12\x10\n" +
+	"\x03sre\x18\a \x01(\bR\x03sre\"\xc5\x02\n" +
 	"\x10RevocationStatus\x12@\n" +
 	"\x05state\x18\x01 \x01(\x0e2*.openhcp.clusterservice.v1.RevocationStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -1450,11 +1472,12 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\bsre_only\x18\x02 \x01(\bR\asreOnly\x12\x16\n" +
 	"\x06person\x18\x03 \x01(\tR\x06person\"b\n" +
 	"\x17ListCredentialsResponse\x12G\n" +
-	"\vcredentials\x18\x01 \x03(\v2%.openhcp.clusterservice.v1.CredentialR\vcredentials\"I\n" +
+	"\vcredentials\x18\x01 \x03(\v2%.openhcp.clusterservice.v1.CredentialR\vcredentials\"[\n" +
 	"\x18RevokeCredentialsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x02 \x01(\tR\tclusterId\"&\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12\x10\n" +
+	"\x03sre\x18\x03 \x01(\bR\x03sre\"&\n" +
 	"\x14GetRevocationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"@\n" +
 	"\x17WatchCredentialsRequest\x12%\n" +

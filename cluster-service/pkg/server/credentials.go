@@ -210,12 +210,19 @@ func (s credentials) RevokeCredentials(ctx context.Context, req *csv1.RevokeCred
 	if len(v) > 0 {
 		return nil, v.err()
 	}
-	r, created, err := s.st.CreateRevocation(ctx, &store.Revocation{ID: req.GetId(), ClusterID: req.GetClusterId()})
+	// Each identity revokes the kind of credential it owns, through that kind's own signer.
+	if caller, ok := authz.Caller(ctx); ok && !authz.MaySeeCredential(caller, req.GetSre()) {
+		return nil, status.Errorf(codes.PermissionDenied, "%s may not revoke this kind of credential (sre: %t)", caller, req.GetSre())
+	}
+	r, created, err := s.st.CreateRevocation(ctx, &store.Revocation{ID: req.GetId(), ClusterID: req.GetClusterId(), SRE: req.GetSre()})
 	if err != nil {
 		return nil, s.credentialStatus(ctx, "revoke credentials", err)
 	}
+	if r.SRE != req.GetSre() {
+		return nil, status.Errorf(codes.AlreadyExists, "revocation %s revokes the other kind of credential", r.ID)
+	}
 	if created {
-		LoggerFrom(ctx).Info("break-glass credentials revocation started", "revocation_id", r.ID, "cluster_id", r.ClusterID, "revision", r.Revision)
+		LoggerFrom(ctx).Info("break-glass credentials revocation started", "revocation_id", r.ID, "cluster_id", r.ClusterID, "sre", r.SRE, "revision", r.Revision)
 	}
 	return store.RevocationProto(r), nil
 }
@@ -228,6 +235,9 @@ func (s credentials) GetRevocation(ctx context.Context, req *csv1.GetRevocationR
 		return nil, v.err()
 	}
 	r, err := s.st.GetRevocation(ctx, req.GetId())
+	if caller, ok := authz.Caller(ctx); err == nil && ok && !authz.MaySeeCredential(caller, r.SRE) {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		return nil, s.toStatus(ctx, "get revocation", err)
 	}

@@ -215,7 +215,7 @@ func TestSRECredentialNeedsSignedStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.GetStatus().GetUsername() != "system:customer-break-glass:sre:alice" || c.GetSre().GetPerson() != "alice" {
+		if c.GetStatus().GetUsername() != "system:sre-break-glass:alice" || c.GetSre().GetPerson() != "alice" {
 			t.Fatalf("credential %v", c)
 		}
 		// The same statement again is the same request: the same credential, no second record.
@@ -326,4 +326,90 @@ func TestCredentialKindsPerIdentity(t *testing.T) {
 			t.Errorf("%s lists %v with %v, want %v", tc.identity, got, tc.req, tc.want)
 		}
 	}
+}
+
+// TestRevocationsAreSeparatePerKind: the frontend revokes the customer's credentials and the sre
+// identity the SRE credentials, each through its own signer; a revocation of one kind leaves the
+// other kind's credentials as they were and does not block new ones of the other kind.
+func TestRevocationsAreSeparatePerKind(t *testing.T) {
+	e := startMTLS(t)
+	ctx := context.Background()
+	cluster := e.readyCluster(t, 1)
+	requestSRE := func(t *testing.T, credID string) error {
+		sre := &csv1.SRECredential{Person: "alice", Access: csv1.SREAccess_SRE_ACCESS_READ_ONLY, ValiditySeconds: 3600, Reason: "look"}
+		signed, err := srestatement.Sign(e.statementKey, &csv1.SREStatement{Person: "alice", ClusterId: cluster, CredentialId: credID,
+			Access: sre.Access, ValiditySeconds: sre.ValiditySeconds, Reason: sre.Reason}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.creds(pki.SRE).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: credID, ClusterId: cluster, Sre: sre, SreStatement: signed})
+		return err
+	}
+	customerID, sreID := id(20), id(21)
+	if _, err := e.creds(pki.Frontend).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: customerID, ClusterId: cluster}); err != nil {
+		t.Fatal(err)
+	}
+	if err := requestSRE(t, sreID); err != nil {
+		t.Fatal(err)
+	}
+	state := func(credID string) csv1.CredentialState {
+		c, err := e.st.GetCredential(ctx, credID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Status.GetState()
+	}
+	for _, tc := range []struct {
+		name, identity string
+		sre            bool
+	}{
+		{"frontend_may_not_revoke_sre_credentials", pki.Frontend, true},
+		{"sre_may_not_revoke_customer_credentials", pki.SRE, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.creds(tc.identity).RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: id(30), ClusterId: cluster, Sre: tc.sre})
+			if status.Code(err) != codes.PermissionDenied {
+				t.Fatalf("err = %v, want PermissionDenied", err)
+			}
+		})
+	}
+	t.Run("revoking_sre_keeps_customer", func(t *testing.T) {
+		rev, err := e.creds(pki.SRE).RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: id(31), ClusterId: cluster, Sre: true})
+		if err != nil || !rev.GetSre() {
+			t.Fatalf("revoke: %v %v", rev, err)
+		}
+		if got := state(sreID); got != csv1.CredentialState_CREDENTIAL_STATE_REVOKING {
+			t.Errorf("SRE credential %s, want REVOKING", got)
+		}
+		if got := state(customerID); got != csv1.CredentialState_CREDENTIAL_STATE_PENDING {
+			t.Errorf("customer credential %s, want PENDING (untouched)", got)
+		}
+		// The customer's signer is not rotating: the customer may still ask for credentials.
+		if _, err := e.creds(pki.Frontend).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: id(22), ClusterId: cluster}); err != nil {
+			t.Errorf("customer credential during an SRE revocation: %v", err)
+		}
+		if err := requestSRE(t, id(23)); status.Code(err) != codes.FailedPrecondition {
+			t.Errorf("SRE credential during an SRE revocation: %v, want FailedPrecondition", err)
+		}
+		if _, err := e.creds(pki.Frontend).GetRevocation(ctx, &csv1.GetRevocationRequest{Id: id(31)}); status.Code(err) != codes.NotFound {
+			t.Errorf("frontend reads the SRE revocation: %v, want NotFound", err)
+		}
+	})
+	t.Run("revoking_customer_keeps_sre", func(t *testing.T) {
+		if _, err := e.creds(pki.Frontend).RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: id(32), ClusterId: cluster}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{customerID, id(22)} {
+			if got := state(c); got != csv1.CredentialState_CREDENTIAL_STATE_REVOKING {
+				t.Errorf("customer credential %s: %s, want REVOKING", c, got)
+			}
+		}
+		if got := state(sreID); got != csv1.CredentialState_CREDENTIAL_STATE_REVOKING {
+			t.Errorf("SRE credential %s, want still REVOKING by the SRE revocation", got)
+		}
+		c, _ := e.st.GetCredential(ctx, sreID)
+		if c.Status.GetRevocationId() != id(31) {
+			t.Errorf("SRE credential revoked by %s, want the SRE revocation %s", c.Status.GetRevocationId(), id(31))
+		}
+	})
 }
