@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/internal/pgserver"
@@ -104,6 +105,9 @@ func (r *Region) prepareAdminDatabase(ctx context.Context, pg *pgserver.Server) 
 	err = audit.Install(ctx, conn, adminRole)
 	if err == nil {
 		err = revocation.Install(ctx, conn, adminRole)
+	}
+	if err == nil {
+		err = approval.Install(ctx, conn, adminRole)
 	}
 	conn.Close(ctx)
 	if err != nil {

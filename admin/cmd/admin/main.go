@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/mgmtclusters"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
@@ -86,6 +87,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.breakGlassTTL.Min, "breakglass-ttl-min", ttl.Min, "shortest SRE break-glass credential lifetime")
 	fs.DurationVar(&o.breakGlassTTL.Max, "breakglass-ttl-max", ttl.Max, "longest SRE break-glass credential lifetime")
 	fs.DurationVar(&o.breakGlassTTL.Default, "breakglass-ttl-default", ttl.Default, "SRE break-glass credential lifetime when the request names none")
+	fs.DurationVar(&o.breakGlassTTL.ReadOnlyMax, "breakglass-ttl-read-only-max", ttl.ReadOnlyMax, "longest read-only SRE break-glass credential lifetime (read-only needs no approval, so it is kept short)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -130,7 +132,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, fmt.Errorf("invalid value %s for --timeout: must be positive", o.timeout)
 	}
 	if err := o.breakGlassTTL.Validate(); err != nil {
-		return nil, fmt.Errorf("--breakglass-ttl-min/max/default: %w", err)
+		return nil, fmt.Errorf("--breakglass-ttl-min/max/default/read-only-max: %w", err)
 	}
 	if _, err := svcmain.Level(o.logLevel); err != nil {
 		return nil, err
@@ -177,6 +179,10 @@ func run(o *options) error {
 	if err := revocations.Check(openCtx); err != nil {
 		return fmt.Errorf("--audit-db-dsn: %w", err)
 	}
+	approvals := approval.New(auditLog.Pool())
+	if err := approvals.Check(openCtx); err != nil {
+		return fmt.Errorf("--audit-db-dsn: %w", err)
+	}
 	st, err := postgres.Open(openCtx, o.storeDSN, postgres.Options{ReadOnly: true, Logger: log})
 	if err != nil {
 		return fmt.Errorf("--db-dsn: %w", err)
@@ -193,7 +199,7 @@ func run(o *options) error {
 		Audit: auditLog, Revocations: revocations, Store: st,
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
-		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL, StatementKey: statementKey,
+		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL, StatementKey: statementKey, Approvals: approvals,
 		Logger: log, Timeout: o.timeout, LogDir: o.logDir,
 	}
 	if len(o.mgmtKubeconfigs) > 0 {

@@ -22,14 +22,16 @@ import (
 
 // BreakGlassTTL bounds the lifetime of an SRE's break-glass credential. DefaultBreakGlassTTL is
 // the one owner of its defaults; the admin command's --breakglass-ttl-* flags override them.
+// ReadOnlyMax bounds read-only credentials, which need no approval, more tightly.
 type BreakGlassTTL struct {
-	Min, Max, Default time.Duration
+	Min, Max, Default, ReadOnlyMax time.Duration
 }
 
 // DefaultBreakGlassTTL: at least 10 minutes (the least a Kubernetes CSR may ask for), at most
-// one 8-hour shift, 1 hour unless asked.
+// one 8-hour shift for an approved admin credential and 1 hour for a read-only one, 1 hour
+// unless asked.
 func DefaultBreakGlassTTL() BreakGlassTTL {
-	return BreakGlassTTL{Min: 10 * time.Minute, Max: 8 * time.Hour, Default: time.Hour}
+	return BreakGlassTTL{Min: 10 * time.Minute, Max: 8 * time.Hour, Default: time.Hour, ReadOnlyMax: time.Hour}
 }
 
 // Validate checks the bounds themselves (a misconfiguration, reported at start).
@@ -43,6 +45,8 @@ func (b BreakGlassTTL) Validate() error {
 		return fmt.Errorf("break-glass TTL default %s is outside %s..%s", b.Default, b.Min, b.Max)
 	case b.Max > 1<<31*time.Second:
 		return fmt.Errorf("break-glass TTL maximum %s does not fit a CSR's expirationSeconds", b.Max)
+	case b.ReadOnlyMax < b.Min || b.ReadOnlyMax > b.Max:
+		return fmt.Errorf("break-glass read-only TTL maximum %s is outside %s..%s", b.ReadOnlyMax, b.Min, b.Max)
 	}
 	return nil
 }
@@ -90,14 +94,18 @@ func breakGlassFields(body adminapi.BreakGlassRequest, bounds BreakGlassTTL) (cs
 	if !ok {
 		return 0, "", 0, badRequest("access", "access must be %q or %q, got %q", adminapi.AccessReadOnly, adminapi.AccessAdmin, body.Access)
 	}
-	ttl := bounds.Default
+	ttl, max := bounds.Default, bounds.Max
+	if acc.cs == csv1.SREAccess_SRE_ACCESS_READ_ONLY {
+		// Read-only needs no second SRE, so it is kept short.
+		ttl, max = min(ttl, bounds.ReadOnlyMax), bounds.ReadOnlyMax
+	}
 	if body.TTL != "" {
 		d, err := time.ParseDuration(body.TTL)
 		if err != nil {
 			return 0, "", 0, badRequest("ttl", "ttl must be a duration such as \"30m\" or \"2h\", got %q", body.TTL)
 		}
-		if d < bounds.Min || d > bounds.Max {
-			return 0, "", 0, badRequest("ttl", "ttl %s is outside the allowed %s to %s", d, bounds.Min, bounds.Max)
+		if d < bounds.Min || d > max {
+			return 0, "", 0, badRequest("ttl", "ttl %s is outside the allowed %s to %s for %s access", d, bounds.Min, max, body.Access)
 		}
 		if d%time.Second != 0 {
 			return 0, "", 0, badRequest("ttl", "ttl must be whole seconds, got %s", d)
@@ -137,6 +145,15 @@ func (s *Server) requestBreakGlass(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	// Admin access waits for a second sre-admin (approvals.go); read-only is issued at once.
+	if acc == csv1.SREAccess_SRE_ACCESS_ADMIN {
+		req, err := s.requestAdminBreakGlass(r, r.PathValue("id"), perm, ttl)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusAccepted, req)
+		return nil
+	}
 	cred, issued, err := s.issueBreakGlass(r, r.PathValue("id"), acc, perm, ttl)
 	if err != nil {
 		return err
@@ -157,6 +174,10 @@ func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAc
 		return adminapi.BreakGlassCredential{}, false, errorf(http.StatusForbidden, adminapi.CodeForbidden, "access",
 			"group %s may not request %s break-glass credentials (needs %s)", id.Group, accessName(acc), perm)
 	}
+	if acc != csv1.SREAccess_SRE_ACCESS_READ_ONLY {
+		// Admin access is issued only through a second SRE's approval (approveBreakGlass).
+		return adminapi.BreakGlassCredential{}, false, fmt.Errorf("issue %s break-glass without approval: refused", accessName(acc))
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	cl, _, err := s.findCluster(ctx, cluster)
@@ -173,13 +194,19 @@ func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAc
 	if err != nil {
 		return adminapi.BreakGlassCredential{}, false, upstream("request break-glass credential", cl.GetId(), err)
 	}
+	return s.waitIssued(ctx, cred, true)
+}
+
+// waitIssued polls cred until the management cluster signed it (with its kubeconfig when
+// kubeconfig); issued is false when it was not signed within ctx.
+func (s *Server) waitIssued(ctx context.Context, cred *csv1.Credential, kubeconfig bool) (_ adminapi.BreakGlassCredential, issued bool, _ error) {
 	for cred.GetStatus().GetState() == csv1.CredentialState_CREDENTIAL_STATE_PENDING {
 		select {
 		case <-ctx.Done():
 			return breakGlassView(cred), false, nil
 		case <-time.After(issuePoll):
 		}
-		got, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: cred.GetId(), IncludeKubeconfig: true})
+		got, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: cred.GetId(), IncludeKubeconfig: kubeconfig})
 		if status.Code(err) == codes.DeadlineExceeded || ctx.Err() != nil {
 			return breakGlassView(cred), false, nil
 		}
@@ -190,7 +217,7 @@ func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAc
 	}
 	if cred.GetStatus().GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED {
 		return adminapi.BreakGlassCredential{}, false, errorf(http.StatusConflict, "CredentialNotIssued", cred.GetId(), "credential %s on cluster %s was not issued: %s %s",
-			cred.GetId(), cl.GetId(), stateName(cred.GetStatus().GetState().String()), cred.GetStatus().GetMessage())
+			cred.GetId(), cred.GetClusterId(), stateName(cred.GetStatus().GetState().String()), cred.GetStatus().GetMessage())
 	}
 	return breakGlassView(cred), true, nil
 }
@@ -215,7 +242,7 @@ func breakGlassView(c *csv1.Credential) adminapi.BreakGlassCredential {
 	st := c.GetStatus()
 	out := adminapi.BreakGlassCredential{ID: c.GetId(), ClusterID: c.GetClusterId(), Person: c.GetSre().GetPerson(),
 		Access: accessName(c.GetSre().GetAccess()), Username: st.GetUsername(), State: stateName(st.GetState().String()),
-		Message: st.GetMessage(), TTLSeconds: c.GetSre().GetValiditySeconds(), Reason: c.GetSre().GetReason(),
+		Message: st.GetMessage(), TTLSeconds: c.GetSre().GetValiditySeconds(), Reason: c.GetSre().GetReason(), Approver: c.GetSre().GetApprover(),
 		CreateTime: c.GetCreateTime().AsTime(), Kubeconfig: c.GetKubeconfig()}
 	out.Group = breakglass.SREGroups[c.GetSre().GetAccess()]
 	if st.GetExpirationTime() != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -69,6 +70,9 @@ type Config struct {
 	// StatementKey signs the statements that tell Cluster Service which SRE asked for a
 	// break-glass credential (srestatement); without it the break-glass requests answer 503.
 	StatementKey ed25519.PrivateKey
+	// Approvals holds admin break-glass requests until a second sre-admin approves them; nil:
+	// admin break-glass requests answer 503.
+	Approvals Approvals
 	// BreakGlassTTL bounds SRE break-glass credentials (zero: DefaultBreakGlassTTL).
 	BreakGlassTTL BreakGlassTTL
 	// Maestro may be nil: describe then says the bundles are unavailable.
@@ -81,6 +85,14 @@ type Config struct {
 	Timeout time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+}
+
+// Approvals is the two-person rule's store (approval.Store).
+type Approvals interface {
+	Add(ctx context.Context, r approval.Request) (approval.Request, error)
+	Get(ctx context.Context, id string) (approval.Request, error)
+	Pending(ctx context.Context, now time.Time) ([]approval.Request, error)
+	Approve(ctx context.Context, id string, a approval.Approval, now time.Time) (approval.Request, error)
 }
 
 // Server serves the admin API.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -74,6 +75,9 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	if err := revocation.Install(ctx, su, "adminsvc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := approval.Install(ctx, su, "adminsvc"); err != nil {
 		t.Fatal(err)
 	}
 	su.Close(ctx)
@@ -147,17 +151,21 @@ func start(t *testing.T) *env {
 	}
 
 	logDir := t.TempDir()
+	approvals := approval.New(log.Pool())
+	if err := approvals.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
 	revs := revocation.New(log.Pool())
 	if err := revs.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := New(Config{Audit: log, Revocations: revs, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn), LogDir: logDir,
-		Credentials: csv1.NewCredentialsClient(conn), StatementKey: statementKey})
+		Credentials: csv1.NewCredentialsClient(conn), StatementKey: statementKey, Approvals: approvals})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, group := range map[string]string{"alice": access.GroupAdmin, "bob": access.GroupReadOnly, "mallory": "sre-wannabe"} {
+	for name, group := range map[string]string{"alice": access.GroupAdmin, "bob": access.GroupReadOnly, "carol": access.GroupAdmin, "mallory": "sre-wannabe"} {
 		if err := p.Add(name, pki.Spec{CommonName: name, Organization: []string{group}, Usage: pki.Client}, true); err != nil {
 			t.Fatal(err)
 		}
