@@ -262,6 +262,9 @@ func TestBreakGlassTTLBounds(t *testing.T) {
 		{"min_below_csr_least", BreakGlassTTL{Min: time.Minute, Max: time.Hour, Default: 30 * time.Minute}, false},
 		{"max_below_min", BreakGlassTTL{Min: time.Hour, Max: 30 * time.Minute, Default: time.Hour}, false},
 		{"default_outside", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 2 * time.Hour}, false},
+		{"read_only_max_above_max", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 30 * time.Minute, ReadOnlyMax: 2 * time.Hour}, false},
+		{"read_only_max_below_min", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 30 * time.Minute, ReadOnlyMax: time.Minute}, false},
+		{"read_only_max_within", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 30 * time.Minute, ReadOnlyMax: 20 * time.Minute}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.b.Validate(); (err == nil) != tc.ok {

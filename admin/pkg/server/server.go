@@ -119,6 +119,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.BreakGlassTTL == (BreakGlassTTL{}) {
 		cfg.BreakGlassTTL = DefaultBreakGlassTTL()
 	}
+	if cfg.BreakGlassTTL.ReadOnlyMax == 0 {
+		cfg.BreakGlassTTL.ReadOnlyMax = min(DefaultBreakGlassTTL().ReadOnlyMax, cfg.BreakGlassTTL.Max)
+	}
 	if err := cfg.BreakGlassTTL.Validate(); err != nil {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
