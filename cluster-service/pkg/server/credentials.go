@@ -254,13 +254,20 @@ func (s credentials) credentialStatus(ctx context.Context, op string, err error)
 
 // WatchCredentials implements csv1.CredentialsServer. The event log holds the latest state of
 // every credential and revocation and nothing is ever deleted, so a replay from 0 is the
-// snapshot and no revision is ever out of range.
+// snapshot and no revision is ever out of range. An event of a kind the caller does not own
+// (authz.CredentialKinds) is sent as a BOOKMARK at its revision: the caller learns nothing of
+// it, and its revisions and paging stay whole.
 func (s credentials) WatchCredentials(req *csv1.WatchCredentialsRequest, stream grpc.ServerStreamingServer[csv1.CredentialEvent]) error {
+	caller, identified := authz.Caller(stream.Context())
 	return serveWatch(s.Server, req.GetSinceRevision(), stream, watchLog[*csv1.CredentialEvent]{
 		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.CredentialEvent, error) {
 			evs, err := s.st.CredentialEventsAfter(ctx, after, limit)
 			now := s.cfg.Now()
 			return messages(evs, func(ev store.CredentialEvent) *csv1.CredentialEvent {
+				sre := ev.Credential.GetSRE() != nil || (ev.Revocation != nil && ev.Revocation.SRE)
+				if identified && !authz.MaySeeCredential(caller, sre) {
+					return &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: ev.Revision}
+				}
 				out := &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ev.Revision}
 				if ev.Credential != nil {
 					out.Object = &csv1.CredentialEvent_Credential{Credential: store.CredentialProto(ev.Credential, now)}

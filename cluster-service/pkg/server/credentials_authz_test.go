@@ -305,6 +305,37 @@ func TestCredentialKindsPerIdentity(t *testing.T) {
 			})
 		}
 	}
+	t.Run("backend_watch_carries_no_sre_credential", func(t *testing.T) {
+		sreCred, err := e.st.GetCredential(ctx, sreID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		w, err := e.creds(pki.Backend).WatchCredentials(wctx, &csv1.WatchCredentialsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sawCustomer := false
+		for {
+			ev, err := w.Recv()
+			if err != nil {
+				t.Fatalf("watch: %v", err)
+			}
+			if c := ev.GetCredential(); c != nil {
+				if c.GetSre() != nil || c.GetId() == sreID {
+					t.Fatalf("the backend's watch carries the SRE credential %v", c)
+				}
+				sawCustomer = sawCustomer || c.GetId() == customerID
+			}
+			if ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK && ev.GetRevision() >= sreCred.Revision {
+				break
+			}
+		}
+		if !sawCustomer {
+			t.Fatal("the backend's watch did not carry the customer's credential")
+		}
+	})
 	for _, tc := range []struct {
 		identity string
 		req      *csv1.ListCredentialsRequest

@@ -46,6 +46,14 @@ type Credential struct {
 	UpdateTime time.Time
 }
 
+// GetSRE is c's SRE record, nil for a customer's credential or a nil c.
+func (c *Credential) GetSRE() *csv1.SRECredential {
+	if c == nil {
+		return nil
+	}
+	return c.SRE
+}
+
 // Revocation is a stored revocation of one kind of break-glass credentials of a cluster.
 type Revocation struct {
 	ID        string
