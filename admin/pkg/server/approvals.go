@@ -119,7 +119,7 @@ func (s *Server) approveBreakGlass(w http.ResponseWriter, r *http.Request) error
 	}
 	s.cfg.Logger.Info("admin break-glass approved and requested", "requestId", requestIDFrom(r.Context()), "credential_id", req.ID,
 		"cluster_id", req.ClusterID, "person", req.Person, "approver", approver.Person)
-	view, issued, err := s.waitIssued(ctx, cred, false)
+	view, issued, err := s.waitIssued(ctx, cred, nil)
 	if err != nil {
 		return err
 	}
@@ -154,7 +154,13 @@ func (s *Server) collectBreakGlass(w http.ResponseWriter, r *http.Request) error
 		writeJSON(w, http.StatusAccepted, requestView(req))
 		return nil
 	}
-	cred, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: req.ID, IncludeKubeconfig: true})
+	sre := &csv1.SRECredential{Person: req.Person, Access: csv1.SREAccess_SRE_ACCESS_ADMIN, ValiditySeconds: req.TTLSeconds, Reason: req.Reason,
+		Approver: req.Approval.Approver}
+	statement, err := s.statement(r.Context(), access.Identity{Person: req.Person, Group: req.Group}, req.ID, req.ClusterID, sre)
+	if err != nil {
+		return err
+	}
+	cred, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: req.ID, IncludeKubeconfig: true, SreStatement: statement})
 	if err != nil {
 		return upstream("get break-glass credential", req.ID, err)
 	}

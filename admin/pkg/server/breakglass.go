@@ -194,19 +194,28 @@ func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAc
 	if err != nil {
 		return adminapi.BreakGlassCredential{}, false, upstream("request break-glass credential", cl.GetId(), err)
 	}
-	return s.waitIssued(ctx, cred, true)
+	return s.waitIssued(ctx, cred, func() (*csv1.SignedSREStatement, error) { return s.statement(r.Context(), id, credID, cl.GetId(), sre) })
 }
 
-// waitIssued polls cred until the management cluster signed it (with its kubeconfig when
-// kubeconfig); issued is false when it was not signed within ctx.
-func (s *Server) waitIssued(ctx context.Context, cred *csv1.Credential, kubeconfig bool) (_ adminapi.BreakGlassCredential, issued bool, _ error) {
+// waitIssued polls cred until the management cluster signed it; issued is false when it was not
+// signed within ctx. With statement (a fresh signed statement for the credential, which Cluster
+// Service demands for an SRE's kubeconfig) the answer carries the kubeconfig.
+func (s *Server) waitIssued(ctx context.Context, cred *csv1.Credential, statement func() (*csv1.SignedSREStatement, error)) (_ adminapi.BreakGlassCredential, issued bool, _ error) {
 	for cred.GetStatus().GetState() == csv1.CredentialState_CREDENTIAL_STATE_PENDING {
 		select {
 		case <-ctx.Done():
 			return breakGlassView(cred), false, nil
 		case <-time.After(issuePoll):
 		}
-		got, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: cred.GetId(), IncludeKubeconfig: kubeconfig})
+		get := &csv1.GetCredentialRequest{Id: cred.GetId()}
+		if statement != nil {
+			signed, err := statement()
+			if err != nil {
+				return adminapi.BreakGlassCredential{}, false, err
+			}
+			get.SreStatement, get.IncludeKubeconfig = signed, true
+		}
+		got, err := s.cfg.Credentials.GetCredential(ctx, get)
 		if status.Code(err) == codes.DeadlineExceeded || ctx.Err() != nil {
 			return breakGlassView(cred), false, nil
 		}

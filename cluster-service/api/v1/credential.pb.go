@@ -969,8 +969,13 @@ type GetCredentialRequest struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Id                string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	IncludeKubeconfig bool                   `protobuf:"varint,2,opt,name=include_kubeconfig,json=includeKubeconfig,proto3" json:"include_kubeconfig,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// sre_statement is required with include_kubeconfig for an SRE credential: the admin API's
+	// signed statement for this credential (as for RequestCredential), so the sre identity alone
+	// cannot read an SRE's kubeconfig. Missing or not matching the stored credential:
+	// PermissionDenied.
+	SreStatement  *SignedSREStatement `protobuf:"bytes,3,opt,name=sre_statement,json=sreStatement,proto3" json:"sre_statement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetCredentialRequest) Reset() {
@@ -1015,6 +1020,13 @@ func (x *GetCredentialRequest) GetIncludeKubeconfig() bool {
 		return x.IncludeKubeconfig
 	}
 	return false
+}
+
+func (x *GetCredentialRequest) GetSreStatement() *SignedSREStatement {
+	if x != nil {
+		return x.SreStatement
+	}
+	return nil
 }
 
 type ListCredentialsRequest struct {
@@ -1462,10 +1474,11 @@ const file_v1_credential_proto_rawDesc = "" +
 	"request_id\x18\v \x01(\tR\trequestId\"P\n" +
 	"\x12SignedSREStatement\x12\x1c\n" +
 	"\tstatement\x18\x01 \x01(\fR\tstatement\x12\x1c\n" +
-	"\tsignature\x18\x02 \x01(\fR\tsignature\"U\n" +
+	"\tsignature\x18\x02 \x01(\fR\tsignature\"\xa9\x01\n" +
 	"\x14GetCredentialRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
-	"\x12include_kubeconfig\x18\x02 \x01(\bR\x11includeKubeconfig\"j\n" +
+	"\x12include_kubeconfig\x18\x02 \x01(\bR\x11includeKubeconfig\x12R\n" +
+	"\rsre_statement\x18\x03 \x01(\v2-.openhcp.clusterservice.v1.SignedSREStatementR\fsreStatement\"j\n" +
 	"\x16ListCredentialsRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x19\n" +
@@ -1576,27 +1589,28 @@ var file_v1_credential_proto_depIdxs = []int32{
 	1,  // 18: openhcp.clusterservice.v1.SREStatement.access:type_name -> openhcp.clusterservice.v1.SREAccess
 	18, // 19: openhcp.clusterservice.v1.SREStatement.issue_time:type_name -> google.protobuf.Timestamp
 	18, // 20: openhcp.clusterservice.v1.SREStatement.expire_time:type_name -> google.protobuf.Timestamp
-	3,  // 21: openhcp.clusterservice.v1.ListCredentialsResponse.credentials:type_name -> openhcp.clusterservice.v1.Credential
-	20, // 22: openhcp.clusterservice.v1.CredentialEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	3,  // 23: openhcp.clusterservice.v1.CredentialEvent.credential:type_name -> openhcp.clusterservice.v1.Credential
-	6,  // 24: openhcp.clusterservice.v1.CredentialEvent.revocation:type_name -> openhcp.clusterservice.v1.Revocation
-	8,  // 25: openhcp.clusterservice.v1.Credentials.RequestCredential:input_type -> openhcp.clusterservice.v1.RequestCredentialRequest
-	11, // 26: openhcp.clusterservice.v1.Credentials.GetCredential:input_type -> openhcp.clusterservice.v1.GetCredentialRequest
-	12, // 27: openhcp.clusterservice.v1.Credentials.ListCredentials:input_type -> openhcp.clusterservice.v1.ListCredentialsRequest
-	14, // 28: openhcp.clusterservice.v1.Credentials.RevokeCredentials:input_type -> openhcp.clusterservice.v1.RevokeCredentialsRequest
-	15, // 29: openhcp.clusterservice.v1.Credentials.GetRevocation:input_type -> openhcp.clusterservice.v1.GetRevocationRequest
-	16, // 30: openhcp.clusterservice.v1.Credentials.WatchCredentials:input_type -> openhcp.clusterservice.v1.WatchCredentialsRequest
-	3,  // 31: openhcp.clusterservice.v1.Credentials.RequestCredential:output_type -> openhcp.clusterservice.v1.Credential
-	3,  // 32: openhcp.clusterservice.v1.Credentials.GetCredential:output_type -> openhcp.clusterservice.v1.Credential
-	13, // 33: openhcp.clusterservice.v1.Credentials.ListCredentials:output_type -> openhcp.clusterservice.v1.ListCredentialsResponse
-	6,  // 34: openhcp.clusterservice.v1.Credentials.RevokeCredentials:output_type -> openhcp.clusterservice.v1.Revocation
-	6,  // 35: openhcp.clusterservice.v1.Credentials.GetRevocation:output_type -> openhcp.clusterservice.v1.Revocation
-	17, // 36: openhcp.clusterservice.v1.Credentials.WatchCredentials:output_type -> openhcp.clusterservice.v1.CredentialEvent
-	31, // [31:37] is the sub-list for method output_type
-	25, // [25:31] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	10, // 21: openhcp.clusterservice.v1.GetCredentialRequest.sre_statement:type_name -> openhcp.clusterservice.v1.SignedSREStatement
+	3,  // 22: openhcp.clusterservice.v1.ListCredentialsResponse.credentials:type_name -> openhcp.clusterservice.v1.Credential
+	20, // 23: openhcp.clusterservice.v1.CredentialEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	3,  // 24: openhcp.clusterservice.v1.CredentialEvent.credential:type_name -> openhcp.clusterservice.v1.Credential
+	6,  // 25: openhcp.clusterservice.v1.CredentialEvent.revocation:type_name -> openhcp.clusterservice.v1.Revocation
+	8,  // 26: openhcp.clusterservice.v1.Credentials.RequestCredential:input_type -> openhcp.clusterservice.v1.RequestCredentialRequest
+	11, // 27: openhcp.clusterservice.v1.Credentials.GetCredential:input_type -> openhcp.clusterservice.v1.GetCredentialRequest
+	12, // 28: openhcp.clusterservice.v1.Credentials.ListCredentials:input_type -> openhcp.clusterservice.v1.ListCredentialsRequest
+	14, // 29: openhcp.clusterservice.v1.Credentials.RevokeCredentials:input_type -> openhcp.clusterservice.v1.RevokeCredentialsRequest
+	15, // 30: openhcp.clusterservice.v1.Credentials.GetRevocation:input_type -> openhcp.clusterservice.v1.GetRevocationRequest
+	16, // 31: openhcp.clusterservice.v1.Credentials.WatchCredentials:input_type -> openhcp.clusterservice.v1.WatchCredentialsRequest
+	3,  // 32: openhcp.clusterservice.v1.Credentials.RequestCredential:output_type -> openhcp.clusterservice.v1.Credential
+	3,  // 33: openhcp.clusterservice.v1.Credentials.GetCredential:output_type -> openhcp.clusterservice.v1.Credential
+	13, // 34: openhcp.clusterservice.v1.Credentials.ListCredentials:output_type -> openhcp.clusterservice.v1.ListCredentialsResponse
+	6,  // 35: openhcp.clusterservice.v1.Credentials.RevokeCredentials:output_type -> openhcp.clusterservice.v1.Revocation
+	6,  // 36: openhcp.clusterservice.v1.Credentials.GetRevocation:output_type -> openhcp.clusterservice.v1.Revocation
+	17, // 37: openhcp.clusterservice.v1.Credentials.WatchCredentials:output_type -> openhcp.clusterservice.v1.CredentialEvent
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_v1_credential_proto_init() }

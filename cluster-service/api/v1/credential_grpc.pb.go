@@ -45,7 +45,8 @@ type CredentialsClient interface {
 	// AlreadyExists (the id belongs to another cluster).
 	RequestCredential(ctx context.Context, in *RequestCredentialRequest, opts ...grpc.CallOption) (*Credential, error)
 	// GetCredential returns a credential; with include_kubeconfig and state ISSUED the kubeconfig
-	// is assembled (it is never stored whole and never sent on List or Watch).
+	// is assembled (it is never stored whole and never sent on List or Watch). An SRE
+	// credential's kubeconfig needs the admin API's signed statement for it (sre_statement).
 	GetCredential(ctx context.Context, in *GetCredentialRequest, opts ...grpc.CallOption) (*Credential, error)
 	// ListCredentials lists the credentials of one cluster, oldest first, without kubeconfigs.
 	ListCredentials(ctx context.Context, in *ListCredentialsRequest, opts ...grpc.CallOption) (*ListCredentialsResponse, error)
@@ -150,7 +151,8 @@ type CredentialsServer interface {
 	// AlreadyExists (the id belongs to another cluster).
 	RequestCredential(context.Context, *RequestCredentialRequest) (*Credential, error)
 	// GetCredential returns a credential; with include_kubeconfig and state ISSUED the kubeconfig
-	// is assembled (it is never stored whole and never sent on List or Watch).
+	// is assembled (it is never stored whole and never sent on List or Watch). An SRE
+	// credential's kubeconfig needs the admin API's signed statement for it (sre_statement).
 	GetCredential(context.Context, *GetCredentialRequest) (*Credential, error)
 	// ListCredentials lists the credentials of one cluster, oldest first, without kubeconfigs.
 	ListCredentials(context.Context, *ListCredentialsRequest) (*ListCredentialsResponse, error)

@@ -125,7 +125,7 @@ func TestBreakGlassAgainstMaestro(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitCredential(t, ctx, creds, id, csv1.CredentialState_CREDENTIAL_STATE_ISSUED)
-		got, err := creds.GetCredential(ctx, &csv1.GetCredentialRequest{Id: id, IncludeKubeconfig: true})
+		got, err := creds.GetCredential(ctx, &csv1.GetCredentialRequest{Id: id, IncludeKubeconfig: true, SreStatement: signed})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -157,6 +157,19 @@ func (s credentials) GetCredential(ctx context.Context, req *csv1.GetCredentialR
 	if err != nil {
 		return nil, s.toStatus(ctx, "get credential", err)
 	}
+	if req.GetIncludeKubeconfig() && c.SRE != nil {
+		// The sre identity alone names nobody: an SRE's kubeconfig goes only with the admin
+		// API's statement for this very credential, as its request did.
+		st, err := srestatement.Verify(s.cfg.SREStatementKey, req.GetSreStatement(), s.cfg.Now())
+		if err == nil {
+			err = srestatement.Matches(st, c.ID, c.ClusterID, c.SRE)
+		}
+		if err != nil {
+			LoggerFrom(ctx).Warn("SRE kubeconfig refused: no valid statement from the admin API", "credential_id", c.ID, "cluster_id", c.ClusterID,
+				"sre_person", c.SRE.GetPerson(), "error", err)
+			return nil, status.Errorf(codes.PermissionDenied, "SRE kubeconfig refused: %v", err)
+		}
+	}
 	out := store.CredentialProto(c, s.cfg.Now())
 	if req.GetIncludeKubeconfig() && out.GetStatus().GetState() == csv1.CredentialState_CREDENTIAL_STATE_ISSUED {
 		kc, err := breakglass.Kubeconfig(c.ClusterID, c.APIURL, []byte(c.CABundle), []byte(c.Certificate), c.PrivateKey)

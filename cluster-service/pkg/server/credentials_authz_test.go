@@ -294,10 +294,14 @@ func TestCredentialKindsPerIdentity(t *testing.T) {
 	} {
 		for _, kubeconfig := range []bool{false, true} {
 			name := tc.identity + "_gets_" + map[string]string{customerID: "customer", sreID: "sre"}[tc.credential] + map[bool]string{true: "_with_kubeconfig"}[kubeconfig]
+			want := tc.want
+			if tc.identity == pki.SRE && tc.credential == sreID && kubeconfig {
+				want = codes.PermissionDenied // an SRE's kubeconfig needs the admin API's statement (below)
+			}
 			t.Run(name, func(t *testing.T) {
 				c, err := e.creds(tc.identity).GetCredential(ctx, &csv1.GetCredentialRequest{Id: tc.credential, IncludeKubeconfig: kubeconfig})
-				if status.Code(err) != tc.want {
-					t.Fatalf("err = %v, want %s", err, tc.want)
+				if status.Code(err) != want {
+					t.Fatalf("err = %v, want %s", err, want)
 				}
 				if tc.want != codes.OK && c != nil {
 					t.Fatalf("answered %v", c)
@@ -305,6 +309,19 @@ func TestCredentialKindsPerIdentity(t *testing.T) {
 			})
 		}
 	}
+	t.Run("sre_kubeconfig_needs_the_statement_for_that_credential", func(t *testing.T) {
+		if _, err := e.creds(pki.SRE).GetCredential(ctx, &csv1.GetCredentialRequest{Id: sreID, IncludeKubeconfig: true, SreStatement: signed}); err != nil {
+			t.Fatalf("with its statement: %v", err)
+		}
+		other, err := srestatement.Sign(e.statementKey, &csv1.SREStatement{Person: "mallory", ClusterId: cluster, CredentialId: sreID,
+			Access: sre.Access, ValiditySeconds: sre.ValiditySeconds, Reason: sre.Reason}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.creds(pki.SRE).GetCredential(ctx, &csv1.GetCredentialRequest{Id: sreID, IncludeKubeconfig: true, SreStatement: other}); status.Code(err) != codes.PermissionDenied {
+			t.Fatalf("with a statement for another person: %v, want PermissionDenied", err)
+		}
+	})
 	t.Run("backend_watch_carries_no_sre_credential", func(t *testing.T) {
 		sreCred, err := e.st.GetCredential(ctx, sreID)
 		if err != nil {
