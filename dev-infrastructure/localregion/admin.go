@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/internal/pgserver"
@@ -95,6 +96,9 @@ func (r *Region) prepareAdminDatabase(ctx context.Context, pg *pgserver.Server) 
 	if err == nil {
 		err = revocation.Install(ctx, conn, adminRole)
 	}
+	if err == nil {
+		err = approval.Install(ctx, conn, adminRole)
+	}
 	conn.Close(ctx)
 	if err != nil {
 		return PostgresRoleInfo{}, err
@@ -160,6 +164,7 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 	}
 	server := r.pki.MustFiles(adminIdentity)
 	sre := r.clientTLS(pki.SRE)
+	statementKey, _ := r.sreStatementKeyFiles()
 	err = r.startService(ctx, mgmtcluster.ProcSpec{
 		Name: "admin", Path: filepath.Join(r.binDir, "admin"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: []string{
@@ -171,6 +176,8 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 			"--cluster-service", r.Info.ClusterService.GRPC,
 			// Cluster Service knows the admin API as the sre identity (cluster-service/pkg/authz).
 			"--cluster-service-ca", sre.CAFile, "--cluster-service-cert", sre.ClientCertFile, "--cluster-service-key", sre.ClientKeyFile,
+			// Signs the statements Cluster Service issues SRE credentials for (written with Cluster Service's secrets).
+			"--sre-statement-key", statementKey,
 			"--maestro-rest", r.Info.Maestro.REST, "--maestro-ca", r.pki.CAFile,
 			// must-gather searches the region's logs for a cluster's IDs.
 			"--log-dir", r.logDir,

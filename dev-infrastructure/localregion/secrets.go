@@ -4,10 +4,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/envelope"
 )
 
@@ -44,10 +46,29 @@ func (r *Region) clusterServiceSecretArgs() ([]string, error) {
 	if err := os.WriteFile(pullFile, pull, 0o600); err != nil {
 		return nil, fmt.Errorf("cluster service secrets: pull secret: %w", err)
 	}
+	// The admin API's SRE statement key: the admin API signs with it, Cluster Service verifies
+	// with its public half (docs/sre.md#break-glass).
+	stmtKey, stmtPub := r.sreStatementKeyFiles()
+	if err := srestatement.WriteKeyPair(stmtKey, stmtPub); err != nil {
+		return nil, fmt.Errorf("cluster service secrets: %w", err)
+	}
+	stmtPEM, err := os.ReadFile(stmtKey)
+	if err != nil {
+		return nil, fmt.Errorf("cluster service secrets: %w", err)
+	}
 	r.mu.Lock()
 	r.secrets = append(r.secrets, base64.StdEncoding.EncodeToString(kek), password, auth)
+	if block, _ := pem.Decode(stmtPEM); block != nil {
+		r.secrets = append(r.secrets, base64.StdEncoding.EncodeToString(block.Bytes))
+	}
 	r.mu.Unlock()
-	return []string{"--secret-kek-file", kekFile, "--secret-kek-retired-dir", retired, "--pull-secret-file", pullFile}, nil
+	return []string{"--secret-kek-file", kekFile, "--secret-kek-retired-dir", retired, "--pull-secret-file", pullFile,
+		"--sre-statement-public-key", stmtPub}, nil
+}
+
+// sreStatementKeyFiles are the admin API's statement signing key (0600) and its public key.
+func (r *Region) sreStatementKeyFiles() (keyFile, pubFile string) {
+	return filepath.Join(r.secretsDir(), "admin-sre-statement.key"), filepath.Join(r.secretsDir(), "admin-sre-statement.pub")
 }
 
 // ClusterServiceKEK returns Cluster Service's active key-encryption key file and the directory

@@ -290,12 +290,8 @@ func WriteKeyFile(path string) ([]byte, error) {
 // with the pod's fsGroup gives it (root:<fsGroup>, mode 0440; the kubelet adds the group bits
 // whatever the volume's defaultMode, and a non-root pod cannot read it otherwise).
 func ReadKeyFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("read key file: %w", err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 && !groupReadableSecret(fi) {
-		return nil, fmt.Errorf("key file %s has mode %04o; it must not be readable by group or others (chmod 600)", path, perm)
+	if err := CheckSecretFileMode(path); err != nil {
+		return nil, err
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -345,6 +341,20 @@ func LoadFiles(activeFile, retiredDir string) (*Keyring, error) {
 		}
 	}
 	return New(active, retired...)
+}
+
+// CheckSecretFileMode refuses a file of secret key material that group or others may read,
+// with ReadKeyFile's one exception (a Kubernetes Secret volume read through the pod's fsGroup).
+// Every key file of the region is checked by it.
+func CheckSecretFileMode(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("read key file: %w", err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && !groupReadableSecret(fi) {
+		return fmt.Errorf("key file %s has mode %04o; it must not be readable by group or others (chmod 600)", path, perm)
+	}
+	return nil
 }
 
 // groupReadableSecret: fi is another user's file that only its group may read (no group write,

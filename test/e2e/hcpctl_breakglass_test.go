@@ -60,7 +60,20 @@ func TestHcpctlBreakGlass(t *testing.T) {
 		t.Fatalf("a refused request left %s: %v", kcFile, err)
 	}
 
+	// Admin access waits for a second sre-admin, and the requester cannot be the second.
 	out, stderr, code := hcpctl(t, bin, "--as", "sre-admin", "breakglass", "request", path, "--access", "admin", "--ttl", "30m", "--kubeconfig", kcFile, "--reason", reason, "-o", "json")
+	var pending adminapi.BreakGlassCredential
+	if code != 0 || json.Unmarshal([]byte(out), &pending) != nil || pending.State != adminapi.StateAwaitingApproval {
+		t.Fatalf("admin request: exit %d, want awaiting-approval:\n%s%s", code, out, stderr)
+	}
+	if _, stderr, code := hcpctl(t, bin, "--as", "sre-admin", "breakglass", "approve", pending.ID, "--reason", reason); code == 0 || !strings.Contains(stderr, "Forbidden") {
+		t.Fatalf("self-approval: exit %d:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(kcFile); !os.IsNotExist(err) {
+		t.Fatalf("an unapproved request left %s: %v", kcFile, err)
+	}
+
+	out, stderr, code = hcpctl(t, bin, "--as", "sre-admin", "breakglass", "request", path, "--access", "read-only", "--ttl", "30m", "--kubeconfig", kcFile, "--reason", reason, "-o", "json")
 	if code != 0 {
 		t.Fatalf("request: exit %d:\n%s%s", code, out, stderr)
 	}
@@ -87,8 +100,8 @@ func TestHcpctlBreakGlass(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The region's SRE certificates name the person "sre-admin" (region.json admin.sres).
-	if leaf.Subject.CommonName != "system:customer-break-glass:sre:"+cred.Person || cred.Person == "" ||
-		len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != "system:masters" {
+	if leaf.Subject.CommonName != "system:sre-break-glass:"+cred.Person || cred.Person == "" ||
+		len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != "openhcp:sre-break-glass:read-only" {
 		t.Fatalf("certificate subject %s for person %q", leaf.Subject, cred.Person)
 	}
 	// The signer backdates NotBefore for clock skew (as Kubernetes' signers do), so the TTL is

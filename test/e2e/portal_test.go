@@ -257,11 +257,12 @@ func TestPortalInABrowser(t *testing.T) {
 	}
 	b.screenshot("sre-portal-audit.png")
 
-	// Break-glass: request an admin credential for the cluster through the page's form, see the
-	// kubeconfig shown once and the credential listed, then revoke it through its row's form.
+	// Break-glass: request a read-only credential for the cluster through the page's form (admin
+	// access waits for a second sre-admin's approval), see the kubeconfig shown once and the
+	// credential listed, then revoke it through its row's form.
 	b.open(base + "/portal/breakglass")
 	b.eval(fmt.Sprintf(`(() => { const f = document.querySelector('#request');
-		f.querySelector('input[name=cluster]').value = %q; f.querySelector('select[name=access]').value = 'admin';
+		f.querySelector('input[name=cluster]').value = %q; f.querySelector('select[name=access]').value = 'read-only';
 		f.querySelector('input[name=ttl]').value = '30m'; f.querySelector('input[name=reason]').value = %q;
 		f.querySelector('button').click(); return true })()`, c.GetId(), reason))
 	b.waitFor(`document.querySelector('#kubeconfig') !== null || document.querySelector('#error') !== null`)
@@ -269,7 +270,7 @@ func TestPortalInABrowser(t *testing.T) {
 		t.Fatalf("the break-glass request form failed: %v", e)
 	}
 	issued := b.eval(`document.querySelector('#issued').innerText`).(string)
-	if !strings.Contains(issued, "system:customer-break-glass:sre:alice") || !strings.Contains(issued, "system:masters") ||
+	if !strings.Contains(issued, "system:sre-break-glass:alice") || !strings.Contains(issued, "openhcp:sre-break-glass:read-only") ||
 		!strings.Contains(b.eval(`document.querySelector('#kubeconfig').innerText`).(string), "client-certificate-data") {
 		t.Fatalf("the issued credential shows %q", issued)
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"flag"
 	"fmt"
@@ -20,11 +21,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/mgmtclusters"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/admin/pkg/server"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
@@ -49,6 +52,8 @@ type options struct {
 	// mgmtKubeconfigs are the management clusters' kubeconfigs by shard name.
 	mgmtKubeconfigs map[string]string
 	breakGlassTTL   server.BreakGlassTTL
+	// statementKeyFile signs the statements Cluster Service issues SRE credentials for.
+	statementKeyFile string
 }
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
@@ -78,11 +83,14 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.logDir, "log-dir", "ADMIN_LOG_DIR", "", "directory of the region's service logs (*.log) that must-gather searches for a cluster's IDs (optional; a local region's)")
 	var mgmt string
 	str(&mgmt, "management-kubeconfigs", "ADMIN_MANAGEMENT_KUBECONFIGS", "", "shard=kubeconfig,… : a read-only kubeconfig per management cluster, for shard health (/readyz) and must-gather's HostedCluster/NodePool objects and events (optional: without it, health is unknown)")
+	str(&o.statementKeyFile, "sre-statement-key", "ADMIN_SRE_STATEMENT_KEY", "",
+		"Ed25519 private key (PKCS#8 PEM, mode 0600) that signs the statement naming the SRE of each break-glass request; Cluster Service verifies it with the public key (--sre-statement-public-key) (optional: without it break-glass requests answer 503)")
 	timeout := fs.Duration("timeout", 30*time.Second, "timeout of each call to another service")
 	ttl := server.DefaultBreakGlassTTL()
 	fs.DurationVar(&o.breakGlassTTL.Min, "breakglass-ttl-min", ttl.Min, "shortest SRE break-glass credential lifetime")
 	fs.DurationVar(&o.breakGlassTTL.Max, "breakglass-ttl-max", ttl.Max, "longest SRE break-glass credential lifetime")
 	fs.DurationVar(&o.breakGlassTTL.Default, "breakglass-ttl-default", ttl.Default, "SRE break-glass credential lifetime when the request names none")
+	fs.DurationVar(&o.breakGlassTTL.ReadOnlyMax, "breakglass-ttl-read-only-max", ttl.ReadOnlyMax, "longest read-only SRE break-glass credential lifetime (read-only needs no approval, so it is kept short)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -127,7 +135,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, fmt.Errorf("invalid value %s for --timeout: must be positive", o.timeout)
 	}
 	if err := o.breakGlassTTL.Validate(); err != nil {
-		return nil, fmt.Errorf("--breakglass-ttl-min/max/default: %w", err)
+		return nil, fmt.Errorf("--breakglass-ttl-min/max/default/read-only-max: %w", err)
 	}
 	if _, err := svcmain.Level(o.logLevel); err != nil {
 		return nil, err
@@ -179,17 +187,27 @@ func run(o *options) error {
 	if err := revocations.Check(openCtx); err != nil {
 		return fmt.Errorf("--audit-db-dsn: %w", err)
 	}
+	approvals := approval.New(auditLog.Pool())
+	if err := approvals.Check(openCtx); err != nil {
+		return fmt.Errorf("--audit-db-dsn: %w", err)
+	}
 	st, err := postgres.Open(openCtx, o.storeDSN, postgres.Options{ReadOnly: true, Logger: log})
 	if err != nil {
 		return fmt.Errorf("--db-dsn: %w", err)
 	}
 	defer st.Close()
 
+	var statementKey ed25519.PrivateKey
+	if o.statementKeyFile != "" {
+		if statementKey, err = srestatement.ReadKey(o.statementKeyFile); err != nil {
+			return fmt.Errorf("--sre-statement-key: %w", err)
+		}
+	}
 	cfg := server.Config{
 		Audit: auditLog, Revocations: revocations, Store: st, FormKey: formKey,
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
-		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL,
+		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL, StatementKey: statementKey, Approvals: approvals,
 		Logger: log, Timeout: o.timeout, LogDir: o.logDir,
 	}
 	if len(o.mgmtKubeconfigs) > 0 {

@@ -28,10 +28,11 @@ const (
 	// MustGather is a cluster's must-gather: its documents and every log line naming it.
 	MustGather Permission = "clusters.mustgather"
 	// Break-glass (docs/sre.md#break-glass): see SRE credentials, ask for a read-only one, ask for
-	// an admin (system:masters) one, revoke them.
+	// an admin (system:masters) one, approve another SRE's admin request, revoke them.
 	ReadBreakGlass         Permission = "breakglass.read"
 	RequestBreakGlass      Permission = "breakglass.request"
 	RequestBreakGlassAdmin Permission = "breakglass.request-admin"
+	ApproveBreakGlass      Permission = "breakglass.approve"
 	RevokeBreakGlass       Permission = "breakglass.revoke"
 )
 
@@ -46,7 +47,7 @@ const (
 var Groups = map[string][]Permission{
 	GroupReadOnly: {ReadClusters, ReadOperations, ReadShards, ReadAudit, MustGather, ReadBreakGlass, RequestBreakGlass},
 	GroupAdmin: {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit, MustGather, RevokeIdentities, WriteClusters,
-		ReadBreakGlass, RequestBreakGlass, RequestBreakGlassAdmin, RevokeBreakGlass},
+		ReadBreakGlass, RequestBreakGlass, RequestBreakGlassAdmin, ApproveBreakGlass, RevokeBreakGlass},
 }
 
 // Identity is a verified SRE.

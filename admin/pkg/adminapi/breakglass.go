@@ -14,6 +14,11 @@ const (
 	AccessAdmin    = "admin"
 )
 
+// StateAwaitingApproval is the state of an admin credential's request until a second
+// sre-admin approves it (POST /admin/v1/breakglass-approve/{id}); Cluster Service has no
+// credential yet.
+const StateAwaitingApproval = "awaiting-approval"
+
 // BreakGlassRequest is the body of POST /admin/v1/breakglass/{id...}: a credential for the
 // calling SRE on a hosted cluster. Access is "read-only" (default) or "admin"; TTL is a Go
 // duration ("30m", "2h") within the admin API's bounds (BreakGlassTTL), default its default.
@@ -42,8 +47,12 @@ type BreakGlassCredential struct {
 	Username string `json:"username"`
 	Group    string `json:"group"`
 	// State is Cluster Service's: PENDING, ISSUED, EXPIRED, REVOKING, REVOKED, FAILED.
-	State          string     `json:"state"`
-	Message        string     `json:"message,omitempty"`
+	State   string `json:"state"`
+	Message string `json:"message,omitempty"`
+	// Approver is the second sre-admin who approved an admin credential.
+	Approver string `json:"approver,omitempty"`
+	// ApproveBefore is when an awaiting request can no longer be approved.
+	ApproveBefore  *time.Time `json:"approveBefore,omitempty"`
 	TTLSeconds     int32      `json:"ttlSeconds"`
 	Reason         string     `json:"reason,omitempty"`
 	CreateTime     time.Time  `json:"createTime"`
@@ -84,6 +93,26 @@ type BreakGlassRevocations struct {
 func (c *Client) RequestBreakGlass(ctx context.Context, cluster string, req BreakGlassRequest) (BreakGlassCredential, error) {
 	var out BreakGlassCredential
 	return out, c.do(ctx, http.MethodPost, "/admin/v1/breakglass/"+strings.TrimPrefix(cluster, "/"), nil, nil, req, &out)
+}
+
+// ApproveBreakGlass approves another SRE's admin break-glass request (its ID, as the request's
+// answer gave it); the answer is the issued credential, without its kubeconfig, which only the
+// requester collects (BreakGlassKubeconfig).
+func (c *Client) ApproveBreakGlass(ctx context.Context, id, reason string) (BreakGlassCredential, error) {
+	var out BreakGlassCredential
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/breakglass-approve/"+id, nil, nil, map[string]string{"reason": reason}, &out)
+}
+
+// PendingBreakGlass lists the admin requests that wait for an approval.
+func (c *Client) PendingBreakGlass(ctx context.Context) (BreakGlassList, error) {
+	var out BreakGlassList
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/breakglass-pending", nil, nil, nil, &out)
+}
+
+// BreakGlassKubeconfig returns the caller's own approved admin credential with its kubeconfig.
+func (c *Client) BreakGlassKubeconfig(ctx context.Context, id string) (BreakGlassCredential, error) {
+	var out BreakGlassCredential
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/breakglass-kubeconfig/"+id, nil, nil, nil, &out)
 }
 
 // BreakGlassFilter narrows ListBreakGlass: one cluster, one SRE, and inactive ones too.

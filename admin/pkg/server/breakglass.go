@@ -17,18 +17,21 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 )
 
 // BreakGlassTTL bounds the lifetime of an SRE's break-glass credential. DefaultBreakGlassTTL is
 // the one owner of its defaults; the admin command's --breakglass-ttl-* flags override them.
+// ReadOnlyMax bounds read-only credentials, which need no approval, more tightly.
 type BreakGlassTTL struct {
-	Min, Max, Default time.Duration
+	Min, Max, Default, ReadOnlyMax time.Duration
 }
 
 // DefaultBreakGlassTTL: at least 10 minutes (the least a Kubernetes CSR may ask for), at most
-// one 8-hour shift, 1 hour unless asked.
+// one 8-hour shift for an approved admin credential and 1 hour for a read-only one, 1 hour
+// unless asked.
 func DefaultBreakGlassTTL() BreakGlassTTL {
-	return BreakGlassTTL{Min: 10 * time.Minute, Max: 8 * time.Hour, Default: time.Hour}
+	return BreakGlassTTL{Min: 10 * time.Minute, Max: 8 * time.Hour, Default: time.Hour, ReadOnlyMax: time.Hour}
 }
 
 // Validate checks the bounds themselves (a misconfiguration, reported at start).
@@ -42,6 +45,8 @@ func (b BreakGlassTTL) Validate() error {
 		return fmt.Errorf("break-glass TTL default %s is outside %s..%s", b.Default, b.Min, b.Max)
 	case b.Max > 1<<31*time.Second:
 		return fmt.Errorf("break-glass TTL maximum %s does not fit a CSR's expirationSeconds", b.Max)
+	case b.ReadOnlyMax < b.Min || b.ReadOnlyMax > b.Max:
+		return fmt.Errorf("break-glass read-only TTL maximum %s is outside %s..%s", b.ReadOnlyMax, b.Min, b.Max)
 	}
 	return nil
 }
@@ -89,14 +94,18 @@ func breakGlassFields(body adminapi.BreakGlassRequest, bounds BreakGlassTTL) (cs
 	if !ok {
 		return 0, "", 0, badRequest("access", "access must be %q or %q, got %q", adminapi.AccessReadOnly, adminapi.AccessAdmin, body.Access)
 	}
-	ttl := bounds.Default
+	ttl, max := bounds.Default, bounds.Max
+	if acc.cs == csv1.SREAccess_SRE_ACCESS_READ_ONLY {
+		// Read-only needs no second SRE, so it is kept short.
+		ttl, max = min(ttl, bounds.ReadOnlyMax), bounds.ReadOnlyMax
+	}
 	if body.TTL != "" {
 		d, err := time.ParseDuration(body.TTL)
 		if err != nil {
 			return 0, "", 0, badRequest("ttl", "ttl must be a duration such as \"30m\" or \"2h\", got %q", body.TTL)
 		}
-		if d < bounds.Min || d > bounds.Max {
-			return 0, "", 0, badRequest("ttl", "ttl %s is outside the allowed %s to %s", d, bounds.Min, bounds.Max)
+		if d < bounds.Min || d > max {
+			return 0, "", 0, badRequest("ttl", "ttl %s is outside the allowed %s to %s for %s access", d, bounds.Min, max, body.Access)
 		}
 		if d%time.Second != 0 {
 			return 0, "", 0, badRequest("ttl", "ttl must be whole seconds, got %s", d)
@@ -136,6 +145,15 @@ func (s *Server) requestBreakGlass(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	// Admin access waits for a second sre-admin (approvals.go); read-only is issued at once.
+	if acc == csv1.SREAccess_SRE_ACCESS_ADMIN {
+		req, err := s.requestAdminBreakGlass(r, r.PathValue("id"), perm, ttl)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusAccepted, req)
+		return nil
+	}
 	cred, issued, err := s.issueBreakGlass(r, r.PathValue("id"), acc, perm, ttl)
 	if err != nil {
 		return err
@@ -156,24 +174,48 @@ func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAc
 		return adminapi.BreakGlassCredential{}, false, errorf(http.StatusForbidden, adminapi.CodeForbidden, "access",
 			"group %s may not request %s break-glass credentials (needs %s)", id.Group, accessName(acc), perm)
 	}
+	if acc != csv1.SREAccess_SRE_ACCESS_READ_ONLY {
+		// Admin access is issued only through a second SRE's approval (approveBreakGlass).
+		return adminapi.BreakGlassCredential{}, false, fmt.Errorf("issue %s break-glass without approval: refused", accessName(acc))
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	cl, _, err := s.findCluster(ctx, cluster)
 	if err != nil {
 		return adminapi.BreakGlassCredential{}, false, err
 	}
-	cred, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: newCredentialID(), ClusterId: cl.GetId(),
-		Sre: &csv1.SRECredential{Person: id.Person, Access: acc, ValiditySeconds: int32(ttl / time.Second), Reason: auditReason(r)}})
+	sre := &csv1.SRECredential{Person: id.Person, Access: acc, ValiditySeconds: int32(ttl / time.Second), Reason: auditReason(r)}
+	credID := newCredentialID()
+	statement, err := s.statement(r.Context(), id, credID, cl.GetId(), sre)
+	if err != nil {
+		return adminapi.BreakGlassCredential{}, false, err
+	}
+	cred, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: credID, ClusterId: cl.GetId(), Sre: sre, SreStatement: statement})
 	if err != nil {
 		return adminapi.BreakGlassCredential{}, false, upstream("request break-glass credential", cl.GetId(), err)
 	}
+	return s.waitIssued(ctx, cred, func() (*csv1.SignedSREStatement, error) { return s.statement(r.Context(), id, credID, cl.GetId(), sre) })
+}
+
+// waitIssued polls cred until the management cluster signed it; issued is false when it was not
+// signed within ctx. With statement (a fresh signed statement for the credential, which Cluster
+// Service demands for an SRE's kubeconfig) the answer carries the kubeconfig.
+func (s *Server) waitIssued(ctx context.Context, cred *csv1.Credential, statement func() (*csv1.SignedSREStatement, error)) (_ adminapi.BreakGlassCredential, issued bool, _ error) {
 	for cred.GetStatus().GetState() == csv1.CredentialState_CREDENTIAL_STATE_PENDING {
 		select {
 		case <-ctx.Done():
 			return breakGlassView(cred), false, nil
 		case <-time.After(issuePoll):
 		}
-		got, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: cred.GetId(), IncludeKubeconfig: true})
+		get := &csv1.GetCredentialRequest{Id: cred.GetId()}
+		if statement != nil {
+			signed, err := statement()
+			if err != nil {
+				return adminapi.BreakGlassCredential{}, false, err
+			}
+			get.SreStatement, get.IncludeKubeconfig = signed, true
+		}
+		got, err := s.cfg.Credentials.GetCredential(ctx, get)
 		if status.Code(err) == codes.DeadlineExceeded || ctx.Err() != nil {
 			return breakGlassView(cred), false, nil
 		}
@@ -184,9 +226,24 @@ func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAc
 	}
 	if cred.GetStatus().GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED {
 		return adminapi.BreakGlassCredential{}, false, errorf(http.StatusConflict, "CredentialNotIssued", cred.GetId(), "credential %s on cluster %s was not issued: %s %s",
-			cred.GetId(), cl.GetId(), stateName(cred.GetStatus().GetState().String()), cred.GetStatus().GetMessage())
+			cred.GetId(), cred.GetClusterId(), stateName(cred.GetStatus().GetState().String()), cred.GetStatus().GetMessage())
 	}
 	return breakGlassView(cred), true, nil
+}
+
+// statement signs what the admin API vouches for: that person (of group) asked for the SRE
+// credential credID on cluster, as sre says. Cluster Service takes the person from it only.
+func (s *Server) statement(ctx context.Context, id access.Identity, credID, cluster string, sre *csv1.SRECredential) (*csv1.SignedSREStatement, error) {
+	if s.cfg.StatementKey == nil {
+		return nil, errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no SRE statement key (--sre-statement-key), so Cluster Service would refuse the credential")
+	}
+	signed, err := srestatement.Sign(s.cfg.StatementKey, &csv1.SREStatement{Person: id.Person, Group: id.Group, ClusterId: cluster, CredentialId: credID,
+		Access: sre.GetAccess(), ValiditySeconds: sre.GetValiditySeconds(), Reason: sre.GetReason(), Approver: sre.GetApprover(),
+		RequestId: requestIDFrom(ctx)}, s.cfg.Now())
+	if err != nil {
+		return nil, fmt.Errorf("sign the SRE statement of credential %s: %w", credID, err)
+	}
+	return signed, nil
 }
 
 // breakGlassView is the admin API's form of an SRE credential.
@@ -194,7 +251,7 @@ func breakGlassView(c *csv1.Credential) adminapi.BreakGlassCredential {
 	st := c.GetStatus()
 	out := adminapi.BreakGlassCredential{ID: c.GetId(), ClusterID: c.GetClusterId(), Person: c.GetSre().GetPerson(),
 		Access: accessName(c.GetSre().GetAccess()), Username: st.GetUsername(), State: stateName(st.GetState().String()),
-		Message: st.GetMessage(), TTLSeconds: c.GetSre().GetValiditySeconds(), Reason: c.GetSre().GetReason(),
+		Message: st.GetMessage(), TTLSeconds: c.GetSre().GetValiditySeconds(), Reason: c.GetSre().GetReason(), Approver: c.GetSre().GetApprover(),
 		CreateTime: c.GetCreateTime().AsTime(), Kubeconfig: c.GetKubeconfig()}
 	out.Group = breakglass.SREGroups[c.GetSre().GetAccess()]
 	if st.GetExpirationTime() != nil {
@@ -298,8 +355,9 @@ func parseBreakGlassRevoke(r *http.Request) (adminapi.BreakGlassRevoke, error) {
 
 // revokeBreakGlass serves POST /admin/v1/breakglass-revoke {"credential"|"person","reason"}.
 // HyperShift's break-glass signer cannot revoke one certificate: Cluster Service rotates the
-// cluster's signer, which revokes every break-glass credential of that cluster issued so far,
-// the customer's included (docs/sre.md#break-glass says so). One revocation per cluster.
+// cluster's SRE break-glass signer, which revokes every SRE credential of that cluster issued so
+// far; the customer's credentials have their own signer and are untouched
+// (docs/sre.md#break-glass). One revocation per cluster.
 func (s *Server) revokeBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err := knownParams(r); err != nil {
 		return err
@@ -355,7 +413,7 @@ func (s *Server) revokeBreakGlassCredentials(ctx context.Context, body adminapi.
 		byCluster[c.GetClusterId()] = append(byCluster[c.GetClusterId()], c.GetId())
 	}
 	for _, cluster := range order {
-		rev, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: newCredentialID(), ClusterId: cluster})
+		rev, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: newCredentialID(), ClusterId: cluster, Sre: true})
 		if err != nil {
 			return out, upstream("revoke break-glass credentials", cluster, err)
 		}

@@ -132,6 +132,17 @@ func TestBreakGlass(t *testing.T) {
 		t.Helper()
 		code, ae, b := e.call(t, who, "POST", bg+strings.TrimPrefix(cluster, "/"), body)
 		var c adminapi.BreakGlassCredential
+		if code == http.StatusAccepted && json.Unmarshal(b, &c) == nil && c.State == adminapi.StateAwaitingApproval {
+			// Admin access: carol, a second sre-admin, approves; the requester collects it.
+			if code, ae, b := e.call(t, "carol", "POST", "/admin/v1/breakglass-approve/"+c.ID, `{"reason":"confirmed"}`); code != http.StatusOK {
+				t.Fatalf("approve: %d %+v %s", code, ae, b)
+			}
+			code, ae, b = e.call(t, who, "GET", "/admin/v1/breakglass-kubeconfig/"+c.ID, "")
+			if code != http.StatusOK || json.Unmarshal(b, &c) != nil {
+				t.Fatalf("collect: %d %+v %s", code, ae, b)
+			}
+			return c
+		}
 		if code != http.StatusCreated || json.Unmarshal(b, &c) != nil {
 			t.Fatalf("request: %d %+v %s", code, ae, b)
 		}
@@ -159,7 +170,7 @@ func TestBreakGlass(t *testing.T) {
 				t.Fatal(err)
 			}
 			leaf, _ := x509.ParseCertificate(pair.Certificate[0])
-			wantCN := "system:customer-break-glass:sre:" + tc.who
+			wantCN := "system:sre-break-glass:" + tc.who
 			if leaf.Subject.CommonName != wantCN || len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != tc.group {
 				t.Fatalf("subject %s, want CN=%s O=%s", leaf.Subject, wantCN, tc.group)
 			}
@@ -251,6 +262,9 @@ func TestBreakGlassTTLBounds(t *testing.T) {
 		{"min_below_csr_least", BreakGlassTTL{Min: time.Minute, Max: time.Hour, Default: 30 * time.Minute}, false},
 		{"max_below_min", BreakGlassTTL{Min: time.Hour, Max: 30 * time.Minute, Default: time.Hour}, false},
 		{"default_outside", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 2 * time.Hour}, false},
+		{"read_only_max_above_max", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 30 * time.Minute, ReadOnlyMax: 2 * time.Hour}, false},
+		{"read_only_max_below_min", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 30 * time.Minute, ReadOnlyMax: time.Minute}, false},
+		{"read_only_max_within", BreakGlassTTL{Min: 10 * time.Minute, Max: time.Hour, Default: 30 * time.Minute, ReadOnlyMax: 20 * time.Minute}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.b.Validate(); (err == nil) != tc.ok {
@@ -320,4 +334,139 @@ func FuzzBreakGlassRevoke(f *testing.F) {
 			t.Fatalf("accepted %q as %+v", body, b)
 		}
 	})
+}
+
+// TestRevokingAPersonRevokesTheirBreakGlass: POST /admin/v1/revocations/{person} also revokes
+// the person's live break-glass credentials at Cluster Service, and says so in its answer.
+func TestRevokingAPersonRevokesTheirBreakGlass(t *testing.T) {
+	e := start(t)
+	clusterID, _, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
+
+	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
+	var bobs adminapi.BreakGlassCredential
+	if code != http.StatusCreated || json.Unmarshal(b, &bobs) != nil || bobs.State != "issued" {
+		t.Fatalf("request: %d %+v %s", code, ae, b)
+	}
+	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/revocations/bob", `{"reason":"INC-7: laptop stolen"}`)
+	if code != 200 || !strings.Contains(string(b), bobs.ID) {
+		t.Fatalf("revoke bob: %d %+v %s, want the answer to name credential %s", code, ae, b, bobs.ID)
+	}
+	c, err := e.csdb.GetCredential(context.Background(), bobs.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Status.GetState(); st != csv1.CredentialState_CREDENTIAL_STATE_REVOKING && st != csv1.CredentialState_CREDENTIAL_STATE_REVOKED {
+		t.Fatalf("bob's credential after bob was revoked: %s", st)
+	}
+}
+
+// TestBreakGlassAdminNeedsASecondSRE: an admin (system:masters) credential is issued only once a
+// different sre-admin approved the request; read-only members get read-only access for a short
+// time only. Both the request and the approval are audited, and Cluster Service's own record
+// names the person and the approver.
+func TestBreakGlassAdminNeedsASecondSRE(t *testing.T) {
+	e := start(t)
+	clusterID, _, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
+
+	for _, tc := range []struct {
+		name, who, body string
+		want            int
+		target          string
+	}{
+		{"readonly_may_not_request_admin", "bob", `{"access":"admin","reason":"r"}`, 403, "access"},
+		{"readonly_lifetime_is_short", "bob", `{"ttl":"2h","reason":"r"}`, 400, "ttl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, ae, b := e.call(t, tc.who, "POST", "/admin/v1/breakglass/"+clusterID, tc.body)
+			if code != tc.want || ae.Target != tc.target {
+				t.Fatalf("%d %+v %s", code, ae, b)
+			}
+		})
+	}
+
+	// alice asks for admin: nothing is issued yet.
+	code, ae, b := e.call(t, "alice", "POST", "/admin/v1/breakglass/"+clusterID, `{"access":"admin","ttl":"1h","reason":"INC-9: etcd defrag"}`,
+		adminapi.HeaderCorrelationID, "cid-bg-admin-request")
+	var req adminapi.BreakGlassCredential
+	if code != http.StatusAccepted || json.Unmarshal(b, &req) != nil || req.State != adminapi.StateAwaitingApproval || req.Kubeconfig != "" || req.ID == "" {
+		t.Fatalf("admin request: %d %+v %s, want 202 awaiting approval", code, ae, b)
+	}
+	if _, err := e.csdb.GetCredential(context.Background(), req.ID); err == nil {
+		t.Fatal("Cluster Service has the credential before any approval")
+	}
+	if code, _, b := e.call(t, "bob", "GET", "/admin/v1/breakglass-pending", ""); code != 200 || !strings.Contains(string(b), req.ID) {
+		t.Fatalf("pending list: %d %s", code, b)
+	}
+	approve := "/admin/v1/breakglass-approve/" + req.ID
+	for _, tc := range []struct {
+		name, who string
+		want      int
+	}{
+		{"the_requester_cannot_approve", "alice", 403},
+		{"a_readonly_member_cannot_approve", "bob", 403},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, ae, b := e.call(t, tc.who, "POST", approve, `{"reason":"ok"}`); code != tc.want {
+				t.Fatalf("%d %+v %s", code, ae, b)
+			}
+			if _, err := e.csdb.GetCredential(context.Background(), req.ID); err == nil {
+				t.Fatal("Cluster Service has the credential")
+			}
+		})
+	}
+	// Nobody but alice collects it, and not before it is issued.
+	if code, _, _ := e.call(t, "carol", "GET", "/admin/v1/breakglass-kubeconfig/"+req.ID, ""); code != 404 {
+		t.Fatalf("carol reads alice's kubeconfig: %d, want 404", code)
+	}
+
+	code, ae, b = e.call(t, "carol", "POST", approve, `{"reason":"INC-9 confirmed"}`, adminapi.HeaderCorrelationID, "cid-bg-approve")
+	var approved adminapi.BreakGlassCredential
+	if code != http.StatusOK || json.Unmarshal(b, &approved) != nil || approved.Kubeconfig != "" || approved.Person != "alice" || approved.Approver != "carol" ||
+		approved.Group != "system:masters" || approved.State != "issued" {
+		t.Fatalf("carol approves: %d %+v %s", code, ae, b)
+	}
+	if code, ae, _ := e.call(t, "carol", "POST", approve, `{"reason":"again"}`); code != http.StatusConflict {
+		t.Fatalf("second approval: %d %+v, want 409", code, ae)
+	}
+	code, ae, b = e.call(t, "alice", "GET", "/admin/v1/breakglass-kubeconfig/"+req.ID, "")
+	var mine adminapi.BreakGlassCredential
+	if code != 200 || json.Unmarshal(b, &mine) != nil || mine.Kubeconfig == "" {
+		t.Fatalf("alice collects: %d %+v %s", code, ae, b)
+	}
+	cfg, err := clientcmd.Load([]byte(mine.Kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || leaf.Subject.CommonName != "system:sre-break-glass:alice" || leaf.Subject.Organization[0] != "system:masters" {
+		t.Fatalf("certificate %v %v", leaf.Subject, err)
+	}
+	// Both acts are in the admin audit log under the request's ID, and Cluster Service's
+	// record names alice with carol as approver.
+	for _, cid := range []string{"cid-bg-admin-request", "cid-bg-approve"} {
+		if recs := e.lastAudit(t, audit.Filter{CorrelationID: cid}); len(recs) != 2 || recs[0].Status == 0 && recs[1].Status == 0 {
+			t.Fatalf("audit of %s: %+v", cid, recs)
+		}
+	}
+	if recs := e.lastAudit(t, audit.Filter{CorrelationID: "cid-bg-approve"}); recs[0].Person != "carol" || recs[0].Target != req.ID {
+		t.Fatalf("approval audited as %+v", recs[0])
+	}
+	rows, err := e.csdb.CredentialAudits(context.Background(), clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].CredentialID != req.ID || rows[0].ForWhom != "alice" || rows[0].Approver != "carol" || rows[0].Kind != csstore.AuditKindSREAdmin {
+		t.Fatalf("Cluster Service audit %+v", rows)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 )
 
 // The portal's break-glass page: the active SRE credentials, a request form and a revoke form
@@ -55,6 +56,19 @@ func (s *Server) portalRequestBreakGlass(w http.ResponseWriter, r *http.Request)
 	acc, perm, ttl, err := breakGlassFields(adminapi.BreakGlassRequest{Access: f.Get("access"), TTL: f.Get("ttl")}, s.cfg.BreakGlassTTL)
 	var cred adminapi.BreakGlassCredential
 	issued := false
+	if err == nil && acc == csv1.SREAccess_SRE_ACCESS_ADMIN {
+		// Admin access waits for a second sre-admin's approval, as through the API.
+		req, err := s.requestAdminBreakGlass(r, f.Get("cluster"), perm, ttl)
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return s.renderBreakGlass(w, r, ae.status, "", ae.body.Message, nil)
+		}
+		if err != nil {
+			return err
+		}
+		return s.renderBreakGlass(w, r, http.StatusAccepted, fmt.Sprintf("Request %s for admin access to cluster %s awaits a second sre-admin's approval (hcpctl breakglass approve %s); then collect it with hcpctl breakglass kubeconfig %s.",
+			req.ID, req.ClusterID, req.ID, req.ID), "", nil)
+	}
 	if err == nil {
 		cred, issued, err = s.issueBreakGlass(r, f.Get("cluster"), acc, perm, ttl)
 	}
@@ -92,7 +106,7 @@ func (s *Server) portalRevokeBreakGlass(w http.ResponseWriter, r *http.Request) 
 	msg := "Nothing to revoke."
 	if len(out.Revocations) > 0 {
 		v := out.Revocations[0]
-		msg = fmt.Sprintf("Revocation %s of cluster %s is %s: every break-glass credential of the cluster, customers' too, stops working.", v.RevocationID, v.ClusterID, v.State)
+		msg = fmt.Sprintf("Revocation %s of cluster %s is %s: every SRE break-glass credential of the cluster stops working (the customer's have their own signer and keep working).", v.RevocationID, v.ClusterID, v.State)
 	}
 	return s.renderBreakGlass(w, r, http.StatusOK, msg, "", nil)
 }

@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 )
 
@@ -34,8 +37,29 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, rev)
+	out := personRevocation{Revocation: rev}
+	// A revoked SRE's break-glass credentials reach hosted clusters without the admin API, so
+	// they are revoked too: the person first (no new call of theirs is served), then these.
+	if s.cfg.Credentials != nil {
+		bg, err := s.revokeBreakGlassCredentials(ctx, adminapi.BreakGlassRevoke{Person: person})
+		if err != nil {
+			const msg = "%s is revoked, but revoking their break-glass credentials failed (repeat with POST /admin/v1/breakglass-revoke {\"person\"}): %s"
+			if ae := (*apiError)(nil); errors.As(err, &ae) {
+				return errorf(ae.status, ae.body.Code, person, msg, person, ae.body.Message)
+			}
+			return fmt.Errorf(msg, person, err)
+		}
+		out.BreakGlass = &bg
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// personRevocation answers a person's revocation: the list entry, and the break-glass
+// revocations it started.
+type personRevocation struct {
+	revocation.Revocation
+	BreakGlass *adminapi.BreakGlassRevocations `json:"breakGlass,omitempty"`
 }
 
 // listRevocations serves GET /admin/v1/revocations.

@@ -38,6 +38,9 @@ func (s *Server) routes() []route {
 		// SRE break-glass credentials for hosted clusters (breakglass.go).
 		{pattern: "POST /admin/v1/breakglass/{id...}", perm: access.RequestBreakGlass, target: pathValue("id"), mutates: true, handle: s.requestBreakGlass},
 		{pattern: "GET /admin/v1/breakglass", perm: access.ReadBreakGlass, handle: s.listBreakGlass},
+		{pattern: "GET /admin/v1/breakglass-pending", perm: access.ReadBreakGlass, handle: s.pendingBreakGlass},
+		{pattern: "POST /admin/v1/breakglass-approve/{id}", perm: access.ApproveBreakGlass, target: pathValue("id"), mutates: true, handle: s.approveBreakGlass},
+		{pattern: "GET /admin/v1/breakglass-kubeconfig/{id}", perm: access.RequestBreakGlassAdmin, target: pathValue("id"), handle: s.collectBreakGlass},
 		{pattern: "POST /admin/v1/breakglass-revoke", perm: access.RevokeBreakGlass, mutates: true, bodyTarget: jsonTarget("credential", "person"), handle: s.revokeBreakGlass},
 		// The SRE portal: pages over the same data, through the same middleware.
 		{pattern: "GET /portal/{$}", perm: access.ReadClusters, handle: s.portalFleet},

@@ -6,6 +6,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -65,6 +67,12 @@ type Config struct {
 	LogDir string
 	// Credentials may be nil: the break-glass routes then answer 503.
 	Credentials csv1.CredentialsClient
+	// StatementKey signs the statements that tell Cluster Service which SRE asked for a
+	// break-glass credential (srestatement); without it the break-glass requests answer 503.
+	StatementKey ed25519.PrivateKey
+	// Approvals holds admin break-glass requests until a second sre-admin approves them; nil:
+	// admin break-glass requests answer 503.
+	Approvals Approvals
 	// BreakGlassTTL bounds SRE break-glass credentials (zero: DefaultBreakGlassTTL).
 	BreakGlassTTL BreakGlassTTL
 	// Maestro may be nil: describe then says the bundles are unavailable.
@@ -83,6 +91,14 @@ type Config struct {
 	// RefusalAudit limits the audit records of refused calls per source address (zero:
 	// DefaultRefusalAudit).
 	RefusalAudit TokenBucket
+}
+
+// Approvals is the two-person rule's store (approval.Store).
+type Approvals interface {
+	Add(ctx context.Context, r approval.Request) (approval.Request, error)
+	Get(ctx context.Context, id string) (approval.Request, error)
+	Pending(ctx context.Context, now time.Time) ([]approval.Request, error)
+	Approve(ctx context.Context, id string, a approval.Approval, now time.Time) (approval.Request, error)
 }
 
 // Server serves the admin API.
@@ -118,6 +134,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.BreakGlassTTL == (BreakGlassTTL{}) {
 		cfg.BreakGlassTTL = DefaultBreakGlassTTL()
+	}
+	if cfg.BreakGlassTTL.ReadOnlyMax == 0 {
+		cfg.BreakGlassTTL.ReadOnlyMax = min(DefaultBreakGlassTTL().ReadOnlyMax, cfg.BreakGlassTTL.Max)
 	}
 	if err := cfg.BreakGlassTTL.Validate(); err != nil {
 		return nil, fmt.Errorf("admin server: %w", err)
@@ -377,7 +396,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			return
 		}
 		log.Info("admin call", "person", id.Person, "group", id.Group, "target", e.Target, "reason", e.Reason, "auditId", rec.ID)
-		if err := rt.handle(sr, r.WithContext(withReason(withIdentity(r.Context(), id), e.Reason))); err != nil {
+		if err := rt.handle(sr, r.WithContext(withRequestID(withReason(withIdentity(r.Context(), id), e.Reason), requestID))); err != nil {
 			s.writeError(sr, r.WithContext(withIdentity(r.Context(), id)), err)
 		}
 		done := e
@@ -454,6 +473,18 @@ func withReason(ctx context.Context, reason string) context.Context {
 // auditReason is the reason the middleware recorded for the call.
 func auditReason(r *http.Request) string {
 	s, _ := r.Context().Value(reasonKey{}).(string)
+	return s
+}
+
+type requestIDKey struct{}
+
+func withRequestID(ctx context.Context, requestID string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, requestID)
+}
+
+// requestIDFrom is the request ID the middleware gave the call (X-Request-Id).
+func requestIDFrom(ctx context.Context) string {
+	s, _ := ctx.Value(requestIDKey{}).(string)
 	return s
 }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -17,18 +19,21 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/authz"
 	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -37,10 +42,11 @@ import (
 // in-process Cluster Service with its own database, and a TLS listener that verifies client
 // certificates against a real client CA.
 type env struct {
-	url      string
-	pki      *pki.Region
-	log      *audit.Log
-	shards   csv1.ProvisionShardsClient
+	url    string
+	pki    *pki.Region
+	log    *audit.Log
+	shards csv1.ProvisionShardsClient
+	// clusters and pools call Cluster Service as the frontend, to seed what customers made.
 	clusters csv1.ClustersClient
 	pools    csv1.NodePoolsClient
 	docs     *postgres.Store
@@ -73,6 +79,9 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	if err := revocation.Install(ctx, su, "adminsvc"); err != nil {
 		t.Fatal(err)
 	}
+	if err := approval.Install(ctx, su, "adminsvc"); err != nil {
+		t.Fatal(err)
+	}
 	su.Close(ctx)
 	log, err := audit.Open(ctx, strings.Replace(auditDSN, "postgres://postgres@", "postgres://adminsvc@", 1))
 	if err != nil {
@@ -91,8 +100,23 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(csDB.Close)
-	cs := csserver.New(csDB, csserver.Config{KeepAlive: 200 * time.Millisecond})
-	g := grpc.NewServer(cs.ServerOptions()...)
+	// Cluster Service as in the region: mutual TLS, authz.Table enforced, the admin API calling
+	// as sre and its statements verified with the admin API's public key.
+	p, err := pki.Create(filepath.Join(t.TempDir(), "pki"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statementPub, statementKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csFiles := p.MustFiles(pki.ClusterService)
+	csTLS, err := tlsconfig.Files{Cert: csFiles.Cert, Key: csFiles.Key, CA: p.CAFile}.Server("127.0.0.1:0", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := csserver.New(csDB, csserver.Config{KeepAlive: 200 * time.Millisecond, SREStatementKey: statementPub})
+	g := grpc.NewServer(append(append(cs.ServerOptions(), grpc.Creds(credentials.NewTLS(csTLS))), authz.ServerOptions(identity.DefaultTrustDomain)...)...)
 	cs.Register(g)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -100,11 +124,27 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	}
 	go g.Serve(lis) //nolint:errcheck
 	t.Cleanup(g.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	sreFiles := p.MustFiles(pki.SRE)
+	asSRE, err := tlsconfig.Files{CA: p.CAFile, Cert: sreFiles.Cert, Key: sreFiles.Key}.Client(lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(asSRE)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
+	// Tests seed clusters and node pools as a customer would, through the frontend's identity.
+	feFiles := p.MustFiles(pki.Frontend)
+	asFrontend, err := tlsconfig.Files{CA: p.CAFile, Cert: feFiles.Cert, Key: feFiles.Key}.Client(lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	feConn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(asFrontend)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { feConn.Close() })
 	shards := csv1.NewProvisionShardsClient(conn)
 	for _, name := range []string{"mgmt-1", "mgmt-2"} {
 		if _, err := shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: name, MaxClusters: 4}}); err != nil {
@@ -113,13 +153,17 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	}
 
 	logDir := t.TempDir()
+	approvals := approval.New(log.Pool())
+	if err := approvals.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
 	revs := revocation.New(log.Pool())
 	if err := revs.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Audit: log, Revocations: revs, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn), LogDir: logDir,
-		Credentials: csv1.NewCredentialsClient(conn)}
+		Credentials: csv1.NewCredentialsClient(conn), StatementKey: statementKey, Approvals: approvals}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -127,11 +171,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pki.Create(filepath.Join(t.TempDir(), "pki"), pki.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, group := range map[string]string{"alice": access.GroupAdmin, "bob": access.GroupReadOnly, "mallory": "sre-wannabe"} {
+	for name, group := range map[string]string{"alice": access.GroupAdmin, "bob": access.GroupReadOnly, "carol": access.GroupAdmin, "mallory": "sre-wannabe"} {
 		if err := p.AddPerson(name, name, group); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +187,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	}
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return &env{url: ts.URL, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn), docs: docs, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN}
+	return &env{url: ts.URL, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(feConn), pools: csv1.NewNodePoolsClient(feConn), docs: docs, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN}
 }
 
 // as returns an HTTP client presenting identity's certificate ("" for none).

@@ -322,13 +322,15 @@ func (x *Credential) GetSre() *SRECredential {
 type SRECredential struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// person is the SRE (their admin certificate's common name); the certificate's common name
-	// is system:customer-break-glass:sre:<person>, so the hosted cluster's audit log names them.
+	// is system:sre-break-glass:<person> (the SRE signer's), so the hosted cluster's audit log names them.
 	Person string    `protobuf:"bytes,1,opt,name=person,proto3" json:"person,omitempty"`
 	Access SREAccess `protobuf:"varint,2,opt,name=access,proto3,enum=openhcp.clusterservice.v1.SREAccess" json:"access,omitempty"`
 	// validity_seconds is the certificate lifetime asked of the signer.
 	ValiditySeconds int32 `protobuf:"varint,3,opt,name=validity_seconds,json=validitySeconds,proto3" json:"validity_seconds,omitempty"`
 	// reason is the SRE's stated reason (also in the admin audit log).
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// approver is the second sre-admin who approved an ADMIN credential (empty for READ_ONLY).
+	Approver      string `protobuf:"bytes,5,opt,name=approver,proto3" json:"approver,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -387,6 +389,13 @@ func (x *SRECredential) GetValiditySeconds() int32 {
 func (x *SRECredential) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *SRECredential) GetApprover() string {
+	if x != nil {
+		return x.Approver
 	}
 	return ""
 }
@@ -506,12 +515,15 @@ func (x *CredentialStatus) GetConditions() []*Condition {
 type Revocation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is chosen by the caller (lowercase, 32 chars of [0-9a-v]).
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	ClusterId     string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
-	Status        *RevocationStatus      `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
-	Revision      int64                  `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ClusterId  string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	Status     *RevocationStatus      `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Revision   int64                  `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// sre: the revocation rotates the cluster's SRE break-glass signer and revokes the SRE
+	// credentials only; false: the customer signer and the customer's credentials only.
+	Sre           bool `protobuf:"varint,7,opt,name=sre,proto3" json:"sre,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -586,6 +598,13 @@ func (x *Revocation) GetUpdateTime() *timestamppb.Timestamp {
 		return x.UpdateTime
 	}
 	return nil
+}
+
+func (x *Revocation) GetSre() bool {
+	if x != nil {
+		return x.Sre
+	}
+	return false
 }
 
 type RevocationStatus struct {
@@ -682,8 +701,13 @@ type RequestCredentialRequest struct {
 	// requestAdminCredential action.
 	CertificateSigningRequest string `protobuf:"bytes,3,opt,name=certificate_signing_request,json=certificateSigningRequest,proto3" json:"certificate_signing_request,omitempty"`
 	// sre makes it an SRE credential (admin API only; no CSR then): Cluster Service generates the
-	// key and a request whose subject names the SRE and the group of sre.access.
-	Sre           *SRECredential `protobuf:"bytes,4,opt,name=sre,proto3" json:"sre,omitempty"`
+	// key and a request whose subject names the SRE and the group of sre.access. Every field of it
+	// must equal the signed statement's (sre_statement); Cluster Service trusts none on its own.
+	Sre *SRECredential `protobuf:"bytes,4,opt,name=sre,proto3" json:"sre,omitempty"`
+	// sre_statement is required with sre: the admin API's signed statement that this person asked
+	// for this credential (docs/sre.md#break-glass). Missing, expired, tampered with, or naming
+	// another cluster, credential, person, access, lifetime or reason: PermissionDenied.
+	SreStatement  *SignedSREStatement `protobuf:"bytes,5,opt,name=sre_statement,json=sreStatement,proto3" json:"sre_statement,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -746,17 +770,217 @@ func (x *RequestCredentialRequest) GetSre() *SRECredential {
 	return nil
 }
 
+func (x *RequestCredentialRequest) GetSreStatement() *SignedSREStatement {
+	if x != nil {
+		return x.SreStatement
+	}
+	return nil
+}
+
+// SREStatement is what the admin API asserts about one SRE credential request: who asked (from
+// their own admin certificate), for which cluster and credential, what access, for how long and
+// why, and when the statement stops being valid. It is signed as its binary encoding
+// (SignedSREStatement.statement), so the verifier reads exactly the bytes that were signed.
+type SREStatement struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Person string                 `protobuf:"bytes,1,opt,name=person,proto3" json:"person,omitempty"`
+	// group is the SRE's group at the admin API (sre-admin, sre-readonly).
+	Group     string `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	ClusterId string `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// credential_id is the credential the statement is for; it is the statement's nonce: one
+	// statement issues at most one credential (RequestCredential is idempotent on the id).
+	CredentialId    string                 `protobuf:"bytes,4,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	Access          SREAccess              `protobuf:"varint,5,opt,name=access,proto3,enum=openhcp.clusterservice.v1.SREAccess" json:"access,omitempty"`
+	ValiditySeconds int32                  `protobuf:"varint,6,opt,name=validity_seconds,json=validitySeconds,proto3" json:"validity_seconds,omitempty"`
+	Reason          string                 `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	IssueTime       *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=issue_time,json=issueTime,proto3" json:"issue_time,omitempty"`
+	ExpireTime      *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// approver is the second SRE who approved an ADMIN credential (empty for READ_ONLY).
+	Approver string `protobuf:"bytes,10,opt,name=approver,proto3" json:"approver,omitempty"`
+	// request_id is the admin API's request ID of the call that made the statement.
+	RequestId     string `protobuf:"bytes,11,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SREStatement) Reset() {
+	*x = SREStatement{}
+	mi := &file_v1_credential_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SREStatement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SREStatement) ProtoMessage() {}
+
+func (x *SREStatement) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_credential_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SREStatement.ProtoReflect.Descriptor instead.
+func (*SREStatement) Descriptor() ([]byte, []int) {
+	return file_v1_credential_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SREStatement) GetPerson() string {
+	if x != nil {
+		return x.Person
+	}
+	return ""
+}
+
+func (x *SREStatement) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *SREStatement) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *SREStatement) GetCredentialId() string {
+	if x != nil {
+		return x.CredentialId
+	}
+	return ""
+}
+
+func (x *SREStatement) GetAccess() SREAccess {
+	if x != nil {
+		return x.Access
+	}
+	return SREAccess_SRE_ACCESS_UNSPECIFIED
+}
+
+func (x *SREStatement) GetValiditySeconds() int32 {
+	if x != nil {
+		return x.ValiditySeconds
+	}
+	return 0
+}
+
+func (x *SREStatement) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SREStatement) GetIssueTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.IssueTime
+	}
+	return nil
+}
+
+func (x *SREStatement) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *SREStatement) GetApprover() string {
+	if x != nil {
+		return x.Approver
+	}
+	return ""
+}
+
+func (x *SREStatement) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// SignedSREStatement is an SREStatement and the admin API's Ed25519 signature over
+// "openhcp-sre-statement-v1\x00" followed by statement.
+type SignedSREStatement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// statement is the binary encoding of an SREStatement.
+	Statement     []byte `protobuf:"bytes,1,opt,name=statement,proto3" json:"statement,omitempty"`
+	Signature     []byte `protobuf:"bytes,2,opt,name=signature,proto3" json:"signature,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignedSREStatement) Reset() {
+	*x = SignedSREStatement{}
+	mi := &file_v1_credential_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignedSREStatement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignedSREStatement) ProtoMessage() {}
+
+func (x *SignedSREStatement) ProtoReflect() protoreflect.Message {
+	mi := &file_v1_credential_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignedSREStatement.ProtoReflect.Descriptor instead.
+func (*SignedSREStatement) Descriptor() ([]byte, []int) {
+	return file_v1_credential_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SignedSREStatement) GetStatement() []byte {
+	if x != nil {
+		return x.Statement
+	}
+	return nil
+}
+
+func (x *SignedSREStatement) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
 type GetCredentialRequest struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Id                string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	IncludeKubeconfig bool                   `protobuf:"varint,2,opt,name=include_kubeconfig,json=includeKubeconfig,proto3" json:"include_kubeconfig,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// sre_statement is required with include_kubeconfig for an SRE credential: the admin API's
+	// signed statement for this credential (as for RequestCredential), so the sre identity alone
+	// cannot read an SRE's kubeconfig. Missing or not matching the stored credential:
+	// PermissionDenied.
+	SreStatement  *SignedSREStatement `protobuf:"bytes,3,opt,name=sre_statement,json=sreStatement,proto3" json:"sre_statement,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetCredentialRequest) Reset() {
 	*x = GetCredentialRequest{}
-	mi := &file_v1_credential_proto_msgTypes[6]
+	mi := &file_v1_credential_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -768,7 +992,7 @@ func (x *GetCredentialRequest) String() string {
 func (*GetCredentialRequest) ProtoMessage() {}
 
 func (x *GetCredentialRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[6]
+	mi := &file_v1_credential_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -781,7 +1005,7 @@ func (x *GetCredentialRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCredentialRequest.ProtoReflect.Descriptor instead.
 func (*GetCredentialRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{6}
+	return file_v1_credential_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetCredentialRequest) GetId() string {
@@ -798,6 +1022,13 @@ func (x *GetCredentialRequest) GetIncludeKubeconfig() bool {
 	return false
 }
 
+func (x *GetCredentialRequest) GetSreStatement() *SignedSREStatement {
+	if x != nil {
+		return x.SreStatement
+	}
+	return nil
+}
+
 type ListCredentialsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// cluster_id may be empty only with sre_only: then every cluster's SRE credentials.
@@ -811,7 +1042,7 @@ type ListCredentialsRequest struct {
 
 func (x *ListCredentialsRequest) Reset() {
 	*x = ListCredentialsRequest{}
-	mi := &file_v1_credential_proto_msgTypes[7]
+	mi := &file_v1_credential_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -823,7 +1054,7 @@ func (x *ListCredentialsRequest) String() string {
 func (*ListCredentialsRequest) ProtoMessage() {}
 
 func (x *ListCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[7]
+	mi := &file_v1_credential_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -836,7 +1067,7 @@ func (x *ListCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*ListCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{7}
+	return file_v1_credential_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListCredentialsRequest) GetClusterId() string {
@@ -869,7 +1100,7 @@ type ListCredentialsResponse struct {
 
 func (x *ListCredentialsResponse) Reset() {
 	*x = ListCredentialsResponse{}
-	mi := &file_v1_credential_proto_msgTypes[8]
+	mi := &file_v1_credential_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1112,7 @@ func (x *ListCredentialsResponse) String() string {
 func (*ListCredentialsResponse) ProtoMessage() {}
 
 func (x *ListCredentialsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[8]
+	mi := &file_v1_credential_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1125,7 @@ func (x *ListCredentialsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCredentialsResponse.ProtoReflect.Descriptor instead.
 func (*ListCredentialsResponse) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{8}
+	return file_v1_credential_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListCredentialsResponse) GetCredentials() []*Credential {
@@ -905,16 +1136,20 @@ func (x *ListCredentialsResponse) GetCredentials() []*Credential {
 }
 
 type RevokeCredentialsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	ClusterId     string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ClusterId string                 `protobuf:"bytes,2,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// sre revokes the cluster's SRE credentials (the sre identity only); without it, the
+	// customer's (the frontend only). Each kind has its own signer, so revoking one never
+	// touches the other.
+	Sre           bool `protobuf:"varint,3,opt,name=sre,proto3" json:"sre,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RevokeCredentialsRequest) Reset() {
 	*x = RevokeCredentialsRequest{}
-	mi := &file_v1_credential_proto_msgTypes[9]
+	mi := &file_v1_credential_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1161,7 @@ func (x *RevokeCredentialsRequest) String() string {
 func (*RevokeCredentialsRequest) ProtoMessage() {}
 
 func (x *RevokeCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[9]
+	mi := &file_v1_credential_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1174,7 @@ func (x *RevokeCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*RevokeCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{9}
+	return file_v1_credential_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RevokeCredentialsRequest) GetId() string {
@@ -956,6 +1191,13 @@ func (x *RevokeCredentialsRequest) GetClusterId() string {
 	return ""
 }
 
+func (x *RevokeCredentialsRequest) GetSre() bool {
+	if x != nil {
+		return x.Sre
+	}
+	return false
+}
+
 type GetRevocationRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -965,7 +1207,7 @@ type GetRevocationRequest struct {
 
 func (x *GetRevocationRequest) Reset() {
 	*x = GetRevocationRequest{}
-	mi := &file_v1_credential_proto_msgTypes[10]
+	mi := &file_v1_credential_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1219,7 @@ func (x *GetRevocationRequest) String() string {
 func (*GetRevocationRequest) ProtoMessage() {}
 
 func (x *GetRevocationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[10]
+	mi := &file_v1_credential_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1232,7 @@ func (x *GetRevocationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRevocationRequest.ProtoReflect.Descriptor instead.
 func (*GetRevocationRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{10}
+	return file_v1_credential_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetRevocationRequest) GetId() string {
@@ -1009,7 +1251,7 @@ type WatchCredentialsRequest struct {
 
 func (x *WatchCredentialsRequest) Reset() {
 	*x = WatchCredentialsRequest{}
-	mi := &file_v1_credential_proto_msgTypes[11]
+	mi := &file_v1_credential_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1263,7 @@ func (x *WatchCredentialsRequest) String() string {
 func (*WatchCredentialsRequest) ProtoMessage() {}
 
 func (x *WatchCredentialsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[11]
+	mi := &file_v1_credential_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1276,7 @@ func (x *WatchCredentialsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCredentialsRequest.ProtoReflect.Descriptor instead.
 func (*WatchCredentialsRequest) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{11}
+	return file_v1_credential_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchCredentialsRequest) GetSinceRevision() int64 {
@@ -1059,7 +1301,7 @@ type CredentialEvent struct {
 
 func (x *CredentialEvent) Reset() {
 	*x = CredentialEvent{}
-	mi := &file_v1_credential_proto_msgTypes[12]
+	mi := &file_v1_credential_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1313,7 @@ func (x *CredentialEvent) String() string {
 func (*CredentialEvent) ProtoMessage() {}
 
 func (x *CredentialEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_v1_credential_proto_msgTypes[12]
+	mi := &file_v1_credential_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1326,7 @@ func (x *CredentialEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialEvent.ProtoReflect.Descriptor instead.
 func (*CredentialEvent) Descriptor() ([]byte, []int) {
-	return file_v1_credential_proto_rawDescGZIP(), []int{12}
+	return file_v1_credential_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CredentialEvent) GetType() EventType {
@@ -1162,12 +1404,13 @@ const file_v1_credential_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12:\n" +
-	"\x03sre\x18\t \x01(\v2(.openhcp.clusterservice.v1.SRECredentialR\x03sre\"\xa8\x01\n" +
+	"\x03sre\x18\t \x01(\v2(.openhcp.clusterservice.v1.SRECredentialR\x03sre\"\xc4\x01\n" +
 	"\rSRECredential\x12\x16\n" +
 	"\x06person\x18\x01 \x01(\tR\x06person\x12<\n" +
 	"\x06access\x18\x02 \x01(\x0e2$.openhcp.clusterservice.v1.SREAccessR\x06access\x12)\n" +
 	"\x10validity_seconds\x18\x03 \x01(\x05R\x0fvaliditySeconds\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xd1\x03\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1a\n" +
+	"\bapprover\x18\x05 \x01(\tR\bapprover\"\xd1\x03\n" +
 	"\x10CredentialStatus\x12@\n" +
 	"\x05state\x18\x01 \x01(\x0e2*.openhcp.clusterservice.v1.CredentialStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -1182,7 +1425,7 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\rrevocation_id\x18\b \x01(\tR\frevocationId\x12D\n" +
 	"\n" +
 	"conditions\x18\t \x03(\v2$.openhcp.clusterservice.v1.ConditionR\n" +
-	"conditions\"\x96\x02\n" +
+	"conditions\"\xa8\x02\n" +
 	"\n" +
 	"Revocation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
@@ -1193,7 +1436,8 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xc5\x02\n" +
+	"updateTime\x12\x10\n" +
+	"\x03sre\x18\a \x01(\bR\x03sre\"\xc5\x02\n" +
 	"\x10RevocationStatus\x12@\n" +
 	"\x05state\x18\x01 \x01(\x0e2*.openhcp.clusterservice.v1.RevocationStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -1203,27 +1447,50 @@ const file_v1_credential_proto_rawDesc = "" +
 	"\n" +
 	"conditions\x18\x05 \x03(\v2$.openhcp.clusterservice.v1.ConditionR\n" +
 	"conditions\x12?\n" +
-	"\rcomplete_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fcompleteTime\"\xf9\x01\n" +
+	"\rcomplete_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\fcompleteTime\"\xd4\x02\n" +
 	"\x18RequestCredentialRequest\x12\x15\n" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12$\n" +
 	"\n" +
 	"cluster_id\x18\x02 \x01(\tB\x05\xca\xf3\x18\x01-R\tclusterId\x12]\n" +
 	"\x1bcertificate_signing_request\x18\x03 \x01(\tB\x1d\xca\xf3\x18\x19certificateSigningRequestR\x19certificateSigningRequest\x12A\n" +
-	"\x03sre\x18\x04 \x01(\v2(.openhcp.clusterservice.v1.SRECredentialB\x05\xca\xf3\x18\x01-R\x03sre\"U\n" +
+	"\x03sre\x18\x04 \x01(\v2(.openhcp.clusterservice.v1.SRECredentialB\x05\xca\xf3\x18\x01-R\x03sre\x12Y\n" +
+	"\rsre_statement\x18\x05 \x01(\v2-.openhcp.clusterservice.v1.SignedSREStatementB\x05\xca\xf3\x18\x01-R\fsreStatement\"\xb4\x03\n" +
+	"\fSREStatement\x12\x16\n" +
+	"\x06person\x18\x01 \x01(\tR\x06person\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x03 \x01(\tR\tclusterId\x12#\n" +
+	"\rcredential_id\x18\x04 \x01(\tR\fcredentialId\x12<\n" +
+	"\x06access\x18\x05 \x01(\x0e2$.openhcp.clusterservice.v1.SREAccessR\x06access\x12)\n" +
+	"\x10validity_seconds\x18\x06 \x01(\x05R\x0fvaliditySeconds\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x129\n" +
+	"\n" +
+	"issue_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tissueTime\x12;\n" +
+	"\vexpire_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x12\x1a\n" +
+	"\bapprover\x18\n" +
+	" \x01(\tR\bapprover\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\v \x01(\tR\trequestId\"P\n" +
+	"\x12SignedSREStatement\x12\x1c\n" +
+	"\tstatement\x18\x01 \x01(\fR\tstatement\x12\x1c\n" +
+	"\tsignature\x18\x02 \x01(\fR\tsignature\"\xa9\x01\n" +
 	"\x14GetCredentialRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
-	"\x12include_kubeconfig\x18\x02 \x01(\bR\x11includeKubeconfig\"j\n" +
+	"\x12include_kubeconfig\x18\x02 \x01(\bR\x11includeKubeconfig\x12R\n" +
+	"\rsre_statement\x18\x03 \x01(\v2-.openhcp.clusterservice.v1.SignedSREStatementR\fsreStatement\"j\n" +
 	"\x16ListCredentialsRequest\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x19\n" +
 	"\bsre_only\x18\x02 \x01(\bR\asreOnly\x12\x16\n" +
 	"\x06person\x18\x03 \x01(\tR\x06person\"b\n" +
 	"\x17ListCredentialsResponse\x12G\n" +
-	"\vcredentials\x18\x01 \x03(\v2%.openhcp.clusterservice.v1.CredentialR\vcredentials\"I\n" +
+	"\vcredentials\x18\x01 \x03(\v2%.openhcp.clusterservice.v1.CredentialR\vcredentials\"[\n" +
 	"\x18RevokeCredentialsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x02 \x01(\tR\tclusterId\"&\n" +
+	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12\x10\n" +
+	"\x03sre\x18\x03 \x01(\bR\x03sre\"&\n" +
 	"\x14GetRevocationRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"@\n" +
 	"\x17WatchCredentialsRequest\x12%\n" +
@@ -1276,7 +1543,7 @@ func file_v1_credential_proto_rawDescGZIP() []byte {
 }
 
 var file_v1_credential_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_v1_credential_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_v1_credential_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_v1_credential_proto_goTypes = []any{
 	(CredentialState)(0),             // 0: openhcp.clusterservice.v1.CredentialState
 	(SREAccess)(0),                   // 1: openhcp.clusterservice.v1.SREAccess
@@ -1287,56 +1554,63 @@ var file_v1_credential_proto_goTypes = []any{
 	(*Revocation)(nil),               // 6: openhcp.clusterservice.v1.Revocation
 	(*RevocationStatus)(nil),         // 7: openhcp.clusterservice.v1.RevocationStatus
 	(*RequestCredentialRequest)(nil), // 8: openhcp.clusterservice.v1.RequestCredentialRequest
-	(*GetCredentialRequest)(nil),     // 9: openhcp.clusterservice.v1.GetCredentialRequest
-	(*ListCredentialsRequest)(nil),   // 10: openhcp.clusterservice.v1.ListCredentialsRequest
-	(*ListCredentialsResponse)(nil),  // 11: openhcp.clusterservice.v1.ListCredentialsResponse
-	(*RevokeCredentialsRequest)(nil), // 12: openhcp.clusterservice.v1.RevokeCredentialsRequest
-	(*GetRevocationRequest)(nil),     // 13: openhcp.clusterservice.v1.GetRevocationRequest
-	(*WatchCredentialsRequest)(nil),  // 14: openhcp.clusterservice.v1.WatchCredentialsRequest
-	(*CredentialEvent)(nil),          // 15: openhcp.clusterservice.v1.CredentialEvent
-	(*timestamppb.Timestamp)(nil),    // 16: google.protobuf.Timestamp
-	(*Condition)(nil),                // 17: openhcp.clusterservice.v1.Condition
-	(EventType)(0),                   // 18: openhcp.clusterservice.v1.EventType
+	(*SREStatement)(nil),             // 9: openhcp.clusterservice.v1.SREStatement
+	(*SignedSREStatement)(nil),       // 10: openhcp.clusterservice.v1.SignedSREStatement
+	(*GetCredentialRequest)(nil),     // 11: openhcp.clusterservice.v1.GetCredentialRequest
+	(*ListCredentialsRequest)(nil),   // 12: openhcp.clusterservice.v1.ListCredentialsRequest
+	(*ListCredentialsResponse)(nil),  // 13: openhcp.clusterservice.v1.ListCredentialsResponse
+	(*RevokeCredentialsRequest)(nil), // 14: openhcp.clusterservice.v1.RevokeCredentialsRequest
+	(*GetRevocationRequest)(nil),     // 15: openhcp.clusterservice.v1.GetRevocationRequest
+	(*WatchCredentialsRequest)(nil),  // 16: openhcp.clusterservice.v1.WatchCredentialsRequest
+	(*CredentialEvent)(nil),          // 17: openhcp.clusterservice.v1.CredentialEvent
+	(*timestamppb.Timestamp)(nil),    // 18: google.protobuf.Timestamp
+	(*Condition)(nil),                // 19: openhcp.clusterservice.v1.Condition
+	(EventType)(0),                   // 20: openhcp.clusterservice.v1.EventType
 }
 var file_v1_credential_proto_depIdxs = []int32{
 	5,  // 0: openhcp.clusterservice.v1.Credential.status:type_name -> openhcp.clusterservice.v1.CredentialStatus
-	16, // 1: openhcp.clusterservice.v1.Credential.create_time:type_name -> google.protobuf.Timestamp
-	16, // 2: openhcp.clusterservice.v1.Credential.update_time:type_name -> google.protobuf.Timestamp
+	18, // 1: openhcp.clusterservice.v1.Credential.create_time:type_name -> google.protobuf.Timestamp
+	18, // 2: openhcp.clusterservice.v1.Credential.update_time:type_name -> google.protobuf.Timestamp
 	4,  // 3: openhcp.clusterservice.v1.Credential.sre:type_name -> openhcp.clusterservice.v1.SRECredential
 	1,  // 4: openhcp.clusterservice.v1.SRECredential.access:type_name -> openhcp.clusterservice.v1.SREAccess
 	0,  // 5: openhcp.clusterservice.v1.CredentialStatus.state:type_name -> openhcp.clusterservice.v1.CredentialState
-	16, // 6: openhcp.clusterservice.v1.CredentialStatus.issue_time:type_name -> google.protobuf.Timestamp
-	16, // 7: openhcp.clusterservice.v1.CredentialStatus.expiration_time:type_name -> google.protobuf.Timestamp
-	16, // 8: openhcp.clusterservice.v1.CredentialStatus.revoke_time:type_name -> google.protobuf.Timestamp
-	17, // 9: openhcp.clusterservice.v1.CredentialStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	18, // 6: openhcp.clusterservice.v1.CredentialStatus.issue_time:type_name -> google.protobuf.Timestamp
+	18, // 7: openhcp.clusterservice.v1.CredentialStatus.expiration_time:type_name -> google.protobuf.Timestamp
+	18, // 8: openhcp.clusterservice.v1.CredentialStatus.revoke_time:type_name -> google.protobuf.Timestamp
+	19, // 9: openhcp.clusterservice.v1.CredentialStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
 	7,  // 10: openhcp.clusterservice.v1.Revocation.status:type_name -> openhcp.clusterservice.v1.RevocationStatus
-	16, // 11: openhcp.clusterservice.v1.Revocation.create_time:type_name -> google.protobuf.Timestamp
-	16, // 12: openhcp.clusterservice.v1.Revocation.update_time:type_name -> google.protobuf.Timestamp
+	18, // 11: openhcp.clusterservice.v1.Revocation.create_time:type_name -> google.protobuf.Timestamp
+	18, // 12: openhcp.clusterservice.v1.Revocation.update_time:type_name -> google.protobuf.Timestamp
 	2,  // 13: openhcp.clusterservice.v1.RevocationStatus.state:type_name -> openhcp.clusterservice.v1.RevocationState
-	17, // 14: openhcp.clusterservice.v1.RevocationStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	16, // 15: openhcp.clusterservice.v1.RevocationStatus.complete_time:type_name -> google.protobuf.Timestamp
+	19, // 14: openhcp.clusterservice.v1.RevocationStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	18, // 15: openhcp.clusterservice.v1.RevocationStatus.complete_time:type_name -> google.protobuf.Timestamp
 	4,  // 16: openhcp.clusterservice.v1.RequestCredentialRequest.sre:type_name -> openhcp.clusterservice.v1.SRECredential
-	3,  // 17: openhcp.clusterservice.v1.ListCredentialsResponse.credentials:type_name -> openhcp.clusterservice.v1.Credential
-	18, // 18: openhcp.clusterservice.v1.CredentialEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	3,  // 19: openhcp.clusterservice.v1.CredentialEvent.credential:type_name -> openhcp.clusterservice.v1.Credential
-	6,  // 20: openhcp.clusterservice.v1.CredentialEvent.revocation:type_name -> openhcp.clusterservice.v1.Revocation
-	8,  // 21: openhcp.clusterservice.v1.Credentials.RequestCredential:input_type -> openhcp.clusterservice.v1.RequestCredentialRequest
-	9,  // 22: openhcp.clusterservice.v1.Credentials.GetCredential:input_type -> openhcp.clusterservice.v1.GetCredentialRequest
-	10, // 23: openhcp.clusterservice.v1.Credentials.ListCredentials:input_type -> openhcp.clusterservice.v1.ListCredentialsRequest
-	12, // 24: openhcp.clusterservice.v1.Credentials.RevokeCredentials:input_type -> openhcp.clusterservice.v1.RevokeCredentialsRequest
-	13, // 25: openhcp.clusterservice.v1.Credentials.GetRevocation:input_type -> openhcp.clusterservice.v1.GetRevocationRequest
-	14, // 26: openhcp.clusterservice.v1.Credentials.WatchCredentials:input_type -> openhcp.clusterservice.v1.WatchCredentialsRequest
-	3,  // 27: openhcp.clusterservice.v1.Credentials.RequestCredential:output_type -> openhcp.clusterservice.v1.Credential
-	3,  // 28: openhcp.clusterservice.v1.Credentials.GetCredential:output_type -> openhcp.clusterservice.v1.Credential
-	11, // 29: openhcp.clusterservice.v1.Credentials.ListCredentials:output_type -> openhcp.clusterservice.v1.ListCredentialsResponse
-	6,  // 30: openhcp.clusterservice.v1.Credentials.RevokeCredentials:output_type -> openhcp.clusterservice.v1.Revocation
-	6,  // 31: openhcp.clusterservice.v1.Credentials.GetRevocation:output_type -> openhcp.clusterservice.v1.Revocation
-	15, // 32: openhcp.clusterservice.v1.Credentials.WatchCredentials:output_type -> openhcp.clusterservice.v1.CredentialEvent
-	27, // [27:33] is the sub-list for method output_type
-	21, // [21:27] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	10, // 17: openhcp.clusterservice.v1.RequestCredentialRequest.sre_statement:type_name -> openhcp.clusterservice.v1.SignedSREStatement
+	1,  // 18: openhcp.clusterservice.v1.SREStatement.access:type_name -> openhcp.clusterservice.v1.SREAccess
+	18, // 19: openhcp.clusterservice.v1.SREStatement.issue_time:type_name -> google.protobuf.Timestamp
+	18, // 20: openhcp.clusterservice.v1.SREStatement.expire_time:type_name -> google.protobuf.Timestamp
+	10, // 21: openhcp.clusterservice.v1.GetCredentialRequest.sre_statement:type_name -> openhcp.clusterservice.v1.SignedSREStatement
+	3,  // 22: openhcp.clusterservice.v1.ListCredentialsResponse.credentials:type_name -> openhcp.clusterservice.v1.Credential
+	20, // 23: openhcp.clusterservice.v1.CredentialEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	3,  // 24: openhcp.clusterservice.v1.CredentialEvent.credential:type_name -> openhcp.clusterservice.v1.Credential
+	6,  // 25: openhcp.clusterservice.v1.CredentialEvent.revocation:type_name -> openhcp.clusterservice.v1.Revocation
+	8,  // 26: openhcp.clusterservice.v1.Credentials.RequestCredential:input_type -> openhcp.clusterservice.v1.RequestCredentialRequest
+	11, // 27: openhcp.clusterservice.v1.Credentials.GetCredential:input_type -> openhcp.clusterservice.v1.GetCredentialRequest
+	12, // 28: openhcp.clusterservice.v1.Credentials.ListCredentials:input_type -> openhcp.clusterservice.v1.ListCredentialsRequest
+	14, // 29: openhcp.clusterservice.v1.Credentials.RevokeCredentials:input_type -> openhcp.clusterservice.v1.RevokeCredentialsRequest
+	15, // 30: openhcp.clusterservice.v1.Credentials.GetRevocation:input_type -> openhcp.clusterservice.v1.GetRevocationRequest
+	16, // 31: openhcp.clusterservice.v1.Credentials.WatchCredentials:input_type -> openhcp.clusterservice.v1.WatchCredentialsRequest
+	3,  // 32: openhcp.clusterservice.v1.Credentials.RequestCredential:output_type -> openhcp.clusterservice.v1.Credential
+	3,  // 33: openhcp.clusterservice.v1.Credentials.GetCredential:output_type -> openhcp.clusterservice.v1.Credential
+	13, // 34: openhcp.clusterservice.v1.Credentials.ListCredentials:output_type -> openhcp.clusterservice.v1.ListCredentialsResponse
+	6,  // 35: openhcp.clusterservice.v1.Credentials.RevokeCredentials:output_type -> openhcp.clusterservice.v1.Revocation
+	6,  // 36: openhcp.clusterservice.v1.Credentials.GetRevocation:output_type -> openhcp.clusterservice.v1.Revocation
+	17, // 37: openhcp.clusterservice.v1.Credentials.WatchCredentials:output_type -> openhcp.clusterservice.v1.CredentialEvent
+	32, // [32:38] is the sub-list for method output_type
+	26, // [26:32] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_v1_credential_proto_init() }
@@ -1346,7 +1620,7 @@ func file_v1_credential_proto_init() {
 	}
 	file_v1_armpath_proto_init()
 	file_v1_clusterservice_proto_init()
-	file_v1_credential_proto_msgTypes[12].OneofWrappers = []any{
+	file_v1_credential_proto_msgTypes[14].OneofWrappers = []any{
 		(*CredentialEvent_Credential)(nil),
 		(*CredentialEvent_Revocation)(nil),
 	}
@@ -1356,7 +1630,7 @@ func file_v1_credential_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_v1_credential_proto_rawDesc), len(file_v1_credential_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

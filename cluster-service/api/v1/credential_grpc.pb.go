@@ -45,13 +45,15 @@ type CredentialsClient interface {
 	// AlreadyExists (the id belongs to another cluster).
 	RequestCredential(ctx context.Context, in *RequestCredentialRequest, opts ...grpc.CallOption) (*Credential, error)
 	// GetCredential returns a credential; with include_kubeconfig and state ISSUED the kubeconfig
-	// is assembled (it is never stored whole and never sent on List or Watch).
+	// is assembled (it is never stored whole and never sent on List or Watch). An SRE
+	// credential's kubeconfig needs the admin API's signed statement for it (sre_statement).
 	GetCredential(ctx context.Context, in *GetCredentialRequest, opts ...grpc.CallOption) (*Credential, error)
 	// ListCredentials lists the credentials of one cluster, oldest first, without kubeconfigs.
 	ListCredentials(ctx context.Context, in *ListCredentialsRequest, opts ...grpc.CallOption) (*ListCredentialsResponse, error)
-	// RevokeCredentials revokes every credential of the cluster issued so far by rotating the
-	// break-glass signer. It is idempotent on id. FailedPrecondition while another revocation of
-	// the cluster runs, or the cluster is being deleted.
+	// RevokeCredentials revokes every credential of one kind (customer, or SRE with sre) of the
+	// cluster issued so far by rotating that kind's break-glass signer; the other kind's signer and
+	// credentials are untouched. It is idempotent on id. FailedPrecondition while another
+	// revocation of the same kind runs on the cluster, or the cluster is being deleted.
 	RevokeCredentials(ctx context.Context, in *RevokeCredentialsRequest, opts ...grpc.CallOption) (*Revocation, error)
 	GetRevocation(ctx context.Context, in *GetRevocationRequest, opts ...grpc.CallOption) (*Revocation, error)
 	// WatchCredentials streams credential and revocation changes as WatchNodePools does: a
@@ -149,13 +151,15 @@ type CredentialsServer interface {
 	// AlreadyExists (the id belongs to another cluster).
 	RequestCredential(context.Context, *RequestCredentialRequest) (*Credential, error)
 	// GetCredential returns a credential; with include_kubeconfig and state ISSUED the kubeconfig
-	// is assembled (it is never stored whole and never sent on List or Watch).
+	// is assembled (it is never stored whole and never sent on List or Watch). An SRE
+	// credential's kubeconfig needs the admin API's signed statement for it (sre_statement).
 	GetCredential(context.Context, *GetCredentialRequest) (*Credential, error)
 	// ListCredentials lists the credentials of one cluster, oldest first, without kubeconfigs.
 	ListCredentials(context.Context, *ListCredentialsRequest) (*ListCredentialsResponse, error)
-	// RevokeCredentials revokes every credential of the cluster issued so far by rotating the
-	// break-glass signer. It is idempotent on id. FailedPrecondition while another revocation of
-	// the cluster runs, or the cluster is being deleted.
+	// RevokeCredentials revokes every credential of one kind (customer, or SRE with sre) of the
+	// cluster issued so far by rotating that kind's break-glass signer; the other kind's signer and
+	// credentials are untouched. It is idempotent on id. FailedPrecondition while another
+	// revocation of the same kind runs on the cluster, or the cluster is being deleted.
 	RevokeCredentials(context.Context, *RevokeCredentialsRequest) (*Revocation, error)
 	GetRevocation(context.Context, *GetRevocationRequest) (*Revocation, error)
 	// WatchCredentials streams credential and revocation changes as WatchNodePools does: a

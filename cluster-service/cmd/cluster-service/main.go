@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server"
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/envelope"
@@ -65,6 +67,7 @@ type config struct {
 	pullSecretFile        string
 	kekFile               string
 	kekRetiredDir         string
+	sreStatementKeyFile   string
 	versionsFile          string
 	devIdentityClientID   string
 	baseDomain            string
@@ -142,6 +145,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		"file (mode 0600) with the active key-encryption key, base64 of 32 bytes: customer secrets are stored encrypted under it (docs/security.md); required")
 	str(&c.kekRetiredDir, "secret-kek-retired-dir", "SECRET_KEK_RETIRED_DIR", "",
 		"directory of earlier key-encryption keys (files 0600) that still decrypt rows written before a rotation; at start-up their rows are rewrapped under --secret-kek-file")
+	str(&c.sreStatementKeyFile, "sre-statement-public-key", "SRE_STATEMENT_PUBLIC_KEY", "",
+		"Ed25519 public key (PEM) of the admin API's --sre-statement-key: an SRE break-glass credential is issued only for a statement it verifies (docs/sre.md#break-glass); empty: every SRE credential is refused")
 	str(&c.devIdentityClientID, "dev-workload-identity-client-id", "DEV_WORKLOAD_IDENTITY_CLIENT_ID", "",
 		"development regions only: client ID (UUID) used for every workload identity of a cluster that has none; empty fails such clusters")
 	str(&c.baseDomain, "base-domain", "BASE_DOMAIN", manifests.DefaultBaseDomain,
@@ -321,6 +326,13 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		return fmt.Errorf("--versions-file: %w", err)
 	}
 
+	var sreKey ed25519.PublicKey
+	if c.sreStatementKeyFile != "" {
+		if sreKey, err = srestatement.ReadPublicKey(c.sreStatementKeyFile); err != nil {
+			return fmt.Errorf("--sre-statement-public-key: %w", err)
+		}
+	}
+
 	keys, err := envelope.LoadFiles(c.kekFile, c.kekRetiredDir)
 	if err != nil {
 		return fmt.Errorf("--secret-kek-file: %w", err)
@@ -350,7 +362,8 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy})
+	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy,
+		SREStatementKey: sreKey, CustomerCredentialValidity: c.breakGlassValidity})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
 		PollFeedbackOnly: c.pollFeedbackOnly, ReadSecretsLive: c.readSecretsLive, RepublishAfter: c.republishAfter,

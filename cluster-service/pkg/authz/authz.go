@@ -84,6 +84,34 @@ var Table = map[string][]string{
 	"/grpc.health.v1.Health/List":  {Frontend, Backend, SRE},
 }
 
+// CredentialKind is a kind of break-glass credential.
+type CredentialKind string
+
+// The kinds of break-glass credential.
+const (
+	CustomerCredentials CredentialKind = "customer" // asked for through ARM's requestAdminCredential
+	SRECredentials      CredentialKind = "sre"      // asked for by an SRE through the admin API
+)
+
+// CredentialKinds lists, per identity, the break-glass credentials it is answered for by
+// GetCredential and ListCredentials: a credential of another kind is NotFound to it, as an
+// unknown one (its existence is not told). docs/security.md shows it; TestDocsTableMatchesCode
+// keeps them equal.
+var CredentialKinds = map[string][]CredentialKind{
+	Frontend: {CustomerCredentials},
+	Backend:  {CustomerCredentials},
+	SRE:      {SRECredentials},
+}
+
+// MaySeeCredential reports whether identity is answered for a credential (sre: an SRE's).
+func MaySeeCredential(identity string, sre bool) bool {
+	kind := CustomerCredentials
+	if sre {
+		kind = SRECredentials
+	}
+	return slices.Contains(CredentialKinds[identity], kind)
+}
+
 type callerKey struct{}
 
 // Caller returns the workload the interceptors of ServerOptions identified for ctx's call.

@@ -99,3 +99,39 @@ func TestDocsTableMatchesCode(t *testing.T) {
 		t.Errorf("docs/security.md lists %d methods, the code %d", len(got), len(Table))
 	}
 }
+
+// TestCredentialKindsAreDocumented keeps docs/security.md's table of which identity is answered
+// for which kind of break-glass credential equal to CredentialKinds.
+func TestCredentialKindsAreDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start, end := strings.Index(doc, "<!-- credential-kinds-table"), strings.Index(doc, "<!-- /credential-kinds-table -->")
+	if start < 0 || end < start {
+		t.Fatal("docs/security.md has no credential-kinds-table markers")
+	}
+	got := map[string][]CredentialKind{}
+	for _, line := range strings.Split(doc[start:end], "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 5 || !strings.Contains(cells[1], "`") {
+			continue
+		}
+		id := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		got[id] = []CredentialKind{}
+		for i, k := range []CredentialKind{CustomerCredentials, SRECredentials} {
+			if strings.TrimSpace(cells[2+i]) != "" {
+				got[id] = append(got[id], k)
+			}
+		}
+	}
+	for id, want := range CredentialKinds {
+		if !slices.Equal(got[id], want) {
+			t.Errorf("docs/security.md: %s is answered for %v, the code %v", id, got[id], want)
+		}
+	}
+	if len(got) != len(CredentialKinds) {
+		t.Errorf("docs/security.md lists %d identities, the code %d", len(got), len(CredentialKinds))
+	}
+}

@@ -29,11 +29,13 @@ const (
 	Group      = "system:masters"
 )
 
-// SRE break-glass subjects. HyperShift's customer break-glass signer signs only common names
-// under UserPrefix, so an SRE's credential is system:customer-break-glass:sre:<person>: the
-// hosted cluster's audit log names the SRE. Its organisation is the kube group of the access
-// asked for; SREGroups is the one owner of that mapping (docs/sre.md#break-glass).
-const SREUserPrefix = "sre:"
+// SRE break-glass subjects. An SRE's credential is signed by HyperShift's separate SRE
+// break-glass signer (signer class sre-break-glass), which signs only common names under
+// SREUserPrefix: system:sre-break-glass:<person>, so the hosted cluster's audit log names the
+// SRE and revoking SRE credentials never touches the customer's signer. Its organisation is the
+// kube group of the access asked for; SREGroups is the one owner of that mapping
+// (docs/sre.md#break-glass).
+const SREUserPrefix = "system:sre-break-glass:"
 
 // SREGroups maps an SRE credential's access to the certificate's organisation (kube group).
 // ADMIN is system:masters like a customer's credential. READ_ONLY's group must be bound to the
@@ -68,7 +70,7 @@ func NewSRERequest(person string, access csv1.SREAccess) (keyDER, csrPEM []byte,
 	if !ValidPerson(person) {
 		return nil, nil, fmt.Errorf("SRE person %q cannot name a certificate subject", person)
 	}
-	return newRequest(pkix.Name{CommonName: UserPrefix + SREUserPrefix + person, Organization: []string{group}})
+	return newRequest(pkix.Name{CommonName: SREUserPrefix + person, Organization: []string{group}})
 }
 
 // NewRequest generates a P-256 key and a certificate request for user (the part after
@@ -172,7 +174,13 @@ func Username(csrPEM []byte) string {
 	return req.Subject.CommonName
 }
 
-// ValidUser reports whether cn is a break-glass user name as HyperShift's signer requires.
+// ValidUser reports whether cn is a break-glass user name as one of HyperShift's signers
+// requires (the customer's or the SRE's).
 func ValidUser(cn string) bool {
-	return strings.HasPrefix(cn, UserPrefix) && len(cn) > len(UserPrefix)
+	for _, prefix := range []string{UserPrefix, SREUserPrefix} {
+		if strings.HasPrefix(cn, prefix) && len(cn) > len(prefix) {
+			return true
+		}
+	}
+	return false
 }

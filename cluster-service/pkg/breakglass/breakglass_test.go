@@ -181,7 +181,7 @@ func TestNewSRERequest(t *testing.T) {
 			if err != nil || len(key) == 0 {
 				t.Fatalf("parse: %v", err)
 			}
-			if req.Subject.CommonName != UserPrefix+SREUserPrefix+tc.person || !ValidUser(req.Subject.CommonName) ||
+			if req.Subject.CommonName != "system:sre-break-glass:"+tc.person || !ValidUser(req.Subject.CommonName) ||
 				len(req.Subject.Organization) != 1 || req.Subject.Organization[0] != tc.wantO {
 				t.Fatalf("subject %s", req.Subject)
 			}

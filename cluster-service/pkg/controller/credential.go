@@ -249,7 +249,7 @@ func (c *Credentials) ReconcileCredential(ctx context.Context, id string) (time.
 		validity = v // an SRE's credential lives as long as the admin API allowed
 	}
 	work, err := manifests.BuildCredential(c.cfg.Manifests, manifests.CredentialWork{ID: id, CSR: []byte(cr.CSR),
-		Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID}, ExpirationSeconds: validity})
+		Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID}, ExpirationSeconds: validity, SignerClass: manifests.SignerClass(cr.SRE != nil)})
 	if err != nil {
 		return fail("InvalidCredential", err.Error())
 	}
@@ -352,7 +352,7 @@ func (c *Credentials) ReconcileRevocation(ctx context.Context, id string) (time.
 		return 0, fmt.Errorf("get cluster %s of revocation %s: %w", r.ClusterID, id, err)
 	}
 	work, err := manifests.BuildRevocation(c.cfg.Manifests, manifests.RevocationWork{ID: id,
-		Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID}})
+		Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID}, SignerClass: manifests.SignerClass(r.SRE)})
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
@@ -33,6 +34,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server"
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
@@ -56,7 +58,11 @@ func TestBreakGlassAgainstMaestro(t *testing.T) {
 	defer logFile.Close()
 	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cs := startClusterService(t, ctx, r, log)
-	creds := startCredentials(t, ctx, r, cs, log)
+	statementPub, statementKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := startCredentials(t, ctx, r, cs, log, statementPub)
 
 	cl := newCluster(11, "breakglass")
 	if _, err := cs.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: cl}); err != nil {
@@ -86,6 +92,50 @@ func TestBreakGlassAgainstMaestro(t *testing.T) {
 			err := r.kube.Get(ctx, types.NamespacedName{Name: manifests.CSRName(credID(1))}, &certificatesv1.CertificateSigningRequest{})
 			return apierrors.IsNotFound(err)
 		})
+	}))
+
+	// An SRE's credential goes to the cluster's separate SRE signer, as the admin API asks for it.
+	leafOf := func(t *testing.T, kubeconfig string) *x509.Certificate {
+		t.Helper()
+		cfg, err := clientcmd.Load([]byte(kubeconfig))
+		if err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
+		leaf, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leaf
+	}
+	chains := func(t *testing.T, leaf *x509.Certificate) bool {
+		_, err := leaf.Verify(x509.VerifyOptions{Roots: clientBundle(t), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		return err == nil
+	}
+	var sreLeaf *x509.Certificate
+	must(t, t.Run("sre_credential_is_signed_by_the_separate_sre_signer", func(t *testing.T) {
+		id := credID(50)
+		sre := &csv1.SRECredential{Person: "alice", Access: csv1.SREAccess_SRE_ACCESS_READ_ONLY, ValiditySeconds: 1800, Reason: "look"}
+		signed, err := srestatement.Sign(statementKey, &csv1.SREStatement{Person: "alice", Group: "sre-readonly", ClusterId: cl.Id, CredentialId: id,
+			Access: sre.Access, ValiditySeconds: sre.ValiditySeconds, Reason: sre.Reason}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := creds.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: id, ClusterId: cl.Id, Sre: sre, SreStatement: signed}); err != nil {
+			t.Fatal(err)
+		}
+		waitCredential(t, ctx, creds, id, csv1.CredentialState_CREDENTIAL_STATE_ISSUED)
+		got, err := creds.GetCredential(ctx, &csv1.GetCredentialRequest{Id: id, IncludeKubeconfig: true, SreStatement: signed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sreLeaf = leafOf(t, got.GetKubeconfig())
+		if sreLeaf.Subject.CommonName != "system:sre-break-glass:alice" || !chains(t, sreLeaf) {
+			t.Fatalf("SRE certificate %s chains: %t", sreLeaf.Subject, chains(t, sreLeaf))
+		}
+		if sreLeaf.Issuer.String() == first.Issuer.String() {
+			t.Fatalf("the SRE and the customer certificates have the same issuer %s", first.Issuer)
+		}
 	}))
 
 	must(t, t.Run("customer_csr_with_a_foreign_subject_is_refused_by_the_signer", func(t *testing.T) {
@@ -144,13 +194,40 @@ func TestBreakGlassAgainstMaestro(t *testing.T) {
 			t.Fatal("the revoked certificate still chains to the client CA bundle")
 		}
 		t.Logf("revoked certificate no longer chains: %v", err)
+		// The SRE signer was not rotated: the SRE's credential still works.
+		if !chains(t, sreLeaf) {
+			t.Fatal("revoking the customer's credentials revoked the SRE's too")
+		}
+		if got, _ := creds.GetCredential(ctx, &csv1.GetCredentialRequest{Id: credID(50)}); got.GetStatus().GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED {
+			t.Fatalf("SRE credential after the customer's revocation: %v", got.GetStatus())
+		}
 	}))
 
+	var second *x509.Certificate
 	must(t, t.Run("a_new_credential_after_revocation_chains_to_the_new_signer", func(t *testing.T) {
 		kc := issue(t, ctx, creds, credID(4), cl.Id, "")
-		leaf := checkKubeconfig(t, ctx, r, hcpNS, kc, clientBundle(t))
-		if leaf.Issuer.String() == first.Issuer.String() && string(leaf.AuthorityKeyId) == string(first.AuthorityKeyId) {
+		second = checkKubeconfig(t, ctx, r, hcpNS, kc, clientBundle(t))
+		if second.Issuer.String() == first.Issuer.String() && string(second.AuthorityKeyId) == string(first.AuthorityKeyId) {
 			t.Fatal("the new certificate has the revoked signer as issuer")
+		}
+	}))
+
+	must(t, t.Run("revoking_sre_credentials_keeps_the_customers", func(t *testing.T) {
+		if _, err := creds.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: credID(102), ClusterId: cl.Id, Sre: true}); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, "the SRE revocation REVOKED", 2*time.Minute, func() bool {
+			rv, err := creds.GetRevocation(ctx, &csv1.GetRevocationRequest{Id: credID(102)})
+			return err == nil && rv.GetStatus().GetState() == csv1.RevocationState_REVOCATION_STATE_REVOKED
+		})
+		if chains(t, sreLeaf) {
+			t.Fatal("the revoked SRE certificate still chains to the client CA bundle")
+		}
+		if !chains(t, second) {
+			t.Fatal("revoking the SRE credentials revoked the customer's too")
+		}
+		if got, _ := creds.GetCredential(ctx, &csv1.GetCredentialRequest{Id: credID(4)}); got.GetStatus().GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED {
+			t.Fatalf("customer credential after the SRE revocation: %v", got.GetStatus())
 		}
 	}))
 }
@@ -169,9 +246,9 @@ func padded(n int) string {
 	return string(s)
 }
 
-func startCredentials(t *testing.T, ctx context.Context, r *region, cs *clusterService, log *slog.Logger) csv1.CredentialsClient {
+func startCredentials(t *testing.T, ctx context.Context, r *region, cs *clusterService, log *slog.Logger, statementKey ed25519.PublicKey) csv1.CredentialsClient {
 	t.Helper()
-	srv := server.New(cs.st, server.Config{Log: log})
+	srv := server.New(cs.st, server.Config{Log: log, SREStatementKey: statementKey})
 	g := grpc.NewServer(srv.ServerOptions()...)
 	csv1.RegisterCredentialsServer(g, srv.CredentialsServer())
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -28,8 +28,11 @@ const (
 	credentialWorkNamePrefix = "breakglass-"
 	revocationWorkNamePrefix = "revocation-"
 
-	// CustomerBreakGlassSignerClass is HyperShift's signer class for customer credentials.
+	// CustomerBreakGlassSignerClass is HyperShift's signer class for customer credentials;
+	// SREBreakGlassSignerClass its separate class for SRE credentials. Each has its own signer
+	// (and its own revocation), both trusted by the hosted kube-apiserver's client CA bundle.
 	CustomerBreakGlassSignerClass = "customer-break-glass"
+	SREBreakGlassSignerClass      = "sre-break-glass"
 	// BreakGlassUserPrefix is the common-name prefix HyperShift's signer requires.
 	BreakGlassUserPrefix = "system:customer-break-glass:"
 	// BreakGlassGroup is the group the certificate asks for (cluster-admin on OpenShift).
@@ -70,10 +73,25 @@ func ControlPlaneNamespace(env, clusterID, armResourceID string) string {
 	return Namespace(env, clusterID) + "-" + HostedClusterName(env, armResourceID)
 }
 
-// BreakGlassSignerName is HyperShift's signerName of the customer break-glass signer of the
-// control plane in hcpNamespace.
-func BreakGlassSignerName(hcpNamespace string) string {
-	return "hypershift.openshift.io/" + hcpNamespace + "." + CustomerBreakGlassSignerClass
+// BreakGlassSignerName is HyperShift's signerName of the break-glass signer of class (empty:
+// the customer's) of the control plane in hcpNamespace.
+func BreakGlassSignerName(hcpNamespace, class string) string {
+	return "hypershift.openshift.io/" + hcpNamespace + "." + orCustomer(class)
+}
+
+func orCustomer(class string) string {
+	if class == "" {
+		return CustomerBreakGlassSignerClass
+	}
+	return class
+}
+
+// SignerClass is the signer class of a customer's (sre false) or an SRE's credential.
+func SignerClass(sre bool) string {
+	if sre {
+		return SREBreakGlassSignerClass
+	}
+	return CustomerBreakGlassSignerClass
 }
 
 // CSRName is the name of a credential's CertificateSigningRequest and its approval.
@@ -90,6 +108,8 @@ type CredentialWork struct {
 	CSR []byte
 	// ExpirationSeconds is asked of the signer (spec.expirationSeconds, at least 600).
 	ExpirationSeconds int32
+	// SignerClass is the signer that signs it (SignerClass); empty: the customer's.
+	SignerClass string
 }
 
 // BuildCredential returns the ManifestWork of one break-glass credential.
@@ -110,7 +130,7 @@ func BuildCredential(cfg Config, cw CredentialWork) (*workv1.ManifestWork, error
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           cw.CSR,
-			SignerName:        BreakGlassSignerName(hcpNS),
+			SignerName:        BreakGlassSignerName(hcpNS, cw.SignerClass),
 			ExpirationSeconds: &exp,
 			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth},
 		},
@@ -155,10 +175,12 @@ func BuildCredential(cfg Config, cw CredentialWork) (*workv1.ManifestWork, error
 type RevocationWork struct {
 	ID      string
 	Cluster Cluster
+	// SignerClass is the signer to rotate (SignerClass); empty: the customer's.
+	SignerClass string
 }
 
 // BuildRevocation returns the ManifestWork of one revocation: a CertificateRevocationRequest
-// for the customer break-glass signer class in the control-plane namespace.
+// for one break-glass signer class in the control-plane namespace.
 func BuildRevocation(cfg Config, rw RevocationWork) (*workv1.ManifestWork, error) {
 	cfg = cfg.withDefaults()
 	if rw.Cluster.ARMResourceID == "" {
@@ -169,7 +191,7 @@ func BuildRevocation(cfg Config, rw RevocationWork) (*workv1.ManifestWork, error
 	crr := &certificatesv1alpha1.CertificateRevocationRequest{
 		TypeMeta:   metav1.TypeMeta{APIVersion: certificatesv1alpha1.SchemeGroupVersion.String(), Kind: "CertificateRevocationRequest"},
 		ObjectMeta: metav1.ObjectMeta{Name: CRRName(rw.ID), Namespace: hcpNS, Labels: labels},
-		Spec:       certificatesv1alpha1.CertificateRevocationRequestSpec{SignerClass: CustomerBreakGlassSignerClass},
+		Spec:       certificatesv1alpha1.CertificateRevocationRequestSpec{SignerClass: orCustomer(rw.SignerClass)},
 	}
 	configs := []workv1.ManifestConfigOption{{
 		ResourceIdentifier: workv1.ResourceIdentifier{Group: certificatesv1alpha1.SchemeGroupVersion.Group, Resource: "certificaterevocationrequests",

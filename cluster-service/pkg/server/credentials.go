@@ -12,6 +12,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/authz"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 )
 
@@ -44,9 +45,15 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 		}
 	}
 	// An SRE credential is the admin API's alone, and the admin API asks for no other kind.
-	if caller, ok := authz.Caller(ctx); ok && (caller == authz.SRE) != (req.GetSre() != nil) {
+	caller, authenticated := authz.Caller(ctx)
+	if authenticated && (caller == authz.SRE) != (req.GetSre() != nil) {
 		return nil, status.Errorf(codes.PermissionDenied, "%s may not request this kind of credential (sre set: %t)", caller, req.GetSre() != nil)
 	}
+	if !authenticated {
+		// Plaintext, which only a loopback listener in a process's own tests serves.
+		caller = "unauthenticated (plaintext loopback)"
+	}
+	var statement *csv1.SREStatement
 	if sre := req.GetSre(); sre != nil {
 		if len(csr) > 0 {
 			v.add("certificate_signing_request", "must be empty for an SRE credential: Cluster Service makes the key")
@@ -60,13 +67,28 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 		if sre.GetValiditySeconds() < minValiditySeconds {
 			v.add("sre.validity_seconds", "must be at least %d (Kubernetes' least CSR expiration), got %d", minValiditySeconds, sre.GetValiditySeconds())
 		}
+		if len(v) > 0 {
+			return nil, v.err()
+		}
+		// The person is taken from the admin API's signed statement only, never from the
+		// request's own fields, which must say the same.
+		st, err := srestatement.Verify(s.cfg.SREStatementKey, req.GetSreStatement(), s.cfg.Now())
+		if err == nil {
+			err = srestatement.Matches(st, req.GetId(), req.GetClusterId(), sre)
+		}
+		if err != nil {
+			LoggerFrom(ctx).Warn("SRE credential refused: no valid statement from the admin API", "caller", caller, "cluster_id", req.GetClusterId(),
+				"credential_id", req.GetId(), "sre_person", sre.GetPerson(), "error", err)
+			return nil, status.Errorf(codes.PermissionDenied, "SRE credential refused: %v", err)
+		}
+		statement = st
 	}
 	if len(v) > 0 {
 		return nil, v.err()
 	}
 	in := &store.Credential{ID: req.GetId(), ClusterID: req.GetClusterId(), CSR: string(csr), SRE: req.GetSre()}
 	if sre := req.GetSre(); sre != nil {
-		key, generated, err := breakglass.NewSRERequest(sre.GetPerson(), sre.GetAccess())
+		key, generated, err := breakglass.NewSRERequest(statement.GetPerson(), statement.GetAccess())
 		if err != nil {
 			return nil, s.toStatus(ctx, "request credential", err)
 		}
@@ -80,22 +102,48 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 		in.PrivateKey, in.CSR = key, string(generated)
 	}
 	in.Status = &csv1.CredentialStatus{Username: breakglass.Username([]byte(in.CSR))}
-	c, created, err := s.st.CreateCredential(ctx, in)
+	c, created, err := s.st.CreateCredential(ctx, in, s.credentialAudit(caller, in, statement))
 	if err != nil {
 		return nil, s.credentialStatus(ctx, "request credential", err)
 	}
 	log := LoggerFrom(ctx).With("credential_id", c.ID, "cluster_id", c.ClusterID)
 	if created {
-		// The audit record of who may reach the cluster: DESIGN §3.6.
-		log.Info("break-glass credential requested", "username", c.Status.GetUsername(), "customer_csr", c.PrivateKey == nil, "revision", c.Revision,
-			"sre_person", c.SRE.GetPerson(), "sre_access", c.SRE.GetAccess().String(), "validity_seconds", c.SRE.GetValiditySeconds())
+		log.Info("break-glass credential requested", "caller", caller, "username", c.Status.GetUsername(), "customer_csr", c.PrivateKey == nil, "revision", c.Revision,
+			"sre_person", c.SRE.GetPerson(), "sre_access", c.SRE.GetAccess().String(), "sre_approver", c.SRE.GetApprover(),
+			"validity_seconds", c.SRE.GetValiditySeconds(), "sre_statement_request_id", statement.GetRequestId())
 	} else {
 		log.Info("break-glass credential already requested; returning it")
 	}
 	return store.CredentialProto(c, s.cfg.Now()), nil
 }
 
-// GetCredential implements csv1.CredentialsServer.
+// credentialAudit is the audit record of in, asked for by caller (statement is the admin
+// API's, for an SRE credential).
+func (s credentials) credentialAudit(caller string, in *store.Credential, statement *csv1.SREStatement) store.CredentialAudit {
+	a := store.CredentialAudit{Identity: caller, Username: in.Status.GetUsername()}
+	if statement == nil {
+		a.ForWhom, a.Kind = a.Username, store.AuditKindCustomer
+		a.ValiditySeconds = int32(s.cfg.CustomerCredentialValidity / time.Second)
+		return a
+	}
+	a.ForWhom, a.Kind = statement.GetPerson(), store.AuditKindSREReadOnly
+	if statement.GetAccess() == csv1.SREAccess_SRE_ACCESS_ADMIN {
+		a.Kind = store.AuditKindSREAdmin
+	}
+	a.ValiditySeconds, a.Reason, a.Approver, a.RequestID = statement.GetValiditySeconds(), statement.GetReason(), statement.GetApprover(), statement.GetRequestId()
+	return a
+}
+
+// ownsCredential reports whether ctx's caller may see c: an identity is answered only for the
+// credential kinds it owns (authz.CredentialKinds). Plaintext callers (a process's own tests on
+// loopback) have no identity and see every kind.
+func ownsCredential(ctx context.Context, c *store.Credential) bool {
+	caller, ok := authz.Caller(ctx)
+	return !ok || authz.MaySeeCredential(caller, c.SRE != nil)
+}
+
+// GetCredential implements csv1.CredentialsServer. A credential of a kind the caller does not
+// own is NotFound, as an unknown one: its existence is not told.
 func (s credentials) GetCredential(ctx context.Context, req *csv1.GetCredentialRequest) (*csv1.Credential, error) {
 	var v violations
 	validateClusterID(&v, "id", req.GetId())
@@ -103,8 +151,24 @@ func (s credentials) GetCredential(ctx context.Context, req *csv1.GetCredentialR
 		return nil, v.err()
 	}
 	c, err := s.st.GetCredential(ctx, req.GetId())
+	if err == nil && !ownsCredential(ctx, c) {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		return nil, s.toStatus(ctx, "get credential", err)
+	}
+	if req.GetIncludeKubeconfig() && c.SRE != nil {
+		// The sre identity alone names nobody: an SRE's kubeconfig goes only with the admin
+		// API's statement for this very credential, as its request did.
+		st, err := srestatement.Verify(s.cfg.SREStatementKey, req.GetSreStatement(), s.cfg.Now())
+		if err == nil {
+			err = srestatement.Matches(st, c.ID, c.ClusterID, c.SRE)
+		}
+		if err != nil {
+			LoggerFrom(ctx).Warn("SRE kubeconfig refused: no valid statement from the admin API", "credential_id", c.ID, "cluster_id", c.ClusterID,
+				"sre_person", c.SRE.GetPerson(), "error", err)
+			return nil, status.Errorf(codes.PermissionDenied, "SRE kubeconfig refused: %v", err)
+		}
 	}
 	out := store.CredentialProto(c, s.cfg.Now())
 	if req.GetIncludeKubeconfig() && out.GetStatus().GetState() == csv1.CredentialState_CREDENTIAL_STATE_ISSUED {
@@ -144,7 +208,9 @@ func (s credentials) ListCredentials(ctx context.Context, req *csv1.ListCredenti
 	out := &csv1.ListCredentialsResponse{}
 	now := s.cfg.Now()
 	for _, c := range cs {
-		out.Credentials = append(out.Credentials, store.CredentialProto(c, now))
+		if ownsCredential(ctx, c) {
+			out.Credentials = append(out.Credentials, store.CredentialProto(c, now))
+		}
 	}
 	return out, nil
 }
@@ -157,12 +223,19 @@ func (s credentials) RevokeCredentials(ctx context.Context, req *csv1.RevokeCred
 	if len(v) > 0 {
 		return nil, v.err()
 	}
-	r, created, err := s.st.CreateRevocation(ctx, &store.Revocation{ID: req.GetId(), ClusterID: req.GetClusterId()})
+	// Each identity revokes the kind of credential it owns, through that kind's own signer.
+	if caller, ok := authz.Caller(ctx); ok && !authz.MaySeeCredential(caller, req.GetSre()) {
+		return nil, status.Errorf(codes.PermissionDenied, "%s may not revoke this kind of credential (sre: %t)", caller, req.GetSre())
+	}
+	r, created, err := s.st.CreateRevocation(ctx, &store.Revocation{ID: req.GetId(), ClusterID: req.GetClusterId(), SRE: req.GetSre()})
 	if err != nil {
 		return nil, s.credentialStatus(ctx, "revoke credentials", err)
 	}
+	if r.SRE != req.GetSre() {
+		return nil, status.Errorf(codes.AlreadyExists, "revocation %s revokes the other kind of credential", r.ID)
+	}
 	if created {
-		LoggerFrom(ctx).Info("break-glass credentials revocation started", "revocation_id", r.ID, "cluster_id", r.ClusterID, "revision", r.Revision)
+		LoggerFrom(ctx).Info("break-glass credentials revocation started", "revocation_id", r.ID, "cluster_id", r.ClusterID, "sre", r.SRE, "revision", r.Revision)
 	}
 	return store.RevocationProto(r), nil
 }
@@ -175,6 +248,9 @@ func (s credentials) GetRevocation(ctx context.Context, req *csv1.GetRevocationR
 		return nil, v.err()
 	}
 	r, err := s.st.GetRevocation(ctx, req.GetId())
+	if caller, ok := authz.Caller(ctx); err == nil && ok && !authz.MaySeeCredential(caller, r.SRE) {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		return nil, s.toStatus(ctx, "get revocation", err)
 	}
@@ -191,13 +267,20 @@ func (s credentials) credentialStatus(ctx context.Context, op string, err error)
 
 // WatchCredentials implements csv1.CredentialsServer. The event log holds the latest state of
 // every credential and revocation and nothing is ever deleted, so a replay from 0 is the
-// snapshot and no revision is ever out of range.
+// snapshot and no revision is ever out of range. An event of a kind the caller does not own
+// (authz.CredentialKinds) is sent as a BOOKMARK at its revision: the caller learns nothing of
+// it, and its revisions and paging stay whole.
 func (s credentials) WatchCredentials(req *csv1.WatchCredentialsRequest, stream grpc.ServerStreamingServer[csv1.CredentialEvent]) error {
+	caller, identified := authz.Caller(stream.Context())
 	return serveWatch(s.Server, req.GetSinceRevision(), stream, watchLog[*csv1.CredentialEvent]{
 		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.CredentialEvent, error) {
 			evs, err := s.st.CredentialEventsAfter(ctx, after, limit)
 			now := s.cfg.Now()
 			return messages(evs, func(ev store.CredentialEvent) *csv1.CredentialEvent {
+				sre := ev.Credential.GetSRE() != nil || (ev.Revocation != nil && ev.Revocation.SRE)
+				if identified && !authz.MaySeeCredential(caller, sre) {
+					return &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: ev.Revision}
+				}
 				out := &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ev.Revision}
 				if ev.Credential != nil {
 					out.Object = &csv1.CredentialEvent_Credential{Credential: store.CredentialProto(ev.Credential, now)}

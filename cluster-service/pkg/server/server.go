@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
@@ -46,6 +48,13 @@ type Config struct {
 	// OIDCIssuerBaseURL: a new cluster's OIDC issuer is <OIDCIssuerBaseURL>/<cluster id>.
 	// Default manifests.DefaultOIDCIssuerBaseURL.
 	OIDCIssuerBaseURL string
+	// SREStatementKey verifies the admin API's signed statements, the only source of an SRE
+	// credential's person (srestatement). Without it every SRE credential is refused.
+	SREStatementKey ed25519.PublicKey
+	// CustomerCredentialValidity is the lifetime the credentials controller asks for a
+	// customer's credential (its --break-glass-validity), for the audit record; default
+	// controller.DefaultCredentialValidity.
+	CustomerCredentialValidity time.Duration
 }
 
 // Server implements csv1.ClustersServer, csv1.NodePoolsServer and csv1.ProvisionShardsServer.
@@ -92,6 +101,9 @@ func New(st *store.Store, cfg Config) *Server {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.CustomerCredentialValidity <= 0 {
+		cfg.CustomerCredentialValidity = controller.DefaultCredentialValidity
 	}
 	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st), draining: make(chan struct{})}
 	if cfg.Registerer != nil {

@@ -46,10 +46,21 @@ type Credential struct {
 	UpdateTime time.Time
 }
 
-// Revocation is a stored revocation of all break-glass credentials of a cluster.
+// GetSRE is c's SRE record, nil for a customer's credential or a nil c.
+func (c *Credential) GetSRE() *csv1.SRECredential {
+	if c == nil {
+		return nil
+	}
+	return c.SRE
+}
+
+// Revocation is a stored revocation of one kind of break-glass credentials of a cluster.
 type Revocation struct {
-	ID         string
-	ClusterID  string
+	ID        string
+	ClusterID string
+	// SRE: the revocation rotates the SRE signer and revokes SRE credentials; else the
+	// customer's signer and credentials.
+	SRE        bool
 	Status     *csv1.RevocationStatus
 	WorkActive bool
 	Shard      string
@@ -96,12 +107,12 @@ func (s *Store) scanCredential(row pgx.Row) (*Credential, error) {
 	return &c, nil
 }
 
-const revocationColumns = `id, cluster_id, status, work_active, shard, revision, create_time, update_time`
+const revocationColumns = `id, cluster_id, status, work_active, shard, revision, create_time, update_time, sre`
 
 func scanRevocation(row pgx.Row) (*Revocation, error) {
 	var r Revocation
 	var st []byte
-	if err := row.Scan(&r.ID, &r.ClusterID, &st, &r.WorkActive, &r.Shard, &r.Revision, &r.CreateTime, &r.UpdateTime); err != nil {
+	if err := row.Scan(&r.ID, &r.ClusterID, &st, &r.WorkActive, &r.Shard, &r.Revision, &r.CreateTime, &r.UpdateTime, &r.SRE); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, ErrNotFound
 		}
@@ -130,14 +141,49 @@ func CredentialProto(c *Credential, now time.Time) *csv1.Credential {
 // RevocationProto is the API form of a stored revocation.
 func RevocationProto(r *Revocation) *csv1.Revocation {
 	return &csv1.Revocation{Id: r.ID, ClusterId: r.ClusterID, Status: r.Status, Revision: r.Revision,
-		CreateTime: timestamppb.New(r.CreateTime), UpdateTime: timestamppb.New(r.UpdateTime)}
+		CreateTime: timestamppb.New(r.CreateTime), UpdateTime: timestamppb.New(r.UpdateTime), Sre: r.SRE}
 }
 
-// CreateCredential records a new PENDING credential of c.ClusterID. It is idempotent on c.ID
-// (created=false returns the stored one). ErrIDInUse if the id belongs to another cluster,
-// ErrNotFound without the cluster, ErrDeleting while it is deleted, ErrClusterNotReady unless it
-// is READY or UPDATING, ErrRevoking while a revocation of the cluster runs.
-func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credential, created bool, err error) {
+// CredentialAudit is Cluster Service's own record of a credential it accepted to issue
+// (table credential_audit, append-only).
+type CredentialAudit struct {
+	ID           int64
+	At           time.Time
+	CredentialID string
+	ClusterID    string
+	// Identity is the caller's verified identity (its certificate's common name).
+	Identity string
+	// ForWhom is the SRE person (from the admin API's signed statement) or, for a customer's
+	// credential, its break-glass user name.
+	ForWhom string
+	// Kind is AuditKindCustomer, AuditKindSREReadOnly or AuditKindSREAdmin.
+	Kind            string
+	Username        string
+	ValiditySeconds int32
+	// ExpireTime is the end of the lifetime asked for, from the request's time.
+	ExpireTime time.Time
+	Reason     string
+	Approver   string
+	RequestID  string
+}
+
+// The kinds of credential in the audit record.
+const (
+	AuditKindCustomer    = "customer"
+	AuditKindSREReadOnly = "sre-read-only"
+	AuditKindSREAdmin    = "sre-admin"
+)
+
+// CreateCredential records a new PENDING credential of c.ClusterID and, in the same
+// transaction, its audit record a (CredentialID and ClusterID are c's). It is idempotent on c.ID
+// (created=false returns the stored one and writes no record). ErrIDInUse if the id belongs to
+// another cluster, ErrNotFound without the cluster, ErrDeleting while it is deleted,
+// ErrClusterNotReady unless it is READY or UPDATING, ErrRevoking while a revocation of the
+// cluster runs.
+func (s *Store) CreateCredential(ctx context.Context, c *Credential, a CredentialAudit) (_ *Credential, created bool, err error) {
+	if a.Identity == "" || a.ForWhom == "" || a.Kind == "" || a.ValiditySeconds <= 0 {
+		return nil, false, fmt.Errorf("credential %s: an audit record needs identity, for whom, kind and validity", c.ID)
+	}
 	sealedKey, err := s.sealSecret("break_glass_credentials", "private_key", c.ID, c.PrivateKey)
 	if err != nil {
 		return nil, false, err
@@ -155,7 +201,7 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credent
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		shard, err := credentialClusterTx(ctx, tx, c.ClusterID, true)
+		shard, err := credentialClusterTx(ctx, tx, c.ClusterID, c.SRE != nil, true)
 		if err != nil {
 			return err
 		}
@@ -182,6 +228,11 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credent
 			return err
 		}
 		created = true
+		if _, err := tx.Exec(ctx, `INSERT INTO credential_audit (credential_id, cluster_id, identity, for_whom, kind, username,
+			validity_seconds, expire_time, reason, approver, request_id) VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $7::int * interval '1 second', $8, $9, $10)`,
+			c.ID, c.ClusterID, a.Identity, a.ForWhom, a.Kind, a.Username, a.ValiditySeconds, a.Reason, a.Approver, a.RequestID); err != nil {
+			return fmt.Errorf("audit credential %s: %w", c.ID, err)
+		}
 		return recordCredentialEvent(ctx, tx, out)
 	})
 	if err != nil {
@@ -190,9 +241,29 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential) (_ *Credent
 	return out, created, nil
 }
 
-// credentialClusterTx checks the cluster a credential or revocation is for and returns its
-// shard. needReady also requires a running control plane.
-func credentialClusterTx(ctx context.Context, tx pgx.Tx, clusterID string, needReady bool) (string, error) {
+// CredentialAudits returns the audit records of one credential's cluster, oldest first.
+func (s *Store) CredentialAudits(ctx context.Context, clusterID string) ([]CredentialAudit, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, at, credential_id, cluster_id, identity, for_whom, kind, username, validity_seconds,
+		expire_time, reason, approver, request_id FROM credential_audit WHERE cluster_id = $1 ORDER BY id`, clusterID)
+	if err != nil {
+		return nil, fmt.Errorf("read credential audit of %s: %w", clusterID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CredentialAudit, error) {
+		var a CredentialAudit
+		err := r.Scan(&a.ID, &a.At, &a.CredentialID, &a.ClusterID, &a.Identity, &a.ForWhom, &a.Kind, &a.Username, &a.ValiditySeconds,
+			&a.ExpireTime, &a.Reason, &a.Approver, &a.RequestID)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read credential audit of %s: %w", clusterID, err)
+	}
+	return out, nil
+}
+
+// credentialClusterTx checks the cluster a credential or revocation (of SRE credentials when sre)
+// is for and returns its shard: no revocation of that kind may be running. needReady also
+// requires a running control plane.
+func credentialClusterTx(ctx context.Context, tx pgx.Tx, clusterID string, sre, needReady bool) (string, error) {
 	var deleting bool
 	var state, shard string
 	err := tx.QueryRow(ctx, `SELECT deleting, state, coalesce(shard, '') FROM clusters WHERE id = $1 FOR UPDATE`, clusterID).Scan(&deleting, &state, &shard)
@@ -208,8 +279,8 @@ func credentialClusterTx(ctx context.Context, tx pgx.Tx, clusterID string, needR
 		return "", fmt.Errorf("cluster %s is %s: %w", clusterID, state, ErrClusterNotReady)
 	}
 	var running string
-	switch err := tx.QueryRow(ctx, `SELECT id FROM break_glass_revocations WHERE cluster_id = $1 AND state = $2`, clusterID,
-		csv1.RevocationState_REVOCATION_STATE_REVOKING.String()).Scan(&running); {
+	switch err := tx.QueryRow(ctx, `SELECT id FROM break_glass_revocations WHERE cluster_id = $1 AND state = $2 AND sre = $3`, clusterID,
+		csv1.RevocationState_REVOCATION_STATE_REVOKING.String(), sre).Scan(&running); {
 	case err == nil:
 		return "", fmt.Errorf("revocation %s: %w", running, ErrRevoking)
 	case !errors.Is(err, pgx.ErrNoRows):
@@ -304,11 +375,15 @@ func (s *Store) CreateRevocation(ctx context.Context, r *Revocation) (_ *Revocat
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		shard, err := credentialClusterTx(ctx, tx, r.ClusterID, false)
+		shard, err := credentialClusterTx(ctx, tx, r.ClusterID, r.SRE, false)
 		if err != nil {
 			return err
 		}
-		st := &csv1.RevocationStatus{State: csv1.RevocationState_REVOCATION_STATE_REVOKING, Message: "The cluster's break-glass signer is being rotated."}
+		msg := "The cluster's customer break-glass signer is being rotated."
+		if r.SRE {
+			msg = "The cluster's SRE break-glass signer is being rotated."
+		}
+		st := &csv1.RevocationStatus{State: csv1.RevocationState_REVOCATION_STATE_REVOKING, Message: msg}
 		stj, err := protojson.Marshal(st)
 		if err != nil {
 			return err
@@ -317,8 +392,8 @@ func (s *Store) CreateRevocation(ctx context.Context, r *Revocation) (_ *Revocat
 		if err != nil {
 			return err
 		}
-		out, err = scanRevocation(tx.QueryRow(ctx, `INSERT INTO break_glass_revocations (id, cluster_id, status, state, shard, revision)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+revocationColumns, r.ID, r.ClusterID, stj, st.State.String(), shard, rev))
+		out, err = scanRevocation(tx.QueryRow(ctx, `INSERT INTO break_glass_revocations (id, cluster_id, status, state, shard, revision, sre)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+revocationColumns, r.ID, r.ClusterID, stj, st.State.String(), shard, rev, r.SRE))
 		if err != nil {
 			return err
 		}
@@ -326,7 +401,7 @@ func (s *Store) CreateRevocation(ctx context.Context, r *Revocation) (_ *Revocat
 		if err := recordRevocationEvent(ctx, tx, out); err != nil {
 			return err
 		}
-		return s.setClusterCredentialsTx(ctx, tx, r.ClusterID, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_PENDING, csv1.CredentialState_CREDENTIAL_STATE_ISSUED},
+		return s.setClusterCredentialsTx(ctx, tx, r.ClusterID, r.SRE, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_PENDING, csv1.CredentialState_CREDENTIAL_STATE_ISSUED},
 			func(st *csv1.CredentialStatus) {
 				st.State, st.RevocationId = csv1.CredentialState_CREDENTIAL_STATE_REVOKING, r.ID
 				st.Message = "The credential is being revoked."
@@ -338,15 +413,16 @@ func (s *Store) CreateRevocation(ctx context.Context, r *Revocation) (_ *Revocat
 	return out, created, nil
 }
 
-// setClusterCredentialsTx applies mutate to the status of every credential of the cluster in one
-// of the states and records their events; count, if set, receives how many.
-func (s *Store) setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string, states []csv1.CredentialState, mutate func(*csv1.CredentialStatus), count *int) error {
+// setClusterCredentialsTx applies mutate to the status of every credential of the cluster of one
+// kind (SRE credentials when sre, else the customer's) in one of the states and records their
+// events; count, if set, receives how many.
+func (s *Store) setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string, sre bool, states []csv1.CredentialState, mutate func(*csv1.CredentialStatus), count *int) error {
 	names := make([]string, len(states))
 	for i, st := range states {
 		names[i] = st.String()
 	}
 	creds, err := queryAll(ctx, tx, s.scanCredential,
-		`SELECT `+credentialColumns+` FROM break_glass_credentials WHERE cluster_id = $1 AND state = ANY($2) ORDER BY id FOR UPDATE`, clusterID, names)
+		`SELECT `+credentialColumns+` FROM break_glass_credentials WHERE cluster_id = $1 AND state = ANY($2) AND (sre IS NOT NULL) = $3 ORDER BY id FOR UPDATE`, clusterID, names, sre)
 	if err != nil {
 		return fmt.Errorf("credentials of %s: %w", clusterID, err)
 	}
@@ -411,7 +487,7 @@ func (s *Store) UpdateRevocation(ctx context.Context, r *Revocation) (*Revocatio
 		if st.GetState() == csv1.RevocationState_REVOCATION_STATE_REVOKED && cur.Status.GetState() != csv1.RevocationState_REVOCATION_STATE_REVOKED {
 			now := timestamppb.Now()
 			var n int
-			if err := s.setClusterCredentialsTx(ctx, tx, r.ClusterID, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_REVOKING},
+			if err := s.setClusterCredentialsTx(ctx, tx, r.ClusterID, cur.SRE, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_REVOKING},
 				func(cs *csv1.CredentialStatus) {
 					if cs.GetRevocationId() != r.ID {
 						return
@@ -495,7 +571,7 @@ func (s *Store) CredentialEventsAfter(ctx context.Context, after int64, limit in
 			if st == nil {
 				st = &csv1.CredentialStatus{}
 			}
-			ev.Credential = &Credential{ID: p.Id, ClusterID: p.ClusterId, CSR: p.CertificateSigningRequest, Status: st, WorkActive: doc.WorkActive,
+			ev.Credential = &Credential{ID: p.Id, ClusterID: p.ClusterId, CSR: p.CertificateSigningRequest, Status: st, SRE: p.Sre, WorkActive: doc.WorkActive,
 				Shard: doc.Shard, Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
 		case doc.Revocation != nil:
 			var p csv1.Revocation
@@ -506,7 +582,7 @@ func (s *Store) CredentialEventsAfter(ctx context.Context, after int64, limit in
 			if st == nil {
 				st = &csv1.RevocationStatus{}
 			}
-			ev.Revocation = &Revocation{ID: p.Id, ClusterID: p.ClusterId, Status: st, WorkActive: doc.WorkActive, Shard: doc.Shard,
+			ev.Revocation = &Revocation{ID: p.Id, ClusterID: p.ClusterId, SRE: p.Sre, Status: st, WorkActive: doc.WorkActive, Shard: doc.Shard,
 				Revision: p.Revision, CreateTime: p.CreateTime.AsTime(), UpdateTime: p.UpdateTime.AsTime()}
 		default:
 			return CredentialEvent{}, errors.New("it holds neither a credential nor a revocation")

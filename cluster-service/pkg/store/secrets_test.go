@@ -81,11 +81,11 @@ func TestSecretsAtRest(t *testing.T) {
 	register(t, s, "mc-1", 10)
 	c := readyCluster(t, s, 1)
 	privateKey := []byte("-----PKCS#8 DER of a generated break-glass key-----")
-	cred, _, err := s.CreateCredential(ctx, &Credential{ID: "cred-1", ClusterID: c.ID, PrivateKey: privateKey})
+	cred, _, err := s.CreateCredential(ctx, &Credential{ID: "cred-1", ClusterID: c.ID, PrivateKey: privateKey}, testAudit)
 	if err != nil {
 		t.Fatalf("CreateCredential: %v", err)
 	}
-	customerCSR, _, err := s.CreateCredential(ctx, &Credential{ID: "cred-csr", ClusterID: c.ID, CSR: "-----BEGIN CERTIFICATE REQUEST-----"})
+	customerCSR, _, err := s.CreateCredential(ctx, &Credential{ID: "cred-csr", ClusterID: c.ID, CSR: "-----BEGIN CERTIFICATE REQUEST-----"}, testAudit)
 	if err != nil {
 		t.Fatalf("CreateCredential with a CSR: %v", err)
 	}
@@ -219,3 +219,6 @@ func TestSecretsAtRest(t *testing.T) {
 		}
 	})
 }
+
+// testAudit is the audit record of credentials the store tests create.
+var testAudit = CredentialAudit{Identity: "frontend", ForWhom: "system:customer-break-glass:test", Kind: AuditKindCustomer, ValiditySeconds: 3600}

@@ -37,8 +37,10 @@ import (
 // in the control-plane namespace <namespace>-<name>. The sim creates that namespace (HyperShift's
 // operator does) with only what break-glass needs in it.
 const (
-	// CustomerSignerSecret holds the customer break-glass signer (tls.crt, tls.key).
+	// CustomerSignerSecret holds the customer break-glass signer (tls.crt, tls.key);
+	// SRESignerSecret the SRE break-glass signer, a separate CA.
 	CustomerSignerSecret = "customer-system-admin-signer"
+	SRESignerSecret      = "sre-system-admin-signer"
 	// RootCASecret / RootCAConfigMap: the root CA that signs the hosted kube-apiserver's serving
 	// certificate; the ConfigMap holds only ca.crt.
 	RootCASecret    = "root-ca"
@@ -49,9 +51,10 @@ const (
 	// CABundleKey is the key of PEM bundles in those ConfigMaps.
 	CABundleKey = "ca.crt"
 
-	// CustomerBreakGlassSignerClass and the signer-name form are HyperShift's.
+	// CustomerBreakGlassSignerClass, SREBreakGlassSignerClass and the signer-name form are
+	// HyperShift's.
 	CustomerBreakGlassSignerClass = "customer-break-glass"
-	breakGlassUserPrefix          = "system:customer-break-glass:"
+	SREBreakGlassSignerClass      = "sre-break-glass"
 
 	// FailBreakGlassAnnotation on a HostedCluster makes its signer refuse every CSR (Failed,
 	// reason SimulatedFailure, the annotation's value as message) and keeps every revocation from
@@ -82,12 +85,33 @@ var breakGlassEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { ctrlmetrics.Registry.MustRegister(breakGlassEvents) }
 
+// signerClass is one break-glass signer of a control plane: the Secret holding it and the
+// common-name prefix it signs.
+type signerClass struct {
+	secret, userPrefix string
+}
+
+// signerClasses are the break-glass signers, each its own CA, each rotated by its own
+// CertificateRevocationRequest; the client CA bundle trusts all of them.
+var signerClasses = map[string]signerClass{
+	CustomerBreakGlassSignerClass: {secret: CustomerSignerSecret, userPrefix: "system:customer-break-glass:"},
+	SREBreakGlassSignerClass:      {secret: SRESignerSecret, userPrefix: "system:sre-break-glass:"},
+}
+
+// classNames lists signerClasses in a fixed order (the client CA bundle's).
+var classNames = []string{CustomerBreakGlassSignerClass, SREBreakGlassSignerClass}
+
 // ControlPlaneNamespace is HyperShift's control-plane namespace of a HostedCluster.
 func ControlPlaneNamespace(hc types.NamespacedName) string { return hc.Namespace + "-" + hc.Name }
 
 // SignerName is the customer break-glass signerName of a control-plane namespace.
 func SignerName(hcpNamespace string) string {
-	return "hypershift.openshift.io/" + hcpNamespace + "." + CustomerBreakGlassSignerClass
+	return SignerNameOf(hcpNamespace, CustomerBreakGlassSignerClass)
+}
+
+// SignerNameOf is the signerName of a break-glass signer class of a control-plane namespace.
+func SignerNameOf(hcpNamespace, class string) string {
+	return "hypershift.openshift.io/" + hcpNamespace + "." + class
 }
 
 // setupBreakGlass registers the break-glass controllers: the control plane's PKI per
@@ -172,12 +196,16 @@ func (r *breakGlassPKIReconciler) Reconcile(ctx context.Context, req reconcile.R
 	if err := createConfigMap(ctx, r.Client, hcpNS, RootCAConfigMap, rootCert); err != nil {
 		return reconcile.Result{}, err
 	}
-	signerCert, _, err := r.ensureCA(ctx, hcpNS, CustomerSignerSecret, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, "customer-break-glass."+hcpNS)
-	if err != nil {
-		return reconcile.Result{}, err
+	var bundle []byte
+	for _, class := range classNames {
+		signerCert, _, err := r.ensureCA(ctx, hcpNS, signerClasses[class].secret, corev1.TLSCertKey, corev1.TLSPrivateKeyKey, class+"."+hcpNS)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		bundle = append(bundle, signerCert...)
 	}
 	// Created once; from then on only a revocation changes what the API server trusts.
-	if err := createConfigMap(ctx, r.Client, hcpNS, ClientCABundleConfigMap, signerCert); err != nil {
+	if err := createConfigMap(ctx, r.Client, hcpNS, ClientCABundleConfigMap, bundle); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil

@@ -28,6 +28,8 @@ func testCSR(t *testing.T, tmpl *x509.CertificateRequest, usages ...certificates
 		Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), Usages: usages}}
 }
 
+var customerPrefix = signerClasses[CustomerBreakGlassSignerClass].userPrefix
+
 func TestValidateBreakGlassCSR(t *testing.T) {
 	user := pkix.Name{CommonName: "system:customer-break-glass:alice", Organization: []string{"system:masters"}}
 	for _, tc := range []struct {
@@ -37,14 +39,15 @@ func TestValidateBreakGlassCSR(t *testing.T) {
 	}{
 		{"break_glass_user_client_auth", testCSR(t, &x509.CertificateRequest{Subject: user}, certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature), ""},
 		{"foreign_common_name", testCSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "test.example.com"}}, certificatesv1.UsageClientAuth), "invalid CN"},
-		{"prefix_only", testCSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: breakGlassUserPrefix}}, certificatesv1.UsageClientAuth), "invalid CN"},
+		{"prefix_only", testCSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: customerPrefix}}, certificatesv1.UsageClientAuth), "invalid CN"},
 		{"with_dns_names", testCSR(t, &x509.CertificateRequest{Subject: user, DNSNames: []string{"x"}}, certificatesv1.UsageClientAuth), "alternative names"},
 		{"server_usage", testCSR(t, &x509.CertificateRequest{Subject: user}, certificatesv1.UsageClientAuth, certificatesv1.UsageServerAuth), "not allowed"},
 		{"no_client_auth", testCSR(t, &x509.CertificateRequest{Subject: user}, certificatesv1.UsageDigitalSignature), "must include client auth"},
 		{"not_pem", &certificatesv1.CertificateSigningRequest{Spec: certificatesv1.CertificateSigningRequestSpec{Request: []byte("x")}}, "not a PEM"},
+		{"sre_user_at_the_customer_signer", testCSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:sre-break-glass:alice"}}, certificatesv1.UsageClientAuth), "invalid CN"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := validateBreakGlassCSR(tc.csr)
+			_, err := validateBreakGlassCSR(tc.csr, customerPrefix)
 			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
@@ -54,17 +57,18 @@ func TestValidateBreakGlassCSR(t *testing.T) {
 
 func TestHCPNamespaceOfSigner(t *testing.T) {
 	for _, tc := range []struct {
-		signer, want string
-		ok           bool
+		signer, want, class string
+		ok                  bool
 	}{
-		{"hypershift.openshift.io/ocm-dev-abc-name.customer-break-glass", "ocm-dev-abc-name", true},
-		{"hypershift.openshift.io/ocm-dev-abc-name.sre-break-glass", "", false},
-		{"kubernetes.io/kube-apiserver-client", "", false},
-		{"hypershift.openshift.io/.customer-break-glass", "", false},
+		{"hypershift.openshift.io/ocm-dev-abc-name.customer-break-glass", "ocm-dev-abc-name", CustomerBreakGlassSignerClass, true},
+		{"hypershift.openshift.io/ocm-dev-abc-name.sre-break-glass", "ocm-dev-abc-name", SREBreakGlassSignerClass, true},
+		{"hypershift.openshift.io/ocm-dev-abc-name.other-break-glass", "", "", false},
+		{"kubernetes.io/kube-apiserver-client", "", "", false},
+		{"hypershift.openshift.io/.customer-break-glass", "", "", false},
 	} {
-		got, ok := hcpNamespaceOfSigner(tc.signer)
-		if got != tc.want && tc.ok || ok != tc.ok {
-			t.Errorf("%s: got %q %v, want %q %v", tc.signer, got, ok, tc.want, tc.ok)
+		got, class, ok := hcpNamespaceOfSigner(tc.signer)
+		if (got != tc.want || class != tc.class) && tc.ok || ok != tc.ok {
+			t.Errorf("%s: got %q %q %v, want %q %q %v", tc.signer, got, class, ok, tc.want, tc.class, tc.ok)
 		}
 	}
 	if SignerName("ns") != "hypershift.openshift.io/ns.customer-break-glass" {
@@ -79,7 +83,7 @@ func TestSignClientCertHonoursExpirationAndTheSignerLifetime(t *testing.T) {
 		t.Fatal(err)
 	}
 	csr := testCSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "system:customer-break-glass:a"}}, certificatesv1.UsageClientAuth)
-	cr, err := validateBreakGlassCSR(csr)
+	cr, err := validateBreakGlassCSR(csr, customerPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}

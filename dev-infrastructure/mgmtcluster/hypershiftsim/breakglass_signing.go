@@ -24,23 +24,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// csrSigner plays the control-plane-pki-operator's approver and signer for the customer
-// break-glass signer: a CSR for hypershift.openshift.io/<hcp-namespace>.customer-break-glass is
-// approved when a CertificateSigningRequestApproval of the same name exists in that namespace,
-// then validated and signed with the namespace's signer Secret.
+// csrSigner plays the control-plane-pki-operator's approver and signer for the break-glass
+// signers: a CSR for hypershift.openshift.io/<hcp-namespace>.<class> (customer-break-glass or
+// sre-break-glass) is approved when a CertificateSigningRequestApproval of the same name exists
+// in that namespace, then validated and signed with that class's signer Secret.
 type csrSigner struct {
 	Client  client.Client
 	Options Options
 }
 
-// hcpNamespaceOfSigner returns the control-plane namespace of a customer break-glass signerName.
-func hcpNamespaceOfSigner(signerName string) (string, bool) {
+// hcpNamespaceOfSigner returns the control-plane namespace and signer class of a break-glass
+// signerName.
+func hcpNamespaceOfSigner(signerName string) (ns, class string, ok bool) {
 	rest, ok := strings.CutPrefix(signerName, "hypershift.openshift.io/")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	ns, ok := strings.CutSuffix(rest, "."+CustomerBreakGlassSignerClass)
-	return ns, ok && ns != ""
+	for _, class := range classNames {
+		if ns, ok := strings.CutSuffix(rest, "."+class); ok && ns != "" {
+			return ns, class, true
+		}
+	}
+	return "", "", false
 }
 
 func (r *csrSigner) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -49,7 +54,7 @@ func (r *csrSigner) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if err := r.Client.Get(ctx, req.NamespacedName, csr); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	hcpNS, ok := hcpNamespaceOfSigner(csr.Spec.SignerName)
+	hcpNS, class, ok := hcpNamespaceOfSigner(csr.Spec.SignerName)
 	if !ok || len(csr.Status.Certificate) > 0 || csrCondition(csr, certificatesv1.CertificateFailed) != nil ||
 		csrCondition(csr, certificatesv1.CertificateDenied) != nil {
 		return reconcile.Result{}, nil
@@ -80,16 +85,16 @@ func (r *csrSigner) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if msg, failed := r.injectedFailure(ctx, hcpNS); failed {
 		return r.refuse(ctx, csr, ReasonSimulatedFailure, msg, now)
 	}
-	x509cr, err := validateBreakGlassCSR(csr)
+	x509cr, err := validateBreakGlassCSR(csr, signerClasses[class].userPrefix)
 	if err != nil {
 		return r.refuse(ctx, csr, reasonSignerValidationFailure, err.Error(), now)
 	}
 	signer := &corev1.Secret{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: hcpNS, Name: CustomerSignerSecret}, signer); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: hcpNS, Name: signerClasses[class].secret}, signer); err != nil {
 		if apierrors.IsNotFound(err) {
 			return requeueAfter(time.Second), nil // the PKI controller has not made it yet
 		}
-		return reconcile.Result{}, fmt.Errorf("get signer %s/%s: %w", hcpNS, CustomerSignerSecret, err)
+		return reconcile.Result{}, fmt.Errorf("get signer %s/%s: %w", hcpNS, signerClasses[class].secret, err)
 	}
 	certPEM, err := signClientCert(signer.Data[corev1.TLSCertKey], signer.Data[corev1.TLSPrivateKeyKey], x509cr, csr.Spec.ExpirationSeconds, now)
 	if err != nil {
@@ -139,9 +144,9 @@ func injectedBreakGlassFailure(ctx context.Context, c client.Client, hcpNS strin
 	return msg, ok
 }
 
-// validateBreakGlassCSR applies the customer signer's rules: a user name with the break-glass
-// prefix, client authentication only, no subject alternative names.
-func validateBreakGlassCSR(csr *certificatesv1.CertificateSigningRequest) (*x509.CertificateRequest, error) {
+// validateBreakGlassCSR applies a break-glass signer's rules: a user name with the signer's
+// prefix (userPrefix), client authentication only, no subject alternative names.
+func validateBreakGlassCSR(csr *certificatesv1.CertificateSigningRequest, userPrefix string) (*x509.CertificateRequest, error) {
 	block, _ := pem.Decode(csr.Spec.Request)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
 		return nil, errors.New("spec.request is not a PEM certificate request")
@@ -153,8 +158,8 @@ func validateBreakGlassCSR(csr *certificatesv1.CertificateSigningRequest) (*x509
 	if err := cr.CheckSignature(); err != nil {
 		return nil, fmt.Errorf("spec.request has an invalid signature: %w", err)
 	}
-	if !strings.HasPrefix(cr.Subject.CommonName, breakGlassUserPrefix) || len(cr.Subject.CommonName) == len(breakGlassUserPrefix) {
-		return nil, fmt.Errorf("invalid CN %q: it must start with %q", cr.Subject.CommonName, breakGlassUserPrefix)
+	if !strings.HasPrefix(cr.Subject.CommonName, userPrefix) || len(cr.Subject.CommonName) == len(userPrefix) {
+		return nil, fmt.Errorf("invalid CN %q: it must start with %q", cr.Subject.CommonName, userPrefix)
 	}
 	if len(cr.DNSNames)+len(cr.EmailAddresses)+len(cr.IPAddresses)+len(cr.URIs) > 0 {
 		return nil, errors.New("a client certificate must not carry subject alternative names")
@@ -223,6 +228,8 @@ func csrCondition(csr *certificatesv1.CertificateSigningRequest, t certificatesv
 // the current signer is kept as the previous one, a new signer is generated and trusted next to
 // it (NewCertificatesTrusted), and after --break-glass-revoke-delay the previous one is dropped
 // from the client CA bundle (PreviousCertificatesRevoked), so nothing it signed is accepted.
+// The other class's signer stays in the bundle untouched: revoking SRE credentials never
+// revokes the customer's, and the reverse.
 type revocationReconciler struct {
 	Client  client.Client
 	Options Options
@@ -249,7 +256,8 @@ func (r *revocationReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		}
 		return nil
 	}
-	if crr.Spec.SignerClass != CustomerBreakGlassSignerClass {
+	class, known := signerClasses[crr.Spec.SignerClass]
+	if !known {
 		set(certificatesv1alpha1.SignerClassValidType, metav1.ConditionFalse, certificatesv1alpha1.SignerClassUnknownReason,
 			fmt.Sprintf("Signer class %q unknown.", crr.Spec.SignerClass))
 		return bgRetry(writeStatus("refuse"))
@@ -270,7 +278,7 @@ func (r *revocationReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	// 1. Keep the current signer as the previous one (once), 2. rotate unless already rotated.
 	prevName := crr.Name + "-previous-signer"
 	current := &corev1.Secret{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: crr.Namespace, Name: CustomerSignerSecret}, current); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: crr.Namespace, Name: class.secret}, current); err != nil {
 		return reconcile.Result{}, fmt.Errorf("get signer of %s: %w", req, err)
 	}
 	previous := &corev1.Secret{}
@@ -284,7 +292,7 @@ func (r *revocationReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 		return reconcile.Result{}, fmt.Errorf("get previous signer of %s: %w", req, err)
 	}
 	if sameCert(current.Data[corev1.TLSCertKey], previous.Data[corev1.TLSCertKey]) {
-		certPEM, keyPEM, err := newCA("customer-break-glass."+crr.Namespace, now)
+		certPEM, keyPEM, err := newCA(crr.Spec.SignerClass+"."+crr.Namespace, now)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -297,9 +305,23 @@ func (r *revocationReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	}
 	revokeAt := crr.Status.RevocationTimestamp.Add(r.Options.BreakGlass.RevokeDelay)
 	trustPrevious := now.Before(revokeAt)
-	bundle := string(current.Data[corev1.TLSCertKey])
-	if trustPrevious {
-		bundle += string(previous.Data[corev1.TLSCertKey])
+	// The bundle trusts every class's current signer, and this class's previous one until the
+	// delay has passed. (A revocation of the other class that runs at the same time and ends
+	// first drops this previous signer early: it errs towards revoking.)
+	var bundle string
+	for _, name := range classNames {
+		if name == crr.Spec.SignerClass {
+			bundle += string(current.Data[corev1.TLSCertKey])
+			if trustPrevious {
+				bundle += string(previous.Data[corev1.TLSCertKey])
+			}
+			continue
+		}
+		other := &corev1.Secret{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: crr.Namespace, Name: signerClasses[name].secret}, other); err != nil {
+			return reconcile.Result{}, fmt.Errorf("get %s signer of %s: %w", name, req, err)
+		}
+		bundle += string(other.Data[corev1.TLSCertKey])
 	}
 	if err := r.setClientCABundle(ctx, crr.Namespace, bundle); err != nil {
 		return bgRetry(err)

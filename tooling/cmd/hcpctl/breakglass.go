@@ -20,8 +20,13 @@ func init() {
 		command{noun: "breakglass", verb: "request", args: "<cluster: cluster service ID | ARM resource ID>", nargs: 1,
 			summary: "a time-boxed kubeconfig for a hosted cluster in your name (--access read-only|admin, --ttl, --kubeconfig FILE)", flags: breakGlassRequestFlags, run: breakGlassRequest},
 		command{noun: "breakglass", verb: "list", summary: "active SRE break-glass credentials (--cluster, --person, --all)", flags: breakGlassListFlags, run: breakGlassList},
-		command{noun: "breakglass", verb: "revoke", summary: "revoke --credential ID, or every active one of --person (rotates the cluster's break-glass signer)",
+		command{noun: "breakglass", verb: "revoke", summary: "revoke --credential ID, or every active one of --person (rotates the cluster's SRE break-glass signer)",
 			flags: breakGlassRevokeFlags, run: breakGlassRevoke},
+		command{noun: "breakglass", verb: "pending", summary: "admin break-glass requests waiting for a second sre-admin's approval", run: breakGlassPending},
+		command{noun: "breakglass", verb: "approve", args: "<request ID>", nargs: 1,
+			summary: "approve another sre-admin's admin break-glass request (--reason); you get no kubeconfig, the requester collects it", flags: breakGlassApproveFlags, run: breakGlassApprove},
+		command{noun: "breakglass", verb: "kubeconfig", args: "<request ID>", nargs: 1,
+			summary: "collect your approved admin break-glass credential (--kubeconfig FILE)", flags: breakGlassKubeconfigFlags, run: breakGlassKubeconfig},
 	)
 }
 
@@ -62,6 +67,18 @@ func breakGlassRequest(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if c.State == adminapi.StateAwaitingApproval {
+		return a.print(c, func(w io.Writer) {
+			fmt.Fprintf(w, "request %s for admin access to cluster %s awaits a second sre-admin's approval:\n  hcpctl --as sre-admin breakglass approve %s --reason \"…\"   (another SRE)\nthen collect it:\n  hcpctl --as sre-admin breakglass kubeconfig %s --kubeconfig %s\n",
+				c.ID, c.ClusterID, c.ID, c.ID, bgKubeconfig)
+		})
+	}
+	return writeBreakGlassKubeconfig(a, c)
+}
+
+// writeBreakGlassKubeconfig writes an issued credential's kubeconfig to --kubeconfig (a new
+// file, 0600) and prints the rest.
+func writeBreakGlassKubeconfig(a *app, c adminapi.BreakGlassCredential) error {
 	if c.Kubeconfig == "" {
 		return fmt.Errorf("credential %s on cluster %s is %s: the management cluster has not signed it yet; see `hcpctl breakglass list --cluster %s` and ask again if it fails",
 			c.ID, c.ClusterID, c.State, c.ClusterID)
@@ -87,6 +104,69 @@ func breakGlassRequest(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(w, "wrote %s (mode 0600): credential %s on cluster %s\n  user %s, group %s, expires %s\n  KUBECONFIG=%s kubectl get nodes\n",
 			bgKubeconfig, c.ID, c.ClusterID, c.Username, c.Group, exp, bgKubeconfig)
 	})
+}
+
+func breakGlassPending(ctx context.Context, a *app, _ []string) error {
+	l, err := a.c.PendingBreakGlass(ctx)
+	if err != nil {
+		return err
+	}
+	return a.print(l, func(w io.Writer) {
+		t := table(w, "REQUEST", "CLUSTER", "PERSON", "TTL", "APPROVE BEFORE", "REASON")
+		for _, c := range l.Credentials {
+			before := "-"
+			if c.ApproveBefore != nil {
+				before = c.ApproveBefore.Format(time.RFC3339)
+			}
+			t.row(c.ID, c.ClusterID, c.Person, (time.Duration(c.TTLSeconds) * time.Second).String(), before, orDash(c.Reason))
+		}
+		t.flush()
+	})
+}
+
+func breakGlassApproveFlags(fs *flag.FlagSet) func([]string) error {
+	fs.StringVar(&bgReason, "reason", "", "why you approve (required; kept in the audit log)")
+	return func([]string) error {
+		if strings.TrimSpace(bgReason) == "" {
+			return usagef("--reason is required: say why you approve")
+		}
+		return nil
+	}
+}
+
+func breakGlassApprove(ctx context.Context, a *app, args []string) error {
+	c, err := a.c.ApproveBreakGlass(ctx, args[0], bgReason)
+	if err != nil {
+		return err
+	}
+	return a.print(c, func(w io.Writer) {
+		fmt.Fprintf(w, "approved: credential %s for %s on cluster %s is %s; %s collects it with `hcpctl breakglass kubeconfig %s`\n",
+			c.ID, c.Person, c.ClusterID, c.State, c.Person, c.ID)
+	})
+}
+
+func breakGlassKubeconfigFlags(fs *flag.FlagSet) func([]string) error {
+	fs.StringVar(&bgKubeconfig, "kubeconfig", "", "file to write the kubeconfig to, mode 0600 (required; it must not exist)")
+	return func([]string) error {
+		if bgKubeconfig == "" {
+			return usagef("--kubeconfig is required: the file to write the credential to")
+		}
+		if _, err := os.Stat(bgKubeconfig); err == nil {
+			return usagef("--kubeconfig %s exists: choose a new file (a credential is never written over another)", bgKubeconfig)
+		}
+		return nil
+	}
+}
+
+func breakGlassKubeconfig(ctx context.Context, a *app, args []string) error {
+	c, err := a.c.BreakGlassKubeconfig(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	if c.State == adminapi.StateAwaitingApproval {
+		return fmt.Errorf("request %s still awaits a second sre-admin's approval (approve before %v)", c.ID, c.ApproveBefore)
+	}
+	return writeBreakGlassKubeconfig(a, c)
 }
 
 func breakGlassListFlags(fs *flag.FlagSet) func([]string) error {
@@ -144,6 +224,6 @@ func breakGlassRevoke(ctx context.Context, a *app, _ []string) error {
 			t.row(v.ClusterID, v.RevocationID, v.State, strings.Join(v.Credentials, ","))
 		}
 		t.flush()
-		fmt.Fprintln(w, "every break-glass credential of these clusters (customers' too) is being revoked: the break-glass signer rotates")
+		fmt.Fprintln(w, "every SRE break-glass credential of these clusters is being revoked: their SRE break-glass signer rotates (customers' credentials have their own signer and keep working)")
 	})
 }
