@@ -115,6 +115,67 @@ type ManagementCluster struct {
 	ControllerManager *Process
 
 	restConfig *rest.Config
+	pkiDir     string
+}
+
+// WriteClientKubeconfig issues a client certificate of the cluster's CA for user and groups and
+// writes a kubeconfig (mode 0600) that presents it: an identity the apiserver authenticates
+// itself, so RBAC bindings to user (or a group) are all it may do. Nothing in the file can be
+// edited to gain more. groups must not include system:masters.
+func (m *ManagementCluster) WriteClientKubeconfig(path, user string, groups []string) error {
+	for _, g := range groups {
+		if g == "system:masters" {
+			return fmt.Errorf("client kubeconfig for %s: group system:masters is the cluster admin's", user)
+		}
+	}
+	caKeyPEM, err := os.ReadFile(filepath.Join(m.pkiDir, "ca.key"))
+	if err != nil {
+		return fmt.Errorf("client kubeconfig for %s: %w", user, err)
+	}
+	block, _ := pem.Decode(caKeyPEM)
+	if block == nil {
+		return fmt.Errorf("client kubeconfig for %s: the cluster CA key does not parse", user)
+	}
+	caKey, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("client kubeconfig for %s: the cluster CA key: %w", user, err)
+	}
+	signer, ok := caKey.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("client kubeconfig for %s: the cluster CA key cannot sign", user)
+	}
+	caCert, err := parseCertPEM(m.restConfig.CAData)
+	if err != nil {
+		return fmt.Errorf("client kubeconfig for %s: the cluster CA: %w", user, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	_, certPEM, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, caCert, &key.PublicKey, signer)
+	if err != nil {
+		return fmt.Errorf("client kubeconfig for %s: issue certificate: %w", user, err)
+	}
+	keyData, err := keyPEM(key)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[m.Name] = &clientcmdapi.Cluster{Server: m.Host, CertificateAuthorityData: m.restConfig.CAData}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyData}
+	cfg.Contexts[m.Name] = &clientcmdapi.Context{Cluster: m.Name, AuthInfo: user}
+	cfg.CurrentContext = m.Name
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("client kubeconfig for %s: %w", user, err)
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
 }
 
 // RESTConfig returns a fresh client configuration authenticated as the cluster admin.
@@ -154,7 +215,7 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
-	mc := &ManagementCluster{Name: o.Name, Host: "https://127.0.0.1:" + strconv.Itoa(apiPort)}
+	mc := &ManagementCluster{Name: o.Name, Host: "https://127.0.0.1:" + strconv.Itoa(apiPort), pkiDir: pkiDir}
 	defer func() {
 		if err != nil {
 			mc.Stop()
