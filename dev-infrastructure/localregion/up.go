@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -218,13 +219,17 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 			MQTTTLS:  &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: mqtt.Cert, KeyFile: mqtt.Key},
 			ClientID: name, Name: name, SharedStatus: true,
 			TLS: &mgmtcluster.MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
-				ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig},
+				ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig,
+				RESTClients: maestroRESTClients,
+				// The launcher registers consumers and runs the stuck-delete watchdog for
+				// Cluster Service, and so acts as it.
+				ClientCertFile: r.pki.MustFiles(pki.ClusterService).Cert, ClientKeyFile: r.pki.MustFiles(pki.ClusterService).Key},
 			Dir: filepath.Join(r.stateDir, name), LogDir: r.logDir,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start Maestro server %d (%s): %w", i+1, name, err)
 		}
-		r.onStop(s.Stop)
+		r.onStop(s.Close)
 		r.supervise(s.Proc)
 		if i == 0 {
 			ms = s
@@ -235,6 +240,14 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 		}
 	}
 	return ms, nil
+}
+
+// maestroRESTClients are the only callers of Maestro's REST API (through the gate in front of
+// it, mgmtcluster/maestroisolation.go): Cluster Service reads works and registers consumers;
+// the admin API reads resource bundles for describe. Every other identity is refused.
+var maestroRESTClients = maestrogate.Rules{
+	pki.ClusterService: maestrogate.ReadWrite,
+	adminIdentity:      maestrogate.ReadOnly,
 }
 
 // maestroSourceClusterService is the Maestro source Cluster Service publishes as (its
