@@ -45,10 +45,17 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := os.RemoveAll(r.stateDir); err != nil {
 		return nil, fmt.Errorf("clear old state %s: %w", r.stateDir, err)
 	}
-	for _, d := range []string{r.logDir, r.stateDir, r.binDir} {
+	for _, d := range []string{r.stateDir, r.binDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
+	}
+	// Logs are for the operator and its group only (mgmtcluster.LogDirMode).
+	if err := os.MkdirAll(r.logDir, mgmtcluster.LogDirMode); err != nil {
+		return nil, fmt.Errorf("create %s: %w", r.logDir, err)
+	}
+	if err := os.Chmod(r.logDir, mgmtcluster.LogDirMode); err != nil {
+		return nil, fmt.Errorf("create %s: %w", r.logDir, err)
 	}
 	r.Info.Location = cfg.Location
 	r.Info.LogDir = r.logDir
@@ -259,7 +266,7 @@ const maestroSourceClusterService = "cluster-service"
 // To make an agent reconnect it takes over the agent's MQTT session, which the broker allows
 // only to the agent's own identity, so it holds each agent's certificate (docs/security.md).
 func (r *Region) startStuckDeleteWatchdog(maestro mgmtcluster.MaestroREST, brokerAddr string) error {
-	f, err := os.OpenFile(filepath.Join(r.logDir, "stuck-delete-watchdog.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, _, err := mgmtcluster.OpenLog(r.logDir, "stuck-delete-watchdog.log")
 	if err != nil {
 		return fmt.Errorf("stuck delete watchdog log: %w", err)
 	}
