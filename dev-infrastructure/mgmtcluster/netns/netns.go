@@ -41,7 +41,7 @@ func New() (*NS, error) {
 		runtime.LockOSThread()
 		defer close(n.done)
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			ready <- fmt.Errorf("create a network namespace (needs CAP_SYS_ADMIN): %w", err)
+			ready <- fmt.Errorf("create a network namespace (needs CAP_SYS_ADMIN: run as root): %w", err)
 			return
 		}
 		if err := loopbackUp(); err != nil {
