@@ -79,6 +79,12 @@ func (i Image) HelmValues(src Source) []byte {
 		src.RevisionLabel(), i.Repository, i.Tag, i.Digest)
 }
 
+// NestedHelmValues is HelmValues under key (Spec.ValuesKey): key.image.repository, and so on.
+func (i Image) NestedHelmValues(src Source, key string) []byte {
+	return fmt.Appendf(nil, "# Written by build-images for revision %s; do not edit.\n%s:\n  image:\n    repository: %s\n    tag: %q\n    digest: %s\n",
+		src.RevisionLabel(), key, i.Repository, i.Tag, i.Digest)
+}
+
 // Ref is the image's tag reference (repository:tag).
 func (i Image) Ref() string { return i.Repository + ":" + i.Tag }
 
@@ -170,7 +176,11 @@ func Build(ctx context.Context, o Options) (Manifest, error) {
 			return m, err
 		}
 		m.Images[spec.Name] = img
-		if err := writeFileAtomic(filepath.Join(valuesDir, spec.Name+".yaml"), img.HelmValues(o.Source)); err != nil {
+		values := img.HelmValues(o.Source)
+		if spec.ValuesKey != "" {
+			values = img.NestedHelmValues(o.Source, spec.ValuesKey)
+		}
+		if err := writeFileAtomic(filepath.Join(valuesDir, spec.Name+".yaml"), values); err != nil {
 			return m, fmt.Errorf("image %s: values: %w", spec.Name, err)
 		}
 		log.Info("image", "name", spec.Name, "ref", img.Ref(), "digest", img.Digest, "reused", reused,

@@ -49,6 +49,9 @@ type Spec struct {
 	ModuleDir string
 	// Binary is the binary's file name in the image, under /usr/local/bin.
 	Binary string
+	// ValuesKey, when set, nests the image's Helm values under that key: for an image that is
+	// a second container of another image's chart (the Maestro gate, under gate:).
+	ValuesKey string
 }
 
 // Entrypoint is the path of the spec's binary inside the image.
@@ -66,6 +69,8 @@ func Catalogue() []Spec {
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
 		{Name: "hypershift-sim", Package: mod + "dev-infrastructure/mgmtcluster/cmd/hypershift-sim", Binary: "hypershift-sim"},
 		{Name: "maestro", Package: "github.com/openshift-online/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
+		// The gate in front of Maestro's REST API, beside it in the maestro-server pod.
+		{Name: "maestro-gate", Package: mod + "dev-infrastructure/mgmtcluster/cmd/maestro-gate", Binary: "maestro-gate", ValuesKey: "gate"},
 		{Name: Pause, Package: mod + "dev-infrastructure/images/pause", Binary: "pause"},
 	}
 }

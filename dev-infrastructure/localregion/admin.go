@@ -178,7 +178,9 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 			"--cluster-service-ca", sre.CAFile, "--cluster-service-cert", sre.ClientCertFile, "--cluster-service-key", sre.ClientKeyFile,
 			// Signs the statements Cluster Service issues SRE credentials for (written with Cluster Service's secrets).
 			"--sre-statement-key", statementKey,
+			// Maestro's REST gate admits the admin API by its own certificate, for reads only.
 			"--maestro-rest", r.Info.Maestro.REST, "--maestro-ca", r.pki.CAFile,
+			"--maestro-cert", server.Cert, "--maestro-key", server.Key,
 			// must-gather searches the region's logs for a cluster's IDs.
 			"--log-dir", r.logDir,
 			// Shard health and must-gather read the management clusters as a read-only user.
@@ -196,7 +198,8 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 // issueAdminIdentities issues the admin API's server certificate and the development SREs'
 // client certificates, and lists the SREs in region.json.
 func (r *Region) issueAdminIdentities() error {
-	if err := r.pki.Add(adminIdentity, r.serverSpec(adminIdentity, pki.Server), pki.ServiceCA); err != nil {
+	// Server for SREs; client for Maestro's REST API (read-only there, maestroRESTClients).
+	if err := r.pki.Add(adminIdentity, r.serverSpec(adminIdentity, pki.Server|pki.Client), pki.ServiceCA); err != nil {
 		return err
 	}
 	r.Info.Admin = AdminInfo{CAFile: r.pki.CAFile}

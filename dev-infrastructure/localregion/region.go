@@ -119,9 +119,10 @@ type ServiceInfo struct {
 	MetricsURL string `json:"metrics"`
 }
 
-// MaestroInfo is the Maestro server: REST over HTTPS (verified with the region CA; Maestro's
-// REST API has no client authentication) and the gRPC source API with mutual TLS. ClientTLS is
-// Cluster Service's identity, the only one Maestro authorizes (as source "cluster-service").
+// MaestroInfo is the Maestro server: REST over HTTPS through the gate (a client certificate
+// required; maestroRESTClients) and the gRPC source API with mutual TLS. ClientTLS is Cluster
+// Service's identity, the only one Maestro authorizes as source "cluster-service" and the only
+// one its REST gate lets write.
 type MaestroInfo struct {
 	REST string `json:"rest"`
 	GRPC string `json:"grpc"`

@@ -126,12 +126,14 @@ func (r *Region) installMaestroServer(ctx context.Context) (mgmtcluster.MaestroR
 	if err != nil {
 		return mgmtcluster.MaestroREST{}, err
 	}
-	probe, err := r.probeClient(ep["https"])
+	// The chart's gate admits Cluster Service and the admin API only; the launcher registers
+	// consumers for Cluster Service, as it does with the process region.
+	cfg, err := r.clientTLS(pki.ClusterService).Files().Client(ep["https"])
 	if err != nil {
 		return mgmtcluster.MaestroREST{}, err
 	}
-	probe.Timeout = 30 * time.Second
-	rest := mgmtcluster.MaestroREST{URL: "https://" + ep["https"], Client: probe}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	rest := mgmtcluster.MaestroREST{URL: "https://" + ep["https"], Client: client}
 	r.Info.Maestro = MaestroInfo{REST: rest.URL, GRPC: ep["grpc"], MetricsURL: "http://" + ep["metrics"] + "/metrics",
 		ClientTLS: r.clientTLS(pki.ClusterService)}
 	return rest, nil

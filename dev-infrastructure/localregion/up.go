@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,10 +45,17 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := os.RemoveAll(r.stateDir); err != nil {
 		return nil, fmt.Errorf("clear old state %s: %w", r.stateDir, err)
 	}
-	for _, d := range []string{r.logDir, r.stateDir, r.binDir} {
+	for _, d := range []string{r.stateDir, r.binDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
+	}
+	// Logs are for the operator and its group only (mgmtcluster.LogDirMode).
+	if err := os.MkdirAll(r.logDir, mgmtcluster.LogDirMode); err != nil {
+		return nil, fmt.Errorf("create %s: %w", r.logDir, err)
+	}
+	if err := os.Chmod(r.logDir, mgmtcluster.LogDirMode); err != nil {
+		return nil, fmt.Errorf("create %s: %w", r.logDir, err)
 	}
 	r.Info.Location = cfg.Location
 	r.Info.LogDir = r.logDir
@@ -222,13 +230,17 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 			MQTTTLS:  &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: mqtt.Cert, KeyFile: mqtt.Key},
 			ClientID: name, Name: name, SharedStatus: true,
 			TLS: &mgmtcluster.MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
-				ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig},
+				ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig,
+				RESTClients: maestroRESTClients,
+				// The launcher registers consumers and runs the stuck-delete watchdog for
+				// Cluster Service, and so acts as it.
+				ClientCertFile: r.pki.MustFiles(pki.ClusterService).Cert, ClientKeyFile: r.pki.MustFiles(pki.ClusterService).Key},
 			Dir: filepath.Join(r.stateDir, name), LogDir: r.logDir,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start Maestro server %d (%s): %w", i+1, name, err)
 		}
-		r.onStop(s.Stop)
+		r.onStop(s.Close)
 		r.supervise(s.Proc)
 		if i == 0 {
 			ms = s
@@ -241,6 +253,14 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 	return ms, nil
 }
 
+// maestroRESTClients are the only callers of Maestro's REST API (through the gate in front of
+// it, mgmtcluster/maestroisolation.go): Cluster Service reads works and registers consumers;
+// the admin API reads resource bundles for describe. Every other identity is refused.
+var maestroRESTClients = maestrogate.Rules{
+	pki.ClusterService: maestrogate.ReadWrite,
+	adminIdentity:      maestrogate.ReadOnly,
+}
+
 // maestroSourceClusterService is the Maestro source Cluster Service publishes as (its
 // --maestro-source-id default).
 const maestroSourceClusterService = "cluster-service"
@@ -250,7 +270,7 @@ const maestroSourceClusterService = "cluster-service"
 // To make an agent reconnect it takes over the agent's MQTT session, which the broker allows
 // only to the agent's own identity, so it holds each agent's certificate (docs/security.md).
 func (r *Region) startStuckDeleteWatchdog(maestro mgmtcluster.MaestroREST, brokerAddr string) error {
-	f, err := os.OpenFile(filepath.Join(r.logDir, "stuck-delete-watchdog.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, _, err := mgmtcluster.OpenLog(r.logDir, "stuck-delete-watchdog.log")
 	if err != nil {
 		return fmt.Errorf("stuck delete watchdog log: %w", err)
 	}

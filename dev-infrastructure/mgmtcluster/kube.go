@@ -117,8 +117,9 @@ type ManagementCluster struct {
 	restConfig *rest.Config
 	// clientCA is the client CA bundle the apiserver reads (its own CA, then the extra CA file's
 	// contents); RefreshClientCA writes it again.
-	clientCA      struct{ path, extra string }
+	clientCA       struct{ path, extra string }
 	ownClientCAPEM []byte
+	pkiDir         string
 }
 
 // RefreshClientCA writes the apiserver's client CA bundle again from its own CA and the
@@ -145,6 +146,66 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// WriteClientKubeconfig issues a client certificate of the cluster's CA for user and groups and
+// writes a kubeconfig (mode 0600) that presents it: an identity the apiserver authenticates
+// itself, so RBAC bindings to user (or a group) are all it may do. Nothing in the file can be
+// edited to gain more. groups must not include system:masters.
+func (m *ManagementCluster) WriteClientKubeconfig(path, user string, groups []string) error {
+	for _, g := range groups {
+		if g == "system:masters" {
+			return fmt.Errorf("client kubeconfig for %s: group system:masters is the cluster admin's", user)
+		}
+	}
+	caKeyPEM, err := os.ReadFile(filepath.Join(m.pkiDir, "ca.key"))
+	if err != nil {
+		return fmt.Errorf("client kubeconfig for %s: %w", user, err)
+	}
+	block, _ := pem.Decode(caKeyPEM)
+	if block == nil {
+		return fmt.Errorf("client kubeconfig for %s: the cluster CA key does not parse", user)
+	}
+	caKey, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("client kubeconfig for %s: the cluster CA key: %w", user, err)
+	}
+	signer, ok := caKey.(crypto.Signer)
+	if !ok {
+		return fmt.Errorf("client kubeconfig for %s: the cluster CA key cannot sign", user)
+	}
+	caCert, err := parseCertPEM(m.restConfig.CAData)
+	if err != nil {
+		return fmt.Errorf("client kubeconfig for %s: the cluster CA: %w", user, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	_, certPEM, err := issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, caCert, &key.PublicKey, signer)
+	if err != nil {
+		return fmt.Errorf("client kubeconfig for %s: issue certificate: %w", user, err)
+	}
+	keyData, err := keyPEM(key)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[m.Name] = &clientcmdapi.Cluster{Server: m.Host, CertificateAuthorityData: m.restConfig.CAData}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyData}
+	cfg.Contexts[m.Name] = &clientcmdapi.Context{Cluster: m.Name, AuthInfo: user}
+	cfg.CurrentContext = m.Name
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("client kubeconfig for %s: %w", user, err)
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return os.Chmod(path, 0o600)
 }
 
 // RESTConfig returns a fresh client configuration authenticated as the cluster admin.
@@ -184,7 +245,7 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
-	mc := &ManagementCluster{Name: o.Name, Host: "https://127.0.0.1:" + strconv.Itoa(apiPort)}
+	mc := &ManagementCluster{Name: o.Name, Host: "https://127.0.0.1:" + strconv.Itoa(apiPort), pkiDir: pkiDir}
 	defer func() {
 		if err != nil {
 			mc.Stop()
@@ -203,8 +264,19 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 		}
 		mc.clientCA.path, mc.clientCA.extra, mc.ownClientCAPEM = clientCA, o.ExtraClientCAFile, pki.caCertPEM
 	}
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	etcdPKI, err := loadOrCreateEtcdPKI(pkiDir)
+	if err != nil {
+		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
+	}
+	encryptionConfig, err := loadOrCreateEncryptionConfig(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
+	}
+	// etcd speaks TLS only, on both ports, and admits only client certificates of its own CA
+	// (etcd has no authorization of its own: any certificate it admits may read and write
+	// everything, so nothing but the apiserver holds one).
+	etcdURL := "https://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "https://127.0.0.1:" + strconv.Itoa(etcdPeer)
 	mc.Etcd, err = StartProcess(ctx, ProcSpec{
 		Name: o.Name + "-etcd", Path: o.EtcdPath, LogDir: o.LogDir,
 		Args: []string{
@@ -215,6 +287,10 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 			"--listen-peer-urls=" + peerURL,
 			"--initial-advertise-peer-urls=" + peerURL,
 			"--initial-cluster=" + o.Name + "=" + peerURL,
+			"--cert-file=" + etcdPKI.serverCert, "--key-file=" + etcdPKI.serverKey,
+			"--client-cert-auth", "--trusted-ca-file=" + etcdPKI.caCert,
+			"--peer-cert-file=" + etcdPKI.serverCert, "--peer-key-file=" + etcdPKI.serverKey,
+			"--peer-client-cert-auth", "--peer-trusted-ca-file=" + etcdPKI.caCert,
 			// Loopback only and throwaway: skipping fsync keeps a laptop disk from being the
 			// bottleneck. A killed process loses nothing (the page cache survives it); only a
 			// machine crash could.
@@ -225,7 +301,11 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	if err != nil {
 		return nil, err
 	}
-	if err := mc.Etcd.WaitFor(ctx, o.ReadyTimeout, "etcd /health", HTTPReady(nil, etcdURL+"/health")); err != nil {
+	etcdHTTP, err := etcdPKI.httpClient()
+	if err != nil {
+		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
+	}
+	if err := mc.Etcd.WaitFor(ctx, o.ReadyTimeout, "etcd /health", HTTPReady(etcdHTTP, etcdURL+"/health")); err != nil {
 		return nil, err
 	}
 
@@ -233,6 +313,10 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 		Name: o.Name + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
 		Args: []string{
 			"--etcd-servers=" + etcdURL,
+			"--etcd-cafile=" + etcdPKI.caCert,
+			"--etcd-certfile=" + etcdPKI.clientCert, "--etcd-keyfile=" + etcdPKI.clientKey,
+			// Secrets are sealed before they reach etcd (secretbox, a key of this cluster's own).
+			"--encryption-provider-config=" + encryptionConfig,
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(apiPort),
@@ -329,6 +413,10 @@ type kubePKI struct {
 	caCertPEM, adminCertPEM, adminKeyPEM                   []byte
 }
 
+// clusterAdminUser is the user of the cluster's admin certificate (group system:masters). It
+// differs from every user RBAC binds, so nothing restricted is mistaken for it in audit logs.
+const clusterAdminUser = "openhcp-cluster-admin"
+
 // Certificates last a year: long enough that a kept state dir does not expire under a
 // developer, short enough to be plainly not production material.
 const devCertValidity = 365 * 24 * time.Hour
@@ -398,7 +486,7 @@ func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
 		return nil, err
 	}
 	_, adminPEM, err := issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "openhcp-admin", Organization: []string{"system:masters"}},
+		Subject:     pkix.Name{CommonName: clusterAdminUser, Organization: []string{"system:masters"}},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}, caCert, &adminKeyEC.PublicKey, caKey)

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -88,6 +89,12 @@ type MaestroServerTLS struct {
 	// AuthorizerKubeconfig is the apiserver that authorizes each source's pub/sub
 	// (--grpc-authorizer-config; MaestroAuthorizer.Kubeconfig).
 	AuthorizerKubeconfig string
+	// RESTClients are the identities (certificate CNs, chaining to ClientCAFile) that may call
+	// the REST API, and what each may do; every other caller is refused (maestroisolation.go).
+	RESTClients maestrogate.Rules
+	// ClientCertFile and ClientKeyFile are the launcher's own REST identity (for RESTClient:
+	// registering consumers, the stuck-delete watchdog); it must be a read-write RESTClient.
+	ClientCertFile, ClientKeyFile string
 }
 
 // MaestroServer is a running Maestro server.
@@ -108,8 +115,9 @@ type MaestroServer struct {
 	// Restart may run.
 	Proc *Process
 
-	spec ProcSpec
-	mu   sync.Mutex
+	spec      ProcSpec
+	isolation *maestroIsolation // with TLS: the server's namespace and the gate
+	mu        sync.Mutex
 }
 
 // StartMaestroServer migrates the database and starts `maestro server` with the MQTT broker,
@@ -169,18 +177,20 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 	args := append([]string{"server"}, dbFlags...)
 	scheme, restClient := "http", http.DefaultClient
 	if t := o.TLS; t != nil {
-		if t.CertFile == "" || t.KeyFile == "" || t.CAFile == "" || t.ClientCAFile == "" || t.AuthorizerKubeconfig == "" {
-			return nil, errors.New("maestro server TLS: CertFile, KeyFile, CAFile, ClientCAFile and AuthorizerKubeconfig are required")
+		if t.CertFile == "" || t.KeyFile == "" || t.CAFile == "" || t.ClientCAFile == "" || t.AuthorizerKubeconfig == "" ||
+			len(t.RESTClients) == 0 || t.ClientCertFile == "" || t.ClientKeyFile == "" {
+			return nil, errors.New("maestro server TLS: CertFile, KeyFile, CAFile, ClientCAFile, AuthorizerKubeconfig, RESTClients, ClientCertFile and ClientKeyFile are required")
 		}
-		clientTLS, err := tlsconfig.Files{CA: t.CAFile}.Client("127.0.0.1")
+		clientTLS, err := tlsconfig.Files{CA: t.CAFile, Cert: t.ClientCertFile, Key: t.ClientKeyFile}.Client("127.0.0.1")
 		if err != nil {
 			return nil, fmt.Errorf("maestro server TLS: %w", err)
 		}
 		scheme = "https"
 		restClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: clientTLS}}
 		args = append(args,
-			// REST: HTTPS with the server certificate. Maestro's REST API has no client
-			// authentication of its own; only the network keeps callers out (docs/security.md).
+			// REST: HTTPS with the server certificate, inside the server's own network
+			// namespace. Maestro's REST API has no client authentication of its own; the gate
+			// in front of it on the host does that (maestroisolation.go, docs/security.md).
 			"--enable-https=true", "--https-cert-file="+t.CertFile, "--https-key-file="+t.KeyFile,
 			// gRPC: TLS 1.3, a client certificate from ClientCAFile required, and every
 			// publish/subscribe authorized per source by a SubjectAccessReview.
@@ -218,10 +228,39 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 			// flag above wins. Named here so that nobody's shell environment picks another.
 			Env: []string{"MAESTRO_ENV=development"}},
 	}
+	if t := o.TLS; t != nil {
+		dbAddr, err := dsnAddr(o.DSN)
+		if err != nil {
+			return nil, err
+		}
+		authzAddr, err := kubeconfigAddr(t.AuthorizerKubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("maestro server: authorizer: %w", err)
+		}
+		if s.isolation, err = isolateMaestro(t, httpPort, []int{grpcPort, metricsPort, healthPort},
+			[]string{o.MQTTAddr, dbAddr, authzAddr}, filepath.Join(o.LogDir, o.Name+"-gate.log")); err != nil {
+			return nil, err
+		}
+		s.spec.Start = s.isolation.ns.Start
+	}
 	if err := s.start(ctx); err != nil {
+		s.closeIsolation()
 		return nil, err
 	}
 	return s, nil
+}
+
+// Close stops the server and, when it is isolated, its gate and namespace. Stop keeps them, so
+// that a Restart finds the same ports.
+func (s *MaestroServer) Close() {
+	s.Stop()
+	s.closeIsolation()
+}
+
+func (s *MaestroServer) closeIsolation() {
+	if s.isolation != nil {
+		s.isolation.Close()
+	}
 }
 
 func (s *MaestroServer) start(ctx context.Context) error {
@@ -235,7 +274,7 @@ func (s *MaestroServer) start(ctx context.Context) error {
 	}{
 		{"health " + s.HealthURL, HTTPReady(nil, s.HealthURL)},
 		{"REST API", HTTPReady(s.RESTClient, s.RESTURL+"/api/maestro/v1/consumers?size=1")},
-		{"gRPC " + s.GRPCAddr, TCPReady(s.GRPCAddr)},
+		{"gRPC " + s.GRPCAddr, s.grpcReady()},
 	} {
 		if err := p.WaitFor(ctx, 60*time.Second, w.what, w.check); err != nil {
 			p.Stop(5 * time.Second)
@@ -246,6 +285,21 @@ func (s *MaestroServer) start(ctx context.Context) error {
 	s.Proc = p
 	s.mu.Unlock()
 	return nil
+}
+
+// grpcReady checks that the gRPC port accepts connections: Maestro's own, inside its namespace
+// when isolated (the host's forwarder accepts before Maestro listens).
+func (s *MaestroServer) grpcReady() func(context.Context) error {
+	if s.isolation == nil {
+		return TCPReady(s.GRPCAddr)
+	}
+	return func(ctx context.Context) error {
+		c, err := s.isolation.ns.DialContext(ctx, "tcp", s.GRPCAddr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
 }
 
 // Stop ends the server.
@@ -267,6 +321,15 @@ func (s *MaestroServer) Restart(ctx context.Context) error {
 func (s *MaestroServer) RestartWithDB(ctx context.Context, dsn, password string) error {
 	if _, err := writeMaestroDBFiles(filepath.Join(s.spec.Dir, "db"), dsn, password); err != nil {
 		return err
+	}
+	if s.isolation != nil {
+		addr, err := dsnAddr(dsn)
+		if err != nil {
+			return err
+		}
+		if err := s.isolation.addOutbound(addr); err != nil {
+			return err
+		}
 	}
 	return s.Restart(ctx)
 }

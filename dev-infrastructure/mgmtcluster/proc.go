@@ -29,6 +29,9 @@ type ProcSpec struct {
 	LogDir string
 	// Credential, when set, runs the child as another user (postgres refuses to run as root).
 	Credential *syscall.Credential
+	// Start, when set, starts the prepared command instead of cmd.Start: to start it inside a
+	// network namespace (netns.NS.Start).
+	Start func(*exec.Cmd) error
 }
 
 // Process is a running child. It is started in its own process group so that Stop ends the
@@ -48,11 +51,7 @@ type Process struct {
 
 // StartProcess starts spec and returns at once; use a Wait* helper to wait for readiness.
 func StartProcess(ctx context.Context, spec ProcSpec) (*Process, error) {
-	if err := os.MkdirAll(spec.LogDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create log dir for %s: %w", spec.Name, err)
-	}
-	logPath := filepath.Join(spec.LogDir, spec.Name+".log")
-	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	lf, logPath, err := OpenLog(spec.LogDir, spec.Name+".log")
 	if err != nil {
 		return nil, fmt.Errorf("open log for %s: %w", spec.Name, err)
 	}
@@ -62,7 +61,11 @@ func StartProcess(ctx context.Context, spec ProcSpec) (*Process, error) {
 	cmd.Stdout = lf
 	cmd.Stderr = lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: spec.Credential}
-	if err := cmd.Start(); err != nil {
+	start := cmd.Start
+	if spec.Start != nil {
+		start = func() error { return spec.Start(cmd) }
+	}
+	if err := start(); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Path, err)
 	}
@@ -73,6 +76,35 @@ func StartProcess(ctx context.Context, spec ProcSpec) (*Process, error) {
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// Log files and their directory: logs carry cluster names, identities and sometimes request
+// bodies, so only the owner and its group (the operators) may read them; others get nothing.
+const (
+	LogDirMode  = 0o750
+	LogFileMode = 0o640
+)
+
+// OpenLog opens dir/name for appending with LogFileMode, creating dir with LogDirMode. Both
+// modes are set on existing files and directories too, so a state dir from an older launcher
+// is tightened rather than kept as it was.
+func OpenLog(dir, name string) (*os.File, string, error) {
+	if err := os.MkdirAll(dir, LogDirMode); err != nil {
+		return nil, "", fmt.Errorf("create log dir %s: %w", dir, err)
+	}
+	if err := os.Chmod(dir, LogDirMode); err != nil {
+		return nil, "", fmt.Errorf("set the mode of log dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, LogFileMode)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := f.Chmod(LogFileMode); err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("set the mode of %s: %w", path, err)
+	}
+	return f, path, nil
 }
 
 // PID is the child's process ID.

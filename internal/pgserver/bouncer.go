@@ -131,7 +131,7 @@ func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, 
 	if err := s.writeOwned(ini, []byte(bouncerConfig(s, o, authFile, caCopy))); err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open pgbouncer log: %w", err)
 	}

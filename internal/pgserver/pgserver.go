@@ -144,7 +144,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			"-c", "ssl_cert_file="+s.tlsPath("server.crt"), "-c", "ssl_key_file="+s.tlsPath("server.key"),
 			"-c", "ssl_min_protocol_version=TLSv1.2", "-c", "password_encryption=scram-sha-256")
 	}
-	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres log: %w", err)
 	}

@@ -41,7 +41,8 @@ func strangerPKI(t *testing.T) *pki.Region {
 // API refuses plaintext, a missing certificate and one from another CA at the handshake; a
 // region certificate of another identity (the frontend, an agent), or Cluster Service's own
 // publishing as another source, is refused by Maestro's authorizer; Cluster Service as its own
-// source gets through. The REST API is HTTPS only and verifiable with the region CA.
+// source gets through. The REST API is HTTPS only, verifiable with the region CA, and behind the
+// gate: Cluster Service reads and writes, the admin API only reads, everyone else is refused.
 func TestMaestroAdmitsOnlyClusterService(t *testing.T) {
 	m := region.Info.Maestro
 	stranger := strangerPKI(t)
@@ -166,24 +167,56 @@ func TestMaestroAdmitsOnlyClusterService(t *testing.T) {
 				t.Fatalf("plaintext got %d %s", plain.StatusCode, b)
 			}
 		}
-		get := func(caFile string) (*http.Response, error) {
-			cfg, err := tlsconfig.Files{CA: caFile}.Client(strings.TrimPrefix(m.REST, "https://"))
+		call := func(caFile string, p *pki.Region, identity, method string) (*http.Response, error) {
+			files := tlsconfig.Files{CA: caFile}
+			if identity != "" {
+				f := p.MustFiles(identity)
+				files.Cert, files.Key = f.Cert, f.Key
+			}
+			cfg, err := files.Client(strings.TrimPrefix(m.REST, "https://"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			return (&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}).Get(m.REST + path)
+			req, err := http.NewRequest(method, m.REST+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return (&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}).Do(req)
 		}
-		if resp, err := get(stranger.CAFile); err == nil {
+		if resp, err := call(stranger.CAFile, region.PKI(), pki.ClusterService, http.MethodGet); err == nil {
 			resp.Body.Close()
 			t.Fatal("a client trusting another CA accepted Maestro's certificate")
 		}
-		resp, err := get(m.CAFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET consumers with the region CA: %d", resp.StatusCode)
+		// The gate in front of Maestro's REST API (docs/security.md): a region-CA client
+		// certificate is required, and only Cluster Service and the admin API are admitted.
+		for _, tc := range []struct {
+			name, identity, method string
+			want                   int // 0: refused at the handshake
+		}{
+			{"no_client_certificate_refused", "", http.MethodGet, 0},
+			{"frontend_refused", pki.Frontend, http.MethodGet, http.StatusForbidden},
+			{"agent_refused", pki.MaestroAgent("mgmt-1"), http.MethodGet, http.StatusForbidden},
+			{"admin_reads", "admin", http.MethodGet, http.StatusOK},
+			{"admin_may_not_write", "admin", http.MethodPost, http.StatusForbidden},
+			{"cluster_service_reads", pki.ClusterService, http.MethodGet, http.StatusOK},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				resp, err := call(m.CAFile, region.PKI(), tc.identity, tc.method)
+				if tc.want == 0 {
+					if err == nil {
+						resp.Body.Close()
+						t.Fatalf("served %d without a client certificate", resp.StatusCode)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != tc.want {
+					t.Fatalf("%s consumers as %q: %d, want %d", tc.method, tc.identity, resp.StatusCode, tc.want)
+				}
+			})
 		}
 	})
 }

@@ -123,7 +123,7 @@ func TestClusterLifecycle(t *testing.T) {
 		if names, err := appliedWorksFor(t, chosen, csID); err != nil || len(names) != 0 {
 			return fmt.Errorf("AppliedManifestWorks left on %s: %v (err %v)", chosen.Name, names, err)
 		}
-		return maestroBundlesGone(csID)
+		return maestroBundlesGone(maestroRESTClient(t), csID)
 	})
 	if n := len(csClusters(t, path)); n != 0 {
 		t.Errorf("cluster service still holds %d clusters for %s", n, path)
@@ -177,8 +177,8 @@ func TestClusterServiceCrashDuringCreate(t *testing.T) {
 }
 
 // maestroBundlesGone checks Maestro's REST API holds no resource bundle for the cluster.
-func maestroBundlesGone(csID string) error {
-	resp, err := httpClient.Get(region.Info.Maestro.REST + "/api/maestro/v1/resource-bundles?size=1000")
+func maestroBundlesGone(c *http.Client, csID string) error {
+	resp, err := c.Get(region.Info.Maestro.REST + "/api/maestro/v1/resource-bundles?size=1000")
 	if err != nil {
 		return fmt.Errorf("list maestro resource bundles: %w", err)
 	}

@@ -38,6 +38,18 @@ var (
 // the plaintext loopback metrics endpoints).
 var httpClient *http.Client
 
+// maestroRESTClient calls Maestro's REST API as Cluster Service: the gate in front of it admits
+// only Cluster Service (read-write) and the admin API (read-only), and refuses ARM's
+// certificate that httpClient presents.
+func maestroRESTClient(tb testing.TB) *http.Client {
+	tb.Helper()
+	cfg, err := region.Info.Maestro.ClientTLS.Files().Client(strings.TrimPrefix(region.Info.Maestro.REST, "https://"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+}
+
 // armResponse is a frontend answer with its body read.
 type armResponse struct {
 	Status int

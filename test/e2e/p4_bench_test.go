@@ -79,7 +79,7 @@ func BenchmarkP4SustainedThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	bare := newBareMaestro(ctx, b)
-	restAPI := mgmtcluster.MaestroREST{URL: region.Info.Maestro.REST, Client: httpClient}
+	restAPI := mgmtcluster.MaestroREST{URL: region.Info.Maestro.REST, Client: maestroRESTClient(b)}
 
 	// Warm-up, not measured: one cluster through OpenHCP, whose stored spec is the template of
 	// every bare work, and one bare work. The warm cluster has a subscription of its own, as
@@ -271,7 +271,7 @@ func maestroSourceParts(b *testing.B) (*openapi.APIClient, *grpcoptions.GRPCDial
 	}
 	apiCfg := openapi.NewConfiguration()
 	apiCfg.Servers = openapi.ServerConfigurations{{URL: region.Info.Maestro.REST}}
-	apiCfg.HTTPClient = httpClient
+	apiCfg.HTTPClient = maestroRESTClient(b)
 	logger, err := sdklogging.NewGoLoggerBuilder().Debug(false).Info(false).Warn(true).Build()
 	if err != nil {
 		b.Fatal(err)

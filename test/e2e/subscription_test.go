@@ -90,7 +90,7 @@ func TestSubscriptionDeletedRemovesEverything(t *testing.T) {
 			if names, err := appliedWorksFor(t, mc, c.id); err != nil || len(names) != 0 {
 				return fmt.Errorf("AppliedManifestWorks of %s left on %s: %v (err %v)", c.id, mc.Name, names, err)
 			}
-			if err := maestroBundlesGone(c.id); err != nil {
+			if err := maestroBundlesGone(maestroRESTClient(t), c.id); err != nil {
 				return err
 			}
 		}

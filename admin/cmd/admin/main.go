@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,8 @@ type options struct {
 	csTLS          tlsconfig.Files
 	maestroREST    string
 	maestroCA      string
+	maestroCert    string
+	maestroKey     string
 	timeout        time.Duration
 	logLevel       string
 	logDir         string
@@ -79,6 +82,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.csTLS.Key, "cluster-service-key", "ADMIN_CLUSTER_SERVICE_KEY", "", "client key for Cluster Service (required)")
 	str(&o.maestroREST, "maestro-rest", "ADMIN_MAESTRO_REST", "", "Maestro REST API base URL, https://host:port (optional: without it describe shows no resource bundles)")
 	str(&o.maestroCA, "maestro-ca", "ADMIN_MAESTRO_CA", "", "CA of Maestro's REST certificate")
+	str(&o.maestroCert, "maestro-cert", "ADMIN_MAESTRO_CERT", "", "client certificate for Maestro's REST API (its gate admits the admin API, read-only, by it); required with --maestro-rest")
+	str(&o.maestroKey, "maestro-key", "ADMIN_MAESTRO_KEY", "", "client key for Maestro's REST API")
 	str(&o.logLevel, "log-level", "ADMIN_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logDir, "log-dir", "ADMIN_LOG_DIR", "", "directory of the region's service logs (*.log) that must-gather searches for a cluster's IDs (optional; a local region's)")
 	var mgmt string
@@ -130,6 +135,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.maestroREST != "" && !strings.HasPrefix(o.maestroREST, "https://") {
 		return nil, fmt.Errorf("invalid value %q for --maestro-rest: must be an https:// URL", o.maestroREST)
+	}
+	if o.maestroREST != "" && (o.maestroCert == "" || o.maestroKey == "") {
+		return nil, errors.New("--maestro-rest needs --maestro-cert and --maestro-key: Maestro's REST API admits only known client certificates")
 	}
 	if o.timeout <= 0 {
 		return nil, fmt.Errorf("invalid value %s for --timeout: must be positive", o.timeout)
@@ -218,7 +226,7 @@ func run(o *options) error {
 		cfg.ManagementClusters = mc
 	}
 	if o.maestroREST != "" {
-		mTLS, err := tlsconfig.Files{CA: o.maestroCA}.Client(strings.TrimPrefix(o.maestroREST, "https://"))
+		mTLS, err := tlsconfig.Files{CA: o.maestroCA, Cert: o.maestroCert, Key: o.maestroKey}.Client(strings.TrimPrefix(o.maestroREST, "https://"))
 		if err != nil {
 			return fmt.Errorf("--maestro-ca: %w", err)
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 )
 
-// MaestroREST reads resource bundles from the Maestro server's REST API (read only; Maestro's
-// REST API has no client authentication, so the admin API only verifies the server).
+// MaestroREST reads resource bundles from the Maestro server's REST API, presenting the admin
+// API's certificate: the gate in front of that API admits it for reads only (docs/security.md).
 type MaestroREST struct {
 	URL    string
 	Client *http.Client

@@ -51,7 +51,7 @@ var workloads = map[string]workload{
 }
 
 // serviceImages are the images of the service cluster's charts.
-var serviceImages = []string{"maestro", "cluster-service", "backend", "frontend", "admin"}
+var serviceImages = []string{"maestro", "maestro-gate", "cluster-service", "backend", "frontend", "admin"}
 
 // ServiceCluster installs the service cluster's charts on the node (a
 // localregion.ExternalServiceCluster): PostgreSQL and the broker stay on the host, exposed to
@@ -199,9 +199,12 @@ func (s *ServiceCluster) Release(name, imagesDir string) Release {
 	case "admin":
 		set = append(set, "managementClusters={"+strings.Join(s.Stamps, ",")+"}")
 	}
-	return Release{Name: name, Chart: w.chart, Namespace: w.namespace,
-		Values: []string{filepath.Join(s.Rendered, name+".yaml"), filepath.Join(imagesDir, "values", w.image+".yaml")},
-		Set:    set}
+	values := []string{filepath.Join(s.Rendered, name+".yaml"), filepath.Join(imagesDir, "values", w.image+".yaml")}
+	if name == "maestro-server" {
+		// The gate container's image, nested under gate: (images.Spec.ValuesKey).
+		values = append(values, filepath.Join(imagesDir, "values", "maestro-gate.yaml"))
+	}
+	return Release{Name: name, Chart: w.chart, Namespace: w.namespace, Values: values, Set: set}
 }
 
 // Upgrade runs helm upgrade --wait of every installed service chart with the images of

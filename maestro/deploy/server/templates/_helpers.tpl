@@ -38,3 +38,11 @@ readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
 {{- end }}
+
+{{- define "maestro-server.gateImage" -}}
+{{- if .Values.gate.image.digest -}}
+{{ .Values.gate.image.repository }}@{{ .Values.gate.image.digest }}
+{{- else -}}
+{{ .Values.gate.image.repository }}:{{ required "gate.image.tag or gate.image.digest is required" .Values.gate.image.tag }}
+{{- end }}
+{{- end }}

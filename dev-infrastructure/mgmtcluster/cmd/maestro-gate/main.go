@@ -1,0 +1,137 @@
+// Command maestro-gate runs beside the Maestro server in its pod (maestro/deploy/server) and is
+// the only way into it: Maestro binds every port to the pod's loopback, and the gate serves the
+// REST API with mutual TLS and an identity allow-list (package maestrogate), and forwards the
+// gRPC, health and metrics ports as they are. The pinned Maestro has no client authentication
+// on its REST API (docs/security.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "maestro-gate:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	listen, upstream, upstreamCA string
+	tls                          tlsconfig.Files
+	rules                        maestrogate.Rules
+	forwards                     map[string]string // listen address → loopback target
+}
+
+func parse(args []string) (config, error) {
+	fs := flag.NewFlagSet("maestro-gate", flag.ContinueOnError)
+	var c config
+	var allow, forward string
+	fs.StringVar(&c.listen, "listen", ":8000", "address of the REST gate (HTTPS, client certificate required)")
+	fs.StringVar(&c.tls.Cert, "tls-cert", "", "server certificate (PEM), re-read when it changes (required)")
+	fs.StringVar(&c.tls.Key, "tls-key", "", "server key (PEM) (required)")
+	fs.StringVar(&c.tls.CA, "client-ca", "", "CA that client certificates must chain to (required)")
+	fs.StringVar(&c.upstream, "upstream", "https://127.0.0.1:18000", "Maestro's REST API on the pod's loopback")
+	fs.StringVar(&c.upstreamCA, "upstream-ca", "", "CA of Maestro's REST certificate (required)")
+	fs.StringVar(&allow, "allow", "", "identities (certificate CNs) and what each may do: cn=read-write,cn=read-only (required)")
+	fs.StringVar(&forward, "forward", "", "listen=target,… byte-for-byte forwards (gRPC, health, metrics); targets must be loopback")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if c.tls.Cert == "" || c.tls.Key == "" || c.tls.CA == "" || c.upstreamCA == "" {
+		return c, errors.New("--tls-cert, --tls-key, --client-ca and --upstream-ca are required")
+	}
+	var err error
+	if c.rules, err = maestrogate.ParseRules(allow); err != nil {
+		return c, fmt.Errorf("--allow: %w", err)
+	}
+	u, err := url.Parse(c.upstream)
+	if err != nil || u.Scheme != "https" || !isLoopback(u.Host) {
+		return c, fmt.Errorf("--upstream %q: want https://<loopback>:<port>", c.upstream)
+	}
+	c.forwards = map[string]string{}
+	for _, f := range strings.Split(forward, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		from, to, ok := strings.Cut(f, "=")
+		if !ok || !isLoopback(to) {
+			return c, fmt.Errorf("--forward %q: want listen=<loopback>:<port>", f)
+		}
+		c.forwards[from] = to
+	}
+	return c, nil
+}
+
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func run(ctx context.Context, args []string) error {
+	c, err := parse(args)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	for from, to := range c.forwards {
+		l, err := net.Listen("tcp", from)
+		if err != nil {
+			return fmt.Errorf("--forward %s: %w", from, err)
+		}
+		defer l.Close()
+		go maestrogate.Forward(l, func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", to)
+		}, log)
+	}
+	serverTLS, err := c.tls.Server(c.listen)
+	if err != nil {
+		return fmt.Errorf("--tls-cert: %w", err)
+	}
+	u, _ := url.Parse(c.upstream)
+	upstreamTLS, err := tlsconfig.Files{CA: c.upstreamCA}.Client(u.Host)
+	if err != nil {
+		return fmt.Errorf("--upstream-ca: %w", err)
+	}
+	var d net.Dialer
+	gate := maestrogate.New(c.rules, u, maestrogate.UpstreamTransport(d.DialContext, upstreamTLS), log)
+	l, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	srv := &http.Server{Handler: gate, TLSConfig: serverTLS, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	log.Info("maestro gate serving", "listen", c.listen, "upstream", c.upstream, "allow", c.rules.String())
+	if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

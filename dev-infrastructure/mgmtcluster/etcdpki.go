@@ -1,0 +1,158 @@
+package mgmtcluster
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// etcdPKI is a management cluster's etcd CA, etcd's serving (and peer) certificate and the
+// kube-apiserver's etcd client certificate, in the cluster's pki/ directory. The CA is its own,
+// not the apiserver's: every certificate of the apiserver's CA (the admin's, the admin API's
+// reader) would otherwise open etcd, and etcd cannot restrict what an admitted client does.
+type etcdPKI struct {
+	caCert, serverCert, serverKey, clientCert, clientKey string
+}
+
+func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
+	p := &etcdPKI{
+		caCert:     filepath.Join(dir, "etcd-ca.crt"),
+		serverCert: filepath.Join(dir, "etcd-server.crt"),
+		serverKey:  filepath.Join(dir, "etcd-server.key"),
+		clientCert: filepath.Join(dir, "apiserver-etcd-client.crt"),
+		clientKey:  filepath.Join(dir, "apiserver-etcd-client.key"),
+	}
+	if allExist([]string{p.caCert, p.serverCert, p.serverKey, p.clientCert, p.clientKey}) {
+		if b, err := os.ReadFile(p.caCert); err == nil {
+			if cert, err := parseCertPEM(b); err == nil && time.Until(cert.NotAfter) > 24*time.Hour {
+				return p, nil
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create pki dir: %w", err)
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: "openhcp-dev-etcd-ca"},
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	caCert, caPEM, err := issue(caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("issue etcd CA: %w", err)
+	}
+	files := map[string][]byte{p.caCert: caPEM}
+	leaf := func(certPath, keyPath string, tmpl *x509.Certificate) error {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		_, certPEM, err := issue(tmpl, caCert, &key.PublicKey, caKey)
+		if err != nil {
+			return fmt.Errorf("issue %s: %w", tmpl.Subject.CommonName, err)
+		}
+		keyData, err := keyPEM(key)
+		if err != nil {
+			return err
+		}
+		files[certPath], files[keyPath] = certPEM, keyData
+		return nil
+	}
+	// The serving certificate is also the peer certificate, presented as client and server.
+	if err := leaf(p.serverCert, p.serverKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "etcd"},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+	}); err != nil {
+		return nil, err
+	}
+	if err := leaf(p.clientCert, p.clientKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-etcd-client"},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil, err
+	}
+	// The CA key is not kept: a new etcd certificate means a new etcd CA, issued here.
+	for path, data := range files {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return p, nil
+}
+
+// httpClient presents the apiserver's etcd client certificate: what the launcher's health
+// checks use.
+func (p *etcdPKI) httpClient() (*http.Client, error) {
+	caPEM, err := os.ReadFile(p.caCert)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("etcd CA certificate does not parse")
+	}
+	cert, err := tls.LoadX509KeyPair(p.clientCert, p.clientKey)
+	if err != nil {
+		return nil, fmt.Errorf("etcd client certificate: %w", err)
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+	}}}, nil
+}
+
+// loadOrCreateEncryptionConfig returns dir/encryption-config.yaml, the apiserver's
+// EncryptionConfiguration: Secrets sealed with secretbox (XSalsa20-Poly1305) under a random
+// 32-byte key made on first start and kept (mode 0600) with the cluster's state, so a restart
+// reads what the last run wrote. identity comes last only to read Secrets written before
+// encryption was on; every write uses the first provider.
+func loadOrCreateEncryptionConfig(dir string) (string, error) {
+	path := filepath.Join(dir, "encryption-config.yaml")
+	if _, err := os.Stat(path); err == nil {
+		return path, os.Chmod(path, 0o600)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return "", fmt.Errorf("encryption key: %w", err)
+	}
+	cfg := fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: [secrets]
+    providers:
+      - secretbox:
+          keys:
+            - name: key1
+              secret: %s
+      - identity: {}
+`, base64.StdEncoding.EncodeToString(key))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create %s: %w", dir, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
+}

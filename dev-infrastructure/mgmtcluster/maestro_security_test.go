@@ -1,0 +1,190 @@
+package mgmtcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+// TestMaestroRESTAdmitsOnlyItsClients starts the real Maestro server as the region does (TLS,
+// gRPC authorizer) and probes its REST API with every kind of caller: only Cluster Service may
+// write, the admin API may only read, every other identity and a caller without a certificate
+// are refused, and the server's own REST port is not on the host's loopback at all.
+func TestMaestroRESTAdmitsOnlyItsClients(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts postgres, mosquitto, an apiserver and maestro")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, err := MaestroBinary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver, etcd, err := KubeBinaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "logs")
+	region, err := pki.Create(filepath.Join(dir, "pki"), pki.Options{MaestroConsumers: []string{"mgmt-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := region.Add("admin", pki.Spec{CommonName: "admin", Usage: pki.Server | pki.Client}, pki.ServiceCA); err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := pki.Create(filepath.Join(dir, "stranger-pki"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	pg := pgservertest.Start(t)
+	dsn := pgservertest.NewDatabase(t, pg)
+	mq, err := StartMosquitto(ctx, MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs})
+	if err != nil {
+		t.Fatalf("start mosquitto: %v", err)
+	}
+	t.Cleanup(mq.Stop)
+	server := region.MustFiles(pki.MaestroServer)
+	authz, err := StartMaestroAuthorizer(ctx, MaestroAuthorizerOptions{
+		Cluster:    ManagementClusterOptions{Name: "svc", Dir: filepath.Join(dir, "svc"), LogDir: logs, APIServerPath: apiserver, EtcdPath: etcd, ExtraClientCAFile: region.CAFile},
+		ServerUser: pki.MaestroServer, ServerCertFile: server.Cert, ServerKeyFile: server.Key,
+		Sources: map[string]string{"cluster-service": pki.ClusterService},
+	})
+	if err != nil {
+		t.Fatalf("start authorizer: %v", err)
+	}
+	t.Cleanup(authz.Stop)
+	cs := region.MustFiles(pki.ClusterService)
+	srv, err := StartMaestroServer(ctx, MaestroServerOptions{Binary: bin, DSN: dsn, MQTTAddr: mq.Addr,
+		Dir: filepath.Join(dir, "maestro"), LogDir: logs,
+		TLS: &MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: region.CAFile, ClientCAFile: region.CAFile,
+			AuthorizerKubeconfig: authz.Kubeconfig,
+			RESTClients:          maestrogate.Rules{pki.ClusterService: maestrogate.ReadWrite, "admin": maestrogate.ReadOnly},
+			ClientCertFile:       cs.Cert, ClientKeyFile: cs.Key},
+	})
+	if err != nil {
+		t.Fatalf("start maestro server: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	if err := srv.REST().RegisterConsumer(ctx, "mgmt-1"); err != nil {
+		t.Fatalf("register consumer as the launcher (cluster-service): %v", err)
+	}
+
+	as := func(p *pki.Region, identity string) *http.Client {
+		t.Helper()
+		files := tlsconfig.Files{CA: region.CAFile}
+		if identity != "" {
+			f := p.MustFiles(identity)
+			files.Cert, files.Key = f.Cert, f.Key
+		}
+		cfg, err := files.Client("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
+	call := func(c *http.Client, method, path, body string) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, method, srv.RESTURL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, string(bytes.TrimSpace(b)), nil
+	}
+
+	const bundles = "/api/maestro/v1/resource-bundles"
+	const consumers = "/api/maestro/v1/consumers"
+	for _, tc := range []struct {
+		name               string
+		pki                *pki.Region
+		identity           string
+		method, path, body string
+		want               int // 0: refused at the handshake
+	}{
+		{"no_certificate_refused_at_the_handshake", region, "", http.MethodGet, bundles, "", 0},
+		{"another_CA_refused_at_the_handshake", stranger, pki.ClusterService, http.MethodGet, bundles, "", 0},
+		{"frontend_refused", region, pki.Frontend, http.MethodGet, bundles, "", http.StatusForbidden},
+		{"agent_refused", region, pki.MaestroAgent("mgmt-1"), http.MethodGet, bundles, "", http.StatusForbidden},
+		{"backend_refused", region, pki.Backend, http.MethodGet, consumers, "", http.StatusForbidden},
+		{"maestro_server_itself_refused", region, pki.MaestroServer, http.MethodGet, consumers, "", http.StatusForbidden},
+		{"admin_reads_bundles", region, "admin", http.MethodGet, bundles, "", http.StatusOK},
+		{"admin_reads_consumers", region, "admin", http.MethodGet, consumers, "", http.StatusOK},
+		{"admin_delete_bundle_refused", region, "admin", http.MethodDelete, bundles + "/00000000-0000-0000-0000-000000000000", "", http.StatusForbidden},
+		{"admin_create_consumer_refused", region, "admin", http.MethodPost, consumers, `{"name":"admin-made"}`, http.StatusForbidden},
+		{"admin_patch_consumer_refused", region, "admin", http.MethodPatch, consumers + "/x", `{"labels":{}}`, http.StatusForbidden},
+		{"cluster_service_reads_bundles", region, pki.ClusterService, http.MethodGet, bundles, "", http.StatusOK},
+		{"cluster_service_creates_consumer", region, pki.ClusterService, http.MethodPost, consumers, `{"name":"cs-made"}`, http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body, err := call(as(tc.pki, tc.identity), tc.method, tc.path, tc.body)
+			if tc.want == 0 {
+				if err == nil {
+					t.Fatalf("%s %s served (%d %s); want the handshake refused", tc.method, tc.path, status, body)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s %s: %v", tc.method, tc.path, err)
+			}
+			if status != tc.want {
+				t.Fatalf("%s %s as %q: %d %s; want %d", tc.method, tc.path, tc.identity, status, body, tc.want)
+			}
+		})
+	}
+
+	t.Run("grpc_is_forwarded_to_maestro", func(t *testing.T) {
+		// A TLS 1.3 handshake with Maestro's gRPC server (its certificate, h2) through the
+		// host's forwarder, as Cluster Service.
+		cfg, err := tlsconfig.Files{CA: region.CAFile, Cert: cs.Cert, Key: cs.Key}.Client(srv.GRPCAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.NextProtos = []string{"h2"}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", srv.GRPCAddr, cfg)
+		if err != nil {
+			t.Fatalf("TLS to Maestro's gRPC port: %v", err)
+		}
+		defer conn.Close()
+		st := conn.ConnectionState()
+		if st.NegotiatedProtocol != "h2" || len(st.PeerCertificates) == 0 || st.PeerCertificates[0].Subject.CommonName != pki.MaestroServer {
+			t.Fatalf("gRPC port answered with protocol %q, certificate %v", st.NegotiatedProtocol, st.PeerCertificates)
+		}
+	})
+
+	t.Run("maestro_listens_in_a_network_namespace_of_its_own", func(t *testing.T) {
+		own, err := os.Readlink("/proc/self/ns/net")
+		if err != nil {
+			t.Skipf("cannot read this process's network namespace: %v", err)
+		}
+		theirs, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", srv.Process().PID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if own == theirs {
+			t.Fatalf("maestro shares the host's network namespace (%s): its REST port is open to every local user", own)
+		}
+	})
+}

@@ -1,0 +1,173 @@
+// Package maestrogate is the door in front of the pinned Maestro server's REST API, which has
+// no client authentication of its own: the gate requires a client certificate, admits only the
+// identities it lists, and lets a read-only identity send reads only. The REST API itself must
+// be reachable by nothing but the gate (a private network namespace locally, the pod's own
+// loopback in a chart); docs/security.md says why.
+package maestrogate
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Access is what an identity may do through the gate.
+type Access int
+
+const (
+	// ReadOnly admits GET and HEAD.
+	ReadOnly Access = iota + 1
+	// ReadWrite admits every method Maestro serves.
+	ReadWrite
+)
+
+func (a Access) String() string {
+	switch a {
+	case ReadOnly:
+		return "read-only"
+	case ReadWrite:
+		return "read-write"
+	}
+	return fmt.Sprintf("Access(%d)", int(a))
+}
+
+// Rules maps a client certificate's common name (as the TLS handshake verified it) to what it
+// may do. An identity not listed is refused.
+type Rules map[string]Access
+
+// ParseRules reads "cn=read-write,cn=read-only" (the maestro-gate's --allow).
+func ParseRules(s string) (Rules, error) {
+	r := Rules{}
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		cn, access, ok := strings.Cut(item, "=")
+		if !ok || cn == "" {
+			return nil, fmt.Errorf("allow %q: want <common name>=read-only|read-write", item)
+		}
+		switch access {
+		case "read-only":
+			r[cn] = ReadOnly
+		case "read-write":
+			r[cn] = ReadWrite
+		default:
+			return nil, fmt.Errorf("allow %q: access must be read-only or read-write", item)
+		}
+	}
+	if len(r) == 0 {
+		return nil, fmt.Errorf("allow %q: no identity", s)
+	}
+	return r, nil
+}
+
+// String is the inverse of ParseRules, sorted.
+func (r Rules) String() string {
+	out := make([]string, 0, len(r))
+	for cn, a := range r {
+		out = append(out, cn+"="+a.String())
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+// Gate is the REST API's http.Handler: it decides, then proxies to Upstream.
+type Gate struct {
+	rules Rules
+	proxy *httputil.ReverseProxy
+	log   *slog.Logger
+}
+
+// New returns a gate that forwards admitted requests to upstream (Maestro's REST base URL) over
+// transport, which must verify Maestro's certificate.
+func New(rules Rules, upstream *url.URL, transport http.RoundTripper, log *slog.Logger) *Gate {
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(upstream)
+			// Maestro learns nothing from the caller's headers; the identity stays here.
+			pr.Out.Header.Del("Authorization")
+		},
+		Transport: transport,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			log.Error("maestro REST upstream failed", "method", r.Method, "path", r.URL.Path, "error", err)
+			http.Error(w, "maestro REST API unavailable", http.StatusBadGateway)
+		},
+	}
+	return &Gate{rules: rules, proxy: proxy, log: log}
+}
+
+// Identity is the common name of the client certificate the handshake verified, or "".
+func Identity(r *http.Request) string {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return ""
+	}
+	return r.TLS.VerifiedChains[0][0].Subject.CommonName
+}
+
+func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	who := Identity(r)
+	access, known := g.rules[who]
+	switch {
+	case who == "":
+		// The listener requires a verified certificate, so this is a gate served without one.
+		http.Error(w, "a client certificate is required", http.StatusUnauthorized)
+	case !known:
+		g.log.Warn("maestro REST call refused", "identity", who, "method", r.Method, "path", r.URL.Path, "reason", "identity not allowed")
+		http.Error(w, fmt.Sprintf("identity %q may not call Maestro's REST API", who), http.StatusForbidden)
+	case access == ReadOnly && r.Method != http.MethodGet && r.Method != http.MethodHead:
+		g.log.Warn("maestro REST call refused", "identity", who, "method", r.Method, "path", r.URL.Path, "reason", "read-only identity")
+		http.Error(w, fmt.Sprintf("identity %q may only read Maestro's REST API", who), http.StatusForbidden)
+	default:
+		g.proxy.ServeHTTP(w, r)
+	}
+}
+
+// UpstreamTransport returns the transport to Maestro's REST API: dial connects where the API
+// listens (inside a network namespace, or a pod's loopback), tlsConfig verifies Maestro.
+func UpstreamTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config) *http.Transport {
+	return &http.Transport{DialContext: dial, TLSClientConfig: tlsConfig, ForceAttemptHTTP2: false,
+		MaxIdleConnsPerHost: 16}
+}
+
+// Forward accepts connections on l and joins each to a connection from dial, byte for byte,
+// until l is closed. It is for the ports whose server authenticates its callers itself (Maestro's
+// gRPC) or that carry nothing secret (health, metrics), and for the server's own way out.
+func Forward(l net.Listener, dial func(ctx context.Context) (net.Conn, error), log *slog.Logger) {
+	for {
+		in, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer in.Close()
+			out, err := dial(context.Background())
+			if err != nil {
+				log.Warn("forward: dial failed", "listen", l.Addr().String(), "error", err)
+				return
+			}
+			defer out.Close()
+			var wg sync.WaitGroup
+			wg.Add(2)
+			pipe := func(dst, src net.Conn) {
+				defer wg.Done()
+				_, _ = io.Copy(dst, src)
+				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+					_ = cw.CloseWrite()
+				}
+			}
+			go pipe(out, in)
+			go pipe(in, out)
+			wg.Wait()
+		}()
+	}
+}
