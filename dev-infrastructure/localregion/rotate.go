@@ -68,7 +68,7 @@ func (r *Region) reloadHolders(ctx context.Context, why string, caChanged bool) 
 		if err := h.postgres.ReloadTLS(ctx); err != nil {
 			return fmt.Errorf("%s: PostgreSQL: %w", why, err)
 		}
-		if err := r.waitServes(ctx, "PostgreSQL", pgTLS(h.postgres.Port), pki.Postgres); err != nil {
+		if err := r.waitServes(ctx, "PostgreSQL", pgTLS(h.postgres.Port), pki.Postgres, false); err != nil {
 			return fmt.Errorf("%s: %w", why, err)
 		}
 	}
@@ -76,7 +76,7 @@ func (r *Region) reloadHolders(ctx context.Context, why string, caChanged bool) 
 		if err := h.bouncer.ReloadTLS(); err != nil {
 			return fmt.Errorf("%s: PgBouncer: %w", why, err)
 		}
-		if err := r.waitServes(ctx, "PgBouncer", pgTLS(h.bouncer.Port), pki.Postgres); err != nil {
+		if err := r.waitServes(ctx, "PgBouncer", pgTLS(h.bouncer.Port), pki.Postgres, false); err != nil {
 			return fmt.Errorf("%s: %w", why, err)
 		}
 	}
@@ -89,7 +89,7 @@ func (r *Region) reloadHolders(ctx context.Context, why string, caChanged bool) 
 		} else if err := syscall.Kill(h.broker.Proc.PID(), syscall.SIGHUP); err != nil {
 			return fmt.Errorf("%s: mosquitto: reload: %w", why, err)
 		}
-		if err := r.waitServes(ctx, "mosquitto", plainTLS(h.broker.Addr), pki.Broker); err != nil {
+		if err := r.waitServes(ctx, "mosquitto", plainTLS(h.broker.Addr), pki.Broker, true); err != nil {
 			return fmt.Errorf("%s: %w", why, err)
 		}
 	}
@@ -189,9 +189,10 @@ func pgTLS(port int) handshake {
 }
 
 // waitServes waits until a holder presents identity's current certificate, verified by the
-// service CA file of the moment, to a client presenting the Maestro server's current one (the
-// broker requires a client certificate).
-func (r *Region) waitServes(ctx context.Context, what string, dial handshake, identity string) error {
+// service CA file of the moment; withClient presents the Maestro server's current certificate
+// too, and waits until the holder accepts it (the broker requires a client certificate;
+// PostgreSQL and PgBouncer authenticate logins by SCRAM and are not offered one).
+func (r *Region) waitServes(ctx context.Context, what string, dial handshake, identity string, withClient bool) error {
 	want, err := pki.ReadCertificate(r.pki.MustFiles(identity).Cert)
 	if err != nil {
 		return err
@@ -199,7 +200,11 @@ func (r *Region) waitServes(ctx context.Context, what string, dial handshake, id
 	client := r.pki.MustFiles(pki.MaestroServer)
 	deadline := time.Now().Add(holderReadyTimeout)
 	for {
-		cfg, err := tlsconfig.Files{CA: r.pki.CAFile, Cert: client.Cert, Key: client.Key}.Client("127.0.0.1")
+		files := tlsconfig.Files{CA: r.pki.CAFile}
+		if withClient {
+			files.Cert, files.Key = client.Cert, client.Key
+		}
+		cfg, err := files.Client("127.0.0.1")
 		if err != nil {
 			return err
 		}
