@@ -168,7 +168,7 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 	err = r.startService(ctx, mgmtcluster.ProcSpec{
 		Name: "admin", Path: filepath.Join(r.binDir, "admin"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: []string{
-			"--listen", addr, "--metrics-listen", "127.0.0.1:" + strconv.Itoa(metricsPort),
+			"--listen", addr, "--metrics-listen", "127.0.0.1:" + strconv.Itoa(metricsPort), "--pprof-token-file", r.Info.PprofTokenFile,
 			"--tls-cert", server.Cert, "--tls-key", server.Key, "--tls-client-ca", r.pki.PersonCAFile,
 			"--audit-db-dsn", db.DSN,
 			// The same login reads the document store (SELECT, and UPDATE of documents).

@@ -100,6 +100,9 @@ type Info struct {
 	// Admin is the SRE admin API (admin.go).
 	Admin  AdminInfo `json:"admin"`
 	LogDir string    `json:"logDir"`
+	// PprofTokenFile holds the token our services' /debug/pprof/ answer to
+	// (pprofmux.Client; docs/security.md).
+	PprofTokenFile string `json:"pprofTokenFile"`
 }
 
 // FrontendInfo is the ARM API: HTTPS with mutual TLS. ClientTLS is ARM's identity (the only

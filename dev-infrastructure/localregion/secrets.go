@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/openhcp/openhcp/internal/pprofmux"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/envelope"
@@ -76,4 +78,26 @@ func (r *Region) sreStatementKeyFiles() (keyFile, pubFile string) {
 // the directory, write a new one, restart Cluster Service (docs/security.md).
 func (r *Region) ClusterServiceKEK() (activeFile, retiredDir string) {
 	return filepath.Join(r.secretsDir(), "cluster-service-kek"), filepath.Join(r.secretsDir(), "cluster-service-kek-retired")
+}
+
+// writePprofToken writes the token our services' profiles answer to (--pprof-token-file) into
+// the secrets directory, 0600, records it as a secret of the region and names the file in
+// region.json (pprofTokenFile), for benchmarks and operators that read profiles.
+func (r *Region) writePprofToken() error {
+	if err := os.MkdirAll(r.secretsDir(), 0o700); err != nil {
+		return fmt.Errorf("profile token: %w", err)
+	}
+	path := filepath.Join(r.secretsDir(), "pprof-token")
+	if err := pprofmux.WriteTokenFile(path); err != nil {
+		return err
+	}
+	tok, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("profile token: %w", err)
+	}
+	r.mu.Lock()
+	r.secrets = append(r.secrets, strings.TrimSpace(string(tok)))
+	r.mu.Unlock()
+	r.Info.PprofTokenFile = path
+	return nil
 }

@@ -73,6 +73,9 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.addBrokerNames(); err != nil {
 		return nil, err
 	}
+	if err := r.writePprofToken(); err != nil {
+		return nil, err
+	}
 	if err := r.addServiceClusterNames(); err != nil {
 		return nil, err
 	}
@@ -396,7 +399,7 @@ func (r *Region) startClusterService(ctx context.Context, ms *mgmtcluster.Maestr
 		Name: "cluster-service", Path: filepath.Join(r.binDir, "cluster-service"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: append(append(r.clusterServiceServerArgs(), secretArgs...),
 			"--listen", grpcAddr,
-			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
+			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]), "--pprof-token-file", r.Info.PprofTokenFile,
 			"--db-dsn", db.DSN,
 			"--maestro-grpc", ms.GRPCAddr,
 			"--maestro-rest", ms.RESTURL,
@@ -480,7 +483,7 @@ func (r *Region) startBackendProcess(ctx context.Context, name string, extra []s
 	args := []string{
 		"--db-dsn", db.DSN,
 		"--cluster-service", r.Info.ClusterService.GRPC,
-		"--metrics-listen", "127.0.0.1:" + strconv.Itoa(port),
+		"--metrics-listen", "127.0.0.1:" + strconv.Itoa(port), "--pprof-token-file", r.Info.PprofTokenFile,
 		"--resync-period", r.cfg.BackendResync.String(),
 		"--replica-id", name,
 		// Async notifications refuse loopback addresses; the e2e suite's receivers listen on
@@ -518,7 +521,7 @@ func (r *Region) startFrontend(ctx context.Context) error {
 		Name: "frontend", Path: filepath.Join(r.binDir, "frontend"), LogDir: r.logDir, Env: pgEnv(db),
 		Args: append(args,
 			"--listen", "127.0.0.1:"+strconv.Itoa(ports[0]),
-			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]),
+			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]), "--pprof-token-file", r.Info.PprofTokenFile,
 			"--db-dsn", db.DSN,
 			"--cluster-service", r.Info.ClusterService.GRPC,
 			"--location", r.cfg.Location,

@@ -6,15 +6,32 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
+func tokenFile(t *testing.T) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "pprof-token")
+	if err := WriteTokenFile(f); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Stat(f); st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file mode %v, want 0600", st.Mode().Perm())
+	}
+	return f
+}
+
 func TestRegister(t *testing.T) {
+	tok := tokenFile(t)
 	mux := http.NewServeMux()
-	Register(mux)
+	Register(mux, tok)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
+	c := Client(tok, 30*time.Second)
 	for _, tc := range []struct {
 		path, want string
 	}{
@@ -24,7 +41,7 @@ func TestRegister(t *testing.T) {
 		{"/debug/pprof/cmdline", ""},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			resp, err := http.Get(srv.URL + tc.path)
+			resp, err := c.Get(srv.URL + tc.path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,10 +57,55 @@ func TestRegister(t *testing.T) {
 // TestProfilesOnlyOnLoopback: a connection that reached the metrics listener at a
 // non-loopback address (a pod's IP, a node's) gets no profile, whatever it presents; one
 // that reached it at a loopback address (the local region, kubectl port-forward) does.
+// TestProfilesNeedTheToken: without the token file's token (none, a wrong one, another
+// scheme) a profile is 401, with it 200; without a token file no profile route exists.
+func TestProfilesNeedTheToken(t *testing.T) {
+	tok := tokenFile(t)
+	mux := http.NewServeMux()
+	Register(mux, tok)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	right, _ := os.ReadFile(tok)
+	for _, tc := range []struct {
+		name, header string
+		want         int
+	}{
+		{"no_token_is_401", "", http.StatusUnauthorized},
+		{"wrong_token_is_401", "Bearer " + strings.Repeat("0", 64), http.StatusUnauthorized},
+		{"token_without_bearer_is_401", strings.TrimSpace(string(right)), http.StatusUnauthorized},
+		{"right_token_is_served", "Bearer " + strings.TrimSpace(string(right)), http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/debug/pprof/cmdline", nil)
+			if tc.header != "" {
+				req.Header.Set(TokenHeader, tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("%d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+	t.Run("no_token_file_serves_no_profile", func(t *testing.T) {
+		mux := http.NewServeMux()
+		Register(mux, "")
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/pprof/cmdline", nil))
+		if w.Code != http.StatusNotFound {
+			t.Fatalf("%d, want 404", w.Code)
+		}
+	})
+}
+
 func TestProfilesOnlyOnLoopback(t *testing.T) {
+	tok := tokenFile(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("metrics")) })
-	Register(mux)
+	Register(mux, tok)
 	for _, tc := range []struct {
 		name, path string
 		local      net.Addr
@@ -59,6 +121,9 @@ func TestProfilesOnlyOnLoopback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, tc.path, nil)
+			if err := Authorize(r, tok); err != nil {
+				t.Fatal(err)
+			}
 			if tc.local != nil {
 				r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, tc.local))
 			}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/internal/pprofmux"
 )
 
 // Whole-path load benchmarks (issue 14): open-loop load through ARM against the e2e region. Each
@@ -395,7 +396,7 @@ func profileServices(b *testing.B, label string, d, dumpAt time.Duration) (wait 
 		{"cluster-service", region.Info.ClusterService.MetricsURL},
 		{"backend", region.Info.Backend.MetricsURL},
 	} {
-		targets = append(targets, target{svc.name, strings.TrimSuffix(svc.metrics, "/metrics") + "/debug/pprof/", http.DefaultClient})
+		targets = append(targets, target{svc.name, strings.TrimSuffix(svc.metrics, "/metrics") + "/debug/pprof/", pprofmux.Client(region.Info.PprofTokenFile, 0)})
 	}
 	// Each management cluster's Maestro agent serves /debug/pprof/ behind Kubernetes
 	// authentication, which its library-go server delegates to the cluster's kube-apiserver:

@@ -6,13 +6,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/pprofmux"
 )
 
 // TestPprofOnMetricsPortOnly: every service of ours answers /debug/pprof/ on its metrics
-// listener, and none on the listener its callers use (the frontend's ARM API, Cluster Service's
+// listener to a caller holding the region's profile token (401 without it), and none on the listener its callers use (the frontend's ARM API, Cluster Service's
 // gRPC port, the admin API), so profiles never reach a customer or a caller of the API.
 func TestPprofOnMetricsPortOnly(t *testing.T) {
 	plain := &http.Client{Timeout: 30 * time.Second}
+	withToken := pprofmux.Client(region.Info.PprofTokenFile, 30*time.Second)
 	for _, svc := range []struct{ name, metrics string }{
 		{"frontend", region.Info.Frontend.MetricsURL},
 		{"backend", region.Info.Backend.MetricsURL},
@@ -21,9 +24,13 @@ func TestPprofOnMetricsPortOnly(t *testing.T) {
 	} {
 		t.Run(svc.name+"/metrics-port", func(t *testing.T) {
 			base := strings.TrimSuffix(svc.metrics, "/metrics")
-			code, body := get(t, plain, base+"/debug/pprof/goroutine?debug=1")
+			code, body := get(t, withToken, base+"/debug/pprof/goroutine?debug=1")
 			if code != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
-				t.Fatalf("%s metrics port: GET /debug/pprof/goroutine: %d %.200q; want 200 with a goroutine profile", svc.name, code, body)
+				t.Fatalf("%s metrics port: GET /debug/pprof/goroutine with the token: %d %.200q; want 200 with a goroutine profile", svc.name, code, body)
+			}
+			// Without the token a profile is a door like any other.
+			if code, body := get(t, plain, base+"/debug/pprof/cmdline"); code != http.StatusUnauthorized {
+				t.Fatalf("%s metrics port: GET /debug/pprof/cmdline without the token: %d %.200q; want 401", svc.name, code, body)
 			}
 		})
 	}

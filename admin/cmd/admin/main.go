@@ -40,6 +40,7 @@ import (
 type options struct {
 	listen         string
 	metricsListen  string
+	pprofTokenFile string
 	serverTLS      tlsconfig.Files
 	auditDSN       string
 	storeDSN       string
@@ -70,6 +71,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		fs.StringVar(p, name, def, usage+" (env "+env+")")
 	}
 	str(&o.listen, "listen", "ADMIN_LISTEN", "127.0.0.1:8444", "address of the admin API (HTTPS, mutual TLS)")
+	str(&o.pprofTokenFile, "pprof-token-file", "ADMIN_PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md)")
 	str(&o.metricsListen, "metrics-listen", "ADMIN_METRICS_LISTEN", "127.0.0.1:9444", "address of /metrics: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
 	str(&o.serverTLS.Cert, "tls-cert", "ADMIN_TLS_CERT", "", "server certificate (PEM), re-read when it changes (required)")
 	str(&o.serverTLS.Key, "tls-key", "ADMIN_TLS_KEY", "", "server key (PEM) (required)")
@@ -242,7 +244,7 @@ func run(o *options) error {
 	metricsMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	// Profiles on the metrics listener only, as every other service of the region: never on the
 	// SRE listener, whose callers are people (docs/performance.md, "Profiling").
-	pprofmux.Register(metricsMux)
+	pprofmux.Register(metricsMux, o.pprofTokenFile)
 	// Limits (timeouts, header size, connection cap): internal/serverlimits, docs/security.md.
 	limits := []serverlimits.HTTP{serverlimits.API(), serverlimits.Metrics()}
 	// A must-gather may take two --timeout's worth of calls (mustgather.go); its answer must

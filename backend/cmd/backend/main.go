@@ -39,6 +39,7 @@ type flags struct {
 	store          storeconfig.Flags
 	clusterService string
 	metricsListen  string
+	pprofTokenFile string
 	metricsTLS     tlsconfig.Files
 	csTLS          tlsconfig.Files
 	cfg            operations.Config
@@ -73,6 +74,7 @@ func parseFlags() flags {
 	var f flags
 	f.store.Register(flag.CommandLine, "BACKEND", os.Getenv)
 	flag.StringVar(&f.clusterService, "cluster-service", env("BACKEND_CLUSTER_SERVICE", "127.0.0.1:8090"), "Cluster Service gRPC address (env BACKEND_CLUSTER_SERVICE)")
+	flag.StringVar(&f.pprofTokenFile, "pprof-token-file", env("BACKEND_PPROF_TOKEN_FILE", ""), "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md) (env BACKEND_PPROF_TOKEN_FILE)")
 	flag.StringVar(&f.metricsListen, "metrics-listen", env("BACKEND_METRICS_LISTEN", "127.0.0.1:8081"), "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate), as a pod's must be for its probes and Prometheus (env BACKEND_METRICS_LISTEN)")
 	flag.StringVar(&f.metricsTLS.Cert, "tls-cert", env("BACKEND_TLS_CERT", ""), "server certificate (PEM) of --metrics-listen, re-read when it changes; required when that address is not loopback (env BACKEND_TLS_CERT)")
 	flag.StringVar(&f.metricsTLS.Key, "tls-key", env("BACKEND_TLS_KEY", ""), "server key (PEM) of --metrics-listen (env BACKEND_TLS_KEY)")
@@ -223,7 +225,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	metrics := operations.NewMetrics(reg)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	pprofmux.Register(mux)
+	pprofmux.Register(mux, f.pprofTokenFile)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	metricsLimits := serverlimits.Metrics()
 	srv := metricsLimits.Server("", mux, nil)

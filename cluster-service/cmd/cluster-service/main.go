@@ -54,6 +54,7 @@ var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]
 
 type config struct {
 	listen, metricsListen string
+	pprofTokenFile        string
 	dbDSN                 string
 	maestroGRPC           string
 	maestroREST           string
@@ -115,6 +116,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&breakGlassValidity, "break-glass-validity", "BREAK_GLASS_VALIDITY", controller.DefaultCredentialValidity.String(),
 		"lifetime of break-glass kubeconfigs (10m to 168h)")
 	str(&c.listen, "listen", "LISTEN", "127.0.0.1:8090", "gRPC listen address; a non-loopback address needs --tls-cert/--tls-key")
+	str(&c.pprofTokenFile, "pprof-token-file", "PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md)")
 	str(&c.metricsListen, "metrics-listen", "METRICS_LISTEN", "127.0.0.1:8091", "address for /metrics, /healthz and /readyz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
 	str(&c.dbDSN, "db-dsn", "DB_DSN", "", "PostgreSQL DSN; required")
 	str(&c.maestroGRPC, "maestro-grpc", "MAESTRO_GRPC", "", "Maestro gRPC source server host:port; required")
@@ -391,7 +393,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		return fmt.Errorf("--listen %s: %w", c.listen, err)
 	}
 	metricsLimits := serverlimits.Metrics()
-	hsrv := metricsLimits.Server(c.metricsListen, metricsMux(reg, st, log), metricsTLS)
+	hsrv := metricsLimits.Server(c.metricsListen, metricsMux(reg, st, log, c.pprofTokenFile), metricsTLS)
 	mlis, err := metricsLimits.Listen(hsrv)
 	if err != nil {
 		lis.Close()
@@ -453,10 +455,10 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 
 // metricsMux serves --metrics-listen: /metrics, the profiles, /healthz and /readyz (the
 // database answers).
-func metricsMux(reg *prometheus.Registry, db interface{ Ping(context.Context) error }, log *slog.Logger) *http.ServeMux {
+func metricsMux(reg *prometheus.Registry, db interface{ Ping(context.Context) error }, log *slog.Logger, pprofTokenFile string) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	pprofmux.Register(mux)
+	pprofmux.Register(mux, pprofTokenFile)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.Handle("GET /readyz", readyz.Handler(log, readyz.Check{Name: "database", Func: db.Ping}))
 	return mux

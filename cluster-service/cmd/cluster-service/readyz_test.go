@@ -42,7 +42,7 @@ func TestReadyzNamesTheCheckOnly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			mux := metricsMux(prometheus.NewRegistry(), tc.db, slog.New(slog.NewTextHandler(&logs, nil)))
+			mux := metricsMux(prometheus.NewRegistry(), tc.db, slog.New(slog.NewTextHandler(&logs, nil)), "")
 			w := httptest.NewRecorder()
 			mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 			if w.Code != tc.code || w.Body.String() != tc.body {

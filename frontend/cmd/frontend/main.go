@@ -33,6 +33,7 @@ import (
 
 type options struct {
 	listen, metricsListen string
+	pprofTokenFile        string
 	store                 storeconfig.Flags
 	clusterService        string
 	location              string
@@ -68,6 +69,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		fs.DurationVar(p, name, def, usage+" (env "+env+")")
 	}
 	str(&o.listen, "listen", "FRONTEND_LISTEN", "127.0.0.1:8443", "address of the ARM API")
+	str(&o.pprofTokenFile, "pprof-token-file", "FRONTEND_PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md)")
 	str(&o.metricsListen, "metrics-listen", "FRONTEND_METRICS_LISTEN", "127.0.0.1:9443", "address of /metrics: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
 	o.store.Register(fs, "FRONTEND", getenv)
 	str(&o.clusterService, "cluster-service", "FRONTEND_CLUSTER_SERVICE", "", "Cluster Service gRPC address host:port (required)")
@@ -202,7 +204,7 @@ func run(o *options) error {
 	limits := []serverlimits.HTTP{serverlimits.API(), serverlimits.Metrics()}
 	servers := []*http.Server{
 		limits[0].Server(o.listen, srv.Handler(), apiTLS),
-		limits[1].Server(o.metricsListen, metricsMux(srv), metricsTLS),
+		limits[1].Server(o.metricsListen, metricsMux(srv, o.pprofTokenFile), metricsTLS),
 	}
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
@@ -227,9 +229,9 @@ func run(o *options) error {
 	return nil
 }
 
-func metricsMux(srv *frontend.Server) http.Handler {
+func metricsMux(srv *frontend.Server, pprofTokenFile string) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", srv.MetricsHandler())
-	pprofmux.Register(mux)
+	pprofmux.Register(mux, pprofTokenFile)
 	return mux
 }
