@@ -43,18 +43,9 @@ func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pki dir: %w", err)
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caCert, caKey, caPEM, err := newDevCA("openhcp-dev-etcd-ca")
 	if err != nil {
 		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "openhcp-dev-etcd-ca"},
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	caCert, caPEM, err := issue(caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("issue etcd CA: %w", err)
 	}
 	files := map[string][]byte{p.caCert: caPEM}
 	leaf := func(certPath, keyPath string, tmpl *x509.Certificate) error {

@@ -450,18 +450,9 @@ func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
 		return nil, fmt.Errorf("create pki dir: %w", err)
 	}
 
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caCert, caKey, caPEM, err := newDevCA("openhcp-dev-kube-ca")
 	if err != nil {
 		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "openhcp-dev-kube-ca"},
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	caCert, caPEM, err := issue(caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("issue CA: %w", err)
 	}
 	p.caCertPEM = caPEM
 
@@ -606,4 +597,22 @@ func (mc *ManagementCluster) startControllerManager(ctx context.Context, o Manag
 	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe
 	return mc.ControllerManager.WaitFor(ctx, o.ReadyTimeout, "kube-controller-manager /healthz",
 		HTTPReady(probe, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz"))
+}
+
+// newDevCA makes a self-signed CA of a management cluster's dev PKI (the apiserver's, etcd's).
+func newDevCA(commonName string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: commonName},
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	cert, certPEM, err := issue(tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("issue CA %s: %w", commonName, err)
+	}
+	return cert, key, certPEM, nil
 }
