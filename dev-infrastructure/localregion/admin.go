@@ -20,7 +20,8 @@ import (
 
 // AdminInfo is the admin API (docs/sre.md): HTTPS with mutual TLS, verified with CAFile; it
 // admits SREs only, by a client certificate from the client CA whose subject names the person
-// (CN) and the group (O). SREs lists the region's two development SREs, one per group.
+// (CN) and the group (O). SREs lists the region's development SREs: alice (sre-admin), bob
+// (sre-readonly) and carol (sre-admin, a second approver).
 type AdminInfo struct {
 	URL    string        `json:"url"`
 	CAFile string        `json:"caFile"`
@@ -37,8 +38,14 @@ type SREIdentity struct {
 	KeyFile  string `json:"keyFile"`
 }
 
-// SRE returns the region's SRE of a group (access.GroupAdmin, access.GroupReadOnly).
+// SRE returns the region's SRE named by person, or the first of a group (access.GroupAdmin,
+// access.GroupReadOnly).
 func (a AdminInfo) SRE(group string) (SREIdentity, error) {
+	for _, s := range a.SREs {
+		if s.Person == group {
+			return s, nil
+		}
+	}
 	for _, s := range a.SREs {
 		if s.Group == group {
 			return s, nil
@@ -59,6 +66,9 @@ const adminIdentity = "admin"
 var devSREs = []struct{ identity, person, group string }{
 	{"sre-admin-alice", "alice", access.GroupAdmin},
 	{"sre-readonly-bob", "bob", access.GroupReadOnly},
+	// A second sre-admin, so that an admin break-glass request (alice's) can be approved by
+	// another person, as the two-person rule needs (docs/sre.md#break-glass).
+	{"sre-admin-carol", "carol", access.GroupAdmin},
 }
 
 // adminDB is the audit log's database, and adminRole the admin service's login.

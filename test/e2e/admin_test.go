@@ -30,7 +30,7 @@ func adminInfo(t *testing.T) localregion.AdminInfo {
 	if err := json.Unmarshal(b, &info); err != nil {
 		t.Fatal(err)
 	}
-	if info.Admin.URL == "" || len(info.Admin.SREs) != 2 {
+	if info.Admin.URL == "" || len(info.Admin.SREs) != 3 {
 		t.Fatalf("region.json has no admin API or not two SREs: %+v", info.Admin)
 	}
 	return info.Admin

@@ -69,7 +69,7 @@ func breakGlassRequest(ctx context.Context, a *app, args []string) error {
 	}
 	if c.State == adminapi.StateAwaitingApproval {
 		return a.print(c, func(w io.Writer) {
-			fmt.Fprintf(w, "request %s for admin access to cluster %s awaits a second sre-admin's approval:\n  hcpctl --as sre-admin breakglass approve %s --reason \"…\"   (another SRE)\nthen collect it:\n  hcpctl --as sre-admin breakglass kubeconfig %s --kubeconfig %s\n",
+			fmt.Fprintf(w, "request %s for admin access to cluster %s awaits a second sre-admin's approval:\n  hcpctl --as <another sre-admin; locally carol> breakglass approve %s --reason \"…\"\nthen collect it:\n  hcpctl --as sre-admin breakglass kubeconfig %s --kubeconfig %s\n",
 				c.ID, c.ClusterID, c.ID, c.ID, bgKubeconfig)
 		})
 	}

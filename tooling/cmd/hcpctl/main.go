@@ -57,7 +57,7 @@ func (g *globals) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&g.ca, "ca", pick(g.ca, "HCPCTL_CA", ""), "CA file that verifies the admin API (env HCPCTL_CA)")
 	fs.StringVar(&g.cert, "cert", pick(g.cert, "HCPCTL_CERT", ""), "your SRE client certificate (env HCPCTL_CERT)")
 	fs.StringVar(&g.key, "key", pick(g.key, "HCPCTL_KEY", ""), "its key (env HCPCTL_KEY)")
-	fs.StringVar(&g.as, "as", pick(g.as, "", "sre-readonly"), "with --region-file: act as the region's SRE of this group (sre-readonly or sre-admin)")
+	fs.StringVar(&g.as, "as", pick(g.as, "", "sre-readonly"), "with --region-file: act as the region's SRE of this group (sre-readonly or sre-admin), or this person (locally alice, bob, carol)")
 	fs.StringVar(&g.output, "o", pick(g.output, "", "table"), "output: table, json or yaml")
 	timeout := g.timeout
 	if timeout <= 0 {
