@@ -157,3 +157,28 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestCrossSiteLoadsAreRefused: a page of another site that makes the SRE's browser load an
+// admin URL (an <img>, fetch with no-cors) gets 403, audited as forbidden; a top-level
+// navigation from elsewhere and a client without Sec-Fetch headers are served.
+func TestCrossSiteLoadsAreRefused(t *testing.T) {
+	e := start(t)
+	for _, tc := range []struct {
+		name string
+		hdr  []string
+		want int
+	}{
+		{"img_from_another_site", []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "no-cors"}, http.StatusForbidden},
+		{"fetch_from_another_site", []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "cors"}, http.StatusForbidden},
+		{"link_followed_from_another_site", []string{"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate"}, http.StatusOK},
+		{"own_page", []string{"Sec-Fetch-Site", "same-origin", "Sec-Fetch-Mode", "cors"}, http.StatusOK},
+		{"hcpctl", nil, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := e.call(t, "bob", http.MethodGet, "/admin/v1/shards", "", tc.hdr...)
+			if code != tc.want {
+				t.Fatalf("%d, want %d: %.300s", code, tc.want, body)
+			}
+		})
+	}
+}

@@ -130,3 +130,15 @@ func (f *formTokens) valid(person, tok string) bool {
 	}
 	return f.now().Unix() < int64(binary.BigEndian.Uint64(raw[:8]))
 }
+
+// crossSiteRead refuses a read that a page of another site made the SRE's browser send as a
+// subresource or a script's fetch (an <img>, a <script>, fetch() with no-cors): the page cannot
+// read the answer, but each such load would still cost a call and two audit rows. A top-level
+// navigation (a link to the portal followed from elsewhere; Sec-Fetch-Mode navigate) is let
+// through, and so is every client that sends no Sec-Fetch-Site (hcpctl, curl).
+func crossSiteRead(r *http.Request) *apiError {
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") != "navigate" {
+		return forged("Sec-Fetch-Site", "the browser says another site's page loads it (Sec-Fetch-Mode %q)", r.Header.Get("Sec-Fetch-Mode"))
+	}
+	return nil
+}

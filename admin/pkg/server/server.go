@@ -350,6 +350,10 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			if refusal = forgeryCheck(r); refusal != nil {
 				e.Outcome, e.Status = audit.Forbidden, refusal.status
 			}
+		} else if refusal == nil {
+			if refusal = crossSiteRead(r); refusal != nil {
+				e.Outcome, e.Status = audit.Forbidden, refusal.status
+			}
 		}
 		if refusal == nil && rt.mutates {
 			reason, body, err := readReason(r)
