@@ -117,31 +117,36 @@ func regionListeners(t *testing.T) map[int]string {
 			}
 		}
 	}
+	// Each process's own view of its network namespace (/proc/<pid>/net): /proc/net is the
+	// view of this process's main thread, which may be inside a namespace of its own (the
+	// launcher runs each Maestro server in one, from a locked thread that can be the main one).
 	out := map[int]string{}
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		fh, err := os.Open(f)
-		if err != nil {
-			continue
+	for pid := range descendants {
+		for _, f := range []string{"tcp", "tcp6"} {
+			fh, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "net", f))
+			if err != nil {
+				continue
+			}
+			sc := bufio.NewScanner(fh)
+			sc.Scan() // header
+			for sc.Scan() {
+				fields := strings.Fields(sc.Text())
+				if len(fields) < 10 || fields[3] != "0A" { // 0A: LISTEN
+					continue
+				}
+				name, ok := inodes[fields[9]]
+				if !ok {
+					continue
+				}
+				_, portHex, _ := strings.Cut(fields[1], ":")
+				pb, err := hex.DecodeString(portHex)
+				if err != nil || len(pb) != 2 {
+					continue
+				}
+				out[int(pb[0])<<8|int(pb[1])] = name
+			}
+			fh.Close()
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Scan() // header
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			if len(fields) < 10 || fields[3] != "0A" { // 0A: LISTEN
-				continue
-			}
-			name, ok := inodes[fields[9]]
-			if !ok {
-				continue
-			}
-			_, portHex, _ := strings.Cut(fields[1], ":")
-			pb, err := hex.DecodeString(portHex)
-			if err != nil || len(pb) != 2 {
-				continue
-			}
-			out[int(pb[0])<<8|int(pb[1])] = name
-		}
-		fh.Close()
 	}
 	return out
 }
