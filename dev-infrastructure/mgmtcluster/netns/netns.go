@@ -22,7 +22,10 @@ import (
 // NS is a new network namespace with only a loopback interface, up. One OS thread of the
 // process stays in it for the namespace's lifetime; everything that must happen inside it
 // (creating a socket, starting a child) runs on that thread. Sockets keep the namespace they were
-// made in, so a connection dialled here may be read and written from any goroutine.
+// made in, so a connection dialled here may be read and written from any goroutine. That thread
+// may be the process's main thread, and /proc/self/net (so /proc/net) shows the main thread's
+// namespace: read a process's sockets from /proc/<pid>/task/<tid>/net of a thread outside, or
+// from its children's /proc/<pid>/net.
 type NS struct {
 	work      chan func()
 	quit      chan struct{}
