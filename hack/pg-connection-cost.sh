@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a new PostgreSQL connection costs the server on this machine, against a query on a kept
-# one (docs/performance.md, "Where the machine's CPU goes at 100 clusters"). It starts a
+# one (docs/perf-data/run-log-2026-11.md, "Where the machine's CPU goes at 100 clusters"). It starts a
 # throwaway PostgreSQL 15 with the local region's settings (TLS, scram-sha-256, fsync off) on
 # loopback, runs pgbench's select-only script with and without a new connection per
 # transaction (-C), with and without TLS, and prints tps and the server's CPU per transaction

@@ -629,7 +629,7 @@ func (r *Region) SetMaestroServers(ctx context.Context, n int) error {
 // startBouncer puts PgBouncer (pgserver.Bouncer) between PostgreSQL and the services named:
 // their DSNs and password files then lead through it. The Maestro server is the one that needs
 // it: it keeps only two idle connections and opens a new PostgreSQL session for every burst
-// above that (docs/performance.md, "Where the machine's CPU goes at 100 clusters").
+// above that (docs/perf-data/run-log-2026-11.md, "Where the machine's CPU goes at 100 clusters").
 func (r *Region) startBouncer(ctx context.Context, pg *pgserver.Server, services ...string) error {
 	var logins []pgserver.BouncerLogin
 	for _, svc := range services {

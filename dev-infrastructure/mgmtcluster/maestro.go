@@ -27,7 +27,7 @@ import (
 // Several server instances take the agents' status through an MQTT shared subscription
 // (MaestroServerOptions.SharedStatus), as the maestro-server chart does: the broker hands each
 // event to one of them, so they read the agents' status in parallel; one instance reads every
-// event, one at a time (docs/performance.md, "Where Available → Maestro stream goes").
+// event, one at a time (docs/perf-data/run-log-2026-11.md, "Where Available → Maestro stream goes").
 const (
 	maestroServerSourceEvents      = "sources/maestro/consumers/+/sourceevents"
 	maestroServerAgentEvents       = "sources/maestro/consumers/+/agentevents"

@@ -137,7 +137,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&readBeforeWrite, "maestro-read-before-write", "MAESTRO_READ_BEFORE_WRITE", "false",
 		"read every work from Maestro before creating or patching it, instead of trusting what this process last wrote (true: the rule before 2026-11-24, a benchmark baseline; docs/maestro.md)")
 	str(&pipelinedWrites, "store-pipelined-writes", "STORE_PIPELINED_WRITES", "false",
-		"hold the store's write lock for no client round trip in creates and status writes (read first, then take the lock and write in one pipeline): creates answered faster under load, but HostedCluster Available -> ARM Succeeded measured slower (docs/performance.md, \"Pipelined writes\"), so opt-in")
+		"hold the store's write lock for no client round trip in creates and status writes (read first, then take the lock and write in one pipeline): creates answered faster under load, but HostedCluster Available -> ARM Succeeded measured slower (docs/perf-data/run-log-2026-11.md, \"Pipelined writes\"), so opt-in")
 	str(&retention, "tombstone-retention", "TOMBSTONE_RETENTION", "168h", "how long DELETED events stay replayable for WatchClusters")
 	str(&workers, "workers", "WORKERS", "4", "clusters reconciled at once")
 	str(&c.releaseImageRepo, "release-image-repository", "RELEASE_IMAGE_REPOSITORY", manifests.DefaultReleaseImageRepository, "repository of OpenShift release images")

@@ -17,9 +17,9 @@ import (
 // Pipelined writes (SetPipelinedWrites, opt-in) are the two hottest writes, a cluster's create
 // and a status write, done so that the write lock is held for no client round trip at all. They
 // answer a burst of creates faster, but measured slower from HostedCluster Available to ARM
-// Succeeded (docs/performance.md, "Pipelined writes"): most likely because writers that no longer
+// Succeeded (docs/perf-data/run-log-2026-11.md, "Pipelined writes"): most likely because writers that no longer
 // sleep on the lock are all runnable in PostgreSQL at once, and on a machine whose cores are full
-// the Maestro server's statements wait behind them (docs/performance.md, "Run queues"; one run).
+// the Maestro server's statements wait behind them (docs/perf-data/run-log-2026-11.md, "Run queues"; one run).
 //
 // A locked write (writeTx) takes the write lock with its first statement and then makes its
 // reads, draws its revision, writes and commits, one round trip each: six to eight round trips

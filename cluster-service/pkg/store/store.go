@@ -120,7 +120,7 @@ type Store struct {
 // write lock: on, as pipelined writes, which hold it for no client round trip (pipeline.go); off
 // (the default), as locked writes, which take it first and hold it for six to eight round trips.
 // On answers creates faster under load, yet measured slower from HostedCluster Available to ARM
-// Succeeded (docs/performance.md, "Pipelined writes"), so it is opt-in: Cluster Service's
+// Succeeded (docs/perf-data/run-log-2026-11.md, "Pipelined writes"), so it is opt-in: Cluster Service's
 // --store-pipelined-writes.
 func (s *Store) SetPipelinedWrites(on bool) { s.pipelined.Store(on) }
 
