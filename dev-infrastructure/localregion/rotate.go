@@ -236,6 +236,8 @@ func (r *Region) waitAuthenticates(ctx context.Context, host, identity string) e
 		if err != nil {
 			return err
 		}
+		// What is checked is whether the apiserver takes our certificate, not who it is: its
+		// serving certificate comes from its own dev PKI, which this wait does not need.
 		tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{cert}}, DisableKeepAlives: true}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, host+"/api/v1/namespaces/default", nil)
 		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)

@@ -120,9 +120,8 @@ func Caller(ctx context.Context) (string, bool) {
 	return who, ok
 }
 
-// WithCaller is ctx carrying an identified caller, for in-process tests of the methods that
-// read Caller.
-func WithCaller(ctx context.Context, who string) context.Context {
+// withCaller is ctx carrying an identified caller.
+func withCaller(ctx context.Context, who string) context.Context {
 	return context.WithValue(ctx, callerKey{}, who)
 }
 
@@ -159,7 +158,7 @@ func Check(ctx context.Context, trustDomain, method string) (context.Context, er
 	if !slices.Contains(Table[method], who) {
 		return ctx, status.Errorf(codes.PermissionDenied, "identity %q may not call %s", who, method)
 	}
-	return WithCaller(ctx, who), nil
+	return withCaller(ctx, who), nil
 }
 
 // ServerOptions returns the interceptors that enforce Table for callers of trustDomain. Chain
