@@ -68,3 +68,9 @@ func RepoRoot() (string, error) {
 func MaestroBinary(ctx context.Context) (string, error) {
 	return toolBinary(ctx, "maestro", "dev-infrastructure/maestro", "github.com/openshift-online/maestro/cmd/maestro", "")
 }
+
+// KubectlBinary returns the pinned kubectl from the tool cache (built like the apiserver: same
+// module, same ldflags), building it on first use.
+func KubectlBinary(ctx context.Context) (string, error) {
+	return toolBinary(ctx, "kubectl", kubeToolsModule, "k8s.io/kubernetes/cmd/kubectl", kubeAPIServerLDFlag)
+}

@@ -2,8 +2,7 @@ package armdoc
 
 import "time"
 
-// OperationStatus is the body of an ARM operation status (…/hcpOperationStatuses/{id}, DESIGN.md
-// §3.1): what the frontend answers to a GET and what the backend posts as the operation's async
+// OperationStatus is the body of an ARM operation status (…/hcpOperationStatuses/{id}, docs/api.md): what the frontend answers to a GET and what the backend posts as the operation's async
 // notification, both rendered by StatusAt.
 type OperationStatus struct {
 	ID        string            `json:"id"`

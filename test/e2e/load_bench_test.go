@@ -29,7 +29,7 @@ import (
 	"github.com/openhcp/openhcp/internal/pprofmux"
 )
 
-// Whole-path load benchmarks (issue 14): open-loop load through ARM against the e2e region. Each
+// Whole-path load benchmarks: open-loop load through ARM against the e2e region. Each
 // prints a table and writes its figures as JSON to $BENCH_OUT (default docs/perf-data/), which
 // tooling/cmd/benchplot turns into the SVG charts of docs/performance.md. None is a pass/fail
 // test. Knobs (environment): rates and seconds per rate; the defaults fit the shared 2-core

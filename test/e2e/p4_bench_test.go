@@ -30,7 +30,7 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 )
 
-// BenchmarkP4SustainedThroughput (P4, issue 14): how many creates per second complete end to
+// BenchmarkP4SustainedThroughput (P4): how many creates per second complete end to
 // end through OpenHCP (ARM PUT → frontend → Cluster Service → Maestro → agent → HostedCluster
 // on a management cluster) against bare Maestro in the same run: the same ManifestWorks, built
 // by Cluster Service's own builder (manifests.Build) from the spec Cluster Service stored for a

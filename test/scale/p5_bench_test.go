@@ -1,4 +1,4 @@
-// Package scale holds P5 of issue 14, the scale benchmark: a region of its own (four management
+// Package scale holds P5, the scale benchmark: a region of its own (four management
 // clusters) filled with status-only hosted clusters through ARM, measured at checkpoints. It is a
 // Benchmark only: plain `go test` (make test) compiles it and starts nothing.
 package scale
@@ -85,7 +85,7 @@ type resync struct {
 	WindowSeconds  float64 `json:"windowSeconds"`
 }
 
-// BenchmarkP5Scale (P5, issue 14): hosted clusters created through ARM (the real path) in steps
+// BenchmarkP5Scale (P5): hosted clusters created through ARM (the real path) in steps
 // up to checkpoints, in a region of its own: 4 management clusters (P5_MGMT), each a provision
 // shard with room for the largest size, hypershift-sim marking every HostedCluster Available
 // after 1 s (no hosted API servers). At each checkpoint, once every cluster is Succeeded in ARM: the memory

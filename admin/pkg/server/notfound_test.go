@@ -37,7 +37,7 @@ func TestUnknownIDsAre404NamingThem(t *testing.T) {
 		})
 	}
 	// A change of a shard names the shard it acts on: an unknown one is bad input, 400 naming
-	// the field, with the shard in the message (issue 13's "a cordon of an unknown shard").
+	// the field, with the shard in the message (a cordon of an unknown shard).
 	for _, tc := range []struct{ name, method, path, body string }{
 		{"cordon", "POST", "/admin/v1/shards/mgmt-404/cordon", `{"reason":"r"}`},
 		{"uncordon", "POST", "/admin/v1/shards/mgmt-404/uncordon", `{"reason":"r"}`},

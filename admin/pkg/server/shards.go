@@ -108,7 +108,7 @@ func (s *Server) setShard(ctx context.Context, name string, kind shardChange, st
 		e := upstream("set the status of shard "+name, name, err)
 		if e.status == http.StatusNotFound {
 			// A change names the shard to act on, so an unknown one is bad input (400 naming
-			// the field, as issue 13 asks), where a read of it is a 404.
+			// the field), where a read of it is a 404.
 			return adminapi.Shard{}, badRequest("name", "no provision shard %q; hcpctl shard list shows the shards", name)
 		}
 		if e.status == http.StatusPreconditionFailed {

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// Partial updates of node pools and external auths (issue 10): the caller names only the fields
+// Partial updates of node pools and external auths: the caller names only the fields
 // it changes, Cluster Service applies them to its stored spec under its own lock and validates
 // the result. This file is the one place that knows how an update message maps onto its spec:
 // Full* (every field set: an ARM PUT), *Diff (only what differs: an ARM PATCH) and Apply*
