@@ -43,6 +43,12 @@ deps:
 	@[ $(COSMOS_EMULATOR)/node_modules/.package-lock.json -nt $(COSMOS_EMULATOR)/package-lock.json ] || \
 		(cd $(COSMOS_EMULATOR) && npm ci --no-audit --no-fund --loglevel=error)
 
+.PHONY: kubectl
+# The path of the pinned kubectl (built into the tool cache on first use), for the README's
+# `$(make -s kubectl)`.
+kubectl:
+	@hack/tool.sh kubectl dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kubectl "$(KUBE_LDFLAGS)"
+
 .PHONY: tools
 tools:
 	@hack/tool.sh kube-apiserver dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-apiserver "$(KUBE_LDFLAGS)" >/dev/null
