@@ -100,6 +100,9 @@ type Info struct {
 	// Admin is the SRE admin API (admin.go).
 	Admin  AdminInfo `json:"admin"`
 	LogDir string    `json:"logDir"`
+	// Restarts counts, by process name, how often the launcher restarted a process that
+	// crashed (supervise); absent until something crashes.
+	Restarts map[string]int `json:"restarts,omitempty"`
 	// PprofTokenFile holds the token our services' /debug/pprof/ answer to
 	// (pprofmux.Client; docs/security.md).
 	PprofTokenFile string `json:"pprofTokenFile"`
@@ -206,6 +209,7 @@ type Region struct {
 	pki *pki.Region
 
 	mu       sync.Mutex
+	infoMu   sync.Mutex
 	services map[string]*service
 	stoppers []func()
 	crashes  chan Crash
@@ -234,11 +238,16 @@ func (r *Region) StuckDeleteKicks() int {
 	return r.watchdog.Kicks()
 }
 
-// Crash reports a child that exited without being asked to.
+// Crash reports a child that exited without being asked to, and when the launcher starts it
+// again.
 type Crash struct {
 	Name    string
 	Err     error
 	LogTail string
+	// Restarts counts this process's restarts, the coming one included; After is the backoff
+	// before it.
+	Restarts int
+	After    time.Duration
 }
 
 // service is one of our own processes, kept so tests can kill and restart it.
@@ -307,7 +316,7 @@ func ServeUntilDone(ctx context.Context, crashes <-chan Crash, stopping string, 
 			fmt.Println("stopped; logs kept in", logDir)
 			return
 		case c := <-crashes:
-			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); last log lines:\n%s\n", c.Name, c.Err, c.LogTail)
+			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); restart %d in %s; last log lines:\n%s\n", c.Name, c.Err, c.Restarts, c.After, c.LogTail)
 		}
 	}
 }
@@ -318,19 +327,25 @@ func (r *Region) onStop(f func()) {
 	r.mu.Unlock()
 }
 
-// supervise reports p's exit as a crash unless it was stopped on purpose.
+// supervise restarts p whenever it exits without being stopped on purpose, as a kubelet
+// restarts a crashed container (mgmtcluster.DefaultRestartPolicy: backoff from 1s to 30s), and
+// reports each crash with its last log lines, counted in region.json's restarts.
 func (r *Region) supervise(p *mgmtcluster.Process) {
-	go func() {
-		<-p.Done()
-		if p.Stopping() {
-			return
+	p.Supervise(mgmtcluster.DefaultRestartPolicy(func(c mgmtcluster.ProcessCrash) {
+		r.mu.Lock()
+		if r.Info.Restarts == nil {
+			r.Info.Restarts = map[string]int{}
 		}
-		_, err := p.Exited()
+		r.Info.Restarts[c.Name]++
+		r.mu.Unlock()
+		if err := r.writeInfo(); err != nil {
+			fmt.Fprintf(os.Stderr, "!! record the restart of %s in region.json: %v\n", c.Name, err)
+		}
 		select {
-		case r.crashes <- Crash{Name: p.Spec.Name, Err: err, LogTail: p.LogTail(4000)}:
+		case r.crashes <- Crash{Name: c.Name, Err: c.Err, LogTail: c.LogTail, Restarts: c.Restarts, After: c.After}:
 		default:
 		}
-	}()
+	}))
 }
 
 // Stop ends every process the region started and removes the throwaway state; logs are kept.
@@ -467,8 +482,13 @@ func (r *Region) RestartWith(ctx context.Context, name string, extra ...string) 
 	return nil
 }
 
+// writeInfo writes region.json from Info; the caller must not hold r.mu.
 func (r *Region) writeInfo() error {
+	r.infoMu.Lock() // one writer of the file at a time (crashes come concurrently)
+	defer r.infoMu.Unlock()
+	r.mu.Lock()
 	b, err := json.MarshalIndent(r.Info, "", "  ")
+	r.mu.Unlock()
 	if err != nil {
 		return err
 	}

@@ -2,17 +2,19 @@ package localregion
 
 import (
 	"context"
+	"encoding/json"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
-func TestSuperviseReportsCrashWithLogTailButNotStops(t *testing.T) {
-	r := &Region{crashes: make(chan Crash, 4)}
-	ctx := context.Background()
+func TestSuperviseRestartsACrashWithLogTailButNotAStop(t *testing.T) {
 	dir := t.TempDir()
+	r := &Region{crashes: make(chan Crash, 4), cfg: Config{RegionFile: filepath.Join(dir, "region.json")}}
+	ctx := context.Background()
 
 	crashing, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{Name: "crasher", Path: "/bin/sh", Args: []string{"-c", "echo about to fail; echo disk on fire >&2; exit 3"}, LogDir: dir})
 	if err != nil {
@@ -27,8 +29,25 @@ func TestSuperviseReportsCrashWithLogTailButNotStops(t *testing.T) {
 		if !strings.Contains(c.LogTail, "disk on fire") {
 			t.Errorf("crash log tail %q lacks the child's last words", c.LogTail)
 		}
+		if c.Restarts != 1 || c.After != time.Second {
+			t.Errorf("crash = %+v, want restart 1 after 1s", c)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no crash reported for a child that exited by itself")
+	}
+	// It is started again after its backoff, and crashes again: the second report counts 2.
+	select {
+	case c := <-r.crashes:
+		if c.Restarts != 2 || c.After != 2*time.Second {
+			t.Errorf("second crash = %+v, want restart 2 after 2s", c)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a crashed child was not started again")
+	}
+	crashing.Stop(5 * time.Second)
+	var info Info
+	if err := json.Unmarshal([]byte(readFile(r.cfg.RegionFile)), &info); err != nil || info.Restarts["crasher"] < 2 {
+		t.Fatalf("region.json restarts %v (%v), want crasher counted twice", info.Restarts, err)
 	}
 
 	stopped, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{Name: "sleeper", Path: "/bin/sleep", Args: []string{"60"}, LogDir: dir})

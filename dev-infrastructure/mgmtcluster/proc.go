@@ -35,25 +35,69 @@ type ProcSpec struct {
 }
 
 // Process is a running child. It is started in its own process group so that Stop ends the
-// whole tree it may have spawned, and nothing else.
+// whole tree it may have spawned, and nothing else. With a RestartPolicy (Supervise) a child that
+// exits without Stop or Kill is started again, as a kubelet restarts a crashed container.
 type Process struct {
 	Spec    ProcSpec
 	LogPath string
 
-	cmd  *exec.Cmd
-	log  *os.File
-	done chan struct{}
-	err  error
+	done    chan struct{} // closed when the process has exited for good
+	stopped chan struct{} // closed by Stop or Kill: ends a restart backoff at once
 
 	mu       sync.Mutex
+	cmd      *exec.Cmd
+	log      *os.File
+	err      error
 	stopping bool
+	policy   *RestartPolicy
+	restarts int
+}
+
+// RestartPolicy restarts a crashed child with exponential backoff: Backoff after the first
+// crash, doubled after each further one up to MaxBackoff, and back to Backoff once the child
+// has run ResetAfter without crashing. OnCrash is told of every crash before the restart.
+type RestartPolicy struct {
+	Backoff, MaxBackoff, ResetAfter time.Duration
+	OnCrash                         func(ProcessCrash)
+}
+
+// ProcessCrash is one unexpected exit of a supervised child (or a failed attempt to start it
+// again).
+type ProcessCrash struct {
+	Name string
+	Err  error
+	// Restarts counts the restarts so far, the one that follows included.
+	Restarts int
+	// After is how long the supervisor waits before it starts the child again.
+	After   time.Duration
+	LogTail string
+}
+
+// DefaultRestartPolicy is the kubelet's shape at a laptop's scale: 1s doubling to 30s, reset
+// after a minute of running.
+func DefaultRestartPolicy(onCrash func(ProcessCrash)) RestartPolicy {
+	return RestartPolicy{Backoff: time.Second, MaxBackoff: 30 * time.Second, ResetAfter: time.Minute, OnCrash: onCrash}
 }
 
 // StartProcess starts spec and returns at once; use a Wait* helper to wait for readiness.
 func StartProcess(ctx context.Context, spec ProcSpec) (*Process, error) {
-	lf, logPath, err := OpenLog(spec.LogDir, spec.Name+".log")
+	p := &Process{Spec: spec, done: make(chan struct{}), stopped: make(chan struct{})}
+	p.LogPath = filepath.Join(spec.LogDir, spec.Name+".log")
+	cmd, lf, err := p.start()
 	if err != nil {
-		return nil, fmt.Errorf("open log for %s: %w", spec.Name, err)
+		return nil, err
+	}
+	p.cmd, p.log = cmd, lf
+	go p.run()
+	return p, nil
+}
+
+// start execs the child once, its output appended to its log.
+func (p *Process) start() (*exec.Cmd, *os.File, error) {
+	spec := p.Spec
+	lf, _, err := OpenLog(spec.LogDir, spec.Name+".log")
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log for %s: %w", spec.Name, err)
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = append(os.Environ(), spec.Env...)
@@ -67,15 +111,91 @@ func StartProcess(ctx context.Context, spec ProcSpec) (*Process, error) {
 	}
 	if err := start(); err != nil {
 		lf.Close()
-		return nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Path, err)
+		return nil, nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Path, err)
 	}
-	p := &Process{Spec: spec, LogPath: logPath, cmd: cmd, log: lf, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
+	return cmd, lf, nil
+}
+
+// run waits for the child and, while a RestartPolicy says so, starts it again after each
+// unexpected exit. done closes when it has exited for good.
+func (p *Process) run() {
+	var backoff time.Duration
+	for {
+		p.mu.Lock()
+		cmd, lf := p.cmd, p.log
+		p.mu.Unlock()
+		began := time.Now()
+		err := cmd.Wait()
 		lf.Close()
-		close(p.done)
-	}()
-	return p, nil
+		p.mu.Lock()
+		p.err = err
+		policy := p.policy
+		final := p.stopping || policy == nil
+		p.mu.Unlock()
+		if final {
+			close(p.done)
+			return
+		}
+		if backoff == 0 || time.Since(began) >= policy.ResetAfter {
+			backoff = policy.Backoff
+		} else {
+			backoff = min(2*backoff, policy.MaxBackoff)
+		}
+		p.mu.Lock()
+		p.restarts++
+		restarts := p.restarts
+		p.mu.Unlock()
+		if policy.OnCrash != nil {
+			policy.OnCrash(ProcessCrash{Name: p.Spec.Name, Err: err, Restarts: restarts, After: backoff, LogTail: p.LogTail(4000)})
+		}
+		if !p.restart(policy, &backoff, restarts) {
+			close(p.done)
+			return
+		}
+	}
+}
+
+// restart waits out the backoff and starts the child again, retrying a failed start with a
+// longer backoff. It reports false when Stop or Kill came first.
+func (p *Process) restart(policy *RestartPolicy, backoff *time.Duration, restarts int) bool {
+	for {
+		select {
+		case <-p.stopped:
+			return false
+		case <-time.After(*backoff):
+		}
+		next, lf, err := p.start()
+		if err == nil {
+			p.mu.Lock()
+			p.cmd, p.log = next, lf
+			stopping := p.stopping
+			p.mu.Unlock()
+			if stopping {
+				// Stop came while the child was being started: it ends with the rest.
+				_ = syscall.Kill(-next.Process.Pid, syscall.SIGKILL)
+			}
+			return true
+		}
+		*backoff = min(2**backoff, policy.MaxBackoff)
+		if policy.OnCrash != nil {
+			policy.OnCrash(ProcessCrash{Name: p.Spec.Name, Err: err, Restarts: restarts, After: *backoff})
+		}
+	}
+}
+
+// Supervise makes the process restart after an unexpected exit, as policy says. Stop and Kill
+// still end it for good.
+func (p *Process) Supervise(policy RestartPolicy) {
+	p.mu.Lock()
+	p.policy = &policy
+	p.mu.Unlock()
+}
+
+// Restarts is how many times a supervised process was started again after a crash.
+func (p *Process) Restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
 }
 
 // Log files and their directory: logs carry cluster names, identities and sometimes request
@@ -107,54 +227,67 @@ func OpenLog(dir, name string) (*os.File, string, error) {
 	return f, path, nil
 }
 
-// PID is the child's process ID.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+// PID is the child's process ID (the current one, for a supervised child that was restarted).
+func (p *Process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
 
-// Done is closed when the process has exited.
+// Done is closed when the process has exited for good.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
-// Exited reports whether the process ended, and how.
+// Exited reports whether the process ended for good, and how.
 func (p *Process) Exited() (bool, error) {
 	select {
 	case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		return true, p.err
 	default:
 		return false, nil
 	}
 }
 
-// Stopping reports whether Stop was called, so an exit is expected rather than a crash.
+// Stopping reports whether Stop or Kill was called, so an exit is expected rather than a crash.
 func (p *Process) Stopping() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stopping
 }
 
+// markStopping records that the process is to end for good and returns its process group.
+func (p *Process) markStopping() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopping {
+		p.stopping = true
+		close(p.stopped)
+	}
+	return p.cmd.Process.Pid
+}
+
 // Stop sends SIGTERM to the process group, and SIGKILL after grace.
 func (p *Process) Stop(grace time.Duration) {
-	p.mu.Lock()
-	p.stopping = true
-	p.mu.Unlock()
+	pid := p.markStopping()
 	select {
 	case <-p.done:
 		return
 	default:
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
 		<-p.done
 	}
 }
 
-// Kill ends the process group at once with SIGKILL, as a crash would.
+// Kill ends the process group at once with SIGKILL, as a crash would, and for good.
 func (p *Process) Kill() {
-	p.mu.Lock()
-	p.stopping = true
-	p.mu.Unlock()
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	pid := p.markStopping()
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-p.done
 }
 
