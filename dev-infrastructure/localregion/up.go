@@ -32,6 +32,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 		services:    map[string]*service{},
 		crashes:     make(chan Crash, 32),
 		dbPasswords: map[string]string{},
+		mgmt:        map[string]*mgmtcluster.ManagementCluster{},
 	}
 	// Every error return below sets r to nil before this runs: stop the region built here.
 	built := r
@@ -191,6 +192,10 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startAdmin(ctx, pg); err != nil {
 		return nil, err
 	}
+	r.step("starting Prometheus (every service's metrics, the shipped alert rules)")
+	if err := r.startPrometheus(ctx); err != nil {
+		return nil, err
+	}
 	r.keepRenewed(pki.DefaultLifetime/2, pki.DefaultCALifetime/2)
 	if err := r.writeInfo(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
@@ -312,6 +317,7 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 		return ManagementClusterInfo{}, err
 	}
 	r.onStop(mc.Stop)
+	r.mgmt[name] = mc
 	for _, p := range []*mgmtcluster.Process{mc.Etcd, mc.APIServer, mc.ControllerManager} {
 		if p != nil {
 			r.supervise(p)
