@@ -203,9 +203,8 @@ func hostPort(raw string) (string, error) {
 // prometheusJobs are the scrape jobs of the running region. Our services and hypershift-sim serve
 // /metrics in plaintext on loopback (docs/security.md, "Every listener"), so they are scraped as
 // they are; each management cluster's kube-apiserver is scraped over mutual TLS, verified with
-// the cluster's CA, as prometheusKubeUser. The Maestro agents are not scraped (their metrics port
-// serves a self-signed certificate and delegates authentication to the cluster; see
-// docs/local-region.md#prometheus).
+// the cluster's CA, as prometheusKubeUser, and so is each Maestro agent, verified with the
+// service CA.
 func (r *Region) prometheusJobs(kubeTLS map[string]*scrapeTLS) ([]scrapeJob, error) {
 	plain := func(name string, urls ...string) (scrapeJob, error) {
 		j := scrapeJob{name: name, scheme: "http", path: "/metrics"}
@@ -253,6 +252,18 @@ func (r *Region) prometheusJobs(kubeTLS map[string]*scrapeTLS) ([]scrapeJob, err
 		t, ok := kubeTLS[mc.Name]
 		if !ok {
 			continue
+		}
+		// The agent serves a certificate of the service CA and authorizes the scrape with the
+		// cluster (TokenReview, SubjectAccessReview): the same client certificate as for the
+		// apiserver, whose user may GET /metrics.
+		if mc.AgentHealthURL != "" {
+			addr, err := hostPort(mc.AgentHealthURL)
+			if err != nil {
+				return nil, err
+			}
+			jobs = append(jobs, scrapeJob{name: "maestro-agent-" + mc.ProvisionShard, scheme: "https", path: "/metrics",
+				tls:     &scrapeTLS{CAFile: r.pki.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile},
+				targets: []scrapeTarget{{addr: addr, labels: map[string]string{"shard": mc.ProvisionShard, "job": "maestro-agent"}}}})
 		}
 		addr, err := hostPort(mc.Server)
 		if err != nil {

@@ -49,7 +49,8 @@ func testRegion(t *testing.T) *Region {
 	for i, name := range []string{"mgmt-1", "mgmt-2"} {
 		r.Info.ManagementClusters = append(r.Info.ManagementClusters, ManagementClusterInfo{
 			Name: name, ProvisionShard: name, Server: "https://127.0.0.1:" + strconv.Itoa(6443+i),
-			SimMetricsURL: "http://127.0.0.1:" + strconv.Itoa(2001+i) + "/metrics"})
+			SimMetricsURL:  "http://127.0.0.1:" + strconv.Itoa(2001+i) + "/metrics",
+			AgentHealthURL: "https://127.0.0.1:" + strconv.Itoa(3001+i) + "/healthz"})
 	}
 	return r
 }
@@ -99,8 +100,9 @@ func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
 		Global        map[string]string `json:"global"`
 		RuleFiles     []string          `json:"rule_files"`
 		ScrapeConfigs []struct {
-			JobName       string `json:"job_name"`
-			Scheme        string `json:"scheme"`
+			JobName       string    `json:"job_name"`
+			Scheme        string    `json:"scheme"`
+			TLSConfig     scrapeTLS `json:"tls_config"`
 			StaticConfigs []struct {
 				Targets []string          `json:"targets"`
 				Labels  map[string]string `json:"labels"`
@@ -142,6 +144,23 @@ func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
 		}
 		if shards["mgmt-1"] != "127.0.0.1:6443" || shards["mgmt-2"] != "127.0.0.1:6444" || len(shards) != 2 {
 			t.Errorf("kube-apiserver targets by shard = %v, want mgmt-1 127.0.0.1:6443 and mgmt-2 127.0.0.1:6444", shards)
+		}
+	})
+	t.Run("each_maestro_agent_is_scraped_over_TLS_verified_with_the_service_CA", func(t *testing.T) {
+		agents := map[string]string{}
+		for _, sc := range parsed.ScrapeConfigs {
+			for _, st := range sc.StaticConfigs {
+				if st.Labels["job"] != "maestro-agent" {
+					continue
+				}
+				if sc.Scheme != "https" || sc.TLSConfig.CAFile != r.pki.CAFile || sc.TLSConfig.CertFile == "" {
+					t.Errorf("%s: scheme %s, TLS %+v; want https verified with the service CA, with a client certificate", sc.JobName, sc.Scheme, sc.TLSConfig)
+				}
+				agents[st.Labels["shard"]] = st.Targets[0]
+			}
+		}
+		if agents["mgmt-1"] != "127.0.0.1:3001" || agents["mgmt-2"] != "127.0.0.1:3002" || len(agents) != 2 {
+			t.Errorf("maestro-agent targets by shard = %v", agents)
 		}
 	})
 	t.Run("the_interval_is_the_scrape_and_evaluation_interval", func(t *testing.T) {

@@ -130,7 +130,7 @@ func TestShardUnreachableAlertFiresAndResolves(t *testing.T) {
 			return fmt.Errorf("targets not up: %s", strings.Join(down, "; "))
 		}
 		for job, want := range map[string]int{"frontend": 1, "backend": 1, "cluster-service": 1, "admin": 1,
-			"maestro-server": region.MaestroServersProvisioned(), "hypershift-sim": len(mcs), "management-kube-apiserver": len(mcs)} {
+			"maestro-server": region.MaestroServersProvisioned(), "hypershift-sim": len(mcs), "maestro-agent": len(mcs), "management-kube-apiserver": len(mcs)} {
 			if jobs[job] != want {
 				return fmt.Errorf("job %s has %d targets, want %d (all: %v)", job, jobs[job], want, jobs)
 			}
