@@ -260,4 +260,26 @@ func TestPrometheusAPIAdmitsOnlySREPersons(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a_renewed_server_certificate_is_served_without_a_restart", func(t *testing.T) {
+		renewed, err := r.pki.Renew(pki.Prometheus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serving string
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: person, DisableKeepAlives: true}}
+			resp, err := client.Get(url)
+			if err == nil {
+				resp.Body.Close()
+				serving = resp.TLS.PeerCertificates[0].SerialNumber.String()
+				if serving == renewed.SerialNumber.String() {
+					return
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("Prometheus still serves certificate %s, not the renewed %s", serving, renewed.SerialNumber)
+	})
 }
