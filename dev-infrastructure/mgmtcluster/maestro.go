@@ -588,7 +588,7 @@ type MaestroAgent struct {
 	// ClientID is the agent's MQTT client ID: sdk-go's MQTT agent options connect as
 	// "<--cloudevents-client-id>-client" (mosquitto.log shows it).
 	ClientID string
-	// HealthURL is the agent's HTTPS /healthz (self-signed certificate).
+	// HealthURL is the agent's HTTPS /healthz (a self-signed certificate, or ServingTLS's).
 	HealthURL string
 	Args      []string
 	// Proc is the running process (a new one after Restart).
@@ -675,7 +675,7 @@ func (a *MaestroAgent) start(ctx context.Context) error {
 		return err
 	}
 	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		// The agent serves a self-signed certificate it made at start-up; only liveness is
+		// The agent may serve a self-signed certificate it made at start-up; only liveness is
 		// checked here, nothing secret crosses.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec
 	}}
