@@ -31,7 +31,7 @@ help:
 
 .PHONY: deps
 deps:
-	@hack/ensure-packages.sh postgresql pgbouncer mosquitto protobuf-compiler libprotobuf-dev jq chromium
+	@hack/ensure-packages.sh postgresql pgbouncer mosquitto protobuf-compiler libprotobuf-dev jq chromium prometheus
 	@# The broker's share_guard plugin (dev-infrastructure/mosquitto-share-guard) is C, built by
 	@# hack/mosquitto-plugin.sh against mosquitto's plugin headers.
 	@hack/ensure-packages.sh gcc libc6-dev mosquitto-dev libmosquitto-dev

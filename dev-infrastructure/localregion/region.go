@@ -77,6 +77,9 @@ type Config struct {
 	// name (mgmt-1, …); the others keep the agent's default (mgmtcluster.MaestroAgentOptions).
 	// P5 runs shards at different intervals side by side to compare their steady-state cost.
 	AgentStatusSyncIntervals map[string]time.Duration
+	// PrometheusInterval is the region's Prometheus scrape and rule evaluation interval
+	// (default DefaultPrometheusInterval, 5s; prometheus.go).
+	PrometheusInterval time.Duration
 	// Progress receives one line per step (default: discarded).
 	Progress io.Writer
 }
@@ -103,6 +106,9 @@ type Info struct {
 	// Restarts counts, by process name, how often the launcher restarted a process that
 	// crashed (supervise); absent until something crashes.
 	Restarts map[string]int `json:"restarts,omitempty"`
+	// Prometheus is the region's Prometheus (prometheus.go); absent when make deploy's
+	// service cluster runs the services.
+	Prometheus *PrometheusInfo `json:"prometheus,omitempty"`
 	// PprofTokenFile holds the token our services' /debug/pprof/ answer to
 	// (pprofmux.Client; docs/security.md).
 	PprofTokenFile string `json:"pprofTokenFile"`
@@ -227,6 +233,8 @@ type Region struct {
 	// dbPasswords are the database passwords by service, for those (Maestro) that want the
 	// password itself in a file of their own.
 	dbPasswords map[string]string
+	// mgmt are the management clusters the region started as processes, by name.
+	mgmt map[string]*mgmtcluster.ManagementCluster
 	// holders are the processes we did not write that hold the region's certificates and read
 	// them only when told (rotate.go).
 	holders certHolders
@@ -236,6 +244,45 @@ type Region struct {
 // to recover a delete the pinned Maestro lost.
 func (r *Region) StuckDeleteKicks() int {
 	return r.watchdog.Kicks()
+}
+
+// managementClusterNames are the names of the management clusters the region started as
+// processes, in order.
+func (r *Region) managementClusterNames() []string {
+	var names []string
+	for _, mc := range r.Info.ManagementClusters {
+		if _, ok := r.mgmt[mc.Name]; ok {
+			names = append(names, mc.Name)
+		}
+	}
+	return names
+}
+
+// StopManagementAPIServer stops the kube-apiserver of a management cluster the region started
+// (its etcd, agent and hypershift-sim keep running), as an outage of that shard's control plane:
+// tests make the shard-unreachable alert fire with it. RestartManagementAPIServer undoes it.
+func (r *Region) StopManagementAPIServer(name string) error {
+	mc, ok := r.mgmt[name]
+	if !ok {
+		return fmt.Errorf("stop the kube-apiserver of %s: no management cluster of that name runs as a process here", name)
+	}
+	mc.StopAPIServer()
+	return nil
+}
+
+// RestartManagementAPIServer starts a management cluster's kube-apiserver again on the same
+// port with the same certificates, and waits until it is ready.
+func (r *Region) RestartManagementAPIServer(ctx context.Context, name string) error {
+	mc, ok := r.mgmt[name]
+	if !ok {
+		return fmt.Errorf("restart the kube-apiserver of %s: no management cluster of that name runs as a process here", name)
+	}
+	p, err := mc.RestartAPIServer(ctx)
+	if err != nil {
+		return err
+	}
+	r.supervise(p)
+	return nil
 }
 
 // Crash reports a child that exited without being asked to, and when the launcher starts it
@@ -290,6 +337,9 @@ func (c *Config) defaults() error {
 	}
 	if c.ClusterServiceResync <= 0 {
 		c.ClusterServiceResync = 30 * time.Second
+	}
+	if c.PrometheusInterval <= 0 {
+		c.PrometheusInterval = DefaultPrometheusInterval
 	}
 	if c.Progress == nil {
 		c.Progress = io.Discard

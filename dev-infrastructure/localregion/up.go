@@ -32,6 +32,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 		services:    map[string]*service{},
 		crashes:     make(chan Crash, 32),
 		dbPasswords: map[string]string{},
+		mgmt:        map[string]*mgmtcluster.ManagementCluster{},
 	}
 	// Every error return below sets r to nil before this runs: stop the region built here.
 	built := r
@@ -191,6 +192,10 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startAdmin(ctx, pg); err != nil {
 		return nil, err
 	}
+	r.step("starting Prometheus (every service's metrics, the shipped alert rules)")
+	if err := r.startPrometheus(ctx); err != nil {
+		return nil, err
+	}
 	r.keepRenewed(pki.DefaultLifetime/2, pki.DefaultCALifetime/2)
 	if err := r.writeInfo(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", cfg.RegionFile, err)
@@ -301,6 +306,10 @@ func (r *Region) startStuckDeleteWatchdog(maestro mgmtcluster.MaestroREST, broke
 // provision shard and Maestro consumer.
 func managementClusterName(i int) string { return fmt.Sprintf("mgmt-%d", i) }
 
+// agentServingIdentity is the PKI identity of the serving certificate of a management cluster's
+// Maestro agent (its health and metrics port).
+func agentServingIdentity(consumer string) string { return pki.MaestroAgent(consumer) + "-serving" }
+
 type kubeBinaries struct{ apiserver, etcd, controllerManager string }
 
 func (r *Region) startManagementCluster(ctx context.Context, name string, kube kubeBinaries, maestroBin string, maestro mgmtcluster.MaestroREST, mqOpts mgmtcluster.MosquittoOptions, mqttAddr string) (ManagementClusterInfo, error) {
@@ -312,6 +321,7 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 		return ManagementClusterInfo{}, err
 	}
 	r.onStop(mc.Stop)
+	r.mgmt[name] = mc
 	for _, p := range []*mgmtcluster.Process{mc.Etcd, mc.APIServer, mc.ControllerManager} {
 		if p != nil {
 			r.supervise(p)
@@ -338,11 +348,19 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 	// The agent's own identity (CN = the consumer name): the broker's ACL confines it to its
 	// own topics.
 	agentFiles := r.pki.MustFiles(pki.MaestroAgent(name))
+	// Its health and metrics port serves a certificate of the service CA (the maestro-agent
+	// workload's), so the region's Prometheus verifies it; its CN is no broker username.
+	serving := agentServingIdentity(name)
+	if err := r.pki.Add(serving, pki.Spec{CommonName: serving, Usage: pki.Server}, pki.ServiceCA); err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	servingFiles := r.pki.MustFiles(serving)
 	agent, err := mgmtcluster.StartMaestroAgent(ctx, mgmtcluster.MaestroAgentOptions{
 		Binary: maestroBin, ConsumerName: name, Kubeconfig: agentKubeconfig, MQTTAddr: mqttAddr,
 		MQTTTLS: &mgmtcluster.MaestroMQTTTLS{CAFile: r.pki.CAFile, CertFile: agentFiles.Cert, KeyFile: agentFiles.Key},
 		Dir:     filepath.Join(r.stateDir, name, "maestro-agent"), LogDir: r.logDir,
 		Verbosity: r.cfg.AgentVerbosity, StatusSyncInterval: r.cfg.AgentStatusSyncIntervals[name],
+		ServingTLS: &mgmtcluster.MaestroAgentServingTLS{CertFile: servingFiles.Cert, KeyFile: servingFiles.Key},
 	})
 	if err != nil {
 		return ManagementClusterInfo{}, err

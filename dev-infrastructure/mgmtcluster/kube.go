@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -120,6 +121,8 @@ type ManagementCluster struct {
 	clientCA       struct{ path, extra string }
 	ownClientCAPEM []byte
 	pkiDir         string
+	// mu guards APIServer against RestartAPIServer replacing it while Stop reads it.
+	mu sync.Mutex
 }
 
 // RefreshClientCA writes the apiserver's client CA bundle again from its own CA and the
@@ -153,44 +156,7 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 // itself, so RBAC bindings to user (or a group) are all it may do. Nothing in the file can be
 // edited to gain more. groups must not include system:masters.
 func (m *ManagementCluster) WriteClientKubeconfig(path, user string, groups []string) error {
-	for _, g := range groups {
-		if g == "system:masters" {
-			return fmt.Errorf("client kubeconfig for %s: group system:masters is the cluster admin's", user)
-		}
-	}
-	caKeyPEM, err := os.ReadFile(filepath.Join(m.pkiDir, "ca.key"))
-	if err != nil {
-		return fmt.Errorf("client kubeconfig for %s: %w", user, err)
-	}
-	block, _ := pem.Decode(caKeyPEM)
-	if block == nil {
-		return fmt.Errorf("client kubeconfig for %s: the cluster CA key does not parse", user)
-	}
-	caKey, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	if err != nil {
-		return fmt.Errorf("client kubeconfig for %s: the cluster CA key: %w", user, err)
-	}
-	signer, ok := caKey.(crypto.Signer)
-	if !ok {
-		return fmt.Errorf("client kubeconfig for %s: the cluster CA key cannot sign", user)
-	}
-	caCert, err := parseCertPEM(m.restConfig.CAData)
-	if err != nil {
-		return fmt.Errorf("client kubeconfig for %s: the cluster CA: %w", user, err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	_, certPEM, err := issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: user, Organization: groups},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, caCert, &key.PublicKey, signer)
-	if err != nil {
-		return fmt.Errorf("client kubeconfig for %s: issue certificate: %w", user, err)
-	}
-	keyData, err := keyPEM(key)
+	certPEM, keyData, err := m.issueClient(user, groups)
 	if err != nil {
 		return err
 	}
@@ -200,12 +166,127 @@ func (m *ManagementCluster) WriteClientKubeconfig(path, user string, groups []st
 	cfg.Contexts[m.Name] = &clientcmdapi.Context{Cluster: m.Name, AuthInfo: user}
 	cfg.CurrentContext = m.Name
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("client kubeconfig for %s: %w", user, err)
+		return fmt.Errorf("client certificate for %s: %w", user, err)
 	}
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	return os.Chmod(path, 0o600)
+}
+
+// issueClient issues a client certificate of the cluster's CA for user and groups.
+func (m *ManagementCluster) issueClient(user string, groups []string) (certPEM, keyPEMData []byte, err error) {
+	for _, g := range groups {
+		if g == "system:masters" {
+			return nil, nil, fmt.Errorf("client certificate for %s: group system:masters is the cluster admin's", user)
+		}
+	}
+	caKeyPEM, err := os.ReadFile(filepath.Join(m.pkiDir, "ca.key"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("client certificate for %s: %w", user, err)
+	}
+	block, _ := pem.Decode(caKeyPEM)
+	if block == nil {
+		return nil, nil, fmt.Errorf("client certificate for %s: the cluster CA key does not parse", user)
+	}
+	caKey, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client certificate for %s: the cluster CA key: %w", user, err)
+	}
+	signer, ok := caKey.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("client certificate for %s: the cluster CA key cannot sign", user)
+	}
+	caCert, err := parseCertPEM(m.restConfig.CAData)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client certificate for %s: the cluster CA: %w", user, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, certPEM, err = issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, caCert, &key.PublicKey, signer)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client certificate for %s: issue certificate: %w", user, err)
+	}
+	keyData, err := keyPEM(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyData, nil
+}
+
+// WriteClientCertificate issues a client certificate of the cluster's CA for user and groups, as
+// WriteClientKubeconfig does, for a client that takes PEM files rather than a kubeconfig (a
+// Prometheus scraping the apiserver): the certificate, its key (0600) and the CA that verifies
+// the apiserver, in dir as <base>.crt, <base>.key and <base>-ca.crt.
+func (m *ManagementCluster) WriteClientCertificate(dir, base, user string, groups []string) (cert, key, ca string, err error) {
+	certPEM, keyData, err := m.issueClient(user, groups)
+	if err != nil {
+		return "", "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
+	}
+	cert, key, ca = filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key"), filepath.Join(dir, base+"-ca.crt")
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{key, keyData, 0o600}, {cert, certPEM, 0o644}, {ca, m.restConfig.CAData, 0o644}} {
+		if err := writeFileAtomic(f.path, f.data, f.mode); err != nil {
+			return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
+		}
+	}
+	return cert, key, ca, nil
+}
+
+// StopAPIServer stops the kube-apiserver alone (SIGTERM, then SIGKILL), as an outage of the
+// management cluster's control plane would: etcd and the clients stay. RestartAPIServer brings
+// it back.
+func (m *ManagementCluster) StopAPIServer() {
+	m.mu.Lock()
+	p := m.APIServer
+	m.mu.Unlock()
+	if p != nil {
+		p.Stop(10 * time.Second)
+	}
+}
+
+// RestartAPIServer starts the kube-apiserver again with the command line it had (the same port,
+// certificates and etcd), if it is not running, and waits for /readyz. APIServer is the new
+// process afterwards.
+func (m *ManagementCluster) RestartAPIServer(ctx context.Context) (*Process, error) {
+	m.mu.Lock()
+	old := m.APIServer
+	m.mu.Unlock()
+	if old == nil {
+		return nil, fmt.Errorf("restart kube-apiserver of %s: it was never started", m.Name)
+	}
+	if exited, _ := old.Exited(); !exited {
+		old.Stop(10 * time.Second)
+	}
+	p, err := StartProcess(ctx, old.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("restart kube-apiserver of %s: %w", m.Name, err)
+	}
+	client, err := rest.HTTPClientFor(m.RESTConfig())
+	if err != nil {
+		p.Stop(5 * time.Second)
+		return nil, fmt.Errorf("restart kube-apiserver of %s: %w", m.Name, err)
+	}
+	if err := p.WaitFor(ctx, 90*time.Second, "kube-apiserver /readyz", HTTPReady(client, m.Host+"/readyz")); err != nil {
+		p.Stop(5 * time.Second)
+		return nil, err
+	}
+	m.mu.Lock()
+	m.APIServer = p
+	m.mu.Unlock()
+	return p, nil
 }
 
 // RESTConfig returns a fresh client configuration authenticated as the cluster admin.
@@ -216,9 +297,7 @@ func (m *ManagementCluster) Stop() {
 	if m.ControllerManager != nil {
 		m.ControllerManager.Stop(10 * time.Second)
 	}
-	if m.APIServer != nil {
-		m.APIServer.Stop(10 * time.Second)
-	}
+	m.StopAPIServer()
 	if m.Etcd != nil {
 		m.Etcd.Stop(10 * time.Second)
 	}

@@ -2,6 +2,9 @@ package mgmtcluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,10 +14,13 @@ import (
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -146,6 +152,99 @@ func TestManagementCluster(t *testing.T) {
 		}
 		if got.Status.Phase != corev1.NamespaceTerminating {
 			t.Errorf("namespace phase %q, want Terminating", got.Status.Phase)
+		}
+	})
+
+	t.Run("a_client_certificate_of_the_cluster_CA_gets_what_RBAC_grants", func(t *testing.T) {
+		kube, err := kubernetes.NewForConfig(mc.RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "metrics-only"},
+			Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+		if _, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "metrics-only"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-only"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "metrics-reader"}}}
+		if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		cert, key, ca, err := mc.WriteClientCertificate(filepath.Join(dir, "reader"), "reader", "metrics-reader", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, _, err := mc.WriteClientCertificate(filepath.Join(dir, "reader"), "admin", "x", []string{"system:masters"}); err == nil {
+			t.Error("a client certificate in group system:masters was issued")
+		}
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		caPEM, err := os.ReadFile(ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			t.Fatal("the CA file written holds no certificate")
+		}
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+			RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}}}
+		// RBAC takes a moment to see a new binding.
+		var codes map[string]int
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			codes = map[string]int{}
+			for _, path := range []string{"/metrics", "/api/v1/namespaces"} {
+				resp, err := c.Get(mc.Host + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				codes[path] = resp.StatusCode
+			}
+			if codes["/metrics"] == http.StatusOK || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if codes["/metrics"] != http.StatusOK || codes["/api/v1/namespaces"] != http.StatusForbidden {
+			t.Errorf("metrics-reader got %v, want /metrics 200 and /api/v1/namespaces 403", codes)
+		}
+	})
+
+	t.Run("the_apiserver_alone_stops_and_restarts_on_its_port_with_its_objects", func(t *testing.T) {
+		old := mc.APIServer
+		mc.StopAPIServer()
+		if exited, _ := old.Exited(); !exited {
+			t.Fatal("StopAPIServer returned with the apiserver running")
+		}
+		if exited, _ := mc.Etcd.Exited(); exited {
+			t.Fatal("StopAPIServer stopped etcd too")
+		}
+		admin, err := rest.HTTPClientFor(mc.RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := admin.Get(mc.Host + "/readyz"); err == nil {
+			resp.Body.Close()
+			t.Fatalf("/readyz answered %d with the apiserver stopped", resp.StatusCode)
+		}
+		p, err := mc.RestartAPIServer(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == old || mc.APIServer != p {
+			t.Fatal("APIServer is not the restarted process")
+		}
+		kube, err := kubernetes.NewForConfig(mc.RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kube.CoreV1().Namespaces().Get(ctx, "clusters", metav1.GetOptions{}); err != nil {
+			t.Fatalf("namespace made before the restart: %v", err)
 		}
 	})
 

@@ -555,6 +555,31 @@ type MaestroAgentOptions struct {
 	KubeAPIQPS   float64
 	KubeAPIBurst int
 	Verbosity    int
+	// ServingTLS, when set, is the certificate its health and metrics port serves (through a
+	// library-go GenericOperatorConfig, --config), so a scraper can verify it; without it the
+	// agent serves a self-signed one it makes at start-up, which nothing can verify. The agent
+	// reloads the files when they change.
+	ServingTLS *MaestroAgentServingTLS
+}
+
+// MaestroAgentServingTLS is the agent's serving certificate and key (PEM files).
+type MaestroAgentServingTLS struct{ CertFile, KeyFile string }
+
+// writeAgentServingConfig writes the library-go operator config that names the agent's serving
+// certificate. It is JSON, which the YAML reader accepts.
+func writeAgentServingConfig(path string, t *MaestroAgentServingTLS) error {
+	b, err := json.Marshal(map[string]any{
+		"apiVersion":  "operator.openshift.io/v1alpha1",
+		"kind":        "GenericOperatorConfig",
+		"servingInfo": map[string]string{"certFile": t.CertFile, "keyFile": t.KeyFile},
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("write maestro agent serving config: %w", err)
+	}
+	return nil
 }
 
 // MaestroAgent is a running agent.
@@ -563,7 +588,7 @@ type MaestroAgent struct {
 	// ClientID is the agent's MQTT client ID: sdk-go's MQTT agent options connect as
 	// "<--cloudevents-client-id>-client" (mosquitto.log shows it).
 	ClientID string
-	// HealthURL is the agent's HTTPS /healthz (self-signed certificate).
+	// HealthURL is the agent's HTTPS /healthz (a self-signed certificate, or ServingTLS's).
 	HealthURL string
 	Args      []string
 	// Proc is the running process (a new one after Restart).
@@ -622,6 +647,13 @@ func StartMaestroAgent(ctx context.Context, o MaestroAgentOptions) (*MaestroAgen
 		"--kube-api-burst=" + strconv.Itoa(o.KubeAPIBurst),
 		"-v=" + strconv.Itoa(o.Verbosity),
 	}
+	if o.ServingTLS != nil {
+		cfg := filepath.Join(o.Dir, "serving.json")
+		if err := writeAgentServingConfig(cfg, o.ServingTLS); err != nil {
+			return nil, err
+		}
+		args = append(args, "--config="+cfg)
+	}
 	// Without a serving certificate the agent's library-go command makes a self-signed one in
 	// a new os.MkdirTemp directory on every start and never removes it: pointed at its own
 	// directory, it no longer leaves one in the host's /tmp per start.
@@ -643,7 +675,7 @@ func (a *MaestroAgent) start(ctx context.Context) error {
 		return err
 	}
 	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		// The agent serves a self-signed certificate it made at start-up; only liveness is
+		// The agent may serve a self-signed certificate it made at start-up; only liveness is
 		// checked here, nothing secret crosses.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec
 	}}

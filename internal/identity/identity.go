@@ -87,6 +87,9 @@ const (
 	// MaestroAgent is every management cluster's Maestro agent; the broker tells agents apart
 	// by their certificates' common names (their consumer names).
 	MaestroAgent = "maestro-agent"
+	// Prometheus is the region's monitoring: it scrapes every service over mutual TLS with this
+	// workload's certificate and serves its own API to SRE persons only.
+	Prometheus = "prometheus"
 )
 
 // Workloads lists the region's workloads whose certificates carry a SPIFFE ID.
@@ -98,6 +101,7 @@ func Workloads() []Workload {
 		{SRE, "openhcp-admin", "admin"},
 		{MaestroServer, "openhcp-maestro", "maestro-server"},
 		{MaestroAgent, "maestro", "maestro-agent"},
+		{Prometheus, "monitoring", "prometheus"},
 	}
 }
 

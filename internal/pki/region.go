@@ -28,6 +28,7 @@ const (
 	MaestroServer  = "maestro-server"  // gRPC and REST server; MQTT client
 	Broker         = "broker"          // MQTT server
 	Postgres       = "postgres"        // PostgreSQL server
+	Prometheus     = "prometheus"      // scrape client of every target; server of its own API (to SRE persons)
 )
 
 // MaestroAgent is the identity name (and file base name) of the Maestro agent of one consumer
@@ -178,6 +179,7 @@ func Create(dir string, o Options) (*Region, error) {
 		{MaestroServer, MaestroServer, Server | Client, ServiceCA},
 		{Broker, Broker, Server, ServiceCA},
 		{Postgres, Postgres, Server, ServiceCA},
+		{Prometheus, Prometheus, Server | Client, ServiceCA},
 	}
 	for _, c := range o.MaestroConsumers {
 		ids = append(ids, id{MaestroAgent(c), c, Client, ServiceCA})

@@ -71,6 +71,9 @@ var doorProbes = []doorProbe{
 	{"GET", "/subscriptions", ""},
 	{"GET", "/debug/pprof/cmdline", ""},
 	{"GET", "/debug/pprof/goroutine?debug=1", ""},
+	// Prometheus: every target of the region, and any series.
+	{"GET", "/api/v1/targets", ""},
+	{"GET", "/api/v1/query?query=up", ""},
 }
 
 func probeDoor(scheme string, port int, p doorProbe) (int, string, error) {

@@ -25,6 +25,7 @@ func main() {
 	flag.IntVar(&cfg.MaestroServers, "maestro-servers", 2, "Maestro server instances sharing the agents' status events, as config/ deploys them (1 reads them one at a time)")
 	flag.DurationVar(&cfg.Sim.AvailableDelay, "sim-available-delay", 5*time.Second, "how long hypershift-sim takes to make a HostedCluster Available")
 	flag.DurationVar(&cfg.Sim.DeleteDelay, "sim-delete-delay", 2*time.Second, "how long hypershift-sim takes to tear a HostedCluster down")
+	flag.DurationVar(&cfg.PrometheusInterval, "prometheus-eval-interval", localregion.DefaultPrometheusInterval, "the region Prometheus' scrape and rule evaluation interval (short, so an alert fires about its for: duration after its cause)")
 	flag.Parse()
 	if cfg.ManagementClusters < 1 {
 		fmt.Fprintln(os.Stderr, "openhcp-region: --management-clusters must be at least 1")
@@ -32,6 +33,10 @@ func main() {
 	}
 	if cfg.MaestroServers < 1 {
 		fmt.Fprintln(os.Stderr, "openhcp-region: --maestro-servers must be at least 1")
+		os.Exit(2)
+	}
+	if cfg.PrometheusInterval < time.Second {
+		fmt.Fprintln(os.Stderr, "openhcp-region: --prometheus-eval-interval must be at least 1s")
 		os.Exit(2)
 	}
 	cfg.Progress = os.Stdout
