@@ -87,6 +87,9 @@ const (
 	// MaestroAgent is every management cluster's Maestro agent; the broker tells agents apart
 	// by their certificates' common names (their consumer names).
 	MaestroAgent = "maestro-agent"
+	// Gateway is the break-glass gateway (admin/cmd/gateway): SREs' only path into hosted
+	// clusters. It runs beside the admin API, under its own service account.
+	Gateway = "gateway"
 )
 
 // Workloads lists the region's workloads whose certificates carry a SPIFFE ID.
@@ -96,6 +99,7 @@ func Workloads() []Workload {
 		{Backend, "openhcp-backend", "backend"},
 		{ClusterService, "openhcp-cluster-service", "cluster-service"},
 		{SRE, "openhcp-admin", "admin"},
+		{Gateway, "openhcp-admin", "gateway"},
 		{MaestroServer, "openhcp-maestro", "maestro-server"},
 		{MaestroAgent, "maestro", "maestro-agent"},
 	}

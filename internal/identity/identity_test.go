@@ -105,7 +105,7 @@ func TestWorkloadsMatchConfig(t *testing.T) {
 		inConfig[m[1]] = Workload{Namespace: m[2], ServiceAccount: m[3]}
 	}
 	for name, key := range map[string]string{
-		Frontend: "frontend", Backend: "backend", ClusterService: "clusterService", SRE: "admin", MaestroServer: "maestro",
+		Frontend: "frontend", Backend: "backend", ClusterService: "clusterService", SRE: "admin", MaestroServer: "maestro", Gateway: "gateway",
 	} {
 		id, _ := Of(name, DefaultTrustDomain)
 		c, ok := inConfig[key]
