@@ -98,8 +98,10 @@ type Info struct {
 	MQTT               MQTTInfo                `json:"mqtt"`
 	ManagementClusters []ManagementClusterInfo `json:"managementClusters"`
 	// Admin is the SRE admin API (admin.go).
-	Admin  AdminInfo `json:"admin"`
-	LogDir string    `json:"logDir"`
+	Admin AdminInfo `json:"admin"`
+	// Gateway is the break-glass gateway's replicas (gateway.go).
+	Gateway GatewayInfo `json:"gateway"`
+	LogDir  string      `json:"logDir"`
 	// PprofTokenFile holds the token our services' /debug/pprof/ answer to
 	// (pprofmux.Client; docs/security.md).
 	PprofTokenFile string `json:"pprofTokenFile"`
@@ -357,6 +359,7 @@ func (r *Region) buildBinaries(ctx context.Context) error {
 		"./cluster-service/cmd/cluster-service",
 		"./dev-infrastructure/mgmtcluster/cmd/hypershift-sim",
 		"./admin/cmd/admin",
+		"./admin/cmd/gateway",
 	}
 	args := append([]string{"build", "-o", r.binDir + "/"}, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)

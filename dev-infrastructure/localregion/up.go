@@ -188,7 +188,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startFrontend(ctx); err != nil {
 		return nil, err
 	}
-	r.step("starting the admin API")
+	r.step("starting the break-glass gateway (%d replicas) and the admin API", gatewayReplicas)
 	if err := r.startAdmin(ctx, pg); err != nil {
 		return nil, err
 	}
