@@ -142,7 +142,7 @@ func (s *Store) Open(ctx context.Context, sess Session) (Session, error) {
 		return sess, fmt.Errorf("open break-glass session %s: access %q is neither %s nor %s", sess.ID, sess.Access, AccessReadOnly, AccessAdmin)
 	}
 	out, err := scan(s.pool.QueryRow(ctx, `INSERT INTO `+Table+` (id, cluster_id, person, grp, access, reason, state, ttl_seconds, expires)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp() + make_interval(secs => $8)) RETURNING `+columns,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, clock_timestamp() + make_interval(secs => $8::int)) RETURNING `+columns,
 		sess.ID, sess.ClusterID, sess.Person, sess.Group, sess.Access, sess.Reason, AwaitingApproval, sess.TTLSeconds))
 	if err != nil {
 		return sess, fmt.Errorf("open break-glass session %s: %w", sess.ID, err)
