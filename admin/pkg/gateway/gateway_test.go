@@ -176,13 +176,14 @@ func (e *env) open(t *testing.T, person, access string, expires time.Time) sessi
 	t.Helper()
 	ctx := context.Background()
 	id := newID()[:32]
-	s, err := e.sessions.Open(ctx, session.Session{ID: id, ClusterID: "c1", Person: person, Group: "sre-admin", Access: access, Reason: "test", TTLSeconds: 3600})
+	s, err := e.sessions.Open(ctx, session.Session{ID: id, ClusterID: "c1", Person: person, Group: "sre-admin", Access: access, Reason: "test", TTLSeconds: 3600}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if expires.IsZero() {
 		return s
 	}
+	// Activate as an approval does (the read-only path opens active at once: session tests).
 	s, err = e.sessions.Activate(ctx, id, e.kubeconfs[access], expires)
 	if err != nil {
 		t.Fatal(err)
