@@ -3,8 +3,8 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"

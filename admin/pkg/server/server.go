@@ -25,9 +25,9 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/approval"
-	"github.com/openhcp/openhcp/admin/pkg/session"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore"
 )
