@@ -135,15 +135,31 @@ func scan(row pgx.Row) (Session, error) {
 	return s, err
 }
 
-// Open records a new session: active-to-be for read-only (Activate follows at once), awaiting
-// an approval for admin. Its expiry is now+TTL; Activate restarts it.
-func (s *Store) Open(ctx context.Context, sess Session) (Session, error) {
+// Open records a new session. With a kubeconfig (read-only access, whose credential is
+// obtained first) it is active at once until sess.Expires; without one (admin access) it awaits
+// an approval until sess.Expires (zero: TTL from now), and Activate follows the approval.
+func (s *Store) Open(ctx context.Context, sess Session, kubeconfig []byte) (Session, error) {
 	if sess.Access != AccessReadOnly && sess.Access != AccessAdmin {
 		return sess, fmt.Errorf("open break-glass session %s: access %q is neither %s nor %s", sess.ID, sess.Access, AccessReadOnly, AccessAdmin)
 	}
-	out, err := scan(s.pool.QueryRow(ctx, `INSERT INTO `+Table+` (id, cluster_id, person, grp, access, reason, state, ttl_seconds, expires)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp() + make_interval(secs => $8)) RETURNING `+columns,
-		sess.ID, sess.ClusterID, sess.Person, sess.Group, sess.Access, sess.Reason, AwaitingApproval, sess.TTLSeconds))
+	state, expires := AwaitingApproval, &sess.Expires
+	var sealed []byte
+	if kubeconfig != nil {
+		if sess.Expires.IsZero() {
+			return sess, fmt.Errorf("open break-glass session %s: an active session needs its expiry", sess.ID)
+		}
+		var err error
+		if sealed, err = s.key.Seal(sess.ID, kubeconfig); err != nil {
+			return sess, fmt.Errorf("open break-glass session %s: %w", sess.ID, err)
+		}
+		state = Active
+	}
+	if sess.Expires.IsZero() {
+		expires = nil
+	}
+	out, err := scan(s.pool.QueryRow(ctx, `INSERT INTO `+Table+` (id, cluster_id, person, grp, access, reason, state, ttl_seconds, expires, credential)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::int, coalesce($9, clock_timestamp() + make_interval(secs => $8::int)), $10) RETURNING `+columns,
+		sess.ID, sess.ClusterID, sess.Person, sess.Group, sess.Access, sess.Reason, state, sess.TTLSeconds, expires, sealed))
 	if err != nil {
 		return sess, fmt.Errorf("open break-glass session %s: %w", sess.ID, err)
 	}
