@@ -198,6 +198,10 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 			"--cluster-service-ca", sre.CAFile, "--cluster-service-cert", sre.ClientCertFile, "--cluster-service-key", sre.ClientKeyFile,
 			// Signs the statements Cluster Service issues SRE credentials for (written with Cluster Service's secrets).
 			"--sre-statement-key", statementKey,
+			// Break-glass sessions: sealed with the region's session key, which the gateway
+			// replicas open; the kubeconfigs hcpctl writes name the first replica (either
+			// serves any session).
+			"--session-key-file", r.sessionKeyFile(), "--gateway-url", r.Info.Gateway.URLs[0],
 			// Maestro's REST gate admits the admin API by its own certificate, for reads only.
 			"--maestro-rest", r.Info.Maestro.REST, "--maestro-ca", r.pki.CAFile,
 			"--maestro-cert", server.Cert, "--maestro-key", server.Key,

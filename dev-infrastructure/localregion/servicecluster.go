@@ -172,19 +172,21 @@ func (r *Region) installServices(ctx context.Context, pg *pgserver.Server) error
 	if _, err := r.prepareAdminDatabase(ctx, pg); err != nil {
 		return err
 	}
+	// The gateway before the admin API, whose break-glass kubeconfigs name it.
+	if err := r.installGateway(ctx); err != nil {
+		return err
+	}
 	if ep, err = r.install(ctx, "admin", "https", "metrics"); err != nil {
 		return err
 	}
 	r.Info.Admin.URL = "https://" + ep["https"]
 	r.Info.Admin.MetricsURL = "https://" + ep["metrics"] + "/metrics"
-	if err := r.waitHealthy(ctx, r.Info.Admin.URL+"/healthz"); err != nil {
-		return err
-	}
-	return r.installGateway(ctx)
+	return r.waitHealthy(ctx, r.Info.Admin.URL+"/healthz")
 }
 
 // installGateway is startGateways on the service cluster: the chart's replicas behind one
-// Service, so region.json lists one URL.
+// Service, so region.json lists one URL, the host forward that the admin API's --gateway-url
+// names too (ServiceCluster.Install of "admin").
 func (r *Region) installGateway(ctx context.Context) error {
 	if err := r.issueGatewayIdentity(); err != nil {
 		return err

@@ -79,6 +79,10 @@ type ServiceCluster struct {
 	bouncer   node.OutsideService
 	broker    node.OutsideService
 	installed []string
+	// gatewayURL is the host forward of the gateway's https port once it is installed: the
+	// admin API's --gateway-url (breakGlass.gatewayURL), so hcpctl's break-glass kubeconfigs
+	// on this host reach it.
+	gatewayURL string
 	// made are the namespaces and Secrets ("<namespace>/<name>") made so far: workloads that
 	// share a namespace (admin and gateway) make each once.
 	made     map[string]bool
@@ -193,6 +197,9 @@ func (s *ServiceCluster) Install(ctx context.Context, env localregion.ServiceEnv
 		}
 		out[p] = addr
 	}
+	if name == "gateway" {
+		s.gatewayURL = "https://" + out["https"]
+	}
 	return out, nil
 }
 
@@ -214,6 +221,9 @@ func (s *ServiceCluster) Release(name, imagesDir string) Release {
 		set = append(set, "pullSecret.secret=cluster-service-pull-secret")
 	case "admin":
 		set = append(set, "managementClusters={"+strings.Join(s.Stamps, ",")+"}")
+		if s.gatewayURL != "" {
+			set = append(set, "breakGlass.gatewayURL="+s.gatewayURL)
+		}
 	}
 	values := []string{filepath.Join(s.Rendered, name+".yaml"), filepath.Join(imagesDir, "values", w.image+".yaml")}
 	if name == "maestro-server" {
