@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
@@ -29,7 +31,8 @@ import (
 // TestGatewayReplicasRunOnTheAdminDatabase starts the region's gateway replicas as Up does, on
 // a real locked-down PostgreSQL with the admin database's tables and grants: both become ready,
 // each serves its workload certificate to SREs only, and each answers a request for an unknown
-// session with the gateway's refusal (read from the database, audited, counted), so each is
+// session with the gateway's refusal (read from the database, audited, counted) and proxies a
+// live session of the shared database with the credential the region's key opens, so each is
 // wired to the database, the session key and the person CA.
 func TestGatewayReplicasRunOnTheAdminDatabase(t *testing.T) {
 	if testing.Short() {
@@ -119,6 +122,28 @@ func TestGatewayReplicasRunOnTheAdminDatabase(t *testing.T) {
 	}
 	alice := r.pki.MustFiles("sre-admin-alice")
 	wantID, _ := identity.Of(identity.Gateway, r.pki.TrustDomain)
+
+	// A live session of alice's, sealed with the region's session key as the admin API seals
+	// it, whose credential names a hosted API server that is not there: a replica that reads the
+	// session from the shared database and opens its credential with the same key proxies, and
+	// answers 502 from the missing server (a wrong key would be 503, a wrong database 404).
+	pool, err := pgxpool.New(ctx, db.DSN+"&password="+password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	key, err := session.ReadKeyFile(gw.SessionKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := freeClosedPort(t)
+	kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:%d\"}}]\n"+
+		"users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n", closed)
+	const sessionID = "11111111-1111-4111-8111-111111111111"
+	if _, err := session.New(pool, key).Open(ctx, session.Session{ID: sessionID, ClusterID: "c1", Person: "alice", Group: access.GroupAdmin,
+		Access: session.AccessReadOnly, Reason: "wiring test", TTLSeconds: 3600, Expires: time.Now().Add(time.Hour)}, []byte(kubeconfig)); err != nil {
+		t.Fatal(err)
+	}
 	for i, u := range gw.URLs {
 		addr := strings.TrimPrefix(u, "https://")
 		t.Run(fmt.Sprintf("replica_%d", i+1), func(t *testing.T) {
@@ -160,17 +185,40 @@ func TestGatewayReplicasRunOnTheAdminDatabase(t *testing.T) {
 			if len(served) != 1 || served[0] != wantID.String() {
 				t.Fatalf("the gateway's certificate carries %v, want the gateway workload's %s", served, wantID)
 			}
+			resp, err = client.Get(u + "/sessions/" + sessionID + "/api/v1/namespaces")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "did not answer") {
+				t.Fatalf("alice's live session: %d %.300s, want 502 from the missing hosted API server", resp.StatusCode, body)
+			}
 			resp, err = http.Get(gw.MetricsURLs[i])
 			if err != nil {
 				t.Fatal(err)
 			}
 			metrics, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if !strings.Contains(string(metrics), `gateway_refusals_total{reason="unknown-session"} 1`) {
-				t.Fatalf("replica %d's metrics do not count the refusal:\n%.2000s", i+1, metrics)
+			for _, want := range []string{`gateway_refusals_total{reason="unknown-session"} 1`, `gateway_proxied_requests_total{code="502"} 1`} {
+				if !strings.Contains(string(metrics), want) {
+					t.Fatalf("replica %d's metrics lack %s:\n%.2000s", i+1, want, metrics)
+				}
 			}
 		})
 	}
+}
+
+// freeClosedPort is a loopback port nothing listens on.
+func freeClosedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
 }
 
 // chainVerify runs seen and then next (which may be nil) as a tls.Config.VerifyConnection.
