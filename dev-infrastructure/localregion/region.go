@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openhcp/openhcp/internal/atomicfile"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -478,11 +479,7 @@ func (r *Region) writeInfo() error {
 	if err := os.MkdirAll(filepath.Dir(r.cfg.RegionFile), 0o755); err != nil {
 		return err
 	}
-	tmp := r.cfg.RegionFile + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, r.cfg.RegionFile)
+	return atomicfile.Write(r.cfg.RegionFile, append(b, '\n'), 0o644)
 }
 
 func url127(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }

@@ -149,3 +149,27 @@ func TestReadersNeverSeeHalf(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteOwnedGivesTheFileAway: the file that replaces path already belongs to the user and
+// group asked for, with the mode asked for.
+func TestWriteOwnedGivesTheFileAway(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving a file to another user needs root")
+	}
+	const nobody = 65534
+	path := filepath.Join(t.TempDir(), "server.key")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteOwned(path, []byte("new"), 0o600, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != nobody || st.Gid != nobody || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("owner %d:%d mode %v, want %d:%d 0600", st.Uid, st.Gid, fi.Mode().Perm(), nobody, nobody)
+	}
+}
