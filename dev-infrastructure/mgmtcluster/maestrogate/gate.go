@@ -137,7 +137,7 @@ func Identity(r *http.Request) (identity.ID, error) {
 }
 
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 		// The listener requires a verified certificate, so this is a gate served without one.
 		http.Error(w, "a client certificate is required", http.StatusUnauthorized)
 		return
