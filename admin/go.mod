@@ -10,6 +10,7 @@ tool (
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/openhcp/openhcp/cluster-service v0.0.0
+	github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster v0.0.0
 	github.com/openhcp/openhcp/internal v0.0.0
 	github.com/prometheus/client_golang v1.23.2
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa
@@ -68,3 +69,5 @@ replace github.com/openhcp/openhcp/internal => ../internal
 
 
 replace github.com/openhcp/openhcp/cluster-service => ../cluster-service
+
+replace github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster => ../dev-infrastructure/mgmtcluster

@@ -8,6 +8,7 @@ require (
 	istio.io/client-go v1.31.1
 	k8s.io/apiextensions-apiserver v0.35.3
 	k8s.io/apimachinery v0.35.3
+	k8s.io/client-go v0.35.3
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -42,7 +43,6 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260526163538-3dc84a4a5aaa // indirect
 	google.golang.org/grpc v1.82.1 // indirect
 	istio.io/api v1.31.1 // indirect
-	k8s.io/client-go v0.35.3 // indirect
 )
 
 require (

@@ -46,6 +46,7 @@ var components = map[string]source{
 	"backend/deploy/alerts":         {repo: []string{"backend", "internal"}},
 	"cluster-service/deploy/alerts": {repo: []string{"cluster-service"}},
 	"admin/deploy/alerts":           {repo: []string{"admin", "internal"}},
+	"admin/deploy/gateway/alerts":   {repo: []string{"admin/pkg/gateway"}},
 	"maestro/deploy/server/alerts": {modules: []moduleSource{
 		maestroModule("cmd/maestro/server", "pkg"), cloudEventsMetrics}},
 	"maestro/deploy/agent/alerts": {modules: []moduleSource{cloudEventsMetrics}},
@@ -347,6 +348,7 @@ func TestInventoryFindsKnownMetrics(t *testing.T) {
 		"backend/deploy/alerts":                                       "backend_operation_duration_seconds_bucket",
 		"cluster-service/deploy/alerts":                               "cluster_service_shard_capacity_left",
 		"admin/deploy/alerts":                                         "admin_audit_write_failures_total",
+		"admin/deploy/gateway/alerts":                                 "gateway_proxied_requests_total",
 		"maestro/deploy/server/alerts":                                "spec_controller_event_oldest_unreconciled_age_seconds",
 		"maestro/deploy/agent/alerts":                                 "resources_status_resync_duration_seconds_bucket",
 		"dev-infrastructure/mgmtcluster/deploy/hypershift-sim/alerts": "controller_runtime_reconcile_errors_total",

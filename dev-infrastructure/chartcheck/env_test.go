@@ -19,6 +19,7 @@ func serviceCharts() map[string]struct{ pkg, envPrefix string } {
 		"frontend/deploy":        {"./frontend/cmd/frontend", "FRONTEND_"},
 		"backend/deploy":         {"./backend/cmd/backend", "BACKEND_"},
 		"admin/deploy":           {"./admin/cmd/admin", "ADMIN_"},
+		"admin/deploy/gateway":   {"./admin/cmd/gateway", "GATEWAY_"},
 	}
 }
 

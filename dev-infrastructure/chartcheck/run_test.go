@@ -3,6 +3,8 @@ package chartcheck
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -87,7 +89,7 @@ func mainContainer(t *testing.T, rendered []byte) chartContainer {
 
 // fillSecrets writes, under dir, a file for every Secret key the container mounts: a server and
 // client certificate of the local PKI for tls.crt/tls.key, both CAs for ca.crt, a fresh
-// key-encryption key for kek, a kubeconfig for any other key (the admin API's management
+// key-encryption key for kek, a session key for session.key, a kubeconfig for any other key (the admin API's management
 // clusters). Mount paths keep their layout below dir.
 func fillSecrets(t *testing.T, dir string, c chartContainer) {
 	t.Helper()
@@ -125,6 +127,15 @@ func fillSecrets(t *testing.T, dir string, c chartContainer) {
 				copyFile(p.CAFile, path)
 			case "kek":
 				if _, err := envelope.WriteKeyFile(path); err != nil {
+					t.Fatal(err)
+				}
+			case "session.key":
+				// The break-glass session key: base64 of 32 random bytes, as the deployer makes it.
+				raw := make([]byte, 32)
+				if _, err := rand.Read(raw); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(raw)+"\n"), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			default:

@@ -67,6 +67,7 @@ func Catalogue() []Spec {
 		{Name: "backend", Package: mod + "backend/cmd/backend", Binary: "backend"},
 		{Name: "cluster-service", Package: mod + "cluster-service/cmd/cluster-service", Binary: "cluster-service"},
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
+		{Name: "gateway", Package: mod + "admin/cmd/gateway", Binary: "gateway"},
 		{Name: "hypershift-sim", Package: mod + "dev-infrastructure/mgmtcluster/cmd/hypershift-sim", Binary: "hypershift-sim"},
 		{Name: "maestro", Package: "github.com/openshift-online/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
 		// The gate in front of Maestro's REST API, beside it in the maestro-server pod.

@@ -402,7 +402,7 @@ func TestSelect(t *testing.T) {
 		want  string
 		err   bool
 	}{
-		{nil, "frontend backend cluster-service admin hypershift-sim maestro maestro-gate pause", false},
+		{nil, "frontend backend cluster-service admin gateway hypershift-sim maestro maestro-gate pause", false},
 		{[]string{"pause", "frontend"}, "frontend pause", false},
 		{[]string{"nope"}, "", true},
 	} {

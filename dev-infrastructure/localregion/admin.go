@@ -14,6 +14,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -109,6 +110,11 @@ func (r *Region) prepareAdminDatabase(ctx context.Context, pg *pgserver.Server) 
 	if err == nil {
 		err = approval.Install(ctx, conn, adminRole)
 	}
+	if err == nil {
+		// Break-glass sessions: the admin API opens them, the gateway reads them (its own
+		// processes log in as the admin service).
+		err = session.Install(ctx, conn, adminRole)
+	}
 	conn.Close(ctx)
 	if err != nil {
 		return PostgresRoleInfo{}, err
@@ -149,7 +155,7 @@ func (r *Region) prepareAdminDatabase(ctx context.Context, pg *pgserver.Server) 
 }
 
 // startAdmin issues the admin API's and the development SREs' certificates, prepares its
-// database and starts it.
+// database, starts the break-glass gateway's replicas on it (gateway.go) and starts the admin API.
 func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 	if err := r.issueAdminIdentities(); err != nil {
 		return err
@@ -160,6 +166,10 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 	}
 	docs, err := r.Info.Postgres.Role("frontend")
 	if err != nil {
+		return err
+	}
+	// The gateway replicas read the sessions the admin API opens, in the same database.
+	if err := r.startGateways(ctx, db); err != nil {
 		return err
 	}
 	ports, err := mgmtcluster.FreePorts(2)
@@ -188,6 +198,10 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 			"--cluster-service-ca", sre.CAFile, "--cluster-service-cert", sre.ClientCertFile, "--cluster-service-key", sre.ClientKeyFile,
 			// Signs the statements Cluster Service issues SRE credentials for (written with Cluster Service's secrets).
 			"--sre-statement-key", statementKey,
+			// Break-glass sessions: sealed with the region's session key, which the gateway
+			// replicas open; the kubeconfigs hcpctl writes name the first replica (either
+			// serves any session).
+			"--session-key-file", r.sessionKeyFile(), "--gateway-url", r.Info.Gateway.URLs[0],
 			// Maestro's REST gate admits the admin API by its own certificate, for reads only.
 			"--maestro-rest", r.Info.Maestro.REST, "--maestro-ca", r.pki.CAFile,
 			"--maestro-cert", server.Cert, "--maestro-key", server.Key,

@@ -230,6 +230,7 @@ func (r *Region) prometheusJobs(kubeTLS map[string]*scrapeTLS) ([]scrapeJob, err
 		{"backend", []string{r.Info.Backend.MetricsURL}},
 		{"cluster-service", []string{r.Info.ClusterService.MetricsURL}},
 		{"admin", []string{r.Info.Admin.MetricsURL}},
+		{"gateway", r.Info.Gateway.MetricsURLs},
 		{"maestro-server", maestro},
 	} {
 		job, err := plain(j.name, j.urls...)

@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openhcp/openhcp/internal/atomicfile"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -101,8 +102,10 @@ type Info struct {
 	MQTT               MQTTInfo                `json:"mqtt"`
 	ManagementClusters []ManagementClusterInfo `json:"managementClusters"`
 	// Admin is the SRE admin API (admin.go).
-	Admin  AdminInfo `json:"admin"`
-	LogDir string    `json:"logDir"`
+	Admin AdminInfo `json:"admin"`
+	// Gateway is the break-glass gateway's replicas (gateway.go).
+	Gateway GatewayInfo `json:"gateway"`
+	LogDir  string      `json:"logDir"`
 	// Restarts counts, by process name, how often the launcher restarted a process that
 	// crashed (supervise); absent until something crashes.
 	Restarts map[string]int `json:"restarts,omitempty"`
@@ -422,6 +425,7 @@ func (r *Region) buildBinaries(ctx context.Context) error {
 		"./cluster-service/cmd/cluster-service",
 		"./dev-infrastructure/mgmtcluster/cmd/hypershift-sim",
 		"./admin/cmd/admin",
+		"./admin/cmd/gateway",
 	}
 	args := append([]string{"build", "-o", r.binDir + "/"}, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
@@ -545,11 +549,7 @@ func (r *Region) writeInfo() error {
 	if err := os.MkdirAll(filepath.Dir(r.cfg.RegionFile), 0o755); err != nil {
 		return err
 	}
-	tmp := r.cfg.RegionFile + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, r.cfg.RegionFile)
+	return atomicfile.Write(r.cfg.RegionFile, append(b, '\n'), 0o644)
 }
 
 func url127(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }

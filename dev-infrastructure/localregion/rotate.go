@@ -160,27 +160,16 @@ func acceptedUs(c *tls.Conn) error {
 	return fmt.Errorf("the server refused the client certificate: %w", err)
 }
 
-// pgTLS speaks PostgreSQL's SSLRequest before the handshake.
+// pgTLS speaks PostgreSQL's SSLRequest before the handshake (pgserver.DialTLS).
 func pgTLS(port int) handshake {
 	return func(ctx context.Context, cfg *tls.Config) (*x509.Certificate, error) {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		tc, err := pgserver.DialTLS(ctx, fmt.Sprintf("127.0.0.1:%d", port), cfg)
 		if err != nil {
 			return nil, err
 		}
-		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := conn.Write([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}); err != nil {
-			return nil, err
-		}
-		b := make([]byte, 1)
-		if _, err := conn.Read(b); err != nil || b[0] != 'S' {
-			return nil, fmt.Errorf("SSLRequest answered %q: %v", b, err)
-		}
-		tc := tls.Client(conn, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return nil, err
-		}
+		defer tc.Close()
 		if err := acceptedUs(tc); err != nil {
 			return nil, err
 		}

@@ -21,11 +21,11 @@ import (
 // the host addresses Install returns, in make run's format.
 type ExternalServiceCluster interface {
 	// ServerNames are the DNS names, by PKI identity (pki.Postgres, pki.Broker,
-	// pki.MaestroServer, pki.ClusterService, pki.Frontend, "admin"), that the workloads dial
+	// pki.MaestroServer, pki.ClusterService, pki.Frontend, "admin", "gateway"), that the workloads dial
 	// that server by; its certificate gets them besides localhost and the loopback addresses.
 	ServerNames() map[string][]string
 	// Install starts one workload ("maestro-server", "cluster-service", "backend", "frontend",
-	// "admin") and returns once it is ready, with a host loopback address (host:port) for
+	// "admin", "gateway") and returns once it is ready, with a host loopback address (host:port) for
 	// each of its ports by name ("https", "grpc", "metrics").
 	Install(ctx context.Context, env ServiceEnv, workload string) (map[string]string, error)
 	// Stop removes what Install made that the region's own Stop would not.
@@ -45,8 +45,8 @@ type ServiceEnv struct {
 	// "frontend", "backend", "admin").
 	DBPasswords map[string]string
 	// KEKFile is Cluster Service's key-encryption key and PullSecretFile the hosted clusters'
-	// pull secret (secrets.go).
-	KEKFile, PullSecretFile string
+	// pull secret (secrets.go); SessionKeyFile the break-glass session key (gateway.go).
+	KEKFile, PullSecretFile, SessionKeyFile string
 	// ManagementClusters are the region's management clusters (installed before Cluster
 	// Service).
 	ManagementClusters []ManagementClusterInfo
@@ -100,7 +100,7 @@ func (r *Region) serviceEnv() ServiceEnv {
 	}
 	r.mu.Unlock()
 	return ServiceEnv{PKI: r.pki, PostgresAddr: r.Info.Postgres.Addr, BouncerAddr: r.Info.Postgres.BouncerAddr, BrokerAddr: hostOf(r.Info.MQTT.URL[len("mqtts://"):]),
-		DBPasswords: pw, KEKFile: kek, PullSecretFile: filepath.Join(r.secretsDir(), "pull-secret.json"),
+		DBPasswords: pw, KEKFile: kek, PullSecretFile: filepath.Join(r.secretsDir(), "pull-secret.json"), SessionKeyFile: r.sessionKeyFile(),
 		ManagementClusters: append([]ManagementClusterInfo(nil), r.Info.ManagementClusters...),
 		EnvName:            r.cfg.EnvName, Location: r.cfg.Location, Step: r.step}
 }
@@ -140,7 +140,7 @@ func (r *Region) installMaestroServer(ctx context.Context) (mgmtcluster.MaestroR
 }
 
 // installServices installs Cluster Service (and registers the shards), the backend, the
-// frontend and the admin API, as Up starts them as processes otherwise.
+// frontend, the admin API and the break-glass gateway, as Up starts them as processes otherwise.
 func (r *Region) installServices(ctx context.Context, pg *pgserver.Server) error {
 	if _, err := r.clusterServiceSecretArgs(); err != nil {
 		return err
@@ -172,12 +172,37 @@ func (r *Region) installServices(ctx context.Context, pg *pgserver.Server) error
 	if _, err := r.prepareAdminDatabase(ctx, pg); err != nil {
 		return err
 	}
+	// The gateway before the admin API, whose break-glass kubeconfigs name it.
+	if err := r.installGateway(ctx); err != nil {
+		return err
+	}
 	if ep, err = r.install(ctx, "admin", "https", "metrics"); err != nil {
 		return err
 	}
 	r.Info.Admin.URL = "https://" + ep["https"]
 	r.Info.Admin.MetricsURL = "https://" + ep["metrics"] + "/metrics"
 	return r.waitHealthy(ctx, r.Info.Admin.URL+"/healthz")
+}
+
+// installGateway is startGateways on the service cluster: the chart's replicas behind one
+// Service, so region.json lists one URL, the host forward that the admin API's --gateway-url
+// names too (ServiceCluster.Install of "admin").
+func (r *Region) installGateway(ctx context.Context) error {
+	if err := r.issueGatewayIdentity(); err != nil {
+		return err
+	}
+	if err := r.writeSessionKey(); err != nil {
+		return err
+	}
+	ep, err := r.install(ctx, "gateway", "https", "metrics")
+	if err != nil {
+		return err
+	}
+	r.Info.Gateway = GatewayInfo{URLs: []string{"https://" + ep["https"]}, CAFile: r.pki.CAFile,
+		MetricsURLs: []string{"https://" + ep["metrics"] + "/metrics"}, SessionKeyFile: r.sessionKeyFile()}
+	// The gateway listener admits SRE certificates only; /readyz on metrics says the admin
+	// database answers.
+	return r.waitHealthy(ctx, "https://"+ep["metrics"]+"/readyz")
 }
 
 // waitHealthy waits until a host address of the service cluster answers 200, verified with the

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -188,7 +189,7 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startFrontend(ctx); err != nil {
 		return nil, err
 	}
-	r.step("starting the admin API")
+	r.step("starting the break-glass gateway (%d replicas) and the admin API", gatewayReplicas)
 	if err := r.startAdmin(ctx, pg); err != nil {
 		return nil, err
 	}
@@ -229,6 +230,10 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 	// Config.MaestroServers instances: the same database, serving certificate and authorizer,
 	// each with its own broker identity. Several share the agents' status events; nothing calls
 	// the REST or gRPC API of any but the first.
+	restClients, err := maestrogate.WorkloadRules(r.pki.TrustDomain, maestroRESTClients)
+	if err != nil {
+		return nil, err
+	}
 	var ms *mgmtcluster.MaestroServer
 	names := maestroServerNames(r.cfg.MaestroServers)
 	for i, name := range names {
@@ -239,7 +244,7 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 			ClientID: name, Name: name, SharedStatus: true,
 			TLS: &mgmtcluster.MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: r.pki.CAFile,
 				ClientCAFile: r.pki.CAFile, AuthorizerKubeconfig: authz.Kubeconfig,
-				RESTClients: maestroRESTClients,
+				RESTClients: restClients,
 				// The launcher registers consumers and runs the stuck-delete watchdog for
 				// Cluster Service, and so acts as it.
 				ClientCertFile: r.pki.MustFiles(pki.ClusterService).Cert, ClientKeyFile: r.pki.MustFiles(pki.ClusterService).Key},
@@ -262,11 +267,12 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 }
 
 // maestroRESTClients are the only callers of Maestro's REST API (through the gate in front of
-// it, mgmtcluster/maestroisolation.go): Cluster Service reads works and registers consumers;
-// the admin API reads resource bundles for describe. Every other identity is refused.
-var maestroRESTClients = maestrogate.Rules{
-	pki.ClusterService: maestrogate.ReadWrite,
-	adminIdentity:      maestrogate.ReadOnly,
+// it, mgmtcluster/maestroisolation.go), by workload: Cluster Service reads works and registers
+// consumers; the admin API (identity.SRE's workload, which its "admin" certificate carries)
+// reads resource bundles for describe. Every other identity is refused.
+var maestroRESTClients = map[string]maestrogate.Access{
+	identity.ClusterService: maestrogate.ReadWrite,
+	identity.SRE:            maestrogate.ReadOnly,
 }
 
 // maestroSourceClusterService is the Maestro source Cluster Service publishes as (its

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/atomicfile"
 )
 
 // etcdPKI is a management cluster's etcd CA, etcd's serving (and peer) certificate and the
@@ -138,12 +140,8 @@ resources:
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", dir, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
-		return "", fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("write %s: %w", path, err)
+	if err := atomicfile.Write(path, []byte(cfg), 0o600); err != nil {
+		return "", fmt.Errorf("encryption config: %w", err)
 	}
 	return path, nil
 }

@@ -27,6 +27,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/crds"
+	"github.com/openhcp/openhcp/internal/atomicfile"
 )
 
 // The management clusters run a real kube-apiserver and etcd, built from the pinned tool module
@@ -136,19 +137,7 @@ func (m *ManagementCluster) RefreshClientCA() error {
 	if err != nil {
 		return fmt.Errorf("management cluster %s: extra client CA: %w", m.Name, err)
 	}
-	return writeFileAtomic(m.clientCA.path, append(append([]byte{}, m.ownClientCAPEM...), extra...), 0o600)
-}
-
-// writeFileAtomic replaces path (a temporary file renamed over it), so a reader never sees half.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(m.clientCA.path, append(append([]byte{}, m.ownClientCAPEM...), extra...), 0o600)
 }
 
 // WriteClientKubeconfig issues a client certificate of the cluster's CA for user and groups and
@@ -238,7 +227,7 @@ func (m *ManagementCluster) WriteClientCertificate(dir, base, user string, group
 		data []byte
 		mode os.FileMode
 	}{{key, keyData, 0o600}, {cert, certPEM, 0o644}, {ca, m.restConfig.CAData, 0o644}} {
-		if err := writeFileAtomic(f.path, f.data, f.mode); err != nil {
+		if err := atomicfile.Write(f.path, f.data, f.mode); err != nil {
 			return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
 		}
 	}

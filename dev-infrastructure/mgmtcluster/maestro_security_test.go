@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
@@ -70,11 +72,16 @@ func TestMaestroRESTAdmitsOnlyItsClients(t *testing.T) {
 	}
 	t.Cleanup(authz.Stop)
 	cs := region.MustFiles(pki.ClusterService)
+	restClients, err := maestrogate.WorkloadRules(region.TrustDomain, map[string]maestrogate.Access{
+		identity.ClusterService: maestrogate.ReadWrite, identity.SRE: maestrogate.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := StartMaestroServer(ctx, MaestroServerOptions{Binary: bin, DSN: dsn, MQTTAddr: mq.Addr,
 		Dir: filepath.Join(dir, "maestro"), LogDir: logs,
 		TLS: &MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: region.CAFile, ClientCAFile: region.CAFile,
 			AuthorizerKubeconfig: authz.Kubeconfig,
-			RESTClients:          maestrogate.Rules{pki.ClusterService: maestrogate.ReadWrite, "admin": maestrogate.ReadOnly},
+			RESTClients:          restClients,
 			ClientCertFile:       cs.Cert, ClientKeyFile: cs.Key},
 	})
 	if err != nil {
@@ -115,6 +122,15 @@ func TestMaestroRESTAdmitsOnlyItsClients(t *testing.T) {
 		return resp.StatusCode, string(bytes.TrimSpace(b)), nil
 	}
 
+	// Certificates of the region CA named like Cluster Service without its workload identity:
+	// the gate admits SPIFFE IDs, not common names.
+	frontendID, _ := identity.Of(identity.Frontend, region.TrustDomain)
+	for name, uris := range map[string][]*url.URL{"cs-cn-without-id": nil, "cs-cn-with-frontend-id": {frontendID.URL()}} {
+		if err := region.Add(name, pki.Spec{CommonName: pki.ClusterService, Usage: pki.Client, URIs: uris}, pki.ServiceCA); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	const bundles = "/api/maestro/v1/resource-bundles"
 	const consumers = "/api/maestro/v1/consumers"
 	for _, tc := range []struct {
@@ -135,6 +151,8 @@ func TestMaestroRESTAdmitsOnlyItsClients(t *testing.T) {
 		{"admin_delete_bundle_refused", region, "admin", http.MethodDelete, bundles + "/00000000-0000-0000-0000-000000000000", "", http.StatusForbidden},
 		{"admin_create_consumer_refused", region, "admin", http.MethodPost, consumers, `{"name":"admin-made"}`, http.StatusForbidden},
 		{"admin_patch_consumer_refused", region, "admin", http.MethodPatch, consumers + "/x", `{"labels":{}}`, http.StatusForbidden},
+		{"cluster_service_common_name_without_its_id_refused", region, "cs-cn-without-id", http.MethodGet, bundles, "", http.StatusForbidden},
+		{"cluster_service_common_name_with_another_id_refused", region, "cs-cn-with-frontend-id", http.MethodPost, consumers, `{"name":"cn-made"}`, http.StatusForbidden},
 		{"cluster_service_reads_bundles", region, pki.ClusterService, http.MethodGet, bundles, "", http.StatusOK},
 		{"cluster_service_creates_consumer", region, pki.ClusterService, http.MethodPost, consumers, `{"name":"cs-made"}`, http.StatusCreated},
 	} {

@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/openhcp/openhcp/internal/atomicfile"
 )
 
 // KeySize is the size of a KEK and of a DEK: AES-256.
@@ -262,24 +264,8 @@ func WriteKeyFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".kek-*")
-	if err != nil {
-		return nil, fmt.Errorf("write key file %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	_, werr := tmp.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return nil, fmt.Errorf("write key file %s: %w", path, werr)
-	}
-	// CreateTemp makes the file 0600 already; say so, rather than rely on it.
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		return nil, fmt.Errorf("write key file %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return nil, fmt.Errorf("write key file %s: %w", path, err)
+	if err := atomicfile.Write(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("write key file: %w", err)
 	}
 	return key, nil
 }

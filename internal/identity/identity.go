@@ -90,6 +90,9 @@ const (
 	// Prometheus is the region's monitoring: it scrapes every service over mutual TLS with this
 	// workload's certificate and serves its own API to SRE persons only.
 	Prometheus = "prometheus"
+	// Gateway is the break-glass gateway (admin/cmd/gateway): SREs' only path into hosted
+	// clusters. It runs beside the admin API, under its own service account.
+	Gateway = "gateway"
 )
 
 // Workloads lists the region's workloads whose certificates carry a SPIFFE ID.
@@ -99,6 +102,7 @@ func Workloads() []Workload {
 		{Backend, "openhcp-backend", "backend"},
 		{ClusterService, "openhcp-cluster-service", "cluster-service"},
 		{SRE, "openhcp-admin", "admin"},
+		{Gateway, "openhcp-admin", "gateway"},
 		{MaestroServer, "openhcp-maestro", "maestro-server"},
 		{MaestroAgent, "maestro", "maestro-agent"},
 		{Prometheus, "monitoring", "prometheus"},

@@ -106,7 +106,7 @@ func TestWorkloadsMatchConfig(t *testing.T) {
 	}
 	for name, key := range map[string]string{
 		Frontend: "frontend", Backend: "backend", ClusterService: "clusterService", SRE: "admin", MaestroServer: "maestro",
-		Prometheus: "prometheus",
+		Prometheus: "prometheus", Gateway: "gateway",
 	} {
 		id, _ := Of(name, DefaultTrustDomain)
 		c, ok := inConfig[key]

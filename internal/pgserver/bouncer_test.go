@@ -2,10 +2,7 @@ package pgserver_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 // startBouncer puts a bouncer for othersvc and frontend, each on its own database, in front of c.
@@ -175,26 +173,20 @@ func TestBouncerCarriesListenNotify(t *testing.T) {
 }
 
 // servedSerial is the serial of the certificate a PostgreSQL-protocol server at port presents
-// after an SSLRequest.
-func servedSerial(port int) (string, error) {
-	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 10*time.Second)
+// after an SSLRequest, verified by the region's service CA.
+func servedSerial(c *secureCluster, port int) (string, error) {
+	files := tlsconfig.Files{CA: c.pki.CAFile}
+	cfg, err := files.Client("127.0.0.1")
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	// SSLRequest: length 8, code 80877103.
-	if _, err := conn.Write([]byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tc, err := pgserver.DialTLS(ctx, fmt.Sprintf("127.0.0.1:%d", port), cfg)
+	if err != nil {
 		return "", err
 	}
-	answer := make([]byte, 1)
-	if _, err := io.ReadFull(conn, answer); err != nil || answer[0] != 'S' {
-		return "", fmt.Errorf("SSLRequest answered %q: %v", answer, err)
-	}
-	tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true})
-	if err := tc.Handshake(); err != nil {
-		return "", err
-	}
+	defer tc.Close()
 	return tc.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
 }
 
@@ -204,7 +196,7 @@ func servedSerial(port int) (string, error) {
 func TestRenewedCertificateIsServedWithoutARestart(t *testing.T) {
 	c := startSecure(t)
 	b := startBouncer(t, c)
-	before, err := servedSerial(b.Port)
+	before, err := servedSerial(c, b.Port)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +214,7 @@ func TestRenewedCertificateIsServedWithoutARestart(t *testing.T) {
 	want := renewed.SerialNumber.String()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		got, err := servedSerial(b.Port)
+		got, err := servedSerial(c, b.Port)
 		if err == nil && got == want {
 			break
 		}
@@ -231,7 +223,7 @@ func TestRenewedCertificateIsServedWithoutARestart(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if got, err := servedSerial(c.pg.Port); err != nil || got != want {
+	if got, err := servedSerial(c, c.pg.Port); err != nil || got != want {
 		t.Fatalf("PostgreSQL serves %s (%v), want %s", got, err, want)
 	}
 	conn, err := connectVia(ctx, b, "othersvc", c.passwords["othersvc"], "other", "verify-full", c.pki.CAFile)

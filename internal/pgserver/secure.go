@@ -17,6 +17,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/openhcp/openhcp/internal/atomicfile"
 )
 
 // hbaConf admits, in a secure cluster: the superuser over the Unix socket when the connecting OS
@@ -80,17 +82,10 @@ func (s *Server) copyTLS() error {
 
 // writeOwned replaces path with data, mode 0600, owned by the server's user.
 func (s *Server) writeOwned(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if s.cred == nil {
+		return atomicfile.Write(path, data, 0o600)
 	}
-	if err := s.chown(tmp); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteOwned(path, data, 0o600, int(s.cred.Uid), int(s.cred.Gid))
 }
 
 func (s *Server) chown(path string) error {
@@ -243,11 +238,10 @@ func writePassFile(path, role, db, password string, ports ...int) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write password file: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(line), 0o600); err != nil {
+	if err := atomicfile.Write(path, []byte(line), 0o600); err != nil {
 		return fmt.Errorf("write password file: %w", err)
 	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
 // NewPassword returns a random password of 43 URL-safe characters (256 bits).

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openhcp/openhcp/internal/atomicfile"
 	ident "github.com/openhcp/openhcp/internal/identity"
 )
 
@@ -160,7 +161,7 @@ func Create(dir string, o Options) (*Region, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := writeFile(c.file, ca.PEM, 0o644); err != nil {
+		if err := atomicfile.Write(c.file, ca.PEM, 0o644); err != nil {
 			return nil, err
 		}
 		r.cas[issuer], r.caName[issuer] = ca, c.name
@@ -329,10 +330,10 @@ func (r *Region) write(name string, s Spec, ca *Authority) error {
 		return err
 	}
 	f := r.files(name)
-	if err := writeFile(f.Key, iss.KeyPEM, 0o600); err != nil {
+	if err := atomicfile.Write(f.Key, iss.KeyPEM, 0o600); err != nil {
 		return err
 	}
-	return writeFile(f.Cert, iss.CertPEM, 0o644)
+	return atomicfile.Write(f.Cert, iss.CertPEM, 0o644)
 }
 
 // ReadCertificate parses the first certificate of a PEM file.
@@ -379,7 +380,7 @@ func (r *Region) RollCA(by Issuer, reload func(step string) error) error {
 	}
 	r.mu.Lock()
 	old := r.cas[by]
-	err = writeFile(r.CAFileOf(by), append(append([]byte{}, old.PEM...), next.PEM...), 0o644)
+	err = atomicfile.Write(r.CAFileOf(by), append(append([]byte{}, old.PEM...), next.PEM...), 0o644)
 	r.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("publish the new %s: %w", by, err)
@@ -406,7 +407,7 @@ func (r *Region) RollCA(by Issuer, reload func(step string) error) error {
 		return err
 	}
 	r.mu.Lock()
-	err = writeFile(r.CAFileOf(by), next.PEM, 0o644)
+	err = atomicfile.Write(r.CAFileOf(by), next.PEM, 0o644)
 	r.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("drop the old %s: %w", by, err)

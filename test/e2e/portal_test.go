@@ -257,33 +257,34 @@ func TestPortalInABrowser(t *testing.T) {
 	}
 	b.screenshot("sre-portal-audit.png")
 
-	// Break-glass: request a read-only credential for the cluster through the page's form (admin
-	// access waits for a second sre-admin's approval), see the kubeconfig shown once and the
-	// credential listed, then revoke it through its row's form.
+	// Break-glass: open a read-only session on the cluster through the page's form (admin
+	// access waits for a second sre-admin's approval), see where to use it (the gateway; no
+	// credential is ever shown) and the session listed, then revoke it through its row's form.
 	b.open(base + "/portal/breakglass")
 	b.eval(fmt.Sprintf(`(() => { const f = document.querySelector('#request');
 		f.querySelector('input[name=cluster]').value = %q; f.querySelector('select[name=access]').value = 'read-only';
 		f.querySelector('input[name=ttl]').value = '30m'; f.querySelector('input[name=reason]').value = %q;
 		f.querySelector('button').click(); return true })()`, c.GetId(), reason))
-	b.waitFor(`document.querySelector('#kubeconfig') !== null || document.querySelector('#error') !== null`)
+	b.waitFor(`document.querySelector('#opened') !== null || document.querySelector('#error') !== null`)
 	if e := b.eval(`document.querySelector('#error') ? document.querySelector('#error').innerText : ''`); e != "" {
-		t.Fatalf("the break-glass request form failed: %v", e)
+		t.Fatalf("the break-glass open form failed: %v", e)
 	}
-	issued := b.eval(`document.querySelector('#issued').innerText`).(string)
-	if !strings.Contains(issued, "system:sre-break-glass:alice") || !strings.Contains(issued, "openhcp:sre-break-glass:read-only") ||
-		!strings.Contains(b.eval(`document.querySelector('#kubeconfig').innerText`).(string), "client-certificate-data") {
-		t.Fatalf("the issued credential shows %q", issued)
+	opened := b.eval(`document.querySelector('#opened').innerText`).(string)
+	page := b.eval("document.body.innerText").(string)
+	if !strings.Contains(opened, "/sessions/") || !strings.Contains(opened, "openhcp:sre:read-only") || strings.Contains(page, "client-certificate-data") ||
+		strings.Contains(page, "BEGIN CERTIFICATE") {
+		t.Fatalf("the opened session shows %q", opened)
 	}
-	row := fmt.Sprintf(`[...document.querySelectorAll('#credentials tr')].find(r => r.innerText.includes(%q))`, c.GetId())
+	row := fmt.Sprintf(`[...document.querySelectorAll('#sessions tr')].find(r => r.innerText.includes(%q))`, c.GetId())
 	if got := b.eval(row + ` !== undefined`); got != true {
-		t.Fatalf("the credential is not listed:\n%v", b.eval("document.body.innerText"))
+		t.Fatalf("the session is not listed:\n%v", b.eval("document.body.innerText"))
 	}
 	b.screenshot("sre-portal-breakglass.png")
 	b.eval(fmt.Sprintf(`(() => { const f = %s.querySelector('form');
 		f.querySelector('input[name=reason]').value = %q; f.querySelector('button').click(); return true })()`, row, reason))
-	b.waitFor(`document.querySelector('#message') !== null && document.querySelector('#message').innerText.startsWith('Revocation')`)
+	b.waitFor(`document.querySelector('#message') !== null && document.querySelector('#message').innerText.startsWith('Session')`)
 	if got := b.eval(row + ` === undefined`); got != true {
-		t.Fatalf("the revoked credential is still listed as active:\n%v", b.eval("document.body.innerText"))
+		t.Fatalf("the revoked session is still listed as live:\n%v", b.eval("document.body.innerText"))
 	}
 	// The forms name what they acted on in the audit log (their paths do not): the request the
 	// cluster it asked for.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -16,12 +17,16 @@ import (
 func TestPprofOnMetricsPortOnly(t *testing.T) {
 	plain := &http.Client{Timeout: 30 * time.Second}
 	withToken := pprofmux.Client(region.Info.PprofTokenFile, 30*time.Second)
-	for _, svc := range []struct{ name, metrics string }{
+	services := []struct{ name, metrics string }{
 		{"frontend", region.Info.Frontend.MetricsURL},
 		{"backend", region.Info.Backend.MetricsURL},
 		{"cluster-service", region.Info.ClusterService.MetricsURL},
 		{"admin", region.Info.Admin.MetricsURL},
-	} {
+	}
+	for i, u := range region.Info.Gateway.MetricsURLs {
+		services = append(services, struct{ name, metrics string }{fmt.Sprintf("gateway-%d", i+1), u})
+	}
+	for _, svc := range services {
 		t.Run(svc.name+"/metrics-port", func(t *testing.T) {
 			base := strings.TrimSuffix(svc.metrics, "/metrics")
 			code, body := get(t, withToken, base+"/debug/pprof/goroutine?debug=1")

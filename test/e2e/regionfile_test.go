@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -38,6 +39,12 @@ func TestRegionFileDescribesTheRegion(t *testing.T) {
 		"cluster-service": info.ClusterService.MetricsURL,
 		"backend":         info.Backend.MetricsURL,
 		"maestro":         info.Maestro.MetricsURL,
+	}
+	if len(info.Gateway.URLs) != 2 || len(info.Gateway.MetricsURLs) != 2 {
+		t.Fatalf("region.json lists the gateway replicas %v (metrics %v), want 2", info.Gateway.URLs, info.Gateway.MetricsURLs)
+	}
+	for i, u := range info.Gateway.MetricsURLs {
+		metrics[fmt.Sprintf("gateway-%d", i+1)] = u
 	}
 	brokerLog, err := os.ReadFile(filepath.Join(info.LogDir, "mosquitto.log"))
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/mgmtclusters"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/admin/pkg/server"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
@@ -58,6 +59,9 @@ type options struct {
 	breakGlassTTL   server.BreakGlassTTL
 	// statementKeyFile signs the statements Cluster Service issues SRE credentials for.
 	statementKeyFile string
+	// sessionKeyFile seals break-glass sessions' credentials; gatewayURL is where SREs use them.
+	sessionKeyFile string
+	gatewayURL     string
 }
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
@@ -92,6 +96,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&mgmt, "management-kubeconfigs", "ADMIN_MANAGEMENT_KUBECONFIGS", "", "shard=kubeconfig,… : a read-only kubeconfig per management cluster, for shard health (/readyz) and must-gather's HostedCluster/NodePool objects and events (optional: without it, health is unknown)")
 	str(&o.statementKeyFile, "sre-statement-key", "ADMIN_SRE_STATEMENT_KEY", "",
 		"Ed25519 private key (PKCS#8 PEM, mode 0600) that signs the statement naming the SRE of each break-glass request; Cluster Service verifies it with the public key (--sre-statement-public-key) (optional: without it break-glass requests answer 503)")
+	str(&o.sessionKeyFile, "session-key-file", "ADMIN_SESSION_KEY_FILE", "",
+		"the region's break-glass session key (32 bytes base64, mode 0600), the same file as the gateway's --session-key-file: it seals each session's cluster credential in the database (optional: without it break-glass requests answer 503)")
+	str(&o.gatewayURL, "gateway-url", "ADMIN_GATEWAY_URL", "", "the break-glass gateway's public URL, https://host:port: sessions are used at <it>/sessions/<id> (required with --session-key-file)")
 	timeout := fs.Duration("timeout", 30*time.Second, "timeout of each call to another service")
 	ttl := server.DefaultBreakGlassTTL()
 	fs.DurationVar(&o.breakGlassTTL.Min, "breakglass-ttl-min", ttl.Min, "shortest SRE break-glass credential lifetime")
@@ -140,6 +147,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.maestroREST != "" && (o.maestroCert == "" || o.maestroKey == "") {
 		return nil, errors.New("--maestro-rest needs --maestro-cert and --maestro-key: Maestro's REST API admits only known client certificates")
+	}
+	if o.sessionKeyFile != "" && !strings.HasPrefix(o.gatewayURL, "https://") {
+		return nil, fmt.Errorf("invalid value %q for --gateway-url: --session-key-file needs the gateway's https:// URL", o.gatewayURL)
 	}
 	if o.timeout <= 0 {
 		return nil, fmt.Errorf("invalid value %s for --timeout: must be positive", o.timeout)
@@ -201,6 +211,17 @@ func run(o *options) error {
 	if err := approvals.Check(openCtx); err != nil {
 		return fmt.Errorf("--audit-db-dsn: %w", err)
 	}
+	var sessions *session.Store
+	if o.sessionKeyFile != "" {
+		key, err := session.ReadKeyFile(o.sessionKeyFile)
+		if err != nil {
+			return fmt.Errorf("--session-key-file: %w", err)
+		}
+		sessions = session.New(auditLog.Pool(), key)
+		if err := sessions.Check(openCtx); err != nil {
+			return fmt.Errorf("--audit-db-dsn: %w", err)
+		}
+	}
 	st, err := postgres.Open(openCtx, o.storeDSN, postgres.Options{ReadOnly: true, Logger: log})
 	if err != nil {
 		return fmt.Errorf("--db-dsn: %w", err)
@@ -218,7 +239,10 @@ func run(o *options) error {
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
 		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL, StatementKey: statementKey, Approvals: approvals,
-		Logger: log, Timeout: o.timeout, LogDir: o.logDir,
+		Logger: log, Timeout: o.timeout, LogDir: o.logDir, GatewayURL: o.gatewayURL,
+	}
+	if sessions != nil {
+		cfg.Sessions = sessions
 	}
 	if len(o.mgmtKubeconfigs) > 0 {
 		mc, err := mgmtclusters.New(o.mgmtKubeconfigs)

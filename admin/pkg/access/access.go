@@ -28,7 +28,7 @@ const (
 	// MustGather is a cluster's must-gather: its documents and every log line naming it.
 	MustGather Permission = "clusters.mustgather"
 	// Break-glass (docs/sre.md#break-glass): see SRE credentials, ask for a read-only one, ask for
-	// an admin (system:masters) one, approve another SRE's admin request, revoke them.
+	// an admin one, approve another SRE's admin request, revoke them.
 	ReadBreakGlass         Permission = "breakglass.read"
 	RequestBreakGlass      Permission = "breakglass.request"
 	RequestBreakGlassAdmin Permission = "breakglass.request-admin"

@@ -1,5 +1,5 @@
 // Package approval owns the two-person rule of admin break-glass: an sre-admin's request for a
-// system:masters credential waits until a different sre-admin approves it. Requests and
+// cluster-admin session waits until a different sre-admin approves it. Requests and
 // approvals live beside the audit log and, like it, are append-only for the service (Install
 // grants SELECT and INSERT only); the database itself refuses a self-approval.
 package approval

@@ -9,66 +9,72 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/approval"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 )
 
-// The two-person rule of admin break-glass (docs/sre.md#break-glass): an sre-admin's request for
-// a system:masters credential is recorded and waits; a different sre-admin approves it
-// (POST /admin/v1/breakglass-approve/{id}), which issues it at Cluster Service under a statement
-// naming both; the requester alone collects the kubeconfig (GET
-// /admin/v1/breakglass-kubeconfig/{id}).
+// The two-person rule of admin break-glass (docs/sre.md#break-glass): an sre-admin's admin
+// session is recorded and awaits; a different sre-admin approves it (POST
+// /admin/v1/breakglass-approve/{id}), which issues its credential at Cluster Service under a
+// statement naming both and activates the session. The credential stays with the session:
+// neither SRE ever receives it.
 
-// requestAdminBreakGlass records the caller's request for an admin credential on cluster. Its
-// ID is the credential's ID at Cluster Service once approved.
-func (s *Server) requestAdminBreakGlass(r *http.Request, cluster string, perm access.Permission, ttl time.Duration) (adminapi.BreakGlassCredential, error) {
+// requestAdminBreakGlass opens the caller's admin session on cluster, awaiting an approval.
+// Its ID is also the approval request's and, once approved, the credential's at Cluster Service.
+func (s *Server) requestAdminBreakGlass(r *http.Request, cluster string, perm access.Permission, ttl time.Duration) (adminapi.BreakGlassSession, error) {
 	id := identityFrom(r.Context())
 	if !id.May(perm) {
-		return adminapi.BreakGlassCredential{}, errorf(http.StatusForbidden, adminapi.CodeForbidden, "access",
-			"group %s may not request admin break-glass credentials (needs %s)", id.Group, perm)
+		return adminapi.BreakGlassSession{}, errorf(http.StatusForbidden, adminapi.CodeForbidden, "access",
+			"group %s may not open admin break-glass sessions (needs %s)", id.Group, perm)
 	}
-	if s.cfg.Approvals == nil {
-		return adminapi.BreakGlassCredential{}, errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no break-glass approval store, so admin credentials cannot be asked for")
+	if s.cfg.Approvals == nil || s.cfg.Sessions == nil {
+		return adminapi.BreakGlassSession{}, errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no break-glass approval or session store, so admin sessions cannot be opened")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	cl, _, err := s.findCluster(ctx, cluster)
 	if err != nil {
-		return adminapi.BreakGlassCredential{}, err
+		return adminapi.BreakGlassSession{}, err
 	}
 	req, err := s.cfg.Approvals.Add(ctx, approval.Request{ID: newCredentialID(), Person: id.Person, Group: id.Group, ClusterID: cl.GetId(),
 		TTLSeconds: int32(ttl / time.Second), Reason: auditReason(r), RequestID: requestIDFrom(r.Context())})
 	if err != nil {
-		return adminapi.BreakGlassCredential{}, err
+		return adminapi.BreakGlassSession{}, err
 	}
-	s.cfg.Logger.Info("admin break-glass requested; awaiting a second sre-admin", "requestId", requestIDFrom(r.Context()),
-		"credential_id", req.ID, "cluster_id", req.ClusterID, "person", req.Person)
-	return requestView(req), nil
+	// The session can be approved as long as its request can; the approval restarts its clock.
+	sess, err := s.cfg.Sessions.Open(ctx, session.Session{ID: req.ID, ClusterID: req.ClusterID, Person: req.Person, Group: req.Group,
+		Access: session.AccessAdmin, Reason: req.Reason, TTLSeconds: req.TTLSeconds, Expires: req.Expires}, nil)
+	if err != nil {
+		return adminapi.BreakGlassSession{}, err
+	}
+	s.cfg.Logger.Info("admin break-glass session opened; awaiting a second sre-admin", "requestId", requestIDFrom(r.Context()),
+		"session_id", sess.ID, "cluster_id", sess.ClusterID, "person", sess.Person)
+	return s.sessionView(sess, ""), nil
 }
 
-// requestView is an awaiting request in the admin API's credential form.
-func requestView(req approval.Request) adminapi.BreakGlassCredential {
-	exp := req.Expires
-	return adminapi.BreakGlassCredential{ID: req.ID, ClusterID: req.ClusterID, Person: req.Person, Access: adminapi.AccessAdmin,
-		Username: breakglass.SREUserPrefix + req.Person, Group: breakglass.SREGroups[csv1.SREAccess_SRE_ACCESS_ADMIN], State: adminapi.StateAwaitingApproval,
-		Message: "A second sre-admin must approve it: POST /admin/v1/breakglass-approve/" + req.ID, TTLSeconds: req.TTLSeconds,
-		Reason: req.Reason, CreateTime: req.At, ApproveBefore: &exp}
-}
-
-// pendingBreakGlass serves GET /admin/v1/breakglass-pending: the admin requests waiting for an
+// pendingBreakGlass serves GET /admin/v1/breakglass-pending: the admin sessions waiting for an
 // approval, oldest first.
 func (s *Server) pendingBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err := knownParams(r); err != nil {
 		return err
 	}
-	out := adminapi.BreakGlassList{Credentials: []adminapi.BreakGlassCredential{}}
-	if s.cfg.Approvals != nil {
+	out := adminapi.BreakGlassSessions{Sessions: []adminapi.BreakGlassSession{}}
+	if s.cfg.Approvals != nil && s.cfg.Sessions != nil {
 		reqs, err := s.cfg.Approvals.Pending(r.Context(), s.cfg.Now())
 		if err != nil {
 			return err
 		}
 		for _, req := range reqs {
-			out.Credentials = append(out.Credentials, requestView(req))
+			sess, err := s.cfg.Sessions.Get(r.Context(), req.ID)
+			if errors.Is(err, session.ErrNotFound) {
+				continue // a request of before sessions: nothing to approve into
+			}
+			if err != nil {
+				return err
+			}
+			if sess.StateAt(s.cfg.Now()) == session.AwaitingApproval {
+				out.Sessions = append(out.Sessions, s.sessionView(sess, ""))
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -76,98 +82,135 @@ func (s *Server) pendingBreakGlass(w http.ResponseWriter, r *http.Request) error
 }
 
 // approveBreakGlass serves POST /admin/v1/breakglass-approve/{id} {"reason"}: a second
-// sre-admin approves another's admin request, which is then issued at Cluster Service under a
-// statement naming the requester and the approver. The answer carries no kubeconfig: it is the
-// requester's.
+// sre-admin approves another's admin session. Its credential is then issued at Cluster Service
+// under a statement naming the requester and the approver, and the session becomes active
+// (200); if the management cluster has not signed it within the call, 202, and the session
+// becomes active when it is read next (GET /admin/v1/breakglass-sessions/{id}).
 func (s *Server) approveBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err := knownParams(r); err != nil {
 		return err
 	}
-	if s.cfg.Approvals == nil || s.cfg.Credentials == nil {
-		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no break-glass approval store or Cluster Service credentials client")
+	if s.cfg.Approvals == nil || s.cfg.Credentials == nil || s.cfg.Sessions == nil {
+		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no break-glass approval or session store or Cluster Service credentials client")
 	}
 	reqID := r.PathValue("id")
 	if !csIDRE.MatchString(reqID) {
-		return badRequest("id", "id must be a break-glass request ID (32 of [0-9a-v]), got %q", reqID)
+		return badRequest("id", "id must be a break-glass session ID (32 of [0-9a-v]), got %q", reqID)
 	}
 	approver := identityFrom(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
+	sess, err := s.cfg.Sessions.Get(ctx, reqID)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		return notFound(reqID, "no break-glass session %s", reqID)
+	case err != nil:
+		return err
+	case sess.StateAt(s.cfg.Now()) != session.AwaitingApproval:
+		return errorf(http.StatusConflict, "NotAwaitingApproval", reqID, "break-glass session %s is %s, not awaiting an approval", reqID, sess.StateAt(s.cfg.Now()))
+	}
 	req, err := s.cfg.Approvals.Approve(ctx, reqID, approval.Approval{Approver: approver.Person, Group: approver.Group, Reason: auditReason(r),
 		RequestID: requestIDFrom(r.Context())}, s.cfg.Now())
 	switch {
 	case errors.Is(err, approval.ErrNotFound):
-		return notFound(reqID, "no break-glass request %s", reqID)
+		return notFound(reqID, "no break-glass session %s", reqID)
 	case errors.Is(err, approval.ErrSelfApproval):
-		return errorf(http.StatusForbidden, adminapi.CodeForbidden, "id", "%s cannot approve their own break-glass request %s: a second sre-admin must", approver.Person, reqID)
+		return errorf(http.StatusForbidden, adminapi.CodeForbidden, "id", "%s cannot approve their own break-glass session %s: a second sre-admin must", approver.Person, reqID)
 	case errors.Is(err, approval.ErrAlreadyApproved):
-		return errorf(http.StatusConflict, "AlreadyApproved", reqID, "break-glass request %s is already approved", reqID)
+		return errorf(http.StatusConflict, "AlreadyApproved", reqID, "break-glass session %s is already approved", reqID)
 	case errors.Is(err, approval.ErrExpired):
-		return errorf(http.StatusConflict, "Expired", reqID, "break-glass request %s waited more than %s for an approval; the requester asks again", reqID, approval.Window)
+		return errorf(http.StatusConflict, "Expired", reqID, "break-glass session %s waited more than %s for an approval; the requester opens a new one", reqID, approval.Window)
 	case err != nil:
 		return err
 	}
-	sre := &csv1.SRECredential{Person: req.Person, Access: csv1.SREAccess_SRE_ACCESS_ADMIN, ValiditySeconds: req.TTLSeconds, Reason: req.Reason,
-		Approver: approver.Person}
-	statement, err := s.statement(r.Context(), access.Identity{Person: req.Person, Group: req.Group}, req.ID, req.ClusterID, sre)
+	sre := adminSRECredential(req)
+	statement := func() (*csv1.SignedSREStatement, error) {
+		return s.statement(r.Context(), access.Identity{Person: req.Person, Group: req.Group}, req.ID, req.ClusterID, sre)
+	}
+	signed, err := statement()
 	if err != nil {
 		return err
 	}
-	cred, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: req.ID, ClusterId: req.ClusterID, Sre: sre, SreStatement: statement})
+	cred, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: req.ID, ClusterId: req.ClusterID, Sre: sre, SreStatement: signed})
 	if err != nil {
 		return upstream("request break-glass credential", req.ClusterID, err)
 	}
-	s.cfg.Logger.Info("admin break-glass approved and requested", "requestId", requestIDFrom(r.Context()), "credential_id", req.ID,
+	s.cfg.Logger.Info("admin break-glass session approved; credential requested", "requestId", requestIDFrom(r.Context()), "session_id", req.ID,
 		"cluster_id", req.ClusterID, "person", req.Person, "approver", approver.Person)
-	view, issued, err := s.waitIssued(ctx, cred, nil)
+	cred, err = s.waitKubeconfig(ctx, cred, statement)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusGatewayTimeout {
+		writeJSON(w, http.StatusAccepted, s.sessionView(sess, approver.Person))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	code := http.StatusOK
-	if !issued {
-		code = http.StatusAccepted
+	sess, err = s.cfg.Sessions.Activate(ctx, req.ID, []byte(cred.GetKubeconfig()), cred.GetStatus().GetExpirationTime().AsTime())
+	if err != nil {
+		return err
 	}
-	writeJSON(w, code, view)
+	writeJSON(w, http.StatusOK, s.sessionView(sess, approver.Person))
 	return nil
 }
 
-// collectBreakGlass serves GET /admin/v1/breakglass-kubeconfig/{id}: the requester's approved
-// admin credential with its kubeconfig. Anyone else's request is 404, as an unknown one.
-func (s *Server) collectBreakGlass(w http.ResponseWriter, r *http.Request) error {
+// adminSRECredential is what an approved admin session's credential says to Cluster Service.
+func adminSRECredential(req approval.Request) *csv1.SRECredential {
+	return &csv1.SRECredential{Person: req.Person, Access: csv1.SREAccess_SRE_ACCESS_ADMIN, ValiditySeconds: req.TTLSeconds, Reason: req.Reason,
+		Approver: req.Approval.Approver}
+}
+
+// getBreakGlass serves GET /admin/v1/breakglass-sessions/{id}: one session. An approved admin
+// session whose credential was not signed during its approval is activated here once it is.
+func (s *Server) getBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err := knownParams(r); err != nil {
 		return err
 	}
-	if s.cfg.Approvals == nil || s.cfg.Credentials == nil {
-		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no break-glass approval store or Cluster Service credentials client")
+	if s.cfg.Sessions == nil {
+		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no break-glass session store")
 	}
-	reqID := r.PathValue("id")
+	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
-	req, err := s.cfg.Approvals.Get(ctx, reqID)
-	if errors.Is(err, approval.ErrNotFound) || (err == nil && req.Person != identityFrom(r.Context()).Person) {
-		return notFound(reqID, "no break-glass request %s of yours", reqID)
+	sess, err := s.cfg.Sessions.Get(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		return notFound(id, "no break-glass session %s", id)
 	}
 	if err != nil {
 		return err
 	}
-	if req.Approval == nil {
-		writeJSON(w, http.StatusAccepted, requestView(req))
-		return nil
+	approver := ""
+	if sess.Access == session.AccessAdmin && s.cfg.Approvals != nil {
+		req, err := s.cfg.Approvals.Get(ctx, id)
+		if err != nil && !errors.Is(err, approval.ErrNotFound) {
+			return err
+		}
+		if req.Approval != nil {
+			approver = req.Approval.Approver
+			if sess.StateAt(s.cfg.Now()) == session.AwaitingApproval && s.cfg.Credentials != nil {
+				sess, err = s.settle(ctx, r, sess, req)
+				if err != nil {
+					return err
+				}
+			}
+		}
 	}
-	sre := &csv1.SRECredential{Person: req.Person, Access: csv1.SREAccess_SRE_ACCESS_ADMIN, ValiditySeconds: req.TTLSeconds, Reason: req.Reason,
-		Approver: req.Approval.Approver}
-	statement, err := s.statement(r.Context(), access.Identity{Person: req.Person, Group: req.Group}, req.ID, req.ClusterID, sre)
-	if err != nil {
-		return err
-	}
-	cred, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: req.ID, IncludeKubeconfig: true, SreStatement: statement})
-	if err != nil {
-		return upstream("get break-glass credential", req.ID, err)
-	}
-	code := http.StatusOK
-	if cred.GetKubeconfig() == "" {
-		code = http.StatusAccepted
-	}
-	writeJSON(w, code, breakGlassView(cred))
+	writeJSON(w, http.StatusOK, s.sessionView(sess, approver))
 	return nil
+}
+
+// settle activates an approved admin session whose credential has been signed since.
+func (s *Server) settle(ctx context.Context, r *http.Request, sess session.Session, req approval.Request) (session.Session, error) {
+	signed, err := s.statement(r.Context(), access.Identity{Person: req.Person, Group: req.Group}, req.ID, req.ClusterID, adminSRECredential(req))
+	if err != nil {
+		return sess, err
+	}
+	cred, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: req.ID, IncludeKubeconfig: true, SreStatement: signed})
+	if err != nil {
+		return sess, upstream("get break-glass credential", req.ID, err)
+	}
+	if cred.GetStatus().GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED || cred.GetKubeconfig() == "" {
+		return sess, nil
+	}
+	return s.cfg.Sessions.Activate(ctx, sess.ID, []byte(cred.GetKubeconfig()), cred.GetStatus().GetExpirationTime().AsTime())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
@@ -62,8 +64,8 @@ var sreAccess = map[string]struct {
 	cs   csv1.SREAccess
 	perm access.Permission
 }{
-	adminapi.AccessReadOnly: {csv1.SREAccess_SRE_ACCESS_READ_ONLY, access.RequestBreakGlass},
-	adminapi.AccessAdmin:    {csv1.SREAccess_SRE_ACCESS_ADMIN, access.RequestBreakGlassAdmin},
+	session.AccessReadOnly: {csv1.SREAccess_SRE_ACCESS_READ_ONLY, access.RequestBreakGlass},
+	session.AccessAdmin:    {csv1.SREAccess_SRE_ACCESS_ADMIN, access.RequestBreakGlassAdmin},
 }
 
 func accessName(a csv1.SREAccess) string {
@@ -130,105 +132,115 @@ func newCredentialID() string {
 // issuePoll is how often a request looks whether its credential was issued.
 const issuePoll = 200 * time.Millisecond
 
-// requestBreakGlass serves POST /admin/v1/breakglass/{id...}: a credential for the calling SRE
-// on the cluster. It waits (up to the call timeout) for the management cluster to sign it and
-// answers 201 with the kubeconfig; if it is not signed by then, 202 with the credential (state
-// PENDING) and no kubeconfig.
+// requestBreakGlass serves POST /admin/v1/breakglass/{id...}: opens a break-glass session for
+// the calling SRE on the cluster. Read-only: the credential is obtained from Cluster Service at
+// once and kept, sealed, with the session (201, active). Admin: the session awaits a second
+// sre-admin's approval (202, approvals.go). The answer never carries the credential: the SRE
+// reaches the cluster through the gateway (docs/sre.md#break-glass).
 func (s *Server) requestBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err := knownParams(r); err != nil {
 		return err
 	}
-	if s.cfg.Credentials == nil {
-		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no Cluster Service credentials client")
+	if s.cfg.Credentials == nil || s.cfg.Sessions == nil {
+		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no Cluster Service credentials client or session store (--session-key-file)")
 	}
 	acc, perm, ttl, err := parseBreakGlassRequest(r, s.cfg.BreakGlassTTL)
 	if err != nil {
 		return err
 	}
-	// Admin access waits for a second sre-admin (approvals.go); read-only is issued at once.
+	var sess adminapi.BreakGlassSession
+	code := http.StatusCreated
 	if acc == csv1.SREAccess_SRE_ACCESS_ADMIN {
-		req, err := s.requestAdminBreakGlass(r, r.PathValue("id"), perm, ttl)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, http.StatusAccepted, req)
-		return nil
+		sess, err = s.requestAdminBreakGlass(r, r.PathValue("id"), perm, ttl)
+		code = http.StatusAccepted
+	} else {
+		sess, err = s.openReadOnlySession(r, r.PathValue("id"), acc, perm, ttl)
 	}
-	cred, issued, err := s.issueBreakGlass(r, r.PathValue("id"), acc, perm, ttl)
 	if err != nil {
 		return err
 	}
-	code := http.StatusCreated
-	if !issued {
-		code = http.StatusAccepted
-	}
-	writeJSON(w, code, cred)
+	writeJSON(w, code, sess)
 	return nil
 }
 
-// issueBreakGlass asks Cluster Service for the caller's credential on cluster and waits for it
-// to be signed; issued is false when it was not signed within the call timeout.
-func (s *Server) issueBreakGlass(r *http.Request, cluster string, acc csv1.SREAccess, perm access.Permission, ttl time.Duration) (_ adminapi.BreakGlassCredential, issued bool, _ error) {
+// openReadOnlySession asks Cluster Service for the caller's read-only credential on cluster,
+// waits for it to be signed, and opens an active session holding it.
+func (s *Server) openReadOnlySession(r *http.Request, cluster string, acc csv1.SREAccess, perm access.Permission, ttl time.Duration) (adminapi.BreakGlassSession, error) {
 	id := identityFrom(r.Context())
 	if !id.May(perm) {
-		return adminapi.BreakGlassCredential{}, false, errorf(http.StatusForbidden, adminapi.CodeForbidden, "access",
-			"group %s may not request %s break-glass credentials (needs %s)", id.Group, accessName(acc), perm)
+		return adminapi.BreakGlassSession{}, errorf(http.StatusForbidden, adminapi.CodeForbidden, "access",
+			"group %s may not open %s break-glass sessions (needs %s)", id.Group, accessName(acc), perm)
 	}
 	if acc != csv1.SREAccess_SRE_ACCESS_READ_ONLY {
 		// Admin access is issued only through a second SRE's approval (approveBreakGlass).
-		return adminapi.BreakGlassCredential{}, false, fmt.Errorf("issue %s break-glass without approval: refused", accessName(acc))
+		return adminapi.BreakGlassSession{}, fmt.Errorf("open %s break-glass session without approval: refused", accessName(acc))
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	cl, _, err := s.findCluster(ctx, cluster)
 	if err != nil {
-		return adminapi.BreakGlassCredential{}, false, err
+		return adminapi.BreakGlassSession{}, err
 	}
 	sre := &csv1.SRECredential{Person: id.Person, Access: acc, ValiditySeconds: int32(ttl / time.Second), Reason: auditReason(r)}
 	credID := newCredentialID()
-	statement, err := s.statement(r.Context(), id, credID, cl.GetId(), sre)
+	statement := func() (*csv1.SignedSREStatement, error) { return s.statement(r.Context(), id, credID, cl.GetId(), sre) }
+	signed, err := statement()
 	if err != nil {
-		return adminapi.BreakGlassCredential{}, false, err
+		return adminapi.BreakGlassSession{}, err
 	}
-	cred, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: credID, ClusterId: cl.GetId(), Sre: sre, SreStatement: statement})
+	cred, err := s.cfg.Credentials.RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: credID, ClusterId: cl.GetId(), Sre: sre, SreStatement: signed})
 	if err != nil {
-		return adminapi.BreakGlassCredential{}, false, upstream("request break-glass credential", cl.GetId(), err)
+		return adminapi.BreakGlassSession{}, upstream("request break-glass credential", cl.GetId(), err)
 	}
-	return s.waitIssued(ctx, cred, func() (*csv1.SignedSREStatement, error) { return s.statement(r.Context(), id, credID, cl.GetId(), sre) })
+	cred, err = s.waitKubeconfig(ctx, cred, statement)
+	if err != nil {
+		return adminapi.BreakGlassSession{}, err
+	}
+	sess, err := s.cfg.Sessions.Open(r.Context(), session.Session{ID: credID, ClusterID: cl.GetId(), Person: id.Person, Group: id.Group,
+		Access: session.AccessReadOnly, Reason: sre.GetReason(), TTLSeconds: sre.GetValiditySeconds(), Expires: cred.GetStatus().GetExpirationTime().AsTime()},
+		[]byte(cred.GetKubeconfig()))
+	if err != nil {
+		return adminapi.BreakGlassSession{}, err
+	}
+	s.cfg.Logger.Info("break-glass session opened", "requestId", requestIDFrom(r.Context()), "session_id", sess.ID, "cluster_id", sess.ClusterID,
+		"person", sess.Person, "access", sess.Access)
+	return s.sessionView(sess, ""), nil
 }
 
-// waitIssued polls cred until the management cluster signed it; issued is false when it was not
-// signed within ctx. With statement (a fresh signed statement for the credential, which Cluster
-// Service demands for an SRE's kubeconfig) the answer carries the kubeconfig.
-func (s *Server) waitIssued(ctx context.Context, cred *csv1.Credential, statement func() (*csv1.SignedSREStatement, error)) (_ adminapi.BreakGlassCredential, issued bool, _ error) {
-	for cred.GetStatus().GetState() == csv1.CredentialState_CREDENTIAL_STATE_PENDING {
+// waitKubeconfig waits (within ctx) until the management cluster signed cred and returns it
+// with its kubeconfig, which Cluster Service hands out only under a fresh signed statement. A
+// credential not signed in time is a 504; one that failed, a 409.
+func (s *Server) waitKubeconfig(ctx context.Context, cred *csv1.Credential, statement func() (*csv1.SignedSREStatement, error)) (*csv1.Credential, error) {
+	for {
+		switch cred.GetStatus().GetState() {
+		case csv1.CredentialState_CREDENTIAL_STATE_ISSUED:
+			if cred.GetKubeconfig() != "" {
+				return cred, nil
+			}
+		case csv1.CredentialState_CREDENTIAL_STATE_PENDING:
+		default:
+			return nil, errorf(http.StatusConflict, "CredentialNotIssued", cred.GetId(), "the credential of session %s on cluster %s was not issued: %s %s",
+				cred.GetId(), cred.GetClusterId(), stateName(cred.GetStatus().GetState().String()), cred.GetStatus().GetMessage())
+		}
 		select {
 		case <-ctx.Done():
-			return breakGlassView(cred), false, nil
+			return nil, errorf(http.StatusGatewayTimeout, "CredentialNotIssued", cred.GetId(),
+				"the management cluster did not sign the credential of session %s within %s; open a new session", cred.GetId(), s.cfg.Timeout)
 		case <-time.After(issuePoll):
 		}
-		get := &csv1.GetCredentialRequest{Id: cred.GetId()}
-		if statement != nil {
-			signed, err := statement()
-			if err != nil {
-				return adminapi.BreakGlassCredential{}, false, err
-			}
-			get.SreStatement, get.IncludeKubeconfig = signed, true
+		signed, err := statement()
+		if err != nil {
+			return nil, err
 		}
-		got, err := s.cfg.Credentials.GetCredential(ctx, get)
+		got, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: cred.GetId(), SreStatement: signed, IncludeKubeconfig: true})
 		if status.Code(err) == codes.DeadlineExceeded || ctx.Err() != nil {
-			return breakGlassView(cred), false, nil
+			continue
 		}
 		if err != nil {
-			return adminapi.BreakGlassCredential{}, false, upstream("read break-glass credential", cred.GetId(), err)
+			return nil, upstream("read break-glass credential", cred.GetId(), err)
 		}
 		cred = got
 	}
-	if cred.GetStatus().GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED {
-		return adminapi.BreakGlassCredential{}, false, errorf(http.StatusConflict, "CredentialNotIssued", cred.GetId(), "credential %s on cluster %s was not issued: %s %s",
-			cred.GetId(), cred.GetClusterId(), stateName(cred.GetStatus().GetState().String()), cred.GetStatus().GetMessage())
-	}
-	return breakGlassView(cred), true, nil
 }
 
 // statement signs what the admin API vouches for: that person (of group) asked for the SRE
@@ -246,30 +258,33 @@ func (s *Server) statement(ctx context.Context, id access.Identity, credID, clus
 	return signed, nil
 }
 
-// breakGlassView is the admin API's form of an SRE credential.
-func breakGlassView(c *csv1.Credential) adminapi.BreakGlassCredential {
-	st := c.GetStatus()
-	out := adminapi.BreakGlassCredential{ID: c.GetId(), ClusterID: c.GetClusterId(), Person: c.GetSre().GetPerson(),
-		Access: accessName(c.GetSre().GetAccess()), Username: st.GetUsername(), State: stateName(st.GetState().String()),
-		Message: st.GetMessage(), TTLSeconds: c.GetSre().GetValiditySeconds(), Reason: c.GetSre().GetReason(), Approver: c.GetSre().GetApprover(),
-		CreateTime: c.GetCreateTime().AsTime(), Kubeconfig: c.GetKubeconfig()}
-	out.Group = breakglass.SREGroups[c.GetSre().GetAccess()]
-	if st.GetExpirationTime() != nil {
-		t := st.GetExpirationTime().AsTime()
-		out.ExpirationTime = &t
+// sessionView is a session in the admin API's form; approver names an admin session's
+// approver when known.
+func (s *Server) sessionView(sess session.Session, approver string) adminapi.BreakGlassSession {
+	now := s.cfg.Now()
+	out := adminapi.BreakGlassSession{ID: sess.ID, ClusterID: sess.ClusterID, Person: sess.Person, Access: sess.Access, State: sess.StateAt(now),
+		Approver: approver, TTLSeconds: sess.TTLSeconds, Reason: sess.Reason, CreateTime: sess.Created, CloseTime: sess.ClosedAt, ClosedBy: sess.ClosedBy}
+	if acc, ok := sreAccess[sess.Access]; ok {
+		out.Group = breakglass.SREImpersonatedGroups[acc.cs]
+	}
+	exp := sess.Expires
+	switch out.State {
+	case session.AwaitingApproval:
+		out.ApproveBefore = &exp
+		out.Message = "A second sre-admin must approve it: hcpctl breakglass approve " + sess.ID
+	default:
+		out.ExpirationTime = &exp
+	}
+	if s.cfg.GatewayURL != "" {
+		out.GatewayURL = strings.TrimRight(s.cfg.GatewayURL, "/") + "/sessions/" + sess.ID
 	}
 	return out
 }
 
-// active reports whether a credential can still reach, or may soon reach, its cluster.
-func active(state csv1.CredentialState) bool {
-	return state == csv1.CredentialState_CREDENTIAL_STATE_PENDING || state == csv1.CredentialState_CREDENTIAL_STATE_ISSUED
-}
-
-// listBreakGlass serves GET /admin/v1/breakglass?cluster=&person=&all=: SRE credentials, active
-// ones (PENDING, ISSUED) unless all=true.
+// listBreakGlass serves GET /admin/v1/breakglass?cluster=&person=&all=: break-glass sessions,
+// live ones (awaiting approval, active) unless all=true, newest first.
 func (s *Server) listBreakGlass(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.breakGlassCredentials(r)
+	list, err := s.breakGlassSessions(r)
 	if err != nil {
 		return err
 	}
@@ -277,14 +292,14 @@ func (s *Server) listBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) breakGlassCredentials(r *http.Request) (adminapi.BreakGlassList, error) {
-	out := adminapi.BreakGlassList{Credentials: []adminapi.BreakGlassCredential{}}
+func (s *Server) breakGlassSessions(r *http.Request) (adminapi.BreakGlassSessions, error) {
+	out := adminapi.BreakGlassSessions{Sessions: []adminapi.BreakGlassSession{}}
 	q, err := parseBreakGlassQuery(r)
 	if err != nil {
 		return out, err
 	}
-	if s.cfg.Credentials == nil {
-		return out, errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no Cluster Service credentials client")
+	if s.cfg.Sessions == nil {
+		return out, errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no break-glass session store (--session-key-file)")
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
@@ -296,14 +311,12 @@ func (s *Server) breakGlassCredentials(r *http.Request) (adminapi.BreakGlassList
 		}
 		clusterID = cl.GetId()
 	}
-	resp, err := s.cfg.Credentials.ListCredentials(ctx, &csv1.ListCredentialsRequest{ClusterId: clusterID, SreOnly: true, Person: q.person})
+	list, err := s.cfg.Sessions.List(ctx, session.Filter{ClusterID: clusterID, Person: q.person, All: q.all, Now: s.cfg.Now()})
 	if err != nil {
-		return out, upstream("list break-glass credentials", clusterID, err)
+		return out, err
 	}
-	for _, c := range resp.GetCredentials() {
-		if q.all || active(c.GetStatus().GetState()) {
-			out.Credentials = append(out.Credentials, breakGlassView(c))
-		}
+	for _, sess := range list {
+		out.Sessions = append(out.Sessions, s.sessionView(sess, ""))
 	}
 	return out, nil
 }
@@ -336,40 +349,41 @@ func parseBreakGlassQuery(r *http.Request) (breakGlassQuery, error) {
 	return q, nil
 }
 
-// parseBreakGlassRevoke reads a revoke body: exactly one of credential and person.
+// parseBreakGlassRevoke reads a revoke body: exactly one of session and person.
 func parseBreakGlassRevoke(r *http.Request) (adminapi.BreakGlassRevoke, error) {
 	var body adminapi.BreakGlassRevoke
 	if err := decodeStrict(r, &body); err != nil {
 		return body, err
 	}
 	switch {
-	case (body.Credential == "") == (body.Person == ""):
-		return body, badRequest("credential", "send either \"credential\" (a credential ID) or \"person\" (every active credential of that SRE), not both and not neither")
+	case (body.Session == "") == (body.Person == ""):
+		return body, badRequest("session", "send either \"session\" (a session ID) or \"person\" (every live session of that SRE), not both and not neither")
 	case body.Person != "" && !personRE.MatchString(body.Person):
 		return body, badRequest("person", "person must be an SRE certificate's common name, got %q", body.Person)
-	case body.Credential != "" && !csIDRE.MatchString(body.Credential):
-		return body, badRequest("credential", "credential must be a credential ID (32 of [0-9a-v]), got %q", body.Credential)
+	case body.Session != "" && !csIDRE.MatchString(body.Session):
+		return body, badRequest("session", "session must be a session ID (32 of [0-9a-v]), got %q", body.Session)
 	}
 	return body, nil
 }
 
-// revokeBreakGlass serves POST /admin/v1/breakglass-revoke {"credential"|"person","reason"}.
-// HyperShift's break-glass signer cannot revoke one certificate: Cluster Service rotates the
-// cluster's SRE break-glass signer, which revokes every SRE credential of that cluster issued so
-// far; the customer's credentials have their own signer and are untouched
-// (docs/sre.md#break-glass). One revocation per cluster.
+// revokeBreakGlass serves POST /admin/v1/breakglass-revoke {"session"|"person","reason"}: the
+// sessions are revoked (the gateway refuses them and cuts their streams within seconds), and,
+// because HyperShift's break-glass signer cannot revoke one certificate, Cluster Service rotates
+// the SRE break-glass signer of each cluster concerned, which revokes every SRE credential of
+// that cluster issued so far; the customer's credentials have their own signer and are
+// untouched (docs/sre.md#break-glass). One rotation per cluster.
 func (s *Server) revokeBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err := knownParams(r); err != nil {
 		return err
 	}
-	if s.cfg.Credentials == nil {
-		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no Cluster Service credentials client")
+	if s.cfg.Credentials == nil || s.cfg.Sessions == nil {
+		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no Cluster Service credentials client or session store")
 	}
 	body, err := parseBreakGlassRevoke(r)
 	if err != nil {
 		return err
 	}
-	out, err := s.revokeBreakGlassCredentials(r.Context(), body)
+	out, err := s.revokeBreakGlassSessions(r.Context(), body, identityFrom(r.Context()).Person)
 	if err != nil {
 		return err
 	}
@@ -377,48 +391,101 @@ func (s *Server) revokeBreakGlass(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// revokeBreakGlassCredentials revokes body's credential, or every active one of body's person:
-// one revocation per cluster.
-func (s *Server) revokeBreakGlassCredentials(ctx context.Context, body adminapi.BreakGlassRevoke) (adminapi.BreakGlassRevocations, error) {
+// revokeBreakGlassSessions revokes body's session, or every live one of body's person, by
+// whom; then rotates the SRE signer of every cluster where one held a credential.
+func (s *Server) revokeBreakGlassSessions(ctx context.Context, body adminapi.BreakGlassRevoke, by string) (adminapi.BreakGlassRevocations, error) {
 	out := adminapi.BreakGlassRevocations{Revocations: []adminapi.BreakGlassRevocation{}}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	var creds []*csv1.Credential
-	if body.Credential != "" {
-		c, err := s.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: body.Credential})
+	var list []session.Session
+	if body.Session != "" {
+		sess, err := s.cfg.Sessions.Get(ctx, body.Session)
+		if errors.Is(err, session.ErrNotFound) {
+			return out, notFound(body.Session, "no break-glass session %s", body.Session)
+		}
 		if err != nil {
-			return out, upstream("get break-glass credential", body.Credential, err)
+			return out, err
 		}
-		if c.GetSre() == nil {
-			return out, notFound(body.Credential, "no SRE break-glass credential %s (a customer's credential is revoked through ARM's revokeCredentials)", body.Credential)
-		}
-		creds = append(creds, c)
+		list = append(list, sess)
 	} else {
-		resp, err := s.cfg.Credentials.ListCredentials(ctx, &csv1.ListCredentialsRequest{SreOnly: true, Person: body.Person})
-		if err != nil {
-			return out, upstream("list break-glass credentials", body.Person, err)
-		}
-		for _, c := range resp.GetCredentials() {
-			if active(c.GetStatus().GetState()) {
-				creds = append(creds, c)
-			}
+		var err error
+		if list, err = s.cfg.Sessions.List(ctx, session.Filter{Person: body.Person, Now: s.cfg.Now()}); err != nil {
+			return out, err
 		}
 	}
-	byCluster := map[string][]string{}
+	byCluster := map[string]*adminapi.BreakGlassRevocation{}
+	rotate := map[string]bool{}
 	var order []string
-	for _, c := range creds {
-		if _, seen := byCluster[c.GetClusterId()]; !seen {
-			order = append(order, c.GetClusterId())
+	for _, sess := range list {
+		_, err := s.cfg.Sessions.End(ctx, sess.ID, session.Revoked, by)
+		if err != nil && !errors.Is(err, session.ErrEnded) {
+			return out, err
 		}
-		byCluster[c.GetClusterId()] = append(byCluster[c.GetClusterId()], c.GetId())
+		if byCluster[sess.ClusterID] == nil {
+			byCluster[sess.ClusterID] = &adminapi.BreakGlassRevocation{ClusterID: sess.ClusterID, Sessions: []string{}}
+			order = append(order, sess.ClusterID)
+		}
+		byCluster[sess.ClusterID].Sessions = append(byCluster[sess.ClusterID].Sessions, sess.ID)
+		rotate[sess.ClusterID] = rotate[sess.ClusterID] || sess.HasCredential
 	}
 	for _, cluster := range order {
-		rev, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: newCredentialID(), ClusterId: cluster, Sre: true})
-		if err != nil {
-			return out, upstream("revoke break-glass credentials", cluster, err)
+		v := byCluster[cluster]
+		if rotate[cluster] {
+			rev, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: newCredentialID(), ClusterId: cluster, Sre: true})
+			if err != nil {
+				return out, upstream("revoke break-glass credentials", cluster, err)
+			}
+			v.RevocationID, v.State = rev.GetId(), stateName(rev.GetStatus().GetState().String())
 		}
-		out.Revocations = append(out.Revocations, adminapi.BreakGlassRevocation{ClusterID: cluster, RevocationID: rev.GetId(),
-			State: stateName(rev.GetStatus().GetState().String()), Credentials: byCluster[cluster]})
+		out.Revocations = append(out.Revocations, *v)
 	}
 	return out, nil
+}
+
+// closeBreakGlass serves POST /admin/v1/breakglass-close/{id} {"reason"}: the caller's own
+// session, or anyone's for a group that may revoke break-glass, is closed. The gateway refuses
+// it from the next request and cuts its open streams within seconds. Its credential is not
+// revoked at the cluster: only the gateway ever held it.
+func (s *Server) closeBreakGlass(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r); err != nil {
+		return err
+	}
+	if s.cfg.Sessions == nil {
+		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no break-glass session store")
+	}
+	id := r.PathValue("id")
+	if !csIDRE.MatchString(id) {
+		return badRequest("id", "id must be a session ID (32 of [0-9a-v]), got %q", id)
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if err := decodeStrict(r, &body); err != nil {
+		return err
+	}
+	caller := identityFrom(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	sess, err := s.cfg.Sessions.Get(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		return notFound(id, "no break-glass session %s", id)
+	}
+	if err != nil {
+		return err
+	}
+	if sess.Person != caller.Person && !caller.May(access.RevokeBreakGlass) {
+		return errorf(http.StatusForbidden, adminapi.CodeForbidden, "id", "session %s is %s's; group %s may close only its own (needs %s for another's)",
+			id, sess.Person, caller.Group, access.RevokeBreakGlass)
+	}
+	sess, err = s.cfg.Sessions.End(ctx, id, session.Closed, caller.Person)
+	if errors.Is(err, session.ErrEnded) {
+		return errorf(http.StatusConflict, "SessionEnded", id, "break-glass session %s has already ended", id)
+	}
+	if err != nil {
+		return err
+	}
+	s.cfg.Logger.Info("break-glass session closed", "requestId", requestIDFrom(r.Context()), "session_id", id, "cluster_id", sess.ClusterID,
+		"person", sess.Person, "closed_by", caller.Person)
+	writeJSON(w, http.StatusOK, s.sessionView(sess, ""))
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -87,6 +88,37 @@ func readyCluster(t *testing.T, e *env, id string) {
 	}
 }
 
+// sessionCredential opens what the session store keeps for session id: the sealed credential's
+// certificate, which only the gateway ever opens.
+func sessionCredential(t *testing.T, e *env, id string) *x509.Certificate {
+	t.Helper()
+	_, kubeconfig, err := e.sessions.Credential(context.Background(), id)
+	if err != nil || kubeconfig == nil {
+		t.Fatalf("credential of session %s: %v (none stored)", id, err)
+	}
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatalf("kubeconfig: %v", err)
+	}
+	auth := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
+	pair, err := tls.X509KeyPair(auth.ClientCertificateData, auth.ClientKeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+	return leaf
+}
+
+// noCredentialIn fails if an answer carries key material or a kubeconfig.
+func noCredentialIn(t *testing.T, b []byte) {
+	t.Helper()
+	for _, s := range []string{"PRIVATE KEY", "CERTIFICATE", "client-key-data", "kubeconfig", "LS0t"} {
+		if strings.Contains(string(b), s) {
+			t.Fatalf("an answer carries %q: %s", s, b)
+		}
+	}
+}
+
 func TestBreakGlass(t *testing.T) {
 	e := start(t)
 	clusterID, clusterARM, _ := seedCluster(t, e)
@@ -113,8 +145,9 @@ func TestBreakGlass(t *testing.T) {
 		{"unknown_cluster_is_404_naming_it", "alice", bg + "0000000000000000000000000000000v", `{"reason":"r"}`, 404, adminapi.CodeNotFound, "0000000000000000000000000000000v"},
 		{"list_filter_typo_is_400", "bob", "/admin/v1/breakglass?persn=bob", "", 400, adminapi.CodeInvalidRequest, "persn"},
 		{"readonly_may_not_revoke_403", "bob", "/admin/v1/breakglass-revoke", `{"person":"bob","reason":"r"}`, 403, adminapi.CodeForbidden, ""},
-		{"revoke_needs_one_selector", "alice", "/admin/v1/breakglass-revoke", `{"reason":"r"}`, 400, adminapi.CodeInvalidRequest, "credential"},
-		{"revoke_unknown_credential_is_404", "alice", "/admin/v1/breakglass-revoke", `{"credential":"0000000000000000000000000000000v","reason":"r"}`, 404, adminapi.CodeNotFound, "0000000000000000000000000000000v"},
+		{"revoke_needs_one_selector", "alice", "/admin/v1/breakglass-revoke", `{"reason":"r"}`, 400, adminapi.CodeInvalidRequest, "session"},
+		{"revoke_unknown_session_is_404", "alice", "/admin/v1/breakglass-revoke", `{"session":"0000000000000000000000000000000v","reason":"r"}`, 404, adminapi.CodeNotFound, "0000000000000000000000000000000v"},
+		{"close_unknown_session_is_404", "alice", "/admin/v1/breakglass-close/0000000000000000000000000000000v", `{"reason":"r"}`, 404, adminapi.CodeNotFound, "0000000000000000000000000000000v"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			method := "POST"
@@ -128,87 +161,84 @@ func TestBreakGlass(t *testing.T) {
 		})
 	}
 
-	request := func(t *testing.T, who, cluster, body string) adminapi.BreakGlassCredential {
+	open := func(t *testing.T, who, cluster, body string) adminapi.BreakGlassSession {
 		t.Helper()
 		code, ae, b := e.call(t, who, "POST", bg+strings.TrimPrefix(cluster, "/"), body)
-		var c adminapi.BreakGlassCredential
-		if code == http.StatusAccepted && json.Unmarshal(b, &c) == nil && c.State == adminapi.StateAwaitingApproval {
-			// Admin access: carol, a second sre-admin, approves; the requester collects it.
-			if code, ae, b := e.call(t, "carol", "POST", "/admin/v1/breakglass-approve/"+c.ID, `{"reason":"confirmed"}`); code != http.StatusOK {
+		noCredentialIn(t, b)
+		var s adminapi.BreakGlassSession
+		if code == http.StatusAccepted && json.Unmarshal(b, &s) == nil && s.State == adminapi.StateAwaitingApproval {
+			// Admin access: carol, a second sre-admin, approves; the session becomes active.
+			code, ae, b := e.call(t, "carol", "POST", "/admin/v1/breakglass-approve/"+s.ID, `{"reason":"confirmed"}`)
+			noCredentialIn(t, b)
+			if code != http.StatusOK || json.Unmarshal(b, &s) != nil {
 				t.Fatalf("approve: %d %+v %s", code, ae, b)
 			}
-			code, ae, b = e.call(t, who, "GET", "/admin/v1/breakglass-kubeconfig/"+c.ID, "")
-			if code != http.StatusOK || json.Unmarshal(b, &c) != nil {
-				t.Fatalf("collect: %d %+v %s", code, ae, b)
-			}
-			return c
+			return s
 		}
-		if code != http.StatusCreated || json.Unmarshal(b, &c) != nil {
-			t.Fatalf("request: %d %+v %s", code, ae, b)
+		if code != http.StatusCreated || json.Unmarshal(b, &s) != nil {
+			t.Fatalf("open: %d %+v %s", code, ae, b)
 		}
-		return c
+		return s
 	}
-	var bobs, alices adminapi.BreakGlassCredential
+	var bobs, alices adminapi.BreakGlassSession
 	for _, tc := range []struct {
-		name, who, cluster, body, group string
-		ttl                             time.Duration
-		out                             *adminapi.BreakGlassCredential
+		name, who, cluster, body, certGroup, group string
+		ttl                                        time.Duration
+		out                                        *adminapi.BreakGlassSession
 	}{
-		{"readonly_default_ttl_by_cs_id", "bob", clusterID, `{"reason":"look at pods"}`, "openhcp:sre-break-glass:read-only", time.Hour, &bobs},
-		{"admin_2h_by_arm_id", "alice", clusterARM, `{"access":"admin","ttl":"2h","reason":"fix etcd"}`, "system:masters", 2 * time.Hour, &alices},
+		{"readonly_default_ttl_by_cs_id", "bob", clusterID, `{"reason":"look at pods"}`, "openhcp:sre-break-glass:read-only", "openhcp:sre:read-only", time.Hour, &bobs},
+		{"admin_2h_by_arm_id_is_not_system_masters", "alice", clusterARM, `{"access":"admin","ttl":"2h","reason":"fix etcd"}`, "openhcp:sre-break-glass:admin", "openhcp:sre:admin", 2 * time.Hour, &alices},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := request(t, tc.who, tc.cluster, tc.body)
-			*tc.out = c
-			cfg, err := clientcmd.Load([]byte(c.Kubeconfig))
-			if err != nil {
-				t.Fatalf("kubeconfig: %v", err)
-			}
-			auth := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
-			pair, err := tls.X509KeyPair(auth.ClientCertificateData, auth.ClientKeyData)
-			if err != nil {
-				t.Fatal(err)
-			}
-			leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+			s := open(t, tc.who, tc.cluster, tc.body)
+			*tc.out = s
+			leaf := sessionCredential(t, e, s.ID)
 			wantCN := "system:sre-break-glass:" + tc.who
-			if leaf.Subject.CommonName != wantCN || len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != tc.group {
-				t.Fatalf("subject %s, want CN=%s O=%s", leaf.Subject, wantCN, tc.group)
+			if leaf.Subject.CommonName != wantCN || len(leaf.Subject.Organization) != 1 || leaf.Subject.Organization[0] != tc.certGroup {
+				t.Fatalf("subject %s, want CN=%s O=%s", leaf.Subject, wantCN, tc.certGroup)
 			}
 			if life := leaf.NotAfter.Sub(leaf.NotBefore); life != tc.ttl {
 				t.Fatalf("certificate lives %s, want %s", life, tc.ttl)
 			}
-			if c.Person != tc.who || c.Username != wantCN || c.Group != tc.group || c.State != "issued" || c.TTLSeconds != int32(tc.ttl/time.Second) ||
-				c.ExpirationTime == nil || !c.ExpirationTime.Equal(leaf.NotAfter) || c.ClusterID != clusterID {
-				t.Fatalf("credential %+v", c)
+			if s.Person != tc.who || s.Group != tc.group || s.State != adminapi.StateActive || s.TTLSeconds != int32(tc.ttl/time.Second) ||
+				s.ExpirationTime == nil || !s.ExpirationTime.Equal(leaf.NotAfter) || s.ClusterID != clusterID || s.GatewayURL != "https://gateway.test:8445/sessions/"+s.ID {
+				t.Fatalf("session %+v", s)
 			}
 		})
 	}
+	// The credential is sealed at rest: the database holds no certificate or key in the clear.
+	var sealed []byte
+	su, err := pgx.Connect(context.Background(), e.auditSU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer su.Close(context.Background())
+	if err := su.QueryRow(context.Background(), "SELECT credential FROM admin_breakglass_sessions WHERE id = $1", bobs.ID).Scan(&sealed); err != nil ||
+		len(sealed) == 0 || strings.Contains(string(sealed), "BEGIN") || strings.Contains(string(sealed), "apiVersion") {
+		t.Fatalf("stored credential of %s: %v %q", bobs.ID, err, sealed)
+	}
 
-	list := func(t *testing.T, query string) []adminapi.BreakGlassCredential {
+	list := func(t *testing.T, query string) []adminapi.BreakGlassSession {
 		t.Helper()
 		code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass"+query, "")
-		var l adminapi.BreakGlassList
+		var l adminapi.BreakGlassSessions
 		if code != 200 || json.Unmarshal(b, &l) != nil {
 			t.Fatalf("list: %d %+v %s", code, ae, b)
 		}
-		for _, c := range l.Credentials {
-			if c.Kubeconfig != "" {
-				t.Fatal("a list carries a kubeconfig")
-			}
-		}
-		return l.Credentials
+		noCredentialIn(t, b)
+		return l.Sessions
 	}
-	ids := func(cs []adminapi.BreakGlassCredential) string {
+	ids := func(ss []adminapi.BreakGlassSession) string {
 		var out []string
-		for _, c := range cs {
-			out = append(out, c.Person+":"+c.State)
+		for _, s := range ss {
+			out = append(out, s.Person+":"+s.State)
 		}
 		return strings.Join(out, ",")
 	}
 	for _, tc := range []struct{ query, want string }{
-		{"", "bob:issued,alice:issued"},
-		{"?person=alice", "alice:issued"},
-		{"?cluster=" + clusterARM, "bob:issued,alice:issued"},
+		{"", "alice:active,bob:active"},
+		{"?person=alice", "alice:active"},
+		{"?cluster=" + clusterARM, "alice:active,bob:active"},
 		{"?person=carol", ""},
 	} {
 		if got := ids(list(t, tc.query)); got != tc.want {
@@ -220,23 +250,39 @@ func TestBreakGlass(t *testing.T) {
 		t.Fatalf("unknown cluster filter: %d %+v", code, ae)
 	}
 
-	// Revoking alice's credential rotates the cluster's signer: every break-glass credential of
-	// the cluster is REVOKING at once, and none is active any more.
-	code, ae, b := e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"credential":"`+alices.ID+`","reason":"leaked in chat"}`,
+	// bob closes his own session; he may not close alice's.
+	if code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass-close/"+alices.ID, `{"reason":"mine?"}`); code != http.StatusForbidden {
+		t.Fatalf("bob closes alice's session: %d %+v %s", code, ae, b)
+	}
+	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass-close/"+bobs.ID, `{"reason":"done"}`)
+	var closed adminapi.BreakGlassSession
+	if code != 200 || json.Unmarshal(b, &closed) != nil || closed.State != adminapi.StateClosed || closed.ClosedBy != "bob" || closed.CloseTime == nil {
+		t.Fatalf("bob closes: %d %+v %s", code, ae, b)
+	}
+	if code, ae, _ := e.call(t, "bob", "POST", "/admin/v1/breakglass-close/"+bobs.ID, `{"reason":"again"}`); code != http.StatusConflict {
+		t.Fatalf("second close: %d %+v, want 409", code, ae)
+	}
+
+	// Revoking alice's session revokes it and rotates the cluster's signer: every SRE
+	// credential of the cluster is REVOKING at once.
+	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"session":"`+alices.ID+`","reason":"leaked in chat"}`,
 		adminapi.HeaderCorrelationID, "cid-bg-revoke")
 	var revs adminapi.BreakGlassRevocations
 	if code != 200 || json.Unmarshal(b, &revs) != nil || len(revs.Revocations) != 1 || revs.Revocations[0].ClusterID != clusterID ||
-		revs.Revocations[0].State != "revoking" || strings.Join(revs.Revocations[0].Credentials, ",") != alices.ID {
+		revs.Revocations[0].State != "revoking" || strings.Join(revs.Revocations[0].Sessions, ",") != alices.ID {
 		t.Fatalf("revoke: %d %+v %s", code, ae, b)
 	}
 	if got := ids(list(t, "")); got != "" {
-		t.Fatalf("active after revoke: %q", got)
+		t.Fatalf("live after revoke: %q", got)
 	}
-	// The audit record names the credential (the body's, as the route has no ID in its path).
+	if c, err := e.csdb.GetCredential(context.Background(), bobs.ID); err != nil || c.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_REVOKING {
+		t.Fatalf("bob's credential after the cluster's signer rotation: %v %v", c.Status.GetState(), err)
+	}
+	// The audit record names the session (the body's, as the route has no ID in its path).
 	if recs := e.lastAudit(t, audit.Filter{CorrelationID: "cid-bg-revoke"}); len(recs) != 2 || recs[0].Target != alices.ID || recs[1].Target != alices.ID {
 		t.Fatalf("audit of the revoke: %+v, want both records targeting %s", recs, alices.ID)
 	}
-	if got := ids(list(t, "?all=true")); got != "bob:revoking,alice:revoking" {
+	if got := ids(list(t, "?all=true")); got != "alice:revoked,bob:closed" {
 		t.Fatalf("all after revoke: %q", got)
 	}
 	// Nothing left to revoke for bob: an empty answer, no revocation.
@@ -248,7 +294,6 @@ func TestBreakGlass(t *testing.T) {
 	if recs := e.lastAudit(t, audit.Filter{CorrelationID: "cid-bg-revoke-bob"}); len(recs) != 2 || recs[0].Target != "bob" {
 		t.Fatalf("audit of the revoke by person: %+v, want target bob", recs)
 	}
-	_ = bobs
 }
 
 // TestBreakGlassTTLBounds: the bounds themselves are checked when the server starts.
@@ -318,10 +363,10 @@ func FuzzBreakGlassQuery(f *testing.F) {
 }
 
 // FuzzBreakGlassRevoke feeds arbitrary bodies to the revoke parser: no panic; a refusal is a
-// 400 naming its field; an accepted body has exactly one of a credential ID and a person.
+// 400 naming its field; an accepted body has exactly one of a session ID and a person.
 func FuzzBreakGlassRevoke(f *testing.F) {
-	for _, s := range []string{`{}`, `{"credential":"0123456789abcdefghijklmnopqrstuv","reason":"r"}`, `{"person":"alice"}`,
-		`{"person":"alice","credential":"0123456789abcdefghijklmnopqrstuv"}`, `{"person":"a b"}`, `{"credential":"X"}`, `{"person":7}`, `[`, ""} {
+	for _, s := range []string{`{}`, `{"session":"0123456789abcdefghijklmnopqrstuv","reason":"r"}`, `{"person":"alice"}`,
+		`{"person":"alice","session":"0123456789abcdefghijklmnopqrstuv"}`, `{"person":"a b"}`, `{"session":"X"}`, `{"person":7}`, `[`, ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
@@ -330,14 +375,14 @@ func FuzzBreakGlassRevoke(f *testing.F) {
 		if refusedWith400(t, err, body) {
 			return
 		}
-		if (b.Credential == "") == (b.Person == "") || (b.Person != "" && !personRE.MatchString(b.Person)) || (b.Credential != "" && !csIDRE.MatchString(b.Credential)) {
+		if (b.Session == "") == (b.Person == "") || (b.Person != "" && !personRE.MatchString(b.Person)) || (b.Session != "" && !csIDRE.MatchString(b.Session)) {
 			t.Fatalf("accepted %q as %+v", body, b)
 		}
 	})
 }
 
 // TestRevokingAPersonRevokesTheirBreakGlass: POST /admin/v1/revocations/{person} also revokes
-// the person's live break-glass credentials at Cluster Service, and says so in its answer.
+// the person's live sessions and rotates their clusters' SRE signers, and says so in its answer.
 func TestRevokingAPersonRevokesTheirBreakGlass(t *testing.T) {
 	e := start(t)
 	clusterID, _, _ := seedCluster(t, e)
@@ -348,13 +393,13 @@ func TestRevokingAPersonRevokesTheirBreakGlass(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-signed })
 
 	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
-	var bobs adminapi.BreakGlassCredential
-	if code != http.StatusCreated || json.Unmarshal(b, &bobs) != nil || bobs.State != "issued" {
-		t.Fatalf("request: %d %+v %s", code, ae, b)
+	var bobs adminapi.BreakGlassSession
+	if code != http.StatusCreated || json.Unmarshal(b, &bobs) != nil || bobs.State != adminapi.StateActive {
+		t.Fatalf("open: %d %+v %s", code, ae, b)
 	}
 	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/revocations/bob", `{"reason":"INC-7: laptop stolen"}`)
 	if code != 200 || !strings.Contains(string(b), bobs.ID) {
-		t.Fatalf("revoke bob: %d %+v %s, want the answer to name credential %s", code, ae, b, bobs.ID)
+		t.Fatalf("revoke bob: %d %+v %s, want the answer to name session %s", code, ae, b, bobs.ID)
 	}
 	c, err := e.csdb.GetCredential(context.Background(), bobs.ID)
 	if err != nil {
@@ -363,12 +408,15 @@ func TestRevokingAPersonRevokesTheirBreakGlass(t *testing.T) {
 	if st := c.Status.GetState(); st != csv1.CredentialState_CREDENTIAL_STATE_REVOKING && st != csv1.CredentialState_CREDENTIAL_STATE_REVOKED {
 		t.Fatalf("bob's credential after bob was revoked: %s", st)
 	}
+	if s, err := e.sessions.Get(context.Background(), bobs.ID); err != nil || s.State != "revoked" || s.ClosedBy != "alice" {
+		t.Fatalf("bob's session after bob was revoked: %+v %v", s, err)
+	}
 }
 
-// TestBreakGlassAdminNeedsASecondSRE: an admin (system:masters) credential is issued only once a
-// different sre-admin approved the request; read-only members get read-only access for a short
-// time only. Both the request and the approval are audited, and Cluster Service's own record
-// names the person and the approver.
+// TestBreakGlassAdminNeedsASecondSRE: an admin session becomes active only once a different
+// sre-admin approved it; until then the session holds no credential and Cluster Service has
+// none. Both acts are audited, and Cluster Service's own record names the person and the
+// approver. Neither SRE ever receives the credential.
 func TestBreakGlassAdminNeedsASecondSRE(t *testing.T) {
 	e := start(t)
 	clusterID, _, _ := seedCluster(t, e)
@@ -397,12 +445,15 @@ func TestBreakGlassAdminNeedsASecondSRE(t *testing.T) {
 	// alice asks for admin: nothing is issued yet.
 	code, ae, b := e.call(t, "alice", "POST", "/admin/v1/breakglass/"+clusterID, `{"access":"admin","ttl":"1h","reason":"INC-9: etcd defrag"}`,
 		adminapi.HeaderCorrelationID, "cid-bg-admin-request")
-	var req adminapi.BreakGlassCredential
-	if code != http.StatusAccepted || json.Unmarshal(b, &req) != nil || req.State != adminapi.StateAwaitingApproval || req.Kubeconfig != "" || req.ID == "" {
+	var req adminapi.BreakGlassSession
+	if code != http.StatusAccepted || json.Unmarshal(b, &req) != nil || req.State != adminapi.StateAwaitingApproval || req.ID == "" || req.ApproveBefore == nil {
 		t.Fatalf("admin request: %d %+v %s, want 202 awaiting approval", code, ae, b)
 	}
 	if _, err := e.csdb.GetCredential(context.Background(), req.ID); err == nil {
 		t.Fatal("Cluster Service has the credential before any approval")
+	}
+	if s, _, err := e.sessions.Credential(context.Background(), req.ID); err != nil || s.HasCredential || s.Live(time.Now()) {
+		t.Fatalf("session before approval: %+v %v", s, err)
 	}
 	if code, _, b := e.call(t, "bob", "GET", "/admin/v1/breakglass-pending", ""); code != 200 || !strings.Contains(string(b), req.ID) {
 		t.Fatalf("pending list: %d %s", code, b)
@@ -424,35 +475,28 @@ func TestBreakGlassAdminNeedsASecondSRE(t *testing.T) {
 			}
 		})
 	}
-	// Nobody but alice collects it, and not before it is issued.
-	if code, _, _ := e.call(t, "carol", "GET", "/admin/v1/breakglass-kubeconfig/"+req.ID, ""); code != 404 {
-		t.Fatalf("carol reads alice's kubeconfig: %d, want 404", code)
-	}
 
 	code, ae, b = e.call(t, "carol", "POST", approve, `{"reason":"INC-9 confirmed"}`, adminapi.HeaderCorrelationID, "cid-bg-approve")
-	var approved adminapi.BreakGlassCredential
-	if code != http.StatusOK || json.Unmarshal(b, &approved) != nil || approved.Kubeconfig != "" || approved.Person != "alice" || approved.Approver != "carol" ||
-		approved.Group != "system:masters" || approved.State != "issued" {
+	noCredentialIn(t, b)
+	var approved adminapi.BreakGlassSession
+	if code != http.StatusOK || json.Unmarshal(b, &approved) != nil || approved.Person != "alice" || approved.Approver != "carol" ||
+		approved.Group != "openhcp:sre:admin" || approved.State != adminapi.StateActive {
 		t.Fatalf("carol approves: %d %+v %s", code, ae, b)
 	}
 	if code, ae, _ := e.call(t, "carol", "POST", approve, `{"reason":"again"}`); code != http.StatusConflict {
 		t.Fatalf("second approval: %d %+v, want 409", code, ae)
 	}
-	code, ae, b = e.call(t, "alice", "GET", "/admin/v1/breakglass-kubeconfig/"+req.ID, "")
-	var mine adminapi.BreakGlassCredential
-	if code != 200 || json.Unmarshal(b, &mine) != nil || mine.Kubeconfig == "" {
-		t.Fatalf("alice collects: %d %+v %s", code, ae, b)
+	code, ae, b = e.call(t, "alice", "GET", "/admin/v1/breakglass-sessions/"+req.ID, "")
+	noCredentialIn(t, b)
+	var mine adminapi.BreakGlassSession
+	if code != 200 || json.Unmarshal(b, &mine) != nil || mine.State != adminapi.StateActive || mine.Approver != "carol" {
+		t.Fatalf("alice reads her session: %d %+v %s", code, ae, b)
 	}
-	cfg, err := clientcmd.Load([]byte(mine.Kubeconfig))
-	if err != nil {
-		t.Fatal(err)
+	leaf := sessionCredential(t, e, req.ID)
+	if leaf.Subject.CommonName != "system:sre-break-glass:alice" || leaf.Subject.Organization[0] != "openhcp:sre-break-glass:admin" {
+		t.Fatalf("certificate %v", leaf.Subject)
 	}
-	block, _ := pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
-	leaf, err := x509.ParseCertificate(block.Bytes)
-	if err != nil || leaf.Subject.CommonName != "system:sre-break-glass:alice" || leaf.Subject.Organization[0] != "system:masters" {
-		t.Fatalf("certificate %v %v", leaf.Subject, err)
-	}
-	// Both acts are in the admin audit log under the request's ID, and Cluster Service's
+	// Both acts are in the admin audit log under the session's ID, and Cluster Service's
 	// record names alice with carol as approver.
 	for _, cid := range []string{"cid-bg-admin-request", "cid-bg-approve"} {
 		if recs := e.lastAudit(t, audit.Filter{CorrelationID: cid}); len(recs) != 2 || recs[0].Status == 0 && recs[1].Status == 0 {

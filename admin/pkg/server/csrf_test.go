@@ -103,9 +103,9 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 	if code, _, body := e.call(t, "bob", "GET", "/admin/v1/shards", ""); code != 200 {
 		t.Fatalf("a forged revocation took effect: bob gets %d %s", code, body)
 	}
-	var list adminapi.BreakGlassList
-	if code, _, body := e.call(t, "alice", "GET", "/admin/v1/breakglass", ""); code != 200 || json.Unmarshal(body, &list) != nil || len(list.Credentials) != 0 {
-		t.Fatalf("a forged break-glass request minted a credential: %d %s", code, body)
+	var list adminapi.BreakGlassSessions
+	if code, _, body := e.call(t, "alice", "GET", "/admin/v1/breakglass", ""); code != 200 || json.Unmarshal(body, &list) != nil || len(list.Sessions) != 0 {
+		t.Fatalf("a forged break-glass request opened a session: %d %s", code, body)
 	}
 
 	t.Run("a_forged_breakglass_revoke_revokes_nothing", func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
 		t.Cleanup(func() { cancel(); <-signed })
 		code, _, body := e.call(t, "alice", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"incident","access":"read-only"}`)
-		var cred adminapi.BreakGlassCredential
+		var cred adminapi.BreakGlassSession
 		if code/100 != 2 || json.Unmarshal(body, &cred) != nil || cred.ID == "" {
 			t.Fatalf("hcpctl-style request: %d %s", code, body)
 		}
@@ -122,16 +122,16 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 			{"Content-Type", "text/plain", adminapi.HeaderClient, ""},
 			{"Origin", "https://evil.example"},
 		} {
-			if code, _, body := e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"credential":"`+cred.ID+`","reason":"forged"}`, hdr...); code != 403 {
+			if code, _, body := e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"session":"`+cred.ID+`","reason":"forged"}`, hdr...); code != 403 {
 				t.Fatalf("forged revoke %v: %d %s", hdr, code, body)
 			}
 		}
-		if code, _, body := e.call(t, "alice", "POST", "/portal/breakglass/revoke", "reason=forged&credential="+cred.ID, "Content-Type", form, "Origin", origin); code != 403 {
+		if code, _, body := e.call(t, "alice", "POST", "/portal/breakglass/revoke", "reason=forged&session="+cred.ID, "Content-Type", form, "Origin", origin); code != 403 {
 			t.Fatalf("forged portal revoke: %d %s", code, body)
 		}
 		code, _, body = e.call(t, "alice", "GET", "/admin/v1/breakglass", "")
 		if code != 200 || !strings.Contains(string(body), cred.ID) {
-			t.Fatalf("the credential was revoked by a forged call: %d %s", code, body)
+			t.Fatalf("the session was revoked by a forged call: %d %s", code, body)
 		}
 	})
 

@@ -38,10 +38,11 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := personRevocation{Revocation: rev}
-	// A revoked SRE's break-glass credentials reach hosted clusters without the admin API, so
-	// they are revoked too: the person first (no new call of theirs is served), then these.
-	if s.cfg.Credentials != nil {
-		bg, err := s.revokeBreakGlassCredentials(ctx, adminapi.BreakGlassRevoke{Person: person})
+	// A revoked SRE's break-glass sessions are revoked too (the gateway checks the revocation
+	// list as well), and their clusters' SRE signers rotated: the person first (no new call of
+	// theirs is served), then these.
+	if s.cfg.Credentials != nil && s.cfg.Sessions != nil {
+		bg, err := s.revokeBreakGlassSessions(ctx, adminapi.BreakGlassRevoke{Person: person}, identityFrom(r.Context()).Person)
 		if err != nil {
 			const msg = "%s is revoked, but revoking their break-glass credentials failed (repeat with POST /admin/v1/breakglass-revoke {\"person\"}): %s"
 			if ae := (*apiError)(nil); errors.As(err, &ae) {

@@ -40,8 +40,9 @@ func (s *Server) routes() []route {
 		{pattern: "GET /admin/v1/breakglass", perm: access.ReadBreakGlass, handle: s.listBreakGlass},
 		{pattern: "GET /admin/v1/breakglass-pending", perm: access.ReadBreakGlass, handle: s.pendingBreakGlass},
 		{pattern: "POST /admin/v1/breakglass-approve/{id}", perm: access.ApproveBreakGlass, target: pathValue("id"), mutates: true, handle: s.approveBreakGlass},
-		{pattern: "GET /admin/v1/breakglass-kubeconfig/{id}", perm: access.RequestBreakGlassAdmin, target: pathValue("id"), handle: s.collectBreakGlass},
-		{pattern: "POST /admin/v1/breakglass-revoke", perm: access.RevokeBreakGlass, mutates: true, bodyTarget: jsonTarget("credential", "person"), handle: s.revokeBreakGlass},
+		{pattern: "GET /admin/v1/breakglass-sessions/{id}", perm: access.ReadBreakGlass, target: pathValue("id"), handle: s.getBreakGlass},
+		{pattern: "POST /admin/v1/breakglass-close/{id}", perm: access.RequestBreakGlass, target: pathValue("id"), mutates: true, handle: s.closeBreakGlass},
+		{pattern: "POST /admin/v1/breakglass-revoke", perm: access.RevokeBreakGlass, mutates: true, bodyTarget: jsonTarget("session", "person"), handle: s.revokeBreakGlass},
 		// The SRE portal: pages over the same data, through the same middleware.
 		{pattern: "GET /portal/{$}", perm: access.ReadClusters, handle: s.portalFleet},
 		{pattern: "GET /portal/clusters/{id...}", perm: access.ReadClusters, target: pathValue("id"), handle: s.portalCluster},
@@ -51,7 +52,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /portal/audit", perm: access.ReadAudit, handle: s.portalAudit},
 		{pattern: "GET /portal/breakglass", perm: access.ReadBreakGlass, handle: s.portalBreakGlass},
 		{pattern: "POST /portal/breakglass/request", perm: access.RequestBreakGlass, mutates: true, bodyTarget: formTarget("cluster"), handle: s.portalRequestBreakGlass},
-		{pattern: "POST /portal/breakglass/revoke", perm: access.RevokeBreakGlass, mutates: true, bodyTarget: formTarget("credential"), handle: s.portalRevokeBreakGlass},
+		{pattern: "POST /portal/breakglass/revoke", perm: access.RevokeBreakGlass, mutates: true, bodyTarget: formTarget("session"), handle: s.portalRevokeBreakGlass},
 		// Every other path: identified and audited like the rest, then 404.
 		{pattern: "/", target: func(r *http.Request) string { return r.URL.Path }, handle: func(w http.ResponseWriter, r *http.Request) error {
 			return notFound(r.URL.Path, "no admin route %s %s", r.Method, r.URL.Path)

@@ -27,6 +27,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore"
 )
@@ -73,6 +74,12 @@ type Config struct {
 	// Approvals holds admin break-glass requests until a second sre-admin approves them; nil:
 	// admin break-glass requests answer 503.
 	Approvals Approvals
+	// Sessions holds break-glass sessions and their sealed credentials (session.Store); nil:
+	// the break-glass routes answer 503.
+	Sessions Sessions
+	// GatewayURL is the break-glass gateway's public URL (https://host:port): sessions are
+	// reached at GatewayURL/sessions/<id>.
+	GatewayURL string
 	// BreakGlassTTL bounds SRE break-glass credentials (zero: DefaultBreakGlassTTL).
 	BreakGlassTTL BreakGlassTTL
 	// Maestro may be nil: describe then says the bundles are unavailable.
@@ -99,6 +106,15 @@ type Approvals interface {
 	Get(ctx context.Context, id string) (approval.Request, error)
 	Pending(ctx context.Context, now time.Time) ([]approval.Request, error)
 	Approve(ctx context.Context, id string, a approval.Approval, now time.Time) (approval.Request, error)
+}
+
+// Sessions is the break-glass session store (session.Store).
+type Sessions interface {
+	Open(ctx context.Context, s session.Session, kubeconfig []byte) (session.Session, error)
+	Activate(ctx context.Context, id string, kubeconfig []byte, expires time.Time) (session.Session, error)
+	End(ctx context.Context, id, state, by string) (session.Session, error)
+	Get(ctx context.Context, id string) (session.Session, error)
+	List(ctx context.Context, f session.Filter) ([]session.Session, error)
 }
 
 // Server serves the admin API.

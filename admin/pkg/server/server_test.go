@@ -26,6 +26,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/authz"
 	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
@@ -56,6 +57,8 @@ type env struct {
 	csdb *csstore.Store
 	// auditSU is the audit database's DSN as its superuser, for tests that break its grants.
 	auditSU string
+	// sessions is the break-glass session store, to read what a session holds.
+	sessions *session.Store
 }
 
 // start starts the admin API over real parts; opts change its Config before New.
@@ -80,6 +83,9 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 		t.Fatal(err)
 	}
 	if err := approval.Install(ctx, su, "adminsvc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := session.Install(ctx, su, "adminsvc"); err != nil {
 		t.Fatal(err)
 	}
 	su.Close(ctx)
@@ -161,7 +167,15 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	if err := revs.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Audit: log, Revocations: revs, Store: docs, Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
+	sessionKey, err := session.NewKey(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := session.New(log.Pool(), sessionKey)
+	if err := sessions.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Audit: log, Revocations: revs, Store: docs, Sessions: sessions, GatewayURL: "https://gateway.test:8445", Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn), LogDir: logDir,
 		Credentials: csv1.NewCredentialsClient(conn), StatementKey: statementKey, Approvals: approvals}
 	for _, o := range opts {
@@ -187,7 +201,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	}
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return &env{url: ts.URL, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(feConn), pools: csv1.NewNodePoolsClient(feConn), docs: docs, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN}
+	return &env{url: ts.URL, sessions: sessions, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(feConn), pools: csv1.NewNodePoolsClient(feConn), docs: docs, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN}
 }
 
 // as returns an HTTP client presenting identity's certificate ("" for none).

@@ -102,9 +102,9 @@ type SREAccess int32
 
 const (
 	SREAccess_SRE_ACCESS_UNSPECIFIED SREAccess = 0
-	// READ_ONLY: the certificate's organisation is a group the hosted cluster grants view only.
+	// READ_ONLY: the certificate's organisation is openhcp:sre-break-glass:read-only, which may only impersonate the SRE in openhcp:sre:read-only.
 	SREAccess_SRE_ACCESS_READ_ONLY SREAccess = 1
-	// ADMIN: the certificate's organisation is system:masters.
+	// ADMIN: the certificate's organisation is openhcp:sre-break-glass:admin, which may only impersonate the SRE in openhcp:sre:admin.
 	SREAccess_SRE_ACCESS_ADMIN SREAccess = 2
 )
 

@@ -38,12 +38,25 @@ const (
 const SREUserPrefix = "system:sre-break-glass:"
 
 // SREGroups maps an SRE credential's access to the certificate's organisation (kube group).
-// ADMIN is system:masters like a customer's credential. READ_ONLY's group must be bound to the
-// view ClusterRole on the hosted cluster; OpenHCP does not create that binding yet (the
-// simulator serves no hosted kube-apiserver to create it in), see docs/sre.md#break-glass.
+// Neither is system:masters: SRE certificates are held by the break-glass gateway only, and
+// their groups are bound to nothing but impersonation, of the SRE person with the matching
+// SREImpersonatedGroups group (docs/sre.md#break-glass).
 var SREGroups = map[csv1.SREAccess]string{
 	csv1.SREAccess_SRE_ACCESS_READ_ONLY: "openhcp:sre-break-glass:read-only",
-	csv1.SREAccess_SRE_ACCESS_ADMIN:     Group,
+	csv1.SREAccess_SRE_ACCESS_ADMIN:     "openhcp:sre-break-glass:admin",
+}
+
+// The kube groups the gateway impersonates for an SRE session (Impersonate-Group), by access:
+// admin is bound to cluster-admin, read-only to get/list/watch on everything but secrets.
+const (
+	SREImpersonatedGroupReadOnly = "openhcp:sre:read-only"
+	SREImpersonatedGroupAdmin    = "openhcp:sre:admin"
+)
+
+// SREImpersonatedGroups maps an SRE session's access to the group the gateway impersonates.
+var SREImpersonatedGroups = map[csv1.SREAccess]string{
+	csv1.SREAccess_SRE_ACCESS_READ_ONLY: SREImpersonatedGroupReadOnly,
+	csv1.SREAccess_SRE_ACCESS_ADMIN:     SREImpersonatedGroupAdmin,
 }
 
 // ValidPerson reports whether person can name an SRE in a certificate subject: 1 to 128 of

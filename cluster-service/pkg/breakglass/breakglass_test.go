@@ -162,7 +162,7 @@ func TestNewSRERequest(t *testing.T) {
 		wantO        string
 		ok           bool
 	}{
-		{"admin", "alice", csv1.SREAccess_SRE_ACCESS_ADMIN, "system:masters", true},
+		{"admin_is_not_system_masters", "alice", csv1.SREAccess_SRE_ACCESS_ADMIN, "openhcp:sre-break-glass:admin", true},
 		{"read_only", "bob.smith@example", csv1.SREAccess_SRE_ACCESS_READ_ONLY, "openhcp:sre-break-glass:read-only", true},
 		{"unspecified_access", "alice", csv1.SREAccess_SRE_ACCESS_UNSPECIFIED, "", false},
 		{"empty_person", "", csv1.SREAccess_SRE_ACCESS_ADMIN, "", false},

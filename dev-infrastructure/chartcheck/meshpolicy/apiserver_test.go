@@ -10,6 +10,7 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -69,7 +70,8 @@ func TestRenderedPolicyIsAcceptedByTheAPIServer(t *testing.T) {
 	applied := 0
 	for c, manifests := range rendered {
 		ns := cfg.Identities[c.self].Namespace
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		// Two workloads may share a namespace (the admin API and the gateway).
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 		want, err := Decode(manifests)

@@ -40,6 +40,8 @@ var matrix = []edge{
 	{"clusterService", "prometheus", []string{"metrics"}, "--metrics-listen"},
 	{"admin", "sreIngress", []string{"https"}, "SREs (hcpctl, portal): the ops gateway passes TLS through to --listen"},
 	{"admin", "prometheus", []string{"metrics"}, "--metrics-listen"},
+	{"gateway", "sreIngress", []string{"https"}, "SREs' kubectl (hcpctl's break-glass kubeconfig): the ops gateway passes TLS through to --listen"},
+	{"gateway", "prometheus", []string{"metrics"}, "--metrics-listen"},
 	{"maestro", "clusterService", []string{"grpc", "https"}, "cluster-service --maestro-grpc and --maestro-rest"},
 	{"maestro", "admin", []string{"https"}, "admin --maestro-rest"},
 	{"maestro", "prometheus", []string{"metrics"}, "--metrics-server-bindport"},
@@ -51,6 +53,7 @@ var serviceCharts = map[string]string{
 	"backend":        "backend",
 	"clusterService": "cluster-service",
 	"admin":          "admin",
+	"gateway":        "gateway",
 	"maestro":        "maestro-server",
 }
 

@@ -22,7 +22,7 @@ import (
 
 // TestDeployedRegionLifecycleSurvivesAHelmUpgrade is make deploy's end-to-end test: the region
 // with the service cluster's charts (Maestro server, Cluster Service, backend, frontend, admin
-// API) and its management cluster's charts installed by Helm on the real node, PostgreSQL and
+// API, break-glass gateway) and its management cluster's charts installed by Helm on the real node, PostgreSQL and
 // the broker on the host. An ARM create sent to the Helm-deployed frontend must reach Succeeded
 // with the HostedCluster made by the pods on the node; a helm upgrade of every chart to a new
 // image revision while that create is in flight must roll the Deployments without failing it;
@@ -169,15 +169,31 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if err := d.Cluster.Upgrade(ctx, variantDir); err != nil {
 		t.Fatal(err)
 	}
-	rolled := map[string]string{agentNamespace: "maestro", simNamespace: "hypershift-sim"}
-	for name, ns := range d.Services.Namespaces() {
-		rolled[ns] = workloads[name].image
+	// Each workload's pods (by namespace and, where two share one, the chart's name label) and
+	// the image they must run.
+	type pods struct{ namespace, selector, image string }
+	rolled := []pods{{agentNamespace, "", "maestro"}, {simNamespace, "", "hypershift-sim"}}
+	shared := map[string]int{}
+	for _, ns := range d.Services.Namespaces() {
+		shared[ns]++
 	}
-	for ns, img := range rolled {
+	for name, ns := range d.Services.Namespaces() {
+		p := pods{ns, "", workloads[name].image}
+		if shared[ns] > 1 {
+			p.selector = "app.kubernetes.io/name=" + name // service-base.selector
+		}
+		rolled = append(rolled, p)
+	}
+	for _, p := range rolled {
+		want := vm.Images[p.image].DigestRef()
+		args := []string{"get", "pods", "-n", p.namespace, "-o", "jsonpath={.items[*].spec.containers[0].image}"}
+		if p.selector != "" {
+			args = append(args, "-l", p.selector)
+		}
 		// helm --wait returns once the new pods are ready; the old ones may still be terminating.
-		waitFor(t, 2*time.Minute, "only "+vm.Images[img].DigestRef()+" in "+ns, func() error {
-			got, err := kubectl("get", "pods", "-n", ns, "-o", "jsonpath={.items[*].spec.containers[0].image}")
-			if err != nil || got != vm.Images[img].DigestRef() {
+		waitFor(t, 2*time.Minute, "only "+want+" in "+p.namespace+" "+p.selector, func() error {
+			got, err := kubectl(args...)
+			if err != nil || strings.Trim(strings.ReplaceAll(got, want, ""), " ") != "" || got == "" {
 				return fmt.Errorf("pods run %q (%v)", got, err)
 			}
 			return nil

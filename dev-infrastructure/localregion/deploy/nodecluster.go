@@ -112,6 +112,16 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 		"--from-file=ca.crt="+env.PKI.CAFile, "--from-file=tls.crt="+agent.Cert, "--from-file=tls.key="+agent.Key); err != nil {
 		return info, err
 	}
+	// The agent's HTTPS serving certificate (health, /metrics), so a scrape can verify it by the
+	// region CA and the Service name (the chart's servingCert.secret).
+	serving, err := c.agentServingCert(env.PKI)
+	if err != nil {
+		return info, err
+	}
+	if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", "maestro-agent-serving", "-n", agentNamespace,
+		"--from-file=ca.crt="+env.PKI.CAFile, "--from-file=tls.crt="+serving.Cert, "--from-file=tls.key="+serving.Key); err != nil {
+		return info, err
+	}
 	for _, rel := range c.Releases(env, broker, c.ImagesDir) {
 		env.Step("helm install %s (%s) into namespace %s", rel.Name, rel.Chart, rel.Namespace)
 		if err := c.HelmInstall(ctx, "install", rel); err != nil {
@@ -139,6 +149,20 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 		AgentMQTTClientID: c.Stamp, ConsumerName: c.Stamp, ProvisionShard: c.Stamp,
 		NamespacePrefix: "ocm-" + env.EnvName + "-",
 	}, nil
+}
+
+// agentServingCert issues the agent's serving certificate: the agent workload's identity, the
+// names of its Service (which the ServiceMonitor verifies) and loopback (the host forward).
+func (c *NodeCluster) agentServingCert(p *pki.Region) (pki.Files, error) {
+	name := pki.MaestroAgent(c.Stamp) + "-serving"
+	svc := "maestro-agent." + agentNamespace + ".svc"
+	err := p.Add(name, pki.Spec{CommonName: "maestro-agent", Usage: pki.Server,
+		DNSNames: []string{svc, svc + "." + node.ClusterDomain, "localhost"},
+		IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, pki.ServiceCA)
+	if err != nil {
+		return pki.Files{}, fmt.Errorf("maestro agent serving certificate: %w", err)
+	}
+	return p.Files(name)
 }
 
 // Stop ends the host forwards; the node itself (and every release on it) goes with Node.Stop.

@@ -48,10 +48,12 @@ var workloads = map[string]workload{
 	"backend":         {"backend/deploy", "openhcp-backend", "backend", []string{"metrics"}},
 	"frontend":        {"frontend/deploy", "openhcp-frontend", "frontend", []string{"https", "metrics"}},
 	"admin":           {"admin/deploy", "openhcp-admin", "admin", []string{"https", "metrics"}},
+	// The break-glass gateway, in the admin API's namespace (config identities.gateway).
+	"gateway": {"admin/deploy/gateway", "openhcp-admin", "gateway", []string{"https", "metrics"}},
 }
 
 // serviceImages are the images of the service cluster's charts.
-var serviceImages = []string{"maestro", "maestro-gate", "cluster-service", "backend", "frontend", "admin"}
+var serviceImages = []string{"maestro", "maestro-gate", "cluster-service", "backend", "frontend", "admin", "gateway"}
 
 // ServiceCluster installs the service cluster's charts on the node (a
 // localregion.ExternalServiceCluster): PostgreSQL and the broker stay on the host, exposed to
@@ -77,8 +79,15 @@ type ServiceCluster struct {
 	bouncer   node.OutsideService
 	broker    node.OutsideService
 	installed []string
-	forwards  context.Context
-	cancel    context.CancelFunc
+	// gatewayURL is the host forward of the gateway's https port once it is installed: the
+	// admin API's --gateway-url (breakGlass.gatewayURL), so hcpctl's break-glass kubeconfigs
+	// on this host reach it.
+	gatewayURL string
+	// made are the namespaces and Secrets ("<namespace>/<name>") made so far: workloads that
+	// share a namespace (admin and gateway) make each once.
+	made     map[string]bool
+	forwards context.Context
+	cancel   context.CancelFunc
 }
 
 func svcName(name, namespace string) string { return name + "." + namespace + ".svc" }
@@ -94,6 +103,7 @@ func (s *ServiceCluster) ServerNames() map[string][]string {
 		pki.ClusterService: full("cluster-service", workloads["cluster-service"].namespace),
 		pki.Frontend:       full("frontend", workloads["frontend"].namespace),
 		"admin":            full("admin", workloads["admin"].namespace),
+		"gateway":          full("gateway", workloads["gateway"].namespace),
 	}
 }
 
@@ -147,14 +157,24 @@ func (s *ServiceCluster) Install(ctx context.Context, env localregion.ServiceEnv
 	if err := s.prepare(ctx, env); err != nil {
 		return nil, err
 	}
-	if _, err := s.Node.Kubectl(ctx, "create", "namespace", w.namespace); err != nil {
-		return nil, err
+	if s.made == nil {
+		s.made = map[string]bool{}
+	}
+	if !s.made[w.namespace] {
+		if _, err := s.Node.Kubectl(ctx, "create", "namespace", w.namespace); err != nil {
+			return nil, err
+		}
+		s.made[w.namespace] = true
 	}
 	secrets, err := s.secrets(env, name)
 	if err != nil {
 		return nil, err
 	}
 	for secret, files := range secrets {
+		if s.made[w.namespace+"/"+secret] {
+			continue
+		}
+		s.made[w.namespace+"/"+secret] = true
 		args := []string{"create", "secret", "generic", secret, "-n", w.namespace}
 		for key, file := range files {
 			args = append(args, "--from-file="+key+"="+file)
@@ -177,6 +197,9 @@ func (s *ServiceCluster) Install(ctx context.Context, env localregion.ServiceEnv
 		}
 		out[p] = addr
 	}
+	if name == "gateway" {
+		s.gatewayURL = "https://" + out["https"]
+	}
 	return out, nil
 }
 
@@ -198,6 +221,9 @@ func (s *ServiceCluster) Release(name, imagesDir string) Release {
 		set = append(set, "pullSecret.secret=cluster-service-pull-secret")
 	case "admin":
 		set = append(set, "managementClusters={"+strings.Join(s.Stamps, ",")+"}")
+		if s.gatewayURL != "" {
+			set = append(set, "breakGlass.gatewayURL="+s.gatewayURL)
+		}
 	}
 	values := []string{filepath.Join(s.Rendered, name+".yaml"), filepath.Join(imagesDir, "values", w.image+".yaml")}
 	if name == "maestro-server" {
@@ -306,9 +332,15 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		out["admin-maestro-ca"] = map[string]string{"ca.crt": p.CAFile}
 		kc, err := s.adminKubeconfigs(env)
 		add("admin-management-kubeconfigs")(kc, err)
+	case "gateway":
+		// The gateway logs in to the admin database as the admin service.
+		add("gateway-db")(db("admin"))
+		// Only SREs call the gateway: the person CA.
+		add("gateway-tls")(tls("gateway", p.PersonCAFile))
+		out["breakglass-session-key"] = map[string]string{"session.key": env.SessionKeyFile}
 	}
 	switch name {
-	case "frontend", "backend", "cluster-service", "admin":
+	case "frontend", "backend", "cluster-service", "admin", "gateway":
 		// The chart's ServiceMonitor verifies the metrics server by the CA that issued its
 		// certificate (service-base.serviceMonitor).
 		out[name+"-metrics-ca"] = map[string]string{"ca.crt": p.CAFile}

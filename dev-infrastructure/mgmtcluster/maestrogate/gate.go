@@ -1,8 +1,8 @@
 // Package maestrogate is the door in front of the pinned Maestro server's REST API, which has
 // no client authentication of its own: the gate requires a client certificate, admits only the
-// identities it lists, and lets a read-only identity send reads only. The REST API itself must
-// be reachable by nothing but the gate (a private network namespace locally, the pod's own
-// loopback in a chart); docs/security.md says why.
+// workload identities (SPIFFE IDs, internal/identity) it lists, and lets a read-only identity
+// send reads only. The REST API itself must be reachable by nothing but the gate (a private
+// network namespace locally, the pod's own loopback in a chart); docs/security.md says why.
 package maestrogate
 
 import (
@@ -18,6 +18,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 // Access is what an identity may do through the gate.
@@ -40,11 +42,25 @@ func (a Access) String() string {
 	return fmt.Sprintf("Access(%d)", int(a))
 }
 
-// Rules maps a client certificate's common name (as the TLS handshake verified it) to what it
-// may do. An identity not listed is refused.
-type Rules map[string]Access
+// Rules maps a workload's SPIFFE ID, as the verified client certificate carries it
+// (internal/identity), to what it may do. An identity not listed is refused, and so is a
+// certificate without exactly one SPIFFE ID, whatever its common name says.
+type Rules map[identity.ID]Access
 
-// ParseRules reads "cn=read-write,cn=read-only" (the maestro-gate's --allow).
+// WorkloadRules are rules for the named workloads of identity.Workloads in trustDomain.
+func WorkloadRules(trustDomain string, byName map[string]Access) (Rules, error) {
+	r := Rules{}
+	for name, access := range byName {
+		id, ok := identity.Of(name, trustDomain)
+		if !ok {
+			return nil, fmt.Errorf("maestro gate rules: %q is no workload", name)
+		}
+		r[id] = access
+	}
+	return r, nil
+}
+
+// ParseRules reads "<SPIFFE ID>=read-write,<SPIFFE ID>=read-only" (the maestro-gate's --allow).
 func ParseRules(s string) (Rules, error) {
 	r := Rules{}
 	for _, item := range strings.Split(s, ",") {
@@ -52,15 +68,20 @@ func ParseRules(s string) (Rules, error) {
 		if item == "" {
 			continue
 		}
-		cn, access, ok := strings.Cut(item, "=")
-		if !ok || cn == "" {
-			return nil, fmt.Errorf("allow %q: want <common name>=read-only|read-write", item)
+		// A SPIFFE ID holds no '=' (identity.Parse refuses one), so the last one separates.
+		i := strings.LastIndex(item, "=")
+		if i < 0 {
+			return nil, fmt.Errorf("allow %q: want <SPIFFE ID>=read-only|read-write", item)
 		}
-		switch access {
+		id, err := identity.Parse(item[:i])
+		if err != nil {
+			return nil, fmt.Errorf("allow %q: %w", item, err)
+		}
+		switch item[i+1:] {
 		case "read-only":
-			r[cn] = ReadOnly
+			r[id] = ReadOnly
 		case "read-write":
-			r[cn] = ReadWrite
+			r[id] = ReadWrite
 		default:
 			return nil, fmt.Errorf("allow %q: access must be read-only or read-write", item)
 		}
@@ -74,8 +95,8 @@ func ParseRules(s string) (Rules, error) {
 // String is the inverse of ParseRules, sorted.
 func (r Rules) String() string {
 	out := make([]string, 0, len(r))
-	for cn, a := range r {
-		out = append(out, cn+"="+a.String())
+	for id, a := range r {
+		out = append(out, id.String()+"="+a.String())
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
@@ -106,27 +127,36 @@ func New(rules Rules, upstream *url.URL, transport http.RoundTripper, log *slog.
 	return &Gate{rules: rules, proxy: proxy, log: log}
 }
 
-// Identity is the common name of the client certificate the handshake verified, or "".
-func Identity(r *http.Request) string {
-	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return ""
+// Identity is the SPIFFE ID of the client certificate the handshake verified: ErrNoID without
+// a verified certificate, or for one that carries no single SPIFFE ID.
+func Identity(r *http.Request) (identity.ID, error) {
+	if r.TLS == nil {
+		return identity.ID{}, identity.ErrNoID
 	}
-	return r.TLS.VerifiedChains[0][0].Subject.CommonName
+	return identity.FromVerifiedChains(r.TLS.VerifiedChains)
 }
 
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	who := Identity(r)
-	access, known := g.rules[who]
-	switch {
-	case who == "":
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 		// The listener requires a verified certificate, so this is a gate served without one.
 		http.Error(w, "a client certificate is required", http.StatusUnauthorized)
+		return
+	}
+	cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
+	id, err := Identity(r)
+	if err != nil {
+		g.log.Warn("maestro REST call refused", "subject", cn, "method", r.Method, "path", r.URL.Path, "reason", "no workload identity", "error", err)
+		http.Error(w, fmt.Sprintf("the client certificate of %q carries no workload identity", cn), http.StatusForbidden)
+		return
+	}
+	access, known := g.rules[id]
+	switch {
 	case !known:
-		g.log.Warn("maestro REST call refused", "identity", who, "method", r.Method, "path", r.URL.Path, "reason", "identity not allowed")
-		http.Error(w, fmt.Sprintf("identity %q may not call Maestro's REST API", who), http.StatusForbidden)
+		g.log.Warn("maestro REST call refused", "identity", id.String(), "method", r.Method, "path", r.URL.Path, "reason", "identity not allowed")
+		http.Error(w, fmt.Sprintf("identity %s may not call Maestro's REST API", id), http.StatusForbidden)
 	case access == ReadOnly && r.Method != http.MethodGet && r.Method != http.MethodHead:
-		g.log.Warn("maestro REST call refused", "identity", who, "method", r.Method, "path", r.URL.Path, "reason", "read-only identity")
-		http.Error(w, fmt.Sprintf("identity %q may only read Maestro's REST API", who), http.StatusForbidden)
+		g.log.Warn("maestro REST call refused", "identity", id.String(), "method", r.Method, "path", r.URL.Path, "reason", "read-only identity")
+		http.Error(w, fmt.Sprintf("identity %s may only read Maestro's REST API", id), http.StatusForbidden)
 	default:
 		g.proxy.ServeHTTP(w, r)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 func TestGateDecidesByVerifiedIdentityAndMethod(t *testing.T) {
@@ -20,31 +22,48 @@ func TestGateDecidesByVerifiedIdentityAndMethod(t *testing.T) {
 	}))
 	defer upstream.Close()
 	u, _ := url.Parse(upstream.URL)
-	gate := New(Rules{"cluster-service": ReadWrite, "admin": ReadOnly}, u, http.DefaultTransport, slog.New(slog.NewTextHandler(io.Discard, nil)))
-
+	rules, err := WorkloadRules(identity.DefaultTrustDomain, map[string]Access{identity.ClusterService: ReadWrite, identity.SRE: ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := New(rules, u, http.DefaultTransport, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	id := func(name, trustDomain string) []*url.URL {
+		i, ok := identity.Of(name, trustDomain)
+		if !ok {
+			t.Fatalf("no workload %s", name)
+		}
+		return []*url.URL{i.URL()}
+	}
+	td := identity.DefaultTrustDomain
 	for _, tc := range []struct {
 		name, cn, method string
+		uris             []*url.URL
 		want             int
 	}{
-		{"no_verified_certificate_is_401", "", http.MethodGet, http.StatusUnauthorized},
-		{"unknown_identity_is_403", "frontend", http.MethodGet, http.StatusForbidden},
-		{"read_only_get_is_proxied", "admin", http.MethodGet, http.StatusTeapot},
-		{"read_only_head_is_proxied", "admin", http.MethodHead, http.StatusTeapot},
-		{"read_only_delete_is_403", "admin", http.MethodDelete, http.StatusForbidden},
-		{"read_only_post_is_403", "admin", http.MethodPost, http.StatusForbidden},
-		{"read_only_patch_is_403", "admin", http.MethodPatch, http.StatusForbidden},
-		{"read_write_delete_is_proxied", "cluster-service", http.MethodDelete, http.StatusTeapot},
+		{"no_verified_certificate_is_401", "", http.MethodGet, nil, http.StatusUnauthorized},
+		{"unknown_identity_is_403", "frontend", http.MethodGet, id(identity.Frontend, td), http.StatusForbidden},
+		{"read_only_get_is_proxied", "admin", http.MethodGet, id(identity.SRE, td), http.StatusTeapot},
+		{"read_only_head_is_proxied", "admin", http.MethodHead, id(identity.SRE, td), http.StatusTeapot},
+		{"read_only_delete_is_403", "admin", http.MethodDelete, id(identity.SRE, td), http.StatusForbidden},
+		{"read_only_post_is_403", "admin", http.MethodPost, id(identity.SRE, td), http.StatusForbidden},
+		{"read_only_patch_is_403", "admin", http.MethodPatch, id(identity.SRE, td), http.StatusForbidden},
+		{"read_write_delete_is_proxied", "cluster-service", http.MethodDelete, id(identity.ClusterService, td), http.StatusTeapot},
+		{"the_right_common_name_without_a_uri_is_403", "cluster-service", http.MethodDelete, nil, http.StatusForbidden},
+		{"the_right_common_name_with_another_workloads_id_is_403", "cluster-service", http.MethodDelete, id(identity.Frontend, td), http.StatusForbidden},
+		{"the_right_workload_of_another_trust_domain_is_403", "cluster-service", http.MethodDelete, id(identity.ClusterService, "evil.example"), http.StatusForbidden},
+		{"two_ids_are_no_identity", "cluster-service", http.MethodGet, append(id(identity.ClusterService, td), id(identity.SRE, td)...), http.StatusForbidden},
+		{"any_common_name_with_the_right_id_is_served", "someone", http.MethodDelete, id(identity.ClusterService, td), http.StatusTeapot},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reached = nil
 			r := httptest.NewRequest(tc.method, "/api/maestro/v1/resource-bundles/x", nil)
 			if tc.cn != "" {
-				r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: tc.cn}}}}}
+				r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: tc.cn}, URIs: tc.uris}}}}
 			}
 			w := httptest.NewRecorder()
 			gate.ServeHTTP(w, r)
 			if w.Code != tc.want {
-				t.Fatalf("%s as %q: %d, want %d", tc.method, tc.cn, w.Code, tc.want)
+				t.Fatalf("%s as %q %v: %d, want %d", tc.method, tc.cn, tc.uris, w.Code, tc.want)
 			}
 			if proxied := len(reached) > 0; proxied != (tc.want == http.StatusTeapot) {
 				t.Fatalf("upstream reached = %v (%v) for status %d", proxied, reached, w.Code)
@@ -53,7 +72,7 @@ func TestGateDecidesByVerifiedIdentityAndMethod(t *testing.T) {
 	}
 	t.Run("an_unverified_peer_certificate_is_not_an_identity", func(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{{Subject: pkix.Name{CommonName: "cluster-service"}}}}
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{{Subject: pkix.Name{CommonName: "cluster-service"}, URIs: id(identity.ClusterService, td)}}}
 		w := httptest.NewRecorder()
 		gate.ServeHTTP(w, r)
 		if w.Code != http.StatusUnauthorized {
@@ -63,24 +82,37 @@ func TestGateDecidesByVerifiedIdentityAndMethod(t *testing.T) {
 }
 
 func TestParseRules(t *testing.T) {
+	const (
+		cs    = "spiffe://cluster.local/ns/openhcp-cluster-service/sa/cluster-service"
+		admin = "spiffe://cluster.local/ns/openhcp-admin/sa/admin"
+	)
 	for _, tc := range []struct {
-		in, want string
-		ok       bool
+		name, in, want string
+		ok             bool
 	}{
-		{"cluster-service=read-write,admin=read-only", "admin=read-only,cluster-service=read-write", true},
-		{"admin=read-only", "admin=read-only", true},
-		{"", "", false},
-		{"admin", "", false},
-		{"admin=write", "", false},
-		{"=read-only", "", false},
+		{"two_ids_sorted", cs + "=read-write," + admin + "=read-only", admin + "=read-only," + cs + "=read-write", true},
+		{"one_id", admin + "=read-only", admin + "=read-only", true},
+		{"empty_is_refused", "", "", false},
+		{"no_access_is_refused", admin, "", false},
+		{"unknown_access_is_refused", admin + "=write", "", false},
+		{"no_id_is_refused", "=read-only", "", false},
+		{"a_common_name_is_refused", "admin=read-only", "", false},
+		{"another_scheme_is_refused", "https://cluster.local/ns/a/sa/b=read-only", "", false},
 	} {
-		r, err := ParseRules(tc.in)
-		if (err == nil) != tc.ok {
-			t.Errorf("ParseRules(%q) error = %v, want ok=%v", tc.in, err, tc.ok)
-			continue
-		}
-		if tc.ok && r.String() != tc.want {
-			t.Errorf("ParseRules(%q) = %s, want %s", tc.in, r, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ParseRules(tc.in)
+			if (err == nil) != tc.ok {
+				t.Fatalf("ParseRules(%q) error = %v, want ok=%v", tc.in, err, tc.ok)
+			}
+			if tc.ok && r.String() != tc.want {
+				t.Fatalf("ParseRules(%q) = %s, want %s", tc.in, r, tc.want)
+			}
+		})
+	}
+}
+
+func TestWorkloadRulesRefuseAnUnknownName(t *testing.T) {
+	if _, err := WorkloadRules(identity.DefaultTrustDomain, map[string]Access{"admin": ReadOnly}); err == nil {
+		t.Fatal(`"admin" is no workload name (the admin API's workload is identity.SRE), yet it was accepted`)
 	}
 }

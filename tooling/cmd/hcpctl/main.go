@@ -85,6 +85,9 @@ type app struct {
 	c   *adminapi.Client
 	g   *globals
 	out io.Writer
+	// files are the caller's TLS files: the CA that verifies the admin API (and the
+	// break-glass gateway, a service of the same CA) and the SRE's own certificate and key.
+	files tlsconfig.Files
 }
 
 func main() {
@@ -160,7 +163,7 @@ func execute(args []string, getenv func(string) string, stdout io.Writer) error 
 	default:
 		return usagef("invalid value %q for -o: use table, json or yaml", g.output)
 	}
-	c, err := connect(g)
+	c, files, err := connect(g)
 	if err != nil {
 		return err
 	}
@@ -171,7 +174,7 @@ func execute(args []string, getenv func(string) string, stdout io.Writer) error 
 		ctx, cancel = context.WithTimeout(ctx, g.timeout)
 		defer cancel()
 	}
-	return cmd.run(ctx, &app{c: c, g: g, out: stdout}, positional)
+	return cmd.run(ctx, &app{c: c, g: g, out: stdout, files: files}, positional)
 }
 
 // name is the command's words ("shard cordon", or "audit" for a noun without verbs).
@@ -245,21 +248,22 @@ func verbs(noun string) []string {
 	return out
 }
 
-// connect builds the admin client from --admin-url and its files, or from region.json.
-func connect(g *globals) (*adminapi.Client, error) {
+// connect builds the admin client from --admin-url and its files, or from region.json, and
+// returns the files it used.
+func connect(g *globals) (*adminapi.Client, tlsconfig.Files, error) {
 	files := tlsconfig.Files{CA: g.ca, Cert: g.cert, Key: g.key}
 	url := g.adminURL
 	if url == "" {
 		b, err := os.ReadFile(g.regionFile)
 		if err != nil {
-			return nil, usagef("no admin API to call: cannot read --region-file %s (%v); start a local region with 'make run', or pass --admin-url with --ca, --cert and --key", g.regionFile, err)
+			return nil, files, usagef("no admin API to call: cannot read --region-file %s (%v); start a local region with 'make run', or pass --admin-url with --ca, --cert and --key", g.regionFile, err)
 		}
 		var info localregion.Info
 		if err := json.Unmarshal(b, &info); err != nil {
-			return nil, fmt.Errorf("--region-file %s: %w", g.regionFile, err)
+			return nil, files, fmt.Errorf("--region-file %s: %w", g.regionFile, err)
 		}
 		if info.Admin.URL == "" {
-			return nil, fmt.Errorf("--region-file %s lists no admin API (admin.url); the region predates it: restart it", g.regionFile)
+			return nil, files, fmt.Errorf("--region-file %s lists no admin API (admin.url); the region predates it: restart it", g.regionFile)
 		}
 		sre, err := info.Admin.SRE(g.as)
 		if err != nil {
@@ -267,23 +271,23 @@ func connect(g *globals) (*adminapi.Client, error) {
 			for _, s := range info.Admin.SREs {
 				groups = append(groups, s.Group)
 			}
-			return nil, usagef("--as %s: %v; it lists %s", g.as, err, strings.Join(groups, ", "))
+			return nil, files, usagef("--as %s: %v; it lists %s", g.as, err, strings.Join(groups, ", "))
 		}
 		url = info.Admin.URL
 		files = tlsconfig.Files{CA: info.Admin.CAFile, Cert: sre.CertFile, Key: sre.KeyFile}
 	} else if files.CA == "" || files.Cert == "" || files.Key == "" {
-		return nil, usagef("--admin-url needs --ca, --cert and --key (your SRE certificate)")
+		return nil, files, usagef("--admin-url needs --ca, --cert and --key (your SRE certificate)")
 	}
 	if !strings.HasPrefix(url, "https://") {
-		return nil, usagef("invalid admin URL %q: the admin API is https only", url)
+		return nil, files, usagef("invalid admin URL %q: the admin API is https only", url)
 	}
 	host := strings.TrimPrefix(url, "https://")
 	host, _, _ = strings.Cut(host, "/")
 	cfg, err := files.Client(host)
 	if err != nil {
-		return nil, fmt.Errorf("TLS files: %w", err)
+		return nil, files, fmt.Errorf("TLS files: %w", err)
 	}
-	return &adminapi.Client{BaseURL: url, HTTP: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}}, nil
+	return &adminapi.Client{BaseURL: url, HTTP: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}}, files, nil
 }
 
 // explain turns an admin API error into what to do about it.

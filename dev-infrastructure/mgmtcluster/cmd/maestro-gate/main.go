@@ -50,7 +50,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&c.tls.CA, "client-ca", "", "CA that client certificates must chain to (required)")
 	fs.StringVar(&c.upstream, "upstream", "https://127.0.0.1:18000", "Maestro's REST API on the pod's loopback")
 	fs.StringVar(&c.upstreamCA, "upstream-ca", "", "CA of Maestro's REST certificate (required)")
-	fs.StringVar(&allow, "allow", "", "identities (certificate CNs) and what each may do: cn=read-write,cn=read-only (required)")
+	fs.StringVar(&allow, "allow", "", "workload SPIFFE IDs (the client certificate's URI SAN) and what each may do: spiffe://<trust domain>/ns/<ns>/sa/<sa>=read-write|read-only,… (required)")
 	fs.StringVar(&forward, "forward", "", "listen=target,… byte-for-byte forwards (gRPC, health, metrics); targets must be loopback")
 	if err := fs.Parse(args); err != nil {
 		return c, err

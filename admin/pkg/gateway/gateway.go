@@ -1,0 +1,493 @@
+// Package gateway is the break-glass gateway: the only path of an SRE into a hosted cluster.
+// It serves https://<gateway>/sessions/<id>/<kube path>, checks on every request that the
+// caller's person certificate names the session's person, that the session is active and
+// unexpired and the person not revoked, then proxies to the session's hosted kube-apiserver
+// with the session's credential (which never leaves the gateway), impersonating the person.
+// Every request is audited; a session that ends cuts its open watches and streams within
+// seconds (Run).
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/session"
+	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+)
+
+// Sessions is what the gateway reads of the sessions (session.Store).
+type Sessions interface {
+	Credential(ctx context.Context, id string) (session.Session, []byte, error)
+	States(ctx context.Context, ids []string) (map[string]session.Session, error)
+	CountActive(ctx context.Context, now time.Time) (int, error)
+}
+
+// Revocations is the SRE revocation list (revocation.List).
+type Revocations interface {
+	Revoked(ctx context.Context, person string, notBefore time.Time) (bool, error)
+}
+
+// Auditor appends audit records (audit.Log).
+type Auditor interface {
+	Append(ctx context.Context, e audit.Entry) (audit.Entry, error)
+}
+
+// DefaultPoll is how often the gateway re-reads the states of the sessions it holds open
+// requests for.
+const DefaultPoll = time.Second
+
+// Config is what a gateway needs; Sessions, Revocations and Audit are required.
+type Config struct {
+	Sessions    Sessions
+	Revocations Revocations
+	Audit       Auditor
+	Logger      *slog.Logger
+	// Poll is how often the states of sessions with open requests are re-read (DefaultPoll).
+	Poll time.Duration
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+// Gateway serves the sessions' requests.
+type Gateway struct {
+	cfg     Config
+	metrics *metrics
+
+	mu   sync.Mutex
+	live map[string]*liveSession
+}
+
+// liveSession is a session with requests in flight: their contexts derive from ctx, which Run
+// cancels when the session ends.
+type liveSession struct {
+	ctx       context.Context
+	cancel    context.CancelFunc
+	requests  int
+	transport *http.Transport
+	// key is what the transport was built from: a changed credential builds a new one.
+	key string
+}
+
+// New checks cfg and makes a gateway.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Sessions == nil || cfg.Revocations == nil || cfg.Audit == nil {
+		return nil, errors.New("gateway: sessions, revocation list and audit log are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = DefaultPoll
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Gateway{cfg: cfg, metrics: newMetrics(), live: map[string]*liveSession{}}, nil
+}
+
+// Handler serves /sessions/{id}/{kube path}.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/sessions/{id}/{path...}", g.serve)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeStatus(w, http.StatusNotFound, "NotFound", "the gateway serves https://<gateway>/sessions/<session ID>/<kube API path> only; `hcpctl breakglass open` writes a kubeconfig for it")
+	})
+	return mux
+}
+
+// request is what the gateway knows of one request as it goes.
+type request struct {
+	id           access.Identity
+	subject      string
+	sess         session.Session
+	requestID    string
+	corrID       string
+	verb         string
+	path         string
+	start        time.Time
+	audited      bool
+	refuseReason string
+}
+
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
+	rq := &request{requestID: newID(), start: time.Now(), verb: verb(r), path: "/" + r.PathValue("path")}
+	rq.corrID = r.Header.Get(adminapi.HeaderCorrelationID)
+	if rq.corrID == "" || len(rq.corrID) > 128 {
+		rq.corrID = rq.requestID
+	}
+	w.Header().Set(adminapi.HeaderRequestID, rq.requestID)
+	sessionID := r.PathValue("id")
+	rq.sess.ID = sessionID
+	log := g.cfg.Logger.With("requestId", rq.requestID, "correlationId", rq.corrID, "session_id", sessionID)
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		rq.subject = r.TLS.PeerCertificates[0].Subject.String()
+	}
+
+	id, err := access.Identify(r.TLS)
+	if err != nil {
+		g.refuse(w, r, rq, log, http.StatusUnauthorized, "Unauthorized", "no-identity", err.Error())
+		return
+	}
+	rq.id = id
+	revoked, err := g.cfg.Revocations.Revoked(r.Context(), id.Person, r.TLS.VerifiedChains[0][0].NotBefore)
+	if err != nil {
+		log.Error("revocation list unreadable; refusing the request", "error", err)
+		g.refuse(w, r, rq, log, http.StatusServiceUnavailable, "ServiceUnavailable", "unavailable", "the revocation list cannot be read; retry later")
+		return
+	}
+	if revoked {
+		g.refuse(w, r, rq, log, http.StatusForbidden, "Forbidden", "revoked-person",
+			fmt.Sprintf("the certificate of %s was revoked; ask for a new one and open a new session", id.Person))
+		return
+	}
+	sess, kubeconfig, err := g.cfg.Sessions.Credential(r.Context(), sessionID)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		g.refuse(w, r, rq, log, http.StatusNotFound, "NotFound", "unknown-session", fmt.Sprintf("no break-glass session %s", sessionID))
+		return
+	case err != nil:
+		log.Error("session unreadable; refusing the request", "error", err)
+		g.refuse(w, r, rq, log, http.StatusServiceUnavailable, "ServiceUnavailable", "unavailable", "the session cannot be read; retry later")
+		return
+	}
+	rq.sess = sess
+	if sess.Person != id.Person {
+		// The same answer as for an unknown session would hide that the ID exists, but the
+		// session's owner is no secret among SREs, and a clear answer helps the one who mixed up
+		// kubeconfigs.
+		g.refuse(w, r, rq, log, http.StatusForbidden, "Forbidden", "not-owner",
+			fmt.Sprintf("break-glass session %s is %s's, not %s's: open your own with `hcpctl breakglass open`", sessionID, sess.Person, id.Person))
+		return
+	}
+	now := g.cfg.Now()
+	if !sess.Live(now) {
+		state := sess.StateAt(now)
+		msg := fmt.Sprintf("break-glass session %s is %s", sessionID, state)
+		switch state {
+		case session.AwaitingApproval:
+			msg += ": a second sre-admin must approve it first (`hcpctl breakglass approve " + sessionID + "`)"
+		case session.Expired:
+			msg += fmt.Sprintf(" since %s: open a new one with `hcpctl breakglass open`", sess.Expires.UTC().Format(time.RFC3339))
+		case session.Closed, session.Revoked:
+			msg += " (by " + sess.ClosedBy + "): open a new one with `hcpctl breakglass open`"
+		}
+		g.refuse(w, r, rq, log, http.StatusForbidden, "Forbidden", "session-"+state, msg)
+		return
+	}
+	group, ok := impersonatedGroups[sess.Access]
+	if !ok {
+		g.refuse(w, r, rq, log, http.StatusForbidden, "Forbidden", "bad-access", fmt.Sprintf("break-glass session %s has an unknown access %q", sessionID, sess.Access))
+		return
+	}
+	ls, target, err := g.acquire(sess, kubeconfig)
+	if err != nil {
+		log.Error("session credential unusable", "error", err)
+		g.refuse(w, r, rq, log, http.StatusBadGateway, "BadGateway", "bad-credential", "the session's credential cannot be used; close it and open a new one")
+		return
+	}
+	defer g.release(sess.ID)
+
+	ctx, cancel := context.WithDeadline(r.Context(), sess.Expires)
+	defer cancel()
+	stop := context.AfterFunc(ls.ctx, cancel)
+	defer stop()
+	stream := rq.verb == "watch" || isUpgrade(r)
+	if stream {
+		g.metrics.streams.Inc()
+		defer g.metrics.streams.Dec()
+	}
+	proxy := &httputil.ReverseProxy{
+		Transport:     ls.transport,
+		FlushInterval: -1, // watches flush every event at once
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme, pr.Out.URL.Host = target.Scheme, target.Host
+			pr.Out.URL.Path = strings.TrimSuffix(target.Path, "/") + rq.path
+			pr.Out.URL.RawPath = ""
+			pr.Out.Host = target.Host
+			for k := range pr.Out.Header {
+				if strings.HasPrefix(k, "Impersonate-") {
+					pr.Out.Header.Del(k)
+				}
+			}
+			pr.Out.Header.Del("Authorization")
+			pr.Out.Header.Del("Cookie")
+			pr.Out.Header.Set("Impersonate-User", sess.Person)
+			pr.Out.Header.Set("Impersonate-Group", group)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			// The record is written before a byte of the answer reaches the SRE.
+			return g.record(resp.Request.Context(), rq, log, audit.Completed, resp.StatusCode, "")
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			code, msg := http.StatusBadGateway, "the hosted cluster's API server did not answer: "+err.Error()
+			if ls.ctx.Err() != nil || ctx.Err() != nil {
+				code, msg = http.StatusForbidden, fmt.Sprintf("break-glass session %s ended", sess.ID)
+			}
+			if !rq.audited {
+				_ = g.record(context.WithoutCancel(r.Context()), rq, log, audit.Completed, code, "")
+			}
+			writeStatus(w, code, http.StatusText(code), msg)
+		},
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	proxy.ServeHTTP(sw, r.WithContext(ctx))
+	code := sw.code
+	g.metrics.proxied.WithLabelValues(fmt.Sprint(code)).Inc()
+	g.metrics.duration.Observe(time.Since(rq.start).Seconds())
+	log.Info("proxied", "person", id.Person, "cluster_id", sess.ClusterID, "verb", rq.verb, "path", rq.path, "code", code,
+		"duration", time.Since(rq.start).Seconds(), "ended_by_session", ls.ctx.Err() != nil)
+}
+
+// impersonatedGroups is the kube group the gateway impersonates for each access.
+var impersonatedGroups = map[string]string{
+	session.AccessReadOnly: breakglass.SREImpersonatedGroupReadOnly,
+	session.AccessAdmin:    breakglass.SREImpersonatedGroupAdmin,
+}
+
+// refuse answers a refused request and audits it.
+func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, rq *request, log *slog.Logger, code int, reason, metric, msg string) {
+	g.metrics.refusals.WithLabelValues(metric).Inc()
+	outcome := audit.Forbidden
+	if code == http.StatusUnauthorized {
+		outcome = audit.Unauthenticated
+	}
+	_ = g.record(r.Context(), rq, log, outcome, code, msg)
+	log.Warn("refused", "person", rq.id.Person, "reason", metric, "code", code, "message", msg)
+	g.metrics.duration.Observe(time.Since(rq.start).Seconds())
+	writeStatus(w, code, reason, msg)
+}
+
+// record appends the request's audit record (once) and logs it; an error means the record is
+// not written, and the answer is not delivered.
+func (g *Gateway) record(ctx context.Context, rq *request, log *slog.Logger, outcome string, code int, msg string) error {
+	if rq.audited {
+		return nil
+	}
+	rq.audited = true
+	e := audit.Entry{RequestID: rq.requestID, CorrelationID: rq.corrID, Person: rq.id.Person, Group: rq.id.Group, Subject: rq.subject,
+		Method: rq.verb, Route: Route(rq.sess.ClusterID), Path: cut(rq.path, 2048), Target: rq.sess.ID, Reason: cut(msg, 1024),
+		Outcome: outcome, Status: code}
+	if _, err := g.cfg.Audit.Append(ctx, e); err != nil {
+		log.Error("audit record not written; the answer is withheld", "error", err)
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+// RoutePrefix starts the route of every gateway audit record, so `hcpctl audit --route gateway`
+// lists them; Route adds the session's cluster.
+const RoutePrefix = "gateway"
+
+// Route is the audit route of a request on a cluster's session.
+func Route(clusterID string) string { return RoutePrefix + " cluster/" + clusterID }
+
+// acquire counts a request in for sess and returns its live session with a transport built
+// from kubeconfig, and the API server's URL.
+func (g *Gateway) acquire(sess session.Session, kubeconfig []byte) (*liveSession, *url.URL, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %s: parse credential: %w", sess.ID, err)
+	}
+	target, err := url.Parse(cfg.Host)
+	if err != nil || target.Scheme != "https" || target.Host == "" {
+		return nil, nil, fmt.Errorf("session %s: credential's server %q is not an https URL", sess.ID, cfg.Host)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ls := g.live[sess.ID]
+	if ls == nil || ls.key != string(kubeconfig) {
+		tlsCfg, err := rest.TLSConfigFor(cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("session %s: credential's TLS: %w", sess.ID, err)
+		}
+		if ls == nil {
+			ls = &liveSession{}
+			ls.ctx, ls.cancel = context.WithCancel(context.Background())
+			g.live[sess.ID] = ls
+		} else {
+			ls.transport.CloseIdleConnections()
+		}
+		// HTTP/1.1 only (a custom TLS config without ForceAttemptHTTP2): upgrades to exec and
+		// port-forward streams need it.
+		ls.transport = &http.Transport{TLSClientConfig: tlsCfg, Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 0}
+		ls.key = string(kubeconfig)
+	}
+	ls.requests++
+	return ls, target, nil
+}
+
+// release counts a request out; the last one of a session drops its connections.
+func (g *Gateway) release(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ls := g.live[id]
+	if ls == nil {
+		return
+	}
+	ls.requests--
+	if ls.requests <= 0 {
+		ls.cancel()
+		ls.transport.CloseIdleConnections()
+		delete(g.live, id)
+	}
+}
+
+// Run cancels the requests of every session that ended (closed, revoked, expired, gone)
+// within one Poll of the end, whichever replica or API ended it, and keeps
+// gateway_sessions_active current, until ctx ends.
+func (g *Gateway) Run(ctx context.Context) error {
+	t := time.NewTicker(g.cfg.Poll)
+	defer t.Stop()
+	for {
+		g.check(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// check is one round of Run.
+func (g *Gateway) check(ctx context.Context) {
+	g.mu.Lock()
+	ids := make([]string, 0, len(g.live))
+	for id := range g.live {
+		ids = append(ids, id)
+	}
+	g.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, max(g.cfg.Poll, 2*time.Second))
+	defer cancel()
+	now := g.cfg.Now()
+	if n, err := g.cfg.Sessions.CountActive(cctx, now); err == nil {
+		g.metrics.active.Set(float64(n))
+	}
+	if len(ids) == 0 {
+		return
+	}
+	states, err := g.cfg.Sessions.States(cctx, ids)
+	if err != nil {
+		// Open requests keep their session's expiry as deadline; a close is seen at the next
+		// round that can read the database.
+		g.cfg.Logger.Warn("session states unreadable; open streams are checked again next round", "error", err)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range ids {
+		ls := g.live[id]
+		if ls == nil {
+			continue
+		}
+		if s, ok := states[id]; !ok || !s.Live(now) {
+			state := "gone"
+			if ok {
+				state = s.StateAt(now)
+			}
+			g.cfg.Logger.Info("session ended; closing its open requests", "session_id", id, "state", state, "requests", ls.requests)
+			ls.cancel()
+			ls.transport.CloseIdleConnections()
+			delete(g.live, id)
+		}
+	}
+}
+
+// Ready reports whether the sessions can be read.
+func (g *Gateway) Ready(ctx context.Context) error {
+	_, err := g.cfg.Sessions.CountActive(ctx, g.cfg.Now())
+	return err
+}
+
+// verb is the request's kube verb as far as method and query say: watch for a GET with
+// watch=true or 1; connect for an upgrade (exec, attach, port-forward).
+func verb(r *http.Request) string {
+	if isUpgrade(r) {
+		return "connect"
+	}
+	switch r.Method {
+	case http.MethodGet:
+		if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
+			return "watch"
+		}
+		return "get"
+	case http.MethodHead:
+		return "get"
+	case http.MethodPost:
+		return "create"
+	case http.MethodPut:
+		return "update"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	}
+	return strings.ToLower(r.Method)
+}
+
+func isUpgrade(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" && strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")
+}
+
+// writeStatus answers as a kube-apiserver does, so kubectl shows the message:
+// "Error from server (Forbidden): …".
+func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
+		"status": "Failure", "message": msg, "reason": reason, "code": code})
+}
+
+// statusWriter records the status code; it passes Flush and Hijack through (watches, upgrades).
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and Hijack.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

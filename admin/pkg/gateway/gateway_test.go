@@ -1,0 +1,443 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/openhcp/openhcp/admin/pkg/approval"
+	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/revocation"
+	"github.com/openhcp/openhcp/admin/pkg/session"
+	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+)
+
+// env is a gateway in front of a real kube-apiserver (the hosted cluster's stand-in, with the
+// contract's RBAC: the SRE certificates may only impersonate), on a real admin database.
+type env struct {
+	gw        *Gateway
+	srv       *httptest.Server
+	sessions  *session.Store
+	revoked   *revocation.List
+	audit     *audit.Log
+	kube      *kubernetes.Clientset
+	kubeconfs map[string][]byte // SRE certificate kubeconfigs by access
+	persons   map[string]tls.Certificate
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	t.Cleanup(cancel)
+	apiserverPath, etcdPath, err := mgmtcluster.KubeBinaries(ctx)
+	if err != nil {
+		t.Skipf("kube-apiserver and etcd binaries: %v", err)
+	}
+	dir := t.TempDir()
+	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{Name: "hosted", Dir: dir, LogDir: dir,
+		APIServerPath: apiserverPath, EtcdPath: etcdPath, SkipCRDs: true, ReadyTimeout: 3 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(mc.Stop)
+	kube, err := kubernetes.NewForConfig(mc.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	installRBAC(t, ctx, kube)
+	e := &env{kube: kube, kubeconfs: map[string][]byte{}, persons: map[string]tls.Certificate{}}
+	for acc, cs := range map[string]string{session.AccessReadOnly: "openhcp:sre-break-glass:read-only", session.AccessAdmin: "openhcp:sre-break-glass:admin"} {
+		p := filepath.Join(dir, acc+".kubeconfig")
+		if err := mc.WriteClientKubeconfig(p, breakglass.SREUserPrefix+"gateway-test", []string{cs}); err != nil {
+			t.Fatal(err)
+		}
+		if e.kubeconfs[acc], err = os.ReadFile(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	pg := pgservertest.Start(t)
+	superDSN := pgservertest.NewDatabase(t, pg)
+	c, err := pgx.Connect(ctx, superDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'adminsvc') THEN CREATE ROLE adminsvc LOGIN; END IF; END $$"); err != nil {
+		t.Fatal(err)
+	}
+	for _, install := range []func(context.Context, *pgx.Conn, string) error{audit.Install, revocation.Install, approval.Install, session.Install} {
+		if err := install(ctx, c, "adminsvc"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.audit, err = audit.Open(ctx, strings.Replace(superDSN, "postgres://postgres@", "postgres://adminsvc@", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.audit.Close)
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	key, err := session.NewKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sessions, e.revoked = session.New(e.audit.Pool(), key), revocation.New(e.audit.Pool())
+	if err := e.sessions.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	personCA, personKey := newCA(t)
+	for person, group := range map[string]string{"alice": "sre-admin", "bob": "sre-admin", "carol": "sre-readonly"} {
+		e.persons[person] = issue(t, personCA, personKey, person, group)
+	}
+	e.gw, err = New(Config{Sessions: e.sessions, Revocations: e.revoked, Audit: e.audit, Poll: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.gw.Run(runCtx); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+	e.srv = httptest.NewUnstartedServer(e.gw.Handler())
+	pool := x509.NewCertPool()
+	pool.AddCert(personCA)
+	e.srv.TLS = &tls.Config{ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	e.srv.StartTLS()
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// installRBAC creates the contract's bindings: the SRE certificates' groups may impersonate
+// users and their one group; openhcp:sre:admin is cluster-admin; openhcp:sre:read-only may
+// get, list and watch configmaps (enough for the test).
+func installRBAC(t *testing.T, ctx context.Context, kube *kubernetes.Clientset) {
+	t.Helper()
+	roles := []rbacv1.ClusterRole{
+		{ObjectMeta: metav1.ObjectMeta{Name: "openhcp:sre-break-glass:impersonate-read-only"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"users"}, Verbs: []string{"impersonate"}},
+			{APIGroups: []string{""}, Resources: []string{"groups"}, Verbs: []string{"impersonate"}, ResourceNames: []string{breakglass.SREImpersonatedGroupReadOnly}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "openhcp:sre-break-glass:impersonate-admin"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"users"}, Verbs: []string{"impersonate"}},
+			{APIGroups: []string{""}, Resources: []string{"groups"}, Verbs: []string{"impersonate"},
+				ResourceNames: []string{breakglass.SREImpersonatedGroupAdmin, breakglass.SREImpersonatedGroupReadOnly}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "openhcp:sre:read-only"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}}},
+	}
+	bindings := map[string][2]string{ // binding: role, group
+		"openhcp:sre-break-glass:impersonate-read-only": {"openhcp:sre-break-glass:impersonate-read-only", "openhcp:sre-break-glass:read-only"},
+		"openhcp:sre-break-glass:impersonate-admin":     {"openhcp:sre-break-glass:impersonate-admin", "openhcp:sre-break-glass:admin"},
+		"openhcp:sre:admin":                             {"cluster-admin", breakglass.SREImpersonatedGroupAdmin},
+		"openhcp:sre:read-only":                         {"openhcp:sre:read-only", breakglass.SREImpersonatedGroupReadOnly},
+	}
+	for _, r := range roles {
+		if _, err := kube.RbacV1().ClusterRoles().Create(ctx, &r, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, rg := range bindings {
+		b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: rg[0]},
+			Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "Group", Name: rg[1]}}}
+		if _, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// open opens and activates a session of person on the test cluster, until expires.
+func (e *env) open(t *testing.T, person, access string, expires time.Time) session.Session {
+	t.Helper()
+	ctx := context.Background()
+	id := newID()[:32]
+	s, err := e.sessions.Open(ctx, session.Session{ID: id, ClusterID: "c1", Person: person, Group: "sre-admin", Access: access, Reason: "test", TTLSeconds: 3600}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if expires.IsZero() {
+		return s
+	}
+	// Activate as an approval does (the read-only path opens active at once: session tests).
+	s, err = e.sessions.Activate(ctx, id, e.kubeconfs[access], expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// client is an HTTP client presenting person's certificate.
+func (e *env) client(person string) *http.Client {
+	c := e.srv.Client()
+	tr := c.Transport.(*http.Transport).Clone()
+	tr.TLSClientConfig.Certificates = []tls.Certificate{e.persons[person]}
+	return &http.Client{Transport: tr}
+}
+
+// reviewSelf asks the apiserver, through session id as person, who it sees.
+func (e *env) reviewSelf(t *testing.T, person, id string, header http.Header) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/sessions/"+id+"/apis/authentication.k8s.io/v1/selfsubjectreviews",
+		strings.NewReader(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := e.client(person).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body
+}
+
+func TestGatewayProxiesAsThePerson(t *testing.T) {
+	e := newEnv(t)
+	now := time.Now()
+
+	t.Run("proxied_request_is_seen_as_the_person_with_the_session's_group", func(t *testing.T) {
+		for _, tc := range []struct{ access, group string }{
+			{session.AccessAdmin, breakglass.SREImpersonatedGroupAdmin},
+			{session.AccessReadOnly, breakglass.SREImpersonatedGroupReadOnly},
+		} {
+			s := e.open(t, "alice", tc.access, now.Add(time.Hour))
+			code, body := e.reviewSelf(t, "alice", s.ID, nil)
+			user := userInfo(body)
+			if code != http.StatusCreated || user.Username != "alice" || !slices.Contains(user.Groups, tc.group) {
+				t.Fatalf("%s: answer %d %v, want 201 from alice in %s", tc.access, code, body, tc.group)
+			}
+		}
+	})
+
+	t.Run("client_authorization_and_impersonation_headers_are_not_passed", func(t *testing.T) {
+		s := e.open(t, "alice", session.AccessReadOnly, now.Add(time.Hour))
+		code, body := e.reviewSelf(t, "alice", s.ID, http.Header{
+			"Impersonate-User": {"mallory"}, "Impersonate-Group": {"system:masters"}, "Impersonate-Uid": {"u-1"},
+			"Impersonate-Extra-Scopes": {"everything"}, "Authorization": {"Bearer stolen"},
+		})
+		user := userInfo(body)
+		if code != http.StatusCreated || user.Username != "alice" || slices.Contains(user.Groups, "system:masters") || user.UID != "" || len(user.Extra) != 0 {
+			t.Fatalf("answer %d %v: the client's own impersonation reached the apiserver", code, body)
+		}
+	})
+
+	t.Run("every_request_is_audited_with_session_cluster_verb_path_and_code", func(t *testing.T) {
+		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
+		e.reviewSelf(t, "alice", s.ID, nil)
+		got, _, err := e.audit.Query(context.Background(), audit.Filter{Target: s.ID})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("audit records of session %s: %v, %v; want one", s.ID, got, err)
+		}
+		r := got[0]
+		if r.Person != "alice" || r.Method != "create" || r.Route != Route("c1") || r.Path != "/apis/authentication.k8s.io/v1/selfsubjectreviews" ||
+			r.Status != http.StatusCreated || r.Outcome != audit.Completed {
+			t.Fatalf("audit record %+v", r)
+		}
+	})
+
+	for _, tc := range []struct {
+		name, owner, caller, access string
+		activate, revoke            bool
+		wantCode                    int
+		wantRefusal                 string
+	}{
+		{"another_person's_certificate_is_refused", "alice", "bob", session.AccessReadOnly, true, false, http.StatusForbidden, "not-owner"},
+		{"admin_session_without_approval_is_refused", "alice", "alice", session.AccessAdmin, false, false, http.StatusForbidden, "session-awaiting-approval"},
+		{"revoked_person_is_refused", "carol", "carol", session.AccessReadOnly, true, true, http.StatusForbidden, "revoked-person"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var expires time.Time
+			if tc.activate {
+				expires = now.Add(time.Hour)
+			}
+			s := e.open(t, tc.owner, tc.access, expires)
+			if tc.revoke {
+				if _, err := e.revoked.Revoke(context.Background(), tc.owner, "bob", "leaked"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := testutil.ToFloat64(e.gw.metrics.refusals.WithLabelValues(tc.wantRefusal))
+			code, body := e.reviewSelf(t, tc.caller, s.ID, nil)
+			if code != tc.wantCode || body["kind"] != "Status" || body["message"] == "" {
+				t.Fatalf("answer %d %v, want %d with a Status naming why", code, body, tc.wantCode)
+			}
+			if after := testutil.ToFloat64(e.gw.metrics.refusals.WithLabelValues(tc.wantRefusal)); after != before+1 {
+				t.Fatalf("gateway_refusals_total{reason=%q} went %v -> %v", tc.wantRefusal, before, after)
+			}
+			got, _, err := e.audit.Query(context.Background(), audit.Filter{Target: s.ID})
+			if err != nil || len(got) != 1 || got[0].Outcome != audit.Forbidden || got[0].Status != tc.wantCode || got[0].Person != tc.caller {
+				t.Fatalf("audit records %+v, %v: want one forbidden record naming %s", got, err, tc.caller)
+			}
+		})
+	}
+
+	t.Run("watch_streams_and_is_closed_when_the_session_is_closed", func(t *testing.T) {
+		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
+		events := e.watch(t, "alice", s.ID)
+		e.createConfigMap(t, "closed-"+s.ID[:8])
+		waitEvent(t, events, "closed-"+s.ID[:8])
+		if _, err := e.sessions.End(context.Background(), s.ID, session.Closed, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		waitClosed(t, events, 30*time.Second)
+		if code, body := e.reviewSelf(t, "alice", s.ID, nil); code != http.StatusForbidden || !strings.Contains(body["message"].(string), "closed") {
+			t.Fatalf("after close: %d %v, want 403 saying the session is closed", code, body)
+		}
+	})
+
+	t.Run("watch_is_closed_when_the_session_expires", func(t *testing.T) {
+		s := e.open(t, "alice", session.AccessReadOnly, time.Now().Add(5*time.Second))
+		events := e.watch(t, "alice", s.ID)
+		e.createConfigMap(t, "expiring-"+s.ID[:8])
+		waitEvent(t, events, "expiring-"+s.ID[:8])
+		waitClosed(t, events, 40*time.Second)
+		if code, body := e.reviewSelf(t, "alice", s.ID, nil); code != http.StatusForbidden || !strings.Contains(body["message"].(string), "expired") {
+			t.Fatalf("after expiry: %d %v, want 403 saying the session expired", code, body)
+		}
+	})
+}
+
+type user struct {
+	Username string              `json:"username"`
+	UID      string              `json:"uid"`
+	Groups   []string            `json:"groups"`
+	Extra    map[string][]string `json:"extra"`
+}
+
+func userInfo(body map[string]any) user {
+	var u user
+	st, _ := body["status"].(map[string]any)
+	b, _ := json.Marshal(st["userInfo"])
+	_ = json.Unmarshal(b, &u)
+	return u
+}
+
+// watch starts a watch of configmaps in default through session id; each line read is sent
+// on the channel, which is closed when the stream ends.
+func (e *env) watch(t *testing.T, person, id string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.srv.URL+"/sessions/"+id+"/api/v1/namespaces/default/configmaps?watch=true", nil)
+	resp, err := e.client(person).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("watch: %d %s", resp.StatusCode, b)
+	}
+	out := make(chan string, 100)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			out <- sc.Text()
+		}
+	}()
+	return out
+}
+
+func (e *env) createConfigMap(t *testing.T, name string) {
+	t.Helper()
+	_, err := e.kube.CoreV1().ConfigMaps("default").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitEvent(t *testing.T, events <-chan string, name string) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case line, ok := <-events:
+			if !ok {
+				t.Fatalf("watch ended before the event of %s", name)
+			}
+			if strings.Contains(line, `"name":"`+name+`"`) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no watch event of %s within 60s: the watch does not stream", name)
+		}
+	}
+}
+
+func waitClosed(t *testing.T, events <-chan string, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the watch is still open %s after its session ended", within)
+		}
+	}
+}
+
+func newCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "person CA"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-2 * time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
+}
+
+func issue(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, person, group string) tls.Certificate {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: person, Organization: []string{group}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
