@@ -29,15 +29,22 @@ help:
 	@echo "make images    build the container images into .run/images (no container engine; docs/deploy.md#images)"
 	@echo "make tools     build the pinned Kubernetes binaries, etcd, CoreDNS, maestro, promtool and helm (cached)"
 
-.PHONY: deps
-deps:
-	@hack/ensure-packages.sh postgresql pgbouncer mosquitto protobuf-compiler libprotobuf-dev jq chromium prometheus
+# What `make run` needs, and no more: PostgreSQL, PgBouncer, the broker (and the C toolchain for
+# its plugin), jq for the README's commands and Prometheus. `make deps` adds what the tests,
+# `make generate` and `make deploy` need.
+.PHONY: deps-run
+deps-run:
+	@hack/ensure-packages.sh postgresql pgbouncer mosquitto jq prometheus
 	@# The broker's share_guard plugin (dev-infrastructure/mosquitto-share-guard) is C, built by
 	@# hack/mosquitto-plugin.sh against mosquitto's plugin headers.
 	@hack/ensure-packages.sh gcc libc6-dev mosquitto-dev libmosquitto-dev
+
+.PHONY: deps
+deps: deps-run
+	@hack/ensure-packages.sh protobuf-compiler libprotobuf-dev chromium
 	@# The real node (dev-infrastructure/node, docs/deploy.md#a-real-node): Debian's containerd, runc,
 	@# CNI plugins and the netfilter tools, run with the node's own config inside its network namespace.
-	@hack/ensure-packages.sh containerd runc containernetworking-plugins iptables conntrack nftables
+	@hack/ensure-packages.sh containerd runc containernetworking-plugins iptables conntrack nftables iproute2
 	@# Node runs the Cosmos-compatible server the cosmos store's conformance test starts.
 	@command -v npm >/dev/null || hack/ensure-packages.sh nodejs npm
 	@[ $(COSMOS_EMULATOR)/node_modules/.package-lock.json -nt $(COSMOS_EMULATOR)/package-lock.json ] || \
@@ -49,18 +56,24 @@ deps:
 kubectl:
 	@hack/tool.sh kubectl dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kubectl "$(KUBE_LDFLAGS)"
 
-.PHONY: tools
-tools:
+# The pinned builds `make run` starts (kube-apiserver, kube-controller-manager and etcd for the
+# management clusters, Maestro, the broker's plugin, and helm, which renders the charts' RBAC the
+# launcher applies). `make tools` adds the real node's binaries, CoreDNS and promtool.
+.PHONY: tools-run
+tools-run:
 	@hack/tool.sh kube-apiserver dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-apiserver "$(KUBE_LDFLAGS)" >/dev/null
 	@hack/tool.sh kube-controller-manager dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-controller-manager "$(KUBE_LDFLAGS)" >/dev/null
 	@hack/tool.sh etcd dev-infrastructure/kube-tools ./cmd/etcd >/dev/null
+	@hack/tool.sh maestro dev-infrastructure/maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
+	@hack/helm.sh >/dev/null
+	@hack/mosquitto-plugin.sh >/dev/null
+
+.PHONY: tools
+tools: tools-run
 	@# The real node's (dev-infrastructure/node): kubelet, scheduler, kubectl, kube-proxy, CoreDNS.
 	@for b in kubelet kube-scheduler kubectl kube-proxy; do hack/tool.sh $$b dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/$$b "$(KUBE_LDFLAGS)" >/dev/null; done
 	@hack/coredns.sh >/dev/null
-	@hack/tool.sh maestro dev-infrastructure/maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
 	@hack/promtool.sh >/dev/null
-	@hack/helm.sh >/dev/null
-	@hack/mosquitto-plugin.sh >/dev/null
 
 # Container images without a container engine (docs/deploy.md#images): .run/images/<name>.oci.tar
 # and .run/images/images.json. Only images whose binary changed are rewritten.
@@ -69,7 +82,7 @@ images:
 	@go run ./tooling/cmd/build-images -out .run/images $(IMAGES)
 
 .PHONY: run
-run: deps tools
+run: deps-run tools-run
 	@go build -o bin/openhcp-region ./dev-infrastructure/localregion/cmd/openhcp-region
 	@exec bin/openhcp-region $(RUN_ARGS)
 
