@@ -8,6 +8,7 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -246,7 +248,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			writeStatus(w, code, http.StatusText(code), msg)
 		},
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, ctx: ctx}
 	proxy.ServeHTTP(sw, r.WithContext(ctx))
 	code := sw.code
 	g.metrics.proxied.WithLabelValues(fmt.Sprint(code)).Inc()
@@ -456,10 +458,36 @@ func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
 		"status": "Failure", "message": msg, "reason": reason, "code": code})
 }
 
-// statusWriter records the status code; it passes Flush and Hijack through (watches, upgrades).
+// statusWriter records the status code; it passes Flush and Hijack through (watches,
+// upgrades). A hijacked connection (an upgraded stream) is closed when ctx ends: the proxy
+// closes its side to the apiserver then, but would only half-close the SRE's side and wait for
+// the client to hang up.
 type statusWriter struct {
 	http.ResponseWriter
+	ctx  context.Context
 	code int
+}
+
+// Hijack hands the connection to the proxy's upgrade, and closes it when the request's
+// context (its session's) ends.
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(s.ctx, func() { conn.Close() })
+	return &closeConn{Conn: conn, stop: stop}, rw, nil
+}
+
+// closeConn stops its context's close once the proxy closed it itself.
+type closeConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *closeConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
 }
 
 func (s *statusWriter) WriteHeader(code int) {
