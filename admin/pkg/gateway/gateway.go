@@ -125,7 +125,7 @@ type request struct {
 	path         string
 	start        time.Time
 	audited      bool
-	refuseReason string
+	upstreamCode int
 }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
@@ -235,11 +235,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			// The record is written before a byte of the answer reaches the SRE.
+			rq.upstreamCode = resp.StatusCode
 			return g.record(resp.Request.Context(), rq, log, audit.Completed, resp.StatusCode, "")
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			code, msg := http.StatusBadGateway, "the hosted cluster's API server did not answer: "+err.Error()
-			if ls.ctx.Err() != nil || ctx.Err() != nil {
+			switch {
+			case errors.Is(err, errAudit):
+				code, msg = http.StatusServiceUnavailable, "the audit log cannot be written, so the answer is withheld; retry later"
+			case ls.ctx.Err() != nil || ctx.Err() != nil:
 				code, msg = http.StatusForbidden, fmt.Sprintf("break-glass session %s ended", sess.ID)
 			}
 			if !rq.audited {
@@ -251,6 +255,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w, ctx: ctx}
 	proxy.ServeHTTP(sw, r.WithContext(ctx))
 	code := sw.code
+	if code == 0 {
+		// An upgrade's 101 goes out on the hijacked connection, past the ResponseWriter.
+		code = rq.upstreamCode
+	}
 	g.metrics.proxied.WithLabelValues(fmt.Sprint(code)).Inc()
 	g.metrics.duration.Observe(time.Since(rq.start).Seconds())
 	log.Info("proxied", "person", id.Person, "cluster_id", sess.ClusterID, "verb", rq.verb, "path", rq.path, "code", code,
@@ -288,10 +296,13 @@ func (g *Gateway) record(ctx context.Context, rq *request, log *slog.Logger, out
 		Outcome: outcome, Status: code}
 	if _, err := g.cfg.Audit.Append(ctx, e); err != nil {
 		log.Error("audit record not written; the answer is withheld", "error", err)
-		return fmt.Errorf("audit: %w", err)
+		return fmt.Errorf("%w: %w", errAudit, err)
 	}
 	return nil
 }
+
+// errAudit wraps a failure to append a request's audit record.
+var errAudit = errors.New("append the audit record")
 
 // RoutePrefix starts the route of every gateway audit record, so `hcpctl audit --route gateway`
 // lists them; Route adds the session's cluster.

@@ -52,6 +52,9 @@ type env struct {
 	kube      *kubernetes.Clientset
 	kubeconfs map[string][]byte // SRE certificate kubeconfigs by access
 	persons   map[string]tls.Certificate
+	personCA  *x509.CertPool
+	// serviceDSN is the admin database as the service's login.
+	serviceDSN string
 }
 
 func newEnv(t *testing.T) *env {
@@ -100,7 +103,8 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	e.audit, err = audit.Open(ctx, strings.Replace(superDSN, "postgres://postgres@", "postgres://adminsvc@", 1))
+	e.serviceDSN = strings.Replace(superDSN, "postgres://postgres@", "postgres://adminsvc@", 1)
+	e.audit, err = audit.Open(ctx, e.serviceDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,9 +134,9 @@ func newEnv(t *testing.T) *env {
 	go func() { e.gw.Run(runCtx); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
 	e.srv = httptest.NewUnstartedServer(e.gw.Handler())
-	pool := x509.NewCertPool()
-	pool.AddCert(personCA)
-	e.srv.TLS = &tls.Config{ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	e.personCA = x509.NewCertPool()
+	e.personCA.AddCert(personCA)
+	e.srv.TLS = &tls.Config{ClientCAs: e.personCA, ClientAuth: tls.RequireAndVerifyClientCert}
 	e.srv.StartTLS()
 	t.Cleanup(e.srv.Close)
 	return e
@@ -301,6 +305,31 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 		})
 	}
 
+	t.Run("no_audit_record_no_answer", func(t *testing.T) {
+		// A gateway whose audit log is unreachable (its pool closed) withholds the answer.
+		broken, err := audit.Open(context.Background(), e.serviceDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken.Close()
+		gw, err := New(Config{Sessions: e.sessions, Revocations: e.revoked, Audit: broken, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewUnstartedServer(gw.Handler())
+		srv.TLS = &tls.Config{ClientCAs: e.personCA, ClientAuth: tls.RequireAndVerifyClientCert}
+		srv.StartTLS()
+		defer srv.Close()
+		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
+		saved := e.srv
+		e.srv = srv
+		code, body := e.reviewSelf(t, "alice", s.ID, nil)
+		e.srv = saved
+		if code != http.StatusServiceUnavailable || userInfo(body).Username != "" {
+			t.Fatalf("answer %d %v without an audit record, want 503 and no apiserver answer", code, body)
+		}
+	})
+
 	t.Run("watch_streams_and_is_closed_when_the_session_is_closed", func(t *testing.T) {
 		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
 		events := e.watch(t, "alice", s.ID)
@@ -401,6 +430,9 @@ func TestGatewayUpgradedStreamIsCutWhenTheSessionEnds(t *testing.T) {
 	got, _, err := e.audit.Query(ctx, audit.Filter{Target: id})
 	if err != nil || len(got) != 1 || got[0].Method != "connect" || got[0].Status != http.StatusSwitchingProtocols {
 		t.Fatalf("audit of the stream: %+v %v", got, err)
+	}
+	if n := testutil.ToFloat64(e.gw.metrics.proxied.WithLabelValues("101")); n != 1 {
+		t.Fatalf("gateway_proxied_requests_total{code=\"101\"} = %v", n)
 	}
 }
 
