@@ -204,7 +204,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, rq, log, http.StatusBadGateway, "BadGateway", "bad-credential", "the session's credential cannot be used; close it and open a new one")
 		return
 	}
-	defer g.release(sess.ID)
+	defer g.release(sess.ID, ls)
 
 	ctx, cancel := context.WithDeadline(r.Context(), sess.Expires)
 	defer cancel()
@@ -347,18 +347,19 @@ func (g *Gateway) acquire(sess session.Session, kubeconfig []byte) (*liveSession
 	return ls, target, nil
 }
 
-// release counts a request out; the last one of a session drops its connections.
-func (g *Gateway) release(id string) {
+// release counts a request of ls out; the last one of a session drops its connections. A
+// session that Run ended meanwhile is no longer in live (a later request of the same ID, if its
+// state allowed one, has a new entry that this one must not count out).
+func (g *Gateway) release(id string, ls *liveSession) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ls := g.live[id]
-	if ls == nil {
+	ls.requests--
+	if ls.requests > 0 {
 		return
 	}
-	ls.requests--
-	if ls.requests <= 0 {
-		ls.cancel()
-		ls.transport.CloseIdleConnections()
+	ls.cancel()
+	ls.transport.CloseIdleConnections()
+	if g.live[id] == ls {
 		delete(g.live, id)
 	}
 }
