@@ -218,6 +218,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	proxy := &httputil.ReverseProxy{
 		Transport:     ls.transport,
 		FlushInterval: -1, // watches flush every event at once
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelInfo),
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = target.Scheme, target.Host
 			pr.Out.URL.Path = strings.TrimSuffix(target.Path, "/") + rq.path
@@ -243,7 +244,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case errors.Is(err, errAudit):
 				code, msg = http.StatusServiceUnavailable, "the audit log cannot be written, so the answer is withheld; retry later"
-			case ls.ctx.Err() != nil || ctx.Err() != nil:
+			case ended(ls, sess, g.cfg.Now()):
 				code, msg = http.StatusForbidden, fmt.Sprintf("break-glass session %s ended", sess.ID)
 			}
 			if !rq.audited {
@@ -253,16 +254,26 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		},
 	}
 	sw := &statusWriter{ResponseWriter: w, ctx: ctx}
+	// Deferred: a stream cut by its session's end leaves the proxy by a panic
+	// (http.ErrAbortHandler, which the server swallows), and is counted all the same.
+	defer func() {
+		code := sw.code
+		if code == 0 {
+			// An upgrade's 101 goes out on the hijacked connection, past the ResponseWriter.
+			code = rq.upstreamCode
+		}
+		g.metrics.proxied.WithLabelValues(fmt.Sprint(code)).Inc()
+		g.metrics.duration.Observe(time.Since(rq.start).Seconds())
+		log.Info("proxied", "person", id.Person, "cluster_id", sess.ClusterID, "verb", rq.verb, "path", rq.path, "code", code,
+			"duration", time.Since(rq.start).Seconds(), "ended_by_session", ended(ls, sess, g.cfg.Now()))
+	}()
 	proxy.ServeHTTP(sw, r.WithContext(ctx))
-	code := sw.code
-	if code == 0 {
-		// An upgrade's 101 goes out on the hijacked connection, past the ResponseWriter.
-		code = rq.upstreamCode
-	}
-	g.metrics.proxied.WithLabelValues(fmt.Sprint(code)).Inc()
-	g.metrics.duration.Observe(time.Since(rq.start).Seconds())
-	log.Info("proxied", "person", id.Person, "cluster_id", sess.ClusterID, "verb", rq.verb, "path", rq.path, "code", code,
-		"duration", time.Since(rq.start).Seconds(), "ended_by_session", ls.ctx.Err() != nil)
+}
+
+// ended reports whether a request's session has ended (closed, revoked, expired) rather than
+// its caller having gone.
+func ended(ls *liveSession, sess session.Session, now time.Time) bool {
+	return ls.ctx.Err() != nil || !now.Before(sess.Expires)
 }
 
 // impersonatedGroups is the kube group the gateway impersonates for each access.

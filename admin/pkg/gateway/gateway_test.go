@@ -332,13 +332,25 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 
 	t.Run("watch_streams_and_is_closed_when_the_session_is_closed", func(t *testing.T) {
 		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
+		proxied := func() float64 { return testutil.ToFloat64(e.gw.metrics.proxied.WithLabelValues("200")) }
+		before := proxied()
 		events := e.watch(t, "alice", s.ID)
 		e.createConfigMap(t, "closed-"+s.ID[:8])
 		waitEvent(t, events, "closed-"+s.ID[:8])
+		if got := testutil.ToFloat64(e.gw.metrics.streams); got != 1 {
+			t.Fatalf("gateway_streams_open = %v with one watch open", got)
+		}
 		if _, err := e.sessions.End(context.Background(), s.ID, session.Closed, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		waitClosed(t, events, 30*time.Second)
+		// The cut watch is counted once its handler has returned.
+		for deadline := time.Now().Add(30 * time.Second); proxied() != before+1 || testutil.ToFloat64(e.gw.metrics.streams) != 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("after the cut: gateway_proxied_requests_total{code=\"200\"} %v -> %v, gateway_streams_open %v", before, proxied(), testutil.ToFloat64(e.gw.metrics.streams))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		if code, body := e.reviewSelf(t, "alice", s.ID, nil); code != http.StatusForbidden || !strings.Contains(body["message"].(string), "closed") {
 			t.Fatalf("after close: %d %v, want 403 saying the session is closed", code, body)
 		}
