@@ -27,6 +27,7 @@ func TestParseFlagsRefusesPlaintext(t *testing.T) {
 		{"management_kubeconfig_twice", "management-kubeconfigs", "mgmt-1=/a,mgmt-1=/b", "--management-kubeconfigs: shard mgmt-1 is named twice"},
 		{"plaintext_maestro_rest", "maestro-rest", "http://127.0.0.1:8000", "--maestro-rest: must be an https:// URL"},
 		{"maestro_rest_without_a_client_certificate", "maestro-rest", "https://127.0.0.1:8000", "--maestro-rest needs --maestro-cert"},
+		{"session_key_without_a_gateway", "session-key-file", "/tmp/session.key", "--gateway-url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var args []string

@@ -8,6 +8,7 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -123,7 +125,7 @@ type request struct {
 	path         string
 	start        time.Time
 	audited      bool
-	refuseReason string
+	upstreamCode int
 }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
@@ -202,7 +204,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, rq, log, http.StatusBadGateway, "BadGateway", "bad-credential", "the session's credential cannot be used; close it and open a new one")
 		return
 	}
-	defer g.release(sess.ID)
+	defer g.release(sess.ID, ls)
 
 	ctx, cancel := context.WithDeadline(r.Context(), sess.Expires)
 	defer cancel()
@@ -216,6 +218,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	proxy := &httputil.ReverseProxy{
 		Transport:     ls.transport,
 		FlushInterval: -1, // watches flush every event at once
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelInfo),
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = target.Scheme, target.Host
 			pr.Out.URL.Path = strings.TrimSuffix(target.Path, "/") + rq.path
@@ -233,11 +236,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			// The record is written before a byte of the answer reaches the SRE.
+			rq.upstreamCode = resp.StatusCode
 			return g.record(resp.Request.Context(), rq, log, audit.Completed, resp.StatusCode, "")
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			code, msg := http.StatusBadGateway, "the hosted cluster's API server did not answer: "+err.Error()
-			if ls.ctx.Err() != nil || ctx.Err() != nil {
+			switch {
+			case errors.Is(err, errAudit):
+				code, msg = http.StatusServiceUnavailable, "the audit log cannot be written, so the answer is withheld; retry later"
+			case ended(ls, sess, g.cfg.Now()):
 				code, msg = http.StatusForbidden, fmt.Sprintf("break-glass session %s ended", sess.ID)
 			}
 			if !rq.audited {
@@ -246,13 +253,27 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			writeStatus(w, code, http.StatusText(code), msg)
 		},
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, ctx: ctx}
+	// Deferred: a stream cut by its session's end leaves the proxy by a panic
+	// (http.ErrAbortHandler, which the server swallows), and is counted all the same.
+	defer func() {
+		code := sw.code
+		if code == 0 {
+			// An upgrade's 101 goes out on the hijacked connection, past the ResponseWriter.
+			code = rq.upstreamCode
+		}
+		g.metrics.proxied.WithLabelValues(fmt.Sprint(code)).Inc()
+		g.metrics.duration.Observe(time.Since(rq.start).Seconds())
+		log.Info("proxied", "person", id.Person, "cluster_id", sess.ClusterID, "verb", rq.verb, "path", rq.path, "code", code,
+			"duration", time.Since(rq.start).Seconds(), "ended_by_session", ended(ls, sess, g.cfg.Now()))
+	}()
 	proxy.ServeHTTP(sw, r.WithContext(ctx))
-	code := sw.code
-	g.metrics.proxied.WithLabelValues(fmt.Sprint(code)).Inc()
-	g.metrics.duration.Observe(time.Since(rq.start).Seconds())
-	log.Info("proxied", "person", id.Person, "cluster_id", sess.ClusterID, "verb", rq.verb, "path", rq.path, "code", code,
-		"duration", time.Since(rq.start).Seconds(), "ended_by_session", ls.ctx.Err() != nil)
+}
+
+// ended reports whether a request's session has ended (closed, revoked, expired) rather than
+// its caller having gone.
+func ended(ls *liveSession, sess session.Session, now time.Time) bool {
+	return ls.ctx.Err() != nil || !now.Before(sess.Expires)
 }
 
 // impersonatedGroups is the kube group the gateway impersonates for each access.
@@ -286,10 +307,13 @@ func (g *Gateway) record(ctx context.Context, rq *request, log *slog.Logger, out
 		Outcome: outcome, Status: code}
 	if _, err := g.cfg.Audit.Append(ctx, e); err != nil {
 		log.Error("audit record not written; the answer is withheld", "error", err)
-		return fmt.Errorf("audit: %w", err)
+		return fmt.Errorf("%w: %w", errAudit, err)
 	}
 	return nil
 }
+
+// errAudit wraps a failure to append a request's audit record.
+var errAudit = errors.New("append the audit record")
 
 // RoutePrefix starts the route of every gateway audit record, so `hcpctl audit --route gateway`
 // lists them; Route adds the session's cluster.
@@ -334,18 +358,19 @@ func (g *Gateway) acquire(sess session.Session, kubeconfig []byte) (*liveSession
 	return ls, target, nil
 }
 
-// release counts a request out; the last one of a session drops its connections.
-func (g *Gateway) release(id string) {
+// release counts a request of ls out; the last one of a session drops its connections. A
+// session that Run ended meanwhile is no longer in live (a later request of the same ID, if its
+// state allowed one, has a new entry that this one must not count out).
+func (g *Gateway) release(id string, ls *liveSession) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	ls := g.live[id]
-	if ls == nil {
+	ls.requests--
+	if ls.requests > 0 {
 		return
 	}
-	ls.requests--
-	if ls.requests <= 0 {
-		ls.cancel()
-		ls.transport.CloseIdleConnections()
+	ls.cancel()
+	ls.transport.CloseIdleConnections()
+	if g.live[id] == ls {
 		delete(g.live, id)
 	}
 }
@@ -456,10 +481,36 @@ func writeStatus(w http.ResponseWriter, code int, reason, msg string) {
 		"status": "Failure", "message": msg, "reason": reason, "code": code})
 }
 
-// statusWriter records the status code; it passes Flush and Hijack through (watches, upgrades).
+// statusWriter records the status code; it passes Flush and Hijack through (watches,
+// upgrades). A hijacked connection (an upgraded stream) is closed when ctx ends: the proxy
+// closes its side to the apiserver then, but would only half-close the SRE's side and wait for
+// the client to hang up.
 type statusWriter struct {
 	http.ResponseWriter
+	ctx  context.Context
 	code int
+}
+
+// Hijack hands the connection to the proxy's upgrade, and closes it when the request's
+// context (its session's) ends.
+func (s *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(s.ctx, func() { conn.Close() })
+	return &closeConn{Conn: conn, stop: stop}, rw, nil
+}
+
+// closeConn stops its context's close once the proxy closed it itself.
+type closeConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *closeConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
 }
 
 func (s *statusWriter) WriteHeader(code int) {

@@ -9,7 +9,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
@@ -49,6 +52,9 @@ type env struct {
 	kube      *kubernetes.Clientset
 	kubeconfs map[string][]byte // SRE certificate kubeconfigs by access
 	persons   map[string]tls.Certificate
+	personCA  *x509.CertPool
+	// serviceDSN is the admin database as the service's login.
+	serviceDSN string
 }
 
 func newEnv(t *testing.T) *env {
@@ -97,7 +103,8 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	e.audit, err = audit.Open(ctx, strings.Replace(superDSN, "postgres://postgres@", "postgres://adminsvc@", 1))
+	e.serviceDSN = strings.Replace(superDSN, "postgres://postgres@", "postgres://adminsvc@", 1)
+	e.audit, err = audit.Open(ctx, e.serviceDSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,9 +134,9 @@ func newEnv(t *testing.T) *env {
 	go func() { e.gw.Run(runCtx); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
 	e.srv = httptest.NewUnstartedServer(e.gw.Handler())
-	pool := x509.NewCertPool()
-	pool.AddCert(personCA)
-	e.srv.TLS = &tls.Config{ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert}
+	e.personCA = x509.NewCertPool()
+	e.personCA.AddCert(personCA)
+	e.srv.TLS = &tls.Config{ClientCAs: e.personCA, ClientAuth: tls.RequireAndVerifyClientCert}
 	e.srv.StartTLS()
 	t.Cleanup(e.srv.Close)
 	return e
@@ -298,15 +305,52 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 		})
 	}
 
+	t.Run("no_audit_record_no_answer", func(t *testing.T) {
+		// A gateway whose audit log is unreachable (its pool closed) withholds the answer.
+		broken, err := audit.Open(context.Background(), e.serviceDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		broken.Close()
+		gw, err := New(Config{Sessions: e.sessions, Revocations: e.revoked, Audit: broken, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewUnstartedServer(gw.Handler())
+		srv.TLS = &tls.Config{ClientCAs: e.personCA, ClientAuth: tls.RequireAndVerifyClientCert}
+		srv.StartTLS()
+		defer srv.Close()
+		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
+		saved := e.srv
+		e.srv = srv
+		code, body := e.reviewSelf(t, "alice", s.ID, nil)
+		e.srv = saved
+		if code != http.StatusServiceUnavailable || userInfo(body).Username != "" {
+			t.Fatalf("answer %d %v without an audit record, want 503 and no apiserver answer", code, body)
+		}
+	})
+
 	t.Run("watch_streams_and_is_closed_when_the_session_is_closed", func(t *testing.T) {
 		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
+		proxied := func() float64 { return testutil.ToFloat64(e.gw.metrics.proxied.WithLabelValues("200")) }
+		before := proxied()
 		events := e.watch(t, "alice", s.ID)
 		e.createConfigMap(t, "closed-"+s.ID[:8])
 		waitEvent(t, events, "closed-"+s.ID[:8])
+		if got := testutil.ToFloat64(e.gw.metrics.streams); got != 1 {
+			t.Fatalf("gateway_streams_open = %v with one watch open", got)
+		}
 		if _, err := e.sessions.End(context.Background(), s.ID, session.Closed, "alice"); err != nil {
 			t.Fatal(err)
 		}
 		waitClosed(t, events, 30*time.Second)
+		// The cut watch is counted once its handler has returned.
+		for deadline := time.Now().Add(30 * time.Second); proxied() != before+1 || testutil.ToFloat64(e.gw.metrics.streams) != 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("after the cut: gateway_proxied_requests_total{code=\"200\"} %v -> %v, gateway_streams_open %v", before, proxied(), testutil.ToFloat64(e.gw.metrics.streams))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		if code, body := e.reviewSelf(t, "alice", s.ID, nil); code != http.StatusForbidden || !strings.Contains(body["message"].(string), "closed") {
 			t.Fatalf("after close: %d %v, want 403 saying the session is closed", code, body)
 		}
@@ -322,6 +366,86 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 			t.Fatalf("after expiry: %d %v, want 403 saying the session expired", code, body)
 		}
 	})
+}
+
+// TestGatewayUpgradedStreamIsCutWhenTheSessionEnds: an upgraded stream (exec, attach,
+// port-forward: SPDY or WebSocket) passes both ways through the gateway with the person's
+// impersonation, and is closed within seconds of its session's close. No kubelet runs here to
+// serve a real exec, so the upstream is a stand-in that upgrades and echoes, as a kubelet's
+// stream does behind the kube-apiserver; the gateway's side is what is under test.
+func TestGatewayUpgradedStreamIsCutWhenTheSessionEnds(t *testing.T) {
+	e := newEnv(t)
+	seen := make(chan http.Header, 1)
+	standIn := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n")
+		rw.Flush()
+		_, _ = io.Copy(conn, rw) // echo until the gateway closes
+	}))
+	defer standIn.Close()
+	kubeconfig := []byte(fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster:\n    server: %s\n    certificate-authority-data: %s\n"+
+		"users:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context: {cluster: s, user: u}\ncurrent-context: c\n",
+		standIn.URL, base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: standIn.Certificate().Raw}))))
+	ctx := context.Background()
+	id := newID()[:32]
+	if _, err := e.sessions.Open(ctx, session.Session{ID: id, ClusterID: "c1", Person: "alice", Group: "sre-admin", Access: session.AccessAdmin,
+		Reason: "exec", TTLSeconds: 3600, Expires: time.Now().Add(time.Hour)}, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	tlsCfg := e.client("alice").Transport.(*http.Transport).TLSClientConfig
+	conn, err := tls.Dial("tcp", strings.TrimPrefix(e.srv.URL, "https://"), tlsCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /sessions/%s/api/v1/namespaces/default/pods/p/exec?command=sh HTTP/1.1\r\nHost: gateway\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"+
+		"Impersonate-User: mallory\r\nContent-Length: 0\r\n\r\n", id)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade through the gateway: %v %v", resp, err)
+	}
+	if h := <-seen; h.Get("Impersonate-User") != "alice" || h.Get("Impersonate-Group") != breakglass.SREImpersonatedGroupAdmin || h.Get("Upgrade") != "SPDY/3.1" {
+		t.Fatalf("the upstream saw %v", h)
+	}
+	if _, err := conn.Write([]byte("ping\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if line, err := br.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("echo through the upgraded stream: %q %v", line, err)
+	}
+	if got := testutil.ToFloat64(e.gw.metrics.streams); got != 1 {
+		t.Fatalf("gateway_streams_open = %v with one stream open", got)
+	}
+
+	if _, err := e.sessions.End(ctx, id, session.Closed, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.ReadAll(br); err != nil {
+		t.Fatalf("the upgraded stream is still open 30s after its session closed: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for testutil.ToFloat64(e.gw.metrics.streams) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("gateway_streams_open stays 1 after the stream ended")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got, _, err := e.audit.Query(ctx, audit.Filter{Target: id})
+	if err != nil || len(got) != 1 || got[0].Method != "connect" || got[0].Status != http.StatusSwitchingProtocols {
+		t.Fatalf("audit of the stream: %+v %v", got, err)
+	}
+	if n := testutil.ToFloat64(e.gw.metrics.proxied.WithLabelValues("101")); n != 1 {
+		t.Fatalf("gateway_proxied_requests_total{code=\"101\"} = %v", n)
+	}
 }
 
 type user struct {

@@ -101,7 +101,7 @@ type Store struct {
 // New uses the admin service's pool (the audit log's database) and the region's session key.
 func New(pool *pgxpool.Pool, key *Key) *Store { return &Store{pool: pool, key: key} }
 
-// Check refuses a login that could delete sessions or that cannot read them.
+// Check refuses a login that could delete sessions, or that may not read, open and end them.
 func (s *Store) Check(ctx context.Context) error {
 	var exists, del bool
 	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('public.`+Table+`') IS NOT NULL`).Scan(&exists); err != nil {
@@ -110,12 +110,17 @@ func (s *Store) Check(ctx context.Context) error {
 	if !exists {
 		return fmt.Errorf("open break-glass sessions: table %s does not exist (install it first, as its owner: session.Install)", Table)
 	}
-	err := s.pool.QueryRow(ctx, `SELECT has_table_privilege($1, 'DELETE') OR has_table_privilege($1, 'TRUNCATE')`, Table).Scan(&del)
+	var use bool
+	err := s.pool.QueryRow(ctx, `SELECT has_table_privilege($1, 'DELETE') OR has_table_privilege($1, 'TRUNCATE'),
+		has_table_privilege($1, 'SELECT') AND has_table_privilege($1, 'INSERT') AND has_column_privilege($1, 'state', 'UPDATE')`, Table).Scan(&del, &use)
 	if err != nil {
 		return fmt.Errorf("open break-glass sessions: %w", err)
 	}
-	if del {
+	switch {
+	case del:
 		return fmt.Errorf("open break-glass sessions: this login may delete sessions; grant it session.Install's privileges only")
+	case !use:
+		return fmt.Errorf("open break-glass sessions: this login may not read, open or end sessions (grant them as the table's owner: session.Install)")
 	}
 	return nil
 }

@@ -166,6 +166,25 @@ func TestSessionLifecycle(t *testing.T) {
 	})
 }
 
+// TestCheckNeedsInstall: a login without session.Install's grants is refused at start, naming
+// it, rather than failing at the first break-glass request.
+func TestCheckNeedsInstall(t *testing.T) {
+	s, su := installed(t)
+	ctx := context.Background()
+	if _, err := su.Exec(ctx, "REVOKE ALL ON "+Table+" FROM adminsvc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx); err == nil || !strings.Contains(err.Error(), "session.Install") {
+		t.Fatalf("Check without the grants: %v", err)
+	}
+	if _, err := su.Exec(ctx, "GRANT ALL ON "+Table+" TO adminsvc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Check(ctx); err == nil || !strings.Contains(err.Error(), "delete") {
+		t.Fatalf("Check with DELETE granted: %v", err)
+	}
+}
+
 func TestKeyFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "session.key")
