@@ -92,25 +92,7 @@ func TestCustomerCredentialOpensTheHostedAPIServer(t *testing.T) {
 	}
 	caller := uuid.NewString()
 
-	credential := func(t *testing.T) []byte {
-		t.Helper()
-		r := armAs(t, http.MethodPost, path+"/requestAdminCredential?api-version=2024-06-10-preview", caller, nil)
-		if r.Status != http.StatusAccepted {
-			t.Fatalf("requestAdminCredential: %d: %s", r.Status, r.Raw)
-		}
-		if final := waitOperation(t, r.Header.Get("Azure-AsyncOperation"), 2*time.Minute); final["status"] != "Succeeded" {
-			t.Fatalf("requestAdminCredential ended %v: %v", final["status"], final["error"])
-		}
-		res := armAs(t, http.MethodGet, r.Header.Get("Location"), caller, nil)
-		kc, _ := res.Body["kubeconfig"].(string)
-		if res.Status != http.StatusOK || kc == "" {
-			t.Fatalf("credential result: %d: %s", res.Status, res.Raw)
-		}
-		if !strings.Contains(kc, server) {
-			t.Fatalf("the kubeconfig does not name api.url %s:\n%s", server, kc)
-		}
-		return []byte(kc)
-	}
+	credential := func(t *testing.T) []byte { return customerKubeconfig(t, path, caller, server) }
 
 	first := credential(t)
 	out, stderr, err := kubectl(t, bin, first, "get", "namespaces", "-o", "name")
@@ -118,6 +100,18 @@ func TestCustomerCredentialOpensTheHostedAPIServer(t *testing.T) {
 		t.Fatalf("kubectl get namespaces with the customer's credential: %v\n%s%s", err, out, stderr)
 	}
 	t.Logf("$ kubectl get namespaces -o name\n%s", out)
+
+	// An SRE session opened before the customer's revocation outlives it: the two signers are
+	// separate.
+	hcpctlBin := hcpctlBinary(t)
+	sreKC := filepath.Join(t.TempDir(), "sre.kubeconfig")
+	if out, stderr, code := hcpctl(t, hcpctlBin, "--as", "sre-readonly", "breakglass", "open", path, "--ttl", "30m",
+		"--kubeconfig", sreKC, "--reason", "e2e: SRE session across a customer revocation"); code != 0 {
+		t.Fatalf("open an SRE session: exit %d:\n%s%s", code, out, stderr)
+	}
+	if _, err := whoAmI(t, sreKC); err != nil {
+		t.Fatalf("the SRE session before the customer's revocation: %v", err)
+	}
 
 	rv := armAs(t, http.MethodPost, path+"/revokeCredentials?api-version=2026-09-01-preview", caller, nil)
 	if rv.Status != http.StatusAccepted {
@@ -139,6 +133,9 @@ func TestCustomerCredentialOpensTheHostedAPIServer(t *testing.T) {
 	second := credential(t)
 	if out, stderr, err := kubectl(t, bin, second, "get", "namespaces", "-o", "name"); err != nil {
 		t.Fatalf("a credential issued after the revocation: %v\n%s%s", err, out, stderr)
+	}
+	if user, err := whoAmI(t, sreKC); err != nil || user.Username == "" {
+		t.Fatalf("the SRE session opened before the customer's revocation no longer works: %+v %v", user, err)
 	}
 
 	del := arm(t, http.MethodDelete, path, nil)
@@ -184,4 +181,26 @@ func hostedAPIServerPID(port string) string {
 		}
 	}
 	return ""
+}
+
+// customerKubeconfig asks ARM for an admin credential of the cluster at path as caller and
+// returns its kubeconfig, which must name server (the cluster's api.url).
+func customerKubeconfig(t *testing.T, path, caller, server string) []byte {
+	t.Helper()
+	r := armAs(t, http.MethodPost, path+"/requestAdminCredential?api-version=2024-06-10-preview", caller, nil)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("requestAdminCredential: %d: %s", r.Status, r.Raw)
+	}
+	if final := waitOperation(t, r.Header.Get("Azure-AsyncOperation"), 2*time.Minute); final["status"] != "Succeeded" {
+		t.Fatalf("requestAdminCredential ended %v: %v", final["status"], final["error"])
+	}
+	res := armAs(t, http.MethodGet, r.Header.Get("Location"), caller, nil)
+	kc, _ := res.Body["kubeconfig"].(string)
+	if res.Status != http.StatusOK || kc == "" {
+		t.Fatalf("credential result: %d: %s", res.Status, res.Raw)
+	}
+	if !strings.Contains(kc, server) {
+		t.Fatalf("the kubeconfig does not name api.url %s:\n%s", server, kc)
+	}
+	return []byte(kc)
 }
