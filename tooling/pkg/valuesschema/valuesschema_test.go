@@ -177,6 +177,8 @@ func TestGenerateRefusesWhatItCannotGenerate(t *testing.T) {
 		{"unknown_marker", "# +schema:maps\nsources: {a: b}\n", "sample/values.yaml: sources: unknown marker +schema:maps"},
 		{"reference_to_a_missing_definition", "# +schema:ref=resourcez\nresources: {}\n", "resources: config/config.schema.json has no $defs.resourcez"},
 		{"top_level_not_a_map", "- a\n", "the top level is not a map"},
+		{"marker_not_above_its_key", "# +schema:map\n\nsources: {a: b}\n", "1 of its 1 +schema markers are not in the comment lines right above a key"},
+		{"marker_as_a_line_comment", "sources: {a: b} # +schema:map\n", "1 of its 1 +schema markers are not in the comment lines right above a key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Generate(writeChart(t, "name: sample\n", tc.values), "sample", configDefs)
