@@ -137,13 +137,15 @@ verify-charts:
 	cd dev-infrastructure/chartcheck && go test -count=1 -run '^TestRenderedChartsMatchGolden$$' .
 
 # Everything generated and committed is current: the rendered config and every chart's values,
-# the charts' golden renderings, generated code.
+# the charts' golden renderings, generated code (the charts' values.schema.json included; the same
+# check runs in make test: tooling/pkg/valuesschema TestChartValuesSchemasAreCurrent).
 .PHONY: verify
 verify: verify-config verify-charts verify-generate
 
 .PHONY: verify-generate
 verify-generate: generate
-	@git diff --exit-code -- cluster-service/api dev-infrastructure/mgmtcluster/crds || (echo "generated code is stale: run make generate and commit" && exit 1)
+	@git diff --exit-code -- cluster-service/api dev-infrastructure/mgmtcluster/crds ':(glob)**/values.schema.json' || (echo "generated code is stale: run make generate and commit" && exit 1)
+	@new=$$(git ls-files --others --exclude-standard -- ':(glob)**/values.schema.json'); [ -z "$$new" ] || (echo "generated but not committed: $$new" && exit 1)
 
 .PHONY: bench
 bench: deps tools

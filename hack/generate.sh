@@ -18,3 +18,7 @@ PATH="$bin:$PATH" protoc -I cluster-service/api -I /usr/include \
 # AuthorizationPolicy CRDs from the pinned istio.io/api (docs/deploy.md#mesh-policy).
 go run ./tooling/cmd/gen-crds -module-dir tooling -out dev-infrastructure/mgmtcluster/crds/manifests \
   -istio-out dev-infrastructure/mgmtcluster/crds/istio
+
+# Every Helm chart's values.schema.json, from its values.yaml and config/config.schema.json's $defs
+# (docs/deploy.md#values-schemas).
+go run ./tooling/cmd/gen-values-schema -root .

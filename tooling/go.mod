@@ -5,6 +5,9 @@ go 1.26
 require (
 	github.com/openhcp/openhcp/dev-infrastructure/images v0.0.0
 	github.com/openhcp/openhcp/dev-infrastructure/localregion v0.0.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/text v0.41.0
 	istio.io/client-go v1.31.1
 	k8s.io/apiextensions-apiserver v0.35.3
 	k8s.io/apimachinery v0.35.3
@@ -65,12 +68,10 @@ require (
 	github.com/openshift/hypershift/api v0.0.0-20251120083117-dea6d2f24af6
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
-	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect

@@ -1,8 +1,7 @@
 // Package chartcheck holds the checks every Helm chart in the repository gets: charts are
-// discovered by walking <component>/deploy/Chart.yaml (a component with one deployable: frontend,
-// backend, cluster-service, admin) and <component>/deploy/<chart>/Chart.yaml (several: maestro's
-// server and agent), one or two folders deep (dev-infrastructure/mgmtcluster/deploy/hypershift-sim),
-// so a new chart is checked without registering it here.
+// discovered by internal/helmcharts (<component>/deploy/Chart.yaml, <component>/deploy/<chart>/Chart.yaml,
+// and the same one folder deeper under dev-infrastructure/), so a new chart is checked without
+// registering it here.
 package chartcheck
 
 import (
@@ -13,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -24,14 +22,12 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"github.com/openhcp/openhcp/internal/helmcharts"
 )
 
 // devValues is the rendered configuration the charts are checked with.
 const devValues = "config/rendered/dev-local"
-
-// chartPatterns are where charts live: <component>/deploy, one folder deeper for the components
-// under dev-infrastructure/.
-var chartPatterns = []string{"*/deploy/Chart.yaml", "*/deploy/*/Chart.yaml", "*/*/deploy/Chart.yaml", "*/*/deploy/*/Chart.yaml"}
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -42,27 +38,20 @@ func repoRoot(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-// charts returns every chart folder (relative to root) holding a Chart.yaml in */deploy/,
-// */deploy/*/ or the same one folder deeper (dev-infrastructure/<component>/deploy/...), library
-// charts (internal/deploy/mesh-policy) included.
+// charts returns every chart folder (relative to root) that internal/helmcharts finds, library
+// charts (internal/deploy/mesh-policy) included: the same charts gen-values-schema writes a
+// values.schema.json for.
 func charts(t *testing.T, root string) []string {
 	t.Helper()
-	var found []string
-	for _, pattern := range chartPatterns {
-		m, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		found = append(found, m...)
-	}
-	sort.Strings(found)
-	var out []string
-	for _, f := range found {
-		rel, _ := filepath.Rel(root, filepath.Dir(f))
-		out = append(out, rel)
+	out, err := helmcharts.Find(root)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(out) == 0 {
 		t.Fatal("no charts found under */deploy/")
+	}
+	for i := range out {
+		out[i] = filepath.FromSlash(out[i])
 	}
 	return out
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/internal/helmcharts"
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -108,21 +109,18 @@ type meshChart struct {
 	dir, name, self string
 }
 
-// meshCharts finds every chart under */deploy/ and */*/deploy/ and returns the service-cluster
+// meshCharts finds every chart (internal/helmcharts) and returns the service-cluster
 // ones. A chart of a service-cluster workload that does not include the mesh policy fails the test.
 func meshCharts(t *testing.T, root string) []meshChart {
 	t.Helper()
-	var found []string
-	for _, pattern := range []string{"*/deploy/Chart.yaml", "*/deploy/*/Chart.yaml", "*/*/deploy/Chart.yaml", "*/*/deploy/*/Chart.yaml"} {
-		m, err := filepath.Glob(filepath.Join(root, pattern))
-		if err != nil {
-			t.Fatal(err)
-		}
-		found = append(found, m...)
+	found, err := helmcharts.Find(root)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var out []meshChart
-	for _, f := range found {
-		dir := filepath.Dir(f)
+	for _, rel := range found {
+		dir := filepath.Join(root, filepath.FromSlash(rel))
+		f := filepath.Join(dir, "Chart.yaml")
 		var meta struct{ Name, Type string }
 		readYAML(t, f, &meta)
 		if meta.Type == "library" {

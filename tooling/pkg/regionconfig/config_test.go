@@ -154,7 +154,8 @@ func equalJSON(a, b any) bool {
 }
 
 // TestSchemaErrorsNameKeyAndLayer breaks the shipped config one way at a time and checks that
-// the error names the key and the layer to fix.
+// the error names the key's dotted path, the schema rule it breaks (its keyword and what it
+// wants), and the layer to fix.
 func TestSchemaErrorsNameKeyAndLayer(t *testing.T) {
 	dir := repoConfigDir(t)
 	schema, err := LoadSchema(filepath.Join(dir, "config.schema.json"))
@@ -173,41 +174,84 @@ func TestSchemaErrorsNameKeyAndLayer(t *testing.T) {
 			break_: func(f *File) {
 				region(f, "public", "prod", "westus3").Values["frontend"] = map[string]any{"replicaz": 3.0}
 			},
-			want: []string{"frontend.replicaz: unknown key", "set by " + prodRegion + ".values"},
+			want: []string{"frontend.replicaz: additionalProperties: unknown key (set by " + prodRegion + ".values)"},
+		},
+		{
+			name: "unknown_key_in_a_stamp",
+			break_: func(f *File) {
+				region(f, "public", "prod", "westus3").Stamps["mgmt-2"]["maestroAgent"] = map[string]any{"replica": 2.0}
+			},
+			want: []string{"managementClusters.mgmt-2.maestroAgent.replica: additionalProperties: unknown key (set by " + prodRegion + ".stamps.mgmt-2)"},
 		},
 		{
 			name: "wrong_type_in_environment_layer",
 			break_: func(f *File) {
 				f.Clouds["public"].Environments["prod"].Defaults["clusterService"] = map[string]any{"replicas": "three"}
 			},
-			want: []string{`clusterService.replicas: want integer, got string "three"`, "set by clouds.public.environments.prod.defaults"},
+			want: []string{"clusterService.replicas: type: got string, want integer (set by clouds.public.environments.prod.defaults)"},
 		},
 		{
 			name:   "wrong_type_in_stamp_override",
 			break_: func(f *File) { region(f, "public", "prod", "westus3").Stamps["mgmt-3"]["capacity"] = "50" },
-			want:   []string{`managementClusters.mgmt-3.capacity: want integer, got string "50"`, "set by " + prodRegion + ".stamps.mgmt-3"},
+			want:   []string{"managementClusters.mgmt-3.capacity: type: got string, want integer (set by " + prodRegion + ".stamps.mgmt-3)"},
+		},
+		{
+			name:   "fraction_where_an_integer_is_wanted",
+			break_: func(f *File) { region(f, "public", "prod", "westus3").Stamps["mgmt-3"]["capacity"] = 2.5 },
+			want:   []string{"managementClusters.mgmt-3.capacity: type: got number, want integer"},
 		},
 		{
 			name:   "below_minimum_in_defaults_reaches_every_stamp",
 			break_: func(f *File) { f.Defaults["managementCluster"].(map[string]any)["capacity"] = 0.0 },
 			// prod sets its own capacity in its environment layer, so only dev inherits the 0.
-			want:   []string{"managementClusters.mgmt-1.capacity: 0 is below the minimum 1", "managementClusters.mgmt-2.capacity", "set by defaults"},
+			want: []string{
+				"managementClusters.mgmt-1.capacity: minimum: got 0, want 1 (set by defaults)",
+				"managementClusters.mgmt-2.capacity: minimum: got 0, want 1 (set by defaults)",
+			},
 			region: "dev/dev/local",
+		},
+		{
+			name: "above_maximum_port",
+			break_: func(f *File) {
+				region(f, "public", "prod", "westus3").Values["database"].(map[string]any)["port"] = 70000.0
+			},
+			want: []string{"database.port: maximum: got 70000, want 65535 (set by " + prodRegion + ".values)"},
 		},
 		{
 			name:   "enum_violation_in_cloud_layer",
 			break_: func(f *File) { f.Clouds["public"].Defaults["database"] = map[string]any{"sslMode": "prefer"} },
-			want:   []string{`database.sslMode: string "prefer" is not one of`, "set by clouds.public.defaults"},
+			want:   []string{"database.sslMode: enum: value must be one of 'disable', 'require', 'verify-full' (set by clouds.public.defaults)"},
+		},
+		{
+			name:   "pattern_violation",
+			break_: func(f *File) { region(f, "public", "prod", "westus3").Values["location"] = "West US 3" },
+			want:   []string{"location: pattern: 'West US 3' does not match pattern '^[a-z0-9]+$' (set by " + prodRegion + ".values)"},
 		},
 		{
 			name:   "missing_required_key",
 			break_: func(f *File) { delete(region(f, "public", "prod", "westus3").Values, "location") },
-			want:   []string{"location: required key is missing (not set by any layer)"},
+			want:   []string{"location: required: key is missing (not set by any layer)"},
 		},
 		{
 			name:   "region_without_stamps",
 			break_: func(f *File) { region(f, "public", "prod", "westus3").Stamps = nil },
-			want:   []string{"managementClusters: has 0 keys, needs at least 1"},
+			want:   []string{"managementClusters: minProperties: got 0, want 1"},
+		},
+		{
+			name: "secret_reference_in_two_forms_at_once",
+			break_: func(f *File) {
+				tls := f.Clouds["dev"].Environments["dev"].Defaults["tls"].(map[string]any)
+				tls["ca"] = map[string]any{"localPKI": "ca", "file": "/etc/ca.crt"}
+			},
+			want:   []string{"tls.ca: oneOf: matches forms 1 and 3, want exactly one (set by clouds.dev.environments.dev.defaults)"},
+			region: "dev/dev/local",
+		},
+		{
+			name: "secret_reference_in_no_complete_form",
+			break_: func(f *File) {
+				f.Clouds["public"].Defaults["tls"].(map[string]any)["ca"] = map[string]any{"keyVault": "openhcp-svc-kv"}
+			},
+			want: []string{"tls.ca: oneOf: matches none of its 3 forms (set by clouds.public.defaults)"},
 		},
 		{
 			name:   "layer_may_not_set_renderer_keys",
@@ -226,6 +270,7 @@ func TestSchemaErrorsNameKeyAndLayer(t *testing.T) {
 			if err == nil {
 				t.Fatal("broken config rendered without error")
 			}
+			t.Log(err)
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error does not contain %q:\n%v", w, err)
@@ -245,22 +290,58 @@ func region(f *File, cloud, env, name string) *Region {
 	return f.Clouds[cloud].Environments[env].Regions[name]
 }
 
-// TestParseSchemaRejectsUnsupportedKeywords: a rule this validator would not check must fail
-// loudly instead of passing every config.
-func TestParseSchemaRejectsUnsupportedKeywords(t *testing.T) {
+// TestParseSchemaRefusesBadSchemas: a schema the validator would not apply as written fails to
+// load, instead of passing every config.
+func TestParseSchemaRefusesBadSchemas(t *testing.T) {
 	tests := []struct {
 		name, schema, want string
 	}{
-		{"oneOf_at_root", `{"type":"object","oneOf":[]}`, `unknown field "oneOf"`},
-		{"format_in_property", `{"properties":{"a":{"type":"string","format":"uri"}}}`, `unknown field "format"`},
-		{"unknown_type", `{"type":"null"}`, `unsupported type "null"`},
-		{"bad_pattern", `{"properties":{"a":{"pattern":"("}}}`, "schema a: pattern"},
+		{"misspelt_keyword_at_root", `{"type":"object","requird":["a"]}`, `keyword "requird" at (root)`},
+		{"misspelt_keyword_in_property", `{"properties":{"a":{"type":"integer","minimun":1}}}`, `keyword "minimun" at properties.a`},
+		{"misspelt_keyword_under_defs", `{"$defs":{"port":{"maximun":65535}}}`, `keyword "maximun" at $defs.port`},
+		{"unknown_type", `{"type":"null-ish"}`, "compile schema"},
+		{"bad_pattern", `{"properties":{"a":{"pattern":"("}}}`, "compile schema"},
+		{"dangling_ref", `{"properties":{"a":{"$ref":"#/$defs/nothing"}}}`, "compile schema"},
+		{"not_json", `{"type":`, "parse schema"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseSchema([]byte(tc.schema))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("ParseSchema error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseSchemaAcceptsDraft202012 loads the keywords the hand-written validator refused:
+// references, oneOf, format, items.
+func TestParseSchemaAcceptsDraft202012(t *testing.T) {
+	s, err := ParseSchema([]byte(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+		"properties":{"a":{"$ref":"#/$defs/port"},"u":{"type":"string","format":"uri"},"l":{"type":"array","items":{"type":"string"}},
+		"o":{"oneOf":[{"required":["x"]},{"required":["y"]}]}},
+		"$defs":{"port":{"type":"integer","minimum":1}}}`))
+	if err != nil {
+		t.Fatalf("ParseSchema: %v", err)
+	}
+	noLayer := func([]string) string { return "" }
+	for _, tc := range []struct {
+		name  string
+		value map[string]any
+		want  string // "" when valid
+	}{
+		{"valid", map[string]any{"a": 1.0, "u": "https://x", "l": []any{"s"}, "o": map[string]any{"x": 1.0}}, ""},
+		{"ref_applies_its_definition", map[string]any{"a": 0.0}, "a: minimum: got 0, want 1"},
+		{"format_is_asserted", map[string]any{"u": "not a uri"}, "u: format: "},
+		{"items_apply_to_each_element", map[string]any{"l": []any{"s", 2.0}}, "l.1: type: got number, want string"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.Validate(tc.value, noLayer)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Validate error = %v, want it to contain %q", err, tc.want)
 			}
 		})
 	}

@@ -1,52 +1,32 @@
 package regionconfig
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
-	"math"
+	"math/big"
 	"os"
-	"regexp"
-	"sort"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
-// Schema is the subset of JSON Schema that config.schema.json uses. No JSON-Schema module is
-// available at a pinned version here, so this validator implements only these keywords and
-// refuses a schema that uses any other, so no rule is silently ignored.
+// Schema is config.schema.json compiled by a JSON-Schema validator (santhosh-tekuri/jsonschema,
+// the one Helm checks values.schema.json with), in the draft its $schema names (2020-12 when it
+// names none). Formats are asserted, not only annotated.
 type Schema struct {
-	Type                 string             `json:"type,omitempty"`
-	Properties           map[string]*Schema `json:"properties,omitempty"`
-	Required             []string           `json:"required,omitempty"`
-	AdditionalProperties *additional        `json:"additionalProperties,omitempty"`
-	Enum                 []any              `json:"enum,omitempty"`
-	Minimum              *float64           `json:"minimum,omitempty"`
-	Maximum              *float64           `json:"maximum,omitempty"`
-	MinLength            *int               `json:"minLength,omitempty"`
-	MinProperties        *int               `json:"minProperties,omitempty"`
-	Pattern              string             `json:"pattern,omitempty"`
-
-	// Annotations, not checked.
-	SchemaURI   string `json:"$schema,omitempty"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
-
-	pattern *regexp.Regexp
+	compiled *jsonschema.Schema
 }
 
-// additional is additionalProperties: false (no other keys), true (any), or a schema for them.
-type additional struct {
-	Allowed bool
-	Schema  *Schema
-}
+// schemaURL names the schema inside the compiler; it never leaves this process.
+const schemaURL = "file:///config.schema.json"
 
-func (a *additional) UnmarshalJSON(b []byte) error {
-	if err := json.Unmarshal(b, &a.Allowed); err == nil {
-		return nil
-	}
-	a.Allowed = true
-	return strictUnmarshal(b, &a.Schema)
-}
+var printer = message.NewPrinter(language.Und)
 
 // LoadSchema reads and compiles a schema file.
 func LoadSchema(path string) (*Schema, error) {
@@ -57,174 +37,167 @@ func LoadSchema(path string) (*Schema, error) {
 	return ParseSchema(raw)
 }
 
-// ParseSchema compiles a schema, rejecting keywords this validator does not implement.
+// ParseSchema compiles a schema. It refuses a keyword draft 2020-12 does not define, because the
+// validator would ignore it and a misspelt rule ("minimun") would pass every config.
 func ParseSchema(raw []byte) (*Schema, error) {
-	var s Schema
-	if err := strictUnmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("parse schema (only type, properties, required, additionalProperties, enum, minimum, maximum, minLength, minProperties, pattern are supported): %w", err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parse schema: %w", err)
 	}
-	if err := s.compile(""); err != nil {
-		return nil, err
+	if err := checkKeywords(doc, nil); err != nil {
+		return nil, fmt.Errorf("parse schema: %w", err)
 	}
-	return &s, nil
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	compiled, err := c.Compile(schemaURL)
+	if err != nil {
+		return nil, fmt.Errorf("compile schema: %w", err)
+	}
+	return &Schema{compiled: compiled}, nil
 }
 
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+// Validate checks v against the schema and returns every violation, one per key, each naming
+// the key's dotted path, the rule (its keyword and what it wants) and, through layerOf, the
+// layer that set the value.
+func (s *Schema) Validate(v any, layerOf func(path []string) string) error {
+	err := s.compiled.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("validate: %w", err)
+	}
+	var lines []string
+	for _, f := range violations(ve) {
+		where := "not set by any layer"
+		if l := layerOf(f.path); l != "" {
+			where = "set by " + l
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s (%s)", orRoot(pathString(f.path)), f.msg, where))
+	}
+	slices.Sort(lines)
+	return errors.New(strings.Join(slices.Compact(lines), "; "))
 }
 
-func (s *Schema) compile(at string) error {
-	switch s.Type {
-	case "", "object", "string", "integer", "number", "boolean", "array":
-	default:
-		return fmt.Errorf("schema %s: unsupported type %q", orRoot(at), s.Type)
-	}
-	if s.Pattern != "" {
-		re, err := regexp.Compile(s.Pattern)
-		if err != nil {
-			return fmt.Errorf("schema %s: pattern: %w", orRoot(at), err)
+type violation struct {
+	path []string
+	msg  string
+}
+
+// violations flattens the validator's tree of errors into the rules that failed. A missing or
+// unknown key is reported at the key's own path, so the layer lookup finds the layer that set
+// it (or none); oneOf and anyOf are reported as themselves, not as each alternative's failures.
+func violations(e *jsonschema.ValidationError) []violation {
+	at := e.InstanceLocation
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		var out []violation
+		for _, key := range k.Missing {
+			out = append(out, violation{appendPath(at, key), "required: key is missing"})
 		}
-		s.pattern = re
-	}
-	for k, p := range s.Properties {
-		if err := p.compile(joinPath(at, k)); err != nil {
-			return err
+		return out
+	case *kind.AdditionalProperties:
+		var out []violation
+		for _, key := range k.Properties {
+			out = append(out, violation{appendPath(at, key), "additionalProperties: unknown key"})
 		}
+		return out
+	case *kind.OneOf:
+		if len(k.Subschemas) == 0 {
+			return []violation{{at, fmt.Sprintf("oneOf: matches none of its %d forms", len(e.Causes))}}
+		}
+		return []violation{{at, fmt.Sprintf("oneOf: matches forms %d and %d, want exactly one", k.Subschemas[0]+1, k.Subschemas[1]+1)}}
+	case *kind.AnyOf:
+		return []violation{{at, "anyOf: matches none of its forms"}}
+	// Numbers as written in the config; the validator's own messages group thousands ("65,535").
+	case *kind.Minimum:
+		return []violation{{at, fmt.Sprintf("minimum: got %s, want %s", number(k.Got), number(k.Want))}}
+	case *kind.Maximum:
+		return []violation{{at, fmt.Sprintf("maximum: got %s, want %s", number(k.Got), number(k.Want))}}
+	case *kind.ExclusiveMinimum:
+		return []violation{{at, fmt.Sprintf("exclusiveMinimum: got %s, want more than %s", number(k.Got), number(k.Want))}}
+	case *kind.ExclusiveMaximum:
+		return []violation{{at, fmt.Sprintf("exclusiveMaximum: got %s, want less than %s", number(k.Got), number(k.Want))}}
 	}
-	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
-		return s.AdditionalProperties.Schema.compile(joinPath(at, "*"))
+	if len(e.Causes) > 0 {
+		var out []violation
+		for _, c := range e.Causes {
+			out = append(out, violations(c)...)
+		}
+		return out
+	}
+	msg := e.ErrorKind.LocalizedString(printer)
+	if kw := e.ErrorKind.KeywordPath(); len(kw) > 0 && !strings.HasPrefix(msg, kw[len(kw)-1]+":") {
+		msg = kw[len(kw)-1] + ": " + msg
+	}
+	return []violation{{at, msg}}
+}
+
+func number(r *big.Rat) string {
+	f, _ := r.Float64()
+	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// keywords2020 are the keywords of JSON Schema draft 2020-12 (core, applicator, unevaluated,
+// validation, meta-data, format and content vocabularies).
+var keywords2020 = map[string]bool{
+	"$schema": true, "$id": true, "$ref": true, "$anchor": true, "$dynamicRef": true, "$dynamicAnchor": true,
+	"$vocabulary": true, "$comment": true, "$defs": true,
+	"prefixItems": true, "items": true, "contains": true, "additionalProperties": true, "properties": true,
+	"patternProperties": true, "dependentSchemas": true, "propertyNames": true, "if": true, "then": true,
+	"else": true, "allOf": true, "anyOf": true, "oneOf": true, "not": true,
+	"unevaluatedItems": true, "unevaluatedProperties": true,
+	"type": true, "const": true, "enum": true, "multipleOf": true, "maximum": true, "exclusiveMaximum": true,
+	"minimum": true, "exclusiveMinimum": true, "maxLength": true, "minLength": true, "pattern": true,
+	"maxItems": true, "minItems": true, "uniqueItems": true, "maxContains": true, "minContains": true,
+	"maxProperties": true, "minProperties": true, "required": true, "dependentRequired": true,
+	"title": true, "description": true, "default": true, "deprecated": true, "readOnly": true,
+	"writeOnly": true, "examples": true, "format": true,
+	"contentEncoding": true, "contentMediaType": true, "contentSchema": true,
+}
+
+// checkKeywords walks every subschema of a schema document and refuses unknown keywords.
+func checkKeywords(node any, at []string) error {
+	obj, ok := node.(map[string]any)
+	if !ok {
+		return nil // a boolean schema, or a malformed one the compiler reports
+	}
+	for _, k := range sortedKeys(obj) {
+		if !keywords2020[k] {
+			return fmt.Errorf("keyword %q at %s is not a JSON Schema draft 2020-12 keyword", k, orRoot(pathString(at)))
+		}
+		switch k {
+		case "properties", "patternProperties", "$defs", "dependentSchemas":
+			sub, _ := obj[k].(map[string]any)
+			for _, name := range sortedKeys(sub) {
+				if err := checkKeywords(sub[name], appendPath(at, k, name)); err != nil {
+					return err
+				}
+			}
+		case "additionalProperties", "items", "contains", "propertyNames", "if", "then", "else", "not",
+			"unevaluatedItems", "unevaluatedProperties", "contentSchema":
+			if err := checkKeywords(obj[k], appendPath(at, k)); err != nil {
+				return err
+			}
+		case "prefixItems", "allOf", "anyOf", "oneOf":
+			list, _ := obj[k].([]any)
+			for i, sub := range list {
+				if err := checkKeywords(sub, appendPath(at, k, fmt.Sprint(i))); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }
 
-// Validate checks v against the schema and returns every violation, each naming the key's
-// dotted path and, through layerOf, the layer that set it.
-func (s *Schema) Validate(v any, layerOf func(path []string) string) error {
-	var errs []string
-	s.validate(v, nil, func(path []string, msg string) {
-		where := "set by " + layerOf(path)
-		if layerOf(path) == "" {
-			where = "not set by any layer"
-		}
-		errs = append(errs, fmt.Sprintf("%s: %s (%s)", orRoot(pathString(path)), msg, where))
-	})
-	if len(errs) == 0 {
-		return nil
-	}
-	sort.Strings(errs)
-	return errors.New(strings.Join(errs, "; "))
-}
-
-func (s *Schema) validate(v any, path []string, fail func([]string, string)) {
-	if !s.checkType(v) {
-		fail(path, fmt.Sprintf("want %s, got %s", s.Type, describe(v)))
-		return
-	}
-	if len(s.Enum) > 0 && !inEnum(v, s.Enum) {
-		fail(path, fmt.Sprintf("%s is not one of %v", describe(v), s.Enum))
-	}
-	switch t := v.(type) {
-	case float64:
-		if s.Minimum != nil && t < *s.Minimum {
-			fail(path, fmt.Sprintf("%v is below the minimum %v", t, *s.Minimum))
-		}
-		if s.Maximum != nil && t > *s.Maximum {
-			fail(path, fmt.Sprintf("%v is above the maximum %v", t, *s.Maximum))
-		}
-	case string:
-		if s.MinLength != nil && len([]rune(t)) < *s.MinLength {
-			fail(path, fmt.Sprintf("%q is shorter than %d", t, *s.MinLength))
-		}
-		if s.pattern != nil && !s.pattern.MatchString(t) {
-			fail(path, fmt.Sprintf("%q does not match %s", t, s.Pattern))
-		}
-	case map[string]any:
-		s.validateObject(t, path, fail)
-	}
-}
-
-func (s *Schema) validateObject(obj map[string]any, path []string, fail func([]string, string)) {
-	for _, k := range s.Required {
-		if _, ok := obj[k]; !ok {
-			fail(appendPath(path, k), "required key is missing")
-		}
-	}
-	if s.MinProperties != nil && len(obj) < *s.MinProperties {
-		fail(path, fmt.Sprintf("has %d keys, needs at least %d", len(obj), *s.MinProperties))
-	}
-	for _, k := range sortedKeys(obj) {
-		child := appendPath(path, k)
-		if ps, ok := s.Properties[k]; ok {
-			ps.validate(obj[k], child, fail)
-			continue
-		}
-		switch ap := s.AdditionalProperties; {
-		case ap == nil || (ap.Allowed && ap.Schema == nil):
-		case ap.Schema != nil:
-			ap.Schema.validate(obj[k], child, fail)
-		default:
-			fail(child, "unknown key")
-		}
-	}
-}
-
-func (s *Schema) checkType(v any) bool {
-	switch s.Type {
-	case "":
-		return true
-	case "object":
-		_, ok := v.(map[string]any)
-		return ok
-	case "string":
-		_, ok := v.(string)
-		return ok
-	case "boolean":
-		_, ok := v.(bool)
-		return ok
-	case "array":
-		_, ok := v.([]any)
-		return ok
-	case "number":
-		_, ok := v.(float64)
-		return ok
-	case "integer":
-		f, ok := v.(float64)
-		return ok && f == math.Trunc(f)
-	}
-	return false
-}
-
-func inEnum(v any, enum []any) bool {
-	for _, e := range enum {
-		if e == v {
-			return true
-		}
-	}
-	return false
-}
-
-func describe(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "object"
-	case []any:
-		return "array"
-	case string:
-		return fmt.Sprintf("string %q", t)
-	case bool:
-		return fmt.Sprintf("boolean %v", t)
-	case float64:
-		return fmt.Sprintf("number %v", t)
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-func appendPath(path []string, k string) []string {
-	return append(append([]string(nil), path...), k)
+func appendPath(path []string, k ...string) []string {
+	return append(append([]string(nil), path...), k...)
 }
 
 func orRoot(p string) string {
