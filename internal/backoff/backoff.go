@@ -74,7 +74,7 @@ func Retry(ctx context.Context, p Policy, tries int, retriable func(error) bool,
 		if err == nil || try >= tries || !retriable(err) {
 			return err
 		}
-		if !sleep(ctx, delays.Next()) {
+		if !Sleep(ctx, delays.Next()) {
 			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
 		}
 	}
@@ -98,14 +98,14 @@ func Reconnect(ctx context.Context, p Policy, session func(ctx context.Context) 
 		if onRetry != nil {
 			onRetry(err, d)
 		}
-		if !sleep(ctx, d) {
+		if !Sleep(ctx, d) {
 			return
 		}
 	}
 }
 
-// sleep waits d, or less if ctx ends first; it reports whether the wait was full.
-func sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d, or less if ctx ends first; it reports whether the wait was full.
+func Sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
