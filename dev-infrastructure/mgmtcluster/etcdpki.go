@@ -32,13 +32,8 @@ func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
 		clientCert: filepath.Join(dir, "apiserver-etcd-client.crt"),
 		clientKey:  filepath.Join(dir, "apiserver-etcd-client.key"),
 	}
-	if allExist([]string{p.caCert, p.serverCert, p.serverKey, p.clientCert, p.clientKey}) {
-		if cert, err := pki.ReadCertificate(p.caCert); err == nil && time.Until(cert.NotAfter) > 24*time.Hour {
-			return p, nil
-		}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create pki dir: %w", err)
+	if keptPKI(p.caCert, p.serverCert, p.serverKey, p.clientCert, p.clientKey) {
+		return p, nil
 	}
 	ca, err := pki.NewAuthority("openhcp-dev-etcd-ca", devCertValidity)
 	if err != nil {
@@ -63,10 +58,8 @@ func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
 		return nil, err
 	}
 	// The CA key is not kept: a new etcd certificate means a new etcd CA, issued here.
-	for path, data := range files {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return nil, fmt.Errorf("write %s: %w", path, err)
-		}
+	if err := writePKI(dir, files); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -470,8 +470,7 @@ func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
 		saKeyPath:       filepath.Join(dir, "sa.key"),
 	}
 	adminCert, adminKey := filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key")
-	all := []string{p.caCertPath, filepath.Join(dir, "ca.key"), p.servingCertPath, p.servingKeyPath, p.saKeyPath, adminCert, adminKey}
-	if allExist(all) {
+	if keptPKI(p.caCertPath, filepath.Join(dir, "ca.key"), p.servingCertPath, p.servingKeyPath, p.saKeyPath, adminCert, adminKey) {
 		var err error
 		if p.caCertPEM, err = os.ReadFile(p.caCertPath); err != nil {
 			return nil, err
@@ -482,15 +481,8 @@ func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
 		if p.adminKeyPEM, err = os.ReadFile(adminKey); err != nil {
 			return nil, err
 		}
-		if cert, err := pki.ReadCertificate(p.caCertPath); err == nil && time.Until(cert.NotAfter) > 24*time.Hour {
-			return p, nil
-		}
-		// Expired or unreadable: fall through and issue a new PKI.
+		return p, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create pki dir: %w", err)
-	}
-
 	ca, err := pki.NewAuthority("openhcp-dev-kube-ca", devCertValidity)
 	if err != nil {
 		return nil, err
@@ -532,21 +524,35 @@ func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
 		adminCert: admin.CertPEM, adminKey: admin.KeyPEM,
 		p.saKeyPath: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
 	}
-	for path, data := range files {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return nil, fmt.Errorf("write %s: %w", path, err)
-		}
+	if err := writePKI(dir, files); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-func allExist(paths []string) bool {
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
+// keptPKI reports whether every file of a PKI a previous start wrote is there and its CA is
+// good for more than a day; if not, the caller issues a new PKI.
+func keptPKI(caCert string, files ...string) bool {
+	for _, f := range append(files, caCert) {
+		if _, err := os.Stat(f); err != nil {
 			return false
 		}
 	}
-	return true
+	cert, err := pki.ReadCertificate(caCert)
+	return err == nil && time.Until(cert.NotAfter) > 24*time.Hour
+}
+
+// writePKI writes the files of a newly issued PKI into dir, each readable by its owner only.
+func writePKI(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create pki dir: %w", err)
+	}
+	for path, data := range files {
+		if err := atomicfile.Write(path, data, 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // startControllerManager runs kube-controller-manager against the cluster with only
