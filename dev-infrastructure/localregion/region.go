@@ -369,7 +369,7 @@ func ServeUntilDone(ctx context.Context, crashes <-chan Crash, stopping string, 
 			fmt.Println("stopped; logs kept in", logDir)
 			return
 		case c := <-crashes:
-			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); restart %d in %s; last log lines:\n%s\n", c.Name, c.Err, c.Restarts, c.After, c.LogTail)
+			fmt.Fprintf(os.Stderr, "\n!! %s exited unexpectedly (%v); restart %d in %s; last log lines:\n%s\n", c.Name, c.Err, c.Restarts, c.After.Round(100*time.Millisecond), c.LogTail)
 		}
 	}
 }

@@ -1,22 +1,19 @@
 package mgmtcluster
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/openhcp/openhcp/internal/atomicfile"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // etcdPKI is a management cluster's etcd CA, etcd's serving (and peer) certificate and the
@@ -35,59 +32,34 @@ func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
 		clientCert: filepath.Join(dir, "apiserver-etcd-client.crt"),
 		clientKey:  filepath.Join(dir, "apiserver-etcd-client.key"),
 	}
-	if allExist([]string{p.caCert, p.serverCert, p.serverKey, p.clientCert, p.clientKey}) {
-		if b, err := os.ReadFile(p.caCert); err == nil {
-			if cert, err := parseCertPEM(b); err == nil && time.Until(cert.NotAfter) > 24*time.Hour {
-				return p, nil
-			}
-		}
+	if keptPKI(p.caCert, p.serverCert, p.serverKey, p.clientCert, p.clientKey) {
+		return p, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create pki dir: %w", err)
-	}
-	caCert, caKey, caPEM, err := newDevCA("openhcp-dev-etcd-ca")
+	ca, err := pki.NewAuthority("openhcp-dev-etcd-ca", devCertValidity)
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{p.caCert: caPEM}
-	leaf := func(certPath, keyPath string, tmpl *x509.Certificate) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	files := map[string][]byte{p.caCert: ca.PEM}
+	leaf := func(certPath, keyPath string, s pki.Spec) error {
+		s.Lifetime, s.NoOrganization = devCertValidity, true
+		iss, err := ca.Issue(s)
 		if err != nil {
 			return err
 		}
-		_, certPEM, err := issue(tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			return fmt.Errorf("issue %s: %w", tmpl.Subject.CommonName, err)
-		}
-		keyData, err := keyPEM(key)
-		if err != nil {
-			return err
-		}
-		files[certPath], files[keyPath] = certPEM, keyData
+		files[certPath], files[keyPath] = iss.CertPEM, iss.KeyPEM
 		return nil
 	}
-	// The serving certificate is also the peer certificate, presented as client and server.
-	if err := leaf(p.serverCert, p.serverKey, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "etcd"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		DNSNames:    []string{"localhost"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
-	}); err != nil {
+	// The serving certificate is also the peer certificate, presented as client and server, for
+	// the loopback names (pki.Spec's default).
+	if err := leaf(p.serverCert, p.serverKey, pki.Spec{CommonName: "etcd", Usage: pki.Server | pki.Client}); err != nil {
 		return nil, err
 	}
-	if err := leaf(p.clientCert, p.clientKey, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver-etcd-client"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}); err != nil {
+	if err := leaf(p.clientCert, p.clientKey, pki.Spec{CommonName: "kube-apiserver-etcd-client", Usage: pki.Client}); err != nil {
 		return nil, err
 	}
 	// The CA key is not kept: a new etcd certificate means a new etcd CA, issued here.
-	for path, data := range files {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return nil, fmt.Errorf("write %s: %w", path, err)
-		}
+	if err := writePKI(dir, files); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -2,18 +2,13 @@ package mgmtcluster
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +23,7 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/crds"
 	"github.com/openhcp/openhcp/internal/atomicfile"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // The management clusters run a real kube-apiserver and etcd, built from the pinned tool module
@@ -174,39 +170,16 @@ func (m *ManagementCluster) issueClient(user string, groups []string) (certPEM, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("client certificate for %s: %w", user, err)
 	}
-	block, _ := pem.Decode(caKeyPEM)
-	if block == nil {
-		return nil, nil, fmt.Errorf("client certificate for %s: the cluster CA key does not parse", user)
-	}
-	caKey, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	if err != nil {
-		return nil, nil, fmt.Errorf("client certificate for %s: the cluster CA key: %w", user, err)
-	}
-	signer, ok := caKey.(crypto.Signer)
-	if !ok {
-		return nil, nil, fmt.Errorf("client certificate for %s: the cluster CA key cannot sign", user)
-	}
-	caCert, err := parseCertPEM(m.restConfig.CAData)
+	ca, err := pki.LoadAuthority(m.restConfig.CAData, caKeyPEM)
 	if err != nil {
 		return nil, nil, fmt.Errorf("client certificate for %s: the cluster CA: %w", user, err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	// A Kubernetes client certificate's organisations are its groups: it carries no others.
+	iss, err := ca.Issue(pki.Spec{CommonName: user, Usage: pki.Client, Organization: groups, NoOrganization: true, Lifetime: devCertValidity})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("client certificate for %s: %w", user, err)
 	}
-	_, certPEM, err = issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: user, Organization: groups},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, caCert, &key.PublicKey, signer)
-	if err != nil {
-		return nil, nil, fmt.Errorf("client certificate for %s: issue certificate: %w", user, err)
-	}
-	keyData, err := keyPEM(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return certPEM, keyData, nil
+	return iss.CertPEM, iss.KeyPEM, nil
 }
 
 // WriteClientCertificate issues a client certificate of the cluster's CA for user and groups, as
@@ -304,7 +277,7 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	}
 	start := time.Now()
 	pkiDir := filepath.Join(o.Dir, "pki")
-	pki, err := loadOrCreateKubePKI(pkiDir)
+	kp, err := loadOrCreateKubePKI(pkiDir)
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
 	}
@@ -320,17 +293,17 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 		}
 	}()
 
-	clientCA := pki.caCertPath
+	clientCA := kp.caCertPath
 	if o.ExtraClientCAFile != "" {
 		clientCA = filepath.Join(pkiDir, "client-ca-bundle.crt")
 		extra, err := os.ReadFile(o.ExtraClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("management cluster %s: extra client CA: %w", o.Name, err)
 		}
-		if err := os.WriteFile(clientCA, append(append([]byte{}, pki.caCertPEM...), extra...), 0o600); err != nil {
+		if err := os.WriteFile(clientCA, append(append([]byte{}, kp.caCertPEM...), extra...), 0o600); err != nil {
 			return nil, fmt.Errorf("management cluster %s: write client CA bundle: %w", o.Name, err)
 		}
-		mc.clientCA.path, mc.clientCA.extra, mc.ownClientCAPEM = clientCA, o.ExtraClientCAFile, pki.caCertPEM
+		mc.clientCA.path, mc.clientCA.extra, mc.ownClientCAPEM = clientCA, o.ExtraClientCAFile, kp.caCertPEM
 	}
 	etcdPKI, err := loadOrCreateEtcdPKI(pkiDir)
 	if err != nil {
@@ -389,11 +362,11 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 			"--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(apiPort),
 			"--cert-dir=" + pkiDir,
-			"--tls-cert-file=" + pki.servingCertPath,
-			"--tls-private-key-file=" + pki.servingKeyPath,
+			"--tls-cert-file=" + kp.servingCertPath,
+			"--tls-private-key-file=" + kp.servingKeyPath,
 			"--client-ca-file=" + clientCA,
-			"--service-account-key-file=" + pki.saKeyPath,
-			"--service-account-signing-key-file=" + pki.saKeyPath,
+			"--service-account-key-file=" + kp.saKeyPath,
+			"--service-account-signing-key-file=" + kp.saKeyPath,
 			"--service-account-issuer=https://kubernetes.default.svc",
 			"--service-cluster-ip-range=10.0.0.0/24",
 			"--authorization-mode=RBAC",
@@ -414,12 +387,12 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	cfg := &rest.Config{
 		Host: mc.Host,
 		TLSClientConfig: rest.TLSClientConfig{
-			CAData: pki.caCertPEM, CertData: pki.adminCertPEM, KeyData: pki.adminKeyPEM,
+			CAData: kp.caCertPEM, CertData: kp.adminCertPEM, KeyData: kp.adminKeyPEM,
 		},
 		QPS: 100, Burst: 200,
 	}
 	mc.restConfig = cfg
-	httpClient, err := adminHTTPClient(pki)
+	httpClient, err := adminHTTPClient(kp)
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +401,7 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	}
 
 	mc.Kubeconfig = filepath.Join(o.Dir, "kubeconfig")
-	if err := writeKubeconfig(mc.Kubeconfig, o.Name, mc.Host, pki); err != nil {
+	if err := writeKubeconfig(mc.Kubeconfig, o.Name, mc.Host, kp); err != nil {
 		return nil, err
 	}
 	if !o.SkipCRDs {
@@ -497,8 +470,7 @@ func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
 		saKeyPath:       filepath.Join(dir, "sa.key"),
 	}
 	adminCert, adminKey := filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key")
-	all := []string{p.caCertPath, filepath.Join(dir, "ca.key"), p.servingCertPath, p.servingKeyPath, p.saKeyPath, adminCert, adminKey}
-	if allExist(all) {
+	if keptPKI(p.caCertPath, filepath.Join(dir, "ca.key"), p.servingCertPath, p.servingKeyPath, p.saKeyPath, adminCert, adminKey) {
 		var err error
 		if p.caCertPEM, err = os.ReadFile(p.caCertPath); err != nil {
 			return nil, err
@@ -509,128 +481,78 @@ func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
 		if p.adminKeyPEM, err = os.ReadFile(adminKey); err != nil {
 			return nil, err
 		}
-		if cert, err := parseCertPEM(p.caCertPEM); err == nil && time.Until(cert.NotAfter) > 24*time.Hour {
-			return p, nil
-		}
-		// Expired or unreadable: fall through and issue a new PKI.
+		return p, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create pki dir: %w", err)
-	}
-
-	caCert, caKey, caPEM, err := newDevCA("openhcp-dev-kube-ca")
+	ca, err := pki.NewAuthority("openhcp-dev-kube-ca", devCertValidity)
 	if err != nil {
 		return nil, err
 	}
-	p.caCertPEM = caPEM
-
-	servingKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p.caCertPEM = ca.PEM
+	caKeyPEM, err := ca.KeyPEM()
 	if err != nil {
 		return nil, err
 	}
-	_, servingPEM, err := issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "kube-apiserver"},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+	serving, err := ca.Issue(pki.Spec{
+		CommonName: "kube-apiserver", Usage: pki.Server, NoOrganization: true, Lifetime: devCertValidity,
+		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
 		// 10.0.0.1 is the kubernetes Service IP in --service-cluster-ip-range.
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback, net.ParseIP("10.0.0.1")},
-	}, caCert, &servingKey.PublicKey, caKey)
+		IPs: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback, net.ParseIP("10.0.0.1")},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("issue serving certificate: %w", err)
 	}
-
-	adminKeyEC, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	_, adminPEM, err := issue(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: clusterAdminUser, Organization: []string{"system:masters"}},
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, caCert, &adminKeyEC.PublicKey, caKey)
+	admin, err := ca.Issue(pki.Spec{
+		CommonName: clusterAdminUser, Organization: []string{"system:masters"}, Usage: pki.Client, Lifetime: devCertValidity,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("issue admin certificate: %w", err)
 	}
-	p.adminCertPEM = adminPEM
+	p.adminCertPEM, p.adminKeyPEM = admin.CertPEM, admin.KeyPEM
 
 	// Service-account tokens are signed with RS256 by default; an RSA key needs no extra flags.
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("service-account signing key: %w", err)
 	}
-
-	caKeyPEM, err := keyPEM(caKey)
+	saKeyDER, err := x509.MarshalPKCS8PrivateKey(saKey)
 	if err != nil {
-		return nil, err
-	}
-	servingKeyPEM, err := keyPEM(servingKey)
-	if err != nil {
-		return nil, err
-	}
-	if p.adminKeyPEM, err = keyPEM(adminKeyEC); err != nil {
-		return nil, err
-	}
-	saKeyPEM, err := keyPEM(saKey)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("service-account signing key: %w", err)
 	}
 	files := map[string][]byte{
-		p.caCertPath: caPEM, filepath.Join(dir, "ca.key"): caKeyPEM,
-		p.servingCertPath: servingPEM, p.servingKeyPath: servingKeyPEM,
-		adminCert: adminPEM, adminKey: p.adminKeyPEM,
-		p.saKeyPath: saKeyPEM,
+		p.caCertPath: ca.PEM, filepath.Join(dir, "ca.key"): caKeyPEM,
+		p.servingCertPath: serving.CertPEM, p.servingKeyPath: serving.KeyPEM,
+		adminCert: admin.CertPEM, adminKey: admin.KeyPEM,
+		p.saKeyPath: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
 	}
-	for path, data := range files {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return nil, fmt.Errorf("write %s: %w", path, err)
-		}
+	if err := writePKI(dir, files); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
-func issue(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, []byte, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = time.Now().Add(-time.Hour) // tolerate small clock skew
-	tmpl.NotAfter = time.Now().Add(devCertValidity)
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
-}
-
-func keyPEM(key crypto.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("marshal private key: %w", err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
-}
-
-func parseCertPEM(b []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(b)
-	if block == nil {
-		return nil, errors.New("no PEM block")
-	}
-	return x509.ParseCertificate(block.Bytes)
-}
-
-func allExist(paths []string) bool {
-	for _, p := range paths {
-		if _, err := os.Stat(p); err != nil {
+// keptPKI reports whether every file of a PKI a previous start wrote is there and its CA is
+// good for more than a day; if not, the caller issues a new PKI.
+func keptPKI(caCert string, files ...string) bool {
+	for _, f := range append(files, caCert) {
+		if _, err := os.Stat(f); err != nil {
 			return false
 		}
 	}
-	return true
+	cert, err := pki.ReadCertificate(caCert)
+	return err == nil && time.Until(cert.NotAfter) > 24*time.Hour
+}
+
+// writePKI writes the files of a newly issued PKI into dir, each readable by its owner only.
+func writePKI(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create pki dir: %w", err)
+	}
+	for path, data := range files {
+		if err := atomicfile.Write(path, data, 0o600); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // startControllerManager runs kube-controller-manager against the cluster with only
@@ -665,22 +587,4 @@ func (mc *ManagementCluster) startControllerManager(ctx context.Context, o Manag
 	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // loopback health probe
 	return mc.ControllerManager.WaitFor(ctx, o.ReadyTimeout, "kube-controller-manager /healthz",
 		HTTPReady(probe, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz"))
-}
-
-// newDevCA makes a self-signed CA of a management cluster's dev PKI (the apiserver's, etcd's).
-func newDevCA(commonName string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: commonName},
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	cert, certPEM, err := issue(tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("issue CA %s: %w", commonName, err)
-	}
-	return cert, key, certPEM, nil
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/backoff"
 )
 
 // ProcSpec describes one child process of the region.
@@ -55,7 +57,8 @@ type Process struct {
 
 // RestartPolicy restarts a crashed child with exponential backoff: Backoff after the first
 // crash, doubled after each further one up to MaxBackoff, and back to Backoff once the child
-// has run ResetAfter without crashing. OnCrash is told of every crash before the restart.
+// has run ResetAfter without crashing; each wait is jittered (internal/backoff: never under
+// Backoff nor over MaxBackoff). OnCrash is told of every crash before the restart.
 type RestartPolicy struct {
 	Backoff, MaxBackoff, ResetAfter time.Duration
 	OnCrash                         func(ProcessCrash)
@@ -119,7 +122,7 @@ func (p *Process) start() (*exec.Cmd, *os.File, error) {
 // run waits for the child and, while a RestartPolicy says so, starts it again after each
 // unexpected exit. done closes when it has exited for good.
 func (p *Process) run() {
-	var backoff time.Duration
+	var delays *backoff.Delays
 	for {
 		p.mu.Lock()
 		cmd, lf := p.cmd, p.log
@@ -136,33 +139,32 @@ func (p *Process) run() {
 			close(p.done)
 			return
 		}
-		if backoff == 0 || time.Since(began) >= policy.ResetAfter {
-			backoff = policy.Backoff
-		} else {
-			backoff = min(2*backoff, policy.MaxBackoff)
+		if delays == nil || time.Since(began) >= policy.ResetAfter {
+			delays = backoff.Policy{Initial: policy.Backoff, Max: policy.MaxBackoff}.Delays()
 		}
+		wait := delays.Next()
 		p.mu.Lock()
 		p.restarts++
 		restarts := p.restarts
 		p.mu.Unlock()
 		if policy.OnCrash != nil {
-			policy.OnCrash(ProcessCrash{Name: p.Spec.Name, Err: err, Restarts: restarts, After: backoff, LogTail: p.LogTail(4000)})
+			policy.OnCrash(ProcessCrash{Name: p.Spec.Name, Err: err, Restarts: restarts, After: wait, LogTail: p.LogTail(4000)})
 		}
-		if !p.restart(policy, &backoff, restarts) {
+		if !p.restart(policy, delays, wait, restarts) {
 			close(p.done)
 			return
 		}
 	}
 }
 
-// restart waits out the backoff and starts the child again, retrying a failed start with a
-// longer backoff. It reports false when Stop or Kill came first.
-func (p *Process) restart(policy *RestartPolicy, backoff *time.Duration, restarts int) bool {
+// restart waits out wait and starts the child again, retrying a failed start after the next of
+// delays. It reports false when Stop or Kill came first.
+func (p *Process) restart(policy *RestartPolicy, delays *backoff.Delays, wait time.Duration, restarts int) bool {
 	for {
 		select {
 		case <-p.stopped:
 			return false
-		case <-time.After(*backoff):
+		case <-time.After(wait):
 		}
 		next, lf, err := p.start()
 		if err == nil {
@@ -176,9 +178,9 @@ func (p *Process) restart(policy *RestartPolicy, backoff *time.Duration, restart
 			}
 			return true
 		}
-		*backoff = min(2**backoff, policy.MaxBackoff)
+		wait = delays.Next()
 		if policy.OnCrash != nil {
-			policy.OnCrash(ProcessCrash{Name: p.Spec.Name, Err: err, Restarts: restarts, After: *backoff})
+			policy.OnCrash(ProcessCrash{Name: p.Spec.Name, Err: err, Restarts: restarts, After: wait})
 		}
 	}
 }

@@ -68,8 +68,10 @@ func TestSupervisedProcess(t *testing.T) {
 					t.Errorf("crash %d = %+v", i, c)
 				}
 			}
-			if got[1].After != 2*got[0].After {
-				t.Errorf("backoff %s then %s, want it doubled", got[0].After, got[1].After)
+			// 10ms then 20ms, each lengthened by jitter by up to half (internal/backoff).
+			if got[0].After < 10*time.Millisecond || got[0].After > 15*time.Millisecond ||
+				got[1].After < 20*time.Millisecond || got[1].After > 30*time.Millisecond {
+				t.Errorf("backoff %s then %s, want 10-15ms then, doubled, 20-30ms", got[0].After, got[1].After)
 			}
 			pid := p.PID()
 			tc.end(p)

@@ -71,6 +71,49 @@ func NewAuthority(commonName string, lifetime time.Duration) (*Authority, error)
 	return &Authority{Cert: cert, Key: key, PEM: pemBlock("CERTIFICATE", der)}, nil
 }
 
+// LoadAuthority reads a CA kept as PEM: its certificate and its PKCS #8 private key (as
+// KeyPEM writes it).
+func LoadAuthority(certPEM, keyPEM []byte) (*Authority, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("load CA: no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("load CA: parse certificate: %w", err)
+	}
+	if !cert.IsCA {
+		return nil, fmt.Errorf("load CA %s: not a CA certificate", cert.Subject.CommonName)
+	}
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return nil, fmt.Errorf("load CA %s: no PEM key", cert.Subject.CommonName)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("load CA %s: parse key: %w", cert.Subject.CommonName, err)
+	}
+	signer, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("load CA %s: the key cannot sign", cert.Subject.CommonName)
+	}
+	pub, ok := signer.Public().(interface{ Equal(crypto.PublicKey) bool })
+	if !ok || !pub.Equal(cert.PublicKey) {
+		return nil, fmt.Errorf("load CA %s: the key does not match the certificate", cert.Subject.CommonName)
+	}
+	return &Authority{Cert: cert, Key: signer, PEM: pemBlock("CERTIFICATE", block.Bytes)}, nil
+}
+
+// KeyPEM is the CA's private key as PKCS #8 PEM, for a caller that keeps the CA to issue more
+// certificates later (LoadAuthority reads it back).
+func (a *Authority) KeyPEM() ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(a.Key)
+	if err != nil {
+		return nil, fmt.Errorf("encode key of CA %s: %w", a.Cert.Subject.CommonName, err)
+	}
+	return pemBlock("PRIVATE KEY", der), nil
+}
+
 // Spec describes one certificate to issue.
 type Spec struct {
 	// CommonName is the identity: services authorize callers by the subject common name of
@@ -87,6 +130,9 @@ type Spec struct {
 	// Organization is the subject's organisation (default "OpenHCP local region"). The admin
 	// API reads an SRE's group from it (admin/pkg/access).
 	Organization []string
+	// NoOrganization leaves the subject without the default organisation: a Kubernetes client
+	// certificate's organisations are its groups, so one with no groups must carry none.
+	NoOrganization bool
 }
 
 // Issued is a certificate and its key, both PEM.
@@ -121,7 +167,7 @@ func (a *Authority) Issue(s Spec) (*Issued, error) {
 		notAfter = a.Cert.NotAfter
 	}
 	org := s.Organization
-	if len(org) == 0 {
+	if len(org) == 0 && !s.NoOrganization {
 		org = []string{"OpenHCP local region"}
 	}
 	tmpl := &x509.Certificate{

@@ -7,10 +7,12 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/backoff"
 )
 
 // Backoff is the per-key retry delay after failures: Base after the first, doubling with each
-// further failure up to Max.
+// further failure up to Max, jittered (internal/backoff: never under Base nor over Max).
 type Backoff struct {
 	Base time.Duration
 	Max  time.Duration
@@ -18,11 +20,7 @@ type Backoff struct {
 
 // delay is the wait after a key has failed n times before (n = 0 on its first failure).
 func (b Backoff) delay(n int) time.Duration {
-	d := b.Base
-	for i := 0; i < n && d < b.Max; i++ {
-		d *= 2
-	}
-	return min(d, b.Max)
+	return backoff.Policy{Initial: b.Base, Max: b.Max}.After(n + 1)
 }
 
 // Queue is a de-duplicating work queue of keys: a key added several times before a worker

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/backoff"
 )
 
 // drain takes every ready key without blocking, marking each Done.
@@ -204,7 +206,7 @@ func TestBackoffDelay(t *testing.T) {
 	tests := []struct {
 		name string
 		b    Backoff
-		want []time.Duration // delays of the 1st, 2nd, … failure
+		want []time.Duration // delays of the 1st, 2nd, … failure before jitter
 	}{
 		{
 			name: "backend_250ms_doubling_to_30s",
@@ -222,15 +224,25 @@ func TestBackoffDelay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []time.Duration
-			for n := range tt.want {
-				got = append(got, tt.b.delay(n))
+			// Jitter only lengthens a wait, by up to half, and never past Max; near Max the
+			// un-jittered delay is lowered to leave room for it.
+			floor := time.Duration(float64(tt.b.Max) / (1 + backoff.Jitter))
+			for n, want := range tt.want {
+				lo, hi := min(want, floor), min(time.Duration(float64(want)*(1+backoff.Jitter)), tt.b.Max)
+				seen := map[time.Duration]bool{}
+				for range 20 {
+					d := tt.b.delay(n)
+					if d < lo || d > hi {
+						t.Fatalf("delay after %d failures = %s, want within [%s, %s]", n+1, d, lo, hi)
+					}
+					seen[d] = true
+				}
+				if len(seen) < 2 {
+					t.Fatalf("delay after %d failures is always %v: not jittered", n+1, seen)
+				}
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Fatalf("delays %v, want %v", got, tt.want)
-			}
-			if d := tt.b.delay(1 << 20); d != tt.b.Max {
-				t.Fatalf("delay after very many failures = %s, want the max %s", d, tt.b.Max)
+			if d := tt.b.delay(1 << 20); d < floor || d > tt.b.Max {
+				t.Fatalf("delay after very many failures = %s, want within [%s, %s]", d, floor, tt.b.Max)
 			}
 		})
 	}
@@ -247,16 +259,17 @@ func TestQueueAddRateLimitedAndForget(t *testing.T) {
 		wantRetries        int
 	}{
 		{
-			name:        "each_failure_doubles_the_wait_up_to_the_max",
-			steps:       []string{"fail", "fail", "fail", "fail"},
-			wantMin:     []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 80 * time.Millisecond},
+			name:  "each_failure_doubles_the_wait_up_to_the_max",
+			steps: []string{"fail", "fail", "fail", "fail"},
+			// 80ms/1.5: at the max, jitter spreads the wait below it (internal/backoff).
+			wantMin:     []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 53 * time.Millisecond, 53 * time.Millisecond},
 			wantRetries: 4,
 		},
 		{
 			name:        "forget_starts_the_wait_at_the_base_again",
 			steps:       []string{"fail", "fail", "fail", "forget", "fail"},
 			wantMin:     []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond, 20 * time.Millisecond},
-			wantBelow:   []time.Duration{0, 0, 0, 80 * time.Millisecond}, // not forgotten: 80ms
+			wantBelow:   []time.Duration{0, 0, 0, 160 * time.Millisecond}, // not forgotten: at least 160ms
 			wantRetries: 1,
 		},
 		{
@@ -268,7 +281,7 @@ func TestQueueAddRateLimitedAndForget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := NewQueue[string](Backoff{Base: 20 * time.Millisecond, Max: 80 * time.Millisecond})
+			q := NewQueue[string](Backoff{Base: 20 * time.Millisecond, Max: 320 * time.Millisecond})
 			defer q.ShutDown()
 			var waits []time.Duration
 			for _, step := range tt.steps {

@@ -7,6 +7,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/reconcile"
 )
@@ -18,13 +19,18 @@ const feedPage = 500
 // feed: reconciling is idempotent, and terminal operations are skipped cheaply.
 func (c *Controller) followFeed(ctx context.Context) {
 	var checkpoint int64
+	// A store that fails (PostgreSQL restarting) is asked again after 1s, doubling to 5s while
+	// it keeps failing.
+	delays := backoff.Policy{Initial: time.Second, Max: 5 * time.Second}.Delays()
 	for ctx.Err() == nil {
 		changes, err := c.store.Changes(ctx, checkpoint, feedPage)
 		if err != nil {
-			c.log.Warn("read change feed", "checkpoint", checkpoint, "error", err)
-			sleep(ctx, time.Second)
+			wait := delays.Next()
+			c.log.Warn("read change feed", "checkpoint", checkpoint, "error", err, "retryIn", wait)
+			backoff.Sleep(ctx, wait)
 			continue
 		}
+		delays.Reset()
 		for _, ch := range changes {
 			checkpoint = ch.Seq
 			if !ch.Deleted && ch.Doc != nil {
@@ -35,8 +41,9 @@ func (c *Controller) followFeed(ctx context.Context) {
 			continue
 		}
 		if err := c.store.WaitForChanges(ctx, checkpoint); err != nil && ctx.Err() == nil {
-			c.log.Warn("wait for changes", "error", err)
-			sleep(ctx, time.Second)
+			wait := delays.Next()
+			c.log.Warn("wait for changes", "error", err, "retryIn", wait)
+			backoff.Sleep(ctx, wait)
 		}
 	}
 }
@@ -108,7 +115,7 @@ func (c *Controller) pollLoop(ctx context.Context) {
 		if err := c.Resync(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("poll", "error", err)
 		}
-		if !sleep(ctx, c.cfg.PollInterval) {
+		if !backoff.Sleep(ctx, c.cfg.PollInterval) {
 			return
 		}
 	}
@@ -121,7 +128,7 @@ func (c *Controller) resyncLoop(ctx context.Context) {
 		if err := c.Resync(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("resync", "error", err)
 		}
-		if !sleep(ctx, c.cfg.ResyncPeriod) {
+		if !backoff.Sleep(ctx, c.cfg.ResyncPeriod) {
 			return
 		}
 	}
@@ -147,15 +154,4 @@ func (c *Controller) Resync(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/openhcp/openhcp/backend/pkg/egress"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/reconcile"
 )
@@ -49,9 +50,10 @@ func (c *Controller) needsNotification(op *opRecord) bool {
 		(op.Notification == nil || op.Notification.State == notifyPending)
 }
 
-// notifyBackoff is the wait after the n-th failed attempt: 1s doubling to 5 min.
+// notifyBackoff is the wait after the n-th failed attempt: 1s doubling to 5 min, jittered
+// (internal/backoff), so receivers that failed together are not all tried again together.
 func notifyBackoff(n int) time.Duration {
-	return min(time.Second<<min(n-1, 9), 5*time.Minute)
+	return backoff.Policy{Initial: time.Second, Max: 5 * time.Minute}.After(n)
 }
 
 func (c *Controller) notifyWorker(ctx context.Context) {
@@ -112,13 +114,14 @@ func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error
 		return 0, ctx.Err()
 	}
 	n.Attempts++
+	retryIn := notifyBackoff(n.Attempts)
 	if postErr == nil {
 		t := c.now()
 		n.State, n.DeliveredAt, n.NextAttempt, n.LastError = notifyDelivered, &t, nil, ""
 		log.Info("notification delivered", "attempts", n.Attempts)
 		c.metrics.notified("delivered")
 	} else {
-		next := c.now().Add(notifyBackoff(n.Attempts))
+		next := c.now().Add(retryIn)
 		n.NextAttempt, n.LastError = &next, postErr.Error()
 		log.Warn("notification failed; will retry", "attempts", n.Attempts, "next", next, "error", postErr)
 		c.metrics.notified("failed")
@@ -131,7 +134,7 @@ func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error
 		return 0, err
 	}
 	if postErr != nil {
-		return notifyBackoff(n.Attempts), nil
+		return retryIn, nil
 	}
 	return 0, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
@@ -404,37 +405,28 @@ func (c *Controller) stopWatches() {
 
 func (c *Controller) watchShard(ctx context.Context, shard string) {
 	log := c.log.With("shard", shard)
-	backoff := 200 * time.Millisecond
-	for ctx.Err() == nil {
+	backoff.Reconnect(ctx, backoff.Policy{Initial: 200 * time.Millisecond, Max: 30 * time.Second}, func(ctx context.Context) (bool, error) {
 		events, err := c.works.Watch(ctx, shard)
-		if err == nil {
-			backoff = 200 * time.Millisecond
-			// Events may have been missed since the last watch ended.
-			c.observed.forgetShard(shard)
-			for ev := range events {
-				if ev.Work == nil {
-					continue
-				}
-				c.observed.record(shard, ev)
-				if id, ok := manifests.ClusterIDFromWorkName(ev.Work.Name); ok {
-					c.addStatusChange(id)
-				} else if id, ok := manifests.NodePoolIDFromWorkName(ev.Work.Name); ok {
-					c.addStatusChange(nodePoolKey(id))
-				}
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			err = errors.New("watch ended")
+		if err != nil {
+			return false, err
 		}
-		log.Warn("maestro watch failed; retrying", "error", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
+		// Events may have been missed since the last watch ended.
+		c.observed.forgetShard(shard)
+		for ev := range events {
+			if ev.Work == nil {
+				continue
+			}
+			c.observed.record(shard, ev)
+			if id, ok := manifests.ClusterIDFromWorkName(ev.Work.Name); ok {
+				c.addStatusChange(id)
+			} else if id, ok := manifests.NodePoolIDFromWorkName(ev.Work.Name); ok {
+				c.addStatusChange(nodePoolKey(id))
+			}
 		}
-		backoff = min(backoff*2, 30*time.Second)
-	}
+		return true, errors.New("watch ended")
+	}, func(err error, wait time.Duration) {
+		log.Warn("maestro watch failed; retrying", "error", err, "backoff", wait)
+	})
 }
 
 // addStatusChange queues the reconcile of a key whose work's status changed. It goes ahead of

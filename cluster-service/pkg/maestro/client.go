@@ -36,6 +36,8 @@ import (
 	ceutils "open-cluster-management.io/sdk-go/pkg/cloudevents/clients/utils"
 	ceclients "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/clients"
 	grpcoptions "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc"
+
+	"github.com/openhcp/openhcp/internal/backoff"
 )
 
 // DefaultSourceID is the Maestro source Cluster Service publishes as.
@@ -533,19 +535,9 @@ func (c *Client) List(ctx context.Context, consumer string) ([]workv1.ManifestWo
 // NotFound to a change made right after a watch event, and Conflict because a concurrent writer
 // moved the work on; reads return NotFound at once, since it is an answer.
 func retry(ctx context.Context, notFoundRetriable bool, f func() error) error {
-	delay := 50 * time.Millisecond
-	var err error
-	for attempt := 1; ; attempt++ {
-		if err = f(); err == nil || attempt == 5 || !retriable(err) || (!notFoundRetriable && apierrors.IsNotFound(err)) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-		case <-time.After(delay):
-		}
-		delay *= 2
-	}
+	return backoff.Retry(ctx, backoff.Policy{Initial: 50 * time.Millisecond, Max: 400 * time.Millisecond}, 5, func(err error) bool {
+		return retriable(err) && (notFoundRetriable || !apierrors.IsNotFound(err))
+	}, func(context.Context) error { return f() })
 }
 
 func retriable(err error) bool {
@@ -601,35 +593,30 @@ func (c *Client) Watch(ctx context.Context, consumer string) (<-chan WorkEvent, 
 // takes the event, and shares one watcher among all callers of Watch on a namespace, so exactly
 // one reader, always draining, is the safe way to use it.
 func (c *Client) pump(cc *consumerClient) {
-	delay := 100 * time.Millisecond
-	for {
-		w, err := cc.works.Watch(c.ctx, metav1.ListOptions{})
-		if err == nil {
-			c.log.Debug("maestro watch started", "consumer", cc.name)
-			for {
-				select {
-				case <-c.ctx.Done():
-					w.Stop()
-					drain(w.ResultChan())
-					return
-				case ev := <-w.ResultChan():
-					if work, ok := ev.Object.(*workv1.ManifestWork); ok {
-						if ev.Type == watch.Deleted {
-							cc.forget(work.Name)
-						}
-						cc.hub.publish(ev.Type, work)
+	backoff.Reconnect(c.ctx, backoff.Policy{Initial: 100 * time.Millisecond, Max: 10 * time.Second}, func(ctx context.Context) (bool, error) {
+		w, err := cc.works.Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		c.log.Debug("maestro watch started", "consumer", cc.name)
+		for {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				drain(w.ResultChan())
+				return false, ctx.Err()
+			case ev := <-w.ResultChan():
+				if work, ok := ev.Object.(*workv1.ManifestWork); ok {
+					if ev.Type == watch.Deleted {
+						cc.forget(work.Name)
 					}
+					cc.hub.publish(ev.Type, work)
 				}
 			}
 		}
-		c.log.Warn("maestro watch failed; retrying", "consumer", cc.name, "error", err, "retryIn", delay)
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 10*time.Second)
-	}
+	}, func(err error, wait time.Duration) {
+		c.log.Warn("maestro watch failed; retrying", "consumer", cc.name, "error", err, "retryIn", wait)
+	})
 }
 
 // drain takes events a grpcsource watcher may still be sending after Stop, so its sender is

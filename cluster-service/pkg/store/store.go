@@ -23,6 +23,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
+	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/envelope"
 )
 
@@ -682,20 +683,11 @@ func (s *Store) wake() {
 // backoff until the store is closed.
 func (s *Store) listen(ctx context.Context) {
 	defer close(s.done)
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := s.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Warn("cluster event listener lost its connection; reconnecting", "error", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+	backoff.Reconnect(ctx, backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, func(ctx context.Context) (bool, error) {
+		return false, s.listenOnce(ctx)
+	}, func(err error, wait time.Duration) {
+		s.log.Warn("cluster event listener lost its connection; reconnecting", "error", err, "backoff", wait)
+	})
 }
 
 func (s *Store) listenOnce(ctx context.Context) error {

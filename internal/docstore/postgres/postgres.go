@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/docstore"
 )
 
@@ -656,21 +657,13 @@ func (s *Store) broadcast() {
 // been missed meanwhile.
 func (s *Store) listen(ctx context.Context) {
 	defer s.wg.Done()
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
+	backoff.Reconnect(ctx, backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, func(ctx context.Context) (bool, error) {
 		err := s.listenOnce(ctx)
 		s.broadcast()
-		if ctx.Err() != nil {
-			return
-		}
-		s.opts.Logger.Warn("document store listener lost its connection", "error", err, "retryIn", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+		return false, err
+	}, func(err error, wait time.Duration) {
+		s.opts.Logger.Warn("document store listener lost its connection", "error", err, "retryIn", wait)
+	})
 }
 
 func (s *Store) listenOnce(ctx context.Context) error {

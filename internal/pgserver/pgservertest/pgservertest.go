@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/openhcp/openhcp/internal/pgserver"
 )
@@ -105,4 +108,40 @@ func sanitize(s string) string {
 		}
 		return '_'
 	}, s)
+}
+
+// KillListener terminates, on the server, the connection of dsn's database that LISTENs (a
+// store's listener) and waits until another connection LISTENs in its place: what a store does
+// when PostgreSQL drops its listener. It fails tb if no listener is found, or none comes back,
+// before ctx ends.
+func KillListener(ctx context.Context, tb testing.TB, dsn string) {
+	tb.Helper()
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		tb.Fatalf("connect to find the listener: %v", err)
+	}
+	defer admin.Close(context.Background())
+	listener := func() int {
+		var pid int
+		if err := admin.QueryRow(ctx, `SELECT coalesce(max(pid), 0) FROM pg_stat_activity
+WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`).Scan(&pid); err != nil {
+			tb.Fatalf("find the listener: %v", err)
+		}
+		return pid
+	}
+	waitFor := func(what string, cond func() bool) {
+		tb.Helper()
+		for !cond() {
+			if ctx.Err() != nil {
+				tb.Fatalf("%s: none before the deadline", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	var first int
+	waitFor("a listener", func() bool { first = listener(); return first != 0 })
+	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", first); err != nil {
+		tb.Fatalf("terminate the listener: %v", err)
+	}
+	waitFor("a listener on a new connection", func() bool { pid := listener(); return pid != 0 && pid != first })
 }
