@@ -151,7 +151,6 @@ func printSession(w io.Writer, s adminapi.BreakGlassSession, kubeconfig string) 
 		kubeconfig, s.ID, s.ClusterID, s.State, s.GatewayURL, s.Person, s.Group, exp, kubeconfig, s.ID)
 }
 
-
 func newBreakGlassKubeconfigCmd(c *cli) *cobra.Command {
 	var kubeconfig string
 	cmd := &cobra.Command{

@@ -20,7 +20,7 @@ func newNodePoolCmd(c *cli) *cobra.Command {
 
 func newNodePoolScaleCmd(c *cli) *cobra.Command {
 	var (
-		ch                      change
+		ch                   change
 		replicas, minN, maxN int
 	)
 	cmd := &cobra.Command{
