@@ -141,6 +141,7 @@ func TestExitStatus(t *testing.T) {
 		{"unknown_group", []string{"--as", "sre-root", "shard", "list"}, exitUsage, []string{"--as sre-root", "sre-readonly"}},
 		{"kubeconfig_is_required", []string{"breakglass", "open", "c1", "--reason", "x"}, exitUsage, []string{"--kubeconfig"}},
 		{"reason_is_required", []string{"shard", "cordon", "mgmt-1"}, exitUsage, []string{"--reason is required"}},
+		{"portal_serves_loopback_only", []string{"portal", "--listen", "0.0.0.0:0"}, exitUsage, []string{"--listen 0.0.0.0:0", "loopback only"}},
 		{"unknown_completion_shell", []string{"completion", "tcsh"}, exitUsage, []string{"bash, zsh, fish, powershell"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,6 +236,78 @@ func TestCompletionShells(t *testing.T) {
 			code := run([]string{"completion", tc.shell}, noEnv, &out, &errb)
 			if code != tc.code || !strings.Contains(out.String()+errb.String(), tc.want) {
 				t.Fatalf("exit %d (want %d), want %q:\n%.400s\n%s", code, tc.code, tc.want, out.String(), errb.String())
+			}
+		})
+	}
+}
+
+// shardListJSON and shardListYAML are what hcpctl printed for clusterAPI's shards before it was
+// built on cobra: scripts and the e2e tests parse them.
+const shardListJSON = `{
+  "shards": [
+    {
+      "name": "mgmt-1",
+      "status": "active",
+      "maxClusters": 10,
+      "clusterCount": 1,
+      "load": 0.1,
+      "labels": {
+        "region": "local"
+      },
+      "etag": "active",
+      "health": "healthy"
+    },
+    {
+      "name": "mgmt-2",
+      "status": "maintenance",
+      "maxClusters": 10,
+      "clusterCount": 1,
+      "load": 0.1,
+      "etag": "maintenance",
+      "health": "unreachable",
+      "healthMessage": "dial refused"
+    }
+  ]
+}
+`
+
+const shardListYAML = `shards:
+- clusterCount: 1
+  etag: active
+  health: healthy
+  labels:
+    region: local
+  load: 0.1
+  maxClusters: 10
+  name: mgmt-1
+  status: active
+- clusterCount: 1
+  etag: maintenance
+  health: unreachable
+  healthMessage: dial refused
+  load: 0.1
+  maxClusters: 10
+  name: mgmt-2
+  status: maintenance
+`
+
+// TestScriptOutputIsUnchanged: -o json and -o yaml print the admin API's document byte for
+// byte as before, with -o before or after the words.
+func TestScriptOutputIsUnchanged(t *testing.T) {
+	api, _, _, _ := adminAPI(t, clusterAPI())
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"json_after", []string{"shard", "list", "-o", "json"}, shardListJSON},
+		{"yaml_before", []string{"-o", "yaml", "shard", "list"}, shardListYAML},
+		{"long_flag", []string{"shard", "list", "--output=json"}, shardListJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run(append(append([]string{}, api...), tc.args...), noEnv, &out, &errb); code != 0 || out.String() != tc.want {
+				t.Fatalf("exit %d: %s\ngot:\n%s\nwant:\n%s", code, errb.String(), out.String(), tc.want)
 			}
 		})
 	}
