@@ -110,10 +110,11 @@ func noun(name, short, example string, verbs ...*cobra.Command) *cobra.Command {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			if what == "" {
-				what = "no arguments"
+			takes := what
+			if takes == "" {
+				takes = "no arguments"
 			}
-			return usagef("%s takes %s, got %d argument(s)", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), what, len(args))
+			return usagef("%s takes %s, got %d argument(s)", strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), takes, len(args))
 		}
 		return nil
 	}
