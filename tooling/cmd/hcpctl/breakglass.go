@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,63 +10,82 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 )
 
-// Break-glass commands (docs/sre.md#break-glass): a session on a hosted cluster in the caller's
-// name, used through the break-glass gateway with the caller's own certificate; the live ones,
-// their approval, closing and revocation.
-func init() {
-	open := func(verb, summary string) command {
-		return command{noun: "breakglass", verb: verb, args: "<cluster: cluster service ID | ARM resource ID>", nargs: 1,
-			summary: summary, flags: breakGlassOpenFlags, run: breakGlassOpen}
-	}
-	commands = append(commands,
-		open("open", "a time-boxed session on a hosted cluster in your name, through the gateway (--access read-only|admin, --ttl, --reason, --kubeconfig FILE)"),
-		open("request", "the same as open (its former name)"),
-		command{noun: "breakglass", verb: "list", summary: "live break-glass sessions (--cluster, --person, --all)", flags: breakGlassListFlags, run: breakGlassList},
-		command{noun: "breakglass", verb: "close", args: "<session ID>", nargs: 1,
-			summary: "close a session (yours; an sre-admin may close anyone's): the gateway refuses it and cuts its streams (--reason)", flags: breakGlassReasonFlags("why you close it"), run: breakGlassClose},
-		command{noun: "breakglass", verb: "revoke", summary: "revoke --session ID, or every live one of --person (rotates the cluster's SRE break-glass signer)",
-			flags: breakGlassRevokeFlags, run: breakGlassRevoke},
-		command{noun: "breakglass", verb: "pending", summary: "admin sessions waiting for a second sre-admin's approval", run: breakGlassPending},
-		command{noun: "breakglass", verb: "approve", args: "<session ID>", nargs: 1,
-			summary: "approve another sre-admin's admin session (--reason); it becomes usable by its owner only", flags: breakGlassReasonFlags("why you approve"), run: breakGlassApprove},
-		command{noun: "breakglass", verb: "kubeconfig", args: "<session ID>", nargs: 1,
-			summary: "write a kubeconfig for one of your sessions again (--kubeconfig FILE)", flags: breakGlassKubeconfigFlags, run: breakGlassKubeconfig},
+func newBreakGlassCmd(c *cli) *cobra.Command {
+	return noun("breakglass", "Break-glass sessions on hosted clusters, through the gateway (docs/sre.md#break-glass)",
+		"  hcpctl breakglass open <cluster ID> --ttl 30m --kubeconfig c1.kubeconfig --reason \"INC-42\"\n  hcpctl breakglass list",
+		newBreakGlassOpenCmd(c, "open", "Open a time-boxed session on a hosted cluster in your name, through the gateway"),
+		newBreakGlassOpenCmd(c, "request", "The same as open (its former name)"),
+		newBreakGlassListCmd(c),
+		newBreakGlassCloseCmd(c),
+		newBreakGlassRevokeCmd(c),
+		newBreakGlassPendingCmd(c),
+		newBreakGlassApproveCmd(c),
+		newBreakGlassKubeconfigCmd(c),
 	)
 }
 
-var (
-	bgAccess, bgTTL, bgKubeconfig, bgReason string
-	bgFilter                                adminapi.BreakGlassFilter
-	bgRevokePerson, bgRevokeSession         string
-)
-
-func breakGlassOpenFlags(fs *flag.FlagSet) func([]string) error {
-	fs.StringVar(&bgAccess, "access", adminapi.AccessReadOnly, "read-only or admin (admin needs the sre-admin group and a second sre-admin's approval)")
-	fs.StringVar(&bgTTL, "ttl", "", "lifetime such as 30m or 2h (default: the admin API's default; bounds in docs/sre.md)")
-	fs.StringVar(&bgKubeconfig, "kubeconfig", "", "file to write the session's kubeconfig to, mode 0600 (required; it must not exist)")
-	fs.StringVar(&bgReason, "reason", "", "why (required; kept in the audit log)")
-	return func(args []string) error {
-		switch {
-		case strings.TrimSpace(bgReason) == "":
-			return usagef("--reason is required: say why you need break-glass access to %s", args[0])
-		case bgKubeconfig == "":
-			return usagef("--kubeconfig is required: the file to write the session's kubeconfig to")
-		case bgAccess != adminapi.AccessReadOnly && bgAccess != adminapi.AccessAdmin:
-			return usagef("--access must be %s or %s, not %q", adminapi.AccessReadOnly, adminapi.AccessAdmin, bgAccess)
-		}
-		if bgTTL != "" {
-			if _, err := time.ParseDuration(bgTTL); err != nil {
-				return usagef("--ttl must be a duration such as 30m or 2h, not %q", bgTTL)
+// Break-glass commands (docs/sre.md#break-glass): a session on a hosted cluster in the caller's
+// name, used through the break-glass gateway with the caller's own certificate; the live ones,
+// their approval, closing and revocation.
+func newBreakGlassOpenCmd(c *cli, verb, short string) *cobra.Command {
+	const arg = "<cluster: cluster service ID | ARM resource ID>"
+	var access, ttl, kubeconfig, reason string
+	cmd := &cobra.Command{
+		Use:   verb + " " + arg,
+		Short: short + " (--access read-only|admin, --ttl, --reason, --kubeconfig FILE)",
+		Example: fmt.Sprintf(`  hcpctl breakglass %[1]s <cluster ID> --ttl 30m --kubeconfig c1.kubeconfig --reason "INC-42"
+  KUBECONFIG=c1.kubeconfig kubectl get nodes
+  hcpctl --as sre-admin breakglass %[1]s <cluster ID> --access admin --kubeconfig c1-admin.kubeconfig --reason "INC-42"`, verb),
+		Args:              exactArgs(1, arg),
+		ValidArgsFunction: c.clusterIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case strings.TrimSpace(reason) == "":
+				return usagef("--reason is required: say why you need break-glass access to %s", args[0])
+			case kubeconfig == "":
+				return usagef("--kubeconfig is required: the file to write the session's kubeconfig to")
+			case access != adminapi.AccessReadOnly && access != adminapi.AccessAdmin:
+				return usagef("--access must be %s or %s, not %q", adminapi.AccessReadOnly, adminapi.AccessAdmin, access)
 			}
-		}
-		return newFile(bgKubeconfig)
+			if ttl != "" {
+				if _, err := time.ParseDuration(ttl); err != nil {
+					return usagef("--ttl must be a duration such as 30m or 2h, not %q", ttl)
+				}
+			}
+			if err := newFile(kubeconfig); err != nil {
+				return err
+			}
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				s, err := a.c.OpenBreakGlass(ctx, args[0], adminapi.BreakGlassRequest{Access: access, TTL: ttl, Reason: reason})
+				if err != nil {
+					return err
+				}
+				if err := writeSessionKubeconfig(a, s, kubeconfig); err != nil {
+					return err
+				}
+				return a.print(s, func(w io.Writer) {
+					if s.State == adminapi.StateAwaitingApproval {
+						fmt.Fprintf(w, "session %s for admin access to cluster %s awaits a second sre-admin's approval; the gateway refuses it until then:\n  hcpctl --as <another sre-admin; locally carol> breakglass approve %s --reason \"…\"\n", s.ID, s.ClusterID, s.ID)
+					}
+					printSession(w, s, kubeconfig)
+				})
+			})
+		},
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&access, "access", adminapi.AccessReadOnly, "read-only or admin (admin needs the sre-admin group and a second sre-admin's approval)")
+	fs.StringVar(&ttl, "ttl", "", "lifetime such as 30m or 2h (default: the admin API's default; bounds in docs/sre.md)")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "file to write the session's kubeconfig to, mode 0600 (required; it must not exist)")
+	fs.StringVar(&reason, "reason", "", "why (required; kept in the audit log)")
+	_ = cmd.RegisterFlagCompletionFunc("access", fixed(adminapi.AccessReadOnly, adminapi.AccessAdmin))
+	return cmd
 }
 
 // newFile refuses an existing --kubeconfig: a kubeconfig is never written over another.
@@ -78,27 +96,11 @@ func newFile(path string) error {
 	return nil
 }
 
-func breakGlassOpen(ctx context.Context, a *app, args []string) error {
-	s, err := a.c.OpenBreakGlass(ctx, args[0], adminapi.BreakGlassRequest{Access: bgAccess, TTL: bgTTL, Reason: bgReason})
-	if err != nil {
-		return err
-	}
-	if err := writeSessionKubeconfig(a, s); err != nil {
-		return err
-	}
-	return a.print(s, func(w io.Writer) {
-		if s.State == adminapi.StateAwaitingApproval {
-			fmt.Fprintf(w, "session %s for admin access to cluster %s awaits a second sre-admin's approval; the gateway refuses it until then:\n  hcpctl --as <another sre-admin; locally carol> breakglass approve %s --reason \"…\"\n", s.ID, s.ClusterID, s.ID)
-		}
-		printSession(w, s)
-	})
-}
-
 // writeSessionKubeconfig writes --kubeconfig (a new file, 0600) for session s: its server is the
 // session's URL at the gateway, verified with the CA that verifies the admin API; its user is
 // the caller's own certificate and key, referenced by path. It grants nothing by itself: the
 // gateway admits it only for the caller's own live session.
-func writeSessionKubeconfig(a *app, s adminapi.BreakGlassSession) error {
+func writeSessionKubeconfig(a *app, s adminapi.BreakGlassSession, path string) error {
 	if s.GatewayURL == "" {
 		return fmt.Errorf("session %s is open but the admin API names no gateway (--gateway-url): no kubeconfig can reach it", s.ID)
 	}
@@ -126,7 +128,7 @@ func writeSessionKubeconfig(a *app, s adminapi.BreakGlassSession) error {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
 	// O_EXCL: never replace a file; 0600 like every kubeconfig.
-	f, err := os.OpenFile(bgKubeconfig, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w (session %s is open: `hcpctl breakglass kubeconfig %s --kubeconfig FILE` writes one, `hcpctl breakglass close %s` ends it)", err, s.ID, s.ID, s.ID)
 	}
@@ -135,146 +137,204 @@ func writeSessionKubeconfig(a *app, s adminapi.BreakGlassSession) error {
 		err = cerr
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("--kubeconfig: write %s: %w", bgKubeconfig, err), os.Remove(bgKubeconfig))
+		return errors.Join(fmt.Errorf("--kubeconfig: write %s: %w", path, err), os.Remove(path))
 	}
 	return nil
 }
 
-func printSession(w io.Writer, s adminapi.BreakGlassSession) {
+func printSession(w io.Writer, s adminapi.BreakGlassSession, kubeconfig string) {
 	exp := "-"
 	if s.ExpirationTime != nil {
 		exp = s.ExpirationTime.Format(time.RFC3339) + " (in " + age(time.Until(*s.ExpirationTime)) + ")"
 	}
 	fmt.Fprintf(w, "wrote %s (mode 0600): session %s on cluster %s, %s\n  through %s as %s, group %s; expires %s\n  KUBECONFIG=%s kubectl get nodes\n  hcpctl breakglass close %s --reason \"done\"   # when done\n",
-		bgKubeconfig, s.ID, s.ClusterID, s.State, s.GatewayURL, s.Person, s.Group, exp, bgKubeconfig, s.ID)
+		kubeconfig, s.ID, s.ClusterID, s.State, s.GatewayURL, s.Person, s.Group, exp, kubeconfig, s.ID)
 }
 
-func breakGlassKubeconfigFlags(fs *flag.FlagSet) func([]string) error {
-	fs.StringVar(&bgKubeconfig, "kubeconfig", "", "file to write the kubeconfig to, mode 0600 (required; it must not exist)")
-	return func([]string) error {
-		if bgKubeconfig == "" {
-			return usagef("--kubeconfig is required: the file to write the session's kubeconfig to")
-		}
-		return newFile(bgKubeconfig)
+func newBreakGlassKubeconfigCmd(c *cli) *cobra.Command {
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:               "kubeconfig <session ID>",
+		Short:             "Write a kubeconfig for one of your sessions again (--kubeconfig FILE)",
+		Example:           "  hcpctl breakglass kubeconfig <session ID> --kubeconfig c1.kubeconfig",
+		Args:              exactArgs(1, "<session ID>"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if kubeconfig == "" {
+				return usagef("--kubeconfig is required: the file to write the session's kubeconfig to")
+			}
+			if err := newFile(kubeconfig); err != nil {
+				return err
+			}
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				s, err := a.c.GetBreakGlass(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if err := writeSessionKubeconfig(a, s, kubeconfig); err != nil {
+					return err
+				}
+				return a.print(s, func(w io.Writer) { printSession(w, s, kubeconfig) })
+			})
+		},
 	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "file to write the kubeconfig to, mode 0600 (required; it must not exist)")
+	return cmd
 }
 
-func breakGlassKubeconfig(ctx context.Context, a *app, args []string) error {
-	s, err := a.c.GetBreakGlass(ctx, args[0])
-	if err != nil {
-		return err
-	}
-	if err := writeSessionKubeconfig(a, s); err != nil {
-		return err
-	}
-	return a.print(s, func(w io.Writer) { printSession(w, s) })
-}
-
-func breakGlassReasonFlags(why string) func(fs *flag.FlagSet) func([]string) error {
-	return func(fs *flag.FlagSet) func([]string) error {
-		fs.StringVar(&bgReason, "reason", "", why+" (required; kept in the audit log)")
-		return func([]string) error {
-			if strings.TrimSpace(bgReason) == "" {
+// sessionVerb is a verb on one session that needs a reason (close, approve).
+func sessionVerb(c *cli, verb, short, example, why string, do func(ctx context.Context, a *app, id, reason string) error) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:               verb + " <session ID>",
+		Short:             short,
+		Example:           example,
+		Args:              exactArgs(1, "<session ID>"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reason) == "" {
 				return usagef("--reason is required: say %s", why)
 			}
-			return nil
-		}
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error { return do(ctx, a, args[0], reason) })
+		},
 	}
+	cmd.Flags().StringVar(&reason, "reason", "", why+" (required; kept in the audit log)")
+	return cmd
 }
 
-func breakGlassClose(ctx context.Context, a *app, args []string) error {
-	s, err := a.c.CloseBreakGlass(ctx, args[0], bgReason)
-	if err != nil {
-		return err
-	}
-	return a.print(s, func(w io.Writer) {
-		fmt.Fprintf(w, "session %s on cluster %s is %s: the gateway refuses it and closes its open streams within seconds\n", s.ID, s.ClusterID, s.State)
-	})
-}
-
-func breakGlassPending(ctx context.Context, a *app, _ []string) error {
-	l, err := a.c.PendingBreakGlass(ctx)
-	if err != nil {
-		return err
-	}
-	return a.print(l, func(w io.Writer) {
-		t := table(w, "SESSION", "CLUSTER", "PERSON", "TTL", "APPROVE BEFORE", "REASON")
-		for _, c := range l.Sessions {
-			before := "-"
-			if c.ApproveBefore != nil {
-				before = c.ApproveBefore.Format(time.RFC3339)
+func newBreakGlassCloseCmd(c *cli) *cobra.Command {
+	return sessionVerb(c, "close", "Close a session (yours; an sre-admin may close anyone's): the gateway refuses it and cuts its streams (--reason)",
+		`  hcpctl breakglass close <session ID> --reason "done"`, "why you close it",
+		func(ctx context.Context, a *app, id, reason string) error {
+			s, err := a.c.CloseBreakGlass(ctx, id, reason)
+			if err != nil {
+				return err
 			}
-			t.row(c.ID, c.ClusterID, c.Person, (time.Duration(c.TTLSeconds) * time.Second).String(), before, orDash(c.Reason))
-		}
-		t.flush()
-	})
+			return a.print(s, func(w io.Writer) {
+				fmt.Fprintf(w, "session %s on cluster %s is %s: the gateway refuses it and closes its open streams within seconds\n", s.ID, s.ClusterID, s.State)
+			})
+		})
 }
 
-func breakGlassApprove(ctx context.Context, a *app, args []string) error {
-	s, err := a.c.ApproveBreakGlass(ctx, args[0], bgReason)
-	if err != nil {
-		return err
-	}
-	return a.print(s, func(w io.Writer) {
-		fmt.Fprintf(w, "approved: session %s of %s on cluster %s is %s; only %s can use it, through the gateway\n", s.ID, s.Person, s.ClusterID, s.State, s.Person)
-	})
-}
-
-func breakGlassListFlags(fs *flag.FlagSet) func([]string) error {
-	fs.StringVar(&bgFilter.Cluster, "cluster", "", "only this cluster's (Cluster Service ID or ARM resource ID)")
-	fs.StringVar(&bgFilter.Person, "person", "", "only this SRE's")
-	fs.BoolVar(&bgFilter.All, "all", false, "also closed, expired and revoked ones")
-	return func([]string) error { return nil }
-}
-
-func breakGlassList(ctx context.Context, a *app, _ []string) error {
-	l, err := a.c.ListBreakGlass(ctx, bgFilter)
-	if err != nil {
-		return err
-	}
-	return a.print(l, func(w io.Writer) {
-		t := table(w, "SESSION", "CLUSTER", "PERSON", "ACCESS", "STATE", "EXPIRES", "REASON")
-		for _, c := range l.Sessions {
-			exp := "-"
-			if c.ExpirationTime != nil {
-				exp = c.ExpirationTime.Format(time.RFC3339)
+func newBreakGlassApproveCmd(c *cli) *cobra.Command {
+	return sessionVerb(c, "approve", "Approve another sre-admin's admin session (--reason); it becomes usable by its owner only",
+		`  hcpctl --as carol breakglass approve <session ID> --reason "INC-42: agreed with alice"`, "why you approve",
+		func(ctx context.Context, a *app, id, reason string) error {
+			s, err := a.c.ApproveBreakGlass(ctx, id, reason)
+			if err != nil {
+				return err
 			}
-			t.row(c.ID, c.ClusterID, c.Person, c.Access, c.State, exp, orDash(c.Reason))
-		}
-		t.flush()
-	})
+			return a.print(s, func(w io.Writer) {
+				fmt.Fprintf(w, "approved: session %s of %s on cluster %s is %s; only %s can use it, through the gateway\n", s.ID, s.Person, s.ClusterID, s.State, s.Person)
+			})
+		})
 }
 
-func breakGlassRevokeFlags(fs *flag.FlagSet) func([]string) error {
-	fs.StringVar(&bgRevokeSession, "session", "", "the session ID to revoke ('hcpctl breakglass list' shows them)")
-	fs.StringVar(&bgRevokePerson, "person", "", "revoke every live session of this SRE instead")
-	fs.StringVar(&bgReason, "reason", "", "why (required; kept in the audit log)")
-	return func([]string) error {
-		switch {
-		case (bgRevokeSession == "") == (bgRevokePerson == ""):
-			return usagef("name either --session or --person, not both and not neither")
-		case strings.TrimSpace(bgReason) == "":
-			return usagef("--reason is required: say why you revoke")
-		}
-		return nil
+func newBreakGlassPendingCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:               "pending",
+		Short:             "List admin sessions waiting for a second sre-admin's approval (-o wide adds access and creation time)",
+		Example:           "  hcpctl --as sre-admin breakglass pending",
+		Args:              exactArgs(0, ""),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				l, err := a.c.PendingBreakGlass(ctx)
+				if err != nil {
+					return err
+				}
+				return a.print(l, func(w io.Writer) {
+					t := table(w, ifWide(a.wide(), []string{"SESSION", "CLUSTER", "PERSON", "TTL", "APPROVE BEFORE", "REASON"}, "ACCESS", "CREATED")...)
+					for _, s := range l.Sessions {
+						before := "-"
+						if s.ApproveBefore != nil {
+							before = s.ApproveBefore.Format(time.RFC3339)
+						}
+						t.row(ifWide(a.wide(), []string{s.ID, s.ClusterID, s.Person, (time.Duration(s.TTLSeconds) * time.Second).String(), before, orDash(s.Reason)},
+							s.Access, s.CreateTime.Format(time.RFC3339))...)
+					}
+					t.flush()
+				})
+			})
+		},
 	}
 }
 
-func breakGlassRevoke(ctx context.Context, a *app, _ []string) error {
-	r, err := a.c.RevokeBreakGlass(ctx, adminapi.BreakGlassRevoke{Session: bgRevokeSession, Person: bgRevokePerson, Reason: bgReason})
-	if err != nil {
-		return err
+func newBreakGlassListCmd(c *cli) *cobra.Command {
+	var f adminapi.BreakGlassFilter
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List live break-glass sessions (--cluster, --person, --all; -o wide adds group, approver and gateway URL)",
+		Example: `  hcpctl breakglass list
+  hcpctl breakglass list --cluster <cluster ID> --all -o wide`,
+		Args:              exactArgs(0, ""),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				l, err := a.c.ListBreakGlass(ctx, f)
+				if err != nil {
+					return err
+				}
+				return a.print(l, func(w io.Writer) {
+					t := table(w, ifWide(a.wide(), []string{"SESSION", "CLUSTER", "PERSON", "ACCESS", "STATE", "EXPIRES", "REASON"}, "GROUP", "APPROVER", "GATEWAY URL")...)
+					for _, s := range l.Sessions {
+						exp := "-"
+						if s.ExpirationTime != nil {
+							exp = s.ExpirationTime.Format(time.RFC3339)
+						}
+						t.row(ifWide(a.wide(), []string{s.ID, s.ClusterID, s.Person, s.Access, s.State, exp, orDash(s.Reason)},
+							orDash(s.Group), orDash(s.Approver), orDash(s.GatewayURL))...)
+					}
+					t.flush()
+				})
+			})
+		},
 	}
-	return a.print(r, func(w io.Writer) {
-		if len(r.Revocations) == 0 {
-			fmt.Fprintln(w, "nothing to revoke: no live session")
-			return
-		}
-		t := table(w, "CLUSTER", "REVOCATION", "STATE", "SESSIONS")
-		for _, v := range r.Revocations {
-			t.row(v.ClusterID, orDash(v.RevocationID), orDash(v.State), strings.Join(v.Sessions, ","))
-		}
-		t.flush()
-		fmt.Fprintln(w, "the sessions are revoked (the gateway cuts their streams within seconds), and every SRE break-glass credential of these clusters is being revoked: their SRE break-glass signer rotates (customers' credentials have their own signer and keep working)")
-	})
+	cmd.Flags().StringVar(&f.Cluster, "cluster", "", "only this cluster's (Cluster Service ID or ARM resource ID)")
+	cmd.Flags().StringVar(&f.Person, "person", "", "only this SRE's")
+	cmd.Flags().BoolVar(&f.All, "all", false, "also closed, expired and revoked ones")
+	_ = cmd.RegisterFlagCompletionFunc("cluster", c.clusterIDs)
+	return cmd
+}
+
+func newBreakGlassRevokeCmd(c *cli) *cobra.Command {
+	var r adminapi.BreakGlassRevoke
+	cmd := &cobra.Command{
+		Use:   "revoke",
+		Short: "Revoke --session ID, or every live one of --person (rotates the cluster's SRE break-glass signer)",
+		Example: `  hcpctl --as sre-admin breakglass revoke --session <session ID> --reason "INC-42: leaked kubeconfig"
+  hcpctl --as sre-admin breakglass revoke --person mallory --reason "INC-43"`,
+		Args:              exactArgs(0, ""),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case (r.Session == "") == (r.Person == ""):
+				return usagef("name either --session or --person, not both and not neither")
+			case strings.TrimSpace(r.Reason) == "":
+				return usagef("--reason is required: say why you revoke")
+			}
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				res, err := a.c.RevokeBreakGlass(ctx, r)
+				if err != nil {
+					return err
+				}
+				return a.print(res, func(w io.Writer) {
+					if len(res.Revocations) == 0 {
+						fmt.Fprintln(w, "nothing to revoke: no live session")
+						return
+					}
+					t := table(w, "CLUSTER", "REVOCATION", "STATE", "SESSIONS")
+					for _, v := range res.Revocations {
+						t.row(v.ClusterID, orDash(v.RevocationID), orDash(v.State), strings.Join(v.Sessions, ","))
+					}
+					t.flush()
+					fmt.Fprintln(w, "the sessions are revoked (the gateway cuts their streams within seconds), and every SRE break-glass credential of these clusters is being revoked: their SRE break-glass signer rotates (customers' credentials have their own signer and keep working)")
+				})
+			})
+		},
+	}
+	cmd.Flags().StringVar(&r.Session, "session", "", "the session ID to revoke ('hcpctl breakglass list' shows them)")
+	cmd.Flags().StringVar(&r.Person, "person", "", "revoke every live session of this SRE instead")
+	cmd.Flags().StringVar(&r.Reason, "reason", "", "why (required; kept in the audit log)")
+	return cmd
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,42 +11,52 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
-var portalListen string
-
-func portalFlags(fs *flag.FlagSet) func([]string) error {
-	fs.StringVar(&portalListen, "listen", "127.0.0.1:8090", "loopback address to serve the portal on (port 0: any free port)")
-	return func([]string) error {
-		if err := tlsconfig.RequireLoopback(portalListen); err != nil {
-			return usagef("--listen %s: the portal proxy acts with your SRE certificate, so it serves loopback only", portalListen)
-		}
-		return nil
+func newPortalCmd(c *cli) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "portal",
+		Short: "Serve the SRE portal on a loopback address, as your SRE identity (until interrupted)",
+		Example: `  hcpctl --as sre-admin portal
+  hcpctl portal --listen 127.0.0.1:0`,
+		Args:              exactArgs(0, ""),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := tlsconfig.RequireLoopback(listen); err != nil {
+				return usagef("--listen %s: the portal proxy acts with your SRE certificate, so it serves loopback only", listen)
+			}
+			return c.call(cmd.Context(), true, func(ctx context.Context, a *app) error { return portal(ctx, a, listen) })
+		},
 	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8090", "loopback address to serve the portal on (port 0: any free port)")
+	return cmd
 }
 
 // portal serves the admin API's portal on a loopback address, presenting the SRE's client
 // certificate upstream (as kubectl proxy does for a kubeconfig), so any local browser can open
 // it. The admin API still identifies, authorizes and audits every page and form as that SRE.
-func portal(ctx context.Context, a *app, _ []string) error {
+func portal(ctx context.Context, a *app, listen string) error {
 	target, err := url.Parse(a.c.BaseURL)
 	if err != nil {
 		return err
 	}
 	limits := serverlimits.API()
-	l, err := net.Listen("tcp", portalListen)
+	l, err := net.Listen("tcp", listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", portalListen, err)
+		return fmt.Errorf("--listen %s: %w", listen, err)
 	}
 	l = serverlimits.LimitListener(l, limits.MaxConns)
 	local := "http://" + l.Addr().String()
 	_, port, err := net.SplitHostPort(l.Addr().String())
 	if err != nil {
 		l.Close()
-		return fmt.Errorf("--listen %s: %w", portalListen, err)
+		return fmt.Errorf("--listen %s: %w", listen, err)
 	}
 	hosts := portalHosts(port)
 	proxy := &httputil.ReverseProxy{

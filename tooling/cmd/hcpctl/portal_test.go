@@ -22,12 +22,9 @@ func startPortal(t *testing.T, upstream *httptest.Server) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	a := &app{c: &adminapi.Client{BaseURL: upstream.URL, HTTP: upstream.Client()}, out: pw}
-	old := portalListen
-	portalListen = "127.0.0.1:0"
 	done := make(chan error, 1)
-	go func() { done <- portal(ctx, a, nil); pw.Close() }()
+	go func() { done <- portal(ctx, a, "127.0.0.1:0"); pw.Close() }()
 	line, err := bufio.NewReader(pr).ReadString('\n')
-	portalListen = old
 	if err != nil {
 		t.Fatalf("hcpctl portal printed no address: %v", err)
 	}
