@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
@@ -305,6 +306,17 @@ func TestHostedAPIServer(t *testing.T) {
 		if hc.Status.ControlPlaneEndpoint.Host == "127.0.0.1" {
 			t.Errorf("capped cluster has a loopback endpoint %+v", hc.Status.ControlPlaneEndpoint)
 		}
+		for name, want := range map[string]float64{
+			"hypershift_sim_hosted_apiservers_running": 1,
+			"hypershift_sim_hosted_apiservers_capped":  1,
+		} {
+			if got := metricValue(t, name, nil); got != want {
+				t.Errorf("%s = %v, want %v", name, got, want)
+			}
+		}
+		if got := metricValue(t, "hypershift_sim_hosted_apiserver_starts_total", map[string]string{"result": "ok"}); got < 1 {
+			t.Errorf("hypershift_sim_hosted_apiserver_starts_total{result=ok} = %v, want at least 1", got)
+		}
 	}) {
 		return
 	}
@@ -470,4 +482,32 @@ func prefixEnd(prefix string) []byte {
 	end := []byte(prefix)
 	end[len(end)-1]++
 	return end
+}
+
+// metricValue reads a gauge or counter (with these labels) from the sim's metrics registry.
+func metricValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue metrics
+				}
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s%v not registered", name, labels)
+	return 0
 }
