@@ -76,6 +76,9 @@ func runStorageMode(b *testing.B, mode string, n int, apiserverPath, etcdPath st
 	var total time.Duration
 	for i := range n {
 		hcpNS := fmt.Sprintf("bench-%d", i)
+		// A control plane's start includes its own etcd's, where it has one; the shared etcd
+		// runs already, as it does for every cluster but a management cluster's first.
+		begin := time.Now()
 		ec := shared
 		if mode != "shared-etcd" {
 			ec = startEtcd("etcd-" + hcpNS)
@@ -93,7 +96,6 @@ func runStorageMode(b *testing.B, mode string, n int, apiserverPath, etcdPath st
 			b.Fatal(err)
 		}
 		h := newHostedAPIServers(HostedAPIOptions{Max: n, APIServerPath: apiserverPath, Dir: filepath.Join(dir, "hosted"), LogDir: logs, Etcd: ec})
-		begin := time.Now()
 		s := h.server(hcpNS, port)
 		if err := s.writeFiles(hostedPKI{rootCert: rootCert, rootKey: rootKey, clientCABundle: signer}); err != nil {
 			b.Fatal(err)
