@@ -72,10 +72,12 @@ type controlPlane struct {
 	served, capped bool
 	port           int
 	// due: the apiserver should run (the rollout's delay passed or an earlier one completed);
-	// started: this reconcile started or checked it; ready: it answered /readyz.
-	due, started, ready bool
-	detail              string // why it is not ready
-	max                 int
+	// started: this reconcile started or checked it; ready: it answered /readyz; starting: it
+	// is not running yet in this sim, or its process has not answered yet and started less
+	// than startGrace ago.
+	due, started, ready, starting bool
+	detail                        string // why it is not ready
+	max                           int
 }
 
 // hostedAPIServers runs one real kube-apiserver per served HostedCluster, as HyperShift runs
@@ -101,7 +103,8 @@ type hostedAPIServer struct {
 	dir      string
 	port     int
 	proc     *mgmtcluster.Process
-	counted  bool // the current process's start is counted in hostedAPIServerStarts
+	counted  bool // the current process's start is counted in hostedAPIServerStarts (it answered)
+	started  time.Time
 	ready    bool
 	rbacDone *mgmtcluster.Process // the process RBAC was last created in
 	admin    *http.Client         // the sim's own admin identity, trusting the root CA
@@ -300,10 +303,31 @@ func readHostedPKI(ctx context.Context, c client.Client, hcpNS string) (hostedPK
 	return p, true, nil
 }
 
+// startGrace is how long a (re)started kube-apiserver may take to answer before a cluster that
+// was Available is reported unavailable: the process restarts with the sim (HyperShift's keep
+// running when its operator restarts), and that alone should not flap Available.
+const startGrace = 2 * time.Minute
+
+// starting reports whether the current process has not answered yet and started less than
+// startGrace ago.
+func (s *hostedAPIServer) startingLocked() bool {
+	return s.proc != nil && !s.counted && time.Since(s.started) < startGrace
+}
+
 // ensure writes the cluster's files (the client CA bundle again when it changed), starts its
 // kube-apiserver unless one runs, checks /readyz and, the first time a process answers, creates
-// the SRE RBAC in it. It reports whether the apiserver answers, and if not why.
-func (h *hostedAPIServers) ensure(ctx context.Context, hcpNS string, port int, p hostedPKI) (bool, string, error) {
+// the SRE RBAC in it. It reports whether the apiserver answers, whether it is still starting,
+// and if not ready why.
+func (h *hostedAPIServers) ensure(ctx context.Context, hcpNS string, port int, p hostedPKI) (ready, starting bool, detail string, err error) {
+	ready, detail, err = h.ensureLocked(ctx, hcpNS, port, p)
+	s := h.server(hcpNS, port)
+	s.mu.Lock()
+	starting = !ready && s.startingLocked()
+	s.mu.Unlock()
+	return ready, starting, detail, err
+}
+
+func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port int, p hostedPKI) (bool, string, error) {
 	s := h.server(hcpNS, port)
 	defer h.updateRunningGauge()
 	s.mu.Lock()
@@ -493,7 +517,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 		proc.Stop(10 * time.Second)
 		return fmt.Errorf("write pid file of %s: %w", s.hcpNS, err)
 	}
-	s.proc, s.counted, s.ready = proc, false, false
+	s.proc, s.counted, s.ready, s.started = proc, false, false, time.Now()
 	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver started", "pid", proc.PID(), "port", s.port, "log", proc.LogPath)
 	return nil
 }
@@ -545,11 +569,24 @@ func killOrphan(pidPath, dir string) {
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	for range 100 {
-		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+		if !processRunning(pid) {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// processRunning reports whether pid runs (a zombie waiting to be reaped does not: it holds no
+// port any more).
+func processRunning(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	i := bytes.LastIndexByte(stat, ')')
+	fields := strings.Fields(string(stat[i+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 // stop ends the cluster's kube-apiserver (if any runs).

@@ -60,7 +60,7 @@ func TestKilledSimLeavesNoHostedAPIServer(t *testing.T) {
 	}
 	// Should this test fail, the orphan it found does not outlive it.
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	if !alive(pid) {
+	if !processRunning(pid) {
 		t.Fatalf("kube-apiserver %d is not running before the kill", pid)
 	}
 	if err := child.Process.Kill(); err != nil { // SIGKILL: no handler runs
@@ -68,23 +68,12 @@ func TestKilledSimLeavesNoHostedAPIServer(t *testing.T) {
 	}
 	_ = child.Wait()
 	deadline := time.Now().Add(time.Minute)
-	for alive(pid) {
+	for processRunning(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("kube-apiserver %d still runs a minute after its sim was killed", pid)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// alive reports whether pid runs (a zombie waiting for its new parent to reap it does not).
-func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
 // TestHostedAPIServerHelperProcess is not a test: TestKilledSimLeavesNoHostedAPIServer runs it
@@ -115,4 +104,50 @@ func TestHostedAPIServerHelperProcess(t *testing.T) {
 	}
 	fmt.Printf("HOSTED_APISERVER_PID=%d\n", s.proc.PID())
 	select {}
+}
+
+// A pid file left by a killed sim names a process: the next start ends it only if it runs a
+// kube-apiserver of this very directory (the pid may have been reused by anything else).
+func TestKillOrphanEndsOnlyAnApiserverOfItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	start := func(t *testing.T, arg string) *exec.Cmd {
+		t.Helper()
+		// "; true" keeps the shell from exec'ing sleep, so its command line keeps arg.
+		cmd := exec.Command("sh", "-c", "sleep 300; true", arg)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	tests := []struct {
+		name       string
+		arg        string
+		wantKilled bool
+	}{
+		{name: "apiserver_of_this_directory_is_ended", arg: "--cert-dir=" + dir, wantKilled: true},
+		{name: "another_directory_is_left_alone", arg: "--cert-dir=" + dir + "-other"},
+		{name: "an_unrelated_process_is_left_alone", arg: "unrelated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := start(t, tt.arg)
+			killOrphan(filepath.Join(dir, pidFile), dir)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+				if !tt.wantKilled {
+					t.Errorf("process %q was ended", tt.arg)
+				}
+			case <-time.After(2 * time.Second):
+				if tt.wantKilled {
+					t.Errorf("process %q still runs", tt.arg)
+				}
+			}
+		})
+	}
 }

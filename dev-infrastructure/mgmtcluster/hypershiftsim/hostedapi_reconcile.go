@@ -24,6 +24,7 @@ func (r *HostedClusterReconciler) observeControlPlane(ctx context.Context, hc *h
 	}
 	hcpNS := ControlPlaneNamespace(client.ObjectKeyFromObject(hc))
 	if s := r.hosted.lookup(hcpNS); s == nil || !s.hasProcess() {
+		cp.starting = true
 		return cp, nil // not started in this run: computeStatus says whether it is due
 	}
 	return cp, r.ensureControlPlane(ctx, hcpNS, &cp)
@@ -41,14 +42,14 @@ func (r *HostedClusterReconciler) ensureControlPlane(ctx context.Context, hcpNS 
 		return fmt.Errorf("read the control-plane PKI of %s: %w", hcpNS, err)
 	}
 	if !ok {
-		cp.detail = "waiting for the control-plane PKI"
+		cp.detail, cp.starting = "waiting for the control-plane PKI", true
 		return nil
 	}
-	ready, detail, err := r.hosted.ensure(ctx, hcpNS, cp.port, p)
+	ready, starting, detail, err := r.hosted.ensure(ctx, hcpNS, cp.port, p)
 	if err != nil {
 		return fmt.Errorf("hosted kube-apiserver of %s: %w", hcpNS, err)
 	}
-	cp.ready, cp.detail = ready, detail
+	cp.ready, cp.starting, cp.detail = ready, starting, detail
 	if !ready {
 		ctrl.LoggerFrom(ctx).V(1).Info("hosted kube-apiserver not ready", "detail", detail)
 	}

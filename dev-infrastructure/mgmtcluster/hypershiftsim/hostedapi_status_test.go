@@ -30,6 +30,8 @@ func TestComputeStatus_servedClusterFollowsItsAPIServer(t *testing.T) {
 			wantDue: true, wantAvailable: metav1.ConditionFalse, wantState: configv1.PartialUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerNotReady},
 		{name: "readyz_answering_completes_the_rollout", at: 12 * time.Second, cp: controlPlane{served: true, port: 40001, ready: true},
 			wantDue: true, wantAvailable: metav1.ConditionTrue, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionTrue, wantReason: ReasonHostedAPIServerRunning},
+		{name: "restarting_with_the_sim_keeps_available_within_the_grace", at: 30 * time.Second, cp: controlPlane{served: true, port: 40001, starting: true},
+			wantDue: true, wantAvailable: metav1.ConditionTrue, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerNotReady},
 		{name: "readyz_failing_later_makes_it_unavailable", at: 60 * time.Second, cp: controlPlane{served: true, port: 40001},
 			wantDue: true, wantAvailable: metav1.ConditionFalse, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerNotReady},
 	}

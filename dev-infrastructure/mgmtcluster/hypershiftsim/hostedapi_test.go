@@ -383,7 +383,11 @@ func TestHostedAPIServer(t *testing.T) {
 		return
 	}
 
-	if !t.Run("restarted_sim_serves_on_the_same_port", func(t *testing.T) {
+	if !t.Run("restarted_sim_serves_on_the_same_port_and_keeps_available", func(t *testing.T) {
+		before := e.hostedCluster(t, served, func(hc *hyperv1.HostedCluster) error {
+			return condIs(hc, string(hyperv1.HostedClusterAvailable), metav1.ConditionTrue, "")
+		})
+		availableSince := meta.FindStatusCondition(before.Status.Conditions, string(hyperv1.HostedClusterAvailable)).LastTransitionTime
 		e.stop()
 		poll(t, time.Minute, "apiserver stopped with the sim", func() error {
 			c, err := net.DialTimeout("tcp", net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), time.Second)
@@ -399,6 +403,10 @@ func TestHostedAPIServer(t *testing.T) {
 		})
 		if hc.Status.ControlPlaneEndpoint != ep {
 			t.Fatalf("endpoint after restart %+v, want %+v", hc.Status.ControlPlaneEndpoint, ep)
+		}
+		// The apiserver restarted with the sim; the cluster did not stop being Available.
+		if c := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable)); c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Equal(&availableSince) {
+			t.Errorf("Available after restart %s since %s, want True since %s", c.Status, c.LastTransitionTime, availableSince)
 		}
 		customer := e.secret(t, hcpNS, hypershiftsim.CustomerSignerSecret)
 		cert := signedBy(t, customer.Data[corev1.TLSCertKey], customer.Data[corev1.TLSPrivateKeyKey], "system:customer-break-glass:alice", "system:masters")

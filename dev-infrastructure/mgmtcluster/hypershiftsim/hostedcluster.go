@@ -255,13 +255,18 @@ func computeStatus(hc *hyperv1.HostedCluster, o Options, now time.Time, cp *cont
 		set(hyperv1.HostedClusterProgressing, metav1.ConditionFalse, hyperv1.BlockedReason, failMsg)
 	default:
 		set(hyperv1.HostedClusterDegraded, metav1.ConditionFalse, hyperv1.AsExpectedReason, "The hosted cluster is not degraded")
-		if everCompleted && cp.served && !cp.ready {
+		hasAvailable := meta.FindStatusCondition(st.Conditions, string(hyperv1.HostedClusterAvailable)) != nil
+		switch {
+		case everCompleted && cp.served && !cp.ready && cp.starting && hasAvailable:
+			// Its process is (re)starting with the sim, within startGrace: Available stays as
+			// it was, as HyperShift's control plane keeps running while its operator restarts.
+		case everCompleted && cp.served && !cp.ready:
 			// HyperShift's Available follows the hosted kube-apiserver's health.
 			set(hyperv1.HostedClusterAvailable, metav1.ConditionFalse, hyperv1.WaitingForAvailableReason, "Waiting for hosted control plane to be healthy: kube-apiserver not ready")
-		} else if everCompleted {
+		case everCompleted:
 			// HyperShift keeps a cluster Available while its control plane upgrades.
 			set(hyperv1.HostedClusterAvailable, metav1.ConditionTrue, hyperv1.AsExpectedReason, "The hosted control plane is available")
-		} else {
+		default:
 			set(hyperv1.HostedClusterAvailable, metav1.ConditionFalse, hyperv1.WaitingForAvailableReason, "Waiting for hosted control plane to be healthy")
 		}
 		if current.State == configv1.CompletedUpdate {
