@@ -388,6 +388,7 @@ func TestHostedAPIServer(t *testing.T) {
 			return condIs(hc, string(hyperv1.HostedClusterAvailable), metav1.ConditionTrue, "")
 		})
 		availableSince := meta.FindStatusCondition(before.Status.Conditions, string(hyperv1.HostedClusterAvailable)).LastTransitionTime
+		stopped := time.Now().Truncate(time.Second)
 		e.stop()
 		poll(t, time.Minute, "apiserver stopped with the sim", func() error {
 			c, err := net.DialTimeout("tcp", net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port))), time.Second)
@@ -398,21 +399,28 @@ func TestHostedAPIServer(t *testing.T) {
 			return nil
 		})
 		e.startSim(t)
-		hc := e.hostedCluster(t, served, func(hc *hyperv1.HostedCluster) error {
-			return condIs(hc, hypershiftsim.HostedAPIServerCondition, metav1.ConditionTrue, hypershiftsim.ReasonHostedAPIServerRunning)
-		})
-		if hc.Status.ControlPlaneEndpoint != ep {
-			t.Fatalf("endpoint after restart %+v, want %+v", hc.Status.ControlPlaneEndpoint, ep)
-		}
-		// The apiserver restarted with the sim; the cluster did not stop being Available.
-		if c := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable)); c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Equal(&availableSince) {
-			t.Errorf("Available after restart %s since %s, want True since %s", c.Status, c.LastTransitionTime, availableSince)
-		}
 		customer := e.secret(t, hcpNS, hypershiftsim.CustomerSignerSecret)
 		cert := signedBy(t, customer.Data[corev1.TLSCertKey], customer.Data[corev1.TLSPrivateKeyKey], "system:customer-break-glass:alice", "system:masters")
 		poll(t, time.Minute, "hosted apiserver after restart", func() error {
 			return listNamespaces(e.hostedClient(t, hcpNS, ep, cert, ""))
 		})
+		// The new sim reported the new process (NotReady while it started, then Running)...
+		hc := e.hostedCluster(t, served, func(hc *hyperv1.HostedCluster) error {
+			if err := condIs(hc, hypershiftsim.HostedAPIServerCondition, metav1.ConditionTrue, hypershiftsim.ReasonHostedAPIServerRunning); err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(hc.Status.Conditions, hypershiftsim.HostedAPIServerCondition); c.LastTransitionTime.Time.Before(stopped) {
+				return fmt.Errorf("HostedAPIServer Running since %s, before the restart", c.LastTransitionTime)
+			}
+			return nil
+		})
+		if hc.Status.ControlPlaneEndpoint != ep {
+			t.Fatalf("endpoint after restart %+v, want %+v", hc.Status.ControlPlaneEndpoint, ep)
+		}
+		// ...and the cluster did not stop being Available meanwhile.
+		if c := meta.FindStatusCondition(hc.Status.Conditions, string(hyperv1.HostedClusterAvailable)); c.Status != metav1.ConditionTrue || !c.LastTransitionTime.Equal(&availableSince) {
+			t.Errorf("Available after restart %s since %s, want True since %s", c.Status, c.LastTransitionTime, availableSince)
+		}
 	}) {
 		return
 	}
