@@ -25,6 +25,7 @@ func main() {
 	flag.IntVar(&cfg.MaestroServers, "maestro-servers", 2, "Maestro server instances sharing the agents' status events, as config/ deploys them (1 reads them one at a time)")
 	flag.DurationVar(&cfg.Sim.AvailableDelay, "sim-available-delay", 5*time.Second, "how long hypershift-sim takes to make a HostedCluster Available")
 	flag.DurationVar(&cfg.Sim.DeleteDelay, "sim-delete-delay", 2*time.Second, "how long hypershift-sim takes to tear a HostedCluster down")
+	flag.IntVar(&cfg.Sim.HostedAPIServers, "sim-hosted-apiservers", 0, "HostedClusters per management cluster that get a real kube-apiserver (0: hypershift-sim's default, 4; negative: none)")
 	flag.Parse()
 	if cfg.ManagementClusters < 1 {
 		fmt.Fprintln(os.Stderr, "openhcp-region: --management-clusters must be at least 1")
