@@ -752,8 +752,13 @@ func (h *hostedAPIServers) refuses(ctx context.Context, hcpNS string, signerCert
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(rootPEM)
+	// The certificate is sent whatever CAs the server names as acceptable, as kubectl and
+	// client-go send theirs: with tls.Config.Certificates Go's client would silently send none
+	// for a signer the server no longer names, and the request would pass as anonymous (403),
+	// proving nothing about the certificate.
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{
-		RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}}
+		RootCAs: roots, MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }}}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api", nil)
 	if err != nil {
 		return false, true, err

@@ -2,6 +2,9 @@ package hypershiftsim
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -75,7 +78,19 @@ func TestRevocationProbeSeesWhatTheAPIServerAccepts(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("signer dropped from the bundle: refused=%v running=%v err=%v, want refused", refused, running, err)
+			b, _ := os.ReadFile(filepath.Join(dir, "hosted", "probe", clientCAFile))
+			var cns []string
+			for rest := b; ; {
+				var blk *pem.Block
+				blk, rest = pem.Decode(rest)
+				if blk == nil {
+					break
+				}
+				c, _ := x509.ParseCertificate(blk.Bytes)
+				cns = append(cns, c.Subject.CommonName)
+			}
+			t.Fatalf("signer dropped from the bundle: refused=%v running=%v err=%v, want refused; client CA file: %v",
+				refused, running, err, cns)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
