@@ -25,6 +25,7 @@ help:
 	@echo "make bench-load  the whole-path load benchmarks (P1, P3, P4) and their charts"
 	@echo "make bench-p4  P4 alone: creates/s through OpenHCP against bare Maestro in one run (SHORT=1: CI size)"
 	@echo "make bench-p5  P5 alone: scale to 1,000/2,000/5,000 hosted clusters over 4 management clusters (SHORT=1: 100/200)"
+	@echo "make bench-hostedapi  hosted kube-apiservers: RSS and start time, shared hosted etcd vs one per cluster"
 	@echo "make lint      gofmt and go vet"
 	@echo "make images    build the container images into .run/images (no container engine; docs/deploy.md#images)"
 	@echo "make tools     build the pinned Kubernetes binaries, etcd, CoreDNS, maestro, promtool and helm (cached)"
@@ -173,6 +174,13 @@ bench-p4: deps tools
 bench-p5: deps tools
 	cd test && go test ./scale -run '^$$' -bench P5Scale -benchtime 1x -count=1 -timeout 150m $(if $(SHORT),-short)
 	go run ./tooling/cmd/benchplot -dir docs/perf-data
+
+# Hosted control planes: memory (RSS) and start time to /readyz per hosted kube-apiserver, with
+# one shared hosted etcd against one etcd per hosted cluster (HOSTED_BENCH_CLUSTERS, default 2);
+# figures in docs/performance.md.
+.PHONY: bench-hostedapi
+bench-hostedapi: deps tools
+	cd dev-infrastructure/mgmtcluster && go test ./hypershiftsim -short -run '^$$' -bench HostedControlPlaneStorage -benchtime 1x -count=1 -timeout 10m
 
 .PHONY: lint
 lint:

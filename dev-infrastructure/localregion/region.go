@@ -89,6 +89,10 @@ type Config struct {
 type SimConfig struct {
 	AvailableDelay time.Duration
 	DeleteDelay    time.Duration
+	// HostedAPIServers caps the HostedClusters per management cluster that get a real
+	// kube-apiserver (hypershift-sim --hosted-apiservers): 0 keeps the sim's default (4),
+	// a negative value disables them (status only, as scale tests want).
+	HostedAPIServers int
 }
 
 // Info is what region.json holds: everything a person, test or tool needs to reach the region.

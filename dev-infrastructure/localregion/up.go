@@ -392,6 +392,11 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 	if d := r.cfg.Sim.DeleteDelay; d > 0 {
 		args = append(args, "--delete-delay", d.String())
 	}
+	hostedArgs, err := r.startHostedEtcd(ctx, name, kube)
+	if err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	args = append(args, hostedArgs...)
 	simName := name + "-hypershift-sim"
 	if err := r.startService(ctx, mgmtcluster.ProcSpec{
 		Name: simName, Path: filepath.Join(r.binDir, "hypershift-sim"), Args: args, LogDir: r.logDir,
@@ -565,4 +570,35 @@ func devIdentityClientID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// startHostedEtcd starts the etcd that stores the hosted control planes of management cluster
+// name (its own process and CA, never the management cluster's etcd) and returns the
+// hypershift-sim flags that run real hosted kube-apiservers against it. With
+// Sim.HostedAPIServers negative there is none and the sim is told so.
+func (r *Region) startHostedEtcd(ctx context.Context, name string, kube kubeBinaries) ([]string, error) {
+	if r.cfg.Sim.HostedAPIServers < 0 {
+		return []string{"--hosted-apiservers", "0"}, nil
+	}
+	dir := filepath.Join(r.stateDir, name, "hosted")
+	etcd, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
+		Name: name + "-hosted-etcd", Dir: filepath.Join(dir, "etcd"), LogDir: r.logDir, EtcdPath: kube.etcd})
+	if err != nil {
+		return nil, err
+	}
+	r.onStop(etcd.Stop)
+	r.supervise(etcd.Proc)
+	args := []string{
+		"--kube-apiserver", kube.apiserver,
+		"--hosted-dir", filepath.Join(dir, "apiservers"),
+		"--hosted-log-dir", r.logDir,
+		"--hosted-etcd-endpoint", etcd.Endpoint,
+		"--hosted-etcd-ca", etcd.CAFile,
+		"--hosted-etcd-cert", etcd.CertFile,
+		"--hosted-etcd-key", etcd.KeyFile,
+	}
+	if n := r.cfg.Sim.HostedAPIServers; n > 0 {
+		args = append(args, "--hosted-apiservers", strconv.Itoa(n))
+	}
+	return args, nil
 }

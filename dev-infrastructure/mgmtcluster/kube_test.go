@@ -1,4 +1,4 @@
-package mgmtcluster
+package mgmtcluster_test
 
 import (
 	"context"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/crds"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
@@ -34,12 +35,12 @@ func TestManagementCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	apiserver, etcd, err := KubeBinaries(ctx)
+	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	mc, err := StartManagementCluster(ctx, ManagementClusterOptions{
+	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
 		Name: "mc-test", Dir: filepath.Join(dir, "state"), LogDir: filepath.Join(dir, "logs"),
 		APIServerPath: apiserver, EtcdPath: etcd,
 	})
@@ -250,7 +251,7 @@ func TestManagementCluster(t *testing.T) {
 
 	t.Run("restart_keeps_objects_and_credentials", func(t *testing.T) {
 		mc.Stop()
-		mc2, err := StartManagementCluster(ctx, ManagementClusterOptions{
+		mc2, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
 			Name: "mc-test", Dir: filepath.Join(dir, "state"), LogDir: filepath.Join(dir, "logs"),
 			APIServerPath: apiserver, EtcdPath: etcd,
 		})
@@ -275,7 +276,7 @@ func TestManagementCluster(t *testing.T) {
 // memory right after.
 func BenchmarkManagementClusterStart(b *testing.B) {
 	ctx := context.Background()
-	apiserver, etcd, err := KubeBinaries(ctx)
+	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func BenchmarkManagementClusterStart(b *testing.B) {
 	var apiRSS, etcdRSS float64
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
-		mc, err := StartManagementCluster(ctx, ManagementClusterOptions{
+		mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
 			Name: "bench", Dir: filepath.Join(dir, "state"), LogDir: dir, APIServerPath: apiserver, EtcdPath: etcd,
 		})
 		if err != nil {

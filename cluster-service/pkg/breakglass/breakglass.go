@@ -42,15 +42,15 @@ const SREUserPrefix = "system:sre-break-glass:"
 // their groups are bound to nothing but impersonation, of the SRE person with the matching
 // SREImpersonatedGroups group (docs/sre.md#break-glass).
 var SREGroups = map[csv1.SREAccess]string{
-	csv1.SREAccess_SRE_ACCESS_READ_ONLY: "openhcp:sre-break-glass:read-only",
-	csv1.SREAccess_SRE_ACCESS_ADMIN:     "openhcp:sre-break-glass:admin",
+	csv1.SREAccess_SRE_ACCESS_READ_ONLY: SREBreakGlassReadOnlyGroup,
+	csv1.SREAccess_SRE_ACCESS_ADMIN:     SREBreakGlassAdminGroup,
 }
 
 // The kube groups the gateway impersonates for an SRE session (Impersonate-Group), by access:
 // admin is bound to cluster-admin, read-only to get/list/watch on everything but secrets.
 const (
-	SREImpersonatedGroupReadOnly = "openhcp:sre:read-only"
-	SREImpersonatedGroupAdmin    = "openhcp:sre:admin"
+	SREImpersonatedGroupReadOnly = SREReadOnlyGroup
+	SREImpersonatedGroupAdmin    = SREAdminGroup
 )
 
 // SREImpersonatedGroups maps an SRE session's access to the group the gateway impersonates.

@@ -116,7 +116,7 @@ func SignerNameOf(hcpNamespace, class string) string {
 
 // setupBreakGlass registers the break-glass controllers: the control plane's PKI per
 // HostedCluster, the CSR signer and the revocation.
-func setupBreakGlass(mgr ctrl.Manager, o Options) error {
+func setupBreakGlass(mgr ctrl.Manager, o Options, hosted *hostedAPIServers) error {
 	pki := &breakGlassPKIReconciler{Client: mgr.GetClient()}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("breakglass-pki").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
@@ -136,7 +136,7 @@ func setupBreakGlass(mgr ctrl.Manager, o Options) error {
 		Complete(signer); err != nil {
 		return fmt.Errorf("set up break-glass CSR controller: %w", err)
 	}
-	revoker := &revocationReconciler{Client: mgr.GetClient(), Options: o}
+	revoker := &revocationReconciler{Client: mgr.GetClient(), Options: o, hosted: hosted}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("breakglass-revocation").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&certificatesv1alpha1.CertificateRevocationRequest{}).
@@ -188,11 +188,12 @@ func (r *breakGlassPKIReconciler) Reconcile(ctx context.Context, req reconcile.R
 	if err := r.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return reconcile.Result{}, fmt.Errorf("create control-plane namespace %s: %w", hcpNS, err)
 	}
-	rootCert, rootKey, err := r.ensureCA(ctx, hcpNS, RootCASecret, "ca.crt", "ca.key", "root-ca."+hcpNS)
+	// The key stays in the Secret: the hosted kube-apiserver's serving certificate is signed
+	// with it (hostedapi.go).
+	rootCert, _, err := r.ensureCA(ctx, hcpNS, RootCASecret, "ca.crt", "ca.key", "root-ca."+hcpNS)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	_ = rootKey // the sim runs no kube-apiserver, so nothing is signed with it
 	if err := createConfigMap(ctx, r.Client, hcpNS, RootCAConfigMap, rootCert); err != nil {
 		return reconcile.Result{}, err
 	}

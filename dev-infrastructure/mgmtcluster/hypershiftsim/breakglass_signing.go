@@ -233,6 +233,9 @@ func csrCondition(csr *certificatesv1.CertificateSigningRequest, t certificatesv
 type revocationReconciler struct {
 	Client  client.Client
 	Options Options
+	// hosted, when set, runs the control plane's kube-apiserver: a revocation is complete only
+	// once that apiserver refuses a certificate of the previous signer.
+	hosted *hostedAPIServers
 }
 
 func (r *revocationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -325,6 +328,25 @@ func (r *revocationReconciler) Reconcile(ctx context.Context, req reconcile.Requ
 	}
 	if err := r.setClientCABundle(ctx, crr.Namespace, bundle); err != nil {
 		return bgRetry(err)
+	}
+	if r.hosted != nil {
+		// Written here too, not only by the HostedCluster controller's watch, so the probe
+		// below does not wait for a reconcile elsewhere.
+		if _, err := r.hosted.syncClientCA(crr.Namespace, []byte(bundle)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("write the client CA of %s: %w", crr.Namespace, err)
+		}
+	}
+	if !trustPrevious && r.hosted != nil {
+		// Revoked means refused by the apiserver, not merely left out of the bundle: kube-apiserver
+		// reloads its client CA file by itself, a little later.
+		refused, running, err := r.hosted.refuses(ctx, crr.Namespace, previous.Data[corev1.TLSCertKey], previous.Data[corev1.TLSPrivateKeyKey], class.userPrefix+"revocation-probe")
+		if running && !refused {
+			if err != nil {
+				log.V(1).Info("revocation probe", "err", err.Error())
+			}
+			trustPrevious = true
+			revokeAt = now.Add(time.Second)
+		}
 	}
 	crr.Status.PreviousSigner = &corev1.LocalObjectReference{Name: prevName}
 	set(certificatesv1alpha1.RootCertificatesRegeneratedType, metav1.ConditionTrue, hyperv1.AsExpectedReason, "Signer certificate regenerated.")

@@ -55,6 +55,8 @@ const (
 type HostedClusterReconciler struct {
 	Client  client.Client
 	Options Options
+	// hosted runs the real hosted kube-apiservers; nil when disabled.
+	hosted *hostedAPIServers
 }
 
 // Reconcile reads the HostedCluster, computes the status HyperShift would report at this moment
@@ -81,8 +83,33 @@ func (r *HostedClusterReconciler) Reconcile(ctx context.Context, req reconcile.R
 		}
 	}
 
+	var cp controlPlane
+	if r.hosted != nil {
+		var err error
+		if cp, err = r.observeControlPlane(ctx, hc); err != nil {
+			return retryOnConflict(err)
+		}
+	}
 	before := hc.Status.DeepCopy()
-	next := computeHostedClusterStatus(hc, r.Options, now)
+	next := computeStatus(hc, r.Options, now, &cp)
+	if cp.served && cp.due && !cp.ready && !cp.started {
+		// The rollout is due: start the kube-apiserver now and look again shortly.
+		if err := r.startControlPlane(ctx, hc, &cp); err != nil {
+			return reconcile.Result{}, err
+		}
+		next = computeStatus(hc, r.Options, now, &cp)
+	}
+	if cp.served && (cp.ready || cp.started) {
+		// Available follows the apiserver's /readyz: look again soon while it is starting,
+		// and at the health interval once it answers.
+		every := r.hosted.o.HealthInterval
+		if !cp.ready {
+			every = time.Second
+		}
+		if next == 0 || next > every {
+			next = every
+		}
+	}
 	observeAuthentication(hc, before) // authentication.go
 	if equality.Semantic.DeepEqual(before, &hc.Status) {
 		return resultAfter(next), nil
@@ -103,8 +130,17 @@ func (r *HostedClusterReconciler) Reconcile(ctx context.Context, req reconcile.R
 }
 
 // computeHostedClusterStatus updates hc.Status in place to what HyperShift would report now and
-// returns when the next timed step is due (0: none).
+// returns when the next timed step is due (0: none), for a cluster without a hosted
+// kube-apiserver.
 func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.Time) time.Duration {
+	return computeStatus(hc, o, now, &controlPlane{})
+}
+
+// computeStatus is computeHostedClusterStatus with the cluster's hosted kube-apiserver as
+// observed (cp): a served cluster's endpoint is its loopback port, its rollout completes and it
+// is Available only while that apiserver answers /readyz. It sets cp.due when the apiserver
+// should run (the rollout's delay has passed, or an earlier rollout completed).
+func computeStatus(hc *hyperv1.HostedCluster, o Options, now time.Time, cp *controlPlane) time.Duration {
 	st := &hc.Status
 	ts := metav1.NewTime(now.Truncate(time.Second)) // what the apiserver would store anyway
 	set := func(typ hyperv1.ConditionType, status metav1.ConditionStatus, reason, message string) {
@@ -135,7 +171,10 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 		set(hyperv1.ReconciliationSucceeded, metav1.ConditionTrue, reasonReconciliationSucceeded, msgReconciliationSucceeded)
 	}
 
-	if st.ControlPlaneEndpoint.Host == "" {
+	switch {
+	case cp.served:
+		st.ControlPlaneEndpoint = hyperv1.APIEndpoint{Host: "127.0.0.1", Port: int32(cp.port)}
+	case st.ControlPlaneEndpoint.Host == "":
 		st.ControlPlaneEndpoint = controlPlaneEndpoint(hc)
 	}
 
@@ -186,6 +225,9 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 	if current.State != configv1.CompletedUpdate && !failing && !stuck {
 		if left := remaining(now, current.StartedTime.Time, delay); left > 0 {
 			next = left
+		} else if cp.served && !cp.ready {
+			// The rollout completes when the hosted kube-apiserver answers, not on the timer.
+			cp.due = true
 		} else if msg, ok := hc.Annotations[FailUpgradeAnnotation]; ok && upgrading {
 			// The CVO gives up on this payload; the entry stays Partial, as in a real cluster.
 			upgradeFailMsg, upgradeFailing = msg, true
@@ -201,6 +243,10 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 	for _, h := range st.Version.History {
 		everCompleted = everCompleted || h.State == configv1.CompletedUpdate
 	}
+	if everCompleted {
+		cp.due = true
+	}
+	setHostedAPIServerCondition(set, cp)
 
 	switch {
 	case failing:
@@ -209,10 +255,18 @@ func computeHostedClusterStatus(hc *hyperv1.HostedCluster, o Options, now time.T
 		set(hyperv1.HostedClusterProgressing, metav1.ConditionFalse, hyperv1.BlockedReason, failMsg)
 	default:
 		set(hyperv1.HostedClusterDegraded, metav1.ConditionFalse, hyperv1.AsExpectedReason, "The hosted cluster is not degraded")
-		if everCompleted {
+		hasAvailable := meta.FindStatusCondition(st.Conditions, string(hyperv1.HostedClusterAvailable)) != nil
+		switch {
+		case everCompleted && cp.served && !cp.ready && cp.starting && hasAvailable:
+			// Its process is (re)starting with the sim, within startGrace: Available stays as
+			// it was, as HyperShift's control plane keeps running while its operator restarts.
+		case everCompleted && cp.served && !cp.ready:
+			// HyperShift's Available follows the hosted kube-apiserver's health.
+			set(hyperv1.HostedClusterAvailable, metav1.ConditionFalse, hyperv1.WaitingForAvailableReason, "Waiting for hosted control plane to be healthy: kube-apiserver not ready")
+		case everCompleted:
 			// HyperShift keeps a cluster Available while its control plane upgrades.
 			set(hyperv1.HostedClusterAvailable, metav1.ConditionTrue, hyperv1.AsExpectedReason, "The hosted control plane is available")
-		} else {
+		default:
 			set(hyperv1.HostedClusterAvailable, metav1.ConditionFalse, hyperv1.WaitingForAvailableReason, "Waiting for hosted control plane to be healthy")
 		}
 		if current.State == configv1.CompletedUpdate {
@@ -350,6 +404,7 @@ func (r *HostedClusterReconciler) reconcileDelete(ctx context.Context, hc *hyper
 	if !controllerutil.ContainsFinalizer(hc, Finalizer) {
 		return reconcile.Result{}, nil
 	}
+	key := client.ObjectKeyFromObject(hc)
 	pools := &hyperv1.NodePoolList{}
 	if err := r.Client.List(ctx, pools, client.InNamespace(hc.Namespace)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list NodePools of HostedCluster %s/%s: %w", hc.Namespace, hc.Name, err)
@@ -375,6 +430,12 @@ func (r *HostedClusterReconciler) reconcileDelete(ctx context.Context, hc *hyper
 	if left > 0 {
 		return requeueAfter(left), nil
 	}
+	// The hosted kube-apiserver stops and its data goes before the finalizer does.
+	if r.hosted != nil && servedByAnnotation(hc) {
+		if err := r.hosted.remove(ctx, ControlPlaneNamespace(key)); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	patch := client.MergeFromWithOptions(hc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(hc, Finalizer)
 	if err := r.Client.Patch(ctx, hc, patch); err != nil {
@@ -382,6 +443,9 @@ func (r *HostedClusterReconciler) reconcileDelete(ctx context.Context, hc *hyper
 			return reconcile.Result{}, nil
 		}
 		return retryOnConflict(fmt.Errorf("remove finalizer from HostedCluster %s/%s: %w", hc.Namespace, hc.Name, err))
+	}
+	if r.hosted != nil {
+		r.hosted.release(key)
 	}
 	hostedClusterTransitions.WithLabelValues("deleted").Inc()
 	ctrl.LoggerFrom(ctx).Info("HostedCluster deleted", "after", now.Sub(hc.DeletionTimestamp.Time).Round(time.Millisecond))

@@ -12,6 +12,7 @@ import (
 
 	certificatesv1alpha1 "github.com/openshift/hypershift/api/certificates/v1alpha1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -59,6 +60,8 @@ type Options struct {
 	NeverAvailable bool
 	// BreakGlass tunes the break-glass signer (breakglass.go).
 	BreakGlass BreakGlassOptions
+	// HostedAPI runs real hosted kube-apiservers (hostedapi.go); the zero value runs none.
+	HostedAPI HostedAPIOptions
 	// Now is the clock; nil means time.Now. Delays are measured against timestamps stored on the
 	// objects, so a restarted sim carries on where the last one stopped.
 	Now func() time.Time
@@ -110,8 +113,19 @@ const workers = 4
 
 // Setup registers the HostedCluster and NodePool controllers with mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
-	hc := &HostedClusterReconciler{Client: mgr.GetClient(), Options: o}
-	if err := ctrl.NewControllerManagedBy(mgr).
+	var hosted *hostedAPIServers
+	if o.HostedAPI.Max > 0 {
+		if err := o.HostedAPI.Validate(); err != nil {
+			return err
+		}
+		hosted = newHostedAPIServers(o.HostedAPI)
+		// Stops every hosted kube-apiserver when the manager stops.
+		if err := mgr.Add(hosted); err != nil {
+			return fmt.Errorf("add hosted kube-apiservers: %w", err)
+		}
+	}
+	hc := &HostedClusterReconciler{Client: mgr.GetClient(), Options: o, hosted: hosted}
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("hostedcluster").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&hyperv1.HostedCluster{}, builder.WithPredicates(predicate.Or(
@@ -123,8 +137,12 @@ func Setup(mgr ctrl.Manager, o Options) error {
 				CreateFunc:  func(event.CreateEvent) bool { return false },
 				UpdateFunc:  func(event.UpdateEvent) bool { return false },
 				GenericFunc: func(event.GenericEvent) bool { return false },
-			})).
-		Complete(hc); err != nil {
+			}))
+	if hosted != nil {
+		// A changed client CA bundle is written to the hosted kube-apiserver's file at once.
+		b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(hc.clusterOfClientCABundle))
+	}
+	if err := b.Complete(hc); err != nil {
 		return fmt.Errorf("set up HostedCluster controller: %w", err)
 	}
 	np := &NodePoolReconciler{Client: mgr.GetClient(), Options: o}
@@ -138,7 +156,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Complete(np); err != nil {
 		return fmt.Errorf("set up NodePool controller: %w", err)
 	}
-	return setupBreakGlass(mgr, o)
+	return setupBreakGlass(mgr, o, hosted)
 }
 
 // deletionPredicate passes updates that set a deletionTimestamp. Our own status writes do not

@@ -26,6 +26,7 @@ func main() {
 	flag.DurationVar(&cfg.Sim.AvailableDelay, "sim-available-delay", 5*time.Second, "how long hypershift-sim takes to make a HostedCluster Available")
 	flag.DurationVar(&cfg.Sim.DeleteDelay, "sim-delete-delay", 2*time.Second, "how long hypershift-sim takes to tear a HostedCluster down")
 	flag.DurationVar(&cfg.PrometheusInterval, "prometheus-eval-interval", localregion.DefaultPrometheusInterval, "the region Prometheus' scrape and rule evaluation interval (short, so an alert fires about its for: duration after its cause)")
+	flag.IntVar(&cfg.Sim.HostedAPIServers, "sim-hosted-apiservers", 0, "HostedClusters per management cluster that get a real kube-apiserver (0: hypershift-sim's default, 4; negative: none)")
 	flag.Parse()
 	if cfg.ManagementClusters < 1 {
 		fmt.Fprintln(os.Stderr, "openhcp-region: --management-clusters must be at least 1")

@@ -38,6 +38,11 @@ type config struct {
 	failClusters       string
 	neverAvailable     bool
 	logLevel           string
+	hostedAPIServers   int
+	kubeAPIServer      string
+	hostedDir          string
+	hostedLogDir       string
+	hostedEtcd         hypershiftsim.EtcdClient
 }
 
 func main() {
@@ -64,6 +69,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringVar(&c.healthAddr, "health-addr", envOr("HYPERSHIFT_SIM_HEALTH_ADDR", "127.0.0.1:8081"), "listen address for /healthz and /readyz (env HYPERSHIFT_SIM_HEALTH_ADDR)")
 	fs.StringVar(&c.failClusters, "fail-clusters", envOr("HYPERSHIFT_SIM_FAIL_CLUSTERS", ""), "comma-separated namespace/name of HostedClusters that end Degraded (env HYPERSHIFT_SIM_FAIL_CLUSTERS)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("HYPERSHIFT_SIM_LOG_LEVEL", "info"), "debug, info, warn or error (env HYPERSHIFT_SIM_LOG_LEVEL)")
+	fs.StringVar(&c.kubeAPIServer, "kube-apiserver", envOr("HYPERSHIFT_SIM_KUBE_APISERVER", ""), "the pinned kube-apiserver binary run for each served HostedCluster (env HYPERSHIFT_SIM_KUBE_APISERVER)")
+	fs.StringVar(&c.hostedDir, "hosted-dir", envOr("HYPERSHIFT_SIM_HOSTED_DIR", ""), "directory for the hosted kube-apiservers' files, one directory per control-plane namespace (env HYPERSHIFT_SIM_HOSTED_DIR)")
+	fs.StringVar(&c.hostedLogDir, "hosted-log-dir", envOr("HYPERSHIFT_SIM_HOSTED_LOG_DIR", ""), "directory for the hosted kube-apiservers' logs; empty: --hosted-dir (env HYPERSHIFT_SIM_HOSTED_LOG_DIR)")
+	fs.StringVar(&c.hostedEtcd.Endpoint, "hosted-etcd-endpoint", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_ENDPOINT", ""), "https URL of the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_ENDPOINT)")
+	fs.StringVar(&c.hostedEtcd.CAFile, "hosted-etcd-ca", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_CA", ""), "CA file that verifies the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_CA)")
+	fs.StringVar(&c.hostedEtcd.CertFile, "hosted-etcd-cert", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_CERT", ""), "client certificate for the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_CERT)")
+	fs.StringVar(&c.hostedEtcd.KeyFile, "hosted-etcd-key", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_KEY", ""), "its key (env HYPERSHIFT_SIM_HOSTED_ETCD_KEY)")
+	fs.IntVar(&c.hostedAPIServers, "hosted-apiservers", defaultHostedAPIServers, "how many HostedClusters get a real kube-apiserver; the others stay status-only; 0 disables (env HYPERSHIFT_SIM_HOSTED_APISERVERS)")
 	durations := []struct {
 		p         *time.Duration
 		name, env string
@@ -84,7 +97,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.BoolVar(&c.neverAvailable, "never-available", false, "keep every HostedCluster Progressing for ever (env HYPERSHIFT_SIM_NEVER_AVAILABLE)")
 	// Environment values are applied before the command line, so flags win; a bad value stops
 	// start-up naming the variable.
-	envFlags := map[string]string{"HYPERSHIFT_SIM_NEVER_AVAILABLE": "never-available"}
+	envFlags := map[string]string{"HYPERSHIFT_SIM_NEVER_AVAILABLE": "never-available", "HYPERSHIFT_SIM_HOSTED_APISERVERS": "hosted-apiservers"}
 	for _, d := range durations {
 		envFlags[d.env] = d.name
 	}
@@ -118,6 +131,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
+	if c.hostedLogDir == "" {
+		c.hostedLogDir = c.hostedDir
+	}
+	hosted := hypershiftsim.HostedAPIOptions{Max: c.hostedAPIServers, APIServerPath: c.kubeAPIServer,
+		Dir: c.hostedDir, LogDir: c.hostedLogDir, Etcd: c.hostedEtcd}
+	if err := hosted.Validate(); err != nil {
+		return fmt.Errorf("--hosted-apiservers=%d: %w (set --kube-apiserver, --hosted-dir and --hosted-etcd-*, or --hosted-apiservers=0)", c.hostedAPIServers, err)
+	}
 	handler := slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	slog.SetDefault(slog.New(handler))
 	ctrl.SetLogger(logr.FromSlogHandler(handler))
@@ -145,6 +166,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		AvailableDelay: c.availableDelay, UpgradeDelay: c.upgradeDelay, DeleteDelay: c.deleteDelay, NodePoolReadyDelay: c.nodePoolReadyDelay,
 		FailClusters: failClusters, NeverAvailable: c.neverAvailable,
 		BreakGlass: hypershiftsim.BreakGlassOptions{SignDelay: c.signDelay, RevokeDelay: c.revokeDelay},
+		HostedAPI:  hosted,
 	}
 	if err := hypershiftsim.Setup(mgr, opts); err != nil {
 		return err
@@ -166,10 +188,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	slog.Info("hypershift-sim starting", "apiserver", restCfg.Host, "availableDelay", c.availableDelay,
 		"deleteDelay", c.deleteDelay, "nodePoolReadyDelay", c.nodePoolReadyDelay,
-		"failClusters", len(failClusters), "neverAvailable", c.neverAvailable,
+		"failClusters", len(failClusters), "neverAvailable", c.neverAvailable, "hostedAPIServers", c.hostedAPIServers,
 		"metricsAddr", c.metricsAddr, "healthAddr", c.healthAddr)
 	return mgr.Start(ctx)
 }
+
+// defaultHostedAPIServers is the cap on real hosted kube-apiservers per sim: each costs a
+// kube-apiserver process (docs/performance.md, "Hosted control planes: memory and start time").
+const defaultHostedAPIServers = 4
 
 // durationValue is a flag.Value that refuses negative durations.
 type durationValue struct{ p *time.Duration }

@@ -39,7 +39,9 @@ func TestRun_badConfigurationStopsStartupNamingTheSetting(t *testing.T) {
 		{name: "fail_cluster_without_namespace", args: []string{"--fail-clusters=ns/a,b"}, wantErr: "--fail-clusters"},
 		{name: "health_addr_without_port", args: []string{"--health-addr=localhost"}, wantErr: "--health-addr"},
 		{name: "unknown_log_level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
-		{name: "missing_kubeconfig", args: []string{"--kubeconfig=/nonexistent/kubeconfig"}, wantErr: "--kubeconfig"},
+		{name: "missing_kubeconfig", args: []string{"--kubeconfig=/nonexistent/kubeconfig", "--hosted-apiservers=0"}, wantErr: "--kubeconfig"},
+		{name: "hosted_apiservers_without_binary_or_etcd", args: []string{"--hosted-apiservers=2"}, wantErr: "--hosted-apiservers"},
+		{name: "negative_hosted_apiservers", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_APISERVERS": "-1"}, wantErr: "hosted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +88,8 @@ func TestRun_againstManagementCluster(t *testing.T) {
 			"HYPERSHIFT_SIM_HEALTH_ADDR":     "127.0.0.1:" + strconv.Itoa(ports[1]),
 			"HYPERSHIFT_SIM_AVAILABLE_DELAY": "1s",
 			"HYPERSHIFT_SIM_FAIL_CLUSTERS":   "clusters/broken",
+			// Status only: hosted kube-apiservers are tested in package hypershiftsim.
+			"HYPERSHIFT_SIM_HOSTED_APISERVERS": "0",
 		}))
 	}()
 	defer func() {

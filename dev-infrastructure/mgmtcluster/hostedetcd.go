@@ -1,0 +1,113 @@
+package mgmtcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/atomicfile"
+)
+
+// HostedEtcdOptions configures StartHostedEtcd.
+type HostedEtcdOptions struct {
+	// Name identifies the etcd in logs (<LogDir>/<Name>.log).
+	Name string
+	// Dir holds its PKI (pki/) and data (data/); both are reused when present.
+	Dir      string
+	LogDir   string
+	EtcdPath string
+	// ReadyTimeout bounds the wait for /health; zero means 90s.
+	ReadyTimeout time.Duration
+}
+
+// HostedEtcd is the etcd that stores the hosted control planes of one management cluster: every
+// hosted kube-apiserver that hypershift-sim runs keeps its objects under its own key prefix
+// (--etcd-prefix=/hosted/<control-plane namespace>). It is a separate process with its own CA,
+// never the management cluster's etcd: no certificate it admits opens the management cluster's
+// data, and the management apiserver's etcd certificate does not open it.
+type HostedEtcd struct {
+	// Endpoint is https://127.0.0.1:<port>.
+	Endpoint string
+	// CAFile verifies the server; CertFile/KeyFile are the client certificate every hosted
+	// kube-apiserver (and the sim, to remove a deleted cluster's prefix) presents.
+	CAFile, CertFile, KeyFile string
+	Proc                      *Process
+}
+
+// Stop ends the etcd.
+func (e *HostedEtcd) Stop() {
+	if e.Proc != nil {
+		e.Proc.Stop(10 * time.Second)
+	}
+}
+
+// StartHostedEtcd starts a TLS-only etcd on free loopback ports that admits only client
+// certificates of its own CA (made in Dir/pki on first start, as for a management cluster's
+// etcd), and waits for its /health.
+func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, error) {
+	if o.Name == "" || o.Dir == "" || o.LogDir == "" || o.EtcdPath == "" {
+		return nil, errors.New("hosted etcd: Name, Dir, LogDir and EtcdPath are required")
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 90 * time.Second
+	}
+	p, err := loadOrCreateEtcdPKI(filepath.Join(o.Dir, "pki"))
+	if err != nil {
+		return nil, fmt.Errorf("hosted etcd %s: %w", o.Name, err)
+	}
+	ports, err := FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	clientURL := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	peerURL := "https://127.0.0.1:" + strconv.Itoa(ports[1])
+	proc, err := StartProcess(ctx, ProcSpec{
+		Name: o.Name, Path: o.EtcdPath, LogDir: o.LogDir,
+		Args: []string{
+			"--name=" + o.Name,
+			"--data-dir=" + filepath.Join(o.Dir, "data"),
+			"--listen-client-urls=" + clientURL,
+			"--advertise-client-urls=" + clientURL,
+			"--listen-peer-urls=" + peerURL,
+			"--initial-advertise-peer-urls=" + peerURL,
+			"--initial-cluster=" + o.Name + "=" + peerURL,
+			"--cert-file=" + p.serverCert, "--key-file=" + p.serverKey,
+			"--client-cert-auth", "--trusted-ca-file=" + p.caCert,
+			"--peer-cert-file=" + p.serverCert, "--peer-key-file=" + p.serverKey,
+			"--peer-client-cert-auth", "--peer-trusted-ca-file=" + p.caCert,
+			"--unsafe-no-fsync", // as the management etcd: loopback and throwaway
+			"--log-level=warn",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &HostedEtcd{Endpoint: clientURL, CAFile: p.caCert, CertFile: p.clientCert, KeyFile: p.clientKey, Proc: proc}
+	client, err := p.httpClient()
+	if err != nil {
+		e.Stop()
+		return nil, fmt.Errorf("hosted etcd %s: %w", o.Name, err)
+	}
+	if err := proc.WaitFor(ctx, o.ReadyTimeout, "etcd /health", HTTPReady(client, clientURL+"/health")); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// LoadOrCreateEncryptionConfig returns dir/encryption-config.yaml, a kube-apiserver
+// EncryptionConfiguration that seals Secrets with a key of its own (see
+// loadOrCreateEncryptionConfig); hosted kube-apiservers use it as the management one does.
+func LoadOrCreateEncryptionConfig(dir string) (string, error) {
+	return loadOrCreateEncryptionConfig(dir)
+}
+
+// WriteFileAtomic replaces path with data (a temporary file renamed over it), so a reader such
+// as a kube-apiserver reloading its --client-ca-file never sees half a file.
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	return atomicfile.Write(path, data, mode)
+}

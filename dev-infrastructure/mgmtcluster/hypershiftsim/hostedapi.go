@@ -1,0 +1,823 @@
+package hypershiftsim
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+)
+
+// HostedAPIServerAnnotation on a HostedCluster records, once, whether the sim serves it: the
+// loopback address (127.0.0.1:<port>) of its kube-apiserver, or "capped" for a cluster that
+// came past the --hosted-apiservers cap and stays status-only. Decided at the cluster's first
+// reconcile, before its endpoint is first reported, so api.url never changes, and kept across
+// sim restarts (the port is reused). Cluster Service applies HostedClusters server-side and does
+// not own this annotation.
+const HostedAPIServerAnnotation = "hypershift-sim.openhcp.io/hosted-apiserver"
+
+const cappedValue = "capped"
+
+var (
+	hostedAPIServersRunning = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "hypershift_sim_hosted_apiservers_running",
+		Help: "Hosted kube-apiservers the sim runs that answer /readyz.",
+	})
+	hostedAPIServersCapped = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "hypershift_sim_hosted_apiservers_capped",
+		Help: "HostedClusters left status-only by --hosted-apiservers.",
+	})
+	hostedAPIServerStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "hypershift_sim_hosted_apiserver_starts_total",
+		Help: "Hosted kube-apiserver starts by result: ok (answered /readyz), error (failed to start or exited first).",
+	}, []string{"result"})
+)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(hostedAPIServersRunning, hostedAPIServersCapped, hostedAPIServerStarts)
+}
+
+// controlPlane is what the HostedCluster status needs to know about a cluster's hosted
+// kube-apiserver; the zero value means none is served (disabled or capped).
+type controlPlane struct {
+	served, capped bool
+	port           int
+	// due: the apiserver should run (the rollout's delay passed or an earlier one completed);
+	// started: this reconcile started or checked it; ready: it answered /readyz; starting: it
+	// is not running yet in this sim, or its process has not answered yet and started less
+	// than startGrace ago.
+	due, started, ready, starting bool
+	detail                        string // why it is not ready
+	max                           int
+}
+
+// hostedAPIServers runs one real kube-apiserver per served HostedCluster, as HyperShift runs
+// one per hosted control plane, each on its own loopback port with the cluster's own PKI and
+// its own key prefix in the shared hosted etcd. Slots are handed out in the order clusters are
+// first seen; a cluster past the cap stays status-only for its whole life (a freed slot goes to
+// the next new cluster, never to one already reported as capped: its api.url would change).
+type hostedAPIServers struct {
+	o HostedAPIOptions
+
+	mu sync.Mutex
+	// slots are the clusters given an apiserver by this process and not yet gone; the
+	// HostedCluster cache may not show their annotation yet.
+	slots   map[types.NamespacedName]int
+	capped  map[types.NamespacedName]bool
+	servers map[string]*hostedAPIServer // by control-plane namespace
+}
+
+// hostedAPIServer is one cluster's kube-apiserver process and its files.
+type hostedAPIServer struct {
+	mu       sync.Mutex
+	hcpNS    string
+	dir      string
+	port     int
+	proc     *mgmtcluster.Process
+	counted  bool // the current process's start is counted in hostedAPIServerStarts (it answered)
+	started  time.Time
+	ready    bool
+	rbacDone *mgmtcluster.Process // the process RBAC was last created in
+	admin    *http.Client         // the sim's own admin identity, trusting the root CA
+	adminPEM struct{ cert, key, ca []byte }
+	// adminRoot is the root CA the admin client trusts (the serving certificate's issuer).
+	adminRoot []byte
+}
+
+func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
+	if o.HealthInterval == 0 {
+		o.HealthInterval = 10 * time.Second
+	}
+	return &hostedAPIServers{o: o, slots: map[types.NamespacedName]int{}, capped: map[types.NamespacedName]bool{},
+		servers: map[string]*hostedAPIServer{}}
+}
+
+// Validate reports what is missing for hosted kube-apiservers (with Max > 0).
+func (o HostedAPIOptions) Validate() error {
+	if o.Max < 0 {
+		return fmt.Errorf("hosted kube-apiservers: cap %d is negative", o.Max)
+	}
+	if o.Max == 0 {
+		return nil
+	}
+	var missing []string
+	for _, f := range []struct{ v, name string }{
+		{o.APIServerPath, "kube-apiserver binary"}, {o.Dir, "state directory"}, {o.LogDir, "log directory"},
+		{o.Etcd.Endpoint, "hosted etcd endpoint"}, {o.Etcd.CAFile, "hosted etcd CA"},
+		{o.Etcd.CertFile, "hosted etcd client certificate"}, {o.Etcd.KeyFile, "hosted etcd client key"},
+	} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("hosted kube-apiservers need: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// assign returns the cluster's slot, deciding it (and recording it in HostedAPIServerAnnotation)
+// if this is the first time the cluster is seen.
+func (h *hostedAPIServers) assign(ctx context.Context, c client.Client, hc *hyperv1.HostedCluster) (controlPlane, error) {
+	cp := controlPlane{max: h.o.Max}
+	key := client.ObjectKeyFromObject(hc)
+	if v, ok := hc.Annotations[HostedAPIServerAnnotation]; ok {
+		return h.fromAnnotation(key, v, cp)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	list := &hyperv1.HostedClusterList{}
+	if err := c.List(ctx, list); err != nil {
+		return cp, fmt.Errorf("list HostedClusters to count hosted kube-apiservers: %w", err)
+	}
+	taken := map[types.NamespacedName]bool{}
+	usedPorts := map[int]bool{}
+	for k, port := range h.slots {
+		taken[k], usedPorts[port] = true, true
+	}
+	for i := range list.Items {
+		v := list.Items[i].Annotations[HostedAPIServerAnnotation]
+		if v != "" && v != cappedValue {
+			taken[client.ObjectKeyFromObject(&list.Items[i])] = true
+			if _, p, err := net.SplitHostPort(v); err == nil {
+				n, _ := strconv.Atoi(p)
+				usedPorts[n] = true
+			}
+		}
+	}
+	value := cappedValue
+	if len(taken) < h.o.Max {
+		port, err := freePortNotIn(usedPorts)
+		if err != nil {
+			return cp, err
+		}
+		value = "127.0.0.1:" + strconv.Itoa(port)
+	}
+	patch := client.MergeFromWithOptions(hc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if hc.Annotations == nil {
+		hc.Annotations = map[string]string{}
+	}
+	hc.Annotations[HostedAPIServerAnnotation] = value
+	if err := c.Patch(ctx, hc, patch); err != nil {
+		return cp, fmt.Errorf("record hosted kube-apiserver slot of HostedCluster %s: %w", key, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver slot decided", "slot", value, "cap", h.o.Max)
+	return h.fromAnnotationLocked(key, value, cp)
+}
+
+func (h *hostedAPIServers) fromAnnotation(key types.NamespacedName, v string, cp controlPlane) (controlPlane, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fromAnnotationLocked(key, v, cp)
+}
+
+func (h *hostedAPIServers) fromAnnotationLocked(key types.NamespacedName, v string, cp controlPlane) (controlPlane, error) {
+	if v == cappedValue {
+		if !h.capped[key] {
+			h.capped[key] = true
+			hostedAPIServersCapped.Set(float64(len(h.capped)))
+		}
+		cp.capped = true
+		return cp, nil
+	}
+	host, p, err := net.SplitHostPort(v)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || host != "127.0.0.1" || port <= 0 || port > 65535 {
+		return cp, fmt.Errorf("annotation %s=%q of HostedCluster %s is not 127.0.0.1:<port> or %q", HostedAPIServerAnnotation, v, key, cappedValue)
+	}
+	h.slots[key] = port
+	cp.served, cp.port = true, port
+	return cp, nil
+}
+
+// release forgets a cluster whose finalizer is gone.
+func (h *hostedAPIServers) release(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.slots, key)
+	if h.capped[key] {
+		delete(h.capped, key)
+		hostedAPIServersCapped.Set(float64(len(h.capped)))
+	}
+}
+
+func freePortNotIn(used map[int]bool) (int, error) {
+	for range 20 {
+		p, err := mgmtcluster.FreePort()
+		if err != nil {
+			return 0, err
+		}
+		if !used[p] {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free loopback port for a hosted kube-apiserver")
+}
+
+func (h *hostedAPIServers) server(hcpNS string, port int) *hostedAPIServer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.servers[hcpNS]
+	if !ok {
+		s = &hostedAPIServer{hcpNS: hcpNS, dir: filepath.Join(h.o.Dir, hcpNS), port: port}
+		h.servers[hcpNS] = s
+	}
+	return s
+}
+
+func (h *hostedAPIServers) lookup(hcpNS string) *hostedAPIServer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.servers[hcpNS]
+}
+
+func (h *hostedAPIServers) updateRunningGauge() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, s := range h.servers {
+		if s.isReady() {
+			n++
+		}
+	}
+	hostedAPIServersRunning.Set(float64(n))
+}
+
+func (s *hostedAPIServer) isReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready && s.proc != nil
+}
+
+// pki is what a hosted kube-apiserver is started from, read from the control-plane namespace.
+type hostedPKI struct {
+	rootCert, rootKey []byte // Secret root-ca
+	clientCABundle    []byte // ConfigMap total-client-ca
+}
+
+// readHostedPKI reads the cluster's root CA and client CA bundle; ok is false until the PKI
+// controller has made them.
+func readHostedPKI(ctx context.Context, c client.Client, hcpNS string) (hostedPKI, bool, error) {
+	var p hostedPKI
+	root := &corev1.Secret{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: hcpNS, Name: RootCASecret}, root); err != nil {
+		return p, false, client.IgnoreNotFound(err)
+	}
+	bundle := &corev1.ConfigMap{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: hcpNS, Name: ClientCABundleConfigMap}, bundle); err != nil {
+		return p, false, client.IgnoreNotFound(err)
+	}
+	p.rootCert, p.rootKey, p.clientCABundle = root.Data["ca.crt"], root.Data["ca.key"], []byte(bundle.Data[CABundleKey])
+	if len(p.rootKey) == 0 || len(p.clientCABundle) == 0 {
+		return p, false, nil
+	}
+	return p, true, nil
+}
+
+// startGrace is how long a (re)started kube-apiserver may take to answer before a cluster that
+// was Available is reported unavailable: the process restarts with the sim (HyperShift's keep
+// running when its operator restarts), and that alone should not flap Available.
+const startGrace = 2 * time.Minute
+
+// starting reports whether the current process has not answered yet and started less than
+// startGrace ago.
+func (s *hostedAPIServer) startingLocked() bool {
+	return s.proc != nil && !s.counted && time.Since(s.started) < startGrace
+}
+
+// ensure writes the cluster's files (the client CA bundle again when it changed), starts its
+// kube-apiserver unless one runs, checks /readyz and, the first time a process answers, creates
+// the SRE RBAC in it. It reports whether the apiserver answers, whether it is still starting,
+// and if not ready why.
+func (h *hostedAPIServers) ensure(ctx context.Context, hcpNS string, port int, p hostedPKI) (ready, starting bool, detail string, err error) {
+	ready, detail, err = h.ensureLocked(ctx, hcpNS, port, p)
+	s := h.server(hcpNS, port)
+	s.mu.Lock()
+	starting = !ready && s.startingLocked()
+	s.mu.Unlock()
+	return ready, starting, detail, err
+}
+
+func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port int, p hostedPKI) (bool, string, error) {
+	s := h.server(hcpNS, port)
+	defer h.updateRunningGauge()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writeFiles(p); err != nil {
+		return false, "", err
+	}
+	if s.proc != nil {
+		if exited, err := s.proc.Exited(); exited {
+			if !s.counted {
+				hostedAPIServerStarts.WithLabelValues("error").Inc()
+			}
+			ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver exited; starting it again", "err", err, "log", s.proc.LogPath)
+			s.proc, s.ready = nil, false
+		}
+	}
+	if s.proc == nil {
+		if err := s.start(ctx, h.o); err != nil {
+			hostedAPIServerStarts.WithLabelValues("error").Inc()
+			return false, "", err
+		}
+	}
+	err := mgmtcluster.HTTPReady(s.admin, s.url()+"/readyz")(ctx)
+	s.ready = err == nil
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	if !s.counted {
+		s.counted = true
+		hostedAPIServerStarts.WithLabelValues("ok").Inc()
+	}
+	if s.rbacDone != s.proc {
+		if err := createSRERBAC(ctx, s.restConfig()); err != nil {
+			return false, "creating RBAC: " + err.Error(), nil
+		}
+		s.rbacDone = s.proc
+	}
+	return true, "", nil
+}
+
+func (s *hostedAPIServer) url() string { return "https://127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Files in a hosted kube-apiserver's directory.
+const (
+	servingCertFile = "serving.crt"
+	servingKeyFile  = "serving.key"
+	clientCAFile    = "client-ca.crt"
+	adminCAFile     = "sim-admin-ca.crt"
+	adminCAKeyFile  = "sim-admin-ca.key"
+	saKeyFile       = "sa.key"
+	pidFile         = "kube-apiserver.pid"
+)
+
+// writeFiles makes the cluster's directory: a serving certificate of its root CA (127.0.0.1 and
+// localhost), the sim's own admin CA and certificate (a CA in no signer's hands), a
+// service-account key, an encryption config, and the client CA bundle (total-client-ca plus the
+// sim's admin CA), rewritten atomically whenever it differs, which kube-apiserver reloads by
+// itself.
+func (s *hostedAPIServer) writeFiles(p hostedPKI) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", s.dir, err)
+	}
+	rootCA, rootKey, err := parseCA(p.rootCert, p.rootKey)
+	if err != nil {
+		return fmt.Errorf("root CA of %s: %w", s.hcpNS, err)
+	}
+	if !signedByCert(filepath.Join(s.dir, servingCertFile), rootCA) {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		certPEM, err := issueLeaf(&x509.Certificate{
+			Subject:     pkix.Name{CommonName: "kube-apiserver"},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+			DNSNames:    []string{"localhost"},
+			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		}, rootCA, rootKey, &key.PublicKey)
+		if err != nil {
+			return fmt.Errorf("serving certificate of %s: %w", s.hcpNS, err)
+		}
+		if err := writeKeyPair(s.dir, servingCertFile, servingKeyFile, certPEM, key); err != nil {
+			return err
+		}
+	}
+	if s.admin == nil {
+		if err := s.loadOrCreateAdmin(p.rootCert); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, saKeyFile)); err != nil {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return err
+		}
+		der, err := x509.MarshalPKCS8PrivateKey(key)
+		if err != nil {
+			return err
+		}
+		if err := mgmtcluster.WriteFileAtomic(filepath.Join(s.dir, saKeyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+			return err
+		}
+	}
+	if _, err := mgmtcluster.LoadOrCreateEncryptionConfig(s.dir); err != nil {
+		return err
+	}
+	return s.writeClientCA(p.clientCABundle)
+}
+
+func (s *hostedAPIServer) writeClientCA(bundle []byte) error {
+	want := append(append(bytes.TrimSpace(append([]byte{}, bundle...)), '\n'), s.adminPEM.ca...)
+	path := filepath.Join(s.dir, clientCAFile)
+	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	return mgmtcluster.WriteFileAtomic(path, want, 0o600)
+}
+
+// loadOrCreateAdmin keeps the sim's admin identity of this hosted apiserver: a CA of its own
+// (not a break-glass signer, so no revocation touches it) and a system:masters certificate.
+func (s *hostedAPIServer) loadOrCreateAdmin(rootCertPEM []byte) error {
+	caPath, caKeyPath := filepath.Join(s.dir, adminCAFile), filepath.Join(s.dir, adminCAKeyFile)
+	caPEM, err1 := os.ReadFile(caPath)
+	caKeyPEM, err2 := os.ReadFile(caKeyPath)
+	if err1 != nil || err2 != nil {
+		var err error
+		caPEM, caKeyPEM, err = newCA("hypershift-sim-admin."+s.hcpNS, time.Now())
+		if err != nil {
+			return err
+		}
+		if err := mgmtcluster.WriteFileAtomic(caKeyPath, caKeyPEM, 0o600); err != nil {
+			return err
+		}
+		if err := mgmtcluster.WriteFileAtomic(caPath, caPEM, 0o600); err != nil {
+			return err
+		}
+	}
+	ca, caKey, err := parseCA(caPEM, caKeyPEM)
+	if err != nil {
+		return fmt.Errorf("sim admin CA of %s: %w", s.hcpNS, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	certPEM, err := issueLeaf(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: "system:hypershift-sim", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, caKey, &key.PublicKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	s.adminPEM.cert, s.adminPEM.key, s.adminPEM.ca = certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), caPEM
+	cert, err := tls.X509KeyPair(s.adminPEM.cert, s.adminPEM.key)
+	if err != nil {
+		return err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(rootCertPEM) {
+		return fmt.Errorf("root CA of %s does not parse", s.hcpNS)
+	}
+	s.admin = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}}
+	s.adminRoot = rootCertPEM
+	return nil
+}
+
+// start runs the kube-apiserver. A process left by an earlier sim that was killed (its pid
+// file names it and it still runs this directory's apiserver) is ended first.
+func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
+	killOrphan(filepath.Join(s.dir, pidFile), s.dir)
+	encryption, err := mgmtcluster.LoadOrCreateEncryptionConfig(s.dir)
+	if err != nil {
+		return err
+	}
+	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
+		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
+		Args: hostedAPIServerArgs(s.dir, s.port, s.hcpNS, encryption, o.Etcd),
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(proc.PID())), 0o600); err != nil {
+		proc.Stop(10 * time.Second)
+		return fmt.Errorf("write pid file of %s: %w", s.hcpNS, err)
+	}
+	s.proc, s.counted, s.ready, s.started = proc, false, false, time.Now()
+	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver started", "pid", proc.PID(), "port", s.port, "log", proc.LogPath)
+	return nil
+}
+
+// EtcdPrefix is where a control plane's hosted kube-apiserver keeps its objects in the hosted
+// etcd.
+func EtcdPrefix(hcpNS string) string { return "/hosted/" + hcpNS }
+
+func hostedAPIServerArgs(dir string, port int, hcpNS, encryptionConfig string, etcd EtcdClient) []string {
+	return []string{
+		"--etcd-servers=" + etcd.Endpoint,
+		"--etcd-cafile=" + etcd.CAFile, "--etcd-certfile=" + etcd.CertFile, "--etcd-keyfile=" + etcd.KeyFile,
+		"--etcd-prefix=" + EtcdPrefix(hcpNS),
+		"--encryption-provider-config=" + encryptionConfig,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + dir,
+		"--tls-cert-file=" + filepath.Join(dir, servingCertFile),
+		"--tls-private-key-file=" + filepath.Join(dir, servingKeyFile),
+		"--client-ca-file=" + filepath.Join(dir, clientCAFile),
+		"--service-account-key-file=" + filepath.Join(dir, saKeyFile),
+		"--service-account-signing-key-file=" + filepath.Join(dir, saKeyFile),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=RBAC",
+		// No controller-manager creates ServiceAccounts, as in a management cluster.
+		"--disable-admission-plugins=ServiceAccount",
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+	}
+}
+
+// killOrphan ends the process a pid file names if it still runs a kube-apiserver of dir (a sim
+// killed with SIGKILL whose child outlived it), so the port is free again.
+func killOrphan(pidPath, dir string) {
+	b, err := os.ReadFile(pidPath)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || !bytes.Contains(cmdline, []byte("--cert-dir="+dir+"\x00")) {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	for range 100 {
+		if !processRunning(pid) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// processRunning reports whether pid runs (a zombie waiting to be reaped does not: it holds no
+// port any more).
+func processRunning(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	i := bytes.LastIndexByte(stat, ')')
+	fields := strings.Fields(string(stat[i+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}
+
+// stop ends the cluster's kube-apiserver (if any runs).
+func (s *hostedAPIServer) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		s.proc.Stop(10 * time.Second)
+		_ = os.Remove(filepath.Join(s.dir, pidFile))
+		s.proc, s.ready = nil, false
+	}
+}
+
+// stopAll ends every hosted kube-apiserver, in parallel, when the sim stops.
+func (h *hostedAPIServers) stopAll() {
+	h.mu.Lock()
+	servers := make([]*hostedAPIServer, 0, len(h.servers))
+	for _, s := range h.servers {
+		servers = append(servers, s)
+	}
+	h.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.stop() }()
+	}
+	wg.Wait()
+	hostedAPIServersRunning.Set(0)
+}
+
+// Start implements manager.Runnable: it waits for the manager to stop and then stops every
+// hosted kube-apiserver, so none outlives a sim that ends normally (SIGTERM).
+func (h *hostedAPIServers) Start(ctx context.Context) error {
+	<-ctx.Done()
+	h.stopAll()
+	return nil
+}
+
+// remove stops a deleted cluster's kube-apiserver and removes its data: its etcd prefix and its
+// directory. Safe to call again.
+func (h *hostedAPIServers) remove(ctx context.Context, hcpNS string) error {
+	if s := h.lookup(hcpNS); s != nil {
+		s.stop()
+	}
+	if err := deleteEtcdPrefix(ctx, h.o.Etcd, EtcdPrefix(hcpNS)+"/"); err != nil {
+		return fmt.Errorf("remove the etcd data of %s: %w", hcpNS, err)
+	}
+	if err := os.RemoveAll(filepath.Join(h.o.Dir, hcpNS)); err != nil {
+		return fmt.Errorf("remove the files of %s: %w", hcpNS, err)
+	}
+	h.mu.Lock()
+	delete(h.servers, hcpNS)
+	h.mu.Unlock()
+	h.updateRunningGauge()
+	return nil
+}
+
+// deleteEtcdPrefix deletes every key under prefix through etcd's JSON gateway (v3 API over
+// HTTPS), with the hosted etcd client certificate.
+func deleteEtcdPrefix(ctx context.Context, ec EtcdClient, prefix string) error {
+	hc, err := etcdHTTPClient(ec)
+	if err != nil {
+		return err
+	}
+	end := []byte(prefix)
+	end[len(end)-1]++
+	body, err := json.Marshal(map[string][]byte{"key": []byte(prefix), "range_end": end})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ec.Endpoint+"/v3/kv/deleterange", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("etcd deleterange: %s %s", resp.Status, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+func etcdHTTPClient(ec EtcdClient) (*http.Client, error) {
+	caPEM, err := os.ReadFile(ec.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("hosted etcd CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("hosted etcd CA does not parse")
+	}
+	cert, err := tls.LoadX509KeyPair(ec.CertFile, ec.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("hosted etcd client certificate: %w", err)
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}}, nil
+}
+
+// syncClientCA writes a control plane's client CA file again from bundle (a revocation changed
+// total-client-ca); it reports whether a kube-apiserver runs there.
+func (h *hostedAPIServers) syncClientCA(hcpNS string, bundle []byte) (bool, error) {
+	s := h.lookup(hcpNS)
+	if s == nil {
+		return false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil || s.admin == nil {
+		return false, nil
+	}
+	if exited, _ := s.proc.Exited(); exited {
+		return false, nil
+	}
+	return true, s.writeClientCA(bundle)
+}
+
+// refuses mints a throwaway client certificate with a signer (the previous one of a revoked
+// class, whose key the sim holds) and reports whether the control plane's running
+// kube-apiserver refuses it (401). running is false when no apiserver runs there, so there is
+// nothing to ask.
+func (h *hostedAPIServers) refuses(ctx context.Context, hcpNS string, signerCert, signerKey []byte, cn string) (refused, running bool, err error) {
+	s := h.lookup(hcpNS)
+	if s == nil {
+		return false, false, nil
+	}
+	s.mu.Lock()
+	proc, rootPEM, url := s.proc, s.adminRoot, s.url()
+	s.mu.Unlock()
+	if proc == nil || rootPEM == nil {
+		return false, false, nil
+	}
+	if exited, _ := proc.Exited(); exited {
+		return false, false, nil
+	}
+	ca, caKey, err := parseCA(signerCert, signerKey)
+	if err != nil {
+		return false, true, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return false, true, err
+	}
+	certPEM, err := issueLeaf(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, caKey, &key.PublicKey)
+	if err != nil {
+		return false, true, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return false, true, err
+	}
+	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	if err != nil {
+		return false, true, err
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(rootPEM)
+	// The certificate is sent whatever CAs the server names as acceptable, as kubectl and
+	// client-go send theirs: with tls.Config.Certificates Go's client would silently send none
+	// for a signer the server no longer names, and the request would pass as anonymous (403),
+	// proving nothing about the certificate.
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{
+		RootCAs: roots, MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/api", nil)
+	if err != nil {
+		return false, true, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		// The apiserver requests but does not require a client certificate, so a handshake
+		// error is not a refusal of this certificate: ask again.
+		return false, true, fmt.Errorf("probe %s with a certificate of the previous signer: %w", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusUnauthorized, true, nil
+}
+
+// issueLeaf signs a leaf certificate valid for caValidity (never past its CA).
+func issueLeaf(tmpl, ca *x509.Certificate, caKey any, pub any) ([]byte, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, err
+	}
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = time.Now().Add(-5 * time.Minute)
+	tmpl.NotAfter = time.Now().Add(caValidity)
+	if tmpl.NotAfter.After(ca.NotAfter) {
+		tmpl.NotAfter = ca.NotAfter
+	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.BasicConstraintsValid = true
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, pub, caKey)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+func writeKeyPair(dir, certName, keyName string, certPEM []byte, key *ecdsa.PrivateKey) error {
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := mgmtcluster.WriteFileAtomic(filepath.Join(dir, keyName), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return err
+	}
+	return mgmtcluster.WriteFileAtomic(filepath.Join(dir, certName), certPEM, 0o600)
+}
+
+// signedByCert reports whether the PEM certificate at path verifies against ca.
+func signedByCert(path string, ca *x509.Certificate) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		return false
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return false
+	}
+	return cert.CheckSignatureFrom(ca) == nil && time.Until(cert.NotAfter) > 24*time.Hour
+}

@@ -1,0 +1,106 @@
+package hypershiftsim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// observeControlPlane decides (once) whether hc is served, and for a served cluster whose
+// kube-apiserver this sim has started, keeps it running, its client CA current, and reports
+// whether it answers.
+func (r *HostedClusterReconciler) observeControlPlane(ctx context.Context, hc *hyperv1.HostedCluster) (controlPlane, error) {
+	cp, err := r.hosted.assign(ctx, r.Client, hc)
+	if err != nil || !cp.served {
+		return cp, err
+	}
+	hcpNS := ControlPlaneNamespace(client.ObjectKeyFromObject(hc))
+	if s := r.hosted.lookup(hcpNS); s == nil || !s.hasProcess() {
+		cp.starting = true
+		return cp, nil // not started in this run: computeStatus says whether it is due
+	}
+	return cp, r.ensureControlPlane(ctx, hcpNS, &cp)
+}
+
+// startControlPlane starts a served cluster's kube-apiserver once its rollout is due.
+func (r *HostedClusterReconciler) startControlPlane(ctx context.Context, hc *hyperv1.HostedCluster, cp *controlPlane) error {
+	return r.ensureControlPlane(ctx, ControlPlaneNamespace(client.ObjectKeyFromObject(hc)), cp)
+}
+
+func (r *HostedClusterReconciler) ensureControlPlane(ctx context.Context, hcpNS string, cp *controlPlane) error {
+	cp.started = true
+	p, ok, err := readHostedPKI(ctx, r.Client, hcpNS)
+	if err != nil {
+		return fmt.Errorf("read the control-plane PKI of %s: %w", hcpNS, err)
+	}
+	if !ok {
+		cp.detail, cp.starting = "waiting for the control-plane PKI", true
+		return nil
+	}
+	ready, starting, detail, err := r.hosted.ensure(ctx, hcpNS, cp.port, p)
+	if err != nil {
+		return fmt.Errorf("hosted kube-apiserver of %s: %w", hcpNS, err)
+	}
+	cp.ready, cp.starting, cp.detail = ready, starting, detail
+	if !ready {
+		ctrl.LoggerFrom(ctx).V(1).Info("hosted kube-apiserver not ready", "detail", detail)
+	}
+	return nil
+}
+
+func (s *hostedAPIServer) hasProcess() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil
+}
+
+// setHostedAPIServerCondition reports whether the cluster's kube-apiserver is real. Messages
+// carry no error text, so a status is not rewritten for every failed probe (the log has it).
+func setHostedAPIServerCondition(set func(hyperv1.ConditionType, metav1.ConditionStatus, string, string), cp *controlPlane) {
+	switch {
+	case cp.capped:
+		set(HostedAPIServerCondition, metav1.ConditionFalse, ReasonHostedAPIServerCapReached, fmt.Sprintf(
+			"hypershift-sim serves at most %d hosted kube-apiservers (--hosted-apiservers); this cluster's status is simulated and its endpoint does not answer", cp.max))
+	case !cp.served:
+	case cp.ready:
+		set(HostedAPIServerCondition, metav1.ConditionTrue, ReasonHostedAPIServerRunning,
+			fmt.Sprintf("kube-apiserver answers /readyz at https://127.0.0.1:%d", cp.port))
+	case !cp.due:
+		set(HostedAPIServerCondition, metav1.ConditionFalse, ReasonHostedAPIServerWaiting,
+			"kube-apiserver starts when the rollout's delay has passed")
+	default:
+		set(HostedAPIServerCondition, metav1.ConditionFalse, ReasonHostedAPIServerNotReady,
+			fmt.Sprintf("kube-apiserver on 127.0.0.1:%d does not answer /readyz yet", cp.port))
+	}
+}
+
+// servedByAnnotation reports whether hc was given a hosted kube-apiserver.
+func servedByAnnotation(hc *hyperv1.HostedCluster) bool {
+	v, ok := hc.Annotations[HostedAPIServerAnnotation]
+	return ok && v != cappedValue
+}
+
+// clusterOfClientCABundle maps a control-plane namespace's total-client-ca ConfigMap to its
+// HostedCluster (named by the namespace's annotation).
+func (r *HostedClusterReconciler) clusterOfClientCABundle(ctx context.Context, o client.Object) []reconcile.Request {
+	if o.GetName() != ClientCABundleConfigMap {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: o.GetNamespace()}, ns); err != nil {
+		return nil
+	}
+	hcNS, hcName, ok := strings.Cut(ns.Annotations[hostedClusterAnnotation], "/")
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: hcNS, Name: hcName}}}
+}
