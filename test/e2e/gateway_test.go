@@ -19,6 +19,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 // lockedBuffer is a bytes.Buffer a running command writes while the test reads it.
@@ -48,7 +49,12 @@ func TestGatewayWatchIsCutWhenTheSessionCloses(t *testing.T) {
 	sub, rg := uuid.NewString(), "rg-gateway-watch"
 	registerSubscription(t, sub)
 	path := clusterPath(sub, rg, "gateway-watch")
-	createCluster(t, path, clusterBody(sub, rg))
+	cl, mc := createCluster(t, path, clusterBody(sub, rg))
+	hcs := hostedClusters(t, mc, cl.GetId())
+	if len(hcs) != 1 {
+		t.Fatalf("%d HostedClusters for %s", len(hcs), cl.GetId())
+	}
+	hcpNS := hcs[0].GetNamespace() + "-" + hcs[0].GetName()
 	server := apiURL(t, path)
 	customer := customerKubeconfig(t, path, uuid.NewString(), server)
 	reason := "e2e gateway watch " + uuid.NewString()
@@ -128,5 +134,24 @@ func TestGatewayWatchIsCutWhenTheSessionCloses(t *testing.T) {
 	if !strings.Contains(out, sess.ID) || !strings.Contains(out, "watch") {
 		t.Fatalf("the gateway's audit does not show the session's watch:\n%s", out)
 	}
-	_ = os.Remove(kc)
+	// And on the hosted side: the hosted kube-apiserver's audit log shows the person,
+	// impersonated by the session's certificate, watching.
+	eventually(t, time.Minute, "the hosted audit log records the SRE's watch", func() error {
+		b, err := os.ReadFile(hypershiftsim.AuditLogPath(region.Info.LogDir, hcpNS))
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			var ev struct {
+				Verb             string
+				User             struct{ Username string }
+				ImpersonatedUser *struct{ Username string }
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Verb == "watch" && ev.User.Username == "system:sre-break-glass:"+sess.Person &&
+				ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == sess.Person {
+				return nil
+			}
+		}
+		return fmt.Errorf("no watch by %s in %d bytes of the hosted audit log", sess.Person, len(b))
+	})
 }

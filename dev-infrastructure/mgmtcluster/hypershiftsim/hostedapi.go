@@ -506,9 +506,12 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := os.WriteFile(filepath.Join(s.dir, auditPolicyFile), []byte(auditPolicy), 0o600); err != nil {
+		return fmt.Errorf("write the audit policy of %s: %w", s.hcpNS, err)
+	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
-		Args: hostedAPIServerArgs(s.dir, s.port, s.hcpNS, encryption, o.Etcd),
+		Args: hostedAPIServerArgs(s.dir, s.port, s.hcpNS, encryption, o.Etcd, AuditLogPath(o.LogDir, s.hcpNS)),
 	})
 	if err != nil {
 		return err
@@ -526,8 +529,30 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 // etcd.
 func EtcdPrefix(hcpNS string) string { return "/hosted/" + hcpNS }
 
-func hostedAPIServerArgs(dir string, port int, hcpNS, encryptionConfig string, etcd EtcdClient) []string {
+// auditPolicy records every request at Metadata level (who, impersonated by whom, verb,
+// resource, response code; never a body), from the moment the response starts: the hosted
+// cluster's own record of what a customer or an SRE through the gateway did.
+const (
+	auditPolicyFile = "audit-policy.yaml"
+	auditPolicy     = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
+)
+
+// AuditLogPath is the hosted kube-apiserver's audit log (JSON lines, one event per request) of
+// a control plane, beside its process log.
+func AuditLogPath(logDir, hcpNS string) string {
+	return filepath.Join(logDir, hcpNS+"-kube-apiserver-audit.log")
+}
+
+func hostedAPIServerArgs(dir string, port int, hcpNS, encryptionConfig string, etcd EtcdClient, auditLog string) []string {
 	return []string{
+		"--audit-policy-file=" + filepath.Join(dir, auditPolicyFile),
+		"--audit-log-path=" + auditLog,
+		"--audit-log-maxsize=20", "--audit-log-maxbackup=1",
 		"--etcd-servers=" + etcd.Endpoint,
 		"--etcd-cafile=" + etcd.CAFile, "--etcd-certfile=" + etcd.CertFile, "--etcd-keyfile=" + etcd.KeyFile,
 		"--etcd-prefix=" + EtcdPrefix(hcpNS),

@@ -341,6 +341,27 @@ func TestHostedAPIServer(t *testing.T) {
 		if _, err := e.hostedClient(t, hcpNS, ep, admin, "carol", hostedrbac.SREAdminGroup).CoreV1().Secrets("default").List(ctx, metav1.ListOptions{}); err != nil {
 			t.Errorf("admin break-glass certificate impersonating openhcp:sre:admin listing secrets: %v", err)
 		}
+		// The hosted cluster's audit log names the person and the certificate that impersonated
+		// them.
+		poll(t, time.Minute, "the audit event of carol's secrets list", func() error {
+			b, err := os.ReadFile(hypershiftsim.AuditLogPath(e.opts.HostedAPI.LogDir, hcpNS))
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				var ev struct {
+					Verb, RequestURI string
+					User             struct{ Username string }
+					ImpersonatedUser *struct{ Username string }
+					ResponseStatus   struct{ Code int }
+				}
+				if json.Unmarshal([]byte(line), &ev) == nil && ev.Verb == "list" && strings.HasPrefix(ev.RequestURI, "/api/v1/namespaces/default/secrets") &&
+					ev.User.Username == "system:sre-break-glass:carol" && ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == "carol" && ev.ResponseStatus.Code == 200 {
+					return nil
+				}
+			}
+			return fmt.Errorf("no such event in %d bytes of audit log", len(b))
+		})
 	}) {
 		return
 	}
