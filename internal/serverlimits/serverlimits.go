@@ -5,7 +5,10 @@
 package serverlimits
 
 import (
+	"context"
 	"crypto/tls"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -189,4 +192,41 @@ func (g GRPC) Listen(addr string) (net.Listener, error) {
 		return nil, err
 	}
 	return LimitListener(l, g.MaxConns), nil
+}
+
+// Served is one HTTP server with the limits it was built with (Limits.Server).
+type Served struct {
+	Limits HTTP
+	Server *http.Server
+}
+
+// ServeHTTP listens on every server (Limits.Listen), serves until ctx ends or one of them
+// stops, then shuts them all down, giving open requests up to grace. It returns the error that
+// stopped a server, or nil after ctx ended.
+func ServeHTTP(ctx context.Context, log *slog.Logger, grace time.Duration, servers ...Served) error {
+	errc := make(chan error, len(servers))
+	var started []*http.Server
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		for _, hs := range started {
+			_ = hs.Shutdown(shutdownCtx)
+		}
+	}()
+	for _, s := range servers {
+		l, err := s.Limits.Listen(s.Server)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", s.Server.Addr, err)
+		}
+		started = append(started, s.Server)
+		log.Info("listening", "address", l.Addr().String(), "tls", s.Server.TLSConfig != nil)
+		go func() { errc <- s.Server.Serve(l) }()
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+		return nil
+	case err := <-errc:
+		return fmt.Errorf("server stopped: %w", err)
+	}
 }

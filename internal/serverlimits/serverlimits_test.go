@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -210,4 +211,46 @@ func TestOversizedGRPCMessageIsResourceExhausted(t *testing.T) {
 	if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
 		t.Fatalf("a small request after it: %v", err)
 	}
+}
+
+func TestServeHTTP(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	t.Run("serves_until_the_context_ends_then_shuts_down", func(t *testing.T) {
+		l := serverlimits.Metrics()
+		hs := l.Server("127.0.0.1:0", ok, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- serverlimits.ServeHTTP(ctx, log, 5*time.Second, serverlimits.Served{Limits: l, Server: hs}) }()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("ServeHTTP after ctx ended: %v, want nil", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("ServeHTTP did not return after its context ended")
+		}
+	})
+	t.Run("a_listener_that_cannot_bind_is_named_and_the_others_are_shut", func(t *testing.T) {
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taken.Close()
+		l := serverlimits.Metrics()
+		first := l.Server("127.0.0.1:0", ok, nil)
+		second := l.Server(taken.Addr().String(), ok, nil)
+		err = serverlimits.ServeHTTP(context.Background(), log, 5*time.Second, serverlimits.Served{Limits: l, Server: first}, serverlimits.Served{Limits: l, Server: second})
+		if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
+			t.Fatalf("err = %v, want the taken address named", err)
+		}
+		probe, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Serve(probe); !errors.Is(err, http.ErrServerClosed) {
+			t.Fatalf("the first server is not shut down: %v", err)
+		}
+	})
 }

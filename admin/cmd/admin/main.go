@@ -274,31 +274,11 @@ func run(o *options) error {
 	// A must-gather may take two --timeout's worth of calls (mustgather.go); its answer must
 	// not be cut by the write timeout when --timeout is raised.
 	limits[0].WriteTimeout = max(limits[0].WriteTimeout, 2*o.timeout+10*time.Second)
-	servers := []*http.Server{
-		limits[0].Server(o.listen, srv.Handler(), apiTLS),
-		limits[1].Server(o.metricsListen, metricsMux, metricsTLS),
+	servers := []serverlimits.Served{
+		{Limits: limits[0], Server: limits[0].Server(o.listen, srv.Handler(), apiTLS)},
+		{Limits: limits[1], Server: limits[1].Server(o.metricsListen, metricsMux, metricsTLS)},
 	}
-	errc := make(chan error, len(servers))
-	for i, hs := range servers {
-		l, err := limits[i].Listen(hs)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", hs.Addr, err)
-		}
-		log.Info("listening", "address", l.Addr().String(), "tls", hs.TLSConfig != nil)
-		go func() { errc <- hs.Serve(l) }()
-	}
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-errc:
-		return fmt.Errorf("server stopped: %w", err)
-	}
-	shutdownCtx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel2()
-	for _, hs := range servers {
-		hs.Shutdown(shutdownCtx)
-	}
-	return nil
+	return serverlimits.ServeHTTP(ctx, log, 30*time.Second, servers...)
 }
 
 // auditPruneEvery is how often the audit log's expired records are deleted.

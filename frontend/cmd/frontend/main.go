@@ -202,31 +202,11 @@ func run(o *options) error {
 	}
 	// Limits (timeouts, header size, connection cap): internal/serverlimits, docs/security.md.
 	limits := []serverlimits.HTTP{serverlimits.API(), serverlimits.Metrics()}
-	servers := []*http.Server{
-		limits[0].Server(o.listen, srv.Handler(), apiTLS),
-		limits[1].Server(o.metricsListen, metricsMux(srv, o.pprofTokenFile), metricsTLS),
+	servers := []serverlimits.Served{
+		{Limits: limits[0], Server: limits[0].Server(o.listen, srv.Handler(), apiTLS)},
+		{Limits: limits[1], Server: limits[1].Server(o.metricsListen, metricsMux(srv, o.pprofTokenFile), metricsTLS)},
 	}
-	errc := make(chan error, len(servers))
-	for i, hs := range servers {
-		l, err := limits[i].Listen(hs)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", hs.Addr, err)
-		}
-		log.Info("listening", "address", l.Addr().String(), "tls", hs.TLSConfig != nil)
-		go func() { errc <- hs.Serve(l) }()
-	}
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-errc:
-		return fmt.Errorf("server stopped: %w", err)
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, hs := range servers {
-		hs.Shutdown(shutdownCtx)
-	}
-	return nil
+	return serverlimits.ServeHTTP(ctx, log, 30*time.Second, servers...)
 }
 
 func metricsMux(srv *frontend.Server, pprofTokenFile string) http.Handler {
