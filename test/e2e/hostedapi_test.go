@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,13 @@ func TestCustomerCredentialOpensTheHostedAPIServer(t *testing.T) {
 		t.Fatalf("kubectl get namespaces with the customer's credential: %v\n%s%s", err, out, stderr)
 	}
 	t.Logf("$ kubectl get namespaces -o name\n%s", out)
+	// The hosted API server is a door too: nothing without a credential.
+	port, _ := strconv.Atoi(u.Port())
+	for _, p := range doorProbes {
+		if code, body, err := probeDoor("https", port, p); err == nil && code >= 200 && code <= 299 {
+			t.Errorf("%s %s%s without a credential: %d %.160q", p.method, server, p.path, code, body)
+		}
+	}
 
 	// An SRE session opened before the customer's revocation outlives it: the two signers are
 	// separate.
