@@ -130,8 +130,16 @@ func TestGatewayWatchIsCutWhenTheSessionCloses(t *testing.T) {
 	if _, err := whoAmI(t, kc); !apierrors.IsForbidden(err) {
 		t.Fatalf("a request on the closed session: %v, want 403", err)
 	}
-	out, _, _ = hcpctl(t, hcpctlBin, "audit", "--route", "gateway", "--limit", "100")
-	if !strings.Contains(out, sess.ID) || !strings.Contains(out, "watch") {
+	out, _, _ = hcpctl(t, hcpctlBin, "audit", "--route", "gateway", "--limit", "100", "-o", "json")
+	var audited adminapi.AuditList
+	if err := json.Unmarshal([]byte(out), &audited); err != nil {
+		t.Fatalf("hcpctl audit -o json: %v\n%s", err, out)
+	}
+	watched := false
+	for _, e := range audited.Entries {
+		watched = watched || e.Target == sess.ID && e.Method == "watch" && e.Person == sess.Person && strings.Contains(e.Path, "configmaps")
+	}
+	if !watched {
 		t.Fatalf("the gateway's audit does not show the session's watch:\n%s", out)
 	}
 	// And on the hosted side: the hosted kube-apiserver's audit log shows the person,

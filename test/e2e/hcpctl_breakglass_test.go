@@ -117,7 +117,8 @@ func TestHcpctlBreakGlass(t *testing.T) {
 		t.Fatalf("list: exit %d:\n%s%s", code, out, stderr)
 	}
 	t.Logf("$ hcpctl breakglass list --cluster %s\n%s", cl.GetId(), out)
-	out, _, _ = hcpctl(t, bin, "audit", "--route", "gateway", "--limit", "50")
+	// -o wide adds the request's path (the default table has no room for it).
+	out, _, _ = hcpctl(t, bin, "audit", "--route", "gateway", "--limit", "50", "-o", "wide")
 	if !strings.Contains(out, sess.ID) || !strings.Contains(out, "selfsubjectreviews") {
 		t.Fatalf("the gateway's requests are not in the audit log:\n%s", out)
 	}

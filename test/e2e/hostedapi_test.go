@@ -133,7 +133,7 @@ func TestCustomerCredentialOpensTheHostedAPIServer(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the revoked credential still lists namespaces:\n%s", out)
 	}
-	if !strings.Contains(stderr, "Unauthorized") && !strings.Contains(stderr, "certificate") && !strings.Contains(stderr, "tls") {
+	if !strings.Contains(stderr, "Unauthorized") && !strings.Contains(stderr, "provide credentials") && !strings.Contains(stderr, "certificate") && !strings.Contains(stderr, "tls") {
 		t.Fatalf("the revoked credential failed for another reason than a refusal: %s", stderr)
 	}
 	t.Logf("revoked credential refused: %s", strings.TrimSpace(stderr))
