@@ -98,7 +98,7 @@ spec:
   - name: sim
     image: %s
     imagePullPolicy: Never
-    args: [--metrics-addr=:8080, --health-addr=:8081]
+    args: [--metrics-addr=:8080, --health-addr=:8081, --hosted-apiservers=0]
     # The in-cluster config reaches the apiserver through the kubernetes Service (kube-proxy).
     readinessProbe:
       httpGet: {path: /readyz, port: 8081}
