@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"github.com/openhcp/openhcp/internal/atomicfile"
 )
 
 // HostedEtcdOptions configures StartHostedEtcd.
@@ -104,10 +101,4 @@ func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, err
 // loadOrCreateEncryptionConfig); hosted kube-apiservers use it as the management one does.
 func LoadOrCreateEncryptionConfig(dir string) (string, error) {
 	return loadOrCreateEncryptionConfig(dir)
-}
-
-// WriteFileAtomic replaces path with data (a temporary file renamed over it), so a reader such
-// as a kube-apiserver reloading its --client-ca-file never sees half a file.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	return atomicfile.Write(path, data, mode)
 }

@@ -3,19 +3,15 @@ package hypershiftsim
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +31,8 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/internal/atomicfile"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // HostedAPIServerAnnotation on a HostedCluster records, once, whether the sim serves it: the
@@ -390,25 +388,20 @@ func (s *hostedAPIServer) writeFiles(p hostedPKI) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", s.dir, err)
 	}
-	rootCA, rootKey, err := parseCA(p.rootCert, p.rootKey)
+	root, err := pki.LoadAuthority(p.rootCert, p.rootKey)
 	if err != nil {
 		return fmt.Errorf("root CA of %s: %w", s.hcpNS, err)
 	}
-	if !signedByCert(filepath.Join(s.dir, servingCertFile), rootCA) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		certPEM, err := issueLeaf(&x509.Certificate{
-			Subject:     pkix.Name{CommonName: "kube-apiserver"},
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-			DNSNames:    []string{"localhost"},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		}, rootCA, rootKey, &key.PublicKey)
+	if !signedByCert(filepath.Join(s.dir, servingCertFile), root.Cert) {
+		serving, err := root.Issue(pki.Spec{CommonName: "kube-apiserver", Usage: pki.Server, NoOrganization: true,
+			DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Lifetime: caValidity})
 		if err != nil {
 			return fmt.Errorf("serving certificate of %s: %w", s.hcpNS, err)
 		}
-		if err := writeKeyPair(s.dir, servingCertFile, servingKeyFile, certPEM, key); err != nil {
+		if err := atomicfile.Write(filepath.Join(s.dir, servingKeyFile), serving.KeyPEM, 0o600); err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(s.dir, servingCertFile), serving.CertPEM, 0o600); err != nil {
 			return err
 		}
 	}
@@ -426,7 +419,7 @@ func (s *hostedAPIServer) writeFiles(p hostedPKI) error {
 		if err != nil {
 			return err
 		}
-		if err := mgmtcluster.WriteFileAtomic(filepath.Join(s.dir, saKeyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		if err := atomicfile.Write(filepath.Join(s.dir, saKeyFile), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 			return err
 		}
 	}
@@ -442,7 +435,7 @@ func (s *hostedAPIServer) writeClientCA(bundle []byte) error {
 	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
 		return nil
 	}
-	return mgmtcluster.WriteFileAtomic(path, want, 0o600)
+	return atomicfile.Write(path, want, 0o600)
 }
 
 // loadOrCreateAdmin keeps the sim's admin identity of this hosted apiserver: a CA of its own
@@ -457,33 +450,23 @@ func (s *hostedAPIServer) loadOrCreateAdmin(rootCertPEM []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := mgmtcluster.WriteFileAtomic(caKeyPath, caKeyPEM, 0o600); err != nil {
+		if err := atomicfile.Write(caKeyPath, caKeyPEM, 0o600); err != nil {
 			return err
 		}
-		if err := mgmtcluster.WriteFileAtomic(caPath, caPEM, 0o600); err != nil {
+		if err := atomicfile.Write(caPath, caPEM, 0o600); err != nil {
 			return err
 		}
 	}
-	ca, caKey, err := parseCA(caPEM, caKeyPEM)
+	ca, err := pki.LoadAuthority(caPEM, caKeyPEM)
 	if err != nil {
 		return fmt.Errorf("sim admin CA of %s: %w", s.hcpNS, err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	admin, err := ca.Issue(pki.Spec{CommonName: "system:hypershift-sim", Organization: []string{"system:masters"}, Usage: pki.Client, Lifetime: caValidity})
 	if err != nil {
 		return err
 	}
-	certPEM, err := issueLeaf(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: "system:hypershift-sim", Organization: []string{"system:masters"}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, ca, caKey, &key.PublicKey)
-	if err != nil {
-		return err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	s.adminPEM.cert, s.adminPEM.key, s.adminPEM.ca = certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), caPEM
+	certPEM, keyPEM := admin.CertPEM, admin.KeyPEM
+	s.adminPEM.cert, s.adminPEM.key, s.adminPEM.ca = certPEM, keyPEM, caPEM
 	cert, err := tls.X509KeyPair(s.adminPEM.cert, s.adminPEM.key)
 	if err != nil {
 		return err
@@ -752,26 +735,15 @@ func (h *hostedAPIServers) refuses(ctx context.Context, hcpNS string, signerCert
 	if exited, _ := proc.Exited(); exited {
 		return false, false, nil
 	}
-	ca, caKey, err := parseCA(signerCert, signerKey)
+	signer, err := pki.LoadAuthority(signerCert, signerKey)
 	if err != nil {
 		return false, true, err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	probe, err := signer.Issue(pki.Spec{CommonName: cn, Usage: pki.Client, NoOrganization: true, Lifetime: caValidity})
 	if err != nil {
 		return false, true, err
 	}
-	certPEM, err := issueLeaf(&x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, ca, caKey, &key.PublicKey)
-	if err != nil {
-		return false, true, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return false, true, err
-	}
-	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	cert, err := tls.X509KeyPair(probe.CertPEM, probe.KeyPEM)
 	if err != nil {
 		return false, true, err
 	}
@@ -796,38 +768,6 @@ func (h *hostedAPIServers) refuses(ctx context.Context, hcpNS string, signerCert
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusUnauthorized, true, nil
-}
-
-// issueLeaf signs a leaf certificate valid for caValidity (never past its CA).
-func issueLeaf(tmpl, ca *x509.Certificate, caKey any, pub any) ([]byte, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = time.Now().Add(-5 * time.Minute)
-	tmpl.NotAfter = time.Now().Add(caValidity)
-	if tmpl.NotAfter.After(ca.NotAfter) {
-		tmpl.NotAfter = ca.NotAfter
-	}
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	tmpl.BasicConstraintsValid = true
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, pub, caKey)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
-}
-
-func writeKeyPair(dir, certName, keyName string, certPEM []byte, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := mgmtcluster.WriteFileAtomic(filepath.Join(dir, keyName), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		return err
-	}
-	return mgmtcluster.WriteFileAtomic(filepath.Join(dir, certName), certPEM, 0o600)
 }
 
 // signedByCert reports whether the PEM certificate at path verifies against ca.
