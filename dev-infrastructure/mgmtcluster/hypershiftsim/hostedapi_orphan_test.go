@@ -25,17 +25,7 @@ func TestKilledSimLeavesNoHostedAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and a kube-apiserver")
 	}
-	ctx := context.Background()
-	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	e, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{Name: "orphan-etcd", Dir: filepath.Join(dir, "etcd"), LogDir: dir, EtcdPath: etcd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Stop()
+	apiserver, dir, e := startTestHostedEtcd(t, "orphan-etcd")
 	child := exec.Command(os.Args[0], "-test.run=^TestHostedAPIServerHelperProcess$", "-test.short", "-test.v")
 	child.Env = append(os.Environ(), orphanChildEnv+"="+dir, "HELPER_APISERVER="+apiserver,
 		"HELPER_ETCD="+strings.Join([]string{e.Endpoint, e.CAFile, e.CertFile, e.KeyFile}, ","))

@@ -20,16 +20,7 @@ func TestRevocationProbeSeesWhatTheAPIServerAccepts(t *testing.T) {
 		t.Skip("starts etcd and a kube-apiserver")
 	}
 	ctx := context.Background()
-	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	e, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{Name: "probe-etcd", Dir: filepath.Join(dir, "etcd"), LogDir: dir, EtcdPath: etcd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Stop()
+	apiserver, dir, e := startTestHostedEtcd(t, "probe-etcd")
 	h := newHostedAPIServers(HostedAPIOptions{Max: 1, APIServerPath: apiserver, Dir: filepath.Join(dir, "hosted"), LogDir: dir,
 		Etcd: EtcdClient{Endpoint: e.Endpoint, CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile}})
 	defer h.stopAll()
@@ -94,4 +85,22 @@ func TestRevocationProbeSeesWhatTheAPIServerAccepts(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startTestHostedEtcd starts a hosted etcd in a temporary directory for a test (stopped when
+// it ends) and returns the pinned kube-apiserver's path, the directory and the etcd.
+func startTestHostedEtcd(t *testing.T, name string) (apiserver, dir string, e *mgmtcluster.HostedEtcd) {
+	t.Helper()
+	ctx := context.Background()
+	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	e, err = mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{Name: name, Dir: filepath.Join(dir, "etcd"), LogDir: dir, EtcdPath: etcd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Stop)
+	return apiserver, dir, e
 }
