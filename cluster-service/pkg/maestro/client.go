@@ -599,13 +599,21 @@ func (c *Client) pump(cc *consumerClient) {
 			return false, err
 		}
 		c.log.Debug("maestro watch started", "consumer", cc.name)
+		progressed := false
 		for {
 			select {
 			case <-ctx.Done():
 				w.Stop()
 				drain(w.ResultChan())
 				return false, ctx.Err()
-			case ev := <-w.ResultChan():
+			case ev, open := <-w.ResultChan():
+				if !open {
+					// The watcher ended its stream (grpcsource closes the channel when its
+					// subscription ends): reading on would spin on the closed channel, so
+					// open a new watch, backing off unless this one delivered anything.
+					return progressed, errors.New("maestro watch closed its result channel")
+				}
+				progressed = true
 				if work, ok := ev.Object.(*workv1.ManifestWork); ok {
 					if ev.Type == watch.Deleted {
 						cc.forget(work.Name)
@@ -624,7 +632,10 @@ func (c *Client) pump(cc *consumerClient) {
 func drain(ch <-chan watch.Event) {
 	for {
 		select {
-		case <-ch:
+		case _, open := <-ch:
+			if !open {
+				return
+			}
 		case <-time.After(time.Second):
 			return
 		}
