@@ -8,10 +8,8 @@ import (
 	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -66,14 +64,9 @@ type options struct {
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
-	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	fs := svcmain.NewFlags("admin", getenv)
 	o := &options{}
-	str := func(p *string, name, env, def, usage string) {
-		if v := getenv(env); v != "" {
-			def = v
-		}
-		fs.StringVar(p, name, def, usage+" (env "+env+")")
-	}
+	str := fs.String
 	str(&o.listen, "listen", "ADMIN_LISTEN", "127.0.0.1:8444", "address of the admin API (HTTPS, mutual TLS)")
 	str(&o.pprofTokenFile, "pprof-token-file", "ADMIN_PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md)")
 	str(&o.metricsListen, "metrics-listen", "ADMIN_METRICS_LISTEN", "127.0.0.1:9444", "address of /metrics: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
@@ -99,7 +92,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.sessionKeyFile, "session-key-file", "ADMIN_SESSION_KEY_FILE", "",
 		"the region's break-glass session key (32 bytes base64, mode 0600), the same file as the gateway's --session-key-file: it seals each session's cluster credential in the database (optional: without it break-glass requests answer 503)")
 	str(&o.gatewayURL, "gateway-url", "ADMIN_GATEWAY_URL", "", "the break-glass gateway's public URL, https://host:port: sessions are used at <it>/sessions/<id> (required with --session-key-file)")
-	timeout := fs.Duration("timeout", 30*time.Second, "timeout of each call to another service")
+	timeout := fs.FlagSet.Duration("timeout", 30*time.Second, "timeout of each call to another service")
 	ttl := server.DefaultBreakGlassTTL()
 	fs.DurationVar(&o.breakGlassTTL.Min, "breakglass-ttl-min", ttl.Min, "shortest SRE break-glass credential lifetime")
 	fs.DurationVar(&o.breakGlassTTL.Max, "breakglass-ttl-max", ttl.Max, "longest SRE break-glass credential lifetime")
@@ -113,34 +106,28 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.mgmtKubeconfigs, err = mgmtclusters.ParseKubeconfigs(mgmt); err != nil {
 		return nil, fmt.Errorf("invalid value for --management-kubeconfigs: %w", err)
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
 	// The admin API knows its callers by their certificates only: there is no plaintext mode.
-	for _, req := range []struct{ val, flag, env string }{
-		{o.serverTLS.Cert, "tls-cert", "ADMIN_TLS_CERT"},
-		{o.serverTLS.Key, "tls-key", "ADMIN_TLS_KEY"},
-		{o.serverTLS.CA, "tls-client-ca", "ADMIN_TLS_CLIENT_CA"},
-		{o.auditDSN, "audit-db-dsn", "ADMIN_AUDIT_DB_DSN"},
-		{o.storeDSN, "db-dsn", "ADMIN_DB_DSN"},
-		{o.clusterService, "cluster-service", "ADMIN_CLUSTER_SERVICE"},
-		{o.csTLS.CA, "cluster-service-ca", "ADMIN_CLUSTER_SERVICE_CA"},
-		{o.csTLS.Cert, "cluster-service-cert", "ADMIN_CLUSTER_SERVICE_CERT"},
-		{o.csTLS.Key, "cluster-service-key", "ADMIN_CLUSTER_SERVICE_KEY"},
-	} {
-		if req.val == "" {
-			return nil, fmt.Errorf("--%s is required (or set %s)", req.flag, req.env)
-		}
+	if err := svcmain.Require(
+		svcmain.Required{Value: o.serverTLS.Cert, Flag: "tls-cert", Env: "ADMIN_TLS_CERT"},
+		svcmain.Required{Value: o.serverTLS.Key, Flag: "tls-key", Env: "ADMIN_TLS_KEY"},
+		svcmain.Required{Value: o.serverTLS.CA, Flag: "tls-client-ca", Env: "ADMIN_TLS_CLIENT_CA"},
+		svcmain.Required{Value: o.auditDSN, Flag: "audit-db-dsn", Env: "ADMIN_AUDIT_DB_DSN"},
+		svcmain.Required{Value: o.storeDSN, Flag: "db-dsn", Env: "ADMIN_DB_DSN"},
+		svcmain.Required{Value: o.clusterService, Flag: "cluster-service", Env: "ADMIN_CLUSTER_SERVICE"},
+		svcmain.Required{Value: o.csTLS.CA, Flag: "cluster-service-ca", Env: "ADMIN_CLUSTER_SERVICE_CA"},
+		svcmain.Required{Value: o.csTLS.Cert, Flag: "cluster-service-cert", Env: "ADMIN_CLUSTER_SERVICE_CERT"},
+		svcmain.Required{Value: o.csTLS.Key, Flag: "cluster-service-key", Env: "ADMIN_CLUSTER_SERVICE_KEY"},
+	); err != nil {
+		return nil, err
 	}
 	for _, d := range []struct{ val, flag string }{{o.auditDSN, "audit-db-dsn"}, {o.storeDSN, "db-dsn"}} {
 		if err := tlsconfig.RequireDatabaseTLS(d.val); err != nil {
 			return nil, fmt.Errorf("--%s: %w", d.flag, err)
 		}
 	}
-	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.metricsListen, "metrics-listen"}, {o.clusterService, "cluster-service"}} {
-		if _, _, err := net.SplitHostPort(a.val); err != nil {
-			return nil, fmt.Errorf("invalid value %q for --%s: %v", a.val, a.flag, err)
-		}
+	if err := svcmain.HostPorts(svcmain.Address{Value: o.listen, Flag: "listen"}, svcmain.Address{Value: o.metricsListen, Flag: "metrics-listen"},
+		svcmain.Address{Value: o.clusterService, Flag: "cluster-service"}); err != nil {
+		return nil, err
 	}
 	if o.maestroREST != "" && !strings.HasPrefix(o.maestroREST, "https://") {
 		return nil, fmt.Errorf("invalid value %q for --maestro-rest: must be an https:// URL", o.maestroREST)

@@ -8,13 +8,10 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -42,14 +39,9 @@ type options struct {
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs := svcmain.NewFlags("gateway", getenv)
 	o := &options{}
-	str := func(p *string, name, env, def, usage string) {
-		if v := getenv(env); v != "" {
-			def = v
-		}
-		fs.StringVar(p, name, def, usage+" (env "+env+")")
-	}
+	str := fs.String
 	str(&o.listen, "listen", "GATEWAY_LISTEN", "127.0.0.1:8445", "address of the gateway (HTTPS, mutual TLS): https://<this>/sessions/<session ID>/<kube API path>")
 	str(&o.metricsListen, "metrics-listen", "GATEWAY_METRICS_LISTEN", "127.0.0.1:9445", "address of /metrics, /healthz and /readyz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
 	str(&o.pprofTokenFile, "pprof-token-file", "GATEWAY_PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles")
@@ -63,28 +55,21 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
 	// The gateway knows its callers by their certificates only: there is no plaintext mode.
-	for _, req := range []struct{ val, flag, env string }{
-		{o.serverTLS.Cert, "tls-cert", "GATEWAY_TLS_CERT"},
-		{o.serverTLS.Key, "tls-key", "GATEWAY_TLS_KEY"},
-		{o.serverTLS.CA, "tls-client-ca", "GATEWAY_TLS_CLIENT_CA"},
-		{o.auditDSN, "audit-db-dsn", "GATEWAY_AUDIT_DB_DSN"},
-		{o.sessionKeyFile, "session-key-file", "GATEWAY_SESSION_KEY_FILE"},
-	} {
-		if req.val == "" {
-			return nil, fmt.Errorf("--%s is required (or set %s)", req.flag, req.env)
-		}
+	if err := svcmain.Require(
+		svcmain.Required{Value: o.serverTLS.Cert, Flag: "tls-cert", Env: "GATEWAY_TLS_CERT"},
+		svcmain.Required{Value: o.serverTLS.Key, Flag: "tls-key", Env: "GATEWAY_TLS_KEY"},
+		svcmain.Required{Value: o.serverTLS.CA, Flag: "tls-client-ca", Env: "GATEWAY_TLS_CLIENT_CA"},
+		svcmain.Required{Value: o.auditDSN, Flag: "audit-db-dsn", Env: "GATEWAY_AUDIT_DB_DSN"},
+		svcmain.Required{Value: o.sessionKeyFile, Flag: "session-key-file", Env: "GATEWAY_SESSION_KEY_FILE"},
+	); err != nil {
+		return nil, err
 	}
 	if err := tlsconfig.RequireDatabaseTLS(o.auditDSN); err != nil {
 		return nil, fmt.Errorf("--audit-db-dsn: %w", err)
 	}
-	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.metricsListen, "metrics-listen"}} {
-		if _, _, err := net.SplitHostPort(a.val); err != nil {
-			return nil, fmt.Errorf("invalid value %q for --%s: %v", a.val, a.flag, err)
-		}
+	if err := svcmain.HostPorts(svcmain.Address{Value: o.listen, Flag: "listen"}, svcmain.Address{Value: o.metricsListen, Flag: "metrics-listen"}); err != nil {
+		return nil, err
 	}
 	if o.poll < 100*time.Millisecond || o.poll > time.Minute {
 		return nil, fmt.Errorf("invalid value %s for --session-poll: must be between 100ms and 1m", o.poll)

@@ -5,10 +5,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
-	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -48,30 +45,13 @@ type options struct {
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
-	fs := flag.NewFlagSet("frontend", flag.ContinueOnError)
+	fs := svcmain.NewFlags("frontend", getenv)
 	o := &options{}
-	var envErrs []error
-	str := func(p *string, name, env, def, usage string) {
-		if v := getenv(env); v != "" {
-			def = v
-		}
-		fs.StringVar(p, name, def, usage+" (env "+env+")")
-	}
-	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
-		if v := getenv(env); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				envErrs = append(envErrs, fmt.Errorf("invalid value %q for --%s from %s: %v", v, name, env, err))
-			} else {
-				def = d
-			}
-		}
-		fs.DurationVar(p, name, def, usage+" (env "+env+")")
-	}
+	str, dur := fs.String, fs.Duration
 	str(&o.listen, "listen", "FRONTEND_LISTEN", "127.0.0.1:8443", "address of the ARM API")
 	str(&o.pprofTokenFile, "pprof-token-file", "FRONTEND_PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md)")
 	str(&o.metricsListen, "metrics-listen", "FRONTEND_METRICS_LISTEN", "127.0.0.1:9443", "address of /metrics: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
-	o.store.Register(fs, "FRONTEND", getenv)
+	o.store.Register(fs.FlagSet, "FRONTEND", getenv)
 	str(&o.clusterService, "cluster-service", "FRONTEND_CLUSTER_SERVICE", "", "Cluster Service gRPC address host:port (required)")
 	str(&o.location, "location", "FRONTEND_LOCATION", "", "Azure region served, e.g. eastus (required)")
 	str(&o.serverTLS.Cert, "tls-cert", "FRONTEND_TLS_CERT", "", "server certificate (PEM), re-read when it changes; without it the listeners must be loopback; with it --tls-client-ca and --arm-client-subjects are required")
@@ -88,27 +68,18 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if len(envErrs) > 0 {
-		return nil, errors.Join(envErrs...)
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	for _, req := range []struct{ val, flag, env string }{
-		{o.clusterService, "cluster-service", "FRONTEND_CLUSTER_SERVICE"},
-		{o.location, "location", "FRONTEND_LOCATION"},
-	} {
-		if req.val == "" {
-			return nil, fmt.Errorf("--%s is required (or set %s)", req.flag, req.env)
-		}
+	if err := svcmain.Require(
+		svcmain.Required{Value: o.clusterService, Flag: "cluster-service", Env: "FRONTEND_CLUSTER_SERVICE"},
+		svcmain.Required{Value: o.location, Flag: "location", Env: "FRONTEND_LOCATION"},
+	); err != nil {
+		return nil, err
 	}
 	if err := o.store.Validate(); err != nil {
 		return nil, err
 	}
-	for _, a := range []struct{ val, flag string }{{o.listen, "listen"}, {o.metricsListen, "metrics-listen"}, {o.clusterService, "cluster-service"}} {
-		if _, _, err := net.SplitHostPort(a.val); err != nil {
-			return nil, fmt.Errorf("invalid value %q for --%s: %v", a.val, a.flag, err)
-		}
+	if err := svcmain.HostPorts(svcmain.Address{Value: o.listen, Flag: "listen"}, svcmain.Address{Value: o.metricsListen, Flag: "metrics-listen"},
+		svcmain.Address{Value: o.clusterService, Flag: "cluster-service"}); err != nil {
+		return nil, err
 	}
 	if o.retryAfter < time.Second {
 		return nil, fmt.Errorf("invalid value %s for --retry-after: at least 1s", o.retryAfter)
