@@ -26,6 +26,7 @@ help:
 	@echo "make bench-p4  P4 alone: creates/s through OpenHCP against bare Maestro in one run (SHORT=1: CI size)"
 	@echo "make bench-p5  P5 alone: scale to 1,000/2,000/5,000 hosted clusters over 4 management clusters (SHORT=1: 100/200)"
 	@echo "make bench-hostedapi  hosted kube-apiservers: RSS and start time, shared hosted etcd vs one per cluster"
+	@echo "make bench-cost  CPU per ARM operation, per process, against the previous run and the first baseline (SHORT=1: small)"
 	@echo "make lint      gofmt and go vet"
 	@echo "make images    build the container images into .run/images (no container engine; docs/deploy.md#images)"
 	@echo "make tools     build the pinned Kubernetes binaries, etcd, CoreDNS, maestro, promtool and helm (cached)"
@@ -178,6 +179,14 @@ bench-p5: deps tools
 # Hosted control planes: memory (RSS) and start time to /readyz per hosted kube-apiserver, with
 # one shared hosted etcd against one etcd per hosted cluster (HOSTED_BENCH_CLUSTERS, default 2);
 # figures in docs/performance.md.
+# CPU per operation (test/e2e/cost_bench_test.go): GET, list, PUT, PATCH, DELETE request paths,
+# whole create and delete, and bare Maestro per work, from /proc accounting, in one run; a region
+# without hosted kube-apiservers, whose start-up would swamp a create's cost (docs/performance.md).
+.PHONY: bench-cost
+bench-cost: deps tools
+	cd test && OPENHCP_E2E_HOSTED_APISERVERS=-1 go test ./e2e -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x -count=1 -timeout 30m $(if $(SHORT),-short)
+	go run ./tooling/cmd/benchplot -dir docs/perf-data
+
 .PHONY: bench-hostedapi
 bench-hostedapi: deps tools
 	cd dev-infrastructure/mgmtcluster && go test ./hypershiftsim -short -run '^$$' -bench HostedControlPlaneStorage -benchtime 1x -count=1 -timeout 10m

@@ -47,8 +47,11 @@ func runMain(m *testing.M) int {
 	region, err = localregion.Up(ctx, localregion.Config{
 		StateDir:           dir,
 		ManagementClusters: 2,
-		Sim:                localregion.SimConfig{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second},
-		BackendResync:      5 * time.Second,
+		// OPENHCP_E2E_HOSTED_APISERVERS caps the real hosted kube-apiservers per management
+		// cluster (0: the region's default; negative: none, for BenchmarkCost).
+		Sim: localregion.SimConfig{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second,
+			HostedAPIServers: envNumber("OPENHCP_E2E_HOSTED_APISERVERS")},
+		BackendResync: 5 * time.Second,
 		// OPENHCP_E2E_AGENT_V raises the agents' log level: at 5 BenchmarkFeedbackModes reads
 		// from their logs when each sent the status that first carried Available.
 		AgentVerbosity: envNumber("OPENHCP_E2E_AGENT_V"),

@@ -108,9 +108,15 @@ func header(b *strings.Builder, r report) {
 // throughputChart draws each point's achieved rate as a bar (linear y), coloured by series,
 // in the points' order.
 func throughputChart(r report) string {
+	// Chart "bars" draws each point's Value in r.YUnit the same way (BenchmarkCost: CPU per
+	// operation).
+	val, unit := func(p point) float64 { return p.Achieved }, "/s"
+	if r.Chart == "bars" {
+		val, unit = func(p point) float64 { return p.Value }, " ms"
+	}
 	ymax := 0.0
 	for _, p := range r.Points {
-		ymax = math.Max(ymax, p.Achieved)
+		ymax = math.Max(ymax, val(p))
 	}
 	if ymax == 0 {
 		ymax = 1
@@ -123,8 +129,8 @@ func throughputChart(r report) string {
 	fmt.Fprintf(&b, `<path d="M%d %d V%g H%g" stroke="black" fill="none"/>`+"\n", left, top, top+ph, left+pw)
 	for i := 0; i <= 4; i++ {
 		v := ymax * float64(i) / 4
-		fmt.Fprintf(&b, `<line x1="%d" x2="%g" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%.1f/s</text>`+"\n",
-			left, left+pw, y(v), y(v), left-6, y(v)+4, v)
+		fmt.Fprintf(&b, `<line x1="%d" x2="%g" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%.1f%s</text>`+"\n",
+			left, left+pw, y(v), y(v), left-6, y(v)+4, v, unit)
 	}
 	colour := map[string]string{}
 	slot := pw / float64(len(r.Points))
@@ -137,9 +143,10 @@ func throughputChart(r report) string {
 			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="14" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", width-right+15, ly-8, col, width-right+35, ly+2, html.EscapeString(p.Series))
 		}
 		bx := left + float64(i)*slot + slot*0.15
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %.2f/s (n %d, errors %d)</title></rect>`+"\n",
-			bx, y(p.Achieved), slot*0.7, top+ph-y(p.Achieved), col, html.EscapeString(p.Series), p.Achieved, p.N, p.Errors)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%.2f/s</text>`+"\n", bx+slot*0.35, y(p.Achieved)-4, p.Achieved)
+		v := val(p)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %.2f%s (n %d, errors %d)</title></rect>`+"\n",
+			bx, y(v), slot*0.7, top+ph-y(v), col, html.EscapeString(p.Series), v, unit, p.N, p.Errors)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%.2f%s</text>`+"\n", bx+slot*0.35, y(v)-4, v, unit)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%d</text>`+"\n", bx+slot*0.35, top+ph+16, i+1)
 	}
 	xLabel := "phase, in the order run"
@@ -154,7 +161,7 @@ func throughputChart(r report) string {
 // chart draws one report: x is offered load (linear), y is latency in ms (log10); or, for
 // Chart "throughput", throughputChart.
 func chart(r report) string {
-	if r.Chart == "throughput" {
+	if r.Chart == "throughput" || r.Chart == "bars" {
 		return throughputChart(r)
 	}
 	if r.Chart == "values" {

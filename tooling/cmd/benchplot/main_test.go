@@ -30,6 +30,9 @@ func TestRun(t *testing.T) {
 		{name: "throughput bars", report: &report{Benchmark: "p4t", Chart: "throughput", Points: []point{
 			{Series: "OpenHCP", N: 120, Achieved: 1.39}, {Series: "bare Maestro", N: 120, Achieved: 0.86}, {Series: "bare Maestro", N: 120, Achieved: 2.65}}},
 			wantLines: 0, wantText: []string{"1.39/s", "2.65/s", "bare Maestro: 0.86/s (n 120, errors 0)", "phase, in the order run"}},
+		{name: "cost bars", report: &report{Benchmark: "cost", Chart: "bars", Points: []point{
+			{Series: "GET", N: 300, Value: 1.9}, {Series: "whole create", N: 100, Value: 41.25}}},
+			wantLines: 0, wantText: []string{"1.90 ms", "whole create: 41.25 ms (n 100, errors 0)"}, wantNot: []string{"1.90/s"}},
 		{name: "stages rows", report: &report{Benchmark: "fb", Chart: "stages", Points: []point{
 			{Series: "fixed: Available → ARM Succeeded", N: 100, P50ms: 46455, P99ms: 61291},
 			{Series: "fixed: no figure", N: 100, Errors: 100},
