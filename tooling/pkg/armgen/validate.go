@@ -141,6 +141,17 @@ func (p *Package) validateFile() ([]byte, error) {
 		fmt.Fprintf(&b, "var specPattern%d = regexp.MustCompile(%s)\n", i, strconv.Quote(pat))
 	}
 	b.Write(body.Bytes())
+	for _, u := range UpdateRoots {
+		paths, err := p.updatePaths(u.Def)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "// %s are what a PATCH body may hold: the paths of the specification's %s,\n// a whole object where it allows all of it.\nvar %s = []string{\n", u.Var, u.Def, u.Var)
+		for _, path := range paths {
+			fmt.Fprintf(&b, "%q,\n", path)
+		}
+		b.WriteString("}\n\n")
+	}
 	b.WriteString("// specPath is the JSON path of a property under path.\nfunc specPath(path, name string) string {\nif path == \"\" {\nreturn name\n}\nreturn path + \".\" + name\n}\n")
 	return gofmt(p.Version.Package+"/zz_generated_validate.go", &b)
 }

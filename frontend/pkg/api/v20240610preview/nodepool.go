@@ -1,6 +1,8 @@
 package v20240610preview
 
 import (
+	"slices"
+
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
@@ -76,19 +78,9 @@ func (version) RenderNodePool(np *api.NodePool) any {
 	return ext
 }
 
-// NodePoolUpdatePaths implements api.NodePoolVersion: NodePoolUpdate of this version.
-func (version) NodePoolUpdatePaths() []string {
-	return []string{
-		"tags",
-		"identity",
-		"properties.version",
-		"properties.replicas",
-		"properties.autoScaling",
-		"properties.labels",
-		"properties.taints",
-		"properties.nodeDrainTimeoutMinutes",
-	}
-}
+// NodePoolUpdatePaths implements api.NodePoolVersion: NodePoolUpdate of this version, generated
+// from the specification.
+func (version) NodePoolUpdatePaths() []string { return slices.Clone(specNodePoolUpdatePaths) }
 
 // PreserveNodePool implements api.NodePoolVersion: osDisk.diskType came with
 // 2025-12-23-preview, so a write through this version keeps the stored one.

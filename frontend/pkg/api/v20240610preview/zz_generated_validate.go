@@ -74,6 +74,30 @@ func (x *KmsKey) validateSpec(v *fieldcheck.Checker, path string) {
 	v.Length(x.Version, specPath(path, "version"))
 }
 
+// specClusterUpdatePaths are what a PATCH body may hold: the paths of the specification's HcpOpenShiftClusterUpdate,
+// a whole object where it allows all of it.
+var specClusterUpdatePaths = []string{
+	"identity",
+	"properties.autoscaling",
+	"properties.nodeDrainTimeoutMinutes",
+	"properties.platform.operatorsAuthentication",
+	"properties.version",
+	"tags",
+}
+
+// specNodePoolUpdatePaths are what a PATCH body may hold: the paths of the specification's NodePoolUpdate,
+// a whole object where it allows all of it.
+var specNodePoolUpdatePaths = []string{
+	"identity",
+	"properties.autoScaling",
+	"properties.labels",
+	"properties.nodeDrainTimeoutMinutes",
+	"properties.replicas",
+	"properties.taints",
+	"properties.version",
+	"tags",
+}
+
 // specPath is the JSON path of a property under path.
 func specPath(path, name string) string {
 	if path == "" {
