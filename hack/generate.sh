@@ -22,3 +22,7 @@ go run ./tooling/cmd/gen-crds -module-dir tooling -out dev-infrastructure/mgmtcl
 # Every Helm chart's values.schema.json, from its values.yaml and config/config.schema.json's $defs
 # (docs/deploy.md#values-schemas).
 go run ./tooling/cmd/gen-values-schema -root .
+
+# The frontend's versioned ARM types and their structural validation, from the vendored OpenAPI
+# specification (docs/api.md#adding-an-api-version).
+go run ./tooling/cmd/gen-armtypes -root .

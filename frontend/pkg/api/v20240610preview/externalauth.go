@@ -7,15 +7,9 @@ import (
 
 func init() { api.RegisterExternalAuth(version{}) }
 
-// ExternalAuth is the hcpOpenShiftClusters/externalAuths resource of this version. Before
-// 2026-06-30-preview its read-only observation is one properties.condition; the schema is the
-// same in every version before that one, so the type is shared in profiles.
-type ExternalAuth = profiles.ConditionExternalAuth
-
-type (
-	ExternalAuthProperties = profiles.ConditionExternalAuthProperties
-	ExternalAuthCondition  = profiles.ExternalAuthCondition
-)
+// ExternalAuth (generated, an alias of profiles.ConditionExternalAuth): before 2026-06-30-preview
+// its read-only observation is one properties.condition, and the schema is the same in every
+// version before that one, so the type and its decoding are shared in profiles.
 
 // DecodeExternalAuth implements api.ExternalAuthVersion.
 func (version) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {

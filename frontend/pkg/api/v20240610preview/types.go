@@ -5,8 +5,6 @@ package v20240610preview
 
 import (
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
-	"github.com/openhcp/openhcp/internal/arm"
 )
 
 // APIVersion is this package's api-version.
@@ -18,84 +16,12 @@ type version struct{}
 
 func (version) String() string { return APIVersion }
 
-// HcpOpenShiftCluster is the resource. Pointers tell "absent" from a zero value, so defaults
-// apply only to what the caller left out.
-type HcpOpenShiftCluster struct {
-	// Read-only envelope fields: accepted in a PUT body and ignored.
-	ID         *string         `json:"id,omitempty"`
-	Name       *string         `json:"name,omitempty"`
-	Type       *string         `json:"type,omitempty"`
-	SystemData *arm.SystemData `json:"systemData,omitempty"`
+// The resource types (HcpOpenShiftCluster, NodePool, ExternalAuth and what they reference), their
+// enums and the specification's structural checks are generated from this version's OpenAPI
+// specification into zz_generated_types.go and zz_generated_validate.go (make generate).
 
-	Location   *string                        `json:"location,omitempty"`
-	Tags       map[string]string              `json:"tags,omitempty"`
-	Identity   *ManagedServiceIdentity        `json:"identity,omitempty"`
-	Properties *HcpOpenShiftClusterProperties `json:"properties,omitempty"`
-}
-
-type HcpOpenShiftClusterProperties struct {
-	ProvisioningState       *string                      `json:"provisioningState,omitempty"`
-	Version                 *VersionProfile              `json:"version,omitempty"`
-	DNS                     *DNSProfile                  `json:"dns,omitempty"`
-	Network                 *NetworkProfile              `json:"network,omitempty"`
-	Console                 *ConsoleProfile              `json:"console,omitempty"`
-	API                     *APIProfile                  `json:"api,omitempty"`
-	Platform                *PlatformProfile             `json:"platform,omitempty"`
-	Autoscaling             *ClusterAutoscalingProfile   `json:"autoscaling,omitempty"`
-	Etcd                    *EtcdProfile                 `json:"etcd,omitempty"`
-	NodeDrainTimeoutMinutes *int32                       `json:"nodeDrainTimeoutMinutes,omitempty"`
-	ClusterImageRegistry    *ClusterImageRegistryProfile `json:"clusterImageRegistry,omitempty"`
-}
-
-type PlatformProfile struct {
-	ManagedResourceGroup    *string                         `json:"managedResourceGroup,omitempty"`
-	SubnetID                *string                         `json:"subnetId,omitempty"`
-	OutboundType            *string                         `json:"outboundType,omitempty"`
-	NetworkSecurityGroupID  *string                         `json:"networkSecurityGroupId,omitempty"`
-	OperatorsAuthentication *OperatorsAuthenticationProfile `json:"operatorsAuthentication,omitempty"`
-	IssuerURL               *string                         `json:"issuerUrl,omitempty"`
-}
-
-type EtcdProfile struct {
-	DataEncryption *EtcdDataEncryptionProfile `json:"dataEncryption,omitempty"`
-}
-
-type EtcdDataEncryptionProfile struct {
-	KeyManagementMode *string                           `json:"keyManagementMode,omitempty"`
-	CustomerManaged   *CustomerManagedEncryptionProfile `json:"customerManaged,omitempty"`
-}
-
-type CustomerManagedEncryptionProfile struct {
-	EncryptionType *string               `json:"encryptionType,omitempty"`
-	KMS            *KmsEncryptionProfile `json:"kms,omitempty"`
-}
-
-type KmsEncryptionProfile struct {
-	ActiveKey *KmsKey `json:"activeKey,omitempty"`
-}
-
-type KmsKey struct {
-	VaultName *string `json:"vaultName,omitempty"`
-	Name      *string `json:"name,omitempty"`
-	Version   *string `json:"version,omitempty"`
-}
-
-// Sub-structures whose shape is the same in every api-version.
-type (
-	VersionProfile                 = profiles.VersionProfile
-	DNSProfile                     = profiles.DNSProfile
-	NetworkProfile                 = profiles.NetworkProfile
-	ConsoleProfile                 = profiles.ConsoleProfile
-	APIProfile                     = profiles.APIProfile
-	OperatorsAuthenticationProfile = profiles.OperatorsAuthenticationProfile
-	UserAssignedIdentitiesProfile  = profiles.UserAssignedIdentitiesProfile
-	ClusterAutoscalingProfile      = profiles.ClusterAutoscalingProfile
-	ClusterImageRegistryProfile    = profiles.ClusterImageRegistryProfile
-	ManagedServiceIdentity         = profiles.ManagedServiceIdentity
-	UserAssignedIdentity           = profiles.UserAssignedIdentity
-)
-
-// HcpOpenShiftClusterListResult is one page of a list.
+// HcpOpenShiftClusterListResult is one page of a list. Not generated: a page holds resources
+// already rendered (any), not this version's typed value list.
 type HcpOpenShiftClusterListResult struct {
 	Value    []any  `json:"value"`
 	NextLink string `json:"nextLink,omitempty"`

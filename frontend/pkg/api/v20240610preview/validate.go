@@ -5,11 +5,14 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
-// validate checks a decoded body against the specification's constraints (required fields,
-// enums, ranges, patterns, resource ID types) and a few cross-field rules.
+// validate checks a decoded body: first what the specification says of each field (required
+// fields, enums, ranges, lengths: validateSpec, generated), then the rules it cannot say,
+// written here: resource ID types, CIDR blocks, identities and cross-field rules. These stay
+// hand-written because they are meaning, not shape.
 func validate(e *HcpOpenShiftCluster) error {
 	v := &fieldcheck.Checker{}
-	v.Required(e.Location != nil && *e.Location != "", "location")
+	e.validateSpec(v, "")
+	// The specification lets properties out; a cluster cannot be created without them.
 	if v.Required(e.Properties != nil, "properties") {
 		validateProperties(v, e.Properties)
 	}
@@ -30,36 +33,36 @@ func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties)
 	if a := p.API; a != nil {
 		v.API(a)
 	}
-	if v.Required(p.Platform != nil, "properties.platform") {
+	if p.Platform != nil {
 		validatePlatform(v, p.Platform)
 	}
 	if a := p.Autoscaling; a != nil {
 		v.Autoscaling(a)
 	}
-	v.RangeInt(p.NodeDrainTimeoutMinutes, "properties.nodeDrainTimeoutMinutes", 0, 10080)
 	if et := p.Etcd; et != nil && et.DataEncryption != nil {
 		validateEtcd(v, et.DataEncryption)
 	}
+	// clusterImageRegistry is a shared type (profiles), which the generated checks leave out.
 	if r := p.ClusterImageRegistry; r != nil {
-		v.Enum(r.State, "properties.clusterImageRegistry.state", api.RegistryEnabled, api.RegistryDisabled)
+		v.Enum(r.State, "properties.clusterImageRegistry.state", ClusterImageRegistryStateValues...)
 	}
 }
 
 func validatePlatform(v *fieldcheck.Checker, pl *PlatformProfile) {
 	v.ManagedResourceGroup(pl.ManagedResourceGroup)
-	if v.Required(pl.SubnetID != nil, "properties.platform.subnetId") {
+	if pl.SubnetID != nil {
 		v.ArmID(*pl.SubnetID, "properties.platform.subnetId", fieldcheck.TypeSubnet)
 	}
-	if v.Required(pl.NetworkSecurityGroupID != nil, "properties.platform.networkSecurityGroupId") {
+	if pl.NetworkSecurityGroupID != nil {
 		v.ArmID(*pl.NetworkSecurityGroupID, "properties.platform.networkSecurityGroupId", fieldcheck.TypeNSG)
 	}
-	v.Enum(pl.OutboundType, "properties.platform.outboundType", api.OutboundTypeLoadBalancer)
 	v.OperatorsAuthentication(pl.OperatorsAuthentication)
 }
 
 func validateEtcd(v *fieldcheck.Checker, de *EtcdDataEncryptionProfile) {
 	const base = "properties.etcd.dataEncryption"
-	v.Enum(de.KeyManagementMode, base+".keyManagementMode", api.KeyManagementCustomer, api.KeyManagementPlatform)
+	// keyManagementMode (enum, generated) defaults to PlatformManaged; each mode has its own rule
+	// about customerManaged, which the specification cannot say.
 	mode := str(de.KeyManagementMode, api.KeyManagementPlatform)
 	switch {
 	case mode == api.KeyManagementCustomer && de.CustomerManaged == nil:
@@ -67,22 +70,11 @@ func validateEtcd(v *fieldcheck.Checker, de *EtcdDataEncryptionProfile) {
 	case mode == api.KeyManagementPlatform && de.CustomerManaged != nil:
 		v.Add(base+".customerManaged", "Field '%s.customerManaged' must not be set when keyManagementMode is PlatformManaged.", base)
 	}
-	cm := de.CustomerManaged
-	if cm == nil {
-		return
+	// encryptionType KMS (the only one) needs kms, which the specification lets out. In this
+	// version the key vault name belongs to the active key (KmsKey.vaultName, generated).
+	if cm := de.CustomerManaged; cm != nil {
+		v.Required(cm.KMS != nil, base+".customerManaged.kms")
 	}
-	v.Enum(cm.EncryptionType, base+".customerManaged.encryptionType", api.EncryptionTypeKMS)
-	if !v.Required(cm.KMS != nil, base+".customerManaged.kms") {
-		return
-	}
-	k := cm.KMS.ActiveKey
-	if !v.Required(k != nil, base+".customerManaged.kms.activeKey") {
-		return
-	}
-	// In this version the key vault name belongs to the active key.
-	v.Length(k.VaultName, base+".customerManaged.kms.activeKey.vaultName")
-	v.Length(k.Name, base+".customerManaged.kms.activeKey.name")
-	v.Length(k.Version, base+".customerManaged.kms.activeKey.version")
 }
 
 func validateIdentity(v *fieldcheck.Checker, e *HcpOpenShiftCluster) {

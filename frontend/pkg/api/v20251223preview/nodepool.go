@@ -1,54 +1,14 @@
 package v20251223preview
 
 import (
+	"slices"
+
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
-	"github.com/openhcp/openhcp/internal/arm"
 )
 
 func init() { api.RegisterNodePool(version{}) }
-
-// NodePool is the hcpOpenShiftClusters/nodePools resource of this version.
-type NodePool struct {
-	// Read-only envelope fields: accepted in a PUT body and ignored.
-	ID         *string         `json:"id,omitempty"`
-	Name       *string         `json:"name,omitempty"`
-	Type       *string         `json:"type,omitempty"`
-	SystemData *arm.SystemData `json:"systemData,omitempty"`
-
-	Location   *string                 `json:"location,omitempty"`
-	Tags       map[string]string       `json:"tags,omitempty"`
-	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`
-	Properties *NodePoolProperties     `json:"properties,omitempty"`
-}
-
-type NodePoolProperties struct {
-	ProvisioningState       *string                          `json:"provisioningState,omitempty"`
-	Version                 *profiles.NodePoolVersionProfile `json:"version,omitempty"`
-	Platform                *NodePoolPlatformProfile         `json:"platform,omitempty"`
-	Replicas                *int32                           `json:"replicas,omitempty"`
-	AutoRepair              *bool                            `json:"autoRepair,omitempty"`
-	AutoScaling             *profiles.NodePoolAutoScaling    `json:"autoScaling,omitempty"`
-	Labels                  []profiles.Label                 `json:"labels,omitempty"`
-	Taints                  []profiles.Taint                 `json:"taints,omitempty"`
-	NodeDrainTimeoutMinutes *int32                           `json:"nodeDrainTimeoutMinutes,omitempty"`
-}
-
-type NodePoolPlatformProfile struct {
-	SubnetID               *string        `json:"subnetId,omitempty"`
-	VMSize                 *string        `json:"vmSize,omitempty"`
-	EnableEncryptionAtHost *bool          `json:"enableEncryptionAtHost,omitempty"`
-	OSDisk                 *OsDiskProfile `json:"osDisk,omitempty"`
-	AvailabilityZone       *string        `json:"availabilityZone,omitempty"`
-}
-
-type OsDiskProfile struct {
-	SizeGiB                *int32  `json:"sizeGiB,omitempty"`
-	DiskStorageAccountType *string `json:"diskStorageAccountType,omitempty"`
-	EncryptionSetID        *string `json:"encryptionSetId,omitempty"`
-	DiskType               *string `json:"diskType,omitempty"`
-}
 
 // nodePoolRules: version.id required (NodePoolVersionProfile), no maximum disk size.
 var nodePoolRules = fieldcheck.NodePoolRules{VersionIDRequired: true}
@@ -121,19 +81,9 @@ func (version) RenderNodePool(np *api.NodePool) any {
 	return ext
 }
 
-// NodePoolUpdatePaths implements api.NodePoolVersion: NodePoolUpdate of this version.
-func (version) NodePoolUpdatePaths() []string {
-	return []string{
-		"tags",
-		"identity",
-		"properties.version",
-		"properties.replicas",
-		"properties.autoScaling",
-		"properties.labels",
-		"properties.taints",
-		"properties.nodeDrainTimeoutMinutes",
-	}
-}
+// NodePoolUpdatePaths implements api.NodePoolVersion: NodePoolUpdate of this version, generated
+// from the specification.
+func (version) NodePoolUpdatePaths() []string { return slices.Clone(specNodePoolUpdatePaths) }
 
 // PreserveNodePool implements api.NodePoolVersion: this version expresses every field.
 func (version) PreserveNodePool(stored, next *api.NodePool) {}

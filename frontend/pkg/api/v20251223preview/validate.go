@@ -7,11 +7,14 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
-// validate checks a decoded body against the specification's constraints (required fields,
-// enums, ranges, patterns, resource ID types) and a few cross-field rules.
+// validate checks a decoded body: first what the specification says of each field (required
+// fields, enums, ranges, lengths: validateSpec, generated), then the rules it cannot say,
+// written here: resource ID types, CIDR blocks, identities, fields required since this
+// version, and cross-field rules. These stay hand-written because they are meaning, not shape.
 func validate(e *HcpOpenShiftCluster, stored *api.Cluster) error {
 	v := &fieldcheck.Checker{Stored: stored}
-	v.Required(e.Location != nil && *e.Location != "", "location")
+	e.validateSpec(v, "")
+	// The specification lets properties out; a cluster cannot be created without them.
 	if v.Required(e.Properties != nil, "properties") {
 		validateProperties(v, e.Properties)
 	}
@@ -20,7 +23,7 @@ func validate(e *HcpOpenShiftCluster, stored *api.Cluster) error {
 }
 
 func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties) {
-	if v.Required(p.Version != nil, "properties.version") {
+	if p.Version != nil {
 		v.RequiredSince(p.Version.ID, func(c *api.Cluster) bool { return c.Properties.Version.ID == "" }, "properties.version.id")
 		v.ChannelGroup(p.Version.ChannelGroup, "properties.version.channelGroup")
 	}
@@ -34,24 +37,24 @@ func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties)
 	if a := p.API; a != nil {
 		v.API(a)
 	}
-	if v.Required(p.Platform != nil, "properties.platform") {
+	if p.Platform != nil {
 		validatePlatform(v, p.Platform)
 	}
 	if a := p.Autoscaling; a != nil {
 		v.Autoscaling(a)
 	}
-	v.RangeInt(p.NodeDrainTimeoutMinutes, "properties.nodeDrainTimeoutMinutes", 0, 10080)
 	if et := p.Etcd; et != nil && et.DataEncryption != nil {
 		validateEtcd(v, et.DataEncryption)
 	}
+	// clusterImageRegistry is a shared type (profiles), which the generated checks leave out.
 	if r := p.ClusterImageRegistry; r != nil {
-		v.Enum(r.State, "properties.clusterImageRegistry.state", api.RegistryEnabled, api.RegistryDisabled)
+		v.Enum(r.State, "properties.clusterImageRegistry.state", ClusterImageRegistryStateValues...)
 	}
 }
 
 func validatePlatform(v *fieldcheck.Checker, pl *PlatformProfile) {
 	v.ManagedResourceGroup(pl.ManagedResourceGroup)
-	if v.Required(pl.SubnetID != nil, "properties.platform.subnetId") {
+	if pl.SubnetID != nil {
 		v.ArmID(*pl.SubnetID, "properties.platform.subnetId", fieldcheck.TypeSubnet)
 	}
 	if v.RequiredSince(pl.VnetIntegrationSubnetID, func(c *api.Cluster) bool { return c.Properties.Platform.VnetIntegrationSubnetID == "" },
@@ -61,16 +64,16 @@ func validatePlatform(v *fieldcheck.Checker, pl *PlatformProfile) {
 			v.Add("properties.platform.vnetIntegrationSubnetId", "The VNet integration subnet must not be the cluster subnet '%s'.", *pl.SubnetID)
 		}
 	}
-	if v.Required(pl.NetworkSecurityGroupID != nil, "properties.platform.networkSecurityGroupId") {
+	if pl.NetworkSecurityGroupID != nil {
 		v.ArmID(*pl.NetworkSecurityGroupID, "properties.platform.networkSecurityGroupId", fieldcheck.TypeNSG)
 	}
-	v.Enum(pl.OutboundType, "properties.platform.outboundType", api.OutboundTypeLoadBalancer)
 	v.OperatorsAuthentication(pl.OperatorsAuthentication)
 }
 
 func validateEtcd(v *fieldcheck.Checker, de *EtcdDataEncryptionProfile) {
 	const base = "properties.etcd.dataEncryption"
-	v.Enum(de.KeyManagementMode, base+".keyManagementMode", api.KeyManagementCustomer, api.KeyManagementPlatform)
+	// keyManagementMode (enum, generated) defaults to PlatformManaged in this version; each mode
+	// has its own rule about customerManaged, which the specification cannot say.
 	mode := str(de.KeyManagementMode, api.KeyManagementPlatform)
 	switch {
 	case mode == api.KeyManagementCustomer && de.CustomerManaged == nil:
@@ -82,25 +85,17 @@ func validateEtcd(v *fieldcheck.Checker, de *EtcdDataEncryptionProfile) {
 	if cm == nil {
 		return
 	}
-	v.Enum(cm.EncryptionType, base+".customerManaged.encryptionType", api.EncryptionTypeKMS)
+	// encryptionType KMS (the only one) needs kms, which the specification lets out.
 	if !v.Required(cm.KMS != nil, base+".customerManaged.kms") {
 		return
 	}
-	kms := cm.KMS
-	v.Length(kms.VaultName, base+".customerManaged.kms.vaultName")
 	noVisibility := func(c *api.Cluster) bool {
 		cm := c.Properties.Etcd.DataEncryption.CustomerManaged
 		return cm == nil || cm.KMS == nil || cm.KMS.Visibility == ""
 	}
-	if v.RequiredSince(kms.Visibility, noVisibility, base+".customerManaged.kms.visibility") {
-		v.Enum(kms.Visibility, base+".customerManaged.kms.visibility", "Public", "Private")
+	if v.RequiredSince(cm.KMS.Visibility, noVisibility, base+".customerManaged.kms.visibility") {
+		v.Enum(cm.KMS.Visibility, base+".customerManaged.kms.visibility", KeyVaultVisibilityValues...)
 	}
-	k := kms.ActiveKey
-	if !v.Required(k != nil, base+".customerManaged.kms.activeKey") {
-		return
-	}
-	v.Length(k.Name, base+".customerManaged.kms.activeKey.name")
-	v.Length(k.Version, base+".customerManaged.kms.activeKey.version")
 }
 
 func validateIdentity(v *fieldcheck.Checker, e *HcpOpenShiftCluster) {

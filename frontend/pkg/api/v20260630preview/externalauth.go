@@ -15,24 +15,9 @@ func init() { api.RegisterExternalAuth(version{APIVersion}) }
 // schema is this one's (2026-09-01-preview).
 func SameExternalAuthSchema(apiVersion string) api.ExternalAuthVersion { return version{apiVersion} }
 
-// ExternalAuth is the hcpOpenShiftClusters/externalAuths resource of this version. From this
-// version on, its read-only observation is properties.status.conditions.
-type ExternalAuth struct {
-	// Read-only envelope fields: accepted in a PUT body and ignored.
-	ID         *string         `json:"id,omitempty"`
-	Name       *string         `json:"name,omitempty"`
-	Type       *string         `json:"type,omitempty"`
-	SystemData *arm.SystemData `json:"systemData,omitempty"`
-
-	Properties *ExternalAuthProperties `json:"properties,omitempty"`
-}
-
-type ExternalAuthProperties struct {
-	ProvisioningState *string `json:"provisioningState,omitempty"`
-	// Status is read-only: accepted in a body and ignored.
-	Status *ResourceStatus `json:"status,omitempty"`
-	profiles.ExternalAuthFields
-}
+// ExternalAuth (generated) is the hcpOpenShiftClusters/externalAuths resource of this version.
+// From this version on, its read-only observation is properties.status.conditions; its writable
+// properties are profiles.ExternalAuthFields, embedded, as in every version.
 
 // DecodeExternalAuth implements api.ExternalAuthVersion.
 func (version) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {

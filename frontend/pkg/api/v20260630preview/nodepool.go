@@ -1,10 +1,11 @@
 package v20260630preview
 
 import (
+	"slices"
+
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
-	"github.com/openhcp/openhcp/internal/arm"
 )
 
 func init() { api.RegisterNodePool(version{APIVersion}) }
@@ -12,51 +13,6 @@ func init() { api.RegisterNodePool(version{APIVersion}) }
 // SameNodePoolSchema is the api.NodePoolVersion of an api-version whose node pool schema is
 // this one's (2026-09-01-preview).
 func SameNodePoolSchema(apiVersion string) api.NodePoolVersion { return version{apiVersion} }
-
-// NodePool is the hcpOpenShiftClusters/nodePools resource of this version.
-type NodePool struct {
-	// Read-only envelope fields: accepted in a PUT body and ignored.
-	ID         *string         `json:"id,omitempty"`
-	Name       *string         `json:"name,omitempty"`
-	Type       *string         `json:"type,omitempty"`
-	SystemData *arm.SystemData `json:"systemData,omitempty"`
-
-	Location   *string                 `json:"location,omitempty"`
-	Tags       map[string]string       `json:"tags,omitempty"`
-	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`
-	Properties *NodePoolProperties     `json:"properties,omitempty"`
-}
-
-type NodePoolProperties struct {
-	ProvisioningState       *string                          `json:"provisioningState,omitempty"`
-	Version                 *profiles.NodePoolVersionProfile `json:"version,omitempty"`
-	Platform                *NodePoolPlatformProfile         `json:"platform,omitempty"`
-	Replicas                *int32                           `json:"replicas,omitempty"`
-	AutoRepair              *bool                            `json:"autoRepair,omitempty"`
-	AutoScaling             *profiles.NodePoolAutoScaling    `json:"autoScaling,omitempty"`
-	Labels                  []profiles.Label                 `json:"labels,omitempty"`
-	Taints                  []profiles.Taint                 `json:"taints,omitempty"`
-	NodeDrainTimeoutMinutes *int32                           `json:"nodeDrainTimeoutMinutes,omitempty"`
-	// Status is read-only: accepted in a body and ignored. Cluster Service reports no node
-	// pool conditions of the spec's types (Available, Degraded, Progressing), so it is not
-	// rendered.
-	Status *ResourceStatus `json:"status,omitempty"`
-}
-
-type NodePoolPlatformProfile struct {
-	SubnetID               *string        `json:"subnetId,omitempty"`
-	VMSize                 *string        `json:"vmSize,omitempty"`
-	EnableEncryptionAtHost *bool          `json:"enableEncryptionAtHost,omitempty"`
-	OSDisk                 *OsDiskProfile `json:"osDisk,omitempty"`
-	AvailabilityZone       *string        `json:"availabilityZone,omitempty"`
-}
-
-type OsDiskProfile struct {
-	SizeGiB                *int32  `json:"sizeGiB,omitempty"`
-	DiskStorageAccountType *string `json:"diskStorageAccountType,omitempty"`
-	EncryptionSetID        *string `json:"encryptionSetId,omitempty"`
-	DiskType               *string `json:"diskType,omitempty"`
-}
 
 // nodePoolRules: version.id required, sizeGiB at most 4095 (this version's OsDiskProfile).
 var nodePoolRules = fieldcheck.NodePoolRules{VersionIDRequired: true, MaxOSDiskSizeGiB: 4095}
@@ -129,19 +85,9 @@ func (version) RenderNodePool(np *api.NodePool) any {
 	return ext
 }
 
-// NodePoolUpdatePaths implements api.NodePoolVersion: NodePoolUpdate of this version.
-func (version) NodePoolUpdatePaths() []string {
-	return []string{
-		"tags",
-		"identity",
-		"properties.version",
-		"properties.replicas",
-		"properties.autoScaling",
-		"properties.labels",
-		"properties.taints",
-		"properties.nodeDrainTimeoutMinutes",
-	}
-}
+// NodePoolUpdatePaths implements api.NodePoolVersion: NodePoolUpdate of this version, generated
+// from the specification.
+func (version) NodePoolUpdatePaths() []string { return slices.Clone(specNodePoolUpdatePaths) }
 
 // PreserveNodePool implements api.NodePoolVersion: this version expresses every field.
 func (version) PreserveNodePool(stored, next *api.NodePool) {}

@@ -1,0 +1,126 @@
+package armgen
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// repoRoot is the repository root, two levels above tooling/pkg/armgen.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestCommittedFilesAreCurrent regenerates every version's files and fails when a committed
+// one differs: editing a generated file by hand, or a spec without a generator run, fails here
+// (and in make verify-generate, which runs the same comparison).
+func TestCommittedFilesAreCurrent(t *testing.T) {
+	root := repoRoot(t)
+	files, err := Generate(filepath.Join(root, "internal/armspec/spec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 7 {
+		t.Errorf("generated %d files, want 7 (types and validation for three versions, aliases for 2026-09-01-preview)", len(files))
+	}
+	stale, err := Stale(root, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stale) > 0 {
+		t.Errorf("generated files are stale (run make generate and commit):\n  %s", strings.Join(stale, "\n  "))
+	}
+}
+
+// TestStaleDetectsAHandEdit writes the generated files into a temporary tree, edits one and
+// expects Stale to name it.
+func TestStaleDetectsAHandEdit(t *testing.T) {
+	root := repoRoot(t)
+	files, err := Generate(filepath.Join(root, "internal/armspec/spec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	for _, f := range files {
+		if err := os.MkdirAll(filepath.Join(tmp, filepath.Dir(f.Path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Write(tmp, files); err != nil {
+		t.Fatal(err)
+	}
+	if stale, err := Stale(tmp, files); err != nil || len(stale) != 0 {
+		t.Fatalf("fresh tree: stale %v, err %v", stale, err)
+	}
+	edited := files[0].Path
+	p := filepath.Join(tmp, edited)
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, append(b, []byte("\n// a hand edit\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := Stale(tmp, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stale) != 1 || stale[0] != edited {
+		t.Errorf("after editing %s: stale = %v", edited, stale)
+	}
+}
+
+func TestGoFieldNameKeepsInitialisms(t *testing.T) {
+	for in, want := range map[string]string{
+		"subnetId": "SubnetID", "vnetIntegrationSubnetId": "VnetIntegrationSubnetID", "issuerUrl": "IssuerURL",
+		"kms": "KMS", "vmSize": "VMSize", "osDisk": "OSDisk", "sizeGiB": "SizeGiB", "api": "API", "dns": "DNS",
+		"authorizedCidrs": "AuthorizedCIDRs", "nodeDrainTimeoutMinutes": "NodeDrainTimeoutMinutes",
+	} {
+		if got := goFieldName(in); got != want {
+			t.Errorf("goFieldName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSameAsRefusesADifferentSchema: a version declared to repeat another's schema fails to
+// generate when one definition it reaches differs.
+func TestSameAsRefusesADifferentSchema(t *testing.T) {
+	root := repoRoot(t)
+	src := filepath.Join(root, "internal/armspec/spec")
+	tmp := t.TempDir()
+	copyFile := func(rel string, edit func(string) string) {
+		b, err := os.ReadFile(filepath.Join(src, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		if edit != nil {
+			s = edit(s)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(tmp, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, rel), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile("common-types/resource-management/v6/types.json", nil)
+	copyFile("common-types/resource-management/v6/managedidentity.json", nil)
+	for _, v := range Versions {
+		var edit func(string) string
+		if v.SameAs != "" {
+			edit = func(s string) string {
+				// 2026-09-01-preview's OsDiskProfile.sizeGiB maximum moves.
+				return strings.Replace(s, `"maximum": 4095`, `"maximum": 2048`, 1)
+			}
+		}
+		copyFile(specFile(v.APIVersion), edit)
+	}
+	_, err := Generate(tmp)
+	if err == nil || !strings.Contains(err.Error(), "OsDiskProfile") {
+		t.Fatalf("Generate with a differing 2026-09-01-preview: err = %v, want one naming OsDiskProfile", err)
+	}
+}

@@ -1,0 +1,103 @@
+package armgen
+
+// Version is what the generator needs to know about one api-version beyond its specification.
+type Version struct {
+	// APIVersion names the folder of the specification: preview/<APIVersion>/openapi.json.
+	APIVersion string
+	// Package is the Go package under frontend/pkg/api that serves it.
+	Package string
+	// SameAs, when set, is an earlier api-version whose cluster, node pool and external auth
+	// schemas this one repeats: the generator checks that every definition the roots reach is
+	// the same (descriptions aside) and writes aliases of that version's types.
+	SameAs string
+	// Shared maps a definition to the Go type of package profiles (or internal/arm) that every
+	// version uses for it: the generated file declares an alias, and the conversions to and
+	// from the internal model live once, with that type. A definition whose shape differs
+	// between versions must not be listed (the generator fails when it does).
+	Shared map[string]string
+	// Embed puts properties of a definition into an embedded shared struct instead of
+	// fields of their own (the writable part of an external auth).
+	Embed map[string]Embed
+}
+
+// Embed is a shared struct embedded in a generated one in place of some of its properties.
+type Embed struct {
+	Type  string
+	Props []string
+}
+
+// Roots are the resources a version package serves.
+var Roots = []string{"HcpOpenShiftCluster", "NodePool", "ExternalAuth"}
+
+// external are definitions of the common types that map to a type of internal/arm and get no
+// alias (the envelope's systemData).
+var external = map[string]string{"systemData": "arm.SystemData"}
+
+// typeNames renames definitions whose spec name breaks Go's initialisms.
+var typeNames = map[string]string{"ApiProfile": "APIProfile", "DnsProfile": "DNSProfile"}
+
+// sharedProfiles are the definitions whose JSON shape is the same in every api-version.
+var sharedProfiles = map[string]string{
+	"VersionProfile":                 "profiles.VersionProfile",
+	"DnsProfile":                     "profiles.DNSProfile",
+	"NetworkProfile":                 "profiles.NetworkProfile",
+	"ConsoleProfile":                 "profiles.ConsoleProfile",
+	"ApiProfile":                     "profiles.APIProfile",
+	"OperatorsAuthenticationProfile": "profiles.OperatorsAuthenticationProfile",
+	"UserAssignedIdentitiesProfile":  "profiles.UserAssignedIdentitiesProfile",
+	"ClusterAutoscalingProfile":      "profiles.ClusterAutoscalingProfile",
+	"ClusterImageRegistryProfile":    "profiles.ClusterImageRegistryProfile",
+	"ManagedServiceIdentity":         "profiles.ManagedServiceIdentity",
+	"UserAssignedIdentity":           "profiles.UserAssignedIdentity",
+	"ImageDigestMirror":              "profiles.ImageDigestMirror",
+	"NodePoolVersionProfile":         "profiles.NodePoolVersionProfile",
+	"NodePoolAutoScaling":            "profiles.NodePoolAutoScaling",
+	"Label":                          "profiles.Label",
+	"Taint":                          "profiles.Taint",
+	"TokenIssuerProfile":             "profiles.TokenIssuerProfile",
+	"ExternalAuthClientProfile":      "profiles.ExternalAuthClientProfile",
+	"ExternalAuthClaimProfile":       "profiles.ExternalAuthClaimProfile",
+}
+
+// conditionExternalAuth: before 2026-06-30-preview an external auth reports one
+// properties.condition, and its whole schema is the same in those versions.
+var conditionExternalAuth = map[string]string{
+	"ExternalAuth":           "profiles.ConditionExternalAuth",
+	"ExternalAuthProperties": "profiles.ConditionExternalAuthProperties",
+	"ExternalAuthCondition":  "profiles.ExternalAuthCondition",
+}
+
+func merge(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Versions are the api-versions the frontend serves, oldest first.
+var Versions = []Version{
+	{APIVersion: "2024-06-10-preview", Package: "v20240610preview", Shared: merge(sharedProfiles, conditionExternalAuth)},
+	{APIVersion: "2025-12-23-preview", Package: "v20251223preview", Shared: merge(sharedProfiles, conditionExternalAuth)},
+	{
+		APIVersion: "2026-06-30-preview", Package: "v20260630preview", Shared: sharedProfiles,
+		Embed: map[string]Embed{"ExternalAuthProperties": {Type: "profiles.ExternalAuthFields", Props: []string{"issuer", "clients", "claim"}}},
+	},
+	{APIVersion: "2026-09-01-preview", Package: "v20260901preview", SameAs: "2026-06-30-preview"},
+}
+
+// ValidateRoots are the resources whose version package validates its own types with the
+// generated checks. Node pools and external auths are validated by shared code over their
+// shared fields (fieldcheck.NodePool, profiles.DecodeExternalAuthFields).
+var ValidateRoots = []string{"HcpOpenShiftCluster"}
+
+// handWritten are checks of the specification the generated code leaves to the version
+// package, keyed "Definition.property:rule", with the reason; the generated file lists them.
+var handWritten = map[string]string{
+	"PlatformProfile.vnetIntegrationSubnetId:required": "required only on create and for clusters that have one (fieldcheck.RequiredSince)",
+	"KmsEncryptionProfile.visibility:required":         "required only on create and for clusters that have one (fieldcheck.RequiredSince)",
+	"KmsEncryptionProfile.visibility:enum":             "checked only when present for RequiredSince: a cluster without one renders \"\" and a PATCH sends that back",
+	"PlatformProfile.operatorsAuthentication:required": "fieldcheck.OperatorsAuthentication checks it with its content",
+}
