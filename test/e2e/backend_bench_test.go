@@ -957,6 +957,9 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		rep := newReport("feedback-modes", "HostedCluster Available → ARM Succeeded by stage, per Cluster Service mode (5 creates/s)", cmd)
 		rep.Chart = "stages"
 		rep.XLabel = "mode: stage"
+		if i == 0 {
+			layoutNote(b, rep)
+		}
 		if warm > 0 {
 			start := time.Now()
 			timeCreateStages(ctx, b, db.DSN, "feedback-warm", warm, false)

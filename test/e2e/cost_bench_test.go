@@ -130,13 +130,16 @@ func BenchmarkCost(b *testing.B) {
 	run.add(b, phase)
 	done.wait(b, armdoc.OperationCreate, paths, 10*time.Minute)
 
-	// List of the resource group: the creates above and the warm cluster.
+	// List of the resource group: the creates above and the warm cluster, once their
+	// asynchronous work has settled.
+	b.Log(waitQuiet(2 * time.Minute))
 	listPath := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", sub, rg)
 	run.add(b, measureCost(fmt.Sprintf("list of %d", creates+1), ops/3+1, idle, func() error {
 		return sequential(ops/3+1, func(int) error { return armDo(c, http.MethodGet, listPath, nil, http.StatusOK) })
 	}))
 
 	// PATCH (a property Cluster Service holds), the request path, asynchronous side paused.
+	b.Log(waitQuiet(2 * time.Minute))
 	patch := []byte(`{"properties":{"nodeDrainTimeoutMinutes":30}}`)
 	paused, resume = pauseAsync(b)
 	phase = measureCostPaused("PATCH (request path)", creates, idle, paused, func() error {

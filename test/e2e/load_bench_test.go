@@ -667,6 +667,7 @@ func BenchmarkP3CreateToHostedCluster(b *testing.B) {
 	}
 	rep := newReport("p3-create-to-hostedcluster", "P3: ARM PUT → HostedCluster exists on a management cluster, open-loop creates/s (ms from the scheduled send)",
 		"cd test && P3_RATES="+strings.Trim(strings.Join(strings.Fields(fmt.Sprint(rates)), ","), "[]")+" P3_SECONDS="+fmt.Sprint(dur.Seconds())+" P3_CS_FLAGS='"+os.Getenv("P3_CS_FLAGS")+"' go test ./e2e -run '^$' -bench P3CreateToHostedCluster -benchtime 1x -timeout 20m")
+	layoutNote(b, rep)
 	variants := []string{""}
 	if v := os.Getenv("P3_CS_FLAGS"); v != "" {
 		// A comparison of Cluster Service flags goes to its own file, beside the defaults' run.
