@@ -71,6 +71,6 @@ func (c *Controller) cascadeClusterChild(ctx context.Context, d *docstore.Docume
 	}
 	var rd armdoc.ResourceDocument
 	_ = json.Unmarshal(d.Body, &rd)
-	c.log.Info("removed "+what+" whose cluster is gone", "resource", rd.ResourceID)
+	c.log.Info("removed "+what+" whose cluster is gone", "resourceID", rd.ResourceID)
 	return false, nil
 }

@@ -231,7 +231,7 @@ func (c *Controller) worker(ctx context.Context) {
 		return c.Reconcile(ctx, k.partition, k.id)
 	}, func(r reconcile.Result[opKey]) {
 		if r.Outcome == reconcile.OutcomeError {
-			c.log.Warn("reconcile operation failed; retrying", "partition", r.Key.partition, "operation", r.Key.id, "error", r.Err)
+			c.log.Warn("reconcile operation failed; retrying", "partition", r.Key.partition, "operationID", r.Key.id, "error", r.Err)
 		}
 	}) {
 	}
@@ -269,8 +269,8 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		return 0, nil
 	}
 	c.track(key, op.InternalID, op.Request, op.StartTime)
-	log := c.log.With("operation", op.ID, "resource", op.ExternalID, "clusterID", op.InternalID,
-		"request", op.Request, "correlationID", op.CorrelationID)
+	log := c.log.With("operationID", op.ID, "resourceID", op.ExternalID, "clusterID", op.InternalID,
+		"request", op.Request, "correlationRequestID", op.CorrelationID)
 
 	callCtx := metadata.AppendToOutgoingContext(ctx, "x-ms-correlation-request-id", op.CorrelationID)
 	obs, err := c.observe(callCtx, &op.OperationDocument)

@@ -59,7 +59,7 @@ func notifyBackoff(n int) time.Duration {
 func (c *Controller) notifyWorker(ctx context.Context) {
 	for reconcile.Process(ctx, c.notifyQ, c.deliver, func(r reconcile.Result[opKey]) {
 		if r.Outcome == reconcile.OutcomeError {
-			c.log.Warn("notification bookkeeping failed; retrying", "partition", r.Key.partition, "operation", r.Key.id, "error", r.Err)
+			c.log.Warn("notification bookkeeping failed; retrying", "partition", r.Key.partition, "operationID", r.Key.id, "error", r.Err)
 		}
 	}) {
 	}
@@ -90,7 +90,7 @@ func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error
 	if n.NextAttempt != nil && now.Before(*n.NextAttempt) {
 		return n.NextAttempt.Sub(now), nil
 	}
-	log := c.log.With("operation", op.ID, "resource", op.ExternalID, "correlationID", op.CorrelationID)
+	log := c.log.With("operationID", op.ID, "resourceID", op.ExternalID, "correlationRequestID", op.CorrelationID)
 	ended := op.LastTransitionTime
 	if op.EndTime != nil {
 		ended = *op.EndTime

@@ -38,7 +38,7 @@ func (c *Controller) subscriptionWorker(ctx context.Context) {
 		return c.ReconcileSubscription(ctx, k.partition)
 	}, func(r reconcile.Result[opKey]) {
 		if r.Outcome == reconcile.OutcomeError {
-			c.log.Warn("cascade delete of subscription failed; retrying", "subscription", r.Key.partition, "error", r.Err)
+			c.log.Warn("cascade delete of subscription failed; retrying", "subscriptionID", r.Key.partition, "error", r.Err)
 		}
 	}) {
 	}
@@ -187,7 +187,7 @@ func (c *Controller) deleteForSubscription(ctx context.Context, d *docstore.Docu
 		return fmt.Errorf("record delete of %s for its deleted subscription: %w", rd.ResourceID, err)
 	}
 	c.metrics.cascadeDelete()
-	c.log.Info("deleting cluster of deleted subscription", "resource", rd.ResourceID, "clusterID", rd.InternalID, "operation", opID, "correlationID", correlation)
+	c.log.Info("deleting cluster of deleted subscription", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID, "correlationRequestID", correlation)
 	c.track(opKey{d.PartitionKey, opID}, rd.InternalID, armdoc.OperationDelete, now)
 	if err := c.csDelete(ctx, rd.InternalID, correlation); err != nil {
 		return err
