@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -36,19 +35,12 @@ func observed[E any, P interface {
 	return observation{out: outcomeOf(obj), known: obj != nil, updated: obj.GetUpdateTime()}, nil
 }
 
-// isClusterChild reports whether an ARM resource ID (any casing) names a resource of the given
-// type (lower-case, "nodepools") directly below a cluster.
-func isClusterChild(rid, childType string) bool {
-	id, err := arm.ParseResourceID(rid)
-	return err == nil && len(id.Types) == 2 && strings.EqualFold(id.Provider+"/"+id.Types[0], clusterType) && strings.EqualFold(id.Types[1], childType)
-}
-
-// cascadeClusterChild handles a resource below a cluster (childType "nodepools", named `what`
-// in errors and logs) of a Deleted subscription: it goes with its cluster (Cluster Service
+// cascadeClusterChild handles a resource below a cluster (a child kind of internal/opkind, named
+// `what` in errors and logs) of a Deleted subscription: it goes with its cluster (Cluster Service
 // removes it with the cluster, and the cluster's finished delete removes its document). One
 // whose cluster document is already gone is removed at once. It reports whether the resource is
 // still there.
-func (c *Controller) cascadeClusterChild(ctx context.Context, d *docstore.Document, childType, what string) (bool, error) {
+func (c *Controller) cascadeClusterChild(ctx context.Context, d *docstore.Document, what string) (bool, error) {
 	id, err := arm.ParseResourceID(d.ResourceID)
 	if err != nil {
 		return false, fmt.Errorf("%s %s: %w", what, d.ID, err)

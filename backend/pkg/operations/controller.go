@@ -28,6 +28,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/opkind"
 	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
@@ -158,6 +159,9 @@ type Controller struct {
 	subQ    *reconcile.Queue[opKey]
 
 	mu sync.Mutex
+	// kinds is the backend's part of every operation kind (kinds.go).
+	kinds map[opkind.Kind]kind
+
 	// byCluster indexes active operations by Cluster Service ID, so a watch event finds the
 	// operations it concerns without a query; the value feeds the in-flight metrics.
 	byCluster map[string]map[opKey]trackedOp
@@ -180,12 +184,14 @@ type trackedOp struct {
 // New returns a controller. metrics may be nil.
 func New(st docstore.Store, cs csv1.ClustersClient, log *slog.Logger, metrics *Metrics, cfg Config) *Controller {
 	cfg.defaults()
-	return &Controller{
+	c := &Controller{
 		store: st, cs: cs, log: log, metrics: metrics, cfg: cfg, now: time.Now,
 		notifier: egress.Policy{AllowedCIDRs: cfg.NotifyAllowedCIDRs, RootCAs: cfg.NotifyRootCAs, Timeout: cfg.NotifyTimeout}.Client(),
 		queue:    newQueue(), notifyQ: newQueue(), subQ: newQueue(),
 		byCluster: map[string]map[opKey]trackedOp{},
 	}
+	c.kinds = c.kindTable()
+	return c
 }
 
 // Run reconciles until ctx ends.
@@ -211,10 +217,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		run("poll", c.pollLoop)
 	default:
 		run("feed", c.followFeed)
-		run("watch", c.followClusters)
-		run("nodepool-watch", c.followNodePools)
-		run("externalauth-watch", c.followExternalAuths)
-		run("credential-watch", c.followCredentials)
+		for _, reg := range opkind.All() {
+			k := c.kinds[reg.Kind]
+			if k.follow == nil {
+				continue
+			}
+			changed := c.enqueueOpsOf
+			if reg.Kind == opkind.Cluster {
+				changed = func(id string) { c.metrics.observeEvent(); c.enqueueOpsOf(id) }
+			}
+			run(string(reg.Kind)+"-watch", func(ctx context.Context) { k.follow(ctx, changed) })
+		}
 		run("resync", c.resyncLoop)
 	}
 	<-ctx.Done()
@@ -343,17 +356,23 @@ type observation struct {
 	updated *timestamppb.Timestamp
 }
 
-// observe asks Cluster Service about the operation's resource: its cluster, or its node pool.
+// observe asks Cluster Service about what the operation acts on, through its kind's
+// registration (internal/opkind, kinds.go). An operation on anything that is neither a cluster's
+// child nor an action is a cluster's, as the frontend writes no other.
 func (c *Controller) observe(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
-	if op.Request.IsAction() {
-		return c.observeAction(ctx, op)
+	kind := opkind.Cluster
+	if reg, ok := opkind.Of(op); ok {
+		kind = reg.Kind
 	}
-	if isNodePool(op.ExternalID) {
-		return c.observeNodePool(ctx, op)
+	k, ok := c.kinds[kind]
+	if !ok {
+		return observation{}, fmt.Errorf("operation %s: the backend has no registration for kind %s", op.ID, kind)
 	}
-	if isExternalAuth(op.ExternalID) {
-		return c.observeExternalAuth(ctx, op)
-	}
+	return k.observe(ctx, op)
+}
+
+// observeCluster asks Cluster Service about a cluster operation's cluster.
+func (c *Controller) observeCluster(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
 	cluster, err := c.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: op.InternalID})
 	if status.Code(err) == codes.NotFound {
 		cluster, err = nil, nil
@@ -383,7 +402,7 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 		return fmt.Errorf("get resource %s: %w", op.ExternalID, err)
 	}
 	// An action never owns its cluster's document (internal/armdoc/actions.go).
-	if res != nil && !op.Request.IsAction() {
+	if res != nil && !opkind.IsAction(op.Request) {
 		var rd armdoc.ResourceDocument
 		if err := json.Unmarshal(res.Body, &rd); err != nil {
 			return fmt.Errorf("decode resource %s: %w", op.ExternalID, err)

@@ -15,16 +15,20 @@ import (
 // document (write skips it for actions). The kubeconfig itself is not copied anywhere: the
 // frontend reads it from Cluster Service when the caller asks for the operation result.
 
-func (c *Controller) observeAction(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
+func (c *Controller) observeCredential(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
 	if c.cfg.Credentials == nil {
 		return observation{}, fmt.Errorf("%s operation %s: the backend has no Cluster Service credentials client", op.Request, op.ID)
 	}
-	if op.Request == armdoc.OperationRevokeCredentials {
-		r, err := c.cfg.Credentials.GetRevocation(ctx, &csv1.GetRevocationRequest{Id: op.InternalID})
-		return observed("revocation", op.InternalID, r, err, mapRevocation)
-	}
 	cr, err := c.cfg.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: op.InternalID})
 	return observed("credential", op.InternalID, cr, err, mapCredential)
+}
+
+func (c *Controller) observeRevocation(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
+	if c.cfg.Credentials == nil {
+		return observation{}, fmt.Errorf("%s operation %s: the backend has no Cluster Service credentials client", op.Request, op.ID)
+	}
+	r, err := c.cfg.Credentials.GetRevocation(ctx, &csv1.GetRevocationRequest{Id: op.InternalID})
+	return observed("revocation", op.InternalID, r, err, mapRevocation)
 }
 
 // mapCredential: Succeeded once issued (the result is the kubeconfig, or why it is no longer
@@ -73,9 +77,9 @@ func mapRevocation(r *csv1.Revocation) outcome {
 	return outcome{status: armdoc.StateAccepted}
 }
 
-// followCredentials follows Cluster Service's credentials watch (reconcile.Follow): every
-// changed credential or revocation enqueues its operations.
-func (c *Controller) followCredentials(ctx context.Context) {
+// followCredentials follows Cluster Service's credentials watch (reconcile.Follow), which
+// carries both credentials and revocations: it serves both action kinds.
+func (c *Controller) followCredentials(ctx context.Context, changed func(id string)) {
 	if c.cfg.Credentials == nil {
 		return
 	}
@@ -83,9 +87,9 @@ func (c *Controller) followCredentials(ctx context.Context) {
 		return c.cfg.Credentials.WatchCredentials(ctx, &csv1.WatchCredentialsRequest{SinceRevision: since})
 	}, func(ev *csv1.CredentialEvent) {
 		if id := ev.GetCredential().GetId(); id != "" {
-			c.enqueueOpsOf(id)
+			changed(id)
 			return
 		}
-		c.enqueueOpsOf(ev.GetRevocation().GetId())
+		changed(ev.GetRevocation().GetId())
 	})
 }

@@ -6,7 +6,6 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
-	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
@@ -14,9 +13,6 @@ import (
 // …/hcpOpenShiftClusters/{c}/externalAuths/{n}, with the Cluster Service external auth ID as
 // InternalID. They are observed through GetExternalAuth and WatchExternalAuths and end by
 // mapExternalAuth. A finished cluster delete removes their documents (childResourceDeletes).
-
-// isExternalAuth reports whether an ARM resource ID (any casing) names an external auth.
-func isExternalAuth(rid string) bool { return isClusterChild(rid, "externalauths") }
 
 func (c *Controller) observeExternalAuth(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
 	if c.cfg.ExternalAuths == nil {
@@ -82,18 +78,11 @@ func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) outcom
 }
 
 // followExternalAuths follows Cluster Service's external auth watch (reconcile.Follow).
-func (c *Controller) followExternalAuths(ctx context.Context) {
+func (c *Controller) followExternalAuths(ctx context.Context, changed func(id string)) {
 	if c.cfg.ExternalAuths == nil {
 		return
 	}
 	reconcile.Follow(ctx, c.log, "external auth", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.ExternalAuthEvent], error) {
 		return c.cfg.ExternalAuths.WatchExternalAuths(ctx, &csv1.WatchExternalAuthsRequest{SinceRevision: since})
-	}, func(ev *csv1.ExternalAuthEvent) { c.enqueueOpsOf(ev.GetExternalAuth().GetId()) })
-}
-
-// cascadeExternalAuth handles an external auth of a Deleted subscription (cascadeClusterChild):
-// Cluster Service removes it with the cluster, and the cluster's finished delete removes its
-// document. It reports whether the external auth is still there.
-func (c *Controller) cascadeExternalAuth(ctx context.Context, d *docstore.Document) (bool, error) {
-	return c.cascadeClusterChild(ctx, d, "externalauths", "external auth")
+	}, func(ev *csv1.ExternalAuthEvent) { changed(ev.GetExternalAuth().GetId()) })
 }

@@ -47,18 +47,3 @@ func TestMapExternalAuth(t *testing.T) {
 		})
 	}
 }
-
-func TestIsExternalAuth(t *testing.T) {
-	base := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c"
-	for rid, want := range map[string]bool{
-		base + "/externalAuths/entra": true,
-		base + "/EXTERNALAUTHS/Entra": true,
-		base + "/nodePools/np":        false,
-		base:                          false,
-		base + "/externalAuths":       false,
-	} {
-		if got := isExternalAuth(rid); got != want {
-			t.Errorf("isExternalAuth(%q) = %v, want %v", rid, got, want)
-		}
-	}
-}

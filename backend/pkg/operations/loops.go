@@ -51,13 +51,10 @@ func (c *Controller) followFeed(ctx context.Context) {
 // followClusters follows Cluster Service's watch stream (reconcile.Follow) and enqueues the
 // operations of every cluster that changed. When the revision it resumes from is compacted away
 // it starts over from a snapshot; the resync loop covers anything in between.
-func (c *Controller) followClusters(ctx context.Context) {
+func (c *Controller) followClusters(ctx context.Context, changed func(id string)) {
 	reconcile.Follow(ctx, c.log, "cluster", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.ClusterEvent], error) {
 		return c.cs.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: since})
-	}, func(ev *csv1.ClusterEvent) {
-		c.metrics.observeEvent()
-		c.enqueueOpsOf(ev.GetCluster().GetId())
-	})
+	}, func(ev *csv1.ClusterEvent) { changed(ev.GetCluster().GetId()) })
 }
 
 // enqueueOpsOf queues the active operations of the Cluster Service object id (a cluster, node

@@ -15,9 +15,6 @@ import (
 // …/hcpOpenShiftClusters/{c}/nodePools/{n}, with the Cluster Service node pool ID as InternalID.
 // They are observed through GetNodePool and WatchNodePools, and end by mapNodePool.
 
-// isNodePool reports whether an ARM resource ID (any casing) names a node pool.
-func isNodePool(rid string) bool { return isClusterChild(rid, "nodepools") }
-
 func (c *Controller) observeNodePool(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
 	if c.cfg.NodePools == nil {
 		return observation{}, fmt.Errorf("node pool operation %s: the backend has no Cluster Service node pool client", op.ID)
@@ -90,13 +87,13 @@ func readyAt(observedRevision int64, op *armdoc.OperationDocument) bool {
 }
 
 // followNodePools follows Cluster Service's node pool watch stream (reconcile.Follow).
-func (c *Controller) followNodePools(ctx context.Context) {
+func (c *Controller) followNodePools(ctx context.Context, changed func(id string)) {
 	if c.cfg.NodePools == nil {
 		return
 	}
 	reconcile.Follow(ctx, c.log, "node pool", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.NodePoolEvent], error) {
 		return c.cfg.NodePools.WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{SinceRevision: since})
-	}, func(ev *csv1.NodePoolEvent) { c.enqueueOpsOf(ev.GetNodePool().GetId()) })
+	}, func(ev *csv1.NodePoolEvent) { changed(ev.GetNodePool().GetId()) })
 }
 
 // childResourceDeletes are the deletes of every resource document below parentID (a cluster's
@@ -118,11 +115,4 @@ func (c *Controller) childResourceDeletes(ctx context.Context, partition, parent
 		}
 		q.Continuation = page.Continuation
 	}
-}
-
-// cascadeNodePool handles a node pool of a Deleted subscription (cascadeClusterChild):
-// Cluster Service deletes the pools of a deleted cluster and the cluster's finished delete
-// removes their documents. It reports whether the pool is still there.
-func (c *Controller) cascadeNodePool(ctx context.Context, d *docstore.Document) (bool, error) {
-	return c.cascadeClusterChild(ctx, d, "nodepools", "node pool")
 }

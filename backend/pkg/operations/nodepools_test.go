@@ -84,19 +84,6 @@ func TestMapNodePool(t *testing.T) {
 	}
 }
 
-func TestIsNodePool(t *testing.T) {
-	for id, want := range map[string]bool{
-		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c/nodePools/p":     true,
-		"/subscriptions/s/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/c/nodepools/p":     true,
-		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c":                 false,
-		"/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c/externalAuths/p": false,
-	} {
-		if got := isNodePool(id); got != want {
-			t.Errorf("isNodePool(%s) = %v, want %v", id, got, want)
-		}
-	}
-}
-
 func (h *harness) poolResourceID(cluster, name string) string {
 	return h.resourceID(cluster) + "/nodePools/" + name
 }

@@ -14,14 +14,11 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/opkind"
 	"github.com/openhcp/openhcp/internal/reconcile"
 )
-
-// clusterType is the ARM type of the resources the backend deletes through Cluster Service.
-const clusterType = "microsoft.redhatopenshift/hcpopenshiftclusters"
 
 // The frontend starts the cascade when ARM reports a subscription Deleted, but only once, in
 // the request, and it logs and forgets what fails. The backend makes the cascade level-triggered:
@@ -69,8 +66,11 @@ func (c *Controller) ReconcileSubscription(ctx context.Context, partition string
 			return 0, fmt.Errorf("list resources of subscription %s: %w", partition, err)
 		}
 		for _, d := range page.Documents {
-			if isNodePool(d.ResourceID) {
-				there, err := c.cascadeNodePool(ctx, d)
+			reg, ok := opkind.OfResource(d.ResourceID)
+			if ok && reg.ChildType != "" {
+				// Cluster Service removes a child with its cluster, and the cluster's finished
+				// delete removes its document.
+				there, err := c.cascadeClusterChild(ctx, d, reg.What)
 				if err != nil {
 					return 0, err
 				}
@@ -79,17 +79,7 @@ func (c *Controller) ReconcileSubscription(ctx context.Context, partition string
 				}
 				continue
 			}
-			if isExternalAuth(d.ResourceID) {
-				there, err := c.cascadeExternalAuth(ctx, d)
-				if err != nil {
-					return 0, err
-				}
-				if there {
-					left++
-				}
-				continue
-			}
-			if !isCluster(d.ResourceID) {
+			if !ok || reg.Kind != opkind.Cluster {
 				continue
 			}
 			left++
@@ -106,12 +96,6 @@ func (c *Controller) ReconcileSubscription(ctx context.Context, partition string
 		return c.cfg.ResyncPeriod, nil
 	}
 	return 0, nil
-}
-
-// isCluster reports whether a resource ID names a cluster (not one of its children).
-func isCluster(rid string) bool {
-	id, err := arm.ParseResourceID(rid)
-	return err == nil && len(id.Types) == 1 && strings.EqualFold(id.Provider+"/"+id.Types[0], clusterType)
 }
 
 // deleteForSubscription makes sure one cluster is being deleted: a running Delete operation is
