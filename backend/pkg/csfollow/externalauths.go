@@ -1,8 +1,9 @@
-package operations
+package csfollow
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -12,14 +13,14 @@ import (
 // External auth operations are documents like a node pool's, on the resource
 // …/hcpOpenShiftClusters/{c}/externalAuths/{n}, with the Cluster Service external auth ID as
 // InternalID. They are observed through GetExternalAuth and WatchExternalAuths and end by
-// mapExternalAuth. A finished cluster delete removes their documents (childResourceDeletes).
+// mapExternalAuth. A finished cluster delete removes their documents (the controller's childResourceDeletes).
 
-func (c *Controller) observeExternalAuth(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
-	if c.cfg.ExternalAuths == nil {
-		return observation{}, fmt.Errorf("external auth operation %s: the backend has no Cluster Service external auth client", op.ID)
+func (c Clients) observeExternalAuth(ctx context.Context, op *armdoc.OperationDocument) (Observation, error) {
+	if c.ExternalAuths == nil {
+		return Observation{}, fmt.Errorf("external auth operation %s: the backend has no Cluster Service external auth client", op.ID)
 	}
-	ea, err := c.cfg.ExternalAuths.GetExternalAuth(ctx, &csv1.GetExternalAuthRequest{Id: op.InternalID})
-	return observed("external auth", op.InternalID, ea, err, func(ea *csv1.ExternalAuth) outcome { return mapExternalAuth(op, ea) })
+	ea, err := c.ExternalAuths.GetExternalAuth(ctx, &csv1.GetExternalAuthRequest{Id: op.InternalID})
+	return observed("external auth", op.InternalID, ea, err, func(ea *csv1.ExternalAuth) Outcome { return mapExternalAuth(op, ea) })
 }
 
 // mapExternalAuth derives the outcome of op from the external auth's Cluster Service state
@@ -27,15 +28,15 @@ func (c *Controller) observeExternalAuth(ctx context.Context, op *armdoc.Operati
 // Provisioning, UPDATING → Updating, READY → Succeeded, ERROR → Failed, UNINSTALLING → Deleting
 // (or Canceled for a create or update it interrupts). A nil external auth is unknown to Cluster
 // Service: a finished delete, or a create or update that can no longer finish.
-func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) outcome {
+func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) Outcome {
 	if op.Request == armdoc.OperationDelete {
 		if ea == nil {
-			return outcome{status: armdoc.StateSucceeded, gone: true}
+			return Outcome{Status: armdoc.StateSucceeded, Gone: true}
 		}
-		return outcome{status: armdoc.StateDeleting}
+		return Outcome{Status: armdoc.StateDeleting}
 	}
 	if ea == nil {
-		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
+		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{
 			Code:    "InternalServerError",
 			Message: fmt.Sprintf("The external auth %s is no longer known to the service.", op.ExternalID),
 		}}
@@ -48,9 +49,9 @@ func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) outcom
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY:
 		// READY about an older spec than the update's does not end it (readyAt).
 		if op.Request == armdoc.OperationUpdate && !readyAt(st.GetObservedRevision(), op) {
-			return outcome{status: armdoc.StateUpdating}
+			return Outcome{Status: armdoc.StateUpdating}
 		}
-		return outcome{status: armdoc.StateSucceeded}
+		return Outcome{Status: armdoc.StateSucceeded}
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_ERROR:
 		code := st.GetErrorCode()
 		if code == "" {
@@ -60,29 +61,29 @@ func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) outcom
 		if msg == "" {
 			msg = "The external auth could not be applied."
 		}
-		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
+		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING:
-		return outcome{status: armdoc.StateCanceled, err: &armdoc.CloudErrorBody{
+		return Outcome{Status: armdoc.StateCanceled, Err: &armdoc.CloudErrorBody{
 			Code:    "Canceled",
 			Message: "The operation was canceled because the external auth, or its cluster, is being deleted.",
 		}}
 	}
 	if op.Request == armdoc.OperationUpdate {
-		return outcome{status: armdoc.StateUpdating}
+		return Outcome{Status: armdoc.StateUpdating}
 	}
 	switch st.GetState() {
 	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING, csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNSPECIFIED:
-		return outcome{status: armdoc.StateAccepted}
+		return Outcome{Status: armdoc.StateAccepted}
 	}
-	return outcome{status: armdoc.StateProvisioning}
+	return Outcome{Status: armdoc.StateProvisioning}
 }
 
 // followExternalAuths follows Cluster Service's external auth watch (reconcile.Follow).
-func (c *Controller) followExternalAuths(ctx context.Context, changed func(id string)) {
-	if c.cfg.ExternalAuths == nil {
+func (c Clients) followExternalAuths(ctx context.Context, log *slog.Logger, changed func(id string)) {
+	if c.ExternalAuths == nil {
 		return
 	}
-	reconcile.Follow(ctx, c.log, "external auth", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.ExternalAuthEvent], error) {
-		return c.cfg.ExternalAuths.WatchExternalAuths(ctx, &csv1.WatchExternalAuthsRequest{SinceRevision: since})
+	reconcile.Follow(ctx, log, "external auth", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.ExternalAuthEvent], error) {
+		return c.ExternalAuths.WatchExternalAuths(ctx, &csv1.WatchExternalAuthsRequest{SinceRevision: since})
 	}, func(ev *csv1.ExternalAuthEvent) { changed(ev.GetExternalAuth().GetId()) })
 }

@@ -1,4 +1,4 @@
-package operations
+package csfollow
 
 import (
 	"testing"
@@ -38,11 +38,11 @@ func TestMapExternalAuth(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mapExternalAuth(&armdoc.OperationDocument{Request: tc.req, InternalRevision: tc.rev, ExternalID: "x"}, tc.in)
-			if out.status != tc.want || out.gone != tc.wantGone {
+			if out.Status != tc.want || out.Gone != tc.wantGone {
 				t.Fatalf("outcome = %+v, want %s gone=%v", out, tc.want, tc.wantGone)
 			}
-			if tc.wantCode != "" && (out.err == nil || out.err.Code != tc.wantCode) {
-				t.Fatalf("error = %+v, want code %s", out.err, tc.wantCode)
+			if tc.wantCode != "" && (out.Err == nil || out.Err.Code != tc.wantCode) {
+				t.Fatalf("error = %+v, want code %s", out.Err, tc.wantCode)
 			}
 		})
 	}

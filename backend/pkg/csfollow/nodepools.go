@@ -1,13 +1,12 @@
-package operations
+package csfollow
 
 import (
 	"context"
 	"fmt"
-	"strings"
+	"log/slog"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
-	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
@@ -15,26 +14,26 @@ import (
 // …/hcpOpenShiftClusters/{c}/nodePools/{n}, with the Cluster Service node pool ID as InternalID.
 // They are observed through GetNodePool and WatchNodePools, and end by mapNodePool.
 
-func (c *Controller) observeNodePool(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
-	if c.cfg.NodePools == nil {
-		return observation{}, fmt.Errorf("node pool operation %s: the backend has no Cluster Service node pool client", op.ID)
+func (c Clients) observeNodePool(ctx context.Context, op *armdoc.OperationDocument) (Observation, error) {
+	if c.NodePools == nil {
+		return Observation{}, fmt.Errorf("node pool operation %s: the backend has no Cluster Service node pool client", op.ID)
 	}
-	np, err := c.cfg.NodePools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: op.InternalID})
-	return observed("node pool", op.InternalID, np, err, func(np *csv1.NodePool) outcome { return mapNodePool(op, np) })
+	np, err := c.NodePools.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: op.InternalID})
+	return observed("node pool", op.InternalID, np, err, func(np *csv1.NodePool) Outcome { return mapNodePool(op, np) })
 }
 
 // mapNodePool derives the outcome of op from the node pool's Cluster Service state
 // (docs/cluster-service.md, "Node pool states"). A nil pool means Cluster Service does not
 // know it.
-func mapNodePool(op *armdoc.OperationDocument, np *csv1.NodePool) outcome {
+func mapNodePool(op *armdoc.OperationDocument, np *csv1.NodePool) Outcome {
 	if op.Request == armdoc.OperationDelete {
 		if np == nil {
-			return outcome{status: armdoc.StateSucceeded, gone: true}
+			return Outcome{Status: armdoc.StateSucceeded, Gone: true}
 		}
-		return outcome{status: armdoc.StateDeleting}
+		return Outcome{Status: armdoc.StateDeleting}
 	}
 	if np == nil {
-		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
+		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{
 			Code:    "InternalServerError",
 			Message: fmt.Sprintf("The node pool %s is no longer known to the service.", op.ExternalID),
 		}}
@@ -53,10 +52,10 @@ func mapNodePool(op *armdoc.OperationDocument, np *csv1.NodePool) outcome {
 		if msg == "" {
 			msg = "The node pool reported a failure."
 		}
-		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
+		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
 	case csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING:
 		// The pool, or its cluster, is being deleted while this create or update ran.
-		return outcome{status: armdoc.StateCanceled, err: &armdoc.CloudErrorBody{
+		return Outcome{Status: armdoc.StateCanceled, Err: &armdoc.CloudErrorBody{
 			Code:    "Canceled",
 			Message: "The operation was canceled because the node pool is being deleted.",
 		}}
@@ -65,17 +64,17 @@ func mapNodePool(op *armdoc.OperationDocument, np *csv1.NodePool) outcome {
 		// Cluster Service's READY already means the nodes and version its spec asks for
 		// (DeriveNodePoolStatus); observed_revision says which spec that is.
 		if st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY && readyAt(st.GetObservedRevision(), op) {
-			return outcome{status: armdoc.StateSucceeded}
+			return Outcome{Status: armdoc.StateSucceeded}
 		}
-		return outcome{status: armdoc.StateUpdating}
+		return Outcome{Status: armdoc.StateUpdating}
 	}
 	switch st.GetState() {
 	case csv1.NodePoolState_NODE_POOL_STATE_READY:
-		return outcome{status: armdoc.StateSucceeded}
+		return Outcome{Status: armdoc.StateSucceeded}
 	case csv1.NodePoolState_NODE_POOL_STATE_PENDING, csv1.NodePoolState_NODE_POOL_STATE_UNSPECIFIED:
-		return outcome{status: armdoc.StateAccepted}
+		return Outcome{Status: armdoc.StateAccepted}
 	}
-	return outcome{status: armdoc.StateProvisioning}
+	return Outcome{Status: armdoc.StateProvisioning}
 }
 
 // readyAt is the one completion rule of an update, for every kind: the READY status reflects a
@@ -87,32 +86,11 @@ func readyAt(observedRevision int64, op *armdoc.OperationDocument) bool {
 }
 
 // followNodePools follows Cluster Service's node pool watch stream (reconcile.Follow).
-func (c *Controller) followNodePools(ctx context.Context, changed func(id string)) {
-	if c.cfg.NodePools == nil {
+func (c Clients) followNodePools(ctx context.Context, log *slog.Logger, changed func(id string)) {
+	if c.NodePools == nil {
 		return
 	}
-	reconcile.Follow(ctx, c.log, "node pool", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.NodePoolEvent], error) {
-		return c.cfg.NodePools.WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{SinceRevision: since})
+	reconcile.Follow(ctx, log, "node pool", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.NodePoolEvent], error) {
+		return c.NodePools.WatchNodePools(ctx, &csv1.WatchNodePoolsRequest{SinceRevision: since})
 	}, func(ev *csv1.NodePoolEvent) { changed(ev.GetNodePool().GetId()) })
-}
-
-// childResourceDeletes are the deletes of every resource document below parentID (a cluster's
-// node pools), so a finished cluster delete removes them in the same transaction: Cluster
-// Service deleted the pools with the cluster.
-func (c *Controller) childResourceDeletes(ctx context.Context, partition, parentID string) ([]docstore.TxOp, error) {
-	var ops []docstore.TxOp
-	q := docstore.Query{Partition: partition, Type: docstore.TypeResource, ResourceIDPrefix: strings.ToLower(parentID) + "/", Limit: feedPage}
-	for {
-		page, err := c.store.Query(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("list resources below %s: %w", parentID, err)
-		}
-		for _, d := range page.Documents {
-			ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: d, IfMatch: d.ETag})
-		}
-		if page.Continuation == "" {
-			return ops, nil
-		}
-		q.Continuation = page.Continuation
-	}
 }
