@@ -130,7 +130,7 @@ func topLevel(t *testing.T) map[string]bool {
 type paths []string
 
 // treePaths lists the tree; a doc inside a component may name a path relative to it
-// ("pkg/operations/loops.go", "templates/mesh-policy.yaml").
+// ("pkg/controller/loops.go", "templates/mesh-policy.yaml").
 func treePaths(t *testing.T) paths {
 	t.Helper()
 	var out paths

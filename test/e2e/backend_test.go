@@ -102,7 +102,7 @@ func finishedCount(t *testing.T, opID string) int {
 		for sc.Scan() {
 			var line struct {
 				Msg       string `json:"msg"`
-				Operation string `json:"operation"`
+				Operation string `json:"operationID"`
 			}
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "operation finished" && line.Operation == opID {
 				n++

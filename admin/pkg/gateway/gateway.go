@@ -137,7 +137,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(adminapi.HeaderRequestID, rq.requestID)
 	sessionID := r.PathValue("id")
 	rq.sess.ID = sessionID
-	log := g.cfg.Logger.With("requestId", rq.requestID, "correlationId", rq.corrID, "session_id", sessionID)
+	log := g.cfg.Logger.With("requestID", rq.requestID, "correlationRequestID", rq.corrID, "session_id", sessionID)
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		rq.subject = r.TLS.PeerCertificates[0].Subject.String()
 	}
@@ -264,7 +264,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		g.metrics.proxied.WithLabelValues(fmt.Sprint(code)).Inc()
 		g.metrics.duration.Observe(time.Since(rq.start).Seconds())
-		log.Info("proxied", "person", id.Person, "cluster_id", sess.ClusterID, "verb", rq.verb, "path", rq.path, "code", code,
+		log.Info("proxied", "person", id.Person, "clusterID", sess.ClusterID, "verb", rq.verb, "path", rq.path, "code", code,
 			"duration", time.Since(rq.start).Seconds(), "ended_by_session", ended(ls, sess, g.cfg.Now()))
 	}()
 	proxy.ServeHTTP(sw, r.WithContext(ctx))

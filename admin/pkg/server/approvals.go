@@ -47,8 +47,8 @@ func (s *Server) requestAdminBreakGlass(r *http.Request, cluster string, perm ac
 	if err != nil {
 		return adminapi.BreakGlassSession{}, err
 	}
-	s.cfg.Logger.Info("admin break-glass session opened; awaiting a second sre-admin", "requestId", requestIDFrom(r.Context()),
-		"session_id", sess.ID, "cluster_id", sess.ClusterID, "person", sess.Person)
+	s.cfg.Logger.Info("admin break-glass session opened; awaiting a second sre-admin", "requestID", requestIDFrom(r.Context()),
+		"session_id", sess.ID, "clusterID", sess.ClusterID, "person", sess.Person)
 	return s.sessionView(sess, ""), nil
 }
 
@@ -135,8 +135,8 @@ func (s *Server) approveBreakGlass(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return upstream("request break-glass credential", req.ClusterID, err)
 	}
-	s.cfg.Logger.Info("admin break-glass session approved; credential requested", "requestId", requestIDFrom(r.Context()), "session_id", req.ID,
-		"cluster_id", req.ClusterID, "person", req.Person, "approver", approver.Person)
+	s.cfg.Logger.Info("admin break-glass session approved; credential requested", "requestID", requestIDFrom(r.Context()), "session_id", req.ID,
+		"clusterID", req.ClusterID, "person", req.Person, "approver", approver.Person)
 	cred, err = s.waitKubeconfig(ctx, cred, statement)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.status == http.StatusGatewayTimeout {

@@ -202,7 +202,7 @@ func (s *Server) openReadOnlySession(r *http.Request, cluster string, acc csv1.S
 	if err != nil {
 		return adminapi.BreakGlassSession{}, err
 	}
-	s.cfg.Logger.Info("break-glass session opened", "requestId", requestIDFrom(r.Context()), "session_id", sess.ID, "cluster_id", sess.ClusterID,
+	s.cfg.Logger.Info("break-glass session opened", "requestID", requestIDFrom(r.Context()), "session_id", sess.ID, "clusterID", sess.ClusterID,
 		"person", sess.Person, "access", sess.Access)
 	return s.sessionView(sess, ""), nil
 }
@@ -484,7 +484,7 @@ func (s *Server) closeBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.cfg.Logger.Info("break-glass session closed", "requestId", requestIDFrom(r.Context()), "session_id", id, "cluster_id", sess.ClusterID,
+	s.cfg.Logger.Info("break-glass session closed", "requestID", requestIDFrom(r.Context()), "session_id", id, "clusterID", sess.ClusterID,
 		"person", sess.Person, "closed_by", caller.Person)
 	writeJSON(w, http.StatusOK, s.sessionView(sess, ""))
 	return nil

@@ -249,7 +249,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
-		s.cfg.Logger.Error("admin call failed", "path", r.URL.Path, "requestId", w.Header().Get(adminapi.HeaderRequestID), "error", err)
+		s.cfg.Logger.Error("admin call failed", "path", r.URL.Path, "requestID", w.Header().Get(adminapi.HeaderRequestID), "error", err)
 		ae = errorf(http.StatusInternalServerError, adminapi.CodeInternal, "", "internal error; request %s", w.Header().Get(adminapi.HeaderRequestID))
 	}
 	s.writeRefusal(r.Context(), w, r, ae.status, ae.body)
@@ -312,7 +312,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		sr := &statusRecorder{ResponseWriter: w}
 		w = sr
 		defer func() { s.metrics.observe(rt.pattern, r.Method, sr.code(), outcome, time.Since(start)) }()
-		log := s.cfg.Logger.With("requestId", requestID, "correlationId", correlationID, "route", rt.pattern)
+		log := s.cfg.Logger.With("requestID", requestID, "correlationRequestID", correlationID, "route", rt.pattern)
 
 		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: cut(r.URL.Path, maxPath),
 			Reason: strings.TrimSpace(r.Header.Get(adminapi.HeaderReason))}

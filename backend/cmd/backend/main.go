@@ -24,9 +24,10 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/openhcp/openhcp/backend/pkg/controller"
 	"github.com/openhcp/openhcp/backend/pkg/egress"
 	"github.com/openhcp/openhcp/backend/pkg/leader"
-	"github.com/openhcp/openhcp/backend/pkg/operations"
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
 	"github.com/openhcp/openhcp/internal/identity"
@@ -42,7 +43,7 @@ type flags struct {
 	pprofTokenFile string
 	metricsTLS     tlsconfig.Files
 	csTLS          tlsconfig.Files
-	cfg            operations.Config
+	cfg            controller.Config
 	statusMode     string
 	leaderElect    bool
 	lease          leader.Config
@@ -99,7 +100,7 @@ func parseFlags() flags {
 	flag.StringVar(&f.notifyAllowedCIDRs, "notification-allowed-cidrs", env("BACKEND_NOTIFICATION_ALLOWED_CIDRS", ""), "TEST AND DEVELOPMENT ONLY: comma-separated CIDR prefixes (or addresses) that async notifications may reach although they are loopback, private or link-local; empty (the default) refuses every such address (env BACKEND_NOTIFICATION_ALLOWED_CIDRS)")
 	flag.StringVar(&f.notifyCA, "notification-ca", env("BACKEND_NOTIFICATION_CA", ""), "TEST AND DEVELOPMENT ONLY: CA file (PEM) that verifies notification receivers instead of the system's roots (env BACKEND_NOTIFICATION_CA)")
 	flag.Parse()
-	f.cfg.StatusMode = operations.StatusMode(f.statusMode)
+	f.cfg.StatusMode = controller.StatusMode(f.statusMode)
 	if err := f.store.Validate(); err != nil {
 		fail(err.Error())
 	}
@@ -110,7 +111,7 @@ func parseFlags() flags {
 		fail("--workers must be at least 1")
 	case f.cfg.CreateDeadline <= 0 || f.cfg.DeleteDeadline <= 0:
 		fail("--create-deadline and --delete-deadline must be positive")
-	case f.cfg.StatusMode != operations.ModeWatch && f.cfg.StatusMode != operations.ModePoll:
+	case f.cfg.StatusMode != controller.ModeWatch && f.cfg.StatusMode != controller.ModePoll:
 		fail("--status-mode must be watch or poll, not " + strconv.Quote(f.statusMode))
 	case f.cfg.PollInterval < time.Second:
 		fail("--poll-interval must be at least 1s")
@@ -222,7 +223,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := operations.NewMetrics(reg)
+	opMetrics := metrics.New(reg)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	pprofmux.Register(mux, f.pprofTokenFile)
@@ -243,7 +244,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	f.cfg.ExternalAuths = csv1.NewExternalAuthsClient(conn)
 	f.cfg.Credentials = csv1.NewCredentialsClient(conn)
 	if !f.leaderElect {
-		return operations.New(st, cs, log, metrics, f.cfg).Run(ctx)
+		return controller.New(st, cs, log, opMetrics, f.cfg).Run(ctx)
 	}
 	f.lease.Log = log
 	f.lease.Registerer = reg
@@ -255,6 +256,6 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	cfg.Fence = elector
 	// A fresh controller each term: nothing a lost term learned is trusted by the next.
 	return elector.Run(ctx, func(ctx context.Context) {
-		_ = operations.New(st, cs, log, metrics, cfg).Run(ctx)
+		_ = controller.New(st, cs, log, opMetrics, cfg).Run(ctx)
 	})
 }

@@ -456,7 +456,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 			kind = "node_pool"
 		}
 		if r.Outcome == reconcile.OutcomeError {
-			c.log.Warn("reconcile failed; backing off", "cluster_id", r.Key, "error", r.Err, "retries", r.Retries)
+			c.log.Warn("reconcile failed; backing off", "clusterID", r.Key, "error", r.Err, "retries", r.Retries)
 		}
 		c.reconciles.WithLabelValues(kind, string(r.Outcome)).Inc()
 		c.duration.WithLabelValues(kind, string(r.Outcome)).Observe(r.Took.Seconds())
@@ -474,7 +474,7 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if err != nil {
 		return 0, fmt.Errorf("get cluster %s: %w", id, err)
 	}
-	log := c.log.With("cluster_id", id, "shard", cl.Shard, "revision", cl.Revision)
+	log := c.log.With("clusterID", id, "shard", cl.Shard, "revision", cl.Revision)
 
 	if cl.Deleting {
 		return c.reconcileDelete(ctx, log, cl)
@@ -667,7 +667,7 @@ func (c *Controller) writeStatus(ctx context.Context, cl *store.Cluster, st *csv
 	c.mu.Lock()
 	c.written[cl.ID] = out.Revision
 	c.mu.Unlock()
-	c.log.Info("cluster status changed", "cluster_id", cl.ID, "state", st.State.String(), "from", cl.Status.GetState().String(),
+	c.log.Info("cluster status changed", "clusterID", cl.ID, "state", st.State.String(), "from", cl.Status.GetState().String(),
 		"error_code", st.ErrorCode, "revision", out.Revision)
 	return out, nil
 }

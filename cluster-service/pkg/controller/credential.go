@@ -216,7 +216,7 @@ func (c *Credentials) ReconcileCredential(ctx context.Context, id string) (time.
 	if err != nil {
 		return 0, fmt.Errorf("get credential %s: %w", id, err)
 	}
-	log := c.log.With("credential_id", id, "cluster_id", cr.ClusterID, "shard", cr.Shard, "revision", cr.Revision)
+	log := c.log.With("credentialID", id, "clusterID", cr.ClusterID, "shard", cr.Shard, "revision", cr.Revision)
 	if cr.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_PENDING {
 		return c.settleWork(ctx, log, key, cr.Shard, manifests.CredentialWorkName(id), cr.WorkActive, func(active bool) error {
 			next := *cr
@@ -330,7 +330,7 @@ func (c *Credentials) ReconcileRevocation(ctx context.Context, id string) (time.
 	if err != nil {
 		return 0, fmt.Errorf("get revocation %s: %w", id, err)
 	}
-	log := c.log.With("revocation_id", id, "cluster_id", r.ClusterID, "shard", r.Shard, "revision", r.Revision)
+	log := c.log.With("revocationID", id, "clusterID", r.ClusterID, "shard", r.Shard, "revision", r.Revision)
 	if r.Status.GetState() != csv1.RevocationState_REVOCATION_STATE_REVOKING {
 		return c.settleWork(ctx, log, key, r.Shard, manifests.RevocationWorkName(id), r.WorkActive, func(active bool) error {
 			next := *r
@@ -490,7 +490,7 @@ func (c *Credentials) writeCredential(ctx context.Context, cr *store.Credential)
 		c.mu.Lock()
 		c.written[credentialKeyPrefix+cr.ID] = out.Revision
 		c.mu.Unlock()
-		c.log.Info("credential status changed", "credential_id", cr.ID, "cluster_id", cr.ClusterID, "state", out.Status.GetState().String(),
+		c.log.Info("credential status changed", "credentialID", cr.ID, "clusterID", cr.ClusterID, "state", out.Status.GetState().String(),
 			"message", out.Status.GetMessage(), "work_active", out.WorkActive, "revision", out.Revision)
 	}
 	return out, nil
@@ -505,7 +505,7 @@ func (c *Credentials) writeRevocation(ctx context.Context, r *store.Revocation) 
 		c.mu.Lock()
 		c.written[revocationKeyPrefix+r.ID] = out.Revision
 		c.mu.Unlock()
-		c.log.Info("revocation status changed", "revocation_id", r.ID, "cluster_id", r.ClusterID, "state", out.Status.GetState().String(),
+		c.log.Info("revocation status changed", "revocationID", r.ID, "clusterID", r.ClusterID, "state", out.Status.GetState().String(),
 			"message", out.Status.GetMessage(), "work_active", out.WorkActive, "revision", out.Revision)
 	}
 	return out, nil

@@ -52,7 +52,7 @@ func (c *Controller) reconcileExternalAuth(ctx context.Context, log *slog.Logger
 	if err != nil {
 		return err
 	}
-	log = log.With("external_auth_id", ea.ID)
+	log = log.With("externalAuthID", ea.ID)
 	if gone {
 		if err := c.st.RemoveExternalAuth(ctx, ea.ID, ea.Revision); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("remove external auth %s: %w", ea.ID, err)

@@ -73,7 +73,7 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 		// The foreign key keeps the cluster while it has pools.
 		return 0, fmt.Errorf("get cluster %s of node pool %s: %w", np.ClusterID, id, err)
 	}
-	log := c.log.With("node_pool_id", id, "cluster_id", cl.ID, "shard", cl.Shard, "revision", np.Revision)
+	log := c.log.With("nodePoolID", id, "clusterID", cl.ID, "shard", cl.Shard, "revision", np.Revision)
 	if np.Deleting {
 		return c.reconcileNodePoolDelete(ctx, log, np, cl)
 	}
@@ -201,7 +201,7 @@ func (c *Controller) writeNodePoolStatus(ctx context.Context, np *store.NodePool
 	c.mu.Lock()
 	c.written[nodePoolKey(np.ID)] = out.Revision
 	c.mu.Unlock()
-	c.log.Info("node pool status changed", "node_pool_id", np.ID, "cluster_id", np.ClusterID, "state", st.State.String(),
+	c.log.Info("node pool status changed", "nodePoolID", np.ID, "clusterID", np.ClusterID, "state", st.State.String(),
 		"from", np.Status.GetState().String(), "replicas", st.Replicas, "version", st.CurrentVersion, "revision", out.Revision)
 	return out, nil
 }

@@ -156,7 +156,7 @@ func (c *Controller) advanceUpgrade(ctx context.Context, log *slog.Logger, cl *s
 		c.mu.Lock()
 		c.written[cl.ID] = out.Revision
 		c.mu.Unlock()
-		log.Info("upgrade policy changed", "upgrade_policy_id", p.GetId(), "from_state", p.GetState().String(),
+		log.Info("upgrade policy changed", "upgradePolicyID", p.GetId(), "from_state", p.GetState().String(),
 			"state", step.Policy.GetState().String(), "to_version", p.GetToVersion(), "message", step.Policy.GetMessage(), "revision", out.Revision)
 		cl = out
 		if step.Spec != nil {
@@ -187,6 +187,6 @@ func (c *Controller) advanceNodePoolUpgrade(ctx context.Context, log *slog.Logge
 	if _, err := c.st.AdvanceNodePoolUpgrade(ctx, stateStarted, next); err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("advance upgrade policy %s of node pool %s: %w", p.GetId(), npID, err)
 	}
-	log.Info("node pool upgrade policy changed", "upgrade_policy_id", p.GetId(), "state", next.GetState().String(), "to_version", p.GetToVersion())
+	log.Info("node pool upgrade policy changed", "upgradePolicyID", p.GetId(), "state", next.GetState().String(), "to_version", p.GetToVersion())
 	return nil
 }

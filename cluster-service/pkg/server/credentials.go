@@ -77,8 +77,8 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 			err = srestatement.Matches(st, req.GetId(), req.GetClusterId(), sre)
 		}
 		if err != nil {
-			LoggerFrom(ctx).Warn("SRE credential refused: no valid statement from the admin API", "caller", caller, "cluster_id", req.GetClusterId(),
-				"credential_id", req.GetId(), "sre_person", sre.GetPerson(), "error", err)
+			LoggerFrom(ctx).Warn("SRE credential refused: no valid statement from the admin API", "caller", caller, "clusterID", req.GetClusterId(),
+				"credentialID", req.GetId(), "sre_person", sre.GetPerson(), "error", err)
 			return nil, status.Errorf(codes.PermissionDenied, "SRE credential refused: %v", err)
 		}
 		statement = st
@@ -106,7 +106,7 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 	if err != nil {
 		return nil, s.credentialStatus(ctx, "request credential", err)
 	}
-	log := LoggerFrom(ctx).With("credential_id", c.ID, "cluster_id", c.ClusterID)
+	log := LoggerFrom(ctx).With("credentialID", c.ID, "clusterID", c.ClusterID)
 	if created {
 		log.Info("break-glass credential requested", "caller", caller, "username", c.Status.GetUsername(), "customer_csr", c.PrivateKey == nil, "revision", c.Revision,
 			"sre_person", c.SRE.GetPerson(), "sre_access", c.SRE.GetAccess().String(), "sre_approver", c.SRE.GetApprover(),
@@ -165,7 +165,7 @@ func (s credentials) GetCredential(ctx context.Context, req *csv1.GetCredentialR
 			err = srestatement.Matches(st, c.ID, c.ClusterID, c.SRE)
 		}
 		if err != nil {
-			LoggerFrom(ctx).Warn("SRE kubeconfig refused: no valid statement from the admin API", "credential_id", c.ID, "cluster_id", c.ClusterID,
+			LoggerFrom(ctx).Warn("SRE kubeconfig refused: no valid statement from the admin API", "credentialID", c.ID, "clusterID", c.ClusterID,
 				"sre_person", c.SRE.GetPerson(), "error", err)
 			return nil, status.Errorf(codes.PermissionDenied, "SRE kubeconfig refused: %v", err)
 		}
@@ -177,7 +177,7 @@ func (s credentials) GetCredential(ctx context.Context, req *csv1.GetCredentialR
 			return nil, s.toStatus(ctx, "get credential", err)
 		}
 		out.Kubeconfig = kc
-		LoggerFrom(ctx).Info("break-glass kubeconfig handed out", "credential_id", c.ID, "cluster_id", c.ClusterID,
+		LoggerFrom(ctx).Info("break-glass kubeconfig handed out", "credentialID", c.ID, "clusterID", c.ClusterID,
 			"username", c.Status.GetUsername(), "expires", c.Status.GetExpirationTime().AsTime().Format(time.RFC3339))
 	}
 	return out, nil
@@ -235,7 +235,7 @@ func (s credentials) RevokeCredentials(ctx context.Context, req *csv1.RevokeCred
 		return nil, status.Errorf(codes.AlreadyExists, "revocation %s revokes the other kind of credential", r.ID)
 	}
 	if created {
-		LoggerFrom(ctx).Info("break-glass credentials revocation started", "revocation_id", r.ID, "cluster_id", r.ClusterID, "sre", r.SRE, "revision", r.Revision)
+		LoggerFrom(ctx).Info("break-glass credentials revocation started", "revocationID", r.ID, "clusterID", r.ClusterID, "sre", r.SRE, "revision", r.Revision)
 	}
 	return store.RevocationProto(r), nil
 }

@@ -79,12 +79,12 @@ func (s externalAuths) CreateExternalAuth(ctx context.Context, req *csv1.CreateE
 	if err != nil {
 		return nil, s.toStatus(ctx, "create external auth", err)
 	}
-	log := LoggerFrom(ctx).With("external_auth_id", ea.ID, "cluster_id", ea.ClusterID)
+	log := LoggerFrom(ctx).With("externalAuthID", ea.ID, "clusterID", ea.ClusterID)
 	if !created && ea.Deleting {
 		return nil, status.Errorf(codes.FailedPrecondition, "the external auth %s for this ARM resource is being deleted; retry when it is gone", ea.ID)
 	}
 	if created {
-		log.Info("external auth created", "arm_resource_id", ea.ARMResourceID, "revision", ea.Revision)
+		log.Info("external auth created", "resourceID", ea.ARMResourceID, "revision", ea.Revision)
 	} else {
 		log.Info("external auth already exists for this ARM resource; returning it", "requested_id", in.GetId())
 	}
@@ -179,7 +179,7 @@ func (s externalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.UpdateE
 	if err != nil {
 		return nil, s.toStatus(ctx, "update external auth", err)
 	}
-	LoggerFrom(ctx).Info("external auth updated", "external_auth_id", ea.ID, "cluster_id", ea.ClusterID, "revision", ea.Revision)
+	LoggerFrom(ctx).Info("external auth updated", "externalAuthID", ea.ID, "clusterID", ea.ClusterID, "revision", ea.Revision)
 	return store.ExternalAuthProto(ea), nil
 }
 
@@ -194,7 +194,7 @@ func (s externalAuths) DeleteExternalAuth(ctx context.Context, req *csv1.DeleteE
 	if err != nil {
 		return nil, s.toStatus(ctx, "delete external auth", err)
 	}
-	LoggerFrom(ctx).Info("external auth deletion requested", "external_auth_id", ea.ID, "cluster_id", ea.ClusterID, "revision", ea.Revision)
+	LoggerFrom(ctx).Info("external auth deletion requested", "externalAuthID", ea.ID, "clusterID", ea.ClusterID, "revision", ea.Revision)
 	return store.ExternalAuthProto(ea), nil
 }
 

@@ -72,12 +72,12 @@ func (s *Server) CreateNodePool(ctx context.Context, req *csv1.CreateNodePoolReq
 	if err != nil {
 		return nil, s.toStatus(ctx, "create node pool", err)
 	}
-	log := LoggerFrom(ctx).With("node_pool_id", np.ID, "cluster_id", np.ClusterID)
+	log := LoggerFrom(ctx).With("nodePoolID", np.ID, "clusterID", np.ClusterID)
 	if !created && np.Deleting {
 		return nil, status.Errorf(codes.FailedPrecondition, "the node pool %s for this ARM resource is being deleted; retry when it is gone", np.ID)
 	}
 	if created {
-		log.Info("node pool created", "arm_resource_id", np.ARMResourceID, "revision", np.Revision)
+		log.Info("node pool created", "resourceID", np.ARMResourceID, "revision", np.Revision)
 	} else {
 		log.Info("node pool already exists for this ARM resource; returning it", "requested_id", in.GetId())
 	}
@@ -174,9 +174,9 @@ func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolReq
 		return nil, s.toStatus(ctx, "update node pool", err)
 	}
 	if upgrade != nil && np.Spec.GetVersionId() == upgrade.ToVersion {
-		LoggerFrom(ctx).Info("node pool upgrade started", "node_pool_id", np.ID, "upgrade_policy_id", upgrade.Id, "from", upgrade.FromVersion, "to", upgrade.ToVersion)
+		LoggerFrom(ctx).Info("node pool upgrade started", "nodePoolID", np.ID, "upgradePolicyID", upgrade.Id, "from", upgrade.FromVersion, "to", upgrade.ToVersion)
 	}
-	LoggerFrom(ctx).Info("node pool updated", "node_pool_id", np.ID, "cluster_id", np.ClusterID, "revision", np.Revision)
+	LoggerFrom(ctx).Info("node pool updated", "nodePoolID", np.ID, "clusterID", np.ClusterID, "revision", np.Revision)
 	return store.NodePoolProto(np), nil
 }
 
@@ -214,7 +214,7 @@ func (s *Server) DeleteNodePool(ctx context.Context, req *csv1.DeleteNodePoolReq
 	if err != nil {
 		return nil, s.toStatus(ctx, "delete node pool", err)
 	}
-	LoggerFrom(ctx).Info("node pool deletion requested", "node_pool_id", np.ID, "cluster_id", np.ClusterID, "revision", np.Revision)
+	LoggerFrom(ctx).Info("node pool deletion requested", "nodePoolID", np.ID, "clusterID", np.ClusterID, "revision", np.Revision)
 	return store.NodePoolProto(np), nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // Metadata keys carrying the ARM correlation IDs on every call.
@@ -36,9 +37,14 @@ func LoggerFrom(ctx context.Context) *slog.Logger {
 func (s *Server) requestLogger(ctx context.Context, method string) *slog.Logger {
 	attrs := []any{"method", method}
 	md, _ := metadata.FromIncomingContext(ctx)
-	for _, k := range []string{MDCorrelationRequestID, MDClientRequestID, MDRequestID} {
-		if v := md.Get(k); len(v) > 0 && v[0] != "" {
-			attrs = append(attrs, k, v[0])
+	// Each metadata key is logged under the attribute name every service uses (internal/logattr).
+	for _, k := range []struct{ md, attr string }{
+		{MDCorrelationRequestID, logattr.KeyCorrelationRequestID},
+		{MDClientRequestID, logattr.KeyClientRequestID},
+		{MDRequestID, logattr.KeyRequestID},
+	} {
+		if v := md.Get(k.md); len(v) > 0 && v[0] != "" {
+			attrs = append(attrs, k.attr, v[0])
 		}
 	}
 	return s.cfg.Log.With(attrs...)

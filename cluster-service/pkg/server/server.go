@@ -155,13 +155,13 @@ func (s *Server) CreateCluster(ctx context.Context, req *csv1.CreateClusterReque
 	if err != nil {
 		return nil, s.toStatus(ctx, "create cluster", err)
 	}
-	log := LoggerFrom(ctx).With("cluster_id", c.ID, "shard", c.Shard)
+	log := LoggerFrom(ctx).With("clusterID", c.ID, "shard", c.Shard)
 	if !created && c.Deleting {
 		// Returning it would tell the caller its create succeeded while the cluster goes away.
 		return nil, status.Errorf(codes.FailedPrecondition, "the cluster %s for this ARM resource is being deleted; retry when it is gone", c.ID)
 	}
 	if created {
-		log.Info("cluster created", "arm_resource_id", c.ARMResourceID, "revision", c.Revision)
+		log.Info("cluster created", "resourceID", c.ARMResourceID, "revision", c.Revision)
 		s.metrics.placed.WithLabelValues(c.Shard).Inc()
 	} else {
 		log.Info("cluster already exists for this ARM resource; returning it", "requested_id", in.GetId())
@@ -244,7 +244,7 @@ func (s *Server) DeleteCluster(ctx context.Context, req *csv1.DeleteClusterReque
 	if err != nil {
 		return nil, s.toStatus(ctx, "delete cluster", err)
 	}
-	LoggerFrom(ctx).Info("cluster deletion requested", "cluster_id", c.ID, "shard", c.Shard, "revision", c.Revision)
+	LoggerFrom(ctx).Info("cluster deletion requested", "clusterID", c.ID, "shard", c.Shard, "revision", c.Revision)
 	return toProto(c), nil
 }
 

@@ -168,7 +168,7 @@ func TestClusters(t *testing.T) {
 		var hit bool
 		for _, line := range strings.Split(e.logs.String(), "\n") {
 			if strings.Contains(line, `"msg":"cluster created"`) {
-				hit = strings.Contains(line, `"x-ms-correlation-request-id":"corr-create"`) && strings.Contains(line, `"x-ms-client-request-id":"client-corr-create"`)
+				hit = strings.Contains(line, `"correlationRequestID":"corr-create"`) && strings.Contains(line, `"clientRequestID":"client-corr-create"`)
 			}
 		}
 		if !hit {

@@ -113,10 +113,10 @@ func (s *Server) updateCluster(ctx context.Context, op, id string, pre store.Pre
 	if err != nil {
 		return nil, s.toStatus(ctx, op, err)
 	}
-	log := LoggerFrom(ctx).With("cluster_id", c.ID, "revision", c.Revision)
+	log := LoggerFrom(ctx).With("clusterID", c.ID, "revision", c.Revision)
 	if p := c.Status.GetUpgrade(); p != nil && p.GetOperationId() == operationID && p.GetState() == csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING {
-		log.Info("control plane upgrade requested", "upgrade_policy_id", p.GetId(), "from", p.GetFromVersion(), "to", p.GetToVersion(),
-			"next_run", p.GetNextRun().AsTime(), "operation_id", operationID)
+		log.Info("control plane upgrade requested", "upgradePolicyID", p.GetId(), "from", p.GetFromVersion(), "to", p.GetToVersion(),
+			"next_run", p.GetNextRun().AsTime(), "operationID", operationID)
 	} else {
 		log.Info("cluster updated", "channel_group", c.Spec.GetChannelGroup(), "version_id", c.Spec.GetVersionId(),
 			"configuration_changed", hasConfigUpdate(u), "state", c.Status.GetState().String())
@@ -250,7 +250,7 @@ func (s *Server) CancelUpgradePolicy(ctx context.Context, req *csv1.CancelUpgrad
 	if err != nil {
 		return nil, s.toStatus(ctx, op, err)
 	}
-	LoggerFrom(ctx).Info("control plane upgrade canceled", "cluster_id", c.ID, "upgrade_policy_id", p.GetId(), "reason", req.GetReason())
+	LoggerFrom(ctx).Info("control plane upgrade canceled", "clusterID", c.ID, "upgradePolicyID", p.GetId(), "reason", req.GetReason())
 	return out.Status.GetUpgrade(), nil
 }
 

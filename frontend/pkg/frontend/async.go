@@ -1,12 +1,18 @@
 package frontend
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/opkind"
 )
 
 // externalBase is the scheme and host clients reach us by. ARM sends the URL it was called with
@@ -40,6 +46,85 @@ func (s *Server) setAsyncHeaders(w http.ResponseWriter, r *http.Request, subID, 
 		h.Set(arm.HeaderLocation, s.operationURL(r, subID, "hcpOperationResults", opID))
 	}
 	h.Set(arm.HeaderRetryAfter, strconv.Itoa(s.retryAfterSeconds()))
+}
+
+// actionStart is the frontend's own part of one cluster action kind (internal/opkind): it reads
+// the request and returns the Cluster Service call that starts the action under a new ID, or
+// why the request is refused (before anything is written).
+type actionStart func(r *http.Request) (call func(id, clusterID string) error, err error)
+
+// actionRoutes serves POST …/hcpOpenShiftClusters/{name}/{action} for every action kind
+// registered in internal/opkind, each started by its entry of starts; an action without one is
+// not served (TestEveryActionKindIsStarted keeps starts complete).
+func (s *Server) actionRoutes(starts map[opkind.Kind]actionStart) {
+	for _, reg := range opkind.Actions() {
+		start := starts[reg.Kind]
+		if start == nil {
+			continue
+		}
+		s.handle("POST "+clusterPattern+"/"+strings.ToLower(reg.Action), func(w http.ResponseWriter, r *http.Request) error {
+			call, err := start(r)
+			if err != nil {
+				return err
+			}
+			return s.startAction(w, r, reg.Request, call)
+		}, resourceRoute)
+	}
+}
+
+// actionCluster checks the cluster of an action exists and returns it.
+func (s *Server) actionCluster(r *http.Request) (*arm.ResourceID, *armdoc.ResourceDocument, error) {
+	full, err := arm.ParseResourceID(strings.TrimSuffix(info(r).originalPath, "/"+actionSegment(info(r).originalPath)))
+	if err != nil || len(full.Names) != 1 || !clusterNameRE.MatchString(full.Name()) {
+		return nil, nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", info(r).originalPath)
+	}
+	rd, _, err := s.getResourceDoc(r.Context(), full)
+	if errors.Is(err, docstore.ErrNotFound) {
+		return nil, nil, notFound(full)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if rd.InternalID == "" {
+		return nil, nil, cloudError(http.StatusConflict, arm.CodeConflict, "", "The cluster '%s' is not provisioned yet.", full.Name())
+	}
+	return full, rd, nil
+}
+
+func actionSegment(p string) string { return p[strings.LastIndex(p, "/")+1:] }
+
+// startAction records the action's operation, then asks Cluster Service to start it with a new
+// ID (idempotent there). A definitive refusal (a revocation running: 409, a bad CSR: 400) takes
+// the operation back; an unknown outcome leaves it for the backend, which fails it after its
+// grace period if Cluster Service never heard of it.
+func (s *Server) startAction(w http.ResponseWriter, r *http.Request, req armdoc.OperationRequest, call func(id, clusterID string) error) error {
+	id, rd, err := s.actionCluster(r)
+	if err != nil {
+		return err
+	}
+	opID, csID, now := newUUID(), newClusterServiceID(), time.Now().UTC()
+	part := partitionKey(id.SubscriptionID)
+	op := s.newOperation(r, opID, req, id.String(), csID, now)
+	opDoc, err := newDoc(part, opID, docstore.TypeOperation, strings.ToLower(id.String()), op, s.cfg.OperationTTL)
+	if err != nil {
+		return err
+	}
+	written, err := s.store.Transact(r.Context(), part, []docstore.TxOp{{Kind: docstore.TxCreate, Doc: opDoc}})
+	if err != nil {
+		return fmt.Errorf("record %s of %s: %w", req, id, err)
+	}
+	log := info(r).log.With("resourceID", id.String(), "clusterID", rd.InternalID, "operationID", opID, "internalID", csID, "request", req)
+	if err := call(csID, rd.InternalID); err != nil {
+		if definitive(err) {
+			s.rollback(r, part, opID, []docstore.TxOp{{Kind: docstore.TxDelete, Doc: written[0], IfMatch: written[0].ETag}})
+		}
+		log.Warn("cluster action refused by cluster service", "error", err)
+		return err
+	}
+	log.Info("cluster action accepted")
+	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
+	w.WriteHeader(http.StatusAccepted)
+	return nil
 }
 
 // quoteETag and matchETag implement If-Match / If-None-Match on the store's ETags.

@@ -3,8 +3,6 @@ package frontend
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -16,7 +14,7 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
-	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/opkind"
 )
 
 // Break-glass credentials: POST …/hcpOpenShiftClusters/{name}/requestAdminCredential and
@@ -29,34 +27,22 @@ import (
 // customer's certificateSigningRequest; earlier ones take none.
 var csrBodyVersions = map[string]bool{"2026-09-01-preview": true}
 
+// actionStarts is the frontend's part of every action kind (internal/opkind): what each reads
+// from its request and asks Cluster Service to start. All are break-glass credential actions
+// today, served when the frontend has a Cluster Service credentials client.
+func (s *Server) actionStarts() map[opkind.Kind]actionStart {
+	return map[opkind.Kind]actionStart{
+		opkind.RequestCredential: s.requestAdminCredential,
+		opkind.RevokeCredentials: s.revokeCredentials,
+	}
+}
+
 func (s *Server) credentialRoutes() {
 	if s.cfg.Credentials == nil {
 		return
 	}
-	s.handle("POST "+clusterPattern+"/requestadmincredential", s.requestAdminCredential, resourceRoute)
-	s.handle("POST "+clusterPattern+"/revokecredentials", s.revokeCredentials, resourceRoute)
+	s.actionRoutes(s.actionStarts())
 }
-
-// actionCluster checks the cluster of an action exists and returns it.
-func (s *Server) actionCluster(r *http.Request) (*arm.ResourceID, *armdoc.ResourceDocument, error) {
-	full, err := arm.ParseResourceID(strings.TrimSuffix(info(r).originalPath, "/"+actionSegment(info(r).originalPath)))
-	if err != nil || len(full.Names) != 1 || !clusterNameRE.MatchString(full.Name()) {
-		return nil, nil, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "", "The resource ID %q is not valid.", info(r).originalPath)
-	}
-	rd, _, err := s.getResourceDoc(r.Context(), full)
-	if errors.Is(err, docstore.ErrNotFound) {
-		return nil, nil, notFound(full)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if rd.InternalID == "" {
-		return nil, nil, cloudError(http.StatusConflict, arm.CodeConflict, "", "The cluster '%s' is not provisioned yet.", full.Name())
-	}
-	return full, rd, nil
-}
-
-func actionSegment(p string) string { return p[strings.LastIndex(p, "/")+1:] }
 
 // credentialBody decodes the action's body: none (or {}) everywhere, and in csrBodyVersions an
 // optional certificateSigningRequest.
@@ -83,64 +69,30 @@ func credentialBody(r *http.Request) (string, error) {
 	return csr, nil
 }
 
-func (s *Server) requestAdminCredential(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) requestAdminCredential(r *http.Request) (func(id, clusterID string) error, error) {
 	csr, err := credentialBody(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.startAction(w, r, armdoc.OperationRequestCredential, func(id, clusterID string) error {
+	return func(id, clusterID string) error {
 		ctx, cancel := s.csContext(r.Context(), info(r))
 		defer cancel()
 		req := &csv1.RequestCredentialRequest{Id: id, ClusterId: clusterID, CertificateSigningRequest: csr}
 		_, err := s.cfg.Credentials.RequestCredential(ctx, req)
 		return fieldViolations(info(r).version, req, err)
-	})
+	}, nil
 }
 
-func (s *Server) revokeCredentials(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) revokeCredentials(r *http.Request) (func(id, clusterID string) error, error) {
 	if len(bytes.TrimSpace(info(r).body)) > 0 && string(bytes.TrimSpace(info(r).body)) != "{}" {
-		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "revokeCredentials takes no request content.")
+		return nil, cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "revokeCredentials takes no request content.")
 	}
-	return s.startAction(w, r, armdoc.OperationRevokeCredentials, func(id, clusterID string) error {
+	return func(id, clusterID string) error {
 		ctx, cancel := s.csContext(r.Context(), info(r))
 		defer cancel()
 		_, err := s.cfg.Credentials.RevokeCredentials(ctx, &csv1.RevokeCredentialsRequest{Id: id, ClusterId: clusterID})
 		return err
-	})
-}
-
-// startAction records the action's operation, then asks Cluster Service to start it with a new
-// ID (idempotent there). A definitive refusal (a revocation running: 409, a bad CSR: 400) takes
-// the operation back; an unknown outcome leaves it for the backend, which fails it after its
-// grace period if Cluster Service never heard of it.
-func (s *Server) startAction(w http.ResponseWriter, r *http.Request, req armdoc.OperationRequest, call func(id, clusterID string) error) error {
-	id, rd, err := s.actionCluster(r)
-	if err != nil {
-		return err
-	}
-	opID, csID, now := newUUID(), newClusterServiceID(), time.Now().UTC()
-	part := partitionKey(id.SubscriptionID)
-	op := s.newOperation(r, opID, req, id.String(), csID, now)
-	opDoc, err := newDoc(part, opID, docstore.TypeOperation, strings.ToLower(id.String()), op, s.cfg.OperationTTL)
-	if err != nil {
-		return err
-	}
-	written, err := s.store.Transact(r.Context(), part, []docstore.TxOp{{Kind: docstore.TxCreate, Doc: opDoc}})
-	if err != nil {
-		return fmt.Errorf("record %s of %s: %w", req, id, err)
-	}
-	log := info(r).log.With("resourceID", id.String(), "clusterID", rd.InternalID, "operationID", opID, "internalID", csID, "request", req)
-	if err := call(csID, rd.InternalID); err != nil {
-		if definitive(err) {
-			s.rollback(r, part, opID, []docstore.TxOp{{Kind: docstore.TxDelete, Doc: written[0], IfMatch: written[0].ETag}})
-		}
-		log.Warn("cluster action refused by cluster service", "error", err)
-		return err
-	}
-	log.Info("cluster action accepted")
-	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
-	w.WriteHeader(http.StatusAccepted)
-	return nil
+	}, nil
 }
 
 // adminCredential is HcpOpenShiftClusterAdminCredential.

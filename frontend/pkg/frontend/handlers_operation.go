@@ -10,6 +10,7 @@ import (
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/opkind"
 )
 
 // operation loads the operation of the request. Operations of another region, or started by
@@ -80,7 +81,7 @@ func (s *Server) getOperationResult(w http.ResponseWriter, r *http.Request) erro
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	if op.Request.IsAction() {
+	if opkind.IsAction(op.Request) {
 		return s.respondActionResult(w, r, op)
 	}
 	id, err := arm.ParseResourceID(op.ExternalID)

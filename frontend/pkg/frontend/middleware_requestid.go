@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // middlewareRequestID gives every request its x-ms-request-id (returned on every response) and
@@ -16,9 +17,9 @@ func (s *Server) middlewareRequestID(w http.ResponseWriter, r *http.Request, nex
 	corrID, corrLen := requestIDHeader(r, arm.HeaderCorrelationRequestID)
 	ri.clientRequestID, ri.correlationID = clientID, corrID
 	ri.log = s.log.With(
-		"requestID", ri.requestID,
-		"clientRequestID", ri.clientRequestID,
-		"correlationRequestID", ri.correlationID,
+		logattr.RequestID(ri.requestID),
+		logattr.ClientRequestID(ri.clientRequestID),
+		logattr.CorrelationRequestID(ri.correlationID),
 	)
 	logReplacedRequestID(ri.log, arm.HeaderClientRequestID, clientLen)
 	logReplacedRequestID(ri.log, arm.HeaderCorrelationRequestID, corrLen)

@@ -1,32 +1,6 @@
-package operations
-
-import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"time"
-
-	"github.com/openhcp/openhcp/backend/pkg/egress"
-	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/armdoc"
-	"github.com/openhcp/openhcp/internal/backoff"
-	"github.com/openhcp/openhcp/internal/docstore"
-	"github.com/openhcp/openhcp/internal/reconcile"
-)
-
-// Delivery states of an operation's ARM async notification.
-const (
-	notifyPending   = "Pending"
-	notifyDelivered = "Delivered"
-	notifyAbandoned = "Abandoned"
-)
-
-// notification records, in the operation document, the delivery of the notification posted to
-// the operation's NotificationURI once it ended.
+// Package notify posts the ARM async notification of every operation that ended and asked for
+// one (Azure-AsyncNotificationUri), on its own workers, with retries and backoff, under the
+// egress policy, and records each delivery in the operation document (oprecord.Notification).
 //
 // Delivery is at least once. The POST is made first and recorded after, conditionally on the
 // ETag read before it; every replica reads this record before posting, and only the leader
@@ -35,19 +9,92 @@ const (
 // write. Recording before posting would turn that window into a lost notification instead,
 // and a lost notification leaves ARM waiting for its poll interval, while a repeated one only
 // makes ARM read the operation status again: at-least-once is the safer side.
-type notification struct {
-	State       string     `json:"state"`
-	Attempts    int        `json:"attempts,omitempty"`
-	NextAttempt *time.Time `json:"nextAttempt,omitempty"`
-	LastError   string     `json:"lastError,omitempty"`
-	DeliveredAt *time.Time `json:"deliveredAt,omitempty"`
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/openhcp/openhcp/backend/pkg/egress"
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
+	"github.com/openhcp/openhcp/backend/pkg/oprecord"
+	"github.com/openhcp/openhcp/internal/arm"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/backoff"
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/logattr"
+	"github.com/openhcp/openhcp/internal/reconcile"
+)
+
+// Config tunes the notifier; the controller's Config documents and defaults each field.
+type Config struct {
+	// Workers is the number of notifications posted at once; Timeout bounds one POST, dial to
+	// last byte; GiveUp is how long after an operation ended its notification is retried before
+	// it is recorded as abandoned.
+	Workers int
+	Timeout time.Duration
+	GiveUp  time.Duration
+	// AllowedCIDRs and RootCAs are the egress policy's exceptions and roots (egress.Policy).
+	AllowedCIDRs []netip.Prefix
+	RootCAs      *x509.CertPool
 }
 
-// needsNotification reports whether op has ended and its notification is still to be sent.
-// An operation ended by someone else (the frontend cancels operations) has no record yet.
-func (c *Controller) needsNotification(op *opRecord) bool {
-	return op.Status.Terminal() && op.NotificationURI != "" &&
-		(op.Notification == nil || op.Notification.State == notifyPending)
+// Guard grants a write (or a POST): it returns a context that ends when the grant does, or an
+// error when nothing may be written now. The caller calls the returned cancel.
+type Guard func(ctx context.Context) (context.Context, context.CancelFunc, error)
+
+// Notifier delivers notifications.
+type Notifier struct {
+	store   docstore.Store
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	guard   Guard
+	cfg     Config
+	now     func() time.Time
+	// client posts under the egress policy: HTTPS only, no redirects, no loopback, private or
+	// link-local address unless AllowedCIDRs names it.
+	client *http.Client
+	queue  *reconcile.Queue[key]
+}
+
+type key struct{ partition, id string }
+
+// New returns a notifier. m may be nil.
+func New(st docstore.Store, log *slog.Logger, m *metrics.Metrics, guard Guard, cfg Config) *Notifier {
+	return &Notifier{
+		store: st, log: log, metrics: m, guard: guard, cfg: cfg, now: time.Now,
+		client: egress.Policy{AllowedCIDRs: cfg.AllowedCIDRs, RootCAs: cfg.RootCAs, Timeout: cfg.Timeout}.Client(),
+		// A failed bookkeeping attempt is retried after 250ms doubling to 30s.
+		queue: reconcile.NewQueue[key](reconcile.Backoff{Base: 250 * time.Millisecond, Max: 30 * time.Second}),
+	}
+}
+
+// Enqueue asks for the notification of operation id in partition to be looked at.
+func (n *Notifier) Enqueue(partition, id string) { n.queue.Add(key{partition, id}) }
+
+// Run posts notifications on Workers workers until ctx ends.
+func (n *Notifier) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := 0; i < n.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.worker(ctx)
+		}()
+	}
+	<-ctx.Done()
+	n.queue.ShutDown()
+	wg.Wait()
 }
 
 // notifyBackoff is the wait after the n-th failed attempt: 1s doubling to 5 min, jittered
@@ -56,10 +103,10 @@ func notifyBackoff(n int) time.Duration {
 	return backoff.Policy{Initial: time.Second, Max: 5 * time.Minute}.After(n)
 }
 
-func (c *Controller) notifyWorker(ctx context.Context) {
-	for reconcile.Process(ctx, c.notifyQ, c.deliver, func(r reconcile.Result[opKey]) {
+func (c *Notifier) worker(ctx context.Context) {
+	for reconcile.Process(ctx, c.queue, c.deliver, func(r reconcile.Result[key]) {
 		if r.Outcome == reconcile.OutcomeError {
-			c.log.Warn("notification bookkeeping failed; retrying", "partition", r.Key.partition, "operation", r.Key.id, "error", r.Err)
+			c.log.Warn("notification bookkeeping failed; retrying", "partition", r.Key.partition, logattr.OperationID(r.Key.id), "error", r.Err)
 		}
 	}) {
 	}
@@ -67,7 +114,7 @@ func (c *Controller) notifyWorker(ctx context.Context) {
 
 // deliver posts one operation's notification if it is due, and records the result. It returns
 // when to try again.
-func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error) {
+func (c *Notifier) deliver(ctx context.Context, k key) (time.Duration, error) {
 	doc, err := c.store.Get(ctx, k.partition, k.id)
 	if errors.Is(err, docstore.ErrNotFound) {
 		return 0, nil
@@ -75,31 +122,31 @@ func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error
 	if err != nil {
 		return 0, fmt.Errorf("get operation %s: %w", k.id, err)
 	}
-	var op opRecord
+	var op oprecord.Record
 	if err := json.Unmarshal(doc.Body, &op); err != nil {
 		return 0, fmt.Errorf("decode operation %s: %w", k.id, err)
 	}
-	if !c.needsNotification(&op) {
+	if !op.NeedsNotification() {
 		return 0, nil
 	}
 	n := op.Notification
 	if n == nil {
-		n = &notification{State: notifyPending}
+		n = &oprecord.Notification{State: oprecord.NotifyPending}
 	}
 	now := c.now()
 	if n.NextAttempt != nil && now.Before(*n.NextAttempt) {
 		return n.NextAttempt.Sub(now), nil
 	}
-	log := c.log.With("operation", op.ID, "resource", op.ExternalID, "correlationID", op.CorrelationID)
+	log := c.log.With(logattr.OperationID(op.ID), logattr.ResourceID(op.ExternalID), logattr.CorrelationRequestID(op.CorrelationID))
 	ended := op.LastTransitionTime
 	if op.EndTime != nil {
 		ended = *op.EndTime
 	}
-	if now.Sub(ended) > c.cfg.NotifyGiveUp {
-		n.State = notifyAbandoned
+	if now.Sub(ended) > c.cfg.GiveUp {
+		n.State = oprecord.NotifyAbandoned
 		n.NextAttempt = nil
 		log.Error("notification abandoned", "attempts", n.Attempts, "lastError", n.LastError)
-		c.metrics.notified("abandoned")
+		c.metrics.Notified("abandoned")
 		return 0, c.recordNotification(ctx, doc, &op, n)
 	}
 
@@ -117,14 +164,14 @@ func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error
 	retryIn := notifyBackoff(n.Attempts)
 	if postErr == nil {
 		t := c.now()
-		n.State, n.DeliveredAt, n.NextAttempt, n.LastError = notifyDelivered, &t, nil, ""
+		n.State, n.DeliveredAt, n.NextAttempt, n.LastError = oprecord.NotifyDelivered, &t, nil, ""
 		log.Info("notification delivered", "attempts", n.Attempts)
-		c.metrics.notified("delivered")
+		c.metrics.Notified("delivered")
 	} else {
 		next := c.now().Add(retryIn)
 		n.NextAttempt, n.LastError = &next, postErr.Error()
 		log.Warn("notification failed; will retry", "attempts", n.Attempts, "next", next, "error", postErr)
-		c.metrics.notified("failed")
+		c.metrics.Notified("failed")
 	}
 	if err := c.recordNotification(ctx, doc, &op, n); err != nil {
 		if postErr == nil {
@@ -144,7 +191,7 @@ func (c *Controller) deliver(ctx context.Context, k opKey) (time.Duration, error
 // a redirect included, is a failure. The URI is checked here, and the address again at dial
 // time (egress.Policy): a refused target is a failure like any other, retried until the
 // give-up time and logged each time, so the operator sees it.
-func (c *Controller) post(ctx context.Context, op *opRecord, partition string) error {
+func (c *Notifier) post(ctx context.Context, op *oprecord.Record, partition string) error {
 	if _, err := egress.CheckURL(op.NotificationURI); err != nil {
 		return fmt.Errorf("notification URI refused: %w", err)
 	}
@@ -160,7 +207,7 @@ func (c *Controller) post(ctx context.Context, op *opRecord, partition string) e
 	if op.CorrelationID != "" {
 		req.Header.Set("x-ms-correlation-request-id", op.CorrelationID)
 	}
-	resp, err := c.notifier.Do(req)
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("post notification: %w", err)
 	}
@@ -174,7 +221,7 @@ func (c *Controller) post(ctx context.Context, op *opRecord, partition string) e
 
 // operationStatusBody is the notification's body: the operation status as the frontend answers
 // it at its status URL (armdoc.StatusAt).
-func operationStatusBody(op *opRecord, partition string) armdoc.OperationStatus {
+func operationStatusBody(op *oprecord.Record, partition string) armdoc.OperationStatus {
 	sub := partition
 	if id, err := arm.ParseResourceID(op.ExternalID); err == nil {
 		sub = id.SubscriptionID
@@ -183,7 +230,7 @@ func operationStatusBody(op *opRecord, partition string) armdoc.OperationStatus 
 }
 
 // recordNotification writes n on the operation, conditional on the document read.
-func (c *Controller) recordNotification(ctx context.Context, doc *docstore.Document, op *opRecord, n *notification) error {
+func (c *Notifier) recordNotification(ctx context.Context, doc *docstore.Document, op *oprecord.Record, n *oprecord.Notification) error {
 	op.Notification = n
 	body, err := json.Marshal(op)
 	if err != nil {
@@ -204,7 +251,7 @@ func (c *Controller) recordNotification(ctx context.Context, doc *docstore.Docum
 
 // recordDelivered re-reads the operation and records a delivery that already happened, for
 // when the first record lost a race with another write to the document.
-func (c *Controller) recordDelivered(ctx context.Context, k opKey, n *notification) error {
+func (c *Notifier) recordDelivered(ctx context.Context, k key, n *oprecord.Notification) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		doc, err := c.store.Get(ctx, k.partition, k.id)
 		if errors.Is(err, docstore.ErrNotFound) {
@@ -213,11 +260,11 @@ func (c *Controller) recordDelivered(ctx context.Context, k opKey, n *notificati
 		if err != nil {
 			return err
 		}
-		var op opRecord
+		var op oprecord.Record
 		if err := json.Unmarshal(doc.Body, &op); err != nil {
 			return err
 		}
-		if !c.needsNotification(&op) {
+		if !op.NeedsNotification() {
 			return nil
 		}
 		err = c.recordNotification(ctx, doc, &op, n)

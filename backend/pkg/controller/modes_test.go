@@ -1,4 +1,4 @@
-package operations
+package controller
 
 import (
 	"testing"
@@ -9,6 +9,8 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/metricstest"
+
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
 )
 
 func TestStatusModes(t *testing.T) {
@@ -24,7 +26,7 @@ func TestStatusModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			reg := prometheus.NewRegistry()
-			h.startWith(tc.cfg, NewMetrics(reg))
+			h.startWith(tc.cfg, metrics.New(reg))
 			before := time.Now()
 			csID, opID := h.createCluster("c01", 0)
 			h.waitStatus(opID, armdoc.StateProvisioning, 10*time.Second)

@@ -1,4 +1,4 @@
-package operations
+package controller
 
 import (
 	"crypto/ecdsa"
@@ -16,6 +16,8 @@ import (
 	"time"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+
+	"github.com/openhcp/openhcp/backend/pkg/oprecord"
 )
 
 // receiverCA is the receivers' self-signed certificate, valid for localhost and the loopback
@@ -86,14 +88,14 @@ func TestNotificationTargets(t *testing.T) {
 			csID, opID := h.createCluster(strings.ReplaceAll(tc.name, "_", "-")[:20], 0)
 			h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
 			if tc.wantErr == "" {
-				h.waitNotification(opID, notifyDelivered, 15*time.Second)
+				h.waitNotification(opID, oprecord.NotifyDelivered, 15*time.Second)
 				if got := len(tc.rcv.got(tc.path)); got != 1 {
 					t.Fatalf("receiver got %d posts on %s, want 1", got, tc.path)
 				}
 				return
 			}
 			n := h.waitNotificationAttempted(opID, 15*time.Second)
-			if n.State != notifyPending || !strings.Contains(n.LastError, tc.wantErr) {
+			if n.State != oprecord.NotifyPending || !strings.Contains(n.LastError, tc.wantErr) {
 				t.Fatalf("notification record %+v, want Pending with an error naming %q", n, tc.wantErr)
 			}
 			if got := len(tc.rcv.got(tc.path)); got != 0 {
@@ -104,9 +106,9 @@ func TestNotificationTargets(t *testing.T) {
 }
 
 // waitNotificationAttempted waits until the operation's notification has been tried at least once.
-func (h *harness) waitNotificationAttempted(opID string, timeout time.Duration) *notification {
+func (h *harness) waitNotificationAttempted(opID string, timeout time.Duration) *oprecord.Notification {
 	h.t.Helper()
-	var last *notification
+	var last *oprecord.Notification
 	waitUntil(h.t, timeout, "a notification attempt of "+opID, func() bool {
 		last = h.notificationRecord(opID)
 		return last != nil && last.Attempts > 0

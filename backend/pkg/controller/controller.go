@@ -1,10 +1,11 @@
-// Package operations drives every asynchronous ARM operation to a terminal state. In watch mode
-// it learns of new operations from the document store's change feed and of cluster changes from
-// Cluster Service's watch stream, and repairs anything either missed with a periodic resync; in
-// poll mode it lists active operations on a timer, as the ARO HCP backend used to. It also posts
-// ARM async notifications and cascades the deletion of Deleted subscriptions. The reconcilers
-// are level-triggered and idempotent, so they are safe to run again after any crash.
-package operations
+// Package controller drives every asynchronous ARM operation to a terminal state. In watch mode
+// it learns of new operations from the document store's change feed and of Cluster Service
+// changes from each operation kind's watch stream (package csfollow), and repairs anything either
+// missed with a periodic resync; in poll mode it lists active operations on a timer, as the ARO
+// HCP backend used to. It wires the notifier (package notify) and the subscription cascade
+// (package subscriptions) to the same feed. The reconcilers are level-triggered and idempotent,
+// so they are safe to run again after any crash.
+package controller
 
 import (
 	"context"
@@ -13,21 +14,23 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/openhcp/openhcp/backend/pkg/egress"
+	"github.com/openhcp/openhcp/backend/pkg/csfollow"
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
+	"github.com/openhcp/openhcp/backend/pkg/notify"
+	"github.com/openhcp/openhcp/backend/pkg/oprecord"
+	"github.com/openhcp/openhcp/backend/pkg/subscriptions"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/logattr"
+	"github.com/openhcp/openhcp/internal/opkind"
 	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
@@ -69,13 +72,14 @@ type Config struct {
 	// OperationTTL is how long the operation documents the backend creates are kept
 	// (default 7 days, as the frontend does).
 	OperationTTL time.Duration
-	// NodePools is Cluster Service's node pool client, for node pool operations (nodepools.go).
+	// NodePools is Cluster Service's node pool client, for node pool operations
+	// (csfollow/nodepools.go).
 	NodePools csv1.NodePoolsClient
 	// ExternalAuths is Cluster Service's external auth client, for external auth operations
-	// (externalauths.go).
+	// (csfollow/externalauths.go).
 	ExternalAuths csv1.ExternalAuthsClient
 	// Credentials is Cluster Service's break-glass client, for the requestAdminCredential and
-	// revokeCredentials actions (credentials.go).
+	// revokeCredentials actions (csfollow/credentials.go).
 	Credentials csv1.CredentialsClient
 }
 
@@ -144,18 +148,18 @@ func (c *Controller) guard(ctx context.Context) (context.Context, context.Cancel
 // Controller reconciles operation documents against Cluster Service.
 type Controller struct {
 	store   docstore.Store
-	cs      csv1.ClustersClient
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *metrics.Metrics
 	cfg     Config
 	now     func() time.Time
-	// notifier posts notifications under the egress policy: HTTPS only, no redirects, no
-	// loopback, private or link-local address unless NotifyAllowedCIDRs names it.
-	notifier *http.Client
 
-	queue   *reconcile.Queue[opKey]
-	notifyQ *reconcile.Queue[opKey]
-	subQ    *reconcile.Queue[opKey]
+	queue *reconcile.Queue[opKey]
+	// kinds is the backend's part of every operation kind (csfollow.Kinds).
+	kinds map[opkind.Kind]csfollow.Kind
+	// notifier posts the ARM async notifications of ended operations.
+	notifier *notify.Notifier
+	// subs cascades the deletion of Deleted subscriptions.
+	subs *subscriptions.Cascader
 
 	mu sync.Mutex
 	// byCluster indexes active operations by Cluster Service ID, so a watch event finds the
@@ -165,8 +169,8 @@ type Controller struct {
 
 type opKey struct{ partition, id string }
 
-// newQueue makes one of the controller's work queues; a failed reconcile is retried after
-// 250ms doubling to 30s.
+// newQueue makes the controller's work queue; a failed reconcile is retried after 250ms
+// doubling to 30s.
 func newQueue() *reconcile.Queue[opKey] {
 	return reconcile.NewQueue[opKey](reconcile.Backoff{Base: 250 * time.Millisecond, Max: 30 * time.Second})
 }
@@ -177,15 +181,25 @@ type trackedOp struct {
 	start   time.Time
 }
 
-// New returns a controller. metrics may be nil.
-func New(st docstore.Store, cs csv1.ClustersClient, log *slog.Logger, metrics *Metrics, cfg Config) *Controller {
+// New returns a controller. m may be nil.
+func New(st docstore.Store, cs csv1.ClustersClient, log *slog.Logger, m *metrics.Metrics, cfg Config) *Controller {
 	cfg.defaults()
-	return &Controller{
-		store: st, cs: cs, log: log, metrics: metrics, cfg: cfg, now: time.Now,
-		notifier: egress.Policy{AllowedCIDRs: cfg.NotifyAllowedCIDRs, RootCAs: cfg.NotifyRootCAs, Timeout: cfg.NotifyTimeout}.Client(),
-		queue:    newQueue(), notifyQ: newQueue(), subQ: newQueue(),
+	c := &Controller{
+		store: st, log: log, metrics: m, cfg: cfg, now: time.Now,
+		queue:     newQueue(),
 		byCluster: map[string]map[opKey]trackedOp{},
+		kinds: csfollow.Kinds(csfollow.Clients{Clusters: cs, NodePools: cfg.NodePools,
+			ExternalAuths: cfg.ExternalAuths, Credentials: cfg.Credentials}),
 	}
+	c.notifier = notify.New(st, log, m, c.guard, notify.Config{Workers: cfg.NotifyWorkers, Timeout: cfg.NotifyTimeout,
+		GiveUp: cfg.NotifyGiveUp, AllowedCIDRs: cfg.NotifyAllowedCIDRs, RootCAs: cfg.NotifyRootCAs})
+	c.subs = subscriptions.New(st, cs, log, m, c.guard, subscriptions.Config{ResyncPeriod: cfg.ResyncPeriod, OperationTTL: cfg.OperationTTL},
+		func(partition, opID, clusterID string, start time.Time) {
+			k := opKey{partition, opID}
+			c.track(k, clusterID, armdoc.OperationDelete, start)
+			c.queue.Add(k)
+		})
+	return c
 }
 
 // Run reconciles until ctx ends.
@@ -202,27 +216,31 @@ func (c *Controller) Run(ctx context.Context) error {
 	for i := 0; i < c.cfg.Workers; i++ {
 		run("worker", c.worker)
 	}
-	for i := 0; i < c.cfg.NotifyWorkers; i++ {
-		run("notifier", c.notifyWorker)
-	}
-	run("subscriptions", c.subscriptionWorker)
+	run("notifier", c.notifier.Run)
+	run("subscriptions", c.subs.Run)
 	switch c.cfg.StatusMode {
 	case ModePoll:
 		run("poll", c.pollLoop)
 	default:
 		run("feed", c.followFeed)
-		run("watch", c.followClusters)
-		run("nodepool-watch", c.followNodePools)
-		run("externalauth-watch", c.followExternalAuths)
-		run("credential-watch", c.followCredentials)
+		for _, reg := range opkind.All() {
+			k := c.kinds[reg.Kind]
+			if k.Follow == nil {
+				continue
+			}
+			changed := c.enqueueOpsOf
+			if reg.Kind == opkind.Cluster {
+				// backend_cluster_events_total counts the cluster watch's events.
+				changed = func(id string) { c.metrics.ObserveEvent(); c.enqueueOpsOf(id) }
+			}
+			run(string(reg.Kind)+"-watch", func(ctx context.Context) { k.Follow(ctx, c.log, changed) })
+		}
 		run("resync", c.resyncLoop)
 	}
 	<-ctx.Done()
 	c.queue.ShutDown()
-	c.notifyQ.ShutDown()
-	c.subQ.ShutDown()
 	wg.Wait()
-	c.metrics.clearInFlight()
+	c.metrics.ClearInFlight()
 	return nil
 }
 
@@ -231,18 +249,10 @@ func (c *Controller) worker(ctx context.Context) {
 		return c.Reconcile(ctx, k.partition, k.id)
 	}, func(r reconcile.Result[opKey]) {
 		if r.Outcome == reconcile.OutcomeError {
-			c.log.Warn("reconcile operation failed; retrying", "partition", r.Key.partition, "operation", r.Key.id, "error", r.Err)
+			c.log.Warn("reconcile operation failed; retrying", "partition", r.Key.partition, logattr.OperationID(r.Key.id), "error", r.Err)
 		}
 	}) {
 	}
-}
-
-// opRecord is the operation document as the backend reads and writes it: the shared model plus
-// the backend's own delivery record for the async notification. Other writers that decode into
-// armdoc.OperationDocument ignore the extra field.
-type opRecord struct {
-	armdoc.OperationDocument
-	Notification *notification `json:"notification,omitempty"`
 }
 
 // Reconcile brings one operation, and the resource it acts on, in line with Cluster Service.
@@ -256,68 +266,68 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	if err != nil {
 		return 0, fmt.Errorf("get operation %s: %w", id, err)
 	}
-	var op opRecord
+	var op oprecord.Record
 	if err := json.Unmarshal(doc.Body, &op); err != nil {
 		return 0, fmt.Errorf("decode operation %s: %w", id, err)
 	}
 	key := opKey{partition, id}
 	if op.Status.Terminal() {
 		c.untrack(key, op.InternalID)
-		if c.needsNotification(&op) {
-			c.notifyQ.Add(key)
+		if op.NeedsNotification() {
+			c.notifier.Enqueue(key.partition, key.id)
 		}
 		return 0, nil
 	}
 	c.track(key, op.InternalID, op.Request, op.StartTime)
-	log := c.log.With("operation", op.ID, "resource", op.ExternalID, "clusterID", op.InternalID,
-		"request", op.Request, "correlationID", op.CorrelationID)
+	log := c.log.With(logattr.OperationID(op.ID), logattr.ResourceID(op.ExternalID), logattr.ClusterID(op.InternalID),
+		"request", op.Request, logattr.CorrelationRequestID(op.CorrelationID))
 
 	callCtx := metadata.AppendToOutgoingContext(ctx, "x-ms-correlation-request-id", op.CorrelationID)
 	obs, err := c.observe(callCtx, &op.OperationDocument)
 	if err != nil {
 		return 0, err
 	}
-	out := obs.out
+	out := obs.Out
 	now := c.now()
 	age := now.Sub(op.StartTime)
-	if !obs.known && op.Request != armdoc.OperationDelete && age < c.cfg.NotFoundGrace {
+	if !obs.Known && op.Request != armdoc.OperationDelete && age < c.cfg.NotFoundGrace {
 		// The frontend may still be between writing the operation and calling Cluster Service.
 		return c.cfg.NotFoundGrace - age, nil
 	}
 	fromCS := true
-	if out.unrecorded && age > c.cfg.NotFoundGrace {
+	if out.Unrecorded && age > c.cfg.NotFoundGrace {
 		// The frontend wrote the update but never recorded Cluster Service's answer: the call
 		// failed without a definitive answer, or the frontend stopped (docs/architecture.md,
 		// Crash safety). Whether Cluster Service took the change is unknown; the same request
 		// again settles it (an update is idempotent there).
 		fromCS = false
-		out = outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
+		out = csfollow.Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{
 			Code: UpdateNotRecordedCode,
 			Message: fmt.Sprintf("The update was not confirmed by the service within %s; it may or may not have been applied. "+
 				"Send the same request again.", c.cfg.NotFoundGrace),
 		}}
 	}
-	if deadline := c.deadline(op.Request); !out.status.Terminal() && age > deadline {
+	if deadline := c.deadline(op.Request); !out.Status.Terminal() && age > deadline {
 		fromCS = false
-		out = outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
+		out = csfollow.Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{
 			Code:    "OperationTimedOut",
 			Message: fmt.Sprintf("The %s operation did not finish within %s.", strings.ToLower(string(op.Request)), deadline),
 		}}
 	}
-	changed := op.Status != out.status
+	changed := op.Status != out.Status
 	if err := c.write(ctx, doc, &op, out, now); err != nil {
 		return 0, err
 	}
-	if changed && fromCS && obs.updated != nil {
+	if changed && fromCS && obs.Updated != nil {
 		// How long Cluster Service's view took to reach the documents ARM reads.
-		c.metrics.observePropagation(c.now().Sub(obs.updated.AsTime()))
+		c.metrics.ObservePropagation(c.now().Sub(obs.Updated.AsTime()))
 	}
-	if out.status.Terminal() {
-		log.Info("operation finished", "status", out.status, "duration", age)
-		c.metrics.finished(op.Request, out.status, age)
+	if out.Status.Terminal() {
+		log.Info("operation finished", "status", out.Status, "duration", age)
+		c.metrics.Finished(op.Request, out.Status, age)
 		c.untrack(key, op.InternalID)
-		if c.needsNotification(&op) {
-			c.notifyQ.Add(key)
+		if op.NeedsNotification() {
+			c.notifier.Enqueue(key.partition, key.id)
 		}
 		return 0, nil
 	}
@@ -328,40 +338,25 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	// Check again before the deadline (or an unrecorded update's grace) passes, even if no
 	// event arrives.
 	limit := c.deadline(op.Request)
-	if out.unrecorded {
+	if out.Unrecorded {
 		limit = c.cfg.NotFoundGrace
 	}
 	return min(c.cfg.ResyncPeriod, max(limit-age, time.Second)), nil
 }
 
-// observation is what Cluster Service says about the resource of an operation.
-type observation struct {
-	out outcome
-	// known is false when Cluster Service does not know the resource (NotFound).
-	known bool
-	// updated is Cluster Service's update time of the resource, if known.
-	updated *timestamppb.Timestamp
-}
-
-// observe asks Cluster Service about the operation's resource: its cluster, or its node pool.
-func (c *Controller) observe(ctx context.Context, op *armdoc.OperationDocument) (observation, error) {
-	if op.Request.IsAction() {
-		return c.observeAction(ctx, op)
+// observe asks Cluster Service about what the operation acts on, through its kind's
+// registration (internal/opkind, csfollow.Kinds). An operation on anything that is neither a cluster's
+// child nor an action is a cluster's, as the frontend writes no other.
+func (c *Controller) observe(ctx context.Context, op *armdoc.OperationDocument) (csfollow.Observation, error) {
+	kind := opkind.Cluster
+	if reg, ok := opkind.Of(op); ok {
+		kind = reg.Kind
 	}
-	if isNodePool(op.ExternalID) {
-		return c.observeNodePool(ctx, op)
+	k, ok := c.kinds[kind]
+	if !ok {
+		return csfollow.Observation{}, fmt.Errorf("operation %s: the backend has no registration for kind %s", op.ID, kind)
 	}
-	if isExternalAuth(op.ExternalID) {
-		return c.observeExternalAuth(ctx, op)
-	}
-	cluster, err := c.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: op.InternalID})
-	if status.Code(err) == codes.NotFound {
-		cluster, err = nil, nil
-	}
-	if err != nil {
-		return observation{}, fmt.Errorf("get cluster %s from cluster service: %w", op.InternalID, err)
-	}
-	return observation{out: mapCluster(op, cluster), known: cluster != nil, updated: cluster.GetUpdateTime()}, nil
+	return k.Observe(ctx, op)
 }
 
 func (c *Controller) deadline(r armdoc.OperationRequest) time.Duration {
@@ -374,7 +369,7 @@ func (c *Controller) deadline(r armdoc.OperationRequest) time.Duration {
 // write stores the outcome on the operation and on its resource in one transaction, both
 // conditional on the ETags read, so a concurrent writer makes this attempt fail and retry. A
 // terminal operation with a notification URI gets its pending notification in the same write.
-func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *opRecord, out outcome, now time.Time) error {
+func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *oprecord.Record, out csfollow.Outcome, now time.Time) error {
 	partition := opDoc.PartitionKey
 	var ops []docstore.TxOp
 
@@ -383,7 +378,7 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 		return fmt.Errorf("get resource %s: %w", op.ExternalID, err)
 	}
 	// An action never owns its cluster's document (internal/armdoc/actions.go).
-	if res != nil && !op.Request.IsAction() {
+	if res != nil && !opkind.IsAction(op.Request) {
 		var rd armdoc.ResourceDocument
 		if err := json.Unmarshal(res.Body, &rd); err != nil {
 			return fmt.Errorf("decode resource %s: %w", op.ExternalID, err)
@@ -392,18 +387,18 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 		// resource takes only a terminal outcome: a running state from an operation that no
 		// longer owns it (one the frontend rolled back after Cluster Service refused it) would
 		// leave the resource Updating for ever.
-		owns := rd.ActiveOperationID == op.ID || (rd.ActiveOperationID == "" && out.status.Terminal())
+		owns := rd.ActiveOperationID == op.ID || (rd.ActiveOperationID == "" && out.Status.Terminal())
 		switch {
-		case owns && out.gone:
+		case owns && out.Gone:
 			ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: res, IfMatch: res.ETag})
 			children, err := c.childResourceDeletes(ctx, partition, res.ID)
 			if err != nil {
 				return err
 			}
 			ops = append(ops, children...)
-		case owns && (rd.ProvisioningState != out.status || (out.status.Terminal() && rd.ActiveOperationID != "")):
-			rd.ProvisioningState = out.status
-			if out.status.Terminal() {
+		case owns && (rd.ProvisioningState != out.Status || (out.Status.Terminal() && rd.ActiveOperationID != "")):
+			rd.ProvisioningState = out.Status
+			if out.Status.Terminal() {
 				rd.ActiveOperationID = ""
 			}
 			body, err := json.Marshal(rd)
@@ -416,16 +411,14 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 		}
 	}
 
-	if op.Status != out.status || out.status.Terminal() {
-		op.Status = out.status
+	if op.Status != out.Status || out.Status.Terminal() {
+		op.Status = out.Status
 		op.LastTransitionTime = now
-		op.Error = out.err
-		if out.status.Terminal() {
+		op.Error = out.Err
+		if out.Status.Terminal() {
 			t := now
 			op.EndTime = &t
-			if op.NotificationURI != "" && op.Notification == nil {
-				op.Notification = &notification{State: notifyPending}
-			}
+			op.PendNotification()
 		}
 		body, err := json.Marshal(op)
 		if err != nil {
@@ -441,12 +434,12 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 	wctx, cancel, err := c.guard(ctx)
 	defer cancel()
 	if err != nil {
-		return fmt.Errorf("record %s on operation %s: %w", out.status, op.ID, err)
+		return fmt.Errorf("record %s on operation %s: %w", out.Status, op.ID, err)
 	}
 	if _, err := c.store.Transact(wctx, partition, ops); err != nil {
-		return fmt.Errorf("record %s on operation %s: %w", out.status, op.ID, err)
+		return fmt.Errorf("record %s on operation %s: %w", out.Status, op.ID, err)
 	}
-	c.metrics.observeUpdate()
+	c.metrics.ObserveUpdate()
 	return nil
 }
 
@@ -495,7 +488,7 @@ func (c *Controller) publishInFlightLocked() {
 			}
 		}
 	}
-	c.metrics.setInFlight(n, oldest)
+	c.metrics.SetInFlight(n, oldest)
 }
 
 func (c *Controller) opsForCluster(clusterID string) []opKey {
@@ -507,3 +500,29 @@ func (c *Controller) opsForCluster(clusterID string) []opKey {
 	}
 	return keys
 }
+
+// childResourceDeletes are the deletes of every resource document below parentID (a cluster's
+// node pools), so a finished cluster delete removes them in the same transaction: Cluster
+// Service deleted the pools with the cluster.
+func (c *Controller) childResourceDeletes(ctx context.Context, partition, parentID string) ([]docstore.TxOp, error) {
+	var ops []docstore.TxOp
+	q := docstore.Query{Partition: partition, Type: docstore.TypeResource, ResourceIDPrefix: strings.ToLower(parentID) + "/", Limit: feedPage}
+	for {
+		page, err := c.store.Query(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("list resources below %s: %w", parentID, err)
+		}
+		for _, d := range page.Documents {
+			ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: d, IfMatch: d.ETag})
+		}
+		if page.Continuation == "" {
+			return ops, nil
+		}
+		q.Continuation = page.Continuation
+	}
+}
+
+// UpdateNotRecordedCode is the ARM error code of an update whose Cluster Service call was never
+// recorded in its operation: the frontend stopped, or lost Cluster Service's answer, between
+// writing the operation and recording what Cluster Service accepted.
+const UpdateNotRecordedCode = "UpdateNotRecorded"

@@ -1,4 +1,4 @@
-package operations
+package csfollow
 
 import (
 	"fmt"
@@ -7,23 +7,6 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 )
-
-// outcome is what Cluster Service's view of a cluster means for one ARM operation.
-type outcome struct {
-	// status is the operation status and the resource's provisioning state.
-	status armdoc.ProvisioningState
-	err    *armdoc.CloudErrorBody
-	// gone means the resource document should be removed (a finished delete).
-	gone bool
-	// unrecorded: an update whose Cluster Service call has not been recorded in the operation
-	// (awaitingRevision); Reconcile fails it once NotFoundGrace has passed.
-	unrecorded bool
-}
-
-// UpdateNotRecordedCode is the ARM error code of an update whose Cluster Service call was never
-// recorded in its operation: the frontend stopped, or lost Cluster Service's answer, between
-// writing the operation and recording what Cluster Service accepted.
-const UpdateNotRecordedCode = "UpdateNotRecorded"
 
 // awaitingRevision reports whether op is an update the frontend has written but whose Cluster
 // Service call it has not yet recorded (InternalRevision 0): the frontend is between its
@@ -34,19 +17,19 @@ func awaitingRevision(op *armdoc.OperationDocument) bool {
 }
 
 // notRecorded is the outcome of an update awaiting its revision.
-func notRecorded() outcome { return outcome{status: armdoc.StateUpdating, unrecorded: true} }
+func notRecorded() Outcome { return Outcome{Status: armdoc.StateUpdating, Unrecorded: true} }
 
 // mapCluster derives the outcome of op from the cluster's Cluster Service state. A nil cluster
 // means Cluster Service does not know it (NotFound).
-func mapCluster(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
+func mapCluster(op *armdoc.OperationDocument, c *csv1.Cluster) Outcome {
 	if op.Request == armdoc.OperationDelete {
 		if c == nil {
-			return outcome{status: armdoc.StateSucceeded, gone: true}
+			return Outcome{Status: armdoc.StateSucceeded, Gone: true}
 		}
-		return outcome{status: armdoc.StateDeleting}
+		return Outcome{Status: armdoc.StateDeleting}
 	}
 	if c == nil {
-		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{
+		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{
 			Code:    "InternalServerError",
 			Message: fmt.Sprintf("The cluster %s is no longer known to the service.", op.ExternalID),
 		}}
@@ -57,7 +40,7 @@ func mapCluster(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
 	}
 	switch st.GetState() {
 	case csv1.ClusterState_CLUSTER_STATE_READY:
-		return outcome{status: armdoc.StateSucceeded}
+		return Outcome{Status: armdoc.StateSucceeded}
 	case csv1.ClusterState_CLUSTER_STATE_ERROR:
 		code := st.GetErrorCode()
 		if code == "" {
@@ -67,18 +50,18 @@ func mapCluster(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
 		if msg == "" {
 			msg = "The hosted control plane reported a failure."
 		}
-		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
+		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
 	case csv1.ClusterState_CLUSTER_STATE_UNINSTALLING:
 		// Someone deleted the cluster while this create or update ran: it will not finish.
-		return outcome{status: armdoc.StateCanceled, err: &armdoc.CloudErrorBody{
+		return Outcome{Status: armdoc.StateCanceled, Err: &armdoc.CloudErrorBody{
 			Code:    "Canceled",
 			Message: "The operation was canceled because the cluster is being deleted.",
 		}}
 	}
 	if op.Request == armdoc.OperationUpdate {
-		return outcome{status: armdoc.StateUpdating}
+		return Outcome{Status: armdoc.StateUpdating}
 	}
-	return outcome{status: armdoc.StateProvisioning}
+	return Outcome{Status: armdoc.StateProvisioning}
 }
 
 // UpgradeFailedCode is the ARM error code of an update whose control-plane upgrade failed.
@@ -97,13 +80,13 @@ const UpdateFailedCode = "UpdateFailed"
 //
 // An update that changes neither is finished by the frontend; one whose UpdateCluster call
 // never landed runs into the deadline.
-func mapClusterUpdate(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
+func mapClusterUpdate(op *armdoc.OperationDocument, c *csv1.Cluster) Outcome {
 	st := c.GetStatus()
 	p := st.GetUpgrade()
 	ownUpgrade := op.ID != "" && p.GetOperationId() == op.ID
 	if op.InternalRevision > 0 {
 		if !readyAt(st.GetObservedRevision(), op) {
-			return outcome{status: armdoc.StateUpdating}
+			return Outcome{Status: armdoc.StateUpdating}
 		}
 		switch st.GetState() {
 		case csv1.ClusterState_CLUSTER_STATE_ERROR:
@@ -114,14 +97,14 @@ func mapClusterUpdate(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
 			if msg == "" {
 				msg = "The cluster configuration could not be applied."
 			}
-			return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
+			return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
 		case csv1.ClusterState_CLUSTER_STATE_READY:
 			if !ownUpgrade {
-				return outcome{status: armdoc.StateSucceeded}
+				return Outcome{Status: armdoc.StateSucceeded}
 			}
 		default:
 			if !ownUpgrade || p.GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED {
-				return outcome{status: armdoc.StateUpdating}
+				return Outcome{Status: armdoc.StateUpdating}
 			}
 		}
 	}
@@ -129,18 +112,18 @@ func mapClusterUpdate(op *armdoc.OperationDocument, c *csv1.Cluster) outcome {
 		if awaitingRevision(op) {
 			return notRecorded()
 		}
-		return outcome{status: armdoc.StateUpdating}
+		return Outcome{Status: armdoc.StateUpdating}
 	}
 	switch p.GetState() {
 	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED:
-		return outcome{status: armdoc.StateSucceeded}
+		return Outcome{Status: armdoc.StateSucceeded}
 	case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED:
 		msg := p.GetMessage()
 		if msg == "" {
 			msg = fmt.Sprintf("The upgrade to %s failed.", p.GetToVersion())
 		}
-		return outcome{status: armdoc.StateFailed, err: &armdoc.CloudErrorBody{Code: UpgradeFailedCode,
+		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: UpgradeFailedCode,
 			Message: msg + " The cluster keeps running its previous version; retry by requesting the version again or contact support."}}
 	}
-	return outcome{status: armdoc.StateUpdating}
+	return Outcome{Status: armdoc.StateUpdating}
 }

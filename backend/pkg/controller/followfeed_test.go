@@ -1,4 +1,4 @@
-package operations
+package controller
 
 import (
 	"context"
@@ -44,9 +44,9 @@ func TestFollowFeedRetriesAFailingStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(docs.Close)
-	const sub = "/subscriptions/00000000-0000-0000-0000-0000000000aa"
-	body, _ := json.Marshal(armdoc.SubscriptionDocument{ID: sub, State: armdoc.SubscriptionDeleted})
-	if _, err := docs.Create(ctx, &docstore.Document{PartitionKey: subscriptionPartition(sub), ID: sub, Type: docstore.TypeSubscription, Body: body}); err != nil {
+	const part, opID = "00000000-0000-0000-0000-0000000000aa", "op-1"
+	body, _ := json.Marshal(armdoc.OperationDocument{ID: opID, Request: armdoc.OperationCreate, Status: armdoc.StateAccepted, InternalID: "c1"})
+	if _, err := docs.Create(ctx, &docstore.Document{PartitionKey: part, ID: opID, Type: docstore.TypeOperation, Body: body}); err != nil {
 		t.Fatal(err)
 	}
 	feed := &failingFeed{Store: docs, fails: 2}
@@ -54,24 +54,24 @@ func TestFollowFeedRetriesAFailingStore(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); c.followFeed(ctx) }()
 
-	// Two failed reads (about 1s, then 2s, of backoff), then the deleted subscription is found
-	// and its cascade queued.
+	// Two failed reads (about 1s, then 2s, of backoff), then the active operation is found and
+	// queued.
 	got := make(chan opKey, 1)
 	go func() {
-		if k, ok := c.subQ.Get(); ok {
+		if k, ok := c.queue.Get(); ok {
 			got <- k
 		}
 	}()
 	select {
 	case k := <-got:
-		if k.partition != subscriptionPartition(sub) {
-			t.Fatalf("queued %+v, want the deleted subscription", k)
+		if k != (opKey{part, opID}) {
+			t.Fatalf("queued %+v, want the active operation", k)
 		}
 	case <-ctx.Done():
-		t.Fatal("the deleted subscription was never queued after the store recovered")
+		t.Fatal("the active operation was never queued after the store recovered")
 	}
 	cancel()
-	c.subQ.ShutDown()
+	c.queue.ShutDown()
 	<-done
 	feed.mu.Lock()
 	defer feed.mu.Unlock()

@@ -1,4 +1,4 @@
-package operations
+package controller
 
 import (
 	"context"
@@ -15,6 +15,9 @@ import (
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/metricstest"
+
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
+	"github.com/openhcp/openhcp/backend/pkg/oprecord"
 )
 
 // replica is one backend replica as cmd/backend wires it: its own connection pool to the
@@ -36,7 +39,7 @@ func (h *harness) startReplica(name string, cfg Config, lease time.Duration) *re
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	m := NewMetrics(reg)
+	m := metrics.New(reg)
 	cfg.Fence = e
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,7 +78,7 @@ func TestTwoReplicasHandOverWithoutProcessingAnythingTwice(t *testing.T) {
 		// Delivered and recorded by a before the cut: a notification sent by a replica that is
 		// cut off before it can record it is sent again by the next leader (at least once,
 		// docs/backend.md), which this test does not exercise.
-		h.waitNotification(ops[i], notifyDelivered, 30*time.Second)
+		h.waitNotification(ops[i], oprecord.NotifyDelivered, 30*time.Second)
 	}
 	if b.leading(t) {
 		t.Fatal("b leads while a holds the lease")
@@ -97,7 +100,7 @@ func TestTwoReplicasHandOverWithoutProcessingAnythingTwice(t *testing.T) {
 		h.waitStatus(ops[i], armdoc.StateSucceeded, 15*time.Second)
 	}
 	for i := range n {
-		h.waitNotification(ops[i], notifyDelivered, 15*time.Second)
+		h.waitNotification(ops[i], oprecord.NotifyDelivered, 15*time.Second)
 	}
 	time.Sleep(2 * time.Second) // a few more resyncs by b
 	for i := range n {

@@ -1,15 +1,13 @@
-package operations
+package controller
 
 import (
 	"context"
 	"encoding/json"
 	"time"
 
-	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/backend/pkg/oprecord"
 	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/docstore"
-	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 const feedPage = 500
@@ -48,18 +46,6 @@ func (c *Controller) followFeed(ctx context.Context) {
 	}
 }
 
-// followClusters follows Cluster Service's watch stream (reconcile.Follow) and enqueues the
-// operations of every cluster that changed. When the revision it resumes from is compacted away
-// it starts over from a snapshot; the resync loop covers anything in between.
-func (c *Controller) followClusters(ctx context.Context) {
-	reconcile.Follow(ctx, c.log, "cluster", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.ClusterEvent], error) {
-		return c.cs.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: since})
-	}, func(ev *csv1.ClusterEvent) {
-		c.metrics.observeEvent()
-		c.enqueueOpsOf(ev.GetCluster().GetId())
-	})
-}
-
 // enqueueOpsOf queues the active operations of the Cluster Service object id (a cluster, node
 // pool, external auth or credential); an empty id, as a BOOKMARK event has, queues nothing.
 func (c *Controller) enqueueOpsOf(id string) {
@@ -82,7 +68,7 @@ const subscriptionSettle = 2 * time.Second
 func (c *Controller) enqueue(d *docstore.Document, settle time.Duration) {
 	switch d.Type {
 	case docstore.TypeOperation:
-		var op opRecord
+		var op oprecord.Record
 		if json.Unmarshal(d.Body, &op) != nil {
 			return
 		}
@@ -91,20 +77,11 @@ func (c *Controller) enqueue(d *docstore.Document, settle time.Duration) {
 		case !op.Status.Terminal():
 			c.track(k, op.InternalID, op.Request, op.StartTime)
 			c.queue.Add(k)
-		case c.needsNotification(&op):
-			c.notifyQ.Add(k)
+		case op.NeedsNotification():
+			c.notifier.Enqueue(k.partition, k.id)
 		}
 	case docstore.TypeSubscription:
-		var sub armdoc.SubscriptionDocument
-		if json.Unmarshal(d.Body, &sub) != nil || sub.State != armdoc.SubscriptionDeleted {
-			return
-		}
-		k := opKey{partition: subscriptionPartition(d.ID)}
-		if settle > 0 {
-			c.subQ.AddAfter(k, settle)
-		} else {
-			c.subQ.Add(k)
-		}
+		c.subs.EnqueueDocument(d, settle)
 	}
 }
 

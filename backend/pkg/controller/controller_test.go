@@ -1,4 +1,4 @@
-package operations
+package controller
 
 import (
 	"context"
@@ -24,6 +24,8 @@ import (
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
 )
 
 // harness runs the backend against real parts: the PostgreSQL document store, and Cluster
@@ -87,7 +89,7 @@ func (h *harness) start(cfg Config) (stop func()) {
 	return h.startWith(cfg, nil)
 }
 
-func (h *harness) startWith(cfg Config, m *Metrics) (stop func()) {
+func (h *harness) startWith(cfg Config, m *metrics.Metrics) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	if cfg.NodePools == nil {
 		cfg.NodePools = h.np

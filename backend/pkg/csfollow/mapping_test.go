@@ -1,4 +1,4 @@
-package operations
+package csfollow
 
 import (
 	"testing"
@@ -56,14 +56,14 @@ func TestMapClusterConfigurationUpdate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mapCluster(&armdoc.OperationDocument{ID: "op-1", Request: armdoc.OperationUpdate, InternalRevision: 10}, tc.cluster)
 			code := ""
-			if out.err != nil {
-				code = out.err.Code
-				if out.err.Message == "" {
+			if out.Err != nil {
+				code = out.Err.Code
+				if out.Err.Message == "" {
 					t.Errorf("error %s has no message", code)
 				}
 			}
-			if out.status != tc.want || code != tc.wantCode {
-				t.Fatalf("outcome %s %q; want %s %q", out.status, code, tc.want, tc.wantCode)
+			if out.Status != tc.want || code != tc.wantCode {
+				t.Fatalf("outcome %s %q; want %s %q", out.Status, code, tc.want, tc.wantCode)
 			}
 		})
 	}
@@ -104,24 +104,24 @@ func TestMapCluster(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mapCluster(&armdoc.OperationDocument{ID: "op-1", Request: tc.request, ExternalID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c"}, tc.cluster)
-			if out.status != tc.want {
-				t.Errorf("status = %s, want %s", out.status, tc.want)
+			if out.Status != tc.want {
+				t.Errorf("status = %s, want %s", out.Status, tc.want)
 			}
-			if out.gone != tc.gone {
-				t.Errorf("gone = %v, want %v", out.gone, tc.gone)
+			if out.Gone != tc.gone {
+				t.Errorf("gone = %v, want %v", out.Gone, tc.gone)
 			}
 			gotCode := ""
-			if out.err != nil {
-				gotCode = out.err.Code
-				if out.err.Message == "" {
+			if out.Err != nil {
+				gotCode = out.Err.Code
+				if out.Err.Message == "" {
 					t.Errorf("error %s has no message", gotCode)
 				}
 			}
 			if gotCode != tc.wantCode {
 				t.Errorf("error code = %q, want %q", gotCode, tc.wantCode)
 			}
-			if (out.status == armdoc.StateFailed || out.status == armdoc.StateCanceled) && out.err == nil {
-				t.Errorf("%s without an error body breaks the ARM contract", out.status)
+			if (out.Status == armdoc.StateFailed || out.Status == armdoc.StateCanceled) && out.Err == nil {
+				t.Errorf("%s without an error body breaks the ARM contract", out.Status)
 			}
 		})
 	}

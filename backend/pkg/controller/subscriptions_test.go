@@ -1,4 +1,4 @@
-package operations
+package controller
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -51,7 +52,7 @@ func (h *harness) removeFromClusterService(csID string) {
 func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 	h := newHarness(t)
 	reg := newRegistry()
-	h.startWith(Config{ResyncPeriod: time.Minute}, NewMetrics(reg))
+	h.startWith(Config{ResyncPeriod: time.Minute}, metrics.New(reg))
 	// A running cluster, one still being created, and one the frontend recorded but never got
 	// to Cluster Service.
 	readyID, readyOp := h.createCluster("ready", 0)

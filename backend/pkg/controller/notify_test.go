@@ -1,4 +1,4 @@
-package operations
+package controller
 
 import (
 	"crypto/tls"
@@ -15,6 +15,8 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
+
+	"github.com/openhcp/openhcp/backend/pkg/oprecord"
 )
 
 // receiver is a real HTTP server standing in for ARM's notification endpoint. It records every
@@ -92,22 +94,22 @@ func (r *receiver) got(path string) []armdoc.OperationStatus {
 }
 
 // notificationRecord reads the operation's notification record (nil before the first attempt).
-func (h *harness) notificationRecord(opID string) *notification {
+func (h *harness) notificationRecord(opID string) *oprecord.Notification {
 	h.t.Helper()
 	d, err := h.docs.Get(t0(), strings.ToLower(h.sub), opID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	var op opRecord
+	var op oprecord.Record
 	if err := json.Unmarshal(d.Body, &op); err != nil {
 		h.t.Fatal(err)
 	}
 	return op.Notification
 }
 
-func (h *harness) waitNotification(opID, state string, timeout time.Duration) *notification {
+func (h *harness) waitNotification(opID, state string, timeout time.Duration) *oprecord.Notification {
 	h.t.Helper()
-	var n *notification
+	var n *oprecord.Notification
 	waitUntil(h.t, timeout, "notification of "+opID+" "+state, func() bool {
 		n = h.notificationRecord(opID)
 		return n != nil && n.State == state
@@ -129,7 +131,7 @@ func TestNotifications(t *testing.T) {
 		csID, opID := h.createCluster("c01", 0)
 		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage", Message: "cannot pull"})
 		h.waitStatus(opID, armdoc.StateFailed, 10*time.Second)
-		n := h.waitNotification(opID, notifyDelivered, 15*time.Second)
+		n := h.waitNotification(opID, oprecord.NotifyDelivered, 15*time.Second)
 		if n.Attempts != 3 || n.DeliveredAt == nil {
 			t.Errorf("notification record %+v, want Delivered after 3 attempts", n)
 		}
@@ -164,7 +166,7 @@ func TestNotifications(t *testing.T) {
 		h.feedback(csC, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
 		h.waitStatus(opC, armdoc.StateSucceeded, 5*time.Second)
 		h.waitStatus(opB, armdoc.StateSucceeded, 5*time.Second)
-		h.waitNotification(opB, notifyDelivered, 5*time.Second)
+		h.waitNotification(opB, oprecord.NotifyDelivered, 5*time.Second)
 		if got := len(rcv.got("/notify/b")); got != 1 {
 			t.Errorf("b's receiver got %d posts, want 1", got)
 		}
@@ -189,7 +191,7 @@ func TestNotifications(t *testing.T) {
 		h.notifyURI = rcv.URL + "/notify/c01"
 		csID, opID := h.createCluster("c01", 0)
 		h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-		n := h.waitNotification(opID, notifyAbandoned, 15*time.Second)
+		n := h.waitNotification(opID, oprecord.NotifyAbandoned, 15*time.Second)
 		if n.Attempts < 1 || n.LastError == "" {
 			t.Errorf("abandoned record %+v, want failed attempts with the last error", n)
 		}

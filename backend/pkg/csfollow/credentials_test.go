@@ -1,4 +1,4 @@
-package operations
+package csfollow
 
 import (
 	"testing"
@@ -28,8 +28,8 @@ func TestMapCredential(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mapCredential(tc.cred)
-			if out.status != tc.want || code(out.err) != tc.wantCode || out.gone {
-				t.Fatalf("got %v %+v, want %v %q", out.status, out.err, tc.want, tc.wantCode)
+			if out.Status != tc.want || code(out.Err) != tc.wantCode || out.Gone {
+				t.Fatalf("got %v %+v, want %v %q", out.Status, out.Err, tc.want, tc.wantCode)
 			}
 		})
 	}
@@ -52,8 +52,8 @@ func TestMapRevocation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mapRevocation(tc.rev)
-			if out.status != tc.want || code(out.err) != tc.wantCode {
-				t.Fatalf("got %v %+v, want %v %q", out.status, out.err, tc.want, tc.wantCode)
+			if out.Status != tc.want || code(out.Err) != tc.wantCode {
+				t.Fatalf("got %v %+v, want %v %q", out.Status, out.Err, tc.want, tc.wantCode)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package operations
+package csfollow
 
 import (
 	"testing"
@@ -38,27 +38,12 @@ func TestMapExternalAuth(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := mapExternalAuth(&armdoc.OperationDocument{Request: tc.req, InternalRevision: tc.rev, ExternalID: "x"}, tc.in)
-			if out.status != tc.want || out.gone != tc.wantGone {
+			if out.Status != tc.want || out.Gone != tc.wantGone {
 				t.Fatalf("outcome = %+v, want %s gone=%v", out, tc.want, tc.wantGone)
 			}
-			if tc.wantCode != "" && (out.err == nil || out.err.Code != tc.wantCode) {
-				t.Fatalf("error = %+v, want code %s", out.err, tc.wantCode)
+			if tc.wantCode != "" && (out.Err == nil || out.Err.Code != tc.wantCode) {
+				t.Fatalf("error = %+v, want code %s", out.Err, tc.wantCode)
 			}
 		})
-	}
-}
-
-func TestIsExternalAuth(t *testing.T) {
-	base := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c"
-	for rid, want := range map[string]bool{
-		base + "/externalAuths/entra": true,
-		base + "/EXTERNALAUTHS/Entra": true,
-		base + "/nodePools/np":        false,
-		base:                          false,
-		base + "/externalAuths":       false,
-	} {
-		if got := isExternalAuth(rid); got != want {
-			t.Errorf("isExternalAuth(%q) = %v, want %v", rid, got, want)
-		}
 	}
 }

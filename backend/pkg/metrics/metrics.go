@@ -1,4 +1,7 @@
-package operations
+// Package metrics holds the backend's operation metrics: in-flight operations and their ages,
+// durations by outcome, status propagation, document writes, watch events, notifications and
+// subscription cascades. The leader lease's metrics belong to package leader.
+package metrics
 
 import (
 	"time"
@@ -8,8 +11,7 @@ import (
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
-// Metrics are the backend's operation metrics. A nil *Metrics records nothing. The leader
-// metrics belong to package leader.
+// Metrics are the backend's operation metrics. A nil *Metrics records nothing.
 type Metrics struct {
 	inFlight      *prometheus.GaugeVec
 	oldest        *prometheus.GaugeVec
@@ -21,8 +23,8 @@ type Metrics struct {
 	subDeletes    prometheus.Counter
 }
 
-// NewMetrics registers the metrics with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// New registers the metrics with reg.
+func New(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "backend_operations_in_flight", Help: "Active ARM operations the backend is driving, by request (Create, Update, Delete).",
@@ -58,8 +60,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// setInFlight publishes the active operations per request and the start of the oldest of each.
-func (m *Metrics) setInFlight(n map[armdoc.OperationRequest]int, oldest map[armdoc.OperationRequest]time.Time) {
+// SetInFlight publishes the active operations per request and the start of the oldest of each.
+func (m *Metrics) SetInFlight(n map[armdoc.OperationRequest]int, oldest map[armdoc.OperationRequest]time.Time) {
 	if m != nil {
 		for req, v := range n {
 			m.inFlight.WithLabelValues(string(req)).Set(float64(v))
@@ -72,45 +74,51 @@ func (m *Metrics) setInFlight(n map[armdoc.OperationRequest]int, oldest map[armd
 	}
 }
 
-// clearInFlight zeroes the gauges when this replica stops processing.
-func (m *Metrics) clearInFlight() {
+// ClearInFlight zeroes the gauges when this replica stops processing.
+func (m *Metrics) ClearInFlight() {
 	if m != nil {
 		m.inFlight.Reset()
 		m.oldest.Reset()
 	}
 }
 
-func (m *Metrics) finished(r armdoc.OperationRequest, s armdoc.ProvisioningState, d time.Duration) {
+// Finished records an operation that ended with s after d.
+func (m *Metrics) Finished(r armdoc.OperationRequest, s armdoc.ProvisioningState, d time.Duration) {
 	if m != nil {
 		m.durations.WithLabelValues(string(r), string(s)).Observe(d.Seconds())
 	}
 }
 
-func (m *Metrics) observePropagation(d time.Duration) {
+// ObservePropagation records how long a Cluster Service change took to reach the documents.
+func (m *Metrics) ObservePropagation(d time.Duration) {
 	if m != nil && d >= 0 {
 		m.propagation.Observe(d.Seconds())
 	}
 }
 
-func (m *Metrics) observeUpdate() {
+// ObserveUpdate counts a document write.
+func (m *Metrics) ObserveUpdate() {
 	if m != nil {
 		m.updates.Inc()
 	}
 }
 
-func (m *Metrics) observeEvent() {
+// ObserveEvent counts a Cluster Service cluster watch event.
+func (m *Metrics) ObserveEvent() {
 	if m != nil {
 		m.events.Inc()
 	}
 }
 
-func (m *Metrics) notified(result string) {
+// Notified counts a notification attempt by result (delivered, failed, abandoned).
+func (m *Metrics) Notified(result string) {
 	if m != nil {
 		m.notifications.WithLabelValues(result).Inc()
 	}
 }
 
-func (m *Metrics) cascadeDelete() {
+// CascadeDelete counts a delete started because its subscription was Deleted.
+func (m *Metrics) CascadeDelete() {
 	if m != nil {
 		m.subDeletes.Inc()
 	}
