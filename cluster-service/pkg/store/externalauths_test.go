@@ -64,14 +64,14 @@ func TestExternalAuthStore(t *testing.T) {
 		}
 		spec := newExternalAuth("", "", "").Spec
 		spec.Issuer.Audiences = []string{"app", "cli"}
-		if _, err := s.UpdateExternalAuthSpec(ctx, ea.ID, ea.Revision, spec); !errors.Is(err, ErrConflict) {
+		if _, err := replaceExternalAuthSpec(ctx, s, ea.ID, ea.Revision, spec); !errors.Is(err, ErrConflict) {
 			t.Fatalf("stale update: %v, want ErrConflict", err)
 		}
-		up, err := s.UpdateExternalAuthSpec(ctx, ea.ID, ready.Revision, spec)
+		up, err := replaceExternalAuthSpec(ctx, s, ea.ID, ready.Revision, spec)
 		if err != nil || up.Status.State != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UPDATING || up.Status.Applied || len(up.Spec.Issuer.Audiences) != 2 {
 			t.Fatalf("update = %+v, %v", up, err)
 		}
-		same, err := s.UpdateExternalAuthSpec(ctx, ea.ID, 0, spec)
+		same, err := replaceExternalAuthSpec(ctx, s, ea.ID, 0, spec)
 		if err != nil || same.Revision != up.Revision {
 			t.Fatalf("identical spec: revision %d, %v; want %d", same.Revision, err, up.Revision)
 		}
@@ -85,7 +85,7 @@ func TestExternalAuthStore(t *testing.T) {
 		if err != nil || !d.Deleting || d.Status.State != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING {
 			t.Fatalf("MarkExternalAuthDeleting = %+v, %v", d, err)
 		}
-		if _, err := s.UpdateExternalAuthSpec(ctx, ea.ID, 0, ea.Spec); !errors.Is(err, ErrDeleting) {
+		if _, err := replaceExternalAuthSpec(ctx, s, ea.ID, 0, ea.Spec); !errors.Is(err, ErrDeleting) {
 			t.Fatalf("update while deleting: %v, want ErrDeleting", err)
 		}
 		if _, _, err := s.CreateExternalAuth(ctx, newExternalAuth(csid(204), cl.ID, armID("one")+"/externalAuths/other")); !errors.Is(err, ErrExternalAuthLimit) {
@@ -143,4 +143,9 @@ func TestExternalAuthStore(t *testing.T) {
 			t.Fatalf("events left after pruning: %d", len(left))
 		}
 	})
+}
+
+// replaceExternalAuthSpec writes spec whole, conditional on revision (0: unconditional).
+func replaceExternalAuthSpec(ctx context.Context, s *Store, id string, revision int64, spec *csv1.ExternalAuthSpec) (*ExternalAuth, error) {
+	return s.UpdateExternalAuth(ctx, id, Precondition{Revision: revision}, func(*ExternalAuth) (*csv1.ExternalAuthSpec, error) { return spec, nil })
 }
