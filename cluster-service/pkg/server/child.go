@@ -20,7 +20,7 @@ import (
 // under a live cluster of the ARM resource's parent, get, list by cluster, a partial update
 // merged under the store's row lock and validated whole as a create is, delete, watch. A
 // childService holds what differs between kinds: names, the ARM ID pattern, the store's
-// functions, and two hooks (validate a spec, decide an update).
+// store, and two hooks (validate a spec, decide an update).
 
 // childStatus is a child's status: it says which spec revision it reflects.
 type childStatus interface {
@@ -45,7 +45,14 @@ type childUpdateRequest[Update proto.Message] interface {
 	GetUpdate() Update
 }
 
-type childService[Spec proto.Message, Status childStatus, API childMessage[Spec], Update proto.Message, Event watchEvent] struct {
+// childEvent is a child's watch message (csv1.NodePoolEvent): type, revision and the object
+// in the field named as the kind's request field (node_pool).
+type childEvent interface {
+	proto.Message
+	watchEvent
+}
+
+type childService[Spec proto.Message, Status childStatus, API childMessage[Spec], Update proto.Message, Event childEvent] struct {
 	what   string // "node pool"
 	field  string // the request's field of the object: "node_pool"
 	logKey string // the log attribute of its ID: "node_pool_id"
@@ -64,25 +71,14 @@ type childService[Spec proto.Message, Status childStatus, API childMessage[Spec]
 	// createError answers a create's store error that is the kind's own; nil for the others.
 	createError func(clusterID string, err error) error
 
-	create       func(context.Context, *store.Child[Spec, Status]) (*store.Child[Spec, Status], bool, error)
-	get          func(context.Context, string) (*store.Child[Spec, Status], error)
-	list         func(context.Context, string) ([]*store.Child[Spec, Status], error)
-	update       func(context.Context, string, store.Precondition, func(*store.Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error)) (*store.Child[Spec, Status], error)
-	markDeleting func(context.Context, string) (*store.Child[Spec, Status], error)
-	toProto      func(*store.Child[Spec, Status]) API
-
-	// Watch: the store's snapshot and events, and the event message of one object.
-	snapshot    func(context.Context) ([]*store.Child[Spec, Status], int64, error)
-	eventsAfter func(ctx context.Context, after int64, limit int) ([]Event, error)
-	compacted   func(context.Context) (int64, error)
-	event       func(typ csv1.EventType, revision int64, c *store.Child[Spec, Status]) Event
+	store   store.Children[Spec, Status]
+	toProto func(*store.Child[Spec, Status]) API
 }
 
-// createChild validates and stores a new child: the IDs and ARM resource ID, the cluster (the
+// create validates and stores a new child: the IDs and ARM resource ID, the cluster (the
 // ARM ID's parent, not being deleted), then the spec. A create for an ARM resource that exists
 // returns it (idempotent), unless it is being deleted.
-func createChild[Spec proto.Message, Status childStatus, API childMessage[Spec], Update proto.Message, Event watchEvent](
-	ctx context.Context, s *Server, k *childService[Spec, Status, API, Update, Event], in API) (API, error) {
+func (k *childService[Spec, Status, API, Update, Event]) create(ctx context.Context, s *Server, in API) (API, error) {
 	var zero API
 	var v violations
 	if !in.ProtoReflect().IsValid() {
@@ -113,7 +109,7 @@ func createChild[Spec proto.Message, Status childStatus, API childMessage[Spec],
 	if err := v.err(); err != nil {
 		return zero, err
 	}
-	c, created, err := k.create(ctx, &store.Child[Spec, Status]{ID: in.GetId(), ClusterID: cl.ID, ARMResourceID: in.GetArmResourceId(), Spec: spec})
+	c, created, err := k.store.Create(ctx, &store.Child[Spec, Status]{ID: in.GetId(), ClusterID: cl.ID, ARMResourceID: in.GetArmResourceId(), Spec: spec})
 	if err != nil {
 		if k.createError != nil {
 			if kerr := k.createError(cl.ID, err); kerr != nil {
@@ -134,24 +130,22 @@ func createChild[Spec proto.Message, Status childStatus, API childMessage[Spec],
 	return k.toProto(c), nil
 }
 
-func getChild[Spec proto.Message, Status childStatus, API childMessage[Spec], Update proto.Message, Event watchEvent](
-	ctx context.Context, s *Server, k *childService[Spec, Status, API, Update, Event], id string) (API, error) {
+func (k *childService[Spec, Status, API, Update, Event]) get(ctx context.Context, s *Server, id string) (API, error) {
 	var zero API
 	var v violations
 	validateClusterID(&v, "id", id)
 	if err := v.err(); err != nil {
 		return zero, err
 	}
-	c, err := k.get(ctx, id)
+	c, err := k.store.Get(ctx, id)
 	if err != nil {
 		return zero, s.toStatus(ctx, "get "+k.what, err)
 	}
 	return k.toProto(c), nil
 }
 
-// listChildren lists the children of a cluster that exists.
-func listChildren[Spec proto.Message, Status childStatus, API childMessage[Spec], Update proto.Message, Event watchEvent](
-	ctx context.Context, s *Server, k *childService[Spec, Status, API, Update, Event], clusterID string) ([]API, error) {
+// list lists the children of a cluster that exists.
+func (k *childService[Spec, Status, API, Update, Event]) list(ctx context.Context, s *Server, clusterID string) ([]API, error) {
 	var v violations
 	validateClusterID(&v, "cluster_id", clusterID)
 	if err := v.err(); err != nil {
@@ -161,19 +155,18 @@ func listChildren[Spec proto.Message, Status childStatus, API childMessage[Spec]
 	if _, err := s.st.GetCluster(ctx, clusterID); err != nil {
 		return nil, s.toStatus(ctx, op, err)
 	}
-	all, err := k.list(ctx, clusterID)
+	all, err := k.store.List(ctx, clusterID, "", 0)
 	if err != nil {
 		return nil, s.toStatus(ctx, op, err)
 	}
 	return messages(all, k.toProto), nil
 }
 
-// updateChild applies a partial update to the stored spec under the object's write lock; the
+// update applies a partial update to the stored spec under the object's write lock; the
 // result is validated as a create's (k.decide), so no caller reads and writes back the whole
 // spec. An update that leaves the spec as it is writes nothing and returns the object at its
 // revision: the store's one rule for "nothing for Cluster Service to do", for every kind.
-func updateChild[Spec proto.Message, Status childStatus, API childMessage[Spec], Update proto.Message, Event watchEvent](
-	ctx context.Context, s *Server, k *childService[Spec, Status, API, Update, Event], req childUpdateRequest[Update]) (API, error) {
+func (k *childService[Spec, Status, API, Update, Event]) update(ctx context.Context, s *Server, req childUpdateRequest[Update]) (API, error) {
 	var zero API
 	var v violations
 	validateClusterID(&v, "id", req.GetId())
@@ -191,7 +184,7 @@ func updateChild[Spec proto.Message, Status childStatus, API childMessage[Spec],
 		return zero, err
 	}
 	op := "update " + k.what
-	cur, err := k.get(ctx, req.GetId())
+	cur, err := k.store.Get(ctx, req.GetId())
 	if err != nil {
 		return zero, s.toStatus(ctx, op, err)
 	}
@@ -203,7 +196,7 @@ func updateChild[Spec proto.Message, Status childStatus, API childMessage[Spec],
 		return zero, status.Errorf(codes.FailedPrecondition, "%s %s is being deleted", k.what, cur.ID)
 	}
 	var upgrade *csv1.UpgradePolicy
-	c, err := k.update(ctx, cur.ID, store.Precondition{Revision: req.GetRevision(), SpecRevision: req.GetSpecRevision()},
+	c, err := k.store.Update(ctx, cur.ID, store.Precondition{Revision: req.GetRevision(), SpecRevision: req.GetSpecRevision()},
 		func(cur *store.Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error) {
 			var specV violations
 			var spec Spec
@@ -242,16 +235,15 @@ func updateViolations(specV violations, update protoreflect.MessageDescriptor) v
 	return v
 }
 
-// deleteChild marks the object deleting; the controller removes it once its manifests are gone.
-func deleteChild[Spec proto.Message, Status childStatus, API childMessage[Spec], Update proto.Message, Event watchEvent](
-	ctx context.Context, s *Server, k *childService[Spec, Status, API, Update, Event], id string) (API, error) {
+// delete marks the object deleting; the controller removes it once its manifests are gone.
+func (k *childService[Spec, Status, API, Update, Event]) delete(ctx context.Context, s *Server, id string) (API, error) {
 	var zero API
 	var v violations
 	validateClusterID(&v, "id", id)
 	if err := v.err(); err != nil {
 		return zero, err
 	}
-	c, err := k.markDeleting(ctx, id)
+	c, err := k.store.MarkDeleting(ctx, id)
 	if err != nil {
 		return zero, s.toStatus(ctx, "delete "+k.what, err)
 	}
@@ -259,20 +251,35 @@ func deleteChild[Spec proto.Message, Status childStatus, API childMessage[Spec],
 	return k.toProto(c), nil
 }
 
-// watchChildren serves a watch of the kind exactly as WatchClusters does for clusters.
-func watchChildren[Spec proto.Message, Status childStatus, API childMessage[Spec], Update proto.Message, Event watchEvent](
-	s *Server, k *childService[Spec, Status, API, Update, Event], since int64, stream watchStream[Event]) error {
+// watch serves a watch of the kind exactly as WatchClusters does for clusters.
+func (k *childService[Spec, Status, API, Update, Event]) watch(s *Server, since int64, stream watchStream[Event]) error {
 	return serveWatch(s, since, stream, watchLog[Event]{
 		snapshot: func(ctx context.Context) ([]Event, int64, error) {
-			all, rev, err := k.snapshot(ctx)
+			all, rev, err := k.store.Snapshot(ctx)
 			return messages(all, func(c *store.Child[Spec, Status]) Event {
 				return k.event(csv1.EventType_EVENT_TYPE_UPSERTED, c.Revision, c)
 			}), rev, err
 		},
-		eventsAfter: k.eventsAfter,
-		compacted:   k.compacted,
-		bookmark:    func(rev int64) Event { return k.event(csv1.EventType_EVENT_TYPE_BOOKMARK, rev, nil) },
-		snapshotOp:  fmt.Sprintf("watch %ss snapshot", k.what), compactedOp: fmt.Sprintf("watch %ss", k.what),
+		eventsAfter: func(ctx context.Context, after int64, limit int) ([]Event, error) {
+			evs, err := k.store.EventsAfter(ctx, after, limit)
+			return messages(evs, func(ev store.ChildEvent[Spec, Status]) Event { return k.event(ev.Type, ev.Revision, ev.Object) }), err
+		},
+		compacted:  k.store.CompactedRevision,
+		bookmark:   func(rev int64) Event { return k.event(csv1.EventType_EVENT_TYPE_BOOKMARK, rev, nil) },
+		snapshotOp: fmt.Sprintf("watch %ss snapshot", k.what), compactedOp: fmt.Sprintf("watch %ss", k.what),
 		eventsOp: fmt.Sprintf("watch %s events", k.what), history: k.what + " event history",
 	})
+}
+
+// event is the watch message of one object; c is nil for a BOOKMARK.
+func (k *childService[Spec, Status, API, Update, Event]) event(typ csv1.EventType, rev int64, c *store.Child[Spec, Status]) Event {
+	var zero Event
+	m := zero.ProtoReflect().Type().New()
+	f := m.Descriptor().Fields()
+	m.Set(f.ByName("type"), protoreflect.ValueOfEnum(protoreflect.EnumNumber(typ)))
+	m.Set(f.ByName("revision"), protoreflect.ValueOfInt64(rev))
+	if c != nil {
+		m.Set(f.ByName(protoreflect.Name(k.field)), protoreflect.ValueOfMessage(k.toProto(c).ProtoReflect()))
+	}
+	return m.Interface().(Event)
 }

@@ -60,36 +60,13 @@ func (s *Server) externalAuthService() *childService[*csv1.ExternalAuthSpec, *cs
 			}
 			return nil
 		},
-		create: s.st.CreateExternalAuth, get: s.st.GetExternalAuth, list: s.st.ListExternalAuths, markDeleting: s.st.MarkExternalAuthDeleting,
-		update: func(ctx context.Context, id string, pre store.Precondition, decide func(*store.ExternalAuth) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy, error)) (*store.ExternalAuth, error) {
-			return s.st.UpdateExternalAuth(ctx, id, pre, func(cur *store.ExternalAuth) (*csv1.ExternalAuthSpec, error) {
-				spec, _, err := decide(cur)
-				return spec, err
-			})
-		},
-		toProto:  store.ExternalAuthProto,
-		snapshot: s.st.ExternalAuthSnapshot, compacted: s.st.CompactedExternalAuthRevision,
-		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.ExternalAuthEvent, error) {
-			evs, err := s.st.ExternalAuthEventsAfter(ctx, after, limit)
-			return messages(evs, func(ev store.ExternalAuthEvent) *csv1.ExternalAuthEvent {
-				return externalAuthEvent(ev.Type, ev.Revision, ev.ExternalAuth)
-			}), err
-		},
-		event: externalAuthEvent,
+		store: s.st.ExternalAuths(), toProto: store.ExternalAuthProto,
 	}
-}
-
-func externalAuthEvent(typ csv1.EventType, rev int64, ea *store.ExternalAuth) *csv1.ExternalAuthEvent {
-	ev := &csv1.ExternalAuthEvent{Type: typ, Revision: rev}
-	if ea != nil {
-		ev.ExternalAuth = store.ExternalAuthProto(ea)
-	}
-	return ev
 }
 
 // CreateExternalAuth implements csv1.ExternalAuthsServer.
 func (s externalAuths) CreateExternalAuth(ctx context.Context, req *csv1.CreateExternalAuthRequest) (*csv1.ExternalAuth, error) {
-	return createChild(ctx, s.Server, s.externalAuthService(), req.GetExternalAuth())
+	return s.externalAuthService().create(ctx, s.Server, req.GetExternalAuth())
 }
 
 // limitError is FailedPrecondition with a PreconditionFailure naming the rule: at most one
@@ -106,31 +83,31 @@ func limitError(clusterID string, err error) error {
 
 // GetExternalAuth implements csv1.ExternalAuthsServer.
 func (s externalAuths) GetExternalAuth(ctx context.Context, req *csv1.GetExternalAuthRequest) (*csv1.ExternalAuth, error) {
-	return getChild(ctx, s.Server, s.externalAuthService(), req.GetId())
+	return s.externalAuthService().get(ctx, s.Server, req.GetId())
 }
 
 // ListExternalAuths implements csv1.ExternalAuthsServer.
 func (s externalAuths) ListExternalAuths(ctx context.Context, req *csv1.ListExternalAuthsRequest) (*csv1.ListExternalAuthsResponse, error) {
-	eas, err := listChildren(ctx, s.Server, s.externalAuthService(), req.GetClusterId())
+	eas, err := s.externalAuthService().list(ctx, s.Server, req.GetClusterId())
 	if err != nil {
 		return nil, err
 	}
 	return &csv1.ListExternalAuthsResponse{ExternalAuths: eas}, nil
 }
 
-// UpdateExternalAuth implements csv1.ExternalAuthsServer (updateChild).
+// UpdateExternalAuth implements csv1.ExternalAuthsServer (childService.update).
 func (s externalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.UpdateExternalAuthRequest) (*csv1.ExternalAuth, error) {
-	return updateChild(ctx, s.Server, s.externalAuthService(), req)
+	return s.externalAuthService().update(ctx, s.Server, req)
 }
 
 // DeleteExternalAuth implements csv1.ExternalAuthsServer.
 func (s externalAuths) DeleteExternalAuth(ctx context.Context, req *csv1.DeleteExternalAuthRequest) (*csv1.ExternalAuth, error) {
-	return deleteChild(ctx, s.Server, s.externalAuthService(), req.GetId())
+	return s.externalAuthService().delete(ctx, s.Server, req.GetId())
 }
 
 // WatchExternalAuths implements csv1.ExternalAuthsServer, exactly as WatchClusters does.
 func (s externalAuths) WatchExternalAuths(req *csv1.WatchExternalAuthsRequest, stream grpc.ServerStreamingServer[csv1.ExternalAuthEvent]) error {
-	return watchChildren(s.Server, s.externalAuthService(), req.GetSinceRevision(), stream)
+	return s.externalAuthService().watch(s.Server, req.GetSinceRevision(), stream)
 }
 
 // validateExternalAuthSpec checks a spec against the rules of OpenShift's OIDC provider

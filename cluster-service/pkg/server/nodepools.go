@@ -42,52 +42,32 @@ func (s *Server) nodePoolService() *childService[*csv1.NodePoolSpec, *csv1.NodeP
 			return validateNodePoolSpec(v, "node_pool.spec", in, cl, nil, s.cfg.Versions, s.cfg.Now)
 		},
 		decide: s.decideNodePoolUpdate,
-		create: s.st.CreateNodePool, get: s.st.GetNodePool, update: s.st.UpdateNodePool, markDeleting: s.st.MarkNodePoolDeleting,
-		list: func(ctx context.Context, clusterID string) ([]*store.NodePool, error) {
-			return s.st.ListNodePools(ctx, clusterID, "", 0)
-		},
-		toProto:  store.NodePoolProto,
-		snapshot: s.st.NodePoolSnapshot, compacted: s.st.CompactedNodePoolRevision,
-		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.NodePoolEvent, error) {
-			evs, err := s.st.NodePoolEventsAfter(ctx, after, limit)
-			return messages(evs, func(ev store.NodePoolEvent) *csv1.NodePoolEvent {
-				return nodePoolEvent(ev.Type, ev.Revision, ev.NodePool)
-			}), err
-		},
-		event: nodePoolEvent,
+		store:  s.st.NodePools(), toProto: store.NodePoolProto,
 	}
-}
-
-func nodePoolEvent(typ csv1.EventType, rev int64, np *store.NodePool) *csv1.NodePoolEvent {
-	ev := &csv1.NodePoolEvent{Type: typ, Revision: rev}
-	if np != nil {
-		ev.NodePool = store.NodePoolProto(np)
-	}
-	return ev
 }
 
 // CreateNodePool implements csv1.NodePoolsServer.
 func (s *Server) CreateNodePool(ctx context.Context, req *csv1.CreateNodePoolRequest) (*csv1.NodePool, error) {
-	return createChild(ctx, s, s.nodePoolService(), req.GetNodePool())
+	return s.nodePoolService().create(ctx, s, req.GetNodePool())
 }
 
 // GetNodePool implements csv1.NodePoolsServer.
 func (s *Server) GetNodePool(ctx context.Context, req *csv1.GetNodePoolRequest) (*csv1.NodePool, error) {
-	return getChild(ctx, s, s.nodePoolService(), req.GetId())
+	return s.nodePoolService().get(ctx, s, req.GetId())
 }
 
 // ListNodePools implements csv1.NodePoolsServer.
 func (s *Server) ListNodePools(ctx context.Context, req *csv1.ListNodePoolsRequest) (*csv1.ListNodePoolsResponse, error) {
-	pools, err := listChildren(ctx, s, s.nodePoolService(), req.GetClusterId())
+	pools, err := s.nodePoolService().list(ctx, s, req.GetClusterId())
 	if err != nil {
 		return nil, err
 	}
 	return &csv1.ListNodePoolsResponse{NodePools: pools}, nil
 }
 
-// UpdateNodePool implements csv1.NodePoolsServer (updateChild).
+// UpdateNodePool implements csv1.NodePoolsServer (childService.update).
 func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolRequest) (*csv1.NodePool, error) {
-	return updateChild(ctx, s, s.nodePoolService(), req)
+	return s.nodePoolService().update(ctx, s, req)
 }
 
 // decideNodePoolUpdate applies u to the stored pool and validates the result as a create would
@@ -107,12 +87,12 @@ func (s *Server) decideNodePoolUpdate(v *violations, cl *store.Cluster, cur *sto
 
 // DeleteNodePool implements csv1.NodePoolsServer.
 func (s *Server) DeleteNodePool(ctx context.Context, req *csv1.DeleteNodePoolRequest) (*csv1.NodePool, error) {
-	return deleteChild(ctx, s, s.nodePoolService(), req.GetId())
+	return s.nodePoolService().delete(ctx, s, req.GetId())
 }
 
 // WatchNodePools implements csv1.NodePoolsServer, exactly as WatchClusters does for clusters.
 func (s *Server) WatchNodePools(req *csv1.WatchNodePoolsRequest, stream grpc.ServerStreamingServer[csv1.NodePoolEvent]) error {
-	return watchChildren(s, s.nodePoolService(), req.GetSinceRevision(), stream)
+	return s.nodePoolService().watch(s, req.GetSinceRevision(), stream)
 }
 
 // DefaultNodePool is the one place a node pool spec's defaults are applied (Cluster Service

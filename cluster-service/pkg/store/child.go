@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -23,6 +25,9 @@ import (
 // marked deleting, then removed by the controller. childKind is that life written once; what
 // differs between kinds is data (table, event log, state names, messages, a per-cluster limit)
 // and one hook (what a spec change does to the status).
+
+// ErrDeleting: the object (or the cluster it belongs to) is being deleted, so it cannot change.
+var ErrDeleting = errors.New("being deleted")
 
 // Child is a stored child object of a cluster: a node pool or an external auth.
 type Child[Spec proto.Message, Status observedStatus] struct {
@@ -41,6 +46,88 @@ type Child[Spec proto.Message, Status observedStatus] struct {
 // StatusUnchanged is Cluster.StatusUnchanged for a child's status write.
 func (c *Child[Spec, Status]) StatusUnchanged(st Status) bool {
 	return proto.Equal(c.Status, stampObserved(st, c.SpecRevision))
+}
+
+// ChildEvent is one entry of a child kind's event log.
+type ChildEvent[Spec proto.Message, Status observedStatus] struct {
+	Type     csv1.EventType // UPSERTED or DELETED
+	Revision int64
+	Object   *Child[Spec, Status] // for DELETED, the last known state
+}
+
+// Children is the store of one child kind (Store.NodePools, Store.ExternalAuths): every
+// operation on a child, written once for every kind.
+type Children[Spec proto.Message, Status observedStatus] struct {
+	s *Store
+	k *childKind[Spec, Status]
+}
+
+// Create stores a new child of c.ClusterID. It is idempotent on the ARM resource ID
+// (created=false returns the existing one, whatever c.ID says). ErrNotFound if the cluster does
+// not exist, ErrDeleting if it is being deleted, the kind's limit error (ErrExternalAuthLimit)
+// past its per-cluster limit, ErrIDInUse if c.ID belongs to another ARM resource.
+func (cs Children[Spec, Status]) Create(ctx context.Context, c *Child[Spec, Status]) (_ *Child[Spec, Status], created bool, err error) {
+	return cs.k.create(ctx, cs.s, c)
+}
+
+// Get returns the child or ErrNotFound.
+func (cs Children[Spec, Status]) Get(ctx context.Context, id string) (*Child[Spec, Status], error) {
+	return cs.k.scan(cs.s.pool.QueryRow(ctx, cs.k.selectWhere(`id = $1`), id))
+}
+
+// List returns the children of one cluster in id order; with clusterID empty, up to limit of
+// every cluster with an id greater than afterID (limit 0: no limit).
+func (cs Children[Spec, Status]) List(ctx context.Context, clusterID, afterID string, limit int) ([]*Child[Spec, Status], error) {
+	return cs.k.list(ctx, cs.s, clusterID, afterID, limit)
+}
+
+// Update reads the child under the write lock and writes the spec decide returns (a partial
+// update applied to the stored spec, defaulted and validated), with an upgrade policy, if decide
+// returns one, in the same transaction (ErrUpgradeInProgress if the object has an unfinished
+// one). It is conditional on pre (zero: unconditional; ErrConflict when it does not hold);
+// either way no other write lands between the read decide sees and the write. ErrDeleting for
+// a child being deleted; errors from decide are returned as they are. An identical spec is not
+// written and keeps the revision: nothing for the controller to do.
+func (cs Children[Spec, Status]) Update(ctx context.Context, id string, pre Precondition,
+	decide func(cur *Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error)) (*Child[Spec, Status], error) {
+	return cs.k.update(ctx, cs.s, id, pre, decide)
+}
+
+// MarkDeleting sets the deleting flag and UNINSTALLING; idempotent like MarkDeleting.
+func (cs Children[Spec, Status]) MarkDeleting(ctx context.Context, id string) (*Child[Spec, Status], error) {
+	return cs.k.markDeleting(ctx, cs.s, id)
+}
+
+// UpdateStatus replaces the status if the child is still at revision (ErrConflict otherwise);
+// an identical status keeps the revision.
+func (cs Children[Spec, Status]) UpdateStatus(ctx context.Context, id string, revision int64, st Status) (*Child[Spec, Status], error) {
+	return cs.k.updateStatus(ctx, cs.s, id, revision, st)
+}
+
+// Remove deletes a child that is marked deleting and still at revision, and records its
+// DELETED event. Only the controller calls it, once the management cluster is done with it.
+func (cs Children[Spec, Status]) Remove(ctx context.Context, id string, revision int64) error {
+	return cs.k.remove(ctx, cs.s, id, revision)
+}
+
+// EventsAfter returns up to limit events with a revision greater than after, in order.
+func (cs Children[Spec, Status]) EventsAfter(ctx context.Context, after int64, limit int) ([]ChildEvent[Spec, Status], error) {
+	return cs.k.eventsAfter(ctx, cs.s, after, limit)
+}
+
+// Snapshot returns every child of the kind and the revision it is consistent with.
+func (cs Children[Spec, Status]) Snapshot(ctx context.Context) ([]*Child[Spec, Status], int64, error) {
+	return snapshot(ctx, cs.s, cs.k.log, `SELECT `+childColumns+` FROM `+cs.k.table+` ORDER BY id`, cs.k.scan)
+}
+
+// CurrentRevision is the revision of the kind's latest event.
+func (cs Children[Spec, Status]) CurrentRevision(ctx context.Context) (int64, error) {
+	return currentRevision(ctx, cs.s.pool, cs.k.log)
+}
+
+// CompactedRevision is the newest revision of the kind whose tombstone may be pruned.
+func (cs Children[Spec, Status]) CompactedRevision(ctx context.Context) (int64, error) {
+	return compactedRevision(ctx, cs.s.pool, cs.k.log)
 }
 
 // childColumns are the columns every child table has, in the order scan reads them.
@@ -63,9 +150,42 @@ type childKind[Spec proto.Message, Status observedStatus] struct {
 	// limitErr.
 	perCluster int
 	limitErr   error
-	// specChanged changes the status of an object whose spec has just changed (what the
-	// controller has not seen yet).
-	specChanged func(st Status)
+	// A spec change sets UPDATING (updatingMessage) from the states in updatingFrom and, with
+	// clearApplied, clears status.applied: the controller has not seen the new spec yet.
+	updatingFrom    []string
+	updatingMessage string
+	clearApplied    bool
+}
+
+// of completes k with the names that follow from its API message (csv1.NodePool): its noun
+// ("node pool"), table (node_pools), event document key (nodePool) and state names
+// (NODE_POOL_STATE_*).
+func (k *childKind[Spec, Status]) of(api proto.Message) *childKind[Spec, Status] {
+	name := string(api.ProtoReflect().Descriptor().Name())
+	var snake strings.Builder
+	for i, r := range name {
+		if i > 0 && unicode.IsUpper(r) {
+			snake.WriteByte('_')
+		}
+		snake.WriteRune(unicode.ToLower(r))
+	}
+	k.api = api.ProtoReflect().Type()
+	k.what, k.table = strings.ReplaceAll(snake.String(), "_", " "), snake.String()+"s"
+	k.docKey = strings.ToLower(name[:1]) + name[1:]
+	k.statePrefix = strings.ToUpper(snake.String()) + "_STATE_"
+	return k
+}
+
+// specChanged is the status st becomes when the spec changes.
+func (k *childKind[Spec, Status]) specChanged(st Status) {
+	state := strings.TrimPrefix(childState(st), k.statePrefix)
+	if slices.Contains(k.updatingFrom, state) {
+		setChildState(st, k.statePrefix, "UPDATING", k.updatingMessage)
+	}
+	if k.clearApplied {
+		m := st.ProtoReflect()
+		m.Clear(m.Descriptor().Fields().ByName("applied"))
+	}
 }
 
 // newMessage is a new empty M.
@@ -254,10 +374,6 @@ func lockLiveClusterTx(ctx context.Context, tx pgx.Tx, clusterID string) error {
 		return fmt.Errorf("cluster %s: %w", clusterID, ErrDeleting)
 	}
 	return nil
-}
-
-func (k *childKind[Spec, Status]) get(ctx context.Context, s *Store, id string) (*Child[Spec, Status], error) {
-	return k.scan(s.pool.QueryRow(ctx, k.selectWhere(`id = $1`), id))
 }
 
 // list returns the children of one cluster in id order; with clusterID empty, up to limit of
@@ -475,28 +591,23 @@ func (k *childKind[Spec, Status]) eventDoc(c *Child[Spec, Status]) ([]byte, erro
 	return json.Marshal(doc)
 }
 
-// eventsAfter returns up to limit events with a revision greater than after, each made by ev.
-func eventsAfterOf[E any, Spec proto.Message, Status observedStatus](ctx context.Context, s *Store, k *childKind[Spec, Status], after int64, limit int,
-	ev func(typ csv1.EventType, revision int64, c *Child[Spec, Status]) E) ([]E, error) {
-	return eventsAfter(ctx, s.pool, k.log, after, limit, func(rev int64, typ csv1.EventType, raw []byte) (E, error) {
+// eventsAfter reads up to limit events with a revision greater than after.
+func (k *childKind[Spec, Status]) eventsAfter(ctx context.Context, s *Store, after int64, limit int) ([]ChildEvent[Spec, Status], error) {
+	return eventsAfter(ctx, s.pool, k.log, after, limit, func(rev int64, typ csv1.EventType, raw []byte) (ChildEvent[Spec, Status], error) {
 		var doc map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &doc); err != nil {
-			return *new(E), err
+			return ChildEvent[Spec, Status]{}, err
 		}
 		m := k.api.New()
 		if err := protojson.Unmarshal(doc[k.docKey], m.Interface()); err != nil {
-			return *new(E), err
+			return ChildEvent[Spec, Status]{}, err
 		}
 		c := k.fromProto(m)
 		if d, ok := doc["deleting"]; ok {
 			if err := json.Unmarshal(d, &c.Deleting); err != nil {
-				return *new(E), err
+				return ChildEvent[Spec, Status]{}, err
 			}
 		}
-		return ev(typ, rev, c), nil
+		return ChildEvent[Spec, Status]{Type: typ, Revision: rev, Object: c}, nil
 	})
-}
-
-func (k *childKind[Spec, Status]) snapshot(ctx context.Context, s *Store) ([]*Child[Spec, Status], int64, error) {
-	return snapshot(ctx, s, k.log, `SELECT `+childColumns+` FROM `+k.table+` ORDER BY id`, k.scan)
 }
