@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -41,13 +44,11 @@ type childMeta struct {
 }
 
 // childResource is one child kind. M is its internal model (*api.NodePool), Spec its Cluster
-// Service spec and Update its Cluster Service partial update. The hooks never refer to the
+// Service spec, Update its Cluster Service partial update and Version its schema in one
+// api-version (api.NodePoolVersion). The hooks never refer to the
 // kind's resourceKind (the shared paths call them through it); the handlers find it by kind().
-type childResource[M any, Spec proto.Message, Update proto.Message] struct {
-	typeName string // in ARM messages: "nodePools"
-	path     string // the collection's path segment: "/nodepools"
-	param    string // the name's path parameter: "nodePoolName"
-	nameRE   *regexp.Regexp
+type childResource[M any, Spec proto.Message, Update proto.Message, Version any] struct {
+	typeName string // the ARM type under the cluster: "nodePools" (paths /nodepools/{nodePoolName})
 	noun     string // "node pool"
 	// served says whether Server has the kind's Cluster Service client.
 	served func(s *Server) bool
@@ -59,18 +60,16 @@ type childResource[M any, Spec proto.Message, Update proto.Message] struct {
 	// newModel is an empty model; defaults fills in what a stored one may lack (nil: nothing).
 	newModel func() M
 	defaults func(M)
-	// servedIn says whether an api-version serves the kind.
-	servedIn func(apiVersion string) bool
-	// decode decodes a PUT body in the request's api-version (stored: the resource it
-	// replaces, nil on create) and patch merges a PATCH body into stored; render is the
-	// resource as the request's api-version shows it. The handlers call them only for an
-	// api-version that serves the kind (servedIn).
-	decode func(r *http.Request, body []byte, stored M) (M, error)
-	patch  func(r *http.Request, stored M, body []byte) (M, error)
-	render func(r *http.Request, m M) any
+	// lookup is the kind's schema in an api-version (api.LookupNodePool). In it, decode decodes
+	// a PUT body (stored: the resource it replaces, nil on create), patch merges a PATCH body
+	// into stored, and render is the resource as the api-version shows it.
+	lookup func(apiVersion string) (Version, bool)
+	decode func(v Version, body []byte, stored M) (M, error)
+	patch  func(v Version, stored M, body []byte) (M, error)
+	render func(v Version, m M) any
 	// carry copies into next, written over stored, what the request cannot change or leaves
 	// to what is stored (nil: nothing); prepareCreate completes a new one from its cluster.
-	carry         func(r *http.Request, stored, next M)
+	carry         func(v Version, stored, next M)
 	prepareCreate func(cluster *armdoc.ResourceDocument, m M) error
 	// changeErrors lists what a write over stored may not change (nil: everything may).
 	changeErrors func(stored, next M) []*arm.CloudError
@@ -82,38 +81,95 @@ type childResource[M any, Spec proto.Message, Update proto.Message] struct {
 	spec       func(m M) Spec
 	fullUpdate func(next Spec) Update
 	diffUpdate func(stored, next Spec) Update
-	// The Cluster Service calls; each returns its request, for fieldViolations.
-	csCreate func(ctx context.Context, s *Server, csID, clusterCSID, armID string, spec Spec) (req proto.Message, id string, err error)
-	csUpdate func(ctx context.Context, s *Server, csID string, u Update) (req proto.Message, specRevision int64, err error)
-	csDelete func(ctx context.Context, s *Server, csID string) error
+	// cs is the kind's Cluster Service client: its Create, Update and Delete methods.
+	cs func(s *Server) childCalls
+}
+
+// childCalls are a child service's Create, Update and Delete RPCs (csv1.NodePoolsClient's
+// CreateNodePool, …). Their requests have the same fields in every kind, so they are built
+// here: Create{<object>: {id, cluster_id, arm_resource_id, spec}}, Update{id, update},
+// Delete{id}.
+type childCalls struct {
+	create, update, delete csCall
+}
+
+// csCall is one unary RPC with its request type.
+type csCall struct {
+	newRequest func() protoreflect.Message
+	invoke     func(ctx context.Context, req proto.Message) (protoreflect.Message, error)
+}
+
+// rpc makes a csCall of a generated client method.
+func rpc[Req, Resp proto.Message](method func(context.Context, Req, ...grpc.CallOption) (Resp, error)) csCall {
+	return csCall{
+		newRequest: func() protoreflect.Message { var zero Req; return zero.ProtoReflect().Type().New() },
+		invoke: func(ctx context.Context, req proto.Message) (protoreflect.Message, error) {
+			resp, err := method(ctx, req.(Req))
+			if err != nil {
+				return nil, err
+			}
+			return resp.ProtoReflect(), nil
+		},
+	}
+}
+
+// call builds c's request with set, sends it and returns the response; the request is
+// returned too, for fieldViolations.
+func (c csCall) call(ctx context.Context, set func(req protoreflect.Message)) (proto.Message, protoreflect.Message, error) {
+	req := c.newRequest()
+	set(req)
+	resp, err := c.invoke(ctx, req.Interface())
+	return req.Interface(), resp, err
+}
+
+// setField sets m's field name.
+func setField(m protoreflect.Message, name string, v protoreflect.Value) {
+	m.Set(m.Descriptor().Fields().ByName(protoreflect.Name(name)), v)
+}
+
+// getField is m's field name; the zero value for a nil m (a failed call).
+func getField(m protoreflect.Message, name string) protoreflect.Value {
+	if m == nil {
+		return protoreflect.Value{}
+	}
+	return m.Get(m.Descriptor().Fields().ByName(protoreflect.Name(name)))
+}
+
+// childNameRE is the specification's name pattern of a cluster's child resource (node pool,
+// external auth): 1 to 15 letters, digits and '-', starting with a letter, not ending with '-'.
+var childNameRE = regexp.MustCompile(`^[a-zA-Z]([-a-zA-Z0-9]{0,13}[a-zA-Z0-9])?$`)
+
+// path is the kind's collection path under a cluster: "/nodepools".
+func (k *childResource[M, Spec, Update, Version]) path() string {
+	return "/" + strings.ToLower(k.typeName)
 }
 
 // routes registers the kind's paths; without its Cluster Service client they are not served.
-func (k *childResource[M, Spec, Update]) routes(s *Server) {
+func (k *childResource[M, Spec, Update, Version]) routes(s *Server) {
 	if !k.served(s) {
 		return
 	}
-	pattern := clusterPattern + k.path + "/{" + k.param + "}"
+	pattern := clusterPattern + k.path() + "/{" + strings.TrimSuffix(k.typeName, "s") + "Name}"
 	s.handle("PUT "+pattern, k.put(s), resourceRoute)
 	s.handle("PATCH "+pattern, k.patchHandler(s), resourceRoute)
 	s.handle("GET "+pattern, k.get(s), resourceRoute)
 	s.handle("DELETE "+pattern, k.delete(s), resourceRoute)
-	s.handle("GET "+clusterPattern+k.path, k.list(s), resourceRoute)
+	s.handle("GET "+clusterPattern+k.path(), k.list(s), resourceRoute)
 }
 
 // id is the child's ID in the request, in the caller's casing.
-func (k *childResource[M, Spec, Update]) id(r *http.Request) (*arm.ResourceID, error) {
-	return childID(r, k.noun, k.nameRE)
+func (k *childResource[M, Spec, Update, Version]) id(r *http.Request) (*arm.ResourceID, error) {
+	return childID(r, k.noun, childNameRE)
 }
 
 // notFound is the 404 of a child that does not exist.
-func (k *childResource[M, Spec, Update]) notFound(id *arm.ResourceID) error {
+func (k *childResource[M, Spec, Update, Version]) notFound(id *arm.ResourceID) error {
 	return cloudError(http.StatusNotFound, arm.CodeResourceNotFound, "",
 		"The resource 'hcpOpenShiftClusters/%s/%s/%s' under resource group '%s' was not found.", id.Names[0], k.typeName, id.Name(), id.ResourceGroup)
 }
 
 // model is the resource document's properties: the internal model as stored.
-func (k *childResource[M, Spec, Update]) model(m M) (json.RawMessage, error) {
+func (k *childResource[M, Spec, Update, Version]) model(m M) (json.RawMessage, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", k.noun, err)
@@ -122,7 +178,7 @@ func (k *childResource[M, Spec, Update]) model(m M) (json.RawMessage, error) {
 }
 
 // same says whether two versions of a child are the same resource: model, tags and location.
-func (k *childResource[M, Spec, Update]) same(a, b M) bool {
+func (k *childResource[M, Spec, Update, Version]) same(a, b M) bool {
 	ja, _ := k.model(a)
 	jb, _ := k.model(b)
 	ma, mb := k.meta(a), k.meta(b)
@@ -143,7 +199,7 @@ func (k *childResource[M, Spec, Update]) same(a, b M) bool {
 }
 
 // fromDocMeta fills the ARM envelope of m from its resource document.
-func (k *childResource[M, Spec, Update]) fromDocMeta(rd *armdoc.ResourceDocument, m M) error {
+func (k *childResource[M, Spec, Update, Version]) fromDocMeta(rd *armdoc.ResourceDocument, m M) error {
 	id, err := arm.ParseResourceID(rd.ResourceID)
 	if err != nil {
 		return fmt.Errorf("stored resource ID %q: %w", rd.ResourceID, err)
@@ -163,7 +219,7 @@ func (k *childResource[M, Spec, Update]) fromDocMeta(rd *armdoc.ResourceDocument
 }
 
 // fromDoc rebuilds the internal model from a resource document.
-func (k *childResource[M, Spec, Update]) fromDoc(rd *armdoc.ResourceDocument) (M, error) {
+func (k *childResource[M, Spec, Update, Version]) fromDoc(rd *armdoc.ResourceDocument) (M, error) {
 	m := k.newModel()
 	if len(rd.Properties) > 0 {
 		if err := json.Unmarshal(rd.Properties, m); err != nil {
@@ -176,21 +232,28 @@ func (k *childResource[M, Spec, Update]) fromDoc(rd *armdoc.ResourceDocument) (M
 	return m, k.fromDocMeta(rd, m)
 }
 
+// version is the request's api-version's schema of the kind (checkServed has checked there is
+// one).
+func (k *childResource[M, Spec, Update, Version]) version(r *http.Request) Version {
+	v, _ := k.lookup(info(r).apiVersion)
+	return v
+}
+
 // checkServed fails with 400 InvalidResourceType when the request's api-version does not
 // serve the kind.
-func (k *childResource[M, Spec, Update]) checkServed(r *http.Request) error {
-	if !k.servedIn(info(r).apiVersion) {
+func (k *childResource[M, Spec, Update, Version]) checkServed(r *http.Request) error {
+	if _, ok := k.lookup(info(r).apiVersion); !ok {
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidResourceType, "api-version",
 			"The resource type 'hcpOpenShiftClusters/%s' is not served in api-version '%s'.", k.typeName, info(r).apiVersion)
 	}
 	return nil
 }
 
-func (k *childResource[M, Spec, Update]) respond(w http.ResponseWriter, r *http.Request, code int, m M, etag string) error {
+func (k *childResource[M, Spec, Update, Version]) respond(w http.ResponseWriter, r *http.Request, code int, m M, etag string) error {
 	if err := k.checkServed(r); err != nil {
 		return err
 	}
-	b, err := json.Marshal(k.render(r, m))
+	b, err := json.Marshal(k.render(k.version(r), m))
 	if err != nil {
 		return fmt.Errorf("render %s %s: %w", k.noun, *k.meta(m).ID, err)
 	}
@@ -203,7 +266,7 @@ func (k *childResource[M, Spec, Update]) respond(w http.ResponseWriter, r *http.
 
 // respondResult is the kind's resourceKind.respondResult: the stored resource, without what a
 // GET adds (decorate).
-func (k *childResource[M, Spec, Update]) respondResult(_ *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
+func (k *childResource[M, Spec, Update, Version]) respondResult(_ *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
 	m, err := k.fromDoc(rd)
 	if err != nil {
 		return err
@@ -213,7 +276,7 @@ func (k *childResource[M, Spec, Update]) respondResult(_ *Server, w http.Respons
 
 // checkCluster refuses a write while the cluster is being deleted, and for a busyCluster kind
 // while any operation is in progress on it (409, naming it).
-func (k *childResource[M, Spec, Update]) checkCluster(ctx context.Context, s *Server, cluster *armdoc.ResourceDocument) error {
+func (k *childResource[M, Spec, Update, Version]) checkCluster(ctx context.Context, s *Server, cluster *armdoc.ResourceDocument) error {
 	if cluster.ActiveOperationID != "" {
 		op, _, err := s.getOperationDoc(ctx, partitionKey(mustSub(cluster.ResourceID)), cluster.ActiveOperationID)
 		if err != nil && !errors.Is(err, docstore.ErrNotFound) {
@@ -236,21 +299,31 @@ func (k *childResource[M, Spec, Update]) checkCluster(ctx context.Context, s *Se
 	return nil
 }
 
+// writeTarget checks a PUT's or PATCH's ID, api-version and body, and reads the child's cluster
+// (404 ParentResourceNotFound without it).
+func (k *childResource[M, Spec, Update, Version]) writeTarget(s *Server, r *http.Request) (*arm.ResourceID, *armdoc.ResourceDocument, error) {
+	id, err := k.id(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := k.checkServed(r); err != nil {
+		return nil, nil, err
+	}
+	if len(info(r).body) == 0 {
+		return nil, nil, cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
+	}
+	cluster, err := s.parentCluster(r.Context(), id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return id, cluster, nil
+}
+
 // put creates a child, retries a create still pending, or replaces one.
-func (k *childResource[M, Spec, Update]) put(s *Server) handlerFunc {
+func (k *childResource[M, Spec, Update, Version]) put(s *Server) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		ri := info(r)
-		id, err := k.id(r)
-		if err != nil {
-			return err
-		}
-		if err := k.checkServed(r); err != nil {
-			return err
-		}
-		if len(ri.body) == 0 {
-			return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
-		}
-		cluster, err := s.parentCluster(r.Context(), id)
+		id, cluster, err := k.writeTarget(s, r)
 		if err != nil {
 			return err
 		}
@@ -264,7 +337,7 @@ func (k *childResource[M, Spec, Update]) put(s *Server) handlerFunc {
 				return err
 			}
 		}
-		next, err := k.decode(r, ri.body, stored)
+		next, err := k.decode(k.version(r), ri.body, stored)
 		if err != nil {
 			return err
 		}
@@ -285,13 +358,13 @@ func (k *childResource[M, Spec, Update]) put(s *Server) handlerFunc {
 			return k.create(s, w, r, cluster, next)
 		}
 		if k.carry != nil {
-			k.carry(r, stored, next)
+			k.carry(k.version(r), stored, next)
 		}
 		return k.update(s, w, r, cluster, stored, next, rd, doc, false)
 	}
 }
 
-func (k *childResource[M, Spec, Update]) create(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, m M) error {
+func (k *childResource[M, Spec, Update, Version]) create(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, m M) error {
 	if k.prepareCreate != nil {
 		if err := k.prepareCreate(cluster, m); err != nil {
 			return err
@@ -327,18 +400,30 @@ func (k *childResource[M, Spec, Update]) create(s *Server, w http.ResponseWriter
 
 // callCreate has Cluster Service create m (idempotent on its ARM ID) and returns the ID it
 // answers with.
-func (k *childResource[M, Spec, Update]) callCreate(s *Server, r *http.Request, m M, csID, clusterCSID string) (string, error) {
+func (k *childResource[M, Spec, Update, Version]) callCreate(s *Server, r *http.Request, m M, csID, clusterCSID string) (string, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	req, got, err := k.csCreate(ctx, s, csID, clusterCSID, (*k.meta(m).ID).String(), k.spec(m))
-	return got, fieldViolations(info(r).version, req, err)
+	req, got, err := k.cs(s).create.call(ctx, func(req protoreflect.Message) {
+		// The request's one field is the object.
+		fd := req.Descriptor().Fields().Get(0)
+		obj := req.NewField(fd).Message()
+		setField(obj, "id", protoreflect.ValueOfString(csID))
+		setField(obj, "cluster_id", protoreflect.ValueOfString(clusterCSID))
+		setField(obj, "arm_resource_id", protoreflect.ValueOfString((*k.meta(m).ID).String()))
+		setField(obj, "spec", protoreflect.ValueOfMessage(k.spec(m).ProtoReflect()))
+		req.Set(fd, protoreflect.ValueOfMessage(obj))
+	})
+	if err != nil {
+		return "", fieldViolations(info(r).version, req, err)
+	}
+	return getField(got, "id").String(), nil
 }
 
 // update writes next over an existing child, for a PUT (200) or a PATCH (202). What
 // changeErrors names may not change. A change Cluster Service must roll out becomes an update
 // call naming what changes, and an Update operation the backend ends once the child is READY as
 // asked; anything else (tags, identity, an unchanged body) is written at once.
-func (k *childResource[M, Spec, Update]) update(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, stored, next M,
+func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, stored, next M,
 	rd *armdoc.ResourceDocument, doc *docstore.Document, patch bool) error {
 	ctx := r.Context()
 	id := *k.meta(next).ID
@@ -392,7 +477,7 @@ func (k *childResource[M, Spec, Update]) update(s *Server, w http.ResponseWriter
 // replaces: it sends every updatable field (and so also brings back one an SRE changed in
 // Cluster Service that the document does not show); a PATCH sends only what differs. Cluster
 // Service applies it to its own spec, so the frontend never reads that spec to write it back.
-func (k *childResource[M, Spec, Update]) updateOf(stored, next M, patch bool) Update {
+func (k *childResource[M, Spec, Update, Version]) updateOf(stored, next M, patch bool) Update {
 	if !patch {
 		return k.fullUpdate(k.spec(next))
 	}
@@ -404,19 +489,22 @@ func (k *childResource[M, Spec, Update]) updateOf(stored, next M, patch bool) Up
 // unconditional in Cluster Service: the update names only what this request changes, Cluster
 // Service merges it under its own lock, and the ARM-level race was decided before the call, by
 // the resource document's ETag (startUpdate).
-func (k *childResource[M, Spec, Update]) callUpdate(s *Server, r *http.Request, csID string, id *arm.ResourceID, u Update) (int64, error) {
+func (k *childResource[M, Spec, Update, Version]) callUpdate(s *Server, r *http.Request, csID string, id *arm.ResourceID, u Update) (int64, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	req, rev, err := k.csUpdate(ctx, s, csID, u)
+	req, got, err := k.cs(s).update.call(ctx, func(req protoreflect.Message) {
+		setField(req, "id", protoreflect.ValueOfString(csID))
+		setField(req, "update", protoreflect.ValueOfMessage(u.ProtoReflect()))
+	})
 	if err != nil {
 		return 0, fmt.Errorf("update %s %s in cluster service: %w", k.noun, id, fieldViolations(info(r).version, req, err))
 	}
-	return rev, nil
+	return getField(got, "spec_revision").Int(), nil
 }
 
 // writeOnly records a change Cluster Service does not see. A PUT answers 200 as a GET would; a
 // PATCH still answers 202 with an operation, recorded already Succeeded.
-func (k *childResource[M, Spec, Update]) writeOnly(s *Server, w http.ResponseWriter, r *http.Request, id *arm.ResourceID, nrd *armdoc.ResourceDocument,
+func (k *childResource[M, Spec, Update, Version]) writeOnly(s *Server, w http.ResponseWriter, r *http.Request, id *arm.ResourceID, nrd *armdoc.ResourceDocument,
 	doc *docstore.Document, patch bool) error {
 	ctx := r.Context()
 	resDoc, err := withBody(doc, nrd)
@@ -454,20 +542,10 @@ func (k *childResource[M, Spec, Update]) writeOnly(s *Server, w http.ResponseWri
 }
 
 // patchHandler merges the body into the child as the request's api-version shows it.
-func (k *childResource[M, Spec, Update]) patchHandler(s *Server) handlerFunc {
+func (k *childResource[M, Spec, Update, Version]) patchHandler(s *Server) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		ri := info(r)
-		id, err := k.id(r)
-		if err != nil {
-			return err
-		}
-		if err := k.checkServed(r); err != nil {
-			return err
-		}
-		if len(ri.body) == 0 {
-			return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
-		}
-		cluster, err := s.parentCluster(r.Context(), id)
+		id, cluster, err := k.writeTarget(s, r)
 		if err != nil {
 			return err
 		}
@@ -479,20 +557,20 @@ func (k *childResource[M, Spec, Update]) patchHandler(s *Server) handlerFunc {
 		if err != nil {
 			return err
 		}
-		next, err := k.patch(r, stored, ri.body)
+		next, err := k.patch(k.version(r), stored, ri.body)
 		if err != nil {
 			return err
 		}
 		*k.meta(next).ID = id
 		*k.meta(next).SystemData = requestSystemData(r)
 		if k.carry != nil {
-			k.carry(r, stored, next)
+			k.carry(k.version(r), stored, next)
 		}
 		return k.update(s, w, r, cluster, stored, next, rd, doc, true)
 	}
 }
 
-func (k *childResource[M, Spec, Update]) get(s *Server) handlerFunc {
+func (k *childResource[M, Spec, Update, Version]) get(s *Server) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		id, err := k.id(r)
 		if err != nil {
@@ -513,7 +591,7 @@ func (k *childResource[M, Spec, Update]) get(s *Server) handlerFunc {
 	}
 }
 
-func (k *childResource[M, Spec, Update]) delete(s *Server) handlerFunc {
+func (k *childResource[M, Spec, Update, Version]) delete(s *Server) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		id, err := k.id(r)
 		if err != nil {
@@ -525,36 +603,37 @@ func (k *childResource[M, Spec, Update]) delete(s *Server) handlerFunc {
 
 // callDelete is the kind's resourceKind.callDelete: a child Cluster Service no longer has is
 // deleted already (the backend completes the delete).
-func (k *childResource[M, Spec, Update]) callDelete(s *Server, r *http.Request, csID string) error {
+func (k *childResource[M, Spec, Update, Version]) callDelete(s *Server, r *http.Request, csID string) error {
 	if csID == "" {
 		return nil
 	}
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
-	if err := k.csDelete(ctx, s, csID); status.Code(err) != codes.NotFound {
+	_, _, err := k.cs(s).delete.call(ctx, func(req protoreflect.Message) { setField(req, "id", protoreflect.ValueOfString(csID)) })
+	if status.Code(err) != codes.NotFound {
 		return err
 	}
 	return nil
 }
 
 // list lists a cluster's children, a page at a time.
-func (k *childResource[M, Spec, Update]) list(s *Server) handlerFunc {
+func (k *childResource[M, Spec, Update, Version]) list(s *Server) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if err := k.checkServed(r); err != nil {
 			return err
 		}
-		return s.listChildren(w, r, k.kind(), k.path, func(rd *armdoc.ResourceDocument) (any, error) {
+		return s.listChildren(w, r, k.kind(), k.path(), func(rd *armdoc.ResourceDocument) (any, error) {
 			m, err := k.fromDoc(rd)
 			if err != nil {
 				return nil, err
 			}
-			return k.render(r, m), nil
+			return k.render(k.version(r), m), nil
 		})
 	}
 }
 
 // kind is the shared paths' resourceKind of this kind.
-func (k *childResource[M, Spec, Update]) kind() *resourceKind {
+func (k *childResource[M, Spec, Update, Version]) kind() *resourceKind {
 	for _, rk := range []*resourceKind{&nodePools, &externalAuths} {
 		if rk.noun == k.noun {
 			return rk

@@ -3,10 +3,7 @@ package frontend
 import (
 	"context"
 	"net/http"
-	"regexp"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
@@ -17,52 +14,25 @@ import (
 // service does the work (the OIDC provider goes into the cluster's HostedCluster). Every
 // property may change; a GET shows Cluster Service's state as a condition.
 
-const externalAuthsPath = "/externalauths"
-
-// externalAuthNameRE is the name pattern from the specification.
-var externalAuthNameRE = regexp.MustCompile(`^[a-zA-Z]([-a-zA-Z0-9]{0,13}[a-zA-Z0-9])?$`)
-
-var externalAuthResource = &childResource[*api.ExternalAuth, *csv1.ExternalAuthSpec, *csv1.ExternalAuthUpdate]{
-	typeName: "externalAuths", path: externalAuthsPath, param: "externalAuthName", nameRE: externalAuthNameRE, noun: "external auth",
+var externalAuthResource = &childResource[*api.ExternalAuth, *csv1.ExternalAuthSpec, *csv1.ExternalAuthUpdate, api.ExternalAuthVersion]{
+	typeName: "externalAuths", noun: "external auth",
 	served: func(s *Server) bool { return s.cfg.ExternalAuths != nil },
 	meta: func(ea *api.ExternalAuth) childMeta {
 		return childMeta{ID: &ea.ID, SystemData: &ea.SystemData, ProvisioningState: &ea.ProvisioningState}
 	},
 	newModel: func() *api.ExternalAuth { return &api.ExternalAuth{} },
-	servedIn: func(v string) bool { _, ok := api.LookupExternalAuth(v); return ok },
-	decode: func(r *http.Request, body []byte, _ *api.ExternalAuth) (*api.ExternalAuth, error) {
-		return externalAuthVersion(r).DecodeExternalAuth(body)
+	lookup:   api.LookupExternalAuth,
+	decode: func(v api.ExternalAuthVersion, body []byte, _ *api.ExternalAuth) (*api.ExternalAuth, error) {
+		return v.DecodeExternalAuth(body)
 	},
-	patch: func(r *http.Request, stored *api.ExternalAuth, body []byte) (*api.ExternalAuth, error) {
-		return api.PatchExternalAuth(externalAuthVersion(r), stored, body)
-	},
-	render:   func(r *http.Request, ea *api.ExternalAuth) any { return externalAuthVersion(r).RenderExternalAuth(ea) },
+	patch:    api.PatchExternalAuth,
+	render:   api.ExternalAuthVersion.RenderExternalAuth,
 	decorate: (*Server).addExternalAuthCondition,
 	spec:     externalAuthSpec, fullUpdate: csv1.FullExternalAuthUpdate, diffUpdate: csv1.ExternalAuthUpdateDiff,
-	csCreate: func(ctx context.Context, s *Server, csID, clusterCSID, armID string, spec *csv1.ExternalAuthSpec) (proto.Message, string, error) {
-		req := &csv1.CreateExternalAuthRequest{ExternalAuth: &csv1.ExternalAuth{Id: csID, ClusterId: clusterCSID, ArmResourceId: armID, Spec: spec}}
-		got, err := s.cfg.ExternalAuths.CreateExternalAuth(ctx, req)
-		return req, got.GetId(), err
+	cs: func(s *Server) childCalls {
+		c := s.cfg.ExternalAuths
+		return childCalls{create: rpc(c.CreateExternalAuth), update: rpc(c.UpdateExternalAuth), delete: rpc(c.DeleteExternalAuth)}
 	},
-	csUpdate: func(ctx context.Context, s *Server, csID string, u *csv1.ExternalAuthUpdate) (proto.Message, int64, error) {
-		req := &csv1.UpdateExternalAuthRequest{Id: csID, Update: u}
-		got, err := s.cfg.ExternalAuths.UpdateExternalAuth(ctx, req)
-		return req, got.GetSpecRevision(), err
-	},
-	csDelete: func(ctx context.Context, s *Server, csID string) error {
-		_, err := s.cfg.ExternalAuths.DeleteExternalAuth(ctx, &csv1.DeleteExternalAuthRequest{Id: csID})
-		return err
-	},
-}
-
-// externalAuthRoutes registers the external auth paths.
-func (s *Server) externalAuthRoutes() { externalAuthResource.routes(s) }
-
-// externalAuthVersion is the request's api-version's external auth schema (one that serves
-// external auths: the handlers check it first).
-func externalAuthVersion(r *http.Request) api.ExternalAuthVersion {
-	v, _ := api.LookupExternalAuth(info(r).apiVersion)
-	return v
 }
 
 // externalAuthSpec is the Cluster Service spec of an external auth.

@@ -1,14 +1,10 @@
 package frontend
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"sort"
 	"strings"
-
-	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
@@ -21,13 +17,8 @@ import (
 // create-only fields, the cluster's subnet as default, and no write while the cluster has any
 // operation in progress.
 
-const nodePoolsPath = "/nodepools"
-
-// nodePoolNameRE is the name pattern from the specification.
-var nodePoolNameRE = regexp.MustCompile(`^[a-zA-Z]([-a-zA-Z0-9]{0,13}[a-zA-Z0-9])?$`)
-
-var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.NodePoolUpdate]{
-	typeName: "nodePools", path: nodePoolsPath, param: "nodePoolName", nameRE: nodePoolNameRE, noun: "node pool",
+var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.NodePoolUpdate, api.NodePoolVersion]{
+	typeName: "nodePools", noun: "node pool",
 	served:      func(s *Server) bool { return s.cfg.NodePools != nil },
 	busyCluster: true,
 	meta: func(np *api.NodePool) childMeta {
@@ -35,16 +26,12 @@ var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.N
 	},
 	newModel: func() *api.NodePool { return &api.NodePool{} },
 	defaults: (*api.NodePool).Default,
-	servedIn: func(v string) bool { _, ok := api.LookupNodePool(v); return ok },
-	decode: func(r *http.Request, body []byte, stored *api.NodePool) (*api.NodePool, error) {
-		return nodePoolVersion(r).DecodeNodePool(body, stored)
-	},
-	patch: func(r *http.Request, stored *api.NodePool, body []byte) (*api.NodePool, error) {
-		return api.PatchNodePool(nodePoolVersion(r), stored, body)
-	},
-	render: func(r *http.Request, np *api.NodePool) any { return nodePoolVersion(r).RenderNodePool(np) },
-	carry: func(r *http.Request, stored, next *api.NodePool) {
-		nodePoolVersion(r).PreserveNodePool(stored, next)
+	lookup:   api.LookupNodePool,
+	decode:   api.NodePoolVersion.DecodeNodePool,
+	patch:    api.PatchNodePool,
+	render:   api.NodePoolVersion.RenderNodePool,
+	carry: func(v api.NodePoolVersion, stored, next *api.NodePool) {
+		v.PreserveNodePool(stored, next)
 		if next.Properties.Platform.SubnetID == "" {
 			next.Properties.Platform.SubnetID = stored.Properties.Platform.SubnetID
 		}
@@ -62,30 +49,10 @@ var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.N
 	},
 	changeErrors: nodePoolChangedFields,
 	spec:         nodePoolSpec, fullUpdate: csv1.FullNodePoolUpdate, diffUpdate: csv1.NodePoolUpdateDiff,
-	csCreate: func(ctx context.Context, s *Server, csID, clusterCSID, armID string, spec *csv1.NodePoolSpec) (proto.Message, string, error) {
-		req := &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{Id: csID, ClusterId: clusterCSID, ArmResourceId: armID, Spec: spec}}
-		got, err := s.cfg.NodePools.CreateNodePool(ctx, req)
-		return req, got.GetId(), err
+	cs: func(s *Server) childCalls {
+		c := s.cfg.NodePools
+		return childCalls{create: rpc(c.CreateNodePool), update: rpc(c.UpdateNodePool), delete: rpc(c.DeleteNodePool)}
 	},
-	csUpdate: func(ctx context.Context, s *Server, csID string, u *csv1.NodePoolUpdate) (proto.Message, int64, error) {
-		req := &csv1.UpdateNodePoolRequest{Id: csID, Update: u}
-		got, err := s.cfg.NodePools.UpdateNodePool(ctx, req)
-		return req, got.GetSpecRevision(), err
-	},
-	csDelete: func(ctx context.Context, s *Server, csID string) error {
-		_, err := s.cfg.NodePools.DeleteNodePool(ctx, &csv1.DeleteNodePoolRequest{Id: csID})
-		return err
-	},
-}
-
-// nodePoolRoutes registers the node pool paths.
-func (s *Server) nodePoolRoutes() { nodePoolResource.routes(s) }
-
-// nodePoolVersion is the request's api-version's node pool schema (one that serves node
-// pools: the handlers check it first).
-func nodePoolVersion(r *http.Request) api.NodePoolVersion {
-	v, _ := api.LookupNodePool(info(r).apiVersion)
-	return v
 }
 
 // nodePoolUpdatable are the internal paths the specification lets a write change

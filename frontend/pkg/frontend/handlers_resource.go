@@ -345,7 +345,7 @@ func (s *Server) activeOperation(ctx context.Context, part string, rd *armdoc.Re
 	return op, d, nil
 }
 
-// listChildren lists a cluster's children under segment (nodePoolsPath, …), a page at a time:
+// listChildren lists a cluster's children under segment ("/nodepools", …), a page at a time:
 // 404 ParentResourceNotFound when the cluster does not exist.
 func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, k *resourceKind, segment string, render func(*armdoc.ResourceDocument) (any, error)) error {
 	ri := info(r)
