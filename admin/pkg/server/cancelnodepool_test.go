@@ -25,7 +25,7 @@ func TestCancelNodePoolUpgradeWhileRolling(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Play Cluster Service's controller: the NodePool reports the version it rolls from.
-	if _, err := e.csdb.UpdateNodePoolStatus(ctx, poolID, np.GetRevision(), &csv1.NodePoolStatus{
+	if _, err := e.csdb.NodePools().UpdateStatus(ctx, poolID, np.GetRevision(), &csv1.NodePoolStatus{
 		State: csv1.NodePoolState_NODE_POOL_STATE_UPDATING, CurrentVersion: "4.18.20"}); err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func TestDayTwoChanges(t *testing.T) {
 		// Cluster Service's controller writes a status between the SRE's read and the change.
 		st := proto.Clone(read.GetStatus()).(*csv1.NodePoolStatus)
 		st.Message = "a status write between the read and the change"
-		written, err := e.csdb.UpdateNodePoolStatus(ctx, poolID, read.GetRevision(), st)
+		written, err := e.csdb.NodePools().UpdateStatus(ctx, poolID, read.GetRevision(), st)
 		if err != nil || written.Revision <= read.GetRevision() {
 			t.Fatalf("status write: %+v, %v; want a new revision", written, err)
 		}

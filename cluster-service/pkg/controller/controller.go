@@ -227,11 +227,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller: read current revision: %w", err)
 	}
-	poolRev, err := c.st.CurrentNodePoolRevision(ctx)
+	poolRev, err := c.st.NodePools().CurrentRevision(ctx)
 	if err != nil {
 		return fmt.Errorf("controller: read current node pool revision: %w", err)
 	}
-	authRev, err := c.st.CurrentExternalAuthRevision(ctx)
+	authRev, err := c.st.ExternalAuths().CurrentRevision(ctx)
 	if err != nil {
 		return fmt.Errorf("controller: read current external auth revision: %w", err)
 	}
@@ -310,7 +310,7 @@ func (c *Controller) resync(ctx context.Context, spread time.Duration) {
 	}
 	after = ""
 	for {
-		pools, err := c.st.ListNodePools(ctx, "", after, 500)
+		pools, err := c.st.NodePools().List(ctx, "", after, 500)
 		if err != nil {
 			c.log.Error("resync: list node pools", "error", err)
 			break

@@ -54,7 +54,7 @@ func (c *Controller) reconcileExternalAuth(ctx context.Context, log *slog.Logger
 	}
 	log = log.With("externalAuthID", ea.ID)
 	if gone {
-		if err := c.st.RemoveExternalAuth(ctx, ea.ID, ea.Revision); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := c.st.ExternalAuths().Remove(ctx, ea.ID, ea.Revision); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("remove external auth %s: %w", ea.ID, err)
 		}
 		log.Info("external auth removed")
@@ -63,7 +63,7 @@ func (c *Controller) reconcileExternalAuth(ctx context.Context, log *slog.Logger
 	if proto.Equal(ea.Status, st) {
 		return nil
 	}
-	out, err := c.st.UpdateExternalAuthStatus(ctx, ea.ID, ea.Revision, st)
+	out, err := c.st.ExternalAuths().UpdateStatus(ctx, ea.ID, ea.Revision, st)
 	if err != nil {
 		return fmt.Errorf("write status of external auth %s: %w", ea.ID, err)
 	}
@@ -75,9 +75,9 @@ func (c *Controller) reconcileExternalAuth(ctx context.Context, log *slog.Logger
 // the last revision seen. Our own status writes enqueue the cluster once more, which is cheap:
 // the work's hash is unchanged, so nothing is re-applied.
 func (c *Controller) followExternalAuths(ctx context.Context, rev int64) int64 {
-	return followEvents(ctx, c.log, "external auth", rev, c.st.ExternalAuthEventsAfter, func(ev store.ExternalAuthEvent) int64 { return ev.Revision }, func(ev store.ExternalAuthEvent) {
+	return followEvents(ctx, c.log, "external auth", rev, c.st.ExternalAuths().EventsAfter, func(ev store.ExternalAuthEvent) int64 { return ev.Revision }, func(ev store.ExternalAuthEvent) {
 		if ev.Type == csv1.EventType_EVENT_TYPE_UPSERTED {
-			c.queue.Add(ev.ExternalAuth.ClusterID)
+			c.queue.Add(ev.Object.ClusterID)
 		}
 	})
 }

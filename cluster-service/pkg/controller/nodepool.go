@@ -28,12 +28,12 @@ func nodePoolIDFromKey(key string) (string, bool) { return strings.CutPrefix(key
 // followNodePools enqueues node pools changed in the store after rev, and the cluster of every
 // deleted one (a deleting cluster waits for its pools), and returns the last revision seen.
 func (c *Controller) followNodePools(ctx context.Context, rev int64) int64 {
-	return followEvents(ctx, c.log, "node pool", rev, c.st.NodePoolEventsAfter, func(ev store.NodePoolEvent) int64 { return ev.Revision }, func(ev store.NodePoolEvent) {
+	return followEvents(ctx, c.log, "node pool", rev, c.st.NodePools().EventsAfter, func(ev store.NodePoolEvent) int64 { return ev.Revision }, func(ev store.NodePoolEvent) {
 		if ev.Type == csv1.EventType_EVENT_TYPE_DELETED {
-			c.queue.Add(ev.NodePool.ClusterID)
+			c.queue.Add(ev.Object.ClusterID)
 			return
 		}
-		key := nodePoolKey(ev.NodePool.ID)
+		key := nodePoolKey(ev.Object.ID)
 		c.mu.Lock()
 		own := c.written[key] == ev.Revision
 		c.mu.Unlock()
@@ -45,7 +45,7 @@ func (c *Controller) followNodePools(ctx context.Context, rev int64) int64 {
 
 // enqueueNodePools enqueues every node pool of a cluster.
 func (c *Controller) enqueueNodePools(ctx context.Context, clusterID string) ([]*store.NodePool, error) {
-	pools, err := c.st.ListNodePools(ctx, clusterID, "", 0)
+	pools, err := c.st.NodePools().List(ctx, clusterID, "", 0)
 	if err != nil {
 		return nil, fmt.Errorf("list node pools of cluster %s: %w", clusterID, err)
 	}
@@ -60,7 +60,7 @@ func (c *Controller) enqueueNodePools(ctx context.Context, clusterID string) ([]
 // status from its feedback; a deleting pool's work is deleted and the pool removed once it is gone.
 func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Duration, error) {
 	key := nodePoolKey(id)
-	np, err := c.st.GetNodePool(ctx, id)
+	np, err := c.st.NodePools().Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		c.forget(key)
 		return 0, nil
@@ -177,7 +177,7 @@ func (c *Controller) reconcileNodePoolDelete(ctx context.Context, log *slog.Logg
 			return c.cfg.DeletePollPeriod, nil
 		}
 	}
-	err := c.st.RemoveNodePool(ctx, np.ID, np.Revision)
+	err := c.st.NodePools().Remove(ctx, np.ID, np.Revision)
 	if errors.Is(err, store.ErrNotFound) {
 		err = nil
 	}
@@ -194,7 +194,7 @@ func (c *Controller) writeNodePoolStatus(ctx context.Context, np *store.NodePool
 	if np.StatusUnchanged(st) {
 		return np, nil
 	}
-	out, err := c.st.UpdateNodePoolStatus(ctx, np.ID, np.Revision, st)
+	out, err := c.st.NodePools().UpdateStatus(ctx, np.ID, np.Revision, st)
 	if err != nil {
 		return nil, fmt.Errorf("write status of node pool %s: %w", np.ID, err)
 	}

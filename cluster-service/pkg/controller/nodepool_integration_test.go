@@ -208,7 +208,7 @@ func TestNodePoolLifecycleAgainstMaestro(t *testing.T) {
 	}))
 
 	must(t, t.Run("deleting_the_cluster_deletes_its_pools_first", func(t *testing.T) {
-		rev, err := cs.st.CurrentNodePoolRevision(ctx)
+		rev, err := cs.st.NodePools().CurrentRevision(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // .../hcpOpenShiftClusters/{cluster}/externalAuths/{name}; the name pattern is the ARM
@@ -43,52 +44,30 @@ type externalAuths struct {
 // ExternalAuthsServer returns the ExternalAuths service of s.
 func (s *Server) ExternalAuthsServer() csv1.ExternalAuthsServer { return externalAuths{Server: s} }
 
+// externalAuthService is the external auth kind of the child RPCs.
+func (s *Server) externalAuthService() *childService[*csv1.ExternalAuthSpec, *csv1.ExternalAuthStatus, *csv1.ExternalAuth, *csv1.ExternalAuthUpdate, *csv1.ExternalAuthEvent] {
+	return &childService[*csv1.ExternalAuthSpec, *csv1.ExternalAuthStatus, *csv1.ExternalAuth, *csv1.ExternalAuthUpdate, *csv1.ExternalAuthEvent]{
+		what: "external auth", field: "external_auth", logKey: logattr.KeyExternalAuthID, armRE: armExternalAuthRE,
+		armHint: "must be /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{cluster}/externalAuths/{name} with a name of 1-15 letters, digits or '-', starting with a letter, not %q",
+		validate: func(v *violations, in *csv1.ExternalAuthSpec, _ *store.Cluster) *csv1.ExternalAuthSpec {
+			return validateExternalAuthSpec(v, "external_auth.spec", in)
+		},
+		decide: func(v *violations, _ *store.Cluster, cur *store.ExternalAuth, u *csv1.ExternalAuthUpdate) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy) {
+			return validateExternalAuthSpec(v, "spec", csv1.ApplyExternalAuthUpdate(cur.Spec, u)), nil
+		},
+		createError: func(clusterID string, err error) error {
+			if errors.Is(err, store.ErrExternalAuthLimit) {
+				return limitError(clusterID, err)
+			}
+			return nil
+		},
+		store: s.st.ExternalAuths(), toProto: store.ExternalAuthProto,
+	}
+}
+
 // CreateExternalAuth implements csv1.ExternalAuthsServer.
 func (s externalAuths) CreateExternalAuth(ctx context.Context, req *csv1.CreateExternalAuthRequest) (*csv1.ExternalAuth, error) {
-	in := req.GetExternalAuth()
-	var v violations
-	if in == nil {
-		v.add("external_auth", "is required")
-		return nil, v.err()
-	}
-	validateClusterID(&v, "external_auth.id", in.GetId())
-	validateClusterID(&v, "external_auth.cluster_id", in.GetClusterId())
-	m := armExternalAuthRE.FindStringSubmatch(in.GetArmResourceId())
-	if m == nil {
-		v.add("external_auth.arm_resource_id", "must be /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{cluster}/externalAuths/{name} with a name of 1-15 letters, digits or '-', starting with a letter, not %q", in.GetArmResourceId())
-	}
-	spec := validateExternalAuthSpec(&v, "external_auth.spec", in.GetSpec())
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	cl, err := s.st.GetCluster(ctx, in.GetClusterId())
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, status.Errorf(codes.NotFound, "cluster %s not found", in.GetClusterId())
-	}
-	if err != nil {
-		return nil, s.toStatus(ctx, "create external auth", err)
-	}
-	if !strings.EqualFold(m[1], cl.ARMResourceID) {
-		v.add("external_auth.arm_resource_id", "belongs to cluster %s, not to cluster %s (%s)", m[1], cl.ID, cl.ARMResourceID)
-		return nil, v.err()
-	}
-	ea, created, err := s.st.CreateExternalAuth(ctx, &store.ExternalAuth{ID: in.GetId(), ClusterID: cl.ID, ARMResourceID: in.GetArmResourceId(), Spec: spec})
-	if errors.Is(err, store.ErrExternalAuthLimit) {
-		return nil, limitError(cl.ID, err)
-	}
-	if err != nil {
-		return nil, s.toStatus(ctx, "create external auth", err)
-	}
-	log := LoggerFrom(ctx).With("externalAuthID", ea.ID, "clusterID", ea.ClusterID)
-	if !created && ea.Deleting {
-		return nil, status.Errorf(codes.FailedPrecondition, "the external auth %s for this ARM resource is being deleted; retry when it is gone", ea.ID)
-	}
-	if created {
-		log.Info("external auth created", "resourceID", ea.ARMResourceID, "revision", ea.Revision)
-	} else {
-		log.Info("external auth already exists for this ARM resource; returning it", "requested_id", in.GetId())
-	}
-	return store.ExternalAuthProto(ea), nil
+	return s.externalAuthService().create(ctx, s.Server, req.GetExternalAuth())
 }
 
 // limitError is FailedPrecondition with a PreconditionFailure naming the rule: at most one
@@ -105,121 +84,31 @@ func limitError(clusterID string, err error) error {
 
 // GetExternalAuth implements csv1.ExternalAuthsServer.
 func (s externalAuths) GetExternalAuth(ctx context.Context, req *csv1.GetExternalAuthRequest) (*csv1.ExternalAuth, error) {
-	var v violations
-	validateClusterID(&v, "id", req.GetId())
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	ea, err := s.st.GetExternalAuth(ctx, req.GetId())
-	if err != nil {
-		return nil, s.toStatus(ctx, "get external auth", err)
-	}
-	return store.ExternalAuthProto(ea), nil
+	return s.externalAuthService().get(ctx, s.Server, req.GetId())
 }
 
 // ListExternalAuths implements csv1.ExternalAuthsServer.
 func (s externalAuths) ListExternalAuths(ctx context.Context, req *csv1.ListExternalAuthsRequest) (*csv1.ListExternalAuthsResponse, error) {
-	var v violations
-	validateClusterID(&v, "cluster_id", req.GetClusterId())
-	if err := v.err(); err != nil {
+	eas, err := s.externalAuthService().list(ctx, s.Server, req.GetClusterId())
+	if err != nil {
 		return nil, err
 	}
-	if _, err := s.st.GetCluster(ctx, req.GetClusterId()); err != nil {
-		return nil, s.toStatus(ctx, "list external auths", err)
-	}
-	eas, err := s.st.ListExternalAuths(ctx, req.GetClusterId())
-	if err != nil {
-		return nil, s.toStatus(ctx, "list external auths", err)
-	}
-	resp := &csv1.ListExternalAuthsResponse{}
-	for _, ea := range eas {
-		resp.ExternalAuths = append(resp.ExternalAuths, store.ExternalAuthProto(ea))
-	}
-	return resp, nil
+	return &csv1.ListExternalAuthsResponse{ExternalAuths: eas}, nil
 }
 
-// UpdateExternalAuth implements csv1.ExternalAuthsServer: the partial update is applied to the
-// stored spec under the write lock and the result validated by validateExternalAuthSpec, as a
-// create's.
+// UpdateExternalAuth implements csv1.ExternalAuthsServer (childService.update).
 func (s externalAuths) UpdateExternalAuth(ctx context.Context, req *csv1.UpdateExternalAuthRequest) (*csv1.ExternalAuth, error) {
-	var v violations
-	validateClusterID(&v, "id", req.GetId())
-	if req.GetRevision() < 0 {
-		v.add("revision", "must not be negative")
-	}
-	if req.GetSpecRevision() < 0 {
-		v.add("spec_revision", "must not be negative")
-	}
-	if req.GetUpdate() == nil {
-		v.add("update", "is required: set the parts to change (an empty update changes nothing)")
-	}
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	cur, err := s.st.GetExternalAuth(ctx, req.GetId())
-	if err != nil {
-		return nil, s.toStatus(ctx, "update external auth", err)
-	}
-	cl, err := s.st.GetCluster(ctx, cur.ClusterID)
-	if err != nil {
-		return nil, s.toStatus(ctx, "update external auth", err)
-	}
-	if cur.Deleting || cl.Deleting {
-		return nil, status.Errorf(codes.FailedPrecondition, "external auth %s is being deleted", cur.ID)
-	}
-	ea, err := s.st.UpdateExternalAuth(ctx, cur.ID, store.Precondition{Revision: req.GetRevision(), SpecRevision: req.GetSpecRevision()}, func(cur *store.ExternalAuth) (*csv1.ExternalAuthSpec, error) {
-		// The update applied to the stored spec, validated whole as on create.
-		var specV violations
-		spec := validateExternalAuthSpec(&specV, "spec", csv1.ApplyExternalAuthUpdate(cur.Spec, req.GetUpdate()))
-		return spec, updateViolations(specV, (&csv1.ExternalAuthUpdate{}).ProtoReflect().Descriptor()).err()
-	})
-	if _, ok := status.FromError(err); ok && err != nil {
-		return nil, err // the update's violations, already a status
-	}
-	if err != nil {
-		return nil, s.toStatus(ctx, "update external auth", err)
-	}
-	LoggerFrom(ctx).Info("external auth updated", "externalAuthID", ea.ID, "clusterID", ea.ClusterID, "revision", ea.Revision)
-	return store.ExternalAuthProto(ea), nil
+	return s.externalAuthService().update(ctx, s.Server, req)
 }
 
 // DeleteExternalAuth implements csv1.ExternalAuthsServer.
 func (s externalAuths) DeleteExternalAuth(ctx context.Context, req *csv1.DeleteExternalAuthRequest) (*csv1.ExternalAuth, error) {
-	var v violations
-	validateClusterID(&v, "id", req.GetId())
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	ea, err := s.st.MarkExternalAuthDeleting(ctx, req.GetId())
-	if err != nil {
-		return nil, s.toStatus(ctx, "delete external auth", err)
-	}
-	LoggerFrom(ctx).Info("external auth deletion requested", "externalAuthID", ea.ID, "clusterID", ea.ClusterID, "revision", ea.Revision)
-	return store.ExternalAuthProto(ea), nil
+	return s.externalAuthService().delete(ctx, s.Server, req.GetId())
 }
 
 // WatchExternalAuths implements csv1.ExternalAuthsServer, exactly as WatchClusters does.
 func (s externalAuths) WatchExternalAuths(req *csv1.WatchExternalAuthsRequest, stream grpc.ServerStreamingServer[csv1.ExternalAuthEvent]) error {
-	return serveWatch(s.Server, req.GetSinceRevision(), stream, watchLog[*csv1.ExternalAuthEvent]{
-		snapshot: func(ctx context.Context) ([]*csv1.ExternalAuthEvent, int64, error) {
-			eas, rev, err := s.st.ExternalAuthSnapshot(ctx)
-			return messages(eas, func(ea *store.ExternalAuth) *csv1.ExternalAuthEvent {
-				return &csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: ea.Revision, ExternalAuth: store.ExternalAuthProto(ea)}
-			}), rev, err
-		},
-		eventsAfter: func(ctx context.Context, after int64, limit int) ([]*csv1.ExternalAuthEvent, error) {
-			evs, err := s.st.ExternalAuthEventsAfter(ctx, after, limit)
-			return messages(evs, func(ev store.ExternalAuthEvent) *csv1.ExternalAuthEvent {
-				return &csv1.ExternalAuthEvent{Type: ev.Type, Revision: ev.Revision, ExternalAuth: store.ExternalAuthProto(ev.ExternalAuth)}
-			}), err
-		},
-		compacted: s.st.CompactedExternalAuthRevision,
-		bookmark: func(rev int64) *csv1.ExternalAuthEvent {
-			return &csv1.ExternalAuthEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}
-		},
-		snapshotOp: "watch external auths snapshot", compactedOp: "watch external auths", eventsOp: "watch external auth events",
-		history: "external auth event history",
-	})
+	return s.externalAuthService().watch(s.Server, req.GetSinceRevision(), stream)
 }
 
 // validateExternalAuthSpec checks a spec against the rules of OpenShift's OIDC provider

@@ -344,7 +344,7 @@ func TestWatchNodePools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.RemoveNodePool(ctx, first.Id, del.Revision); err != nil {
+	if err := e.st.NodePools().Remove(ctx, first.Id, del.Revision); err != nil {
 		t.Fatal(err)
 	}
 	// Resuming from the first pool's creation replays the second pool and the first's tombstone.

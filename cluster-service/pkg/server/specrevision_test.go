@@ -78,13 +78,13 @@ func TestUpdateConditionalOnSpecRevision(t *testing.T) {
 			return got
 		},
 		statusWrite: func(t *testing.T, n int) {
-			cur, err := e.st.GetNodePool(ctx, np.Id)
+			cur, err := e.st.NodePools().Get(ctx, np.Id)
 			if err != nil {
 				t.Fatal(err)
 			}
 			st := proto.Clone(cur.Status).(*csv1.NodePoolStatus)
 			st.Message = fmt.Sprint("status write ", n)
-			if _, err := e.st.UpdateNodePoolStatus(ctx, cur.ID, cur.Revision, st); err != nil {
+			if _, err := e.st.NodePools().UpdateStatus(ctx, cur.ID, cur.Revision, st); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -102,13 +102,13 @@ func TestUpdateConditionalOnSpecRevision(t *testing.T) {
 			return got
 		},
 		statusWrite: func(t *testing.T, n int) {
-			cur, err := ee.st.GetExternalAuth(ctx, ea.Id)
+			cur, err := ee.st.ExternalAuths().Get(ctx, ea.Id)
 			if err != nil {
 				t.Fatal(err)
 			}
 			st := proto.Clone(cur.Status).(*csv1.ExternalAuthStatus)
 			st.Message = fmt.Sprint("status write ", n)
-			if _, err := ee.st.UpdateExternalAuthStatus(ctx, cur.ID, cur.Revision, st); err != nil {
+			if _, err := ee.st.ExternalAuths().UpdateStatus(ctx, cur.ID, cur.Revision, st); err != nil {
 				t.Fatal(err)
 			}
 		},

@@ -100,7 +100,7 @@ func (s *Server) CreateUpgradePolicy(ctx context.Context, req *csv1.CreateUpgrad
 // starts a control-plane upgrade policy that may start at nextRun.
 func (s *Server) updateCluster(ctx context.Context, op, id string, pre store.Precondition, u *csv1.ClusterUpdate, operationID string, nextRun time.Time) (*csv1.Cluster, error) {
 	now := s.cfg.Now()
-	pools, err := s.st.ListNodePools(ctx, id, "", 0)
+	pools, err := s.st.NodePools().List(ctx, id, "", 0)
 	if err != nil {
 		return nil, s.toStatus(ctx, op, err)
 	}

@@ -29,7 +29,7 @@ func TestExternalAuthStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ea, created, err := s.CreateExternalAuth(ctx, newExternalAuth(csid(200), cl.ID, armID("one")+"/externalAuths/entra"))
+	ea, created, err := s.ExternalAuths().Create(ctx, newExternalAuth(csid(200), cl.ID, armID("one")+"/externalAuths/entra"))
 	if err != nil || !created || ea.Status.State != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING {
 		t.Fatalf("CreateExternalAuth = %+v, %v, %v", ea, created, err)
 	}
@@ -45,63 +45,63 @@ func TestExternalAuthStore(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := s.CreateExternalAuth(ctx, tc.in); !errors.Is(err, tc.want) {
+			if _, _, err := s.ExternalAuths().Create(ctx, tc.in); !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})
 	}
 	t.Run("create_is_idempotent_on_the_arm_id_in_any_case", func(t *testing.T) {
-		again, created, err := s.CreateExternalAuth(ctx, newExternalAuth(csid(203), cl.ID, armID("ONE")+"/externalauths/ENTRA"))
+		again, created, err := s.ExternalAuths().Create(ctx, newExternalAuth(csid(203), cl.ID, armID("ONE")+"/externalauths/ENTRA"))
 		if err != nil || created || again.ID != ea.ID || again.Revision != ea.Revision {
 			t.Fatalf("retry = %+v, %v, %v; want the existing %s unchanged", again, created, err, ea.ID)
 		}
 	})
 	t.Run("spec_update_is_conditional_and_sets_updating", func(t *testing.T) {
 		// Move it past PENDING first, as the controller would.
-		ready, err := s.UpdateExternalAuthStatus(ctx, ea.ID, ea.Revision, &csv1.ExternalAuthStatus{State: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY, Applied: true})
+		ready, err := s.ExternalAuths().UpdateStatus(ctx, ea.ID, ea.Revision, &csv1.ExternalAuthStatus{State: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY, Applied: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		spec := newExternalAuth("", "", "").Spec
 		spec.Issuer.Audiences = []string{"app", "cli"}
-		if _, err := s.UpdateExternalAuthSpec(ctx, ea.ID, ea.Revision, spec); !errors.Is(err, ErrConflict) {
+		if _, err := replaceExternalAuthSpec(ctx, s, ea.ID, ea.Revision, spec); !errors.Is(err, ErrConflict) {
 			t.Fatalf("stale update: %v, want ErrConflict", err)
 		}
-		up, err := s.UpdateExternalAuthSpec(ctx, ea.ID, ready.Revision, spec)
+		up, err := replaceExternalAuthSpec(ctx, s, ea.ID, ready.Revision, spec)
 		if err != nil || up.Status.State != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UPDATING || up.Status.Applied || len(up.Spec.Issuer.Audiences) != 2 {
 			t.Fatalf("update = %+v, %v", up, err)
 		}
-		same, err := s.UpdateExternalAuthSpec(ctx, ea.ID, 0, spec)
+		same, err := replaceExternalAuthSpec(ctx, s, ea.ID, 0, spec)
 		if err != nil || same.Revision != up.Revision {
 			t.Fatalf("identical spec: revision %d, %v; want %d", same.Revision, err, up.Revision)
 		}
 		ea = up
 	})
 	t.Run("remove_needs_deleting_then_allows_a_new_one", func(t *testing.T) {
-		if err := s.RemoveExternalAuth(ctx, ea.ID, ea.Revision); !errors.Is(err, ErrConflict) {
+		if err := s.ExternalAuths().Remove(ctx, ea.ID, ea.Revision); !errors.Is(err, ErrConflict) {
 			t.Fatalf("remove without deleting: %v, want ErrConflict", err)
 		}
-		d, err := s.MarkExternalAuthDeleting(ctx, ea.ID)
+		d, err := s.ExternalAuths().MarkDeleting(ctx, ea.ID)
 		if err != nil || !d.Deleting || d.Status.State != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING {
 			t.Fatalf("MarkExternalAuthDeleting = %+v, %v", d, err)
 		}
-		if _, err := s.UpdateExternalAuthSpec(ctx, ea.ID, 0, ea.Spec); !errors.Is(err, ErrDeleting) {
+		if _, err := replaceExternalAuthSpec(ctx, s, ea.ID, 0, ea.Spec); !errors.Is(err, ErrDeleting) {
 			t.Fatalf("update while deleting: %v, want ErrDeleting", err)
 		}
-		if _, _, err := s.CreateExternalAuth(ctx, newExternalAuth(csid(204), cl.ID, armID("one")+"/externalAuths/other")); !errors.Is(err, ErrExternalAuthLimit) {
+		if _, _, err := s.ExternalAuths().Create(ctx, newExternalAuth(csid(204), cl.ID, armID("one")+"/externalAuths/other")); !errors.Is(err, ErrExternalAuthLimit) {
 			t.Fatalf("create while the old one is deleting: %v, want ErrExternalAuthLimit", err)
 		}
-		if err := s.RemoveExternalAuth(ctx, ea.ID, d.Revision); err != nil {
+		if err := s.ExternalAuths().Remove(ctx, ea.ID, d.Revision); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.GetExternalAuth(ctx, ea.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := s.ExternalAuths().Get(ctx, ea.ID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("get after remove: %v", err)
 		}
-		evs, err := s.ExternalAuthEventsAfter(ctx, 0, 10)
-		if err != nil || len(evs) != 1 || evs[0].Type != csv1.EventType_EVENT_TYPE_DELETED || !evs[0].ExternalAuth.Deleting {
+		evs, err := s.ExternalAuths().EventsAfter(ctx, 0, 10)
+		if err != nil || len(evs) != 1 || evs[0].Type != csv1.EventType_EVENT_TYPE_DELETED || !evs[0].Object.Deleting {
 			t.Fatalf("events = %+v, %v; want one tombstone", evs, err)
 		}
-		next, created, err := s.CreateExternalAuth(ctx, newExternalAuth(csid(204), cl.ID, armID("one")+"/externalAuths/other"))
+		next, created, err := s.ExternalAuths().Create(ctx, newExternalAuth(csid(204), cl.ID, armID("one")+"/externalAuths/other"))
 		if err != nil || !created {
 			t.Fatalf("create after removal = %v, %v", created, err)
 		}
@@ -112,35 +112,40 @@ func TestExternalAuthStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.GetExternalAuth(ctx, ea.ID)
+		got, err := s.ExternalAuths().Get(ctx, ea.ID)
 		if err != nil || !got.Deleting || got.Status.State != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING {
 			t.Fatalf("external auth of a deleting cluster = %+v, %v", got, err)
 		}
 		if err := s.RemoveCluster(ctx, cl.ID, dc.Revision); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.GetExternalAuth(ctx, ea.ID); !errors.Is(err, ErrNotFound) {
+		if _, err := s.ExternalAuths().Get(ctx, ea.ID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("external auth after its cluster was removed: %v", err)
 		}
-		snap, rev, err := s.ExternalAuthSnapshot(ctx)
-		cur, _ := s.CurrentExternalAuthRevision(ctx)
+		snap, rev, err := s.ExternalAuths().Snapshot(ctx)
+		cur, _ := s.ExternalAuths().CurrentRevision(ctx)
 		if err != nil || len(snap) != 0 || rev != cur || rev <= got.Revision {
 			t.Fatalf("snapshot = %d items at %d (current %d), %v", len(snap), rev, cur, err)
 		}
 	})
 	t.Run("tombstones_are_pruned_and_compaction_recorded", func(t *testing.T) {
-		evs, err := s.ExternalAuthEventsAfter(ctx, 0, 10)
+		evs, err := s.ExternalAuths().EventsAfter(ctx, 0, 10)
 		if err != nil || len(evs) != 2 {
 			t.Fatalf("events = %+v, %v; want two tombstones", evs, err)
 		}
 		if _, err := s.PruneTombstones(ctx, time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if rev, err := s.CompactedExternalAuthRevision(ctx); err != nil || rev != evs[1].Revision {
+		if rev, err := s.ExternalAuths().CompactedRevision(ctx); err != nil || rev != evs[1].Revision {
 			t.Fatalf("compacted revision = %d, %v; want %d", rev, err, evs[1].Revision)
 		}
-		if left, _ := s.ExternalAuthEventsAfter(ctx, 0, 10); len(left) != 0 {
+		if left, _ := s.ExternalAuths().EventsAfter(ctx, 0, 10); len(left) != 0 {
 			t.Fatalf("events left after pruning: %d", len(left))
 		}
 	})
+}
+
+// replaceExternalAuthSpec writes spec whole, conditional on revision (0: unconditional).
+func replaceExternalAuthSpec(ctx context.Context, s *Store, id string, revision int64, spec *csv1.ExternalAuthSpec) (*ExternalAuth, error) {
+	return s.ExternalAuths().Update(ctx, id, Precondition{Revision: revision}, func(*ExternalAuth) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
 }

@@ -24,7 +24,7 @@ func TestNodePoolStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	np, created, err := s.CreateNodePool(ctx, newPool(csid(100), cl.ID, armID("one")+"/nodePools/a"))
+	np, created, err := s.NodePools().Create(ctx, newPool(csid(100), cl.ID, armID("one")+"/nodePools/a"))
 	if err != nil || !created || np.Status.State != csv1.NodePoolState_NODE_POOL_STATE_PENDING {
 		t.Fatalf("CreateNodePool = %v, %v, %v", np, created, err)
 	}
@@ -39,12 +39,12 @@ func TestNodePoolStore(t *testing.T) {
 		}
 	})
 	t.Run("unknown_cluster_is_not_found", func(t *testing.T) {
-		if _, _, err := s.CreateNodePool(ctx, newPool(csid(101), csid(9), armID("nine")+"/nodePools/a")); !errors.Is(err, ErrNotFound) {
+		if _, _, err := s.NodePools().Create(ctx, newPool(csid(101), csid(9), armID("nine")+"/nodePools/a")); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("got %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("status_and_spec_writes_are_conditional", func(t *testing.T) {
-		if _, err := s.UpdateNodePoolStatus(ctx, np.ID, np.Revision-1, &csv1.NodePoolStatus{}); !errors.Is(err, ErrConflict) {
+		if _, err := s.NodePools().UpdateStatus(ctx, np.ID, np.Revision-1, &csv1.NodePoolStatus{}); !errors.Is(err, ErrConflict) {
 			t.Fatalf("stale status write: %v", err)
 		}
 		if _, err := replaceNodePoolSpec(ctx, s, np.ID, np.Revision-1, &csv1.NodePoolSpec{Replicas: 3}); !errors.Is(err, ErrConflict) {
@@ -56,11 +56,11 @@ func TestNodePoolStore(t *testing.T) {
 		}
 	})
 	t.Run("a_spec_change_of_a_ready_pool_is_updating_in_the_same_revision", func(t *testing.T) {
-		cur, err := s.GetNodePool(ctx, np.ID)
+		cur, err := s.NodePools().Get(ctx, np.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ready, err := s.UpdateNodePoolStatus(ctx, np.ID, cur.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
+		ready, err := s.NodePools().UpdateStatus(ctx, np.ID, cur.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,17 +80,17 @@ func TestNodePoolStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.GetNodePool(ctx, np.ID)
+		got, err := s.NodePools().Get(ctx, np.ID)
 		if err != nil || !got.Deleting || got.Status.State != csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING {
 			t.Fatalf("pool of deleting cluster = %+v, %v", got, err)
 		}
 		if err := s.RemoveCluster(ctx, cl.ID, dc.Revision); !errors.Is(err, ErrConflict) {
 			t.Fatalf("RemoveCluster with a pool left: %v, want ErrConflict", err)
 		}
-		if _, _, err := s.CreateNodePool(ctx, newPool(csid(102), cl.ID, armID("one")+"/nodePools/b")); !errors.Is(err, ErrDeleting) {
+		if _, _, err := s.NodePools().Create(ctx, newPool(csid(102), cl.ID, armID("one")+"/nodePools/b")); !errors.Is(err, ErrDeleting) {
 			t.Fatalf("create on a deleting cluster: %v, want ErrDeleting", err)
 		}
-		if err := s.RemoveNodePool(ctx, np.ID, got.Revision); err != nil {
+		if err := s.NodePools().Remove(ctx, np.ID, got.Revision); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.RemoveCluster(ctx, cl.ID, dc.Revision); err != nil {
@@ -98,15 +98,15 @@ func TestNodePoolStore(t *testing.T) {
 		}
 	})
 	t.Run("tombstones_are_pruned_and_compaction_recorded", func(t *testing.T) {
-		evs, err := s.NodePoolEventsAfter(ctx, 0, 100)
-		if err != nil || len(evs) != 1 || evs[0].Type != csv1.EventType_EVENT_TYPE_DELETED || evs[0].NodePool.ID != np.ID {
+		evs, err := s.NodePools().EventsAfter(ctx, 0, 100)
+		if err != nil || len(evs) != 1 || evs[0].Type != csv1.EventType_EVENT_TYPE_DELETED || evs[0].Object.ID != np.ID {
 			t.Fatalf("events = %+v, %v; want the pool's tombstone only", evs, err)
 		}
 		n, err := s.PruneTombstones(ctx, time.Now().Add(time.Minute))
 		if err != nil || n != 2 { // the pool's and the cluster's
 			t.Fatalf("PruneTombstones = %d, %v; want 2", n, err)
 		}
-		if rev, err := s.CompactedNodePoolRevision(ctx); err != nil || rev != evs[0].Revision {
+		if rev, err := s.NodePools().CompactedRevision(ctx); err != nil || rev != evs[0].Revision {
 			t.Fatalf("node pool compacted revision = %d, %v; want %d", rev, err, evs[0].Revision)
 		}
 	})
@@ -127,11 +127,11 @@ func TestSpecRevisionAndObservedRevision(t *testing.T) {
 	if cl.SpecRevision != cl.Revision {
 		t.Fatalf("new cluster: spec_revision %d, revision %d; want equal", cl.SpecRevision, cl.Revision)
 	}
-	np, _, err := s.CreateNodePool(ctx, newPool(csid(100), cl.ID, armID("one")+"/nodePools/a"))
+	np, _, err := s.NodePools().Create(ctx, newPool(csid(100), cl.ID, armID("one")+"/nodePools/a"))
 	if err != nil || np.SpecRevision != np.Revision {
 		t.Fatalf("new pool: %+v, %v; want spec_revision = revision", np, err)
 	}
-	ready, err := s.UpdateNodePoolStatus(ctx, np.ID, np.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
+	ready, err := s.NodePools().UpdateStatus(ctx, np.ID, np.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestSpecRevisionAndObservedRevision(t *testing.T) {
 		t.Fatalf("status write: revision %d, spec_revision %d, observed %d; want a new revision, spec_revision and observed %d",
 			ready.Revision, ready.SpecRevision, ready.Status.ObservedRevision, np.SpecRevision)
 	}
-	again, err := s.UpdateNodePoolStatus(ctx, np.ID, ready.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
+	again, err := s.NodePools().UpdateStatus(ctx, np.ID, ready.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2})
 	if err != nil || again.Revision != ready.Revision {
 		t.Fatalf("the same derived status again: revision %d, %v; want unchanged %d", again.Revision, err, ready.Revision)
 	}
@@ -155,13 +155,13 @@ func TestSpecRevisionAndObservedRevision(t *testing.T) {
 	}
 	// A READY derived afterwards is about the new spec: observed reaches the update's revision,
 	// which is the rule the backend ends an update with.
-	after, err := s.UpdateNodePoolStatus(ctx, np.ID, changed.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 5})
+	after, err := s.NodePools().UpdateStatus(ctx, np.ID, changed.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 5})
 	if err != nil || after.Status.ObservedRevision != changed.SpecRevision || after.SpecRevision != changed.SpecRevision {
 		t.Fatalf("status after the spec write: %+v, %v", after, err)
 	}
 	// Events carry spec_revision (a watcher rebuilds the pool from them).
-	evs, err := s.NodePoolEventsAfter(ctx, changed.Revision-1, 10)
-	if err != nil || len(evs) == 0 || evs[len(evs)-1].NodePool.SpecRevision != changed.SpecRevision {
+	evs, err := s.NodePools().EventsAfter(ctx, changed.Revision-1, 10)
+	if err != nil || len(evs) == 0 || evs[len(evs)-1].Object.SpecRevision != changed.SpecRevision {
 		t.Fatalf("events %+v, %v", evs, err)
 	}
 	// Clusters and external auths: a status write is stamped with the spec it reflects.
@@ -174,5 +174,5 @@ func TestSpecRevisionAndObservedRevision(t *testing.T) {
 // replaceNodePoolSpec writes spec whole through UpdateNodePool (revision 0: unconditional), as
 // a test's shorthand; the server always merges a partial update in decide.
 func replaceNodePoolSpec(ctx context.Context, s *Store, id string, revision int64, spec *csv1.NodePoolSpec) (*NodePool, error) {
-	return s.UpdateNodePool(ctx, id, Precondition{Revision: revision}, func(*NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
+	return s.NodePools().Update(ctx, id, Precondition{Revision: revision}, func(*NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
 }

@@ -40,7 +40,7 @@ func TestWritesPipelinedOrLocked(t *testing.T) {
 			if err != nil || created || again.ID != cl.ID {
 				t.Fatalf("CreateCluster again = %+v, %v, %v; want the first, not created", again, created, err)
 			}
-			np, _, err := s.CreateNodePool(ctx, newPool(csid(20+i), cl.ID, armID(name)+"/nodePools/a"))
+			np, _, err := s.NodePools().Create(ctx, newPool(csid(20+i), cl.ID, armID(name)+"/nodePools/a"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,21 +69,21 @@ func TestWritesPipelinedOrLocked(t *testing.T) {
 			}
 
 			pst := &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2}
-			pool, err := s.UpdateNodePoolStatus(ctx, np.ID, np.Revision, pst)
+			pool, err := s.NodePools().UpdateStatus(ctx, np.ID, np.Revision, pst)
 			if err != nil || pool.Revision <= written.Revision || pool.Status.GetReplicas() != 2 {
 				t.Fatalf("UpdateNodePoolStatus = %+v, %v", pool, err)
 			}
-			storedPool, err := s.GetNodePool(ctx, np.ID)
+			storedPool, err := s.NodePools().Get(ctx, np.ID)
 			if err != nil || storedPool.Revision != pool.Revision || !storedPool.UpdateTime.Equal(pool.UpdateTime) {
 				t.Fatalf("stored pool %+v (%v), returned %+v", storedPool, err, pool)
 			}
-			pevs, err := s.NodePoolEventsAfter(ctx, pool.Revision-1, 10)
-			if err != nil || len(pevs) != 1 || pevs[0].NodePool.Revision != pool.Revision || pevs[0].NodePool.Status.GetReplicas() != 2 ||
-				!pevs[0].NodePool.UpdateTime.Equal(pool.UpdateTime) || pevs[0].NodePool.SpecRevision != storedPool.SpecRevision ||
-				!proto.Equal(pevs[0].NodePool.Status, storedPool.Status) {
+			pevs, err := s.NodePools().EventsAfter(ctx, pool.Revision-1, 10)
+			if err != nil || len(pevs) != 1 || pevs[0].Object.Revision != pool.Revision || pevs[0].Object.Status.GetReplicas() != 2 ||
+				!pevs[0].Object.UpdateTime.Equal(pool.UpdateTime) || pevs[0].Object.SpecRevision != storedPool.SpecRevision ||
+				!proto.Equal(pevs[0].Object.Status, storedPool.Status) {
 				t.Fatalf("node pool events after %d: %+v, %v", pool.Revision-1, pevs, err)
 			}
-			if _, err := s.UpdateNodePoolStatus(ctx, np.ID, np.Revision, pst); !errors.Is(err, ErrConflict) {
+			if _, err := s.NodePools().UpdateStatus(ctx, np.ID, np.Revision, pst); !errors.Is(err, ErrConflict) {
 				t.Fatalf("pool write at a stale revision: %v, want ErrConflict", err)
 			}
 		})

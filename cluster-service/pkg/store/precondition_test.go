@@ -69,25 +69,25 @@ func TestSpecRevisionPrecondition(t *testing.T) {
 	}, {
 		name: "node_pool",
 		create: func(t *testing.T) revisions {
-			np, _, err := s.CreateNodePool(ctx, newPool(csid(100), cl.ID, armID("one")+"/nodePools/a"))
+			np, _, err := s.NodePools().Create(ctx, newPool(csid(100), cl.ID, armID("one")+"/nodePools/a"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return revisions{np.Revision, np.SpecRevision}
 		},
 		status: func(t *testing.T, n int) revisions {
-			cur, err := s.GetNodePool(ctx, csid(100))
+			cur, err := s.NodePools().Get(ctx, csid(100))
 			if err != nil {
 				t.Fatal(err)
 			}
-			np, err := s.UpdateNodePoolStatus(ctx, cur.ID, cur.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: int32(n)})
+			np, err := s.NodePools().UpdateStatus(ctx, cur.ID, cur.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: int32(n)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return revisions{np.Revision, np.SpecRevision}
 		},
 		spec: func(pre Precondition, n int) (revisions, error) {
-			np, err := s.UpdateNodePool(ctx, csid(100), pre, func(cur *NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
+			np, err := s.NodePools().Update(ctx, csid(100), pre, func(cur *NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
 				spec := proto.Clone(cur.Spec).(*csv1.NodePoolSpec)
 				spec.Replicas = int32(10 + n)
 				return spec, nil, nil
@@ -100,28 +100,28 @@ func TestSpecRevisionPrecondition(t *testing.T) {
 	}, {
 		name: "external_auth",
 		create: func(t *testing.T) revisions {
-			ea, _, err := s.CreateExternalAuth(ctx, newExternalAuth(csid(200), cl.ID, armID("one")+"/externalAuths/entra"))
+			ea, _, err := s.ExternalAuths().Create(ctx, newExternalAuth(csid(200), cl.ID, armID("one")+"/externalAuths/entra"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return revisions{ea.Revision, ea.SpecRevision}
 		},
 		status: func(t *testing.T, n int) revisions {
-			cur, err := s.GetExternalAuth(ctx, csid(200))
+			cur, err := s.ExternalAuths().Get(ctx, csid(200))
 			if err != nil {
 				t.Fatal(err)
 			}
-			ea, err := s.UpdateExternalAuthStatus(ctx, cur.ID, cur.Revision, &csv1.ExternalAuthStatus{State: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY, Message: fmt.Sprint(n)})
+			ea, err := s.ExternalAuths().UpdateStatus(ctx, cur.ID, cur.Revision, &csv1.ExternalAuthStatus{State: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY, Message: fmt.Sprint(n)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return revisions{ea.Revision, ea.SpecRevision}
 		},
 		spec: func(pre Precondition, n int) (revisions, error) {
-			ea, err := s.UpdateExternalAuth(ctx, csid(200), pre, func(cur *ExternalAuth) (*csv1.ExternalAuthSpec, error) {
+			ea, err := s.ExternalAuths().Update(ctx, csid(200), pre, func(cur *ExternalAuth) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy, error) {
 				spec := proto.Clone(cur.Spec).(*csv1.ExternalAuthSpec)
 				spec.Issuer.Audiences = []string{"app", fmt.Sprint("cli-", n)}
-				return spec, nil
+				return spec, nil, nil
 			})
 			if err != nil {
 				return revisions{}, err

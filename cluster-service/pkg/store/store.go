@@ -389,10 +389,10 @@ func (s *Store) MarkDeleting(ctx context.Context, id string) (*Cluster, error) {
 		}
 		// Its node pools go first: the controller removes the cluster's work only once theirs
 		// are gone.
-		if err := markClusterNodePoolsDeletingTx(ctx, tx, id); err != nil {
+		if err := nodePools.markClusterDeletingTx(ctx, tx, id); err != nil {
 			return err
 		}
-		if err := markClusterExternalAuthsDeletingTx(ctx, tx, id); err != nil {
+		if err := externalAuths.markClusterDeletingTx(ctx, tx, id); err != nil {
 			return err
 		}
 		st := proto.Clone(c.Status).(*csv1.ClusterStatus)
@@ -522,15 +522,15 @@ func (s *Store) RemoveCluster(ctx context.Context, id string, revision int64) er
 		if c.Revision != revision || !c.Deleting {
 			return ErrConflict
 		}
-		var pools int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM node_pools WHERE cluster_id = $1`, id).Scan(&pools); err != nil {
+		pools, err := nodePools.countOfCluster(ctx, tx, id)
+		if err != nil {
 			return err
 		}
 		if pools > 0 {
 			return fmt.Errorf("cluster %s still has %d node pools: %w", id, pools, ErrConflict)
 		}
 		// Its external auth lived in the cluster's HostedCluster, which is gone now.
-		if err := removeClusterExternalAuthsTx(ctx, tx, id); err != nil {
+		if err := externalAuths.removeClusterTx(ctx, tx, id); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM clusters WHERE id = $1`, id); err != nil {
@@ -830,11 +830,6 @@ type observedStatus interface {
 // takes the write lock and a row lock; a controller skips it.
 func (c *Cluster) StatusUnchanged(st *csv1.ClusterStatus) bool {
 	return proto.Equal(c.Status, stampObserved(st, c.SpecRevision))
-}
-
-// StatusUnchanged is Cluster.StatusUnchanged for UpdateNodePoolStatus.
-func (np *NodePool) StatusUnchanged(st *csv1.NodePoolStatus) bool {
-	return proto.Equal(np.Status, stampObserved(st, np.SpecRevision))
 }
 
 // stampObserved returns a copy of st (a status the controller derived from the stored row, and

@@ -340,6 +340,22 @@ func TestPatchExternalAuth(t *testing.T) {
 			},
 		},
 		{
+			// Nothing for Cluster Service to do: answered as a node pool's is, with an operation
+			// that has already Succeeded, and no UpdateExternalAuth call for the backend to follow.
+			name: "unchanged_202_operation_already_succeeded_no_cs_call", setup: ready,
+			method: "PATCH", path: eaPath("c1", "auth1"),
+			body: map[string]any{"properties": map[string]any{"claim": map[string]any{"mappings": map[string]any{"username": map[string]any{"claim": "email"}}}}},
+			code: http.StatusAccepted,
+			check: func(t *testing.T, e *env, f *fakeExternalAuths, r response) {
+				noCSWrites(t, f, 1)
+				op, _ := e.operation(opIDFrom(t, r.header.Get("Azure-AsyncOperation")))
+				rd, _ := e.resource(eaPath("c1", "auth1"))
+				if op == nil || op.Status != armdoc.StateSucceeded || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
+					t.Fatalf("operation %+v resource %+v; want a Succeeded operation and the resource unchanged", op, rd)
+				}
+			},
+		},
+		{
 			name: "missing_404", setup: func(t *testing.T, e *env, f *fakeExternalAuths) { e.readyCluster(t, "c1") },
 			method: "PATCH", path: eaPath("c1", "auth1"), body: patch, code: http.StatusNotFound, errCode: "ResourceNotFound",
 		},

@@ -50,29 +50,14 @@ var clusters = resourceKind{
 
 var nodePools = resourceKind{
 	noun: "node pool", logKey: "nodePoolID", canceledNoun: "node pool", resourceType: api.NodePoolResourceType,
-	notFound:   nodePoolNotFound,
-	callDelete: (*Server).callDeleteNodePool,
-	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
-		np, err := nodePoolFromDoc(rd)
-		if err != nil {
-			return err
-		}
-		return s.respondNodePool(w, r, http.StatusOK, np, etag)
-	},
+	notFound: nodePoolResource.notFound, callDelete: nodePoolResource.callDelete, respondResult: nodePoolResource.respondResult,
 }
 
+// externalAuths' result shows what was written, without Cluster Service's condition (a GET
+// adds it).
 var externalAuths = resourceKind{
 	noun: "external auth", logKey: "externalAuthID", canceledNoun: "external auth", resourceType: api.ExternalAuthResourceType,
-	notFound:   externalAuthNotFound,
-	callDelete: (*Server).callDeleteExternalAuth,
-	// The result shows what was written, without Cluster Service's condition (a GET adds it).
-	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
-		ea, err := externalAuthFromDoc(rd)
-		if err != nil {
-			return err
-		}
-		return s.respondExternalAuth(w, r, http.StatusOK, ea, etag)
-	},
+	notFound: externalAuthResource.notFound, callDelete: externalAuthResource.callDelete, respondResult: externalAuthResource.respondResult,
 }
 
 // kindOf is the kind of a resource ID.
@@ -360,7 +345,7 @@ func (s *Server) activeOperation(ctx context.Context, part string, rd *armdoc.Re
 	return op, d, nil
 }
 
-// listChildren lists a cluster's children under segment (nodePoolsPath, …), a page at a time:
+// listChildren lists a cluster's children under segment ("/nodepools", …), a page at a time:
 // 404 ParentResourceNotFound when the cluster does not exist.
 func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, k *resourceKind, segment string, render func(*armdoc.ResourceDocument) (any, error)) error {
 	ri := info(r)

@@ -1,8 +1,6 @@
 package frontend
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
@@ -56,21 +54,9 @@ func osDiskPersistence(diskType string) string {
 	return diskType
 }
 
-// nodePoolUpdate is what UpdateNodePool gets for a change from stored to next: only the fields
-// that differ for a PATCH, every updatable field for a PUT (ARM's PUT replaces; a PUT also
-// brings back a field an SRE changed in Cluster Service that the ARM document does not show).
-// Cluster Service applies it to its own spec, so the frontend never reads that spec to write it
-// back. An empty version or channel group leaves the pool's; an unset nodeDrainTimeoutMinutes
-// goes back to the cluster's.
+// nodePoolUpdate is what UpdateNodePool gets for a change from stored to next
+// (childResource.updateOf). An empty version or channel group leaves the pool's; an unset
+// nodeDrainTimeoutMinutes goes back to the cluster's.
 func nodePoolUpdate(stored, next *api.NodePool, patch bool) *csv1.NodePoolUpdate {
-	if !patch {
-		return csv1.FullNodePoolUpdate(nodePoolSpec(next))
-	}
-	return csv1.NodePoolUpdateDiff(nodePoolSpec(stored), nodePoolSpec(next))
-}
-
-// sameClusterServiceSpec reports whether two versions of a node pool ask Cluster Service for
-// the same thing: a change elsewhere (tags, identity) needs no Cluster Service call.
-func sameClusterServiceSpec(a, b *api.NodePool) bool {
-	return proto.Equal(nodePoolSpec(a), nodePoolSpec(b))
+	return nodePoolResource.updateOf(stored, next, patch)
 }

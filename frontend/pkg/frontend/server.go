@@ -164,9 +164,9 @@ func (s *Server) routes() {
 	s.handle("DELETE "+clusterPattern, s.deleteCluster, resourceRoute)
 	s.handle("GET /subscriptions/{subscriptionId}/resourcegroups/{resourceGroupName}"+clustersPath, s.listClusters, resourceRoute)
 	s.handle("GET /subscriptions/{subscriptionId}"+clustersPath, s.listClusters, resourceRoute)
-	s.nodePoolRoutes()
+	nodePoolResource.routes(s)
 	s.credentialRoutes()
-	s.externalAuthRoutes()
+	externalAuthResource.routes(s)
 
 	s.versionRoutes() // handlers_versions.go
 	// Preflight carries ARM's api-version, not ours; the subscription is checked as ARO HCP does.
