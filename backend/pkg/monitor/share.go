@@ -94,9 +94,9 @@ type Sharer struct {
 
 	mu sync.Mutex
 	// held maps a bucket to the monotonic time its lease is ours until, and its ETag.
-	held     map[int]heldLease
-	seenDocs map[string]seen
-	members  int
+	held      map[int]heldLease
+	seenDocs  map[string]seen
+	members   int
 	memberTag string
 }
 
