@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // ClusterService is what the Monitor reads from Cluster Service, the owner of the cluster model
@@ -75,6 +76,10 @@ type CheckerConfig struct {
 	Log          *slog.Logger
 	// Now is the clock (default time.Now); tests of the SLOs move it.
 	Now func() time.Time
+	// Reports, when set, receives each owned cluster's verdict as a health document
+	// (internal/healthdoc) for the admin API and hcpctl; Replica names the writer.
+	Reports docstore.Store
+	Replica string
 }
 
 // ShardKey is the name a shard is shared under, apart from cluster IDs.
@@ -106,6 +111,7 @@ type Checker struct {
 	lastOK  map[string]time.Time
 	started time.Time
 	reports map[string]ClusterReport
+	written map[string]written
 }
 
 // NewChecker returns a Checker.
@@ -120,7 +126,7 @@ func NewChecker(cfg CheckerConfig) *Checker {
 		cfg.Now = time.Now
 	}
 	cfg.Limits = cfg.Limits.WithDefaults()
-	return &Checker{cfg: cfg, lastOK: map[string]time.Time{}, started: cfg.Now(), reports: map[string]ClusterReport{}}
+	return &Checker{cfg: cfg, lastOK: map[string]time.Time{}, started: cfg.Now(), reports: map[string]ClusterReport{}, written: map[string]written{}}
 }
 
 // Report returns the latest verdict on a cluster this replica checked, if any.
@@ -184,6 +190,10 @@ func (c *Checker) Pass(ctx context.Context) error {
 			rep.NodePools = append(rep.NodePools, NodePoolReport{ID: np.GetId(), Verdict: nv})
 		}
 		reports[cl.GetId()] = rep
+		if err := c.writeReport(ctx, rep); err != nil {
+			c.cfg.Metrics.checkFailed("write_health")
+			failed = append(failed, err)
+		}
 	}
 	sort.Slice(snap.info, func(i, j int) bool { return snap.info[i].cluster < snap.info[j].cluster })
 	c.mu.Lock()

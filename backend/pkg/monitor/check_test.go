@@ -21,7 +21,10 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
+	"github.com/openhcp/openhcp/internal/healthdoc"
+	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -34,6 +37,7 @@ type fleet struct {
 	sh    csv1.ProvisionShardsClient
 	sub   string
 	shard string
+	pg    *pgserver.Server
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -60,7 +64,7 @@ func newFleet(t *testing.T) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	f := &fleet{t: t, db: db, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), sh: csv1.NewProvisionShardsClient(conn), sub: uuid.NewString(), shard: "mgmt-1"}
+	f := &fleet{t: t, db: db, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), sh: csv1.NewProvisionShardsClient(conn), sub: uuid.NewString(), shard: "mgmt-1", pg: pg}
 	if _, err := f.sh.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: f.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 4}}); err != nil {
 		t.Fatalf("register shard: %v", err)
 	}
@@ -281,6 +285,53 @@ func TestChecker(t *testing.T) {
 		}
 		if v := gauge(t, reg, "monitor_clusters", "shard="+f.shard, "health=healthy"); v != 1 {
 			t.Fatalf("monitor_clusters{health=healthy} = %v, want 1", v)
+		}
+	})
+
+	t.Run("the_verdict_is_stored_for_the_admin_api_and_rewritten_when_it_changes", func(t *testing.T) {
+		docs, err := postgres.Open(ctx, pgservertest.NewDatabase(t, f.pg), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(docs.Close)
+		now = time.Now()
+		t.Cleanup(func() { now = time.Now() })
+		c := NewChecker(CheckerConfig{Clusters: f.cs, NodePools: f.np, Shards: f.sh, Probes: probes, Owner: ownAll{}, Now: clock, Reports: docs, Replica: "r1"})
+		if err := c.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h, err := healthdoc.Get(ctx, docs, installing)
+		if err != nil || h == nil {
+			t.Fatalf("health of %s: %v, %v", installing, h, err)
+		}
+		if h.Health != string(Progressing) || h.Replica != "r1" || h.Shard != f.shard {
+			t.Fatalf("stored health %+v, want progressing on %s by r1", h, f.shard)
+		}
+		if r, err := healthdoc.Get(ctx, docs, ready); err != nil || r == nil || len(r.NodePools) != 1 {
+			t.Fatalf("health of %s: %+v, %v; want one node pool", ready, r, err)
+		}
+		first := h.Since
+		now = now.Add(2 * time.Hour)
+		if err := c.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h, _ = healthdoc.Get(ctx, docs, installing)
+		if h.Health != string(Stuck) || !h.Since.After(first) {
+			t.Fatalf("after two hours: %+v, want stuck since the later pass", h)
+		}
+		// A second replica taking the cluster over keeps the stored Since of an unchanged verdict.
+		c2 := NewChecker(CheckerConfig{Clusters: f.cs, NodePools: f.np, Shards: f.sh, Probes: probes, Owner: ownAll{}, Now: clock, Reports: docs, Replica: "r2"})
+		stuckSince := h.Since
+		now = now.Add(10 * time.Minute)
+		if err := c2.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		h, _ = healthdoc.Get(ctx, docs, installing)
+		if h.Replica != "r2" || !h.Since.Equal(stuckSince) {
+			t.Fatalf("after takeover: %+v, want written by r2 with since %s", h, stuckSince)
+		}
+		if none, err := healthdoc.Get(ctx, docs, "no-such-cluster"); none != nil || err != nil {
+			t.Fatalf("health of an unknown cluster: %v, %v; want none", none, err)
 		}
 	})
 }

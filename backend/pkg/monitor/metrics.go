@@ -72,7 +72,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer, held func() int, total int) *Metrics {
 	m := &Metrics{snap: newSnapshot(),
 		checksFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "monitor_checks_failed_total",
-			Help: "Checks that failed, by check (shard_readyz, list_shards, list_clusters, list_node_pools)."}, []string{"check"}),
+			Help: "Checks that failed, by check (shard_readyz, list_shards, list_clusters, list_node_pools, write_health)."}, []string{"check"}),
 		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "monitor_passes_total", Help: "Check passes this replica completed."}),
 		bucketsHeld: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "monitor_buckets_held",
 			Help: "Fleet buckets this replica holds the lease of, and so checks."}, func() float64 { return float64(held()) }),
@@ -81,7 +81,7 @@ func NewMetrics(reg prometheus.Registerer, held func() int, total int) *Metrics 
 			Help: "Unix time this replica last completed a check pass."}),
 	}
 	m.buckets.Set(float64(total))
-	for _, c := range []string{"shard_readyz", "list_shards", "list_clusters", "list_node_pools"} {
+	for _, c := range []string{"shard_readyz", "list_shards", "list_clusters", "list_node_pools", "write_health"} {
 		m.checksFailed.WithLabelValues(c)
 	}
 	reg.MustRegister(m, m.checksFailed, m.passes, m.bucketsHeld, m.buckets, m.lastPass)
