@@ -74,12 +74,11 @@ func (r *Region) startMonitor(ctx context.Context, pg *pgserver.Server) error {
 	dir := filepath.Join(r.stateDir, "monitor")
 	var probes []string
 	for _, name := range r.managementClusterNames() {
-		mc := r.mgmt[name]
-		cert, key, ca, err := mc.WriteClientCertificate(dir, mc.Name+"-monitor-client", monitorKubeUser, nil)
+		arg, err := monitorProbeArg(dir, mgmtShard(r.Info.ManagementClusters, name), r.mgmt[name])
 		if err != nil {
-			return fmt.Errorf("monitor probe of %s: %w", name, err)
+			return err
 		}
-		probes = append(probes, "--shard-probe", mgmtShard(r.Info.ManagementClusters, name)+"="+mc.Host+"/readyz,"+ca+","+cert+","+key)
+		probes = append(probes, "--shard-probe", arg)
 	}
 	info := MonitorInfo{StaleAfter: monitorStaleAfter.String()}
 	for i := 1; i <= monitorReplicas; i++ {
@@ -108,6 +107,16 @@ func (r *Region) startMonitor(ctx context.Context, pg *pgserver.Server) error {
 	}
 	r.Info.Monitor = info
 	return nil
+}
+
+// monitorProbeArg is the --shard-probe value for mc: its kube-apiserver's /readyz, verified with
+// its CA, with a client certificate of its CA for monitorKubeUser written into dir.
+func monitorProbeArg(dir, shard string, mc *mgmtcluster.ManagementCluster) (string, error) {
+	cert, key, ca, err := mc.WriteClientCertificate(dir, mc.Name+"-monitor-client", monitorKubeUser, nil)
+	if err != nil {
+		return "", fmt.Errorf("monitor probe of %s: %w", mc.Name, err)
+	}
+	return shard + "=" + mc.Host + "/readyz," + ca + "," + cert + "," + key, nil
 }
 
 // mgmtShard is the provision shard of the management cluster called name.

@@ -148,11 +148,11 @@ func main() {
 func probes(f flags) (map[string]monitor.Probe, error) {
 	out := map[string]monitor.Probe{}
 	for _, p := range f.probes {
-		cfg, err := p.tls.Client(p.url)
+		probe, err := monitor.NewReadyzProbe(p.url, p.tls)
 		if err != nil {
 			return nil, fmt.Errorf("--shard-probe %s: %w", p.shard, err)
 		}
-		out[p.shard] = monitor.ReadyzProbe(&http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}, p.url)
+		out[p.shard] = probe
 	}
 	return out, nil
 }

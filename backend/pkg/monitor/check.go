@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sort"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 // ClusterService is what the Monitor reads from Cluster Service, the owner of the cluster model
@@ -53,6 +55,21 @@ func ReadyzProbe(client *http.Client, url string) Probe {
 		}
 		return nil
 	}
+}
+
+// NewReadyzProbe is ReadyzProbe over TLS with files (the shard's CA, and a client certificate of
+// it), as --shard-probe configures it.
+func NewReadyzProbe(rawURL string, files tlsconfig.Files) (Probe, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("probe URL %q: want https://host:port/readyz", rawURL)
+	}
+	// tlsconfig checks the server's name against the address's host, not the URL.
+	cfg, err := files.Client(u.Host)
+	if err != nil {
+		return nil, fmt.Errorf("probe %s: %w", rawURL, err)
+	}
+	return ReadyzProbe(&http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}, rawURL), nil
 }
 
 // Owner says whether this replica checks a name now (Sharer.Owns).
