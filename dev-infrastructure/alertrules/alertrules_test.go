@@ -44,6 +44,7 @@ var (
 var components = map[string]source{
 	"frontend/deploy/alerts":        {repo: []string{"frontend", "internal"}},
 	"backend/deploy/alerts":         {repo: []string{"backend", "internal"}},
+	"backend/deploy/monitor/alerts": {repo: []string{"backend/pkg/monitor"}},
 	"cluster-service/deploy/alerts": {repo: []string{"cluster-service"}},
 	"admin/deploy/alerts":           {repo: []string{"admin", "internal"}},
 	"admin/deploy/gateway/alerts":   {repo: []string{"admin/pkg/gateway"}},

@@ -231,6 +231,7 @@ func (r *Region) prometheusJobs(kubeTLS map[string]*scrapeTLS) ([]scrapeJob, err
 		{"cluster-service", []string{r.Info.ClusterService.MetricsURL}},
 		{"admin", []string{r.Info.Admin.MetricsURL}},
 		{"gateway", r.Info.Gateway.MetricsURLs},
+		{"monitor", r.Info.Monitor.MetricsURLs()},
 		{"maestro-server", maestro},
 	} {
 		job, err := plain(j.name, j.urls...)

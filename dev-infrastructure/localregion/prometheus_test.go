@@ -46,6 +46,7 @@ func testRegion(t *testing.T) *Region {
 	r.Info.ClusterService.MetricsURL = "http://127.0.0.1:1003/metrics"
 	r.Info.Admin.MetricsURL = "http://127.0.0.1:1004/metrics"
 	r.Info.Maestro.MetricsURL = "http://127.0.0.1:1005/metrics"
+	r.Info.Monitor.Replicas = []ServiceInfo{{MetricsURL: "http://127.0.0.1:1006/metrics"}, {MetricsURL: "http://127.0.0.1:1007/metrics"}}
 	for i, name := range []string{"mgmt-1", "mgmt-2"} {
 		r.Info.ManagementClusters = append(r.Info.ManagementClusters, ManagementClusterInfo{
 			Name: name, ProvisionShard: name, Server: "https://127.0.0.1:" + strconv.Itoa(6443+i),
@@ -114,7 +115,8 @@ func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
 	}
 	t.Run("every_shipped_rule_file_is_loaded", func(t *testing.T) {
 		for _, want := range []string{"frontend/deploy/alerts/frontend.rules.yaml", "cluster-service/deploy/alerts/cluster-service.rules.yaml",
-			"maestro/deploy/agent/alerts/maestro-agent.rules.yaml", "dev-infrastructure/mgmtcluster/deploy/hypershift-sim/alerts/hypershift-sim.rules.yaml"} {
+			"maestro/deploy/agent/alerts/maestro-agent.rules.yaml", "dev-infrastructure/mgmtcluster/deploy/hypershift-sim/alerts/hypershift-sim.rules.yaml",
+			"backend/deploy/monitor/alerts/monitor.rules.yaml"} {
 			found := false
 			for _, f := range parsed.RuleFiles {
 				found = found || f == filepath.Join(root, want)
@@ -127,6 +129,19 @@ func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
 			if strings.HasSuffix(f, "_test.yaml") {
 				t.Errorf("rule_files names a promtool test, %s", f)
 			}
+		}
+	})
+	t.Run("both_monitor_replicas_are_targets_of_the_monitor_job", func(t *testing.T) {
+		var targets []string
+		for _, sc := range parsed.ScrapeConfigs {
+			if sc.JobName == "monitor" {
+				for _, st := range sc.StaticConfigs {
+					targets = append(targets, st.Targets...)
+				}
+			}
+		}
+		if strings.Join(targets, " ") != "127.0.0.1:1006 127.0.0.1:1007" {
+			t.Errorf("job monitor scrapes %v, want both replicas", targets)
 		}
 	})
 	t.Run("each_management_apiserver_is_its_shards_target_under_one_job_label", func(t *testing.T) {

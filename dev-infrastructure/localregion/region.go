@@ -109,6 +109,8 @@ type Info struct {
 	Admin AdminInfo `json:"admin"`
 	// Gateway is the break-glass gateway's replicas (gateway.go).
 	Gateway GatewayInfo `json:"gateway"`
+	// Monitor is the fleet Monitor's replicas (monitor.go).
+	Monitor MonitorInfo `json:"monitor"`
 	LogDir  string      `json:"logDir"`
 	// Restarts counts, by process name, how often the launcher restarted a process that
 	// crashed (supervise); absent until something crashes.
@@ -426,6 +428,7 @@ func (r *Region) buildBinaries(ctx context.Context) error {
 	pkgs := []string{
 		"./frontend/cmd/frontend",
 		"./backend/cmd/backend",
+		"./backend/cmd/monitor",
 		"./cluster-service/cmd/cluster-service",
 		"./dev-infrastructure/mgmtcluster/cmd/hypershift-sim",
 		"./admin/cmd/admin",

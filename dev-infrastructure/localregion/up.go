@@ -189,6 +189,10 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startFrontend(ctx); err != nil {
 		return nil, err
 	}
+	r.step("starting the fleet Monitor (%d replicas)", monitorReplicas)
+	if err := r.startMonitor(ctx, pg); err != nil {
+		return nil, err
+	}
 	r.step("starting the break-glass gateway (%d replicas) and the admin API", gatewayReplicas)
 	if err := r.startAdmin(ctx, pg); err != nil {
 		return nil, err

@@ -93,6 +93,9 @@ const (
 	// Gateway is the break-glass gateway (admin/cmd/gateway): SREs' only path into hosted
 	// clusters. It runs beside the admin API, under its own service account.
 	Gateway = "gateway"
+	// Monitor is the fleet Monitor (backend/cmd/monitor): it runs beside the backend, under its
+	// own service account, and only lists what Cluster Service has observed.
+	Monitor = "monitor"
 )
 
 // Workloads lists the region's workloads whose certificates carry a SPIFFE ID.
@@ -100,6 +103,7 @@ func Workloads() []Workload {
 	return []Workload{
 		{Frontend, "openhcp-frontend", "frontend"},
 		{Backend, "openhcp-backend", "backend"},
+		{Monitor, "openhcp-backend", "monitor"},
 		{ClusterService, "openhcp-cluster-service", "cluster-service"},
 		{SRE, "openhcp-admin", "admin"},
 		{Gateway, "openhcp-admin", "gateway"},

@@ -30,6 +30,7 @@ const (
 	Broker         = "broker"          // MQTT server
 	Postgres       = "postgres"        // PostgreSQL server
 	Prometheus     = "prometheus"      // scrape client of every target; server of its own API (to SRE persons)
+	Monitor        = "monitor"         // the fleet Monitor's Cluster Service client
 )
 
 // MaestroAgent is the identity name (and file base name) of the Maestro agent of one consumer
@@ -176,6 +177,7 @@ func Create(dir string, o Options) (*Region, error) {
 		{ARM, ARM, Client, ARMCA},
 		{SRE, SRE, Client, ServiceCA},
 		{Backend, Backend, Client, ServiceCA},
+		{Monitor, Monitor, Client, ServiceCA},
 		{ClusterService, ClusterService, Server | Client, ServiceCA},
 		{MaestroServer, MaestroServer, Server | Client, ServiceCA},
 		{Broker, Broker, Server, ServiceCA},

@@ -46,6 +46,12 @@ func TestRegionFileDescribesTheRegion(t *testing.T) {
 	for i, u := range info.Gateway.MetricsURLs {
 		metrics[fmt.Sprintf("gateway-%d", i+1)] = u
 	}
+	if len(info.Monitor.Replicas) != 2 {
+		t.Fatalf("region.json lists the Monitor replicas %v, want 2", info.Monitor.Replicas)
+	}
+	for i, u := range info.Monitor.MetricsURLs() {
+		metrics[fmt.Sprintf("monitor-%d", i+1)] = u
+	}
 	brokerLog, err := os.ReadFile(filepath.Join(info.LogDir, "mosquitto.log"))
 	if err != nil {
 		t.Fatalf("read mosquitto.log: %v", err)

@@ -87,8 +87,31 @@ type ClusterDescription struct {
 	ClusterService json.RawMessage   `json:"clusterService,omitempty"`
 	NodePools      []json.RawMessage `json:"nodePools,omitempty"`
 	Maestro        []Bundle          `json:"maestro,omitempty"`
+	// Monitor is the fleet Monitor's latest verdict on the cluster and its node pools
+	// (docs/monitor.md); absent until a Monitor replica has checked it. Summary.Health is what
+	// HyperShift last reported; this is the Monitor's judgement, which also weighs stale
+	// feedback and changes stuck past their SLO.
+	Monitor *MonitorHealth `json:"monitor,omitempty"`
 	// Unavailable names the parts that could not be read, and why.
 	Unavailable []string `json:"unavailable,omitempty"`
+}
+
+// MonitorHealth is the Monitor's verdict: Health is healthy, progressing, stuck, degraded,
+// unhealthy or stale; Since is when the Monitor first saw it, CheckedAt its latest check.
+type MonitorHealth struct {
+	Health    string           `json:"health"`
+	Reason    string           `json:"reason"`
+	Since     time.Time        `json:"since"`
+	CheckedAt time.Time        `json:"checkedAt"`
+	Replica   string           `json:"replica"`
+	NodePools []NodePoolHealth `json:"nodePools,omitempty"`
+}
+
+// NodePoolHealth is the Monitor's verdict on one node pool.
+type NodePoolHealth struct {
+	ID     string `json:"id"`
+	Health string `json:"health"`
+	Reason string `json:"reason"`
 }
 
 // ARMView is the cluster's ARM resource document and its most recent operations.

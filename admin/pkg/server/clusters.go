@@ -19,6 +19,7 @@ import (
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/healthdoc"
 )
 
 // clusterStates are the state filter's values: Cluster Service's states, lowercase.
@@ -203,6 +204,11 @@ func (s *Server) describe(ctx context.Context, id string) (adminapi.ClusterDescr
 			d.Unavailable = append(d.Unavailable, fmt.Sprintf("Maestro resource bundles: %v", err))
 		}
 	}
+	if h, err := healthdoc.Get(ctx, s.cfg.Store, c.GetId()); err != nil {
+		d.Unavailable = append(d.Unavailable, fmt.Sprintf("Monitor verdict: %v", err))
+	} else if h != nil {
+		d.Monitor = monitorHealth(h)
+	}
 	d.Diagnosis = diagnose(doc, ops, c, d.Maestro)
 	if line := s.shardLine(ctx, c.GetShard()); line != "" {
 		d.Diagnosis = append(d.Diagnosis, line)
@@ -375,6 +381,15 @@ func diagnose(doc *docstore.Document, ops []adminapi.Operation, c *csv1.Cluster,
 		out = append(out, "HyperShift: no HostedCluster conditions reported yet")
 	} else {
 		out = append(out, "HyperShift: "+strings.Join(conds, ", "))
+	}
+	return out
+}
+
+// monitorHealth is the Monitor's health document as the admin API shows it.
+func monitorHealth(h *healthdoc.Cluster) *adminapi.MonitorHealth {
+	out := &adminapi.MonitorHealth{Health: h.Health, Reason: h.Reason, Since: h.Since, CheckedAt: h.CheckedAt, Replica: h.Replica}
+	for _, np := range h.NodePools {
+		out.NodePools = append(out.NodePools, adminapi.NodePoolHealth{ID: np.ID, Health: np.Health, Reason: np.Reason})
 	}
 	return out
 }

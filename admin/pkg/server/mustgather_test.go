@@ -14,6 +14,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/healthdoc"
 )
 
 const testSub = "00000000-0000-0000-0000-0000000000a1"
@@ -115,11 +116,29 @@ func TestMustGather(t *testing.T) {
 
 func TestDescribeAndOperations(t *testing.T) {
 	e := start(t)
-	_, armID, opID := seedCluster(t, e)
+	csID, armID, opID := seedCluster(t, e)
 	code, ae, body := e.call(t, "bob", "GET", "/admin/v1/clusters/"+strings.TrimPrefix(armID, "/"), "")
 	var d adminapi.ClusterDescription
 	if code != 200 || json.Unmarshal(body, &d) != nil {
 		t.Fatalf("%d %+v %s", code, ae, body)
+	}
+	if d.Monitor != nil {
+		t.Fatalf("a Monitor verdict before any Monitor wrote one: %+v", d.Monitor)
+	}
+	// The Monitor's health document, as a Monitor replica writes it (backend/pkg/monitor).
+	checked := time.Now().UTC().Truncate(time.Second)
+	hb, _ := json.Marshal(healthdoc.Cluster{ClusterID: csID, Shard: "mgmt-1", Health: "stale", Reason: "no feedback from its management cluster for 4m0s",
+		Since: checked.Add(-time.Minute), CheckedAt: checked, Replica: "monitor-2", NodePools: []healthdoc.NodePool{{ID: "np1", Health: "stale", Reason: "no feedback"}}})
+	if _, err := e.docs.Create(context.Background(), &docstore.Document{PartitionKey: healthdoc.Partition, ID: csID, Type: healthdoc.Type, ResourceID: csID, Body: hb}); err != nil {
+		t.Fatal(err)
+	}
+	code, ae, body = e.call(t, "bob", "GET", "/admin/v1/clusters/"+csID, "")
+	d = adminapi.ClusterDescription{}
+	if code != 200 || json.Unmarshal(body, &d) != nil {
+		t.Fatalf("%d %+v %s", code, ae, body)
+	}
+	if m := d.Monitor; m == nil || m.Health != "stale" || m.Replica != "monitor-2" || !m.CheckedAt.Equal(checked) || len(m.NodePools) != 1 || m.NodePools[0].Health != "stale" {
+		t.Fatalf("describe shows Monitor verdict %+v, want the stored stale one", d.Monitor)
 	}
 	joined := strings.Join(d.Diagnosis, "\n")
 	for _, want := range []string{"ARM: provisioningState Provisioning; operation " + opID + " (Create) Provisioning", "Cluster Service: ", "HyperShift: no HostedCluster conditions reported yet"} {

@@ -23,6 +23,7 @@ import (
 const (
 	Frontend = identity.Frontend // serves ARM: creates, reads, updates and deletes what ARM asks for
 	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
+	Monitor  = identity.Monitor  // the fleet Monitor: lists clusters, node pools and shards to check their health, nothing else
 	SRE      = identity.SRE      // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
 )
 
@@ -31,7 +32,7 @@ const (
 var Table = map[string][]string{
 	csv1.Clusters_CreateCluster_FullMethodName: {Frontend},
 	csv1.Clusters_GetCluster_FullMethodName:    {Frontend, Backend, SRE},
-	csv1.Clusters_ListClusters_FullMethodName:  {Frontend, SRE},
+	csv1.Clusters_ListClusters_FullMethodName:  {Frontend, Monitor, SRE},
 	// The admin API upgrades a control plane for an SRE (docs/sre.md, Day-2 changes).
 	csv1.Clusters_UpdateCluster_FullMethodName: {Frontend, SRE},
 	// The backend deletes the clusters of a deleted subscription (the subscription cascade).
@@ -40,7 +41,7 @@ var Table = map[string][]string{
 
 	csv1.NodePools_CreateNodePool_FullMethodName: {Frontend},
 	csv1.NodePools_GetNodePool_FullMethodName:    {Frontend, Backend, SRE},
-	csv1.NodePools_ListNodePools_FullMethodName:  {Frontend, SRE},
+	csv1.NodePools_ListNodePools_FullMethodName:  {Frontend, Monitor, SRE},
 	// The admin API scales and upgrades node pools for an SRE.
 	csv1.NodePools_UpdateNodePool_FullMethodName: {Frontend, SRE},
 	csv1.NodePools_DeleteNodePool_FullMethodName: {Frontend},
@@ -75,13 +76,13 @@ var Table = map[string][]string{
 	csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: {Frontend, SRE},
 
 	csv1.ProvisionShards_RegisterShard_FullMethodName:  {SRE},
-	csv1.ProvisionShards_ListShards_FullMethodName:     {SRE},
+	csv1.ProvisionShards_ListShards_FullMethodName:     {Monitor, SRE},
 	csv1.ProvisionShards_SetShardStatus_FullMethodName: {SRE},
 
 	// Health checks: any caller the CA verified.
-	"/grpc.health.v1.Health/Check": {Frontend, Backend, SRE},
-	"/grpc.health.v1.Health/Watch": {Frontend, Backend, SRE},
-	"/grpc.health.v1.Health/List":  {Frontend, Backend, SRE},
+	"/grpc.health.v1.Health/Check": {Frontend, Backend, Monitor, SRE},
+	"/grpc.health.v1.Health/Watch": {Frontend, Backend, Monitor, SRE},
+	"/grpc.health.v1.Health/List":  {Frontend, Backend, Monitor, SRE},
 }
 
 // CredentialKind is a kind of break-glass credential.

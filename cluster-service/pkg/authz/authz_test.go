@@ -38,9 +38,22 @@ func TestTableCoversEveryMethod(t *testing.T) {
 			t.Errorf("Table lists %s, which is not served", m)
 		}
 		for _, id := range who {
-			if !slices.Contains([]string{Frontend, Backend, SRE}, id) {
+			if !slices.Contains([]string{Frontend, Backend, Monitor, SRE}, id) {
 				t.Errorf("%s: unknown identity %q", m, id)
 			}
+		}
+	}
+}
+
+// TestMonitorOnlyLists: the Monitor reads the fleet to judge it and may call nothing else.
+func TestMonitorOnlyLists(t *testing.T) {
+	for m, who := range Table {
+		if !slices.Contains(who, Monitor) {
+			continue
+		}
+		name := m[strings.LastIndex(m, "/")+1:]
+		if !strings.HasPrefix(name, "List") && !strings.HasPrefix(m, "/grpc.health.v1.Health/") {
+			t.Errorf("the monitor may call %s, which is not a list", m)
 		}
 	}
 }
@@ -69,7 +82,7 @@ func TestDocsTableMatchesCode(t *testing.T) {
 	got := map[string][]string{}
 	for _, line := range strings.Split(doc[start:end], "\n") {
 		cells := strings.Split(line, "|")
-		if len(cells) != 6 || !strings.Contains(cells[1], "`") {
+		if len(cells) != 7 || !strings.Contains(cells[1], "`") {
 			continue
 		}
 		m := strings.Trim(strings.TrimSpace(cells[1]), "`")
@@ -79,7 +92,7 @@ func TestDocsTableMatchesCode(t *testing.T) {
 			m = "/openhcp.clusterservice.v1." + m
 		}
 		who := []string{}
-		for i, id := range []string{Frontend, Backend, SRE} {
+		for i, id := range []string{Frontend, Backend, Monitor, SRE} {
 			if strings.TrimSpace(cells[2+i]) != "" {
 				who = append(who, id)
 			}

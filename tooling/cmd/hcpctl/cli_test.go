@@ -312,3 +312,38 @@ func TestScriptOutputIsUnchanged(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterDescribeShowsTheMonitorVerdict: describe prints the Monitor's verdict and its node
+// pools', and says so when there is none yet.
+func TestClusterDescribeShowsTheMonitorVerdict(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/v1/clusters/{id}", func(w http.ResponseWriter, r *http.Request) {
+		d := adminapi.ClusterDescription{Summary: adminapi.ClusterSummary{ID: r.PathValue("id"), Shard: "mgmt-1", State: "ready"}}
+		if r.PathValue("id") == "checked" {
+			d.Monitor = &adminapi.MonitorHealth{Health: "stale", Reason: "no feedback from its management cluster for 4m0s",
+				Since: time.Now().Add(-time.Minute), CheckedAt: time.Now().Add(-5 * time.Second), Replica: "monitor-2",
+				NodePools: []adminapi.NodePoolHealth{{ID: "np1", Health: "stale", Reason: "no feedback"}}}
+		}
+		_ = json.NewEncoder(w).Encode(d)
+	})
+	api, _, _, _ := adminAPI(t, mux)
+	for _, tc := range []struct {
+		id   string
+		want []string
+	}{
+		{"checked", []string{"Monitor:", "stale since", "no feedback from its management cluster for 4m0s", "by monitor-2", "node pool np1:"}},
+		{"unchecked", []string{"Monitor:", "no verdict yet"}},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := run(append(api, "cluster", "describe", tc.id), noEnv, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("describe does not say %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}

@@ -114,6 +114,15 @@ func clusterDescribe(ctx context.Context, a *app, id string) error {
 		t.row("Version:", s.Version+" (current "+orDash(s.CurrentVersion)+")")
 		t.row("Applied:", fmt.Sprint(s.Applied))
 		t.row("ETag:", s.ETag+" (--if-match of a conditional change)")
+		if m := d.Monitor; m != nil {
+			t.row("Monitor:", fmt.Sprintf("%s since %s: %s (checked %s ago by %s)", m.Health, m.Since.Format(time.RFC3339), m.Reason,
+				age(time.Since(m.CheckedAt)), m.Replica))
+			for _, np := range m.NodePools {
+				t.row("  node pool "+np.ID+":", np.Health+": "+np.Reason)
+			}
+		} else {
+			t.row("Monitor:", "no verdict yet (no Monitor replica has checked this cluster)")
+		}
 		t.flush()
 		fmt.Fprintln(w, "\nWhere it is, stage by stage:")
 		for _, l := range d.Diagnosis {

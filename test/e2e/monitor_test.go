@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+)
+
+// promQuery runs an instant query and returns each series' labels and value.
+func promQuery(c *http.Client, q string) ([]map[string]string, []string, error) {
+	var data struct {
+		Result []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		} `json:"result"`
+	}
+	if err := promAPI(c, "/api/v1/query?query="+url.QueryEscape(q), &data); err != nil {
+		return nil, nil, err
+	}
+	var labels []map[string]string
+	var values []string
+	for _, r := range data.Result {
+		labels = append(labels, r.Metric)
+		values = append(values, fmt.Sprint(r.Value[1]))
+	}
+	return labels, values, nil
+}
+
+// alertsNamed are the alerts of that name Prometheus holds now (pending or firing), by shard.
+func alertsNamed(c *http.Client, name string) (map[string]string, error) {
+	var data struct {
+		Alerts []promAlert `json:"alerts"`
+	}
+	if err := promAPI(c, "/api/v1/alerts", &data); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, a := range data.Alerts {
+		if a.Labels["alertname"] == name {
+			out[a.Labels["shard"]] = a.State
+		}
+	}
+	return out, nil
+}
+
+// TestMonitorStaleFeedbackAlertFiresAndResolves: both Monitor replicas run and share every
+// bucket; a new cluster is judged healthy, in Prometheus and in the admin API's describe view.
+// When its management cluster's kube-apiserver stops (its feedback path), the Monitor judges
+// the cluster stale and MonitorFeedbackStale fires for that shard only; when it comes back,
+// the alert resolves and the cluster is healthy again.
+func TestMonitorStaleFeedbackAlertFiresAndResolves(t *testing.T) {
+	prom := region.Info.Prometheus
+	if prom == nil {
+		t.Fatal("region.json names no Prometheus")
+	}
+	if n := len(region.Info.Monitor.Replicas); n != 2 {
+		t.Fatalf("region.json names %d Monitor replicas, want 2", n)
+	}
+	c, err := prom.HTTPClient(15 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "both Monitor replicas scraped and every bucket held", func() error {
+		_, up, err := promQuery(c, `sum(up{job="monitor"})`)
+		if err != nil || len(up) != 1 || up[0] != "2" {
+			return fmt.Errorf("monitor targets up: %v %v", up, err)
+		}
+		_, held, err := promQuery(c, `sum(monitor_buckets_held) == max(monitor_buckets)`)
+		if err != nil || len(held) != 1 {
+			return fmt.Errorf("buckets held: %v %v", held, err)
+		}
+		_, holders, err := promQuery(c, `count(monitor_buckets_held > 0)`)
+		if err != nil || len(holders) != 1 || holders[0] != "2" {
+			return fmt.Errorf("replicas holding buckets: %v %v", holders, err)
+		}
+		return nil
+	})
+
+	sub, rg := uuid.NewString(), "rg-monitor"
+	registerSubscription(t, sub)
+	cl, mc := createCluster(t, clusterPath(sub, rg, "watched"), clusterBody(sub, rg))
+	shard := mc.ProvisionShard
+	a := adminInfo(t)
+	verdict := func() (*adminapi.MonitorHealth, error) {
+		var d adminapi.ClusterDescription
+		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters/"+cl.GetId(), "", uuid.NewString(), &d); code != 200 {
+			return nil, fmt.Errorf("describe: %d %+v", code, ae)
+		}
+		if d.Monitor == nil {
+			return nil, fmt.Errorf("no Monitor verdict in describe")
+		}
+		return d.Monitor, nil
+	}
+	healthy := func() error {
+		labels, _, err := promQuery(c, `monitor_cluster_info{cluster_id="`+cl.GetId()+`"}`)
+		if err != nil {
+			return err
+		}
+		if len(labels) != 1 || labels[0]["health"] != "healthy" || labels[0]["shard"] != shard {
+			return fmt.Errorf("monitor_cluster_info for %s: %v", cl.GetId(), labels)
+		}
+		v, err := verdict()
+		if err != nil {
+			return err
+		}
+		if v.Health != "healthy" {
+			return fmt.Errorf("describe says %+v", v)
+		}
+		return nil
+	}
+	eventually(t, 2*time.Minute, "the new cluster judged healthy", healthy)
+	if alerts, err := alertsNamed(c, "MonitorFeedbackStale"); err != nil || len(alerts) != 0 {
+		t.Fatalf("MonitorFeedbackStale before any outage: %v (%v)", alerts, err)
+	}
+
+	if err := region.StopManagementAPIServer(mc.Name); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	restart := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if err := region.RestartManagementAPIServer(ctx, mc.Name); err != nil {
+			t.Fatalf("restart the kube-apiserver of %s: %v", mc.Name, err)
+		}
+		restarted = true
+	}
+	t.Cleanup(func() {
+		if !restarted {
+			restart()
+		}
+	})
+	stopped := time.Now()
+	// --stale-after (1m in the local region), then the rule's for: 1m, then scrape and evaluation.
+	eventually(t, 6*time.Minute, "MonitorFeedbackStale firing for "+shard, func() error {
+		alerts, err := alertsNamed(c, "MonitorFeedbackStale")
+		if err != nil {
+			return err
+		}
+		if alerts[shard] != "firing" {
+			return fmt.Errorf("alerts by shard: %v", alerts)
+		}
+		for s, state := range alerts {
+			if s != shard {
+				return fmt.Errorf("the alert is %s for %s too, whose apiserver runs", state, s)
+			}
+		}
+		return nil
+	})
+	t.Logf("MonitorFeedbackStale fired for %s %s after its kube-apiserver stopped", shard, time.Since(stopped).Round(time.Second))
+	v, err := verdict()
+	if err != nil || v.Health != "stale" || !strings.Contains(v.Reason, "no feedback") {
+		t.Fatalf("describe during the outage: %+v (%v), want stale", v, err)
+	}
+
+	restart()
+	back := time.Now()
+	eventually(t, 3*time.Minute, "MonitorFeedbackStale resolved for "+shard, func() error {
+		alerts, err := alertsNamed(c, "MonitorFeedbackStale")
+		if err != nil {
+			return err
+		}
+		if len(alerts) != 0 {
+			return fmt.Errorf("alerts by shard: %v", alerts)
+		}
+		return nil
+	})
+	eventually(t, 2*time.Minute, "the cluster judged healthy again", healthy)
+	t.Logf("and resolved %s after it came back", time.Since(back).Round(time.Second))
+}
