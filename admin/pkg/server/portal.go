@@ -93,39 +93,51 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data int
 	return err
 }
 
-// portalFleet serves GET /portal/: clusters by state and shard, shard capacity, active
-// operations, and the clusters.
+// DefaultPortalPageSize is how many clusters one fleet page lists.
+const DefaultPortalPageSize = 100
+
+// portalFleet serves GET /portal/?pageToken=: clusters by state and shard over the whole fleet,
+// shard capacity, active operations, and one page of the clusters (PortalPageSize) with a link
+// to the next. The counts are read page by page from Cluster Service and kept as counts only, so
+// a page's size and the memory it takes do not grow with the fleet.
 func (s *Server) portalFleet(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r, "pageToken"); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	shards, err := s.shards(ctx)
 	if err != nil {
 		return err
 	}
-	var clusters []adminapi.ClusterSummary
-	token := ""
-	for range 20 { // at most 20 000 clusters on the overview
-		resp, err := s.cfg.Clusters.ListClusters(ctx, &csv1.ListClustersRequest{PageSize: 1000, PageToken: token})
-		if err != nil {
-			return upstream("list clusters in Cluster Service", "", err)
-		}
-		for _, c := range resp.GetClusters() {
-			clusters = append(clusters, summarize(c))
-		}
-		if token = resp.GetNextPageToken(); token == "" {
-			break
-		}
+	listed, err := s.cfg.Clusters.ListClusters(ctx, &csv1.ListClustersRequest{PageSize: int32(s.cfg.PortalPageSize), PageToken: r.URL.Query().Get("pageToken")})
+	if err != nil {
+		return upstream("list clusters in Cluster Service", "pageToken", err)
+	}
+	clusters := make([]adminapi.ClusterSummary, 0, len(listed.GetClusters()))
+	for _, c := range listed.GetClusters() {
+		clusters = append(clusters, summarize(c))
 	}
 	counts, totals := map[string]map[string]int{}, map[string]int{}
 	for _, st := range clusterStates {
 		counts[st] = map[string]int{}
 	}
-	for _, c := range clusters {
-		if counts[c.State] == nil {
-			counts[c.State] = map[string]int{}
+	for token := ""; ; {
+		resp, err := s.cfg.Clusters.ListClusters(ctx, &csv1.ListClustersRequest{PageSize: 1000, PageToken: token})
+		if err != nil {
+			return upstream("list clusters in Cluster Service", "", err)
 		}
-		counts[c.State][c.Shard]++
-		totals[c.State]++
+		for _, c := range resp.GetClusters() {
+			sum := summarize(c)
+			if counts[sum.State] == nil {
+				counts[sum.State] = map[string]int{}
+			}
+			counts[sum.State][sum.Shard]++
+			totals[sum.State]++
+		}
+		if token = resp.GetNextPageToken(); token == "" {
+			break
+		}
 	}
 	ops, err := s.operations(ctx, false, 1000, "")
 	if err != nil {
@@ -139,7 +151,8 @@ func (s *Server) portalFleet(w http.ResponseWriter, r *http.Request) error {
 		Totals     map[string]int
 		Operations []adminapi.Operation
 		Clusters   []adminapi.ClusterSummary
-	}{page{Title: "Fleet", Who: identityFrom(ctx)}, clusterStates, shards.Shards, counts, totals, ops.Operations, clusters})
+		NextPage   string
+	}{page{Title: "Fleet", Who: identityFrom(ctx)}, clusterStates, shards.Shards, counts, totals, ops.Operations, clusters, listed.GetNextPageToken()})
 }
 
 // portalCluster serves GET /portal/clusters/{id...}: the describe view and its operation

@@ -90,6 +90,8 @@ type Config struct {
 	Logger             *slog.Logger
 	// Timeout bounds each call to another service (default 30s).
 	Timeout time.Duration
+	// PortalPageSize is how many clusters one fleet page lists (default DefaultPortalPageSize).
+	PortalPageSize int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// FormKey is the region's key of the portal's form tokens (audit.Log.PortalFormKey), the
@@ -138,6 +140,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.PortalPageSize <= 0 {
+		cfg.PortalPageSize = DefaultPortalPageSize
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
