@@ -258,7 +258,7 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 		if i == 0 {
 			ms = s
 			r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL,
-				ClientTLS: r.clientTLS(pki.ClusterService)}
+				ClientTLS: r.clientTLS(pki.ClusterService).For(pki.MaestroServer)}
 		} else {
 			r.extraMaestro = append(r.extraMaestro, s)
 		}
@@ -448,7 +448,7 @@ func (r *Region) startClusterService(ctx context.Context, ms *mgmtcluster.Maestr
 	if err != nil {
 		return err
 	}
-	r.Info.ClusterService = ServiceInfo{GRPC: grpcAddr, ClientTLS: r.clientTLS(pki.SRE), MetricsURL: url127(ports[1]) + "/metrics"}
+	r.Info.ClusterService = ServiceInfo{GRPC: grpcAddr, ClientTLS: r.clusterServiceClientTLS(pki.SRE), MetricsURL: url127(ports[1]) + "/metrics"}
 	return r.registerShards(ctx, grpcAddr)
 }
 
@@ -456,7 +456,7 @@ func (r *Region) startClusterService(ctx context.Context, ms *mgmtcluster.Maestr
 func (r *Region) registerShards(ctx context.Context, addr string) error {
 	// Changing provision shards is an operator's right only (cluster-service/pkg/authz): the
 	// launcher acts as the SRE identity.
-	conn, err := DialClusterService(addr, r.clientTLS(pki.SRE))
+	conn, err := DialClusterService(addr, r.clusterServiceClientTLS(pki.SRE))
 	if err != nil {
 		return err
 	}
@@ -559,7 +559,7 @@ func (r *Region) startFrontend(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.Info.Frontend = FrontendInfo{URL: url, ClientTLS: r.clientTLS(pki.ARM), MetricsURL: url127(ports[1]) + "/metrics"}
+	r.Info.Frontend = FrontendInfo{URL: url, ClientTLS: r.clientTLS(pki.ARM).For(pki.Frontend), MetricsURL: url127(ports[1]) + "/metrics"}
 	return nil
 }
 

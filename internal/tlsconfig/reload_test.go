@@ -435,7 +435,7 @@ func TestCARolloverWithoutABrokenConnection(t *testing.T) {
 	}
 	openURL := tlsServer(t, open)
 	for ca, want := range map[string]bool{old.CA: false, p.CAFile: true} {
-		cfg, err := Files{CA: ca}.Client(openURL[len("https://"):])
+		cfg, err := Files{CA: ca, ServerName: pki.ServerName(pki.ClusterService)}.Client(openURL[len("https://"):])
 		if err != nil {
 			t.Fatal(err)
 		}
