@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/openhcp/openhcp/internal/atomicfile"
@@ -173,4 +174,21 @@ func ReadPublicKey(path string) (*PublicKey, error) {
 		return nil, fmt.Errorf("sealing public key %s: %w", path, err)
 	}
 	return &PublicKey{k}, nil
+}
+
+// KeyDir is a directory of management clusters' public keys, one file "<consumer>.pub" each
+// (the file WriteKeyPair's pubPath names). It is read on each lookup, so a management
+// cluster added later needs no restart.
+type KeyDir string
+
+// PublicKey is consumer's key, or nil and no error when the directory holds none for it.
+func (d KeyDir) PublicKey(consumer string) (*PublicKey, error) {
+	if consumer == "" || consumer != filepath.Base(consumer) || strings.HasPrefix(consumer, ".") {
+		return nil, fmt.Errorf("sealing key of management cluster %q: not a file name", consumer)
+	}
+	k, err := ReadPublicKey(filepath.Join(string(d), consumer+".pub"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return k, err
 }

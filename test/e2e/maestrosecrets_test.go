@@ -66,7 +66,7 @@ func TestMaestroHoldsNoSecretInClear(t *testing.T) {
 			needles["pull secret credential"] = []byte(s)
 		}
 	}
-	find := func(where string, hay []byte) {
+	find := func(t *testing.T, where string, hay []byte) {
 		t.Helper()
 		for what, n := range needles {
 			if bytes.Contains(hay, n) {
@@ -109,7 +109,7 @@ func TestMaestroHoldsNoSecretInClear(t *testing.T) {
 			}
 			for _, row := range texts {
 				sawWork = sawWork || strings.Contains(row, hc.GetNamespace())
-				find("Maestro's table "+table, []byte(row))
+				find(t, "Maestro's table "+table, []byte(row))
 			}
 		}
 		if !sawWork {
@@ -136,7 +136,7 @@ func TestMaestroHoldsNoSecretInClear(t *testing.T) {
 				t.Fatalf("list bundles as cluster-service: %d %s", resp.StatusCode, body)
 			}
 			sawWork = sawWork || bytes.Contains(body, []byte(hc.GetNamespace()))
-			find("Maestro's REST bundle list", body)
+			find(t, "Maestro's REST bundle list", body)
 			if !bytes.Contains(body, []byte(`"kind":"ResourceBundle"`)) {
 				break
 			}
