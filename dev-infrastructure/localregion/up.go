@@ -397,6 +397,12 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 		return ManagementClusterInfo{}, err
 	}
 	args = append(args, hostedArgs...)
+	// The sim opens the Secrets Cluster Service sealed to this management cluster's key.
+	unsealKey, err := r.writeSealingKey(name)
+	if err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	args = append(args, "--unseal-key-file", unsealKey)
 	simName := name + "-hypershift-sim"
 	if err := r.startService(ctx, mgmtcluster.ProcSpec{
 		Name: simName, Path: filepath.Join(r.binDir, "hypershift-sim"), Args: args, LogDir: r.logDir,

@@ -340,14 +340,17 @@ func Build(cfg Config, c Cluster) (*workv1.ManifestWork, error) {
 	if err := addManifests(work, c, objs); err != nil {
 		return nil, err
 	}
-	// The hash is of the clear form, so that a rebuild whose seals differ (each seal is fresh)
-	// is the same work and is not sent again. It is a SHA-256 over the whole spec, the 256-bit
-	// etcd key included, so it confirms no guess of a secret.
+	// The hash is of the clear form and the key sealed to, so that a rebuild whose seals
+	// differ (each seal is fresh) is the same work and is not sent again, while a new key (or
+	// the first one) sends it again. It is a SHA-256 over the whole spec, the 256-bit etcd key
+	// included, so it confirms no guess of a secret.
 	hash, err := SpecHash(work)
 	if err != nil {
 		return nil, err
 	}
 	if c.SealTo != nil {
+		sum := sha256.Sum256([]byte(hash + " sealed to " + c.SealTo.KeyID()))
+		hash = hex.EncodeToString(sum[:])
 		// The pull secret and the etcd encryption key; the SSH key Secret holds a public key.
 		sealed := map[string]bool{PullSecretName(name): true, EtcdEncryptionSecretName(name): true}
 		for i, o := range objs {

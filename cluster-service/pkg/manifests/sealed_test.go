@@ -32,12 +32,15 @@ func TestSealedWorkCarriesNoSecretInClear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sealedWork.Annotations[AnnotationSpecHash] != clear.Annotations[AnnotationSpecHash] {
-		t.Error("sealing changed the spec hash: every rebuild would be sent again")
+	if sealedWork.Annotations[AnnotationSpecHash] == clear.Annotations[AnnotationSpecHash] {
+		t.Error("the sealed work hashes as the clear one: a work sent in clear would not be sent again sealed")
 	}
 	again, _ := Build(cfg, c)
 	if again.Annotations[AnnotationSpecHash] != sealedWork.Annotations[AnnotationSpecHash] {
-		t.Error("two sealed builds of one cluster hash differently")
+		t.Error("two sealed builds of one cluster hash differently: every rebuild would be sent again")
+	}
+	if bytes.Equal(again.Spec.Workload.Manifests[1].Raw, sealedWork.Spec.Workload.Manifests[1].Raw) {
+		t.Error("two seals of the pull secret are equal")
 	}
 
 	// Nothing of either secret, raw or base64, anywhere in the work.
