@@ -221,7 +221,7 @@ func TestEachServerCertificateNamesOnlyItsOwnService(t *testing.T) {
 		{ClusterService, "cluster-service.openhcp.local", false},
 		{MaestroServer, "maestro-server.openhcp.local", false},
 		{MaestroServer + "-1", "maestro-server.openhcp.local", false},
-		{Prometheus, "prometheus.openhcp.local", true},
+		{Prometheus, "prometheus.openhcp.local", false},
 		{Broker, "broker.openhcp.local", true},
 		{Postgres, "postgres.openhcp.local", true},
 	}
