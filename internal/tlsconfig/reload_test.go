@@ -444,3 +444,44 @@ func TestCARolloverWithoutABrokenConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestServerNameIsWhatTheClientAsksFor: a client dialing 127.0.0.1 that names the service it
+// means (ServerName, or the PeerWorkload's name) accepts only that service's certificate,
+// without a SPIFFE check; one that names nothing verifies the address, which Cluster Service's
+// certificate no longer carries.
+func TestServerNameIsWhatTheClientAsksFor(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := p.MustFiles(pki.Frontend)
+	for _, tc := range []struct {
+		name   string
+		server string
+		client Files
+		ok     bool
+	}{
+		{"server_name_admits_its_service", pki.ClusterService, Files{CA: p.CAFile, ServerName: pki.ServerName(pki.ClusterService)}, true},
+		{"server_name_refuses_the_broker", pki.Broker, Files{CA: p.CAFile, ServerName: pki.ServerName(pki.ClusterService)}, false},
+		{"server_name_refuses_the_maestro_server", pki.MaestroServer, Files{CA: p.CAFile, ServerName: pki.ServerName(pki.ClusterService)}, false},
+		{"peer_workload_asks_for_its_name", pki.ClusterService, Files{CA: p.CAFile, Cert: me.Cert, Key: me.Key, PeerWorkload: "cluster-service"}, true},
+		{"no_name_verifies_the_address_cluster_service_does_not_carry", pki.ClusterService, Files{CA: p.CAFile}, false},
+		{"no_name_verifies_the_address_the_broker_still_carries", pki.Broker, Files{CA: p.CAFile}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := p.MustFiles(tc.server)
+			scfg, err := Files{Cert: f.Cert, Key: f.Key}.Server("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := tlsServer(t, scfg)
+			ccfg, err := tc.client.Client(url[len("https://"):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := get(t, ccfg, url); (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
