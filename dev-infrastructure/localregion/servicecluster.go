@@ -208,7 +208,7 @@ func (r *Region) installGateway(ctx context.Context) error {
 // waitHealthy waits until a host address of the service cluster answers 200, verified with the
 // region CA (so the certificate names 127.0.0.1 too).
 func (r *Region) waitHealthy(ctx context.Context, u string) error {
-	probe, err := r.probeClient(hostOf(u))
+	probe, err := r.probeClient(hostOf(u), "")
 	if err != nil {
 		return err
 	}

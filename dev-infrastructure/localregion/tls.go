@@ -112,9 +112,14 @@ func (r *Region) frontendServerArgs() []string {
 	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", r.pki.ARMCAFile, "--arm-client-subjects", pki.ARM}
 }
 
-// probeClient verifies the region's servers and presents no certificate: enough for /healthz.
-func (r *Region) probeClient(addr string) (*http.Client, error) {
-	cfg, err := tlsconfig.Files{CA: r.pki.CAFile}.Client(addr)
+// probeClient verifies the region's server of PKI identity server (its pki.ServerName; ""
+// verifies addr's host) and presents no certificate: enough for /healthz.
+func (r *Region) probeClient(addr, server string) (*http.Client, error) {
+	files := tlsconfig.Files{CA: r.pki.CAFile}
+	if server != "" {
+		files.ServerName = pki.ServerName(server)
+	}
+	cfg, err := files.Client(addr)
 	if err != nil {
 		return nil, err
 	}

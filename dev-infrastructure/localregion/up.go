@@ -547,7 +547,7 @@ func (r *Region) startFrontend(ctx context.Context) error {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	url := "https://" + addr
-	probe, err := r.probeClient(addr)
+	probe, err := r.probeClient(addr, pki.Frontend)
 	if err != nil {
 		return err
 	}

@@ -235,7 +235,6 @@ var loopbackServers = map[string]string{
 	Broker:   "Maestro's MQTT client (servers and agents) verifies the host it dials; mosquitto_sub too",
 	Postgres: "libpq and lib/pq (PgBouncer's server TLS, Maestro through PgBouncer, psql) verify the host they dial; pgx of our services reads the same DSNs",
 	// Not yet converted: their clients could ask for the name, but do not yet.
-	Frontend:  "ARM's stand-ins dial it by address (the README's curl, the e2e, scale and chaos clients)",
 	"admin":   "browsers and hcpctl's --admin-url without a server name",
 	"gateway": "kubectl with session kubeconfigs that name no tls-server-name",
 }

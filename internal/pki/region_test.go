@@ -217,7 +217,7 @@ func TestEachServerCertificateNamesOnlyItsOwnService(t *testing.T) {
 		name     string
 		loopback bool
 	}{
-		{Frontend, "frontend.openhcp.local", true},
+		{Frontend, "frontend.openhcp.local", false},
 		{ClusterService, "cluster-service.openhcp.local", false},
 		{MaestroServer, "maestro-server.openhcp.local", false},
 		{MaestroServer + "-1", "maestro-server.openhcp.local", false},
