@@ -178,7 +178,7 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 	}
 	port, metricsPort := ports[0], ports[1]
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	probe, err := r.probeClient(addr)
+	probe, err := r.probeClient(addr, adminIdentity)
 	if err != nil {
 		return err
 	}

@@ -355,7 +355,7 @@ func (r *Region) startPrometheus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start Prometheus: its default client: %w", err)
 	}
-	info := PrometheusInfo{URL: "https://" + addr, ClientTLS: sre.ClientTLS(r.pki.CAFile), ClientCAFile: r.pki.PersonCAFile,
+	info := PrometheusInfo{URL: "https://" + addr, ClientTLS: sre.ClientTLS(r.pki.CAFile).For(pki.Prometheus), ClientCAFile: r.pki.PersonCAFile,
 		Interval: promDuration(r.cfg.PrometheusInterval), RuleFiles: rules, Config: cfgFile}
 	client, err := info.HTTPClient(5 * time.Second)
 	if err != nil {

@@ -234,7 +234,7 @@ func TestPrometheusAPIAdmitsOnlySREPersons(t *testing.T) {
 	t.Cleanup(func() { p.Stop(10 * time.Second) })
 
 	bob := r.pki.MustFiles("sre-readonly-bob")
-	person, err := tlsconfig.Files{CA: r.pki.CAFile, Cert: bob.Cert, Key: bob.Key}.Client(addr)
+	person, err := tlsconfig.Files{CA: r.pki.CAFile, Cert: bob.Cert, Key: bob.Key, ServerName: pki.ServerName(pki.Prometheus)}.Client(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,11 +244,11 @@ func TestPrometheusAPIAdmitsOnlySREPersons(t *testing.T) {
 		t.Fatal(err)
 	}
 	workload := r.pki.MustFiles(pki.Frontend)
-	service, err := tlsconfig.Files{CA: r.pki.CAFile, Cert: workload.Cert, Key: workload.Key}.Client(addr)
+	service, err := tlsconfig.Files{CA: r.pki.CAFile, Cert: workload.Cert, Key: workload.Key, ServerName: pki.ServerName(pki.Prometheus)}.Client(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	anonymous, err := tlsconfig.Files{CA: r.pki.CAFile}.Client(addr)
+	anonymous, err := tlsconfig.Files{CA: r.pki.CAFile, ServerName: pki.ServerName(pki.Prometheus)}.Client(addr)
 	if err != nil {
 		t.Fatal(err)
 	}

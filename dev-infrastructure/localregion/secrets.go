@@ -5,14 +5,16 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
-	"github.com/openhcp/openhcp/internal/pprofmux"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/envelope"
+	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/internal/secretseal"
 )
 
 // devRegistry is the registry the local region's pull secret names; nothing serves it (the
@@ -64,8 +66,48 @@ func (r *Region) clusterServiceSecretArgs() ([]string, error) {
 		r.secrets = append(r.secrets, base64.StdEncoding.EncodeToString(block.Bytes))
 	}
 	r.mu.Unlock()
+	pubDir, _ := r.sealingKeyFiles("")
+	if err := os.MkdirAll(pubDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster service secrets: %w", err)
+	}
 	return []string{"--secret-kek-file", kekFile, "--secret-kek-retired-dir", retired, "--pull-secret-file", pullFile,
-		"--sre-statement-public-key", stmtPub}, nil
+		"--sre-statement-public-key", stmtPub, "--sealing-keys-dir", pubDir}, nil
+}
+
+// sealingKeyFiles are the directory of the management clusters' public sealing keys (Cluster
+// Service's --sealing-keys-dir) and consumer's private key file (its hypershift-sim's
+// --unseal-key-file), kept apart so that Cluster Service is given no private key.
+func (r *Region) sealingKeyFiles(consumer string) (pubDir, keyFile string) {
+	return filepath.Join(r.secretsDir(), "sealing-public"), filepath.Join(r.secretsDir(), "sealing", consumer+".key")
+}
+
+// writeSealingKey makes consumer's sealing key pair, unless it exists (a restarted sim or
+// Cluster Service keeps the key its Secrets are sealed to), records the private key as a
+// secret of the region, and returns the private key file.
+func (r *Region) writeSealingKey(consumer string) (string, error) {
+	pubDir, keyFile := r.sealingKeyFiles(consumer)
+	pubFile := filepath.Join(pubDir, consumer+".pub")
+	for _, d := range []string{pubDir, filepath.Dir(keyFile)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", fmt.Errorf("sealing key of %s: %w", consumer, err)
+		}
+	}
+	if _, err := secretseal.ReadPrivateKey(keyFile); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("sealing key of %s: %w", consumer, err)
+		}
+		if _, err := secretseal.WriteKeyPair(keyFile, pubFile); err != nil {
+			return "", fmt.Errorf("sealing key of %s: %w", consumer, err)
+		}
+	}
+	raw, err := os.ReadFile(keyFile)
+	if err != nil {
+		return "", fmt.Errorf("sealing key of %s: %w", consumer, err)
+	}
+	r.mu.Lock()
+	r.secrets = append(r.secrets, strings.TrimSpace(string(raw)))
+	r.mu.Unlock()
+	return keyFile, nil
 }
 
 // sreStatementKeyFiles are the admin API's statement signing key (0600) and its public key.

@@ -128,14 +128,14 @@ func (r *Region) installMaestroServer(ctx context.Context) (mgmtcluster.MaestroR
 	}
 	// The chart's gate admits Cluster Service and the admin API only; the launcher registers
 	// consumers for Cluster Service, as it does with the process region.
-	cfg, err := r.clientTLS(pki.ClusterService).Files().Client(ep["https"])
+	cfg, err := r.clientTLS(pki.ClusterService).For(pki.MaestroServer).Files().Client(ep["https"])
 	if err != nil {
 		return mgmtcluster.MaestroREST{}, err
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	rest := mgmtcluster.MaestroREST{URL: "https://" + ep["https"], Client: client}
 	r.Info.Maestro = MaestroInfo{REST: rest.URL, GRPC: ep["grpc"], MetricsURL: "http://" + ep["metrics"] + "/metrics",
-		ClientTLS: r.clientTLS(pki.ClusterService)}
+		ClientTLS: r.clientTLS(pki.ClusterService).For(pki.MaestroServer)}
 	return rest, nil
 }
 
@@ -149,7 +149,7 @@ func (r *Region) installServices(ctx context.Context, pg *pgserver.Server) error
 	if err != nil {
 		return err
 	}
-	r.Info.ClusterService = ServiceInfo{GRPC: ep["grpc"], ClientTLS: r.clientTLS(pki.SRE), MetricsURL: "https://" + ep["metrics"] + "/metrics"}
+	r.Info.ClusterService = ServiceInfo{GRPC: ep["grpc"], ClientTLS: r.clusterServiceClientTLS(pki.SRE), MetricsURL: "https://" + ep["metrics"] + "/metrics"}
 	if err := r.registerShards(ctx, ep["grpc"]); err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (r *Region) installServices(ctx context.Context, pg *pgserver.Server) error
 	if ep, err = r.install(ctx, "frontend", "https", "metrics"); err != nil {
 		return err
 	}
-	r.Info.Frontend = FrontendInfo{URL: "https://" + ep["https"], ClientTLS: r.clientTLS(pki.ARM), MetricsURL: "https://" + ep["metrics"] + "/metrics"}
+	r.Info.Frontend = FrontendInfo{URL: "https://" + ep["https"], ClientTLS: r.clientTLS(pki.ARM).For(pki.Frontend), MetricsURL: "https://" + ep["metrics"] + "/metrics"}
 	if err := r.waitHealthy(ctx, r.Info.Frontend.URL+"/healthz"); err != nil {
 		return err
 	}
@@ -208,7 +208,7 @@ func (r *Region) installGateway(ctx context.Context) error {
 // waitHealthy waits until a host address of the service cluster answers 200, verified with the
 // region CA (so the certificate names 127.0.0.1 too).
 func (r *Region) waitHealthy(ctx context.Context, u string) error {
-	probe, err := r.probeClient(hostOf(u))
+	probe, err := r.probeClient(hostOf(u), "")
 	if err != nil {
 		return err
 	}

@@ -19,11 +19,21 @@ type ClientTLS struct {
 	CAFile         string `json:"caFile,omitempty"`
 	ClientCertFile string `json:"clientCertFile,omitempty"`
 	ClientKeyFile  string `json:"clientKeyFile,omitempty"`
+	// ServerName is the name the server's certificate carries (pki.ServerName): a client sets
+	// it as its TLS server name whatever address it dials, so another service's key on that
+	// port is refused.
+	ServerName string `json:"serverName,omitempty"`
 }
 
 // Files returns them in tlsconfig's terms.
 func (c ClientTLS) Files() tlsconfig.Files {
-	return tlsconfig.Files{CA: c.CAFile, Cert: c.ClientCertFile, Key: c.ClientKeyFile}
+	return tlsconfig.Files{CA: c.CAFile, Cert: c.ClientCertFile, Key: c.ClientKeyFile, ServerName: c.ServerName}
+}
+
+// For is c meant for the server of PKI identity server: its ServerName is that server's name.
+func (c ClientTLS) For(server string) ClientTLS {
+	c.ServerName = pki.ServerName(server)
+	return c
 }
 
 // clientTLS is the region CA plus one identity's files.
@@ -50,9 +60,10 @@ func (s ServiceInfo) Dial() (*grpc.ClientConn, error) {
 	return DialClusterService(s.GRPC, s.ClientTLS)
 }
 
-// DialClusterService connects to Cluster Service at addr with the given files (mutual TLS).
+// DialClusterService connects to Cluster Service at addr with the given files (mutual TLS). The
+// server must present Cluster Service's certificate (its pki.ServerName), whatever c names.
 func DialClusterService(addr string, c ClientTLS) (*grpc.ClientConn, error) {
-	cfg, err := c.Files().Client(addr)
+	cfg, err := c.For(pki.ClusterService).Files().Client(addr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster service TLS: %w", err)
 	}
@@ -66,13 +77,18 @@ func DialClusterService(addr string, c ClientTLS) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
+// clusterServiceClientTLS is identity's files for calling Cluster Service.
+func (r *Region) clusterServiceClientTLS(identity string) ClientTLS {
+	return r.clientTLS(identity).For(pki.ClusterService)
+}
+
 // DialClusterServiceAs connects to the region's Cluster Service as one of the region's
 // identities (pki.Frontend, pki.Backend, pki.SRE, ...), for tests that act as that service.
 func (r *Region) DialClusterServiceAs(identity string) (*grpc.ClientConn, error) {
 	if _, err := r.pki.Files(identity); err != nil {
 		return nil, err
 	}
-	return DialClusterService(r.Info.ClusterService.GRPC, r.clientTLS(identity))
+	return DialClusterService(r.Info.ClusterService.GRPC, r.clusterServiceClientTLS(identity))
 }
 
 // clusterServiceServerArgs make Cluster Service serve mutual TLS as its own identity, admitting
@@ -96,9 +112,14 @@ func (r *Region) frontendServerArgs() []string {
 	return []string{"--tls-cert", f.Cert, "--tls-key", f.Key, "--tls-client-ca", r.pki.ARMCAFile, "--arm-client-subjects", pki.ARM}
 }
 
-// probeClient verifies the region's servers and presents no certificate: enough for /healthz.
-func (r *Region) probeClient(addr string) (*http.Client, error) {
-	cfg, err := tlsconfig.Files{CA: r.pki.CAFile}.Client(addr)
+// probeClient verifies the region's server of PKI identity server (its pki.ServerName; ""
+// verifies addr's host) and presents no certificate: enough for /healthz.
+func (r *Region) probeClient(addr, server string) (*http.Client, error) {
+	files := tlsconfig.Files{CA: r.pki.CAFile}
+	if server != "" {
+		files.ServerName = pki.ServerName(server)
+	}
+	cfg, err := files.Client(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -262,7 +262,7 @@ func (r *Region) startMaestroServer(ctx context.Context, kube kubeBinaries, maes
 		if i == 0 {
 			ms = s
 			r.Info.Maestro = MaestroInfo{REST: ms.RESTURL, GRPC: ms.GRPCAddr, MetricsURL: ms.MetricsURL,
-				ClientTLS: r.clientTLS(pki.ClusterService)}
+				ClientTLS: r.clientTLS(pki.ClusterService).For(pki.MaestroServer)}
 		} else {
 			r.extraMaestro = append(r.extraMaestro, s)
 		}
@@ -401,6 +401,12 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 		return ManagementClusterInfo{}, err
 	}
 	args = append(args, hostedArgs...)
+	// The sim opens the Secrets Cluster Service sealed to this management cluster's key.
+	unsealKey, err := r.writeSealingKey(name)
+	if err != nil {
+		return ManagementClusterInfo{}, err
+	}
+	args = append(args, "--unseal-key-file", unsealKey)
 	simName := name + "-hypershift-sim"
 	if err := r.startService(ctx, mgmtcluster.ProcSpec{
 		Name: simName, Path: filepath.Join(r.binDir, "hypershift-sim"), Args: args, LogDir: r.logDir,
@@ -452,7 +458,7 @@ func (r *Region) startClusterService(ctx context.Context, ms *mgmtcluster.Maestr
 	if err != nil {
 		return err
 	}
-	r.Info.ClusterService = ServiceInfo{GRPC: grpcAddr, ClientTLS: r.clientTLS(pki.SRE), MetricsURL: url127(ports[1]) + "/metrics"}
+	r.Info.ClusterService = ServiceInfo{GRPC: grpcAddr, ClientTLS: r.clusterServiceClientTLS(pki.SRE), MetricsURL: url127(ports[1]) + "/metrics"}
 	return r.registerShards(ctx, grpcAddr)
 }
 
@@ -460,7 +466,7 @@ func (r *Region) startClusterService(ctx context.Context, ms *mgmtcluster.Maestr
 func (r *Region) registerShards(ctx context.Context, addr string) error {
 	// Changing provision shards is an operator's right only (cluster-service/pkg/authz): the
 	// launcher acts as the SRE identity.
-	conn, err := DialClusterService(addr, r.clientTLS(pki.SRE))
+	conn, err := DialClusterService(addr, r.clusterServiceClientTLS(pki.SRE))
 	if err != nil {
 		return err
 	}
@@ -545,7 +551,7 @@ func (r *Region) startFrontend(ctx context.Context) error {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	url := "https://" + addr
-	probe, err := r.probeClient(addr)
+	probe, err := r.probeClient(addr, pki.Frontend)
 	if err != nil {
 		return err
 	}
@@ -563,7 +569,7 @@ func (r *Region) startFrontend(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.Info.Frontend = FrontendInfo{URL: url, ClientTLS: r.clientTLS(pki.ARM), MetricsURL: url127(ports[1]) + "/metrics"}
+	r.Info.Frontend = FrontendInfo{URL: url, ClientTLS: r.clientTLS(pki.ARM).For(pki.Frontend), MetricsURL: url127(ports[1]) + "/metrics"}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -181,7 +182,10 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 			len(t.RESTClients) == 0 || t.ClientCertFile == "" || t.ClientKeyFile == "" {
 			return nil, errors.New("maestro server TLS: CertFile, KeyFile, CAFile, ClientCAFile, AuthorizerKubeconfig, RESTClients, ClientCertFile and ClientKeyFile are required")
 		}
-		clientTLS, err := tlsconfig.Files{CA: t.CAFile, Cert: t.ClientCertFile, Key: t.ClientKeyFile}.Client("127.0.0.1")
+		// The server must be the Maestro server (CertFile carries its name, identity.ServerName),
+		// not whatever else holds a certificate of the same CA.
+		clientTLS, err := tlsconfig.Files{CA: t.CAFile, Cert: t.ClientCertFile, Key: t.ClientKeyFile,
+			ServerName: identity.ServerName(identity.MaestroServer)}.Client("127.0.0.1")
 		if err != nil {
 			return nil, fmt.Errorf("maestro server TLS: %w", err)
 		}

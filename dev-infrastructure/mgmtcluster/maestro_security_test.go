@@ -94,7 +94,7 @@ func TestMaestroRESTAdmitsOnlyItsClients(t *testing.T) {
 
 	as := func(p *pki.Region, identity string) *http.Client {
 		t.Helper()
-		files := tlsconfig.Files{CA: region.CAFile}
+		files := tlsconfig.Files{CA: region.CAFile, ServerName: pki.ServerName(pki.MaestroServer)}
 		if identity != "" {
 			f := p.MustFiles(identity)
 			files.Cert, files.Key = f.Cert, f.Key
@@ -176,7 +176,7 @@ func TestMaestroRESTAdmitsOnlyItsClients(t *testing.T) {
 	t.Run("grpc_is_forwarded_to_maestro", func(t *testing.T) {
 		// A TLS 1.3 handshake with Maestro's gRPC server (its certificate, h2) through the
 		// host's forwarder, as Cluster Service.
-		cfg, err := tlsconfig.Files{CA: region.CAFile, Cert: cs.Cert, Key: cs.Key}.Client(srv.GRPCAddr)
+		cfg, err := tlsconfig.Files{CA: region.CAFile, Cert: cs.Cert, Key: cs.Key, ServerName: pki.ServerName(pki.MaestroServer)}.Client(srv.GRPCAddr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/netns"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -84,7 +85,7 @@ func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound
 	if err != nil {
 		return nil, fmt.Errorf("maestro gate TLS: %w", err)
 	}
-	upstreamTLS, err := tlsconfig.Files{CA: t.CAFile}.Client(restAddr)
+	upstreamTLS, err := tlsconfig.Files{CA: t.CAFile, ServerName: identity.ServerName(identity.MaestroServer)}.Client(restAddr)
 	if err != nil {
 		return nil, fmt.Errorf("maestro gate upstream TLS: %w", err)
 	}

@@ -68,6 +68,18 @@ func validSegment(s string) bool {
 	return true
 }
 
+// ServerDomain is the DNS domain of the region's server names (ServerName).
+const ServerDomain = "openhcp.local"
+
+// ServerName is the one DNS name a service's server certificate answers to, and the name a
+// client sets as tls.Config.ServerName when it means to reach that service, whatever address
+// it dials: "<service>.openhcp.local" (cluster-service.openhcp.local). service is a workload's
+// name or a server the region runs without a workload identity ("broker", "postgres").
+// Every server of the local region listens on 127.0.0.1 and chains to one service CA, so the
+// name, not the address, tells one server's certificate from another's. A region has its own
+// service CA, so the names need no region label.
+func ServerName(service string) string { return service + "." + ServerDomain }
+
 // Workload is one of the region's workloads: Name is what authorization tables and the local
 // PKI's files call it; Namespace and ServiceAccount are its Kubernetes identity
 // (config/config.yaml's workloadIdentities, which TestWorkloadsMatchConfig keeps in step).

@@ -4,9 +4,11 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -210,8 +212,66 @@ func (r *Region) WorkloadID(name string) (ident.ID, bool) {
 	return ident.Of(name, r.TrustDomain)
 }
 
+// ServiceOf is the service whose server an identity's certificate serves: the Maestro
+// server's instances serve "maestro-server", an agent's serving identity
+// ("maestro-agent-<consumer>-serving") that agent's, any other identity itself.
+func ServiceOf(name string) string {
+	switch {
+	case strings.HasPrefix(name, MaestroServer+"-"):
+		return MaestroServer
+	case strings.HasPrefix(name, "maestro-agent-") && strings.HasSuffix(name, "-serving"):
+		return strings.TrimSuffix(name, "-serving")
+	}
+	return name
+}
+
+// ServerName is the DNS name the server certificate of identity name carries and its clients
+// ask for (identity.ServerName of its service).
+func ServerName(name string) string { return ident.ServerName(ServiceOf(name)) }
+
+// loopbackServers are the server identities whose certificates also answer to localhost,
+// 127.0.0.1 and ::1, each because a client that cannot be told a server name dials it by
+// address (docs/security.md, "Clients check the server's identity too"). Every other server
+// certificate names its own service only.
+var loopbackServers = map[string]string{
+	Broker:   "Maestro's MQTT client (servers and agents) verifies the host it dials; mosquitto_sub too",
+	Postgres: "libpq and lib/pq (PgBouncer's server TLS, Maestro through PgBouncer, psql) verify the host they dial; pgx of our services reads the same DSNs",
+	// Not yet converted: their clients could ask for the name, but do not yet.
+	"admin":   "browsers and hcpctl's --admin-url without a server name",
+	"gateway": "kubectl with session kubeconfigs that name no tls-server-name",
+}
+
+// KeepsLoopbackNames reports whether identity name's server certificate also answers to the
+// loopback names, and why.
+func KeepsLoopbackNames(name string) (bool, string) {
+	if strings.HasPrefix(name, "maestro-agent-") && strings.HasSuffix(name, "-serving") {
+		return true, "kubelet-style probes of the agent's health port dial it by address"
+	}
+	why, ok := loopbackServers[name]
+	return ok, why
+}
+
+// serverNames completes a service-CA server certificate's names: its service's ServerName
+// always, the loopback names only for KeepsLoopbackNames, and whatever s names besides.
+func serverNames(name string, s Spec) Spec {
+	own := ServerName(name)
+	if len(s.DNSNames) == 0 && len(s.IPs) == 0 {
+		s.DNSNames = []string{own}
+		if keep, _ := KeepsLoopbackNames(name); keep {
+			s.DNSNames = append(s.DNSNames, "localhost")
+			s.IPs = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+		}
+		return s
+	}
+	if !slices.Contains(s.DNSNames, own) {
+		s.DNSNames = append([]string{own}, s.DNSNames...)
+	}
+	return s
+}
+
 // Add issues a new identity (or replaces one of the same name) and writes its files. A
-// service identity carries its workload's SPIFFE ID (WorkloadID) unless s names URIs. A zero
+// service identity carries its workload's SPIFFE ID (WorkloadID) unless s names URIs, and a
+// service server certificate its service's ServerName (serverNames). A zero
 // Spec.Lifetime takes the region's. The person CA never issues a reserved (service) name.
 func (r *Region) Add(name string, s Spec, by Issuer) error {
 	if s.Lifetime <= 0 {
@@ -226,6 +286,9 @@ func (r *Region) Add(name string, s Spec, by Issuer) error {
 			if id, ok := r.WorkloadID(name); ok {
 				s.URIs = []*url.URL{id.URL()}
 			}
+		}
+		if s.Usage&Server != 0 {
+			s = serverNames(name, s)
 		}
 	case PersonCA:
 		if ident.Reserved(s.CommonName) || ident.Reserved(name) {

@@ -85,11 +85,12 @@ func TestCreateIssuesEveryIdentityFromTheRightCA(t *testing.T) {
 				}
 			}
 			if tc.server {
-				if err := c.VerifyHostname("127.0.0.1"); err != nil {
+				if err := c.VerifyHostname(ServerName(tc.name)); err != nil {
 					t.Error(err)
 				}
-				if err := c.VerifyHostname("localhost"); err != nil {
-					t.Error(err)
+				keep, _ := KeepsLoopbackNames(tc.name)
+				if err := c.VerifyHostname("127.0.0.1"); (err == nil) != keep {
+					t.Errorf("answers to 127.0.0.1: %v, want %v", err == nil, keep)
 				}
 			}
 		})
@@ -197,4 +198,57 @@ func (r *Region) MustWorkloadURIs(t *testing.T, name string) []*url.URL {
 		t.Fatalf("no workload %s", name)
 	}
 	return []*url.URL{id.URL()}
+}
+
+// TestEachServerCertificateNamesOnlyItsOwnService: a client that dials 127.0.0.1 and asks for
+// one service's name must be refused by every other server's key. So a server certificate
+// carries its own service's name and no other's, and the loopback names only where a client we
+// did not write dials by address (the broker, PostgreSQL).
+func TestEachServerCertificateNamesOnlyItsOwnService(t *testing.T) {
+	r, err := Create(t.TempDir(), Options{MaestroConsumers: []string{"mgmt-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(MaestroServer+"-1", Spec{CommonName: MaestroServer + "-1", Usage: Server | Client}, ServiceCA); err != nil {
+		t.Fatal(err)
+	}
+	servers := []struct {
+		identity string
+		name     string
+		loopback bool
+	}{
+		{Frontend, "frontend.openhcp.local", false},
+		{ClusterService, "cluster-service.openhcp.local", false},
+		{MaestroServer, "maestro-server.openhcp.local", false},
+		{MaestroServer + "-1", "maestro-server.openhcp.local", false},
+		{Prometheus, "prometheus.openhcp.local", false},
+		{Broker, "broker.openhcp.local", true},
+		{Postgres, "postgres.openhcp.local", true},
+	}
+	pool := poolOf(t, r.CAFile)
+	for _, s := range servers {
+		t.Run(s.identity, func(t *testing.T) {
+			c, err := ReadCertificate(r.MustFiles(s.identity).Cert)
+			if err != nil {
+				t.Fatal(err)
+			}
+			verify := func(name string) error {
+				_, err := c.Verify(x509.VerifyOptions{Roots: pool, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+				return err
+			}
+			if err := verify(s.name); err != nil {
+				t.Errorf("does not answer to its own name %s: %v", s.name, err)
+			}
+			for _, other := range servers {
+				if other.name != s.name && verify(other.name) == nil {
+					t.Errorf("answers to %s, another service's name", other.name)
+				}
+			}
+			for _, lo := range []string{"127.0.0.1", "localhost", "::1"} {
+				if got := verify(lo) == nil; got != s.loopback {
+					t.Errorf("answers to %s: %v, want %v", lo, got, s.loopback)
+				}
+			}
+		})
+	}
 }

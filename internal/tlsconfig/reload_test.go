@@ -79,7 +79,7 @@ func TestRotationUnderARunningServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ccfg, err := Files{CA: clientCA, Cert: cliFiles.Cert, Key: cliFiles.Key}.Client("127.0.0.1:0")
+	ccfg, err := Files{CA: clientCA, Cert: cliFiles.Cert, Key: cliFiles.Key, ServerName: pki.ServerName(pki.Frontend)}.Client("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +195,7 @@ func TestRefusals(t *testing.T) {
 		{"server_of_an_unknown_CA_is_refused_by_the_client", Files{CA: other.CAFile, Cert: stranger.Cert, Key: stranger.Key}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.files.ServerName = pki.ServerName(pki.Frontend) // the server's certificate names only it
 			ccfg, err := tc.files.Client("127.0.0.1:1")
 			if err != nil {
 				t.Fatal(err)
@@ -219,7 +220,7 @@ func TestRefusals(t *testing.T) {
 		}
 	})
 	t.Run("wrong_host_name_is_refused", func(t *testing.T) {
-		ccfg, err := Files{CA: p.CAFile, Cert: be.Cert, Key: be.Key}.Client("127.0.0.1:1")
+		ccfg, err := Files{CA: p.CAFile, Cert: be.Cert, Key: be.Key, ServerName: pki.ServerName(pki.Frontend)}.Client("127.0.0.1:1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +238,8 @@ func TestServerIPIsVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A server certificate for localhost only, served on 127.0.0.1.
+	// The broker's certificate names 127.0.0.1 (pki.KeepsLoopbackNames); one for localhost only,
+	// served on 127.0.0.1, does not.
 	if err := p.Add("named-only", pki.Spec{CommonName: "named-only", Usage: pki.Server, DNSNames: []string{"localhost"}}, pki.ServiceCA); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func TestServerIPIsVerified(t *testing.T) {
 		identity string
 		ok       bool
 	}{
-		{pki.Frontend, true},
+		{pki.Broker, true},
 		{"named-only", false},
 	} {
 		t.Run(tc.identity, func(t *testing.T) {
@@ -293,6 +295,7 @@ func TestOptionalClientCertificate(t *testing.T) {
 		{"certificate_of_another_CA_still_fails_the_handshake", Files{CA: p.CAFile, Cert: stranger.Cert, Key: stranger.Key}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.files.ServerName = pki.ServerName(pki.Frontend) // the server's certificate names only it
 			ccfg, err := tc.files.Client("127.0.0.1:1")
 			if err != nil {
 				t.Fatal(err)
@@ -420,7 +423,7 @@ func TestCARolloverWithoutABrokenConnection(t *testing.T) {
 	if serial(t, srv.Cert).Cmp(before) == 0 {
 		t.Fatal("the server's certificate was not renewed under the new CA")
 	}
-	oldCfg, err := Files{CA: p.CAFile, Cert: old.Cert, Key: old.Key}.Client(url[len("https://"):])
+	oldCfg, err := Files{CA: p.CAFile, Cert: old.Cert, Key: old.Key, ServerName: pki.ServerName(pki.ClusterService)}.Client(url[len("https://"):])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,12 +438,53 @@ func TestCARolloverWithoutABrokenConnection(t *testing.T) {
 	}
 	openURL := tlsServer(t, open)
 	for ca, want := range map[string]bool{old.CA: false, p.CAFile: true} {
-		cfg, err := Files{CA: ca}.Client(openURL[len("https://"):])
+		cfg, err := Files{CA: ca, ServerName: pki.ServerName(pki.ClusterService)}.Client(openURL[len("https://"):])
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := get(t, cfg, openURL); (err == nil) != want {
 			t.Fatalf("client trusting %s: err %v, want ok=%v", ca, err, want)
 		}
+	}
+}
+
+// TestServerNameIsWhatTheClientAsksFor: a client dialing 127.0.0.1 that names the service it
+// means (ServerName, or the PeerWorkload's name) accepts only that service's certificate,
+// without a SPIFFE check; one that names nothing verifies the address, which Cluster Service's
+// certificate no longer carries.
+func TestServerNameIsWhatTheClientAsksFor(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	me := p.MustFiles(pki.Frontend)
+	for _, tc := range []struct {
+		name   string
+		server string
+		client Files
+		ok     bool
+	}{
+		{"server_name_admits_its_service", pki.ClusterService, Files{CA: p.CAFile, ServerName: pki.ServerName(pki.ClusterService)}, true},
+		{"server_name_refuses_the_broker", pki.Broker, Files{CA: p.CAFile, ServerName: pki.ServerName(pki.ClusterService)}, false},
+		{"server_name_refuses_the_maestro_server", pki.MaestroServer, Files{CA: p.CAFile, ServerName: pki.ServerName(pki.ClusterService)}, false},
+		{"peer_workload_asks_for_its_name", pki.ClusterService, Files{CA: p.CAFile, Cert: me.Cert, Key: me.Key, PeerWorkload: "cluster-service"}, true},
+		{"no_name_verifies_the_address_cluster_service_does_not_carry", pki.ClusterService, Files{CA: p.CAFile}, false},
+		{"no_name_verifies_the_address_the_broker_still_carries", pki.Broker, Files{CA: p.CAFile}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := p.MustFiles(tc.server)
+			scfg, err := Files{Cert: f.Cert, Key: f.Key}.Server("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			url := tlsServer(t, scfg)
+			ccfg, err := tc.client.Client(url[len("https://"):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := get(t, ccfg, url); (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+		})
 	}
 }

@@ -32,6 +32,10 @@ type Files struct {
 	// answers to the same loopback names, so without it any workload's key could pose as any
 	// server. It needs Cert (the client's own ID names the trust domain).
 	PeerWorkload string
+	// ServerName, on a client, is the name the server's certificate must carry
+	// (identity.ServerName of the service meant), whatever address is dialed. Empty: the
+	// PeerWorkload's server name if that is set, else the dialed host.
+	ServerName string
 }
 
 // Expecting is f with PeerWorkload set to workload when f has a client certificate: a client
@@ -53,8 +57,9 @@ func (f Files) Enabled() bool { return f.CA != "" || f.Cert != "" || f.Key != ""
 // The server's chain is verified by VerifyConnection against the CA file's current contents
 // (InsecureSkipVerify only turns off the standard library's check against a pool fixed at
 // start). The server's name is checked as the standard library would: against the config's
-// ServerName (which HTTP and gRPC clients set from the address they dial), or, for an IP
-// address (which TLS does not carry as a server name), against addr's host.
+// ServerName (Files.ServerName, or the PeerWorkload's identity.ServerName; otherwise HTTP and
+// gRPC clients set it from the address they dial), or, for an IP address (which TLS does not
+// carry as a server name), against addr's host.
 func (f Files) Client(addr string) (*tls.Config, error) {
 	if !f.Enabled() {
 		return nil, RequireLoopback(addr)
@@ -66,7 +71,10 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.ServerName}
+	if cfg.ServerName == "" && f.PeerWorkload != "" {
+		cfg.ServerName = identity.ServerName(f.PeerWorkload)
+	}
 	if f.Cert != "" {
 		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			cert, _ := src.current()

@@ -48,7 +48,7 @@ func TestMaestroAdmitsOnlyClusterService(t *testing.T) {
 	stranger := strangerPKI(t)
 	clientTLS := func(p *pki.Region, identity string) *tls.Config {
 		t.Helper()
-		files := tlsconfig.Files{CA: m.CAFile}
+		files := tlsconfig.Files{CA: m.CAFile, ServerName: m.ServerName}
 		if identity != "" {
 			f := p.MustFiles(identity)
 			files.Cert, files.Key = f.Cert, f.Key
@@ -168,7 +168,7 @@ func TestMaestroAdmitsOnlyClusterService(t *testing.T) {
 			}
 		}
 		call := func(caFile string, p *pki.Region, identity, method string) (*http.Response, error) {
-			files := tlsconfig.Files{CA: caFile}
+			files := tlsconfig.Files{CA: caFile, ServerName: m.ServerName}
 			if identity != "" {
 				f := p.MustFiles(identity)
 				files.Cert, files.Key = f.Cert, f.Key

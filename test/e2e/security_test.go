@@ -59,6 +59,7 @@ func TestRegionIsSecured(t *testing.T) {
 	})
 	get := func(t *testing.T, files tlsconfig.Files, path string) (*http.Response, error) {
 		t.Helper()
+		files.ServerName = fe.ServerName // the ARM API's certificate names only it
 		cfg, err := files.Client(strings.TrimPrefix(fe.URL, "https://"))
 		if err != nil {
 			t.Fatal(err)

@@ -126,7 +126,7 @@ func (s *setup) start(b *testing.B, bin string, pg *pgserver.Server) {
 		feArgs = append(feArgs, "--tls-cert", fe.Cert, "--tls-key", fe.Key, "--tls-client-ca", s.pki.ARMCAFile, "--arm-client-subjects", pki.ARM,
 			"--cluster-service-ca", s.pki.CAFile, "--cluster-service-cert", fe.Cert, "--cluster-service-key", fe.Key)
 		s.feURL = "https://" + feAddr
-		feTLS, csTLS, sreTLS = s.as(pki.ARM), s.as(pki.Frontend), s.as(pki.SRE)
+		feTLS, csTLS, sreTLS = s.as(pki.ARM, pki.Frontend), s.as(pki.Frontend, pki.ClusterService), s.as(pki.SRE, pki.ClusterService)
 	}
 	run(b, filepath.Join(bin, "cluster-service"), s.name+"-cluster-service", csArgs)
 	waitTCP(b, csAddr)
@@ -173,9 +173,9 @@ func (s *setup) start(b *testing.B, bin string, pg *pgserver.Server) {
 // tlsconfigPair is one identity's client files; nil means plaintext.
 type tlsconfigPair struct{ files tlsconfig.Files }
 
-func (s *setup) as(identity string) *tlsconfigPair {
+func (s *setup) as(identity, server string) *tlsconfigPair {
 	f := s.pki.MustFiles(identity)
-	return &tlsconfigPair{tlsconfig.Files{CA: s.pki.CAFile, Cert: f.Cert, Key: f.Key}}
+	return &tlsconfigPair{tlsconfig.Files{CA: s.pki.CAFile, Cert: f.Cert, Key: f.Key, ServerName: pki.ServerName(server)}}
 }
 
 func (p *tlsconfigPair) cfg(b *testing.B, addr string) *tls.Config {

@@ -239,7 +239,7 @@ func run(o *options) error {
 		cfg.ManagementClusters = mc
 	}
 	if o.maestroREST != "" {
-		mTLS, err := tlsconfig.Files{CA: o.maestroCA, Cert: o.maestroCert, Key: o.maestroKey}.Client(strings.TrimPrefix(o.maestroREST, "https://"))
+		mTLS, err := tlsconfig.Files{CA: o.maestroCA, Cert: o.maestroCert, Key: o.maestroKey}.Expecting(identity.MaestroServer).Client(strings.TrimPrefix(o.maestroREST, "https://"))
 		if err != nil {
 			return fmt.Errorf("--maestro-ca: %w", err)
 		}

@@ -131,7 +131,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	go g.Serve(lis) //nolint:errcheck
 	t.Cleanup(g.Stop)
 	sreFiles := p.MustFiles(pki.SRE)
-	asSRE, err := tlsconfig.Files{CA: p.CAFile, Cert: sreFiles.Cert, Key: sreFiles.Key}.Client(lis.Addr().String())
+	asSRE, err := tlsconfig.Files{CA: p.CAFile, Cert: sreFiles.Cert, Key: sreFiles.Key, ServerName: pki.ServerName(pki.ClusterService)}.Client(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	t.Cleanup(func() { conn.Close() })
 	// Tests seed clusters and node pools as a customer would, through the frontend's identity.
 	feFiles := p.MustFiles(pki.Frontend)
-	asFrontend, err := tlsconfig.Files{CA: p.CAFile, Cert: feFiles.Cert, Key: feFiles.Key}.Client(lis.Addr().String())
+	asFrontend, err := tlsconfig.Files{CA: p.CAFile, Cert: feFiles.Cert, Key: feFiles.Key, ServerName: pki.ServerName(pki.ClusterService)}.Client(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/readyz"
+	"github.com/openhcp/openhcp/internal/secretseal"
 	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
@@ -88,6 +89,7 @@ type config struct {
 	serverTLS             tlsconfig.Files
 	trustDomain           string
 	maestroTLS            tlsconfig.Files
+	sealingKeysDir        string
 }
 
 // parseConfig reads flags, falling back to CLUSTER_SERVICE_* environment variables. Every bad
@@ -121,6 +123,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str(&c.dbDSN, "db-dsn", "DB_DSN", "", "PostgreSQL DSN; required")
 	str(&c.maestroGRPC, "maestro-grpc", "MAESTRO_GRPC", "", "Maestro gRPC source server host:port; required")
 	str(&c.maestroREST, "maestro-rest", "MAESTRO_REST", "", "Maestro REST API base URL; required")
+	str(&c.sealingKeysDir, "sealing-keys-dir", "SEALING_KEYS_DIR", "",
+		"directory of management clusters' public sealing keys (<consumer>.pub): a cluster's pull secret and etcd key reach Maestro sealed to its management cluster's key; empty or no file for a management cluster: in clear (docs/security.md)")
 	str(&c.maestroSourceID, "maestro-source-id", "MAESTRO_SOURCE_ID", maestro.DefaultSourceID, "Maestro source ID of this service")
 	str(&c.envName, "env-name", "ENV_NAME", manifests.DefaultEnv, "environment name in cluster namespaces (ocm-<env>-<id>)")
 	str(&resync, "resync-period", "RESYNC_PERIOD", "5m", "how often every cluster is re-read from Maestro without events")
@@ -254,6 +258,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if _, _, err := net.SplitHostPort(c.maestroGRPC); err != nil {
 		return c, fmt.Errorf("--maestro-grpc: %q is not host:port", c.maestroGRPC)
 	}
+	if c.sealingKeysDir != "" {
+		if st, err := os.Stat(c.sealingKeysDir); err != nil || !st.IsDir() {
+			return c, fmt.Errorf("--sealing-keys-dir: %q is not a directory", c.sealingKeysDir)
+		}
+	}
 	// Plaintext only on loopback: checked here so the message names the flag.
 	if _, err := c.serverTLS.Server(c.listen, "h2"); err != nil {
 		return c, fmt.Errorf("--listen / --tls-cert / --tls-key: %w", err)
@@ -370,7 +379,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
 		PollFeedbackOnly: c.pollFeedbackOnly, ReadSecretsLive: c.readSecretsLive, RepublishAfter: c.republishAfter,
 		FixedRepublishWait: c.fixedRepublishWait, StatusFromMaestroOnly: c.statusFromMaestroOnly,
-		StatusEventsInOrder: c.statusEventsInOrder, ResyncAtOnce: c.resyncAtOnce}, log)
+		StatusEventsInOrder: c.statusEventsInOrder, ResyncAtOnce: c.resyncAtOnce, SealingKeys: sealingKeys(c.sealingKeysDir)}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)
 
 	// Message size, streams per connection, handshake timeout, keepalive enforcement and the
@@ -421,7 +430,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	}()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	log.Info("cluster-service started", "listen", c.listen, "tls", serverTLS != nil, "metrics", c.metricsListen,
-		"maestro_grpc", c.maestroGRPC, "maestro_rest", c.maestroREST, "env", c.envName, "resync_period", c.resyncPeriod)
+		"maestro_grpc", c.maestroGRPC, "maestro_rest", c.maestroREST, "env", c.envName, "resync_period", c.resyncPeriod, "sealing_keys_dir", c.sealingKeysDir)
 
 	var runErr error
 	select {
@@ -462,4 +471,13 @@ func metricsMux(reg *prometheus.Registry, db interface{ Ping(context.Context) er
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.Handle("GET /readyz", readyz.Handler(log, readyz.Check{Name: "database", Func: db.Ping}))
 	return mux
+}
+
+// sealingKeys is the controller's source of management clusters' sealing keys: none without
+// --sealing-keys-dir.
+func sealingKeys(dir string) controller.SealingKeys {
+	if dir == "" {
+		return nil
+	}
+	return secretseal.KeyDir(dir)
 }

@@ -133,7 +133,7 @@ func TestBinaryMutualTLS(t *testing.T) {
 	}
 	as := func(pk *pki.Region, identity string) tlsconfig.Files {
 		f := pk.MustFiles(identity)
-		return tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key}
+		return tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key, ServerName: pki.ServerName(pki.ClusterService)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -151,7 +151,7 @@ func TestBinaryMutualTLS(t *testing.T) {
 		files tlsconfig.Files
 	}{
 		{"plaintext", tlsconfig.Files{}},
-		{"no_client_certificate", tlsconfig.Files{CA: p.CAFile}},
+		{"no_client_certificate", tlsconfig.Files{CA: p.CAFile, ServerName: pki.ServerName(pki.ClusterService)}},
 		{"certificate_of_an_unknown_CA", as(stranger, pki.SRE)},
 		// ARM's and the SRE persons' CAs are not trusted here: only workloads call Cluster Service.
 		{"arm_certificate", as(p, pki.ARM)},
@@ -280,7 +280,7 @@ func issued(t *testing.T, p *pki.Region, by pki.Issuer, s pki.Spec) tlsconfig.Fi
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	f := tlsconfig.Files{CA: p.CAFile, Cert: filepath.Join(dir, "c.crt"), Key: filepath.Join(dir, "c.key")}
+	f := tlsconfig.Files{CA: p.CAFile, Cert: filepath.Join(dir, "c.crt"), Key: filepath.Join(dir, "c.key"), ServerName: pki.ServerName(pki.ClusterService)}
 	if err := os.WriteFile(f.Cert, iss.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/reconcile"
+	"github.com/openhcp/openhcp/internal/secretseal"
 )
 
 // WorkClient is what the controller needs from Maestro; *maestro.Client implements it. Get
@@ -42,6 +43,11 @@ type WorkClient interface {
 }
 
 var _ WorkClient = (*maestro.Client)(nil)
+
+// SealingKeys finds a management cluster's sealing key; nil and no error when it has none.
+type SealingKeys interface {
+	PublicKey(consumer string) (*secretseal.PublicKey, error)
+}
 
 // Config tunes the controller; zero values take the defaults.
 type Config struct {
@@ -69,6 +75,11 @@ type Config struct {
 	// (withFeedbackMode). A benchmark and ops knob (--feedback-watch=false), to measure the
 	// watched mode against its baseline or to shed agent informers; default false.
 	PollFeedbackOnly bool
+	// SealingKeys gives each management cluster's sealing key (secretseal.KeyDir): a
+	// cluster's work then carries its pull secret and etcd key sealed to the key of the
+	// management cluster it is placed on. Nil, or no key for that management cluster, sends
+	// them in clear (docs/security.md, "Secrets in Maestro's database").
+	SealingKeys SealingKeys
 	// ReadSecretsLive leaves a cluster's secrets polled while its HostedCluster is watched
 	// (manifests.Cluster.ReadSecretsLive): the rule before 2026-11-25, a benchmark's baseline
 	// (--watch-secrets=false); default false.
@@ -113,6 +124,9 @@ type Controller struct {
 	cfg   Config
 	log   *slog.Logger
 	queue *reconcile.Queue[string]
+
+	// unsealed holds the management clusters already logged as having no sealing key.
+	unsealed sync.Map
 
 	mu sync.Mutex
 	// applied remembers the spec hash last applied per cluster in this process, so an unchanged
@@ -499,12 +513,22 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		cl = placed
 	}
 
+	var sealTo *secretseal.PublicKey
+	if c.cfg.SealingKeys != nil {
+		if sealTo, err = c.cfg.SealingKeys.PublicKey(cl.Shard); err != nil {
+			return 0, fmt.Errorf("sealing key of %s for cluster %s: %w", cl.Shard, id, err)
+		}
+		if _, told := c.unsealed.LoadOrStore(cl.Shard, sealTo == nil); sealTo == nil && !told {
+			log.Warn("no sealing key for the management cluster: its clusters' secrets travel in clear")
+		}
+	}
 	var buildErr error // a spec that cannot be built, as opposed to a failure to read the external auth
 	var ea *store.ExternalAuth
 	work, steadyHash, err := c.withFeedbackMode(id, cl.Status.GetState() == csv1.ClusterState_CLUSTER_STATE_READY,
 		func(watch bool) (*workv1.ManifestWork, error) {
 			w, err := manifests.Build(c.cfg.Manifests, manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec,
-				EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey, WatchStatus: watch, ReadSecretsLive: c.cfg.ReadSecretsLive})
+				EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey, WatchStatus: watch, ReadSecretsLive: c.cfg.ReadSecretsLive,
+				SealTo: sealTo})
 			if err != nil {
 				buildErr = err
 				return nil, err

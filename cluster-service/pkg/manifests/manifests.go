@@ -1,6 +1,8 @@
 // Package manifests builds the ManifestWork that Cluster Service sends through Maestro for one
 // cluster: its namespace, secrets and HyperShift HostedCluster, with server-side apply and the
-// feedback rules that bring the HostedCluster status back. It is pure: same input, same work.
+// feedback rules that bring the HostedCluster status back. It is pure: same input, same work
+// (and the same spec hash), except that Secrets sealed to a management cluster's key
+// (Cluster.SealTo) differ at each build.
 package manifests
 
 import (
@@ -22,6 +24,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/secretseal"
 )
 
 const (
@@ -93,6 +96,10 @@ type Cluster struct {
 	// instead of re-reading it every status-sync interval: set while a transition is in flight.
 	// The cluster's secrets are watched with it (watchSecrets), unless ReadSecretsLive.
 	WatchStatus bool
+	// SealTo, when set, is the management cluster's sealing key: the work then carries the
+	// pull secret and the etcd encryption key sealed to it (sealedSecret), never in clear,
+	// and the management side opens them into the Secrets the HostedCluster names.
+	SealTo *secretseal.PublicKey
 	// ReadSecretsLive keeps the secrets polled while WatchStatus is set: the agent then reads
 	// each of them from the kube-apiserver on every status sync of the work, the rule before
 	// 2026-11-25, kept as a benchmark's baseline (Cluster Service's --watch-secrets=false).
@@ -330,10 +337,44 @@ func Build(cfg Config, c Cluster) (*workv1.ManifestWork, error) {
 			DeleteOption: &workv1.DeleteOption{PropagationPolicy: workv1.DeletePropagationPolicyTypeForeground},
 		},
 	}
+	if err := addManifests(work, c, objs); err != nil {
+		return nil, err
+	}
+	// The hash is of the clear form and the key sealed to, so that a rebuild whose seals
+	// differ (each seal is fresh) is the same work and is not sent again, while a new key (or
+	// the first one) sends it again. It is a SHA-256 over the whole spec, the 256-bit etcd key
+	// included, so it confirms no guess of a secret.
+	hash, err := SpecHash(work)
+	if err != nil {
+		return nil, err
+	}
+	if c.SealTo != nil {
+		sum := sha256.Sum256([]byte(hash + " sealed to " + c.SealTo.KeyID()))
+		hash = hex.EncodeToString(sum[:])
+		// The pull secret and the etcd encryption key; the SSH key Secret holds a public key.
+		sealed := map[string]bool{PullSecretName(name): true, EtcdEncryptionSecretName(name): true}
+		for i, o := range objs {
+			if s, ok := o.(*corev1.Secret); ok && sealed[s.Name] {
+				if objs[i], err = sealedSecret(c.SealTo, s); err != nil {
+					return nil, fmt.Errorf("build manifests for %s: %w", c.ID, err)
+				}
+			}
+		}
+		work.Spec.Workload.Manifests, work.Spec.ManifestConfigs = nil, nil
+		if err := addManifests(work, c, objs); err != nil {
+			return nil, err
+		}
+	}
+	work.Annotations = map[string]string{AnnotationSpecHash: hash}
+	return work, nil
+}
+
+// addManifests appends objs to the work with their manifest configs.
+func addManifests(work *workv1.ManifestWork, c Cluster, objs []runtime.Object) error {
 	for _, o := range objs {
 		raw, err := json.Marshal(o)
 		if err != nil {
-			return nil, fmt.Errorf("encode manifest for %s: %w", c.ID, err)
+			return fmt.Errorf("encode manifest for %s: %w", c.ID, err)
 		}
 		work.Spec.Workload.Manifests = append(work.Spec.Workload.Manifests, workv1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 		cfg := manifestConfig(o)
@@ -347,12 +388,37 @@ func Build(cfg Config, c Cluster) (*workv1.ManifestWork, error) {
 		}
 		work.Spec.ManifestConfigs = append(work.Spec.ManifestConfigs, cfg)
 	}
-	hash, err := SpecHash(work)
-	if err != nil {
-		return nil, err
+	return nil
+}
+
+// SealedSecretName is the name of the sealed Secret the work carries for the Secret name.
+func SealedSecretName(name string) string { return name + "-sealed" }
+
+// sealedSecret is s sealed to key: a Secret of type secretseal.Type named
+// SealedSecretName(s.Name), whose every value is sealed to the management cluster's key and
+// bound to s's namespace, name and data key, and whose annotations say which Secret (name
+// and type) the management side writes from it.
+func sealedSecret(key *secretseal.PublicKey, s *corev1.Secret) (*corev1.Secret, error) {
+	out := &corev1.Secret{
+		TypeMeta: s.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: SealedSecretName(s.Name), Namespace: s.Namespace,
+			Labels: map[string]string{secretseal.LabelSealed: "true"},
+			Annotations: map[string]string{secretseal.TargetAnnotation: s.Name, secretseal.TargetTypeAnnotation: string(s.Type),
+				secretseal.KeyIDAnnotation: key.KeyID()}},
+		Type: secretseal.Type,
+		Data: map[string][]byte{},
 	}
-	work.Annotations = map[string]string{AnnotationSpecHash: hash}
-	return work, nil
+	for k, v := range s.Labels {
+		out.Labels[k] = v
+	}
+	for k, v := range s.Data {
+		sv, err := key.Seal(s.Namespace, s.Name, k, v)
+		if err != nil {
+			return nil, err
+		}
+		out.Data[k] = sv
+	}
+	return out, nil
 }
 
 // SpecHash is the hex SHA-256 of the work's spec.

@@ -74,7 +74,7 @@ func startMTLS(t *testing.T) *mtlsEnv {
 	e := &mtlsEnv{st: st, dsn: dsn, as: map[string]*grpc.ClientConn{}, statementKey: key}
 	for _, id := range []string{pki.Frontend, pki.Backend, pki.SRE} {
 		f := p.MustFiles(id)
-		cfg, err := tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key}.Client(lis.Addr().String())
+		cfg, err := tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key, ServerName: pki.ServerName(pki.ClusterService)}.Client(lis.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/openhcp/openhcp/internal/secretseal"
 )
 
 // Finalizer is the finalizer HyperShift puts on HostedClusters and NodePools.
@@ -62,6 +64,9 @@ type Options struct {
 	BreakGlass BreakGlassOptions
 	// HostedAPI runs real hosted kube-apiservers (hostedapi.go); the zero value runs none.
 	HostedAPI HostedAPIOptions
+	// UnsealKey, when set, is this management cluster's private sealing key: the sim then
+	// writes each sealed Secret a ManifestWork brings into the Secret it names (unseal.go).
+	UnsealKey *secretseal.PrivateKey
 	// Now is the clock; nil means time.Now. Delays are measured against timestamps stored on the
 	// objects, so a restarted sim carries on where the last one stopped.
 	Now func() time.Time
@@ -155,6 +160,11 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Watches(&hyperv1.HostedCluster{}, handler.EnqueueRequestsFromMapFunc(np.poolsOfCluster)).
 		Complete(np); err != nil {
 		return fmt.Errorf("set up NodePool controller: %w", err)
+	}
+	if o.UnsealKey != nil {
+		if err := (&SecretUnsealer{Client: mgr.GetClient(), Key: o.UnsealKey}).setup(mgr); err != nil {
+			return err
+		}
 	}
 	return setupBreakGlass(mgr, o, hosted)
 }

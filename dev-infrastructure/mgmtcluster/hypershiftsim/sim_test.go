@@ -27,6 +27,7 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/crds"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
+	"github.com/openhcp/openhcp/internal/secretseal"
 )
 
 const (
@@ -43,6 +44,8 @@ const (
 
 var (
 	k8s client.Client
+	// unsealKey is the sim's private sealing key (Options.UnsealKey).
+	unsealKey *secretseal.PrivateKey
 	// flagFailed is listed in Options.FailClusters.
 	flagFailed = types.NamespacedName{Namespace: "flag-failed", Name: "hc"}
 )
@@ -105,9 +108,14 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if unsealKey, err = secretseal.GenerateKey(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := hypershiftsim.Setup(mgr, hypershiftsim.Options{
 		AvailableDelay: availableDelay, DeleteDelay: deleteDelay, NodePoolReadyDelay: poolDelay,
 		FailClusters: map[types.NamespacedName]bool{flagFailed: true},
+		UnsealKey:    unsealKey,
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

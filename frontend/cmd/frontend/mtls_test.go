@@ -107,6 +107,7 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 
 	client := func(t *testing.T, files tlsconfig.Files) *http.Client {
 		t.Helper()
+		files.ServerName = pki.ServerName(pki.Frontend) // the ARM API's certificate names only it
 		cfg, err := files.Client(listen)
 		if err != nil {
 			t.Fatal(err)

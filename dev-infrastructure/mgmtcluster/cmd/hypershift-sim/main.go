@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
+	"github.com/openhcp/openhcp/internal/secretseal"
 )
 
 type config struct {
@@ -41,6 +42,7 @@ type config struct {
 	hostedAPIServers   int
 	kubeAPIServer      string
 	hostedDir          string
+	unsealKeyFile      string
 	hostedLogDir       string
 	hostedEtcd         hypershiftsim.EtcdClient
 }
@@ -70,6 +72,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringVar(&c.failClusters, "fail-clusters", envOr("HYPERSHIFT_SIM_FAIL_CLUSTERS", ""), "comma-separated namespace/name of HostedClusters that end Degraded (env HYPERSHIFT_SIM_FAIL_CLUSTERS)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("HYPERSHIFT_SIM_LOG_LEVEL", "info"), "debug, info, warn or error (env HYPERSHIFT_SIM_LOG_LEVEL)")
 	fs.StringVar(&c.kubeAPIServer, "kube-apiserver", envOr("HYPERSHIFT_SIM_KUBE_APISERVER", ""), "the pinned kube-apiserver binary run for each served HostedCluster (env HYPERSHIFT_SIM_KUBE_APISERVER)")
+	fs.StringVar(&c.unsealKeyFile, "unseal-key-file", envOr("HYPERSHIFT_SIM_UNSEAL_KEY_FILE", ""), "this management cluster's private sealing key (mode 0600): sealed Secrets of ManifestWorks are opened into the Secrets they name; empty: none are (env HYPERSHIFT_SIM_UNSEAL_KEY_FILE)")
 	fs.StringVar(&c.hostedDir, "hosted-dir", envOr("HYPERSHIFT_SIM_HOSTED_DIR", ""), "directory for the hosted kube-apiservers' files, one directory per control-plane namespace (env HYPERSHIFT_SIM_HOSTED_DIR)")
 	fs.StringVar(&c.hostedLogDir, "hosted-log-dir", envOr("HYPERSHIFT_SIM_HOSTED_LOG_DIR", ""), "directory for the hosted kube-apiservers' logs; empty: --hosted-dir (env HYPERSHIFT_SIM_HOSTED_LOG_DIR)")
 	fs.StringVar(&c.hostedEtcd.Endpoint, "hosted-etcd-endpoint", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_ENDPOINT", ""), "https URL of the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_ENDPOINT)")
@@ -162,7 +165,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
+	var unsealKey *secretseal.PrivateKey
+	if c.unsealKeyFile != "" {
+		if unsealKey, err = secretseal.ReadPrivateKey(c.unsealKeyFile); err != nil {
+			return fmt.Errorf("--unseal-key-file: %w", err)
+		}
+	}
 	opts := hypershiftsim.Options{
+		UnsealKey:      unsealKey,
 		AvailableDelay: c.availableDelay, UpgradeDelay: c.upgradeDelay, DeleteDelay: c.deleteDelay, NodePoolReadyDelay: c.nodePoolReadyDelay,
 		FailClusters: failClusters, NeverAvailable: c.neverAvailable,
 		BreakGlass: hypershiftsim.BreakGlassOptions{SignDelay: c.signDelay, RevokeDelay: c.revokeDelay},
@@ -188,7 +198,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	slog.Info("hypershift-sim starting", "apiserver", restCfg.Host, "availableDelay", c.availableDelay,
 		"deleteDelay", c.deleteDelay, "nodePoolReadyDelay", c.nodePoolReadyDelay,
-		"failClusters", len(failClusters), "neverAvailable", c.neverAvailable, "hostedAPIServers", c.hostedAPIServers,
+		"failClusters", len(failClusters), "neverAvailable", c.neverAvailable, "hostedAPIServers", c.hostedAPIServers, "unsealing", unsealKey != nil,
 		"metricsAddr", c.metricsAddr, "healthAddr", c.healthAddr)
 	return mgr.Start(ctx)
 }
