@@ -23,8 +23,13 @@ const (
 	DefaultOSDiskPersistence = "Persistent"
 )
 
-// MaxPoolNodes is the most nodes a pool may have (replicas, autoscaling.max).
-const MaxPoolNodes = int32(500)
+// The most nodes a pool may have (replicas, autoscaling.min and max): the ARM specification's
+// 200 for a pool without an availability zone, and Cluster Service's own 500 for a pool in one
+// (the specification sets no maximum there).
+const (
+	MaxPoolNodesWithoutZone = int32(200)
+	MaxPoolNodes            = int32(500)
+)
 
 // MaxMinorsBehind is how many minor versions a node pool may run behind its control plane.
 const MaxMinorsBehind = 2
@@ -153,21 +158,7 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 		}
 	}
 
-	if as := spec.GetAutoscaling(); as != nil {
-		if spec.Replicas != 0 {
-			v.Add(field+".replicas", "must not be set together with autoscaling")
-		}
-		// HyperShift's NodePoolAutoScaling has min >= 1 (Minimum=1 in its CRD), although ARM
-		// allows 0: a pool that scales from zero cannot be expressed on the NodePool.
-		if as.GetMin() < 1 || as.GetMin() > MaxPoolNodes {
-			v.Add(field+".autoscaling.min", "must be between 1 and %d, not %d", MaxPoolNodes, as.GetMin())
-		}
-		if as.GetMax() < as.GetMin() || as.GetMax() > MaxPoolNodes {
-			v.Add(field+".autoscaling.max", "must be between min (%d) and %d, not %d", as.GetMin(), MaxPoolNodes, as.GetMax())
-		}
-	} else if spec.Replicas < 0 || spec.Replicas > MaxPoolNodes {
-		v.Add(field+".replicas", "must be between 0 and %d, not %d", MaxPoolNodes, spec.Replicas)
-	}
+	validateScaling(v, field, spec)
 	for k, val := range spec.GetLabels() {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
 			v.Add(field+".labels", "key %q: %s", k, strings.Join(errs, "; "))
@@ -233,4 +224,32 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 		}
 	}
 	return spec
+}
+
+// validateScaling is the one rule for a pool's size: replicas and autoscaling exclude each
+// other (replicas 0 beside autoscaling is no replicas), replicas is 0 to the pool's maximum, and
+// autoscaling runs from min (at least 1: HyperShift's NodePoolAutoScaling has Minimum=1, so a
+// pool that scales from zero cannot be expressed) to max (at least min). The frontend checks
+// only the specification's structural bound (minimum 0), which this rule implies.
+func validateScaling(v *Violations, field string, spec *csv1.NodePoolSpec) {
+	limit, where := MaxPoolNodes, ""
+	if spec.GetPlatform().GetAvailabilityZone() == "" {
+		limit, where = MaxPoolNodesWithoutZone, " for a pool without an availability zone"
+	}
+	as := spec.GetAutoscaling()
+	if as == nil {
+		if spec.Replicas < 0 || spec.Replicas > limit {
+			v.Add(field+".replicas", "must be between 0 and %d%s, not %d", limit, where, spec.Replicas)
+		}
+		return
+	}
+	if spec.Replicas != 0 {
+		v.Add(field+".replicas", "must not be set together with autoscaling")
+	}
+	if as.GetMin() < 1 || as.GetMin() > limit {
+		v.Add(field+".autoscaling.min", "must be between 1 and %d%s, not %d", limit, where, as.GetMin())
+	}
+	if lo := max(as.GetMin(), 0); as.GetMax() < lo || as.GetMax() > limit {
+		v.Add(field+".autoscaling.max", "must be between %d and %d%s, and not below min, not %d", lo, limit, where, as.GetMax())
+	}
 }

@@ -30,7 +30,7 @@ type NodePool struct {
 type NodePoolProperties struct {
 	Version  NodePoolVersionProfile  `json:"version"`
 	Platform NodePoolPlatformProfile `json:"platform"`
-	// Replicas is the fixed node count; it is 0 when AutoScaling is set.
+	// Replicas is the fixed node count; Cluster Service refuses it beside AutoScaling unless 0.
 	Replicas    int32                `json:"replicas"`
 	AutoRepair  bool                 `json:"autoRepair"`
 	AutoScaling *NodePoolAutoScaling `json:"autoScaling,omitempty"`

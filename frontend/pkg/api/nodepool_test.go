@@ -55,9 +55,11 @@ func TestDecodeNodePoolValidation(t *testing.T) {
 		{name: "platform_required", body: `{"location":"eastus","properties":{"replicas":1}}`, targets: []string{"properties.platform"}},
 		{name: "vm_size_required", body: `{"location":"eastus","properties":{"platform":{}}}`, targets: []string{"properties.platform.vmSize"}},
 		{name: "location_required", body: `{"properties":{"platform":{"vmSize":"x"}}}`, targets: []string{"location"}},
-		{name: "replicas_over_200_without_zone", body: `{"location":"eastus","properties":{"replicas":201,"platform":{"vmSize":"x"}}}`, targets: []string{"properties.replicas"}},
-		{name: "autoscaling_max_below_min_and_replicas_together", body: `{"location":"eastus","properties":{"replicas":3,"autoScaling":{"min":4,"max":2},"platform":{"vmSize":"x"}}}`,
-			targets: []string{"properties.replicas", "properties.autoScaling.max"}},
+		// Only the specification's structural bound (minimum 0) is the frontend's; the pool's
+		// size range and the replicas/autoScaling exclusion are Cluster Service's
+		// (TestNodePoolScalingAgrees in package frontend).
+		{name: "negative_replicas_and_autoscaling", body: `{"location":"eastus","properties":{"replicas":-1,"autoScaling":{"min":-2,"max":-1},"platform":{"vmSize":"x"}}}`,
+			targets: []string{"properties.replicas", "properties.autoScaling.min", "properties.autoScaling.max"}},
 		{name: "taint_effect_and_key", body: `{"location":"eastus","properties":{"taints":[{"key":"","effect":"Sometimes"}],"platform":{"vmSize":"x"}}}`,
 			targets: []string{"properties.taints[0].key", "properties.taints[0].effect"}},
 		{name: "duplicate_label_key", body: `{"location":"eastus","properties":{"labels":[{"key":"a"},{"key":"a","value":"b"}],"platform":{"vmSize":"x"}}}`,

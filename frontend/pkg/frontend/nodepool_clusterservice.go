@@ -27,10 +27,9 @@ func nodePoolSpec(np *api.NodePool) *csv1.NodePoolSpec {
 			OsDiskPersistence:        osDiskPersistence(p.Platform.OSDisk.DiskType),
 		},
 	}
+	spec.Replicas = p.Replicas
 	if a := p.AutoScaling; a != nil {
 		spec.Autoscaling = &csv1.NodePoolAutoscaling{Min: a.Min, Max: a.Max}
-	} else {
-		spec.Replicas = p.Replicas
 	}
 	if len(p.Labels) > 0 {
 		spec.Labels = map[string]string{}

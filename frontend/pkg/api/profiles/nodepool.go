@@ -69,10 +69,10 @@ func (f *NodePoolFields) ToInternal() api.NodePoolProperties {
 		DiskType:               str(f.DiskType, api.DiskTypeManaged),
 	}
 	p.AutoRepair = f.AutoRepair == nil || *f.AutoRepair
+	// Both as given: Cluster Service's model decides whether they exclude each other.
+	p.Replicas = i32(f.Replicas, 0)
 	if a := f.AutoScaling; a != nil {
 		p.AutoScaling = &api.NodePoolAutoScaling{Min: i32(a.Min, 0), Max: i32(a.Max, 0)}
-	} else {
-		p.Replicas = i32(f.Replicas, 0)
 	}
 	for _, l := range f.Labels {
 		p.Labels = append(p.Labels, api.Label{Key: str(l.Key, ""), Value: str(l.Value, "")})
