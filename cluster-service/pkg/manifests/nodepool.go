@@ -78,7 +78,7 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 	s := np.Spec
 	ns := Namespace(cfg.Env, np.Cluster.ID)
 	labels := map[string]string{LabelClusterID: np.Cluster.ID, LabelNodePoolID: np.ID}
-	// The stored spec is complete: Cluster Service's validation (validateNodePoolSpec) is the
+	// The stored spec is complete: model.DefaultNodePool is the
 	// one place that defaults the version, subnet and OS disk, so the build takes them as they are.
 	version := s.GetVersionId()
 	subnet, _ := model.CanonicalSubnet(s.GetPlatform().GetSubnetId())

@@ -34,10 +34,12 @@ func TestDecodeNodePoolDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := np.Properties
-			if !p.AutoRepair || p.Platform.EnableEncryptionAtHost || p.Platform.OSDisk.SizeGiB != 64 ||
-				p.Platform.OSDisk.DiskStorageAccountType != "Premium_LRS" || p.Platform.OSDisk.DiskType != "Managed" ||
-				p.Version.ChannelGroup != "stable" || p.Replicas != 2 || p.AutoScaling != nil || p.NodeDrainTimeoutMinutes != nil {
-				t.Fatalf("defaults not applied: %+v", p)
+			// Only autoRepair (absent and false look the same to Cluster Service); the rest is
+			// left for Cluster Service's model to default (TestNodePoolChannelGroupFromCluster).
+			if !p.AutoRepair || p.Platform.EnableEncryptionAtHost || p.Platform.OSDisk.SizeGiB != 0 ||
+				p.Platform.OSDisk.DiskStorageAccountType != "" || p.Platform.OSDisk.DiskType != "" ||
+				p.Version.ChannelGroup != "" || p.Replicas != 2 || p.AutoScaling != nil || p.NodeDrainTimeoutMinutes != nil {
+				t.Fatalf("decoded with defaults of its own: %+v", p)
 			}
 		})
 	}

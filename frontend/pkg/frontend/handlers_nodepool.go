@@ -202,22 +202,12 @@ func (s *Server) putNodePool(w http.ResponseWriter, r *http.Request) error {
 		return s.createNodePool(w, r, cluster, np, sd)
 	}
 	ver.PreserveNodePool(stored, np)
-	if np.Properties.Platform.SubnetID == "" {
-		np.Properties.Platform.SubnetID = stored.Properties.Platform.SubnetID
-	}
+	keepStored(stored, np)
 	np.SystemData = sd
 	return s.updateNodePool(w, r, cluster, stored, np, rd, doc, false)
 }
 
 func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, np *api.NodePool, sd *arm.SystemData) error {
-	c, err := clusterFromDoc(cluster)
-	if err != nil {
-		return err
-	}
-	if np.Properties.Platform.SubnetID == "" {
-		// The specification's default: the cluster's subnet (Cluster Service does the same).
-		np.Properties.Platform.SubnetID = c.Properties.Platform.SubnetID
-	}
 	np.ProvisioningState = armdoc.StateAccepted
 	np.SystemData = sd
 	csID := newClusterServiceID()
@@ -233,11 +223,16 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, cluster 
 	if sd != nil {
 		rd.SystemData, _ = json.Marshal(sd)
 	}
+	var created *csv1.NodePool
 	etag, err := s.startCreate(r, &nodePools, np.ID, rd, []any{"clusterID", cluster.InternalID}, func() (string, error) {
-		created, err := s.callCreateNodePool(r, np, csID, cluster.InternalID)
+		created, err = s.callCreateNodePool(r, np, csID, cluster.InternalID)
 		return created.GetId(), err
 	})
 	if err != nil {
+		return err
+	}
+	fromClusterServiceSpec(np, created.GetSpec())
+	if etag, err = s.storeNodePoolProperties(r.Context(), np); err != nil {
 		return err
 	}
 	s.setAsyncHeaders(w, r, np.ID.SubscriptionID, opID, false)
@@ -252,6 +247,35 @@ func (s *Server) callCreateNodePool(r *http.Request, np *api.NodePool, csID, clu
 	}}
 	created, err := s.cfg.NodePools.CreateNodePool(ctx, req)
 	return created, fieldViolations(info(r).version, req, err)
+}
+
+// storeNodePoolProperties writes np's properties (Cluster Service's answer) into its resource
+// document, again on what is there now if another writer (the backend following the create)
+// got in between; it returns the new ETag.
+func (s *Server) storeNodePoolProperties(ctx context.Context, np *api.NodePool) (string, error) {
+	props, err := nodePoolModel(np)
+	if err != nil {
+		return "", err
+	}
+	for attempt := 1; ; attempt++ {
+		rd, doc, err := s.getResourceDoc(ctx, np.ID)
+		if err != nil {
+			return "", fmt.Errorf("read node pool %s to store Cluster Service's spec: %w", np.ID, err)
+		}
+		rd.Properties = props
+		next, err := withBody(doc, rd)
+		if err != nil {
+			return "", err
+		}
+		written, err := s.store.Transact(ctx, doc.PartitionKey, []docstore.TxOp{{Kind: docstore.TxReplace, Doc: next, IfMatch: doc.ETag}})
+		if errors.Is(err, docstore.ErrPreconditionFailed) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("store Cluster Service's spec of node pool %s: %w", np.ID, err)
+		}
+		return written[0].ETag, nil
+	}
 }
 
 // updateNodePool writes next over an existing node pool, for a PUT (200) or a PATCH (202).

@@ -1,6 +1,8 @@
 package frontend
 
 import (
+	"cmp"
+
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -53,6 +55,46 @@ func osDiskPersistence(diskType string) string {
 		return "Ephemeral"
 	}
 	return diskType
+}
+
+// fromClusterServiceSpec sets in np what Cluster Service holds of it (its defaults applied,
+// its version resolved), so the document and every GET show Cluster Service's answer: the
+// frontend has no node pool defaults of its own.
+func fromClusterServiceSpec(np *api.NodePool, spec *csv1.NodePoolSpec) {
+	if spec == nil {
+		return
+	}
+	p := &np.Properties
+	p.Version.ID, p.Version.ChannelGroup = spec.GetVersionId(), spec.GetChannelGroup()
+	pl := spec.GetPlatform()
+	p.Platform.SubnetID = pl.GetSubnetId()
+	p.Platform.OSDisk.SizeGiB = pl.GetOsDiskSizeGib()
+	p.Platform.OSDisk.DiskStorageAccountType = pl.GetOsDiskStorageAccountType()
+	p.Platform.OSDisk.DiskType = diskType(pl.GetOsDiskPersistence())
+}
+
+// keepStored fills what a PUT left out with the stored pool's (Cluster Service's) values: for
+// Cluster Service an empty version or channel group leaves the pool's, and the platform cannot
+// change, so a replace that omits them asks for what the pool has.
+func keepStored(stored, next *api.NodePool) {
+	p, s := &next.Properties, &stored.Properties
+	p.Version.ID = cmp.Or(p.Version.ID, s.Version.ID)
+	p.Version.ChannelGroup = cmp.Or(p.Version.ChannelGroup, s.Version.ChannelGroup)
+	p.Platform.SubnetID = cmp.Or(p.Platform.SubnetID, s.Platform.SubnetID)
+	p.Platform.OSDisk.SizeGiB = cmp.Or(p.Platform.OSDisk.SizeGiB, s.Platform.OSDisk.SizeGiB)
+	p.Platform.OSDisk.DiskStorageAccountType = cmp.Or(p.Platform.OSDisk.DiskStorageAccountType, s.Platform.OSDisk.DiskStorageAccountType)
+	p.Platform.OSDisk.DiskType = cmp.Or(p.Platform.OSDisk.DiskType, s.Platform.OSDisk.DiskType)
+}
+
+// diskType is the ARM diskType of Cluster Service's OS disk persistence.
+func diskType(persistence string) string {
+	switch persistence {
+	case "Persistent":
+		return api.DiskTypeManaged
+	case "Ephemeral":
+		return api.DiskTypeEphemeral
+	}
+	return persistence
 }
 
 // nodePoolUpdate is what UpdateNodePool gets for a change from stored to next: only the fields

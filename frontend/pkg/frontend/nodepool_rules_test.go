@@ -222,3 +222,32 @@ func TestNodePoolScalingAgrees(t *testing.T) {
 		}
 	})
 }
+
+// TestNodePoolChannelGroupFromCluster: a node pool created through ARM without a channel group
+// takes its cluster's (Cluster Service's one default), and GET shows what Cluster Service holds.
+func TestNodePoolChannelGroupFromCluster(t *testing.T) {
+	e := newCSEnv(t)
+	e.csCluster(t, "c1", func(b map[string]any) {
+		set(b, "properties.version", map[string]any{"id": "4.20.3", "channelGroup": "candidate"})
+	})
+	body := minimalPoolBody()
+	e.readyPool(t, "c1", "np1", body)
+	rd, _ := e.resource(poolPath("c1", "np1"))
+	held, err := e.pools.GetNodePool(context.Background(), &csv1.GetNodePoolRequest{Id: rd.InternalID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := held.GetSpec().GetChannelGroup(); g != "candidate" {
+		t.Fatalf("Cluster Service holds channel group %q, want the cluster's candidate", g)
+	}
+	for _, v := range []string{testVersion, "2026-06-30-preview"} {
+		got := e.do("GET", withVersion(poolPath("c1", "np1"), v), nil, nil)
+		props := got.json(t)["properties"].(map[string]any)
+		ver, _ := props["version"].(map[string]any)
+		disk, _ := props["platform"].(map[string]any)["osDisk"].(map[string]any)
+		if got.code != 200 || ver["channelGroup"] != "candidate" || ver["id"] != held.GetSpec().GetVersionId() ||
+			disk["sizeGiB"] != float64(held.GetSpec().GetPlatform().GetOsDiskSizeGib()) {
+			t.Fatalf("GET through %s = %d %s; want Cluster Service's %v", v, got.code, got.body, held.GetSpec())
+		}
+	}
+}
