@@ -57,20 +57,21 @@ func osDiskPersistence(diskType string) string {
 	return diskType
 }
 
-// fromClusterServiceSpec sets in np what Cluster Service holds of it (its defaults applied,
-// its version resolved), so the document and every GET show Cluster Service's answer: the
-// frontend has no node pool defaults of its own.
+// fromClusterServiceSpec fills what the caller left out of np with what Cluster Service holds
+// (its defaults), so the document and every GET show Cluster Service's answer: the frontend has
+// no node pool defaults of its own. What the caller sent stays as sent ("4.20" is shown as
+// "4.20", as a cluster's version is, although Cluster Service resolved it).
 func fromClusterServiceSpec(np *api.NodePool, spec *csv1.NodePoolSpec) {
 	if spec == nil {
 		return
 	}
-	p := &np.Properties
-	p.Version.ID, p.Version.ChannelGroup = spec.GetVersionId(), spec.GetChannelGroup()
-	pl := spec.GetPlatform()
-	p.Platform.SubnetID = pl.GetSubnetId()
-	p.Platform.OSDisk.SizeGiB = pl.GetOsDiskSizeGib()
-	p.Platform.OSDisk.DiskStorageAccountType = pl.GetOsDiskStorageAccountType()
-	p.Platform.OSDisk.DiskType = diskType(pl.GetOsDiskPersistence())
+	p, pl := &np.Properties, spec.GetPlatform()
+	p.Version.ID = cmp.Or(p.Version.ID, spec.GetVersionId())
+	p.Version.ChannelGroup = cmp.Or(p.Version.ChannelGroup, spec.GetChannelGroup())
+	p.Platform.SubnetID = cmp.Or(p.Platform.SubnetID, pl.GetSubnetId())
+	p.Platform.OSDisk.SizeGiB = cmp.Or(p.Platform.OSDisk.SizeGiB, pl.GetOsDiskSizeGib())
+	p.Platform.OSDisk.DiskStorageAccountType = cmp.Or(p.Platform.OSDisk.DiskStorageAccountType, pl.GetOsDiskStorageAccountType())
+	p.Platform.OSDisk.DiskType = cmp.Or(p.Platform.OSDisk.DiskType, diskType(pl.GetOsDiskPersistence()))
 }
 
 // keepStored fills what a PUT left out with the stored pool's (Cluster Service's) values: for
