@@ -369,9 +369,9 @@ func (s *Server) scaleNodePool(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	u := &csv1.NodePoolUpdate{}
 	if body.Replicas != nil {
-		u.Scaling = &csv1.NodePoolUpdate_Replicas{Replicas: *body.Replicas}
+		u.Replicas = proto.Int32(*body.Replicas)
 	} else {
-		u.Scaling = &csv1.NodePoolUpdate_Autoscaling{Autoscaling: &csv1.NodePoolAutoscaling{Min: body.Autoscaling.Min, Max: body.Autoscaling.Max}}
+		u.Autoscaling = &csv1.NodePoolAutoscaling{Min: body.Autoscaling.Min, Max: body.Autoscaling.Max}
 	}
 	out, err := s.changeNodePool(ctx, r, "scale node pool", r.PathValue("id"), u)
 	if err != nil {

@@ -2799,14 +2799,11 @@ type NodePoolUpdate struct {
 	VersionId string `protobuf:"bytes,1,opt,name=version_id,json=versionId,proto3" json:"version_id,omitempty"`
 	// channel_group: "" leaves it.
 	ChannelGroup string `protobuf:"bytes,2,opt,name=channel_group,json=channelGroup,proto3" json:"channel_group,omitempty"`
-	// scaling, when set, replaces both: a fixed count (autoscaling removed) or an autoscaling
-	// range (replicas 0).
-	//
-	// Types that are valid to be assigned to Scaling:
-	//
-	//	*NodePoolUpdate_Replicas
-	//	*NodePoolUpdate_Autoscaling
-	Scaling isNodePoolUpdate_Scaling `protobuf_oneof:"scaling"`
+	// replicas and autoscaling are the pool's size: setting either replaces both, so replicas
+	// alone removes autoscaling and autoscaling alone sets replicas 0. Both set is the caller's
+	// whole size (an ARM PUT naming both), which the model refuses unless replicas is 0.
+	Replicas    *int32               `protobuf:"varint,3,opt,name=replicas,proto3,oneof" json:"replicas,omitempty"`
+	Autoscaling *NodePoolAutoscaling `protobuf:"bytes,4,opt,name=autoscaling,proto3" json:"autoscaling,omitempty"`
 	// labels, when set, replaces the node labels; an empty map removes them all.
 	Labels *StringMap `protobuf:"bytes,5,opt,name=labels,proto3" json:"labels,omitempty"`
 	// taints, when set, replaces the taints; an empty list removes them all.
@@ -2863,27 +2860,16 @@ func (x *NodePoolUpdate) GetChannelGroup() string {
 	return ""
 }
 
-func (x *NodePoolUpdate) GetScaling() isNodePoolUpdate_Scaling {
-	if x != nil {
-		return x.Scaling
-	}
-	return nil
-}
-
 func (x *NodePoolUpdate) GetReplicas() int32 {
-	if x != nil {
-		if x, ok := x.Scaling.(*NodePoolUpdate_Replicas); ok {
-			return x.Replicas
-		}
+	if x != nil && x.Replicas != nil {
+		return *x.Replicas
 	}
 	return 0
 }
 
 func (x *NodePoolUpdate) GetAutoscaling() *NodePoolAutoscaling {
 	if x != nil {
-		if x, ok := x.Scaling.(*NodePoolUpdate_Autoscaling); ok {
-			return x.Autoscaling
-		}
+		return x.Autoscaling
 	}
 	return nil
 }
@@ -2915,22 +2901,6 @@ func (x *NodePoolUpdate) GetNodeDrainTimeoutMinutes() *OptionalInt32 {
 	}
 	return nil
 }
-
-type isNodePoolUpdate_Scaling interface {
-	isNodePoolUpdate_Scaling()
-}
-
-type NodePoolUpdate_Replicas struct {
-	Replicas int32 `protobuf:"varint,3,opt,name=replicas,proto3,oneof"`
-}
-
-type NodePoolUpdate_Autoscaling struct {
-	Autoscaling *NodePoolAutoscaling `protobuf:"bytes,4,opt,name=autoscaling,proto3,oneof"`
-}
-
-func (*NodePoolUpdate_Replicas) isNodePoolUpdate_Scaling() {}
-
-func (*NodePoolUpdate_Autoscaling) isNodePoolUpdate_Scaling() {}
 
 // StringMap wraps a map so an update can tell "replace with empty" from "leave as it is".
 type StringMap struct {
@@ -4347,19 +4317,19 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tB\x05\xca\xf3\x18\x01-R\x02id\x12!\n" +
 	"\brevision\x18\x03 \x01(\x03B\x05\xca\xf3\x18\x01-R\brevision\x12H\n" +
 	"\x06update\x18\x04 \x01(\v2).openhcp.clusterservice.v1.NodePoolUpdateB\x05\xca\xf3\x18\x01.R\x06update\x12*\n" +
-	"\rspec_revision\x18\x05 \x01(\x03B\x05\xca\xf3\x18\x01-R\fspecRevisionJ\x04\b\x02\x10\x03\"\xce\x05\n" +
+	"\rspec_revision\x18\x05 \x01(\x03B\x05\xca\xf3\x18\x01-R\fspecRevisionJ\x04\b\x02\x10\x03\"\xd1\x05\n" +
 	"\x0eNodePoolUpdate\x128\n" +
 	"\n" +
 	"version_id\x18\x01 \x01(\tB\x19\xca\xf3\x18\x15properties.version.idR\tversionId\x12H\n" +
-	"\rchannel_group\x18\x02 \x01(\tB#\xca\xf3\x18\x1fproperties.version.channelGroupR\fchannelGroup\x125\n" +
-	"\breplicas\x18\x03 \x01(\x05B\x17\xca\xf3\x18\x13properties.replicasH\x00R\breplicas\x12n\n" +
-	"\vautoscaling\x18\x04 \x01(\v2..openhcp.clusterservice.v1.NodePoolAutoscalingB\x1a\xca\xf3\x18\x16properties.autoScalingH\x00R\vautoscaling\x12S\n" +
+	"\rchannel_group\x18\x02 \x01(\tB#\xca\xf3\x18\x1fproperties.version.channelGroupR\fchannelGroup\x128\n" +
+	"\breplicas\x18\x03 \x01(\x05B\x17\xca\xf3\x18\x13properties.replicasH\x00R\breplicas\x88\x01\x01\x12l\n" +
+	"\vautoscaling\x18\x04 \x01(\v2..openhcp.clusterservice.v1.NodePoolAutoscalingB\x1a\xca\xf3\x18\x16properties.autoScalingR\vautoscaling\x12S\n" +
 	"\x06labels\x18\x05 \x01(\v2$.openhcp.clusterservice.v1.StringMapB\x15\xca\xf3\x18\x11properties.labelsR\x06labels\x12P\n" +
 	"\x06taints\x18\x06 \x01(\v2!.openhcp.clusterservice.v1.TaintsB\x15\xca\xf3\x18\x11properties.taintsR\x06taints\x12?\n" +
 	"\vauto_repair\x18\a \x01(\bB\x19\xca\xf3\x18\x15properties.autoRepairH\x01R\n" +
 	"autoRepair\x88\x01\x01\x12\x8d\x01\n" +
-	"\x1anode_drain_timeout_minutes\x18\b \x01(\v2(.openhcp.clusterservice.v1.OptionalInt32B&\xca\xf3\x18\"properties.nodeDrainTimeoutMinutesR\x17nodeDrainTimeoutMinutesB\t\n" +
-	"\ascalingB\x0e\n" +
+	"\x1anode_drain_timeout_minutes\x18\b \x01(\v2(.openhcp.clusterservice.v1.OptionalInt32B&\xca\xf3\x18\"properties.nodeDrainTimeoutMinutesR\x17nodeDrainTimeoutMinutesB\v\n" +
+	"\t_replicasB\x0e\n" +
 	"\f_auto_repair\"\x97\x01\n" +
 	"\tStringMap\x12O\n" +
 	"\x06values\x18\x01 \x03(\v20.openhcp.clusterservice.v1.StringMap.ValuesEntryB\x05\xca\xf3\x18\x01.R\x06values\x1a9\n" +
@@ -4717,10 +4687,7 @@ func file_v1_clusterservice_proto_init() {
 	file_v1_armpath_proto_init()
 	file_v1_clusterservice_proto_msgTypes[2].OneofWrappers = []any{}
 	file_v1_clusterservice_proto_msgTypes[22].OneofWrappers = []any{}
-	file_v1_clusterservice_proto_msgTypes[32].OneofWrappers = []any{
-		(*NodePoolUpdate_Replicas)(nil),
-		(*NodePoolUpdate_Autoscaling)(nil),
-	}
+	file_v1_clusterservice_proto_msgTypes[32].OneofWrappers = []any{}
 	file_v1_clusterservice_proto_msgTypes[35].OneofWrappers = []any{}
 	file_v1_clusterservice_proto_msgTypes[44].OneofWrappers = []any{}
 	type x struct{}

@@ -57,12 +57,16 @@ func NodePoolUpdateDiff(cur, next *NodePoolSpec) *NodePoolUpdate {
 	return u
 }
 
+// setScaling names the spec's whole size: its autoscaling, its replicas, or both when the spec
+// has both (Cluster Service's model then decides whether they conflict).
 func setScaling(u *NodePoolUpdate, spec *NodePoolSpec) {
 	if a := spec.GetAutoscaling(); a != nil {
-		u.Scaling = &NodePoolUpdate_Autoscaling{Autoscaling: proto.Clone(a).(*NodePoolAutoscaling)}
-		return
+		u.Autoscaling = proto.Clone(a).(*NodePoolAutoscaling)
+		if spec.GetReplicas() == 0 {
+			return
+		}
 	}
-	u.Scaling = &NodePoolUpdate_Replicas{Replicas: spec.GetReplicas()}
+	u.Replicas = proto.Int32(spec.GetReplicas())
 }
 
 // ApplyNodePoolUpdate returns cur with u's fields applied; cur is not changed.
@@ -77,11 +81,11 @@ func ApplyNodePoolUpdate(cur *NodePoolSpec, u *NodePoolUpdate) *NodePoolSpec {
 	if g := u.GetChannelGroup(); g != "" {
 		out.ChannelGroup = g
 	}
-	switch s := u.GetScaling().(type) {
-	case *NodePoolUpdate_Replicas:
-		out.Replicas, out.Autoscaling = s.Replicas, nil
-	case *NodePoolUpdate_Autoscaling:
-		out.Replicas, out.Autoscaling = 0, proto.Clone(s.Autoscaling).(*NodePoolAutoscaling)
+	if u != nil && (u.Replicas != nil || u.Autoscaling != nil) {
+		out.Replicas, out.Autoscaling = u.GetReplicas(), nil
+		if a := u.GetAutoscaling(); a != nil {
+			out.Autoscaling = proto.Clone(a).(*NodePoolAutoscaling)
+		}
 	}
 	if l := u.GetLabels(); l != nil {
 		out.Labels = maps.Clone(l.GetValues())

@@ -20,9 +20,9 @@ func TestApplyNodePoolUpdate(t *testing.T) {
 	}{
 		{"empty_update_changes_nothing", &NodePoolUpdate{}, func(s *NodePoolSpec) bool { return proto.Equal(s, poolSpec()) }},
 		{"nil_update_changes_nothing", nil, func(s *NodePoolSpec) bool { return proto.Equal(s, poolSpec()) }},
-		{"replicas_removes_autoscaling", &NodePoolUpdate{Scaling: &NodePoolUpdate_Replicas{Replicas: 0}},
+		{"replicas_removes_autoscaling", &NodePoolUpdate{Replicas: proto.Int32(0)},
 			func(s *NodePoolSpec) bool { return s.GetReplicas() == 0 && s.GetAutoscaling() == nil }},
-		{"autoscaling_zeroes_replicas", &NodePoolUpdate{Scaling: &NodePoolUpdate_Autoscaling{Autoscaling: &NodePoolAutoscaling{Min: 1, Max: 4}}},
+		{"autoscaling_zeroes_replicas", &NodePoolUpdate{Autoscaling: &NodePoolAutoscaling{Min: 1, Max: 4}},
 			func(s *NodePoolSpec) bool { return s.GetReplicas() == 0 && s.GetAutoscaling().GetMax() == 4 }},
 		{"empty_labels_remove_them", &NodePoolUpdate{Labels: &StringMap{}}, func(s *NodePoolSpec) bool { return s.Labels == nil }},
 		{"empty_taints_remove_them", &NodePoolUpdate{Taints: &Taints{}}, func(s *NodePoolSpec) bool { return len(s.Taints) == 0 }},

@@ -77,10 +77,8 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	if np.Deleting {
 		return c.reconcileNodePoolDelete(ctx, log, np, cl)
 	}
+	// The stored spec has its version: model.DefaultNodePool gave it one before it was stored.
 	wantVersion := np.Spec.GetVersionId()
-	if wantVersion == "" {
-		wantVersion = cl.Spec.GetVersionId()
-	}
 	// The pool's NodePool goes into the namespace the cluster's work creates, next to its
 	// HostedCluster: send it only once that work is applied. A pool already sent carries on
 	// even if the cluster's Applied condition flickers.

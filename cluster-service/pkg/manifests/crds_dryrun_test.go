@@ -43,8 +43,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
-	"github.com/openhcp/openhcp/cluster-service/pkg/server"
-	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 )
 
@@ -224,7 +223,7 @@ func TestClusterServiceManifestsPassTheRealCRDs(t *testing.T) {
 			// carry some of its cluster's spec (subnet, release, identities).
 			for j, name := range sortedKeys(nodePoolCases()) {
 				// As Cluster Service stores it: defaulted by its one default site.
-				np := server.DefaultNodePool(nodePoolCases()[name], &store.Cluster{Spec: c.Spec}, nil)
+				np := model.DefaultNodePool(nodePoolCases()[name], model.Cluster{Spec: c.Spec}, nil)
 				t.Run("nodepool-"+name, func(t *testing.T) {
 					w, err := manifests.BuildNodePool(cfg, manifests.NodePool{ID: fmt.Sprintf("%016d%016d", i+1, j+1), ARMResourceID: c.ARMResourceID + "/nodePools/" + name, Spec: np, Cluster: c})
 					if err != nil {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 
@@ -24,6 +23,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/internal/secretseal"
 )
 
@@ -501,7 +501,7 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 		return nil, err
 	}
 	if az := s.GetAzure(); az != nil {
-		subnet, vnet := canonicalSubnet(az.GetSubnetId())
+		subnet, vnet := model.CanonicalSubnet(az.GetSubnetId())
 		hc.Spec.Platform = hypershiftv1beta1.PlatformSpec{
 			Type: hypershiftv1beta1.AzurePlatform,
 			Azure: &hypershiftv1beta1.AzurePlatformSpec{
@@ -511,7 +511,7 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 				VnetID:            vnet,
 				SubnetID:          subnet,
 				SubscriptionID:    az.GetSubscriptionId(),
-				SecurityGroupID:   canonicalNSG(az.GetNetworkSecurityGroupId()),
+				SecurityGroupID:   model.CanonicalNSG(az.GetNetworkSecurityGroupId()),
 				TenantID:          az.GetTenantId(),
 				AzureAuthenticationConfig: hypershiftv1beta1.AzureAuthenticationConfiguration{
 					AzureAuthenticationConfigType: hypershiftv1beta1.AzureAuthenticationTypeWorkloadIdentities,
@@ -527,14 +527,14 @@ func hostedCluster(cfg Config, c Cluster, ns, name string, labels map[string]str
 		hc.Spec.Platform = hypershiftv1beta1.PlatformSpec{Type: hypershiftv1beta1.NonePlatform}
 	}
 	if keyID := s.GetEtcdEncryptionKeyId(); keyID != "" {
-		key, err := parseKeyVaultKeyID(keyID)
+		key, err := kmsKey(keyID)
 		if err != nil {
 			return nil, err
 		}
 		azureKMS := &hypershiftv1beta1.AzureKMSSpec{ActiveKey: key, KMS: kmsIdentity(c.ID)}
 		if backupID := s.GetEtcdEncryptionBackupKeyId(); backupID != "" {
 			// The version active before a rotation, until every secret is re-encrypted.
-			backup, err := parseKeyVaultKeyID(backupID)
+			backup, err := kmsKey(backupID)
 			if err != nil {
 				return nil, err
 			}
@@ -612,66 +612,13 @@ func networking(out *hypershiftv1beta1.ClusterNetworking, n *csv1.NetworkSpec) e
 	return nil
 }
 
-var (
-	subnetIDRE = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.network/virtualnetworks/([-\w.]{2,64})/subnets/([a-zA-Z0-9][-\w.]{0,79})$`)
-	nsgIDRE    = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.network/networksecuritygroups/([-\w.]{1,80})$`)
-)
-
-// ValidateSubnetID checks an Azure subnet resource ID the way HyperShift's API does.
-func ValidateSubnetID(id string) error {
-	m := subnetIDRE.FindStringSubmatch(id)
-	if m == nil || strings.HasSuffix(m[2], ".") || strings.HasSuffix(m[3], ".") || strings.HasSuffix(m[3], "-") ||
-		strings.HasSuffix(m[4], ".") || strings.HasSuffix(m[4], "-") {
-		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/{vnet}/subnets/{subnet}", id)
+// kmsKey is a Key Vault key ID (model.ParseKeyVaultKeyID) as HyperShift names its parts.
+func kmsKey(id string) (hypershiftv1beta1.AzureKMSKey, error) {
+	k, err := model.ParseKeyVaultKeyID(id)
+	if err != nil {
+		return hypershiftv1beta1.AzureKMSKey{}, err
 	}
-	return nil
-}
-
-// ValidateNSGID checks an Azure network security group resource ID.
-func ValidateNSGID(id string) error {
-	if m := nsgIDRE.FindStringSubmatch(id); m == nil || strings.HasSuffix(m[2], ".") {
-		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Network/networkSecurityGroups/{nsg}", id)
-	}
-	return nil
-}
-
-// canonicalSubnet returns the subnet and virtual network IDs with ARM's canonical casing of the
-// fixed segments: ARM IDs compare case-insensitively, HyperShift's validation does not.
-func canonicalSubnet(id string) (subnet, vnet string) {
-	m := subnetIDRE.FindStringSubmatch(id)
-	if m == nil {
-		return id, ""
-	}
-	vnet = fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", m[1], m[2], m[3])
-	return vnet + "/subnets/" + m[4], vnet
-}
-
-func canonicalNSG(id string) string {
-	m := nsgIDRE.FindStringSubmatch(id)
-	if m == nil {
-		return id
-	}
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkSecurityGroups/%s", m[1], m[2], m[3])
-}
-
-// parseKeyVaultKeyID splits https://<vault>.vault.azure.net/keys/<name>/<version>.
-func parseKeyVaultKeyID(id string) (hypershiftv1beta1.AzureKMSKey, error) {
-	u, err := url.Parse(id)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return hypershiftv1beta1.AzureKMSKey{}, fmt.Errorf("etcd encryption key ID %q is not a Key Vault key URL", id)
-	}
-	vault, _, _ := strings.Cut(u.Host, ".")
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) != 3 || parts[0] != "keys" || vault == "" {
-		return hypershiftv1beta1.AzureKMSKey{}, fmt.Errorf("etcd encryption key ID %q must look like https://<vault>.vault.azure.net/keys/<name>/<version>", id)
-	}
-	return hypershiftv1beta1.AzureKMSKey{KeyVaultName: vault, KeyName: parts[1], KeyVersion: parts[2]}, nil
-}
-
-// ValidateKeyVaultKeyID reports whether id is usable as etcd_encryption_key_id.
-func ValidateKeyVaultKeyID(id string) error {
-	_, err := parseKeyVaultKeyID(id)
-	return err
+	return hypershiftv1beta1.AzureKMSKey{KeyVaultName: k.Vault, KeyName: k.Name, KeyVersion: k.Version}, nil
 }
 
 // ErrNoWorkloadIdentities: the cluster has no workload identities and the region has no
@@ -693,12 +640,4 @@ func workloadIdentities(in *csv1.AzureWorkloadIdentities, devClientID string) (*
 		ImageRegistry: id(in.GetImageRegistry()), Ingress: id(in.GetIngress()), File: id(in.GetFile()), Disk: id(in.GetDisk()),
 		NodePoolManagement: id(in.GetNodePoolManagement()), CloudProvider: id(in.GetCloudProvider()), Network: id(in.GetNetwork()),
 	}, nil
-}
-
-// WorkloadIdentityFields lists the identities by proto field name with their values, for validation.
-func WorkloadIdentityFields(in *csv1.AzureWorkloadIdentities) map[string]string {
-	return map[string]string{
-		"image_registry": in.GetImageRegistry(), "ingress": in.GetIngress(), "file": in.GetFile(), "disk": in.GetDisk(),
-		"node_pool_management": in.GetNodePoolManagement(), "cloud_provider": in.GetCloudProvider(), "network": in.GetNetwork(),
-	}
 }

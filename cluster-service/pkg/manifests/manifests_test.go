@@ -16,6 +16,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 )
 
 const id = "0123456789abcdefghijklmnopqrstuv"
@@ -355,40 +356,15 @@ func TestValidateEnv(t *testing.T) {
 	}
 }
 
-func TestValidateAzureIDs(t *testing.T) {
-	const sub = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network"
-	for id, ok := range map[string]bool{
-		sub + "/virtualNetworks/vnet/subnets/default":                                                            true,
-		sub + "/virtualNetworks/v/subnets/default":                                                               false, // vnet name too short for HyperShift
-		sub + "/virtualNetworks/vnet-/subnets/default":                                                           false,
-		sub + "/virtualNetworks/vnet/subnets/-x":                                                                 false,
-		"/subscriptions/not-a-uuid/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s": false,
-		sub + "/virtualNetworks/vnet":                                                                            false,
-	} {
-		if err := ValidateSubnetID(id); (err == nil) != ok {
-			t.Errorf("ValidateSubnetID(%q) = %v, want ok=%v", id, err, ok)
-		}
-	}
-	for id, ok := range map[string]bool{
-		sub + "/networkSecurityGroups/nsg":       true,
-		sub + "/networkSecurityGroups/nsg/extra": false,
-		sub + "/virtualNetworks/vnet":            false,
-	} {
-		if err := ValidateNSGID(id); (err == nil) != ok {
-			t.Errorf("ValidateNSGID(%q) = %v, want ok=%v", id, err, ok)
-		}
-	}
-}
-
 func TestBuildNodePool(t *testing.T) {
 	cl := Cluster{ID: "00000000000000000000000000000001", ARMResourceID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/Alpha",
 		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", Azure: &csv1.AzureSpec{
 			SubnetId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourcegroups/rg/providers/microsoft.network/virtualnetworks/vnet/subnets/s"}}}
-	// As Cluster Service stores it (server.DefaultNodePool): the cluster's version and subnet.
+	// As Cluster Service stores it (model.DefaultNodePool): the cluster's version and subnet.
 	spec := &csv1.NodePoolSpec{VersionId: cl.Spec.VersionId, Replicas: 3, Labels: map[string]string{"tier": "web"}, AutoRepair: true,
 		Taints: []*csv1.Taint{{Key: "b", Effect: "NoSchedule"}, {Key: "a", Value: "x", Effect: "NoExecute"}},
 		Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", OsDiskSizeGib: 128, OsDiskStorageAccountType: "StandardSSD_LRS", AvailabilityZone: "2",
-			SubnetId: cl.Spec.Azure.SubnetId, OsDiskPersistence: DefaultOSDiskPersistence}}
+			SubnetId: cl.Spec.Azure.SubnetId, OsDiskPersistence: model.DefaultOSDiskPersistence}}
 	np := NodePool{ID: "00000000000000000000000000000100", ARMResourceID: cl.ARMResourceID + "/nodePools/Workers", Spec: spec, Cluster: cl}
 	w, err := BuildNodePool(Config{}, np)
 	if err != nil {
@@ -575,7 +551,7 @@ func TestHostedClusterNameFitsTheControlPlaneNamespace(t *testing.T) {
 func stored(p *csv1.NodePoolPlatform) *csv1.NodePoolPlatform {
 	p = proto.Clone(p).(*csv1.NodePoolPlatform)
 	if p.OsDiskPersistence == "" {
-		p.OsDiskPersistence = DefaultOSDiskPersistence
+		p.OsDiskPersistence = model.DefaultOSDiskPersistence
 	}
 	return p
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -18,6 +17,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 )
 
 const (
@@ -36,13 +36,9 @@ const (
 	FeedbackNodePoolVersion  = "version"
 	FeedbackNodePoolLabels   = "labels"
 
-	// Defaults of the node pool platform, applied by Cluster Service's validation before storing.
-	DefaultOSDiskSizeGiB            = 64
-	DefaultOSDiskStorageAccountType = "Premium_LRS"
-	DefaultOSDiskPersistence        = string(hypershiftv1beta1.PersistentDiskPersistence)
-	nodePoolImageGeneration         = hypershiftv1beta1.Gen2
-	nodePoolUpgradeType             = hypershiftv1beta1.UpgradeTypeReplace
-	nodePoolArch                    = hypershiftv1beta1.ArchitectureAMD64
+	nodePoolImageGeneration = hypershiftv1beta1.Gen2
+	nodePoolUpgradeType     = hypershiftv1beta1.UpgradeTypeReplace
+	nodePoolArch            = hypershiftv1beta1.ArchitectureAMD64
 )
 
 // NodePoolWorkName is the ManifestWork name of a node pool. It starts with "nodepool-", never
@@ -82,10 +78,10 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 	s := np.Spec
 	ns := Namespace(cfg.Env, np.Cluster.ID)
 	labels := map[string]string{LabelClusterID: np.Cluster.ID, LabelNodePoolID: np.ID}
-	// The stored spec is complete: Cluster Service's validation (validateNodePoolSpec) is the
+	// The stored spec is complete: model.DefaultNodePool is the
 	// one place that defaults the version, subnet and OS disk, so the build takes them as they are.
 	version := s.GetVersionId()
-	subnet, _ := canonicalSubnet(s.GetPlatform().GetSubnetId())
+	subnet, _ := model.CanonicalSubnet(s.GetPlatform().GetSubnetId())
 	diskSize := s.GetPlatform().GetOsDiskSizeGib()
 	diskType := s.GetPlatform().GetOsDiskStorageAccountType()
 	persistence := s.GetPlatform().GetOsDiskPersistence()
@@ -118,7 +114,7 @@ func BuildNodePool(cfg Config, np NodePool) (*workv1.ManifestWork, error) {
 					OSDisk: hypershiftv1beta1.AzureNodePoolOSDisk{
 						SizeGiB:                diskSize,
 						DiskStorageAccountType: hypershiftv1beta1.AzureDiskStorageAccountType(diskType),
-						EncryptionSetID:        canonicalDiskEncryptionSet(s.GetPlatform().GetOsDiskEncryptionSetId()),
+						EncryptionSetID:        model.CanonicalDiskEncryptionSet(s.GetPlatform().GetOsDiskEncryptionSetId()),
 						Persistence:            hypershiftv1beta1.AzureDiskPersistence(persistence),
 					},
 					EncryptionAtHost: encryptionAtHost,
@@ -204,38 +200,7 @@ func NodePoolSpecHashOf(work *workv1.ManifestWork) (string, error) {
 	return "", nil
 }
 
-// ValidateVMSize checks a VM size the way the NodePool CRD does.
-func ValidateVMSize(s string) error {
-	if len(s) > 255 || !vmSizeRE.MatchString(s) {
-		return fmt.Errorf("%q is not an Azure VM size like Standard_D8s_v3", s)
-	}
-	return nil
-}
-
-// ValidateDiskEncryptionSetID checks a disk encryption set resource ID the way HyperShift's
-// NodePool CRD checks osDisk.encryptionSetID.
-func ValidateDiskEncryptionSetID(id string) error {
-	if m := desIDRE.FindStringSubmatch(id); m == nil || strings.HasSuffix(m[2], ".") {
-		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Compute/diskEncryptionSets/{name}", id)
-	}
-	return nil
-}
-
-// canonicalDiskEncryptionSet spells a disk encryption set ID as HyperShift's CRD pattern
-// wants it (its segment names are case-sensitive there, ARM IDs are not).
-func canonicalDiskEncryptionSet(id string) string {
-	m := desIDRE.FindStringSubmatch(id)
-	if m == nil {
-		return id
-	}
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/diskEncryptionSets/%s", m[1], m[2], m[3])
-}
-
-var desIDRE = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.compute/diskencryptionsets/([-\w]{1,80})$`)
-
 const (
 	encryptionAtHostEnabled  = "Enabled"
 	encryptionAtHostDisabled = "Disabled"
 )
-
-var vmSizeRE = regexp.MustCompile(`^(Standard_|Basic_)?[A-Z]+[0-9]+(-[0-9]+)?[abdilmptsCNP]*(_[A-Z]*[0-9]+[A-Z]*)?(_v[0-9]+)?$`)

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
@@ -132,7 +133,7 @@ func TestValidateExternalAuthSpec(t *testing.T) {
 				tc.mutate(in)
 			}
 			var v violations
-			validateExternalAuthSpec(&v, "spec", in)
+			model.ValidateExternalAuthSpec(v.model(), "spec", in)
 			got := map[string]bool{}
 			for _, f := range v {
 				got[f.Field] = true
@@ -151,7 +152,7 @@ func TestValidateExternalAuthSpec(t *testing.T) {
 		in := validExternalAuthSpec()
 		in.ClaimMappings.Username = &csv1.UsernameClaimMapping{Claim: "sub", PrefixPolicy: "None"}
 		var v violations
-		out := validateExternalAuthSpec(&v, "spec", in)
+		out := model.ValidateExternalAuthSpec(v.model(), "spec", in)
 		if len(v) != 0 || out.ClaimMappings.Username.PrefixPolicy != "" || out.ValidationRules[0].Type != "RequiredClaim" || in.ValidationRules[0].Type != "" {
 			t.Fatalf("normalised = %v (input changed: %v), violations %v", out, in, v)
 		}

@@ -401,12 +401,12 @@ func TestUpdateNodePoolPartial(t *testing.T) {
 				return a.GetRevision() > b.GetRevision() && a.GetSpec().GetLabels()["tier"] == "db" && a.GetSpec().GetReplicas() == b.GetSpec().GetReplicas() &&
 					len(a.GetSpec().GetTaints()) == 1 && a.GetSpec().GetAutoRepair()
 			}},
-		{name: "scale_only_leaves_labels", update: &csv1.NodePoolUpdate{Scaling: &csv1.NodePoolUpdate_Replicas{Replicas: 7}},
+		{name: "scale_only_leaves_labels", update: &csv1.NodePoolUpdate{Replicas: proto.Int32(7)},
 			check: func(b, a *csv1.NodePool) bool {
 				return a.GetSpec().GetReplicas() == 7 && a.GetSpec().GetLabels()["tier"] == "db"
 			}},
 		{name: "autoscaling_out_of_range_is_named_by_its_arm_path",
-			update: &csv1.NodePoolUpdate{Scaling: &csv1.NodePoolUpdate_Autoscaling{Autoscaling: &csv1.NodePoolAutoscaling{Min: 2, Max: 900}}},
+			update: &csv1.NodePoolUpdate{Autoscaling: &csv1.NodePoolAutoscaling{Min: 2, Max: 900}},
 			field:  "update.autoscaling.max", armPath: "properties.autoScaling.max"},
 		{name: "bad_taint_is_named_by_its_arm_path",
 			update: &csv1.NodePoolUpdate{Taints: &csv1.Taints{Values: []*csv1.Taint{{Key: "a", Effect: "NoSchedule"}, {Key: "b", Effect: "Sometimes"}}}},

@@ -90,7 +90,7 @@ func TestUpdateConditionalOnSpecRevision(t *testing.T) {
 		},
 		update: func(specRevision int64, n int) (object, error) {
 			return e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.Id,
-				Update: &csv1.NodePoolUpdate{Scaling: &csv1.NodePoolUpdate_Replicas{Replicas: int32(2 + n)}}, SpecRevision: specRevision})
+				Update: &csv1.NodePoolUpdate{Replicas: proto.Int32(int32(2 + n))}, SpecRevision: specRevision})
 		},
 	}, {
 		name: "external_auth",

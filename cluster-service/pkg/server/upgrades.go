@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
@@ -28,12 +29,6 @@ func newPolicyID() string {
 	rand.Read(b[:])
 	return strings.ToLower(policyIDEncoding.EncodeToString(b[:]))
 }
-
-// channelGroups are the groups a cluster may be in, checked at create and on update;
-// defaultChannelGroup is the one a cluster created without a group is in.
-var channelGroups = []string{defaultChannelGroup, "candidate", "fast", "eus", "nightly"}
-
-const defaultChannelGroup = "stable"
 
 const maxOperationIDLength = 128
 
@@ -51,11 +46,11 @@ func (s *Server) UpdateCluster(ctx context.Context, req *csv1.UpdateClusterReque
 		v.add("operation_id", "must be at most %d characters", maxOperationIDLength)
 	}
 	u := req.GetUpdate()
-	if u.GetVersionId() == "" && u.GetChannelGroup() == "" && !hasConfigUpdate(u) {
+	if u.GetVersionId() == "" && u.GetChannelGroup() == "" && !model.HasConfigUpdate(u) {
 		v.add("update", "names nothing to change: set the version, the channel group or a configuration field")
 	}
-	oneOf(&v, "update.channel_group", u.GetChannelGroup(), channelGroups...)
-	validateConfigUpdate(&v, u)
+	oneOf(&v, "update.channel_group", u.GetChannelGroup(), model.ChannelGroups()...)
+	model.ValidateConfigUpdate(v.model(), u)
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -119,7 +114,7 @@ func (s *Server) updateCluster(ctx context.Context, op, id string, pre store.Pre
 			"next_run", p.GetNextRun().AsTime(), "operationID", operationID)
 	} else {
 		log.Info("cluster updated", "channel_group", c.Spec.GetChannelGroup(), "version_id", c.Spec.GetVersionId(),
-			"configuration_changed", hasConfigUpdate(u), "state", c.Status.GetState().String())
+			"configuration_changed", model.HasConfigUpdate(u), "state", c.Status.GetState().String())
 	}
 	return toProto(c), nil
 }
@@ -138,8 +133,8 @@ func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.
 		spec.ChannelGroup = g
 		ch.Spec = spec
 	}
-	if hasConfigUpdate(u) {
-		next := applyConfigUpdate(&v, spec, u)
+	if model.HasConfigUpdate(u) {
+		next := model.ApplyConfigUpdate(v.model(), spec, u)
 		if !proto.Equal(next, spec) {
 			spec = next
 			ch.Spec = spec
@@ -163,9 +158,9 @@ func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.
 				if np.Deleting {
 					continue
 				}
-				if n, ok := versions.MinorsBehind(np.Spec.GetVersionId(), target); !ok || n > maxMinorsBehind {
+				if n, ok := versions.MinorsBehind(np.Spec.GetVersionId(), target); !ok || n > model.MaxMinorsBehind {
 					v.add("update.version_id", "node pool %s runs %s, which would be more than %d minor versions behind %s; upgrade the node pool first",
-						np.ID, np.Spec.GetVersionId(), maxMinorsBehind, target)
+						np.ID, np.Spec.GetVersionId(), model.MaxMinorsBehind, target)
 				}
 			}
 			if active != nil {

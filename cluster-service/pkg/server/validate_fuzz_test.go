@@ -10,6 +10,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
@@ -76,7 +77,7 @@ func FuzzValidateNodePool(f *testing.F) {
 			in.Autoscaling = &csv1.NodePoolAutoscaling{Min: min, Max: max}
 		}
 		var v violations
-		spec := validateNodePoolSpec(&v, "spec", in, cl, nil, catalogue, time.Now)
+		spec := model.ValidateNodePoolSpec(v.model(), "spec", in, modelCluster(cl), nil, catalogue, time.Now)
 		if v.err() != nil {
 			return
 		}

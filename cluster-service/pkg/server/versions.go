@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) ListVersions(_ context.Context, req *csv1.ListVersionsRequest) 
 func (s *Server) GetVersion(_ context.Context, req *csv1.GetVersionRequest) (*csv1.Version, error) {
 	g := req.GetChannelGroup()
 	if g == "" {
-		g = defaultChannelGroup
+		g = model.DefaultChannelGroup
 	}
 	if req.GetId() == "" {
 		var v violations

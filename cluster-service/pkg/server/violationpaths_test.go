@@ -26,20 +26,24 @@ import (
 // body ("-") or only holds others ("."; "is required" of a whole message) — the frontend's own
 // mistakes. A helper's `field` or `prefix` parameter stands for every path its callers pass.
 func TestViolationPathsNameRequestFields(t *testing.T) {
+	// The rules live in the model package; the request-level checks and the calls into the
+	// model (which pass each rule its path) live here: walk both.
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkg, ok := pkgs["server"]
-	if !ok {
-		t.Fatal("no package server")
-	}
 	var funcs []*ast.FuncDecl
-	for _, f := range pkg.Files {
-		for _, d := range f.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
-				funcs = append(funcs, fd)
+	for dir, name := range map[string]string{".": "server", "../model": "model"} {
+		pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg, ok := pkgs[name]
+		if !ok {
+			t.Fatalf("no package %s in %s", name, dir)
+		}
+		for _, f := range pkg.Files {
+			for _, d := range f.Decls {
+				if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+					funcs = append(funcs, fd)
+				}
 			}
 		}
 	}
@@ -55,7 +59,7 @@ func TestViolationPathsNameRequestFields(t *testing.T) {
 				return true
 			}
 			fn, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || fn.Sel.Name != "add" || !isIdent(fn.X, "v") || len(call.Args) < 2 {
+			if !ok || (fn.Sel.Name != "add" && fn.Sel.Name != "Add") || !isIdent(fn.X, "v") || len(call.Args) < 2 {
 				return true
 			}
 			where := fset.Position(call.Args[0].Pos()).String()
@@ -225,7 +229,7 @@ func newResolver(funcs []*ast.FuncDecl) *resolver {
 			continue
 		}
 		for _, p := range fd.Type.Params.List {
-			if st, ok := p.Type.(*ast.StarExpr); ok && isIdent(st.X, "violations") {
+			if st, ok := p.Type.(*ast.StarExpr); ok && (isIdent(st.X, "violations") || isIdent(st.X, "Violations")) {
 				r.helpers[fd.Name.Name] = fd
 			}
 		}
@@ -239,8 +243,8 @@ func newResolver(funcs []*ast.FuncDecl) *resolver {
 				if !ok {
 					return true
 				}
-				fn, ok := call.Fun.(*ast.Ident)
-				if !ok || r.helpers[fn.Name] == nil {
+				fn := calledName(call)
+				if fn == nil || r.helpers[fn.Name] == nil {
 					return true
 				}
 				for i, name := range paramNames(r.helpers[fn.Name]) {
@@ -274,7 +278,7 @@ func (r *resolver) patterns(fd *ast.FuncDecl, e ast.Expr) []string {
 			return product(r.patterns(fd, x.X), r.patterns(fd, x.Y))
 		}
 	case *ast.CallExpr:
-		if fn, ok := x.Fun.(*ast.Ident); ok && (fn.Name == "fieldIndex" || fn.Name == "indexed") && len(x.Args) == 2 {
+		if fn := calledName(x); fn != nil && (fn.Name == "fieldIndex" || fn.Name == "indexed" || fn.Name == "Indexed") && len(x.Args) == 2 {
 			return product(r.patterns(fd, x.Args[0]), []string{`\[0\]`})
 		}
 		if sel, ok := x.Fun.(*ast.SelectorExpr); ok && isIdent(sel.X, "fmt") && sel.Sel.Name == "Sprintf" && len(x.Args) > 0 {
@@ -315,6 +319,20 @@ func (r *resolver) patterns(fd *ast.FuncDecl, e ast.Expr) []string {
 		}
 	}
 	return []string{anySegment}
+}
+
+// calledName is the function a call names: f(...) in its own package, model.F(...) in the
+// model package; nil for anything else.
+func calledName(call *ast.CallExpr) *ast.Ident {
+	switch fn := call.Fun.(type) {
+	case *ast.Ident:
+		return fn
+	case *ast.SelectorExpr:
+		if isIdent(fn.X, "model") {
+			return fn.Sel
+		}
+	}
+	return nil
 }
 
 func product(a, b []string) []string {

@@ -30,7 +30,7 @@ type NodePool struct {
 type NodePoolProperties struct {
 	Version  NodePoolVersionProfile  `json:"version"`
 	Platform NodePoolPlatformProfile `json:"platform"`
-	// Replicas is the fixed node count; it is 0 when AutoScaling is set.
+	// Replicas is the fixed node count; Cluster Service refuses it beside AutoScaling unless 0.
 	Replicas    int32                `json:"replicas"`
 	AutoRepair  bool                 `json:"autoRepair"`
 	AutoScaling *NodePoolAutoScaling `json:"autoScaling,omitempty"`
@@ -77,16 +77,14 @@ type Taint struct {
 	Effect string `json:"effect"`
 }
 
-// Node pool defaults of the specification, the same in every api-version.
+// The diskType values of the specification (Cluster Service's Persistent and Ephemeral).
 const (
-	DefaultOSDiskSizeGiB          = 64
-	DefaultDiskStorageAccountType = "Premium_LRS"
-	DiskTypeManaged               = "Managed"
-	DiskTypeEphemeral             = "Ephemeral"
+	DiskTypeManaged   = "Managed"
+	DiskTypeEphemeral = "Ephemeral"
 )
 
-// Default fills what a node pool has even when the api-version of the request did not know
-// the field (documents written through an older version).
+// Default fills diskType in a document stored before node pools had one (their disks are
+// Managed, as Cluster Service holds them); new documents hold Cluster Service's answer.
 func (np *NodePool) Default() {
 	if np.Properties.Platform.OSDisk.DiskType == "" {
 		np.Properties.Platform.OSDisk.DiskType = DiskTypeManaged

@@ -34,10 +34,12 @@ func TestDecodeNodePoolDefaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			p := np.Properties
-			if !p.AutoRepair || p.Platform.EnableEncryptionAtHost || p.Platform.OSDisk.SizeGiB != 64 ||
-				p.Platform.OSDisk.DiskStorageAccountType != "Premium_LRS" || p.Platform.OSDisk.DiskType != "Managed" ||
-				p.Version.ChannelGroup != "stable" || p.Replicas != 2 || p.AutoScaling != nil || p.NodeDrainTimeoutMinutes != nil {
-				t.Fatalf("defaults not applied: %+v", p)
+			// Only autoRepair (absent and false look the same to Cluster Service); the rest is
+			// left for Cluster Service's model to default (TestNodePoolChannelGroupFromCluster).
+			if !p.AutoRepair || p.Platform.EnableEncryptionAtHost || p.Platform.OSDisk.SizeGiB != 0 ||
+				p.Platform.OSDisk.DiskStorageAccountType != "" || p.Platform.OSDisk.DiskType != "" ||
+				p.Version.ChannelGroup != "" || p.Replicas != 2 || p.AutoScaling != nil || p.NodeDrainTimeoutMinutes != nil {
+				t.Fatalf("decoded with defaults of its own: %+v", p)
 			}
 		})
 	}
@@ -55,9 +57,11 @@ func TestDecodeNodePoolValidation(t *testing.T) {
 		{name: "platform_required", body: `{"location":"eastus","properties":{"replicas":1}}`, targets: []string{"properties.platform"}},
 		{name: "vm_size_required", body: `{"location":"eastus","properties":{"platform":{}}}`, targets: []string{"properties.platform.vmSize"}},
 		{name: "location_required", body: `{"properties":{"platform":{"vmSize":"x"}}}`, targets: []string{"location"}},
-		{name: "replicas_over_200_without_zone", body: `{"location":"eastus","properties":{"replicas":201,"platform":{"vmSize":"x"}}}`, targets: []string{"properties.replicas"}},
-		{name: "autoscaling_max_below_min_and_replicas_together", body: `{"location":"eastus","properties":{"replicas":3,"autoScaling":{"min":4,"max":2},"platform":{"vmSize":"x"}}}`,
-			targets: []string{"properties.replicas", "properties.autoScaling.max"}},
+		// Only the specification's structural bound (minimum 0) is the frontend's; the pool's
+		// size range and the replicas/autoScaling exclusion are Cluster Service's
+		// (TestNodePoolScalingAgrees in package frontend).
+		{name: "negative_replicas_and_autoscaling", body: `{"location":"eastus","properties":{"replicas":-1,"autoScaling":{"min":-2,"max":-1},"platform":{"vmSize":"x"}}}`,
+			targets: []string{"properties.replicas", "properties.autoScaling.min", "properties.autoScaling.max"}},
 		{name: "taint_effect_and_key", body: `{"location":"eastus","properties":{"taints":[{"key":"","effect":"Sometimes"}],"platform":{"vmSize":"x"}}}`,
 			targets: []string{"properties.taints[0].key", "properties.taints[0].effect"}},
 		{name: "duplicate_label_key", body: `{"location":"eastus","properties":{"labels":[{"key":"a"},{"key":"a","value":"b"}],"platform":{"vmSize":"x"}}}`,

@@ -6,16 +6,17 @@ import (
 	"sort"
 	"strings"
 
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // Node pools: hcpOpenShiftClusters/{cluster}/nodePools/{name}, served by the child-resource
 // handlers (handlers_child.go) with what is particular to a node pool: location and tags,
-// create-only fields, the cluster's subnet as default, and no write while the cluster has any
-// operation in progress.
+// create-only fields, Cluster Service's defaults written back after a create, and no write while
+// the cluster has any operation in progress.
 
 var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.NodePoolUpdate, api.NodePoolVersion]{
 	typeName: "nodePools", noun: "node pool",
@@ -32,20 +33,13 @@ var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.N
 	render:   api.NodePoolVersion.RenderNodePool,
 	carry: func(v api.NodePoolVersion, stored, next *api.NodePool) {
 		v.PreserveNodePool(stored, next)
-		if next.Properties.Platform.SubnetID == "" {
-			next.Properties.Platform.SubnetID = stored.Properties.Platform.SubnetID
-		}
+		keepStored(stored, next)
 	},
-	prepareCreate: func(cluster *armdoc.ResourceDocument, np *api.NodePool) error {
-		c, err := clusterFromDoc(cluster)
-		if err != nil {
-			return err
-		}
-		if np.Properties.Platform.SubnetID == "" {
-			// The specification's default: the cluster's subnet (Cluster Service does the same).
-			np.Properties.Platform.SubnetID = c.Properties.Platform.SubnetID
-		}
-		return nil
+	// The frontend has no node pool defaults of its own: what the caller left out is what
+	// Cluster Service answered (its model's defaults: the cluster's subnet and channel group,
+	// the control plane's version, the OS disk).
+	adopt: func(np *api.NodePool, spec protoreflect.Message) {
+		fromClusterServiceSpec(np, spec.Interface().(*csv1.NodePoolSpec))
 	},
 	changeErrors: nodePoolChangedFields,
 	spec:         nodePoolSpec, fullUpdate: csv1.FullNodePoolUpdate, diffUpdate: csv1.NodePoolUpdateDiff,

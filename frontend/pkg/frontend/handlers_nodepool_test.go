@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
@@ -30,6 +31,8 @@ type fakeNodePools struct {
 	updates   []*csv1.UpdateNodePoolRequest
 	deletes   []string
 	createErr error
+	// clusters, when set, is the fake Clusters service whose specs the defaults read.
+	clusters *fakeClusterService
 }
 
 func (f *fakeNodePools) CreateNodePool(ctx context.Context, req *csv1.CreateNodePoolRequest) (*csv1.NodePool, error) {
@@ -46,6 +49,17 @@ func (f *fakeNodePools) CreateNodePool(ctx context.Context, req *csv1.CreateNode
 	}
 	f.rev++
 	p := proto.Clone(req.GetNodePool()).(*csv1.NodePool)
+	// Cluster Service's own defaults (its model package), from the cluster the fake Clusters
+	// service holds.
+	cl := &csv1.ClusterSpec{ChannelGroup: model.DefaultChannelGroup}
+	if f.clusters != nil {
+		f.clusters.mu.Lock()
+		if c, ok := f.clusters.clusters[req.GetNodePool().GetClusterId()]; ok {
+			cl = c.GetSpec()
+		}
+		f.clusters.mu.Unlock()
+	}
+	p.Spec = model.DefaultNodePool(p.GetSpec(), model.Cluster{Spec: cl}, nil)
 	p.Revision, p.SpecRevision, p.Status = f.rev, f.rev, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_PENDING}
 	f.pools[p.Id] = p
 	return p, nil
@@ -114,6 +128,7 @@ func newNodePoolEnv(t testing.TB, mutate ...func(*Config)) (*env, *fakeNodePools
 	fake := &fakeNodePools{pools: map[string]*csv1.NodePool{}}
 	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
 	e := newEnv(t, append([]func(*Config){func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) }}, mutate...)...)
+	fake.clusters = e.cs
 	return e, fake
 }
 
@@ -169,9 +184,6 @@ func TestPutNodePool(t *testing.T) {
 		{name: "several_problems_are_multiple_errors", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
 			path: poolPath("c1", "np1"), body: set(set(minimalPoolBody(), "properties.replicas", -1), "properties.platform.osDisk.sizeGiB", 32),
 			wantCode: 400, wantError: "MultipleErrorsOccurred"},
-		{name: "replicas_with_autoscaling_is_refused", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
-			path: poolPath("c1", "np1"), body: set(minimalPoolBody(), "properties.autoScaling", map[string]any{"min": 1, "max": 3}),
-			wantCode: 400, wantError: "InvalidRequestContent", wantTarget: "properties.replicas"},
 		{name: "unknown_field_names_its_path", setup: func(t *testing.T, e *env) { e.readyCluster(t, "c1") },
 			path: poolPath("c1", "np1"), body: set(minimalPoolBody(), "properties.platform.osDisk.diskType", "Managed"),
 			wantCode: 400, wantError: "InvalidRequestContent", wantTarget: "properties.platform.osDisk.diskType"},
@@ -404,8 +416,9 @@ func TestNodePoolOlderVersionKeepsNewerFields(t *testing.T) {
 
 // TestNodePoolWithoutVersionIDThroughNewerVersions: NodePoolVersionProfile.id is required from
 // 2025-12-23-preview on. A pool created through 2024-06-10-preview with a channel group and no
-// id shows the required id as "" there (e.do validates every answer against the schema), and a
-// PUT of that body or a PATCH through the newer version keeps working.
+// id shows the version Cluster Service gave it (its cluster's) there (e.do validates every
+// answer against the schema), and a PUT of that body or a PATCH through the newer version keeps
+// working.
 func TestNodePoolWithoutVersionIDThroughNewerVersions(t *testing.T) {
 	e, _ := newNodePoolEnv(t)
 	e.readyCluster(t, "c1")
@@ -414,8 +427,8 @@ func TestNodePoolWithoutVersionIDThroughNewerVersions(t *testing.T) {
 	for _, v := range []string{"2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"} {
 		got := e.do("GET", withVersion(path, v), nil, nil)
 		ver, _ := got.json(t)["properties"].(map[string]any)["version"].(map[string]any)
-		if got.code != 200 || ver["id"] != "" || ver["channelGroup"] != "candidate" {
-			t.Fatalf("GET through %s: %d version %v; want id \"\" and the channel group", v, got.code, ver)
+		if got.code != 200 || ver["id"] != "4.19.7" || ver["channelGroup"] != "candidate" {
+			t.Fatalf("GET through %s: %d version %v; want Cluster Service's id (the cluster's) and the channel group", v, got.code, ver)
 		}
 		r := e.do("PUT", withVersion(path, v), got.body, nil)
 		if r.code != 200 {

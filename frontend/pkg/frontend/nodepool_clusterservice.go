@@ -1,6 +1,8 @@
 package frontend
 
 import (
+	"cmp"
+
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
@@ -25,10 +27,9 @@ func nodePoolSpec(np *api.NodePool) *csv1.NodePoolSpec {
 			OsDiskPersistence:        osDiskPersistence(p.Platform.OSDisk.DiskType),
 		},
 	}
+	spec.Replicas = p.Replicas
 	if a := p.AutoScaling; a != nil {
 		spec.Autoscaling = &csv1.NodePoolAutoscaling{Min: a.Min, Max: a.Max}
-	} else {
-		spec.Replicas = p.Replicas
 	}
 	if len(p.Labels) > 0 {
 		spec.Labels = map[string]string{}
@@ -52,6 +53,47 @@ func osDiskPersistence(diskType string) string {
 		return "Ephemeral"
 	}
 	return diskType
+}
+
+// fromClusterServiceSpec fills what the caller left out of np with what Cluster Service holds
+// (its defaults), so the document and every GET show Cluster Service's answer: the frontend has
+// no node pool defaults of its own. What the caller sent stays as sent ("4.20" is shown as
+// "4.20", as a cluster's version is, although Cluster Service resolved it).
+func fromClusterServiceSpec(np *api.NodePool, spec *csv1.NodePoolSpec) {
+	if spec == nil {
+		return
+	}
+	p, pl := &np.Properties, spec.GetPlatform()
+	p.Version.ID = cmp.Or(p.Version.ID, spec.GetVersionId())
+	p.Version.ChannelGroup = cmp.Or(p.Version.ChannelGroup, spec.GetChannelGroup())
+	p.Platform.SubnetID = cmp.Or(p.Platform.SubnetID, pl.GetSubnetId())
+	p.Platform.OSDisk.SizeGiB = cmp.Or(p.Platform.OSDisk.SizeGiB, pl.GetOsDiskSizeGib())
+	p.Platform.OSDisk.DiskStorageAccountType = cmp.Or(p.Platform.OSDisk.DiskStorageAccountType, pl.GetOsDiskStorageAccountType())
+	p.Platform.OSDisk.DiskType = cmp.Or(p.Platform.OSDisk.DiskType, diskType(pl.GetOsDiskPersistence()))
+}
+
+// keepStored fills what a PUT left out with the stored pool's (Cluster Service's) values: for
+// Cluster Service an empty version or channel group leaves the pool's, and the platform cannot
+// change, so a replace that omits them asks for what the pool has.
+func keepStored(stored, next *api.NodePool) {
+	p, s := &next.Properties, &stored.Properties
+	p.Version.ID = cmp.Or(p.Version.ID, s.Version.ID)
+	p.Version.ChannelGroup = cmp.Or(p.Version.ChannelGroup, s.Version.ChannelGroup)
+	p.Platform.SubnetID = cmp.Or(p.Platform.SubnetID, s.Platform.SubnetID)
+	p.Platform.OSDisk.SizeGiB = cmp.Or(p.Platform.OSDisk.SizeGiB, s.Platform.OSDisk.SizeGiB)
+	p.Platform.OSDisk.DiskStorageAccountType = cmp.Or(p.Platform.OSDisk.DiskStorageAccountType, s.Platform.OSDisk.DiskStorageAccountType)
+	p.Platform.OSDisk.DiskType = cmp.Or(p.Platform.OSDisk.DiskType, s.Platform.OSDisk.DiskType)
+}
+
+// diskType is the ARM diskType of Cluster Service's OS disk persistence.
+func diskType(persistence string) string {
+	switch persistence {
+	case "Persistent":
+		return api.DiskTypeManaged
+	case "Ephemeral":
+		return api.DiskTypeEphemeral
+	}
+	return persistence
 }
 
 // nodePoolUpdate is what UpdateNodePool gets for a change from stored to next

@@ -82,7 +82,10 @@ func TestNodePoolUpdate(t *testing.T) {
 			func(s *csv1.NodePoolSpec) bool {
 				return s.GetChannelGroup() == "stable" && s.GetVersionId() == "4.19.17"
 			}},
-		{"autoscaling_replaces_replicas", func(np *api.NodePool) { np.Properties.AutoScaling = &api.NodePoolAutoScaling{Min: 1, Max: 3} },
+		// An ARM body that switches to autoScaling has no replicas (a PATCH drops them).
+		{"autoscaling_replaces_replicas", func(np *api.NodePool) {
+			np.Properties.Replicas, np.Properties.AutoScaling = 0, &api.NodePoolAutoScaling{Min: 1, Max: 3}
+		},
 			func(s *csv1.NodePoolSpec) bool { return s.GetReplicas() == 0 && s.GetAutoscaling().GetMax() == 3 }},
 		{"platform_kept_from_cluster_service", func(np *api.NodePool) {
 			np.Properties.Platform = api.NodePoolPlatformProfile{VMSize: "Standard_D8s_v3"}

@@ -21,10 +21,6 @@ type NodePoolRules struct {
 	MaxOSDiskSizeGiB int64
 }
 
-// maxNodesWithoutZone is the spec's limit on replicas and autoScaling.min/max when no
-// availabilityZone is given.
-const maxNodesWithoutZone = 200
-
 // NodePool checks the node pool properties shared by every api-version. hasPlatform says
 // whether properties.platform was in the body.
 func (v *Checker) NodePool(f *profiles.NodePoolFields, hasPlatform bool, r NodePoolRules) {
@@ -55,30 +51,13 @@ func (v *Checker) NodePool(f *profiles.NodePoolFields, hasPlatform bool, r NodeP
 		}
 		v.Enum(f.DiskType, "properties.platform.osDisk.diskType", "Managed", "Ephemeral")
 	}
-	zoned := f.AvailabilityZone != nil && *f.AvailabilityZone != ""
-	maxNodes := int64(1<<31 - 1)
-	limit := ""
-	if !zoned {
-		maxNodes, limit = maxNodesWithoutZone, " without an availabilityZone"
-	}
-	nodes := func(p *int32, target string) {
-		if p == nil {
-			return
-		}
-		if int64(*p) < 0 || int64(*p) > maxNodes {
-			v.Add(target, "Invalid value '%d' for field '%s' (must be between 0 and %d%s).", *p, target, maxNodes, limit)
-		}
-	}
-	nodes(f.Replicas, "properties.replicas")
+	// The specification's structural bound only: how many nodes a pool may have, and that
+	// replicas and autoScaling exclude each other, are Cluster Service's rule (its model
+	// package), which refuses with the field's path.
+	v.notNegative(f.Replicas, "properties.replicas")
 	if a := f.AutoScaling; a != nil {
-		if f.Replicas != nil && *f.Replicas != 0 {
-			v.Add("properties.replicas", "Field 'properties.replicas' cannot be used together with 'properties.autoScaling'.")
-		}
-		nodes(a.Min, "properties.autoScaling.min")
-		nodes(a.Max, "properties.autoScaling.max")
-		if a.Min != nil && a.Max != nil && *a.Max < *a.Min {
-			v.Add("properties.autoScaling.max", "Invalid value '%d' for field 'properties.autoScaling.max' (must be at least min, %d).", *a.Max, *a.Min)
-		}
+		v.notNegative(a.Min, "properties.autoScaling.min")
+		v.notNegative(a.Max, "properties.autoScaling.max")
 	}
 	seen := map[string]bool{}
 	for i, l := range f.Labels {
@@ -109,6 +88,13 @@ func (v *Checker) NodePool(f *profiles.NodePoolFields, hasPlatform bool, r NodeP
 		}
 	}
 	v.RangeInt(f.NodeDrainTimeoutMinutes, "properties.nodeDrainTimeoutMinutes", 0, 10080)
+}
+
+// notNegative is the specification's "minimum: 0".
+func (v *Checker) notNegative(p *int32, target string) {
+	if p != nil && *p < 0 {
+		v.Add(target, "Invalid value '%d' for field '%s' (must be at least 0).", *p, target)
+	}
 }
 
 // NodePoolIdentity checks a node pool's identity block: only its type has constraints in the

@@ -49,30 +49,32 @@ type NodePoolFields struct {
 	DiskType *string
 }
 
-// ToInternal applies the specification's defaults: channelGroup stable, autoRepair true,
-// enableEncryptionAtHost false, osDisk 64 GiB Premium_LRS Managed.
+// ToInternal converts what the body says. What it leaves out stays empty: Cluster Service's
+// model defaults it (the channel group to the cluster's, the OS disk to 64 GiB Premium_LRS
+// persistent, the subnet to the cluster's) and the frontend stores and renders its answer. Only
+// autoRepair's default (true) is applied here: Cluster Service's spec cannot tell an absent
+// autoRepair from false.
 func (f *NodePoolFields) ToInternal() api.NodePoolProperties {
 	var p api.NodePoolProperties
-	p.Version.ChannelGroup = api.ChannelGroupStable
 	if v := f.Version; v != nil {
 		p.Version.ID = str(v.ID, "")
-		p.Version.ChannelGroup = str(v.ChannelGroup, api.ChannelGroupStable)
+		p.Version.ChannelGroup = str(v.ChannelGroup, "")
 	}
 	p.Platform.SubnetID = str(f.SubnetID, "")
 	p.Platform.VMSize = str(f.VMSize, "")
 	p.Platform.EnableEncryptionAtHost = f.EnableEncryptionAtHost != nil && *f.EnableEncryptionAtHost
 	p.Platform.AvailabilityZone = str(f.AvailabilityZone, "")
 	p.Platform.OSDisk = api.OSDiskProfile{
-		SizeGiB:                i32(f.OSDiskSizeGiB, api.DefaultOSDiskSizeGiB),
-		DiskStorageAccountType: str(f.DiskStorageAccountType, api.DefaultDiskStorageAccountType),
+		SizeGiB:                i32(f.OSDiskSizeGiB, 0),
+		DiskStorageAccountType: str(f.DiskStorageAccountType, ""),
 		EncryptionSetID:        str(f.EncryptionSetID, ""),
-		DiskType:               str(f.DiskType, api.DiskTypeManaged),
+		DiskType:               str(f.DiskType, ""),
 	}
 	p.AutoRepair = f.AutoRepair == nil || *f.AutoRepair
+	// Both as given: Cluster Service's model decides whether they exclude each other.
+	p.Replicas = i32(f.Replicas, 0)
 	if a := f.AutoScaling; a != nil {
 		p.AutoScaling = &api.NodePoolAutoScaling{Min: i32(a.Min, 0), Max: i32(a.Max, 0)}
-	} else {
-		p.Replicas = i32(f.Replicas, 0)
 	}
 	for _, l := range f.Labels {
 		p.Labels = append(p.Labels, api.Label{Key: str(l.Key, ""), Value: str(l.Value, "")})

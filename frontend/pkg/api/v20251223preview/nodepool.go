@@ -51,7 +51,6 @@ func (version) DecodeNodePool(body []byte, stored *api.NodePool) (*api.NodePool,
 	if ext.Identity != nil {
 		np.Identity = ext.Identity.ToInternal()
 	}
-	np.Default()
 	return np, nil
 }
 

@@ -1,16 +1,14 @@
-package server
+package model
 
 import (
 	"net"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 )
 
 // The cluster's configuration: the fields besides version and network that reach the
@@ -33,49 +31,39 @@ var (
 	keyVersionRE       = regexp.MustCompile(`^[A-Za-z0-9-]{1,255}$`)
 )
 
-// applyConfigDefaults fills the configuration's documented defaults.
-func applyConfigDefaults(s *csv1.ClusterSpec) {
-	if s.IngressVisibility == "" {
-		s.IngressVisibility = "Public"
-	}
-	if s.CryptoRestrictions == "" {
-		s.CryptoRestrictions = "None"
-	}
-}
-
-// validateConfig checks the configuration of a spec being created; prefix is the spec's path.
-func validateConfig(v *violations, prefix string, s *csv1.ClusterSpec) {
+// ValidateConfig checks the configuration of a spec being created; prefix is the spec's path.
+func ValidateConfig(v *Violations, prefix string, s *csv1.ClusterSpec) {
 	validateAutoscaling(v, prefix+".autoscaling", s.GetAutoscaling())
-	validateDrainTimeout(v, prefix+".node_drain_timeout_minutes", s.GetNodeDrainTimeoutMinutes())
+	ValidateDrainTimeout(v, prefix+".node_drain_timeout_minutes", s.GetNodeDrainTimeoutMinutes())
 	validateAuthorizedCIDRs(v, prefix+".api_authorized_cidrs", s.GetApiAuthorizedCidrs())
 	validateImageDigestMirrors(v, prefix+".image_digest_mirrors", s.GetImageDigestMirrors())
-	oneOf(v, prefix+".ingress_visibility", s.GetIngressVisibility(), "Public", "Private", "Disabled")
-	oneOf(v, prefix+".crypto_restrictions", s.GetCryptoRestrictions(), "None", "FIPS")
+	OneOf(v, prefix+".ingress_visibility", s.GetIngressVisibility(), "Public", "Private", "Disabled")
+	OneOf(v, prefix+".crypto_restrictions", s.GetCryptoRestrictions(), "None", "FIPS")
 	if p := s.GetDnsBaseDomainPrefix(); p != "" && (len(p) > 15 || !baseDomainPrefixRE.MatchString(p)) {
-		v.add(prefix+".dns_base_domain_prefix", "must be 1-15 characters of [a-z0-9-], starting with a letter and not ending with '-', not %q", p)
+		v.Add(prefix+".dns_base_domain_prefix", "must be 1-15 characters of [a-z0-9-], starting with a letter and not ending with '-', not %q", p)
 	}
 	if vis := s.GetEtcdEncryptionKeyVaultVisibility(); vis != "" {
-		oneOf(v, prefix+".etcd_encryption_key_vault_visibility", vis, "Public", "Private")
+		OneOf(v, prefix+".etcd_encryption_key_vault_visibility", vis, "Public", "Private")
 		if s.GetEtcdEncryptionKeyId() == "" {
-			v.add(prefix+".etcd_encryption_key_vault_visibility", "is only for a customer-managed key")
+			v.Add(prefix+".etcd_encryption_key_vault_visibility", "is only for a customer-managed key")
 		}
 	}
 	if s.GetIssuerUrl() != "" {
-		v.add(prefix+".issuer_url", "is chosen by Cluster Service, not by the caller")
+		v.Add(prefix+".issuer_url", "is chosen by Cluster Service, not by the caller")
 	}
 	if s.GetEtcdEncryptionBackupKeyId() != "" {
-		v.add(prefix+".etcd_encryption_backup_key_id", "is set by Cluster Service when the key version is rotated (UpdateCluster), not on create")
+		v.Add(prefix+".etcd_encryption_backup_key_id", "is set by Cluster Service when the key version is rotated (UpdateCluster), not on create")
 	}
 	if id := s.GetAzure().GetVnetIntegrationSubnetId(); id != "" {
-		if err := manifests.ValidateSubnetID(id); err != nil {
-			v.add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet resource ID: %v", err)
+		if err := ValidateSubnetID(id); err != nil {
+			v.Add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet resource ID: %v", err)
 		} else if strings.EqualFold(id, s.GetAzure().GetSubnetId()) {
-			v.add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet of its own, not the cluster's subnet")
+			v.Add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet of its own, not the cluster's subnet")
 		}
 	}
 }
 
-func validateAutoscaling(v *violations, field string, a *csv1.ClusterAutoscaling) {
+func validateAutoscaling(v *Violations, field string, a *csv1.ClusterAutoscaling) {
 	if a == nil {
 		return
 	}
@@ -85,68 +73,69 @@ func validateAutoscaling(v *violations, field string, a *csv1.ClusterAutoscaling
 		"max_node_provision_time_seconds": a.MaxNodeProvisionTimeSeconds,
 	} {
 		if val != nil && *val < 0 {
-			v.add(field+"."+name, "must not be negative, not %d", *val)
+			v.Add(field+"."+name, "must not be negative, not %d", *val)
 		}
 	}
 }
 
-func validateDrainTimeout(v *violations, field string, m int32) {
+// ValidateDrainTimeout checks a node drain timeout in minutes (a cluster's or a node pool's).
+func ValidateDrainTimeout(v *Violations, field string, m int32) {
 	if m < 0 || m > maxNodeDrainTimeoutMins {
-		v.add(field, "must be between 0 and %d minutes, not %d", maxNodeDrainTimeoutMins, m)
+		v.Add(field, "must be between 0 and %d minutes, not %d", maxNodeDrainTimeoutMins, m)
 	}
 }
 
-func validateAuthorizedCIDRs(v *violations, field string, cidrs []string) {
+func validateAuthorizedCIDRs(v *Violations, field string, cidrs []string) {
 	if len(cidrs) > maxAuthorizedCIDRs {
-		v.add(field, "must have at most %d entries, not %d", maxAuthorizedCIDRs, len(cidrs))
+		v.Add(field, "must have at most %d entries, not %d", maxAuthorizedCIDRs, len(cidrs))
 		return
 	}
 	seen := map[string]bool{}
 	for i, c := range cidrs {
 		ip, _, err := net.ParseCIDR(c)
 		if err != nil || ip.To4() == nil {
-			v.add(indexed(field, i), "must be an IPv4 CIDR block like 192.0.2.0/24, not %q", c)
+			v.Add(Indexed(field, i), "must be an IPv4 CIDR block like 192.0.2.0/24, not %q", c)
 			continue
 		}
 		// allowedCIDRBlocks is a set: the API server refuses duplicates.
 		if seen[c] {
-			v.add(indexed(field, i), "%s is listed twice", c)
+			v.Add(Indexed(field, i), "%s is listed twice", c)
 		}
 		seen[c] = true
 	}
 }
 
-func validateImageDigestMirrors(v *violations, field string, ms []*csv1.ImageDigestMirror) {
+func validateImageDigestMirrors(v *Violations, field string, ms []*csv1.ImageDigestMirror) {
 	if len(ms) > maxImageDigestMirrors {
-		v.add(field, "must have at most %d entries, not %d", maxImageDigestMirrors, len(ms))
+		v.Add(field, "must have at most %d entries, not %d", maxImageDigestMirrors, len(ms))
 		return
 	}
 	sources := map[string]bool{}
 	for i, m := range ms {
-		f := indexed(field, i)
+		f := Indexed(field, i)
 		src := m.GetSource()
 		if !validImageRepository(strings.TrimPrefix(src, "*.")) {
-			v.add(f+".source", "must be host[:port][/namespace...][/repo] or *.host of at most %d characters, not %q", maxImageRepositoryLen, src)
+			v.Add(f+".source", "must be host[:port][/namespace...][/repo] or *.host of at most %d characters, not %q", maxImageRepositoryLen, src)
 		} else if strings.HasPrefix(src, "*.") && strings.Contains(src, "/") {
-			v.add(f+".source", "a wildcard source (*.host) has no path, not %q", src)
+			v.Add(f+".source", "a wildcard source (*.host) has no path, not %q", src)
 		}
 		if sources[src] {
-			v.add(f+".source", "%q is listed twice", src)
+			v.Add(f+".source", "%q is listed twice", src)
 		}
 		sources[src] = true
 		switch n := len(m.GetMirrors()); {
 		case n == 0:
-			v.add(f+".mirrors", "must have at least one mirror")
+			v.Add(f+".mirrors", "must have at least one mirror")
 		case n > maxMirrorsPerSource:
-			v.add(f+".mirrors", "must have at most %d mirrors, not %d", maxMirrorsPerSource, n)
+			v.Add(f+".mirrors", "must have at most %d mirrors, not %d", maxMirrorsPerSource, n)
 		}
 		seen := map[string]bool{}
 		for j, mir := range m.GetMirrors() {
 			if !validImageRepository(mir) {
-				v.add(indexed(f+".mirrors", j), "must be host[:port][/namespace...][/repo] of at most %d characters, not %q", maxImageRepositoryLen, mir)
+				v.Add(Indexed(f+".mirrors", j), "must be host[:port][/namespace...][/repo] of at most %d characters, not %q", maxImageRepositoryLen, mir)
 			}
 			if seen[mir] {
-				v.add(indexed(f+".mirrors", j), "%q is listed twice", mir)
+				v.Add(Indexed(f+".mirrors", j), "%q is listed twice", mir)
 			}
 			seen[mir] = true
 		}
@@ -157,16 +146,12 @@ func validImageRepository(s string) bool {
 	return len(s) <= maxImageRepositoryLen && imageRepositoryRE.MatchString(s)
 }
 
-func indexed(field string, i int) string {
-	return field + "[" + strconv.Itoa(i) + "]"
-}
-
-// validateConfigUpdate checks the configuration fields of an update on their own (what does
+// ValidateConfigUpdate checks the configuration fields of an update on their own (what does
 // not depend on the stored cluster).
-func validateConfigUpdate(v *violations, u *csv1.ClusterUpdate) {
+func ValidateConfigUpdate(v *Violations, u *csv1.ClusterUpdate) {
 	validateAutoscaling(v, "update.autoscaling", u.GetAutoscaling())
 	if u.NodeDrainTimeoutMinutes != nil {
-		validateDrainTimeout(v, "update.node_drain_timeout_minutes", u.GetNodeDrainTimeoutMinutes())
+		ValidateDrainTimeout(v, "update.node_drain_timeout_minutes", u.GetNodeDrainTimeoutMinutes())
 	}
 	if u.GetApiAuthorizedCidrs() != nil {
 		validateAuthorizedCIDRs(v, "update.api_authorized_cidrs.values", u.GetApiAuthorizedCidrs().GetValues())
@@ -175,22 +160,22 @@ func validateConfigUpdate(v *violations, u *csv1.ClusterUpdate) {
 		validateImageDigestMirrors(v, "update.image_digest_mirrors.mirrors", u.GetImageDigestMirrors().GetMirrors())
 	}
 	if k := u.GetEtcdEncryptionKeyVersion(); k != "" && !keyVersionRE.MatchString(k) {
-		v.add("update.etcd_encryption_key_version", "must be a Key Vault key version (letters, digits, '-'), not %q", k)
+		v.Add("update.etcd_encryption_key_version", "must be a Key Vault key version (letters, digits, '-'), not %q", k)
 	}
 	if u.PausedUntil != nil && !validPausedUntil(u.GetPausedUntil()) {
-		v.add("update.paused_until", "must be \"true\" (paused until resumed), an RFC 3339 time (paused until then) or \"\" (resume), not %q", u.GetPausedUntil())
+		v.Add("update.paused_until", "must be \"true\" (paused until resumed), an RFC 3339 time (paused until then) or \"\" (resume), not %q", u.GetPausedUntil())
 	}
 	if wi := u.GetWorkloadIdentities(); wi != nil {
-		for field, val := range manifests.WorkloadIdentityFields(wi) {
+		for field, val := range WorkloadIdentityFields(wi) {
 			if !uuidRE.MatchString(val) {
-				v.add("update.workload_identities."+field, "must be a managed identity client ID (UUID), not %q", val)
+				v.Add("update.workload_identities."+field, "must be a managed identity client ID (UUID), not %q", val)
 			}
 		}
 	}
 }
 
-// hasConfigUpdate reports whether u changes any configuration field.
-func hasConfigUpdate(u *csv1.ClusterUpdate) bool {
+// HasConfigUpdate reports whether u changes any configuration field.
+func HasConfigUpdate(u *csv1.ClusterUpdate) bool {
 	return u.GetAutoscaling() != nil || u.NodeDrainTimeoutMinutes != nil || u.GetApiAuthorizedCidrs() != nil ||
 		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil ||
 		u.PausedUntil != nil
@@ -206,9 +191,9 @@ func validPausedUntil(s string) bool {
 	return err == nil
 }
 
-// applyConfigUpdate returns spec with u's configuration applied (spec itself is not changed),
+// ApplyConfigUpdate returns spec with u's configuration applied (spec itself is not changed),
 // or violations that depend on the stored spec.
-func applyConfigUpdate(v *violations, spec *csv1.ClusterSpec, u *csv1.ClusterUpdate) *csv1.ClusterSpec {
+func ApplyConfigUpdate(v *Violations, spec *csv1.ClusterSpec, u *csv1.ClusterUpdate) *csv1.ClusterSpec {
 	out := proto.Clone(spec).(*csv1.ClusterSpec)
 	if a := u.GetAutoscaling(); a != nil {
 		out.Autoscaling = proto.Clone(a).(*csv1.ClusterAutoscaling)
@@ -233,7 +218,7 @@ func applyConfigUpdate(v *violations, spec *csv1.ClusterSpec, u *csv1.ClusterUpd
 	}
 	if wi := u.GetWorkloadIdentities(); wi != nil {
 		if out.GetAzure() == nil {
-			v.add("update.workload_identities", "the cluster has no Azure platform")
+			v.Add("update.workload_identities", "the cluster has no Azure platform")
 			return out
 		}
 		out.Azure.WorkloadIdentities = proto.Clone(wi).(*csv1.AzureWorkloadIdentities)
@@ -241,7 +226,7 @@ func applyConfigUpdate(v *violations, spec *csv1.ClusterSpec, u *csv1.ClusterUpd
 	if ver := u.GetEtcdEncryptionKeyVersion(); ver != "" {
 		cur := spec.GetEtcdEncryptionKeyId()
 		if cur == "" {
-			v.add("update.etcd_encryption_key_version", "the cluster's etcd encryption key is platform-managed; only a customer-managed key has versions to rotate")
+			v.Add("update.etcd_encryption_key_version", "the cluster's etcd encryption key is platform-managed; only a customer-managed key has versions to rotate")
 			return out
 		}
 		i := strings.LastIndex(cur, "/")

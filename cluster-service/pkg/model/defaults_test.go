@@ -1,4 +1,4 @@
-package server
+package model
 
 import (
 	"testing"
@@ -6,22 +6,21 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 )
 
 // TestDefaultNodePool: the one default site of a node pool spec. What it fills is what the
 // manifest builder takes as it is (manifests.BuildNodePool applies no default of its own).
 func TestDefaultNodePool(t *testing.T) {
 	const clusterSubnet = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s"
-	cl := &store.Cluster{Spec: &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "candidate", Azure: &csv1.AzureSpec{SubnetId: clusterSubnet}}}
-	upgrading := &store.Cluster{Spec: cl.Spec, Status: &csv1.ClusterStatus{CurrentVersion: "4.19.10"}}
+	cl := Cluster{Spec: &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "candidate", Azure: &csv1.AzureSpec{SubnetId: clusterSubnet}}}
+	upgrading := Cluster{Spec: cl.Spec, Status: &csv1.ClusterStatus{CurrentVersion: "4.19.10"}}
 	explicit := &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", OsDiskSizeGib: 128, OsDiskStorageAccountType: "StandardSSD_LRS",
 		OsDiskPersistence: "Ephemeral", SubnetId: clusterSubnet + "2"}
 	defaulted := &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", OsDiskSizeGib: 64, OsDiskStorageAccountType: "Premium_LRS",
 		OsDiskPersistence: "Persistent", SubnetId: clusterSubnet}
 	for _, tc := range []struct {
 		name    string
-		cluster *store.Cluster
+		cluster Cluster
 		in, cur *csv1.NodePoolSpec
 		want    *csv1.NodePoolSpec
 	}{

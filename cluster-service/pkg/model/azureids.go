@@ -1,0 +1,116 @@
+package model
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+// Azure resource IDs and names as HyperShift's API checks them. The manifest builder parses
+// what these accept (Canonical*, ParseKeyVaultKeyID), so a spec that passes here builds.
+
+var (
+	subnetIDRE = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.network/virtualnetworks/([-\w.]{2,64})/subnets/([a-zA-Z0-9][-\w.]{0,79})$`)
+	nsgIDRE    = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.network/networksecuritygroups/([-\w.]{1,80})$`)
+	desIDRE    = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.compute/diskencryptionsets/([-\w]{1,80})$`)
+	vmSizeRE   = regexp.MustCompile(`^(Standard_|Basic_)?[A-Z]+[0-9]+(-[0-9]+)?[abdilmptsCNP]*(_[A-Z]*[0-9]+[A-Z]*)?(_v[0-9]+)?$`)
+)
+
+// ValidateSubnetID checks an Azure subnet resource ID the way HyperShift's API does.
+func ValidateSubnetID(id string) error {
+	m := subnetIDRE.FindStringSubmatch(id)
+	if m == nil || strings.HasSuffix(m[2], ".") || strings.HasSuffix(m[3], ".") || strings.HasSuffix(m[3], "-") ||
+		strings.HasSuffix(m[4], ".") || strings.HasSuffix(m[4], "-") {
+		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Network/virtualNetworks/{vnet}/subnets/{subnet}", id)
+	}
+	return nil
+}
+
+// ValidateNSGID checks an Azure network security group resource ID.
+func ValidateNSGID(id string) error {
+	if m := nsgIDRE.FindStringSubmatch(id); m == nil || strings.HasSuffix(m[2], ".") {
+		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Network/networkSecurityGroups/{nsg}", id)
+	}
+	return nil
+}
+
+// CanonicalSubnet returns the subnet and virtual network IDs with ARM's canonical casing of the
+// fixed segments: ARM IDs compare case-insensitively, HyperShift's validation does not.
+func CanonicalSubnet(id string) (subnet, vnet string) {
+	m := subnetIDRE.FindStringSubmatch(id)
+	if m == nil {
+		return id, ""
+	}
+	vnet = fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/virtualNetworks/%s", m[1], m[2], m[3])
+	return vnet + "/subnets/" + m[4], vnet
+}
+
+// CanonicalNSG spells a network security group ID with ARM's canonical casing.
+func CanonicalNSG(id string) string {
+	m := nsgIDRE.FindStringSubmatch(id)
+	if m == nil {
+		return id
+	}
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/networkSecurityGroups/%s", m[1], m[2], m[3])
+}
+
+// KeyVaultKey is an etcd encryption key ID split into its parts.
+type KeyVaultKey struct{ Vault, Name, Version string }
+
+// ParseKeyVaultKeyID splits https://<vault>.vault.azure.net/keys/<name>/<version>.
+func ParseKeyVaultKeyID(id string) (KeyVaultKey, error) {
+	u, err := url.Parse(id)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q is not a Key Vault key URL", id)
+	}
+	vault, _, _ := strings.Cut(u.Host, ".")
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) != 3 || parts[0] != "keys" || vault == "" {
+		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q must look like https://<vault>.vault.azure.net/keys/<name>/<version>", id)
+	}
+	return KeyVaultKey{Vault: vault, Name: parts[1], Version: parts[2]}, nil
+}
+
+// ValidateKeyVaultKeyID reports whether id is usable as etcd_encryption_key_id.
+func ValidateKeyVaultKeyID(id string) error {
+	_, err := ParseKeyVaultKeyID(id)
+	return err
+}
+
+// WorkloadIdentityFields lists the identities by proto field name with their values, for validation.
+func WorkloadIdentityFields(in *csv1.AzureWorkloadIdentities) map[string]string {
+	return map[string]string{
+		"image_registry": in.GetImageRegistry(), "ingress": in.GetIngress(), "file": in.GetFile(), "disk": in.GetDisk(),
+		"node_pool_management": in.GetNodePoolManagement(), "cloud_provider": in.GetCloudProvider(), "network": in.GetNetwork(),
+	}
+}
+
+// ValidateVMSize checks a VM size the way the NodePool CRD does.
+func ValidateVMSize(s string) error {
+	if len(s) > 255 || !vmSizeRE.MatchString(s) {
+		return fmt.Errorf("%q is not an Azure VM size like Standard_D8s_v3", s)
+	}
+	return nil
+}
+
+// ValidateDiskEncryptionSetID checks a disk encryption set resource ID the way HyperShift's
+// NodePool CRD checks osDisk.encryptionSetID.
+func ValidateDiskEncryptionSetID(id string) error {
+	if m := desIDRE.FindStringSubmatch(id); m == nil || strings.HasSuffix(m[2], ".") {
+		return fmt.Errorf("%q is not /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.Compute/diskEncryptionSets/{name}", id)
+	}
+	return nil
+}
+
+// CanonicalDiskEncryptionSet spells a disk encryption set ID as HyperShift's CRD pattern
+// wants it (its segment names are case-sensitive there, ARM IDs are not).
+func CanonicalDiskEncryptionSet(id string) string {
+	m := desIDRE.FindStringSubmatch(id)
+	if m == nil {
+		return id
+	}
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/diskEncryptionSets/%s", m[1], m[2], m[3])
+}

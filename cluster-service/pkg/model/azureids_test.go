@@ -1,0 +1,46 @@
+package model
+
+import "testing"
+
+func TestValidateAzureIDs(t *testing.T) {
+	const sub = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network"
+	for id, ok := range map[string]bool{
+		sub + "/virtualNetworks/vnet/subnets/default":                                                            true,
+		sub + "/virtualNetworks/v/subnets/default":                                                               false, // vnet name too short for HyperShift
+		sub + "/virtualNetworks/vnet-/subnets/default":                                                           false,
+		sub + "/virtualNetworks/vnet/subnets/-x":                                                                 false,
+		"/subscriptions/not-a-uuid/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s": false,
+		sub + "/virtualNetworks/vnet":                                                                            false,
+	} {
+		if err := ValidateSubnetID(id); (err == nil) != ok {
+			t.Errorf("ValidateSubnetID(%q) = %v, want ok=%v", id, err, ok)
+		}
+	}
+	for id, ok := range map[string]bool{
+		sub + "/networkSecurityGroups/nsg":       true,
+		sub + "/networkSecurityGroups/nsg/extra": false,
+		sub + "/virtualNetworks/vnet":            false,
+	} {
+		if err := ValidateNSGID(id); (err == nil) != ok {
+			t.Errorf("ValidateNSGID(%q) = %v, want ok=%v", id, err, ok)
+		}
+	}
+}
+
+func TestParseKeyVaultKeyID(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want KeyVaultKey
+		ok   bool
+	}{
+		{"https://vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "vault1", Name: "etcd", Version: "0123abcd"}, true},
+		{"http://vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://vault1.vault.azure.net/secrets/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://vault1.vault.azure.net/keys/etcd", KeyVaultKey{}, false},
+	} {
+		got, err := ParseKeyVaultKeyID(tc.id)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("ParseKeyVaultKeyID(%q) = %+v, %v; want %+v, ok=%v", tc.id, got, err, tc.want, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package model
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"net/url"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+const (
+	maxAudiences       = 10
+	maxOIDCClients     = 20
+	maxClaimLength     = 256
+	maxComponentName   = 256
+	maxComponentNS     = 63
+	requiredClaimRule  = "RequiredClaim"
+	prefixPolicyPrefix = "Prefix"
+)
+
+// ValidateExternalAuthSpec checks a spec against the rules of OpenShift's OIDC provider
+// (config.openshift.io/v1 Authentication) and the ARM specification, and returns it normalised:
+// prefix policy "None" becomes "" (no opinion), an empty rule type becomes RequiredClaim.
+func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuthSpec) *csv1.ExternalAuthSpec {
+	if in == nil {
+		v.Add(field, "is required")
+		return nil
+	}
+	spec := proto.Clone(in).(*csv1.ExternalAuthSpec)
+	iss := spec.GetIssuer()
+	switch u, err := url.Parse(iss.GetUrl()); {
+	case iss.GetUrl() == "":
+		v.Add(field+".issuer.url", "is required")
+	case err != nil || u.Scheme != "https" || u.Host == "":
+		v.Add(field+".issuer.url", "must be an https URL, not %q", iss.GetUrl())
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		v.Add(field+".issuer.url", "must not have a query, fragment or user info")
+	}
+	auds := map[string]bool{}
+	switch n := len(iss.GetAudiences()); {
+	case n == 0:
+		v.Add(field+".issuer.audiences", "must have at least one entry")
+	case n > maxAudiences:
+		v.Add(field+".issuer.audiences", "must have at most %d entries, has %d", maxAudiences, n)
+	}
+	for i, a := range iss.GetAudiences() {
+		if a == "" {
+			v.Add(Indexed(field+".issuer.audiences", i), "must not be empty")
+		}
+		if auds[a] {
+			v.Add(Indexed(field+".issuer.audiences", i), "%q is listed twice", a)
+		}
+		auds[a] = true
+	}
+	if ca := iss.GetCa(); ca != "" && !validPEMBundle(ca) {
+		v.Add(field+".issuer.ca", "must be PEM-encoded certificates")
+	}
+
+	if n := len(spec.GetClients()); n > maxOIDCClients {
+		v.Add(field+".clients", "must have at most %d entries, has %d", maxOIDCClients, n)
+	}
+	components := map[string]bool{}
+	for i, c := range spec.GetClients() {
+		f := Indexed(field+".clients", i)
+		lengthIn(v, f+".component_name", c.GetComponentName(), 1, maxComponentName)
+		lengthIn(v, f+".component_namespace", c.GetComponentNamespace(), 1, maxComponentNS)
+		key := c.GetComponentNamespace() + "/" + c.GetComponentName()
+		if components[key] {
+			v.Add(f+".component_name", "component %s is configured twice", key)
+		}
+		components[key] = true
+		switch {
+		case c.GetClientId() == "":
+			v.Add(f+".client_id", "is required")
+		case len(auds) > 0 && !auds[c.GetClientId()]:
+			v.Add(f+".client_id", "%q must be one of the issuer's audiences", c.GetClientId())
+		}
+		if c.GetType() == "" {
+			v.Add(f+".type", "is required")
+		}
+		OneOf(v, f+".type", c.GetType(), "Confidential", "Public")
+		for j, sc := range c.GetExtraScopes() {
+			if sc == "" || strings.ContainsAny(sc, " \t\n") {
+				v.Add(Indexed(f+".extra_scopes", j), "must be a non-empty scope without spaces, not %q", sc)
+			}
+		}
+	}
+
+	cm := spec.GetClaimMappings()
+	un := cm.GetUsername()
+	lengthIn(v, field+".claim_mappings.username.claim", un.GetClaim(), 1, maxClaimLength)
+	if un.GetPrefixPolicy() == "None" {
+		un.PrefixPolicy = ""
+	}
+	OneOf(v, field+".claim_mappings.username.prefix_policy", un.GetPrefixPolicy(), "None", "Prefix", "NoPrefix")
+	switch {
+	case un.GetPrefixPolicy() == prefixPolicyPrefix && un.GetPrefix() == "":
+		v.Add(field+".claim_mappings.username.prefix", "is required when the prefix policy is Prefix")
+	case un.GetPrefixPolicy() != prefixPolicyPrefix && un.GetPrefix() != "":
+		v.Add(field+".claim_mappings.username.prefix", "must be empty unless the prefix policy is Prefix")
+	}
+	if g := cm.GetGroups(); g != nil {
+		lengthIn(v, field+".claim_mappings.groups.claim", g.GetClaim(), 1, maxClaimLength)
+	}
+	for i, r := range spec.GetValidationRules() {
+		f := Indexed(field+".validation_rules", i)
+		if r.GetType() == "" {
+			r.Type = requiredClaimRule
+		}
+		OneOf(v, f+".type", r.GetType(), requiredClaimRule)
+		if r.GetRequiredClaim() == "" {
+			v.Add(f+".required_claim", "is required")
+		}
+		if r.GetRequiredValue() == "" {
+			v.Add(f+".required_value", "is required")
+		}
+	}
+	return spec
+}
+
+func lengthIn(v *Violations, field, s string, lo, hi int) {
+	switch n := len(s); {
+	case n == 0 && lo > 0:
+		v.Add(field, "is required")
+	case n < lo || n > hi:
+		v.Add(field, "must be %d to %d characters, has %d", lo, hi, n)
+	}
+}
+
+// validPEMBundle: at least one CERTIFICATE block, every block a parseable certificate, nothing
+// but whitespace around them.
+func validPEMBundle(s string) bool {
+	rest := []byte(s)
+	n := 0
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			return false
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return false
+		}
+		n++
+	}
+	return n > 0 && strings.TrimSpace(string(rest)) == ""
+}
