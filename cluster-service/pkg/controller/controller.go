@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -135,6 +136,8 @@ type Controller struct {
 	reports map[string]*reportTimes
 	// observed is the latest status event of every watched work (observed.go).
 	observed *observedWorks
+	// built is the work last built per cluster and feedback mode (clusterwork.go).
+	built *builtWorks
 
 	reconciles *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
@@ -145,6 +148,8 @@ type Controller struct {
 	waits *prometheus.GaugeVec
 	// statusReads counts the works' statuses a reconcile used, by where they came from.
 	statusReads *prometheus.CounterVec
+	// workBuilds counts works built (encoded, hashed and decoded), by kind.
+	workBuilds *prometheus.CounterVec
 }
 
 // retryBackoff is the wait before a failed reconcile of a cluster, node pool, credential or
@@ -189,6 +194,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		lag:      map[string]lagState{},
 		reports:  map[string]*reportTimes{},
 		observed: newObservedWorks(),
+		built:    newBuiltWorks(),
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cluster_service_reconciles_total", Help: "Reconciles by kind (cluster, node_pool) and outcome (ok, requeue, error).",
 		}, []string{"kind", "outcome"}),
@@ -208,12 +214,16 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 			Name: "cluster_service_work_status_reads_total",
 			Help: "Work statuses a reconcile used, by source: watch (taken from the status event Maestro streamed, no request) or maestro (read from Maestro's REST API).",
 		}, []string{"source"}),
+		workBuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cluster_service_work_builds_total",
+			Help: "Works built from the stored spec (manifests encoded, the spec hashed, the HostedCluster decoded back), by kind (cluster).",
+		}, []string{"kind"}),
 	}
 	c.depth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters and node pools waiting to be reconciled.",
 	}, func() float64 { return float64(c.queue.Len()) })
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.waits, c.statusReads)
+		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.waits, c.statusReads, c.workBuilds)
 	}
 	return c
 }
@@ -499,20 +509,18 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		cl = placed
 	}
 
-	var buildErr error // a spec that cannot be built, as opposed to a failure to read the external auth
-	var ea *store.ExternalAuth
+	ea, err := c.st.ClusterExternalAuth(ctx, cl.ID)
+	if err != nil {
+		return 0, fmt.Errorf("read external auth of cluster %s: %w", id, err)
+	}
+	var built *hypershiftv1beta1.HostedCluster
 	work, steadyHash, err := c.withFeedbackMode(id, cl.Status.GetState() == csv1.ClusterState_CLUSTER_STATE_READY,
 		func(watch bool) (*workv1.ManifestWork, error) {
-			w, err := manifests.Build(c.cfg.Manifests, manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec,
-				EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey, WatchStatus: watch, ReadSecretsLive: c.cfg.ReadSecretsLive})
-			if err != nil {
-				buildErr = err
-				return nil, err
-			}
-			w, ea, err = c.withExternalAuth(ctx, cl, w)
-			return w, err
+			b, err := c.clusterWork(cl, ea, watch)
+			built = b.hc
+			return b.work, err
 		})
-	if err != nil && buildErr == nil {
+	if err != nil && !errors.As(err, new(errBuild)) {
 		return 0, err
 	}
 	if err != nil {
@@ -552,10 +560,6 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		c.mu.Unlock()
 	} else if err != nil {
 		return 0, fmt.Errorf("get work of cluster %s from %s: %w", id, cl.Shard, err)
-	}
-	built, err := manifests.HostedClusterOf(work)
-	if err != nil {
-		return 0, err
 	}
 	st, err := DeriveClusterStatus(got, built, false)
 	if err != nil {
@@ -693,6 +697,7 @@ func (c *Controller) forget(id string) {
 	delete(c.written, id)
 	delete(c.lag, id)
 	c.mu.Unlock()
+	c.built.forget(id)
 }
 
 func (c *Controller) now() time.Time {
