@@ -15,11 +15,15 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 )
 
-// builtClusterWork is a cluster's work as one reconcile sends it, with the HostedCluster it
-// carries decoded.
+// builtClusterWork is a cluster's work as one reconcile sends it.
 type builtClusterWork struct {
 	work *workv1.ManifestWork
-	hc   *hypershiftv1beta1.HostedCluster
+}
+
+// hostedCluster decodes the HostedCluster the work carries (not kept with the work: at about
+// 20 KB per cluster with both modes, the decoded form doubled what the cache holds).
+func (b builtClusterWork) hostedCluster() (*hypershiftv1beta1.HostedCluster, error) {
+	return manifests.HostedClusterOf(b.work)
 }
 
 // errBuild marks a spec that cannot be built (as opposed to a failure to add the external auth).
@@ -69,6 +73,14 @@ func (b *builtWorks) put(k builtKey, inputs [sha256.Size]byte, w builtClusterWor
 	b.m[k] = builtEntry{inputs: inputs, built: w}
 }
 
+// forgetWatched drops the watched form of id's work: a steady cluster's reconciles use only
+// the polled one until its spec changes, so the cache holds one work per steady cluster.
+func (b *builtWorks) forgetWatched(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, builtKey{id, true})
+}
+
 func (b *builtWorks) forget(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -111,7 +123,7 @@ func workInputs(cl *store.Cluster, ea *store.ExternalAuth) ([sha256.Size]byte, e
 }
 
 // clusterWork is the work of cl with its external auth ea (nil: none) in the feedback mode
-// watch, and its HostedCluster decoded: the one last built when its inputs are unchanged,
+// watch: the one last built when its inputs are unchanged,
 // else built now. The result is shared: callers must not modify it.
 func (c *Controller) clusterWork(cl *store.Cluster, ea *store.ExternalAuth, watch bool) (builtClusterWork, error) {
 	inputs, err := workInputs(cl, ea)
@@ -131,7 +143,7 @@ func (c *Controller) clusterWork(cl *store.Cluster, ea *store.ExternalAuth, watc
 }
 
 // buildClusterWork builds the work of cl with its external auth ea (nil: none) in the
-// feedback mode watch, and decodes its HostedCluster.
+// feedback mode watch.
 func (c *Controller) buildClusterWork(cl *store.Cluster, ea *store.ExternalAuth, watch bool) (builtClusterWork, error) {
 	c.workBuilds.WithLabelValues("cluster").Inc()
 	w, err := manifests.Build(c.cfg.Manifests, manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec,
@@ -146,9 +158,5 @@ func (c *Controller) buildClusterWork(cl *store.Cluster, ea *store.ExternalAuth,
 	if w, err = manifests.WithExternalAuth(w, in); err != nil {
 		return builtClusterWork{}, fmt.Errorf("add external auth to the work of cluster %s: %w", cl.ID, err)
 	}
-	hc, err := manifests.HostedClusterOf(w)
-	if err != nil {
-		return builtClusterWork{}, err
-	}
-	return builtClusterWork{work: w, hc: hc}, nil
+	return builtClusterWork{work: w}, nil
 }

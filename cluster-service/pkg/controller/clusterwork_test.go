@@ -60,13 +60,24 @@ func TestUnchangedClusterWorkIsBuiltOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if hashOf(b) != first[watch] || b.hc == nil {
+			if hashOf(b) != first[watch] {
 				t.Fatalf("work of the unchanged cluster (watch %v) has hash %s, want %s", watch, hashOf(b), first[watch])
 			}
 		}
 	}
 	if got := builds(); got != 2 {
 		t.Errorf("builds after three more reconciles of the unchanged cluster = %v, want 2", got)
+	}
+
+	// A steady cluster keeps only the polled form; the watched one is built again when needed.
+	c.built.forgetWatched(cl.ID)
+	for _, watch := range []bool{false, true, true} {
+		if _, err := c.clusterWork(&next, nil, watch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := builds(); got != 3 {
+		t.Errorf("builds after the watched form was dropped = %v, want 3 (the watched form once)", got)
 	}
 
 	// Each input of the work builds it anew, and the result is a fresh build's.

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -513,11 +512,9 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if err != nil {
 		return 0, fmt.Errorf("read external auth of cluster %s: %w", id, err)
 	}
-	var built *hypershiftv1beta1.HostedCluster
 	work, steadyHash, err := c.withFeedbackMode(id, cl.Status.GetState() == csv1.ClusterState_CLUSTER_STATE_READY,
 		func(watch bool) (*workv1.ManifestWork, error) {
 			b, err := c.clusterWork(cl, ea, watch)
-			built = b.hc
 			return b.work, err
 		})
 	if err != nil && !errors.As(err, new(errBuild)) {
@@ -531,6 +528,13 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		return 0, werr
 	}
 	hash := work.Annotations[manifests.AnnotationSpecHash]
+	if hash == steadyHash {
+		c.built.forgetWatched(id)
+	}
+	built, err := builtClusterWork{work: work}.hostedCluster()
+	if err != nil {
+		return 0, err
+	}
 	c.mu.Lock()
 	sent := c.applied[id] == hash
 	c.mu.Unlock()
