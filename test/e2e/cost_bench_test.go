@@ -54,7 +54,8 @@ import (
 //
 // Knobs: COST_OPS (GETs, lists; default 300, or 60 with -short), COST_CREATES (creates, PATCHes,
 // deletes; default 100 so that the list returns 100, or 20 with -short), COST_BARE (bare works,
-// default 50, or 10 with -short), COST_IDLE, COST_SETTLE, BENCH_OUT.
+// default 50, or 10 with -short), COST_IDLE, COST_SETTLE, BENCH_OUT, BENCH_PPROF_DIR (CPU profiles
+// of the GET, PUT and whole-create phases, COST_PPROF_SECONDS each; costProfile).
 // Run: make bench-cost (a region without hosted kube-apiservers: OPENHCP_E2E_HOSTED_APISERVERS=-1).
 func BenchmarkCost(b *testing.B) {
 	ops, creates, bareN := envInt(b, "COST_OPS", 300), envInt(b, "COST_CREATES", 100), envInt(b, "COST_BARE", 50)
@@ -116,17 +117,21 @@ func BenchmarkCost(b *testing.B) {
 	}
 
 	// GET of one cluster on a kept-alive connection.
+	prof := costProfile(b, "cost-get")
 	run.add(b, measureCost("GET", ops, idle, func() error {
 		return sequential(ops, func(int) error { return armDo(c, http.MethodGet, warm, nil, http.StatusOK) })
 	}))
 
 	// PUT create, the request path, with the asynchronous side paused; then the rest of those
 	// creates run, unmeasured.
+	prof()
 	paused, resume := pauseAsync(b)
+	prof = costProfile(b, "cost-put")
 	phase := measureCostPaused("PUT create (request path)", creates, idle, paused, func() error {
 		return sequential(creates, func(i int) error { return armDo(c, http.MethodPut, paths[i], body, http.StatusCreated) })
 	})
 	resume()
+	prof()
 	run.add(b, phase)
 	done.wait(b, armdoc.OperationCreate, paths, 10*time.Minute)
 
@@ -167,6 +172,7 @@ func BenchmarkCost(b *testing.B) {
 	for i := range whole {
 		whole[i] = clusterPath(sub, rg, fmt.Sprintf("cost-w%03d", i))
 	}
+	prof = costProfile(b, "cost-whole-create")
 	run.add(b, measureCost("whole create", creates, idle, func() error {
 		if err := sequential(creates, func(i int) error { return armDo(c, http.MethodPut, whole[i], body, http.StatusCreated) }); err != nil {
 			return err
@@ -175,6 +181,7 @@ func BenchmarkCost(b *testing.B) {
 		time.Sleep(settle)
 		return nil
 	}))
+	prof()
 	run.add(b, measureCost("whole delete", creates, idle, func() error {
 		if err := sequential(creates, func(i int) error { return armDo(c, http.MethodDelete, whole[i], nil, http.StatusAccepted) }); err != nil {
 			return err
@@ -204,6 +211,13 @@ func BenchmarkCost(b *testing.B) {
 	}
 	run.compare(b)
 	run.write(b)
+}
+
+// costProfile, when BENCH_PPROF_DIR is set, takes CPU profiles of the services for the first
+// COST_PPROF_SECONDS (default 15) of a phase (profileServices); the returned function waits
+// for them. The profile requests themselves cost the services a little CPU in that phase.
+func costProfile(b *testing.B, label string) (wait func()) {
+	return profileServices(b, label, envSeconds(b, "COST_PPROF_SECONDS", 15), 0)
 }
 
 // cpuSample is the CPU time each program of the region had used at one moment.

@@ -149,6 +149,8 @@ type Controller struct {
 	reports map[string]*reportTimes
 	// observed is the latest status event of every watched work (observed.go).
 	observed *observedWorks
+	// built is the work last built per cluster and feedback mode (clusterwork.go).
+	built *builtWorks
 
 	reconciles *prometheus.CounterVec
 	duration   *prometheus.HistogramVec
@@ -159,6 +161,8 @@ type Controller struct {
 	waits *prometheus.GaugeVec
 	// statusReads counts the works' statuses a reconcile used, by where they came from.
 	statusReads *prometheus.CounterVec
+	// workBuilds counts works built (encoded, hashed and decoded), by kind.
+	workBuilds *prometheus.CounterVec
 }
 
 // retryBackoff is the wait before a failed reconcile of a cluster, node pool, credential or
@@ -203,6 +207,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		lag:      map[string]lagState{},
 		reports:  map[string]*reportTimes{},
 		observed: newObservedWorks(),
+		built:    newBuiltWorks(),
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cluster_service_reconciles_total", Help: "Reconciles by kind (cluster, node_pool) and outcome (ok, requeue, error).",
 		}, []string{"kind", "outcome"}),
@@ -222,12 +227,16 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 			Name: "cluster_service_work_status_reads_total",
 			Help: "Work statuses a reconcile used, by source: watch (taken from the status event Maestro streamed, no request) or maestro (read from Maestro's REST API).",
 		}, []string{"source"}),
+		workBuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cluster_service_work_builds_total",
+			Help: "Works built from the stored spec (manifests encoded, the spec hashed, the HostedCluster decoded back), by kind (cluster).",
+		}, []string{"kind"}),
 	}
 	c.depth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters and node pools waiting to be reconciled.",
 	}, func() float64 { return float64(c.queue.Len()) })
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.waits, c.statusReads)
+		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.waits, c.statusReads, c.workBuilds)
 	}
 	return c
 }
@@ -522,21 +531,16 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 			log.Warn("no sealing key for the management cluster: its clusters' secrets travel in clear")
 		}
 	}
-	var buildErr error // a spec that cannot be built, as opposed to a failure to read the external auth
-	var ea *store.ExternalAuth
+	ea, err := c.st.ClusterExternalAuth(ctx, cl.ID)
+	if err != nil {
+		return 0, fmt.Errorf("read external auth of cluster %s: %w", id, err)
+	}
 	work, steadyHash, err := c.withFeedbackMode(id, cl.Status.GetState() == csv1.ClusterState_CLUSTER_STATE_READY,
 		func(watch bool) (*workv1.ManifestWork, error) {
-			w, err := manifests.Build(c.cfg.Manifests, manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec,
-				EtcdEncryptionKey: cl.EtcdEncryptionKey, SSHPublicKey: cl.SSHPublicKey, WatchStatus: watch, ReadSecretsLive: c.cfg.ReadSecretsLive,
-				SealTo: sealTo})
-			if err != nil {
-				buildErr = err
-				return nil, err
-			}
-			w, ea, err = c.withExternalAuth(ctx, cl, w)
-			return w, err
+			b, err := c.clusterWork(cl, ea, sealTo, watch)
+			return b.work, err
 		})
-	if err != nil && buildErr == nil {
+	if err != nil && !errors.As(err, new(errBuild)) {
 		return 0, err
 	}
 	if err != nil {
@@ -547,6 +551,13 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		return 0, werr
 	}
 	hash := work.Annotations[manifests.AnnotationSpecHash]
+	if hash == steadyHash {
+		c.built.forgetWatched(id)
+	}
+	built, err := builtClusterWork{work: work}.hostedCluster()
+	if err != nil {
+		return 0, err
+	}
 	c.mu.Lock()
 	sent := c.applied[id] == hash
 	c.mu.Unlock()
@@ -576,10 +587,6 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		c.mu.Unlock()
 	} else if err != nil {
 		return 0, fmt.Errorf("get work of cluster %s from %s: %w", id, cl.Shard, err)
-	}
-	built, err := manifests.HostedClusterOf(work)
-	if err != nil {
-		return 0, err
 	}
 	st, err := DeriveClusterStatus(got, built, false)
 	if err != nil {
@@ -717,6 +724,7 @@ func (c *Controller) forget(id string) {
 	delete(c.written, id)
 	delete(c.lag, id)
 	c.mu.Unlock()
+	c.built.forget(id)
 }
 
 func (c *Controller) now() time.Time {

@@ -20,26 +20,8 @@ import (
 )
 
 // An external auth has no work of its own: it is part of its cluster's HostedCluster. The
-// cluster's reconcile builds the work with it (withExternalAuth) and, after reading the work
+// cluster's reconcile builds the work with it (clusterWork) and, after reading the work
 // back, derives the external auth's status from the same feedback (reconcileExternalAuth).
-
-// withExternalAuth adds the cluster's external auth (unless it is being deleted) and the
-// authentication feedback rules to the cluster's work. It returns the external auth, or nil.
-func (c *Controller) withExternalAuth(ctx context.Context, cl *store.Cluster, work *workv1.ManifestWork) (*workv1.ManifestWork, *store.ExternalAuth, error) {
-	ea, err := c.st.ClusterExternalAuth(ctx, cl.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	var in *manifests.ExternalAuth
-	if ea != nil && !ea.Deleting {
-		in = &manifests.ExternalAuth{ARMResourceID: ea.ARMResourceID, Spec: ea.Spec}
-	}
-	out, err := manifests.WithExternalAuth(work, in)
-	if err != nil {
-		return nil, nil, fmt.Errorf("add external auth to the work of cluster %s: %w", cl.ID, err)
-	}
-	return out, ea, nil
-}
 
 // reconcileExternalAuth writes the external auth's status derived from the cluster's work (got,
 // nil when Maestro has none yet) and removes a deleting one once the management cluster reports
