@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/encryptionconfig"
 )
 
 // The node's fixed addresses. They exist only inside its network namespace, so they cannot
@@ -67,6 +69,7 @@ type Node struct {
 	SandboxImage string
 	stopForward  context.CancelFunc
 	relays       []context.CancelFunc // ExposeHost's relays
+	relayAddrs   []string             // and their listening addresses in the namespace
 	kubectl      string
 	procs        []*proc
 	containerd   *Containerd
@@ -211,8 +214,13 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Secrets are sealed before they reach etcd, as on every other apiserver of the project.
+	encryption, err := encryptionconfig.LoadOrCreate(o.Dir)
+	if err != nil {
+		return nil, err
+	}
 	p := func(f string) string { return filepath.Join(pkiDir, f) }
-	if err := n.start(ctx, "kube-apiserver", bins.APIServer, append(etcdArgs,
+	if err := n.start(ctx, "kube-apiserver", bins.APIServer, append(etcdArgs, "--encryption-provider-config="+encryption,
 		"--bind-address=0.0.0.0", "--advertise-address="+DefaultNodeIP.String(), fmt.Sprintf("--secure-port=%d", apiserverPort),
 		"--cert-dir="+p(""), "--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
 		"--client-ca-file="+p("ca.crt"), "--kubelet-client-certificate="+p("apiserver-kubelet-client.crt"),
@@ -221,7 +229,10 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 		"--service-account-signing-key-file="+p("sa.key"), "--service-account-issuer=https://kubernetes.default.svc",
 		"--service-cluster-ip-range="+ServiceCIDR, "--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction", "--allow-privileged=true",
-		"--enable-priority-and-fairness=false", "--profiling=false")...); err != nil {
+		"--enable-priority-and-fairness=false", "--profiling=false",
+		// No anonymous requests: /version and the health paths need a certificate too (the
+		// node's own checks use the admin's).
+		"--anonymous-auth=false")...); err != nil {
 		return nil, err
 	}
 	if err := n.waitFor(ctx, "kube-apiserver", 90*time.Second, func() error {
@@ -496,7 +507,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	for _, cancel := range n.relays {
 		cancel()
 	}
-	n.relays = nil
+	n.relays, n.relayAddrs = nil, nil
 	for i := len(n.procs) - 1; i >= 0; i-- {
 		stopProc(n.procs[i])
 	}
