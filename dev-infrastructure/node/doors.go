@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,9 +27,17 @@ type Listener struct {
 	Addr    string // ip:port, as ss prints it ("*" for the unspecified address)
 	Process string // the owning program's name
 	PID     int
+	// PodIP is set for a socket in a pod's namespace: the address the node's namespace reaches
+	// it at.
+	PodIP string
 }
 
-func (l Listener) String() string { return fmt.Sprintf("%s (%s, pid %d)", l.Addr, l.Process, l.PID) }
+func (l Listener) String() string {
+	if l.PodIP != "" {
+		return fmt.Sprintf("%s in pod %s (%s, pid %d)", l.Addr, l.PodIP, l.Process, l.PID)
+	}
+	return fmt.Sprintf("%s (%s, pid %d)", l.Addr, l.Process, l.PID)
+}
 
 var ssUsers = regexp.MustCompile(`users:\(\("([^"]+)",pid=(\d+)`)
 
@@ -38,6 +47,59 @@ func (n *Node) Listeners(ctx context.Context) ([]Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ss -ltnp in namespace %s: %w", n.Netns.Name, err)
 	}
+	return parseSS(out)
+}
+
+// PodListeners lists the listening TCP sockets of every running pod that the node's namespace
+// can reach: each pod's network namespace is entered through one of its containers' processes
+// (ctr tasks), its address read from eth0, and sockets bound to the pod's loopback are left out
+// (only the pod's own containers reach them).
+func (n *Node) PodListeners(ctx context.Context) ([]Listener, error) {
+	out, err := n.containerd.Ctr(ctx, "-n", "k8s.io", "tasks", "ls")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{} // pod addresses already listed
+	var ls []Listener
+	for _, line := range strings.Split(string(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[2] != "RUNNING" {
+			continue
+		}
+		pid := f[1]
+		addr, err := exec.CommandContext(ctx, "nsenter", "-t", pid, "-n", "ip", "-4", "-o", "addr", "show", "dev", "eth0").Output()
+		if err != nil {
+			continue // a host-network pod has no eth0 of its own: its sockets are the node's
+		}
+		af := strings.Fields(string(addr))
+		if len(af) < 4 {
+			continue
+		}
+		podIP, _, _ := strings.Cut(af[3], "/")
+		if seen[podIP] {
+			continue
+		}
+		seen[podIP] = true
+		ss, err := exec.CommandContext(ctx, "nsenter", "-t", pid, "-n", "ss", "-ltnpH").Output()
+		if err != nil {
+			return nil, fmt.Errorf("ss -ltnp in the pod namespace of pid %s: %w", pid, err)
+		}
+		pls, err := parseSS(ss)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range pls {
+			if h, _, _ := net.SplitHostPort(l.Addr); net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback() {
+				continue
+			}
+			l.PodIP = podIP
+			ls = append(ls, l)
+		}
+	}
+	return ls, nil
+}
+
+func parseSS(out []byte) ([]Listener, error) {
 	var ls []Listener
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -65,6 +127,9 @@ func (l Listener) port() int {
 // dialAddr is where to reach the listener from inside the namespace.
 func (l Listener) dialAddr() string {
 	h, p, _ := net.SplitHostPort(l.Addr)
+	if l.PodIP != "" {
+		return net.JoinHostPort(l.PodIP, p)
+	}
 	if h == "*" || h == "0.0.0.0" || h == "::" || h == "[::]" {
 		h = DefaultNodeIP.String()
 	}
@@ -82,12 +147,17 @@ func (n *Node) component(l Listener) string {
 }
 
 // healthPaths are the health endpoints; they say "ok" or give a sync time, nothing else.
-var healthPaths = []string{"/healthz", "/livez", "/readyz"}
+var healthPaths = []string{"/healthz", "/livez", "/readyz", "/health", "/ready"}
 
 // Exemption says why a listener of the node may answer a caller without a client certificate
 // and which doorPaths it may answer 2xx (nil: any, for a relay whose far end authenticates); an
 // empty reason means it must answer none.
 func (n *Node) Exemption(l Listener) (reason string, paths []string) {
+	if l.PodIP != "" {
+		// The kubelet's probes present no certificate, so a pod's health paths must answer
+		// without one; anything else is a door.
+		return "a pod's health paths: the kubelet probes them without a certificate", healthPaths
+	}
 	if slices.Contains(n.relayAddrs, l.Addr) {
 		return "an ExposeHost relay: it copies bytes to a host service (PostgreSQL, the MQTT broker) that authenticates its callers itself", nil
 	}
@@ -110,7 +180,7 @@ func (n *Node) Exemption(l Listener) (reason string, paths []string) {
 // doorPaths are what the probe asks every listener for: data a caller must never get without a
 // credential (etcd keys, Secrets, pods, metrics, profiles, configuration, version) and the health
 // paths, which only the listeners Exemption names may answer.
-var doorPaths = []string{"/", "/healthz", "/livez", "/readyz", "/proxyMode", "/version", "/metrics", "/api/v1/secrets", "/v3/kv/range", "/members", "/pods", "/configz", "/debug/pprof/", "/stats/summary"}
+var doorPaths = []string{"/", "/healthz", "/livez", "/readyz", "/health", "/ready", "/proxyMode", "/version", "/metrics", "/api/v1/secrets", "/v3/kv/range", "/members", "/pods", "/configz", "/debug/pprof/", "/stats/summary"}
 
 // Finding is one door that opened: a path a listener answered 2xx without a client certificate.
 type Finding struct {
@@ -152,4 +222,31 @@ func (n *Node) Knock(ctx context.Context, l Listener) []Finding {
 		}
 	}
 	return open
+}
+
+// OpenDoors knocks on every listener of the node's namespace and of its pods (Listeners,
+// PodListeners) and returns every answer Exemption does not allow, plus one line per listener
+// saying what it is and why it may answer.
+func (n *Node) OpenDoors(ctx context.Context) (open []Finding, probed []string, err error) {
+	nodeLs, err := n.Listeners(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	podLs, err := n.PodListeners(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, l := range append(nodeLs, podLs...) {
+		why, allowed := n.Exemption(l)
+		for _, f := range n.Knock(ctx, l) {
+			if why == "" || (allowed != nil && !slices.Contains(allowed, f.Path)) {
+				open = append(open, f)
+			}
+		}
+		if why == "" {
+			why = "answers nothing without a client certificate"
+		}
+		probed = append(probed, l.String()+": "+why)
+	}
+	return open, probed, nil
 }
