@@ -1,10 +1,8 @@
 package mgmtcluster
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/openhcp/openhcp/internal/atomicfile"
 	"github.com/openhcp/openhcp/internal/pki"
 )
 
@@ -82,38 +79,4 @@ func (p *etcdPKI) httpClient() (*http.Client, error) {
 	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
 		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
 	}}}, nil
-}
-
-// loadOrCreateEncryptionConfig returns dir/encryption-config.yaml, the apiserver's
-// EncryptionConfiguration: Secrets sealed with secretbox (XSalsa20-Poly1305) under a random
-// 32-byte key made on first start and kept (mode 0600) with the cluster's state, so a restart
-// reads what the last run wrote. identity comes last only to read Secrets written before
-// encryption was on; every write uses the first provider.
-func loadOrCreateEncryptionConfig(dir string) (string, error) {
-	path := filepath.Join(dir, "encryption-config.yaml")
-	if _, err := os.Stat(path); err == nil {
-		return path, os.Chmod(path, 0o600)
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return "", fmt.Errorf("encryption key: %w", err)
-	}
-	cfg := fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: [secrets]
-    providers:
-      - secretbox:
-          keys:
-            - name: key1
-              secret: %s
-      - identity: {}
-`, base64.StdEncoding.EncodeToString(key))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("create %s: %w", dir, err)
-	}
-	if err := atomicfile.Write(path, []byte(cfg), 0o600); err != nil {
-		return "", fmt.Errorf("encryption config: %w", err)
-	}
-	return path, nil
 }

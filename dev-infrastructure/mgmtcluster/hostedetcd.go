@@ -95,10 +95,3 @@ func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, err
 	}
 	return e, nil
 }
-
-// LoadOrCreateEncryptionConfig returns dir/encryption-config.yaml, a kube-apiserver
-// EncryptionConfiguration that seals Secrets with a key of its own (see
-// loadOrCreateEncryptionConfig); hosted kube-apiservers use it as the management one does.
-func LoadOrCreateEncryptionConfig(dir string) (string, error) {
-	return loadOrCreateEncryptionConfig(dir)
-}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/crds"
 	"github.com/openhcp/openhcp/internal/atomicfile"
+	"github.com/openhcp/openhcp/internal/encryptionconfig"
 	"github.com/openhcp/openhcp/internal/pki"
 )
 
@@ -309,7 +310,7 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
 	}
-	encryptionConfig, err := loadOrCreateEncryptionConfig(o.Dir)
+	encryptionConfig, err := encryptionconfig.LoadOrCreate(o.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
 	}

@@ -98,7 +98,10 @@ spec:
   - name: sim
     image: %s
     imagePullPolicy: Never
-    args: [--metrics-addr=:8080, --health-addr=:8081, --hosted-apiservers=0]
+    # Metrics stay on the pod's loopback (the sim's default): this pod only shows the image runs;
+    # the door probe (checkEveryDoorOfTheNamespaceIsShut) would rightly report plaintext metrics
+    # on the pod address.
+    args: [--metrics-addr=127.0.0.1:8080, --health-addr=:8081, --hosted-apiservers=0]
     # The in-cluster config reaches the apiserver through the kubernetes Service (kube-proxy).
     readinessProbe:
       httpGet: {path: /readyz, port: 8081}

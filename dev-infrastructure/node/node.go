@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/encryptionconfig"
 )
 
 // The node's fixed addresses. They exist only inside its network namespace, so they cannot
@@ -27,12 +29,14 @@ var (
 )
 
 const (
-	maxDirLen     = 40
-	apiserverPort = 6443
-	etcdPort      = 2379
-	podBridge     = "cni0"
-	kubeLDFlags   = "-X k8s.io/component-base/version.gitVersion=v1.32.13 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32"
-	kubeModule    = "dev-infrastructure/kube-tools"
+	maxDirLen       = 40
+	apiserverPort   = 6443
+	etcdPort        = 2379
+	etcdPeerPort    = 2380
+	etcdMetricsPort = 2381
+	podBridge       = "cni0"
+	kubeLDFlags     = "-X k8s.io/component-base/version.gitVersion=v1.32.13 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32"
+	kubeModule      = "dev-infrastructure/kube-tools"
 )
 
 // hostPaths are paths outside the state directory that the kubelet, libcni and containerd 1.6
@@ -65,6 +69,7 @@ type Node struct {
 	SandboxImage string
 	stopForward  context.CancelFunc
 	relays       []context.CancelFunc // ExposeHost's relays
+	relayAddrs   []string             // and their listening addresses in the namespace
 	kubectl      string
 	procs        []*proc
 	containerd   *Containerd
@@ -205,16 +210,17 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 	}
 	n.mark("pause image", begin)
 
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
-	if err := n.start(ctx, "etcd", bins.Etcd, "--name=node", "--data-dir="+filepath.Join(o.Dir, "etcd"),
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
-		"--initial-cluster=node=http://127.0.0.1:2380", "--listen-metrics-urls=http://127.0.0.1:2381",
-		"--unsafe-no-fsync", "--log-level=warn"); err != nil {
+	etcdArgs, err := n.startEtcd(ctx, bins.Etcd, pkiDir)
+	if err != nil {
+		return nil, err
+	}
+	// Secrets are sealed before they reach etcd, as on every other apiserver of the project.
+	encryption, err := encryptionconfig.LoadOrCreate(o.Dir)
+	if err != nil {
 		return nil, err
 	}
 	p := func(f string) string { return filepath.Join(pkiDir, f) }
-	if err := n.start(ctx, "kube-apiserver", bins.APIServer, "--etcd-servers="+etcdURL,
+	if err := n.start(ctx, "kube-apiserver", bins.APIServer, append(etcdArgs, "--encryption-provider-config="+encryption,
 		"--bind-address=0.0.0.0", "--advertise-address="+DefaultNodeIP.String(), fmt.Sprintf("--secure-port=%d", apiserverPort),
 		"--cert-dir="+p(""), "--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
 		"--client-ca-file="+p("ca.crt"), "--kubelet-client-certificate="+p("apiserver-kubelet-client.crt"),
@@ -223,7 +229,10 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 		"--service-account-signing-key-file="+p("sa.key"), "--service-account-issuer=https://kubernetes.default.svc",
 		"--service-cluster-ip-range="+ServiceCIDR, "--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction", "--allow-privileged=true",
-		"--enable-priority-and-fairness=false", "--profiling=false"); err != nil {
+		"--enable-priority-and-fairness=false", "--profiling=false",
+		// No anonymous requests: /version and the health paths need a certificate too (the
+		// node's own checks use the admin's).
+		"--anonymous-auth=false")...); err != nil {
 		return nil, err
 	}
 	if err := n.waitFor(ctx, "kube-apiserver", 90*time.Second, func() error {
@@ -305,6 +314,30 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 	}
 	n.mark("cluster DNS", begin)
 	return n, nil
+}
+
+// startEtcd starts the node's etcd inside the namespace and returns the kube-apiserver flags
+// that reach it. etcd speaks TLS only, on its client, peer and metrics ports, and admits only
+// client certificates of its own CA (addEtcdPKI): the kube-apiserver's.
+func (n *Node) startEtcd(ctx context.Context, bin, pkiDir string) ([]string, error) {
+	p := func(f string) string { return filepath.Join(pkiDir, f) }
+	etcdURL := fmt.Sprintf("https://127.0.0.1:%d", etcdPort)
+	peerURL := fmt.Sprintf("https://127.0.0.1:%d", etcdPeerPort)
+	if err := n.start(ctx, "etcd", bin, "--name=node", "--data-dir="+filepath.Join(n.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=node="+peerURL,
+		// An https metrics URL is served with the client TLS settings, client certificate required.
+		fmt.Sprintf("--listen-metrics-urls=https://127.0.0.1:%d", etcdMetricsPort),
+		"--cert-file="+p("etcd-server.crt"), "--key-file="+p("etcd-server.key"),
+		"--client-cert-auth", "--trusted-ca-file="+p("etcd-ca.crt"),
+		"--peer-cert-file="+p("etcd-server.crt"), "--peer-key-file="+p("etcd-server.key"),
+		"--peer-client-cert-auth", "--peer-trusted-ca-file="+p("etcd-ca.crt"),
+		"--unsafe-no-fsync", "--log-level=warn"); err != nil {
+		return nil, err
+	}
+	return []string{"--etcd-servers=" + etcdURL, "--etcd-cafile=" + p("etcd-ca.crt"),
+		"--etcd-certfile=" + p("apiserver-etcd-client.crt"), "--etcd-keyfile=" + p("apiserver-etcd-client.key")}, nil
 }
 
 func (n *Node) mark(what string, begin time.Time) {
@@ -474,7 +507,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	for _, cancel := range n.relays {
 		cancel()
 	}
-	n.relays = nil
+	n.relays, n.relayAddrs = nil, nil
 	for i := len(n.procs) - 1; i >= 0; i-- {
 		stopProc(n.procs[i])
 	}

@@ -77,6 +77,8 @@ func TestNodeTurnsReadyInItsNamespaceAndStopLeavesTheHostAsFound(t *testing.T) {
 	}
 	checkServicesAndOutside(t, ctx, n)
 	checkServiceImageRunsAsNonRoot(t, ctx, n, simImage, simImageDir)
+	checkSecretsAreSealedInEtcd(t, ctx, n)
+	checkEveryDoorOfTheNamespaceIsShut(t, ctx, n)
 	if got := hostNetfilter(t); got != netfilterBefore {
 		t.Errorf("the host's netfilter rules changed while the node runs (kube-proxy must write only in its namespace):\n%s\n---\n%s", netfilterBefore, got)
 	}

@@ -71,6 +71,7 @@ func (n *Node) ExposeHost(ctx context.Context, namespace, name string, port int,
 		return OutsideService{}, err
 	}
 	n.relays = append(n.relays, cancel)
+	n.relayAddrs = append(n.relayAddrs, relay)
 	_, rp, _ := net.SplitHostPort(relay)
 	relayPort, _ := strconv.Atoi(rp)
 	manifest := fmt.Appendf(nil, outsideServiceManifest, namespace, name, port, relayPort, hostAddr, DefaultNodeIP)

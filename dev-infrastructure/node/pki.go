@@ -77,6 +77,9 @@ func writePKI(dir string, nodeIP, kubernetesServiceIP netip.Addr) error {
 		}
 		files[id.file+".crt"], files[id.file+".key"] = c.CertPEM, c.KeyPEM
 	}
+	if err := addEtcdPKI(files); err != nil {
+		return err
+	}
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("ServiceAccount signing key: %w", err)
@@ -95,6 +98,35 @@ func writePKI(dir string, nodeIP, kubernetesServiceIP netip.Addr) error {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// addEtcdPKI adds etcd's own CA (etcd-ca.crt), its serving and peer certificate (etcd-server, for
+// the loopback addresses it listens on) and the kube-apiserver's client certificate for it
+// (apiserver-etcd-client) to files. The CA is etcd's own, not the Kubernetes CA: etcd has no
+// authorization, so every certificate it admits reads and writes everything, and the admin's or a
+// kubelet's certificate must not be one of them. Its key is not kept: nothing else is ever issued.
+func addEtcdPKI(files map[string][]byte) error {
+	ca, err := pki.NewAuthority("openhcp-node-etcd-ca", pkiLifetime)
+	if err != nil {
+		return fmt.Errorf("node etcd CA: %w", err)
+	}
+	files["etcd-ca.crt"] = ca.PEM
+	for _, c := range []struct {
+		name string
+		spec pki.Spec
+	}{
+		// One certificate serves clients and peers; as a peer it is presented as a client too.
+		{"etcd-server", pki.Spec{CommonName: "etcd", Usage: pki.Server | pki.Client}},
+		{"apiserver-etcd-client", pki.Spec{CommonName: "kube-apiserver-etcd-client", Usage: pki.Client}},
+	} {
+		c.spec.Lifetime, c.spec.NoOrganization = pkiLifetime, true
+		iss, err := ca.Issue(c.spec)
+		if err != nil {
+			return fmt.Errorf("etcd certificate %s: %w", c.name, err)
+		}
+		files[c.name+".crt"], files[c.name+".key"] = iss.CertPEM, iss.KeyPEM
 	}
 	return nil
 }

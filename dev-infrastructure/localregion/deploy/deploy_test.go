@@ -111,6 +111,20 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 		}
 	}
 
+	// Every port of the deployed region, in the node's namespace and in its pods, refuses a
+	// caller without a client certificate, or the node says why it may answer
+	// (node.Node.OpenDoors; docs/security.md, "Every listener").
+	open, probed, err := d.Node.OpenDoors(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range probed {
+		t.Logf("probed %s", p)
+	}
+	for _, f := range open {
+		t.Errorf("open door in the deployed region: %s", f)
+	}
+
 	// A new image revision of both charts, built and loaded before the create so that the
 	// upgrade happens while it is in flight.
 	buildStart := time.Now()

@@ -32,6 +32,7 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/atomicfile"
+	"github.com/openhcp/openhcp/internal/encryptionconfig"
 	"github.com/openhcp/openhcp/internal/pki"
 )
 
@@ -423,7 +424,7 @@ func (s *hostedAPIServer) writeFiles(p hostedPKI) error {
 			return err
 		}
 	}
-	if _, err := mgmtcluster.LoadOrCreateEncryptionConfig(s.dir); err != nil {
+	if _, err := encryptionconfig.LoadOrCreate(s.dir); err != nil {
 		return err
 	}
 	return s.writeClientCA(p.clientCABundle)
@@ -485,7 +486,7 @@ func (s *hostedAPIServer) loadOrCreateAdmin(rootCertPEM []byte) error {
 // file names it and it still runs this directory's apiserver) is ended first.
 func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	killOrphan(filepath.Join(s.dir, pidFile), s.dir)
-	encryption, err := mgmtcluster.LoadOrCreateEncryptionConfig(s.dir)
+	encryption, err := encryptionconfig.LoadOrCreate(s.dir)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package mgmtcluster
+package encryptionconfig
 
 import (
 	"os"
@@ -14,7 +14,7 @@ func TestEncryptionConfigIsOwnerOnlyWhateverWasThere(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "encryption-config.yaml.tmp"), []byte("stale"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	path, err := loadOrCreateEncryptionConfig(dir)
+	path, err := LoadOrCreate(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
