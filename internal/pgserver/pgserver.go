@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,6 +58,11 @@ type Server struct {
 	tls  *TLSFiles
 	sock string
 	cred *syscall.Credential
+	// bin and args start the postmaster again on the same data directory (Restart).
+	bin  string
+	args []string
+
+	mu   sync.Mutex // guards cmd and done, which Restart replaces
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -133,8 +139,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, Secure: o.TLS != nil, tls: o.TLS, sock: sock, cred: cred, done: make(chan struct{})}
 	args := []string{"-D", data, "-p", strconv.Itoa(o.Port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sock,
-		// fsync off and a small footprint: this cluster is throwaway by design.
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		// fsync off and a small footprint: this cluster is throwaway by design, and a crash of
+		// the machine may lose it. A crash of the server alone must not lose a commit, though
+		// (chaos tests kill it): synchronous_commit stays on, so a commit is in the kernel's
+		// page cache before it is acknowledged, where a killed postmaster cannot lose it.
+		"-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=300", "-c", "shared_buffers=128MB"}
 	if o.TLS != nil {
 		if err := s.lockDown(data); err != nil {
@@ -144,24 +153,63 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			"-c", "ssl_cert_file="+s.tlsPath("server.crt"), "-c", "ssl_key_file="+s.tlsPath("server.key"),
 			"-c", "ssl_min_protocol_version=TLSv1.2", "-c", "password_encryption=scram-sha-256")
 	}
-	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("open postgres log: %w", err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start postgres: %w", err)
-	}
-	s.cmd = cmd
-	go func() { _ = cmd.Wait(); logf.Close(); close(s.done) }()
-	if err := s.waitReady(ctx, 60*time.Second); err != nil {
-		s.Stop()
+	s.bin, s.args = filepath.Join(bin, "postgres"), args
+	if err := s.startPostmaster(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startPostmaster execs the postmaster on the data directory and waits until it accepts
+// connections.
+func (s *Server) startPostmaster(ctx context.Context) error {
+	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("open postgres log: %w", err)
+	}
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
+	if err := s.waitReady(ctx, 60*time.Second); err != nil {
+		s.Stop()
+		return err
+	}
+	return nil
+}
+
+// Restart starts the postmaster again on the same data directory, port and configuration once
+// it has exited (a crash, Kill or Stop), and waits until it accepts connections; clients
+// reconnect as they would after a database failover. It is an error while it still runs.
+func (s *Server) Restart(ctx context.Context) error {
+	select {
+	case <-s.Done():
+	default:
+		return fmt.Errorf("restart postgres (pid %d): it is still running", s.PID())
+	}
+	if err := s.startPostmaster(ctx); err != nil {
+		return fmt.Errorf("restart postgres: %w", err)
+	}
+	return nil
+}
+
+// Kill ends the postmaster and every backend of its process group with SIGKILL, as a crash of
+// the database host would, waits until it has exited, and returns the PID it killed.
+func (s *Server) Kill() int {
+	s.mu.Lock()
+	pid, done := s.cmd.Process.Pid, s.done
+	s.mu.Unlock()
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	<-done
+	return pid
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
@@ -192,7 +240,7 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	var last error
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.done:
+		case <-s.Done():
 			return fmt.Errorf("postgres exited during start-up; log %s:\n%s", s.LogPath, tail(s.LogPath))
 		case <-ctx.Done():
 			return ctx.Err()
@@ -244,19 +292,30 @@ func (s *Server) CreateDatabase(ctx context.Context, db string) (string, error) 
 }
 
 // PID of the postmaster.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Pid
+}
 
-// Done is closed when the server has exited.
-func (s *Server) Done() <-chan struct{} { return s.done }
+// Done is closed when the server (its current postmaster, after a Restart) has exited.
+func (s *Server) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
 
 // Stop shuts the server down (fast shutdown), killing it after 10 s.
 func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
 	select {
-	case <-s.done:
+	case <-done:
 		return
 	default:
 	}
-	stopGroup(s.cmd.Process, s.done, syscall.SIGINT)
+	stopGroup(cmd.Process, done, syscall.SIGINT)
 }
 
 // stopGroup sends sig to p and waits for done, killing p's whole process group after 10 s.
