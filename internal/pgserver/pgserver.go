@@ -201,15 +201,73 @@ func (s *Server) Restart(ctx context.Context) error {
 	return nil
 }
 
-// Kill ends the postmaster and every backend of its process group with SIGKILL, as a crash of
-// the database host would, waits until it has exited, and returns the PID it killed.
+// Kill ends the postmaster and every backend with SIGKILL, as a crash of the database host
+// would, waits until they have all exited, and returns the PID of the postmaster it killed.
+// Each backend leads a process group of its own (PostgreSQL calls setsid in every child), so
+// they are found by parent and killed one by one: a backend left alive would hold the shared
+// memory, and a new postmaster would refuse to start beside it.
 func (s *Server) Kill() int {
 	s.mu.Lock()
 	pid, done := s.cmd.Process.Pid, s.done
 	s.mu.Unlock()
+	children := childPIDs(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for _, c := range children {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
 	<-done
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		alive := false
+		for _, c := range children {
+			alive = alive || running(c)
+		}
+		if !alive {
+			break
+		}
+	}
 	return pid
+}
+
+// childPIDs are the processes whose parent is pid (from /proc).
+func childPIDs(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _, ok := procStat(n); ok && ppid == pid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// running reports whether pid exists and is not a zombie (a zombie holds no memory; in a
+// container without an init that reaps, orphans stay zombies).
+func running(pid int) bool {
+	_, state, ok := procStat(pid)
+	return ok && state != "Z"
+}
+
+// procStat reads the parent PID and state of pid from /proc/<pid>/stat.
+func procStat(pid int) (ppid int, state string, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, "", false
+	}
+	// pid (comm) state ppid …; comm may hold spaces and parentheses, so split after the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0], err == nil
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
