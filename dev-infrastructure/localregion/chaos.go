@@ -130,3 +130,61 @@ func (r *Region) RecoverComponent(ctx context.Context, name string, killedPID in
 		}
 	}
 }
+
+// Outage takes a component away for good until the returned restore starts it again: an
+// outage of a dependency rather than a crash (which the supervisor would heal in a second).
+// It serves the broker ("mosquitto"), the Maestro server ("maestro-server"), a Maestro agent
+// ("maestro-agent-mgmt-N"; restore starts it with an empty work store: the agent keeps its
+// works in memory and rebuilds them from the server when it connects), a management cluster's
+// kube-apiserver ("mgmt-N-kube-apiserver") and "postgres" (killed, as a crash of its host).
+func (r *Region) Outage(name string) (restore func(context.Context) error, err error) {
+	switch {
+	case name == PostgresComponent && r.holders.postgres != nil:
+		r.holders.postgres.Kill()
+		return func(ctx context.Context) error { return r.RecoverComponent(ctx, name, 0) }, nil
+	case r.holders.broker != nil && name == r.holders.broker.Proc.Spec.Name:
+		b := r.holders.broker
+		b.Stop()
+		return func(ctx context.Context) error {
+			if err := b.Restart(ctx); err != nil {
+				return err
+			}
+			r.supervise(b.Proc)
+			return nil
+		}, nil
+	case r.maestro != nil && name == r.maestro.Process().Spec.Name:
+		ms := r.maestro
+		ms.Stop()
+		return func(ctx context.Context) error {
+			if err := ms.Restart(ctx); err != nil {
+				return err
+			}
+			r.supervise(ms.Process())
+			return nil
+		}, nil
+	}
+	for mcName := range r.mgmt {
+		if name == mcName+"-kube-apiserver" {
+			if err := r.StopManagementAPIServer(mcName); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error { return r.RestartManagementAPIServer(ctx, mcName) }, nil
+		}
+	}
+	r.mu.Lock()
+	agents := append([]*mgmtcluster.MaestroAgent(nil), r.holders.agents...)
+	r.mu.Unlock()
+	for _, a := range agents {
+		if name == a.Proc.Spec.Name {
+			a.Stop()
+			return func(ctx context.Context) error {
+				if err := a.Restart(ctx); err != nil {
+					return err
+				}
+				r.supervise(a.Proc)
+				return nil
+			}, nil
+		}
+	}
+	return nil, fmt.Errorf("outage of %s: not a component this region can take away (have %v)", name, r.Components())
+}

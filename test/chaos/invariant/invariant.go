@@ -112,11 +112,16 @@ func (r Result) OK() bool { return len(r.Violations) == 0 }
 // one management cluster (0: lost, more: duplicated); every resource whose last operation was a
 // Succeeded delete left nothing anywhere, and every other resource exactly one of each; no ARM
 // read answered 5xx outside a frontend-down window.
-func Check(s State) Result {
-	var res Result
+func Check(s State) (res Result) {
+	var rows []*Row // pointers: a row is counted after later ones were added
+	defer func() {
+		for _, r := range rows {
+			res.Rows = append(res.Rows, *r)
+		}
+	}()
 	row := func(name string) *Row {
-		res.Rows = append(res.Rows, Row{Invariant: name})
-		return &res.Rows[len(res.Rows)-1]
+		rows = append(rows, &Row{Invariant: name})
+		return rows[len(rows)-1]
 	}
 	fail := func(r *Row, format string, args ...any) {
 		r.Violated++

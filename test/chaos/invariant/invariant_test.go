@@ -31,9 +31,16 @@ func healthy() State {
 	}
 }
 
-func TestCheckAcceptsAHealthyRun(t *testing.T) {
-	if res := Check(healthy()); !res.OK() {
+func TestCheckAcceptsAHealthyRunAndCountsWhatItChecked(t *testing.T) {
+	res := Check(healthy())
+	if !res.OK() {
 		t.Fatalf("a healthy run was rejected:\n%s", res.Table())
+	}
+	want := map[string]int{"operation terminal": 5, "operation Succeeded": 5, "cluster lost (create Succeeded, nothing placed)": 1, "node pool lost": 2, "ARM read 5xx outside a frontend outage": 1}
+	for _, r := range res.Rows {
+		if n, ok := want[r.Invariant]; ok && r.Checked != n {
+			t.Errorf("row %q checked %d, want %d", r.Invariant, r.Checked, n)
+		}
 	}
 }
 
