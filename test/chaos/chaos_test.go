@@ -157,9 +157,12 @@ func TestChaos(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { loop.run(ctx, sz.gap, sz.minKills, stop); close(done) }()
+	listed := make(chan int)
+	go func() { listed <- w.listUntil(ctx, done) }()
 	w.run(ctx, sz.units, sz.concurrency, sz.poolEvery, r)
 	close(stop)
 	<-done
+	lists := <-listed
 	elapsed := time.Since(start)
 
 	final := w.finalTruth(ctx, 2*time.Minute)
@@ -181,8 +184,8 @@ func TestChaos(t *testing.T) {
 			poolOps++
 		}
 	}
-	t.Logf("chaos run, seed %d: %d units in %s; %d cluster creates, %d cluster deletes, %d node-pool operations; %d kills\n\n%s\n%s",
-		seed, sz.units, elapsed.Round(time.Second), creates, deletes, poolOps, len(loop.kills),
+	t.Logf("chaos run, seed %d: %d units in %s; %d cluster creates, %d cluster deletes, %d node-pool operations; %d ARM lists; %d kills\n\n%s\n%s",
+		seed, sz.units, elapsed.Round(time.Second), creates, deletes, poolOps, lists, len(loop.kills),
 		res.Table(), invariant.KillTable(loop.kills, restarts(t)))
 	for _, k := range loop.kills {
 		if k.Err != "" {
@@ -208,4 +211,22 @@ func restarts(t *testing.T) map[string]int {
 		t.Errorf("decode region.json: %v", err)
 	}
 	return info.Restarts
+}
+
+// listUntil lists the subscription's clusters every 2 s, as a portal would, until done is
+// closed; answers that are 5xx or missing are recorded as bad reads. It returns how many lists
+// it made.
+func (w *workload) listUntil(ctx context.Context, done <-chan struct{}) int {
+	n := 0
+	for {
+		select {
+		case <-done:
+			return n
+		case <-ctx.Done():
+			return n
+		case <-time.After(2 * time.Second):
+		}
+		w.arm.get(ctx, "/subscriptions/"+w.sub+"/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version="+clusterAPIVersion)
+		n++
+	}
 }
