@@ -23,6 +23,10 @@ type outage struct {
 // on a busy machine, where the operations' own work is slower too.
 const convergenceBound = 2 * time.Minute
 
+// outageOpTimeout bounds each operation of an outage test: a stuck one fails the test in
+// minutes rather than the chaos run's ten.
+const outageOpTimeout = 4 * time.Minute
+
 // TestDependencyOutage takes one dependency at a time away while operations are in flight and
 // new ones arrive, then brings it back. While it is away every new write must be accepted or
 // refused with 503 and a Retry-After (never another 5xx); after it is back every operation
@@ -48,6 +52,7 @@ func runOutage(t *testing.T, o outage) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.opTimeout = outageOpTimeout
 	var wg sync.WaitGroup
 	unit := 0
 	startUnit := func(withPool bool) {

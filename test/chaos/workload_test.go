@@ -14,7 +14,8 @@ import (
 	"github.com/openhcp/openhcp/test/chaos/invariant"
 )
 
-// opTimeout bounds how long one operation may take to become terminal, kills included.
+// opTimeout bounds how long one operation of the chaos run may take to become terminal, kills
+// included; an outage test's operations get less (outageOpTimeout).
 const opTimeout = 10 * time.Minute
 
 // workload is a mixed ARM workload: each unit creates a cluster, on some works a node pool
@@ -23,6 +24,8 @@ type workload struct {
 	arm   *armClient
 	truth *truth
 	sub   string
+	// opTimeout bounds each operation (default opTimeout).
+	opTimeout time.Duration
 
 	mu        sync.Mutex
 	ops       []invariant.Op
@@ -43,7 +46,7 @@ func newWorkload(ctx context.Context) (*workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &workload{arm: arm, truth: tr, sub: uuid.NewString(), resources: map[string]resource{},
+	w := &workload{arm: arm, truth: tr, sub: uuid.NewString(), opTimeout: opTimeout, resources: map[string]resource{},
 		inFlight: map[int]string{}, ended: map[int]time.Time{}}
 	if err := arm.registerSubscription(ctx, w.sub); err != nil {
 		return nil, err
@@ -112,11 +115,11 @@ func (w *workload) operate(ctx context.Context, kind invariant.Kind, r resource,
 	gone := method == http.MethodDelete
 	switch {
 	case (a.Status == http.StatusCreated || a.Status == http.StatusOK || a.Status == http.StatusAccepted) && a.Header.Get("Azure-AsyncOperation") != "":
-		op.Final, op.Error = w.arm.waitOperation(ctx, a.Header.Get("Azure-AsyncOperation"), opTimeout)
+		op.Final, op.Error = w.arm.waitOperation(ctx, a.Header.Get("Azure-AsyncOperation"), w.opTimeout)
 	case gone && a.Status == http.StatusNoContent:
 		op.Final = "Succeeded" // nothing to delete (or an earlier attempt deleted it)
 	case ambiguous && a.Status == http.StatusConflict:
-		op.Final, op.Error = w.arm.waitProvisioned(ctx, path, gone, opTimeout)
+		op.Final, op.Error = w.arm.waitProvisioned(ctx, path, gone, w.opTimeout)
 	default:
 		op.Error = fmt.Sprintf("%s answered %d %v: %.300s", method, a.Status, a.Err, a.Raw)
 		op.Final = "Rejected"
