@@ -82,7 +82,7 @@ func (c *chaosLoop) killOne(ctx context.Context, name string) invariant.Kill {
 		k.Err = err.Error()
 		return k
 	}
-	deadline := time.Now().Add(opTimeout)
+	deadline := time.Now().Add(c.w.opTimeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if last, ok := c.w.endedAll(inFlight); ok {
 			k.Converged = max(0, last.Sub(recovered))
@@ -90,7 +90,7 @@ func (c *chaosLoop) killOne(ctx context.Context, name string) invariant.Kill {
 		}
 		sleep(ctx, 200*time.Millisecond)
 	}
-	k.Err = fmt.Sprintf("operations in flight at the kill not all ended within %s", opTimeout)
+	k.Err = fmt.Sprintf("operations in flight at the kill not all ended within %s", c.w.opTimeout)
 	return k
 }
 
@@ -144,6 +144,12 @@ func TestChaos(t *testing.T) {
 	w, err := newWorkload(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// CHAOS_OP_TIMEOUT bounds each operation (default opTimeout, 10 min).
+	if v := os.Getenv("CHAOS_OP_TIMEOUT"); v != "" {
+		if w.opTimeout, err = time.ParseDuration(v); err != nil || w.opTimeout <= 0 {
+			t.Fatalf("CHAOS_OP_TIMEOUT=%q: want a positive duration", v)
+		}
 	}
 	r := rng(t)
 	components := chaosComponents()
