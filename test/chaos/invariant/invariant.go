@@ -87,7 +87,7 @@ type State struct {
 	// BadReads are the ARM reads that answered 5xx or not at all.
 	BadReads []Read
 	// Down are the windows in which a component was down; a bad read is excused only by the
-	// frontend's own.
+	// frontend's own, or, for a 503, by its database's ("postgres").
 	Down []Window
 }
 
@@ -111,7 +111,7 @@ func (r Result) OK() bool { return len(r.Violations) == 0 }
 // every Succeeded create or scale left exactly one record and exactly one object on exactly
 // one management cluster (0: lost, more: duplicated); every resource whose last operation was a
 // Succeeded delete left nothing anywhere, and every other resource exactly one of each; no ARM
-// read answered 5xx outside a frontend-down window.
+// read answered 5xx outside a frontend-down window (or, for a 503, a PostgreSQL-down one).
 func Check(s State) (res Result) {
 	var rows []*Row // pointers: a row is counted after later ones were added
 	defer func() {
@@ -200,10 +200,12 @@ func Check(s State) (res Result) {
 		}
 	}
 
-	reads := row("ARM read 5xx outside a frontend outage")
+	reads := row("ARM read 5xx outside a frontend (or, 503, its database) outage")
 	for _, rd := range s.BadReads {
 		reads.Checked++
-		if !within(rd.At, s.Down, "frontend") {
+		// The frontend cannot read without its database: a 503 while PostgreSQL is down is the
+		// frontend being down, said properly. Any other 5xx is not.
+		if !within(rd.At, s.Down, "frontend") && !(rd.Status == 503 && within(rd.At, s.Down, "postgres")) {
 			fail(reads, "GET %s answered %d at %s", rd.Path, rd.Status, rd.At.Format("15:04:05.000"))
 		}
 	}

@@ -31,12 +31,21 @@ func healthy() State {
 	}
 }
 
+func TestCheckExcusesA503WhileTheDatabaseWasDown(t *testing.T) {
+	s := healthy()
+	s.Down[0].Component = "postgres"
+	s.BadReads[0].Status = 503
+	if res := Check(s); !res.OK() {
+		t.Fatalf("a 503 while PostgreSQL was down was rejected:\n%s", res.Table())
+	}
+}
+
 func TestCheckAcceptsAHealthyRunAndCountsWhatItChecked(t *testing.T) {
 	res := Check(healthy())
 	if !res.OK() {
 		t.Fatalf("a healthy run was rejected:\n%s", res.Table())
 	}
-	want := map[string]int{"operation terminal": 5, "operation Succeeded": 5, "cluster lost (create Succeeded, nothing placed)": 1, "node pool lost": 2, "ARM read 5xx outside a frontend outage": 1}
+	want := map[string]int{"operation terminal": 5, "operation Succeeded": 5, "cluster lost (create Succeeded, nothing placed)": 1, "node pool lost": 2, "ARM read 5xx outside a frontend (or, 503, its database) outage": 1}
 	for _, r := range res.Rows {
 		if n, ok := want[r.Invariant]; ok && r.Checked != n {
 			t.Errorf("row %q checked %d, want %d", r.Invariant, r.Checked, n)
@@ -71,6 +80,7 @@ func TestCheckRejectsDoctoredStates(t *testing.T) {
 		{"live_cluster_missing_at_the_end", func(s *State) { s.Ops = s.Ops[:1] }, "live resource held exactly once"},
 		{"read_5xx_while_the_frontend_was_up", func(s *State) { s.BadReads[0].At = s.BadReads[0].At.Add(time.Minute) }, "ARM read 5xx"},
 		{"read_5xx_excused_only_by_the_frontend", func(s *State) { s.Down[0].Component = "cluster-service" }, "ARM read 5xx"},
+		{"read_500_while_the_database_was_down", func(s *State) { s.Down[0].Component = "postgres"; s.BadReads[0].Status = 500 }, "ARM read 5xx"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := healthy()
