@@ -119,7 +119,7 @@ test: deps tools
 # per-component kill table at the end. CHAOS_SEED=<n> replays a run; make test runs the short size.
 .PHONY: chaos
 chaos: deps tools
-	cd test && CHAOS_SIZE=full go test ./chaos -run '^TestChaos$$' -count=1 -v -timeout 60m
+	cd test && CHAOS_SIZE=full CHAOS_POSTGRES=1 go test ./chaos -run '^TestChaos$$' -count=1 -v -timeout 60m
 
 .PHONY: fuzz
 fuzz:
