@@ -17,6 +17,7 @@ help:
 	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
 	@echo "make deploy    the region's charts (service cluster and one management cluster) installed by Helm on a real node (root)"
 	@echo "make test      unit, integration and end-to-end tests"
+	@echo "make chaos     the full chaos run: mixed ARM workload while components are killed (docs/reliability.md)"
 	@echo "make generate  regenerate committed generated code"
 	@echo "make render-config  render config/config.yaml into config/rendered/ (commit the result)"
 	@echo "make verify    fail when rendered config, chart values, chart fixtures or generated code are stale"
@@ -113,6 +114,13 @@ test: deps tools
 	@# Our modules must not require each other in a cycle (docs/architecture.md#modules).
 	hack/check-module-graph.sh
 	hack/gotest.sh -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+# The chaos run at full size (test/chaos, docs/reliability.md): >= 500 cluster creates and deletes
+# plus node-pool work through ARM while one component at a time is SIGKILLed; invariants and
+# per-component kill table at the end. CHAOS_SEED=<n> replays a run; make test runs the short size.
+.PHONY: chaos
+chaos: deps tools
+	cd test && CHAOS_SIZE=full CHAOS_POSTGRES=1 go test ./chaos -run '^TestChaos$$' -count=1 -v -timeout 60m
 
 .PHONY: fuzz
 fuzz:

@@ -27,6 +27,9 @@ var (
 	ErrETagRequired = errors.New("etag required for a conditional write")
 	// ErrInvalidContinuation is returned by Query for a continuation token it did not issue.
 	ErrInvalidContinuation = errors.New("invalid continuation token")
+	// ErrUnavailable marks a call that failed because the store could not be reached (down,
+	// restarting, connection lost): the caller may retry later. A store wraps the cause in it.
+	ErrUnavailable = errors.New("document store unavailable")
 )
 
 // Document is one stored JSON document.

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,6 +58,11 @@ type Server struct {
 	tls  *TLSFiles
 	sock string
 	cred *syscall.Credential
+	// bin and args start the postmaster again on the same data directory (Restart).
+	bin  string
+	args []string
+
+	mu   sync.Mutex // guards cmd and done, which Restart replaces
 	cmd  *exec.Cmd
 	done chan struct{}
 }
@@ -133,8 +139,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, Secure: o.TLS != nil, tls: o.TLS, sock: sock, cred: cred, done: make(chan struct{})}
 	args := []string{"-D", data, "-p", strconv.Itoa(o.Port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sock,
-		// fsync off and a small footprint: this cluster is throwaway by design.
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		// fsync off and a small footprint: this cluster is throwaway by design, and a crash of
+		// the machine may lose it. A crash of the server alone must not lose a commit, though
+		// (chaos tests kill it): synchronous_commit stays on, so a commit is in the kernel's
+		// page cache before it is acknowledged, where a killed postmaster cannot lose it.
+		"-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=300", "-c", "shared_buffers=128MB"}
 	if o.TLS != nil {
 		if err := s.lockDown(data); err != nil {
@@ -144,24 +153,121 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			"-c", "ssl_cert_file="+s.tlsPath("server.crt"), "-c", "ssl_key_file="+s.tlsPath("server.key"),
 			"-c", "ssl_min_protocol_version=TLSv1.2", "-c", "password_encryption=scram-sha-256")
 	}
-	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("open postgres log: %w", err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start postgres: %w", err)
-	}
-	s.cmd = cmd
-	go func() { _ = cmd.Wait(); logf.Close(); close(s.done) }()
-	if err := s.waitReady(ctx, 60*time.Second); err != nil {
-		s.Stop()
+	s.bin, s.args = filepath.Join(bin, "postgres"), args
+	if err := s.startPostmaster(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startPostmaster execs the postmaster on the data directory and waits until it accepts
+// connections.
+func (s *Server) startPostmaster(ctx context.Context) error {
+	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("open postgres log: %w", err)
+	}
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
+	if err := s.waitReady(ctx, 60*time.Second); err != nil {
+		s.Stop()
+		return err
+	}
+	return nil
+}
+
+// Restart starts the postmaster again on the same data directory, port and configuration once
+// it has exited (a crash, Kill or Stop), and waits until it accepts connections; clients
+// reconnect as they would after a database failover. It is an error while it still runs.
+func (s *Server) Restart(ctx context.Context) error {
+	select {
+	case <-s.Done():
+	default:
+		return fmt.Errorf("restart postgres (pid %d): it is still running", s.PID())
+	}
+	if err := s.startPostmaster(ctx); err != nil {
+		return fmt.Errorf("restart postgres: %w", err)
+	}
+	return nil
+}
+
+// Kill ends the postmaster and every backend with SIGKILL, as a crash of the database host
+// would, waits until they have all exited, and returns the PID of the postmaster it killed.
+// Each backend leads a process group of its own (PostgreSQL calls setsid in every child), so
+// they are found by parent and killed one by one: a backend left alive would hold the shared
+// memory, and a new postmaster would refuse to start beside it.
+func (s *Server) Kill() int {
+	s.mu.Lock()
+	pid, done := s.cmd.Process.Pid, s.done
+	s.mu.Unlock()
+	children := childPIDs(pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for _, c := range children {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
+	<-done
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		alive := false
+		for _, c := range children {
+			alive = alive || running(c)
+		}
+		if !alive {
+			break
+		}
+	}
+	return pid
+}
+
+// childPIDs are the processes whose parent is pid (from /proc).
+func childPIDs(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _, ok := procStat(n); ok && ppid == pid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// running reports whether pid exists and is not a zombie (a zombie holds no memory; in a
+// container without an init that reaps, orphans stay zombies).
+func running(pid int) bool {
+	_, state, ok := procStat(pid)
+	return ok && state != "Z"
+}
+
+// procStat reads the parent PID and state of pid from /proc/<pid>/stat.
+func procStat(pid int) (ppid int, state string, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, "", false
+	}
+	// pid (comm) state ppid …; comm may hold spaces and parentheses, so split after the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, f[0], err == nil
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
@@ -192,7 +298,7 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 	var last error
 	for time.Now().Before(deadline) {
 		select {
-		case <-s.done:
+		case <-s.Done():
 			return fmt.Errorf("postgres exited during start-up; log %s:\n%s", s.LogPath, tail(s.LogPath))
 		case <-ctx.Done():
 			return ctx.Err()
@@ -244,19 +350,30 @@ func (s *Server) CreateDatabase(ctx context.Context, db string) (string, error) 
 }
 
 // PID of the postmaster.
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Pid
+}
 
-// Done is closed when the server has exited.
-func (s *Server) Done() <-chan struct{} { return s.done }
+// Done is closed when the server (its current postmaster, after a Restart) has exited.
+func (s *Server) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
 
 // Stop shuts the server down (fast shutdown), killing it after 10 s.
 func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
 	select {
-	case <-s.done:
+	case <-done:
 		return
 	default:
 	}
-	stopGroup(s.cmd.Process, s.done, syscall.SIGINT)
+	stopGroup(cmd.Process, done, syscall.SIGINT)
 }
 
 // stopGroup sends sig to p and waits for done, killing p's whole process group after 10 s.

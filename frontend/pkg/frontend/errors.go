@@ -42,6 +42,13 @@ func (s *Server) toCloudError(r *http.Request, err error) *arm.CloudError {
 		return cloudError(http.StatusConflict, arm.CodeConflict, "", "The resource was changed by another request at the same time; retry the request.")
 	case errors.Is(err, docstore.ErrInvalidContinuation):
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidParameter, "$skipToken", "The $skipToken is not valid.")
+	case errors.Is(err, docstore.ErrUnavailable):
+		// The database is down or restarting. The client retries, as after Cluster Service's
+		// Unavailable; a PUT or DELETE is idempotent, so that is safe even if the lost
+		// connection had committed.
+		ce := cloudError(http.StatusServiceUnavailable, arm.CodeServiceUnavailable, "", "The service is temporarily unavailable; retry the request.")
+		ce.RetryAfter = s.retryAfterSeconds()
+		return ce
 	}
 	// status.FromError would put the whole wrapped chain into the message; the customer gets
 	// Cluster Service's own message only.

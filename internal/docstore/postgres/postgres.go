@@ -161,7 +161,8 @@ func scanDoc(row pgx.Row) (*docstore.Document, error) {
 }
 
 // Get implements docstore.Store.
-func (s *Store) Get(ctx context.Context, partition, id string) (*docstore.Document, error) {
+func (s *Store) Get(ctx context.Context, partition, id string) (_ *docstore.Document, err error) {
+	defer markUnavailable(&err)
 	d, err := scanDoc(s.pool.QueryRow(ctx,
 		"SELECT "+docColumns+" FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause,
 		partition, id))
@@ -175,7 +176,8 @@ func (s *Store) Get(ctx context.Context, partition, id string) (*docstore.Docume
 }
 
 // Create implements docstore.Store.
-func (s *Store) Create(ctx context.Context, doc *docstore.Document) (*docstore.Document, error) {
+func (s *Store) Create(ctx context.Context, doc *docstore.Document) (_ *docstore.Document, err error) {
+	defer markUnavailable(&err)
 	if err := validate(doc); err != nil {
 		return nil, err
 	}
@@ -187,7 +189,8 @@ func (s *Store) Create(ctx context.Context, doc *docstore.Document) (*docstore.D
 }
 
 // Replace implements docstore.Store.
-func (s *Store) Replace(ctx context.Context, doc *docstore.Document, ifMatch string) (*docstore.Document, error) {
+func (s *Store) Replace(ctx context.Context, doc *docstore.Document, ifMatch string) (_ *docstore.Document, err error) {
+	defer markUnavailable(&err)
 	if err := validate(doc); err != nil {
 		return nil, err
 	}
@@ -202,7 +205,8 @@ func (s *Store) Replace(ctx context.Context, doc *docstore.Document, ifMatch str
 }
 
 // Delete implements docstore.Store.
-func (s *Store) Delete(ctx context.Context, partition, id, ifMatch string) error {
+func (s *Store) Delete(ctx context.Context, partition, id, ifMatch string) (err error) {
+	defer markUnavailable(&err)
 	if ifMatch == "" {
 		return docstore.ErrETagRequired
 	}
@@ -211,7 +215,8 @@ func (s *Store) Delete(ctx context.Context, partition, id, ifMatch string) error
 
 // Transact implements docstore.Store. A failing step is reported as "step N (...)", wrapping the
 // store error, so errors.Is still finds ErrPreconditionFailed and friends.
-func (s *Store) Transact(ctx context.Context, partition string, ops []docstore.TxOp) ([]*docstore.Document, error) {
+func (s *Store) Transact(ctx context.Context, partition string, ops []docstore.TxOp) (_ []*docstore.Document, err error) {
+	defer markUnavailable(&err)
 	for i, op := range ops {
 		if op.Doc == nil {
 			return nil, fmt.Errorf("transaction step %d: no document", i)
@@ -513,7 +518,8 @@ func likePrefix(p string) string {
 
 // Query implements docstore.Store. Pages are ordered by (partition, id); the continuation token is
 // the key of the last document returned.
-func (s *Store) Query(ctx context.Context, q docstore.Query) (docstore.Page, error) {
+func (s *Store) Query(ctx context.Context, q docstore.Query) (_ docstore.Page, err error) {
+	defer markUnavailable(&err)
 	limit := q.Limit
 	if limit <= 0 {
 		limit = defaultPageSize
@@ -574,7 +580,8 @@ func (s *Store) Query(ctx context.Context, q docstore.Query) (docstore.Page, err
 // Changes implements docstore.Store. The feed holds the latest version of each document (earlier
 // versions of a document written several times since the checkpoint are not repeated) and a
 // tombstone for each delete; both are ordered by seq.
-func (s *Store) Changes(ctx context.Context, checkpoint int64, limit int) ([]docstore.Change, error) {
+func (s *Store) Changes(ctx context.Context, checkpoint int64, limit int) (_ []docstore.Change, err error) {
+	defer markUnavailable(&err)
 	if limit <= 0 {
 		limit = defaultPageSize
 	}

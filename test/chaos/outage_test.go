@@ -1,0 +1,141 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openhcp/openhcp/test/chaos/invariant"
+)
+
+// outage is one dependency taken away (localregion.Region.Outage) for a while.
+type outage struct {
+	name, component string
+	down            time.Duration // 0: brought back at once (a restart)
+}
+
+// outageOpTimeout bounds each operation of an outage test: a stuck one fails the test in
+// minutes rather than the chaos run's ten.
+const outageOpTimeout = 4 * time.Minute
+
+// TestDependencyOutage takes one dependency at a time away while operations are in flight and
+// new ones arrive, then brings it back. While it is away every new write must be accepted or
+// refused with 503 and a Retry-After (never another 5xx); after it is back every operation
+// must end Succeeded (within outageOpTimeout) with the region's truth matching (package
+// invariant). The time from the recovery to the last operation's end is measured and printed
+// (CONVERGENCE lines; the target is 30 s, docs/reliability.md records what was measured) but
+// not asserted: timing is not a pass/fail matter on a busy machine.
+func TestDependencyOutage(t *testing.T) {
+	mc := region.Info.ManagementClusters[0].Name
+	for _, o := range []outage{
+		{"broker_down_60s", "mosquitto", 60 * time.Second},
+		{"postgres_restarted", "postgres", 0},
+		{"management_kube_apiserver_down_60s", mc + "-kube-apiserver", 60 * time.Second},
+		{"maestro_server_down_60s", "maestro-server", 60 * time.Second},
+		{"agent_restarted_with_empty_work_store", "maestro-agent-" + mc, 0},
+	} {
+		t.Run(o.name, func(t *testing.T) {
+			if o.component == "postgres" && !postgresChaos() {
+				t.Skip("CHAOS_POSTGRES=1 runs it: the pinned Maestro can lose a work or a status when its database restarts, leaving a create Provisioning (docs/reliability.md, Defects found 2)")
+			}
+			runOutage(t, o)
+		})
+	}
+}
+
+func runOutage(t *testing.T, o outage) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	w, err := newWorkload(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.opTimeout = outageOpTimeout
+	var wg sync.WaitGroup
+	unit := 0
+	startUnit := func(withPool bool) {
+		unit++
+		i := unit
+		wg.Add(1)
+		go func() { defer wg.Done(); w.unit(ctx, i, withPool) }()
+	}
+	// Operations in flight when the dependency goes.
+	for i := range 3 {
+		startUnit(i == 0)
+	}
+	eventuallyInFlight(ctx, t, w, 3)
+	before := len(w.arm.writesSnapshot())
+	restore, err := region.Outage(o.component)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wentAt := time.Now()
+	// New operations arrive while it is away.
+	for time.Since(wentAt) < o.down {
+		startUnit(false)
+		sleep(ctx, 10*time.Second)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 3*time.Minute)
+	err = restore(rctx)
+	rcancel()
+	if err != nil {
+		t.Fatalf("bring %s back: %v", o.component, err)
+	}
+	recovered := time.Now()
+	inFlight := w.inFlightNow()
+	startUnit(false) // and one after
+	wg.Wait()
+	last, _ := w.endedAll(inFlight)
+	converged := max(0, last.Sub(recovered))
+
+	// Every write answered while the dependency was away (and the 90 s of retries after).
+	for _, a := range w.arm.writesSnapshot()[before:] {
+		switch {
+		case a.Status == http.StatusServiceUnavailable && a.Header.Get("Retry-After") == "":
+			t.Errorf("a write at %s answered 503 without Retry-After: %.300s", a.At.Format("15:04:05"), a.Raw)
+		case a.Status >= 500 && a.Status != http.StatusServiceUnavailable:
+			t.Errorf("a write at %s answered %d (want 201/202 or 503 + Retry-After): %.300s", a.At.Format("15:04:05"), a.Status, a.Raw)
+		case a.Status == 0:
+			t.Errorf("a write at %s got no answer: %v", a.At.Format("15:04:05"), a.Err)
+		}
+	}
+	final := w.finalTruth(ctx, 2*time.Minute)
+	w.mu.Lock()
+	state := invariant.State{Ops: w.ops, Final: final, Down: []invariant.Window{{Component: o.component, From: wentAt, To: recovered}}}
+	w.mu.Unlock()
+	state.BadReads = w.arm.badReadsSnapshot()
+	res := invariant.Check(state)
+	t.Logf("outage %s: %s away %s; %d operations; in-flight operations ended %s after its recovery\n%s",
+		o.name, o.component, recovered.Sub(wentAt).Round(100*time.Millisecond), len(state.Ops), converged.Round(100*time.Millisecond), res.Table())
+	fmt.Printf("CONVERGENCE %s %s\n", o.name, converged.Round(100*time.Millisecond))
+	if !res.OK() {
+		t.Errorf("%d invariant violations after the outage of %s (logs in %s)", len(res.Violations), o.component, logDir)
+	}
+}
+
+// eventuallyInFlight waits until n operations are in flight.
+func eventuallyInFlight(ctx context.Context, t *testing.T, w *workload, n int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for len(w.inFlightNow()) < n {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("%d operations in flight after 2m, want %d", len(w.inFlightNow()), n)
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+}
+
+func (c *armClient) writesSnapshot() []answer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]answer(nil), c.writes...)
+}
+
+func (c *armClient) badReadsSnapshot() []invariant.Read {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]invariant.Read(nil), c.badReads...)
+}
