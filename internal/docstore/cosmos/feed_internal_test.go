@@ -1,0 +1,140 @@
+package cosmos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+)
+
+// fakeFeed stands in for the SDK's change feed over a container split into several physical
+// partitions (feed ranges), which neither emulator here can present. Each range has its own
+// LSNs, as in Cosmos, so LSNs of different ranges say nothing about order. Like the SDK, a read
+// starts from a FeedRange covering the container or from a continuation token the fake issued
+// (its own format: the store must pass it back untouched), takes the ranges in turn, answers
+// with the first range that has changes, and returns a token for every range's position.
+type fakeFeed struct {
+	mu     sync.Mutex
+	ranges []fakeRange
+	next   int // the range the next read starts at
+}
+
+type fakeRange struct {
+	r     azcosmos.FeedRange
+	items []item
+}
+
+type fakeToken struct {
+	Fake []int `json:"fake"` // per range: how many of its items were read
+	Next int   `json:"next"`
+}
+
+func (f *fakeFeed) ReadFeedRanges(context.Context, *azcosmos.FeedRangesOptions) ([]azcosmos.FeedRange, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []azcosmos.FeedRange
+	for _, r := range f.ranges {
+		out = append(out, r.r)
+	}
+	return out, nil
+}
+
+func (f *fakeFeed) Read(context.Context, *azcosmos.ReadContainerOptions) (azcosmos.ContainerResponse, error) {
+	return azcosmos.ContainerResponse{ContainerProperties: &azcosmos.ContainerProperties{ID: "Resources", ResourceID: "rid=="}}, nil
+}
+
+func (f *fakeFeed) ReadChangeFeed(_ context.Context, o *azcosmos.ChangeFeedOptions) (azcosmos.ChangeFeedResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tok := fakeToken{Fake: make([]int, len(f.ranges))}
+	switch {
+	case o.Continuation != nil:
+		if err := json.Unmarshal([]byte(*o.Continuation), &tok); err != nil || len(tok.Fake) != len(f.ranges) {
+			return azcosmos.ChangeFeedResponse{}, fmt.Errorf("fake feed: continuation %q is not one it issued", *o.Continuation)
+		}
+	case o.FeedRange != nil:
+		if o.FeedRange.MinInclusive != "" || o.FeedRange.MaxExclusive != "FF" {
+			return azcosmos.ChangeFeedResponse{}, fmt.Errorf("fake feed: feed range %+v is not the whole container", *o.FeedRange)
+		}
+	default:
+		return azcosmos.ChangeFeedResponse{}, fmt.Errorf("fake feed: neither a feed range nor a continuation")
+	}
+	var resp azcosmos.ChangeFeedResponse
+	for i := range f.ranges {
+		r := (tok.Next + i) % len(f.ranges)
+		pending := f.ranges[r].items[tok.Fake[r]:]
+		if len(pending) == 0 {
+			continue
+		}
+		n := min(len(pending), int(o.MaxItemCount))
+		for _, it := range pending[:n] {
+			raw, _ := json.Marshal(it)
+			resp.Items = append(resp.Items, raw)
+		}
+		tok.Fake[r] += n
+		tok.Next = (r + 1) % len(f.ranges)
+		break
+	}
+	b, _ := json.Marshal(tok)
+	resp.ContinuationToken = string(b)
+	resp.Count = len(resp.Items)
+	return resp, nil
+}
+
+// write appends a change to range r with this LSN.
+func (f *fakeFeed) write(r int, key string, lsn int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ranges[r].items = append(f.ranges[r].items, item{ID: key, Key: key, PartitionKey: "p" + key, DocType: "resource", Properties: json.RawMessage(`{}`), LSN: lsn})
+}
+
+func twoRangeFeed() *fakeFeed {
+	return &fakeFeed{ranges: []fakeRange{
+		{r: azcosmos.FeedRange{MinInclusive: "", MaxExclusive: "7F"}},
+		{r: azcosmos.FeedRange{MinInclusive: "7F", MaxExclusive: "FF"}},
+	}}
+}
+
+// TestChangesFollowsAFeedOfSeveralRanges: a container split into two feed ranges, whose LSNs
+// overlap and interleave, is followed with the checkpoint the store returns: every change of
+// every range exactly once, in pages no larger than the limit, including a change written later
+// to the range with the lower LSNs.
+func TestChangesFollowsAFeedOfSeveralRanges(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+	}{
+		{"pages_of_one", 1},
+		{"pages_of_two", 2},
+		{"one_large_page_per_range", 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := twoRangeFeed()
+			for i, lsn := range []int64{100, 101, 102} {
+				f.write(0, fmt.Sprintf("a%d", i), lsn)
+			}
+			for i, lsn := range []int64{3, 4} {
+				f.write(1, fmt.Sprintf("b%d", i), lsn)
+			}
+			s := &Store{feed: f, opts: Options{PollInterval: 1}}
+			ctx := context.Background()
+			cp, got := follow(t, ctx, s, "", tc.limit)
+			want := []string{"a0", "a1", "a2", "b0", "b1"}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("followed %q, want %q", got, want)
+			}
+			f.write(1, "b2", 5) // below every LSN of range 0
+			f.write(0, "a3", 103)
+			_, later := follow(t, ctx, s, cp, tc.limit)
+			slices.Sort(later)
+			if !slices.Equal(later, []string{"a3", "b2"}) {
+				t.Fatalf("after the checkpoint: %q, want [a3 b2]", later)
+			}
+		})
+	}
+}
