@@ -670,6 +670,10 @@ func (s *Store) Changes(ctx context.Context, after docstore.Checkpoint, limit in
 	}
 	opts := &azcosmos.ChangeFeedOptions{MaxItemCount: int32(limit)}
 	if after != "" {
+		// The token's format is the SDK's; the store only refuses what cannot be one.
+		if !json.Valid([]byte(after)) {
+			return docstore.ChangePage{}, fmt.Errorf("%w: not an SDK continuation token", docstore.ErrInvalidCheckpoint)
+		}
 		tok := string(after)
 		opts.Continuation = &tok
 	} else {

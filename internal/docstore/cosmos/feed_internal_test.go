@@ -3,12 +3,15 @@ package cosmos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
+
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // fakeFeed stands in for the SDK's change feed over a container split into several physical
@@ -136,5 +139,14 @@ func TestChangesFollowsAFeedOfSeveralRanges(t *testing.T) {
 				t.Fatalf("after the checkpoint: %q, want [a3 b2]", later)
 			}
 		})
+	}
+}
+
+func TestChangesRefusesACheckpointThatIsNoContinuationToken(t *testing.T) {
+	s := &Store{feed: twoRangeFeed()}
+	for _, cp := range []docstore.Checkpoint{"{not json", "lsn 42"} {
+		if _, err := s.Changes(context.Background(), cp, 1); !errors.Is(err, docstore.ErrInvalidCheckpoint) {
+			t.Errorf("checkpoint %q: got %v, want ErrInvalidCheckpoint", cp, err)
+		}
 	}
 }
