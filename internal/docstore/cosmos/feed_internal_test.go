@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/azcosmos"
 
@@ -148,5 +149,61 @@ func TestChangesRefusesACheckpointThatIsNoContinuationToken(t *testing.T) {
 		if _, err := s.Changes(context.Background(), cp, 1); !errors.Is(err, docstore.ErrInvalidCheckpoint) {
 			t.Errorf("checkpoint %q: got %v, want ErrInvalidCheckpoint", cp, err)
 		}
+	}
+}
+
+// TestWaitForChangesWakesOnAWriteToAnyRange: a waiter on a two-range feed sleeps while nothing
+// is new, and wakes for a write to either range, whatever its LSN.
+func TestWaitForChangesWakesOnAWriteToAnyRange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rng  int
+		lsn  int64
+	}{
+		{"write_to_the_range_with_higher_lsns", 0, 101},
+		{"write_to_the_range_with_lower_lsns", 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := twoRangeFeed()
+			f.write(0, "a0", 100)
+			f.write(1, "b0", 1)
+			s := &Store{feed: f, opts: Options{PollInterval: time.Millisecond}}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cp, _ := follow(t, ctx, s, "", 10)
+			short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancelShort()
+			if err := s.WaitForChanges(short, cp); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("wait with nothing new: %v, want deadline exceeded", err)
+			}
+			f.write(tc.rng, "new", tc.lsn)
+			if err := s.WaitForChanges(ctx, cp); err != nil {
+				t.Fatalf("wait after a write: %v", err)
+			}
+		})
+	}
+}
+
+// TestChangesMovesPastExpiredDocuments: a page of only logically expired documents reports no
+// change but a checkpoint past them, so a follower does not read them again.
+func TestChangesMovesPastExpiredDocuments(t *testing.T) {
+	f := twoRangeFeed()
+	f.write(0, "expired", 7)
+	f.mu.Lock()
+	f.ranges[0].items[0].ExpiresAt = time.Now().Add(-time.Minute).UnixMilli()
+	f.mu.Unlock()
+	s := &Store{feed: f}
+	ctx := context.Background()
+	page, err := s.Changes(ctx, "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Changes) != 0 || page.Next == "" {
+		t.Fatalf("page = %+v, want no changes and a checkpoint", page)
+	}
+	f.write(1, "live", 3)
+	_, got := follow(t, ctx, s, page.Next, 10)
+	if !slices.Equal(got, []string{"live"}) {
+		t.Fatalf("after the expired page: %q, want [live]", got)
 	}
 }
