@@ -1,7 +1,6 @@
 package mgmtcluster
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,40 +14,48 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/eclipse/paho.golang/paho"
 )
 
+// mqttAgent is a real MQTT 5 client (paho) standing in for a Maestro agent: kicked is closed
+// when the broker ends its connection (a DISCONNECT, "session taken over", or a closed socket).
+type mqttAgent struct {
+	kicked chan struct{}
+}
+
 // connectMQTT connects a client with this ID to the broker and keeps the connection open.
-func connectMQTT(t *testing.T, addr, clientID string) net.Conn {
+func connectMQTT(t *testing.T, addr, clientID string) *mqttAgent {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	if _, err := conn.Write(mqttConnectPacket(clientID)); err != nil {
-		t.Fatal(err)
+	a := &mqttAgent{kicked: make(chan struct{})}
+	var once sync.Once
+	gone := func() { once.Do(func() { close(a.kicked) }) }
+	c := paho.NewClient(paho.ClientConfig{
+		Conn:               conn,
+		OnServerDisconnect: func(*paho.Disconnect) { gone() },
+		OnClientError:      func(error) { gone() },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Connect(ctx, &paho.Connect{ClientID: clientID, CleanStart: true, KeepAlive: 30}); err != nil {
+		t.Fatalf("connect %s: %v", clientID, err)
 	}
-	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	r := bufio.NewReader(conn)
-	typ, err := r.ReadByte()
-	if err != nil || typ != 0x20 {
-		t.Fatalf("CONNACK: type %#x, err %v", typ, err)
-	}
-	n, _ := readVarint(r)
-	io.ReadFull(r, make([]byte, n))
-	return conn
+	t.Cleanup(func() { _ = c.Disconnect(&paho.Disconnect{}) })
+	return a
 }
 
-// kickedWithin says whether the broker closes conn (or sends it DISCONNECT) within d.
-func kickedWithin(conn net.Conn, d time.Duration) bool {
-	conn.SetReadDeadline(time.Now().Add(d))
-	b := make([]byte, 1)
-	_, err := conn.Read(b)
-	if err == nil {
-		return b[0] == 0xE0 // DISCONNECT, "session taken over"
+// kickedWithin says whether the broker ends a's connection within d.
+func kickedWithin(a *mqttAgent, d time.Duration) bool {
+	select {
+	case <-a.kicked:
+		return true
+	case <-time.After(d):
+		return false
 	}
-	ne, ok := err.(net.Error)
-	return !(ok && ne.Timeout())
 }
 
 func startTestBroker(t *testing.T) *Mosquitto {
@@ -132,7 +139,7 @@ func runWatchdogSteps(t *testing.T, w *StuckDeleteWatchdog, brokerAddr string, n
 			if step.before != nil {
 				step.before()
 			}
-			agents := map[string]net.Conn{
+			agents := map[string]*mqttAgent{
 				"mgmt-1": connectMQTT(t, brokerAddr, "mgmt-1-work-agent"),
 				"mgmt-2": connectMQTT(t, brokerAddr, "mgmt-2-work-agent"),
 			}

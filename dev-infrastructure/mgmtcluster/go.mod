@@ -3,6 +3,7 @@ module github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster
 go 1.26
 
 require (
+	github.com/eclipse/paho.golang v0.23.0
 	github.com/openshift/api v0.0.0-20251125174858-5cf710f68a92
 	github.com/prometheus/client_golang v1.23.2
 	k8s.io/apiextensions-apiserver v0.35.3
@@ -74,5 +75,3 @@ require (
 )
 
 replace github.com/openhcp/openhcp/internal => ../../internal
-
-

@@ -1,14 +1,16 @@
 package mgmtcluster
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
+	"sync"
 	"time"
+
+	"github.com/eclipse/paho.golang/packets"
+	"github.com/eclipse/paho.golang/paho"
 )
 
 // KickMQTTClient makes the broker drop the connection of the client with this ID, by connecting
@@ -21,8 +23,9 @@ import (
 // with client certificates, use_username_as_clientid; Event Grid namespaces refuse a takeover of
 // another client's session) lets only the same identity take a session over, so tlsConf must
 // then carry the kicked client's own certificate; the client ID sent is then ignored in favour
-// of the certificate's CN. The kick only connects and disconnects: it subscribes to nothing and
-// publishes nothing.
+// of the certificate's CN. The kick only connects (MQTT 5, clean start, no credentials) and
+// disconnects with reason 0: it subscribes to nothing and publishes nothing. The MQTT packets
+// are paho's (github.com/eclipse/paho.golang).
 func KickMQTTClient(ctx context.Context, brokerAddr, clientID string, tlsConf *tls.Config) error {
 	if clientID == "" || len(clientID) > 65535 {
 		return errors.New("mqtt kick: client ID must be 1-65535 bytes")
@@ -33,6 +36,11 @@ func KickMQTTClient(ctx context.Context, brokerAddr, clientID string, tlsConf *t
 		return fmt.Errorf("mqtt kick %s: dial %s: %w", clientID, brokerAddr, err)
 	}
 	defer conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
+	}
+	_ = conn.SetDeadline(deadline)
 	if tlsConf != nil {
 		tc := tls.Client(conn, tlsConf)
 		if err := tc.HandshakeContext(ctx); err != nil {
@@ -40,94 +48,84 @@ func KickMQTTClient(ctx context.Context, brokerAddr, clientID string, tlsConf *t
 		}
 		conn = tc
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = conn.SetDeadline(deadline)
-
-	if _, err := conn.Write(mqttConnectPacket(clientID)); err != nil {
-		return fmt.Errorf("mqtt kick %s: send CONNECT: %w", clientID, err)
-	}
-	// CONNACK: fixed header 0x20, remaining length, then flags, reason code, properties.
-	r := bufio.NewReader(conn)
-	typ, err := r.ReadByte()
+	guarded := &packetSizeGuard{Conn: conn, max: maxBrokerPacket}
+	c := paho.NewClient(paho.ClientConfig{
+		// A tls.Conn is not safe for concurrent writes; paho's pinger and the kick both write.
+		Conn:          packets.NewThreadSafeConn(guarded),
+		PacketTimeout: time.Until(deadline),
+	})
+	connCtx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	ca, err := c.Connect(connCtx, &paho.Connect{ClientID: clientID, CleanStart: true, KeepAlive: 10})
 	if err != nil {
-		return fmt.Errorf("mqtt kick %s: read CONNACK: %w", clientID, err)
-	}
-	if typ != 0x20 {
-		return fmt.Errorf("mqtt kick %s: expected CONNACK, got packet type %#x", clientID, typ)
-	}
-	n, err := readVarint(r)
-	if err != nil {
-		return fmt.Errorf("mqtt kick %s: read CONNACK length: %w", clientID, err)
-	}
-	// The length comes from the network: a CONNACK is a few bytes plus optional properties,
-	// so a larger one is refused before anything is allocated for it.
-	if n > maxCONNACK {
-		return fmt.Errorf("mqtt kick %s: CONNACK length %d is over %d bytes", clientID, n, maxCONNACK)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return fmt.Errorf("mqtt kick %s: read CONNACK: %w", clientID, err)
-	}
-	if len(body) < 2 {
-		return fmt.Errorf("mqtt kick %s: CONNACK of %d bytes is too short", clientID, len(body))
-	}
-	if rc := body[1]; rc != 0 {
-		return fmt.Errorf("mqtt kick %s: broker refused the connection, reason code %#x", clientID, rc)
+		if ca != nil {
+			return fmt.Errorf("mqtt kick %s: broker refused the connection, reason code %#x: %w", clientID, ca.ReasonCode, err)
+		}
+		return fmt.Errorf("mqtt kick %s: connect: %w", clientID, err)
 	}
 	// DISCONNECT, reason 0 (normal): the broker discards this new, clean session.
-	if _, err := conn.Write([]byte{0xE0, 0x00}); err != nil {
+	if err := c.Disconnect(&paho.Disconnect{ReasonCode: 0}); err != nil {
 		return fmt.Errorf("mqtt kick %s: send DISCONNECT: %w", clientID, err)
 	}
 	return nil
 }
 
-// maxCONNACK bounds the CONNACK the kick reads: its flags, reason code and properties (a reason
-// string, user properties) fit many times over.
-const maxCONNACK = 64 << 10
+// maxBrokerPacket bounds every packet the kick reads from the broker: its CONNACK (flags, reason
+// code and properties such as a reason string or user properties) fits many times over. paho
+// allocates a packet's whole remaining length before reading it, so the bound is applied to
+// the packet's fixed header before paho sees it.
+const maxBrokerPacket = 64 << 10
 
-// mqttConnectPacket is an MQTT 5 CONNECT with clean start, no credentials and no properties.
-func mqttConnectPacket(clientID string) []byte {
-	var vh []byte
-	vh = append(vh, 0x00, 0x04, 'M', 'Q', 'T', 'T') // protocol name
-	vh = append(vh, 0x05)                           // protocol level: MQTT 5
-	vh = append(vh, 0x02)                           // connect flags: clean start
-	vh = append(vh, 0x00, 0x0a)                     // keep alive: 10 s
-	vh = append(vh, 0x00)                           // properties: none
-	payload := append([]byte{byte(len(clientID) >> 8), byte(len(clientID))}, clientID...)
-	rest := append(vh, payload...)
-	return append(append([]byte{0x10}, varint(len(rest))...), rest...)
+// errPacketTooLarge is what packetSizeGuard returns for a packet over its bound.
+var errPacketTooLarge = errors.New("packet from the broker is too large")
+
+// packetSizeGuard is a net.Conn that follows the MQTT packets read through it and refuses one
+// whose remaining length (from its fixed header) is over max, before the reader gets the last
+// byte of that length. It only reads the framing; paho decodes the packets.
+type packetSizeGuard struct {
+	net.Conn
+	max int
+
+	mu        sync.Mutex
+	err       error
+	inHeader  bool // reading a fixed header: its type byte is read, the length is not complete
+	length    int  // remaining length decoded so far
+	mult      int  // weight of the next length byte
+	remaining int  // payload bytes of the current packet still to pass
 }
 
-func varint(n int) []byte {
-	var out []byte
-	for {
-		b := byte(n % 128)
-		n /= 128
-		if n > 0 {
-			b |= 0x80
-		}
-		out = append(out, b)
-		if n == 0 {
-			return out
+func (g *packetSizeGuard) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.err != nil {
+		return 0, g.err
+	}
+	n, err := g.Conn.Read(p)
+	for i := 0; i < n; {
+		switch {
+		case g.remaining > 0:
+			step := min(g.remaining, n-i)
+			g.remaining -= step
+			i += step
+		case !g.inHeader: // the type byte of the next packet
+			g.inHeader, g.length, g.mult = true, 0, 1
+			i++
+		default: // one byte of the remaining length
+			b := p[i]
+			g.length += int(b&0x7f) * g.mult
+			g.mult *= 128
+			if g.length > g.max || (b&0x80 != 0 && g.mult > 128*128*128) {
+				g.err = fmt.Errorf("%w: remaining length over %d bytes", errPacketTooLarge, g.max)
+				if i == 0 {
+					return 0, g.err
+				}
+				return i, nil // the next Read returns g.err
+			}
+			i++
+			if b&0x80 == 0 {
+				g.inHeader, g.remaining = false, g.length
+			}
 		}
 	}
-}
-
-func readVarint(r io.ByteReader) (int, error) {
-	n, mult := 0, 1
-	for i := 0; i < 4; i++ {
-		b, err := r.ReadByte()
-		if err != nil {
-			return 0, err
-		}
-		n += int(b&0x7f) * mult
-		if b&0x80 == 0 {
-			return n, nil
-		}
-		mult *= 128
-	}
-	return 0, errors.New("malformed remaining length")
+	return n, err
 }

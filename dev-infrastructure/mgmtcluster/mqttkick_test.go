@@ -10,17 +10,21 @@ import (
 	"time"
 )
 
-// TestKickRefusesAHugeCONNACK: the kick reads the broker's answer from the network; a packet
-// that claims the largest MQTT length (256 MiB) is refused by its length, without allocating
-// it, and so is one that is not a CONNACK.
-func TestKickRefusesAHugeCONNACK(t *testing.T) {
+// TestKickRefusesABrokerThatDoesNotAnswerWithACONNACK: the kick reads the broker's answer from the
+// network; a packet that claims the largest MQTT length (256 MiB) is refused by its length,
+// without allocating it, whatever its type, and a small packet that is not a CONNACK is refused
+// too.
+func TestKickRefusesABrokerThatDoesNotAnswerWithACONNACK(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		answer []byte
 		says   string
 	}{
-		{"connack_of_256_MiB", []byte{0x20, 0xff, 0xff, 0xff, 0x7f}, "length"},
-		{"publish_of_256_MiB", []byte{0x30, 0xff, 0xff, 0xff, 0x7f}, "CONNACK"},
+		{"connack_of_256_MiB", []byte{0x20, 0xff, 0xff, 0xff, 0x7f}, "too large"},
+		{"publish_of_256_MiB", []byte{0x30, 0xff, 0xff, 0xff, 0x7f}, "too large"},
+		{"connack_of_128_KiB", []byte{0x20, 0x80, 0x80, 0x08}, "too large"},
+		{"suback_instead_of_connack", []byte{0x90, 0x04, 0x00, 0x01, 0x00, 0x00}, "unexpected packet"},
+		{"connack_refusing_the_client", []byte{0x20, 0x03, 0x00, 0x87, 0x00}, "reason code 0x87"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -46,7 +50,7 @@ func TestKickRefusesAHugeCONNACK(t *testing.T) {
 			err = KickMQTTClient(ctx, l.Addr().String(), "mgmt-1", nil)
 			runtime.ReadMemStats(&after)
 			if err == nil || !strings.Contains(err.Error(), tc.says) {
-				t.Fatalf("got %v, want an error about the packet's %s", err, tc.says)
+				t.Fatalf("got %v, want an error saying %q", err, tc.says)
 			}
 			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
 				t.Fatalf("refusing it allocated %d bytes", alloc)

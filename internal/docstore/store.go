@@ -30,6 +30,9 @@ var (
 	// ErrUnavailable marks a call that failed because the store could not be reached (down,
 	// restarting, connection lost): the caller may retry later. A store wraps the cause in it.
 	ErrUnavailable = errors.New("document store unavailable")
+	// ErrInvalidCheckpoint is returned by Changes and WaitForChanges for a checkpoint the store
+	// did not issue.
+	ErrInvalidCheckpoint = errors.New("invalid change feed checkpoint")
 )
 
 // Document is one stored JSON document.
@@ -90,9 +93,24 @@ type TxOp struct {
 
 // Change is one entry of the change feed: the document as written, or Deleted with its key.
 type Change struct {
+	// Seq is the change's position in its feed: PostgreSQL's sequence number, Cosmos's LSN of
+	// the change's feed range (LSNs of different ranges are not comparable).
 	Seq     int64
 	Deleted bool
 	Doc     *Document
+}
+
+// Checkpoint is a position in the change feed. It is opaque: only the store that issued it
+// reads it (PostgreSQL keeps its sequence number in it, Cosmos the SDK's continuation token
+// over every feed range). The zero value is the start of the feed.
+type Checkpoint string
+
+// ChangePage is one read of the change feed. Next is where the following read starts; a follower
+// adopts it even when Changes is empty, because a store may have moved past changes it does not
+// report (Cosmos skips logically expired documents).
+type ChangePage struct {
+	Changes []Change
+	Next    Checkpoint
 }
 
 // Store is the document store. Every implementation must pass storetest.Run.
@@ -108,10 +126,13 @@ type Store interface {
 	// Transact applies ops, all in one partition, all or nothing. It returns the written
 	// documents in order (nil for deletes).
 	Transact(ctx context.Context, partition string, ops []TxOp) ([]*Document, error)
-	// Changes returns every change after checkpoint, at most limit, oldest first.
-	Changes(ctx context.Context, checkpoint int64, limit int) ([]Change, error)
+	// Changes returns changes after checkpoint, at most limit, and the checkpoint after them.
+	// Following Next until a page is empty reads every change once. PostgreSQL orders the
+	// whole feed oldest first; Cosmos orders each feed range (physical partition) oldest first,
+	// so changes to one partition key are in order but different partitions may interleave.
+	Changes(ctx context.Context, checkpoint Checkpoint, limit int) (ChangePage, error)
 	// WaitForChanges blocks until a change after checkpoint may exist, or ctx ends. It lets a
 	// follower sleep instead of polling; spurious wake-ups are allowed.
-	WaitForChanges(ctx context.Context, checkpoint int64) error
+	WaitForChanges(ctx context.Context, checkpoint Checkpoint) error
 	Close()
 }

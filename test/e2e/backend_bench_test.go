@@ -705,16 +705,16 @@ func followSucceeded(ctx context.Context, st docstore.Store, mu *sync.Mutex, suc
 // Succeeded on the document store's change feed.
 func followOperations(ctx context.Context, st docstore.Store, req armdoc.OperationRequest, key func(*armdoc.OperationDocument) string,
 	mu *sync.Mutex, succeeded map[string]time.Time) {
-	var checkpoint int64
+	var checkpoint docstore.Checkpoint
 	for ctx.Err() == nil {
-		changes, err := st.Changes(ctx, checkpoint, 1000)
+		page, err := st.Changes(ctx, checkpoint, 1000)
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
 		now := time.Now()
-		for _, ch := range changes {
-			checkpoint = ch.Seq
+		checkpoint = page.Next
+		for _, ch := range page.Changes {
 			if ch.Deleted || ch.Doc == nil || ch.Doc.Type != docstore.TypeOperation {
 				continue
 			}
@@ -729,7 +729,7 @@ func followOperations(ctx context.Context, st docstore.Store, req armdoc.Operati
 			}
 			mu.Unlock()
 		}
-		if len(changes) == 1000 {
+		if len(page.Changes) == 1000 {
 			continue
 		}
 		_ = st.WaitForChanges(ctx, checkpoint)

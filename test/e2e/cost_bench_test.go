@@ -547,17 +547,20 @@ func newOperationPoller(ctx context.Context, b *testing.B) *operationPoller {
 }
 
 func (p *operationPoller) follow(ctx context.Context, st docstore.Store) {
-	var checkpoint int64
+	var checkpoint docstore.Checkpoint
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		for {
-			changes, err := st.Changes(ctx, checkpoint, 1000)
-			if err != nil || len(changes) == 0 {
+			page, err := st.Changes(ctx, checkpoint, 1000)
+			if err != nil {
 				break
 			}
-			for _, ch := range changes {
-				checkpoint = ch.Seq
+			checkpoint = page.Next
+			if len(page.Changes) == 0 {
+				break
+			}
+			for _, ch := range page.Changes {
 				if ch.Deleted || ch.Doc == nil || ch.Doc.Type != docstore.TypeOperation {
 					continue
 				}

@@ -25,13 +25,13 @@ type failingFeed struct {
 	calls int
 }
 
-func (f *failingFeed) Changes(ctx context.Context, checkpoint int64, limit int) ([]docstore.Change, error) {
+func (f *failingFeed) Changes(ctx context.Context, checkpoint docstore.Checkpoint, limit int) (docstore.ChangePage, error) {
 	f.mu.Lock()
 	f.calls++
 	fail := f.calls <= f.fails
 	f.mu.Unlock()
 	if fail {
-		return nil, errors.New("store restarting")
+		return docstore.ChangePage{}, errors.New("store restarting")
 	}
 	return f.Store.Changes(ctx, checkpoint, limit)
 }

@@ -16,12 +16,12 @@ const feedPage = 500
 // as soon as it is committed rather than at the next resync. It starts from the beginning of the
 // feed: reconciling is idempotent, and terminal operations are skipped cheaply.
 func (c *Controller) followFeed(ctx context.Context) {
-	var checkpoint int64
+	var checkpoint docstore.Checkpoint
 	// A store that fails (PostgreSQL restarting) is asked again after 1s, doubling to 5s while
 	// it keeps failing.
 	delays := backoff.Policy{Initial: time.Second, Max: 5 * time.Second}.Delays()
 	for ctx.Err() == nil {
-		changes, err := c.store.Changes(ctx, checkpoint, feedPage)
+		page, err := c.store.Changes(ctx, checkpoint, feedPage)
 		if err != nil {
 			wait := delays.Next()
 			c.log.Warn("read change feed", "checkpoint", checkpoint, "error", err, "retryIn", wait)
@@ -29,13 +29,13 @@ func (c *Controller) followFeed(ctx context.Context) {
 			continue
 		}
 		delays.Reset()
-		for _, ch := range changes {
-			checkpoint = ch.Seq
+		checkpoint = page.Next
+		for _, ch := range page.Changes {
 			if !ch.Deleted && ch.Doc != nil {
 				c.enqueue(ch.Doc, subscriptionSettle)
 			}
 		}
-		if len(changes) == feedPage {
+		if len(page.Changes) == feedPage {
 			continue
 		}
 		if err := c.store.WaitForChanges(ctx, checkpoint); err != nil && ctx.Err() == nil {

@@ -12,10 +12,8 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -65,11 +63,8 @@ func (o *Options) defaults() {
 // Store is a docstore.Store on Cosmos DB.
 type Store struct {
 	container *azcosmos.ContainerClient
+	feed      changeFeed
 	opts      Options
-
-	ridOnce sync.Once
-	rid     string
-	ridErr  error
 }
 
 var _ docstore.Store = (*Store)(nil)
@@ -87,7 +82,7 @@ func New(ctx context.Context, client *azcosmos.Client, db string, o Options) (*S
 	if err != nil {
 		return nil, fmt.Errorf("cosmos container %s/%s: %w", db, o.Container, err)
 	}
-	s := &Store{container: c, opts: o}
+	s := &Store{container: c, feed: c, opts: o}
 	resp, err := c.Read(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read cosmos container %s/%s: %w", db, o.Container, err)
@@ -142,6 +137,12 @@ func ensureContainer(ctx context.Context, client *azcosmos.Client, db, container
 		return fmt.Errorf("create cosmos container %s/%s: %w", db, container, err)
 	}
 	return nil
+}
+
+// changeFeed is the part of the SDK's container client that Changes uses: the seam a test
+// replaces with a feed of several feed ranges, which no emulator here presents.
+type changeFeed interface {
+	ReadChangeFeed(ctx context.Context, o *azcosmos.ChangeFeedOptions) (azcosmos.ChangeFeedResponse, error)
 }
 
 // Close implements docstore.Store. The azcosmos client holds no resources that need releasing.
@@ -651,122 +652,79 @@ func (s *Store) Query(ctx context.Context, q docstore.Query) (docstore.Page, err
 	return page, nil
 }
 
-func (s *Store) containerRID(ctx context.Context) (string, error) {
-	s.ridOnce.Do(func() {
-		resp, err := s.container.Read(ctx, nil)
-		if err != nil {
-			s.ridErr = fmt.Errorf("read cosmos container %s: %w", s.container.ID(), err)
-			return
-		}
-		s.rid = resp.ContainerProperties.ResourceID
-	})
-	return s.rid, s.ridErr
-}
+// wholeContainer is the feed range of every partition key: the SDK splits it into the
+// container's physical partitions and keeps one continuation per partition in its token.
+var wholeContainer = azcosmos.FeedRange{MinInclusive: "", MaxExclusive: "FF"}
 
-// feedToken builds the SDK's composite change-feed continuation for one feed range from an LSN:
-// the change feed's per-range continuation is the LSN of the last change read.
-func feedToken(rid string, r azcosmos.FeedRange, lsn int64) string {
-	etag := azcore.ETag(strconv.Quote(strconv.FormatInt(lsn, 10)))
-	b, _ := json.Marshal(map[string]any{
-		"version":    1,
-		"resourceId": rid,
-		"continuation": []map[string]any{{
-			"minInclusive": r.MinInclusive, "maxExclusive": r.MaxExclusive, "continuationToken": etag,
-		}},
-	})
-	return string(b)
-}
-
-// ErrMultipleFeedRanges is returned by Changes when the container has split into several
-// physical partitions: a single int64 checkpoint can only be a position in one feed range.
-var ErrMultipleFeedRanges = errors.New("the container has more than one feed range; an int64 checkpoint cannot follow its change feed")
-
-// Changes implements docstore.Store over the container's change feed ("latest version" mode). The
-// checkpoint is the change feed's own continuation for the container's single feed range: the
-// LSN of the last change read. Deletes appear as the tombstones Delete writes. A document
-// removed by TTL leaves the feed without a tombstone (Cosmos's latest-version feed has no
-// deletes), unlike PostgreSQL where the purger records one.
-func (s *Store) Changes(ctx context.Context, checkpoint int64, limit int) ([]docstore.Change, error) {
+// Changes implements docstore.Store over the container's change feed ("latest version" mode).
+// The checkpoint is the SDK's own composite continuation token, passed through untouched: it
+// holds a position for every feed range (physical partition) and the SDK follows the ranges
+// through splits. Each read returns what the SDK's next page holds: changes from one range, in
+// that range's LSN order, at most limit (a transactional batch, which Cosmos commits at one
+// LSN, is never split across pages by the service). Deletes appear as the tombstones Delete
+// writes. A document removed by TTL leaves the feed without a tombstone (Cosmos's
+// latest-version feed has no deletes), unlike PostgreSQL where the purger records one.
+func (s *Store) Changes(ctx context.Context, after docstore.Checkpoint, limit int) (docstore.ChangePage, error) {
 	if limit <= 0 {
 		limit = defaultPageSize
 	}
-	ranges, err := s.container.ReadFeedRanges(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("read feed ranges: %w", err)
-	}
-	if len(ranges) != 1 {
-		return nil, fmt.Errorf("%w (%d ranges)", ErrMultipleFeedRanges, len(ranges))
-	}
 	opts := &azcosmos.ChangeFeedOptions{MaxItemCount: int32(limit)}
-	if checkpoint > 0 {
-		rid, err := s.containerRID(ctx)
-		if err != nil {
-			return nil, err
+	if after != "" {
+		// The token's format is the SDK's; the store only refuses what cannot be one.
+		if !json.Valid([]byte(after)) {
+			return docstore.ChangePage{}, fmt.Errorf("%w: not an SDK continuation token", docstore.ErrInvalidCheckpoint)
 		}
-		tok := feedToken(rid, ranges[0], checkpoint)
+		tok := string(after)
 		opts.Continuation = &tok
 	} else {
-		opts.FeedRange = &ranges[0]
+		r := wholeContainer
+		opts.FeedRange = &r
 	}
-	var out []docstore.Change
-	for {
-		resp, err := s.container.ReadChangeFeed(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("read change feed after %d: %w", checkpoint, err)
+	resp, err := s.feed.ReadChangeFeed(ctx, opts)
+	if err != nil {
+		if statusOf(err) == http.StatusBadRequest && after != "" {
+			return docstore.ChangePage{}, fmt.Errorf("%w: %v", docstore.ErrInvalidCheckpoint, err)
 		}
-		for _, raw := range resp.Items {
-			var it item
-			if err := json.Unmarshal(raw, &it); err != nil {
-				return nil, fmt.Errorf("read change feed: decode: %w", err)
-			}
-			if it.LSN <= checkpoint {
-				continue
-			}
-			if !it.Deleted && !it.live(time.Now()) {
-				continue // expired, not yet removed by TTL
-			}
-			d := it.document()
-			if it.Deleted {
-				d.ETag, d.Body, d.TTL, d.ExpiresAt = "", nil, 0, time.Time{}
-			}
-			out = append(out, docstore.Change{Seq: it.LSN, Deleted: it.Deleted, Doc: d})
-		}
-		if len(resp.Items) < limit || resp.ContinuationToken == "" || len(out) == 0 {
-			break
-		}
-		// Cosmos may commit a transactional batch at one LSN. A page must not end inside such
-		// a group, or resuming after its LSN would skip the rest of it: drop the trailing
-		// group, or, if the page is all one group, read on until the LSN moves.
-		last := out[len(out)-1].Seq
-		cut := len(out)
-		for cut > 0 && out[cut-1].Seq == last {
-			cut--
-		}
-		if cut > 0 {
-			out = out[:cut]
-			break
-		}
-		tok := resp.ContinuationToken
-		opts = &azcosmos.ChangeFeedOptions{MaxItemCount: int32(limit), Continuation: &tok}
+		return docstore.ChangePage{}, fmt.Errorf("read change feed: %w", err)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
-	return out, nil
+	page := docstore.ChangePage{Next: after}
+	if resp.ContinuationToken != "" {
+		page.Next = docstore.Checkpoint(resp.ContinuationToken)
+	}
+	now := time.Now()
+	for _, raw := range resp.Items {
+		var it item
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return docstore.ChangePage{}, fmt.Errorf("read change feed: decode: %w", err)
+		}
+		if !it.Deleted && !it.live(now) {
+			continue // expired, not yet removed by TTL
+		}
+		d := it.document()
+		if it.Deleted {
+			d.ETag, d.Body, d.TTL, d.ExpiresAt = "", nil, 0, time.Time{}
+		}
+		page.Changes = append(page.Changes, docstore.Change{Seq: it.LSN, Deleted: it.Deleted, Doc: d})
+	}
+	return page, nil
 }
 
 // WaitForChanges implements docstore.Store by polling the change feed every Options.PollInterval:
-// Cosmos pushes nothing. An empty poll costs about one request unit.
-func (s *Store) WaitForChanges(ctx context.Context, checkpoint int64) error {
+// Cosmos pushes nothing. An empty poll costs about one request unit per feed range.
+func (s *Store) WaitForChanges(ctx context.Context, checkpoint docstore.Checkpoint) error {
 	for {
-		changes, err := s.Changes(ctx, checkpoint, 1)
+		page, err := s.Changes(ctx, checkpoint, 1)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return err
 		}
-		if len(changes) > 0 {
+		if len(page.Changes) > 0 {
 			return nil
 		}
+		// Expired documents the page skipped are behind the new checkpoint.
+		checkpoint = page.Next
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

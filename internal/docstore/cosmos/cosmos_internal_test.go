@@ -1,7 +1,6 @@
 package cosmos
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -22,26 +21,6 @@ func TestSessionLSN(t *testing.T) {
 		if got := sessionLSN(tc.token); got != tc.want {
 			t.Errorf("sessionLSN(%q) = %d, want %d", tc.token, got, tc.want)
 		}
-	}
-}
-
-func TestFeedTokenIsTheSDKCompositeFormat(t *testing.T) {
-	tok := feedToken("rid==", azcosmos.FeedRange{MinInclusive: "", MaxExclusive: "FF"}, 42)
-	var got struct {
-		Version      int    `json:"version"`
-		ResourceID   string `json:"resourceId"`
-		Continuation []struct {
-			Min   string `json:"minInclusive"`
-			Max   string `json:"maxExclusive"`
-			Token string `json:"continuationToken"`
-		} `json:"continuation"`
-	}
-	if err := json.Unmarshal([]byte(tok), &got); err != nil {
-		t.Fatalf("token %s: %v", tok, err)
-	}
-	if got.Version != 1 || got.ResourceID != "rid==" || len(got.Continuation) != 1 ||
-		got.Continuation[0].Max != "FF" || got.Continuation[0].Token != `"42"` {
-		t.Fatalf("token = %s", tok)
 	}
 }
 

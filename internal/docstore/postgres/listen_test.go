@@ -24,7 +24,7 @@ func TestListenerReconnectsAfterItsConnectionIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	woken := make(chan error, 1)
-	go func() { woken <- s.WaitForChanges(ctx, doc.Seq) }()
+	go func() { woken <- s.WaitForChanges(ctx, postgres.Checkpoint(doc.Seq)) }()
 	if _, err := s.Create(ctx, &docstore.Document{PartitionKey: "p", ID: "after", Type: docstore.TypeResource, Body: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}

@@ -580,10 +580,14 @@ func (s *Store) Query(ctx context.Context, q docstore.Query) (_ docstore.Page, e
 // Changes implements docstore.Store. The feed holds the latest version of each document (earlier
 // versions of a document written several times since the checkpoint are not repeated) and a
 // tombstone for each delete; both are ordered by seq.
-func (s *Store) Changes(ctx context.Context, checkpoint int64, limit int) (_ []docstore.Change, err error) {
+func (s *Store) Changes(ctx context.Context, after docstore.Checkpoint, limit int) (_ docstore.ChangePage, err error) {
 	defer markUnavailable(&err)
 	if limit <= 0 {
 		limit = defaultPageSize
+	}
+	checkpoint, err := seqOf(after)
+	if err != nil {
+		return docstore.ChangePage{}, err
 	}
 	rows, err := s.pool.Query(ctx, `
 SELECT seq, false, partition_key, id, type, resource_id, body, etag, expires_at
@@ -593,7 +597,7 @@ SELECT seq, true, partition_key, id, type, resource_id, NULL, '', NULL
   FROM document_tombstones WHERE seq > $1
 ORDER BY 1 LIMIT $2`, checkpoint, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read change feed after %d: %w", checkpoint, err)
+		return docstore.ChangePage{}, fmt.Errorf("read change feed after %d: %w", checkpoint, err)
 	}
 	defer rows.Close()
 	var out []docstore.Change
@@ -603,7 +607,7 @@ ORDER BY 1 LIMIT $2`, checkpoint, limit)
 		var body []byte
 		var expires *time.Time
 		if err := rows.Scan(&c.Seq, &c.Deleted, &d.PartitionKey, &d.ID, &d.Type, &d.ResourceID, &body, &d.ETag, &expires); err != nil {
-			return nil, fmt.Errorf("read change feed: %w", err)
+			return docstore.ChangePage{}, fmt.Errorf("read change feed: %w", err)
 		}
 		d.Seq = c.Seq
 		if body != nil {
@@ -614,13 +618,39 @@ ORDER BY 1 LIMIT $2`, checkpoint, limit)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read change feed: %w", err)
+		return docstore.ChangePage{}, fmt.Errorf("read change feed: %w", err)
 	}
-	return out, nil
+	next := after
+	if len(out) > 0 {
+		next = Checkpoint(out[len(out)-1].Seq)
+	}
+	return docstore.ChangePage{Changes: out, Next: next}, nil
+}
+
+// Checkpoint is the change feed position just after seq: PostgreSQL's checkpoint is the
+// sequence number of the last change read, in decimal.
+func Checkpoint(seq int64) docstore.Checkpoint {
+	return docstore.Checkpoint(strconv.FormatInt(seq, 10))
+}
+
+// seqOf reads a checkpoint Checkpoint issued; the empty checkpoint is the start of the feed.
+func seqOf(cp docstore.Checkpoint) (int64, error) {
+	if cp == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(cp), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %q", docstore.ErrInvalidCheckpoint, cp)
+	}
+	return n, nil
 }
 
 // WaitForChanges implements docstore.Store.
-func (s *Store) WaitForChanges(ctx context.Context, checkpoint int64) error {
+func (s *Store) WaitForChanges(ctx context.Context, after docstore.Checkpoint) error {
+	checkpoint, err := seqOf(after)
+	if err != nil {
+		return err
+	}
 	for {
 		// Take the wake channel before checking, so a notification between the check and the
 		// wait is not lost.

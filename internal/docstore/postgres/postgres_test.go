@@ -76,10 +76,11 @@ func TestPurgeRemovesExpiredAndRecordsTombstone(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("purged %d documents, want 1", n)
 	}
-	changes, err := s.Changes(ctx, created.Seq, 10)
+	page, err := s.Changes(ctx, postgres.Checkpoint(created.Seq), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
+	changes := page.Changes
 	if len(changes) != 1 || !changes[0].Deleted || changes[0].Doc.ID != "op" {
 		t.Fatalf("feed after purge = %+v, want one tombstone for op", changes)
 	}
@@ -149,22 +150,22 @@ func TestFeedFollowerMissesNoCommit(t *testing.T) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	seen := map[string]bool{}
-	var checkpoint int64
+	var checkpoint docstore.Checkpoint
 	for finished := false; ; {
 		select {
 		case <-done:
 			finished = true
 		default:
 		}
-		changes, err := s.Changes(ctx, checkpoint, 1000)
+		page, err := s.Changes(ctx, checkpoint, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range changes {
+		for _, c := range page.Changes {
 			seen[c.Doc.ID] = true
-			checkpoint = c.Seq
 		}
-		if finished && len(changes) == 0 {
+		checkpoint = page.Next
+		if finished && len(page.Changes) == 0 {
 			break
 		}
 	}

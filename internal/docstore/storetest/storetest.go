@@ -459,12 +459,12 @@ func testTransactRefused(t *testing.T, s docstore.Store) {
 
 func testFeed(t *testing.T, s docstore.Store) {
 	c := ctx(t)
-	start, err := s.Changes(c, 0, 1000)
+	start, err := s.Changes(c, "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(start) != 0 {
-		t.Fatalf("fresh store has %d changes", len(start))
+	if len(start.Changes) != 0 {
+		t.Fatalf("fresh store has %d changes", len(start.Changes))
 	}
 	a := mustCreate(t, s, doc(part, "a", docstore.TypeResource, rid("a"), map[string]any{"v": 1}))
 	b := mustCreate(t, s, doc(part, "b", docstore.TypeOperation, rid("b"), map[string]any{"v": 1}))
@@ -477,10 +477,11 @@ func testFeed(t *testing.T, s docstore.Store) {
 		t.Fatal(err)
 	}
 
-	changes, err := s.Changes(c, 0, 1000)
+	all, err := s.Changes(c, "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
+	changes := all.Changes
 	// Order is by seq; each document appears with its latest state; the delete is a tombstone.
 	type view struct {
 		key     string
@@ -507,25 +508,41 @@ func testFeed(t *testing.T, s docstore.Store) {
 		t.Fatalf("feed carries stale body %s", changes[1].Doc.Body)
 	}
 
-	// Resume from a checkpoint, in pages of one.
-	cp := changes[0].Seq
+	// Follow the checkpoints, in pages of one.
+	var cp docstore.Checkpoint
 	var resumed []string
 	for {
 		page, err := s.Changes(c, cp, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page) > 1 {
-			t.Fatalf("limit 1 returned %d changes", len(page))
+		if len(page.Changes) > 1 {
+			t.Fatalf("limit 1 returned %d changes", len(page.Changes))
 		}
-		if len(page) == 0 {
+		cp = page.Next
+		if len(page.Changes) == 0 {
 			break
 		}
-		resumed = append(resumed, page[0].Doc.ID)
-		cp = page[0].Seq
+		resumed = append(resumed, page.Changes[0].Doc.ID)
 	}
-	if !reflect.DeepEqual(resumed, []string{"a", "b"}) {
-		t.Fatalf("resumed feed = %q, want [a b]", resumed)
+	if !reflect.DeepEqual(resumed, []string{"c", "a", "b"}) {
+		t.Fatalf("followed feed = %q, want [c a b]", resumed)
+	}
+	// A checkpoint resumes: from the one after the first page, the rest follows.
+	first, err := s.Changes(c, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := s.Changes(c, first.Next, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var restIDs []string
+	for _, ch := range rest.Changes {
+		restIDs = append(restIDs, ch.Doc.ID)
+	}
+	if !reflect.DeepEqual(restIDs, []string{"a", "b"}) {
+		t.Fatalf("feed after the first change = %q, want [a b]", restIDs)
 	}
 
 	// A later write shows up after the last checkpoint, and only it.
@@ -534,24 +551,24 @@ func testFeed(t *testing.T, s docstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(later) != 1 || later[0].Doc.ID != "d" {
-		t.Fatalf("changes after checkpoint %d = %+v, want just d", cp, later)
+	if len(later.Changes) != 1 || later.Changes[0].Doc.ID != "d" {
+		t.Fatalf("changes after checkpoint %q = %+v, want just d", cp, later.Changes)
 	}
 }
 
 func testWait(t *testing.T, s docstore.Store) {
 	c := ctx(t)
 	mustCreate(t, s, doc(part, "first", docstore.TypeResource, "", map[string]any{}))
-	changes, err := s.Changes(c, 0, 100)
-	if err != nil || len(changes) != 1 {
+	changes, err := s.Changes(c, "", 100)
+	if err != nil || len(changes.Changes) != 1 {
 		t.Fatalf("changes: %v %v", changes, err)
 	}
-	cp := changes[0].Seq
+	cp := changes.Next
 
 	// Pending changes: returns at once.
 	quick, cancel := context.WithTimeout(c, 5*time.Second)
 	defer cancel()
-	if err := s.WaitForChanges(quick, 0); err != nil {
+	if err := s.WaitForChanges(quick, ""); err != nil {
 		t.Fatalf("wait with pending changes: %v", err)
 	}
 
@@ -700,12 +717,12 @@ func testWriteSeq(t *testing.T, s docstore.Store) {
 	if out[0].Seq <= replaced.Seq {
 		t.Fatalf("transaction seq %d not after replace seq %d", out[0].Seq, replaced.Seq)
 	}
-	changes, err := s.Changes(c, 0, 100)
+	changes, err := s.Changes(c, "", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}
-	for _, ch := range changes {
+	for _, ch := range changes.Changes {
 		got[ch.Doc.ID] = ch.Seq
 	}
 	if got["a"] != replaced.Seq || got["b"] != out[0].Seq {
