@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/openhcp/openhcp/internal/atomicfile"
+	"github.com/openhcp/openhcp/internal/envelope"
 )
 
 // The sealed Secret's shape on the wire (in the ManifestWork) and on the management cluster.
@@ -145,12 +146,9 @@ func readKeyFile(path string) ([]byte, error) {
 
 // ReadPrivateKey reads a private key file; a file others may read is refused.
 func ReadPrivateKey(path string) (*PrivateKey, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("read sealing key: %w", err)
-	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("sealing key %s: mode %v, want 0600", path, st.Mode().Perm())
+	// The region's one rule for key files: the owner's only, or a Kubernetes Secret volume's.
+	if err := envelope.CheckSecretFileMode(path); err != nil {
+		return nil, fmt.Errorf("sealing key: %w", err)
 	}
 	raw, err := readKeyFile(path)
 	if err != nil {

@@ -86,6 +86,20 @@ func TestPrivateKeyFileMustBeOwnerOnly(t *testing.T) {
 	if _, err := ReadPrivateKey(key); err == nil {
 		t.Fatal("a world-readable private key was read")
 	}
+	// Under make deploy the sim reads it from a Secret volume: root's file, mode 0440, readable
+	// through the pod's fsGroup. Changing a file's owner needs root.
+	if os.Getuid() != 0 {
+		return
+	}
+	if err := os.Chmod(key, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(key, 65532, os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPrivateKey(key); err != nil {
+		t.Fatalf("a key as a Secret volume gives it to the pod's group was refused: %v", err)
+	}
 }
 
 func TestKeyDirFindsEachManagementClustersKey(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/openhcp/openhcp/internal/envelope"
 )
 
 // Key seals session credentials at rest: AES-256-GCM, with the session's ID as additional data
@@ -35,14 +37,12 @@ func NewKey(raw []byte) (*Key, error) {
 	return &Key{aead: aead}, nil
 }
 
-// ReadKeyFile reads a key file: 32 bytes in standard base64, readable by its owner only.
+// ReadKeyFile reads a key file: 32 bytes in standard base64, readable by its owner only, or as
+// a Kubernetes Secret volume gives it to a pod (envelope.CheckSecretFileMode, the region's one
+// rule for key files).
 func ReadKeyFile(path string) (*Key, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
+	if err := envelope.CheckSecretFileMode(path); err != nil {
 		return nil, fmt.Errorf("session key: %w", err)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("session key %s: mode %o lets others read it; chmod 600", path, fi.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -212,4 +212,25 @@ func TestKeyFile(t *testing.T) {
 	if _, err := ReadKeyFile(p); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("a world-readable key: %v", err)
 	}
+	// The gateway's and the admin API's pods read it from a Secret volume: root's file, mode
+	// 0440, readable through the pod's fsGroup (the kubelet adds the group bits whatever the
+	// defaultMode). Changing a file's owner needs root.
+	if os.Getuid() != 0 {
+		return
+	}
+	if err := os.Chmod(p, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(p, 65532, os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadKeyFile(p); err != nil {
+		t.Fatalf("a key as a Secret volume gives it to the pod's group was refused: %v", err)
+	}
+	if err := os.Chown(p, 65532, 65532); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadKeyFile(p); err == nil {
+		t.Fatal("a key another group may read was accepted")
+	}
 }
