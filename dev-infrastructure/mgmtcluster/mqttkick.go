@@ -49,37 +49,44 @@ func KickMQTTClient(ctx context.Context, brokerAddr, clientID string, tlsConf *t
 	if _, err := conn.Write(mqttConnectPacket(clientID)); err != nil {
 		return fmt.Errorf("mqtt kick %s: send CONNECT: %w", clientID, err)
 	}
-	// CONNACK: fixed header 0x20, remaining length, then flags, reason code, properties.
-	r := bufio.NewReader(conn)
-	typ, err := r.ReadByte()
-	if err != nil {
-		return fmt.Errorf("mqtt kick %s: read CONNACK: %w", clientID, err)
-	}
-	if typ != 0x20 {
-		return fmt.Errorf("mqtt kick %s: expected CONNACK, got packet type %#x", clientID, typ)
-	}
-	n, err := readVarint(r)
-	if err != nil {
-		return fmt.Errorf("mqtt kick %s: read CONNACK length: %w", clientID, err)
-	}
-	// The length comes from the network: a CONNACK is a few bytes plus optional properties,
-	// so a larger one is refused before anything is allocated for it.
-	if n > maxCONNACK {
-		return fmt.Errorf("mqtt kick %s: CONNACK length %d is over %d bytes", clientID, n, maxCONNACK)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return fmt.Errorf("mqtt kick %s: read CONNACK: %w", clientID, err)
-	}
-	if len(body) < 2 {
-		return fmt.Errorf("mqtt kick %s: CONNACK of %d bytes is too short", clientID, len(body))
-	}
-	if rc := body[1]; rc != 0 {
-		return fmt.Errorf("mqtt kick %s: broker refused the connection, reason code %#x", clientID, rc)
+	if err := readCONNACK(bufio.NewReader(conn)); err != nil {
+		return fmt.Errorf("mqtt kick %s: %w", clientID, err)
 	}
 	// DISCONNECT, reason 0 (normal): the broker discards this new, clean session.
 	if _, err := conn.Write([]byte{0xE0, 0x00}); err != nil {
 		return fmt.Errorf("mqtt kick %s: send DISCONNECT: %w", clientID, err)
+	}
+	return nil
+}
+
+// readCONNACK reads the broker's answer to CONNECT and returns nil only for a CONNACK that
+// accepts the connection. What it reads comes from the network: the length is checked against
+// maxCONNACK before anything is allocated for it.
+func readCONNACK(r *bufio.Reader) error {
+	// CONNACK: fixed header 0x20, remaining length, then flags, reason code, properties.
+	typ, err := r.ReadByte()
+	if err != nil {
+		return fmt.Errorf("read CONNACK: %w", err)
+	}
+	if typ != 0x20 {
+		return fmt.Errorf("expected CONNACK, got packet type %#x", typ)
+	}
+	n, err := readVarint(r)
+	if err != nil {
+		return fmt.Errorf("read CONNACK length: %w", err)
+	}
+	if n > maxCONNACK {
+		return fmt.Errorf("CONNACK length %d is over %d bytes", n, maxCONNACK)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return fmt.Errorf("read CONNACK: %w", err)
+	}
+	if len(body) < 2 {
+		return fmt.Errorf("CONNACK of %d bytes is too short", len(body))
+	}
+	if rc := body[1]; rc != 0 {
+		return fmt.Errorf("broker refused the connection, reason code %#x", rc)
 	}
 	return nil
 }
