@@ -123,6 +123,8 @@ func varint(n int) []byte {
 	}
 }
 
+// readVarint reads an MQTT variable byte integer: 1-4 bytes, 7 bits each, least significant
+// first, in the fewest bytes that hold the value.
 func readVarint(r io.ByteReader) (int, error) {
 	n, mult := 0, 1
 	for i := 0; i < 4; i++ {
@@ -132,6 +134,10 @@ func readVarint(r io.ByteReader) (int, error) {
 		}
 		n += int(b&0x7f) * mult
 		if b&0x80 == 0 {
+			if i > 0 && b == 0 {
+				// MQTT requires the fewest bytes [MQTT-1.5.5-1]; a last byte of 0 adds nothing.
+				return 0, errors.New("malformed remaining length: not in the fewest bytes")
+			}
 			return n, nil
 		}
 		mult *= 128

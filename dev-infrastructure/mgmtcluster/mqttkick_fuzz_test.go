@@ -8,8 +8,8 @@ import (
 
 // FuzzReadCONNACK feeds arbitrary broker answers to the kick's CONNACK reader. The promises: no
 // panic; success only for a packet that is a CONNACK with reason code 0 (first byte 0x20, a
-// remaining length it reads, at least two bytes of body, the second 0); and it never reads past
-// the packet's own length, so a broker's next packet is left unread.
+// well-formed remaining length, at least two bytes of body, the second 0); and it never reads
+// past the packet's own length, so a broker's next packet is left unread.
 func FuzzReadCONNACK(f *testing.F) {
 	f.Add([]byte{0x20, 0x03, 0x00, 0x00, 0x00})       // MQTT 5 CONNACK, success, no properties
 	f.Add([]byte{0x20, 0x03, 0x00, 0x87, 0x00})       // not authorized
@@ -27,23 +27,29 @@ func FuzzReadCONNACK(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// Accepted: in starts with a whole CONNACK of reason 0, and nothing after it was read.
-		if len(in) < 2 || in[0] != 0x20 {
+		// Accepted: the stream starts with a whole CONNACK of reason 0 (its body may run into the
+		// trailer when in is only a prefix of it), and nothing after that packet was read.
+		stream := append(append([]byte(nil), in...), trailer...)
+		if stream[0] != 0x20 {
 			t.Fatalf("accepted %x, which is not a CONNACK", in)
 		}
-		n, size, ok := decodeLength(in[1:])
-		if !ok || consumed != 1+size+n || n < 2 || in[1+size+1] != 0 {
-			t.Fatalf("accepted %x: length %d in %d bytes (ok %v), consumed %d bytes", in, n, size, ok, consumed)
+		n, size, ok := decodeLength(stream[1:])
+		if !ok || n < 2 || consumed != 1+size+n || stream[1+size+1] != 0 {
+			t.Fatalf("accepted %x: length %d in %d bytes (well-formed: %v), consumed %d bytes", in, n, size, ok, consumed)
 		}
 	})
 }
 
-// decodeLength is MQTT's variable byte integer, written out again from the specification
-// (1-4 bytes, 7 bits each, least significant first) to check readVarint against.
+// decodeLength is MQTT's variable byte integer, written out again from the specification to
+// check readVarint against: 1-4 bytes, 7 bits each, least significant first, in the fewest bytes
+// that hold the value ([MQTT-1.5.5-1]: a longer encoding is malformed).
 func decodeLength(b []byte) (n, size int, ok bool) {
 	for i := 0; i < 4 && i < len(b); i++ {
 		n |= int(b[i]&0x7f) << (7 * i)
 		if b[i]&0x80 == 0 {
+			if i > 0 && b[i] == 0 {
+				return 0, 0, false // a last byte of 0 adds nothing: not the fewest bytes
+			}
 			return n, i + 1, true
 		}
 	}
