@@ -7,6 +7,10 @@
 #                        the summary says when a target stopped short of FUZZ_EXECS)
 #   FUZZ_MATCH=regex     only targets whose "dir/FuzzName" matches (e.g. 'mgmtcluster|Wire$')
 #   FUZZ_PARALLEL=n      fuzzing workers per target (go test -parallel; default GOMAXPROCS)
+#   FUZZ_MINIMIZE=5s     time to shrink each new input (go test -fuzzminimizetime). Go's default,
+#                        60s, is spent on every input that finds new coverage and its executions
+#                        are not counted: the handler fuzzers then spend almost all their time
+#                        there (10 counted executions in 60 s, against about 1,400 with 2 s).
 #
 # A failing input is written by go test under <package>/testdata/fuzz/<FuzzName>/ and is never
 # removed here: the summary names its path. Re-run it with the command printed beside it; once
@@ -17,6 +21,7 @@ cd "$(dirname "$0")/.."
 execs=${FUZZ_EXECS:-1000000}
 fuzztime=${FUZZ_TIME:-${execs}x}
 match=${FUZZ_MATCH:-.}
+minimize=${FUZZ_MINIMIZE:-5s}
 par=()
 [ -n "${FUZZ_PARALLEL:-}" ] && par=(-parallel "$FUZZ_PARALLEL")
 logdir=$(mktemp -d)
@@ -34,7 +39,7 @@ for m in $modules; do
       log="$logdir/$(echo "$dir/$f" | tr / _).log"
       echo ">> $dir $f (-fuzztime $fuzztime)"
       start=$(date +%s)
-      (cd "$m" && go test "$pkg" -run '^$' -fuzz "^$f\$" -fuzztime "$fuzztime" "${par[@]}") >"$log" 2>&1
+      (cd "$m" && go test "$pkg" -run '^$' -fuzz "^$f\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "${par[@]}") >"$log" 2>&1
       rc=$?
       secs=$(( $(date +%s) - start ))
       # go test prints "fuzz: elapsed: 3m0s, execs: 1234567 (6858/sec), ..." as it goes; the last
