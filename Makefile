@@ -22,6 +22,7 @@ help:
 	@echo "make render-config  render config/config.yaml into config/rendered/ (commit the result)"
 	@echo "make verify    fail when rendered config, chart values, chart fixtures or generated code are stale"
 	@echo "make fuzz      explore every fuzz target for FUZZTIME each (default $(FUZZTIME)); commit what it finds"
+	@echo "make fuzz-long every fuzz target of every module to FUZZ_EXECS executions (default 10^6; FUZZ_TIME, FUZZ_MATCH), counts per target"
 	@echo "make bench     benchmarks; results go to docs/performance.md, charts to docs/perf-data"
 	@echo "make bench-load  the whole-path load benchmarks (P1, P3, P4) and their charts"
 	@echo "make bench-p4  P4 alone: creates/s through OpenHCP against bare Maestro in one run (SHORT=1: CI size)"
@@ -125,6 +126,12 @@ chaos: deps tools
 .PHONY: fuzz
 fuzz:
 	@hack/fuzz.sh $(FUZZTIME)
+
+# Every fuzz target of every module until FUZZ_EXECS executions each (default 1,000,000), with
+# the count each reached; a crasher stays under its package's testdata/fuzz/ (docs/reliability.md#fuzzing).
+.PHONY: fuzz-long
+fuzz-long:
+	@hack/fuzz-long.sh
 
 .PHONY: generate
 generate:

@@ -13,10 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t=${1:-10s}
 failed=0
-for m in internal cluster-service frontend backend admin tooling; do
+for m in internal cluster-service frontend backend admin tooling dev-infrastructure/mgmtcluster; do
   while read -r dir; do
     [ -n "$dir" ] || continue
-    pkg="./${dir#"$m"/}"
+    pkg=".${dir#"$m"}" # ./pkg/server, or . for the module's root
     for f in $(grep -h '^func Fuzz' "$dir"/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do
       echo ">> $dir $f ($t)"
       corpus="$dir/testdata/fuzz/$f"
