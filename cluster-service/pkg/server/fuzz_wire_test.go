@@ -16,6 +16,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
 
@@ -220,13 +221,13 @@ func FuzzExternalAuthSpecWire(f *testing.F) {
 			return
 		}
 		var v violations
-		out := validateExternalAuthSpec(&v, "external_auth.spec", &in)
+		out := model.ValidateExternalAuthSpec(v.model(), "external_auth.spec", &in)
 		if err := v.err(); err != nil {
 			namedViolations(t, err)
 			return
 		}
 		var v2 violations
-		again := validateExternalAuthSpec(&v2, "external_auth.spec", out)
+		again := model.ValidateExternalAuthSpec(v2.model(), "external_auth.spec", out)
 		if err := v2.err(); err != nil {
 			t.Fatalf("an accepted, normalised spec is refused when validated again: %v\nspec: %v", err, out)
 		}
