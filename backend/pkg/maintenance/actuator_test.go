@@ -277,3 +277,5 @@ func TestActuator(t *testing.T) {
 		}
 	})
 }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
