@@ -3,8 +3,11 @@ package maintenance
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
@@ -135,4 +138,55 @@ func TestCampaign(t *testing.T) {
 			t.Error("resume of a finished campaign succeeded")
 		}
 	})
+
+	t.Run("metrics_show_tasks_by_type_and_state_and_the_campaigns_progress", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(NewCollector(tasks, m))
+		for _, tc := range []struct {
+			name   string
+			labels []string
+			want   float64
+		}{
+			{"maintenance_tasks", []string{"type=" + TypeZStreamUpgrade, "state=Succeeded"}, 19},
+			{"maintenance_tasks", []string{"type=" + TypeZStreamUpgrade, "state=Failed"}, 1},
+			{"maintenance_campaign_clusters", []string{"campaign=z1", "outcome=succeeded"}, 19},
+			{"maintenance_campaign_clusters", []string{"campaign=z1", "outcome=failed"}, 1},
+			{"maintenance_campaign_clusters", []string{"campaign=z1", "outcome=remaining"}, 0},
+			{"maintenance_campaign_state", []string{"campaign=z1", "state=Succeeded"}, 1},
+			{"maintenance_campaign_wave", []string{"campaign=z1", "of=total"}, 2},
+		} {
+			if got := gauge(t, reg, tc.name, tc.labels...); got != tc.want {
+				t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+			}
+		}
+	})
+}
+
+// gauge reads one series of a gathered metric, with labels as "k=v" pairs; -1 when absent.
+func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for _, kv := range labels {
+				k, v, _ := strings.Cut(kv, "=")
+				if have[k] != v {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
 }
