@@ -24,7 +24,7 @@ type ClusterService interface {
 	GetCluster(ctx context.Context, in *csv1.GetClusterRequest, opts ...grpc.CallOption) (*csv1.Cluster, error)
 	ListClusters(ctx context.Context, in *csv1.ListClustersRequest, opts ...grpc.CallOption) (*csv1.ListClustersResponse, error)
 	ListVersions(ctx context.Context, in *csv1.ListVersionsRequest, opts ...grpc.CallOption) (*csv1.ListVersionsResponse, error)
-	CreateUpgradePolicy(ctx context.Context, in *csv1.CreateUpgradePolicyRequest, opts ...grpc.CallOption) (*csv1.UpgradePolicy, error)
+	UpdateCluster(ctx context.Context, in *csv1.UpdateClusterRequest, opts ...grpc.CallOption) (*csv1.Cluster, error)
 	GetUpgradePolicy(ctx context.Context, in *csv1.GetUpgradePolicyRequest, opts ...grpc.CallOption) (*csv1.UpgradePolicy, error)
 }
 
@@ -83,7 +83,7 @@ type ZStreamConfig struct {
 // ZStreamUpgrade returns the z-stream control-plane upgrade task type. Its steps:
 //
 //	resolve-target   read the cluster and the catalogue; record from and target versions
-//	request-upgrade  create the upgrade policy (operation ID maintenance-<task>) unless it exists
+//	request-upgrade  UpdateCluster to the target (operation ID maintenance-<task>) unless asked before
 //	wait-for-upgrade wait until Cluster Service says the policy COMPLETED (FAILED fails the task)
 //	verify           the cluster reports the target version and is READY
 //
@@ -145,18 +145,28 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				set(t, DataPolicy, p.GetId()) // made before a crash
 				return StepResult{}, nil
 			}
-			p, err := cs.CreateUpgradePolicy(ctx, &csv1.CreateUpgradePolicyRequest{ClusterId: t.Cluster, VersionId: t.Data[DataTarget], OperationId: opID(t)})
+			if c.GetSpec().GetVersionId() == t.Data[DataTarget] {
+				return StepResult{}, nil // someone else already asked for it; verify follows it
+			}
+			// The upgrade is asked for the way Cluster Service's authz table allows callers
+			// to: an UpdateCluster of the version, conditional on the spec this step read,
+			// which starts the upgrade policy carrying the operation ID.
+			out, err := cs.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: t.Cluster, Update: &csv1.ClusterUpdate{VersionId: t.Data[DataTarget]},
+				SpecRevision: c.GetSpecRevision(), OperationId: opID(t)})
 			switch status.Code(err) {
 			case codes.OK:
-				set(t, DataPolicy, p.GetId())
+				if p := out.GetStatus().GetUpgrade(); p.GetOperationId() == opID(t) {
+					set(t, DataPolicy, p.GetId())
+				}
 				return StepResult{}, nil
 			case codes.FailedPrecondition, codes.Aborted:
-				// Another upgrade of the cluster has not finished: wait for it.
+				// Another upgrade of the cluster has not finished, or the cluster changed
+				// meanwhile: look again.
 				return StepResult{Wait: cfg.Poll, Message: status.Convert(err).Message()}, nil
 			case codes.InvalidArgument, codes.NotFound:
-				return StepResult{}, Permanent(fmt.Errorf("create upgrade policy of cluster %s to %s: %w", t.Cluster, t.Data[DataTarget], err))
+				return StepResult{}, Permanent(fmt.Errorf("upgrade cluster %s to %s: %w", t.Cluster, t.Data[DataTarget], err))
 			}
-			return StepResult{}, fmt.Errorf("create upgrade policy of cluster %s to %s: %w", t.Cluster, t.Data[DataTarget], err)
+			return StepResult{}, fmt.Errorf("upgrade cluster %s to %s: %w", t.Cluster, t.Data[DataTarget], err)
 		}},
 		{Name: "wait-for-upgrade", Run: func(ctx context.Context, t *Task) (StepResult, error) {
 			if t.Data[DataPolicy] == "" {
