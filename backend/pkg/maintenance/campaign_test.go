@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -158,6 +159,33 @@ func TestCampaign(t *testing.T) {
 			if got := gauge(t, reg, tc.name, tc.labels...); got != tc.want {
 				t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
 			}
+		}
+	})
+	t.Run("cancel_ends_a_campaign_and_its_unfinished_tasks_and_it_cannot_be_resumed", func(t *testing.T) {
+		if _, err := m.Create(ctx, CampaignSpec{ID: "z2", FromVersion: "4.18.26", ChannelGroup: "stable", Bake: time.Hour, RequestedBy: "sre"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Cancel(ctx, "z2", "sre")
+		if err != nil || got.State != CampaignCancelled {
+			t.Fatalf("cancel: %v %v; want Cancelled", got, err)
+		}
+		if _, err := m.Resume(ctx, "z2", "sre"); !errors.Is(err, ErrCampaignState) {
+			t.Fatalf("resume of a cancelled campaign: %v; want ErrCampaignState", err)
+		}
+		waitUntil(t, time.Minute, "no unfinished task of z2", func() error {
+			all, err := tasks.List(ctx)
+			if err != nil {
+				return err
+			}
+			for _, task := range all {
+				if task.Campaign == "z2" && !task.State.Terminal() {
+					return fmt.Errorf("task %s is %s", task.ID, task.State)
+				}
+			}
+			return nil
+		})
+		if n := hosted.started(other); n > 1 {
+			t.Fatalf("cluster upgraded %d times", n)
 		}
 	})
 }
