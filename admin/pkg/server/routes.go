@@ -35,8 +35,6 @@ func (s *Server) routes() []route {
 		// Maintenance tasks and campaigns (maintenance.go, docs/maintenance.md).
 		{pattern: "GET /admin/v1/maintenance/tasks", perm: access.ReadClusters, handle: s.listMaintenanceTasks},
 		{pattern: "GET /admin/v1/maintenance/campaigns", perm: access.ReadClusters, handle: s.listCampaigns},
-		{pattern: "POST /admin/v1/maintenance/campaigns/{id}/resume", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.changeCampaign(true)},
-		{pattern: "POST /admin/v1/maintenance/campaigns/{id}/cancel", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.changeCampaign(false)},
 		{pattern: "GET /admin/v1/audit", perm: access.ReadAudit, handle: s.listAudit},
 		{pattern: "POST /admin/v1/revocations/{person}", perm: access.RevokeIdentities, target: pathValue("person"), mutates: true, handle: s.revoke},
 		{pattern: "GET /admin/v1/revocations", perm: access.ReadAudit, handle: s.listRevocations},
