@@ -32,6 +32,9 @@ func (s *Server) routes() []route {
 		{pattern: "POST /admin/v1/cancel-upgrade/{id...}", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.cancelUpgrade},
 		{pattern: "POST /admin/v1/pause/{id...}", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.pauseCluster(false)},
 		{pattern: "POST /admin/v1/resume/{id...}", perm: access.WriteClusters, target: pathValue("id"), mutates: true, handle: s.pauseCluster(true)},
+		// Maintenance tasks and campaigns (maintenance.go, docs/maintenance.md).
+		{pattern: "GET /admin/v1/maintenance/tasks", perm: access.ReadClusters, handle: s.listMaintenanceTasks},
+		{pattern: "GET /admin/v1/maintenance/campaigns", perm: access.ReadClusters, handle: s.listCampaigns},
 		{pattern: "GET /admin/v1/audit", perm: access.ReadAudit, handle: s.listAudit},
 		{pattern: "POST /admin/v1/revocations/{person}", perm: access.RevokeIdentities, target: pathValue("person"), mutates: true, handle: s.revoke},
 		{pattern: "GET /admin/v1/revocations", perm: access.ReadAudit, handle: s.listRevocations},

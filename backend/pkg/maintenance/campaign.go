@@ -1,0 +1,411 @@
+package maintenance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/docstore"
+)
+
+// CampaignState is where a campaign is: Running → Succeeded, or Halted (waits for resume or
+// cancel) and Cancelled.
+type CampaignState string
+
+const (
+	CampaignRunning   CampaignState = "Running"
+	CampaignHalted    CampaignState = "Halted"
+	CampaignSucceeded CampaignState = "Succeeded"
+	CampaignCancelled CampaignState = "Cancelled"
+)
+
+// Wave is the clusters of one shard in a campaign, upgraded together.
+type Wave struct {
+	Shard    string    `json:"shard"`
+	Clusters []string  `json:"clusters"`
+	Started  time.Time `json:"started,omitempty"`
+	Finished time.Time `json:"finished,omitempty"`
+	// Succeeded and Failed count the wave's finished tasks; AcceptedFailures are the failures
+	// an operator accepted by resuming, which no longer count against the threshold.
+	Succeeded        int `json:"succeeded"`
+	Failed           int `json:"failed"`
+	AcceptedFailures int `json:"acceptedFailures"`
+}
+
+// CampaignSpec is what an operator asks for: upgrade every cluster running FromVersion on
+// ChannelGroup to its recommended z-stream, shard by shard, CanaryShard first.
+type CampaignSpec struct {
+	ID           string `json:"id"`
+	FromVersion  string `json:"fromVersion"`
+	ChannelGroup string `json:"channelGroup"`
+	CanaryShard  string `json:"canaryShard,omitempty"`
+	// MaxInFlight is how many of the campaign's tasks may be unfinished at once (default 2).
+	MaxInFlight int `json:"maxInFlight"`
+	// Bake is how long to wait after a wave finished before the next one starts (default 30m).
+	Bake time.Duration `json:"bake"`
+	// FailureThreshold: a wave whose failed share of its clusters exceeds it halts the
+	// campaign (default 0.1; 0 halts at the first failure).
+	FailureThreshold *float64 `json:"failureThreshold,omitempty"`
+	RequestedBy      string   `json:"requestedBy"`
+}
+
+// Campaign is a stored campaign: its spec, the waves fixed when it was created (so a cluster is
+// in one wave and gets one task), and where it is.
+type Campaign struct {
+	CampaignSpec
+	State   CampaignState `json:"state"`
+	Current int           `json:"current"`
+	Waves   []Wave        `json:"waves"`
+	Message string        `json:"message,omitempty"`
+	Created time.Time     `json:"created"`
+	History []Transition  `json:"history"`
+
+	etag string
+}
+
+func (c *Campaign) record(now time.Time, msg string) {
+	c.Message = msg
+	c.History = append(c.History, Transition{State: State(c.State), Step: c.Current, At: now.UTC(), Message: msg})
+}
+
+// Clusters is how many clusters the campaign covers.
+func (c *Campaign) Clusters() int {
+	n := 0
+	for _, w := range c.Waves {
+		n += len(w.Clusters)
+	}
+	return n
+}
+
+// TaskID is the ID of the campaign's task for a cluster: fixed, so it is created once.
+func (c *Campaign) TaskID(cluster string) string { return c.ID + "-" + cluster }
+
+// Campaigns stores campaigns and moves them through their waves.
+type Campaigns struct {
+	tasks *Tasks
+	cs    ClusterService
+	now   func() time.Time
+}
+
+// NewCampaigns returns the campaign store and reconciler; now is the clock (nil: time.Now).
+func NewCampaigns(tasks *Tasks, cs ClusterService, now func() time.Time) *Campaigns {
+	if now == nil {
+		now = time.Now
+	}
+	return &Campaigns{tasks: tasks, cs: cs, now: now}
+}
+
+func campaignDoc(c *Campaign) (*docstore.Document, error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode campaign %s: %w", c.ID, err)
+	}
+	return &docstore.Document{PartitionKey: Partition, ID: "campaign/" + c.ID, Type: TypeCampaign, ResourceID: "campaign/" + c.ID, Body: b}, nil
+}
+
+func decodeCampaign(d *docstore.Document) (*Campaign, error) {
+	var c Campaign
+	if err := json.Unmarshal(d.Body, &c); err != nil {
+		return nil, fmt.Errorf("decode campaign %s: %w", d.ID, err)
+	}
+	c.etag = d.ETag
+	return &c, nil
+}
+
+// ErrInvalidCampaign is returned by Create for a spec that cannot run.
+var ErrInvalidCampaign = errors.New("invalid campaign")
+
+// Create selects the clusters (every cluster whose spec runs FromVersion on ChannelGroup, as
+// Cluster Service lists them now), cuts them into waves by shard, canary first, and stores the
+// campaign Running.
+func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, error) {
+	if spec.ID == "" || spec.FromVersion == "" || spec.ChannelGroup == "" {
+		return nil, fmt.Errorf("%w: id, fromVersion and channelGroup are required", ErrInvalidCampaign)
+	}
+	if spec.MaxInFlight <= 0 {
+		spec.MaxInFlight = 2
+	}
+	if spec.Bake <= 0 {
+		spec.Bake = 30 * time.Minute
+	}
+	if spec.FailureThreshold == nil {
+		d := 0.1
+		spec.FailureThreshold = &d
+	}
+	if t := *spec.FailureThreshold; t < 0 || t > 1 {
+		return nil, fmt.Errorf("%w: failureThreshold %v must be between 0 and 1", ErrInvalidCampaign, t)
+	}
+	byShard := map[string][]string{}
+	req := &csv1.ListClustersRequest{PageSize: 500}
+	for {
+		resp, err := m.cs.ListClusters(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("list clusters: %w", err)
+		}
+		for _, c := range resp.GetClusters() {
+			if c.GetSpec().GetVersionId() == spec.FromVersion && c.GetSpec().GetChannelGroup() == spec.ChannelGroup && c.GetShard() != "" {
+				byShard[c.GetShard()] = append(byShard[c.GetShard()], c.GetId())
+			}
+		}
+		if resp.GetNextPageToken() == "" {
+			break
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
+	if spec.CanaryShard != "" && len(byShard[spec.CanaryShard]) == 0 {
+		return nil, fmt.Errorf("%w: canary shard %s has no cluster on %s in %s", ErrInvalidCampaign, spec.CanaryShard, spec.FromVersion, spec.ChannelGroup)
+	}
+	var shards []string
+	for s := range byShard {
+		if s != spec.CanaryShard {
+			shards = append(shards, s)
+		}
+	}
+	sort.Strings(shards)
+	if spec.CanaryShard != "" {
+		shards = append([]string{spec.CanaryShard}, shards...)
+	}
+	now := m.now()
+	c := &Campaign{CampaignSpec: spec, State: CampaignRunning, Created: now.UTC()}
+	for _, s := range shards {
+		ids := byShard[s]
+		sort.Strings(ids)
+		c.Waves = append(c.Waves, Wave{Shard: s, Clusters: ids})
+	}
+	if len(c.Waves) == 0 {
+		c.State = CampaignSucceeded
+		c.record(now, "no cluster runs "+spec.FromVersion+" in "+spec.ChannelGroup)
+	} else {
+		c.record(now, fmt.Sprintf("created by %s: %d clusters in %d waves", spec.RequestedBy, c.Clusters(), len(c.Waves)))
+	}
+	d, err := campaignDoc(c)
+	if err != nil {
+		return nil, err
+	}
+	out, err := m.tasks.st.Create(ctx, d)
+	if err != nil {
+		return nil, fmt.Errorf("create campaign %s: %w", spec.ID, err)
+	}
+	c.etag = out.ETag
+	return c, nil
+}
+
+// Get reads one campaign.
+func (m *Campaigns) Get(ctx context.Context, id string) (*Campaign, error) {
+	d, err := m.tasks.st.Get(ctx, Partition, "campaign/"+id)
+	if err != nil {
+		return nil, fmt.Errorf("get campaign %s: %w", id, err)
+	}
+	return decodeCampaign(d)
+}
+
+// List returns every campaign, oldest first.
+func (m *Campaigns) List(ctx context.Context) ([]*Campaign, error) {
+	var out []*Campaign
+	q := docstore.Query{Partition: Partition, Type: TypeCampaign}
+	for {
+		p, err := m.tasks.st.Query(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("list campaigns: %w", err)
+		}
+		for _, d := range p.Documents {
+			c, err := decodeCampaign(d)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		if p.Continuation == "" {
+			break
+		}
+		q.Continuation = p.Continuation
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+func (m *Campaigns) replace(ctx context.Context, c *Campaign) error {
+	d, err := campaignDoc(c)
+	if err != nil {
+		return err
+	}
+	out, err := m.tasks.st.Replace(ctx, d, c.etag)
+	if err != nil {
+		return fmt.Errorf("write campaign %s: %w", c.ID, err)
+	}
+	c.etag = out.ETag
+	return nil
+}
+
+// ErrCampaignState is returned for a resume or cancel the campaign's state does not allow.
+var ErrCampaignState = errors.New("campaign is not in a state that allows this")
+
+// Resume sets a Halted campaign Running again; the failures of its current wave so far are
+// accepted and no longer count against the threshold. Failed clusters are not retried.
+func (m *Campaigns) Resume(ctx context.Context, id, by string) (*Campaign, error) {
+	return m.change(ctx, id, func(c *Campaign) error {
+		if c.State != CampaignHalted {
+			return fmt.Errorf("%w: resume campaign %s in state %s", ErrCampaignState, id, c.State)
+		}
+		c.State = CampaignRunning
+		c.Waves[c.Current].AcceptedFailures = c.Waves[c.Current].Failed
+		c.record(m.now(), "resumed by "+by)
+		return nil
+	})
+}
+
+// Cancel ends a campaign that has not finished: it starts no more tasks and cancels its tasks
+// that have not finished (a running one stops between steps).
+func (m *Campaigns) Cancel(ctx context.Context, id, by string) (*Campaign, error) {
+	c, err := m.change(ctx, id, func(c *Campaign) error {
+		if c.State != CampaignRunning && c.State != CampaignHalted {
+			return fmt.Errorf("%w: cancel campaign %s in state %s", ErrCampaignState, id, c.State)
+		}
+		c.State = CampaignCancelled
+		c.record(m.now(), "cancelled by "+by)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range c.Waves {
+		for _, cl := range w.Clusters {
+			if _, err := m.tasks.Cancel(ctx, c.TaskID(cl), by, m.now()); err != nil && !errors.Is(err, docstore.ErrNotFound) {
+				return c, err
+			}
+		}
+	}
+	return c, nil
+}
+
+func (m *Campaigns) change(ctx context.Context, id string, f func(*Campaign) error) (*Campaign, error) {
+	for range 10 {
+		c, err := m.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := f(c); err != nil {
+			return nil, err
+		}
+		if err := m.replace(ctx, c); err == nil {
+			return c, nil
+		} else if !errors.Is(err, docstore.ErrPreconditionFailed) {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("change campaign %s: kept conflicting", id)
+}
+
+// Reconcile moves one Running campaign on: it counts the current wave's finished tasks, halts
+// the campaign when the wave's failures (less those accepted on resume) exceed the threshold,
+// creates tasks up to MaxInFlight unfinished ones, and once the wave is done waits Bake before
+// the next. It returns when to look again (0: nothing to wait for).
+func (m *Campaigns) Reconcile(ctx context.Context, id string) (time.Duration, error) {
+	c, err := m.Get(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if c.State != CampaignRunning {
+		return 0, nil
+	}
+	now := m.now()
+	before, _ := json.Marshal(c)
+	wait := m.step(ctx, c, now)
+	if wait < 0 {
+		return 0, ctx.Err()
+	}
+	if after, _ := json.Marshal(c); string(after) != string(before) {
+		if err := m.replace(ctx, c); err != nil {
+			return 0, err
+		}
+	}
+	return wait, nil
+}
+
+// step works on c in memory; -1: ctx ended or a read failed (look again soon).
+func (m *Campaigns) step(ctx context.Context, c *Campaign, now time.Time) time.Duration {
+	const again = time.Second
+	w := &c.Waves[c.Current]
+	if w.Started.IsZero() {
+		if c.Current > 0 {
+			if left := c.Waves[c.Current-1].Finished.Add(c.Bake).Sub(now); left > 0 {
+				c.Message = fmt.Sprintf("baking wave %d (%s) until %s", c.Current, c.Waves[c.Current-1].Shard, now.Add(left).UTC().Format(time.RFC3339))
+				return left
+			}
+		}
+		w.Started = now.UTC()
+		c.record(now, fmt.Sprintf("wave %d (shard %s, %d clusters) started", c.Current+1, w.Shard, len(w.Clusters)))
+	}
+	var unfinished, succeeded, failed int
+	var notCreated []string
+	for _, cl := range w.Clusters {
+		t, err := m.tasks.Get(ctx, c.TaskID(cl))
+		switch {
+		case errors.Is(err, docstore.ErrNotFound):
+			notCreated = append(notCreated, cl)
+		case err != nil:
+			return again
+		case t.State == StateSucceeded:
+			succeeded++
+		case t.State == StateFailed || t.State == StateCancelled:
+			failed++
+		default:
+			unfinished++
+		}
+	}
+	w.Succeeded, w.Failed = succeeded, failed
+	if ratio := float64(failed-w.AcceptedFailures) / float64(len(w.Clusters)); ratio > *c.FailureThreshold {
+		c.State = CampaignHalted
+		c.record(now, fmt.Sprintf("halted: wave %d (shard %s) has %d failed of %d clusters (%.0f%% > threshold %.0f%%); resume or cancel",
+			c.Current+1, w.Shard, failed, len(w.Clusters), 100*ratio, 100**c.FailureThreshold))
+		return 0
+	}
+	for _, cl := range notCreated {
+		if unfinished >= c.MaxInFlight {
+			break
+		}
+		_, err := m.tasks.Create(ctx, &Task{ID: c.TaskID(cl), Cluster: cl, Type: TypeZStreamUpgrade, RequestedBy: "campaign " + c.ID,
+			Campaign: c.ID, Params: map[string]string{ParamFromVersion: c.FromVersion}}, now)
+		if err != nil && !errors.Is(err, docstore.ErrAlreadyExists) {
+			return again
+		}
+		unfinished++
+		notCreated = notCreated[1:]
+	}
+	if unfinished > 0 || len(notCreated) > 0 {
+		return again
+	}
+	w.Finished = now.UTC()
+	c.record(now, fmt.Sprintf("wave %d (shard %s) finished: %d succeeded, %d failed", c.Current+1, w.Shard, succeeded, failed))
+	if c.Current+1 == len(c.Waves) {
+		c.State = CampaignSucceeded
+		c.record(now, fmt.Sprintf("all %d waves done", len(c.Waves)))
+		return 0
+	}
+	c.Current++
+	return again
+}
+
+// Run reconciles every Running campaign each poll until ctx ends. One runner per region is
+// enough (run it under the backend's leader lease); two would only repeat each other's
+// conditional writes.
+func (m *Campaigns) Run(ctx context.Context, poll time.Duration) {
+	for ctx.Err() == nil {
+		cs, err := m.List(ctx)
+		if err == nil {
+			for _, c := range cs {
+				if c.State == CampaignRunning {
+					_, _ = m.Reconcile(ctx, c.ID)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(poll):
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package maintenance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/docstore"
+)
+
+// TypeWindow is the document kind of a cluster's maintenance window.
+const TypeWindow = "maintenance-window"
+
+// Window is a cluster's weekly maintenance window, in UTC: on each of Days (empty: every day) it
+// opens Start after midnight and stays open for Length. A task starts only inside a window that
+// is still open for the task type's estimate.
+type Window struct {
+	Days   []time.Weekday `json:"days,omitempty"`
+	Start  time.Duration  `json:"start"`
+	Length time.Duration  `json:"length"`
+}
+
+// Blackout is a span of the region in which no task starts: [From, To).
+type Blackout struct {
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Windows is the Gate of maintenance windows (per cluster, stored beside the tasks; an admin
+// setting) and the region's blackout dates (configuration). A cluster without a window may be
+// maintained at any time outside blackouts.
+type Windows struct {
+	st        docstore.Store
+	blackouts []Blackout
+}
+
+// NewWindows returns the window gate on st with the region's blackouts.
+func NewWindows(st docstore.Store, blackouts []Blackout) *Windows {
+	return &Windows{st: st, blackouts: blackouts}
+}
+
+// ErrInvalidWindow is returned by Set for a window that never opens.
+var ErrInvalidWindow = errors.New("invalid maintenance window")
+
+// Set stores cluster's window, replacing any it had (nil removes it).
+func (w *Windows) Set(ctx context.Context, cluster string, win *Window) error {
+	id := "window/" + cluster
+	cur, err := w.st.Get(ctx, Partition, id)
+	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
+		return fmt.Errorf("read maintenance window of %s: %w", cluster, err)
+	}
+	if win == nil {
+		if cur == nil {
+			return nil
+		}
+		if err := w.st.Delete(ctx, Partition, id, cur.ETag); err != nil {
+			return fmt.Errorf("remove maintenance window of %s: %w", cluster, err)
+		}
+		return nil
+	}
+	if win.Length <= 0 || win.Start < 0 || win.Start >= 24*time.Hour || win.Length > 7*24*time.Hour {
+		return fmt.Errorf("%w: start must be within a day and length positive, at most a week", ErrInvalidWindow)
+	}
+	b, err := json.Marshal(win)
+	if err != nil {
+		return err
+	}
+	d := &docstore.Document{PartitionKey: Partition, ID: id, Type: TypeWindow, ResourceID: id, Body: b}
+	if cur == nil {
+		_, err = w.st.Create(ctx, d)
+	} else {
+		_, err = w.st.Replace(ctx, d, cur.ETag)
+	}
+	if err != nil {
+		return fmt.Errorf("write maintenance window of %s: %w", cluster, err)
+	}
+	return nil
+}
+
+// Get returns cluster's window; nil when it has none.
+func (w *Windows) Get(ctx context.Context, cluster string) (*Window, error) {
+	d, err := w.st.Get(ctx, Partition, "window/"+cluster)
+	if errors.Is(err, docstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read maintenance window of %s: %w", cluster, err)
+	}
+	var win Window
+	if err := json.Unmarshal(d.Body, &win); err != nil {
+		return nil, fmt.Errorf("decode maintenance window of %s: %w", cluster, err)
+	}
+	return &win, nil
+}
+
+// Allow implements Gate.
+func (w *Windows) Allow(ctx context.Context, t *Task, estimate time.Duration, now time.Time) (bool, time.Time, string, error) {
+	var win *Window
+	if t.Cluster != "" {
+		var err error
+		if win, err = w.Get(ctx, t.Cluster); err != nil {
+			return false, time.Time{}, "", err
+		}
+	}
+	next, why := NextStart(win, w.blackouts, estimate, now)
+	return !next.After(now), next, why, nil
+}
+
+// NextStart is the earliest time from now at which a task expected to run for estimate may
+// start: inside an occurrence of win (nil: always open) with estimate left before it closes, and
+// with no blackout overlapping the run. why says what it waits for; it is empty when the answer
+// is now. Within four weeks there is always an answer unless the window is shorter than the
+// estimate; then it returns now plus four weeks, and why says so.
+func NextStart(win *Window, blackouts []Blackout, estimate time.Duration, now time.Time) (time.Time, string) {
+	now = now.UTC()
+	const horizon = 28 * 24 * time.Hour
+	clear := func(b time.Time) (time.Time, *Blackout) {
+		for i := range blackouts {
+			bo := &blackouts[i]
+			if b.Before(bo.To) && b.Add(estimate).After(bo.From) {
+				return bo.To.UTC(), bo
+			}
+		}
+		return b, nil
+	}
+	var lastBlackout *Blackout
+	if win == nil {
+		b := now
+		for range len(blackouts) + 1 {
+			nb, bo := clear(b)
+			if bo == nil {
+				break
+			}
+			b, lastBlackout = nb, bo
+		}
+		if b.Equal(now) {
+			return now, ""
+		}
+		return b, fmt.Sprintf("region blackout until %s (%s)", lastBlackout.To.UTC().Format(time.RFC3339), lastBlackout.Reason)
+	}
+	if win.Length < estimate {
+		return now.Add(horizon), fmt.Sprintf("the maintenance window (%s) is shorter than the task's estimate (%s)", win.Length, estimate)
+	}
+	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	for day := -7; day <= 28; day++ {
+		d := midnight.AddDate(0, 0, day)
+		if len(win.Days) > 0 && !containsDay(win.Days, d.Weekday()) {
+			continue
+		}
+		open := d.Add(win.Start)
+		closes := open.Add(win.Length)
+		b := open
+		if b.Before(now) {
+			b = now
+		}
+		for b.Add(estimate).Compare(closes) <= 0 {
+			nb, bo := clear(b)
+			if bo == nil {
+				if b.Equal(now) {
+					return now, ""
+				}
+				why := fmt.Sprintf("waits for the maintenance window opening %s", b.Format(time.RFC3339))
+				if lastBlackout != nil {
+					why = fmt.Sprintf("region blackout until %s (%s), then the maintenance window", lastBlackout.To.UTC().Format(time.RFC3339), lastBlackout.Reason)
+				}
+				return b, why
+			}
+			b, lastBlackout = nb, bo
+		}
+	}
+	return now.Add(horizon), "no maintenance window opens within four weeks"
+}
+
+func containsDay(days []time.Weekday, d time.Weekday) bool {
+	for _, x := range days {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
