@@ -81,6 +81,12 @@ type Config struct {
 	// PrometheusInterval is the region's Prometheus scrape and rule evaluation interval
 	// (default DefaultPrometheusInterval, 5s; prometheus.go).
 	PrometheusInterval time.Duration
+	// ServiceBinaries runs a service from a binary other than the launcher's own build, by
+	// service name (ServiceFrontend, ServiceBackend, ServiceClusterService): a previous
+	// release's, as the rolling-upgrade test starts with (binaries.go). Before starting such a
+	// binary the launcher checks, from its --help, that it knows every flag passed to it, and
+	// fails naming the flags it lacks. RestartBinary swaps a binary in a running region.
+	ServiceBinaries map[string]string
 	// Progress receives one line per step (default: discarded).
 	Progress io.Writer
 }
@@ -445,6 +451,11 @@ func (r *Region) buildBinaries(ctx context.Context) error {
 
 // startService starts one of our own processes and waits for ready.
 func (r *Region) startService(ctx context.Context, spec mgmtcluster.ProcSpec, ready func(context.Context) error) error {
+	if filepath.Dir(spec.Path) != r.binDir {
+		if err := checkServiceFlags(ctx, spec.Path, spec.Args); err != nil {
+			return fmt.Errorf("start %s: %w", spec.Name, err)
+		}
+	}
 	p, err := mgmtcluster.StartProcess(ctx, spec)
 	if err != nil {
 		return err
