@@ -27,30 +27,35 @@ func (r *Region) servicePath(name string) string {
 	return filepath.Join(r.binDir, name)
 }
 
-// checkServiceFlags fails, naming each flag, when the binary at path does not know a flag the
-// launcher passes it: a binary from another commit whose flags changed. It reads the flags from
-// the binary's own --help (the standard flag package's "  -name" lines). Only binaries from
-// Config.ServiceBinaries are checked; the launcher's own build matches it by construction.
-func checkServiceFlags(ctx context.Context, path string, args []string) error {
+// compatibleArgs returns args without the flags the binary at path does not know, and those
+// flags. A binary from Config.ServiceBinaries is a previous release's: a flag the current
+// launcher passes that it lacks is one added since, which that release's own deployment never
+// passed, so it starts without it, as it would there. The caller reports every flag left out
+// (Progress, Region.FlagsLeftOut) so it is never silent. The flags known are read from the
+// binary's own --help (the standard flag package's "  -name" lines).
+func compatibleArgs(ctx context.Context, path string, args []string) (kept, left []string, err error) {
 	known, err := binaryFlags(ctx, path)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	var unknown []string
-	for _, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if !strings.HasPrefix(a, "-") {
+			kept = append(kept, a)
 			continue
 		}
-		name := strings.TrimLeft(a, "-")
-		name, _, _ = strings.Cut(name, "=")
-		if !known[name] {
-			unknown = append(unknown, "--"+name)
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if known[name] {
+			kept = append(kept, a)
+			continue
+		}
+		left = append(left, "--"+name)
+		// "--flag value": the value goes with it (the launcher passes no positional arguments).
+		if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			i++
 		}
 	}
-	if len(unknown) > 0 {
-		return fmt.Errorf("%s does not know the flags %s that the launcher passes: the launcher must not pass a flag this release lacks (docs/architecture.md, Rolling upgrades)", path, strings.Join(unknown, ", "))
-	}
-	return nil
+	return kept, left, nil
 }
 
 var helpFlagLine = regexp.MustCompile(`(?m)^\s+-{1,2}([A-Za-z0-9][A-Za-z0-9._-]*)`)
@@ -101,3 +106,14 @@ func (r *Region) RestartBinary(ctx context.Context, name, path string) error {
 
 // OwnBinary is the path of the launcher's own build of a service: the current commit's.
 func (r *Region) OwnBinary(name string) string { return filepath.Join(r.binDir, name) }
+
+// FlagsLeftOut lists the flags the launcher passes that a service's binary did not know, so it
+// started without them (compatibleArgs); nil for the launcher's own build.
+func (r *Region) FlagsLeftOut(name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.services[name]; ok {
+		return append([]string(nil), s.leftOut...)
+	}
+	return nil
+}

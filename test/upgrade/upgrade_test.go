@@ -80,6 +80,11 @@ func TestRollingUpgrade(t *testing.T) {
 			dumpLogs(region.Info.LogDir)
 		}
 	}()
+	for _, svc := range upgradedServices {
+		if left := region.FlagsLeftOut(svc); len(left) > 0 {
+			t.Logf("%s of %s started without the flags added since: %s", svc, commit, strings.Join(left, ", "))
+		}
+	}
 	hc, err := region.Info.Frontend.HTTPClient(30 * time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +141,9 @@ func TestRollingUpgrade(t *testing.T) {
 			t.Fatalf("replace %s: %v", svc, err)
 		}
 		c.replacing.Store(false)
+		if left := region.FlagsLeftOut(svc); len(left) > 0 {
+			t.Fatalf("the current %s was started without %v", svc, left)
+		}
 	}
 	w.waitOps(ctx, w.opCount()+3)
 	close(stop)
