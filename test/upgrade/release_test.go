@@ -13,8 +13,11 @@ import (
 )
 
 // previousRelease is the commit whose frontend, backend and Cluster Service the region starts
-// with: this repository on the morning of 2026-11-26. OPENHCP_UPGRADE_FROM overrides it.
-const previousRelease = "22a4ead9c6e4d4465c3a3c6f8dbade438863599c"
+// with: this repository's services of the morning of 2026-11-26 (22a4ead) with the region
+// certificates of today, which name only their service. From 22a4ead itself the old clients
+// cannot verify today's certificates (docs/architecture.md, Rolling upgrades).
+// OPENHCP_UPGRADE_FROM overrides it.
+const previousRelease = "aad2c9df8f0f83b9eea10314198dc37e1ab22346"
 
 // upgradedServices are the services a rolling upgrade replaces, in the order it replaces them:
 // the model's owner first, its clients after (docs/architecture.md, Rolling upgrades).

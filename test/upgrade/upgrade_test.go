@@ -99,9 +99,11 @@ func TestRollingUpgrade(t *testing.T) {
 
 	// Written by the previous release: two clusters and a node pool.
 	w := &workload{t: t, c: c, sub: sub, rg: rg, location: region.Info.Location, live: map[string]bool{}}
-	for _, name := range []string{"before-0", "before-1"} {
-		w.create(ctx, name)
+	w.create(ctx, "before-0")
+	if w.failed() {
+		t.Fatalf("the previous release did not serve its first cluster: %v", w.errs)
 	}
+	w.create(ctx, "before-1")
 	w.createPool(ctx, "before-0", "workers", 1)
 	if w.failed() {
 		t.Fatalf("the previous release did not serve the first clusters: %v", w.errs)
@@ -238,7 +240,7 @@ func (w *workload) operation(ctx context.Context, what string, r armResponse, ac
 		w.fail("%s: answered %d (Azure-AsyncOperation %q): %s", what, r.Status, async, r.Raw)
 		return false
 	}
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		s := w.c.doURL(ctx, http.MethodGet, async, nil)
 		if s.Status != http.StatusOK {
@@ -257,7 +259,7 @@ func (w *workload) operation(ctx context.Context, what string, r armResponse, ac
 		}
 		time.Sleep(time.Second)
 	}
-	w.fail("%s: operation %s not terminal in 5m", what, async)
+	w.fail("%s: operation %s not terminal in 3m", what, async)
 	return false
 }
 
