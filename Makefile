@@ -103,6 +103,13 @@ deploy: deps tools verify-config
 test-deploy: deps tools
 	OPENHCP_DEPLOY_E2E=1 go test -count=1 -timeout 30m -run TestDeployedRegion -v ./dev-infrastructure/localregion/deploy
 
+# A rolling upgrade of a local region from a previous commit's frontend, backend and Cluster
+# Service to the current build, under ARM traffic (test/upgrade, docs/architecture.md#rolling-upgrades).
+# Minutes (a previous-release build, cached by commit, and a region), so not part of make test.
+.PHONY: test-upgrade
+test-upgrade: deps tools
+	OPENHCP_UPGRADE=1 go test -count=1 -timeout 30m -run TestRollingUpgrade -v ./test/upgrade
+
 .PHONY: test
 test: deps tools
 	@# -count=1: the end-to-end and integration tests run binaries that go test cannot see as inputs,

@@ -81,6 +81,12 @@ type Config struct {
 	// PrometheusInterval is the region's Prometheus scrape and rule evaluation interval
 	// (default DefaultPrometheusInterval, 5s; prometheus.go).
 	PrometheusInterval time.Duration
+	// ServiceBinaries runs a service from a binary other than the launcher's own build, by
+	// service name (ServiceFrontend, ServiceBackend, ServiceClusterService): a previous
+	// release's, as the rolling-upgrade test starts with (binaries.go). Such a binary gets only
+	// the flags its --help lists: a flag added since its release is left out and named (Progress,
+	// Region.FlagsLeftOut). RestartBinary swaps a binary in a running region.
+	ServiceBinaries map[string]string
 	// Progress receives one line per step (default: discarded).
 	Progress io.Writer
 }
@@ -313,6 +319,8 @@ type service struct {
 	ready func(context.Context) error
 	// base is the command line before RestartWith's extra flags; nil if none were added.
 	base []string
+	// leftOut are the flags of the command line its binary did not know (compatibleArgs).
+	leftOut []string
 }
 
 func (c *Config) defaults() error {
@@ -445,6 +453,18 @@ func (r *Region) buildBinaries(ctx context.Context) error {
 
 // startService starts one of our own processes and waits for ready.
 func (r *Region) startService(ctx context.Context, spec mgmtcluster.ProcSpec, ready func(context.Context) error) error {
+	full := spec.Args
+	var leftOut []string
+	if filepath.Dir(spec.Path) != r.binDir {
+		kept, left, err := compatibleArgs(ctx, spec.Path, spec.Args)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", spec.Name, err)
+		}
+		if len(left) > 0 {
+			r.step("%s: %s does not know %s (added since its release); it starts without them", spec.Name, spec.Path, strings.Join(left, ", "))
+		}
+		spec.Args, leftOut = kept, left
+	}
 	p, err := mgmtcluster.StartProcess(ctx, spec)
 	if err != nil {
 		return err
@@ -454,7 +474,9 @@ func (r *Region) startService(ctx context.Context, spec mgmtcluster.ProcSpec, re
 		return err
 	}
 	r.mu.Lock()
-	r.services[spec.Name] = &service{spec: spec, proc: p, ready: ready}
+	// The whole command line is kept: a restart checks it again against the binary it runs.
+	spec.Args = full
+	r.services[spec.Name] = &service{spec: spec, proc: p, ready: ready, leftOut: leftOut}
 	r.mu.Unlock()
 	r.supervise(p)
 	return nil

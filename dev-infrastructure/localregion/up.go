@@ -435,7 +435,7 @@ func (r *Region) startClusterService(ctx context.Context, ms *mgmtcluster.Maestr
 		return err
 	}
 	err = r.startService(ctx, mgmtcluster.ProcSpec{
-		Name: "cluster-service", Path: filepath.Join(r.binDir, "cluster-service"), LogDir: r.logDir, Env: pgEnv(db),
+		Name: "cluster-service", Path: r.servicePath(ServiceClusterService), LogDir: r.logDir, Env: pgEnv(db),
 		Args: append(append(r.clusterServiceServerArgs(), secretArgs...),
 			"--listen", grpcAddr,
 			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]), "--pprof-token-file", r.Info.PprofTokenFile,
@@ -531,7 +531,7 @@ func (r *Region) startBackendProcess(ctx context.Context, name string, extra []s
 	}
 	args = append(args, r.clusterServiceClientArgs(pki.Backend)...)
 	err = r.startService(ctx, mgmtcluster.ProcSpec{
-		Name: name, Path: filepath.Join(r.binDir, "backend"), LogDir: r.logDir, Env: pgEnv(db),
+		Name: name, Path: r.servicePath(ServiceBackend), LogDir: r.logDir, Env: pgEnv(db),
 		Args: append(args, extra...),
 	}, mgmtcluster.HTTPReady(nil, metrics+"/healthz"))
 	if err != nil {
@@ -557,7 +557,7 @@ func (r *Region) startFrontend(ctx context.Context) error {
 	}
 	args := append(r.frontendServerArgs(), r.clusterServiceClientArgs(pki.Frontend)...)
 	err = r.startService(ctx, mgmtcluster.ProcSpec{
-		Name: "frontend", Path: filepath.Join(r.binDir, "frontend"), LogDir: r.logDir, Env: pgEnv(db),
+		Name: "frontend", Path: r.servicePath(ServiceFrontend), LogDir: r.logDir, Env: pgEnv(db),
 		Args: append(args,
 			"--listen", "127.0.0.1:"+strconv.Itoa(ports[0]),
 			"--metrics-listen", "127.0.0.1:"+strconv.Itoa(ports[1]), "--pprof-token-file", r.Info.PprofTokenFile,
