@@ -31,10 +31,11 @@ func armDocument(m any) map[string]any {
 	return doc
 }
 
-// fillFromARM sets every field of msg that has an arm_path from the value at that path in obj
-// (the internal model under base); a path absent from obj leaves the field unset. "." is obj
-// itself, "-" and no option are fields that do not come from the internal model.
-func fillFromARM(msg protoreflect.Message, obj map[string]any, base string, shapes armShapes) {
+// fillFromARM sets every field of msg that has an arm_path from the value at that path in doc
+// (the whole internal model; obj is its part at base); a path absent from the model leaves the
+// field unset. "." is obj itself, "/a.b" a path from doc's root, "-" and no option are fields
+// that do not come from the internal model.
+func fillFromARM(msg protoreflect.Message, doc, obj map[string]any, base string, shapes armShapes) {
 	fields := msg.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
@@ -43,7 +44,10 @@ func fillFromARM(msg protoreflect.Message, obj map[string]any, base string, shap
 			continue
 		}
 		v, path := any(obj), base
-		if p != "." {
+		switch {
+		case strings.HasPrefix(p, "/"):
+			v, path = lookupARM(doc, p[1:]), p[1:]
+		case p != ".":
 			v, path = lookupARM(obj, p), joinARM(base, p)
 		}
 		if v == nil {
@@ -63,14 +67,14 @@ func fillFromARM(msg protoreflect.Message, obj map[string]any, base string, shap
 			for _, e := range v.([]any) {
 				if fd.Message() != nil {
 					el := l.NewElement()
-					fillFromARM(el.Message(), e.(map[string]any), path, shapes)
+					fillFromARM(el.Message(), doc, e.(map[string]any), path, shapes)
 					l.Append(el)
 				} else {
 					l.Append(armScalar(fd, e, path))
 				}
 			}
 		case fd.Message() != nil:
-			fillFromARM(msg.Mutable(fd).Message(), v.(map[string]any), path, shapes)
+			fillFromARM(msg.Mutable(fd).Message(), doc, v.(map[string]any), path, shapes)
 		default:
 			msg.Set(fd, armScalar(fd, v, path))
 		}

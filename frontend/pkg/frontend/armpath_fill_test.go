@@ -61,3 +61,18 @@ func TestNodePoolSpecFillsEveryARMPathField(t *testing.T) {
 		t.Fatalf("fields with an arm_path the model did not reach: %v", unset)
 	}
 }
+
+// TestFillFromARMPathForms: "/a" is read from the model's root whatever the message's place,
+// "." is the holder's own object, and "-" is never read from the model.
+func TestFillFromARMPathForms(t *testing.T) {
+	doc := map[string]any{
+		"name":       "c1",
+		"id":         "not-from-the-model",
+		"properties": map[string]any{"version": map[string]any{"id": "4.19", "channelGroup": "fast"}},
+	}
+	var c csv1.Cluster
+	fillFromARM(c.ProtoReflect(), doc, doc, "", nil)
+	if c.GetArmResourceId() != "c1" || c.GetSpec().GetVersionId() != "4.19" || c.GetSpec().GetChannelGroup() != "fast" || c.GetId() != "" {
+		t.Fatalf("filled %v", &c)
+	}
+}

@@ -9,10 +9,11 @@ import (
 
 // nodePoolSpec maps the internal model to Cluster Service's node pool spec through the spec's
 // own arm_path options (each field's path in the internal model), so a new property with its
-// arm_path needs no edit here. Where the two shapes differ, armShapes converts.
+// arm_path needs no edit here. Where the two shapes differ, nodePoolShapes converts.
 func nodePoolSpec(np *api.NodePool) *csv1.NodePoolSpec {
 	spec := &csv1.NodePoolSpec{}
-	fillFromARM(spec.ProtoReflect(), armDocument(np), "", nodePoolShapes)
+	doc := armDocument(np)
+	fillFromARM(spec.ProtoReflect(), doc, doc, "", nodePoolShapes)
 	return spec
 }
 
