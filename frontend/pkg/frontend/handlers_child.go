@@ -74,8 +74,9 @@ type childResource[M any, Spec proto.Message, Update proto.Message, Version any]
 	// adopt fills what the caller left out of a created m with the spec Cluster Service
 	// answered (its defaults); the resource document is then rewritten with it (nil: nothing).
 	adopt func(m M, spec protoreflect.Message)
-	// changeErrors lists what a write over stored may not change (nil: everything may).
-	changeErrors func(stored, next M) []*arm.CloudError
+	// changeErrors lists what a write over stored may not change in api-version v (nil:
+	// everything may).
+	changeErrors func(v Version, stored, next M) []*arm.CloudError
 	// decorate adds Cluster Service's view to a GET's answer (nil: nothing).
 	decorate func(s *Server, r *http.Request, m M, csID string)
 
@@ -481,7 +482,7 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 		return k.respond(w, r, http.StatusCreated, stored, doc.ETag)
 	}
 	if k.changeErrors != nil {
-		if errs := k.changeErrors(stored, next); len(errs) > 0 {
+		if errs := k.changeErrors(k.version(r), stored, next); len(errs) > 0 {
 			return arm.Multiple(errs)
 		}
 	}

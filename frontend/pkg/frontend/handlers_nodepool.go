@@ -3,6 +3,7 @@ package frontend
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
@@ -49,22 +50,10 @@ var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.N
 	},
 }
 
-// nodePoolUpdatable are the internal paths the specification lets a write change
-// (x-ms-mutability "update"); the same in every api-version.
-var nodePoolUpdatable = []string{
-	"identity",
-	"properties.version",
-	"properties.replicas",
-	"properties.autoScaling",
-	"properties.labels",
-	"properties.taints",
-	"properties.nodeDrainTimeoutMinutes",
-}
-
-// nodePoolChangedFields lists the create-only fields a write tries to change, as
-// PropertyChangeNotAllowed errors whose targets are the field's path (the same in every
-// api-version).
-func nodePoolChangedFields(stored, next *api.NodePool) []*arm.CloudError {
+// nodePoolChangedFields lists the fields a write tries to change that the api-version's
+// NodePoolUpdate schema does not name (its update paths, generated from the specification), as
+// PropertyChangeNotAllowed errors whose targets are the field's path.
+func nodePoolChangedFields(v api.NodePoolVersion, stored, next *api.NodePool) []*arm.CloudError {
 	var a, b map[string]any
 	ja, _ := json.Marshal(stored)
 	jb, _ := json.Marshal(next)
@@ -76,14 +65,10 @@ func nodePoolChangedFields(stored, next *api.NodePool) []*arm.CloudError {
 		paths = append(paths, "location")
 	}
 	sort.Strings(paths)
+	updatePaths := v.NodePoolUpdatePaths()
 	var errs []*arm.CloudError
 	for _, p := range paths {
-		updatable := false
-		for _, u := range nodePoolUpdatable {
-			if p == u || strings.HasPrefix(p, u+".") {
-				updatable = true
-			}
-		}
+		updatable := slices.ContainsFunc(updatePaths, func(u string) bool { return p == u || strings.HasPrefix(p, u+".") })
 		if !updatable {
 			errs = append(errs, cloudError(http.StatusBadRequest, "PropertyChangeNotAllowed", p,
 				"Field '%s' cannot be changed after the node pool is created.", p))

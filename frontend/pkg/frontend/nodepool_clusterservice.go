@@ -7,40 +7,30 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
 
-// nodePoolSpec maps the internal model to Cluster Service's node pool spec: every field of
-// the node pool's properties has its place there.
+// nodePoolSpec maps the internal model to Cluster Service's node pool spec through the spec's
+// own arm_path options (each field's path in the internal model), so a new property with its
+// arm_path needs no edit here. Where the two shapes differ, nodePoolShapes converts.
 func nodePoolSpec(np *api.NodePool) *csv1.NodePoolSpec {
-	p := &np.Properties
-	spec := &csv1.NodePoolSpec{
-		VersionId:               p.Version.ID,
-		ChannelGroup:            p.Version.ChannelGroup,
-		AutoRepair:              p.AutoRepair,
-		NodeDrainTimeoutMinutes: p.NodeDrainTimeoutMinutes,
-		Platform: &csv1.NodePoolPlatform{
-			VmSize:                   p.Platform.VMSize,
-			OsDiskSizeGib:            p.Platform.OSDisk.SizeGiB,
-			OsDiskStorageAccountType: p.Platform.OSDisk.DiskStorageAccountType,
-			SubnetId:                 p.Platform.SubnetID,
-			AvailabilityZone:         p.Platform.AvailabilityZone,
-			EncryptionAtHost:         p.Platform.EnableEncryptionAtHost,
-			OsDiskEncryptionSetId:    p.Platform.OSDisk.EncryptionSetID,
-			OsDiskPersistence:        osDiskPersistence(p.Platform.OSDisk.DiskType),
-		},
-	}
-	spec.Replicas = p.Replicas
-	if a := p.AutoScaling; a != nil {
-		spec.Autoscaling = &csv1.NodePoolAutoscaling{Min: a.Min, Max: a.Max}
-	}
-	if len(p.Labels) > 0 {
-		spec.Labels = map[string]string{}
-		for _, l := range p.Labels {
-			spec.Labels[l.Key] = l.Value
-		}
-	}
-	for _, t := range p.Taints {
-		spec.Taints = append(spec.Taints, &csv1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
-	}
+	spec := &csv1.NodePoolSpec{}
+	doc := armDocument(np)
+	fillFromARM(spec.ProtoReflect(), doc, doc, "", nodePoolShapes)
 	return spec
+}
+
+// nodePoolShapes are the node pool properties whose internal shape is not the proto's, by
+// their internal path: labels are a list of key and value (a map in the proto), and a Managed
+// disk is Persistent (HyperShift's word).
+var nodePoolShapes = armShapes{
+	"properties.labels": func(v any) any {
+		m := map[string]any{}
+		for _, l := range v.([]any) {
+			l := l.(map[string]any)
+			value, _ := l["value"].(string)
+			m[l["key"].(string)] = value
+		}
+		return m
+	},
+	"properties.platform.osDisk.diskType": func(v any) any { return osDiskPersistence(v.(string)) },
 }
 
 // osDiskPersistence is Cluster Service's name for an ARM diskType: a Managed disk is
