@@ -24,8 +24,11 @@ import (
 // (CN) and the group (O). SREs lists the region's development SREs: alice (sre-admin), bob
 // (sre-readonly) and carol (sre-admin, a second approver).
 type AdminInfo struct {
-	URL    string        `json:"url"`
-	CAFile string        `json:"caFile"`
+	URL string `json:"url"`
+	// ServerName is the name the admin API's certificate carries (it names no address): a
+	// client dialing URL asks for it.
+	ServerName string        `json:"serverName"`
+	CAFile     string        `json:"caFile"`
 	SREs   []SREIdentity `json:"sres"`
 	// MetricsURL is the admin service's Prometheus endpoint (plaintext, loopback).
 	MetricsURL string `json:"metrics"`
@@ -215,6 +218,7 @@ func (r *Region) startAdmin(ctx context.Context, pg *pgserver.Server) error {
 		return err
 	}
 	r.Info.Admin.URL = "https://" + addr
+	r.Info.Admin.ServerName = pki.ServerName(adminIdentity)
 	r.Info.Admin.MetricsURL = url127(metricsPort) + "/metrics"
 	return nil
 }

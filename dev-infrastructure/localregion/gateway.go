@@ -19,8 +19,10 @@ import (
 // mutual TLS (an SRE's person certificate), verified with CAFile. The replicas share the admin
 // database and the session key, so any of them serves any session.
 type GatewayInfo struct {
-	URLs   []string `json:"urls"`
-	CAFile string   `json:"caFile"`
+	URLs []string `json:"urls"`
+	// ServerName is the name the gateway's certificate carries (it names no address).
+	ServerName string `json:"serverName"`
+	CAFile     string `json:"caFile"`
 	// MetricsURLs are the replicas' Prometheus endpoints (plaintext, loopback), in URLs' order.
 	MetricsURLs []string `json:"metrics"`
 	// SessionKeyFile is the region's session key (0600), shared with the admin API, which
@@ -100,6 +102,7 @@ func (r *Region) startGateways(ctx context.Context, db PostgresRoleInfo) error {
 			return fmt.Errorf("start %s: %w", gatewayName(i), err)
 		}
 		r.Info.Gateway.URLs = append(r.Info.Gateway.URLs, "https://"+addr)
+		r.Info.Gateway.ServerName = pki.ServerName(gatewayIdentity)
 		r.Info.Gateway.MetricsURLs = append(r.Info.Gateway.MetricsURLs, metrics+"/metrics")
 	}
 	return nil

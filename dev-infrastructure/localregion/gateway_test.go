@@ -147,7 +147,7 @@ func TestGatewayReplicasRunOnTheAdminDatabase(t *testing.T) {
 	for i, u := range gw.URLs {
 		addr := strings.TrimPrefix(u, "https://")
 		t.Run(fmt.Sprintf("replica_%d", i+1), func(t *testing.T) {
-			noCert, err := tlsconfig.Files{CA: gw.CAFile}.Client(addr)
+			noCert, err := tlsconfig.Files{CA: gw.CAFile, ServerName: gw.ServerName}.Client(addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,7 +162,7 @@ func TestGatewayReplicasRunOnTheAdminDatabase(t *testing.T) {
 				t.Fatalf("a caller without a certificate: %v, want the handshake refused (certificate required)", err)
 			}
 
-			cfg, err := tlsconfig.Files{CA: gw.CAFile, Cert: alice.Cert, Key: alice.Key}.Client(addr)
+			cfg, err := tlsconfig.Files{CA: gw.CAFile, Cert: alice.Cert, Key: alice.Key, ServerName: gw.ServerName}.Client(addr)
 			if err != nil {
 				t.Fatal(err)
 			}

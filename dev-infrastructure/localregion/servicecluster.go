@@ -180,6 +180,7 @@ func (r *Region) installServices(ctx context.Context, pg *pgserver.Server) error
 		return err
 	}
 	r.Info.Admin.URL = "https://" + ep["https"]
+	r.Info.Admin.ServerName = pki.ServerName(adminIdentity)
 	r.Info.Admin.MetricsURL = "https://" + ep["metrics"] + "/metrics"
 	return r.waitHealthy(ctx, r.Info.Admin.URL+"/healthz")
 }

@@ -236,9 +236,6 @@ func ServerName(name string) string { return ident.ServerName(ServiceOf(name)) }
 var loopbackServers = map[string]string{
 	Broker:   "Maestro's MQTT client (servers and agents) verifies the host it dials; mosquitto_sub too",
 	Postgres: "libpq and lib/pq (PgBouncer's server TLS, Maestro through PgBouncer, psql) verify the host they dial; pgx of our services reads the same DSNs",
-	// Not yet converted: their clients could ask for the name, but do not yet.
-	"admin":   "browsers and hcpctl's --admin-url without a server name",
-	"gateway": "kubectl with session kubeconfigs that name no tls-server-name",
 }
 
 // KeepsLoopbackNames reports whether identity name's server certificate also answers to the

@@ -46,7 +46,7 @@ func adminClient(t *testing.T, a localregion.AdminInfo, group string) *http.Clie
 		// ARM's certificate, asking for the admin API's server like every other case here, so
 		// that the admin API refuses it (rather than the client refusing the admin API's certificate).
 		c = region.Info.Frontend.ClientTLS
-		c.CAFile, c.ServerName = a.CAFile, ""
+		c.CAFile = a.CAFile
 	case "sre-root":
 		// A person of the SRE persons' CA whose group is none of the SRE groups.
 		if err := region.PKI().AddPerson("mallory", "mallory", "sre-root"); err != nil {
@@ -61,6 +61,8 @@ func adminClient(t *testing.T, a localregion.AdminInfo, group string) *http.Clie
 		}
 		c = sre.ClientTLS(a.CAFile)
 	}
+	// The admin API's certificate names its service, not the address dialed.
+	c.ServerName = a.ServerName
 	cfg, err := c.Files().Client(strings.TrimPrefix(a.URL, "https://"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +202,7 @@ func TestAdminAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		f := region.PKI().MustFiles(person)
-		eve := localregion.AdminInfo{URL: a.URL, CAFile: a.CAFile, SREs: []localregion.SREIdentity{{Person: person, Group: "eve", CertFile: f.Cert, KeyFile: f.Key}}}
+		eve := localregion.AdminInfo{URL: a.URL, ServerName: a.ServerName, CAFile: a.CAFile, SREs: []localregion.SREIdentity{{Person: person, Group: "eve", CertFile: f.Cert, KeyFile: f.Key}}}
 		if code, ae := adminCall(t, eve, "eve", "GET", "/admin/v1/shards", "", cid, nil); code != 200 {
 			t.Fatalf("before the revocation: %d %+v", code, ae)
 		}

@@ -61,7 +61,9 @@ func TestPprofOnMetricsPortOnly(t *testing.T) {
 	})
 	t.Run("admin/api-listener", func(t *testing.T) {
 		sre := region.Info.Admin.SREs[0]
-		cfg, err := sre.ClientTLS(region.Info.Admin.CAFile).Files().Client(strings.TrimPrefix(region.Info.Admin.URL, "https://"))
+		files := sre.ClientTLS(region.Info.Admin.CAFile).Files()
+		files.ServerName = region.Info.Admin.ServerName
+		cfg, err := files.Client(strings.TrimPrefix(region.Info.Admin.URL, "https://"))
 		if err != nil {
 			t.Fatal(err)
 		}

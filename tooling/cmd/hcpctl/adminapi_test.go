@@ -46,5 +46,7 @@ func adminAPI(t *testing.T, h http.Handler) (args []string, caFile, certFile, ke
 		t.Fatal(err)
 	}
 	write(keyFile, "PRIVATE KEY", keyDER)
-	return []string{"--admin-url", srv.URL, "--ca", caFile, "--cert", certFile, "--key", keyFile}, caFile, certFile, keyFile
+	// httptest's certificate names example.com (and the loopback addresses); the region's name
+	// only their service, so hcpctl asks for a name when it dials an address.
+	return []string{"--admin-url", srv.URL, "--admin-server-name", "example.com", "--ca", caFile, "--cert", certFile, "--key", keyFile}, caFile, certFile, keyFile
 }

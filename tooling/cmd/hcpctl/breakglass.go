@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 func newBreakGlassCmd(c *cli) *cobra.Command {
@@ -119,7 +121,14 @@ func writeSessionKubeconfig(a *app, s adminapi.BreakGlassSession, path string) e
 	}
 	name := "breakglass-" + s.ID
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: s.GatewayURL, CertificateAuthorityData: caPEM}
+	gw, err := url.Parse(s.GatewayURL)
+	if err != nil {
+		return fmt.Errorf("session %s: gateway URL %q: %w", s.ID, s.GatewayURL, err)
+	}
+	// The gateway's certificate names its service, not an address: a gateway reached by address
+	// is asked for that name (tls-server-name).
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: s.GatewayURL, CertificateAuthorityData: caPEM,
+		TLSServerName: serverNameFor(gw.Host, identity.Gateway)}
 	cfg.AuthInfos[s.Person] = &clientcmdapi.AuthInfo{ClientCertificate: abs(a.files.Cert), ClientKey: abs(a.files.Key)}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: s.Person}
 	cfg.CurrentContext = name

@@ -120,9 +120,9 @@ func TestExitStatus(t *testing.T) {
 		w.WriteHeader(http.StatusForbidden)
 		_ = json.NewEncoder(w).Encode(adminapi.Error{Code: "Forbidden", Message: "sre-readonly may not cordon a shard"})
 	})
-	api, _, certFile, keyFile := adminAPI(t, mux)
+	api, caFile, certFile, keyFile := adminAPI(t, mux)
 	region := filepath.Join(t.TempDir(), "region.json")
-	b, _ := json.Marshal(localregion.Info{Admin: localregion.AdminInfo{URL: api[1], CAFile: api[3],
+	b, _ := json.Marshal(localregion.Info{Admin: localregion.AdminInfo{URL: api[1], ServerName: "example.com", CAFile: caFile,
 		SREs: []localregion.SREIdentity{{Person: "bob", Group: "sre-readonly", CertFile: certFile, KeyFile: keyFile}}}})
 	if err := os.WriteFile(region, b, 0o600); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -13,14 +14,15 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 // globals are the flags of every command (root's persistent flags), given before or after
 // the command's words.
 type globals struct {
-	regionFile, adminURL, ca, cert, key, as, output string
-	timeout                                         time.Duration
+	regionFile, adminURL, adminServerName, ca, cert, key, as, output string
+	timeout                                                          time.Duration
 }
 
 // Output formats of -o.
@@ -75,7 +77,7 @@ type app struct {
 // connect builds the admin client from --admin-url and its files, or from region.json, and
 // returns the files it used.
 func connect(g *globals) (*adminapi.Client, tlsconfig.Files, error) {
-	files := tlsconfig.Files{CA: g.ca, Cert: g.cert, Key: g.key}
+	files := tlsconfig.Files{CA: g.ca, Cert: g.cert, Key: g.key, ServerName: g.adminServerName}
 	url := g.adminURL
 	if url == "" {
 		b, err := os.ReadFile(g.regionFile)
@@ -98,7 +100,7 @@ func connect(g *globals) (*adminapi.Client, tlsconfig.Files, error) {
 			return nil, files, usagef("--as %s: %v; it lists %s", g.as, err, strings.Join(groups, ", "))
 		}
 		url = info.Admin.URL
-		files = tlsconfig.Files{CA: info.Admin.CAFile, Cert: sre.CertFile, Key: sre.KeyFile}
+		files = tlsconfig.Files{CA: info.Admin.CAFile, Cert: sre.CertFile, Key: sre.KeyFile, ServerName: info.Admin.ServerName}
 	} else if files.CA == "" || files.Cert == "" || files.Key == "" {
 		return nil, files, usagef("--admin-url needs --ca, --cert and --key (your SRE certificate)")
 	}
@@ -107,6 +109,9 @@ func connect(g *globals) (*adminapi.Client, tlsconfig.Files, error) {
 	}
 	host := strings.TrimPrefix(url, "https://")
 	host, _, _ = strings.Cut(host, "/")
+	if files.ServerName == "" {
+		files.ServerName = serverNameFor(host, "admin")
+	}
 	cfg, err := files.Client(host)
 	if err != nil {
 		return nil, files, fmt.Errorf("TLS files: %w", err)
@@ -155,4 +160,20 @@ func flagFor(target string) string {
 		return f
 	}
 	return target
+}
+
+// serverNameFor is the name to ask a server for when hostport is how it is dialed: none (the
+// host itself) for a DNS name, the name of the region's server identity (pki.ServerName) for an address or
+// localhost, since the region's server certificates name their service, never an address
+// (docs/security.md, "Clients check the server's identity too").
+func serverNameFor(hostport, server string) string {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if net.ParseIP(host) == nil && host != "localhost" {
+		return ""
+	}
+	return pki.ServerName(server)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // newRootCmd builds the command tree. Global flags default to their environment variables
@@ -56,6 +57,7 @@ wrong and nothing was called.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.g.regionFile, "region-file", env("OPENHCP_REGION_FILE", ".run/region.json"), "region.json of a local region (env OPENHCP_REGION_FILE); ignored with --admin-url")
 	pf.StringVar(&c.g.adminURL, "admin-url", env("HCPCTL_ADMIN_URL", ""), "admin API base URL, https://host:port (env HCPCTL_ADMIN_URL); needs --ca, --cert and --key")
+	pf.StringVar(&c.g.adminServerName, "admin-server-name", env("HCPCTL_ADMIN_SERVER_NAME", ""), "with --admin-url: the name the admin API's certificate carries (env HCPCTL_ADMIN_SERVER_NAME); default: the URL's host, or "+pki.ServerName("admin")+" when the URL names an address")
 	pf.StringVar(&c.g.ca, "ca", env("HCPCTL_CA", ""), "CA file that verifies the admin API (env HCPCTL_CA)")
 	pf.StringVar(&c.g.cert, "cert", env("HCPCTL_CERT", ""), "your SRE client certificate (env HCPCTL_CERT)")
 	pf.StringVar(&c.g.key, "key", env("HCPCTL_KEY", ""), "its key (env HCPCTL_KEY)")
