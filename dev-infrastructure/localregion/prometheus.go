@@ -232,6 +232,7 @@ func (r *Region) prometheusJobs(kubeTLS map[string]*scrapeTLS) ([]scrapeJob, err
 		{"admin", []string{r.Info.Admin.MetricsURL}},
 		{"gateway", r.Info.Gateway.MetricsURLs},
 		{"monitor", r.Info.Monitor.MetricsURLs()},
+		{"maintenance", []string{r.Info.Maintenance.MetricsURL}},
 		{"maestro-server", maestro},
 	} {
 		job, err := plain(j.name, j.urls...)

@@ -47,6 +47,7 @@ func testRegion(t *testing.T) *Region {
 	r.Info.Admin.MetricsURL = "http://127.0.0.1:1004/metrics"
 	r.Info.Maestro.MetricsURL = "http://127.0.0.1:1005/metrics"
 	r.Info.Monitor.Replicas = []ServiceInfo{{MetricsURL: "http://127.0.0.1:1006/metrics"}, {MetricsURL: "http://127.0.0.1:1007/metrics"}}
+	r.Info.Maintenance.MetricsURL = "http://127.0.0.1:1008/metrics"
 	for i, name := range []string{"mgmt-1", "mgmt-2"} {
 		r.Info.ManagementClusters = append(r.Info.ManagementClusters, ManagementClusterInfo{
 			Name: name, ProvisionShard: name, Server: "https://127.0.0.1:" + strconv.Itoa(6443+i),
@@ -142,6 +143,19 @@ func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
 		}
 		if strings.Join(targets, " ") != "127.0.0.1:1006 127.0.0.1:1007" {
 			t.Errorf("job monitor scrapes %v, want both replicas", targets)
+		}
+	})
+	t.Run("the_maintenance_service_is_the_target_of_the_maintenance_job", func(t *testing.T) {
+		var targets []string
+		for _, sc := range parsed.ScrapeConfigs {
+			if sc.JobName == "maintenance" {
+				for _, st := range sc.StaticConfigs {
+					targets = append(targets, st.Targets...)
+				}
+			}
+		}
+		if strings.Join(targets, " ") != "127.0.0.1:1008" {
+			t.Errorf("job maintenance scrapes %v, want the maintenance service", targets)
 		}
 	})
 	t.Run("each_management_apiserver_is_its_shards_target_under_one_job_label", func(t *testing.T) {

@@ -117,7 +117,9 @@ type Info struct {
 	Gateway GatewayInfo `json:"gateway"`
 	// Monitor is the fleet Monitor's replicas (monitor.go).
 	Monitor MonitorInfo `json:"monitor"`
-	LogDir  string      `json:"logDir"`
+	// Maintenance is the maintenance service (maintenance.go): /metrics and /healthz only.
+	Maintenance ServiceInfo `json:"maintenance"`
+	LogDir      string      `json:"logDir"`
 	// Restarts counts, by process name, how often the launcher restarted a process that
 	// crashed (supervise); absent until something crashes.
 	Restarts map[string]int `json:"restarts,omitempty"`
@@ -437,6 +439,7 @@ func (r *Region) buildBinaries(ctx context.Context) error {
 		"./frontend/cmd/frontend",
 		"./backend/cmd/backend",
 		"./backend/cmd/monitor",
+		"./backend/cmd/maintenance",
 		"./cluster-service/cmd/cluster-service",
 		"./dev-infrastructure/mgmtcluster/cmd/hypershift-sim",
 		"./admin/cmd/admin",

@@ -193,6 +193,10 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	if err := r.startMonitor(ctx, pg); err != nil {
 		return nil, err
 	}
+	r.step("starting the maintenance service")
+	if err := r.startMaintenance(ctx, pg); err != nil {
+		return nil, err
+	}
 	r.step("starting the break-glass gateway (%d replicas) and the admin API", gatewayReplicas)
 	if err := r.startAdmin(ctx, pg); err != nil {
 		return nil, err

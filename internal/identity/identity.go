@@ -108,6 +108,10 @@ const (
 	// Monitor is the fleet Monitor (backend/cmd/monitor): it runs beside the backend, under its
 	// own service account, and only lists what Cluster Service has observed.
 	Monitor = "monitor"
+	// Maintenance is the maintenance service (backend/cmd/maintenance): it runs beside the
+	// backend, under its own service account, and calls only what its task types and campaigns
+	// need (reads, and UpdateCluster for an upgrade).
+	Maintenance = "maintenance"
 )
 
 // Workloads lists the region's workloads whose certificates carry a SPIFFE ID.
@@ -116,6 +120,7 @@ func Workloads() []Workload {
 		{Frontend, "openhcp-frontend", "frontend"},
 		{Backend, "openhcp-backend", "backend"},
 		{Monitor, "openhcp-backend", "monitor"},
+		{Maintenance, "openhcp-backend", "maintenance"},
 		{ClusterService, "openhcp-cluster-service", "cluster-service"},
 		{SRE, "openhcp-admin", "admin"},
 		{Gateway, "openhcp-admin", "gateway"},

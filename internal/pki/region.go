@@ -33,6 +33,7 @@ const (
 	Postgres       = "postgres"        // PostgreSQL server
 	Prometheus     = "prometheus"      // scrape client of every target; server of its own API (to SRE persons)
 	Monitor        = "monitor"         // the fleet Monitor's Cluster Service client
+	Maintenance    = "maintenance"     // the maintenance service's Cluster Service client
 )
 
 // MaestroAgent is the identity name (and file base name) of the Maestro agent of one consumer
@@ -180,6 +181,7 @@ func Create(dir string, o Options) (*Region, error) {
 		{SRE, SRE, Client, ServiceCA},
 		{Backend, Backend, Client, ServiceCA},
 		{Monitor, Monitor, Client, ServiceCA},
+		{Maintenance, Maintenance, Client, ServiceCA},
 		{ClusterService, ClusterService, Server | Client, ServiceCA},
 		{MaestroServer, MaestroServer, Server | Client, ServiceCA},
 		{Broker, Broker, Server, ServiceCA},

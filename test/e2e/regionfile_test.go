@@ -52,6 +52,7 @@ func TestRegionFileDescribesTheRegion(t *testing.T) {
 	for i, u := range info.Monitor.MetricsURLs() {
 		metrics[fmt.Sprintf("monitor-%d", i+1)] = u
 	}
+	metrics["maintenance"] = info.Maintenance.MetricsURL
 	brokerLog, err := os.ReadFile(filepath.Join(info.LogDir, "mosquitto.log"))
 	if err != nil {
 		t.Fatalf("read mosquitto.log: %v", err)

@@ -9,8 +9,10 @@ import (
 )
 
 // The maintenance views read the backend's maintenance documents in the document store the
-// admin API already reads (docs/maintenance.md). They only read: the admin API's store login
-// may only SELECT, so resuming or cancelling a campaign is not an admin route.
+// admin API already reads (docs/maintenance.md). They only read: the maintenance documents are
+// the maintenance service's, and the admin API's store login may not insert (it may update
+// existing documents for day-2 changes only), so creating, resuming or cancelling a campaign is
+// not an admin route yet.
 
 // listMaintenanceTasks serves GET /admin/v1/maintenance/tasks.
 func (s *Server) listMaintenanceTasks(w http.ResponseWriter, r *http.Request) error {

@@ -24,17 +24,21 @@ const (
 	Frontend = identity.Frontend // serves ARM: creates, reads, updates and deletes what ARM asks for
 	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
 	Monitor  = identity.Monitor  // the fleet Monitor: lists clusters, node pools and shards to check their health, nothing else
-	SRE      = identity.SRE      // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
+	// Maintenance is the maintenance service: reads clusters, versions and upgrade policies, and
+	// asks for a control-plane upgrade (UpdateCluster); backend/pkg/maintenance.ClusterService.
+	Maintenance = identity.Maintenance
+	SRE         = identity.SRE // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
 )
 
 // Table lists, for every method Cluster Service serves, who may call it. Change it here only;
 // docs/security.md shows it as a table and TestTableCoversEveryMethod keeps it complete.
 var Table = map[string][]string{
 	csv1.Clusters_CreateCluster_FullMethodName: {Frontend},
-	csv1.Clusters_GetCluster_FullMethodName:    {Frontend, Backend, SRE},
-	csv1.Clusters_ListClusters_FullMethodName:  {Frontend, Monitor, SRE},
-	// The admin API upgrades a control plane for an SRE (docs/sre.md, Day-2 changes).
-	csv1.Clusters_UpdateCluster_FullMethodName: {Frontend, SRE},
+	csv1.Clusters_GetCluster_FullMethodName:    {Frontend, Backend, Maintenance, SRE},
+	csv1.Clusters_ListClusters_FullMethodName:  {Frontend, Monitor, Maintenance, SRE},
+	// The admin API upgrades a control plane for an SRE (docs/sre.md, Day-2 changes); the
+	// maintenance service asks for z-stream upgrades (docs/maintenance.md).
+	csv1.Clusters_UpdateCluster_FullMethodName: {Frontend, Maintenance, SRE},
 	// The backend deletes the clusters of a deleted subscription (the subscription cascade).
 	csv1.Clusters_DeleteCluster_FullMethodName: {Frontend, Backend},
 	csv1.Clusters_WatchClusters_FullMethodName: {Backend, SRE},
@@ -64,13 +68,13 @@ var Table = map[string][]string{
 	csv1.Credentials_GetRevocation_FullMethodName:     {Frontend, Backend, SRE},
 	csv1.Credentials_WatchCredentials_FullMethodName:  {Backend},
 
-	csv1.Versions_ListVersions_FullMethodName: {Frontend, SRE},
+	csv1.Versions_ListVersions_FullMethodName: {Frontend, Maintenance, SRE},
 	csv1.Versions_GetVersion_FullMethodName:   {Frontend, SRE},
 
 	// Upgrade policies are written by Cluster Service itself on UpdateCluster; no caller
 	// creates them.
 	csv1.UpgradePolicies_CreateUpgradePolicy_FullMethodName: {},
-	csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName:    {Frontend, SRE},
+	csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName:    {Frontend, Maintenance, SRE},
 	// The admin API cancels an upgrade that has not started, for an SRE.
 	csv1.UpgradePolicies_CancelUpgradePolicy_FullMethodName: {SRE},
 	csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: {Frontend, SRE},
@@ -80,9 +84,9 @@ var Table = map[string][]string{
 	csv1.ProvisionShards_SetShardStatus_FullMethodName: {SRE},
 
 	// Health checks: any caller the CA verified.
-	"/grpc.health.v1.Health/Check": {Frontend, Backend, Monitor, SRE},
-	"/grpc.health.v1.Health/Watch": {Frontend, Backend, Monitor, SRE},
-	"/grpc.health.v1.Health/List":  {Frontend, Backend, Monitor, SRE},
+	"/grpc.health.v1.Health/Check": {Frontend, Backend, Monitor, Maintenance, SRE},
+	"/grpc.health.v1.Health/Watch": {Frontend, Backend, Monitor, Maintenance, SRE},
+	"/grpc.health.v1.Health/List":  {Frontend, Backend, Monitor, Maintenance, SRE},
 }
 
 // CredentialKind is a kind of break-glass credential.

@@ -38,7 +38,7 @@ func TestTableCoversEveryMethod(t *testing.T) {
 			t.Errorf("Table lists %s, which is not served", m)
 		}
 		for _, id := range who {
-			if !slices.Contains([]string{Frontend, Backend, Monitor, SRE}, id) {
+			if !slices.Contains([]string{Frontend, Backend, Monitor, Maintenance, SRE}, id) {
 				t.Errorf("%s: unknown identity %q", m, id)
 			}
 		}
@@ -82,7 +82,7 @@ func TestDocsTableMatchesCode(t *testing.T) {
 	got := map[string][]string{}
 	for _, line := range strings.Split(doc[start:end], "\n") {
 		cells := strings.Split(line, "|")
-		if len(cells) != 7 || !strings.Contains(cells[1], "`") {
+		if len(cells) != 8 || !strings.Contains(cells[1], "`") {
 			continue
 		}
 		m := strings.Trim(strings.TrimSpace(cells[1]), "`")
@@ -92,7 +92,7 @@ func TestDocsTableMatchesCode(t *testing.T) {
 			m = "/openhcp.clusterservice.v1." + m
 		}
 		who := []string{}
-		for i, id := range []string{Frontend, Backend, Monitor, SRE} {
+		for i, id := range []string{Frontend, Backend, Monitor, Maintenance, SRE} {
 			if strings.TrimSpace(cells[2+i]) != "" {
 				who = append(who, id)
 			}
@@ -146,5 +146,27 @@ func TestCredentialKindsAreDocumented(t *testing.T) {
 	}
 	if len(got) != len(CredentialKinds) {
 		t.Errorf("docs/security.md lists %d identities, the code %d", len(got), len(CredentialKinds))
+	}
+}
+
+// TestMaintenanceCallsOnlyWhatItUses: the maintenance service (backend/cmd/maintenance) may
+// call exactly what its z-stream upgrade and its campaigns call (maintenance.ClusterService),
+// and the health checks; nothing else, so a compromised actuator cannot create, delete or read
+// credentials.
+func TestMaintenanceCallsOnlyWhatItUses(t *testing.T) {
+	want := map[string]bool{
+		csv1.Clusters_GetCluster_FullMethodName:              true,
+		csv1.Clusters_ListClusters_FullMethodName:            true,
+		csv1.Clusters_UpdateCluster_FullMethodName:           true,
+		csv1.Versions_ListVersions_FullMethodName:            true,
+		csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName: true,
+		"/grpc.health.v1.Health/Check":                       true,
+		"/grpc.health.v1.Health/Watch":                       true,
+		"/grpc.health.v1.Health/List":                        true,
+	}
+	for m, who := range Table {
+		if got := slices.Contains(who, Maintenance); got != want[m] {
+			t.Errorf("maintenance may call %s: %v, want %v", m, got, want[m])
+		}
 	}
 }

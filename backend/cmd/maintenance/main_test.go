@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/openhcp/openhcp/backend/pkg/maintenance"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
+	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
+	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+)
+
+func TestParseFlags(t *testing.T) {
+	dsn := "postgres://maintenance@127.0.0.1/resourceprovider"
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{name: "defaults_with_a_store_are_valid", args: []string{"--db-dsn", dsn}},
+		{name: "store_from_the_environment", env: map[string]string{"MAINTENANCE_DB_DSN": dsn}},
+		{name: "no_store_names_the_flag", wantErr: "--db-dsn"},
+		{name: "bad_cluster_service_address", args: []string{"--db-dsn", dsn, "--cluster-service", "nohost"}, wantErr: "--cluster-service"},
+		{name: "zero_in_flight", args: []string{"--db-dsn", dsn, "--max-in-flight", "0"}, wantErr: "--max-in-flight"},
+		{name: "short_task_lease", args: []string{"--db-dsn", dsn, "--task-lease", "1s"}, wantErr: "--task-lease"},
+		{name: "bad_duration_from_the_environment", args: []string{"--db-dsn", dsn}, env: map[string]string{"MAINTENANCE_POLL": "soon"}, wantErr: "MAINTENANCE_POLL"},
+		{name: "bad_log_level", args: []string{"--db-dsn", dsn, "--log-level", "loud"}, wantErr: "--log-level"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("parseFlags: %v", err)
+				}
+				if o.store.DSN != dsn || o.maxInFlight != 4 || o.taskLease != 30*time.Second {
+					t.Errorf("options %+v, want the DSN and the defaults", o)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("parseFlags: %v, want an error naming %s", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestRunUpgradesThroughClusterService runs the command's wiring against a real Cluster Service
+// and document store: a campaign stored Running gets its task created by the campaign runner
+// (the lease holder), the actuator asks Cluster Service for the z-stream upgrade, and /metrics
+// reports the campaign. Management clusters do not run here, so the upgrade is followed up to
+// the request only; test/e2e follows it to the end.
+func TestRunUpgradesThroughClusterService(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pg := pgservertest.Start(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), log, envelopetest.Keyring(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	srv := csserver.New(db, csserver.Config{KeepAlive: time.Second, Log: log})
+	g := grpc.NewServer(srv.ServerOptions()...)
+	srv.Register(g)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = g.Serve(l) }()
+	t.Cleanup(func() { srv.Drain(); g.Stop() })
+	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := csv1.NewProvisionShardsClient(conn).RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{
+		Name: "mgmt-1", Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	id := createReadyCluster(ctx, t, conn, db, "4.19.16")
+
+	storeDSN := pgservertest.NewDatabase(t, pg)
+	st, err := postgres.Open(ctx, storeDSN, postgres.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	campaigns := maintenance.NewCampaigns(maintenance.NewTasks(st), maintenance.NewClusterService(conn), nil)
+	if _, err := campaigns.Create(ctx, maintenance.CampaignSpec{ID: "z1", FromVersion: "4.19.16", ChannelGroup: "stable", RequestedBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+
+	ml, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ml.Addr().String()
+	ml.Close()
+	o := &options{
+		store:          storeconfig.Flags{Backend: storeconfig.Postgres, DSN: storeDSN},
+		clusterService: l.Addr().String(),
+		metricsListen:  metricsAddr,
+		replicaID:      "m1",
+		maxInFlight:    2,
+		taskLease:      5 * time.Second,
+		poll:           100 * time.Millisecond,
+		campaignPoll:   100 * time.Millisecond,
+		upgradePoll:    100 * time.Millisecond,
+	}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, o, log) }()
+
+	tasks := maintenance.NewTasks(st)
+	c := waitFor(t, func() (*csstore.Cluster, bool) {
+		task, err := tasks.Get(ctx, "z1-"+id)
+		if err != nil || task.Data[maintenance.DataPolicy] == "" {
+			return nil, false
+		}
+		c, err := db.GetCluster(ctx, id)
+		return c, err == nil
+	})
+	if c.Spec.GetVersionId() == "4.19.16" && c.Status.GetUpgrade() == nil {
+		t.Errorf("cluster %s: spec %s and no upgrade policy after the task asked for an upgrade", id, c.Spec.GetVersionId())
+	}
+	waitFor(t, func() (string, bool) {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			return "", false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return "", strings.Contains(string(b), `maintenance_campaign_state{campaign="z1",state="Running"} 1`)
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+func createReadyCluster(ctx context.Context, t *testing.T, conn *grpc.ClientConn, db *csstore.Store, version string) string {
+	t.Helper()
+	sub := uuid.NewString()
+	id := strings.ReplaceAll(uuid.NewString(), "-", "")
+	if _, err := csv1.NewClustersClient(conn).CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
+		Id: id, ArmResourceId: "/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c1",
+		Spec: &csv1.ClusterSpec{VersionId: version, ChannelGroup: "stable", Azure: &csv1.AzureSpec{
+			SubscriptionId: sub, ResourceGroup: "rg", Location: "westus3",
+			SubnetId:               "/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/workers",
+			NetworkSecurityGroupId: "/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg",
+		}},
+	}}); err != nil {
+		t.Fatalf("create cluster: %v", err)
+	}
+	c, err := db.GetCluster(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpdateStatus(ctx, id, c.Revision, &csv1.ClusterStatus{
+		State: csv1.ClusterState_CLUSTER_STATE_READY, CurrentVersion: version, Applied: true}); err != nil {
+		t.Fatalf("report cluster ready: %v", err)
+	}
+	return id
+}
+
+// waitFor polls cond until it holds, with a deadline generous for a busy machine.
+func waitFor[T any](t *testing.T, cond func() (T, bool)) T {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if v, ok := cond(); ok {
+			return v
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("condition not met within 2m")
+	var zero T
+	return zero
+}
