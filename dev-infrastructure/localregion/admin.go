@@ -29,7 +29,7 @@ type AdminInfo struct {
 	// client dialing URL asks for it.
 	ServerName string        `json:"serverName"`
 	CAFile     string        `json:"caFile"`
-	SREs   []SREIdentity `json:"sres"`
+	SREs       []SREIdentity `json:"sres"`
 	// MetricsURL is the admin service's Prometheus endpoint (plaintext, loopback).
 	MetricsURL string `json:"metrics"`
 }
