@@ -35,6 +35,8 @@ const (
 	brokerService    = "broker"
 	brokerPort       = 8883
 	helmTimeout      = "180s"
+	// unsealKeySecret is config/'s managementCluster.hypershiftSim.secrets.unsealKey.
+	unsealKeySecret = "hypershift-sim-unseal-key"
 )
 
 // Release is one chart install: where the chart is, the namespace, and its values files in order.
@@ -120,6 +122,17 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 	}
 	if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", "maestro-agent-serving", "-n", agentNamespace,
 		"--from-file=ca.crt="+env.PKI.CAFile, "--from-file=tls.crt="+serving.Cert, "--from-file=tls.key="+serving.Key); err != nil {
+		return info, err
+	}
+	// The sim's private sealing key (the chart's unsealKey.secret, from config/).
+	if env.UnsealKeyFile == "" {
+		return info, fmt.Errorf("management cluster %s: no sealing key", c.Stamp)
+	}
+	if _, err := c.Node.Kubectl(ctx, "create", "namespace", simNamespace); err != nil {
+		return info, err
+	}
+	if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", unsealKeySecret, "-n", simNamespace,
+		"--from-file=unseal.key="+env.UnsealKeyFile); err != nil {
 		return info, err
 	}
 	for _, rel := range c.Releases(env, broker, c.ImagesDir) {
