@@ -118,9 +118,9 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	}
 
 	// Every port of the deployed region, in the node's namespace and in its pods, refuses a
-	// caller without a client certificate, or the node says why it may answer
-	// (node.Node.OpenDoors; docs/security.md, "Every listener").
-	open, probed, err := d.Node.OpenDoors(ctx)
+	// caller without a client certificate, or the node (or PodDoors, for the charts' TLS
+	// metrics) says why it may answer (node.Node.OpenDoors; docs/security.md, "Every listener").
+	open, probed, err := d.Node.OpenDoors(ctx, PodDoors()...)
 	if err != nil {
 		t.Fatal(err)
 	}
