@@ -3,6 +3,8 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -106,8 +108,20 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 			t.Errorf("endpoint %s is not a host forward", ep)
 		}
 	}
+	// The sim's /metrics is TLS on its pod address, with a certificate of the service CA that
+	// names the host forward's 127.0.0.1.
+	if !strings.HasPrefix(mc.SimMetricsURL, "https://") {
+		t.Errorf("sim metrics %s are not TLS", mc.SimMetricsURL)
+	}
+	ca, err := os.ReadFile(d.Region.PKI().CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	serviceCA := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
 	for _, u := range []string{mc.SimMetricsURL} {
-		resp, err := client.Get(u)
+		resp, err := serviceCA.Get(u)
 		if err != nil {
 			t.Fatalf("%s from the host: %v", u, err)
 		}

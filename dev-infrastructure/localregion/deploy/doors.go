@@ -8,13 +8,16 @@ const metricsOverTLS = "metrics over TLS with the service's server certificate: 
 
 // PodDoors are the pod listeners of the deployed charts that may answer more than their health
 // paths without a client certificate, over TLS only, and why (node.Node.OpenDoors; the ports
-// are the charts' ports.metrics and the agent's --listen). Plaintext HTTP on a pod address is
+// are the charts' ports.metrics, the sim's --metrics-addr and the agent's --listen). Plaintext HTTP on a pod address is
 // never among them.
 func PodDoors() []node.PodDoor {
 	return []node.PodDoor{
 		{Process: "frontend", Port: 9443, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "backend", Port: 8081, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "cluster-service", Port: 8091, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
-		{Process: "maestro", Port: 8443, Paths: []string{"/version"}, Reason: "the pinned Maestro agent authorizes every path but its health paths with a SubjectAccessReview, and Kubernetes' default system:public-info-viewer binding lets unauthenticated callers get /version: the agent's build version, no secret; closing it means removing that default binding cluster-wide"},
+		{Process: "hypershift-sim", Port: 8080, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
+		{Process: "admin", Port: 9444, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
+		{Process: "gateway", Port: 9445, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
+		{Process: "maestro", Port: 8443, Paths: []string{"/version"}, Reason: "the pinned Maestro agent authorizes every path but its health paths with a SubjectAccessReview, and Kubernetes' default system:public-info-viewer binding lets unauthenticated callers get /version: the version of the Kubernetes libraries it is built with, no secret; closing it means removing that default binding cluster-wide"},
 	}
 }
