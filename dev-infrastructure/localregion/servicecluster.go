@@ -139,7 +139,7 @@ func (r *Region) installMaestroServer(ctx context.Context) (mgmtcluster.MaestroR
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	rest := mgmtcluster.MaestroREST{URL: "https://" + ep["https"], Client: client}
-	r.Info.Maestro = MaestroInfo{REST: rest.URL, GRPC: ep["grpc"], MetricsURL: "http://" + ep["metrics"] + "/metrics",
+	r.Info.Maestro = MaestroInfo{REST: rest.URL, GRPC: ep["grpc"], MetricsURL: "https://" + ep["metrics"] + "/metrics",
 		ClientTLS: r.clientTLS(pki.ClusterService).For(pki.MaestroServer)}
 	return rest, nil
 }
