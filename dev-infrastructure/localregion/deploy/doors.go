@@ -16,6 +16,8 @@ func PodDoors() []node.PodDoor {
 		{Process: "backend", Port: 8081, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "cluster-service", Port: 8091, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "hypershift-sim", Port: 8080, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
+		// The Maestro server's metrics, which its gate relays over TLS (maestro-gate --metrics).
+		{Process: "maestro-gate", Port: 8080, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "admin", Port: 9444, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "gateway", Port: 9445, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "maestro", Port: 8443, Paths: []string{"/version"}, Reason: "the pinned Maestro agent authorizes every path but its health paths with a SubjectAccessReview, and Kubernetes' default system:public-info-viewer binding lets unauthenticated callers get /version: the version of the Kubernetes libraries it is built with, no secret; closing it means removing that default binding cluster-wide"},
