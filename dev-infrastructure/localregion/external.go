@@ -36,6 +36,9 @@ type ExternalEnv struct {
 	// EnvName is Cluster Service's environment (namespaces are "ocm-<EnvName>-…").
 	EnvName string
 	Sim     SimConfig
+	// UnsealKeyFile is this management cluster's private sealing key (0600; kept across
+	// restarts of the region), whose public half is in ServiceEnv.SealingKeysDir.
+	UnsealKeyFile string
 	// Step reports progress.
 	Step func(format string, args ...any)
 }
@@ -66,8 +69,13 @@ func (r *Region) startExternal(ctx context.Context, registerConsumer func(contex
 		if err := registerConsumer(ctx, name); err != nil {
 			return err
 		}
+		// Its sim opens the Secrets Cluster Service seals to this key, as a launched one does.
+		unsealKey, err := r.writeSealingKey(name)
+		if err != nil {
+			return err
+		}
 		info, err := ext.Start(ctx, ExternalEnv{PKI: r.pki, BrokerAddr: brokerAddr, StateDir: r.stateDir, LogDir: r.logDir,
-			EnvName: r.cfg.EnvName, Sim: r.cfg.Sim, Step: r.step})
+			EnvName: r.cfg.EnvName, Sim: r.cfg.Sim, UnsealKeyFile: unsealKey, Step: r.step})
 		r.onStop(ext.Stop)
 		if err != nil {
 			return fmt.Errorf("management cluster %s: %w", name, err)

@@ -250,6 +250,14 @@ func (r *Region) prometheusJobs(kubeTLS map[string]*scrapeTLS) ([]scrapeJob, err
 			if err != nil {
 				return nil, err
 			}
+			// make deploy's sims serve /metrics over TLS with a certificate of the service CA
+			// that names the host forward's 127.0.0.1; make run's on loopback in plaintext.
+			if strings.HasPrefix(mc.SimMetricsURL, "https://") {
+				if len(sim.targets) > 0 && sim.tls == nil {
+					return nil, fmt.Errorf("hypershift-sim metrics of %s over TLS, of another management cluster in plaintext", mc.Name)
+				}
+				sim.scheme, sim.tls = "https", &scrapeTLS{CAFile: r.pki.CAFile}
+			}
 			sim.targets = append(sim.targets, scrapeTarget{addr: addr, labels: shard})
 		}
 		t, ok := kubeTLS[mc.Name]

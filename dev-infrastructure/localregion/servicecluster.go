@@ -47,6 +47,9 @@ type ServiceEnv struct {
 	// KEKFile is Cluster Service's key-encryption key and PullSecretFile the hosted clusters'
 	// pull secret (secrets.go); SessionKeyFile the break-glass session key (gateway.go).
 	KEKFile, PullSecretFile, SessionKeyFile string
+	// SealingKeysDir holds each management cluster's public sealing key, "<consumer>.pub"
+	// (Cluster Service's --sealing-keys-dir); no private key is in it.
+	SealingKeysDir string
 	// ManagementClusters are the region's management clusters (installed before Cluster
 	// Service).
 	ManagementClusters []ManagementClusterInfo
@@ -93,6 +96,7 @@ func (r *Region) addServiceClusterNames() error {
 
 func (r *Region) serviceEnv() ServiceEnv {
 	kek, _ := r.ClusterServiceKEK()
+	sealingPub, _ := r.sealingKeyFiles("")
 	r.mu.Lock()
 	pw := make(map[string]string, len(r.dbPasswords))
 	for k, v := range r.dbPasswords {
@@ -101,6 +105,7 @@ func (r *Region) serviceEnv() ServiceEnv {
 	r.mu.Unlock()
 	return ServiceEnv{PKI: r.pki, PostgresAddr: r.Info.Postgres.Addr, BouncerAddr: r.Info.Postgres.BouncerAddr, BrokerAddr: hostOf(r.Info.MQTT.URL[len("mqtts://"):]),
 		DBPasswords: pw, KEKFile: kek, PullSecretFile: filepath.Join(r.secretsDir(), "pull-secret.json"), SessionKeyFile: r.sessionKeyFile(),
+		SealingKeysDir:     sealingPub,
 		ManagementClusters: append([]ManagementClusterInfo(nil), r.Info.ManagementClusters...),
 		EnvName:            r.cfg.EnvName, Location: r.cfg.Location, Step: r.step}
 }
@@ -134,7 +139,7 @@ func (r *Region) installMaestroServer(ctx context.Context) (mgmtcluster.MaestroR
 	}
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	rest := mgmtcluster.MaestroREST{URL: "https://" + ep["https"], Client: client}
-	r.Info.Maestro = MaestroInfo{REST: rest.URL, GRPC: ep["grpc"], MetricsURL: "http://" + ep["metrics"] + "/metrics",
+	r.Info.Maestro = MaestroInfo{REST: rest.URL, GRPC: ep["grpc"], MetricsURL: "https://" + ep["metrics"] + "/metrics",
 		ClientTLS: r.clientTLS(pki.ClusterService).For(pki.MaestroServer)}
 	return rest, nil
 }

@@ -224,10 +224,43 @@ func (n *Node) Knock(ctx context.Context, l Listener) []Finding {
 	return open
 }
 
+// PodDoor lets a pod's listener (its program and port) answer Paths over TLS without a client
+// certificate, never over plaintext HTTP, for Reason. The deployer that installs the charts
+// names them (OpenDoors); the node knows nothing of what runs in its pods.
+type PodDoor struct {
+	Process string
+	Port    int
+	Paths   []string
+	Reason  string
+}
+
+// podDoor is the PodDoor of doors that names the pod listener l, if any.
+func podDoor(l Listener, doors []PodDoor) (PodDoor, bool) {
+	if l.PodIP == "" {
+		return PodDoor{}, false
+	}
+	for _, d := range doors {
+		if d.Process == l.Process && d.Port == l.port() {
+			return d, true
+		}
+	}
+	return PodDoor{}, false
+}
+
+// allowed is whether the answer f is one Exemption's reason and paths, or a PodDoor of doors,
+// allows.
+func allowed(f Finding, why string, paths []string, doors []PodDoor) bool {
+	if why != "" && (paths == nil || slices.Contains(paths, f.Path)) {
+		return true
+	}
+	d, ok := podDoor(f.Listener, doors)
+	return ok && f.Scheme == "https" && slices.Contains(d.Paths, f.Path)
+}
+
 // OpenDoors knocks on every listener of the node's namespace and of its pods (Listeners,
-// PodListeners) and returns every answer Exemption does not allow, plus one line per listener
-// saying what it is and why it may answer.
-func (n *Node) OpenDoors(ctx context.Context) (open []Finding, probed []string, err error) {
+// PodListeners) and returns every answer that neither Exemption nor one of doors allows, plus
+// one line per listener saying what it is and why it may answer.
+func (n *Node) OpenDoors(ctx context.Context, doors ...PodDoor) (open []Finding, probed []string, err error) {
 	nodeLs, err := n.Listeners(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -237,11 +270,14 @@ func (n *Node) OpenDoors(ctx context.Context) (open []Finding, probed []string, 
 		return nil, nil, err
 	}
 	for _, l := range append(nodeLs, podLs...) {
-		why, allowed := n.Exemption(l)
+		why, paths := n.Exemption(l)
 		for _, f := range n.Knock(ctx, l) {
-			if why == "" || (allowed != nil && !slices.Contains(allowed, f.Path)) {
+			if !allowed(f, why, paths, doors) {
 				open = append(open, f)
 			}
+		}
+		if d, ok := podDoor(l, doors); ok {
+			why = strings.TrimPrefix(why+"; over TLS also "+strings.Join(d.Paths, ", ")+": "+d.Reason, "; ")
 		}
 		if why == "" {
 			why = "answers nothing without a client certificate"

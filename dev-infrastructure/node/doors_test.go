@@ -111,3 +111,32 @@ func checkSecretsAreSealedInEtcd(t *testing.T, ctx context.Context, n *Node) {
 		t.Errorf("the Secret's value is in etcd in clear")
 	}
 }
+
+// TestAPodDoorAllowsItsPathsOverTLSOnly: a PodDoor lets its program's port answer its paths over
+// TLS, and nothing else: not over plaintext HTTP, not another path, port or program, and not a
+// listener of the node's own namespace.
+func TestAPodDoorAllowsItsPathsOverTLSOnly(t *testing.T) {
+	doors := []PodDoor{{Process: "frontend", Port: 9443, Paths: []string{"/metrics"}, Reason: "metrics over TLS"}}
+	pod := Listener{Addr: "*:9443", Process: "frontend", PodIP: "10.88.0.5"}
+	n := &Node{}
+	for _, tc := range []struct {
+		name string
+		f    Finding
+		want bool
+	}{
+		{"its path over TLS", Finding{Listener: pod, Scheme: "https", Path: "/metrics"}, true},
+		{"a health path over plaintext (every pod's)", Finding{Listener: pod, Scheme: "http", Path: "/healthz"}, true},
+		{"its path over plaintext HTTP", Finding{Listener: pod, Scheme: "http", Path: "/metrics"}, false},
+		{"another path over TLS", Finding{Listener: pod, Scheme: "https", Path: "/debug/pprof/"}, false},
+		{"another port of the program", Finding{Listener: Listener{Addr: "*:8443", Process: "frontend", PodIP: "10.88.0.5"}, Scheme: "https", Path: "/metrics"}, false},
+		{"another program on the port", Finding{Listener: Listener{Addr: "*:9443", Process: "backend", PodIP: "10.88.0.6"}, Scheme: "https", Path: "/metrics"}, false},
+		{"the node's own namespace", Finding{Listener: Listener{Addr: "10.88.0.1:9443", Process: "frontend"}, Scheme: "https", Path: "/metrics"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			why, paths := n.Exemption(tc.f.Listener)
+			if got := allowed(tc.f, why, paths, doors); got != tc.want {
+				t.Errorf("allowed(%s) = %v, want %v", tc.f, got, tc.want)
+			}
+		})
+	}
+}

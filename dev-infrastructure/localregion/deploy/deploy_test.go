@@ -3,17 +3,25 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/dev-infrastructure/images"
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
@@ -100,8 +108,20 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 			t.Errorf("endpoint %s is not a host forward", ep)
 		}
 	}
+	// The sim's /metrics is TLS on its pod address, with a certificate of the service CA that
+	// names the host forward's 127.0.0.1.
+	if !strings.HasPrefix(mc.SimMetricsURL, "https://") {
+		t.Errorf("sim metrics %s are not TLS", mc.SimMetricsURL)
+	}
+	ca, err := os.ReadFile(d.Region.PKI().CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	serviceCA := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
 	for _, u := range []string{mc.SimMetricsURL} {
-		resp, err := client.Get(u)
+		resp, err := serviceCA.Get(u)
 		if err != nil {
 			t.Fatalf("%s from the host: %v", u, err)
 		}
@@ -112,9 +132,9 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	}
 
 	// Every port of the deployed region, in the node's namespace and in its pods, refuses a
-	// caller without a client certificate, or the node says why it may answer
-	// (node.Node.OpenDoors; docs/security.md, "Every listener").
-	open, probed, err := d.Node.OpenDoors(ctx)
+	// caller without a client certificate, or the node (or PodDoors, for the charts' TLS
+	// metrics) says why it may answer (node.Node.OpenDoors; docs/security.md, "Every listener").
+	open, probed, err := d.Node.OpenDoors(ctx, PodDoors()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +243,10 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if out, err := kubectl("get", "hostedclusters", "-A", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Available")].status}`); err != nil || out != "True" {
 		t.Errorf("HostedCluster Available = %q (%v)", out, err)
 	}
+
+	// Cluster Service sealed the cluster's pull secret and etcd key to the management cluster's
+	// key and the sim opened them: the Secrets are on the node, and Maestro holds neither in clear.
+	maestroHoldsNoSecretInClear(ctx, t, d, kubectl)
 
 	deleted := time.Now()
 	del := a.do(http.MethodDelete, path+"?api-version="+apiVersion, nil, http.StatusAccepted)
@@ -364,4 +388,127 @@ func clusterBody(location, sub, rg string) map[string]any {
 		"identity": map[string]any{"type": "UserAssigned",
 			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}}},
 	}
+}
+
+// maestroHoldsNoSecretInClear reads the hosted cluster's etcd key and pull secret from the
+// node (what the sim opened) and fails if Maestro's database or its REST bundle list holds
+// either in clear (as test/e2e's TestMaestroHoldsNoSecretInClear does for make run).
+func maestroHoldsNoSecretInClear(ctx context.Context, t *testing.T, d *Region, kubectl func(...string) (string, error)) {
+	t.Helper()
+	nsName, err := kubectl("get", "hostedclusters", "-A", "-o", "jsonpath={.items[0].metadata.namespace} {.items[0].metadata.name}")
+	f := strings.Fields(nsName)
+	if err != nil || len(f) != 2 {
+		t.Fatalf("HostedCluster on the node: %q (%v)", nsName, err)
+	}
+	ns, hc := f[0], f[1]
+	secret := func(name, key string) []byte {
+		t.Helper()
+		out, err := kubectl("get", "secret", name, "-n", ns, "-o", "go-template={{index .data \""+key+"\"}}")
+		if err != nil {
+			t.Fatalf("secret %s/%s on the node: %v", ns, name, err)
+		}
+		b, err := base64.StdEncoding.DecodeString(out)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("secret %s/%s key %s on the node: %q (%v)", ns, name, key, out, err)
+		}
+		return b
+	}
+	etcdKey := secret(manifests.EtcdEncryptionSecretName(hc), "key")
+	if len(etcdKey) != 32 {
+		t.Fatalf("etcd encryption secret on the node: %d bytes, want 32", len(etcdKey))
+	}
+	pullSecret := secret(manifests.PullSecretName(hc), ".dockerconfigjson")
+	needles := map[string][]byte{
+		"etcd key":                 etcdKey,
+		"etcd key (base64)":        []byte(base64.StdEncoding.EncodeToString(etcdKey)),
+		"etcd key (hex, bytea)":    []byte(fmt.Sprintf("%x", etcdKey)),
+		"pull secret (JSON)":       pullSecret,
+		"pull secret (base64)":     []byte(base64.StdEncoding.EncodeToString(pullSecret)),
+		"pull secret (hex, bytea)": []byte(fmt.Sprintf("%x", pullSecret)),
+	}
+	for _, s := range d.Region.Secrets() {
+		if bytes.Contains(pullSecret, []byte(s)) {
+			needles["pull secret credential"] = []byte(s)
+		}
+	}
+	if _, ok := needles["pull secret credential"]; !ok {
+		t.Fatalf("the node's pull secret carries none of the region's pull secret credentials: %s", pullSecret)
+	}
+	find := func(where string, hay []byte) {
+		t.Helper()
+		for what, n := range needles {
+			if bytes.Contains(hay, n) {
+				t.Errorf("%s holds the cluster's %s in clear", where, what)
+			}
+		}
+	}
+
+	login, err := d.Region.Info.Postgres.Role("maestro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(login.DSN + "&passfile=" + login.PassFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect as maestro: %v", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawWork := false
+	for _, table := range tables {
+		rows, err := conn.Query(ctx, `SELECT t::text FROM `+pgx.Identifier{table}.Sanitize()+` t`)
+		if err != nil {
+			t.Fatalf("read %s: %v", table, err)
+		}
+		texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatalf("read %s: %v", table, err)
+		}
+		for _, row := range texts {
+			sawWork = sawWork || strings.Contains(row, ns)
+			find("Maestro's table "+table, []byte(row))
+		}
+	}
+	if !sawWork {
+		t.Fatalf("no row of Maestro's database (%v) names the cluster's namespace %s: the scan read nothing of it", tables, ns)
+	}
+
+	info := d.Region.Info
+	tlsCfg, err := info.Maestro.Files().Client(strings.TrimPrefix(info.Maestro.REST, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	sawWork = false
+	for page := 1; page < 100; page++ {
+		q := url.Values{"page": {strconv.Itoa(page)}, "size": {"100"}}
+		resp, err := client.Get(info.Maestro.REST + "/api/maestro/v1/resource-bundles?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("list bundles: %d %s", resp.StatusCode, body)
+		}
+		sawWork = sawWork || bytes.Contains(body, []byte(ns))
+		find("Maestro's REST bundle list", body)
+		if !bytes.Contains(body, []byte(`"kind":"ResourceBundle"`)) {
+			break
+		}
+	}
+	if !sawWork {
+		t.Fatalf("no bundle names the cluster's namespace %s: the scan read nothing of it", ns)
+	}
+	t.Logf("Maestro's database (%d tables) and REST bundles hold neither the etcd key nor the pull secret of %s in clear", len(tables), hc)
 }

@@ -35,6 +35,8 @@ const (
 	brokerService    = "broker"
 	brokerPort       = 8883
 	helmTimeout      = "180s"
+	// unsealKeySecret is config/'s managementCluster.hypershiftSim.secrets.unsealKey.
+	unsealKeySecret = "hypershift-sim-unseal-key"
 )
 
 // Release is one chart install: where the chart is, the namespace, and its values files in order.
@@ -114,12 +116,33 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 	}
 	// The agent's HTTPS serving certificate (health, /metrics), so a scrape can verify it by the
 	// region CA and the Service name (the chart's servingCert.secret).
-	serving, err := c.agentServingCert(env.PKI)
+	serving, err := c.servingCert(env.PKI, "maestro-agent", agentNamespace)
 	if err != nil {
 		return info, err
 	}
 	if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", "maestro-agent-serving", "-n", agentNamespace,
 		"--from-file=ca.crt="+env.PKI.CAFile, "--from-file=tls.crt="+serving.Cert, "--from-file=tls.key="+serving.Key); err != nil {
+		return info, err
+	}
+	// The sim's serving certificate: /metrics on its pod address is TLS (the chart's
+	// servingCert.secret).
+	simServing, err := c.servingCert(env.PKI, "hypershift-sim", simNamespace)
+	if err != nil {
+		return info, err
+	}
+	// The sim's private sealing key (the chart's unsealKey.secret, from config/).
+	if env.UnsealKeyFile == "" {
+		return info, fmt.Errorf("management cluster %s: no sealing key", c.Stamp)
+	}
+	if _, err := c.Node.Kubectl(ctx, "create", "namespace", simNamespace); err != nil {
+		return info, err
+	}
+	if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", unsealKeySecret, "-n", simNamespace,
+		"--from-file=unseal.key="+env.UnsealKeyFile); err != nil {
+		return info, err
+	}
+	if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", "hypershift-sim-serving", "-n", simNamespace,
+		"--from-file=ca.crt="+env.PKI.CAFile, "--from-file=tls.crt="+simServing.Cert, "--from-file=tls.key="+simServing.Key); err != nil {
 		return info, err
 	}
 	for _, rel := range c.Releases(env, broker, c.ImagesDir) {
@@ -144,23 +167,26 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 	}
 	return localregion.ManagementClusterInfo{
 		Name: c.Stamp, Kubeconfig: c.Node.HostKubeconfig, Server: server,
-		SimMetricsURL: "http://" + simMetrics + "/metrics", AgentHealthURL: "https://" + agentHealth + "/readyz",
+		SimMetricsURL: "https://" + simMetrics + "/metrics", AgentHealthURL: "https://" + agentHealth + "/readyz",
 		// A broker that requires client certificates names a client by its certificate's CN.
 		AgentMQTTClientID: c.Stamp, ConsumerName: c.Stamp, ProvisionShard: c.Stamp,
 		NamespacePrefix: "ocm-" + env.EnvName + "-",
 	}, nil
 }
 
-// agentServingCert issues the agent's serving certificate: the agent workload's identity, the
-// names of its Service (which the ServiceMonitor verifies) and loopback (the host forward).
-func (c *NodeCluster) agentServingCert(p *pki.Region) (pki.Files, error) {
-	name := pki.MaestroAgent(c.Stamp) + "-serving"
-	svc := "maestro-agent." + agentNamespace + ".svc"
-	err := p.Add(name, pki.Spec{CommonName: "maestro-agent", Usage: pki.Server,
+// servingCert issues the serving certificate of a management cluster's workload: the names of
+// its Service (which the ServiceMonitor verifies) and loopback (the host forward).
+func (c *NodeCluster) servingCert(p *pki.Region, workload, namespace string) (pki.Files, error) {
+	name := c.Stamp + "-" + workload + "-serving"
+	if workload == "maestro-agent" {
+		name = pki.MaestroAgent(c.Stamp) + "-serving"
+	}
+	svc := workload + "." + namespace + ".svc"
+	err := p.Add(name, pki.Spec{CommonName: workload, Usage: pki.Server,
 		DNSNames: []string{svc, svc + "." + node.ClusterDomain, "localhost"},
 		IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, pki.ServiceCA)
 	if err != nil {
-		return pki.Files{}, fmt.Errorf("maestro agent serving certificate: %w", err)
+		return pki.Files{}, fmt.Errorf("%s serving certificate: %w", workload, err)
 	}
 	return p.Files(name)
 }

@@ -309,6 +309,8 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		add("cluster-service-maestro-client")(tls(pki.ClusterService, p.CAFile))
 		out["cluster-service-kek"] = map[string]string{"kek": env.KEKFile}
 		out["cluster-service-pull-secret"] = map[string]string{".dockerconfigjson": env.PullSecretFile}
+		// The management clusters' public sealing keys (installed before Cluster Service).
+		add("cluster-service-sealing-keys")(sealingKeys(env.SealingKeysDir))
 	case "backend":
 		add("backend-db")(db("backend"))
 		add("backend-cluster-service-client")(tls(pki.Backend, p.CAFile))
@@ -376,4 +378,24 @@ func (s *ServiceCluster) adminKubeconfigs(env localregion.ServiceEnv) (map[strin
 // imagesFor lists every image make deploy builds.
 func imagesFor() ([]images.Spec, error) {
 	return images.Select(append(append([]string{}, chartImages...), serviceImages...)...)
+}
+
+// sealingKeys are the Secret files of the management clusters' public sealing keys in dir, one
+// key "<consumer>.pub" each (secretseal.KeyDir).
+func sealingKeys(dir string) (map[string]string, error) {
+	if dir == "" {
+		return nil, errors.New("no sealing keys directory")
+	}
+	pubs, err := filepath.Glob(filepath.Join(dir, "*.pub"))
+	if err != nil {
+		return nil, err
+	}
+	if len(pubs) == 0 {
+		return nil, fmt.Errorf("no management cluster's public key in %s", dir)
+	}
+	out := map[string]string{}
+	for _, p := range pubs {
+		out[filepath.Base(p)] = p
+	}
+	return out, nil
 }

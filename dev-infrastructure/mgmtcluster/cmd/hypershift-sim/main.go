@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -24,11 +26,13 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 	"github.com/openhcp/openhcp/internal/secretseal"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 type config struct {
 	kubeconfig         string
 	metricsAddr        string
+	metricsCertDir     string
 	healthAddr         string
 	availableDelay     time.Duration
 	upgradeDelay       time.Duration
@@ -68,6 +72,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs := flag.NewFlagSet("hypershift-sim", flag.ContinueOnError)
 	fs.StringVar(&c.kubeconfig, "kubeconfig", envOr("KUBECONFIG", ""), "kubeconfig of the management cluster (env KUBECONFIG; empty: in-cluster config)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", envOr("HYPERSHIFT_SIM_METRICS_ADDR", "127.0.0.1:8080"), "listen address for /metrics; \"0\" disables (env HYPERSHIFT_SIM_METRICS_ADDR)")
+	fs.StringVar(&c.metricsCertDir, "metrics-cert-dir", envOr("HYPERSHIFT_SIM_METRICS_CERT_DIR", ""), "directory with tls.crt and tls.key: /metrics is served over TLS with that certificate; required when --metrics-addr is not on loopback (env HYPERSHIFT_SIM_METRICS_CERT_DIR)")
 	fs.StringVar(&c.healthAddr, "health-addr", envOr("HYPERSHIFT_SIM_HEALTH_ADDR", "127.0.0.1:8081"), "listen address for /healthz and /readyz (env HYPERSHIFT_SIM_HEALTH_ADDR)")
 	fs.StringVar(&c.failClusters, "fail-clusters", envOr("HYPERSHIFT_SIM_FAIL_CLUSTERS", ""), "comma-separated namespace/name of HostedClusters that end Degraded (env HYPERSHIFT_SIM_FAIL_CLUSTERS)")
 	fs.StringVar(&c.logLevel, "log-level", envOr("HYPERSHIFT_SIM_LOG_LEVEL", "info"), "debug, info, warn or error (env HYPERSHIFT_SIM_LOG_LEVEL)")
@@ -130,6 +135,18 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 			return fmt.Errorf("--%s %q: %w", a.flag, a.v, err)
 		}
 	}
+	// Plaintext only on loopback (docs/security.md, "Metrics endpoints"): on a pod's address,
+	// /metrics is TLS with the sim's serving certificate.
+	if c.metricsAddr != "0" && c.metricsCertDir == "" {
+		if err := tlsconfig.RequireLoopback(c.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %w (--metrics-cert-dir)", err)
+		}
+	}
+	if c.metricsCertDir != "" {
+		if _, err := tls.LoadX509KeyPair(filepath.Join(c.metricsCertDir, "tls.crt"), filepath.Join(c.metricsCertDir, "tls.key")); err != nil {
+			return fmt.Errorf("--metrics-cert-dir: %w", err)
+		}
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -158,8 +175,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return err
 	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: c.metricsAddr},
+		Scheme: scheme,
+		Metrics: metricsserver.Options{BindAddress: c.metricsAddr, SecureServing: c.metricsCertDir != "", CertDir: c.metricsCertDir,
+			TLSOpts: []func(*tls.Config){func(cfg *tls.Config) { cfg.MinVersion = tls.VersionTLS12 }}},
 		HealthProbeBindAddress: c.healthAddr,
 	})
 	if err != nil {

@@ -38,6 +38,9 @@ func TestRun_badConfigurationStopsStartupNamingTheSetting(t *testing.T) {
 		{name: "bad_env_bool", env: map[string]string{"HYPERSHIFT_SIM_NEVER_AVAILABLE": "maybe"}, wantErr: "HYPERSHIFT_SIM_NEVER_AVAILABLE"},
 		{name: "fail_cluster_without_namespace", args: []string{"--fail-clusters=ns/a,b"}, wantErr: "--fail-clusters"},
 		{name: "health_addr_without_port", args: []string{"--health-addr=localhost"}, wantErr: "--health-addr"},
+		// Plaintext only on loopback: metrics on the pod's address need a certificate.
+		{name: "plaintext_metrics_off_loopback", args: []string{"--metrics-addr=:8080", "--hosted-apiservers=0"}, wantErr: "--metrics-addr"},
+		{name: "metrics_cert_dir_without_a_key_pair", args: []string{"--metrics-addr=:8080", "--metrics-cert-dir=/nonexistent", "--hosted-apiservers=0"}, wantErr: "--metrics-cert-dir"},
 		{name: "unknown_log_level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
 		{name: "missing_kubeconfig", args: []string{"--kubeconfig=/nonexistent/kubeconfig", "--hosted-apiservers=0"}, wantErr: "--kubeconfig"},
 		{name: "hosted_apiservers_without_binary_or_etcd", args: []string{"--hosted-apiservers=2"}, wantErr: "--hosted-apiservers"},

@@ -1,18 +1,20 @@
 // Command maestro-gate runs beside the Maestro server in its pod (maestro/deploy/server) and is
 // the only way into it: Maestro binds every port to the pod's loopback, and the gate serves the
-// REST API with mutual TLS and an identity allow-list (package maestrogate), and forwards the
-// gRPC, health and metrics ports as they are. The pinned Maestro has no client authentication
-// on its REST API (docs/security.md).
+// REST API with mutual TLS and an identity allow-list (package maestrogate), forwards the gRPC
+// and health ports as they are, and serves Maestro's plaintext /metrics over TLS (--metrics).
+// The pinned Maestro has no client authentication on its REST API (docs/security.md).
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/signal"
@@ -38,12 +40,15 @@ type config struct {
 	tls                          tlsconfig.Files
 	rules                        maestrogate.Rules
 	forwards                     map[string]string // listen address → loopback target
+	// metricsListen serves GET /metrics of metricsTarget (Maestro's plaintext metrics on the
+	// pod's loopback) over TLS with the gate's certificate.
+	metricsListen, metricsTarget string
 }
 
 func parse(args []string) (config, error) {
 	fs := flag.NewFlagSet("maestro-gate", flag.ContinueOnError)
 	var c config
-	var allow, forward string
+	var allow, forward, metrics string
 	fs.StringVar(&c.listen, "listen", ":8000", "address of the REST gate (HTTPS, client certificate required)")
 	fs.StringVar(&c.tls.Cert, "tls-cert", "", "server certificate (PEM), re-read when it changes (required)")
 	fs.StringVar(&c.tls.Key, "tls-key", "", "server key (PEM) (required)")
@@ -52,6 +57,7 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&c.upstreamCA, "upstream-ca", "", "CA of Maestro's REST certificate (required)")
 	fs.StringVar(&allow, "allow", "", "workload SPIFFE IDs (the client certificate's URI SAN) and what each may do: spiffe://<trust domain>/ns/<ns>/sa/<sa>=read-write|read-only,… (required)")
 	fs.StringVar(&forward, "forward", "", "listen=target,… byte-for-byte forwards (gRPC, health, metrics); targets must be loopback")
+	fs.StringVar(&metrics, "metrics", "", "listen=target: GET /metrics of Maestro's plaintext metrics on the pod's loopback (target), served over TLS with --tls-cert; no client certificate needed (docs/security.md, \"Metrics endpoints\")")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -65,6 +71,13 @@ func parse(args []string) (config, error) {
 	u, err := url.Parse(c.upstream)
 	if err != nil || u.Scheme != "https" || !isLoopback(u.Host) {
 		return c, fmt.Errorf("--upstream %q: want https://<loopback>:<port>", c.upstream)
+	}
+	if metrics != "" {
+		from, to, ok := strings.Cut(metrics, "=")
+		if !ok || from == "" || !isLoopback(to) {
+			return c, fmt.Errorf("--metrics %q: want listen=<loopback>:<port>", metrics)
+		}
+		c.metricsListen, c.metricsTarget = from, to
 	}
 	c.forwards = map[string]string{}
 	for _, f := range strings.Split(forward, ",") {
@@ -106,6 +119,26 @@ func run(ctx context.Context, args []string) error {
 			return d.DialContext(ctx, "tcp", to)
 		}, log)
 	}
+	if c.metricsListen != "" {
+		metricsTLS, err := tlsconfig.Files{Cert: c.tls.Cert, Key: c.tls.Key}.Metrics(c.metricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics: %w", err)
+		}
+		l, err := net.Listen("tcp", c.metricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics %s: %w", c.metricsListen, err)
+		}
+		srv := metricsServer(c.metricsTarget, metricsTLS, log)
+		go func() {
+			<-ctx.Done()
+			_ = srv.Close()
+		}()
+		go func() {
+			if err := serveMaybeTLS(srv, l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "error", err)
+			}
+		}()
+	}
 	serverTLS, err := c.tls.Server(c.listen)
 	if err != nil {
 		return fmt.Errorf("--tls-cert: %w", err)
@@ -134,4 +167,22 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// metricsServer answers GET /metrics with Maestro's metrics from target (plaintext, the pod's
+// loopback), and nothing else; cfg is its TLS (nil: plaintext, on loopback only).
+func metricsServer(target string, cfg *tls.Config, log *slog.Logger) *http.Server {
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target})
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", proxy)
+	return &http.Server{Handler: mux, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// serveMaybeTLS serves srv on l, over TLS when srv has a TLS config.
+func serveMaybeTLS(srv *http.Server, l net.Listener) error {
+	if srv.TLSConfig == nil {
+		return srv.Serve(l)
+	}
+	return srv.ServeTLS(l, "", "")
 }
