@@ -207,7 +207,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 // as returns an HTTP client presenting identity's certificate ("" for none).
 func (e *env) as(t *testing.T, identity string) *http.Client {
 	t.Helper()
-	f := tlsconfig.Files{CA: e.pki.CAFile}
+	f := tlsconfig.Files{CA: e.pki.CAFile, ServerName: pki.ServerName("admin")}
 	if identity != "" {
 		id := e.pki.MustFiles(identity)
 		f.Cert, f.Key = id.Cert, id.Key
