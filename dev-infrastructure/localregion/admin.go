@@ -15,6 +15,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/admin/pkg/session"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -131,21 +132,9 @@ func (r *Region) prepareAdminDatabase(ctx context.Context, pg *pgserver.Server) 
 		return PostgresRoleInfo{}, fmt.Errorf("connect to %s as the superuser: %w", docs.Database, err)
 	}
 	defer conn.Close(ctx)
-	role, db := pgx.Identifier{adminRole}.Sanitize(), pgx.Identifier{docs.Database}.Sanitize()
-	for _, q := range []string{
-		"GRANT CONNECT ON DATABASE " + db + " TO " + role,
-		"GRANT USAGE ON SCHEMA public TO " + role,
-		"GRANT SELECT ON ALL TABLES IN SCHEMA public TO " + role,
-		// Tables a later migration adds are readable too.
-		"ALTER DEFAULT PRIVILEGES FOR ROLE resourceprovider IN SCHEMA public GRANT SELECT ON TABLES TO " + role,
-		// SRE day-2 changes (scale, upgrade) are written into the customer's resource document
-		// (docs/sre.md): an update of an existing document, never a create or delete.
-		"GRANT UPDATE (type, resource_id, body, etag, expires_at, seq, updated_at) ON documents TO " + role,
-		"GRANT USAGE ON SEQUENCE document_seq TO " + role,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return PostgresRoleInfo{}, fmt.Errorf("document store read access for %s: %s: %w", adminRole, q, err)
-		}
+	// Its document store grants (read, day-2 updates, maintenance requests) have one owner.
+	if err := postgres.GrantAdminLogin(ctx, conn, docs.Database, "resourceprovider", adminRole); err != nil {
+		return PostgresRoleInfo{}, err
 	}
 	// One password file for both databases ("*" matches any database in a libpq password file).
 	passFile := filepath.Join(r.secretsDir(), adminRole+".pgpass")

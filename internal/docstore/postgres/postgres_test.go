@@ -55,8 +55,8 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	if err := c.QueryRow(context.Background(), "SELECT count(*) FROM schema_migrations").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 2 {
-		t.Fatalf("schema_migrations has %d rows, want 2 (one per migration)", n)
+	if n != 3 {
+		t.Fatalf("schema_migrations has %d rows, want 3 (one per migration)", n)
 	}
 }
 

@@ -1,0 +1,152 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
+)
+
+// openAsAdminLogin returns a store on dsn's database that acts as a fresh role holding exactly
+// GrantAdminLogin's privileges, as the admin API's login does.
+func openAsAdminLogin(t *testing.T, dsn string) *postgres.Store {
+	t.Helper()
+	ctx := context.Background()
+	su, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer su.Close(ctx)
+	var db, owner string
+	if err := su.QueryRow(ctx, "SELECT current_database(), current_user").Scan(&db, &owner); err != nil {
+		t.Fatal(err)
+	}
+	role := "adm_" + db
+	if _, err := su.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" NOLOGIN NOSUPERUSER NOBYPASSRLS"); err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.GrantAdminLogin(ctx, su, db, owner, role); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET ROLE "+pgx.Identifier{role}.Sanitize())
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st, err := postgres.New(ctx, pool, postgres.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+func TestAdminLoginInsertsOnlyPendingMaintenanceRequests(t *testing.T) {
+	ctx := context.Background()
+	owner, dsn := open(t, postgres.Options{})
+	admin := openAsAdminLogin(t, dsn)
+
+	doc := func(partition, id, typ, body string) *docstore.Document {
+		return &docstore.Document{PartitionKey: partition, ID: id, Type: typ, ResourceID: id, Body: []byte(body)}
+	}
+	const sub = "0b5f0a4e-8d8e-4a52-9d1e-6f0e7a1c2b3d"
+	customer, err := owner.Create(ctx, doc(sub, "cluster-1", "Microsoft.RedHatOpenShift/hcpOpenShiftClusters", `{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	campaign, err := owner.Create(ctx, doc("openhcp-maintenance", "campaign/z1", "maintenance-campaign", `{"state":"Running"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	request, err := admin.Create(ctx, doc(postgres.MaintenanceRequestPartition, "request/r1", postgres.MaintenanceRequestType, `{"state":"Pending"}`))
+	if err != nil {
+		t.Fatalf("the admin login may insert a pending maintenance request: %v", err)
+	}
+	if got, err := owner.Get(ctx, postgres.MaintenanceRequestPartition, "request/r1"); err != nil || string(got.Body) != `{"state": "Pending"}` {
+		t.Fatalf("the request as stored: %v %v", got, err)
+	}
+
+	refusedInserts := []struct {
+		name string
+		doc  *docstore.Document
+	}{
+		{"another_type_in_the_request_partition", doc(postgres.MaintenanceRequestPartition, "request/r2", "maintenance-campaign", `{"state":"Pending"}`)},
+		{"a_request_in_another_partition", doc("openhcp-maintenance", "request/r3", postgres.MaintenanceRequestType, `{"state":"Pending"}`)},
+		{"a_request_already_done", doc(postgres.MaintenanceRequestPartition, "request/r4", postgres.MaintenanceRequestType, `{"state":"Done"}`)},
+		{"a_request_without_a_state", doc(postgres.MaintenanceRequestPartition, "request/r5", postgres.MaintenanceRequestType, `{}`)},
+		{"a_maintenance_campaign", doc("openhcp-maintenance", "campaign/z2", "maintenance-campaign", `{"state":"Running"}`)},
+		{"a_customer_resource", doc(sub, "cluster-2", "Microsoft.RedHatOpenShift/hcpOpenShiftClusters", `{"n":1}`)},
+		{"a_leader_lease", doc("openhcp-leases", "maintenance-campaigns", "lease", `{}`)},
+	}
+	for _, c := range refusedInserts {
+		t.Run("refuses_to_insert_"+c.name, func(t *testing.T) {
+			if _, err := admin.Create(ctx, c.doc); err == nil || errors.Is(err, docstore.ErrAlreadyExists) {
+				t.Fatalf("admin login inserted %s/%s (%s): %v", c.doc.PartitionKey, c.doc.ID, c.doc.Type, err)
+			}
+			if _, err := owner.Get(ctx, c.doc.PartitionKey, c.doc.ID); !errors.Is(err, docstore.ErrNotFound) {
+				t.Fatalf("%s/%s is stored after the refused insert: %v", c.doc.PartitionKey, c.doc.ID, err)
+			}
+		})
+	}
+
+	refusedUpdates := []struct {
+		name string
+		doc  *docstore.Document
+	}{
+		{"its_own_request_to_mark_it_done", request},
+		{"a_maintenance_campaign", campaign},
+	}
+	for _, c := range refusedUpdates {
+		t.Run("refuses_to_update_"+c.name, func(t *testing.T) {
+			next := *c.doc
+			next.Body = []byte(`{"state":"Done"}`)
+			if _, err := admin.Replace(ctx, &next, c.doc.ETag); err == nil {
+				t.Fatalf("admin login replaced %s/%s", c.doc.PartitionKey, c.doc.ID)
+			}
+			got, err := owner.Get(ctx, c.doc.PartitionKey, c.doc.ID)
+			if err != nil || got.ETag != c.doc.ETag {
+				t.Fatalf("%s/%s changed after the refused update: %v %v", c.doc.PartitionKey, c.doc.ID, got, err)
+			}
+		})
+	}
+	t.Run("refuses_to_delete_a_request", func(t *testing.T) {
+		if err := admin.Delete(ctx, request.PartitionKey, request.ID, request.ETag); err == nil {
+			t.Fatal("admin login deleted its request")
+		}
+		if _, err := owner.Get(ctx, request.PartitionKey, request.ID); err != nil {
+			t.Fatalf("the request after the refused delete: %v", err)
+		}
+	})
+	t.Run("still_updates_a_customer_resource_for_day_2_changes", func(t *testing.T) {
+		next := *customer
+		next.Body = []byte(`{"n":2}`)
+		if _, err := admin.Replace(ctx, &next, customer.ETag); err != nil {
+			t.Fatalf("day-2 update of a customer resource: %v", err)
+		}
+		if got, err := owner.Get(ctx, sub, "cluster-1"); err != nil || !strings.Contains(string(got.Body), `2`) {
+			t.Fatalf("customer resource after the update: %v %v", got, err)
+		}
+	})
+	t.Run("reads_every_document", func(t *testing.T) {
+		for _, d := range []*docstore.Document{customer, campaign, request} {
+			if _, err := admin.Get(ctx, d.PartitionKey, d.ID); err != nil {
+				t.Fatal(fmt.Errorf("read %s/%s: %w", d.PartitionKey, d.ID, err))
+			}
+		}
+	})
+}
