@@ -49,6 +49,7 @@ type options struct {
 	taskLease      time.Duration
 	poll           time.Duration
 	campaignPoll   time.Duration
+	requestPoll    time.Duration
 	upgradePoll    time.Duration
 	logLevel       string
 }
@@ -72,6 +73,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.Duration(&o.taskLease, "task-lease", "MAINTENANCE_TASK_LEASE", 30*time.Second, "a running task whose replica has not written it for this long is resumed by another; a step must return within half of it")
 	fs.Duration(&o.poll, "poll", "MAINTENANCE_POLL", time.Second, "how often runnable tasks are looked for")
 	fs.Duration(&o.campaignPoll, "campaign-poll", "MAINTENANCE_CAMPAIGN_POLL", 5*time.Second, "how often running campaigns are moved on")
+	fs.Duration(&o.requestPoll, "request-poll", "MAINTENANCE_REQUEST_POLL", time.Second, "how often SREs' maintenance requests (from the admin API) are looked for")
 	fs.Duration(&o.upgradePoll, "upgrade-poll", "MAINTENANCE_UPGRADE_POLL", 5*time.Second, "how often a running control-plane upgrade is looked at")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -89,8 +91,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, fmt.Errorf("invalid value %d for --max-in-flight: must be between 1 and 1000", o.maxInFlight)
 	case o.taskLease < 2*time.Second:
 		return nil, fmt.Errorf("invalid value %s for --task-lease: must be at least 2s", o.taskLease)
-	case o.poll < 100*time.Millisecond || o.campaignPoll < 100*time.Millisecond || o.upgradePoll < 100*time.Millisecond:
-		return nil, errors.New("--poll, --campaign-poll and --upgrade-poll must be at least 100ms")
+	case o.poll < 100*time.Millisecond || o.campaignPoll < 100*time.Millisecond || o.requestPoll < 100*time.Millisecond || o.upgradePoll < 100*time.Millisecond:
+		return nil, errors.New("--poll, --campaign-poll, --request-poll and --upgrade-poll must be at least 100ms")
 	}
 	if _, err := svcmain.Level(o.logLevel); err != nil {
 		return nil, err
@@ -143,6 +145,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	cs := maintenance.NewClusterService(conn)
 	tasks := maintenance.NewTasks(st)
 	campaigns := maintenance.NewCampaigns(tasks, cs, nil)
+	requests := maintenance.NewRequests(st, campaigns, nil, log)
 	actuator, err := maintenance.NewActuator(tasks, []maintenance.TaskType{
 		maintenance.ZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
 	}, maintenance.ActuatorConfig{
@@ -183,7 +186,8 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	done := make(chan error, 1)
 	go func() {
 		done <- elector.Run(ctx, func(ctx context.Context) {
-			log.Info("moving campaigns: this replica holds the campaign lease")
+			log.Info("moving campaigns and carrying out SRE requests: this replica holds the campaign lease")
+			go requests.Run(ctx, o.requestPoll)
 			campaigns.Run(ctx, o.campaignPoll)
 		})
 	}()

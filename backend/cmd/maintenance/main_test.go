@@ -60,7 +60,8 @@ func TestParseFlags(t *testing.T) {
 }
 
 // TestRunUpgradesThroughClusterService runs the command's wiring against a real Cluster Service
-// and document store: a campaign stored Running gets its task created by the campaign runner
+// and document store: an SRE's request to create a campaign is carried out by the lease holder,
+// the campaign gets its task created by the campaign runner
 // (the lease holder), the actuator asks Cluster Service for the z-stream upgrade, and /metrics
 // reports the campaign. Management clusters do not run here, so the upgrade is followed up to
 // the request only; test/e2e follows it to the end.
@@ -100,8 +101,11 @@ func TestRunUpgradesThroughClusterService(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	campaigns := maintenance.NewCampaigns(maintenance.NewTasks(st), maintenance.NewClusterService(conn), nil)
-	if _, err := campaigns.Create(ctx, maintenance.CampaignSpec{ID: "z1", FromVersion: "4.19.16", ChannelGroup: "stable", RequestedBy: "test"}); err != nil {
+	// The campaign is asked for as the admin API asks: a request the leader carries out.
+	requests := maintenance.NewRequests(st, nil, nil, nil)
+	req, err := requests.Submit(ctx, &maintenance.Request{Action: maintenance.ActionCreateCampaign, RequestedBy: "alice",
+		Spec: &maintenance.CampaignSpec{ID: "z1", FromVersion: "4.19.16", ChannelGroup: "stable"}})
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -120,11 +124,16 @@ func TestRunUpgradesThroughClusterService(t *testing.T) {
 		taskLease:      5 * time.Second,
 		poll:           100 * time.Millisecond,
 		campaignPoll:   100 * time.Millisecond,
+		requestPoll:    100 * time.Millisecond,
 		upgradePoll:    100 * time.Millisecond,
 	}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o, log) }()
 
+	waitFor(t, func() (*maintenance.Request, bool) {
+		r, err := requests.Get(ctx, req.ID)
+		return r, err == nil && r.State == maintenance.RequestDone && r.CampaignState == maintenance.CampaignRunning
+	})
 	tasks := maintenance.NewTasks(st)
 	c := waitFor(t, func() (*csstore.Cluster, bool) {
 		task, err := tasks.Get(ctx, "z1-"+id)

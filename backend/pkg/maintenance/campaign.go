@@ -5,8 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"regexp"
 	"sort"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -51,7 +56,60 @@ type CampaignSpec struct {
 	// campaign (default 0.1; 0 halts at the first failure).
 	FailureThreshold *float64 `json:"failureThreshold,omitempty"`
 	RequestedBy      string   `json:"requestedBy"`
+	// Request is the ID of the maintenance request that created the campaign, if one did: a
+	// request carried out again after a crash finds its campaign by it.
+	Request string `json:"request,omitempty"`
 }
+
+// FieldError is a campaign spec or request refused for one of its fields; Field is its JSON
+// name (the admin API answers 400 naming it). It wraps ErrInvalidCampaign.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s: %s", ErrInvalidCampaign, e.Field, e.Message) }
+
+func (e *FieldError) Unwrap() error { return ErrInvalidCampaign }
+
+func invalid(field, format string, args ...any) error {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// campaignIDRE: a campaign ID is part of document and task IDs, so it is kept to a DNS label.
+var campaignIDRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
+
+// nameRE is what a version, channel group or shard name may hold.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][-A-Za-z0-9.+_]{0,62}$`)
+
+// Validate checks what a spec says on its own, before any default is applied; what depends on
+// the fleet (the version in the catalogue, the canary shard's clusters) Create checks. It is the
+// one check of a campaign spec: the admin API answers 400 with it, Create refuses with it.
+func (s *CampaignSpec) Validate() error {
+	switch {
+	case !campaignIDRE.MatchString(s.ID):
+		return invalid("id", "campaign ID %q must be 1 to 40 lower-case letters, digits and '-', starting and ending with a letter or digit", s.ID)
+	case !nameRE.MatchString(s.FromVersion):
+		return invalid("fromVersion", "fromVersion %q must be a version ID such as 4.19.16", s.FromVersion)
+	case !nameRE.MatchString(s.ChannelGroup):
+		return invalid("channelGroup", "channelGroup %q must be a channel group such as stable", s.ChannelGroup)
+	case s.CanaryShard != "" && !nameRE.MatchString(s.CanaryShard):
+		return invalid("canaryShard", "canaryShard %q is no shard name", s.CanaryShard)
+	case s.MaxInFlight < 0 || s.MaxInFlight > maxCampaignInFlight:
+		return invalid("maxInFlight", "maxInFlight %d must be from 1 to %d (0: the default, 2)", s.MaxInFlight, maxCampaignInFlight)
+	case s.Bake < 0 || s.Bake > maxBake:
+		return invalid("bake", "bake %s must be from 0 to %s (0: the default, 30m)", s.Bake, maxBake)
+	case s.FailureThreshold != nil && (*s.FailureThreshold < 0 || *s.FailureThreshold > 1 || math.IsNaN(*s.FailureThreshold)):
+		return invalid("failureThreshold", "failureThreshold %v must be between 0 and 1", *s.FailureThreshold)
+	}
+	return nil
+}
+
+// Bounds of a campaign's pacing: beyond them a value is a typo, not a plan.
+const (
+	maxCampaignInFlight = 100
+	maxBake             = 14 * 24 * time.Hour
+)
 
 // Campaign is a stored campaign: its spec, the waves fixed when it was created (so a cluster is
 // in one wave and gets one task), and where it is.
@@ -70,6 +128,25 @@ type Campaign struct {
 func (c *Campaign) record(now time.Time, msg string) {
 	c.Message = msg
 	c.History = append(c.History, Transition{State: State(c.State), Step: c.Current, At: now.UTC(), Message: msg})
+}
+
+// recordFor is record with the maintenance request that made the change.
+func (c *Campaign) recordFor(now time.Time, msg, request string) {
+	c.record(now, msg)
+	c.History[len(c.History)-1].Request = request
+}
+
+// applied says whether request (not "") already changed the campaign.
+func (c *Campaign) applied(request string) bool {
+	if request == "" {
+		return false
+	}
+	for _, h := range c.History {
+		if h.Request == request {
+			return true
+		}
+	}
+	return false
 }
 
 // Clusters is how many clusters the campaign covers.
@@ -123,21 +200,21 @@ var ErrInvalidCampaign = errors.New("invalid campaign")
 // Cluster Service lists them now), cuts them into waves by shard, canary first, and stores the
 // campaign Running.
 func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, error) {
-	if spec.ID == "" || spec.FromVersion == "" || spec.ChannelGroup == "" {
-		return nil, fmt.Errorf("%w: id, fromVersion and channelGroup are required", ErrInvalidCampaign)
+	if err := spec.Validate(); err != nil {
+		return nil, err
 	}
-	if spec.MaxInFlight <= 0 {
+	if spec.MaxInFlight == 0 {
 		spec.MaxInFlight = 2
 	}
-	if spec.Bake <= 0 {
+	if spec.Bake == 0 {
 		spec.Bake = 30 * time.Minute
 	}
 	if spec.FailureThreshold == nil {
 		d := 0.1
 		spec.FailureThreshold = &d
 	}
-	if t := *spec.FailureThreshold; t < 0 || t > 1 {
-		return nil, fmt.Errorf("%w: failureThreshold %v must be between 0 and 1", ErrInvalidCampaign, t)
+	if err := m.checkVersion(ctx, spec); err != nil {
+		return nil, err
 	}
 	byShard := map[string][]string{}
 	req := &csv1.ListClustersRequest{PageSize: 500}
@@ -157,7 +234,7 @@ func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, e
 		req.PageToken = resp.GetNextPageToken()
 	}
 	if spec.CanaryShard != "" && len(byShard[spec.CanaryShard]) == 0 {
-		return nil, fmt.Errorf("%w: canary shard %s has no cluster on %s in %s", ErrInvalidCampaign, spec.CanaryShard, spec.FromVersion, spec.ChannelGroup)
+		return nil, invalid("canaryShard", "canary shard %s has no cluster on %s in %s", spec.CanaryShard, spec.FromVersion, spec.ChannelGroup)
 	}
 	var shards []string
 	for s := range byShard {
@@ -178,9 +255,9 @@ func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, e
 	}
 	if len(c.Waves) == 0 {
 		c.State = CampaignSucceeded
-		c.record(now, "no cluster runs "+spec.FromVersion+" in "+spec.ChannelGroup)
+		c.recordFor(now, "no cluster runs "+spec.FromVersion+" in "+spec.ChannelGroup, spec.Request)
 	} else {
-		c.record(now, fmt.Sprintf("created by %s: %d clusters in %d waves", spec.RequestedBy, c.Clusters(), len(c.Waves)))
+		c.recordFor(now, fmt.Sprintf("created by %s: %d clusters in %d waves", spec.RequestedBy, c.Clusters(), len(c.Waves)), spec.Request)
 	}
 	d, err := campaignDoc(c)
 	if err != nil {
@@ -192,6 +269,30 @@ func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, e
 	}
 	c.etag = out.ETag
 	return c, nil
+}
+
+// checkVersion refuses a campaign that could upgrade nothing: FromVersion not in ChannelGroup's
+// catalogue, or without a z-stream to move to (Cluster Service's catalogue is the one owner of
+// versions and edges).
+func (m *Campaigns) checkVersion(ctx context.Context, spec CampaignSpec) error {
+	vs, err := m.cs.ListVersions(ctx, &csv1.ListVersionsRequest{ChannelGroup: spec.ChannelGroup})
+	if err != nil {
+		if status.Code(err) == codes.InvalidArgument || status.Code(err) == codes.NotFound {
+			return invalid("channelGroup", "channel group %s: %s", spec.ChannelGroup, status.Convert(err).Message())
+		}
+		return fmt.Errorf("list versions of channel group %s: %w", spec.ChannelGroup, err)
+	}
+	known := false
+	for _, v := range vs.GetVersions() {
+		known = known || v.GetId() == spec.FromVersion
+	}
+	if !known {
+		return invalid("fromVersion", "version %s is not in channel group %s", spec.FromVersion, spec.ChannelGroup)
+	}
+	if _, ok := RecommendedZStream(vs.GetVersions(), spec.FromVersion, m.now()); !ok {
+		return invalid("fromVersion", "version %s has no z-stream upgrade in channel group %s", spec.FromVersion, spec.ChannelGroup)
+	}
+	return nil
 }
 
 // Get reads one campaign.
@@ -247,13 +348,19 @@ var ErrCampaignState = errors.New("campaign is not in a state that allows this")
 // Resume sets a Halted campaign Running again; the failures of its current wave so far are
 // accepted and no longer count against the threshold. Failed clusters are not retried.
 func (m *Campaigns) Resume(ctx context.Context, id, by string) (*Campaign, error) {
-	return m.change(ctx, id, func(c *Campaign) error {
+	return m.resume(ctx, id, by, "")
+}
+
+// resume is Resume on behalf of request (when not ""): if the campaign's history already holds
+// that request's resume, it changes nothing.
+func (m *Campaigns) resume(ctx context.Context, id, by, request string) (*Campaign, error) {
+	return m.change(ctx, id, request, func(c *Campaign) error {
 		if c.State != CampaignHalted {
 			return fmt.Errorf("%w: resume campaign %s in state %s", ErrCampaignState, id, c.State)
 		}
 		c.State = CampaignRunning
 		c.Waves[c.Current].AcceptedFailures = c.Waves[c.Current].Failed
-		c.record(m.now(), "resumed by "+by)
+		c.recordFor(m.now(), "resumed by "+by, request)
 		return nil
 	})
 }
@@ -261,12 +368,18 @@ func (m *Campaigns) Resume(ctx context.Context, id, by string) (*Campaign, error
 // Cancel ends a campaign that has not finished: it starts no more tasks and cancels its tasks
 // that have not finished (a running one stops between steps).
 func (m *Campaigns) Cancel(ctx context.Context, id, by string) (*Campaign, error) {
-	c, err := m.change(ctx, id, func(c *Campaign) error {
+	return m.cancel(ctx, id, by, "")
+}
+
+// cancel is Cancel on behalf of request (when not ""): if the campaign's history already holds
+// that request's cancel, it only cancels the tasks again (a crash may have cut that short).
+func (m *Campaigns) cancel(ctx context.Context, id, by, request string) (*Campaign, error) {
+	c, err := m.change(ctx, id, request, func(c *Campaign) error {
 		if c.State != CampaignRunning && c.State != CampaignHalted {
 			return fmt.Errorf("%w: cancel campaign %s in state %s", ErrCampaignState, id, c.State)
 		}
 		c.State = CampaignCancelled
-		c.record(m.now(), "cancelled by "+by)
+		c.recordFor(m.now(), "cancelled by "+by, request)
 		return nil
 	})
 	if err != nil {
@@ -282,11 +395,14 @@ func (m *Campaigns) Cancel(ctx context.Context, id, by string) (*Campaign, error
 	return c, nil
 }
 
-func (m *Campaigns) change(ctx context.Context, id string, f func(*Campaign) error) (*Campaign, error) {
+func (m *Campaigns) change(ctx context.Context, id, request string, f func(*Campaign) error) (*Campaign, error) {
 	for range 10 {
 		c, err := m.Get(ctx, id)
 		if err != nil {
 			return nil, err
+		}
+		if c.applied(request) {
+			return c, nil
 		}
 		if err := f(c); err != nil {
 			return nil, err

@@ -46,6 +46,8 @@ type Transition struct {
 	At      time.Time `json:"at"`
 	Message string    `json:"message,omitempty"`
 	Holder  string    `json:"holder,omitempty"`
+	// Request is the maintenance request that made the change (a campaign's resume or cancel).
+	Request string `json:"request,omitempty"`
 }
 
 // Task is one piece of maintenance on one cluster (or shard). It is data: the actuator reads it,

@@ -1,0 +1,310 @@
+package maintenance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
+)
+
+// An SRE's write to maintenance is a request document: the admin API inserts it (the only kind
+// of document its store login may insert, migration 0003 of the document store) and the
+// maintenance service, which owns the maintenance documents, carries it out with the campaign
+// code and records the outcome in it. The partition and type are the store policy's.
+const (
+	RequestPartition = postgres.MaintenanceRequestPartition
+	TypeRequest      = postgres.MaintenanceRequestType
+)
+
+// RequestAction is what a request asks for.
+type RequestAction string
+
+const (
+	ActionCreateCampaign RequestAction = "create-campaign"
+	ActionResumeCampaign RequestAction = "resume-campaign"
+	ActionCancelCampaign RequestAction = "cancel-campaign"
+)
+
+// RequestState is where a request is: Pending until the maintenance service carried it out
+// (Done) or refused it (Failed, with the reason in Message).
+type RequestState string
+
+const (
+	RequestPending RequestState = "Pending"
+	RequestDone    RequestState = "Done"
+	RequestFailed  RequestState = "Failed"
+)
+
+// Request is one SRE write to maintenance.
+type Request struct {
+	ID     string        `json:"id"`
+	Action RequestAction `json:"action"`
+	// Campaign is the campaign acted on (for a create, the new campaign's ID: Spec.ID).
+	Campaign string `json:"campaign"`
+	// Spec is the campaign to create (create-campaign only).
+	Spec *CampaignSpec `json:"spec,omitempty"`
+	// RequestedBy is the SRE (person) and Group their group, as the admin API verified them
+	// from the caller's certificate; CorrelationID ties the request to the audited call.
+	RequestedBy   string       `json:"requestedBy"`
+	Group         string       `json:"group,omitempty"`
+	CorrelationID string       `json:"correlationId,omitempty"`
+	State         RequestState `json:"state"`
+	// Message says what was done, or why the request failed.
+	Message string `json:"message,omitempty"`
+	// CampaignState is the campaign's state right after the request was carried out.
+	CampaignState CampaignState `json:"campaignState,omitempty"`
+	Created       time.Time     `json:"created"`
+	Finished      time.Time     `json:"finished,omitempty"`
+
+	etag string
+}
+
+// Validate checks what a request says on its own (the campaign spec's fields included): the
+// admin API answers 400 with it before storing, the maintenance service fails a request with it.
+func (r *Request) Validate() error {
+	if r.RequestedBy == "" {
+		return invalid("requestedBy", "a request names the SRE who asked")
+	}
+	switch r.Action {
+	case ActionCreateCampaign:
+		if r.Spec == nil {
+			return invalid("spec", "create-campaign needs the campaign's spec")
+		}
+		if r.Campaign != "" && r.Campaign != r.Spec.ID {
+			return invalid("campaign", "campaign %q differs from the spec's id %q", r.Campaign, r.Spec.ID)
+		}
+		return r.Spec.Validate()
+	case ActionResumeCampaign, ActionCancelCampaign:
+		if r.Spec != nil {
+			return invalid("spec", "%s takes no spec", r.Action)
+		}
+		if !campaignIDRE.MatchString(r.Campaign) {
+			return invalid("campaign", "campaign ID %q is no campaign ID", r.Campaign)
+		}
+		return nil
+	}
+	return invalid("action", "action %q must be one of %s, %s, %s", r.Action, ActionCreateCampaign, ActionResumeCampaign, ActionCancelCampaign)
+}
+
+// Requests stores maintenance requests and carries them out.
+type Requests struct {
+	st        docstore.Store
+	campaigns *Campaigns
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// NewRequests returns the request store on st. campaigns carries requests out (nil for a store
+// that only submits and reads, the admin API's); now is the clock (nil: time.Now).
+func NewRequests(st docstore.Store, campaigns *Campaigns, now func() time.Time, log *slog.Logger) *Requests {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Requests{st: st, campaigns: campaigns, now: now, log: log}
+}
+
+func requestDoc(r *Request) (*docstore.Document, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode maintenance request %s: %w", r.ID, err)
+	}
+	return &docstore.Document{PartitionKey: RequestPartition, ID: "request/" + r.ID, Type: TypeRequest, ResourceID: "request/" + r.ID, Body: b}, nil
+}
+
+func decodeRequest(d *docstore.Document) (*Request, error) {
+	var r Request
+	if err := json.Unmarshal(d.Body, &r); err != nil {
+		return nil, fmt.Errorf("decode maintenance request %s: %w", d.ID, err)
+	}
+	r.etag = d.ETag
+	return &r, nil
+}
+
+// Submit validates r and stores it Pending under a new ID.
+func (s *Requests) Submit(ctx context.Context, r *Request) (*Request, error) {
+	if r.Action == ActionCreateCampaign && r.Spec != nil {
+		r.Campaign = r.Spec.ID
+	}
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	r.ID, r.State, r.Created = uuid.NewString(), RequestPending, s.now().UTC()
+	r.Message, r.CampaignState, r.Finished = "", "", time.Time{}
+	d, err := requestDoc(r)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.st.Create(ctx, d)
+	if err != nil {
+		return nil, fmt.Errorf("store maintenance request %s: %w", r.ID, err)
+	}
+	r.etag = out.ETag
+	return r, nil
+}
+
+// Get reads one request.
+func (s *Requests) Get(ctx context.Context, id string) (*Request, error) {
+	d, err := s.st.Get(ctx, RequestPartition, "request/"+id)
+	if err != nil {
+		return nil, fmt.Errorf("get maintenance request %s: %w", id, err)
+	}
+	return decodeRequest(d)
+}
+
+// List returns every request, oldest first.
+func (s *Requests) List(ctx context.Context) ([]*Request, error) {
+	var out []*Request
+	q := docstore.Query{Partition: RequestPartition, Type: TypeRequest}
+	for {
+		p, err := s.st.Query(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("list maintenance requests: %w", err)
+		}
+		for _, d := range p.Documents {
+			r, err := decodeRequest(d)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		if p.Continuation == "" {
+			break
+		}
+		q.Continuation = p.Continuation
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Process carries out every Pending request, oldest first, and records each outcome. A request
+// that cannot be carried out (invalid, an unknown campaign, a state that does not allow it)
+// ends Failed with the reason; one that met a passing error (Cluster Service or the store
+// unavailable) stays Pending for the next Process. Carrying a request out again after a crash
+// between the change and its record changes nothing twice: the campaign records the request
+// that changed it. It returns the first passing error.
+func (s *Requests) Process(ctx context.Context) error {
+	rs, err := s.List(ctx)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, r := range rs {
+		if r.State != RequestPending {
+			continue
+		}
+		if err := s.process(ctx, r); err != nil {
+			s.log.Warn("maintenance request not carried out; retrying at the next poll", "request", r.ID, "action", r.Action, "campaign", r.Campaign, "error", err)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+func (s *Requests) process(ctx context.Context, r *Request) error {
+	c, err := s.apply(ctx, r)
+	switch {
+	case err == nil:
+		r.State, r.CampaignState = RequestDone, c.State
+		r.Message = fmt.Sprintf("%s %s: campaign %s is %s", r.Action, r.Campaign, c.ID, c.State)
+	case permanent(err):
+		r.State, r.Message = RequestFailed, err.Error()
+		if c != nil {
+			r.CampaignState = c.State
+		}
+	default:
+		return err
+	}
+	r.Finished = s.now().UTC()
+	d, err := requestDoc(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.st.Replace(ctx, d, r.etag)
+	if errors.Is(err, docstore.ErrPreconditionFailed) {
+		return nil // another consumer recorded it first
+	}
+	if err != nil {
+		return fmt.Errorf("record the outcome of maintenance request %s: %w", r.ID, err)
+	}
+	r.etag = out.ETag
+	s.log.Info("maintenance request carried out", "request", r.ID, "action", r.Action, "campaign", r.Campaign,
+		"person", r.RequestedBy, "correlationId", r.CorrelationID, "state", r.State, "message", r.Message)
+	return nil
+}
+
+// permanent says whether err is the request's fault, not a passing one.
+func permanent(err error) bool {
+	return errors.Is(err, ErrInvalidCampaign) || errors.Is(err, ErrCampaignState) ||
+		errors.Is(err, docstore.ErrNotFound) || errors.Is(err, errCampaignExists)
+}
+
+var errCampaignExists = errors.New("campaign already exists")
+
+// apply makes the change r asks for, or finds it already made by r.
+func (s *Requests) apply(ctx context.Context, r *Request) (*Campaign, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	by := r.RequestedBy + " (request " + r.ID + ")"
+	switch r.Action {
+	case ActionCreateCampaign:
+		spec := *r.Spec
+		spec.RequestedBy, spec.Request = by, r.ID
+		c, err := s.campaigns.Create(ctx, spec)
+		if !errors.Is(err, docstore.ErrAlreadyExists) {
+			return c, err
+		}
+		c, err = s.campaigns.Get(ctx, spec.ID)
+		if err != nil {
+			return nil, err
+		}
+		if c.Request != r.ID {
+			return c, fmt.Errorf("%w: %s (created by %s)", errCampaignExists, spec.ID, c.RequestedBy)
+		}
+		return c, nil
+	case ActionResumeCampaign:
+		c, err := s.campaigns.resume(ctx, r.Campaign, by, r.ID)
+		if errors.Is(err, docstore.ErrNotFound) {
+			return nil, fmt.Errorf("no campaign %s: %w", r.Campaign, err)
+		}
+		return c, err
+	case ActionCancelCampaign:
+		c, err := s.campaigns.cancel(ctx, r.Campaign, by, r.ID)
+		if errors.Is(err, docstore.ErrNotFound) && c == nil {
+			return nil, fmt.Errorf("no campaign %s: %w", r.Campaign, err)
+		}
+		return c, err
+	}
+	return nil, invalid("action", "unknown action %q", r.Action)
+}
+
+// Run carries out pending requests every poll until ctx ends. Run it where the campaigns run
+// (under the maintenance service's leader lease); two consumers would only repeat each other's
+// idempotent changes.
+func (s *Requests) Run(ctx context.Context, poll time.Duration) {
+	for ctx.Err() == nil {
+		_ = s.Process(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(poll):
+		}
+	}
+}

@@ -1,0 +1,234 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+)
+
+// unrecordedStore is the store as a consumer that crashes right after carrying a request out
+// sees it: its next fails writes of a request's outcome do not happen.
+type unrecordedStore struct {
+	docstore.Store
+	fails int
+}
+
+func (s *unrecordedStore) Replace(ctx context.Context, d *docstore.Document, ifMatch string) (*docstore.Document, error) {
+	if d.PartitionKey == RequestPartition && s.fails > 0 {
+		s.fails--
+		return nil, errors.New("injected: the consumer stopped before recording the outcome")
+	}
+	return s.Store.Replace(ctx, d, ifMatch)
+}
+
+// putCampaign stores a campaign as the campaign runner would have left it.
+func putCampaign(t *testing.T, st docstore.Store, c *Campaign) {
+	t.Helper()
+	threshold := 0.1
+	c.FromVersion, c.ChannelGroup, c.MaxInFlight, c.Bake, c.FailureThreshold = "4.19.16", "stable", 2, time.Minute, &threshold
+	c.Created = time.Now().UTC()
+	d, err := campaignDoc(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Create(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRequests(t *testing.T) {
+	pg := pgservertest.Start(t)
+	ctx := context.Background()
+	f := newFleet(t, pg)
+	f.registerShard("mgmt-1", 10)
+	for _, n := range []string{"a", "b", "c"} {
+		f.createCluster(n, "4.19.16")
+	}
+	st := openStore(t, pgservertest.NewDatabase(t, pg))
+	campaigns := NewCampaigns(NewTasks(st), f.cs, nil)
+	// The admin API's side: it submits and reads, it carries nothing out.
+	submitter := NewRequests(st, nil, nil, nil)
+	putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: "halted"}, State: CampaignHalted,
+		Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
+	putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: "running", RequestedBy: "someone"}, State: CampaignRunning,
+		Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x"}}}})
+
+	submit := func(t *testing.T, r *Request) *Request {
+		t.Helper()
+		r.RequestedBy = "alice"
+		out, err := submitter.Submit(ctx, r)
+		if err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+		return out
+	}
+	// storeRaw stores a request as is, as a writer that skipped Submit's validation would.
+	storeRaw := func(t *testing.T, r *Request) *Request {
+		t.Helper()
+		r.ID, r.State, r.RequestedBy, r.Created = strings.ReplaceAll(t.Name(), "/", "-"), RequestPending, "alice", time.Now().UTC()
+		d, err := requestDoc(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// processOnce runs a fresh consumer once on store s, as a restarted maintenance service would.
+	processOnce := func(t *testing.T, s docstore.Store) error {
+		t.Helper()
+		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).Process(ctx)
+	}
+	outcome := func(t *testing.T, id string) *Request {
+		t.Helper()
+		r, err := submitter.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	changesBy := func(t *testing.T, campaign, request string) int {
+		t.Helper()
+		c, err := campaigns.Get(ctx, campaign)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, h := range c.History {
+			if h.Request == request {
+				n++
+			}
+		}
+		return n
+	}
+
+	t.Run("submit_refuses_an_invalid_request_naming_the_field", func(t *testing.T) {
+		for _, c := range []struct {
+			r     Request
+			field string
+		}{
+			{Request{Action: "delete-campaign", Campaign: "x"}, "action"},
+			{Request{Action: ActionCreateCampaign}, "spec"},
+			{Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "Bad_ID", FromVersion: "4.19.16", ChannelGroup: "stable"}}, "id"},
+			{Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "ok", FromVersion: "4.19.16", ChannelGroup: "stable", Bake: -time.Second}}, "bake"},
+			{Request{Action: ActionResumeCampaign, Campaign: ""}, "campaign"},
+		} {
+			c.r.RequestedBy = "alice"
+			_, err := submitter.Submit(ctx, &c.r)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != c.field {
+				t.Errorf("%+v: got %v, want a refusal of field %s", c.r, err, c.field)
+			}
+		}
+		if rs, err := submitter.List(ctx); err != nil || len(rs) != 0 {
+			t.Fatalf("refused requests were stored: %v %v", rs, err)
+		}
+	})
+
+	failed := []struct {
+		name, reason string
+		request      func(t *testing.T) *Request
+	}{
+		{"resume_of_an_unknown_campaign", "no campaign nosuch", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionResumeCampaign, Campaign: "nosuch"})
+		}},
+		{"cancel_of_an_unknown_campaign", "no campaign nosuch", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionCancelCampaign, Campaign: "nosuch"})
+		}},
+		{"resume_of_a_running_campaign", "resume campaign running in state Running", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionResumeCampaign, Campaign: "running"})
+		}},
+		{"a_version_not_in_the_catalogue", "fromVersion: version 4.19.99 is not in channel group stable", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "badversion", FromVersion: "4.19.99", ChannelGroup: "stable"}})
+		}},
+		{"a_canary_shard_without_clusters", "canaryShard: canary shard mgmt-9 has no cluster", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "badcanary", FromVersion: "4.19.16", ChannelGroup: "stable", CanaryShard: "mgmt-9"}})
+		}},
+		{"a_campaign_that_exists", "campaign already exists: running", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "running", FromVersion: "4.19.16", ChannelGroup: "stable"}})
+		}},
+		{"a_wave_spec_that_skipped_validation", "failureThreshold: failureThreshold 2 must be between 0 and 1", func(t *testing.T) *Request {
+			two := 2.0
+			return storeRaw(t, &Request{Action: ActionCreateCampaign, Campaign: "badwaves", Spec: &CampaignSpec{ID: "badwaves", FromVersion: "4.19.16", ChannelGroup: "stable", FailureThreshold: &two}})
+		}},
+	}
+	for _, c := range failed {
+		t.Run("fails_"+c.name+"_with_its_reason", func(t *testing.T) {
+			r := c.request(t)
+			if err := processOnce(t, st); err != nil {
+				t.Fatalf("process: %v", err)
+			}
+			got := outcome(t, r.ID)
+			if got.State != RequestFailed || !strings.Contains(got.Message, c.reason) || got.Finished.IsZero() {
+				t.Fatalf("request %s: %s %q; want Failed with %q", r.ID, got.State, got.Message, c.reason)
+			}
+		})
+	}
+	for _, name := range []string{"badversion", "badcanary", "badwaves"} {
+		if _, err := campaigns.Get(ctx, name); !errors.Is(err, docstore.ErrNotFound) {
+			t.Errorf("campaign %s of a failed request exists: %v", name, err)
+		}
+	}
+
+	// Each action, carried out by a consumer that stops before recording the outcome, then by a
+	// restarted one: the change happens once and the request ends Done.
+	crashes := []struct {
+		name     string
+		request  func(t *testing.T) *Request
+		campaign string
+		want     CampaignState
+	}{
+		{"create", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "z1", FromVersion: "4.19.16", ChannelGroup: "stable", CanaryShard: "mgmt-1", Bake: time.Minute}})
+		}, "z1", CampaignRunning},
+		{"resume", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionResumeCampaign, Campaign: "halted"})
+		}, "halted", CampaignRunning},
+		{"cancel", func(t *testing.T) *Request {
+			return submit(t, &Request{Action: ActionCancelCampaign, Campaign: "z1"})
+		}, "z1", CampaignCancelled},
+	}
+	for _, c := range crashes {
+		t.Run(c.name+"_is_carried_out_once_across_a_crash_before_its_record", func(t *testing.T) {
+			r := c.request(t)
+			if err := processOnce(t, &unrecordedStore{Store: st, fails: 1}); err == nil {
+				t.Fatal("the consumer that stopped before recording reported no error")
+			}
+			if got := outcome(t, r.ID); got.State != RequestPending {
+				t.Fatalf("request after the crash: %s %q; want still Pending", got.State, got.Message)
+			}
+			if n := changesBy(t, c.campaign, r.ID); n != 1 {
+				t.Fatalf("campaign %s has %d changes by request %s after the first run; want 1", c.campaign, n, r.ID)
+			}
+			if err := processOnce(t, st); err != nil {
+				t.Fatalf("restarted consumer: %v", err)
+			}
+			got := outcome(t, r.ID)
+			if got.State != RequestDone || got.CampaignState != c.want {
+				t.Fatalf("request after the restart: %s %q (campaign %s); want Done, campaign %s", got.State, got.Message, got.CampaignState, c.want)
+			}
+			if n := changesBy(t, c.campaign, r.ID); n != 1 {
+				t.Fatalf("campaign %s has %d changes by request %s; want exactly 1", c.campaign, n, r.ID)
+			}
+			cm, err := campaigns.Get(ctx, c.campaign)
+			if err != nil || cm.State != c.want {
+				t.Fatalf("campaign %s: %v %v; want %s", c.campaign, cm, err, c.want)
+			}
+		})
+	}
+	t.Run("a_created_campaign_names_the_sre_and_the_request", func(t *testing.T) {
+		c, err := campaigns.Get(ctx, "z1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(c.RequestedBy, "alice (request ") || c.Request == "" || c.Clusters() != 3 || c.Waves[0].Shard != "mgmt-1" {
+			t.Fatalf("campaign z1: requestedBy %q request %q clusters %d waves %+v", c.RequestedBy, c.Request, c.Clusters(), c.Waves)
+		}
+	})
+}
