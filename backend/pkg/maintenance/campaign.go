@@ -68,7 +68,9 @@ type FieldError struct {
 	Message string
 }
 
-func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s: %s", ErrInvalidCampaign, e.Field, e.Message) }
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s: %s: %s", ErrInvalidCampaign, e.Field, e.Message)
+}
 
 func (e *FieldError) Unwrap() error { return ErrInvalidCampaign }
 
