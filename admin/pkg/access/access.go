@@ -34,12 +34,14 @@ const (
 	RequestBreakGlassAdmin Permission = "breakglass.request-admin"
 	ApproveBreakGlass      Permission = "breakglass.approve"
 	RevokeBreakGlass       Permission = "breakglass.revoke"
+	// WriteMaintenance asks the maintenance service to create, resume or cancel a campaign.
+	WriteMaintenance Permission = "maintenance.write"
 )
 
 // The SRE groups (a certificate's subject organisation).
 const (
 	GroupReadOnly = "sre-readonly" // on-call engineers: see everything, change nothing
-	GroupAdmin    = "sre-admin"    // operators: also change shards
+	GroupAdmin    = "sre-admin"    // operators: also change shards, clusters and maintenance
 )
 
 // Groups lists, per group, what its members may do. Change it here only; docs/sre.md shows it
@@ -47,7 +49,7 @@ const (
 var Groups = map[string][]Permission{
 	GroupReadOnly: {ReadClusters, ReadOperations, ReadShards, ReadAudit, MustGather, ReadBreakGlass, RequestBreakGlass},
 	GroupAdmin: {ReadClusters, ReadOperations, ReadShards, WriteShards, ReadAudit, MustGather, RevokeIdentities, WriteClusters,
-		ReadBreakGlass, RequestBreakGlass, RequestBreakGlassAdmin, ApproveBreakGlass, RevokeBreakGlass},
+		ReadBreakGlass, RequestBreakGlass, RequestBreakGlassAdmin, ApproveBreakGlass, RevokeBreakGlass, WriteMaintenance},
 }
 
 // Identity is a verified SRE.

@@ -2,17 +2,21 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"time"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/backend/pkg/maintenance"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // The maintenance views read the backend's maintenance documents in the document store the
-// admin API already reads (docs/maintenance.md). They only read: the maintenance documents are
-// the maintenance service's, and the admin API's store login may not insert (it may update
-// existing documents for day-2 changes only), so creating, resuming or cancelling a campaign is
-// not an admin route yet.
+// admin API already reads (docs/maintenance.md). The maintenance documents are the maintenance
+// service's: an SRE's create, resume or cancel of a campaign is a *request* document, the one
+// kind of document the admin API's store login may insert (row-level security, docs/security.md),
+// which the maintenance service carries out and records the outcome in. The routes answer 202
+// with the request; GET /admin/v1/maintenance/requests/{id} follows it.
 
 // listMaintenanceTasks serves GET /admin/v1/maintenance/tasks.
 func (s *Server) listMaintenanceTasks(w http.ResponseWriter, r *http.Request) error {
@@ -47,5 +51,109 @@ func (s *Server) listCampaigns(w http.ResponseWriter, r *http.Request) error {
 		cs = []*maintenance.Campaign{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"campaigns": cs})
+	return nil
+}
+
+// campaignBody is the body of POST /admin/v1/maintenance/campaigns: a maintenance.CampaignSpec
+// with its bake as a Go duration ("30m"), plus the audited reason.
+type campaignBody struct {
+	Reason           string   `json:"reason"`
+	ID               string   `json:"id"`
+	FromVersion      string   `json:"fromVersion"`
+	ChannelGroup     string   `json:"channelGroup"`
+	CanaryShard      string   `json:"canaryShard,omitempty"`
+	MaxInFlight      int      `json:"maxInFlight,omitempty"`
+	Bake             string   `json:"bake,omitempty"`
+	FailureThreshold *float64 `json:"failureThreshold,omitempty"`
+}
+
+// createCampaign serves POST /admin/v1/maintenance/campaigns.
+func (s *Server) createCampaign(w http.ResponseWriter, r *http.Request) error {
+	var b campaignBody
+	if err := decodeStrict(r, &b); err != nil {
+		return err
+	}
+	spec := &maintenance.CampaignSpec{ID: b.ID, FromVersion: b.FromVersion, ChannelGroup: b.ChannelGroup, CanaryShard: b.CanaryShard,
+		MaxInFlight: b.MaxInFlight, FailureThreshold: b.FailureThreshold}
+	if b.Bake != "" {
+		d, err := time.ParseDuration(b.Bake)
+		if err != nil {
+			return badRequest("bake", "bake must be a duration such as 30m or 2h, got %q", b.Bake)
+		}
+		spec.Bake = d
+	}
+	return s.submitMaintenance(w, r, &maintenance.Request{Action: maintenance.ActionCreateCampaign, Campaign: b.ID, Spec: spec})
+}
+
+// changeCampaign serves POST /admin/v1/maintenance/campaigns/{id}/resume and .../cancel.
+func (s *Server) changeCampaign(action maintenance.RequestAction) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var b struct {
+			Reason string `json:"reason"`
+		}
+		if err := decodeStrict(r, &b); err != nil {
+			return err
+		}
+		return s.submitMaintenance(w, r, &maintenance.Request{Action: action, Campaign: r.PathValue("id")})
+	}
+}
+
+// submitMaintenance stores req in the caller's name, as the middleware verified and audited it,
+// and answers 202 with it. Its checks are the maintenance package's (a 400 names the field);
+// what depends on the fleet and the campaign's state the maintenance service checks and records
+// in the request.
+func (s *Server) submitMaintenance(w http.ResponseWriter, r *http.Request, req *maintenance.Request) error {
+	id := identityFrom(r.Context())
+	req.RequestedBy, req.Group, req.Reason = id.Person, id.Group, auditReason(r)
+	req.CorrelationID = w.Header().Get(adminapi.HeaderCorrelationID)
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	out, err := maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).Submit(ctx, req)
+	var fe *maintenance.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return badRequest(fe.Field, "%s", fe.Message)
+	case err != nil:
+		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "store the maintenance request: %v", err)
+	}
+	w.Header().Set("Location", "/admin/v1/maintenance/requests/"+out.ID)
+	writeJSON(w, http.StatusAccepted, out)
+	return nil
+}
+
+// getMaintenanceRequest serves GET /admin/v1/maintenance/requests/{id}.
+func (s *Server) getMaintenanceRequest(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	id := r.PathValue("id")
+	out, err := maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).Get(ctx, id)
+	if errors.Is(err, docstore.ErrNotFound) {
+		return notFound(id, "no maintenance request %s", id)
+	}
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "read maintenance request %s: %v", id, err)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// listMaintenanceRequests serves GET /admin/v1/maintenance/requests.
+func (s *Server) listMaintenanceRequests(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	rs, err := maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).List(ctx)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "list maintenance requests: %v", err)
+	}
+	if rs == nil {
+		rs = []*maintenance.Request{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"requests": rs})
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/backend/pkg/maintenance"
 )
 
 // routes is the admin API. docs/sre.md lists every route; TestRoutesAreDocumented keeps the
@@ -35,6 +36,12 @@ func (s *Server) routes() []route {
 		// Maintenance tasks and campaigns (maintenance.go, docs/maintenance.md).
 		{pattern: "GET /admin/v1/maintenance/tasks", perm: access.ReadClusters, handle: s.listMaintenanceTasks},
 		{pattern: "GET /admin/v1/maintenance/campaigns", perm: access.ReadClusters, handle: s.listCampaigns},
+		// SRE writes are requests the maintenance service carries out (202; follow the request).
+		{pattern: "POST /admin/v1/maintenance/campaigns", perm: access.WriteMaintenance, mutates: true, bodyTarget: jsonTarget("id"), handle: s.createCampaign},
+		{pattern: "POST /admin/v1/maintenance/campaigns/{id}/resume", perm: access.WriteMaintenance, target: pathValue("id"), mutates: true, handle: s.changeCampaign(maintenance.ActionResumeCampaign)},
+		{pattern: "POST /admin/v1/maintenance/campaigns/{id}/cancel", perm: access.WriteMaintenance, target: pathValue("id"), mutates: true, handle: s.changeCampaign(maintenance.ActionCancelCampaign)},
+		{pattern: "GET /admin/v1/maintenance/requests", perm: access.ReadClusters, handle: s.listMaintenanceRequests},
+		{pattern: "GET /admin/v1/maintenance/requests/{id}", perm: access.ReadClusters, target: pathValue("id"), handle: s.getMaintenanceRequest},
 		{pattern: "GET /admin/v1/audit", perm: access.ReadAudit, handle: s.listAudit},
 		{pattern: "POST /admin/v1/revocations/{person}", perm: access.RevokeIdentities, target: pathValue("person"), mutates: true, handle: s.revoke},
 		{pattern: "GET /admin/v1/revocations", perm: access.ReadAudit, handle: s.listRevocations},

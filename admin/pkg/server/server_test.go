@@ -51,6 +51,7 @@ type env struct {
 	clusters csv1.ClustersClient
 	pools    csv1.NodePoolsClient
 	docs     *postgres.Store
+	docsDSN  string // the document store's DSN as its superuser (the owner)
 	logDir   string
 	srv      *Server
 	// csdb is Cluster Service's store, for tests that play its controller (status writes).
@@ -95,7 +96,8 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	}
 	t.Cleanup(log.Close)
 
-	docs, err := postgres.Open(ctx, pgservertest.NewDatabase(t, pg), postgres.Options{})
+	docsDSN := pgservertest.NewDatabase(t, pg)
+	docs, err := postgres.Open(ctx, docsDSN, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +203,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	}
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return &env{url: ts.URL, sessions: sessions, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(feConn), pools: csv1.NewNodePoolsClient(feConn), docs: docs, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN}
+	return &env{url: ts.URL, sessions: sessions, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(feConn), pools: csv1.NewNodePoolsClient(feConn), docs: docs, docsDSN: docsDSN, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN}
 }
 
 // as returns an HTTP client presenting identity's certificate ("" for none).

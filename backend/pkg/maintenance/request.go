@@ -53,8 +53,10 @@ type Request struct {
 	Spec *CampaignSpec `json:"spec,omitempty"`
 	// RequestedBy is the SRE (person) and Group their group, as the admin API verified them
 	// from the caller's certificate; CorrelationID ties the request to the audited call.
-	RequestedBy   string       `json:"requestedBy"`
-	Group         string       `json:"group,omitempty"`
+	RequestedBy string `json:"requestedBy"`
+	Group       string `json:"group,omitempty"`
+	// Reason is why the SRE asked, as recorded in the audit log.
+	Reason        string       `json:"reason,omitempty"`
 	CorrelationID string       `json:"correlationId,omitempty"`
 	State         RequestState `json:"state"`
 	// Message says what was done, or why the request failed.
