@@ -54,22 +54,9 @@ func (s *Server) listCampaigns(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// campaignBody is the body of POST /admin/v1/maintenance/campaigns: a maintenance.CampaignSpec
-// with its bake as a Go duration ("30m"), plus the audited reason.
-type campaignBody struct {
-	Reason           string   `json:"reason"`
-	ID               string   `json:"id"`
-	FromVersion      string   `json:"fromVersion"`
-	ChannelGroup     string   `json:"channelGroup"`
-	CanaryShard      string   `json:"canaryShard,omitempty"`
-	MaxInFlight      int      `json:"maxInFlight,omitempty"`
-	Bake             string   `json:"bake,omitempty"`
-	FailureThreshold *float64 `json:"failureThreshold,omitempty"`
-}
-
 // createCampaign serves POST /admin/v1/maintenance/campaigns.
 func (s *Server) createCampaign(w http.ResponseWriter, r *http.Request) error {
-	var b campaignBody
+	var b adminapi.CampaignCreate
 	if err := decodeStrict(r, &b); err != nil {
 		return err
 	}

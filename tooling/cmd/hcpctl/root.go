@@ -69,7 +69,7 @@ wrong and nothing was called.`,
 
 	root.AddCommand(
 		newClusterCmd(c), newNodePoolCmd(c), newUpgradeCmd(c), newOperationCmd(c), newShardCmd(c),
-		newBreakGlassCmd(c), newSRECmd(c), newAuditCmd(c), newPortalCmd(c),
+		newBreakGlassCmd(c), newSRECmd(c), newAuditCmd(c), newMaintenanceCmd(c), newPortalCmd(c),
 		newVersionCmd(c), newCompletionCmd(root),
 	)
 	root.InitDefaultHelpCmd()

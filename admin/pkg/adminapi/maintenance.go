@@ -1,0 +1,56 @@
+package adminapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/openhcp/openhcp/backend/pkg/maintenance"
+)
+
+// CampaignCreate is the body of POST /admin/v1/maintenance/campaigns: a z-stream upgrade
+// campaign as maintenance.CampaignSpec holds it, its bake a Go duration ("30m"), and the reason.
+type CampaignCreate struct {
+	Reason           string   `json:"reason"`
+	ID               string   `json:"id"`
+	FromVersion      string   `json:"fromVersion"`
+	ChannelGroup     string   `json:"channelGroup"`
+	CanaryShard      string   `json:"canaryShard,omitempty"`
+	MaxInFlight      int      `json:"maxInFlight,omitempty"`
+	Bake             string   `json:"bake,omitempty"`
+	FailureThreshold *float64 `json:"failureThreshold,omitempty"`
+}
+
+// MaintenanceRequest is an SRE's write to maintenance as the maintenance service carries it
+// out: Pending, then Done or Failed (with the reason in Message).
+type MaintenanceRequest = maintenance.Request
+
+// MaintenanceRequests is GET /admin/v1/maintenance/requests.
+type MaintenanceRequests struct {
+	Requests []MaintenanceRequest `json:"requests"`
+}
+
+// CreateCampaign asks for a campaign; the answer is the pending request.
+func (c *Client) CreateCampaign(ctx context.Context, req CampaignCreate) (MaintenanceRequest, error) {
+	var out MaintenanceRequest
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/maintenance/campaigns", nil, nil, req, &out)
+}
+
+// ChangeCampaign asks to resume or cancel campaign id (action "resume" or "cancel").
+func (c *Client) ChangeCampaign(ctx context.Context, id, action, reason string) (MaintenanceRequest, error) {
+	var out MaintenanceRequest
+	return out, c.do(ctx, http.MethodPost, "/admin/v1/maintenance/campaigns/"+url.PathEscape(id)+"/"+url.PathEscape(action), nil, nil,
+		map[string]string{"reason": reason}, &out)
+}
+
+// GetMaintenanceRequest reads one request.
+func (c *Client) GetMaintenanceRequest(ctx context.Context, id string) (MaintenanceRequest, error) {
+	var out MaintenanceRequest
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/maintenance/requests/"+url.PathEscape(id), nil, nil, nil, &out)
+}
+
+// ListMaintenanceRequests returns every request, oldest first.
+func (c *Client) ListMaintenanceRequests(ctx context.Context) (MaintenanceRequests, error) {
+	var out MaintenanceRequests
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/maintenance/requests", nil, nil, nil, &out)
+}

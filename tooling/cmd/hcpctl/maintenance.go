@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/backend/pkg/maintenance"
+)
+
+// requestPoll is how often --wait reads a maintenance request.
+const requestPoll = time.Second
+
+func newMaintenanceCmd(c *cli) *cobra.Command {
+	return noun("maintenance", "Maintenance campaigns: create, resume and cancel them (sre-admin), follow the requests",
+		"  hcpctl --as sre-admin maintenance campaign create z-4-19-16 --from-version 4.19.16 --channel-group stable --reason \"CHG-12\" --wait\n  hcpctl maintenance request get <request id>",
+		noun("campaign", "Ask the maintenance service to create, resume or cancel a campaign",
+			"  hcpctl --as sre-admin maintenance campaign resume z-4-19-16 --reason \"CHG-12: failures understood\" --wait",
+			newCampaignCreateCmd(c),
+			newCampaignChangeCmd(c, "resume", "Resume a Halted campaign (its current wave's failures so far are accepted)"),
+			newCampaignChangeCmd(c, "cancel", "Cancel a Running or Halted campaign and its unfinished tasks"),
+		),
+		noun("request", "SREs' maintenance requests and what became of them",
+			"  hcpctl maintenance request get <request id>",
+			newRequestGetCmd(c),
+		),
+	)
+}
+
+// waitFlag is --wait: follow the request until the maintenance service carried it out.
+func waitFlag(cmd *cobra.Command, wait *bool) {
+	cmd.Flags().BoolVar(wait, "wait", false, "wait (up to --timeout) until the maintenance service carried the request out; exit 1 if it failed")
+}
+
+func newCampaignCreateCmd(c *cli) *cobra.Command {
+	var (
+		body      adminapi.CampaignCreate
+		threshold float64
+		wait      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "create <campaign id>",
+		Short: "Upgrade every cluster on --from-version in --channel-group to its recommended z-stream, shard by shard",
+		Example: "  hcpctl --as sre-admin maintenance campaign create z-4-19-16 --from-version 4.19.16 --channel-group stable \\\n" +
+			"      --canary-shard mgmt-2 --bake 1h --max-in-flight 3 --failure-threshold 0.1 --reason \"CHG-12: 4.19.17\" --wait",
+		Args:              exactArgs(1, "<campaign id>"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(body.Reason) == "" {
+				return usagef("--reason is required: say why you start campaign %s (it is kept in the audit log)", args[0])
+			}
+			if body.FromVersion == "" || body.ChannelGroup == "" {
+				return usagef("--from-version and --channel-group are required: the campaign upgrades the clusters on that version in that channel group")
+			}
+			if cmd.Flags().Changed("bake") {
+				if _, err := time.ParseDuration(body.Bake); err != nil {
+					return usagef("invalid value %q for --bake: a duration such as 30m or 2h", body.Bake)
+				}
+			}
+			if cmd.Flags().Changed("failure-threshold") {
+				body.FailureThreshold = &threshold
+			}
+			body.ID = args[0]
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				r, err := a.c.CreateCampaign(ctx, body)
+				if err != nil {
+					return err
+				}
+				return followRequest(ctx, a, r, wait)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&body.Reason, "reason", "", "why (required; kept in the audit log)")
+	f.StringVar(&body.FromVersion, "from-version", "", "the version the clusters to upgrade run (required), e.g. 4.19.16")
+	f.StringVar(&body.ChannelGroup, "channel-group", "", "their channel group (required), e.g. stable")
+	f.StringVar(&body.CanaryShard, "canary-shard", "", "the shard whose clusters go first (default: shards by name)")
+	f.IntVar(&body.MaxInFlight, "max-in-flight", 0, "the campaign's unfinished upgrades at once (default 2)")
+	f.StringVar(&body.Bake, "bake", "", "wait between waves, a duration (default 30m)")
+	f.Float64Var(&threshold, "failure-threshold", 0.1, "halt when a wave's failed share exceeds this (0 to 1)")
+	waitFlag(cmd, &wait)
+	return cmd
+}
+
+func newCampaignChangeCmd(c *cli, action, short string) *cobra.Command {
+	var (
+		reason string
+		wait   bool
+	)
+	cmd := &cobra.Command{
+		Use:               action + " <campaign id>",
+		Short:             short,
+		Example:           fmt.Sprintf("  hcpctl --as sre-admin maintenance campaign %s z-4-19-16 --reason \"CHG-12\" --wait -o yaml", action),
+		Args:              exactArgs(1, "<campaign id>"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reason) == "" {
+				return usagef("--reason is required: say why you %s campaign %s (it is kept in the audit log)", action, args[0])
+			}
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				r, err := a.c.ChangeCampaign(ctx, args[0], action, reason)
+				if err != nil {
+					return err
+				}
+				return followRequest(ctx, a, r, wait)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (required; kept in the audit log)")
+	waitFlag(cmd, &wait)
+	return cmd
+}
+
+func newRequestGetCmd(c *cli) *cobra.Command {
+	var wait bool
+	cmd := &cobra.Command{
+		Use:               "get <request id>",
+		Short:             "Show a maintenance request: Pending, Done or Failed with the reason",
+		Example:           "  hcpctl maintenance request get 0d9c…-… --wait -o json",
+		Args:              exactArgs(1, "<request id>"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				r, err := a.c.GetMaintenanceRequest(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return followRequest(ctx, a, r, wait)
+			})
+		},
+	}
+	waitFlag(cmd, &wait)
+	return cmd
+}
+
+// followRequest prints r, after reading it until it is no longer Pending if wait. With wait, a
+// request that failed is exit status 1, with the maintenance service's reason on stderr.
+func followRequest(ctx context.Context, a *app, r adminapi.MaintenanceRequest, wait bool) error {
+	for wait && r.State == maintenance.RequestPending {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("maintenance request %s is still Pending after --timeout; follow it with: hcpctl maintenance request get %s", r.ID, r.ID)
+		case <-time.After(requestPoll):
+		}
+		var err error
+		if r, err = a.c.GetMaintenanceRequest(ctx, r.ID); err != nil {
+			return err
+		}
+	}
+	if wait && r.State == maintenance.RequestFailed {
+		return fmt.Errorf("maintenance request %s (%s %s) failed: %s", r.ID, r.Action, r.Campaign, r.Message)
+	}
+	return a.print(r, func(w io.Writer) {
+		switch r.State {
+		case maintenance.RequestPending:
+			fmt.Fprintf(w, "request %s (%s %s) is Pending; follow it with: hcpctl maintenance request get %s --wait\n", r.ID, r.Action, r.Campaign, r.ID)
+		default:
+			fmt.Fprintf(w, "request %s (%s %s) %s: %s\n", r.ID, r.Action, r.Campaign, r.State, r.Message)
+		}
+	})
+}
