@@ -302,9 +302,11 @@ func TestAdminLoginIsConfined(t *testing.T) {
 		t.Fatalf("read the document store: %v", err)
 	}
 	// PostgreSQL checks privileges before it looks at rows, so "WHERE false" probes a privilege
-	// without changing the region's documents when it is (wrongly) granted.
+	// without changing the region's documents when it is (wrongly) granted. INSERT is granted,
+	// for maintenance requests only: row-level security refuses any other row (also 42501).
 	for _, q := range []string{"DELETE FROM documents WHERE false", "TRUNCATE documents",
-		"INSERT INTO documents (partition_key, id, type, body, etag, seq) SELECT 'p','i','t','{}','e',-1 WHERE false"} {
+		"INSERT INTO documents (partition_key, id, type, body, etag, seq) VALUES ('p','i','t','{}','e',-1)",
+		"INSERT INTO documents (partition_key, id, type, body, etag, seq) VALUES ('openhcp-maintenance','task/x','maintenance-task','{\"state\":\"Pending\"}','e',-1)"} {
 		if err := exec(t, docs, q); err == nil || !strings.Contains(err.Error(), "42501") {
 			t.Errorf("%s: %v, want permission denied (42501)", q, err)
 		}
