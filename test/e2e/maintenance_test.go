@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -18,9 +19,9 @@ import (
 // TestMaintenanceCampaignUpgradesTheFleet runs a z-stream campaign on the running region: four
 // clusters created through ARM on 4.19.16 are upgraded to 4.19.17 by the region's maintenance
 // service, through real Cluster Service, Maestro and hypershift-sim, one wave per shard with
-// the canary shard first, and the campaign ends Succeeded. The campaign is stored with the
-// package's Go call, as the maintenance service's own database login (the admin API has no
-// route that creates one yet, docs/maintenance.md).
+// the canary shard first, and the campaign ends Succeeded. An SRE (alice, sre-admin) asks for
+// the campaign with hcpctl through the admin API; the test reads it as the maintenance service's
+// own database login.
 func TestMaintenanceCampaignUpgradesTheFleet(t *testing.T) {
 	const from, to = "4.19.16", "4.19.17"
 	sub, rg := uuid.NewString(), "rg-maintenance"
@@ -91,12 +92,22 @@ func TestMaintenanceCampaignUpgradesTheFleet(t *testing.T) {
 	}
 	defer conn.Close()
 	campaigns := maintenance.NewCampaigns(maintenance.NewTasks(st), maintenance.NewClusterService(conn), nil)
-	threshold := 0.0
 	id := "e2e-" + sub[:8]
-	c, err := campaigns.Create(ctx, maintenance.CampaignSpec{ID: id, FromVersion: from, ChannelGroup: "stable",
-		CanaryShard: canary, MaxInFlight: 2, Bake: time.Second, FailureThreshold: &threshold, RequestedBy: "e2e"})
+	// An SRE asks for the campaign through hcpctl; the admin API stores the request, the
+	// maintenance service carries it out, and --wait follows it to Done.
+	out, stderr, code := hcpctl(t, hcpctlBinary(t), "--as", "sre-admin", "maintenance", "campaign", "create", id,
+		"--from-version", from, "--channel-group", "stable", "--canary-shard", canary, "--max-in-flight", "2", "--bake", "1s",
+		"--failure-threshold", "0", "--reason", "e2e: z-stream campaign", "--wait", "-o", "json", "--timeout", "2m")
+	var req maintenance.Request
+	if code != 0 || json.Unmarshal([]byte(out), &req) != nil || req.State != maintenance.RequestDone || req.RequestedBy != "alice" {
+		t.Fatalf("hcpctl maintenance campaign create: exit %d\nstdout: %s\nstderr: %s", code, out, stderr)
+	}
+	c, err := campaigns.Get(ctx, id)
 	if err != nil {
-		t.Fatalf("create campaign: %v", err)
+		t.Fatalf("the campaign the request created: %v", err)
+	}
+	if c.Request != req.ID || c.RequestedBy != "alice (request "+req.ID+")" {
+		t.Fatalf("campaign %s: request %q, requested by %q; want request %s by alice", id, c.Request, c.RequestedBy, req.ID)
 	}
 	if c.Clusters() != 4 {
 		t.Fatalf("campaign covers %d clusters, want the 4 on %s: %+v", c.Clusters(), from, c.Waves)
