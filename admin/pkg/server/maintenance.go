@@ -56,20 +56,42 @@ func (s *Server) listCampaigns(w http.ResponseWriter, r *http.Request) error {
 
 // createCampaign serves POST /admin/v1/maintenance/campaigns.
 func (s *Server) createCampaign(w http.ResponseWriter, r *http.Request) error {
+	req, err := parseCampaignCreate(r)
+	if err != nil {
+		return err
+	}
+	return s.submitMaintenance(w, r, req)
+}
+
+// parseCampaignCreate reads the body of a campaign create into a request; a field the campaign
+// cannot take is a 400 naming it (maintenance.CampaignSpec.Validate, the one check of a spec).
+func parseCampaignCreate(r *http.Request) (*maintenance.Request, error) {
 	var b adminapi.CampaignCreate
 	if err := decodeStrict(r, &b); err != nil {
-		return err
+		return nil, err
 	}
 	spec := &maintenance.CampaignSpec{ID: b.ID, FromVersion: b.FromVersion, ChannelGroup: b.ChannelGroup, CanaryShard: b.CanaryShard,
 		MaxInFlight: b.MaxInFlight, FailureThreshold: b.FailureThreshold}
 	if b.Bake != "" {
 		d, err := time.ParseDuration(b.Bake)
 		if err != nil {
-			return badRequest("bake", "bake must be a duration such as 30m or 2h, got %q", b.Bake)
+			return nil, badRequest("bake", "bake must be a duration such as 30m or 2h, got %q", truncate(b.Bake, 64))
 		}
 		spec.Bake = d
 	}
-	return s.submitMaintenance(w, r, &maintenance.Request{Action: maintenance.ActionCreateCampaign, Campaign: b.ID, Spec: spec})
+	if err := fieldRefusal(spec.Validate()); err != nil {
+		return nil, err
+	}
+	return &maintenance.Request{Action: maintenance.ActionCreateCampaign, Campaign: b.ID, Spec: spec}, nil
+}
+
+// fieldRefusal is a maintenance validation error as a 400 naming its field.
+func fieldRefusal(err error) error {
+	var fe *maintenance.FieldError
+	if errors.As(err, &fe) {
+		return badRequest(fe.Field, "%s", fe.Message)
+	}
+	return err
 }
 
 // changeCampaign serves POST /admin/v1/maintenance/campaigns/{id}/resume and .../cancel.
@@ -96,11 +118,11 @@ func (s *Server) submitMaintenance(w http.ResponseWriter, r *http.Request, req *
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
 	out, err := maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).Submit(ctx, req)
-	var fe *maintenance.FieldError
-	switch {
-	case errors.As(err, &fe):
-		return badRequest(fe.Field, "%s", fe.Message)
-	case err != nil:
+	if err := fieldRefusal(err); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return ae
+		}
 		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "store the maintenance request: %v", err)
 	}
 	w.Header().Set("Location", "/admin/v1/maintenance/requests/"+out.ID)
