@@ -142,7 +142,7 @@ func TestCampaign(t *testing.T) {
 
 	t.Run("metrics_show_tasks_by_type_and_state_and_the_campaigns_progress", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(NewCollector(tasks, m))
+		reg.MustRegister(NewCollector(tasks, m, nil))
 		for _, tc := range []struct {
 			name   string
 			labels []string

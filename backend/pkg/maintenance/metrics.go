@@ -16,6 +16,8 @@ var (
 		"1 for the state a campaign is in.", []string{"campaign", "state"}, nil)
 	descCampaignWave = prometheus.NewDesc("maintenance_campaign_wave",
 		"The wave a campaign is at (1-based) and, under total, how many it has.", []string{"campaign", "of"}, nil)
+	descRequests = prometheus.NewDesc("maintenance_requests",
+		"SREs' maintenance requests stored, by action and state (Pending ones wait for the lease holder).", []string{"action", "state"}, nil)
 )
 
 // Collector exposes tasks and campaigns as gauges read from the store at each scrape, so every
@@ -23,12 +25,14 @@ var (
 type Collector struct {
 	tasks     *Tasks
 	campaigns *Campaigns
+	requests  *Requests
 	timeout   time.Duration
 }
 
-// NewCollector returns the metrics collector of the tasks and campaigns in the store.
-func NewCollector(tasks *Tasks, campaigns *Campaigns) *Collector {
-	return &Collector{tasks: tasks, campaigns: campaigns, timeout: 5 * time.Second}
+// NewCollector returns the metrics collector of the tasks, campaigns and requests (nil: none)
+// in the store.
+func NewCollector(tasks *Tasks, campaigns *Campaigns, requests *Requests) *Collector {
+	return &Collector{tasks: tasks, campaigns: campaigns, requests: requests, timeout: 5 * time.Second}
 }
 
 // Describe implements prometheus.Collector.
@@ -37,6 +41,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCampaignClusters
 	ch <- descCampaignState
 	ch <- descCampaignWave
+	ch <- descRequests
 }
 
 // Collect implements prometheus.Collector; a store that does not answer leaves the series out.
@@ -51,6 +56,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for k, v := range n {
 			ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(v), k.typ, k.state)
+		}
+	}
+	if c.requests != nil {
+		if rs, err := c.requests.List(ctx); err == nil {
+			type key struct{ action, state string }
+			n := map[key]int{}
+			for _, r := range rs {
+				n[key{string(r.Action), string(r.State)}]++
+			}
+			for k, v := range n {
+				ch <- prometheus.MustNewConstMetric(descRequests, prometheus.GaugeValue, float64(v), k.action, k.state)
+			}
 		}
 	}
 	cs, err := c.campaigns.List(ctx)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
@@ -229,6 +231,27 @@ func TestRequests(t *testing.T) {
 		}
 		if !strings.HasPrefix(c.RequestedBy, "alice (request ") || c.Request == "" || c.Clusters() != 3 || c.Waves[0].Shard != "mgmt-1" {
 			t.Fatalf("campaign z1: requestedBy %q request %q clusters %d waves %+v", c.RequestedBy, c.Request, c.Clusters(), c.Waves)
+		}
+	})
+	t.Run("metrics_count_requests_by_action_and_state", func(t *testing.T) {
+		submit(t, &Request{Action: ActionResumeCampaign, Campaign: "z1"}) // not carried out yet
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(NewCollector(NewTasks(st), campaigns, submitter))
+		for _, tc := range []struct {
+			labels []string
+			want   float64
+		}{
+			{[]string{"action=create-campaign", "state=Failed"}, 4},
+			{[]string{"action=create-campaign", "state=Done"}, 1},
+			{[]string{"action=resume-campaign", "state=Failed"}, 2},
+			{[]string{"action=resume-campaign", "state=Done"}, 1},
+			{[]string{"action=resume-campaign", "state=Pending"}, 1},
+			{[]string{"action=cancel-campaign", "state=Failed"}, 1},
+			{[]string{"action=cancel-campaign", "state=Done"}, 1},
+		} {
+			if got := gauge(t, reg, "maintenance_requests", tc.labels...); got != tc.want {
+				t.Errorf("maintenance_requests%v = %v, want %v", tc.labels, got, tc.want)
+			}
 		}
 	})
 }
