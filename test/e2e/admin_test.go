@@ -254,8 +254,9 @@ func csShardStatus(t *testing.T, name string) csv1.ShardStatus {
 
 // TestAdminLoginIsConfined checks the admin API's database login in the running region: it may
 // append to and read the audit log but never change or remove a record, read the document
-// store and update its existing documents (SRE day-2 changes) but never insert, delete or
-// truncate, and not open the other services' databases.
+// store and update its existing documents (SRE day-2 changes), insert no document but a
+// maintenance request (row-level security), never delete or truncate, and not open the other
+// services' databases.
 func TestAdminLoginIsConfined(t *testing.T) {
 	l, err := region.Info.Postgres.Role("admin")
 	if err != nil {
