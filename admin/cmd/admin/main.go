@@ -74,7 +74,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.serverTLS.Key, "tls-key", "ADMIN_TLS_KEY", "", "server key (PEM) (required)")
 	str(&o.serverTLS.CA, "tls-client-ca", "ADMIN_TLS_CLIENT_CA", "", "CA that SRE client certificates chain to (required); a certificate of another CA fails the handshake")
 	str(&o.auditDSN, "audit-db-dsn", "ADMIN_AUDIT_DB_DSN", "", "PostgreSQL DSN of the audit log, as a login that may only insert into and read the audit table (required; password from PGPASSFILE)")
-	str(&o.storeDSN, "db-dsn", "ADMIN_DB_DSN", "", "PostgreSQL DSN of the ARM document store, as a login that may SELECT and UPDATE documents only: day-2 changes update the customer's resource document (required)")
+	str(&o.storeDSN, "db-dsn", "ADMIN_DB_DSN", "", "PostgreSQL DSN of the ARM document store, as a login outside the store's owner group (postgres.GrantAdminLogin): it reads documents, updates customers' resource documents for day-2 changes and inserts maintenance requests only (required)")
 	str(&o.clusterService, "cluster-service", "ADMIN_CLUSTER_SERVICE", "", "Cluster Service gRPC address host:port (required)")
 	str(&o.csTLS.CA, "cluster-service-ca", "ADMIN_CLUSTER_SERVICE_CA", "", "CA of Cluster Service's certificate (required)")
 	str(&o.csTLS.Cert, "cluster-service-cert", "ADMIN_CLUSTER_SERVICE_CERT", "", "client certificate for Cluster Service, the sre identity (required)")
