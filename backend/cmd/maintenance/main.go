@@ -187,8 +187,12 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	go func() {
 		done <- elector.Run(ctx, func(ctx context.Context) {
 			log.Info("moving campaigns and carrying out SRE requests: this replica holds the campaign lease")
-			go requests.Run(ctx, o.requestPoll)
+			// Both stop when the lease is lost; the requests' loop is waited for, so a new term
+			// never overlaps the last one's.
+			requestsDone := make(chan struct{})
+			go func() { defer close(requestsDone); requests.Run(ctx, o.requestPoll) }()
 			campaigns.Run(ctx, o.campaignPoll)
+			<-requestsDone
 		})
 	}()
 	actuator.Run(ctx)
