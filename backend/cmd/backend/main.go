@@ -20,17 +20,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/openhcp/openhcp/backend/pkg/controller"
 	"github.com/openhcp/openhcp/backend/pkg/egress"
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/metrics"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
@@ -201,17 +198,9 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		return err
 	}
 	defer mlis.Close()
-	csTLS, err := f.csTLS.Expecting(identity.ClusterService).Client(f.clusterService)
+	conn, err := csclient.Dial(f.clusterService, f.csTLS)
 	if err != nil {
-		return fmt.Errorf("--cluster-service: %w", err)
-	}
-	creds := insecure.NewCredentials()
-	if csTLS != nil {
-		creds = credentials.NewTLS(csTLS)
-	}
-	conn, err := grpc.NewClient(f.clusterService, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return fmt.Errorf("dial cluster service %s: %w", f.clusterService, err)
+		return fmt.Errorf("--cluster-service %s: %w", f.clusterService, err)
 	}
 	defer conn.Close()
 

@@ -22,14 +22,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/maintenance"
+	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
@@ -121,17 +118,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--metrics-listen %s / --tls-cert: %w", o.metricsListen, err)
 	}
-	csTLS, err := o.csTLS.Expecting(identity.ClusterService).Client(o.clusterService)
+	conn, err := csclient.Dial(o.clusterService, o.csTLS)
 	if err != nil {
-		return fmt.Errorf("--cluster-service: %w", err)
-	}
-	creds := insecure.NewCredentials()
-	if csTLS != nil {
-		creds = credentials.NewTLS(csTLS)
-	}
-	conn, err := grpc.NewClient(o.clusterService, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return fmt.Errorf("dial cluster service %s: %w", o.clusterService, err)
+		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
 	}
 	defer conn.Close()
 	st, err := o.store.Open(ctx, log)
