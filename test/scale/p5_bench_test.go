@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -32,6 +31,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/test/internal/armclient"
 )
 
 const apiVersion = "2024-06-10-preview"
@@ -592,46 +592,27 @@ func (s *p5) clusterPath(i int) string {
 	return fmt.Sprintf("/subscriptions/%s/resourceGroups/rg-p5/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/p5-%05d", s.subs[i/s.perSub], i)
 }
 
-// put creates cluster i, retrying a failed attempt twice.
+// put creates cluster i, sending it again as the SDK would (429, 5xx or no answer) for a few
+// seconds.
 func (s *p5) put(i int) error {
 	sub := s.subs[i/s.perSub]
-	body, err := json.Marshal(clusterBody(s.region.Info.Location, sub, "rg-p5"))
-	if err != nil {
-		return err
+	retry := armclient.Retry{For: 3 * time.Second, First: time.Second, Max: 2 * time.Second}
+	r, _ := retry.Do(context.Background(), s.arm, http.MethodPut, s.region.Info.Frontend.URL+s.clusterPath(i)+"?api-version="+apiVersion,
+		clusterBody(s.region.Info.Location, sub, "rg-p5"))
+	if r.Err != nil || r.Status != http.StatusCreated && r.Status != http.StatusOK {
+		return fmt.Errorf("status %d, %v: %.300s", r.Status, r.Err, r.Raw)
 	}
-	for attempt := 0; ; attempt++ {
-		status, raw, err := s.do(http.MethodPut, s.region.Info.Frontend.URL+s.clusterPath(i)+"?api-version="+apiVersion, body)
-		if err == nil && (status == http.StatusCreated || status == http.StatusOK) {
-			return nil
-		}
-		if attempt == 2 {
-			return fmt.Errorf("status %d, %v: %.300s", status, err, raw)
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Second)
-	}
+	return nil
 }
 
+// do sends one request as ARM would (armclient.Do); body is JSON.
 func (s *p5) do(method, u string, body []byte) (int, []byte, error) {
-	var rd io.Reader
+	var b any
 	if body != nil {
-		rd = strings.NewReader(string(body))
+		b = json.RawMessage(body)
 	}
-	req, err := http.NewRequest(method, u, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("x-ms-client-request-id", uuid.NewString())
-	req.Header.Set("x-ms-correlation-request-id", uuid.NewString())
-	resp, err := s.arm.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, err
+	r := armclient.Do(context.Background(), s.arm, method, u, b)
+	return r.Status, []byte(r.Raw), r.Err
 }
 
 func (s *p5) registerSubscription(b *testing.B, sub string) {
@@ -960,35 +941,7 @@ func processAlive(pid int) bool {
 	return len(f) > 0 && f[0] != "Z"
 }
 
-// clusterBody is a valid create body (the e2e tests' shape), for a status-only hosted cluster.
+// clusterBody is a valid create body (armclient.ClusterBody), for a status-only hosted cluster.
 func clusterBody(location, sub, rg string) map[string]any {
-	net := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network"
-	mi := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
-	return map[string]any{
-		"location": location,
-		"tags":     map[string]string{"purpose": "p5-scale"},
-		"properties": map[string]any{
-			"version": map[string]any{"id": "4.19", "channelGroup": "stable"},
-			"network": map[string]any{
-				"networkType": "OVNKubernetes", "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16",
-				"machineCidr": "10.0.0.0/16", "hostPrefix": 23,
-			},
-			"api": map[string]any{"visibility": "Public"},
-			"platform": map[string]any{
-				"managedResourceGroup":   "managed-" + rg,
-				"subnetId":               net + "/virtualNetworks/vnet/subnets/workers",
-				"networkSecurityGroupId": net + "/networkSecurityGroups/nsg",
-				"outboundType":           "LoadBalancer",
-				"operatorsAuthentication": map[string]any{"userAssignedIdentities": map[string]any{
-					"controlPlaneOperators":  map[string]string{"cluster-api-azure": mi + "capz"},
-					"dataPlaneOperators":     map[string]string{"disk-csi-driver": mi + "disk"},
-					"serviceManagedIdentity": mi + "service",
-				}},
-			},
-		},
-		"identity": map[string]any{
-			"type":                   "UserAssigned",
-			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}},
-		},
-	}
+	return armclient.ClusterBody(location, sub, rg, map[string]string{"purpose": "p5-scale"})
 }
