@@ -1264,28 +1264,15 @@ type dbCPU struct{ postgres, bouncer time.Duration }
 // databaseCPU reads dbCPU. The region's PostgreSQL is found by its data directory's
 // postmaster.pid, next to the PKI named in region.json; its bouncer by its config file.
 func databaseCPU(b *testing.B) dbCPU {
-	state, postmaster, err := postmasterPID()
+	rp, err := readRegionProcs()
+	if err == nil {
+		err = rp.pmErr
+	}
 	if err != nil {
 		b.Logf("database CPU: %v", err)
 		return dbCPU{}
 	}
-	var out dbCPU
-	procs, err := procstat.List()
-	if err != nil {
-		b.Logf("database CPU: %v", err)
-		return dbCPU{}
-	}
-	for _, p := range procs {
-		switch {
-		case p.PID == postmaster:
-			out.postgres += p.Own + p.Children
-		case p.PPID == postmaster:
-			out.postgres += p.Own
-		case p.Comm == "pgbouncer" && p.Mentions(state):
-			out.bouncer += p.Own
-		}
-	}
-	return out
+	return rp.dbCPU()
 }
 
 // postmasterPID is the region's PostgreSQL postmaster, from its data directory's postmaster.pid
@@ -1315,16 +1302,8 @@ func (c dbCPU) since(before dbCPU) string {
 // command line names its state directory), summed by program: a Maestro agent apart from the
 // server, everything else by its program. PostgreSQL's backends are databaseCPU's.
 func regionCPU() map[string]time.Duration {
-	state := filepath.Dir(region.Info.LogDir)
-	out := map[string]time.Duration{}
-	procs, _ := procstat.List() // an unreadable /proc reads as no CPU used
-	for _, p := range procs {
-		if !p.Mentions(state) || p.Comm == "postgres" {
-			continue
-		}
-		out[programName(p)] += p.Own
-	}
-	return out
+	rp, _ := readRegionProcs() // an unreadable /proc reads as no CPU used
+	return rp.programCPU()
 }
 
 // programName is how regionCPU and regionSched name a process of the region: its program's file
@@ -1342,16 +1321,14 @@ func programName(p procstat.Proc) string {
 // they waited on a run queue for a CPU (procstat.Sched), summed by program as regionCPU names
 // them, with PostgreSQL's postmaster and backends as "postgres".
 func regionSched() map[string]procstat.Sched {
-	state := filepath.Dir(region.Info.LogDir)
-	_, postmaster, _ := postmasterPID() // not found: PostgreSQL is left out
+	rp, _ := readRegionProcs() // an unreadable /proc reads as nothing waited; no postmaster leaves PostgreSQL out
 	out := map[string]procstat.Sched{}
-	procs, _ := procstat.List() // an unreadable /proc reads as nothing waited
-	for _, p := range procs {
+	for _, p := range rp.procs {
 		name := ""
-		switch {
-		case postmaster != 0 && (p.PID == postmaster || p.PPID == postmaster):
+		switch rp.role(p) {
+		case postmaster, pgBackend:
 			name = "postgres"
-		case p.Mentions(state) && p.Comm != "postgres":
+		case program:
 			name = programName(p)
 		default:
 			continue

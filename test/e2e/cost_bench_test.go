@@ -229,17 +229,13 @@ type cpuSample struct {
 // takeCPU reads every process of the region (regionCPU's naming) and PostgreSQL's backends, each
 // charged to its login ("postgres/<login>"), the postmaster with its reaped children apart.
 func takeCPU() cpuSample {
-	s := cpuSample{at: time.Now(), cpu: regionCPU()}
-	_, postmaster, err := postmasterPID()
-	if err != nil {
-		return s
-	}
-	procs, _ := procstat.List() // unreadable: PostgreSQL reads as no CPU used
-	for _, p := range procs {
-		switch {
-		case p.PID == postmaster:
+	rp, _ := readRegionProcs() // unreadable: nothing used; no postmaster: PostgreSQL reads as no CPU used
+	s := cpuSample{at: time.Now(), cpu: rp.programCPU()}
+	for _, p := range rp.procs {
+		switch rp.role(p) {
+		case postmaster:
 			s.cpu["postgres (reaped)"] += p.Own + p.Children
-		case p.PPID == postmaster:
+		case pgBackend:
 			s.cpu[postgresLogin(p)] += p.Own
 		}
 	}

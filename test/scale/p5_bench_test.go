@@ -32,6 +32,7 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/test/internal/armclient"
+	"github.com/openhcp/openhcp/test/internal/procstat"
 )
 
 const apiVersion = "2024-06-10-preview"
@@ -800,10 +801,10 @@ func (s *p5) measureResync(ctx context.Context, b *testing.B, consumer string, w
 		// The region's own agent: its supervisor reaps it and reports the exit, which nobody
 		// reads here; the region's Stop then finds it already gone.
 		_ = syscall.Kill(pid, syscall.SIGTERM)
-		for i := 0; i < 300 && processAlive(pid); i++ {
+		for i := 0; i < 300 && procstat.Alive(pid); i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
-		if processAlive(pid) {
+		if procstat.Alive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
@@ -928,17 +929,6 @@ func findAgent(consumer string) (int, []string, string, error) {
 		return p.PID, strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"), cwd, nil
 	}
 	return 0, nil, "", fmt.Errorf("no maestro agent of %s running", consumer)
-}
-
-// processAlive is whether pid runs (a zombie, exited but not yet reaped, counts as gone).
-func processAlive(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z"
 }
 
 // clusterBody is a valid create body (armclient.ClusterBody), for a status-only hosted cluster.
