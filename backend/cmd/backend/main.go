@@ -3,14 +3,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -19,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openhcp/openhcp/backend/pkg/controller"
 	"github.com/openhcp/openhcp/backend/pkg/egress"
@@ -29,7 +24,7 @@ import (
 	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
 	"github.com/openhcp/openhcp/internal/pprofmux"
-	"github.com/openhcp/openhcp/internal/serverlimits"
+	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -146,24 +141,6 @@ func main() {
 	}
 }
 
-// listenMetrics opens --metrics-listen: plaintext on loopback only; elsewhere (a pod, where the
-// kubelet probes and Prometheus scrapes the pod's address) TLS with --tls-cert, re-read when it
-// changes.
-func listenMetrics(f flags) (net.Listener, error) {
-	metricsTLS, err := f.metricsTLS.Metrics(f.metricsListen)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen %s / --tls-cert: %w", f.metricsListen, err)
-	}
-	l, err := net.Listen("tcp", f.metricsListen)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
-	}
-	if metricsTLS != nil {
-		l = tls.NewListener(l, metricsTLS)
-	}
-	return l, nil
-}
-
 // applyNotificationFlags reads --notification-allowed-cidrs and --notification-ca into the
 // controller's configuration; a bad value stops start-up naming the flag.
 func applyNotificationFlags(f *flags, log *slog.Logger) error {
@@ -193,11 +170,11 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := applyNotificationFlags(&f, log); err != nil {
 		return err
 	}
-	mlis, err := listenMetrics(f)
+	metricsSrv, err := svcmain.ListenMetrics(f.metricsListen, f.metricsTLS)
 	if err != nil {
 		return err
 	}
-	defer mlis.Close()
+	defer metricsSrv.Close()
 	conn, err := csclient.Dial(f.clusterService, f.csTLS)
 	if err != nil {
 		return fmt.Errorf("--cluster-service %s: %w", f.clusterService, err)
@@ -213,18 +190,8 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opMetrics := metrics.New(reg)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	pprofmux.Register(mux, f.pprofTokenFile)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	metricsLimits := serverlimits.Metrics()
-	srv := metricsLimits.Server("", mux, nil)
-	go func() {
-		if err := srv.Serve(serverlimits.LimitListener(mlis, metricsLimits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "error", err)
-		}
-	}()
-	defer srv.Close()
+	pprofmux.Register(metricsSrv.Mux, f.pprofTokenFile)
+	metricsSrv.Serve(reg, log)
 
 	log.Info("backend started", "clusterService", f.clusterService, "metrics", f.metricsListen, "resyncPeriod", f.cfg.ResyncPeriod,
 		"statusMode", f.cfg.StatusMode, "leaderElect", f.leaderElect, "replica", f.lease.Holder)

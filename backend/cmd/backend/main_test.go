@@ -1,20 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"encoding/pem"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/openhcp/openhcp/internal/pki"
-	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
 // TestRunRefusesPlaintextOffLoopback: without a server certificate the backend's metrics stay on
@@ -56,48 +46,5 @@ func TestRunRefusesBadNotificationFlags(t *testing.T) {
 				t.Fatalf("run = %v, want a refusal naming %s", err, tc.wantErr)
 			}
 		})
-	}
-}
-
-// TestMetricsOffLoopbackServeTLS: with --tls-cert the metrics listener may bind every address (a
-// pod's, for the kubelet's probes and Prometheus) and then speaks only TLS with that certificate.
-func TestMetricsOffLoopbackServeTLS(t *testing.T) {
-	p, err := pki.Create(t.TempDir(), pki.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := p.MustFiles(pki.ClusterService) // any identity with a server certificate
-	l, err := listenMetrics(flags{metricsListen: "0.0.0.0:0", metricsTLS: tlsconfig.Files{Cert: files.Cert, Key: files.Key}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
-	addr := net.JoinHostPort("127.0.0.1", func() string { _, port, _ := net.SplitHostPort(l.Addr().String()); return port }())
-
-	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
-	if err != nil {
-		t.Fatalf("TLS handshake with the metrics listener: %v", err)
-	}
-	peer := conn.ConnectionState().PeerCertificates[0].Raw
-	conn.Close()
-	raw, err := os.ReadFile(files.Cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(raw)
-	if block == nil || !bytes.Equal(block.Bytes, peer) {
-		t.Fatal("the metrics listener did not present --tls-cert")
-	}
-	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			t.Fatal("plaintext request to the TLS metrics listener succeeded")
-		}
-	}
-	if _, err := listenMetrics(flags{metricsListen: "0.0.0.0:0"}); err == nil || !strings.Contains(err.Error(), "--metrics-listen") {
-		t.Fatalf("listenMetrics off loopback without --tls-cert = %v, want a refusal naming --metrics-listen", err)
 	}
 }

@@ -7,12 +7,9 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -21,13 +18,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/maintenance"
 	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -114,10 +109,11 @@ func start(o *options) error {
 }
 
 func run(ctx context.Context, o *options, log *slog.Logger) error {
-	metricsTLS, err := o.metricsTLS.Metrics(o.metricsListen)
+	metricsSrv, err := svcmain.ListenMetrics(o.metricsListen, o.metricsTLS)
 	if err != nil {
-		return fmt.Errorf("--metrics-listen %s / --tls-cert: %w", o.metricsListen, err)
+		return err
 	}
+	defer metricsSrv.Close()
 	conn, err := csclient.Dial(o.clusterService, o.csTLS)
 	if err != nil {
 		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
@@ -149,24 +145,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		maintenance.NewCollector(tasks, campaigns))
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mlis, err := net.Listen("tcp", o.metricsListen)
-	if err != nil {
-		return fmt.Errorf("--metrics-listen %s: %w", o.metricsListen, err)
-	}
-	if metricsTLS != nil {
-		mlis = tls.NewListener(mlis, metricsTLS)
-	}
-	limits := serverlimits.Metrics()
-	srv := limits.Server("", mux, nil)
-	go func() {
-		if err := srv.Serve(serverlimits.LimitListener(mlis, limits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "error", err)
-		}
-	}()
-	defer srv.Close()
+	metricsSrv.Serve(reg, log)
 
 	log.Info("maintenance started", "clusterService", o.clusterService, "metrics", o.metricsListen, "maxInFlight", o.maxInFlight)
 	done := make(chan error, 1)

@@ -5,12 +5,9 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -20,13 +17,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openhcp/openhcp/backend/pkg/monitor"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -139,18 +134,11 @@ func probes(f flags) (map[string]monitor.Probe, error) {
 }
 
 func run(ctx context.Context, f flags, log *slog.Logger) error {
-	metricsTLS, err := f.metricsTLS.Metrics(f.metricsListen)
+	metricsSrv, err := svcmain.ListenMetrics(f.metricsListen, f.metricsTLS)
 	if err != nil {
-		return fmt.Errorf("--metrics-listen %s / --tls-cert: %w", f.metricsListen, err)
+		return err
 	}
-	mlis, err := net.Listen("tcp", f.metricsListen)
-	if err != nil {
-		return fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
-	}
-	if metricsTLS != nil {
-		mlis = tls.NewListener(mlis, metricsTLS)
-	}
-	defer mlis.Close()
+	defer metricsSrv.Close()
 	pr, err := probes(f)
 	if err != nil {
 		return err
@@ -179,17 +167,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		Probes: pr, Owner: sharer, Limits: f.limits, Metrics: metrics, Log: log, Reports: st, Replica: f.share.Holder,
 	})
 
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	limits := serverlimits.Metrics()
-	srv := limits.Server("", mux, nil)
-	go func() {
-		if err := srv.Serve(serverlimits.LimitListener(mlis, limits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "error", err)
-		}
-	}()
-	defer srv.Close()
+	metricsSrv.Serve(reg, log)
 	log.Info("monitor started", "clusterService", f.clusterService, "metrics", f.metricsListen, "interval", f.interval,
 		"buckets", f.share.Buckets, "leaseDuration", f.share.LeaseDuration, "probedShards", len(pr))
 	monitor.Run(ctx, sharer, checker, f.interval, log)
