@@ -5,16 +5,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
-	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pki"
 )
 
@@ -50,41 +46,7 @@ func TestStoreServiceReplicasShareTheStoreOnTheirOwnLogin(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "openhcp-storeservice-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// Under root the server runs as postgres and must traverse the directory.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r := &Region{cfg: Config{Progress: io.Discard}, logDir: filepath.Join(dir, "logs"), stateDir: filepath.Join(dir, "state"),
-		binDir: filepath.Join(dir, "bin"), services: map[string]*service{}, crashes: make(chan Crash, 8), dbPasswords: map[string]string{}}
-	t.Cleanup(r.stopServices)
-	for _, d := range []string{r.logDir, r.stateDir, r.binDir, r.secretsDir()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if r.pki, err = pki.Create(filepath.Join(r.stateDir, "pki"), pki.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	root, err := mgmtcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", r.binDir+"/", "./backend/cmd/monitor")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the Monitor: %v\n%s", err, out)
-	}
-	pgFiles := r.pki.MustFiles(pki.Postgres)
-	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: filepath.Join(dir, "pg"), TLS: &pgserver.TLSFiles{CertFile: pgFiles.Cert, KeyFile: pgFiles.Key}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pg.Stop)
+	r, pg := regionWithDatabase(ctx, t, "./backend/cmd/monitor")
 	if err := pg.CreateGroupRole(ctx, documentStoreDB); err != nil {
 		t.Fatal(err)
 	}
