@@ -10,15 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/openhcp/openhcp/backend/pkg/monitor"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
-	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
-	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -67,21 +63,8 @@ func TestRunServesTheFleetsHealth(t *testing.T) {
 	defer cancel()
 	pg := pgservertest.Start(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), log, envelopetest.Keyring(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	srv := csserver.New(db, csserver.Config{KeepAlive: time.Second, Log: log})
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(l) }()
-	t.Cleanup(func() { srv.Drain(); g.Stop() })
-	if _, err := db.RegisterShard(ctx, placement.Shard{Name: "mgmt-1", Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 7}); err != nil {
+	cs := servertest.Start(t, pg)
+	if _, err := cs.Store.RegisterShard(ctx, placement.Shard{Name: "mgmt-1", Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 7}); err != nil {
 		t.Fatal(err)
 	}
 	ml, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,7 +76,7 @@ func TestRunServesTheFleetsHealth(t *testing.T) {
 
 	f := flags{
 		store:          storeconfig.Flags{Backend: storeconfig.Postgres, DSN: pgservertest.NewDatabase(t, pg)},
-		clusterService: l.Addr().String(),
+		clusterService: cs.Addr,
 		metricsListen:  metricsAddr,
 		share:          monitor.ShareConfig{Holder: "m1", Buckets: 4, LeaseDuration: 2 * time.Second},
 		interval:       200 * time.Millisecond,
