@@ -44,6 +44,7 @@ import (
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/test/internal/benchreport"
 )
 
 // benchClusters is how many clusters each status mode creates.
@@ -963,7 +964,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		if warm > 0 {
 			start := time.Now()
 			timeCreateStages(ctx, b, db.DSN, "feedback-warm", warm, false)
-			rep.Notes = append(rep.Notes, fmt.Sprintf("warm-up: %d throwaway clusters created and deleted in %s before the first mode (load average %s)", warm, time.Since(start).Round(time.Second), loadAvg()))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("warm-up: %d throwaway clusters created and deleted in %s before the first mode (load average %s)", warm, time.Since(start).Round(time.Second), benchreport.LoadAvg()))
 		}
 		runs := map[string]createRun{}
 		pools := map[string][]poolTimes{}
@@ -975,7 +976,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			sessionsBefore, cpuBefore, kicksBefore := dbSessions(ctx, b, db.DSN), databaseCPU(b), region.StuckDeleteKicks()
 			procsBefore, schedBefore, requestsBefore := regionCPU(), regionSched(), mgmtRequests(ctx, b)
 			var sessionsNote, cpuNote, requestsNote string
-			load := loadAvg()
+			load := benchreport.LoadAvg()
 			start := time.Now()
 			// The profile covers the creates (n/5 s) and the time most of them take to finish.
 			wait := profileServices(b, "feedback-"+m.name, time.Duration(n)*200*time.Millisecond+20*time.Second, 0)
@@ -1012,7 +1013,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the agents' status events for the created works: %s", m.name, r.statusEvents))
 			rep.Notes = append(rep.Notes,
 				fmt.Sprintf("%s (Cluster Service %s): %s to %s UTC, load average %s at start, %s at end; Cluster Service's reconcile queue depth mean %.1f, max %d; its reconciles during the creates: %s",
-					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, loadAvg(), r.queueMean, r.queueMax, csNote))
+					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, benchreport.LoadAvg(), r.queueMean, r.queueMax, csNote))
 			for _, st := range stages {
 				d := r.stage(st.from, st.to)
 				rep.Points = append(rep.Points, summarize(m.name+": "+st.name, 5, time.Duration(n)*200*time.Millisecond, d, n-len(d)))

@@ -32,6 +32,7 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/test/internal/armclient"
+	"github.com/openhcp/openhcp/test/internal/benchreport"
 	"github.com/openhcp/openhcp/test/internal/procstat"
 )
 
@@ -173,7 +174,7 @@ func BenchmarkP5Scale(b *testing.B) {
 	idle := &checkpoint{}
 	if steadyWindow > 0 {
 		s.measureSteady(ctx, b, idle, steadyDelay, steadyWindow)
-		idle.At, idle.LoadAverage = time.Now().UTC().Format(time.RFC3339), loadAvg()
+		idle.At, idle.LoadAverage = time.Now().UTC().Format(time.RFC3339), benchreport.LoadAvg()
 		rep.Checkpoints = append(rep.Checkpoints, *idle)
 	}
 
@@ -239,7 +240,7 @@ func BenchmarkP5Scale(b *testing.B) {
 			pts = append(pts, point{Series: "agent full resync of mgmt-1 (restart → every work's status)", Offered: float64(cp.Clusters), N: 1, P50ms: r.AllMs, P99ms: r.AllMs, MaxMs: r.AllMs})
 		}
 		rep.Points = append(rep.Points, pts...)
-		cp.At, cp.LoadAverage = time.Now().UTC().Format(time.RFC3339), loadAvg()
+		cp.At, cp.LoadAverage = time.Now().UTC().Format(time.RFC3339), benchreport.LoadAvg()
 		cp.PartialByBudget = partial
 		rep.Checkpoints = append(rep.Checkpoints, *cp)
 
@@ -529,7 +530,7 @@ func (s *p5) grow(ctx context.Context, b *testing.B, size, window, putConc int, 
 				return
 			case <-progress.C:
 				ready, failed := s.counts()
-				logf(b, "%s: %d created, %d READY, %d ERROR (load %s)", time.Now().UTC().Format("15:04:05"), s.created.Load(), ready, failed, loadAvg())
+				logf(b, "%s: %d created, %d READY, %d ERROR (load %s)", time.Now().UTC().Format("15:04:05"), s.created.Load(), ready, failed, benchreport.LoadAvg())
 			}
 		}
 	}()
