@@ -87,7 +87,7 @@ func parseFlags() flags {
 	flag.DurationVar(&f.cfg.PollInterval, "poll-interval", envDuration("BACKEND_POLL_INTERVAL", 10*time.Second), "how often poll mode lists active operations (env BACKEND_POLL_INTERVAL)")
 	flag.BoolVar(&f.leaderElect, "leader-elect", env("BACKEND_LEADER_ELECT", "true") == "true", "take the leader lease in the document store before processing, so only one replica writes (env BACKEND_LEADER_ELECT)")
 	flag.DurationVar(&f.lease.LeaseDuration, "lease-duration", envDuration("BACKEND_LEASE_DURATION", 15*time.Second), "a replica takes over the lease after seeing no renewal for this long; failover time after a crash (env BACKEND_LEASE_DURATION)")
-	flag.StringVar(&f.lease.Holder, "replica-id", env("BACKEND_REPLICA_ID", defaultReplicaID()), "this replica's name in the leader lease (env BACKEND_REPLICA_ID; default hostname-pid)")
+	flag.StringVar(&f.lease.Holder, "replica-id", env("BACKEND_REPLICA_ID", svcmain.ReplicaID("backend")), "this replica's name in the leader lease (env BACKEND_REPLICA_ID; default hostname-pid)")
 	flag.DurationVar(&f.cfg.NotifyGiveUp, "notification-give-up", envDuration("BACKEND_NOTIFICATION_GIVE_UP", time.Hour), "how long after an operation ended its async notification is retried (env BACKEND_NOTIFICATION_GIVE_UP)")
 	flag.StringVar(&f.notifyAllowedCIDRs, "notification-allowed-cidrs", env("BACKEND_NOTIFICATION_ALLOWED_CIDRS", ""), "TEST AND DEVELOPMENT ONLY: comma-separated CIDR prefixes (or addresses) that async notifications may reach although they are loopback, private or link-local; empty (the default) refuses every such address (env BACKEND_NOTIFICATION_ALLOWED_CIDRS)")
 	flag.StringVar(&f.notifyCA, "notification-ca", env("BACKEND_NOTIFICATION_CA", ""), "TEST AND DEVELOPMENT ONLY: CA file (PEM) that verifies notification receivers instead of the system's roots (env BACKEND_NOTIFICATION_CA)")
@@ -115,14 +115,6 @@ func parseFlags() flags {
 		fail("--notification-give-up must be positive")
 	}
 	return f
-}
-
-func defaultReplicaID() string {
-	h, err := os.Hostname()
-	if err != nil {
-		h = "backend"
-	}
-	return h + "-" + strconv.Itoa(os.Getpid())
 }
 
 func fail(msg string) {

@@ -10,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -58,7 +56,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.metricsListen, "metrics-listen", "MAINTENANCE_METRICS_LISTEN", "127.0.0.1:8084", "address of /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert")
 	str(&o.metricsTLS.Cert, "tls-cert", "MAINTENANCE_TLS_CERT", "", "server certificate (PEM) of --metrics-listen; required when that address is not loopback")
 	str(&o.metricsTLS.Key, "tls-key", "MAINTENANCE_TLS_KEY", "", "server key (PEM) of --metrics-listen")
-	str(&o.replicaID, "replica-id", "MAINTENANCE_REPLICA_ID", defaultReplicaID(), "this replica's name in the tasks it runs and in the campaign lease (default hostname-pid)")
+	str(&o.replicaID, "replica-id", "MAINTENANCE_REPLICA_ID", svcmain.ReplicaID("maintenance"), "this replica's name in the tasks it runs and in the campaign lease (default hostname-pid)")
 	str(&o.logLevel, "log-level", "MAINTENANCE_LOG_LEVEL", "info", "debug, info, warn or error")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 4, "tasks running at once across every replica; the same on every replica")
 	fs.Duration(&o.taskLease, "task-lease", "MAINTENANCE_TASK_LEASE", 30*time.Second, "a running task whose replica has not written it for this long is resumed by another; a step must return within half of it")
@@ -88,14 +86,6 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, err
 	}
 	return o, nil
-}
-
-func defaultReplicaID() string {
-	h, err := os.Hostname()
-	if err != nil {
-		h = "maintenance"
-	}
-	return h + "-" + strconv.Itoa(os.Getpid())
 }
 
 func main() { svcmain.Main("maintenance", parseFlags, start) }

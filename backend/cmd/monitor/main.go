@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -71,7 +70,7 @@ func parseFlags(args []string, getenv func(string) string) (flags, error) {
 	str(&f.metricsListen, "metrics-listen", "MONITOR_METRICS_LISTEN", "127.0.0.1:8083", "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert")
 	str(&f.metricsTLS.Cert, "tls-cert", "MONITOR_TLS_CERT", "", "server certificate (PEM) of --metrics-listen; required when that address is not loopback")
 	str(&f.metricsTLS.Key, "tls-key", "MONITOR_TLS_KEY", "", "server key (PEM) of --metrics-listen")
-	str(&f.share.Holder, "replica-id", "MONITOR_REPLICA_ID", defaultReplicaID(), "this replica's name in the leases (default hostname-pid)")
+	str(&f.share.Holder, "replica-id", "MONITOR_REPLICA_ID", svcmain.ReplicaID("monitor"), "this replica's name in the leases (default hostname-pid)")
 	fs.IntVar(&f.share.Buckets, "buckets", 16, "buckets the fleet is cut into; the same on every replica")
 	dur(&f.share.LeaseDuration, "lease-duration", "MONITOR_LEASE_DURATION", 15*time.Second, "a dead replica's buckets move after this long")
 	dur(&f.interval, "interval", "MONITOR_INTERVAL", 30*time.Second, "how often every owned cluster, node pool and shard is checked")
@@ -98,14 +97,6 @@ func parseFlags(args []string, getenv func(string) string) (flags, error) {
 		return flags{}, errors.New("--stale-after, --pending-slo and --change-slo must be positive")
 	}
 	return f, nil
-}
-
-func defaultReplicaID() string {
-	h, err := os.Hostname()
-	if err != nil {
-		h = "monitor"
-	}
-	return h + "-" + strconv.Itoa(os.Getpid())
 }
 
 func main() { svcmain.Main("monitor", parseFlags, start) }
