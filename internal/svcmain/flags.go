@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -43,6 +44,34 @@ func (f *Flags) Duration(p *time.Duration, name, env string, def time.Duration, 
 		}
 	}
 	f.DurationVar(p, name, def, usage+" (env "+env+")")
+}
+
+// Int adds an int flag whose default is env's value when set, else def. A variable that is not
+// an integer is reported by Parse.
+func (f *Flags) Int(p *int, name, env string, def int, usage string) {
+	if v := f.getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			f.envErrs = append(f.envErrs, fmt.Errorf("invalid value %q for --%s from %s: %v", v, name, env, err))
+		} else {
+			def = n
+		}
+	}
+	f.IntVar(p, name, def, usage+" (env "+env+")")
+}
+
+// Bool adds a bool flag whose default is env's value when set (true, false, 1, 0, ...), else
+// def. A variable that is not a boolean is reported by Parse.
+func (f *Flags) Bool(p *bool, name, env string, def bool, usage string) {
+	if v := f.getenv(env); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			f.envErrs = append(f.envErrs, fmt.Errorf("invalid value %q for --%s from %s: %v", v, name, env, err))
+		} else {
+			def = b
+		}
+	}
+	f.BoolVar(p, name, def, usage+" (env "+env+")")
 }
 
 // Parse parses args; it refuses bad environment values and positional arguments.

@@ -4,7 +4,7 @@ package main
 import (
 	"context"
 	"crypto/x509"
-	"flag"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -45,92 +45,71 @@ type flags struct {
 	notifyCA           string
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(name); ok {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-		fmt.Fprintf(os.Stderr, "backend: %s=%q is not a duration\n", name, v)
-		os.Exit(2)
-	}
-	return def
-}
-
-func parseFlags() flags {
+// parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
+func parseFlags(args []string, getenv func(string) string) (flags, error) {
+	fs := svcmain.NewFlags("backend", getenv)
 	var f flags
-	f.store.Register(flag.CommandLine, "BACKEND", os.Getenv)
-	flag.StringVar(&f.clusterService, "cluster-service", env("BACKEND_CLUSTER_SERVICE", "127.0.0.1:8090"), "Cluster Service gRPC address (env BACKEND_CLUSTER_SERVICE)")
-	flag.StringVar(&f.pprofTokenFile, "pprof-token-file", env("BACKEND_PPROF_TOKEN_FILE", ""), "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md) (env BACKEND_PPROF_TOKEN_FILE)")
-	flag.StringVar(&f.metricsListen, "metrics-listen", env("BACKEND_METRICS_LISTEN", "127.0.0.1:8081"), "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate), as a pod's must be for its probes and Prometheus (env BACKEND_METRICS_LISTEN)")
-	flag.StringVar(&f.metricsTLS.Cert, "tls-cert", env("BACKEND_TLS_CERT", ""), "server certificate (PEM) of --metrics-listen, re-read when it changes; required when that address is not loopback (env BACKEND_TLS_CERT)")
-	flag.StringVar(&f.metricsTLS.Key, "tls-key", env("BACKEND_TLS_KEY", ""), "server key (PEM) of --metrics-listen (env BACKEND_TLS_KEY)")
-	flag.StringVar(&f.csTLS.CA, "cluster-service-ca", env("BACKEND_CLUSTER_SERVICE_CA", ""), "CA file that verifies Cluster Service; with the cert flags enables TLS (env BACKEND_CLUSTER_SERVICE_CA)")
-	flag.StringVar(&f.csTLS.Cert, "cluster-service-cert", env("BACKEND_CLUSTER_SERVICE_CERT", ""), "client certificate for Cluster Service (the backend identity; re-read when it changes) (env BACKEND_CLUSTER_SERVICE_CERT)")
-	flag.StringVar(&f.csTLS.Key, "cluster-service-key", env("BACKEND_CLUSTER_SERVICE_KEY", ""), "client key for Cluster Service (env BACKEND_CLUSTER_SERVICE_KEY)")
-	flag.DurationVar(&f.cfg.ResyncPeriod, "resync-period", envDuration("BACKEND_RESYNC_PERIOD", 30*time.Second), "how often every active operation is rechecked without events (env BACKEND_RESYNC_PERIOD)")
-	flag.DurationVar(&f.cfg.CreateDeadline, "create-deadline", envDuration("BACKEND_CREATE_DEADLINE", 60*time.Minute), "create/update operations fail after this long (env BACKEND_CREATE_DEADLINE)")
-	flag.DurationVar(&f.cfg.DeleteDeadline, "delete-deadline", envDuration("BACKEND_DELETE_DEADLINE", 12*time.Hour), "delete operations fail after this long (env BACKEND_DELETE_DEADLINE)")
-	workers, err := strconv.Atoi(env("BACKEND_WORKERS", "4"))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "backend: BACKEND_WORKERS: %v\n", err)
-		os.Exit(2)
+	f.store.Register(fs.FlagSet, "BACKEND", getenv)
+	str, dur := fs.String, fs.Duration
+	str(&f.clusterService, "cluster-service", "BACKEND_CLUSTER_SERVICE", "127.0.0.1:8090", "Cluster Service gRPC address")
+	str(&f.pprofTokenFile, "pprof-token-file", "BACKEND_PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md)")
+	str(&f.metricsListen, "metrics-listen", "BACKEND_METRICS_LISTEN", "127.0.0.1:8081", "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate), as a pod's must be for its probes and Prometheus")
+	str(&f.metricsTLS.Cert, "tls-cert", "BACKEND_TLS_CERT", "", "server certificate (PEM) of --metrics-listen, re-read when it changes; required when that address is not loopback")
+	str(&f.metricsTLS.Key, "tls-key", "BACKEND_TLS_KEY", "", "server key (PEM) of --metrics-listen")
+	str(&f.csTLS.CA, "cluster-service-ca", "BACKEND_CLUSTER_SERVICE_CA", "", "CA file that verifies Cluster Service; with the cert flags enables TLS")
+	str(&f.csTLS.Cert, "cluster-service-cert", "BACKEND_CLUSTER_SERVICE_CERT", "", "client certificate for Cluster Service (the backend identity; re-read when it changes)")
+	str(&f.csTLS.Key, "cluster-service-key", "BACKEND_CLUSTER_SERVICE_KEY", "", "client key for Cluster Service")
+	dur(&f.cfg.ResyncPeriod, "resync-period", "BACKEND_RESYNC_PERIOD", 30*time.Second, "how often every active operation is rechecked without events")
+	dur(&f.cfg.CreateDeadline, "create-deadline", "BACKEND_CREATE_DEADLINE", 60*time.Minute, "create/update operations fail after this long")
+	dur(&f.cfg.DeleteDeadline, "delete-deadline", "BACKEND_DELETE_DEADLINE", 12*time.Hour, "delete operations fail after this long")
+	fs.Int(&f.cfg.Workers, "workers", "BACKEND_WORKERS", 4, "operations reconciled at once")
+	str(&f.statusMode, "status-mode", "BACKEND_STATUS_MODE", "watch", "watch: follow the store's change feed and Cluster Service's watch stream; poll: list active operations every --poll-interval and ask Cluster Service for each, as the ARO HCP backend did")
+	dur(&f.cfg.PollInterval, "poll-interval", "BACKEND_POLL_INTERVAL", 10*time.Second, "how often poll mode lists active operations")
+	fs.Bool(&f.leaderElect, "leader-elect", "BACKEND_LEADER_ELECT", true, "take the leader lease in the document store before processing, so only one replica writes")
+	dur(&f.lease.LeaseDuration, "lease-duration", "BACKEND_LEASE_DURATION", 15*time.Second, "a replica takes over the lease after seeing no renewal for this long; failover time after a crash")
+	str(&f.lease.Holder, "replica-id", "BACKEND_REPLICA_ID", svcmain.ReplicaID("backend"), "this replica's name in the leader lease (default hostname-pid)")
+	dur(&f.cfg.NotifyGiveUp, "notification-give-up", "BACKEND_NOTIFICATION_GIVE_UP", time.Hour, "how long after an operation ended its async notification is retried")
+	str(&f.notifyAllowedCIDRs, "notification-allowed-cidrs", "BACKEND_NOTIFICATION_ALLOWED_CIDRS", "", "TEST AND DEVELOPMENT ONLY: comma-separated CIDR prefixes (or addresses) that async notifications may reach although they are loopback, private or link-local; empty (the default) refuses every such address")
+	str(&f.notifyCA, "notification-ca", "BACKEND_NOTIFICATION_CA", "", "TEST AND DEVELOPMENT ONLY: CA file (PEM) that verifies notification receivers instead of the system's roots")
+	if err := fs.Parse(args); err != nil {
+		return flags{}, err
 	}
-	flag.IntVar(&f.cfg.Workers, "workers", workers, "operations reconciled at once (env BACKEND_WORKERS)")
-	flag.StringVar(&f.statusMode, "status-mode", env("BACKEND_STATUS_MODE", "watch"), "watch: follow the store's change feed and Cluster Service's watch stream; poll: list active operations every --poll-interval and ask Cluster Service for each, as the ARO HCP backend did (env BACKEND_STATUS_MODE)")
-	flag.DurationVar(&f.cfg.PollInterval, "poll-interval", envDuration("BACKEND_POLL_INTERVAL", 10*time.Second), "how often poll mode lists active operations (env BACKEND_POLL_INTERVAL)")
-	flag.BoolVar(&f.leaderElect, "leader-elect", env("BACKEND_LEADER_ELECT", "true") == "true", "take the leader lease in the document store before processing, so only one replica writes (env BACKEND_LEADER_ELECT)")
-	flag.DurationVar(&f.lease.LeaseDuration, "lease-duration", envDuration("BACKEND_LEASE_DURATION", 15*time.Second), "a replica takes over the lease after seeing no renewal for this long; failover time after a crash (env BACKEND_LEASE_DURATION)")
-	flag.StringVar(&f.lease.Holder, "replica-id", env("BACKEND_REPLICA_ID", svcmain.ReplicaID("backend")), "this replica's name in the leader lease (env BACKEND_REPLICA_ID; default hostname-pid)")
-	flag.DurationVar(&f.cfg.NotifyGiveUp, "notification-give-up", envDuration("BACKEND_NOTIFICATION_GIVE_UP", time.Hour), "how long after an operation ended its async notification is retried (env BACKEND_NOTIFICATION_GIVE_UP)")
-	flag.StringVar(&f.notifyAllowedCIDRs, "notification-allowed-cidrs", env("BACKEND_NOTIFICATION_ALLOWED_CIDRS", ""), "TEST AND DEVELOPMENT ONLY: comma-separated CIDR prefixes (or addresses) that async notifications may reach although they are loopback, private or link-local; empty (the default) refuses every such address (env BACKEND_NOTIFICATION_ALLOWED_CIDRS)")
-	flag.StringVar(&f.notifyCA, "notification-ca", env("BACKEND_NOTIFICATION_CA", ""), "TEST AND DEVELOPMENT ONLY: CA file (PEM) that verifies notification receivers instead of the system's roots (env BACKEND_NOTIFICATION_CA)")
-	flag.Parse()
 	f.cfg.StatusMode = controller.StatusMode(f.statusMode)
 	if err := f.store.Validate(); err != nil {
-		fail(err.Error())
+		return flags{}, err
 	}
 	switch {
 	case f.cfg.ResyncPeriod < time.Second:
-		fail("--resync-period must be at least 1s")
+		return flags{}, errors.New("--resync-period must be at least 1s")
 	case f.cfg.Workers < 1:
-		fail("--workers must be at least 1")
+		return flags{}, errors.New("--workers must be at least 1")
 	case f.cfg.CreateDeadline <= 0 || f.cfg.DeleteDeadline <= 0:
-		fail("--create-deadline and --delete-deadline must be positive")
+		return flags{}, errors.New("--create-deadline and --delete-deadline must be positive")
 	case f.cfg.StatusMode != controller.ModeWatch && f.cfg.StatusMode != controller.ModePoll:
-		fail("--status-mode must be watch or poll, not " + strconv.Quote(f.statusMode))
+		return flags{}, errors.New("--status-mode must be watch or poll, not " + strconv.Quote(f.statusMode))
 	case f.cfg.PollInterval < time.Second:
-		fail("--poll-interval must be at least 1s")
+		return flags{}, errors.New("--poll-interval must be at least 1s")
 	case f.lease.LeaseDuration < 2*time.Second:
-		fail("--lease-duration must be at least 2s")
+		return flags{}, errors.New("--lease-duration must be at least 2s")
 	case f.lease.Holder == "":
-		fail("--replica-id must not be empty")
+		return flags{}, errors.New("--replica-id must not be empty")
 	case f.cfg.NotifyGiveUp <= 0:
-		fail("--notification-give-up must be positive")
+		return flags{}, errors.New("--notification-give-up must be positive")
 	}
-	return f
+	return f, nil
 }
 
-func fail(msg string) {
-	fmt.Fprintln(os.Stderr, "backend: "+msg)
-	os.Exit(2)
-}
+func main() { svcmain.Main("backend", parseFlags, start) }
 
-func main() {
-	f := parseFlags()
+func start(f flags) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("service", "backend")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, f, log); err != nil {
 		log.Error("backend stopped", "error", err)
-		os.Exit(1)
+		return err
 	}
+	return nil
 }
 
 // applyNotificationFlags reads --notification-allowed-cidrs and --notification-ca into the
