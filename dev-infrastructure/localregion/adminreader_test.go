@@ -17,30 +17,17 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openhcp/openhcp/admin/pkg/mgmtclusters"
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/mgmtclustertest"
 )
 
 // TestAdminReaderKubeconfigIsReadOnly: the kubeconfig the admin API reads a management cluster
 // with reads what the admin API needs and nothing more, even when its holder edits it (a
 // client-side restriction, such as impersonation, is no restriction).
 func TestAdminReaderKubeconfigIsReadOnly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real etcd and kube-apiserver")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
-		Name: "reader", Dir: filepath.Join(dir, "state"), LogDir: filepath.Join(dir, "logs"), APIServerPath: apiserver, EtcdPath: etcd,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Stop()
+	mc := mgmtclustertest.Start(ctx, t, "reader")
 	// kube-system and the like may never be deleted (NamespaceLifecycle says Forbidden to
 	// anyone), so the delete probe needs a namespace the cluster admin could delete.
 	if _, err := kubernetes.NewForConfigOrDie(mc.RESTConfig()).CoreV1().Namespaces().Create(ctx,

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,10 +20,8 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/admin/pkg/session"
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pgserver"
-	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -40,45 +37,7 @@ func TestGatewayReplicasRunOnTheAdminDatabase(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "openhcp-gateway-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	// Under root the server runs as postgres and must traverse the directory.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r := &Region{cfg: Config{Progress: io.Discard}, logDir: filepath.Join(dir, "logs"), stateDir: filepath.Join(dir, "state"),
-		binDir: filepath.Join(dir, "bin"), services: map[string]*service{}, crashes: make(chan Crash, 8), dbPasswords: map[string]string{}}
-	t.Cleanup(r.stopServices)
-	for _, d := range []string{r.logDir, r.stateDir, r.binDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if r.pki, err = pki.Create(filepath.Join(r.stateDir, "pki"), pki.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.writePprofToken(); err != nil {
-		t.Fatal(err)
-	}
-	root, err := mgmtcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", r.binDir+"/", "./admin/cmd/gateway")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the gateway: %v\n%s", err, out)
-	}
-
-	pgFiles := r.pki.MustFiles(pki.Postgres)
-	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: filepath.Join(dir, "pg"), TLS: &pgserver.TLSFiles{CertFile: pgFiles.Cert, KeyFile: pgFiles.Key}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pg.Stop)
+	r, pg := regionWithDatabase(ctx, t, "./admin/cmd/gateway")
 	password, err := pgserver.NewPassword()
 	if err != nil {
 		t.Fatal(err)

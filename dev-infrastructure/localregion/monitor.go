@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
@@ -16,7 +15,7 @@ import (
 // fleet through leases in the document store, so a test can kill one and watch its share move.
 const (
 	monitorReplicas = 2
-	monitorRole     = "monitor"
+	monitorName     = "monitor"
 	// monitorKubeUser is who the Monitor is to each management cluster's kube-apiserver; it
 	// needs no binding: /readyz is open to every authenticated user (system:public-info-viewer).
 	monitorKubeUser = "openhcp-monitor"
@@ -45,67 +44,27 @@ func (m MonitorInfo) MetricsURLs() []string {
 	return out
 }
 
-// monitorReplicaName is the process (and log) name of the i-th replica, from 1.
-func monitorReplicaName(i int) string { return "monitor-" + strconv.Itoa(i) }
-
-// startMonitor gives the Monitor its database login (a member of the document store's owner
-// group: it writes its leases and health documents there) and starts its replicas, each probing
-// every management cluster's kube-apiserver /readyz with a client certificate of that cluster's CA.
+// startMonitor starts the Monitor's replicas (startStoreService), each probing every management
+// cluster's kube-apiserver /readyz with a client certificate of that cluster's CA.
 func (r *Region) startMonitor(ctx context.Context, pg *pgserver.Server) error {
-	password, err := pgserver.NewPassword()
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.secrets = append(r.secrets, password)
-	r.dbPasswords[monitorRole] = password
-	r.mu.Unlock()
-	if err := pg.CreateLoginRole(ctx, monitorRole, password, "resourceprovider"); err != nil {
-		return fmt.Errorf("monitor database login: %w", err)
-	}
-	passFile := filepath.Join(r.secretsDir(), monitorRole+".pgpass")
-	if err := pg.WritePassFile(passFile, monitorRole, "resourceprovider", password); err != nil {
-		return err
-	}
-	db := PostgresRoleInfo{Service: monitorRole, Role: monitorRole, Database: "resourceprovider",
-		DSN: pg.RoleDSN(monitorRole, "resourceprovider", r.pki.CAFile), PassFile: passFile}
-	r.Info.Postgres.Roles = append(r.Info.Postgres.Roles, db)
-
 	dir := filepath.Join(r.stateDir, "monitor")
-	var probes []string
+	args := []string{
+		"--interval", monitorInterval.String(),
+		"--lease-duration", monitorLease.String(),
+		"--stale-after", monitorStaleAfter.String(),
+	}
 	for _, name := range r.managementClusterNames() {
 		arg, err := monitorProbeArg(dir, mgmtShard(r.Info.ManagementClusters, name), r.mgmt[name])
 		if err != nil {
 			return err
 		}
-		probes = append(probes, "--shard-probe", arg)
+		args = append(args, "--shard-probe", arg)
 	}
-	info := MonitorInfo{StaleAfter: monitorStaleAfter.String()}
-	for i := 1; i <= monitorReplicas; i++ {
-		port, err := mgmtcluster.FreePort()
-		if err != nil {
-			return err
-		}
-		metrics := url127(port)
-		args := append([]string{
-			"--db-dsn", db.DSN,
-			"--cluster-service", r.Info.ClusterService.GRPC,
-			"--metrics-listen", "127.0.0.1:" + strconv.Itoa(port),
-			"--replica-id", monitorReplicaName(i),
-			"--interval", monitorInterval.String(),
-			"--lease-duration", monitorLease.String(),
-			"--stale-after", monitorStaleAfter.String(),
-		}, r.clusterServiceClientArgs(pki.Monitor)...)
-		err = r.startService(ctx, mgmtcluster.ProcSpec{
-			Name: monitorReplicaName(i), Path: filepath.Join(r.binDir, "monitor"), LogDir: r.logDir, Env: pgEnv(db),
-			Args: append(args, probes...),
-		}, mgmtcluster.HTTPReady(nil, metrics+"/healthz"))
-		if err != nil {
-			return err
-		}
-		info.Replicas = append(info.Replicas, ServiceInfo{MetricsURL: metrics + "/metrics"})
+	replicas, err := r.startStoreService(ctx, pg, storeService{name: monitorName, identity: pki.Monitor, replicas: monitorReplicas, args: args})
+	if err != nil {
+		return err
 	}
-	r.Info.Monitor = info
+	r.Info.Monitor = MonitorInfo{Replicas: replicas, StaleAfter: monitorStaleAfter.String()}
 	return nil
 }
 

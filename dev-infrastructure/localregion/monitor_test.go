@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/mgmtclustertest"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -17,23 +17,10 @@ import (
 // reaches a real management kube-apiserver's /readyz with its certificate, and that certificate
 // reads nothing else there.
 func TestMonitorProbeReadsReadyzAndNothingElse(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real etcd and kube-apiserver")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
-		Name: "probed", Dir: filepath.Join(dir, "state"), LogDir: filepath.Join(dir, "logs"), APIServerPath: apiserver, EtcdPath: etcd,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Stop()
+	mc := mgmtclustertest.Start(ctx, t, "probed")
 	arg, err := monitorProbeArg(filepath.Join(dir, "monitor"), "mgmt-9", mc)
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
+	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -63,16 +63,13 @@ func (s ServiceInfo) Dial() (*grpc.ClientConn, error) {
 // DialClusterService connects to Cluster Service at addr with the given files (mutual TLS). The
 // server must present Cluster Service's certificate (its pki.ServerName), whatever c names.
 func DialClusterService(addr string, c ClientTLS) (*grpc.ClientConn, error) {
-	cfg, err := c.For(pki.ClusterService).Files().Client(addr)
-	if err != nil {
-		return nil, fmt.Errorf("cluster service TLS: %w", err)
-	}
-	if cfg == nil {
+	files := c.For(pki.ClusterService).Files()
+	if !files.Enabled() {
 		return nil, fmt.Errorf("cluster service %s: no TLS files", addr)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	conn, err := csclient.Dial(addr, files)
 	if err != nil {
-		return nil, fmt.Errorf("dial cluster service %s: %w", addr, err)
+		return nil, fmt.Errorf("cluster service %s: %w", addr, err)
 	}
 	return conn, nil
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,24 +26,40 @@ func NewFlags(name string, getenv func(string) string) *Flags {
 
 // String adds a string flag whose default is env's value when set, else def.
 func (f *Flags) String(p *string, name, env, def, usage string) {
-	if v := f.getenv(env); v != "" {
-		def = v
-	}
-	f.StringVar(p, name, def, usage+" (env "+env+")")
+	f.StringVar(p, name, fromEnv(f, name, env, def, func(v string) (string, error) { return v, nil }), usage+" (env "+env+")")
 }
 
 // Duration adds a duration flag whose default is env's value when set, else def. A variable
 // that is not a duration is reported by Parse.
 func (f *Flags) Duration(p *time.Duration, name, env string, def time.Duration, usage string) {
-	if v := f.getenv(env); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			f.envErrs = append(f.envErrs, fmt.Errorf("invalid value %q for --%s from %s: %v", v, name, env, err))
-		} else {
-			def = d
-		}
+	f.DurationVar(p, name, fromEnv(f, name, env, def, time.ParseDuration), usage+" (env "+env+")")
+}
+
+// Int adds an int flag whose default is env's value when set, else def. A variable that is not
+// an integer is reported by Parse.
+func (f *Flags) Int(p *int, name, env string, def int, usage string) {
+	f.IntVar(p, name, fromEnv(f, name, env, def, strconv.Atoi), usage+" (env "+env+")")
+}
+
+// Bool adds a bool flag whose default is env's value when set (true, false, 1, 0, ...), else
+// def. A variable that is not a boolean is reported by Parse.
+func (f *Flags) Bool(p *bool, name, env string, def bool, usage string) {
+	f.BoolVar(p, name, fromEnv(f, name, env, def, strconv.ParseBool), usage+" (env "+env+")")
+}
+
+// fromEnv is env's value read by parse when the variable is set and not empty, else def; a
+// value parse refuses is kept for Parse to report, naming the flag and the variable.
+func fromEnv[T any](f *Flags, name, env string, def T, parse func(string) (T, error)) T {
+	v := f.getenv(env)
+	if v == "" {
+		return def
 	}
-	f.DurationVar(p, name, def, usage+" (env "+env+")")
+	t, err := parse(v)
+	if err != nil {
+		f.envErrs = append(f.envErrs, fmt.Errorf("invalid value %q for --%s from %s: %v", v, name, env, err))
+		return def
+	}
+	return t
 }
 
 // Parse parses args; it refuses bad environment values and positional arguments.

@@ -58,3 +58,42 @@ func TestRequireAndHostPorts(t *testing.T) {
 		t.Fatalf("HostPorts = %v", err)
 	}
 }
+
+func TestIntAndBoolFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		wantErr  string
+		wantN    int
+		wantBool bool
+	}{
+		{name: "defaults", wantN: 4, wantBool: true},
+		{name: "environment overrides the defaults", env: map[string]string{"X_N": "8", "X_ON": "false"}, wantN: 8, wantBool: false},
+		{name: "flags override the environment", env: map[string]string{"X_N": "8", "X_ON": "false"}, args: []string{"--n=2", "--on"}, wantN: 2, wantBool: true},
+		{name: "a bad integer in the environment names flag and variable", env: map[string]string{"X_N": "many"}, wantErr: `invalid value "many" for --n from X_N`},
+		{name: "a bad boolean in the environment names flag and variable", env: map[string]string{"X_ON": "yes please"}, wantErr: `invalid value "yes please" for --on from X_ON`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := NewFlags("x", func(k string) string { return tc.env[k] })
+			f.SetOutput(&strings.Builder{})
+			var n int
+			var on bool
+			f.Int(&n, "n", "X_N", 4, "a count")
+			f.Bool(&on, "on", "X_ON", true, "a switch")
+			err := f.Parse(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Parse error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if n != tc.wantN || on != tc.wantBool {
+				t.Fatalf("got %d, %v; want %d, %v", n, on, tc.wantN, tc.wantBool)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 )
 
 // Main parses args and the environment with parse, then calls run. It exits 0 after -h, 2 when
@@ -52,4 +53,15 @@ func Logger(level slog.Level) *slog.Logger {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 	return log
+}
+
+// ReplicaID is a replica's default name (--replica-id) in the leases and records it shares with
+// the others: the host name (service when it cannot be read) and the process ID, so that two
+// replicas on one host differ too.
+func ReplicaID(service string) string {
+	h, err := os.Hostname()
+	if err != nil {
+		h = service
+	}
+	return h + "-" + strconv.Itoa(os.Getpid())
 }

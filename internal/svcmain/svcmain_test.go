@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -48,5 +50,16 @@ func TestLevel(t *testing.T) {
 		if _, err := Level(in); err == nil || !strings.Contains(err.Error(), "--log-level") {
 			t.Errorf("Level(%q) = %v, want an error naming --log-level", in, err)
 		}
+	}
+}
+
+func TestReplicaID(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skip("no host name here")
+	}
+	want := host + "-" + strconv.Itoa(os.Getpid())
+	if got := ReplicaID("svc"); got != want {
+		t.Fatalf("ReplicaID = %q, want %q (host name and process ID)", got, want)
 	}
 }

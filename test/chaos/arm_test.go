@@ -1,13 +1,9 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/openhcp/openhcp/test/chaos/invariant"
+	"github.com/openhcp/openhcp/test/internal/armclient"
 )
 
 const (
@@ -26,14 +23,7 @@ const (
 )
 
 // answer is one response of the frontend (Status 0: none, Err says why).
-type answer struct {
-	Status int
-	Header http.Header
-	Body   map[string]any
-	Raw    string
-	Err    error
-	At     time.Time
-}
+type answer = armclient.Response
 
 // armClient is ARM's side of the frontend: mutual TLS with ARM's certificate, and a record of
 // every answer that matters to the invariants.
@@ -62,31 +52,7 @@ func (c *armClient) do(ctx context.Context, method, pathOrURL string, body any) 
 	if !strings.HasPrefix(u, "https://") {
 		u = c.base + pathOrURL
 	}
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return answer{Err: err, At: time.Now()}
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("x-ms-client-request-id", uuid.NewString())
-	req.Header.Set("x-ms-correlation-request-id", uuid.NewString())
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return answer{Err: err, At: time.Now()}
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	a := answer{Status: resp.StatusCode, Header: resp.Header, Raw: string(raw), Err: err, At: time.Now()}
-	if len(bytes.TrimSpace(raw)) > 0 {
-		_ = json.Unmarshal(raw, &a.Body)
-	}
-	return a
+	return armclient.Do(ctx, c.hc, method, u, body)
 }
 
 // get reads, recording a 5xx or a missing answer against the invariants.
@@ -104,31 +70,16 @@ func (c *armClient) get(ctx context.Context, pathOrURL string) answer {
 // waiting Retry-After when the answer gives one (else 1 s, doubling to 8 s). It returns the
 // last answer and whether an attempt before it may have taken effect unseen.
 func (c *armClient) write(ctx context.Context, method, path string, body any) (answer, bool) {
-	deadline := time.Now().Add(retryFor)
-	wait, ambiguous := time.Second, false
-	for {
-		a := c.do(ctx, method, path, body)
+	u := path
+	if !strings.HasPrefix(u, "https://") {
+		u = c.base + path
+	}
+	p := armclient.Retry{For: retryFor, First: time.Second, Max: 8 * time.Second, Seen: func(a answer) {
 		c.mu.Lock()
 		c.writes = append(c.writes, a)
 		c.mu.Unlock()
-		retry := a.Status == 0 || a.Status == http.StatusTooManyRequests || a.Status >= 500
-		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
-			return a, ambiguous
-		}
-		// A request that got no answer, or a 5xx, may still have been carried out.
-		ambiguous = ambiguous || a.Status == 0 || a.Status >= 500
-		d := wait
-		if s, err := strconv.Atoi(a.Header.Get("Retry-After")); err == nil && s > 0 {
-			d = time.Duration(s) * time.Second
-		} else {
-			wait = min(2*wait, 8*time.Second)
-		}
-		select {
-		case <-ctx.Done():
-			return a, ambiguous
-		case <-time.After(d):
-		}
-	}
+	}}
+	return p.Do(ctx, c.hc, method, u, body)
 }
 
 // waitOperation follows an Azure-AsyncOperation URL until it is terminal or timeout passes;
@@ -198,40 +149,11 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func clusterPath(sub, rg, name string) string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/%s", sub, rg, name)
-}
+func clusterPath(sub, rg, name string) string { return armclient.ClusterPath(sub, rg, name) }
 
-// clusterBody is a valid create body (the e2e tests' clusterBody).
+// clusterBody is a valid create body (armclient.ClusterBody) in the region's location.
 func clusterBody(sub, rg string) map[string]any {
-	net := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network"
-	mi := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
-	return map[string]any{
-		"location": region.Info.Location,
-		"properties": map[string]any{
-			"version": map[string]any{"id": "4.19", "channelGroup": "stable"},
-			"network": map[string]any{
-				"networkType": "OVNKubernetes", "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16",
-				"machineCidr": "10.0.0.0/16", "hostPrefix": 23,
-			},
-			"api": map[string]any{"visibility": "Public"},
-			"platform": map[string]any{
-				"managedResourceGroup":   "managed-" + rg,
-				"subnetId":               net + "/virtualNetworks/vnet/subnets/workers",
-				"networkSecurityGroupId": net + "/networkSecurityGroups/nsg",
-				"outboundType":           "LoadBalancer",
-				"operatorsAuthentication": map[string]any{"userAssignedIdentities": map[string]any{
-					"controlPlaneOperators":  map[string]string{"cluster-api-azure": mi + "capz"},
-					"dataPlaneOperators":     map[string]string{"disk-csi-driver": mi + "disk"},
-					"serviceManagedIdentity": mi + "service",
-				}},
-			},
-		},
-		"identity": map[string]any{
-			"type":                   "UserAssigned",
-			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}},
-		},
-	}
+	return armclient.ClusterBody(region.Info.Location, sub, rg, nil)
 }
 
 func nodePoolBody(replicas int) map[string]any {

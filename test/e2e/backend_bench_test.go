@@ -44,6 +44,7 @@ import (
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/test/internal/benchreport"
 )
 
 // benchClusters is how many clusters each status mode creates.
@@ -963,7 +964,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 		if warm > 0 {
 			start := time.Now()
 			timeCreateStages(ctx, b, db.DSN, "feedback-warm", warm, false)
-			rep.Notes = append(rep.Notes, fmt.Sprintf("warm-up: %d throwaway clusters created and deleted in %s before the first mode (load average %s)", warm, time.Since(start).Round(time.Second), loadAvg()))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("warm-up: %d throwaway clusters created and deleted in %s before the first mode (load average %s)", warm, time.Since(start).Round(time.Second), benchreport.LoadAvg()))
 		}
 		runs := map[string]createRun{}
 		pools := map[string][]poolTimes{}
@@ -975,7 +976,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			sessionsBefore, cpuBefore, kicksBefore := dbSessions(ctx, b, db.DSN), databaseCPU(b), region.StuckDeleteKicks()
 			procsBefore, schedBefore, requestsBefore := regionCPU(), regionSched(), mgmtRequests(ctx, b)
 			var sessionsNote, cpuNote, requestsNote string
-			load := loadAvg()
+			load := benchreport.LoadAvg()
 			start := time.Now()
 			// The profile covers the creates (n/5 s) and the time most of them take to finish.
 			wait := profileServices(b, "feedback-"+m.name, time.Duration(n)*200*time.Millisecond+20*time.Second, 0)
@@ -1012,7 +1013,7 @@ func BenchmarkFeedbackModes(b *testing.B) {
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: the agents' status events for the created works: %s", m.name, r.statusEvents))
 			rep.Notes = append(rep.Notes,
 				fmt.Sprintf("%s (Cluster Service %s): %s to %s UTC, load average %s at start, %s at end; Cluster Service's reconcile queue depth mean %.1f, max %d; its reconciles during the creates: %s",
-					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, loadAvg(), r.queueMean, r.queueMax, csNote))
+					m.name, strings.Join(m.flags, " "), start.UTC().Format("15:04:05"), time.Now().UTC().Format("15:04:05"), load, benchreport.LoadAvg(), r.queueMean, r.queueMax, csNote))
 			for _, st := range stages {
 				d := r.stage(st.from, st.to)
 				rep.Points = append(rep.Points, summarize(m.name+": "+st.name, 5, time.Duration(n)*200*time.Millisecond, d, n-len(d)))
@@ -1264,28 +1265,15 @@ type dbCPU struct{ postgres, bouncer time.Duration }
 // databaseCPU reads dbCPU. The region's PostgreSQL is found by its data directory's
 // postmaster.pid, next to the PKI named in region.json; its bouncer by its config file.
 func databaseCPU(b *testing.B) dbCPU {
-	state, postmaster, err := postmasterPID()
+	rp, err := readRegionProcs()
+	if err == nil {
+		err = rp.pmErr
+	}
 	if err != nil {
 		b.Logf("database CPU: %v", err)
 		return dbCPU{}
 	}
-	var out dbCPU
-	procs, err := procstat.List()
-	if err != nil {
-		b.Logf("database CPU: %v", err)
-		return dbCPU{}
-	}
-	for _, p := range procs {
-		switch {
-		case p.PID == postmaster:
-			out.postgres += p.Own + p.Children
-		case p.PPID == postmaster:
-			out.postgres += p.Own
-		case p.Comm == "pgbouncer" && p.Mentions(state):
-			out.bouncer += p.Own
-		}
-	}
-	return out
+	return rp.dbCPU()
 }
 
 // postmasterPID is the region's PostgreSQL postmaster, from its data directory's postmaster.pid
@@ -1315,16 +1303,8 @@ func (c dbCPU) since(before dbCPU) string {
 // command line names its state directory), summed by program: a Maestro agent apart from the
 // server, everything else by its program. PostgreSQL's backends are databaseCPU's.
 func regionCPU() map[string]time.Duration {
-	state := filepath.Dir(region.Info.LogDir)
-	out := map[string]time.Duration{}
-	procs, _ := procstat.List() // an unreadable /proc reads as no CPU used
-	for _, p := range procs {
-		if !p.Mentions(state) || p.Comm == "postgres" {
-			continue
-		}
-		out[programName(p)] += p.Own
-	}
-	return out
+	rp, _ := readRegionProcs() // an unreadable /proc reads as no CPU used
+	return rp.programCPU()
 }
 
 // programName is how regionCPU and regionSched name a process of the region: its program's file
@@ -1342,16 +1322,14 @@ func programName(p procstat.Proc) string {
 // they waited on a run queue for a CPU (procstat.Sched), summed by program as regionCPU names
 // them, with PostgreSQL's postmaster and backends as "postgres".
 func regionSched() map[string]procstat.Sched {
-	state := filepath.Dir(region.Info.LogDir)
-	_, postmaster, _ := postmasterPID() // not found: PostgreSQL is left out
+	rp, _ := readRegionProcs() // an unreadable /proc reads as nothing waited; no postmaster leaves PostgreSQL out
 	out := map[string]procstat.Sched{}
-	procs, _ := procstat.List() // an unreadable /proc reads as nothing waited
-	for _, p := range procs {
+	for _, p := range rp.procs {
 		name := ""
-		switch {
-		case postmaster != 0 && (p.PID == postmaster || p.PPID == postmaster):
+		switch rp.role(p) {
+		case postmaster, pgBackend:
 			name = "postgres"
-		case p.Mentions(state) && p.Comm != "postgres":
+		case program:
 			name = programName(p)
 		default:
 			continue

@@ -16,10 +16,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/test/internal/benchreport"
 	"github.com/openhcp/openhcp/test/internal/procstat"
 )
 
@@ -93,8 +93,8 @@ func BenchmarkCost(b *testing.B) {
 	b.Log(waitQuiet(2 * time.Minute))
 
 	cmd := fmt.Sprintf("make bench-cost (COST_OPS=%d COST_CREATES=%d COST_BARE=%d)", ops, creates, bareN)
-	run := costRun{Benchmark: "cost", Title: "CPU per operation, per process (ms), idle rate subtracted", Command: cmd,
-		Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), LoadStart: loadAvg(), Chart: "bars", YUnit: "ms of CPU per operation"}
+	run := costRun{Header: benchreport.NewHeader("cost", "CPU per operation, per process (ms), idle rate subtracted", cmd),
+		Chart: "bars", YUnit: "ms of CPU per operation"}
 
 	idleStart := takeCPU()
 	time.Sleep(idleFor)
@@ -229,17 +229,13 @@ type cpuSample struct {
 // takeCPU reads every process of the region (regionCPU's naming) and PostgreSQL's backends, each
 // charged to its login ("postgres/<login>"), the postmaster with its reaped children apart.
 func takeCPU() cpuSample {
-	s := cpuSample{at: time.Now(), cpu: regionCPU()}
-	_, postmaster, err := postmasterPID()
-	if err != nil {
-		return s
-	}
-	procs, _ := procstat.List() // unreadable: PostgreSQL reads as no CPU used
-	for _, p := range procs {
-		switch {
-		case p.PID == postmaster:
+	rp, _ := readRegionProcs() // unreadable: nothing used; no postmaster: PostgreSQL reads as no CPU used
+	s := cpuSample{at: time.Now(), cpu: rp.programCPU()}
+	for _, p := range rp.procs {
+		switch rp.role(p) {
+		case postmaster:
 			s.cpu["postgres (reaped)"] += p.Own + p.Children
-		case p.PPID == postmaster:
+		case pgBackend:
 			s.cpu[postgresLogin(p)] += p.Own
 		}
 	}
@@ -396,18 +392,12 @@ func pauseAsync(b *testing.B) (paused map[string]bool, resume func()) {
 
 // costRun is the JSON of one run (docs/perf-data/cost.json), in the shape benchplot reads.
 type costRun struct {
-	Benchmark string      `json:"benchmark"`
-	Title     string      `json:"title"`
-	Command   string      `json:"command"`
-	Date      string      `json:"date"`
-	Machine   string      `json:"machine"`
-	LoadStart string      `json:"loadAverageAtStart"`
-	LoadEnd   string      `json:"loadAverageAtEnd"`
-	Chart     string      `json:"chart"`
-	YUnit     string      `json:"yUnit"`
-	XLabel    string      `json:"xLabel,omitempty"`
-	Points    []costPhase `json:"points"`
-	Notes     []string    `json:"notes,omitempty"`
+	benchreport.Header
+	Chart  string      `json:"chart"`
+	YUnit  string      `json:"yUnit"`
+	XLabel string      `json:"xLabel,omitempty"`
+	Points []costPhase `json:"points"`
+	Notes  []string    `json:"notes,omitempty"`
 }
 
 func (r *costRun) add(b *testing.B, p costPhase) {
@@ -418,16 +408,13 @@ func (r *costRun) add(b *testing.B, p costPhase) {
 	r.Points = append(r.Points, p)
 }
 
-// costDir is where the run's JSON goes: $BENCH_OUT, else docs/perf-data.
+// costDir is where the run's JSON goes (benchreport.Dir).
 func costDir(b *testing.B) string {
-	if dir := os.Getenv("BENCH_OUT"); dir != "" {
-		return dir
-	}
-	root, err := mgmtcluster.RepoRoot()
+	dir, err := benchreport.Dir()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return filepath.Join(root, "docs", "perf-data")
+	return dir
 }
 
 // compare sets each phase's ratios against the previous run's cost.json and the first
@@ -474,7 +461,7 @@ func seriesKey(s string) string {
 }
 
 func (r *costRun) write(b *testing.B) {
-	r.LoadEnd = loadAvg()
+	r.LoadEnd = benchreport.LoadAvg()
 	b.Logf("%s (%s; load average %s at start, %s at end)", r.Title, r.Date, r.LoadStart, r.LoadEnd)
 	b.Logf("| operation | n | service side ms | region ms | vs previous | vs baseline | top programs |")
 	for _, p := range r.Points {
@@ -484,18 +471,11 @@ func (r *costRun) write(b *testing.B) {
 }
 
 func (r *costRun) writeAs(b *testing.B, name string) {
-	dir := costDir(b)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	raw, err := json.MarshalIndent(r, "", "  ")
+	path, err := benchreport.Write(name, r)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name), append(raw, '\n'), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("wrote %s", filepath.Join(dir, name))
+	b.Logf("wrote %s", path)
 }
 
 func ratio(v float64) string {

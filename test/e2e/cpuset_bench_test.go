@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/openhcp/openhcp/test/internal/procstat"
 )
 
 // cpusetRoot is the cgroup v1 cpuset hierarchy's root (this machine mounts cgroup v1 controllers
@@ -73,27 +71,23 @@ func applyLayout(b *testing.B) string {
 			b.Fatalf("cpuset %s cpus: %v", g.dir, err)
 		}
 	}
-	procs, err := procstat.List()
+	rp, err := readRegionProcs()
 	if err != nil {
 		b.Fatal(err)
 	}
-	_, postmaster, _ := postmasterPID()
-	state := filepath.Dir(region.Info.LogDir)
 	counts := map[string]int{}
-	for _, p := range procs {
+	for _, p := range rp.procs {
 		dir := ""
+		role := rp.role(p)
 		switch {
 		case p.PID == os.Getpid():
 			dir = restDir
-		case postmaster != 0 && (p.PID == postmaster || p.PPID == postmaster):
+		case role == postmaster || role == pgBackend:
 			dir = svcDir
-		case p.Comm == "pgbouncer" && p.Mentions(state):
+		case role == program && (p.Comm == "pgbouncer" || serviceSidePrograms[programName(p)]):
 			dir = svcDir
-		case p.Mentions(state) && len(p.Args) > 0:
+		case role == program:
 			dir = restDir
-			if serviceSidePrograms[programName(p)] {
-				dir = svcDir
-			}
 		default:
 			continue
 		}

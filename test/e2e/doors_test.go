@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openhcp/openhcp/test/internal/procstat"
 )
 
 // TestNoDoorOpensWithoutACredential probes every TCP port that a process of the region listens
@@ -156,43 +158,12 @@ func regionListeners(t *testing.T) map[int]string {
 	return out
 }
 
-// descendantsOf lists the processes below pid, by name (/proc/<pid>/comm).
+// descendantsOf lists the processes below root, by name (their comm).
 func descendantsOf(root int) map[int]string {
-	parent := map[int]int{}
-	names := map[int]string{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses, so cut at the last ')'.
-		s := string(stat)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[pid] = ppid
-		comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		names[pid] = strings.TrimSpace(string(comm))
-	}
+	procs, _ := procstat.List() // unreadable: no process found, which the caller reports
 	out := map[int]string{}
-	for pid := range parent {
-		for p := parent[pid]; p > 1; p = parent[p] {
-			if p == root {
-				out[pid] = names[pid]
-				break
-			}
-		}
+	for _, p := range procstat.Descendants(procs, root) {
+		out[p.PID] = p.Comm
 	}
 	return out
 }

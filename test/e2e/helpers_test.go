@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/internal/armspec"
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/test/internal/armclient"
 )
 
 const apiVersion = "2024-06-10-preview"
@@ -75,23 +75,10 @@ func arm(t *testing.T, method, path string, body any) armResponse {
 
 func armURL(t *testing.T, method, u string, body any) armResponse {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			t.Fatalf("encode body: %v", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, u, rd)
+	req, err := armclient.NewRequest(context.Background(), method, u, body)
 	if err != nil {
 		t.Fatalf("build request: %v", err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("x-ms-client-request-id", uuid.NewString())
-	req.Header.Set("x-ms-correlation-request-id", uuid.NewString())
 	return doARM(t, req)
 }
 
@@ -157,41 +144,11 @@ func registerSubscription(t *testing.T, sub string) {
 	}
 }
 
-func clusterPath(sub, rg, name string) string {
-	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/%s", sub, rg, name)
-}
+func clusterPath(sub, rg, name string) string { return armclient.ClusterPath(sub, rg, name) }
 
-// clusterBody is a valid create body for the api-version under test.
+// clusterBody is a valid create body for the api-version under test (armclient.ClusterBody).
 func clusterBody(sub, rg string) map[string]any {
-	net := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network"
-	mi := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
-	return map[string]any{
-		"location": region.Info.Location,
-		"tags":     map[string]string{"purpose": "e2e"},
-		"properties": map[string]any{
-			"version": map[string]any{"id": "4.19", "channelGroup": "stable"},
-			"network": map[string]any{
-				"networkType": "OVNKubernetes", "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16",
-				"machineCidr": "10.0.0.0/16", "hostPrefix": 23,
-			},
-			"api": map[string]any{"visibility": "Public"},
-			"platform": map[string]any{
-				"managedResourceGroup":   "managed-" + rg,
-				"subnetId":               net + "/virtualNetworks/vnet/subnets/workers",
-				"networkSecurityGroupId": net + "/networkSecurityGroups/nsg",
-				"outboundType":           "LoadBalancer",
-				"operatorsAuthentication": map[string]any{"userAssignedIdentities": map[string]any{
-					"controlPlaneOperators":  map[string]string{"cluster-api-azure": mi + "capz"},
-					"dataPlaneOperators":     map[string]string{"disk-csi-driver": mi + "disk"},
-					"serviceManagedIdentity": mi + "service",
-				}},
-			},
-		},
-		"identity": map[string]any{
-			"type":                   "UserAssigned",
-			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}},
-		},
-	}
+	return armclient.ClusterBody(region.Info.Location, sub, rg, map[string]string{"purpose": "e2e"})
 }
 
 // waitOperation follows an Azure-AsyncOperation URL until the operation is terminal, as an ARM

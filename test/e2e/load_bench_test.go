@@ -9,7 +9,6 @@ import (
 	"net/http/httptrace"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,8 +24,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/pprofmux"
+	"github.com/openhcp/openhcp/test/internal/benchreport"
 )
 
 // Whole-path load benchmarks: open-loop load through ARM against the e2e region. Each
@@ -90,23 +89,11 @@ func summarize(series string, offered float64, d time.Duration, samples []time.D
 }
 
 // pctRaw is pct without rounding to the millisecond (P1's figures are sub-millisecond).
-func pctRaw(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100
-	return sorted[max(i-1, 0)]
-}
+func pctRaw(sorted []time.Duration, p int) time.Duration { return benchreport.Percentile(sorted, p) }
 
 // benchReport is the JSON file of one benchmark run.
 type benchReport struct {
-	Benchmark string `json:"benchmark"`
-	Title     string `json:"title"`
-	Command   string `json:"command"`
-	Date      string `json:"date"`
-	Machine   string `json:"machine"`
-	LoadStart string `json:"loadAverageAtStart"`
-	LoadEnd   string `json:"loadAverageAtEnd"`
+	benchreport.Header
 	// XLabel names the chart's x axis when it is not the offered load (benchplot).
 	XLabel string `json:"xLabel,omitempty"`
 	// Chart "throughput": benchplot draws the achieved rates as bars instead of latency lines;
@@ -117,60 +104,22 @@ type benchReport struct {
 }
 
 func newReport(name, title, command string) *benchReport {
-	return &benchReport{Benchmark: name, Title: title, Command: command, Date: time.Now().UTC().Format(time.RFC3339),
-		Machine: machine(), LoadStart: loadAvg()}
+	return &benchReport{Header: benchreport.NewHeader(name, title, command)}
 }
 
 // write prints the table and writes the JSON to $BENCH_OUT/<benchmark>.json.
 func (r *benchReport) write(b *testing.B) {
-	r.LoadEnd = loadAvg()
+	r.LoadEnd = benchreport.LoadAvg()
 	b.Logf("%s (%s; load average %s at start, %s at end)", r.Title, r.Date, r.LoadStart, r.LoadEnd)
 	b.Logf("| series | offered/s | n | errors | p50 ms | p99 ms | max ms | achieved/s |")
 	for _, p := range r.Points {
 		b.Logf("| %s | %g | %d | %d | %.2f | %.2f | %.2f | %.1f |", p.Series, p.Offered, p.N, p.Errors, p.P50ms, p.P99ms, p.MaxMs, p.Achieved)
 	}
-	dir := os.Getenv("BENCH_OUT")
-	if dir == "" {
-		root, err := mgmtcluster.RepoRoot()
-		if err != nil {
-			b.Fatal(err)
-		}
-		dir = filepath.Join(root, "docs", "perf-data")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	raw, err := json.MarshalIndent(r, "", "  ")
+	path, err := benchreport.Write(r.Benchmark+".json", r)
 	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(dir, r.Benchmark+".json")
-	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("wrote %s", path)
-}
-
-func machine() string {
-	mem := ""
-	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, l := range strings.Split(string(raw), "\n") {
-			if f := strings.Fields(l); len(f) >= 2 && f[0] == "MemTotal:" {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				mem = fmt.Sprintf(", %.1f GiB", kb/1024/1024)
-			}
-		}
-	}
-	return fmt.Sprintf("%d CPUs%s, %s", runtime.NumCPU(), mem, runtime.Version())
-}
-
-func loadAvg() string {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(raw))
-	return strings.Join(f[:3], " ")
 }
 
 // envFloats reads a comma-separated list of numbers, or def.

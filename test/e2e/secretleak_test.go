@@ -9,13 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
+	"github.com/openhcp/openhcp/test/internal/procstat"
 )
 
 // TestNoSecretInLogsOrCommandLines creates a cluster (so the pull secret and the etcd key travel
@@ -153,45 +153,18 @@ func scanLogs(t *testing.T, dir string, secrets map[string]string) []string {
 // process: every service, tool and database the region started.
 func scanCommandLines(t *testing.T, secrets map[string]string) []string {
 	t.Helper()
-	parents := map[int]int{}
-	entries, err := os.ReadDir("/proc")
+	procs, err := procstat.List()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // exited
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) > 1 {
-			parents[pid], _ = strconv.Atoi(fields[1])
-		}
-	}
-	self := os.Getpid()
-	descends := func(pid int) bool {
-		for i := 0; i < 64 && pid > 1; i++ {
-			if pid = parents[pid]; pid == self {
-				return true
-			}
-		}
-		return false
-	}
 	var hits []string
 	seen := 0
-	for pid := range parents {
-		if !descends(pid) {
-			continue
+	for _, p := range procstat.Descendants(procs, os.Getpid()) {
+		if len(p.Args) == 0 {
+			continue // exited, or its command line could not be read
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if err != nil {
-			continue
-		}
+		cmdline := []byte(strings.Join(p.Args, "\x00"))
+		pid := p.PID
 		seen++
 		for s, what := range secrets {
 			if bytes.Contains(cmdline, []byte(s)) {

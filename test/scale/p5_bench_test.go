@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -32,6 +31,9 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/test/internal/armclient"
+	"github.com/openhcp/openhcp/test/internal/benchreport"
+	"github.com/openhcp/openhcp/test/internal/procstat"
 )
 
 const apiVersion = "2024-06-10-preview"
@@ -172,7 +174,7 @@ func BenchmarkP5Scale(b *testing.B) {
 	idle := &checkpoint{}
 	if steadyWindow > 0 {
 		s.measureSteady(ctx, b, idle, steadyDelay, steadyWindow)
-		idle.At, idle.LoadAverage = time.Now().UTC().Format(time.RFC3339), loadAvg()
+		idle.At, idle.LoadAverage = time.Now().UTC().Format(time.RFC3339), benchreport.LoadAvg()
 		rep.Checkpoints = append(rep.Checkpoints, *idle)
 	}
 
@@ -238,7 +240,7 @@ func BenchmarkP5Scale(b *testing.B) {
 			pts = append(pts, point{Series: "agent full resync of mgmt-1 (restart → every work's status)", Offered: float64(cp.Clusters), N: 1, P50ms: r.AllMs, P99ms: r.AllMs, MaxMs: r.AllMs})
 		}
 		rep.Points = append(rep.Points, pts...)
-		cp.At, cp.LoadAverage = time.Now().UTC().Format(time.RFC3339), loadAvg()
+		cp.At, cp.LoadAverage = time.Now().UTC().Format(time.RFC3339), benchreport.LoadAvg()
 		cp.PartialByBudget = partial
 		rep.Checkpoints = append(rep.Checkpoints, *cp)
 
@@ -528,7 +530,7 @@ func (s *p5) grow(ctx context.Context, b *testing.B, size, window, putConc int, 
 				return
 			case <-progress.C:
 				ready, failed := s.counts()
-				logf(b, "%s: %d created, %d READY, %d ERROR (load %s)", time.Now().UTC().Format("15:04:05"), s.created.Load(), ready, failed, loadAvg())
+				logf(b, "%s: %d created, %d READY, %d ERROR (load %s)", time.Now().UTC().Format("15:04:05"), s.created.Load(), ready, failed, benchreport.LoadAvg())
 			}
 		}
 	}()
@@ -592,46 +594,27 @@ func (s *p5) clusterPath(i int) string {
 	return fmt.Sprintf("/subscriptions/%s/resourceGroups/rg-p5/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/p5-%05d", s.subs[i/s.perSub], i)
 }
 
-// put creates cluster i, retrying a failed attempt twice.
+// put creates cluster i, sending it again as the SDK would (429, 5xx or no answer) for a few
+// seconds.
 func (s *p5) put(i int) error {
 	sub := s.subs[i/s.perSub]
-	body, err := json.Marshal(clusterBody(s.region.Info.Location, sub, "rg-p5"))
-	if err != nil {
-		return err
+	retry := armclient.Retry{For: 3 * time.Second, First: time.Second, Max: 2 * time.Second}
+	r, _ := retry.Do(context.Background(), s.arm, http.MethodPut, s.region.Info.Frontend.URL+s.clusterPath(i)+"?api-version="+apiVersion,
+		clusterBody(s.region.Info.Location, sub, "rg-p5"))
+	if r.Err != nil || r.Status != http.StatusCreated && r.Status != http.StatusOK {
+		return fmt.Errorf("status %d, %v: %.300s", r.Status, r.Err, r.Raw)
 	}
-	for attempt := 0; ; attempt++ {
-		status, raw, err := s.do(http.MethodPut, s.region.Info.Frontend.URL+s.clusterPath(i)+"?api-version="+apiVersion, body)
-		if err == nil && (status == http.StatusCreated || status == http.StatusOK) {
-			return nil
-		}
-		if attempt == 2 {
-			return fmt.Errorf("status %d, %v: %.300s", status, err, raw)
-		}
-		time.Sleep(time.Duration(attempt+1) * time.Second)
-	}
+	return nil
 }
 
+// do sends one request as ARM would (armclient.Do); body is JSON.
 func (s *p5) do(method, u string, body []byte) (int, []byte, error) {
-	var rd io.Reader
+	var b any
 	if body != nil {
-		rd = strings.NewReader(string(body))
+		b = json.RawMessage(body)
 	}
-	req, err := http.NewRequest(method, u, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("x-ms-client-request-id", uuid.NewString())
-	req.Header.Set("x-ms-correlation-request-id", uuid.NewString())
-	resp, err := s.arm.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw, err
+	r := armclient.Do(context.Background(), s.arm, method, u, b)
+	return r.Status, []byte(r.Raw), r.Err
 }
 
 func (s *p5) registerSubscription(b *testing.B, sub string) {
@@ -819,10 +802,10 @@ func (s *p5) measureResync(ctx context.Context, b *testing.B, consumer string, w
 		// The region's own agent: its supervisor reaps it and reports the exit, which nobody
 		// reads here; the region's Stop then finds it already gone.
 		_ = syscall.Kill(pid, syscall.SIGTERM)
-		for i := 0; i < 300 && processAlive(pid); i++ {
+		for i := 0; i < 300 && procstat.Alive(pid); i++ {
 			time.Sleep(100 * time.Millisecond)
 		}
-		if processAlive(pid) {
+		if procstat.Alive(pid) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
@@ -949,46 +932,7 @@ func findAgent(consumer string) (int, []string, string, error) {
 	return 0, nil, "", fmt.Errorf("no maestro agent of %s running", consumer)
 }
 
-// processAlive is whether pid runs (a zombie, exited but not yet reaped, counts as gone).
-func processAlive(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(f) > 0 && f[0] != "Z"
-}
-
-// clusterBody is a valid create body (the e2e tests' shape), for a status-only hosted cluster.
+// clusterBody is a valid create body (armclient.ClusterBody), for a status-only hosted cluster.
 func clusterBody(location, sub, rg string) map[string]any {
-	net := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network"
-	mi := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
-	return map[string]any{
-		"location": location,
-		"tags":     map[string]string{"purpose": "p5-scale"},
-		"properties": map[string]any{
-			"version": map[string]any{"id": "4.19", "channelGroup": "stable"},
-			"network": map[string]any{
-				"networkType": "OVNKubernetes", "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16",
-				"machineCidr": "10.0.0.0/16", "hostPrefix": 23,
-			},
-			"api": map[string]any{"visibility": "Public"},
-			"platform": map[string]any{
-				"managedResourceGroup":   "managed-" + rg,
-				"subnetId":               net + "/virtualNetworks/vnet/subnets/workers",
-				"networkSecurityGroupId": net + "/networkSecurityGroups/nsg",
-				"outboundType":           "LoadBalancer",
-				"operatorsAuthentication": map[string]any{"userAssignedIdentities": map[string]any{
-					"controlPlaneOperators":  map[string]string{"cluster-api-azure": mi + "capz"},
-					"dataPlaneOperators":     map[string]string{"disk-csi-driver": mi + "disk"},
-					"serviceManagedIdentity": mi + "service",
-				}},
-			},
-		},
-		"identity": map[string]any{
-			"type":                   "UserAssigned",
-			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}},
-		},
-	}
+	return armclient.ClusterBody(location, sub, rg, map[string]string{"purpose": "p5-scale"})
 }

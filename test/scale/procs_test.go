@@ -54,16 +54,8 @@ func regionTree() ([]procMem, error) {
 	if err != nil {
 		return nil, err
 	}
-	children, byPID := map[int][]int{}, map[int]procstat.Proc{}
-	for _, p := range procs {
-		children[p.PPID] = append(children[p.PPID], p.PID)
-		byPID[p.PID] = p
-	}
 	var out []procMem
-	queue := append([]int(nil), children[os.Getpid()]...)
-	for len(queue) > 0 {
-		p := byPID[queue[0]]
-		queue = append(queue[1:], children[p.PID]...)
+	for _, p := range procstat.Descendants(procs, os.Getpid()) {
 		if len(p.Args) == 0 {
 			continue // a zombie
 		}

@@ -1,33 +1,24 @@
 package scale
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/test/internal/benchreport"
 )
 
 // report is one JSON file of docs/perf-data, in the shape tooling/cmd/benchplot reads (the
 // same fields as test/e2e's whole-path benchmarks), plus P5's per-checkpoint details, which
 // benchplot ignores.
 type report struct {
-	Benchmark string `json:"benchmark"`
-	Title     string `json:"title"`
-	Command   string `json:"command"`
-	Date      string `json:"date"`
-	Machine   string `json:"machine"`
-	LoadStart string `json:"loadAverageAtStart"`
-	LoadEnd   string `json:"loadAverageAtEnd"`
-	XLabel    string `json:"xLabel,omitempty"`
+	benchreport.Header
+	XLabel string `json:"xLabel,omitempty"`
 	// Chart "values": benchplot draws each point's value (in YUnit) against x, log scale.
 	Chart       string       `json:"chart,omitempty"`
 	YUnit       string       `json:"yUnit,omitempty"`
@@ -49,31 +40,15 @@ type point struct {
 }
 
 func newReport(name, title, command string) *report {
-	return &report{Benchmark: name, Title: title, Command: command, Date: time.Now().UTC().Format(time.RFC3339),
-		Machine: machine(), LoadStart: loadAvg(), XLabel: "hosted clusters, all Succeeded"}
+	return &report{Header: benchreport.NewHeader(name, title, command), XLabel: "hosted clusters, all Succeeded"}
 }
 
 // write writes the JSON to $BENCH_OUT/<benchmark>.json (default docs/perf-data). P5 writes after
 // every checkpoint, so a run cut short keeps what it measured.
 func (r *report) write(b *testing.B) {
-	r.LoadEnd = loadAvg()
-	dir := os.Getenv("BENCH_OUT")
-	if dir == "" {
-		root, err := mgmtcluster.RepoRoot()
-		if err != nil {
-			b.Fatal(err)
-		}
-		dir = filepath.Join(root, "docs", "perf-data")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	raw, err := json.MarshalIndent(r, "", "  ")
+	r.LoadEnd = benchreport.LoadAvg()
+	path, err := benchreport.Write(r.Benchmark+".json", r)
 	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(dir, r.Benchmark+".json")
-	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("wrote %s", path)
@@ -92,13 +67,7 @@ func latency(series string, clusters int, samples []time.Duration, errs int) poi
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // pct is the p-th percentile of sorted samples (nearest rank).
-func pct(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100
-	return sorted[max(i-1, 0)]
-}
+func pct(sorted []time.Duration, p int) time.Duration { return benchreport.Percentile(sorted, p) }
 
 // growth describes how values grow with the cluster count between successive checkpoints:
 // the increase per 1,000 clusters of each interval (equal increments: linear; rising: worse)
@@ -116,22 +85,6 @@ func growth(name, unit string, xs []int, vs []float64) string {
 		exp = fmt.Sprintf("%.2f", math.Log(vs[len(vs)-1]/vs[0])/math.Log(float64(xs[len(xs)-1])/float64(xs[0])))
 	}
 	return fmt.Sprintf("%s: %s; exponent %s from %d to %d clusters (1 = proportional)", name, strings.Join(parts, "; "), exp, xs[0], xs[len(xs)-1])
-}
-
-func machine() string {
-	mem := ""
-	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
-		mem = fmt.Sprintf(", %.1f GiB", kbField(string(raw), "MemTotal:")*1e6/1024/1024/1024)
-	}
-	return fmt.Sprintf("%d CPUs%s, %s", runtime.NumCPU(), mem, runtime.Version())
-}
-
-func loadAvg() string {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Join(strings.Fields(string(raw))[:3], " ")
 }
 
 // envInts reads a comma-separated list of positive integers, or def.

@@ -4,11 +4,8 @@
 package upgrade
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +20,7 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/test/internal/armclient"
 )
 
 const apiVersion = "2024-06-10-preview"
@@ -331,12 +329,7 @@ type armClient struct {
 	outages []string
 }
 
-type armResponse struct {
-	Status int
-	Header http.Header
-	Body   map[string]any
-	Raw    string
-}
+type armResponse = armclient.Response
 
 func (c *armClient) unavailable() []string {
 	c.mu.Lock()
@@ -353,71 +346,26 @@ func (c *armClient) do(ctx context.Context, method, path string, body any) armRe
 }
 
 func (c *armClient) doURL(ctx context.Context, method, u string, body any) armResponse {
-	var raw []byte
-	if body != nil {
-		raw, _ = json.Marshal(body)
-	}
-	backoff := 250 * time.Millisecond
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		r, err := c.once(ctx, method, u, raw)
-		retry := err != nil || r.Status == http.StatusTooManyRequests || r.Status >= 500
-		if !retry || time.Now().After(deadline) || ctx.Err() != nil {
-			if err != nil {
-				return armResponse{Status: 0, Raw: err.Error(), Header: http.Header{}}
-			}
-			return r
+	p := armclient.Retry{For: 3 * time.Minute, First: 250 * time.Millisecond, Max: 4 * time.Second, Seen: func(r armResponse) {
+		if r.Status != 0 && r.Status < 500 && r.Err == nil {
+			return
 		}
-		if err != nil || r.Status >= 500 {
-			what := fmt.Sprintf("%s %s at %s: ", method, u, time.Now().Format("15:04:05.000"))
-			if err != nil {
-				what += err.Error()
-			} else {
-				what += fmt.Sprintf("%d %.300s", r.Status, r.Raw)
-			}
-			if c.replacing.Load() {
-				c.tolerated.Add(1)
-			} else {
-				c.mu.Lock()
-				c.outages = append(c.outages, what)
-				c.mu.Unlock()
-			}
+		what := fmt.Sprintf("%s %s at %s: ", method, u, r.At.Format("15:04:05.000"))
+		if r.Status == 0 || r.Err != nil {
+			what += r.Err.Error()
+		} else {
+			what += fmt.Sprintf("%d %.300s", r.Status, r.Raw)
 		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, 4*time.Second)
-	}
-}
-
-func (c *armClient) once(ctx context.Context, method, u string, body []byte) (armResponse, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return armResponse{}, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("x-ms-client-request-id", uuid.NewString())
-	req.Header.Set("x-ms-correlation-request-id", uuid.NewString())
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return armResponse{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return armResponse{}, fmt.Errorf("read the answer: %w", err)
-	}
-	out := armResponse{Status: resp.StatusCode, Header: resp.Header, Raw: string(b)}
-	if len(bytes.TrimSpace(b)) > 0 {
-		if err := json.Unmarshal(b, &out.Body); err != nil {
-			return armResponse{}, fmt.Errorf("%d with a body that is not a JSON object: %q", resp.StatusCode, b)
+		if c.replacing.Load() {
+			c.tolerated.Add(1)
+		} else {
+			c.mu.Lock()
+			c.outages = append(c.outages, what)
+			c.mu.Unlock()
 		}
-	}
-	return out, nil
+	}}
+	r, _ := p.Do(ctx, c.http, method, u, body)
+	return r
 }
 
 // listClusters returns the names ARM lists in the resource group, following nextLink; a name
@@ -459,34 +407,7 @@ func provisioningState(body map[string]any) any {
 
 // clusterBody is a valid create body for apiVersion.
 func clusterBody(location, sub, rg string) map[string]any {
-	net := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.Network"
-	mi := "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
-	return map[string]any{
-		"location": location,
-		"properties": map[string]any{
-			"version": map[string]any{"id": "4.19", "channelGroup": "stable"},
-			"network": map[string]any{
-				"networkType": "OVNKubernetes", "podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16",
-				"machineCidr": "10.0.0.0/16", "hostPrefix": 23,
-			},
-			"api": map[string]any{"visibility": "Public"},
-			"platform": map[string]any{
-				"managedResourceGroup":   "managed-" + rg,
-				"subnetId":               net + "/virtualNetworks/vnet/subnets/workers",
-				"networkSecurityGroupId": net + "/networkSecurityGroups/nsg",
-				"outboundType":           "LoadBalancer",
-				"operatorsAuthentication": map[string]any{"userAssignedIdentities": map[string]any{
-					"controlPlaneOperators":  map[string]string{"cluster-api-azure": mi + "capz"},
-					"dataPlaneOperators":     map[string]string{"disk-csi-driver": mi + "disk"},
-					"serviceManagedIdentity": mi + "service",
-				}},
-			},
-		},
-		"identity": map[string]any{
-			"type":                   "UserAssigned",
-			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}},
-		},
-	}
+	return armclient.ClusterBody(location, sub, rg, nil)
 }
 
 // dumpLogs prints the tail of our services' logs, so a failure can be diagnosed from its output.

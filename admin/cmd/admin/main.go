@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-
 	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/mgmtclusters"
@@ -28,6 +25,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
+	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
@@ -166,11 +164,8 @@ func run(o *options) error {
 	if err != nil {
 		return fmt.Errorf("--metrics-listen %s: %w", o.metricsListen, err)
 	}
-	csTLS, err := o.csTLS.Expecting(identity.ClusterService).Client(o.clusterService)
-	if err != nil {
-		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
-	}
-	conn, err := grpc.NewClient(o.clusterService, grpc.WithTransportCredentials(credentials.NewTLS(csTLS)))
+	// parseFlags requires the TLS files: the admin API never calls Cluster Service in plaintext.
+	conn, err := csclient.Dial(o.clusterService, o.csTLS)
 	if err != nil {
 		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
 	}

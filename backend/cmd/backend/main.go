@@ -3,14 +3,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -19,20 +15,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/openhcp/openhcp/backend/pkg/controller"
 	"github.com/openhcp/openhcp/backend/pkg/egress"
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/metrics"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
-	"github.com/openhcp/openhcp/internal/serverlimits"
+	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -53,118 +45,71 @@ type flags struct {
 	notifyCA           string
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(name); ok {
-		if d, err := time.ParseDuration(v); err == nil {
-			return d
-		}
-		fmt.Fprintf(os.Stderr, "backend: %s=%q is not a duration\n", name, v)
-		os.Exit(2)
-	}
-	return def
-}
-
-func parseFlags() flags {
+// parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
+func parseFlags(args []string, getenv func(string) string) (flags, error) {
+	fs := svcmain.NewFlags("backend", getenv)
 	var f flags
-	f.store.Register(flag.CommandLine, "BACKEND", os.Getenv)
-	flag.StringVar(&f.clusterService, "cluster-service", env("BACKEND_CLUSTER_SERVICE", "127.0.0.1:8090"), "Cluster Service gRPC address (env BACKEND_CLUSTER_SERVICE)")
-	flag.StringVar(&f.pprofTokenFile, "pprof-token-file", env("BACKEND_PPROF_TOKEN_FILE", ""), "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md) (env BACKEND_PPROF_TOKEN_FILE)")
-	flag.StringVar(&f.metricsListen, "metrics-listen", env("BACKEND_METRICS_LISTEN", "127.0.0.1:8081"), "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate), as a pod's must be for its probes and Prometheus (env BACKEND_METRICS_LISTEN)")
-	flag.StringVar(&f.metricsTLS.Cert, "tls-cert", env("BACKEND_TLS_CERT", ""), "server certificate (PEM) of --metrics-listen, re-read when it changes; required when that address is not loopback (env BACKEND_TLS_CERT)")
-	flag.StringVar(&f.metricsTLS.Key, "tls-key", env("BACKEND_TLS_KEY", ""), "server key (PEM) of --metrics-listen (env BACKEND_TLS_KEY)")
-	flag.StringVar(&f.csTLS.CA, "cluster-service-ca", env("BACKEND_CLUSTER_SERVICE_CA", ""), "CA file that verifies Cluster Service; with the cert flags enables TLS (env BACKEND_CLUSTER_SERVICE_CA)")
-	flag.StringVar(&f.csTLS.Cert, "cluster-service-cert", env("BACKEND_CLUSTER_SERVICE_CERT", ""), "client certificate for Cluster Service (the backend identity; re-read when it changes) (env BACKEND_CLUSTER_SERVICE_CERT)")
-	flag.StringVar(&f.csTLS.Key, "cluster-service-key", env("BACKEND_CLUSTER_SERVICE_KEY", ""), "client key for Cluster Service (env BACKEND_CLUSTER_SERVICE_KEY)")
-	flag.DurationVar(&f.cfg.ResyncPeriod, "resync-period", envDuration("BACKEND_RESYNC_PERIOD", 30*time.Second), "how often every active operation is rechecked without events (env BACKEND_RESYNC_PERIOD)")
-	flag.DurationVar(&f.cfg.CreateDeadline, "create-deadline", envDuration("BACKEND_CREATE_DEADLINE", 60*time.Minute), "create/update operations fail after this long (env BACKEND_CREATE_DEADLINE)")
-	flag.DurationVar(&f.cfg.DeleteDeadline, "delete-deadline", envDuration("BACKEND_DELETE_DEADLINE", 12*time.Hour), "delete operations fail after this long (env BACKEND_DELETE_DEADLINE)")
-	workers, err := strconv.Atoi(env("BACKEND_WORKERS", "4"))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "backend: BACKEND_WORKERS: %v\n", err)
-		os.Exit(2)
+	f.store.Register(fs.FlagSet, "BACKEND", getenv)
+	str, dur := fs.String, fs.Duration
+	str(&f.clusterService, "cluster-service", "BACKEND_CLUSTER_SERVICE", "127.0.0.1:8090", "Cluster Service gRPC address")
+	str(&f.pprofTokenFile, "pprof-token-file", "BACKEND_PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md)")
+	str(&f.metricsListen, "metrics-listen", "BACKEND_METRICS_LISTEN", "127.0.0.1:8081", "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate), as a pod's must be for its probes and Prometheus")
+	str(&f.metricsTLS.Cert, "tls-cert", "BACKEND_TLS_CERT", "", "server certificate (PEM) of --metrics-listen, re-read when it changes; required when that address is not loopback")
+	str(&f.metricsTLS.Key, "tls-key", "BACKEND_TLS_KEY", "", "server key (PEM) of --metrics-listen")
+	str(&f.csTLS.CA, "cluster-service-ca", "BACKEND_CLUSTER_SERVICE_CA", "", "CA file that verifies Cluster Service; with the cert flags enables TLS")
+	str(&f.csTLS.Cert, "cluster-service-cert", "BACKEND_CLUSTER_SERVICE_CERT", "", "client certificate for Cluster Service (the backend identity; re-read when it changes)")
+	str(&f.csTLS.Key, "cluster-service-key", "BACKEND_CLUSTER_SERVICE_KEY", "", "client key for Cluster Service")
+	dur(&f.cfg.ResyncPeriod, "resync-period", "BACKEND_RESYNC_PERIOD", 30*time.Second, "how often every active operation is rechecked without events")
+	dur(&f.cfg.CreateDeadline, "create-deadline", "BACKEND_CREATE_DEADLINE", 60*time.Minute, "create/update operations fail after this long")
+	dur(&f.cfg.DeleteDeadline, "delete-deadline", "BACKEND_DELETE_DEADLINE", 12*time.Hour, "delete operations fail after this long")
+	fs.Int(&f.cfg.Workers, "workers", "BACKEND_WORKERS", 4, "operations reconciled at once")
+	str(&f.statusMode, "status-mode", "BACKEND_STATUS_MODE", "watch", "watch: follow the store's change feed and Cluster Service's watch stream; poll: list active operations every --poll-interval and ask Cluster Service for each, as the ARO HCP backend did")
+	dur(&f.cfg.PollInterval, "poll-interval", "BACKEND_POLL_INTERVAL", 10*time.Second, "how often poll mode lists active operations")
+	fs.Bool(&f.leaderElect, "leader-elect", "BACKEND_LEADER_ELECT", true, "take the leader lease in the document store before processing, so only one replica writes")
+	dur(&f.lease.LeaseDuration, "lease-duration", "BACKEND_LEASE_DURATION", 15*time.Second, "a replica takes over the lease after seeing no renewal for this long; failover time after a crash")
+	str(&f.lease.Holder, "replica-id", "BACKEND_REPLICA_ID", svcmain.ReplicaID("backend"), "this replica's name in the leader lease (default hostname-pid)")
+	dur(&f.cfg.NotifyGiveUp, "notification-give-up", "BACKEND_NOTIFICATION_GIVE_UP", time.Hour, "how long after an operation ended its async notification is retried")
+	str(&f.notifyAllowedCIDRs, "notification-allowed-cidrs", "BACKEND_NOTIFICATION_ALLOWED_CIDRS", "", "TEST AND DEVELOPMENT ONLY: comma-separated CIDR prefixes (or addresses) that async notifications may reach although they are loopback, private or link-local; empty (the default) refuses every such address")
+	str(&f.notifyCA, "notification-ca", "BACKEND_NOTIFICATION_CA", "", "TEST AND DEVELOPMENT ONLY: CA file (PEM) that verifies notification receivers instead of the system's roots")
+	if err := fs.Parse(args); err != nil {
+		return flags{}, err
 	}
-	flag.IntVar(&f.cfg.Workers, "workers", workers, "operations reconciled at once (env BACKEND_WORKERS)")
-	flag.StringVar(&f.statusMode, "status-mode", env("BACKEND_STATUS_MODE", "watch"), "watch: follow the store's change feed and Cluster Service's watch stream; poll: list active operations every --poll-interval and ask Cluster Service for each, as the ARO HCP backend did (env BACKEND_STATUS_MODE)")
-	flag.DurationVar(&f.cfg.PollInterval, "poll-interval", envDuration("BACKEND_POLL_INTERVAL", 10*time.Second), "how often poll mode lists active operations (env BACKEND_POLL_INTERVAL)")
-	flag.BoolVar(&f.leaderElect, "leader-elect", env("BACKEND_LEADER_ELECT", "true") == "true", "take the leader lease in the document store before processing, so only one replica writes (env BACKEND_LEADER_ELECT)")
-	flag.DurationVar(&f.lease.LeaseDuration, "lease-duration", envDuration("BACKEND_LEASE_DURATION", 15*time.Second), "a replica takes over the lease after seeing no renewal for this long; failover time after a crash (env BACKEND_LEASE_DURATION)")
-	flag.StringVar(&f.lease.Holder, "replica-id", env("BACKEND_REPLICA_ID", defaultReplicaID()), "this replica's name in the leader lease (env BACKEND_REPLICA_ID; default hostname-pid)")
-	flag.DurationVar(&f.cfg.NotifyGiveUp, "notification-give-up", envDuration("BACKEND_NOTIFICATION_GIVE_UP", time.Hour), "how long after an operation ended its async notification is retried (env BACKEND_NOTIFICATION_GIVE_UP)")
-	flag.StringVar(&f.notifyAllowedCIDRs, "notification-allowed-cidrs", env("BACKEND_NOTIFICATION_ALLOWED_CIDRS", ""), "TEST AND DEVELOPMENT ONLY: comma-separated CIDR prefixes (or addresses) that async notifications may reach although they are loopback, private or link-local; empty (the default) refuses every such address (env BACKEND_NOTIFICATION_ALLOWED_CIDRS)")
-	flag.StringVar(&f.notifyCA, "notification-ca", env("BACKEND_NOTIFICATION_CA", ""), "TEST AND DEVELOPMENT ONLY: CA file (PEM) that verifies notification receivers instead of the system's roots (env BACKEND_NOTIFICATION_CA)")
-	flag.Parse()
 	f.cfg.StatusMode = controller.StatusMode(f.statusMode)
 	if err := f.store.Validate(); err != nil {
-		fail(err.Error())
+		return flags{}, err
 	}
 	switch {
 	case f.cfg.ResyncPeriod < time.Second:
-		fail("--resync-period must be at least 1s")
+		return flags{}, errors.New("--resync-period must be at least 1s")
 	case f.cfg.Workers < 1:
-		fail("--workers must be at least 1")
+		return flags{}, errors.New("--workers must be at least 1")
 	case f.cfg.CreateDeadline <= 0 || f.cfg.DeleteDeadline <= 0:
-		fail("--create-deadline and --delete-deadline must be positive")
+		return flags{}, errors.New("--create-deadline and --delete-deadline must be positive")
 	case f.cfg.StatusMode != controller.ModeWatch && f.cfg.StatusMode != controller.ModePoll:
-		fail("--status-mode must be watch or poll, not " + strconv.Quote(f.statusMode))
+		return flags{}, errors.New("--status-mode must be watch or poll, not " + strconv.Quote(f.statusMode))
 	case f.cfg.PollInterval < time.Second:
-		fail("--poll-interval must be at least 1s")
+		return flags{}, errors.New("--poll-interval must be at least 1s")
 	case f.lease.LeaseDuration < 2*time.Second:
-		fail("--lease-duration must be at least 2s")
+		return flags{}, errors.New("--lease-duration must be at least 2s")
 	case f.lease.Holder == "":
-		fail("--replica-id must not be empty")
+		return flags{}, errors.New("--replica-id must not be empty")
 	case f.cfg.NotifyGiveUp <= 0:
-		fail("--notification-give-up must be positive")
+		return flags{}, errors.New("--notification-give-up must be positive")
 	}
-	return f
+	return f, nil
 }
 
-func defaultReplicaID() string {
-	h, err := os.Hostname()
-	if err != nil {
-		h = "backend"
-	}
-	return h + "-" + strconv.Itoa(os.Getpid())
-}
+func main() { svcmain.Main("backend", parseFlags, start) }
 
-func fail(msg string) {
-	fmt.Fprintln(os.Stderr, "backend: "+msg)
-	os.Exit(2)
-}
-
-func main() {
-	f := parseFlags()
+func start(f flags) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("service", "backend")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, f, log); err != nil {
 		log.Error("backend stopped", "error", err)
-		os.Exit(1)
+		return err
 	}
-}
-
-// listenMetrics opens --metrics-listen: plaintext on loopback only; elsewhere (a pod, where the
-// kubelet probes and Prometheus scrapes the pod's address) TLS with --tls-cert, re-read when it
-// changes.
-func listenMetrics(f flags) (net.Listener, error) {
-	metricsTLS, err := f.metricsTLS.Metrics(f.metricsListen)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen %s / --tls-cert: %w", f.metricsListen, err)
-	}
-	l, err := net.Listen("tcp", f.metricsListen)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
-	}
-	if metricsTLS != nil {
-		l = tls.NewListener(l, metricsTLS)
-	}
-	return l, nil
+	return nil
 }
 
 // applyNotificationFlags reads --notification-allowed-cidrs and --notification-ca into the
@@ -196,22 +141,14 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	if err := applyNotificationFlags(&f, log); err != nil {
 		return err
 	}
-	mlis, err := listenMetrics(f)
+	metricsSrv, err := svcmain.ListenMetrics(f.metricsListen, f.metricsTLS)
 	if err != nil {
 		return err
 	}
-	defer mlis.Close()
-	csTLS, err := f.csTLS.Expecting(identity.ClusterService).Client(f.clusterService)
+	defer metricsSrv.Close()
+	conn, err := csclient.Dial(f.clusterService, f.csTLS)
 	if err != nil {
-		return fmt.Errorf("--cluster-service: %w", err)
-	}
-	creds := insecure.NewCredentials()
-	if csTLS != nil {
-		creds = credentials.NewTLS(csTLS)
-	}
-	conn, err := grpc.NewClient(f.clusterService, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return fmt.Errorf("dial cluster service %s: %w", f.clusterService, err)
+		return fmt.Errorf("--cluster-service %s: %w", f.clusterService, err)
 	}
 	defer conn.Close()
 
@@ -224,18 +161,8 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	opMetrics := metrics.New(reg)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	pprofmux.Register(mux, f.pprofTokenFile)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	metricsLimits := serverlimits.Metrics()
-	srv := metricsLimits.Server("", mux, nil)
-	go func() {
-		if err := srv.Serve(serverlimits.LimitListener(mlis, metricsLimits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "error", err)
-		}
-	}()
-	defer srv.Close()
+	pprofmux.Register(metricsSrv.Mux, f.pprofTokenFile)
+	metricsSrv.Serve(reg, log)
 
 	log.Info("backend started", "clusterService", f.clusterService, "metrics", f.metricsListen, "resyncPeriod", f.cfg.ResyncPeriod,
 		"statusMode", f.cfg.StatusMode, "leaderElect", f.leaderElect, "replica", f.lease.Holder)

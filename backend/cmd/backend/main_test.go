@@ -1,20 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"encoding/pem"
-	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/openhcp/openhcp/internal/pki"
-	"github.com/openhcp/openhcp/internal/tlsconfig"
+	"time"
 )
 
 // TestRunRefusesPlaintextOffLoopback: without a server certificate the backend's metrics stay on
@@ -59,45 +50,40 @@ func TestRunRefusesBadNotificationFlags(t *testing.T) {
 	}
 }
 
-// TestMetricsOffLoopbackServeTLS: with --tls-cert the metrics listener may bind every address (a
-// pod's, for the kubelet's probes and Prometheus) and then speaks only TLS with that certificate.
-func TestMetricsOffLoopbackServeTLS(t *testing.T) {
-	p, err := pki.Create(t.TempDir(), pki.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := p.MustFiles(pki.ClusterService) // any identity with a server certificate
-	l, err := listenMetrics(flags{metricsListen: "0.0.0.0:0", metricsTLS: tlsconfig.Files{Cert: files.Cert, Key: files.Key}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })}
-	go func() { _ = srv.Serve(l) }()
-	defer srv.Close()
-	addr := net.JoinHostPort("127.0.0.1", func() string { _, port, _ := net.SplitHostPort(l.Addr().String()); return port }())
-
-	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
-	if err != nil {
-		t.Fatalf("TLS handshake with the metrics listener: %v", err)
-	}
-	peer := conn.ConnectionState().PeerCertificates[0].Raw
-	conn.Close()
-	raw, err := os.ReadFile(files.Cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(raw)
-	if block == nil || !bytes.Equal(block.Bytes, peer) {
-		t.Fatal("the metrics listener did not present --tls-cert")
-	}
-	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			t.Fatal("plaintext request to the TLS metrics listener succeeded")
-		}
-	}
-	if _, err := listenMetrics(flags{metricsListen: "0.0.0.0:0"}); err == nil || !strings.Contains(err.Error(), "--metrics-listen") {
-		t.Fatalf("listenMetrics off loopback without --tls-cert = %v, want a refusal naming --metrics-listen", err)
+func TestParseFlags(t *testing.T) {
+	dsn := "postgres://backend@127.0.0.1/resourceprovider"
+	for _, tc := range []struct {
+		name        string
+		args        []string
+		env         map[string]string
+		wantErr     string
+		wantWorkers int
+		wantLeader  bool
+	}{
+		{name: "defaults_with_a_store_are_valid", args: []string{"--db-dsn", dsn}, wantWorkers: 4, wantLeader: true},
+		{name: "workers_and_leader_election_from_the_environment", env: map[string]string{"BACKEND_DB_DSN": dsn, "BACKEND_WORKERS": "8", "BACKEND_LEADER_ELECT": "false"}, wantWorkers: 8},
+		{name: "flags_override_the_environment", args: []string{"--db-dsn", dsn, "--workers", "2", "--leader-elect=true"}, env: map[string]string{"BACKEND_WORKERS": "8", "BACKEND_LEADER_ELECT": "false"}, wantWorkers: 2, wantLeader: true},
+		{name: "no_store_names_the_flag", wantErr: "--db-dsn"},
+		{name: "bad_workers_from_the_environment_names_flag_and_variable", args: []string{"--db-dsn", dsn}, env: map[string]string{"BACKEND_WORKERS": "four"}, wantErr: "--workers from BACKEND_WORKERS"},
+		{name: "bad_duration_from_the_environment_names_flag_and_variable", args: []string{"--db-dsn", dsn}, env: map[string]string{"BACKEND_RESYNC_PERIOD": "soon"}, wantErr: "--resync-period from BACKEND_RESYNC_PERIOD"},
+		{name: "unknown_status_mode", args: []string{"--db-dsn", dsn, "--status-mode", "push"}, wantErr: "--status-mode"},
+		{name: "zero_workers", args: []string{"--db-dsn", dsn, "--workers", "0"}, wantErr: "--workers"},
+		{name: "short_lease", args: []string{"--db-dsn", dsn, "--lease-duration", "1s"}, wantErr: "--lease-duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := parseFlags(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFlags: %v, want an error naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags: %v", err)
+			}
+			if f.store.DSN != dsn || f.cfg.Workers != tc.wantWorkers || f.leaderElect != tc.wantLeader || f.cfg.StatusMode != "watch" || f.cfg.ResyncPeriod != 30*time.Second {
+				t.Errorf("flags %+v, want the DSN, %d workers, leader election %v and the defaults", f, tc.wantWorkers, tc.wantLeader)
+			}
+		})
 	}
 }

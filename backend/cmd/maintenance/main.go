@@ -7,30 +7,20 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/maintenance"
+	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/identity"
-	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -67,7 +57,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.metricsListen, "metrics-listen", "MAINTENANCE_METRICS_LISTEN", "127.0.0.1:8084", "address of /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert")
 	str(&o.metricsTLS.Cert, "tls-cert", "MAINTENANCE_TLS_CERT", "", "server certificate (PEM) of --metrics-listen; required when that address is not loopback")
 	str(&o.metricsTLS.Key, "tls-key", "MAINTENANCE_TLS_KEY", "", "server key (PEM) of --metrics-listen")
-	str(&o.replicaID, "replica-id", "MAINTENANCE_REPLICA_ID", defaultReplicaID(), "this replica's name in the tasks it runs and in the campaign lease (default hostname-pid)")
+	str(&o.replicaID, "replica-id", "MAINTENANCE_REPLICA_ID", svcmain.ReplicaID("maintenance"), "this replica's name in the tasks it runs and in the campaign lease (default hostname-pid)")
 	str(&o.logLevel, "log-level", "MAINTENANCE_LOG_LEVEL", "info", "debug, info, warn or error")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 4, "tasks running at once across every replica; the same on every replica")
 	fs.Duration(&o.taskLease, "task-lease", "MAINTENANCE_TASK_LEASE", 30*time.Second, "a running task whose replica has not written it for this long is resumed by another; a step must return within half of it")
@@ -100,14 +90,6 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	return o, nil
 }
 
-func defaultReplicaID() string {
-	h, err := os.Hostname()
-	if err != nil {
-		h = "maintenance"
-	}
-	return h + "-" + strconv.Itoa(os.Getpid())
-}
-
 func main() { svcmain.Main("maintenance", parseFlags, start) }
 
 func start(o *options) error {
@@ -119,21 +101,14 @@ func start(o *options) error {
 }
 
 func run(ctx context.Context, o *options, log *slog.Logger) error {
-	metricsTLS, err := o.metricsTLS.Metrics(o.metricsListen)
+	metricsSrv, err := svcmain.ListenMetrics(o.metricsListen, o.metricsTLS)
 	if err != nil {
-		return fmt.Errorf("--metrics-listen %s / --tls-cert: %w", o.metricsListen, err)
+		return err
 	}
-	csTLS, err := o.csTLS.Expecting(identity.ClusterService).Client(o.clusterService)
+	defer metricsSrv.Close()
+	conn, err := csclient.Dial(o.clusterService, o.csTLS)
 	if err != nil {
-		return fmt.Errorf("--cluster-service: %w", err)
-	}
-	creds := insecure.NewCredentials()
-	if csTLS != nil {
-		creds = credentials.NewTLS(csTLS)
-	}
-	conn, err := grpc.NewClient(o.clusterService, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return fmt.Errorf("dial cluster service %s: %w", o.clusterService, err)
+		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
 	}
 	defer conn.Close()
 	st, err := o.store.Open(ctx, log)
@@ -163,24 +138,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		maintenance.NewCollector(tasks, campaigns, requests))
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mlis, err := net.Listen("tcp", o.metricsListen)
-	if err != nil {
-		return fmt.Errorf("--metrics-listen %s: %w", o.metricsListen, err)
-	}
-	if metricsTLS != nil {
-		mlis = tls.NewListener(mlis, metricsTLS)
-	}
-	limits := serverlimits.Metrics()
-	srv := limits.Server("", mux, nil)
-	go func() {
-		if err := srv.Serve(serverlimits.LimitListener(mlis, limits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "error", err)
-		}
-	}()
-	defer srv.Close()
+	metricsSrv.Serve(reg, log)
 
 	log.Info("maintenance started", "clusterService", o.clusterService, "metrics", o.metricsListen, "maxInFlight", o.maxInFlight)
 	done := make(chan error, 1)

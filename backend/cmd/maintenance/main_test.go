@@ -12,15 +12,13 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/openhcp/openhcp/backend/pkg/maintenance"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
+	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -70,30 +68,13 @@ func TestRunUpgradesThroughClusterService(t *testing.T) {
 	defer cancel()
 	pg := pgservertest.Start(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), log, envelopetest.Keyring(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	srv := csserver.New(db, csserver.Config{KeepAlive: time.Second, Log: log})
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(l) }()
-	t.Cleanup(func() { srv.Drain(); g.Stop() })
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	cs := servertest.Start(t, pg)
+	conn := cs.Conn
 	if _, err := csv1.NewProvisionShardsClient(conn).RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{
 		Name: "mgmt-1", Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 5}}); err != nil {
 		t.Fatal(err)
 	}
-	id := createReadyCluster(ctx, t, conn, db, "4.19.16")
+	id := createReadyCluster(ctx, t, conn, cs.Store, "4.19.16")
 
 	storeDSN := pgservertest.NewDatabase(t, pg)
 	st, err := postgres.Open(ctx, storeDSN, postgres.Options{Logger: log})
@@ -117,7 +98,7 @@ func TestRunUpgradesThroughClusterService(t *testing.T) {
 	ml.Close()
 	o := &options{
 		store:          storeconfig.Flags{Backend: storeconfig.Postgres, DSN: storeDSN},
-		clusterService: l.Addr().String(),
+		clusterService: cs.Addr,
 		metricsListen:  metricsAddr,
 		replicaID:      "m1",
 		maxInFlight:    2,
@@ -140,7 +121,7 @@ func TestRunUpgradesThroughClusterService(t *testing.T) {
 		if err != nil || task.Data[maintenance.DataPolicy] == "" {
 			return nil, false
 		}
-		c, err := db.GetCluster(ctx, id)
+		c, err := cs.Store.GetCluster(ctx, id)
 		return c, err == nil
 	})
 	if c.Spec.GetVersionId() == "4.19.16" && c.Status.GetUpgrade() == nil {

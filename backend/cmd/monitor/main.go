@@ -5,32 +5,23 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/openhcp/openhcp/backend/pkg/monitor"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/identity"
-	"github.com/openhcp/openhcp/internal/serverlimits"
+	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -66,83 +57,59 @@ func (p *probeFlags) Set(v string) error {
 	return nil
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, ok := os.LookupEnv(name); ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			fail(fmt.Sprintf("%s=%q is not a duration", name, v))
-		}
-		return d
-	}
-	return def
-}
-
-func parseFlags() flags {
+// parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
+func parseFlags(args []string, getenv func(string) string) (flags, error) {
+	fs := svcmain.NewFlags("monitor", getenv)
 	var f flags
-	f.store.Register(flag.CommandLine, "MONITOR", os.Getenv)
-	flag.StringVar(&f.clusterService, "cluster-service", env("MONITOR_CLUSTER_SERVICE", "127.0.0.1:8090"), "Cluster Service gRPC address (env MONITOR_CLUSTER_SERVICE)")
-	flag.StringVar(&f.csTLS.CA, "cluster-service-ca", env("MONITOR_CLUSTER_SERVICE_CA", ""), "CA file that verifies Cluster Service; with the cert flags enables TLS (env MONITOR_CLUSTER_SERVICE_CA)")
-	flag.StringVar(&f.csTLS.Cert, "cluster-service-cert", env("MONITOR_CLUSTER_SERVICE_CERT", ""), "client certificate for Cluster Service (the monitor identity; re-read when it changes) (env MONITOR_CLUSTER_SERVICE_CERT)")
-	flag.StringVar(&f.csTLS.Key, "cluster-service-key", env("MONITOR_CLUSTER_SERVICE_KEY", ""), "client key for Cluster Service (env MONITOR_CLUSTER_SERVICE_KEY)")
-	flag.StringVar(&f.metricsListen, "metrics-listen", env("MONITOR_METRICS_LISTEN", "127.0.0.1:8083"), "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert (env MONITOR_METRICS_LISTEN)")
-	flag.StringVar(&f.metricsTLS.Cert, "tls-cert", env("MONITOR_TLS_CERT", ""), "server certificate (PEM) of --metrics-listen; required when that address is not loopback (env MONITOR_TLS_CERT)")
-	flag.StringVar(&f.metricsTLS.Key, "tls-key", env("MONITOR_TLS_KEY", ""), "server key (PEM) of --metrics-listen (env MONITOR_TLS_KEY)")
-	flag.StringVar(&f.share.Holder, "replica-id", env("MONITOR_REPLICA_ID", defaultReplicaID()), "this replica's name in the leases (env MONITOR_REPLICA_ID; default hostname-pid)")
-	flag.IntVar(&f.share.Buckets, "buckets", 16, "buckets the fleet is cut into; the same on every replica")
-	flag.DurationVar(&f.share.LeaseDuration, "lease-duration", envDuration("MONITOR_LEASE_DURATION", 15*time.Second), "a dead replica's buckets move after this long (env MONITOR_LEASE_DURATION)")
-	flag.DurationVar(&f.interval, "interval", envDuration("MONITOR_INTERVAL", 30*time.Second), "how often every owned cluster, node pool and shard is checked (env MONITOR_INTERVAL)")
-	flag.DurationVar(&f.limits.StaleAfter, "stale-after", envDuration("MONITOR_STALE_AFTER", 3*time.Minute), "a shard whose feedback path has not worked for this long makes its clusters stale (env MONITOR_STALE_AFTER)")
-	flag.DurationVar(&f.limits.PendingSLO, "pending-slo", envDuration("MONITOR_PENDING_SLO", 10*time.Minute), "a pending cluster or node pool is stuck after this long (env MONITOR_PENDING_SLO)")
-	flag.DurationVar(&f.limits.ChangeSLO, "change-slo", envDuration("MONITOR_CHANGE_SLO", time.Hour), "an install, update or uninstall without an observed status change for this long is stuck (env MONITOR_CHANGE_SLO)")
-	flag.Var(&f.probes, "shard-probe", "shard=url,ca-file,cert-file,key-file: GET url (the shard's kube-apiserver /readyz) with that TLS; repeat per shard")
-	flag.Parse()
+	f.store.Register(fs.FlagSet, "MONITOR", getenv)
+	str, dur := fs.String, fs.Duration
+	str(&f.clusterService, "cluster-service", "MONITOR_CLUSTER_SERVICE", "127.0.0.1:8090", "Cluster Service gRPC address")
+	str(&f.csTLS.CA, "cluster-service-ca", "MONITOR_CLUSTER_SERVICE_CA", "", "CA file that verifies Cluster Service; with the cert flags enables TLS")
+	str(&f.csTLS.Cert, "cluster-service-cert", "MONITOR_CLUSTER_SERVICE_CERT", "", "client certificate for Cluster Service (the monitor identity; re-read when it changes)")
+	str(&f.csTLS.Key, "cluster-service-key", "MONITOR_CLUSTER_SERVICE_KEY", "", "client key for Cluster Service")
+	str(&f.metricsListen, "metrics-listen", "MONITOR_METRICS_LISTEN", "127.0.0.1:8083", "address for /metrics and /healthz: plaintext on loopback, elsewhere TLS with --tls-cert")
+	str(&f.metricsTLS.Cert, "tls-cert", "MONITOR_TLS_CERT", "", "server certificate (PEM) of --metrics-listen; required when that address is not loopback")
+	str(&f.metricsTLS.Key, "tls-key", "MONITOR_TLS_KEY", "", "server key (PEM) of --metrics-listen")
+	str(&f.share.Holder, "replica-id", "MONITOR_REPLICA_ID", svcmain.ReplicaID("monitor"), "this replica's name in the leases (default hostname-pid)")
+	fs.IntVar(&f.share.Buckets, "buckets", 16, "buckets the fleet is cut into; the same on every replica")
+	dur(&f.share.LeaseDuration, "lease-duration", "MONITOR_LEASE_DURATION", 15*time.Second, "a dead replica's buckets move after this long")
+	dur(&f.interval, "interval", "MONITOR_INTERVAL", 30*time.Second, "how often every owned cluster, node pool and shard is checked")
+	dur(&f.limits.StaleAfter, "stale-after", "MONITOR_STALE_AFTER", 3*time.Minute, "a shard whose feedback path has not worked for this long makes its clusters stale")
+	dur(&f.limits.PendingSLO, "pending-slo", "MONITOR_PENDING_SLO", 10*time.Minute, "a pending cluster or node pool is stuck after this long")
+	dur(&f.limits.ChangeSLO, "change-slo", "MONITOR_CHANGE_SLO", time.Hour, "an install, update or uninstall without an observed status change for this long is stuck")
+	fs.Var(&f.probes, "shard-probe", "shard=url,ca-file,cert-file,key-file: GET url (the shard's kube-apiserver /readyz) with that TLS; repeat per shard")
+	if err := fs.Parse(args); err != nil {
+		return flags{}, err
+	}
 	if err := f.store.Validate(); err != nil {
-		fail(err.Error())
+		return flags{}, err
 	}
 	switch {
 	case f.share.Holder == "":
-		fail("--replica-id must not be empty")
+		return flags{}, errors.New("--replica-id must not be empty")
 	case f.share.Buckets < 1 || f.share.Buckets > 1024:
-		fail("--buckets must be between 1 and 1024")
+		return flags{}, fmt.Errorf("invalid value %d for --buckets: must be between 1 and 1024", f.share.Buckets)
 	case f.share.LeaseDuration < 2*time.Second:
-		fail("--lease-duration must be at least 2s")
+		return flags{}, fmt.Errorf("invalid value %s for --lease-duration: must be at least 2s", f.share.LeaseDuration)
 	case f.interval < time.Second:
-		fail("--interval must be at least 1s")
+		return flags{}, fmt.Errorf("invalid value %s for --interval: must be at least 1s", f.interval)
 	case f.limits.StaleAfter <= 0 || f.limits.PendingSLO <= 0 || f.limits.ChangeSLO <= 0:
-		fail("--stale-after, --pending-slo and --change-slo must be positive")
+		return flags{}, errors.New("--stale-after, --pending-slo and --change-slo must be positive")
 	}
-	return f
+	return f, nil
 }
 
-func defaultReplicaID() string {
-	h, err := os.Hostname()
-	if err != nil {
-		h = "monitor"
-	}
-	return h + "-" + strconv.Itoa(os.Getpid())
-}
+func main() { svcmain.Main("monitor", parseFlags, start) }
 
-func fail(msg string) {
-	fmt.Fprintln(os.Stderr, "monitor: "+msg)
-	os.Exit(2)
-}
-
-func main() {
-	f := parseFlags()
+func start(f flags) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("service", "monitor", "replica", f.share.Holder)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, f, log); err != nil {
 		log.Error("monitor stopped", "error", err)
-		os.Exit(1)
+		return err
 	}
+	return nil
 }
 
 func probes(f flags) (map[string]monitor.Probe, error) {
@@ -158,33 +125,18 @@ func probes(f flags) (map[string]monitor.Probe, error) {
 }
 
 func run(ctx context.Context, f flags, log *slog.Logger) error {
-	metricsTLS, err := f.metricsTLS.Metrics(f.metricsListen)
+	metricsSrv, err := svcmain.ListenMetrics(f.metricsListen, f.metricsTLS)
 	if err != nil {
-		return fmt.Errorf("--metrics-listen %s / --tls-cert: %w", f.metricsListen, err)
+		return err
 	}
-	mlis, err := net.Listen("tcp", f.metricsListen)
-	if err != nil {
-		return fmt.Errorf("--metrics-listen %s: %w", f.metricsListen, err)
-	}
-	if metricsTLS != nil {
-		mlis = tls.NewListener(mlis, metricsTLS)
-	}
-	defer mlis.Close()
+	defer metricsSrv.Close()
 	pr, err := probes(f)
 	if err != nil {
 		return err
 	}
-	csTLS, err := f.csTLS.Expecting(identity.ClusterService).Client(f.clusterService)
+	conn, err := csclient.Dial(f.clusterService, f.csTLS)
 	if err != nil {
-		return fmt.Errorf("--cluster-service: %w", err)
-	}
-	creds := insecure.NewCredentials()
-	if csTLS != nil {
-		creds = credentials.NewTLS(csTLS)
-	}
-	conn, err := grpc.NewClient(f.clusterService, grpc.WithTransportCredentials(creds))
-	if err != nil {
-		return fmt.Errorf("dial cluster service %s: %w", f.clusterService, err)
+		return fmt.Errorf("--cluster-service %s: %w", f.clusterService, err)
 	}
 	defer conn.Close()
 	st, err := f.store.Open(ctx, log)
@@ -206,17 +158,7 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 		Probes: pr, Owner: sharer, Limits: f.limits, Metrics: metrics, Log: log, Reports: st, Replica: f.share.Holder,
 	})
 
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	limits := serverlimits.Metrics()
-	srv := limits.Server("", mux, nil)
-	go func() {
-		if err := srv.Serve(serverlimits.LimitListener(mlis, limits.MaxConns)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "error", err)
-		}
-	}()
-	defer srv.Close()
+	metricsSrv.Serve(reg, log)
 	log.Info("monitor started", "clusterService", f.clusterService, "metrics", f.metricsListen, "interval", f.interval,
 		"buckets", f.share.Buckets, "leaseDuration", f.share.LeaseDuration, "probedShards", len(pr))
 	monitor.Run(ctx, sharer, checker, f.interval, log)

@@ -10,17 +10,51 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/openhcp/openhcp/backend/pkg/monitor"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
-	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
-	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
+
+func TestParseFlags(t *testing.T) {
+	dsn := "postgres://monitor@127.0.0.1/resourceprovider"
+	for _, tc := range []struct {
+		name         string
+		args         []string
+		env          map[string]string
+		wantErr      string
+		wantInterval time.Duration
+	}{
+		{name: "defaults_with_a_store_are_valid", args: []string{"--db-dsn", dsn}, wantInterval: 30 * time.Second},
+		{name: "store_and_interval_from_the_environment", env: map[string]string{"MONITOR_DB_DSN": dsn, "MONITOR_INTERVAL": "5s"}, wantInterval: 5 * time.Second},
+		{name: "flag_overrides_the_environment", args: []string{"--db-dsn", dsn, "--interval", "2s"}, env: map[string]string{"MONITOR_INTERVAL": "5s"}, wantInterval: 2 * time.Second},
+		{name: "no_store_names_the_flag", wantErr: "--db-dsn"},
+		{name: "bad_duration_from_the_environment_names_flag_and_variable", args: []string{"--db-dsn", dsn}, env: map[string]string{"MONITOR_STALE_AFTER": "soon"}, wantErr: "--stale-after from MONITOR_STALE_AFTER"},
+		{name: "too_many_buckets", args: []string{"--db-dsn", dsn, "--buckets", "2000"}, wantErr: "--buckets"},
+		{name: "short_lease", args: []string{"--db-dsn", dsn, "--lease-duration", "1s"}, wantErr: "--lease-duration"},
+		{name: "short_interval", args: []string{"--db-dsn", dsn, "--interval", "10ms"}, wantErr: "--interval"},
+		{name: "bad_shard_probe", args: []string{"--db-dsn", dsn, "--shard-probe", "mgmt-1"}, wantErr: "shard-probe"},
+		{name: "positional_arguments_are_refused", args: []string{"--db-dsn", dsn, "extra"}, wantErr: "unexpected arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := parseFlags(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("parseFlags: %v", err)
+				}
+				if f.store.DSN != dsn || f.interval != tc.wantInterval || f.share.Buckets != 16 || f.share.LeaseDuration != 15*time.Second || f.clusterService != "127.0.0.1:8090" {
+					t.Errorf("flags %+v, want the DSN, interval %s and the defaults", f, tc.wantInterval)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("parseFlags: %v, want an error naming %s", err, tc.wantErr)
+			}
+		})
+	}
+}
 
 // TestRunServesTheFleetsHealth runs the command's wiring against a real Cluster Service and
 // document store: /metrics soon shows the registered shard's capacity and every bucket held.
@@ -29,21 +63,8 @@ func TestRunServesTheFleetsHealth(t *testing.T) {
 	defer cancel()
 	pg := pgservertest.Start(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), log, envelopetest.Keyring(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	srv := csserver.New(db, csserver.Config{KeepAlive: time.Second, Log: log})
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(l) }()
-	t.Cleanup(func() { srv.Drain(); g.Stop() })
-	if _, err := db.RegisterShard(ctx, placement.Shard{Name: "mgmt-1", Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 7}); err != nil {
+	cs := servertest.Start(t, pg)
+	if _, err := cs.Store.RegisterShard(ctx, placement.Shard{Name: "mgmt-1", Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 7}); err != nil {
 		t.Fatal(err)
 	}
 	ml, err := net.Listen("tcp", "127.0.0.1:0")
@@ -55,7 +76,7 @@ func TestRunServesTheFleetsHealth(t *testing.T) {
 
 	f := flags{
 		store:          storeconfig.Flags{Backend: storeconfig.Postgres, DSN: pgservertest.NewDatabase(t, pg)},
-		clusterService: l.Addr().String(),
+		clusterService: cs.Addr,
 		metricsListen:  metricsAddr,
 		share:          monitor.ShareConfig{Holder: "m1", Buckets: 4, LeaseDuration: 2 * time.Second},
 		interval:       200 * time.Millisecond,

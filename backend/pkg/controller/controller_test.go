@@ -6,22 +6,18 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
+	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
-	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 
@@ -56,25 +52,8 @@ func newHarness(t *testing.T) *harness {
 		t.Fatalf("open document store: %v", err)
 	}
 	t.Cleanup(docs.Close)
-	csDB, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), slog.New(slog.NewTextHandler(io.Discard, nil)), envelopetest.Keyring(t))
-	if err != nil {
-		t.Fatalf("open cluster service store: %v", err)
-	}
-	t.Cleanup(csDB.Close)
-	srv := csserver.New(csDB, csserver.Config{KeepAlive: time.Second, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(l) }()
-	t.Cleanup(func() { srv.Drain(); g.Stop() })
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	cs := servertest.Start(t, pg)
+	csDB, conn := cs.Store, cs.Conn
 	h := &harness{t: t, pg: pg, dsn: dsn, docs: docs, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), csDB: csDB, sub: uuid.NewString(), shard: "mgmt-1"}
 	if _, err := csv1.NewProvisionShardsClient(conn).RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{
 		Name: h.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 10,

@@ -23,59 +23,24 @@ func (c Clients) observeExternalAuth(ctx context.Context, op *armdoc.OperationDo
 	return observed("external auth", op.InternalID, ea, err, func(ea *csv1.ExternalAuth) Outcome { return mapExternalAuth(op, ea) })
 }
 
+// externalAuthOutcomes are the external auth states (docs/cluster-service.md, "External auth
+// states"): PENDING → Accepted, INSTALLING → Provisioning, UPDATING → Updating, READY →
+// Succeeded, ERROR → Failed, UNINSTALLING → Deleting (or Canceled for a create or update it
+// interrupts).
+var externalAuthOutcomes = childOutcomes[csv1.ExternalAuthState]{
+	noun:            "external auth",
+	ready:           csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY,
+	failed:          csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_ERROR,
+	deleting:        csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING,
+	notStarted:      []csv1.ExternalAuthState{csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING, csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNSPECIFIED},
+	failedMessage:   "The external auth could not be applied.",
+	canceledMessage: "The operation was canceled because the external auth, or its cluster, is being deleted.",
+}
+
 // mapExternalAuth derives the outcome of op from the external auth's Cluster Service state
-// (docs/cluster-service.md, "External auth states"): PENDING → Accepted, INSTALLING →
-// Provisioning, UPDATING → Updating, READY → Succeeded, ERROR → Failed, UNINSTALLING → Deleting
-// (or Canceled for a create or update it interrupts). A nil external auth is unknown to Cluster
-// Service: a finished delete, or a create or update that can no longer finish.
+// (childOutcomes.outcome). A nil external auth is unknown to Cluster Service.
 func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) Outcome {
-	if op.Request == armdoc.OperationDelete {
-		if ea == nil {
-			return Outcome{Status: armdoc.StateSucceeded, Gone: true}
-		}
-		return Outcome{Status: armdoc.StateDeleting}
-	}
-	if ea == nil {
-		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{
-			Code:    "InternalServerError",
-			Message: fmt.Sprintf("The external auth %s is no longer known to the service.", op.ExternalID),
-		}}
-	}
-	st := ea.GetStatus()
-	if awaitingRevision(op) && st.GetState() != csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING {
-		return notRecorded() // neither an old READY nor an old ERROR speaks for this update
-	}
-	switch st.GetState() {
-	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY:
-		// READY about an older spec than the update's does not end it (readyAt).
-		if op.Request == armdoc.OperationUpdate && !readyAt(st.GetObservedRevision(), op) {
-			return Outcome{Status: armdoc.StateUpdating}
-		}
-		return Outcome{Status: armdoc.StateSucceeded}
-	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_ERROR:
-		code := st.GetErrorCode()
-		if code == "" {
-			code = "ProvisioningFailed"
-		}
-		msg := st.GetMessage()
-		if msg == "" {
-			msg = "The external auth could not be applied."
-		}
-		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
-	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING:
-		return Outcome{Status: armdoc.StateCanceled, Err: &armdoc.CloudErrorBody{
-			Code:    "Canceled",
-			Message: "The operation was canceled because the external auth, or its cluster, is being deleted.",
-		}}
-	}
-	if op.Request == armdoc.OperationUpdate {
-		return Outcome{Status: armdoc.StateUpdating}
-	}
-	switch st.GetState() {
-	case csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING, csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNSPECIFIED:
-		return Outcome{Status: armdoc.StateAccepted}
-	}
-	return Outcome{Status: armdoc.StateProvisioning}
+	return externalAuthOutcomes.outcome(op, ea != nil, ea.GetStatus())
 }
 
 // followExternalAuths follows Cluster Service's external auth watch (reconcile.Follow).

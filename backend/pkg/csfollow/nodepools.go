@@ -22,59 +22,21 @@ func (c Clients) observeNodePool(ctx context.Context, op *armdoc.OperationDocume
 	return observed("node pool", op.InternalID, np, err, func(np *csv1.NodePool) Outcome { return mapNodePool(op, np) })
 }
 
+// nodePoolOutcomes are the node pool states (docs/cluster-service.md, "Node pool states").
+var nodePoolOutcomes = childOutcomes[csv1.NodePoolState]{
+	noun:            "node pool",
+	ready:           csv1.NodePoolState_NODE_POOL_STATE_READY,
+	failed:          csv1.NodePoolState_NODE_POOL_STATE_ERROR,
+	deleting:        csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING,
+	notStarted:      []csv1.NodePoolState{csv1.NodePoolState_NODE_POOL_STATE_PENDING, csv1.NodePoolState_NODE_POOL_STATE_UNSPECIFIED},
+	failedMessage:   "The node pool reported a failure.",
+	canceledMessage: "The operation was canceled because the node pool is being deleted.",
+}
+
 // mapNodePool derives the outcome of op from the node pool's Cluster Service state
-// (docs/cluster-service.md, "Node pool states"). A nil pool means Cluster Service does not
-// know it.
+// (childOutcomes.outcome). A nil pool means Cluster Service does not know it.
 func mapNodePool(op *armdoc.OperationDocument, np *csv1.NodePool) Outcome {
-	if op.Request == armdoc.OperationDelete {
-		if np == nil {
-			return Outcome{Status: armdoc.StateSucceeded, Gone: true}
-		}
-		return Outcome{Status: armdoc.StateDeleting}
-	}
-	if np == nil {
-		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{
-			Code:    "InternalServerError",
-			Message: fmt.Sprintf("The node pool %s is no longer known to the service.", op.ExternalID),
-		}}
-	}
-	st := np.GetStatus()
-	if awaitingRevision(op) && st.GetState() != csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING {
-		return notRecorded() // neither an old READY nor an old ERROR speaks for this update
-	}
-	switch st.GetState() {
-	case csv1.NodePoolState_NODE_POOL_STATE_ERROR:
-		code := st.GetErrorCode()
-		if code == "" {
-			code = "ProvisioningFailed"
-		}
-		msg := st.GetMessage()
-		if msg == "" {
-			msg = "The node pool reported a failure."
-		}
-		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: code, Message: msg}}
-	case csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING:
-		// The pool, or its cluster, is being deleted while this create or update ran.
-		return Outcome{Status: armdoc.StateCanceled, Err: &armdoc.CloudErrorBody{
-			Code:    "Canceled",
-			Message: "The operation was canceled because the node pool is being deleted.",
-		}}
-	}
-	if op.Request == armdoc.OperationUpdate {
-		// Cluster Service's READY already means the nodes and version its spec asks for
-		// (DeriveNodePoolStatus); observed_revision says which spec that is.
-		if st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY && readyAt(st.GetObservedRevision(), op) {
-			return Outcome{Status: armdoc.StateSucceeded}
-		}
-		return Outcome{Status: armdoc.StateUpdating}
-	}
-	switch st.GetState() {
-	case csv1.NodePoolState_NODE_POOL_STATE_READY:
-		return Outcome{Status: armdoc.StateSucceeded}
-	case csv1.NodePoolState_NODE_POOL_STATE_PENDING, csv1.NodePoolState_NODE_POOL_STATE_UNSPECIFIED:
-		return Outcome{Status: armdoc.StateAccepted}
-	}
-	return Outcome{Status: armdoc.StateProvisioning}
+	return nodePoolOutcomes.outcome(op, np != nil, np.GetStatus())
 }
 
 // readyAt is the one completion rule of an update, for every kind: the READY status reflects a

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,14 +13,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
+	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
-	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/healthdoc"
 	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
@@ -44,26 +39,8 @@ func newFleet(t *testing.T) *fleet {
 	t.Helper()
 	ctx := context.Background()
 	pg := pgservertest.Start(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), log, envelopetest.Keyring(t))
-	if err != nil {
-		t.Fatalf("open cluster service store: %v", err)
-	}
-	t.Cleanup(db.Close)
-	srv := csserver.New(db, csserver.Config{KeepAlive: time.Second, Log: log})
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = g.Serve(l) }()
-	t.Cleanup(func() { srv.Drain(); g.Stop() })
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	cs := servertest.Start(t, pg)
+	db, conn := cs.Store, cs.Conn
 	f := &fleet{t: t, db: db, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), sh: csv1.NewProvisionShardsClient(conn), sub: uuid.NewString(), shard: "mgmt-1", pg: pg}
 	if _, err := f.sh.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: f.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 4}}); err != nil {
 		t.Fatalf("register shard: %v", err)

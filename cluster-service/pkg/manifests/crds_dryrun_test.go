@@ -24,7 +24,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -44,7 +43,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/model"
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/mgmtclustertest"
 )
 
 const armCluster = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/"
@@ -170,23 +169,9 @@ func nodePoolCases() map[string]*csv1.NodePoolSpec {
 }
 
 func TestClusterServiceManifestsPassTheRealCRDs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real etcd and kube-apiserver")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
-		Name: "dryrun", Dir: filepath.Join(dir, "state"), LogDir: filepath.Join(dir, "logs"), APIServerPath: apiserver, EtcdPath: etcd,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Stop()
+	mc := mgmtclustertest.Start(ctx, t, "dryrun")
 	dyn, err := dynamic.NewForConfig(mc.RESTConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -13,15 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
-
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/frontend"
 	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
+	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
-	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pprofmux"
 	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/svcmain"
@@ -117,15 +113,7 @@ func run(o *options) error {
 	if err != nil {
 		return fmt.Errorf("--metrics-listen %s: %w", o.metricsListen, err)
 	}
-	csTLS, err := o.csTLS.Expecting(identity.ClusterService).Client(o.clusterService)
-	if err != nil {
-		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
-	}
-	creds := insecure.NewCredentials()
-	if csTLS != nil {
-		creds = credentials.NewTLS(csTLS)
-	}
-	conn, err := grpc.NewClient(o.clusterService, grpc.WithTransportCredentials(creds))
+	conn, err := csclient.Dial(o.clusterService, o.csTLS)
 	if err != nil {
 		return fmt.Errorf("--cluster-service %s: %w", o.clusterService, err)
 	}

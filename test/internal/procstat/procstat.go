@@ -18,7 +18,9 @@ const tick = 10 * time.Millisecond
 type Stat struct {
 	// Comm is the command name the kernel keeps (at most 15 bytes; may contain spaces).
 	Comm string
-	PPID int
+	// State is the process state letter (R, S, D, Z for a zombie, ...).
+	State string
+	PPID  int
 	// Own is the process's user + system CPU time (utime + stime); Children is that of its
 	// children it has reaped (cutime + cstime).
 	Own, Children time.Duration
@@ -55,7 +57,7 @@ func Parse(s string) (Stat, error) {
 		}
 		return v
 	}
-	st := Stat{Comm: s[open+1 : closeAt], PPID: int(n(4)),
+	st := Stat{Comm: s[open+1 : closeAt], State: f[0], PPID: int(n(4)),
 		Own: time.Duration(n(14)+n(15)) * tick, Children: time.Duration(n(16)+n(17)) * tick}
 	return st, bad
 }
@@ -91,6 +93,29 @@ func List() ([]Proc, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// Alive says whether pid runs; one that has exited, reaped or not (a zombie), does not.
+func Alive(pid int) bool {
+	st, err := Read(pid)
+	return err == nil && st.State != "Z"
+}
+
+// Descendants are the processes of procs below root (its children, theirs, ...), in breadth-first
+// order from root, each before its own children.
+func Descendants(procs []Proc, root int) []Proc {
+	children := map[int][]Proc{}
+	for _, p := range procs {
+		children[p.PPID] = append(children[p.PPID], p)
+	}
+	var out []Proc
+	queue := children[root]
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = append(queue[1:], children[p.PID]...)
+		out = append(out, p)
+	}
+	return out
 }
 
 // Mentions says whether any of p's arguments contains s.

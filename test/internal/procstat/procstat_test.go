@@ -2,6 +2,8 @@ package procstat
 
 import (
 	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -13,9 +15,9 @@ func TestParse(t *testing.T) {
 		wantErr  bool
 	}{
 		{name: "plain", in: "42 (etcd) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 3 1 20 0 12 0 100 1000 10 0",
-			want: Stat{Comm: "etcd", PPID: 7, Own: 3 * time.Second, Children: 40 * time.Millisecond}},
+			want: Stat{Comm: "etcd", State: "S", PPID: 7, Own: 3 * time.Second, Children: 40 * time.Millisecond}},
 		{name: "name with spaces and a parenthesis", in: "9 (a b) c)) R 1 9 9 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 1 1 1 0",
-			want: Stat{Comm: "a b) c)", PPID: 1, Own: 30 * time.Millisecond}},
+			want: Stat{Comm: "a b) c)", State: "R", PPID: 1, Own: 30 * time.Millisecond}},
 		{name: "no name", in: "9 etcd S 1", wantErr: true},
 		{name: "short", in: "9 (etcd) S 1 9 9", wantErr: true},
 		{name: "not a number", in: "42 (etcd) S 7 42 42 0 -1 4194560 100 0 0 0 x 50 3 1 20 0 12 0 100 1000 10 0", wantErr: true},
@@ -109,5 +111,49 @@ func TestReadSchedSelf(t *testing.T) {
 	}
 	if _, err := ReadSched(-1); err == nil {
 		t.Error("ReadSched(-1): no error")
+	}
+}
+
+// TestDescendantsAndAlive starts a shell that starts a sleep: both are this test's descendants,
+// the sleep after the shell, and both are alive until killed; a reaped one is not.
+func TestDescendantsAndAlive(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 300 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	var below []Proc
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		procs, err := List()
+		if err != nil {
+			t.Fatal(err)
+		}
+		below = Descendants(procs, os.Getpid())
+		if len(below) >= 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(below) != 2 || below[0].PID != cmd.Process.Pid || below[1].PPID != cmd.Process.Pid || below[1].Comm != "sleep" {
+		t.Fatalf("descendants %+v, want the shell %d then its sleep", below, cmd.Process.Pid)
+	}
+	for _, p := range below {
+		if !Alive(p.PID) {
+			t.Errorf("%d (%s) not alive", p.PID, p.Comm)
+		}
+	}
+	sleep := below[1].PID
+	_ = syscall.Kill(sleep, syscall.SIGKILL)
+	_ = cmd.Wait() // the shell's wait returns once the sleep is gone; the shell then exits
+	killed = true
+	if Alive(cmd.Process.Pid) {
+		t.Errorf("the reaped shell %d is alive", cmd.Process.Pid)
 	}
 }

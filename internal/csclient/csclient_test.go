@@ -1,0 +1,98 @@
+package csclient
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+// TestDial dials real gRPC servers on loopback: Cluster Service's own certificate is accepted,
+// another service's certificate on the same port is refused, and plaintext works only on
+// loopback.
+func TestDial(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := p.MustFiles(pki.Backend)
+	asBackend := tlsconfig.Files{CA: p.CAFile, Cert: backend.Cert, Key: backend.Key}
+	for _, tc := range []struct {
+		name    string
+		server  string // PKI identity the server presents; empty serves plaintext
+		files   tlsconfig.Files
+		addr    string // dialed instead of the server's address when set
+		dialErr string
+		served  bool
+	}{
+		{name: "cluster_service_certificate_is_served", server: pki.ClusterService, files: asBackend, served: true},
+		{name: "frontend_certificate_is_refused", server: pki.Frontend, files: asBackend},
+		{name: "broker_certificate_is_refused", server: pki.Broker, files: asBackend},
+		{name: "plaintext_on_loopback_is_served", served: true},
+		{name: "plaintext_to_a_remote_address_is_refused", addr: "cs.example.com:8090", dialErr: "loopback"},
+		{name: "certificate_without_key_is_refused", files: tlsconfig.Files{CA: p.CAFile, Cert: backend.Cert}, addr: "127.0.0.1:1", dialErr: "both a certificate and a key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr := tc.addr
+			if addr == "" {
+				addr = serveHealth(t, p, tc.server)
+			}
+			conn, err := Dial(addr, tc.files)
+			if tc.dialErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.dialErr) {
+					t.Fatalf("Dial(%s) error = %v, want one containing %q", addr, err, tc.dialErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Dial(%s): %v", addr, err)
+			}
+			defer conn.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+			if tc.served {
+				if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+					t.Fatalf("health check = %v, %v; want SERVING", resp, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("a server presenting %s's certificate answered as Cluster Service", tc.server)
+			}
+		})
+	}
+}
+
+// serveHealth serves gRPC health on loopback: plaintext when identity is empty, else mutual TLS
+// with identity's certificate.
+func serveHealth(t *testing.T, p *pki.Region, identity string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []grpc.ServerOption
+	if identity != "" {
+		f := p.MustFiles(identity)
+		cfg, err := tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key}.Server(l.Addr().String(), "h2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg)))
+	}
+	s := grpc.NewServer(opts...)
+	healthpb.RegisterHealthServer(s, health.NewServer())
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	return l.Addr().String()
+}
