@@ -18,7 +18,7 @@ const decodedCacheSize = 10000
 // decodedClusters keeps the last decoded spec and status of each cluster read, by the revision
 // and update time it was read at, so that reading an unchanged cluster again does not decode the
 // same JSON again. Every ARM GET of a cluster reads it (its status), and in P1 protojson decoding
-// was 40 % of Cluster Service's CPU for a GetCluster (docs/performance.md, "P1 with the
+// was 40 % of Cluster Service's CPU for a GetCluster (docs/perf-data/run-log-2026-11.md, "P1 with the
 // management clusters paused"). Every write of a cluster draws a new revision from the
 // sequence, so a cluster's revision and update time name one content of its spec and status.
 // Readers get clones: what they change is theirs.

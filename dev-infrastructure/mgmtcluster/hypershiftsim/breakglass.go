@@ -150,7 +150,7 @@ func setupBreakGlass(mgr ctrl.Manager, o Options, hosted *hostedAPIServers) erro
 // HostedCluster when the sim starts, which replays them as creations), the setting of its
 // deletionTimestamp, its removal, and the informer's periodic resync (an update that changes
 // nothing). Status and spec writes do not change the PKI, and letting them through cost the
-// management kube-apiserver about nine refused creates per cluster (docs/performance.md, "What
+// management kube-apiserver about nine refused creates per cluster (docs/perf-data/run-log-2026-11.md, "What
 // a management kube-apiserver serves"). A namespace or ConfigMap removed by hand is therefore
 // put back when the sim restarts or at the manager's resync (hours), not at once.
 func pkiEvents() predicate.Predicate {
