@@ -119,9 +119,7 @@ spec:
 {{ required "meshPolicy.trustDomain is required (config/: mesh.trustDomain)" .trustDomain }}/ns/{{ .namespace }}/sa/{{ .serviceAccount }}
 {{- end -}}
 
+{{- /* The service-base library's labels (every including chart also includes service-base). */ -}}
 {{- define "mesh-policy.labels" -}}
-app.kubernetes.io/part-of: openhcp
-app.kubernetes.io/component: mesh-policy
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{ include "service-base.labels" (dict "ctx" . "component" "mesh-policy") }}
 {{- end -}}
