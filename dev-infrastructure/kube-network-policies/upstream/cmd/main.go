@@ -21,6 +21,7 @@ import (
 	v1 "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	_ "k8s.io/component-base/logs/json/register"
@@ -39,6 +40,7 @@ var (
 	hostnameOverride           string
 	netfilterBug1766Fix        bool
 	disableNRI                 bool
+	kubeconfig                 string // OpenHCP patch: run outside a pod
 )
 
 func init() {
@@ -46,9 +48,10 @@ func init() {
 	flag.BoolVar(&adminNetworkPolicy, "admin-network-policy", false, "If set, enable Admin Network Policy API")
 	flag.BoolVar(&baselineAdminNetworkPolicy, "baseline-admin-network-policy", false, "If set, enable Baseline Admin Network Policy API")
 	flag.IntVar(&queueID, "nfqueue-id", 100, "Number of the nfqueue used")
-	flag.StringVar(&metricsBindAddress, "metrics-bind-address", ":9080", "The IP address and port for the metrics server to serve on")
+	flag.StringVar(&metricsBindAddress, "metrics-bind-address", ":9080", "The IP address and port for the metrics server to serve on (OpenHCP patch: empty serves none)")
 	flag.StringVar(&hostnameOverride, "hostname-override", "", "If non-empty, will be used as the name of the Node that kube-network-policies is running on. If unset, the node name is assumed to be the same as the node's hostname.")
 	flag.BoolVar(&netfilterBug1766Fix, "netfilter-bug-1766-fix", true, "If set, process DNS packets on the PREROUTING hooks to avoid the race condition on the conntrack subsystem, not needed for kernels 6.12+ (see https://bugzilla.netfilter.org/show_bug.cgi?id=1766)")
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "OpenHCP patch: a kubeconfig to use instead of the in-cluster configuration (the agent runs as a process of the node)")
 	flag.BoolVar(&disableNRI, "disable-nri", false, "If set, disable NRI, that is used to get the Pod IP information directly from the runtime to avoid the race explained in https://issues.k8s.io/85966")
 
 	flag.Usage = func() {
@@ -85,7 +88,8 @@ func run() int {
 		logger.Info("flag", "name", flag.Name, "value", flag.Value)
 	})
 
-	if _, _, err := net.SplitHostPort(metricsBindAddress); err != nil {
+	// OpenHCP patch: an empty address serves no metrics (no plaintext listener on the node).
+	if _, _, err := net.SplitHostPort(metricsBindAddress); metricsBindAddress != "" && err != nil {
 		logger.Error(err, "parsing metrics bind address", "address", metricsBindAddress)
 		return 1
 	}
@@ -105,6 +109,9 @@ func run() int {
 	}
 	// creates the in-cluster config
 	config, err := rest.InClusterConfig()
+	if kubeconfig != "" {
+		config, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
 	if err != nil {
 		panic(err.Error())
 	}
@@ -144,11 +151,13 @@ func run() int {
 		banpInformer = npaInformerFactory.Policy().V1alpha1().BaselineAdminNetworkPolicies()
 	}
 
-	http.Handle("/metrics", promhttp.Handler())
-	go func() {
-		err := http.ListenAndServe(metricsBindAddress, nil)
-		utilruntime.HandleError(err)
-	}()
+	if metricsBindAddress != "" {
+		http.Handle("/metrics", promhttp.Handler())
+		go func() {
+			err := http.ListenAndServe(metricsBindAddress, nil)
+			utilruntime.HandleError(err)
+		}()
+	}
 
 	networkPolicyController, err := networkpolicy.NewController(
 		clientset,

@@ -852,10 +852,7 @@ func (c *Controller) syncNFTablesRules(ctx context.Context) error {
 		},
 	})
 
-	queue := &expr.Queue{Num: uint16(c.config.QueueID)}
-	if c.config.FailOpen {
-		queue.Flag = expr.QueueFlagBypass
-	}
+	queue := queueExpr(uint16(c.config.QueueID), c.config.FailOpen)
 
 	// only if no admin network policies are used
 	if !c.config.AdminNetworkPolicy && !c.config.BaselineAdminNetworkPolicy {
@@ -968,10 +965,7 @@ func (c *Controller) addDNSRacersWorkaroundRules(nft *nftables.Conn, table *nfta
 		},
 	})
 
-	queue := &expr.Queue{Num: uint16(c.config.QueueID)}
-	if c.config.FailOpen {
-		queue.Flag = expr.QueueFlagBypass
-	}
+	queue := queueExpr(uint16(c.config.QueueID), c.config.FailOpen)
 
 	// only if no admin network policies are used
 	if !c.config.AdminNetworkPolicy && !c.config.BaselineAdminNetworkPolicy {
