@@ -11,8 +11,8 @@ import (
 )
 
 // networkPolicyServer is a web pod behind a Service in np-server, and a NetworkPolicy admitting
-// only pods of namespace np-allowed to its port. No readiness probe: the agent judges the
-// kubelet's probes from the node address too, which the policy does not admit.
+// only pods of namespace np-allowed to its port. (The agent accepts connections the node's
+// root user opens, so the kubelet's probes and the host's forwards are not judged.)
 const networkPolicyServer = `apiVersion: v1
 kind: Namespace
 metadata: {name: np-server}
