@@ -78,6 +78,8 @@ tools: tools-run
 	@# The real node's (dev-infrastructure/node): kubelet, scheduler, kubectl, kube-proxy, CoreDNS.
 	@for b in kubelet kube-scheduler kubectl kube-proxy; do hack/tool.sh $$b dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/$$b "$(KUBE_LDFLAGS)" >/dev/null; done
 	@hack/coredns.sh >/dev/null
+	@# The node's NetworkPolicy agent (dev-infrastructure/kube-network-policies, patched upstream).
+	@hack/tool.sh kube-network-policies dev-infrastructure/kube-network-policies sigs.k8s.io/kube-network-policies/cmd >/dev/null
 	@hack/promtool.sh >/dev/null
 
 # Container images without a container engine (docs/deploy.md#images): .run/images/<name>.oci.tar

@@ -38,13 +38,16 @@ type ChartIdentity struct {
 	Set []string
 }
 
-// Identities of the management-cluster charts, as make deploy installs them.
+// Identities of the management-cluster charts, as make deploy installs them. Only their RBAC is
+// rendered, without config/, so the NetworkPolicy (whose callers' namespaces come from config/)
+// is turned off.
 var (
 	AgentIdentity = func(consumer string) ChartIdentity {
 		return ChartIdentity{Chart: "maestro/deploy/agent", Namespace: "maestro", ServiceAccount: "maestro-agent",
-			Set: []string{"consumerName=" + consumer, "broker.host=127.0.0.1"}}
+			Set: []string{"consumerName=" + consumer, "broker.host=127.0.0.1", "networkPolicy.enabled=false"}}
 	}
-	SimIdentity = ChartIdentity{Chart: "dev-infrastructure/mgmtcluster/deploy/hypershift-sim", Namespace: "hypershift", ServiceAccount: "hypershift-sim"}
+	SimIdentity = ChartIdentity{Chart: "dev-infrastructure/mgmtcluster/deploy/hypershift-sim", Namespace: "hypershift", ServiceAccount: "hypershift-sim",
+		Set: []string{"networkPolicy.enabled=false"}}
 )
 
 // rbacTemplates are the chart templates holding the identity and its permissions.
@@ -54,26 +57,9 @@ var rbacTemplates = []string{"templates/serviceaccount.yaml", "templates/rbac.ya
 // they exist) and writes a kubeconfig that acts as the ServiceAccount: mc's admin credentials
 // impersonating it, with the groups a ServiceAccount token carries. It returns the kubeconfig's path.
 func ApplyChartIdentity(ctx context.Context, mc *ManagementCluster, id ChartIdentity, dir string) (string, error) {
-	root, err := RepoRoot()
+	manifests, err := renderChartIdentity(ctx, id)
 	if err != nil {
 		return "", err
-	}
-	helm, err := helmBinary(ctx, root)
-	if err != nil {
-		return "", err
-	}
-	args := []string{"template", "openhcp", filepath.Join(root, id.Chart), "--namespace", id.Namespace}
-	for _, t := range rbacTemplates {
-		args = append(args, "--show-only", t)
-	}
-	for _, s := range id.Set {
-		args = append(args, "--set", s)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, helm, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("helm template %s: %w: %s", id.Chart, err, stderr.String())
 	}
 	kube, err := kubernetes.NewForConfig(mc.RESTConfig())
 	if err != nil {
@@ -82,7 +68,7 @@ func ApplyChartIdentity(ctx context.Context, mc *ManagementCluster, id ChartIden
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id.Namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("create namespace %s: %w", id.Namespace, err)
 	}
-	objs, err := decodeObjects(stdout.Bytes())
+	objs, err := decodeObjects(manifests)
 	if err != nil {
 		return "", fmt.Errorf("chart %s: %w", id.Chart, err)
 	}
@@ -111,6 +97,33 @@ func ApplyChartIdentity(ctx context.Context, mc *ManagementCluster, id ChartIden
 }
 
 // helmBinary is the pinned helm, built once by hack/helm.sh (which owns its version and flags).
+// renderChartIdentity renders id's chart's ServiceAccount and RBAC templates with the pinned helm
+// and the chart's defaults plus id.Set.
+func renderChartIdentity(ctx context.Context, id ChartIdentity) ([]byte, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	helm, err := helmBinary(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"template", "openhcp", filepath.Join(root, id.Chart), "--namespace", id.Namespace}
+	for _, t := range rbacTemplates {
+		args = append(args, "--show-only", t)
+	}
+	for _, s := range id.Set {
+		args = append(args, "--set", s)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, helm, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("helm template %s: %w: %s", id.Chart, err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
 func helmBinary(ctx context.Context, root string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "helm.sh"))
 	cmd.Stderr = os.Stderr

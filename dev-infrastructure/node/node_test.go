@@ -75,7 +75,8 @@ func TestNodeTurnsReadyInItsNamespaceAndStopLeavesTheHostAsFound(t *testing.T) {
 			t.Errorf("sysctl %s is %s with the node up, host had %s", k, got, v)
 		}
 	}
-	checkServicesAndOutside(t, ctx, n)
+	probe := checkServicesAndOutside(t, ctx, n)
+	checkNetworkPolicyIsEnforced(t, ctx, n, probe)
 	checkServiceImageRunsAsNonRoot(t, ctx, n, simImage, simImageDir)
 	checkSecretsAreSealedInEtcd(t, ctx, n)
 	checkEveryDoorOfTheNamespaceIsShut(t, ctx, n)

@@ -78,7 +78,8 @@ spec:
 // checkServicesAndOutside proves kube-proxy and CoreDNS: a pod reaches a ClusterIP Service of two
 // replicas by its DNS name, and a host loopback service through ExposeHost; the host resolves
 // the Service's name through the cluster DNS from inside the namespace.
-func checkServicesAndOutside(t *testing.T, ctx context.Context, n *Node) {
+// It returns the probe image (loaded into the node) for the checks that follow.
+func checkServicesAndOutside(t *testing.T, ctx context.Context, n *Node) images.Image {
 	img, dir := buildTestImage(t, ctx, images.Spec{Name: "node-probe",
 		Package: "github.com/openhcp/openhcp/dev-infrastructure/node/internal/probe", Binary: "probe"})
 	if _, err := n.LoadManifest(ctx, dir); err != nil {
@@ -145,4 +146,5 @@ func checkServicesAndOutside(t *testing.T, ctx context.Context, n *Node) {
 	if !strings.Contains(outside.Addr(), ".svc."+ClusterDomain+":80") {
 		t.Errorf("OutsideService.Addr %q", outside.Addr())
 	}
+	return img
 }

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestRenderedPolicyIsAcceptedByTheAPIServer applies every mesh object the charts render for the
-// dev region to a real kube-apiserver with Istio's CRDs (from the pinned istio.io/api) installed,
+// TestRenderedPolicyIsAcceptedByTheAPIServer applies every mesh object and NetworkPolicy the charts
+// render for the dev region to a real kube-apiserver with Istio's CRDs (from the pinned istio.io/api) installed,
 // with strict field validation, reads them back into client-go types and compares; then checks
 // the apiserver refuses a misspelled field and an invalid action or mode, so a schema mistake in
 // a chart fails here. Istio itself does not run (docs/deploy.md#mesh-policy).
@@ -67,7 +67,7 @@ func TestRenderedPolicyIsAcceptedByTheAPIServer(t *testing.T) {
 		return err
 	}
 
-	applied := 0
+	applied, appliedNetworkPolicies := 0, 0
 	for c, manifests := range rendered {
 		ns := cfg.Identities[c.self].Namespace
 		// Two workloads may share a namespace (the admin API and the gateway).
@@ -90,6 +90,17 @@ func TestRenderedPolicyIsAcceptedByTheAPIServer(t *testing.T) {
 				t.Fatalf("%s: the apiserver refused a rendered object: %v\n%s", c.name, err, doc)
 			}
 			applied++
+		}
+		// The NetworkPolicies of the same caller list, through the built-in type's validation.
+		nps, err := DecodeNetworkPolicies(manifests)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, np := range nps {
+			if _, err := kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+				t.Fatalf("%s: the apiserver refused NetworkPolicy %s: %v", c.name, np.Name, err)
+			}
+			appliedNetworkPolicies++
 		}
 		// What the apiserver stored decodes strictly and equals what the chart rendered: no
 		// field was pruned by the CRD's schema.
@@ -114,8 +125,8 @@ func TestRenderedPolicyIsAcceptedByTheAPIServer(t *testing.T) {
 			}
 		}
 	}
-	if applied == 0 {
-		t.Fatal("no mesh object was rendered: nothing was checked")
+	if applied == 0 || appliedNetworkPolicies == 0 {
+		t.Fatalf("%d mesh objects and %d NetworkPolicies rendered: nothing was checked", applied, appliedNetworkPolicies)
 	}
 
 	// The apiserver, not only our decoder, refuses schema mistakes.

@@ -18,6 +18,7 @@ import (
 	securityv1 "istio.io/client-go/pkg/apis/security/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
@@ -497,5 +498,98 @@ spec:
 	want := []string{"maestro <- clusterService : grpc", "maestro <- clusterService : https"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("dialed %q, want %q", got, want)
+	}
+}
+
+// TestChartsRenderTheMeshMatrixAsNetworkPolicies renders every service-cluster chart for each
+// shipped region, decodes its NetworkPolicies strictly, checks their shape
+// (CheckNetworkPolicies) and that they admit exactly the matrix above at the network's
+// granularity: each caller identity's namespace, on the named container ports of the workload
+// the policy selects, and nothing else; and that every chart's namespace has one default deny.
+func TestChartsRenderTheMeshMatrixAsNetworkPolicies(t *testing.T) {
+	root := repoRoot(t)
+	helm := helmBinary(t, root)
+	charts := meshCharts(t, root)
+	for _, region := range regions {
+		t.Run(region, func(t *testing.T) {
+			cfg := readRegion(t, root, region)
+			rendered := renderRegion(t, helm, root, region, charts, cfg)
+			var all []*networkingv1.NetworkPolicy
+			got := map[string]bool{}
+			for c, manifests := range rendered {
+				nps, err := DecodeNetworkPolicies(manifests)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if len(nps) == 0 {
+					t.Errorf("%s renders no NetworkPolicy", c.name)
+				}
+				all = append(all, nps...)
+				grants, errs := CheckNetworkPolicies(nps)
+				for _, err := range errs {
+					t.Errorf("%s: %v", c.name, err)
+				}
+				ns := cfg.Identities[c.self].Namespace
+				for _, g := range grants {
+					if g.Namespace != ns {
+						t.Errorf("%s: grant %+v is in namespace %s, not the chart's %s", c.name, g, g.Namespace, ns)
+					}
+					sel, err := labels.ConvertSelectorToLabelsMap(g.Selector)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var matched []*appsv1.Deployment
+					for _, d := range deployments(t, manifests) {
+						if labels.SelectorFromSet(sel).Matches(labels.Set(d.Spec.Template.Labels)) {
+							matched = append(matched, d)
+						}
+					}
+					if len(matched) != 1 {
+						t.Errorf("%s: grant %+v selects %d of the chart's Deployments, want 1", c.name, g, len(matched))
+						continue
+					}
+					if !slices.ContainsFunc(matched[0].Spec.Template.Spec.Containers, func(ctr corev1.Container) bool {
+						return slices.ContainsFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == g.Port })
+					}) {
+						t.Errorf("%s: grant %+v: port %s is no container port of Deployment %s", c.name, g, g.Port, matched[0].Name)
+						continue
+					}
+					got[fmt.Sprintf("%s <- %s : %s", c.self, g.From, g.Port)] = true
+				}
+			}
+			want := map[string]bool{}
+			present := map[string]bool{}
+			for c := range rendered {
+				present[c.self] = true
+			}
+			for _, e := range matrix {
+				if !present[e.callee] {
+					continue
+				}
+				for _, p := range e.ports {
+					want[fmt.Sprintf("%s <- %s : %s", e.callee, cfg.Identities[e.caller].Namespace, p)] = true
+				}
+			}
+			for k := range want {
+				if !got[k] {
+					t.Errorf("missing NetworkPolicy rule %s", k)
+				}
+			}
+			for k := range got {
+				if !want[k] {
+					t.Errorf("NetworkPolicy rule %s is not in the matrix", k)
+				}
+			}
+			// Every namespace of a rendered chart denies by default (the policy of a workload
+			// covers only its own pods).
+			for c := range rendered {
+				ns := cfg.Identities[c.self].Namespace
+				if n := len(slices.DeleteFunc(slices.Clone(all), func(np *networkingv1.NetworkPolicy) bool {
+					return np.Namespace != ns || np.Name != "default-deny"
+				})); n != 1 {
+					t.Errorf("namespace %s (%s): %d default-deny NetworkPolicies, want 1", ns, c.name, n)
+				}
+			}
+		})
 	}
 }

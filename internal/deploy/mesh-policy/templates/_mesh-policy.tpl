@@ -15,9 +15,13 @@ with these values of the including chart:
     identities:                   # from config/ (identities): key -> {namespace, serviceAccount}
       clusterService: {namespace: openhcp-cluster-service, serviceAccount: cluster-service}
     namespaceDefaults: true       # render the namespace's PeerAuthentication and default deny
+    networkPolicy: true           # render the NetworkPolicies from the same allow list
     allow:                        # one ALLOW per caller identity; ports are names of .Values.ports
       - {caller: clusterService, ports: [https, grpc]}
   ports: {https: 8000, grpc: 8090}
+
+enabled renders the Istio objects; networkPolicy the NetworkPolicies ("mesh-policy.networkPolicy"),
+with or without the mesh, so a cluster without Istio is still segmented.
 
 The release must be installed in identities[self].namespace: the other charts' ALLOW policies
 name this workload's principal by that namespace, so an install elsewhere would be refused by
@@ -26,12 +30,14 @@ every callee. Rendering fails instead.
 {{- define "mesh-policy.render" -}}
 {{- $ctx := .ctx -}}
 {{- $mp := $ctx.Values.meshPolicy -}}
-{{- if $mp.enabled -}}
+{{- if or $mp.enabled $mp.networkPolicy -}}
 {{- $self := index $mp.identities (required "meshPolicy.self is required" $mp.self) | default dict -}}
 {{- $ns := required (printf "meshPolicy.identities.%s.namespace is required (config/: identities)" $mp.self) $self.namespace -}}
 {{- if ne $ns $ctx.Release.Namespace -}}
 {{- fail (printf "mesh policy: release namespace %q is not %q, the namespace of identity %q in config/ (identities.%s.namespace): install the chart there" $ctx.Release.Namespace $ns $mp.self $mp.self) -}}
 {{- end -}}
+{{- end -}}
+{{- if $mp.enabled -}}
 {{- if $mp.namespaceDefaults }}
 {{ include "mesh-policy.namespaceDefaults" $ctx }}
 {{- end }}
@@ -39,7 +45,76 @@ every callee. Rendering fails instead.
 ---
 {{ include "mesh-policy.allow" (dict "ctx" $ctx "workload" $.workload "selector" $.selector "caller" .caller "ports" .ports) }}
 {{- end }}
+{{- end }}
+{{- if $mp.networkPolicy }}
+---
+{{ include "mesh-policy.networkPolicy" (dict "ctx" $ctx "workload" .workload "selector" .selector "policy" $mp) }}
 {{- end -}}
+{{- end -}}
+
+{{- /*
+The NetworkPolicies of one workload (docs/deploy.md#network-policy), from the same caller list as
+its Istio ALLOW policies, so the two layers admit the same caller -> callee pairs:
+
+  {{ include "mesh-policy.networkPolicy" (dict "ctx" . "workload" "maestro-agent"
+       "selector" (...) "policy" .Values.networkPolicy) }}
+
+policy holds identities (config/: key -> {namespace, serviceAccount}), allow ([{caller, ports}],
+ports being the workload's container port names) and namespaceDefaults. Rendered:
+- with namespaceDefaults, "default-deny": every pod of the namespace, ingress denied unless a
+  policy admits it (the NetworkPolicy form of allow-nothing);
+- "<workload>": the workload's pods admit, per caller, connections from the pods of the caller
+  identity's namespace to the named ports, and nothing else.
+A NetworkPolicy sees addresses, not service accounts: a caller is its identity's namespace
+(kubernetes.io/metadata.name, which the apiserver sets on every namespace). Identities sharing a
+namespace are told apart by the mesh and by each server's certificate check, not here.
+Egress is not restricted (docs/deploy.md#network-policy says why).
+*/ -}}
+{{- define "mesh-policy.networkPolicy" -}}
+{{- $ctx := .ctx -}}
+{{- $p := .policy -}}
+{{- if $p.namespaceDefaults -}}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: default-deny
+  namespace: {{ $ctx.Release.Namespace }}
+  labels:
+    {{- include "mesh-policy.networkPolicyLabels" $ctx | nindent 4 }}
+spec:
+  podSelector: {}
+  policyTypes: [Ingress]
+---
+{{ end -}}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ .workload }}
+  namespace: {{ $ctx.Release.Namespace }}
+  labels:
+    {{- include "mesh-policy.networkPolicyLabels" $ctx | nindent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+      {{- toYaml .selector | nindent 6 }}
+  policyTypes: [Ingress]
+  ingress:
+    {{- range $p.allow }}
+    {{- $id := index $p.identities .caller | default dict }}
+    {{- $callerNS := required (printf "network policy: identities.%s.namespace is required (config/: identities)" .caller) $id.namespace }}
+    {{- if not .ports }}
+    {{- fail (printf "network policy: caller %s of %s lists no ports" .caller $.workload) }}
+    {{- end }}
+    # {{ .caller }}
+    - from:
+        - namespaceSelector:
+            matchLabels:
+              kubernetes.io/metadata.name: {{ $callerNS }}
+      ports:
+        {{- range .ports }}
+        - {protocol: TCP, port: {{ . }}}
+        {{- end }}
+    {{- end }}
 {{- end -}}
 
 {{- /*
@@ -119,9 +194,11 @@ spec:
 {{ required "meshPolicy.trustDomain is required (config/: mesh.trustDomain)" .trustDomain }}/ns/{{ .namespace }}/sa/{{ .serviceAccount }}
 {{- end -}}
 
+{{- /* The service-base library's labels (every including chart also includes service-base). */ -}}
 {{- define "mesh-policy.labels" -}}
-app.kubernetes.io/part-of: openhcp
-app.kubernetes.io/component: mesh-policy
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{ include "service-base.labels" (dict "ctx" . "component" "mesh-policy") }}
+{{- end -}}
+
+{{- define "mesh-policy.networkPolicyLabels" -}}
+{{ include "service-base.labels" (dict "ctx" . "component" "network-policy") }}
 {{- end -}}

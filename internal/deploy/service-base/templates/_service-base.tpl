@@ -11,9 +11,20 @@ Service's and app.kubernetes.io/name's), and reads the including chart's values:
   database: {host, port, user, sslMode}      (service-base.dsn)
 */ -}}
 
+{{- /*
+The labels of every object of every chart (docs/deploy.md#labels), this chart's one definition:
+  app.kubernetes.io/version    the including chart's appVersion (what the object runs);
+  app.kubernetes.io/component  .component if given (the mesh-policy library's objects name
+                               themselves), else the chart's annotation openhcp.io/component.
+.name (the workload) may be empty for objects of no one workload (a namespace's defaults).
+*/ -}}
 {{- define "service-base.labels" -}}
-app.kubernetes.io/name: {{ .name }}
+{{- with .name -}}
+app.kubernetes.io/name: {{ . }}
+{{ end -}}
 app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/version: {{ required (printf "%s: Chart.yaml appVersion is required (app.kubernetes.io/version)" .ctx.Chart.Name) .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/component: {{ .component | default (index (.ctx.Chart.Annotations | default dict) "openhcp.io/component") | required (printf "%s: Chart.yaml annotation openhcp.io/component is required (app.kubernetes.io/component)" .ctx.Chart.Name) }}
 app.kubernetes.io/part-of: openhcp
 app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
 helm.sh/chart: {{ .ctx.Chart.Name }}-{{ .ctx.Chart.Version }}

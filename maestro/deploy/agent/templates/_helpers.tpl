@@ -1,9 +1,6 @@
+{{- /* The service-base library's labels (docs/deploy.md#labels). */ -}}
 {{- define "maestro-agent.labels" -}}
-app.kubernetes.io/name: maestro-agent
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/part-of: openhcp
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{ include "service-base.labels" (dict "ctx" . "name" "maestro-agent") }}
 {{- end }}
 
 {{- define "maestro-agent.selector" -}}

@@ -1,9 +1,6 @@
+{{- /* The service-base library's labels (docs/deploy.md#labels). */ -}}
 {{- define "maestro-server.labels" -}}
-app.kubernetes.io/name: maestro-server
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/part-of: openhcp
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{ include "service-base.labels" (dict "ctx" . "name" "maestro-server") }}
 {{- end }}
 
 {{- define "maestro-server.selector" -}}

@@ -1,9 +1,6 @@
+{{- /* The service-base library's labels (docs/deploy.md#labels). */ -}}
 {{- define "hypershift-sim.labels" -}}
-app.kubernetes.io/name: hypershift-sim
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/part-of: openhcp
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{ include "service-base.labels" (dict "ctx" . "name" "hypershift-sim") }}
 {{- end }}
 
 {{- define "hypershift-sim.selector" -}}

@@ -1,0 +1,160 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/images"
+)
+
+// networkPolicyServer is a web pod behind a Service in np-server, and a NetworkPolicy admitting
+// only pods of namespace np-allowed to its port. (The agent accepts connections the node's
+// root user opens, so the kubelet's probes and the host's forwards are not judged.)
+const networkPolicyServer = `apiVersion: v1
+kind: Namespace
+metadata: {name: np-server}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: np-allowed}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: np-denied}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: np-server}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      securityContext: {runAsNonRoot: true}
+      containers:
+      - name: web
+        image: %[1]s
+        imagePullPolicy: Never
+        args: [serve, ":8080", "admitted"]
+        ports: [{name: http, containerPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: np-server}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: http}]
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web, namespace: np-server}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  policyTypes: [Ingress]
+  ingress:
+  - from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: np-allowed}}}]
+    ports: [{protocol: TCP, port: http}]
+`
+
+// networkPolicyClient is a pod of namespace ns that GETs the web Service by name until it
+// answers or timeout passes (then it fails).
+const networkPolicyClient = `apiVersion: v1
+kind: Pod
+metadata: {name: %[2]s, namespace: %[3]s}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsNonRoot: true}
+  containers:
+  - name: get
+    image: %[1]s
+    imagePullPolicy: Never
+    args: [get, "http://web.np-server/", %[4]s]
+`
+
+// checkNetworkPolicyIsEnforced proves the node's NetworkPolicy agent: with only the CNI bridge,
+// a pod of a namespace the web pod's policy does not admit still reaches the web Service (the
+// bridge enforces nothing); with the agent running, a pod of that namespace cannot connect
+// within 10 s, and a pod of the admitted namespace is answered.
+func checkNetworkPolicyIsEnforced(t *testing.T, ctx context.Context, n *Node, probe images.Image) {
+	start := time.Now()
+	if err := n.Apply(ctx, "np-server", fmt.Appendf(nil, networkPolicyServer, probe.DigestRef())); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := n.Kubectl(ctx, "delete", "namespace", "np-server", "np-allowed", "np-denied", "--wait=false"); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := n.Kubectl(ctx, "rollout", "status", "deployment/web", "-n", "np-server", "--timeout=120s"); err != nil {
+		t.Fatal(err)
+	}
+	// clients starts one client pod per entry (name -> namespace, timeout) at once and returns
+	// each one's final phase and output.
+	type result struct{ phase, logs string }
+	clients := func(pods map[string][2]string) map[string]result {
+		t.Helper()
+		for name, p := range pods {
+			if err := n.Apply(ctx, name, fmt.Appendf(nil, networkPolicyClient, probe.DigestRef(), name, p[0], p[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := map[string]result{}
+		deadline := time.Now().Add(3 * time.Minute)
+		for name, p := range pods {
+			phase := ""
+			for phase != "Succeeded" && phase != "Failed" {
+				if time.Now().After(deadline) {
+					t.Fatalf("pod %s/%s still %q after 3 minutes", p[0], name, phase)
+				}
+				time.Sleep(500 * time.Millisecond)
+				b, err := n.Kubectl(ctx, "get", "pod", name, "-n", p[0], "-o", "jsonpath={.status.phase}")
+				if err != nil {
+					t.Fatal(err)
+				}
+				phase = string(b)
+			}
+			logs, _ := n.Kubectl(ctx, "logs", name, "-n", p[0])
+			out[name] = result{phase, string(logs)}
+		}
+		return out
+	}
+
+	if r := clients(map[string][2]string{"before-agent": {"np-denied", "60s"}})["before-agent"]; r.phase != "Succeeded" || r.logs != "admitted" {
+		t.Fatalf("without the agent, the np-denied pod: %s %q; want it answered (the bridge enforces nothing)", r.phase, r.logs)
+	}
+
+	bin, err := NetworkPolicyAgentBinary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.EnforceNetworkPolicies(ctx, bin); err != nil {
+		t.Fatal(err)
+	}
+	// The agent judges a pod's connections once the pod's address is in its set.
+	webIP, err := n.Kubectl(ctx, "get", "pods", "-n", "np-server", "-l", "app=web", "-o", "jsonpath={.items[0].status.podIP}")
+	if err != nil || len(webIP) == 0 {
+		t.Fatalf("web pod IP %q: %v", webIP, err)
+	}
+	if err := n.waitFor(ctx, "the web pod in the agent's set", 60*time.Second, func() error {
+		out, err := n.Netns.Command(ctx, "nft", "list", "set", "inet", NetworkPolicyTable, "podips-v4").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), string(webIP)) {
+			return fmt.Errorf("podips-v4 does not hold %s (%v): %s", webIP, err, out)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	got := clients(map[string][2]string{"denied": {"np-denied", "10s"}, "allowed": {"np-allowed", "60s"}})
+	if r := got["denied"]; r.phase != "Failed" || strings.Contains(r.logs, "admitted") {
+		t.Errorf("with the agent, the np-denied pod: %s %q; want it refused", r.phase, r.logs)
+	}
+	if r := got["allowed"]; r.phase != "Succeeded" || r.logs != "admitted" {
+		t.Errorf("with the agent, the np-allowed pod: %s %q; want it answered", r.phase, r.logs)
+	}
+	t.Logf("NetworkPolicy enforced by the agent: denied and admitted pods checked in %s", time.Since(start).Round(time.Millisecond))
+}
