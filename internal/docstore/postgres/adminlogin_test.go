@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -147,6 +148,70 @@ func TestAdminLoginInsertsOnlyPendingMaintenanceRequests(t *testing.T) {
 			if _, err := admin.Get(ctx, d.PartitionKey, d.ID); err != nil {
 				t.Fatal(fmt.Errorf("read %s/%s: %w", d.PartitionKey, d.ID, err))
 			}
+		}
+	})
+}
+
+// An update the admin login may make (a customer's resource document, for a day-2 change) must
+// not do what its missing DELETE grant forbids or move the document to another resource: an
+// expiry makes the owners' purger delete the document, another resource ID or type files it
+// under another customer's resource (resource ID prefix queries cross partitions), and a
+// position chosen by the writer hides the change from the feed or collides with a later write.
+func TestAdminLoginUpdateKeepsDocumentIdentity(t *testing.T) {
+	ctx := context.Background()
+	owner, dsn := open(t, postgres.Options{})
+	admin := openAsAdminLogin(t, dsn)
+	const sub = "0b5f0a4e-8d8e-4a52-9d1e-6f0e7a1c2b3d"
+	const rid = "/subscriptions/" + sub + "/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/c1"
+	const typ = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
+	customer, err := owner.Create(ctx, &docstore.Document{PartitionKey: sub, ID: "cluster-1", Type: typ, ResourceID: rid, Body: []byte(`{"n":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := []struct {
+		name   string
+		change func(d *docstore.Document)
+	}{
+		{"an_expiry_that_would_have_the_purger_delete_it", func(d *docstore.Document) { d.TTL = time.Millisecond }},
+		{"another_customers_resource_id", func(d *docstore.Document) {
+			d.ResourceID = "/subscriptions/11111111-2222-3333-4444-555555555555/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/c1"
+		}},
+		{"another_type", func(d *docstore.Document) { d.Type = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/nodePools" }},
+	}
+	for _, c := range refused {
+		t.Run("refuses_"+c.name, func(t *testing.T) {
+			next := *customer
+			next.Body = []byte(`{"n":2}`)
+			c.change(&next)
+			if _, err := admin.Replace(ctx, &next, customer.ETag); err == nil {
+				t.Fatalf("admin login replaced %s/%s with %s", sub, customer.ID, c.name)
+			}
+			got, err := owner.Get(ctx, sub, customer.ID)
+			if err != nil || got.ETag != customer.ETag || !got.ExpiresAt.IsZero() || got.ResourceID != rid || got.Type != typ {
+				t.Fatalf("%s/%s changed after the refused update: %+v %v", sub, customer.ID, got, err)
+			}
+		})
+	}
+	t.Run("refuses_a_feed_position_of_its_own_choosing", func(t *testing.T) {
+		_, err := admin.Pool().Exec(ctx, "UPDATE documents SET body = '{\"n\":3}', seq = 1000000 WHERE partition_key = $1 AND id = $2", sub, customer.ID)
+		if err == nil {
+			t.Fatal("admin login set the document's feed position to 1000000")
+		}
+		got, err := owner.Get(ctx, sub, customer.ID)
+		if err != nil || got.Seq != customer.Seq {
+			t.Fatalf("%s/%s after the refused update: %+v %v", sub, customer.ID, got, err)
+		}
+	})
+	t.Run("still_makes_a_day_2_change", func(t *testing.T) {
+		next := *customer
+		next.Body = []byte(`{"n":4}`)
+		out, err := admin.Replace(ctx, &next, customer.ETag)
+		if err != nil {
+			t.Fatalf("day-2 update of a customer resource: %v", err)
+		}
+		got, err := owner.Get(ctx, sub, customer.ID)
+		if err != nil || !strings.Contains(string(got.Body), "4") || got.Seq != out.Seq || got.Seq <= customer.Seq {
+			t.Fatalf("customer resource after the update: %+v %v (written %+v)", got, err, out)
 		}
 	})
 }
