@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 // An SRE's write to maintenance is a request document: the admin API inserts it (the only kind
@@ -23,6 +26,11 @@ const (
 	RequestPartition = postgres.MaintenanceRequestPartition
 	TypeRequest      = postgres.MaintenanceRequestType
 )
+
+// RequestRetention is how long an ended request stays in the store (the audit log keeps the
+// call for longer): long enough to follow it and see its outcome, and the store holds only
+// what SREs asked for in that time, not every request ever made.
+const RequestRetention = 30 * 24 * time.Hour
 
 // RequestAction is what a request asks for.
 type RequestAction string
@@ -67,13 +75,40 @@ type Request struct {
 	Finished      time.Time     `json:"finished,omitempty"`
 
 	etag string
+	// stray is the ID the body gave when it differs from its document's: such a request was not
+	// written by Submit and fails (the document's ID is the one its outcome is recorded under).
+	stray string
 }
+
+// Bounds of what a request carries besides its spec. The admin API writes a person's name from a
+// certificate and a reason it bounds itself; the maintenance service copies them into the
+// campaign's history, so it bounds them too rather than trust the writer of the document.
+const (
+	maxRequestName   = 256  // requestedBy, group, correlationId
+	maxRequestReason = 1024 // reason, as the admin API bounds it
+)
 
 // Validate checks what a request says on its own (the campaign spec's fields included): the
 // admin API answers 400 with it before storing, the maintenance service fails a request with it.
 func (r *Request) Validate() error {
 	if r.RequestedBy == "" {
 		return invalid("requestedBy", "a request names the SRE who asked")
+	}
+	if r.stray != "" {
+		return invalid("id", "the request's body names request %.64q, its document request %q", r.stray, r.ID)
+	}
+	for _, f := range []struct{ field, value string }{
+		{"requestedBy", r.RequestedBy}, {"group", r.Group}, {"correlationId", r.CorrelationID},
+	} {
+		if len(f.value) > maxRequestName || strings.ContainsFunc(f.value, unicode.IsControl) {
+			return invalid(f.field, "%s must be at most %d bytes without control characters, got %d bytes", f.field, maxRequestName, len(f.value))
+		}
+	}
+	if identity.Reserved(r.RequestedBy) {
+		return invalid("requestedBy", "%q is a service's name, never a person's", r.RequestedBy)
+	}
+	if len(r.Reason) > maxRequestReason {
+		return invalid("reason", "reason must be at most %d bytes, got %d", maxRequestReason, len(r.Reason))
 	}
 	switch r.Action {
 	case ActionCreateCampaign:
@@ -130,6 +165,12 @@ func decodeRequest(d *docstore.Document) (*Request, error) {
 		return nil, fmt.Errorf("decode maintenance request %s: %w", d.ID, err)
 	}
 	r.etag = d.ETag
+	if id := strings.TrimPrefix(d.ID, "request/"); r.ID != id {
+		r.stray, r.ID = r.ID, id
+		if r.stray == "" {
+			r.stray = "(none)"
+		}
+	}
 	return &r, nil
 }
 
@@ -239,6 +280,7 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 	if err != nil {
 		return err
 	}
+	d.TTL = RequestRetention
 	out, err := s.st.Replace(ctx, d, r.etag)
 	if errors.Is(err, docstore.ErrPreconditionFailed) {
 		return nil // another consumer recorded it first

@@ -255,3 +255,81 @@ func TestRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestHostileRequests: a request document is written by the admin API's store login, so the
+// maintenance service reads it as input from outside: one whose body disagrees with its
+// document, or whose requester is no person's name, fails without touching the campaign; and
+// every request leaves the store some time after it ends, so requests cannot pile up forever.
+func TestHostileRequests(t *testing.T) {
+	pg := pgservertest.Start(t)
+	ctx := context.Background()
+	f := newFleet(t, pg)
+	f.registerShard("mgmt-1", 10)
+	f.createCluster("a", "4.19.16")
+	st := openStore(t, pgservertest.NewDatabase(t, pg))
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	consumer := NewRequests(st, NewCampaigns(NewTasks(st), f.cs, nil), func() time.Time { return now }, nil)
+
+	// storeAsAdminLogin stores body as request document docID, Pending, as the admin login may.
+	storeAsAdminLogin := func(t *testing.T, docID string, r *Request) {
+		t.Helper()
+		r.State, r.Created = RequestPending, now
+		d, err := requestDoc(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.ID, d.ResourceID = "request/"+docID, "request/"+docID
+		if _, err := st.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hostile := []struct {
+		name, docID, reason string
+		request             Request
+	}{
+		{"a_body_naming_another_request", "h1", "id", Request{ID: "someone-elses", Action: ActionResumeCampaign, Campaign: "halted-1", RequestedBy: "alice"}},
+		{"a_requester_of_64KiB", "h2", "requestedBy", Request{ID: "h2", Action: ActionResumeCampaign, Campaign: "halted-2", RequestedBy: strings.Repeat("a", 64<<10)}},
+		{"a_services_name_as_requester", "h3", "requestedBy", Request{ID: "h3", Action: ActionResumeCampaign, Campaign: "halted-3", RequestedBy: "maintenance"}},
+		{"a_reason_of_1MiB", "h4", "reason", Request{ID: "h4", Action: ActionResumeCampaign, Campaign: "halted-4", RequestedBy: "alice", Reason: strings.Repeat("r", 1<<20)}},
+	}
+	for _, c := range hostile {
+		t.Run("fails_"+c.name+"_without_changing_the_campaign", func(t *testing.T) {
+			putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: c.request.Campaign}, State: CampaignHalted,
+				Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
+			storeAsAdminLogin(t, c.docID, &c.request)
+			if err := consumer.Process(ctx); err != nil {
+				t.Fatalf("process: %v", err)
+			}
+			got, err := consumer.Get(ctx, c.docID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != RequestFailed || !strings.Contains(got.Message, c.reason) {
+				t.Fatalf("request %s: %s %.200q; want Failed naming %s", c.docID, got.State, got.Message, c.reason)
+			}
+			cm, err := NewCampaigns(NewTasks(st), nil, nil).Get(ctx, c.request.Campaign)
+			if err != nil || cm.State != CampaignHalted || len(cm.History) != 0 {
+				t.Fatalf("campaign %s after the hostile request: %+v %v; want Halted, unchanged", c.request.Campaign, cm, err)
+			}
+		})
+	}
+	t.Run("an_ended_request_expires_after_the_retention", func(t *testing.T) {
+		r, err := NewRequests(st, nil, func() time.Time { return now }, nil).Submit(ctx, &Request{Action: ActionCancelCampaign, Campaign: "nosuch", RequestedBy: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := st.Get(ctx, RequestPartition, "request/"+r.ID); err != nil || !d.ExpiresAt.IsZero() {
+			t.Fatalf("pending request: %+v %v; want no expiry until it ends", d, err)
+		}
+		if err := consumer.Process(ctx); err != nil {
+			t.Fatalf("process: %v", err)
+		}
+		d, err := st.Get(ctx, RequestPartition, "request/"+r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := time.Until(d.ExpiresAt); left < RequestRetention-time.Hour || left > RequestRetention+time.Hour {
+			t.Fatalf("ended request expires at %s (in %s); want in about %s", d.ExpiresAt, left, RequestRetention)
+		}
+	})
+}
