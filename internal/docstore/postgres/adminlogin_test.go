@@ -66,7 +66,7 @@ func TestAdminLoginInsertsOnlyPendingMaintenanceRequests(t *testing.T) {
 		return &docstore.Document{PartitionKey: partition, ID: id, Type: typ, ResourceID: id, Body: []byte(body)}
 	}
 	const sub = "0b5f0a4e-8d8e-4a52-9d1e-6f0e7a1c2b3d"
-	customer, err := owner.Create(ctx, doc(sub, "cluster-1", "Microsoft.RedHatOpenShift/hcpOpenShiftClusters", `{"n":1}`))
+	customer, err := owner.Create(ctx, doc(sub, "cluster-1", docstore.TypeResource, `{"n":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestAdminLoginUpdateKeepsDocumentIdentity(t *testing.T) {
 	admin := openAsAdminLogin(t, dsn)
 	const sub = "0b5f0a4e-8d8e-4a52-9d1e-6f0e7a1c2b3d"
 	const rid = "/subscriptions/" + sub + "/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/c1"
-	const typ = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
+	const typ = docstore.TypeResource
 	customer, err := owner.Create(ctx, &docstore.Document{PartitionKey: sub, ID: "cluster-1", Type: typ, ResourceID: rid, Body: []byte(`{"n":1}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestAdminLoginUpdateKeepsDocumentIdentity(t *testing.T) {
 		{"another_customers_resource_id", func(d *docstore.Document) {
 			d.ResourceID = "/subscriptions/11111111-2222-3333-4444-555555555555/resourcegroups/rg/providers/microsoft.redhatopenshift/hcpopenshiftclusters/c1"
 		}},
-		{"another_type", func(d *docstore.Document) { d.Type = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/nodePools" }},
+		{"another_type", func(d *docstore.Document) { d.Type = docstore.TypeSubscription }},
 	}
 	for _, c := range refused {
 		t.Run("refuses_"+c.name, func(t *testing.T) {
@@ -214,4 +214,42 @@ func TestAdminLoginUpdateKeepsDocumentIdentity(t *testing.T) {
 			t.Fatalf("customer resource after the update: %+v %v (written %+v)", got, err, out)
 		}
 	})
+}
+
+// The admin login's day-2 changes are written into a customer's resource document (a cluster or
+// node pool); a subscription's document (its ARM registration state) and an operation's (what
+// ARM polls) are the frontend's and backend's to write, so the admin login may not update them.
+func TestAdminLoginUpdatesOnlyResourceDocuments(t *testing.T) {
+	ctx := context.Background()
+	owner, dsn := open(t, postgres.Options{})
+	admin := openAsAdminLogin(t, dsn)
+	const sub = "0b5f0a4e-8d8e-4a52-9d1e-6f0e7a1c2b3d"
+	for _, c := range []struct {
+		name, id, typ, body, forged string
+		refused                     bool
+	}{
+		{"refuses_to_register_a_suspended_subscription", "subscription", docstore.TypeSubscription, `{"state":"Suspended"}`, `{"state":"Registered"}`, true},
+		{"refuses_to_mark_an_operation_succeeded", "op-1", docstore.TypeOperation, `{"status":"InProgress"}`, `{"status":"Succeeded"}`, true},
+		{"updates_a_resource_document", "cluster-1", docstore.TypeResource, `{"n":1}`, `{"n":2}`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := owner.Create(ctx, &docstore.Document{PartitionKey: sub, ID: c.id, Type: c.typ, ResourceID: c.id, Body: []byte(c.body)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := *d
+			next.Body = []byte(c.forged)
+			_, err = admin.Replace(ctx, &next, d.ETag)
+			if c.refused != (err != nil) {
+				t.Fatalf("admin login's replace of the %s document: %v (want refused: %v)", c.typ, err, c.refused)
+			}
+			got, err := owner.Get(ctx, sub, c.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if changed := got.ETag != d.ETag; changed == c.refused {
+				t.Fatalf("the %s document after the admin login's replace: %s (changed %v)", c.typ, got.Body, changed)
+			}
+		})
+	}
 }
