@@ -93,7 +93,7 @@ func TestMaintenanceWrites(t *testing.T) {
 	// consume here and carried out in backend/pkg/maintenance's and backend/cmd/maintenance's tests.
 	consume := func(t *testing.T) {
 		t.Helper()
-		if err := maintenance.NewRequests(e.docs, maintenance.NewCampaigns(maintenance.NewTasks(e.docs), nil, nil), nil, nil).Process(ctx); err != nil {
+		if err := maintenance.NewRequests(e.docs, maintenance.NewCampaigns(maintenance.NewTasks(e.docs), nil, nil), nil, nil).VerifyWith(e.statementPub).Process(ctx); err != nil {
 			t.Fatalf("process requests: %v", err)
 		}
 	}

@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,10 @@ type Request struct {
 	CampaignState CampaignState `json:"campaignState,omitempty"`
 	Created       time.Time     `json:"created"`
 	Finished      time.Time     `json:"finished,omitempty"`
+	// Signature is the admin API's Ed25519 signature over what the SRE asked and who they are
+	// (statement): the maintenance service takes the requester's name from nothing else, so the
+	// admin API's store login, which can write request documents, cannot name another SRE.
+	Signature []byte `json:"signature,omitempty"`
 
 	etag string
 	// stray is the ID the body gave when it differs from its document's: such a request was not
@@ -131,12 +136,77 @@ func (r *Request) Validate() error {
 	return invalid("action", "action %q must be one of %s, %s, %s", r.Action, ActionCreateCampaign, ActionResumeCampaign, ActionCancelCampaign)
 }
 
+// requestDomain separates request signatures from anything else the admin API's statement key
+// signs (its break-glass statements to Cluster Service).
+const requestDomain = "openhcp-maintenance-request-v1\x00"
+
+// maxRequestSkew is how far in the future a request's creation time may be (clock difference
+// between the admin API and the maintenance service).
+const maxRequestSkew = 5 * time.Minute
+
+// statement is what the admin API signs: everything it vouches for, none of the outcome.
+func (r *Request) statement() ([]byte, error) {
+	b, err := json.Marshal(struct {
+		ID            string        `json:"id"`
+		Action        RequestAction `json:"action"`
+		Campaign      string        `json:"campaign"`
+		Spec          *CampaignSpec `json:"spec,omitempty"`
+		RequestedBy   string        `json:"requestedBy"`
+		Group         string        `json:"group"`
+		Reason        string        `json:"reason"`
+		CorrelationID string        `json:"correlationId"`
+		Created       time.Time     `json:"created"`
+	}{r.ID, r.Action, r.Campaign, r.Spec, r.RequestedBy, r.Group, r.Reason, r.CorrelationID, r.Created})
+	if err != nil {
+		return nil, fmt.Errorf("encode the statement of maintenance request %s: %w", r.ID, err)
+	}
+	return append([]byte(requestDomain), b...), nil
+}
+
+// verify checks r's signature with pub, and that r is not a replay of a request older than the
+// store keeps (its document could be gone, and its ID free again).
+func (r *Request) verify(pub ed25519.PublicKey, now time.Time) error {
+	if len(pub) != ed25519.PublicKeySize {
+		return invalid("signature", "the maintenance service has no key to verify requests with")
+	}
+	st, err := r.statement()
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(pub, st, r.Signature) {
+		return invalid("signature", "the request's signature does not verify: the admin API did not make this request")
+	}
+	if r.Created.After(now.Add(maxRequestSkew)) || now.Sub(r.Created) > RequestRetention {
+		return invalid("created", "a request created at %s is not carried out at %s", r.Created.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// ErrNoSigningKey is Submit's error when the request store has no key to sign with.
+var ErrNoSigningKey = errors.New("no key to sign maintenance requests with")
+
 // Requests stores maintenance requests and carries them out.
 type Requests struct {
 	st        docstore.Store
 	campaigns *Campaigns
 	now       func() time.Time
 	log       *slog.Logger
+	key       ed25519.PrivateKey // the admin API's: Submit signs with it
+	pub       ed25519.PublicKey  // the maintenance service's: Process verifies with it
+}
+
+// SignWith makes Submit sign each request with key, the admin API's statement key; without it
+// Submit stores nothing.
+func (s *Requests) SignWith(key ed25519.PrivateKey) *Requests {
+	s.key = key
+	return s
+}
+
+// VerifyWith makes Process carry out only requests whose signature pub verifies (the admin API's
+// statement public key); without it every request fails.
+func (s *Requests) VerifyWith(pub ed25519.PublicKey) *Requests {
+	s.pub = pub
+	return s
 }
 
 // NewRequests returns the request store on st. campaigns carries requests out (nil for a store
@@ -182,8 +252,16 @@ func (s *Requests) Submit(ctx context.Context, r *Request) (*Request, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	if len(s.key) != ed25519.PrivateKeySize {
+		return nil, ErrNoSigningKey
+	}
 	r.ID, r.State, r.Created = uuid.NewString(), RequestPending, s.now().UTC()
 	r.Message, r.CampaignState, r.Finished = "", "", time.Time{}
+	st, err := r.statement()
+	if err != nil {
+		return nil, err
+	}
+	r.Signature = ed25519.Sign(s.key, st)
 	d, err := requestDoc(r)
 	if err != nil {
 		return nil, err
@@ -305,6 +383,9 @@ var errCampaignExists = errors.New("campaign already exists")
 // apply makes the change r asks for, or finds it already made by r.
 func (s *Requests) apply(ctx context.Context, r *Request) (*Campaign, error) {
 	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if err := r.verify(s.pub, s.now()); err != nil {
 		return nil, err
 	}
 	by := r.RequestedBy + " (request " + r.ID + ")"

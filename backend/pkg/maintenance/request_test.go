@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"strings"
 	"testing"
@@ -53,8 +54,12 @@ func TestRequests(t *testing.T) {
 	}
 	st := openStore(t, pgservertest.NewDatabase(t, pg))
 	campaigns := NewCampaigns(NewTasks(st), f.cs, nil)
-	// The admin API's side: it submits and reads, it carries nothing out.
-	submitter := NewRequests(st, nil, nil, nil)
+	pub, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The admin API's side: it submits (signed) and reads, it carries nothing out.
+	submitter := NewRequests(st, nil, nil, nil).SignWith(key)
 	putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: "halted"}, State: CampaignHalted,
 		Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
 	putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: "running", RequestedBy: "someone"}, State: CampaignRunning,
@@ -73,6 +78,7 @@ func TestRequests(t *testing.T) {
 	storeRaw := func(t *testing.T, r *Request) *Request {
 		t.Helper()
 		r.ID, r.State, r.RequestedBy, r.Created = strings.ReplaceAll(t.Name(), "/", "-"), RequestPending, "alice", time.Now().UTC()
+		sign(t, key, r)
 		d, err := requestDoc(r)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +91,7 @@ func TestRequests(t *testing.T) {
 	// processOnce runs a fresh consumer once on store s, as a restarted maintenance service would.
 	processOnce := func(t *testing.T, s docstore.Store) error {
 		t.Helper()
-		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).Process(ctx)
+		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).Process(ctx)
 	}
 	outcome := func(t *testing.T, id string) *Request {
 		t.Helper()
@@ -268,12 +274,27 @@ func TestHostileRequests(t *testing.T) {
 	f.createCluster("a", "4.19.16")
 	st := openStore(t, pgservertest.NewDatabase(t, pg))
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	consumer := NewRequests(st, NewCampaigns(NewTasks(st), f.cs, nil), func() time.Time { return now }, nil)
+	pub, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumer := NewRequests(st, NewCampaigns(NewTasks(st), f.cs, nil), func() time.Time { return now }, nil).VerifyWith(pub)
 
 	// storeAsAdminLogin stores body as request document docID, Pending, as the admin login may.
-	storeAsAdminLogin := func(t *testing.T, docID string, r *Request) {
+	storeAsAdminLogin := func(t *testing.T, docID string, r *Request, forge func(*Request)) {
 		t.Helper()
-		r.State, r.Created = RequestPending, now
+		r.State = RequestPending
+		if r.Created.IsZero() {
+			r.Created = now
+		}
+		sign(t, key, r)
+		if forge != nil {
+			forge(r)
+		}
 		d, err := requestDoc(r)
 		if err != nil {
 			t.Fatal(err)
@@ -286,17 +307,35 @@ func TestHostileRequests(t *testing.T) {
 	hostile := []struct {
 		name, docID, reason string
 		request             Request
+		forge               func(*Request) // after the admin API's signature
 	}{
-		{"a_body_naming_another_request", "h1", "id", Request{ID: "someone-elses", Action: ActionResumeCampaign, Campaign: "halted-1", RequestedBy: "alice"}},
-		{"a_requester_of_64KiB", "h2", "requestedBy", Request{ID: "h2", Action: ActionResumeCampaign, Campaign: "halted-2", RequestedBy: strings.Repeat("a", 64<<10)}},
-		{"a_services_name_as_requester", "h3", "requestedBy", Request{ID: "h3", Action: ActionResumeCampaign, Campaign: "halted-3", RequestedBy: "maintenance"}},
-		{"a_reason_of_1MiB", "h4", "reason", Request{ID: "h4", Action: ActionResumeCampaign, Campaign: "halted-4", RequestedBy: "alice", Reason: strings.Repeat("r", 1<<20)}},
+		{"an_unsigned_request", "s1", "signature", Request{ID: "s1", Action: ActionResumeCampaign, Campaign: "halted-s1", RequestedBy: "bob"},
+			func(r *Request) { r.Signature = nil }},
+		{"a_request_signed_by_another_key", "s2", "signature", Request{ID: "s2", Action: ActionResumeCampaign, Campaign: "halted-s2", RequestedBy: "bob"},
+			func(r *Request) { sign(t, otherKey, r) }},
+		{"a_signed_request_naming_another_sre", "s3", "signature", Request{ID: "s3", Action: ActionResumeCampaign, Campaign: "halted-s3", RequestedBy: "alice"},
+			func(r *Request) { r.RequestedBy = "bob" }},
+		{"a_signed_request_for_another_campaign", "s4", "signature", Request{ID: "s4", Action: ActionResumeCampaign, Campaign: "halted-s4", RequestedBy: "alice"},
+			func(r *Request) { r.Campaign = "halted-s5" }},
+		{"a_replay_older_than_the_retention", "s6", "created", Request{ID: "s6", Action: ActionResumeCampaign, Campaign: "halted-s6", RequestedBy: "alice",
+			Created: now.Add(-RequestRetention - time.Hour)}, nil},
+		{"a_body_naming_another_request", "h1", "id", Request{ID: "someone-elses", Action: ActionResumeCampaign, Campaign: "halted-1", RequestedBy: "alice"}, nil},
+		{"a_requester_of_64KiB", "h2", "requestedBy", Request{ID: "h2", Action: ActionResumeCampaign, Campaign: "halted-2", RequestedBy: strings.Repeat("a", 64<<10)}, nil},
+		{"a_services_name_as_requester", "h3", "requestedBy", Request{ID: "h3", Action: ActionResumeCampaign, Campaign: "halted-3", RequestedBy: "maintenance"}, nil},
+		{"a_reason_of_1MiB", "h4", "reason", Request{ID: "h4", Action: ActionResumeCampaign, Campaign: "halted-4", RequestedBy: "alice", Reason: strings.Repeat("r", 1<<20)}, nil},
 	}
 	for _, c := range hostile {
 		t.Run("fails_"+c.name+"_without_changing_the_campaign", func(t *testing.T) {
 			putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: c.request.Campaign}, State: CampaignHalted,
 				Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
-			storeAsAdminLogin(t, c.docID, &c.request)
+			asked := c.request.Campaign
+			storeAsAdminLogin(t, c.docID, &c.request, c.forge)
+			halted := []string{asked}
+			if forged := c.request.Campaign; forged != asked { // the campaign the forger wants resumed exists too
+				putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: forged}, State: CampaignHalted,
+					Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
+				halted = append(halted, forged)
+			}
 			if err := consumer.Process(ctx); err != nil {
 				t.Fatalf("process: %v", err)
 			}
@@ -307,14 +346,16 @@ func TestHostileRequests(t *testing.T) {
 			if got.State != RequestFailed || !strings.Contains(got.Message, c.reason) {
 				t.Fatalf("request %s: %s %.200q; want Failed naming %s", c.docID, got.State, got.Message, c.reason)
 			}
-			cm, err := NewCampaigns(NewTasks(st), nil, nil).Get(ctx, c.request.Campaign)
-			if err != nil || cm.State != CampaignHalted || len(cm.History) != 0 {
-				t.Fatalf("campaign %s after the hostile request: %+v %v; want Halted, unchanged", c.request.Campaign, cm, err)
+			for _, id := range halted {
+				cm, err := NewCampaigns(NewTasks(st), nil, nil).Get(ctx, id)
+				if err != nil || cm.State != CampaignHalted || len(cm.History) != 0 {
+					t.Fatalf("campaign %s after the hostile request: %+v %v; want Halted, unchanged", id, cm, err)
+				}
 			}
 		})
 	}
 	t.Run("an_ended_request_expires_after_the_retention", func(t *testing.T) {
-		r, err := NewRequests(st, nil, func() time.Time { return now }, nil).Submit(ctx, &Request{Action: ActionCancelCampaign, Campaign: "nosuch", RequestedBy: "alice"})
+		r, err := NewRequests(st, nil, func() time.Time { return now }, nil).SignWith(key).Submit(ctx, &Request{Action: ActionCancelCampaign, Campaign: "nosuch", RequestedBy: "alice"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,4 +373,14 @@ func TestHostileRequests(t *testing.T) {
 			t.Fatalf("ended request expires at %s (in %s); want in about %s", d.ExpiresAt, left, RequestRetention)
 		}
 	})
+}
+
+// sign signs r as the admin API's Submit does.
+func sign(t *testing.T, key ed25519.PrivateKey, r *Request) {
+	t.Helper()
+	st, err := r.statement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Signature = ed25519.Sign(key, st)
 }
