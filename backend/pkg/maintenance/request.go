@@ -83,6 +83,8 @@ type Request struct {
 	// stray is the ID the body gave when it differs from its document's: such a request was not
 	// written by Submit and fails (the document's ID is the one its outcome is recorded under).
 	stray string
+	// garbled is why the document's body did not decode.
+	garbled string
 }
 
 // Bounds of what a request carries besides its spec. The admin API writes a person's name from a
@@ -96,6 +98,9 @@ const (
 // Validate checks what a request says on its own (the campaign spec's fields included): the
 // admin API answers 400 with it before storing, the maintenance service fails a request with it.
 func (r *Request) Validate() error {
+	if r.garbled != "" {
+		return invalid("body", "%.256s", r.garbled)
+	}
 	if r.RequestedBy == "" {
 		return invalid("requestedBy", "a request names the SRE who asked")
 	}
@@ -229,10 +234,14 @@ func requestDoc(r *Request) (*docstore.Document, error) {
 	return &docstore.Document{PartitionKey: RequestPartition, ID: "request/" + r.ID, Type: TypeRequest, ResourceID: "request/" + r.ID, Body: b}, nil
 }
 
+// decodeRequest reads a request document. One whose body does not decode (the admin API's store
+// login can write any Pending body) is a Pending request that fails for its body, so that it
+// blocks neither the other requests nor a listing.
 func decodeRequest(d *docstore.Document) (*Request, error) {
 	var r Request
 	if err := json.Unmarshal(d.Body, &r); err != nil {
-		return nil, fmt.Errorf("decode maintenance request %s: %w", d.ID, err)
+		id := strings.TrimPrefix(d.ID, "request/")
+		return &Request{ID: id, State: RequestPending, etag: d.ETag, garbled: fmt.Sprintf("decode maintenance request %s: %v", id, err)}, nil
 	}
 	r.etag = d.ETag
 	if id := strings.TrimPrefix(d.ID, "request/"); r.ID != id {

@@ -354,6 +354,28 @@ func TestHostileRequests(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a_body_that_does_not_decode_fails_and_blocks_no_other_request", func(t *testing.T) {
+		if _, err := st.Create(ctx, &docstore.Document{PartitionKey: RequestPartition, ID: "request/garbled", Type: TypeRequest,
+			ResourceID: "request/garbled", Body: []byte(`{"state":"Pending","spec":5,"created":"never"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		good, err := NewRequests(st, nil, func() time.Time { return now }, nil).SignWith(key).Submit(ctx, &Request{Action: ActionCancelCampaign, Campaign: "nosuch", RequestedBy: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := consumer.Process(ctx); err != nil {
+			t.Fatalf("process: %v", err)
+		}
+		if got, err := consumer.Get(ctx, "garbled"); err != nil || got.State != RequestFailed || !strings.Contains(got.Message, "body") {
+			t.Fatalf("the garbled request: %+v %v; want Failed naming its body", got, err)
+		}
+		if got, err := consumer.Get(ctx, good.ID); err != nil || got.State != RequestFailed || !strings.Contains(got.Message, "no campaign nosuch") {
+			t.Fatalf("the request stored after the garbled one: %+v %v; want carried out (Failed: no campaign nosuch)", got, err)
+		}
+		if rs, err := consumer.List(ctx); err != nil || len(rs) == 0 {
+			t.Fatalf("list after a garbled request: %d requests, %v", len(rs), err)
+		}
+	})
 	t.Run("an_ended_request_expires_after_the_retention", func(t *testing.T) {
 		r, err := NewRequests(st, nil, func() time.Time { return now }, nil).SignWith(key).Submit(ctx, &Request{Action: ActionCancelCampaign, Campaign: "nosuch", RequestedBy: "alice"})
 		if err != nil {
