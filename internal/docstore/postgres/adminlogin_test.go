@@ -202,6 +202,16 @@ func TestAdminLoginUpdateKeepsDocumentIdentity(t *testing.T) {
 			t.Fatalf("%s/%s after the refused update: %+v %v", sub, customer.ID, got, err)
 		}
 	})
+	t.Run("refuses_to_insert_a_request_at_a_feed_position_of_its_own_choosing", func(t *testing.T) {
+		_, err := admin.Pool().Exec(ctx, `INSERT INTO documents (partition_key, id, type, resource_id, body, etag, seq)
+VALUES ($1, 'request/seq', $2, 'request/seq', '{"state":"Pending"}', 'e', 1000000)`, postgres.MaintenanceRequestPartition, postgres.MaintenanceRequestType)
+		if err == nil {
+			t.Fatal("admin login inserted a request at feed position 1000000")
+		}
+		if _, err := owner.Get(ctx, postgres.MaintenanceRequestPartition, "request/seq"); !errors.Is(err, docstore.ErrNotFound) {
+			t.Fatalf("the request after the refused insert: %v", err)
+		}
+	})
 	t.Run("still_makes_a_day_2_change", func(t *testing.T) {
 		next := *customer
 		next.Body = []byte(`{"n":4}`)
