@@ -20,7 +20,11 @@ const (
 
 // startMaintenance starts the maintenance service (startStoreService).
 func (r *Region) startMaintenance(ctx context.Context, pg *pgserver.Server) error {
+	// The admin API's statement public key (written with Cluster Service's secrets, which start
+	// first): the service carries out only the maintenance requests the admin API signed.
+	_, statementPub := r.sreStatementKeyFiles()
 	replicas, err := r.startStoreService(ctx, pg, storeService{name: maintenanceName, identity: pki.Maintenance, replicas: 1, args: []string{
+		"--sre-statement-public-key", statementPub,
 		"--poll", maintenancePoll.String(),
 		"--campaign-poll", maintenancePoll.String(),
 		"--upgrade-poll", maintenanceUpgradePoll.String(),

@@ -86,7 +86,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	var mgmt string
 	str(&mgmt, "management-kubeconfigs", "ADMIN_MANAGEMENT_KUBECONFIGS", "", "shard=kubeconfig,… : a read-only kubeconfig per management cluster, for shard health (/readyz) and must-gather's HostedCluster/NodePool objects and events (optional: without it, health is unknown)")
 	str(&o.statementKeyFile, "sre-statement-key", "ADMIN_SRE_STATEMENT_KEY", "",
-		"Ed25519 private key (PKCS#8 PEM, mode 0600) that signs the statement naming the SRE of each break-glass request; Cluster Service verifies it with the public key (--sre-statement-public-key) (optional: without it break-glass requests answer 503)")
+		"Ed25519 private key (PKCS#8 PEM, mode 0600) that signs the statement naming the SRE of each break-glass request and each maintenance request; Cluster Service and the maintenance service verify them with the public key (--sre-statement-public-key) (optional: without it break-glass requests and maintenance writes answer 503)")
 	str(&o.sessionKeyFile, "session-key-file", "ADMIN_SESSION_KEY_FILE", "",
 		"the region's break-glass session key (32 bytes base64, mode 0600), the same file as the gateway's --session-key-file: it seals each session's cluster credential in the database (optional: without it break-glass requests answer 503)")
 	str(&o.gatewayURL, "gateway-url", "ADMIN_GATEWAY_URL", "", "the break-glass gateway's public URL, https://host:port: sessions are used at <it>/sessions/<id> (required with --session-key-file)")

@@ -117,7 +117,12 @@ func (s *Server) submitMaintenance(w http.ResponseWriter, r *http.Request, req *
 	req.CorrelationID = w.Header().Get(adminapi.HeaderCorrelationID)
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
-	out, err := maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).Submit(ctx, req)
+	// The request is signed with the statement key, so the maintenance service takes the
+	// person's name from the admin API's word, not from whoever can write the document.
+	out, err := maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).SignWith(s.cfg.StatementKey).Submit(ctx, req)
+	if errors.Is(err, maintenance.ErrNoSigningKey) {
+		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "maintenance writes need the admin API's statement key (--sre-statement-key)")
+	}
 	if err := fieldRefusal(err); err != nil {
 		var ae *apiError
 		if errors.As(err, &ae) {

@@ -93,7 +93,7 @@ func TestMaintenanceWrites(t *testing.T) {
 	// consume here and carried out in backend/pkg/maintenance's and backend/cmd/maintenance's tests.
 	consume := func(t *testing.T) {
 		t.Helper()
-		if err := maintenance.NewRequests(e.docs, maintenance.NewCampaigns(maintenance.NewTasks(e.docs), nil, nil), nil, nil).Process(ctx); err != nil {
+		if err := maintenance.NewRequests(e.docs, maintenance.NewCampaigns(maintenance.NewTasks(e.docs), nil, nil), nil, nil).VerifyWith(e.statementPub).Process(ctx); err != nil {
 			t.Fatalf("process requests: %v", err)
 		}
 	}
@@ -201,4 +201,19 @@ func TestMaintenanceWrites(t *testing.T) {
 			t.Fatalf("%d", code)
 		}
 	})
+}
+
+// The maintenance service carries out only requests the admin API signed, so without its
+// statement key the admin API stores none: a write answers 503 and nothing is stored.
+func TestMaintenanceWritesNeedTheStatementKey(t *testing.T) {
+	e := start(t, func(c *Config) { c.StatementKey = nil })
+	useAdminLogin(t, e)
+	code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/maintenance/campaigns/z1/resume", `{"reason":"failure understood"}`)
+	if code != http.StatusServiceUnavailable || !strings.Contains(ae.Message, "--sre-statement-key") {
+		t.Fatalf("%d %+v; want 503 naming --sre-statement-key", code, ae)
+	}
+	rs, err := maintenance.NewRequests(e.docs, nil, nil, nil).List(context.Background())
+	if err != nil || len(rs) != 0 {
+		t.Fatalf("requests stored without the key: %v %v", rs, err)
+	}
 }

@@ -69,7 +69,8 @@ type Config struct {
 	// Credentials may be nil: the break-glass routes then answer 503.
 	Credentials csv1.CredentialsClient
 	// StatementKey signs the statements that tell Cluster Service which SRE asked for a
-	// break-glass credential (srestatement); without it the break-glass requests answer 503.
+	// break-glass credential (srestatement), and the SRE maintenance requests the maintenance
+	// service carries out; without it the break-glass and maintenance writes answer 503.
 	StatementKey ed25519.PrivateKey
 	// Approvals holds admin break-glass requests until a second sre-admin approves them; nil:
 	// admin break-glass requests answer 503.

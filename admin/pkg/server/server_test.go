@@ -60,6 +60,8 @@ type env struct {
 	auditSU string
 	// sessions is the break-glass session store, to read what a session holds.
 	sessions *session.Store
+	// statementPub verifies what the admin API signs (break-glass statements, maintenance requests).
+	statementPub ed25519.PublicKey
 }
 
 // start starts the admin API over real parts; opts change its Config before New.
@@ -203,7 +205,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	}
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
-	return &env{url: ts.URL, sessions: sessions, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(feConn), pools: csv1.NewNodePoolsClient(feConn), docs: docs, docsDSN: docsDSN, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN}
+	return &env{url: ts.URL, sessions: sessions, pki: p, log: log, shards: shards, clusters: csv1.NewClustersClient(feConn), pools: csv1.NewNodePoolsClient(feConn), docs: docs, docsDSN: docsDSN, logDir: logDir, srv: srv, csdb: csDB, auditSU: auditDSN, statementPub: statementPub}
 }
 
 // as returns an HTTP client presenting identity's certificate ("" for none).

@@ -19,6 +19,7 @@ import (
 
 	"github.com/openhcp/openhcp/backend/pkg/leader"
 	"github.com/openhcp/openhcp/backend/pkg/maintenance"
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
 	"github.com/openhcp/openhcp/internal/svcmain"
@@ -42,6 +43,7 @@ type options struct {
 	requestPoll    time.Duration
 	upgradePoll    time.Duration
 	logLevel       string
+	statementPub   string
 }
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
@@ -59,6 +61,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.metricsTLS.Key, "tls-key", "MAINTENANCE_TLS_KEY", "", "server key (PEM) of --metrics-listen")
 	str(&o.replicaID, "replica-id", "MAINTENANCE_REPLICA_ID", svcmain.ReplicaID("maintenance"), "this replica's name in the tasks it runs and in the campaign lease (default hostname-pid)")
 	str(&o.logLevel, "log-level", "MAINTENANCE_LOG_LEVEL", "info", "debug, info, warn or error")
+	str(&o.statementPub, "sre-statement-public-key", "MAINTENANCE_SRE_STATEMENT_PUBLIC_KEY", "",
+		"Ed25519 public key (PKIX PEM) of the admin API's --sre-statement-key: an SRE's maintenance request is carried out only if it verifies (required)")
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 4, "tasks running at once across every replica; the same on every replica")
 	fs.Duration(&o.taskLease, "task-lease", "MAINTENANCE_TASK_LEASE", 30*time.Second, "a running task whose replica has not written it for this long is resumed by another; a step must return within half of it")
 	fs.Duration(&o.poll, "poll", "MAINTENANCE_POLL", time.Second, "how often runnable tasks are looked for")
@@ -75,6 +79,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, err
 	}
 	switch {
+	case o.statementPub == "":
+		return nil, errors.New("--sre-statement-public-key is required: the maintenance service carries out only requests the admin API signed")
 	case o.replicaID == "":
 		return nil, errors.New("--replica-id must not be empty")
 	case o.maxInFlight < 1 || o.maxInFlight > 1000:
@@ -117,10 +123,14 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	defer st.Close()
 
+	statementPub, err := srestatement.ReadPublicKey(o.statementPub)
+	if err != nil {
+		return fmt.Errorf("--sre-statement-public-key: %w", err)
+	}
 	cs := maintenance.NewClusterService(conn)
 	tasks := maintenance.NewTasks(st)
 	campaigns := maintenance.NewCampaigns(tasks, cs, nil)
-	requests := maintenance.NewRequests(st, campaigns, nil, log)
+	requests := maintenance.NewRequests(st, campaigns, nil, log).VerifyWith(statementPub)
 	actuator, err := maintenance.NewActuator(tasks, []maintenance.TaskType{
 		maintenance.ZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
 	}, maintenance.ActuatorConfig{

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/openhcp/openhcp/backend/pkg/maintenance"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
@@ -38,9 +40,11 @@ func TestParseFlags(t *testing.T) {
 		{name: "short_task_lease", args: []string{"--db-dsn", dsn, "--task-lease", "1s"}, wantErr: "--task-lease"},
 		{name: "bad_duration_from_the_environment", args: []string{"--db-dsn", dsn}, env: map[string]string{"MAINTENANCE_POLL": "soon"}, wantErr: "MAINTENANCE_POLL"},
 		{name: "bad_log_level", args: []string{"--db-dsn", dsn, "--log-level", "loud"}, wantErr: "--log-level"},
+		{name: "no_statement_public_key_names_the_flag", args: []string{"--db-dsn", dsn, "--sre-statement-public-key", ""}, wantErr: "--sre-statement-public-key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := parseFlags(tc.args, func(k string) string { return tc.env[k] })
+			args := append([]string{"--sre-statement-public-key", "/keys/admin-sre-statement.pub"}, tc.args...)
+			o, err := parseFlags(args, func(k string) string { return tc.env[k] })
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("parseFlags: %v", err)
@@ -83,7 +87,16 @@ func TestRunUpgradesThroughClusterService(t *testing.T) {
 	}
 	t.Cleanup(st.Close)
 	// The campaign is asked for as the admin API asks: a request the leader carries out.
-	requests := maintenance.NewRequests(st, nil, nil, nil)
+	keyDir := t.TempDir()
+	keyFile, pubFile := filepath.Join(keyDir, "statement.key"), filepath.Join(keyDir, "statement.pub")
+	if err := srestatement.WriteKeyPair(keyFile, pubFile); err != nil {
+		t.Fatal(err)
+	}
+	key, err := srestatement.ReadKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requests := maintenance.NewRequests(st, nil, nil, nil).SignWith(key)
 	req, err := requests.Submit(ctx, &maintenance.Request{Action: maintenance.ActionCreateCampaign, RequestedBy: "alice",
 		Spec: &maintenance.CampaignSpec{ID: "z1", FromVersion: "4.19.16", ChannelGroup: "stable"}})
 	if err != nil {
@@ -107,6 +120,7 @@ func TestRunUpgradesThroughClusterService(t *testing.T) {
 		campaignPoll:   100 * time.Millisecond,
 		requestPoll:    100 * time.Millisecond,
 		upgradePoll:    100 * time.Millisecond,
+		statementPub:   pubFile,
 	}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o, log) }()

@@ -2,17 +2,21 @@ package maintenance
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/google/uuid"
 
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 // An SRE's write to maintenance is a request document: the admin API inserts it (the only kind
@@ -23,6 +27,11 @@ const (
 	RequestPartition = postgres.MaintenanceRequestPartition
 	TypeRequest      = postgres.MaintenanceRequestType
 )
+
+// RequestRetention is how long an ended request stays in the store (the audit log keeps the
+// call for longer): long enough to follow it and see its outcome, and the store holds only
+// what SREs asked for in that time, not every request ever made.
+const RequestRetention = 30 * 24 * time.Hour
 
 // RequestAction is what a request asks for.
 type RequestAction string
@@ -65,15 +74,51 @@ type Request struct {
 	CampaignState CampaignState `json:"campaignState,omitempty"`
 	Created       time.Time     `json:"created"`
 	Finished      time.Time     `json:"finished,omitempty"`
+	// Signature is the admin API's Ed25519 signature over what the SRE asked and who they are
+	// (statement): the maintenance service takes the requester's name from nothing else, so the
+	// admin API's store login, which can write request documents, cannot name another SRE.
+	Signature []byte `json:"signature,omitempty"`
 
 	etag string
+	// stray is the ID the body gave when it differs from its document's: such a request was not
+	// written by Submit and fails (the document's ID is the one its outcome is recorded under).
+	stray string
+	// garbled is why the document's body did not decode.
+	garbled string
 }
+
+// Bounds of what a request carries besides its spec. The admin API writes a person's name from a
+// certificate and a reason it bounds itself; the maintenance service copies them into the
+// campaign's history, so it bounds them too rather than trust the writer of the document.
+const (
+	maxRequestName   = 256  // requestedBy, group, correlationId
+	maxRequestReason = 1024 // reason, as the admin API bounds it
+)
 
 // Validate checks what a request says on its own (the campaign spec's fields included): the
 // admin API answers 400 with it before storing, the maintenance service fails a request with it.
 func (r *Request) Validate() error {
+	if r.garbled != "" {
+		return invalid("body", "%.256s", r.garbled)
+	}
 	if r.RequestedBy == "" {
 		return invalid("requestedBy", "a request names the SRE who asked")
+	}
+	if r.stray != "" {
+		return invalid("id", "the request's body names request %.64q, its document request %q", r.stray, r.ID)
+	}
+	for _, f := range []struct{ field, value string }{
+		{"requestedBy", r.RequestedBy}, {"group", r.Group}, {"correlationId", r.CorrelationID},
+	} {
+		if len(f.value) > maxRequestName || strings.ContainsFunc(f.value, unicode.IsControl) {
+			return invalid(f.field, "%s must be at most %d bytes without control characters, got %d bytes", f.field, maxRequestName, len(f.value))
+		}
+	}
+	if identity.Reserved(r.RequestedBy) {
+		return invalid("requestedBy", "%q is a service's name, never a person's", r.RequestedBy)
+	}
+	if len(r.Reason) > maxRequestReason {
+		return invalid("reason", "reason must be at most %d bytes, got %d", maxRequestReason, len(r.Reason))
 	}
 	switch r.Action {
 	case ActionCreateCampaign:
@@ -96,12 +141,77 @@ func (r *Request) Validate() error {
 	return invalid("action", "action %q must be one of %s, %s, %s", r.Action, ActionCreateCampaign, ActionResumeCampaign, ActionCancelCampaign)
 }
 
+// requestDomain separates request signatures from anything else the admin API's statement key
+// signs (its break-glass statements to Cluster Service).
+const requestDomain = "openhcp-maintenance-request-v1\x00"
+
+// maxRequestSkew is how far in the future a request's creation time may be (clock difference
+// between the admin API and the maintenance service).
+const maxRequestSkew = 5 * time.Minute
+
+// statement is what the admin API signs: everything it vouches for, none of the outcome.
+func (r *Request) statement() ([]byte, error) {
+	b, err := json.Marshal(struct {
+		ID            string        `json:"id"`
+		Action        RequestAction `json:"action"`
+		Campaign      string        `json:"campaign"`
+		Spec          *CampaignSpec `json:"spec,omitempty"`
+		RequestedBy   string        `json:"requestedBy"`
+		Group         string        `json:"group"`
+		Reason        string        `json:"reason"`
+		CorrelationID string        `json:"correlationId"`
+		Created       time.Time     `json:"created"`
+	}{r.ID, r.Action, r.Campaign, r.Spec, r.RequestedBy, r.Group, r.Reason, r.CorrelationID, r.Created})
+	if err != nil {
+		return nil, fmt.Errorf("encode the statement of maintenance request %s: %w", r.ID, err)
+	}
+	return append([]byte(requestDomain), b...), nil
+}
+
+// verify checks r's signature with pub, and that r is not a replay of a request older than the
+// store keeps (its document could be gone, and its ID free again).
+func (r *Request) verify(pub ed25519.PublicKey, now time.Time) error {
+	if len(pub) != ed25519.PublicKeySize {
+		return invalid("signature", "the maintenance service has no key to verify requests with")
+	}
+	st, err := r.statement()
+	if err != nil {
+		return err
+	}
+	if !ed25519.Verify(pub, st, r.Signature) {
+		return invalid("signature", "the request's signature does not verify: the admin API did not make this request")
+	}
+	if r.Created.After(now.Add(maxRequestSkew)) || now.Sub(r.Created) > RequestRetention {
+		return invalid("created", "a request created at %s is not carried out at %s", r.Created.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// ErrNoSigningKey is Submit's error when the request store has no key to sign with.
+var ErrNoSigningKey = errors.New("no key to sign maintenance requests with")
+
 // Requests stores maintenance requests and carries them out.
 type Requests struct {
 	st        docstore.Store
 	campaigns *Campaigns
 	now       func() time.Time
 	log       *slog.Logger
+	key       ed25519.PrivateKey // the admin API's: Submit signs with it
+	pub       ed25519.PublicKey  // the maintenance service's: Process verifies with it
+}
+
+// SignWith makes Submit sign each request with key, the admin API's statement key; without it
+// Submit stores nothing.
+func (s *Requests) SignWith(key ed25519.PrivateKey) *Requests {
+	s.key = key
+	return s
+}
+
+// VerifyWith makes Process carry out only requests whose signature pub verifies (the admin API's
+// statement public key); without it every request fails.
+func (s *Requests) VerifyWith(pub ed25519.PublicKey) *Requests {
+	s.pub = pub
+	return s
 }
 
 // NewRequests returns the request store on st. campaigns carries requests out (nil for a store
@@ -124,12 +234,22 @@ func requestDoc(r *Request) (*docstore.Document, error) {
 	return &docstore.Document{PartitionKey: RequestPartition, ID: "request/" + r.ID, Type: TypeRequest, ResourceID: "request/" + r.ID, Body: b}, nil
 }
 
+// decodeRequest reads a request document. One whose body does not decode (the admin API's store
+// login can write any Pending body) is a Pending request that fails for its body, so that it
+// blocks neither the other requests nor a listing.
 func decodeRequest(d *docstore.Document) (*Request, error) {
 	var r Request
 	if err := json.Unmarshal(d.Body, &r); err != nil {
-		return nil, fmt.Errorf("decode maintenance request %s: %w", d.ID, err)
+		id := strings.TrimPrefix(d.ID, "request/")
+		return &Request{ID: id, State: RequestPending, etag: d.ETag, garbled: fmt.Sprintf("decode maintenance request %s: %v", id, err)}, nil
 	}
 	r.etag = d.ETag
+	if id := strings.TrimPrefix(d.ID, "request/"); r.ID != id {
+		r.stray, r.ID = r.ID, id
+		if r.stray == "" {
+			r.stray = "(none)"
+		}
+	}
 	return &r, nil
 }
 
@@ -141,8 +261,16 @@ func (s *Requests) Submit(ctx context.Context, r *Request) (*Request, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	if len(s.key) != ed25519.PrivateKeySize {
+		return nil, ErrNoSigningKey
+	}
 	r.ID, r.State, r.Created = uuid.NewString(), RequestPending, s.now().UTC()
 	r.Message, r.CampaignState, r.Finished = "", "", time.Time{}
+	st, err := r.statement()
+	if err != nil {
+		return nil, err
+	}
+	r.Signature = ed25519.Sign(s.key, st)
 	d, err := requestDoc(r)
 	if err != nil {
 		return nil, err
@@ -239,6 +367,7 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 	if err != nil {
 		return err
 	}
+	d.TTL = RequestRetention
 	out, err := s.st.Replace(ctx, d, r.etag)
 	if errors.Is(err, docstore.ErrPreconditionFailed) {
 		return nil // another consumer recorded it first
@@ -263,6 +392,9 @@ var errCampaignExists = errors.New("campaign already exists")
 // apply makes the change r asks for, or finds it already made by r.
 func (s *Requests) apply(ctx context.Context, r *Request) (*Campaign, error) {
 	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if err := r.verify(s.pub, s.now()); err != nil {
 		return nil, err
 	}
 	by := r.RequestedBy + " (request " + r.ID + ")"

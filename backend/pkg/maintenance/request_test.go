@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"strings"
 	"testing"
@@ -53,8 +54,12 @@ func TestRequests(t *testing.T) {
 	}
 	st := openStore(t, pgservertest.NewDatabase(t, pg))
 	campaigns := NewCampaigns(NewTasks(st), f.cs, nil)
-	// The admin API's side: it submits and reads, it carries nothing out.
-	submitter := NewRequests(st, nil, nil, nil)
+	pub, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The admin API's side: it submits (signed) and reads, it carries nothing out.
+	submitter := NewRequests(st, nil, nil, nil).SignWith(key)
 	putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: "halted"}, State: CampaignHalted,
 		Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
 	putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: "running", RequestedBy: "someone"}, State: CampaignRunning,
@@ -73,6 +78,7 @@ func TestRequests(t *testing.T) {
 	storeRaw := func(t *testing.T, r *Request) *Request {
 		t.Helper()
 		r.ID, r.State, r.RequestedBy, r.Created = strings.ReplaceAll(t.Name(), "/", "-"), RequestPending, "alice", time.Now().UTC()
+		sign(t, key, r)
 		d, err := requestDoc(r)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +91,7 @@ func TestRequests(t *testing.T) {
 	// processOnce runs a fresh consumer once on store s, as a restarted maintenance service would.
 	processOnce := func(t *testing.T, s docstore.Store) error {
 		t.Helper()
-		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).Process(ctx)
+		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).Process(ctx)
 	}
 	outcome := func(t *testing.T, id string) *Request {
 		t.Helper()
@@ -254,4 +260,149 @@ func TestRequests(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHostileRequests: a request document is written by the admin API's store login, so the
+// maintenance service reads it as input from outside: one whose body disagrees with its
+// document, or whose requester is no person's name, fails without touching the campaign; and
+// every request leaves the store some time after it ends, so requests cannot pile up forever.
+func TestHostileRequests(t *testing.T) {
+	pg := pgservertest.Start(t)
+	ctx := context.Background()
+	f := newFleet(t, pg)
+	f.registerShard("mgmt-1", 10)
+	f.createCluster("a", "4.19.16")
+	st := openStore(t, pgservertest.NewDatabase(t, pg))
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	pub, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherKey, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumer := NewRequests(st, NewCampaigns(NewTasks(st), f.cs, nil), func() time.Time { return now }, nil).VerifyWith(pub)
+
+	// storeAsAdminLogin stores body as request document docID, Pending, as the admin login may.
+	storeAsAdminLogin := func(t *testing.T, docID string, r *Request, forge func(*Request)) {
+		t.Helper()
+		r.State = RequestPending
+		if r.Created.IsZero() {
+			r.Created = now
+		}
+		sign(t, key, r)
+		if forge != nil {
+			forge(r)
+		}
+		d, err := requestDoc(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.ID, d.ResourceID = "request/"+docID, "request/"+docID
+		if _, err := st.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hostile := []struct {
+		name, docID, reason string
+		request             Request
+		forge               func(*Request) // after the admin API's signature
+	}{
+		{"an_unsigned_request", "s1", "signature", Request{ID: "s1", Action: ActionResumeCampaign, Campaign: "halted-s1", RequestedBy: "bob"},
+			func(r *Request) { r.Signature = nil }},
+		{"a_request_signed_by_another_key", "s2", "signature", Request{ID: "s2", Action: ActionResumeCampaign, Campaign: "halted-s2", RequestedBy: "bob"},
+			func(r *Request) { sign(t, otherKey, r) }},
+		{"a_signed_request_naming_another_sre", "s3", "signature", Request{ID: "s3", Action: ActionResumeCampaign, Campaign: "halted-s3", RequestedBy: "alice"},
+			func(r *Request) { r.RequestedBy = "bob" }},
+		{"a_signed_request_for_another_campaign", "s4", "signature", Request{ID: "s4", Action: ActionResumeCampaign, Campaign: "halted-s4", RequestedBy: "alice"},
+			func(r *Request) { r.Campaign = "halted-s5" }},
+		{"a_replay_older_than_the_retention", "s6", "created", Request{ID: "s6", Action: ActionResumeCampaign, Campaign: "halted-s6", RequestedBy: "alice",
+			Created: now.Add(-RequestRetention - time.Hour)}, nil},
+		{"a_body_naming_another_request", "h1", "id", Request{ID: "someone-elses", Action: ActionResumeCampaign, Campaign: "halted-1", RequestedBy: "alice"}, nil},
+		{"a_requester_of_64KiB", "h2", "requestedBy", Request{ID: "h2", Action: ActionResumeCampaign, Campaign: "halted-2", RequestedBy: strings.Repeat("a", 64<<10)}, nil},
+		{"a_services_name_as_requester", "h3", "requestedBy", Request{ID: "h3", Action: ActionResumeCampaign, Campaign: "halted-3", RequestedBy: "maintenance"}, nil},
+		{"a_reason_of_1MiB", "h4", "reason", Request{ID: "h4", Action: ActionResumeCampaign, Campaign: "halted-4", RequestedBy: "alice", Reason: strings.Repeat("r", 1<<20)}, nil},
+	}
+	for _, c := range hostile {
+		t.Run("fails_"+c.name+"_without_changing_the_campaign", func(t *testing.T) {
+			putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: c.request.Campaign}, State: CampaignHalted,
+				Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
+			asked := c.request.Campaign
+			storeAsAdminLogin(t, c.docID, &c.request, c.forge)
+			halted := []string{asked}
+			if forged := c.request.Campaign; forged != asked { // the campaign the forger wants resumed exists too
+				putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: forged}, State: CampaignHalted,
+					Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
+				halted = append(halted, forged)
+			}
+			if err := consumer.Process(ctx); err != nil {
+				t.Fatalf("process: %v", err)
+			}
+			got, err := consumer.Get(ctx, c.docID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != RequestFailed || !strings.Contains(got.Message, c.reason) {
+				t.Fatalf("request %s: %s %.200q; want Failed naming %s", c.docID, got.State, got.Message, c.reason)
+			}
+			for _, id := range halted {
+				cm, err := NewCampaigns(NewTasks(st), nil, nil).Get(ctx, id)
+				if err != nil || cm.State != CampaignHalted || len(cm.History) != 0 {
+					t.Fatalf("campaign %s after the hostile request: %+v %v; want Halted, unchanged", id, cm, err)
+				}
+			}
+		})
+	}
+	t.Run("a_body_that_does_not_decode_fails_and_blocks_no_other_request", func(t *testing.T) {
+		if _, err := st.Create(ctx, &docstore.Document{PartitionKey: RequestPartition, ID: "request/garbled", Type: TypeRequest,
+			ResourceID: "request/garbled", Body: []byte(`{"state":"Pending","spec":5,"created":"never"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		good, err := NewRequests(st, nil, func() time.Time { return now }, nil).SignWith(key).Submit(ctx, &Request{Action: ActionCancelCampaign, Campaign: "nosuch", RequestedBy: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := consumer.Process(ctx); err != nil {
+			t.Fatalf("process: %v", err)
+		}
+		if got, err := consumer.Get(ctx, "garbled"); err != nil || got.State != RequestFailed || !strings.Contains(got.Message, "body") {
+			t.Fatalf("the garbled request: %+v %v; want Failed naming its body", got, err)
+		}
+		if got, err := consumer.Get(ctx, good.ID); err != nil || got.State != RequestFailed || !strings.Contains(got.Message, "no campaign nosuch") {
+			t.Fatalf("the request stored after the garbled one: %+v %v; want carried out (Failed: no campaign nosuch)", got, err)
+		}
+		if rs, err := consumer.List(ctx); err != nil || len(rs) == 0 {
+			t.Fatalf("list after a garbled request: %d requests, %v", len(rs), err)
+		}
+	})
+	t.Run("an_ended_request_expires_after_the_retention", func(t *testing.T) {
+		r, err := NewRequests(st, nil, func() time.Time { return now }, nil).SignWith(key).Submit(ctx, &Request{Action: ActionCancelCampaign, Campaign: "nosuch", RequestedBy: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := st.Get(ctx, RequestPartition, "request/"+r.ID); err != nil || !d.ExpiresAt.IsZero() {
+			t.Fatalf("pending request: %+v %v; want no expiry until it ends", d, err)
+		}
+		if err := consumer.Process(ctx); err != nil {
+			t.Fatalf("process: %v", err)
+		}
+		d, err := st.Get(ctx, RequestPartition, "request/"+r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left := time.Until(d.ExpiresAt); left < RequestRetention-time.Hour || left > RequestRetention+time.Hour {
+			t.Fatalf("ended request expires at %s (in %s); want in about %s", d.ExpiresAt, left, RequestRetention)
+		}
+	})
+}
+
+// sign signs r as the admin API's Submit does.
+func sign(t *testing.T, key ed25519.PrivateKey, r *Request) {
+	t.Helper()
+	st, err := r.statement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Signature = ed25519.Sign(key, st)
 }
