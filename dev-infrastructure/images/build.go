@@ -167,11 +167,19 @@ func Build(ctx context.Context, o Options) (Manifest, error) {
 	for _, spec := range specs {
 		start := time.Now()
 		bin := filepath.Join(binDir, spec.Name)
-		if err := buildBinary(ctx, o.Root, spec, platform, bin); err != nil {
+		if err := buildBinary(ctx, o.Root, spec.Name, Binary{Name: spec.Binary, Package: spec.Package, ModuleDir: spec.ModuleDir}, platform, bin); err != nil {
 			return m, err
 		}
+		var extras []string
+		for _, b := range spec.Extras {
+			p := filepath.Join(binDir, spec.Name+"."+b.Name)
+			if err := buildBinary(ctx, o.Root, spec.Name, b, platform, p); err != nil {
+				return m, err
+			}
+			extras = append(extras, p)
+		}
 		built := time.Since(start)
-		img, reused, err := buildImage(spec, bin, platform, o.Source, o.Out)
+		img, reused, err := buildImage(spec, bin, extras, platform, o.Source, o.Out)
 		if err != nil {
 			return m, err
 		}
@@ -196,24 +204,27 @@ func Build(ctx context.Context, o Options) (Manifest, error) {
 	return m, nil
 }
 
-// buildBinary builds spec's package into out as a static executable for platform.
-func buildBinary(ctx context.Context, root string, spec Spec, platform Platform, out string) error {
+// buildBinary builds one binary of image name into out as a static executable for platform.
+func buildBinary(ctx context.Context, root, name string, b Binary, platform Platform, out string) error {
 	args := append([]string{"build"}, goBuildFlags...)
-	cmd := exec.CommandContext(ctx, "go", append(args, "-o", out, spec.Package)...)
+	if b.LDFlags != "" {
+		args = append(args[:len(args)-1], goBuildFlags[len(goBuildFlags)-1]+" "+b.LDFlags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "-o", out, b.Package)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+platform.OS, "GOARCH="+platform.Arch)
-	if spec.ModuleDir != "" {
+	if b.ModuleDir != "" {
 		// A pinned tool module outside the workspace (as hack/tool.sh builds it).
-		cmd.Dir = filepath.Join(root, spec.ModuleDir)
+		cmd.Dir = filepath.Join(root, b.ModuleDir)
 		cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS=-mod=mod")
 	}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("image %s: go build %s: %w: %s", spec.Name, spec.Package, err, stderr.String())
+		return fmt.Errorf("image %s: go build %s: %w: %s", name, b.Package, err, stderr.String())
 	}
 	if err := checkStatic(out); err != nil {
-		return fmt.Errorf("image %s: %w", spec.Name, err)
+		return fmt.Errorf("image %s: %w", name, err)
 	}
 	return nil
 }
@@ -233,11 +244,22 @@ func checkStatic(path string) error {
 	return nil
 }
 
-// buildImage writes spec's archive into out unless the one there was built from the same inputs.
-func buildImage(spec Spec, bin string, platform Platform, src Source, out string) (Image, bool, error) {
+// buildImage writes spec's archive into out unless the one there was built from the same inputs:
+// bin is the spec's binary, extras the files of spec.Extras in order.
+func buildImage(spec Spec, bin string, extras []string, platform Platform, src Source, out string) (Image, bool, error) {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return Image{}, false, fmt.Errorf("image %s: %w", spec.Name, err)
+	}
+	var extraData [][]byte
+	var extraSums []string
+	for _, p := range extras {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return Image{}, false, fmt.Errorf("image %s: %w", spec.Name, err)
+		}
+		s := sha256.Sum256(b)
+		extraData, extraSums = append(extraData, b), append(extraSums, hex.EncodeToString(s[:]))
 	}
 	sum := sha256.Sum256(data)
 	img := Image{
@@ -246,7 +268,7 @@ func buildImage(spec Spec, bin string, platform Platform, src Source, out string
 		Archive:      spec.Name + ".oci.tar",
 		BinarySHA256: hex.EncodeToString(sum[:]),
 	}
-	key, err := cacheKey(spec, img, platform, src)
+	key, err := cacheKey(spec, img, extraSums, platform, src)
 	if err != nil {
 		return img, false, fmt.Errorf("image %s: %w", spec.Name, err)
 	}
@@ -261,7 +283,7 @@ func buildImage(spec Spec, bin string, platform Platform, src Source, out string
 			}
 		}
 	}
-	v1img, err := NewImage(spec, data, platform, src)
+	v1img, err := NewImage(spec, data, platform, src, extraData...)
 	if err != nil {
 		return img, false, err
 	}
@@ -287,18 +309,19 @@ func buildImage(spec Spec, bin string, platform Platform, src Source, out string
 	return img, false, nil
 }
 
-// cacheKey covers every input of an image archive: the builder's format, the spec, the binary,
-// the reference, the platform and the source's labels and time.
-func cacheKey(spec Spec, img Image, platform Platform, src Source) (string, error) {
+// cacheKey covers every input of an image archive: the builder's format, the spec, the binary
+// and the extra binaries, the reference, the platform and the source's labels and time.
+func cacheKey(spec Spec, img Image, extraSums []string, platform Platform, src Source) (string, error) {
 	b, err := json.Marshal(struct {
 		Format   string
 		Spec     Spec
 		Binary   string
+		Extras   []string `json:",omitempty"`
 		Ref      string
 		Platform Platform
 		Labels   map[string]string
 		Created  time.Time
-	}{formatVersion, spec, img.BinarySHA256, img.Ref(), platform, Labels(spec, src), src.Time.UTC()})
+	}{formatVersion, spec, img.BinarySHA256, extraSums, img.Ref(), platform, Labels(spec, src), src.Time.UTC()})
 	if err != nil {
 		return "", err
 	}

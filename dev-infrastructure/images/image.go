@@ -20,11 +20,15 @@ import (
 // Platform is the OS and architecture of an image's binary.
 type Platform struct{ OS, Arch string }
 
-// NewImage assembles spec's image around binary (a static executable for platform): one layer
-// on an empty base, and a config that runs it as UID:GID with the revision and source labels.
-// Every timestamp is src.Time and every tar header is fixed, so equal inputs give an equal digest.
-func NewImage(spec Spec, binary []byte, platform Platform, src Source) (v1.Image, error) {
-	layerData, err := rootfsLayer(spec, binary, src.Time)
+// NewImage assembles spec's image around binary (a static executable for platform) and extras
+// (the bytes of spec.Extras, in order): one layer on an empty base, and a config that runs
+// binary as UID:GID with the revision and source labels. Every timestamp is src.Time and every
+// tar header is fixed, so equal inputs give an equal digest.
+func NewImage(spec Spec, binary []byte, platform Platform, src Source, extras ...[]byte) (v1.Image, error) {
+	if len(extras) != len(spec.Extras) {
+		return nil, fmt.Errorf("image %s: %d extra binaries given, the spec names %d", spec.Name, len(extras), len(spec.Extras))
+	}
+	layerData, err := rootfsLayer(spec, binary, extras, src.Time)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: layer: %w", spec.Name, err)
 	}
@@ -79,7 +83,7 @@ func Labels(spec Spec, src Source) map[string]string {
 // rootfsLayer is the gzipped tar of an image's whole file system: /etc with passwd and group
 // naming the non-root user (some libraries look the user up), a writable /tmp, the user's home,
 // and the binary. Owners, modes and times are fixed; gzip's header carries no name or time.
-func rootfsLayer(spec Spec, binary []byte, mtime time.Time) ([]byte, error) {
+func rootfsLayer(spec Spec, binary []byte, extras [][]byte, mtime time.Time) ([]byte, error) {
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", UID, GID)
 	group := fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", GID)
 	type entry struct {
@@ -105,6 +109,9 @@ func rootfsLayer(spec Spec, binary []byte, mtime time.Time) ([]byte, error) {
 		dir("tmp", 0o1777, 0, 0),
 		entry{name: strings.TrimPrefix(spec.Entrypoint(), "/"), mode: 0o755, data: binary},
 	)
+	for i, b := range spec.Extras {
+		entries = append(entries, entry{name: strings.TrimPrefix(b.Path(), "/"), mode: 0o755, data: extras[i]})
+	}
 	var tarBuf bytes.Buffer
 	tw := tar.NewWriter(&tarBuf)
 	for _, e := range entries {

@@ -52,7 +52,32 @@ type Spec struct {
 	// ValuesKey, when set, nests the image's Helm values under that key: for an image that is
 	// a second container of another image's chart (the Maestro gate, under gate:).
 	ValuesKey string
+	// Extras are further static binaries the entrypoint runs, put beside it under
+	// /usr/local/bin (the sim's pinned kube-apiserver, one per hosted cluster).
+	Extras []Binary
 }
+
+// Binary is one further executable of an image, built like the spec's own: a package (in
+// ModuleDir with GOWORK=off when set) built with LDFlags added to the builder's fixed ones.
+type Binary struct {
+	// Name is the file name under /usr/local/bin.
+	Name               string
+	Package, ModuleDir string
+	// LDFlags are added to -s -w -buildid= (the -X version stamps of a Kubernetes binary).
+	LDFlags string `json:",omitempty"`
+}
+
+// Path is the binary's path inside the image.
+func (b Binary) Path() string { return "/usr/local/bin/" + b.Name }
+
+// kubeVersionLDFlags stamp the pinned Kubernetes version into a Kubernetes binary, as
+// hack/tool.sh's callers do (the Makefile's KUBE_LDFLAGS); without them it reports v0.0.0.
+const kubeVersionLDFlags = "-X k8s.io/component-base/version.gitVersion=v1.32.13 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32"
+
+// KubeAPIServer is the pinned kube-apiserver in the hypershift-sim image: the sim starts one
+// per served HostedCluster (its chart's --kube-apiserver names this path).
+var KubeAPIServer = Binary{Name: "kube-apiserver", Package: "k8s.io/kubernetes/cmd/kube-apiserver",
+	ModuleDir: "dev-infrastructure/kube-tools", LDFlags: kubeVersionLDFlags}
 
 // Entrypoint is the path of the spec's binary inside the image.
 func (s Spec) Entrypoint() string { return "/usr/local/bin/" + s.Binary }
@@ -68,7 +93,11 @@ func Catalogue() []Spec {
 		{Name: "cluster-service", Package: mod + "cluster-service/cmd/cluster-service", Binary: "cluster-service"},
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
 		{Name: "gateway", Package: mod + "admin/cmd/gateway", Binary: "gateway"},
-		{Name: "hypershift-sim", Package: mod + "dev-infrastructure/mgmtcluster/cmd/hypershift-sim", Binary: "hypershift-sim"},
+		{Name: "hypershift-sim", Package: mod + "dev-infrastructure/mgmtcluster/cmd/hypershift-sim", Binary: "hypershift-sim",
+			Extras: []Binary{KubeAPIServer}},
+		// The management cluster's hosted etcd (the sim chart's hosted-etcd Deployment): the
+		// pinned etcd the launcher runs for make run, nested under hostedEtcd: in the sim's values.
+		{Name: "etcd", Package: "./cmd/etcd", ModuleDir: "dev-infrastructure/kube-tools", Binary: "etcd", ValuesKey: "hostedEtcd"},
 		{Name: "maestro", Package: "github.com/openshift-online/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
 		// The gate in front of Maestro's REST API, beside it in the maestro-server pod.
 		{Name: "maestro-gate", Package: mod + "dev-infrastructure/mgmtcluster/cmd/maestro-gate", Binary: "maestro-gate", ValuesKey: "gate"},

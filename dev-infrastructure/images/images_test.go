@@ -273,16 +273,16 @@ func TestBuildImageReusesTheArchiveOnlyWhileTheBinaryIsUnchanged(t *testing.T) {
 		}
 	}
 	write("version one")
-	first, reused, err := buildImage(testSpec, bin, testPlatform, testSource, dir)
+	first, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir)
 	if err != nil || reused {
 		t.Fatalf("first build: reused=%v err=%v", reused, err)
 	}
-	again, reused, err := buildImage(testSpec, bin, testPlatform, testSource, dir)
+	again, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir)
 	if err != nil || !reused || again.Digest != first.Digest {
 		t.Fatalf("unchanged binary: reused=%v digest %s vs %s err=%v", reused, again.Digest, first.Digest, err)
 	}
 	write("version two")
-	changed, reused, err := buildImage(testSpec, bin, testPlatform, testSource, dir)
+	changed, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir)
 	if err != nil || reused || changed.Digest == first.Digest {
 		t.Fatalf("changed binary: reused=%v digest %s (was %s) err=%v", reused, changed.Digest, first.Digest, err)
 	}
@@ -290,14 +290,14 @@ func TestBuildImageReusesTheArchiveOnlyWhileTheBinaryIsUnchanged(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, changed.Archive+".json"), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if again, reused, err := buildImage(testSpec, bin, testPlatform, testSource, dir); err != nil || reused || again.Digest != changed.Digest {
+	if again, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir); err != nil || reused || again.Digest != changed.Digest {
 		t.Fatalf("damaged state: reused=%v digest %s err=%v", reused, again.Digest, err)
 	}
 	// A lost archive is rebuilt even though its state file says it is current.
 	if err := os.Remove(filepath.Join(dir, changed.Archive)); err != nil {
 		t.Fatal(err)
 	}
-	rebuilt, reused, err := buildImage(testSpec, bin, testPlatform, testSource, dir)
+	rebuilt, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir)
 	if err != nil || reused || rebuilt.Digest != changed.Digest {
 		t.Fatalf("lost archive: reused=%v digest %s err=%v", reused, rebuilt.Digest, err)
 	}
@@ -402,7 +402,7 @@ func TestSelect(t *testing.T) {
 		want  string
 		err   bool
 	}{
-		{nil, "frontend backend cluster-service admin gateway hypershift-sim maestro maestro-gate pause", false},
+		{nil, "frontend backend cluster-service admin gateway hypershift-sim etcd maestro maestro-gate pause", false},
 		{[]string{"pause", "frontend"}, "frontend pause", false},
 		{[]string{"nope"}, "", true},
 	} {
@@ -430,7 +430,7 @@ func TestSourceTag(t *testing.T) {
 
 // The gzip stream of a layer carries no name or time, so it depends on its content only.
 func TestLayerGzipHeaderIsFixed(t *testing.T) {
-	data, err := rootfsLayer(testSpec, []byte("x"), testSource.Time)
+	data, err := rootfsLayer(testSpec, []byte("x"), nil, testSource.Time)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,5 +440,101 @@ func TestLayerGzipHeaderIsFixed(t *testing.T) {
 	}
 	if zr.Name != "" || !zr.ModTime.IsZero() {
 		t.Errorf("gzip header name %q time %s", zr.Name, zr.ModTime)
+	}
+}
+
+// TestImageCarriesItsExtraBinariesBesideTheEntrypoint: a spec's Extras (the sim's pinned
+// kube-apiserver) are executables under /usr/local/bin beside the entrypoint, which stays the
+// spec's own binary, and each one's bytes are part of the digest.
+func TestImageCarriesItsExtraBinariesBesideTheEntrypoint(t *testing.T) {
+	spec := testSpec
+	spec.Extras = []Binary{{Name: "helper", Package: "example.com/helper"}}
+	bin, helper := []byte("binary"), []byte("helper binary")
+	img, err := NewImage(spec, bin, testPlatform, testSource, helper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/usr/local/bin/demo" {
+		t.Errorf("entrypoint %q, want the spec's own binary", cf.Config.Entrypoint)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	files := map[string][]byte{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		if h.Typeflag == tar.TypeReg && strings.HasPrefix(h.Name, "usr/local/bin/") {
+			if h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 {
+				t.Errorf("%s: mode %o uid %d gid %d, want 0755 root", h.Name, h.Mode, h.Uid, h.Gid)
+			}
+			files[h.Name] = data
+		}
+	}
+	if len(files) != 2 || !bytes.Equal(files["usr/local/bin/demo"], bin) || !bytes.Equal(files["usr/local/bin/helper"], helper) {
+		t.Errorf("binaries in the image: %d files (%v), want demo and helper with their bytes", len(files), keysOf(files))
+	}
+	base, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed, err := NewImage(spec, bin, testPlatform, testSource, append(bytes.Clone(helper), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := changed.Digest(); d == base {
+		t.Error("one byte of the extra binary changed, the digest did not")
+	}
+	if _, err := NewImage(spec, bin, testPlatform, testSource); err == nil {
+		t.Error("an image without the bytes of its spec's extra binary was built")
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestBuildImageRebuildsWhenAnExtraBinaryChanges: the cache key covers the extra binaries too.
+func TestBuildImageRebuildsWhenAnExtraBinaryChanges(t *testing.T) {
+	dir := t.TempDir()
+	spec := testSpec
+	spec.Extras = []Binary{{Name: "helper", Package: "example.com/helper"}}
+	bin, helper := filepath.Join(dir, "demo"), filepath.Join(dir, "helper")
+	for path, data := range map[string]string{bin: "main", helper: "helper one"} {
+		if err := os.WriteFile(path, []byte(data), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, reused, err := buildImage(spec, bin, []string{helper}, testPlatform, testSource, dir)
+	if err != nil || reused {
+		t.Fatalf("first build: reused=%v err=%v", reused, err)
+	}
+	if err := os.WriteFile(helper, []byte("helper two"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	again, reused, err := buildImage(spec, bin, []string{helper}, testPlatform, testSource, dir)
+	if err != nil || reused || again.Digest == first.Digest {
+		t.Fatalf("changed extra binary: reused=%v digest %s (was %s) err=%v", reused, again.Digest, first.Digest, err)
 	}
 }

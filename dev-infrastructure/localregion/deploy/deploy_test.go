@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/dev-infrastructure/images"
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
@@ -34,7 +36,9 @@ import (
 // the broker on the host. An ARM create sent to the Helm-deployed frontend must reach Succeeded
 // with the HostedCluster made by the pods on the node; a helm upgrade of every chart to a new
 // image revision while that create is in flight must roll the Deployments without failing it;
-// and a delete must remove the HostedCluster again.
+// the cluster's api.url must answer the customer's admin credential from the node's network,
+// as a door that refuses anyone without a certificate; and a delete must remove the
+// HostedCluster, its kube-apiserver process and its keys in the hosted etcd again.
 func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the node needs root")
@@ -167,7 +171,7 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	}
 	t.Logf("variant images built and loaded in %s", time.Since(buildStart).Round(time.Millisecond))
 
-	a := armClient{t: t, base: info.Frontend.URL, http: client}
+	a := armClient{t: t, base: info.Frontend.URL, http: client, caller: "5d0e8a3c-9b1f-4c2e-8a7d-6f4b3c2a1e09"}
 	sub, rg := "2b9e0f5a-6a35-4c62-9f3a-6b0f3c2d1e01", "rg-deploy"
 	a.do(http.MethodPut, "/subscriptions/"+sub+"?api-version=2.0", map[string]any{
 		"state": "Registered", "registrationDate": time.Now().UTC().Format(time.RFC3339),
@@ -206,7 +210,8 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	// Each workload's pods (by namespace and, where two share one, the chart's name label) and
 	// the image they must run.
 	type pods struct{ namespace, selector, image string }
-	rolled := []pods{{agentNamespace, "", "maestro"}, {simNamespace, "", "hypershift-sim"}}
+	rolled := []pods{{agentNamespace, "", "maestro"}, {simNamespace, "app.kubernetes.io/name=hypershift-sim", "hypershift-sim"},
+		{simNamespace, "app.kubernetes.io/name=hosted-etcd", "etcd"}}
 	shared := map[string]int{}
 	for _, ns := range d.Services.Namespaces() {
 		shared[ns]++
@@ -248,6 +253,10 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	// key and the sim opened them: the Secrets are on the node, and Maestro holds neither in clear.
 	maestroHoldsNoSecretInClear(ctx, t, d, kubectl)
 
+	// The cluster's api.url is its real kube-apiserver in the sim's pod, on the pod IP: the
+	// customer's admin credential from ARM reaches it from the node's network.
+	hosted := customerReachesAPIURL(ctx, t, d, a, path, kubectl)
+
 	deleted := time.Now()
 	del := a.do(http.MethodDelete, path+"?api-version="+apiVersion, nil, http.StatusAccepted)
 	if final := a.wait(del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final != "Succeeded" {
@@ -261,6 +270,17 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 		return nil
 	})
 	t.Logf("delete Succeeded and the HostedCluster gone %s after the DELETE", time.Since(deleted).Round(time.Millisecond))
+	// Its kube-apiserver process and its keys in the hosted etcd went with it.
+	waitFor(t, time.Minute, "no kube-apiserver process of "+hosted.hcpNS, func() error {
+		if pids := hostedAPIServerPIDs(t, hosted.hcpNS); len(pids) > 0 {
+			return fmt.Errorf("pids %v still run", pids)
+		}
+		return nil
+	})
+	if n := hostedEtcdKeys(ctx, t, d, hosted.hcpNS); n != 0 {
+		t.Errorf("%d keys of %s left in the hosted etcd after the delete", n, hosted.hcpNS)
+	}
+	t.Logf("the hosted kube-apiserver of %s and its keys in the hosted etcd are gone", hosted.hcpNS)
 
 	stopBegin := time.Now()
 	d.Stop()
@@ -303,6 +323,8 @@ type armClient struct {
 	t    *testing.T
 	base string
 	http *http.Client
+	// caller is the ARM caller's object ID (x-ms-client-object-id), who owns a credential.
+	caller string
 }
 
 type armResponse struct {
@@ -327,6 +349,9 @@ func (a armClient) do(method, path string, body any, want ...int) armResponse {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-ms-client-request-id", fmt.Sprint(time.Now().UnixNano()))
+	if a.caller != "" {
+		req.Header.Set("x-ms-client-object-id", a.caller)
+	}
 	resp, err := a.http.Do(req)
 	if err != nil {
 		a.t.Fatalf("%s %s: %v", method, u, err)
@@ -511,4 +536,180 @@ func maestroHoldsNoSecretInClear(ctx context.Context, t *testing.T, d *Region, k
 		t.Fatalf("no bundle names the cluster's namespace %s: the scan read nothing of it", ns)
 	}
 	t.Logf("Maestro's database (%d tables) and REST bundles hold neither the etcd key nor the pull secret of %s in clear", len(tables), hc)
+}
+
+// hostedControlPlane is what the test learnt of a cluster's hosted kube-apiserver.
+type hostedControlPlane struct {
+	hcpNS, apiURL string
+}
+
+// customerReachesAPIURL asks ARM for the cluster's admin credential, and with its kubeconfig
+// asks api.url for /readyz and the namespace list, dialling from the node's network namespace
+// (where the pod IP is routed; the host has no route to it). It also checks that api.url
+// refuses a caller without a certificate, that the door probe finds the apiserver's port on
+// the sim's pod and finds it closed, and that its process and etcd keys exist (so that their
+// absence after the delete means something).
+func customerReachesAPIURL(ctx context.Context, t *testing.T, d *Region, a armClient, path string, kubectl func(...string) (string, error)) hostedControlPlane {
+	t.Helper()
+	cluster := a.do(http.MethodGet, path+"?api-version="+apiVersion, nil, http.StatusOK).Body
+	props, _ := cluster["properties"].(map[string]any)
+	api, _ := props["api"].(map[string]any)
+	apiURL, _ := api["url"].(string)
+	simPodIP, err := kubectl("get", "pods", "-n", simNamespace, "-l", "app.kubernetes.io/name=hypershift-sim", "-o", "jsonpath={.items[0].status.podIP}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Scheme != "https" || u.Hostname() != simPodIP {
+		t.Fatalf("api.url %q: want https://<the sim pod's IP %s>:<port> (%v)", apiURL, simPodIP, err)
+	}
+	nsName, err := kubectl("get", "hostedclusters", "-A", "-o", "jsonpath={.items[0].metadata.namespace}-{.items[0].metadata.name}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcp := hostedControlPlane{hcpNS: nsName, apiURL: apiURL}
+
+	start := time.Now()
+	r := a.do(http.MethodPost, path+"/requestAdminCredential?api-version="+apiVersion, nil, http.StatusAccepted)
+	if final := a.wait(r.Header.Get("Azure-AsyncOperation"), 2*time.Minute); final != "Succeeded" {
+		t.Fatalf("requestAdminCredential ended %s", final)
+	}
+	kc, _ := a.do(http.MethodGet, r.Header.Get("Location"), nil, http.StatusOK).Body["kubeconfig"].(string)
+	cfg, err := clientcmd.Load([]byte(kc))
+	if err != nil || cfg.Contexts[cfg.CurrentContext] == nil {
+		t.Fatalf("the credential's kubeconfig: %v:\n%s", err, kc)
+	}
+	cur := cfg.Contexts[cfg.CurrentContext]
+	server, auth := cfg.Clusters[cur.Cluster], cfg.AuthInfos[cur.AuthInfo]
+	if server == nil || auth == nil || server.Server != apiURL {
+		t.Fatalf("the kubeconfig names %v, want api.url %s", server, apiURL)
+	}
+	t.Logf("admin credential issued %s after asking", time.Since(start).Round(time.Millisecond))
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(server.CertificateAuthorityData) {
+		t.Fatal("the kubeconfig's CA does not parse")
+	}
+	cert, err := tls.X509KeyPair(auth.ClientCertificateData, auth.ClientKeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inNode := func(certs ...tls.Certificate) *http.Client {
+		return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.Node.Netns.DialContext,
+			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs, MinVersion: tls.VersionTLS12}}}
+	}
+	customer := inNode(cert)
+	get := func(c *http.Client, p string) (int, string) {
+		t.Helper()
+		resp, err := c.Get(apiURL + p)
+		if err != nil {
+			t.Fatalf("GET %s%s from the node's network: %v", apiURL, p, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, string(b)
+	}
+	// The credential is issued once the apiserver trusts its signer (total-client-ca), which the
+	// sim writes to the apiserver's file; allow the apiserver a moment to reload it.
+	waitFor(t, time.Minute, "the customer's /readyz at api.url", func() error {
+		if code, body := get(customer, "/readyz"); code != http.StatusOK {
+			return fmt.Errorf("%d %s", code, body)
+		}
+		return nil
+	})
+	if code, body := get(customer, "/api/v1/namespaces"); code != http.StatusOK || !strings.Contains(body, `"kube-system"`) {
+		t.Errorf("the customer's namespace list at api.url: %d %s", code, body)
+	}
+	for _, p := range []string{"/readyz", "/version", "/api/v1/namespaces"} {
+		if code, body := get(inNode(), p); code != http.StatusUnauthorized {
+			t.Errorf("GET %s%s without a certificate: %d %s, want 401", apiURL, p, code, body)
+		}
+	}
+	t.Logf("api.url %s answered the customer's kubeconfig from the node's network (/readyz, namespaces) and refused a caller without a certificate", apiURL)
+
+	// The door probe sees the hosted apiserver's port on the sim's pod, and it is closed.
+	open, probed, err := d.Node.OpenDoors(ctx, PodDoors()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawIt := false
+	for _, p := range probed {
+		sawIt = sawIt || (strings.Contains(p, "(kube-apiserver,") && strings.Contains(p, u.Host))
+	}
+	if !sawIt {
+		t.Errorf("the door probe did not probe the hosted kube-apiserver at %s: %v", u.Host, probed)
+	}
+	for _, f := range open {
+		t.Errorf("open door with a hosted kube-apiserver running: %s", f)
+	}
+	if pids := hostedAPIServerPIDs(t, hcp.hcpNS); len(pids) != 1 {
+		t.Errorf("kube-apiserver processes of %s: %v, want one", hcp.hcpNS, pids)
+	}
+	if n := hostedEtcdKeys(ctx, t, d, hcp.hcpNS); n == 0 {
+		t.Errorf("no key of %s in the hosted etcd while its apiserver runs: the check after the delete would prove nothing", hcp.hcpNS)
+	}
+	return hcp
+}
+
+// hostedAPIServerPIDs are the processes (seen from the host, which sees the pods' processes)
+// running the hosted kube-apiserver of control-plane namespace hcpNS.
+func hostedAPIServerPIDs(t *testing.T, hcpNS string) []int {
+	t.Helper()
+	want := []byte("--etcd-prefix=" + hypershiftsim.EtcdPrefix(hcpNS) + "\x00")
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, want) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// hostedEtcdKeys counts the keys under a control plane's prefix in the hosted etcd, asked from
+// the node's network through its Service with the client certificate make deploy issued.
+func hostedEtcdKeys(ctx context.Context, t *testing.T, d *Region, hcpNS string) int {
+	t.Helper()
+	svc, ns, files := d.Cluster.HostedEtcd()
+	ip, err := d.Node.Kubectl(ctx, "get", "service", svc, "-n", ns, "-o", "jsonpath={.spec.clusterIP}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(files.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	cert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.Node.Netns.DialContext,
+		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: svc + "." + ns + ".svc", MinVersion: tls.VersionTLS12}}}
+	prefix := []byte(hypershiftsim.EtcdPrefix(hcpNS) + "/")
+	end := bytes.Clone(prefix)
+	end[len(end)-1]++
+	body, _ := json.Marshal(map[string]any{"key": prefix, "range_end": end, "count_only": true})
+	resp, err := c.Post("https://"+strings.TrimSpace(string(ip))+":2379/v3/kv/range", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("hosted etcd range of %s: %v", prefix, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Count string `json:"count"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil {
+		t.Fatalf("hosted etcd range of %s: %d %s", prefix, resp.StatusCode, raw)
+	}
+	n, _ := strconv.Atoi(out.Count) // etcd omits a zero count
+	return n
 }

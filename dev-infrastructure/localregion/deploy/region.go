@@ -46,7 +46,7 @@ type Region struct {
 }
 
 // chartImages are the images the management cluster's charts run.
-var chartImages = []string{"maestro", "hypershift-sim"}
+var chartImages = []string{"maestro", "hypershift-sim", "etcd"}
 
 // Up builds the images, starts the node, and brings the region up with the service cluster's
 // and one management cluster's charts installed on the node; PostgreSQL and the broker stay on

@@ -37,10 +37,12 @@ import (
 )
 
 // HostedAPIServerAnnotation on a HostedCluster records, once, whether the sim serves it: the
-// loopback address (127.0.0.1:<port>) of its kube-apiserver, or "capped" for a cluster that
-// came past the --hosted-apiservers cap and stays status-only. Decided at the cluster's first
-// reconcile, before its endpoint is first reported, so api.url never changes, and kept across
-// sim restarts (the port is reused). Cluster Service applies HostedClusters server-side and does
+// address (<HostedAPIOptions.Address>:<port>, 127.0.0.1 by default) of its kube-apiserver, or
+// "capped" for a cluster that came past the --hosted-apiservers cap and stays status-only.
+// Decided at the cluster's first reconcile, before its endpoint is first reported, and kept
+// across sim restarts (the port is reused), so api.url does not change while the sim's address
+// stays the same. A sim restarted on another address (a new pod IP under make deploy) moves its
+// clusters there, keeping their ports. Cluster Service applies HostedClusters server-side and does
 // not own this annotation.
 const HostedAPIServerAnnotation = "hypershift-sim.openhcp.io/hosted-apiserver"
 
@@ -69,6 +71,7 @@ func init() {
 // kube-apiserver; the zero value means none is served (disabled or capped).
 type controlPlane struct {
 	served, capped bool
+	host           string // the address the apiserver binds (HostedAPIOptions.Address)
 	port           int
 	// due: the apiserver should run (the rollout's delay passed or an earlier one completed);
 	// started: this reconcile started or checked it; ready: it answered /readyz; starting: it
@@ -80,7 +83,7 @@ type controlPlane struct {
 }
 
 // hostedAPIServers runs one real kube-apiserver per served HostedCluster, as HyperShift runs
-// one per hosted control plane, each on its own loopback port with the cluster's own PKI and
+// one per hosted control plane, each on its own port of the sim's address with the cluster's own PKI and
 // its own key prefix in the shared hosted etcd. Slots are handed out in the order clusters are
 // first seen; a cluster past the cap stays status-only for its whole life (a freed slot goes to
 // the next new cluster, never to one already reported as capped: its api.url would change).
@@ -100,6 +103,7 @@ type hostedAPIServer struct {
 	mu       sync.Mutex
 	hcpNS    string
 	dir      string
+	host     string
 	port     int
 	proc     *mgmtcluster.Process
 	counted  bool // the current process's start is counted in hostedAPIServerStarts (it answered)
@@ -116,6 +120,9 @@ func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
 	if o.HealthInterval == 0 {
 		o.HealthInterval = 10 * time.Second
 	}
+	if o.Address == "" {
+		o.Address = DefaultHostedAPIAddress
+	}
 	return &hostedAPIServers{o: o, slots: map[types.NamespacedName]int{}, capped: map[types.NamespacedName]bool{},
 		servers: map[string]*hostedAPIServer{}}
 }
@@ -127,6 +134,11 @@ func (o HostedAPIOptions) Validate() error {
 	}
 	if o.Max == 0 {
 		return nil
+	}
+	if o.Address != "" {
+		if err := ValidHostedAddress(o.Address); err != nil {
+			return fmt.Errorf("hosted kube-apiservers: %w", err)
+		}
 	}
 	var missing []string
 	for _, f := range []struct{ v, name string }{
@@ -149,8 +161,14 @@ func (o HostedAPIOptions) Validate() error {
 func (h *hostedAPIServers) assign(ctx context.Context, c client.Client, hc *hyperv1.HostedCluster) (controlPlane, error) {
 	cp := controlPlane{max: h.o.Max}
 	key := client.ObjectKeyFromObject(hc)
-	if v, ok := hc.Annotations[HostedAPIServerAnnotation]; ok {
-		return h.fromAnnotation(key, v, cp)
+	v, ok := hc.Annotations[HostedAPIServerAnnotation]
+	if ok {
+		port, moved := h.movedSlot(v)
+		if !moved {
+			return h.fromAnnotation(key, v, cp)
+		}
+		// Served at another address by an earlier sim (its pod IP changed): the same port here.
+		return h.record(ctx, c, hc, net.JoinHostPort(h.o.Address, strconv.Itoa(port)), cp)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -175,12 +193,39 @@ func (h *hostedAPIServers) assign(ctx context.Context, c client.Client, hc *hype
 	}
 	value := cappedValue
 	if len(taken) < h.o.Max {
-		port, err := freePortNotIn(usedPorts)
+		port, err := freePortNotIn(h.o.Address, usedPorts)
 		if err != nil {
 			return cp, err
 		}
-		value = "127.0.0.1:" + strconv.Itoa(port)
+		value = net.JoinHostPort(h.o.Address, strconv.Itoa(port))
 	}
+	return h.recordLocked(ctx, c, hc, value, cp)
+}
+
+// movedSlot reports whether annotation v names a slot at an address other than this sim's, and
+// its port.
+func (h *hostedAPIServers) movedSlot(v string) (int, bool) {
+	host, p, err := net.SplitHostPort(v)
+	if err != nil || host == h.o.Address || net.ParseIP(host) == nil {
+		return 0, false
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port <= 0 || port > 65535 {
+		return 0, false
+	}
+	return port, true
+}
+
+func (h *hostedAPIServers) record(ctx context.Context, c client.Client, hc *hyperv1.HostedCluster, value string, cp controlPlane) (controlPlane, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.recordLocked(ctx, c, hc, value, cp)
+}
+
+// recordLocked writes the cluster's slot into HostedAPIServerAnnotation (a conditional patch)
+// and takes it.
+func (h *hostedAPIServers) recordLocked(ctx context.Context, c client.Client, hc *hyperv1.HostedCluster, value string, cp controlPlane) (controlPlane, error) {
+	key := client.ObjectKeyFromObject(hc)
 	patch := client.MergeFromWithOptions(hc.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if hc.Annotations == nil {
 		hc.Annotations = map[string]string{}
@@ -210,11 +255,11 @@ func (h *hostedAPIServers) fromAnnotationLocked(key types.NamespacedName, v stri
 	}
 	host, p, err := net.SplitHostPort(v)
 	port, perr := strconv.Atoi(p)
-	if err != nil || perr != nil || host != "127.0.0.1" || port <= 0 || port > 65535 {
-		return cp, fmt.Errorf("annotation %s=%q of HostedCluster %s is not 127.0.0.1:<port> or %q", HostedAPIServerAnnotation, v, key, cappedValue)
+	if err != nil || perr != nil || host != h.o.Address || port <= 0 || port > 65535 {
+		return cp, fmt.Errorf("annotation %s=%q of HostedCluster %s is not %s:<port> or %q", HostedAPIServerAnnotation, v, key, h.o.Address, cappedValue)
 	}
 	h.slots[key] = port
-	cp.served, cp.port = true, port
+	cp.served, cp.host, cp.port = true, host, port
 	return cp, nil
 }
 
@@ -229,17 +274,33 @@ func (h *hostedAPIServers) release(key types.NamespacedName) {
 	}
 }
 
-func freePortNotIn(used map[int]bool) (int, error) {
+// DefaultHostedAPIAddress is where hosted kube-apiservers bind when HostedAPIOptions.Address is
+// empty: loopback, where make run's processes reach them.
+const DefaultHostedAPIAddress = "127.0.0.1"
+
+// ValidHostedAddress says why addr cannot be HostedAPIOptions.Address: it must be one IP
+// address, which an apiserver can bind, advertise and name in its certificate (not 0.0.0.0).
+func ValidHostedAddress(addr string) error {
+	if ip := net.ParseIP(addr); ip == nil || ip.IsUnspecified() {
+		return fmt.Errorf("%q is not one IP address the hosted kube-apiservers can bind and advertise", addr)
+	}
+	return nil
+}
+
+// freePortNotIn returns a port free on addr and not in used.
+func freePortNotIn(addr string, used map[int]bool) (int, error) {
 	for range 20 {
-		p, err := mgmtcluster.FreePort()
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("find a free port on %s for a hosted kube-apiserver: %w", addr, err)
 		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
 		if !used[p] {
 			return p, nil
 		}
 	}
-	return 0, errors.New("no free loopback port for a hosted kube-apiserver")
+	return 0, fmt.Errorf("no free port on %s for a hosted kube-apiserver", addr)
 }
 
 func (h *hostedAPIServers) server(hcpNS string, port int) *hostedAPIServer {
@@ -247,7 +308,7 @@ func (h *hostedAPIServers) server(hcpNS string, port int) *hostedAPIServer {
 	defer h.mu.Unlock()
 	s, ok := h.servers[hcpNS]
 	if !ok {
-		s = &hostedAPIServer{hcpNS: hcpNS, dir: filepath.Join(h.o.Dir, hcpNS), port: port}
+		s = &hostedAPIServer{hcpNS: hcpNS, dir: filepath.Join(h.o.Dir, hcpNS), host: h.o.Address, port: port}
 		h.servers[hcpNS] = s
 	}
 	return s
@@ -367,7 +428,9 @@ func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port 
 	return true, "", nil
 }
 
-func (s *hostedAPIServer) url() string { return "https://127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *hostedAPIServer) url() string {
+	return "https://" + net.JoinHostPort(s.host, strconv.Itoa(s.port))
+}
 
 // Files in a hosted kube-apiserver's directory.
 const (
@@ -380,8 +443,8 @@ const (
 	pidFile         = "kube-apiserver.pid"
 )
 
-// writeFiles makes the cluster's directory: a serving certificate of its root CA (127.0.0.1 and
-// localhost), the sim's own admin CA and certificate (a CA in no signer's hands), a
+// writeFiles makes the cluster's directory: a serving certificate of its root CA (its address
+// and localhost), the sim's own admin CA and certificate (a CA in no signer's hands), a
 // service-account key, an encryption config, and the client CA bundle (total-client-ca plus the
 // sim's admin CA), rewritten atomically whenever it differs, which kube-apiserver reloads by
 // itself.
@@ -393,9 +456,10 @@ func (s *hostedAPIServer) writeFiles(p hostedPKI) error {
 	if err != nil {
 		return fmt.Errorf("root CA of %s: %w", s.hcpNS, err)
 	}
-	if !signedByCert(filepath.Join(s.dir, servingCertFile), root.Cert) {
+	ip := net.ParseIP(s.host)
+	if !signedByCert(filepath.Join(s.dir, servingCertFile), root.Cert, ip) {
 		serving, err := root.Issue(pki.Spec{CommonName: "kube-apiserver", Usage: pki.Server, NoOrganization: true,
-			DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Lifetime: caValidity})
+			DNSNames: []string{"localhost"}, IPs: []net.IP{ip}, Lifetime: caValidity})
 		if err != nil {
 			return fmt.Errorf("serving certificate of %s: %w", s.hcpNS, err)
 		}
@@ -495,7 +559,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
-		Args: hostedAPIServerArgs(s.dir, s.port, s.hcpNS, encryption, o.Etcd, AuditLogPath(o.LogDir, s.hcpNS)),
+		Args: hostedAPIServerArgs(s.dir, s.host, s.port, s.hcpNS, encryption, o.Etcd, AuditLogPath(o.LogDir, s.hcpNS)),
 	})
 	if err != nil {
 		return err
@@ -505,7 +569,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 		return fmt.Errorf("write pid file of %s: %w", s.hcpNS, err)
 	}
 	s.proc, s.counted, s.ready, s.started = proc, false, false, time.Now()
-	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver started", "pid", proc.PID(), "port", s.port, "log", proc.LogPath)
+	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver started", "pid", proc.PID(), "address", s.host, "port", s.port, "log", proc.LogPath)
 	return nil
 }
 
@@ -532,7 +596,7 @@ func AuditLogPath(logDir, hcpNS string) string {
 	return filepath.Join(logDir, hcpNS+"-kube-apiserver-audit.log")
 }
 
-func hostedAPIServerArgs(dir string, port int, hcpNS, encryptionConfig string, etcd EtcdClient, auditLog string) []string {
+func hostedAPIServerArgs(dir, host string, port int, hcpNS, encryptionConfig string, etcd EtcdClient, auditLog string) []string {
 	return []string{
 		"--audit-policy-file=" + filepath.Join(dir, auditPolicyFile),
 		"--audit-log-path=" + auditLog,
@@ -541,9 +605,12 @@ func hostedAPIServerArgs(dir string, port int, hcpNS, encryptionConfig string, e
 		"--etcd-cafile=" + etcd.CAFile, "--etcd-certfile=" + etcd.CertFile, "--etcd-keyfile=" + etcd.KeyFile,
 		"--etcd-prefix=" + EtcdPrefix(hcpNS),
 		"--encryption-provider-config=" + encryptionConfig,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + host,
+		"--advertise-address=" + host,
 		"--secure-port=" + strconv.Itoa(port),
+		// A door of its own on the pod's address under make deploy: every request needs a client
+		// certificate of the cluster's client CA bundle, the health paths and /version too.
+		"--anonymous-auth=false",
 		"--cert-dir=" + dir,
 		"--tls-cert-file=" + filepath.Join(dir, servingCertFile),
 		"--tls-private-key-file=" + filepath.Join(dir, servingKeyFile),
@@ -771,8 +838,9 @@ func (h *hostedAPIServers) refuses(ctx context.Context, hcpNS string, signerCert
 	return resp.StatusCode == http.StatusUnauthorized, true, nil
 }
 
-// signedByCert reports whether the PEM certificate at path verifies against ca.
-func signedByCert(path string, ca *x509.Certificate) bool {
+// signedByCert reports whether the PEM certificate at path verifies against ca, names ip and
+// is not about to expire.
+func signedByCert(path string, ca *x509.Certificate, ip net.IP) bool {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return false
@@ -785,5 +853,5 @@ func signedByCert(path string, ca *x509.Certificate) bool {
 	if err != nil {
 		return false
 	}
-	return cert.CheckSignatureFrom(ca) == nil && time.Until(cert.NotAfter) > 24*time.Hour
+	return cert.CheckSignatureFrom(ca) == nil && time.Until(cert.NotAfter) > 24*time.Hour && cert.VerifyHostname(ip.String()) == nil
 }

@@ -14,6 +14,10 @@ type HostedAPIOptions struct {
 	// service-account key, encryption config, pid file); LogDir receives
 	// <control-plane namespace>-kube-apiserver.log.
 	Dir, LogDir string
+	// Address is the IP the hosted kube-apiservers bind and advertise, name in their serving
+	// certificates and record in HostedAPIServerAnnotation (so status.controlPlaneEndpoint and
+	// api.url name it); empty means 127.0.0.1. Under make deploy it is the sim pod's IP.
+	Address string
 	// Etcd is the shared hosted etcd of this management cluster.
 	Etcd EtcdClient
 	// HealthInterval is how often a served cluster's /readyz is checked again once it answers

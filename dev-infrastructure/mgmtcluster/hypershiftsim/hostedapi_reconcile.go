@@ -3,6 +3,8 @@ package hypershiftsim
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
@@ -72,13 +74,13 @@ func setHostedAPIServerCondition(set func(hyperv1.ConditionType, metav1.Conditio
 	case !cp.served:
 	case cp.ready:
 		set(HostedAPIServerCondition, metav1.ConditionTrue, ReasonHostedAPIServerRunning,
-			fmt.Sprintf("kube-apiserver answers /readyz at https://127.0.0.1:%d", cp.port))
+			fmt.Sprintf("kube-apiserver answers /readyz at https://%s", net.JoinHostPort(cp.host, strconv.Itoa(cp.port))))
 	case !cp.due:
 		set(HostedAPIServerCondition, metav1.ConditionFalse, ReasonHostedAPIServerWaiting,
 			"kube-apiserver starts when the rollout's delay has passed")
 	default:
 		set(HostedAPIServerCondition, metav1.ConditionFalse, ReasonHostedAPIServerNotReady,
-			fmt.Sprintf("kube-apiserver on 127.0.0.1:%d does not answer /readyz yet", cp.port))
+			fmt.Sprintf("kube-apiserver on %s does not answer /readyz yet", net.JoinHostPort(cp.host, strconv.Itoa(cp.port))))
 	}
 }
 

@@ -24,15 +24,15 @@ func TestComputeStatus_servedClusterFollowsItsAPIServer(t *testing.T) {
 		wantHosted    metav1.ConditionStatus
 		wantReason    string
 	}{
-		{name: "before_the_delay_it_waits_for_the_rollout", at: 0, cp: controlPlane{served: true, port: 40001},
+		{name: "before_the_delay_it_waits_for_the_rollout", at: 0, cp: controlPlane{served: true, host: "127.0.0.1", port: 40001},
 			wantAvailable: metav1.ConditionFalse, wantState: configv1.PartialUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerWaiting},
-		{name: "after_the_delay_it_is_due_but_not_available_until_ready", at: 11 * time.Second, cp: controlPlane{served: true, port: 40001},
+		{name: "after_the_delay_it_is_due_but_not_available_until_ready", at: 11 * time.Second, cp: controlPlane{served: true, host: "127.0.0.1", port: 40001},
 			wantDue: true, wantAvailable: metav1.ConditionFalse, wantState: configv1.PartialUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerNotReady},
-		{name: "readyz_answering_completes_the_rollout", at: 12 * time.Second, cp: controlPlane{served: true, port: 40001, ready: true},
+		{name: "readyz_answering_completes_the_rollout", at: 12 * time.Second, cp: controlPlane{served: true, host: "127.0.0.1", port: 40001, ready: true},
 			wantDue: true, wantAvailable: metav1.ConditionTrue, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionTrue, wantReason: ReasonHostedAPIServerRunning},
-		{name: "restarting_with_the_sim_keeps_available_within_the_grace", at: 30 * time.Second, cp: controlPlane{served: true, port: 40001, starting: true},
+		{name: "restarting_with_the_sim_keeps_available_within_the_grace", at: 30 * time.Second, cp: controlPlane{served: true, host: "127.0.0.1", port: 40001, starting: true},
 			wantDue: true, wantAvailable: metav1.ConditionTrue, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerNotReady},
-		{name: "readyz_failing_later_makes_it_unavailable", at: 60 * time.Second, cp: controlPlane{served: true, port: 40001},
+		{name: "readyz_failing_later_makes_it_unavailable", at: 60 * time.Second, cp: controlPlane{served: true, host: "127.0.0.1", port: 40001},
 			wantDue: true, wantAvailable: metav1.ConditionFalse, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerNotReady},
 	}
 	hc := ExampleHostedCluster("ns", "hc", image)

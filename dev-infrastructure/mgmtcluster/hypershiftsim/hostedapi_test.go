@@ -55,7 +55,7 @@ type hostedEnv struct {
 	stop func() // stops the sim (its manager), waiting for it
 }
 
-func startHostedEnv(t *testing.T, max int) *hostedEnv {
+func startHostedEnv(t *testing.T, max int, tweak ...func(*hypershiftsim.HostedAPIOptions)) *hostedEnv {
 	t.Helper()
 	if k8s == nil {
 		t.Skip("needs a kube-apiserver and etcd; skipped in -short mode")
@@ -109,6 +109,9 @@ func startHostedEnv(t *testing.T, max int) *hostedEnv {
 			HealthInterval: 2 * time.Second,
 		},
 	}}
+	for _, f := range tweak {
+		f(&e.opts.HostedAPI)
+	}
 	e.startSim(t)
 	t.Cleanup(func() { e.stop() })
 	return e

@@ -173,7 +173,7 @@ func computeStatus(hc *hyperv1.HostedCluster, o Options, now time.Time, cp *cont
 
 	switch {
 	case cp.served:
-		st.ControlPlaneEndpoint = hyperv1.APIEndpoint{Host: "127.0.0.1", Port: int32(cp.port)}
+		st.ControlPlaneEndpoint = hyperv1.APIEndpoint{Host: cp.host, Port: int32(cp.port)}
 	case st.ControlPlaneEndpoint.Host == "":
 		st.ControlPlaneEndpoint = controlPlaneEndpoint(hc)
 	}

@@ -46,6 +46,7 @@ type config struct {
 	hostedAPIServers   int
 	kubeAPIServer      string
 	hostedDir          string
+	hostedAddress      string
 	unsealKeyFile      string
 	hostedLogDir       string
 	hostedEtcd         hypershiftsim.EtcdClient
@@ -79,6 +80,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringVar(&c.kubeAPIServer, "kube-apiserver", envOr("HYPERSHIFT_SIM_KUBE_APISERVER", ""), "the pinned kube-apiserver binary run for each served HostedCluster (env HYPERSHIFT_SIM_KUBE_APISERVER)")
 	fs.StringVar(&c.unsealKeyFile, "unseal-key-file", envOr("HYPERSHIFT_SIM_UNSEAL_KEY_FILE", ""), "this management cluster's private sealing key (mode 0600): sealed Secrets of ManifestWorks are opened into the Secrets they name; empty: none are (env HYPERSHIFT_SIM_UNSEAL_KEY_FILE)")
 	fs.StringVar(&c.hostedDir, "hosted-dir", envOr("HYPERSHIFT_SIM_HOSTED_DIR", ""), "directory for the hosted kube-apiservers' files, one directory per control-plane namespace (env HYPERSHIFT_SIM_HOSTED_DIR)")
+	fs.StringVar(&c.hostedAddress, "hosted-address", envOr("HYPERSHIFT_SIM_HOSTED_ADDRESS", hypershiftsim.DefaultHostedAPIAddress), "IP address the hosted kube-apiservers bind and advertise, name in their serving certificates and report as api.url (a pod's IP in a chart) (env HYPERSHIFT_SIM_HOSTED_ADDRESS)")
 	fs.StringVar(&c.hostedLogDir, "hosted-log-dir", envOr("HYPERSHIFT_SIM_HOSTED_LOG_DIR", ""), "directory for the hosted kube-apiservers' logs; empty: --hosted-dir (env HYPERSHIFT_SIM_HOSTED_LOG_DIR)")
 	fs.StringVar(&c.hostedEtcd.Endpoint, "hosted-etcd-endpoint", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_ENDPOINT", ""), "https URL of the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_ENDPOINT)")
 	fs.StringVar(&c.hostedEtcd.CAFile, "hosted-etcd-ca", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_CA", ""), "CA file that verifies the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_CA)")
@@ -154,8 +156,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if c.hostedLogDir == "" {
 		c.hostedLogDir = c.hostedDir
 	}
+	if err := hypershiftsim.ValidHostedAddress(c.hostedAddress); err != nil {
+		return fmt.Errorf("--hosted-address: %w", err)
+	}
 	hosted := hypershiftsim.HostedAPIOptions{Max: c.hostedAPIServers, APIServerPath: c.kubeAPIServer,
-		Dir: c.hostedDir, LogDir: c.hostedLogDir, Etcd: c.hostedEtcd}
+		Dir: c.hostedDir, LogDir: c.hostedLogDir, Etcd: c.hostedEtcd, Address: c.hostedAddress}
 	if err := hosted.Validate(); err != nil {
 		return fmt.Errorf("--hosted-apiservers=%d: %w (set --kube-apiserver, --hosted-dir and --hosted-etcd-*, or --hosted-apiservers=0)", c.hostedAPIServers, err)
 	}
@@ -216,7 +221,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	slog.Info("hypershift-sim starting", "apiserver", restCfg.Host, "availableDelay", c.availableDelay,
 		"deleteDelay", c.deleteDelay, "nodePoolReadyDelay", c.nodePoolReadyDelay,
-		"failClusters", len(failClusters), "neverAvailable", c.neverAvailable, "hostedAPIServers", c.hostedAPIServers, "unsealing", unsealKey != nil,
+		"failClusters", len(failClusters), "neverAvailable", c.neverAvailable, "hostedAPIServers", c.hostedAPIServers, "hostedAddress", c.hostedAddress, "unsealing", unsealKey != nil,
 		"metricsAddr", c.metricsAddr, "healthAddr", c.healthAddr)
 	return mgr.Start(ctx)
 }

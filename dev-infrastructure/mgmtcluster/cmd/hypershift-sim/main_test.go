@@ -44,6 +44,8 @@ func TestRun_badConfigurationStopsStartupNamingTheSetting(t *testing.T) {
 		{name: "unknown_log_level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
 		{name: "missing_kubeconfig", args: []string{"--kubeconfig=/nonexistent/kubeconfig", "--hosted-apiservers=0"}, wantErr: "--kubeconfig"},
 		{name: "hosted_apiservers_without_binary_or_etcd", args: []string{"--hosted-apiservers=2"}, wantErr: "--hosted-apiservers"},
+		{name: "hosted_address_not_an_ip", args: []string{"--hosted-apiservers=0", "--hosted-address=pod"}, wantErr: "--hosted-address"},
+		{name: "hosted_address_unspecified", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_ADDRESS": "0.0.0.0"}, args: []string{"--hosted-apiservers=0"}, wantErr: "--hosted-address"},
 		{name: "negative_hosted_apiservers", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_APISERVERS": "-1"}, wantErr: "hosted"},
 	}
 	for _, tt := range tests {

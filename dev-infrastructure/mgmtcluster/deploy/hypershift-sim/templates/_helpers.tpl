@@ -8,6 +8,29 @@ app.kubernetes.io/name: hypershift-sim
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{- define "hypershift-sim.etcdLabels" -}}
+app.kubernetes.io/name: hosted-etcd
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/part-of: openhcp
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end }}
+
+{{- define "hypershift-sim.etcdSelector" -}}
+app.kubernetes.io/name: hosted-etcd
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "hypershift-sim.etcdImage" -}}
+{{- with .Values.hostedEtcd.image -}}
+{{- if .digest -}}
+{{ .repository }}@{{ .digest }}
+{{- else -}}
+{{ .repository }}:{{ required "hostedEtcd.image.tag or hostedEtcd.image.digest is required" .tag }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "hypershift-sim.image" -}}
 {{- if .Values.image.digest -}}
 {{ .Values.image.repository }}@{{ .Values.image.digest }}
