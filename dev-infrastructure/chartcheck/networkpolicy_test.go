@@ -17,8 +17,11 @@ import (
 // "<workload> <- <namespace> : <container port>". The service-cluster charts' are the mesh
 // matrix's (meshpolicy.TestChartsRenderTheMeshMatrixAsNetworkPolicies).
 var managementNetworkGrants = map[string][]string{
-	"maestro-agent":  {"maestro-agent <- monitoring : https"},    // Prometheus scrapes /metrics
-	"hypershift-sim": {"hypershift-sim <- monitoring : metrics"}, // Prometheus scrapes /metrics
+	"maestro-agent": {"maestro-agent <- monitoring : https"}, // Prometheus scrapes /metrics
+	"hypershift-sim": {
+		"hosted-etcd <- openhcp : client",        // the sim (its own namespace) stores its hosted apiservers' objects
+		"hypershift-sim <- monitoring : metrics", // Prometheus scrapes /metrics
+	},
 }
 
 // TestEveryChartWorkloadIsCoveredByANetworkPolicy renders every chart with the dev region's

@@ -9,11 +9,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{- define "hypershift-sim.etcdLabels" -}}
-app.kubernetes.io/name: hosted-etcd
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/part-of: openhcp
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{ include "service-base.labels" (dict "ctx" . "name" "hosted-etcd") }}
 {{- end }}
 
 {{- define "hypershift-sim.etcdSelector" -}}
