@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -203,10 +204,21 @@ func TestAdminLoginUpdateKeepsDocumentIdentity(t *testing.T) {
 		}
 	})
 	t.Run("refuses_to_insert_a_request_at_a_feed_position_of_its_own_choosing", func(t *testing.T) {
-		_, err := admin.Pool().Exec(ctx, `INSERT INTO documents (partition_key, id, type, resource_id, body, etag, seq)
+		// A session that has not drawn from the sequence (DISCARD SEQUENCES): the refusal must be
+		// the permission error, not a side effect of the guard's own lookup.
+		conn, err := admin.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		if _, err := conn.Exec(ctx, "DISCARD SEQUENCES"); err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(ctx, `INSERT INTO documents (partition_key, id, type, resource_id, body, etag, seq)
 VALUES ($1, 'request/seq', $2, 'request/seq', '{"state":"Pending"}', 'e', 1000000)`, postgres.MaintenanceRequestPartition, postgres.MaintenanceRequestType)
-		if err == nil {
-			t.Fatal("admin login inserted a request at feed position 1000000")
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Fatalf("admin login inserting a request at feed position 1000000 in a fresh session: %v, want permission denied (42501)", err)
 		}
 		if _, err := owner.Get(ctx, postgres.MaintenanceRequestPartition, "request/seq"); !errors.Is(err, docstore.ErrNotFound) {
 			t.Fatalf("the request after the refused insert: %v", err)

@@ -9,6 +9,8 @@
 -- to row-level security and pass untouched.
 CREATE FUNCTION documents_nonowner_update_guard() RETURNS trigger
     LANGUAGE plpgsql SET search_path = pg_catalog, public AS $$
+DECLARE
+    cur bigint;
 BEGIN
     IF NOT row_security_active('documents') THEN
         RETURN NEW;
@@ -19,7 +21,13 @@ BEGIN
         RAISE EXCEPTION 'a non-owner update of document %/% must keep its type, resource ID and expiry', OLD.partition_key, OLD.id
             USING ERRCODE = '42501';
     END IF;
-    IF NEW.seq IS DISTINCT FROM currval('document_seq') THEN
+    BEGIN
+        cur := currval('document_seq');
+    EXCEPTION WHEN object_not_in_prerequisite_state THEN
+        -- The statement took no position from the sequence at all: a position of its own.
+        cur := NULL;
+    END;
+    IF cur IS NULL OR NEW.seq IS DISTINCT FROM cur THEN
         RAISE EXCEPTION 'a non-owner write of document %/% must take its feed position from document_seq', NEW.partition_key, NEW.id
             USING ERRCODE = '42501';
     END IF;
