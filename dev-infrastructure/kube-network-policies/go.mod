@@ -87,4 +87,4 @@ require (
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
 
-replace sigs.k8s.io/kube-network-policies => ./upstream
+replace sigs.k8s.io/kube-network-policies => ./third_party/kube-network-policies
