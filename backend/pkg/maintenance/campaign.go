@@ -308,27 +308,8 @@ func (m *Campaigns) Get(ctx context.Context, id string) (*Campaign, error) {
 
 // List returns every campaign, oldest first.
 func (m *Campaigns) List(ctx context.Context) ([]*Campaign, error) {
-	var out []*Campaign
-	q := docstore.Query{Partition: Partition, Type: TypeCampaign}
-	for {
-		p, err := m.tasks.st.Query(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("list campaigns: %w", err)
-		}
-		for _, d := range p.Documents {
-			c, err := decodeCampaign(d)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, c)
-		}
-		if p.Continuation == "" {
-			break
-		}
-		q.Continuation = p.Continuation
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
-	return out, nil
+	return listAll(ctx, m.tasks.st, docstore.Query{Partition: Partition, Type: TypeCampaign}, "campaigns",
+		decodeCampaign, func(c *Campaign) (time.Time, string) { return c.Created, c.ID })
 }
 
 func (m *Campaigns) replace(ctx context.Context, c *Campaign) error {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -294,32 +293,8 @@ func (s *Requests) Get(ctx context.Context, id string) (*Request, error) {
 
 // List returns every request, oldest first.
 func (s *Requests) List(ctx context.Context) ([]*Request, error) {
-	var out []*Request
-	q := docstore.Query{Partition: RequestPartition, Type: TypeRequest}
-	for {
-		p, err := s.st.Query(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("list maintenance requests: %w", err)
-		}
-		for _, d := range p.Documents {
-			r, err := decodeRequest(d)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		if p.Continuation == "" {
-			break
-		}
-		q.Continuation = p.Continuation
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Created.Equal(out[j].Created) {
-			return out[i].Created.Before(out[j].Created)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
+	return listAll(ctx, s.st, docstore.Query{Partition: RequestPartition, Type: TypeRequest}, "maintenance requests",
+		decodeRequest, func(r *Request) (time.Time, string) { return r.Created, r.ID })
 }
 
 // Process carries out every Pending request, oldest first, and records each outcome. A request

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -164,32 +163,8 @@ func (s *Tasks) Get(ctx context.Context, id string) (*Task, error) {
 
 // List returns every task, sorted by creation time then ID.
 func (s *Tasks) List(ctx context.Context) ([]*Task, error) {
-	var out []*Task
-	q := docstore.Query{Partition: Partition, Type: TypeTask}
-	for {
-		p, err := s.st.Query(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		for _, d := range p.Documents {
-			t, err := decodeTask(d)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, t)
-		}
-		if p.Continuation == "" {
-			break
-		}
-		q.Continuation = p.Continuation
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Created.Equal(out[j].Created) {
-			return out[i].Created.Before(out[j].Created)
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
+	return listAll(ctx, s.st, docstore.Query{Partition: Partition, Type: TypeTask}, "tasks",
+		decodeTask, func(t *Task) (time.Time, string) { return t.Created, t.ID })
 }
 
 // replace writes t if nobody wrote it since it was read.
