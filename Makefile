@@ -69,7 +69,7 @@ tools-run:
 	@hack/tool.sh kube-apiserver dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-apiserver "$(KUBE_LDFLAGS)" >/dev/null
 	@hack/tool.sh kube-controller-manager dev-infrastructure/kube-tools k8s.io/kubernetes/cmd/kube-controller-manager "$(KUBE_LDFLAGS)" >/dev/null
 	@hack/tool.sh etcd dev-infrastructure/kube-tools ./cmd/etcd >/dev/null
-	@hack/tool.sh maestro dev-infrastructure/maestro github.com/openshift-online/maestro/cmd/maestro >/dev/null
+	@hack/tool.sh maestro dev-infrastructure/maestro github.com/openhcp/openhcp/dev-infrastructure/maestro/cmd/maestro >/dev/null
 	@hack/helm.sh >/dev/null
 	@hack/mosquitto-plugin.sh >/dev/null
 

@@ -69,7 +69,7 @@ func Catalogue() []Spec {
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
 		{Name: "gateway", Package: mod + "admin/cmd/gateway", Binary: "gateway"},
 		{Name: "hypershift-sim", Package: mod + "dev-infrastructure/mgmtcluster/cmd/hypershift-sim", Binary: "hypershift-sim"},
-		{Name: "maestro", Package: "github.com/openshift-online/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
+		{Name: "maestro", Package: mod + "dev-infrastructure/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
 		// The gate in front of Maestro's REST API, beside it in the maestro-server pod.
 		{Name: "maestro-gate", Package: mod + "dev-infrastructure/mgmtcluster/cmd/maestro-gate", Binary: "maestro-gate", ValuesKey: "gate"},
 		{Name: Pause, Package: mod + "dev-infrastructure/images/pause", Binary: "pause"},
