@@ -124,8 +124,8 @@ func runOutage(t *testing.T, o outage) {
 	w.mu.Unlock()
 	state.BadReads = w.arm.badReadsSnapshot()
 	res := invariant.Check(state)
-	t.Logf("outage %s: %s away %s; %d operations; in-flight operations ended %s after its recovery\n%s",
-		o.name, o.component, recovered.Sub(wentAt).Round(100*time.Millisecond), len(state.Ops), converged.Round(100*time.Millisecond), res.Table())
+	t.Logf("outage %s: %s away %s; %d operations; in-flight operations ended %s after its recovery; orphaned AppliedManifestWorks swept in the region so far: %d\n%s",
+		o.name, o.component, recovered.Sub(wentAt).Round(100*time.Millisecond), len(state.Ops), converged.Round(100*time.Millisecond), region.OrphanedAppliedWorksSwept(), res.Table())
 	fmt.Printf("CONVERGENCE %s %s\n", o.name, converged.Round(100*time.Millisecond))
 	if !res.OK() {
 		t.Errorf("%d invariant violations after the outage of %s (logs in %s)", len(res.Violations), o.component, logDir)
