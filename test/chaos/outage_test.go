@@ -55,8 +55,6 @@ func TestDependencyOutage(t *testing.T) {
 var knownDefect = map[string]string{
 	"postgres_restarted":      "the pinned Maestro can lose a work or a status when its database restarts, leaving a create Provisioning (defect 2)",
 	"maestro_server_down_60s": "across a Maestro server restart the pinned Maestro lost a work's status in 1 of 2 runs, leaving a create Provisioning (defect 2)",
-	"management_kube_apiserver_down_60s": "a cluster created and deleted around the outage, whose work Cluster Service republished while the agent could not report, " +
-		"was reported deleted at once and left its AppliedManifestWork and namespaces on the management cluster in 1 of 3 runs (defect 5)",
 }
 
 // knownDefects says whether the outages of knownDefect run too: CHAOS_KNOWN_DEFECTS=1.
