@@ -44,8 +44,9 @@ type OrphanedAppliedWorkSweeper struct {
 
 	mu sync.Mutex
 	// missingSince is, per consumer/AppliedManifestWork, the first sweep that found its bundle
-	// gone, since which every sweep did.
+	// gone, since which every sweep did; heldAt the last sweep that found it held.
 	missingSince map[string]time.Time
+	heldAt       map[string]time.Time
 	swept        int
 }
 
@@ -60,7 +61,10 @@ type OrphanedAppliedWorkSweeperOptions struct {
 	Confirm time.Duration
 	// Interval between sweeps (default 10s).
 	Interval time.Duration
-	Logger   *slog.Logger
+	// RecheckHeld: a bundle found held is looked up again only this long after (default 1m), so
+	// a sweep costs Maestro one GET per AppliedManifestWork per minute, not per Interval.
+	RecheckHeld time.Duration
+	Logger      *slog.Logger
 }
 
 // AppliedManifestWorkGVR is the resource of the agent's AppliedManifestWorks.
@@ -79,11 +83,14 @@ func NewOrphanedAppliedWorkSweeper(o OrphanedAppliedWorkSweeperOptions) (*Orphan
 	if o.Interval <= 0 {
 		o.Interval = 10 * time.Second
 	}
+	if o.RecheckHeld <= 0 {
+		o.RecheckHeld = time.Minute
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	s := &OrphanedAppliedWorkSweeper{o: o, log: o.Logger.With("component", "orphaned-applied-work-sweeper"),
-		clients: map[string]dynamic.NamespaceableResourceInterface{}, missingSince: map[string]time.Time{}}
+		clients: map[string]dynamic.NamespaceableResourceInterface{}, missingSince: map[string]time.Time{}, heldAt: map[string]time.Time{}}
 	for consumer, cfg := range o.Clusters {
 		d, err := dynamic.NewForConfig(cfg)
 		if err != nil {
@@ -142,6 +149,11 @@ func (s *OrphanedAppliedWorkSweeper) Sweep(ctx context.Context, now time.Time) e
 			delete(s.missingSince, key)
 		}
 	}
+	for key := range s.heldAt {
+		if !listed[key] {
+			delete(s.heldAt, key)
+		}
+	}
 	s.mu.Unlock()
 	return errors.Join(errs...)
 }
@@ -151,9 +163,11 @@ func (s *OrphanedAppliedWorkSweeper) sweepConsumer(ctx context.Context, consumer
 	if err != nil {
 		// Forget nothing of a cluster that did not answer.
 		s.mu.Lock()
-		for key := range s.missingSince {
-			if c, _, _ := strings.Cut(key, "/"); c == consumer {
-				listed[key] = true
+		for _, m := range []map[string]time.Time{s.missingSince, s.heldAt} {
+			for key := range m {
+				if c, _, _ := strings.Cut(key, "/"); c == consumer {
+					listed[key] = true
+				}
 			}
 		}
 		s.mu.Unlock()
@@ -171,6 +185,12 @@ func (s *OrphanedAppliedWorkSweeper) sweepConsumer(ctx context.Context, consumer
 			continue
 		}
 		listed[key] = true
+		s.mu.Lock()
+		heldAt, wasHeld := s.heldAt[key]
+		s.mu.Unlock()
+		if wasHeld && now.Sub(heldAt) < s.o.RecheckHeld {
+			continue
+		}
 		held, err := s.o.Bundles.BundleExists(ctx, bundle)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("look up bundle %s of %s: %w", bundle, key, err))
@@ -181,7 +201,9 @@ func (s *OrphanedAppliedWorkSweeper) sweepConsumer(ctx context.Context, consumer
 		switch {
 		case held:
 			delete(s.missingSince, key)
+			s.heldAt[key] = now
 		case !seen:
+			delete(s.heldAt, key)
 			s.missingSince[key] = now
 		}
 		s.mu.Unlock()

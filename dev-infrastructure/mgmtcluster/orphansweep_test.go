@@ -23,11 +23,13 @@ type fakeBundles struct {
 	mu      sync.Mutex
 	held    map[string]bool
 	failing map[string]bool
+	lookups map[string]int
 }
 
 func (f *fakeBundles) BundleExists(_ context.Context, id string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.lookups[id]++
 	if f.failing[id] {
 		return false, errors.New("fake Maestro: lookup failed")
 	}
@@ -67,19 +69,25 @@ func TestOrphanedAppliedWorkSweeper(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		work     string
-		held     bool
 		failing  bool
 		sweeps   []time.Duration
+		held     []bool // whether Maestro holds the bundle at each sweep
 		wantGone bool
+		// wantLookups, when not 0, is how many times the bundle must have been looked up.
+		wantLookups int
 	}{
-		{name: "bundle_gone_for_confirm_period_is_deleted", work: "w-orphan", sweeps: []time.Duration{0, confirm}, wantGone: true},
-		{name: "bundle_gone_but_not_yet_confirmed_is_kept", work: "w-young", sweeps: []time.Duration{0, confirm / 2}},
-		{name: "bundle_held_by_maestro_is_kept", work: "w-live", held: true, sweeps: []time.Duration{0, confirm, 2 * confirm}},
-		{name: "failed_lookup_is_kept", work: "w-unknown", failing: true, sweeps: []time.Duration{0, confirm, 2 * confirm}},
-		{name: "bundle_back_before_confirm_restarts_the_clock", work: "w-back", sweeps: []time.Duration{0, confirm / 2, confirm}, held: true},
+		{name: "bundle_gone_for_confirm_period_is_deleted", work: "w-orphan", sweeps: []time.Duration{0, confirm}, held: []bool{false, false}, wantGone: true},
+		{name: "bundle_gone_but_not_yet_confirmed_is_kept", work: "w-young", sweeps: []time.Duration{0, confirm / 2}, held: []bool{false, false}},
+		{name: "bundle_held_by_maestro_is_kept", work: "w-live", sweeps: []time.Duration{0, confirm, 2 * confirm}, held: []bool{true, true, true}},
+		{name: "failed_lookup_is_kept", work: "w-unknown", failing: true, sweeps: []time.Duration{0, confirm, 2 * confirm}, held: []bool{false, false, false}},
+		{name: "bundle_back_before_confirm_restarts_the_clock", work: "w-back", sweeps: []time.Duration{0, confirm / 2, confirm}, held: []bool{false, true, false}},
+		{name: "bundle_gone_after_it_was_held_is_deleted_once_rechecked_and_confirmed", work: "w-later",
+			sweeps: []time.Duration{0, 2 * time.Minute, 3 * time.Minute}, held: []bool{true, false, false}, wantGone: true},
+		{name: "held_bundle_is_not_looked_up_again_before_recheck", work: "w-quiet",
+			sweeps: []time.Duration{0, 30 * time.Second, 50 * time.Second}, held: []bool{true, false, false}, wantLookups: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bundles := &fakeBundles{held: map[string]bool{}, failing: map[string]bool{}}
+			bundles := &fakeBundles{held: map[string]bool{}, failing: map[string]bool{}, lookups: map[string]int{}}
 			if tc.failing {
 				bundles.failing[tc.work] = true
 			}
@@ -94,23 +102,16 @@ func TestOrphanedAppliedWorkSweeper(t *testing.T) {
 			}
 			defer func() { _ = amws.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{}) }()
 			s, err := mgmtcluster.NewOrphanedAppliedWorkSweeper(mgmtcluster.OrphanedAppliedWorkSweeperOptions{
-				Bundles: bundles, Clusters: map[string]*rest.Config{"sweep": mc.RESTConfig()}, Confirm: confirm,
+				Bundles: bundles, Clusters: map[string]*rest.Config{"sweep": mc.RESTConfig()}, Confirm: confirm, RecheckHeld: time.Minute,
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			start := time.Now()
 			for i, at := range tc.sweeps {
-				// "bundle back": Maestro holds it from the second sweep on.
-				if tc.name == "bundle_back_before_confirm_restarts_the_clock" {
-					bundles.mu.Lock()
-					bundles.held[tc.work] = i == 1
-					bundles.mu.Unlock()
-				} else if tc.held {
-					bundles.mu.Lock()
-					bundles.held[tc.work] = true
-					bundles.mu.Unlock()
-				}
+				bundles.mu.Lock()
+				bundles.held[tc.work] = tc.held[i]
+				bundles.mu.Unlock()
 				if err := s.Sweep(ctx, start.Add(at)); err != nil && !tc.failing {
 					t.Fatalf("sweep %d: %v", i, err)
 				}
@@ -122,6 +123,9 @@ func TestOrphanedAppliedWorkSweeper(t *testing.T) {
 			}
 			if gone != tc.wantGone {
 				t.Errorf("AppliedManifestWork %s gone = %v, want %v", name, gone, tc.wantGone)
+			}
+			if tc.wantLookups != 0 && bundles.lookups[tc.work] != tc.wantLookups {
+				t.Errorf("bundle %s looked up %d times, want %d", tc.work, bundles.lookups[tc.work], tc.wantLookups)
 			}
 			if want := map[bool]int{true: 1}[tc.wantGone]; s.Swept() != want {
 				t.Errorf("Swept() = %d, want %d", s.Swept(), want)
