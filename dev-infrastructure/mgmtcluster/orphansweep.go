@@ -61,8 +61,9 @@ type OrphanedAppliedWorkSweeperOptions struct {
 	Confirm time.Duration
 	// Interval between sweeps (default 10s).
 	Interval time.Duration
-	// RecheckHeld: a bundle found held is looked up again only this long after (default 1m), so
-	// a sweep costs Maestro one GET per AppliedManifestWork per minute, not per Interval.
+	// RecheckHeld: a bundle found held is looked up again only this long after (default 30s), so
+	// the sweeper costs Maestro one GET per AppliedManifestWork per 30 s, not per Interval, and an
+	// orphan is still swept within about a minute (the chaos invariants re-read for 2 minutes).
 	RecheckHeld time.Duration
 	Logger      *slog.Logger
 }
@@ -84,7 +85,7 @@ func NewOrphanedAppliedWorkSweeper(o OrphanedAppliedWorkSweeperOptions) (*Orphan
 		o.Interval = 10 * time.Second
 	}
 	if o.RecheckHeld <= 0 {
-		o.RecheckHeld = time.Minute
+		o.RecheckHeld = 30 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
