@@ -20,7 +20,10 @@ import (
 // it changes, so a work whose HostedCluster became Available meanwhile keeps, in Maestro, the
 // status of before, and the cluster stays INSTALLING for ever although the agent has reported
 // it ready. The lag rule (republish.go) does not see it: the status is for the current
-// generation, only an old one.
+// generation, only an old one. The same happens to a work the server published just before it
+// went away: the agent applied it and reported, the server never stored the status, and Maestro
+// shows the work as never reported on, which the lag rule leaves for 4 × its wait (up to 8
+// minutes on a shard whose agent is slow).
 //
 // The controller cannot tell a lost status from a slow HostedCluster, so it acts on time: an
 // object whose state is not settled (READY or ERROR) while Maestro's status of its work has not
@@ -30,6 +33,13 @@ import (
 // maxRepublishDelay), and the episode ends once the object settles, so a HostedCluster that
 // really takes half an hour to install costs one needless apply at 1, 2, 4, 8, 10, 10, …
 // minutes.
+//
+// The rule covers a work caught up with its generation and a work never reported on (status
+// generation 0), for which it waits at least the lag rule's wait for the shard (republishWait,
+// without the never-reported factor), so an agent that is merely slow to report a new work is
+// not sent it twice. A work reported on for an older generation is the lag rule's alone. The
+// digest includes the work's generation, so any republish, by either rule, or a new spec
+// restarts the clock.
 
 // DefaultStaleStatusAfter is Config.StaleStatusAfter's default.
 const DefaultStaleStatusAfter = time.Minute
@@ -75,21 +85,24 @@ func decideStale(prev staleState, known bool, status [sha256.Size]byte, settled 
 }
 
 // statusDigest identifies the status Maestro holds for got: its conditions, feedback and the
-// generation it was written for.
+// generation it was written for, and the work's own generation.
 func statusDigest(got *workv1.ManifestWork) ([sha256.Size]byte, error) {
 	b, err := json.Marshal(got.Status)
 	if err != nil {
 		return [sha256.Size]byte{}, fmt.Errorf("digest status of work %s: %w", got.Name, err)
 	}
 	b = strconv.AppendInt(b, maestro.StatusGeneration(got), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, got.Generation, 10)
 	return sha256.Sum256(b), nil
 }
 
 // repairLostStatus applies the stale-status rule to the work of key (kind is the metric label)
 // on shard, whose object's state is settled or not, and returns when to look again (0: no
-// need). It leaves a work whose status is behind its generation to repairLostUpdate.
+// need). It leaves a work reported on for an older generation to repairLostUpdate.
 func (c *Controller) repairLostStatus(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork, settled bool) (time.Duration, error) {
-	if got == nil || !got.DeletionTimestamp.IsZero() || maestro.StatusGeneration(got) < got.Generation {
+	reported := maestro.StatusGeneration(got)
+	if got == nil || !got.DeletionTimestamp.IsZero() || (reported > 0 && reported < got.Generation) {
 		c.mu.Lock()
 		delete(c.stale, key)
 		c.mu.Unlock()
@@ -100,8 +113,12 @@ func (c *Controller) repairLostStatus(ctx context.Context, log *slog.Logger, kin
 		return 0, err
 	}
 	c.mu.Lock()
+	after := c.cfg.StaleStatusAfter
+	if reported == 0 {
+		after = max(after, c.republishWait(shard))
+	}
 	prev, known := c.stale[key]
-	d := decideStale(prev, known, digest, settled, c.now(), c.cfg.StaleStatusAfter)
+	d := decideStale(prev, known, digest, settled, c.now(), after)
 	if d.keep {
 		c.stale[key] = d.next
 	} else {

@@ -51,7 +51,7 @@ func TestDecideStale(t *testing.T) {
 	}
 }
 
-func TestStatusDigestSeesFeedbackAndStatusGeneration(t *testing.T) {
+func TestStatusDigestSeesFeedbackAndGenerations(t *testing.T) {
 	base := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "w", Generation: 2,
 		Annotations: map[string]string{maestro.AnnotationStatusGeneration: "2"}}}
 	base.Status.Conditions = []metav1.Condition{{Type: "Applied", Status: metav1.ConditionTrue}}
@@ -60,6 +60,8 @@ func TestStatusDigestSeesFeedbackAndStatusGeneration(t *testing.T) {
 		Values: []workv1.FeedbackValue{{Name: "Available", Value: workv1.FieldValue{Type: workv1.String, String: ptr.To("True")}}}}}}
 	regen := base.DeepCopy()
 	regen.Annotations[maestro.AnnotationStatusGeneration] = "3"
+	republished := base.DeepCopy()
+	republished.Generation = 3
 	d0 := mustDigest(t, base)
 	if d0 != mustDigest(t, base.DeepCopy()) {
 		t.Error("the same status digests differently")
@@ -69,6 +71,9 @@ func TestStatusDigestSeesFeedbackAndStatusGeneration(t *testing.T) {
 	}
 	if d0 == mustDigest(t, regen) {
 		t.Error("a status for another generation does not change the digest")
+	}
+	if d0 == mustDigest(t, republished) {
+		t.Error("a new generation of the work (a republish or a new spec) does not change the digest")
 	}
 }
 
