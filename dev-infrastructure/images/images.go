@@ -98,7 +98,7 @@ func Catalogue() []Spec {
 		// The management cluster's hosted etcd (the sim chart's hosted-etcd Deployment): the
 		// pinned etcd the launcher runs for make run, nested under hostedEtcd: in the sim's values.
 		{Name: "etcd", Package: "./cmd/etcd", ModuleDir: "dev-infrastructure/kube-tools", Binary: "etcd", ValuesKey: "hostedEtcd"},
-		{Name: "maestro", Package: "github.com/openshift-online/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
+		{Name: "maestro", Package: mod + "dev-infrastructure/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
 		// The gate in front of Maestro's REST API, beside it in the maestro-server pod.
 		{Name: "maestro-gate", Package: mod + "dev-infrastructure/mgmtcluster/cmd/maestro-gate", Binary: "maestro-gate", ValuesKey: "gate"},
 		{Name: Pause, Package: mod + "dev-infrastructure/images/pause", Binary: "pause"},

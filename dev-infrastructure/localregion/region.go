@@ -237,6 +237,7 @@ type Region struct {
 	stoppers []func()
 	crashes  chan Crash
 	watchdog *mgmtcluster.StuckDeleteWatchdog
+	sweeper  *mgmtcluster.OrphanedAppliedWorkSweeper
 	// maestro is the Maestro server process (nil when a ServiceCluster runs it).
 	maestro *mgmtcluster.MaestroServer
 	// extraMaestro are the Maestro server instances beyond the first (Config.MaestroServers),
@@ -261,6 +262,13 @@ type Region struct {
 // to recover a delete the pinned Maestro lost.
 func (r *Region) StuckDeleteKicks() int {
 	return r.watchdog.Kicks()
+}
+
+// OrphanedAppliedWorksSwept is how many AppliedManifestWorks the region's
+// OrphanedAppliedWorkSweeper deleted because their resource bundle was gone (the pinned agent
+// reported their work deleted without removing what it had applied).
+func (r *Region) OrphanedAppliedWorksSwept() int {
+	return r.sweeper.Swept()
 }
 
 // managementClusterNames are the names of the management clusters the region started as

@@ -17,6 +17,7 @@ import (
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
+	"k8s.io/client-go/rest"
 )
 
 // Up brings up a region as cfg says and returns once every part is ready and region.json is
@@ -160,6 +161,9 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 	}
 
 	if err := r.startStuckDeleteWatchdog(maestroREST, mq.Addr); err != nil {
+		return nil, err
+	}
+	if err := r.startOrphanedAppliedWorkSweeper(maestroREST); err != nil {
 		return nil, err
 	}
 
@@ -313,6 +317,38 @@ func (r *Region) startStuckDeleteWatchdog(maestro mgmtcluster.MaestroREST, broke
 		Maestro: maestro, BrokerAddr: brokerAddr, AgentClientIDs: ids, AgentTLS: agentTLS,
 		Logger: slog.New(slog.NewJSONHandler(f, nil)),
 	})
+	return nil
+}
+
+// startOrphanedAppliedWorkSweeper runs the workaround for the AppliedManifestWorks the pinned
+// agent leaves behind after its management kube-apiserver was away (see
+// OrphanedAppliedWorkSweeper), on every management cluster the region runs as processes,
+// logging to <logs>/orphaned-applied-work-sweeper.log, until the region stops.
+func (r *Region) startOrphanedAppliedWorkSweeper(maestro mgmtcluster.MaestroREST) error {
+	clusters := map[string]*rest.Config{}
+	for _, mc := range r.Info.ManagementClusters {
+		if m, ok := r.mgmt[mc.Name]; ok {
+			clusters[mc.ConsumerName] = m.RESTConfig()
+		}
+	}
+	if len(clusters) == 0 {
+		return nil
+	}
+	f, _, err := mgmtcluster.OpenLog(r.logDir, "orphaned-applied-work-sweeper.log")
+	if err != nil {
+		return fmt.Errorf("orphaned applied work sweeper log: %w", err)
+	}
+	s, err := mgmtcluster.NewOrphanedAppliedWorkSweeper(mgmtcluster.OrphanedAppliedWorkSweeperOptions{
+		Bundles: maestro, Clusters: clusters, Logger: slog.New(slog.NewJSONHandler(f, nil)),
+	})
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("orphaned applied work sweeper: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.onStop(func() { cancel(); f.Close() })
+	s.Start(ctx)
+	r.sweeper = s
 	return nil
 }
 

@@ -2,8 +2,18 @@ module github.com/openhcp/openhcp/dev-infrastructure/maestro
 
 go 1.26
 
-// The real Maestro server and agent, built from the pinned upstream module (GOWORK=off).
-tool github.com/openshift-online/maestro/cmd/maestro
+// The real Maestro server and agent, built from the pinned upstream module (GOWORK=off) by
+// cmd/maestro: upstream's command with a shorter CloudEvents reconnect backoff.
+tool github.com/openhcp/openhcp/dev-infrastructure/maestro/cmd/maestro
+
+require (
+	github.com/openshift-online/maestro v0.0.0-20260728214804-a6f773d61d5b
+	github.com/spf13/cobra v1.10.2
+	k8s.io/apimachinery v0.35.3
+	k8s.io/klog/v2 v2.140.0
+	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
+	open-cluster-management.io/sdk-go v1.2.1-0.20260323031834-e885ccee3f1b
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -83,7 +93,6 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/openshift-online/maestro v0.0.0-20260728214804-a6f773d61d5b // indirect
 	github.com/openshift-online/ocm-common v0.0.38 // indirect
 	github.com/openshift/api v0.0.0-20251125174858-5cf710f68a92 // indirect
 	github.com/openshift/client-go v0.0.0-20251125141819-b6281947c285 // indirect
@@ -99,7 +108,6 @@ require (
 	github.com/prometheus/procfs v0.20.1 // indirect
 	github.com/segmentio/ksuid v1.0.4 // indirect
 	github.com/sirupsen/logrus v1.9.3 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/yaacov/tree-search-language v0.0.0-20190923184055-1c2dad2e354b // indirect
@@ -163,18 +171,14 @@ require (
 	gorm.io/gorm v1.30.0 // indirect
 	k8s.io/api v0.35.3 // indirect
 	k8s.io/apiextensions-apiserver v0.35.2 // indirect
-	k8s.io/apimachinery v0.35.3 // indirect
 	k8s.io/apiserver v0.35.3 // indirect
 	k8s.io/client-go v0.35.3 // indirect
 	k8s.io/component-base v0.35.3 // indirect
-	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kms v0.35.3 // indirect
 	k8s.io/kube-aggregator v0.35.2 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
-	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
 	open-cluster-management.io/api v1.2.1-0.20260305152611-5bfebdbc3fdf // indirect
 	open-cluster-management.io/ocm v1.2.1 // indirect
-	open-cluster-management.io/sdk-go v1.2.1-0.20260323031834-e885ccee3f1b // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.31.2 // indirect
 	sigs.k8s.io/controller-runtime v0.23.3 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect

@@ -66,7 +66,7 @@ func RepoRoot() (string, error) {
 
 // MaestroBinary returns the pinned Maestro build from the tool cache, building it on first use.
 func MaestroBinary(ctx context.Context) (string, error) {
-	return toolBinary(ctx, "maestro", "dev-infrastructure/maestro", "github.com/openshift-online/maestro/cmd/maestro", "")
+	return toolBinary(ctx, "maestro", "dev-infrastructure/maestro", "github.com/openhcp/openhcp/dev-infrastructure/maestro/cmd/maestro", "")
 }
 
 // KubectlBinary returns the pinned kubectl from the tool cache (built like the apiserver: same

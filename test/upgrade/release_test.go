@@ -13,11 +13,11 @@ import (
 )
 
 // previousRelease is the commit whose frontend, backend and Cluster Service the region starts
-// with: this repository's services of the morning of 2026-11-26 (22a4ead) with the region
-// certificates of today, which name only their service. From 22a4ead itself the old clients
-// cannot verify today's certificates (docs/architecture.md, Rolling upgrades).
+// with: the previous release (47c3556), whose clients already ask for each service's name, as
+// today's certificates name only their service. A release from before the certificates named
+// only services (22a4ead and earlier) cannot verify them (docs/architecture.md, Rolling upgrades).
 // OPENHCP_UPGRADE_FROM overrides it.
-const previousRelease = "aad2c9df8f0f83b9eea10314198dc37e1ab22346"
+const previousRelease = "47c35563ca98afe371e2209df910d94d12200685"
 
 // upgradedServices are the services a rolling upgrade replaces, in the order it replaces them:
 // the model's owner first, its clients after (docs/architecture.md, Rolling upgrades).

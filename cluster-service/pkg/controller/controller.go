@@ -100,6 +100,11 @@ type Config struct {
 	// too, instead of adapting the wait to the agent (republish.go). The rule before
 	// 2026-11-23, kept as a benchmark's baseline (--republish-adaptive=false); default false.
 	FixedRepublishWait bool
+	// StaleStatusAfter: a cluster or node pool that is not READY or ERROR while Maestro's status
+	// of its work has not changed for this long has its work sent again, so that the agent
+	// reports afresh a status the pinned Maestro server lost (stalestatus.go); the wait doubles
+	// with each republish of the same episode, up to 10 minutes. Default DefaultStaleStatusAfter.
+	StaleStatusAfter time.Duration
 	// StatusFromMaestroOnly reads every work's status back from Maestro's REST API after each
 	// status event, instead of taking it from the event once (observed.go). The rule before
 	// 2026-11-24, kept as a benchmark's baseline (--status-from-watch=false); default false.
@@ -144,6 +149,9 @@ type Controller struct {
 	// After a restart it is empty: a work still behind is republished RepublishAfter after
 	// the first reconcile sees it.
 	lag map[string]lagState
+	// stale remembers, per key, the work status of an object not settled yet (stalestatus.go);
+	// empty after a restart, which only restarts its clock.
+	stale map[string]staleState
 	// reports remembers, per shard, how long its agent took to report on recent generations
 	// (republish.go); empty after a restart.
 	reports map[string]*reportTimes
@@ -156,7 +164,8 @@ type Controller struct {
 	duration   *prometheus.HistogramVec
 	depth      prometheus.GaugeFunc
 	// republishes counts works sent again because the agent had not reported on their spec.
-	republishes *prometheus.CounterVec
+	republishes      *prometheus.CounterVec
+	staleRepublishes *prometheus.CounterVec
 	// waits is each shard's current wait before a first republish (republish.go).
 	waits *prometheus.GaugeVec
 	// statusReads counts the works' statuses a reconcile used, by where they came from.
@@ -191,6 +200,9 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 	if cfg.RepublishAfter <= 0 {
 		cfg.RepublishAfter = DefaultRepublishAfter
 	}
+	if cfg.StaleStatusAfter <= 0 {
+		cfg.StaleStatusAfter = DefaultStaleStatusAfter
+	}
 	if cfg.TombstoneRetention <= 0 {
 		cfg.TombstoneRetention = 7 * 24 * time.Hour
 	}
@@ -205,6 +217,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		written:  map[string]int64{},
 		watches:  map[string]context.CancelFunc{},
 		lag:      map[string]lagState{},
+		stale:    map[string]staleState{},
 		reports:  map[string]*reportTimes{},
 		observed: newObservedWorks(),
 		built:    newBuiltWorks(),
@@ -218,6 +231,10 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		republishes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cluster_service_maestro_republishes_total",
 			Help: "Works sent again because the Maestro agent had not reported on their current spec in time, by kind (cluster, node_pool); each is a spec update the pinned agent lost, or an agent slower than RepublishAfter.",
+		}, []string{"kind"}),
+		staleRepublishes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cluster_service_maestro_stale_status_republishes_total",
+			Help: "Works sent again because their object was not settled while their Maestro status had not changed for --stale-status-after, by kind (cluster, node_pool); each is a status the pinned Maestro server lost, or an object slower than that.",
 		}, []string{"kind"}),
 		waits: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cluster_service_maestro_republish_wait_seconds",
@@ -236,7 +253,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters and node pools waiting to be reconciled.",
 	}, func() float64 { return float64(c.queue.Len()) })
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.waits, c.statusReads, c.workBuilds)
+		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.staleRepublishes, c.waits, c.statusReads, c.workBuilds)
 	}
 	return c
 }
@@ -619,6 +636,12 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
+	settled := st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY || st.GetState() == csv1.ClusterState_CLUSTER_STATE_ERROR
+	staleRecheck, err := c.repairLostStatus(ctx, log, "cluster", id, cl.Shard, got, settled)
+	if err != nil {
+		return 0, err
+	}
+	recheck = sooner(recheck, staleRecheck)
 	return sooner(sooner(wait, recheck), c.pollWhenSteady(st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY, hash, steadyHash)), nil
 }
 
@@ -723,6 +746,7 @@ func (c *Controller) forget(id string) {
 	delete(c.steady, id)
 	delete(c.written, id)
 	delete(c.lag, id)
+	delete(c.stale, id)
 	c.mu.Unlock()
 	c.built.forget(id)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 )
 
 // Config configures the server; zero values take defaults.
@@ -356,6 +357,11 @@ func (s *Server) toStatus(ctx context.Context, op string, err error) error {
 		return status.Error(codes.Canceled, op+": canceled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, op+": deadline exceeded")
+	case postgres.Unreachable(err):
+		// The database is restarting or away: the caller retries (the frontend answers 503
+		// with a Retry-After), as it would for Cluster Service itself being away.
+		LoggerFrom(ctx).Warn(op+" failed: the database is unreachable", "error", err)
+		return status.Error(codes.Unavailable, op+": the database is unreachable; retry")
 	}
 	LoggerFrom(ctx).Error(op+" failed", "error", err)
 	return status.Error(codes.Internal, op+": internal error")

@@ -25,6 +25,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
 	"github.com/openhcp/openhcp/internal/metricstest"
+	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -61,7 +62,12 @@ type env struct {
 // start runs the real server on a loopback listener over a real database.
 func start(t *testing.T) *env {
 	t.Helper()
-	pg := pgservertest.Start(t)
+	return startOn(t, pgservertest.Start(t))
+}
+
+// startOn is start over a database of pg.
+func startOn(t *testing.T, pg *pgserver.Server) *env {
+	t.Helper()
 	dsn := pgservertest.NewDatabase(t, pg)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

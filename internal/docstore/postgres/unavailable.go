@@ -16,13 +16,15 @@ import (
 // (SQLSTATE class 08 and 57P01-57P03). Such a call may succeed later; any other error stays
 // as it is.
 func markUnavailable(err *error) {
-	if *err == nil || errors.Is(*err, docstore.ErrUnavailable) || !unreachable(*err) {
+	if *err == nil || errors.Is(*err, docstore.ErrUnavailable) || !Unreachable(*err) {
 		return
 	}
 	*err = fmt.Errorf("%w: %w", docstore.ErrUnavailable, *err)
 }
 
-func unreachable(err error) bool {
+// Unreachable says whether err means PostgreSQL could not be reached (markUnavailable's rule),
+// for any user of pgx: Cluster Service's store answers such an error Unavailable too.
+func Unreachable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {

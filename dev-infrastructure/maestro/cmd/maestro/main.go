@@ -1,0 +1,41 @@
+// Command maestro is the pinned upstream Maestro (server, agent, migrations), started as
+// upstream's cmd/maestro starts it, with one change: the reconnect backoff of its CloudEvents
+// clients (reconnect.go). Everything else is upstream's code at the pin.
+package main
+
+import (
+	"flag"
+	"log"
+	"os"
+
+	"github.com/openshift-online/maestro/cmd/maestro/agent"
+	"github.com/openshift-online/maestro/cmd/maestro/consumer"
+	"github.com/openshift-online/maestro/cmd/maestro/migrate"
+	"github.com/openshift-online/maestro/cmd/maestro/resourcebundle"
+	"github.com/openshift-online/maestro/cmd/maestro/servecmd"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+)
+
+// main is upstream's cmd/maestro main (at the pin) after installReconnectBackoff.
+func main() {
+	installReconnectBackoff()
+
+	// check if the glog flag is already registered to avoid duplicate flag define error
+	if flag.CommandLine.Lookup("alsologtostderr") != nil {
+		flag.CommandLine = flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	}
+	klog.InitFlags(nil)
+
+	rootCmd := &cobra.Command{
+		Use:  "maestro",
+		Long: "maestro is a multi-cluster resources orchestrator for Kubernetes",
+	}
+	rootCmd.PersistentFlags().AddGoFlagSet(flag.CommandLine)
+	rootCmd.AddCommand(migrate.NewMigrationCommand(), servecmd.NewServerCommand(), agent.NewAgentCommand(),
+		consumer.NewConsumerCommand(), resourcebundle.NewResourceBundleCommand())
+
+	if err := rootCmd.Execute(); err != nil {
+		log.Fatalf("error running command: %v", err)
+	}
+}
