@@ -62,6 +62,17 @@ func (p Policy) After(n int) time.Duration {
 	return min(wait.Jitter(b.Duration, Jitter), p.Max)
 }
 
+// Nominal is the wait after the n-th failure in a row (n ≥ 1) without jitter: Initial doubled
+// n-1 times, never over Max. For a rule whose waits must be the same wherever it is evaluated
+// (a decision a test or another replica must be able to predict).
+func (p Policy) Nominal(n int) time.Duration {
+	d := p.Initial
+	for i := 1; i < n && d < p.Max; i++ {
+		d *= 2
+	}
+	return min(d, p.Max)
+}
+
 // Retry calls f until it returns nil, returns an error that retriable refuses, or has been
 // called tries times, waiting p's delays in between; it returns f's last error. When ctx ends
 // during a wait, the error wraps ctx.Err() and names f's last error. (Not

@@ -157,3 +157,25 @@ func TestReconnect(t *testing.T) {
 		}
 	})
 }
+
+func TestNominal(t *testing.T) {
+	p := Policy{Initial: time.Minute, Max: 10 * time.Minute}
+	for _, tc := range []struct {
+		name string
+		n    int
+		want time.Duration
+	}{
+		{"the first failure waits Initial", 1, time.Minute},
+		{"each further failure doubles it", 3, 4 * time.Minute},
+		{"the double past Max is Max", 5, 10 * time.Minute},
+		{"a long run stays at Max without overflowing", 200, 10 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 3 {
+				if got := p.Nominal(tc.n); got != tc.want {
+					t.Fatalf("Nominal(%d) = %v, want %v (and the same every time)", tc.n, got, tc.want)
+				}
+			}
+		})
+	}
+}

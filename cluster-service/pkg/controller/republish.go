@@ -9,6 +9,7 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
+	"github.com/openhcp/openhcp/internal/backoff"
 )
 
 // The pinned Maestro agent can lose a spec update that arrives while it writes the previous
@@ -64,14 +65,7 @@ type lagState struct {
 
 // republishDelay is how long a generation may stay unreported after attempts republishes.
 func republishDelay(base time.Duration, attempts int) time.Duration {
-	d := base
-	for range attempts {
-		if d >= maxRepublishDelay/2 {
-			return maxRepublishDelay
-		}
-		d *= 2
-	}
-	return min(d, maxRepublishDelay)
+	return backoff.Policy{Initial: base, Max: maxRepublishDelay}.Nominal(attempts + 1)
 }
 
 // lagDecision says what to do about a work: republish it now, look again after recheck (0: no
