@@ -133,6 +133,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	requests := maintenance.NewRequests(st, campaigns, nil, log).VerifyWith(statementPub)
 	actuator, err := maintenance.NewActuator(tasks, []maintenance.TaskType{
 		maintenance.ZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
+		maintenance.NodePoolZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
 	}, maintenance.ActuatorConfig{
 		Holder: o.replicaID, MaxInFlight: o.maxInFlight, LeaseDuration: o.taskLease, Poll: o.poll,
 		Gate: maintenance.NewWindows(st, nil), Log: log,

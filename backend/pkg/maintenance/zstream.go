@@ -26,6 +26,10 @@ type ClusterService interface {
 	ListVersions(ctx context.Context, in *csv1.ListVersionsRequest, opts ...grpc.CallOption) (*csv1.ListVersionsResponse, error)
 	UpdateCluster(ctx context.Context, in *csv1.UpdateClusterRequest, opts ...grpc.CallOption) (*csv1.Cluster, error)
 	GetUpgradePolicy(ctx context.Context, in *csv1.GetUpgradePolicyRequest, opts ...grpc.CallOption) (*csv1.UpgradePolicy, error)
+	// The node pool z-stream upgrade's calls.
+	GetNodePool(ctx context.Context, in *csv1.GetNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error)
+	UpdateNodePool(ctx context.Context, in *csv1.UpdateNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error)
+	ListUpgradePolicies(ctx context.Context, in *csv1.ListUpgradePoliciesRequest, opts ...grpc.CallOption) (*csv1.ListUpgradePoliciesResponse, error)
 }
 
 // Keys of Task.Params and Task.Data used by the z-stream upgrade.
@@ -80,15 +84,8 @@ type ZStreamConfig struct {
 	Now      func() time.Time
 }
 
-// ZStreamUpgrade returns the z-stream control-plane upgrade task type. Its steps:
-//
-//	resolve-target   read the cluster and the catalogue; record from and target versions
-//	request-upgrade  UpdateCluster to the target (operation ID maintenance-<task>) unless asked before
-//	wait-for-upgrade wait until Cluster Service says the policy COMPLETED (FAILED fails the task)
-//	verify           the cluster reports the target version and is READY
-//
-// Each step looks for its effect before making it, so it may run again after a crash.
-func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
+// defaults fills in the documented defaults; both upgrade task types use them.
+func (cfg *ZStreamConfig) defaults() {
 	if cfg.Poll <= 0 {
 		cfg.Poll = 5 * time.Second
 	}
@@ -98,6 +95,18 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+}
+
+// ZStreamUpgrade returns the z-stream control-plane upgrade task type. Its steps:
+//
+//	resolve-target   read the cluster and the catalogue; record from and target versions
+//	request-upgrade  UpdateCluster to the target (operation ID maintenance-<task>) unless asked before
+//	wait-for-upgrade wait until Cluster Service says the policy COMPLETED (FAILED fails the task)
+//	verify           the cluster reports the target version and is READY
+//
+// Each step looks for its effect before making it, so it may run again after a crash.
+func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
+	cfg.defaults()
 	set := func(t *Task, k, v string) {
 		if t.Data == nil {
 			t.Data = map[string]string{}
@@ -206,11 +215,12 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 // clients joins the Cluster Service gRPC clients the maintenance code calls.
 type clients struct {
 	csv1.ClustersClient
+	csv1.NodePoolsClient
 	csv1.VersionsClient
 	csv1.UpgradePoliciesClient
 }
 
 // NewClusterService returns the Cluster Service client of conn.
 func NewClusterService(conn grpc.ClientConnInterface) ClusterService {
-	return clients{csv1.NewClustersClient(conn), csv1.NewVersionsClient(conn), csv1.NewUpgradePoliciesClient(conn)}
+	return clients{csv1.NewClustersClient(conn), csv1.NewNodePoolsClient(conn), csv1.NewVersionsClient(conn), csv1.NewUpgradePoliciesClient(conn)}
 }

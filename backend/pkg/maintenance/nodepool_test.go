@@ -1,0 +1,219 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+)
+
+// createNodePool creates a node pool of cluster (named name in ARM) at version and reports it
+// READY there.
+func (f *fleet) createNodePool(cluster, clusterName, name, version string) string {
+	f.t.Helper()
+	id := strings.ReplaceAll(uuid.NewString(), "-", "")
+	rid := "/subscriptions/" + f.sub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/" + clusterName + "/nodePools/" + name
+	if _, err := f.cs.(clients).CreateNodePool(context.Background(), &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{
+		Id: id, ClusterId: cluster, ArmResourceId: rid,
+		Spec: &csv1.NodePoolSpec{VersionId: version, Replicas: 2, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}},
+	}}); err != nil {
+		f.t.Fatalf("create node pool: %v", err)
+	}
+	if err := f.reportNodePool(context.Background(), id, func(st *csv1.NodePoolStatus) {
+		st.State, st.CurrentVersion, st.Replicas, st.Applied = csv1.NodePoolState_NODE_POOL_STATE_READY, version, 2, true
+	}); err != nil {
+		f.t.Fatal(err)
+	}
+	return id
+}
+
+// reportNodePool changes a node pool's stored status as Cluster Service's controller does from
+// feedback.
+func (f *fleet) reportNodePool(ctx context.Context, id string, change func(*csv1.NodePoolStatus)) error {
+	for range 20 {
+		np, err := f.db.NodePools().Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		st := proto.Clone(np.Status).(*csv1.NodePoolStatus)
+		if st == nil {
+			st = &csv1.NodePoolStatus{}
+		}
+		change(st)
+		if _, err = f.db.NodePools().UpdateStatus(ctx, id, np.Revision, st); err == nil {
+			return nil
+		} else if !errors.Is(err, csstore.ErrConflict) {
+			return err
+		}
+	}
+	return errors.New("node pool status update kept conflicting")
+}
+
+// runFakeNodePools is a fake of HyperShift rolling a node pool out to the version of its spec
+// and of Cluster Service's node pool reconcile (which needs Maestro feedback, not run here): a
+// pool whose spec names another version than it runs reports READY at it, and its STARTED
+// upgrade policy is then COMPLETED, as the controller completes it.
+func (f *fleet) runFakeNodePools(t *testing.T, ids []string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	advance := func(id string) error {
+		np, err := f.db.NodePools().Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if want := np.Spec.GetVersionId(); np.Status.GetCurrentVersion() != want {
+			return f.reportNodePool(ctx, id, func(st *csv1.NodePoolStatus) {
+				st.State, st.CurrentVersion = csv1.NodePoolState_NODE_POOL_STATE_READY, want
+			})
+		}
+		p, err := f.db.ActiveNodePoolUpgrade(ctx, id)
+		if err != nil || p == nil || np.Status.GetCurrentVersion() != p.GetToVersion() {
+			return err
+		}
+		next := proto.Clone(p).(*csv1.UpgradePolicy)
+		next.State, next.Message = csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED, "The node pool was upgraded."
+		if _, err := f.db.AdvanceNodePoolUpgrade(ctx, p.GetState(), next); err != nil && !errors.Is(err, csstore.ErrConflict) {
+			return err
+		}
+		return nil
+	}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			for _, id := range ids {
+				if err := advance(id); err != nil && ctx.Err() == nil {
+					t.Logf("fake node pool %s: %v", id, err)
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(30 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+// countingClusterService passes every call to the real Cluster Service and counts the node pool
+// updates per pool, so a test sees how often an upgrade was asked for, not only its outcome.
+type countingClusterService struct {
+	ClusterService
+	mu      sync.Mutex
+	updates map[string]int
+}
+
+func (c *countingClusterService) UpdateNodePool(ctx context.Context, in *csv1.UpdateNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error) {
+	c.mu.Lock()
+	c.updates[in.GetId()]++
+	c.mu.Unlock()
+	return c.ClusterService.UpdateNodePool(ctx, in, opts...)
+}
+
+func (c *countingClusterService) updated(pool string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.updates[pool]
+}
+
+func TestNodePoolZStreamUpgrade(t *testing.T) {
+	pg := pgservertest.Start(t)
+	ctx := context.Background()
+	f := newFleet(t, pg)
+	f.registerShard("mgmt-1", 10)
+	ahead := f.createCluster("ahead", "4.19.17")   // the control plane already runs the target
+	behind := f.createCluster("behind", "4.19.16") // the control plane runs the pool's version
+	poolAhead := f.createNodePool(ahead, "ahead", "work", "4.19.16")
+	poolCrash := f.createNodePool(ahead, "ahead", "crash", "4.19.16")
+	poolMinor := f.createNodePool(ahead, "ahead", "minor", "4.19.16")
+	poolBehind := f.createNodePool(behind, "behind", "work", "4.19.16")
+	f.runFakeNodePools(t, []string{poolAhead, poolCrash, poolMinor, poolBehind})
+
+	dsn := pgservertest.NewDatabase(t, pg)
+	tasks := NewTasks(openStore(t, dsn))
+	cs := &countingClusterService{ClusterService: f.cs, updates: map[string]int{}}
+	tt := NodePoolZStreamUpgrade(cs, ZStreamConfig{Poll: 50 * time.Millisecond})
+	runActuator(t, dsn, []TaskType{tt}, ActuatorConfig{Holder: "a", LeaseDuration: 10 * time.Second})
+
+	policies := func(t *testing.T, cluster, pool string) []*csv1.UpgradePolicy {
+		t.Helper()
+		ps, err := f.cs.(clients).ListUpgradePolicies(ctx, &csv1.ListUpgradePoliciesRequest{ClusterId: cluster, NodePoolId: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps.GetUpgradePolicies()
+	}
+	poolVersion := func(t *testing.T, pool string) (spec, running string) {
+		t.Helper()
+		np, err := f.cs.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return np.GetSpec().GetVersionId(), np.GetStatus().GetCurrentVersion()
+	}
+
+	for _, tc := range []struct {
+		name, cluster, pool, target string
+		want                        State
+		wantVersion, wantMessage    string
+		wantPolicies                int
+	}{
+		{"a_pool_behind_its_control_plane_is_upgraded_to_the_z_stream", ahead, poolAhead, "4.19.17", StateSucceeded, "4.19.17", "all steps done", 1},
+		{"a_target_ahead_of_the_control_plane_is_refused_and_nothing_requested", behind, poolBehind, "4.19.17", StateFailed, "4.19.16",
+			"a node pool never runs ahead of its control plane", 0},
+		{"a_target_of_another_minor_is_refused_as_not_a_z_stream", ahead, poolMinor, "4.20.3", StateFailed, "4.19.16", "is not a z-stream of the node pool's version 4.19.16", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "np-" + tc.pool
+			if _, err := tasks.Create(ctx, &Task{ID: id, Cluster: tc.cluster, Type: TypeNodePoolZStreamUpgrade, RequestedBy: "test",
+				Params: map[string]string{ParamNodePool: tc.pool, ParamToVersion: tc.target}}, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			got := waitState(t, tasks, id, tc.want, 2*time.Minute)
+			if !strings.Contains(got.Message, tc.wantMessage) {
+				t.Fatalf("message %q; want it to contain %q", got.Message, tc.wantMessage)
+			}
+			if spec, running := poolVersion(t, tc.pool); spec != tc.wantVersion || running != tc.wantVersion {
+				t.Fatalf("pool spec %s, running %s; want %s", spec, running, tc.wantVersion)
+			}
+			if n, asked := len(policies(t, tc.cluster, tc.pool)), cs.updated(tc.pool); n != tc.wantPolicies || asked != tc.wantPolicies {
+				t.Fatalf("%d upgrade policies of the pool, %d updates asked; want %d of each", n, asked, tc.wantPolicies)
+			}
+		})
+	}
+
+	t.Run("a_crash_after_the_upgrade_request_resumes_without_a_second_request", func(t *testing.T) {
+		// An actuator ran check and request-upgrade, then died before recording the step
+		// reached: the stored task is back before request-upgrade with check's findings.
+		task := &Task{ID: "np-crash", Cluster: ahead, Type: TypeNodePoolZStreamUpgrade, RequestedBy: "test",
+			Params: map[string]string{ParamNodePool: poolCrash, ParamToVersion: "4.19.17"}}
+		for _, s := range tt.Steps[:2] {
+			if res, err := s.Run(ctx, task); err != nil || res.Wait != 0 {
+				t.Fatalf("step %s: %v, %+v", s.Name, err, res)
+			}
+		}
+		if n := len(policies(t, ahead, poolCrash)); n != 1 {
+			t.Fatalf("%d policies after the first request; want 1", n)
+		}
+		if _, err := tasks.Create(ctx, task, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		got := waitState(t, tasks, task.ID, StateSucceeded, 2*time.Minute)
+		if got.Data[DataOutcome] != "upgraded" {
+			t.Fatalf("outcome %q; want upgraded", got.Data[DataOutcome])
+		}
+		ps := policies(t, ahead, poolCrash)
+		if len(ps) != 1 || ps[0].GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED || cs.updated(poolCrash) != 1 {
+			t.Fatalf("policies %v, %d updates asked; want one policy, COMPLETED, asked for once", ps, cs.updated(poolCrash))
+		}
+	})
+}
