@@ -3,6 +3,7 @@ package maintenance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,8 +12,10 @@ import (
 	"github.com/google/uuid"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	cscontroller "github.com/openhcp/openhcp/cluster-service/pkg/controller"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
@@ -104,6 +107,39 @@ func (f *fleet) runFakeNodePools(t *testing.T, ids []string) {
 	}()
 }
 
+// startUpgrade asks for a control-plane upgrade of cluster to version and moves its policy to
+// STARTED the way Cluster Service's controller does (NextUpgradeStep): the spec names version,
+// the control plane still runs the old one until a report says otherwise.
+func (f *fleet) startUpgrade(cluster, version string) {
+	f.t.Helper()
+	ctx := context.Background()
+	if _, err := f.cs.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cluster, Update: &csv1.ClusterUpdate{VersionId: version}}); err != nil {
+		f.t.Fatal(err)
+	}
+	accept := func(group, from, to string) error { return nil }
+	for range 10 {
+		c, err := f.db.GetCluster(ctx, cluster)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		p := c.Status.GetUpgrade()
+		if p.GetState() == csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED {
+			return
+		}
+		step, _, ok := cscontroller.NextUpgradeStep(c.Spec, c.Status, p, time.Now(), accept)
+		if !ok {
+			f.t.Fatalf("upgrade policy %v does not move", p)
+		}
+		if step.Policy.NextRun == nil {
+			step.Policy.NextRun = timestamppb.Now()
+		}
+		if _, err := f.db.AdvanceUpgrade(ctx, cluster, c.Revision, p.GetState(), step.Policy, step.Spec); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.t.Fatalf("the upgrade of %s did not start", cluster)
+}
+
 // countingClusterService passes every call to the real Cluster Service and counts the node pool
 // updates per pool, so a test sees how often an upgrade was asked for, not only its outcome.
 type countingClusterService struct {
@@ -130,13 +166,15 @@ func TestNodePoolZStreamUpgrade(t *testing.T) {
 	ctx := context.Background()
 	f := newFleet(t, pg)
 	f.registerShard("mgmt-1", 10)
-	ahead := f.createCluster("ahead", "4.19.17")   // the control plane already runs the target
-	behind := f.createCluster("behind", "4.19.16") // the control plane runs the pool's version
+	ahead := f.createCluster("ahead", "4.19.17")     // the control plane already runs the target
+	behind := f.createCluster("behind", "4.19.16")   // the control plane runs the pool's version
+	rolling := f.createCluster("rolling", "4.19.16") // the control plane is upgrading to the target
 	poolAhead := f.createNodePool(ahead, "ahead", "work", "4.19.16")
 	poolCrash := f.createNodePool(ahead, "ahead", "crash", "4.19.16")
 	poolMinor := f.createNodePool(ahead, "ahead", "minor", "4.19.16")
 	poolBehind := f.createNodePool(behind, "behind", "work", "4.19.16")
-	f.runFakeNodePools(t, []string{poolAhead, poolCrash, poolMinor, poolBehind})
+	poolRolling := f.createNodePool(rolling, "rolling", "work", "4.19.16")
+	f.runFakeNodePools(t, []string{poolAhead, poolCrash, poolMinor, poolBehind, poolRolling})
 
 	dsn := pgservertest.NewDatabase(t, pg)
 	tasks := NewTasks(openStore(t, dsn))
@@ -214,6 +252,35 @@ func TestNodePoolZStreamUpgrade(t *testing.T) {
 		ps := policies(t, ahead, poolCrash)
 		if len(ps) != 1 || ps[0].GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED || cs.updated(poolCrash) != 1 {
 			t.Fatalf("policies %v, %d updates asked; want one policy, COMPLETED, asked for once", ps, cs.updated(poolCrash))
+		}
+	})
+
+	t.Run("a_pool_waits_for_its_control_plane_upgrading_to_the_target_then_follows", func(t *testing.T) {
+		f.startUpgrade(rolling, "4.19.17")
+		id := "np-rolling"
+		if _, err := tasks.Create(ctx, &Task{ID: id, Cluster: rolling, Type: TypeNodePoolZStreamUpgrade, RequestedBy: "test",
+			Params: map[string]string{ParamNodePool: poolRolling, ParamToVersion: "4.19.17"}}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 2*time.Minute, "the task waits for the control plane", func() error {
+			got, err := tasks.Get(ctx, id)
+			if err != nil {
+				return err
+			}
+			if got.State != StateRunning || !strings.Contains(got.Message, "the control plane runs 4.19.16 and is upgrading to 4.19.17") {
+				return fmt.Errorf("state %s: %s", got.State, got.Message)
+			}
+			return nil
+		})
+		if n := cs.updated(poolRolling); n != 0 {
+			t.Fatalf("%d node pool updates asked while the control plane runs 4.19.16; want none", n)
+		}
+		f.report(rolling, func(st *csv1.ClusterStatus) {
+			st.State, st.CurrentVersion = csv1.ClusterState_CLUSTER_STATE_READY, "4.19.17"
+		})
+		waitState(t, tasks, id, StateSucceeded, 2*time.Minute)
+		if spec, running := poolVersion(t, poolRolling); spec != "4.19.17" || running != "4.19.17" || cs.updated(poolRolling) != 1 {
+			t.Fatalf("pool spec %s, running %s, %d updates asked; want 4.19.17, asked once", spec, running, cs.updated(poolRolling))
 		}
 	})
 }
