@@ -47,12 +47,6 @@ func sameMinor(a, b string) bool {
 // run after a crash knows it asked already, and the policy is found by the pool and target.
 func NodePoolZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 	cfg.defaults()
-	set := func(t *Task, k, v string) {
-		if t.Data == nil {
-			t.Data = map[string]string{}
-		}
-		t.Data[k] = v
-	}
 	getPool := func(ctx context.Context, t *Task) (*csv1.NodePool, error) {
 		id := t.Params[ParamNodePool]
 		np, err := cs.GetNodePool(ctx, &csv1.GetNodePoolRequest{Id: id})
@@ -95,14 +89,14 @@ func NodePoolZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				}
 				var ok bool
 				if target, ok = RecommendedZStream(vs.GetVersions(), from, cfg.Now()); !ok {
-					set(t, DataFrom, from)
-					set(t, DataOutcome, "nothing-to-do")
+					setData(t, DataFrom, from)
+					setData(t, DataOutcome, "nothing-to-do")
 					return StepResult{}, nil
 				}
 			}
-			set(t, DataFrom, from)
+			setData(t, DataFrom, from)
 			if target == from {
-				set(t, DataOutcome, "nothing-to-do")
+				setData(t, DataOutcome, "nothing-to-do")
 				return StepResult{}, nil
 			}
 			if cmp, err := versions.Compare(target, from); err != nil || cmp < 0 || !sameMinor(target, from) {
@@ -121,7 +115,7 @@ func NodePoolZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				return StepResult{}, Permanent(fmt.Errorf("the control plane of cluster %s runs %s, behind the target %s; a node pool never runs ahead of its control plane: upgrade the cluster first",
 					t.Cluster, cp, target))
 			}
-			set(t, DataTarget, target)
+			setData(t, DataTarget, target)
 			return StepResult{}, nil
 		}},
 		{Name: "request-upgrade", Run: func(ctx context.Context, t *Task) (StepResult, error) {
@@ -162,7 +156,7 @@ func NodePoolZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				if p.GetToVersion() != t.Data[DataTarget] {
 					continue
 				}
-				set(t, DataPolicy, p.GetId())
+				setData(t, DataPolicy, p.GetId())
 				switch p.GetState() {
 				case csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED:
 					return StepResult{}, nil
@@ -186,7 +180,7 @@ func NodePoolZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				return StepResult{Wait: cfg.Poll, Message: fmt.Sprintf("the node pool reports %s, %s; waiting for %s and READY",
 					st.GetCurrentVersion(), st.GetState(), t.Data[DataTarget])}, nil
 			}
-			set(t, DataOutcome, "upgraded")
+			setData(t, DataOutcome, "upgraded")
 			return StepResult{}, nil
 		}},
 	}}

@@ -107,12 +107,6 @@ func (cfg *ZStreamConfig) defaults() {
 // Each step looks for its effect before making it, so it may run again after a crash.
 func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 	cfg.defaults()
-	set := func(t *Task, k, v string) {
-		if t.Data == nil {
-			t.Data = map[string]string{}
-		}
-		t.Data[k] = v
-	}
 	opID := func(t *Task) string { return "maintenance-" + t.ID }
 	return TaskType{Name: TypeZStreamUpgrade, MaxAttempts: 5, Estimate: cfg.Estimate, Steps: []Step{
 		{Name: "resolve-target", Run: func(ctx context.Context, t *Task) (StepResult, error) {
@@ -125,8 +119,8 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 			}
 			from, group := c.GetSpec().GetVersionId(), c.GetSpec().GetChannelGroup()
 			if want := t.Params[ParamFromVersion]; want != "" && from != want {
-				set(t, DataOutcome, "nothing-to-do")
-				set(t, DataFrom, from)
+				setData(t, DataOutcome, "nothing-to-do")
+				setData(t, DataFrom, from)
 				return StepResult{}, nil
 			}
 			vs, err := cs.ListVersions(ctx, &csv1.ListVersionsRequest{ChannelGroup: group})
@@ -134,12 +128,12 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				return StepResult{}, fmt.Errorf("list versions of channel group %s: %w", group, err)
 			}
 			target, ok := RecommendedZStream(vs.GetVersions(), from, cfg.Now())
-			set(t, DataFrom, from)
+			setData(t, DataFrom, from)
 			if !ok {
-				set(t, DataOutcome, "nothing-to-do")
+				setData(t, DataOutcome, "nothing-to-do")
 				return StepResult{}, nil
 			}
-			set(t, DataTarget, target)
+			setData(t, DataTarget, target)
 			return StepResult{}, nil
 		}},
 		{Name: "request-upgrade", Run: func(ctx context.Context, t *Task) (StepResult, error) {
@@ -151,7 +145,7 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				return StepResult{}, fmt.Errorf("get cluster %s: %w", t.Cluster, err)
 			}
 			if p := c.GetStatus().GetUpgrade(); p.GetOperationId() == opID(t) {
-				set(t, DataPolicy, p.GetId()) // made before a crash
+				setData(t, DataPolicy, p.GetId()) // made before a crash
 				return StepResult{}, nil
 			}
 			if c.GetSpec().GetVersionId() == t.Data[DataTarget] {
@@ -165,7 +159,7 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 			switch status.Code(err) {
 			case codes.OK:
 				if p := out.GetStatus().GetUpgrade(); p.GetOperationId() == opID(t) {
-					set(t, DataPolicy, p.GetId())
+					setData(t, DataPolicy, p.GetId())
 				}
 				return StepResult{}, nil
 			case codes.FailedPrecondition, codes.Aborted:
@@ -206,10 +200,18 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				return StepResult{Wait: cfg.Poll, Message: fmt.Sprintf("the cluster reports %s, %s; waiting for %s and READY",
 					st.GetCurrentVersion(), st.GetState(), t.Data[DataTarget])}, nil
 			}
-			set(t, DataOutcome, "upgraded")
+			setData(t, DataOutcome, "upgraded")
 			return StepResult{}, nil
 		}},
 	}}
+}
+
+// setData records what a step found out in t.Data.
+func setData(t *Task, k, v string) {
+	if t.Data == nil {
+		t.Data = map[string]string{}
+	}
+	t.Data[k] = v
 }
 
 // clients joins the Cluster Service gRPC clients the maintenance code calls.
