@@ -63,9 +63,9 @@ func (f *fleet) reportNodePool(ctx context.Context, id string, change func(*csv1
 }
 
 // runFakeNodePools is a fake of HyperShift rolling a node pool out to the version of its spec
-// and of Cluster Service's node pool reconcile (which needs Maestro feedback, not run here): a
-// pool whose spec names another version than it runs reports READY at it, and its STARTED
-// upgrade policy is then COMPLETED, as the controller completes it.
+// and of Maestro carrying its status back (not run here): a pool whose spec names another
+// version than it runs reports READY at it; its upgrade policy then moves by Cluster Service's
+// own rule (NextNodePoolUpgradeStep) and the store's AdvanceNodePoolUpgrade.
 func (f *fleet) runFakeNodePools(t *testing.T, ids []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -81,11 +81,13 @@ func (f *fleet) runFakeNodePools(t *testing.T, ids []string) {
 			})
 		}
 		p, err := f.db.ActiveNodePoolUpgrade(ctx, id)
-		if err != nil || p == nil || np.Status.GetCurrentVersion() != p.GetToVersion() {
+		if err != nil || p == nil {
 			return err
 		}
-		next := proto.Clone(p).(*csv1.UpgradePolicy)
-		next.State, next.Message = csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED, "The node pool was upgraded."
+		next, ok := cscontroller.NextNodePoolUpgradeStep(p, np.Status)
+		if !ok {
+			return nil
+		}
 		if _, err := f.db.AdvanceNodePoolUpgrade(ctx, p.GetState(), next); err != nil && !errors.Is(err, csstore.ErrConflict) {
 			return err
 		}
