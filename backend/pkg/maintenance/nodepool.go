@@ -108,7 +108,13 @@ func NodePoolZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 			cp := model.ControlPlaneVersion(model.Cluster{Spec: c.GetSpec(), Status: c.GetStatus()})
 			if cmp, err := versions.Compare(target, cp); err != nil || cmp > 0 {
 				if s, err := versions.Compare(c.GetSpec().GetVersionId(), target); err == nil && s >= 0 {
-					// Its upgrade to the target or later is under way: wait for it.
+					// Its upgrade to the target or later is under way: wait for it, unless
+					// Cluster Service says it failed (HyperShift may still get there, but
+					// nothing says when; the task would hold the cluster and a slot meanwhile).
+					if p := c.GetStatus().GetUpgrade(); p.GetState() == csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED {
+						return StepResult{}, Permanent(fmt.Errorf("the control plane of cluster %s runs %s and its upgrade to %s failed: %s; a node pool never runs ahead of its control plane",
+							t.Cluster, cp, p.GetToVersion(), p.GetMessage()))
+					}
 					return StepResult{Wait: cfg.Poll, Message: fmt.Sprintf("the control plane runs %s and is upgrading to %s; waiting for it before upgrading the node pool to %s",
 						cp, c.GetSpec().GetVersionId(), target)}, nil
 				}

@@ -110,14 +110,21 @@ func (f *fleet) runFakeNodePools(t *testing.T, ids []string) {
 }
 
 // startUpgrade asks for a control-plane upgrade of cluster to version and moves its policy to
-// STARTED the way Cluster Service's controller does (NextUpgradeStep): the spec names version,
-// the control plane still runs the old one until a report says otherwise.
+// STARTED the way Cluster Service's controller does: the spec names version, the control plane
+// still runs the old one until a report says otherwise.
 func (f *fleet) startUpgrade(cluster, version string) {
 	f.t.Helper()
-	ctx := context.Background()
-	if _, err := f.cs.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cluster, Update: &csv1.ClusterUpdate{VersionId: version}}); err != nil {
+	if _, err := f.cs.UpdateCluster(context.Background(), &csv1.UpdateClusterRequest{Id: cluster, Update: &csv1.ClusterUpdate{VersionId: version}}); err != nil {
 		f.t.Fatal(err)
 	}
+	f.advanceUpgrade(cluster, csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED)
+}
+
+// advanceUpgrade moves cluster's upgrade policy by Cluster Service's own rule (NextUpgradeStep)
+// until it is in state want.
+func (f *fleet) advanceUpgrade(cluster string, want csv1.UpgradePolicyState) {
+	f.t.Helper()
+	ctx := context.Background()
 	accept := func(group, from, to string) error { return nil }
 	for range 10 {
 		c, err := f.db.GetCluster(ctx, cluster)
@@ -125,7 +132,7 @@ func (f *fleet) startUpgrade(cluster, version string) {
 			f.t.Fatal(err)
 		}
 		p := c.Status.GetUpgrade()
-		if p.GetState() == csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED {
+		if p.GetState() == want {
 			return
 		}
 		step, _, ok := cscontroller.NextUpgradeStep(c.Spec, c.Status, p, time.Now(), accept)
@@ -139,7 +146,7 @@ func (f *fleet) startUpgrade(cluster, version string) {
 			f.t.Fatal(err)
 		}
 	}
-	f.t.Fatalf("the upgrade of %s did not start", cluster)
+	f.t.Fatalf("the upgrade policy of %s did not reach %s", cluster, want)
 }
 
 // countingClusterService passes every call to the real Cluster Service and counts the node pool
@@ -171,12 +178,14 @@ func TestNodePoolZStreamUpgrade(t *testing.T) {
 	ahead := f.createCluster("ahead", "4.19.17")     // the control plane already runs the target
 	behind := f.createCluster("behind", "4.19.16")   // the control plane runs the pool's version
 	rolling := f.createCluster("rolling", "4.19.16") // the control plane is upgrading to the target
+	stuck := f.createCluster("stuck", "4.19.16")     // the control plane's upgrade to the target failed
 	poolAhead := f.createNodePool(ahead, "ahead", "work", "4.19.16")
 	poolCrash := f.createNodePool(ahead, "ahead", "crash", "4.19.16")
 	poolMinor := f.createNodePool(ahead, "ahead", "minor", "4.19.16")
 	poolBehind := f.createNodePool(behind, "behind", "work", "4.19.16")
 	poolRolling := f.createNodePool(rolling, "rolling", "work", "4.19.16")
-	f.runFakeNodePools(t, []string{poolAhead, poolCrash, poolMinor, poolBehind, poolRolling})
+	poolStuck := f.createNodePool(stuck, "stuck", "work", "4.19.16")
+	f.runFakeNodePools(t, []string{poolAhead, poolCrash, poolMinor, poolBehind, poolRolling, poolStuck})
 
 	dsn := pgservertest.NewDatabase(t, pg)
 	tasks := NewTasks(openStore(t, dsn))
@@ -283,6 +292,24 @@ func TestNodePoolZStreamUpgrade(t *testing.T) {
 		waitState(t, tasks, id, StateSucceeded, 2*time.Minute)
 		if spec, running := poolVersion(t, poolRolling); spec != "4.19.17" || running != "4.19.17" || cs.updated(poolRolling) != 1 {
 			t.Fatalf("pool spec %s, running %s, %d updates asked; want 4.19.17, asked once", spec, running, cs.updated(poolRolling))
+		}
+	})
+
+	t.Run("a_pool_whose_control_plane_upgrade_to_the_target_failed_is_refused", func(t *testing.T) {
+		f.startUpgrade(stuck, "4.19.17")
+		f.report(stuck, func(st *csv1.ClusterStatus) {
+			st.State = csv1.ClusterState_CLUSTER_STATE_UPDATING
+			st.Conditions = []*csv1.Condition{{Type: "ClusterVersionFailing", Status: "True", Message: "Cluster operator etcd is degraded"}}
+		})
+		f.advanceUpgrade(stuck, csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED)
+		id := "np-stuck"
+		if _, err := tasks.Create(ctx, &Task{ID: id, Cluster: stuck, Type: TypeNodePoolZStreamUpgrade, RequestedBy: "test",
+			Params: map[string]string{ParamNodePool: poolStuck, ParamToVersion: "4.19.17"}}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		got := waitState(t, tasks, id, StateFailed, 2*time.Minute)
+		if !strings.Contains(got.Message, "Cluster operator etcd is degraded") || cs.updated(poolStuck) != 0 {
+			t.Fatalf("message %q, %d updates asked; want the control plane's failure and none", got.Message, cs.updated(poolStuck))
 		}
 	})
 }
