@@ -68,7 +68,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.Duration(&o.poll, "poll", "MAINTENANCE_POLL", time.Second, "how often runnable tasks are looked for")
 	fs.Duration(&o.campaignPoll, "campaign-poll", "MAINTENANCE_CAMPAIGN_POLL", 5*time.Second, "how often running campaigns are moved on")
 	fs.Duration(&o.requestPoll, "request-poll", "MAINTENANCE_REQUEST_POLL", time.Second, "how often SREs' maintenance requests (from the admin API) are looked for")
-	fs.Duration(&o.upgradePoll, "upgrade-poll", "MAINTENANCE_UPGRADE_POLL", 5*time.Second, "how often a running control-plane upgrade is looked at")
+	fs.Duration(&o.upgradePoll, "upgrade-poll", "MAINTENANCE_UPGRADE_POLL", 5*time.Second, "how often a running control-plane or node pool upgrade is looked at")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -133,6 +133,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	requests := maintenance.NewRequests(st, campaigns, nil, log).VerifyWith(statementPub)
 	actuator, err := maintenance.NewActuator(tasks, []maintenance.TaskType{
 		maintenance.ZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
+		maintenance.NodePoolZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
 	}, maintenance.ActuatorConfig{
 		Holder: o.replicaID, MaxInFlight: o.maxInFlight, LeaseDuration: o.taskLease, Poll: o.poll,
 		Gate: maintenance.NewWindows(st, nil), Log: log,

@@ -26,6 +26,10 @@ type ClusterService interface {
 	ListVersions(ctx context.Context, in *csv1.ListVersionsRequest, opts ...grpc.CallOption) (*csv1.ListVersionsResponse, error)
 	UpdateCluster(ctx context.Context, in *csv1.UpdateClusterRequest, opts ...grpc.CallOption) (*csv1.Cluster, error)
 	GetUpgradePolicy(ctx context.Context, in *csv1.GetUpgradePolicyRequest, opts ...grpc.CallOption) (*csv1.UpgradePolicy, error)
+	// The node pool z-stream upgrade's calls.
+	GetNodePool(ctx context.Context, in *csv1.GetNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error)
+	UpdateNodePool(ctx context.Context, in *csv1.UpdateNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error)
+	ListUpgradePolicies(ctx context.Context, in *csv1.ListUpgradePoliciesRequest, opts ...grpc.CallOption) (*csv1.ListUpgradePoliciesResponse, error)
 }
 
 // Keys of Task.Params and Task.Data used by the z-stream upgrade.
@@ -80,15 +84,8 @@ type ZStreamConfig struct {
 	Now      func() time.Time
 }
 
-// ZStreamUpgrade returns the z-stream control-plane upgrade task type. Its steps:
-//
-//	resolve-target   read the cluster and the catalogue; record from and target versions
-//	request-upgrade  UpdateCluster to the target (operation ID maintenance-<task>) unless asked before
-//	wait-for-upgrade wait until Cluster Service says the policy COMPLETED (FAILED fails the task)
-//	verify           the cluster reports the target version and is READY
-//
-// Each step looks for its effect before making it, so it may run again after a crash.
-func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
+// defaults fills in the documented defaults; both upgrade task types use them.
+func (cfg *ZStreamConfig) defaults() {
 	if cfg.Poll <= 0 {
 		cfg.Poll = 5 * time.Second
 	}
@@ -98,12 +95,18 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	set := func(t *Task, k, v string) {
-		if t.Data == nil {
-			t.Data = map[string]string{}
-		}
-		t.Data[k] = v
-	}
+}
+
+// ZStreamUpgrade returns the z-stream control-plane upgrade task type. Its steps:
+//
+//	resolve-target   read the cluster and the catalogue; record from and target versions
+//	request-upgrade  UpdateCluster to the target (operation ID maintenance-<task>) unless asked before
+//	wait-for-upgrade wait until Cluster Service says the policy COMPLETED (FAILED fails the task)
+//	verify           the cluster reports the target version and is READY
+//
+// Each step looks for its effect before making it, so it may run again after a crash.
+func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
+	cfg.defaults()
 	opID := func(t *Task) string { return "maintenance-" + t.ID }
 	return TaskType{Name: TypeZStreamUpgrade, MaxAttempts: 5, Estimate: cfg.Estimate, Steps: []Step{
 		{Name: "resolve-target", Run: func(ctx context.Context, t *Task) (StepResult, error) {
@@ -116,8 +119,8 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 			}
 			from, group := c.GetSpec().GetVersionId(), c.GetSpec().GetChannelGroup()
 			if want := t.Params[ParamFromVersion]; want != "" && from != want {
-				set(t, DataOutcome, "nothing-to-do")
-				set(t, DataFrom, from)
+				setData(t, DataOutcome, "nothing-to-do")
+				setData(t, DataFrom, from)
 				return StepResult{}, nil
 			}
 			vs, err := cs.ListVersions(ctx, &csv1.ListVersionsRequest{ChannelGroup: group})
@@ -125,12 +128,12 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				return StepResult{}, fmt.Errorf("list versions of channel group %s: %w", group, err)
 			}
 			target, ok := RecommendedZStream(vs.GetVersions(), from, cfg.Now())
-			set(t, DataFrom, from)
+			setData(t, DataFrom, from)
 			if !ok {
-				set(t, DataOutcome, "nothing-to-do")
+				setData(t, DataOutcome, "nothing-to-do")
 				return StepResult{}, nil
 			}
-			set(t, DataTarget, target)
+			setData(t, DataTarget, target)
 			return StepResult{}, nil
 		}},
 		{Name: "request-upgrade", Run: func(ctx context.Context, t *Task) (StepResult, error) {
@@ -142,7 +145,7 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				return StepResult{}, fmt.Errorf("get cluster %s: %w", t.Cluster, err)
 			}
 			if p := c.GetStatus().GetUpgrade(); p.GetOperationId() == opID(t) {
-				set(t, DataPolicy, p.GetId()) // made before a crash
+				setData(t, DataPolicy, p.GetId()) // made before a crash
 				return StepResult{}, nil
 			}
 			if c.GetSpec().GetVersionId() == t.Data[DataTarget] {
@@ -156,7 +159,7 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 			switch status.Code(err) {
 			case codes.OK:
 				if p := out.GetStatus().GetUpgrade(); p.GetOperationId() == opID(t) {
-					set(t, DataPolicy, p.GetId())
+					setData(t, DataPolicy, p.GetId())
 				}
 				return StepResult{}, nil
 			case codes.FailedPrecondition, codes.Aborted:
@@ -197,20 +200,29 @@ func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 				return StepResult{Wait: cfg.Poll, Message: fmt.Sprintf("the cluster reports %s, %s; waiting for %s and READY",
 					st.GetCurrentVersion(), st.GetState(), t.Data[DataTarget])}, nil
 			}
-			set(t, DataOutcome, "upgraded")
+			setData(t, DataOutcome, "upgraded")
 			return StepResult{}, nil
 		}},
 	}}
 }
 
+// setData records what a step found out in t.Data.
+func setData(t *Task, k, v string) {
+	if t.Data == nil {
+		t.Data = map[string]string{}
+	}
+	t.Data[k] = v
+}
+
 // clients joins the Cluster Service gRPC clients the maintenance code calls.
 type clients struct {
 	csv1.ClustersClient
+	csv1.NodePoolsClient
 	csv1.VersionsClient
 	csv1.UpgradePoliciesClient
 }
 
 // NewClusterService returns the Cluster Service client of conn.
 func NewClusterService(conn grpc.ClientConnInterface) ClusterService {
-	return clients{csv1.NewClustersClient(conn), csv1.NewVersionsClient(conn), csv1.NewUpgradePoliciesClient(conn)}
+	return clients{csv1.NewClustersClient(conn), csv1.NewNodePoolsClient(conn), csv1.NewVersionsClient(conn), csv1.NewUpgradePoliciesClient(conn)}
 }

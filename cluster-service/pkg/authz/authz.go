@@ -24,8 +24,9 @@ const (
 	Frontend = identity.Frontend // serves ARM: creates, reads, updates and deletes what ARM asks for
 	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
 	Monitor  = identity.Monitor  // the fleet Monitor: lists clusters, node pools and shards to check their health, nothing else
-	// Maintenance is the maintenance service: reads clusters, versions and upgrade policies, and
-	// asks for a control-plane upgrade (UpdateCluster); backend/pkg/maintenance.ClusterService.
+	// Maintenance is the maintenance service: reads clusters, node pools, versions and upgrade
+	// policies, and asks for control-plane and node pool upgrades (UpdateCluster,
+	// UpdateNodePool); backend/pkg/maintenance.ClusterService.
 	Maintenance = identity.Maintenance
 	SRE         = identity.SRE // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
 )
@@ -44,10 +45,11 @@ var Table = map[string][]string{
 	csv1.Clusters_WatchClusters_FullMethodName: {Backend, SRE},
 
 	csv1.NodePools_CreateNodePool_FullMethodName: {Frontend},
-	csv1.NodePools_GetNodePool_FullMethodName:    {Frontend, Backend, SRE},
+	csv1.NodePools_GetNodePool_FullMethodName:    {Frontend, Backend, Maintenance, SRE},
 	csv1.NodePools_ListNodePools_FullMethodName:  {Frontend, Monitor, SRE},
-	// The admin API scales and upgrades node pools for an SRE.
-	csv1.NodePools_UpdateNodePool_FullMethodName: {Frontend, SRE},
+	// The admin API scales and upgrades node pools for an SRE; the maintenance service asks for
+	// node pool z-stream upgrades (docs/maintenance.md).
+	csv1.NodePools_UpdateNodePool_FullMethodName: {Frontend, Maintenance, SRE},
 	csv1.NodePools_DeleteNodePool_FullMethodName: {Frontend},
 	csv1.NodePools_WatchNodePools_FullMethodName: {Backend, SRE},
 
@@ -77,7 +79,7 @@ var Table = map[string][]string{
 	csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName:    {Frontend, Maintenance, SRE},
 	// The admin API cancels an upgrade that has not started, for an SRE.
 	csv1.UpgradePolicies_CancelUpgradePolicy_FullMethodName: {SRE},
-	csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: {Frontend, SRE},
+	csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: {Frontend, Maintenance, SRE},
 
 	csv1.ProvisionShards_RegisterShard_FullMethodName:  {SRE},
 	csv1.ProvisionShards_ListShards_FullMethodName:     {Monitor, SRE},

@@ -150,19 +150,22 @@ func TestCredentialKindsAreDocumented(t *testing.T) {
 }
 
 // TestMaintenanceCallsOnlyWhatItUses: the maintenance service (backend/cmd/maintenance) may
-// call exactly what its z-stream upgrade and its campaigns call (maintenance.ClusterService),
+// call exactly what its task types (control-plane and node-pool z-stream upgrades) and its campaigns call (maintenance.ClusterService),
 // and the health checks; nothing else, so a compromised actuator cannot create, delete or read
 // credentials.
 func TestMaintenanceCallsOnlyWhatItUses(t *testing.T) {
 	want := map[string]bool{
-		csv1.Clusters_GetCluster_FullMethodName:              true,
-		csv1.Clusters_ListClusters_FullMethodName:            true,
-		csv1.Clusters_UpdateCluster_FullMethodName:           true,
-		csv1.Versions_ListVersions_FullMethodName:            true,
-		csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName: true,
-		"/grpc.health.v1.Health/Check":                       true,
-		"/grpc.health.v1.Health/Watch":                       true,
-		"/grpc.health.v1.Health/List":                        true,
+		csv1.Clusters_GetCluster_FullMethodName:                 true,
+		csv1.Clusters_ListClusters_FullMethodName:               true,
+		csv1.Clusters_UpdateCluster_FullMethodName:              true,
+		csv1.Versions_ListVersions_FullMethodName:               true,
+		csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName:    true,
+		csv1.NodePools_GetNodePool_FullMethodName:               true,
+		csv1.NodePools_UpdateNodePool_FullMethodName:            true,
+		csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: true,
+		"/grpc.health.v1.Health/Check":                          true,
+		"/grpc.health.v1.Health/Watch":                          true,
+		"/grpc.health.v1.Health/List":                           true,
 	}
 	for m, who := range Table {
 		if got := slices.Contains(who, Maintenance); got != want[m] {

@@ -167,21 +167,34 @@ func (c *Controller) advanceUpgrade(ctx context.Context, log *slog.Logger, cl *s
 	return cl, 0, nil
 }
 
-// advanceNodePoolUpgrade finishes a node pool's upgrade policy (created STARTED by
-// UpdateNodePool) from the pool's derived status: COMPLETED once READY at the new version,
-// FAILED when the pool reports an error.
-func (c *Controller) advanceNodePoolUpgrade(ctx context.Context, log *slog.Logger, npID string, st *csv1.NodePoolStatus) error {
-	p, err := c.st.ActiveNodePoolUpgrade(ctx, npID)
-	if err != nil || p == nil || p.GetState() != stateStarted {
-		return err
+// NextNodePoolUpgradeStep is the rule that ends a node pool's upgrade policy (created STARTED
+// by UpdateNodePool) from the pool's derived status: COMPLETED once READY at the new version,
+// FAILED when the pool reports an error. ok is false while the policy stays as it is.
+func NextNodePoolUpgradeStep(p *csv1.UpgradePolicy, st *csv1.NodePoolStatus) (next *csv1.UpgradePolicy, ok bool) {
+	if p.GetState() != stateStarted {
+		return nil, false
 	}
-	next := proto.Clone(p).(*csv1.UpgradePolicy)
+	next = proto.Clone(p).(*csv1.UpgradePolicy)
 	switch {
 	case st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY && st.GetCurrentVersion() == p.GetToVersion():
 		next.State, next.Message = stateCompleted, fmt.Sprintf("The node pool was upgraded from %s to %s.", p.GetFromVersion(), p.GetToVersion())
 	case st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_ERROR:
 		next.State, next.Message = stateFailed, fmt.Sprintf("The node pool upgrade from %s to %s failed: %s", p.GetFromVersion(), p.GetToVersion(), st.GetMessage())
 	default:
+		return nil, false
+	}
+	return next, true
+}
+
+// advanceNodePoolUpgrade writes the step NextNodePoolUpgradeStep decides for the pool's active
+// policy, if any.
+func (c *Controller) advanceNodePoolUpgrade(ctx context.Context, log *slog.Logger, npID string, st *csv1.NodePoolStatus) error {
+	p, err := c.st.ActiveNodePoolUpgrade(ctx, npID)
+	if err != nil || p == nil {
+		return err
+	}
+	next, ok := NextNodePoolUpgradeStep(p, st)
+	if !ok {
 		return nil
 	}
 	if _, err := c.st.AdvanceNodePoolUpgrade(ctx, stateStarted, next); err != nil && !errors.Is(err, store.ErrConflict) {

@@ -81,3 +81,37 @@ func TestNextUpgradeStep(t *testing.T) {
 		t.Fatal("the same waiting message is written again")
 	}
 }
+
+func TestNextNodePoolUpgradeStep(t *testing.T) {
+	started := &csv1.UpgradePolicy{Id: "p", Type: csv1.UpgradeType_UPGRADE_TYPE_NODE_POOL, FromVersion: "4.19.16", ToVersion: "4.19.17",
+		State: csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED}
+	completed := &csv1.UpgradePolicy{Id: "p", State: csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED, ToVersion: "4.19.17"}
+	for _, tc := range []struct {
+		name      string
+		policy    *csv1.UpgradePolicy
+		status    *csv1.NodePoolStatus
+		wantOK    bool
+		wantState csv1.UpgradePolicyState
+		wantMsg   string
+	}{
+		{"ready_at_the_target_completes", started, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, CurrentVersion: "4.19.17"},
+			true, csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED, "upgraded from 4.19.16 to 4.19.17"},
+		{"ready_at_the_old_version_waits", started, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, CurrentVersion: "4.19.16"},
+			false, 0, ""},
+		{"updating_at_the_target_waits", started, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_UPDATING, CurrentVersion: "4.19.17"},
+			false, 0, ""},
+		{"an_error_fails_with_the_pools_message", started, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_ERROR, Message: "no capacity"},
+			true, csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED, "failed: no capacity"},
+		{"a_finished_policy_stays", completed, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_ERROR}, false, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, ok := NextNodePoolUpgradeStep(tc.policy, tc.status)
+			if ok != tc.wantOK || (ok && (next.GetState() != tc.wantState || !strings.Contains(next.GetMessage(), tc.wantMsg))) {
+				t.Fatalf("NextNodePoolUpgradeStep = %v, %v; want ok %v, %v with %q", next, ok, tc.wantOK, tc.wantState, tc.wantMsg)
+			}
+			if ok && tc.policy.GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED {
+				t.Fatalf("the policy passed in changed: %v", tc.policy)
+			}
+		})
+	}
+}
