@@ -52,10 +52,9 @@ func TestDependencyOutage(t *testing.T) {
 
 // knownDefect names, by outage, the outages that can fail on a defect found and not yet fixed, with it
 // (docs/reliability.md, "Defects found").
-var knownDefect = map[string]string{
-	"postgres_restarted": "the pinned Maestro can lose a work or a status when its database restarts (defect 2), and in its last run an ARM read " +
-		"answered 503 just after the 200 ms the harness counted as the outage, while the frontend's pooled connections were still broken",
-}
+// None today: the PostgreSQL outage joined make test after three passing runs once the stores
+// stopped handing out connections a restart killed (defect 7).
+var knownDefect = map[string]string{}
 
 // knownDefects says whether the outages of knownDefect run too: CHAOS_KNOWN_DEFECTS=1.
 func knownDefects() bool { return os.Getenv("CHAOS_KNOWN_DEFECTS") == "1" }

@@ -72,7 +72,7 @@ func (cs Children[Spec, Status]) Create(ctx context.Context, c *Child[Spec, Stat
 
 // Get returns the child or ErrNotFound.
 func (cs Children[Spec, Status]) Get(ctx context.Context, id string) (*Child[Spec, Status], error) {
-	return cs.k.scan(cs.s.pool.QueryRow(ctx, cs.k.selectWhere(`id = $1`), id))
+	return cs.k.scan(cs.s.reads.QueryRow(ctx, cs.k.selectWhere(`id = $1`), id))
 }
 
 // List returns the children of one cluster in id order; with clusterID empty, up to limit of
@@ -122,12 +122,12 @@ func (cs Children[Spec, Status]) Snapshot(ctx context.Context) ([]*Child[Spec, S
 
 // CurrentRevision is the revision of the kind's latest event.
 func (cs Children[Spec, Status]) CurrentRevision(ctx context.Context) (int64, error) {
-	return currentRevision(ctx, cs.s.pool, cs.k.log)
+	return currentRevision(ctx, cs.s.reads, cs.k.log)
 }
 
 // CompactedRevision is the newest revision of the kind whose tombstone may be pruned.
 func (cs Children[Spec, Status]) CompactedRevision(ctx context.Context) (int64, error) {
-	return compactedRevision(ctx, cs.s.pool, cs.k.log)
+	return compactedRevision(ctx, cs.s.reads, cs.k.log)
 }
 
 // childColumns are the columns every child table has, in the order scan reads them.
@@ -385,7 +385,7 @@ func (k *childKind[Spec, Status]) list(ctx context.Context, s *Store, clusterID,
 		q += ` LIMIT $3`
 		args = append(args, limit)
 	}
-	out, err := queryAll(ctx, s.pool, k.scan, q, args...)
+	out, err := queryAll(ctx, s.reads, k.scan, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list %ss: %w", k.what, err)
 	}
@@ -593,7 +593,7 @@ func (k *childKind[Spec, Status]) eventDoc(c *Child[Spec, Status]) ([]byte, erro
 
 // eventsAfter reads up to limit events with a revision greater than after.
 func (k *childKind[Spec, Status]) eventsAfter(ctx context.Context, s *Store, after int64, limit int) ([]ChildEvent[Spec, Status], error) {
-	return eventsAfter(ctx, s.pool, k.log, after, limit, func(rev int64, typ csv1.EventType, raw []byte) (ChildEvent[Spec, Status], error) {
+	return eventsAfter(ctx, s.reads, k.log, after, limit, func(rev int64, typ csv1.EventType, raw []byte) (ChildEvent[Spec, Status], error) {
 		var doc map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			return ChildEvent[Spec, Status]{}, err

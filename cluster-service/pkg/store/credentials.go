@@ -243,7 +243,7 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential, a Credentia
 
 // CredentialAudits returns the audit records of one credential's cluster, oldest first.
 func (s *Store) CredentialAudits(ctx context.Context, clusterID string) ([]CredentialAudit, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, at, credential_id, cluster_id, identity, for_whom, kind, username, validity_seconds,
+	rows, err := s.reads.Query(ctx, `SELECT id, at, credential_id, cluster_id, identity, for_whom, kind, username, validity_seconds,
 		expire_time, reason, approver, request_id FROM credential_audit WHERE cluster_id = $1 ORDER BY id`, clusterID)
 	if err != nil {
 		return nil, fmt.Errorf("read credential audit of %s: %w", clusterID, err)
@@ -291,7 +291,7 @@ func credentialClusterTx(ctx context.Context, tx pgx.Tx, clusterID string, sre, 
 
 // GetCredential returns the credential or ErrNotFound.
 func (s *Store) GetCredential(ctx context.Context, id string) (*Credential, error) {
-	return s.scanCredential(s.pool.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, id))
+	return s.scanCredential(s.reads.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, id))
 }
 
 // ListCredentials returns the credentials of one cluster, oldest first.
@@ -314,7 +314,7 @@ func (s *Store) ListUnsettledCredentials(ctx context.Context) ([]*Credential, er
 }
 
 func (s *Store) queryCredentials(ctx context.Context, q string, args ...any) ([]*Credential, error) {
-	out, err := queryAll(ctx, s.pool, s.scanCredential, q, args...)
+	out, err := queryAll(ctx, s.reads, s.scanCredential, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list credentials: %w", err)
 	}
@@ -453,12 +453,12 @@ func (s *Store) setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterI
 
 // GetRevocation returns the revocation or ErrNotFound.
 func (s *Store) GetRevocation(ctx context.Context, id string) (*Revocation, error) {
-	return scanRevocation(s.pool.QueryRow(ctx, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE id = $1`, id))
+	return scanRevocation(s.reads.QueryRow(ctx, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE id = $1`, id))
 }
 
 // ListUnsettledRevocations returns the revocations still REVOKING or with a work that may exist.
 func (s *Store) ListUnsettledRevocations(ctx context.Context) ([]*Revocation, error) {
-	out, err := queryAll(ctx, s.pool, scanRevocation, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE work_active OR state = $1 ORDER BY id`,
+	out, err := queryAll(ctx, s.reads, scanRevocation, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE work_active OR state = $1 ORDER BY id`,
 		csv1.RevocationState_REVOCATION_STATE_REVOKING.String())
 	if err != nil {
 		return nil, fmt.Errorf("list revocations: %w", err)
@@ -555,7 +555,7 @@ func recordRevocationEvent(ctx context.Context, tx pgx.Tx, r *Revocation) error 
 // CredentialEventsAfter returns up to limit break-glass events with a revision greater than
 // after, in order. Credentials in events carry no key, certificate or kubeconfig.
 func (s *Store) CredentialEventsAfter(ctx context.Context, after int64, limit int) ([]CredentialEvent, error) {
-	return eventsAfter(ctx, s.pool, breakGlassEventLog, after, limit, func(rev int64, _ csv1.EventType, raw []byte) (CredentialEvent, error) {
+	return eventsAfter(ctx, s.reads, breakGlassEventLog, after, limit, func(rev int64, _ csv1.EventType, raw []byte) (CredentialEvent, error) {
 		var doc breakGlassEventDoc
 		if err := json.Unmarshal(raw, &doc); err != nil {
 			return CredentialEvent{}, err
@@ -593,5 +593,5 @@ func (s *Store) CredentialEventsAfter(ctx context.Context, after int64, limit in
 
 // CurrentCredentialRevision is the revision of the latest break-glass event.
 func (s *Store) CurrentCredentialRevision(ctx context.Context) (int64, error) {
-	return currentRevision(ctx, s.pool, breakGlassEventLog)
+	return currentRevision(ctx, s.reads, breakGlassEventLog)
 }

@@ -85,7 +85,7 @@ func patchedDoc(doc string, paths ...[2]string) string {
 // and writes the status, its revision and its event in one statement under the lock, on the
 // condition that the row is still at the revision it read.
 func updateStatusPipelined[R any, S observedStatus](ctx context.Context, s *Store, k statusRow[R, S], id string, revision int64, st S) (*R, error) {
-	cur, err := k.scan(s.pool.QueryRow(ctx, `SELECT `+k.columns+` FROM `+k.table+` WHERE id = $1`, id))
+	cur, err := k.scan(s.reads.QueryRow(ctx, `SELECT `+k.columns+` FROM `+k.table+` WHERE id = $1`, id))
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func updateStatusPipelined[R any, S observedStatus](ctx context.Context, s *Stor
 // caller then takes the locked create, which decides exactly (the existing cluster, ErrIDInUse,
 // another shard, or ResourceExhausted).
 func (s *Store) createClusterPipelined(ctx context.Context, c *Cluster, policy placement.Policy, row newClusterRow) (*Cluster, error) {
-	shards, err := listShards(ctx, s.pool)
+	shards, err := listShards(ctx, s.reads)
 	if err != nil {
 		return nil, err
 	}

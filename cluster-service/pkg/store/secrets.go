@@ -59,7 +59,7 @@ func (s *Store) openSecret(table, column, id string, stored []byte) ([]byte, err
 func (s *Store) ReencryptSecrets(ctx context.Context) (int, error) {
 	changed := 0
 	for _, col := range secretColumns {
-		rows, err := s.pool.Query(ctx, `SELECT id, `+col.column+` FROM `+col.table+` WHERE `+col.column+` IS NOT NULL`)
+		rows, err := s.reads.Query(ctx, `SELECT id, `+col.column+` FROM `+col.table+` WHERE `+col.column+` IS NOT NULL`)
 		if err != nil {
 			return changed, fmt.Errorf("re-encrypt %s.%s: %w", col.table, col.column, err)
 		}

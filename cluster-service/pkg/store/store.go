@@ -24,6 +24,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/internal/backoff"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/envelope"
 )
 
@@ -101,8 +102,12 @@ type Event struct {
 // Store is the PostgreSQL-backed store. Its zero value is not usable; call Open.
 type Store struct {
 	pool *pgxpool.Pool
-	log  *slog.Logger
-	keys *envelope.Keyring // seals the secretColumns
+	// reads is pool for reads outside a transaction, which run once more after a lost
+	// connection; loss is what makes the pool check its connections after one.
+	reads readPool
+	loss  *postgres.ConnLoss
+	log   *slog.Logger
+	keys  *envelope.Keyring // seals the secretColumns
 
 	mu      sync.Mutex
 	waiters map[chan struct{}]struct{}
@@ -140,6 +145,8 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, keys *envelope.Keyr
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = 16
 	}
+	loss := &postgres.ConnLoss{}
+	loss.Guard(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -153,7 +160,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, keys *envelope.Keyr
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	s := &Store{pool: pool, log: log, keys: keys, waiters: map[chan struct{}]struct{}{}, cancel: cancel, done: make(chan struct{}),
+	s := &Store{pool: pool, reads: readPool{pool: pool, loss: loss}, loss: loss, log: log, keys: keys, waiters: map[chan struct{}]struct{}{}, cancel: cancel, done: make(chan struct{}),
 		decoded: &decodedClusters{m: map[string]decodedCluster{}}}
 	go s.listen(lctx)
 	return s, nil
@@ -336,7 +343,7 @@ func (s *Store) PlaceCluster(ctx context.Context, id string, policy placement.Po
 
 // GetCluster returns the cluster or ErrNotFound.
 func (s *Store) GetCluster(ctx context.Context, id string) (*Cluster, error) {
-	return s.scanCluster(s.pool.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1`, id))
+	return s.scanCluster(s.reads.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1`, id))
 }
 
 // ListOptions pages ListClusters by id.
@@ -366,7 +373,7 @@ func (s *Store) ListClusters(ctx context.Context, o ListOptions) ([]*Cluster, er
 		q += ` LIMIT $5`
 		args = append(args, o.Limit)
 	}
-	out, err := queryAll(ctx, s.pool, s.scanCluster, q, args...)
+	out, err := queryAll(ctx, s.reads, s.scanCluster, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list clusters: %w", err)
 	}
@@ -597,7 +604,7 @@ func clusterEventDoc(c *Cluster) ([]byte, error) {
 
 // EventsAfter returns up to limit events with a revision greater than after, in order.
 func (s *Store) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
-	return eventsAfter(ctx, s.pool, clusterEventLog, after, limit, func(rev int64, typ csv1.EventType, doc []byte) (Event, error) {
+	return eventsAfter(ctx, s.reads, clusterEventLog, after, limit, func(rev int64, typ csv1.EventType, doc []byte) (Event, error) {
 		var d eventDoc
 		if err := json.Unmarshal(doc, &d); err != nil {
 			return Event{}, err
@@ -645,12 +652,12 @@ func (s *Store) PruneTombstones(ctx context.Context, before time.Time) (int64, e
 // CompactedRevision is the newest revision whose event may have been pruned: a watcher that
 // last saw an older revision (other than 0) may have missed a deletion and must start over.
 func (s *Store) CompactedRevision(ctx context.Context) (int64, error) {
-	return compactedRevision(ctx, s.pool, clusterEventLog)
+	return compactedRevision(ctx, s.reads, clusterEventLog)
 }
 
 // CurrentRevision is the latest committed revision.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	return currentRevision(ctx, s.pool, clusterEventLog)
+	return currentRevision(ctx, s.reads, clusterEventLog)
 }
 
 // Changes returns a channel that receives a value (coalesced) whenever a cluster change is
@@ -684,7 +691,10 @@ func (s *Store) wake() {
 func (s *Store) listen(ctx context.Context) {
 	defer close(s.done)
 	backoff.Reconnect(ctx, backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, func(ctx context.Context) (bool, error) {
-		return false, s.listenOnce(ctx)
+		err := s.listenOnce(ctx)
+		// The listener sees a restart first; the pool then checks what it held before.
+		s.loss.Seen(err)
+		return false, err
 	}, func(err error, wait time.Duration) {
 		s.log.Warn("cluster event listener lost its connection; reconnecting", "error", err, "backoff", wait)
 	})
@@ -753,12 +763,12 @@ func listShards(ctx context.Context, q querier) ([]placement.Shard, error) {
 
 // ListShards returns all shards with their current cluster counts.
 func (s *Store) ListShards(ctx context.Context) ([]placement.Shard, error) {
-	return listShards(ctx, s.pool)
+	return listShards(ctx, s.reads)
 }
 
 // GetShard returns one shard or ErrNotFound.
 func (s *Store) GetShard(ctx context.Context, name string) (placement.Shard, error) {
-	return scanShard(s.pool.QueryRow(ctx, shardQuery+` WHERE s.name = $1`, name))
+	return scanShard(s.reads.QueryRow(ctx, shardQuery+` WHERE s.name = $1`, name))
 }
 
 // RegisterShard creates the shard or updates its status, capacity and labels. An unspecified

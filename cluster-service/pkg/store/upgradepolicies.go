@@ -220,12 +220,12 @@ func (s *Store) AdvanceNodePoolUpgrade(ctx context.Context, from csv1.UpgradePol
 
 // GetUpgradePolicy returns one policy.
 func (s *Store) GetUpgradePolicy(ctx context.Context, id string) (*csv1.UpgradePolicy, error) {
-	return scanPolicy(s.pool.QueryRow(ctx, `SELECT `+policyColumns+` FROM upgrade_policies WHERE id = $1`, id))
+	return scanPolicy(s.reads.QueryRow(ctx, `SELECT `+policyColumns+` FROM upgrade_policies WHERE id = $1`, id))
 }
 
 // ActiveNodePoolUpgrade returns the unfinished policy of a node pool, or nil.
 func (s *Store) ActiveNodePoolUpgrade(ctx context.Context, nodePoolID string) (*csv1.UpgradePolicy, error) {
-	p, err := scanPolicy(s.pool.QueryRow(ctx, `SELECT `+policyColumns+` FROM upgrade_policies
+	p, err := scanPolicy(s.reads.QueryRow(ctx, `SELECT `+policyColumns+` FROM upgrade_policies
 		WHERE node_pool_id = $1 AND state IN ('PENDING', 'SCHEDULED', 'STARTED')`, nodePoolID))
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -241,7 +241,7 @@ func (s *Store) ListUpgradePolicies(ctx context.Context, clusterID, nodePoolID s
 		q += ` AND node_pool_id = $2`
 		args = append(args, nodePoolID)
 	}
-	rows, err := s.pool.Query(ctx, q+` ORDER BY create_time DESC, id`, args...)
+	rows, err := s.reads.Query(ctx, q+` ORDER BY create_time DESC, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list upgrade policies of cluster %s: %w", clusterID, err)
 	}

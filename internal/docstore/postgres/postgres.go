@@ -76,6 +76,8 @@ type Store struct {
 	pool    *pgxpool.Pool
 	ownPool bool
 	opts    Options
+	// loss keeps the pool from answering with a connection a PostgreSQL restart killed.
+	loss *ConnLoss
 
 	mu   sync.Mutex
 	wake chan struct{} // closed and replaced on every notification
@@ -99,11 +101,13 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}
+	loss := &ConnLoss{}
+	loss.Guard(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open document store: %w", err)
 	}
-	s, err := New(ctx, pool, o)
+	s, err := newStore(ctx, pool, loss, o)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -113,8 +117,13 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 }
 
 // New uses an existing pool: it applies migrations and starts the listener and purger. Close
-// stops them but leaves the pool open.
+// stops them but leaves the pool open. Reads still run once more after a lost connection, but
+// only a pool set up with a ConnLoss's Guard checks its other connections after one.
 func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Store, error) {
+	return newStore(ctx, pool, &ConnLoss{}, o)
+}
+
+func newStore(ctx context.Context, pool *pgxpool.Pool, loss *ConnLoss, o Options) (*Store, error) {
 	o.defaults()
 	if o.ReadOnly {
 		o.PurgeInterval = -1
@@ -122,7 +131,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, o Options) (*Store, error) {
 		return nil, err
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	s := &Store{pool: pool, opts: o, wake: make(chan struct{}), cancel: cancel}
+	s := &Store{pool: pool, opts: o, loss: loss, wake: make(chan struct{}), cancel: cancel}
 	s.wg.Add(1)
 	go s.listen(bg)
 	if o.PurgeInterval > 0 {
@@ -163,9 +172,13 @@ func scanDoc(row pgx.Row) (*docstore.Document, error) {
 // Get implements docstore.Store.
 func (s *Store) Get(ctx context.Context, partition, id string) (_ *docstore.Document, err error) {
 	defer markUnavailable(&err)
-	d, err := scanDoc(s.pool.QueryRow(ctx,
-		"SELECT "+docColumns+" FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause,
-		partition, id))
+	var d *docstore.Document
+	err = s.loss.Retry(ctx, true, func() (err error) {
+		d, err = scanDoc(s.pool.QueryRow(ctx,
+			"SELECT "+docColumns+" FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause,
+			partition, id))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, docstore.ErrNotFound
 	}
@@ -310,6 +323,10 @@ type querier interface {
 // rollback without the lock (a concurrent change in between can only turn a "stale" into a
 // "gone" or back, both answers to the same refused write).
 func (s *Store) write(ctx context.Context, steps ...writeStep) error {
+	return s.loss.Retry(ctx, false, func() error { return s.writeOnce(ctx, steps...) })
+}
+
+func (s *Store) writeOnce(ctx context.Context, steps ...writeStep) error {
 	var batch pgx.Batch
 	batch.Queue("SELECT pg_advisory_xact_lock($1)", feedLockKey)
 	for _, st := range steps {
@@ -554,20 +571,24 @@ func (s *Store) Query(ctx context.Context, q docstore.Query) (_ docstore.Page, e
 	}
 	sql := "SELECT " + docColumns + " FROM documents WHERE " + strings.Join(where, " AND ") +
 		" ORDER BY partition_key, id LIMIT " + arg(limit+1)
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return docstore.Page{}, fmt.Errorf("query documents: %w", err)
-	}
-	defer rows.Close()
 	var page docstore.Page
-	for rows.Next() {
-		d, err := scanDoc(rows)
+	err = s.loss.Retry(ctx, true, func() error {
+		page = docstore.Page{}
+		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
-			return docstore.Page{}, fmt.Errorf("query documents: %w", err)
+			return err
 		}
-		page.Documents = append(page.Documents, d)
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			d, err := scanDoc(rows)
+			if err != nil {
+				return err
+			}
+			page.Documents = append(page.Documents, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return docstore.Page{}, fmt.Errorf("query documents: %w", err)
 	}
 	if len(page.Documents) > limit {
@@ -589,36 +610,40 @@ func (s *Store) Changes(ctx context.Context, after docstore.Checkpoint, limit in
 	if err != nil {
 		return docstore.ChangePage{}, err
 	}
-	rows, err := s.pool.Query(ctx, `
+	var out []docstore.Change
+	err = s.loss.Retry(ctx, true, func() error {
+		out = nil
+		rows, err := s.pool.Query(ctx, `
 SELECT seq, false, partition_key, id, type, resource_id, body, etag, expires_at
   FROM documents WHERE seq > $1 AND `+liveClause+`
 UNION ALL
 SELECT seq, true, partition_key, id, type, resource_id, NULL, '', NULL
   FROM document_tombstones WHERE seq > $1
 ORDER BY 1 LIMIT $2`, checkpoint, limit)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c docstore.Change
+			var d docstore.Document
+			var body []byte
+			var expires *time.Time
+			if err := rows.Scan(&c.Seq, &c.Deleted, &d.PartitionKey, &d.ID, &d.Type, &d.ResourceID, &body, &d.ETag, &expires); err != nil {
+				return err
+			}
+			d.Seq = c.Seq
+			if body != nil {
+				d.Body = json.RawMessage(body)
+			}
+			setExpiry(&d, expires)
+			c.Doc = &d
+			out = append(out, c)
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return docstore.ChangePage{}, fmt.Errorf("read change feed after %d: %w", checkpoint, err)
-	}
-	defer rows.Close()
-	var out []docstore.Change
-	for rows.Next() {
-		var c docstore.Change
-		var d docstore.Document
-		var body []byte
-		var expires *time.Time
-		if err := rows.Scan(&c.Seq, &c.Deleted, &d.PartitionKey, &d.ID, &d.Type, &d.ResourceID, &body, &d.ETag, &expires); err != nil {
-			return docstore.ChangePage{}, fmt.Errorf("read change feed: %w", err)
-		}
-		d.Seq = c.Seq
-		if body != nil {
-			d.Body = json.RawMessage(body)
-		}
-		setExpiry(&d, expires)
-		c.Doc = &d
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return docstore.ChangePage{}, fmt.Errorf("read change feed: %w", err)
 	}
 	next := after
 	if len(out) > 0 {
@@ -696,6 +721,8 @@ func (s *Store) listen(ctx context.Context) {
 	defer s.wg.Done()
 	backoff.Reconnect(ctx, backoff.Policy{Initial: 100 * time.Millisecond, Max: 5 * time.Second}, func(ctx context.Context) (bool, error) {
 		err := s.listenOnce(ctx)
+		// The listener sees a restart first; the pool then checks what it held before.
+		s.loss.Seen(err)
 		s.broadcast()
 		return false, err
 	}, func(err error, wait time.Duration) {
