@@ -466,7 +466,7 @@ func (s *hostedAPIServer) reapExitedLocked(ctx context.Context) bool {
 	}
 	how := "exited"
 	if err != nil {
-		how = err.Error()
+		how = "exited (" + err.Error() + ")"
 	}
 	if !s.counted {
 		s.failedLocked(ctx, fmt.Sprintf("kube-apiserver %s before it answered /readyz; last log line: %s", how, lastLine(s.proc.LogTail(4096))))
@@ -497,7 +497,7 @@ func lastLine(tail string) string {
 		return "(empty log)"
 	}
 	if len(line) > maxFailureLine {
-		line = line[:maxFailureLine] + "…"
+		line = strings.ToValidUTF8(line[:maxFailureLine], "") + "…"
 	}
 	return line
 }
