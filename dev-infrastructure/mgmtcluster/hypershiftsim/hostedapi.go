@@ -32,6 +32,7 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/atomicfile"
+	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/encryptionconfig"
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -76,10 +77,11 @@ type controlPlane struct {
 	// due: the apiserver should run (the rollout's delay passed or an earlier one completed);
 	// started: this reconcile started or checked it; ready: it answered /readyz; starting: it
 	// is not running yet in this sim, or its process has not answered yet and started less
-	// than startGrace ago.
-	due, started, ready, starting bool
-	detail                        string // why it is not ready
-	max                           int
+	// than startGrace ago; failed: its last start failed (detail says how) and is retried
+	// with backoff.
+	due, started, ready, starting, failed bool
+	detail                                string // why it is not ready
+	max                                   int
 }
 
 // hostedAPIServers runs one real kube-apiserver per served HostedCluster, as HyperShift runs
@@ -114,6 +116,20 @@ type hostedAPIServer struct {
 	adminPEM struct{ cert, key, ca []byte }
 	// adminRoot is the root CA the admin client trusts (the serving certificate's issuer).
 	adminRoot []byte
+	// failure says why the last start failed (the start error, or the exit status and last log
+	// line of a process that exited before it answered); failures counts such starts in a row,
+	// and retryAt is when the next may begin (startRetryAfter). All reset once a process
+	// answers /readyz.
+	failure  string
+	failures int
+	retryAt  time.Time
+}
+
+// startRetryAfter is how long the sim waits before it starts a hosted kube-apiserver again
+// after its n-th failed start in a row: 1s, doubling to 30s, as a kubelet restarts a crashing
+// container.
+func startRetryAfter(n int) time.Duration {
+	return backoff.Policy{Initial: time.Second, Max: 30 * time.Second}.After(n)
 }
 
 func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
@@ -377,14 +393,23 @@ func (s *hostedAPIServer) startingLocked() bool {
 // ensure writes the cluster's files (the client CA bundle again when it changed), starts its
 // kube-apiserver unless one runs, checks /readyz and, the first time a process answers, creates
 // the SRE RBAC in it. It reports whether the apiserver answers, whether it is still starting,
-// and if not ready why.
-func (h *hostedAPIServers) ensure(ctx context.Context, hcpNS string, port int, p hostedPKI) (ready, starting bool, detail string, err error) {
-	ready, detail, err = h.ensureLocked(ctx, hcpNS, port, p)
+// whether its last start failed (then detail says how), and if not ready why.
+func (h *hostedAPIServers) ensure(ctx context.Context, hcpNS string, port int, p hostedPKI) (st apiServerState, err error) {
+	st.ready, st.detail, err = h.ensureLocked(ctx, hcpNS, port, p)
 	s := h.server(hcpNS, port)
 	s.mu.Lock()
-	starting = !ready && s.startingLocked()
+	if !st.ready && s.failure != "" {
+		st.failed, st.detail = true, s.failure
+	}
+	st.starting = !st.ready && !st.failed && s.startingLocked()
 	s.mu.Unlock()
-	return ready, starting, detail, err
+	return st, err
+}
+
+// apiServerState is what ensure observed of a hosted kube-apiserver.
+type apiServerState struct {
+	ready, starting, failed bool
+	detail                  string
 }
 
 func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port int, p hostedPKI) (bool, string, error) {
@@ -395,28 +420,29 @@ func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port 
 	if err := s.writeFiles(p); err != nil {
 		return false, "", err
 	}
-	if s.proc != nil {
-		if exited, err := s.proc.Exited(); exited {
-			if !s.counted {
-				hostedAPIServerStarts.WithLabelValues("error").Inc()
-			}
-			ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver exited; starting it again", "err", err, "log", s.proc.LogPath)
-			s.proc, s.ready = nil, false
-		}
-	}
+	s.reapExitedLocked(ctx)
 	if s.proc == nil {
+		if time.Now().Before(s.retryAt) {
+			return false, s.failure, nil
+		}
 		if err := s.start(ctx, h.o); err != nil {
-			hostedAPIServerStarts.WithLabelValues("error").Inc()
-			return false, "", err
+			s.failedLocked(ctx, err.Error())
+			return false, s.failure, nil
 		}
 	}
 	err := mgmtcluster.HTTPReady(s.admin, s.url()+"/readyz")(ctx)
 	s.ready = err == nil
 	if err != nil {
+		// A process that exits at once (a bad flag, its port taken) is a failed start now,
+		// not one more reconcile later.
+		if s.reapExitedLocked(ctx) {
+			return false, s.failure, nil
+		}
 		return false, err.Error(), nil
 	}
 	if !s.counted {
 		s.counted = true
+		s.failure, s.failures, s.retryAt = "", 0, time.Time{}
 		hostedAPIServerStarts.WithLabelValues("ok").Inc()
 	}
 	if s.rbacDone != s.proc {
@@ -426,6 +452,54 @@ func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port 
 		s.rbacDone = s.proc
 	}
 	return true, "", nil
+}
+
+// reapExitedLocked forgets a process that has exited, so the next ensure starts another, and
+// reports whether it did. One that exited before it ever answered is a failed start.
+func (s *hostedAPIServer) reapExitedLocked(ctx context.Context) bool {
+	if s.proc == nil {
+		return false
+	}
+	exited, err := s.proc.Exited()
+	if !exited {
+		return false
+	}
+	how := "exited"
+	if err != nil {
+		how = "exited (" + err.Error() + ")"
+	}
+	if !s.counted {
+		s.failedLocked(ctx, fmt.Sprintf("kube-apiserver %s before it answered /readyz; last log line: %s", how, lastLine(s.proc.LogTail(4096))))
+	} else {
+		ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver exited; starting it again", "err", err, "log", s.proc.LogPath)
+	}
+	s.proc, s.ready = nil, false
+	return true
+}
+
+// failedLocked records a failed start and when the next may begin.
+func (s *hostedAPIServer) failedLocked(ctx context.Context, why string) {
+	hostedAPIServerStarts.WithLabelValues("error").Inc()
+	s.failures++
+	wait := startRetryAfter(s.failures)
+	s.failure, s.retryAt = why, time.Now().Add(wait)
+	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver failed to start; trying again", "err", why, "failures", s.failures, "after", wait)
+}
+
+// maxFailureLine bounds the log line a StartFailed message carries.
+const maxFailureLine = 300
+
+// lastLine is the last non-empty line of a log tail, cut to maxFailureLine bytes.
+func lastLine(tail string) string {
+	lines := strings.Split(strings.TrimSpace(tail), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	if line == "" {
+		return "(empty log)"
+	}
+	if len(line) > maxFailureLine {
+		line = strings.ToValidUTF8(line[:maxFailureLine], "") + "…"
+	}
+	return line
 }
 
 func (s *hostedAPIServer) url() string {
@@ -644,13 +718,16 @@ func killOrphan(pidPath, dir string) {
 		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	for range 100 {
-		if !processRunning(pid) {
-			return
-		}
+	// SIGKILL cannot be caught, but on a busy machine the exit can take a while: wait for it
+	// against a generous deadline, so the port is free when the caller starts another.
+	deadline := time.Now().Add(orphanExitWait)
+	for processRunning(pid) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// orphanExitWait bounds how long killOrphan waits for the process it killed to be gone.
+const orphanExitWait = 30 * time.Second
 
 // processRunning reports whether pid runs (a zombie waiting to be reaped does not: it holds no
 // port any more).

@@ -43,4 +43,8 @@ const (
 	// False: waiting for the rollout, or for a started apiserver to answer.
 	ReasonHostedAPIServerWaiting  = "WaitingForRollout"
 	ReasonHostedAPIServerNotReady = "NotReady"
+	// False: the apiserver could not be started, or exited before it answered; the message
+	// says how (the start error, or the exit status and the last line of its log). The sim
+	// tries again with backoff.
+	ReasonHostedAPIServerStartFailed = "StartFailed"
 )

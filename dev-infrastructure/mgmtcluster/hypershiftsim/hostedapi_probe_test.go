@@ -43,15 +43,15 @@ func TestRevocationProbeSeesWhatTheAPIServerAccepts(t *testing.T) {
 	p := hostedPKI{rootCert: rootCert, rootKey: rootKey, clientCABundle: append(append([]byte{}, oldCert...), newCert...)}
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		ready, _, detail, err := h.ensure(ctx, "probe", port, p)
+		st, err := h.ensure(ctx, "probe", port, p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ready {
+		if st.ready {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("hosted kube-apiserver not ready: %s", detail)
+			t.Fatalf("hosted kube-apiserver not ready: %s", st.detail)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -25,7 +25,7 @@ func (r *HostedClusterReconciler) observeControlPlane(ctx context.Context, hc *h
 		return cp, err
 	}
 	hcpNS := ControlPlaneNamespace(client.ObjectKeyFromObject(hc))
-	if s := r.hosted.lookup(hcpNS); s == nil || !s.hasProcess() {
+	if s := r.hosted.lookup(hcpNS); s == nil || !s.hasProcessOrFailure() {
 		cp.starting = true
 		return cp, nil // not started in this run: computeStatus says whether it is due
 	}
@@ -47,25 +47,28 @@ func (r *HostedClusterReconciler) ensureControlPlane(ctx context.Context, hcpNS 
 		cp.detail, cp.starting = "waiting for the control-plane PKI", true
 		return nil
 	}
-	ready, starting, detail, err := r.hosted.ensure(ctx, hcpNS, cp.port, p)
+	st, err := r.hosted.ensure(ctx, hcpNS, cp.port, p)
 	if err != nil {
 		return fmt.Errorf("hosted kube-apiserver of %s: %w", hcpNS, err)
 	}
-	cp.ready, cp.starting, cp.detail = ready, starting, detail
-	if !ready {
-		ctrl.LoggerFrom(ctx).V(1).Info("hosted kube-apiserver not ready", "detail", detail)
+	cp.ready, cp.starting, cp.failed, cp.detail = st.ready, st.starting, st.failed, st.detail
+	if !st.ready {
+		ctrl.LoggerFrom(ctx).V(1).Info("hosted kube-apiserver not ready", "detail", st.detail)
 	}
 	return nil
 }
 
-func (s *hostedAPIServer) hasProcess() bool {
+// hasProcessOrFailure reports whether this sim started the apiserver, or tried and failed.
+func (s *hostedAPIServer) hasProcessOrFailure() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.proc != nil
+	return s.proc != nil || s.failure != ""
 }
 
 // setHostedAPIServerCondition reports whether the cluster's kube-apiserver is real. Messages
-// carry no error text, so a status is not rewritten for every failed probe (the log has it).
+// carry no probe error text, so a status is not rewritten for every failed probe (the log has
+// it); a failed start is the exception: its message says how it failed, and changes at most
+// once per retry (startRetryAfter).
 func setHostedAPIServerCondition(set func(hyperv1.ConditionType, metav1.ConditionStatus, string, string), cp *controlPlane) {
 	switch {
 	case cp.capped:
@@ -75,6 +78,9 @@ func setHostedAPIServerCondition(set func(hyperv1.ConditionType, metav1.Conditio
 	case cp.ready:
 		set(HostedAPIServerCondition, metav1.ConditionTrue, ReasonHostedAPIServerRunning,
 			fmt.Sprintf("kube-apiserver answers /readyz at https://%s", net.JoinHostPort(cp.host, strconv.Itoa(cp.port))))
+	case cp.failed:
+		set(HostedAPIServerCondition, metav1.ConditionFalse, ReasonHostedAPIServerStartFailed,
+			fmt.Sprintf("kube-apiserver on %s failed to start (retrying with backoff): %s", net.JoinHostPort(cp.host, strconv.Itoa(cp.port)), cp.detail))
 	case !cp.due:
 		set(HostedAPIServerCondition, metav1.ConditionFalse, ReasonHostedAPIServerWaiting,
 			"kube-apiserver starts when the rollout's delay has passed")

@@ -34,6 +34,8 @@ func TestComputeStatus_servedClusterFollowsItsAPIServer(t *testing.T) {
 			wantDue: true, wantAvailable: metav1.ConditionTrue, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerNotReady},
 		{name: "readyz_failing_later_makes_it_unavailable", at: 60 * time.Second, cp: controlPlane{served: true, host: "127.0.0.1", port: 40001},
 			wantDue: true, wantAvailable: metav1.ConditionFalse, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerNotReady},
+		{name: "a_failed_start_says_so_and_makes_it_unavailable", at: 70 * time.Second, cp: controlPlane{served: true, host: "127.0.0.1", port: 40001, failed: true, detail: "kube-apiserver exit status 3"},
+			wantDue: true, wantAvailable: metav1.ConditionFalse, wantState: configv1.CompletedUpdate, wantHosted: metav1.ConditionFalse, wantReason: ReasonHostedAPIServerStartFailed},
 	}
 	hc := ExampleHostedCluster("ns", "hc", image)
 	hc.Generation = 1
