@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/pgmigrate"
 )
 
@@ -89,14 +90,27 @@ func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
 // Log is the audit log as the admin service sees it: append and read.
 type Log struct {
 	pool *pgxpool.Pool
+	// loss is the pool's rule for PostgreSQL restarts (postgres.ConnLoss): the pool pings the
+	// connections it held from before a loss, and a read that met a dead one runs once more.
+	loss *postgres.ConnLoss
 }
 
 // Open connects as the admin service's login and checks that it may append and read the audit
 // table and may neither change nor remove a record, nor own the table (an owner could grant
 // itself back what Install withheld). A login with more rights is refused: an audit log the
 // audited service can rewrite is no audit log.
+//
+// The pool outlives a PostgreSQL restart (postgres.ConnLoss): once a call has met a dead
+// connection, the pool checks each connection it held from before before handing it out, so
+// the revocation list, approvals and sessions that share it answer too.
 func Open(ctx context.Context, dsn string) (*Log, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open audit log: parse DSN: %w", err)
+	}
+	loss := &postgres.ConnLoss{}
+	loss.Guard(cfg)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
 	}
@@ -104,7 +118,7 @@ func Open(ctx context.Context, dsn string) (*Log, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Log{pool: pool}, nil
+	return &Log{pool: pool, loss: loss}, nil
 }
 
 func checkPrivileges(ctx context.Context, pool *pgxpool.Pool) error {
@@ -151,13 +165,18 @@ func (l *Log) Close() { l.pool.Close() }
 func (l *Log) Ping(ctx context.Context) error { return l.pool.Ping(ctx) }
 
 // Append writes e and returns it with its ID and time. The caller acts only once Append has
-// returned without error.
+// returned without error. A record is never written twice: after a lost connection the insert
+// runs again only if pgx says it was not sent (postgres.ConnLoss.Retry); otherwise Append
+// fails, having written nothing or a record the caller never learns of, and the call it audits
+// is refused.
 func (l *Log) Append(ctx context.Context, e Entry) (Entry, error) {
-	err := l.pool.QueryRow(ctx, `INSERT INTO admin_audit
+	err := l.loss.Retry(ctx, false, func() error {
+		return l.pool.QueryRow(ctx, `INSERT INTO admin_audit
 		(request_id, correlation_id, person, grp, subject, method, route, path, target, reason, outcome, status)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id, at`,
-		e.RequestID, e.CorrelationID, e.Person, e.Group, e.Subject, e.Method, e.Route, e.Path, e.Target, e.Reason, e.Outcome, e.Status,
-	).Scan(&e.ID, &e.Time)
+			e.RequestID, e.CorrelationID, e.Person, e.Group, e.Subject, e.Method, e.Route, e.Path, e.Target, e.Reason, e.Outcome, e.Status,
+		).Scan(&e.ID, &e.Time)
+	})
 	if err != nil {
 		return e, fmt.Errorf("append audit record: %w", err)
 	}
@@ -224,14 +243,18 @@ func (l *Log) Query(ctx context.Context, f Filter) ([]Entry, string, error) {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY id DESC LIMIT " + strconv.Itoa(limit+1)
-	rows, err := l.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", fmt.Errorf("query audit log: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Entry, error) {
-		var e Entry
-		err := row.Scan(&e.ID, &e.Time, &e.RequestID, &e.CorrelationID, &e.Person, &e.Group, &e.Subject, &e.Method, &e.Route, &e.Path, &e.Target, &e.Reason, &e.Outcome, &e.Status)
-		return e, err
+	var out []Entry
+	err := l.loss.Retry(ctx, true, func() error {
+		rows, err := l.pool.Query(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Entry, error) {
+			var e Entry
+			err := row.Scan(&e.ID, &e.Time, &e.RequestID, &e.CorrelationID, &e.Person, &e.Group, &e.Subject, &e.Method, &e.Route, &e.Path, &e.Target, &e.Reason, &e.Outcome, &e.Status)
+			return e, err
+		})
+		return err
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("query audit log: %w", err)
@@ -247,7 +270,10 @@ func (l *Log) Query(ctx context.Context, f Filter) ([]Entry, string, error) {
 // Retention is how long a record is kept; the schema defines it (admin_audit_retention()).
 func (l *Log) Retention(ctx context.Context) (time.Duration, error) {
 	var secs float64
-	if err := l.pool.QueryRow(ctx, "SELECT extract(epoch FROM admin_audit_retention())").Scan(&secs); err != nil {
+	err := l.loss.Retry(ctx, true, func() error {
+		return l.pool.QueryRow(ctx, "SELECT extract(epoch FROM admin_audit_retention())").Scan(&secs)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("read audit retention: %w", err)
 	}
 	return time.Duration(secs * float64(time.Second)), nil
@@ -258,7 +284,10 @@ func (l *Log) Retention(ctx context.Context) (time.Duration, error) {
 // and the table's trigger refuses it any younger record.
 func (l *Log) Prune(ctx context.Context) (int64, error) {
 	var n int64
-	if err := l.pool.QueryRow(ctx, "SELECT admin_audit_prune()").Scan(&n); err != nil {
+	// A write: run again only if it was not sent (a prune that ran twice would do no harm, but
+	// the rule is ConnLoss's, one for every write).
+	err := l.loss.Retry(ctx, false, func() error { return l.pool.QueryRow(ctx, "SELECT admin_audit_prune()").Scan(&n) })
+	if err != nil {
 		return 0, fmt.Errorf("prune audit log: %w", err)
 	}
 	return n, nil
@@ -272,11 +301,16 @@ func (l *Log) PortalFormKey(ctx context.Context) ([]byte, error) {
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, fmt.Errorf("portal form key: %w", err)
 	}
-	if _, err := l.pool.Exec(ctx, "INSERT INTO admin_portal_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING", fresh); err != nil {
+	err := l.loss.Retry(ctx, false, func() error {
+		_, err := l.pool.Exec(ctx, "INSERT INTO admin_portal_key (id, key) VALUES (1, $1) ON CONFLICT (id) DO NOTHING", fresh)
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("portal form key: store: %w", err)
 	}
 	var key []byte
-	if err := l.pool.QueryRow(ctx, "SELECT key FROM admin_portal_key WHERE id = 1").Scan(&key); err != nil {
+	err = l.loss.Retry(ctx, true, func() error { return l.pool.QueryRow(ctx, "SELECT key FROM admin_portal_key WHERE id = 1").Scan(&key) })
+	if err != nil {
 		return nil, fmt.Errorf("portal form key: read: %w", err)
 	}
 	return key, nil
