@@ -110,6 +110,7 @@ func Open(ctx context.Context, dsn string) (*Log, error) {
 	}
 	loss := &postgres.ConnLoss{}
 	loss.Guard(cfg)
+	cfg.ConnConfig.Tracer = lossTracer{loss}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open audit log: %w", err)
@@ -119,6 +120,19 @@ func Open(ctx context.Context, dsn string) (*Log, error) {
 		return nil, err
 	}
 	return &Log{pool: pool, loss: loss}, nil
+}
+
+// lossTracer tells loss of every statement on the pool that met a dead connection, whichever
+// store sent it: the revocation list, approvals and sessions share the pool but not the Log,
+// and the pool must check its other connections after their loss too.
+type lossTracer struct{ loss *postgres.ConnLoss }
+
+func (lossTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (t lossTracer) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	t.loss.Seen(d.Err)
 }
 
 func checkPrivileges(ctx context.Context, pool *pgxpool.Pool) error {
