@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 )
 
 // Install grants serviceRole SELECT and INSERT on the revocation list. The table is part of
@@ -42,10 +44,16 @@ type Revocation struct {
 }
 
 // List reads and appends revocations.
-type List struct{ pool *pgxpool.Pool }
+type List struct {
+	pool *pgxpool.Pool
+	// loss decides, by postgres.ConnLoss's rule, whether a statement that met a dead connection
+	// runs once more. The pool's own guard (audit.Open's) learns of the loss from the pool, so
+	// the second run gets a checked connection.
+	loss *postgres.ConnLoss
+}
 
 // New uses the admin service's pool (the audit log's database).
-func New(pool *pgxpool.Pool) *List { return &List{pool: pool} }
+func New(pool *pgxpool.Pool) *List { return &List{pool: pool, loss: &postgres.ConnLoss{}} }
 
 // Check refuses a login that could update or delete revocations (the service must not be able
 // to undo one).
@@ -71,8 +79,11 @@ func (l *List) Check(ctx context.Context) error {
 // Revoke refuses every certificate of person issued before now.
 func (l *List) Revoke(ctx context.Context, person, by, reason string) (Revocation, error) {
 	r := Revocation{Person: person, RevokedBy: by, Reason: reason}
-	err := l.pool.QueryRow(ctx, `INSERT INTO admin_revocations (person, revoked_by, reason) VALUES ($1, $2, $3) RETURNING id, revoked_at`,
-		person, by, reason).Scan(&r.ID, &r.RevokedAt)
+	// A write: run again only if it was not sent, so a revocation is never recorded twice.
+	err := l.loss.Retry(ctx, false, func() error {
+		return l.pool.QueryRow(ctx, `INSERT INTO admin_revocations (person, revoked_by, reason) VALUES ($1, $2, $3) RETURNING id, revoked_at`,
+			person, by, reason).Scan(&r.ID, &r.RevokedAt)
+	})
 	if err != nil {
 		return r, fmt.Errorf("revoke %s: %w", person, err)
 	}
@@ -82,7 +93,9 @@ func (l *List) Revoke(ctx context.Context, person, by, reason string) (Revocatio
 // Revoked reports whether a certificate of person issued at notBefore is revoked.
 func (l *List) Revoked(ctx context.Context, person string, notBefore time.Time) (bool, error) {
 	var revoked bool
-	err := l.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM admin_revocations WHERE person = $1 AND revoked_at > $2)`, person, notBefore).Scan(&revoked)
+	err := l.loss.Retry(ctx, true, func() error {
+		return l.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM admin_revocations WHERE person = $1 AND revoked_at > $2)`, person, notBefore).Scan(&revoked)
+	})
 	if err != nil {
 		return false, fmt.Errorf("check the revocation list: %w", err)
 	}
@@ -91,13 +104,21 @@ func (l *List) Revoked(ctx context.Context, person string, notBefore time.Time) 
 
 // All returns every revocation, newest first.
 func (l *List) All(ctx context.Context) ([]Revocation, error) {
-	rows, err := l.pool.Query(ctx, `SELECT id, person, revoked_at, revoked_by, reason FROM admin_revocations ORDER BY id DESC`)
+	var out []Revocation
+	err := l.loss.Retry(ctx, true, func() error {
+		rows, err := l.pool.Query(ctx, `SELECT id, person, revoked_at, revoked_by, reason FROM admin_revocations ORDER BY id DESC`)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Revocation, error) {
+			var r Revocation
+			err := row.Scan(&r.ID, &r.Person, &r.RevokedAt, &r.RevokedBy, &r.Reason)
+			return r, err
+		})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read the revocation list: %w", err)
 	}
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Revocation, error) {
-		var r Revocation
-		err := row.Scan(&r.ID, &r.Person, &r.RevokedAt, &r.RevokedBy, &r.Reason)
-		return r, err
-	})
+	return out, nil
 }
