@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/openhcp/openhcp/internal/docstore/postgres"
 )
 
 // States. Expired is never stored: a session whose expiry has passed is expired, whatever its
@@ -96,10 +98,17 @@ func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
 type Store struct {
 	pool *pgxpool.Pool
 	key  *Key
+	// loss decides, by postgres.ConnLoss's rule, whether a read that met a dead connection runs
+	// once more (the gateway reads a session on every request). The pool's own guard
+	// (audit.Open's) learns of the loss from the pool, so the second run gets a checked
+	// connection.
+	loss *postgres.ConnLoss
 }
 
 // New uses the admin service's pool (the audit log's database) and the region's session key.
-func New(pool *pgxpool.Pool, key *Key) *Store { return &Store{pool: pool, key: key} }
+func New(pool *pgxpool.Pool, key *Key) *Store {
+	return &Store{pool: pool, key: key, loss: &postgres.ConnLoss{}}
+}
 
 // Check refuses a login that could delete sessions, or that may not read, open and end them.
 func (s *Store) Check(ctx context.Context) error {
@@ -215,7 +224,11 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 
 // Get reads one session, without its credential.
 func (s *Store) Get(ctx context.Context, id string) (Session, error) {
-	out, err := scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM `+Table+` WHERE id = $1`, id))
+	var out Session
+	err := s.loss.Retry(ctx, true, func() (err error) {
+		out, err = scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM `+Table+` WHERE id = $1`, id))
+		return err
+	})
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return out, fmt.Errorf("read break-glass session %s: %w", id, err)
 	}
@@ -227,9 +240,11 @@ func (s *Store) Get(ctx context.Context, id string) (Session, error) {
 func (s *Store) Credential(ctx context.Context, id string) (Session, []byte, error) {
 	var sealed []byte
 	var out Session
-	err := s.pool.QueryRow(ctx, `SELECT `+columns+`, credential FROM `+Table+` WHERE id = $1`, id).Scan(
-		&out.ID, &out.ClusterID, &out.Person, &out.Group, &out.Access, &out.Reason, &out.State, &out.Created, &out.TTLSeconds, &out.Expires,
-		&out.ClosedAt, &out.ClosedBy, &out.HasCredential, &sealed)
+	err := s.loss.Retry(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `SELECT `+columns+`, credential FROM `+Table+` WHERE id = $1`, id).Scan(
+			&out.ID, &out.ClusterID, &out.Person, &out.Group, &out.Access, &out.Reason, &out.State, &out.Created, &out.TTLSeconds, &out.Expires,
+			&out.ClosedAt, &out.ClosedBy, &out.HasCredential, &sealed)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, nil, ErrNotFound
 	}
@@ -256,14 +271,18 @@ type Filter struct {
 
 // List returns the sessions matching f, newest first (at most 1000).
 func (s *Store) List(ctx context.Context, f Filter) ([]Session, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+Table+`
+	var out []Session
+	err := s.loss.Retry(ctx, true, func() error {
+		rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+Table+`
 		WHERE ($1 = '' OR cluster_id = $1) AND ($2 = '' OR person = $2)
 		AND ($3 OR (state IN ('awaiting-approval', 'active') AND expires > $4))
 		ORDER BY created DESC LIMIT 1000`, f.ClusterID, f.Person, f.All, f.Now)
-	if err != nil {
-		return nil, fmt.Errorf("list break-glass sessions: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Session, error) { return scan(row) })
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Session, error) { return scan(row) })
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list break-glass sessions: %w", err)
 	}
@@ -277,11 +296,15 @@ func (s *Store) States(ctx context.Context, ids []string) (map[string]Session, e
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+Table+` WHERE id = ANY($1)`, ids)
-	if err != nil {
-		return nil, fmt.Errorf("read break-glass session states: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Session, error) { return scan(row) })
+	var list []Session
+	err := s.loss.Retry(ctx, true, func() error {
+		rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+Table+` WHERE id = ANY($1)`, ids)
+		if err != nil {
+			return err
+		}
+		list, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Session, error) { return scan(row) })
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read break-glass session states: %w", err)
 	}
@@ -294,7 +317,10 @@ func (s *Store) States(ctx context.Context, ids []string) (map[string]Session, e
 // CountActive is how many sessions are active and unexpired at now (the gateway's gauge).
 func (s *Store) CountActive(ctx context.Context, now time.Time) (int, error) {
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+Table+` WHERE state = 'active' AND expires > $1`, now).Scan(&n); err != nil {
+	err := s.loss.Retry(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `SELECT count(*) FROM `+Table+` WHERE state = 'active' AND expires > $1`, now).Scan(&n)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("count active break-glass sessions: %w", err)
 	}
 	return n, nil
