@@ -16,6 +16,7 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 	"github.com/openhcp/openhcp/internal/identity"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // An SRE's write to maintenance is a request document: the admin API inserts it (the only kind
@@ -352,7 +353,7 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 	}
 	r.etag = out.ETag
 	s.log.Info("maintenance request carried out", "request", r.ID, "action", r.Action, "campaign", r.Campaign,
-		"person", r.RequestedBy, "correlationId", r.CorrelationID, "state", r.State, "message", r.Message)
+		"person", r.RequestedBy, logattr.KeyCorrelationRequestID, r.CorrelationID, "state", r.State, "message", r.Message)
 	return nil
 }
 
