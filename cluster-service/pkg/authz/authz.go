@@ -25,8 +25,9 @@ const (
 	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
 	Monitor  = identity.Monitor  // the fleet Monitor: lists clusters, node pools and shards to check their health, nothing else
 	// Maintenance is the maintenance service: reads clusters, node pools, versions and upgrade
-	// policies, and asks for control-plane and node pool upgrades (UpdateCluster,
-	// UpdateNodePool); backend/pkg/maintenance.ClusterService.
+	// policies, asks for control-plane and node pool upgrades (UpdateCluster, UpdateNodePool)
+	// and rotates break-glass signers (RevokeCredentials, GetRevocation);
+	// backend/pkg/maintenance.ClusterService.
 	Maintenance = identity.Maintenance
 	SRE         = identity.SRE // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
 )
@@ -62,12 +63,14 @@ var Table = map[string][]string{
 
 	// Break-glass credentials are asked for through ARM only; the backend follows their state.
 	// The admin API requests, lists and revokes SRE break-glass credentials; only the sre
-	// identity may ask for an SRE credential, and only an SRE one (server/credentials.go).
+	// identity may ask for an SRE credential, and only an SRE one (server/credentials.go). The
+	// maintenance service rotates signers (its breakglass-signer-rotation task) and follows
+	// its revocations; it reads and asks for no credential.
 	csv1.Credentials_RequestCredential_FullMethodName: {Frontend, SRE},
 	csv1.Credentials_GetCredential_FullMethodName:     {Frontend, Backend, SRE},
 	csv1.Credentials_ListCredentials_FullMethodName:   {Frontend, SRE},
-	csv1.Credentials_RevokeCredentials_FullMethodName: {Frontend, SRE},
-	csv1.Credentials_GetRevocation_FullMethodName:     {Frontend, Backend, SRE},
+	csv1.Credentials_RevokeCredentials_FullMethodName: {Frontend, Maintenance, SRE},
+	csv1.Credentials_GetRevocation_FullMethodName:     {Frontend, Backend, Maintenance, SRE},
 	csv1.Credentials_WatchCredentials_FullMethodName:  {Backend},
 
 	csv1.Versions_ListVersions_FullMethodName: {Frontend, Maintenance, SRE},
@@ -101,13 +104,17 @@ const (
 )
 
 // CredentialKinds lists, per identity, the break-glass credentials it is answered for by
-// GetCredential and ListCredentials: a credential of another kind is NotFound to it, as an
-// unknown one (its existence is not told). docs/security.md shows it; TestDocsTableMatchesCode
-// keeps them equal.
+// GetCredential and ListCredentials, and the kinds whose signer it may rotate
+// (RevokeCredentials, GetRevocation): a credential of another kind is NotFound to it, as an
+// unknown one (its existence is not told). Table decides first which of those methods an
+// identity may call at all: the maintenance service may rotate both signers but call neither
+// GetCredential nor ListCredentials. docs/security.md shows it; TestDocsTableMatchesCode keeps
+// them equal.
 var CredentialKinds = map[string][]CredentialKind{
-	Frontend: {CustomerCredentials},
-	Backend:  {CustomerCredentials},
-	SRE:      {SRECredentials},
+	Frontend:    {CustomerCredentials},
+	Backend:     {CustomerCredentials},
+	Maintenance: {CustomerCredentials, SRECredentials},
+	SRE:         {SRECredentials},
 }
 
 // MaySeeCredential reports whether identity is answered for a credential (sre: an SRE's).

@@ -34,7 +34,7 @@ import (
 type mtlsEnv struct {
 	st  *store.Store
 	dsn string
-	// as holds a connection per identity (pki.Frontend, pki.Backend, pki.SRE).
+	// as holds a connection per identity (pki.Frontend, pki.Backend, pki.SRE, pki.Maintenance).
 	as map[string]*grpc.ClientConn
 	// statementKey signs statements as the admin API does.
 	statementKey ed25519.PrivateKey
@@ -72,7 +72,7 @@ func startMTLS(t *testing.T) *mtlsEnv {
 	go g.Serve(lis) //nolint:errcheck
 	t.Cleanup(g.Stop)
 	e := &mtlsEnv{st: st, dsn: dsn, as: map[string]*grpc.ClientConn{}, statementKey: key}
-	for _, id := range []string{pki.Frontend, pki.Backend, pki.SRE} {
+	for _, id := range []string{pki.Frontend, pki.Backend, pki.SRE, pki.Maintenance} {
 		f := p.MustFiles(id)
 		cfg, err := tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key, ServerName: pki.ServerName(pki.ClusterService)}.Client(lis.Addr().String())
 		if err != nil {
