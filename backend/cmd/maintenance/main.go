@@ -134,6 +134,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	actuator, err := maintenance.NewActuator(tasks, []maintenance.TaskType{
 		maintenance.ZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
 		maintenance.NodePoolZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
+		maintenance.BreakGlassSignerRotation(cs, maintenance.SignerRotationConfig{}),
 	}, maintenance.ActuatorConfig{
 		Holder: o.replicaID, MaxInFlight: o.maxInFlight, LeaseDuration: o.taskLease, Poll: o.poll,
 		Gate: maintenance.NewWindows(st, nil), Log: log,

@@ -30,6 +30,8 @@ type ClusterService interface {
 	GetNodePool(ctx context.Context, in *csv1.GetNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error)
 	UpdateNodePool(ctx context.Context, in *csv1.UpdateNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error)
 	ListUpgradePolicies(ctx context.Context, in *csv1.ListUpgradePoliciesRequest, opts ...grpc.CallOption) (*csv1.ListUpgradePoliciesResponse, error)
+	// The break-glass signer rotation's calls (signerrotation.go).
+	signerRotation
 }
 
 // Keys of Task.Params and Task.Data used by the z-stream upgrade.
@@ -220,9 +222,11 @@ type clients struct {
 	csv1.NodePoolsClient
 	csv1.VersionsClient
 	csv1.UpgradePoliciesClient
+	csv1.CredentialsClient
 }
 
 // NewClusterService returns the Cluster Service client of conn.
 func NewClusterService(conn grpc.ClientConnInterface) ClusterService {
-	return clients{csv1.NewClustersClient(conn), csv1.NewNodePoolsClient(conn), csv1.NewVersionsClient(conn), csv1.NewUpgradePoliciesClient(conn)}
+	return clients{csv1.NewClustersClient(conn), csv1.NewNodePoolsClient(conn), csv1.NewVersionsClient(conn), csv1.NewUpgradePoliciesClient(conn),
+		csv1.NewCredentialsClient(conn)}
 }
