@@ -25,9 +25,8 @@ const (
 	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
 	Monitor  = identity.Monitor  // the fleet Monitor: lists clusters, node pools and shards to check their health, nothing else
 	// Maintenance is the maintenance service: reads clusters, node pools, versions and upgrade
-	// policies, asks for control-plane and node pool upgrades (UpdateCluster, UpdateNodePool)
-	// and rotates break-glass signers (RevokeCredentials, GetRevocation);
-	// backend/pkg/maintenance.ClusterService.
+	// policies, and asks for control-plane and node pool upgrades (UpdateCluster,
+	// UpdateNodePool); backend/pkg/maintenance.ClusterService.
 	Maintenance = identity.Maintenance
 	SRE         = identity.SRE // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
 )

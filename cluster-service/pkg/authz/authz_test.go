@@ -150,10 +150,9 @@ func TestCredentialKindsAreDocumented(t *testing.T) {
 }
 
 // TestMaintenanceCallsOnlyWhatItUses: the maintenance service (backend/cmd/maintenance) may
-// call exactly what its task types (control-plane and node-pool z-stream upgrades, break-glass
-// signer rotation) and its campaigns call (maintenance.ClusterService), and the health checks;
-// nothing else, so a compromised actuator cannot create, delete or read credentials (it may
-// revoke them, which rotates a signer and hands nothing out).
+// call exactly what its task types (control-plane and node-pool z-stream upgrades) and its campaigns call (maintenance.ClusterService),
+// and the health checks; nothing else, so a compromised actuator cannot create, delete or read
+// credentials.
 func TestMaintenanceCallsOnlyWhatItUses(t *testing.T) {
 	want := map[string]bool{
 		csv1.Clusters_GetCluster_FullMethodName:                 true,
@@ -164,7 +163,7 @@ func TestMaintenanceCallsOnlyWhatItUses(t *testing.T) {
 		csv1.NodePools_GetNodePool_FullMethodName:               true,
 		csv1.NodePools_UpdateNodePool_FullMethodName:            true,
 		csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: true,
-		csv1.Credentials_RevokeCredentials_FullMethodName:       true,
+		csv1.Credentials_RevokeCredentials_FullMethodName:       true, // the break-glass signer rotation: revoking hands nothing out
 		csv1.Credentials_GetRevocation_FullMethodName:           true,
 		"/grpc.health.v1.Health/Check":                          true,
 		"/grpc.health.v1.Health/Watch":                          true,
