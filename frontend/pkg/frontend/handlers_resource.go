@@ -460,7 +460,8 @@ func (s *Server) pendingCreate(ctx context.Context, part string, rd *armdoc.Reso
 // (docs/reliability.md, the first full chaos run).
 func (s *Server) joinUpdate(w http.ResponseWriter, r *http.Request, id *arm.ResourceID, op *armdoc.OperationDocument, opDoc *docstore.Document,
 	call func(opID string) (updateStarted, error), respond func() error) error {
-	if op.InternalRevision == 0 {
+	resent := op.InternalRevision == 0
+	if resent {
 		started, err := call(op.ID)
 		if err != nil {
 			return err
@@ -471,6 +472,7 @@ func (s *Server) joinUpdate(w http.ResponseWriter, r *http.Request, id *arm.Reso
 			}
 		}
 	}
+	info(r).log.Info("update repeated; joined its operation", "resourceID", op.ExternalID, "operationID", op.ID, "sentToClusterService", resent)
 	s.setAsyncHeaders(w, r, id.SubscriptionID, op.ID, false)
 	return respond()
 }
