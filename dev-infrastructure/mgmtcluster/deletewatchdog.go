@@ -46,6 +46,15 @@ import (
 // part (docs/performance.md, P4). A bundle whose delete the agent lost gets no further status
 // from the agent's deletion; if its status still changes for other reasons, its kick waits until
 // the consumer is quiet.
+//
+// A consumer under a steady stream of deletes is never quiet, so the quiet rule alone would
+// spare a lost delete for as long as the stream lasts (the first full chaos run, 2026-11-26: a
+// delete lost at 12:32:57 on mgmt-1 was never kicked while other deletes kept finishing, and ended
+// only when a chaos kill restarted that agent ten minutes later). A bundle is therefore also kicked
+// when it is overtaken: a delete of the same consumer requested StuckAfter or more after it has
+// finished while it has not. The agent is then working, and working past it; a mass delete that is
+// merely slow finishes in about the order it was requested and overtakes nothing by that much. Such
+// a kick, too, comes no sooner than ReconnectWait + StuckAfter after the consumer's last kick.
 type StuckDeleteWatchdog struct {
 	o   StuckDeleteWatchdogOptions
 	log *slog.Logger
@@ -58,8 +67,19 @@ type StuckDeleteWatchdog struct {
 	// as listed), and busyAt the last time one of them finished deleting or changed its status,
 	// or, after a kick of the consumer's agent, the kick's time plus ReconnectWait (so in the
 	// future until then). The consumer's quiet time counts from busyAt.
-	deleting map[string]map[string]string
+	deleting map[string]map[string]deletingBundle
 	busyAt   map[string]time.Time
+	// finishedUpTo is, per consumer, the latest deletion time of a bundle seen to finish
+	// deleting; a bundle deleted StuckAfter before it is overtaken. kickedAt is the consumer's
+	// last kick.
+	finishedUpTo map[string]time.Time
+	kickedAt     map[string]time.Time
+}
+
+// deletingBundle is what a scan remembers of a bundle being deleted.
+type deletingBundle struct {
+	status    string
+	deletedAt time.Time
 }
 
 // StuckDeleteWatchdogOptions configures the watchdog.
@@ -125,7 +145,8 @@ func newStuckDeleteWatchdog(o StuckDeleteWatchdogOptions) *StuckDeleteWatchdog {
 	}
 	return &StuckDeleteWatchdog{o: o, log: o.Logger.With("component", "stuck-delete-watchdog"),
 		next: map[string]time.Time{}, pause: map[string]time.Duration{},
-		deleting: map[string]map[string]string{}, busyAt: map[string]time.Time{}}
+		deleting: map[string]map[string]deletingBundle{}, busyAt: map[string]time.Time{},
+		finishedUpTo: map[string]time.Time{}, kickedAt: map[string]time.Time{}}
 }
 
 // Kicks is how many agent reconnects the watchdog has caused; a nil watchdog (a region that
@@ -162,21 +183,24 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 	stuck := map[string][]MaestroBundle{} // consumer → its stuck bundles due for a kick
 	seen := map[string]bool{}
 	w.mu.Lock()
-	deleting := map[string]map[string]string{}
+	deleting := map[string]map[string]deletingBundle{}
 	for _, b := range bundles {
 		if b.DeletedAt != nil {
 			if deleting[b.ConsumerName] == nil {
-				deleting[b.ConsumerName] = map[string]string{}
+				deleting[b.ConsumerName] = map[string]deletingBundle{}
 			}
-			deleting[b.ConsumerName][b.ID] = string(b.Status)
+			deleting[b.ConsumerName][b.ID] = deletingBundle{status: string(b.Status), deletedAt: *b.DeletedAt}
 		}
 	}
 	for consumer, before := range w.deleting {
-		for id, status := range before {
+		for id, was := range before {
 			// Finished, or a newer status, since the last scan: the agent is working.
-			if listed, ok := deleting[consumer][id]; !ok || listed != status {
+			listed, ok := deleting[consumer][id]
+			if !ok || listed.status != was.status {
 				w.markBusy(consumer, now)
-				break
+			}
+			if !ok && was.deletedAt.After(w.finishedUpTo[consumer]) {
+				w.finishedUpTo[consumer] = was.deletedAt
 			}
 		}
 	}
@@ -186,7 +210,10 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 			continue
 		}
 		seen[b.ID] = true
-		if now.Before(w.next[b.ID]) || now.Sub(w.busyAt[b.ConsumerName]) < w.o.StuckAfter {
+		quiet := now.Sub(w.busyAt[b.ConsumerName]) >= w.o.StuckAfter
+		overtaken := w.finishedUpTo[b.ConsumerName].Sub(*b.DeletedAt) >= w.o.StuckAfter &&
+			now.Sub(w.kickedAt[b.ConsumerName]) >= w.o.ReconnectWait+w.o.StuckAfter
+		if now.Before(w.next[b.ID]) || !(quiet || overtaken) {
 			continue
 		}
 		if _, ok := w.o.AgentClientIDs[b.ConsumerName]; ok {
@@ -212,6 +239,7 @@ func (w *StuckDeleteWatchdog) Scan(ctx context.Context, now time.Time) error {
 		}
 		w.mu.Lock()
 		w.kicks++
+		w.kickedAt[consumer] = now
 		w.markBusy(consumer, now.Add(w.o.ReconnectWait))
 		for _, b := range bs {
 			p := w.pause[b.ID]

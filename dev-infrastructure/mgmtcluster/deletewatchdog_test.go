@@ -211,6 +211,46 @@ func TestStuckDeleteWatchdogSparesAnAgentThatIsDeleting(t *testing.T) {
 	})
 }
 
+// TestStuckDeleteWatchdogKicksALostDeleteOvertakenByLaterOnes: under a steady stream of
+// deletes (the chaos run's 16 units at a time) the consumer is never quiet for StuckAfter, yet a
+// delete requested StuckAfter after the lost one has finished while the lost one has not: the
+// agent is working and has lost that one, so it is kicked without waiting for a quiet consumer,
+// but still no sooner than ReconnectWait + StuckAfter after the consumer's last kick.
+func TestStuckDeleteWatchdogKicksALostDeleteOvertakenByLaterOnes(t *testing.T) {
+	mq := startTestBroker(t)
+	now := time.Now()
+	rest := &fakeMaestroREST{}
+	add := func(id string, deletedAt time.Duration) func() {
+		return func() {
+			rest.mu.Lock()
+			defer rest.mu.Unlock()
+			rest.bundles = append(rest.bundles, map[string]any{"id": id, "consumer_name": "mgmt-1", "deleted_at": now.Add(deletedAt)})
+		}
+	}
+	remove := func(id string) {
+		rest.mu.Lock()
+		defer rest.mu.Unlock()
+		rest.bundles = slices.DeleteFunc(rest.bundles, func(b map[string]any) bool { return b["id"] == id })
+	}
+	// Each step finishes the delete the step before it requested and requests the next one.
+	finishAndAdd := func(done, id string, deletedAt time.Duration) func() {
+		return func() { remove(done); add(id, deletedAt)() }
+	}
+	add("lost", -10*time.Second)()
+	add("d0", -10*time.Second)()
+	w := testWatchdog(t, rest, mq.Addr)
+	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
+		{name: "none_stuck_yet", at: 0},
+		// d0 was requested with the lost one: its finishing says nothing about the lost one.
+		{name: "a_delete_of_the_same_time_finishes", at: 40 * time.Second, before: finishAndAdd("d0", "d1", 38*time.Second)},
+		// d1 was requested 48 s after the lost one and is done: the lost one is overtaken.
+		{name: "a_later_delete_finishes_kicks", at: 80 * time.Second, before: finishAndAdd("d1", "d2", 78*time.Second), wantKicked: []string{"mgmt-1"}},
+		{name: "no_second_kick_while_the_agent_may_be_reconnecting", at: 120 * time.Second, before: finishAndAdd("d2", "d3", 118*time.Second)},
+		{name: "no_second_kick_within_stuck_after_of_its_reconnect", at: 150 * time.Second, before: finishAndAdd("d3", "d4", 148*time.Second)},
+		{name: "kicked_again_when_still_overtaken", at: 160 * time.Second, before: finishAndAdd("d4", "d5", 158*time.Second), wantKicked: []string{"mgmt-1"}},
+	})
+}
+
 // TestStuckDeleteWatchdogSparesAnAgentWhoseStatusArrives: a deleting bundle whose status changes
 // between scans (the server is still handling its agent's status events, which under a mass
 // delete reach it long after the agent sent them) spares its consumer, though nothing finishes;

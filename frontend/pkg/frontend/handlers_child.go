@@ -468,7 +468,23 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 	rd *armdoc.ResourceDocument, doc *docstore.Document, patch bool) error {
 	ctx := r.Context()
 	id := *k.meta(next).ID
-	op, err := s.pendingCreate(ctx, doc.PartitionKey, rd, id, !patch && k.same(stored, next))
+	same := !patch && k.same(stored, next)
+	if same {
+		running, opDoc, err := s.activeOperation(ctx, doc.PartitionKey, rd)
+		if err != nil {
+			return err
+		}
+		if running != nil && running.Request == armdoc.OperationUpdate {
+			call := func(string) (updateStarted, error) {
+				revision, err := k.callUpdate(s, r, rd.InternalID, id, k.updateOf(stored, stored, false))
+				return updateStarted{revision: revision}, err
+			}
+			return s.joinUpdate(w, r, id, running, opDoc, call, func() error {
+				return k.respond(w, r, http.StatusOK, stored, doc.ETag)
+			})
+		}
+	}
+	op, err := s.pendingCreate(ctx, doc.PartitionKey, rd, id, same)
 	if err != nil {
 		return err
 	}

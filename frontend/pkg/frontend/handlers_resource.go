@@ -449,6 +449,34 @@ func (s *Server) pendingCreate(ctx context.Context, part string, rd *armdoc.Reso
 		"Cannot write resource '%s' while operation '%s' (%s) is in progress.", id, op.ID, op.Request)
 }
 
+// joinUpdate answers a PUT that repeats the running update op (the resource document already
+// holds what the PUT asks for) with op, as a create's retry is answered with its create: 200
+// and op's Azure-AsyncOperation, never a 409 for an operation the caller was never shown. That
+// retry is what ARM and the Azure SDK send after a 503, and startUpdate answers 503 when Cluster
+// Service's answer was lost (the call failed without a definitive answer) while it keeps op,
+// since the change may have been taken. So while op has no revision recorded, Cluster Service
+// is asked again through call (an update is idempotent there) and the revision it answers is
+// recorded; without this the retry was refused until the backend failed op UpdateNotRecorded
+// (docs/reliability.md, the first full chaos run).
+func (s *Server) joinUpdate(w http.ResponseWriter, r *http.Request, id *arm.ResourceID, op *armdoc.OperationDocument, opDoc *docstore.Document,
+	call func(opID string) (updateStarted, error), respond func() error) error {
+	resent := op.InternalRevision == 0
+	if resent {
+		started, err := call(op.ID)
+		if err != nil {
+			return err
+		}
+		if started.revision > 0 {
+			if err := s.recordUpdateRevision(r, opDoc, op, started.revision); err != nil {
+				return err
+			}
+		}
+	}
+	info(r).log.Info("update repeated; joined its operation", "resourceID", op.ExternalID, "operationID", op.ID, "sentToClusterService", resent)
+	s.setAsyncHeaders(w, r, id.SubscriptionID, op.ID, false)
+	return respond()
+}
+
 // updateStarted is what a kind's Cluster Service call reports of an update it accepted.
 type updateStarted struct {
 	// revision, when above 0, is the spec_revision the change took effect at: the backend ends
