@@ -74,7 +74,14 @@ type Observation struct {
 	// FeedbackAge is how long the feedback path of its shard has not been seen working; 0 when
 	// it works now (or the object is on no shard yet).
 	FeedbackAge time.Duration
+	// HostedAPIServerErr is why the cluster's hosted kube-apiserver (status.api_url) did not
+	// answer this pass's probe; empty when it answered or was not probed.
+	HostedAPIServerErr string
 }
+
+// ReasonHostedAPIServerUnreachable starts the reason of a ready cluster judged unhealthy because
+// its hosted kube-apiserver did not answer.
+const ReasonHostedAPIServerUnreachable = "hosted-apiserver-unreachable"
 
 // Phase is a Cluster Service state reduced to what the verdict needs.
 type Phase int
@@ -118,8 +125,8 @@ func NodePoolPhase(s csv1.NodePoolState) Phase {
 }
 
 // Decide is the one rule that turns an observation into a verdict. Stale feedback comes first:
-// a status nobody can refresh is not evidence of health. Then failure, then the conditions of a
-// ready object, then the age of a change in flight.
+// a status nobody can refresh is not evidence of health. Then failure, then, for a ready object,
+// its hosted kube-apiserver's answer and its conditions, then the age of a change in flight.
 func Decide(o Observation, now time.Time, l Limits) Verdict {
 	l = l.WithDefaults()
 	if o.FeedbackAge > l.StaleAfter {
@@ -129,6 +136,10 @@ func Decide(o Observation, now time.Time, l Limits) Verdict {
 	case PhaseError:
 		return Verdict{Unhealthy, "Cluster Service reports ERROR"}
 	case PhaseReady:
+		// What the customer reaches decides before what HyperShift last reported.
+		if o.HostedAPIServerErr != "" {
+			return Verdict{Unhealthy, ReasonHostedAPIServerUnreachable + ": " + o.HostedAPIServerErr}
+		}
 		for _, c := range o.Conditions {
 			if c.GetType() == "Available" && c.GetStatus() == "False" {
 				return Verdict{Unhealthy, "Available=False: " + c.GetReason()}
