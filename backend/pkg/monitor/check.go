@@ -86,8 +86,8 @@ type CheckerConfig struct {
 	// Probes are the active probes of the shards that have one, by shard name. A shard without
 	// one is judged on Cluster Service's observations alone.
 	Probes map[string]Probe
-	// HostedProbe, when set, checks each owned ready cluster's hosted kube-apiserver
-	// (status.api_url) every pass.
+	// HostedProbe, when set, checks the hosted kube-apiserver (status.api_url) of each owned
+	// cluster where one should answer (hostedAPIServerExpected) every pass.
 	HostedProbe HostedProbe
 	Owner       Owner
 	Limits      Limits
@@ -195,7 +195,7 @@ func (c *Checker) Pass(ctx context.Context) error {
 		age := feedbackAge[shard]
 		phase := ClusterPhase(cl.GetStatus().GetState())
 		var hostedErr string
-		if phase == PhaseReady && c.cfg.HostedProbe != nil && hostedAPIServerServed(cl.GetStatus()) {
+		if c.cfg.HostedProbe != nil && hostedAPIServerExpected(cl.GetStatus()) {
 			hostedErr = c.probeHosted(ctx, cl)
 			result := "up"
 			if hostedErr != "" {

@@ -43,7 +43,7 @@ func newFleet(t *testing.T) *fleet {
 	cs := servertest.Start(t, pg)
 	db, conn := cs.Store, cs.Conn
 	f := &fleet{t: t, db: db, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), sh: csv1.NewProvisionShardsClient(conn), sub: uuid.NewString(), shard: "mgmt-1", pg: pg}
-	if _, err := f.sh.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: f.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 4}}); err != nil {
+	if _, err := f.sh.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: f.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 8}}); err != nil {
 		t.Fatalf("register shard: %v", err)
 	}
 	return f
@@ -188,8 +188,8 @@ func TestChecker(t *testing.T) {
 		if v := gauge(t, reg, "monitor_shard_clusters", "shard="+f.shard); v != 3 {
 			t.Errorf("monitor_shard_clusters = %v, want 3", v)
 		}
-		if v := gauge(t, reg, "monitor_shard_max_clusters", "shard="+f.shard); v != 4 {
-			t.Errorf("monitor_shard_max_clusters = %v, want 4", v)
+		if v := gauge(t, reg, "monitor_shard_max_clusters", "shard="+f.shard); v != 8 {
+			t.Errorf("monitor_shard_max_clusters = %v, want 8", v)
 		}
 		if v := gauge(t, reg, "monitor_shard_feedback_age_seconds", "shard="+f.shard); v != 0 {
 			t.Errorf("monitor_shard_feedback_age_seconds = %v while /readyz answers, want 0", v)
@@ -314,9 +314,10 @@ func TestChecker(t *testing.T) {
 	})
 }
 
-// TestCheckerHostedAPIServer: a ready cluster whose hosted kube-apiserver (status.api_url) does
-// not answer is unhealthy, whatever its conditions say; one whose endpoint HyperShift reports
-// as not served is not probed, nor is a cluster still installing.
+// TestCheckerHostedAPIServer: an installed cluster whose hosted kube-apiserver (status.api_url)
+// does not answer is unhealthy, whatever its conditions say, also once Cluster Service reports
+// it INSTALLING again; one whose endpoint HyperShift reports as not served is not probed, nor
+// is a cluster in its first install.
 func TestCheckerHostedAPIServer(t *testing.T) {
 	f := newFleet(t)
 	ctx := context.Background()
@@ -342,6 +343,11 @@ func TestCheckerHostedAPIServer(t *testing.T) {
 	f.feedback(capped, ready(deadURL, &csv1.Condition{Type: "HostedAPIServer", Status: "False", Reason: "CapReached"}))
 	installing := f.createCluster("installing")
 	f.feedback(installing, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, ApiUrl: deadURL})
+	// Installed once (a Completed version), then its control plane stopped: HyperShift's
+	// Available went False, so Cluster Service says INSTALLING again.
+	lost := f.createCluster("lost")
+	f.feedback(lost, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, ApiUrl: deadURL, CurrentVersion: "4.19.17",
+		Conditions: []*csv1.Condition{{Type: "Available", Status: "False", Reason: "KubeAPIServerNotReady"}}})
 
 	reg := prometheus.NewRegistry()
 	c := NewChecker(CheckerConfig{Clusters: f.cs, NodePools: f.np, Shards: f.sh, Owner: ownAll{},
@@ -349,7 +355,7 @@ func TestCheckerHostedAPIServer(t *testing.T) {
 	if err := c.Pass(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range map[string]Health{served: Healthy, down: Unhealthy, capped: Healthy, installing: Progressing} {
+	for id, want := range map[string]Health{served: Healthy, down: Unhealthy, capped: Healthy, installing: Progressing, lost: Unhealthy} {
 		if r, _ := c.Report(id); r.Verdict.Health != want {
 			t.Errorf("cluster %s: %+v, want %s", id, r.Verdict, want)
 		}
@@ -357,13 +363,13 @@ func TestCheckerHostedAPIServer(t *testing.T) {
 	if r, _ := c.Report(down); !strings.HasPrefix(r.Verdict.Reason, ReasonHostedAPIServerUnreachable) {
 		t.Errorf("reason %q, want %s…", r.Verdict.Reason, ReasonHostedAPIServerUnreachable)
 	}
-	for result, want := range map[string]float64{"up": 1, "down": 1} {
+	for result, want := range map[string]float64{"up": 1, "down": 2} {
 		if v := gauge(t, reg, "monitor_hosted_apiservers", "shard="+f.shard, "result="+result); v != want {
 			t.Errorf("monitor_hosted_apiservers{result=%s} = %v, want %v", result, v, want)
 		}
 	}
-	if v := gauge(t, reg, "monitor_checks_failed_total", "check=hosted_apiserver"); v != 1 {
-		t.Errorf("monitor_checks_failed_total{check=hosted_apiserver} = %v, want 1", v)
+	if v := gauge(t, reg, "monitor_checks_failed_total", "check=hosted_apiserver"); v != 2 {
+		t.Errorf("monitor_checks_failed_total{check=hosted_apiserver} = %v, want 2", v)
 	}
 }
 

@@ -75,7 +75,8 @@ type Observation struct {
 	// it works now (or the object is on no shard yet).
 	FeedbackAge time.Duration
 	// HostedAPIServerErr is why the cluster's hosted kube-apiserver (status.api_url) did not
-	// answer this pass's probe; empty when it answered or was not probed.
+	// answer this pass's probe; empty when it answered or was not probed (the Checker probes
+	// only where one should answer: hostedAPIServerExpected).
 	HostedAPIServerErr string
 }
 
@@ -132,14 +133,15 @@ func Decide(o Observation, now time.Time, l Limits) Verdict {
 	if o.FeedbackAge > l.StaleAfter {
 		return Verdict{Stale, "no feedback from its management cluster for " + o.FeedbackAge.Round(time.Second).String()}
 	}
+	// What the customer reaches decides before what HyperShift last reported: an installed
+	// cluster that lost its API server is unhealthy, not an install in progress.
+	if o.HostedAPIServerErr != "" && (o.Phase == PhaseReady || o.Phase == PhaseChanging) {
+		return Verdict{Unhealthy, ReasonHostedAPIServerUnreachable + ": " + o.HostedAPIServerErr}
+	}
 	switch o.Phase {
 	case PhaseError:
 		return Verdict{Unhealthy, "Cluster Service reports ERROR"}
 	case PhaseReady:
-		// What the customer reaches decides before what HyperShift last reported.
-		if o.HostedAPIServerErr != "" {
-			return Verdict{Unhealthy, ReasonHostedAPIServerUnreachable + ": " + o.HostedAPIServerErr}
-		}
 		for _, c := range o.Conditions {
 			if c.GetType() == "Available" && c.GetStatus() == "False" {
 				return Verdict{Unhealthy, "Available=False: " + c.GetReason()}

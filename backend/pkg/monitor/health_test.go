@@ -30,7 +30,8 @@ func TestDecide(t *testing.T) {
 		{"unknown_state_is_unhealthy", Observation{Phase: PhaseUnknown}, Unhealthy},
 		{"ready_but_its_hosted_apiserver_unreachable_is_unhealthy", Observation{Phase: PhaseReady, Conditions: []*csv1.Condition{cond("Available", "True", "")}, HostedAPIServerErr: "connection refused"}, Unhealthy},
 		{"stale_feedback_wins_over_an_unreachable_hosted_apiserver", Observation{Phase: PhaseReady, FeedbackAge: 4 * time.Minute, HostedAPIServerErr: "connection refused"}, Stale},
-		{"an_installing_cluster_is_not_judged_on_its_hosted_apiserver", Observation{Phase: PhaseChanging, Since: now, HostedAPIServerErr: "connection refused"}, Progressing},
+		{"a_change_whose_hosted_apiserver_unreachable_is_unhealthy", Observation{Phase: PhaseChanging, Since: now, HostedAPIServerErr: "connection refused"}, Unhealthy},
+		{"an_error_stays_unhealthy_with_its_own_reason", Observation{Phase: PhaseError}, Unhealthy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Decide(tc.o, now, Limits{})

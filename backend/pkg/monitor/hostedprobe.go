@@ -53,11 +53,21 @@ func NewHostedAPIServerProbe() HostedProbe {
 	}
 }
 
-// hostedAPIServerServed says whether a cluster's api_url is where a kube-apiserver should
-// answer: set, and no HyperShift condition says the endpoint is not served (hypershift-sim's
-// HostedAPIServer=False CapReached for a cluster past its cap, whose status is simulated).
-func hostedAPIServerServed(st *csv1.ClusterStatus) bool {
-	if st.GetApiUrl() == "" {
+// hostedAPIServerExpected says whether a kube-apiserver should answer at a cluster's api_url
+// now: the address is set, no HyperShift condition says the endpoint is not served
+// (hypershift-sim's HostedAPIServer=False CapReached, for a cluster past its cap whose status is
+// simulated), and the cluster has completed an install (current_version, from a Completed
+// version history entry) and is READY, UPDATING, or INSTALLING again. An installed cluster
+// whose control plane stops is reported INSTALLING by Cluster Service (Available is no longer
+// True), and that is exactly when the probe matters; a first install, an uninstall or an ERROR
+// is not probed.
+func hostedAPIServerExpected(st *csv1.ClusterStatus) bool {
+	if st.GetApiUrl() == "" || st.GetCurrentVersion() == "" && st.GetState() != csv1.ClusterState_CLUSTER_STATE_READY {
+		return false
+	}
+	switch st.GetState() {
+	case csv1.ClusterState_CLUSTER_STATE_READY, csv1.ClusterState_CLUSTER_STATE_UPDATING, csv1.ClusterState_CLUSTER_STATE_INSTALLING:
+	default:
 		return false
 	}
 	for _, c := range st.GetConditions() {
