@@ -80,8 +80,8 @@ type Observation struct {
 	HostedAPIServerErr string
 }
 
-// ReasonHostedAPIServerUnreachable starts the reason of a ready cluster judged unhealthy because
-// its hosted kube-apiserver did not answer.
+// ReasonHostedAPIServerUnreachable starts the reason of a cluster judged unhealthy because its
+// hosted kube-apiserver did not answer.
 const ReasonHostedAPIServerUnreachable = "hosted-apiserver-unreachable"
 
 // Phase is a Cluster Service state reduced to what the verdict needs.
@@ -126,8 +126,9 @@ func NodePoolPhase(s csv1.NodePoolState) Phase {
 }
 
 // Decide is the one rule that turns an observation into a verdict. Stale feedback comes first:
-// a status nobody can refresh is not evidence of health. Then failure, then, for a ready object,
-// its hosted kube-apiserver's answer and its conditions, then the age of a change in flight.
+// a status nobody can refresh is not evidence of health. Then a hosted kube-apiserver that did
+// not answer (of a ready or changing object), then failure, then the conditions of a ready
+// object, then the age of a change in flight.
 func Decide(o Observation, now time.Time, l Limits) Verdict {
 	l = l.WithDefaults()
 	if o.FeedbackAge > l.StaleAfter {
