@@ -99,8 +99,9 @@ func (c *Checker) writeReport(ctx context.Context, r ClusterReport) error {
 // sweep deletes the health documents of clusters Cluster Service no longer lists (listed is a
 // complete list, read before the documents), in the buckets this replica owns, at most every
 // sweepEvery. A document exists only for a cluster a replica saw listed before, so one missing
-// from a later complete list belongs to a deleted cluster. Each delete is conditional on the
-// ETag read, so a document rewritten meanwhile stays until the next sweep.
+// from a later complete list, and not written since rewriteAfter, belongs to a deleted cluster.
+// Each delete is conditional on the ETag read, so a document rewritten meanwhile stays until
+// the next sweep.
 func (c *Checker) sweep(ctx context.Context, listed []*csv1.Cluster, now time.Time) error {
 	if c.cfg.Reports == nil || now.Sub(c.swept) < sweepEvery {
 		return nil
@@ -118,6 +119,13 @@ func (c *Checker) sweep(ctx context.Context, listed []*csv1.Cluster, now time.Ti
 		}
 		for _, d := range page.Documents {
 			if exists[d.ID] || !c.cfg.Owner.Owns(d.ID) {
+				continue
+			}
+			var h healthdoc.Cluster
+			if err := json.Unmarshal(d.Body, &h); err == nil && now.Sub(h.CheckedAt) < rewriteAfter {
+				// Written lately: perhaps by the bucket's previous holder, from a list newer
+				// than ours that has the cluster. A deleted cluster's document is written no
+				// more, so it is old at a later sweep.
 				continue
 			}
 			if err := c.cfg.Reports.Delete(ctx, healthdoc.Partition, d.ID, d.ETag); err != nil && !errors.Is(err, docstore.ErrNotFound) {
