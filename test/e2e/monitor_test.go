@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,4 +179,138 @@ func TestMonitorStaleFeedbackAlertFiresAndResolves(t *testing.T) {
 	})
 	eventually(t, 2*time.Minute, "the cluster judged healthy again", healthy)
 	t.Logf("and resolved %s after it came back", time.Since(back).Round(time.Second))
+}
+
+// TestMonitorHostedAPIServerAlertFiresAndResolves: a new cluster's hosted kube-apiserver (the
+// real process hypershift-sim runs at its api.url) answers the Monitor's probe; when that
+// process hangs (SIGSTOP: it holds its port, accepts connections and answers nothing, as a
+// wedged control plane does), the Monitor judges the cluster unhealthy with reason
+// hosted-apiserver-unreachable and MonitorHostedAPIServersUnreachable fires for its shard only;
+// when it runs again (SIGCONT), the alert resolves and the cluster is healthy again.
+func TestMonitorHostedAPIServerAlertFiresAndResolves(t *testing.T) {
+	const alert = "MonitorHostedAPIServersUnreachable"
+	prom := region.Info.Prometheus
+	if prom == nil {
+		t.Fatal("region.json names no Prometheus")
+	}
+	c, err := prom.HTTPClient(15 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, rg := uuid.NewString(), "rg-monitor-hosted"
+	registerSubscription(t, sub)
+	path := clusterPath(sub, rg, "hosted")
+	cl, mc := createCluster(t, path, clusterBody(sub, rg))
+	shard := mc.ProvisionShard
+	u, err := url.Parse(apiURL(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip := net.ParseIP(u.Hostname()); ip == nil || !ip.IsLoopback() {
+		// A cluster past hypershift-sim's --hosted-apiservers cap has a made-up endpoint
+		// and no process; the Monitor does not probe it (CapReached).
+		t.Skipf("api.url %s is not served by a hosted kube-apiserver here (the sim's cap is reached)", u)
+	}
+	pid, err := strconv.Atoi(hostedAPIServerPID(u.Port()))
+	if err != nil {
+		t.Fatalf("no kube-apiserver process serves %s: %v", u, err)
+	}
+	a := adminInfo(t)
+	verdict := func() (*adminapi.MonitorHealth, error) {
+		var d adminapi.ClusterDescription
+		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters/"+cl.GetId(), "", uuid.NewString(), &d); code != 200 {
+			return nil, fmt.Errorf("describe: %d %+v", code, ae)
+		}
+		if d.Monitor == nil {
+			return nil, fmt.Errorf("no Monitor verdict in describe")
+		}
+		return d.Monitor, nil
+	}
+	judged := func(want string) func() error {
+		return func() error {
+			labels, _, err := promQuery(c, `monitor_cluster_info{cluster_id="`+cl.GetId()+`"}`)
+			if err != nil {
+				return err
+			}
+			if len(labels) != 1 || labels[0]["health"] != want || labels[0]["shard"] != shard {
+				return fmt.Errorf("monitor_cluster_info for %s: %v, want %s", cl.GetId(), labels, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, 2*time.Minute, "the new cluster judged healthy, its hosted apiserver probed", func() error {
+		if err := judged("healthy")(); err != nil {
+			return err
+		}
+		_, up, err := promQuery(c, `sum(monitor_hosted_apiservers{shard="`+shard+`",result="up"}) > 0`)
+		if err != nil || len(up) != 1 {
+			return fmt.Errorf("hosted apiservers up on %s: %v %v", shard, up, err)
+		}
+		return nil
+	})
+	if alerts, err := alertsNamed(c, alert); err != nil || len(alerts) != 0 {
+		t.Fatalf("%s before any outage: %v (%v)", alert, alerts, err)
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop the hosted kube-apiserver %d: %v", pid, err)
+	}
+	resumed := false
+	resume := func() {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Errorf("resume the hosted kube-apiserver %d: %v", pid, err)
+		}
+		resumed = true
+	}
+	t.Cleanup(func() {
+		if !resumed {
+			resume()
+		}
+	})
+	stopped := time.Now()
+	// A probe times out (5 s) every pass, then the rule's for: 2m, then scrape and evaluation.
+	eventually(t, 6*time.Minute, alert+" firing for "+shard, func() error {
+		alerts, err := alertsNamed(c, alert)
+		if err != nil {
+			return err
+		}
+		if alerts[shard] != "firing" {
+			return fmt.Errorf("alerts by shard: %v", alerts)
+		}
+		for s, state := range alerts {
+			if s != shard {
+				return fmt.Errorf("the alert is %s for %s too, whose hosted apiservers run", state, s)
+			}
+		}
+		return nil
+	})
+	t.Logf("%s fired for %s %s after the hosted kube-apiserver hung", alert, shard, time.Since(stopped).Round(time.Second))
+	if err := judged("unhealthy")(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "describe says why", func() error {
+		v, err := verdict()
+		if err != nil {
+			return err
+		}
+		if v.Health != "unhealthy" || !strings.HasPrefix(v.Reason, "hosted-apiserver-unreachable") {
+			return fmt.Errorf("describe during the outage: %+v, want unhealthy hosted-apiserver-unreachable", v)
+		}
+		return nil
+	})
+
+	resume()
+	back := time.Now()
+	eventually(t, 3*time.Minute, alert+" resolved for "+shard, func() error {
+		alerts, err := alertsNamed(c, alert)
+		if err != nil {
+			return err
+		}
+		if len(alerts) != 0 {
+			return fmt.Errorf("alerts by shard: %v", alerts)
+		}
+		return nil
+	})
+	eventually(t, 2*time.Minute, "the cluster judged healthy again", judged("healthy"))
+	t.Logf("and resolved %s after it ran again", time.Since(back).Round(time.Second))
 }

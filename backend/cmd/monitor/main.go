@@ -35,6 +35,7 @@ type flags struct {
 	limits         monitor.Limits
 	interval       time.Duration
 	probes         probeFlags
+	probeHosted    bool
 }
 
 // probeFlags is --shard-probe, repeated: shard=url,ca,cert,key.
@@ -77,6 +78,7 @@ func parseFlags(args []string, getenv func(string) string) (flags, error) {
 	dur(&f.limits.StaleAfter, "stale-after", "MONITOR_STALE_AFTER", 3*time.Minute, "a shard whose feedback path has not worked for this long makes its clusters stale")
 	dur(&f.limits.PendingSLO, "pending-slo", "MONITOR_PENDING_SLO", 10*time.Minute, "a pending cluster or node pool is stuck after this long")
 	dur(&f.limits.ChangeSLO, "change-slo", "MONITOR_CHANGE_SLO", time.Hour, "an install, update or uninstall without an observed status change for this long is stuck")
+	fs.Bool(&f.probeHosted, "probe-hosted-apiservers", "MONITOR_PROBE_HOSTED_APISERVERS", true, "probe each ready cluster's hosted kube-apiserver (status.api_url /readyz, no credential) every pass; a failure makes it unhealthy")
 	fs.Var(&f.probes, "shard-probe", "shard=url,ca-file,cert-file,key-file: GET url (the shard's kube-apiserver /readyz) with that TLS; repeat per shard")
 	if err := fs.Parse(args); err != nil {
 		return flags{}, err
@@ -150,17 +152,21 @@ func run(ctx context.Context, f flags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var hosted monitor.HostedProbe
+	if f.probeHosted {
+		hosted = monitor.NewHostedAPIServerProbe()
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := monitor.NewMetrics(reg, func() int { return len(sharer.Held()) }, f.share.Buckets)
 	checker := monitor.NewChecker(monitor.CheckerConfig{
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
-		Probes: pr, Owner: sharer, Limits: f.limits, Metrics: metrics, Log: log, Reports: st, Replica: f.share.Holder,
+		Probes: pr, HostedProbe: hosted, Owner: sharer, Limits: f.limits, Metrics: metrics, Log: log, Reports: st, Replica: f.share.Holder,
 	})
 
 	metricsSrv.Serve(reg, log)
 	log.Info("monitor started", "clusterService", f.clusterService, "metrics", f.metricsListen, "interval", f.interval,
-		"buckets", f.share.Buckets, "leaseDuration", f.share.LeaseDuration, "probedShards", len(pr))
+		"buckets", f.share.Buckets, "leaseDuration", f.share.LeaseDuration, "probedShards", len(pr), "probeHostedAPIServers", f.probeHosted)
 	monitor.Run(ctx, sharer, checker, f.interval, log)
 	return nil
 }

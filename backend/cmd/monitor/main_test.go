@@ -26,10 +26,12 @@ func TestParseFlags(t *testing.T) {
 		env          map[string]string
 		wantErr      string
 		wantInterval time.Duration
+		wantHosted   bool
 	}{
-		{name: "defaults_with_a_store_are_valid", args: []string{"--db-dsn", dsn}, wantInterval: 30 * time.Second},
-		{name: "store_and_interval_from_the_environment", env: map[string]string{"MONITOR_DB_DSN": dsn, "MONITOR_INTERVAL": "5s"}, wantInterval: 5 * time.Second},
-		{name: "flag_overrides_the_environment", args: []string{"--db-dsn", dsn, "--interval", "2s"}, env: map[string]string{"MONITOR_INTERVAL": "5s"}, wantInterval: 2 * time.Second},
+		{name: "defaults_with_a_store_are_valid", args: []string{"--db-dsn", dsn}, wantInterval: 30 * time.Second, wantHosted: true},
+		{name: "store_and_interval_from_the_environment", env: map[string]string{"MONITOR_DB_DSN": dsn, "MONITOR_INTERVAL": "5s"}, wantInterval: 5 * time.Second, wantHosted: true},
+		{name: "flag_overrides_the_environment", args: []string{"--db-dsn", dsn, "--interval", "2s"}, env: map[string]string{"MONITOR_INTERVAL": "5s"}, wantInterval: 2 * time.Second, wantHosted: true},
+		{name: "hosted_apiserver_probes_can_be_switched_off", args: []string{"--db-dsn", dsn, "--probe-hosted-apiservers=false"}, wantInterval: 30 * time.Second},
 		{name: "no_store_names_the_flag", wantErr: "--db-dsn"},
 		{name: "bad_duration_from_the_environment_names_flag_and_variable", args: []string{"--db-dsn", dsn}, env: map[string]string{"MONITOR_STALE_AFTER": "soon"}, wantErr: "--stale-after from MONITOR_STALE_AFTER"},
 		{name: "too_many_buckets", args: []string{"--db-dsn", dsn, "--buckets", "2000"}, wantErr: "--buckets"},
@@ -44,7 +46,7 @@ func TestParseFlags(t *testing.T) {
 				if err != nil {
 					t.Fatalf("parseFlags: %v", err)
 				}
-				if f.store.DSN != dsn || f.interval != tc.wantInterval || f.share.Buckets != 16 || f.share.LeaseDuration != 15*time.Second || f.clusterService != "127.0.0.1:8090" {
+				if f.store.DSN != dsn || f.interval != tc.wantInterval || f.share.Buckets != 16 || f.share.LeaseDuration != 15*time.Second || f.clusterService != "127.0.0.1:8090" || f.probeHosted != tc.wantHosted {
 					t.Errorf("flags %+v, want the DSN, interval %s and the defaults", f, tc.wantInterval)
 				}
 				return

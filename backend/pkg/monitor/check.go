@@ -15,6 +15,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/logattr"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -85,8 +86,11 @@ type CheckerConfig struct {
 	// Probes are the active probes of the shards that have one, by shard name. A shard without
 	// one is judged on Cluster Service's observations alone.
 	Probes map[string]Probe
-	Owner  Owner
-	Limits Limits
+	// HostedProbe, when set, checks the hosted kube-apiserver (status.api_url) of each owned
+	// cluster where one should answer (hostedAPIServerExpected) every pass.
+	HostedProbe HostedProbe
+	Owner       Owner
+	Limits      Limits
 	// ProbeTimeout bounds one probe (default 5s).
 	ProbeTimeout time.Duration
 	Metrics      *Metrics
@@ -129,6 +133,8 @@ type Checker struct {
 	started time.Time
 	reports map[string]ClusterReport
 	written map[string]written
+	// swept is when this replica last swept health documents of deleted clusters.
+	swept time.Time
 }
 
 // NewChecker returns a Checker.
@@ -187,8 +193,18 @@ func (c *Checker) Pass(ctx context.Context) error {
 		}
 		shard := cl.GetShard()
 		age := feedbackAge[shard]
-		v := Decide(Observation{Phase: ClusterPhase(cl.GetStatus().GetState()), Conditions: cl.GetStatus().GetConditions(),
-			Since: cl.GetUpdateTime().AsTime(), FeedbackAge: age}, now, c.cfg.Limits)
+		phase := ClusterPhase(cl.GetStatus().GetState())
+		var hostedErr string
+		if c.cfg.HostedProbe != nil && hostedAPIServerExpected(cl.GetStatus()) {
+			hostedErr = c.probeHosted(ctx, cl)
+			result := "up"
+			if hostedErr != "" {
+				result = "down"
+			}
+			snap.hosted[hostedKey{shard, result}]++
+		}
+		v := Decide(Observation{Phase: phase, Conditions: cl.GetStatus().GetConditions(),
+			Since: cl.GetUpdateTime().AsTime(), FeedbackAge: age, HostedAPIServerErr: hostedErr}, now, c.cfg.Limits)
 		rep := ClusterReport{ClusterID: cl.GetId(), Shard: shard, Verdict: v, CheckedAt: now}
 		if age > 0 {
 			rep.FeedbackAge = age.Round(time.Second).String()
@@ -211,6 +227,10 @@ func (c *Checker) Pass(ctx context.Context) error {
 			c.cfg.Metrics.checkFailed("write_health")
 			failed = append(failed, err)
 		}
+	}
+	if err := c.sweep(ctx, clusters, now); err != nil {
+		c.cfg.Metrics.checkFailed("sweep_health")
+		failed = append(failed, err)
 	}
 	sort.Slice(snap.info, func(i, j int) bool { return snap.info[i].cluster < snap.info[j].cluster })
 	c.mu.Lock()
@@ -243,6 +263,19 @@ func (c *Checker) probe(ctx context.Context, shard string, now time.Time) time.D
 		last = c.started
 	}
 	return now.Sub(last)
+}
+
+// probeHosted probes a cluster's hosted kube-apiserver and returns why it failed, or "".
+func (c *Checker) probeHosted(ctx context.Context, cl *csv1.Cluster) string {
+	pctx, cancel := context.WithTimeout(ctx, c.cfg.ProbeTimeout)
+	defer cancel()
+	err := c.cfg.HostedProbe(pctx, cl.GetStatus().GetApiUrl())
+	if err == nil {
+		return ""
+	}
+	c.cfg.Metrics.checkFailed("hosted_apiserver")
+	c.cfg.Log.Warn("hosted apiserver probe failed", logattr.ClusterID(cl.GetId()), "shard", cl.GetShard(), "error", err)
+	return err.Error()
 }
 
 func (c *Checker) listClusters(ctx context.Context) ([]*csv1.Cluster, error) {

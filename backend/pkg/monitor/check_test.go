@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,7 +43,7 @@ func newFleet(t *testing.T) *fleet {
 	cs := servertest.Start(t, pg)
 	db, conn := cs.Store, cs.Conn
 	f := &fleet{t: t, db: db, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), sh: csv1.NewProvisionShardsClient(conn), sub: uuid.NewString(), shard: "mgmt-1", pg: pg}
-	if _, err := f.sh.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: f.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 4}}); err != nil {
+	if _, err := f.sh.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: f.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 8}}); err != nil {
 		t.Fatalf("register shard: %v", err)
 	}
 	return f
@@ -187,8 +188,8 @@ func TestChecker(t *testing.T) {
 		if v := gauge(t, reg, "monitor_shard_clusters", "shard="+f.shard); v != 3 {
 			t.Errorf("monitor_shard_clusters = %v, want 3", v)
 		}
-		if v := gauge(t, reg, "monitor_shard_max_clusters", "shard="+f.shard); v != 4 {
-			t.Errorf("monitor_shard_max_clusters = %v, want 4", v)
+		if v := gauge(t, reg, "monitor_shard_max_clusters", "shard="+f.shard); v != 8 {
+			t.Errorf("monitor_shard_max_clusters = %v, want 8", v)
 		}
 		if v := gauge(t, reg, "monitor_shard_feedback_age_seconds", "shard="+f.shard); v != 0 {
 			t.Errorf("monitor_shard_feedback_age_seconds = %v while /readyz answers, want 0", v)
@@ -311,4 +312,123 @@ func TestChecker(t *testing.T) {
 			t.Fatalf("health of an unknown cluster: %v, %v; want none", none, err)
 		}
 	})
+}
+
+// TestCheckerHostedAPIServer: an installed cluster whose hosted kube-apiserver (status.api_url)
+// does not answer is unhealthy, whatever its conditions say, also once Cluster Service reports
+// it INSTALLING again; one whose endpoint HyperShift reports as not served is not probed, nor
+// is a cluster in its first install.
+func TestCheckerHostedAPIServer(t *testing.T) {
+	f := newFleet(t)
+	ctx := context.Background()
+	alive := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized) // --anonymous-auth=false
+	}))
+	t.Cleanup(alive.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadURL := "https://" + l.Addr().String()
+	_ = l.Close()
+	available := []*csv1.Condition{{Type: "Available", Status: "True"}}
+	ready := func(url string, extra ...*csv1.Condition) *csv1.ClusterStatus {
+		return &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, ApiUrl: url, Conditions: append(append([]*csv1.Condition{}, available...), extra...)}
+	}
+	served := f.createCluster("served")
+	f.feedback(served, ready(alive.URL))
+	down := f.createCluster("down")
+	f.feedback(down, ready(deadURL))
+	capped := f.createCluster("capped")
+	f.feedback(capped, ready(deadURL, &csv1.Condition{Type: "HostedAPIServer", Status: "False", Reason: "CapReached"}))
+	installing := f.createCluster("installing")
+	f.feedback(installing, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, ApiUrl: deadURL})
+	// Installed once (a Completed version), then its control plane stopped: HyperShift's
+	// Available went False, so Cluster Service says INSTALLING again.
+	lost := f.createCluster("lost")
+	f.feedback(lost, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING, ApiUrl: deadURL, CurrentVersion: "4.19.17",
+		Conditions: []*csv1.Condition{{Type: "Available", Status: "False", Reason: "KubeAPIServerNotReady"}}})
+
+	reg := prometheus.NewRegistry()
+	c := NewChecker(CheckerConfig{Clusters: f.cs, NodePools: f.np, Shards: f.sh, Owner: ownAll{},
+		Metrics: NewMetrics(reg, func() int { return 0 }, 8), HostedProbe: NewHostedAPIServerProbe()})
+	if err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]Health{served: Healthy, down: Unhealthy, capped: Healthy, installing: Progressing, lost: Unhealthy} {
+		if r, _ := c.Report(id); r.Verdict.Health != want {
+			t.Errorf("cluster %s: %+v, want %s", id, r.Verdict, want)
+		}
+	}
+	if r, _ := c.Report(down); !strings.HasPrefix(r.Verdict.Reason, ReasonHostedAPIServerUnreachable) {
+		t.Errorf("reason %q, want %s…", r.Verdict.Reason, ReasonHostedAPIServerUnreachable)
+	}
+	for result, want := range map[string]float64{"up": 1, "down": 2} {
+		if v := gauge(t, reg, "monitor_hosted_apiservers", "shard="+f.shard, "result="+result); v != want {
+			t.Errorf("monitor_hosted_apiservers{result=%s} = %v, want %v", result, v, want)
+		}
+	}
+	if v := gauge(t, reg, "monitor_checks_failed_total", "check=hosted_apiserver"); v != 2 {
+		t.Errorf("monitor_checks_failed_total{check=hosted_apiserver} = %v, want 2", v)
+	}
+}
+
+// TestCheckerSweepsHealthOfDeletedClusters: the replica that owns a cluster's bucket removes
+// its health document once Cluster Service no longer lists the cluster; a document in a bucket
+// it does not own is left to that bucket's owner, and a live cluster's stays.
+func TestCheckerSweepsHealthOfDeletedClusters(t *testing.T) {
+	f := newFleet(t)
+	ctx := context.Background()
+	docs, err := postgres.Open(ctx, pgservertest.NewDatabase(t, f.pg), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(docs.Close)
+	live := f.createCluster("live")
+	gone := f.createCluster("gone")
+	elsewhere := f.createCluster("elsewhere")
+	now := time.Now()
+	clock := func() time.Time { return now }
+	all := NewChecker(CheckerConfig{Clusters: f.cs, NodePools: f.np, Shards: f.sh, Owner: ownAll{}, Now: clock, Reports: docs, Replica: "r1"})
+	if err := all.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{live, gone, elsewhere} {
+		if h, err := healthdoc.Get(ctx, docs, id); err != nil || h == nil {
+			t.Fatalf("health of %s after the first pass: %v, %v", id, h, err)
+		}
+	}
+	for _, id := range []string{gone, elsewhere} {
+		c, err := f.db.MarkDeleting(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.db.RemoveCluster(ctx, id, c.Revision); err != nil {
+			t.Fatalf("remove cluster %s: %v", id, err)
+		}
+	}
+	// A pass at once leaves every document: one written lately may be the bucket's previous
+	// holder's, from a list newer than this replica's.
+	early := NewChecker(CheckerConfig{Clusters: f.cs, NodePools: f.np, Shards: f.sh, Owner: ownOnly{live: true, gone: true}, Now: clock, Reports: docs, Replica: "r2"})
+	if err := early.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := healthdoc.Get(ctx, docs, gone); err != nil || h == nil {
+		t.Fatalf("health of %s, deleted a moment after it was written: %v, %v; want it kept until it is old", gone, h, err)
+	}
+	// A later pass by a replica that owns live's and gone's buckets, not elsewhere's.
+	now = now.Add(sweepEvery + time.Second)
+	own := NewChecker(CheckerConfig{Clusters: f.cs, NodePools: f.np, Shards: f.sh, Owner: ownOnly{live: true, gone: true}, Now: clock, Reports: docs, Replica: "r2"})
+	if err := own.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := healthdoc.Get(ctx, docs, gone); err != nil || h != nil {
+		t.Errorf("health of the deleted cluster %s: %+v, %v; want none", gone, h, err)
+	}
+	if h, err := healthdoc.Get(ctx, docs, elsewhere); err != nil || h == nil {
+		t.Errorf("health of %s, deleted but in a bucket r2 does not own: %v, %v; want it left", elsewhere, h, err)
+	}
+	if h, err := healthdoc.Get(ctx, docs, live); err != nil || h == nil {
+		t.Errorf("health of the live cluster %s: %v, %v; want it kept", live, h, err)
+	}
 }

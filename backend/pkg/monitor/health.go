@@ -74,7 +74,15 @@ type Observation struct {
 	// FeedbackAge is how long the feedback path of its shard has not been seen working; 0 when
 	// it works now (or the object is on no shard yet).
 	FeedbackAge time.Duration
+	// HostedAPIServerErr is why the cluster's hosted kube-apiserver (status.api_url) did not
+	// answer this pass's probe; empty when it answered or was not probed (the Checker probes
+	// only where one should answer: hostedAPIServerExpected).
+	HostedAPIServerErr string
 }
+
+// ReasonHostedAPIServerUnreachable starts the reason of a cluster judged unhealthy because its
+// hosted kube-apiserver did not answer.
+const ReasonHostedAPIServerUnreachable = "hosted-apiserver-unreachable"
 
 // Phase is a Cluster Service state reduced to what the verdict needs.
 type Phase int
@@ -118,12 +126,18 @@ func NodePoolPhase(s csv1.NodePoolState) Phase {
 }
 
 // Decide is the one rule that turns an observation into a verdict. Stale feedback comes first:
-// a status nobody can refresh is not evidence of health. Then failure, then the conditions of a
-// ready object, then the age of a change in flight.
+// a status nobody can refresh is not evidence of health. Then a hosted kube-apiserver that did
+// not answer (of a ready or changing object), then failure, then the conditions of a ready
+// object, then the age of a change in flight.
 func Decide(o Observation, now time.Time, l Limits) Verdict {
 	l = l.WithDefaults()
 	if o.FeedbackAge > l.StaleAfter {
 		return Verdict{Stale, "no feedback from its management cluster for " + o.FeedbackAge.Round(time.Second).String()}
+	}
+	// What the customer reaches decides before what HyperShift last reported: an installed
+	// cluster that lost its API server is unhealthy, not an install in progress.
+	if o.HostedAPIServerErr != "" && (o.Phase == PhaseReady || o.Phase == PhaseChanging) {
+		return Verdict{Unhealthy, ReasonHostedAPIServerUnreachable + ": " + o.HostedAPIServerErr}
 	}
 	switch o.Phase {
 	case PhaseError:

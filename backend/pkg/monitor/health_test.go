@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,10 @@ func TestDecide(t *testing.T) {
 		{"stale_feedback_wins_over_a_ready_status", Observation{Phase: PhaseReady, FeedbackAge: 4 * time.Minute}, Stale},
 		{"feedback_within_the_limit_is_not_stale", Observation{Phase: PhaseReady, FeedbackAge: 2 * time.Minute}, Healthy},
 		{"unknown_state_is_unhealthy", Observation{Phase: PhaseUnknown}, Unhealthy},
+		{"ready_but_its_hosted_apiserver_unreachable_is_unhealthy", Observation{Phase: PhaseReady, Conditions: []*csv1.Condition{cond("Available", "True", "")}, HostedAPIServerErr: "connection refused"}, Unhealthy},
+		{"stale_feedback_wins_over_an_unreachable_hosted_apiserver", Observation{Phase: PhaseReady, FeedbackAge: 4 * time.Minute, HostedAPIServerErr: "connection refused"}, Stale},
+		{"a_change_whose_hosted_apiserver_unreachable_is_unhealthy", Observation{Phase: PhaseChanging, Since: now, HostedAPIServerErr: "connection refused"}, Unhealthy},
+		{"an_error_stays_unhealthy_with_its_own_reason", Observation{Phase: PhaseError}, Unhealthy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Decide(tc.o, now, Limits{})
@@ -35,6 +40,9 @@ func TestDecide(t *testing.T) {
 			}
 			if v.Reason == "" {
 				t.Fatal("verdict without a reason")
+			}
+			if tc.want == Unhealthy && tc.o.HostedAPIServerErr != "" && !strings.HasPrefix(v.Reason, ReasonHostedAPIServerUnreachable) {
+				t.Fatalf("reason %q, want it to start with %s", v.Reason, ReasonHostedAPIServerUnreachable)
 			}
 		})
 	}

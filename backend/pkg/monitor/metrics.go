@@ -23,6 +23,8 @@ var (
 		"The shard's capacity in hosted clusters, as Cluster Service places them.", []string{"shard"}, nil)
 	descShardCount = prometheus.NewDesc("monitor_shard_clusters",
 		"Hosted clusters placed on the shard.", []string{"shard"}, nil)
+	descHosted = prometheus.NewDesc("monitor_hosted_apiservers",
+		"Hosted kube-apiservers of ready clusters this replica probed in its last pass, by shard and result (up, down).", []string{"shard", "result"}, nil)
 	descShardProbed = prometheus.NewDesc("monitor_shard_probed",
 		"1 if this replica actively probes the shard, 0 if it has no probe for it.", []string{"shard"}, nil)
 )
@@ -30,6 +32,10 @@ var (
 type key struct {
 	shard  string
 	health Health
+}
+
+type hostedKey struct {
+	shard, result string
 }
 
 type shardSample struct {
@@ -48,11 +54,12 @@ type snapshot struct {
 	clusters  map[key]int
 	nodePools map[key]int
 	shards    map[string]shardSample
+	hosted    map[hostedKey]int
 	info      []infoSample
 }
 
 func newSnapshot() *snapshot {
-	return &snapshot{clusters: map[key]int{}, nodePools: map[key]int{}, shards: map[string]shardSample{}}
+	return &snapshot{clusters: map[key]int{}, nodePools: map[key]int{}, shards: map[string]shardSample{}, hosted: map[hostedKey]int{}}
 }
 
 // Metrics exports the Monitor's findings. A nil *Metrics records nothing.
@@ -72,7 +79,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer, held func() int, total int) *Metrics {
 	m := &Metrics{snap: newSnapshot(),
 		checksFailed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "monitor_checks_failed_total",
-			Help: "Checks that failed, by check (shard_readyz, list_shards, list_clusters, list_node_pools, write_health)."}, []string{"check"}),
+			Help: "Checks that failed, by check (shard_readyz, hosted_apiserver, list_shards, list_clusters, list_node_pools, write_health, sweep_health)."}, []string{"check"}),
 		passes: prometheus.NewCounter(prometheus.CounterOpts{Name: "monitor_passes_total", Help: "Check passes this replica completed."}),
 		bucketsHeld: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "monitor_buckets_held",
 			Help: "Fleet buckets this replica holds the lease of, and so checks."}, func() float64 { return float64(held()) }),
@@ -81,7 +88,7 @@ func NewMetrics(reg prometheus.Registerer, held func() int, total int) *Metrics 
 			Help: "Unix time this replica last completed a check pass."}),
 	}
 	m.buckets.Set(float64(total))
-	for _, c := range []string{"shard_readyz", "list_shards", "list_clusters", "list_node_pools", "write_health"} {
+	for _, c := range []string{"shard_readyz", "hosted_apiserver", "list_shards", "list_clusters", "list_node_pools", "write_health", "sweep_health"} {
 		m.checksFailed.WithLabelValues(c)
 	}
 	reg.MustRegister(m, m.checksFailed, m.passes, m.bucketsHeld, m.buckets, m.lastPass)
@@ -107,7 +114,7 @@ func (m *Metrics) publish(s *snapshot) {
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descClusters, descNodePools, descInfo, descFeedbackAge, descShardMax, descShardCount, descShardProbed} {
+	for _, d := range []*prometheus.Desc{descClusters, descNodePools, descInfo, descFeedbackAge, descShardMax, descShardCount, descShardProbed, descHosted} {
 		ch <- d
 	}
 }
@@ -122,6 +129,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range s.nodePools {
 		ch <- prometheus.MustNewConstMetric(descNodePools, prometheus.GaugeValue, float64(n), k.shard, string(k.health))
+	}
+	for k, n := range s.hosted {
+		ch <- prometheus.MustNewConstMetric(descHosted, prometheus.GaugeValue, float64(n), k.shard, k.result)
 	}
 	for _, i := range s.info {
 		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, i.cluster, i.shard, string(i.health))

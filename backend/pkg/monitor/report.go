@@ -8,13 +8,19 @@ import (
 	"slices"
 	"time"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/healthdoc"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // rewriteAfter is how often an unchanged verdict is written again, so a reader can tell a
 // verdict nobody refreshes (CheckedAt far behind) from a steady one.
 const rewriteAfter = 5 * time.Minute
+
+// sweepEvery is how often a replica looks for health documents of deleted clusters in the
+// buckets it owns.
+const sweepEvery = 5 * time.Minute
 
 // written is what this replica last wrote for a cluster.
 type written struct {
@@ -88,4 +94,56 @@ func (c *Checker) writeReport(ctx context.Context, r ClusterReport) error {
 	c.written[r.ClusterID] = written{doc: next, etag: out.ETag}
 	c.mu.Unlock()
 	return nil
+}
+
+// sweep deletes the health documents of clusters Cluster Service no longer lists (listed is a
+// complete list, read before the documents), in the buckets this replica owns, at most every
+// sweepEvery. A document exists only for a cluster a replica saw listed before, so one missing
+// from a later complete list, and not written since rewriteAfter, belongs to a deleted cluster.
+// Each delete is conditional on the ETag read, so a document rewritten meanwhile stays until
+// the next sweep.
+func (c *Checker) sweep(ctx context.Context, listed []*csv1.Cluster, now time.Time) error {
+	if c.cfg.Reports == nil || now.Sub(c.swept) < sweepEvery {
+		return nil
+	}
+	exists := make(map[string]bool, len(listed))
+	for _, cl := range listed {
+		exists[cl.GetId()] = true
+	}
+	var failed []error
+	q := docstore.Query{Partition: healthdoc.Partition, Type: healthdoc.Type, Limit: 500}
+	for {
+		page, err := c.cfg.Reports.Query(ctx, q)
+		if err != nil {
+			return fmt.Errorf("list health documents: %w", err)
+		}
+		for _, d := range page.Documents {
+			if exists[d.ID] || !c.cfg.Owner.Owns(d.ID) {
+				continue
+			}
+			var h healthdoc.Cluster
+			if err := json.Unmarshal(d.Body, &h); err == nil && now.Sub(h.CheckedAt) < rewriteAfter {
+				// Written lately: perhaps by the bucket's previous holder, from a list newer
+				// than ours that has the cluster. A deleted cluster's document is written no
+				// more, so it is old at a later sweep.
+				continue
+			}
+			if err := c.cfg.Reports.Delete(ctx, healthdoc.Partition, d.ID, d.ETag); err != nil && !errors.Is(err, docstore.ErrNotFound) {
+				failed = append(failed, fmt.Errorf("delete health of deleted cluster %s: %w", d.ID, err))
+				continue
+			}
+			c.mu.Lock()
+			delete(c.written, d.ID)
+			c.mu.Unlock()
+			c.cfg.Log.Info("removed the health document of a deleted cluster", logattr.ClusterID(d.ID))
+		}
+		if page.Continuation == "" {
+			break
+		}
+		q.Continuation = page.Continuation
+	}
+	if len(failed) == 0 {
+		c.swept = now
+	}
+	return errors.Join(failed...)
 }
