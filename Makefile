@@ -17,6 +17,7 @@ help:
 	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
 	@echo "make deploy    the region's charts (service cluster and one management cluster) installed by Helm on a real node (root)"
 	@echo "make test      unit, integration and end-to-end tests"
+	@echo "make test-busy make test while stress-ng keeps one core busy (hack/busy.sh)"
 	@echo "make chaos     the full chaos run: mixed ARM workload while components are killed (docs/reliability.md)"
 	@echo "make chaos-outages  every dependency outage, those that can still fail on a known defect included"
 	@echo "make generate  regenerate committed generated code"
@@ -127,6 +128,13 @@ test: deps tools
 	@# Our modules must not require each other in a cycle (docs/architecture.md#modules).
 	hack/check-module-graph.sh
 	hack/gotest.sh -count=1 -p 2 -timeout $(TEST_TIMEOUT) $(PKGS)
+
+# make test while stress-ng keeps one core busy, as another job on a shared CI machine would
+# (hack/busy.sh; docs/reliability.md#a-busy-machine). BUSY_CPUS=<n> busies more cores.
+.PHONY: test-busy
+test-busy:
+	@hack/ensure-packages.sh stress-ng
+	hack/busy.sh $(MAKE) test
 
 # The chaos run at full size (test/chaos, docs/reliability.md): >= 500 cluster creates and deletes
 # plus node-pool work through ARM while one component at a time is SIGKILLed; invariants and
