@@ -1,8 +1,9 @@
 // Package csfollow is how the backend follows each operation kind (internal/opkind) in Cluster
 // Service: it reads the object an operation acts on (a cluster, node pool, external auth,
 // credential or revocation), maps its state to the operation's ARM outcome, and follows the
-// kind's watch stream. Kinds registers every kind; what differs per kind (its client, its states,
-// its outcome) stays in its own file.
+// kind's watch stream. Kinds registers every kind with its client's calls (observer, follower);
+// how a kind's states map to outcomes is mapping.go (clusters), child.go (node pools, external
+// auths) and credentials.go (break-glass actions).
 package csfollow
 
 import (
