@@ -5,9 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/chartcheck/meshpolicy"
@@ -44,8 +41,9 @@ func TestEveryChartWorkloadIsCoveredByANetworkPolicy(t *testing.T) {
 			for _, err := range errs {
 				t.Error(err)
 			}
-			podLabels := workloadPodLabels(t, rendered)
-			for workload, set := range podLabels {
+			pods := workloadPods(t, rendered)
+			for workload, pod := range pods {
+				set := labels.Set(pod.Labels)
 				selected := false
 				for _, np := range nps {
 					if np.Name == "default-deny" || len(np.Spec.PodSelector.MatchLabels) == 0 {
@@ -60,7 +58,6 @@ func TestEveryChartWorkloadIsCoveredByANetworkPolicy(t *testing.T) {
 				}
 				covered++
 			}
-			specs := workloadPodSpecs(t, rendered)
 			var got []string
 			for _, g := range grants {
 				sel, err := labels.ConvertSelectorToLabelsMap(g.Selector)
@@ -68,11 +65,11 @@ func TestEveryChartWorkloadIsCoveredByANetworkPolicy(t *testing.T) {
 					t.Fatal(err)
 				}
 				var names []string
-				for workload, set := range podLabels {
-					if !labels.SelectorFromSet(sel).Matches(set) {
+				for workload, pod := range pods {
+					if !labels.SelectorFromSet(sel).Matches(labels.Set(pod.Labels)) {
 						continue
 					}
-					for _, c := range specs[workload].Containers {
+					for _, c := range pod.Spec.Containers {
 						for _, p := range c.Ports {
 							if p.Name == g.Port {
 								names = append(names, workload)
@@ -96,29 +93,6 @@ func TestEveryChartWorkloadIsCoveredByANetworkPolicy(t *testing.T) {
 	if covered == 0 {
 		t.Fatal("no chart rendered a workload: the check looked at nothing")
 	}
-}
-
-// workloadPodLabels returns each workload's pod template labels in rendered manifests by "Kind/name".
-func workloadPodLabels(t *testing.T, rendered []byte) map[string]labels.Set {
-	t.Helper()
-	out := map[string]labels.Set{}
-	for _, obj := range objects(t, rendered) {
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			out["Deployment/"+o.Name] = o.Spec.Template.Labels
-		case *appsv1.StatefulSet:
-			out["StatefulSet/"+o.Name] = o.Spec.Template.Labels
-		case *appsv1.DaemonSet:
-			out["DaemonSet/"+o.Name] = o.Spec.Template.Labels
-		case *batchv1.Job:
-			out["Job/"+o.Name] = o.Spec.Template.Labels
-		case *batchv1.CronJob:
-			out["CronJob/"+o.Name] = o.Spec.JobTemplate.Spec.Template.Labels
-		case *corev1.Pod:
-			out["Pod/"+o.Name] = o.Labels
-		}
-	}
-	return out
 }
 
 func labelOf(sel labels.Set) string { return sel["app.kubernetes.io/name"] }

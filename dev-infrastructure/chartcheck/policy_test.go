@@ -198,23 +198,34 @@ func podSpecs(t *testing.T, helmBin, root, chartDir string) map[string]corev1.Po
 func workloadPodSpecs(t *testing.T, rendered []byte) map[string]corev1.PodSpec {
 	t.Helper()
 	specs := map[string]corev1.PodSpec{}
+	for workload, pod := range workloadPods(t, rendered) {
+		specs[workload] = pod.Spec
+	}
+	return specs
+}
+
+// workloadPods returns each workload's pod template (a Pod's own metadata and spec) in rendered
+// manifests by "Kind/name".
+func workloadPods(t *testing.T, rendered []byte) map[string]corev1.PodTemplateSpec {
+	t.Helper()
+	pods := map[string]corev1.PodTemplateSpec{}
 	for _, obj := range objects(t, rendered) {
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
-			specs["Deployment/"+o.Name] = o.Spec.Template.Spec
+			pods["Deployment/"+o.Name] = o.Spec.Template
 		case *appsv1.StatefulSet:
-			specs["StatefulSet/"+o.Name] = o.Spec.Template.Spec
+			pods["StatefulSet/"+o.Name] = o.Spec.Template
 		case *appsv1.DaemonSet:
-			specs["DaemonSet/"+o.Name] = o.Spec.Template.Spec
+			pods["DaemonSet/"+o.Name] = o.Spec.Template
 		case *batchv1.Job:
-			specs["Job/"+o.Name] = o.Spec.Template.Spec
+			pods["Job/"+o.Name] = o.Spec.Template
 		case *batchv1.CronJob:
-			specs["CronJob/"+o.Name] = o.Spec.JobTemplate.Spec.Template.Spec
+			pods["CronJob/"+o.Name] = o.Spec.JobTemplate.Spec.Template
 		case *corev1.Pod:
-			specs["Pod/"+o.Name] = o.Spec
+			pods["Pod/"+o.Name] = corev1.PodTemplateSpec{ObjectMeta: o.ObjectMeta, Spec: o.Spec}
 		}
 	}
-	return specs
+	return pods
 }
 
 // containerProblems lists what a pod spec's containers miss: CPU and memory requests and

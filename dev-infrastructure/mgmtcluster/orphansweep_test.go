@@ -3,7 +3,6 @@ package mgmtcluster_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/mgmtclustertest"
 )
 
 // fakeBundles is a named fake of Maestro's resource-bundle lookup: the set of bundle IDs it
@@ -41,24 +41,9 @@ func (f *fakeBundles) BundleExists(_ context.Context, id string) (bool, error) {
 // (the pinned agent reported its work deleted without cleaning up, docs/reliability.md defect 5)
 // is deleted once the absence has been seen for Confirm; every other one is kept.
 func TestOrphanedAppliedWorkSweeper(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real etcd and kube-apiserver")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	mc, err := mgmtcluster.StartManagementCluster(ctx, mgmtcluster.ManagementClusterOptions{
-		Name: "sweep", Dir: filepath.Join(dir, "state"), LogDir: filepath.Join(dir, "logs"),
-		APIServerPath: apiserver, EtcdPath: etcd,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Stop()
+	mc := mgmtclustertest.Start(ctx, t, "sweep")
 	dyn, err := dynamic.NewForConfig(mc.RESTConfig())
 	if err != nil {
 		t.Fatal(err)

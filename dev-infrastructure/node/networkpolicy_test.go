@@ -10,9 +10,10 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/images"
 )
 
-// networkPolicyServer is a web pod behind a Service in np-server, and a NetworkPolicy admitting
-// only pods of namespace np-allowed to its port. (The agent accepts connections the node's
-// root user opens, so the kubelet's probes and the host's forwards are not judged.)
+// networkPolicyServer is a web probe server (probeServer) in np-server answering "admitted",
+// and a NetworkPolicy admitting only pods of namespace np-allowed to its port. (The agent
+// accepts connections the node's root user opens, so the kubelet's probes and the host's
+// forwards are not judged.)
 const networkPolicyServer = `apiVersion: v1
 kind: Namespace
 metadata: {name: np-server}
@@ -25,30 +26,6 @@ apiVersion: v1
 kind: Namespace
 metadata: {name: np-denied}
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: np-server}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      securityContext: {runAsNonRoot: true}
-      containers:
-      - name: web
-        image: %[1]s
-        imagePullPolicy: Never
-        args: [serve, ":8080", "admitted"]
-        ports: [{name: http, containerPort: 8080}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: np-server}
-spec:
-  selector: {app: web}
-  ports: [{port: 80, targetPort: http}]
----
 apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
 metadata: {name: web, namespace: np-server}
@@ -60,28 +37,13 @@ spec:
     ports: [{protocol: TCP, port: http}]
 `
 
-// networkPolicyClient is a pod of namespace ns that GETs the web Service by name until it
-// answers or timeout passes (then it fails).
-const networkPolicyClient = `apiVersion: v1
-kind: Pod
-metadata: {name: %[2]s, namespace: %[3]s}
-spec:
-  restartPolicy: Never
-  securityContext: {runAsNonRoot: true}
-  containers:
-  - name: get
-    image: %[1]s
-    imagePullPolicy: Never
-    args: [get, "http://web.np-server/", %[4]s]
-`
-
 // checkNetworkPolicyIsEnforced proves the node's NetworkPolicy agent: with only the CNI bridge,
 // a pod of a namespace the web pod's policy does not admit still reaches the web Service (the
 // bridge enforces nothing); with the agent running, a pod of that namespace cannot connect
 // within 10 s, and a pod of the admitted namespace is answered.
 func checkNetworkPolicyIsEnforced(t *testing.T, ctx context.Context, n *Node, probe images.Image) {
 	start := time.Now()
-	if err := n.Apply(ctx, "np-server", fmt.Appendf(nil, networkPolicyServer, probe.DigestRef())); err != nil {
+	if err := n.Apply(ctx, "np-server", manifests(networkPolicyServer, probeServer(probe, "np-server", "web", 1, "admitted"))); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
@@ -98,7 +60,7 @@ func checkNetworkPolicyIsEnforced(t *testing.T, ctx context.Context, n *Node, pr
 	clients := func(pods map[string][2]string) map[string]result {
 		t.Helper()
 		for name, p := range pods {
-			if err := n.Apply(ctx, name, fmt.Appendf(nil, networkPolicyClient, probe.DigestRef(), name, p[0], p[1])); err != nil {
+			if err := n.Apply(ctx, name, manifests(probeClient(probe, p[0], name, "http://web.np-server/", p[1]))); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,56 +23,6 @@ func hostNetfilter(t *testing.T) string {
 	}
 	return string(out)
 }
-
-const probeManifest = `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: echo, namespace: default}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: echo}}
-  template:
-    metadata: {labels: {app: echo}}
-    spec:
-      securityContext: {runAsNonRoot: true}
-      containers:
-      - name: echo
-        image: %[1]s
-        imagePullPolicy: Never
-        args: [serve, ":8080", "echo in a pod"]
-        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: default}
-spec:
-  selector: {app: echo}
-  ports: [{port: 80, targetPort: 8080}]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client-echo, namespace: default}
-spec:
-  restartPolicy: Never
-  securityContext: {runAsNonRoot: true}
-  containers:
-  - name: get
-    image: %[1]s
-    imagePullPolicy: Never
-    # The short name resolves through the pod's search path (default.svc.cluster.local).
-    args: [get, "http://echo/", 60s]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: client-outside, namespace: default}
-spec:
-  restartPolicy: Never
-  securityContext: {runAsNonRoot: true}
-  containers:
-  - name: get
-    image: %[1]s
-    imagePullPolicy: Never
-    args: [get, "http://%[2]s/", 60s]
-`
 
 // checkServicesAndOutside proves kube-proxy and CoreDNS: a pod reaches a ClusterIP Service of two
 // replicas by its DNS name, and a host loopback service through ExposeHost; the host resolves
@@ -105,7 +54,10 @@ func checkServicesAndOutside(t *testing.T, ctx context.Context, n *Node) images.
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := n.Apply(ctx, "probe", fmt.Appendf(nil, probeManifest, img.DigestRef(), outside.Host)); err != nil {
+	if err := n.Apply(ctx, "probe", manifests(probeServer(img, "default", "echo", 2, "echo in a pod"),
+		// The short name resolves through the pod's search path (default.svc.cluster.local).
+		probeClient(img, "default", "client-echo", "http://echo/", "60s"),
+		probeClient(img, "default", "client-outside", "http://"+outside.Host+"/", "60s"))); err != nil {
 		t.Fatal(err)
 	}
 	for pod, want := range map[string]string{"client-echo": "echo in a pod", "client-outside": "from the host's loopback"} {

@@ -73,10 +73,10 @@ type Config struct {
 	// (default 7 days, as the frontend does).
 	OperationTTL time.Duration
 	// NodePools is Cluster Service's node pool client, for node pool operations
-	// (csfollow/nodepools.go).
+	// (csfollow/child.go).
 	NodePools csv1.NodePoolsClient
 	// ExternalAuths is Cluster Service's external auth client, for external auth operations
-	// (csfollow/externalauths.go).
+	// (csfollow/child.go).
 	ExternalAuths csv1.ExternalAuthsClient
 	// Credentials is Cluster Service's break-glass client, for the requestAdminCredential and
 	// revokeCredentials actions (csfollow/credentials.go).

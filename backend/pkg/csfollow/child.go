@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
@@ -79,4 +80,37 @@ func (k childOutcomes[S]) outcome(op *armdoc.OperationDocument, known bool, st c
 		return Outcome{Status: armdoc.StateAccepted}
 	}
 	return Outcome{Status: armdoc.StateProvisioning}
+}
+
+// readyAt is the one completion rule of an update, for every kind: the READY status reflects a
+// spec at or after the one the operation's call stored (its InternalRevision, the spec_revision
+// Cluster Service returned). A READY from before the change, or one read before Cluster Service
+// derived a status from the new spec, does not end it.
+func readyAt(observedRevision int64, op *armdoc.OperationDocument) bool {
+	return op.InternalRevision > 0 && observedRevision >= op.InternalRevision
+}
+
+// The child kinds: node pools (docs/cluster-service.md, "Node pool states") and external auths
+// ("External auth states": PENDING → Accepted, INSTALLING → Provisioning, UPDATING → Updating,
+// READY → Succeeded, ERROR → Failed, UNINSTALLING → Deleting, or Canceled for a create or
+// update it interrupts). Their operations are documents on …/hcpOpenShiftClusters/{c}/nodePools/{n}
+// and …/externalAuths/{n}, with the Cluster Service ID as InternalID; a finished cluster delete
+// removes them (the controller's childResourceDeletes).
+var (
+	nodePoolOutcomes = childOutcomes[csv1.NodePoolState]{noun: "node pool", failedMessage: "The node pool reported a failure.", canceledMessage: "The operation was canceled because the node pool is being deleted.",
+		ready: csv1.NodePoolState_NODE_POOL_STATE_READY, failed: csv1.NodePoolState_NODE_POOL_STATE_ERROR, deleting: csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING,
+		notStarted: []csv1.NodePoolState{csv1.NodePoolState_NODE_POOL_STATE_PENDING, csv1.NodePoolState_NODE_POOL_STATE_UNSPECIFIED}}
+	externalAuthOutcomes = childOutcomes[csv1.ExternalAuthState]{noun: "external auth", failedMessage: "The external auth could not be applied.", canceledMessage: "The operation was canceled because the external auth, or its cluster, is being deleted.",
+		ready: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_READY, failed: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_ERROR, deleting: csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNINSTALLING,
+		notStarted: []csv1.ExternalAuthState{csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING, csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_UNSPECIFIED}}
+)
+
+// mapNodePool and mapExternalAuth derive the outcome of op from the child's Cluster Service
+// state (childOutcomes.outcome); a nil child is unknown to Cluster Service.
+func mapNodePool(op *armdoc.OperationDocument, np *csv1.NodePool) Outcome {
+	return nodePoolOutcomes.outcome(op, np != nil, np.GetStatus())
+}
+
+func mapExternalAuth(op *armdoc.OperationDocument, ea *csv1.ExternalAuth) Outcome {
+	return externalAuthOutcomes.outcome(op, ea != nil, ea.GetStatus())
 }

@@ -1,13 +1,8 @@
 package csfollow
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
-
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
-	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // Break-glass actions (requestAdminCredential, revokeCredentials) are operations on a cluster
@@ -16,25 +11,18 @@ import (
 // document (write skips it for actions). The kubeconfig itself is not copied anywhere: the
 // frontend reads it from Cluster Service when the caller asks for the operation result.
 
-func (c Clients) observeCredential(ctx context.Context, op *armdoc.OperationDocument) (Observation, error) {
-	if c.Credentials == nil {
-		return Observation{}, fmt.Errorf("%s operation %s: the backend has no Cluster Service credentials client", op.Request, op.ID)
+// credentialEventID names the object of an event of the credentials watch, which carries
+// both credentials and revocations: it serves both action kinds.
+func credentialEventID(ev *csv1.CredentialEvent) string {
+	if id := ev.GetCredential().GetId(); id != "" {
+		return id
 	}
-	cr, err := c.Credentials.GetCredential(ctx, &csv1.GetCredentialRequest{Id: op.InternalID})
-	return observed("credential", op.InternalID, cr, err, mapCredential)
-}
-
-func (c Clients) observeRevocation(ctx context.Context, op *armdoc.OperationDocument) (Observation, error) {
-	if c.Credentials == nil {
-		return Observation{}, fmt.Errorf("%s operation %s: the backend has no Cluster Service credentials client", op.Request, op.ID)
-	}
-	r, err := c.Credentials.GetRevocation(ctx, &csv1.GetRevocationRequest{Id: op.InternalID})
-	return observed("revocation", op.InternalID, r, err, mapRevocation)
+	return ev.GetRevocation().GetId()
 }
 
 // mapCredential: Succeeded once issued (the result is the kubeconfig, or why it is no longer
 // served); Failed when the signer refused, or a revocation came before the certificate did.
-func mapCredential(cr *csv1.Credential) Outcome {
+func mapCredential(_ *armdoc.OperationDocument, cr *csv1.Credential) Outcome {
 	if cr == nil {
 		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: "InternalServerError",
 			Message: "The credential is not known to the service."}}
@@ -60,7 +48,7 @@ func mapCredential(cr *csv1.Credential) Outcome {
 }
 
 // mapRevocation: Succeeded when Cluster Service says every earlier credential is revoked.
-func mapRevocation(r *csv1.Revocation) Outcome {
+func mapRevocation(_ *armdoc.OperationDocument, r *csv1.Revocation) Outcome {
 	if r == nil {
 		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: "InternalServerError",
 			Message: "The revocation is not known to the service."}}
@@ -76,21 +64,4 @@ func mapRevocation(r *csv1.Revocation) Outcome {
 		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{Code: code, Message: r.GetStatus().GetMessage()}}
 	}
 	return Outcome{Status: armdoc.StateAccepted}
-}
-
-// followCredentials follows Cluster Service's credentials watch (reconcile.Follow), which
-// carries both credentials and revocations: it serves both action kinds.
-func (c Clients) followCredentials(ctx context.Context, log *slog.Logger, changed func(id string)) {
-	if c.Credentials == nil {
-		return
-	}
-	reconcile.Follow(ctx, log, "credentials", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.CredentialEvent], error) {
-		return c.Credentials.WatchCredentials(ctx, &csv1.WatchCredentialsRequest{SinceRevision: since})
-	}, func(ev *csv1.CredentialEvent) {
-		if id := ev.GetCredential().GetId(); id != "" {
-			changed(id)
-			return
-		}
-		changed(ev.GetRevocation().GetId())
-	})
 }

@@ -27,7 +27,7 @@ func TestMapCredential(t *testing.T) {
 		{"failure_without_code_gets_one", cred(csv1.CredentialState_CREDENTIAL_STATE_FAILED, nil, ""), armdoc.StateFailed, "CredentialFailed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := mapCredential(tc.cred)
+			out := mapCredential(nil, tc.cred)
 			if out.Status != tc.want || code(out.Err) != tc.wantCode || out.Gone {
 				t.Fatalf("got %v %+v, want %v %q", out.Status, out.Err, tc.want, tc.wantCode)
 			}
@@ -51,7 +51,7 @@ func TestMapRevocation(t *testing.T) {
 		{"failed_fails_with_its_code", rev(csv1.RevocationState_REVOCATION_STATE_FAILED, "InvalidSignerClass"), armdoc.StateFailed, "InvalidSignerClass"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := mapRevocation(tc.rev)
+			out := mapRevocation(nil, tc.rev)
 			if out.Status != tc.want || code(out.Err) != tc.wantCode {
 				t.Fatalf("got %v %+v, want %v %q", out.Status, out.Err, tc.want, tc.wantCode)
 			}

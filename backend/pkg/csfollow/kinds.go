@@ -1,23 +1,20 @@
 // Package csfollow is how the backend follows each operation kind (internal/opkind) in Cluster
 // Service: it reads the object an operation acts on (a cluster, node pool, external auth,
 // credential or revocation), maps its state to the operation's ARM outcome, and follows the
-// kind's watch stream. Kinds registers every kind; what differs per kind (its client, its states,
-// its outcome) stays in its own file.
+// kind's watch stream. Kinds registers every kind with its client's calls (observer, follower);
+// how a kind's states map to outcomes is mapping.go (clusters), child.go (node pools, external
+// auths) and credentials.go (break-glass actions).
 package csfollow
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/opkind"
-	"github.com/openhcp/openhcp/internal/reconcile"
 )
 
 // Outcome is what Cluster Service's view of an object means for one ARM operation.
@@ -64,32 +61,24 @@ type Clients struct {
 // Kinds is the backend's registration of every operation kind; TestEveryKindIsObserved keeps
 // it in line with opkind.All.
 func Kinds(c Clients) map[opkind.Kind]Kind {
+	cl, np, ea, cr := c.Clusters, c.NodePools, c.ExternalAuths, c.Credentials
 	return map[opkind.Kind]Kind{
-		opkind.Cluster:           {Observe: c.observeCluster, Follow: c.followClusters},
-		opkind.NodePool:          {Observe: c.observeNodePool, Follow: c.followNodePools},
-		opkind.ExternalAuth:      {Observe: c.observeExternalAuth, Follow: c.followExternalAuths},
-		opkind.RequestCredential: {Observe: c.observeCredential, Follow: c.followCredentials},
-		opkind.RevokeCredentials: {Observe: c.observeRevocation}, // followCredentials carries revocations too
+		opkind.Cluster: {Observe: observer(cl, "cluster", csv1.ClustersClient.GetCluster, mapCluster),
+			Follow: follower(cl, "cluster", csv1.ClustersClient.WatchClusters, clusterEventID)},
+		opkind.NodePool: {Observe: observer(np, "node pool", csv1.NodePoolsClient.GetNodePool, mapNodePool),
+			Follow: follower(np, "node pool", csv1.NodePoolsClient.WatchNodePools, nodePoolEventID)},
+		opkind.ExternalAuth: {Observe: observer(ea, "external auth", csv1.ExternalAuthsClient.GetExternalAuth, mapExternalAuth),
+			Follow: follower(ea, "external auth", csv1.ExternalAuthsClient.WatchExternalAuths, externalAuthEventID)},
+		opkind.RequestCredential: {Observe: observer(cr, "credential", csv1.CredentialsClient.GetCredential, mapCredential),
+			Follow: follower(cr, "credentials", csv1.CredentialsClient.WatchCredentials, credentialEventID)},
+		// The credentials watch carries revocations too.
+		opkind.RevokeCredentials: {Observe: observer(cr, "revocation", csv1.CredentialsClient.GetRevocation, mapRevocation)},
 	}
 }
 
-// observeCluster asks Cluster Service about a cluster operation's cluster.
-func (c Clients) observeCluster(ctx context.Context, op *armdoc.OperationDocument) (Observation, error) {
-	cluster, err := c.Clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: op.InternalID})
-	if status.Code(err) == codes.NotFound {
-		cluster, err = nil, nil
-	}
-	if err != nil {
-		return Observation{}, fmt.Errorf("get cluster %s from cluster service: %w", op.InternalID, err)
-	}
-	return Observation{Out: mapCluster(op, cluster), Known: cluster != nil, Updated: cluster.GetUpdateTime()}, nil
-}
+// A watch that resumes from a revision compacted away starts over from a snapshot
+// (reconcile.Follow); the controller's resync covers anything in between.
 
-// followClusters follows Cluster Service's watch stream (reconcile.Follow). When the revision it
-// resumes from is compacted away it starts over from a snapshot; the controller's resync covers
-// anything in between.
-func (c Clients) followClusters(ctx context.Context, log *slog.Logger, changed func(id string)) {
-	reconcile.Follow(ctx, log, "cluster", func(ctx context.Context, since int64) (reconcile.Stream[*csv1.ClusterEvent], error) {
-		return c.Clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: since})
-	}, func(ev *csv1.ClusterEvent) { changed(ev.GetCluster().GetId()) })
-}
+func clusterEventID(ev *csv1.ClusterEvent) string           { return ev.GetCluster().GetId() }
+func nodePoolEventID(ev *csv1.NodePoolEvent) string         { return ev.GetNodePool().GetId() }
+func externalAuthEventID(ev *csv1.ExternalAuthEvent) string { return ev.GetExternalAuth().GetId() }

@@ -1,8 +1,10 @@
 package csfollow
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/opkind"
 )
 
@@ -19,5 +21,22 @@ func TestEveryKindIsObserved(t *testing.T) {
 		if _, ok := opkind.Lookup(k); !ok {
 			t.Errorf("csfollow.Kinds has %s, which internal/opkind does not register", k)
 		}
+	}
+}
+
+// TestKindWithoutClientFailsToObserve: a kind whose Cluster Service client is nil is not
+// followed, and its operations fail to observe with an error naming the missing client, the
+// same way for every kind.
+func TestKindWithoutClientFailsToObserve(t *testing.T) {
+	for k, kind := range Kinds(Clients{}) {
+		t.Run(string(k), func(t *testing.T) {
+			if kind.Follow != nil {
+				t.Errorf("Follow is set without a client")
+			}
+			_, err := kind.Observe(t.Context(), &armdoc.OperationDocument{ID: "op1", Request: armdoc.OperationCreate, InternalID: "x"})
+			if err == nil || !strings.Contains(err.Error(), "no Cluster Service client") || !strings.Contains(err.Error(), "op1") {
+				t.Errorf("Observe error = %v, want one naming the operation and the missing client", err)
+			}
+		})
 	}
 }

@@ -1,22 +1,16 @@
 package controller_test
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -28,19 +22,8 @@ import (
 // the NodePool, for the drain timeout) carries every value, and the cluster goes UPDATING →
 // READY only once the agent reports the new spec and HyperShift has reconciled its generation.
 func TestConfigurationAgainstMaestro(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegion(t, ctx, hypershiftsim.Options{AvailableDelay: 2 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: time.Second})
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cs := startClusterService(t, ctx, r, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	ctx, r, log := startAgainstMaestro(t, 10*time.Minute, hypershiftsim.Options{AvailableDelay: 2 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: time.Second}, defaultStatusSync)
+	cs := startClusterService(t, ctx, r, log)
 
 	cl := newCluster(30, "configured")
 	cl.Spec.ImageDigestMirrors = []*csv1.ImageDigestMirror{{Source: "quay.io/openshift-release-dev", Mirrors: []string{"mirror.example.com/ocp"}}}

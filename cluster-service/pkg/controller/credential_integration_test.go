@@ -12,12 +12,9 @@ import (
 	"encoding/pem"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
@@ -43,20 +39,8 @@ import (
 // checks the certificates with crypto/x509 against the client CA bundle the management cluster
 // publishes, revokes them, and checks that they no longer chain while a new one does.
 func TestBreakGlassAgainstMaestro(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegion(t, ctx, hypershiftsim.Options{AvailableDelay: time.Second, DeleteDelay: time.Second,
-		BreakGlass: hypershiftsim.BreakGlassOptions{SignDelay: 500 * time.Millisecond, RevokeDelay: 3 * time.Second}})
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, r, log := startAgainstMaestro(t, 10*time.Minute, hypershiftsim.Options{AvailableDelay: time.Second, DeleteDelay: time.Second,
+		BreakGlass: hypershiftsim.BreakGlassOptions{SignDelay: 500 * time.Millisecond, RevokeDelay: 3 * time.Second}}, defaultStatusSync)
 	cs := startClusterService(t, ctx, r, log)
 	statementPub, statementKey, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

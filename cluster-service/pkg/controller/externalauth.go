@@ -9,7 +9,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
@@ -75,30 +74,22 @@ type authFeedback struct {
 
 func parseAuthFeedback(w *workv1.ManifestWork) (authFeedback, error) {
 	var fb authFeedback
-	if w == nil {
-		return fb, nil
-	}
-	for _, m := range w.Status.ResourceStatus.Manifests {
-		if m.ResourceMeta.Kind != "HostedCluster" && m.ResourceMeta.Resource != "hostedclusters" {
-			continue
+	for _, v := range feedbackOf(w, "HostedCluster", "hostedclusters") {
+		var err error
+		switch {
+		case v.Name == manifests.FeedbackGeneration && v.Value.Integer != nil:
+			fb.generation = *v.Value.Integer
+		case v.Value.JsonRaw == nil:
+		case v.Name == manifests.FeedbackConditions:
+			fb.found = true
+			err = json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.conditions)
+		case v.Name == manifests.FeedbackAuthenticationSpec:
+			err = json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.spec)
+		case v.Name == manifests.FeedbackAuthenticationStatus:
+			err = json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.status)
 		}
-		for _, v := range m.StatusFeedbacks.Values {
-			var err error
-			switch {
-			case v.Name == manifests.FeedbackGeneration && v.Value.Integer != nil:
-				fb.generation = *v.Value.Integer
-			case v.Value.JsonRaw == nil:
-			case v.Name == manifests.FeedbackConditions:
-				fb.found = true
-				err = json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.conditions)
-			case v.Name == manifests.FeedbackAuthenticationSpec:
-				err = json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.spec)
-			case v.Name == manifests.FeedbackAuthenticationStatus:
-				err = json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.status)
-			}
-			if err != nil {
-				return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
-			}
+		if err != nil {
+			return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
 		}
 	}
 	return fb, nil
@@ -129,8 +120,7 @@ func DeriveExternalAuthStatus(env string, cl *store.Cluster, ea *store.ExternalA
 	st := &csv1.ExternalAuthStatus{}
 	valid := find(fb.conditions, "ValidConfiguration")
 	if valid != nil {
-		st.Conditions = []*csv1.Condition{{Type: valid.Type, Status: string(valid.Status), Reason: valid.Reason, Message: valid.Message,
-			LastTransitionTime: timestamppb.New(valid.LastTransitionTime.Time)}}
+		st.Conditions = reportedConditions(*valid)
 	}
 	if ea.Deleting {
 		neverSent := ea.Status.GetState() == csv1.ExternalAuthState_EXTERNAL_AUTH_STATE_PENDING && !ea.Status.GetApplied()

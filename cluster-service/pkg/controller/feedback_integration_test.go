@@ -2,17 +2,12 @@ package controller_test
 
 import (
 	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 	workv1 "open-cluster-management.io/api/work/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
@@ -27,19 +22,7 @@ import (
 // a create, a node pool create and a scale each reach READY in seconds. After each, the work
 // goes back to Poll once PollAfterSteady has passed, with the controller's resync an hour away.
 func TestFeedbackIsWatchedDuringTransitions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegionPolling(t, ctx, hypershiftsim.Options{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: 2 * time.Second}, time.Hour)
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, r, log := startAgainstMaestro(t, 10*time.Minute, hypershiftsim.Options{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: 2 * time.Second}, time.Hour)
 	cs := startClusterService(t, ctx, r, log)
 	// Its own metrics: statuses taken from the watch's events (observed.go) are counted.
 	cs.stopCtrl()

@@ -55,9 +55,27 @@ type region struct {
 	watchdog *mgmtcluster.StuckDeleteWatchdog
 }
 
-func startRegion(t *testing.T, ctx context.Context, sim hypershiftsim.Options) *region {
+// defaultStatusSync is how often the region's agent re-reads applied objects for feedback.
+const defaultStatusSync = 2 * time.Second
+
+// startAgainstMaestro is how every test against the real Maestro begins: it is skipped under
+// -short, runs within timeout (ctx), starts the region (startRegionPolling) and gives Cluster
+// Service a log (log) next to the other processes' logs, dumped on failure.
+func startAgainstMaestro(t *testing.T, timeout time.Duration, sim hypershiftsim.Options, statusSync time.Duration) (context.Context, *region, *slog.Logger) {
 	t.Helper()
-	return startRegionPolling(t, ctx, sim, 2*time.Second)
+	if testing.Short() {
+		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	ctrl.SetLogger(logr.Discard())
+	r := startRegionPolling(t, ctx, sim, statusSync)
+	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = logFile.Close() })
+	return ctx, r, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // startRegionPolling is startRegion with the agent re-reading applied objects for feedback every
@@ -278,12 +296,6 @@ func state(s csv1.ClusterState) func(*csv1.Cluster, error) bool {
 // kube-apiserver where hypershift-sim plays HyperShift: READY, ERROR from a Degraded
 // HostedCluster, a controller restart mid-install, and deletion to a DELETED event.
 func TestClusterLifecycleAgainstMaestro(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
 	failing := newCluster(2, "failing")
 	sim := hypershiftsim.Options{
 		AvailableDelay: 3 * time.Second,
@@ -293,14 +305,7 @@ func TestClusterLifecycleAgainstMaestro(t *testing.T) {
 		},
 	}
 	top := t
-	r := startRegion(t, ctx, sim)
-	// Cluster Service's own log goes next to the other processes' logs, dumped on failure.
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, r, log := startAgainstMaestro(t, 10*time.Minute, sim, defaultStatusSync)
 	cs := startClusterService(t, ctx, r, log)
 
 	ready := newCluster(1, "ready")

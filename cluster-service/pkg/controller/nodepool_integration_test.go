@@ -2,17 +2,12 @@ package controller_test
 
 import (
 	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -65,19 +60,8 @@ func contains(states []csv1.NodePoolState, s csv1.NodePoolState) bool {
 // autoscaling on, is deleted, a pool's version update rolls out, and a cluster's deletion takes
 // its pools first.
 func TestNodePoolLifecycleAgainstMaestro(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegion(t, ctx, hypershiftsim.Options{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: 2 * time.Second})
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cs := startClusterService(t, ctx, r, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	ctx, r, log := startAgainstMaestro(t, 10*time.Minute, hypershiftsim.Options{AvailableDelay: 3 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: 2 * time.Second}, defaultStatusSync)
+	cs := startClusterService(t, ctx, r, log)
 
 	cl := newCluster(10, "pools")
 	if _, err := cs.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: cl}); err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -32,54 +31,46 @@ type NodePoolFeedback struct {
 // conditions list.
 func ParseNodePoolFeedback(w *workv1.ManifestWork) (NodePoolFeedback, error) {
 	var fb NodePoolFeedback
-	if w == nil {
-		return fb, nil
-	}
-	for _, m := range w.Status.ResourceStatus.Manifests {
-		if m.ResourceMeta.Kind != "NodePool" && m.ResourceMeta.Resource != "nodepools" {
-			continue
-		}
-		for _, v := range m.StatusFeedbacks.Values {
-			switch v.Name {
-			case manifests.FeedbackConditions:
-				if v.Value.JsonRaw == nil {
-					continue
-				}
-				fb.Found = true
-				if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.Conditions); err != nil {
+	for _, v := range feedbackOf(w, "NodePool", "nodepools") {
+		switch v.Name {
+		case manifests.FeedbackConditions:
+			if v.Value.JsonRaw == nil {
+				continue
+			}
+			fb.Found = true
+			if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.Conditions); err != nil {
+				return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
+			}
+		case manifests.FeedbackNodePoolReplicas:
+			switch {
+			case v.Value.Integer != nil:
+				fb.Replicas, fb.HasReplicas = int32(*v.Value.Integer), true
+			case v.Value.JsonRaw != nil:
+				if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.Replicas); err != nil {
 					return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
 				}
-			case manifests.FeedbackNodePoolReplicas:
-				switch {
-				case v.Value.Integer != nil:
-					fb.Replicas, fb.HasReplicas = int32(*v.Value.Integer), true
-				case v.Value.JsonRaw != nil:
-					if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.Replicas); err != nil {
-						return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
-					}
-					fb.HasReplicas = true
-				}
-			case manifests.FeedbackNodePoolLabels:
-				if v.Value.JsonRaw == nil {
-					continue
-				}
-				var labels map[string]string
-				if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &labels); err != nil {
+				fb.HasReplicas = true
+			}
+		case manifests.FeedbackNodePoolLabels:
+			if v.Value.JsonRaw == nil {
+				continue
+			}
+			var labels map[string]string
+			if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &labels); err != nil {
+				return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
+			}
+			fb.SpecHash = labels[manifests.LabelNodePoolSpecHash]
+		case manifests.FeedbackGeneration:
+			if v.Value.Integer != nil {
+				fb.Generation = *v.Value.Integer
+			}
+		case manifests.FeedbackNodePoolVersion:
+			switch {
+			case v.Value.String != nil:
+				fb.Version = *v.Value.String
+			case v.Value.JsonRaw != nil:
+				if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.Version); err != nil {
 					return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
-				}
-				fb.SpecHash = labels[manifests.LabelNodePoolSpecHash]
-			case manifests.FeedbackGeneration:
-				if v.Value.Integer != nil {
-					fb.Generation = *v.Value.Integer
-				}
-			case manifests.FeedbackNodePoolVersion:
-				switch {
-				case v.Value.String != nil:
-					fb.Version = *v.Value.String
-				case v.Value.JsonRaw != nil:
-					if err := json.Unmarshal([]byte(*v.Value.JsonRaw), &fb.Version); err != nil {
-						return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
-					}
 				}
 			}
 		}
@@ -100,34 +91,15 @@ func ParseNodePoolFeedback(w *workv1.ManifestWork) (NodePoolFeedback, error) {
 //   - a pool that never reported a version → INSTALLING;
 //   - otherwise UPDATING (scaling, or a version rolling out).
 func DeriveNodePoolStatus(w *workv1.ManifestWork, spec *csv1.NodePoolSpec, wantVersion, specHash string, deleting bool) (*csv1.NodePoolStatus, error) {
-	st := &csv1.NodePoolStatus{}
 	fb, err := ParseNodePoolFeedback(w)
 	if err != nil {
 		return nil, err
 	}
-	if w != nil {
-		st.Applied = metaConditionTrue(w.Status.Conditions, workv1.WorkApplied)
-	}
-	for _, c := range fb.Conditions {
-		st.Conditions = append(st.Conditions, &csv1.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason,
-			Message: c.Message, LastTransitionTime: timestamppb.New(c.LastTransitionTime.Time)})
-	}
-	st.Replicas, st.CurrentVersion = fb.Replicas, fb.Version
+	st := &csv1.NodePoolStatus{Applied: workApplied(w), Conditions: reportedConditions(fb.Conditions...),
+		Replicas: fb.Replicas, CurrentVersion: fb.Version}
 
-	switch {
-	case deleting:
-		st.State, st.Message = csv1.NodePoolState_NODE_POOL_STATE_UNINSTALLING, "The node pool is being deleted."
-		return st, nil
-	case w == nil:
-		st.State, st.Message = csv1.NodePoolState_NODE_POOL_STATE_INSTALLING, "The node pool's manifests are sent to the management cluster."
-		return st, nil
-	}
-	if msg, ok := rejection(w); ok {
-		st.State, st.ErrorCode, st.Message = csv1.NodePoolState_NODE_POOL_STATE_ERROR, ErrorCodeManifestRejected, "The management cluster refused the node pool's manifests: "+msg
-		return st, nil
-	}
-	if code, c, ok := failure(fb.Conditions); ok {
-		st.State, st.ErrorCode, st.Message = csv1.NodePoolState_NODE_POOL_STATE_ERROR, code, conditionMessage(c)
+	if state, code, msg, ok := nodePoolWork.firstRules(w, fb.Conditions, deleting); ok {
+		st.State, st.ErrorCode, st.Message = state, code, msg
 		return st, nil
 	}
 	ready := find(fb.Conditions, "Ready")
@@ -143,17 +115,7 @@ func DeriveNodePoolStatus(w *workv1.ManifestWork, spec *csv1.NodePoolSpec, wantV
 	}
 	if fb.Version == "" {
 		st.State = csv1.NodePoolState_NODE_POOL_STATE_INSTALLING
-		switch {
-		case !st.Applied:
-			st.Message = "Waiting for the management cluster to apply the node pool's manifests."
-			if msg := applyFailure(w); msg != "" {
-				st.Message = "Applying the node pool's manifests failed: " + msg
-			}
-		case !fb.Found:
-			st.Message = "The node pool's manifests are applied; waiting for HyperShift to report status."
-		default:
-			st.Message = "The node pool's machines are being created" + progress
-		}
+		st.Message = nodePoolWork.installingMessage(w, st.Applied, fb.Found, "The node pool's machines are being created"+progress)
 		return st, nil
 	}
 	st.State = csv1.NodePoolState_NODE_POOL_STATE_UPDATING

@@ -1,20 +1,15 @@
 package controller_test
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
@@ -44,16 +39,7 @@ func TestQuickDeleteStress(t *testing.T) {
 	if rounds <= 0 || testing.Short() {
 		t.Skip("opt-in: OPENHCP_QUICK_DELETE_STRESS=<rounds> (8 clusters a round); starts the real region")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*4*time.Minute+5*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegion(t, ctx, hypershiftsim.Options{AvailableDelay: 2 * time.Second, DeleteDelay: time.Second})
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, r, log := startAgainstMaestro(t, time.Duration(rounds)*4*time.Minute+5*time.Minute, hypershiftsim.Options{AvailableDelay: 2 * time.Second, DeleteDelay: time.Second}, defaultStatusSync)
 	cs := startClusterService(t, ctx, r, log)
 	works, err := maestro.New(ctx, maestro.Config{GRPCAddr: r.maestro.GRPCAddr, RESTURL: r.maestro.RESTURL}, log)
 	if err != nil {

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -56,59 +55,32 @@ const (
 	maxAdaptedWait      = 2 * time.Minute
 )
 
-// lagState is what the controller remembers about a work whose status is behind its spec.
-type lagState struct {
-	generation int64     // the work generation last seen behind
-	since      time.Time // when that generation was first seen behind
-	attempts   int       // republishes so far in this episode
-}
+// lagState is the lag episode of a work whose status is behind its spec, keyed by the work
+// generation last seen behind.
+type lagState = episode[int64]
 
 // republishDelay is how long a generation may stay unreported after attempts republishes.
 func republishDelay(base time.Duration, attempts int) time.Duration {
 	return backoff.Policy{Initial: base, Max: maxRepublishDelay}.Nominal(attempts + 1)
 }
 
-// lagDecision says what to do about a work: republish it now, look again after recheck (0: no
-// need), and the state to remember (keep false: forget it). reported, when not 0, is how long
-// the agent took to report on a generation it caught up on without a republish.
-type lagDecision struct {
-	republish bool
-	recheck   time.Duration
-	next      lagState
-	keep      bool
-	reported  time.Duration
-}
-
 // decideLag is the republish rule, without side effects: prev (known says whether there is
 // one) is what was remembered, generation and statusGeneration what Maestro reports now, base
 // the wait before a first republish (republishWait's, for the work's shard), and adaptive
-// whether a never-reported work waits neverReportedFactor times longer.
-func decideLag(prev lagState, known bool, generation, statusGeneration int64, now time.Time, base time.Duration, adaptive bool) lagDecision {
+// whether a never-reported work waits neverReportedFactor times longer. A status caught up
+// with its generation ends the episode; reported, when not 0, is then how long the agent took
+// to report on a generation it caught up on without a republish.
+func decideLag(prev lagState, known bool, generation, statusGeneration int64, now time.Time, base time.Duration, adaptive bool) (d episodeDecision[int64], reported time.Duration) {
 	if statusGeneration >= generation {
-		// Caught up: the episode is over.
-		if known && prev.attempts == 0 && statusGeneration >= prev.generation {
-			return lagDecision{reported: max(now.Sub(prev.since), time.Nanosecond)}
+		if known && prev.attempts == 0 && statusGeneration >= prev.key {
+			return d, max(now.Sub(prev.since), time.Nanosecond)
 		}
-		return lagDecision{}
+		return d, 0
 	}
 	if adaptive && statusGeneration == 0 {
 		base *= neverReportedFactor
 	}
-	if !known {
-		return lagDecision{recheck: base, next: lagState{generation: generation, since: now}, keep: true}
-	}
-	if prev.generation != generation {
-		// A new generation (a new spec, or our own republish): its clock starts now; the
-		// backoff of the episode carries on.
-		st := lagState{generation: generation, since: now, attempts: prev.attempts}
-		return lagDecision{recheck: republishDelay(base, st.attempts), next: st, keep: true}
-	}
-	due := prev.since.Add(republishDelay(base, prev.attempts))
-	if now.Before(due) {
-		return lagDecision{recheck: due.Sub(now), next: prev, keep: true}
-	}
-	st := lagState{generation: generation, since: now, attempts: prev.attempts + 1}
-	return lagDecision{republish: true, recheck: republishDelay(base, st.attempts), next: st, keep: true}
+	return decideEpisode(prev, known, generation, now, base), 0
 }
 
 // repairLostUpdate applies the rule to the work of key (kind is the metric label) on shard:
@@ -124,19 +96,15 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 	c.mu.Lock()
 	prev, known := c.lag[key]
 	base := c.republishWait(shard)
-	d := decideLag(prev, known, got.Generation, maestro.StatusGeneration(got), c.now(), base, !c.cfg.FixedRepublishWait)
-	if d.keep {
-		c.lag[key] = d.next
-	} else {
-		delete(c.lag, key)
-	}
-	if d.reported > 0 {
+	d, reported := decideLag(prev, known, got.Generation, maestro.StatusGeneration(got), c.now(), base, !c.cfg.FixedRepublishWait)
+	record(c.lag, key, d)
+	if reported > 0 {
 		r := c.reports[shard]
 		if r == nil {
 			r = &reportTimes{}
 			c.reports[shard] = r
 		}
-		r.add(d.reported)
+		r.add(reported)
 		c.waits.WithLabelValues(shard).Set(c.republishWait(shard).Seconds())
 	}
 	c.mu.Unlock()
@@ -146,12 +114,8 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 	log.Warn("the management cluster's agent has not reported on the work's current spec; republishing it",
 		"work", got.Name, "generation", got.Generation, "status_generation", maestro.StatusGeneration(got),
 		"behind_for", d.next.since.Sub(prev.since).Round(time.Millisecond).String(), "shard_wait", base.String(), "attempt", d.next.attempts)
-	if _, err := c.works.Republish(ctx, shard, got.Name); err != nil {
-		// Not sent: the next reconcile (the error's backoff) tries again at once.
-		c.mu.Lock()
-		c.lag[key] = prev
-		c.mu.Unlock()
-		return 0, fmt.Errorf("republish work %s on %s: %w", got.Name, shard, err)
+	if err := republishInEpisode(ctx, c, c.lag, key, shard, got.Name, prev); err != nil {
+		return 0, err
 	}
 	c.republishes.WithLabelValues(kind).Inc()
 	return d.recheck, nil

@@ -1,19 +1,13 @@
 package controller_test
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
@@ -30,19 +24,7 @@ import (
 // the agent is back the update arrives and the republishing stops. (The race itself is
 // reproduced in cluster-service/pkg/maestro, TestSpecUpdateWhileAgentWritesStatus.)
 func TestWorkBehindItsSpecIsRepublished(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegion(t, ctx, hypershiftsim.Options{AvailableDelay: time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: time.Second})
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, r, log := startAgainstMaestro(t, 10*time.Minute, hypershiftsim.Options{AvailableDelay: time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: time.Second}, defaultStatusSync)
 	cs := startClusterService(t, ctx, r, log)
 	cs.stopCtrl()
 	const after = 4 * time.Second

@@ -34,47 +34,48 @@ func TestDecideLag(t *testing.T) {
 		gen, statusGen int64
 		now            time.Time
 		fixed          bool // Config.FixedRepublishWait
-		want           lagDecision
+		want           episodeDecision[int64]
+		wantReported   time.Duration
 	}{
-		{name: "caught_up_forgets_the_episode", prev: lagState{generation: 7, since: t0, attempts: 2}, known: true,
-			gen: 8, statusGen: 8, now: t0.Add(time.Hour), want: lagDecision{}},
-		{name: "caught_up_by_itself_tells_how_long_the_agent_took", prev: lagState{generation: 8, since: t0}, known: true,
-			gen: 8, statusGen: 8, now: t0.Add(3 * time.Second), want: lagDecision{reported: 3 * time.Second}},
-		{name: "caught_up_on_an_older_generation_tells_nothing", prev: lagState{generation: 9, since: t0}, known: true,
-			gen: 8, statusGen: 8, now: t0.Add(3 * time.Second), want: lagDecision{}},
-		{name: "status_ahead_of_a_stale_read_is_caught_up", gen: 8, statusGen: 9, now: t0, want: lagDecision{}},
+		{name: "caught_up_forgets_the_episode", prev: lagState{key: 7, since: t0, attempts: 2}, known: true,
+			gen: 8, statusGen: 8, now: t0.Add(time.Hour), want: episodeDecision[int64]{}},
+		{name: "caught_up_by_itself_tells_how_long_the_agent_took", prev: lagState{key: 8, since: t0}, known: true,
+			gen: 8, statusGen: 8, now: t0.Add(3 * time.Second), wantReported: 3 * time.Second},
+		{name: "caught_up_on_an_older_generation_tells_nothing", prev: lagState{key: 9, since: t0}, known: true,
+			gen: 8, statusGen: 8, now: t0.Add(3 * time.Second), want: episodeDecision[int64]{}},
+		{name: "status_ahead_of_a_stale_read_is_caught_up", gen: 8, statusGen: 9, now: t0, want: episodeDecision[int64]{}},
 		{name: "first_seen_behind_starts_the_clock", gen: 8, statusGen: 7, now: t0,
-			want: lagDecision{recheck: base, next: lagState{generation: 8, since: t0}, keep: true}},
+			want: episodeDecision[int64]{recheck: base, next: lagState{key: 8, since: t0}, keep: true}},
 		{name: "never_reported_waits_four_times_longer", gen: 1, statusGen: 0, now: t0,
-			want: lagDecision{recheck: 4 * base, next: lagState{generation: 1, since: t0}, keep: true}},
-		{name: "never_reported_is_not_republished_after_the_plain_wait", prev: lagState{generation: 1, since: t0}, known: true,
+			want: episodeDecision[int64]{recheck: 4 * base, next: lagState{key: 1, since: t0}, keep: true}},
+		{name: "never_reported_is_not_republished_after_the_plain_wait", prev: lagState{key: 1, since: t0}, known: true,
 			gen: 1, statusGen: 0, now: t0.Add(base),
-			want: lagDecision{recheck: 3 * base, next: lagState{generation: 1, since: t0}, keep: true}},
-		{name: "never_reported_is_republished_after_the_longer_wait", prev: lagState{generation: 1, since: t0}, known: true,
+			want: episodeDecision[int64]{recheck: 3 * base, next: lagState{key: 1, since: t0}, keep: true}},
+		{name: "never_reported_is_republished_after_the_longer_wait", prev: lagState{key: 1, since: t0}, known: true,
 			gen: 1, statusGen: 0, now: t0.Add(4 * base),
-			want: lagDecision{republish: true, recheck: 8 * base, next: lagState{generation: 1, since: t0.Add(4 * base), attempts: 1}, keep: true}},
+			want: episodeDecision[int64]{republish: true, recheck: 8 * base, next: lagState{key: 1, since: t0.Add(4 * base), attempts: 1}, keep: true}},
 		{name: "fixed_wait_counts_no_status_as_behind", gen: 1, statusGen: 0, now: t0, fixed: true,
-			want: lagDecision{recheck: base, next: lagState{generation: 1, since: t0}, keep: true}},
-		{name: "behind_for_less_than_the_wait_looks_again_when_due", prev: lagState{generation: 8, since: t0}, known: true,
+			want: episodeDecision[int64]{recheck: base, next: lagState{key: 1, since: t0}, keep: true}},
+		{name: "behind_for_less_than_the_wait_looks_again_when_due", prev: lagState{key: 8, since: t0}, known: true,
 			gen: 8, statusGen: 7, now: t0.Add(10 * time.Second),
-			want: lagDecision{recheck: 5 * time.Second, next: lagState{generation: 8, since: t0}, keep: true}},
-		{name: "behind_for_the_wait_republishes", prev: lagState{generation: 8, since: t0}, known: true,
+			want: episodeDecision[int64]{recheck: 5 * time.Second, next: lagState{key: 8, since: t0}, keep: true}},
+		{name: "behind_for_the_wait_republishes", prev: lagState{key: 8, since: t0}, known: true,
 			gen: 8, statusGen: 7, now: t0.Add(base),
-			want: lagDecision{republish: true, recheck: 2 * base, next: lagState{generation: 8, since: t0.Add(base), attempts: 1}, keep: true}},
-		{name: "the_republished_generation_gets_a_doubled_wait", prev: lagState{generation: 8, since: t0, attempts: 1}, known: true,
+			want: episodeDecision[int64]{republish: true, recheck: 2 * base, next: lagState{key: 8, since: t0.Add(base), attempts: 1}, keep: true}},
+		{name: "the_republished_generation_gets_a_doubled_wait", prev: lagState{key: 8, since: t0, attempts: 1}, known: true,
 			gen: 9, statusGen: 7, now: t0.Add(time.Second),
-			want: lagDecision{recheck: 2 * base, next: lagState{generation: 9, since: t0.Add(time.Second), attempts: 1}, keep: true}},
-		{name: "a_second_republish_waits_twice_as_long", prev: lagState{generation: 9, since: t0, attempts: 1}, known: true,
+			want: episodeDecision[int64]{recheck: 2 * base, next: lagState{key: 9, since: t0.Add(time.Second), attempts: 1}, keep: true}},
+		{name: "a_second_republish_waits_twice_as_long", prev: lagState{key: 9, since: t0, attempts: 1}, known: true,
 			gen: 9, statusGen: 7, now: t0.Add(2*base - time.Millisecond),
-			want: lagDecision{recheck: time.Millisecond, next: lagState{generation: 9, since: t0, attempts: 1}, keep: true}},
-		{name: "an_agent_away_for_long_is_republished_at_most_every_10m", prev: lagState{generation: 40, since: t0, attempts: 30}, known: true,
+			want: episodeDecision[int64]{recheck: time.Millisecond, next: lagState{key: 9, since: t0, attempts: 1}, keep: true}},
+		{name: "an_agent_away_for_long_is_republished_at_most_every_10m", prev: lagState{key: 40, since: t0, attempts: 30}, known: true,
 			gen: 40, statusGen: 7, now: t0.Add(maxRepublishDelay),
-			want: lagDecision{republish: true, recheck: maxRepublishDelay, next: lagState{generation: 40, since: t0.Add(maxRepublishDelay), attempts: 31}, keep: true}},
+			want: episodeDecision[int64]{republish: true, recheck: maxRepublishDelay, next: lagState{key: 40, since: t0.Add(maxRepublishDelay), attempts: 31}, keep: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := decideLag(tc.prev, tc.known, tc.gen, tc.statusGen, tc.now, base, !tc.fixed)
-			if got != tc.want {
-				t.Errorf("decideLag = %+v\nwant        %+v", got, tc.want)
+			got, reported := decideLag(tc.prev, tc.known, tc.gen, tc.statusGen, tc.now, base, !tc.fixed)
+			if got != tc.want || reported != tc.wantReported {
+				t.Errorf("decideLag = %+v, reported %s\nwant        %+v, reported %s", got, reported, tc.want, tc.wantReported)
 			}
 		})
 	}

@@ -44,44 +44,19 @@ import (
 // DefaultStaleStatusAfter is Config.StaleStatusAfter's default.
 const DefaultStaleStatusAfter = time.Minute
 
-// staleState is what the controller remembers of an unsettled object's work status.
-type staleState struct {
-	status   [sha256.Size]byte // digest of the status as Maestro last had it
-	since    time.Time         // when that status was first seen
-	attempts int               // republishes so far in this episode
-}
-
-// staleDecision says what to do about an unsettled object's work: republish it now, look again
-// after recheck (0: no need), and what to remember (keep false: forget it).
-type staleDecision struct {
-	republish bool
-	recheck   time.Duration
-	next      staleState
-	keep      bool
-}
+// staleState is the stale-status episode of an unsettled object's work, keyed by the digest
+// of its status as Maestro last had it (statusDigest).
+type staleState = episode[[sha256.Size]byte]
 
 // decideStale is the stale-status rule without side effects: prev (known says whether there
 // is one) is what was remembered, status the digest of the work's status now, settled whether
-// the object's state is settled, and after the wait before a first republish.
-func decideStale(prev staleState, known bool, status [sha256.Size]byte, settled bool, now time.Time, after time.Duration) staleDecision {
+// the object's state is settled (which ends the episode), and after the wait before a first
+// republish.
+func decideStale(prev staleState, known bool, status [sha256.Size]byte, settled bool, now time.Time, after time.Duration) episodeDecision[[sha256.Size]byte] {
 	if settled {
-		return staleDecision{}
+		return episodeDecision[[sha256.Size]byte]{}
 	}
-	if !known {
-		return staleDecision{recheck: after, next: staleState{status: status, since: now}, keep: true}
-	}
-	if prev.status != status {
-		// A new status (the object progresses, or our republish was reported): its clock
-		// starts now; the backoff of the episode carries on.
-		st := staleState{status: status, since: now, attempts: prev.attempts}
-		return staleDecision{recheck: republishDelay(after, st.attempts), next: st, keep: true}
-	}
-	due := prev.since.Add(republishDelay(after, prev.attempts))
-	if now.Before(due) {
-		return staleDecision{recheck: due.Sub(now), next: prev, keep: true}
-	}
-	st := staleState{status: status, since: now, attempts: prev.attempts + 1}
-	return staleDecision{republish: true, recheck: republishDelay(after, st.attempts), next: st, keep: true}
+	return decideEpisode(prev, known, status, now, after)
 }
 
 // statusDigest identifies the status Maestro holds for got: its conditions, feedback and the
@@ -119,22 +94,15 @@ func (c *Controller) repairLostStatus(ctx context.Context, log *slog.Logger, kin
 	}
 	prev, known := c.stale[key]
 	d := decideStale(prev, known, digest, settled, c.now(), after)
-	if d.keep {
-		c.stale[key] = d.next
-	} else {
-		delete(c.stale, key)
-	}
+	record(c.stale, key, d)
 	c.mu.Unlock()
 	if !d.republish {
 		return d.recheck, nil
 	}
 	log.Warn("the work's status has not changed for too long while the object is not settled; republishing it so that the agent reports afresh",
 		"work", got.Name, "generation", got.Generation, "unchanged_for", c.now().Sub(prev.since).Round(time.Second).String(), "attempt", d.next.attempts)
-	if _, err := c.works.Republish(ctx, shard, got.Name); err != nil {
-		c.mu.Lock()
-		c.stale[key] = prev
-		c.mu.Unlock()
-		return 0, fmt.Errorf("republish work %s on %s: %w", got.Name, shard, err)
+	if err := republishInEpisode(ctx, c, c.stale, key, shard, got.Name, prev); err != nil {
+		return 0, err
 	}
 	c.staleRepublishes.WithLabelValues(kind).Inc()
 	return d.recheck, nil

@@ -28,17 +28,17 @@ func TestDecideStale(t *testing.T) {
 		wantKeep      bool
 		wantAttempts  int
 	}{
-		{name: "settled_object_is_forgotten", prev: staleState{status: a, since: t0}, known: true, status: a, settled: true, now: t0.Add(time.Hour)},
+		{name: "settled_object_is_forgotten", prev: staleState{key: a, since: t0}, known: true, status: a, settled: true, now: t0.Add(time.Hour)},
 		{name: "first_sight_starts_the_clock", status: a, now: t0, wantRecheck: after, wantKeep: true},
-		{name: "unchanged_before_the_wait_rechecks_at_its_end", prev: staleState{status: a, since: t0}, known: true, status: a,
+		{name: "unchanged_before_the_wait_rechecks_at_its_end", prev: staleState{key: a, since: t0}, known: true, status: a,
 			now: t0.Add(20 * time.Second), wantRecheck: 40 * time.Second, wantKeep: true},
-		{name: "unchanged_for_the_wait_is_republished", prev: staleState{status: a, since: t0}, known: true, status: a,
+		{name: "unchanged_for_the_wait_is_republished", prev: staleState{key: a, since: t0}, known: true, status: a,
 			now: t0.Add(after), wantRepublish: true, wantRecheck: 2 * after, wantKeep: true, wantAttempts: 1},
-		{name: "a_new_status_restarts_the_clock_and_keeps_the_backoff", prev: staleState{status: a, since: t0, attempts: 2}, known: true, status: b,
+		{name: "a_new_status_restarts_the_clock_and_keeps_the_backoff", prev: staleState{key: a, since: t0, attempts: 2}, known: true, status: b,
 			now: t0.Add(time.Hour), wantRecheck: 4 * after, wantKeep: true, wantAttempts: 2},
-		{name: "second_republish_waits_twice_as_long", prev: staleState{status: a, since: t0, attempts: 1}, known: true, status: a,
+		{name: "second_republish_waits_twice_as_long", prev: staleState{key: a, since: t0, attempts: 1}, known: true, status: a,
 			now: t0.Add(after), wantRecheck: after, wantKeep: true, wantAttempts: 1},
-		{name: "wait_is_capped", prev: staleState{status: a, since: t0, attempts: 40}, known: true, status: a,
+		{name: "wait_is_capped", prev: staleState{key: a, since: t0, attempts: 40}, known: true, status: a,
 			now: t0.Add(maxRepublishDelay), wantRepublish: true, wantRecheck: maxRepublishDelay, wantKeep: true, wantAttempts: 41},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

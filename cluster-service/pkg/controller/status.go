@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	hypershiftv1beta1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
-	"google.golang.org/protobuf/types/known/timestamppb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	workv1 "open-cluster-management.io/api/work/v1"
 
@@ -58,50 +57,42 @@ type Feedback struct {
 // ParseFeedback reads the HostedCluster's feedback values out of a work.
 func ParseFeedback(w *workv1.ManifestWork) (Feedback, error) {
 	var fb Feedback
-	if w == nil {
-		return fb, nil
-	}
-	for _, m := range w.Status.ResourceStatus.Manifests {
-		if m.ResourceMeta.Kind != "HostedCluster" && m.ResourceMeta.Resource != "hostedclusters" {
+	for _, v := range feedbackOf(w, "HostedCluster", "hostedclusters") {
+		if v.Name == manifests.FeedbackGeneration && v.Value.Integer != nil {
+			fb.Generation = *v.Value.Integer
+		}
+		if v.Value.JsonRaw == nil {
 			continue
 		}
-		for _, v := range m.StatusFeedbacks.Values {
-			if v.Name == manifests.FeedbackGeneration && v.Value.Integer != nil {
-				fb.Generation = *v.Value.Integer
+		raw := []byte(*v.Value.JsonRaw)
+		var err error
+		switch v.Name {
+		case manifests.FeedbackConditions:
+			fb.Found = true
+			err = json.Unmarshal(raw, &fb.Conditions)
+		case manifests.FeedbackVersionDesired:
+			var d struct {
+				Version string `json:"version"`
 			}
-			if v.Value.JsonRaw == nil {
-				continue
-			}
-			raw := []byte(*v.Value.JsonRaw)
-			var err error
-			switch v.Name {
-			case manifests.FeedbackConditions:
-				fb.Found = true
-				err = json.Unmarshal(raw, &fb.Conditions)
-			case manifests.FeedbackVersionDesired:
-				var d struct {
-					Version string `json:"version"`
-				}
-				err = json.Unmarshal(raw, &d)
-				fb.Desired = d.Version
-			case manifests.FeedbackVersionHistory:
-				err = json.Unmarshal(raw, &fb.History)
-			case manifests.FeedbackControlPlaneEndpoint:
-				err = json.Unmarshal(raw, &fb.Endpoint)
-			case manifests.FeedbackAutoscaling:
-				err = json.Unmarshal(raw, &fb.Config.Autoscaling)
-			case manifests.FeedbackAPIServerNetworking:
-				err = json.Unmarshal(raw, &fb.Config.APIServer)
-			case manifests.FeedbackImageContentSources:
-				err = json.Unmarshal(raw, &fb.Config.ImageContentSources)
-			case manifests.FeedbackSecretEncryption:
-				err = json.Unmarshal(raw, &fb.Config.SecretEncryption)
-			case manifests.FeedbackWorkloadIdentities:
-				err = json.Unmarshal(raw, &fb.Config.WorkloadIdentities)
-			}
-			if err != nil {
-				return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
-			}
+			err = json.Unmarshal(raw, &d)
+			fb.Desired = d.Version
+		case manifests.FeedbackVersionHistory:
+			err = json.Unmarshal(raw, &fb.History)
+		case manifests.FeedbackControlPlaneEndpoint:
+			err = json.Unmarshal(raw, &fb.Endpoint)
+		case manifests.FeedbackAutoscaling:
+			err = json.Unmarshal(raw, &fb.Config.Autoscaling)
+		case manifests.FeedbackAPIServerNetworking:
+			err = json.Unmarshal(raw, &fb.Config.APIServer)
+		case manifests.FeedbackImageContentSources:
+			err = json.Unmarshal(raw, &fb.Config.ImageContentSources)
+		case manifests.FeedbackSecretEncryption:
+			err = json.Unmarshal(raw, &fb.Config.SecretEncryption)
+		case manifests.FeedbackWorkloadIdentities:
+			err = json.Unmarshal(raw, &fb.Config.WorkloadIdentities)
+		}
+		if err != nil {
+			return fb, fmt.Errorf("decode feedback %q of work %s: %w", v.Name, w.Name, err)
 		}
 	}
 	return fb, nil
@@ -138,18 +129,11 @@ func DeriveStatus(w *workv1.ManifestWork, deleting bool) (*csv1.ClusterStatus, e
 //   - Degraded=True → ERROR HostedClusterDegraded;
 //   - otherwise INSTALLING.
 func DeriveClusterStatus(w *workv1.ManifestWork, built *hypershiftv1beta1.HostedCluster, deleting bool) (*csv1.ClusterStatus, error) {
-	st := &csv1.ClusterStatus{}
 	fb, err := ParseFeedback(w)
 	if err != nil {
 		return nil, err
 	}
-	if w != nil {
-		st.Applied = metaConditionTrue(w.Status.Conditions, workv1.WorkApplied)
-	}
-	for _, c := range fb.Conditions {
-		st.Conditions = append(st.Conditions, &csv1.Condition{Type: c.Type, Status: string(c.Status), Reason: c.Reason,
-			Message: c.Message, LastTransitionTime: timestamppb.New(c.LastTransitionTime.Time)})
-	}
+	st := &csv1.ClusterStatus{Applied: workApplied(w), Conditions: reportedConditions(fb.Conditions...)}
 	for _, h := range fb.History {
 		if h.State == "Completed" {
 			st.CurrentVersion = h.Version
@@ -165,22 +149,8 @@ func DeriveClusterStatus(w *workv1.ManifestWork, built *hypershiftv1beta1.Hosted
 		st.ConsoleUrl = manifests.ConsoleURL(built)
 	}
 
-	switch {
-	case deleting:
-		st.State = csv1.ClusterState_CLUSTER_STATE_UNINSTALLING
-		st.Message = "The cluster is being deleted."
-		return st, nil
-	case w == nil:
-		st.State = csv1.ClusterState_CLUSTER_STATE_INSTALLING
-		st.Message = "The manifests are sent to the management cluster."
-		return st, nil
-	}
-	if msg, ok := rejection(w); ok {
-		st.State, st.ErrorCode, st.Message = csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCodeManifestRejected, "The management cluster refused the cluster's manifests: "+msg
-		return st, nil
-	}
-	if code, c, ok := failure(fb.Conditions); ok {
-		st.State, st.ErrorCode, st.Message = csv1.ClusterState_CLUSTER_STATE_ERROR, code, conditionMessage(c)
+	if state, code, msg, ok := clusterWork.firstRules(w, fb.Conditions, deleting); ok {
+		st.State, st.ErrorCode, st.Message = state, code, msg
 		return st, nil
 	}
 	if c := find(fb.Conditions, "Available"); c != nil && c.Status == metav1.ConditionTrue {
@@ -201,21 +171,11 @@ func DeriveClusterStatus(w *workv1.ManifestWork, built *hypershiftv1beta1.Hosted
 		st.State, st.ErrorCode, st.Message = csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCodeDegraded, conditionMessage(c)
 		return st, nil
 	}
-	st.State = csv1.ClusterState_CLUSTER_STATE_INSTALLING
-	switch {
-	case !st.Applied:
-		st.Message = "Waiting for the management cluster to apply the manifests."
-		if msg := applyFailure(w); msg != "" {
-			st.Message = "Applying the manifests failed: " + msg
-		}
-	case !fb.Found:
-		st.Message = "The manifests are applied; waiting for HyperShift to report status."
-	default:
-		st.Message = "The control plane is being installed."
-		if c := find(fb.Conditions, "Available"); c != nil && c.Message != "" {
-			st.Message = "The control plane is being installed: " + c.Message
-		}
+	working := "The control plane is being installed."
+	if c := find(fb.Conditions, "Available"); c != nil && c.Message != "" {
+		working = "The control plane is being installed: " + c.Message
 	}
+	st.State, st.Message = csv1.ClusterState_CLUSTER_STATE_INSTALLING, clusterWork.installingMessage(w, st.Applied, fb.Found, working)
 	return st, nil
 }
 

@@ -2,16 +2,11 @@ package controller_test
 
 import (
 	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
@@ -23,19 +18,7 @@ import (
 // back), and without help Cluster Service keeps the cluster INSTALLING for ever. The cluster must
 // become READY after the server is back.
 func TestStatusLostWhileMaestroServerAwayIsRecovered(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegion(t, ctx, hypershiftsim.Options{AvailableDelay: 20 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: time.Second})
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	log := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, r, log := startAgainstMaestro(t, 10*time.Minute, hypershiftsim.Options{AvailableDelay: 20 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: time.Second}, defaultStatusSync)
 	cs := startClusterService(t, ctx, r, log)
 
 	cl := newCluster(41, "statuslost")

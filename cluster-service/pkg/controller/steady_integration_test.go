@@ -1,14 +1,10 @@
 package controller_test
 
 import (
-	"context"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/controller"
@@ -19,18 +15,12 @@ import (
 // TestSteadyClusterIsLeftAlone: once a cluster is READY and its work is back on polled
 // feedback, nothing reconciles it until the resync (an hour here) or a new status event.
 func TestSteadyClusterIsLeftAlone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegion(t, ctx, hypershiftsim.Options{AvailableDelay: time.Second, DeleteDelay: time.Second})
-	cs := startClusterService(t, ctx, r, slog.New(slog.DiscardHandler))
+	ctx, r, log := startAgainstMaestro(t, 6*time.Minute, hypershiftsim.Options{AvailableDelay: time.Second, DeleteDelay: time.Second}, defaultStatusSync)
+	cs := startClusterService(t, ctx, r, log)
 	cs.stopCtrl()
 	reg := prometheus.NewRegistry()
 	const pollAfter = 3 * time.Second
-	runControllerWith(t, ctx, cs.st, cs.works, controller.Config{Registerer: reg, PollAfterSteady: pollAfter, ResyncPeriod: time.Hour}, slog.New(slog.DiscardHandler))
+	runControllerWith(t, ctx, cs.st, cs.works, controller.Config{Registerer: reg, PollAfterSteady: pollAfter, ResyncPeriod: time.Hour}, log)
 
 	cl := newCluster(50, "steady")
 	if _, err := cs.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: cl}); err != nil {

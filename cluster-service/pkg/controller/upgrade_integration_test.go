@@ -1,19 +1,13 @@
 package controller_test
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	configv1 "github.com/openshift/api/config/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"google.golang.org/grpc/codes"
@@ -32,19 +26,8 @@ func upgradeState(s csv1.UpgradePolicyState) func(*csv1.Cluster, error) bool {
 // switch: the upgrade policies end COMPLETED / FAILED from HostedCluster and NodePool feedback
 // only, and the HostedCluster's version history shows the upgrade.
 func TestUpgradeAgainstMaestro(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, maestro, etcd, kube-apiserver, maestro agent and hypershift-sim")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	ctrl.SetLogger(logr.Discard())
-	r := startRegion(t, ctx, hypershiftsim.Options{AvailableDelay: 2 * time.Second, UpgradeDelay: 3 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: time.Second})
-	logFile, err := os.Create(filepath.Join(r.logDir, "cluster-service.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cs := startClusterService(t, ctx, r, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	ctx, r, log := startAgainstMaestro(t, 10*time.Minute, hypershiftsim.Options{AvailableDelay: 2 * time.Second, UpgradeDelay: 3 * time.Second, DeleteDelay: time.Second, NodePoolReadyDelay: time.Second}, defaultStatusSync)
+	cs := startClusterService(t, ctx, r, log)
 
 	cl := newCluster(20, "upgrade")
 	broken := newCluster(21, "broken")
