@@ -30,9 +30,11 @@ func TestStatusModes(t *testing.T) {
 			before := time.Now()
 			csID, opID := h.createCluster("c01", 0)
 			h.waitStatus(opID, armdoc.StateProvisioning, 10*time.Second)
-			if got := metricstest.Sum(t, reg, "backend_operations_in_flight", "request", "Create"); got != 1 {
-				t.Errorf("in-flight creates = %v, want 1", got)
-			}
+			// The backend records an operation in its metrics just after the write the test
+			// sees, so each metric is polled until it says what it should.
+			waitMetric(t, "in-flight creates", 1, func() float64 {
+				return metricstest.Sum(t, reg, "backend_operations_in_flight", "request", "Create")
+			})
 			// The stuck-operation alert reads time() minus the oldest start.
 			oldest := metricstest.Sum(t, reg, "backend_operation_oldest_start_time_seconds", "request", "Create")
 			if start := time.Unix(0, int64(oldest*1e9)); start.Before(before.Add(-time.Second)) || start.After(time.Now()) {
@@ -40,15 +42,15 @@ func TestStatusModes(t *testing.T) {
 			}
 			h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
 			h.waitStatus(opID, armdoc.StateSucceeded, 10*time.Second)
-			if got := metricstest.Sum(t, reg, "backend_operations_in_flight", "request", "Create"); got != 0 {
-				t.Errorf("in-flight creates after the end = %v, want 0", got)
-			}
-			if got := metricstest.Sum(t, reg, "backend_operation_oldest_start_time_seconds"); got != 0 {
-				t.Errorf("oldest start with no active operation = %v, want no series", got)
-			}
-			if got := metricstest.Sum(t, reg, "backend_operation_duration_seconds", "status", "Succeeded"); got != 1 {
-				t.Errorf("succeeded durations observed = %v, want 1", got)
-			}
+			waitMetric(t, "in-flight creates after the end", 0, func() float64 {
+				return metricstest.Sum(t, reg, "backend_operations_in_flight", "request", "Create")
+			})
+			waitMetric(t, "oldest start with no active operation (no series)", 0, func() float64 {
+				return metricstest.Sum(t, reg, "backend_operation_oldest_start_time_seconds")
+			})
+			waitMetric(t, "succeeded durations observed", 1, func() float64 {
+				return metricstest.Sum(t, reg, "backend_operation_duration_seconds", "status", "Succeeded")
+			})
 			// Accepted→Provisioning and Provisioning→Succeeded were both caused by CS state.
 			if got := metricstest.Sum(t, reg, "backend_status_propagation_seconds"); got < 1 {
 				t.Errorf("status propagation observations = %v, want at least 1", got)
@@ -58,6 +60,23 @@ func TestStatusModes(t *testing.T) {
 				t.Errorf("cluster watch events = %v; want some: %v", events, tc.wantEvents)
 			}
 		})
+	}
+}
+
+// waitMetric polls read until it returns want, for a deadline sized for a busy machine.
+func waitMetric(t *testing.T, what string, want float64, read func() float64) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := read()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s = %v, want %v", what, got, want)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
