@@ -35,7 +35,9 @@ func modelPool(t *testing.T, mutate func(props map[string]any)) *api.NodePool {
 }
 
 func platformOf(props map[string]any) map[string]any { return props["platform"].(map[string]any) }
-func osDiskOf(props map[string]any) map[string]any   { return platformOf(props)["osDisk"].(map[string]any) }
+func osDiskOf(props map[string]any) map[string]any {
+	return platformOf(props)["osDisk"].(map[string]any)
+}
 
 // TestNodePoolSpecMapping: every node pool property has its place in Cluster Service's spec.
 func TestNodePoolSpecMapping(t *testing.T) {
