@@ -20,6 +20,7 @@ import (
 //   - an optional scalar (auto_repair) or a message (autoscaling): set replaces the spec's;
 //   - a wrapper (StringMap, Taints, OptionalInt32: one field whose arm_path is "."): set
 //     replaces the spec's with the wrapped value, an empty or absent one clearing it.
+//
 // nodePoolSizeFields are the one rule that names fields: replicas and autoscaling are the
 // pool's size together, so an update that sets either replaces both.
 var nodePoolSizeFields = []protoreflect.Name{"replicas", "autoscaling"}
