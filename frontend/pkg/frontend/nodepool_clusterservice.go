@@ -3,6 +3,8 @@ package frontend
 import (
 	"cmp"
 
+	"google.golang.org/protobuf/proto"
+
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
@@ -27,10 +29,9 @@ func withDefaultsOf(next *api.NodePool, from *csv1.NodePoolSpec) {
 	if from == nil {
 		return
 	}
-	if next.Spec == nil {
-		next.Spec = &csv1.NodePoolSpec{}
-	}
-	s, fp := next.Spec, from.GetPlatform()
+	// A copy: next's spec may have been handed to Cluster Service's client already.
+	s, fp := proto.Clone(nodePoolSpec(next)).(*csv1.NodePoolSpec), from.GetPlatform()
+	next.Spec = s
 	s.VersionId = cmp.Or(s.VersionId, from.GetVersionId())
 	s.ChannelGroup = cmp.Or(s.ChannelGroup, from.GetChannelGroup())
 	if fp == nil {
