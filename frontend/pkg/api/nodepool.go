@@ -58,12 +58,12 @@ func swap(s, from, to string) string {
 	return s
 }
 
-// NodePoolFromARM is the node pool whose properties are doc's (a checked body or a stored
-// document, as JSON objects with exact numbers). autoRepair's default (true, the
+// NodePoolFromARM is the node pool whose properties are doc's: a body decoded into its
+// api-version's type and checked, or a stored document as JSON objects with exact numbers. autoRepair's default (true, the
 // specification's) is applied here: Cluster Service's spec cannot tell an absent autoRepair
 // from false. Everything else the body leaves out stays empty, for Cluster Service's model to
 // default.
-func NodePoolFromARM(doc map[string]any) *NodePool {
+func NodePoolFromARM(doc any) *NodePool {
 	spec := &csv1.NodePoolSpec{}
 	armpath.Fill(spec.ProtoReflect(), doc, NodePoolShapes)
 	if armpath.Lookup(doc, "properties.autoRepair") == nil {

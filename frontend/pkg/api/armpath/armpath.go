@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -26,20 +27,6 @@ type Shape struct {
 // Shapes are a kind's Shape by ARM path.
 type Shapes map[string]Shape
 
-// Document is v (an ARM body's type, or any value that marshals) as JSON objects, numbers kept
-// exact. The types given are plain structs that always marshal.
-func Document(v any) map[string]any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("marshal %T: %v", v, err))
-	}
-	doc, err := Parse(b)
-	if err != nil {
-		panic(fmt.Sprintf("read back %T: %v", v, err))
-	}
-	return doc
-}
-
 // Parse reads a JSON object, numbers kept exact (json.Number), as Fill expects them.
 func Parse(b []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
@@ -51,14 +38,16 @@ func Parse(b []byte) (map[string]any, error) {
 	return doc, nil
 }
 
-// Fill sets every field of msg that has an arm_path from the value at that path in doc; a path
-// absent from doc leaves the field unset. "." is the holder's own object, "/a.b" a path from
-// doc's root, "-" and no option are fields that do not come from the ARM form.
-func Fill(msg protoreflect.Message, doc map[string]any, shapes Shapes) {
-	fill(msg, doc, doc, "", shapes)
+// Fill sets every field of msg that has an arm_path from the value at that path in doc, an ARM
+// body's type (its properties found by their JSON names) or the JSON objects of a document; a
+// path absent from doc (or null) leaves the field unset. "." is the holder's own object, "/a.b"
+// a path from doc's root, "-" and no option are fields that do not come from the ARM form.
+func Fill(msg protoreflect.Message, doc any, shapes Shapes) {
+	root := reflect.ValueOf(doc)
+	fill(msg, root, root, "", shapes)
 }
 
-func fill(msg protoreflect.Message, doc, obj map[string]any, base string, shapes Shapes) {
+func fill(msg protoreflect.Message, doc, obj reflect.Value, base string, shapes Shapes) {
 	fields := msg.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
@@ -66,38 +55,38 @@ func fill(msg protoreflect.Message, doc, obj map[string]any, base string, shapes
 		if p == "" || p == "-" {
 			continue
 		}
-		v, path := any(obj), base
+		v, path := deref(obj), base
 		switch {
 		case strings.HasPrefix(p, "/"):
-			v, path = Lookup(doc, p[1:]), p[1:]
+			v, path = lookup(doc, p[1:]), p[1:]
 		case p != ".":
-			v, path = Lookup(obj, p), join(base, p)
+			v, path = lookup(obj, p), join(base, p)
 		}
-		if v == nil {
+		if !v.IsValid() {
 			continue
 		}
 		if shape, ok := shapes[path]; ok && shape.ToSpec != nil {
-			v = shape.ToSpec(v)
+			v = deref(reflect.ValueOf(shape.ToSpec(v.Interface())))
 		}
 		switch {
 		case fd.IsMap():
 			m := msg.Mutable(fd).Map()
-			for k, e := range v.(map[string]any) {
-				m.Set(protoreflect.ValueOfString(k).MapKey(), scalar(fd.MapValue(), e, path))
+			for it := v.MapRange(); it.Next(); {
+				m.Set(protoreflect.ValueOfString(it.Key().String()).MapKey(), scalar(fd.MapValue(), deref(it.Value()), path))
 			}
 		case fd.IsList():
 			l := msg.Mutable(fd).List()
-			for _, e := range v.([]any) {
+			for j := 0; j < v.Len(); j++ {
 				if fd.Message() != nil {
 					el := l.NewElement()
-					fill(el.Message(), doc, e.(map[string]any), path, shapes)
+					fill(el.Message(), doc, v.Index(j), path, shapes)
 					l.Append(el)
 				} else {
-					l.Append(scalar(fd, e, path))
+					l.Append(scalar(fd, deref(v.Index(j)), path))
 				}
 			}
 		case fd.Message() != nil:
-			fill(msg.Mutable(fd).Message(), doc, v.(map[string]any), path, shapes)
+			fill(msg.Mutable(fd).Message(), doc, v, path, shapes)
 		default:
 			msg.Set(fd, scalar(fd, v, path))
 		}
@@ -168,17 +157,83 @@ func render(msg protoreflect.Message, doc, obj map[string]any, base string, shap
 	}
 }
 
-// Lookup is the value at a dotted path below obj (nil when absent).
-func Lookup(obj map[string]any, path string) any {
-	var cur any = obj
-	for _, k := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
+// Lookup is the value at a dotted path below obj, an ARM body's type or JSON objects: a
+// string, bool, number (an int32 in a body's type, a json.Number in JSON objects), a list, an
+// object, or nil when absent or null.
+func Lookup(obj any, path string) any {
+	v := lookup(reflect.ValueOf(obj), path)
+	if !v.IsValid() {
+		return nil
+	}
+	return v.Interface()
+}
+
+// Elements are the values of a list (nil for anything else), each as Lookup gives it.
+func Elements(list any) []any {
+	v := deref(reflect.ValueOf(list))
+	if !v.IsValid() || (v.Kind() != reflect.Slice && v.Kind() != reflect.Array) {
+		return nil
+	}
+	out := make([]any, v.Len())
+	for i := range out {
+		if e := deref(v.Index(i)); e.IsValid() {
+			out[i] = e.Interface()
 		}
-		cur = m[k]
+	}
+	return out
+}
+
+func lookup(obj reflect.Value, path string) reflect.Value {
+	cur := deref(obj)
+	for _, k := range strings.Split(path, ".") {
+		cur = deref(property(cur, k))
+		if !cur.IsValid() {
+			return cur
+		}
 	}
 	return cur
+}
+
+// deref follows pointers and interfaces: the invalid Value for a nil one.
+func deref(v reflect.Value) reflect.Value {
+	for v.IsValid() && (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) {
+		if v.IsNil() {
+			return reflect.Value{}
+		}
+		v = v.Elem()
+	}
+	return v
+}
+
+// property is obj's property k: a map's key, or the struct field whose JSON name is k (in an
+// embedded struct too).
+func property(obj reflect.Value, k string) reflect.Value {
+	switch obj.Kind() {
+	case reflect.Map:
+		if obj.Type().Key().Kind() != reflect.String {
+			return reflect.Value{}
+		}
+		return obj.MapIndex(reflect.ValueOf(k).Convert(obj.Type().Key()))
+	case reflect.Struct:
+		t := obj.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" {
+				if v := property(deref(obj.Field(i)), k); v.IsValid() {
+					return v
+				}
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if name == k && f.IsExported() {
+				return obj.Field(i)
+			}
+		}
+	}
+	return reflect.Value{}
 }
 
 // object is the object at a dotted path below obj, made where it is missing.
@@ -209,33 +264,26 @@ func join(a, b string) string {
 	return a + "." + b
 }
 
-// scalar converts an ARM value to a proto scalar of fd's kind. A mismatch is a programming
-// error (an arm_path naming a property of another type, or a body not checked against its
-// schema first), caught by the mapping tests.
-func scalar(fd protoreflect.FieldDescriptor, v any, path string) protoreflect.Value {
-	switch fd.Kind() {
-	case protoreflect.StringKind:
-		if s, ok := v.(string); ok {
-			return protoreflect.ValueOfString(s)
-		}
-	case protoreflect.BoolKind:
-		if b, ok := v.(bool); ok {
-			return protoreflect.ValueOfBool(b)
-		}
-	case protoreflect.Int32Kind:
-		if n, ok := v.(json.Number); ok {
-			if i, err := n.Int64(); err == nil && i == int64(int32(i)) {
-				return protoreflect.ValueOfInt32(int32(i))
-			}
-		}
-	case protoreflect.Int64Kind:
-		if n, ok := v.(json.Number); ok {
-			if i, err := n.Int64(); err == nil {
-				return protoreflect.ValueOfInt64(i)
-			}
+// scalar converts an ARM value (from a body's type or JSON objects) to a proto scalar of fd's
+// kind. A mismatch is a programming error (an arm_path naming a property of another type, or a
+// body not checked against its schema first), caught by the mapping tests.
+func scalar(fd protoreflect.FieldDescriptor, v reflect.Value, path string) protoreflect.Value {
+	if n, ok := v.Interface().(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			v = reflect.ValueOf(i)
 		}
 	}
-	panic(fmt.Sprintf("ARM %s: %v (%T) does not fit proto field %s (%s)", path, v, v, fd.FullName(), fd.Kind()))
+	switch k := v.Kind(); {
+	case fd.Kind() == protoreflect.StringKind && k == reflect.String:
+		return protoreflect.ValueOfString(v.String())
+	case fd.Kind() == protoreflect.BoolKind && k == reflect.Bool:
+		return protoreflect.ValueOfBool(v.Bool())
+	case fd.Kind() == protoreflect.Int32Kind && v.CanInt() && v.Int() == int64(int32(v.Int())):
+		return protoreflect.ValueOfInt32(int32(v.Int()))
+	case fd.Kind() == protoreflect.Int64Kind && v.CanInt():
+		return protoreflect.ValueOfInt64(v.Int())
+	}
+	panic(fmt.Sprintf("ARM %s: %v (%s) does not fit proto field %s (%s)", path, v, v.Type(), fd.FullName(), fd.Kind()))
 }
 
 // KeyValueList is the Shape of a map held in ARM as a list of {"key", "value"} objects (node
@@ -243,10 +291,10 @@ func scalar(fd protoreflect.FieldDescriptor, v any, path string) protoreflect.Va
 var KeyValueList = Shape{
 	ToSpec: func(v any) any {
 		m := map[string]any{}
-		for _, e := range v.([]any) {
-			e := e.(map[string]any)
-			value, _ := e["value"].(string)
-			m[e["key"].(string)] = value
+		for _, e := range Elements(v) {
+			key, _ := Lookup(e, "key").(string)
+			value, _ := Lookup(e, "value").(string)
+			m[key] = value
 		}
 		return m
 	},

@@ -11,6 +11,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
+	"github.com/openhcp/openhcp/frontend/pkg/api/v20260630preview"
 )
 
 const testDES = "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des-1"
@@ -65,6 +66,14 @@ func TestNodePoolSpecFillsEveryARMPathField(t *testing.T) {
 	walk(got.ProtoReflect())
 	if len(unset) > 0 {
 		t.Fatalf("fields with an arm_path the ARM form did not reach: %v", unset)
+	}
+	// A body decoded into its api-version's type fills the same spec as its JSON objects.
+	var ext v20260630preview.NodePool
+	if err := json.Unmarshal([]byte(everyNodePoolProperty), &ext); err != nil {
+		t.Fatal(err)
+	}
+	if typed := api.NodePoolFromARM(&ext).Spec; !proto.Equal(typed, want) {
+		t.Fatalf("filled from the version's type:\n got %v\nwant %v", typed, want)
 	}
 	back := armpath.Render(got.ProtoReflect(), api.NodePoolShapes)
 	if a, b := jsonOf(t, back), jsonOf(t, doc); a != b {

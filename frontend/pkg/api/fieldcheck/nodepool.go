@@ -1,7 +1,6 @@
 package fieldcheck
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
@@ -23,9 +22,9 @@ type NodePoolRules struct {
 	MaxOSDiskSizeGiB int64
 }
 
-// NodePool checks the node pool properties shared by every api-version in doc, the body as
-// JSON objects (armpath.Document of the version's type, which has checked the types already).
-func (v *Checker) NodePool(doc map[string]any, r NodePoolRules) {
+// NodePool checks the node pool properties shared by every api-version in doc, the body decoded
+// into the version's type (each property found by its path, armpath.Lookup).
+func (v *Checker) NodePool(doc any, r NodePoolRules) {
 	at := func(path string) any { return armpath.Lookup(doc, path) }
 	if ver := at("properties.version"); ver != nil {
 		v.ChannelGroup(strAt(doc, "properties.version.channelGroup"), "properties.version.channelGroup")
@@ -62,14 +61,13 @@ func (v *Checker) NodePool(doc map[string]any, r NodePoolRules) {
 	for _, p := range []string{"properties.replicas", "properties.autoScaling.min", "properties.autoScaling.max"} {
 		v.notNegative(int32At(doc, p), p)
 	}
-	labels, _ := at("properties.labels").([]any)
+	labels := armpath.Elements(at("properties.labels"))
 	seen := map[string]bool{}
 	for i, l := range labels {
 		if v.Full() {
 			break
 		}
 		target := fmt.Sprintf("properties.labels[%d].key", i)
-		l, _ := l.(map[string]any)
 		if key := strAt(l, "key"); v.Required(key != nil && *key != "", target) {
 			if seen[*key] {
 				v.Add(target, "The label key '%s' is given more than once.", *key)
@@ -77,13 +75,12 @@ func (v *Checker) NodePool(doc map[string]any, r NodePoolRules) {
 			seen[*key] = true
 		}
 	}
-	taints, _ := at("properties.taints").([]any)
+	taints := armpath.Elements(at("properties.taints"))
 	for i, t := range taints {
 		if v.Full() {
 			break
 		}
 		base := fmt.Sprintf("properties.taints[%d]", i)
-		t, _ := t.(map[string]any)
 		if key := strAt(t, "key"); v.Required(key != nil, base+".key") && (len(*key) < 1 || len(*key) > 316) {
 			v.Add(base+".key", "Field '%s.key' must be 1 to 316 characters long.", base)
 		}
@@ -98,26 +95,19 @@ func (v *Checker) NodePool(doc map[string]any, r NodePoolRules) {
 }
 
 // strAt is the string at path in doc; nil when absent (or null).
-func strAt(doc map[string]any, path string) *string {
+func strAt(doc any, path string) *string {
 	if s, ok := armpath.Lookup(doc, path).(string); ok {
 		return &s
 	}
 	return nil
 }
 
-// int32At is the number at path in doc; nil when absent. The version's type has checked that
-// it is an int32.
-func int32At(doc map[string]any, path string) *int32 {
-	n, ok := armpath.Lookup(doc, path).(json.Number)
-	if !ok {
-		return nil
+// int32At is the number at path in doc; nil when absent.
+func int32At(doc any, path string) *int32 {
+	if n, ok := armpath.Lookup(doc, path).(int32); ok {
+		return &n
 	}
-	i, err := n.Int64()
-	if err != nil {
-		return nil
-	}
-	i32 := int32(i)
-	return &i32
+	return nil
 }
 
 // notNegative is the specification's "minimum: 0".

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 )
@@ -25,17 +24,16 @@ func (version) DecodeNodePool(body []byte, stored *api.NodePool) (*api.NodePool,
 	if err := api.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
-	doc := armpath.Document(&ext)
 	v := &fieldcheck.Checker{}
 	v.Required(ext.Location != nil && *ext.Location != "", "location")
 	rules := nodePoolRules
 	rules.StoredWithoutVersionID = stored != nil && stored.Spec.GetVersionId() == ""
-	v.NodePool(doc, rules)
+	v.NodePool(&ext, rules)
 	v.NodePoolIdentity(ext.Identity)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	np := api.NodePoolFromARM(doc)
+	np := api.NodePoolFromARM(&ext)
 	np.Location, np.Tags = str(ext.Location, ""), ext.Tags
 	if ext.Identity != nil {
 		np.Identity = ext.Identity.ToInternal()
