@@ -72,17 +72,32 @@ func NodePoolFromARM(doc any) *NodePool {
 	return &NodePool{Spec: spec}
 }
 
-// ARMProperties are the pool's properties as an api-version shows them (the version then reads
-// them into its own type): replicas is left out when autoscaling is set (the two exclude each
-// other), so a GET body can be sent back as a PUT, and shown, 0 included, when it is not.
-func (np *NodePool) ARMProperties() map[string]any {
-	props, _ := armpath.Render(np.spec().ProtoReflect(), NodePoolShapes)["properties"].(map[string]any)
-	if props == nil {
-		props = map[string]any{}
-	}
+// RenderProperties reads the pool's properties, as an api-version shows them, into into (a
+// pointer to the version's properties type); what the version has no property for
+// (2024-06-10-preview's diskType) is left out. Replicas is left out when autoscaling is set
+// (the two exclude each other), so a GET body can be sent back as a PUT, and shown, 0
+// included, when it is not.
+func (np *NodePool) RenderProperties(into any) {
+	props := np.armForm()
 	delete(props, "replicas")
 	if props["autoScaling"] == nil {
 		props["replicas"] = np.spec().GetReplicas()
+	}
+	b, err := json.Marshal(props)
+	if err == nil {
+		err = json.Unmarshal(b, into)
+	}
+	if err != nil {
+		// The spec's ARM form has the specification's types: a mismatch is a wrong arm_path.
+		panic(fmt.Sprintf("node pool properties into %T: %v", into, err))
+	}
+}
+
+// armForm is the spec's ARM form: the resource's properties.
+func (np *NodePool) armForm() map[string]any {
+	props, _ := armpath.Render(np.spec().ProtoReflect(), NodePoolShapes)["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
 	}
 	return props
 }
@@ -102,11 +117,7 @@ type nodePoolDocument struct {
 
 // MarshalJSON writes the resource document's properties: the identity and the spec's ARM form.
 func (np *NodePool) MarshalJSON() ([]byte, error) {
-	props, _ := armpath.Render(np.spec().ProtoReflect(), NodePoolShapes)["properties"].(map[string]any)
-	if props == nil {
-		props = map[string]any{}
-	}
-	return json.Marshal(nodePoolDocument{Identity: np.Identity, Properties: props})
+	return json.Marshal(nodePoolDocument{Identity: np.Identity, Properties: np.armForm()})
 }
 
 // UnmarshalJSON reads a resource document's properties, those written before the spec was the
@@ -233,16 +244,3 @@ func PatchNodePool(v NodePoolVersion, stored *NodePool, body []byte) (*NodePool,
 }
 
 func equalFold(a, b string) bool { return len(a) == len(b) && bytes.EqualFold([]byte(a), []byte(b)) }
-
-// ShowIn reads props (ARMProperties) into into, a pointer to an api-version's properties type:
-// what the version has no property for (2024-06-10-preview's diskType) is left out.
-func ShowIn(props map[string]any, into any) {
-	b, err := json.Marshal(props)
-	if err == nil {
-		err = json.Unmarshal(b, into)
-	}
-	if err != nil {
-		// The spec's ARM form has the specification's types: a mismatch is a wrong arm_path.
-		panic(fmt.Sprintf("node pool properties into %T: %v", into, err))
-	}
-}

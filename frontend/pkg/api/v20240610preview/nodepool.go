@@ -45,7 +45,7 @@ func (version) RenderNodePool(np *api.NodePool) any {
 	if ext.Tags == nil {
 		ext.Tags = map[string]string{}
 	}
-	api.ShowIn(np.ARMProperties(), &ext.Properties)
+	np.RenderProperties(&ext.Properties)
 	ext.Properties.ProvisioningState = ptr(string(np.ProvisioningState))
 	if np.Identity != nil {
 		ext.Identity = profiles.RenderIdentity(np.Identity)

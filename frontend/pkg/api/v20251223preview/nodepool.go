@@ -47,7 +47,7 @@ func (version) RenderNodePool(np *api.NodePool) any {
 	if ext.Tags == nil {
 		ext.Tags = map[string]string{}
 	}
-	api.ShowIn(np.ARMProperties(), &ext.Properties)
+	np.RenderProperties(&ext.Properties)
 	ext.Properties.ProvisioningState = ptr(string(np.ProvisioningState))
 	ext.Properties.Version = profiles.VersionWithRequiredID(ext.Properties.Version) // version.id is required in this version's schema
 	if np.Identity != nil {
