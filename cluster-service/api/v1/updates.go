@@ -1,7 +1,7 @@
 package csv1
 
 import (
-	"maps"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -14,18 +14,28 @@ import (
 // Full* (every field set: an ARM PUT), *Diff (only what differs: an ARM PATCH) and Apply*
 // (Cluster Service's merge), so Apply(a, Diff(a, b)) is b's updatable part.
 
+// A node pool update is read from the descriptors: each NodePoolUpdate field changes the
+// NodePoolSpec field of its name, so a new updatable field costs no edit here. Its form says how:
+//   - a scalar without presence (version_id, channel_group): its zero value leaves the spec's;
+//   - an optional scalar (auto_repair) or a message (autoscaling): set replaces the spec's;
+//   - a wrapper (StringMap, Taints, OptionalInt32: one field whose arm_path is "."): set
+//     replaces the spec's with the wrapped value, an empty or absent one clearing it.
+//
+// nodePoolSizeFields are the one rule that names fields: replicas and autoscaling are the
+// pool's size together, so an update that sets either replaces both.
+var nodePoolSizeFields = []protoreflect.Name{"replicas", "autoscaling"}
+
 // FullNodePoolUpdate sets every field an update may change to spec's value: applied, the pool's
 // updatable fields become spec's (an empty version or channel group still leaves the pool's).
 func FullNodePoolUpdate(spec *NodePoolSpec) *NodePoolUpdate {
-	u := &NodePoolUpdate{
-		VersionId:               spec.GetVersionId(),
-		ChannelGroup:            spec.GetChannelGroup(),
-		Labels:                  &StringMap{Values: maps.Clone(spec.GetLabels())},
-		Taints:                  &Taints{Values: cloneAll(spec.GetTaints())},
-		AutoRepair:              proto.Bool(spec.GetAutoRepair()),
-		NodeDrainTimeoutMinutes: &OptionalInt32{Value: spec.NodeDrainTimeoutMinutes},
-	}
-	setScaling(u, spec)
+	u := &NodePoolUpdate{}
+	sm, um := spec.ProtoReflect(), u.ProtoReflect()
+	eachUpdateField(um, sm, func(ufd, sfd protoreflect.FieldDescriptor) {
+		if !slices.Contains(nodePoolSizeFields, ufd.Name()) {
+			fromSpec(um, ufd, sm, sfd)
+		}
+	})
+	setSize(um, sm)
 	return u
 }
 
@@ -33,40 +43,22 @@ func FullNodePoolUpdate(spec *NodePoolSpec) *NodePoolUpdate {
 // when nothing an update may change differs.
 func NodePoolUpdateDiff(cur, next *NodePoolSpec) *NodePoolUpdate {
 	u := &NodePoolUpdate{}
-	if next.GetVersionId() != cur.GetVersionId() {
-		u.VersionId = next.GetVersionId()
-	}
-	if next.GetChannelGroup() != cur.GetChannelGroup() {
-		u.ChannelGroup = next.GetChannelGroup()
-	}
-	if next.GetReplicas() != cur.GetReplicas() || !proto.Equal(next.GetAutoscaling(), cur.GetAutoscaling()) {
-		setScaling(u, next)
-	}
-	if !maps.Equal(next.GetLabels(), cur.GetLabels()) {
-		u.Labels = &StringMap{Values: maps.Clone(next.GetLabels())}
-	}
-	if !equalAll(next.GetTaints(), cur.GetTaints()) {
-		u.Taints = &Taints{Values: cloneAll(next.GetTaints())}
-	}
-	if next.GetAutoRepair() != cur.GetAutoRepair() {
-		u.AutoRepair = proto.Bool(next.GetAutoRepair())
-	}
-	if (next.NodeDrainTimeoutMinutes == nil) != (cur.NodeDrainTimeoutMinutes == nil) || next.GetNodeDrainTimeoutMinutes() != cur.GetNodeDrainTimeoutMinutes() {
-		u.NodeDrainTimeoutMinutes = &OptionalInt32{Value: next.NodeDrainTimeoutMinutes}
-	}
-	return u
-}
-
-// setScaling names the spec's whole size: its autoscaling, its replicas, or both when the spec
-// has both (Cluster Service's model then decides whether they conflict).
-func setScaling(u *NodePoolUpdate, spec *NodePoolSpec) {
-	if a := spec.GetAutoscaling(); a != nil {
-		u.Autoscaling = proto.Clone(a).(*NodePoolAutoscaling)
-		if spec.GetReplicas() == 0 {
+	cm, nm, um := cur.ProtoReflect(), next.ProtoReflect(), u.ProtoReflect()
+	sizeChanged := false
+	eachUpdateField(um, nm, func(ufd, sfd protoreflect.FieldDescriptor) {
+		if sameField(cm, nm, sfd) {
 			return
 		}
+		if slices.Contains(nodePoolSizeFields, ufd.Name()) {
+			sizeChanged = true
+			return
+		}
+		fromSpec(um, ufd, nm, sfd)
+	})
+	if sizeChanged {
+		setSize(um, nm)
 	}
-	u.Replicas = proto.Int32(spec.GetReplicas())
+	return u
 }
 
 // ApplyNodePoolUpdate returns cur with u's fields applied; cur is not changed.
@@ -75,37 +67,129 @@ func ApplyNodePoolUpdate(cur *NodePoolSpec, u *NodePoolUpdate) *NodePoolSpec {
 	if out == nil {
 		out = &NodePoolSpec{}
 	}
-	if v := u.GetVersionId(); v != "" {
-		out.VersionId = v
+	if u == nil {
+		return out
 	}
-	if g := u.GetChannelGroup(); g != "" {
-		out.ChannelGroup = g
+	om, um := out.ProtoReflect(), u.ProtoReflect()
+	sizeSet := false
+	for _, name := range nodePoolSizeFields {
+		sizeSet = sizeSet || um.Has(um.Descriptor().Fields().ByName(name))
 	}
-	if u != nil && (u.Replicas != nil || u.Autoscaling != nil) {
-		out.Replicas, out.Autoscaling = u.GetReplicas(), nil
-		if a := u.GetAutoscaling(); a != nil {
-			out.Autoscaling = proto.Clone(a).(*NodePoolAutoscaling)
+	eachUpdateField(um, om, func(ufd, sfd protoreflect.FieldDescriptor) {
+		if slices.Contains(nodePoolSizeFields, ufd.Name()) {
+			if sizeSet {
+				om.Clear(sfd)
+				if um.Has(ufd) {
+					copyField(om, sfd, um, ufd)
+				}
+			}
+			return
 		}
-	}
-	if l := u.GetLabels(); l != nil {
-		out.Labels = maps.Clone(l.GetValues())
-		if len(out.Labels) == 0 {
-			out.Labels = nil // stored as no labels, as a create without any
+		if !um.Has(ufd) {
+			return
 		}
-	}
-	if t := u.GetTaints(); t != nil {
-		out.Taints = cloneAll(t.GetValues())
-	}
-	if u != nil && u.AutoRepair != nil {
-		out.AutoRepair = u.GetAutoRepair()
-	}
-	if d := u.GetNodeDrainTimeoutMinutes(); d != nil {
-		out.NodeDrainTimeoutMinutes = nil
-		if d.Value != nil {
-			out.NodeDrainTimeoutMinutes = proto.Int32(d.GetValue())
+		if w := wrapped(ufd); w != nil {
+			om.Clear(sfd)
+			if wm := um.Get(ufd).Message(); wm.Has(w) {
+				copyField(om, sfd, wm, w)
+			}
+			return
 		}
-	}
+		copyField(om, sfd, um, ufd)
+	})
 	return out
+}
+
+// eachUpdateField calls f with each field of update u and the field of its name in spec s.
+// TestNodePoolUpdateCoversEveryUpdateField holds that there is one.
+func eachUpdateField(u, s protoreflect.Message, f func(ufd, sfd protoreflect.FieldDescriptor)) {
+	fields := u.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		ufd := fields.Get(i)
+		if sfd := s.Descriptor().Fields().ByName(ufd.Name()); sfd != nil {
+			f(ufd, sfd)
+		}
+	}
+}
+
+// setSize names the spec's whole size: the size fields the spec has (its autoscaling, its
+// replicas, or both: Cluster Service's model then decides whether they conflict), or its
+// replicas when it has neither (a pool of 0 nodes).
+func setSize(u, s protoreflect.Message) {
+	set := false
+	for _, name := range nodePoolSizeFields {
+		if sfd := s.Descriptor().Fields().ByName(name); s.Has(sfd) {
+			fromSpec(u, u.Descriptor().Fields().ByName(name), s, sfd)
+			set = true
+		}
+	}
+	if !set {
+		fromSpec(u, u.Descriptor().Fields().ByName(nodePoolSizeFields[0]), s, s.Descriptor().Fields().ByName(nodePoolSizeFields[0]))
+	}
+}
+
+// fromSpec sets update field ufd of u to spec s's field sfd.
+func fromSpec(u protoreflect.Message, ufd protoreflect.FieldDescriptor, s protoreflect.Message, sfd protoreflect.FieldDescriptor) {
+	if w := wrapped(ufd); w != nil {
+		wm := u.Mutable(ufd).Message() // set even when the spec's is empty: that clears it
+		if s.Has(sfd) {
+			copyField(wm, w, s, sfd)
+		}
+		return
+	}
+	if sfd.Message() != nil && !s.Has(sfd) {
+		return
+	}
+	copyField(u, ufd, s, sfd)
+}
+
+// wrapped is the one field of ufd's wrapper message, or nil when ufd is not a wrapper.
+func wrapped(ufd protoreflect.FieldDescriptor) protoreflect.FieldDescriptor {
+	if md := ufd.Message(); md != nil && !ufd.IsList() && !ufd.IsMap() && md.Fields().Len() == 1 && isWrapper(md) {
+		return md.Fields().Get(0)
+	}
+	return nil
+}
+
+// copyField sets dst's field dfd to a copy of src's field sfd (the same type, presence aside).
+func copyField(dst protoreflect.Message, dfd protoreflect.FieldDescriptor, src protoreflect.Message, sfd protoreflect.FieldDescriptor) {
+	v := src.Get(sfd)
+	switch {
+	case sfd.IsList():
+		l := dst.Mutable(dfd).List()
+		for i := 0; i < v.List().Len(); i++ {
+			l.Append(cloneValue(v.List().Get(i)))
+		}
+	case sfd.IsMap():
+		m := dst.Mutable(dfd).Map()
+		v.Map().Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
+			m.Set(k, cloneValue(e))
+			return true
+		})
+	case sfd.HasPresence() && !src.Has(sfd):
+		dst.Clear(dfd)
+	default:
+		dst.Set(dfd, cloneValue(v))
+	}
+}
+
+func cloneValue(v protoreflect.Value) protoreflect.Value {
+	if m, ok := v.Interface().(protoreflect.Message); ok {
+		return protoreflect.ValueOfMessage(proto.Clone(m.Interface()).ProtoReflect())
+	}
+	return v
+}
+
+// sameField says whether a and b (of one type) hold the same value in fd, presence included.
+func sameField(a, b protoreflect.Message, fd protoreflect.FieldDescriptor) bool {
+	x, y := a.New(), b.New()
+	if a.Has(fd) {
+		x.Set(fd, a.Get(fd))
+	}
+	if b.Has(fd) {
+		y.Set(fd, b.Get(fd))
+	}
+	return proto.Equal(x.Interface(), y.Interface())
 }
 
 // FullExternalAuthUpdate replaces the whole spec (an ARM PUT).

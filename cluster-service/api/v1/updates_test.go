@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 func poolSpec() *NodePoolSpec {
@@ -120,4 +121,82 @@ func TestUpdateFieldPath(t *testing.T) {
 			t.Errorf("UpdateFieldPath(%q) = %q, %v; want %q", tc.spec, got, ok, tc.want)
 		}
 	}
+}
+
+// TestNodePoolUpdateCoversEveryUpdateField: every field of NodePoolUpdate has the spec field of
+// its name, and a change of that spec field alone is named by the diff (with nothing else but
+// the other half of the pool's size), and reaches the spec through Apply of the diff and of the
+// full update. A field added to NodePoolUpdate is held to this without an edit here.
+func TestNodePoolUpdateCoversEveryUpdateField(t *testing.T) {
+	ud := (&NodePoolUpdate{}).ProtoReflect().Descriptor()
+	sd := (&NodePoolSpec{}).ProtoReflect().Descriptor()
+	size := map[protoreflect.Name]bool{"replicas": true, "autoscaling": true}
+	for i := 0; i < ud.Fields().Len(); i++ {
+		ufd := ud.Fields().Get(i)
+		t.Run(string(ufd.Name()), func(t *testing.T) {
+			sfd := sd.Fields().ByName(ufd.Name())
+			if sfd == nil {
+				t.Fatalf("NodePoolUpdate.%s has no NodePoolSpec field of its name", ufd.Name())
+			}
+			a, b := poolSpec(), poolSpec()
+			changeField(b.ProtoReflect(), sfd)
+			u := NodePoolUpdateDiff(a, b)
+			u.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+				if fd.Name() != ufd.Name() && !(size[fd.Name()] && size[ufd.Name()]) {
+					t.Errorf("the diff of a change of %s names %s too: %v", sfd.Name(), fd.Name(), u)
+				}
+				return true
+			})
+			if !u.ProtoReflect().Has(ufd) {
+				t.Fatalf("the diff of a change of %s does not name it: %v", sfd.Name(), u)
+			}
+			if got := ApplyNodePoolUpdate(a, u); !proto.Equal(got, b) {
+				t.Fatalf("apply(a, diff(a, b)) = %v, want %v", got, b)
+			}
+			if got := ApplyNodePoolUpdate(a, FullNodePoolUpdate(b)); !proto.Equal(got, b) {
+				t.Fatalf("apply(a, full(b)) = %v, want %v", got, b)
+			}
+		})
+	}
+}
+
+// changeField gives m's field fd a value other than the one it has.
+func changeField(m protoreflect.Message, fd protoreflect.FieldDescriptor) {
+	switch {
+	case fd.IsMap():
+		m.Mutable(fd).Map().Set(protoreflect.ValueOfString("changed").MapKey(), protoreflect.ValueOfString("yes"))
+	case fd.IsList():
+		l := m.Mutable(fd).List()
+		el := l.NewElement()
+		fillChanged(el.Message())
+		l.Append(el)
+	case fd.Message() != nil:
+		fillChanged(m.Mutable(fd).Message())
+	default:
+		m.Set(fd, changedScalar(fd, m.Get(fd)))
+	}
+}
+
+// fillChanged sets every scalar field of m to a value other than the one it has.
+func fillChanged(m protoreflect.Message) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if fd := fields.Get(i); fd.Message() == nil && !fd.IsList() && !fd.IsMap() {
+			m.Set(fd, changedScalar(fd, m.Get(fd)))
+		}
+	}
+}
+
+func changedScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString(v.String() + "-changed")
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(!v.Bool())
+	case protoreflect.Int32Kind:
+		return protoreflect.ValueOfInt32(int32(v.Int()) + 7)
+	case protoreflect.Int64Kind:
+		return protoreflect.ValueOfInt64(v.Int() + 7)
+	}
+	panic("changedScalar: kind " + fd.Kind().String())
 }

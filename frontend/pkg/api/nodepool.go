@@ -3,8 +3,11 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sync"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
@@ -12,69 +15,22 @@ import (
 // NodePoolResourceType is the ARM type of a node pool.
 const NodePoolResourceType = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/nodePools"
 
-// NodePool is a whole hcpOpenShiftClusters/nodePools resource.
+// NodePool is a whole hcpOpenShiftClusters/nodePools resource: its ARM envelope around
+// Cluster Service's spec, which is the model of its properties. A body is filled into Spec and
+// Spec is rendered, in every api-version, through the spec's arm_path options (NodePoolShapes
+// where the ARM shape differs), so a property with an arm_path has no conversion of its own.
 type NodePool struct {
 	// ID is set from the request path, never from the body.
-	ID                *arm.ResourceID          `json:"-"`
-	Location          string                   `json:"-"`
-	Tags              map[string]string        `json:"-"`
-	SystemData        *arm.SystemData          `json:"-"`
-	ProvisioningState armdoc.ProvisioningState `json:"-"`
+	ID                *arm.ResourceID
+	Location          string
+	Tags              map[string]string
+	SystemData        *arm.SystemData
+	ProvisioningState armdoc.ProvisioningState
 
-	// Identity and Properties are stored as ResourceDocument.Properties.
-	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`
-	Properties NodePoolProperties      `json:"properties"`
-}
-
-// NodePoolProperties are the customer's settings with defaults applied.
-type NodePoolProperties struct {
-	Version  NodePoolVersionProfile  `json:"version"`
-	Platform NodePoolPlatformProfile `json:"platform"`
-	// Replicas is the fixed node count; Cluster Service refuses it beside AutoScaling unless 0.
-	Replicas    int32                `json:"replicas"`
-	AutoRepair  bool                 `json:"autoRepair"`
-	AutoScaling *NodePoolAutoScaling `json:"autoScaling,omitempty"`
-	Labels      []Label              `json:"labels,omitempty"`
-	Taints      []Taint              `json:"taints,omitempty"`
-	// NodeDrainTimeoutMinutes is nil when unset: the cluster's value applies.
-	NodeDrainTimeoutMinutes *int32 `json:"nodeDrainTimeoutMinutes,omitempty"`
-}
-
-type NodePoolVersionProfile struct {
-	ID           string `json:"id,omitempty"`
-	ChannelGroup string `json:"channelGroup"`
-}
-
-type NodePoolPlatformProfile struct {
-	SubnetID               string        `json:"subnetId,omitempty"`
-	VMSize                 string        `json:"vmSize"`
-	EnableEncryptionAtHost bool          `json:"enableEncryptionAtHost"`
-	OSDisk                 OSDiskProfile `json:"osDisk"`
-	AvailabilityZone       string        `json:"availabilityZone,omitempty"`
-}
-
-type OSDiskProfile struct {
-	SizeGiB                int32  `json:"sizeGiB"`
-	DiskStorageAccountType string `json:"diskStorageAccountType"`
-	EncryptionSetID        string `json:"encryptionSetId,omitempty"`
-	// DiskType came with 2025-12-23-preview; older versions keep what is stored.
-	DiskType string `json:"diskType"`
-}
-
-type NodePoolAutoScaling struct {
-	Min int32 `json:"min"`
-	Max int32 `json:"max"`
-}
-
-type Label struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-type Taint struct {
-	Key    string `json:"key"`
-	Value  string `json:"value,omitempty"`
-	Effect string `json:"effect"`
+	Identity *ManagedServiceIdentity
+	// Spec is what the caller asked for, and after a create what Cluster Service answered for
+	// what the caller left out (its defaults). Never nil in a decoded or read pool.
+	Spec *csv1.NodePoolSpec
 }
 
 // The diskType values of the specification (Cluster Service's Persistent and Ephemeral).
@@ -83,11 +39,117 @@ const (
 	DiskTypeEphemeral = "Ephemeral"
 )
 
+// NodePoolShapes are the node pool properties whose ARM shape is not the proto's: labels are a
+// list of key and value (a map in the proto), and a Managed disk is Persistent (HyperShift's
+// word).
+var NodePoolShapes = armpath.Shapes{
+	"properties.labels": armpath.KeyValueList,
+	"properties.platform.osDisk.diskType": {
+		ToSpec: func(v any) any { return swap(v.(string), DiskTypeManaged, "Persistent") },
+		ToARM:  func(v any) any { return swap(v.(string), "Persistent", DiskTypeManaged) },
+	},
+}
+
+// swap is to when s is from; anything else (Ephemeral in both) as it is.
+func swap(s, from, to string) string {
+	if s == from {
+		return to
+	}
+	return s
+}
+
+// NodePoolFromARM is the node pool whose properties are doc's: a body decoded into its
+// api-version's type and checked, or a stored document as JSON objects with exact numbers. autoRepair's default (true, the
+// specification's) is applied here: Cluster Service's spec cannot tell an absent autoRepair
+// from false. Everything else the body leaves out stays empty, for Cluster Service's model to
+// default.
+func NodePoolFromARM(doc any) *NodePool {
+	spec := &csv1.NodePoolSpec{}
+	armpath.Fill(spec.ProtoReflect(), doc, NodePoolShapes)
+	if armpath.Lookup(doc, "properties.autoRepair") == nil {
+		spec.AutoRepair = true
+	}
+	return &NodePool{Spec: spec}
+}
+
+// RenderProperties reads the pool's properties, as an api-version shows them, into into (a
+// pointer to the version's properties type); what the version has no property for
+// (2024-06-10-preview's diskType) is left out. Replicas is left out when autoscaling is set
+// (the two exclude each other), so a GET body can be sent back as a PUT, and shown, 0
+// included, when it is not.
+func (np *NodePool) RenderProperties(into any) {
+	props := np.armForm()
+	delete(props, "replicas")
+	if props["autoScaling"] == nil {
+		props["replicas"] = np.spec().GetReplicas()
+	}
+	b, err := json.Marshal(props)
+	if err == nil {
+		err = json.Unmarshal(b, into)
+	}
+	if err != nil {
+		// The spec's ARM form has the specification's types: a mismatch is a wrong arm_path.
+		panic(fmt.Sprintf("node pool properties into %T: %v", into, err))
+	}
+}
+
+// armForm is the spec's ARM form: the resource's properties.
+func (np *NodePool) armForm() map[string]any {
+	props, _ := armpath.Render(np.spec().ProtoReflect(), NodePoolShapes)["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	return props
+}
+
+func (np *NodePool) spec() *csv1.NodePoolSpec {
+	if np.Spec == nil {
+		return &csv1.NodePoolSpec{}
+	}
+	return np.Spec
+}
+
+// nodePoolDocument is the resource document's properties of a node pool: the spec's ARM form.
+type nodePoolDocument struct {
+	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`
+	Properties map[string]any          `json:"properties"`
+}
+
+// MarshalJSON writes the resource document's properties: the identity and the spec's ARM form.
+func (np *NodePool) MarshalJSON() ([]byte, error) {
+	return json.Marshal(nodePoolDocument{Identity: np.Identity, Properties: np.armForm()})
+}
+
+// UnmarshalJSON reads a resource document's properties, those written before the spec was the
+// model (the same ARM form, TestStoredNodePoolDocumentsReadAndRender) included.
+func (np *NodePool) UnmarshalJSON(b []byte) error {
+	doc, err := armpath.Parse(b)
+	if err != nil {
+		return fmt.Errorf("read node pool document: %w", err)
+	}
+	var d struct {
+		Identity *ManagedServiceIdentity `json:"identity"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return fmt.Errorf("read node pool identity: %w", err)
+	}
+	spec := &csv1.NodePoolSpec{}
+	armpath.Fill(spec.ProtoReflect(), doc, NodePoolShapes)
+	np.Identity, np.Spec = d.Identity, spec
+	return nil
+}
+
 // Default fills diskType in a document stored before node pools had one (their disks are
 // Managed, as Cluster Service holds them); new documents hold Cluster Service's answer.
 func (np *NodePool) Default() {
-	if np.Properties.Platform.OSDisk.DiskType == "" {
-		np.Properties.Platform.OSDisk.DiskType = DiskTypeManaged
+	if np.Spec == nil {
+		np.Spec = &csv1.NodePoolSpec{}
+	}
+	if np.Spec.Platform == nil {
+		np.Spec.Platform = &csv1.NodePoolPlatform{}
+	}
+	if np.Spec.Platform.OsDiskPersistence == "" {
+		np.Spec.Platform.OsDiskPersistence = "Persistent"
 	}
 }
 

@@ -33,12 +33,12 @@ func TestDecodeNodePoolDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := np.Properties
+			p := np.Spec
 			// Only autoRepair (absent and false look the same to Cluster Service); the rest is
 			// left for Cluster Service's model to default (TestNodePoolChannelGroupFromCluster).
-			if !p.AutoRepair || p.Platform.EnableEncryptionAtHost || p.Platform.OSDisk.SizeGiB != 0 ||
-				p.Platform.OSDisk.DiskStorageAccountType != "" || p.Platform.OSDisk.DiskType != "" ||
-				p.Version.ChannelGroup != "" || p.Replicas != 2 || p.AutoScaling != nil || p.NodeDrainTimeoutMinutes != nil {
+			if !p.AutoRepair || p.Platform.EncryptionAtHost || p.Platform.OsDiskSizeGib != 0 ||
+				p.Platform.OsDiskStorageAccountType != "" || p.Platform.OsDiskPersistence != "" ||
+				p.ChannelGroup != "" || p.Replicas != 2 || p.Autoscaling != nil || p.NodeDrainTimeoutMinutes != nil {
 				t.Fatalf("decoded with defaults of its own: %+v", p)
 			}
 		})
@@ -144,7 +144,7 @@ func TestNodePoolRenderDecodeRoundTrip(t *testing.T) {
 			if string(a) != string(b) {
 				t.Fatalf("round trip changed the pool:\n%s\n%s", a, b)
 			}
-			if np.Properties.NodeDrainTimeoutMinutes == nil || *np.Properties.NodeDrainTimeoutMinutes != 0 {
+			if np.Spec.NodeDrainTimeoutMinutes == nil || np.Spec.GetNodeDrainTimeoutMinutes() != 0 {
 				t.Fatalf("an explicit nodeDrainTimeoutMinutes 0 is lost")
 			}
 		})
@@ -164,13 +164,13 @@ func TestPatchNodePool(t *testing.T) {
 		wantTarget  string
 	}{
 		{name: "autoscaling_replaces_replicas", patch: `{"properties":{"autoScaling":{"min":1,"max":3}}}`, check: func(t *testing.T, np *api.NodePool) {
-			if np.Properties.AutoScaling == nil || np.Properties.Replicas != 0 || np.Properties.Platform.OSDisk.DiskType != "Ephemeral" {
-				t.Fatalf("patched %+v", np.Properties)
+			if np.Spec.Autoscaling == nil || np.Spec.Replicas != 0 || np.Spec.Platform.OsDiskPersistence != "Ephemeral" {
+				t.Fatalf("patched %v", np.Spec)
 			}
 		}},
 		{name: "replicas_replaces_autoscaling", patch: `{"properties":{"replicas":4}}`, check: func(t *testing.T, np *api.NodePool) {
-			if np.Properties.AutoScaling != nil || np.Properties.Replicas != 4 {
-				t.Fatalf("patched %+v", np.Properties)
+			if np.Spec.Autoscaling != nil || np.Spec.Replicas != 4 {
+				t.Fatalf("patched %v", np.Spec)
 			}
 		}},
 		{name: "platform_is_not_in_the_update_schema", patch: `{"properties":{"platform":{"vmSize":"y"}}}`, wantTarget: "properties.platform"},

@@ -34,13 +34,13 @@ var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.N
 	render:   api.NodePoolVersion.RenderNodePool,
 	carry: func(v api.NodePoolVersion, stored, next *api.NodePool) {
 		v.PreserveNodePool(stored, next)
-		keepStored(stored, next)
+		withDefaultsOf(next, stored.Spec)
 	},
 	// The frontend has no node pool defaults of its own: what the caller left out is what
 	// Cluster Service answered (its model's defaults: the cluster's subnet and channel group,
 	// the control plane's version, the OS disk).
 	adopt: func(np *api.NodePool, spec protoreflect.Message) {
-		fromClusterServiceSpec(np, spec.Interface().(*csv1.NodePoolSpec))
+		withDefaultsOf(np, spec.Interface().(*csv1.NodePoolSpec))
 	},
 	changeErrors: nodePoolChangedFields,
 	spec:         nodePoolSpec, fullUpdate: csv1.FullNodePoolUpdate, diffUpdate: csv1.NodePoolUpdateDiff,

@@ -3,6 +3,7 @@ package fieldcheck
 import (
 	"fmt"
 
+	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 )
 
@@ -21,73 +22,92 @@ type NodePoolRules struct {
 	MaxOSDiskSizeGiB int64
 }
 
-// NodePool checks the node pool properties shared by every api-version. hasPlatform says
-// whether properties.platform was in the body.
-func (v *Checker) NodePool(f *profiles.NodePoolFields, hasPlatform bool, r NodePoolRules) {
-	if f.Version != nil {
-		v.ChannelGroup(f.Version.ChannelGroup, "properties.version.channelGroup")
-	}
-	if ver := f.Version; ver != nil && r.VersionIDRequired {
-		empty := ver.ID == nil || *ver.ID == ""
-		if !(empty && r.StoredWithoutVersionID) {
-			v.Required(!empty, "properties.version.id")
+// NodePool checks the node pool properties shared by every api-version in doc, the body decoded
+// into the version's type (each property found by its path, armpath.Lookup).
+func (v *Checker) NodePool(doc any, r NodePoolRules) {
+	at := func(path string) any { return armpath.Lookup(doc, path) }
+	if ver := at("properties.version"); ver != nil {
+		v.ChannelGroup(strAt(doc, "properties.version.channelGroup"), "properties.version.channelGroup")
+		if r.VersionIDRequired {
+			id := strAt(doc, "properties.version.id")
+			empty := id == nil || *id == ""
+			if !(empty && r.StoredWithoutVersionID) {
+				v.Required(!empty, "properties.version.id")
+			}
 		}
 	}
-	if v.Required(hasPlatform, "properties.platform") {
-		if v.Required(f.VMSize != nil && *f.VMSize != "", "properties.platform.vmSize") && len(*f.VMSize) > 255 {
+	if v.Required(at("properties.platform") != nil, "properties.platform") {
+		vmSize := strAt(doc, "properties.platform.vmSize")
+		if v.Required(vmSize != nil && *vmSize != "", "properties.platform.vmSize") && len(*vmSize) > 255 {
 			v.Add("properties.platform.vmSize", "Field 'properties.platform.vmSize' must be at most 255 characters long.")
 		}
-		if f.SubnetID != nil {
-			v.ArmID(*f.SubnetID, "properties.platform.subnetId", TypeSubnet)
+		if s := strAt(doc, "properties.platform.subnetId"); s != nil {
+			v.ArmID(*s, "properties.platform.subnetId", TypeSubnet)
 		}
 		hi := int64(1<<31 - 1)
 		if r.MaxOSDiskSizeGiB > 0 {
 			hi = r.MaxOSDiskSizeGiB
 		}
-		v.RangeInt(f.OSDiskSizeGiB, "properties.platform.osDisk.sizeGiB", 64, hi)
-		v.Enum(f.DiskStorageAccountType, "properties.platform.osDisk.diskStorageAccountType", "Premium_LRS", "StandardSSD_LRS", "Standard_LRS")
-		if f.EncryptionSetID != nil {
-			v.ArmID(*f.EncryptionSetID, "properties.platform.osDisk.encryptionSetId", TypeDiskEncryptionSet)
+		v.RangeInt(int32At(doc, "properties.platform.osDisk.sizeGiB"), "properties.platform.osDisk.sizeGiB", 64, hi)
+		v.Enum(strAt(doc, "properties.platform.osDisk.diskStorageAccountType"), "properties.platform.osDisk.diskStorageAccountType", "Premium_LRS", "StandardSSD_LRS", "Standard_LRS")
+		if s := strAt(doc, "properties.platform.osDisk.encryptionSetId"); s != nil {
+			v.ArmID(*s, "properties.platform.osDisk.encryptionSetId", TypeDiskEncryptionSet)
 		}
-		v.Enum(f.DiskType, "properties.platform.osDisk.diskType", "Managed", "Ephemeral")
+		v.Enum(strAt(doc, "properties.platform.osDisk.diskType"), "properties.platform.osDisk.diskType", "Managed", "Ephemeral")
 	}
 	// The specification's structural bound only: how many nodes a pool may have, and that
 	// replicas and autoScaling exclude each other, are Cluster Service's rule (its model
 	// package), which refuses with the field's path.
-	v.notNegative(f.Replicas, "properties.replicas")
-	if a := f.AutoScaling; a != nil {
-		v.notNegative(a.Min, "properties.autoScaling.min")
-		v.notNegative(a.Max, "properties.autoScaling.max")
+	for _, p := range []string{"properties.replicas", "properties.autoScaling.min", "properties.autoScaling.max"} {
+		v.notNegative(int32At(doc, p), p)
 	}
+	labels := armpath.Elements(at("properties.labels"))
 	seen := map[string]bool{}
-	for i, l := range f.Labels {
+	for i, l := range labels {
 		if v.Full() {
 			break
 		}
 		target := fmt.Sprintf("properties.labels[%d].key", i)
-		if v.Required(l.Key != nil && *l.Key != "", target) {
-			if seen[*l.Key] {
-				v.Add(target, "The label key '%s' is given more than once.", *l.Key)
+		if key := strAt(l, "key"); v.Required(key != nil && *key != "", target) {
+			if seen[*key] {
+				v.Add(target, "The label key '%s' is given more than once.", *key)
 			}
-			seen[*l.Key] = true
+			seen[*key] = true
 		}
 	}
-	for i, t := range f.Taints {
+	taints := armpath.Elements(at("properties.taints"))
+	for i, t := range taints {
 		if v.Full() {
 			break
 		}
 		base := fmt.Sprintf("properties.taints[%d]", i)
-		if v.Required(t.Key != nil, base+".key") && (len(*t.Key) < 1 || len(*t.Key) > 316) {
+		if key := strAt(t, "key"); v.Required(key != nil, base+".key") && (len(*key) < 1 || len(*key) > 316) {
 			v.Add(base+".key", "Field '%s.key' must be 1 to 316 characters long.", base)
 		}
-		if t.Value != nil && len(*t.Value) > 63 {
+		if value := strAt(t, "value"); value != nil && len(*value) > 63 {
 			v.Add(base+".value", "Field '%s.value' must be at most 63 characters long.", base)
 		}
-		if v.Required(t.Effect != nil, base+".effect") {
-			v.Enum(t.Effect, base+".effect", "NoSchedule", "PreferNoSchedule", "NoExecute")
+		if effect := strAt(t, "effect"); v.Required(effect != nil, base+".effect") {
+			v.Enum(effect, base+".effect", "NoSchedule", "PreferNoSchedule", "NoExecute")
 		}
 	}
-	v.RangeInt(f.NodeDrainTimeoutMinutes, "properties.nodeDrainTimeoutMinutes", 0, 10080)
+	v.RangeInt(int32At(doc, "properties.nodeDrainTimeoutMinutes"), "properties.nodeDrainTimeoutMinutes", 0, 10080)
+}
+
+// strAt is the string at path in doc; nil when absent (or null).
+func strAt(doc any, path string) *string {
+	if s, ok := armpath.Lookup(doc, path).(string); ok {
+		return &s
+	}
+	return nil
+}
+
+// int32At is the number at path in doc; nil when absent.
+func int32At(doc any, path string) *int32 {
+	if n, ok := armpath.Lookup(doc, path).(int32); ok {
+		return &n
+	}
+	return nil
 }
 
 // notNegative is the specification's "minimum: 0".

@@ -13,46 +13,30 @@ func init() { api.RegisterNodePool(version{}) }
 // nodePoolRules: version.id optional, no maximum disk size; this version has no osDisk.diskType.
 var nodePoolRules = fieldcheck.NodePoolRules{}
 
-func (e *NodePool) fields() profiles.NodePoolFields {
-	p := e.Properties
-	if p == nil {
-		p = &NodePoolProperties{}
-	}
-	f := profiles.NodePoolFields{
-		Version: p.Version, Replicas: p.Replicas, AutoRepair: p.AutoRepair, AutoScaling: p.AutoScaling,
-		Labels: p.Labels, Taints: p.Taints, NodeDrainTimeoutMinutes: p.NodeDrainTimeoutMinutes,
-	}
-	if pl := p.Platform; pl != nil {
-		f.SubnetID, f.VMSize, f.EnableEncryptionAtHost, f.AvailabilityZone = pl.SubnetID, pl.VMSize, pl.EnableEncryptionAtHost, pl.AvailabilityZone
-		if d := pl.OSDisk; d != nil {
-			f.OSDiskSizeGiB, f.DiskStorageAccountType, f.EncryptionSetID = d.SizeGiB, d.DiskStorageAccountType, d.EncryptionSetID
-		}
-	}
-	return f
-}
-
-// DecodeNodePool implements api.NodePoolVersion.
+// DecodeNodePool implements api.NodePoolVersion: the body, checked against this version's
+// schema, is filled into Cluster Service's spec through its arm_path options.
 func (version) DecodeNodePool(body []byte, stored *api.NodePool) (*api.NodePool, error) {
 	var ext NodePool
 	if err := api.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
-	f := ext.fields()
 	v := &fieldcheck.Checker{}
 	v.Required(ext.Location != nil && *ext.Location != "", "location")
-	v.NodePool(&f, ext.Properties != nil && ext.Properties.Platform != nil, nodePoolRules)
+	v.NodePool(&ext, nodePoolRules)
 	v.NodePoolIdentity(ext.Identity)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	np := &api.NodePool{Location: str(ext.Location, ""), Tags: ext.Tags, Properties: f.ToInternal()}
+	np := api.NodePoolFromARM(&ext)
+	np.Location, np.Tags = str(ext.Location, ""), ext.Tags
 	if ext.Identity != nil {
 		np.Identity = ext.Identity.ToInternal()
 	}
 	return np, nil
 }
 
-// RenderNodePool implements api.NodePoolVersion.
+// RenderNodePool implements api.NodePoolVersion: the spec's ARM form read into this version's
+// type.
 func (version) RenderNodePool(np *api.NodePool) any {
 	ext := &NodePool{Location: ptr(np.Location), Tags: np.Tags, SystemData: np.SystemData}
 	if np.ID != nil {
@@ -61,16 +45,8 @@ func (version) RenderNodePool(np *api.NodePool) any {
 	if ext.Tags == nil {
 		ext.Tags = map[string]string{}
 	}
-	f := profiles.RenderNodePoolFields(&np.Properties)
-	ext.Properties = &NodePoolProperties{
-		ProvisioningState: ptr(string(np.ProvisioningState)),
-		Version:           f.Version, Replicas: f.Replicas, AutoRepair: f.AutoRepair, AutoScaling: f.AutoScaling,
-		Labels: f.Labels, Taints: f.Taints, NodeDrainTimeoutMinutes: f.NodeDrainTimeoutMinutes,
-		Platform: &NodePoolPlatformProfile{
-			SubnetID: f.SubnetID, VMSize: f.VMSize, EnableEncryptionAtHost: f.EnableEncryptionAtHost, AvailabilityZone: f.AvailabilityZone,
-			OSDisk: &OsDiskProfile{SizeGiB: f.OSDiskSizeGiB, DiskStorageAccountType: f.DiskStorageAccountType, EncryptionSetID: f.EncryptionSetID},
-		},
-	}
+	np.RenderProperties(&ext.Properties)
+	ext.Properties.ProvisioningState = ptr(string(np.ProvisioningState))
 	if np.Identity != nil {
 		ext.Identity = profiles.RenderIdentity(np.Identity)
 	}
@@ -84,7 +60,10 @@ func (version) NodePoolUpdatePaths() []string { return slices.Clone(specNodePool
 // PreserveNodePool implements api.NodePoolVersion: osDisk.diskType came with
 // 2025-12-23-preview, so a write through this version keeps the stored one.
 func (version) PreserveNodePool(stored, next *api.NodePool) {
-	if stored != nil && stored.Properties.Platform.OSDisk.DiskType != "" {
-		next.Properties.Platform.OSDisk.DiskType = stored.Properties.Platform.OSDisk.DiskType
+	if stored == nil {
+		return
+	}
+	if d := stored.Spec.GetPlatform().GetOsDiskPersistence(); d != "" && next.Spec.GetPlatform() != nil {
+		next.Spec.Platform.OsDiskPersistence = d
 	}
 }

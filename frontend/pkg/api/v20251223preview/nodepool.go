@@ -13,48 +13,32 @@ func init() { api.RegisterNodePool(version{}) }
 // nodePoolRules: version.id required (NodePoolVersionProfile), no maximum disk size.
 var nodePoolRules = fieldcheck.NodePoolRules{VersionIDRequired: true}
 
-func (e *NodePool) fields() profiles.NodePoolFields {
-	p := e.Properties
-	if p == nil {
-		p = &NodePoolProperties{}
-	}
-	f := profiles.NodePoolFields{
-		Version: p.Version, Replicas: p.Replicas, AutoRepair: p.AutoRepair, AutoScaling: p.AutoScaling,
-		Labels: p.Labels, Taints: p.Taints, NodeDrainTimeoutMinutes: p.NodeDrainTimeoutMinutes,
-	}
-	if pl := p.Platform; pl != nil {
-		f.SubnetID, f.VMSize, f.EnableEncryptionAtHost, f.AvailabilityZone = pl.SubnetID, pl.VMSize, pl.EnableEncryptionAtHost, pl.AvailabilityZone
-		if d := pl.OSDisk; d != nil {
-			f.OSDiskSizeGiB, f.DiskStorageAccountType, f.EncryptionSetID, f.DiskType = d.SizeGiB, d.DiskStorageAccountType, d.EncryptionSetID, d.DiskType
-		}
-	}
-	return f
-}
-
-// DecodeNodePool implements api.NodePoolVersion.
+// DecodeNodePool implements api.NodePoolVersion: the body, checked against this version's
+// schema, is filled into Cluster Service's spec through its arm_path options.
 func (version) DecodeNodePool(body []byte, stored *api.NodePool) (*api.NodePool, error) {
 	var ext NodePool
 	if err := api.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
-	f := ext.fields()
 	v := &fieldcheck.Checker{}
 	v.Required(ext.Location != nil && *ext.Location != "", "location")
 	rules := nodePoolRules
-	rules.StoredWithoutVersionID = stored != nil && stored.Properties.Version.ID == ""
-	v.NodePool(&f, ext.Properties != nil && ext.Properties.Platform != nil, rules)
+	rules.StoredWithoutVersionID = stored != nil && stored.Spec.GetVersionId() == ""
+	v.NodePool(&ext, rules)
 	v.NodePoolIdentity(ext.Identity)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	np := &api.NodePool{Location: str(ext.Location, ""), Tags: ext.Tags, Properties: f.ToInternal()}
+	np := api.NodePoolFromARM(&ext)
+	np.Location, np.Tags = str(ext.Location, ""), ext.Tags
 	if ext.Identity != nil {
 		np.Identity = ext.Identity.ToInternal()
 	}
 	return np, nil
 }
 
-// RenderNodePool implements api.NodePoolVersion.
+// RenderNodePool implements api.NodePoolVersion: the spec's ARM form read into this version's
+// type.
 func (version) RenderNodePool(np *api.NodePool) any {
 	ext := &NodePool{Location: ptr(np.Location), Tags: np.Tags, SystemData: np.SystemData}
 	if np.ID != nil {
@@ -63,17 +47,9 @@ func (version) RenderNodePool(np *api.NodePool) any {
 	if ext.Tags == nil {
 		ext.Tags = map[string]string{}
 	}
-	f := profiles.RenderNodePoolFields(&np.Properties)
-	f.VersionWithRequiredID() // version.id is required in this version's schema
-	ext.Properties = &NodePoolProperties{
-		ProvisioningState: ptr(string(np.ProvisioningState)),
-		Version:           f.Version, Replicas: f.Replicas, AutoRepair: f.AutoRepair, AutoScaling: f.AutoScaling,
-		Labels: f.Labels, Taints: f.Taints, NodeDrainTimeoutMinutes: f.NodeDrainTimeoutMinutes,
-		Platform: &NodePoolPlatformProfile{
-			SubnetID: f.SubnetID, VMSize: f.VMSize, EnableEncryptionAtHost: f.EnableEncryptionAtHost, AvailabilityZone: f.AvailabilityZone,
-			OSDisk: &OsDiskProfile{SizeGiB: f.OSDiskSizeGiB, DiskStorageAccountType: f.DiskStorageAccountType, EncryptionSetID: f.EncryptionSetID, DiskType: f.DiskType},
-		},
-	}
+	np.RenderProperties(&ext.Properties)
+	ext.Properties.ProvisioningState = ptr(string(np.ProvisioningState))
+	ext.Properties.Version = profiles.VersionWithRequiredID(ext.Properties.Version) // version.id is required in this version's schema
 	if np.Identity != nil {
 		ext.Identity = profiles.RenderIdentity(np.Identity)
 	}
