@@ -123,7 +123,9 @@ func TestNodePoolCampaign(t *testing.T) {
 
 func sortedPools(ps ...WaveNodePool) []WaveNodePool {
 	out := slices.Clone(ps)
-	slices.SortFunc(out, func(x, y WaveNodePool) int { return strings.Compare(x.Cluster+"/"+x.NodePool, y.Cluster+"/"+y.NodePool) })
+	slices.SortFunc(out, func(x, y WaveNodePool) int {
+		return strings.Compare(x.Cluster+"/"+x.NodePool, y.Cluster+"/"+y.NodePool)
+	})
 	return out
 }
 
