@@ -547,6 +547,9 @@ func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
 // clusterExists fails a request for a cluster Cluster Service does not know; its other errors
 // pass (the request is tried again).
 func (s *Requests) clusterExists(ctx context.Context, id string) error {
+	if s.campaigns == nil || s.campaigns.cs == nil {
+		return errors.New("no Cluster Service to look the cluster up in")
+	}
 	_, err := s.campaigns.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: id})
 	switch status.Code(err) {
 	case codes.OK:

@@ -218,3 +218,41 @@ func (win *Window) String() string {
 	}
 	return fmt.Sprintf("%s %02d:%02d UTC for %s", days, int(win.Start.Hours()), int(win.Start.Minutes())%60, win.Length)
 }
+
+// ParseWindow reads a window as SREs write it (the admin API's body, hcpctl's flags): days by
+// English name or its first three letters ("Sat", "sunday"; none: every day), start "HH:MM" UTC,
+// length a Go duration ("4h"). A refusal names the field (days, start, length or window); the
+// result is checked with Validate.
+func ParseWindow(days []string, start, length string) (*Window, error) {
+	win := &Window{}
+	for _, d := range days {
+		wd, ok := weekday(d)
+		if !ok {
+			return nil, invalidRequest("days", "%.32q is no day of the week (Mon, Tue, Wed, Thu, Fri, Sat, Sun)", d)
+		}
+		win.Days = append(win.Days, wd)
+	}
+	hm, err := time.Parse("15:04", start)
+	if err != nil {
+		return nil, invalidRequest("start", "start %.32q must be a time of day HH:MM in UTC, such as 02:00", start)
+	}
+	win.Start = time.Duration(hm.Hour())*time.Hour + time.Duration(hm.Minute())*time.Minute
+	if win.Length, err = time.ParseDuration(length); err != nil {
+		return nil, invalidRequest("length", "length %.32q must be a duration such as 4h or 90m", length)
+	}
+	if err := win.Validate(); err != nil {
+		return nil, invalidRequest("window", "%v", err)
+	}
+	return win, nil
+}
+
+func weekday(s string) (time.Weekday, bool) {
+	s = strings.ToLower(s)
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		name := strings.ToLower(d.String())
+		if s == name || s == name[:3] {
+			return d, true
+		}
+	}
+	return 0, false
+}
