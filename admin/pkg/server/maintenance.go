@@ -109,12 +109,28 @@ func (s *Server) changeCampaign(action maintenance.RequestAction) func(http.Resp
 // service runs. An unknown type, or a parameter the type does not take, is a 400 naming it
 // (Submit checks the request against maintenance.TaskTypes before it signs).
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
-	var b adminapi.TaskCreate
-	if err := decodeStrict(r, &b); err != nil {
+	req, err := parseTaskCreate(r, taskTypes())
+	if err != nil {
 		return err
 	}
-	return s.submitMaintenance(w, r, &maintenance.Request{Action: maintenance.ActionCreateTask, Cluster: b.Cluster,
-		Task: &maintenance.TaskSpec{Type: b.Type, Params: b.Params}})
+	return s.submitMaintenance(w, r, req)
+}
+
+// taskTypes are the task types the maintenance service runs, by name and parameters only.
+func taskTypes() []maintenance.TaskType { return maintenance.TaskTypes(nil, maintenance.ZStreamConfig{}) }
+
+// parseTaskCreate reads the body of a task create into a request; a type not in types, or a
+// field the task cannot take, is a 400 naming it (Request.CheckAsked, the one check).
+func parseTaskCreate(r *http.Request, types []maintenance.TaskType) (*maintenance.Request, error) {
+	var b adminapi.TaskCreate
+	if err := decodeStrict(r, &b); err != nil {
+		return nil, err
+	}
+	req := &maintenance.Request{Action: maintenance.ActionCreateTask, Cluster: b.Cluster, Task: &maintenance.TaskSpec{Type: b.Type, Params: b.Params}}
+	if err := fieldRefusal(req.CheckAsked(types)); err != nil {
+		return nil, err
+	}
+	return req, nil
 }
 
 // cancelTask serves POST /admin/v1/maintenance/tasks/{id}/cancel.
@@ -128,15 +144,29 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
 // setWindow serves PUT /admin/v1/maintenance/windows/{cluster}; a window that never opens is a
 // 400 naming the field (maintenance.ParseWindow, the one reader of a window as SREs write it).
 func (s *Server) setWindow(w http.ResponseWriter, r *http.Request) error {
+	req, err := parseWindowSet(r, r.PathValue("cluster"))
+	if err != nil {
+		return err
+	}
+	return s.submitMaintenance(w, r, req)
+}
+
+// parseWindowSet reads the body of a window set for cluster into a request; a refusal is a 400
+// naming the field.
+func parseWindowSet(r *http.Request, cluster string) (*maintenance.Request, error) {
 	var b adminapi.WindowSet
 	if err := decodeStrict(r, &b); err != nil {
-		return err
+		return nil, err
 	}
 	win, err := maintenance.ParseWindow(b.Days, b.Start, b.Length)
 	if err != nil {
-		return fieldRefusal(err)
+		return nil, fieldRefusal(err)
 	}
-	return s.submitMaintenance(w, r, &maintenance.Request{Action: maintenance.ActionSetWindow, Cluster: r.PathValue("cluster"), Window: win})
+	req := &maintenance.Request{Action: maintenance.ActionSetWindow, Cluster: cluster, Window: win}
+	if err := fieldRefusal(req.CheckAsked(nil)); err != nil {
+		return nil, err
+	}
+	return req, nil
 }
 
 // clearWindow serves DELETE /admin/v1/maintenance/windows/{cluster}.
@@ -158,8 +188,7 @@ func decodeReasonOnly(r *http.Request) error {
 // maintenanceRequests is the request store as the admin API uses it: it submits (signed, checked
 // against the task types the maintenance service runs) and reads; it carries nothing out.
 func (s *Server) maintenanceRequests() *maintenance.Requests {
-	return maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).SignWith(s.cfg.StatementKey).
-		WithTypes(maintenance.TaskTypes(nil, maintenance.ZStreamConfig{}))
+	return maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).SignWith(s.cfg.StatementKey).WithTypes(taskTypes())
 }
 
 // submitMaintenance stores req in the caller's name, as the middleware verified and audited it,

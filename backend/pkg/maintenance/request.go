@@ -147,6 +147,24 @@ func (r *Request) Validate() error {
 	if len(r.Reason) > maxRequestReason {
 		return invalid("reason", "reason must be at most %d bytes, got %d", maxRequestReason, len(r.Reason))
 	}
+	return r.validateAsked()
+}
+
+// CheckAsked checks what r asks for, not who asks: its action and the action's fields, and a
+// create-task's type and parameters against types (TaskTypes). The admin API answers 400 with
+// it before it signs; Submit and the maintenance service check it again.
+func (r *Request) CheckAsked(types []TaskType) error {
+	if err := r.validateAsked(); err != nil {
+		return err
+	}
+	if r.Action == ActionCreateTask {
+		return r.Task.checkAgainst(types)
+	}
+	return nil
+}
+
+// validateAsked checks the action and the fields it takes, on their own.
+func (r *Request) validateAsked() error {
 	if r.Action != ActionCreateCampaign && r.Spec != nil {
 		return invalid("spec", "%s takes no spec", r.Action)
 	}
@@ -355,10 +373,8 @@ func (s *Requests) Submit(ctx context.Context, r *Request) (*Request, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	if r.Action == ActionCreateTask {
-		if err := r.Task.checkAgainst(s.types); err != nil {
-			return nil, err
-		}
+	if err := r.CheckAsked(s.types); err != nil {
+		return nil, err
 	}
 	if len(s.key) != ed25519.PrivateKeySize {
 		return nil, ErrNoSigningKey
@@ -498,11 +514,11 @@ func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
 	}
 	by := r.RequestedBy + " (request " + r.ID + ")"
 	tasks := s.campaigns.tasks
+	if err := r.CheckAsked(s.types); err != nil {
+		return "", err
+	}
 	switch r.Action {
 	case ActionCreateTask:
-		if err := r.Task.checkAgainst(s.types); err != nil {
-			return "", err
-		}
 		if err := s.clusterExists(ctx, r.Cluster); err != nil {
 			return "", err
 		}
