@@ -117,7 +117,9 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 // taskTypes are the task types the maintenance service runs, by name and parameters only.
-func taskTypes() []maintenance.TaskType { return maintenance.TaskTypes(nil, maintenance.ZStreamConfig{}) }
+func taskTypes() []maintenance.TaskType {
+	return maintenance.TaskTypes(nil, maintenance.ZStreamConfig{})
+}
 
 // parseTaskCreate reads the body of a task create into a request; a type not in types, or a
 // field the task cannot take, is a 400 naming it (Request.CheckAsked, the one check).
