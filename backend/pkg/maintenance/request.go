@@ -512,19 +512,24 @@ func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
 	if err := r.verify(s.pub, s.now()); err != nil {
 		return "", err
 	}
-	by := r.RequestedBy + " (request " + r.ID + ")"
-	tasks := s.campaigns.tasks
 	if err := r.CheckAsked(s.types); err != nil {
 		return "", err
 	}
+	by := r.RequestedBy + " (request " + r.ID + ")"
+	tasks := s.campaigns.tasks
 	switch r.Action {
 	case ActionCreateTask:
-		if err := s.clusterExists(ctx, r.Cluster); err != nil {
-			return "", err
-		}
-		t, err := tasks.Create(ctx, &Task{ID: r.ID, Cluster: r.Cluster, Type: r.Task.Type, Params: r.Task.Params, RequestedBy: by}, s.now())
-		if errors.Is(err, docstore.ErrAlreadyExists) {
-			t, err = tasks.Get(ctx, r.ID)
+		// A run cut off after the create finds the task (and asks Cluster Service nothing: the
+		// cluster may be gone since, the task's own steps see to that).
+		t, err := tasks.Get(ctx, r.ID)
+		if errors.Is(err, docstore.ErrNotFound) {
+			if err := s.clusterExists(ctx, r.Cluster); err != nil {
+				return "", err
+			}
+			t, err = tasks.Create(ctx, &Task{ID: r.ID, Cluster: r.Cluster, Type: r.Task.Type, Params: r.Task.Params, RequestedBy: by}, s.now())
+			if errors.Is(err, docstore.ErrAlreadyExists) {
+				t, err = tasks.Get(ctx, r.ID)
+			}
 		}
 		if err != nil {
 			return "", err
