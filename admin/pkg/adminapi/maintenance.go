@@ -2,6 +2,7 @@ package adminapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -74,6 +75,32 @@ type WindowSet struct {
 	Days   []string `json:"days,omitempty"`
 	Start  string   `json:"start"`
 	Length string   `json:"length"`
+}
+
+// Window is GET /admin/v1/maintenance/windows/{cluster}: the window as WindowSet writes it, and
+// in words.
+type Window struct {
+	Cluster     string   `json:"cluster"`
+	Days        []string `json:"days,omitempty"`
+	Start       string   `json:"start"`
+	Length      string   `json:"length"`
+	Description string   `json:"description"`
+}
+
+// WindowOf is cluster's window win as the admin API shows it.
+func WindowOf(cluster string, win *maintenance.Window) Window {
+	out := Window{Cluster: cluster, Start: fmt.Sprintf("%02d:%02d", int(win.Start.Hours()), int(win.Start.Minutes())%60),
+		Length: win.Length.String(), Description: win.String()}
+	for _, d := range win.Days {
+		out.Days = append(out.Days, d.String()[:3])
+	}
+	return out
+}
+
+// GetWindow reads cluster's maintenance window (a 404 when it has none).
+func (c *Client) GetWindow(ctx context.Context, cluster string) (Window, error) {
+	var out Window
+	return out, c.do(ctx, http.MethodGet, "/admin/v1/maintenance/windows/"+url.PathEscape(cluster), nil, nil, nil, &out)
 }
 
 // CreateTask asks for a single task; the answer is the pending request (its taskId is the

@@ -171,6 +171,26 @@ func parseWindowSet(r *http.Request, cluster string) (*maintenance.Request, erro
 	return req, nil
 }
 
+// getWindow serves GET /admin/v1/maintenance/windows/{cluster}: the cluster's window, 404 when it
+// has none (its tasks may start at any time outside blackouts).
+func (s *Server) getWindow(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	cluster := r.PathValue("cluster")
+	win, err := maintenance.NewWindows(s.cfg.Store, nil).Get(ctx, cluster)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "read the maintenance window of %s: %v", cluster, err)
+	}
+	if win == nil {
+		return notFound(cluster, "cluster %s has no maintenance window: its tasks may start at any time outside region blackouts", cluster)
+	}
+	writeJSON(w, http.StatusOK, adminapi.WindowOf(cluster, win))
+	return nil
+}
+
 // clearWindow serves DELETE /admin/v1/maintenance/windows/{cluster}.
 func (s *Server) clearWindow(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeReasonOnly(r); err != nil {

@@ -335,4 +335,28 @@ func TestMaintenanceTaskAndWindowWrites(t *testing.T) {
 		}
 	})
 
+	t.Run("get_window_shows_the_window_the_maintenance_service_stored_and_404_without_one", func(t *testing.T) {
+		code, ae, _ := e.call(t, "bob", "GET", "/admin/v1/maintenance/windows/"+cluster, "")
+		if code != http.StatusNotFound || !strings.Contains(ae.Message, "no maintenance window") {
+			t.Fatalf("%d %+v; want 404 saying it has none", code, ae)
+		}
+		// As the maintenance service, the owner of window documents, stores one.
+		if err := maintenance.NewWindows(e.docs, nil).Set(ctx, cluster, &maintenance.Window{Days: []time.Weekday{time.Saturday, time.Sunday},
+			Start: 2*time.Hour + 30*time.Minute, Length: 4 * time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, body := e.call(t, "bob", "GET", "/admin/v1/maintenance/windows/"+cluster, "")
+		var got struct {
+			Cluster, Start, Length, Description string
+			Days                                []string
+		}
+		if code != 200 || json.Unmarshal(body, &got) != nil || got.Cluster != cluster || strings.Join(got.Days, ",") != "Sat,Sun" ||
+			got.Start != "02:30" || got.Length != "4h0m0s" || !strings.Contains(got.Description, "Sat,Sun 02:30 UTC") {
+			t.Fatalf("%d %s", code, body)
+		}
+		// What GET shows is what PUT takes.
+		if _, err := maintenance.ParseWindow(got.Days, got.Start, got.Length); err != nil {
+			t.Fatalf("the window as shown does not parse back: %v", err)
+		}
+	})
 }

@@ -42,6 +42,7 @@ func (s *Server) routes() []route {
 		{pattern: "POST /admin/v1/maintenance/campaigns/{id}/cancel", perm: access.WriteMaintenance, target: pathValue("id"), mutates: true, handle: s.changeCampaign(maintenance.ActionCancelCampaign)},
 		{pattern: "POST /admin/v1/maintenance/tasks", perm: access.WriteMaintenance, mutates: true, bodyTarget: jsonTarget("cluster"), handle: s.createTask},
 		{pattern: "POST /admin/v1/maintenance/tasks/{id}/cancel", perm: access.WriteMaintenance, target: pathValue("id"), mutates: true, handle: s.cancelTask},
+		{pattern: "GET /admin/v1/maintenance/windows/{cluster}", perm: access.ReadClusters, target: pathValue("cluster"), handle: s.getWindow},
 		{pattern: "PUT /admin/v1/maintenance/windows/{cluster}", perm: access.WriteMaintenance, target: pathValue("cluster"), mutates: true, handle: s.setWindow},
 		{pattern: "DELETE /admin/v1/maintenance/windows/{cluster}", perm: access.WriteMaintenance, target: pathValue("cluster"), mutates: true, handle: s.clearWindow},
 		{pattern: "GET /admin/v1/maintenance/requests", perm: access.ReadClusters, handle: s.listMaintenanceRequests},

@@ -35,6 +35,7 @@ func newMaintenanceCmd(c *cli) *cobra.Command {
 			"  hcpctl --as sre-admin maintenance window set <cluster id> --days Sat,Sun --start 02:00 --length 4h --reason \"customer asked\" --wait",
 			newWindowSetCmd(c),
 			newWindowClearCmd(c),
+			newWindowGetCmd(c),
 		),
 		noun("request", "SREs' maintenance requests and what became of them",
 			"  hcpctl maintenance request get <request id>",
@@ -323,6 +324,25 @@ func newWindowSetCmd(c *cli) *cobra.Command {
 	f.StringVar(&body.Length, "length", "", "how long it stays open, a duration up to 168h (required), e.g. 4h")
 	waitFlag(cmd, &wait)
 	return cmd
+}
+
+func newWindowGetCmd(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:               "get <cluster id>",
+		Short:             "Show a cluster's maintenance window (exit 1 when it has none: its tasks may start at any time)",
+		Example:           "  hcpctl maintenance window get <cluster id> -o json",
+		Args:              exactArgs(1, "<cluster id>"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+				win, err := a.c.GetWindow(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return a.print(win, func(w io.Writer) { fmt.Fprintf(w, "cluster %s: %s\n", win.Cluster, win.Description) })
+			})
+		},
+	}
 }
 
 func newWindowClearCmd(c *cli) *cobra.Command {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -185,6 +186,15 @@ func (m *taskWindowAPI) handler() http.Handler {
 	mux.HandleFunc("PUT /admin/v1/maintenance/windows/{cluster}", func(w http.ResponseWriter, r *http.Request) {
 		accept(w, r, maintenance.Request{Action: maintenance.ActionSetWindow, Cluster: r.PathValue("cluster")})
 	})
+	mux.HandleFunc("GET /admin/v1/maintenance/windows/{cluster}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("cluster") != "c1" {
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "NotFound", "target": r.PathValue("cluster"),
+				"message": "cluster " + r.PathValue("cluster") + " has no maintenance window"}})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(adminapi.WindowOf("c1", &maintenance.Window{Days: []time.Weekday{time.Saturday}, Start: 2 * time.Hour, Length: 4 * time.Hour}))
+	})
 	mux.HandleFunc("DELETE /admin/v1/maintenance/windows/{cluster}", func(w http.ResponseWriter, r *http.Request) {
 		accept(w, r, maintenance.Request{Action: maintenance.ActionClearWindow, Cluster: r.PathValue("cluster")})
 	})
@@ -261,6 +271,16 @@ func TestMaintenanceTaskAndWindowCommands(t *testing.T) {
 		sent(t, "PUT /admin/v1/maintenance/windows/c1", &b)
 		if strings.Join(b.Days, ",") != "Sat,Sun" || b.Start != "02:00" || b.Length != "4h" || b.Reason != "customer asked" {
 			t.Fatalf("body sent: %+v", b)
+		}
+	})
+	t.Run("window_get_shows_the_window_and_exits_1_without_one", func(t *testing.T) {
+		code, out, errb := run("maintenance", "window", "get", "c1")
+		if code != exitOK || !strings.Contains(out, "Sat 02:00 UTC for 4h0m0s") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+		}
+		code, out, errb = run("maintenance", "window", "get", "c2")
+		if code != exitFailed || out != "" || !strings.Contains(errb, "no maintenance window") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errb)
 		}
 	})
 	t.Run("window_clear_sends_the_reason", func(t *testing.T) {
