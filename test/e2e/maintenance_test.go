@@ -150,4 +150,59 @@ func TestMaintenanceCampaignUpgradesTheFleet(t *testing.T) {
 			t.Errorf("ARM shows %s after the upgrade: %s", cl.path, r.Raw)
 		}
 	}
+
+	// SREs' other requests, through hcpctl, the admin API and the running maintenance service
+	// (its identity as Cluster Service authorizes it).
+	request := func(t *testing.T, args ...string) maintenance.Request {
+		t.Helper()
+		out, stderr, code := hcpctl(t, hcpctlBinary(t), append([]string{"--as", "sre-admin", "maintenance"}, append(args, "--wait", "-o", "json", "--timeout", "2m")...)...)
+		var r maintenance.Request
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.State != maintenance.RequestDone {
+			t.Fatalf("hcpctl maintenance %v: exit %d\nstdout: %s\nstderr: %s", args, code, out, stderr)
+		}
+		return r
+	}
+	target := clusters[0].id
+	t.Run("a_window_is_set_and_cleared_by_request", func(t *testing.T) {
+		request(t, "window", "set", target, "--days", "Sat,Sun", "--start", "02:00", "--length", "4h", "--reason", "e2e: window")
+		win, err := maintenance.NewWindows(st, nil).Get(ctx, target)
+		if err != nil || win == nil || win.Start != 2*time.Hour || win.Length != 4*time.Hour || len(win.Days) != 2 {
+			t.Fatalf("window after set: %+v %v", win, err)
+		}
+		request(t, "window", "clear", target, "--reason", "e2e: window")
+		if win, err := maintenance.NewWindows(st, nil).Get(ctx, target); err != nil || win != nil {
+			t.Fatalf("window after clear: %+v %v", win, err)
+		}
+	})
+	t.Run("a_single_task_is_created_by_request_and_runs", func(t *testing.T) {
+		// The cluster is on 4.19.17 now: a z-stream upgrade from 4.19.16 has nothing to do.
+		r := request(t, "task", "create", target, "--type", maintenance.TypeZStreamUpgrade, "--param", maintenance.ParamFromVersion+"="+from, "--reason", "e2e: task")
+		tasks := maintenance.NewTasks(st)
+		eventually(t, 2*time.Minute, "task "+r.TaskID+" Succeeded", func() error {
+			task, err := tasks.Get(ctx, r.TaskID)
+			if err != nil {
+				return err
+			}
+			if task.State != maintenance.StateSucceeded {
+				return fmt.Errorf("task %s: %s", task.State, task.Message)
+			}
+			if task.Data[maintenance.DataOutcome] != "nothing-to-do" || task.Cluster != target {
+				t.Fatalf("task %+v; want nothing-to-do on %s", task, target)
+			}
+			return nil
+		})
+	})
+	t.Run("a_node_pool_campaign_lists_the_node_pools_as_the_maintenance_identity", func(t *testing.T) {
+		// The clusters have no node pool on 4.19.16: the campaign selects none and ends at once,
+		// after listing every cluster's node pools (ListNodePools, as the maintenance workload).
+		np := "e2e-np-" + sub[:8]
+		r := request(t, "campaign", "create", np, "--target", "nodepools", "--from-version", from, "--channel-group", "stable", "--reason", "e2e: node pools")
+		if r.CampaignState != maintenance.CampaignSucceeded {
+			t.Fatalf("node pool campaign: %+v", r)
+		}
+		got, err := campaigns.Get(ctx, np)
+		if err != nil || got.Target != maintenance.TargetNodePools || len(got.Waves) != 0 {
+			t.Fatalf("node pool campaign: %+v %v", got, err)
+		}
+	})
 }

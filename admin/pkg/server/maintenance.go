@@ -13,7 +13,8 @@ import (
 
 // The maintenance views read the backend's maintenance documents in the document store the
 // admin API already reads (docs/maintenance.md). The maintenance documents are the maintenance
-// service's: an SRE's create, resume or cancel of a campaign is a *request* document, the one
+// service's: an SRE's create, resume or cancel of a campaign, create or cancel of a single task,
+// and set or clear of a cluster's maintenance window is a *request* document, the one
 // kind of document the admin API's store login may insert (row-level security, docs/security.md),
 // which the maintenance service carries out and records the outcome in. The routes answer 202
 // with the request; GET /admin/v1/maintenance/requests/{id} follows it.
@@ -71,7 +72,7 @@ func parseCampaignCreate(r *http.Request) (*maintenance.Request, error) {
 		return nil, err
 	}
 	spec := &maintenance.CampaignSpec{ID: b.ID, FromVersion: b.FromVersion, ChannelGroup: b.ChannelGroup, CanaryShard: b.CanaryShard,
-		MaxInFlight: b.MaxInFlight, FailureThreshold: b.FailureThreshold}
+		Target: b.Target, MaxInFlight: b.MaxInFlight, FailureThreshold: b.FailureThreshold}
 	if b.Bake != "" {
 		d, err := time.ParseDuration(b.Bake)
 		if err != nil {
@@ -97,14 +98,119 @@ func fieldRefusal(err error) error {
 // changeCampaign serves POST /admin/v1/maintenance/campaigns/{id}/resume and .../cancel.
 func (s *Server) changeCampaign(action maintenance.RequestAction) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		var b struct {
-			Reason string `json:"reason"`
-		}
-		if err := decodeStrict(r, &b); err != nil {
+		if err := decodeReasonOnly(r); err != nil {
 			return err
 		}
 		return s.submitMaintenance(w, r, &maintenance.Request{Action: action, Campaign: r.PathValue("id")})
 	}
+}
+
+// createTask serves POST /admin/v1/maintenance/tasks: a single task of any type the maintenance
+// service runs. An unknown type, or a parameter the type does not take, is a 400 naming it
+// (Submit checks the request against maintenance.TaskTypes before it signs).
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
+	req, err := parseTaskCreate(r, taskTypes())
+	if err != nil {
+		return err
+	}
+	return s.submitMaintenance(w, r, req)
+}
+
+// taskTypes are the task types the maintenance service runs, by name and parameters only.
+func taskTypes() []maintenance.TaskType {
+	return maintenance.TaskTypes(nil, maintenance.ZStreamConfig{})
+}
+
+// parseTaskCreate reads the body of a task create into a request; a type not in types, or a
+// field the task cannot take, is a 400 naming it (Request.CheckAsked, the one check).
+func parseTaskCreate(r *http.Request, types []maintenance.TaskType) (*maintenance.Request, error) {
+	var b adminapi.TaskCreate
+	if err := decodeStrict(r, &b); err != nil {
+		return nil, err
+	}
+	req := &maintenance.Request{Action: maintenance.ActionCreateTask, Cluster: b.Cluster, Task: &maintenance.TaskSpec{Type: b.Type, Params: b.Params}}
+	if err := fieldRefusal(req.CheckAsked(types)); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// cancelTask serves POST /admin/v1/maintenance/tasks/{id}/cancel.
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {
+	if err := decodeReasonOnly(r); err != nil {
+		return err
+	}
+	return s.submitMaintenance(w, r, &maintenance.Request{Action: maintenance.ActionCancelTask, TaskID: r.PathValue("id")})
+}
+
+// setWindow serves PUT /admin/v1/maintenance/windows/{cluster}; a window that never opens is a
+// 400 naming the field (maintenance.ParseWindow, the one reader of a window as SREs write it).
+func (s *Server) setWindow(w http.ResponseWriter, r *http.Request) error {
+	req, err := parseWindowSet(r, r.PathValue("cluster"))
+	if err != nil {
+		return err
+	}
+	return s.submitMaintenance(w, r, req)
+}
+
+// parseWindowSet reads the body of a window set for cluster into a request; a refusal is a 400
+// naming the field.
+func parseWindowSet(r *http.Request, cluster string) (*maintenance.Request, error) {
+	var b adminapi.WindowSet
+	if err := decodeStrict(r, &b); err != nil {
+		return nil, err
+	}
+	win, err := maintenance.ParseWindow(b.Days, b.Start, b.Length)
+	if err != nil {
+		return nil, fieldRefusal(err)
+	}
+	req := &maintenance.Request{Action: maintenance.ActionSetWindow, Cluster: cluster, Window: win}
+	if err := fieldRefusal(req.CheckAsked(nil)); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// getWindow serves GET /admin/v1/maintenance/windows/{cluster}: the cluster's window, 404 when it
+// has none (its tasks may start at any time outside blackouts).
+func (s *Server) getWindow(w http.ResponseWriter, r *http.Request) error {
+	if err := knownParams(r); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	cluster := r.PathValue("cluster")
+	win, err := maintenance.NewWindows(s.cfg.Store, nil).Get(ctx, cluster)
+	if err != nil {
+		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "read the maintenance window of %s: %v", cluster, err)
+	}
+	if win == nil {
+		return notFound(cluster, "cluster %s has no maintenance window: its tasks may start at any time outside region blackouts", cluster)
+	}
+	writeJSON(w, http.StatusOK, adminapi.WindowOf(cluster, win))
+	return nil
+}
+
+// clearWindow serves DELETE /admin/v1/maintenance/windows/{cluster}.
+func (s *Server) clearWindow(w http.ResponseWriter, r *http.Request) error {
+	if err := decodeReasonOnly(r); err != nil {
+		return err
+	}
+	return s.submitMaintenance(w, r, &maintenance.Request{Action: maintenance.ActionClearWindow, Cluster: r.PathValue("cluster")})
+}
+
+// decodeReasonOnly reads a body that holds the reason and nothing else.
+func decodeReasonOnly(r *http.Request) error {
+	var b struct {
+		Reason string `json:"reason"`
+	}
+	return decodeStrict(r, &b)
+}
+
+// maintenanceRequests is the request store as the admin API uses it: it submits (signed, checked
+// against the task types the maintenance service runs) and reads; it carries nothing out.
+func (s *Server) maintenanceRequests() *maintenance.Requests {
+	return maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).SignWith(s.cfg.StatementKey).WithTypes(taskTypes())
 }
 
 // submitMaintenance stores req in the caller's name, as the middleware verified and audited it,
@@ -119,7 +225,7 @@ func (s *Server) submitMaintenance(w http.ResponseWriter, r *http.Request, req *
 	defer cancel()
 	// The request is signed with the statement key, so the maintenance service takes the
 	// person's name from the admin API's word, not from whoever can write the document.
-	out, err := maintenance.NewRequests(s.cfg.Store, nil, s.cfg.Now, s.cfg.Logger).SignWith(s.cfg.StatementKey).Submit(ctx, req)
+	out, err := s.maintenanceRequests().Submit(ctx, req)
 	if errors.Is(err, maintenance.ErrNoSigningKey) {
 		return errorf(http.StatusServiceUnavailable, adminapi.CodeUpstream, "", "maintenance writes need the admin API's statement key (--sre-statement-key)")
 	}

@@ -39,3 +39,63 @@ func FuzzCampaignCreate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTaskCreate: any body of POST /admin/v1/maintenance/tasks is either a 400 naming the field
+// at fault, or a create-task request of a type the maintenance service runs, with parameters the
+// type takes, that the maintenance service's own check takes.
+func FuzzTaskCreate(f *testing.F) {
+	for _, s := range []string{
+		`{"reason":"r","type":"zstream-upgrade","cluster":"0123456789abcdefghijklmnopqrstuv"}`,
+		`{"reason":"r","type":"nodepool-zstream-upgrade","cluster":"c1","params":{"nodePool":"p1","toVersion":"4.19.17"}}`,
+		`{"reason":"r","type":"nodepool-zstream-upgrade","cluster":"c1"}`,
+		`{"reason":"r","type":"reboot","cluster":"c1"}`,
+		`{"reason":"r","type":"zstream-upgrade","cluster":"c1","params":{"fromVersion":"\u0000"}}`,
+		`{"reason":"r","type":"zstream-upgrade","cluster":"../x"}`, `null`, `{"params":[]}`, `{"type":5}`,
+	} {
+		f.Add(s)
+	}
+	types := taskTypes()
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := parseTaskCreate(httptest.NewRequest(http.MethodPost, "/admin/v1/maintenance/tasks", strings.NewReader(body)), types)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status != http.StatusBadRequest || ae.body.Target == "" || ae.body.Message == "" {
+				t.Fatalf("refusal %v of %q", err, body)
+			}
+			return
+		}
+		req.RequestedBy = "fuzz"
+		if req.Action != maintenance.ActionCreateTask || req.Task == nil || req.Validate() != nil || req.CheckAsked(types) != nil {
+			t.Fatalf("%q accepted as %+v (%v)", body, req, req.Validate())
+		}
+	})
+}
+
+// FuzzWindowSet: any body of PUT /admin/v1/maintenance/windows/{cluster} is either a 400 naming
+// the field at fault, or a set-window request whose window opens.
+func FuzzWindowSet(f *testing.F) {
+	for _, s := range []string{
+		`{"reason":"r","days":["Sat","Sun"],"start":"02:00","length":"4h"}`,
+		`{"reason":"r","start":"23:59","length":"168h"}`,
+		`{"reason":"r","start":"24:00","length":"1h"}`,
+		`{"reason":"r","days":["Mon","mon"],"start":"02:00","length":"1h"}`,
+		`{"reason":"r","start":"02:00","length":"-1h"}`,
+		`{"reason":"r","start":"2:0","length":"9999999999h"}`, `null`, `{"days":"Sat"}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := parseWindowSet(httptest.NewRequest(http.MethodPut, "/admin/v1/maintenance/windows/c1", strings.NewReader(body)), "c1")
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status != http.StatusBadRequest || ae.body.Target == "" || ae.body.Message == "" {
+				t.Fatalf("refusal %v of %q", err, body)
+			}
+			return
+		}
+		req.RequestedBy = "fuzz"
+		if req.Action != maintenance.ActionSetWindow || req.Window == nil || req.Window.Validate() != nil || req.Validate() != nil {
+			t.Fatalf("%q accepted as %+v (%v)", body, req, req.Validate())
+		}
+	})
+}

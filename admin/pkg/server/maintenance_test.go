@@ -217,3 +217,146 @@ func TestMaintenanceWritesNeedTheStatementKey(t *testing.T) {
 		t.Fatalf("requests stored without the key: %v %v", rs, err)
 	}
 }
+
+// TestMaintenanceTaskAndWindowWrites: a single task, a task cancel and a cluster's window are
+// requests like a campaign's: refused with 400 naming the field before anything is signed or
+// stored, accepted 202 as a Pending request in the SRE's name, audited with the cluster or task
+// as target, and followed to what the maintenance service made of them.
+func TestMaintenanceTaskAndWindowWrites(t *testing.T) {
+	e := start(t)
+	useAdminLogin(t, e)
+	ctx := context.Background()
+	const cluster = "0123456789abcdefghijklmnopqrstuv"
+	consume := func(t *testing.T) {
+		t.Helper()
+		// Cancel and clear need no Cluster Service; create-task and set-window, which do, are
+		// submitted after the last consume here and carried out in backend/pkg/maintenance's
+		// TestTaskAndWindowRequests.
+		if err := maintenance.NewRequests(e.docs, maintenance.NewCampaigns(maintenance.NewTasks(e.docs), nil, nil), nil, nil).
+			VerifyWith(e.statementPub).WithTypes(maintenance.TaskTypes(nil, maintenance.ZStreamConfig{})).Process(ctx); err != nil {
+			t.Fatalf("process requests: %v", err)
+		}
+	}
+	requests := func(t *testing.T) []*maintenance.Request {
+		t.Helper()
+		rs, err := maintenance.NewRequests(e.docs, nil, nil, nil).List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	accepted := func(t *testing.T, code int, body []byte) maintenance.Request {
+		t.Helper()
+		var r maintenance.Request
+		if code != http.StatusAccepted || json.Unmarshal(body, &r) != nil || r.ID == "" || r.State != maintenance.RequestPending || r.RequestedBy != "alice" {
+			t.Fatalf("want 202 with a pending request of alice: %d %s", code, body)
+		}
+		return r
+	}
+	follow := func(t *testing.T, id string) maintenance.Request {
+		t.Helper()
+		code, _, body := e.call(t, "bob", "GET", "/admin/v1/maintenance/requests/"+id, "")
+		var r maintenance.Request
+		if code != 200 || json.Unmarshal(body, &r) != nil || r.ID != id {
+			t.Fatalf("GET request %s: %d %s", id, code, body)
+		}
+		return r
+	}
+
+	for _, c := range []struct{ name, method, path, body, field, says string }{
+		{"a_task_of_an_unknown_type", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"reboot-everything","cluster":"` + cluster + `"}`, "type", "zstream-upgrade"},
+		{"a_node_pool_task_without_its_pool", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"nodepool-zstream-upgrade","cluster":"` + cluster + `"}`, "params.nodePool", "needs parameter nodePool"},
+		{"a_task_parameter_the_type_does_not_take", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"zstream-upgrade","cluster":"` + cluster + `","params":{"force":"yes"}}`, "params.force", "takes no parameter"},
+		{"a_task_without_a_cluster", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"zstream-upgrade"}`, "cluster", "no cluster ID"},
+		{"a_task_body_with_an_unknown_field", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"zstream-upgrade","cluster":"` + cluster + `","priority":9}`, "body", ""},
+		{"a_task_without_a_reason", "POST", "/admin/v1/maintenance/tasks", `{"type":"zstream-upgrade","cluster":"` + cluster + `"}`, "reason", ""},
+		{"a_cancel_of_a_task_id_that_is_no_id", "POST", "/admin/v1/maintenance/tasks/NO_SUCH/cancel", `{"reason":"r"}`, "taskId", ""},
+		{"a_window_starting_at_25_o_clock", "PUT", "/admin/v1/maintenance/windows/" + cluster, `{"reason":"r","start":"25:00","length":"4h"}`, "start", "HH:MM"},
+		{"a_window_on_no_day", "PUT", "/admin/v1/maintenance/windows/" + cluster, `{"reason":"r","days":["Caturday"],"start":"02:00","length":"4h"}`, "days", "day of the week"},
+		{"a_window_of_no_length", "PUT", "/admin/v1/maintenance/windows/" + cluster, `{"reason":"r","start":"02:00","length":"0s"}`, "window", "positive"},
+		{"a_window_longer_than_a_week", "PUT", "/admin/v1/maintenance/windows/" + cluster, `{"reason":"r","start":"02:00","length":"200h"}`, "window", "at most a week"},
+		{"a_window_of_a_cluster_id_that_is_no_id", "PUT", "/admin/v1/maintenance/windows/NO_SUCH", `{"reason":"r","start":"02:00","length":"4h"}`, "cluster", ""},
+		{"a_campaign_over_an_unknown_target", "POST", "/admin/v1/maintenance/campaigns", `{"reason":"r","id":"z3","fromVersion":"4.19.16","channelGroup":"stable","target":"machines"}`, "target", "nodepools"},
+	} {
+		t.Run(c.name+"_is_400_naming_"+c.field+"_and_stores_nothing", func(t *testing.T) {
+			code, ae, _ := e.call(t, "alice", c.method, c.path, c.body)
+			if code != http.StatusBadRequest || ae.Target != c.field || !strings.Contains(ae.Message, c.says) {
+				t.Fatalf("%d %+v; want 400 naming %s saying %q", code, ae, c.field, c.says)
+			}
+			if rs := requests(t); len(rs) != 0 {
+				t.Fatalf("%d requests stored after a 400", len(rs))
+			}
+		})
+	}
+
+	t.Run("read_only_sre_may_not_set_a_window_and_the_refusal_is_audited", func(t *testing.T) {
+		code, ae, _ := e.call(t, "bob", "PUT", "/admin/v1/maintenance/windows/"+cluster, `{"reason":"r","start":"02:00","length":"4h"}`)
+		if code != http.StatusForbidden || !strings.Contains(ae.Message, "maintenance.write") {
+			t.Fatalf("%d %+v", code, ae)
+		}
+		if got := e.lastAudit(t, audit.Filter{Person: "bob", Target: cluster, Outcome: audit.Forbidden}); len(got) != 1 {
+			t.Fatalf("audit of the refusal: %+v", got)
+		}
+	})
+
+	t.Run("cancel_of_an_unknown_task_is_followed_to_failed_and_clear_to_done", func(t *testing.T) {
+		code, _, body := e.call(t, "alice", "POST", "/admin/v1/maintenance/tasks/nosuch/cancel", `{"reason":"stop"}`)
+		cancel := accepted(t, code, body)
+		code, _, body = e.call(t, "alice", "DELETE", "/admin/v1/maintenance/windows/"+cluster, `{"reason":"customer asked"}`)
+		clear := accepted(t, code, body)
+		consume(t)
+		if got := follow(t, cancel.ID); got.State != maintenance.RequestFailed || !strings.Contains(got.Message, "no task nosuch") {
+			t.Fatalf("cancel request: %+v", got)
+		}
+		if got := follow(t, clear.ID); got.State != maintenance.RequestDone || !strings.Contains(got.Message, "no maintenance window") {
+			t.Fatalf("clear request: %+v", got)
+		}
+	})
+	t.Run("create_task_is_a_signed_pending_request_naming_its_task_audited_with_the_cluster", func(t *testing.T) {
+		code, _, body := e.call(t, "alice", "POST", "/admin/v1/maintenance/tasks",
+			`{"reason":"CHG-7: pool one","type":"nodepool-zstream-upgrade","cluster":"`+cluster+`","params":{"nodePool":"p1","toVersion":"4.19.17"}}`,
+			"X-Correlation-Id", "corr-task")
+		r := accepted(t, code, body)
+		if r.Action != maintenance.ActionCreateTask || r.Cluster != cluster || r.TaskID != r.ID || r.Task == nil ||
+			r.Task.Type != maintenance.TypeNodePoolZStreamUpgrade || r.Task.Params["nodePool"] != "p1" || r.Reason != "CHG-7: pool one" || len(r.Signature) == 0 {
+			t.Fatalf("request as answered: %+v", r)
+		}
+		if got := e.lastAudit(t, audit.Filter{Person: "alice", Target: cluster, CorrelationID: "corr-task"}); len(got) != 2 {
+			t.Fatalf("audit of the create (allowed, then completed): %+v", got)
+		}
+	})
+
+	t.Run("set_window_is_a_pending_request_holding_the_window", func(t *testing.T) {
+		code, _, body := e.call(t, "alice", "PUT", "/admin/v1/maintenance/windows/"+cluster, `{"reason":"customer asked","days":["Sat","sunday"],"start":"02:30","length":"4h"}`)
+		r := accepted(t, code, body)
+		if r.Action != maintenance.ActionSetWindow || r.Cluster != cluster || r.Window == nil || r.Window.Start != 2*time.Hour+30*time.Minute ||
+			r.Window.Length != 4*time.Hour || len(r.Window.Days) != 2 || r.Window.Days[0] != time.Saturday || r.Window.Days[1] != time.Sunday {
+			t.Fatalf("request as answered: %+v %+v", r, r.Window)
+		}
+	})
+
+	t.Run("get_window_shows_the_window_the_maintenance_service_stored_and_404_without_one", func(t *testing.T) {
+		code, ae, _ := e.call(t, "bob", "GET", "/admin/v1/maintenance/windows/"+cluster, "")
+		if code != http.StatusNotFound || !strings.Contains(ae.Message, "no maintenance window") {
+			t.Fatalf("%d %+v; want 404 saying it has none", code, ae)
+		}
+		// As the maintenance service, the owner of window documents, stores one.
+		if err := maintenance.NewWindows(e.docs, nil).Set(ctx, cluster, &maintenance.Window{Days: []time.Weekday{time.Saturday, time.Sunday},
+			Start: 2*time.Hour + 30*time.Minute, Length: 4 * time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		code, _, body := e.call(t, "bob", "GET", "/admin/v1/maintenance/windows/"+cluster, "")
+		var got struct {
+			Cluster, Start, Length, Description string
+			Days                                []string
+		}
+		if code != 200 || json.Unmarshal(body, &got) != nil || got.Cluster != cluster || strings.Join(got.Days, ",") != "Sat,Sun" ||
+			got.Start != "02:30" || got.Length != "4h0m0s" || !strings.Contains(got.Description, "Sat,Sun 02:30 UTC") {
+			t.Fatalf("%d %s", code, body)
+		}
+		// What GET shows is what PUT takes.
+		if _, err := maintenance.ParseWindow(got.Days, got.Start, got.Length); err != nil {
+			t.Fatalf("the window as shown does not parse back: %v", err)
+		}
+	})
+}

@@ -130,12 +130,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	cs := maintenance.NewClusterService(conn)
 	tasks := maintenance.NewTasks(st)
 	campaigns := maintenance.NewCampaigns(tasks, cs, nil)
-	requests := maintenance.NewRequests(st, campaigns, nil, log).VerifyWith(statementPub)
-	actuator, err := maintenance.NewActuator(tasks, []maintenance.TaskType{
-		maintenance.ZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
-		maintenance.NodePoolZStreamUpgrade(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}),
-		maintenance.BreakGlassSignerRotation(cs, maintenance.SignerRotationConfig{}),
-	}, maintenance.ActuatorConfig{
+	// The actuator runs every task type, and an SRE's request may create a task of any of them.
+	types := maintenance.TaskTypes(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll})
+	requests := maintenance.NewRequests(st, campaigns, nil, log).VerifyWith(statementPub).WithTypes(types)
+	actuator, err := maintenance.NewActuator(tasks, types, maintenance.ActuatorConfig{
 		Holder: o.replicaID, MaxInFlight: o.maxInFlight, LeaseDuration: o.taskLease, Poll: o.poll,
 		Gate: maintenance.NewWindows(st, nil), Log: log,
 	})

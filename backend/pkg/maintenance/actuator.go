@@ -39,6 +39,19 @@ type TaskType struct {
 	// Estimate is how long a task of this type is expected to run, so one is not started when
 	// its maintenance window closes before that (default 1h).
 	Estimate time.Duration
+	// Params are the parameters (Task.Params) a task of this type takes, for whoever creates one
+	// from outside (an SRE's request): a request naming a parameter not listed, or missing a
+	// required one, is refused before it is stored. nil: the type lists none and takes any
+	// parameters; its steps check them.
+	Params []Param
+}
+
+// Param is one parameter of a task type.
+type Param struct {
+	Name     string `json:"name"`
+	Required bool   `json:"required,omitempty"`
+	// Doc says what the parameter holds, for the admin API's refusals and hcpctl's help.
+	Doc string `json:"doc,omitempty"`
 }
 
 type permanentError struct{ err error }

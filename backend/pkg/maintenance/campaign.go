@@ -28,12 +28,15 @@ const (
 	CampaignCancelled CampaignState = "Cancelled"
 )
 
-// Wave is the clusters of one shard in a campaign, upgraded together.
+// Wave is the clusters (or node pools) of one shard in a campaign, upgraded together.
 type Wave struct {
-	Shard    string    `json:"shard"`
-	Clusters []string  `json:"clusters"`
-	Started  time.Time `json:"started,omitempty"`
-	Finished time.Time `json:"finished,omitempty"`
+	Shard    string   `json:"shard"`
+	Clusters []string `json:"clusters"`
+	// NodePools are the wave's node pools in a campaign over node pools (Clusters then lists
+	// their clusters); each gets a task, and the wave's counts are of node pools.
+	NodePools []WaveNodePool `json:"nodePools,omitempty"`
+	Started   time.Time      `json:"started,omitempty"`
+	Finished  time.Time      `json:"finished,omitempty"`
 	// Succeeded and Failed count the wave's finished tasks; AcceptedFailures are the failures
 	// an operator accepted by resuming, which no longer count against the threshold.
 	Succeeded        int `json:"succeeded"`
@@ -41,13 +44,33 @@ type Wave struct {
 	AcceptedFailures int `json:"acceptedFailures"`
 }
 
-// CampaignSpec is what an operator asks for: upgrade every cluster running FromVersion on
-// ChannelGroup to its recommended z-stream, shard by shard, CanaryShard first.
+// WaveNodePool is a node pool of a wave, by its Cluster Service ID and its cluster's.
+type WaveNodePool struct {
+	Cluster  string `json:"cluster"`
+	NodePool string `json:"nodePool"`
+}
+
+// What a campaign upgrades (CampaignSpec.Target).
+const (
+	// TargetClusters (the default, also "") upgrades control planes: one zstream-upgrade task per
+	// cluster whose spec runs FromVersion.
+	TargetClusters = "clusters"
+	// TargetNodePools upgrades node pools: one nodepool-zstream-upgrade task per node pool whose
+	// spec runs FromVersion, in a cluster of ChannelGroup.
+	TargetNodePools = "nodepools"
+)
+
+// CampaignSpec is what an operator asks for: upgrade every cluster (or, with Target nodepools,
+// every node pool) running FromVersion on ChannelGroup to its recommended z-stream, shard by
+// shard, CanaryShard first.
 type CampaignSpec struct {
 	ID           string `json:"id"`
 	FromVersion  string `json:"fromVersion"`
 	ChannelGroup string `json:"channelGroup"`
 	CanaryShard  string `json:"canaryShard,omitempty"`
+	// Target is what is upgraded: TargetClusters ("" too) or TargetNodePools. Left out when
+	// empty, so a spec signed before the field existed still verifies.
+	Target string `json:"target,omitempty"`
 	// MaxInFlight is how many of the campaign's tasks may be unfinished at once (default 2).
 	MaxInFlight int `json:"maxInFlight"`
 	// Bake is how long to wait after a wave finished before the next one starts (default 30m).
@@ -62,20 +85,32 @@ type CampaignSpec struct {
 }
 
 // FieldError is a campaign spec or request refused for one of its fields; Field is its JSON
-// name (the admin API answers 400 naming it). It wraps ErrInvalidCampaign.
+// name (the admin API answers 400 naming it). It wraps ErrInvalidCampaign, or ErrInvalidRequest
+// for what is not a campaign's (a task, a window).
 type FieldError struct {
 	Field   string
 	Message string
+	kind    error
 }
 
 func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s: %s: %s", ErrInvalidCampaign, e.Field, e.Message)
+	return fmt.Sprintf("%s: %s: %s", e.Unwrap(), e.Field, e.Message)
 }
 
-func (e *FieldError) Unwrap() error { return ErrInvalidCampaign }
+func (e *FieldError) Unwrap() error {
+	if e.kind == nil {
+		return ErrInvalidCampaign
+	}
+	return e.kind
+}
 
 func invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// invalidRequest is invalid for a request that is not about a campaign.
+func invalidRequest(field, format string, args ...any) error {
+	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...), kind: ErrInvalidRequest}
 }
 
 // campaignIDRE: a campaign ID is part of document and task IDs, so it is kept to a DNS label.
@@ -97,6 +132,8 @@ func (s *CampaignSpec) Validate() error {
 		return invalid("channelGroup", "channelGroup %q must be a channel group such as stable", s.ChannelGroup)
 	case s.CanaryShard != "" && !nameRE.MatchString(s.CanaryShard):
 		return invalid("canaryShard", "canaryShard %q is no shard name", s.CanaryShard)
+	case s.Target != "" && s.Target != TargetClusters && s.Target != TargetNodePools:
+		return invalid("target", "target %.64q must be %s (control planes, the default) or %s", s.Target, TargetClusters, TargetNodePools)
 	case s.MaxInFlight < 0 || s.MaxInFlight > maxCampaignInFlight:
 		return invalid("maxInFlight", "maxInFlight %d must be from 1 to %d (0: the default, 2)", s.MaxInFlight, maxCampaignInFlight)
 	case s.Bake < 0 || s.Bake > maxBake:
@@ -151,17 +188,67 @@ func (c *Campaign) applied(request string) bool {
 	return false
 }
 
-// Clusters is how many clusters the campaign covers.
+// unit is what one of a campaign's tasks upgrades: a cluster's control plane, or a node pool.
+type unit struct{ cluster, nodePool string }
+
+// units are the wave's units in the campaign c: its clusters, or its node pools.
+func (c *Campaign) units(w *Wave) []unit {
+	var us []unit
+	if c.Target == TargetNodePools {
+		for _, np := range w.NodePools {
+			us = append(us, unit{np.Cluster, np.NodePool})
+		}
+		return us
+	}
+	for _, cl := range w.Clusters {
+		us = append(us, unit{cluster: cl})
+	}
+	return us
+}
+
+// Clusters is how many clusters (node pools, for a campaign over node pools) the campaign covers.
 func (c *Campaign) Clusters() int {
 	n := 0
-	for _, w := range c.Waves {
-		n += len(w.Clusters)
+	for i := range c.Waves {
+		n += len(c.units(&c.Waves[i]))
 	}
 	return n
 }
 
+// what names the campaign's units, for its messages.
+func (c *Campaign) what() string {
+	if c.Target == TargetNodePools {
+		return "node pools"
+	}
+	return "clusters"
+}
+
 // TaskID is the ID of the campaign's task for a cluster: fixed, so it is created once.
 func (c *Campaign) TaskID(cluster string) string { return c.ID + "-" + cluster }
+
+// NodePoolTaskID is the ID of the campaign's task for a node pool of cluster.
+func (c *Campaign) NodePoolTaskID(cluster, nodePool string) string {
+	return c.ID + "-" + cluster + "-" + nodePool
+}
+
+func (c *Campaign) taskID(u unit) string {
+	if u.nodePool != "" {
+		return c.NodePoolTaskID(u.cluster, u.nodePool)
+	}
+	return c.TaskID(u.cluster)
+}
+
+// task is the campaign's task for u.
+func (c *Campaign) task(u unit) *Task {
+	t := &Task{ID: c.taskID(u), Cluster: u.cluster, Type: TypeZStreamUpgrade, RequestedBy: "campaign " + c.ID,
+		Campaign: c.ID, Params: map[string]string{ParamFromVersion: c.FromVersion}}
+	if u.nodePool != "" {
+		// The pool's target is its recommended z-stream when the task checks it; the task fails
+		// when the control plane is behind it (a node pool never runs ahead of its control plane).
+		t.Type, t.Params = TypeNodePoolZStreamUpgrade, map[string]string{ParamNodePool: u.nodePool}
+	}
+	return t
+}
 
 // Campaigns stores campaigns and moves them through their waves.
 type Campaigns struct {
@@ -218,25 +305,16 @@ func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, e
 	if err := m.checkVersion(ctx, spec); err != nil {
 		return nil, err
 	}
-	byShard := map[string][]string{}
-	req := &csv1.ListClustersRequest{PageSize: 500}
-	for {
-		resp, err := m.cs.ListClusters(ctx, req)
-		if err != nil {
-			return nil, fmt.Errorf("list clusters: %w", err)
-		}
-		for _, c := range resp.GetClusters() {
-			if c.GetSpec().GetVersionId() == spec.FromVersion && c.GetSpec().GetChannelGroup() == spec.ChannelGroup && c.GetShard() != "" {
-				byShard[c.GetShard()] = append(byShard[c.GetShard()], c.GetId())
-			}
-		}
-		if resp.GetNextPageToken() == "" {
-			break
-		}
-		req.PageToken = resp.GetNextPageToken()
+	byShard, pools, err := m.selectUnits(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	what := "cluster"
+	if spec.Target == TargetNodePools {
+		what = "node pool"
 	}
 	if spec.CanaryShard != "" && len(byShard[spec.CanaryShard]) == 0 {
-		return nil, invalid("canaryShard", "canary shard %s has no cluster on %s in %s", spec.CanaryShard, spec.FromVersion, spec.ChannelGroup)
+		return nil, invalid("canaryShard", "canary shard %s has no %s on %s in %s", spec.CanaryShard, what, spec.FromVersion, spec.ChannelGroup)
 	}
 	var shards []string
 	for s := range byShard {
@@ -253,13 +331,21 @@ func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, e
 	for _, s := range shards {
 		ids := byShard[s]
 		sort.Strings(ids)
-		c.Waves = append(c.Waves, Wave{Shard: s, Clusters: ids})
+		w := Wave{Shard: s, Clusters: ids}
+		if spec.Target == TargetNodePools {
+			for _, cl := range ids {
+				for _, np := range pools[cl] {
+					w.NodePools = append(w.NodePools, WaveNodePool{Cluster: cl, NodePool: np})
+				}
+			}
+		}
+		c.Waves = append(c.Waves, w)
 	}
 	if len(c.Waves) == 0 {
 		c.State = CampaignSucceeded
-		c.recordFor(now, "no cluster runs "+spec.FromVersion+" in "+spec.ChannelGroup, spec.Request)
+		c.recordFor(now, "no "+what+" runs "+spec.FromVersion+" in "+spec.ChannelGroup, spec.Request)
 	} else {
-		c.recordFor(now, fmt.Sprintf("created by %s: %d clusters in %d waves", spec.RequestedBy, c.Clusters(), len(c.Waves)), spec.Request)
+		c.recordFor(now, fmt.Sprintf("created by %s: %d %s in %d waves", spec.RequestedBy, c.Clusters(), c.what(), len(c.Waves)), spec.Request)
 	}
 	d, err := campaignDoc(c)
 	if err != nil {
@@ -271,6 +357,52 @@ func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, e
 	}
 	c.etag = out.ETag
 	return c, nil
+}
+
+// selectUnits lists what the campaign upgrades, as Cluster Service lists it now: by shard, the
+// clusters whose spec runs FromVersion on ChannelGroup; for a campaign over node pools, the
+// clusters of ChannelGroup that have a node pool whose spec runs FromVersion, and (pools) those
+// pools by cluster, sorted. A cluster not placed on a shard yet is left out.
+func (m *Campaigns) selectUnits(ctx context.Context, spec CampaignSpec) (byShard, pools map[string][]string, err error) {
+	byShard, pools = map[string][]string{}, map[string][]string{}
+	req := &csv1.ListClustersRequest{PageSize: 500}
+	for {
+		resp, err := m.cs.ListClusters(ctx, req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list clusters: %w", err)
+		}
+		for _, c := range resp.GetClusters() {
+			if c.GetSpec().GetChannelGroup() != spec.ChannelGroup || c.GetShard() == "" {
+				continue
+			}
+			if spec.Target != TargetNodePools {
+				if c.GetSpec().GetVersionId() == spec.FromVersion {
+					byShard[c.GetShard()] = append(byShard[c.GetShard()], c.GetId())
+				}
+				continue
+			}
+			nps, err := m.cs.ListNodePools(ctx, &csv1.ListNodePoolsRequest{ClusterId: c.GetId()})
+			if status.Code(err) == codes.NotFound {
+				continue // deleted since it was listed
+			}
+			if err != nil {
+				return nil, nil, fmt.Errorf("list node pools of cluster %s: %w", c.GetId(), err)
+			}
+			for _, np := range nps.GetNodePools() {
+				if np.GetSpec().GetVersionId() == spec.FromVersion {
+					pools[c.GetId()] = append(pools[c.GetId()], np.GetId())
+				}
+			}
+			if ids := pools[c.GetId()]; len(ids) > 0 {
+				sort.Strings(ids)
+				byShard[c.GetShard()] = append(byShard[c.GetShard()], c.GetId())
+			}
+		}
+		if resp.GetNextPageToken() == "" {
+			return byShard, pools, nil
+		}
+		req.PageToken = resp.GetNextPageToken()
+	}
 }
 
 // checkVersion refuses a campaign that could upgrade nothing: FromVersion not in ChannelGroup's
@@ -368,9 +500,9 @@ func (m *Campaigns) cancel(ctx context.Context, id, by, request string) (*Campai
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range c.Waves {
-		for _, cl := range w.Clusters {
-			if _, err := m.tasks.Cancel(ctx, c.TaskID(cl), by, m.now()); err != nil && !errors.Is(err, docstore.ErrNotFound) {
+	for i := range c.Waves {
+		for _, u := range c.units(&c.Waves[i]) {
+			if _, err := m.tasks.Cancel(ctx, c.taskID(u), by, m.now()); err != nil && !errors.Is(err, docstore.ErrNotFound) {
 				return c, err
 			}
 		}
@@ -437,15 +569,16 @@ func (m *Campaigns) step(ctx context.Context, c *Campaign, now time.Time) time.D
 			}
 		}
 		w.Started = now.UTC()
-		c.record(now, fmt.Sprintf("wave %d (shard %s, %d clusters) started", c.Current+1, w.Shard, len(w.Clusters)))
+		c.record(now, fmt.Sprintf("wave %d (shard %s, %d %s) started", c.Current+1, w.Shard, len(c.units(w)), c.what()))
 	}
+	units := c.units(w)
 	var unfinished, succeeded, failed int
-	var notCreated []string
-	for _, cl := range w.Clusters {
-		t, err := m.tasks.Get(ctx, c.TaskID(cl))
+	var notCreated []unit
+	for _, u := range units {
+		t, err := m.tasks.Get(ctx, c.taskID(u))
 		switch {
 		case errors.Is(err, docstore.ErrNotFound):
-			notCreated = append(notCreated, cl)
+			notCreated = append(notCreated, u)
 		case err != nil:
 			return again
 		case t.State == StateSucceeded:
@@ -457,18 +590,17 @@ func (m *Campaigns) step(ctx context.Context, c *Campaign, now time.Time) time.D
 		}
 	}
 	w.Succeeded, w.Failed = succeeded, failed
-	if ratio := float64(failed-w.AcceptedFailures) / float64(len(w.Clusters)); ratio > *c.FailureThreshold {
+	if ratio := float64(failed-w.AcceptedFailures) / float64(len(units)); ratio > *c.FailureThreshold {
 		c.State = CampaignHalted
-		c.record(now, fmt.Sprintf("halted: wave %d (shard %s) has %d failed of %d clusters (%.0f%% > threshold %.0f%%); resume or cancel",
-			c.Current+1, w.Shard, failed, len(w.Clusters), 100*ratio, 100**c.FailureThreshold))
+		c.record(now, fmt.Sprintf("halted: wave %d (shard %s) has %d failed of %d %s (%.0f%% > threshold %.0f%%); resume or cancel",
+			c.Current+1, w.Shard, failed, len(units), c.what(), 100*ratio, 100**c.FailureThreshold))
 		return 0
 	}
-	for _, cl := range notCreated {
+	for _, u := range notCreated {
 		if unfinished >= c.MaxInFlight {
 			break
 		}
-		_, err := m.tasks.Create(ctx, &Task{ID: c.TaskID(cl), Cluster: cl, Type: TypeZStreamUpgrade, RequestedBy: "campaign " + c.ID,
-			Campaign: c.ID, Params: map[string]string{ParamFromVersion: c.FromVersion}}, now)
+		_, err := m.tasks.Create(ctx, c.task(u), now)
 		if err != nil && !errors.Is(err, docstore.ErrAlreadyExists) {
 			return again
 		}

@@ -60,7 +60,10 @@ func NodePoolZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 		}
 		return np, nil
 	}
-	return TaskType{Name: TypeNodePoolZStreamUpgrade, MaxAttempts: 5, Estimate: cfg.Estimate, Steps: []Step{
+	return TaskType{Name: TypeNodePoolZStreamUpgrade, MaxAttempts: 5, Estimate: cfg.Estimate, Params: []Param{
+		{Name: ParamNodePool, Required: true, Doc: "the Cluster Service ID of the node pool, of the task's cluster"},
+		{Name: ParamToVersion, Doc: "the version to upgrade to, a later patch of the pool's minor (default: its recommended z-stream)"},
+	}, Steps: []Step{
 		{Name: "check", Run: func(ctx context.Context, t *Task) (StepResult, error) {
 			if t.Data[DataTarget] != "" || t.Data[DataOutcome] != "" {
 				return StepResult{}, nil

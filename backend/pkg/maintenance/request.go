@@ -12,6 +12,10 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
@@ -40,7 +44,21 @@ const (
 	ActionCreateCampaign RequestAction = "create-campaign"
 	ActionResumeCampaign RequestAction = "resume-campaign"
 	ActionCancelCampaign RequestAction = "cancel-campaign"
+	// ActionCreateTask creates a single task of any type the maintenance service runs
+	// (TaskTypes) on Cluster; the task's ID is the request's.
+	ActionCreateTask RequestAction = "create-task"
+	// ActionCancelTask cancels task TaskID (Tasks.Cancel).
+	ActionCancelTask RequestAction = "cancel-task"
+	// ActionSetWindow sets Cluster's maintenance window to Window; ActionClearWindow removes it.
+	ActionSetWindow   RequestAction = "set-window"
+	ActionClearWindow RequestAction = "clear-window"
 )
+
+// actions are the request actions, in the order refusals list them.
+var actions = []RequestAction{ActionCreateCampaign, ActionResumeCampaign, ActionCancelCampaign, ActionCreateTask, ActionCancelTask, ActionSetWindow, ActionClearWindow}
+
+// ErrInvalidRequest is a request refused for what it says about a task or a window.
+var ErrInvalidRequest = errors.New("invalid maintenance request")
 
 // RequestState is where a request is: Pending until the maintenance service carried it out
 // (Done) or refused it (Failed, with the reason in Message).
@@ -60,6 +78,15 @@ type Request struct {
 	Campaign string `json:"campaign"`
 	// Spec is the campaign to create (create-campaign only).
 	Spec *CampaignSpec `json:"spec,omitempty"`
+	// Cluster is the cluster of a create-task, set-window or clear-window.
+	Cluster string `json:"cluster,omitempty"`
+	// Task is the task to create (create-task only).
+	Task *TaskSpec `json:"task,omitempty"`
+	// TaskID is the task acted on: the one to cancel, or the one a create-task made (the
+	// request's own ID).
+	TaskID string `json:"taskId,omitempty"`
+	// Window is the maintenance window to set (set-window only).
+	Window *Window `json:"window,omitempty"`
 	// RequestedBy is the SRE (person) and Group their group, as the admin API verified them
 	// from the caller's certificate; CorrelationID ties the request to the audited call.
 	RequestedBy string `json:"requestedBy"`
@@ -120,6 +147,33 @@ func (r *Request) Validate() error {
 	if len(r.Reason) > maxRequestReason {
 		return invalid("reason", "reason must be at most %d bytes, got %d", maxRequestReason, len(r.Reason))
 	}
+	return r.validateAsked()
+}
+
+// CheckAsked checks what r asks for, not who asks: its action and the action's fields, and a
+// create-task's type and parameters against types (TaskTypes). The admin API answers 400 with
+// it before it signs; Submit and the maintenance service check it again.
+func (r *Request) CheckAsked(types []TaskType) error {
+	if err := r.validateAsked(); err != nil {
+		return err
+	}
+	if r.Action == ActionCreateTask {
+		return r.Task.checkAgainst(types)
+	}
+	return nil
+}
+
+// validateAsked checks the action and the fields it takes, on their own.
+func (r *Request) validateAsked() error {
+	if r.Action != ActionCreateCampaign && r.Spec != nil {
+		return invalid("spec", "%s takes no spec", r.Action)
+	}
+	if r.Action != ActionCreateTask && r.Task != nil {
+		return invalidRequest("task", "%s takes no task", r.Action)
+	}
+	if r.Action != ActionSetWindow && r.Window != nil {
+		return invalidRequest("window", "%s takes no window", r.Action)
+	}
 	switch r.Action {
 	case ActionCreateCampaign:
 		if r.Spec == nil {
@@ -130,15 +184,56 @@ func (r *Request) Validate() error {
 		}
 		return r.Spec.Validate()
 	case ActionResumeCampaign, ActionCancelCampaign:
-		if r.Spec != nil {
-			return invalid("spec", "%s takes no spec", r.Action)
-		}
 		if !campaignIDRE.MatchString(r.Campaign) {
 			return invalid("campaign", "campaign ID %q is no campaign ID", r.Campaign)
 		}
 		return nil
+	case ActionCreateTask:
+		if err := r.validateCluster(); err != nil {
+			return err
+		}
+		if r.Task == nil {
+			return invalidRequest("task", "create-task needs the task's type")
+		}
+		if r.TaskID != "" && r.TaskID != r.ID {
+			return invalidRequest("taskId", "the task a request creates has the request's ID %q, not %.64q", r.ID, r.TaskID)
+		}
+		return r.Task.validate()
+	case ActionCancelTask:
+		if !taskIDRE.MatchString(r.TaskID) {
+			return invalidRequest("taskId", "task ID %.64q is no task ID", r.TaskID)
+		}
+		return nil
+	case ActionSetWindow:
+		if err := r.validateCluster(); err != nil {
+			return err
+		}
+		if r.Window == nil {
+			return invalidRequest("window", "set-window needs the window (clear-window removes one)")
+		}
+		if err := r.Window.Validate(); err != nil {
+			return invalidRequest("window", "%v", err)
+		}
+		return nil
+	case ActionClearWindow:
+		return r.validateCluster()
 	}
-	return invalid("action", "action %q must be one of %s, %s, %s", r.Action, ActionCreateCampaign, ActionResumeCampaign, ActionCancelCampaign)
+	return invalid("action", "action %.64q must be one of %s", r.Action, actionList())
+}
+
+func (r *Request) validateCluster() error {
+	if !clusterIDRE.MatchString(r.Cluster) {
+		return invalidRequest("cluster", "cluster ID %.64q is no cluster ID", r.Cluster)
+	}
+	return nil
+}
+
+func actionList() string {
+	s := make([]string, len(actions))
+	for i, a := range actions {
+		s[i] = string(a)
+	}
+	return strings.Join(s, ", ")
 }
 
 // requestDomain separates request signatures from anything else the admin API's statement key
@@ -149,19 +244,25 @@ const requestDomain = "openhcp-maintenance-request-v1\x00"
 // between the admin API and the maintenance service).
 const maxRequestSkew = 5 * time.Minute
 
-// statement is what the admin API signs: everything it vouches for, none of the outcome.
+// statement is what the admin API signs: everything it vouches for, none of the outcome. The
+// fields of the task and window requests are left out when empty, so a campaign request's
+// statement is what it was before they existed (a request signed then still verifies).
 func (r *Request) statement() ([]byte, error) {
 	b, err := json.Marshal(struct {
 		ID            string        `json:"id"`
 		Action        RequestAction `json:"action"`
 		Campaign      string        `json:"campaign"`
 		Spec          *CampaignSpec `json:"spec,omitempty"`
+		Cluster       string        `json:"cluster,omitempty"`
+		Task          *TaskSpec     `json:"task,omitempty"`
+		TaskID        string        `json:"taskId,omitempty"`
+		Window        *Window       `json:"window,omitempty"`
 		RequestedBy   string        `json:"requestedBy"`
 		Group         string        `json:"group"`
 		Reason        string        `json:"reason"`
 		CorrelationID string        `json:"correlationId"`
 		Created       time.Time     `json:"created"`
-	}{r.ID, r.Action, r.Campaign, r.Spec, r.RequestedBy, r.Group, r.Reason, r.CorrelationID, r.Created})
+	}{r.ID, r.Action, r.Campaign, r.Spec, r.Cluster, r.Task, r.TaskID, r.Window, r.RequestedBy, r.Group, r.Reason, r.CorrelationID, r.Created})
 	if err != nil {
 		return nil, fmt.Errorf("encode the statement of maintenance request %s: %w", r.ID, err)
 	}
@@ -194,6 +295,7 @@ var ErrNoSigningKey = errors.New("no key to sign maintenance requests with")
 type Requests struct {
 	st        docstore.Store
 	campaigns *Campaigns
+	types     []TaskType // the task types a create-task may name
 	now       func() time.Time
 	log       *slog.Logger
 	key       ed25519.PrivateKey // the admin API's: Submit signs with it
@@ -211,6 +313,13 @@ func (s *Requests) SignWith(key ed25519.PrivateKey) *Requests {
 // statement public key); without it every request fails.
 func (s *Requests) VerifyWith(pub ed25519.PublicKey) *Requests {
 	s.pub = pub
+	return s
+}
+
+// WithTypes names the task types a create-task request may name (TaskTypes): Submit refuses
+// another before signing, Process fails one. Without them every create-task is refused.
+func (s *Requests) WithTypes(types []TaskType) *Requests {
+	s.types = types
 	return s
 }
 
@@ -258,13 +367,22 @@ func (s *Requests) Submit(ctx context.Context, r *Request) (*Request, error) {
 	if r.Action == ActionCreateCampaign && r.Spec != nil {
 		r.Campaign = r.Spec.ID
 	}
+	if r.Action == ActionCreateTask {
+		r.TaskID = "" // the request's ID, given below
+	}
 	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if err := r.CheckAsked(s.types); err != nil {
 		return nil, err
 	}
 	if len(s.key) != ed25519.PrivateKeySize {
 		return nil, ErrNoSigningKey
 	}
 	r.ID, r.State, r.Created = uuid.NewString(), RequestPending, s.now().UTC()
+	if r.Action == ActionCreateTask {
+		r.TaskID = r.ID
+	}
 	r.Message, r.CampaignState, r.Finished = "", "", time.Time{}
 	st, err := r.statement()
 	if err != nil {
@@ -325,11 +443,13 @@ func (s *Requests) Process(ctx context.Context) error {
 }
 
 func (s *Requests) process(ctx context.Context, r *Request) error {
-	c, err := s.apply(ctx, r)
+	msg, c, err := s.carryOut(ctx, r)
 	switch {
 	case err == nil:
-		r.State, r.CampaignState = RequestDone, c.State
-		r.Message = fmt.Sprintf("%s %s: campaign %s is %s", r.Action, r.Campaign, c.ID, c.State)
+		r.State, r.Message = RequestDone, msg
+		if c != nil {
+			r.CampaignState = c.State
+		}
 	case permanent(err):
 		r.State, r.Message = RequestFailed, err.Error()
 		if c != nil {
@@ -353,14 +473,112 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 	}
 	r.etag = out.ETag
 	s.log.Info("maintenance request carried out", "request", r.ID, "action", r.Action, "campaign", r.Campaign,
-		"person", r.RequestedBy, logattr.KeyCorrelationRequestID, r.CorrelationID, "state", r.State, "message", r.Message)
+		"cluster", r.Cluster, "task", r.TaskID, "person", r.RequestedBy, logattr.KeyCorrelationRequestID, r.CorrelationID, "state", r.State, "message", r.Message)
 	return nil
 }
 
 // permanent says whether err is the request's fault, not a passing one.
 func permanent(err error) bool {
-	return errors.Is(err, ErrInvalidCampaign) || errors.Is(err, ErrCampaignState) ||
-		errors.Is(err, docstore.ErrNotFound) || errors.Is(err, errCampaignExists)
+	return errors.Is(err, ErrInvalidCampaign) || errors.Is(err, ErrCampaignState) || errors.Is(err, ErrInvalidRequest) ||
+		errors.Is(err, docstore.ErrNotFound) || errors.Is(err, errCampaignExists) || errors.Is(err, ErrInvalidTask) ||
+		errors.Is(err, errNoCluster) || errors.Is(err, ErrInvalidWindow)
+}
+
+// errNoCluster is a request naming a cluster Cluster Service does not know.
+var errNoCluster = errors.New("no such cluster")
+
+// carryOut makes the change r asks for, or finds it already made by r, and says what it did; c
+// is the campaign a campaign request left.
+func (s *Requests) carryOut(ctx context.Context, r *Request) (msg string, c *Campaign, err error) {
+	switch r.Action {
+	case ActionCreateTask, ActionCancelTask, ActionSetWindow, ActionClearWindow:
+		msg, err = s.applyOther(ctx, r)
+		return msg, nil, err
+	}
+	c, err = s.apply(ctx, r)
+	if err != nil {
+		return "", c, err
+	}
+	return fmt.Sprintf("%s %s: campaign %s is %s", r.Action, r.Campaign, c.ID, c.State), c, nil
+}
+
+// applyOther carries out the requests that are not about a campaign. Each is idempotent of
+// itself: a create-task's task has the request's ID (created once), a cancel of a cancelled
+// task and a window set to what it is change nothing.
+func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
+	if err := r.Validate(); err != nil {
+		return "", err
+	}
+	if err := r.verify(s.pub, s.now()); err != nil {
+		return "", err
+	}
+	if err := r.CheckAsked(s.types); err != nil {
+		return "", err
+	}
+	by := r.RequestedBy + " (request " + r.ID + ")"
+	tasks := s.campaigns.tasks
+	switch r.Action {
+	case ActionCreateTask:
+		// A run cut off after the create finds the task (and asks Cluster Service nothing: the
+		// cluster may be gone since, the task's own steps see to that).
+		t, err := tasks.Get(ctx, r.ID)
+		if errors.Is(err, docstore.ErrNotFound) {
+			if err := s.clusterExists(ctx, r.Cluster); err != nil {
+				return "", err
+			}
+			t, err = tasks.Create(ctx, &Task{ID: r.ID, Cluster: r.Cluster, Type: r.Task.Type, Params: r.Task.Params, RequestedBy: by}, s.now())
+			if errors.Is(err, docstore.ErrAlreadyExists) {
+				t, err = tasks.Get(ctx, r.ID)
+			}
+		}
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("task %s (%s on cluster %s) is %s", t.ID, t.Type, t.Cluster, t.State), nil
+	case ActionCancelTask:
+		t, err := tasks.cancel(ctx, r.TaskID, by, r.ID, s.now())
+		if errors.Is(err, docstore.ErrNotFound) {
+			return "", fmt.Errorf("no task %s: %w", r.TaskID, err)
+		}
+		if err != nil {
+			return "", err
+		}
+		if t.State == StateRunning {
+			return fmt.Sprintf("task %s is Running: asked to stop, it ends Cancelled before its next step", t.ID), nil
+		}
+		return fmt.Sprintf("task %s is %s", t.ID, t.State), nil
+	case ActionSetWindow:
+		if err := s.clusterExists(ctx, r.Cluster); err != nil {
+			return "", err
+		}
+		if err := NewWindows(s.st, nil).Set(ctx, r.Cluster, r.Window); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("maintenance window of cluster %s set: %s", r.Cluster, r.Window), nil
+	case ActionClearWindow:
+		// No look at Cluster Service: the window of a cluster deleted since may be cleared.
+		if err := NewWindows(s.st, nil).Set(ctx, r.Cluster, nil); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("cluster %s has no maintenance window: maintained at any time outside blackouts", r.Cluster), nil
+	}
+	return "", invalid("action", "unknown action %q", r.Action)
+}
+
+// clusterExists fails a request for a cluster Cluster Service does not know; its other errors
+// pass (the request is tried again).
+func (s *Requests) clusterExists(ctx context.Context, id string) error {
+	if s.campaigns == nil || s.campaigns.cs == nil {
+		return errors.New("no Cluster Service to look the cluster up in")
+	}
+	_, err := s.campaigns.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: id})
+	switch status.Code(err) {
+	case codes.OK:
+		return nil
+	case codes.NotFound, codes.InvalidArgument:
+		return fmt.Errorf("%w: %s: %s", errNoCluster, id, status.Convert(err).Message())
+	}
+	return fmt.Errorf("get cluster %s: %w", id, err)
 }
 
 var errCampaignExists = errors.New("campaign already exists")

@@ -149,7 +149,9 @@ func BreakGlassSignerRotation(cs ClusterService, cfg SignerRotationConfig) TaskT
 			return StepResult{Wait: cfg.Poll, Message: fmt.Sprintf("the cluster is %s; waiting for READY", st.GetState())}, nil
 		}
 	}
-	return TaskType{Name: TypeBreakGlassSignerRotation, MaxAttempts: 5, Estimate: cfg.Estimate, Steps: []Step{
+	return TaskType{Name: TypeBreakGlassSignerRotation, MaxAttempts: 5, Estimate: cfg.Estimate, Params: []Param{
+		{Name: ParamSigners, Doc: "which break-glass signers to rotate: sre (the default), customer or both"},
+	}, Steps: []Step{
 		{Name: "check", Run: func(ctx context.Context, t *Task) (StepResult, error) {
 			if len(requested(t)) > 0 {
 				return StepResult{}, nil // recorded before a crash

@@ -185,6 +185,11 @@ func (s *Tasks) replace(ctx context.Context, t *Task) error {
 // its actuator ends it Cancelled before its next step. Cancelling a finished task changes
 // nothing.
 func (s *Tasks) Cancel(ctx context.Context, id, by string, now time.Time) (*Task, error) {
+	return s.cancel(ctx, id, by, "", now)
+}
+
+// cancel is Cancel on behalf of request (when not ""), which its history entry names.
+func (s *Tasks) cancel(ctx context.Context, id, by, request string, now time.Time) (*Task, error) {
 	for range 10 {
 		t, err := s.Get(ctx, id)
 		if err != nil {
@@ -194,12 +199,14 @@ func (s *Tasks) Cancel(ctx context.Context, id, by string, now time.Time) (*Task
 		case StatePending:
 			t.State = StateCancelled
 			t.record(now, "cancelled by "+by)
+			t.History[len(t.History)-1].Request = request
 		case StateRunning:
 			if t.CancelRequested {
 				return t, nil
 			}
 			t.CancelRequested = true
 			t.record(now, "cancel requested by "+by)
+			t.History[len(t.History)-1].Request = request
 		default:
 			return t, nil
 		}

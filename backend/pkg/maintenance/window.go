@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -45,6 +46,28 @@ func NewWindows(st docstore.Store, blackouts []Blackout) *Windows {
 // ErrInvalidWindow is returned by Set for a window that never opens.
 var ErrInvalidWindow = errors.New("invalid maintenance window")
 
+// Validate checks that win opens: its start is within a day, its length positive and at most a
+// week, its days weekdays named once. It is the one check of a window: Set refuses with it, the
+// admin API answers 400 with it before a request to set one is stored.
+func (win *Window) Validate() error {
+	switch {
+	case win.Start < 0 || win.Start >= 24*time.Hour:
+		return fmt.Errorf("%w: start %s must be from 00:00 to before 24:00 UTC", ErrInvalidWindow, win.Start)
+	case win.Length <= 0 || win.Length > 7*24*time.Hour:
+		return fmt.Errorf("%w: length %s must be positive and at most a week (168h)", ErrInvalidWindow, win.Length)
+	case len(win.Days) > 7:
+		return fmt.Errorf("%w: %d days named; a week has 7", ErrInvalidWindow, len(win.Days))
+	}
+	seen := map[time.Weekday]bool{}
+	for _, d := range win.Days {
+		if d < time.Sunday || d > time.Saturday || seen[d] {
+			return fmt.Errorf("%w: days must be weekdays (0 Sunday to 6 Saturday), each once; got %v", ErrInvalidWindow, win.Days)
+		}
+		seen[d] = true
+	}
+	return nil
+}
+
 // Set stores cluster's window, replacing any it had (nil removes it).
 func (w *Windows) Set(ctx context.Context, cluster string, win *Window) error {
 	id := "window/" + cluster
@@ -61,8 +84,8 @@ func (w *Windows) Set(ctx context.Context, cluster string, win *Window) error {
 		}
 		return nil
 	}
-	if win.Length <= 0 || win.Start < 0 || win.Start >= 24*time.Hour || win.Length > 7*24*time.Hour {
-		return fmt.Errorf("%w: start must be within a day and length positive, at most a week", ErrInvalidWindow)
+	if err := win.Validate(); err != nil {
+		return err
 	}
 	b, err := json.Marshal(win)
 	if err != nil {
@@ -181,4 +204,55 @@ func containsDay(days []time.Weekday, d time.Weekday) bool {
 		}
 	}
 	return false
+}
+
+// String says when win opens: "Sat,Sun 02:00 UTC for 4h0m0s".
+func (win *Window) String() string {
+	days := "every day"
+	if len(win.Days) > 0 {
+		names := make([]string, len(win.Days))
+		for i, d := range win.Days {
+			names[i] = d.String()[:3]
+		}
+		days = strings.Join(names, ",")
+	}
+	return fmt.Sprintf("%s %02d:%02d UTC for %s", days, int(win.Start.Hours()), int(win.Start.Minutes())%60, win.Length)
+}
+
+// ParseWindow reads a window as SREs write it (the admin API's body, hcpctl's flags): days by
+// English name or its first three letters ("Sat", "sunday"; none: every day), start "HH:MM" UTC,
+// length a Go duration ("4h"). A refusal names the field (days, start, length or window); the
+// result is checked with Validate.
+func ParseWindow(days []string, start, length string) (*Window, error) {
+	win := &Window{}
+	for _, d := range days {
+		wd, ok := weekday(d)
+		if !ok {
+			return nil, invalidRequest("days", "%.32q is no day of the week (Mon, Tue, Wed, Thu, Fri, Sat, Sun)", d)
+		}
+		win.Days = append(win.Days, wd)
+	}
+	hm, err := time.Parse("15:04", start)
+	if err != nil {
+		return nil, invalidRequest("start", "start %.32q must be a time of day HH:MM in UTC, such as 02:00", start)
+	}
+	win.Start = time.Duration(hm.Hour())*time.Hour + time.Duration(hm.Minute())*time.Minute
+	if win.Length, err = time.ParseDuration(length); err != nil {
+		return nil, invalidRequest("length", "length %.32q must be a duration such as 4h or 90m", length)
+	}
+	if err := win.Validate(); err != nil {
+		return nil, invalidRequest("window", "%v", err)
+	}
+	return win, nil
+}
+
+func weekday(s string) (time.Weekday, bool) {
+	s = strings.ToLower(s)
+	for d := time.Sunday; d <= time.Saturday; d++ {
+		name := strings.ToLower(d.String())
+		if s == name || s == name[:3] {
+			return d, true
+		}
+	}
+	return 0, false
 }

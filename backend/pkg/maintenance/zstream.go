@@ -30,6 +30,8 @@ type ClusterService interface {
 	GetNodePool(ctx context.Context, in *csv1.GetNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error)
 	UpdateNodePool(ctx context.Context, in *csv1.UpdateNodePoolRequest, opts ...grpc.CallOption) (*csv1.NodePool, error)
 	ListUpgradePolicies(ctx context.Context, in *csv1.ListUpgradePoliciesRequest, opts ...grpc.CallOption) (*csv1.ListUpgradePoliciesResponse, error)
+	// A campaign over node pools selects them with it.
+	ListNodePools(ctx context.Context, in *csv1.ListNodePoolsRequest, opts ...grpc.CallOption) (*csv1.ListNodePoolsResponse, error)
 	// The break-glass signer rotation's calls (signerrotation.go).
 	signerRotation
 }
@@ -110,7 +112,9 @@ func (cfg *ZStreamConfig) defaults() {
 func ZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 	cfg.defaults()
 	opID := func(t *Task) string { return "maintenance-" + t.ID }
-	return TaskType{Name: TypeZStreamUpgrade, MaxAttempts: 5, Estimate: cfg.Estimate, Steps: []Step{
+	return TaskType{Name: TypeZStreamUpgrade, MaxAttempts: 5, Estimate: cfg.Estimate, Params: []Param{
+		{Name: ParamFromVersion, Doc: "upgrade only if the cluster's spec runs this version (default: whatever it runs)"},
+	}, Steps: []Step{
 		{Name: "resolve-target", Run: func(ctx context.Context, t *Task) (StepResult, error) {
 			if t.Data[DataTarget] != "" || t.Data[DataOutcome] != "" {
 				return StepResult{}, nil

@@ -24,8 +24,8 @@ const (
 	Frontend = identity.Frontend // serves ARM: creates, reads, updates and deletes what ARM asks for
 	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
 	Monitor  = identity.Monitor  // the fleet Monitor: lists clusters, node pools and shards to check their health, nothing else
-	// Maintenance is the maintenance service: reads clusters, node pools, versions and upgrade
-	// policies, and asks for control-plane and node pool upgrades (UpdateCluster,
+	// Maintenance is the maintenance service: reads clusters, node pools (and lists them for a
+	// campaign over node pools), versions and upgrade policies, and asks for control-plane and node pool upgrades (UpdateCluster,
 	// UpdateNodePool); backend/pkg/maintenance.ClusterService.
 	Maintenance = identity.Maintenance
 	SRE         = identity.SRE // operators (the admin API) and the region launcher: provision shards, reads everything, day-2 changes (scale, upgrade)
@@ -46,7 +46,8 @@ var Table = map[string][]string{
 
 	csv1.NodePools_CreateNodePool_FullMethodName: {Frontend},
 	csv1.NodePools_GetNodePool_FullMethodName:    {Frontend, Backend, Maintenance, SRE},
-	csv1.NodePools_ListNodePools_FullMethodName:  {Frontend, Monitor, SRE},
+	// The maintenance service selects the node pools of a campaign over node pools.
+	csv1.NodePools_ListNodePools_FullMethodName: {Frontend, Monitor, Maintenance, SRE},
 	// The admin API scales and upgrades node pools for an SRE; the maintenance service asks for
 	// node pool z-stream upgrades (docs/maintenance.md).
 	csv1.NodePools_UpdateNodePool_FullMethodName: {Frontend, Maintenance, SRE},

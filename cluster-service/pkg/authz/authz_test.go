@@ -150,7 +150,7 @@ func TestCredentialKindsAreDocumented(t *testing.T) {
 }
 
 // TestMaintenanceCallsOnlyWhatItUses: the maintenance service (backend/cmd/maintenance) may
-// call exactly what its task types (control-plane and node-pool z-stream upgrades) and its campaigns call (maintenance.ClusterService),
+// call exactly what its task types (control-plane and node-pool z-stream upgrades) and its campaigns (over clusters or node pools) call (maintenance.ClusterService),
 // and the health checks; nothing else, so a compromised actuator cannot create, delete or read
 // credentials.
 func TestMaintenanceCallsOnlyWhatItUses(t *testing.T) {
@@ -162,6 +162,7 @@ func TestMaintenanceCallsOnlyWhatItUses(t *testing.T) {
 		csv1.UpgradePolicies_GetUpgradePolicy_FullMethodName:    true,
 		csv1.NodePools_GetNodePool_FullMethodName:               true,
 		csv1.NodePools_UpdateNodePool_FullMethodName:            true,
+		csv1.NodePools_ListNodePools_FullMethodName:             true, // a campaign over node pools selects them
 		csv1.UpgradePolicies_ListUpgradePolicies_FullMethodName: true,
 		csv1.Credentials_RevokeCredentials_FullMethodName:       true, // the break-glass signer rotation: revoking hands nothing out
 		csv1.Credentials_GetRevocation_FullMethodName:           true,
