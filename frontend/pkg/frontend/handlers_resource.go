@@ -450,7 +450,7 @@ func (s *Server) pendingCreate(ctx context.Context, part string, rd *armdoc.Reso
 }
 
 // joinUpdate answers a PUT that repeats the running update op (the resource document already
-// holds what the PUT asks for) with op, as a create's retry is answered with its create: 200
+// holds what the PUT asks for), from the caller that started op (startedBy), with op, as a create's retry is answered with its create: 200
 // and op's Azure-AsyncOperation, never a 409 for an operation the caller was never shown. That
 // retry is what ARM and the Azure SDK send after a 503, and startUpdate answers 503 when Cluster
 // Service's answer was lost (the call failed without a definitive answer) while it keeps op,
