@@ -485,7 +485,7 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 			})
 		}
 	}
-	op, err := s.pendingCreate(ctx, doc.PartitionKey, rd, id, same)
+	op, err := s.pendingCreate(r, doc.PartitionKey, rd, id, same)
 	if err != nil {
 		return err
 	}

@@ -433,16 +433,16 @@ func lastSegment(p string) string {
 	return p[strings.LastIndex(p, "/")+1:]
 }
 
-// pendingCreate checks that no operation runs on rd before a write to id. The one exception is
-// a create still running when retryOK (a PUT of what that create stored): its operation is
-// returned, for the caller to drive Cluster Service again and point at it. Any other running
-// operation is a 409 naming it.
-func (s *Server) pendingCreate(ctx context.Context, part string, rd *armdoc.ResourceDocument, id *arm.ResourceID, retryOK bool) (*armdoc.OperationDocument, error) {
-	op, _, err := s.activeOperation(ctx, part, rd)
+// pendingCreate checks that no operation runs on rd before r writes to id. The one exception is
+// a create still running when retryOK (a PUT of what that create stored) and r comes from the
+// caller that started it (startedBy): its operation is returned, for the caller to drive
+// Cluster Service again and point at it. Any other running operation is a 409 naming it.
+func (s *Server) pendingCreate(r *http.Request, part string, rd *armdoc.ResourceDocument, id *arm.ResourceID, retryOK bool) (*armdoc.OperationDocument, error) {
+	op, _, err := s.activeOperation(r.Context(), part, rd)
 	if err != nil || op == nil {
 		return nil, err
 	}
-	if retryOK && op.Request == armdoc.OperationCreate {
+	if retryOK && op.Request == armdoc.OperationCreate && startedBy(r, op) {
 		return op, nil
 	}
 	return nil, cloudError(http.StatusConflict, arm.CodeConflict, "",

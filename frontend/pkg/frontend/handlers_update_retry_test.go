@@ -132,3 +132,38 @@ func TestSameBodyFromAnotherCallerDoesNotJoinTheUpdate(t *testing.T) {
 		t.Fatalf("the starting caller's retry: %d %s, want 200", retry.code, retry.body)
 	}
 }
+
+// TestSameCreateFromAnotherCallerIsNotTakenForItsRetry: a create's retry is answered with that
+// create (201 and its operation) only when it comes from the caller that started it. Another
+// client's identical PUT while the create runs is a 409, as any write during an operation, and
+// does not drive Cluster Service.
+func TestSameCreateFromAnotherCallerIsNotTakenForItsRetry(t *testing.T) {
+	fake := &fakeNodePools{pools: map[string]*csv1.NodePool{}}
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
+	e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
+	fake.clusters = e.cs
+	e.readyCluster(t, "c1")
+	path := poolPath("c1", "np1")
+	body := mustJSON(minimalPoolBody())
+	callerA := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000a"}
+	callerB := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000b"}
+
+	if first := e.do("PUT", path, body, callerA); first.code != 201 {
+		t.Fatalf("create: %d %s, want 201", first.code, first.body)
+	}
+	fake.mu.Lock()
+	calls := len(fake.creates)
+	fake.mu.Unlock()
+	if other := e.do("PUT", path, body, callerB); other.code != 409 {
+		t.Fatalf("the same create from another caller: %d %s, want 409", other.code, other.body)
+	}
+	fake.mu.Lock()
+	sent := len(fake.creates) - calls
+	fake.mu.Unlock()
+	if sent != 0 {
+		t.Fatalf("%d Cluster Service creates for another caller's PUT, want 0", sent)
+	}
+	if retry := e.do("PUT", path, body, callerA); retry.code != 201 {
+		t.Fatalf("the starting caller's retry: %d %s, want 201", retry.code, retry.body)
+	}
+}
