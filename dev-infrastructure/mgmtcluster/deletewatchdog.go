@@ -277,8 +277,29 @@ func (m MaestroREST) ListDeletingBundles(ctx context.Context) ([]MaestroBundle, 
 // ListBundles lists the resource bundles that match a Maestro search, all pages; an empty
 // search lists every bundle with its manifests (what the watchdog did before it searched; the
 // P4 benchmark measures both).
+//
+// Maestro pages by offset: a bundle removed (a delete finished) between two pages moves every
+// later one up a place, and the walk would miss one that the watchdog then takes for finished.
+// So a walk whose total changes from one page to the next starts again, a few times at most. A
+// finish and a new delete between the same two pages leave the total as it was and are not
+// seen; the overtaken rule's own limits (StuckAfter of lead, one kick per ReconnectWait +
+// StuckAfter) bound what such a rare miss costs.
 func (m MaestroREST) ListBundles(ctx context.Context, search string) ([]MaestroBundle, error) {
-	var out []MaestroBundle
+	const walks = 5
+	for walk := 1; ; walk++ {
+		out, consistent, err := m.listBundlesOnce(ctx, search)
+		if err != nil || consistent {
+			return out, err
+		}
+		if walk == walks {
+			return nil, fmt.Errorf("list maestro resource bundles: the list changed under each of %d walks", walks)
+		}
+	}
+}
+
+// listBundlesOnce walks the pages once; consistent is false when the total changed on the way.
+func (m MaestroREST) listBundlesOnce(ctx context.Context, search string) (out []MaestroBundle, consistent bool, err error) {
+	total := -1
 	for page := 1; ; page++ {
 		var list struct {
 			Items []MaestroBundle `json:"items"`
@@ -290,11 +311,15 @@ func (m MaestroREST) ListBundles(ctx context.Context, search string) ([]MaestroB
 		}
 		u := m.URL + "/api/maestro/v1/resource-bundles?" + q.Encode()
 		if err := m.getJSON(ctx, u, &list); err != nil {
-			return nil, fmt.Errorf("list maestro resource bundles: %w", err)
+			return nil, false, fmt.Errorf("list maestro resource bundles: %w", err)
 		}
+		if total >= 0 && list.Total != total {
+			return nil, false, nil
+		}
+		total = list.Total
 		out = append(out, list.Items...)
 		if len(list.Items) == 0 || len(out) >= list.Total {
-			return out, nil
+			return out, true, nil
 		}
 	}
 }

@@ -92,6 +92,9 @@ func TestKickMQTTClientTakesTheSessionOver(t *testing.T) {
 type fakeMaestroREST struct {
 	mu      sync.Mutex
 	bundles []map[string]any
+	// afterPage, when set, runs (under mu) after a page is served, as the agent's work goes on
+	// between one page and the next; it is cleared once it has run.
+	afterPage func(page int)
 }
 
 // ServeHTTP pages through the bundles as Maestro does, and applies the one search the watchdog
@@ -119,6 +122,9 @@ func (f *fakeMaestroREST) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	from, to := min((page-1)*size, len(items)), min(page*size, len(items))
 	json.NewEncoder(w).Encode(map[string]any{"items": items[from:to], "total": len(items)})
+	if f.afterPage != nil {
+		f.afterPage(page)
+	}
 }
 
 // watchdogStep is one scan: when (after the test's now), what changes first, which agents it
@@ -338,4 +344,43 @@ func TestStuckDeleteWatchdogKicksOfNone(t *testing.T) {
 	if got := w.Kicks(); got != 0 {
 		t.Fatalf("Kicks of no watchdog = %d, want 0", got)
 	}
+}
+
+// TestStuckDeleteWatchdogIsNotFooledByAListThatShiftedBetweenPages: Maestro pages by offset, so
+// when a delete finishes between two pages of the list every later bundle moves up one place
+// and one is never seen by that walk. A bundle missing that way has not finished: it must not
+// count as a later delete that overtook the older ones, which are deleting as they should (others
+// keep finishing) and must not be kicked.
+func TestStuckDeleteWatchdogIsNotFooledByAListThatShiftedBetweenPages(t *testing.T) {
+	mq := startTestBroker(t)
+	now := time.Now()
+	rest := &fakeMaestroREST{}
+	bundle := func(id string, deletedAt time.Duration) map[string]any {
+		return map[string]any{"id": id, "consumer_name": "mgmt-1", "deleted_at": now.Add(deletedAt)}
+	}
+	// 200 deletes requested at once fill the first page (200 a page); the second holds one more.
+	for i := range 200 {
+		rest.bundles = append(rest.bundles, bundle(fmt.Sprintf("early%03d", i), -10*time.Second))
+	}
+	rest.bundles = append(rest.bundles, bundle("x", -10*time.Second))
+	w := testWatchdog(t, rest, mq.Addr)
+	runWatchdogSteps(t, w, mq.Addr, now, []watchdogStep{
+		{name: "none_stuck_yet", at: 0},
+		// x finishes; a delete requested 55 s after the others takes its place on page two.
+		{name: "a_delete_finishes_and_a_later_one_starts", at: 50 * time.Second, before: func() {
+			rest.mu.Lock()
+			defer rest.mu.Unlock()
+			rest.bundles = append(rest.bundles[:200], bundle("late", 45*time.Second))
+		}},
+		{name: "a_delete_finishing_between_pages_kicks_nobody", at: 60 * time.Second, before: func() {
+			rest.mu.Lock()
+			defer rest.mu.Unlock()
+			rest.afterPage = func(page int) {
+				if page == 1 {
+					rest.bundles = rest.bundles[1:] // early000 finishes
+					rest.afterPage = nil
+				}
+			}
+		}},
+	})
 }

@@ -186,6 +186,7 @@ func (c *Checker) Pass(ctx context.Context) error {
 		c.cfg.Metrics.checkFailed("list_clusters")
 		return err
 	}
+	hosted := c.probeAllHosted(ctx, clusters)
 	reports := map[string]ClusterReport{}
 	for _, cl := range clusters {
 		if !c.cfg.Owner.Owns(cl.GetId()) {
@@ -194,9 +195,8 @@ func (c *Checker) Pass(ctx context.Context) error {
 		shard := cl.GetShard()
 		age := feedbackAge[shard]
 		phase := ClusterPhase(cl.GetStatus().GetState())
-		var hostedErr string
-		if c.cfg.HostedProbe != nil && hostedAPIServerExpected(cl.GetStatus()) {
-			hostedErr = c.probeHosted(ctx, cl)
+		hostedErr, probed := hosted[cl.GetId()]
+		if probed {
 			result := "up"
 			if hostedErr != "" {
 				result = "down"
@@ -263,6 +263,40 @@ func (c *Checker) probe(ctx context.Context, shard string, now time.Time) time.D
 		last = c.started
 	}
 	return now.Sub(last)
+}
+
+// hostedProbesInFlight bounds the hosted kube-apiserver probes a pass runs at once. They run side
+// by side so that hung endpoints do not add up: a pass takes about ProbeTimeout for every
+// hostedProbesInFlight of them, not ProbeTimeout for each.
+const hostedProbesInFlight = 32
+
+// probeAllHosted probes the hosted kube-apiserver of every owned cluster where one should answer
+// (hostedAPIServerExpected), up to hostedProbesInFlight at once, and returns why each failed, or
+// "", by cluster ID; a cluster not probed is absent.
+func (c *Checker) probeAllHosted(ctx context.Context, clusters []*csv1.Cluster) map[string]string {
+	out := map[string]string{}
+	if c.cfg.HostedProbe == nil {
+		return out
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, hostedProbesInFlight)
+	for _, cl := range clusters {
+		if !c.cfg.Owner.Owns(cl.GetId()) || !hostedAPIServerExpected(cl.GetStatus()) {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			res := c.probeHosted(ctx, cl)
+			mu.Lock()
+			out[cl.GetId()] = res
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // probeHosted probes a cluster's hosted kube-apiserver and returns why it failed, or "".

@@ -3,11 +3,13 @@ package monitor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -430,5 +432,49 @@ func TestCheckerSweepsHealthOfDeletedClusters(t *testing.T) {
 	}
 	if h, err := healthdoc.Get(ctx, docs, live); err != nil || h == nil {
 		t.Errorf("health of the live cluster %s: %v, %v; want it kept", live, h, err)
+	}
+}
+
+// TestCheckerProbesHostedAPIServersAtOnce: hung hosted kube-apiservers do not add up. The
+// probes of one pass run side by side, so a pass over many clusters whose endpoints hang takes
+// about one probe timeout, not one per cluster. The probe here answers only once every
+// cluster's probe is in flight at the same time; probes run one after another would each wait
+// out their timeout instead and fail.
+func TestCheckerProbesHostedAPIServersAtOnce(t *testing.T) {
+	f := newFleet(t)
+	ctx := context.Background()
+	const n = 3
+	var ids []string
+	for i := range n {
+		id := f.createCluster(fmt.Sprintf("hung%d", i))
+		f.feedback(id, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, ApiUrl: fmt.Sprintf("https://hung%d.invalid:6443", i),
+			Conditions: []*csv1.Condition{{Type: "Available", Status: "True"}}})
+		ids = append(ids, id)
+	}
+	var mu sync.Mutex
+	inFlight := 0
+	all := make(chan struct{})
+	probe := func(ctx context.Context, _ string) error {
+		mu.Lock()
+		if inFlight++; inFlight == n {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("hung: %w", ctx.Err())
+		}
+	}
+	c := NewChecker(CheckerConfig{Clusters: f.cs, NodePools: f.np, Shards: f.sh, Owner: ownAll{}, ProbeTimeout: 15 * time.Second,
+		Metrics: NewMetrics(prometheus.NewRegistry(), func() int { return 0 }, 8), HostedProbe: probe})
+	if err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if r, _ := c.Report(id); r.Verdict.Health != Healthy {
+			t.Errorf("cluster %s: %+v, want healthy (its probe was not run beside the others)", id, r.Verdict)
+		}
 	}
 }

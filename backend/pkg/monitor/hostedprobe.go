@@ -19,17 +19,23 @@ type HostedProbe func(ctx context.Context, apiURL string) error
 // signers are not a monitor's to hold), so it GETs /readyz without one and counts a TLS
 // handshake followed by a kube-apiserver's answer to an anonymous caller (401 where anonymous
 // requests are refused, as in hypershift-sim; 403 or 200 where they are allowed) as alive. A
-// refused or timed-out connection, a failed handshake or a 5xx is a failure.
+// refused or timed-out connection, a failed handshake, a redirect (never followed) or a 5xx is
+// a failure.
 //
 // The server certificate is not verified: the cluster's root CA lives on its management
 // cluster, which the Monitor cannot read. Nothing secret is sent, so a server in the middle
 // could at worst fake liveness, never learn anything.
 func NewHostedAPIServerProbe() HostedProbe {
-	client := &http.Client{Transport: &http.Transport{
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // liveness only, no credential sent (above)
-		DisableKeepAlives: true,
-		Proxy:             nil,
-	}}
+	client := &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}, //nolint:gosec // liveness only, no credential sent (above)
+			DisableKeepAlives: true,
+			Proxy:             nil,
+		},
+		// A redirect is not a kube-apiserver's answer, and following one would let a hosted
+		// endpoint steer the Monitor to any address it names: the 3xx itself is the result.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 	return func(ctx context.Context, apiURL string) error {
 		u, err := url.Parse(apiURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" {

@@ -116,3 +116,24 @@ func TestHostedAPIServerProbe(t *testing.T) {
 		}
 	})
 }
+
+// TestHostedAPIServerProbeDoesNotFollowRedirects: a server at a cluster's api_url that
+// redirects is not a kube-apiserver answering. The probe neither follows it (the Monitor must
+// not be steered to request any address a hosted endpoint names) nor counts it as alive.
+func TestHostedAPIServerProbeDoesNotFollowRedirects(t *testing.T) {
+	var followed atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		followed.Add(1)
+	}))
+	t.Cleanup(target.Close)
+	redirector := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/elsewhere", http.StatusFound)
+	}))
+	t.Cleanup(redirector.Close)
+	if err := NewHostedAPIServerProbe()(context.Background(), redirector.URL); err == nil {
+		t.Error("a redirecting api_url counted as a kube-apiserver answering")
+	}
+	if n := followed.Load(); n != 0 {
+		t.Errorf("the probe followed the redirect: %d requests reached its target, want 0", n)
+	}
+}

@@ -474,7 +474,8 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 		if err != nil {
 			return err
 		}
-		if running != nil && running.Request == armdoc.OperationUpdate {
+		// Another caller's identical PUT is not a retry: it gets the 409 below.
+		if running != nil && running.Request == armdoc.OperationUpdate && startedBy(r, running) {
 			call := func(string) (updateStarted, error) {
 				revision, err := k.callUpdate(s, r, rd.InternalID, id, k.updateOf(stored, stored, false))
 				return updateStarted{revision: revision}, err
@@ -484,7 +485,7 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 			})
 		}
 	}
-	op, err := s.pendingCreate(ctx, doc.PartitionKey, rd, id, same)
+	op, err := s.pendingCreate(r, doc.PartitionKey, rd, id, same)
 	if err != nil {
 		return err
 	}

@@ -309,7 +309,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
-	op, err := s.pendingCreate(ctx, part, rd, c.ID, same)
+	op, err := s.pendingCreate(r, part, rd, c.ID, same)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	part := doc.PartitionKey
-	if _, err := s.pendingCreate(ctx, part, rd, id, false); err != nil {
+	if _, err := s.pendingCreate(r, part, rd, id, false); err != nil {
 		return err
 	}
 	stored, err := clusterFromDoc(rd)

@@ -28,13 +28,23 @@ func (s *Server) operation(r *http.Request) (*armdoc.OperationDocument, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h := r.Header.Get(arm.HeaderClientObjectID); h != "" && op.ClientID != "" && !strings.EqualFold(h, op.ClientID) {
-		return nil, notFound
-	}
-	if h := r.Header.Get(arm.HeaderHomeTenantID); h != "" && op.TenantID != "" && !strings.EqualFold(h, op.TenantID) {
+	if !startedBy(r, op) {
 		return nil, notFound
 	}
 	return op, nil
+}
+
+// startedBy reports whether r comes from the caller that started op, as far as ARM names
+// callers (a header ARM did not send, or an operation that recorded none, does not tell them
+// apart). Only that caller reads op, and only it may join op with a repeated request.
+func startedBy(r *http.Request, op *armdoc.OperationDocument) bool {
+	if h := r.Header.Get(arm.HeaderClientObjectID); h != "" && op.ClientID != "" && !strings.EqualFold(h, op.ClientID) {
+		return false
+	}
+	if h := r.Header.Get(arm.HeaderHomeTenantID); h != "" && op.TenantID != "" && !strings.EqualFold(h, op.TenantID) {
+		return false
+	}
+	return true
 }
 
 func (s *Server) getOperationStatus(w http.ResponseWriter, r *http.Request) error {

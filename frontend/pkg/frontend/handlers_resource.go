@@ -433,16 +433,16 @@ func lastSegment(p string) string {
 	return p[strings.LastIndex(p, "/")+1:]
 }
 
-// pendingCreate checks that no operation runs on rd before a write to id. The one exception is
-// a create still running when retryOK (a PUT of what that create stored): its operation is
-// returned, for the caller to drive Cluster Service again and point at it. Any other running
-// operation is a 409 naming it.
-func (s *Server) pendingCreate(ctx context.Context, part string, rd *armdoc.ResourceDocument, id *arm.ResourceID, retryOK bool) (*armdoc.OperationDocument, error) {
-	op, _, err := s.activeOperation(ctx, part, rd)
+// pendingCreate checks that no operation runs on rd before r writes to id. The one exception is
+// a create still running when retryOK (a PUT of what that create stored) and r comes from the
+// caller that started it (startedBy): its operation is returned, for the caller to drive
+// Cluster Service again and point at it. Any other running operation is a 409 naming it.
+func (s *Server) pendingCreate(r *http.Request, part string, rd *armdoc.ResourceDocument, id *arm.ResourceID, retryOK bool) (*armdoc.OperationDocument, error) {
+	op, _, err := s.activeOperation(r.Context(), part, rd)
 	if err != nil || op == nil {
 		return nil, err
 	}
-	if retryOK && op.Request == armdoc.OperationCreate {
+	if retryOK && op.Request == armdoc.OperationCreate && startedBy(r, op) {
 		return op, nil
 	}
 	return nil, cloudError(http.StatusConflict, arm.CodeConflict, "",
@@ -450,7 +450,7 @@ func (s *Server) pendingCreate(ctx context.Context, part string, rd *armdoc.Reso
 }
 
 // joinUpdate answers a PUT that repeats the running update op (the resource document already
-// holds what the PUT asks for) with op, as a create's retry is answered with its create: 200
+// holds what the PUT asks for), from the caller that started op (startedBy), with op, as a create's retry is answered with its create: 200
 // and op's Azure-AsyncOperation, never a 409 for an operation the caller was never shown. That
 // retry is what ARM and the Azure SDK send after a 503, and startUpdate answers 503 when Cluster
 // Service's answer was lost (the call failed without a definitive answer) while it keeps op,

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
@@ -89,5 +90,80 @@ func TestRetriedUpdateJoinsItsUnconfirmedOperation(t *testing.T) {
 	defer fake.mu.Unlock()
 	if len(fake.updates) != calls {
 		t.Fatalf("%d more Cluster Service updates for a PUT that joined a recorded update, want 0", len(fake.updates)-calls)
+	}
+}
+
+// TestSameBodyFromAnotherCallerDoesNotJoinTheUpdate: only the caller that started an update
+// may join it with a repeated PUT. Another client (as ARM names it) sending the same body gets
+// the 409 it always got, and Cluster Service is not called for it: the operation it would be
+// pointed at is one it may not read (getOperationStatus answers 404 to another caller), and it
+// did not start the update that would be re-sent.
+func TestSameBodyFromAnotherCallerDoesNotJoinTheUpdate(t *testing.T) {
+	fake := &unavailableUpdates{fakeNodePools: &fakeNodePools{pools: map[string]*csv1.NodePool{}}}
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
+	e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
+	fake.clusters = e.cs
+	e.readyCluster(t, "c1")
+	e.readyPool(t, "c1", "np1", minimalPoolBody())
+	path := poolPath("c1", "np1")
+	scaled := mustJSON(set(minimalPoolBody(), "properties.replicas", 3))
+	callerA := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000a"}
+	callerB := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000b"}
+
+	fake.failUpdates.Store(1)
+	if first := e.do("PUT", path, scaled, callerA); first.code != 503 {
+		t.Fatalf("PUT while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
+	}
+	fake.mu.Lock()
+	calls := len(fake.updates)
+	fake.mu.Unlock()
+
+	other := e.do("PUT", path, scaled, callerB)
+	if other.code != 409 {
+		t.Fatalf("the same PUT from another caller: %d %s, want 409", other.code, other.body)
+	}
+	fake.mu.Lock()
+	sent := len(fake.updates) - calls
+	fake.mu.Unlock()
+	if sent != 0 {
+		t.Fatalf("%d Cluster Service updates for another caller's PUT, want 0", sent)
+	}
+	if retry := e.do("PUT", path, scaled, callerA); retry.code != 200 {
+		t.Fatalf("the starting caller's retry: %d %s, want 200", retry.code, retry.body)
+	}
+}
+
+// TestSameCreateFromAnotherCallerIsNotTakenForItsRetry: a create's retry is answered with that
+// create (201 and its operation) only when it comes from the caller that started it. Another
+// client's identical PUT while the create runs is a 409, as any write during an operation, and
+// does not drive Cluster Service.
+func TestSameCreateFromAnotherCallerIsNotTakenForItsRetry(t *testing.T) {
+	fake := &fakeNodePools{pools: map[string]*csv1.NodePool{}}
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
+	e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
+	fake.clusters = e.cs
+	e.readyCluster(t, "c1")
+	path := poolPath("c1", "np1")
+	body := mustJSON(minimalPoolBody())
+	callerA := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000a"}
+	callerB := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000b"}
+
+	if first := e.do("PUT", path, body, callerA); first.code != 201 {
+		t.Fatalf("create: %d %s, want 201", first.code, first.body)
+	}
+	fake.mu.Lock()
+	calls := len(fake.creates)
+	fake.mu.Unlock()
+	if other := e.do("PUT", path, body, callerB); other.code != 409 {
+		t.Fatalf("the same create from another caller: %d %s, want 409", other.code, other.body)
+	}
+	fake.mu.Lock()
+	sent := len(fake.creates) - calls
+	fake.mu.Unlock()
+	if sent != 0 {
+		t.Fatalf("%d Cluster Service creates for another caller's PUT, want 0", sent)
+	}
+	if retry := e.do("PUT", path, body, callerA); retry.code != 201 {
+		t.Fatalf("the starting caller's retry: %d %s, want 201", retry.code, retry.body)
 	}
 }
