@@ -135,6 +135,9 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 		}
 	}
 
+	// The region's Prometheus scrapes every workload and evaluates every shipped rule.
+	checkPrometheus(ctx, t, info)
+
 	// Every port of the deployed region, in the node's namespace and in its pods, refuses a
 	// caller without a client certificate, or the node (or PodDoors, for the charts' TLS
 	// metrics) says why it may answer (node.Node.OpenDoors; docs/security.md, "Every listener").
