@@ -18,19 +18,23 @@ import (
 
 // The region's Prometheus under make deploy: a pod in the monitoring namespace (the namespace
 // every chart's NetworkPolicy admits to metrics ports), running the prometheus image (Debian's
-// binary, the one make run starts as a process). It finds every workload's pods through
-// Kubernetes service discovery, as the charts' ServiceMonitors would make the Prometheus
-// operator do, scrapes them over TLS verified by the CA and the name each certificate holds,
-// evaluates every shipped rule file, and serves its API with TLS to SRE persons' certificates
-// only (docs/deploy.md#prometheus-under-make-deploy).
+// binary, the one make run starts as a process). Debian builds it without Kubernetes service
+// discovery, so the deployer keeps a file per job of each Service's ready pod addresses in a
+// ConfigMap (file_sd), as the charts' ServiceMonitors would make the Prometheus operator find
+// them; Prometheus scrapes them over TLS verified by the CA and the name each certificate
+// holds, evaluates every shipped rule file, and serves its API with TLS to SRE persons'
+// certificates only (docs/deploy.md#prometheus-under-make-deploy).
 const (
 	prometheusNamespace = "monitoring"
 	prometheusName      = "prometheus"
 	prometheusPort      = 9090
 	// Where the pod mounts what it reads.
-	prometheusConfigDir = "/etc/prometheus/config"
-	prometheusRulesDir  = "/etc/prometheus/rules"
-	prometheusTLSDir    = "/etc/prometheus/tls"
+	prometheusConfigDir  = "/etc/prometheus/config"
+	prometheusRulesDir   = "/etc/prometheus/rules"
+	prometheusTargetsDir = "/etc/prometheus/targets"
+	// prometheusTargetsEvery is how often the deployer re-reads the Services' endpoints.
+	prometheusTargetsEvery = 5 * time.Second
+	prometheusTLSDir       = "/etc/prometheus/tls"
 	// The ServiceAccount token: the agent and the kube-apiserver authorize the scrape by it.
 	serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 )
@@ -71,12 +75,9 @@ func prometheusConfig(interval time.Duration, shards []string) ([]byte, error) {
 		TargetLabel  string   `json:"target_label,omitempty"`
 		Replacement  string   `json:"replacement,omitempty"`
 	}
-	type namespaces struct {
-		Names []string `json:"names"`
-	}
-	type sd struct {
-		Role       string     `json:"role"`
-		Namespaces namespaces `json:"namespaces"`
+	type fileSD struct {
+		Files           []string `json:"files"`
+		RefreshInterval string   `json:"refresh_interval"`
 	}
 	type tlsConfig struct {
 		CAFile     string `json:"ca_file"`
@@ -91,7 +92,7 @@ func prometheusConfig(interval time.Duration, shards []string) ([]byte, error) {
 		JobName       string         `json:"job_name"`
 		Scheme        string         `json:"scheme"`
 		MetricsPath   string         `json:"metrics_path"`
-		SD            []sd           `json:"kubernetes_sd_configs"`
+		SD            []fileSD       `json:"file_sd_configs"`
 		TLS           tlsConfig      `json:"tls_config"`
 		Authorization *authorization `json:"authorization,omitempty"`
 		Relabel       []relabel      `json:"relabel_configs"`
@@ -104,24 +105,10 @@ func prometheusConfig(interval time.Duration, shards []string) ([]byte, error) {
 	}
 	var jobs []job
 	for _, t := range prometheusTargets(shards) {
-		name := t.service
-		if t.job != "" {
-			name = t.job
-		}
-		if t.shard != "" {
-			// Each management cluster is a job of its own; the job label the rules select on is
-			// the same for all.
-			name += "-" + t.shard
-		}
-		j := job{JobName: name, Scheme: "https", MetricsPath: "/metrics",
-			SD: []sd{{Role: "endpoints", Namespaces: namespaces{Names: []string{t.namespace}}}},
+		j := job{JobName: t.jobName(), Scheme: "https", MetricsPath: "/metrics",
+			SD: []fileSD{{Files: []string{prometheusTargetsDir + "/" + t.jobName() + ".json"}, RefreshInterval: promDuration(prometheusTargetsEvery)}},
 			TLS: tlsConfig{CAFile: prometheusTLSDir + "/ca.crt", CertFile: prometheusTLSDir + "/tls.crt", KeyFile: prometheusTLSDir + "/tls.key",
-				ServerName: t.service + "." + t.namespace + ".svc"},
-			Relabel: []relabel{
-				{SourceLabels: []string{"__meta_kubernetes_service_name", "__meta_kubernetes_endpoint_port_name"}, Regex: t.service + ";" + t.port, Action: "keep"},
-				{SourceLabels: []string{"__meta_kubernetes_pod_name"}, TargetLabel: "pod"},
-				{SourceLabels: []string{"__meta_kubernetes_namespace"}, TargetLabel: "namespace"},
-			}}
+				ServerName: t.service + "." + t.namespace + ".svc"}}
 		if t.token {
 			// A client certificate of the region CA would fail a handshake that verifies a
 			// given certificate against the cluster's client CA.
@@ -141,6 +128,133 @@ func prometheusConfig(interval time.Duration, shards []string) ([]byte, error) {
 	}
 	cfg["scrape_configs"] = jobs
 	return json.MarshalIndent(cfg, "", "  ")
+}
+
+// jobName is the target's scrape configuration's name: each management cluster's is a job of
+// its own; the job label the rules select on is the same for all.
+func (t scrapeTarget) jobName() string {
+	name := cmpOr(t.job, t.service)
+	if t.shard != "" {
+		name += "-" + t.shard
+	}
+	return name
+}
+
+// endpoints is what the deployer reads of a Service's Endpoints.
+type endpoints struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Subsets []struct {
+		Addresses []struct {
+			IP        string `json:"ip"`
+			TargetRef *struct {
+				Name string `json:"name"`
+			} `json:"targetRef"`
+		} `json:"addresses"`
+		Ports []struct {
+			Name string `json:"name"`
+			Port int    `json:"port"`
+		} `json:"ports"`
+	} `json:"subsets"`
+}
+
+// targetGroup is one entry of a file_sd file.
+type targetGroup struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// prometheusTargetFiles are the file_sd files, by job, of the Services' ready addresses in eps
+// (an Endpoints list): one group per pod, labelled with the pod and namespace as Kubernetes
+// service discovery would. A job whose Service has no ready address gets an empty file.
+func prometheusTargetFiles(shards []string, eps []endpoints) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, t := range prometheusTargets(shards) {
+		groups := []targetGroup{}
+		for _, ep := range eps {
+			if ep.Metadata.Name != t.service || ep.Metadata.Namespace != t.namespace {
+				continue
+			}
+			for _, ss := range ep.Subsets {
+				for _, p := range ss.Ports {
+					if p.Name != t.port {
+						continue
+					}
+					for _, a := range ss.Addresses {
+						l := map[string]string{"namespace": t.namespace}
+						if a.TargetRef != nil {
+							l["pod"] = a.TargetRef.Name
+						}
+						groups = append(groups, targetGroup{Targets: []string{net.JoinHostPort(a.IP, fmt.Sprint(p.Port))}, Labels: l})
+					}
+				}
+			}
+		}
+		sort.Slice(groups, func(i, j int) bool { return groups[i].Targets[0] < groups[j].Targets[0] })
+		b, err := json.Marshal(groups)
+		if err != nil {
+			return nil, err
+		}
+		out[t.jobName()+".json"] = b
+	}
+	return out, nil
+}
+
+// syncPrometheusTargets writes the target files into the ConfigMap prometheus-targets, and
+// again whenever a Service's ready addresses change (a rollout), until ctx ends. The kubelet
+// refreshes the pod's copy within about a minute, and Prometheus re-reads it.
+func (s *ServiceCluster) syncPrometheusTargets(ctx context.Context, shards []string) error {
+	last := ""
+	sync := func() error {
+		raw, err := s.Node.Kubectl(ctx, "get", "endpoints", "-A", "-o", "json")
+		if err != nil {
+			return err
+		}
+		var list struct {
+			Items []endpoints `json:"items"`
+		}
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return fmt.Errorf("endpoints: %w", err)
+		}
+		files, err := prometheusTargetFiles(shards, list.Items)
+		if err != nil {
+			return err
+		}
+		data := map[string]string{}
+		for k, v := range files {
+			data[k] = string(v)
+		}
+		cm, err := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]string{"name": "prometheus-targets", "namespace": prometheusNamespace}, "data": data})
+		if err != nil {
+			return err
+		}
+		if string(cm) == last {
+			return nil
+		}
+		if err := s.Node.Apply(ctx, "prometheus-targets", cm); err != nil {
+			return err
+		}
+		last = string(cm)
+		return nil
+	}
+	if err := sync(); err != nil {
+		return fmt.Errorf("prometheus targets: %w", err)
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(prometheusTargetsEvery):
+			}
+			// A failed read is retried at the next tick; the files keep the last addresses.
+			_ = sync()
+		}
+	}()
+	return nil
 }
 
 func cmpOr(a, b string) string {
@@ -243,6 +357,9 @@ func (s *ServiceCluster) installPrometheus(ctx context.Context, env localregion.
 	if _, err := s.Node.Kubectl(ctx, args...); err != nil {
 		return nil, fmt.Errorf("configmap %s/prometheus-rules: %w", prometheusNamespace, err)
 	}
+	if err := s.syncPrometheusTargets(s.forwards, shards); err != nil {
+		return nil, err
+	}
 	if err := s.Node.Apply(ctx, "prometheus", prometheusManifest(img.DigestRef())); err != nil {
 		return nil, err
 	}
@@ -260,12 +377,12 @@ func (s *ServiceCluster) installPrometheus(ctx context.Context, env localregion.
 	return map[string]string{"https": addr}, nil
 }
 
-// prometheusManifest is the Prometheus' objects: its ServiceAccount with a ClusterRole to
-// discover endpoints and GET /metrics (the kube-apiserver's, and the agent's, which asks the
-// cluster whether the token may), the Deployment and its Service.
+// prometheusManifest is the Prometheus' objects: its ServiceAccount with a ClusterRole to GET
+// /metrics and nothing else (the kube-apiserver's, and the agent's, which asks the cluster
+// whether the token may), the Deployment and its Service.
 func prometheusManifest(image string) []byte {
 	r := strings.NewReplacer("NAMESPACE", prometheusNamespace, "NAME", prometheusName, "IMAGE", image,
-		"PORT", fmt.Sprint(prometheusPort), "CONFIGDIR", prometheusConfigDir, "RULESDIR", prometheusRulesDir, "TLSDIR", prometheusTLSDir)
+		"PORT", fmt.Sprint(prometheusPort), "CONFIGDIR", prometheusConfigDir, "RULESDIR", prometheusRulesDir, "TARGETSDIR", prometheusTargetsDir, "TLSDIR", prometheusTLSDir)
 	return []byte(r.Replace(`apiVersion: v1
 kind: ServiceAccount
 metadata: {name: NAME, namespace: NAMESPACE}
@@ -274,9 +391,6 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: openhcp-NAME}
 rules:
-  - apiGroups: [""]
-    resources: [services, endpoints, pods]
-    verbs: [get, list, watch]
   - nonResourceURLs: [/metrics]
     verbs: [get]
 ---
@@ -333,6 +447,7 @@ spec:
           volumeMounts:
             - {name: config, mountPath: CONFIGDIR, readOnly: true}
             - {name: rules, mountPath: RULESDIR, readOnly: true}
+            - {name: targets, mountPath: TARGETSDIR, readOnly: true}
             - {name: tls, mountPath: TLSDIR, readOnly: true}
             - {name: data, mountPath: /prometheus}
       volumes:
@@ -340,6 +455,8 @@ spec:
           configMap: {name: prometheus-config}
         - name: rules
           configMap: {name: prometheus-rules}
+        - name: targets
+          configMap: {name: prometheus-targets}
         - name: tls
           secret: {secretName: prometheus-tls, defaultMode: 0440}
         - name: data

@@ -10,8 +10,8 @@ import (
 
 // TestPrometheusConfigScrapesEveryWorkloadOverVerifiedTLS checks the generated prometheus.yml:
 // one job per scraped Service, named as the alert rules select it (up{job="<name>"}), each
-// finding its pods through Kubernetes service discovery in the workload's namespace, over
-// HTTPS verified by the CA and the name the server's certificate holds. Our services get the
+// reading its pods from its own file_sd file (Debian's Prometheus has no Kubernetes service
+// discovery), over HTTPS verified by the CA and the name the server's certificate holds. Our services get the
 // Prometheus identity's client certificate; the agent and the kube-apiserver, which authorize
 // the scraper by its ServiceAccount token, get the token instead (a client certificate of the
 // region CA would fail their handshake). Shard-scoped jobs carry the shard label.
@@ -62,24 +62,17 @@ func TestPrometheusConfigScrapesEveryWorkloadOverVerifiedTLS(t *testing.T) {
 			if j.Scheme != "https" || j.TLS.CAFile == "" || j.TLS.ServerName != w.serverName {
 				t.Errorf("scheme %s, tls %+v: want https verified as %s", j.Scheme, j.TLS, w.serverName)
 			}
-			if len(j.SD) != 1 || j.SD[0].Role != "endpoints" || !slices.Equal(j.SD[0].Namespaces.Names, []string{w.namespace}) {
-				t.Errorf("service discovery %+v, want the endpoints of namespace %s", j.SD, w.namespace)
+			if len(j.SD) != 1 || !slices.Equal(j.SD[0].Files, []string{prometheusTargetsDir + "/" + j.JobName + ".json"}) {
+				t.Errorf("service discovery %+v, want the job's own file", j.SD)
 			}
 			if w.token != (j.Authorization != nil) || w.token == (j.TLS.CertFile != "") {
 				t.Errorf("token %v, client certificate %q: want the token %v and a client certificate %v", j.Authorization != nil, j.TLS.CertFile, w.token, !w.token)
 			}
 			labels := map[string]string{}
-			keep := false
 			for _, r := range j.Relabel {
-				if r.Action == "keep" && len(r.SourceLabels) == 2 && r.SourceLabels[0] == "__meta_kubernetes_service_name" {
-					keep = strings.HasPrefix(r.Regex, strings.Split(w.serverName, ".")[0]+";")
-				}
 				if r.TargetLabel != "" && r.Replacement != "" && len(r.SourceLabels) == 0 {
 					labels[r.TargetLabel] = r.Replacement
 				}
-			}
-			if !keep {
-				t.Errorf("relabelling %+v keeps no single Service's port", j.Relabel)
 			}
 			if got := labels["shard"]; got != w.shard {
 				t.Errorf("shard label %q, want %q", got, w.shard)
@@ -96,11 +89,8 @@ type scrapeJobJSON struct {
 	JobName string `json:"job_name"`
 	Scheme  string `json:"scheme"`
 	SD      []struct {
-		Role       string `json:"role"`
-		Namespaces struct {
-			Names []string `json:"names"`
-		} `json:"namespaces"`
-	} `json:"kubernetes_sd_configs"`
+		Files []string `json:"files"`
+	} `json:"file_sd_configs"`
 	TLS struct {
 		CAFile     string `json:"ca_file"`
 		CertFile   string `json:"cert_file"`
@@ -117,4 +107,49 @@ type scrapeJobJSON struct {
 		TargetLabel  string   `json:"target_label"`
 		Replacement  string   `json:"replacement"`
 	} `json:"relabel_configs"`
+}
+
+// TestPrometheusTargetFilesListEachServicesReadyPods turns an Endpoints list into the file_sd
+// files: each job's file holds the ready addresses of its own Service's named port, one group
+// per pod labelled with the pod and namespace; another Service's or another port's addresses, and
+// not-ready ones (which Endpoints keep apart), are not in it; a Service without ready pods gives
+// an empty list, not a missing file.
+func TestPrometheusTargetFilesListEachServicesReadyPods(t *testing.T) {
+	raw := `[
+	 {"metadata": {"name": "monitor", "namespace": "openhcp-backend"}, "subsets": [{
+	   "addresses": [{"ip": "10.244.0.9", "targetRef": {"name": "monitor-b"}}, {"ip": "10.244.0.8", "targetRef": {"name": "monitor-a"}}],
+	   "notReadyAddresses": [{"ip": "10.244.0.7", "targetRef": {"name": "monitor-c"}}],
+	   "ports": [{"name": "metrics", "port": 8083}]}]},
+	 {"metadata": {"name": "backend", "namespace": "openhcp-backend"}, "subsets": [{
+	   "addresses": [{"ip": "10.244.0.5", "targetRef": {"name": "backend-a"}}],
+	   "ports": [{"name": "metrics", "port": 8081}]}]},
+	 {"metadata": {"name": "kubernetes", "namespace": "default"}, "subsets": [{
+	   "addresses": [{"ip": "10.250.0.2"}], "ports": [{"name": "https", "port": 6443}]}]},
+	 {"metadata": {"name": "maestro-server", "namespace": "openhcp-maestro"}, "subsets": [{
+	   "addresses": [{"ip": "10.244.0.3", "targetRef": {"name": "ms-a"}}],
+	   "ports": [{"name": "grpc", "port": 8090}, {"name": "metrics", "port": 8080}]}]}
+	]`
+	var eps []endpoints
+	if err := json.Unmarshal([]byte(raw), &eps); err != nil {
+		t.Fatal(err)
+	}
+	files, err := prometheusTargetFiles([]string{"mgmt-1"}, eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		"monitor.json":                          `[{"targets":["10.244.0.8:8083"],"labels":{"namespace":"openhcp-backend","pod":"monitor-a"}},{"targets":["10.244.0.9:8083"],"labels":{"namespace":"openhcp-backend","pod":"monitor-b"}}]`,
+		"backend.json":                          `[{"targets":["10.244.0.5:8081"],"labels":{"namespace":"openhcp-backend","pod":"backend-a"}}]`,
+		"maestro-server.json":                   `[{"targets":["10.244.0.3:8080"],"labels":{"namespace":"openhcp-maestro","pod":"ms-a"}}]`,
+		"management-kube-apiserver-mgmt-1.json": `[{"targets":["10.250.0.2:6443"],"labels":{"namespace":"default"}}]`,
+		"frontend.json":                         `[]`,
+		"maestro-agent-mgmt-1.json":             `[]`,
+	} {
+		if got := string(files[file]); got != want {
+			t.Errorf("%s:\n got %s\nwant %s", file, got, want)
+		}
+	}
+	if len(files) != 10 {
+		t.Errorf("%d files, want one per job (10)", len(files))
+	}
 }
