@@ -2,6 +2,9 @@ package deploy
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -151,5 +154,37 @@ func TestPrometheusTargetFilesListEachServicesReadyPods(t *testing.T) {
 	}
 	if len(files) != 10 {
 		t.Errorf("%d files, want one per job (10)", len(files))
+	}
+}
+
+// TestPrometheusConfigLoadsInDebiansPrometheus runs the generated configuration through the
+// promtool of the Prometheus the image carries (Debian's, make deps), with the pod's paths moved
+// into a temporary directory: a field that build does not know (it has no Kubernetes service
+// discovery) fails here instead of in a crash-looping pod.
+func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed; run make deps")
+	}
+	raw, err := prometheusConfig(5*time.Second, []string{"mgmt-1", "mgmt-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := strings.NewReplacer("/etc/prometheus", dir, serviceAccountDir, filepath.Join(dir, "sa")).Replace(string(raw))
+	for _, f := range []string{"tls/ca.crt", "tls/tls.crt", "tls/tls.key", "sa/ca.crt", "sa/token"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool, "check", "config", file).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
 }
