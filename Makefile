@@ -105,7 +105,7 @@ deploy: deps tools verify-config
 # upgrade of every chart mid-operation); opt-in: minutes on this machine (docs/deploy.md#make-deploy).
 .PHONY: test-deploy
 test-deploy: deps tools
-	OPENHCP_DEPLOY_E2E=1 go test -count=1 -timeout 30m -run TestDeployedRegion -v ./dev-infrastructure/localregion/deploy
+	OPENHCP_DEPLOY_E2E=1 go test -count=1 -timeout 60m -run TestDeployedRegion -v ./dev-infrastructure/localregion/deploy
 
 # A rolling upgrade of a local region from a previous commit's frontend, backend and Cluster
 # Service to the current build, under ARM traffic (test/upgrade, docs/architecture.md#rolling-upgrades).

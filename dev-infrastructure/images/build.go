@@ -167,7 +167,12 @@ func Build(ctx context.Context, o Options) (Manifest, error) {
 	for _, spec := range specs {
 		start := time.Now()
 		bin := filepath.Join(binDir, spec.Name)
-		if err := buildBinary(ctx, o.Root, spec.Name, Binary{Name: spec.Binary, Package: spec.Package, ModuleDir: spec.ModuleDir}, platform, bin); err != nil {
+		var runtimeFiles []File
+		if spec.Prebuilt != "" {
+			if runtimeFiles, err = copyPrebuilt(spec, bin); err != nil {
+				return m, err
+			}
+		} else if err := buildBinary(ctx, o.Root, spec.Name, Binary{Name: spec.Binary, Package: spec.Package, ModuleDir: spec.ModuleDir}, platform, bin); err != nil {
 			return m, err
 		}
 		var extras []string
@@ -179,7 +184,7 @@ func Build(ctx context.Context, o Options) (Manifest, error) {
 			extras = append(extras, p)
 		}
 		built := time.Since(start)
-		img, reused, err := buildImage(spec, bin, extras, platform, o.Source, o.Out)
+		img, reused, err := buildImage(spec, bin, extras, runtimeFiles, platform, o.Source, o.Out)
 		if err != nil {
 			return m, err
 		}
@@ -245,8 +250,9 @@ func checkStatic(path string) error {
 }
 
 // buildImage writes spec's archive into out unless the one there was built from the same inputs:
-// bin is the spec's binary, extras the files of spec.Extras in order.
-func buildImage(spec Spec, bin string, extras []string, platform Platform, src Source, out string) (Image, bool, error) {
+// bin is the spec's binary, extras the files of spec.Extras in order, files what a prebuilt
+// binary needs beside it.
+func buildImage(spec Spec, bin string, extras []string, files []File, platform Platform, src Source, out string) (Image, bool, error) {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return Image{}, false, fmt.Errorf("image %s: %w", spec.Name, err)
@@ -268,6 +274,10 @@ func buildImage(spec Spec, bin string, extras []string, platform Platform, src S
 		Archive:      spec.Name + ".oci.tar",
 		BinarySHA256: hex.EncodeToString(sum[:]),
 	}
+	for _, f := range files {
+		s := sha256.Sum256(f.Data)
+		extraSums = append(extraSums, f.Path+"="+hex.EncodeToString(s[:]))
+	}
 	key, err := cacheKey(spec, img, extraSums, platform, src)
 	if err != nil {
 		return img, false, fmt.Errorf("image %s: %w", spec.Name, err)
@@ -283,7 +293,7 @@ func buildImage(spec Spec, bin string, extras []string, platform Platform, src S
 			}
 		}
 	}
-	v1img, err := NewImage(spec, data, platform, src, extraData...)
+	v1img, err := NewImageWithFiles(spec, data, platform, src, extraData, files)
 	if err != nil {
 		return img, false, err
 	}

@@ -25,10 +25,22 @@ type Platform struct{ OS, Arch string }
 // binary as UID:GID with the revision and source labels. Every timestamp is src.Time and every
 // tar header is fixed, so equal inputs give an equal digest.
 func NewImage(spec Spec, binary []byte, platform Platform, src Source, extras ...[]byte) (v1.Image, error) {
+	return NewImageWithFiles(spec, binary, platform, src, extras, nil)
+}
+
+// File is a file of an image at an absolute path: what a prebuilt binary needs beside it (its
+// ELF interpreter and shared libraries).
+type File struct {
+	Path string
+	Data []byte
+}
+
+// NewImageWithFiles is NewImage with further files (mode 0755, owned by root) at their paths.
+func NewImageWithFiles(spec Spec, binary []byte, platform Platform, src Source, extras [][]byte, files []File) (v1.Image, error) {
 	if len(extras) != len(spec.Extras) {
 		return nil, fmt.Errorf("image %s: %d extra binaries given, the spec names %d", spec.Name, len(extras), len(spec.Extras))
 	}
-	layerData, err := rootfsLayer(spec, binary, extras, src.Time)
+	layerData, err := rootfsLayer(spec, binary, extras, files, src.Time)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: layer: %w", spec.Name, err)
 	}
@@ -83,7 +95,7 @@ func Labels(spec Spec, src Source) map[string]string {
 // rootfsLayer is the gzipped tar of an image's whole file system: /etc with passwd and group
 // naming the non-root user (some libraries look the user up), a writable /tmp, the user's home,
 // and the binary. Owners, modes and times are fixed; gzip's header carries no name or time.
-func rootfsLayer(spec Spec, binary []byte, extras [][]byte, mtime time.Time) ([]byte, error) {
+func rootfsLayer(spec Spec, binary []byte, extras [][]byte, files []File, mtime time.Time) ([]byte, error) {
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%d:%d:nonroot:/home/nonroot:/sbin/nologin\n", UID, GID)
 	group := fmt.Sprintf("root:x:0:\nnonroot:x:%d:\n", GID)
 	type entry struct {
@@ -111,6 +123,27 @@ func rootfsLayer(spec Spec, binary []byte, extras [][]byte, mtime time.Time) ([]
 	)
 	for i, b := range spec.Extras {
 		entries = append(entries, entry{name: strings.TrimPrefix(b.Path(), "/"), mode: 0o755, data: extras[i]})
+	}
+	// Files at any path, each after its parent directories (each directory once, in order).
+	have := map[string]bool{}
+	for _, e := range entries {
+		have[strings.TrimSuffix(e.name, "/")] = true
+	}
+	for _, f := range files {
+		name := strings.TrimPrefix(path.Clean(f.Path), "/")
+		var parents []string
+		for d := path.Dir(name); d != "." && !have[d]; d = path.Dir(d) {
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			have[d] = true
+			entries = append(entries, dir(d, 0o755, 0, 0))
+		}
+		if have[name] {
+			return nil, fmt.Errorf("file %s twice in the image", f.Path)
+		}
+		have[name] = true
+		entries = append(entries, entry{name: name, mode: 0o755, data: f.Data})
 	}
 	var tarBuf bytes.Buffer
 	tw := tar.NewWriter(&tarBuf)

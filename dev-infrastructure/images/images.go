@@ -55,6 +55,10 @@ type Spec struct {
 	// Extras are further static binaries the entrypoint runs, put beside it under
 	// /usr/local/bin (the sim's pinned kube-apiserver, one per hosted cluster).
 	Extras []Binary
+	// Prebuilt, when set, is an executable already on the build host (a Debian package's) that
+	// is the image's entrypoint instead of a build of Package. A dynamically linked one brings
+	// its ELF interpreter and the shared libraries it names, read from the host (prebuilt.go).
+	Prebuilt string `json:",omitempty"`
 }
 
 // Binary is one further executable of an image, built like the spec's own: a package (in
@@ -90,6 +94,7 @@ func Catalogue() []Spec {
 	return []Spec{
 		{Name: "frontend", Package: mod + "frontend/cmd/frontend", Binary: "frontend"},
 		{Name: "backend", Package: mod + "backend/cmd/backend", Binary: "backend"},
+		{Name: "monitor", Package: mod + "backend/cmd/monitor", Binary: "monitor"},
 		{Name: "cluster-service", Package: mod + "cluster-service/cmd/cluster-service", Binary: "cluster-service"},
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
 		{Name: "gateway", Package: mod + "admin/cmd/gateway", Binary: "gateway"},
@@ -102,6 +107,9 @@ func Catalogue() []Spec {
 		// The gate in front of Maestro's REST API, beside it in the maestro-server pod.
 		{Name: "maestro-gate", Package: mod + "dev-infrastructure/mgmtcluster/cmd/maestro-gate", Binary: "maestro-gate", ValuesKey: "gate"},
 		{Name: Pause, Package: mod + "dev-infrastructure/images/pause", Binary: "pause"},
+		// The region's Prometheus under make deploy: Debian's package (make deps), the same
+		// binary make run starts as a process (docs/deploy.md#prometheus-under-make-deploy).
+		{Name: "prometheus", Prebuilt: "/usr/bin/prometheus", Binary: "prometheus"},
 	}
 }
 

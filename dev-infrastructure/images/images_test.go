@@ -273,16 +273,16 @@ func TestBuildImageReusesTheArchiveOnlyWhileTheBinaryIsUnchanged(t *testing.T) {
 		}
 	}
 	write("version one")
-	first, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir)
+	first, reused, err := buildImage(testSpec, bin, nil, nil, testPlatform, testSource, dir)
 	if err != nil || reused {
 		t.Fatalf("first build: reused=%v err=%v", reused, err)
 	}
-	again, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir)
+	again, reused, err := buildImage(testSpec, bin, nil, nil, testPlatform, testSource, dir)
 	if err != nil || !reused || again.Digest != first.Digest {
 		t.Fatalf("unchanged binary: reused=%v digest %s vs %s err=%v", reused, again.Digest, first.Digest, err)
 	}
 	write("version two")
-	changed, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir)
+	changed, reused, err := buildImage(testSpec, bin, nil, nil, testPlatform, testSource, dir)
 	if err != nil || reused || changed.Digest == first.Digest {
 		t.Fatalf("changed binary: reused=%v digest %s (was %s) err=%v", reused, changed.Digest, first.Digest, err)
 	}
@@ -290,14 +290,14 @@ func TestBuildImageReusesTheArchiveOnlyWhileTheBinaryIsUnchanged(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, changed.Archive+".json"), []byte("{not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if again, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir); err != nil || reused || again.Digest != changed.Digest {
+	if again, reused, err := buildImage(testSpec, bin, nil, nil, testPlatform, testSource, dir); err != nil || reused || again.Digest != changed.Digest {
 		t.Fatalf("damaged state: reused=%v digest %s err=%v", reused, again.Digest, err)
 	}
 	// A lost archive is rebuilt even though its state file says it is current.
 	if err := os.Remove(filepath.Join(dir, changed.Archive)); err != nil {
 		t.Fatal(err)
 	}
-	rebuilt, reused, err := buildImage(testSpec, bin, nil, testPlatform, testSource, dir)
+	rebuilt, reused, err := buildImage(testSpec, bin, nil, nil, testPlatform, testSource, dir)
 	if err != nil || reused || rebuilt.Digest != changed.Digest {
 		t.Fatalf("lost archive: reused=%v digest %s err=%v", reused, rebuilt.Digest, err)
 	}
@@ -402,7 +402,7 @@ func TestSelect(t *testing.T) {
 		want  string
 		err   bool
 	}{
-		{nil, "frontend backend cluster-service admin gateway hypershift-sim etcd maestro maestro-gate pause", false},
+		{nil, "frontend backend monitor cluster-service admin gateway hypershift-sim etcd maestro maestro-gate pause prometheus", false},
 		{[]string{"pause", "frontend"}, "frontend pause", false},
 		{[]string{"nope"}, "", true},
 	} {
@@ -430,7 +430,7 @@ func TestSourceTag(t *testing.T) {
 
 // The gzip stream of a layer carries no name or time, so it depends on its content only.
 func TestLayerGzipHeaderIsFixed(t *testing.T) {
-	data, err := rootfsLayer(testSpec, []byte("x"), nil, testSource.Time)
+	data, err := rootfsLayer(testSpec, []byte("x"), nil, nil, testSource.Time)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,15 +526,104 @@ func TestBuildImageRebuildsWhenAnExtraBinaryChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first, reused, err := buildImage(spec, bin, []string{helper}, testPlatform, testSource, dir)
+	first, reused, err := buildImage(spec, bin, []string{helper}, nil, testPlatform, testSource, dir)
 	if err != nil || reused {
 		t.Fatalf("first build: reused=%v err=%v", reused, err)
 	}
 	if err := os.WriteFile(helper, []byte("helper two"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	again, reused, err := buildImage(spec, bin, []string{helper}, testPlatform, testSource, dir)
+	again, reused, err := buildImage(spec, bin, []string{helper}, nil, testPlatform, testSource, dir)
 	if err != nil || reused || again.Digest == first.Digest {
 		t.Fatalf("changed extra binary: reused=%v digest %s (was %s) err=%v", reused, again.Digest, first.Digest, err)
+	}
+}
+
+// TestPrebuiltImageCarriesTheBinaryItsLoaderAndLibraries builds the image of a distribution's
+// dynamically linked executable (the host's ls) with Build: the image must hold it as its
+// entrypoint, byte for byte, and the ELF interpreter and every shared library it names, at the
+// paths the loader looks for them, with the host's bytes.
+func TestPrebuiltImageCarriesTheBinaryItsLoaderAndLibraries(t *testing.T) {
+	ls, err := exec.LookPath("ls")
+	if err != nil {
+		t.Skip("no ls")
+	}
+	ls, err = filepath.EvalSymlinks(ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := Spec{Name: "ls", Prebuilt: ls, Binary: "ls"}
+	out := t.TempDir()
+	m, err := Build(context.Background(), Options{Out: out, Source: testSource, Specs: []Spec{spec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, err := layout.ImageIndexFromPath(untarTo(t, filepath.Join(out, m.Images["ls"].Archive)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := lp.Image(mustHash(t, m.Images["ls"].Digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := layerFiles(t, img)
+	want, err := os.ReadFile(ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(files["usr/local/bin/ls"], want) {
+		t.Errorf("the entrypoint is not the host's %s byte for byte (%d bytes, want %d)", ls, len(files["usr/local/bin/ls"]), len(want))
+	}
+	// What the loader needs: the interpreter at its absolute path and libc (ls names both).
+	var interp, libc bool
+	for name, data := range files {
+		host, err := os.ReadFile("/" + name)
+		if err != nil || !bytes.Equal(host, data) {
+			continue
+		}
+		interp = interp || strings.HasPrefix(filepath.Base(name), "ld-linux")
+		libc = libc || filepath.Base(name) == "libc.so.6"
+	}
+	if !interp || !libc {
+		t.Errorf("image files %v: want the ELF interpreter and libc.so.6 with the host's bytes", keysOf(files))
+	}
+}
+
+// untarTo unpacks an archive into a new directory and returns it.
+func untarTo(t *testing.T, archive string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := untar(archive, dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// layerFiles reads every regular file of img's one layer.
+func layerFiles(t *testing.T, img v1.Image) map[string][]byte {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %d, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	files := map[string][]byte{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			data, _ := io.ReadAll(tr)
+			files[h.Name] = data
+		}
 	}
 }

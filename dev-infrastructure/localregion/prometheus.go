@@ -159,10 +159,10 @@ func prometheusWebConfig(server pki.Files, clientCA string) ([]byte, error) {
 	return json.MarshalIndent(cfg, "", "  ")
 }
 
-// shippedRuleFiles are the rule files under root that the charts ship: <chart>/alerts/*.rules.yaml
+// ShippedRuleFiles are the rule files under root that the charts ship: <chart>/alerts/*.rules.yaml
 // under a deploy/ folder (the rule dev-infrastructure/alertrules' Discover applies, which its
 // tests check), as absolute paths, sorted.
-func shippedRuleFiles(root string) ([]string, error) {
+func ShippedRuleFiles(root string) ([]string, error) {
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -325,7 +325,7 @@ func (r *Region) startPrometheus(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("start Prometheus: %w", err)
 	}
-	rules, err := shippedRuleFiles(r.cfg.Root)
+	rules, err := ShippedRuleFiles(r.cfg.Root)
 	if err != nil {
 		return err
 	}

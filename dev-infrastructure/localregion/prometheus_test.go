@@ -74,7 +74,7 @@ func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := shippedRuleFiles(root)
+	rules, err := ShippedRuleFiles(root)
 	if err != nil {
 		t.Fatal(err)
 	}

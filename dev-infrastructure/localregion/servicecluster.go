@@ -187,7 +187,66 @@ func (r *Region) installServices(ctx context.Context, pg *pgserver.Server) error
 	r.Info.Admin.URL = "https://" + ep["https"]
 	r.Info.Admin.ServerName = pki.ServerName(adminIdentity)
 	r.Info.Admin.MetricsURL = "https://" + ep["metrics"] + "/metrics"
-	return r.waitHealthy(ctx, r.Info.Admin.URL+"/healthz")
+	if err := r.waitHealthy(ctx, r.Info.Admin.URL+"/healthz"); err != nil {
+		return err
+	}
+	if err := r.installMonitor(ctx, pg); err != nil {
+		return err
+	}
+	return r.installPrometheus(ctx)
+}
+
+// installMonitor is startMonitor on the service cluster: the chart's replicas behind one
+// Service, whose host forward region.json lists as the one replica URL. Its login to the
+// document store is made first; its shards are judged on Cluster Service's observations alone
+// (no --shard-probe: the node's kube-apiserver is the management cluster's, and the chart
+// mounts no client certificate of its CA).
+func (r *Region) installMonitor(ctx context.Context, pg *pgserver.Server) error {
+	if _, err := r.documentStoreLogin(ctx, pg, monitorName); err != nil {
+		return err
+	}
+	ep, err := r.install(ctx, monitorName, "metrics")
+	if err != nil {
+		return err
+	}
+	metrics := "https://" + ep["metrics"]
+	r.Info.Monitor = MonitorInfo{Replicas: []ServiceInfo{{MetricsURL: metrics + "/metrics"}}, StaleAfter: "3m"}
+	return r.waitHealthy(ctx, metrics+"/healthz")
+}
+
+// installPrometheus is startPrometheus on the service cluster: region.json names its host
+// forward, which admits SRE persons' certificates only, as make run's.
+func (r *Region) installPrometheus(ctx context.Context) error {
+	ep, err := r.install(ctx, "prometheus", "https")
+	if err != nil {
+		return err
+	}
+	sre, err := r.Info.Admin.SRE("bob")
+	if err != nil {
+		return fmt.Errorf("prometheus: its default client: %w", err)
+	}
+	rules, err := ShippedRuleFiles(r.cfg.Root)
+	if err != nil {
+		return err
+	}
+	info := PrometheusInfo{URL: "https://" + ep["https"], ClientTLS: sre.ClientTLS(r.pki.CAFile).For(pki.Prometheus),
+		ClientCAFile: r.pki.PersonCAFile, Interval: promDuration(r.cfg.PrometheusInterval), RuleFiles: rules}
+	client, err := info.HTTPClient(5 * time.Second)
+	if err != nil {
+		return err
+	}
+	ready := mgmtcluster.HTTPReady(client, info.URL+"/-/ready")
+	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for err := ready(wait); err != nil; err = ready(wait) {
+		select {
+		case <-wait.Done():
+			return fmt.Errorf("prometheus at %s: %w", info.URL, err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	r.Info.Prometheus = &info
+	return nil
 }
 
 // installGateway is startGateways on the service cluster: the chart's replicas behind one

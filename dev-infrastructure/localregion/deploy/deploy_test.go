@@ -55,7 +55,8 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	// Generous: on a loaded machine the two image builds alone have taken 17 minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
 	// Not t.TempDir(): its parent is 0700, and PostgreSQL runs as the postgres user, which must
 	// traverse the directory.
@@ -134,6 +135,9 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 			t.Errorf("%s: %s", u, resp.Status)
 		}
 	}
+
+	// The region's Prometheus scrapes every workload and evaluates every shipped rule.
+	checkPrometheus(ctx, t, info)
 
 	// Every port of the deployed region, in the node's namespace and in its pods, refuses a
 	// caller without a client certificate, or the node (or PodDoors, for the charts' TLS

@@ -32,6 +32,8 @@ const (
 	// backendServer is the backend's metrics server identity: the region's backend identity is
 	// a client certificate (Cluster Service authorizes the backend by it).
 	backendServer = "backend-metrics"
+	// monitorServer is the Monitor's metrics server identity, for the same reason.
+	monitorServer = "monitor-metrics"
 )
 
 // workload is one service-cluster chart: its release, namespace (the workload's identity
@@ -46,14 +48,16 @@ var workloads = map[string]workload{
 	"maestro-server":  {"maestro/deploy/server", "openhcp-maestro", "maestro", []string{"https", "grpc", "metrics"}},
 	"cluster-service": {"cluster-service/deploy", "openhcp-cluster-service", "cluster-service", []string{"grpc", "metrics"}},
 	"backend":         {"backend/deploy", "openhcp-backend", "backend", []string{"metrics"}},
-	"frontend":        {"frontend/deploy", "openhcp-frontend", "frontend", []string{"https", "metrics"}},
-	"admin":           {"admin/deploy", "openhcp-admin", "admin", []string{"https", "metrics"}},
+	// The fleet Monitor, beside the backend (config identities.monitor).
+	"monitor":  {"backend/deploy/monitor", "openhcp-backend", "monitor", []string{"metrics"}},
+	"frontend": {"frontend/deploy", "openhcp-frontend", "frontend", []string{"https", "metrics"}},
+	"admin":    {"admin/deploy", "openhcp-admin", "admin", []string{"https", "metrics"}},
 	// The break-glass gateway, in the admin API's namespace (config identities.gateway).
 	"gateway": {"admin/deploy/gateway", "openhcp-admin", "gateway", []string{"https", "metrics"}},
 }
 
 // serviceImages are the images of the service cluster's charts.
-var serviceImages = []string{"maestro", "maestro-gate", "cluster-service", "backend", "frontend", "admin", "gateway"}
+var serviceImages = []string{"maestro", "maestro-gate", "cluster-service", "backend", "monitor", "frontend", "admin", "gateway", prometheusName}
 
 // ServiceCluster installs the service cluster's charts on the node (a
 // localregion.ExternalServiceCluster): PostgreSQL and the broker stay on the host, exposed to
@@ -88,6 +92,8 @@ type ServiceCluster struct {
 	made     map[string]bool
 	forwards context.Context
 	cancel   context.CancelFunc
+	// prometheusRules are the rule files the region's Prometheus evaluates, once installed.
+	prometheusRules []string
 }
 
 func svcName(name, namespace string) string { return name + "." + namespace + ".svc" }
@@ -150,12 +156,15 @@ func (s *ServiceCluster) prepare(ctx context.Context, env localregion.ServiceEnv
 func (s *ServiceCluster) Install(ctx context.Context, env localregion.ServiceEnv, name string) (map[string]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.prepare(ctx, env); err != nil {
+		return nil, err
+	}
+	if name == prometheusName {
+		return s.installPrometheus(ctx, env)
+	}
 	w, ok := workloads[name]
 	if !ok {
 		return nil, fmt.Errorf("no chart for workload %q", name)
-	}
-	if err := s.prepare(ctx, env); err != nil {
-		return nil, err
 	}
 	if s.made == nil {
 		s.made = map[string]bool{}
@@ -246,6 +255,13 @@ func (s *ServiceCluster) Upgrade(ctx context.Context, imagesDir string) error {
 	return nil
 }
 
+// PrometheusRules are the rule files the region's Prometheus was installed with.
+func (s *ServiceCluster) PrometheusRules() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.prometheusRules...)
+}
+
 // Namespaces are the installed workloads' namespaces by workload.
 func (s *ServiceCluster) Namespaces() map[string]string {
 	out := map[string]string{}
@@ -321,6 +337,15 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 			return nil, err
 		}
 		add("backend-tls")(tls(backendServer, p.CAFile))
+	case "monitor":
+		add("monitor-db")(db("monitor"))
+		add("monitor-cluster-service-client")(tls(pki.Monitor, p.CAFile))
+		if err := p.Add(monitorServer, pki.Spec{CommonName: monitorServer, Usage: pki.Server,
+			DNSNames: []string{"localhost", svcName("monitor", workloads["monitor"].namespace)},
+			IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, pki.ServiceCA); err != nil {
+			return nil, err
+		}
+		add("monitor-tls")(tls(monitorServer, p.CAFile))
 	case "frontend":
 		add("frontend-db")(db("frontend"))
 		// Only ARM calls the ARM API: its client CA.
@@ -342,7 +367,7 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		out["breakglass-session-key"] = map[string]string{"session.key": env.SessionKeyFile}
 	}
 	switch name {
-	case "frontend", "backend", "cluster-service", "admin", "gateway":
+	case "frontend", "backend", "monitor", "cluster-service", "admin", "gateway":
 		// The chart's ServiceMonitor verifies the metrics server by the CA that issued its
 		// certificate (service-base.serviceMonitor).
 		out[name+"-metrics-ca"] = map[string]string{"ca.crt": p.CAFile}

@@ -67,7 +67,9 @@ ports being the workload's container port names) and namespaceDefaults. Rendered
   identity's namespace to the named ports, and nothing else.
 A NetworkPolicy sees addresses, not service accounts: a caller is its identity's namespace
 (kubernetes.io/metadata.name, which the apiserver sets on every namespace). Identities sharing a
-namespace are told apart by the mesh and by each server's certificate check, not here.
+namespace are told apart by the mesh and by each server's certificate check, not here; so a
+port already admitted from a namespace (the backend and the Monitor both call Cluster Service
+from openhcp-backend) is admitted once, by the first caller that names it.
 Egress is not restricted (docs/deploy.md#network-policy says why).
 */ -}}
 {{- define "mesh-policy.networkPolicy" -}}
@@ -99,21 +101,32 @@ spec:
       {{- toYaml .selector | nindent 6 }}
   policyTypes: [Ingress]
   ingress:
+    {{- $admitted := dict }}
     {{- range $p.allow }}
     {{- $id := index $p.identities .caller | default dict }}
     {{- $callerNS := required (printf "network policy: identities.%s.namespace is required (config/: identities)" .caller) $id.namespace }}
     {{- if not .ports }}
     {{- fail (printf "network policy: caller %s of %s lists no ports" .caller $.workload) }}
     {{- end }}
+    {{- $ports := list }}
+    {{- range .ports }}
+    {{- $key := printf "%s/%s" $callerNS . }}
+    {{- if not (hasKey $admitted $key) }}
+    {{- $_ := set $admitted $key true }}
+    {{- $ports = append $ports . }}
+    {{- end }}
+    {{- end }}
+    {{- if $ports }}
     # {{ .caller }}
     - from:
         - namespaceSelector:
             matchLabels:
               kubernetes.io/metadata.name: {{ $callerNS }}
       ports:
-        {{- range .ports }}
+        {{- range $ports }}
         - {protocol: TCP, port: {{ . }}}
         {{- end }}
+    {{- end }}
     {{- end }}
 {{- end -}}
 
