@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -104,24 +103,14 @@ type ExternalAuthVersion interface {
 	RenderExternalAuth(ea *ExternalAuth) any
 }
 
-var (
-	eaMu       sync.RWMutex
-	eaVersions = map[string]ExternalAuthVersion{}
-)
+var externalAuthVersions registry[ExternalAuthVersion]
 
 // RegisterExternalAuth makes a version's external auth schema servable (from init).
-func RegisterExternalAuth(v ExternalAuthVersion) {
-	eaMu.Lock()
-	defer eaMu.Unlock()
-	eaVersions[v.String()] = v
-}
+func RegisterExternalAuth(v ExternalAuthVersion) { externalAuthVersions.register(v) }
 
 // LookupExternalAuth finds a registered external auth schema by its exact api-version.
 func LookupExternalAuth(apiVersion string) (ExternalAuthVersion, bool) {
-	eaMu.RLock()
-	defer eaMu.RUnlock()
-	v, ok := eaVersions[apiVersion]
-	return v, ok
+	return externalAuthVersions.lookup(apiVersion)
 }
 
 // externalAuthUpdatePaths is ExternalAuthUpdate of every api-version: all of properties.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
@@ -170,25 +169,15 @@ type NodePoolVersion interface {
 	PreserveNodePool(stored, next *NodePool)
 }
 
-var (
-	npMu       sync.RWMutex
-	npVersions = map[string]NodePoolVersion{}
-)
+var nodePoolVersions registry[NodePoolVersion]
 
 // RegisterNodePool makes a version's node pool schema servable; each version package registers
 // itself in init.
-func RegisterNodePool(v NodePoolVersion) {
-	npMu.Lock()
-	defer npMu.Unlock()
-	npVersions[v.String()] = v
-}
+func RegisterNodePool(v NodePoolVersion) { nodePoolVersions.register(v) }
 
 // LookupNodePool finds a registered node pool schema by its exact api-version string.
 func LookupNodePool(apiVersion string) (NodePoolVersion, bool) {
-	npMu.RLock()
-	defer npMu.RUnlock()
-	v, ok := npVersions[apiVersion]
-	return v, ok
+	return nodePoolVersions.lookup(apiVersion)
 }
 
 // PatchNodePool applies a PATCH body (a JSON merge patch, RFC 7396, of the version's

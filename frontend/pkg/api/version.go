@@ -34,34 +34,48 @@ type Version interface {
 	ExternalPath(internal string) string
 }
 
-var (
-	mu       sync.RWMutex
-	versions = map[string]Version{}
-)
-
-// Register makes a version servable; each version package registers itself in init.
-func Register(v Version) {
-	mu.Lock()
-	defer mu.Unlock()
-	versions[v.String()] = v
+// registry holds one kind's api-versions by their exact api-version string; each version
+// package registers itself in init, and the handlers look a version up per request. Clusters,
+// node pools and external auths each have one.
+type registry[V interface{ String() string }] struct {
+	mu sync.RWMutex
+	m  map[string]V
 }
 
-// Lookup finds a registered version by its exact api-version string.
-func Lookup(apiVersion string) (Version, bool) {
-	mu.RLock()
-	defer mu.RUnlock()
-	v, ok := versions[apiVersion]
+func (r *registry[V]) register(v V) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]V{}
+	}
+	r.m[v.String()] = v
+}
+
+func (r *registry[V]) lookup(apiVersion string) (V, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	v, ok := r.m[apiVersion]
 	return v, ok
 }
 
-// Versions lists the registered api-versions, sorted.
-func Versions() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	out := make([]string, 0, len(versions))
-	for v := range versions {
+func (r *registry[V]) names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.m))
+	for v := range r.m {
 		out = append(out, v)
 	}
 	sort.Strings(out)
 	return out
 }
+
+var versions registry[Version]
+
+// Register makes a version servable; each version package registers itself in init.
+func Register(v Version) { versions.register(v) }
+
+// Lookup finds a registered version by its exact api-version string.
+func Lookup(apiVersion string) (Version, bool) { return versions.lookup(apiVersion) }
+
+// Versions lists the registered api-versions, sorted.
+func Versions() []string { return versions.names() }
