@@ -22,7 +22,8 @@ var (
 	region *localregion.Region
 	// seed drives every random choice of the run: CHAOS_SEED=<n> replays one.
 	seed uint64
-	// logDir keeps the region's logs; a failed run leaves them there.
+	// logDir keeps the region's logs; a failed run leaves them there, and so does any run with
+	// CHAOS_KEEP_LOGS=1 (to build a timeline from a passing run).
 	logDir string
 )
 
@@ -68,6 +69,10 @@ func runMain(m *testing.M) int {
 	region.Stop()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "chaos: FAILED with seed %d; every log is kept in %s\n", seed, logDir)
+		return code
+	}
+	if os.Getenv("CHAOS_KEEP_LOGS") == "1" {
+		fmt.Fprintf(os.Stderr, "chaos: passed with seed %d; CHAOS_KEEP_LOGS=1 keeps every log in %s\n", seed, logDir)
 		return code
 	}
 	_ = os.RemoveAll(dir)

@@ -127,9 +127,19 @@ func (cc *consumerClient) forget(name string) {
 // setReconnectBackoff replaces sdk-go's reconnect backoff, clients.DelayFn. Upstream's starts at
 // 5–10 s, grows ×5 to a minute and resets only after 10 quiet minutes, and it is one value for
 // the whole process: after a first Maestro restart, the next within 10 minutes cost Cluster
-// Service up to a minute of refused publishes (measured: 42 s). Ours goes 0.5 s, 1 s, … up to
-// 15 s, and resets after a quiet minute. Cluster Service is the only sdk-go user in its process.
+// Service up to a minute of refused publishes (measured: 42 s). Ours goes 0.5 s, 1 s, 2 s, then
+// 4 s, and resets after a quiet minute. Cluster Service is the only sdk-go user in its process.
 var setReconnectBackoff sync.Once
+
+// reconnectDelays is the reconnect backoff setReconnectBackoff installs: 0.5 s doubling to 4 s,
+// each with up to 50 % jitter (so never over 6 s), reset after a quiet minute. The cap was 15 s
+// (up to 22.5 s with the jitter): after a one-minute Maestro server outage Cluster Service's
+// publishes were refused ("the cloudevents client is not ready") for 18 s after the server was
+// back (docs/reliability.md). An attempt every 4-6 s against a server that is away costs nothing.
+func reconnectDelays() func() time.Duration {
+	return wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 4, Cap: 4 * time.Second}.
+		DelayWithReset(clock.RealClock{}, time.Minute)
+}
 
 // New makes a client. It does not wait for Maestro: connections are made lazily and re-made
 // after failures, so a Cluster Service can start before Maestro. The client lives until ctx ends
@@ -176,10 +186,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*Client, error) {
 		KeepAliveOptions: grpcoptions.KeepAliveOptions{Enable: true, Time: 30 * time.Second, Timeout: 10 * time.Second},
 	}
 
-	setReconnectBackoff.Do(func() {
-		ceclients.DelayFn = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 6, Cap: 15 * time.Second}.
-			DelayWithReset(clock.RealClock{}, time.Minute)
-	})
+	setReconnectBackoff.Do(func() { ceclients.DelayFn = reconnectDelays() })
 
 	// sdk-go logs through klog.FromContext: route it into our slog handler.
 	klogger := logr.FromSlogHandler(demoteInfo{log.Handler()})

@@ -1,6 +1,7 @@
 // Command maestro is the pinned upstream Maestro (server, agent, migrations), started as
-// upstream's cmd/maestro starts it, with one change: the reconnect backoff of its CloudEvents
-// clients (reconnect.go). Everything else is upstream's code at the pin.
+// upstream's cmd/maestro starts it, with two changes: the reconnect backoff of its CloudEvents
+// clients (reconnect.go) and how often the server queues its unpublished spec events again
+// (eventsync.go). Everything else is upstream's code at the pin.
 package main
 
 import (
@@ -17,9 +18,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// main is upstream's cmd/maestro main (at the pin) after installReconnectBackoff.
+// main is upstream's cmd/maestro main (at the pin) after installReconnectBackoff and
+// installEventsSync.
 func main() {
 	installReconnectBackoff()
+	installEventsSync()
 
 	// check if the glog flag is already registered to avoid duplicate flag define error
 	if flag.CommandLine.Lookup("alsologtostderr") != nil {
