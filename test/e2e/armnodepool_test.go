@@ -108,9 +108,18 @@ func TestNodePoolThroughARM(t *testing.T) {
 	if scale.Status != http.StatusOK || scale.Body["properties"].(map[string]any)["provisioningState"] != "Updating" {
 		t.Fatalf("PUT scale: got %d: %s", scale.Status, scale.Raw)
 	}
-	if again := arm(t, http.MethodPut, poolPath, body); again.Status != http.StatusConflict {
-		t.Errorf("PUT during the scale: got %d, want 409: %s", again.Status, again.Raw)
+	// The same PUT again (a client's retry) joins the scale: 200 and the same operation.
+	// Another change while the scale runs is refused with 409.
+	if again := arm(t, http.MethodPut, poolPath, body); again.Status != http.StatusOK ||
+		again.Header.Get("Azure-AsyncOperation") != scale.Header.Get("Azure-AsyncOperation") {
+		t.Errorf("the same PUT during the scale: got %d with operation %q, want 200 with %q: %s",
+			again.Status, again.Header.Get("Azure-AsyncOperation"), scale.Header.Get("Azure-AsyncOperation"), again.Raw)
 	}
+	body["properties"].(map[string]any)["replicas"] = 4
+	if other := arm(t, http.MethodPut, poolPath, body); other.Status != http.StatusConflict {
+		t.Errorf("another PUT during the scale: got %d, want 409: %s", other.Status, other.Raw)
+	}
+	body["properties"].(map[string]any)["replicas"] = 3
 	waitSucceeded("scale", scale.Header.Get("Azure-AsyncOperation"))
 	kubeReplicas(3)
 
