@@ -42,12 +42,13 @@ var (
 // components maps the folder of each rule file to where that component's metrics come from.
 // A rule file in a folder missing here fails TestAlertRules.
 var components = map[string]source{
-	"frontend/deploy/alerts":        {repo: []string{"frontend", "internal"}},
-	"backend/deploy/alerts":         {repo: []string{"backend", "internal"}},
-	"backend/deploy/monitor/alerts": {repo: []string{"backend/pkg/monitor"}},
-	"cluster-service/deploy/alerts": {repo: []string{"cluster-service"}},
-	"admin/deploy/alerts":           {repo: []string{"admin", "internal"}},
-	"admin/deploy/gateway/alerts":   {repo: []string{"admin/pkg/gateway"}},
+	"frontend/deploy/alerts":            {repo: []string{"frontend", "internal"}},
+	"backend/deploy/alerts":             {repo: []string{"backend", "internal"}},
+	"backend/deploy/monitor/alerts":     {repo: []string{"backend/pkg/monitor"}},
+	"backend/deploy/maintenance/alerts": {repo: []string{"backend", "internal"}},
+	"cluster-service/deploy/alerts":     {repo: []string{"cluster-service"}},
+	"admin/deploy/alerts":               {repo: []string{"admin", "internal"}},
+	"admin/deploy/gateway/alerts":       {repo: []string{"admin/pkg/gateway"}},
 	"maestro/deploy/server/alerts": {modules: []moduleSource{
 		maestroModule("cmd/maestro/server", "pkg"), cloudEventsMetrics}},
 	"maestro/deploy/agent/alerts": {modules: []moduleSource{cloudEventsMetrics}},

@@ -15,12 +15,13 @@ import (
 // against the binary's own --help.
 func serviceCharts() map[string]struct{ pkg, envPrefix string } {
 	return map[string]struct{ pkg, envPrefix string }{
-		"cluster-service/deploy": {"./cluster-service/cmd/cluster-service", "CLUSTER_SERVICE_"},
-		"frontend/deploy":        {"./frontend/cmd/frontend", "FRONTEND_"},
-		"backend/deploy":         {"./backend/cmd/backend", "BACKEND_"},
-		"backend/deploy/monitor": {"./backend/cmd/monitor", "MONITOR_"},
-		"admin/deploy":           {"./admin/cmd/admin", "ADMIN_"},
-		"admin/deploy/gateway":   {"./admin/cmd/gateway", "GATEWAY_"},
+		"cluster-service/deploy":     {"./cluster-service/cmd/cluster-service", "CLUSTER_SERVICE_"},
+		"frontend/deploy":            {"./frontend/cmd/frontend", "FRONTEND_"},
+		"backend/deploy":             {"./backend/cmd/backend", "BACKEND_"},
+		"backend/deploy/monitor":     {"./backend/cmd/monitor", "MONITOR_"},
+		"backend/deploy/maintenance": {"./backend/cmd/maintenance", "MAINTENANCE_"},
+		"admin/deploy":               {"./admin/cmd/admin", "ADMIN_"},
+		"admin/deploy/gateway":       {"./admin/cmd/gateway", "GATEWAY_"},
 	}
 }
 

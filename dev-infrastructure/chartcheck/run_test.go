@@ -232,3 +232,34 @@ func TestServiceChartsAgainstTheirBinaries(t *testing.T) {
 		})
 	}
 }
+
+// TestMaintenanceChartCarriesBlackoutsToTheBinary: the region's blackouts (config
+// maintenance.blackouts → the chart's blackouts) reach the binary's --blackouts: a valid list is
+// accepted (the binary gets as far as the database, exit 1), one whose span ends before it starts
+// stops start-up on its settings (exit 2) naming the flag.
+func TestMaintenanceChartCarriesBlackoutsToTheBinary(t *testing.T) {
+	root := repoRoot(t)
+	helmBin := helm(t, root)
+	const chart = "backend/deploy/maintenance"
+	exe := buildService(t, root, t.TempDir(), serviceCharts()[chart].pkg)
+	for _, tc := range []struct {
+		name, blackouts string
+		wantCode        int
+		want            string
+	}{
+		{"a_valid_list_is_accepted", `[{"from":"2026-12-24T00:00:00Z","to":"2026-12-27T00:00:00Z","reason":"holidays"}]`, 1, "127.0.0.1:"},
+		{"a_span_ending_before_it_starts_stops_start_up", `[{"from":"2026-12-27T00:00:00Z","to":"2026-12-24T00:00:00Z"}]`, 2, "--blackouts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := closedPort(t)
+			c := mainContainer(t, renderWith(t, helmBin, root, chart, valuesFile(t, root, chart),
+				"--set", fmt.Sprintf("database.host=127.0.0.1,database.port=%d", port), "--set-json", "blackouts="+tc.blackouts))
+			dir := t.TempDir()
+			fillSecrets(t, dir, c)
+			code, stderr := runAsThePodWould(t, exe, dir, c, 30*time.Second)
+			if code != tc.wantCode || !strings.Contains(stderr, tc.want) {
+				t.Fatalf("maintenance exited %d; want %d naming %q. stderr:\n%s", code, tc.wantCode, tc.want, stderr)
+			}
+		})
+	}
+}

@@ -59,7 +59,7 @@ func serviceMonitorProblems(rendered []byte) []string {
 func TestServiceMonitorsVerifyTLS(t *testing.T) {
 	root := repoRoot(t)
 	helmBin := helm(t, root)
-	for _, chart := range []string{"frontend/deploy", "backend/deploy", "backend/deploy/monitor", "cluster-service/deploy", "admin/deploy", "admin/deploy/gateway", "maestro/deploy/agent",
+	for _, chart := range []string{"frontend/deploy", "backend/deploy", "backend/deploy/monitor", "backend/deploy/maintenance", "cluster-service/deploy", "admin/deploy", "admin/deploy/gateway", "maestro/deploy/agent",
 		"maestro/deploy/server", "dev-infrastructure/mgmtcluster/deploy/hypershift-sim"} {
 		t.Run(chart, func(t *testing.T) {
 			rendered := render(t, helmBin, root, chart)

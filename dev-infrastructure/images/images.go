@@ -95,6 +95,7 @@ func Catalogue() []Spec {
 		{Name: "frontend", Package: mod + "frontend/cmd/frontend", Binary: "frontend"},
 		{Name: "backend", Package: mod + "backend/cmd/backend", Binary: "backend"},
 		{Name: "monitor", Package: mod + "backend/cmd/monitor", Binary: "monitor"},
+		{Name: "maintenance", Package: mod + "backend/cmd/maintenance", Binary: "maintenance"},
 		{Name: "cluster-service", Package: mod + "cluster-service/cmd/cluster-service", Binary: "cluster-service"},
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
 		{Name: "gateway", Package: mod + "admin/cmd/gateway", Binary: "gateway"},

@@ -47,6 +47,9 @@ type ServiceEnv struct {
 	// KEKFile is Cluster Service's key-encryption key and PullSecretFile the hosted clusters'
 	// pull secret (secrets.go); SessionKeyFile the break-glass session key (gateway.go).
 	KEKFile, PullSecretFile, SessionKeyFile string
+	// SREStatementPublicKeyFile is the admin API's statement public key (PKIX PEM), which the
+	// maintenance service verifies SREs' requests with (secrets.go).
+	SREStatementPublicKeyFile string
 	// SealingKeysDir holds each management cluster's public sealing key, "<consumer>.pub"
 	// (Cluster Service's --sealing-keys-dir); no private key is in it.
 	SealingKeysDir string
@@ -97,6 +100,7 @@ func (r *Region) addServiceClusterNames() error {
 func (r *Region) serviceEnv() ServiceEnv {
 	kek, _ := r.ClusterServiceKEK()
 	sealingPub, _ := r.sealingKeyFiles("")
+	_, statementPub := r.sreStatementKeyFiles()
 	r.mu.Lock()
 	pw := make(map[string]string, len(r.dbPasswords))
 	for k, v := range r.dbPasswords {
@@ -105,9 +109,10 @@ func (r *Region) serviceEnv() ServiceEnv {
 	r.mu.Unlock()
 	return ServiceEnv{PKI: r.pki, PostgresAddr: r.Info.Postgres.Addr, BouncerAddr: r.Info.Postgres.BouncerAddr, BrokerAddr: hostOf(r.Info.MQTT.URL[len("mqtts://"):]),
 		DBPasswords: pw, KEKFile: kek, PullSecretFile: filepath.Join(r.secretsDir(), "pull-secret.json"), SessionKeyFile: r.sessionKeyFile(),
-		SealingKeysDir:     sealingPub,
-		ManagementClusters: append([]ManagementClusterInfo(nil), r.Info.ManagementClusters...),
-		EnvName:            r.cfg.EnvName, Location: r.cfg.Location, Step: r.step}
+		SREStatementPublicKeyFile: statementPub,
+		SealingKeysDir:            sealingPub,
+		ManagementClusters:        append([]ManagementClusterInfo(nil), r.Info.ManagementClusters...),
+		EnvName:                   r.cfg.EnvName, Location: r.cfg.Location, Step: r.step}
 }
 
 // install runs ServiceCluster.Install and checks it returned every port the region needs.
@@ -193,7 +198,27 @@ func (r *Region) installServices(ctx context.Context, pg *pgserver.Server) error
 	if err := r.installMonitor(ctx, pg); err != nil {
 		return err
 	}
+	if err := r.installMaintenance(ctx, pg); err != nil {
+		return err
+	}
 	return r.installPrometheus(ctx)
+}
+
+// installMaintenance is startMaintenance on the service cluster: the chart's replicas (one holds
+// the campaign lease) behind one Service, whose host forward region.json names. Its login to the
+// document store is made first; the chart keeps the binary's poll intervals (make run's shorter
+// ones are the launcher's own).
+func (r *Region) installMaintenance(ctx context.Context, pg *pgserver.Server) error {
+	if _, err := r.documentStoreLogin(ctx, pg, maintenanceName); err != nil {
+		return err
+	}
+	ep, err := r.install(ctx, maintenanceName, "metrics")
+	if err != nil {
+		return err
+	}
+	metrics := "https://" + ep["metrics"]
+	r.Info.Maintenance = ServiceInfo{MetricsURL: metrics + "/metrics"}
+	return r.waitHealthy(ctx, metrics+"/healthz")
 }
 
 // installMonitor is startMonitor on the service cluster: the chart's replicas behind one

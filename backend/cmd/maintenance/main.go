@@ -44,6 +44,8 @@ type options struct {
 	upgradePoll    time.Duration
 	logLevel       string
 	statementPub   string
+	blackoutsJSON  string
+	blackouts      []maintenance.Blackout
 }
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
@@ -63,6 +65,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.logLevel, "log-level", "MAINTENANCE_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.statementPub, "sre-statement-public-key", "MAINTENANCE_SRE_STATEMENT_PUBLIC_KEY", "",
 		"Ed25519 public key (PKIX PEM) of the admin API's --sre-statement-key: an SRE's maintenance request is carried out only if it verifies (required)")
+	str(&o.blackoutsJSON, "blackouts", "MAINTENANCE_BLACKOUTS", "",
+		`the region's blackouts, in which no task starts: a JSON list of {"from","to","reason"} (RFC 3339 times, [from, to)); empty: none`)
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 4, "tasks running at once across every replica; the same on every replica")
 	fs.Duration(&o.taskLease, "task-lease", "MAINTENANCE_TASK_LEASE", 30*time.Second, "a running task whose replica has not written it for this long is resumed by another; a step must return within half of it")
 	fs.Duration(&o.poll, "poll", "MAINTENANCE_POLL", time.Second, "how often runnable tasks are looked for")
@@ -93,6 +97,11 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if _, err := svcmain.Level(o.logLevel); err != nil {
 		return nil, err
 	}
+	blackouts, err := maintenance.ParseBlackouts(o.blackoutsJSON)
+	if err != nil {
+		return nil, fmt.Errorf("invalid value for --blackouts: %w", err)
+	}
+	o.blackouts = blackouts
 	return o, nil
 }
 
@@ -135,7 +144,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	requests := maintenance.NewRequests(st, campaigns, nil, log).VerifyWith(statementPub).WithTypes(types)
 	actuator, err := maintenance.NewActuator(tasks, types, maintenance.ActuatorConfig{
 		Holder: o.replicaID, MaxInFlight: o.maxInFlight, LeaseDuration: o.taskLease, Poll: o.poll,
-		Gate: maintenance.NewWindows(st, nil), Log: log,
+		Gate: maintenance.NewWindows(st, o.blackouts), Log: log,
 	})
 	if err != nil {
 		return err

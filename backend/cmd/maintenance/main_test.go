@@ -61,6 +61,52 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// TestParseFlagsBlackouts: the region's blackouts come from --blackouts (MAINTENANCE_BLACKOUTS,
+// a JSON list the chart's ConfigMap carries from config/), and a bad list stops start-up naming
+// the flag.
+func TestParseFlagsBlackouts(t *testing.T) {
+	base := []string{"--db-dsn", "postgres://maintenance@127.0.0.1/resourceprovider", "--sre-statement-public-key", "/keys/admin-sre-statement.pub"}
+	from, to := time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 27, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    []maintenance.Blackout
+		wantErr string
+	}{
+		{name: "none_by_default"},
+		{name: "from_the_environment", env: map[string]string{"MAINTENANCE_BLACKOUTS": `[{"from":"2026-12-24T00:00:00Z","to":"2026-12-27T00:00:00Z","reason":"holidays"}]`},
+			want: []maintenance.Blackout{{From: from, To: to, Reason: "holidays"}}},
+		{name: "from_the_flag", args: []string{"--blackouts", `[{"from":"2026-12-24T00:00:00Z","to":"2026-12-27T00:00:00Z"}]`},
+			want: []maintenance.Blackout{{From: from, To: to}}},
+		{name: "not_json_names_the_flag", args: []string{"--blackouts", "christmas"}, wantErr: "--blackouts"},
+		{name: "unknown_field_names_the_flag", args: []string{"--blackouts", `[{"start":"2026-12-24T00:00:00Z","to":"2026-12-27T00:00:00Z"}]`}, wantErr: "--blackouts"},
+		{name: "end_before_start_names_the_flag", args: []string{"--blackouts", `[{"from":"2026-12-27T00:00:00Z","to":"2026-12-24T00:00:00Z"}]`}, wantErr: "--blackouts"},
+		{name: "missing_end_names_the_flag", args: []string{"--blackouts", `[{"from":"2026-12-27T00:00:00Z"}]`}, wantErr: "--blackouts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(append(append([]string{}, base...), tc.args...), func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseFlags: %v, want an error naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags: %v", err)
+			}
+			if len(o.blackouts) != len(tc.want) {
+				t.Fatalf("blackouts %+v, want %+v", o.blackouts, tc.want)
+			}
+			for i := range tc.want {
+				if !o.blackouts[i].From.Equal(tc.want[i].From) || !o.blackouts[i].To.Equal(tc.want[i].To) || o.blackouts[i].Reason != tc.want[i].Reason {
+					t.Errorf("blackout %d = %+v, want %+v", i, o.blackouts[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
 // TestRunUpgradesThroughClusterService runs the command's wiring against a real Cluster Service
 // and document store: an SRE's request to create a campaign is carried out by the lease holder,
 // the campaign gets its task created by the campaign runner

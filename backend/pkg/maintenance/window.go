@@ -30,6 +30,29 @@ type Blackout struct {
 	Reason string    `json:"reason,omitempty"`
 }
 
+// ParseBlackouts reads the region's blackouts from their configuration form: a JSON list of
+// {"from", "to", "reason"} with RFC 3339 times; empty is none. Each must end after it starts.
+func ParseBlackouts(s string) ([]Blackout, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	var out []Blackout
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("blackouts: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("blackouts: more than one JSON value")
+	}
+	for i, b := range out {
+		if b.From.IsZero() || b.To.IsZero() || !b.To.After(b.From) {
+			return nil, fmt.Errorf("blackout %d: needs from and to, to after from", i)
+		}
+	}
+	return out, nil
+}
+
 // Windows is the Gate of maintenance windows (per cluster, stored beside the tasks; an admin
 // setting) and the region's blackout dates (configuration). A cluster without a window may be
 // maintained at any time outside blackouts.

@@ -17,6 +17,7 @@ func PodDoors() []node.PodDoor {
 		{Process: "frontend", Port: 9443, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "backend", Port: 8081, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "monitor", Port: 8083, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
+		{Process: "maintenance", Port: 8084, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "cluster-service", Port: 8091, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		{Process: "hypershift-sim", Port: 8080, Paths: []string{"/metrics"}, Reason: metricsOverTLS},
 		// The Maestro server's metrics, which its gate relays over TLS (maestro-gate --metrics).

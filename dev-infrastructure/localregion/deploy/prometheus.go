@@ -54,7 +54,7 @@ type scrapeTarget struct {
 // kube-apiserver.
 func prometheusTargets(shards []string) []scrapeTarget {
 	var out []scrapeTarget
-	for _, name := range []string{"frontend", "backend", "monitor", "cluster-service", "admin", "gateway", "maestro-server"} {
+	for _, name := range []string{"frontend", "backend", "monitor", "maintenance", "cluster-service", "admin", "gateway", "maestro-server"} {
 		out = append(out, scrapeTarget{service: name, namespace: workloads[name].namespace, port: "metrics"})
 	}
 	for _, shard := range shards {

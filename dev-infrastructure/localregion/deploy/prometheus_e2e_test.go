@@ -20,9 +20,10 @@ import (
 )
 
 // wantScrapeJobs are the jobs the deployed region's Prometheus must have up, with the number of
-// targets each (dev-local's replicas: the gateway and the Monitor run two everywhere).
+// targets each (dev-local's replicas: the gateway, the Monitor and the maintenance service run
+// two everywhere).
 var wantScrapeJobs = map[string]int{
-	"frontend": 1, "backend": 1, "cluster-service": 1, "admin": 1, "gateway": 2, "monitor": 2,
+	"frontend": 1, "backend": 1, "cluster-service": 1, "admin": 1, "gateway": 2, "monitor": 2, "maintenance": 2,
 	"maestro-server": 1, "maestro-agent": 1, "hypershift-sim": 1, "management-kube-apiserver": 1,
 }
 

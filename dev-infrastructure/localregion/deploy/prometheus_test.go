@@ -42,6 +42,7 @@ func TestPrometheusConfigScrapesEveryWorkloadOverVerifiedTLS(t *testing.T) {
 		{"frontend", "openhcp-frontend", "frontend.openhcp-frontend.svc", "", false},
 		{"backend", "openhcp-backend", "backend.openhcp-backend.svc", "", false},
 		{"monitor", "openhcp-backend", "monitor.openhcp-backend.svc", "", false},
+		{"maintenance", "openhcp-backend", "maintenance.openhcp-backend.svc", "", false},
 		{"cluster-service", "openhcp-cluster-service", "cluster-service.openhcp-cluster-service.svc", "", false},
 		{"admin", "openhcp-admin", "admin.openhcp-admin.svc", "", false},
 		{"gateway", "openhcp-admin", "gateway.openhcp-admin.svc", "", false},
@@ -146,14 +147,15 @@ func TestPrometheusTargetFilesListEachServicesReadyPods(t *testing.T) {
 		"maestro-server.json":                   `[{"targets":["10.244.0.3:8080"],"labels":{"namespace":"openhcp-maestro","pod":"ms-a"}}]`,
 		"management-kube-apiserver-mgmt-1.json": `[{"targets":["10.250.0.2:6443"],"labels":{"namespace":"default"}}]`,
 		"frontend.json":                         `[]`,
+		"maintenance.json":                      `[]`,
 		"maestro-agent-mgmt-1.json":             `[]`,
 	} {
 		if got := string(files[file]); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", file, got, want)
 		}
 	}
-	if len(files) != 10 {
-		t.Errorf("%d files, want one per job (10)", len(files))
+	if len(files) != 11 {
+		t.Errorf("%d files, want one per job (11)", len(files))
 	}
 }
 

@@ -34,6 +34,9 @@ const (
 	backendServer = "backend-metrics"
 	// monitorServer is the Monitor's metrics server identity, for the same reason.
 	monitorServer = "monitor-metrics"
+	// maintenanceServer is the maintenance service's metrics server identity, for the same
+	// reason.
+	maintenanceServer = "maintenance-metrics"
 )
 
 // workload is one service-cluster chart: its release, namespace (the workload's identity
@@ -49,15 +52,17 @@ var workloads = map[string]workload{
 	"cluster-service": {"cluster-service/deploy", "openhcp-cluster-service", "cluster-service", []string{"grpc", "metrics"}},
 	"backend":         {"backend/deploy", "openhcp-backend", "backend", []string{"metrics"}},
 	// The fleet Monitor, beside the backend (config identities.monitor).
-	"monitor":  {"backend/deploy/monitor", "openhcp-backend", "monitor", []string{"metrics"}},
-	"frontend": {"frontend/deploy", "openhcp-frontend", "frontend", []string{"https", "metrics"}},
-	"admin":    {"admin/deploy", "openhcp-admin", "admin", []string{"https", "metrics"}},
+	"monitor": {"backend/deploy/monitor", "openhcp-backend", "monitor", []string{"metrics"}},
+	// The maintenance service, beside the backend (config identities.maintenance).
+	"maintenance": {"backend/deploy/maintenance", "openhcp-backend", "maintenance", []string{"metrics"}},
+	"frontend":    {"frontend/deploy", "openhcp-frontend", "frontend", []string{"https", "metrics"}},
+	"admin":       {"admin/deploy", "openhcp-admin", "admin", []string{"https", "metrics"}},
 	// The break-glass gateway, in the admin API's namespace (config identities.gateway).
 	"gateway": {"admin/deploy/gateway", "openhcp-admin", "gateway", []string{"https", "metrics"}},
 }
 
 // serviceImages are the images of the service cluster's charts.
-var serviceImages = []string{"maestro", "maestro-gate", "cluster-service", "backend", "monitor", "frontend", "admin", "gateway", prometheusName}
+var serviceImages = []string{"maestro", "maestro-gate", "cluster-service", "backend", "monitor", "maintenance", "frontend", "admin", "gateway", prometheusName}
 
 // ServiceCluster installs the service cluster's charts on the node (a
 // localregion.ExternalServiceCluster): PostgreSQL and the broker stay on the host, exposed to
@@ -346,6 +351,22 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 			return nil, err
 		}
 		add("monitor-tls")(tls(monitorServer, p.CAFile))
+	case "maintenance":
+		add("maintenance-db")(db("maintenance"))
+		add("maintenance-cluster-service-client")(tls(pki.Maintenance, p.CAFile))
+		if err := p.Add(maintenanceServer, pki.Spec{CommonName: maintenanceServer, Usage: pki.Server,
+			DNSNames: []string{"localhost", svcName("maintenance", workloads["maintenance"].namespace)},
+			IPs:      []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}, pki.ServiceCA); err != nil {
+			return nil, err
+		}
+		add("maintenance-tls")(tls(maintenanceServer, p.CAFile))
+		// The admin API's statement public key (the launcher writes the pair before Cluster
+		// Service starts): the service carries out only the requests the admin API signed.
+		if env.SREStatementPublicKeyFile == "" {
+			errs = append(errs, errors.New("secret maintenance-sre-statement: no SRE statement public key"))
+		} else {
+			out["maintenance-sre-statement"] = map[string]string{"sre-statement.pub": env.SREStatementPublicKeyFile}
+		}
 	case "frontend":
 		add("frontend-db")(db("frontend"))
 		// Only ARM calls the ARM API: its client CA.
@@ -367,7 +388,7 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		out["breakglass-session-key"] = map[string]string{"session.key": env.SessionKeyFile}
 	}
 	switch name {
-	case "frontend", "backend", "monitor", "cluster-service", "admin", "gateway":
+	case "frontend", "backend", "monitor", "maintenance", "cluster-service", "admin", "gateway":
 		// The chart's ServiceMonitor verifies the metrics server by the CA that issued its
 		// certificate (service-base.serviceMonitor).
 		out[name+"-metrics-ca"] = map[string]string{"ca.crt": p.CAFile}
