@@ -555,18 +555,27 @@ type hostedControlPlane struct {
 // absence after the delete means something).
 func customerReachesAPIURL(ctx context.Context, t *testing.T, d *Region, a armClient, path string, kubectl func(...string) (string, error)) hostedControlPlane {
 	t.Helper()
-	cluster := a.do(http.MethodGet, path+"?api-version="+apiVersion, nil, http.StatusOK).Body
-	props, _ := cluster["properties"].(map[string]any)
-	api, _ := props["api"].(map[string]any)
-	apiURL, _ := api["url"].(string)
-	simPodIP, err := kubectl("get", "pods", "-n", simNamespace, "-l", "app.kubernetes.io/name=hypershift-sim", "-o", "jsonpath={.items[0].status.podIP}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(apiURL)
-	if err != nil || u.Scheme != "https" || u.Hostname() != simPodIP {
-		t.Fatalf("api.url %q: want https://<the sim pod's IP %s>:<port> (%v)", apiURL, simPodIP, err)
-	}
+	// api.url is the sim pod's IP, so it moves when the helm upgrade replaces the sim's pod
+	// (docs/deploy.md, "What is not built yet"): a cluster that became Available on the old pod
+	// shows the new address once the new pod's apiserver runs and its status comes back through
+	// Maestro and Cluster Service.
+	var apiURL string
+	waitFor(t, 3*time.Minute, "api.url on the running sim pod", func() error {
+		cluster := a.do(http.MethodGet, path+"?api-version="+apiVersion, nil, http.StatusOK).Body
+		props, _ := cluster["properties"].(map[string]any)
+		api, _ := props["api"].(map[string]any)
+		apiURL, _ = api["url"].(string)
+		simPodIP, err := kubectl("get", "pods", "-n", simNamespace, "-l", "app.kubernetes.io/name=hypershift-sim", "--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].status.podIP}")
+		if err != nil {
+			return err
+		}
+		u, err := url.Parse(apiURL)
+		if err != nil || u.Scheme != "https" || u.Hostname() != simPodIP {
+			return fmt.Errorf("api.url %q: want https://<the sim pod's IP %s>:<port> (%v)", apiURL, simPodIP, err)
+		}
+		return nil
+	})
+	u, _ := url.Parse(apiURL) // parsed in the wait above
 	nsName, err := kubectl("get", "hostedclusters", "-A", "-o", "jsonpath={.items[0].metadata.namespace}-{.items[0].metadata.name}")
 	if err != nil {
 		t.Fatal(err)
