@@ -104,34 +104,44 @@ func newCampaignCreateCmd(c *cli) *cobra.Command {
 }
 
 func newCampaignChangeCmd(c *cli, action, short string) *cobra.Command {
+	return requestOnCmd(c, &cobra.Command{
+		Use:     action + " <campaign id>",
+		Short:   short,
+		Example: fmt.Sprintf("  hcpctl --as sre-admin maintenance campaign %s z-4-19-16 --reason \"CHG-12\" --wait -o yaml", action),
+	}, "<campaign id>", func(id string) string { return action + " campaign " + id },
+		func(ctx context.Context, a *app, id, reason string) (adminapi.MaintenanceRequest, error) {
+			return a.c.ChangeCampaign(ctx, id, action, reason)
+		})
+}
+
+// requestOnCmd completes cmd (its Use, Short and Example set) as a command that asks for one
+// maintenance request on the object its one argument names, with a required --reason and
+// --wait: a campaign's resume or cancel, a task's cancel, a window's clear. what says what the
+// request does, for the message that asks for a reason.
+func requestOnCmd(c *cli, cmd *cobra.Command, arg string, what func(id string) string,
+	send func(ctx context.Context, a *app, id, reason string) (adminapi.MaintenanceRequest, error)) *cobra.Command {
 	var (
 		reason string
 		wait   bool
 	)
-	cmd := &cobra.Command{
-		Use:               action + " <campaign id>",
-		Short:             short,
-		Example:           fmt.Sprintf("  hcpctl --as sre-admin maintenance campaign %s z-4-19-16 --reason \"CHG-12\" --wait -o yaml", action),
-		Args:              exactArgs(1, "<campaign id>"),
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(reason) == "" {
-				return usagef("--reason is required: say why you %s campaign %s (it is kept in the audit log)", action, args[0])
+	cmd.Args = exactArgs(1, arg)
+	cmd.ValidArgsFunction = cobra.NoFileCompletions
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := needReason(reason, what(args[0])); err != nil {
+			return err
+		}
+		return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
+			r, err := send(ctx, a, args[0], reason)
+			if err != nil {
+				return err
 			}
-			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
-				r, err := a.c.ChangeCampaign(ctx, args[0], action, reason)
-				if err != nil {
-					return err
-				}
-				return followRequest(ctx, a, r, wait)
-			})
-		},
+			return followRequest(ctx, a, r, wait)
+		})
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why (required; kept in the audit log)")
+	reasonFlag(cmd, &reason)
 	waitFlag(cmd, &wait)
 	return cmd
 }
-
 func newRequestGetCmd(c *cli) *cobra.Command {
 	var wait bool
 	cmd := &cobra.Command{
@@ -258,34 +268,15 @@ func newTaskCreateCmd(c *cli) *cobra.Command {
 }
 
 func newTaskCancelCmd(c *cli) *cobra.Command {
-	var (
-		reason string
-		wait   bool
-	)
-	cmd := &cobra.Command{
-		Use:               "cancel <task id>",
-		Short:             "Cancel a task: a Pending one at once, a Running one before its next step",
-		Example:           "  hcpctl --as sre-admin maintenance task cancel <task id> --reason \"CHG-7: customer freeze\" --wait",
-		Args:              exactArgs(1, "<task id>"),
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := needReason(reason, "cancel task "+args[0]); err != nil {
-				return err
-			}
-			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
-				r, err := a.c.CancelTask(ctx, args[0], reason)
-				if err != nil {
-					return err
-				}
-				return followRequest(ctx, a, r, wait)
-			})
-		},
-	}
-	reasonFlag(cmd, &reason)
-	waitFlag(cmd, &wait)
-	return cmd
+	return requestOnCmd(c, &cobra.Command{
+		Use:     "cancel <task id>",
+		Short:   "Cancel a task: a Pending one at once, a Running one before its next step",
+		Example: "  hcpctl --as sre-admin maintenance task cancel <task id> --reason \"CHG-7: customer freeze\" --wait",
+	}, "<task id>", func(id string) string { return "cancel task " + id },
+		func(ctx context.Context, a *app, id, reason string) (adminapi.MaintenanceRequest, error) {
+			return a.c.CancelTask(ctx, id, reason)
+		})
 }
-
 func newWindowSetCmd(c *cli) *cobra.Command {
 	var (
 		body adminapi.WindowSet
@@ -346,30 +337,12 @@ func newWindowGetCmd(c *cli) *cobra.Command {
 }
 
 func newWindowClearCmd(c *cli) *cobra.Command {
-	var (
-		reason string
-		wait   bool
-	)
-	cmd := &cobra.Command{
-		Use:               "clear <cluster id>",
-		Short:             "Remove a cluster's maintenance window: it may be maintained at any time outside region blackouts",
-		Example:           "  hcpctl --as sre-admin maintenance window clear <cluster id> --reason \"customer asked\" --wait",
-		Args:              exactArgs(1, "<cluster id>"),
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := needReason(reason, "clear the maintenance window of cluster "+args[0]); err != nil {
-				return err
-			}
-			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
-				r, err := a.c.ClearWindow(ctx, args[0], reason)
-				if err != nil {
-					return err
-				}
-				return followRequest(ctx, a, r, wait)
-			})
-		},
-	}
-	reasonFlag(cmd, &reason)
-	waitFlag(cmd, &wait)
-	return cmd
+	return requestOnCmd(c, &cobra.Command{
+		Use:     "clear <cluster id>",
+		Short:   "Remove a cluster's maintenance window: it may be maintained at any time outside region blackouts",
+		Example: "  hcpctl --as sre-admin maintenance window clear <cluster id> --reason \"customer asked\" --wait",
+	}, "<cluster id>", func(id string) string { return "clear the maintenance window of cluster " + id },
+		func(ctx context.Context, a *app, id, reason string) (adminapi.MaintenanceRequest, error) {
+			return a.c.ClearWindow(ctx, id, reason)
+		})
 }
