@@ -361,8 +361,10 @@ func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, e
 
 // selectUnits lists what the campaign upgrades, as Cluster Service lists it now: by shard, the
 // clusters whose spec runs FromVersion on ChannelGroup; for a campaign over node pools, the
-// clusters of ChannelGroup that have a node pool whose spec runs FromVersion, and (pools) those
-// pools by cluster, sorted. A cluster not placed on a shard yet is left out.
+// clusters that have a node pool whose spec runs FromVersion on ChannelGroup (the pool's own
+// group, which the node pool task upgrades along: a pool's group may differ from its
+// cluster's), and (pools) those pools by cluster, sorted. A cluster not placed on a shard yet is
+// left out.
 func (m *Campaigns) selectUnits(ctx context.Context, spec CampaignSpec) (byShard, pools map[string][]string, err error) {
 	byShard, pools = map[string][]string{}, map[string][]string{}
 	req := &csv1.ListClustersRequest{PageSize: 500}
@@ -372,11 +374,11 @@ func (m *Campaigns) selectUnits(ctx context.Context, spec CampaignSpec) (byShard
 			return nil, nil, fmt.Errorf("list clusters: %w", err)
 		}
 		for _, c := range resp.GetClusters() {
-			if c.GetSpec().GetChannelGroup() != spec.ChannelGroup || c.GetShard() == "" {
+			if c.GetShard() == "" {
 				continue
 			}
 			if spec.Target != TargetNodePools {
-				if c.GetSpec().GetVersionId() == spec.FromVersion {
+				if c.GetSpec().GetChannelGroup() == spec.ChannelGroup && c.GetSpec().GetVersionId() == spec.FromVersion {
 					byShard[c.GetShard()] = append(byShard[c.GetShard()], c.GetId())
 				}
 				continue
@@ -389,7 +391,7 @@ func (m *Campaigns) selectUnits(ctx context.Context, spec CampaignSpec) (byShard
 				return nil, nil, fmt.Errorf("list node pools of cluster %s: %w", c.GetId(), err)
 			}
 			for _, np := range nps.GetNodePools() {
-				if np.GetSpec().GetVersionId() == spec.FromVersion {
+				if nodePoolChannelGroup(np, c) == spec.ChannelGroup && np.GetSpec().GetVersionId() == spec.FromVersion {
 					pools[c.GetId()] = append(pools[c.GetId()], np.GetId())
 				}
 			}
