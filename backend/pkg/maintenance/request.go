@@ -244,6 +244,13 @@ const requestDomain = "openhcp-maintenance-request-v1\x00"
 // between the admin API and the maintenance service).
 const maxRequestSkew = 5 * time.Minute
 
+// requestRecordRetention is how long the maintenance service keeps what it records of a
+// carried-out request outside the request's own document (a cleared window's record): longer
+// than any request made before the record can still be carried out (RequestRetention after it
+// was made, made at most maxRequestSkew ahead of this clock), and a day more for the store's and
+// the purger's clocks.
+const requestRecordRetention = RequestRetention + maxRequestSkew + 24*time.Hour
+
 // statement is what the admin API signs: everything it vouches for, none of the outcome. The
 // fields of the task and window requests are left out when empty, so a campaign request's
 // statement is what it was before they existed (a request signed then still verifies).
@@ -481,7 +488,7 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 func permanent(err error) bool {
 	return errors.Is(err, ErrInvalidCampaign) || errors.Is(err, ErrCampaignState) || errors.Is(err, ErrInvalidRequest) ||
 		errors.Is(err, docstore.ErrNotFound) || errors.Is(err, errCampaignExists) || errors.Is(err, ErrInvalidTask) ||
-		errors.Is(err, errNoCluster) || errors.Is(err, ErrInvalidWindow)
+		errors.Is(err, errNoCluster) || errors.Is(err, ErrInvalidWindow) || errors.Is(err, errSuperseded)
 }
 
 // errNoCluster is a request naming a cluster Cluster Service does not know.
@@ -551,13 +558,15 @@ func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
 		if err := s.clusterExists(ctx, r.Cluster); err != nil {
 			return "", err
 		}
-		if err := NewWindows(s.st, nil).Set(ctx, r.Cluster, r.Window); err != nil {
+		// A set left Pending (Cluster Service unavailable) may be carried out after a newer
+		// clear or set of the same cluster: setByRequest refuses it then.
+		if err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, r.Window, r.ID, r.Created, requestRecordRetention); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("maintenance window of cluster %s set: %s", r.Cluster, r.Window), nil
 	case ActionClearWindow:
 		// No look at Cluster Service: the window of a cluster deleted since may be cleared.
-		if err := NewWindows(s.st, nil).Set(ctx, r.Cluster, nil); err != nil {
+		if err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, nil, r.ID, r.Created, requestRecordRetention); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("cluster %s has no maintenance window: maintained at any time outside blackouts", r.Cluster), nil
