@@ -31,26 +31,31 @@ type Blackout struct {
 }
 
 // ParseBlackouts reads the region's blackouts from their configuration form: a JSON list of
-// {"from", "to", "reason"} with RFC 3339 times; empty is none. Each must end after it starts.
+// {"from", "to", "reason"} with RFC 3339 times; empty (or an empty list) is none. Each must end
+// after it starts. JSON null is refused: it is no list (a setting that did not render, say), and
+// a blackout list is the kind of setting whose loss should stop start-up, not mean "none".
 func ParseBlackouts(s string) ([]Blackout, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.DisallowUnknownFields()
-	var out []Blackout
-	if err := dec.Decode(&out); err != nil {
+	var list *[]Blackout // nil after a null
+	if err := dec.Decode(&list); err != nil {
 		return nil, fmt.Errorf("blackouts: %w", err)
+	}
+	if list == nil {
+		return nil, errors.New("blackouts: null is no list; write [] for none")
 	}
 	if dec.More() {
 		return nil, errors.New("blackouts: more than one JSON value")
 	}
-	for i, b := range out {
+	for i, b := range *list {
 		if b.From.IsZero() || b.To.IsZero() || !b.To.After(b.From) {
 			return nil, fmt.Errorf("blackout %d: needs from and to, to after from", i)
 		}
 	}
-	return out, nil
+	return *list, nil
 }
 
 // Windows is the Gate of maintenance windows (per cluster, stored beside the tasks; an admin
