@@ -80,6 +80,8 @@ func TestParseFlagsBlackouts(t *testing.T) {
 		{name: "from_the_flag", args: []string{"--blackouts", `[{"from":"2026-12-24T00:00:00Z","to":"2026-12-27T00:00:00Z"}]`},
 			want: []maintenance.Blackout{{From: from, To: to}}},
 		{name: "not_json_names_the_flag", args: []string{"--blackouts", "christmas"}, wantErr: "--blackouts"},
+		{name: "null_names_the_flag", args: []string{"--blackouts", "null"}, wantErr: "--blackouts"},
+		{name: "an_empty_list_is_none", args: []string{"--blackouts", "[]"}},
 		{name: "unknown_field_names_the_flag", args: []string{"--blackouts", `[{"start":"2026-12-24T00:00:00Z","to":"2026-12-27T00:00:00Z"}]`}, wantErr: "--blackouts"},
 		{name: "end_before_start_names_the_flag", args: []string{"--blackouts", `[{"from":"2026-12-27T00:00:00Z","to":"2026-12-24T00:00:00Z"}]`}, wantErr: "--blackouts"},
 		{name: "missing_end_names_the_flag", args: []string{"--blackouts", `[{"from":"2026-12-27T00:00:00Z"}]`}, wantErr: "--blackouts"},

@@ -215,6 +215,14 @@ func (c *Campaign) Clusters() int {
 	return n
 }
 
+// unitName names u in the campaign's messages.
+func (c *Campaign) unitName(u unit) string {
+	if u.nodePool != "" {
+		return "node pool " + u.nodePool + " of cluster " + u.cluster
+	}
+	return "cluster " + u.cluster
+}
+
 // what names the campaign's units, for its messages.
 func (c *Campaign) what() string {
 	if c.Target == TargetNodePools {
@@ -361,8 +369,10 @@ func (m *Campaigns) Create(ctx context.Context, spec CampaignSpec) (*Campaign, e
 
 // selectUnits lists what the campaign upgrades, as Cluster Service lists it now: by shard, the
 // clusters whose spec runs FromVersion on ChannelGroup; for a campaign over node pools, the
-// clusters of ChannelGroup that have a node pool whose spec runs FromVersion, and (pools) those
-// pools by cluster, sorted. A cluster not placed on a shard yet is left out.
+// clusters that have a node pool whose spec runs FromVersion on ChannelGroup (the pool's own
+// group, which the node pool task upgrades along: a pool's group may differ from its
+// cluster's), and (pools) those pools by cluster, sorted. A cluster not placed on a shard yet is
+// left out.
 func (m *Campaigns) selectUnits(ctx context.Context, spec CampaignSpec) (byShard, pools map[string][]string, err error) {
 	byShard, pools = map[string][]string{}, map[string][]string{}
 	req := &csv1.ListClustersRequest{PageSize: 500}
@@ -372,11 +382,11 @@ func (m *Campaigns) selectUnits(ctx context.Context, spec CampaignSpec) (byShard
 			return nil, nil, fmt.Errorf("list clusters: %w", err)
 		}
 		for _, c := range resp.GetClusters() {
-			if c.GetSpec().GetChannelGroup() != spec.ChannelGroup || c.GetShard() == "" {
+			if c.GetShard() == "" {
 				continue
 			}
 			if spec.Target != TargetNodePools {
-				if c.GetSpec().GetVersionId() == spec.FromVersion {
+				if c.GetSpec().GetChannelGroup() == spec.ChannelGroup && c.GetSpec().GetVersionId() == spec.FromVersion {
 					byShard[c.GetShard()] = append(byShard[c.GetShard()], c.GetId())
 				}
 				continue
@@ -389,7 +399,7 @@ func (m *Campaigns) selectUnits(ctx context.Context, spec CampaignSpec) (byShard
 				return nil, nil, fmt.Errorf("list node pools of cluster %s: %w", c.GetId(), err)
 			}
 			for _, np := range nps.GetNodePools() {
-				if np.GetSpec().GetVersionId() == spec.FromVersion {
+				if nodePoolChannelGroup(np, c) == spec.ChannelGroup && np.GetSpec().GetVersionId() == spec.FromVersion {
 					pools[c.GetId()] = append(pools[c.GetId()], np.GetId())
 				}
 			}
@@ -502,12 +512,36 @@ func (m *Campaigns) cancel(ctx context.Context, id, by, request string) (*Campai
 	}
 	for i := range c.Waves {
 		for _, u := range c.units(&c.Waves[i]) {
-			if _, err := m.tasks.Cancel(ctx, c.taskID(u), by, m.now()); err != nil && !errors.Is(err, docstore.ErrNotFound) {
+			t, err := m.tasks.Get(ctx, c.taskID(u))
+			if errors.Is(err, docstore.ErrNotFound) || (err == nil && !c.owns(t)) {
+				continue // never created, or another campaign's task at the same ID
+			}
+			if err == nil {
+				_, err = m.tasks.Cancel(ctx, t.ID, by, m.now())
+			}
+			if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 				return c, err
 			}
 		}
 	}
 	return c, nil
+}
+
+// owns says whether t, found at one of c's task IDs, is c's. Task IDs <campaign>-<cluster>
+// [-<pool>] of two campaigns can be equal when campaign IDs hold '-' (campaign "x" over node
+// pools and campaign "x-<cluster>" over clusters), so the ID alone does not say it; the task
+// names its campaign.
+func (c *Campaign) owns(t *Task) bool { return t.Campaign == c.ID }
+
+// note records msg in c's history unless it is there already (a reconcile sees the same thing
+// each poll).
+func (c *Campaign) note(now time.Time, msg string) {
+	for _, h := range c.History {
+		if h.Message == msg {
+			return
+		}
+	}
+	c.record(now, msg)
 }
 
 func (m *Campaigns) change(ctx context.Context, id, request string, f func(*Campaign) error) (*Campaign, error) {
@@ -581,6 +615,11 @@ func (m *Campaigns) step(ctx context.Context, c *Campaign, now time.Time) time.D
 			notCreated = append(notCreated, u)
 		case err != nil:
 			return again
+		case !c.owns(t):
+			// The unit cannot have its task: its ID is taken. It counts as failed, so a
+			// campaign does not report a cluster upgraded that it never touched.
+			failed++
+			c.note(now, fmt.Sprintf("task %s belongs to campaign %s, not to this one: its %s is counted as failed", t.ID, t.Campaign, c.unitName(u)))
 		case t.State == StateSucceeded:
 			succeeded++
 		case t.State == StateFailed || t.State == StateCancelled:

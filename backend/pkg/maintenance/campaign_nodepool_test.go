@@ -8,6 +8,7 @@ import (
 	"time"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -135,4 +136,61 @@ func poolIDs(ps []WaveNodePool) []string {
 		s = append(s, p.NodePool)
 	}
 	return s
+}
+
+// twoGroupCatalogue is the default stable group beside a fast one that also leads 4.19.16 to
+// 4.19.17, so a campaign in either group has a z-stream to go to.
+const twoGroupCatalogue = `{"channelGroups": {
+  "stable": {"versions": [
+    {"id": "4.19.16", "enabled": true, "endOfLife": "2027-12-17T00:00:00Z", "upgrades": ["4.19.17"]},
+    {"id": "4.19.17", "enabled": true, "endOfLife": "2027-12-17T00:00:00Z"}]},
+  "fast": {"versions": [
+    {"id": "4.19.16", "enabled": true, "endOfLife": "2027-12-17T00:00:00Z", "upgrades": ["4.19.17"]},
+    {"id": "4.19.17", "enabled": true, "endOfLife": "2027-12-17T00:00:00Z"}]}}}`
+
+// TestNodePoolCampaignSelectsByThePoolsChannelGroup: a node pool upgrades along its own channel
+// group (its cluster's when it names none), so a campaign over node pools selects a pool by the
+// pool's group and version, not by its cluster's group.
+func TestNodePoolCampaignSelectsByThePoolsChannelGroup(t *testing.T) {
+	pg := pgservertest.Start(t)
+	ctx := context.Background()
+	cat, err := versions.Parse([]byte(twoGroupCatalogue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFleetWith(t, pg, cat)
+	f.registerShard("mgmt-1", 10)
+	stable := f.createClusterIn("s", "stable", "4.19.17")
+	fast := f.createClusterIn("f", "fast", "4.19.17")
+	stablePoolOfStable := f.createNodePoolIn(stable, "s", "inherits", "", "4.19.16")
+	fastPoolOfStable := f.createNodePoolIn(stable, "s", "fast", "fast", "4.19.16")
+	fastPoolOfFast := f.createNodePoolIn(fast, "f", "inherits", "", "4.19.16")
+	stablePoolOfFast := f.createNodePoolIn(fast, "f", "stable", "stable", "4.19.16")
+	m := NewCampaigns(NewTasks(openStore(t, pgservertest.NewDatabase(t, pg))), f.cs, nil)
+
+	for _, c := range []struct {
+		name, group string
+		want        []string
+	}{
+		{"a_stable_campaign_takes_the_stable_pools_of_both_clusters_and_leaves_the_fast_pool_of_the_stable_cluster", "stable",
+			[]string{stablePoolOfStable, stablePoolOfFast}},
+		{"a_fast_campaign_takes_the_fast_pools_of_both_clusters_and_leaves_the_stable_pool_of_the_fast_cluster", "fast",
+			[]string{fastPoolOfStable, fastPoolOfFast}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cp, err := m.Create(ctx, CampaignSpec{ID: "np-" + c.group, Target: TargetNodePools, FromVersion: "4.19.16", ChannelGroup: c.group, RequestedBy: "sre"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range cp.Waves {
+				got = append(got, poolIDs(w.NodePools)...)
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(c.want))
+			if !slices.Equal(got, want) {
+				t.Fatalf("selected pools %v; want %v", got, want)
+			}
+		})
+	}
 }

@@ -218,3 +218,86 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string
 	}
 	return -1
 }
+
+// TestCampaignTaskIDsOfAnotherCampaign: a campaign's task IDs (<campaign>-<cluster>[-<pool>])
+// can meet another campaign's when campaign IDs hold '-' (campaign "x" over node pools and
+// campaign "x-<cluster>" over clusters). A task found at one of the campaign's IDs that names
+// another campaign is not the campaign's: it is neither counted as the campaign's outcome nor
+// cancelled with it.
+func TestCampaignTaskIDsOfAnotherCampaign(t *testing.T) {
+	pg := pgservertest.Start(t)
+	ctx := context.Background()
+	f := newFleet(t, pg)
+	f.registerShard("mgmt-1", 10)
+	tasks := NewTasks(openStore(t, pgservertest.NewDatabase(t, pg)))
+	m := NewCampaigns(tasks, f.cs, nil)
+	now := time.Now()
+
+	for _, tc := range []struct {
+		name       string
+		otherState State
+		act        func(t *testing.T, campaign string)
+		check      func(t *testing.T, campaign string, other *Task)
+	}{
+		{
+			name: "another_campaigns_succeeded_task_is_not_counted_as_the_campaigns_success", otherState: StateSucceeded,
+			act: func(t *testing.T, campaign string) {
+				if _, err := m.Reconcile(ctx, campaign); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, campaign string, _ *Task) {
+				c, err := m.Get(ctx, campaign)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.State == CampaignSucceeded || c.Waves[0].Succeeded != 0 {
+					t.Fatalf("campaign %s, wave %+v: another campaign's task was counted as its own", c.State, c.Waves[0])
+				}
+				if !strings.Contains(c.Message+fmt.Sprint(c.History), "campaign other") {
+					t.Fatalf("campaign's message and history do not name the other campaign: %q %+v", c.Message, c.History)
+				}
+			},
+		},
+		{
+			name: "cancelling_the_campaign_leaves_another_campaigns_pending_task", otherState: StatePending,
+			act: func(t *testing.T, campaign string) {
+				if _, err := m.Cancel(ctx, campaign, "sre"); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, _ string, other *Task) {
+				got, err := tasks.Get(ctx, other.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.State != StatePending {
+					t.Fatalf("the other campaign's task is %s after this campaign's cancel; want Pending", got.State)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := f.createCluster("c-"+strings.ToLower(string(tc.otherState)), "4.19.16")
+			campaign := "x-" + strings.ToLower(string(tc.otherState))
+			c, err := m.Create(ctx, CampaignSpec{ID: campaign, FromVersion: "4.19.16", ChannelGroup: "stable", RequestedBy: "sre"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The task another campaign made at this campaign's task ID for cluster.
+			other, err := tasks.Create(ctx, &Task{ID: c.TaskID(cluster), Cluster: cluster, Type: TypeZStreamUpgrade,
+				Campaign: "other", RequestedBy: "campaign other"}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.otherState != StatePending {
+				other.State = tc.otherState
+				if err := tasks.replace(ctx, other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.act(t, campaign)
+			tc.check(t, campaign, other)
+		})
+	}
+}

@@ -41,6 +41,13 @@ type fleet struct {
 
 func newFleet(t *testing.T, pg *pgserver.Server) *fleet {
 	t.Helper()
+	return newFleetWith(t, pg, nil)
+}
+
+// newFleetWith is newFleet whose Cluster Service resolves versions in cat (nil: the default
+// catalogue).
+func newFleetWith(t *testing.T, pg *pgserver.Server, cat *versions.Catalogue) *fleet {
+	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	db, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg), log, envelopetest.Keyring(t))
@@ -48,7 +55,7 @@ func newFleet(t *testing.T, pg *pgserver.Server) *fleet {
 		t.Fatalf("open cluster service store: %v", err)
 	}
 	t.Cleanup(db.Close)
-	srv := csserver.New(db, csserver.Config{KeepAlive: time.Second, Log: log})
+	srv := csserver.New(db, csserver.Config{KeepAlive: time.Second, Log: log, Versions: cat})
 	g := grpc.NewServer(srv.ServerOptions()...)
 	srv.Register(g)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -73,14 +80,20 @@ func (f *fleet) registerShard(name string, max int32) {
 	}
 }
 
-// createCluster creates a cluster at version and reports it READY there.
+// createCluster creates a cluster at version in channel group stable and reports it READY there.
 func (f *fleet) createCluster(name, version string) string {
+	f.t.Helper()
+	return f.createClusterIn(name, "stable", version)
+}
+
+// createClusterIn creates a cluster at version in channel group group and reports it READY there.
+func (f *fleet) createClusterIn(name, group, version string) string {
 	f.t.Helper()
 	id := strings.ReplaceAll(uuid.NewString(), "-", "")
 	rid := "/subscriptions/" + f.sub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/" + name
 	if _, err := f.cs.(clients).CreateCluster(context.Background(), &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
 		Id: id, ArmResourceId: rid,
-		Spec: &csv1.ClusterSpec{VersionId: version, ChannelGroup: "stable", Azure: &csv1.AzureSpec{
+		Spec: &csv1.ClusterSpec{VersionId: version, ChannelGroup: group, Azure: &csv1.AzureSpec{
 			SubscriptionId: f.sub, ResourceGroup: "rg", Location: "westus3",
 			SubnetId:               "/subscriptions/" + f.sub + "/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/workers",
 			NetworkSecurityGroupId: "/subscriptions/" + f.sub + "/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg",

@@ -18,6 +18,9 @@ var (
 		"The wave a campaign is at (1-based) and, under total, how many it has.", []string{"campaign", "of"}, nil)
 	descRequests = prometheus.NewDesc("maintenance_requests",
 		"SREs' maintenance requests stored, by action and state (Pending ones wait for the lease holder).", []string{"action", "state"}, nil)
+	descReplaysRefused = prometheus.NewDesc("maintenance_request_replays_refused",
+		"Maintenance requests found Pending again after they were carried out, refused rather than carried out twice, by action (over the records of the last 31 days). Any is someone writing the request store.",
+		[]string{"action"}, nil)
 )
 
 // Collector exposes tasks and campaigns as gauges read from the store at each scrape, so every
@@ -42,6 +45,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descCampaignState
 	ch <- descCampaignWave
 	ch <- descRequests
+	ch <- descReplaysRefused
 }
 
 // Collect implements prometheus.Collector; a store that does not answer leaves the series out.
@@ -67,6 +71,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			for k, v := range n {
 				ch <- prometheus.MustNewConstMetric(descRequests, prometheus.GaugeValue, float64(v), k.action, k.state)
+			}
+		}
+		if n, err := c.requests.replaysRefused(ctx); err == nil {
+			for _, a := range actions {
+				ch <- prometheus.MustNewConstMetric(descReplaysRefused, prometheus.GaugeValue, float64(n[a]), string(a))
 			}
 		}
 	}

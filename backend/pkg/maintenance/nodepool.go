@@ -28,6 +28,16 @@ const (
 	ParamToVersion = "toVersion"
 )
 
+// nodePoolChannelGroup is the channel group node pool np of cluster c upgrades along: its own,
+// or its cluster's when it names none. The node pool task resolves its target in it, and a
+// campaign over node pools selects pools by it.
+func nodePoolChannelGroup(np *csv1.NodePool, c *csv1.Cluster) string {
+	if g := np.GetSpec().GetChannelGroup(); g != "" {
+		return g
+	}
+	return c.GetSpec().GetChannelGroup()
+}
+
 // sameMinor reports whether a and b ("4.19.16", "4.19.17") share major.minor.
 func sameMinor(a, b string) bool {
 	i, j := strings.LastIndex(a, "."), strings.LastIndex(b, ".")
@@ -82,10 +92,7 @@ func NodePoolZStreamUpgrade(cs ClusterService, cfg ZStreamConfig) TaskType {
 			}
 			target := t.Params[ParamToVersion]
 			if target == "" {
-				group := np.GetSpec().GetChannelGroup()
-				if group == "" {
-					group = c.GetSpec().GetChannelGroup()
-				}
+				group := nodePoolChannelGroup(np, c)
 				vs, err := cs.ListVersions(ctx, &csv1.ListVersionsRequest{ChannelGroup: group})
 				if err != nil {
 					return StepResult{}, fmt.Errorf("list versions of channel group %s: %w", group, err)

@@ -24,11 +24,17 @@ import (
 // READY there.
 func (f *fleet) createNodePool(cluster, clusterName, name, version string) string {
 	f.t.Helper()
+	return f.createNodePoolIn(cluster, clusterName, name, "", version)
+}
+
+// createNodePoolIn is createNodePool with the pool's own channel group (empty: its cluster's).
+func (f *fleet) createNodePoolIn(cluster, clusterName, name, group, version string) string {
+	f.t.Helper()
 	id := strings.ReplaceAll(uuid.NewString(), "-", "")
 	rid := "/subscriptions/" + f.sub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/" + clusterName + "/nodePools/" + name
 	if _, err := f.cs.(clients).CreateNodePool(context.Background(), &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{
 		Id: id, ClusterId: cluster, ArmResourceId: rid,
-		Spec: &csv1.NodePoolSpec{VersionId: version, Replicas: 2, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}},
+		Spec: &csv1.NodePoolSpec{VersionId: version, ChannelGroup: group, Replicas: 2, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}},
 	}}); err != nil {
 		f.t.Fatalf("create node pool: %v", err)
 	}

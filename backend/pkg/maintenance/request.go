@@ -244,6 +244,14 @@ const requestDomain = "openhcp-maintenance-request-v1\x00"
 // between the admin API and the maintenance service).
 const maxRequestSkew = 5 * time.Minute
 
+// requestRecordRetention is how long the maintenance service keeps what it records of a
+// carried-out request outside the request's own document (its requestRecord, a cleared window's
+// record): longer
+// than any request made before the record can still be carried out (RequestRetention after it
+// was made, made at most maxRequestSkew ahead of this clock), and a day more for the store's and
+// the purger's clocks.
+const requestRecordRetention = RequestRetention + maxRequestSkew + 24*time.Hour
+
 // statement is what the admin API signs: everything it vouches for, none of the outcome. The
 // fields of the task and window requests are left out when empty, so a campaign request's
 // statement is what it was before they existed (a request signed then still verifies).
@@ -443,6 +451,13 @@ func (s *Requests) Process(ctx context.Context) error {
 }
 
 func (s *Requests) process(ctx context.Context, r *Request) error {
+	rec, err := s.getRecord(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		return s.processRecorded(ctx, r, rec)
+	}
 	msg, c, err := s.carryOut(ctx, r)
 	switch {
 	case err == nil:
@@ -459,6 +474,44 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 		return err
 	}
 	r.Finished = s.now().UTC()
+	// The record first: from the moment it exists, the request is never carried out again,
+	// whatever its document says later.
+	err = s.createRecord(ctx, &requestRecord{Request: r.ID, Action: r.Action, RequestETag: r.etag, State: r.State,
+		Message: r.Message, CampaignState: r.CampaignState, Finished: r.Finished})
+	if errors.Is(err, docstore.ErrAlreadyExists) {
+		return nil // another consumer carried it out and records it
+	}
+	if err != nil {
+		return err
+	}
+	return s.recordOutcome(ctx, r)
+}
+
+// processRecorded ends a Pending request that the record rec says was carried out already.
+// The same document the record names (its ETag) is one whose outcome was not written (the
+// service stopped in between): it gets the recorded outcome. Any other is a replay, a document
+// written Pending again after its outcome (or deleted and inserted again): it fails, changing
+// nothing, and is logged and counted (maintenance_request_replays_refused).
+func (s *Requests) processRecorded(ctx context.Context, r *Request, rec *requestRecord) error {
+	if r.etag == rec.RequestETag {
+		r.State, r.Message, r.CampaignState, r.Finished = rec.State, rec.Message, rec.CampaignState, rec.Finished
+		return s.recordOutcome(ctx, r)
+	}
+	s.log.Warn("maintenance request replay refused: it was carried out before and is never carried out twice", "request", r.ID,
+		"action", r.Action, "person", r.RequestedBy, logattr.KeyCorrelationRequestID, r.CorrelationID,
+		"carriedOut", rec.Finished, "outcome", rec.State)
+	rec.ReplaysRefused++
+	if err := s.replaceRecord(ctx, rec); err != nil {
+		return err
+	}
+	r.State, r.CampaignState, r.Finished = RequestFailed, "", s.now().UTC()
+	r.Message = fmt.Sprintf("replay refused: request %s was carried out at %s (%s: %.256s); a request is carried out once",
+		r.ID, rec.Finished.Format(time.RFC3339), rec.State, rec.Message)
+	return s.recordOutcome(ctx, r)
+}
+
+// recordOutcome writes r's outcome into its document, which then expires after RequestRetention.
+func (s *Requests) recordOutcome(ctx context.Context, r *Request) error {
 	d, err := requestDoc(r)
 	if err != nil {
 		return err
@@ -477,11 +530,115 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 	return nil
 }
 
+// TypeRequestRecord is the kind of document in which the maintenance service records each
+// request it carried out (or refused): request/<id> in Partition, which only the store's owner
+// group may write (not the admin API's login, which may insert requests and nothing else).
+const TypeRequestRecord = "maintenance-request-record"
+
+// requestRecord is the maintenance service's own record that it carried out a request. A request
+// document is written by the admin API's store login too, so its state is not proof that it was
+// carried out; the record is, and it outlives every request made before it
+// (requestRecordRetention).
+type requestRecord struct {
+	Request string        `json:"request"`
+	Action  RequestAction `json:"action"`
+	// RequestETag is the ETag of the Pending request document that was carried out: found
+	// Pending again with it, the document is the one whose outcome was not written yet.
+	RequestETag   string        `json:"requestEtag"`
+	State         RequestState  `json:"state"`
+	Message       string        `json:"message,omitempty"`
+	CampaignState CampaignState `json:"campaignState,omitempty"`
+	Finished      time.Time     `json:"finished"`
+	// ReplaysRefused counts the times the request was found Pending again and refused.
+	ReplaysRefused int `json:"replaysRefused,omitempty"`
+
+	etag string
+	ttl  time.Duration // the time left, as read: a replace keeps the record's expiry
+}
+
+func recordDoc(rec *requestRecord) (*docstore.Document, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode the record of maintenance request %s: %w", rec.Request, err)
+	}
+	id := "request/" + rec.Request
+	ttl := rec.ttl
+	if ttl <= 0 {
+		ttl = requestRecordRetention
+	}
+	return &docstore.Document{PartitionKey: Partition, ID: id, Type: TypeRequestRecord, ResourceID: id, Body: b, TTL: ttl}, nil
+}
+
+func decodeRecord(d *docstore.Document) (*requestRecord, error) {
+	var rec requestRecord
+	if err := json.Unmarshal(d.Body, &rec); err != nil {
+		return nil, fmt.Errorf("decode the record %s of a maintenance request: %w", d.ID, err)
+	}
+	rec.etag, rec.ttl = d.ETag, d.TTL
+	return &rec, nil
+}
+
+// getRecord reads the record of request id; nil when it was not carried out.
+func (s *Requests) getRecord(ctx context.Context, id string) (*requestRecord, error) {
+	d, err := s.st.Get(ctx, Partition, "request/"+id)
+	if errors.Is(err, docstore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the record of maintenance request %s: %w", id, err)
+	}
+	if d.Type != TypeRequestRecord {
+		return nil, fmt.Errorf("the record of maintenance request %s is a %s document", id, d.Type)
+	}
+	return decodeRecord(d)
+}
+
+func (s *Requests) createRecord(ctx context.Context, rec *requestRecord) error {
+	d, err := recordDoc(rec)
+	if err != nil {
+		return err
+	}
+	out, err := s.st.Create(ctx, d)
+	if err != nil {
+		return fmt.Errorf("record maintenance request %s as carried out: %w", rec.Request, err)
+	}
+	rec.etag = out.ETag
+	return nil
+}
+
+// replaceRecord writes rec if nobody wrote it since it was read; it keeps the record's expiry.
+func (s *Requests) replaceRecord(ctx context.Context, rec *requestRecord) error {
+	d, err := recordDoc(rec)
+	if err != nil {
+		return err
+	}
+	out, err := s.st.Replace(ctx, d, rec.etag)
+	if err != nil {
+		return fmt.Errorf("write the record of maintenance request %s: %w", rec.Request, err)
+	}
+	rec.etag = out.ETag
+	return nil
+}
+
+// replaysRefused counts, by action, the replays refused over the records kept.
+func (s *Requests) replaysRefused(ctx context.Context) (map[RequestAction]int, error) {
+	recs, err := listAll(ctx, s.st, docstore.Query{Partition: Partition, Type: TypeRequestRecord}, "maintenance request records",
+		decodeRecord, func(r *requestRecord) (time.Time, string) { return r.Finished, r.Request })
+	if err != nil {
+		return nil, err
+	}
+	n := map[RequestAction]int{}
+	for _, r := range recs {
+		n[r.Action] += r.ReplaysRefused
+	}
+	return n, nil
+}
+
 // permanent says whether err is the request's fault, not a passing one.
 func permanent(err error) bool {
 	return errors.Is(err, ErrInvalidCampaign) || errors.Is(err, ErrCampaignState) || errors.Is(err, ErrInvalidRequest) ||
 		errors.Is(err, docstore.ErrNotFound) || errors.Is(err, errCampaignExists) || errors.Is(err, ErrInvalidTask) ||
-		errors.Is(err, errNoCluster) || errors.Is(err, ErrInvalidWindow)
+		errors.Is(err, errNoCluster) || errors.Is(err, ErrInvalidWindow) || errors.Is(err, errSuperseded)
 }
 
 // errNoCluster is a request naming a cluster Cluster Service does not know.
@@ -551,13 +708,15 @@ func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
 		if err := s.clusterExists(ctx, r.Cluster); err != nil {
 			return "", err
 		}
-		if err := NewWindows(s.st, nil).Set(ctx, r.Cluster, r.Window); err != nil {
+		// A set left Pending (Cluster Service unavailable) may be carried out after a newer
+		// clear or set of the same cluster: setByRequest refuses it then.
+		if err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, r.Window, r.ID, r.Created, requestRecordRetention); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("maintenance window of cluster %s set: %s", r.Cluster, r.Window), nil
 	case ActionClearWindow:
 		// No look at Cluster Service: the window of a cluster deleted since may be cleared.
-		if err := NewWindows(s.st, nil).Set(ctx, r.Cluster, nil); err != nil {
+		if err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, nil, r.ID, r.Created, requestRecordRetention); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("cluster %s has no maintenance window: maintained at any time outside blackouts", r.Cluster), nil

@@ -31,26 +31,31 @@ type Blackout struct {
 }
 
 // ParseBlackouts reads the region's blackouts from their configuration form: a JSON list of
-// {"from", "to", "reason"} with RFC 3339 times; empty is none. Each must end after it starts.
+// {"from", "to", "reason"} with RFC 3339 times; empty (or an empty list) is none. Each must end
+// after it starts. JSON null is refused: it is no list (a setting that did not render, say), and
+// a blackout list is the kind of setting whose loss should stop start-up, not mean "none".
 func ParseBlackouts(s string) ([]Blackout, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.DisallowUnknownFields()
-	var out []Blackout
-	if err := dec.Decode(&out); err != nil {
+	var list *[]Blackout // nil after a null
+	if err := dec.Decode(&list); err != nil {
 		return nil, fmt.Errorf("blackouts: %w", err)
+	}
+	if list == nil {
+		return nil, errors.New("blackouts: null is no list; write [] for none")
 	}
 	if dec.More() {
 		return nil, errors.New("blackouts: more than one JSON value")
 	}
-	for i, b := range out {
+	for i, b := range *list {
 		if b.From.IsZero() || b.To.IsZero() || !b.To.After(b.From) {
 			return nil, fmt.Errorf("blackout %d: needs from and to, to after from", i)
 		}
 	}
-	return out, nil
+	return *list, nil
 }
 
 // Windows is the Gate of maintenance windows (per cluster, stored beside the tasks; an admin
@@ -126,6 +131,89 @@ func (w *Windows) Set(ctx context.Context, cluster string, win *Window) error {
 	return nil
 }
 
+// windowDoc is what a window document holds: the window and, when an SRE's maintenance request
+// changed it last, that request (its ID and when the admin API made it). A request that
+// cleared the window leaves a document with no window (Cleared) for a while, so that a request
+// made before it and carried out after it is refused rather than bringing the window back.
+type windowDoc struct {
+	Window
+	Cleared        bool      `json:"cleared,omitempty"`
+	Request        string    `json:"request,omitempty"`
+	RequestCreated time.Time `json:"requestCreated,omitzero"`
+}
+
+// errSuperseded fails a window request made before the one that changed the window last.
+var errSuperseded = errors.New("superseded by a newer request")
+
+// setByRequest sets cluster's window to win (nil: clears it) on behalf of the maintenance
+// request id, made at made, unless a newer request (made later; made at the same time, a
+// greater ID: the order Requests.Process goes in) changed it last: then it changes nothing and
+// fails with errSuperseded naming that request. So window requests for a cluster take effect in
+// the order they were made, whatever order they are carried out in. A clear leaves a record
+// with no window that expires after keep. A request that changed the window last finds its own
+// change (carried out again after a crash) and writes nothing.
+func (w *Windows) setByRequest(ctx context.Context, cluster string, win *Window, id string, made time.Time, keep time.Duration) error {
+	if win != nil {
+		if err := win.Validate(); err != nil {
+			return err
+		}
+	}
+	docID := "window/" + cluster
+	for range 10 {
+		cur, err := w.st.Get(ctx, Partition, docID)
+		if err != nil && !errors.Is(err, docstore.ErrNotFound) {
+			return fmt.Errorf("read maintenance window of %s: %w", cluster, err)
+		}
+		if cur != nil {
+			var last windowDoc
+			if err := json.Unmarshal(cur.Body, &last); err != nil {
+				return fmt.Errorf("decode maintenance window of %s: %w", cluster, err)
+			}
+			if last.Request == id {
+				return nil
+			}
+			if last.Request != "" && madeAfter(last.RequestCreated, last.Request, made, id) {
+				return fmt.Errorf("%w: request %s, made %s, changed the maintenance window of cluster %s after this one was made (%s); nothing changed",
+					errSuperseded, last.Request, last.RequestCreated.UTC().Format(time.RFC3339Nano), cluster, made.UTC().Format(time.RFC3339Nano))
+			}
+		}
+		next := windowDoc{Request: id, RequestCreated: made.UTC(), Cleared: win == nil}
+		if win != nil {
+			next.Window = *win
+		}
+		b, err := json.Marshal(next)
+		if err != nil {
+			return fmt.Errorf("encode maintenance window of %s: %w", cluster, err)
+		}
+		d := &docstore.Document{PartitionKey: Partition, ID: docID, Type: TypeWindow, ResourceID: docID, Body: b}
+		if win == nil {
+			d.TTL = keep
+		}
+		if cur == nil {
+			_, err = w.st.Create(ctx, d)
+		} else {
+			_, err = w.st.Replace(ctx, d, cur.ETag)
+		}
+		if errors.Is(err, docstore.ErrAlreadyExists) || errors.Is(err, docstore.ErrPreconditionFailed) {
+			continue // another writer came first: look again
+		}
+		if err != nil {
+			return fmt.Errorf("write maintenance window of %s: %w", cluster, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("write maintenance window of %s: kept conflicting with other writers", cluster)
+}
+
+// madeAfter says whether the request (a, aID) was made after (b, bID), in the order
+// Requests.Process carries requests out: by creation time, then by ID.
+func madeAfter(a time.Time, aID string, b time.Time, bID string) bool {
+	if !a.Equal(b) {
+		return a.After(b)
+	}
+	return aID > bID
+}
+
 // Get returns cluster's window; nil when it has none.
 func (w *Windows) Get(ctx context.Context, cluster string) (*Window, error) {
 	d, err := w.st.Get(ctx, Partition, "window/"+cluster)
@@ -135,11 +223,14 @@ func (w *Windows) Get(ctx context.Context, cluster string) (*Window, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read maintenance window of %s: %w", cluster, err)
 	}
-	var win Window
+	var win windowDoc
 	if err := json.Unmarshal(d.Body, &win); err != nil {
 		return nil, fmt.Errorf("decode maintenance window of %s: %w", cluster, err)
 	}
-	return &win, nil
+	if win.Cleared {
+		return nil, nil
+	}
+	return &win.Window, nil
 }
 
 // Allow implements Gate.

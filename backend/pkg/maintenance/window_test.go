@@ -103,3 +103,33 @@ func TestActuatorWindows(t *testing.T) {
 		waitState(t, tasks, "w1", StateSucceeded, time.Minute)
 	})
 }
+
+// TestParseBlackouts: the region's blackouts as configured. An empty setting and an empty list
+// are none; JSON null is refused (it is no list: a value that did not render, not "none").
+func TestParseBlackouts(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     int
+		wantErr  string
+	}{
+		{name: "an_empty_setting_is_none", in: ""},
+		{name: "an_empty_list_is_none", in: "[]"},
+		{name: "a_list_of_one_span", in: `[{"from":"2026-12-24T00:00:00Z","to":"2026-12-27T00:00:00Z"}]`, want: 1},
+		{name: "null_is_refused_naming_the_list", in: "null", wantErr: "null"},
+		{name: "null_with_spaces_is_refused", in: " null\n", wantErr: "null"},
+		{name: "an_object_is_refused", in: `{"from":"2026-12-24T00:00:00Z"}`, wantErr: "blackouts"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseBlackouts(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ParseBlackouts(%q) = %v, %v; want an error naming %q", tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || len(got) != tc.want {
+				t.Fatalf("ParseBlackouts(%q) = %v, %v; want %d spans", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}

@@ -44,8 +44,14 @@ const (
 var NodePoolShapes = armpath.Shapes{
 	"properties.labels": armpath.KeyValueList,
 	"properties.platform.osDisk.diskType": {
-		ToSpec: func(v any) any { return swap(v.(string), DiskTypeManaged, "Persistent") },
-		ToARM:  func(v any) any { return swap(v.(string), "Persistent", DiskTypeManaged) },
+		ToSpec: func(v any) (any, error) {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("%v (%T) where a string is expected", v, v)
+			}
+			return swap(s, DiskTypeManaged, "Persistent"), nil
+		},
+		ToARM: func(v any) any { return swap(v.(string), "Persistent", DiskTypeManaged) },
 	},
 }
 
@@ -64,7 +70,12 @@ func swap(s, from, to string) string {
 // default.
 func NodePoolFromARM(doc any) *NodePool {
 	spec := &csv1.NodePoolSpec{}
-	armpath.Fill(spec.ProtoReflect(), doc, NodePoolShapes)
+	if err := armpath.Fill(spec.ProtoReflect(), doc, NodePoolShapes); err != nil {
+		// A body decoded into its version's type has the specification's shapes: a mismatch
+		// is a wrong arm_path, caught by the mapping tests (a stored document's is an error:
+		// UnmarshalJSON).
+		panic(fmt.Sprintf("node pool body %T: %v", doc, err))
+	}
 	if armpath.Lookup(doc, "properties.autoRepair") == nil {
 		spec.AutoRepair = true
 	}
@@ -133,7 +144,9 @@ func (np *NodePool) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("read node pool identity: %w", err)
 	}
 	spec := &csv1.NodePoolSpec{}
-	armpath.Fill(spec.ProtoReflect(), doc, NodePoolShapes)
+	if err := armpath.Fill(spec.ProtoReflect(), doc, NodePoolShapes); err != nil {
+		return fmt.Errorf("read node pool document: %w", err)
+	}
 	np.Identity, np.Spec = d.Identity, spec
 	return nil
 }

@@ -18,9 +18,10 @@ import (
 )
 
 // Shape converts one property whose ARM shape is not its proto field's, by its ARM path:
-// ToSpec from the ARM value, ToARM back.
+// ToSpec from the ARM value (an error for a value of another shape: a stored document is not
+// checked against the specification first), ToARM back.
 type Shape struct {
-	ToSpec func(v any) any
+	ToSpec func(v any) (any, error)
 	ToARM  func(v any) any
 }
 
@@ -42,12 +43,19 @@ func Parse(b []byte) (map[string]any, error) {
 // body's type (its properties found by their JSON names) or the JSON objects of a document; a
 // path absent from doc (or null) leaves the field unset. "." is the holder's own object, "/a.b"
 // a path from doc's root, "-" and no option are fields that do not come from the ARM form.
-func Fill(msg protoreflect.Message, doc any, shapes Shapes) {
+//
+// A value of another shape than its field's (a fraction or a string for an integer, an object
+// for a scalar, a null in a list) is an error naming its ARM path. A body decoded into its
+// api-version's type cannot have one; a stored document's JSON objects can.
+func Fill(msg protoreflect.Message, doc any, shapes Shapes) error {
 	root := reflect.ValueOf(doc)
-	fill(msg, root, root, "", shapes)
+	return fill(msg, root, root, "", shapes)
 }
 
-func fill(msg protoreflect.Message, doc, obj reflect.Value, base string, shapes Shapes) {
+func fill(msg protoreflect.Message, doc, obj reflect.Value, base string, shapes Shapes) error {
+	if o := deref(obj); o.IsValid() && !isObject(o) {
+		return mismatch(base, o, "an object")
+	}
 	fields := msg.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
@@ -55,42 +63,131 @@ func fill(msg protoreflect.Message, doc, obj reflect.Value, base string, shapes 
 		if p == "" || p == "-" {
 			continue
 		}
-		v, path := deref(obj), base
+		v, path, err := deref(obj), base, error(nil)
 		switch {
 		case strings.HasPrefix(p, "/"):
-			v, path = lookup(doc, p[1:]), p[1:]
+			path = p[1:]
+			v, err = lookupChecked(doc, "", path)
 		case p != ".":
-			v, path = lookup(obj, p), join(base, p)
+			path = join(base, p)
+			v, err = lookupChecked(obj, base, p)
+		}
+		if err != nil {
+			return err
 		}
 		if !v.IsValid() {
 			continue
 		}
 		if shape, ok := shapes[path]; ok && shape.ToSpec != nil {
-			v = deref(reflect.ValueOf(shape.ToSpec(v.Interface())))
+			sv, err := shape.ToSpec(v.Interface())
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			v = deref(reflect.ValueOf(sv))
 		}
 		switch {
 		case fd.IsMap():
+			if v.Kind() != reflect.Map || v.Type().Key().Kind() != reflect.String {
+				return mismatch(path, v, "an object")
+			}
 			m := msg.Mutable(fd).Map()
 			for it := v.MapRange(); it.Next(); {
-				m.Set(protoreflect.ValueOfString(it.Key().String()).MapKey(), scalar(fd.MapValue(), deref(it.Value()), path))
+				sv, err := scalar(fd.MapValue(), deref(it.Value()), join(path, it.Key().String()))
+				if err != nil {
+					return err
+				}
+				m.Set(protoreflect.ValueOfString(it.Key().String()).MapKey(), sv)
 			}
 		case fd.IsList():
+			if v.Kind() != reflect.Slice && v.Kind() != reflect.Array {
+				return mismatch(path, v, "a list")
+			}
 			l := msg.Mutable(fd).List()
 			for j := 0; j < v.Len(); j++ {
+				e := deref(v.Index(j))
+				if !e.IsValid() {
+					return fmt.Errorf("%s: element %d is null", path, j)
+				}
 				if fd.Message() != nil {
 					el := l.NewElement()
-					fill(el.Message(), doc, v.Index(j), path, shapes)
+					if err := fill(el.Message(), doc, e, path, shapes); err != nil {
+						return err
+					}
 					l.Append(el)
-				} else {
-					l.Append(scalar(fd, deref(v.Index(j)), path))
+					continue
 				}
+				sv, err := scalar(fd, e, path)
+				if err != nil {
+					return err
+				}
+				l.Append(sv)
 			}
 		case fd.Message() != nil:
-			fill(msg.Mutable(fd).Message(), doc, v, path, shapes)
+			if err := fill(msg.Mutable(fd).Message(), doc, v, path, shapes); err != nil {
+				return err
+			}
 		default:
-			msg.Set(fd, scalar(fd, v, path))
+			sv, err := scalar(fd, v, path)
+			if err != nil {
+				return err
+			}
+			msg.Set(fd, sv)
 		}
 	}
+	return nil
+}
+
+// isObject says whether v (dereferenced) is an object: JSON objects' map or a body type's struct.
+func isObject(v reflect.Value) bool {
+	return (v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String) || v.Kind() == reflect.Struct
+}
+
+// lookupChecked is lookup of the dotted path below obj (itself at ARM path base), with an error
+// when a step of the path is present but no object.
+func lookupChecked(obj reflect.Value, base, path string) (reflect.Value, error) {
+	cur, at := deref(obj), base
+	for _, k := range strings.Split(path, ".") {
+		if !cur.IsValid() {
+			return cur, nil
+		}
+		if !isObject(cur) {
+			return reflect.Value{}, mismatch(at, cur, "an object")
+		}
+		cur, at = deref(property(cur, k)), join(at, k)
+	}
+	return cur, nil
+}
+
+// mismatch is the error for v at ARM path where want is expected.
+func mismatch(path string, v reflect.Value, want string) error {
+	if path == "" {
+		path = "the document"
+	}
+	return fmt.Errorf("%s: %s where %s is expected", path, describe(v), want)
+}
+
+// describe names v's JSON shape, for errors.
+func describe(v reflect.Value) string {
+	if !v.IsValid() {
+		return "null"
+	}
+	if n, ok := v.Interface().(json.Number); ok {
+		return "the number " + n.String()
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16,
+		reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return fmt.Sprintf("the number %v", v.Interface())
+	}
+	return v.Type().String()
 }
 
 // Render is msg's ARM form, the inverse of Fill: a field is written at its arm_path when it is
@@ -265,38 +362,66 @@ func join(a, b string) string {
 }
 
 // scalar converts an ARM value (from a body's type or JSON objects) to a proto scalar of fd's
-// kind. A mismatch is a programming error (an arm_path naming a property of another type, or a
-// body not checked against its schema first), caught by the mapping tests.
-func scalar(fd protoreflect.FieldDescriptor, v reflect.Value, path string) protoreflect.Value {
+// kind; a value of another kind is an error naming path. In a body's type that is a
+// programming error (an arm_path naming a property of another type), caught by the mapping
+// tests; in a stored document it is the document's.
+func scalar(fd protoreflect.FieldDescriptor, v reflect.Value, path string) (protoreflect.Value, error) {
+	if !v.IsValid() {
+		return protoreflect.Value{}, mismatch(path, v, "a "+kindName(fd))
+	}
+	orig := v
 	if n, ok := v.Interface().(json.Number); ok {
-		if i, err := n.Int64(); err == nil {
-			v = reflect.ValueOf(i)
+		i, err := n.Int64()
+		if err != nil {
+			return protoreflect.Value{}, mismatch(path, orig, "a "+kindName(fd))
 		}
+		v = reflect.ValueOf(i)
 	}
 	switch k := v.Kind(); {
 	case fd.Kind() == protoreflect.StringKind && k == reflect.String:
-		return protoreflect.ValueOfString(v.String())
+		return protoreflect.ValueOfString(v.String()), nil
 	case fd.Kind() == protoreflect.BoolKind && k == reflect.Bool:
-		return protoreflect.ValueOfBool(v.Bool())
+		return protoreflect.ValueOfBool(v.Bool()), nil
 	case fd.Kind() == protoreflect.Int32Kind && v.CanInt() && v.Int() == int64(int32(v.Int())):
-		return protoreflect.ValueOfInt32(int32(v.Int()))
+		return protoreflect.ValueOfInt32(int32(v.Int())), nil
 	case fd.Kind() == protoreflect.Int64Kind && v.CanInt():
-		return protoreflect.ValueOfInt64(v.Int())
+		return protoreflect.ValueOfInt64(v.Int()), nil
 	}
-	panic(fmt.Sprintf("ARM %s: %v (%s) does not fit proto field %s (%s)", path, v, v.Type(), fd.FullName(), fd.Kind()))
+	return protoreflect.Value{}, mismatch(path, orig, "a "+kindName(fd))
+}
+
+// kindName names the JSON shape of fd's kind, for errors.
+func kindName(fd protoreflect.FieldDescriptor) string {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return "string"
+	case protoreflect.BoolKind:
+		return "boolean"
+	case protoreflect.Int32Kind:
+		return "32-bit integer"
+	case protoreflect.Int64Kind:
+		return "64-bit integer"
+	}
+	return fd.Kind().String()
 }
 
 // KeyValueList is the Shape of a map held in ARM as a list of {"key", "value"} objects (node
 // pool labels), listed by key.
 var KeyValueList = Shape{
-	ToSpec: func(v any) any {
+	ToSpec: func(v any) (any, error) {
+		if l := deref(reflect.ValueOf(v)); l.Kind() != reflect.Slice && l.Kind() != reflect.Array {
+			return nil, fmt.Errorf("%s where a list of {key, value} is expected", describe(l))
+		}
 		m := map[string]any{}
-		for _, e := range Elements(v) {
-			key, _ := Lookup(e, "key").(string)
-			value, _ := Lookup(e, "value").(string)
+		for i, e := range Elements(v) {
+			key, ok := Lookup(e, "key").(string)
+			value, vok := Lookup(e, "value").(string)
+			if !ok || (!vok && Lookup(e, "value") != nil) {
+				return nil, fmt.Errorf("element %d: %s where {key, value} strings are expected", i, describe(deref(reflect.ValueOf(e))))
+			}
 			m[key] = value
 		}
-		return m
+		return m, nil
 	},
 	ToARM: func(v any) any {
 		m := v.(map[string]any)

@@ -101,7 +101,9 @@ func TestFillFromARMPathForms(t *testing.T) {
 		"properties": map[string]any{"version": map[string]any{"id": "4.19", "channelGroup": "fast"}},
 	}
 	var c csv1.Cluster
-	armpath.Fill(c.ProtoReflect(), doc, nil)
+	if err := armpath.Fill(c.ProtoReflect(), doc, nil); err != nil {
+		t.Fatal(err)
+	}
 	if c.GetArmResourceId() != "c1" || c.GetSpec().GetVersionId() != "4.19" || c.GetSpec().GetChannelGroup() != "fast" || c.GetId() != "" {
 		t.Fatalf("filled %v", &c)
 	}
