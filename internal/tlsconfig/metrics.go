@@ -8,7 +8,7 @@ import (
 
 // HandshakeMetric counts a service's server-side TLS handshakes by listener and by whether they
 // resumed a session: a burst of resumed="false" is the storm of full handshakes that session
-// resumption exists to avoid (docs/performance.md, "TLS handshakes").
+// resumption exists to avoid (docs/performance.md, "TLS handshakes: full against resumed").
 type HandshakeMetric struct {
 	total *prometheus.CounterVec
 }
