@@ -95,8 +95,10 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 		if h, _, err := net.SplitHostPort(addr); err == nil {
 			host = h
 		}
+		// It runs on every handshake, resumed ones included: the server's chain and identity
+		// are checked against the files of the moment either way.
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			_, pool := src.current()
+			own, pool := src.current()
 			name := cs.ServerName
 			if name == "" {
 				name = host
@@ -110,7 +112,6 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 			if f.PeerWorkload == "" {
 				return nil
 			}
-			own, _ := src.current()
 			return verifyPeerWorkload(cs, own, f.PeerWorkload)
 		}
 	}
