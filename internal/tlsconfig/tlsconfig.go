@@ -6,8 +6,10 @@ package tlsconfig
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,7 +73,9 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.ServerName}
+	// Sessions are cached per server and per the client's own files, so a reconnection resumes
+	// (resume.go) unless either side's files changed.
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.ServerName, ClientSessionCache: newFilesSessionCache(src)}
 	if cfg.ServerName == "" && f.PeerWorkload != "" {
 		cfg.ServerName = identity.ServerName(f.PeerWorkload)
 	}
@@ -91,8 +95,10 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 		if h, _, err := net.SplitHostPort(addr); err == nil {
 			host = h
 		}
+		// It runs on every handshake, resumed ones included: the server's chain and identity
+		// are checked against the files of the moment either way.
 		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			_, pool := src.current()
+			own, pool := src.current()
 			name := cs.ServerName
 			if name == "" {
 				name = host
@@ -106,7 +112,6 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 			if f.PeerWorkload == "" {
 				return nil
 			}
-			own, _ := src.current()
 			return verifyPeerWorkload(cs, own, f.PeerWorkload)
 		}
 	}
@@ -183,16 +188,20 @@ func (f Files) ServerClientAuth(addr string, clientAuth tls.ClientAuthType, next
 	}
 	// Each handshake gets a config built from the files of the moment. The outer config also
 	// carries a certificate callback so that code inspecting it sees a usable server config.
+	// Session tickets are sealed under this config's own keys and bound to the files they were
+	// issued under (resume.go).
+	keys := newTicketKeys(nil)
 	perConn := func() *tls.Config {
-		cert, pool := src.current()
+		m := src.state()
 		c := &tls.Config{
 			MinVersion:   tls.VersionTLS12,
-			Certificates: []tls.Certificate{*cert},
+			Certificates: []tls.Certificate{*m.cert},
 			NextProtos:   nextProtos,
 		}
-		if pool != nil {
-			c.ClientCAs, c.ClientAuth = pool, clientAuth
+		if m.pool != nil {
+			c.ClientCAs, c.ClientAuth = m.pool, clientAuth
 		}
+		keys.resumeWith(c, m.sum)
 		return c
 	}
 	cfg := perConn()
@@ -218,6 +227,14 @@ type source struct {
 	raw  [3][]byte
 	cert *tls.Certificate
 	pool *x509.CertPool
+	sum  [32]byte // filesDigest(raw): what sessions are bound to (resume.go)
+}
+
+// material is the parsed files of one moment and the digest of their bytes.
+type material struct {
+	cert *tls.Certificate
+	pool *x509.CertPool
+	sum  [32]byte
 }
 
 func newSource(f Files) (*source, error) {
@@ -230,8 +247,22 @@ func newSource(f Files) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.raw, s.cert, s.pool = raw, cert, pool
+	s.raw, s.cert, s.pool, s.sum = raw, cert, pool, filesDigest(raw)
 	return s, nil
+}
+
+// filesDigest is the SHA-256 of the certificate, key and CA files' bytes, each length-prefixed.
+func filesDigest(raw [3][]byte) [32]byte {
+	h := sha256.New()
+	for _, b := range raw {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 func (s *source) read() ([3][]byte, error) {
@@ -251,11 +282,17 @@ func (s *source) read() ([3][]byte, error) {
 
 // current returns the certificate (nil without one) and the CA pool (nil without a CA).
 func (s *source) current() (*tls.Certificate, *x509.CertPool) {
+	m := s.state()
+	return m.cert, m.pool
+}
+
+// state returns the files of the moment, parsed, with their digest.
+func (s *source) state() material {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	raw, err := s.read()
 	if err == nil && bytes.Equal(raw[0], s.raw[0]) && bytes.Equal(raw[1], s.raw[1]) && bytes.Equal(raw[2], s.raw[2]) {
-		return s.cert, s.pool
+		return material{s.cert, s.pool, s.sum}
 	}
 	var cert *tls.Certificate
 	var pool *x509.CertPool
@@ -264,7 +301,7 @@ func (s *source) current() (*tls.Certificate, *x509.CertPool) {
 	}
 	if err != nil {
 		slog.Warn("TLS files changed but do not load; keeping the previous ones", "cert", s.files.Cert, "ca", s.files.CA, "error", err)
-		return s.cert, s.pool
+		return material{s.cert, s.pool, s.sum}
 	}
 	if cert != nil && cert.Leaf != nil {
 		slog.Info("TLS files reloaded", "cert", s.files.Cert, "subject", cert.Leaf.Subject.CommonName,
@@ -272,8 +309,8 @@ func (s *source) current() (*tls.Certificate, *x509.CertPool) {
 	} else {
 		slog.Info("TLS files reloaded", "ca", s.files.CA)
 	}
-	s.raw, s.cert, s.pool = raw, cert, pool
-	return cert, pool
+	s.raw, s.cert, s.pool, s.sum = raw, cert, pool, filesDigest(raw)
+	return material{cert, pool, s.sum}
 }
 
 func parse(f Files, raw [3][]byte) (*tls.Certificate, *x509.CertPool, error) {

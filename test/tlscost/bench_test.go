@@ -93,15 +93,19 @@ type setup struct {
 	name string
 	pki  *pki.Region // nil: plaintext
 
-	feURL   string
-	csAddr  string
-	client  *http.Client // kept-alive
-	fresh   *http.Client // a new connection per request
-	cs      csv1.ClustersClient
-	sub     string
-	cluster string // a cluster's ARM path, for GETs
-	csID    string
-	seq     int
+	feURL        string
+	feAddr       string
+	feMetrics    string
+	csMetrics    string
+	csAddr       string
+	fePID, csPID int
+	client       *http.Client // kept-alive
+	fresh        *http.Client // a new connection per request
+	cs           csv1.ClustersClient
+	sub          string
+	cluster      string // a cluster's ARM path, for GETs
+	csID         string
+	seq          int
 
 	samples map[string][]time.Duration
 }
@@ -118,7 +122,7 @@ func (s *setup) start(b *testing.B, bin string, pg *pgserver.Server) {
 		"--dev-workload-identity-client-id", uuid.NewString()}
 	feArgs := []string{"--listen", feAddr, "--metrics-listen", feMetrics, "--db-dsn", pgservertest.NewDatabase(b, pg),
 		"--cluster-service", csAddr, "--location", "westus3"}
-	s.feURL, s.csAddr = "http://"+feAddr, csAddr
+	s.feURL, s.csAddr, s.feAddr, s.feMetrics, s.csMetrics = "http://"+feAddr, csAddr, feAddr, feMetrics, csMetrics
 	var feTLS, csTLS, sreTLS *tlsconfigPair
 	if s.pki != nil {
 		cs, fe := s.pki.MustFiles(pki.ClusterService), s.pki.MustFiles(pki.Frontend)
@@ -128,7 +132,7 @@ func (s *setup) start(b *testing.B, bin string, pg *pgserver.Server) {
 		s.feURL = "https://" + feAddr
 		feTLS, csTLS, sreTLS = s.as(pki.ARM, pki.Frontend), s.as(pki.Frontend, pki.ClusterService), s.as(pki.SRE, pki.ClusterService)
 	}
-	run(b, filepath.Join(bin, "cluster-service"), s.name+"-cluster-service", csArgs)
+	s.csPID = run(b, filepath.Join(bin, "cluster-service"), s.name+"-cluster-service", csArgs)
 	waitTCP(b, csAddr)
 	sre := dial(b, csAddr, sreTLS)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -139,9 +143,15 @@ func (s *setup) start(b *testing.B, bin string, pg *pgserver.Server) {
 	}
 	s.cs = csv1.NewClustersClient(dial(b, csAddr, csTLS))
 
-	run(b, filepath.Join(bin, "frontend"), s.name+"-frontend", feArgs)
+	s.fePID = run(b, filepath.Join(bin, "frontend"), s.name+"-frontend", feArgs)
 	s.client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: feTLS.cfg(b, feAddr), MaxIdleConnsPerHost: 4}}
-	s.fresh = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: feTLS.cfg(b, feAddr), DisableKeepAlives: true}}
+	// A full handshake per request, as before session resumption (BenchmarkTLSResumption
+	// measures the resumed one): no session cache.
+	freshTLS := feTLS.cfg(b, feAddr)
+	if freshTLS != nil {
+		freshTLS.ClientSessionCache = nil
+	}
+	s.fresh = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: freshTLS, DisableKeepAlives: true}}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if resp, err := s.client.Get(s.feURL + "/healthz"); err == nil {
@@ -295,7 +305,8 @@ func clusterBody(sub, rg string) map[string]any {
 	}
 }
 
-func run(b *testing.B, path, name string, args []string) {
+// run starts a binary for the benchmark's life and returns its PID.
+func run(b *testing.B, path, name string, args []string) int {
 	logPath := filepath.Join(b.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -317,6 +328,7 @@ func run(b *testing.B, path, name string, args []string) {
 			}
 		}
 	})
+	return cmd.Process.Pid
 }
 
 func tail(b []byte, n int) []byte {

@@ -379,6 +379,12 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	handshakes, err := tlsconfig.NewHandshakeMetric(reg, "cluster_service")
+	if err != nil {
+		return fmt.Errorf("register the TLS handshake metric: %w", err)
+	}
+	handshakes.Count(serverTLS, "grpc")
+	handshakes.Count(metricsTLS, "metrics")
 	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy,
 		SREStatementKey: sreKey, CustomerCredentialValidity: c.breakGlassValidity})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,

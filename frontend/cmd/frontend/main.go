@@ -159,6 +159,12 @@ func run(o *options) error {
 	if err != nil {
 		return err
 	}
+	handshakes, err := tlsconfig.NewHandshakeMetric(srv.Registerer(), "frontend")
+	if err != nil {
+		return fmt.Errorf("register the TLS handshake metric: %w", err)
+	}
+	handshakes.Count(apiTLS, "arm")
+	handshakes.Count(metricsTLS, "metrics")
 	// Limits (timeouts, header size, connection cap): internal/serverlimits, docs/security.md.
 	limits := []serverlimits.HTTP{serverlimits.API(), serverlimits.Metrics()}
 	servers := []serverlimits.Served{

@@ -197,6 +197,29 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a_resumed_session_keeps_the_subject_rule", func(t *testing.T) {
+		// One client per identity, so its session cache resumes: the subject check still
+		// refuses a session of another ARM-CA subject (403), and lets ARM's through.
+		for _, tc := range []struct {
+			files   tlsconfig.Files
+			refused bool
+		}{
+			{as(p, "not-arm"), true},
+			{as(p, pki.ARM), false},
+		} {
+			c := client(t, tc.files)
+			for i, wantResumed := range []bool{false, true, true} {
+				resp, b, err := do(c, http.MethodGet, base+sub, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				refused := resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized
+				if resp.TLS.DidResume != wantResumed || refused != tc.refused {
+					t.Fatalf("%s, connection %d: resumed=%v %d %s; want resumed=%v refused=%v", tc.files.Cert, i, resp.TLS.DidResume, resp.StatusCode, b, wantResumed, tc.refused)
+				}
+			}
+		}
+	})
 	t.Run("healthz_needs_no_certificate", func(t *testing.T) {
 		resp, _, err := do(anonymous, http.MethodGet, base+"/healthz", "")
 		if err != nil || resp.StatusCode != http.StatusOK {
@@ -241,7 +264,8 @@ func TestBinaryARMMutualTLS(t *testing.T) {
 	})
 	t.Run("metrics_are_plaintext_on_loopback", func(t *testing.T) {
 		resp, b, err := do(&http.Client{Timeout: 10 * time.Second}, http.MethodGet, "http://"+metrics+"/metrics", "")
-		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "frontend_http_requests_total") {
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "frontend_http_requests_total") ||
+			!strings.Contains(string(b), `frontend_tls_handshakes_total{listener="arm",resumed="true"}`) {
 			t.Fatalf("metrics: %v %v", resp, err)
 		}
 	})

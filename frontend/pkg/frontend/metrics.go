@@ -39,6 +39,10 @@ func (m *metrics) observe(route, method, code string, d time.Duration) {
 	m.duration.WithLabelValues(route, method, code).Observe(d.Seconds())
 }
 
+// Registerer is where the process adds metrics of its own (the TLS handshake counter of
+// cmd/frontend) to those MetricsHandler serves.
+func (s *Server) Registerer() prometheus.Registerer { return s.metrics.reg }
+
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
