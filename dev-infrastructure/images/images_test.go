@@ -99,15 +99,6 @@ func TestImageRunsTheBinaryAsNonRootWithLabelsAndFixedTimes(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, got, want)
 		}
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	type want struct {
 		mode     int64
 		uid, gid int
@@ -118,15 +109,7 @@ func TestImageRunsTheBinaryAsNonRootWithLabelsAndFixedTimes(t *testing.T) {
 		"home/nonroot/":      {0o700, UID, GID},
 		"etc/passwd":         {0o644, 0, 0},
 	}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	readLayer(t, img, func(h *tar.Header, data []byte) {
 		if !h.ModTime.Equal(testSource.Time) {
 			t.Errorf("%s: mtime %s, want the commit time", h.Name, h.ModTime)
 		}
@@ -136,7 +119,6 @@ func TestImageRunsTheBinaryAsNonRootWithLabelsAndFixedTimes(t *testing.T) {
 			}
 			delete(wants, h.Name)
 		}
-		data, _ := io.ReadAll(tr)
 		switch h.Name {
 		case "usr/local/bin/demo":
 			if !bytes.Equal(data, bin) {
@@ -147,7 +129,7 @@ func TestImageRunsTheBinaryAsNonRootWithLabelsAndFixedTimes(t *testing.T) {
 				t.Errorf("passwd lacks the nonroot user: %s", data)
 			}
 		}
-	}
+	})
 	if len(wants) > 0 {
 		t.Errorf("missing from the layer: %v", wants)
 	}
@@ -461,33 +443,15 @@ func TestImageCarriesItsExtraBinariesBesideTheEntrypoint(t *testing.T) {
 	if len(cf.Config.Entrypoint) != 1 || cf.Config.Entrypoint[0] != "/usr/local/bin/demo" {
 		t.Errorf("entrypoint %q, want the spec's own binary", cf.Config.Entrypoint)
 	}
-	layers, err := img.Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers %d, %v", len(layers), err)
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	files := map[string][]byte{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := io.ReadAll(tr)
+	readLayer(t, img, func(h *tar.Header, data []byte) {
 		if h.Typeflag == tar.TypeReg && strings.HasPrefix(h.Name, "usr/local/bin/") {
 			if h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 {
 				t.Errorf("%s: mode %o uid %d gid %d, want 0755 root", h.Name, h.Mode, h.Uid, h.Gid)
 			}
 			files[h.Name] = data
 		}
-	}
+	})
 	if len(files) != 2 || !bytes.Equal(files["usr/local/bin/demo"], bin) || !bytes.Equal(files["usr/local/bin/helper"], helper) {
 		t.Errorf("binaries in the image: %d files (%v), want demo and helper with their bytes", len(files), keysOf(files))
 	}
@@ -602,6 +566,19 @@ func untarTo(t *testing.T, archive string) string {
 // layerFiles reads every regular file of img's one layer.
 func layerFiles(t *testing.T, img v1.Image) map[string][]byte {
 	t.Helper()
+	files := map[string][]byte{}
+	readLayer(t, img, func(h *tar.Header, data []byte) {
+		if h.Typeflag == tar.TypeReg {
+			files[h.Name] = data
+		}
+	})
+	return files
+}
+
+// readLayer checks that img has one layer and calls visit with each entry of it, in order,
+// with the entry's bytes.
+func readLayer(t *testing.T, img v1.Image, visit func(h *tar.Header, data []byte)) {
+	t.Helper()
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("layers %d, %v", len(layers), err)
@@ -611,19 +588,19 @@ func layerFiles(t *testing.T, img v1.Image) map[string][]byte {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	files := map[string][]byte{}
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return files
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Typeflag == tar.TypeReg {
-			data, _ := io.ReadAll(tr)
-			files[h.Name] = data
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatalf("read %s from the layer: %v", h.Name, err)
 		}
+		visit(h, data)
 	}
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -38,21 +37,21 @@ func promQuery(c *http.Client, q string) ([]map[string]string, []string, error) 
 	return labels, values, nil
 }
 
-// alertsNamed are the alerts of that name Prometheus holds now (pending or firing), by shard.
-func alertsNamed(c *http.Client, name string) (map[string]string, error) {
-	var data struct {
-		Alerts []promAlert `json:"alerts"`
-	}
-	if err := promAPI(c, "/api/v1/alerts", &data); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, a := range data.Alerts {
-		if a.Labels["alertname"] == name {
-			out[a.Labels["shard"]] = a.State
+// monitorVerdict reads the Monitor's verdict on cluster as the admin API's describe view shows
+// it to a read-only SRE.
+func monitorVerdict(t *testing.T, cluster string) func() (*adminapi.MonitorHealth, error) {
+	t.Helper()
+	a := adminInfo(t)
+	return func() (*adminapi.MonitorHealth, error) {
+		var d adminapi.ClusterDescription
+		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters/"+cluster, "", uuid.NewString(), &d); code != 200 {
+			return nil, fmt.Errorf("describe: %d %+v", code, ae)
 		}
+		if d.Monitor == nil {
+			return nil, fmt.Errorf("no Monitor verdict in describe")
+		}
+		return d.Monitor, nil
 	}
-	return out, nil
 }
 
 // TestMonitorStaleFeedbackAlertFiresAndResolves: both Monitor replicas run and share every
@@ -61,16 +60,10 @@ func alertsNamed(c *http.Client, name string) (map[string]string, error) {
 // the cluster stale and MonitorFeedbackStale fires for that shard only; when it comes back,
 // the alert resolves and the cluster is healthy again.
 func TestMonitorStaleFeedbackAlertFiresAndResolves(t *testing.T) {
-	prom := region.Info.Prometheus
-	if prom == nil {
-		t.Fatal("region.json names no Prometheus")
-	}
+	const alert = "MonitorFeedbackStale"
+	_, c := promClient(t)
 	if n := len(region.Info.Monitor.Replicas); n != 2 {
 		t.Fatalf("region.json names %d Monitor replicas, want 2", n)
-	}
-	c, err := prom.HTTPClient(15 * time.Second)
-	if err != nil {
-		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "both Monitor replicas scraped and every bucket held", func() error {
 		_, up, err := promQuery(c, `sum(up{job="monitor"})`)
@@ -92,17 +85,7 @@ func TestMonitorStaleFeedbackAlertFiresAndResolves(t *testing.T) {
 	registerSubscription(t, sub)
 	cl, mc := createCluster(t, clusterPath(sub, rg, "watched"), clusterBody(sub, rg))
 	shard := mc.ProvisionShard
-	a := adminInfo(t)
-	verdict := func() (*adminapi.MonitorHealth, error) {
-		var d adminapi.ClusterDescription
-		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters/"+cl.GetId(), "", uuid.NewString(), &d); code != 200 {
-			return nil, fmt.Errorf("describe: %d %+v", code, ae)
-		}
-		if d.Monitor == nil {
-			return nil, fmt.Errorf("no Monitor verdict in describe")
-		}
-		return d.Monitor, nil
-	}
+	verdict := monitorVerdict(t, cl.GetId())
 	healthy := func() error {
 		labels, _, err := promQuery(c, `monitor_cluster_info{cluster_id="`+cl.GetId()+`"}`)
 		if err != nil {
@@ -121,45 +104,13 @@ func TestMonitorStaleFeedbackAlertFiresAndResolves(t *testing.T) {
 		return nil
 	}
 	eventually(t, 2*time.Minute, "the new cluster judged healthy", healthy)
-	if alerts, err := alertsNamed(c, "MonitorFeedbackStale"); err != nil || len(alerts) != 0 {
-		t.Fatalf("MonitorFeedbackStale before any outage: %v (%v)", alerts, err)
-	}
+	wantNoAlert(t, c, alert)
 
-	if err := region.StopManagementAPIServer(mc.Name); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	restart := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if err := region.RestartManagementAPIServer(ctx, mc.Name); err != nil {
-			t.Fatalf("restart the kube-apiserver of %s: %v", mc.Name, err)
-		}
-		restarted = true
-	}
-	t.Cleanup(func() {
-		if !restarted {
-			restart()
-		}
-	})
+	restart := stopManagementAPIServer(t, mc.Name)
 	stopped := time.Now()
 	// --stale-after (1m in the local region), then the rule's for: 1m, then scrape and evaluation.
-	eventually(t, 6*time.Minute, "MonitorFeedbackStale firing for "+shard, func() error {
-		alerts, err := alertsNamed(c, "MonitorFeedbackStale")
-		if err != nil {
-			return err
-		}
-		if alerts[shard] != "firing" {
-			return fmt.Errorf("alerts by shard: %v", alerts)
-		}
-		for s, state := range alerts {
-			if s != shard {
-				return fmt.Errorf("the alert is %s for %s too, whose apiserver runs", state, s)
-			}
-		}
-		return nil
-	})
-	t.Logf("MonitorFeedbackStale fired for %s %s after its kube-apiserver stopped", shard, time.Since(stopped).Round(time.Second))
+	waitAlertFiring(t, c, 6*time.Minute, alert, shard, "apiserver runs")
+	t.Logf("%s fired for %s %s after its kube-apiserver stopped", alert, shard, time.Since(stopped).Round(time.Second))
 	v, err := verdict()
 	if err != nil || v.Health != "stale" || !strings.Contains(v.Reason, "no feedback") {
 		t.Fatalf("describe during the outage: %+v (%v), want stale", v, err)
@@ -167,16 +118,7 @@ func TestMonitorStaleFeedbackAlertFiresAndResolves(t *testing.T) {
 
 	restart()
 	back := time.Now()
-	eventually(t, 3*time.Minute, "MonitorFeedbackStale resolved for "+shard, func() error {
-		alerts, err := alertsNamed(c, "MonitorFeedbackStale")
-		if err != nil {
-			return err
-		}
-		if len(alerts) != 0 {
-			return fmt.Errorf("alerts by shard: %v", alerts)
-		}
-		return nil
-	})
+	waitAlertResolved(t, c, 3*time.Minute, alert, shard)
 	eventually(t, 2*time.Minute, "the cluster judged healthy again", healthy)
 	t.Logf("and resolved %s after it came back", time.Since(back).Round(time.Second))
 }
@@ -189,14 +131,7 @@ func TestMonitorStaleFeedbackAlertFiresAndResolves(t *testing.T) {
 // when it runs again (SIGCONT), the alert resolves and the cluster is healthy again.
 func TestMonitorHostedAPIServerAlertFiresAndResolves(t *testing.T) {
 	const alert = "MonitorHostedAPIServersUnreachable"
-	prom := region.Info.Prometheus
-	if prom == nil {
-		t.Fatal("region.json names no Prometheus")
-	}
-	c, err := prom.HTTPClient(15 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, c := promClient(t)
 	sub, rg := uuid.NewString(), "rg-monitor-hosted"
 	registerSubscription(t, sub)
 	path := clusterPath(sub, rg, "hosted")
@@ -215,17 +150,7 @@ func TestMonitorHostedAPIServerAlertFiresAndResolves(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no kube-apiserver process serves %s: %v", u, err)
 	}
-	a := adminInfo(t)
-	verdict := func() (*adminapi.MonitorHealth, error) {
-		var d adminapi.ClusterDescription
-		if code, ae := adminCall(t, a, access.GroupReadOnly, "GET", "/admin/v1/clusters/"+cl.GetId(), "", uuid.NewString(), &d); code != 200 {
-			return nil, fmt.Errorf("describe: %d %+v", code, ae)
-		}
-		if d.Monitor == nil {
-			return nil, fmt.Errorf("no Monitor verdict in describe")
-		}
-		return d.Monitor, nil
-	}
+	verdict := monitorVerdict(t, cl.GetId())
 	judged := func(want string) func() error {
 		return func() error {
 			labels, _, err := promQuery(c, `monitor_cluster_info{cluster_id="`+cl.GetId()+`"}`)
@@ -248,9 +173,7 @@ func TestMonitorHostedAPIServerAlertFiresAndResolves(t *testing.T) {
 		}
 		return nil
 	})
-	if alerts, err := alertsNamed(c, alert); err != nil || len(alerts) != 0 {
-		t.Fatalf("%s before any outage: %v (%v)", alert, alerts, err)
-	}
+	wantNoAlert(t, c, alert)
 
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatalf("stop the hosted kube-apiserver %d: %v", pid, err)
@@ -269,21 +192,7 @@ func TestMonitorHostedAPIServerAlertFiresAndResolves(t *testing.T) {
 	})
 	stopped := time.Now()
 	// A probe times out (5 s) every pass, then the rule's for: 2m, then scrape and evaluation.
-	eventually(t, 6*time.Minute, alert+" firing for "+shard, func() error {
-		alerts, err := alertsNamed(c, alert)
-		if err != nil {
-			return err
-		}
-		if alerts[shard] != "firing" {
-			return fmt.Errorf("alerts by shard: %v", alerts)
-		}
-		for s, state := range alerts {
-			if s != shard {
-				return fmt.Errorf("the alert is %s for %s too, whose hosted apiservers run", state, s)
-			}
-		}
-		return nil
-	})
+	waitAlertFiring(t, c, 6*time.Minute, alert, shard, "hosted apiservers run")
 	t.Logf("%s fired for %s %s after the hosted kube-apiserver hung", alert, shard, time.Since(stopped).Round(time.Second))
 	if err := judged("unhealthy")(); err != nil {
 		t.Fatal(err)
@@ -301,16 +210,7 @@ func TestMonitorHostedAPIServerAlertFiresAndResolves(t *testing.T) {
 
 	resume()
 	back := time.Now()
-	eventually(t, 3*time.Minute, alert+" resolved for "+shard, func() error {
-		alerts, err := alertsNamed(c, alert)
-		if err != nil {
-			return err
-		}
-		if len(alerts) != 0 {
-			return fmt.Errorf("alerts by shard: %v", alerts)
-		}
-		return nil
-	})
+	waitAlertResolved(t, c, 3*time.Minute, alert, shard)
 	eventually(t, 2*time.Minute, "the cluster judged healthy again", judged("healthy"))
 	t.Logf("and resolved %s after it ran again", time.Since(back).Round(time.Second))
 }

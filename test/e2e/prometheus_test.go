@@ -42,42 +42,13 @@ func promAPI(c *http.Client, path string, out any) error {
 	return json.Unmarshal(env.Data, out)
 }
 
-type promAlert struct {
-	Labels map[string]string `json:"labels"`
-	State  string            `json:"state"`
-}
-
-// shardAlerts are the ClusterServiceShardUnreachable alerts Prometheus holds now (pending or
-// firing), by shard.
-func shardAlerts(c *http.Client) (map[string]string, error) {
-	var data struct {
-		Alerts []promAlert `json:"alerts"`
-	}
-	if err := promAPI(c, "/api/v1/alerts", &data); err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, a := range data.Alerts {
-		if a.Labels["alertname"] == "ClusterServiceShardUnreachable" {
-			out[a.Labels["shard"]] = a.State
-		}
-	}
-	return out, nil
-}
-
 // TestShardUnreachableAlertFiresAndResolves stops one management cluster's kube-apiserver and
 // watches the region's real Prometheus: it scrapes the apiserver over mutual TLS, loads the
 // shipped rules, fires ClusterServiceShardUnreachable for that shard (and no other) once the
 // target has been down for the rule's minute, and drops it after the apiserver is back.
 func TestShardUnreachableAlertFiresAndResolves(t *testing.T) {
-	prom := region.Info.Prometheus
-	if prom == nil {
-		t.Fatal("region.json names no Prometheus")
-	}
-	c, err := prom.HTTPClient(15 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	const alert = "ClusterServiceShardUnreachable"
+	prom, c := promClient(t)
 	mcs := region.Info.ManagementClusters
 	shard := mcs[len(mcs)-1].ProvisionShard
 
@@ -137,57 +108,16 @@ func TestShardUnreachableAlertFiresAndResolves(t *testing.T) {
 		}
 		return nil
 	})
-	if alerts, err := shardAlerts(c); err != nil || len(alerts) != 0 {
-		t.Fatalf("ClusterServiceShardUnreachable before any outage: %v (%v)", alerts, err)
-	}
+	wantNoAlert(t, c, alert)
 
-	if err := region.StopManagementAPIServer(shard); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	restart := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		if err := region.RestartManagementAPIServer(ctx, shard); err != nil {
-			t.Fatalf("restart the kube-apiserver of %s: %v", shard, err)
-		}
-		restarted = true
-	}
-	t.Cleanup(func() {
-		if !restarted {
-			restart()
-		}
-	})
+	restart := stopManagementAPIServer(t, shard)
 	stopped := time.Now()
-	eventually(t, 5*time.Minute, "ClusterServiceShardUnreachable firing for "+shard, func() error {
-		alerts, err := shardAlerts(c)
-		if err != nil {
-			return err
-		}
-		if alerts[shard] != "firing" {
-			return fmt.Errorf("alerts by shard: %v", alerts)
-		}
-		for s, state := range alerts {
-			if s != shard {
-				return fmt.Errorf("the alert is %s for %s too, whose apiserver runs", state, s)
-			}
-		}
-		return nil
-	})
-	t.Logf("ClusterServiceShardUnreachable fired for %s %s after its kube-apiserver stopped", shard, time.Since(stopped).Round(time.Second))
+	waitAlertFiring(t, c, 5*time.Minute, alert, shard, "apiserver runs")
+	t.Logf("%s fired for %s %s after its kube-apiserver stopped", alert, shard, time.Since(stopped).Round(time.Second))
 
 	restart()
 	back := time.Now()
-	eventually(t, 3*time.Minute, "ClusterServiceShardUnreachable resolved for "+shard, func() error {
-		alerts, err := shardAlerts(c)
-		if err != nil {
-			return err
-		}
-		if len(alerts) != 0 {
-			return fmt.Errorf("alerts by shard: %v", alerts)
-		}
-		return nil
-	})
+	waitAlertResolved(t, c, 3*time.Minute, alert, shard)
 	t.Logf("and resolved %s after it came back", time.Since(back).Round(time.Second))
 }
 

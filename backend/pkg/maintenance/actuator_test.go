@@ -62,6 +62,38 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, f func() error)
 	}
 }
 
+// waitRunning waits until task id runs with a message that contains each of want: what a task
+// waiting on something outside it says it waits for. what names the wait in a failure.
+func waitRunning(t *testing.T, tasks *Tasks, id, what string, want ...string) {
+	t.Helper()
+	waitUntil(t, 2*time.Minute, what, func() error {
+		got, err := tasks.Get(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		if got.State != StateRunning {
+			return fmt.Errorf("state %s: %s", got.State, got.Message)
+		}
+		for _, w := range want {
+			if !strings.Contains(got.Message, w) {
+				return fmt.Errorf("state %s: %s", got.State, got.Message)
+			}
+		}
+		return nil
+	})
+}
+
+// runSteps runs steps on task in the test, as an actuator that then died before recording the
+// step reached would have: each must finish without waiting.
+func runSteps(t *testing.T, steps []Step, task *Task) {
+	t.Helper()
+	for _, s := range steps {
+		if res, err := s.Run(context.Background(), task); err != nil || res.Wait != 0 {
+			t.Fatalf("step %s: %v, %+v", s.Name, err, res)
+		}
+	}
+}
+
 func waitState(t *testing.T, tasks *Tasks, id string, want State, timeout time.Duration) *Task {
 	t.Helper()
 	var got *Task

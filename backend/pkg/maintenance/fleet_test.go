@@ -161,16 +161,22 @@ func (f *fleet) runFakeHostedClusters(t *testing.T, ids []string, fail map[strin
 		}
 		return err
 	}
+	runFakeLoop(t, "fake hosted cluster", advanceEach(ids, func(ctx context.Context, id string) error { return h.advance(ctx, id, check) }))
+	return h
+}
+
+// runFakeLoop runs step every 30 ms in the background until the test ends: the loop of every
+// fake of a rollout that cannot run here (HyperShift, Maestro's feedback). A step's error is
+// logged, not fatal: the next step tries again, as the real controllers do.
+func runFakeLoop(t *testing.T, what string, step func(ctx context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			for _, id := range ids {
-				if err := h.advance(ctx, id, check); err != nil && ctx.Err() == nil {
-					t.Logf("fake hosted cluster %s: %v", id, err)
-				}
+			if err := step(ctx); err != nil && ctx.Err() == nil {
+				t.Logf("%s: %v", what, err)
 			}
 			select {
 			case <-ctx.Done():
@@ -178,7 +184,20 @@ func (f *fleet) runFakeHostedClusters(t *testing.T, ids []string, fail map[strin
 			}
 		}
 	}()
-	return h
+}
+
+// advanceEach is a fake's step over several objects: it advances each of ids in turn, and one's
+// error does not keep the others from moving.
+func advanceEach(ids []string, advance func(ctx context.Context, id string) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var errs []error
+		for _, id := range ids {
+			if err := advance(ctx, id); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
 }
 
 func (h *fakeHostedClusters) advance(ctx context.Context, id string, check func(group, from, to string) error) error {

@@ -3,7 +3,6 @@ package maintenance
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -73,10 +72,7 @@ func (f *fleet) reportNodePool(ctx context.Context, id string, change func(*csv1
 // version than it runs reports READY at it; its upgrade policy then moves by Cluster Service's
 // own rule (NextNodePoolUpgradeStep) and the store's AdvanceNodePoolUpgrade.
 func (f *fleet) runFakeNodePools(t *testing.T, ids []string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	advance := func(id string) error {
+	advance := func(ctx context.Context, id string) error {
 		np, err := f.db.NodePools().Get(ctx, id)
 		if err != nil {
 			return err
@@ -99,20 +95,7 @@ func (f *fleet) runFakeNodePools(t *testing.T, ids []string) {
 		}
 		return nil
 	}
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			for _, id := range ids {
-				if err := advance(id); err != nil && ctx.Err() == nil {
-					t.Logf("fake node pool %s: %v", id, err)
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(30 * time.Millisecond):
-			}
-		}
-	}()
+	runFakeLoop(t, "fake node pool", advanceEach(ids, advance))
 }
 
 // startUpgrade asks for a control-plane upgrade of cluster to version and moves its policy to
@@ -251,11 +234,7 @@ func TestNodePoolZStreamUpgrade(t *testing.T) {
 		// reached: the stored task is back before request-upgrade with check's findings.
 		task := &Task{ID: "np-crash", Cluster: ahead, Type: TypeNodePoolZStreamUpgrade, RequestedBy: "test",
 			Params: map[string]string{ParamNodePool: poolCrash, ParamToVersion: "4.19.17"}}
-		for _, s := range tt.Steps[:2] {
-			if res, err := s.Run(ctx, task); err != nil || res.Wait != 0 {
-				t.Fatalf("step %s: %v, %+v", s.Name, err, res)
-			}
-		}
+		runSteps(t, tt.Steps[:2], task)
 		if n := len(policies(t, ahead, poolCrash)); n != 1 {
 			t.Fatalf("%d policies after the first request; want 1", n)
 		}
@@ -279,16 +258,7 @@ func TestNodePoolZStreamUpgrade(t *testing.T) {
 			Params: map[string]string{ParamNodePool: poolRolling, ParamToVersion: "4.19.17"}}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		waitUntil(t, 2*time.Minute, "the task waits for the control plane", func() error {
-			got, err := tasks.Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			if got.State != StateRunning || !strings.Contains(got.Message, "the control plane runs 4.19.16 and is upgrading to 4.19.17") {
-				return fmt.Errorf("state %s: %s", got.State, got.Message)
-			}
-			return nil
-		})
+		waitRunning(t, tasks, id, "the task waits for the control plane", "the control plane runs 4.19.16 and is upgrading to 4.19.17")
 		if n := cs.updated(poolRolling); n != 0 {
 			t.Fatalf("%d node pool updates asked while the control plane runs 4.19.16; want none", n)
 		}

@@ -3,7 +3,6 @@ package maintenance
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/openhcp/openhcp/internal/docstore"
-	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
 // lockedBuffer is a log sink read by the test while the consumer writes.
@@ -41,21 +39,12 @@ func (l *lockedBuffer) String() string {
 // is logged and counted (maintenance_request_replays_refused). A request whose outcome was not
 // recorded (the service stopped after carrying it out) is recorded once, not refused.
 func TestReplayedRequestIsNotCarriedOutAgain(t *testing.T) {
-	pg := pgservertest.Start(t)
+	h := newRequestHarness(t, 20)
 	ctx := context.Background()
-	f := newFleet(t, pg)
-	f.registerShard("mgmt-1", 20)
-	st := openStore(t, pgservertest.NewDatabase(t, pg))
-	pub, key, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, st := h.f, h.st
 	logs := &lockedBuffer{}
-	submitter := NewRequests(st, nil, nil, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
-	consumerOn := func(s docstore.Store) *Requests {
-		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, slog.New(slog.NewTextHandler(logs, nil))).
-			VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
-	}
+	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}))
+	consumerOn := func(s docstore.Store) *Requests { return h.consumer(s, slog.New(slog.NewTextHandler(logs, nil))) }
 	consumer := consumerOn(st)
 	tasks, windows := NewTasks(st), NewWindows(st, nil)
 	reg := prometheus.NewRegistry()
@@ -63,11 +52,7 @@ func TestReplayedRequestIsNotCarriedOutAgain(t *testing.T) {
 
 	do := func(t *testing.T, r *Request) *Request {
 		t.Helper()
-		r.RequestedBy = "alice"
-		out, err := submitter.Submit(ctx, r)
-		if err != nil {
-			t.Fatalf("submit: %v", err)
-		}
+		out := submitAsAlice(t, submitter, r)
 		if err := consumer.Process(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -219,14 +204,4 @@ func TestReplayedRequestIsNotCarriedOutAgain(t *testing.T) {
 			t.Fatalf("a request recorded after a restart was counted as a replay (%v, was %v)", got, refused)
 		}
 	})
-}
-
-// requestOutcome reads request id as it is stored.
-func requestOutcome(t *testing.T, s *Requests, id string) *Request {
-	t.Helper()
-	r, err := s.Get(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }

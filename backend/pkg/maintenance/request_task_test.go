@@ -2,67 +2,37 @@ package maintenance
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // TestTaskAndWindowRequests: an SRE's single task (of any registered type), task cancel and
 // window set/clear are requests like a campaign's: refused naming the field before they are
 // stored, carried out by the maintenance service once across a crash, failed with the reason.
 func TestTaskAndWindowRequests(t *testing.T) {
-	pg := pgservertest.Start(t)
+	h := newRequestHarness(t, 10)
 	ctx := context.Background()
-	f := newFleet(t, pg)
-	f.registerShard("mgmt-1", 10)
-	cluster := f.createCluster("a", "4.19.16")
+	st := h.st
+	cluster := h.f.createCluster("a", "4.19.16")
 	const unknownCluster = "0123456789abcdefghijklmnopqrstuv"
-	st := openStore(t, pgservertest.NewDatabase(t, pg))
-	pub, key, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The admin API's side knows the types by name only (no Cluster Service).
-	submitter := NewRequests(st, nil, nil, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
-	consumerOn := func(s *unrecordedStore) *Requests {
-		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
-	}
+	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}))
+	consumerOn := func(s docstore.Store) *Requests { return h.consumer(s, nil) }
 	tasks, windows := NewTasks(st), NewWindows(st, nil)
-	submit := func(t *testing.T, r *Request) *Request {
-		t.Helper()
-		r.RequestedBy = "alice"
-		out, err := submitter.Submit(ctx, r)
-		if err != nil {
-			t.Fatalf("submit: %v", err)
-		}
-		return out
-	}
+	submit, outcome := h.submit, h.outcome
 	process := func(t *testing.T) {
 		t.Helper()
 		if err := consumerOn(&unrecordedStore{Store: st}).Process(ctx); err != nil {
 			t.Fatalf("process: %v", err)
 		}
 	}
-	outcome := func(t *testing.T, id string) *Request {
-		t.Helper()
-		r, err := submitter.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 
 	t.Run("submit_refuses_naming_the_field_and_stores_nothing", func(t *testing.T) {
-		for _, c := range []struct {
-			name  string
-			r     Request
-			field string
-		}{
+		wantRefused(t, submitter, []refusal{
 			{"an_unknown_task_type", Request{Action: ActionCreateTask, Cluster: cluster, Task: &TaskSpec{Type: "reboot-everything"}}, "type"},
 			{"a_node_pool_task_without_its_pool", Request{Action: ActionCreateTask, Cluster: cluster, Task: &TaskSpec{Type: TypeNodePoolZStreamUpgrade}}, "params.nodePool"},
 			{"a_parameter_the_type_does_not_take", Request{Action: ActionCreateTask, Cluster: cluster, Task: &TaskSpec{Type: TypeZStreamUpgrade, Params: map[string]string{"force": "yes"}}}, "params.force"},
@@ -76,17 +46,7 @@ func TestTaskAndWindowRequests(t *testing.T) {
 			{"a_set_without_a_window", Request{Action: ActionSetWindow, Cluster: cluster}, "window"},
 			{"a_clear_with_a_window", Request{Action: ActionClearWindow, Cluster: cluster, Window: &Window{Length: time.Hour}}, "window"},
 			{"a_campaign_over_an_unknown_target", Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "z9", FromVersion: "4.19.16", ChannelGroup: "stable", Target: "machines"}}, "target"},
-		} {
-			c.r.RequestedBy = "alice"
-			_, err := submitter.Submit(ctx, &c.r)
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != c.field {
-				t.Errorf("%s: got %v, want a refusal of field %s", c.name, err, c.field)
-			}
-		}
-		if rs, err := submitter.List(ctx); err != nil || len(rs) != 0 {
-			t.Fatalf("refused requests were stored: %v %v", rs, err)
-		}
+		})
 	})
 
 	var created *Task
@@ -95,12 +55,7 @@ func TestTaskAndWindowRequests(t *testing.T) {
 		if r.TaskID != r.ID {
 			t.Fatalf("the request names task %q; want its own ID %s", r.TaskID, r.ID)
 		}
-		if err := consumerOn(&unrecordedStore{Store: st, fails: 1}).Process(ctx); err == nil {
-			t.Fatal("the consumer that stopped before recording reported no error")
-		}
-		if got := outcome(t, r.ID); got.State != RequestPending {
-			t.Fatalf("request after the crash: %s %q; want still Pending", got.State, got.Message)
-		}
+		h.crashBeforeRecord(t, func(s docstore.Store) error { return consumerOn(s).Process(ctx) }, r.ID)
 		process(t)
 		got := outcome(t, r.ID)
 		if got.State != RequestDone || !strings.Contains(got.Message, "task "+r.ID) {
@@ -176,17 +131,7 @@ func TestTaskAndWindowRequests(t *testing.T) {
 		if r.Action == ActionCreateTask {
 			r.TaskID = r.ID
 		}
-		sign(t, key, r)
-		if forge != nil {
-			forge(r)
-		}
-		d, err := requestDoc(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Create(ctx, d); err != nil {
-			t.Fatal(err)
-		}
+		h.storeSigned(t, r, forge, "")
 		return r
 	}
 	for _, c := range []struct {

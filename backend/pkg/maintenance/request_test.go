@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/openhcp/openhcp/internal/docstore"
-	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
 // unrecordedStore is the store as a consumer that crashes right after carrying a request out
@@ -45,47 +44,24 @@ func putCampaign(t *testing.T, st docstore.Store, c *Campaign) {
 }
 
 func TestRequests(t *testing.T) {
-	pg := pgservertest.Start(t)
+	h := newRequestHarness(t, 10)
 	ctx := context.Background()
-	f := newFleet(t, pg)
-	f.registerShard("mgmt-1", 10)
+	f, st, pub, submitter := h.f, h.st, h.pub, h.submitter
 	for _, n := range []string{"a", "b", "c"} {
 		f.createCluster(n, "4.19.16")
 	}
-	st := openStore(t, pgservertest.NewDatabase(t, pg))
 	campaigns := NewCampaigns(NewTasks(st), f.cs, nil)
-	pub, key, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The admin API's side: it submits (signed) and reads, it carries nothing out.
-	submitter := NewRequests(st, nil, nil, nil).SignWith(key)
 	putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: "halted"}, State: CampaignHalted,
 		Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x", "y"}, Failed: 1}}})
 	putCampaign(t, st, &Campaign{CampaignSpec: CampaignSpec{ID: "running", RequestedBy: "someone"}, State: CampaignRunning,
 		Waves: []Wave{{Shard: "mgmt-1", Clusters: []string{"x"}}}})
 
-	submit := func(t *testing.T, r *Request) *Request {
-		t.Helper()
-		r.RequestedBy = "alice"
-		out, err := submitter.Submit(ctx, r)
-		if err != nil {
-			t.Fatalf("submit: %v", err)
-		}
-		return out
-	}
+	submit := h.submit
 	// storeRaw stores a request as is, as a writer that skipped Submit's validation would.
 	storeRaw := func(t *testing.T, r *Request) *Request {
 		t.Helper()
 		r.ID, r.State, r.RequestedBy, r.Created = strings.ReplaceAll(t.Name(), "/", "-"), RequestPending, "alice", time.Now().UTC()
-		sign(t, key, r)
-		d, err := requestDoc(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Create(ctx, d); err != nil {
-			t.Fatal(err)
-		}
+		h.storeSigned(t, r, nil, "")
 		return r
 	}
 	// processOnce runs a fresh consumer once on store s, as a restarted maintenance service would.
@@ -93,14 +69,7 @@ func TestRequests(t *testing.T) {
 		t.Helper()
 		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).Process(ctx)
 	}
-	outcome := func(t *testing.T, id string) *Request {
-		t.Helper()
-		r, err := submitter.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	outcome := h.outcome
 	changesBy := func(t *testing.T, campaign, request string) int {
 		t.Helper()
 		c, err := campaigns.Get(ctx, campaign)
@@ -117,26 +86,13 @@ func TestRequests(t *testing.T) {
 	}
 
 	t.Run("submit_refuses_an_invalid_request_naming_the_field", func(t *testing.T) {
-		for _, c := range []struct {
-			r     Request
-			field string
-		}{
-			{Request{Action: "delete-campaign", Campaign: "x"}, "action"},
-			{Request{Action: ActionCreateCampaign}, "spec"},
-			{Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "Bad_ID", FromVersion: "4.19.16", ChannelGroup: "stable"}}, "id"},
-			{Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "ok", FromVersion: "4.19.16", ChannelGroup: "stable", Bake: -time.Second}}, "bake"},
-			{Request{Action: ActionResumeCampaign, Campaign: ""}, "campaign"},
-		} {
-			c.r.RequestedBy = "alice"
-			_, err := submitter.Submit(ctx, &c.r)
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != c.field {
-				t.Errorf("%+v: got %v, want a refusal of field %s", c.r, err, c.field)
-			}
-		}
-		if rs, err := submitter.List(ctx); err != nil || len(rs) != 0 {
-			t.Fatalf("refused requests were stored: %v %v", rs, err)
-		}
+		wantRefused(t, submitter, []refusal{
+			{"an_unknown_action", Request{Action: "delete-campaign", Campaign: "x"}, "action"},
+			{"a_create_without_a_spec", Request{Action: ActionCreateCampaign}, "spec"},
+			{"a_campaign_id_that_is_no_name", Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "Bad_ID", FromVersion: "4.19.16", ChannelGroup: "stable"}}, "id"},
+			{"a_negative_bake", Request{Action: ActionCreateCampaign, Spec: &CampaignSpec{ID: "ok", FromVersion: "4.19.16", ChannelGroup: "stable", Bake: -time.Second}}, "bake"},
+			{"a_resume_without_a_campaign", Request{Action: ActionResumeCampaign, Campaign: ""}, "campaign"},
+		})
 	})
 
 	failed := []struct {
@@ -205,12 +161,7 @@ func TestRequests(t *testing.T) {
 	for _, c := range crashes {
 		t.Run(c.name+"_is_carried_out_once_across_a_crash_before_its_record", func(t *testing.T) {
 			r := c.request(t)
-			if err := processOnce(t, &unrecordedStore{Store: st, fails: 1}); err == nil {
-				t.Fatal("the consumer that stopped before recording reported no error")
-			}
-			if got := outcome(t, r.ID); got.State != RequestPending {
-				t.Fatalf("request after the crash: %s %q; want still Pending", got.State, got.Message)
-			}
+			h.crashBeforeRecord(t, func(s docstore.Store) error { return processOnce(t, s) }, r.ID)
 			if n := changesBy(t, c.campaign, r.ID); n != 1 {
 				t.Fatalf("campaign %s has %d changes by request %s after the first run; want 1", c.campaign, n, r.ID)
 			}
@@ -267,17 +218,11 @@ func TestRequests(t *testing.T) {
 // document, or whose requester is no person's name, fails without touching the campaign; and
 // every request leaves the store some time after it ends, so requests cannot pile up forever.
 func TestHostileRequests(t *testing.T) {
-	pg := pgservertest.Start(t)
+	h := newRequestHarness(t, 10)
 	ctx := context.Background()
-	f := newFleet(t, pg)
-	f.registerShard("mgmt-1", 10)
+	f, st, pub, key := h.f, h.st, h.pub, h.key
 	f.createCluster("a", "4.19.16")
-	st := openStore(t, pgservertest.NewDatabase(t, pg))
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	pub, key, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, otherKey, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -291,18 +236,7 @@ func TestHostileRequests(t *testing.T) {
 		if r.Created.IsZero() {
 			r.Created = now
 		}
-		sign(t, key, r)
-		if forge != nil {
-			forge(r)
-		}
-		d, err := requestDoc(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d.ID, d.ResourceID = "request/"+docID, "request/"+docID
-		if _, err := st.Create(ctx, d); err != nil {
-			t.Fatal(err)
-		}
+		h.storeSigned(t, r, forge, docID)
 	}
 	hostile := []struct {
 		name, docID, reason string

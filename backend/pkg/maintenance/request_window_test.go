@@ -2,7 +2,6 @@ package maintenance
 
 import (
 	"context"
-	"crypto/ed25519"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
 // unavailableClusterService is a fake of Cluster Service during an outage: every GetCluster
@@ -29,42 +27,20 @@ func (unavailableClusterService) GetCluster(context.Context, *csv1.GetClusterReq
 // one, whichever of set and clear each is, whether it stayed Pending (Cluster Service
 // unavailable) or was stored late (another admin API replica).
 func TestWindowRequestsTakeEffectInTheOrderMade(t *testing.T) {
-	pg := pgservertest.Start(t)
+	h := newRequestHarness(t, 20)
 	ctx := context.Background()
-	f := newFleet(t, pg)
-	f.registerShard("mgmt-1", 20)
-	st := openStore(t, pgservertest.NewDatabase(t, pg))
-	pub, key, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	submitter := NewRequests(st, nil, nil, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
+	f, st, pub, key := h.f, h.st, h.pub, h.key
+	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}))
 	// lateSubmitter's requests were made a minute ago (an admin API replica whose insert was
 	// slow), so they are older than submitter's.
 	lateSubmitter := NewRequests(st, nil, func() time.Time { return time.Now().Add(-time.Minute) }, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
-	consumer := NewRequests(st, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
+	consumer := h.consumer(st, nil)
 	outage := NewRequests(st, NewCampaigns(NewTasks(st), unavailableClusterService{f.cs}, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
 	windows := NewWindows(st, nil)
 	nightly := &Window{Start: 2 * time.Hour, Length: 4 * time.Hour}
 	weekends := &Window{Days: []time.Weekday{time.Saturday, time.Sunday}, Start: time.Hour, Length: 8 * time.Hour}
 
-	submit := func(t *testing.T, s *Requests, r *Request) *Request {
-		t.Helper()
-		r.RequestedBy = "alice"
-		out, err := s.Submit(ctx, r)
-		if err != nil {
-			t.Fatalf("submit: %v", err)
-		}
-		return out
-	}
-	outcome := func(t *testing.T, id string) *Request {
-		t.Helper()
-		r, err := submitter.Get(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	submit, outcome := submitAsAlice, h.outcome
 	window := func(win *Window) func(cluster string) *Request {
 		return func(cluster string) *Request {
 			if win == nil {

@@ -33,21 +33,7 @@ type fakeSigners struct {
 
 func (f *fleet) runFakeSigners(t *testing.T) *fakeSigners {
 	s := &fakeSigners{f: f, fail: map[string]bool{}, hold: map[string]bool{}, seen: map[string]map[string]bool{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			if err := s.advance(ctx); err != nil && ctx.Err() == nil {
-				t.Logf("fake signers: %v", err)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(30 * time.Millisecond):
-			}
-		}
-	}()
+	runFakeLoop(t, "fake signers", s.advance)
 	return s
 }
 
@@ -200,11 +186,7 @@ func TestBreakGlassSignerRotation(t *testing.T) {
 		// reached: the stored task is back before request-rotation with check's findings.
 		task := &Task{ID: "rotate-crash", Cluster: cluster, Type: TypeBreakGlassSignerRotation, RequestedBy: "test",
 			Params: map[string]string{ParamSigners: SignersBoth}}
-		for _, s := range tt.Steps[:2] {
-			if res, err := s.Run(ctx, task); err != nil || res.Wait != 0 {
-				t.Fatalf("step %s: %v, %+v", s.Name, err, res)
-			}
-		}
+		runSteps(t, tt.Steps[:2], task)
 		first := map[string]string{"sre": task.Data[DataSRERevocation], "customer": task.Data[DataCustomerRevocation]}
 		if _, err := tasks.Create(ctx, task, time.Now()); err != nil {
 			t.Fatal(err)
@@ -236,16 +218,7 @@ func TestBreakGlassSignerRotation(t *testing.T) {
 			Params: map[string]string{ParamSigners: SignersCustomer}}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		waitUntil(t, 2*time.Minute, "the task waits for the running revocation", func() error {
-			got, err := tasks.Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			if got.State != StateRunning || !strings.Contains(got.Message, "rotate the customer signer") || !strings.Contains(got.Message, customers) {
-				return fmt.Errorf("state %s: %s", got.State, got.Message)
-			}
-			return nil
-		})
+		waitRunning(t, tasks, id, "the task waits for the running revocation", "rotate the customer signer", customers)
 		signers.set(signers.hold, cluster, false)
 		got := waitState(t, tasks, id, StateSucceeded, 2*time.Minute)
 		if revs := signers.revocations(cluster, "customer"); len(revs) != 2 {
@@ -263,16 +236,7 @@ func TestBreakGlassSignerRotation(t *testing.T) {
 		if _, err := tasks.Create(ctx, &Task{ID: id, Cluster: cluster, Type: TypeBreakGlassSignerRotation, RequestedBy: "test"}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		waitUntil(t, 2*time.Minute, "the task waits for READY", func() error {
-			got, err := tasks.Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			if got.State != StateRunning || !strings.Contains(got.Message, "CLUSTER_STATE_UPDATING; waiting for READY") {
-				return fmt.Errorf("state %s: %s", got.State, got.Message)
-			}
-			return nil
-		})
+		waitRunning(t, tasks, id, "the task waits for READY", "CLUSTER_STATE_UPDATING; waiting for READY")
 		if revs := signers.revocations(cluster, "sre"); len(revs) != 0 {
 			t.Fatalf("revocations %v while the cluster is UPDATING; want none", revs)
 		}

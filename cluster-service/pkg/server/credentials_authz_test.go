@@ -92,6 +92,36 @@ func (e *mtlsEnv) creds(identity string) csv1.CredentialsClient {
 	return csv1.NewCredentialsClient(e.as[identity])
 }
 
+// requestReadOnlySRE asks, as the sre identity, for alice's read-only SRE credential credID on
+// cluster with a statement the admin API's key signed for it now. It returns the credential asked
+// for, its statement and Cluster Service's answer.
+func (e *mtlsEnv) requestReadOnlySRE(t *testing.T, cluster, credID string) (*csv1.SRECredential, *csv1.SignedSREStatement, error) {
+	t.Helper()
+	sre := &csv1.SRECredential{Person: "alice", Access: csv1.SREAccess_SRE_ACCESS_READ_ONLY, ValiditySeconds: 3600, Reason: "look"}
+	signed, err := srestatement.Sign(e.statementKey, &csv1.SREStatement{Person: "alice", ClusterId: cluster, CredentialId: credID,
+		Access: sre.Access, ValiditySeconds: sre.ValiditySeconds, Reason: sre.Reason}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.creds(pki.SRE).RequestCredential(context.Background(), &csv1.RequestCredentialRequest{Id: credID, ClusterId: cluster, Sre: sre, SreStatement: signed})
+	return sre, signed, err
+}
+
+// customerAndSRECredentials issues one credential of each kind on cluster: customerID through the
+// frontend and the read-only SRE credential sreID through the sre identity. It returns the SRE
+// credential asked for and its signed statement, for tests that present it again.
+func (e *mtlsEnv) customerAndSRECredentials(t *testing.T, cluster, customerID, sreID string) (*csv1.SRECredential, *csv1.SignedSREStatement) {
+	t.Helper()
+	if _, err := e.creds(pki.Frontend).RequestCredential(context.Background(), &csv1.RequestCredentialRequest{Id: customerID, ClusterId: cluster}); err != nil {
+		t.Fatal(err)
+	}
+	sre, signed, err := e.requestReadOnlySRE(t, cluster, sreID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sre, signed
+}
+
 // readyCluster creates cluster n through the frontend and marks it READY, as the controller
 // would once its control plane runs.
 func (e *mtlsEnv) readyCluster(t *testing.T, n int) string {
@@ -270,18 +300,7 @@ func TestCredentialKindsPerIdentity(t *testing.T) {
 	ctx := context.Background()
 	cluster := e.readyCluster(t, 1)
 	customerID, sreID := id(10), id(11)
-	if _, err := e.creds(pki.Frontend).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: customerID, ClusterId: cluster}); err != nil {
-		t.Fatal(err)
-	}
-	sre := &csv1.SRECredential{Person: "alice", Access: csv1.SREAccess_SRE_ACCESS_READ_ONLY, ValiditySeconds: 3600, Reason: "look"}
-	signed, err := srestatement.Sign(e.statementKey, &csv1.SREStatement{Person: "alice", ClusterId: cluster, CredentialId: sreID,
-		Access: sre.Access, ValiditySeconds: sre.ValiditySeconds, Reason: sre.Reason}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.creds(pki.SRE).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: sreID, ClusterId: cluster, Sre: sre, SreStatement: signed}); err != nil {
-		t.Fatal(err)
-	}
+	sre, signed := e.customerAndSRECredentials(t, cluster, customerID, sreID)
 	for _, tc := range []struct {
 		identity, credential string
 		want                 codes.Code
@@ -385,13 +404,7 @@ func TestRevocationsAreSeparatePerKind(t *testing.T) {
 	ctx := context.Background()
 	cluster := e.readyCluster(t, 1)
 	requestSRE := func(t *testing.T, credID string) error {
-		sre := &csv1.SRECredential{Person: "alice", Access: csv1.SREAccess_SRE_ACCESS_READ_ONLY, ValiditySeconds: 3600, Reason: "look"}
-		signed, err := srestatement.Sign(e.statementKey, &csv1.SREStatement{Person: "alice", ClusterId: cluster, CredentialId: credID,
-			Access: sre.Access, ValiditySeconds: sre.ValiditySeconds, Reason: sre.Reason}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = e.creds(pki.SRE).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: credID, ClusterId: cluster, Sre: sre, SreStatement: signed})
+		_, _, err := e.requestReadOnlySRE(t, cluster, credID)
 		return err
 	}
 	customerID, sreID := id(20), id(21)

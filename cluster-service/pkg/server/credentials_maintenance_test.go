@@ -3,13 +3,11 @@ package server
 import (
 	"context"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/pki"
 )
 
@@ -22,18 +20,7 @@ func TestMaintenanceRotatesBothSignersAndReadsNoCredential(t *testing.T) {
 	ctx := context.Background()
 	cluster := e.readyCluster(t, 1)
 	customerID, sreID := id(40), id(41)
-	if _, err := e.creds(pki.Frontend).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: customerID, ClusterId: cluster}); err != nil {
-		t.Fatal(err)
-	}
-	sre := &csv1.SRECredential{Person: "alice", Access: csv1.SREAccess_SRE_ACCESS_READ_ONLY, ValiditySeconds: 3600, Reason: "look"}
-	signed, err := srestatement.Sign(e.statementKey, &csv1.SREStatement{Person: "alice", ClusterId: cluster, CredentialId: sreID,
-		Access: sre.Access, ValiditySeconds: sre.ValiditySeconds, Reason: sre.Reason}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.creds(pki.SRE).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: sreID, ClusterId: cluster, Sre: sre, SreStatement: signed}); err != nil {
-		t.Fatal(err)
-	}
+	e.customerAndSRECredentials(t, cluster, customerID, sreID)
 	m := e.creds(pki.Maintenance)
 
 	for _, tc := range []struct {
