@@ -268,3 +268,71 @@ func BenchmarkClusterStatusReads(b *testing.B) {
 		}
 	}
 }
+
+// pausedAfterSync is a Watch whose first stream delivers its snapshot and BOOKMARK, then
+// nothing more: a stream that lags behind every later write.
+func pausedAfterSync(watch clusterstatus.Watch) clusterstatus.Watch {
+	return func(ctx context.Context, since int64) (clusterstatus.Stream, error) {
+		s, err := watch(ctx, since)
+		if err != nil {
+			return nil, err
+		}
+		return &pausedStream{ctx: ctx, s: s}, nil
+	}
+}
+
+type pausedStream struct {
+	ctx    context.Context
+	s      clusterstatus.Stream
+	synced bool
+}
+
+func (p *pausedStream) Recv() (*csv1.ClusterEvent, error) {
+	if p.synced {
+		<-p.ctx.Done()
+		return nil, p.ctx.Err()
+	}
+	ev, err := p.s.Recv()
+	p.synced = ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK
+	return ev, err
+}
+
+func TestAWriteAnsweredHereIsNotReadOlderFromTheCache(t *testing.T) {
+	cs := realClusterService(t)
+	statuses := clusterstatus.New()
+	e := newEnv(t, func(c *Config) {
+		c.Clusters = csv1.NewClustersClient(cs.Conn)
+		c.ClusterStatus = statuses
+	})
+	path := clusterPath("rg-ryw", "ryw")
+	created := e.put(path, realBody())
+	if created.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.code, created.body)
+	}
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	// The cache syncs with the cluster in its snapshot, then receives nothing more.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go statuses.Follow(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)), pausedAfterSync(clusterstatus.WatchOf(csv1.NewClustersClient(cs.Conn))))
+	deadline := time.Now().Add(30 * time.Second)
+	for e.lookups("hit") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the status cache never answered")
+		}
+		e.do(http.MethodGet, path, nil, nil)
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A DELETE answered by this frontend: Cluster Service's answer is a later revision
+	// (uninstalling) than the cache holds, so the GET after it calls Cluster Service.
+	if got := e.do(http.MethodDelete, path, nil, nil); got.code != http.StatusAccepted {
+		t.Fatalf("DELETE: %d %s", got.code, got.body)
+	}
+	behind, hits := e.lookups("miss_behind"), e.lookups("hit")
+	if got := e.do(http.MethodGet, path, nil, nil); got.code != http.StatusOK {
+		t.Fatalf("GET after DELETE: %d %s", got.code, got.body)
+	}
+	if e.lookups("miss_behind") != behind+1 || e.lookups("hit") != hits {
+		t.Fatalf("the GET after a write answered here read the cache from before it: miss_behind %v→%v, hit %v→%v",
+			behind, e.lookups("miss_behind"), hits, e.lookups("hit"))
+	}
+}
