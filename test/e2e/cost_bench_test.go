@@ -54,8 +54,9 @@ import (
 //
 // Knobs: COST_OPS (GETs, lists; default 300, or 60 with -short), COST_CREATES (creates, PATCHes,
 // deletes; default 100 so that the list returns 100, or 20 with -short), COST_BARE (bare works,
-// default 50, or 10 with -short), COST_IDLE, COST_SETTLE, BENCH_OUT, BENCH_PPROF_DIR (CPU profiles
-// of the GET, PUT and whole-create phases, COST_PPROF_SECONDS each; costProfile).
+// default 50, or 10 with -short), COST_READS_ONLY (set: stop after the list, for work on GET and
+// list), COST_IDLE, COST_SETTLE, BENCH_OUT, BENCH_PPROF_DIR (CPU profiles
+// of the GET, PUT, list and whole-create phases, COST_PPROF_SECONDS each; costProfile).
 // Run: make bench-cost (a region without hosted kube-apiservers: OPENHCP_E2E_HOSTED_APISERVERS=-1).
 func BenchmarkCost(b *testing.B) {
 	ops, creates, bareN := envInt(b, "COST_OPS", 300), envInt(b, "COST_CREATES", 100), envInt(b, "COST_BARE", 50)
@@ -139,9 +140,16 @@ func BenchmarkCost(b *testing.B) {
 	// asynchronous work has settled.
 	b.Log(waitQuiet(2 * time.Minute))
 	listPath := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", sub, rg)
+	prof = costProfile(b, "cost-list")
 	run.add(b, measureCost(fmt.Sprintf("list of %d", creates+1), ops/3+1, idle, func() error {
 		return sequential(ops/3+1, func(int) error { return armDo(c, http.MethodGet, listPath, nil, http.StatusOK) })
 	}))
+	prof()
+	if os.Getenv("COST_READS_ONLY") != "" {
+		run.compare(b)
+		run.write(b)
+		return
+	}
 
 	// PATCH (a property Cluster Service holds), the request path, asynchronous side paused.
 	b.Log(waitQuiet(2 * time.Minute))

@@ -398,6 +398,7 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 			ops = append(ops, children...)
 		case owns && (rd.ProvisioningState != out.Status || (out.Status.Terminal() && rd.ActiveOperationID != "")):
 			rd.ProvisioningState = out.Status
+			rd.InternalRevision = max(rd.InternalRevision, out.Revision)
 			if out.Status.Terminal() {
 				rd.ActiveOperationID = ""
 			}

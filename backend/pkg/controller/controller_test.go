@@ -232,6 +232,15 @@ func TestOperationsFollowClusterService(t *testing.T) {
 			if rd.ProvisioningState != tc.want || rd.ActiveOperationID != "" {
 				t.Errorf("resource state %s, active operation %q; want %s and none", rd.ProvisioningState, rd.ActiveOperationID, tc.want)
 			}
+			// The state is stored with the revision it was read at, so that a reader showing
+			// Cluster Service's status beside it (the frontend's status cache) shows none older.
+			c, err := h.csDB.GetCluster(context.Background(), csID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rd.InternalRevision != c.Revision {
+				t.Errorf("resource internalRevision %d, want the revision observed, %d", rd.InternalRevision, c.Revision)
+			}
 		})
 	}
 }

@@ -27,6 +27,9 @@ type Outcome struct {
 	// Unrecorded: an update whose Cluster Service call has not been recorded in the operation
 	// (awaitingRevision); the controller fails it once its grace has passed.
 	Unrecorded bool
+	// Revision is the revision of the object Status was read from (0: none, or not from
+	// Cluster Service); it is stored with the resource's state (ResourceDocument.InternalRevision).
+	Revision int64
 }
 
 // Observation is what Cluster Service says about the object of an operation.

@@ -92,5 +92,9 @@ func observed[E any, P object[E]](what, id string, obj P, err error, outcomeOf f
 	if err != nil {
 		return Observation{}, fmt.Errorf("get %s %s from cluster service: %w", what, id, err)
 	}
-	return Observation{Out: outcomeOf(obj), Known: obj != nil, Updated: obj.GetUpdateTime()}, nil
+	out := outcomeOf(obj)
+	if r, ok := any(obj).(interface{ GetRevision() int64 }); ok && obj != nil {
+		out.Revision = r.GetRevision()
+	}
+	return Observation{Out: out, Known: obj != nil, Updated: obj.GetUpdateTime()}, nil
 }

@@ -21,7 +21,7 @@ import (
 
 // The workloads that call Cluster Service (internal/identity names them).
 const (
-	Frontend = identity.Frontend // serves ARM: creates, reads, updates and deletes what ARM asks for
+	Frontend = identity.Frontend // serves ARM: creates, reads, watches, updates and deletes what ARM asks for
 	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
 	Monitor  = identity.Monitor  // the fleet Monitor: lists clusters, node pools and shards to check their health, nothing else
 	// Maintenance is the maintenance service: reads clusters, node pools (and lists them for a
@@ -42,7 +42,9 @@ var Table = map[string][]string{
 	csv1.Clusters_UpdateCluster_FullMethodName: {Frontend, Maintenance, SRE},
 	// The backend deletes the clusters of a deleted subscription (the subscription cascade).
 	csv1.Clusters_DeleteCluster_FullMethodName: {Frontend, Backend},
-	csv1.Clusters_WatchClusters_FullMethodName: {Backend, SRE},
+	// The frontend keeps every cluster's status from the watch, to answer ARM GETs and lists
+	// without a call each (frontend/pkg/clusterstatus).
+	csv1.Clusters_WatchClusters_FullMethodName: {Frontend, Backend, SRE},
 
 	csv1.NodePools_CreateNodePool_FullMethodName: {Frontend},
 	csv1.NodePools_GetNodePool_FullMethodName:    {Frontend, Backend, Maintenance, SRE},

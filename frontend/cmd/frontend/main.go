@@ -14,6 +14,7 @@ import (
 	"time"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/clusterstatus"
 	"github.com/openhcp/openhcp/frontend/pkg/frontend"
 	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
 	"github.com/openhcp/openhcp/internal/csclient"
@@ -141,9 +142,15 @@ func run(o *options) error {
 			subjects = append(subjects, cn)
 		}
 	}
+	// GETs and lists read Cluster Service's status from its WatchClusters stream, kept here;
+	// until the stream has caught up (and whenever it breaks) they call Cluster Service.
+	clusters := csv1.NewClustersClient(conn)
+	statuses := clusterstatus.New()
+	go statuses.Follow(ctx, log, clusterstatus.WatchOf(clusters))
 	srv, err := frontend.NewServer(frontend.Config{
 		Store:                 st,
-		Clusters:              csv1.NewClustersClient(conn),
+		Clusters:              clusters,
+		ClusterStatus:         statuses,
 		NodePools:             csv1.NewNodePoolsClient(conn),
 		ExternalAuths:         csv1.NewExternalAuthsClient(conn),
 		Credentials:           csv1.NewCredentialsClient(conn),

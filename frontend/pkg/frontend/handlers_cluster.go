@@ -348,7 +348,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
-	s.addClusterStatus(r, updated, rd.InternalID) // a replace shows what a GET would
+	s.addClusterStatus(r, updated, rd) // a replace shows what a GET would
 	return s.respondCluster(w, r, http.StatusOK, updated, written.ETag)
 }
 
@@ -439,12 +439,18 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	return clusters.respondResult(s, w, r, rd, doc.ETag)
 }
 
-// addClusterStatus fills the read-only URLs and conditions from Cluster Service. It is best
-// effort: without Cluster Service a GET still answers from the store. The call gets the same
+// addClusterStatus fills the read-only URLs and conditions from Cluster Service: from the
+// watch-fed cache (cfg.ClusterStatus) when it can vouch for the cluster, else by a call. It is
+// best effort: without Cluster Service a GET still answers from the store. The call gets the same
 // bound as every other Cluster Service call (not a shorter one): under load a slow answer is
 // better than a response that silently lacks its status.
-func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, csID string) {
+func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, rd *armdoc.ResourceDocument) {
+	csID := rd.InternalID
 	if csID == "" {
+		return
+	}
+	if cl, ok := s.cachedStatus(rd); ok {
+		setClusterStatus(c, cl)
 		return
 	}
 	ctx, cancel := s.csContext(r.Context(), info(r))
@@ -470,12 +476,24 @@ func setClusterStatus(c *api.Cluster, cl *csv1.Cluster) {
 // maxStatusIDs is how many IDs one ListClusters call may filter by (Cluster Service's limit).
 const maxStatusIDs = 1000
 
-// clusterStatuses reads a list page's clusters from Cluster Service, by Cluster Service ID: one
+// clusterStatuses reads a list page's clusters: from the watch-fed cache (cfg.ClusterStatus)
+// when it can vouch for them, the others from Cluster Service, by Cluster Service ID: one
 // ListClusters call filtered by their IDs (one more per further 1000 IDs, beyond the default
 // page size), never a call per item. Best effort like addClusterStatus: when a call fails the
 // page answers from the store without the status it would have added, and a warning says so.
-func (s *Server) clusterStatuses(r *http.Request, csIDs []string) map[string]*csv1.Cluster {
-	out := map[string]*csv1.Cluster{}
+func (s *Server) clusterStatuses(r *http.Request, rds []*armdoc.ResourceDocument) map[string]*csv1.Cluster {
+	out := make(map[string]*csv1.Cluster, len(rds))
+	var csIDs []string
+	for _, rd := range rds {
+		if rd.InternalID == "" {
+			continue
+		}
+		if cl, ok := s.cachedStatus(rd); ok {
+			out[rd.InternalID] = cl
+		} else {
+			csIDs = append(csIDs, rd.InternalID)
+		}
+	}
 	for len(csIDs) > 0 {
 		chunk := csIDs[:min(len(csIDs), maxStatusIDs)]
 		csIDs = csIDs[len(chunk):]
@@ -538,32 +556,13 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 
 // listClusters lists a resource group's or a subscription's clusters, a page at a time.
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
-	ri := info(r)
 	subID := r.PathValue("subscriptionId")
 	prefix := "/subscriptions/" + subID + "/resourcegroups/"
 	if rg := r.PathValue("resourceGroupName"); rg != "" {
 		prefix += rg + clustersPath + "/"
 	}
-	// Node pools and other child resources share the prefix; listResources leaves them out.
-	return s.listResources(w, r, partitionKey(subID), prefix, api.ClusterResourceType, func(rds []*armdoc.ResourceDocument) ([]any, error) {
-		var csIDs []string
-		for _, rd := range rds {
-			if rd.InternalID != "" {
-				csIDs = append(csIDs, rd.InternalID)
-			}
-		}
-		statuses := s.clusterStatuses(r, csIDs)
-		out := make([]any, 0, len(rds))
-		for _, rd := range rds {
-			c, err := clusterFromDoc(rd)
-			if err != nil {
-				return nil, err
-			}
-			if cl := statuses[rd.InternalID]; cl != nil {
-				setClusterStatus(c, cl)
-			}
-			out = append(out, ri.version.RenderCluster(c))
-		}
-		return out, nil
+	// Node pools and other child resources share the prefix; renderClusterPage leaves them out.
+	return s.listPage(w, r, partitionKey(subID), prefix, func(docs []*docstore.Document) ([]json.RawMessage, error) {
+		return s.renderClusterPage(r, docs)
 	})
 }

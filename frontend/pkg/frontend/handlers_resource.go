@@ -43,7 +43,7 @@ var clusters = resourceKind{
 		if err != nil {
 			return err
 		}
-		s.addClusterStatus(r, c, rd.InternalID)
+		s.addClusterStatus(r, c, rd)
 		return s.respondCluster(w, r, http.StatusOK, c, etag)
 	},
 }
@@ -382,8 +382,53 @@ func eachItem(render func(*armdoc.ResourceDocument) (any, error)) func([]*armdoc
 
 // listResources answers one page of resourceType's resources under prefix. renderPage gets the
 // page's documents at once, so a kind can read what the store lacks for the whole page in one
-// call (clusters: their status from Cluster Service).
+// call.
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition, prefix, resourceType string, renderPage func([]*armdoc.ResourceDocument) ([]any, error)) error {
+	return s.listPage(w, r, partition, prefix, func(docs []*docstore.Document) ([]json.RawMessage, error) {
+		var rds []*armdoc.ResourceDocument
+		for _, d := range docs {
+			rd, ok, err := decodeResource(d, resourceType)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				rds = append(rds, rd)
+			}
+		}
+		values, err := renderPage(rds)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]json.RawMessage, 0, len(values))
+		for _, v := range values {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		}
+		return out, nil
+	})
+}
+
+// decodeResource decodes a listed document; ok is false for one of another type than
+// resourceType (a cluster's children share its prefix).
+func decodeResource(d *docstore.Document, resourceType string) (rd *armdoc.ResourceDocument, ok bool, err error) {
+	rd = &armdoc.ResourceDocument{}
+	if err := json.Unmarshal(d.Body, rd); err != nil {
+		return nil, false, fmt.Errorf("decode resource %s: %w", d.ID, err)
+	}
+	id, err := arm.ParseResourceID(rd.ResourceID)
+	if err != nil || !strings.EqualFold(id.ResourceType(), resourceType) {
+		return nil, false, nil
+	}
+	return rd, true, nil
+}
+
+// listPage answers one page of the resource documents whose IDs start with prefix as ARM's
+// list body, {"value":[…],"nextLink":…}: renderPage renders the page's documents as its items
+// (each as json.Marshal writes it), leaving out what is not listed.
+func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, prefix string, renderPage func([]*docstore.Document) ([]json.RawMessage, error)) error {
 	ri := info(r)
 	page, err := s.store.Query(r.Context(), docstore.Query{
 		Partition:        partition,
@@ -395,35 +440,37 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Value    []any  `json:"value"`
-		NextLink string `json:"nextLink,omitempty"`
-	}{Value: []any{}}
-	var rds []*armdoc.ResourceDocument
-	for _, d := range page.Documents {
-		rd := &armdoc.ResourceDocument{}
-		if err := json.Unmarshal(d.Body, rd); err != nil {
-			return fmt.Errorf("decode resource %s: %w", d.ID, err)
-		}
-		id, err := arm.ParseResourceID(rd.ResourceID)
-		if err != nil || !strings.EqualFold(id.ResourceType(), resourceType) {
-			continue
-		}
-		rds = append(rds, rd)
-	}
-	values, err := renderPage(rds)
+	items, err := renderPage(page.Documents)
 	if err != nil {
 		return err
 	}
-	out.Value = append(out.Value, values...)
+	size := len(`{"value":[]}`) + len(items)
+	for _, it := range items {
+		size += len(it)
+	}
+	var next []byte
 	if page.Continuation != "" {
 		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {page.Continuation}}
-		out.NextLink = externalBase(r) + ri.originalPath + "?" + q.Encode()
+		if next, err = json.Marshal(externalBase(r) + ri.originalPath + "?" + q.Encode()); err != nil {
+			return err
+		}
+		size += len(`,"nextLink":`) + len(next)
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return err
+	// The bytes json.Marshal writes for struct{Value []any; NextLink string `json:",omitempty"`}.
+	b := make([]byte, 0, size)
+	b = append(b, `{"value":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
 	}
+	b = append(b, ']')
+	if next != nil {
+		b = append(b, `,"nextLink":`...)
+		b = append(b, next...)
+	}
+	b = append(b, '}')
 	writeJSON(w, http.StatusOK, b)
 	return nil
 }

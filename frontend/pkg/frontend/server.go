@@ -18,6 +18,7 @@ import (
 	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20251223preview"
 	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20260630preview"
 	_ "github.com/openhcp/openhcp/frontend/pkg/api/v20260901preview"
+	"github.com/openhcp/openhcp/frontend/pkg/clusterstatus"
 	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
 	"github.com/openhcp/openhcp/internal/docstore"
 )
@@ -59,6 +60,11 @@ type Config struct {
 	PageSize int
 	// Ready, if set, is checked by /healthz.
 	Ready func(ctx context.Context) error
+	// ClusterStatus, if set, is Cluster Service's clusters as its WatchClusters stream shows them
+	// (the caller runs its Follow): a GET or list of clusters reads their status from it when it
+	// can vouch for them, and calls Cluster Service only for the others. Without it every GET
+	// and list calls Cluster Service.
+	ClusterStatus *clusterstatus.Cache
 }
 
 // Server is the ARM frontend.
@@ -72,6 +78,10 @@ type Server struct {
 	handler http.Handler
 	// subscriptions remembers registrations for GETs, briefly (subscription_cache.go).
 	subscriptions *subscriptionCache
+	// statuses is cfg.ClusterStatus (statuscache.go); nil without one.
+	statuses *clusterstatus.Cache
+	// listItems are clusters as lists last rendered them (listitems.go).
+	listItems listItems
 }
 
 // NewServer checks cfg, fills in defaults and builds the routes.
@@ -111,6 +121,11 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.RoleSets = rs
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, cs: cfg.Clusters, mux: http.NewServeMux(), metrics: newMetrics(), subscriptions: newSubscriptionCache()}
+	if cfg.ClusterStatus != nil {
+		s.statuses = cfg.ClusterStatus
+		s.cs = writeRecorder{ClustersClient: cfg.Clusters, wrote: cfg.ClusterStatus.Wrote}
+		s.metrics.reg.MustRegister(cfg.ClusterStatus.Collectors()...)
+	}
 	s.routes()
 	s.handler = chain(s.dispatch,
 		s.middlewareRequestID,

@@ -29,6 +29,9 @@ type Server struct {
 	Addr string
 	// Conn is a client connection to Addr.
 	Conn *grpc.ClientConn
+
+	log  *slog.Logger
+	stop func() // drains and stops the gRPC server now serving Addr
 }
 
 // Start runs Cluster Service on a new database of pg. Everything stops when the test ends,
@@ -41,19 +44,36 @@ func Start(tb testing.TB, pg *pgserver.Server) *Server {
 		tb.Fatalf("open cluster service store: %v", err)
 	}
 	tb.Cleanup(db.Close)
-	srv := server.New(db, server.Config{KeepAlive: time.Second, Log: log})
-	g := grpc.NewServer(srv.ServerOptions()...)
-	srv.Register(g)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	go func() { _ = g.Serve(l) }()
-	tb.Cleanup(func() { srv.Drain(); g.Stop() })
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	s := &Server{Store: db, Addr: "127.0.0.1:0", log: log}
+	s.serve(tb)
+	tb.Cleanup(func() { s.stop() })
+	conn, err := grpc.NewClient(s.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { conn.Close() })
-	return &Server{Store: db, Addr: l.Addr().String(), Conn: conn}
+	s.Conn = conn
+	return s
 }
+
+// serve starts a gRPC server over s.Store on s.Addr and sets Addr to where it listens.
+func (s *Server) serve(tb testing.TB) {
+	tb.Helper()
+	srv := server.New(s.Store, server.Config{KeepAlive: time.Second, Log: s.log})
+	g := grpc.NewServer(srv.ServerOptions()...)
+	srv.Register(g)
+	l, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go func() { _ = g.Serve(l) }()
+	s.Addr = l.Addr().String()
+	s.stop = func() { srv.Drain(); g.Stop() }
+}
+
+// Stop stops the API as a shutdown does (watch streams told to drain); the store stays.
+func (s *Server) Stop() { s.stop() }
+
+// Serve starts the API again over the same store, on the same address, as a restart does:
+// Conn reconnects to it.
+func (s *Server) Serve(tb testing.TB) { s.serve(tb) }
