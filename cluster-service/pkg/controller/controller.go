@@ -275,8 +275,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller: read current external auth revision: %w", err)
 	}
-	changes, stop := c.st.Changes()
-	defer stop()
+	// One feed per event log, so a write wakes the one follow that reads its log.
+	clusters, stopClusters := c.st.Changes()
+	defer stopClusters()
+	pools, stopPools := c.st.NodePools().Changes()
+	defer stopPools()
+	auths, stopAuths := c.st.ExternalAuths().Changes()
+	defer stopAuths()
 	c.resync(ctx, 0)
 	ticker := time.NewTicker(c.cfg.ResyncPeriod)
 	defer ticker.Stop()
@@ -291,9 +296,11 @@ func (c *Controller) Run(ctx context.Context) error {
 			return nil
 		case <-ticker.C:
 			c.resync(ctx, spread)
-		case <-changes:
+		case <-clusters:
 			rev = c.followStore(ctx, rev)
+		case <-pools:
 			poolRev = c.followNodePools(ctx, poolRev)
+		case <-auths:
 			authRev = c.followExternalAuths(ctx, authRev)
 		}
 	}

@@ -132,7 +132,7 @@ func (c *Credentials) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("break-glass controller: read current revision: %w", err)
 	}
-	changes, stop := c.st.Changes()
+	changes, stop := c.st.CredentialChanges()
 	defer stop()
 	c.resync(ctx)
 	ticker := time.NewTicker(c.cfg.ResyncPeriod)

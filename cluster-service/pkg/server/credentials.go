@@ -293,6 +293,7 @@ func (s credentials) WatchCredentials(req *csv1.WatchCredentialsRequest, stream 
 		bookmark: func(rev int64) *csv1.CredentialEvent {
 			return &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}
 		},
+		changes:  s.st.CredentialChanges,
 		eventsOp: "watch credentials",
 	})
 }

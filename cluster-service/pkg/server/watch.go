@@ -38,6 +38,9 @@ type watchLog[M watchEvent] struct {
 	compacted func(ctx context.Context) (int64, error)
 	// bookmark is the BOOKMARK message at rev.
 	bookmark func(rev int64) M
+	// changes subscribes to the commits to this log (store.Store.Changes and its kin), so a
+	// stream is not woken by writes to other logs.
+	changes func() (<-chan struct{}, func())
 
 	// The operations named in errors: of the snapshot, of the compaction check, of reading
 	// events; and the history named by OutOfRange ("node pool event history").
@@ -56,7 +59,7 @@ func serveWatch[M watchEvent](s *Server, since int64, stream watchStream[M], l w
 		return v.err()
 	}
 	// Subscribe before reading, so a change committed between the read and the wait still wakes us.
-	changes, stop := s.st.Changes()
+	changes, stop := l.changes()
 	defer stop()
 
 	after := since

@@ -125,6 +125,10 @@ func (cs Children[Spec, Status]) CurrentRevision(ctx context.Context) (int64, er
 	return currentRevision(ctx, cs.s.reads, cs.k.log)
 }
 
+// Changes is Store.Changes for the kind's event log: it fires on commits to this kind's
+// events (and after the listener reconnects), not on writes to other logs.
+func (cs Children[Spec, Status]) Changes() (<-chan struct{}, func()) { return cs.s.changes(cs.k.log) }
+
 // CompactedRevision is the newest revision of the kind whose tombstone may be pruned.
 func (cs Children[Spec, Status]) CompactedRevision(ctx context.Context) (int64, error) {
 	return compactedRevision(ctx, cs.s.reads, cs.k.log)

@@ -43,7 +43,8 @@ var (
 func (l eventLog) named(noun string) string { return strings.TrimSpace(l.label + " " + noun) }
 
 // writeEvent keeps one event per object: it replaces the object's previous event with this one
-// (UPSERTED or the DELETED tombstone) and wakes watchers with the revision.
+// (UPSERTED or the DELETED tombstone) and wakes the watchers of l (the payload is l's table;
+// PostgreSQL sends a transaction's identical notifications once).
 func writeEvent(ctx context.Context, tx pgx.Tx, l eventLog, id string, revision int64, typ csv1.EventType, doc []byte) error {
 	_, err := runSteps(ctx, tx, true, eventSteps(l, id, revision, typ, doc))
 	return err
@@ -59,7 +60,7 @@ func eventSteps(l eventLog, id string, revision int64, typ csv1.EventType, doc [
 		{`DELETE FROM ` + l.table + ` WHERE ` + l.idColumn + ` = $1`, []any{id}, fmt.Sprintf("prune events of %s %s", l.what, id)},
 		{`INSERT INTO ` + l.table + ` (revision, ` + l.idColumn + `, type, ` + l.docColumn + `) VALUES ($1, $2, $3, $4)`,
 			[]any{revision, id, t, doc}, fmt.Sprintf("record event of %s %s", l.what, id)},
-		{`SELECT pg_notify($1, $2)`, []any{notifyChannel, fmt.Sprint(revision)}, "notify"},
+		{`SELECT pg_notify($1, $2)`, []any{notifyChannel, l.table}, "notify"},
 	}
 }
 

@@ -115,10 +115,10 @@ func updateStatusPipelined[R any, S observedStatus](ctx context.Context, s *Stor
 		gone AS (DELETE FROM ` + l.table + ` WHERE ` + l.idColumn + ` = $1 AND EXISTS (SELECT 1 FROM u)),
 		ev AS (INSERT INTO ` + l.table + ` (revision, ` + l.idColumn + `, type, ` + l.docColumn + `)
 			SELECT revision, $1, 'UPSERTED', ` + patchedDoc(`$5::jsonb`, [2]string{k.revisionPath, "revision"}, [2]string{k.updateTimePath, "update_time"}) + ` FROM u)
-		SELECT u.revision, u.update_time FROM u CROSS JOIN LATERAL (SELECT pg_notify($6, u.revision::text)) n`
+		SELECT u.revision, u.update_time FROM u CROSS JOIN LATERAL (SELECT pg_notify($6, $7)) n`
 	var rev int64
 	var at time.Time
-	err = scanOne(ctx, s, func(r pgx.Row) error { return r.Scan(&rev, &at) }, sql, id, stj, k.state(st), revision, doc, notifyChannel)
+	err = scanOne(ctx, s, func(r pgx.Row) error { return r.Scan(&rev, &at) }, sql, id, stj, k.state(st), revision, doc, notifyChannel, l.table)
 	if errors.Is(err, errRefused) {
 		return nil, ErrConflict
 	}
@@ -166,13 +166,13 @@ func (s *Store) createClusterPipelined(ctx context.Context, c *Cluster, policy p
 		ev AS (INSERT INTO cluster_events (revision, cluster_id, type, cluster)
 			SELECT revision, id, 'UPSERTED', ` + patchedDoc(`$14::jsonb`, [2]string{"{revision}", "revision"}, [2]string{"{specRevision}", "spec_revision"},
 		[2]string{"{createTime}", "create_time"}, [2]string{"{updateTime}", "update_time"}) + ` FROM ins)
-		SELECT ` + clusterColumns + ` FROM ins CROSS JOIN LATERAL (SELECT pg_notify($15, ins.revision::text)) n`
+		SELECT ` + clusterColumns + ` FROM ins CROSS JOIN LATERAL (SELECT pg_notify($15, $16)) n`
 	var out *Cluster
 	err = scanOne(ctx, s, func(r pgx.Row) (err error) {
 		out, err = s.scanCluster(r)
 		return err
 	}, sql, c.ID, row.armID, c.ARMResourceID, row.specJSON, row.statusJSON, row.status.State.String(), shard, c.Namespace, row.etcdKey, row.sshKey,
-		seen.Status.String(), seen.MaxClusters, seen.Labels, doc, notifyChannel)
+		seen.Status.String(), seen.MaxClusters, seen.Labels, doc, notifyChannel, clusterEventLog.table)
 	if err != nil {
 		return nil, err
 	}

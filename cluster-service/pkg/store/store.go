@@ -68,7 +68,10 @@ const writeLockKey = 0x0cb5_0002
 // takeWriteLock is the statement that takes it, held to the transaction's end.
 const takeWriteLock = `SELECT pg_advisory_xact_lock($1)`
 
-// notifyChannel is the LISTEN/NOTIFY channel that wakes watchers; the payload is the revision.
+// notifyChannel is the LISTEN/NOTIFY channel that wakes watchers; the payload is the name of the
+// event log written (its table), so that a reader of one log is not woken by writes to another.
+// A payload that names no log (before 2026-11-26 it was the revision, as an older replica in a
+// rolling upgrade still sends it) wakes every reader.
 const notifyChannel = "openhcp_cluster_events"
 
 // Cluster is a stored cluster.
@@ -109,8 +112,9 @@ type Store struct {
 	log   *slog.Logger
 	keys  *envelope.Keyring // seals the secretColumns
 
-	mu      sync.Mutex
-	waiters map[chan struct{}]struct{}
+	mu sync.Mutex
+	// waiters are the change feeds (Changes), each with the table of the event log it follows.
+	waiters map[chan struct{}]string
 	cancel  context.CancelFunc
 	done    chan struct{}
 
@@ -145,6 +149,11 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, keys *envelope.Keyr
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = 16
 	}
+	return openConfig(ctx, cfg, log, keys)
+}
+
+// openConfig is Open with the pool's configuration parsed (a test adds a tracer to it).
+func openConfig(ctx context.Context, cfg *pgxpool.Config, log *slog.Logger, keys *envelope.Keyring) (*Store, error) {
 	loss := &postgres.ConnLoss{}
 	loss.Guard(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -160,7 +169,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, keys *envelope.Keyr
 		return nil, err
 	}
 	lctx, cancel := context.WithCancel(context.Background())
-	s := &Store{pool: pool, reads: readPool{pool: pool, loss: loss}, loss: loss, log: log, keys: keys, waiters: map[chan struct{}]struct{}{}, cancel: cancel, done: make(chan struct{}),
+	s := &Store{pool: pool, reads: readPool{pool: pool, loss: loss}, loss: loss, log: log, keys: keys, waiters: map[chan struct{}]string{}, cancel: cancel, done: make(chan struct{}),
 		decoded: &decodedClusters{m: map[string]decodedCluster{}}}
 	go s.listen(lctx)
 	return s, nil
@@ -661,12 +670,20 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 }
 
 // Changes returns a channel that receives a value (coalesced) whenever a cluster change is
-// committed, and a function to stop. Readers then call EventsAfter. The channel also fires after
-// the listener reconnects, since changes may have been missed meanwhile.
-func (s *Store) Changes() (<-chan struct{}, func()) {
+// committed, and a function to stop. Readers then call EventsAfter. Writes to the other event
+// logs (node pools, external auths, break-glass) do not wake it: each has its own feed
+// (Children.Changes, CredentialChanges). The channel also fires after the listener reconnects,
+// since changes may have been missed meanwhile.
+func (s *Store) Changes() (<-chan struct{}, func()) { return s.changes(clusterEventLog) }
+
+// CredentialChanges is Changes for the break-glass event log (CredentialEventsAfter).
+func (s *Store) CredentialChanges() (<-chan struct{}, func()) { return s.changes(breakGlassEventLog) }
+
+// changes subscribes to the commits to l's event log.
+func (s *Store) changes(l eventLog) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	s.mu.Lock()
-	s.waiters[ch] = struct{}{}
+	s.waiters[ch] = l.table
 	s.mu.Unlock()
 	return ch, func() {
 		s.mu.Lock()
@@ -675,10 +692,24 @@ func (s *Store) Changes() (<-chan struct{}, func()) {
 	}
 }
 
-func (s *Store) wake() {
+// eventLogs are the logs whose table a notification may name.
+var eventLogs = []eventLog{clusterEventLog, nodePoolEventLog, externalAuthEventLog, breakGlassEventLog}
+
+// wake wakes the readers of the event log a notification's payload names; every reader when it
+// names none (an older replica's payload) or when payload is empty (after a reconnect).
+func (s *Store) wake(payload string) {
+	all := true
+	for _, l := range eventLogs {
+		if l.table == payload {
+			all = false
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for ch := range s.waiters {
+	for ch, table := range s.waiters {
+		if !all && table != payload {
+			continue
+		}
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -710,12 +741,13 @@ func (s *Store) listenOnce(ctx context.Context) error {
 		return err
 	}
 	defer conn.Exec(context.Background(), `UNLISTEN `+notifyChannel) //nolint:errcheck
-	s.wake()                                                         // anything committed while we were not listening
+	s.wake("")                                                       // anything committed while we were not listening
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			return err
 		}
-		s.wake()
+		s.wake(n.Payload)
 	}
 }
 
