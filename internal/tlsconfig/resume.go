@@ -16,12 +16,14 @@ import (
 // (about 2 ms of CPU across both sides of a mutual-TLS handshake here), so clients keep a session
 // cache and servers seal tickets under keys of their own. The rules that make it safe:
 //   - a server seals tickets under random keys held in memory only, rotated every
-//     TicketKeyRotation and kept TicketKeyLifetime: a ticket older than that does not resume;
+//     TicketKeyRotation and kept TicketKeyLifetime; and a session resumes only within
+//     TicketKeyLifetime of its full handshake, whose time every re-issued ticket carries on;
 //   - a ticket is bound to the server's TLS files (certificate, key, client CA bundle) of the
 //     moment it was issued: after a renewal or a CA rollover step it no longer resumes, and the
 //     next handshake is a full one against the files of the moment;
 //   - a client keys its cached sessions by its own TLS files in the same way, so a renewed (or
-//     replaced) client certificate is presented in full, and it re-verifies the server's chain
+//     replaced) client certificate is presented in full, never caches a session that may come
+//     from a handshake under other files (filesSessionCache), and it re-verifies the server's chain
 //     and identity on a resumed connection too (VerifyConnection runs on every handshake);
 //   - crypto/tls restores the peer's certificates and verified chains on a resumed connection,
 //     so per-request identity checks (SPIFFE ID, subject allow-lists, revocation) see the
