@@ -133,3 +133,57 @@ func TestSessionIsCachedUnderTheFilesOfItsHandshake(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsAreCachedAgainAfterAFilesChange: after the client's files change, sessions to a
+// server it talked to before are not cached for sessionPutWindow, and are again after it.
+func TestSessionsAreCachedAgainAfterAFilesChange(t *testing.T) {
+	p, err := pki.Create(t.TempDir(), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := p.MustFiles(pki.ClusterService)
+	scfg, err := Files{CA: p.CAFile, Cert: srv.Cert, Key: srv.Key}.Server("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := allowListServer(t, scfg, pki.Backend)
+	be, fe := p.MustFiles(pki.Backend), p.MustFiles(pki.Frontend)
+	files := copyFiles(t, p.CAFile, be)
+	files.ServerName = pki.ServerName(pki.ClusterService)
+	cfg, err := files.Client("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := newSource(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: time.Now()}
+	cfg.ClientSessionCache = newFilesSessionCache(src, clock.Now)
+	for i, step := range []struct {
+		advance   time.Duration
+		becomeFE  bool
+		resumed   bool
+		wantState int
+	}{
+		{0, false, false, http.StatusOK},
+		{0, false, true, http.StatusOK},
+		{time.Minute, true, false, http.StatusForbidden},       // the files are the frontend's now
+		{time.Minute, false, false, http.StatusForbidden},      // its session was not cached
+		{sessionPutWindow, false, false, http.StatusForbidden}, // past the window: cached again
+		{time.Minute, false, true, http.StatusForbidden},       // and resumed, as the frontend
+	} {
+		clock.add(step.advance)
+		if step.becomeFE {
+			copyFile(t, fe.Cert, files.Cert)
+			copyFile(t, fe.Key, files.Key)
+		}
+		v, err := visitOnce(t, cfg, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.resumed != step.resumed || v.status != step.wantState {
+			t.Fatalf("step %d: resumed=%v status=%d (%q), want resumed=%v status=%d", i, v.resumed, v.status, v.who, step.resumed, step.wantState)
+		}
+	}
+}
