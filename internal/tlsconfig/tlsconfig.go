@@ -75,7 +75,7 @@ func (f Files) Client(addr string) (*tls.Config, error) {
 	}
 	// Sessions are cached per server and per the client's own files, so a reconnection resumes
 	// (resume.go) unless either side's files changed.
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.ServerName, ClientSessionCache: newFilesSessionCache(src)}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: f.ServerName, ClientSessionCache: newFilesSessionCache(src, nil)}
 	if cfg.ServerName == "" && f.PeerWorkload != "" {
 		cfg.ServerName = identity.ServerName(f.PeerWorkload)
 	}
