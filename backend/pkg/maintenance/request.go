@@ -740,14 +740,23 @@ func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
 		}
 		// A set left Pending (Cluster Service unavailable) may be carried out after a newer
 		// clear or set of the same cluster: setByRequest refuses it then.
-		if err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, r.Window, r.ID, r.Created, requestRecordRetention); err != nil {
+		newer, err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, r.Window, r.ID, r.Created, requestRecordRetention, s.now())
+		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("maintenance window of cluster %s set: %s", r.Cluster, r.Window), nil
+		msg := fmt.Sprintf("maintenance window of cluster %s set: %s", r.Cluster, r.Window)
+		if newer != "" {
+			msg += fmt.Sprintf("; then superseded by a newer request (%s), which changed it since", newer)
+		}
+		return msg, nil
 	case ActionClearWindow:
 		// No look at Cluster Service: the window of a cluster deleted since may be cleared.
-		if err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, nil, r.ID, r.Created, requestRecordRetention); err != nil {
+		newer, err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, nil, r.ID, r.Created, requestRecordRetention, s.now())
+		if err != nil {
 			return "", err
+		}
+		if newer != "" {
+			return fmt.Sprintf("maintenance window of cluster %s cleared; then superseded by a newer request (%s), which changed it since", r.Cluster, newer), nil
 		}
 		return fmt.Sprintf("cluster %s has no maintenance window: maintained at any time outside blackouts", r.Cluster), nil
 	}

@@ -3,6 +3,7 @@ package maintenance
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -21,6 +23,21 @@ type unavailableClusterService struct{ ClusterService }
 
 func (unavailableClusterService) GetCluster(context.Context, *csv1.GetClusterRequest, ...grpc.CallOption) (*csv1.Cluster, error) {
 	return nil, status.Error(codes.Unavailable, "injected: Cluster Service is unavailable")
+}
+
+// unrecordingStore is a store whose writer stops after carrying a request out and before
+// recording it: the next fails record creates fail.
+type unrecordingStore struct {
+	docstore.Store
+	fails int
+}
+
+func (s *unrecordingStore) Create(ctx context.Context, d *docstore.Document) (*docstore.Document, error) {
+	if d.Type == TypeRequestRecord && s.fails > 0 {
+		s.fails--
+		return nil, errors.New("injected: the consumer stopped before recording the request")
+	}
+	return s.Store.Create(ctx, d)
 }
 
 // TestWindowRequestsTakeEffectInTheOrderMade: set-window and clear-window requests for one
@@ -129,6 +146,33 @@ func TestWindowRequestsTakeEffectInTheOrderMade(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a_set_that_took_effect_but_was_not_recorded_before_a_newer_clear_says_it_was_superseded", func(t *testing.T) {
+		cluster := f.createCluster("superseded", "4.19.16")
+		set := submit(t, lateSubmitter, window(nightly)(cluster))
+		crashing := NewRequests(&unrecordingStore{Store: st, fails: 1}, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
+		if err := crashing.Process(ctx); err == nil {
+			t.Fatal("the consumer that stopped before recording reported no error")
+		}
+		if got, err := windows.Get(ctx, cluster); err != nil || got == nil || got.String() != nightly.String() {
+			t.Fatalf("window after the unrecorded set: %v %v; want %v", got, err, nightly)
+		}
+		clear := submit(t, submitter, window(nil)(cluster))
+		_ = outage.Process(ctx) // the set waits for Cluster Service again, the newer clear is carried out
+		if got := outcome(t, clear.ID); got.State != RequestDone {
+			t.Fatalf("clear: %s %q; want Done", got.State, got.Message)
+		}
+		if err := consumer.Process(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := outcome(t, set.ID)
+		if got.State != RequestDone || !strings.Contains(got.Message, "superseded") || !strings.Contains(got.Message, clear.ID) {
+			t.Fatalf("set: %s %q; want Done, saying it took effect and was superseded by %s", got.State, got.Message, clear.ID)
+		}
+		if win, err := windows.Get(ctx, cluster); err != nil || win != nil {
+			t.Fatalf("window at the end: %v %v; want none (the clear's)", win, err)
+		}
+	})
 
 	t.Run("requests_carried_out_in_order_each_take_effect", func(t *testing.T) {
 		cluster := f.createCluster("in-order", "4.19.16")
