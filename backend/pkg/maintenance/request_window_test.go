@@ -174,6 +174,29 @@ func TestWindowRequestsTakeEffectInTheOrderMade(t *testing.T) {
 		}
 	})
 
+	// The order is the admin API's creation stamps, within the clock allowance too: a clear
+	// stamped by a replica whose clock runs two minutes fast orders after a set another replica
+	// made later in real time, and wins (docs/maintenance.md says so).
+	t.Run("within_the_clock_allowance_the_creation_stamps_order_a_fast_replicas_clear_after_a_later_set", func(t *testing.T) {
+		cluster := f.createCluster("skew", "4.19.16")
+		fast := NewRequests(st, nil, func() time.Time { return time.Now().Add(2 * time.Minute) }, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
+		clear := submit(t, fast, window(nil)(cluster))
+		set := submit(t, submitter, window(nightly)(cluster))
+		_ = outage.Process(ctx) // the set waits for Cluster Service, the clear is carried out
+		if err := consumer.Process(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := outcome(t, clear.ID); got.State != RequestDone {
+			t.Fatalf("clear: %s %q; want Done", got.State, got.Message)
+		}
+		if got := outcome(t, set.ID); got.State != RequestFailed || !strings.Contains(got.Message, clear.ID) {
+			t.Fatalf("set: %s %q; want Failed, superseded by the clear stamped later", got.State, got.Message)
+		}
+		if win, err := windows.Get(ctx, cluster); err != nil || win != nil {
+			t.Fatalf("window at the end: %v %v; want none", win, err)
+		}
+	})
+
 	t.Run("requests_carried_out_in_order_each_take_effect", func(t *testing.T) {
 		cluster := f.createCluster("in-order", "4.19.16")
 		for _, win := range []*Window{nightly, nil, weekends} {
