@@ -3,6 +3,8 @@ package maintenance
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -296,6 +298,20 @@ func (r *Request) verify(pub ed25519.PublicKey, now time.Time) error {
 	return nil
 }
 
+// statementDigest is the SHA-256 of r's statement and signature, in hex: what the record of a
+// carried-out request keeps to know its document again.
+func (r *Request) statementDigest() (string, error) {
+	st, err := r.statement()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write(st)
+	h.Write([]byte{0})
+	h.Write(r.Signature)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // ErrNoSigningKey is Submit's error when the request store has no key to sign with.
 var ErrNoSigningKey = errors.New("no key to sign maintenance requests with")
 
@@ -476,7 +492,11 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 	r.Finished = s.now().UTC()
 	// The record first: from the moment it exists, the request is never carried out again,
 	// whatever its document says later.
-	err = s.createRecord(ctx, &requestRecord{Request: r.ID, Action: r.Action, RequestETag: r.etag, State: r.State,
+	digest, err := r.statementDigest()
+	if err != nil {
+		return err
+	}
+	err = s.createRecord(ctx, &requestRecord{Request: r.ID, Action: r.Action, RequestETag: r.etag, Statement: digest, State: r.State,
 		Message: r.Message, CampaignState: r.CampaignState, Finished: r.Finished})
 	if errors.Is(err, docstore.ErrAlreadyExists) {
 		return nil // another consumer carried it out and records it
@@ -488,12 +508,19 @@ func (s *Requests) process(ctx context.Context, r *Request) error {
 }
 
 // processRecorded ends a Pending request that the record rec says was carried out already.
-// The same document the record names (its ETag) is one whose outcome was not written (the
-// service stopped in between): it gets the recorded outcome. Any other is a replay, a document
-// written Pending again after its outcome (or deleted and inserted again): it fails, changing
-// nothing, and is logged and counted (maintenance_request_replays_refused).
+// The same document the record names (its ETag, and the digest of its statement and signature:
+// the admin API's login can insert a document with any ETag) is one whose outcome was not
+// written (the service stopped in between): it gets the recorded outcome. Any other is a replay,
+// a document written Pending again after its outcome (or deleted and inserted again, whatever
+// its ETag): it fails, changing nothing, and is logged and counted
+// (maintenance_request_replays_refused).
 func (s *Requests) processRecorded(ctx context.Context, r *Request, rec *requestRecord) error {
-	if r.etag == rec.RequestETag {
+	digest, err := r.statementDigest()
+	if err != nil {
+		return err
+	}
+	// A record written before records kept the digest has none: its ETag alone decides.
+	if r.etag == rec.RequestETag && (rec.Statement == "" || rec.Statement == digest) {
 		r.State, r.Message, r.CampaignState, r.Finished = rec.State, rec.Message, rec.CampaignState, rec.Finished
 		return s.recordOutcome(ctx, r)
 	}
@@ -544,7 +571,10 @@ type requestRecord struct {
 	Action  RequestAction `json:"action"`
 	// RequestETag is the ETag of the Pending request document that was carried out: found
 	// Pending again with it, the document is the one whose outcome was not written yet.
-	RequestETag   string        `json:"requestEtag"`
+	RequestETag string `json:"requestEtag"`
+	// Statement is the digest of that document's statement and signature (statementDigest):
+	// a document inserted again with the same ETag but saying anything else is a replay.
+	Statement     string        `json:"statement,omitempty"`
 	State         RequestState  `json:"state"`
 	Message       string        `json:"message,omitempty"`
 	CampaignState CampaignState `json:"campaignState,omitempty"`
@@ -710,14 +740,23 @@ func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
 		}
 		// A set left Pending (Cluster Service unavailable) may be carried out after a newer
 		// clear or set of the same cluster: setByRequest refuses it then.
-		if err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, r.Window, r.ID, r.Created, requestRecordRetention); err != nil {
+		newer, err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, r.Window, r.ID, r.Created, requestRecordRetention, s.now())
+		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("maintenance window of cluster %s set: %s", r.Cluster, r.Window), nil
+		msg := fmt.Sprintf("maintenance window of cluster %s set: %s", r.Cluster, r.Window)
+		if newer != "" {
+			msg += fmt.Sprintf("; then superseded by a newer request (%s), which changed it since", newer)
+		}
+		return msg, nil
 	case ActionClearWindow:
 		// No look at Cluster Service: the window of a cluster deleted since may be cleared.
-		if err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, nil, r.ID, r.Created, requestRecordRetention); err != nil {
+		newer, err := NewWindows(s.st, nil).setByRequest(ctx, r.Cluster, nil, r.ID, r.Created, requestRecordRetention, s.now())
+		if err != nil {
 			return "", err
+		}
+		if newer != "" {
+			return fmt.Sprintf("maintenance window of cluster %s cleared; then superseded by a newer request (%s), which changed it since", r.Cluster, newer), nil
 		}
 		return fmt.Sprintf("cluster %s has no maintenance window: maintained at any time outside blackouts", r.Cluster), nil
 	}

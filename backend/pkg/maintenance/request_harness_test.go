@@ -19,6 +19,7 @@ import (
 type requestHarness struct {
 	f         *fleet
 	st        *postgres.Store
+	dsn       string // the maintenance store's database, for tests that write it as another login would
 	pub       ed25519.PublicKey
 	key       ed25519.PrivateKey
 	submitter *Requests
@@ -30,12 +31,13 @@ func newRequestHarness(t *testing.T, capacity int32) *requestHarness {
 	pg := pgservertest.Start(t)
 	f := newFleet(t, pg)
 	f.registerShard("mgmt-1", capacity)
-	st := openStore(t, pgservertest.NewDatabase(t, pg))
+	dsn := pgservertest.NewDatabase(t, pg)
+	st := openStore(t, dsn)
 	pub, key, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &requestHarness{f: f, st: st, pub: pub, key: key, submitter: NewRequests(st, nil, nil, nil).SignWith(key)}
+	return &requestHarness{f: f, st: st, dsn: dsn, pub: pub, key: key, submitter: NewRequests(st, nil, nil, nil).SignWith(key)}
 }
 
 // consumer is the maintenance service's side reading requests from s (the harness store, or a

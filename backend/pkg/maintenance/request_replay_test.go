@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -42,6 +43,7 @@ func TestReplayedRequestIsNotCarriedOutAgain(t *testing.T) {
 	h := newRequestHarness(t, 20)
 	ctx := context.Background()
 	f, st := h.f, h.st
+	dsn := h.dsn
 	logs := &lockedBuffer{}
 	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}))
 	consumerOn := func(s docstore.Store) *Requests { return h.consumer(s, slog.New(slog.NewTextHandler(logs, nil))) }
@@ -99,6 +101,44 @@ func TestReplayedRequestIsNotCarriedOutAgain(t *testing.T) {
 		}
 		if _, err := st.Create(ctx, &docstore.Document{PartitionKey: RequestPartition, ID: d.ID, Type: TypeRequest, ResourceID: d.ResourceID,
 			Body: pendingAgain(d.Body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// forge deletes the request's document and inserts one Pending under its ID that says
+	// something else (another requester and cluster), with the ETag the maintenance service's
+	// record names: the admin login can read the record and write any ETag in its insert.
+	forge := func(t *testing.T, id, cluster string) {
+		reinsert(t, id)
+		rd, err := st.Get(ctx, Partition, "request/"+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			ETag string `json:"requestEtag"`
+		}
+		if err := json.Unmarshal(rd.Body, &rec); err != nil || rec.ETag == "" {
+			t.Fatalf("record of %s: %s %v", id, rd.Body, err)
+		}
+		d, err := st.Get(ctx, RequestPartition, "request/"+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(d.Body, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["requestedBy"], m["cluster"] = "mallory", cluster
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "UPDATE documents SET body = $3::jsonb, etag = $4 WHERE partition_key = $1 AND id = $2",
+			RequestPartition, d.ID, string(b), rec.ETag); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,6 +200,20 @@ func TestReplayedRequestIsNotCarriedOutAgain(t *testing.T) {
 			return r.ID, func(t *testing.T) {
 				if after := windowETag(t, cluster); after != before {
 					t.Fatal("the window was written again")
+				}
+			}
+		}},
+		{"a_done_set_window_inserted_again_with_its_recorded_etag_saying_something_else", ActionSetWindow, func(t *testing.T, cluster string) (string, func(*testing.T)) {
+			r := do(t, &Request{Action: ActionSetWindow, Cluster: cluster, Window: nightly})
+			before := windowETag(t, cluster)
+			other := f.createCluster("forged", "4.19.16")
+			forge(t, r.ID, other)
+			return r.ID, func(t *testing.T) {
+				if after := windowETag(t, cluster); after != before {
+					t.Fatal("the window was written again")
+				}
+				if got := requestOutcome(t, submitter, r.ID); got.RequestedBy != "mallory" {
+					t.Fatalf("the forged document was not the one refused: %+v", got)
 				}
 			}
 		}},

@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // unavailableClusterService is a fake of Cluster Service during an outage: every GetCluster
@@ -19,6 +21,21 @@ type unavailableClusterService struct{ ClusterService }
 
 func (unavailableClusterService) GetCluster(context.Context, *csv1.GetClusterRequest, ...grpc.CallOption) (*csv1.Cluster, error) {
 	return nil, status.Error(codes.Unavailable, "injected: Cluster Service is unavailable")
+}
+
+// unrecordingStore is a store whose writer stops after carrying a request out and before
+// recording it: the next fails record creates fail.
+type unrecordingStore struct {
+	docstore.Store
+	fails int
+}
+
+func (s *unrecordingStore) Create(ctx context.Context, d *docstore.Document) (*docstore.Document, error) {
+	if d.Type == TypeRequestRecord && s.fails > 0 {
+		s.fails--
+		return nil, errors.New("injected: the consumer stopped before recording the request")
+	}
+	return s.Store.Create(ctx, d)
 }
 
 // TestWindowRequestsTakeEffectInTheOrderMade: set-window and clear-window requests for one
@@ -105,6 +122,56 @@ func TestWindowRequestsTakeEffectInTheOrderMade(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a_set_that_took_effect_but_was_not_recorded_before_a_newer_clear_says_it_was_superseded", func(t *testing.T) {
+		cluster := f.createCluster("superseded", "4.19.16")
+		set := submit(t, lateSubmitter, window(nightly)(cluster))
+		crashing := NewRequests(&unrecordingStore{Store: st, fails: 1}, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
+		if err := crashing.Process(ctx); err == nil {
+			t.Fatal("the consumer that stopped before recording reported no error")
+		}
+		if got, err := windows.Get(ctx, cluster); err != nil || got == nil || got.String() != nightly.String() {
+			t.Fatalf("window after the unrecorded set: %v %v; want %v", got, err, nightly)
+		}
+		clear := submit(t, submitter, window(nil)(cluster))
+		_ = outage.Process(ctx) // the set waits for Cluster Service again, the newer clear is carried out
+		if got := outcome(t, clear.ID); got.State != RequestDone {
+			t.Fatalf("clear: %s %q; want Done", got.State, got.Message)
+		}
+		if err := consumer.Process(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := outcome(t, set.ID)
+		if got.State != RequestDone || !strings.Contains(got.Message, "superseded") || !strings.Contains(got.Message, clear.ID) {
+			t.Fatalf("set: %s %q; want Done, saying it took effect and was superseded by %s", got.State, got.Message, clear.ID)
+		}
+		if win, err := windows.Get(ctx, cluster); err != nil || win != nil {
+			t.Fatalf("window at the end: %v %v; want none (the clear's)", win, err)
+		}
+	})
+
+	// The order is the admin API's creation stamps, within the clock allowance too: a clear
+	// stamped by a replica whose clock runs two minutes fast orders after a set another replica
+	// made later in real time, and wins (docs/maintenance.md says so).
+	t.Run("within_the_clock_allowance_the_creation_stamps_order_a_fast_replicas_clear_after_a_later_set", func(t *testing.T) {
+		cluster := f.createCluster("skew", "4.19.16")
+		fast := NewRequests(st, nil, func() time.Time { return time.Now().Add(2 * time.Minute) }, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
+		clear := submit(t, fast, window(nil)(cluster))
+		set := submit(t, submitter, window(nightly)(cluster))
+		_ = outage.Process(ctx) // the set waits for Cluster Service, the clear is carried out
+		if err := consumer.Process(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := outcome(t, clear.ID); got.State != RequestDone {
+			t.Fatalf("clear: %s %q; want Done", got.State, got.Message)
+		}
+		if got := outcome(t, set.ID); got.State != RequestFailed || !strings.Contains(got.Message, clear.ID) {
+			t.Fatalf("set: %s %q; want Failed, superseded by the clear stamped later", got.State, got.Message)
+		}
+		if win, err := windows.Get(ctx, cluster); err != nil || win != nil {
+			t.Fatalf("window at the end: %v %v; want none", win, err)
+		}
+	})
 
 	t.Run("requests_carried_out_in_order_each_take_effect", func(t *testing.T) {
 		cluster := f.createCluster("in-order", "4.19.16")

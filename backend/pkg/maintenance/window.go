@@ -135,11 +135,53 @@ func (w *Windows) Set(ctx context.Context, cluster string, win *Window) error {
 // changed it last, that request (its ID and when the admin API made it). A request that
 // cleared the window leaves a document with no window (Cleared) for a while, so that a request
 // made before it and carried out after it is refused rather than bringing the window back.
+//
+// Superseded names the requests whose change was replaced by a newer request's before the
+// maintenance service recorded them (it stopped in between): carried out again, such a request
+// learns that it took effect and was then superseded, rather than "nothing changed".
 type windowDoc struct {
 	Window
-	Cleared        bool      `json:"cleared,omitempty"`
-	Request        string    `json:"request,omitempty"`
-	RequestCreated time.Time `json:"requestCreated,omitzero"`
+	Cleared        bool            `json:"cleared,omitempty"`
+	Request        string          `json:"request,omitempty"`
+	RequestCreated time.Time       `json:"requestCreated,omitzero"`
+	Superseded     []windowRequest `json:"superseded,omitempty"`
+}
+
+// windowRequest is a request that changed a window: its ID and when the admin API made it.
+type windowRequest struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+}
+
+// maxSuperseded bounds windowDoc.Superseded: the service stopping between a window change and
+// its record that many times for one cluster within RequestRetention is not expected.
+const maxSuperseded = 16
+
+// unrecorded returns the requests of last (its own and those it carries) that the maintenance
+// service has not recorded yet and can still carry out, newest last.
+func (w *Windows) unrecorded(ctx context.Context, last *windowDoc, now time.Time) ([]windowRequest, error) {
+	cands := append([]windowRequest(nil), last.Superseded...)
+	if last.Request != "" {
+		cands = append(cands, windowRequest{ID: last.Request, Created: last.RequestCreated})
+	}
+	var out []windowRequest
+	for _, c := range cands {
+		if now.Sub(c.Created) > RequestRetention {
+			continue // never carried out again (Request.verify)
+		}
+		_, err := w.st.Get(ctx, Partition, "request/"+c.ID)
+		if err == nil {
+			continue // recorded: its outcome is written or will be, from the record
+		}
+		if !errors.Is(err, docstore.ErrNotFound) {
+			return nil, fmt.Errorf("read the record of maintenance request %s: %w", c.ID, err)
+		}
+		out = append(out, c)
+	}
+	if len(out) > maxSuperseded {
+		out = out[len(out)-maxSuperseded:]
+	}
+	return out, nil
 }
 
 // errSuperseded fails a window request made before the one that changed the window last.
@@ -151,39 +193,51 @@ var errSuperseded = errors.New("superseded by a newer request")
 // fails with errSuperseded naming that request. So window requests for a cluster take effect in
 // the order they were made, whatever order they are carried out in. A clear leaves a record
 // with no window that expires after keep. A request that changed the window last finds its own
-// change (carried out again after a crash) and writes nothing.
-func (w *Windows) setByRequest(ctx context.Context, cluster string, win *Window, id string, made time.Time, keep time.Duration) error {
+// change (carried out again after a crash) and writes nothing; one whose change a newer request
+// replaced before it was recorded writes nothing either and returns that newer request
+// (supersededBy): it took effect, then was superseded.
+func (w *Windows) setByRequest(ctx context.Context, cluster string, win *Window, id string, made time.Time, keep time.Duration, now time.Time) (supersededBy string, err error) {
 	if win != nil {
 		if err := win.Validate(); err != nil {
-			return err
+			return "", err
 		}
 	}
 	docID := "window/" + cluster
 	for range 10 {
 		cur, err := w.st.Get(ctx, Partition, docID)
 		if err != nil && !errors.Is(err, docstore.ErrNotFound) {
-			return fmt.Errorf("read maintenance window of %s: %w", cluster, err)
+			return "", fmt.Errorf("read maintenance window of %s: %w", cluster, err)
 		}
+		var carried []windowRequest
 		if cur != nil {
 			var last windowDoc
 			if err := json.Unmarshal(cur.Body, &last); err != nil {
-				return fmt.Errorf("decode maintenance window of %s: %w", cluster, err)
+				return "", fmt.Errorf("decode maintenance window of %s: %w", cluster, err)
 			}
 			if last.Request == id {
-				return nil
+				return "", nil
+			}
+			newer := fmt.Sprintf("request %s, made %s", last.Request, last.RequestCreated.UTC().Format(time.RFC3339Nano))
+			for _, s := range last.Superseded {
+				if s.ID == id {
+					return newer, nil
+				}
 			}
 			if last.Request != "" && madeAfter(last.RequestCreated, last.Request, made, id) {
-				return fmt.Errorf("%w: request %s, made %s, changed the maintenance window of cluster %s after this one was made (%s); nothing changed",
-					errSuperseded, last.Request, last.RequestCreated.UTC().Format(time.RFC3339Nano), cluster, made.UTC().Format(time.RFC3339Nano))
+				return "", fmt.Errorf("%w: %s, changed the maintenance window of cluster %s after this one was made (%s); nothing changed",
+					errSuperseded, newer, cluster, made.UTC().Format(time.RFC3339Nano))
+			}
+			if carried, err = w.unrecorded(ctx, &last, now); err != nil {
+				return "", err
 			}
 		}
-		next := windowDoc{Request: id, RequestCreated: made.UTC(), Cleared: win == nil}
+		next := windowDoc{Request: id, RequestCreated: made.UTC(), Cleared: win == nil, Superseded: carried}
 		if win != nil {
 			next.Window = *win
 		}
 		b, err := json.Marshal(next)
 		if err != nil {
-			return fmt.Errorf("encode maintenance window of %s: %w", cluster, err)
+			return "", fmt.Errorf("encode maintenance window of %s: %w", cluster, err)
 		}
 		d := &docstore.Document{PartitionKey: Partition, ID: docID, Type: TypeWindow, ResourceID: docID, Body: b}
 		if win == nil {
@@ -198,11 +252,11 @@ func (w *Windows) setByRequest(ctx context.Context, cluster string, win *Window,
 			continue // another writer came first: look again
 		}
 		if err != nil {
-			return fmt.Errorf("write maintenance window of %s: %w", cluster, err)
+			return "", fmt.Errorf("write maintenance window of %s: %w", cluster, err)
 		}
-		return nil
+		return "", nil
 	}
-	return fmt.Errorf("write maintenance window of %s: kept conflicting with other writers", cluster)
+	return "", fmt.Errorf("write maintenance window of %s: kept conflicting with other writers", cluster)
 }
 
 // madeAfter says whether the request (a, aID) was made after (b, bID), in the order
