@@ -3,8 +3,11 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -98,11 +101,12 @@ func runOutage(t *testing.T, o outage) {
 		t.Fatalf("bring %s back: %v", o.component, err)
 	}
 	recovered := time.Now()
-	inFlight := w.inFlightNow()
+	inFlight := w.inFlightNamed()
 	startUnit(false) // and one after
 	wg.Wait()
-	last, _ := w.endedAll(inFlight)
+	last, _ := w.endedAll(slices.Collect(maps.Keys(inFlight)))
 	converged := max(0, last.Sub(recovered))
+	printTimeline(o.name, wentAt, recovered, inFlight, w)
 
 	// Every write answered while the dependency was away (and the 90 s of retries after).
 	for _, a := range w.arm.writesSnapshot()[before:] {
@@ -126,6 +130,27 @@ func runOutage(t *testing.T, o outage) {
 	fmt.Printf("CONVERGENCE %s %s\n", o.name, converged.Round(100*time.Millisecond))
 	if !res.OK() {
 		t.Errorf("%d invariant violations after the outage of %s (logs in %s)", len(res.Violations), o.component, logDir)
+	}
+}
+
+// printTimeline prints, for the operations in flight at the recovery (by number, with what
+// each is), when each ended after the recovery, in order: the data of an outage's timeline
+// (docs/reliability.md), beside the region's logs that CHAOS_KEEP_LOGS=1 keeps.
+func printTimeline(name string, wentAt, recovered time.Time, inFlight map[int]string, w *workload) {
+	type line struct {
+		what  string
+		ended time.Duration
+	}
+	var lines []line
+	w.mu.Lock()
+	for n, what := range inFlight {
+		lines = append(lines, line{what, w.ended[n].Sub(recovered)})
+	}
+	w.mu.Unlock()
+	sort.Slice(lines, func(i, j int) bool { return lines[i].ended < lines[j].ended })
+	fmt.Printf("TIMELINE %s away %s..%s (%s)\n", name, wentAt.UTC().Format("15:04:05.0"), recovered.UTC().Format("15:04:05.0"), recovered.Sub(wentAt).Round(100*time.Millisecond))
+	for _, l := range lines {
+		fmt.Printf("TIMELINE %s %s ended %+.1fs after the recovery\n", name, l.what, l.ended.Seconds())
 	}
 }
 

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"sort"
@@ -80,6 +81,13 @@ func (w *workload) inFlightNow() []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// inFlightNamed are the operations in flight now, by number, with what each is.
+func (w *workload) inFlightNamed() map[int]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.inFlight)
 }
 
 // endedAll returns when the last of ops ended, and false while any is still in flight.

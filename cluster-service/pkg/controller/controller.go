@@ -639,12 +639,12 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil // look again soon: the work should appear
 	}
-	recheck, err := c.repairLostUpdate(ctx, log, "cluster", id, cl.Shard, got)
+	recheck, republished, err := c.repairLostUpdate(ctx, log, "cluster", id, cl.Shard, got)
 	if err != nil {
 		return 0, err
 	}
 	settled := st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY || st.GetState() == csv1.ClusterState_CLUSTER_STATE_ERROR
-	staleRecheck, err := c.repairLostStatus(ctx, log, "cluster", id, cl.Shard, got, settled)
+	staleRecheck, err := c.repairLostStatus(ctx, log, "cluster", id, cl.Shard, got, settled, republished)
 	if err != nil {
 		return 0, err
 	}

@@ -146,12 +146,12 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil
 	}
-	recheck, err := c.repairLostUpdate(ctx, log, "node_pool", key, cl.Shard, got)
+	recheck, republished, err := c.repairLostUpdate(ctx, log, "node_pool", key, cl.Shard, got)
 	if err != nil {
 		return 0, err
 	}
 	settled := st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY || st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_ERROR
-	staleRecheck, err := c.repairLostStatus(ctx, log, "node_pool", key, cl.Shard, got, settled)
+	staleRecheck, err := c.repairLostStatus(ctx, log, "node_pool", key, cl.Shard, got, settled, republished)
 	if err != nil {
 		return 0, err
 	}

@@ -85,13 +85,13 @@ func decideLag(prev lagState, known bool, generation, statusGeneration int64, no
 
 // repairLostUpdate applies the rule to the work of key (kind is the metric label) on shard:
 // it republishes a work whose status has stayed behind its generation for too long, and
-// returns when to look again (0: no need).
-func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork) (time.Duration, error) {
+// returns when to look again (0: no need) and whether it republished.
+func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork) (time.Duration, bool, error) {
 	if got == nil || !got.DeletionTimestamp.IsZero() {
 		c.mu.Lock()
 		delete(c.lag, key)
 		c.mu.Unlock()
-		return 0, nil
+		return 0, false, nil
 	}
 	c.mu.Lock()
 	prev, known := c.lag[key]
@@ -109,16 +109,16 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 	}
 	c.mu.Unlock()
 	if !d.republish {
-		return d.recheck, nil
+		return d.recheck, false, nil
 	}
 	log.Warn("the management cluster's agent has not reported on the work's current spec; republishing it",
 		"work", got.Name, "generation", got.Generation, "status_generation", maestro.StatusGeneration(got),
 		"behind_for", d.next.since.Sub(prev.since).Round(time.Millisecond).String(), "shard_wait", base.String(), "attempt", d.next.attempts)
 	if err := republishInEpisode(ctx, c, c.lag, key, shard, got.Name, prev); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	c.republishes.WithLabelValues(kind).Inc()
-	return d.recheck, nil
+	return d.recheck, true, nil
 }
 
 // reportTimes holds how long an agent took to report on its last reportWindow generations.

@@ -50,11 +50,22 @@ type staleState = episode[[sha256.Size]byte]
 
 // decideStale is the stale-status rule without side effects: prev (known says whether there
 // is one) is what was remembered, status the digest of the work's status now, settled whether
-// the object's state is settled (which ends the episode), and after the wait before a first
-// republish.
-func decideStale(prev staleState, known bool, status [sha256.Size]byte, settled bool, now time.Time, after time.Duration) episodeDecision[[sha256.Size]byte] {
+// the object's state is settled (which ends the episode), lagRepublished whether the lag rule
+// sent the work again in the same reconcile, and after the wait before a first republish.
+//
+// A work the lag rule has just sent again is not sent a second time: the status read is for a
+// generation that is no longer the work's, and a second generation a few milliseconds after the
+// first only makes Maestro discard the agent's report on the first. For a never-reported work
+// both rules wait the same minute by default, so without this every such work was republished
+// twice in one reconcile (docs/reliability.md, "Management kube-apiserver outage"). The clock
+// starts over instead, with the episode's backoff kept.
+func decideStale(prev staleState, known bool, status [sha256.Size]byte, settled, lagRepublished bool, now time.Time, after time.Duration) episodeDecision[[sha256.Size]byte] {
 	if settled {
 		return episodeDecision[[sha256.Size]byte]{}
+	}
+	if lagRepublished && known {
+		next := staleState{key: status, since: now, attempts: prev.attempts}
+		return episodeDecision[[sha256.Size]byte]{recheck: republishDelay(after, next.attempts), next: next, keep: true}
 	}
 	return decideEpisode(prev, known, status, now, after)
 }
@@ -74,8 +85,9 @@ func statusDigest(got *workv1.ManifestWork) ([sha256.Size]byte, error) {
 
 // repairLostStatus applies the stale-status rule to the work of key (kind is the metric label)
 // on shard, whose object's state is settled or not, and returns when to look again (0: no
-// need). It leaves a work reported on for an older generation to repairLostUpdate.
-func (c *Controller) repairLostStatus(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork, settled bool) (time.Duration, error) {
+// need). It leaves a work reported on for an older generation to repairLostUpdate, and does not
+// send again a work that repairLostUpdate has just sent (lagRepublished).
+func (c *Controller) repairLostStatus(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork, settled, lagRepublished bool) (time.Duration, error) {
 	reported := maestro.StatusGeneration(got)
 	if got == nil || !got.DeletionTimestamp.IsZero() || (reported > 0 && reported < got.Generation) {
 		c.mu.Lock()
@@ -93,7 +105,7 @@ func (c *Controller) repairLostStatus(ctx context.Context, log *slog.Logger, kin
 		after = max(after, c.republishWait(shard))
 	}
 	prev, known := c.stale[key]
-	d := decideStale(prev, known, digest, settled, c.now(), after)
+	d := decideStale(prev, known, digest, settled, lagRepublished, c.now(), after)
 	record(c.stale, key, d)
 	c.mu.Unlock()
 	if !d.republish {

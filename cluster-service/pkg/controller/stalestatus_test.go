@@ -17,16 +17,17 @@ func TestDecideStale(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	a, b := sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))
 	for _, tc := range []struct {
-		name          string
-		prev          staleState
-		known         bool
-		status        [sha256.Size]byte
-		settled       bool
-		now           time.Time
-		wantRepublish bool
-		wantRecheck   time.Duration
-		wantKeep      bool
-		wantAttempts  int
+		name           string
+		prev           staleState
+		known          bool
+		status         [sha256.Size]byte
+		settled        bool
+		lagRepublished bool // the lag rule sent the work again in the same reconcile
+		now            time.Time
+		wantRepublish  bool
+		wantRecheck    time.Duration
+		wantKeep       bool
+		wantAttempts   int
 	}{
 		{name: "settled_object_is_forgotten", prev: staleState{key: a, since: t0}, known: true, status: a, settled: true, now: t0.Add(time.Hour)},
 		{name: "first_sight_starts_the_clock", status: a, now: t0, wantRecheck: after, wantKeep: true},
@@ -38,11 +39,15 @@ func TestDecideStale(t *testing.T) {
 			now: t0.Add(time.Hour), wantRecheck: 4 * after, wantKeep: true, wantAttempts: 2},
 		{name: "second_republish_waits_twice_as_long", prev: staleState{key: a, since: t0, attempts: 1}, known: true, status: a,
 			now: t0.Add(after), wantRecheck: after, wantKeep: true, wantAttempts: 1},
+		{name: "a_work_the_lag_rule_just_republished_is_not_sent_a_second_time", prev: staleState{key: a, since: t0}, known: true, status: a,
+			lagRepublished: true, now: t0.Add(after), wantRecheck: after, wantKeep: true},
+		{name: "after_the_lag_rules_republish_the_backoff_carries_on", prev: staleState{key: a, since: t0, attempts: 1}, known: true, status: a,
+			lagRepublished: true, now: t0.Add(2 * after), wantRecheck: 2 * after, wantKeep: true, wantAttempts: 1},
 		{name: "wait_is_capped", prev: staleState{key: a, since: t0, attempts: 40}, known: true, status: a,
 			now: t0.Add(maxRepublishDelay), wantRepublish: true, wantRecheck: maxRepublishDelay, wantKeep: true, wantAttempts: 41},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := decideStale(tc.prev, tc.known, tc.status, tc.settled, tc.now, after)
+			d := decideStale(tc.prev, tc.known, tc.status, tc.settled, tc.lagRepublished, tc.now, after)
 			if d.republish != tc.wantRepublish || d.recheck != tc.wantRecheck || d.keep != tc.wantKeep || d.next.attempts != tc.wantAttempts {
 				t.Errorf("decideStale = republish %v recheck %s keep %v attempts %d; want %v %s %v %d",
 					d.republish, d.recheck, d.keep, d.next.attempts, tc.wantRepublish, tc.wantRecheck, tc.wantKeep, tc.wantAttempts)

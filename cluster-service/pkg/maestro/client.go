@@ -344,11 +344,22 @@ func patch(ctx context.Context, cc *consumerClient, desired *workv1.ManifestWork
 // of a new spec drops it with the other annotations.
 const AnnotationRepublishedFrom = "openhcp.io/republished-from"
 
+// LabelRepublished carries the same generation as AnnotationRepublishedFrom, as a label, because
+// the pinned agent's work controller looks at a work again only when its spec or its labels
+// change (ocm's manifestcontroller onUpdateFunc): a new generation or annotation alone leaves a
+// work that is waiting out the controller's per-work failure backoff (5 ms doubling to 1000 s,
+// reset only by such a change) waiting, and after a management kube-apiserver outage that backoff
+// had grown to 40 s and more (docs/reliability.md, "Management kube-apiserver outage"). A label
+// change makes the controller forget the backoff and apply the work at once. Apply leaves the
+// label out of its comparison and drops it with the other labels, as it does the annotation.
+const LabelRepublished = "openhcp.io/republished-from"
+
 // Republish sends the work again, unchanged but as a new generation, so that an agent which lost
 // the last spec update (the pinned agent's store race, docs/maestro.md) receives it once more and
-// applies it. It changes only AnnotationRepublishedFrom, and carries the work's generation, so a
-// concurrent Apply wins (Republish re-reads and retries). It returns the generation it
-// republished, the one the agent had not applied.
+// applies it, and an agent backing off from failed applies applies it now. It changes only
+// AnnotationRepublishedFrom and LabelRepublished (republishOps), and carries the work's
+// generation, so a concurrent Apply wins (Republish re-reads and retries). It returns the
+// generation it republished, the one the agent had not applied.
 func (c *Client) Republish(ctx context.Context, consumer, name string) (int64, error) {
 	cc, err := c.consumer(consumer)
 	if err != nil {
@@ -362,12 +373,7 @@ func (c *Client) Republish(ctx context.Context, consumer, name string) (int64, e
 			return err
 		}
 		from = existing.Generation
-		annotations := maps.Clone(existing.Annotations)
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[AnnotationRepublishedFrom] = strconv.FormatInt(from, 10)
-		patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/metadata/annotations", "value": annotations}})
+		patch, err := republishOps(existing)
 		if err != nil {
 			return err
 		}
@@ -378,6 +384,30 @@ func (c *Client) Republish(ctx context.Context, consumer, name string) (int64, e
 		return 0, fmt.Errorf("maestro republish work %s/%s: %w", consumer, name, err)
 	}
 	return from, nil
+}
+
+// republishOps is Republish's JSON patch of existing: its annotations and labels, each with the
+// republish mark of its generation added.
+func republishOps(existing *workv1.ManifestWork) ([]byte, error) {
+	from := strconv.FormatInt(existing.Generation, 10)
+	annotations := maps.Clone(existing.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationRepublishedFrom] = from
+	labels := maps.Clone(existing.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelRepublished] = from
+	b, err := json.Marshal([]map[string]any{
+		{"op": "add", "path": "/metadata/annotations", "value": annotations},
+		{"op": "add", "path": "/metadata/labels", "value": labels},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("republish patch of work %s: %w", existing.Name, err)
+	}
+	return b, nil
 }
 
 // replaceOps is the JSON patch that makes a work's labels, annotations and whole spec desired's
@@ -408,6 +438,10 @@ func canonicalJSON(w *workv1.ManifestWork) (string, error) {
 	if _, ok := annotations[AnnotationRepublishedFrom]; ok {
 		annotations = maps.Clone(annotations)
 		delete(annotations, AnnotationRepublishedFrom)
+	}
+	if _, ok := labels[LabelRepublished]; ok {
+		labels = maps.Clone(labels)
+		delete(labels, LabelRepublished)
 	}
 	if len(labels) == 0 {
 		labels = nil
