@@ -28,9 +28,9 @@ func TestTaskAndWindowRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The admin API's side knows the types by name only (no Cluster Service).
-	submitter := NewRequests(st, nil, nil, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
+	submitter := NewRequests(st, nil, nil, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}, RegionCertConfig{}))
 	consumerOn := func(s *unrecordedStore) *Requests {
-		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
+		return NewRequests(s, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}, RegionCertConfig{}))
 	}
 	tasks, windows := NewTasks(st), NewWindows(st, nil)
 	submit := func(t *testing.T, r *Request) *Request {
