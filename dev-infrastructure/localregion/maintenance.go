@@ -23,8 +23,15 @@ func (r *Region) startMaintenance(ctx context.Context, pg *pgserver.Server) erro
 	// The admin API's statement public key (written with Cluster Service's secrets, which start
 	// first): the service carries out only the maintenance requests the admin API signed.
 	_, statementPub := r.sreStatementKeyFiles()
+	// The launcher holds the CA keys; the service asks it for rotations (region-certificate-
+	// rotation tasks) through the rotation API, as its own identity.
+	regionPKI, err := r.startRotationAPI()
+	if err != nil {
+		return err
+	}
 	replicas, err := r.startStoreService(ctx, pg, storeService{name: maintenanceName, identity: pki.Maintenance, replicas: 1, args: []string{
 		"--sre-statement-public-key", statementPub,
+		"--region-pki", regionPKI,
 		"--poll", maintenancePoll.String(),
 		"--campaign-poll", maintenancePoll.String(),
 		"--upgrade-poll", maintenanceUpgradePoll.String(),

@@ -119,7 +119,10 @@ type Info struct {
 	Monitor MonitorInfo `json:"monitor"`
 	// Maintenance is the maintenance service (maintenance.go): /metrics and /healthz only.
 	Maintenance ServiceInfo `json:"maintenance"`
-	LogDir      string      `json:"logDir"`
+	// RegionPKI is the launcher's rotation API, which only the maintenance service may call
+	// (rotationapi.go); absent under make deploy.
+	RegionPKI *RegionPKIInfo `json:"regionPKI,omitempty"`
+	LogDir    string         `json:"logDir"`
 	// Restarts counts, by process name, how often the launcher restarted a process that
 	// crashed (supervise); absent until something crashes.
 	Restarts map[string]int `json:"restarts,omitempty"`
@@ -256,6 +259,8 @@ type Region struct {
 	// holders are the processes we did not write that hold the region's certificates and read
 	// them only when told (rotate.go).
 	holders certHolders
+	// rotateMu runs one rotation at a time: the launcher's timer's or the rotation API's.
+	rotateMu sync.Mutex
 }
 
 // StuckDeleteKicks is how many times the region's StuckDeleteWatchdog made an agent reconnect

@@ -157,16 +157,21 @@ func (r *Region) keepRenewed(interval, caInterval time.Duration) {
 				return
 			case <-t.C:
 			}
+			// One rotation at a time: the maintenance service's (rotationapi.go) waits for this.
+			r.rotateMu.Lock()
 			if caInterval > 0 && time.Since(lastCA) >= caInterval {
 				for _, by := range []pki.Issuer{pki.ServiceCA, pki.ARMCA, pki.PersonCA} {
 					if err := r.RollCA(ctx, by); err != nil {
 						r.step("rolling over the %s failed: %v", by, err)
 					}
 				}
+				r.rotateMu.Unlock()
 				lastCA = time.Now()
 				continue
 			}
-			if err := r.RotateCertificates(ctx); err != nil {
+			err := r.RotateCertificates(ctx)
+			r.rotateMu.Unlock()
+			if err != nil {
 				r.step("rotating the region's certificates failed: %v", err)
 				continue
 			}

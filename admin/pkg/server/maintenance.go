@@ -118,7 +118,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 
 // taskTypes are the task types the maintenance service runs, by name and parameters only.
 func taskTypes() []maintenance.TaskType {
-	return maintenance.TaskTypes(nil, maintenance.ZStreamConfig{})
+	return maintenance.TaskTypes(nil, maintenance.ZStreamConfig{}, maintenance.RegionCertConfig{})
 }
 
 // parseTaskCreate reads the body of a task create into a request; a type not in types, or a

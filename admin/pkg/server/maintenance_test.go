@@ -233,7 +233,7 @@ func TestMaintenanceTaskAndWindowWrites(t *testing.T) {
 		// submitted after the last consume here and carried out in backend/pkg/maintenance's
 		// TestTaskAndWindowRequests.
 		if err := maintenance.NewRequests(e.docs, maintenance.NewCampaigns(maintenance.NewTasks(e.docs), nil, nil), nil, nil).
-			VerifyWith(e.statementPub).WithTypes(maintenance.TaskTypes(nil, maintenance.ZStreamConfig{})).Process(ctx); err != nil {
+			VerifyWith(e.statementPub).WithTypes(maintenance.TaskTypes(nil, maintenance.ZStreamConfig{}, maintenance.RegionCertConfig{})).Process(ctx); err != nil {
 			t.Fatalf("process requests: %v", err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
+	"github.com/openhcp/openhcp/internal/pkirotation"
 	"github.com/openhcp/openhcp/internal/svcmain"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -46,6 +47,7 @@ type options struct {
 	statementPub   string
 	blackoutsJSON  string
 	blackouts      []maintenance.Blackout
+	regionPKI      string
 }
 
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
@@ -63,6 +65,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.metricsTLS.Key, "tls-key", "MAINTENANCE_TLS_KEY", "", "server key (PEM) of --metrics-listen")
 	str(&o.replicaID, "replica-id", "MAINTENANCE_REPLICA_ID", svcmain.ReplicaID("maintenance"), "this replica's name in the tasks it runs and in the campaign lease (default hostname-pid)")
 	str(&o.logLevel, "log-level", "MAINTENANCE_LOG_LEVEL", "info", "debug, info, warn or error")
+	str(&o.regionPKI, "region-pki", "MAINTENANCE_REGION_PKI", "", "host:port of the region PKI holder's rotation API (the region-certificate-rotation task type), called with the --cluster-service-* files; empty: this region has none, and such a task fails saying so")
 	str(&o.statementPub, "sre-statement-public-key", "MAINTENANCE_SRE_STATEMENT_PUBLIC_KEY", "",
 		"Ed25519 public key (PKIX PEM) of the admin API's --sre-statement-key: an SRE's maintenance request is carried out only if it verifies (required)")
 	str(&o.blackoutsJSON, "blackouts", "MAINTENANCE_BLACKOUTS", "",
@@ -81,6 +84,14 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if err := svcmain.HostPorts(svcmain.Address{Value: o.clusterService, Flag: "cluster-service"}, svcmain.Address{Value: o.metricsListen, Flag: "metrics-listen"}); err != nil {
 		return nil, err
+	}
+	if o.regionPKI != "" {
+		if err := svcmain.HostPorts(svcmain.Address{Value: o.regionPKI, Flag: "region-pki"}); err != nil {
+			return nil, err
+		}
+		if o.csTLS.CA == "" || o.csTLS.Cert == "" || o.csTLS.Key == "" {
+			return nil, errors.New("--region-pki needs --cluster-service-ca, --cluster-service-cert and --cluster-service-key: the rotation API admits the maintenance identity only")
+		}
 	}
 	switch {
 	case o.statementPub == "":
@@ -140,7 +151,15 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	tasks := maintenance.NewTasks(st)
 	campaigns := maintenance.NewCampaigns(tasks, cs, nil)
 	// The actuator runs every task type, and an SRE's request may create a task of any of them.
-	types := maintenance.TaskTypes(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll})
+	var regionCert maintenance.RegionCertConfig
+	if o.regionPKI != "" {
+		api, err := pkirotation.NewClient(o.regionPKI, tlsconfig.Files{CA: o.csTLS.CA, Cert: o.csTLS.Cert, Key: o.csTLS.Key})
+		if err != nil {
+			return fmt.Errorf("--region-pki: %w", err)
+		}
+		regionCert = maintenance.RegionCertConfig{PKI: api, CAFile: o.csTLS.CA}
+	}
+	types := maintenance.TaskTypes(cs, maintenance.ZStreamConfig{Poll: o.upgradePoll}, regionCert)
 	requests := maintenance.NewRequests(st, campaigns, nil, log).VerifyWith(statementPub).WithTypes(types)
 	actuator, err := maintenance.NewActuator(tasks, types, maintenance.ActuatorConfig{
 		Holder: o.replicaID, MaxInFlight: o.maxInFlight, LeaseDuration: o.taskLease, Poll: o.poll,

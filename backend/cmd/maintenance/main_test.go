@@ -40,6 +40,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "short_task_lease", args: []string{"--db-dsn", dsn, "--task-lease", "1s"}, wantErr: "--task-lease"},
 		{name: "bad_duration_from_the_environment", args: []string{"--db-dsn", dsn}, env: map[string]string{"MAINTENANCE_POLL": "soon"}, wantErr: "MAINTENANCE_POLL"},
 		{name: "bad_log_level", args: []string{"--db-dsn", dsn, "--log-level", "loud"}, wantErr: "--log-level"},
+		{name: "region_pki_without_the_maintenance_identity_names_the_flag", args: []string{"--db-dsn", dsn, "--region-pki", "127.0.0.1:9443"}, wantErr: "--region-pki"},
+		{name: "region_pki_that_is_no_address_names_the_flag", args: []string{"--db-dsn", dsn, "--region-pki", "pki", "--cluster-service-ca", "ca", "--cluster-service-cert", "c", "--cluster-service-key", "k"}, wantErr: "--region-pki"},
 		{name: "no_statement_public_key_names_the_flag", args: []string{"--db-dsn", dsn, "--sre-statement-public-key", ""}, wantErr: "--sre-statement-public-key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

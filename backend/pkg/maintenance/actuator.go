@@ -44,6 +44,10 @@ type TaskType struct {
 	// required one, is refused before it is stored. nil: the type lists none and takes any
 	// parameters; its steps check them.
 	Params []Param
+	// Region says a task of this type works on the region itself (Task.Region), not on a
+	// cluster: a request to create one names the region where it would name the cluster, and
+	// Cluster Service is not asked about it.
+	Region bool
 }
 
 // Param is one parameter of a task type.

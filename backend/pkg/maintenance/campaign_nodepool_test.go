@@ -46,7 +46,7 @@ func TestNodePoolCampaign(t *testing.T) {
 
 	dsn := pgservertest.NewDatabase(t, pg)
 	tasks := NewTasks(openStore(t, dsn))
-	runActuator(t, dsn, TaskTypes(f.cs, ZStreamConfig{Poll: 50 * time.Millisecond}), ActuatorConfig{Holder: "a", MaxInFlight: 4, LeaseDuration: 10 * time.Second})
+	runActuator(t, dsn, TaskTypes(f.cs, ZStreamConfig{Poll: 50 * time.Millisecond}, RegionCertConfig{}), ActuatorConfig{Holder: "a", MaxInFlight: 4, LeaseDuration: 10 * time.Second})
 	m := NewCampaigns(tasks, f.cs, nil)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

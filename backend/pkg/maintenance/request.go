@@ -710,16 +710,24 @@ func (s *Requests) applyOther(ctx context.Context, r *Request) (string, error) {
 		// cluster may be gone since, the task's own steps see to that).
 		t, err := tasks.Get(ctx, r.ID)
 		if errors.Is(err, docstore.ErrNotFound) {
-			if err := s.clusterExists(ctx, r.Cluster); err != nil {
+			task := &Task{ID: r.ID, Cluster: r.Cluster, Type: r.Task.Type, Params: r.Task.Params, RequestedBy: by}
+			if regionType(s.types, r.Task.Type) {
+				// The request names the region where it would name a cluster; the task's
+				// steps check that it is this one.
+				task.Cluster, task.Region = "", r.Cluster
+			} else if err := s.clusterExists(ctx, r.Cluster); err != nil {
 				return "", err
 			}
-			t, err = tasks.Create(ctx, &Task{ID: r.ID, Cluster: r.Cluster, Type: r.Task.Type, Params: r.Task.Params, RequestedBy: by}, s.now())
+			t, err = tasks.Create(ctx, task, s.now())
 			if errors.Is(err, docstore.ErrAlreadyExists) {
 				t, err = tasks.Get(ctx, r.ID)
 			}
 		}
 		if err != nil {
 			return "", err
+		}
+		if t.Region != "" {
+			return fmt.Sprintf("task %s (%s on region %s) is %s", t.ID, t.Type, t.Region, t.State), nil
 		}
 		return fmt.Sprintf("task %s (%s on cluster %s) is %s", t.ID, t.Type, t.Cluster, t.State), nil
 	case ActionCancelTask:

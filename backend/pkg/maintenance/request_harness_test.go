@@ -43,7 +43,7 @@ func newRequestHarness(t *testing.T, capacity int32) *requestHarness {
 // consumer is the maintenance service's side reading requests from s (the harness store, or a
 // wrapper of it): it verifies with the harness key and runs every registered task type.
 func (h *requestHarness) consumer(s docstore.Store, log *slog.Logger) *Requests {
-	return NewRequests(s, NewCampaigns(NewTasks(h.st), h.f.cs, nil), nil, log).VerifyWith(h.pub).WithTypes(TaskTypes(h.f.cs, ZStreamConfig{}))
+	return NewRequests(s, NewCampaigns(NewTasks(h.st), h.f.cs, nil), nil, log).VerifyWith(h.pub).WithTypes(TaskTypes(h.f.cs, ZStreamConfig{}, RegionCertConfig{}))
 }
 
 // submit submits r as alice through the harness submitter.

@@ -45,7 +45,7 @@ func TestReplayedRequestIsNotCarriedOutAgain(t *testing.T) {
 	f, st := h.f, h.st
 	dsn := h.dsn
 	logs := &lockedBuffer{}
-	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}))
+	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}, RegionCertConfig{}))
 	consumerOn := func(s docstore.Store) *Requests { return h.consumer(s, slog.New(slog.NewTextHandler(logs, nil))) }
 	consumer := consumerOn(st)
 	tasks, windows := NewTasks(st), NewWindows(st, nil)

@@ -20,7 +20,7 @@ func TestTaskAndWindowRequests(t *testing.T) {
 	cluster := h.f.createCluster("a", "4.19.16")
 	const unknownCluster = "0123456789abcdefghijklmnopqrstuv"
 	// The admin API's side knows the types by name only (no Cluster Service).
-	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}))
+	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}, RegionCertConfig{}))
 	consumerOn := func(s docstore.Store) *Requests { return h.consumer(s, nil) }
 	tasks, windows := NewTasks(st), NewWindows(st, nil)
 	submit, outcome := h.submit, h.outcome

@@ -47,12 +47,12 @@ func TestWindowRequestsTakeEffectInTheOrderMade(t *testing.T) {
 	h := newRequestHarness(t, 20)
 	ctx := context.Background()
 	f, st, pub, key := h.f, h.st, h.pub, h.key
-	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}))
+	submitter := h.submitter.WithTypes(TaskTypes(nil, ZStreamConfig{}, RegionCertConfig{}))
 	// lateSubmitter's requests were made a minute ago (an admin API replica whose insert was
 	// slow), so they are older than submitter's.
-	lateSubmitter := NewRequests(st, nil, func() time.Time { return time.Now().Add(-time.Minute) }, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
+	lateSubmitter := NewRequests(st, nil, func() time.Time { return time.Now().Add(-time.Minute) }, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}, RegionCertConfig{}))
 	consumer := h.consumer(st, nil)
-	outage := NewRequests(st, NewCampaigns(NewTasks(st), unavailableClusterService{f.cs}, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
+	outage := NewRequests(st, NewCampaigns(NewTasks(st), unavailableClusterService{f.cs}, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}, RegionCertConfig{}))
 	windows := NewWindows(st, nil)
 	nightly := &Window{Start: 2 * time.Hour, Length: 4 * time.Hour}
 	weekends := &Window{Days: []time.Weekday{time.Saturday, time.Sunday}, Start: time.Hour, Length: 8 * time.Hour}
@@ -126,7 +126,7 @@ func TestWindowRequestsTakeEffectInTheOrderMade(t *testing.T) {
 	t.Run("a_set_that_took_effect_but_was_not_recorded_before_a_newer_clear_says_it_was_superseded", func(t *testing.T) {
 		cluster := f.createCluster("superseded", "4.19.16")
 		set := submit(t, lateSubmitter, window(nightly)(cluster))
-		crashing := NewRequests(&unrecordingStore{Store: st, fails: 1}, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}))
+		crashing := NewRequests(&unrecordingStore{Store: st, fails: 1}, NewCampaigns(NewTasks(st), f.cs, nil), nil, nil).VerifyWith(pub).WithTypes(TaskTypes(f.cs, ZStreamConfig{}, RegionCertConfig{}))
 		if err := crashing.Process(ctx); err == nil {
 			t.Fatal("the consumer that stopped before recording reported no error")
 		}
@@ -155,7 +155,7 @@ func TestWindowRequestsTakeEffectInTheOrderMade(t *testing.T) {
 	// made later in real time, and wins (docs/maintenance.md says so).
 	t.Run("within_the_clock_allowance_the_creation_stamps_order_a_fast_replicas_clear_after_a_later_set", func(t *testing.T) {
 		cluster := f.createCluster("skew", "4.19.16")
-		fast := NewRequests(st, nil, func() time.Time { return time.Now().Add(2 * time.Minute) }, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}))
+		fast := NewRequests(st, nil, func() time.Time { return time.Now().Add(2 * time.Minute) }, nil).SignWith(key).WithTypes(TaskTypes(nil, ZStreamConfig{}, RegionCertConfig{}))
 		clear := submit(t, fast, window(nil)(cluster))
 		set := submit(t, submitter, window(nightly)(cluster))
 		_ = outage.Process(ctx) // the set waits for Cluster Service, the clear is carried out

@@ -55,9 +55,12 @@ type Transition struct {
 type Task struct {
 	ID string `json:"id"`
 	// Cluster is the Cluster Service ID of the cluster the task works on; Shard is set instead
-	// for a task on a management cluster. At most one task per target runs at a time.
+	// for a task on a management cluster, Region for a task on the region's own services (its
+	// name, the region's ARM location). At most one task per target runs at a time, and one
+	// region task at all.
 	Cluster string `json:"cluster,omitempty"`
 	Shard   string `json:"shard,omitempty"`
+	Region  string `json:"region,omitempty"`
 	Type    string `json:"type"`
 	State   State  `json:"state"`
 	// Step is the index of the next step to run: every step before it has completed.
@@ -89,12 +92,27 @@ type Task struct {
 	etag string
 }
 
-// Target is what the task's per-target lock is named after.
+// Target is what the task's per-target lock is named after. Every region task takes the one
+// lock "region", whatever region it names: a maintenance service serves one region.
 func (t *Task) Target() string {
-	if t.Cluster != "" {
+	switch {
+	case t.Cluster != "":
 		return "cluster/" + t.Cluster
+	case t.Region != "":
+		return "region"
 	}
 	return "shard/" + t.Shard
+}
+
+// targets counts the targets a task names; a task must name exactly one.
+func (t *Task) targets() int {
+	n := 0
+	for _, s := range []string{t.Cluster, t.Shard, t.Region} {
+		if s != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func (t *Task) record(now time.Time, msg string) {
@@ -134,8 +152,8 @@ var ErrInvalidTask = errors.New("invalid task")
 // so a caller that derives the ID from what the task is for (a campaign and a cluster) creates
 // it once however often it retries.
 func (s *Tasks) Create(ctx context.Context, t *Task, now time.Time) (*Task, error) {
-	if t.ID == "" || t.Type == "" || (t.Cluster == "") == (t.Shard == "") {
-		return nil, fmt.Errorf("%w: needs an id, a type and one of cluster or shard", ErrInvalidTask)
+	if t.ID == "" || t.Type == "" || t.targets() != 1 {
+		return nil, fmt.Errorf("%w: needs an id, a type and one of cluster, shard or region", ErrInvalidTask)
 	}
 	t.State, t.Step, t.Created = StatePending, 0, now.UTC()
 	t.History = nil

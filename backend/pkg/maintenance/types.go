@@ -11,13 +11,21 @@ import (
 // runs these, and an SRE's request to create a single task may name any of them (the admin API
 // refuses another name, or a parameter the type does not list, before it signs the request). A
 // new task type is added here and nowhere else. The admin API calls it with a nil cs: it only
-// reads the types' names and parameters, it never runs a step.
-func TaskTypes(cs ClusterService, cfg ZStreamConfig) []TaskType {
+// reads the types' names and parameters, it never runs a step. rc reaches the region's PKI
+// holder (its zero value: none here, and a region certificate rotation fails saying so).
+func TaskTypes(cs ClusterService, cfg ZStreamConfig, rc RegionCertConfig) []TaskType {
 	return []TaskType{
 		ZStreamUpgrade(cs, cfg),
 		NodePoolZStreamUpgrade(cs, cfg),
 		BreakGlassSignerRotation(cs, SignerRotationConfig{}),
+		RegionCertificateRotation(rc),
 	}
+}
+
+// regionType says whether the type named works on the region (TaskType.Region).
+func regionType(types []TaskType, name string) bool {
+	i := slices.IndexFunc(types, func(t TaskType) bool { return t.Name == name })
+	return i >= 0 && types[i].Region
 }
 
 // Bounds of a task created by a request: its parameters are copied into the task document and

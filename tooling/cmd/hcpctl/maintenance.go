@@ -226,7 +226,9 @@ func newTaskCreateCmd(c *cli) *cobra.Command {
 		Use:   "create <cluster id>",
 		Short: "Create a single task of any type the maintenance service runs on a cluster (its ID is the request's)",
 		Example: "  hcpctl --as sre-admin maintenance task create <cluster id> --type zstream-upgrade --reason \"CHG-7\" --wait\n" +
-			"  hcpctl --as sre-admin maintenance task create <cluster id> --type nodepool-zstream-upgrade --param nodePool=<pool id> --param toVersion=4.19.17 --reason \"CHG-7\"",
+			"  hcpctl --as sre-admin maintenance task create <cluster id> --type nodepool-zstream-upgrade --param nodePool=<pool id> --param toVersion=4.19.17 --reason \"CHG-7\"\n" +
+			"  # a region task type names the region (its location) instead of a cluster:\n" +
+			"  hcpctl --as sre-admin maintenance task create westus3 --type region-certificate-rotation --param scope=ca:service --reason \"CHG-9\" --wait",
 		Args:              exactArgs(1, "<cluster id>"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {

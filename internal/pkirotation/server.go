@@ -1,0 +1,206 @@
+package pkirotation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/openhcp/openhcp/internal/identity"
+)
+
+// Rotate carries out one rotation and returns once every holder of the region's certificates
+// serves the new files (the launcher's RotateCertificates or RollCA).
+type Rotate func(ctx context.Context, scope Scope) error
+
+// ServerConfig is what the holder's side needs.
+type ServerConfig struct {
+	// Rotate does the work; the server runs one rotation at a time.
+	Rotate Rotate
+	// Region describes the region at the moment it is asked.
+	Region func() Region
+	// TrustDomain of the callers' SPIFFE IDs; the one caller admitted is the maintenance
+	// workload's ID in it.
+	TrustDomain string
+	Log         *slog.Logger
+	Now         func() time.Time
+}
+
+// Server is the holder's side of the API. Its rotations live in memory: the holder that runs
+// them is the process that would forget them (the launcher; a new launcher is a new region).
+type Server struct {
+	cfg    ServerConfig
+	caller identity.ID
+	ctx    context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	rotations map[string]*Rotation
+	running   string // the key of the rotation under way, "" when none
+}
+
+// maxBody bounds a request body: a key and a scope.
+const maxBody = 4 << 10
+
+// NewServer returns the API; Close stops a rotation under way.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Rotate == nil || cfg.Region == nil {
+		return nil, errors.New("pkirotation: Rotate and Region are required")
+	}
+	caller, ok := identity.Of(identity.Maintenance, cfg.TrustDomain)
+	if !ok || cfg.TrustDomain == "" {
+		return nil, fmt.Errorf("pkirotation: trust domain %q", cfg.TrustDomain)
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, caller: caller, ctx: ctx, stop: stop, rotations: map[string]*Rotation{}}, nil
+}
+
+// Close cancels a rotation under way and waits for it.
+func (s *Server) Close() {
+	s.stop()
+	s.wg.Wait()
+}
+
+// Handler serves the API:
+//
+//	POST /v1/rotations         {"key","scope"}: 202 with a new rotation, 200 with the one of
+//	                           that key; 409 when another runs (busy) or the key is another
+//	                           scope's
+//	GET  /v1/rotations/{key}   the rotation, or 404
+//	GET  /v1/region            the region's name and the listeners serving its certificates
+//
+// Every request must come over mutual TLS from the maintenance workload (its SPIFFE ID, verified
+// by the listener's client CA: the service CA alone); any other identity is 403.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/rotations", s.request)
+	mux.HandleFunc("GET /v1/rotations/{key}", s.get)
+	mux.HandleFunc("GET /v1/region", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.cfg.Region())
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authorize(r); err != nil {
+			s.cfg.Log.Warn("rotation API refused a caller", "error", err, "method", r.Method, "path", r.URL.Path)
+			writeJSON(w, http.StatusForbidden, apiError{Code: "Forbidden", Message: err.Error()})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// authorize admits the maintenance workload only: a verified chain whose leaf carries its ID.
+func (s *Server) authorize(r *http.Request) error {
+	if r.TLS == nil {
+		return errors.New("not over TLS")
+	}
+	id, err := identity.FromVerifiedChains(r.TLS.VerifiedChains)
+	if err != nil {
+		return err
+	}
+	if id != s.caller {
+		return fmt.Errorf("%s may not rotate the region's certificates; only %s may", id, s.caller)
+	}
+	return nil
+}
+
+type apiError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+type rotationRequest struct {
+	Key   string `json:"key"`
+	Scope Scope  `json:"scope"`
+}
+
+func (s *Server) request(w http.ResponseWriter, r *http.Request) {
+	var in rotationRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Code: "InvalidRequest", Message: "body: " + err.Error()})
+		return
+	}
+	scope, err := ParseScope(string(in.Scope))
+	if err == nil {
+		err = ValidKey(in.Key)
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{Code: "InvalidRequest", Message: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	if got, ok := s.rotations[in.Key]; ok {
+		out := *got
+		s.mu.Unlock()
+		if out.Scope != scope {
+			writeJSON(w, http.StatusConflict, apiError{Code: "KeyReused", Message: fmt.Sprintf("rotation %s is of scope %s, not %s", in.Key, out.Scope, scope)})
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+		return
+	}
+	if s.running != "" {
+		busy := s.running
+		s.mu.Unlock()
+		writeJSON(w, http.StatusConflict, apiError{Code: "Busy", Message: "rotation " + busy + " runs"})
+		return
+	}
+	rot := &Rotation{Key: in.Key, Scope: scope, State: StateRunning, Requested: s.cfg.Now().UTC()}
+	s.rotations[in.Key], s.running = rot, in.Key
+	out := *rot
+	s.wg.Add(1)
+	s.mu.Unlock()
+	s.cfg.Log.Info("rotation requested", "key", in.Key, "scope", string(scope))
+	go s.run(in.Key, scope)
+	writeJSON(w, http.StatusAccepted, out)
+}
+
+func (s *Server) run(key string, scope Scope) {
+	defer s.wg.Done()
+	err := s.cfg.Rotate(s.ctx, scope)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rot := s.rotations[key]
+	rot.Finished, s.running = s.cfg.Now().UTC(), ""
+	if err != nil {
+		rot.State, rot.Message = StateFailed, err.Error()
+		s.cfg.Log.Warn("rotation failed", "key", key, "scope", string(scope), "error", err)
+		return
+	}
+	rot.State, rot.Message = StateDone, "every holder serves the new files"
+	s.cfg.Log.Info("rotation done", "key", key, "scope", string(scope))
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	s.mu.Lock()
+	got, ok := s.rotations[key]
+	var out Rotation
+	if ok {
+		out = *got
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, apiError{Code: "NotFound", Message: fmt.Sprintf("no rotation %.64q", key)})
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
