@@ -172,15 +172,18 @@ func (c *Cache) follow(ctx context.Context, watch Watch, since int64) (received 
 		received = true
 		c.events.Inc()
 		if snapshot != nil {
+			// A snapshot's revisions say nothing about what the cache holds until its
+			// BOOKMARK: a stream that breaks before it resumes from since (0), a snapshot again.
 			if ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
 				c.replace(snapshot, ev.GetRevision())
 				snapshot = nil
+				since = max(since, ev.GetRevision())
 			} else {
 				apply(snapshot, ev)
 			}
-		} else {
-			c.apply(ev)
+			continue
 		}
+		c.apply(ev)
 		since = max(since, ev.GetRevision())
 	}
 }

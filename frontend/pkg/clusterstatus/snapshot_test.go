@@ -1,0 +1,116 @@
+package clusterstatus
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+// scriptedStream plays events, then ends with err.
+type scriptedStream struct {
+	events []*csv1.ClusterEvent
+	err    error
+}
+
+func (s *scriptedStream) Recv() (*csv1.ClusterEvent, error) {
+	if len(s.events) == 0 {
+		return nil, s.err
+	}
+	ev := s.events[0]
+	s.events = s.events[1:]
+	return ev, nil
+}
+
+func upserted(id string, rev int64) *csv1.ClusterEvent {
+	return &csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_UPSERTED, Revision: rev, Cluster: &csv1.Cluster{Id: id, Revision: rev}}
+}
+
+func bookmark(rev int64) *csv1.ClusterEvent {
+	return &csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}
+}
+
+// A snapshot that breaks before its BOOKMARK is thrown away, so the next stream must start a
+// snapshot again (since 0), not resume after the revisions the broken one happened to carry:
+// resuming there would skip every cluster the snapshot had not reached yet, and after a
+// re-snapshot (OutOfRange) would keep the old map and its deleted clusters.
+func TestABrokenSnapshotIsGatheredAgainFromTheStart(t *testing.T) {
+	unavailable := status.Error(codes.Unavailable, "Cluster Service restarted")
+	tests := []struct {
+		name     string
+		since    int64
+		stream   *scriptedStream
+		wantNext int64
+	}{
+		{
+			name:     "a snapshot broken before its bookmark resumes from zero",
+			since:    0,
+			stream:   &scriptedStream{events: []*csv1.ClusterEvent{upserted("y", 20)}, err: unavailable},
+			wantNext: 0,
+		},
+		{
+			name:     "a complete snapshot resumes after its bookmark",
+			since:    0,
+			stream:   &scriptedStream{events: []*csv1.ClusterEvent{upserted("y", 20), bookmark(21)}, err: unavailable},
+			wantNext: 21,
+		},
+		{
+			name:     "a resumed stream resumes after the last change it carried",
+			since:    21,
+			stream:   &scriptedStream{events: []*csv1.ClusterEvent{upserted("z", 25)}, err: unavailable},
+			wantNext: 25,
+		},
+		{
+			name:     "out of range starts a snapshot again",
+			since:    21,
+			stream:   &scriptedStream{err: status.Error(codes.OutOfRange, "compacted")},
+			wantNext: 0,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New()
+			_, next, _ := c.follow(context.Background(), func(context.Context, int64) (Stream, error) { return tc.stream, nil }, tc.since)
+			if next != tc.wantNext {
+				t.Fatalf("next stream from %d, want %d", next, tc.wantNext)
+			}
+		})
+	}
+}
+
+// After an OutOfRange, the cache must not answer from its old map once a partial snapshot's
+// revisions are followed by a later bookmark: X (only in the old map) must miss.
+func TestAPartialSnapshotNeverRevivesTheOldMap(t *testing.T) {
+	unavailable := status.Error(codes.Unavailable, "Cluster Service restarted")
+	c := New()
+	streams := []*scriptedStream{
+		{events: []*csv1.ClusterEvent{upserted("x", 5), bookmark(5)}, err: unavailable},
+		{err: status.Error(codes.OutOfRange, "compacted")},
+		{events: []*csv1.ClusterEvent{upserted("y", 20)}, err: unavailable},
+	}
+	since := int64(0)
+	var opened []int64
+	for _, s := range streams {
+		opened = append(opened, since)
+		_, since, _ = c.follow(context.Background(), func(context.Context, int64) (Stream, error) { return s, nil }, since)
+	}
+	if since != 0 {
+		t.Fatalf("after a broken re-snapshot the next stream starts from %d, want 0 (streams opened from %v)", since, opened)
+	}
+	// The next stream is the snapshot again; it completes with y only.
+	_, _, _ = c.follow(context.Background(), func(context.Context, int64) (Stream, error) {
+		return &scriptedStream{events: []*csv1.ClusterEvent{upserted("y", 20), bookmark(20)}, err: unavailable}, nil
+	}, since)
+	c.mu.Lock()
+	c.synced = true // follow's deferred setUnsynced ran as the scripted stream ended; look at the map
+	c.mu.Unlock()
+	if _, ok := c.Get("x", 0); ok {
+		t.Fatal("x, absent from the new snapshot, is still answered from the old map")
+	}
+	if cl, ok := c.Get("y", 0); !ok || cl.GetRevision() != 20 {
+		t.Fatalf("y = %v, %v; want revision 20", cl, ok)
+	}
+}
