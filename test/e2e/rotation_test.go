@@ -3,12 +3,8 @@ package e2e
 import (
 	"context"
 	"crypto/x509"
-	"fmt"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,62 +35,25 @@ func TestEveryCertificateRotatesUnderTraffic(t *testing.T) {
 
 	sub := uuid.NewString()
 	registerSubscription(t, sub)
-	var sent, failed atomic.Int64
-	var mu sync.Mutex
-	var failures []string
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			// A new connection each time, so every handshake sees the files of the moment.
-			c, err := region.Info.Frontend.HTTPClient(30 * time.Second)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			c.Transport.(*http.Transport).DisableKeepAlives = true
-			sent.Add(1)
-			resp, err := c.Get(region.Info.Frontend.URL + "/subscriptions/" + sub + "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=" + apiVersion)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					err = fmt.Errorf("status %d", resp.StatusCode)
-				}
-			}
-			if err != nil {
-				failed.Add(1)
-				mu.Lock()
-				failures = append(failures, err.Error())
-				mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
+	traffic := startARMTraffic(context.Background(), t, sub)
 
 	rctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	for i := 1; i <= 2; i++ {
 		if err := region.RotateCertificates(rctx); err != nil {
-			stop()
-			wg.Wait()
+			traffic.Stop()
 			t.Fatalf("rotation %d: %v", i, err)
 		}
 	}
 	if err := region.RollCA(rctx, pki.ServiceCA); err != nil {
-		stop()
-		wg.Wait()
+		traffic.Stop()
 		t.Fatalf("service CA rollover: %v", err)
 	}
-	stop()
-	wg.Wait()
-	t.Logf("ARM list requests during the rotations: %d, failed %d", sent.Load(), failed.Load())
-	if sent.Load() < 10 || failed.Load() > 0 {
-		t.Fatalf("ARM traffic during the rotations: %d sent, %d failed: %v", sent.Load(), failed.Load(), failures)
+	traffic.Stop()
+	sent, failed, failures := traffic.Tally()
+	t.Logf("ARM list requests during the rotations: %d, failed %d", sent, failed)
+	if sent < 10 || failed > 0 {
+		t.Fatalf("ARM traffic during the rotations: %d sent, %d failed: %v", sent, failed, failures)
 	}
 
 	newCA, err := os.ReadFile(p.CAFile)
