@@ -167,3 +167,43 @@ func TestReconnectionResumesTheSession(t *testing.T) {
 	defer srv.Stop()
 	check(seen{true, pki.Backend})
 }
+
+// TestReconnectIsRetriedEveryFewSeconds keeps a caller calling (as the frontend's watch and
+// requests do) while nothing answers at Cluster Service's address: a listener that accepts and
+// at once closes every connection, counting them. gRPC's default backoff tries at most 5 times in
+// 10 s (at about 0, 1, 2.6, 5.2 and 9.4 s, each wait up to 20% shorter by jitter) and then waits
+// longer and longer, up to two minutes; Dial's reconnect backoff caps the wait at 2 s (about 9
+// attempts in 10 s), so a restarted Cluster Service is found within about 2 s of being back.
+func TestReconnectIsRetriedEveryFewSeconds(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan struct{}, 1000)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			accepted <- struct{}{}
+		}
+	}()
+	conn, err := Dial(l.Addr().String(), tlsconfig.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	const window = 10 * time.Second
+	for end := time.Now().Add(window); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _ = hc.Check(ctx, &healthpb.HealthCheckRequest{})
+		cancel()
+	}
+	if n := len(accepted); n < 6 {
+		t.Fatalf("%d connection attempts in %s of calls; want at least 6 (a wait of at most 2 s between attempts)", n, window)
+	}
+}

@@ -81,10 +81,17 @@ func TestClusterServiceKEKRotation(t *testing.T) {
 	}
 	readable := func(when string) {
 		t.Helper()
-		// The frontend's connection to Cluster Service comes back after its gRPC backoff.
+		// The frontend's connection to Cluster Service comes back after its gRPC backoff. A GET
+		// answers from the store alone while Cluster Service is out of reach, so only the part
+		// Cluster Service adds (the DNS base domain it chose) shows the frontend reached it: a
+		// plain 200 did not, and the next write met the frontend still waiting to reconnect.
 		eventually(t, time.Minute, when+": the cluster reads through ARM and Cluster Service", func() error {
-			if got := arm(t, http.MethodGet, path, nil); got.Status != http.StatusOK {
+			got := arm(t, http.MethodGet, path, nil)
+			if got.Status != http.StatusOK {
 				return fmt.Errorf("GET cluster %d: %s", got.Status, got.Raw)
+			}
+			if dns, _ := got.Body["properties"].(map[string]any)["dns"].(map[string]any); dns["baseDomain"] == nil || dns["baseDomain"] == "" {
+				return fmt.Errorf("GET cluster answered without Cluster Service's status (the frontend has not reconnected): %s", got.Raw)
 			}
 			if _, err := clusterService(t).GetCluster(ctx, &csv1.GetClusterRequest{Id: cl.GetId()}); err != nil {
 				return fmt.Errorf("Cluster Service GetCluster: %w", err)
