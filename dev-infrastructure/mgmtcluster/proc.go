@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/internal/backoff"
+	"github.com/openhcp/openhcp/internal/spawn"
 )
 
 // ProcSpec describes one child process of the region.
@@ -108,7 +109,9 @@ func (p *Process) start() (*exec.Cmd, *os.File, error) {
 	cmd.Stdout = lf
 	cmd.Stderr = lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: spec.Credential}
-	start := cmd.Start
+	// Forked from the process's one forking thread: the parent-death signal follows the thread
+	// that forks, and any other thread may end while the child runs (internal/spawn).
+	start := func() error { return spawn.Start(cmd) }
 	if spec.Start != nil {
 		start = func() error { return spec.Start(cmd) }
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/openhcp/openhcp/internal/spawn"
 )
 
 // A Bouncer is a PgBouncer in front of a secure Server, for a client that opens and closes
@@ -139,7 +141,7 @@ func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, 
 	cmd := exec.Command(bin, "-q", ini)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := spawn.Start(cmd); err != nil { // internal/spawn: Pdeathsig follows the forking thread
 		logf.Close()
 		return nil, fmt.Errorf("start pgbouncer: %w", err)
 	}

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/openhcp/openhcp/internal/spawn"
 )
 
 // Options says where the cluster lives.
@@ -170,7 +172,7 @@ func (s *Server) startPostmaster(ctx context.Context) error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := spawn.Start(cmd); err != nil { // internal/spawn: Pdeathsig follows the forking thread
 		logf.Close()
 		return fmt.Errorf("start postgres: %w", err)
 	}
