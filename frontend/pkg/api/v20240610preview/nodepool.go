@@ -22,7 +22,11 @@ func (version) DecodeNodePool(body []byte, stored *api.NodePool) (*api.NodePool,
 	}
 	v := &fieldcheck.Checker{}
 	v.Required(ext.Location != nil && *ext.Location != "", "location")
-	v.NodePool(&ext, nodePoolRules)
+	var size fieldcheck.NodePoolSize
+	if p := ext.Properties; p != nil {
+		size = fieldcheck.NodePoolSize{Replicas: p.Replicas, AutoScaling: p.AutoScaling}
+	}
+	v.NodePool(&ext, size, nodePoolRules)
 	v.NodePoolIdentity(ext.Identity)
 	if err := v.Err(); err != nil {
 		return nil, err

@@ -28,7 +28,11 @@ func (version) DecodeNodePool(body []byte, stored *api.NodePool) (*api.NodePool,
 	v.Required(ext.Location != nil && *ext.Location != "", "location")
 	rules := nodePoolRules
 	rules.StoredWithoutVersionID = stored != nil && stored.Spec.GetVersionId() == ""
-	v.NodePool(&ext, rules)
+	var size fieldcheck.NodePoolSize
+	if p := ext.Properties; p != nil {
+		size = fieldcheck.NodePoolSize{Replicas: p.Replicas, AutoScaling: p.AutoScaling}
+	}
+	v.NodePool(&ext, size, rules)
 	v.NodePoolIdentity(ext.Identity)
 	if err := v.Err(); err != nil {
 		return nil, err
