@@ -467,7 +467,7 @@ func TestWatchClusters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lastRev int64
+	var lastRev, newest int64
 	t.Run("snapshot_then_bookmark", func(t *testing.T) {
 		e1, e2, bm := recv(t, w), recv(t, w), recv(t, w)
 		if e1.GetCluster().GetId() != a.GetId() || e2.GetCluster().GetId() != b.GetId() || e1.GetType() != csv1.EventType_EVENT_TYPE_UPSERTED {
@@ -503,6 +503,7 @@ func TestWatchClusters(t *testing.T) {
 		if ev3.GetType() != csv1.EventType_EVENT_TYPE_DELETED || ev3.GetCluster().GetId() != a.GetId() || ev3.GetRevision() <= ev2.GetRevision() {
 			t.Fatalf("deleted event = %v", ev3)
 		}
+		newest = ev3.GetRevision()
 		if _, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: a.GetId()}); status.Code(err) != codes.NotFound {
 			t.Fatalf("GetCluster after removal: %v", err)
 		}
@@ -541,6 +542,38 @@ func TestWatchClusters(t *testing.T) {
 			for {
 				var ev *csv1.ClusterEvent
 				if ev, err = w4.Recv(); err != nil || ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
+					break
+				}
+			}
+		}
+		if status.Code(err) != codes.OutOfRange {
+			t.Fatalf("err = %v, want OutOfRange", err)
+		}
+	})
+	// The newest event, a's tombstone, was pruned just above: a client that saw it resumes at a
+	// revision no event carries any more, which is still one this store issued.
+	t.Run("resume_at_a_pruned_newest_tombstone_is_accepted", func(t *testing.T) {
+		if cur, err := e.st.CurrentRevision(ctx); err != nil || cur >= newest {
+			t.Fatalf("current revision %d (%v): want it below the pruned tombstone's %d", cur, err, newest)
+		}
+		w5, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: newest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := w5.Recv()
+		if err != nil || ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK || ev.GetRevision() != newest {
+			t.Fatalf("first message = %v, %v; want a BOOKMARK at %d", ev, err, newest)
+		}
+	})
+	// A database restored from a backup, or a promoted replica, issues revisions from a lower
+	// point: a client's resume point beyond every revision this store issued is refused, so that
+	// it gathers a snapshot again instead of staying on what it saw before.
+	t.Run("resume_beyond_the_newest_revision_is_out_of_range", func(t *testing.T) {
+		w6, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: newest + 1000})
+		if err == nil {
+			for {
+				var ev *csv1.ClusterEvent
+				if ev, err = w6.Recv(); err != nil || ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
 					break
 				}
 			}
