@@ -8,6 +8,7 @@ package clusterstatus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -108,6 +109,12 @@ func (c *Cache) Wrote(cl *csv1.Cluster) {
 	c.floor[cl.GetId()] = max(c.floor[cl.GetId()], cl.GetRevision())
 }
 
+// errHistoryRestarted is a resumed stream's revision below one it already showed: Cluster
+// Service's database was restored or a replica promoted, and revisions restarted lower. What the
+// cache holds may be gone from that history, so it is gathered again from a snapshot. Cluster
+// Service itself refuses such a resume point (OutOfRange); this guards against one that does not.
+var errHistoryRestarted = errors.New("Cluster Service's revisions went backwards; gathering a snapshot again")
+
 // Stream is the client side of WatchClusters.
 type Stream interface {
 	Recv() (*csv1.ClusterEvent, error)
@@ -133,7 +140,8 @@ var _ Stream = (grpc.ServerStreamingClient[csv1.ClusterEvent])(nil)
 // replaces the whole cache at its BOOKMARK. A stream that breaks (Cluster Service restarted,
 // the connection dropped) makes the cache unsynced at once, and the next one resumes after the
 // highest revision seen, so no change in between is missed; it is synced again at that
-// stream's BOOKMARK. A resume refused as compacted (OutOfRange) starts over from a snapshot.
+// stream's BOOKMARK. A resume refused as compacted or as beyond Cluster Service's newest
+// revision (OutOfRange), or a stream whose revisions go backwards, starts over from a snapshot.
 func (c *Cache) Follow(ctx context.Context, log *slog.Logger, watch Watch) {
 	var since int64
 	backoff.Reconnect(ctx, backoff.Policy{Initial: 500 * time.Millisecond, Max: 10 * time.Second}, func(ctx context.Context) (bool, error) {
@@ -182,6 +190,9 @@ func (c *Cache) follow(ctx context.Context, watch Watch, since int64) (received 
 				apply(snapshot, ev)
 			}
 			continue
+		}
+		if ev.GetRevision() < since {
+			return received, 0, fmt.Errorf("revision %d after %d: %w", ev.GetRevision(), since, errHistoryRestarted)
 		}
 		c.apply(ev)
 		since = max(since, ev.GetRevision())
