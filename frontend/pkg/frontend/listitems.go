@@ -59,7 +59,9 @@ func (l *listItems) put(k listItemKey, it listItem) {
 
 // renderClusterPage renders a list page's clusters (documents of other types left out), each
 // with its Cluster Service status, reusing what an earlier list rendered where its inputs have
-// not changed.
+// not changed. Each cluster is looked up in the status cache once: that answer decides whether
+// the kept item still holds and, when it does not, is the status rendered; only the clusters the
+// cache cannot vouch for are asked of Cluster Service, in one call per page (clusterStatuses).
 func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) ([]json.RawMessage, error) {
 	ver := info(r).version
 	out := make([]json.RawMessage, len(docs))
@@ -68,35 +70,69 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 		key listItemKey
 		doc *docstore.Document
 		rd  *armdoc.ResourceDocument
+		cl  *csv1.Cluster // from the status cache; nil: ask Cluster Service
 	}
 	var todo []pending
-	var rds []*armdoc.ResourceDocument
+	var ask []string
 	for i, d := range docs {
 		key := listItemKey{partition: d.PartitionKey, id: d.ID, version: ver.String()}
-		if b, ok := s.keptItem(key, d.ETag); ok {
-			out[i] = b
+		it, kept := s.listItems.get(key)
+		kept = kept && it.etag == d.ETag
+		if kept && it.csID == "" {
+			out[i] = it.body
 			continue
 		}
-		rd, ok, err := decodeResource(d, api.ClusterResourceType)
-		if err != nil {
-			return nil, err
+		// A kept item names the cluster, so the document is decoded only when it must be rendered.
+		var rd *armdoc.ResourceDocument
+		decode := func() (bool, error) {
+			var ok bool
+			var err error
+			rd, ok, err = decodeResource(d, api.ClusterResourceType)
+			return ok, err
 		}
-		if !ok {
+		csID, docRevision := it.csID, it.docRevision
+		if !kept {
+			ok, err := decode()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			csID, docRevision = rd.InternalID, rd.InternalRevision
+		}
+		cl, cached := s.cachedStatusOf(csID, docRevision)
+		if kept && cached && cl.GetRevision() == it.csRevision {
+			out[i] = it.body
 			continue
 		}
-		todo = append(todo, pending{i: i, key: key, doc: d, rd: rd})
-		rds = append(rds, rd)
+		if rd == nil {
+			ok, err := decode()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		if csID != "" && !cached {
+			ask = append(ask, csID)
+		}
+		todo = append(todo, pending{i: i, key: key, doc: d, rd: rd, cl: cl})
 	}
-	var statuses map[string]*csv1.Cluster
-	if len(rds) > 0 {
-		statuses = s.clusterStatuses(r, rds)
+	var asked map[string]*csv1.Cluster
+	if len(ask) > 0 {
+		asked = s.clusterStatuses(r, ask)
 	}
 	for _, p := range todo {
 		c, err := clusterFromDoc(p.rd)
 		if err != nil {
 			return nil, err
 		}
-		cl := statuses[p.rd.InternalID]
+		cl := p.cl
+		if cl == nil {
+			cl = asked[p.rd.InternalID]
+		}
 		if cl != nil {
 			setClusterStatus(c, cl)
 		}
@@ -118,24 +154,4 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 		}
 	}
 	return listed, nil
-}
-
-// keptItem is the kept rendering of key when it was rendered from a document with etag and,
-// for a cluster Cluster Service knows, the status cache holds it at the revision rendered.
-func (s *Server) keptItem(key listItemKey, etag string) (json.RawMessage, bool) {
-	it, ok := s.listItems.get(key)
-	if !ok || it.etag != etag {
-		return nil, false
-	}
-	if it.csID == "" {
-		return it.body, true
-	}
-	if s.statuses == nil {
-		return nil, false
-	}
-	cl, ok := s.statuses.Get(it.csID, it.docRevision)
-	if !ok || cl.GetRevision() != it.csRevision {
-		return nil, false
-	}
-	return it.body, true
 }

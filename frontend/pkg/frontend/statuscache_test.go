@@ -70,6 +70,15 @@ func (e *env) lookups(result string) float64 {
 	return 0
 }
 
+// allLookups is the status cache's lookups counter, every result summed.
+func (e *env) allLookups() float64 {
+	var n float64
+	for _, r := range []string{"hit", "miss_unsynced", "miss_absent", "miss_behind"} {
+		n += e.lookups(r)
+	}
+	return n
+}
+
 // eventuallyAPIURL GETs path until its properties.api.url is want (the cache caught up).
 func (e *env) eventuallyAPIURL(path, want string) map[string]any {
 	e.t.Helper()
@@ -174,6 +183,35 @@ func TestGetAndListReadClusterServiceStatusFromTheWatch(t *testing.T) {
 		}
 	})
 
+	t.Run("a_list_looks_each_cluster_up_in_the_cache_once", func(t *testing.T) {
+		listPath := "/subscriptions/" + testSub + "/resourceGroups/rg-cache/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
+		list := func(want string) {
+			t.Helper()
+			before := e.allLookups()
+			got := e.do(http.MethodGet, listPath, nil, nil)
+			if got.code != http.StatusOK || !strings.Contains(string(got.body), want) {
+				t.Fatalf("list: %d %s, want %s", got.code, got.body, want)
+			}
+			if n := e.allLookups() - before; n != 1 {
+				t.Fatalf("a list of one cluster made %v status cache lookups, want 1", n)
+			}
+		}
+		list("https://api.moved.example:443") // kept, and reused
+		// A status the kept item does not show: the lookup that finds it stale also renders it.
+		cur, err := cs.Store.GetCluster(context.Background(), rd.InternalID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := cur.Status
+		st.ApiUrl = "https://api.once.example:443"
+		if observed, err = cs.Store.UpdateStatus(context.Background(), rd.InternalID, cur.Revision, st); err != nil {
+			t.Fatal(err)
+		}
+		e.eventuallyAPIURL(path, "https://api.once.example:443")
+		list("https://api.once.example:443")
+		list("https://api.once.example:443")
+	})
+
 	t.Run("a_document_newer_than_the_cache_is_answered_by_a_call", func(t *testing.T) {
 		// The backend recorded a revision the stream has not shown (here: one ahead of it).
 		rd, doc := e.resource(path)
@@ -183,11 +221,11 @@ func TestGetAndListReadClusterServiceStatusFromTheWatch(t *testing.T) {
 		}
 		behind, hits := e.lookups("miss_behind"), e.lookups("hit")
 		got := e.do(http.MethodGet, path, nil, nil)
-		if got.code != http.StatusOK || !strings.Contains(string(got.body), "https://api.moved.example:443") {
+		if got.code != http.StatusOK || !strings.Contains(string(got.body), "https://api.once.example:443") {
 			t.Fatalf("GET: %d %s", got.code, got.body)
 		}
 		list := e.do(http.MethodGet, "/subscriptions/"+testSub+"/resourceGroups/rg-cache/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", nil, nil)
-		if list.code != http.StatusOK || !strings.Contains(string(list.body), "https://api.moved.example:443") {
+		if list.code != http.StatusOK || !strings.Contains(string(list.body), "https://api.once.example:443") {
 			t.Fatalf("list: %d %s", list.code, list.body)
 		}
 		if e.lookups("miss_behind") < behind+2 || e.lookups("hit") != hits {
