@@ -3,6 +3,7 @@ package clusterstatus
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -164,4 +165,34 @@ func (s *recordingStream) Recv() (*csv1.ClusterEvent, error) {
 	*s.synced = append(*s.synced, s.c.synced)
 	s.c.mu.RUnlock()
 	return s.scriptedStream.Recv()
+}
+
+func deleted(id string, rev int64) *csv1.ClusterEvent {
+	return &csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_DELETED, Revision: rev, Cluster: &csv1.Cluster{Id: id, Revision: rev}}
+}
+
+// What a caller keeps about a cluster (OnRemoved) goes when Cluster Service removes it: on its
+// DELETED event, or when a new snapshot no longer has it.
+func TestRemovedClustersAreTold(t *testing.T) {
+	unavailable := status.Error(codes.Unavailable, "gone")
+	c := New()
+	var told []string
+	c.OnRemoved(func(id string) { told = append(told, id) })
+	streams := []struct {
+		since  int64
+		events []*csv1.ClusterEvent
+		want   string
+	}{
+		{since: 0, events: []*csv1.ClusterEvent{upserted("a", 1), upserted("b", 2), upserted("c", 3), bookmark(3)}, want: ""},
+		{since: 3, events: []*csv1.ClusterEvent{deleted("a", 4), bookmark(4)}, want: "a"},
+		// A re-snapshot (after OutOfRange) without c: c was removed meanwhile.
+		{since: 0, events: []*csv1.ClusterEvent{upserted("b", 5), bookmark(6)}, want: "a,c"},
+	}
+	for _, s := range streams {
+		stream := &scriptedStream{events: s.events, err: unavailable}
+		_, _, _ = c.follow(context.Background(), func(context.Context, int64) (Stream, error) { return stream, nil }, s.since)
+		if got := strings.Join(told, ","); got != s.want {
+			t.Fatalf("after the stream from %d: told %q, want %q", s.since, got, s.want)
+		}
+	}
 }

@@ -19,14 +19,20 @@ import (
 // status cache vouches for the cluster at that same revision; anything else renders it again.
 // The bytes are the same either way, as they are a function of those inputs alone.
 
-// maxListItems bounds the kept items (a few KB each); past it they are all dropped and kept
-// again as lists render them.
-const maxListItems = 10000
-
-// listItems is the kept rendered clusters; its zero value is ready to use.
+// listItems is the kept rendered clusters, at most maxBytes of them (Config.ListItemsBytes): an
+// item that does not fit drops others, in no particular order, until it does. A cluster Cluster
+// Service removed takes its items with it (dropCluster, on the status cache's DELETED).
+// They stay apart from the status cache's per-cluster floors: those are keyed by Cluster Service
+// ID and live until the stream reaches a write, these by document and api-version (several per
+// cluster, some for clusters Cluster Service does not know yet) under a byte bound, and the
+// cache would have to learn rendering to hold them.
 type listItems struct {
-	mu    sync.Mutex
-	items map[listItemKey]listItem
+	mu       sync.Mutex
+	maxBytes int
+	bytes    int
+	items    map[listItemKey]listItem
+	// byCluster is the keys of each Cluster Service ID's items (one per api-version listed).
+	byCluster map[string]map[listItemKey]struct{}
 }
 
 type listItemKey struct{ partition, id, version string }
@@ -41,6 +47,15 @@ type listItem struct {
 	body        json.RawMessage
 }
 
+// listItemOverhead is roughly what a kept item costs beyond its strings: the map entries, the
+// slice and string headers, the revisions.
+const listItemOverhead = 200
+
+// size is what the item under k counts against maxBytes.
+func (it listItem) size(k listItemKey) int {
+	return len(it.body) + len(it.etag) + len(it.csID) + len(k.partition) + len(k.id) + len(k.version) + listItemOverhead
+}
+
 func (l *listItems) get(k listItemKey) (listItem, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -51,10 +66,53 @@ func (l *listItems) get(k listItemKey) (listItem, bool) {
 func (l *listItems) put(k listItemKey, it listItem) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.items == nil || len(l.items) >= maxListItems {
-		l.items = map[listItemKey]listItem{}
+	l.remove(k)
+	size := it.size(k)
+	if size > l.maxBytes {
+		return
+	}
+	for old := range l.items {
+		if l.bytes+size <= l.maxBytes {
+			break
+		}
+		l.remove(old)
+	}
+	if l.items == nil {
+		l.items, l.byCluster = map[listItemKey]listItem{}, map[string]map[listItemKey]struct{}{}
 	}
 	l.items[k] = it
+	l.bytes += size
+	if it.csID != "" {
+		if l.byCluster[it.csID] == nil {
+			l.byCluster[it.csID] = map[listItemKey]struct{}{}
+		}
+		l.byCluster[it.csID][k] = struct{}{}
+	}
+}
+
+// dropCluster forgets the items of the cluster with Cluster Service ID csID.
+func (l *listItems) dropCluster(csID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.byCluster[csID] {
+		l.remove(k)
+	}
+}
+
+// remove forgets the item under k, if any. l.mu is held.
+func (l *listItems) remove(k listItemKey) {
+	it, ok := l.items[k]
+	if !ok {
+		return
+	}
+	delete(l.items, k)
+	l.bytes -= it.size(k)
+	if keys := l.byCluster[it.csID]; keys != nil {
+		delete(keys, k)
+		if len(keys) == 0 {
+			delete(l.byCluster, it.csID)
+		}
+	}
 }
 
 // renderClusterPage renders a list page's clusters (documents of other types left out), each

@@ -79,17 +79,19 @@ func (e *env) allLookups() float64 {
 	return n
 }
 
-// eventuallyAPIURL GETs path until its properties.api.url is want (the cache caught up).
+// eventuallyAPIURL GETs path until its properties.api.url is want, answered from the cache (a
+// Cluster Service call shows it before the cache has caught up).
 func (e *env) eventuallyAPIURL(path, want string) map[string]any {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		hits := e.lookups("hit")
 		got := e.do(http.MethodGet, path, nil, nil)
 		if got.code != http.StatusOK {
 			e.t.Fatalf("GET %s: %d %s", path, got.code, got.body)
 		}
 		m := got.json(e.t.(*testing.T))
-		if url, _ := m["properties"].(map[string]any)["api"].(map[string]any)["url"].(string); url == want {
+		if url, _ := m["properties"].(map[string]any)["api"].(map[string]any)["url"].(string); url == want && e.lookups("hit") > hits {
 			return m
 		}
 		if time.Now().After(deadline) {
@@ -372,5 +374,50 @@ func TestAWriteAnsweredHereIsNotReadOlderFromTheCache(t *testing.T) {
 	if e.lookups("miss_behind") != behind+1 || e.lookups("hit") != hits {
 		t.Fatalf("the GET after a write answered here read the cache from before it: miss_behind %v→%v, hit %v→%v",
 			behind, e.lookups("miss_behind"), hits, e.lookups("hit"))
+	}
+}
+
+// A cluster Cluster Service removed takes its kept list items with it when the watch says
+// DELETED, rather than leaving them until the kept items are full.
+func TestAKeptListItemGoesWithItsRemovedCluster(t *testing.T) {
+	cs := realClusterService(t)
+	e := newEnv(t, withClusterService(t, cs, clusterstatus.New()))
+	path := clusterPath("rg-gone", "gone")
+	created := e.put(path, realBody())
+	if created.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.code, created.body)
+	}
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	rd, _ := e.resource(path)
+	kept := func() int {
+		e.srv.listItems.mu.Lock()
+		defer e.srv.listItems.mu.Unlock()
+		n := 0
+		for _, it := range e.srv.listItems.items {
+			if it.csID == rd.InternalID {
+				n++
+			}
+		}
+		return n
+	}
+	if got := e.do(http.MethodGet, "/subscriptions/"+testSub+"/resourceGroups/rg-gone/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", nil, nil); got.code != http.StatusOK {
+		t.Fatalf("list: %d %s", got.code, got.body)
+	}
+	if kept() != 1 {
+		t.Fatalf("%d items kept for the listed cluster, want 1", kept())
+	}
+	d, err := cs.Store.MarkDeleting(context.Background(), rd.InternalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Store.RemoveCluster(context.Background(), rd.InternalID, d.Revision); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for kept() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the removed cluster's list item is still kept")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
