@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -57,6 +58,8 @@ type env struct {
 	creds    csv1.CredentialsClient
 	reg      *prometheus.Registry
 	logs     *syncBuffer
+	// dsn is the store's database, for a test that changes it underneath the store.
+	dsn string
 }
 
 // start runs the real server on a loopback listener over a real database.
@@ -92,7 +95,7 @@ func startOn(t *testing.T, pg *pgserver.Server) *env {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn),
-		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), reg: reg, logs: logs}
+		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), reg: reg, logs: logs, dsn: dsn}
 }
 
 func id(n int) string { return fmt.Sprintf("%032d", n) }
@@ -591,6 +594,55 @@ func TestWatchClusters(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// A database restored from a backup under a running Cluster Service: its revisions restart below
+// what a live watch already sent, and the watch ends with OutOfRange at its next keep-alive, so
+// that the client gathers a snapshot again instead of staying on what it saw.
+func TestAWatchWhoseStoreWentBackwardsEnds(t *testing.T) {
+	e := start(t)
+	e.register(t, "mc-1", 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(1, "alpha")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 2; n <= 3; n++ {
+		if _, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(n, fmt.Sprintf("c%d", n))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := recv(t, w); ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK; ev = recv(t, w) {
+	}
+	// What a restore of a backup taken after the first create leaves: its event, its revision.
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DELETE FROM cluster_events WHERE revision > $1`, first.GetRevision()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT setval('cluster_revision_seq', $1)`, first.GetRevision()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := w.Recv()
+		if status.Code(err) == codes.OutOfRange {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the watch ended with %v, want OutOfRange", err)
+		}
+		if ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK {
+			t.Fatalf("event %v after the restore", ev)
+		}
+	}
 }
 
 func TestCreateResolvesMinorVersionAndAcceptsShortNames(t *testing.T) {
