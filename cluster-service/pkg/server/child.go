@@ -266,6 +266,7 @@ func (k *childService[Spec, Status, API, Update, Event]) watch(s *Server, since 
 			return messages(evs, func(ev store.ChildEvent[Spec, Status]) Event { return k.event(ev.Type, ev.Revision, ev.Object) }), err
 		},
 		compacted:  k.store.CompactedRevision,
+		current:    k.store.CurrentRevision,
 		changes:    k.store.Changes,
 		bookmark:   func(rev int64) Event { return k.event(csv1.EventType_EVENT_TYPE_BOOKMARK, rev, nil) },
 		snapshotOp: fmt.Sprintf("watch %ss snapshot", k.what), compactedOp: fmt.Sprintf("watch %ss", k.what),

@@ -294,6 +294,7 @@ func (s credentials) WatchCredentials(req *csv1.WatchCredentialsRequest, stream 
 			return &csv1.CredentialEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}
 		},
 		changes:  s.st.CredentialChanges,
+		current:  s.st.CurrentCredentialRevision,
 		eventsOp: "watch credentials",
 	})
 }

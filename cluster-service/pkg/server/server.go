@@ -266,6 +266,7 @@ func (s *Server) WatchClusters(req *csv1.WatchClustersRequest, stream grpc.Serve
 			}), err
 		},
 		compacted: s.st.CompactedRevision,
+		current:   s.st.CurrentRevision,
 		changes:   s.st.Changes,
 		bookmark: func(rev int64) *csv1.ClusterEvent {
 			return &csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_BOOKMARK, Revision: rev}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -57,6 +58,8 @@ type env struct {
 	creds    csv1.CredentialsClient
 	reg      *prometheus.Registry
 	logs     *syncBuffer
+	// dsn is the store's database, for a test that changes it underneath the store.
+	dsn string
 }
 
 // start runs the real server on a loopback listener over a real database.
@@ -92,7 +95,7 @@ func startOn(t *testing.T, pg *pgserver.Server) *env {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn),
-		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), reg: reg, logs: logs}
+		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), reg: reg, logs: logs, dsn: dsn}
 }
 
 func id(n int) string { return fmt.Sprintf("%032d", n) }
@@ -467,7 +470,7 @@ func TestWatchClusters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lastRev int64
+	var lastRev, newest int64
 	t.Run("snapshot_then_bookmark", func(t *testing.T) {
 		e1, e2, bm := recv(t, w), recv(t, w), recv(t, w)
 		if e1.GetCluster().GetId() != a.GetId() || e2.GetCluster().GetId() != b.GetId() || e1.GetType() != csv1.EventType_EVENT_TYPE_UPSERTED {
@@ -503,6 +506,7 @@ func TestWatchClusters(t *testing.T) {
 		if ev3.GetType() != csv1.EventType_EVENT_TYPE_DELETED || ev3.GetCluster().GetId() != a.GetId() || ev3.GetRevision() <= ev2.GetRevision() {
 			t.Fatalf("deleted event = %v", ev3)
 		}
+		newest = ev3.GetRevision()
 		if _, err := e.clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: a.GetId()}); status.Code(err) != codes.NotFound {
 			t.Fatalf("GetCluster after removal: %v", err)
 		}
@@ -549,6 +553,38 @@ func TestWatchClusters(t *testing.T) {
 			t.Fatalf("err = %v, want OutOfRange", err)
 		}
 	})
+	// The newest event, a's tombstone, was pruned just above: a client that saw it resumes at a
+	// revision no event carries any more, which is still one this store issued.
+	t.Run("resume_at_a_pruned_newest_tombstone_is_accepted", func(t *testing.T) {
+		if cur, err := e.st.CurrentRevision(ctx); err != nil || cur >= newest {
+			t.Fatalf("current revision %d (%v): want it below the pruned tombstone's %d", cur, err, newest)
+		}
+		w5, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: newest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := w5.Recv()
+		if err != nil || ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK || ev.GetRevision() != newest {
+			t.Fatalf("first message = %v, %v; want a BOOKMARK at %d", ev, err, newest)
+		}
+	})
+	// A database restored from a backup, or a promoted replica, issues revisions from a lower
+	// point: a client's resume point beyond every revision this store issued is refused, so that
+	// it gathers a snapshot again instead of staying on what it saw before.
+	t.Run("resume_beyond_the_newest_revision_is_out_of_range", func(t *testing.T) {
+		w6, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: newest + 1000})
+		if err == nil {
+			for {
+				var ev *csv1.ClusterEvent
+				if ev, err = w6.Recv(); err != nil || ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
+					break
+				}
+			}
+		}
+		if status.Code(err) != codes.OutOfRange {
+			t.Fatalf("err = %v, want OutOfRange", err)
+		}
+	})
 	t.Run("negative_revision_is_invalid", func(t *testing.T) {
 		w3, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: -1})
 		if err == nil {
@@ -558,6 +594,55 @@ func TestWatchClusters(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// A database restored from a backup under a running Cluster Service: its revisions restart below
+// what a live watch already sent, and the watch ends with OutOfRange at its next keep-alive, so
+// that the client gathers a snapshot again instead of staying on what it saw.
+func TestAWatchWhoseStoreWentBackwardsEnds(t *testing.T) {
+	e := start(t)
+	e.register(t, "mc-1", 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	first, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(1, "alpha")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 2; n <= 3; n++ {
+		if _, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: validCluster(n, fmt.Sprintf("c%d", n))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := recv(t, w); ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK; ev = recv(t, w) {
+	}
+	// What a restore of a backup taken after the first create leaves: its event, its revision.
+	conn, err := pgx.Connect(ctx, e.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DELETE FROM cluster_events WHERE revision > $1`, first.GetRevision()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT setval('cluster_revision_seq', $1)`, first.GetRevision()); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := w.Recv()
+		if status.Code(err) == codes.OutOfRange {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the watch ended with %v, want OutOfRange", err)
+		}
+		if ev.GetType() != csv1.EventType_EVENT_TYPE_BOOKMARK {
+			t.Fatalf("event %v after the restore", ev)
+		}
+	}
 }
 
 func TestCreateResolvesMinorVersionAndAcceptsShortNames(t *testing.T) {

@@ -36,6 +36,9 @@ type watchLog[M watchEvent] struct {
 	eventsAfter func(ctx context.Context, after int64, limit int) ([]M, error)
 	// compacted is the newest revision whose tombstone may have been pruned (nil with snapshot).
 	compacted func(ctx context.Context) (int64, error)
+	// current is the revision of the log's latest event (0 for an empty log). With compacted it
+	// bounds every revision the log has issued, which a resume point must not pass.
+	current func(ctx context.Context) (int64, error)
 	// bookmark is the BOOKMARK message at rev.
 	bookmark func(rev int64) M
 	// changes subscribes to the commits to this log (store.Store.Changes and its kin), so a
@@ -50,7 +53,10 @@ type watchLog[M watchEvent] struct {
 // serveWatch runs one watch RPC from since over l until the client leaves (nil), the stream
 // breaks, or the server drains (Unavailable). since < 0 is InvalidArgument; a since older than
 // the compacted revision is OutOfRange, after the replay, so a compaction that raced with the
-// read is seen.
+// read is seen. A since beyond every revision the log issued is OutOfRange before anything is
+// sent, and a live stream whose log falls below what it sent ends with OutOfRange at its next
+// keep-alive: the database was restored from a backup or a replica promoted, its revisions
+// restarted lower, and a client that kept what it saw would answer from it forever.
 func serveWatch[M watchEvent](s *Server, since int64, stream watchStream[M], l watchLog[M]) error {
 	ctx := stream.Context()
 	if since < 0 {
@@ -62,6 +68,11 @@ func serveWatch[M watchEvent](s *Server, since int64, stream watchStream[M], l w
 	changes, stop := l.changes()
 	defer stop()
 
+	if since > 0 {
+		if err := l.checkIssued(ctx, s, since); err != nil {
+			return err
+		}
+	}
 	after := since
 	if after == 0 && l.snapshot != nil {
 		objs, rev, err := l.snapshot(ctx)
@@ -108,6 +119,9 @@ func serveWatch[M watchEvent](s *Server, since int64, stream watchStream[M], l w
 			if after, err = l.sendAfter(ctx, s, stream, after); err != nil {
 				return err
 			}
+			if err := l.checkIssued(ctx, s, after); err != nil {
+				return err
+			}
 			if err := stream.Send(l.bookmark(after)); err != nil {
 				return err
 			}
@@ -118,6 +132,29 @@ func serveWatch[M watchEvent](s *Server, since int64, stream watchStream[M], l w
 			}
 		}
 	}
+}
+
+// checkIssued is OutOfRange when rev, a revision a client saw, is beyond every revision l has
+// issued: the latest event's, or a pruned tombstone's (a client may have seen the newest event
+// before it was pruned).
+func (l watchLog[M]) checkIssued(ctx context.Context, s *Server, rev int64) error {
+	newest, err := l.current(ctx)
+	if err != nil {
+		return s.toStatus(ctx, l.eventsOp, err)
+	}
+	if rev <= newest {
+		return nil
+	}
+	if l.compacted != nil {
+		compacted, err := l.compacted(ctx)
+		if err != nil {
+			return s.toStatus(ctx, l.compactedOp, err)
+		}
+		if newest = max(newest, compacted); rev <= newest {
+			return nil
+		}
+	}
+	return status.Errorf(codes.OutOfRange, "revision %d is beyond the newest this store issued (%d): its history restarted (restored from a backup or a replica promoted); watch again from 0", rev, newest)
 }
 
 // sendAfter sends every event after `after` and returns the revision of the last one sent.

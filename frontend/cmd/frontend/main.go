@@ -35,6 +35,7 @@ type options struct {
 	csTLS                 tlsconfig.Files
 	retryAfter            time.Duration
 	csTimeout             time.Duration
+	listItemsBytes        int
 	logLevel              string
 	roleSetsFile          string
 	clientSubjects        string
@@ -59,6 +60,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.csTLS.Key, "cluster-service-key", "FRONTEND_CLUSTER_SERVICE_KEY", "", "client key for Cluster Service (PEM)")
 	dur(&o.retryAfter, "retry-after", "FRONTEND_RETRY_AFTER", 5*time.Second, "Retry-After advised on async responses")
 	dur(&o.csTimeout, "cluster-service-timeout", "FRONTEND_CLUSTER_SERVICE_TIMEOUT", 30*time.Second, "timeout of each Cluster Service call")
+	fs.Int(&o.listItemsBytes, "list-cache-bytes", "FRONTEND_LIST_CACHE_BYTES", frontend.DefaultListItemsBytes, "bytes of rendered clusters kept for later lists (docs/api.md); items past it are dropped and rendered again")
 	str(&o.logLevel, "log-level", "FRONTEND_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.roleSetsFile, "operator-identity-roles-file", "FRONTEND_OPERATOR_IDENTITY_ROLES_FILE", "", "JSON catalogue of hcpOperatorIdentityRoleSets (format: docs/api.md); default: the built-in one")
 	str(&o.clientSubjects, "arm-client-subjects", "FRONTEND_ARM_CLIENT_SUBJECTS", "", "comma-separated subject common names of the client certificates allowed to call the ARM API (ARM's); required with --tls-client-ca")
@@ -83,6 +85,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.csTimeout <= 0 {
 		return nil, fmt.Errorf("invalid value %s for --cluster-service-timeout: must be positive", o.csTimeout)
+	}
+	if o.listItemsBytes <= 0 {
+		return nil, fmt.Errorf("invalid value %d for --list-cache-bytes: must be positive", o.listItemsBytes)
 	}
 	if o.clientSubjects != "" && o.serverTLS.CA == "" {
 		return nil, fmt.Errorf("--arm-client-subjects needs --tls-client-ca: subjects can only be checked on verified client certificates")
@@ -159,6 +164,7 @@ func run(o *options) error {
 		Logger:                log,
 		RetryAfter:            o.retryAfter,
 		ClusterServiceTimeout: o.csTimeout,
+		ListItemsBytes:        o.listItemsBytes,
 		Ready:                 st.Ping,
 		RoleSets:              roleSets,
 		ClientSubjects:        subjects,

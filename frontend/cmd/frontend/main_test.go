@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openhcp/openhcp/frontend/pkg/frontend"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -22,6 +24,7 @@ func TestParseFlags(t *testing.T) {
 		{"bad_listen_names_flag", append(base, "--listen=nonsense"), nil, "--listen"},
 		{"bad_duration_from_env_names_flag", base, map[string]string{"FRONTEND_RETRY_AFTER": "soon"}, "--retry-after from FRONTEND_RETRY_AFTER"},
 		{"retry_after_below_a_second", append(base, "--retry-after=10ms"), nil, "--retry-after"},
+		{"list_cache_bytes_must_be_positive", append(base, "--list-cache-bytes=0"), nil, "--list-cache-bytes"},
 		{"bad_log_level", append(base, "--log-level=loud"), nil, "--log-level"},
 		{"unknown_flag", append(base, "--nope"), nil, "nope"},
 		{"tls_needs_client_ca_and_subjects", append(base, "--tls-cert=c", "--tls-key=k"), nil, "--tls-cert needs --tls-client-ca and --arm-client-subjects"},
@@ -33,7 +36,7 @@ func TestParseFlags(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if o.listen != "127.0.0.1:8443" || o.retryAfter != 5*time.Second || o.location != "eastus" {
+				if o.listen != "127.0.0.1:8443" || o.retryAfter != 5*time.Second || o.location != "eastus" || o.listItemsBytes != frontend.DefaultListItemsBytes {
 					t.Fatalf("options %+v", o)
 				}
 				return

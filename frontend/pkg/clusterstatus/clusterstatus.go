@@ -8,6 +8,7 @@ package clusterstatus
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -43,6 +44,8 @@ type Cache struct {
 	// the stream has not shown yet (Wrote): a lookup below it misses, so a GET after a PUT,
 	// PATCH or DELETE this frontend answered never shows Cluster Service's state from before it.
 	floor map[string]int64
+	// removed are told the ID of every cluster Cluster Service removed (OnRemoved).
+	removed []func(id string)
 
 	lookups *prometheus.CounterVec
 	events  prometheus.Counter
@@ -108,6 +111,36 @@ func (c *Cache) Wrote(cl *csv1.Cluster) {
 	c.floor[cl.GetId()] = max(c.floor[cl.GetId()], cl.GetRevision())
 }
 
+// errHistoryRestarted is a resumed stream's revision below one it already showed: Cluster
+// Service's database was restored or a replica promoted, and revisions restarted lower. What the
+// cache holds may be gone from that history, so it is gathered again from a snapshot. Cluster
+// Service itself refuses such a resume point (OutOfRange); this guards against one that does not.
+var errHistoryRestarted = errors.New("Cluster Service's revisions went backwards; gathering a snapshot again")
+
+// OnRemoved has f told, outside the cache's lock, the ID of each cluster Cluster Service
+// removed: a DELETED event, or a cluster a new snapshot no longer has. What a caller keeps
+// about a cluster (the frontend's rendered list items) can then go with it.
+func (c *Cache) OnRemoved(f func(id string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removed = append(c.removed, f)
+}
+
+// tellRemoved calls the OnRemoved functions for ids; c.mu is not held.
+func (c *Cache) tellRemoved(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	c.mu.RLock()
+	fs := c.removed
+	c.mu.RUnlock()
+	for _, f := range fs {
+		for _, id := range ids {
+			f(id)
+		}
+	}
+}
+
 // Stream is the client side of WatchClusters.
 type Stream interface {
 	Recv() (*csv1.ClusterEvent, error)
@@ -133,7 +166,8 @@ var _ Stream = (grpc.ServerStreamingClient[csv1.ClusterEvent])(nil)
 // replaces the whole cache at its BOOKMARK. A stream that breaks (Cluster Service restarted,
 // the connection dropped) makes the cache unsynced at once, and the next one resumes after the
 // highest revision seen, so no change in between is missed; it is synced again at that
-// stream's BOOKMARK. A resume refused as compacted (OutOfRange) starts over from a snapshot.
+// stream's BOOKMARK. A resume refused as compacted or as beyond Cluster Service's newest
+// revision (OutOfRange), or a stream whose revisions go backwards, starts over from a snapshot.
 func (c *Cache) Follow(ctx context.Context, log *slog.Logger, watch Watch) {
 	var since int64
 	backoff.Reconnect(ctx, backoff.Policy{Initial: 500 * time.Millisecond, Max: 10 * time.Second}, func(ctx context.Context) (bool, error) {
@@ -175,7 +209,7 @@ func (c *Cache) follow(ctx context.Context, watch Watch, since int64) (received 
 			// A snapshot's revisions say nothing about what the cache holds until its
 			// BOOKMARK: a stream that breaks before it resumes from since (0), a snapshot again.
 			if ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
-				c.replace(snapshot, ev.GetRevision())
+				c.tellRemoved(c.replace(snapshot, ev.GetRevision()))
 				snapshot = nil
 				since = max(since, ev.GetRevision())
 			} else {
@@ -183,7 +217,13 @@ func (c *Cache) follow(ctx context.Context, watch Watch, since int64) (received 
 			}
 			continue
 		}
+		if ev.GetRevision() < since {
+			return received, 0, fmt.Errorf("revision %d after %d: %w", ev.GetRevision(), since, errHistoryRestarted)
+		}
 		c.apply(ev)
+		if ev.GetType() == csv1.EventType_EVENT_TYPE_DELETED && ev.GetCluster().GetId() != "" {
+			c.tellRemoved([]string{ev.GetCluster().GetId()})
+		}
 		since = max(since, ev.GetRevision())
 	}
 }
@@ -204,13 +244,20 @@ func apply(m map[string]*csv1.Cluster, ev *csv1.ClusterEvent) {
 	}
 }
 
-// replace makes a complete snapshot (at revision at) the cache, and synced.
-func (c *Cache) replace(snapshot map[string]*csv1.Cluster, at int64) {
+// replace makes a complete snapshot (at revision at) the cache, and synced, and returns the IDs
+// of the clusters the cache held that the snapshot does not (removed meanwhile).
+func (c *Cache) replace(snapshot map[string]*csv1.Cluster, at int64) (removed []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for id := range c.clusters {
+		if _, ok := snapshot[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
 	c.clusters = snapshot
 	c.synced = true
 	c.trimFloor(at)
+	return removed
 }
 
 // apply applies one event of a resumed or live stream; its BOOKMARK (the end of the replay)

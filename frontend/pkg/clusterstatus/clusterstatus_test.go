@@ -263,4 +263,31 @@ func TestCacheFollowsClusterService(t *testing.T) {
 			t.Fatalf("a cluster removed while Cluster Service was away: %s, want %s", res, resultAbsent)
 		}
 	})
+	t.Run("a_cluster_service_restored_to_lower_revisions_is_gathered_again", func(t *testing.T) {
+		r := newRegion(t)
+		c, gone := r.create(1), r.create(2)
+		for i := range 5 {
+			c = r.setAPIURL(c, fmt.Sprintf("https://api.before-%d.example:443", i))
+		}
+		r.eventually("before the restore", c.ID, atRevision(c.Revision))
+		// The database comes back from an older backup: cluster 1 only, with a status the
+		// cache never saw, at revisions below everything the cache holds.
+		restored := servertest.Start(t, pg.Get(t))
+		if _, err := restored.Store.RegisterShard(context.Background(), placement.Shard{Name: "mgmt-1", Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 100}); err != nil {
+			t.Fatal(err)
+		}
+		restored.Stop()
+		r.cs.Stop()
+		r.cs.Store = restored.Store
+		old := c
+		c = r.setAPIURL(r.create(1), "https://api.restored.example:443")
+		if c.Revision >= old.Revision {
+			t.Fatalf("the restored store is at revision %d, not below the cache's %d", c.Revision, old.Revision)
+		}
+		r.cs.Serve(t)
+		r.eventually("after the restore", c.ID, atRevision(c.Revision))
+		if _, res := r.cache.get(gone.ID, 0); res != resultAbsent {
+			t.Fatalf("a cluster the restored database lacks: %s, want %s", res, resultAbsent)
+		}
+	})
 }

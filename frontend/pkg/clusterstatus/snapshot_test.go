@@ -2,6 +2,8 @@ package clusterstatus
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -64,6 +66,18 @@ func TestABrokenSnapshotIsGatheredAgainFromTheStart(t *testing.T) {
 			wantNext: 25,
 		},
 		{
+			name:     "a bookmark below the resume point starts a snapshot again",
+			since:    21,
+			stream:   &scriptedStream{events: []*csv1.ClusterEvent{bookmark(10)}, err: unavailable},
+			wantNext: 0,
+		},
+		{
+			name:     "a change below the last revision seen starts a snapshot again",
+			since:    21,
+			stream:   &scriptedStream{events: []*csv1.ClusterEvent{upserted("z", 25), bookmark(25), upserted("y", 12)}, err: unavailable},
+			wantNext: 0,
+		},
+		{
 			name:     "out of range starts a snapshot again",
 			since:    21,
 			stream:   &scriptedStream{err: status.Error(codes.OutOfRange, "compacted")},
@@ -112,5 +126,73 @@ func TestAPartialSnapshotNeverRevivesTheOldMap(t *testing.T) {
 	}
 	if cl, ok := c.Get("y", 0); !ok || cl.GetRevision() != 20 {
 		t.Fatalf("y = %v, %v; want revision 20", cl, ok)
+	}
+}
+
+// A resumed stream whose revisions go backwards comes from a history that restarted (the
+// database restored, a replica promoted): what the cache holds may be gone from it, so the
+// cache must not be vouched for by that stream's BOOKMARK.
+func TestRevisionsGoingBackwardsNeverSyncTheCache(t *testing.T) {
+	c := New()
+	var synced []bool
+	stream := &recordingStream{scriptedStream: scriptedStream{events: []*csv1.ClusterEvent{upserted("x", 30), bookmark(30), bookmark(10), upserted("y", 11), bookmark(11)},
+		err: status.Error(codes.Unavailable, "gone")}, c: c, synced: &synced}
+	_, _, err := c.follow(context.Background(), func(context.Context, int64) (Stream, error) { return stream, nil }, 21)
+	if !errors.Is(err, errHistoryRestarted) {
+		t.Fatalf("follow ended with %v, want %v", err, errHistoryRestarted)
+	}
+	// Each element is whether the cache was synced before one Recv: after bookmark(30) it is,
+	// after bookmark(10) it must not be, nor later.
+	for i, s := range synced {
+		if i > 2 && s {
+			t.Fatalf("synced before receive %d (after revisions went backwards): %v", i, synced)
+		}
+	}
+	if _, ok := c.clusters["y"]; ok {
+		t.Fatal("a change after revisions went backwards was applied")
+	}
+}
+
+// recordingStream is a scriptedStream that records, before each Recv, whether c is synced.
+type recordingStream struct {
+	scriptedStream
+	c      *Cache
+	synced *[]bool
+}
+
+func (s *recordingStream) Recv() (*csv1.ClusterEvent, error) {
+	s.c.mu.RLock()
+	*s.synced = append(*s.synced, s.c.synced)
+	s.c.mu.RUnlock()
+	return s.scriptedStream.Recv()
+}
+
+func deleted(id string, rev int64) *csv1.ClusterEvent {
+	return &csv1.ClusterEvent{Type: csv1.EventType_EVENT_TYPE_DELETED, Revision: rev, Cluster: &csv1.Cluster{Id: id, Revision: rev}}
+}
+
+// What a caller keeps about a cluster (OnRemoved) goes when Cluster Service removes it: on its
+// DELETED event, or when a new snapshot no longer has it.
+func TestRemovedClustersAreTold(t *testing.T) {
+	unavailable := status.Error(codes.Unavailable, "gone")
+	c := New()
+	var told []string
+	c.OnRemoved(func(id string) { told = append(told, id) })
+	streams := []struct {
+		since  int64
+		events []*csv1.ClusterEvent
+		want   string
+	}{
+		{since: 0, events: []*csv1.ClusterEvent{upserted("a", 1), upserted("b", 2), upserted("c", 3), bookmark(3)}, want: ""},
+		{since: 3, events: []*csv1.ClusterEvent{deleted("a", 4), bookmark(4)}, want: "a"},
+		// A re-snapshot (after OutOfRange) without c: c was removed meanwhile.
+		{since: 0, events: []*csv1.ClusterEvent{upserted("b", 5), bookmark(6)}, want: "a,c"},
+	}
+	for _, s := range streams {
+		stream := &scriptedStream{events: s.events, err: unavailable}
+		_, _, _ = c.follow(context.Background(), func(context.Context, int64) (Stream, error) { return stream, nil }, s.since)
+		if got := strings.Join(told, ","); got != s.want {
+			t.Fatalf("after the stream from %d: told %q, want %q", s.since, got, s.want)
+		}
 	}
 }

@@ -476,24 +476,13 @@ func setClusterStatus(c *api.Cluster, cl *csv1.Cluster) {
 // maxStatusIDs is how many IDs one ListClusters call may filter by (Cluster Service's limit).
 const maxStatusIDs = 1000
 
-// clusterStatuses reads a list page's clusters: from the watch-fed cache (cfg.ClusterStatus)
-// when it can vouch for them, the others from Cluster Service, by Cluster Service ID: one
-// ListClusters call filtered by their IDs (one more per further 1000 IDs, beyond the default
-// page size), never a call per item. Best effort like addClusterStatus: when a call fails the
-// page answers from the store without the status it would have added, and a warning says so.
-func (s *Server) clusterStatuses(r *http.Request, rds []*armdoc.ResourceDocument) map[string]*csv1.Cluster {
-	out := make(map[string]*csv1.Cluster, len(rds))
-	var csIDs []string
-	for _, rd := range rds {
-		if rd.InternalID == "" {
-			continue
-		}
-		if cl, ok := s.cachedStatus(rd); ok {
-			out[rd.InternalID] = cl
-		} else {
-			csIDs = append(csIDs, rd.InternalID)
-		}
-	}
+// clusterStatuses asks Cluster Service for the clusters of a list page the status cache could
+// not vouch for (renderClusterPage), by Cluster Service ID: one ListClusters call filtered by
+// their IDs (one more per further 1000 IDs, beyond the default page size), never a call per
+// item. Best effort like addClusterStatus: when a call fails the page answers from the store
+// without the status it would have added, and a warning says so.
+func (s *Server) clusterStatuses(r *http.Request, csIDs []string) map[string]*csv1.Cluster {
+	out := make(map[string]*csv1.Cluster, len(csIDs))
 	for len(csIDs) > 0 {
 		chunk := csIDs[:min(len(csIDs), maxStatusIDs)]
 		csIDs = csIDs[len(chunk):]

@@ -19,14 +19,20 @@ import (
 // status cache vouches for the cluster at that same revision; anything else renders it again.
 // The bytes are the same either way, as they are a function of those inputs alone.
 
-// maxListItems bounds the kept items (a few KB each); past it they are all dropped and kept
-// again as lists render them.
-const maxListItems = 10000
-
-// listItems is the kept rendered clusters; its zero value is ready to use.
+// listItems is the kept rendered clusters, at most maxBytes of them (Config.ListItemsBytes): an
+// item that does not fit drops others, in no particular order, until it does. A cluster Cluster
+// Service removed takes its items with it (dropCluster, on the status cache's DELETED).
+// They stay apart from the status cache's per-cluster floors: those are keyed by Cluster Service
+// ID and live until the stream reaches a write, these by document and api-version (several per
+// cluster, some for clusters Cluster Service does not know yet) under a byte bound, and the
+// cache would have to learn rendering to hold them.
 type listItems struct {
-	mu    sync.Mutex
-	items map[listItemKey]listItem
+	mu       sync.Mutex
+	maxBytes int
+	bytes    int
+	items    map[listItemKey]listItem
+	// byCluster is the keys of each Cluster Service ID's items (one per api-version listed).
+	byCluster map[string]map[listItemKey]struct{}
 }
 
 type listItemKey struct{ partition, id, version string }
@@ -41,6 +47,15 @@ type listItem struct {
 	body        json.RawMessage
 }
 
+// listItemOverhead is roughly what a kept item costs beyond its strings: the map entries, the
+// slice and string headers, the revisions.
+const listItemOverhead = 200
+
+// size is what the item under k counts against maxBytes.
+func (it listItem) size(k listItemKey) int {
+	return len(it.body) + len(it.etag) + len(it.csID) + len(k.partition) + len(k.id) + len(k.version) + listItemOverhead
+}
+
 func (l *listItems) get(k listItemKey) (listItem, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -51,15 +66,60 @@ func (l *listItems) get(k listItemKey) (listItem, bool) {
 func (l *listItems) put(k listItemKey, it listItem) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.items == nil || len(l.items) >= maxListItems {
-		l.items = map[listItemKey]listItem{}
+	l.remove(k)
+	size := it.size(k)
+	if size > l.maxBytes {
+		return
+	}
+	for old := range l.items {
+		if l.bytes+size <= l.maxBytes {
+			break
+		}
+		l.remove(old)
+	}
+	if l.items == nil {
+		l.items, l.byCluster = map[listItemKey]listItem{}, map[string]map[listItemKey]struct{}{}
 	}
 	l.items[k] = it
+	l.bytes += size
+	if it.csID != "" {
+		if l.byCluster[it.csID] == nil {
+			l.byCluster[it.csID] = map[listItemKey]struct{}{}
+		}
+		l.byCluster[it.csID][k] = struct{}{}
+	}
+}
+
+// dropCluster forgets the items of the cluster with Cluster Service ID csID.
+func (l *listItems) dropCluster(csID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.byCluster[csID] {
+		l.remove(k)
+	}
+}
+
+// remove forgets the item under k, if any. l.mu is held.
+func (l *listItems) remove(k listItemKey) {
+	it, ok := l.items[k]
+	if !ok {
+		return
+	}
+	delete(l.items, k)
+	l.bytes -= it.size(k)
+	if keys := l.byCluster[it.csID]; keys != nil {
+		delete(keys, k)
+		if len(keys) == 0 {
+			delete(l.byCluster, it.csID)
+		}
+	}
 }
 
 // renderClusterPage renders a list page's clusters (documents of other types left out), each
 // with its Cluster Service status, reusing what an earlier list rendered where its inputs have
-// not changed.
+// not changed. Each cluster is looked up in the status cache once: that answer decides whether
+// the kept item still holds and, when it does not, is the status rendered; only the clusters the
+// cache cannot vouch for are asked of Cluster Service, in one call per page (clusterStatuses).
 func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) ([]json.RawMessage, error) {
 	ver := info(r).version
 	out := make([]json.RawMessage, len(docs))
@@ -68,35 +128,69 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 		key listItemKey
 		doc *docstore.Document
 		rd  *armdoc.ResourceDocument
+		cl  *csv1.Cluster // from the status cache; nil: ask Cluster Service
 	}
 	var todo []pending
-	var rds []*armdoc.ResourceDocument
+	var ask []string
 	for i, d := range docs {
 		key := listItemKey{partition: d.PartitionKey, id: d.ID, version: ver.String()}
-		if b, ok := s.keptItem(key, d.ETag); ok {
-			out[i] = b
+		it, kept := s.listItems.get(key)
+		kept = kept && it.etag == d.ETag
+		if kept && it.csID == "" {
+			out[i] = it.body
 			continue
 		}
-		rd, ok, err := decodeResource(d, api.ClusterResourceType)
-		if err != nil {
-			return nil, err
+		// A kept item names the cluster, so the document is decoded only when it must be rendered.
+		var rd *armdoc.ResourceDocument
+		decode := func() (bool, error) {
+			var ok bool
+			var err error
+			rd, ok, err = decodeResource(d, api.ClusterResourceType)
+			return ok, err
 		}
-		if !ok {
+		csID, docRevision := it.csID, it.docRevision
+		if !kept {
+			ok, err := decode()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			csID, docRevision = rd.InternalID, rd.InternalRevision
+		}
+		cl, cached := s.cachedStatusOf(csID, docRevision)
+		if kept && cached && cl.GetRevision() == it.csRevision {
+			out[i] = it.body
 			continue
 		}
-		todo = append(todo, pending{i: i, key: key, doc: d, rd: rd})
-		rds = append(rds, rd)
+		if rd == nil {
+			ok, err := decode()
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		if csID != "" && !cached {
+			ask = append(ask, csID)
+		}
+		todo = append(todo, pending{i: i, key: key, doc: d, rd: rd, cl: cl})
 	}
-	var statuses map[string]*csv1.Cluster
-	if len(rds) > 0 {
-		statuses = s.clusterStatuses(r, rds)
+	var asked map[string]*csv1.Cluster
+	if len(ask) > 0 {
+		asked = s.clusterStatuses(r, ask)
 	}
 	for _, p := range todo {
 		c, err := clusterFromDoc(p.rd)
 		if err != nil {
 			return nil, err
 		}
-		cl := statuses[p.rd.InternalID]
+		cl := p.cl
+		if cl == nil {
+			cl = asked[p.rd.InternalID]
+		}
 		if cl != nil {
 			setClusterStatus(c, cl)
 		}
@@ -118,24 +212,4 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 		}
 	}
 	return listed, nil
-}
-
-// keptItem is the kept rendering of key when it was rendered from a document with etag and,
-// for a cluster Cluster Service knows, the status cache holds it at the revision rendered.
-func (s *Server) keptItem(key listItemKey, etag string) (json.RawMessage, bool) {
-	it, ok := s.listItems.get(key)
-	if !ok || it.etag != etag {
-		return nil, false
-	}
-	if it.csID == "" {
-		return it.body, true
-	}
-	if s.statuses == nil {
-		return nil, false
-	}
-	cl, ok := s.statuses.Get(it.csID, it.docRevision)
-	if !ok || cl.GetRevision() != it.csRevision {
-		return nil, false
-	}
-	return it.body, true
 }

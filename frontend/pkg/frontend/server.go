@@ -60,12 +60,19 @@ type Config struct {
 	PageSize int
 	// Ready, if set, is checked by /healthz.
 	Ready func(ctx context.Context) error
+	// ListItemsBytes bounds the rendered clusters kept for later lists (listitems.go; default
+	// 64 MiB).
+	ListItemsBytes int
 	// ClusterStatus, if set, is Cluster Service's clusters as its WatchClusters stream shows them
 	// (the caller runs its Follow): a GET or list of clusters reads their status from it when it
 	// can vouch for them, and calls Cluster Service only for the others. Without it every GET
 	// and list calls Cluster Service.
 	ClusterStatus *clusterstatus.Cache
 }
+
+// DefaultListItemsBytes is Config.ListItemsBytes's default: room for some ten thousand rendered
+// clusters of a few KB each.
+const DefaultListItemsBytes = 64 << 20
 
 // Server is the ARM frontend.
 type Server struct {
@@ -113,6 +120,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
 	}
+	if cfg.ListItemsBytes <= 0 {
+		cfg.ListItemsBytes = DefaultListItemsBytes
+	}
 	if cfg.RoleSets == nil {
 		rs, err := rolesets.Default()
 		if err != nil {
@@ -121,10 +131,12 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.RoleSets = rs
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, store: cfg.Store, cs: cfg.Clusters, mux: http.NewServeMux(), metrics: newMetrics(), subscriptions: newSubscriptionCache()}
+	s.listItems.maxBytes = cfg.ListItemsBytes
 	if cfg.ClusterStatus != nil {
 		s.statuses = cfg.ClusterStatus
 		s.cs = writeRecorder{ClustersClient: cfg.Clusters, wrote: cfg.ClusterStatus.Wrote}
 		s.metrics.reg.MustRegister(cfg.ClusterStatus.Collectors()...)
+		cfg.ClusterStatus.OnRemoved(s.listItems.dropCluster)
 	}
 	s.routes()
 	s.handler = chain(s.dispatch,

@@ -13,10 +13,16 @@ import (
 // there is one and it can vouch for the cluster at the revision rd reflects
 // (clusterstatus.Cache.Get); false means: ask Cluster Service.
 func (s *Server) cachedStatus(rd *armdoc.ResourceDocument) (*csv1.Cluster, bool) {
-	if s.statuses == nil {
+	return s.cachedStatusOf(rd.InternalID, rd.InternalRevision)
+}
+
+// cachedStatusOf is cachedStatus for a document with Cluster Service ID csID (none: false,
+// without a lookup) at revision docRevision.
+func (s *Server) cachedStatusOf(csID string, docRevision int64) (*csv1.Cluster, bool) {
+	if s.statuses == nil || csID == "" {
 		return nil, false
 	}
-	return s.statuses.Get(rd.InternalID, rd.InternalRevision)
+	return s.statuses.Get(csID, docRevision)
 }
 
 // writeRecorder is the Cluster Service client that tells the status cache the revision of every

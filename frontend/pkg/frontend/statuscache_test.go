@@ -70,17 +70,28 @@ func (e *env) lookups(result string) float64 {
 	return 0
 }
 
-// eventuallyAPIURL GETs path until its properties.api.url is want (the cache caught up).
+// allLookups is the status cache's lookups counter, every result summed.
+func (e *env) allLookups() float64 {
+	var n float64
+	for _, r := range []string{"hit", "miss_unsynced", "miss_absent", "miss_behind"} {
+		n += e.lookups(r)
+	}
+	return n
+}
+
+// eventuallyAPIURL GETs path until its properties.api.url is want, answered from the cache (a
+// Cluster Service call shows it before the cache has caught up).
 func (e *env) eventuallyAPIURL(path, want string) map[string]any {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		hits := e.lookups("hit")
 		got := e.do(http.MethodGet, path, nil, nil)
 		if got.code != http.StatusOK {
 			e.t.Fatalf("GET %s: %d %s", path, got.code, got.body)
 		}
 		m := got.json(e.t.(*testing.T))
-		if url, _ := m["properties"].(map[string]any)["api"].(map[string]any)["url"].(string); url == want {
+		if url, _ := m["properties"].(map[string]any)["api"].(map[string]any)["url"].(string); url == want && e.lookups("hit") > hits {
 			return m
 		}
 		if time.Now().After(deadline) {
@@ -174,6 +185,35 @@ func TestGetAndListReadClusterServiceStatusFromTheWatch(t *testing.T) {
 		}
 	})
 
+	t.Run("a_list_looks_each_cluster_up_in_the_cache_once", func(t *testing.T) {
+		listPath := "/subscriptions/" + testSub + "/resourceGroups/rg-cache/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
+		list := func(want string) {
+			t.Helper()
+			before := e.allLookups()
+			got := e.do(http.MethodGet, listPath, nil, nil)
+			if got.code != http.StatusOK || !strings.Contains(string(got.body), want) {
+				t.Fatalf("list: %d %s, want %s", got.code, got.body, want)
+			}
+			if n := e.allLookups() - before; n != 1 {
+				t.Fatalf("a list of one cluster made %v status cache lookups, want 1", n)
+			}
+		}
+		list("https://api.moved.example:443") // kept, and reused
+		// A status the kept item does not show: the lookup that finds it stale also renders it.
+		cur, err := cs.Store.GetCluster(context.Background(), rd.InternalID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := cur.Status
+		st.ApiUrl = "https://api.once.example:443"
+		if observed, err = cs.Store.UpdateStatus(context.Background(), rd.InternalID, cur.Revision, st); err != nil {
+			t.Fatal(err)
+		}
+		e.eventuallyAPIURL(path, "https://api.once.example:443")
+		list("https://api.once.example:443")
+		list("https://api.once.example:443")
+	})
+
 	t.Run("a_document_newer_than_the_cache_is_answered_by_a_call", func(t *testing.T) {
 		// The backend recorded a revision the stream has not shown (here: one ahead of it).
 		rd, doc := e.resource(path)
@@ -183,11 +223,11 @@ func TestGetAndListReadClusterServiceStatusFromTheWatch(t *testing.T) {
 		}
 		behind, hits := e.lookups("miss_behind"), e.lookups("hit")
 		got := e.do(http.MethodGet, path, nil, nil)
-		if got.code != http.StatusOK || !strings.Contains(string(got.body), "https://api.moved.example:443") {
+		if got.code != http.StatusOK || !strings.Contains(string(got.body), "https://api.once.example:443") {
 			t.Fatalf("GET: %d %s", got.code, got.body)
 		}
 		list := e.do(http.MethodGet, "/subscriptions/"+testSub+"/resourceGroups/rg-cache/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", nil, nil)
-		if list.code != http.StatusOK || !strings.Contains(string(list.body), "https://api.moved.example:443") {
+		if list.code != http.StatusOK || !strings.Contains(string(list.body), "https://api.once.example:443") {
 			t.Fatalf("list: %d %s", list.code, list.body)
 		}
 		if e.lookups("miss_behind") < behind+2 || e.lookups("hit") != hits {
@@ -334,5 +374,50 @@ func TestAWriteAnsweredHereIsNotReadOlderFromTheCache(t *testing.T) {
 	if e.lookups("miss_behind") != behind+1 || e.lookups("hit") != hits {
 		t.Fatalf("the GET after a write answered here read the cache from before it: miss_behind %v→%v, hit %v→%v",
 			behind, e.lookups("miss_behind"), hits, e.lookups("hit"))
+	}
+}
+
+// A cluster Cluster Service removed takes its kept list items with it when the watch says
+// DELETED, rather than leaving them until the kept items are full.
+func TestAKeptListItemGoesWithItsRemovedCluster(t *testing.T) {
+	cs := realClusterService(t)
+	e := newEnv(t, withClusterService(t, cs, clusterstatus.New()))
+	path := clusterPath("rg-gone", "gone")
+	created := e.put(path, realBody())
+	if created.code != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.code, created.body)
+	}
+	e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	rd, _ := e.resource(path)
+	kept := func() int {
+		e.srv.listItems.mu.Lock()
+		defer e.srv.listItems.mu.Unlock()
+		n := 0
+		for _, it := range e.srv.listItems.items {
+			if it.csID == rd.InternalID {
+				n++
+			}
+		}
+		return n
+	}
+	if got := e.do(http.MethodGet, "/subscriptions/"+testSub+"/resourceGroups/rg-gone/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", nil, nil); got.code != http.StatusOK {
+		t.Fatalf("list: %d %s", got.code, got.body)
+	}
+	if kept() != 1 {
+		t.Fatalf("%d items kept for the listed cluster, want 1", kept())
+	}
+	d, err := cs.Store.MarkDeleting(context.Background(), rd.InternalID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Store.RemoveCluster(context.Background(), rd.InternalID, d.Revision); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for kept() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the removed cluster's list item is still kept")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
