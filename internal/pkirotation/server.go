@@ -30,9 +30,9 @@ type ServerConfig struct {
 	TrustDomain string
 	Log         *slog.Logger
 	Now         func() time.Time
-	// MinSpacing is the least time between two rollovers of the same CA (DefaultMinSpacing
-	// when 0): a rollover keeps the previous CA in the trust bundle only until the next one, so
-	// rollovers in quick succession would drop a CA that certificates still chain to.
+	// MinSpacing is the least time between two requested rollovers of the same CA
+	// (DefaultMinSpacing when 0): a rollover ends by dropping the previous CA, so rollovers in
+	// quick succession would cut off certificates handed out under a CA moments before.
 	MinSpacing time.Duration
 	// Keep is how long a finished rotation is remembered (DefaultKeep when 0), and
 	// MaxRemembered how many at most (DefaultMaxRemembered when 0): asking again with a key
@@ -195,7 +195,7 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		w.Header().Set("Retry-After", strconv.Itoa(int(next.Sub(now)/time.Second)+1))
 		writeJSON(w, http.StatusConflict, apiError{Code: "TooSoon", Message: fmt.Sprintf(
-			"%s was rolled over at %s; rollovers of one CA are at least %s apart, so that the previous CA stays trusted while certificates chain to it: retry at or after %s",
+			"%s was rolled over at %s; rollovers of one CA are at least %s apart, so that certificates handed out under its current CA (an SRE's) are not cut off by rollovers in quick succession: retry at or after %s",
 			scope, last.Format(time.RFC3339), s.cfg.MinSpacing, next.Format(time.RFC3339))})
 		return
 	}
