@@ -97,6 +97,8 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return fmt.Errorf("%w: %s", ErrNotFound, msg)
 	case e.Code == "Busy":
 		return fmt.Errorf("%w: %s", ErrBusy, msg)
+	case e.Code == "TooSoon":
+		return fmt.Errorf("%w: %s", ErrTooSoon, msg)
 	case e.Code == "KeyReused":
 		return fmt.Errorf("%w: %s", ErrKeyReused, msg)
 	}

@@ -117,6 +117,9 @@ var (
 	ErrNotFound = errors.New("no such rotation")
 	// ErrKeyReused: the key names a rotation of another scope.
 	ErrKeyReused = errors.New("the key names a rotation of another scope")
+	// ErrTooSoon: the same CA was rolled over less than the holder's minimum spacing ago; the
+	// error's message says when to retry.
+	ErrTooSoon = errors.New("too soon after the previous rollover of that CA")
 	// ErrForbidden: the holder refused the caller's identity.
 	ErrForbidden = errors.New("the rotation API refused the caller")
 )

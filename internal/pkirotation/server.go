@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,7 +30,23 @@ type ServerConfig struct {
 	TrustDomain string
 	Log         *slog.Logger
 	Now         func() time.Time
+	// MinSpacing is the least time between two requested rollovers of the same CA
+	// (DefaultMinSpacing when 0): a rollover ends by dropping the previous CA, so rollovers in
+	// quick succession would cut off certificates handed out under a CA moments before.
+	MinSpacing time.Duration
+	// Keep is how long a finished rotation is remembered (DefaultKeep when 0), and
+	// MaxRemembered how many at most (DefaultMaxRemembered when 0): asking again with a key
+	// is idempotent within that bound.
+	Keep          time.Duration
+	MaxRemembered int
 }
+
+// Defaults of ServerConfig.
+const (
+	DefaultMinSpacing    = time.Hour
+	DefaultKeep          = 7 * 24 * time.Hour
+	DefaultMaxRemembered = 256
+)
 
 // Server is the holder's side of the API. Its rotations live in memory: the holder that runs
 // them is the process that would forget them (the launcher; a new launcher is a new region).
@@ -42,6 +60,9 @@ type Server struct {
 	mu        sync.Mutex
 	rotations map[string]*Rotation
 	running   string // the key of the rotation under way, "" when none
+	// lastRollover is when each CA's latest rollover was asked for; one entry per CA, kept
+	// even when its rotation is forgotten.
+	lastRollover map[Scope]time.Time
 }
 
 // maxBody bounds a request body: a key and a scope.
@@ -62,8 +83,17 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MinSpacing == 0 {
+		cfg.MinSpacing = DefaultMinSpacing
+	}
+	if cfg.Keep == 0 {
+		cfg.Keep = DefaultKeep
+	}
+	if cfg.MaxRemembered <= 0 {
+		cfg.MaxRemembered = DefaultMaxRemembered
+	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, caller: caller, ctx: ctx, stop: stop, rotations: map[string]*Rotation{}}, nil
+	return &Server{cfg: cfg, caller: caller, ctx: ctx, stop: stop, rotations: map[string]*Rotation{}, lastRollover: map[Scope]time.Time{}}, nil
 }
 
 // Close cancels a rotation under way and waits for it.
@@ -75,8 +105,9 @@ func (s *Server) Close() {
 // Handler serves the API:
 //
 //	POST /v1/rotations         {"key","scope"}: 202 with a new rotation, 200 with the one of
-//	                           that key; 409 when another runs (busy) or the key is another
-//	                           scope's
+//	                           that key; 409 when another runs (busy), the key is another
+//	                           scope's, or the same CA was rolled over less than MinSpacing
+//	                           ago (too soon; the message and Retry-After say when)
 //	GET  /v1/rotations/{key}   the rotation, or 404
 //	GET  /v1/region            the region's name and the listeners serving its certificates
 //
@@ -141,6 +172,8 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	now := s.cfg.Now().UTC()
+	s.forget(now, 0)
 	if got, ok := s.rotations[in.Key]; ok {
 		out := *got
 		s.mu.Unlock()
@@ -157,14 +190,51 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusConflict, apiError{Code: "Busy", Message: "rotation " + busy + " runs"})
 		return
 	}
-	rot := &Rotation{Key: in.Key, Scope: scope, State: StateRunning, Requested: s.cfg.Now().UTC()}
+	if last, ok := s.lastRollover[scope]; ok && now.Before(last.Add(s.cfg.MinSpacing)) {
+		next := last.Add(s.cfg.MinSpacing)
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", strconv.Itoa(int(next.Sub(now)/time.Second)+1))
+		writeJSON(w, http.StatusConflict, apiError{Code: "TooSoon", Message: fmt.Sprintf(
+			"%s was rolled over at %s; rollovers of one CA are at least %s apart, so that certificates handed out under its current CA (an SRE's) are not cut off by rollovers in quick succession: retry at or after %s",
+			scope, last.Format(time.RFC3339), s.cfg.MinSpacing, next.Format(time.RFC3339))})
+		return
+	}
+	s.forget(now, 1)
+	rot := &Rotation{Key: in.Key, Scope: scope, State: StateRunning, Requested: now}
 	s.rotations[in.Key], s.running = rot, in.Key
+	if scope != ScopeCertificates {
+		s.lastRollover[scope] = now
+	}
 	out := *rot
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.cfg.Log.Info("rotation requested", "key", in.Key, "scope", string(scope))
 	go s.run(in.Key, scope)
 	writeJSON(w, http.StatusAccepted, out)
+}
+
+// forget drops finished rotations older than Keep, then the oldest finished ones beyond
+// MaxRemembered less room (the rotation about to be added); the one under way stays. s.mu is
+// held.
+func (s *Server) forget(now time.Time, room int) {
+	var finished []*Rotation
+	for k, r := range s.rotations {
+		switch {
+		case k == s.running:
+		case now.Sub(r.Finished) > s.cfg.Keep:
+			delete(s.rotations, k)
+		default:
+			finished = append(finished, r)
+		}
+	}
+	extra := len(s.rotations) - (s.cfg.MaxRemembered - room)
+	if extra <= 0 {
+		return
+	}
+	slices.SortFunc(finished, func(a, b *Rotation) int { return a.Finished.Compare(b.Finished) })
+	for _, r := range finished[:min(extra, len(finished))] {
+		delete(s.rotations, r.Key)
+	}
 }
 
 func (s *Server) run(key string, scope Scope) {

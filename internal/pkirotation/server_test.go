@@ -33,6 +33,12 @@ type holder struct {
 
 func startHolder(t *testing.T, hold bool) *holder {
 	t.Helper()
+	return startHolderWith(t, hold, func(*ServerConfig) {})
+}
+
+// startHolderWith is startHolder with its server's configuration changed by set.
+func startHolderWith(t *testing.T, hold bool, set func(*ServerConfig)) *holder {
+	t.Helper()
 	p, err := pki.Create(t.TempDir(), pki.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +50,7 @@ func startHolder(t *testing.T, hold bool) *holder {
 	if hold {
 		h.hold = make(chan struct{})
 	}
-	h.srv, err = NewServer(ServerConfig{TrustDomain: p.TrustDomain,
+	cfg := ServerConfig{TrustDomain: p.TrustDomain,
 		Rotate: func(ctx context.Context, scope Scope) error {
 			if h.hold != nil {
 				select {
@@ -59,16 +65,18 @@ func startHolder(t *testing.T, hold bool) *holder {
 		Region: func() Region {
 			return Region{Name: "westus3", Listeners: []Listener{{Name: ServerIdentity, Address: h.addr, ServerName: identity.ServerName(ServerIdentity), Protocol: ProtocolTLS}}}
 		},
-	})
+	}
+	set(&cfg)
+	h.srv, err = NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := p.MustFiles(ServerIdentity)
-	cfg, err := tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key}.Server("127.0.0.1:0")
+	tlsCfg, err := tlsconfig.Files{CA: p.CAFile, Cert: f.Cert, Key: f.Key}.Server("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := serverlimits.API().Server("127.0.0.1:0", h.srv.Handler(), cfg)
+	hs := serverlimits.API().Server("127.0.0.1:0", h.srv.Handler(), tlsCfg)
 	ln, err := serverlimits.API().Listen(hs)
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +277,107 @@ func TestRotationRequestsAreIdempotent(t *testing.T) {
 	}
 	if n := h.rotated.Load(); n != 1 {
 		t.Fatalf("%d rotations after refused scopes; want 1", n)
+	}
+}
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestRolloversOfOneCAAreSpacedApart: a second rollover of the same CA within the minimum
+// spacing is refused with the time to retry, so the previous CA stays in the trust bundle
+// while certificates chain to it; another CA, a renewal of certificates, and the same CA once
+// the spacing has passed are carried out.
+func TestRolloversOfOneCAAreSpacedApart(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	h := startHolderWith(t, false, func(c *ServerConfig) { c.Now, c.MinSpacing = clock.Now, time.Hour })
+	ctx := context.Background()
+	c := h.clientOf(t, pki.Maintenance)
+	request := func(key string, scope Scope) error {
+		t.Helper()
+		if _, err := c.Request(ctx, key, scope); err != nil {
+			return err
+		}
+		waitRotation(t, c, key, StateDone)
+		return nil
+	}
+	if err := request("roll-person-1", "ca:person"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(59 * time.Minute)
+	err := request("roll-person-2", "ca:person")
+	if !errors.Is(err, ErrTooSoon) || !strings.Contains(err.Error(), "retry at or after 2026-01-02T04:04:05Z") {
+		t.Fatalf("a second person CA rollover 59 minutes later: %v; want it refused until 04:04:05", err)
+	}
+	if _, err := c.Get(ctx, "roll-person-2"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the refused rollover is remembered: %v", err)
+	}
+	for _, ok := range []struct {
+		key   string
+		scope Scope
+	}{{"roll-arm", "ca:arm"}, {"renew-1", ScopeCertificates}, {"renew-2", ScopeCertificates}} {
+		if err := request(ok.key, ok.scope); err != nil {
+			t.Fatalf("%s within the person CA's spacing: %v", ok.scope, err)
+		}
+	}
+	if n := h.rotated.Load(); n != 4 {
+		t.Fatalf("%d rotations; want 4", n)
+	}
+	clock.Advance(time.Minute)
+	if err := request("roll-person-2", "ca:person"); err != nil {
+		t.Fatalf("the person CA rollover once the spacing has passed: %v", err)
+	}
+}
+
+// TestFinishedRotationsAreForgottenByAgeAndCount: the holder remembers finished rotations for
+// Keep and at most MaxRemembered of them, the newest; within that bound a key stays
+// idempotent.
+func TestFinishedRotationsAreForgottenByAgeAndCount(t *testing.T) {
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	h := startHolderWith(t, false, func(c *ServerConfig) { c.Now, c.Keep, c.MaxRemembered = clock.Now, 24*time.Hour, 3 })
+	ctx := context.Background()
+	c := h.clientOf(t, pki.Maintenance)
+	for _, key := range []string{"renew-1", "renew-2", "renew-3", "renew-4"} {
+		if _, err := c.Request(ctx, key, ScopeCertificates); err != nil {
+			t.Fatal(err)
+		}
+		waitRotation(t, c, key, StateDone)
+		clock.Advance(time.Minute)
+	}
+	if _, err := c.Get(ctx, "renew-1"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the oldest of 4 rotations with room for 3: %v; want it forgotten", err)
+	}
+	for _, key := range []string{"renew-2", "renew-3", "renew-4"} {
+		if again, err := c.Request(ctx, key, ScopeCertificates); err != nil || again.State != StateDone {
+			t.Fatalf("%s asked again within the bound: %+v, %v; want it, Done", key, again, err)
+		}
+	}
+	if n := h.rotated.Load(); n != 4 {
+		t.Fatalf("%d rotations; want 4 (asking again started one)", n)
+	}
+	clock.Advance(25 * time.Hour)
+	if _, err := c.Request(ctx, "renew-5", ScopeCertificates); err != nil {
+		t.Fatal(err)
+	}
+	waitRotation(t, c, "renew-5", StateDone)
+	for _, key := range []string{"renew-2", "renew-3", "renew-4"} {
+		if _, err := c.Get(ctx, key); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("%s finished more than a day ago: %v; want it forgotten", key, err)
+		}
 	}
 }
 

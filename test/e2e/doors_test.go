@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +32,19 @@ func TestNoDoorOpensWithoutACredential(t *testing.T) {
 	listeners := regionListeners(t)
 	if len(listeners) < 10 {
 		t.Fatalf("found only %d listening ports of the region's processes: %v", len(listeners), listeners)
+	}
+	// The launcher's own listeners (the rotation API among them) are in this process, not a
+	// child: every port region.json names is probed too.
+	for port, where := range namedListeners(t) {
+		if _, ok := listeners[port]; !ok {
+			listeners[port] = "launcher " + where
+		}
+	}
+	if pkiAPI := region.Info.RegionPKI; pkiAPI != nil {
+		_, p, _ := net.SplitHostPort(pkiAPI.Addr)
+		if port, _ := strconv.Atoi(p); listeners[port] == "" {
+			t.Fatalf("the rotation API's port %s is not among the probed ports %v", pkiAPI.Addr, listeners)
+		}
 	}
 	ports := make([]int, 0, len(listeners))
 	for p := range listeners {
@@ -155,6 +170,45 @@ func regionListeners(t *testing.T) map[int]string {
 			fh.Close()
 		}
 	}
+	return out
+}
+
+// loopbackPort finds a loopback address's port in a string of region.json (an address or a URL).
+var loopbackPort = regexp.MustCompile(`(?:127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})\b`)
+
+// namedListeners maps each loopback port that region.json names anywhere to where it names it
+// (its JSON path).
+func namedListeners(t *testing.T) map[int]string {
+	t.Helper()
+	b, err := json.Marshal(region.Info)
+	if err != nil {
+		t.Fatalf("region.json: %v", err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("region.json: %v", err)
+	}
+	out := map[int]string{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
+			}
+		case string:
+			for _, m := range loopbackPort.FindAllStringSubmatch(x, -1) {
+				if port, err := strconv.Atoi(m[1]); err == nil && port > 0 {
+					out[port] = path
+				}
+			}
+		}
+	}
+	walk("", doc)
 	return out
 }
 

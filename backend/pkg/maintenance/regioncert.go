@@ -168,6 +168,10 @@ func RegionCertificateRotation(cfg RegionCertConfig) TaskType {
 				return StepResult{Wait: cfg.Poll, Message: "waiting for another rotation of the region to end: " + err.Error()}, nil
 			case errors.Is(err, pkirotation.ErrKeyReused), errors.Is(err, pkirotation.ErrForbidden):
 				return StepResult{}, Permanent(err)
+			case errors.Is(err, pkirotation.ErrTooSoon):
+				// The same CA was rolled over too recently: the task fails at once, with the
+				// holder's time to retry, rather than waiting an hour holding the region lock.
+				return StepResult{}, Permanent(err)
 			case err != nil:
 				return StepResult{}, err
 			}

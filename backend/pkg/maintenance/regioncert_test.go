@@ -188,6 +188,7 @@ func TestRegionCertificateRotation(t *testing.T) {
 		wantMessage string
 		wantScopes  []pkirotation.Scope // rotations the holder carries out for the task
 		unchanged   bool                // the listeners serve what they served (no CA of theirs rolled)
+		firstTry    bool                // the task fails at its first attempt, without retries
 	}{
 		{name: "every_listener_serves_a_new_certificate", want: StateSucceeded, wantMessage: "all steps done",
 			wantScopes: []pkirotation.Scope{pkirotation.ScopeCertificates}},
@@ -195,6 +196,8 @@ func TestRegionCertificateRotation(t *testing.T) {
 			want: StateSucceeded, wantMessage: "all steps done", wantScopes: []pkirotation.Scope{"ca:service"}},
 		{name: "a_person_ca_rollover_leaves_the_listeners_certificates_and_succeeds", task: Task{Params: map[string]string{ParamScope: "ca:person"}},
 			want: StateSucceeded, wantMessage: "all steps done", wantScopes: []pkirotation.Scope{"ca:person"}, unchanged: true},
+		{name: "a_second_person_ca_rollover_within_the_spacing_fails_saying_when_to_retry", task: Task{Params: map[string]string{ParamScope: "ca:person"}},
+			want: StateFailed, wantMessage: "retry at or after", firstTry: true},
 		{name: "an_unknown_scope_fails_and_nothing_is_rotated", task: Task{Params: map[string]string{ParamScope: "ca:etcd"}},
 			want: StateFailed, wantMessage: "params.scope: scope \"ca:etcd\" must be certificates or ca:"},
 		{name: "another_region_fails_and_nothing_is_rotated", task: Task{Region: "eastus"},
@@ -224,6 +227,9 @@ func TestRegionCertificateRotation(t *testing.T) {
 			got := waitState(t, tasks, task.ID, tc.want, 2*time.Minute)
 			if !strings.Contains(got.Message, tc.wantMessage) {
 				t.Fatalf("message %q; want it to contain %q", got.Message, tc.wantMessage)
+			}
+			if tc.firstTry && got.Attempts != 0 {
+				t.Fatalf("failed after %d retries; want it failed at once", got.Attempts)
 			}
 			if scopes := h.rotations()[rotatedBefore:]; fmt.Sprint(scopes) != fmt.Sprint(tc.wantScopes) {
 				t.Fatalf("rotations %v; want %v", scopes, tc.wantScopes)

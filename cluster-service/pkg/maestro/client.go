@@ -357,8 +357,9 @@ const LabelRepublished = "openhcp.io/republished-from"
 // Republish sends the work again, unchanged but as a new generation, so that an agent which lost
 // the last spec update (the pinned agent's store race, docs/maestro.md) receives it once more and
 // applies it, and an agent backing off from failed applies applies it now. It changes only
-// AnnotationRepublishedFrom and LabelRepublished (republishOps), and carries the work's
-// generation, so a concurrent Apply wins (Republish re-reads and retries). It returns the
+// AnnotationRepublishedFrom and LabelRepublished (republishOps), under a JSON patch "test" of
+// the generation it read, so a concurrent Apply wins: the stale patch fails and Republish
+// re-reads and retries. It returns the
 // generation it republished, the one the agent had not applied.
 func (c *Client) Republish(ctx context.Context, consumer, name string) (int64, error) {
 	cc, err := c.consumer(consumer)
@@ -387,7 +388,8 @@ func (c *Client) Republish(ctx context.Context, consumer, name string) (int64, e
 }
 
 // republishOps is Republish's JSON patch of existing: its annotations and labels, each with the
-// republish mark of its generation added.
+// republish mark of its generation added, under the precondition that the work is still at
+// existing's generation.
 func republishOps(existing *workv1.ManifestWork) ([]byte, error) {
 	from := strconv.FormatInt(existing.Generation, 10)
 	annotations := maps.Clone(existing.Annotations)
@@ -401,6 +403,11 @@ func republishOps(existing *workv1.ManifestWork) ([]byte, error) {
 	}
 	labels[LabelRepublished] = from
 	b, err := json.Marshal([]map[string]any{
+		// The precondition: Maestro's client applies the patch to the work as it is at patch
+		// time, and an Apply since the read (another replica's) makes a new generation; the
+		// patch then fails, and Republish reads again, instead of restoring the labels and
+		// annotations it read over the Apply's.
+		{"op": "test", "path": "/metadata/generation", "value": existing.Generation},
 		{"op": "add", "path": "/metadata/annotations", "value": annotations},
 		{"op": "add", "path": "/metadata/labels", "value": labels},
 	})

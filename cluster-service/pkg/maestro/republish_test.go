@@ -78,3 +78,27 @@ func TestRepublishMakesTheAgentApplyAtOnceAndApplySeesNoChange(t *testing.T) {
 		})
 	}
 }
+
+// TestRepublishPatchOfAStaleReadIsRefused: Maestro's client applies a patch to the work as it
+// reads it at patch time. A republish patch made from a read that an Apply has since overtaken
+// (another Cluster Service replica's) must not apply, or it would restore the old labels and
+// annotations over the Apply's; it carries the generation it read as a precondition, and
+// Republish reads again and retries.
+func TestRepublishPatchOfAStaleReadIsRefused(t *testing.T) {
+	read := &workv1.ManifestWork{ObjectMeta: metav1.ObjectMeta{Name: "w1", Generation: 3,
+		Labels:      map[string]string{"openhcp.io/cluster-id": "c1", "openhcp.io/spec-hash": "old"},
+		Annotations: map[string]string{"openhcp.io/spec-hash": "old"}}}
+	patch, err := republishOps(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := read.DeepCopy()
+	applied.Generation = 4
+	applied.Labels["openhcp.io/spec-hash"], applied.Annotations["openhcp.io/spec-hash"] = "new", "new"
+	if got, err := utils.Patch(types.JSONPatchType, applied.DeepCopy(), patch); err == nil {
+		t.Fatalf("the republish patch of generation 3 applied to generation 4: labels %v, annotations %v; want it refused", got.Labels, got.Annotations)
+	}
+	if _, err := utils.Patch(types.JSONPatchType, read.DeepCopy(), patch); err != nil {
+		t.Fatalf("the republish patch of the work it read: %v", err)
+	}
+}
