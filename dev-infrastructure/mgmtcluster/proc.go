@@ -110,7 +110,8 @@ func (p *Process) start() (*exec.Cmd, *os.File, error) {
 	cmd.Stderr = lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: spec.Credential}
 	// Forked from the process's one forking thread: the parent-death signal follows the thread
-	// that forks, and any other thread may end while the child runs (internal/spawn).
+	// that forks, and any other thread may end while the child runs (internal/spawn). A spec's
+	// own Start forks on its own thread (a namespace's), which must outlive the child.
 	start := func() error { return spawn.Start(cmd) }
 	if spec.Start != nil {
 		start = func() error { return spec.Start(cmd) }

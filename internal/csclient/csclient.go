@@ -25,7 +25,7 @@ import (
 func reconnectBackoff() grpc.ConnectParams {
 	return grpc.ConnectParams{
 		Backoff:           backoff.Config{BaseDelay: 250 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
-		MinConnectTimeout: 5 * time.Second,
+		MinConnectTimeout: 20 * time.Second, // gRPC's own: a TLS handshake on a loaded host may be slow
 	}
 }
 

@@ -51,9 +51,10 @@ func TestChildOutlivesTheThreadThatAskedForIt(t *testing.T) {
 					asked = true
 				}
 			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
+			exited := make(chan struct{}) // closed once the child is reaped; waitErr says how
+			var waitErr error
+			go func() { waitErr = cmd.Wait(); close(exited) }()
+			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 			if tc.survives {
 				// Once the asking thread is gone, a child killed by its end has the signal
 				// already; a second is ample for it to be reaped.
@@ -66,8 +67,8 @@ func TestChildOutlivesTheThreadThatAskedForIt(t *testing.T) {
 					}
 				}
 				select {
-				case err := <-exited:
-					t.Fatalf("the child exited (%v) when the thread that asked for it ended", err)
+				case <-exited:
+					t.Fatalf("the child exited (%v) when the thread that asked for it ended", waitErr)
 				case <-time.After(time.Second):
 				}
 				return
@@ -78,5 +79,24 @@ func TestChildOutlivesTheThreadThatAskedForIt(t *testing.T) {
 				t.Fatal("the child forked on an ending thread was not killed: the premise of this package does not hold")
 			}
 		})
+	}
+}
+
+// TestNestedDoRunsInPlace: a start that itself asks for the forking thread (it is on it) runs
+// there at once instead of waiting for itself.
+func TestNestedDoRunsInPlace(t *testing.T) {
+	done := make(chan error, 1)
+	go func() {
+		done <- Do(func() error {
+			return Do(func() error { return nil })
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a nested Do waited for itself")
 	}
 }

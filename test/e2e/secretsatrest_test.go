@@ -90,7 +90,8 @@ func TestClusterServiceKEKRotation(t *testing.T) {
 			if got.Status != http.StatusOK {
 				return fmt.Errorf("GET cluster %d: %s", got.Status, got.Raw)
 			}
-			if dns, _ := got.Body["properties"].(map[string]any)["dns"].(map[string]any); dns["baseDomain"] == nil || dns["baseDomain"] == "" {
+			props, _ := got.Body["properties"].(map[string]any)
+			if dns, _ := props["dns"].(map[string]any); dns["baseDomain"] == nil || dns["baseDomain"] == "" {
 				return fmt.Errorf("GET cluster answered without Cluster Service's status (the frontend has not reconnected): %s", got.Raw)
 			}
 			if _, err := clusterService(t).GetCluster(ctx, &csv1.GetClusterRequest{Id: cl.GetId()}); err != nil {
