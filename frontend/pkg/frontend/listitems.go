@@ -71,10 +71,17 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 	}
 	var todo []pending
 	var rds []*armdoc.ResourceDocument
+	var unread []int // documents listed without a body, not kept
 	for i, d := range docs {
 		key := listItemKey{partition: d.PartitionKey, id: d.ID, version: ver.String()}
 		if b, ok := s.keptItem(key, d.ETag); ok {
 			out[i] = b
+			continue
+		}
+		if d.Body == nil {
+			if listedAs(d, api.ClusterResourceType) {
+				unread = append(unread, i)
+			}
 			continue
 		}
 		rd, ok, err := decodeResource(d, api.ClusterResourceType)
@@ -86,6 +93,28 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 		}
 		todo = append(todo, pending{i: i, key: key, doc: d, rd: rd})
 		rds = append(rds, rd)
+	}
+	if len(unread) > 0 {
+		read, err := s.readBodies(r, docs, unread)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range unread {
+			d := read[docs[i].ID]
+			if d == nil {
+				continue // deleted since the page was listed
+			}
+			rd, ok, err := decodeResource(d, api.ClusterResourceType)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			key := listItemKey{partition: d.PartitionKey, id: d.ID, version: ver.String()}
+			todo = append(todo, pending{i: i, key: key, doc: d, rd: rd})
+			rds = append(rds, rd)
+		}
 	}
 	var statuses map[string]*csv1.Cluster
 	if len(rds) > 0 {
