@@ -113,6 +113,18 @@ type ChangePage struct {
 	Next    Checkpoint
 }
 
+// HeadQuerier is implemented by a store that can list a page without reading bodies and then
+// read the bodies of a chosen set of documents, so a caller that keeps rendered documents by
+// ETag only transfers the bodies that changed. PostgreSQL implements it.
+type HeadQuerier interface {
+	// QueryHeads returns the page Query would return for q (same order, same page size, same
+	// continuation) with every document's Body nil.
+	QueryHeads(ctx context.Context, q Query) (Page, error)
+	// GetMany returns the current version of each listed document of partition that exists,
+	// ordered by ID, in one round trip. Missing or expired IDs are left out.
+	GetMany(ctx context.Context, partition string, ids []string) ([]*Document, error)
+}
+
 // Store is the document store. Every implementation must pass storetest.Run.
 type Store interface {
 	Get(ctx context.Context, partition, id string) (*Document, error)

@@ -551,7 +551,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request) error {
 		prefix += rg + clustersPath + "/"
 	}
 	// Node pools and other child resources share the prefix; renderClusterPage leaves them out.
-	return s.listPage(w, r, partitionKey(subID), prefix, func(docs []*docstore.Document) ([]json.RawMessage, error) {
+	return s.listPage(w, r, partitionKey(subID), prefix, true, func(docs []*docstore.Document) ([]json.RawMessage, error) {
 		return s.renderClusterPage(r, docs)
 	})
 }

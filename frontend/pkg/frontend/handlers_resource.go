@@ -384,7 +384,7 @@ func eachItem(render func(*armdoc.ResourceDocument) (any, error)) func([]*armdoc
 // page's documents at once, so a kind can read what the store lacks for the whole page in one
 // call.
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition, prefix, resourceType string, renderPage func([]*armdoc.ResourceDocument) ([]any, error)) error {
-	return s.listPage(w, r, partition, prefix, func(docs []*docstore.Document) ([]json.RawMessage, error) {
+	return s.listPage(w, r, partition, prefix, false, func(docs []*docstore.Document) ([]json.RawMessage, error) {
 		var rds []*armdoc.ResourceDocument
 		for _, d := range docs {
 			rd, ok, err := decodeResource(d, resourceType)
@@ -411,6 +411,13 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition
 	})
 }
 
+// listedAs is false for a document whose stored resource ID is of another type than
+// resourceType, so a page listed without bodies reads none of, say, a cluster's node pools.
+func listedAs(d *docstore.Document, resourceType string) bool {
+	id, err := arm.ParseResourceID(d.ResourceID)
+	return err != nil || strings.EqualFold(id.ResourceType(), resourceType)
+}
+
 // decodeResource decodes a listed document; ok is false for one of another type than
 // resourceType (a cluster's children share its prefix).
 func decodeResource(d *docstore.Document, resourceType string) (rd *armdoc.ResourceDocument, ok bool, err error) {
@@ -427,16 +434,23 @@ func decodeResource(d *docstore.Document, resourceType string) (rd *armdoc.Resou
 
 // listPage answers one page of the resource documents whose IDs start with prefix as ARM's
 // list body, {"value":[…],"nextLink":…}: renderPage renders the page's documents as its items
-// (each as json.Marshal writes it), leaving out what is not listed.
-func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, prefix string, renderPage func([]*docstore.Document) ([]json.RawMessage, error)) error {
+// (each as json.Marshal writes it), leaving out what is not listed. With heads, and a store that
+// is a docstore.HeadQuerier, the page's documents come without bodies (nil Body) and renderPage
+// reads the ones it needs (readBodies); the page itself (order, size, nextLink) is the same.
+func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, prefix string, heads bool, renderPage func([]*docstore.Document) ([]json.RawMessage, error)) error {
 	ri := info(r)
-	page, err := s.store.Query(r.Context(), docstore.Query{
+	q := docstore.Query{
 		Partition:        partition,
 		Type:             docstore.TypeResource,
 		ResourceIDPrefix: prefix,
 		Limit:            s.cfg.PageSize,
 		Continuation:     r.URL.Query().Get("$skipToken"),
-	})
+	}
+	query := s.store.Query
+	if hq, ok := s.store.(docstore.HeadQuerier); ok && heads {
+		query = hq.QueryHeads
+	}
+	page, err := query(r.Context(), q)
 	if err != nil {
 		return err
 	}
@@ -594,4 +608,28 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 		return nil
 	}
 	return respond(etag)
+}
+
+// readBodies reads, in one query, the current version of docs[i] for each i of unread (documents
+// listed by QueryHeads without a body, all of one partition). A document written since the page
+// was listed comes back with its new ETag and body and is rendered from them; one deleted since
+// is absent from the map and left out of the page, as a list made a moment later would.
+func (s *Server) readBodies(r *http.Request, docs []*docstore.Document, unread []int) (map[string]*docstore.Document, error) {
+	hq, ok := s.store.(docstore.HeadQuerier)
+	if !ok {
+		return nil, fmt.Errorf("read %d listed bodies: the store lists no heads", len(unread))
+	}
+	ids := make([]string, 0, len(unread))
+	for _, i := range unread {
+		ids = append(ids, docs[i].ID)
+	}
+	read, err := hq.GetMany(r.Context(), docs[unread[0]].PartitionKey, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read %d listed bodies: %w", len(ids), err)
+	}
+	out := make(map[string]*docstore.Document, len(read))
+	for _, d := range read {
+		out[d.ID] = d
+	}
+	return out, nil
 }

@@ -130,8 +130,32 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 		rd  *armdoc.ResourceDocument
 		cl  *csv1.Cluster // from the status cache; nil: ask Cluster Service
 	}
+	// looked is a status cache lookup already made for a document (a kept item's), so that
+	// each cluster is looked up once per list.
+	type looked struct {
+		cl     *csv1.Cluster
+		cached bool
+	}
 	var todo []pending
 	var ask []string
+	add := func(i int, key listItemKey, d *docstore.Document, pre *looked) error {
+		rd, ok, err := decodeResource(d, api.ClusterResourceType)
+		if err != nil || !ok {
+			return err
+		}
+		l := pre
+		if l == nil {
+			cl, cached := s.cachedStatusOf(rd.InternalID, rd.InternalRevision)
+			l = &looked{cl: cl, cached: cached}
+		}
+		if rd.InternalID != "" && !l.cached {
+			ask = append(ask, rd.InternalID)
+		}
+		todo = append(todo, pending{i: i, key: key, doc: d, rd: rd, cl: l.cl})
+		return nil
+	}
+	pre := map[int]*looked{}
+	var unread []int // documents listed without a body, not answered from a kept item
 	for i, d := range docs {
 		key := listItemKey{partition: d.PartitionKey, id: d.ID, version: ver.String()}
 		it, kept := s.listItems.get(key)
@@ -140,43 +164,48 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 			out[i] = it.body
 			continue
 		}
-		// A kept item names the cluster, so the document is decoded only when it must be rendered.
-		var rd *armdoc.ResourceDocument
-		decode := func() (bool, error) {
-			var ok bool
-			var err error
-			rd, ok, err = decodeResource(d, api.ClusterResourceType)
-			return ok, err
-		}
-		csID, docRevision := it.csID, it.docRevision
-		if !kept {
-			ok, err := decode()
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
+		var l *looked
+		if kept {
+			// A kept item names the cluster, so the document is needed only if it must be rendered.
+			cl, cached := s.cachedStatusOf(it.csID, it.docRevision)
+			if cached && cl.GetRevision() == it.csRevision {
+				out[i] = it.body
 				continue
 			}
-			csID, docRevision = rd.InternalID, rd.InternalRevision
+			l = &looked{cl: cl, cached: cached}
 		}
-		cl, cached := s.cachedStatusOf(csID, docRevision)
-		if kept && cached && cl.GetRevision() == it.csRevision {
-			out[i] = it.body
+		if d.Body == nil {
+			if listedAs(d, api.ClusterResourceType) {
+				unread = append(unread, i)
+				pre[i] = l
+			}
 			continue
 		}
-		if rd == nil {
-			ok, err := decode()
-			if err != nil {
+		if err := add(i, key, d, l); err != nil {
+			return nil, err
+		}
+	}
+	if len(unread) > 0 {
+		read, err := s.readBodies(r, docs, unread)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range unread {
+			d := read[docs[i].ID]
+			if d == nil {
+				continue // deleted since the page was listed
+			}
+			key := listItemKey{partition: d.PartitionKey, id: d.ID, version: ver.String()}
+			// A document written between the two queries has another ETag: its kept item's
+			// lookup does not hold for it.
+			l := pre[i]
+			if d.ETag != docs[i].ETag {
+				l = nil
+			}
+			if err := add(i, key, d, l); err != nil {
 				return nil, err
 			}
-			if !ok {
-				continue
-			}
 		}
-		if csID != "" && !cached {
-			ask = append(ask, csID)
-		}
-		todo = append(todo, pending{i: i, key: key, doc: d, rd: rd, cl: cl})
 	}
 	var asked map[string]*csv1.Cluster
 	if len(ask) > 0 {

@@ -87,6 +87,7 @@ type Store struct {
 }
 
 var _ docstore.Store = (*Store)(nil)
+var _ docstore.HeadQuerier = (*Store)(nil)
 
 // Open connects to dsn, applies migrations and starts the listener and purger. Close releases
 // everything it opened.
@@ -537,6 +538,62 @@ func likePrefix(p string) string {
 // the key of the last document returned.
 func (s *Store) Query(ctx context.Context, q docstore.Query) (_ docstore.Page, err error) {
 	defer markUnavailable(&err)
+	return s.queryPage(ctx, q, docColumns, scanDoc)
+}
+
+// headColumns are the columns of a document without its body.
+const headColumns = "partition_key, id, type, resource_id, etag, expires_at, seq"
+
+func scanHead(row pgx.Row) (*docstore.Document, error) {
+	var d docstore.Document
+	var expires *time.Time
+	if err := row.Scan(&d.PartitionKey, &d.ID, &d.Type, &d.ResourceID, &d.ETag, &expires, &d.Seq); err != nil {
+		return nil, err
+	}
+	setExpiry(&d, expires)
+	return &d, nil
+}
+
+// QueryHeads implements docstore.HeadQuerier: the page Query would return, in the same order
+// with the same continuation, with every document's Body left nil.
+func (s *Store) QueryHeads(ctx context.Context, q docstore.Query) (_ docstore.Page, err error) {
+	defer markUnavailable(&err)
+	return s.queryPage(ctx, q, headColumns, scanHead)
+}
+
+// GetMany implements docstore.HeadQuerier in one statement.
+func (s *Store) GetMany(ctx context.Context, partition string, ids []string) (_ []*docstore.Document, err error) {
+	defer markUnavailable(&err)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []*docstore.Document
+	err = s.loss.Retry(ctx, true, func() error {
+		out = nil
+		rows, err := s.pool.Query(ctx,
+			"SELECT "+docColumns+" FROM documents WHERE partition_key = $1 AND id = ANY($2) AND "+liveClause+
+				" ORDER BY id", partition, ids)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			d, err := scanDoc(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get %d documents in %s: %w", len(ids), partition, err)
+	}
+	return out, nil
+}
+
+func (s *Store) queryPage(ctx context.Context, q docstore.Query, columns string,
+	scan func(pgx.Row) (*docstore.Document, error)) (docstore.Page, error) {
 	limit := q.Limit
 	if limit <= 0 {
 		limit = defaultPageSize
@@ -569,10 +626,10 @@ func (s *Store) Query(ctx context.Context, q docstore.Query) (_ docstore.Page, e
 		}
 		where = append(where, "(partition_key, id) > ("+arg(c.P)+", "+arg(c.I)+")")
 	}
-	sql := "SELECT " + docColumns + " FROM documents WHERE " + strings.Join(where, " AND ") +
+	sql := "SELECT " + columns + " FROM documents WHERE " + strings.Join(where, " AND ") +
 		" ORDER BY partition_key, id LIMIT " + arg(limit+1)
 	var page docstore.Page
-	err = s.loss.Retry(ctx, true, func() error {
+	err := s.loss.Retry(ctx, true, func() error {
 		page = docstore.Page{}
 		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
@@ -580,7 +637,7 @@ func (s *Store) Query(ctx context.Context, q docstore.Query) (_ docstore.Page, e
 		}
 		defer rows.Close()
 		for rows.Next() {
-			d, err := scanDoc(rows)
+			d, err := scan(rows)
 			if err != nil {
 				return err
 			}
