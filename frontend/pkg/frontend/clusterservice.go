@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 
@@ -66,7 +65,7 @@ func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
 	de := p.Etcd.DataEncryption
 	if de.KeyManagementMode == api.KeyManagementCustomer && de.CustomerManaged != nil && de.CustomerManaged.KMS != nil {
 		k := de.CustomerManaged.KMS
-		spec.EtcdEncryptionKeyId = fmt.Sprintf("https://%s.vault.azure.net/keys/%s/%s", k.VaultName, k.Name, k.Version)
+		spec.EtcdEncryptionKeyId = api.EtcdKeyID(k)
 		spec.EtcdEncryptionKeyVaultVisibility = k.Visibility
 	}
 	return spec
