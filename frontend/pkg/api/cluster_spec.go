@@ -105,10 +105,11 @@ const (
 	DefaultHostPrefix  = 23
 )
 
-// specOf is the model's properties that Cluster Service's spec holds, as the ARM form has them
-// (authorized CIDRs as given, no envelope): what RenderSpecProperties renders. The etcd block,
-// the operators' identities and the envelope are the version's to render.
-func (p *ClusterProperties) specOf() *csv1.ClusterSpec {
+// Spec is the model's properties that Cluster Service's spec holds, with their ARM values
+// (authorized CIDRs as given): what RenderSpecProperties renders, and what the frontend sends
+// once it has added the envelope, the identities and the KMS key. The etcd block, the
+// operators' identities and the envelope are left out.
+func (p *ClusterProperties) Spec() *csv1.ClusterSpec {
 	spec := &csv1.ClusterSpec{
 		VersionId:    p.Version.ID,
 		ChannelGroup: p.Version.ChannelGroup,
@@ -140,7 +141,7 @@ func (p *ClusterProperties) specOf() *csv1.ClusterSpec {
 // the version renders what its schema always shows (nodeDrainTimeoutMinutes 0, an empty
 // autoscaling object) and what the spec does not hold.
 func (c *Cluster) RenderSpecProperties(into any) {
-	props, _ := armpath.Render(c.Properties.specOf().ProtoReflect(), ClusterShapes)["properties"].(map[string]any)
+	props, _ := armpath.Render(c.Properties.Spec().ProtoReflect(), ClusterShapes)["properties"].(map[string]any)
 	b, err := json.Marshal(props)
 	if err == nil {
 		err = json.Unmarshal(b, into)
