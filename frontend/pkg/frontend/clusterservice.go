@@ -2,7 +2,6 @@ package frontend
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strings"
 
@@ -28,45 +27,23 @@ func (s *Server) csContext(ctx context.Context, ri *requestInfo) (context.Contex
 	return context.WithTimeout(ctx, s.cfg.ClusterServiceTimeout)
 }
 
-// clusterSpec maps the internal model to Cluster Service's spec.
+// clusterSpec maps the internal model to Cluster Service's spec: the properties the spec holds
+// (api.ClusterProperties.Spec), with the envelope, the tenant, the workload identities and the
+// customer-managed key added, and the values Cluster Service wants in its own form.
 func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
 	p := &c.Properties
-	spec := &csv1.ClusterSpec{
-		VersionId:    p.Version.ID,
-		ChannelGroup: p.Version.ChannelGroup,
-		Network: &csv1.NetworkSpec{
-			NetworkType: p.Network.NetworkType,
-			PodCidr:     p.Network.PodCIDR,
-			ServiceCidr: p.Network.ServiceCIDR,
-			MachineCidr: p.Network.MachineCIDR,
-			HostPrefix:  p.Network.HostPrefix,
-		},
-		ApiVisibility: p.API.Visibility,
-		Azure: &csv1.AzureSpec{
-			SubscriptionId:         c.ID.SubscriptionID,
-			ResourceGroup:          c.ID.ResourceGroup,
-			Location:               normalizeLocation(c.Location),
-			ManagedResourceGroup:   p.Platform.ManagedResourceGroup,
-			SubnetId:               p.Platform.SubnetID,
-			NetworkSecurityGroupId: p.Platform.NetworkSecurityGroupID,
-			OutboundType:           p.Platform.OutboundType,
-			TenantId:               tenantID,
-		},
-		ImageRegistryState:      p.ClusterImageRegistry.State,
-		Autoscaling:             csAutoscaling(p.Autoscaling),
-		NodeDrainTimeoutMinutes: p.NodeDrainTimeoutMinutes,
-		ApiAuthorizedCidrs:      csCIDRs(p.API.AuthorizedCIDRs),
-		ImageDigestMirrors:      csMirrors(p.ImageDigestMirrors),
-		IngressVisibility:       p.Ingress.Type,
-		CryptoRestrictions:      p.CryptoRestrictions,
-		DnsBaseDomainPrefix:     p.DNS.BaseDomainPrefix,
-	}
-	spec.Azure.VnetIntegrationSubnetId = p.Platform.VnetIntegrationSubnetID
+	spec := p.Spec()
+	spec.Azure.SubscriptionId = c.ID.SubscriptionID
+	spec.Azure.ResourceGroup = c.ID.ResourceGroup
+	spec.Azure.Location = normalizeLocation(c.Location)
+	spec.Azure.TenantId = tenantID
 	spec.Azure.WorkloadIdentities = workloadIdentities(c)
+	spec.Autoscaling = csAutoscaling(p.Autoscaling)
+	spec.ApiAuthorizedCidrs = csCIDRs(p.API.AuthorizedCIDRs)
 	de := p.Etcd.DataEncryption
 	if de.KeyManagementMode == api.KeyManagementCustomer && de.CustomerManaged != nil && de.CustomerManaged.KMS != nil {
 		k := de.CustomerManaged.KMS
-		spec.EtcdEncryptionKeyId = fmt.Sprintf("https://%s.vault.azure.net/keys/%s/%s", k.VaultName, k.Name, k.Version)
+		spec.EtcdEncryptionKeyId = api.EtcdKeyID(k)
 		spec.EtcdEncryptionKeyVaultVisibility = k.Visibility
 	}
 	return spec

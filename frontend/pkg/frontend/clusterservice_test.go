@@ -36,3 +36,41 @@ func TestClusterSpecWorkloadIdentities(t *testing.T) {
 		t.Fatalf("partial set sent: %v", wi)
 	}
 }
+
+// clusterSpec starts from the properties the spec holds and adds what the model keeps elsewhere
+// (the envelope, the tenant, the customer-managed key) in Cluster Service's form.
+func TestClusterSpecAddsEnvelopeAndKey(t *testing.T) {
+	id, _ := arm.ParseResourceID(clusterPath("rg", "c"))
+	c := &api.Cluster{ID: id, Location: "West Europe"}
+	p := &c.Properties
+	p.Version.ChannelGroup = "candidate"
+	p.API.AuthorizedCIDRs = []string{"192.0.2.0/24", "198.51.100.7"}
+	p.CryptoRestrictions = api.CryptoFIPS
+	p.Etcd.DataEncryption = api.EtcdDataEncryptionProfile{KeyManagementMode: api.KeyManagementCustomer,
+		CustomerManaged: &api.CustomerManagedEncryptionProfile{EncryptionType: api.EncryptionTypeKMS,
+			KMS: &api.KMSKey{VaultName: "vault1", Visibility: api.VisibilityPrivate, Name: "key1", Version: "v1"}}}
+	spec := clusterSpec(c, "tenant1")
+	az := spec.GetAzure()
+	for _, tc := range []struct{ name, got, want string }{
+		{"subscription", az.GetSubscriptionId(), id.SubscriptionID},
+		{"resource group", az.GetResourceGroup(), "rg"},
+		{"location", az.GetLocation(), "westeurope"},
+		{"tenant", az.GetTenantId(), "tenant1"},
+		{"channel group", spec.GetChannelGroup(), "candidate"},
+		{"crypto restrictions", spec.GetCryptoRestrictions(), api.CryptoFIPS},
+		{"authorized CIDRs", strings.Join(spec.GetApiAuthorizedCidrs(), ","), "192.0.2.0/24,198.51.100.7/32"},
+		{"key", spec.GetEtcdEncryptionKeyId(), "https://vault1.vault.azure.net/keys/key1/v1"},
+		{"key vault visibility", spec.GetEtcdEncryptionKeyVaultVisibility(), api.VisibilityPrivate},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %q, want %q", tc.name, tc.got, tc.want)
+		}
+	}
+	if spec.Autoscaling != nil {
+		t.Errorf("autoscaling sent with no value given: %v", spec.Autoscaling)
+	}
+	p.Etcd.DataEncryption.KeyManagementMode = api.KeyManagementPlatform
+	if k := clusterSpec(c, "tenant1").GetEtcdEncryptionKeyId(); k != "" {
+		t.Errorf("platform-managed cluster sent key %q", k)
+	}
+}

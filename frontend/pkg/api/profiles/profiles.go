@@ -73,85 +73,11 @@ type ImageDigestMirror struct {
 	Mirrors []string `json:"mirrors"`
 }
 
-// ToInternal converts properties.version (nil when absent).
-func (v *VersionProfile) ToInternal() api.VersionProfile {
-	var out api.VersionProfile
-	if v != nil {
-		out.ID = str(v.ID, "")
-		out.ChannelGroup = str(v.ChannelGroup, "")
-	}
-	if out.ChannelGroup == "" {
-		out.ChannelGroup = api.ChannelGroupStable
-	}
-	return out
-}
-
-// ToInternal converts properties.dns (nil when absent); baseDomain is read-only.
-func (d *DNSProfile) ToInternal() api.DNSProfile {
-	var out api.DNSProfile
-	if d != nil {
-		out.BaseDomainPrefix = str(d.BaseDomainPrefix, "")
-	}
-	return out
-}
-
-// ToInternal converts properties.api (nil when absent); url is read-only.
-func (a *APIProfile) ToInternal() api.APIProfile {
-	out := api.APIProfile{Visibility: api.VisibilityPublic}
-	if a != nil {
-		out.Visibility = str(a.Visibility, api.VisibilityPublic)
-		out.AuthorizedCIDRs = append([]string(nil), a.AuthorizedCIDRs...)
-	}
-	return out
-}
-
-// ImageDigestMirrorsToInternal converts properties.imageDigestMirrors.
-func ImageDigestMirrorsToInternal(ms []ImageDigestMirror) []api.ImageDigestMirror {
-	var out []api.ImageDigestMirror
-	for _, m := range ms {
-		out = append(out, api.ImageDigestMirror{Source: str(m.Source, ""), Mirrors: append([]string(nil), m.Mirrors...)})
-	}
-	return out
-}
-
-// RenderImageDigestMirrors is properties.imageDigestMirrors of a stored cluster.
-func RenderImageDigestMirrors(ms []api.ImageDigestMirror) []ImageDigestMirror {
-	var out []ImageDigestMirror
-	for _, m := range ms {
-		out = append(out, ImageDigestMirror{Source: ptr(m.Source), Mirrors: append([]string{}, m.Mirrors...)})
-	}
-	return out
-}
-
-// NetworkDefaults are a version's defaults for what properties.network leaves out.
+// NetworkDefaults are the defaults for what properties.network leaves out, which the network
+// checks need (the pod CIDR a hostPrefix is compared with).
 type NetworkDefaults struct {
 	PodCIDR, ServiceCIDR, MachineCIDR string
 	HostPrefix                        int32
-}
-
-// ToInternal converts properties.network (nil when absent), applying the version's defaults.
-func (n *NetworkProfile) ToInternal(d NetworkDefaults) api.NetworkProfile {
-	if n == nil {
-		n = &NetworkProfile{}
-	}
-	return api.NetworkProfile{
-		NetworkType: str(n.NetworkType, api.NetworkTypeOVNKubernetes),
-		PodCIDR:     str(n.PodCIDR, d.PodCIDR),
-		ServiceCIDR: str(n.ServiceCIDR, d.ServiceCIDR),
-		MachineCIDR: str(n.MachineCIDR, d.MachineCIDR),
-		HostPrefix:  i32(n.HostPrefix, d.HostPrefix),
-	}
-}
-
-// RenderNetwork is properties.network of a stored cluster.
-func RenderNetwork(n *api.NetworkProfile) *NetworkProfile {
-	return &NetworkProfile{
-		NetworkType: ptr(n.NetworkType),
-		PodCIDR:     ptr(n.PodCIDR),
-		ServiceCIDR: ptr(n.ServiceCIDR),
-		MachineCIDR: ptr(n.MachineCIDR),
-		HostPrefix:  &n.HostPrefix,
-	}
 }
 
 // ToInternal converts the operators' identities.
@@ -171,35 +97,6 @@ func RenderOperatorsAuthentication(u *api.UserAssignedIdentitiesProfile) *Operat
 		DataPlaneOperators:     copyMap(u.DataPlaneOperators),
 		ServiceManagedIdentity: ptr(u.ServiceManagedIdentity),
 	}}
-}
-
-// ToInternal converts properties.autoscaling: what is absent stays absent, 0 included as given.
-func (a *ClusterAutoscalingProfile) ToInternal() api.ClusterAutoscalingProfile {
-	return api.ClusterAutoscalingProfile{
-		MaxNodesTotal:               copyInt32(a.MaxNodesTotal),
-		MaxPodGracePeriodSeconds:    copyInt32(a.MaxPodGracePeriodSeconds),
-		MaxNodeProvisionTimeSeconds: copyInt32(a.MaxNodeProvisionTimeSeconds),
-		PodPriorityThreshold:        copyInt32(a.PodPriorityThreshold),
-	}
-}
-
-// RenderAutoscaling is properties.autoscaling of a stored cluster: the values the caller set
-// (0 included); a value never set is left out, as HyperShift's default applies to it.
-func RenderAutoscaling(a *api.ClusterAutoscalingProfile) *ClusterAutoscalingProfile {
-	return &ClusterAutoscalingProfile{
-		MaxNodesTotal:               copyInt32(a.MaxNodesTotal),
-		MaxPodGracePeriodSeconds:    copyInt32(a.MaxPodGracePeriodSeconds),
-		MaxNodeProvisionTimeSeconds: copyInt32(a.MaxNodeProvisionTimeSeconds),
-		PodPriorityThreshold:        copyInt32(a.PodPriorityThreshold),
-	}
-}
-
-func copyInt32(p *int32) *int32 {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 // ToInternal converts the resource's identity.
@@ -243,13 +140,6 @@ func str(p *string, def string) string {
 	return *p
 }
 
-func i32(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
 // Present renders a property the spec marks required: it is in the body even when the model
 // has no value for it yet, as its zero value (api.url before the control plane is up renders
 // ""). docs/api.md says why.
@@ -269,4 +159,15 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// MirrorsShown is properties.imageDigestMirrors as rendered, each entry's mirrors a list even
+// when empty (the property has no omitempty in any version's schema).
+func MirrorsShown(ms []ImageDigestMirror) []ImageDigestMirror {
+	for i := range ms {
+		if ms[i].Mirrors == nil {
+			ms[i].Mirrors = []string{}
+		}
+	}
+	return ms
 }

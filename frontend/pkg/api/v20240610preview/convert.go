@@ -30,13 +30,6 @@ func str(p *string, def string) string {
 	return *p
 }
 
-func i32(p *int32, def int32) int32 {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
 func ptr[T comparable](v T) *T {
 	var zero T
 	if v == zero {
@@ -45,16 +38,10 @@ func ptr[T comparable](v T) *T {
 	return &v
 }
 
-// Defaults from the OpenAPI specification of this version.
-const (
-	defaultPodCIDR     = "10.128.0.0/14"
-	defaultServiceCIDR = "172.30.0.0/16"
-	defaultMachineCIDR = "10.0.0.0/16"
-	defaultHostPrefix  = 23
-)
-
+// networkDefaults are the specification's, the same in every api-version (the validator's
+// hostPrefix check needs the pod CIDR a body leaves out).
 var networkDefaults = profiles.NetworkDefaults{
-	PodCIDR: defaultPodCIDR, ServiceCIDR: defaultServiceCIDR, MachineCIDR: defaultMachineCIDR, HostPrefix: defaultHostPrefix,
+	PodCIDR: api.DefaultPodCIDR, ServiceCIDR: api.DefaultServiceCIDR, MachineCIDR: api.DefaultMachineCIDR, HostPrefix: api.DefaultHostPrefix,
 }
 
 // toInternal converts a validated body, applying defaults. Read-only fields are dropped.
@@ -64,23 +51,17 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 	if p == nil {
 		p = &HcpOpenShiftClusterProperties{}
 	}
+	// What Cluster Service's spec holds is filled through its arm_path options, defaults
+	// applied; the rest is this version's.
+	c.Properties = api.SpecPropertiesFromARM(e)
 	out := &c.Properties
-	out.Version = p.Version.ToInternal()
-	out.DNS = p.DNS.ToInternal()
-	out.Network = p.Network.ToInternal(networkDefaults)
-	out.API = p.API.ToInternal()
 	if pl := p.Platform; pl != nil {
-		out.Platform.ManagedResourceGroup = str(pl.ManagedResourceGroup, "")
-		out.Platform.SubnetID = str(pl.SubnetID, "")
-		out.Platform.OutboundType = str(pl.OutboundType, api.OutboundTypeLoadBalancer)
-		out.Platform.NetworkSecurityGroupID = str(pl.NetworkSecurityGroupID, "")
 		if oa := pl.OperatorsAuthentication; oa != nil && oa.UserAssignedIdentities != nil {
 			out.Platform.OperatorsAuthentication.UserAssignedIdentities = oa.UserAssignedIdentities.ToInternal()
 		}
 	}
-	if a := p.Autoscaling; a != nil {
-		out.Autoscaling = a.ToInternal()
-	}
+	// The etcd block's layout is this version's (where vaultName sits, which modes exist), and
+	// the model keeps the key's parts, where Cluster Service holds one key URL.
 	out.Etcd.DataEncryption.KeyManagementMode = api.KeyManagementPlatform
 	if et := p.Etcd; et != nil && et.DataEncryption != nil {
 		de := et.DataEncryption
@@ -93,11 +74,6 @@ func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 			}
 			out.Etcd.DataEncryption.CustomerManaged = icm
 		}
-	}
-	out.NodeDrainTimeoutMinutes = i32(p.NodeDrainTimeoutMinutes, 0)
-	out.ClusterImageRegistry.State = api.RegistryEnabled
-	if r := p.ClusterImageRegistry; r != nil {
-		out.ClusterImageRegistry.State = str(r.State, api.RegistryEnabled)
 	}
 	if id := e.Identity; id != nil {
 		c.Identity = id.ToInternal()
@@ -122,26 +98,30 @@ func (version) RenderCluster(c *api.Cluster) any {
 	if ext.Tags == nil {
 		ext.Tags = map[string]string{}
 	}
-	props := &HcpOpenShiftClusterProperties{
-		ProvisioningState: ptr(string(c.ProvisioningState)),
-		Version:           &VersionProfile{ID: ptr(p.Version.ID), ChannelGroup: ptr(p.Version.ChannelGroup)},
-		DNS:               &DNSProfile{BaseDomain: ptr(p.DNS.BaseDomain), BaseDomainPrefix: ptr(p.DNS.BaseDomainPrefix)},
-		Network:           profiles.RenderNetwork(&p.Network),
-		Console:           &ConsoleProfile{URL: ptr(p.Console.URL)},
-		API:               &APIProfile{URL: profiles.Present(p.API.URL), Visibility: ptr(p.API.Visibility), AuthorizedCIDRs: p.API.AuthorizedCIDRs},
-		Platform: &PlatformProfile{
-			ManagedResourceGroup:    ptr(p.Platform.ManagedResourceGroup),
-			SubnetID:                ptr(p.Platform.SubnetID),
-			OutboundType:            ptr(p.Platform.OutboundType),
-			NetworkSecurityGroupID:  ptr(p.Platform.NetworkSecurityGroupID),
-			OperatorsAuthentication: profiles.RenderOperatorsAuthentication(&p.Platform.OperatorsAuthentication.UserAssignedIdentities),
-			IssuerURL:               profiles.Present(p.Platform.IssuerURL),
-		},
-		Autoscaling:             profiles.RenderAutoscaling(&p.Autoscaling),
-		Etcd:                    &EtcdProfile{DataEncryption: &EtcdDataEncryptionProfile{KeyManagementMode: ptr(p.Etcd.DataEncryption.KeyManagementMode)}},
-		NodeDrainTimeoutMinutes: &p.NodeDrainTimeoutMinutes,
-		ClusterImageRegistry:    &ClusterImageRegistryProfile{State: ptr(p.ClusterImageRegistry.State)},
+	// What Cluster Service's spec holds is rendered through its arm_path options; the rest is
+	// read-only, status, or this version's.
+	props := &HcpOpenShiftClusterProperties{}
+	c.RenderSpecProperties(props)
+	props.ProvisioningState = ptr(string(c.ProvisioningState))
+	if props.Version == nil {
+		props.Version = &VersionProfile{}
 	}
+	if props.DNS == nil {
+		props.DNS = &DNSProfile{}
+	}
+	props.DNS.BaseDomain = ptr(p.DNS.BaseDomain)
+	props.Console = &ConsoleProfile{URL: ptr(p.Console.URL)}
+	if props.API == nil {
+		props.API = &APIProfile{}
+	}
+	props.API.URL = profiles.Present(p.API.URL)
+	if props.Platform == nil {
+		props.Platform = &PlatformProfile{}
+	}
+	props.Platform.OperatorsAuthentication = profiles.RenderOperatorsAuthentication(&p.Platform.OperatorsAuthentication.UserAssignedIdentities)
+	props.Platform.IssuerURL = profiles.Present(p.Platform.IssuerURL)
+	props.NodeDrainTimeoutMinutes = &p.NodeDrainTimeoutMinutes // shown when 0 (no limit)
+	props.Etcd = &EtcdProfile{DataEncryption: &EtcdDataEncryptionProfile{KeyManagementMode: ptr(p.Etcd.DataEncryption.KeyManagementMode)}}
 	if cm := p.Etcd.DataEncryption.CustomerManaged; cm != nil {
 		ecm := &CustomerManagedEncryptionProfile{EncryptionType: ptr(cm.EncryptionType)}
 		if cm.KMS != nil {
