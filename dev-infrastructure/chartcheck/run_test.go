@@ -19,6 +19,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/internal/envelope"
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -89,7 +90,8 @@ func mainContainer(t *testing.T, rendered []byte) chartContainer {
 
 // fillSecrets writes, under dir, a file for every Secret key the container mounts: a server and
 // client certificate of the local PKI for tls.crt/tls.key, both CAs for ca.crt, a fresh
-// key-encryption key for kek, a session key for session.key, a kubeconfig for any other key (the admin API's management
+// key-encryption key for kek, a session key for session.key, one SRE statement key pair for
+// sre-statement.key/.pub, a kubeconfig for any other key (the admin API's management
 // clusters). Mount paths keep their layout below dir.
 func fillSecrets(t *testing.T, dir string, c chartContainer) {
 	t.Helper()
@@ -98,6 +100,10 @@ func fillSecrets(t *testing.T, dir string, c chartContainer) {
 		t.Fatal(err)
 	}
 	id := p.MustFiles(pki.ClusterService) // server and client usage
+	stmtKey, stmtPub := filepath.Join(dir, "pki", "sre-statement.key"), filepath.Join(dir, "pki", "sre-statement.pub")
+	if err := srestatement.WriteKeyPair(stmtKey, stmtPub); err != nil {
+		t.Fatal(err)
+	}
 	copyFile := func(from, to string) {
 		b, err := os.ReadFile(from)
 		if err != nil {
@@ -129,6 +135,10 @@ func fillSecrets(t *testing.T, dir string, c chartContainer) {
 				if _, err := envelope.WriteKeyFile(path); err != nil {
 					t.Fatal(err)
 				}
+			case "sre-statement.key":
+				copyFile(stmtKey, path)
+			case "sre-statement.pub":
+				copyFile(stmtPub, path)
 			case "session.key":
 				// The break-glass session key: base64 of 32 random bytes, as the deployer makes it.
 				raw := make([]byte, 32)

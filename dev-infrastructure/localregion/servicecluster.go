@@ -47,9 +47,10 @@ type ServiceEnv struct {
 	// KEKFile is Cluster Service's key-encryption key and PullSecretFile the hosted clusters'
 	// pull secret (secrets.go); SessionKeyFile the break-glass session key (gateway.go).
 	KEKFile, PullSecretFile, SessionKeyFile string
-	// SREStatementPublicKeyFile is the admin API's statement public key (PKIX PEM), which the
-	// maintenance service verifies SREs' requests with (secrets.go).
-	SREStatementPublicKeyFile string
+	// SREStatementKeyFile is the admin API's statement signing key (Ed25519 PKCS#8 PEM, 0600)
+	// and SREStatementPublicKeyFile its public half (PKIX PEM), which Cluster Service and the
+	// maintenance service verify SREs' requests with (secrets.go).
+	SREStatementKeyFile, SREStatementPublicKeyFile string
 	// SealingKeysDir holds each management cluster's public sealing key, "<consumer>.pub"
 	// (Cluster Service's --sealing-keys-dir); no private key is in it.
 	SealingKeysDir string
@@ -100,7 +101,7 @@ func (r *Region) addServiceClusterNames() error {
 func (r *Region) serviceEnv() ServiceEnv {
 	kek, _ := r.ClusterServiceKEK()
 	sealingPub, _ := r.sealingKeyFiles("")
-	_, statementPub := r.sreStatementKeyFiles()
+	statementKey, statementPub := r.sreStatementKeyFiles()
 	r.mu.Lock()
 	pw := make(map[string]string, len(r.dbPasswords))
 	for k, v := range r.dbPasswords {
@@ -109,10 +110,10 @@ func (r *Region) serviceEnv() ServiceEnv {
 	r.mu.Unlock()
 	return ServiceEnv{PKI: r.pki, PostgresAddr: r.Info.Postgres.Addr, BouncerAddr: r.Info.Postgres.BouncerAddr, BrokerAddr: hostOf(r.Info.MQTT.URL[len("mqtts://"):]),
 		DBPasswords: pw, KEKFile: kek, PullSecretFile: filepath.Join(r.secretsDir(), "pull-secret.json"), SessionKeyFile: r.sessionKeyFile(),
-		SREStatementPublicKeyFile: statementPub,
-		SealingKeysDir:            sealingPub,
-		ManagementClusters:        append([]ManagementClusterInfo(nil), r.Info.ManagementClusters...),
-		EnvName:                   r.cfg.EnvName, Location: r.cfg.Location, Step: r.step}
+		SREStatementKeyFile: statementKey, SREStatementPublicKeyFile: statementPub,
+		SealingKeysDir:     sealingPub,
+		ManagementClusters: append([]ManagementClusterInfo(nil), r.Info.ManagementClusters...),
+		EnvName:            r.cfg.EnvName, Location: r.cfg.Location, Step: r.step}
 }
 
 // install runs ServiceCluster.Install and checks it returned every port the region needs.

@@ -22,6 +22,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/openhcp/openhcp/admin/pkg/access"
+	"github.com/openhcp/openhcp/admin/pkg/adminapi"
+	"github.com/openhcp/openhcp/backend/pkg/maintenance"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/dev-infrastructure/images"
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
@@ -260,6 +263,9 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	// The cluster's api.url is its real kube-apiserver in the sim's pod, on the pod IP: the
 	// customer's admin credential from ARM reaches it from the node's network.
 	hosted := customerReachesAPIURL(ctx, t, d, a, path, kubectl)
+
+	// An SRE maintenance write through the deployed admin API is signed and carried out.
+	sreMaintenanceWriteIsCarriedOut(ctx, t, info, sub)
 
 	deleted := time.Now()
 	del := a.do(http.MethodDelete, path+"?api-version="+apiVersion, nil, http.StatusAccepted)
@@ -725,4 +731,53 @@ func hostedEtcdKeys(ctx context.Context, t *testing.T, d *Region, hcpNS string) 
 	}
 	n, _ := strconv.Atoi(out.Count) // etcd omits a zero count
 	return n
+}
+
+// sreMaintenanceWriteIsCarriedOut sets a maintenance window on the cluster through the deployed
+// admin API as an sre-admin and follows the request until the maintenance service carried it
+// out: the admin API signed it with the statement key of its Secret (without one it answers
+// 503) and the maintenance service verified the signature with the public half of its own.
+func sreMaintenanceWriteIsCarriedOut(ctx context.Context, t *testing.T, info localregion.Info, sub string) {
+	t.Helper()
+	sre, err := info.Admin.SRE(access.GroupAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sre.ClientTLS(info.Admin.CAFile)
+	c.ServerName = info.Admin.ServerName
+	cfg, err := c.Files().Client(strings.TrimPrefix(info.Admin.URL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &adminapi.Client{BaseURL: info.Admin.URL, HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}}
+	list, err := admin.ListClusters(ctx, adminapi.ClusterFilter{Subscription: sub})
+	if err != nil || len(list.Clusters) != 1 {
+		t.Fatalf("admin API cluster list of %s: %+v (%v)", sub, list, err)
+	}
+	cluster := list.Clusters[0].ID
+	asked := time.Now()
+	req, err := admin.SetWindow(ctx, cluster, adminapi.WindowSet{Reason: "make deploy e2e: a signed SRE write", Days: []string{"Sat"}, Start: "02:00", Length: "4h"})
+	if err != nil {
+		t.Fatalf("set the maintenance window of %s through the deployed admin API: %v", cluster, err)
+	}
+	waitFor(t, 2*time.Minute, "the maintenance service to carry out request "+req.ID, func() error {
+		got, err := admin.GetMaintenanceRequest(ctx, req.ID)
+		switch {
+		case err != nil:
+			return err
+		case got.State == maintenance.RequestFailed:
+			t.Fatalf("request %s failed: %s", req.ID, got.Message)
+		case got.State != maintenance.RequestDone:
+			return fmt.Errorf("request is %s", got.State)
+		}
+		if got.RequestedBy != sre.Person {
+			t.Errorf("request carried out for %q, want %q", got.RequestedBy, sre.Person)
+		}
+		return nil
+	})
+	win, err := admin.GetWindow(ctx, cluster)
+	if err != nil || win.Start != "02:00" {
+		t.Errorf("maintenance window of %s after the request: %+v (%v)", cluster, win, err)
+	}
+	t.Logf("SRE maintenance write signed by the admin API carried out %s after asking", time.Since(asked).Round(time.Millisecond))
 }

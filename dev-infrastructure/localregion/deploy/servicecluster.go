@@ -332,6 +332,9 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		out["cluster-service-pull-secret"] = map[string]string{".dockerconfigjson": env.PullSecretFile}
 		// The management clusters' public sealing keys (installed before Cluster Service).
 		add("cluster-service-sealing-keys")(sealingKeys(env.SealingKeysDir))
+		// The admin API's statement public key: an SRE break-glass credential is issued only
+		// for a statement it verifies.
+		add("cluster-service-sre-statement")(statementPublicKey(env))
 	case "backend":
 		add("backend-db")(db("backend"))
 		add("backend-cluster-service-client")(tls(pki.Backend, p.CAFile))
@@ -360,13 +363,9 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 			return nil, err
 		}
 		add("maintenance-tls")(tls(maintenanceServer, p.CAFile))
-		// The admin API's statement public key (the launcher writes the pair before Cluster
-		// Service starts): the service carries out only the requests the admin API signed.
-		if env.SREStatementPublicKeyFile == "" {
-			errs = append(errs, errors.New("secret maintenance-sre-statement: no SRE statement public key"))
-		} else {
-			out["maintenance-sre-statement"] = map[string]string{"sre-statement.pub": env.SREStatementPublicKeyFile}
-		}
+		// The admin API's statement public key: the service carries out only the requests the
+		// admin API signed.
+		add("maintenance-sre-statement")(statementPublicKey(env))
 	case "frontend":
 		add("frontend-db")(db("frontend"))
 		// Only ARM calls the ARM API: its client CA.
@@ -378,6 +377,14 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		// Cluster Service knows the admin API as the sre identity (cluster-service/pkg/authz).
 		add("admin-cluster-service-client")(tls(pki.SRE, p.CAFile))
 		out["admin-maestro-ca"] = map[string]string{"ca.crt": p.CAFile}
+		// The statement signing key, the private half of what Cluster Service and the
+		// maintenance service verify with: without it SRE break-glass requests and
+		// maintenance writes answer 503.
+		if env.SREStatementKeyFile == "" {
+			errs = append(errs, errors.New("secret admin-sre-statement: no SRE statement key"))
+		} else {
+			out["admin-sre-statement"] = map[string]string{"sre-statement.key": env.SREStatementKeyFile}
+		}
 		kc, err := s.adminKubeconfigs(env)
 		add("admin-management-kubeconfigs")(kc, err)
 	case "gateway":
@@ -394,6 +401,15 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 		out[name+"-metrics-ca"] = map[string]string{"ca.crt": p.CAFile}
 	}
 	return out, errors.Join(errs...)
+}
+
+// statementPublicKey is the Secret file of the admin API's statement public key (the launcher
+// writes the pair before Cluster Service starts, secrets.go).
+func statementPublicKey(env localregion.ServiceEnv) (map[string]string, error) {
+	if env.SREStatementPublicKeyFile == "" {
+		return nil, errors.New("no SRE statement public key")
+	}
+	return map[string]string{"sre-statement.pub": env.SREStatementPublicKeyFile}, nil
 }
 
 // adminKubeconfigs writes, for each management cluster, the admin API's read-only kubeconfig
