@@ -120,9 +120,10 @@ type HeadQuerier interface {
 	// QueryHeads returns the page Query would return for q (same order, same page size, same
 	// continuation) with every document's Body nil.
 	QueryHeads(ctx context.Context, q Query) (Page, error)
-	// GetMany returns the current version of each listed document of partition that exists,
-	// ordered by ID, in one round trip. Missing or expired IDs are left out.
-	GetMany(ctx context.Context, partition string, ids []string) ([]*Document, error)
+	// GetMany returns the current version of each listed document of partition and type typ
+	// that exists, ordered by ID (byte order), in one round trip per 1000 IDs. Missing or expired
+	// IDs, and documents of another type, are left out.
+	GetMany(ctx context.Context, partition, typ string, ids []string) ([]*Document, error)
 }
 
 // Store is the document store. Every implementation must pass storetest.Run.

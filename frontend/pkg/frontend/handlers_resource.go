@@ -623,7 +623,7 @@ func (s *Server) readBodies(r *http.Request, docs []*docstore.Document, unread [
 	for _, i := range unread {
 		ids = append(ids, docs[i].ID)
 	}
-	read, err := hq.GetMany(r.Context(), docs[unread[0]].PartitionKey, ids)
+	read, err := hq.GetMany(r.Context(), docs[unread[0]].PartitionKey, docstore.TypeResource, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read %d listed bodies: %w", len(ids), err)
 	}

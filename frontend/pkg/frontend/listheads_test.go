@@ -34,11 +34,11 @@ func (h *headStore) QueryHeads(ctx context.Context, q docstore.Query) (docstore.
 	return p, err
 }
 
-func (h *headStore) GetMany(ctx context.Context, partition string, ids []string) ([]*docstore.Document, error) {
+func (h *headStore) GetMany(ctx context.Context, partition, typ string, ids []string) ([]*docstore.Document, error) {
 	h.mu.Lock()
 	h.read = append(h.read, append([]string(nil), ids...))
 	h.mu.Unlock()
-	return h.Store.GetMany(ctx, partition, ids)
+	return h.Store.GetMany(ctx, partition, typ, ids)
 }
 
 func (h *headStore) reads() (heads int, read [][]string) {
