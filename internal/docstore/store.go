@@ -126,6 +126,28 @@ type HeadQuerier interface {
 	GetMany(ctx context.Context, partition, typ string, ids []string) ([]*Document, error)
 }
 
+// Unwrapper is a Store that wraps another (to add a readiness check, to count calls) and says
+// which, so that what the inner store implements beyond Store is not hidden by the wrapper.
+type Unwrapper interface {
+	Unwrap() Store
+}
+
+// HeadsOf returns s as a HeadQuerier: s itself if it is one, else the first store under it
+// (following Unwrap) that is one; false if there is none.
+func HeadsOf(s Store) (HeadQuerier, bool) {
+	for s != nil {
+		if hq, ok := s.(HeadQuerier); ok {
+			return hq, true
+		}
+		u, ok := s.(Unwrapper)
+		if !ok {
+			return nil, false
+		}
+		s = u.Unwrap()
+	}
+	return nil, false
+}
+
 // Store is the document store. Every implementation must pass storetest.Run.
 type Store interface {
 	Get(ctx context.Context, partition, id string) (*Document, error)
