@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/clusterstatus"
@@ -203,19 +202,7 @@ func TestAClusterWrittenBetweenTheListQueriesIsLookedUpAgain(t *testing.T) {
 		t.Fatalf("listed %v, want one cluster", got)
 	}
 	rd, _ := e.resource(path)
-	cur, err := cs.Store.GetCluster(context.Background(), rd.InternalID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := cur.Status
-	if st == nil {
-		st = &csv1.ClusterStatus{}
-	}
-	st.ApiUrl = "https://api.between.example:443"
-	observed, err := cs.Store.UpdateStatus(context.Background(), rd.InternalID, cur.Revision, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	observed := setAPIURL(t, cs, rd.InternalID, "https://api.between.example:443")
 	e.eventuallyAPIURL(path, "https://api.between.example:443")
 
 	hs.setAfterHeads(func() {
