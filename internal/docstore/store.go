@@ -120,9 +120,32 @@ type HeadQuerier interface {
 	// QueryHeads returns the page Query would return for q (same order, same page size, same
 	// continuation) with every document's Body nil.
 	QueryHeads(ctx context.Context, q Query) (Page, error)
-	// GetMany returns the current version of each listed document of partition that exists,
-	// ordered by ID, in one round trip. Missing or expired IDs are left out.
-	GetMany(ctx context.Context, partition string, ids []string) ([]*Document, error)
+	// GetMany returns the current version of each listed document of partition and type typ
+	// that exists, ordered by ID (byte order), in one round trip per 1000 IDs. Missing or expired
+	// IDs, and documents of another type, are left out.
+	GetMany(ctx context.Context, partition, typ string, ids []string) ([]*Document, error)
+}
+
+// Unwrapper is a Store that wraps another (to add a readiness check, to count calls) and says
+// which, so that what the inner store implements beyond Store is not hidden by the wrapper.
+type Unwrapper interface {
+	Unwrap() Store
+}
+
+// HeadsOf returns s as a HeadQuerier: s itself if it is one, else the first store under it
+// (following Unwrap) that is one; false if there is none.
+func HeadsOf(s Store) (HeadQuerier, bool) {
+	for s != nil {
+		if hq, ok := s.(HeadQuerier); ok {
+			return hq, true
+		}
+		u, ok := s.(Unwrapper)
+		if !ok {
+			return nil, false
+		}
+		s = u.Unwrap()
+	}
+	return nil, false
 }
 
 // Store is the document store. Every implementation must pass storetest.Run.

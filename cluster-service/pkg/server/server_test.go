@@ -540,16 +540,7 @@ func TestWatchClusters(t *testing.T) {
 		if _, err := e.st.PruneTombstones(ctx, time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		w4, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: lastRev})
-		if err == nil {
-			for {
-				var ev *csv1.ClusterEvent
-				if ev, err = w4.Recv(); err != nil || ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
-					break
-				}
-			}
-		}
-		if status.Code(err) != codes.OutOfRange {
+		if err := resumeError(ctx, e.clusters, lastRev); status.Code(err) != codes.OutOfRange {
 			t.Fatalf("err = %v, want OutOfRange", err)
 		}
 	})
@@ -572,28 +563,30 @@ func TestWatchClusters(t *testing.T) {
 	// point: a client's resume point beyond every revision this store issued is refused, so that
 	// it gathers a snapshot again instead of staying on what it saw before.
 	t.Run("resume_beyond_the_newest_revision_is_out_of_range", func(t *testing.T) {
-		w6, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: newest + 1000})
-		if err == nil {
-			for {
-				var ev *csv1.ClusterEvent
-				if ev, err = w6.Recv(); err != nil || ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
-					break
-				}
-			}
-		}
-		if status.Code(err) != codes.OutOfRange {
+		if err := resumeError(ctx, e.clusters, newest+1000); status.Code(err) != codes.OutOfRange {
 			t.Fatalf("err = %v, want OutOfRange", err)
 		}
 	})
 	t.Run("negative_revision_is_invalid", func(t *testing.T) {
-		w3, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: -1})
-		if err == nil {
-			_, err = w3.Recv()
-		}
-		if status.Code(err) != codes.InvalidArgument {
-			t.Fatalf("err = %v", err)
+		if err := resumeError(ctx, e.clusters, -1); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("err = %v, want InvalidArgument", err)
 		}
 	})
+}
+
+// resumeError opens a watch from since and reads it up to its first BOOKMARK: the error that
+// refused or ended it there (nil once the BOOKMARK arrived).
+func resumeError(ctx context.Context, clusters csv1.ClustersClient, since int64) error {
+	w, err := clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{SinceRevision: since})
+	if err != nil {
+		return err
+	}
+	for {
+		ev, err := w.Recv()
+		if err != nil || ev.GetType() == csv1.EventType_EVENT_TYPE_BOOKMARK {
+			return err
+		}
+	}
 }
 
 // A database restored from a backup under a running Cluster Service: its revisions restart below

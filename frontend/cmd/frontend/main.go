@@ -153,7 +153,7 @@ func run(o *options) error {
 	statuses := clusterstatus.New()
 	go statuses.Follow(ctx, log, clusterstatus.WatchOf(clusters))
 	srv, err := frontend.NewServer(frontend.Config{
-		Store:                 st.Store, // the store itself, so the list sees it is a docstore.HeadQuerier
+		Store:                 st,
 		Clusters:              clusters,
 		ClusterStatus:         statuses,
 		NodePools:             csv1.NewNodePoolsClient(conn),

@@ -97,6 +97,14 @@ func (c *Cache) get(id string, atLeast int64) (*csv1.Cluster, string) {
 	}
 }
 
+// Synced says whether a stream has caught up and not broken since: while it is false every Get
+// misses.
+func (c *Cache) Synced() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.synced
+}
+
 // Wrote records Cluster Service's answer to a write this process made (a create, an update, a
 // delete): until the stream shows the cluster at that revision or later, Get misses it.
 func (c *Cache) Wrote(cl *csv1.Cluster) {

@@ -434,9 +434,11 @@ func decodeResource(d *docstore.Document, resourceType string) (rd *armdoc.Resou
 
 // listPage answers one page of the resource documents whose IDs start with prefix as ARM's
 // list body, {"value":[…],"nextLink":…}: renderPage renders the page's documents as its items
-// (each as json.Marshal writes it), leaving out what is not listed. With heads, and a store that
-// is a docstore.HeadQuerier, the page's documents come without bodies (nil Body) and renderPage
-// reads the ones it needs (readBodies); the page itself (order, size, nextLink) is the same.
+// (each as json.Marshal writes it), leaving out what is not listed. With heads, a store that is
+// (or wraps) a docstore.HeadQuerier and a synced status cache, the page's documents come without
+// bodies (nil Body) and renderPage reads the ones it needs (readBodies); the page itself (order,
+// size, nextLink) is the same. Without a synced cache few listed items can be kept, and the heads
+// query would only add a second round trip, so the page is read with its bodies at once.
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, prefix string, heads bool, renderPage func([]*docstore.Document) ([]json.RawMessage, error)) error {
 	ri := info(r)
 	q := docstore.Query{
@@ -447,7 +449,7 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, pre
 		Continuation:     r.URL.Query().Get("$skipToken"),
 	}
 	query := s.store.Query
-	if hq, ok := s.store.(docstore.HeadQuerier); ok && heads {
+	if hq, ok := docstore.HeadsOf(s.store); ok && heads && s.statusCacheSynced() {
 		query = hq.QueryHeads
 	}
 	page, err := query(r.Context(), q)
@@ -615,7 +617,7 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 // was listed comes back with its new ETag and body and is rendered from them; one deleted since
 // is absent from the map and left out of the page, as a list made a moment later would.
 func (s *Server) readBodies(r *http.Request, docs []*docstore.Document, unread []int) (map[string]*docstore.Document, error) {
-	hq, ok := s.store.(docstore.HeadQuerier)
+	hq, ok := docstore.HeadsOf(s.store)
 	if !ok {
 		return nil, fmt.Errorf("read %d listed bodies: the store lists no heads", len(unread))
 	}
@@ -623,7 +625,7 @@ func (s *Server) readBodies(r *http.Request, docs []*docstore.Document, unread [
 	for _, i := range unread {
 		ids = append(ids, docs[i].ID)
 	}
-	read, err := hq.GetMany(r.Context(), docs[unread[0]].PartitionKey, ids)
+	read, err := hq.GetMany(r.Context(), docs[unread[0]].PartitionKey, docstore.TypeResource, ids)
 	if err != nil {
 		return nil, fmt.Errorf("read %d listed bodies: %w", len(ids), err)
 	}

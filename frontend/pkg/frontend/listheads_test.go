@@ -3,22 +3,36 @@ package frontend
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/frontend/pkg/clusterstatus"
+	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
 )
 
-// headStore is the real PostgreSQL store recording the IDs each GetMany reads, with a hook run
-// after QueryHeads answers (to write a document between the two queries).
+// headStore is the real PostgreSQL store counting its queries and recording the IDs each GetMany
+// reads, with a hook run after QueryHeads answers (to write a document between the two queries).
 type headStore struct {
 	*postgres.Store
 	mu         sync.Mutex
+	queries    int
 	heads      int
 	read       [][]string
 	afterHeads func()
+}
+
+func (h *headStore) Query(ctx context.Context, q docstore.Query) (docstore.Page, error) {
+	h.mu.Lock()
+	h.queries++
+	h.mu.Unlock()
+	return h.Store.Query(ctx, q)
 }
 
 func (h *headStore) QueryHeads(ctx context.Context, q docstore.Query) (docstore.Page, error) {
@@ -34,11 +48,11 @@ func (h *headStore) QueryHeads(ctx context.Context, q docstore.Query) (docstore.
 	return p, err
 }
 
-func (h *headStore) GetMany(ctx context.Context, partition string, ids []string) ([]*docstore.Document, error) {
+func (h *headStore) GetMany(ctx context.Context, partition, typ string, ids []string) ([]*docstore.Document, error) {
 	h.mu.Lock()
 	h.read = append(h.read, append([]string(nil), ids...))
 	h.mu.Unlock()
-	return h.Store.GetMany(ctx, partition, ids)
+	return h.Store.GetMany(ctx, partition, typ, ids)
 }
 
 func (h *headStore) reads() (heads int, read [][]string) {
@@ -47,55 +61,95 @@ func (h *headStore) reads() (heads int, read [][]string) {
 	return h.heads, append([][]string(nil), h.read...)
 }
 
-func TestClusterListReadsOnlyBodiesOfClustersNotKeptAndRendersOneWrittenBetweenQueries(t *testing.T) {
+func (h *headStore) setAfterHeads(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.afterHeads = f
+}
+
+// headsEnv is a frontend whose store is a headStore, with a real Cluster Service and a status
+// cache following it, and the clusters names of resource group rg created, their operations
+// ended, and the cache answering for each of them.
+func headsEnv(t *testing.T, rg string, names ...string) (*env, *headStore, *servertest.Server, []string) {
+	t.Helper()
+	cs := realClusterService(t)
 	var hs *headStore
-	e := newEnv(t, func(c *Config) {
+	e := newEnv(t, withClusterService(t, cs, clusterstatus.New()), func(c *Config) {
 		hs = &headStore{Store: c.Store.(*postgres.Store)}
 		c.Store = hs
 	})
-	paths := []string{clusterPath("rg1", "a"), clusterPath("rg1", "b"), clusterPath("rg1", "c")}
+	var paths []string
+	for _, n := range names {
+		p := clusterPath(rg, n)
+		created := e.put(p, realBody())
+		if created.code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", p, created.code, created.body)
+		}
+		e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+		paths = append(paths, p)
+	}
+	deadline := time.Now().Add(30 * time.Second)
 	for _, p := range paths {
-		if resp := e.put(p, minimalBody()); resp.code != 201 {
-			t.Fatalf("create %s: %d %s", p, resp.code, resp.body)
+		for {
+			hits := e.lookups("hit")
+			if got := e.do(http.MethodGet, p, nil, nil); got.code != http.StatusOK {
+				t.Fatalf("GET %s: %d %s", p, got.code, got.body)
+			}
+			if e.lookups("hit") > hits {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the status cache never answered for %s", p)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	// Without a status cache here, only a cluster Cluster Service does not know (no InternalID)
-	// is kept from one list to the next: clear the IDs so the lists below can keep them.
-	for _, p := range paths {
-		ctx := context.Background()
-		d, err := e.store.Get(ctx, partitionKey(testSub), strings.ToLower(p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		json.Unmarshal(d.Body, &m)
-		m["internalId"] = ""
-		d.Body, _ = json.Marshal(m)
-		if _, err := e.store.Replace(ctx, d, d.ETag); err != nil {
-			t.Fatal(err)
-		}
+	return e, hs, cs, paths
+}
+
+// listClusters lists rg's clusters, by lowercase ID.
+func (e *env) listClusters(t *testing.T, rg string) map[string]map[string]any {
+	t.Helper()
+	resp := e.do(http.MethodGet, "/subscriptions/"+testSub+"/resourceGroups/"+rg+"/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters", nil, nil)
+	if resp.code != http.StatusOK {
+		t.Fatalf("list: %d %s", resp.code, resp.body)
 	}
-	listPath := "/subscriptions/" + testSub + "/resourceGroups/rg1/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=" + testVersion
+	var page struct {
+		Value []map[string]any `json:"value"`
+	}
+	if err := json.Unmarshal(resp.body, &page); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, v := range page.Value {
+		out[strings.ToLower(v["id"].(string))] = v
+	}
+	return out
+}
+
+// rewrite replaces path's document with change applied to it (the test's error on failure, as
+// it runs in the store hook too).
+func (e *env) rewrite(t *testing.T, path string, change func(rd *armdoc.ResourceDocument)) {
+	rd, d := e.resource(path)
+	if rd == nil {
+		t.Errorf("no document for %s", path)
+		return
+	}
+	change(rd)
+	if _, err := e.store.Replace(context.Background(), mustWithBody(d, rd), d.ETag); err != nil {
+		t.Errorf("replace %s: %v", path, err)
+	}
+}
+
+func TestClusterListReadsOnlyBodiesOfClustersNotKeptAndRendersOneWrittenBetweenQueries(t *testing.T) {
+	e, hs, _, paths := headsEnv(t, "rg-heads", "a", "b", "c")
 	list := func() map[string]map[string]any {
 		t.Helper()
-		resp := e.do("GET", listPath, nil, nil)
-		if resp.code != 200 {
-			t.Fatalf("list: %d %s", resp.code, resp.body)
+		got := e.listClusters(t, "rg-heads")
+		if len(got) != len(paths) {
+			t.Fatalf("listed %d clusters, want %d: %v", len(got), len(paths), got)
 		}
-		var page struct {
-			Value []map[string]any `json:"value"`
-		}
-		if err := json.Unmarshal(resp.body, &page); err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]map[string]any{}
-		for _, v := range page.Value {
-			out[strings.ToLower(v["id"].(string))] = v
-		}
-		if len(out) != len(paths) {
-			t.Fatalf("listed %d clusters, want %d: %s", len(out), len(paths), resp.body)
-		}
-		return out
+		return got
 	}
 
 	list()
@@ -115,38 +169,149 @@ func TestClusterListReadsOnlyBodiesOfClustersNotKeptAndRendersOneWrittenBetweenQ
 	// after the ETags are read to a cluster whose kept item they match is not shown: the list
 	// is the page as of its first query, as it was when one query read the bodies.)
 	setTags := func(v string) {
-		ctx := context.Background()
-		d, err := e.store.Get(ctx, partitionKey(testSub), strings.ToLower(paths[1]))
-		if err != nil {
-			t.Errorf("get b: %v", err)
-			return
-		}
-		var m map[string]any
-		json.Unmarshal(d.Body, &m)
-		m["tags"] = map[string]any{"written": v}
-		d.Body, _ = json.Marshal(m)
-		if _, err := e.store.Replace(ctx, d, d.ETag); err != nil {
-			t.Errorf("replace b: %v", err)
-		}
+		e.rewrite(t, paths[1], func(rd *armdoc.ResourceDocument) { rd.Tags = map[string]string{"written": v} })
 	}
 	setTags("before")
-	hs.mu.Lock()
-	hs.afterHeads = func() { setTags("between") }
-	hs.mu.Unlock()
+	hs.setAfterHeads(func() { setTags("between") })
 	got := list()
 	if _, read = hs.reads(); len(read) != 2 || len(read[1]) != 1 {
 		t.Fatalf("bodies read %v; want a second read of b alone", read)
 	}
-	tags, _ := got[strings.ToLower(paths[1])]["tags"].(map[string]any)
-	if tags["written"] != "between" {
-		t.Fatalf("b listed as %v, want the tags written between the queries", got[strings.ToLower(paths[1])])
+	b := strings.ToLower(paths[1])
+	if tags, _ := got[b]["tags"].(map[string]any); tags["written"] != "between" {
+		t.Fatalf("b listed as %v, want the tags written between the queries", got[b])
 	}
 	// The next list answers b from what it kept, with the write.
 	got = list()
 	if _, read = hs.reads(); len(read) != 2 {
 		t.Fatalf("bodies read %v after b was kept; want no further read", read)
 	}
-	if tags, _ := got[strings.ToLower(paths[1])]["tags"].(map[string]any); tags["written"] != "between" {
-		t.Fatalf("b listed from the kept item as %v", got[strings.ToLower(paths[1])])
+	if tags, _ := got[b]["tags"].(map[string]any); tags["written"] != "between" {
+		t.Fatalf("b listed from the kept item as %v", got[b])
+	}
+}
+
+// A kept item whose status is out of date is looked up in the status cache before its body is
+// read; when the document was written in between (here: the backend recorded a revision the
+// cache has not reached), that lookup is not the one for the document rendered, which is looked
+// up again and, being ahead of the cache, answered by a Cluster Service call.
+func TestAClusterWrittenBetweenTheListQueriesIsLookedUpAgain(t *testing.T) {
+	e, hs, cs, paths := headsEnv(t, "rg-between", "a")
+	path := paths[0]
+	if got := e.listClusters(t, "rg-between"); len(got) != 1 {
+		t.Fatalf("listed %v, want one cluster", got)
+	}
+	rd, _ := e.resource(path)
+	observed := setAPIURL(t, cs, rd.InternalID, "https://api.between.example:443")
+	e.eventuallyAPIURL(path, "https://api.between.example:443")
+
+	hs.setAfterHeads(func() {
+		e.rewrite(t, path, func(rd *armdoc.ResourceDocument) {
+			rd.InternalRevision = observed.Revision + 1000
+			rd.Tags = map[string]string{"written": "between"}
+		})
+	})
+	behind := e.lookups("miss_behind")
+	got := e.listClusters(t, "rg-between")
+	if heads, read := hs.reads(); heads == 0 || len(read) == 0 {
+		t.Fatalf("the list did not take the heads path: %d head queries, bodies read %v", heads, read)
+	}
+	item := got[strings.ToLower(path)]
+	if tags, _ := item["tags"].(map[string]any); tags["written"] != "between" {
+		t.Fatalf("listed %v, want the tags written between the queries", item)
+	}
+	if !strings.Contains(mustJSONString(t, item), "https://api.between.example:443") {
+		t.Fatalf("listed %v without Cluster Service's status", item)
+	}
+	if n := e.lookups("miss_behind") - behind; n != 1 {
+		t.Fatalf("the document written between the queries, ahead of the cache, made %v miss_behind lookups, want 1 (the kept item's lookup was reused)", n)
+	}
+}
+
+func mustJSONString(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Node pools and external auths are stored under their cluster's ID, so a list's prefix query
+// finds them: on the heads path they are neither listed nor read.
+func TestClusterListOnTheHeadsPathLeavesOutChildResources(t *testing.T) {
+	e, hs, _, paths := headsEnv(t, "rg-children", "a")
+	_, d := e.resource(paths[0])
+	var children []string
+	for _, child := range []struct{ kind, typ string }{{"nodePools", api.NodePoolResourceType}, {"externalAuths", api.ExternalAuthResourceType}} {
+		id := paths[0] + "/" + child.kind + "/child"
+		children = append(children, strings.ToLower(id))
+		var m map[string]any
+		if err := json.Unmarshal(d.Body, &m); err != nil {
+			t.Fatal(err)
+		}
+		m["resourceId"] = id
+		body, _ := json.Marshal(m)
+		if _, err := e.store.Create(context.Background(), &docstore.Document{PartitionKey: d.PartitionKey, ID: strings.ToLower(id),
+			Type: docstore.TypeResource, ResourceID: strings.ToLower(id), Body: body}); err != nil {
+			t.Fatalf("create %s: %v", child.typ, err)
+		}
+	}
+	for _, round := range []string{"first", "second"} {
+		got := e.listClusters(t, "rg-children")
+		if len(got) != 1 || got[strings.ToLower(paths[0])] == nil {
+			t.Fatalf("%s list: %v, want cluster a alone", round, got)
+		}
+	}
+	heads, read := hs.reads()
+	if heads != 2 {
+		t.Fatalf("%d head queries for two lists, want 2", heads)
+	}
+	for _, ids := range read {
+		for _, id := range ids {
+			for _, c := range children {
+				if id == c {
+					t.Fatalf("the list read the body of child %s (reads %v)", id, read)
+				}
+			}
+		}
+	}
+}
+
+// Without a status cache that has caught up, a listed item can rarely be kept, so the list reads
+// the page with its bodies in one query rather than its heads and then its bodies.
+func TestClusterListWithoutASyncedStatusCacheReadsThePageInOneQuery(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		statuses *clusterstatus.Cache
+	}{
+		{"no_status_cache", nil},
+		{"status_cache_not_synced", clusterstatus.New()}, // never followed
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var hs *headStore
+			e := newEnv(t, func(c *Config) {
+				hs = &headStore{Store: c.Store.(*postgres.Store)}
+				c.Store = hs
+				c.ClusterStatus = tc.statuses
+			})
+			for _, n := range []string{"a", "b"} {
+				if resp := e.put(clusterPath("rg-plain", n), minimalBody()); resp.code != http.StatusCreated {
+					t.Fatalf("create %s: %d %s", n, resp.code, resp.body)
+				}
+			}
+			hs.mu.Lock()
+			before := hs.queries
+			hs.mu.Unlock()
+			if got := e.listClusters(t, "rg-plain"); len(got) != 2 {
+				t.Fatalf("listed %v, want two clusters", got)
+			}
+			hs.mu.Lock()
+			queries := hs.queries - before
+			hs.mu.Unlock()
+			if heads, read := hs.reads(); heads != 0 || len(read) != 0 || queries != 1 {
+				t.Fatalf("the list made %d queries, %d head queries and body reads %v; want one query", queries, heads, read)
+			}
+		})
 	}
 }

@@ -25,6 +25,11 @@ func (s *Server) cachedStatusOf(csID string, docRevision int64) (*csv1.Cluster, 
 	return s.statuses.Get(csID, docRevision)
 }
 
+// statusCacheSynced says whether there is a status cache and it can answer lookups now.
+func (s *Server) statusCacheSynced() bool {
+	return s.statuses != nil && s.statuses.Synced()
+}
+
 // writeRecorder is the Cluster Service client that tells the status cache the revision of every
 // cluster write this frontend answers, so that a GET after it never reads the cache from
 // before it (clusterstatus.Cache.Wrote). Every other call passes through.

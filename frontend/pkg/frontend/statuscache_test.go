@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/placement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
+	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/frontend/pkg/clusterstatus"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -46,6 +48,26 @@ func withClusterService(t testing.TB, cs *servertest.Server, statuses *clusterst
 			c.ClusterStatus = statuses
 		}
 	}
+}
+
+// setAPIURL has Cluster Service observe cluster csID at api.url url, the rest of its status as
+// it was (what its controller writes), and returns the status as written.
+func setAPIURL(t testing.TB, cs *servertest.Server, csID, url string) *store.Cluster {
+	t.Helper()
+	cur, err := cs.Store.GetCluster(context.Background(), csID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &csv1.ClusterStatus{}
+	if cur.Status != nil {
+		st = proto.Clone(cur.Status).(*csv1.ClusterStatus)
+	}
+	st.ApiUrl = url
+	out, err := cs.Store.UpdateStatus(context.Background(), csID, cur.Revision, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // lookups is the status cache's lookups counter for result, from the frontend's registry.
@@ -163,15 +185,7 @@ func TestGetAndListReadClusterServiceStatusFromTheWatch(t *testing.T) {
 			t.Fatalf("a list of nothing changed differs:\n%s\n%s", first, again)
 		}
 		// A new status in Cluster Service: once the cache has it, the list shows it.
-		cur, err := cs.Store.GetCluster(context.Background(), rd.InternalID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := cur.Status
-		st.ApiUrl = "https://api.moved.example:443"
-		if observed, err = cs.Store.UpdateStatus(context.Background(), rd.InternalID, cur.Revision, st); err != nil {
-			t.Fatal(err)
-		}
+		observed = setAPIURL(t, cs, rd.InternalID, "https://api.moved.example:443")
 		e.eventuallyAPIURL(path, "https://api.moved.example:443")
 		if got := list(); !strings.Contains(got, "https://api.moved.example:443") {
 			t.Fatalf("the list kept the old status: %s", got)
@@ -200,15 +214,7 @@ func TestGetAndListReadClusterServiceStatusFromTheWatch(t *testing.T) {
 		}
 		list("https://api.moved.example:443") // kept, and reused
 		// A status the kept item does not show: the lookup that finds it stale also renders it.
-		cur, err := cs.Store.GetCluster(context.Background(), rd.InternalID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := cur.Status
-		st.ApiUrl = "https://api.once.example:443"
-		if observed, err = cs.Store.UpdateStatus(context.Background(), rd.InternalID, cur.Revision, st); err != nil {
-			t.Fatal(err)
-		}
+		observed = setAPIURL(t, cs, rd.InternalID, "https://api.once.example:443")
 		e.eventuallyAPIURL(path, "https://api.once.example:443")
 		list("https://api.once.example:443")
 		list("https://api.once.example:443")

@@ -68,7 +68,7 @@ func TestQueryHeadsPagesLikeQueryWithoutBodiesAndGetManyReadsCurrentBodies(t *te
 	if err := s.Delete(ctx, partition, "c02", c2.ETag); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	got, err := s.GetMany(ctx, partition, []string{"c01", "c02", "c04", "nope"})
+	got, err := s.GetMany(ctx, partition, "cluster", []string{"c01", "c02", "c04", "nope"})
 	if err != nil {
 		t.Fatalf("get many: %v", err)
 	}
@@ -84,5 +84,46 @@ func TestQueryHeadsPagesLikeQueryWithoutBodiesAndGetManyReadsCurrentBodies(t *te
 	}
 	if string(byID["c04"].Body) != `{"n": 4}` && string(byID["c04"].Body) != `{"n":4}` {
 		t.Fatalf("c04 body %s", byID["c04"].Body)
+	}
+}
+
+func TestGetManyReadsOnlyItsTypeAndListsBeyondOneStatement(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t, postgres.Options{})
+	const partition = "sub1"
+	create := func(id, typ string) {
+		t.Helper()
+		if _, err := s.Create(ctx, &docstore.Document{PartitionKey: partition, ID: id, Type: typ,
+			ResourceID: "/subscriptions/sub1/x/" + id, Body: json.RawMessage(`{}`)}); err != nil {
+			t.Fatalf("create %s: %v", id, err)
+		}
+	}
+	// 2500 IDs asked (three statements' worth); documents at the start, the middle and the end
+	// of the list, one of them of another type.
+	var ids []string
+	for i := range 2500 {
+		ids = append(ids, fmt.Sprintf("id%04d", i))
+	}
+	for _, tc := range []struct {
+		id, typ string
+	}{{"id0000", docstore.TypeResource}, {"id1500", docstore.TypeResource}, {"id2499", docstore.TypeResource}, {"id2000", docstore.TypeOperation}} {
+		create(tc.id, tc.typ)
+	}
+	got, err := s.GetMany(ctx, partition, docstore.TypeResource, ids)
+	if err != nil {
+		t.Fatalf("get many: %v", err)
+	}
+	var gotIDs []string
+	for _, d := range got {
+		if d.Type != docstore.TypeResource {
+			t.Errorf("%s of type %q returned for a read of %q", d.ID, d.Type, docstore.TypeResource)
+		}
+		gotIDs = append(gotIDs, d.ID)
+	}
+	if want := "[id0000 id1500 id2499]"; fmt.Sprint(gotIDs) != want {
+		t.Fatalf("get many of %d IDs returned %v, want %s (in ID order, no operation)", len(ids), gotIDs, want)
+	}
+	if got, err := s.GetMany(ctx, partition, docstore.TypeOperation, []string{"id0000", "id2000"}); err != nil || len(got) != 1 || got[0].ID != "id2000" {
+		t.Fatalf("get many of operations: %v %v, want id2000 alone", got, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -561,24 +562,39 @@ func (s *Store) QueryHeads(ctx context.Context, q docstore.Query) (_ docstore.Pa
 	return s.queryPage(ctx, q, headColumns, scanHead)
 }
 
-// GetMany implements docstore.HeadQuerier in one statement.
-func (s *Store) GetMany(ctx context.Context, partition string, ids []string) (_ []*docstore.Document, err error) {
+// maxGetManyIDs is how many IDs one GetMany statement asks for; a longer list takes one statement
+// per further maxGetManyIDs.
+const maxGetManyIDs = 1000
+
+// GetMany implements docstore.HeadQuerier: one statement per maxGetManyIDs IDs, each selecting
+// only documents of type typ.
+func (s *Store) GetMany(ctx context.Context, partition, typ string, ids []string) (_ []*docstore.Document, err error) {
 	defer markUnavailable(&err)
-	if len(ids) == 0 {
-		return nil, nil
-	}
 	var out []*docstore.Document
-	err = s.loss.Retry(ctx, true, func() error {
+	for chunk := range slices.Chunk(ids, maxGetManyIDs) {
+		docs, err := s.queryRows(ctx, "SELECT "+docColumns+" FROM documents WHERE partition_key = $1 AND type = $2 AND id = ANY($3) AND "+liveClause,
+			[]any{partition, typ, chunk}, scanDoc)
+		if err != nil {
+			return nil, fmt.Errorf("get %d documents in %s: %w", len(ids), partition, err)
+		}
+		out = append(out, docs...)
+	}
+	slices.SortFunc(out, func(a, b *docstore.Document) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// queryRows runs one read-only statement, retried over a lost connection, and scans each row.
+func (s *Store) queryRows(ctx context.Context, sql string, args []any, scan func(pgx.Row) (*docstore.Document, error)) ([]*docstore.Document, error) {
+	var out []*docstore.Document
+	err := s.loss.Retry(ctx, true, func() error {
 		out = nil
-		rows, err := s.pool.Query(ctx,
-			"SELECT "+docColumns+" FROM documents WHERE partition_key = $1 AND id = ANY($2) AND "+liveClause+
-				" ORDER BY id", partition, ids)
+		rows, err := s.pool.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			d, err := scanDoc(rows)
+			d, err := scan(rows)
 			if err != nil {
 				return err
 			}
@@ -586,10 +602,7 @@ func (s *Store) GetMany(ctx context.Context, partition string, ids []string) (_ 
 		}
 		return rows.Err()
 	})
-	if err != nil {
-		return nil, fmt.Errorf("get %d documents in %s: %w", len(ids), partition, err)
-	}
-	return out, nil
+	return out, err
 }
 
 func (s *Store) queryPage(ctx context.Context, q docstore.Query, columns string,
@@ -628,26 +641,11 @@ func (s *Store) queryPage(ctx context.Context, q docstore.Query, columns string,
 	}
 	sql := "SELECT " + columns + " FROM documents WHERE " + strings.Join(where, " AND ") +
 		" ORDER BY partition_key, id LIMIT " + arg(limit+1)
-	var page docstore.Page
-	err := s.loss.Retry(ctx, true, func() error {
-		page = docstore.Page{}
-		rows, err := s.pool.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			d, err := scan(rows)
-			if err != nil {
-				return err
-			}
-			page.Documents = append(page.Documents, d)
-		}
-		return rows.Err()
-	})
+	docs, err := s.queryRows(ctx, sql, args, scan)
 	if err != nil {
 		return docstore.Page{}, fmt.Errorf("query documents: %w", err)
 	}
+	page := docstore.Page{Documents: docs}
 	if len(page.Documents) > limit {
 		page.Documents = page.Documents[:limit]
 		page.Continuation = encodeContinuation(page.Documents[limit-1])

@@ -88,11 +88,15 @@ func (f *Flags) Validate() error {
 	return nil
 }
 
-// Opened is an open store and a readiness check for /healthz.
+// Opened is an open store and a readiness check for /healthz. It unwraps to the store, so
+// docstore.HeadsOf finds a PostgreSQL store's HeadQuerier through it.
 type Opened struct {
 	docstore.Store
 	Ping func(context.Context) error
 }
+
+// Unwrap implements docstore.Unwrapper.
+func (o *Opened) Unwrap() docstore.Store { return o.Store }
 
 // Open validates the flags and opens the chosen store. Errors name the flag at fault.
 func (f *Flags) Open(ctx context.Context, log *slog.Logger) (*Opened, error) {

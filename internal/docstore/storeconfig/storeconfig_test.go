@@ -4,8 +4,12 @@ import (
 	"context"
 	"flag"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
 func parse(t *testing.T, args []string, env map[string]string) *Flags {
@@ -74,3 +78,21 @@ func TestOpenCosmosReportsUnreachableEndpoint(t *testing.T) {
 		t.Fatalf("open = %v, want an error naming --cosmos-endpoint", err)
 	}
 }
+
+// The store Open returns is a wrapper (it adds Ping); it must not hide what the store it wraps
+// implements beyond docstore.Store, or the frontend's list loses its heads query.
+func TestOpenedPostgresIsAHeadQuerier(t *testing.T) {
+	f := parse(t, []string{"--store=postgres", "--db-dsn=" + pgservertest.NewDatabase(t, pg.Get(t))}, nil)
+	st, err := f.Open(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if _, ok := docstore.HeadsOf(st); !ok {
+		t.Fatalf("docstore.HeadsOf(%T) finds no HeadQuerier", st)
+	}
+}
+
+var pg pgservertest.Shared
+
+func TestMain(m *testing.M) { pg.Main(m) }
