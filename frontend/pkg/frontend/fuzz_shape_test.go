@@ -169,7 +169,7 @@ func FuzzClusterBodyShape(f *testing.F) {
 		checkARMAnswer(t, "PUT", target, body, resp)
 		if resp.code == 201 {
 			checkRoundTrip(t, e, path, testVersion, body)
-			e.forget(t, path)
+			e.forget(t, path, resp)
 		}
 	})
 }

@@ -199,6 +199,19 @@ func (f *fakeClusterService) DeleteCluster(ctx context.Context, req *csv1.Delete
 	return c, nil
 }
 
+// forgetCluster drops the cluster of an ARM resource ID and every recorded request, as if
+// that cluster had never been created (a fuzz input's create, so a long run does not grow).
+func (f *fakeClusterService) forgetCluster(armID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id, c := range f.clusters {
+		if strings.EqualFold(c.ArmResourceId, armID) {
+			delete(f.clusters, id)
+		}
+	}
+	f.creates, f.deletes, f.createMD, f.lists, f.getCalls = nil, nil, nil, nil, 0
+}
+
 func (f *fakeClusterService) setCreateErr(err error) {
 	f.mu.Lock()
 	f.createErr = err
