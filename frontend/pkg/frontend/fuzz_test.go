@@ -46,24 +46,26 @@ func putClusterBody(t *testing.T, e *env, body []byte, v uint8) {
 
 // forget removes what a fuzz input's create left behind, so the next input creates again
 // instead of meeting the running operation, and a long run does not grow: the resource and its
-// operation documents (one read, one transaction) and the fake Cluster Service's cluster and
-// request records. Nothing here is a check; it costs two store round trips where a DELETE
+// operation documents (a read of each, one transaction) and the fake Cluster Service's cluster and
+// request records. Nothing here is a check; it costs three store round trips where a DELETE
 // through the handler, a purge and a read and delete cost six or more.
 func (e *env) forget(t *testing.T, path string, created response) {
 	t.Helper()
 	ctx := t.Context()
 	part := strings.ToLower(testSub)
-	ids := []string{strings.ToLower(path), opIDFrom(t, created.header.Get("Azure-AsyncOperation"))}
-	docs, err := e.store.GetMany(ctx, part, ids)
-	if err != nil {
-		t.Fatalf("read what the create wrote: %v", err)
-	}
 	var ops []docstore.TxOp
-	for _, d := range docs {
-		ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: d, IfMatch: d.ETag})
-	}
-	if len(ops) != len(ids) {
-		t.Fatalf("the create wrote %d of its resource and operation documents", len(ops))
+	for _, want := range []struct{ typ, id string }{
+		{docstore.TypeResource, strings.ToLower(path)},
+		{docstore.TypeOperation, opIDFrom(t, created.header.Get("Azure-AsyncOperation"))},
+	} {
+		docs, err := e.store.GetMany(ctx, part, want.typ, []string{want.id})
+		if err != nil {
+			t.Fatalf("read what the create wrote: %v", err)
+		}
+		if len(docs) != 1 {
+			t.Fatalf("the create wrote no %s document %s", want.typ, want.id)
+		}
+		ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: docs[0], IfMatch: docs[0].ETag})
 	}
 	if _, err := e.store.Transact(ctx, part, ops); err != nil {
 		t.Fatalf("remove the created cluster: %v", err)
