@@ -25,6 +25,10 @@ const (
 	monitorInterval   = 5 * time.Second
 	monitorLease      = 6 * time.Second
 	monitorStaleAfter = time.Minute
+	// Cluster Service republishes a settled cluster's work every minute (--feedback-heartbeat)
+	// and the Monitor calls a cluster whose last feedback is older than three of those plus
+	// slack stale (--feedback-stale-after).
+	clusterServiceFeedbackHeartbeat = time.Minute
 )
 
 // MonitorInfo is the Monitor's replicas: each serves only /metrics and /healthz.
