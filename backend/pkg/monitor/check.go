@@ -329,13 +329,17 @@ func (c *Checker) listClusters(ctx context.Context) ([]*csv1.Cluster, error) {
 }
 
 // lastFeedback is cl's last feedback for Decide: its feedback_time, or its update_time while
-// Cluster Service has recorded none; zero while it is on no shard.
+// Cluster Service has recorded none; zero while it is on no shard, and for an ERROR cluster
+// with none (Cluster Service sets ERROR itself when it cannot build a cluster's work: no work,
+// no feedback path to judge).
 func lastFeedback(cl *csv1.Cluster) time.Time {
 	switch {
 	case cl.GetShard() == "":
 		return time.Time{}
 	case cl.GetStatus().GetFeedbackTime() != nil:
 		return cl.GetStatus().GetFeedbackTime().AsTime()
+	case cl.GetStatus().GetState() == csv1.ClusterState_CLUSTER_STATE_ERROR:
+		return time.Time{}
 	case cl.GetUpdateTime() != nil:
 		return cl.GetUpdateTime().AsTime()
 	}
