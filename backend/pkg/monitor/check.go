@@ -204,7 +204,7 @@ func (c *Checker) Pass(ctx context.Context) error {
 			snap.hosted[hostedKey{shard, result}]++
 		}
 		v := Decide(Observation{Phase: phase, Conditions: cl.GetStatus().GetConditions(),
-			Since: cl.GetUpdateTime().AsTime(), FeedbackAge: age, HostedAPIServerErr: hostedErr}, now, c.cfg.Limits)
+			Since: cl.GetUpdateTime().AsTime(), FeedbackAge: age, LastFeedback: lastFeedback(cl), HostedAPIServerErr: hostedErr}, now, c.cfg.Limits)
 		rep := ClusterReport{ClusterID: cl.GetId(), Shard: shard, Verdict: v, CheckedAt: now}
 		if age > 0 {
 			rep.FeedbackAge = age.Round(time.Second).String()
@@ -326,4 +326,22 @@ func (c *Checker) listClusters(ctx context.Context) ([]*csv1.Cluster, error) {
 		}
 		req.PageToken = resp.GetNextPageToken()
 	}
+}
+
+// lastFeedback is cl's last feedback for Decide: its feedback_time, or its update_time while
+// Cluster Service has recorded none; zero while it is on no shard, and for an ERROR cluster
+// with none (Cluster Service sets ERROR itself when it cannot build a cluster's work: no work,
+// no feedback path to judge).
+func lastFeedback(cl *csv1.Cluster) time.Time {
+	switch {
+	case cl.GetShard() == "":
+		return time.Time{}
+	case cl.GetStatus().GetFeedbackTime() != nil:
+		return cl.GetStatus().GetFeedbackTime().AsTime()
+	case cl.GetStatus().GetState() == csv1.ClusterState_CLUSTER_STATE_ERROR:
+		return time.Time{}
+	case cl.GetUpdateTime() != nil:
+		return cl.GetUpdateTime().AsTime()
+	}
+	return time.Time{}
 }
