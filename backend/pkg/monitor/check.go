@@ -328,20 +328,14 @@ func (c *Checker) listClusters(ctx context.Context) ([]*csv1.Cluster, error) {
 	}
 }
 
-// lastFeedback is cl's last feedback for Decide: its feedback_time, or its update_time while
-// Cluster Service has recorded none; zero while it is on no shard, and for an ERROR cluster
-// with none (Cluster Service sets ERROR itself when it cannot build a cluster's work: no work,
-// no feedback path to judge).
+// lastFeedback is cl's last feedback for Decide: its feedback_time; zero while Cluster Service
+// has recorded none (one without the heartbeat, or before the heartbeat's first answer) and
+// while it is on no shard, so such a cluster is not judged on its own feedback. Judging it on
+// another time (its status's update_time) would call every steady cluster stale whenever the
+// heartbeat is not running.
 func lastFeedback(cl *csv1.Cluster) time.Time {
-	switch {
-	case cl.GetShard() == "":
+	if cl.GetShard() == "" || cl.GetStatus().GetFeedbackTime() == nil {
 		return time.Time{}
-	case cl.GetStatus().GetFeedbackTime() != nil:
-		return cl.GetStatus().GetFeedbackTime().AsTime()
-	case cl.GetStatus().GetState() == csv1.ClusterState_CLUSTER_STATE_ERROR:
-		return time.Time{}
-	case cl.GetUpdateTime() != nil:
-		return cl.GetUpdateTime().AsTime()
 	}
-	return time.Time{}
+	return cl.GetStatus().GetFeedbackTime().AsTime()
 }

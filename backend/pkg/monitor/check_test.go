@@ -221,13 +221,26 @@ func TestChecker(t *testing.T) {
 		if err := c.Pass(ctx); err != nil {
 			t.Fatal(err)
 		}
-		// No feedback_time recorded: the status's update_time, two hours ago, stands for it.
-		if r, _ := c.Report(ready); r.Verdict.Health != Stale || !strings.HasPrefix(r.Verdict.Reason, ReasonFeedbackStale+": last feedback 2h") {
-			t.Fatalf("ready cluster two hours on without feedback: %+v, want stale (%s)", r.Verdict, ReasonFeedbackStale)
+		// No feedback_time recorded (a Cluster Service without the heartbeat, or before its
+		// first answer): not judged on feedback, whatever the status's age.
+		if r, _ := c.Report(ready); r.Verdict.Health != Healthy {
+			t.Fatalf("ready cluster two hours on without a recorded feedback: %+v, want healthy", r.Verdict)
 		}
-		// An ERROR cluster never reported on may have no work at all: not judged on feedback.
+		// Feedback recorded two hours ago makes it stale.
+		f.feedback(ready, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, Conditions: []*csv1.Condition{{Type: "Available", Status: "True"}},
+			FeedbackTime: timestamppb.New(now.Add(-2 * time.Hour)), FeedbackGeneration: 1})
+		// A failed cluster is not judged on feedback, even an old one: Cluster Service sets
+		// ERROR itself when it cannot build a cluster's work, and then nothing answers.
+		f.feedback(failed, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage",
+			FeedbackTime: timestamppb.New(now.Add(-2 * time.Hour)), FeedbackGeneration: 1})
+		if err := c.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := c.Report(ready); r.Verdict.Health != Stale || !strings.HasPrefix(r.Verdict.Reason, ReasonFeedbackStale+": last feedback 2h") {
+			t.Fatalf("ready cluster whose last feedback was two hours ago: %+v, want stale (%s)", r.Verdict, ReasonFeedbackStale)
+		}
 		if r, _ := c.Report(failed); r.Verdict.Health != Unhealthy {
-			t.Fatalf("failed cluster without feedback: %+v, want unhealthy", r.Verdict)
+			t.Fatalf("failed cluster with old feedback: %+v, want unhealthy", r.Verdict)
 		}
 		if v := gauge(t, reg, "monitor_clusters", "shard="+f.shard, "health=stale"); v != 1 {
 			t.Errorf("monitor_clusters{health=stale} = %v, want 1", v)

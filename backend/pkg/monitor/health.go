@@ -146,8 +146,9 @@ func NodePoolPhase(s csv1.NodePoolState) Phase {
 
 // Decide is the one rule that turns an observation into a verdict. Stale feedback comes first:
 // a status nobody can refresh is not evidence of health, whether its shard's feedback path
-// failed its probe or, for a settled (ready or failed) cluster, its own feedback (Cluster
-// Service's heartbeat) has not come back for too long; a change in flight is judged by its SLO,
+// failed its probe or, for a ready cluster, its own feedback (Cluster Service's heartbeat) has
+// not come back for too long (a failed cluster may have no work to answer: Cluster Service
+// sets ERROR itself when it cannot build one); a change in flight is judged by its SLO,
 // as Cluster Service republishes its work anyway while it is not settled. Then a hosted kube-apiserver that did
 // not answer (of a ready or changing object), then failure, then the conditions of a ready
 // object, then the age of a change in flight.
@@ -156,7 +157,7 @@ func Decide(o Observation, now time.Time, l Limits) Verdict {
 	if o.FeedbackAge > l.StaleAfter {
 		return Verdict{Stale, "no feedback from its management cluster for " + o.FeedbackAge.Round(time.Second).String()}
 	}
-	if age := now.Sub(o.LastFeedback); !o.LastFeedback.IsZero() && (o.Phase == PhaseReady || o.Phase == PhaseError) && age > l.FeedbackStaleAfter {
+	if age := now.Sub(o.LastFeedback); !o.LastFeedback.IsZero() && o.Phase == PhaseReady && age > l.FeedbackStaleAfter {
 		return Verdict{Stale, ReasonFeedbackStale + ": last feedback " + age.Round(time.Second).String() + " ago"}
 	}
 	// What the customer reaches decides before what HyperShift last reported: an installed

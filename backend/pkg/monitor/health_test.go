@@ -34,7 +34,7 @@ func TestDecide(t *testing.T) {
 		{"an_error_stays_unhealthy_with_its_own_reason", Observation{Phase: PhaseError}, Unhealthy},
 		{"own_feedback_older_than_the_limit_is_stale", Observation{Phase: PhaseReady, Conditions: []*csv1.Condition{cond("Available", "True", "")}, LastFeedback: now.Add(-36 * time.Minute)}, Stale},
 		{"own_feedback_within_the_limit_is_not_stale", Observation{Phase: PhaseReady, Conditions: []*csv1.Condition{cond("Available", "True", "")}, LastFeedback: now.Add(-34 * time.Minute)}, Healthy},
-		{"own_stale_feedback_wins_over_an_error", Observation{Phase: PhaseError, LastFeedback: now.Add(-time.Hour)}, Stale},
+		{"a_failed_cluster_is_not_judged_on_its_own_feedback", Observation{Phase: PhaseError, LastFeedback: now.Add(-time.Hour)}, Unhealthy},
 		{"a_change_is_judged_by_its_slo_not_its_feedback", Observation{Phase: PhaseChanging, Since: now.Add(-61 * time.Minute), LastFeedback: now.Add(-2 * time.Hour)}, Stuck},
 		{"a_pending_cluster_has_no_feedback_to_go_stale", Observation{Phase: PhasePending, Since: now, LastFeedback: now.Add(-time.Hour)}, Progressing},
 	} {

@@ -663,13 +663,16 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	settled := st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY || st.GetState() == csv1.ClusterState_CLUSTER_STATE_ERROR
+	settled := settledState(st.GetState())
 	staleRecheck, err := c.repairLostStatus(ctx, log, "cluster", id, cl.Shard, got, settled, republished)
 	if err != nil {
 		return 0, err
 	}
 	recheck = sooner(recheck, staleRecheck)
-	beatRecheck, err := c.feedbackHeartbeat(ctx, log, id, cl.Shard, got, st, settled, republished)
+	// A partial report (an agent that has just restarted) recorded no feedback, so the stored
+	// one may be past due although the agent answers: no heartbeat on it, or every such answer
+	// would be republished at once; the agent's full report comes without one.
+	beatRecheck, err := c.feedbackHeartbeat(ctx, log, id, cl.Shard, got, st, settled && !partial, republished)
 	if err != nil {
 		return 0, err
 	}

@@ -35,10 +35,17 @@ import (
 const DefaultFeedbackHeartbeat = 10 * time.Minute
 
 // recordFeedback sets st's last feedback from got, the work as Maestro has it, at now: when
-// the agent has reported on got's current generation and st's feedback is not already for that
-// generation, the feedback is now. It reports whether it changed st.
+// st is settled (READY or ERROR), the agent has reported on got's current generation and st's
+// feedback is not already for that generation, the feedback is now. It reports whether it
+// changed st.
+//
+// Only a settled status records it. A cluster that is installing or updating has its work
+// republished by the stale-status rule (1, 2, 4, … minutes) while it is not settled; a feedback
+// time recorded from each answer would be a status write each time, moving the status's
+// update_time, which is what the Monitor measures a stuck install or update by, so a stuck
+// cluster would never be called stuck.
 func recordFeedback(st *csv1.ClusterStatus, got *workv1.ManifestWork, now time.Time) bool {
-	if got == nil || got.Generation == 0 || maestro.StatusGeneration(got) != got.Generation {
+	if !settledState(st.GetState()) || got == nil || got.Generation == 0 || maestro.StatusGeneration(got) != got.Generation {
 		return false
 	}
 	if st.GetFeedbackTime() != nil && st.GetFeedbackGeneration() == got.Generation {
@@ -46,6 +53,11 @@ func recordFeedback(st *csv1.ClusterStatus, got *workv1.ManifestWork, now time.T
 	}
 	st.FeedbackTime, st.FeedbackGeneration = timestamppb.New(now), got.Generation
 	return true
+}
+
+// settledState says whether a cluster in state is settled: READY or ERROR.
+func settledState(state csv1.ClusterState) bool {
+	return state == csv1.ClusterState_CLUSTER_STATE_READY || state == csv1.ClusterState_CLUSTER_STATE_ERROR
 }
 
 // carryFeedback keeps prev's last feedback in st, a status derived afresh (which has none).

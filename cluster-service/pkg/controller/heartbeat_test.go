@@ -53,7 +53,11 @@ func TestRecordFeedback(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC)
 	now := t0.Add(time.Minute)
 	fedAt := func(gen int64) *csv1.ClusterStatus {
-		return &csv1.ClusterStatus{FeedbackTime: timestamppb.New(t0), FeedbackGeneration: gen}
+		return &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, FeedbackTime: timestamppb.New(t0), FeedbackGeneration: gen}
+	}
+	inState := func(state csv1.ClusterState, st *csv1.ClusterStatus) *csv1.ClusterStatus {
+		st.State = state
+		return st
 	}
 	for _, tc := range []struct {
 		name     string
@@ -64,7 +68,10 @@ func TestRecordFeedback(t *testing.T) {
 		wantGen  int64
 	}{
 		{name: "first_status_of_the_current_generation_is_feedback", st: fedAt(3), work: workAt(4, 4), wantSet: true, wantTime: now, wantGen: 4},
-		{name: "first_feedback_ever", st: &csv1.ClusterStatus{}, work: workAt(1, 1), wantSet: true, wantTime: now, wantGen: 1},
+		{name: "first_feedback_ever", st: &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY}, work: workAt(1, 1), wantSet: true, wantTime: now, wantGen: 1},
+		{name: "a_failed_cluster_records_it_too", st: inState(csv1.ClusterState_CLUSTER_STATE_ERROR, fedAt(3)), work: workAt(4, 4), wantSet: true, wantTime: now, wantGen: 4},
+		{name: "an_installing_cluster_records_none", st: inState(csv1.ClusterState_CLUSTER_STATE_INSTALLING, fedAt(3)), work: workAt(4, 4), wantTime: t0, wantGen: 3},
+		{name: "an_updating_cluster_records_none", st: inState(csv1.ClusterState_CLUSTER_STATE_UPDATING, fedAt(3)), work: workAt(4, 4), wantTime: t0, wantGen: 3},
 		{name: "same_generation_again_keeps_the_first_sight", st: fedAt(4), work: workAt(4, 4), wantTime: t0, wantGen: 4},
 		{name: "status_of_an_older_generation_is_not_feedback", st: fedAt(3), work: workAt(4, 3), wantTime: t0, wantGen: 3},
 		{name: "never_reported_is_not_feedback", st: fedAt(3), work: workAt(4, 0), wantTime: t0, wantGen: 3},
