@@ -8,9 +8,8 @@ PKGS := $(foreach m,$(MODULES),github.com/openhcp/openhcp/$(m)/...)
 export OPENHCP_TOOLS_DIR ?= $(HOME)/.cache/openhcp/tools
 KUBE_VERSION := v1.32.13
 KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=32
-# go test's timeout per test binary: the end-to-end package is the longest (about 36 min on a busy
-# 2-core machine since the Monitor's feedback-stale test), so this leaves room without letting a
-# hung test run for ever.
+# go test's timeout per test binary: the end-to-end package is the longest (about 31 min on a busy
+# 2-core machine), so this leaves room without letting a hung test run for ever.
 TEST_TIMEOUT ?= 50m
 FUZZTIME ?= 10s
 COSMOS_EMULATOR := internal/docstore/cosmos/emulator
