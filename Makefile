@@ -24,7 +24,7 @@ help:
 	@echo "make chaos-outages  every dependency outage, those that can still fail on a known defect included"
 	@echo "make generate  regenerate committed generated code"
 	@echo "make render-config  render config/config.yaml into config/rendered/ (commit the result)"
-	@echo "make verify    fail when rendered config, chart values, chart fixtures or generated code are stale"
+	@echo "make verify    fail when rendered config, chart values, chart fixtures or generated code are stale, or Go code is not gofmt-formatted"
 	@echo "make fuzz      explore every fuzz target for FUZZTIME each (default $(FUZZTIME)); commit what it finds"
 	@echo "make fuzz-long every fuzz target of every module to FUZZ_EXECS executions (default 10^6; FUZZ_TIME, FUZZ_MATCH), counts per target"
 	@echo "make bench     benchmarks; results go to docs/performance.md, charts to docs/perf-data"
@@ -185,12 +185,16 @@ verify-charts:
 # the charts' golden renderings, generated code (the charts' values.schema.json included; the same
 # check runs in make test: tooling/pkg/valuesschema TestChartValuesSchemasAreCurrent).
 .PHONY: verify
-verify: verify-config verify-charts verify-generate
+verify: verify-config verify-charts verify-generate verify-fmt
 
 .PHONY: verify-generate
 verify-generate: generate
 	@git diff --exit-code -- cluster-service/api dev-infrastructure/mgmtcluster/crds ':(glob)**/values.schema.json' ':(glob)frontend/pkg/api/**/zz_generated_*.go' || (echo "generated code is stale: run make generate and commit" && exit 1)
 	@new=$$(git ls-files --others --exclude-standard -- ':(glob)**/values.schema.json' ':(glob)frontend/pkg/api/**/zz_generated_*.go'); [ -z "$$new" ] || (echo "generated but not committed: $$new" && exit 1)
+
+.PHONY: verify-fmt
+verify-fmt:
+	@bad=$$(gofmt -l .); [ -z "$$bad" ] || (echo "not gofmt-formatted (run gofmt -w on them): $$bad" && exit 1)
 
 .PHONY: bench
 bench: deps tools

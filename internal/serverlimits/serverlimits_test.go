@@ -221,7 +221,9 @@ func TestServeHTTP(t *testing.T) {
 		hs := l.Server("127.0.0.1:0", ok, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- serverlimits.ServeHTTP(ctx, log, 5*time.Second, serverlimits.Served{Limits: l, Server: hs}) }()
+		go func() {
+			done <- serverlimits.ServeHTTP(ctx, log, 5*time.Second, serverlimits.Served{Limits: l, Server: hs})
+		}()
 		cancel()
 		select {
 		case err := <-done:

@@ -165,12 +165,12 @@ func (ps paths) hasSuffix(p string) bool {
 }
 
 var (
-	goIdent     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	pathLike    = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_./-]*$`)
-	fileExt     = regexp.MustCompile(`\.(go|proto|sql|ya?ml|json|sh|md|tpl|txt|conf|toml)$`)
+	goIdent  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	pathLike = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_./-]*$`)
+	fileExt  = regexp.MustCompile(`\.(go|proto|sql|ya?ml|json|sh|md|tpl|txt|conf|toml)$`)
 	// sourceExt: a relative path with one of these is a source file; a relative .json is usually
 	// a file a program writes (a must-gather member, an image index) and is not looked for.
-	sourceExt = regexp.MustCompile(`\.(go|proto|sql|ya?ml|sh|md|tpl)$`)
+	sourceExt   = regexp.MustCompile(`\.(go|proto|sql|ya?ml|sh|md|tpl)$`)
 	placeholder = regexp.MustCompile(`[<>{}*…$]|\.\.\.`)
 )
 

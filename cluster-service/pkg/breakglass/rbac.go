@@ -14,4 +14,3 @@ const (
 	SREImpersonateAdminClusterRole    = hostedrbac.SREImpersonateAdminClusterRole
 	SREReadOnlyClusterRole            = hostedrbac.SREReadOnlyClusterRole
 )
-
