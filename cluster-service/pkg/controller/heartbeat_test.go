@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -97,5 +99,51 @@ func TestCarryFeedbackKeepsTheStoredOne(t *testing.T) {
 	carryFeedback(st, prev)
 	if st.GetFeedbackGeneration() != 5 || !st.GetFeedbackTime().AsTime().Equal(time.Unix(100, 0)) {
 		t.Errorf("carried %v gen %d; want the stored feedback", st.GetFeedbackTime(), st.GetFeedbackGeneration())
+	}
+}
+
+// TestFeedbackHeartbeatRepublishes drives the heartbeat through the controller, with a fake
+// WorkClient counting republishes (no Maestro here): a settled cluster whose agent has reported
+// on the current generation has its work sent again once its last feedback is a period old,
+// and not before; an unsettled cluster, a work behind its generation, a reconcile that
+// republished already, and a heartbeat of 0 send none.
+func TestFeedbackHeartbeatRepublishes(t *testing.T) {
+	const period = 10 * time.Minute
+	t0 := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	fedAt := func(state csv1.ClusterState) *csv1.ClusterStatus {
+		return &csv1.ClusterStatus{State: state, FeedbackTime: timestamppb.New(t0), FeedbackGeneration: 4}
+	}
+	ready, updating := csv1.ClusterState_CLUSTER_STATE_READY, csv1.ClusterState_CLUSTER_STATE_UPDATING
+	for _, tc := range []struct {
+		name        string
+		period      time.Duration
+		st          *csv1.ClusterStatus
+		work        *workv1.ManifestWork
+		republished bool // another rule republished in this reconcile
+		at          time.Duration
+		wantSent    int
+		wantRecheck time.Duration
+	}{
+		{name: "settled_after_the_period_is_sent_again", period: period, st: fedAt(ready), work: workAt(4, 4), at: period, wantSent: 1, wantRecheck: DefaultRepublishAfter},
+		{name: "settled_before_the_period_looks_again_when_due", period: period, st: fedAt(ready), work: workAt(4, 4), at: period - time.Minute, wantRecheck: time.Minute},
+		{name: "an_error_cluster_is_settled_too", period: period, st: fedAt(csv1.ClusterState_CLUSTER_STATE_ERROR), work: workAt(4, 4), at: 2 * period, wantSent: 1, wantRecheck: DefaultRepublishAfter},
+		{name: "unsettled_is_never_sent", period: period, st: fedAt(updating), work: workAt(4, 4), at: 3 * period},
+		{name: "behind_its_generation_is_left_to_the_lag_rule", period: period, st: fedAt(ready), work: workAt(5, 4), at: 3 * period},
+		{name: "one_republish_per_reconcile", period: period, st: fedAt(ready), work: workAt(4, 4), republished: true, at: 3 * period},
+		{name: "no_heartbeat_configured", period: 0, st: fedAt(ready), work: workAt(4, 4), at: 3 * period},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			works := &catchingUpWorks{now: tc.work}
+			now := t0.Add(tc.at)
+			c := New(nil, works, Config{FeedbackHeartbeat: tc.period, Now: func() time.Time { return now }}, slog.New(slog.DiscardHandler))
+			settled := settledState(tc.st.GetState())
+			recheck, err := c.feedbackHeartbeat(context.Background(), slog.New(slog.DiscardHandler), "c1", "shard-1", tc.work, tc.st, settled, tc.republished)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if works.republished != tc.wantSent || recheck != tc.wantRecheck {
+				t.Fatalf("sent %d, recheck %s; want %d, %s", works.republished, recheck, tc.wantSent, tc.wantRecheck)
+			}
+		})
 	}
 }
