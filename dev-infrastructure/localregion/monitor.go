@@ -25,6 +25,11 @@ const (
 	monitorInterval   = 5 * time.Second
 	monitorLease      = 6 * time.Second
 	monitorStaleAfter = time.Minute
+	// Cluster Service republishes a settled cluster's work every minute (--feedback-heartbeat)
+	// and the Monitor calls a cluster whose last feedback is older than three of those plus
+	// slack stale (--feedback-stale-after).
+	clusterServiceFeedbackHeartbeat = time.Minute
+	monitorFeedbackStaleAfter       = 3*clusterServiceFeedbackHeartbeat + time.Minute
 )
 
 // MonitorInfo is the Monitor's replicas: each serves only /metrics and /healthz.
@@ -52,6 +57,7 @@ func (r *Region) startMonitor(ctx context.Context, pg *pgserver.Server) error {
 		"--interval", monitorInterval.String(),
 		"--lease-duration", monitorLease.String(),
 		"--stale-after", monitorStaleAfter.String(),
+		"--feedback-stale-after", monitorFeedbackStaleAfter.String(),
 	}
 	for _, name := range r.managementClusterNames() {
 		arg, err := monitorProbeArg(dir, mgmtShard(r.Info.ManagementClusters, name), r.mgmt[name])

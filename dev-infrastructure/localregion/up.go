@@ -489,6 +489,9 @@ func (r *Region) startClusterService(ctx context.Context, ms *mgmtcluster.Maestr
 			"--maestro-key", r.pki.MustFiles(pki.ClusterService).Key,
 			"--env-name", r.cfg.EnvName,
 			"--resync-period", r.cfg.ClusterServiceResync.String(),
+			// A short heartbeat, so that a test sees a cluster's feedback go stale (the
+			// Monitor's --feedback-stale-after here) within minutes.
+			"--feedback-heartbeat", clusterServiceFeedbackHeartbeat.String(),
 			// Azure's managed-identity data plane cannot run here, so ARM bodies carry no
 			// identity client IDs; HyperShift's CRD still requires them, so every hosted
 			// cluster of the local region gets this one development placeholder.

@@ -123,6 +123,83 @@ func TestMonitorStaleFeedbackAlertFiresAndResolves(t *testing.T) {
 	t.Logf("and resolved %s after it came back", time.Since(back).Round(time.Second))
 }
 
+// TestMonitorClusterFeedbackStaleAlertFiresAndResolves: a cluster's own feedback goes stale
+// while its management cluster's kube-apiserver keeps answering. Its shard's Maestro agent
+// hangs (SIGSTOP: connected, answering nothing), so Cluster Service's feedback heartbeat (every
+// minute here) gets no answer; the shard probe stays green, and the Monitor judges the cluster
+// stale by its own last feedback (feedback-stale) and MonitorFeedbackStale fires for that
+// shard. When the agent runs again, the next heartbeat is answered, the alert resolves and the
+// cluster is healthy again.
+func TestMonitorClusterFeedbackStaleAlertFiresAndResolves(t *testing.T) {
+	const alert = "MonitorFeedbackStale"
+	_, c := promClient(t)
+	sub, rg := uuid.NewString(), "rg-monitor-feedback"
+	registerSubscription(t, sub)
+	cl, mc := createCluster(t, clusterPath(sub, rg, "heartbeat"), clusterBody(sub, rg))
+	shard := mc.ProvisionShard
+	verdict := monitorVerdict(t, cl.GetId())
+	judged := func(want string) func() error {
+		return func() error {
+			labels, _, err := promQuery(c, `monitor_cluster_info{cluster_id="`+cl.GetId()+`"}`)
+			if err != nil {
+				return err
+			}
+			if len(labels) != 1 || labels[0]["health"] != want || labels[0]["shard"] != shard {
+				return fmt.Errorf("monitor_cluster_info for %s: %v, want %s", cl.GetId(), labels, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, 2*time.Minute, "the new cluster judged healthy", judged("healthy"))
+	wantNoAlert(t, c, alert)
+
+	agent := "maestro-agent-" + mc.Name
+	pid, err := region.ComponentPID(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop %s (%d): %v", agent, pid, err)
+	}
+	resumed := false
+	resume := func() {
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Errorf("resume %s (%d): %v", agent, pid, err)
+		}
+		resumed = true
+	}
+	t.Cleanup(func() {
+		if !resumed {
+			resume()
+		}
+	})
+	stopped := time.Now()
+	// The last feedback is at most a heartbeat (1m) old; it must pass --feedback-stale-after
+	// (4m here), then the rule's for: 1m, then scrape and evaluation.
+	waitAlertFiring(t, c, 9*time.Minute, alert, shard, "agent runs")
+	t.Logf("%s fired for %s %s after its Maestro agent hung", alert, shard, time.Since(stopped).Round(time.Second))
+	eventually(t, time.Minute, "describe says the cluster's own feedback is stale", func() error {
+		v, err := verdict()
+		if err != nil {
+			return err
+		}
+		if v.Health != "stale" || !strings.HasPrefix(v.Reason, "feedback-stale") {
+			return fmt.Errorf("describe during the hang: %+v, want stale feedback-stale", v)
+		}
+		return nil
+	})
+	_, up, err := promQuery(c, `monitor_shard_feedback_age_seconds{shard="`+shard+`"} == 0`)
+	if err != nil || len(up) == 0 {
+		t.Fatalf("the shard's kube-apiserver probe should still pass while only the agent hangs: %v %v", up, err)
+	}
+
+	resume()
+	back := time.Now()
+	waitAlertResolved(t, c, 5*time.Minute, alert, shard)
+	eventually(t, 3*time.Minute, "the cluster judged healthy again", judged("healthy"))
+	t.Logf("and resolved %s after the agent ran again", time.Since(back).Round(time.Second))
+}
+
 // TestMonitorHostedAPIServerAlertFiresAndResolves: a new cluster's hosted kube-apiserver (the
 // real process hypershift-sim runs at its api.url) answers the Monitor's probe; when that
 // process hangs (SIGSTOP: it holds its port, accepts connections and answers nothing, as a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
@@ -74,7 +75,7 @@ func TestCancelStartedControlPlaneUpgrade(t *testing.T) {
 	p := proto.Clone(c.GetStatus().GetUpgrade()).(*csv1.UpgradePolicy)
 	from := p.GetState()
 	p.State, p.Message = csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED, "started"
-	if _, err := e.csdb.AdvanceUpgrade(ctx, clusterID, c.GetRevision(), from, p, nil); err != nil {
+	if _, err := e.csdb.AdvanceUpgrade(ctx, clusterID, csstore.Precondition{Revision: c.GetRevision()}, from, p, nil); err != nil {
 		t.Fatal(err)
 	}
 	code, ae, body := e.call(t, "alice", "POST", "/admin/v1/cancel-upgrade/"+clusterID, `{"reason":"CHG-1 postponed"}`)

@@ -76,6 +76,8 @@ func parseFlags(args []string, getenv func(string) string) (flags, error) {
 	dur(&f.share.LeaseDuration, "lease-duration", "MONITOR_LEASE_DURATION", 15*time.Second, "a dead replica's buckets move after this long")
 	dur(&f.interval, "interval", "MONITOR_INTERVAL", 30*time.Second, "how often every owned cluster, node pool and shard is checked")
 	dur(&f.limits.StaleAfter, "stale-after", "MONITOR_STALE_AFTER", 3*time.Minute, "a shard whose feedback path has not worked for this long makes its clusters stale")
+	dur(&f.limits.FeedbackStaleAfter, "feedback-stale-after", "MONITOR_FEEDBACK_STALE_AFTER", monitor.DefaultFeedbackStaleAfter,
+		"a cluster whose last feedback (Cluster Service's feedback_time, moved by its --feedback-heartbeat) is older than this is stale")
 	dur(&f.limits.PendingSLO, "pending-slo", "MONITOR_PENDING_SLO", 10*time.Minute, "a pending cluster or node pool is stuck after this long")
 	dur(&f.limits.ChangeSLO, "change-slo", "MONITOR_CHANGE_SLO", time.Hour, "an install, update or uninstall without an observed status change for this long is stuck")
 	fs.Bool(&f.probeHosted, "probe-hosted-apiservers", "MONITOR_PROBE_HOSTED_APISERVERS", true, "probe each ready cluster's hosted kube-apiserver (status.api_url /readyz, no credential) every pass; a failure makes it unhealthy")
@@ -95,8 +97,8 @@ func parseFlags(args []string, getenv func(string) string) (flags, error) {
 		return flags{}, fmt.Errorf("invalid value %s for --lease-duration: must be at least 2s", f.share.LeaseDuration)
 	case f.interval < time.Second:
 		return flags{}, fmt.Errorf("invalid value %s for --interval: must be at least 1s", f.interval)
-	case f.limits.StaleAfter <= 0 || f.limits.PendingSLO <= 0 || f.limits.ChangeSLO <= 0:
-		return flags{}, errors.New("--stale-after, --pending-slo and --change-slo must be positive")
+	case f.limits.StaleAfter <= 0 || f.limits.FeedbackStaleAfter <= 0 || f.limits.PendingSLO <= 0 || f.limits.ChangeSLO <= 0:
+		return flags{}, errors.New("--stale-after, --feedback-stale-after, --pending-slo and --change-slo must be positive")
 	}
 	return f, nil
 }

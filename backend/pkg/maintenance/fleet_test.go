@@ -210,7 +210,7 @@ func (h *fakeHostedClusters) advance(ctx context.Context, id string, check func(
 		if step.Policy.NextRun == nil {
 			step.Policy.NextRun = timestamppb.Now()
 		}
-		if _, err := h.f.db.AdvanceUpgrade(ctx, id, c.Revision, p.GetState(), step.Policy, step.Spec); err != nil {
+		if _, err := h.f.db.AdvanceUpgrade(ctx, id, csstore.Precondition{Revision: c.Revision}, p.GetState(), step.Policy, step.Spec); err != nil {
 			if errors.Is(err, csstore.ErrConflict) {
 				return nil
 			}

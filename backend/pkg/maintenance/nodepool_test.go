@@ -131,7 +131,7 @@ func (f *fleet) advanceUpgrade(cluster string, want csv1.UpgradePolicyState) {
 		if step.Policy.NextRun == nil {
 			step.Policy.NextRun = timestamppb.Now()
 		}
-		if _, err := f.db.AdvanceUpgrade(ctx, cluster, c.Revision, p.GetState(), step.Policy, step.Spec); err != nil {
+		if _, err := f.db.AdvanceUpgrade(ctx, cluster, csstore.Precondition{Revision: c.Revision}, p.GetState(), step.Policy, step.Spec); err != nil {
 			f.t.Fatal(err)
 		}
 	}

@@ -204,7 +204,7 @@ func (c *Checker) Pass(ctx context.Context) error {
 			snap.hosted[hostedKey{shard, result}]++
 		}
 		v := Decide(Observation{Phase: phase, Conditions: cl.GetStatus().GetConditions(),
-			Since: cl.GetUpdateTime().AsTime(), FeedbackAge: age, HostedAPIServerErr: hostedErr}, now, c.cfg.Limits)
+			Since: cl.GetUpdateTime().AsTime(), FeedbackAge: age, LastFeedback: lastFeedback(cl), HostedAPIServerErr: hostedErr}, now, c.cfg.Limits)
 		rep := ClusterReport{ClusterID: cl.GetId(), Shard: shard, Verdict: v, CheckedAt: now}
 		if age > 0 {
 			rep.FeedbackAge = age.Round(time.Second).String()
@@ -326,4 +326,16 @@ func (c *Checker) listClusters(ctx context.Context) ([]*csv1.Cluster, error) {
 		}
 		req.PageToken = resp.GetNextPageToken()
 	}
+}
+
+// lastFeedback is cl's last feedback for Decide: its feedback_time; zero while Cluster Service
+// has recorded none (one without the heartbeat, or before the heartbeat's first answer) and
+// while it is on no shard, so such a cluster is not judged on its own feedback. Judging it on
+// another time (its status's update_time) would call every steady cluster stale whenever the
+// heartbeat is not running.
+func lastFeedback(cl *csv1.Cluster) time.Time {
+	if cl.GetShard() == "" || cl.GetStatus().GetFeedbackTime() == nil {
+		return time.Time{}
+	}
+	return cl.GetStatus().GetFeedbackTime().AsTime()
 }

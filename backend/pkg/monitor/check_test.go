@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/server/servertest"
@@ -208,11 +209,53 @@ func TestChecker(t *testing.T) {
 		if r, _ := c.Report(installing); r.Verdict.Health != Stuck {
 			t.Fatalf("installing cluster two hours on: %+v, want stuck", r.Verdict)
 		}
-		if r, _ := c.Report(ready); r.Verdict.Health != Healthy {
-			t.Fatalf("ready cluster two hours on: %+v, want healthy", r.Verdict)
-		}
 		if v := gauge(t, reg, "monitor_clusters", "shard="+f.shard, "health=stuck"); v != 1 {
 			t.Errorf("monitor_clusters{health=stuck} = %v, want 1", v)
+		}
+	})
+
+	t.Run("a_settled_cluster_whose_own_feedback_is_too_old_is_stale", func(t *testing.T) {
+		c, reg := newChecker(ownAll{})
+		now = time.Now().Add(2 * time.Hour)
+		t.Cleanup(func() { now = time.Now() })
+		if err := c.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// No feedback_time recorded (a Cluster Service without the heartbeat, or before its
+		// first answer): not judged on feedback, whatever the status's age.
+		if r, _ := c.Report(ready); r.Verdict.Health != Healthy {
+			t.Fatalf("ready cluster two hours on without a recorded feedback: %+v, want healthy", r.Verdict)
+		}
+		// Feedback recorded two hours ago makes it stale.
+		f.feedback(ready, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, Conditions: []*csv1.Condition{{Type: "Available", Status: "True"}},
+			FeedbackTime: timestamppb.New(now.Add(-2 * time.Hour)), FeedbackGeneration: 1})
+		// A failed cluster is not judged on feedback, even an old one: Cluster Service sets
+		// ERROR itself when it cannot build a cluster's work, and then nothing answers.
+		f.feedback(failed, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_ERROR, ErrorCode: "InvalidReleaseImage",
+			FeedbackTime: timestamppb.New(now.Add(-2 * time.Hour)), FeedbackGeneration: 1})
+		if err := c.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := c.Report(ready); r.Verdict.Health != Stale || !strings.HasPrefix(r.Verdict.Reason, ReasonFeedbackStale+": last feedback 2h") {
+			t.Fatalf("ready cluster whose last feedback was two hours ago: %+v, want stale (%s)", r.Verdict, ReasonFeedbackStale)
+		}
+		if r, _ := c.Report(failed); r.Verdict.Health != Unhealthy {
+			t.Fatalf("failed cluster with old feedback: %+v, want unhealthy", r.Verdict)
+		}
+		if v := gauge(t, reg, "monitor_clusters", "shard="+f.shard, "health=stale"); v != 1 {
+			t.Errorf("monitor_clusters{health=stale} = %v, want 1", v)
+		}
+		// A heartbeat's answer a minute ago, as Cluster Service stores it, makes it fresh again.
+		f.feedback(ready, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, Conditions: []*csv1.Condition{{Type: "Available", Status: "True"}},
+			FeedbackTime: timestamppb.New(now.Add(-time.Minute)), FeedbackGeneration: 2})
+		if err := c.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := c.Report(ready); r.Verdict.Health != Healthy {
+			t.Fatalf("ready cluster with feedback a minute ago: %+v, want healthy", r.Verdict)
+		}
+		if v := gauge(t, reg, "monitor_clusters", "shard="+f.shard, "health=stale"); v > 0 {
+			t.Errorf("monitor_clusters{health=stale} = %v, want none", v)
 		}
 	})
 

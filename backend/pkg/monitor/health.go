@@ -34,8 +34,12 @@ var AllHealth = []Health{Healthy, Progressing, Stuck, Degraded, Unhealthy, Stale
 
 // Limits are the thresholds of the verdicts. Zero values take the defaults.
 type Limits struct {
-	// StaleAfter: feedback older than this makes a verdict Stale (default 3m).
+	// StaleAfter: a shard whose feedback path has failed for longer than this makes the verdict
+	// of its clusters and node pools Stale (default 3m).
 	StaleAfter time.Duration
+	// FeedbackStaleAfter: a cluster whose own last feedback (ClusterStatus.feedback_time) is
+	// older than this is Stale (default DefaultFeedbackStaleAfter).
+	FeedbackStaleAfter time.Duration
 	// PendingSLO: how long a cluster or node pool may wait to be placed and sent (default 10m).
 	PendingSLO time.Duration
 	// ChangeSLO: how long an install, update or uninstall may go without an observed status
@@ -48,6 +52,9 @@ func (l Limits) WithDefaults() Limits {
 	if l.StaleAfter <= 0 {
 		l.StaleAfter = 3 * time.Minute
 	}
+	if l.FeedbackStaleAfter <= 0 {
+		l.FeedbackStaleAfter = DefaultFeedbackStaleAfter
+	}
 	if l.PendingSLO <= 0 {
 		l.PendingSLO = 10 * time.Minute
 	}
@@ -56,6 +63,15 @@ func (l Limits) WithDefaults() Limits {
 	}
 	return l
 }
+
+// DefaultFeedbackStaleAfter is Limits.FeedbackStaleAfter's default: three of Cluster Service's
+// default feedback heartbeats (10m) and 5m of slack, so that one lost heartbeat and the lag
+// rule's first republishes do not make a cluster stale.
+const DefaultFeedbackStaleAfter = 35 * time.Minute
+
+// ReasonFeedbackStale starts the reason of a cluster judged stale because its own last feedback
+// is too old.
+const ReasonFeedbackStale = "feedback-stale"
 
 // Verdict is a health decision and the reason for it, shown to SREs.
 type Verdict struct {
@@ -74,6 +90,9 @@ type Observation struct {
 	// FeedbackAge is how long the feedback path of its shard has not been seen working; 0 when
 	// it works now (or the object is on no shard yet).
 	FeedbackAge time.Duration
+	// LastFeedback is the cluster's last feedback as Cluster Service stored it (feedback_time,
+	// or update_time while it has none); zero for a node pool, or a cluster on no shard yet.
+	LastFeedback time.Time
 	// HostedAPIServerErr is why the cluster's hosted kube-apiserver (status.api_url) did not
 	// answer this pass's probe; empty when it answered or was not probed (the Checker probes
 	// only where one should answer: hostedAPIServerExpected).
@@ -126,13 +145,20 @@ func NodePoolPhase(s csv1.NodePoolState) Phase {
 }
 
 // Decide is the one rule that turns an observation into a verdict. Stale feedback comes first:
-// a status nobody can refresh is not evidence of health. Then a hosted kube-apiserver that did
+// a status nobody can refresh is not evidence of health, whether its shard's feedback path
+// failed its probe or, for a ready cluster, its own feedback (Cluster Service's heartbeat) has
+// not come back for too long (a failed cluster may have no work to answer: Cluster Service
+// sets ERROR itself when it cannot build one); a change in flight is judged by its SLO,
+// as Cluster Service republishes its work anyway while it is not settled. Then a hosted kube-apiserver that did
 // not answer (of a ready or changing object), then failure, then the conditions of a ready
 // object, then the age of a change in flight.
 func Decide(o Observation, now time.Time, l Limits) Verdict {
 	l = l.WithDefaults()
 	if o.FeedbackAge > l.StaleAfter {
 		return Verdict{Stale, "no feedback from its management cluster for " + o.FeedbackAge.Round(time.Second).String()}
+	}
+	if age := now.Sub(o.LastFeedback); !o.LastFeedback.IsZero() && o.Phase == PhaseReady && age > l.FeedbackStaleAfter {
+		return Verdict{Stale, ReasonFeedbackStale + ": last feedback " + age.Round(time.Second).String() + " ago"}
 	}
 	// What the customer reaches decides before what HyperShift last reported: an installed
 	// cluster that lost its API server is unhealthy, not an install in progress.

@@ -32,6 +32,11 @@ func TestDecide(t *testing.T) {
 		{"stale_feedback_wins_over_an_unreachable_hosted_apiserver", Observation{Phase: PhaseReady, FeedbackAge: 4 * time.Minute, HostedAPIServerErr: "connection refused"}, Stale},
 		{"a_change_whose_hosted_apiserver_unreachable_is_unhealthy", Observation{Phase: PhaseChanging, Since: now, HostedAPIServerErr: "connection refused"}, Unhealthy},
 		{"an_error_stays_unhealthy_with_its_own_reason", Observation{Phase: PhaseError}, Unhealthy},
+		{"own_feedback_older_than_the_limit_is_stale", Observation{Phase: PhaseReady, Conditions: []*csv1.Condition{cond("Available", "True", "")}, LastFeedback: now.Add(-36 * time.Minute)}, Stale},
+		{"own_feedback_within_the_limit_is_not_stale", Observation{Phase: PhaseReady, Conditions: []*csv1.Condition{cond("Available", "True", "")}, LastFeedback: now.Add(-34 * time.Minute)}, Healthy},
+		{"a_failed_cluster_is_not_judged_on_its_own_feedback", Observation{Phase: PhaseError, LastFeedback: now.Add(-time.Hour)}, Unhealthy},
+		{"a_change_is_judged_by_its_slo_not_its_feedback", Observation{Phase: PhaseChanging, Since: now.Add(-61 * time.Minute), LastFeedback: now.Add(-2 * time.Hour)}, Stuck},
+		{"a_pending_cluster_has_no_feedback_to_go_stale", Observation{Phase: PhasePending, Since: now, LastFeedback: now.Add(-time.Hour)}, Progressing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := Decide(tc.o, now, Limits{})
@@ -60,5 +65,18 @@ func TestBucketOfIsStableAndInRange(t *testing.T) {
 	}
 	if len(seen) != 8 {
 		t.Fatalf("200 names fell into %d of 8 buckets", len(seen))
+	}
+}
+
+func TestDecideFeedbackStaleReason(t *testing.T) {
+	now := time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC)
+	v := Decide(Observation{Phase: PhaseReady, LastFeedback: now.Add(-4 * time.Minute)}, now, Limits{FeedbackStaleAfter: 3 * time.Minute})
+	if want := "feedback-stale: last feedback 4m0s ago"; v.Health != Stale || v.Reason != want {
+		t.Errorf("Decide = %s %q, want stale %q", v.Health, v.Reason, want)
+	}
+	// The shard's failed probe is the older, wider finding and keeps its own reason.
+	v = Decide(Observation{Phase: PhaseReady, FeedbackAge: 5 * time.Minute, LastFeedback: now.Add(-time.Hour)}, now, Limits{})
+	if v.Health != Stale || v.Reason != "no feedback from its management cluster for 5m0s" {
+		t.Errorf("Decide = %s %q, want the shard's stale reason", v.Health, v.Reason)
 	}
 }

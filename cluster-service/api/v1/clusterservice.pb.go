@@ -1177,8 +1177,16 @@ type ClusterStatus struct {
 	// observed_revision >= the spec_revision the change's call returned. 0: no status derived
 	// since the cluster was stored (or before Cluster Service stamped it).
 	ObservedRevision int64 `protobuf:"varint,10,opt,name=observed_revision,json=observedRevision,proto3" json:"observed_revision,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// feedback_time is the cluster's last feedback: when Cluster Service first saw a status the
+	// Maestro agent wrote for feedback_generation, its work's generation then. A settled cluster's
+	// work is republished every --feedback-heartbeat (a new generation) so that it moves even while
+	// nothing changes; unset until the agent has reported on any generation. The Monitor judges a
+	// cluster whose feedback_time is too old stale (docs/monitor.md).
+	FeedbackTime *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=feedback_time,json=feedbackTime,proto3" json:"feedback_time,omitempty"`
+	// feedback_generation is the work generation feedback_time is for.
+	FeedbackGeneration int64 `protobuf:"varint,12,opt,name=feedback_generation,json=feedbackGeneration,proto3" json:"feedback_generation,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ClusterStatus) Reset() {
@@ -1277,6 +1285,20 @@ func (x *ClusterStatus) GetUpgrade() *UpgradePolicy {
 func (x *ClusterStatus) GetObservedRevision() int64 {
 	if x != nil {
 		return x.ObservedRevision
+	}
+	return 0
+}
+
+func (x *ClusterStatus) GetFeedbackTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FeedbackTime
+	}
+	return nil
+}
+
+func (x *ClusterStatus) GetFeedbackGeneration() int64 {
+	if x != nil {
+		return x.FeedbackGeneration
 	}
 	return 0
 }
@@ -4182,7 +4204,7 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\x04disk\x18\x04 \x01(\tB\x13\xca\xf3\x18\x0fdisk-csi-driverR\x04disk\x12G\n" +
 	"\x14node_pool_management\x18\x05 \x01(\tB\x15\xca\xf3\x18\x11cluster-api-azureR\x12nodePoolManagement\x12C\n" +
 	"\x0ecloud_provider\x18\x06 \x01(\tB\x1c\xca\xf3\x18\x18cloud-controller-managerR\rcloudProvider\x122\n" +
-	"\anetwork\x18\a \x01(\tB\x18\xca\xf3\x18\x14cloud-network-configR\anetwork\"\xbb\x03\n" +
+	"\anetwork\x18\a \x01(\tB\x18\xca\xf3\x18\x14cloud-network-configR\anetwork\"\xad\x04\n" +
 	"\rClusterStatus\x12=\n" +
 	"\x05state\x18\x01 \x01(\x0e2'.openhcp.clusterservice.v1.ClusterStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
@@ -4198,7 +4220,9 @@ const file_v1_clusterservice_proto_rawDesc = "" +
 	"\aapplied\x18\b \x01(\bR\aapplied\x12B\n" +
 	"\aupgrade\x18\t \x01(\v2(.openhcp.clusterservice.v1.UpgradePolicyR\aupgrade\x12+\n" +
 	"\x11observed_revision\x18\n" +
-	" \x01(\x03R\x10observedRevision\"\xb7\x01\n" +
+	" \x01(\x03R\x10observedRevision\x12?\n" +
+	"\rfeedback_time\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\ffeedbackTime\x12/\n" +
+	"\x13feedback_generation\x18\f \x01(\x03R\x12feedbackGeneration\"\xb7\x01\n" +
 	"\tCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
@@ -4583,100 +4607,101 @@ var file_v1_clusterservice_proto_depIdxs = []int32{
 	0,  // 9: openhcp.clusterservice.v1.ClusterStatus.state:type_name -> openhcp.clusterservice.v1.ClusterState
 	14, // 10: openhcp.clusterservice.v1.ClusterStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
 	53, // 11: openhcp.clusterservice.v1.ClusterStatus.upgrade:type_name -> openhcp.clusterservice.v1.UpgradePolicy
-	62, // 12: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	6,  // 13: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	6,  // 14: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
-	1,  // 15: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	6,  // 16: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
-	2,  // 17: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	59, // 18: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
-	22, // 19: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	22, // 20: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
-	2,  // 21: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	2,  // 22: openhcp.clusterservice.v1.SetShardStatusRequest.if_status:type_name -> openhcp.clusterservice.v1.ShardStatus
-	28, // 23: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
-	32, // 24: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
-	62, // 25: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
-	62, // 26: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
-	29, // 27: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
-	60, // 28: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
-	30, // 29: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
-	31, // 30: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
-	3,  // 31: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
-	14, // 32: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
-	27, // 33: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	27, // 34: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
-	38, // 35: openhcp.clusterservice.v1.UpdateNodePoolRequest.update:type_name -> openhcp.clusterservice.v1.NodePoolUpdate
-	29, // 36: openhcp.clusterservice.v1.NodePoolUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
-	39, // 37: openhcp.clusterservice.v1.NodePoolUpdate.labels:type_name -> openhcp.clusterservice.v1.StringMap
-	40, // 38: openhcp.clusterservice.v1.NodePoolUpdate.taints:type_name -> openhcp.clusterservice.v1.Taints
-	41, // 39: openhcp.clusterservice.v1.NodePoolUpdate.node_drain_timeout_minutes:type_name -> openhcp.clusterservice.v1.OptionalInt32
-	61, // 40: openhcp.clusterservice.v1.StringMap.values:type_name -> openhcp.clusterservice.v1.StringMap.ValuesEntry
-	30, // 41: openhcp.clusterservice.v1.Taints.values:type_name -> openhcp.clusterservice.v1.Taint
-	1,  // 42: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
-	27, // 43: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
-	62, // 44: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
-	45, // 45: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
-	50, // 46: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
-	8,  // 47: openhcp.clusterservice.v1.ClusterUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
-	51, // 48: openhcp.clusterservice.v1.ClusterUpdate.api_authorized_cidrs:type_name -> openhcp.clusterservice.v1.StringList
-	52, // 49: openhcp.clusterservice.v1.ClusterUpdate.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirrors
-	12, // 50: openhcp.clusterservice.v1.ClusterUpdate.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
-	9,  // 51: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
-	4,  // 52: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
-	62, // 53: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
-	5,  // 54: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
-	62, // 55: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
-	62, // 56: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
-	62, // 57: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
-	53, // 58: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
-	15, // 59: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
-	16, // 60: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
-	17, // 61: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
-	19, // 62: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
-	49, // 63: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
-	20, // 64: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
-	33, // 65: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
-	34, // 66: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
-	35, // 67: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
-	37, // 68: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
-	42, // 69: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
-	43, // 70: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
-	46, // 71: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
-	48, // 72: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
-	54, // 73: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
-	55, // 74: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
-	57, // 75: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
-	56, // 76: openhcp.clusterservice.v1.UpgradePolicies.CancelUpgradePolicy:input_type -> openhcp.clusterservice.v1.CancelUpgradePolicyRequest
-	23, // 77: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
-	24, // 78: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
-	26, // 79: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
-	6,  // 80: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 81: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	18, // 82: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
-	6,  // 83: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	6,  // 84: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
-	21, // 85: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
-	27, // 86: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	27, // 87: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	36, // 88: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
-	27, // 89: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	27, // 90: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
-	44, // 91: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
-	47, // 92: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
-	45, // 93: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
-	53, // 94: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	53, // 95: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	58, // 96: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
-	53, // 97: openhcp.clusterservice.v1.UpgradePolicies.CancelUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
-	22, // 98: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	25, // 99: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
-	22, // 100: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
-	80, // [80:101] is the sub-list for method output_type
-	59, // [59:80] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	62, // 12: openhcp.clusterservice.v1.ClusterStatus.feedback_time:type_name -> google.protobuf.Timestamp
+	62, // 13: openhcp.clusterservice.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	6,  // 14: openhcp.clusterservice.v1.CreateClusterRequest.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	6,  // 15: openhcp.clusterservice.v1.ListClustersResponse.clusters:type_name -> openhcp.clusterservice.v1.Cluster
+	1,  // 16: openhcp.clusterservice.v1.ClusterEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	6,  // 17: openhcp.clusterservice.v1.ClusterEvent.cluster:type_name -> openhcp.clusterservice.v1.Cluster
+	2,  // 18: openhcp.clusterservice.v1.ProvisionShard.status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	59, // 19: openhcp.clusterservice.v1.ProvisionShard.labels:type_name -> openhcp.clusterservice.v1.ProvisionShard.LabelsEntry
+	22, // 20: openhcp.clusterservice.v1.RegisterShardRequest.shard:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	22, // 21: openhcp.clusterservice.v1.ListShardsResponse.shards:type_name -> openhcp.clusterservice.v1.ProvisionShard
+	2,  // 22: openhcp.clusterservice.v1.SetShardStatusRequest.status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	2,  // 23: openhcp.clusterservice.v1.SetShardStatusRequest.if_status:type_name -> openhcp.clusterservice.v1.ShardStatus
+	28, // 24: openhcp.clusterservice.v1.NodePool.spec:type_name -> openhcp.clusterservice.v1.NodePoolSpec
+	32, // 25: openhcp.clusterservice.v1.NodePool.status:type_name -> openhcp.clusterservice.v1.NodePoolStatus
+	62, // 26: openhcp.clusterservice.v1.NodePool.create_time:type_name -> google.protobuf.Timestamp
+	62, // 27: openhcp.clusterservice.v1.NodePool.update_time:type_name -> google.protobuf.Timestamp
+	29, // 28: openhcp.clusterservice.v1.NodePoolSpec.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
+	60, // 29: openhcp.clusterservice.v1.NodePoolSpec.labels:type_name -> openhcp.clusterservice.v1.NodePoolSpec.LabelsEntry
+	30, // 30: openhcp.clusterservice.v1.NodePoolSpec.taints:type_name -> openhcp.clusterservice.v1.Taint
+	31, // 31: openhcp.clusterservice.v1.NodePoolSpec.platform:type_name -> openhcp.clusterservice.v1.NodePoolPlatform
+	3,  // 32: openhcp.clusterservice.v1.NodePoolStatus.state:type_name -> openhcp.clusterservice.v1.NodePoolState
+	14, // 33: openhcp.clusterservice.v1.NodePoolStatus.conditions:type_name -> openhcp.clusterservice.v1.Condition
+	27, // 34: openhcp.clusterservice.v1.CreateNodePoolRequest.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	27, // 35: openhcp.clusterservice.v1.ListNodePoolsResponse.node_pools:type_name -> openhcp.clusterservice.v1.NodePool
+	38, // 36: openhcp.clusterservice.v1.UpdateNodePoolRequest.update:type_name -> openhcp.clusterservice.v1.NodePoolUpdate
+	29, // 37: openhcp.clusterservice.v1.NodePoolUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.NodePoolAutoscaling
+	39, // 38: openhcp.clusterservice.v1.NodePoolUpdate.labels:type_name -> openhcp.clusterservice.v1.StringMap
+	40, // 39: openhcp.clusterservice.v1.NodePoolUpdate.taints:type_name -> openhcp.clusterservice.v1.Taints
+	41, // 40: openhcp.clusterservice.v1.NodePoolUpdate.node_drain_timeout_minutes:type_name -> openhcp.clusterservice.v1.OptionalInt32
+	61, // 41: openhcp.clusterservice.v1.StringMap.values:type_name -> openhcp.clusterservice.v1.StringMap.ValuesEntry
+	30, // 42: openhcp.clusterservice.v1.Taints.values:type_name -> openhcp.clusterservice.v1.Taint
+	1,  // 43: openhcp.clusterservice.v1.NodePoolEvent.type:type_name -> openhcp.clusterservice.v1.EventType
+	27, // 44: openhcp.clusterservice.v1.NodePoolEvent.node_pool:type_name -> openhcp.clusterservice.v1.NodePool
+	62, // 45: openhcp.clusterservice.v1.Version.end_of_life:type_name -> google.protobuf.Timestamp
+	45, // 46: openhcp.clusterservice.v1.ListVersionsResponse.versions:type_name -> openhcp.clusterservice.v1.Version
+	50, // 47: openhcp.clusterservice.v1.UpdateClusterRequest.update:type_name -> openhcp.clusterservice.v1.ClusterUpdate
+	8,  // 48: openhcp.clusterservice.v1.ClusterUpdate.autoscaling:type_name -> openhcp.clusterservice.v1.ClusterAutoscaling
+	51, // 49: openhcp.clusterservice.v1.ClusterUpdate.api_authorized_cidrs:type_name -> openhcp.clusterservice.v1.StringList
+	52, // 50: openhcp.clusterservice.v1.ClusterUpdate.image_digest_mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirrors
+	12, // 51: openhcp.clusterservice.v1.ClusterUpdate.workload_identities:type_name -> openhcp.clusterservice.v1.AzureWorkloadIdentities
+	9,  // 52: openhcp.clusterservice.v1.ImageDigestMirrors.mirrors:type_name -> openhcp.clusterservice.v1.ImageDigestMirror
+	4,  // 53: openhcp.clusterservice.v1.UpgradePolicy.type:type_name -> openhcp.clusterservice.v1.UpgradeType
+	62, // 54: openhcp.clusterservice.v1.UpgradePolicy.next_run:type_name -> google.protobuf.Timestamp
+	5,  // 55: openhcp.clusterservice.v1.UpgradePolicy.state:type_name -> openhcp.clusterservice.v1.UpgradePolicyState
+	62, // 56: openhcp.clusterservice.v1.UpgradePolicy.create_time:type_name -> google.protobuf.Timestamp
+	62, // 57: openhcp.clusterservice.v1.UpgradePolicy.update_time:type_name -> google.protobuf.Timestamp
+	62, // 58: openhcp.clusterservice.v1.CreateUpgradePolicyRequest.next_run:type_name -> google.protobuf.Timestamp
+	53, // 59: openhcp.clusterservice.v1.ListUpgradePoliciesResponse.upgrade_policies:type_name -> openhcp.clusterservice.v1.UpgradePolicy
+	15, // 60: openhcp.clusterservice.v1.Clusters.CreateCluster:input_type -> openhcp.clusterservice.v1.CreateClusterRequest
+	16, // 61: openhcp.clusterservice.v1.Clusters.GetCluster:input_type -> openhcp.clusterservice.v1.GetClusterRequest
+	17, // 62: openhcp.clusterservice.v1.Clusters.ListClusters:input_type -> openhcp.clusterservice.v1.ListClustersRequest
+	19, // 63: openhcp.clusterservice.v1.Clusters.DeleteCluster:input_type -> openhcp.clusterservice.v1.DeleteClusterRequest
+	49, // 64: openhcp.clusterservice.v1.Clusters.UpdateCluster:input_type -> openhcp.clusterservice.v1.UpdateClusterRequest
+	20, // 65: openhcp.clusterservice.v1.Clusters.WatchClusters:input_type -> openhcp.clusterservice.v1.WatchClustersRequest
+	33, // 66: openhcp.clusterservice.v1.NodePools.CreateNodePool:input_type -> openhcp.clusterservice.v1.CreateNodePoolRequest
+	34, // 67: openhcp.clusterservice.v1.NodePools.GetNodePool:input_type -> openhcp.clusterservice.v1.GetNodePoolRequest
+	35, // 68: openhcp.clusterservice.v1.NodePools.ListNodePools:input_type -> openhcp.clusterservice.v1.ListNodePoolsRequest
+	37, // 69: openhcp.clusterservice.v1.NodePools.UpdateNodePool:input_type -> openhcp.clusterservice.v1.UpdateNodePoolRequest
+	42, // 70: openhcp.clusterservice.v1.NodePools.DeleteNodePool:input_type -> openhcp.clusterservice.v1.DeleteNodePoolRequest
+	43, // 71: openhcp.clusterservice.v1.NodePools.WatchNodePools:input_type -> openhcp.clusterservice.v1.WatchNodePoolsRequest
+	46, // 72: openhcp.clusterservice.v1.Versions.ListVersions:input_type -> openhcp.clusterservice.v1.ListVersionsRequest
+	48, // 73: openhcp.clusterservice.v1.Versions.GetVersion:input_type -> openhcp.clusterservice.v1.GetVersionRequest
+	54, // 74: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:input_type -> openhcp.clusterservice.v1.CreateUpgradePolicyRequest
+	55, // 75: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:input_type -> openhcp.clusterservice.v1.GetUpgradePolicyRequest
+	57, // 76: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:input_type -> openhcp.clusterservice.v1.ListUpgradePoliciesRequest
+	56, // 77: openhcp.clusterservice.v1.UpgradePolicies.CancelUpgradePolicy:input_type -> openhcp.clusterservice.v1.CancelUpgradePolicyRequest
+	23, // 78: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:input_type -> openhcp.clusterservice.v1.RegisterShardRequest
+	24, // 79: openhcp.clusterservice.v1.ProvisionShards.ListShards:input_type -> openhcp.clusterservice.v1.ListShardsRequest
+	26, // 80: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:input_type -> openhcp.clusterservice.v1.SetShardStatusRequest
+	6,  // 81: openhcp.clusterservice.v1.Clusters.CreateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 82: openhcp.clusterservice.v1.Clusters.GetCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	18, // 83: openhcp.clusterservice.v1.Clusters.ListClusters:output_type -> openhcp.clusterservice.v1.ListClustersResponse
+	6,  // 84: openhcp.clusterservice.v1.Clusters.DeleteCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	6,  // 85: openhcp.clusterservice.v1.Clusters.UpdateCluster:output_type -> openhcp.clusterservice.v1.Cluster
+	21, // 86: openhcp.clusterservice.v1.Clusters.WatchClusters:output_type -> openhcp.clusterservice.v1.ClusterEvent
+	27, // 87: openhcp.clusterservice.v1.NodePools.CreateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 88: openhcp.clusterservice.v1.NodePools.GetNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	36, // 89: openhcp.clusterservice.v1.NodePools.ListNodePools:output_type -> openhcp.clusterservice.v1.ListNodePoolsResponse
+	27, // 90: openhcp.clusterservice.v1.NodePools.UpdateNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	27, // 91: openhcp.clusterservice.v1.NodePools.DeleteNodePool:output_type -> openhcp.clusterservice.v1.NodePool
+	44, // 92: openhcp.clusterservice.v1.NodePools.WatchNodePools:output_type -> openhcp.clusterservice.v1.NodePoolEvent
+	47, // 93: openhcp.clusterservice.v1.Versions.ListVersions:output_type -> openhcp.clusterservice.v1.ListVersionsResponse
+	45, // 94: openhcp.clusterservice.v1.Versions.GetVersion:output_type -> openhcp.clusterservice.v1.Version
+	53, // 95: openhcp.clusterservice.v1.UpgradePolicies.CreateUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	53, // 96: openhcp.clusterservice.v1.UpgradePolicies.GetUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	58, // 97: openhcp.clusterservice.v1.UpgradePolicies.ListUpgradePolicies:output_type -> openhcp.clusterservice.v1.ListUpgradePoliciesResponse
+	53, // 98: openhcp.clusterservice.v1.UpgradePolicies.CancelUpgradePolicy:output_type -> openhcp.clusterservice.v1.UpgradePolicy
+	22, // 99: openhcp.clusterservice.v1.ProvisionShards.RegisterShard:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	25, // 100: openhcp.clusterservice.v1.ProvisionShards.ListShards:output_type -> openhcp.clusterservice.v1.ListShardsResponse
+	22, // 101: openhcp.clusterservice.v1.ProvisionShards.SetShardStatus:output_type -> openhcp.clusterservice.v1.ProvisionShard
+	81, // [81:102] is the sub-list for method output_type
+	60, // [60:81] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_v1_clusterservice_proto_init() }

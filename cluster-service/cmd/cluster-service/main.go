@@ -64,6 +64,7 @@ type config struct {
 	resyncPeriod          time.Duration
 	republishAfter        time.Duration
 	staleStatusAfter      time.Duration
+	feedbackHeartbeat     time.Duration
 	tombstoneRetention    time.Duration
 	workers               int
 	releaseImageRepo      string
@@ -108,7 +109,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	str := func(p *string, name, envName, def, usage string) {
 		fs.StringVar(p, name, env(envName, def), usage+" (env CLUSTER_SERVICE_"+envName+")")
 	}
-	var resync, republish, staleStatus, retention, shutdown, workers, logLevel string
+	var resync, republish, staleStatus, heartbeat, retention, shutdown, workers, logLevel string
 	var breakGlassValidity, placementPolicy, feedbackWatch, watchSecrets, republishAdaptive, statusFromWatch, statusEventsFirst, readBeforeWrite, pipelinedWrites, resyncSpread string
 	str(&feedbackWatch, "feedback-watch", "FEEDBACK_WATCH", "true",
 		"ask Maestro agents to watch a HostedCluster's or NodePool's status while a transition is in flight (false: always poll, every --status-sync-interval of the agent; a benchmark baseline and ops knob)")
@@ -135,6 +136,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		"a work whose Maestro status is still for an older generation this long is sent again (the pinned agent can lose a spec update; docs/maestro.md); doubles per retry up to 10m (≥1s)")
 	str(&staleStatus, "stale-status-after", "STALE_STATUS_AFTER", controller.DefaultStaleStatusAfter.String(),
 		"a cluster or node pool not READY or ERROR whose work's Maestro status has not changed this long has its work sent again, so the agent reports afresh a status the pinned Maestro server lost (docs/reliability.md, defect 2); doubles per retry up to 10m (≥1s)")
+	str(&heartbeat, "feedback-heartbeat", "FEEDBACK_HEARTBEAT", controller.DefaultFeedbackHeartbeat.String(),
+		"a READY or ERROR cluster whose last feedback is this old has its work sent again, so its agent reports on a new generation and the cluster's feedback_time moves (the Monitor's stale-feedback verdict, docs/monitor.md); one status write per cluster per period; 0 disables (else ≥1s)")
 	str(&republishAdaptive, "republish-adaptive", "REPUBLISH_ADAPTIVE", "true",
 		"adapt --republish-after to the agent: a never-reported work waits 4× longer, and a shard whose agent is slow to report waits 2× its slowest recent report (up to 2m); false: the plain rule, a benchmark baseline (docs/maestro.md)")
 	str(&statusFromWatch, "status-from-watch", "STATUS_FROM_WATCH", "true",
@@ -192,6 +195,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if c.staleStatusAfter, err = time.ParseDuration(staleStatus); err != nil || c.staleStatusAfter < time.Second {
 		return c, fmt.Errorf("--stale-status-after: %q is not a duration of at least 1s", staleStatus)
+	}
+	if c.feedbackHeartbeat, err = time.ParseDuration(heartbeat); err != nil || (c.feedbackHeartbeat != 0 && c.feedbackHeartbeat < time.Second) {
+		return c, fmt.Errorf("--feedback-heartbeat: %q is not 0 or a duration of at least 1s", heartbeat)
 	}
 	if c.tombstoneRetention, err = time.ParseDuration(retention); err != nil || c.tombstoneRetention < time.Minute {
 		return c, fmt.Errorf("--tombstone-retention: %q is not a duration of at least 1m", retention)
@@ -389,7 +395,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 		SREStatementKey: sreKey, CustomerCredentialValidity: c.breakGlassValidity})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
-		PollFeedbackOnly: c.pollFeedbackOnly, ReadSecretsLive: c.readSecretsLive, RepublishAfter: c.republishAfter, StaleStatusAfter: c.staleStatusAfter,
+		PollFeedbackOnly: c.pollFeedbackOnly, ReadSecretsLive: c.readSecretsLive, RepublishAfter: c.republishAfter, StaleStatusAfter: c.staleStatusAfter, FeedbackHeartbeat: c.feedbackHeartbeat,
 		FixedRepublishWait: c.fixedRepublishWait, StatusFromMaestroOnly: c.statusFromMaestroOnly,
 		StatusEventsInOrder: c.statusEventsInOrder, ResyncAtOnce: c.resyncAtOnce, SealingKeys: sealingKeys(c.sealingKeysDir)}, log)
 	credCtrl := controller.NewCredentials(st, mc, controller.CredentialsConfig{Manifests: mcfg, Validity: c.breakGlassValidity, Registerer: reg}, log)

@@ -120,6 +120,11 @@ type Config struct {
 	// once. The rule before 2026-11-25, kept as a benchmark's baseline (--resync-spread=false);
 	// default false.
 	ResyncAtOnce bool
+	// FeedbackHeartbeat: a READY or ERROR cluster whose last feedback (the first status seen
+	// for its work's current generation) is this old has its work sent again, so that the
+	// agent reports on a new generation and the cluster's feedback_time moves (heartbeat.go).
+	// 0 sends none; the --feedback-heartbeat flag's default is DefaultFeedbackHeartbeat.
+	FeedbackHeartbeat time.Duration
 }
 
 // Controller is the cluster reconciler.
@@ -172,6 +177,8 @@ type Controller struct {
 	statusReads *prometheus.CounterVec
 	// workBuilds counts works built (encoded, hashed and decoded), by kind.
 	workBuilds *prometheus.CounterVec
+	// heartbeats counts works sent again by the feedback heartbeat (heartbeat.go).
+	heartbeats prometheus.Counter
 }
 
 // retryBackoff is the wait before a failed reconcile of a cluster, node pool, credential or
@@ -248,12 +255,16 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 			Name: "cluster_service_work_builds_total",
 			Help: "Works built from the stored spec (manifests encoded, the spec hashed, the HostedCluster decoded back), by kind (cluster).",
 		}, []string{"kind"}),
+		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cluster_service_feedback_heartbeats_total",
+			Help: "Cluster works sent again by the feedback heartbeat: a READY or ERROR cluster whose last feedback was older than --feedback-heartbeat.",
+		}),
 	}
 	c.depth = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "cluster_service_reconcile_queue_depth", Help: "Clusters and node pools waiting to be reconciled.",
 	}, func() float64 { return float64(c.queue.Len()) })
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.staleRepublishes, c.waits, c.statusReads, c.workBuilds)
+		cfg.Registerer.MustRegister(c.reconciles, c.duration, c.depth, c.republishes, c.staleRepublishes, c.waits, c.statusReads, c.workBuilds, c.heartbeats)
 	}
 	return c
 }
@@ -617,11 +628,20 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 		return 0, err
 	}
 	written := cl
-	if partialReport(got, cl.Status.GetConditions(), st.GetConditions(), st.GetState() == csv1.ClusterState_CLUSTER_STATE_INSTALLING) {
+	partial := partialReport(got, cl.Status.GetConditions(), st.GetConditions(), st.GetState() == csv1.ClusterState_CLUSTER_STATE_INSTALLING)
+	if partial {
 		log.Debug("work status without HostedCluster feedback; the stored status stands")
 		st = proto.Clone(cl.Status).(*csv1.ClusterStatus)
-	} else if written, err = c.writeStatus(ctx, cl, st); err != nil {
-		return 0, err
+	}
+	if !partial {
+		// A full status of the work's current generation is feedback (heartbeat.go). A partial
+		// one is not written (a write would stamp observed_revision on the stored status); the
+		// agent's full report for the same generation records it.
+		carryFeedback(st, cl.Status)
+		recordFeedback(st, got, c.now())
+		if written, err = c.writeStatus(ctx, cl, st); err != nil {
+			return 0, err
+		}
 	}
 	_, wait, err := c.advanceUpgrade(ctx, log, written)
 	if err != nil {
@@ -643,12 +663,20 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	settled := st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY || st.GetState() == csv1.ClusterState_CLUSTER_STATE_ERROR
+	settled := settledState(st.GetState())
 	staleRecheck, err := c.repairLostStatus(ctx, log, "cluster", id, cl.Shard, got, settled, republished)
 	if err != nil {
 		return 0, err
 	}
 	recheck = sooner(recheck, staleRecheck)
+	// A partial report (an agent that has just restarted) recorded no feedback, so the stored
+	// one may be past due although the agent answers: no heartbeat on it, or every such answer
+	// would be republished at once; the agent's full report comes without one.
+	beatRecheck, err := c.feedbackHeartbeat(ctx, log, id, cl.Shard, got, st, settled && !partial, republished)
+	if err != nil {
+		return 0, err
+	}
+	recheck = sooner(recheck, beatRecheck)
 	return sooner(sooner(wait, recheck), c.pollWhenSteady(st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY, hash, steadyHash)), nil
 }
 
@@ -718,6 +746,8 @@ func (c *Controller) remove(ctx context.Context, log *slog.Logger, cl *store.Clu
 func (c *Controller) writeStatus(ctx context.Context, cl *store.Cluster, st *csv1.ClusterStatus) (*store.Cluster, error) {
 	// The upgrade policy is not derived from feedback; only advanceUpgrade changes it.
 	st.Upgrade = cl.Status.GetUpgrade()
+	// Nor is the last feedback: Reconcile records it (heartbeat.go).
+	carryFeedback(st, cl.Status)
 	if cl.StatusUnchanged(st) {
 		return cl, nil
 	}

@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	workv1 "open-cluster-management.io/api/work/v1"
 
 	"github.com/openhcp/openhcp/cluster-service/pkg/maestro"
@@ -93,9 +95,47 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 		c.mu.Unlock()
 		return 0, false, nil
 	}
+	prev, _, d := c.lagDecision(key, shard, got)
+	if !d.republish {
+		return d.recheck, false, nil
+	}
+	// got was read early in the reconcile, and a status write and the other rules came since:
+	// the agent may have reported in between. Decide again, from prev, on the work as Maestro
+	// has it now, so that an agent that has just caught up is not sent a needless generation.
+	fresh, err := c.works.Get(ctx, shard, got.Name)
 	c.mu.Lock()
+	c.lag[key] = prev
+	c.mu.Unlock()
+	if apierrors.IsNotFound(err) {
+		return 0, false, nil // the next reconcile applies it again
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read work %s on %s again before a republish: %w", got.Name, shard, err)
+	}
+	prev, base, d := c.lagDecision(key, shard, fresh)
+	if !d.republish {
+		log.Debug("the agent reported before the republish went out; none sent", "work", got.Name,
+			"generation", fresh.Generation, "status_generation", maestro.StatusGeneration(fresh))
+		return d.recheck, false, nil
+	}
+	got = fresh
+	log.Warn("the management cluster's agent has not reported on the work's current spec; republishing it",
+		"work", got.Name, "generation", got.Generation, "status_generation", maestro.StatusGeneration(got),
+		"behind_for", d.next.since.Sub(prev.since).Round(time.Millisecond).String(), "shard_wait", base.String(), "attempt", d.next.attempts)
+	if err := republishInEpisode(ctx, c, c.lag, key, shard, got.Name, prev); err != nil {
+		return 0, false, err
+	}
+	c.republishes.WithLabelValues(kind).Inc()
+	return d.recheck, true, nil
+}
+
+// lagDecision applies decideLag to the work got of key on shard and records the decision and
+// any report time. It returns what was remembered before, the shard's wait and the decision.
+func (c *Controller) lagDecision(key, shard string, got *workv1.ManifestWork) (prev lagState, base time.Duration, d episodeDecision[int64]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	prev, known := c.lag[key]
-	base := c.republishWait(shard)
+	base = c.republishWait(shard)
 	d, reported := decideLag(prev, known, got.Generation, maestro.StatusGeneration(got), c.now(), base, !c.cfg.FixedRepublishWait)
 	record(c.lag, key, d)
 	if reported > 0 {
@@ -107,18 +147,7 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 		r.add(reported)
 		c.waits.WithLabelValues(shard).Set(c.republishWait(shard).Seconds())
 	}
-	c.mu.Unlock()
-	if !d.republish {
-		return d.recheck, false, nil
-	}
-	log.Warn("the management cluster's agent has not reported on the work's current spec; republishing it",
-		"work", got.Name, "generation", got.Generation, "status_generation", maestro.StatusGeneration(got),
-		"behind_for", d.next.since.Sub(prev.since).Round(time.Millisecond).String(), "shard_wait", base.String(), "attempt", d.next.attempts)
-	if err := republishInEpisode(ctx, c, c.lag, key, shard, got.Name, prev); err != nil {
-		return 0, false, err
-	}
-	c.republishes.WithLabelValues(kind).Inc()
-	return d.recheck, true, nil
+	return prev, base, d
 }
 
 // reportTimes holds how long an agent took to report on its last reportWindow generations.

@@ -149,7 +149,7 @@ func (c *Controller) advanceUpgrade(ctx context.Context, log *slog.Logger, cl *s
 		if step.Policy.NextRun == nil {
 			step.Policy.NextRun = timestamppb.New(c.now())
 		}
-		out, err := c.st.AdvanceUpgrade(ctx, cl.ID, cl.Revision, p.GetState(), step.Policy, step.Spec)
+		out, err := c.st.AdvanceUpgrade(ctx, cl.ID, store.Precondition{Revision: cl.Revision}, p.GetState(), step.Policy, step.Spec)
 		if err != nil {
 			return cl, 0, fmt.Errorf("advance upgrade policy %s of cluster %s: %w", p.GetId(), cl.ID, err)
 		}

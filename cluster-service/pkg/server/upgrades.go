@@ -234,18 +234,16 @@ func (s *Server) CancelUpgradePolicy(ctx context.Context, req *csv1.CancelUpgrad
 		return nil, status.Errorf(codes.FailedPrecondition, "%s: the upgrade from %s to %s is %s; only a pending or scheduled upgrade can be canceled",
 			op, p.GetFromVersion(), p.GetToVersion(), strings.ToLower(strings.TrimPrefix(from.String(), "UPGRADE_POLICY_STATE_")))
 	}
-	c, err := s.st.GetCluster(ctx, p.GetClusterId())
-	if err != nil {
-		return nil, s.toStatus(ctx, op, err)
-	}
 	next := proto.Clone(p).(*csv1.UpgradePolicy)
 	next.State = csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED
 	next.Message = fmt.Sprintf("The upgrade from %s to %s was canceled: %s", p.GetFromVersion(), p.GetToVersion(), strings.TrimSpace(req.GetReason()))
-	out, err := s.st.AdvanceUpgrade(ctx, c.ID, c.Revision, from, next, nil)
+	// The policy's state (still from) is the guard: the cluster's revision is not, as the
+	// controller's status writes move it all the time and a cancel must not lose to them.
+	out, err := s.st.AdvanceUpgrade(ctx, p.GetClusterId(), store.Precondition{}, from, next, nil)
 	if err != nil {
 		return nil, s.toStatus(ctx, op, err)
 	}
-	LoggerFrom(ctx).Info("control plane upgrade canceled", "clusterID", c.ID, "upgradePolicyID", p.GetId(), "reason", req.GetReason())
+	LoggerFrom(ctx).Info("control plane upgrade canceled", "clusterID", p.GetClusterId(), "upgradePolicyID", p.GetId(), "reason", req.GetReason())
 	return out.Status.GetUpgrade(), nil
 }
 

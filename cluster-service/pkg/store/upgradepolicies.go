@@ -168,18 +168,22 @@ func (s *Store) writeClusterTx(ctx context.Context, tx pgx.Tx, c *Cluster, spec 
 }
 
 // AdvanceUpgrade moves a cluster's control-plane policy p to a new state (p carries it, with
-// its message), conditional on the cluster's revision and on the stored policy still being in
-// state from. spec, when not nil, replaces the cluster's spec in the same revision (STARTED
-// writes the new version). status.upgrade becomes the new policy.
-func (s *Store) AdvanceUpgrade(ctx context.Context, clusterID string, revision int64, from csv1.UpgradePolicyState, p *csv1.UpgradePolicy, spec *csv1.ClusterSpec) (*Cluster, error) {
+// its message), conditional on the stored policy still being in state from and on pre (zero:
+// the policy's state is the only guard). spec, when not nil, replaces the cluster's spec in the
+// same revision (STARTED writes the new version). status.upgrade becomes the new policy; the
+// rest of the status is kept as stored, so a status write since the caller's read is not lost.
+// A caller that decided from the cluster's status (the controller) passes its revision; a
+// cancel, which decides from the policy alone, passes none, so that a status write (a feedback
+// heartbeat) between its read and its write does not fail it.
+func (s *Store) AdvanceUpgrade(ctx context.Context, clusterID string, pre Precondition, from csv1.UpgradePolicyState, p *csv1.UpgradePolicy, spec *csv1.ClusterSpec) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, clusterID))
 		if err != nil {
 			return err
 		}
-		if c.Revision != revision {
-			return ErrConflict
+		if err := pre.check(c.Revision, c.SpecRevision); err != nil {
+			return err
 		}
 		np, err := advancePolicyTx(ctx, tx, p, from)
 		if err != nil {
