@@ -139,19 +139,9 @@ func (version) RenderCluster(c *api.Cluster) any {
 	return ext
 }
 
-// updatePaths is HcpOpenShiftClusterUpdate of this version: what a PATCH body may hold.
-var updatePaths = []string{
-	"tags",
-	"identity",
-	"properties.version",
-	"properties.platform.operatorsAuthentication",
-	"properties.autoscaling",
-	"properties.nodeDrainTimeoutMinutes",
-}
-
 // PatchCluster implements api.Version.
 func (v version) PatchCluster(stored *api.Cluster, body []byte) (*api.Cluster, error) {
-	return api.Patch(v, stored, body, updatePaths)
+	return api.Patch(v, stored, body, specClusterUpdatePaths) // what a PATCH body may hold: the specification's HcpOpenShiftClusterUpdate
 }
 
 // Preserve implements api.Version: this version predates vnet integration, KMS key vault
