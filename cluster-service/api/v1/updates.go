@@ -8,11 +8,12 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// Partial updates of node pools and external auths: the caller names only the fields
+// Partial updates of clusters, node pools and external auths: the caller names only the fields
 // it changes, Cluster Service applies them to its stored spec under its own lock and validates
 // the result. This file is the one place that knows how an update message maps onto its spec:
-// Full* (every field set: an ARM PUT), *Diff (only what differs: an ARM PATCH) and Apply*
-// (Cluster Service's merge), so Apply(a, Diff(a, b)) is b's updatable part.
+// Full* (every field set: an ARM PUT of a node pool or an external auth), *Diff (only what
+// differs: an ARM PATCH, and a cluster's PUT) and Apply* (Cluster Service's merge), so
+// Apply(a, Diff(a, b)) is b's updatable part.
 
 // A node pool update is read from the descriptors: each NodePoolUpdate field changes the
 // NodePoolSpec field of its name, so a new updatable field costs no edit here. Its form says how:
@@ -190,6 +191,191 @@ func sameField(a, b protoreflect.Message, fd protoreflect.FieldDescriptor) bool 
 		y.Set(fd, b.Get(fd))
 	}
 	return proto.Equal(x.Interface(), y.Interface())
+}
+
+// A cluster update is read from the descriptors too. ClusterSpec is nested (version_id beside
+// azure.workload_identities), so names do not match; both messages carry arm_path options
+// instead, and a ClusterUpdate field changes the ClusterSpec field at its arm_path (the spec
+// field's whole ARM path, composed as ARMPath composes it: "." at its holder's path, "/..."
+// absolute, anything else below its holder). Its form says how, as for node pools, and:
+//   - a message that is not a wrapper (autoscaling, workload_identities): set replaces the
+//     spec's, an empty one clears it (autoscaling: every setting back to HyperShift's default).
+//
+// An admin-only field (arm_path "-": paused_until) is in no ARM body, so it has no ARM path to
+// match by: it changes the ClusterSpec field of its name, which must be admin-only too.
+//
+// The one field that names a rule is etcd_encryption_key_version (clusterKeyVersionField): the
+// spec holds the whole key URL, and a new version becomes the active key with the one active
+// before kept as the backup key (etcd_encryption_backup_key_id), so secrets written with it
+// stay readable.
+const clusterKeyVersionField protoreflect.Name = "etcd_encryption_key_version"
+
+// clusterUpdateField is a ClusterUpdate field and the path of fields from ClusterSpec's root
+// to the spec field it changes.
+type clusterUpdateField struct {
+	ufd  protoreflect.FieldDescriptor
+	spec []protoreflect.FieldDescriptor
+}
+
+// clusterUpdateFields are ClusterUpdate's fields that change a spec field, each with that
+// field; the named rule's field (clusterKeyVersionField) is not among them.
+// TestClusterUpdateCoversEveryUpdateField holds that every other field has one.
+func clusterUpdateFields() []clusterUpdateField {
+	sd := (&ClusterSpec{}).ProtoReflect().Descriptor()
+	byPath := map[string][]protoreflect.FieldDescriptor{}
+	specFieldsByARMPath(sd, "", nil, byPath)
+	ud := (&ClusterUpdate{}).ProtoReflect().Descriptor()
+	var out []clusterUpdateField
+	for i := 0; i < ud.Fields().Len(); i++ {
+		ufd := ud.Fields().Get(i)
+		if path := clusterSpecFieldOf(ufd, sd, byPath); path != nil {
+			out = append(out, clusterUpdateField{ufd: ufd, spec: path})
+		}
+	}
+	return out
+}
+
+// clusterSpecFieldOf is the path of the ClusterSpec field update field ufd changes, or nil.
+func clusterSpecFieldOf(ufd protoreflect.FieldDescriptor, sd protoreflect.MessageDescriptor, byPath map[string][]protoreflect.FieldDescriptor) []protoreflect.FieldDescriptor {
+	switch p := ARMPathOf(ufd); p {
+	case "":
+		return nil
+	case "-":
+		if sfd := sd.Fields().ByName(ufd.Name()); sfd != nil && ARMPathOf(sfd) == "-" {
+			return []protoreflect.FieldDescriptor{sfd}
+		}
+		return nil
+	default:
+		return byPath[p]
+	}
+}
+
+// specFieldsByARMPath records every field below md (whose ARM path is base, reached by prefix)
+// under its whole ARM path. Where two fields share a path ("/id"), the first is kept: no update
+// field has such a path.
+func specFieldsByARMPath(md protoreflect.MessageDescriptor, base string, prefix []protoreflect.FieldDescriptor, into map[string][]protoreflect.FieldDescriptor) {
+	fields := md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		var path string
+		switch p := ARMPathOf(fd); {
+		case p == "" || p == "-":
+			continue
+		case p == ".":
+			path = base
+		case strings.HasPrefix(p, "/"):
+			path = p[1:]
+		default:
+			path = join(base, p)
+		}
+		at := append(slices.Clone(prefix), fd)
+		if _, ok := into[path]; !ok && path != base {
+			into[path] = at
+		}
+		if fd.Message() != nil && !fd.IsList() && !fd.IsMap() {
+			specFieldsByARMPath(fd.Message(), path, at, into)
+		}
+	}
+}
+
+// ClusterUpdateDiff names only the fields in which next differs from cur; an empty update when
+// nothing an update may change differs.
+func ClusterUpdateDiff(cur, next *ClusterSpec) *ClusterUpdate {
+	u := &ClusterUpdate{}
+	um := u.ProtoReflect()
+	for _, f := range clusterUpdateFields() {
+		cm, cfd := specParent(cur.ProtoReflect(), f.spec, false)
+		nm, nfd := specParent(next.ProtoReflect(), f.spec, false)
+		if sameField(cm, nm, cfd) {
+			continue
+		}
+		if f.ufd.Message() != nil && wrapped(f.ufd) == nil && !nm.Has(nfd) {
+			um.Mutable(f.ufd) // empty: clears the spec's
+			continue
+		}
+		fromSpec(um, f.ufd, nm, nfd)
+	}
+	// clusterKeyVersionField: the version of next's key, when it has one and the version differs.
+	if a, b := keyVersion(cur.GetEtcdEncryptionKeyId()), keyVersion(next.GetEtcdEncryptionKeyId()); b != "" && a != b {
+		um.Set(um.Descriptor().Fields().ByName(clusterKeyVersionField), protoreflect.ValueOfString(b))
+	}
+	return u
+}
+
+// ApplyClusterUpdate returns cur with u's fields applied; cur is not changed. A key version
+// is applied only to a cluster that has a customer-managed key (Cluster Service's model
+// refuses it for another).
+func ApplyClusterUpdate(cur *ClusterSpec, u *ClusterUpdate) *ClusterSpec {
+	out := proto.Clone(cur).(*ClusterSpec)
+	if out == nil {
+		out = &ClusterSpec{}
+	}
+	if u == nil {
+		return out
+	}
+	um := u.ProtoReflect()
+	for _, f := range clusterUpdateFields() {
+		if !um.Has(f.ufd) {
+			continue
+		}
+		om, ofd := specParent(out.ProtoReflect(), f.spec, true)
+		switch w := wrapped(f.ufd); {
+		case w != nil:
+			om.Clear(ofd)
+			if wm := um.Get(f.ufd).Message(); wm.Has(w) {
+				copyField(om, ofd, wm, w)
+			}
+		case f.ufd.Message() != nil && proto.Size(um.Get(f.ufd).Message().Interface()) == 0:
+			om.Clear(ofd)
+		default:
+			copyField(om, ofd, um, f.ufd)
+		}
+	}
+	// clusterKeyVersionField: the new version becomes the active key, the active one the backup.
+	if ver, active := u.GetEtcdEncryptionKeyVersion(), cur.GetEtcdEncryptionKeyId(); ver != "" && active != "" {
+		if next := active[:strings.LastIndex(active, "/")+1] + ver; next != active {
+			out.EtcdEncryptionKeyId = next
+			out.EtcdEncryptionBackupKeyId = active
+		}
+	}
+	return out
+}
+
+// ClusterUpdateChangesConfiguration reports whether u changes anything but the version and the
+// channel group, which Cluster Service resolves through its version catalogue (a version
+// change is an upgrade policy, not a configuration change).
+func ClusterUpdateChangesConfiguration(u *ClusterUpdate) bool {
+	changes := false
+	u.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		changes = fd.Name() != "version_id" && fd.Name() != "channel_group"
+		return !changes
+	})
+	return changes
+}
+
+// keyVersion is the version of a Key Vault key URL (its last segment), "" for no key.
+func keyVersion(keyID string) string {
+	if keyID == "" {
+		return ""
+	}
+	return keyID[strings.LastIndex(keyID, "/")+1:]
+}
+
+// specParent is the message that holds the last field of path, below m, and that field. With
+// mutable, the messages on the way are created when absent; without, an absent one reads as
+// empty.
+func specParent(m protoreflect.Message, path []protoreflect.FieldDescriptor, mutable bool) (protoreflect.Message, protoreflect.FieldDescriptor) {
+	for _, fd := range path[:len(path)-1] {
+		switch {
+		case mutable:
+			m = m.Mutable(fd).Message()
+		case m.Has(fd):
+			m = m.Get(fd).Message()
+		default:
+			m = m.NewField(fd).Message()
+		}
+	}
+	return m, path[len(path)-1]
 }
 
 // FullExternalAuthUpdate replaces the whole spec (an ARM PUT).

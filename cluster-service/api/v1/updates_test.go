@@ -165,6 +165,8 @@ func changeField(m protoreflect.Message, fd protoreflect.FieldDescriptor) {
 	switch {
 	case fd.IsMap():
 		m.Mutable(fd).Map().Set(protoreflect.ValueOfString("changed").MapKey(), protoreflect.ValueOfString("yes"))
+	case fd.IsList() && fd.Message() == nil:
+		m.Mutable(fd).List().Append(protoreflect.ValueOfString("changed"))
 	case fd.IsList():
 		l := m.Mutable(fd).List()
 		el := l.NewElement()
@@ -199,4 +201,145 @@ func changedScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) protor
 		return protoreflect.ValueOfInt64(v.Int() + 7)
 	}
 	panic("changedScalar: kind " + fd.Kind().String())
+}
+
+func clusterSpec() *ClusterSpec {
+	return &ClusterSpec{VersionId: "4.19.7", ChannelGroup: "stable", NodeDrainTimeoutMinutes: 30,
+		Autoscaling:         &ClusterAutoscaling{MaxNodesTotal: proto.Int32(10)},
+		ApiAuthorizedCidrs:  []string{"10.0.0.0/8"},
+		ImageDigestMirrors:  []*ImageDigestMirror{{Source: "quay.io/a", Mirrors: []string{"m.example.com/a"}}},
+		EtcdEncryptionKeyId: "https://v.vault.azure.net/keys/k/v1",
+		Network:             &NetworkSpec{HostPrefix: 23},
+		Azure: &AzureSpec{SubscriptionId: "s", WorkloadIdentities: &AzureWorkloadIdentities{ImageRegistry: "a", Ingress: "b", File: "c",
+			Disk: "d", NodePoolManagement: "e", CloudProvider: "f", Network: "g"}}}
+}
+
+// TestClusterUpdateCoversEveryUpdateField: every field of ClusterUpdate changes the ClusterSpec
+// field at its arm_path (an admin-only one, the field of its name) or is the named rule of
+// the key version; a change of that spec field alone is named by the diff alone, and reaches
+// the spec through Apply of the diff. A field added to ClusterUpdate is held to this without an
+// edit here.
+func TestClusterUpdateCoversEveryUpdateField(t *testing.T) {
+	ud := (&ClusterUpdate{}).ProtoReflect().Descriptor()
+	fields := map[protoreflect.Name][]protoreflect.FieldDescriptor{}
+	for _, f := range clusterUpdateFields() {
+		fields[f.ufd.Name()] = f.spec
+	}
+	for i := 0; i < ud.Fields().Len(); i++ {
+		ufd := ud.Fields().Get(i)
+		t.Run(string(ufd.Name()), func(t *testing.T) {
+			path := fields[ufd.Name()]
+			if ufd.Name() == clusterKeyVersionField {
+				if path != nil {
+					t.Fatalf("%s is the named rule, yet matches spec field %v", ufd.Name(), path)
+				}
+				return // TestClusterKeyVersionUpdate
+			}
+			if path == nil {
+				t.Fatalf("ClusterUpdate.%s (arm_path %q) has no ClusterSpec field at its arm_path", ufd.Name(), ARMPathOf(ufd))
+			}
+			a, b := clusterSpec(), clusterSpec()
+			m, sfd := specParent(b.ProtoReflect(), path, true)
+			changeField(m, sfd)
+			u := ClusterUpdateDiff(a, b)
+			u.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+				if fd.Name() != ufd.Name() {
+					t.Errorf("the diff of a change of %s names %s too: %v", sfd.FullName(), fd.Name(), u)
+				}
+				return true
+			})
+			if !u.ProtoReflect().Has(ufd) {
+				t.Fatalf("the diff of a change of %s does not name it: %v", sfd.FullName(), u)
+			}
+			if got := ApplyClusterUpdate(a, u); !proto.Equal(got, b) {
+				t.Fatalf("apply(a, diff(a, b)) = %v, want %v", got, b)
+			}
+			if !proto.Equal(a, clusterSpec()) {
+				t.Fatalf("the stored spec was changed in place: %v", a)
+			}
+		})
+	}
+	if u := ClusterUpdateDiff(clusterSpec(), clusterSpec()); !proto.Equal(u, &ClusterUpdate{}) {
+		t.Fatalf("diff of equal specs = %v, want empty", u)
+	}
+}
+
+func TestApplyClusterUpdate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		u     *ClusterUpdate
+		check func(*ClusterSpec) bool
+	}{
+		{"empty_update_changes_nothing", &ClusterUpdate{}, func(s *ClusterSpec) bool { return proto.Equal(s, clusterSpec()) }},
+		{"nil_update_changes_nothing", nil, func(s *ClusterSpec) bool { return proto.Equal(s, clusterSpec()) }},
+		{"empty_autoscaling_clears_it", &ClusterUpdate{Autoscaling: &ClusterAutoscaling{}}, func(s *ClusterSpec) bool { return s.Autoscaling == nil }},
+		{"autoscaling_zero_is_a_value", &ClusterUpdate{Autoscaling: &ClusterAutoscaling{PodPriorityThreshold: proto.Int32(0)}},
+			func(s *ClusterSpec) bool {
+				return s.GetAutoscaling().PodPriorityThreshold != nil && s.GetAutoscaling().MaxNodesTotal == nil
+			}},
+		{"drain_timeout_zero_is_a_value", &ClusterUpdate{NodeDrainTimeoutMinutes: proto.Int32(0)}, func(s *ClusterSpec) bool { return s.NodeDrainTimeoutMinutes == 0 }},
+		{"empty_cidrs_allow_any", &ClusterUpdate{ApiAuthorizedCidrs: &StringList{}}, func(s *ClusterSpec) bool { return s.ApiAuthorizedCidrs == nil }},
+		{"empty_mirrors_remove_them", &ClusterUpdate{ImageDigestMirrors: &ImageDigestMirrors{}}, func(s *ClusterSpec) bool { return s.ImageDigestMirrors == nil }},
+		{"paused_until_empty_resumes", &ClusterUpdate{PausedUntil: proto.String("")}, func(s *ClusterSpec) bool { return s.PausedUntil == "" }},
+		{"paused_until_set", &ClusterUpdate{PausedUntil: proto.String("true")}, func(s *ClusterSpec) bool { return s.PausedUntil == "true" }},
+		{"workload_identities_replace_in_azure", &ClusterUpdate{WorkloadIdentities: &AzureWorkloadIdentities{Ingress: "x"}},
+			func(s *ClusterSpec) bool {
+				return s.GetAzure().GetSubscriptionId() == "s" && proto.Equal(s.GetAzure().GetWorkloadIdentities(), &AzureWorkloadIdentities{Ingress: "x"})
+			}},
+		{"empty_channel_group_keeps_it", &ClusterUpdate{VersionId: "4.20.1"},
+			func(s *ClusterSpec) bool { return s.VersionId == "4.20.1" && s.ChannelGroup == "stable" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := clusterSpec()
+			if got := ApplyClusterUpdate(cur, tc.u); !tc.check(got) {
+				t.Fatalf("applied %v", got)
+			}
+			if !proto.Equal(cur, clusterSpec()) {
+				t.Fatalf("the stored spec was changed in place: %v", cur)
+			}
+		})
+	}
+}
+
+// TestClusterKeyVersionUpdate: the named rule. A new key version becomes the active key and the
+// key active before becomes the backup; the same version, or a cluster without a
+// customer-managed key, changes nothing.
+func TestClusterKeyVersionUpdate(t *testing.T) {
+	next := clusterSpec()
+	next.EtcdEncryptionKeyId = "https://v.vault.azure.net/keys/k/v2"
+	u := ClusterUpdateDiff(clusterSpec(), next)
+	if !proto.Equal(u, &ClusterUpdate{EtcdEncryptionKeyVersion: "v2"}) {
+		t.Fatalf("diff = %v, want the key version v2 alone", u)
+	}
+	got := ApplyClusterUpdate(clusterSpec(), u)
+	if got.EtcdEncryptionKeyId != next.EtcdEncryptionKeyId || got.EtcdEncryptionBackupKeyId != clusterSpec().EtcdEncryptionKeyId {
+		t.Fatalf("applied key %q backup %q", got.EtcdEncryptionKeyId, got.EtcdEncryptionBackupKeyId)
+	}
+	if got := ApplyClusterUpdate(clusterSpec(), &ClusterUpdate{EtcdEncryptionKeyVersion: "v1"}); !proto.Equal(got, clusterSpec()) {
+		t.Fatalf("the active version again changed the spec: %v", got)
+	}
+	platform := &ClusterSpec{VersionId: "4.19.7"}
+	if got := ApplyClusterUpdate(platform, &ClusterUpdate{EtcdEncryptionKeyVersion: "v2"}); !proto.Equal(got, platform) {
+		t.Fatalf("a platform-managed key took a version: %v", got)
+	}
+	if u := ClusterUpdateDiff(clusterSpec(), &ClusterSpec{}); u.EtcdEncryptionKeyVersion != "" {
+		t.Fatalf("a key removed is a key version %q", u.EtcdEncryptionKeyVersion)
+	}
+}
+
+func TestClusterUpdateChangesConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		u    *ClusterUpdate
+		want bool
+	}{
+		{&ClusterUpdate{}, false},
+		{&ClusterUpdate{VersionId: "4.20", ChannelGroup: "fast"}, false},
+		{&ClusterUpdate{NodeDrainTimeoutMinutes: proto.Int32(0)}, true},
+		{&ClusterUpdate{VersionId: "4.20", PausedUntil: proto.String("")}, true},
+		{&ClusterUpdate{EtcdEncryptionKeyVersion: "v2"}, true},
+	} {
+		if got := ClusterUpdateChangesConfiguration(tc.u); got != tc.want {
+			t.Errorf("ClusterUpdateChangesConfiguration(%v) = %v, want %v", tc.u, got, tc.want)
+		}
+	}
 }

@@ -174,11 +174,10 @@ func ValidateConfigUpdate(v *Violations, u *csv1.ClusterUpdate) {
 	}
 }
 
-// HasConfigUpdate reports whether u changes any configuration field.
+// HasConfigUpdate reports whether u changes any configuration field (anything but the version
+// and the channel group).
 func HasConfigUpdate(u *csv1.ClusterUpdate) bool {
-	return u.GetAutoscaling() != nil || u.NodeDrainTimeoutMinutes != nil || u.GetApiAuthorizedCidrs() != nil ||
-		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil ||
-		u.PausedUntil != nil
+	return csv1.ClusterUpdateChangesConfiguration(u)
 }
 
 // validPausedUntil: the values of HyperShift's spec.pausedUntil Cluster Service sets ("true"
@@ -191,53 +190,21 @@ func validPausedUntil(s string) bool {
 	return err == nil
 }
 
-// ApplyConfigUpdate returns spec with u's configuration applied (spec itself is not changed),
-// or violations that depend on the stored spec.
+// ApplyConfigUpdate returns spec with u's configuration applied (spec itself is not changed,
+// csv1.ApplyClusterUpdate says how each field applies), or violations that depend on the stored
+// spec. The version and the channel group are left to the caller: it checks both against the
+// version catalogue, and a version change is an upgrade policy, whose start writes the spec's
+// version.
 func ApplyConfigUpdate(v *Violations, spec *csv1.ClusterSpec, u *csv1.ClusterUpdate) *csv1.ClusterSpec {
-	out := proto.Clone(spec).(*csv1.ClusterSpec)
-	if a := u.GetAutoscaling(); a != nil {
-		out.Autoscaling = proto.Clone(a).(*csv1.ClusterAutoscaling)
-		if isEmptyAutoscaling(out.Autoscaling) {
-			out.Autoscaling = nil // the same as no autoscaling settings: HyperShift's defaults
-		}
+	if u.GetWorkloadIdentities() != nil && spec.GetAzure() == nil {
+		v.Add("update.workload_identities", "the cluster has no Azure platform")
+		return proto.Clone(spec).(*csv1.ClusterSpec)
 	}
-	if u.NodeDrainTimeoutMinutes != nil {
-		out.NodeDrainTimeoutMinutes = u.GetNodeDrainTimeoutMinutes()
+	if u.GetEtcdEncryptionKeyVersion() != "" && spec.GetEtcdEncryptionKeyId() == "" {
+		v.Add("update.etcd_encryption_key_version", "the cluster's etcd encryption key is platform-managed; only a customer-managed key has versions to rotate")
+		return proto.Clone(spec).(*csv1.ClusterSpec)
 	}
-	if u.PausedUntil != nil {
-		out.PausedUntil = u.GetPausedUntil()
-	}
-	if l := u.GetApiAuthorizedCidrs(); l != nil {
-		out.ApiAuthorizedCidrs = append([]string(nil), l.GetValues()...)
-	}
-	if l := u.GetImageDigestMirrors(); l != nil {
-		out.ImageDigestMirrors = nil
-		for _, m := range l.GetMirrors() {
-			out.ImageDigestMirrors = append(out.ImageDigestMirrors, proto.Clone(m).(*csv1.ImageDigestMirror))
-		}
-	}
-	if wi := u.GetWorkloadIdentities(); wi != nil {
-		if out.GetAzure() == nil {
-			v.Add("update.workload_identities", "the cluster has no Azure platform")
-			return out
-		}
-		out.Azure.WorkloadIdentities = proto.Clone(wi).(*csv1.AzureWorkloadIdentities)
-	}
-	if ver := u.GetEtcdEncryptionKeyVersion(); ver != "" {
-		cur := spec.GetEtcdEncryptionKeyId()
-		if cur == "" {
-			v.Add("update.etcd_encryption_key_version", "the cluster's etcd encryption key is platform-managed; only a customer-managed key has versions to rotate")
-			return out
-		}
-		i := strings.LastIndex(cur, "/")
-		if next := cur[:i+1] + ver; next != cur {
-			out.EtcdEncryptionKeyId = next
-			out.EtcdEncryptionBackupKeyId = cur
-		}
-	}
-	return out
-}
-
-func isEmptyAutoscaling(a *csv1.ClusterAutoscaling) bool {
-	return a.MaxNodesTotal == nil && a.MaxPodGracePeriodSeconds == nil && a.MaxNodeProvisionTimeSeconds == nil && a.PodPriorityThreshold == nil
+	config := proto.Clone(u).(*csv1.ClusterUpdate)
+	config.VersionId, config.ChannelGroup = "", ""
+	return csv1.ApplyClusterUpdate(spec, config)
 }

@@ -106,7 +106,7 @@ const (
 )
 
 // Spec is the model's properties that Cluster Service's spec holds, with their ARM values
-// (authorized CIDRs as given): what RenderSpecProperties renders, and what the frontend sends
+// (authorized CIDRs as given): what RenderProperties renders, and what the frontend sends
 // once it has added the envelope, the identities and the KMS key. The etcd block, the
 // operators' identities and the envelope are left out.
 func (p *ClusterProperties) Spec() *csv1.ClusterSpec {
@@ -135,19 +135,75 @@ func (p *ClusterProperties) Spec() *csv1.ClusterSpec {
 	return spec
 }
 
-// RenderSpecProperties reads the properties Cluster Service's spec holds, rendered through its
-// arm_path options, into into (a pointer to an api-version's properties type); what the version
-// has no property for is left out. A property at its zero value is absent (armpath.Render):
-// the version renders what its schema always shows (nodeDrainTimeoutMinutes 0, an empty
-// autoscaling object) and what the spec does not hold.
-func (c *Cluster) RenderSpecProperties(into any) {
+// RenderProperties reads into into (a pointer to an api-version's properties type) what every
+// api-version renders alike; what the version has no property for is left out. Two parts:
+//   - the properties Cluster Service's spec holds, rendered through its arm_path options. A
+//     property at its zero value is absent there (armpath.Render);
+//   - the read-only and status properties, and the forms, that no api-version changes:
+//     provisioningState; version, dns, api and platform shown as objects even when empty;
+//     dns.baseDomain; console.url, the console left out without one; api.url and
+//     platform.issuerUrl shown even when empty; the operators' identities, their maps shown as
+//     {} when empty; nodeDrainTimeoutMinutes shown at 0 (no limit); an image digest mirror's
+//     mirrors shown as [] when empty (in the versions that have image digest mirrors).
+//
+// What a version shows its own way stays in its RenderCluster: the etcd block (where vaultName
+// sits, which key modes exist), what its schema requires in a response (profiles.Present), and
+// the properties only it has (status conditions).
+func (c *Cluster) RenderProperties(into any) {
 	props, _ := armpath.Render(c.Properties.Spec().ProtoReflect(), ClusterShapes)["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	object := func(m map[string]any, key string) map[string]any {
+		o, ok := m[key].(map[string]any)
+		if !ok {
+			o = map[string]any{}
+			m[key] = o
+		}
+		return o
+	}
+	p := &c.Properties
+	if c.ProvisioningState != "" {
+		props["provisioningState"] = string(c.ProvisioningState)
+	}
+	object(props, "version")
+	if dns := object(props, "dns"); p.DNS.BaseDomain != "" {
+		dns["baseDomain"] = p.DNS.BaseDomain
+	}
+	if p.Console.URL != "" {
+		props["console"] = map[string]any{"url": p.Console.URL}
+	}
+	object(props, "api")["url"] = p.API.URL
+	platform := object(props, "platform")
+	ua := p.Platform.OperatorsAuthentication.UserAssignedIdentities
+	identities := map[string]any{"controlPlaneOperators": nonNil(ua.ControlPlaneOperators), "dataPlaneOperators": nonNil(ua.DataPlaneOperators)}
+	if ua.ServiceManagedIdentity != "" {
+		identities["serviceManagedIdentity"] = ua.ServiceManagedIdentity
+	}
+	platform["operatorsAuthentication"] = map[string]any{"userAssignedIdentities": identities}
+	platform["issuerUrl"] = p.Platform.IssuerURL
+	props["nodeDrainTimeoutMinutes"] = p.NodeDrainTimeoutMinutes
+	mirrors, _ := props["imageDigestMirrors"].([]any)
+	for _, m := range mirrors {
+		if m, ok := m.(map[string]any); ok && m["mirrors"] == nil {
+			m["mirrors"] = []any{}
+		}
+	}
 	b, err := json.Marshal(props)
 	if err == nil {
 		err = json.Unmarshal(b, into)
 	}
 	if err != nil {
-		// The spec's ARM form has the specification's types: a mismatch is a wrong arm_path.
+		// The ARM form has the specification's types: a mismatch is a wrong arm_path or a
+		// version's type that differs from the others where this says they are alike.
 		panic(fmt.Sprintf("cluster properties into %T: %v", into, err))
 	}
+}
+
+// nonNil is m, or an empty map for nil (rendered {}, not null).
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }

@@ -27,25 +27,32 @@ func (s *Server) csContext(ctx context.Context, ri *requestInfo) (context.Contex
 	return context.WithTimeout(ctx, s.cfg.ClusterServiceTimeout)
 }
 
-// clusterSpec maps the internal model to Cluster Service's spec: the properties the spec holds
-// (api.ClusterProperties.Spec), with the envelope, the tenant, the workload identities and the
-// customer-managed key added, and the values Cluster Service wants in its own form.
-func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
-	p := &c.Properties
-	spec := p.Spec()
-	spec.Azure.SubscriptionId = c.ID.SubscriptionID
-	spec.Azure.ResourceGroup = c.ID.ResourceGroup
-	spec.Azure.Location = normalizeLocation(c.Location)
-	spec.Azure.TenantId = tenantID
+// modelSpec is the cluster's spec as the internal model states it: the properties the spec
+// holds (api.ClusterProperties.Spec, authorized CIDRs as given), with the workload identities
+// and the customer-managed key added. An update is the difference of two (clusterUpdate).
+func modelSpec(c *api.Cluster) *csv1.ClusterSpec {
+	spec := c.Properties.Spec()
 	spec.Azure.WorkloadIdentities = workloadIdentities(c)
-	spec.Autoscaling = csAutoscaling(p.Autoscaling)
-	spec.ApiAuthorizedCidrs = csCIDRs(p.API.AuthorizedCIDRs)
-	de := p.Etcd.DataEncryption
+	de := c.Properties.Etcd.DataEncryption
 	if de.KeyManagementMode == api.KeyManagementCustomer && de.CustomerManaged != nil && de.CustomerManaged.KMS != nil {
 		k := de.CustomerManaged.KMS
 		spec.EtcdEncryptionKeyId = api.EtcdKeyID(k)
 		spec.EtcdEncryptionKeyVaultVisibility = k.Visibility
 	}
+	return spec
+}
+
+// clusterSpec maps the internal model to Cluster Service's spec of a create: modelSpec with the
+// envelope and the tenant added, and the values Cluster Service wants in its own form.
+func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
+	p := &c.Properties
+	spec := modelSpec(c)
+	spec.Azure.SubscriptionId = c.ID.SubscriptionID
+	spec.Azure.ResourceGroup = c.ID.ResourceGroup
+	spec.Azure.Location = normalizeLocation(c.Location)
+	spec.Azure.TenantId = tenantID
+	spec.Autoscaling = csAutoscaling(p.Autoscaling)
+	spec.ApiAuthorizedCidrs = csCIDRs(p.API.AuthorizedCIDRs)
 	return spec
 }
 
@@ -68,14 +75,6 @@ func csCIDRs(in []string) []string {
 			c = ip.To4().String() + "/32"
 		}
 		out = append(out, c)
-	}
-	return out
-}
-
-func csMirrors(in []api.ImageDigestMirror) []*csv1.ImageDigestMirror {
-	var out []*csv1.ImageDigestMirror
-	for _, m := range in {
-		out = append(out, &csv1.ImageDigestMirror{Source: m.Source, Mirrors: append([]string(nil), m.Mirrors...)})
 	}
 	return out
 }

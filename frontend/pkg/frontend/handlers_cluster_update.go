@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
@@ -18,26 +19,26 @@ import (
 )
 
 // csUpdatable are the cluster fields (internal model paths) a PUT or PATCH can change through
-// Cluster Service's UpdateCluster (ClusterUpdate's arm_path options say which field carries
-// each). They are changed only where the request's api-version lets the field be updated.
-var csUpdatable = []string{
-	"properties.version.id",
-	"properties.version.channelGroup",
-	"properties.autoscaling",
-	"properties.nodeDrainTimeoutMinutes",
-	"properties.api.authorizedCidrs",
-	"properties.imageDigestMirrors",
-	"properties.etcd.dataEncryption.customerManaged.kms.version",
-	// Any identity change re-sends all seven control plane operator client IDs
-	// (workloadIdentities); the rest of these profiles is stored by the frontend only.
-	"identity",
-	"properties.platform.operatorsAuthentication",
+// Cluster Service's UpdateCluster: the arm_path of each ClusterUpdate field (an admin-only one,
+// "-", aside), and the identity profiles, any change of which re-sends all seven control plane
+// operator client IDs (workload identities; the rest of these profiles is stored by the
+// frontend only). They are changed only where the request's api-version lets the field be
+// updated.
+func csUpdatable() []string {
+	paths := []string{"identity", "properties.platform.operatorsAuthentication"}
+	fields := (&csv1.ClusterUpdate{}).ProtoReflect().Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if p := csv1.ARMPathOf(fields.Get(i)); p != "" && p != "-" {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }
 
 // updatableThroughCS reports whether path p is changed through UpdateCluster in version ver.
 func updatableThroughCS(ver api.Version, p string) bool {
 	known := false
-	for _, k := range csUpdatable {
+	for _, k := range csUpdatable() {
 		if p == k || strings.HasPrefix(p, k+".") || strings.HasPrefix(p, k+"[") {
 			known = true
 		}
@@ -68,42 +69,30 @@ func identityChanged(stored, next *api.Cluster) bool {
 		!reflect.DeepEqual(stored.Properties.Platform.OperatorsAuthentication, next.Properties.Platform.OperatorsAuthentication)
 }
 
-// clusterUpdate is the UpdateCluster change from stored to next, or nil when nothing Cluster
-// Service holds changes.
+// clusterUpdate is the UpdateCluster change from stored to next (csv1.ClusterUpdateDiff of their
+// specs, modelSpec), or nil when nothing Cluster Service holds changes.
 func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpdate {
-	u := &csv1.ClusterUpdate{}
-	if a, b := stored.Properties.Version.ID, next.Properties.Version.ID; a != b && updatableThroughCS(ver, "properties.version.id") {
-		u.VersionId = b
-	}
-	if a, b := stored.Properties.Version.ChannelGroup, next.Properties.Version.ChannelGroup; a != b && updatableThroughCS(ver, "properties.version.channelGroup") {
-		u.ChannelGroup = b
-		if u.ChannelGroup == "" {
-			u.ChannelGroup = api.ChannelGroupStable // the spec's default
+	u := csv1.ClusterUpdateDiff(modelSpec(stored), modelSpec(next))
+	m := u.ProtoReflect()
+	var other []protoreflect.FieldDescriptor // what the request's api-version does not let a write update
+	m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if !updatableThroughCS(ver, csv1.ARMPathOf(fd)) {
+			other = append(other, fd)
 		}
+		return true
+	})
+	for _, fd := range other {
+		m.Clear(fd)
 	}
-	sp, np := &stored.Properties, &next.Properties
-	if !sp.Autoscaling.Equal(np.Autoscaling) && updatableThroughCS(ver, "properties.autoscaling") {
-		u.Autoscaling = csAutoscaling(np.Autoscaling)
-		if u.Autoscaling == nil {
-			u.Autoscaling = &csv1.ClusterAutoscaling{} // every field back to HyperShift's default
-		}
+	if l := u.GetApiAuthorizedCidrs(); l != nil {
+		l.Values = csCIDRs(l.GetValues()) // compared as given, sent in Cluster Service's form
 	}
-	if a, b := sp.NodeDrainTimeoutMinutes, np.NodeDrainTimeoutMinutes; a != b && updatableThroughCS(ver, "properties.nodeDrainTimeoutMinutes") {
-		u.NodeDrainTimeoutMinutes = &b
-	}
-	if !reflect.DeepEqual(sp.API.AuthorizedCIDRs, np.API.AuthorizedCIDRs) && updatableThroughCS(ver, "properties.api.authorizedCidrs") {
-		u.ApiAuthorizedCidrs = &csv1.StringList{Values: csCIDRs(np.API.AuthorizedCIDRs)}
-	}
-	if !reflect.DeepEqual(sp.ImageDigestMirrors, np.ImageDigestMirrors) && updatableThroughCS(ver, "properties.imageDigestMirrors") {
-		u.ImageDigestMirrors = &csv1.ImageDigestMirrors{Mirrors: csMirrors(np.ImageDigestMirrors)}
-	}
-	if a, b := kmsVersion(stored), kmsVersion(next); a != b && b != "" && updatableThroughCS(ver, "properties.etcd.dataEncryption.customerManaged.kms.version") {
-		u.EtcdEncryptionKeyVersion = b
-	}
+	// Workload identities: any identity change sends all seven client IDs, even when they stay
+	// the same (a data plane identity changed, say), so every accepted identity change is an
+	// Update operation that stores the new model. nil when incomplete: identityUpdateErrors
+	// refuses that first.
+	u.WorkloadIdentities = nil
 	if identityChanged(stored, next) && (updatableThroughCS(ver, "identity") || updatableThroughCS(ver, "properties.platform.operatorsAuthentication")) {
-		// Sent even when the client IDs stay the same (a data plane identity changed, say), so
-		// every accepted identity change is an Update operation that stores the new model.
-		// nil when incomplete: updateIdentityErrors refuses that first.
 		u.WorkloadIdentities = workloadIdentities(next)
 	}
 	if proto.Equal(u, &csv1.ClusterUpdate{}) {
@@ -124,15 +113,7 @@ func identityUpdateErrors(ver api.Version, stored, next *api.Cluster) []*arm.Clo
 // channel group): the operation then ends when Cluster Service reports the cluster READY at or
 // after the update's revision.
 func configUpdate(u *csv1.ClusterUpdate) bool {
-	return u.GetAutoscaling() != nil || u.NodeDrainTimeoutMinutes != nil || u.GetApiAuthorizedCidrs() != nil ||
-		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil
-}
-
-func kmsVersion(c *api.Cluster) string {
-	if cm := c.Properties.Etcd.DataEncryption.CustomerManaged; cm != nil && cm.KMS != nil {
-		return cm.KMS.Version
-	}
-	return ""
+	return csv1.ClusterUpdateChangesConfiguration(u)
 }
 
 // startClusterUpdate sends an accepted cluster change through the one update protocol

@@ -160,14 +160,3 @@ func copyMap(m map[string]string) map[string]string {
 	}
 	return out
 }
-
-// MirrorsShown is properties.imageDigestMirrors as rendered, each entry's mirrors a list even
-// when empty (the property has no omitempty in any version's schema).
-func MirrorsShown(ms []ImageDigestMirror) []ImageDigestMirror {
-	for i := range ms {
-		if ms[i].Mirrors == nil {
-			ms[i].Mirrors = []string{}
-		}
-	}
-	return ms
-}

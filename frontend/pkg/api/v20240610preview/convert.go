@@ -98,29 +98,10 @@ func (version) RenderCluster(c *api.Cluster) any {
 	if ext.Tags == nil {
 		ext.Tags = map[string]string{}
 	}
-	// What Cluster Service's spec holds is rendered through its arm_path options; the rest is
-	// read-only, status, or this version's.
+	// What every version renders alike (api.Cluster.RenderProperties): the spec's properties and
+	// the read-only ones; the rest is this version's.
 	props := &HcpOpenShiftClusterProperties{}
-	c.RenderSpecProperties(props)
-	props.ProvisioningState = ptr(string(c.ProvisioningState))
-	if props.Version == nil {
-		props.Version = &VersionProfile{}
-	}
-	if props.DNS == nil {
-		props.DNS = &DNSProfile{}
-	}
-	props.DNS.BaseDomain = ptr(p.DNS.BaseDomain)
-	props.Console = &ConsoleProfile{URL: ptr(p.Console.URL)}
-	if props.API == nil {
-		props.API = &APIProfile{}
-	}
-	props.API.URL = profiles.Present(p.API.URL)
-	if props.Platform == nil {
-		props.Platform = &PlatformProfile{}
-	}
-	props.Platform.OperatorsAuthentication = profiles.RenderOperatorsAuthentication(&p.Platform.OperatorsAuthentication.UserAssignedIdentities)
-	props.Platform.IssuerURL = profiles.Present(p.Platform.IssuerURL)
-	props.NodeDrainTimeoutMinutes = &p.NodeDrainTimeoutMinutes // shown when 0 (no limit)
+	c.RenderProperties(props)
 	props.Etcd = &EtcdProfile{DataEncryption: &EtcdDataEncryptionProfile{KeyManagementMode: ptr(p.Etcd.DataEncryption.KeyManagementMode)}}
 	if cm := p.Etcd.DataEncryption.CustomerManaged; cm != nil {
 		ecm := &CustomerManagedEncryptionProfile{EncryptionType: ptr(cm.EncryptionType)}
@@ -129,9 +110,6 @@ func (version) RenderCluster(c *api.Cluster) any {
 		}
 		props.Etcd.DataEncryption.CustomerManaged = ecm
 	}
-	if props.Console.URL == nil {
-		props.Console = nil
-	}
 	ext.Properties = props
 	if id := c.Identity; id != nil {
 		ext.Identity = profiles.RenderIdentity(id)
@@ -139,19 +117,9 @@ func (version) RenderCluster(c *api.Cluster) any {
 	return ext
 }
 
-// updatePaths is HcpOpenShiftClusterUpdate of this version: what a PATCH body may hold.
-var updatePaths = []string{
-	"tags",
-	"identity",
-	"properties.version",
-	"properties.platform.operatorsAuthentication",
-	"properties.autoscaling",
-	"properties.nodeDrainTimeoutMinutes",
-}
-
 // PatchCluster implements api.Version.
 func (v version) PatchCluster(stored *api.Cluster, body []byte) (*api.Cluster, error) {
-	return api.Patch(v, stored, body, updatePaths)
+	return api.Patch(v, stored, body, specClusterUpdatePaths) // what a PATCH body may hold: the specification's HcpOpenShiftClusterUpdate
 }
 
 // Preserve implements api.Version: this version predates vnet integration, KMS key vault
