@@ -13,7 +13,9 @@ import (
 // the result. This file is the one place that knows how an update message maps onto its spec:
 // Full* (every field set: an ARM PUT of a node pool or an external auth), *Diff (only what
 // differs: an ARM PATCH, and a cluster's PUT) and Apply* (Cluster Service's merge), so
-// Apply(a, Diff(a, b)) is b's updatable part.
+// Apply(a, Diff(a, b)) is b's updatable part, with two exceptions by design: an empty version or
+// channel group in b means "leave a's" (a plain scalar's zero is never sent), and an empty
+// message in b (autoscaling {}) comes back absent, as Cluster Service stores no empty message.
 
 // A node pool update is read from the descriptors: each NodePoolUpdate field changes the
 // NodePoolSpec field of its name, so a new updatable field costs no edit here. Its form says how:

@@ -204,7 +204,7 @@ func changedScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) protor
 }
 
 func clusterSpec() *ClusterSpec {
-	return &ClusterSpec{VersionId: "4.19.7", ChannelGroup: "stable", NodeDrainTimeoutMinutes: 30,
+	return &ClusterSpec{VersionId: "4.19.7", ChannelGroup: "stable", NodeDrainTimeoutMinutes: 30, PausedUntil: "2026-01-01T00:00:00Z",
 		Autoscaling:         &ClusterAutoscaling{MaxNodesTotal: proto.Int32(10)},
 		ApiAuthorizedCidrs:  []string{"10.0.0.0/8"},
 		ImageDigestMirrors:  []*ImageDigestMirror{{Source: "quay.io/a", Mirrors: []string{"m.example.com/a"}}},
@@ -256,6 +256,25 @@ func TestClusterUpdateCoversEveryUpdateField(t *testing.T) {
 			}
 			if !proto.Equal(a, clusterSpec()) {
 				t.Fatalf("the stored spec was changed in place: %v", a)
+			}
+			// An update field with presence (a message, a wrapper, an optional scalar) can also
+			// take the spec's value away: clearing it must be named by the diff and undone by
+			// nothing on the way back. A plain scalar's zero means "leave it", so it has no clear.
+			if !ufd.HasPresence() {
+				return
+			}
+			c := clusterSpec()
+			cm, cfd := specParent(c.ProtoReflect(), path, false)
+			if !cm.Has(cfd) {
+				t.Fatalf("clusterSpec() leaves %s unset, so its clear is not tested", cfd.FullName())
+			}
+			cm.Clear(cfd)
+			u = ClusterUpdateDiff(clusterSpec(), c)
+			if !u.ProtoReflect().Has(ufd) {
+				t.Fatalf("the diff of a clear of %s does not name it: %v", cfd.FullName(), u)
+			}
+			if got := ApplyClusterUpdate(clusterSpec(), u); !proto.Equal(got, c) {
+				t.Fatalf("apply(a, diff(a, a without %s)) = %v, want %v", cfd.FullName(), got, c)
 			}
 		})
 	}
