@@ -39,13 +39,15 @@ import (
 
 // TestDeployedRegionLifecycleSurvivesAHelmUpgrade is make deploy's end-to-end test: the region
 // with the service cluster's charts (Maestro server, Cluster Service, backend, frontend, admin
-// API, break-glass gateway) and its management cluster's charts installed by Helm on the real node, PostgreSQL and
-// the broker on the host. An ARM create sent to the Helm-deployed frontend must reach Succeeded
-// with the HostedCluster made by the pods on the node; a helm upgrade of every chart to a new
+// API, break-glass gateway) and both management stamps' charts installed by Helm on the real node
+// (mgmt-2's control plane beside it), PostgreSQL and the broker on the host. An ARM create sent
+// to the Helm-deployed frontend must reach Succeeded with the HostedCluster made by the pods on
+// the node; a helm upgrade of every chart to a new
 // image revision while that create is in flight must roll the Deployments without failing it;
 // the cluster's api.url must answer the customer's admin credential from the node's network,
 // as a door that refuses anyone without a certificate; and a delete must remove the
-// HostedCluster, its kube-apiserver process and its keys in the hosted etcd again.
+// HostedCluster, its kube-apiserver process and its keys in the hosted etcd again. A second
+// cluster, made while the first exists, must be placed on mgmt-2 and Succeed there.
 func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the node needs root")
