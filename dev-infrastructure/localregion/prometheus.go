@@ -393,3 +393,14 @@ func (r *Region) startPrometheus(ctx context.Context) error {
 	r.Info.Prometheus = &info
 	return nil
 }
+
+// GrantPrometheusMetrics lets a Prometheus run elsewhere (make deploy's, in a pod) GET /metrics on
+// mc, and nothing else, as grantPrometheusMetrics does for the region's own: it returns the
+// client certificate and key (of mc's CA) written into dir, and mc's CA.
+func GrantPrometheusMetrics(ctx context.Context, mc *mgmtcluster.ManagementCluster, dir string) (cert, key, ca string, err error) {
+	s, err := grantPrometheusMetrics(ctx, mc, dir)
+	if err != nil {
+		return "", "", "", err
+	}
+	return s.CertFile, s.KeyFile, s.CAFile, nil
+}

@@ -89,6 +89,10 @@ type ManagementClusterOptions struct {
 	ExtraClientCAFile string
 	// SkipCRDs leaves out the management CRDs, for a cluster that hosts no HyperShift.
 	SkipCRDs bool
+	// ServerNames are more DNS names for the apiserver's serving certificate, besides localhost
+	// and the kubernetes Service's (make deploy's second stamp: the Service the node's pods reach
+	// it by). They are issued with a new PKI only: a PKI kept in Dir keeps its names.
+	ServerNames []string
 }
 
 // ManagementCluster is a running etcd + kube-apiserver pair with the management CRDs installed,
@@ -278,7 +282,7 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	}
 	start := time.Now()
 	pkiDir := filepath.Join(o.Dir, "pki")
-	kp, err := loadOrCreateKubePKI(pkiDir)
+	kp, err := loadOrCreateKubePKI(pkiDir, o.ServerNames...)
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
 	}
@@ -463,7 +467,7 @@ const clusterAdminUser = "openhcp-cluster-admin"
 // developer, short enough to be plainly not production material.
 const devCertValidity = 365 * 24 * time.Hour
 
-func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
+func loadOrCreateKubePKI(dir string, serverNames ...string) (*kubePKI, error) {
 	p := &kubePKI{
 		caCertPath:      filepath.Join(dir, "ca.crt"),
 		servingCertPath: filepath.Join(dir, "apiserver.crt"),
@@ -495,7 +499,7 @@ func loadOrCreateKubePKI(dir string) (*kubePKI, error) {
 	}
 	serving, err := ca.Issue(pki.Spec{
 		CommonName: "kube-apiserver", Usage: pki.Server, NoOrganization: true, Lifetime: devCertValidity,
-		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		DNSNames: append([]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, serverNames...),
 		// 10.0.0.1 is the kubernetes Service IP in --service-cluster-ip-range.
 		IPs: []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback, net.ParseIP("10.0.0.1")},
 	})

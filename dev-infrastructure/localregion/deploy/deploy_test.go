@@ -20,6 +20,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openhcp/openhcp/admin/pkg/access"
@@ -35,13 +39,15 @@ import (
 
 // TestDeployedRegionLifecycleSurvivesAHelmUpgrade is make deploy's end-to-end test: the region
 // with the service cluster's charts (Maestro server, Cluster Service, backend, frontend, admin
-// API, break-glass gateway) and its management cluster's charts installed by Helm on the real node, PostgreSQL and
-// the broker on the host. An ARM create sent to the Helm-deployed frontend must reach Succeeded
-// with the HostedCluster made by the pods on the node; a helm upgrade of every chart to a new
+// API, break-glass gateway) and both management stamps' charts installed by Helm on the real node
+// (mgmt-2's control plane beside it), PostgreSQL and the broker on the host. An ARM create sent
+// to the Helm-deployed frontend must reach Succeeded with the HostedCluster made by the pods on
+// the node; a helm upgrade of every chart to a new
 // image revision while that create is in flight must roll the Deployments without failing it;
 // the cluster's api.url must answer the customer's admin credential from the node's network,
 // as a door that refuses anyone without a certificate; and a delete must remove the
-// HostedCluster, its kube-apiserver process and its keys in the hosted etcd again.
+// HostedCluster, its kube-apiserver process and its keys in the hosted etcd again. A second
+// cluster, made while the first exists, must be placed on mgmt-2 and Succeed there.
 func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the node needs root")
@@ -90,12 +96,16 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	// region.json is written in make run's format, with the node's cluster reachable from the host.
 	var info localregion.Info
 	b, err := os.ReadFile(d.RegionFile())
-	if err != nil || json.Unmarshal(b, &info) != nil || len(info.ManagementClusters) != 1 {
+	// Both stamps of dev-local: the node, and mgmt-2 with its control plane beside the node.
+	if err != nil || json.Unmarshal(b, &info) != nil || len(info.ManagementClusters) != 2 {
 		t.Fatalf("region.json: %v: %s", err, b)
 	}
-	mc := info.ManagementClusters[0]
+	mc, mc2 := info.ManagementClusters[0], info.ManagementClusters[1]
 	if mc.Kubeconfig != d.Node.HostKubeconfig || !strings.HasPrefix(mc.Server, "https://127.0.0.1:") {
 		t.Errorf("management cluster in region.json: %+v", mc)
+	}
+	if mc2.ProvisionShard != "mgmt-2" || mc2.Kubeconfig == d.Node.HostKubeconfig || !strings.HasPrefix(mc2.Server, "https://127.0.0.1:") {
+		t.Errorf("second management cluster in region.json: %+v", mc2)
 	}
 	client, err := info.Frontend.HTTPClient(30 * time.Second)
 	if err != nil {
@@ -128,7 +138,7 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca)
 	serviceCA := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}}
-	for _, u := range []string{mc.SimMetricsURL} {
+	for _, u := range []string{mc.SimMetricsURL, mc2.SimMetricsURL} {
 		resp, err := serviceCA.Get(u)
 		if err != nil {
 			t.Fatalf("%s from the host: %v", u, err)
@@ -211,14 +221,17 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("helm upgrade of the service charts took %s; create is %s", time.Since(upgradeStart).Round(time.Millisecond), a.operation(async))
-	if err := d.Cluster.Upgrade(ctx, variantDir); err != nil {
-		t.Fatal(err)
-	}
 	// Each workload's pods (by namespace and, where two share one, the chart's name label) and
 	// the image they must run.
 	type pods struct{ namespace, selector, image string }
-	rolled := []pods{{agentNamespace, "", "maestro"}, {simNamespace, "app.kubernetes.io/name=hypershift-sim", "hypershift-sim"},
-		{simNamespace, "app.kubernetes.io/name=hosted-etcd", "etcd"}}
+	var rolled []pods
+	for _, c := range d.Clusters {
+		if err := c.Upgrade(ctx, variantDir); err != nil {
+			t.Fatal(err)
+		}
+		rolled = append(rolled, pods{c.AgentNamespace(), "", "maestro"}, pods{c.SimNamespace(), "app.kubernetes.io/name=hypershift-sim", "hypershift-sim"},
+			pods{c.SimNamespace(), "app.kubernetes.io/name=hosted-etcd", "etcd"})
+	}
 	shared := map[string]int{}
 	for _, ns := range d.Services.Namespaces() {
 		shared[ns]++
@@ -266,6 +279,11 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 
 	// An SRE maintenance write through the deployed admin API is signed and carried out.
 	sreMaintenanceWriteIsCarriedOut(ctx, t, info, sub)
+
+	// The second stamp: with one cluster on mgmt-1, the next one is placed on mgmt-2 (least
+	// loaded), its HostedCluster lives in mgmt-2's apiserver and its control plane in mgmt-2's
+	// sim pod on the node; the admin API sees both shards healthy.
+	clusterOnTheSecondStamp(ctx, t, d, a, info, sub, rg, kubectl)
 
 	deleted := time.Now()
 	del := a.do(http.MethodDelete, path+"?api-version="+apiVersion, nil, http.StatusAccepted)
@@ -743,13 +761,7 @@ func sreMaintenanceWriteIsCarriedOut(ctx context.Context, t *testing.T, info loc
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sre.ClientTLS(info.Admin.CAFile)
-	c.ServerName = info.Admin.ServerName
-	cfg, err := c.Files().Client(strings.TrimPrefix(info.Admin.URL, "https://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := &adminapi.Client{BaseURL: info.Admin.URL, HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}}
+	admin := adminClient(t, info)
 	list, err := admin.ListClusters(ctx, adminapi.ClusterFilter{Subscription: sub})
 	if err != nil || len(list.Clusters) != 1 {
 		t.Fatalf("admin API cluster list of %s: %+v (%v)", sub, list, err)
@@ -780,4 +792,128 @@ func sreMaintenanceWriteIsCarriedOut(ctx context.Context, t *testing.T, info loc
 		t.Errorf("maintenance window of %s after the request: %+v (%v)", cluster, win, err)
 	}
 	t.Logf("SRE maintenance write signed by the admin API carried out %s after asking", time.Since(asked).Round(time.Millisecond))
+}
+
+// adminClient calls the deployed admin API as an sre-admin.
+func adminClient(t *testing.T, info localregion.Info) *adminapi.Client {
+	t.Helper()
+	sre, err := info.Admin.SRE(access.GroupAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sre.ClientTLS(info.Admin.CAFile)
+	c.ServerName = info.Admin.ServerName
+	cfg, err := c.Files().Client(strings.TrimPrefix(info.Admin.URL, "https://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &adminapi.Client{BaseURL: info.Admin.URL, HTTP: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}}
+}
+
+var hostedClusters = schema.GroupVersionResource{Group: "hypershift.openshift.io", Version: "v1beta1", Resource: "hostedclusters"}
+
+// clusterOnTheSecondStamp creates a second cluster while the first one (on mgmt-1) exists, so
+// that placement (least loaded) puts it on mgmt-2, and follows it to Succeeded through ARM: its
+// HostedCluster must be in mgmt-2's apiserver (and none more on the node), Available, with its
+// api.url on mgmt-2's sim pod; the admin API must list both shards healthy (their apiservers'
+// /readyz, mgmt-2's through its Service). It then deletes it and sees the HostedCluster go.
+func clusterOnTheSecondStamp(ctx context.Context, t *testing.T, d *Region, a armClient, info localregion.Info, sub, rg string, kubectl func(...string) (string, error)) {
+	t.Helper()
+	second := d.Clusters[1]
+	rc, err := clientcmd.BuildConfigFromFlags("", info.ManagementClusters[1].Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onSecond := func() ([]unstructured.Unstructured, error) {
+		l, err := dyn.Resource(hostedClusters).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	}
+
+	path := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/deployed-2", sub, rg)
+	created := time.Now()
+	put := a.do(http.MethodPut, path+"?api-version="+apiVersion, clusterBody(info.Location, sub, rg), http.StatusCreated)
+	waitFor(t, 3*time.Minute, "the second HostedCluster in mgmt-2's apiserver", func() error {
+		items, err := onSecond()
+		if err != nil || len(items) != 1 {
+			return fmt.Errorf("%d HostedClusters (%v)", len(items), err)
+		}
+		return nil
+	})
+	if final := a.wait(put.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final != "Succeeded" {
+		t.Fatalf("create on mgmt-2 ended %s", final)
+	}
+	t.Logf("create on mgmt-2 Succeeded %s after the PUT", time.Since(created).Round(time.Millisecond))
+	if out, err := kubectl("get", "hostedclusters", "-A", "-o", "name"); err != nil || len(strings.Fields(out)) != 1 {
+		t.Errorf("HostedClusters on the node: %q (%v), want only the first cluster's", out, err)
+	}
+	items, err := onSecond()
+	if err != nil || len(items) != 1 {
+		t.Fatalf("HostedClusters in mgmt-2: %d (%v)", len(items), err)
+	}
+	conds, _, _ := unstructured.NestedSlice(items[0].Object, "status", "conditions")
+	available := ""
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Available" {
+			available, _ = m["status"].(string)
+		}
+	}
+	if available != "True" {
+		t.Errorf("HostedCluster in mgmt-2 Available = %q", available)
+	}
+	// Its control plane runs in mgmt-2's sim pod on the node: api.url is that pod's IP.
+	waitFor(t, 2*time.Minute, "the second cluster's api.url on mgmt-2's sim pod", func() error {
+		cluster := a.do(http.MethodGet, path+"?api-version="+apiVersion, nil, http.StatusOK).Body
+		props, _ := cluster["properties"].(map[string]any)
+		api, _ := props["api"].(map[string]any)
+		apiURL, _ := api["url"].(string)
+		ip, err := kubectl("get", "pods", "-n", second.SimNamespace(), "-l", "app.kubernetes.io/name=hypershift-sim", "--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].status.podIP}")
+		if err != nil {
+			return err
+		}
+		if u, err := url.Parse(apiURL); err != nil || u.Hostname() != ip || ip == "" {
+			return fmt.Errorf("api.url %q, mgmt-2's sim pod %q", apiURL, ip)
+		}
+		return nil
+	})
+
+	// Both shards healthy in the admin API, each holding one cluster.
+	admin := adminClient(t, info)
+	waitFor(t, 2*time.Minute, "both shards healthy in the admin API", func() error {
+		list, err := admin.ListShards(ctx)
+		if err != nil {
+			return err
+		}
+		healthy := map[string]int32{}
+		for _, sh := range list.Shards {
+			if sh.Health != "healthy" {
+				return fmt.Errorf("shard %s is %s: %s", sh.Name, sh.Health, sh.HealthMessage)
+			}
+			healthy[sh.Name] = sh.ClusterCount
+		}
+		if len(healthy) != 2 || healthy["mgmt-1"] != 1 || healthy["mgmt-2"] != 1 {
+			return fmt.Errorf("healthy shards and their clusters: %v, want mgmt-1 and mgmt-2 with one each", healthy)
+		}
+		return nil
+	})
+	t.Log("admin API: mgmt-1 and mgmt-2 healthy, one cluster each")
+
+	del := a.do(http.MethodDelete, path+"?api-version="+apiVersion, nil, http.StatusAccepted)
+	if final := a.wait(del.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final != "Succeeded" {
+		t.Fatalf("delete on mgmt-2 ended %s", final)
+	}
+	waitFor(t, time.Minute, "no HostedCluster in mgmt-2", func() error {
+		items, err := onSecond()
+		if err != nil || len(items) != 0 {
+			return fmt.Errorf("%d HostedClusters (%v)", len(items), err)
+		}
+		return nil
+	})
+	t.Log("delete on mgmt-2 Succeeded and its HostedCluster is gone")
 }

@@ -65,17 +65,46 @@ type NodeCluster struct {
 	// Images are the built images (images.json) and the directory of their values files.
 	Images    images.Manifest
 	ImagesDir string
+	// OwnControlPlane runs the cluster's etcd, kube-apiserver and kube-controller-manager as
+	// processes beside the node (mgmtcluster.StartManagementCluster, state in Dir), exposed to the
+	// pods as the Service <Stamp>-apiserver of OutsideNamespace; its agent and sim pods run on the
+	// node in namespaces of their own and act on it through a kubeconfig Secret
+	// (targetCluster.kubeconfigSecret). False: the node is the cluster (the first stamp).
+	OwnControlPlane bool
+	Dir             string
 
 	stopForwards context.CancelFunc
-	env          localregion.ExternalEnv
-	broker       node.OutsideService
-	hostedEtcd   mgmtcluster.EtcdFiles
+	// own is the control plane beside the node, when OwnControlPlane; ownService its Service.
+	own        *mgmtcluster.ManagementCluster
+	ownService node.OutsideService
+	// prometheus is the region Prometheus' client certificate, key and CA on own.
+	prometheus struct{ cert, key, ca string }
+	env        localregion.ExternalEnv
+	broker     node.OutsideService
+	hostedEtcd mgmtcluster.EtcdFiles
 }
 
 // HostedEtcd is the hosted etcd's Service (name, namespace) and PKI files: what a client in the
 // node's namespace needs to read it (the deploy test, to see a deleted cluster's keys gone).
 func (c *NodeCluster) HostedEtcd() (service, namespace string, files mgmtcluster.EtcdFiles) {
-	return hostedEtcdService, simNamespace, c.hostedEtcd
+	return hostedEtcdService, c.SimNamespace(), c.hostedEtcd
+}
+
+// AgentNamespace and SimNamespace are the namespaces of the node where the cluster's agent and
+// sim run: the charts' own for the node's cluster, <stamp>-maestro and <stamp>-hypershift for
+// one with its own control plane (two agents or sims in one namespace would share Secrets).
+func (c *NodeCluster) AgentNamespace() string {
+	if c.OwnControlPlane {
+		return c.Stamp + "-" + agentNamespace
+	}
+	return agentNamespace
+}
+
+func (c *NodeCluster) SimNamespace() string {
+	if c.OwnControlPlane {
+		return c.Stamp + "-" + simNamespace
+	}
+	return simNamespace
 }
 
 // Name is the stamp: provision shard and Maestro consumer.
@@ -98,16 +127,24 @@ func (c *NodeCluster) Releases(env localregion.ExternalEnv, broker node.OutsideS
 	if d := env.Sim.DeleteDelay; d > 0 {
 		sim = append(sim, "deleteDelay="+d.String())
 	}
-	return []Release{
-		{Name: "management-crds", Chart: "dev-infrastructure/mgmtcluster/deploy/management-crds", Namespace: "default"},
-		{Name: "maestro-agent", Chart: "maestro/deploy/agent", Namespace: agentNamespace,
+	agent := append([]string{"consumerName=" + c.Stamp, "broker.host=" + broker.Host, "broker.port=" + strconv.Itoa(broker.Port)}, noMonitoring...)
+	var out []Release
+	if c.OwnControlPlane {
+		// The CRDs are its apiserver's (StartManagementCluster installs them), the charts' RBAC
+		// too (ApplyChartIdentity); the pods reach it by the kubeconfig Secret.
+		agent = append(agent, "targetCluster.kubeconfigSecret="+targetKubeconfigSecret)
+		sim = append(sim, "targetCluster.kubeconfigSecret="+targetKubeconfigSecret)
+	} else {
+		out = append(out, Release{Name: "management-crds", Chart: "dev-infrastructure/mgmtcluster/deploy/management-crds", Namespace: "default"})
+	}
+	return append(out,
+		Release{Name: "maestro-agent", Chart: "maestro/deploy/agent", Namespace: c.AgentNamespace(),
 			Values: []string{filepath.Join(stamp, "maestro-agent.yaml"), filepath.Join(imagesDir, "values", "maestro.yaml")},
-			Set:    append([]string{"consumerName=" + c.Stamp, "broker.host=" + broker.Host, "broker.port=" + strconv.Itoa(broker.Port)}, noMonitoring...)},
-		{Name: "hypershift-sim", Chart: "dev-infrastructure/mgmtcluster/deploy/hypershift-sim", Namespace: simNamespace,
+			Set:    agent},
+		Release{Name: "hypershift-sim", Chart: "dev-infrastructure/mgmtcluster/deploy/hypershift-sim", Namespace: c.SimNamespace(),
 			Values: []string{filepath.Join(stamp, "hypershift-sim.yaml"), filepath.Join(imagesDir, "values", "hypershift-sim.yaml"),
 				filepath.Join(imagesDir, "values", "etcd.yaml")},
-			Set: sim},
-	}
+			Set: sim})
 }
 
 // Start exposes the broker to the node, creates the agent's MQTT client certificate Secret and
@@ -119,6 +156,12 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 		return info, err
 	}
 	c.env, c.broker = env, broker
+	agentNamespace, simNamespace := c.AgentNamespace(), c.SimNamespace()
+	if c.OwnControlPlane {
+		if err := c.startOwnControlPlane(ctx, env); err != nil {
+			return info, fmt.Errorf("management cluster %s: %w", c.Stamp, err)
+		}
+	}
 	agent := env.PKI.MustFiles(pki.MaestroAgent(c.Stamp))
 	if _, err := c.Node.Kubectl(ctx, "create", "namespace", agentNamespace); err != nil {
 		return info, err
@@ -174,6 +217,11 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 			return info, err
 		}
 	}
+	if c.OwnControlPlane {
+		if err := c.targetKubeconfigs(ctx); err != nil {
+			return info, fmt.Errorf("management cluster %s: %w", c.Stamp, err)
+		}
+	}
 	for _, rel := range c.Releases(env, broker, c.ImagesDir) {
 		env.Step("helm install %s (%s) into namespace %s", rel.Name, rel.Chart, rel.Namespace)
 		if err := c.HelmInstall(ctx, "install", rel); err != nil {
@@ -190,12 +238,16 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 	if err != nil {
 		return info, err
 	}
-	server, err := kubeconfigServer(c.Node.HostKubeconfig)
+	kubeconfig := c.Node.HostKubeconfig
+	if c.OwnControlPlane {
+		kubeconfig = c.own.Kubeconfig
+	}
+	server, err := kubeconfigServer(kubeconfig)
 	if err != nil {
 		return info, err
 	}
 	return localregion.ManagementClusterInfo{
-		Name: c.Stamp, Kubeconfig: c.Node.HostKubeconfig, Server: server,
+		Name: c.Stamp, Kubeconfig: kubeconfig, Server: server,
 		SimMetricsURL: "https://" + simMetrics + "/metrics", AgentHealthURL: "https://" + agentHealth + "/readyz",
 		// A broker that requires client certificates names a client by its certificate's CN.
 		AgentMQTTClientID: c.Stamp, ConsumerName: c.Stamp, ProvisionShard: c.Stamp,
@@ -220,10 +272,14 @@ func (c *NodeCluster) servingCert(p *pki.Region, workload, namespace string) (pk
 	return p.Files(name)
 }
 
-// Stop ends the host forwards; the node itself (and every release on it) goes with Node.Stop.
+// Stop ends the host forwards and stops a control plane of its own; the node itself (and every
+// release on it) goes with Node.Stop.
 func (c *NodeCluster) Stop() {
 	if c.stopForwards != nil {
 		c.stopForwards()
+	}
+	if c.own != nil {
+		c.own.Stop()
 	}
 }
 

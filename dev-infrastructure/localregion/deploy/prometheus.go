@@ -47,27 +47,62 @@ type scrapeTarget struct {
 	// token authorizes with the ServiceAccount token instead of a client certificate, verified
 	// by the cluster's CA (the kube-apiserver) when clusterCA.
 	token, clusterCA bool
+	// kubeCreds, for a management cluster with a control plane of its own, is the prefix of the
+	// prometheus-tls keys of the client certificate its apiserver admits (<prefix>-client.crt,
+	// .key) and, with clusterCA, of that apiserver's CA (<prefix>-ca.crt).
+	kubeCreds string
+	// static is the target's address when it is no Service with Endpoints (an outside Service).
+	static string
+}
+
+// shardScrape is what Prometheus scrapes of one management cluster: its name, the namespaces of
+// its agent and sim on the node and, for one with a control plane of its own, the apiserver's
+// Service address (host:port) and its credentials' key prefix.
+type shardScrape struct {
+	name, agentNamespace, simNamespace string
+	apiserverService, apiserverAddr    string
+	kubeCreds                          string
+}
+
+// scrape is the cluster's shardScrape.
+func (c *NodeCluster) scrape() shardScrape {
+	s := shardScrape{name: c.Stamp, agentNamespace: c.AgentNamespace(), simNamespace: c.SimNamespace()}
+	if c.OwnControlPlane {
+		s.apiserverService = c.ownAPIServerService()
+		s.apiserverAddr = fmt.Sprintf("%s:%d", svcName(c.ownAPIServerService(), OutsideNamespace), ownAPIServerPort)
+		s.kubeCreds = c.Stamp + "-kube"
+	}
+	return s
 }
 
 // prometheusTargets are the Services the region's Prometheus scrapes: every service-cluster
-// workload's metrics port and, per management cluster (all on the node), its agent, sim and
-// kube-apiserver.
-func prometheusTargets(shards []string) []scrapeTarget {
+// workload's metrics port and, per management cluster, its agent, sim and kube-apiserver. The
+// node's cluster authorizes the agent's and apiserver's scrapes by the ServiceAccount token; one
+// with a control plane of its own by a client certificate of its CA (the node's tokens mean
+// nothing there), its apiserver scraped through its outside Service.
+func prometheusTargets(shards []shardScrape) []scrapeTarget {
 	var out []scrapeTarget
 	for _, name := range []string{"frontend", "backend", "monitor", "maintenance", "cluster-service", "admin", "gateway", "maestro-server"} {
 		out = append(out, scrapeTarget{service: name, namespace: workloads[name].namespace, port: "metrics"})
 	}
-	for _, shard := range shards {
+	for _, sh := range shards {
+		sim := scrapeTarget{service: "hypershift-sim", namespace: sh.simNamespace, port: "metrics", shard: sh.name}
+		if sh.apiserverAddr == "" {
+			out = append(out,
+				scrapeTarget{service: "maestro-agent", namespace: sh.agentNamespace, port: "https", shard: sh.name, token: true}, sim,
+				scrapeTarget{service: "kubernetes", namespace: "default", port: "https", job: "management-kube-apiserver", shard: sh.name, token: true, clusterCA: true})
+			continue
+		}
 		out = append(out,
-			scrapeTarget{service: "maestro-agent", namespace: agentNamespace, port: "https", shard: shard, token: true},
-			scrapeTarget{service: "hypershift-sim", namespace: simNamespace, port: "metrics", shard: shard},
-			scrapeTarget{service: "kubernetes", namespace: "default", port: "https", job: "management-kube-apiserver", shard: shard, token: true, clusterCA: true})
+			scrapeTarget{service: "maestro-agent", namespace: sh.agentNamespace, port: "https", shard: sh.name, kubeCreds: sh.kubeCreds}, sim,
+			scrapeTarget{service: sh.apiserverService, namespace: OutsideNamespace, job: "management-kube-apiserver", shard: sh.name,
+				clusterCA: true, kubeCreds: sh.kubeCreds, static: sh.apiserverAddr})
 	}
 	return out
 }
 
 // prometheusConfig renders prometheus.yml (JSON is YAML) for the management clusters shards.
-func prometheusConfig(interval time.Duration, shards []string) ([]byte, error) {
+func prometheusConfig(interval time.Duration, shards []shardScrape) ([]byte, error) {
 	type relabel struct {
 		SourceLabels []string `json:"source_labels,omitempty"`
 		Regex        string   `json:"regex,omitempty"`
@@ -117,6 +152,12 @@ func prometheusConfig(interval time.Duration, shards []string) ([]byte, error) {
 		}
 		if t.clusterCA {
 			j.TLS.CAFile = serviceAccountDir + "/ca.crt"
+		}
+		if t.kubeCreds != "" {
+			j.TLS.CertFile, j.TLS.KeyFile = prometheusTLSDir+"/"+t.kubeCreds+"-client.crt", prometheusTLSDir+"/"+t.kubeCreds+"-client.key"
+			if t.clusterCA {
+				j.TLS.CAFile = prometheusTLSDir + "/" + t.kubeCreds + "-ca.crt"
+			}
 		}
 		if t.job != "" || t.shard != "" {
 			j.Relabel = append(j.Relabel, relabel{TargetLabel: "job", Replacement: cmpOr(t.job, t.service)})
@@ -169,10 +210,13 @@ type targetGroup struct {
 // prometheusTargetFiles are the file_sd files, by job, of the Services' ready addresses in eps
 // (an Endpoints list): one group per pod, labelled with the pod and namespace as Kubernetes
 // service discovery would. A job whose Service has no ready address gets an empty file.
-func prometheusTargetFiles(shards []string, eps []endpoints) (map[string][]byte, error) {
+func prometheusTargetFiles(shards []shardScrape, eps []endpoints) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, t := range prometheusTargets(shards) {
 		groups := []targetGroup{}
+		if t.static != "" {
+			groups = append(groups, targetGroup{Targets: []string{t.static}, Labels: map[string]string{"namespace": t.namespace}})
+		}
 		for _, ep := range eps {
 			if ep.Metadata.Name != t.service || ep.Metadata.Namespace != t.namespace {
 				continue
@@ -205,7 +249,7 @@ func prometheusTargetFiles(shards []string, eps []endpoints) (map[string][]byte,
 // syncPrometheusTargets writes the target files into the ConfigMap prometheus-targets, and
 // again whenever a Service's ready addresses change (a rollout), until ctx ends. The kubelet
 // refreshes the pod's copy within about a minute, and Prometheus re-reads it.
-func (s *ServiceCluster) syncPrometheusTargets(ctx context.Context, shards []string) error {
+func (s *ServiceCluster) syncPrometheusTargets(ctx context.Context, shards []shardScrape) error {
 	last := ""
 	sync := func() error {
 		raw, err := s.Node.Kubectl(ctx, "get", "endpoints", "-A", "-o", "json")
@@ -297,9 +341,9 @@ func (s *ServiceCluster) installPrometheus(ctx context.Context, env localregion.
 	if err != nil {
 		return nil, err
 	}
-	var shards []string
-	for _, mc := range env.ManagementClusters {
-		shards = append(shards, mc.ProvisionShard)
+	var shards []shardScrape
+	for _, c := range s.Clusters {
+		shards = append(shards, c.scrape())
 	}
 	cfg, err := prometheusConfig(localregion.DefaultPrometheusInterval, shards)
 	if err != nil {
@@ -327,6 +371,12 @@ func (s *ServiceCluster) installPrometheus(ctx context.Context, env localregion.
 	secret := []string{"create", "secret", "generic", "prometheus-tls", "-n", prometheusNamespace,
 		"--from-file=tls.crt=" + files.Cert, "--from-file=tls.key=" + files.Key,
 		"--from-file=ca.crt=" + p.CAFile, "--from-file=client-ca.crt=" + p.PersonCAFile}
+	for _, c := range s.Clusters {
+		if sh := c.scrape(); sh.kubeCreds != "" {
+			secret = append(secret, "--from-file="+sh.kubeCreds+"-client.crt="+c.prometheus.cert,
+				"--from-file="+sh.kubeCreds+"-client.key="+c.prometheus.key, "--from-file="+sh.kubeCreds+"-ca.crt="+c.prometheus.ca)
+		}
+	}
 	if _, err := s.Node.Kubectl(ctx, secret...); err != nil {
 		return nil, fmt.Errorf("secret %s/prometheus-tls: %w", prometheusNamespace, err)
 	}

@@ -24,7 +24,8 @@ import (
 // two everywhere).
 var wantScrapeJobs = map[string]int{
 	"frontend": 1, "backend": 1, "cluster-service": 1, "admin": 1, "gateway": 2, "monitor": 2, "maintenance": 2,
-	"maestro-server": 1, "maestro-agent": 1, "hypershift-sim": 1, "management-kube-apiserver": 1,
+	// One of each per management cluster: mgmt-1 (the node) and mgmt-2.
+	"maestro-server": 1, "maestro-agent": 2, "hypershift-sim": 2, "management-kube-apiserver": 2,
 }
 
 // checkPrometheus checks make deploy's Prometheus from region.json: it refuses a caller without

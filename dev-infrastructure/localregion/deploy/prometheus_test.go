@@ -19,7 +19,7 @@ import (
 // the scraper by its ServiceAccount token, get the token instead (a client certificate of the
 // region CA would fail their handshake). Shard-scoped jobs carry the shard label.
 func TestPrometheusConfigScrapesEveryWorkloadOverVerifiedTLS(t *testing.T) {
-	raw, err := prometheusConfig(5*time.Second, []string{"mgmt-1"})
+	raw, err := prometheusConfig(5*time.Second, []shardScrape{nodeShard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestPrometheusTargetFilesListEachServicesReadyPods(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &eps); err != nil {
 		t.Fatal(err)
 	}
-	files, err := prometheusTargetFiles([]string{"mgmt-1"}, eps)
+	files, err := prometheusTargetFiles([]shardScrape{nodeShard, ownShard}, eps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,13 +149,16 @@ func TestPrometheusTargetFilesListEachServicesReadyPods(t *testing.T) {
 		"frontend.json":                         `[]`,
 		"maintenance.json":                      `[]`,
 		"maestro-agent-mgmt-1.json":             `[]`,
+		// The second stamp's apiserver is an outside Service (no Endpoints): its address.
+		"management-kube-apiserver-mgmt-2.json": `[{"targets":["mgmt-2-apiserver.openhcp-outside.svc:6443"],"labels":{"namespace":"openhcp-outside"}}]`,
+		"hypershift-sim-mgmt-2.json":            `[]`,
 	} {
 		if got := string(files[file]); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", file, got, want)
 		}
 	}
-	if len(files) != 11 {
-		t.Errorf("%d files, want one per job (11)", len(files))
+	if len(files) != 14 {
+		t.Errorf("%d files, want one per job (14)", len(files))
 	}
 }
 
@@ -168,13 +171,14 @@ func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
 	if err != nil {
 		t.Skip("promtool is not installed; run make deps")
 	}
-	raw, err := prometheusConfig(5*time.Second, []string{"mgmt-1", "mgmt-2"})
+	raw, err := prometheusConfig(5*time.Second, []shardScrape{nodeShard, ownShard})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	cfg := strings.NewReplacer("/etc/prometheus", dir, serviceAccountDir, filepath.Join(dir, "sa")).Replace(string(raw))
-	for _, f := range []string{"tls/ca.crt", "tls/tls.crt", "tls/tls.key", "sa/ca.crt", "sa/token"} {
+	for _, f := range []string{"tls/ca.crt", "tls/tls.crt", "tls/tls.key", "sa/ca.crt", "sa/token",
+		"tls/mgmt-2-kube-ca.crt", "tls/mgmt-2-kube-client.crt", "tls/mgmt-2-kube-client.key"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -188,5 +192,53 @@ func TestPrometheusConfigLoadsInDebiansPrometheus(t *testing.T) {
 	}
 	if out, err := exec.Command(promtool, "check", "config", file).CombinedOutput(); err != nil {
 		t.Fatalf("promtool check config: %v\n%s", err, out)
+	}
+}
+
+// The node's management cluster and one with a control plane of its own (make deploy's two).
+var (
+	nodeShard = (&NodeCluster{Stamp: "mgmt-1"}).scrape()
+	ownShard  = (&NodeCluster{Stamp: "mgmt-2", OwnControlPlane: true}).scrape()
+)
+
+// TestPrometheusScrapesAStampWithItsOwnControlPlaneByItsCertificate: the second stamp's agent and
+// apiserver do not know the node's ServiceAccount tokens, so Prometheus presents the client
+// certificate of that cluster's CA (granted GET /metrics there) and verifies its apiserver by
+// that CA and the name of its outside Service; its agent and sim are scraped in their own
+// namespaces on the node.
+func TestPrometheusScrapesAStampWithItsOwnControlPlaneByItsCertificate(t *testing.T) {
+	raw, err := prometheusConfig(5*time.Second, []shardScrape{nodeShard, ownShard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Scrape []scrapeJobJSON `json:"scrape_configs"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]scrapeJobJSON{}
+	for _, j := range cfg.Scrape {
+		jobs[j.JobName] = j
+	}
+	tls := prometheusTLSDir + "/"
+	for name, want := range map[string][4]string{ // CA, cert, key, server name
+		"maestro-agent-mgmt-2":             {tls + "ca.crt", tls + "mgmt-2-kube-client.crt", tls + "mgmt-2-kube-client.key", "maestro-agent.mgmt-2-maestro.svc"},
+		"hypershift-sim-mgmt-2":            {tls + "ca.crt", tls + "tls.crt", tls + "tls.key", "hypershift-sim.mgmt-2-hypershift.svc"},
+		"management-kube-apiserver-mgmt-2": {tls + "mgmt-2-kube-ca.crt", tls + "mgmt-2-kube-client.crt", tls + "mgmt-2-kube-client.key", "mgmt-2-apiserver.openhcp-outside.svc"},
+		"maestro-agent-mgmt-1":             {tls + "ca.crt", "", "", "maestro-agent.maestro.svc"},
+	} {
+		j, ok := jobs[name]
+		if !ok {
+			t.Errorf("no job %s", name)
+			continue
+		}
+		got := [4]string{j.TLS.CAFile, j.TLS.CertFile, j.TLS.KeyFile, j.TLS.ServerName}
+		if got != want {
+			t.Errorf("job %s TLS %q, want %q", name, got, want)
+		}
+		if byToken := j.Authorization != nil; byToken != (name == "maestro-agent-mgmt-1") {
+			t.Errorf("job %s authorizes by the ServiceAccount token: %v", name, byToken)
+		}
 	}
 }

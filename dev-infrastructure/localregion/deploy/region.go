@@ -27,20 +27,25 @@ type Config struct {
 	RegionFile string
 	// Region is the rendered region whose values are installed (default "dev-local").
 	Region string
-	// Stamp is the management cluster installed on the node (default "mgmt-1").
-	Stamp string
+	// Stamps are the management clusters installed (default mgmt-1 and mgmt-2, dev-local's two):
+	// the first is the node itself; each other one runs a control plane of its own beside the
+	// node, its agent and sim as pods on the node (NodeCluster.OwnControlPlane).
+	Stamps []string
 	// Sim tunes hypershift-sim.
 	Sim localregion.SimConfig
 	// Progress receives one line per step.
 	Progress io.Writer
 }
 
-// Region is a deployed region: the launcher's region with the service cluster's charts and one
-// management cluster's charts on the node.
+// Region is a deployed region: the launcher's region with the service cluster's charts and the
+// management clusters' charts on the node.
 type Region struct {
 	*localregion.Region
-	Node     *node.Node
+	Node *node.Node
+	// Cluster is the node's own management cluster (the first stamp); Clusters are all of them,
+	// Cluster first.
 	Cluster  *NodeCluster
+	Clusters []*NodeCluster
 	Services *ServiceCluster
 	nodeDir  string
 }
@@ -49,8 +54,9 @@ type Region struct {
 var chartImages = []string{"maestro", "hypershift-sim", "etcd"}
 
 // Up builds the images, starts the node, and brings the region up with the service cluster's
-// and one management cluster's charts installed on the node; PostgreSQL and the broker stay on
-// the host. On error everything it started is stopped.
+// and the management clusters' charts installed on the node (the second stamp's control plane
+// beside it); PostgreSQL and the broker stay on the host. On error everything it started is
+// stopped.
 func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 	if cfg.Root == "" {
 		return nil, errors.New("deploy: no repository root")
@@ -61,8 +67,8 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 	if cfg.Region == "" {
 		cfg.Region = "dev-local"
 	}
-	if cfg.Stamp == "" {
-		cfg.Stamp = "mgmt-1"
+	if len(cfg.Stamps) == 0 {
+		cfg.Stamps = []string{"mgmt-1", "mgmt-2"}
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
@@ -70,9 +76,11 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 	step := func(format string, args ...any) {
 		fmt.Fprintf(cfg.Progress, "%s  "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 	}
-	rendered := filepath.Join(cfg.Root, "config", "rendered", cfg.Region, cfg.Stamp)
-	if _, err := os.Stat(rendered); err != nil {
-		return nil, fmt.Errorf("rendered values of %s/%s: %w (make render-config)", cfg.Region, cfg.Stamp, err)
+	rendered := filepath.Join(cfg.Root, "config", "rendered", cfg.Region)
+	for _, stamp := range cfg.Stamps {
+		if _, err := os.Stat(filepath.Join(rendered, stamp)); err != nil {
+			return nil, fmt.Errorf("rendered values of %s/%s: %w (make render-config)", cfg.Region, stamp, err)
+		}
 	}
 
 	step("building the pinned Kubernetes binaries, CoreDNS and helm (first run: minutes, with progress below; cached afterwards)")
@@ -123,13 +131,20 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.Cluster = &NodeCluster{Stamp: cfg.Stamp, Node: n, Root: cfg.Root, Rendered: filepath.Dir(rendered),
-		Helm: helm, HelmHome: filepath.Join(nodeDir, "helm"), Images: m, ImagesDir: imagesDir}
-	d.Services = &ServiceCluster{Node: n, Root: cfg.Root, Rendered: filepath.Dir(rendered), Helm: helm,
+	var external []localregion.ExternalManagementCluster
+	for i, stamp := range cfg.Stamps {
+		c := &NodeCluster{Stamp: stamp, Node: n, Root: cfg.Root, Rendered: rendered,
+			Helm: helm, HelmHome: filepath.Join(nodeDir, "helm"), Images: m, ImagesDir: imagesDir,
+			OwnControlPlane: i > 0, Dir: filepath.Join(nodeDir, stamp)}
+		d.Clusters = append(d.Clusters, c)
+		external = append(external, c)
+	}
+	d.Cluster = d.Clusters[0]
+	d.Services = &ServiceCluster{Node: n, Root: cfg.Root, Rendered: rendered, Helm: helm,
 		HelmHome: filepath.Join(nodeDir, "helm"), ImagesDir: imagesDir, Dir: filepath.Join(nodeDir, "secrets"),
-		Stamps: []string{cfg.Stamp}}
+		Clusters: d.Clusters}
 	r, err := localregion.Up(ctx, localregion.Config{Root: cfg.Root, StateDir: cfg.StateDir, RegionFile: cfg.RegionFile,
-		External: []localregion.ExternalManagementCluster{d.Cluster}, ServiceCluster: d.Services,
+		External: external, ServiceCluster: d.Services,
 		Sim: cfg.Sim, Progress: cfg.Progress})
 	if err != nil {
 		return nil, err

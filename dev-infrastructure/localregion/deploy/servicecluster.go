@@ -78,8 +78,9 @@ type ServiceCluster struct {
 	ImagesDir string
 	// Dir holds the files Secrets are made from (0700), removed with the node's directory.
 	Dir string
-	// Stamps are the management clusters whose kubeconfigs the admin API gets.
-	Stamps []string
+	// Clusters are the management clusters whose kubeconfigs the admin API gets and whose
+	// workloads Prometheus scrapes.
+	Clusters []*NodeCluster
 
 	mu       sync.Mutex
 	prepared bool
@@ -234,7 +235,11 @@ func (s *ServiceCluster) Release(name, imagesDir string) Release {
 	case "cluster-service":
 		set = append(set, "pullSecret.secret=cluster-service-pull-secret")
 	case "admin":
-		set = append(set, "managementClusters={"+strings.Join(s.Stamps, ",")+"}")
+		var stamps []string
+		for _, c := range s.Clusters {
+			stamps = append(stamps, c.Stamp)
+		}
+		set = append(set, "managementClusters={"+strings.Join(stamps, ",")+"}")
 		if s.gatewayURL != "" {
 			set = append(set, "breakGlass.gatewayURL="+s.gatewayURL)
 		}
@@ -414,7 +419,8 @@ func statementPublicKey(env localregion.ServiceEnv) (map[string]string, error) {
 
 // adminKubeconfigs writes, for each management cluster, the admin API's read-only kubeconfig
 // (the one the launcher made for the host) with its credentials inline and the server the pods
-// reach: the node is the management cluster, so its in-cluster address.
+// reach (NodeCluster.podServer): the node's in-cluster address, or the Service of a control
+// plane of its own.
 func (s *ServiceCluster) adminKubeconfigs(env localregion.ServiceEnv) (map[string]string, error) {
 	out := map[string]string{}
 	for _, mc := range env.ManagementClusters {
@@ -425,8 +431,17 @@ func (s *ServiceCluster) adminKubeconfigs(env localregion.ServiceEnv) (map[strin
 		if err := clientcmdapi.FlattenConfig(cfg); err != nil {
 			return nil, fmt.Errorf("kubeconfig of %s: %w", mc.Name, err)
 		}
+		server := ""
+		for _, nc := range s.Clusters {
+			if nc.Stamp == mc.Name {
+				server = nc.podServer()
+			}
+		}
+		if server == "" {
+			return nil, fmt.Errorf("management cluster %s is none of the node's", mc.Name)
+		}
 		for _, c := range cfg.Clusters {
-			c.Server = "https://kubernetes.default.svc"
+			c.Server = server
 		}
 		file := filepath.Join(s.Dir, mc.ProvisionShard+".kubeconfig")
 		if err := clientcmd.WriteToFile(*cfg, file); err != nil {

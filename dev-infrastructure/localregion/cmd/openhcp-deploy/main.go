@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,7 +26,7 @@ func main() {
 	flag.StringVar(&cfg.StateDir, "state-dir", os.Getenv("OPENHCP_STATE_DIR"), "directory for throwaway state and logs (default <repo>/.run; env OPENHCP_STATE_DIR)")
 	flag.StringVar(&cfg.RegionFile, "region-file", os.Getenv("OPENHCP_REGION_FILE"), "where to write the endpoints as JSON (default <state-dir>/region.json; env OPENHCP_REGION_FILE)")
 	flag.StringVar(&cfg.Region, "region", "dev-local", "rendered region of config/ whose Helm values are installed")
-	flag.StringVar(&cfg.Stamp, "stamp", "mgmt-1", "the management cluster (stamp) installed on the node")
+	stamps := flag.String("stamps", "mgmt-1,mgmt-2", "the management clusters (stamps) installed: the first is the node, each other one runs its control plane beside it")
 	flag.DurationVar(&cfg.Sim.AvailableDelay, "sim-available-delay", 5*time.Second, "how long hypershift-sim takes to make a HostedCluster Available")
 	flag.DurationVar(&cfg.Sim.DeleteDelay, "sim-delete-delay", 2*time.Second, "how long hypershift-sim takes to tear a HostedCluster down")
 	flag.Parse()
@@ -40,6 +41,7 @@ func main() {
 	}
 	cfg.Root = root
 	cfg.Progress = os.Stdout
+	cfg.Stamps = strings.Split(*stamps, ",")
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
