@@ -90,8 +90,8 @@ type Observation struct {
 	// FeedbackAge is how long the feedback path of its shard has not been seen working; 0 when
 	// it works now (or the object is on no shard yet).
 	FeedbackAge time.Duration
-	// LastFeedback is the cluster's last feedback as Cluster Service stored it (feedback_time,
-	// or update_time while it has none); zero for a node pool, or a cluster on no shard yet.
+	// LastFeedback is the cluster's last feedback as Cluster Service stored it (feedback_time);
+	// zero when it has none recorded, for a node pool, or for a cluster on no shard yet.
 	LastFeedback time.Time
 	// HostedAPIServerErr is why the cluster's hosted kube-apiserver (status.api_url) did not
 	// answer this pass's probe; empty when it answered or was not probed (the Checker probes
