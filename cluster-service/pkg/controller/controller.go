@@ -659,25 +659,33 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil // look again soon: the work should appear
 	}
-	recheck, republished, err := c.repairLostUpdate(ctx, log, "cluster", id, cl.Shard, got)
+	recheck, err := c.repairClusterWork(ctx, log, id, cl.Shard, got, st, partial)
 	if err != nil {
 		return 0, err
 	}
+	return sooner(sooner(wait, recheck), c.pollWhenSteady(st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY, hash, steadyHash)), nil
+}
+
+// repairClusterWork applies the rules that send the work got of cluster id on shard again
+// (repairWork's, then the feedback heartbeat) with st, the cluster's status as this reconcile
+// has it (partial: from a report without HostedCluster feedback), and returns when to look
+// again (0: no need).
+func (c *Controller) repairClusterWork(ctx context.Context, log *slog.Logger, id, shard string, got *workv1.ManifestWork, st *csv1.ClusterStatus, partial bool) (time.Duration, error) {
 	settled := settledState(st.GetState())
-	staleRecheck, err := c.repairLostStatus(ctx, log, "cluster", id, cl.Shard, got, settled, republished)
+	recheck, done, err := c.repairWork(ctx, log, "cluster", id, shard, got, settled)
 	if err != nil {
 		return 0, err
 	}
-	recheck = sooner(recheck, staleRecheck)
 	// A partial report (an agent that has just restarted) recorded no feedback, so the stored
 	// one may be past due although the agent answers: no heartbeat on it, or every such answer
-	// would be republished at once; the agent's full report comes without one.
-	beatRecheck, err := c.feedbackHeartbeat(ctx, log, id, cl.Shard, got, st, settled && !partial, republished)
+	// would be republished at once; the agent's full report comes without one. Nor when got
+	// may no longer be acted on (repairWork): a work the agent has just reported on records
+	// its feedback in the next reconcile, and a heartbeat now would be a needless generation.
+	beatRecheck, err := c.feedbackHeartbeat(ctx, log, id, shard, got, st, settled && !partial, done)
 	if err != nil {
 		return 0, err
 	}
-	recheck = sooner(recheck, beatRecheck)
-	return sooner(sooner(wait, recheck), c.pollWhenSteady(st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY, hash, steadyHash)), nil
+	return sooner(recheck, beatRecheck), nil
 }
 
 // pollWhenSteady is when to reconcile again to send a READY object's work back with polled

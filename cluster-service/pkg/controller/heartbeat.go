@@ -71,7 +71,8 @@ func carryFeedback(st, prev *csv1.ClusterStatus) {
 // Config.FeedbackHeartbeat (0: none), settled whether the cluster is READY or ERROR,
 // caughtUp whether the agent has reported on the work's current generation, lastFeedback the
 // cluster's last feedback time (zero: none yet), and republished whether another rule sent the
-// work again in this reconcile. It returns whether to republish now and when to look again (0:
+// work again in this reconcile, or the lag rule's read before a republish found the work
+// changed since the reconcile read it (repairWork). It returns whether to republish now and when to look again (0:
 // no need).
 func decideHeartbeat(period time.Duration, settled, caughtUp bool, lastFeedback time.Time, republished bool, now time.Time) (beat bool, recheck time.Duration) {
 	if period <= 0 || !settled || !caughtUp || republished || lastFeedback.IsZero() {

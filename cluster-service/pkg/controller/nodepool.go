@@ -146,16 +146,11 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	if got == nil {
 		return c.cfg.DeletePollPeriod, nil
 	}
-	recheck, republished, err := c.repairLostUpdate(ctx, log, "node_pool", key, cl.Shard, got)
-	if err != nil {
-		return 0, err
-	}
 	settled := st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY || st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_ERROR
-	staleRecheck, err := c.repairLostStatus(ctx, log, "node_pool", key, cl.Shard, got, settled, republished)
+	recheck, _, err := c.repairWork(ctx, log, "node_pool", key, cl.Shard, got, settled)
 	if err != nil {
 		return 0, err
 	}
-	recheck = sooner(recheck, staleRecheck)
 	return sooner(recheck, c.pollWhenSteady(st.GetState() == csv1.NodePoolState_NODE_POOL_STATE_READY, hash, steadyHash)), nil
 }
 

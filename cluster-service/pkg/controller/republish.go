@@ -85,19 +85,31 @@ func decideLag(prev lagState, known bool, generation, statusGeneration int64, no
 	return decideEpisode(prev, known, generation, now, base), 0
 }
 
+// lagOutcome is what repairLostUpdate did.
+type lagOutcome int
+
+const (
+	lagNone        lagOutcome = iota // nothing: got stands
+	lagRepublished                   // it sent the work again
+	// lagMoved: about to republish, it read the work again and found it changed since got
+	// (the agent reported, or a new generation went out), so it sent nothing. got is then
+	// out of date, and the rules after it must not decide on it.
+	lagMoved
+)
+
 // repairLostUpdate applies the rule to the work of key (kind is the metric label) on shard:
 // it republishes a work whose status has stayed behind its generation for too long, and
-// returns when to look again (0: no need) and whether it republished.
-func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork) (time.Duration, bool, error) {
+// returns when to look again (0: no need) and what it did.
+func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork) (time.Duration, lagOutcome, error) {
 	if got == nil || !got.DeletionTimestamp.IsZero() {
 		c.mu.Lock()
 		delete(c.lag, key)
 		c.mu.Unlock()
-		return 0, false, nil
+		return 0, lagNone, nil
 	}
 	prev, _, d := c.lagDecision(key, shard, got)
 	if !d.republish {
-		return d.recheck, false, nil
+		return d.recheck, lagNone, nil
 	}
 	// got was read early in the reconcile, and a status write and the other rules came since:
 	// the agent may have reported in between. Decide again, from prev, on the work as Maestro
@@ -107,26 +119,51 @@ func (c *Controller) repairLostUpdate(ctx context.Context, log *slog.Logger, kin
 	c.lag[key] = prev
 	c.mu.Unlock()
 	if apierrors.IsNotFound(err) {
-		return 0, false, nil // the next reconcile applies it again
+		return 0, lagMoved, nil // the next reconcile applies it again
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("read work %s on %s again before a republish: %w", got.Name, shard, err)
+		return 0, lagNone, fmt.Errorf("read work %s on %s again before a republish: %w", got.Name, shard, err)
 	}
 	prev, base, d := c.lagDecision(key, shard, fresh)
 	if !d.republish {
 		log.Debug("the agent reported before the republish went out; none sent", "work", got.Name,
 			"generation", fresh.Generation, "status_generation", maestro.StatusGeneration(fresh))
-		return d.recheck, false, nil
+		return d.recheck, lagMoved, nil
 	}
 	got = fresh
 	log.Warn("the management cluster's agent has not reported on the work's current spec; republishing it",
 		"work", got.Name, "generation", got.Generation, "status_generation", maestro.StatusGeneration(got),
 		"behind_for", d.next.since.Sub(prev.since).Round(time.Millisecond).String(), "shard_wait", base.String(), "attempt", d.next.attempts)
 	if err := republishInEpisode(ctx, c, c.lag, key, shard, got.Name, prev); err != nil {
-		return 0, false, err
+		return 0, lagNone, err
 	}
 	c.republishes.WithLabelValues(kind).Inc()
-	return d.recheck, true, nil
+	return d.recheck, lagRepublished, nil
+}
+
+// repairWork applies the lag rule and then the stale-status rule to the work got of key (kind
+// is the metric label) on shard, whose object's state is settled or not. It returns when to
+// look again (0: no need) and whether got may no longer be acted on in this reconcile: a rule
+// sent the work again, or the lag rule's read before a republish found it changed.
+//
+// In that last case the stale-status rule is skipped: on got, read early in the reconcile, a
+// new work whose agent has just reported still looks never reported on, and the stale rule,
+// whose wait ends at the same time as the lag rule's for such a work, would send the needless
+// generation the lag rule has just held back. The change brings a status event, hence another
+// reconcile that decides on it; the recheck (RepublishAfter at the latest) covers a lost event.
+func (c *Controller) repairWork(ctx context.Context, log *slog.Logger, kind, key, shard string, got *workv1.ManifestWork, settled bool) (time.Duration, bool, error) {
+	recheck, lag, err := c.repairLostUpdate(ctx, log, kind, key, shard, got)
+	if err != nil {
+		return 0, false, err
+	}
+	if lag == lagMoved {
+		return sooner(recheck, c.cfg.RepublishAfter), true, nil
+	}
+	staleRecheck, err := c.repairLostStatus(ctx, log, kind, key, shard, got, settled, lag == lagRepublished)
+	if err != nil {
+		return 0, false, err
+	}
+	return sooner(recheck, staleRecheck), lag == lagRepublished, nil
 }
 
 // lagDecision applies decideLag to the work got of key on shard and records the decision and

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	workv1 "open-cluster-management.io/api/work/v1"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 )
 
 // catchingUpWorks is a fake WorkClient (no Maestro here) whose Get returns the work as Maestro
@@ -44,11 +46,12 @@ func TestLagRuleReadsAgainBeforeRepublishing(t *testing.T) {
 		name            string
 		now             *workv1.ManifestWork // the work when the rule is about to republish
 		wantRepublished int
+		wantOutcome     lagOutcome
 		wantEpisode     bool
 	}{
-		{name: "caught_up_in_between_is_not_republished", now: workAt(5, 5), wantRepublished: 0, wantEpisode: false},
-		{name: "a_newer_generation_in_between_is_not_republished", now: workAt(6, 4), wantRepublished: 0, wantEpisode: true},
-		{name: "still_behind_is_republished", now: workAt(5, 4), wantRepublished: 1, wantEpisode: true},
+		{name: "caught_up_in_between_is_not_republished", now: workAt(5, 5), wantRepublished: 0, wantOutcome: lagMoved, wantEpisode: false},
+		{name: "a_newer_generation_in_between_is_not_republished", now: workAt(6, 4), wantRepublished: 0, wantOutcome: lagMoved, wantEpisode: true},
+		{name: "still_behind_is_republished", now: workAt(5, 4), wantRepublished: 1, wantOutcome: lagRepublished, wantEpisode: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := t0
@@ -57,8 +60,8 @@ func TestLagRuleReadsAgainBeforeRepublishing(t *testing.T) {
 			ctx := context.Background()
 			log := slog.New(slog.DiscardHandler)
 			// First sight of generation 5 unreported: the episode starts, nothing is sent.
-			if _, republished, err := c.repairLostUpdate(ctx, log, "cluster", "c1", "shard-1", workAt(5, 4)); err != nil || republished {
-				t.Fatalf("first sight: republished %v, %v", republished, err)
+			if _, lag, err := c.repairLostUpdate(ctx, log, "cluster", "c1", "shard-1", workAt(5, 4)); err != nil || lag != lagNone {
+				t.Fatalf("first sight: %v, %v", lag, err)
 			}
 			// Past the wait, the reconcile reads the work still behind; the agent reports
 			// before the rule acts on that read.
@@ -67,16 +70,69 @@ func TestLagRuleReadsAgainBeforeRepublishing(t *testing.T) {
 			works.mu.Lock()
 			works.now = tc.now
 			works.mu.Unlock()
-			_, republished, err := c.repairLostUpdate(ctx, log, "cluster", "c1", "shard-1", read)
+			_, outcome, err := c.repairLostUpdate(ctx, log, "cluster", "c1", "shard-1", read)
 			if err != nil {
 				t.Fatal(err)
 			}
 			c.mu.Lock()
 			_, episode := c.lag["c1"]
 			c.mu.Unlock()
-			if works.republished != tc.wantRepublished || republished != (tc.wantRepublished > 0) || episode != tc.wantEpisode {
-				t.Fatalf("republished %d (reported %v), episode kept %v; want %d, episode %v",
-					works.republished, republished, episode, tc.wantRepublished, tc.wantEpisode)
+			if works.republished != tc.wantRepublished || outcome != tc.wantOutcome || episode != tc.wantEpisode {
+				t.Fatalf("republished %d (outcome %v), episode kept %v; want %d (outcome %v), episode %v",
+					works.republished, outcome, episode, tc.wantRepublished, tc.wantOutcome, tc.wantEpisode)
+			}
+		})
+	}
+}
+
+// TestLaterRulesSkipAWorkTheLagRuleFoundMoved: a new cluster, INSTALLING at generation 1 and
+// never reported on, starts the lag and the stale-status episodes in the same reconcile, and
+// both waits end together (here a minute each). When they do, the reconcile has read the work
+// still unreported, but the agent reports generation 1 before the lag rule's read again: the
+// lag rule sends nothing, and neither may the stale-status rule, deciding on the early read.
+// (The heartbeat cannot act on such a read: it needs the agent caught up, and the lag rule
+// reads again only a work that is not.) Seen failing, with 1 republish, in the fixed-wait case
+// while repairWork still ran the stale rule after lagMoved. With the adaptive wait the report
+// the lag rule records (61 s) lengthens the stale rule's wait for a never-reported work, which
+// hid the race in that case.
+func TestLaterRulesSkipAWorkTheLagRuleFoundMoved(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{name: "fixed_wait", cfg: Config{RepublishAfter: time.Minute, FixedRepublishWait: true}},
+		{name: "adaptive_wait", cfg: Config{RepublishAfter: 15 * time.Second}}, // 4 × for a never-reported work
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := t0
+			works := &catchingUpWorks{now: workAt(1, 0)}
+			cfg := tc.cfg
+			cfg.StaleStatusAfter, cfg.FeedbackHeartbeat = time.Minute, time.Minute
+			cfg.Now = func() time.Time { return clock }
+			c := New(nil, works, cfg, slog.New(slog.DiscardHandler))
+			ctx := context.Background()
+			log := slog.New(slog.DiscardHandler)
+			st := &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_INSTALLING}
+			if _, err := c.repairClusterWork(ctx, log, "c1", "shard-1", workAt(1, 0), st, false); err != nil {
+				t.Fatal(err)
+			}
+			if works.republished != 0 {
+				t.Fatalf("first sight: %d republishes, want 0", works.republished)
+			}
+			clock = t0.Add(time.Minute + time.Second)
+			works.mu.Lock()
+			works.now = workAt(1, 1)
+			works.mu.Unlock()
+			recheck, err := c.repairClusterWork(ctx, log, "c1", "shard-1", workAt(1, 0), st, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if works.republished != 0 {
+				t.Fatalf("%d republishes after the agent caught up, want 0", works.republished)
+			}
+			if recheck <= 0 || recheck > c.cfg.RepublishAfter {
+				t.Fatalf("recheck %v, want within %v", recheck, c.cfg.RepublishAfter)
 			}
 		})
 	}

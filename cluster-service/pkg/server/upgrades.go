@@ -222,29 +222,56 @@ func (s *Server) CancelUpgradePolicy(ctx context.Context, req *csv1.CancelUpgrad
 		return nil, err
 	}
 	const op = "cancel upgrade policy"
+	// The policy's state (as read) is the write's guard: the cluster's revision is not, as
+	// the controller's status writes move it all the time and a cancel must not lose to them.
+	// When the controller moves the policy on between the read and the write (PENDING →
+	// SCHEDULED → STARTED), the cancel reads it again and decides on its new state: a retry
+	// by the caller could never succeed on a started upgrade, and a scheduled one is still
+	// cancellable. The states only move forward, so this ends within a few rounds.
+	for range maxCancelRounds {
+		p, out, err := s.cancelUpgradeOnce(ctx, op, req)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		LoggerFrom(ctx).Info("control plane upgrade canceled", "clusterID", p.GetClusterId(), "upgradePolicyID", p.GetId(), "reason", req.GetReason())
+		return out, nil
+	}
+	return nil, status.Errorf(codes.Aborted, "%s: the upgrade policy %s changed %d times during the cancel; retry", op, req.GetId(), maxCancelRounds)
+}
+
+// maxCancelRounds bounds CancelUpgradePolicy's reads again of a policy the controller moved on.
+const maxCancelRounds = 3
+
+// cancelUpgradeOnce reads the policy of req and moves it, if still PENDING or SCHEDULED, to
+// FAILED. It returns the policy as read and as written, a gRPC status error, or
+// store.ErrConflict when the policy left the state it was read in before the write.
+func (s *Server) cancelUpgradeOnce(ctx context.Context, op string, req *csv1.CancelUpgradePolicyRequest) (read, written *csv1.UpgradePolicy, err error) {
 	p, err := s.st.GetUpgradePolicy(ctx, req.GetId())
 	if err != nil {
-		return nil, s.toStatus(ctx, op, err)
+		return nil, nil, s.toStatus(ctx, op, err)
 	}
 	if p.GetType() != csv1.UpgradeType_UPGRADE_TYPE_CONTROL_PLANE {
-		return nil, status.Errorf(codes.FailedPrecondition, "%s: %s is a node pool upgrade, which starts at once: there is nothing to cancel", op, p.GetId())
+		return nil, nil, status.Errorf(codes.FailedPrecondition, "%s: %s is a node pool upgrade, which starts at once: there is nothing to cancel", op, p.GetId())
 	}
 	from := p.GetState()
 	if from != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING && from != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_SCHEDULED {
-		return nil, status.Errorf(codes.FailedPrecondition, "%s: the upgrade from %s to %s is %s; only a pending or scheduled upgrade can be canceled",
+		return nil, nil, status.Errorf(codes.FailedPrecondition, "%s: the upgrade from %s to %s is %s; only a pending or scheduled upgrade can be canceled",
 			op, p.GetFromVersion(), p.GetToVersion(), strings.ToLower(strings.TrimPrefix(from.String(), "UPGRADE_POLICY_STATE_")))
 	}
 	next := proto.Clone(p).(*csv1.UpgradePolicy)
 	next.State = csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED
 	next.Message = fmt.Sprintf("The upgrade from %s to %s was canceled: %s", p.GetFromVersion(), p.GetToVersion(), strings.TrimSpace(req.GetReason()))
-	// The policy's state (still from) is the guard: the cluster's revision is not, as the
-	// controller's status writes move it all the time and a cancel must not lose to them.
 	out, err := s.st.AdvanceUpgrade(ctx, p.GetClusterId(), store.Precondition{}, from, next, nil)
-	if err != nil {
-		return nil, s.toStatus(ctx, op, err)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, nil, err
 	}
-	LoggerFrom(ctx).Info("control plane upgrade canceled", "clusterID", p.GetClusterId(), "upgradePolicyID", p.GetId(), "reason", req.GetReason())
-	return out.Status.GetUpgrade(), nil
+	if err != nil {
+		return nil, nil, s.toStatus(ctx, op, err)
+	}
+	return p, out.Status.GetUpgrade(), nil
 }
 
 // ListUpgradePolicies implements csv1.UpgradePoliciesServer.
