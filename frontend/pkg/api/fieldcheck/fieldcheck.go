@@ -77,6 +77,16 @@ func (v *Checker) ChannelGroup(p *string, target string) {
 	}
 }
 
+// VersionID refuses an explicit empty version ID on a create, where the api-version lets the
+// version out (2024-06-10-preview): the empty ID names no version, so Cluster Service would pick
+// its default while the stored document kept "", and a GET could show neither what was sent nor
+// what runs. A cluster stored without one (created so) keeps its empty value.
+func (v *Checker) VersionID(p *string, target string) {
+	if p != nil && *p == "" && (v.Stored == nil || v.Stored.Properties.Version.ID != "") {
+		v.Add(target, "The value of '%s' must not be empty: leave it out for the default version.", target)
+	}
+}
+
 // Enum checks that a present value is one of allowed.
 func (v *Checker) Enum(p *string, target string, allowed ...string) {
 	if p != nil && !slices.Contains(allowed, *p) {

@@ -22,6 +22,7 @@ func validate(e *HcpOpenShiftCluster) error {
 
 func validateProperties(v *fieldcheck.Checker, p *HcpOpenShiftClusterProperties) {
 	if p.Version != nil {
+		v.VersionID(p.Version.ID, "properties.version.id")
 		v.ChannelGroup(p.Version.ChannelGroup, "properties.version.channelGroup")
 	}
 	if d := p.DNS; d != nil {
