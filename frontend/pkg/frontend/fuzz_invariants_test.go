@@ -64,7 +64,9 @@ func untargeted(e armdoc.CloudErrorBody) string {
 	if e.Code == "" || e.Message == "" {
 		return fmt.Sprintf("error without code or message: %+v", e)
 	}
-	if fieldNamedRE.MatchString(e.Message) && e.Target == "" {
+	// The target first: most errors that name a field have one, and the expression is most of
+	// this check's cost.
+	if e.Target == "" && fieldNamedRE.MatchString(e.Message) {
 		return e.Message
 	}
 	for _, d := range e.Details {

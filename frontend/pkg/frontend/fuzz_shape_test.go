@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
-	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // bodyShape is a fuzzer-chosen shape for a JSON value: Depth objects and arrays nested inside
@@ -138,7 +137,8 @@ func TestBodyShapeIsValidJSONOfItsShape(t *testing.T) {
 // FuzzClusterBodyShape sends cluster bodies of fuzzer-chosen shape (nesting depth, key count,
 // array length, string length, each up to the size limit) as creates and PATCHes through the
 // whole handler chain, so a cost or failure that grows with shape rather than value is
-// reachable. Every answer keeps checkARMAnswer's promises, and a create round-trips through GET.
+// reachable. Each input is one of FuzzPutClusterBody (putClusterBody) or FuzzPatchClusterBody
+// (patchClusterBody), with the same checks.
 func FuzzClusterBodyShape(f *testing.F) {
 	f.Add(uint16(0), uint16(0), uint16(0), uint16(0), uint8(0), false)
 	f.Add(uint16(api.MaxDepth), uint16(1), uint16(1), uint16(1), uint8(2), false)
@@ -148,28 +148,13 @@ func FuzzClusterBodyShape(f *testing.F) {
 	f.Add(uint16(0), uint16(3), uint16(0), uint16(65535), uint8(1), false)
 	f.Add(uint16(0), uint16(10), uint16(0), uint16(8), uint8(0), false)
 	e := newEnv(f)
-	existing := clusterPath("rg", "fuzz-shape-existing")
-	created := e.put(existing, minimalBody())
-	if created.code != 201 {
-		f.Fatalf("create: %d %s", created.code, created.body)
-	}
-	e.finish(opIDFrom(f, created.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	existing := succeededCluster(f, e, "fuzz-shape-existing")
 	f.Fuzz(func(t *testing.T, depth, keys, arrayLen, stringLen uint16, where uint8, patch bool) {
 		s := newBodyShape(depth, keys, arrayLen, stringLen, where)
 		if patch {
-			body := s.body(map[string]any{})
-			target := existing + "?api-version=" + testVersion
-			checkARMAnswer(t, "PATCH", target, body, serve(e, "PATCH", target, body))
+			patchClusterBody(t, e, existing, s.body(map[string]any{}), testVersion)
 			return
 		}
-		body := s.body(minimalBody())
-		path := clusterPath("rg", "fuzz-shape")
-		target := path + "?api-version=" + testVersion
-		resp := serve(e, "PUT", target, body)
-		checkARMAnswer(t, "PUT", target, body, resp)
-		if resp.code == 201 {
-			checkRoundTrip(t, e, path, testVersion, body)
-			e.forget(t, path, resp)
-		}
+		putClusterBody(t, e, s.body(minimalBody()), 0)
 	})
 }

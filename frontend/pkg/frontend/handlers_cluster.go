@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -203,6 +204,12 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 // that tries to set it is told so instead of being silently ignored. It runs before the
 // decoder, so it reads the keys exactly: a wrong-case or repeated key is the decoder's to name.
 func checkClientProvisioningState(body []byte, stored armdoc.ProvisioningState) error {
+	// A key reads provisioningState only if the body holds those bytes, or writes some key with
+	// an escape: without either there is nothing to check, and the body (up to MaxBodyBytes) is
+	// not scanned again here.
+	if !bytes.Contains(body, []byte("provisioningState")) && bytes.IndexByte(body, '\\') < 0 {
+		return nil
+	}
 	var b, props map[string]json.RawMessage
 	var got string
 	if json.Unmarshal(body, &b) != nil || json.Unmarshal(b["properties"], &props) != nil ||
