@@ -162,13 +162,17 @@ func fillSecrets(t *testing.T, dir string, c chartContainer) {
 var listenAddr = regexp.MustCompile(`^0\.0\.0\.0:[0-9]+$`)
 
 // runAsThePodWould starts exe with the container's environment and arguments, its mounts under
-// dir and every listener on a free port of every address (as in a pod: off loopback, so TLS),
+// dir (paths in either rewritten to there) and every listener on a free port of every address (as in a pod: off loopback, so TLS),
 // and returns how it ended within timeout.
 func runAsThePodWould(t *testing.T, exe, dir string, c chartContainer, timeout time.Duration) (exitCode int, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, c.args...)
+	args := make([]string, len(c.args))
+	for i, a := range c.args {
+		args[i] = strings.ReplaceAll(a, "/etc/openhcp", filepath.Join(dir, "etc", "openhcp"))
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir}
 	for k, v := range c.env {
 		if listenAddr.MatchString(v) {
@@ -271,5 +275,45 @@ func TestMaintenanceChartCarriesBlackoutsToTheBinary(t *testing.T) {
 				t.Fatalf("maintenance exited %d; want %d naming %q. stderr:\n%s", code, tc.wantCode, tc.want, stderr)
 			}
 		})
+	}
+}
+
+// TestMonitorChartCarriesShardProbesToTheBinary: the chart's shardProbes (make deploy's, one per
+// management cluster) reach the binary as one --shard-probe each, its files the ones the chart
+// mounts from the probe's Secret: the Monitor loads every probe's TLS files before it opens the
+// document store, so it gets as far as the database (exit 1 naming it), where a probe whose files
+// were not mounted would stop it naming --shard-probe.
+func TestMonitorChartCarriesShardProbesToTheBinary(t *testing.T) {
+	root := repoRoot(t)
+	helmBin := helm(t, root)
+	const chart = "backend/deploy/monitor"
+	exe := buildService(t, root, t.TempDir(), serviceCharts()[chart].pkg)
+	probes := `[{"shard":"mgmt-1","url":"https://kubernetes.default.svc/readyz","secret":"monitor-shard-probe-mgmt-1"},` +
+		`{"shard":"mgmt-2","url":"https://mgmt-2-apiserver.openhcp-outside.svc:6443/readyz","secret":"monitor-shard-probe-mgmt-2"}]`
+	port := closedPort(t)
+	rendered := renderWith(t, helmBin, root, chart, valuesFile(t, root, chart),
+		"--set", fmt.Sprintf("database.host=127.0.0.1,database.port=%d", port), "--set-json", "shardProbes="+probes)
+	c := mainContainer(t, rendered)
+	for _, want := range []string{"--shard-probe=mgmt-1=https://kubernetes.default.svc/readyz,", "--shard-probe=mgmt-2=https://mgmt-2-apiserver.openhcp-outside.svc:6443/readyz,"} {
+		n := 0
+		for _, a := range c.args {
+			if strings.HasPrefix(a, want) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("args %q: %d starting %q, want 1", c.args, n, want)
+		}
+	}
+	for _, secret := range []string{"monitor-shard-probe-mgmt-1", "monitor-shard-probe-mgmt-2"} {
+		if !bytes.Contains(rendered, []byte("secretName: "+secret+"\n")) {
+			t.Errorf("no volume of Secret %s", secret)
+		}
+	}
+	dir := t.TempDir()
+	fillSecrets(t, dir, c)
+	code, stderr := runAsThePodWould(t, exe, dir, c, 30*time.Second)
+	if code != 1 || !strings.Contains(stderr, fmt.Sprintf("127.0.0.1:%d", port)) || strings.Contains(stderr, "--shard-probe") {
+		t.Fatalf("monitor exited %d; want 1 naming the database, not --shard-probe. stderr:\n%s", code, stderr)
 	}
 }

@@ -16,9 +16,6 @@ import (
 const (
 	monitorReplicas = 2
 	monitorName     = "monitor"
-	// monitorKubeUser is who the Monitor is to each management cluster's kube-apiserver; it
-	// needs no binding: /readyz is open to every authenticated user (system:public-info-viewer).
-	monitorKubeUser = "openhcp-monitor"
 	// The local region checks often and calls feedback stale after a minute, so that a test
 	// sees MonitorFeedbackStale fire within a few minutes of a shard going silent; production
 	// keeps the binary's defaults (30s, 3m).
@@ -31,6 +28,11 @@ const (
 	clusterServiceFeedbackHeartbeat = time.Minute
 	monitorFeedbackStaleAfter       = 3*clusterServiceFeedbackHeartbeat + time.Minute
 )
+
+// MonitorKubeUser is who the Monitor is to each management cluster's kube-apiserver, under make
+// run and make deploy alike; it needs no binding: /readyz is open to every authenticated user
+// (system:public-info-viewer).
+const MonitorKubeUser = "openhcp-monitor"
 
 // MonitorInfo is the Monitor's replicas: each serves only /metrics and /healthz.
 type MonitorInfo struct {
@@ -75,13 +77,24 @@ func (r *Region) startMonitor(ctx context.Context, pg *pgserver.Server) error {
 }
 
 // monitorProbeArg is the --shard-probe value for mc: its kube-apiserver's /readyz, verified with
-// its CA, with a client certificate of its CA for monitorKubeUser written into dir.
+// its CA, with the Monitor's probe certificate written into dir.
 func monitorProbeArg(dir, shard string, mc *mgmtcluster.ManagementCluster) (string, error) {
-	cert, key, ca, err := mc.WriteClientCertificate(dir, mc.Name+"-monitor-client", monitorKubeUser, nil)
+	cert, key, ca, err := WriteMonitorProbeCertificate(mc, dir)
 	if err != nil {
-		return "", fmt.Errorf("monitor probe of %s: %w", mc.Name, err)
+		return "", err
 	}
 	return shard + "=" + mc.Host + "/readyz," + ca + "," + cert + "," + key, nil
+}
+
+// WriteMonitorProbeCertificate writes into dir a client certificate of mc's CA for
+// MonitorKubeUser, its key, and mc's CA: what the Monitor probes mc's /readyz with, here or in a
+// pod (make deploy).
+func WriteMonitorProbeCertificate(mc *mgmtcluster.ManagementCluster, dir string) (cert, key, ca string, err error) {
+	cert, key, ca, err = mc.WriteClientCertificate(dir, mc.Name+"-monitor-client", MonitorKubeUser, nil)
+	if err != nil {
+		return "", "", "", fmt.Errorf("monitor probe of %s: %w", mc.Name, err)
+	}
+	return cert, key, ca, nil
 }
 
 // mgmtShard is the provision shard of the management cluster called name.

@@ -55,7 +55,7 @@ func TestMonitorProbeReadsReadyzAndNothingElse(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != tc.want {
-			t.Errorf("GET %s as %s: %d, want %d", tc.path, monitorKubeUser, resp.StatusCode, tc.want)
+			t.Errorf("GET %s as %s: %d, want %d", tc.path, MonitorKubeUser, resp.StatusCode, tc.want)
 		}
 	}
 }

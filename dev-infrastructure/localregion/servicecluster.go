@@ -224,9 +224,8 @@ func (r *Region) installMaintenance(ctx context.Context, pg *pgserver.Server) er
 
 // installMonitor is startMonitor on the service cluster: the chart's replicas behind one
 // Service, whose host forward region.json lists as the one replica URL. Its login to the
-// document store is made first; its shards are judged on Cluster Service's observations alone
-// (no --shard-probe: the node's kube-apiserver is the management cluster's, and the chart
-// mounts no client certificate of its CA).
+// document store is made first; the service cluster gives it each management cluster's /readyz
+// probe (the chart's shardProbes).
 func (r *Region) installMonitor(ctx context.Context, pg *pgserver.Server) error {
 	if _, err := r.documentStoreLogin(ctx, pg, monitorName); err != nil {
 		return err

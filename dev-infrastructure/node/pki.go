@@ -158,3 +158,41 @@ current-context: node
 	}
 	return nil
 }
+
+// WriteClientCertificate issues a client certificate of the node's CA for user, in no group,
+// and writes it into dir as <base>.crt and <base>.key with the CA as <base>-ca.crt (which also
+// verifies the apiserver's serving certificate). The user has what RBAC grants every
+// authenticated user and nothing more, unless a binding names it.
+func (n *Node) WriteClientCertificate(dir, base, user string) (cert, key, ca string, err error) {
+	pkiDir := filepath.Join(n.Dir, "pki")
+	caPEM, err := os.ReadFile(filepath.Join(pkiDir, "ca.crt"))
+	if err != nil {
+		return "", "", "", fmt.Errorf("node CA: %w", err)
+	}
+	caKey, err := os.ReadFile(filepath.Join(pkiDir, "ca.key"))
+	if err != nil {
+		return "", "", "", fmt.Errorf("node CA: %w", err)
+	}
+	authority, err := pki.LoadAuthority(caPEM, caKey)
+	if err != nil {
+		return "", "", "", fmt.Errorf("node CA: %w", err)
+	}
+	issued, err := authority.Issue(pki.Spec{CommonName: user, Usage: pki.Client, NoOrganization: true, Lifetime: pkiLifetime})
+	if err != nil {
+		return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
+	}
+	cert, key, ca = filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key"), filepath.Join(dir, base+"-ca.crt")
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{key, issued.KeyPEM, 0o600}, {cert, issued.CertPEM, 0o644}, {ca, caPEM, 0o644}} {
+		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
+			return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
+		}
+	}
+	return cert, key, ca, nil
+}

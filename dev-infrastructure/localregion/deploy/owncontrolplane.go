@@ -110,3 +110,20 @@ func (c *NodeCluster) targetKubeconfigs(ctx context.Context) error {
 	}
 	return nil
 }
+
+// monitorProbeSecret is the Secret (ca.crt, tls.crt, tls.key) of the Monitor's /readyz probe of
+// the cluster's kube-apiserver, in the Monitor's namespace.
+func (c *NodeCluster) monitorProbeSecret() string { return "monitor-shard-probe-" + c.Stamp }
+
+// monitorProbeURL is the cluster's kube-apiserver /readyz as the Monitor's pods reach it.
+func (c *NodeCluster) monitorProbeURL() string { return c.podServer() + "/readyz" }
+
+// writeMonitorProbeCertificate writes into dir the Monitor's probe identity on the cluster's
+// kube-apiserver, as make run's (localregion.MonitorKubeUser, no binding: /readyz and nothing
+// else of note): a client certificate of the apiserver's CA, its key, and that CA.
+func (c *NodeCluster) writeMonitorProbeCertificate(dir string) (cert, key, ca string, err error) {
+	if c.own != nil {
+		return localregion.WriteMonitorProbeCertificate(c.own, dir)
+	}
+	return c.Node.WriteClientCertificate(dir, c.Stamp+"-monitor-client", localregion.MonitorKubeUser)
+}

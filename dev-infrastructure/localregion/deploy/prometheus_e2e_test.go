@@ -28,10 +28,15 @@ var wantScrapeJobs = map[string]int{
 	"maestro-server": 1, "maestro-agent": 2, "hypershift-sim": 2, "management-kube-apiserver": 2,
 }
 
+// wantProbedShards are the management clusters whose kube-apiserver /readyz the Monitor probes.
+var wantProbedShards = []string{"mgmt-1", "mgmt-2"}
+
 // checkPrometheus checks make deploy's Prometheus from region.json: it refuses a caller without
 // an SRE's certificate; every job of wantScrapeJobs has all its targets up (every scrape over
 // verified TLS: a target whose certificate did not verify would be down); every group of every
-// shipped rule file is loaded; and both Monitor replicas' own metrics are in it.
+// shipped rule file is loaded; both Monitor replicas' own metrics are in it; and the Monitor
+// probes every shard of wantProbedShards and finds its /readyz answering (feedback age 0: a
+// probe that failed since the replica started would make it positive).
 func checkPrometheus(ctx context.Context, t *testing.T, info localregion.Info) {
 	t.Helper()
 	p := info.Prometheus
@@ -179,6 +184,48 @@ func checkPrometheus(ctx context.Context, t *testing.T, info localregion.Info) {
 			}
 			if time.Now().After(deadline) {
 				t.Errorf("Prometheus %s = %q (%v), want %s", q, val, err, want)
+				break
+			}
+			time.Sleep(2 * time.Second)
+		}
+	}
+
+	// The shard probes, by shard (only a shard's owner exports its series).
+	for q, want := range map[string]string{
+		`max by (shard) (monitor_shard_probed)`:               "1",
+		`max by (shard) (monitor_shard_feedback_age_seconds)`: "0",
+	} {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			var res struct {
+				Data struct {
+					Result []struct {
+						Metric map[string]string `json:"metric"`
+						Value  []any             `json:"value"`
+					} `json:"result"`
+				} `json:"data"`
+			}
+			got := map[string]string{}
+			err := get("/api/v1/query?query="+url.QueryEscape(q), &res)
+			if err == nil {
+				for _, r := range res.Data.Result {
+					if len(r.Value) == 2 {
+						got[r.Metric["shard"]], _ = r.Value[1].(string)
+					}
+				}
+			}
+			var wrong []string
+			for _, shard := range wantProbedShards {
+				if got[shard] != want {
+					wrong = append(wrong, fmt.Sprintf("%s=%q", shard, got[shard]))
+				}
+			}
+			if len(wrong) == 0 && len(got) == len(wantProbedShards) {
+				t.Logf("Prometheus: %s is %s for %v", q, want, wantProbedShards)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("Prometheus %s = %v (%v), want %s for each of %v", q, got, err, want, wantProbedShards)
 				break
 			}
 			time.Sleep(2 * time.Second)

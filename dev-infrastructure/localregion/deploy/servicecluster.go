@@ -234,6 +234,12 @@ func (s *ServiceCluster) Release(name, imagesDir string) Release {
 			"database.host="+s.bouncer.Host, "database.port="+strconv.Itoa(s.bouncer.Port))
 	case "cluster-service":
 		set = append(set, "pullSecret.secret=cluster-service-pull-secret")
+	case "monitor":
+		// Each management cluster's kube-apiserver /readyz, probed with the Secret secrets makes.
+		for i, c := range s.Clusters {
+			pre := fmt.Sprintf("shardProbes[%d].", i)
+			set = append(set, pre+"shard="+c.Stamp, pre+"url="+c.monitorProbeURL(), pre+"secret="+c.monitorProbeSecret())
+		}
 	case "admin":
 		var stamps []string
 		for _, c := range s.Clusters {
@@ -359,6 +365,12 @@ func (s *ServiceCluster) secrets(env localregion.ServiceEnv, name string) (map[s
 			return nil, err
 		}
 		add("monitor-tls")(tls(monitorServer, p.CAFile))
+		// Its /readyz probe of each management cluster's kube-apiserver (Release sets
+		// shardProbes).
+		for _, c := range s.Clusters {
+			cert, key, ca, err := c.writeMonitorProbeCertificate(filepath.Join(s.Dir, "monitor-probes"))
+			add(c.monitorProbeSecret())(map[string]string{"tls.crt": cert, "tls.key": key, "ca.crt": ca}, err)
+		}
 	case "maintenance":
 		add("maintenance-db")(db("maintenance"))
 		add("maintenance-cluster-service-client")(tls(pki.Maintenance, p.CAFile))
