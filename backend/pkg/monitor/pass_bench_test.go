@@ -118,6 +118,12 @@ func BenchmarkMonitorPass(b *testing.B) {
 		if r, ok := c.Report(seededID(0)); !ok || r.Verdict.Health != Healthy {
 			b.Fatalf("cluster %s after a pass: %+v, want healthy", seededID(0), r.Verdict)
 		}
+		c.mu.Lock()
+		checked := len(c.reports)
+		c.mu.Unlock()
+		if checked != benchClusters {
+			b.Fatalf("a pass checked %d clusters, want all %d (the Sharer holds %d buckets)", checked, benchClusters, len(sharer.Held()))
+		}
 	}
 
 	b.Run("first", func(b *testing.B) {
