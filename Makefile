@@ -237,10 +237,11 @@ bench-cost: deps tools
 
 # The Monitor's pass over 1,000 simulated hosted clusters (backend/pkg/monitor/pass_bench_test.go):
 # real Cluster Service API and stores in PostgreSQL; MONITOR_PASSES passes each (default 10),
-# MONITOR_PASS_PROFILE=<file> for a CPU profile of the steady passes (docs/performance.md).
+# MONITOR_PASS_PROFILE=<file> for a CPU profile of the steady passes (docs/performance.md). It
+# needs PostgreSQL only, so deps-run.
 MONITOR_PASSES ?= 10
 .PHONY: bench-monitor
-bench-monitor: deps
+bench-monitor: deps-run
 	cd backend && $(if $(MONITOR_PASS_PROFILE),MONITOR_PASS_PROFILE=$(abspath $(MONITOR_PASS_PROFILE))) go test ./pkg/monitor -run '^$$' -bench '^BenchmarkMonitorPass$$' -benchtime $(MONITOR_PASSES)x -count=1 -timeout 30m
 
 .PHONY: bench-hostedapi
