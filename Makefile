@@ -32,6 +32,7 @@ help:
 	@echo "make bench-p4  P4 alone: creates/s through OpenHCP against bare Maestro in one run (SHORT=1: CI size)"
 	@echo "make bench-p5  P5 alone: scale to 1,000/2,000/5,000 hosted clusters over 4 management clusters (SHORT=1: 100/200)"
 	@echo "make bench-hostedapi  hosted kube-apiservers: RSS and start time, shared hosted etcd vs one per cluster"
+	@echo "make bench-monitor  one Monitor pass over 1,000 hosted clusters: wall time and CPU per pass (first, steady, rewrite)"
 	@echo "make bench-cost  CPU per ARM operation, per process, against the previous run and the first baseline (SHORT=1: small)"
 	@echo "make lint      gofmt and go vet"
 	@echo "make images    build the container images into .run/images (no container engine; docs/deploy.md#images)"
@@ -233,6 +234,15 @@ bench-p5: deps tools
 bench-cost: deps tools
 	cd test && OPENHCP_E2E_HOSTED_APISERVERS=-1 go test ./e2e -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x -count=1 -timeout 30m $(if $(SHORT),-short)
 	go run ./tooling/cmd/benchplot -dir docs/perf-data
+
+# The Monitor's pass over 1,000 simulated hosted clusters (backend/pkg/monitor/pass_bench_test.go):
+# real Cluster Service API and stores in PostgreSQL; MONITOR_PASSES passes each (default 10),
+# MONITOR_PASS_PROFILE=<file> for a CPU profile of the steady passes (docs/performance.md). It
+# needs PostgreSQL only, so deps-run.
+MONITOR_PASSES ?= 10
+.PHONY: bench-monitor
+bench-monitor: deps-run
+	cd backend && $(if $(MONITOR_PASS_PROFILE),MONITOR_PASS_PROFILE=$(abspath $(MONITOR_PASS_PROFILE))) go test ./pkg/monitor -run '^$$' -bench '^BenchmarkMonitorPass$$' -benchtime $(MONITOR_PASSES)x -count=1 -timeout 30m
 
 .PHONY: bench-hostedapi
 bench-hostedapi: deps tools
