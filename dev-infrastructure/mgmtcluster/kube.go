@@ -196,20 +196,7 @@ func (m *ManagementCluster) WriteClientCertificate(dir, base, user string, group
 	if err != nil {
 		return "", "", "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
-	}
-	cert, key, ca = filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key"), filepath.Join(dir, base+"-ca.crt")
-	for _, f := range []struct {
-		path string
-		data []byte
-		mode os.FileMode
-	}{{key, keyData, 0o600}, {cert, certPEM, 0o644}, {ca, m.restConfig.CAData, 0o644}} {
-		if err := atomicfile.Write(f.path, f.data, f.mode); err != nil {
-			return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
-		}
-	}
-	return cert, key, ca, nil
+	return pki.WriteClientFiles(dir, base, certPEM, keyData, m.restConfig.CAData)
 }
 
 // StopAPIServer stops the kube-apiserver alone (SIGTERM, then SIGKILL), as an outage of the

@@ -181,18 +181,5 @@ func (n *Node) WriteClientCertificate(dir, base, user string) (cert, key, ca str
 	if err != nil {
 		return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
-	}
-	cert, key, ca = filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key"), filepath.Join(dir, base+"-ca.crt")
-	for _, f := range []struct {
-		path string
-		data []byte
-		mode os.FileMode
-	}{{key, issued.KeyPEM, 0o600}, {cert, issued.CertPEM, 0o644}, {ca, caPEM, 0o644}} {
-		if err := os.WriteFile(f.path, f.data, f.mode); err != nil {
-			return "", "", "", fmt.Errorf("client certificate for %s: %w", user, err)
-		}
-	}
-	return cert, key, ca, nil
+	return pki.WriteClientFiles(dir, base, issued.CertPEM, issued.KeyPEM, caPEM)
 }

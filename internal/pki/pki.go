@@ -18,7 +18,11 @@ import (
 	"math/big"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/atomicfile"
 )
 
 // Usage says what a certificate may be used for.
@@ -214,4 +218,24 @@ func newSerial() (*big.Int, error) {
 
 func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+// WriteClientFiles writes a client's PEM files into dir (made 0700 if absent) as <base>.crt,
+// <base>.key (0600) and <base>-ca.crt, for a client that takes files rather than a kubeconfig,
+// and returns their paths. Each file is replaced atomically.
+func WriteClientFiles(dir, base string, certPEM, keyPEM, caPEM []byte) (cert, key, ca string, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", "", fmt.Errorf("client files %s in %s: %w", base, dir, err)
+	}
+	cert, key, ca = filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key"), filepath.Join(dir, base+"-ca.crt")
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{{key, keyPEM, 0o600}, {cert, certPEM, 0o644}, {ca, caPEM, 0o644}} {
+		if err := atomicfile.Write(f.path, f.data, f.mode); err != nil {
+			return "", "", "", fmt.Errorf("client files %s in %s: %w", base, dir, err)
+		}
+	}
+	return cert, key, ca, nil
 }
