@@ -53,11 +53,16 @@ type OperationDocument struct {
 	InternalID string `json:"internalId"`
 	// InternalRevision, on an update, is the Cluster Service revision at which the update took
 	// effect: the backend ends the operation only on a state at or after it.
-	InternalRevision int64             `json:"internalRevision,omitempty"`
-	Location         string            `json:"location"`
-	Status           ProvisioningState `json:"status"`
-	Error            *CloudErrorBody   `json:"error,omitempty"`
-	StartTime        time.Time         `json:"startTime"`
+	InternalRevision int64 `json:"internalRevision,omitempty"`
+	// SentUpdate, on a cluster update, is the ClusterUpdate the frontend sends Cluster Service
+	// (protojson), written with the operation before the call: the update is the difference
+	// from the spec the resource document held before, which is gone once the document holds
+	// the new one, so a retry of the request (after a 503) re-sends this (joinUpdate).
+	SentUpdate json.RawMessage   `json:"sentUpdate,omitempty"`
+	Location   string            `json:"location"`
+	Status     ProvisioningState `json:"status"`
+	Error      *CloudErrorBody   `json:"error,omitempty"`
+	StartTime  time.Time         `json:"startTime"`
 	// LastTransitionTime is when Status last changed; EndTime is set once Status is terminal.
 	LastTransitionTime time.Time  `json:"lastTransitionTime"`
 	EndTime            *time.Time `json:"endTime,omitempty"`

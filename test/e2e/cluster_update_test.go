@@ -139,3 +139,63 @@ func TestClusterConfigurationThroughARM(t *testing.T) {
 		}
 	})
 }
+
+// TestClusterUpdateRetriedAfterAClusterServiceOutageSucceeds (docs/reliability.md, defect 9, for
+// a cluster): a PATCH that reaches the frontend while Cluster Service is down is answered 503,
+// and its operation stays, as the change may have been taken. The same PATCH sent again once
+// Cluster Service is back, as the Azure SDK retries after a 503, joins that operation (202),
+// which ends Succeeded through the backend's rule with the change in Cluster Service: not a
+// 409, and not UpdateNotRecorded 2 min later.
+func TestClusterUpdateRetriedAfterAClusterServiceOutageSucceeds(t *testing.T) {
+	sub, rg := uuid.NewString(), "rg-retry"
+	registerSubscription(t, sub)
+	path := clusterPath(sub, rg, "retried")
+	createCluster(t, path, clusterBody(sub, rg))
+	patch := map[string]any{"properties": map[string]any{"nodeDrainTimeoutMinutes": 45}}
+
+	if err := region.Kill("cluster-service"); err != nil {
+		t.Fatalf("kill cluster-service: %v", err)
+	}
+	up := false
+	restart := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := region.Restart(ctx, "cluster-service"); err != nil {
+			t.Fatalf("restart cluster-service: %v", err)
+		}
+		up = true
+	}
+	t.Cleanup(func() {
+		if !up {
+			restart()
+		}
+	})
+	first := arm(t, http.MethodPatch, path, patch)
+	if first.Status != http.StatusServiceUnavailable || first.Header.Get("Retry-After") == "" {
+		t.Fatalf("PATCH while Cluster Service is down: %d %s, want 503 with Retry-After", first.Status, first.Raw)
+	}
+	restart()
+
+	// The client's retries, until an answer that is not a 503 (the frontend's connection to
+	// Cluster Service may take a few seconds to come back).
+	var retry armResponse
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+		retry = arm(t, http.MethodPatch, path, patch)
+		if retry.Status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+	}
+	if retry.Status != http.StatusAccepted {
+		t.Fatalf("the same PATCH again once Cluster Service is back: %d %s, want 202", retry.Status, retry.Raw)
+	}
+	if final := waitOperation(t, retry.Header.Get("Azure-AsyncOperation"), 5*time.Minute); final["status"] != "Succeeded" {
+		t.Fatalf("the retried update ended %v: %v", final["status"], final["error"])
+	}
+	if cs := csClusters(t, path); len(cs) != 1 || cs[0].GetSpec().GetNodeDrainTimeoutMinutes() != 45 {
+		t.Fatalf("Cluster Service holds %v, want one cluster with nodeDrainTimeoutMinutes 45", cs)
+	}
+	got := arm(t, http.MethodGet, path, nil)
+	if props, _ := got.Body["properties"].(map[string]any); props["provisioningState"] != "Succeeded" || props["nodeDrainTimeoutMinutes"] != float64(45) {
+		t.Fatalf("GET after the retried update: %d %s", got.Status, got.Raw)
+	}
+}

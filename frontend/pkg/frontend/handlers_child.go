@@ -480,8 +480,8 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 				revision, err := k.callUpdate(s, r, rd.InternalID, id, k.updateOf(stored, stored, false))
 				return updateStarted{revision: revision}, err
 			}
-			return s.joinUpdate(w, r, id, running, opDoc, call, func() error {
-				return k.respond(w, r, http.StatusOK, stored, doc.ETag)
+			return s.joinUpdate(w, r, id, rd, doc, running, opDoc, false, call, func(etag string) error {
+				return k.respond(w, r, http.StatusOK, stored, etag)
 			})
 		}
 	}
@@ -525,7 +525,7 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 		revision, err := k.callUpdate(s, r, rd.InternalID, id, u)
 		return updateStarted{revision: revision}, err
 	}
-	return s.startUpdate(w, r, k.kind(), id, &nrd, doc, patch, call, func(etag string) error {
+	return s.startUpdate(w, r, k.kind(), id, &nrd, doc, patch, nil, call, func(etag string) error {
 		*k.meta(next).ProvisioningState = armdoc.StateUpdating
 		return k.respond(w, r, http.StatusOK, next, etag)
 	})

@@ -316,6 +316,12 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
+	if same {
+		// The caller's retry of an update answered 503 joins it (handlers_cluster_update.go).
+		if joined, err := s.joinClusterUpdate(w, r, c.ID, rd, doc, false); joined || err != nil {
+			return err
+		}
+	}
 	op, err := s.pendingCreate(r, part, rd, c.ID, same)
 	if err != nil {
 		return err

@@ -10,10 +10,11 @@ import (
 )
 
 // patchCluster merges the body into the cluster as the request's api-version shows it (JSON
-// merge patch over the version's update schema). Cluster Service has no update call yet, so
-// only tags can change; a change to anything else is a 400 naming the field. The answer is
-// 202 with Location and Azure-AsyncOperation, like every PATCH; the operation is recorded
-// already Succeeded because nothing is left to do.
+// merge patch over the version's update schema). A change of what Cluster Service holds is an
+// update (startClusterUpdate), a change of a field that cannot change a 400 naming it, and a
+// change of tags alone an operation recorded already Succeeded. A patch that changes nothing
+// while the caller's update runs is that update's retry and joins it (joinClusterUpdate). The
+// answer is 202 with Location and Azure-AsyncOperation, like every PATCH.
 func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	ri := info(r)
 	ctx := r.Context()
@@ -29,21 +30,30 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	part := doc.PartitionKey
-	if _, err := s.pendingCreate(r, part, rd, id, false); err != nil {
-		return err
-	}
 	stored, err := clusterFromDoc(rd)
 	if err != nil {
 		return err
 	}
-	next, err := ri.version.PatchCluster(stored, ri.body)
-	if err != nil {
+	next, patchErr := ri.version.PatchCluster(stored, ri.body)
+	same := false
+	if patchErr == nil {
+		next.ID = id
+		if same, err = sameModel(stored, next); err != nil {
+			return err
+		}
+	}
+	if same {
+		// The caller's retry of an update answered 503 joins it (handlers_cluster_update.go).
+		if joined, err := s.joinClusterUpdate(w, r, id, rd, doc, true); joined || err != nil {
+			return err
+		}
+	}
+	// Any other write during an operation is a 409, before what is wrong with the body.
+	if _, err := s.pendingCreate(r, part, rd, id, false); err != nil {
 		return err
 	}
-	next.ID = id
-	same, err := sameModel(stored, next)
-	if err != nil {
-		return err
+	if patchErr != nil {
+		return patchErr
 	}
 	if !same {
 		if errs := changedFields(ri.version, stored, next); len(errs) > 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -120,58 +121,112 @@ func configUpdate(u *csv1.ClusterUpdate) bool {
 // (startUpdate): a configuration change is followed to READY at its spec revision, a version
 // change by the upgrade policy that carries the operation ID, and anything else (a channel group
 // change, or a version that resolves to the one running) ends at once. PUT answers 200 and PATCH
-// 202, both with Azure-AsyncOperation.
+// 202, both with Azure-AsyncOperation. u is recorded in the operation, for a retry of the request
+// to send it again (joinClusterUpdate).
 func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next *api.Cluster, rd *armdoc.ResourceDocument,
 	doc *docstore.Document, u *csv1.ClusterUpdate, patch bool) error {
-	ri := info(r)
 	props, err := storedModel(next)
 	if err != nil {
 		return err
+	}
+	sent, err := protojson.Marshal(u)
+	if err != nil {
+		return fmt.Errorf("encode the update of cluster %s: %w", rd.ResourceID, err)
 	}
 	nrd := *rd
 	nrd.Properties = props
 	nrd.Tags = next.Tags
 	mergeSystemData(&nrd, requestSystemData(r))
 	var cl *csv1.Cluster
-	call := func(opID string) (updateStarted, error) {
+	call := s.clusterUpdateCall(r, rd, u, &cl)
+	return s.startUpdate(w, r, &clusters, next.ID, &nrd, doc, patch, sent, call, func(etag string) error {
+		return s.respondUpdatedCluster(w, r, &nrd, cl, etag)
+	})
+}
+
+// joinClusterUpdate answers, through joinUpdate, a PUT or PATCH that leaves the cluster as it is
+// (rd holds what it asks for) while an update the same caller started runs: the retry of a
+// request answered 503 when Cluster Service's answer was lost. The update is sent again as the
+// operation recorded it (SentUpdate). joined is false when there is no such update to join: the
+// request then meets the 409 of any write during an operation.
+func (s *Server) joinClusterUpdate(w http.ResponseWriter, r *http.Request, id *arm.ResourceID, rd *armdoc.ResourceDocument,
+	doc *docstore.Document, patch bool) (joined bool, err error) {
+	op, opDoc, err := s.activeOperation(r.Context(), doc.PartitionKey, rd)
+	if err != nil || op == nil || op.Request != armdoc.OperationUpdate || !startedBy(r, op) {
+		return false, err
+	}
+	u := &csv1.ClusterUpdate{}
+	if op.InternalRevision == 0 {
+		if len(op.SentUpdate) == 0 {
+			return false, nil // written before updates were recorded: nothing to send again
+		}
+		if err := protojson.Unmarshal(op.SentUpdate, u); err != nil {
+			return false, fmt.Errorf("decode the update recorded in operation %s: %w", op.ID, err)
+		}
+	}
+	var cl *csv1.Cluster
+	return true, s.joinUpdate(w, r, id, rd, doc, op, opDoc, patch, s.clusterUpdateCall(r, rd, u, &cl), func(etag string) error {
+		return s.respondUpdatedCluster(w, r, rd, cl, etag)
+	})
+}
+
+// respondUpdatedCluster answers a cluster PUT that updated rd: 200 with the cluster as stored,
+// and Cluster Service's status from cl, UpdateCluster's answer (what a GET would add), else as
+// a GET shows it.
+func (s *Server) respondUpdatedCluster(w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, cl *csv1.Cluster, etag string) error {
+	out, err := clusterFromDoc(rd)
+	if err != nil {
+		return err
+	}
+	out.ProvisioningState = rd.ProvisioningState
+	if cl != nil {
+		setClusterStatus(out, cl)
+	} else {
+		s.addClusterStatus(r, out, rd)
+	}
+	return s.respondCluster(w, r, http.StatusOK, out, etag)
+}
+
+// clusterUpdateCall is the Cluster Service call of the cluster update u of rd, for startUpdate
+// and joinUpdate: it stores UpdateCluster's answer in *cl and reports what the backend follows.
+func (s *Server) clusterUpdateCall(r *http.Request, rd *armdoc.ResourceDocument, u *csv1.ClusterUpdate, cl **csv1.Cluster) func(opID string) (updateStarted, error) {
+	ri := info(r)
+	return func(opID string) (updateStarted, error) {
 		ri.log.Info("cluster update sent to Cluster Service", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
 			"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup(), "configuration", configUpdate(u))
 		cctx, cancel := s.csContext(r.Context(), ri)
 		defer cancel()
 		req := &csv1.UpdateClusterRequest{Id: rd.InternalID, Update: u, OperationId: opID}
-		var err error
-		if cl, err = s.cs.UpdateCluster(cctx, req); err != nil {
+		got, err := s.cs.UpdateCluster(cctx, req)
+		if err != nil {
 			return updateStarted{}, fmt.Errorf("update cluster %s in cluster service: %w", rd.ResourceID, fieldViolations(ri.version, req, err))
 		}
+		*cl = got
 		if configUpdate(u) {
 			// The backend ends the operation once Cluster Service reports the cluster READY at or
 			// after the spec revision that holds the new spec.
-			ri.log.Info("cluster configuration update started", "resourceID", rd.ResourceID, "specRevision", cl.GetSpecRevision(),
-				"state", cl.GetStatus().GetState().String(), "operationID", opID)
-			return updateStarted{revision: cl.GetSpecRevision()}, nil
+			ri.log.Info("cluster configuration update started", "resourceID", rd.ResourceID, "specRevision", got.GetSpecRevision(),
+				"state", got.GetStatus().GetState().String(), "operationID", opID)
+			return updateStarted{revision: got.GetSpecRevision()}, nil
 		}
-		if p := cl.GetStatus().GetUpgrade(); p.GetOperationId() == opID {
+		if p := got.GetStatus().GetUpgrade(); p.GetOperationId() == opID {
 			ri.log.Info("control plane upgrade started", "resourceID", rd.ResourceID, "upgradePolicyID", p.GetId(),
 				"from", p.GetFromVersion(), "to", p.GetToVersion(), "operationID", opID)
 			return updateStarted{}, nil
 		}
 		return updateStarted{done: true}, nil
 	}
-	return s.startUpdate(w, r, &clusters, next.ID, &nrd, doc, patch, call, func(etag string) error {
-		out, err := clusterFromDoc(&nrd)
-		if err != nil {
-			return err
-		}
-		out.ProvisioningState = nrd.ProvisioningState
-		setClusterStatus(out, cl) // UpdateCluster's answer holds what a GET would add
-		return s.respondCluster(w, r, http.StatusOK, out, etag)
-	})
 }
+
+// errOperationEnded: the operation ended (the backend failed it, a DELETE canceled it) before
+// what Cluster Service answered could be recorded in it.
+var errOperationEnded = errors.New("the operation ended before its update was recorded")
 
 // recordUpdateRevision stores the Cluster Service revision of an accepted update in its
 // operation (InternalRevision). The backend may write the operation meanwhile (it follows it
 // from the moment it exists, and leaves it running while InternalRevision is unset), so each
-// attempt re-reads it and writes conditionally on what it read.
+// attempt re-reads it and writes conditionally on what it read. An operation that has ended
+// meanwhile is left as it is: errOperationEnded.
 func (s *Server) recordUpdateRevision(r *http.Request, opDoc *docstore.Document, op *armdoc.OperationDocument, revision int64) error {
 	ctx := r.Context()
 	cur, doc := op, opDoc
@@ -190,6 +245,9 @@ func (s *Server) recordUpdateRevision(r *http.Request, opDoc *docstore.Document,
 		}
 		if cur, doc, err = s.getOperationDoc(ctx, opDoc.PartitionKey, op.ID); err != nil {
 			return fmt.Errorf("re-read operation %s to record revision %d: %w", op.ID, revision, err)
+		}
+		if cur.Status.Terminal() {
+			return fmt.Errorf("record revision %d on operation %s (%s): %w", revision, op.ID, cur.Status, errOperationEnded)
 		}
 	}
 }

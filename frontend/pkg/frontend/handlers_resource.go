@@ -512,32 +512,61 @@ func (s *Server) pendingCreate(r *http.Request, part string, rd *armdoc.Resource
 		"Cannot write resource '%s' while operation '%s' (%s) is in progress.", id, op.ID, op.Request)
 }
 
-// joinUpdate answers a PUT that repeats the running update op (the resource document already
-// holds what the PUT asks for), from the caller that started op (startedBy), with op, as a create's retry is answered with its create: 200
-// and op's Azure-AsyncOperation, never a 409 for an operation the caller was never shown. That
-// retry is what ARM and the Azure SDK send after a 503, and startUpdate answers 503 when Cluster
-// Service's answer was lost (the call failed without a definitive answer) while it keeps op,
-// since the change may have been taken. So while op has no revision recorded, Cluster Service
-// is asked again through call (an update is idempotent there) and the revision it answers is
-// recorded; without this the retry was refused until the backend failed op UpdateNotRecorded
-// (docs/reliability.md, the first full chaos run).
-func (s *Server) joinUpdate(w http.ResponseWriter, r *http.Request, id *arm.ResourceID, op *armdoc.OperationDocument, opDoc *docstore.Document,
-	call func(opID string) (updateStarted, error), respond func() error) error {
+// joinUpdate answers a request that repeats the running update op (the resource document rd
+// already holds what the request asks for), from the caller that started op (startedBy), with
+// op, as a create's retry is answered with its create: a PUT 200 through respond, a PATCH 202,
+// both with op's Azure-AsyncOperation, never a 409 for an operation the caller was never shown.
+// That retry is what ARM and the Azure SDK send after a 503, and startUpdate answers 503 when
+// Cluster Service's answer was lost (the call failed without a definitive answer) while it keeps
+// op, since the change may have been taken. So while op has no revision recorded, Cluster
+// Service is asked again through call, with op's ID (an update is idempotent there), and its
+// answer is recorded as startUpdate records it; without this the retry was refused until the
+// backend failed op UpdateNotRecorded (docs/reliability.md, the first full chaos run). An op
+// the backend ends meanwhile stays as the backend wrote it, and the request is a 409 naming it.
+func (s *Server) joinUpdate(w http.ResponseWriter, r *http.Request, id *arm.ResourceID, rd *armdoc.ResourceDocument, doc *docstore.Document,
+	op *armdoc.OperationDocument, opDoc *docstore.Document, patch bool, call func(opID string) (updateStarted, error), respond func(etag string) error) error {
+	etag := doc.ETag
 	resent := op.InternalRevision == 0
 	if resent {
 		started, err := call(op.ID)
 		if err != nil {
 			return err
 		}
-		if started.revision > 0 {
-			if err := s.recordUpdateRevision(r, opDoc, op, started.revision); err != nil {
-				return err
-			}
+		switch {
+		case started.revision > 0:
+			err = s.recordUpdateRevision(r, opDoc, op, started.revision)
+		case started.done:
+			etag, err = s.finishUpdateNow(r, []*docstore.Document{doc, opDoc}, *rd, op)
+		}
+		if errors.Is(err, errOperationEnded) || errors.Is(err, docstore.ErrPreconditionFailed) {
+			return s.endedMeanwhile(r, id, op, opDoc, err)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	info(r).log.Info("update repeated; joined its operation", "resourceID", op.ExternalID, "operationID", op.ID, "sentToClusterService", resent)
-	s.setAsyncHeaders(w, r, id.SubscriptionID, op.ID, false)
-	return respond()
+	s.setAsyncHeaders(w, r, id.SubscriptionID, op.ID, patch)
+	if patch {
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	}
+	return respond(etag)
+}
+
+// endedMeanwhile is the 409 of a retry whose operation ended (the backend failed it
+// UpdateNotRecorded, or a DELETE canceled it) while the retry sent it to Cluster Service again,
+// so that its answer could not be recorded (err). If op has not ended, err is returned as it is.
+func (s *Server) endedMeanwhile(r *http.Request, id *arm.ResourceID, op *armdoc.OperationDocument, opDoc *docstore.Document, err error) error {
+	cur, _, rerr := s.getOperationDoc(r.Context(), opDoc.PartitionKey, op.ID)
+	if rerr != nil || !cur.Status.Terminal() {
+		return err
+	}
+	st := cur.Status
+	info(r).log.Warn("update repeated after its operation ended", "resourceID", op.ExternalID, "operationID", op.ID, "status", st)
+	return cloudError(http.StatusConflict, arm.CodeConflict, "",
+		"The operation '%s' (%s) on resource '%s' that this request repeats ended (%s) while the request was being sent again; read the resource before writing it again.",
+		op.ID, op.Request, id, st)
 }
 
 // updateStarted is what a kind's Cluster Service call reports of an update it accepted.
@@ -557,10 +586,13 @@ type updateStarted struct {
 // Updating) and a new Update operation in one transaction, conditional on the ETag read, then
 // asks Cluster Service through call, with the operation's ID. A definitive refusal takes both
 // documents back and is returned (a 400 names the field); an accepted change records its
-// revision in the operation, or ends it now (updateStarted). A PATCH answers 202, a PUT 200
-// through respond with the resource's new ETag; both carry Azure-AsyncOperation.
+// revision in the operation, or ends it now (updateStarted). sent, when the kind's update cannot
+// be derived again from the resource once it is written (a cluster's, a diff), is the update as
+// call sends it, stored in the operation (SentUpdate) for a retry to send again (joinUpdate). A
+// PATCH answers 202, a PUT 200 through respond with the resource's new ETag; both carry
+// Azure-AsyncOperation.
 func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resourceKind, id *arm.ResourceID, nrd *armdoc.ResourceDocument,
-	doc *docstore.Document, patch bool, call func(opID string) (updateStarted, error), respond func(etag string) error) error {
+	doc *docstore.Document, patch bool, sent json.RawMessage, call func(opID string) (updateStarted, error), respond func(etag string) error) error {
 	part := doc.PartitionKey
 	opID := newUUID()
 	now := time.Now().UTC()
@@ -571,6 +603,7 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 	}
 	// The operation names the stored resource (its ID as created), as a delete's does.
 	op := s.newOperation(r, opID, armdoc.OperationUpdate, nrd.ResourceID, nrd.InternalID, now)
+	op.SentUpdate = sent
 	opDoc, err := newDoc(part, opID, docstore.TypeOperation, nrd.ResourceID, op, s.cfg.OperationTTL)
 	if err != nil {
 		return err
@@ -596,7 +629,8 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 	etag := written[0].ETag
 	switch {
 	case started.revision > 0:
-		if err := s.recordUpdateRevision(r, written[1], op, started.revision); err != nil {
+		// An operation that ended meanwhile (a DELETE canceled it) is left as it is.
+		if err := s.recordUpdateRevision(r, written[1], op, started.revision); err != nil && !errors.Is(err, errOperationEnded) {
 			return err
 		}
 	case started.done:

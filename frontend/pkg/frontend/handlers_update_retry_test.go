@@ -2,12 +2,18 @@ package frontend
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/arm"
@@ -165,5 +171,219 @@ func TestSameCreateFromAnotherCallerIsNotTakenForItsRetry(t *testing.T) {
 	}
 	if retry := e.do("PUT", path, body, callerA); retry.code != 201 {
 		t.Fatalf("the starting caller's retry: %d %s, want 201", retry.code, retry.body)
+	}
+}
+
+// unavailableClusterUpdates is the fake Cluster Service whose next failUpdates UpdateCluster
+// calls fail as a call to a Cluster Service that is down does: Unavailable, before reaching
+// it. calls records every UpdateCluster request, failed or not.
+type unavailableClusterUpdates struct {
+	*fakeClusterService
+	failUpdates atomic.Int32
+	callsMu     sync.Mutex
+	calls       []*csv1.UpdateClusterRequest
+}
+
+func (f *unavailableClusterUpdates) UpdateCluster(ctx context.Context, req *csv1.UpdateClusterRequest) (*csv1.Cluster, error) {
+	f.callsMu.Lock()
+	f.calls = append(f.calls, req)
+	f.callsMu.Unlock()
+	if f.failUpdates.Add(-1) >= 0 {
+		return nil, status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: connect: connection refused\"")
+	}
+	return f.fakeClusterService.UpdateCluster(ctx, req)
+}
+
+func (f *unavailableClusterUpdates) sent() []*csv1.UpdateClusterRequest {
+	f.callsMu.Lock()
+	defer f.callsMu.Unlock()
+	return append([]*csv1.UpdateClusterRequest(nil), f.calls...)
+}
+
+// clusterRetryEnv is a frontend whose Cluster Service can be made unreachable for updates, with
+// the ready cluster rg/c1. restart is another frontend over the same store and Cluster
+// Service, as the frontend after a restart: it shares nothing in memory with the first.
+func clusterRetryEnv(t *testing.T) (e *env, fake *unavailableClusterUpdates, restart func() *env) {
+	fake = &unavailableClusterUpdates{fakeClusterService: &fakeClusterService{clusters: map[string]*csv1.Cluster{}}}
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterClustersServer(gs, fake) })
+	e = newEnv(t, func(c *Config) { c.Clusters = csv1.NewClustersClient(conn) })
+	e.cs = fake.fakeClusterService
+	e.readyCluster(t, "c1")
+	restart = func() *env {
+		srv, err := NewServer(Config{Store: e.store, Clusters: csv1.NewClustersClient(conn), Location: testLocation,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), RetryAfter: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv.Handler())
+		t.Cleanup(hs.Close)
+		return &env{t: t, srv: srv, http: hs, store: e.store, cs: e.cs}
+	}
+	return e, fake, restart
+}
+
+// TestRetriedClusterUpdateJoinsItsUnconfirmedOperation: a cluster PUT or PATCH whose
+// UpdateCluster call fails without a definitive answer is answered 503 and keeps its operation
+// (the change may have been taken). The caller's retry of the same request, as ARM and the
+// Azure SDK send it after a 503, re-sends the same ClusterUpdate (recorded in the operation, so
+// a frontend restarted in between sends it too) with the operation's ID, records the revision
+// Cluster Service answers (what the backend ends the operation on) and points at that
+// operation: 200 for a PUT, 202 for a PATCH. A different request meanwhile is still a 409, and
+// so is the same request from another caller, which does not reach Cluster Service.
+func TestRetriedClusterUpdateJoinsItsUnconfirmedOperation(t *testing.T) {
+	path := clusterPath("rg", "c1")
+	callerA := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000a"}
+	callerB := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000b"}
+	for _, tc := range []struct {
+		name          string
+		method        string
+		body, other   []byte
+		restart       bool
+		wantCode      int
+		wantLocation  bool
+		wantRendering bool
+	}{
+		{name: "put", method: "PUT", body: mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 60)),
+			other: mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 90)), wantCode: 200, wantRendering: true},
+		{name: "put_after_a_frontend_restart", method: "PUT", body: mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 60)),
+			other: mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 90)), restart: true, wantCode: 200, wantRendering: true},
+		{name: "patch", method: "PATCH", body: []byte(`{"properties":{"nodeDrainTimeoutMinutes":60}}`),
+			other: []byte(`{"properties":{"nodeDrainTimeoutMinutes":90}}`), wantCode: 202, wantLocation: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, fake, restart := clusterRetryEnv(t)
+			fake.failUpdates.Store(1)
+			first := e.do(tc.method, path, tc.body, callerA)
+			if first.code != 503 || first.header.Get("Retry-After") == "" {
+				t.Fatalf("%s while Cluster Service is unreachable: %d %s, want 503 with Retry-After", tc.method, first.code, first.body)
+			}
+			rd, _ := e.resource(path)
+			pending := rd.ActiveOperationID
+			if op, _ := e.operation(pending); op == nil || op.Request != armdoc.OperationUpdate || op.InternalRevision != 0 || op.Status.Terminal() {
+				t.Fatalf("operation after the 503: %+v, want a running update without a revision", op)
+			}
+			lost := fake.sent()
+			if len(lost) != 1 || lost[0].GetUpdate().GetNodeDrainTimeoutMinutes() != 60 {
+				t.Fatalf("UpdateCluster calls before the retry: %v, want the one that failed", lost)
+			}
+			if tc.restart {
+				e = restart()
+			}
+
+			if other := e.do(tc.method, path, tc.other, callerA); other.code != 409 {
+				t.Fatalf("a different %s while the update is unconfirmed: %d %s, want 409", tc.method, other.code, other.body)
+			}
+			if other := e.do(tc.method, path, tc.body, callerB); other.code != 409 {
+				t.Fatalf("the same %s from another caller: %d %s, want 409", tc.method, other.code, other.body)
+			}
+			if n := len(fake.sent()); n != 1 {
+				t.Fatalf("%d UpdateCluster calls for the refused requests, want 0", n-1)
+			}
+
+			retry := e.do(tc.method, path, tc.body, callerA)
+			if retry.code != tc.wantCode {
+				t.Fatalf("retry of the same %s: %d %s, want %d", tc.method, retry.code, retry.body, tc.wantCode)
+			}
+			if got := opIDFrom(t, retry.header.Get("Azure-AsyncOperation")); got != pending {
+				t.Fatalf("retry points at operation %s, want the pending %s", got, pending)
+			}
+			if loc := retry.header.Get("Location"); (loc != "") != tc.wantLocation {
+				t.Fatalf("retry's Location %q; want one: %v", loc, tc.wantLocation)
+			}
+			if tc.wantRendering {
+				if props := retry.json(t)["properties"].(map[string]any); props["provisioningState"] != "Updating" || props["nodeDrainTimeoutMinutes"] != float64(60) {
+					t.Fatalf("retry answered %s", retry.body)
+				}
+			}
+			calls := fake.sent()
+			if len(calls) != 2 || calls[1].GetOperationId() != pending || !proto.Equal(calls[1].GetUpdate(), lost[0].GetUpdate()) ||
+				calls[1].GetId() != rd.InternalID {
+				t.Fatalf("UpdateCluster calls %v; want the lost update sent again for operation %s", calls, pending)
+			}
+			fake.mu.Lock()
+			specRevision := fake.clusters[rd.InternalID].GetSpecRevision()
+			fake.mu.Unlock()
+			// The revision recorded is what the backend ends the operation on (READY observed at
+			// or after it), as for an update that was never lost.
+			if op, _ := e.operation(pending); specRevision == 0 || op.InternalRevision != specRevision || op.Status.Terminal() {
+				t.Fatalf("operation after the retry: %+v, want revision %d recorded and still running", op, specRevision)
+			}
+
+			// With the revision recorded, the same request again (a retry whose answer was lost)
+			// joins too, without another Cluster Service call.
+			again := e.do(tc.method, path, tc.body, callerA)
+			if again.code != tc.wantCode || opIDFrom(t, again.header.Get("Azure-AsyncOperation")) != pending {
+				t.Fatalf("the same %s once the revision is recorded: %d %s, want %d pointing at %s", tc.method, again.code, again.body, tc.wantCode, pending)
+			}
+			if n := len(fake.sent()); n != 2 {
+				t.Fatalf("%d more UpdateCluster calls for a request that joined a recorded update, want 0", n-2)
+			}
+		})
+	}
+}
+
+// TestClusterRetryDoesNotReviveAnUpdateThatEndedMeanwhile: when the backend fails the
+// unconfirmed update (UpdateNotRecorded, after its grace) while a retry is re-sending it, the
+// retry does not write to the ended operation nor point the caller at it as if it ran: it is a
+// 409 naming the operation, which stays Failed as the backend wrote it.
+func TestClusterRetryDoesNotReviveAnUpdateThatEndedMeanwhile(t *testing.T) {
+	e, fake, _ := clusterRetryEnv(t)
+	path := clusterPath("rg", "c1")
+	body := mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 60))
+	fake.failUpdates.Store(1)
+	if first := e.do("PUT", path, body, nil); first.code != 503 {
+		t.Fatalf("PUT while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
+	}
+	rd, _ := e.resource(path)
+	pending := rd.ActiveOperationID
+
+	var hookErr error
+	fake.mu.Lock()
+	fake.beforeUpdateAnswer = func(*csv1.UpdateClusterRequest) {
+		// The backend, meanwhile: the grace has passed.
+		op, opDoc := e.operation(pending)
+		now := time.Now().UTC()
+		op.Status, op.EndTime, op.LastTransitionTime = armdoc.StateFailed, &now, now
+		op.Error = &armdoc.CloudErrorBody{Code: "UpdateNotRecorded", Message: "The update was not confirmed."}
+		_, hookErr = e.store.Replace(context.Background(), mustWithBody(opDoc, op), opDoc.ETag)
+	}
+	fake.mu.Unlock()
+	retry := e.do("PUT", path, body, nil)
+	if hookErr != nil {
+		t.Fatalf("fail the operation as the backend does: %v", hookErr)
+	}
+	if retry.code != 409 {
+		t.Fatalf("retry while the backend failed the update: %d %s, want 409", retry.code, retry.body)
+	}
+	op, _ := e.operation(pending)
+	if op.Status != armdoc.StateFailed || op.Error == nil || op.Error.Code != "UpdateNotRecorded" || op.InternalRevision != 0 {
+		t.Fatalf("operation after the retry: %+v, want it Failed UpdateNotRecorded as the backend left it", op)
+	}
+}
+
+// TestClusterRetryOfAChangeThatEndsAtOnceEndsItsOperation: a retried cluster change that Cluster
+// Service has nothing to roll out for (a channel group) ends its operation and the resource
+// Succeeded when the re-sent update is accepted, as the first attempt would have.
+func TestClusterRetryOfAChangeThatEndsAtOnceEndsItsOperation(t *testing.T) {
+	e, fake, _ := clusterRetryEnv(t)
+	path := withVersion(clusterPath("rg", "c1"), "2026-06-30-preview")
+	body := []byte(`{"properties":{"version":{"channelGroup":"candidate"}}}`)
+	fake.failUpdates.Store(1)
+	if first := e.do("PATCH", path, body, nil); first.code != 503 {
+		t.Fatalf("PATCH while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
+	}
+	rd, _ := e.resource(clusterPath("rg", "c1"))
+	pending := rd.ActiveOperationID
+	retry := e.do("PATCH", path, body, nil)
+	if retry.code != 202 || opIDFrom(t, retry.header.Get("Azure-AsyncOperation")) != pending {
+		t.Fatalf("retry of the same PATCH: %d %s, want 202 pointing at %s", retry.code, retry.body, pending)
+	}
+	if calls := fake.sent(); len(calls) != 2 || calls[1].GetUpdate().GetChannelGroup() != "candidate" || calls[1].GetOperationId() != pending {
+		t.Fatalf("UpdateCluster calls %v; want the channel group sent again for operation %s", calls, pending)
+	}
+	op, _ := e.operation(pending)
+	rd, _ = e.resource(clusterPath("rg", "c1"))
+	if op.Status != armdoc.StateSucceeded || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
+		t.Fatalf("after the retry: operation %s, resource %s (active %q); want both Succeeded", op.Status, rd.ProvisioningState, rd.ActiveOperationID)
 	}
 }

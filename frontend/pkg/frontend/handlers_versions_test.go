@@ -263,9 +263,15 @@ func TestClusterVersionUpdate(t *testing.T) {
 		if v := got.json(t)["properties"].(map[string]any)["version"].(map[string]any)["id"]; v != "4.20" {
 			t.Fatalf("GET shows version %v", v)
 		}
+		// The same PATCH again is its retry (joinClusterUpdate): it joins the upgrade, which
+		// Cluster Service follows by the operation ID; another write is a 409.
 		again := e.do("PATCH", path+newer, []byte(`{"properties":{"version":{"id":"4.20"}}}`), nil)
-		if code, _ := again.armError(t); again.code != 409 || code != "Conflict" {
-			t.Fatalf("a second write during the upgrade: %d %s", again.code, again.body)
+		if again.code != 202 || opIDFrom(t, again.header.Get("Azure-AsyncOperation")) != opID {
+			t.Fatalf("the same PATCH during the upgrade: %d %s, want 202 pointing at %s", again.code, again.body, opID)
+		}
+		other := e.do("PATCH", path+newer, []byte(`{"tags":{"a":"b"}}`), nil)
+		if code, _ := other.armError(t); other.code != 409 || code != "Conflict" {
+			t.Fatalf("a second write during the upgrade: %d %s", other.code, other.body)
 		}
 		e.finish(opID, armdoc.StateSucceeded, nil)
 	})
