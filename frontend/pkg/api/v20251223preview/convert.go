@@ -37,12 +37,6 @@ func ptr[T comparable](v T) *T {
 	return &v
 }
 
-// networkDefaults are the specification's, the same in every api-version (the validator's
-// hostPrefix check needs the pod CIDR a body leaves out).
-var networkDefaults = profiles.NetworkDefaults{
-	PodCIDR: api.DefaultPodCIDR, ServiceCIDR: api.DefaultServiceCIDR, MachineCIDR: api.DefaultMachineCIDR, HostPrefix: api.DefaultHostPrefix,
-}
-
 // toInternal converts a validated body, applying defaults. Read-only fields are dropped.
 func toInternal(e *HcpOpenShiftCluster) *api.Cluster {
 	c := &api.Cluster{Location: str(e.Location, ""), Tags: e.Tags}
