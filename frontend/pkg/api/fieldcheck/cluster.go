@@ -37,15 +37,6 @@ var networkDefaults = profiles.NetworkDefaults{
 	PodCIDR: api.DefaultPodCIDR, ServiceCIDR: api.DefaultServiceCIDR, MachineCIDR: api.DefaultMachineCIDR, HostPrefix: api.DefaultHostPrefix,
 }
 
-// valueAt is the value of type T at path in doc (a body decoded into its version's type, each
-// property found by its path, armpath.Lookup); nil when absent. It is a copy, to read.
-func valueAt[T any](doc any, path string) *T {
-	if x, ok := armpath.Lookup(doc, path).(T); ok {
-		return &x
-	}
-	return nil
-}
-
 // Cluster checks, after the generated checks, what the specification cannot say of a cluster
 // body doc (decoded into its api-version's type): resource ID types, CIDR blocks, identities,
 // fields required since a version, and cross-field rules. These are meaning, not shape.
@@ -54,8 +45,8 @@ func (v *Checker) Cluster(doc any, r ClusterRules) {
 	if v.Required(armpath.Lookup(doc, "properties") != nil, "properties") {
 		v.clusterProperties(doc, r)
 	}
-	v.Identity(valueAt[profiles.ManagedServiceIdentity](doc, "identity"),
-		valueAt[profiles.UserAssignedIdentitiesProfile](doc, OperatorIdentitiesPath))
+	v.Identity(armpath.As[profiles.ManagedServiceIdentity](doc, "identity"),
+		armpath.As[profiles.UserAssignedIdentitiesProfile](doc, OperatorIdentitiesPath))
 }
 
 func (v *Checker) clusterProperties(doc any, r ClusterRules) {
@@ -73,16 +64,16 @@ func (v *Checker) clusterProperties(doc any, r ClusterRules) {
 	if at("properties.dns") != nil {
 		v.BaseDomainPrefix(strAt(doc, "properties.dns.baseDomainPrefix"))
 	}
-	if n := valueAt[profiles.NetworkProfile](doc, "properties.network"); n != nil {
+	if n := armpath.As[profiles.NetworkProfile](doc, "properties.network"); n != nil {
 		v.Network(n, networkDefaults)
 	}
-	if a := valueAt[profiles.APIProfile](doc, "properties.api"); a != nil {
+	if a := armpath.As[profiles.APIProfile](doc, "properties.api"); a != nil {
 		v.API(a)
 	}
 	if at("properties.platform") != nil {
 		v.clusterPlatform(doc, r)
 	}
-	if a := valueAt[profiles.ClusterAutoscalingProfile](doc, "properties.autoscaling"); a != nil {
+	if a := armpath.As[profiles.ClusterAutoscalingProfile](doc, "properties.autoscaling"); a != nil {
 		v.Autoscaling(a)
 	}
 	if at("properties.etcd.dataEncryption") != nil {
@@ -110,7 +101,7 @@ func (v *Checker) clusterPlatform(doc any, r ClusterRules) {
 	if nsg := strAt(doc, "properties.platform.networkSecurityGroupId"); nsg != nil {
 		v.ArmID(*nsg, "properties.platform.networkSecurityGroupId", TypeNSG)
 	}
-	v.OperatorsAuthentication(valueAt[profiles.OperatorsAuthenticationProfile](doc, "properties.platform.operatorsAuthentication"))
+	v.OperatorsAuthentication(armpath.As[profiles.OperatorsAuthenticationProfile](doc, "properties.platform.operatorsAuthentication"))
 }
 
 // etcd checks properties.etcd.dataEncryption. Where the active key's fields sit (vaultName in
