@@ -131,7 +131,7 @@ func (p *Package) validateFile() ([]byte, error) {
 	b.WriteString("\n" + fieldcheckImport + "\n)\n\n")
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
-		b.WriteString("// Checks of the specification left to the hand-written validate.go:\n")
+		b.WriteString("// Checks of the specification left to fieldcheck.Cluster, as the version's ClusterRules say:\n")
 		for _, s := range skipped {
 			fmt.Fprintf(&b, "//   - %s\n", s)
 		}
@@ -147,6 +147,17 @@ func (p *Package) validateFile() ([]byte, error) {
 			return nil, err
 		}
 		fmt.Fprintf(&b, "// %s are what a PATCH body may hold: the paths of the specification's %s,\n// a whole object where it allows all of it.\nvar %s = []string{\n", u.Var, u.Def, u.Var)
+		for _, path := range paths {
+			fmt.Fprintf(&b, "%q,\n", path)
+		}
+		b.WriteString("}\n\n")
+	}
+	for _, u := range UpdatableRoots {
+		paths, err := p.updatablePaths(u.Def)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "// %s are what a write may change in a %s after its creation: the paths whose\n// x-ms-mutability (its own or, without one, its parent's) has \"update\", a whole object where all of it\n// is by inheritance.\nvar %s = []string{\n", u.Var, u.Def, u.Var)
 		for _, path := range paths {
 			fmt.Fprintf(&b, "%q,\n", path)
 		}

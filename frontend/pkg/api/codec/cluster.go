@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"slices"
 	"strings"
 	"time"
 
@@ -33,7 +32,8 @@ type Cluster[T any] struct {
 	// UpdatePaths are what a PATCH body may hold: the version's HcpOpenShiftClusterUpdate,
 	// generated (specClusterUpdatePaths).
 	UpdatePaths []string
-	// Updatable are the internal-model paths a write may change after creation.
+	// Updatable are the body paths a write may change after creation: the version's
+	// x-ms-mutability, generated (specClusterUpdatable).
 	Updatable []string
 	// KeepStored copies into next what the version cannot express, from stored (nil: it
 	// expresses every field of the model).
@@ -170,8 +170,14 @@ func (cv Cluster[T]) Preserve(stored, next *api.Cluster) {
 	}
 }
 
-// UpdatableFields implements api.Version.
-func (cv Cluster[T]) UpdatableFields() []string { return slices.Clone(cv.Updatable) }
+// UpdatableFields implements api.Version: Updatable as internal-model paths.
+func (cv Cluster[T]) UpdatableFields() []string {
+	out := make([]string, len(cv.Updatable))
+	for i, p := range cv.Updatable {
+		out[i] = api.KMSInternalPath(p)
+	}
+	return out
+}
 
 // ExternalPath implements api.Version.
 func (cv Cluster[T]) ExternalPath(p string) string { return api.KMSExternalPath(p, cv.VaultNameInKey) }

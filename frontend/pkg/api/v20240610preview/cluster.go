@@ -22,16 +22,8 @@ var cluster = codec.Cluster[HcpOpenShiftCluster]{
 	// The key vault name is a part of the active key (KmsKey.vaultName).
 	VaultNameInKey: true,
 	UpdatePaths:    specClusterUpdatePaths,
-	Updatable: []string{
-		"identity",
-		"properties.version.channelGroup",
-		"properties.platform.operatorsAuthentication",
-		"properties.autoscaling",
-		"properties.nodeDrainTimeoutMinutes",
-		"properties.api.authorizedCidrs",
-		"properties.etcd.dataEncryption.customerManaged.kms.version",
-	},
-	KeepStored: keepNewer,
+	Updatable:      specClusterUpdatable,
+	KeepStored:     keepNewer,
 }
 
 // keepNewer: this version predates vnet integration, KMS key vault visibility, image digest

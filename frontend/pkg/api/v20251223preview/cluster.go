@@ -20,18 +20,8 @@ var cluster = codec.Cluster[HcpOpenShiftCluster]{
 		KMSVisibility: KeyVaultVisibilityValues, ImageRegistryStates: ClusterImageRegistryStateValues,
 	},
 	UpdatePaths: specClusterUpdatePaths,
-	Updatable: []string{
-		"identity",
-		"properties.version.id",
-		"properties.version.channelGroup",
-		"properties.platform.operatorsAuthentication",
-		"properties.autoscaling",
-		"properties.nodeDrainTimeoutMinutes",
-		"properties.api.authorizedCidrs",
-		"properties.etcd.dataEncryption.customerManaged.kms.version",
-		"properties.imageDigestMirrors",
-	},
-	KeepStored: keepNewer,
+	Updatable:   specClusterUpdatable,
+	KeepStored:  keepNewer,
 }
 
 // keepNewer: this version predates ingress and crypto restrictions, so a write through it

@@ -24,16 +24,6 @@ func SameSchema(apiVersion string) api.Version {
 			KMSVisibility: KeyVaultVisibilityValues, ImageRegistryStates: ClusterImageRegistryStateValues,
 		},
 		UpdatePaths: specClusterUpdatePaths,
-		Updatable: []string{
-			"identity",
-			"properties.version.id",
-			"properties.version.channelGroup",
-			"properties.platform.operatorsAuthentication",
-			"properties.autoscaling",
-			"properties.nodeDrainTimeoutMinutes",
-			"properties.api.authorizedCidrs",
-			"properties.etcd.dataEncryption.customerManaged.kms.version",
-			"properties.imageDigestMirrors",
-		},
+		Updatable:   specClusterUpdatable,
 	}
 }
