@@ -9,7 +9,10 @@ import (
 	"strconv"
 )
 
-const fieldcheckImport = `"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"`
+const (
+	codecImport      = `"github.com/openhcp/openhcp/frontend/pkg/api/codec"`
+	fieldcheckImport = `"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"`
+)
 
 // validateFile renders validateSpec methods for the structs the ValidateRoots reach: the
 // specification's required properties, enums, integer bounds, string lengths and patterns.
@@ -128,7 +131,7 @@ func (p *Package) validateFile() ([]byte, error) {
 	if usesRegexp {
 		b.WriteString("\"regexp\"\n")
 	}
-	b.WriteString("\n" + fieldcheckImport + "\n)\n\n")
+	b.WriteString("\n" + codecImport + "\n" + fieldcheckImport + "\n)\n\n")
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
 		b.WriteString("// Checks of the specification left to fieldcheck.Cluster, as the version's ClusterRules say:\n")
@@ -163,6 +166,7 @@ func (p *Package) validateFile() ([]byte, error) {
 		}
 		b.WriteString("}\n\n")
 	}
+	fmt.Fprintf(&b, "// specCluster is what the specification says of %[1]s beyond its type, for codec.Cluster.\nvar specCluster = codec.ClusterSpec[%[1]s]{ValidateSpec: (*%[1]s).validateSpec, UpdatePaths: specClusterUpdatePaths, Updatable: specClusterUpdatable}\n\n", goTypeName("HcpOpenShiftCluster"))
 	b.WriteString("// specPath is the JSON path of a property under path.\nfunc specPath(path, name string) string {\nif path == \"\" {\nreturn name\n}\nreturn path + \".\" + name\n}\n")
 	return gofmt(p.Version.Package+"/zz_generated_validate.go", &b)
 }

@@ -10,13 +10,24 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 )
 
+// ClusterSpec is what a version's specification says of its cluster type T beyond the type
+// itself, generated (specCluster in the version's zz_generated_validate.go).
+type ClusterSpec[T any] struct {
+	// ValidateSpec checks what the specification says of each field (T's validateSpec).
+	ValidateSpec func(x *T, v *fieldcheck.Checker, path string)
+	// UpdatePaths are what a PATCH body may hold: the version's HcpOpenShiftClusterUpdate.
+	UpdatePaths []string
+	// Updatable are the body paths a write may change after creation: the version's
+	// x-ms-mutability.
+	Updatable []string
+}
+
 // Cluster is the api.Version of an api-version whose generated cluster type is T.
 type Cluster[T any] struct {
 	// Name is the api-version.
 	Name string
-	// ValidateSpec is the generated check of what the specification says of each field
-	// (T's validateSpec).
-	ValidateSpec func(x *T, v *fieldcheck.Checker, path string)
+	// Spec is what the version's specification says, generated.
+	Spec ClusterSpec[T]
 	// Rules are what a body means beyond its schema (fieldcheck.Cluster). They shape the
 	// rendering too: a field required since a version (VersionIDRequiredSince,
 	// VnetIntegrationSubnet) is required in a response, shown "" when the model has none
@@ -29,12 +40,6 @@ type Cluster[T any] struct {
 	// VaultNameInKey: the key vault name sits in kms.activeKey (before 2025-12-23-preview),
 	// not beside it.
 	VaultNameInKey bool
-	// UpdatePaths are what a PATCH body may hold: the version's HcpOpenShiftClusterUpdate,
-	// generated (specClusterUpdatePaths).
-	UpdatePaths []string
-	// Updatable are the body paths a write may change after creation: the version's
-	// x-ms-mutability, generated (specClusterUpdatable).
-	Updatable []string
 	// KeepStored copies into next what the version cannot express, from stored (nil: it
 	// expresses every field of the model).
 	KeepStored func(stored, next *api.Cluster)
@@ -58,7 +63,7 @@ func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api
 		stored = nil
 	}
 	v := &fieldcheck.Checker{Stored: stored}
-	cv.ValidateSpec(&ext, v, "")
+	cv.Spec.ValidateSpec(&ext, v, "")
 	v.Cluster(&ext, cv.Rules)
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -160,7 +165,7 @@ func (cv Cluster[T]) renderEtcd(de *api.EtcdDataEncryptionProfile) map[string]an
 
 // PatchCluster implements api.Version.
 func (cv Cluster[T]) PatchCluster(stored *api.Cluster, body []byte) (*api.Cluster, error) {
-	return api.Patch(cv, stored, body, cv.UpdatePaths)
+	return api.Patch(cv, stored, body, cv.Spec.UpdatePaths)
 }
 
 // Preserve implements api.Version.
@@ -172,8 +177,8 @@ func (cv Cluster[T]) Preserve(stored, next *api.Cluster) {
 
 // UpdatableFields implements api.Version: Updatable as internal-model paths.
 func (cv Cluster[T]) UpdatableFields() []string {
-	out := make([]string, len(cv.Updatable))
-	for i, p := range cv.Updatable {
+	out := make([]string, len(cv.Spec.Updatable))
+	for i, p := range cv.Spec.Updatable {
 		out[i] = api.KMSInternalPath(p)
 	}
 	return out

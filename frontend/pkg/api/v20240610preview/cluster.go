@@ -10,8 +10,8 @@ func init() { api.Register(cluster) }
 
 // cluster is this version's cluster: what it means beyond its generated types and checks.
 var cluster = codec.Cluster[HcpOpenShiftCluster]{
-	Name:         APIVersion,
-	ValidateSpec: (*HcpOpenShiftCluster).validateSpec,
+	Name: APIVersion,
+	Spec: specCluster,
 	// version.id is optional (required from 2025-12-23-preview on); there is no vnet
 	// integration subnet and no KMS key vault visibility (both came with 2025-12-23-preview);
 	// keyManagementMode has PlatformManaged, its default.
@@ -21,8 +21,6 @@ var cluster = codec.Cluster[HcpOpenShiftCluster]{
 	CheckAsCreate: true,
 	// The key vault name is a part of the active key (KmsKey.vaultName).
 	VaultNameInKey: true,
-	UpdatePaths:    specClusterUpdatePaths,
-	Updatable:      specClusterUpdatable,
 	KeepStored:     keepNewer,
 }
 

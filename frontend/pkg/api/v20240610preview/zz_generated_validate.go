@@ -3,6 +3,7 @@
 package v20240610preview
 
 import (
+	"github.com/openhcp/openhcp/frontend/pkg/api/codec"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
@@ -110,6 +111,9 @@ var specClusterUpdatable = []string{
 	"properties.platform.operatorsAuthentication",
 	"properties.version.channelGroup",
 }
+
+// specCluster is what the specification says of HcpOpenShiftCluster beyond its type, for codec.Cluster.
+var specCluster = codec.ClusterSpec[HcpOpenShiftCluster]{ValidateSpec: (*HcpOpenShiftCluster).validateSpec, UpdatePaths: specClusterUpdatePaths, Updatable: specClusterUpdatable}
 
 // specPath is the JSON path of a property under path.
 func specPath(path, name string) string {

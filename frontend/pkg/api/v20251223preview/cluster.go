@@ -10,8 +10,8 @@ func init() { api.Register(cluster) }
 
 // cluster is this version's cluster: what it means beyond its generated types and checks.
 var cluster = codec.Cluster[HcpOpenShiftCluster]{
-	Name:         APIVersion,
-	ValidateSpec: (*HcpOpenShiftCluster).validateSpec,
+	Name: APIVersion,
+	Spec: specCluster,
 	// version.id, the vnet integration subnet and the KMS key vault visibility became required
 	// with this version, so a cluster created before without them keeps them empty;
 	// keyManagementMode still has PlatformManaged, its default.
@@ -19,9 +19,7 @@ var cluster = codec.Cluster[HcpOpenShiftCluster]{
 		VersionIDRequiredSince: true, VnetIntegrationSubnet: true, PlatformManagedKey: true,
 		KMSVisibility: KeyVaultVisibilityValues, ImageRegistryStates: ClusterImageRegistryStateValues,
 	},
-	UpdatePaths: specClusterUpdatePaths,
-	Updatable:   specClusterUpdatable,
-	KeepStored:  keepNewer,
+	KeepStored: keepNewer,
 }
 
 // keepNewer: this version predates ingress and crypto restrictions, so a write through it

@@ -13,8 +13,8 @@ func init() { api.Register(SameSchema(APIVersion)) }
 // field of the model.
 func SameSchema(apiVersion string) api.Version {
 	return codec.Cluster[HcpOpenShiftCluster]{
-		Name:         apiVersion,
-		ValidateSpec: (*HcpOpenShiftCluster).validateSpec,
+		Name: apiVersion,
+		Spec: specCluster,
 		// version.id, the vnet integration subnet and the KMS key vault visibility are required,
 		// except for a cluster created before 2025-12-23-preview without them; keyManagementMode
 		// has only CustomerManaged from this version on (a platform-managed key is what a cluster
@@ -23,7 +23,5 @@ func SameSchema(apiVersion string) api.Version {
 			VersionIDRequiredSince: true, VnetIntegrationSubnet: true,
 			KMSVisibility: KeyVaultVisibilityValues, ImageRegistryStates: ClusterImageRegistryStateValues,
 		},
-		UpdatePaths: specClusterUpdatePaths,
-		Updatable:   specClusterUpdatable,
 	}
 }

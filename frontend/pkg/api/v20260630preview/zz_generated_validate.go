@@ -3,6 +3,7 @@
 package v20260630preview
 
 import (
+	"github.com/openhcp/openhcp/frontend/pkg/api/codec"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
@@ -128,6 +129,9 @@ var specClusterUpdatable = []string{
 	"properties.version.channelGroup",
 	"properties.version.id",
 }
+
+// specCluster is what the specification says of HcpOpenShiftCluster beyond its type, for codec.Cluster.
+var specCluster = codec.ClusterSpec[HcpOpenShiftCluster]{ValidateSpec: (*HcpOpenShiftCluster).validateSpec, UpdatePaths: specClusterUpdatePaths, Updatable: specClusterUpdatable}
 
 // specPath is the JSON path of a property under path.
 func specPath(path, name string) string {
