@@ -181,3 +181,16 @@ func FuzzDecodeCluster(f *testing.F) {
 		}
 	})
 }
+
+// TestWriteToAStoredClusterIsCheckedAsACreate: this version checks a write to a stored cluster
+// as a create (codec.Cluster.CheckAsCreate), so an explicit empty version.id is refused even for
+// a cluster stored without one, as it was before the versions shared one decoder.
+func TestWriteToAStoredClusterIsCheckedAsACreate(t *testing.T) {
+	body := patch(t, []string{"properties", "version"}, map[string]any{"id": ""})
+	stored := &api.Cluster{} // stored without a version.id
+	_, err := cluster.DecodeClusterUpdate([]byte(body), stored)
+	ce, ok := arm.AsCloudError(err)
+	if !ok || ce.Target != "properties.version.id" {
+		t.Fatalf("write with an empty version.id to a cluster stored without one: %v, want an error at properties.version.id", err)
+	}
+}
