@@ -272,3 +272,13 @@ func KMSExternalPath(p string, vaultNameInKey bool) string {
 	}
 	return p
 }
+
+// KMSInternalPath is the internal-model path of a body path (of any api-version) of the active
+// KMS key: the body holds the key's fields under kms.activeKey, the model beside the vault's.
+func KMSInternalPath(p string) string {
+	const kms = "properties.etcd.dataEncryption.customerManaged.kms."
+	if rest, ok := strings.CutPrefix(p, kms+"activeKey."); ok {
+		return kms + rest
+	}
+	return p
+}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -106,7 +105,7 @@ const (
 )
 
 // Spec is the model's properties that Cluster Service's spec holds, with their ARM values
-// (authorized CIDRs as given): what RenderProperties renders, and what the frontend sends
+// (authorized CIDRs as given): what RenderedProperties renders, and what the frontend sends
 // once it has added the envelope, the identities and the KMS key. The etcd block, the
 // operators' identities and the envelope are left out.
 func (p *ClusterProperties) Spec() *csv1.ClusterSpec {
@@ -135,8 +134,8 @@ func (p *ClusterProperties) Spec() *csv1.ClusterSpec {
 	return spec
 }
 
-// RenderProperties reads into into (a pointer to an api-version's properties type) what every
-// api-version renders alike; what the version has no property for is left out. Two parts:
+// RenderedProperties are, in JSON form, the properties every api-version renders alike, for the
+// version to read into its type (codec), which leaves out what it has no property for. Two parts:
 //   - the properties Cluster Service's spec holds, rendered through its arm_path options. A
 //     property at its zero value is absent there (armpath.Render);
 //   - the read-only and status properties, and the forms, that no api-version changes:
@@ -146,10 +145,10 @@ func (p *ClusterProperties) Spec() *csv1.ClusterSpec {
 //     {} when empty; nodeDrainTimeoutMinutes shown at 0 (no limit); an image digest mirror's
 //     mirrors shown as [] when empty (in the versions that have image digest mirrors).
 //
-// What a version shows its own way stays in its RenderCluster: the etcd block (where vaultName
-// sits, which key modes exist), what its schema requires in a response (profiles.Present), and
-// the properties only it has (status conditions).
-func (c *Cluster) RenderProperties(into any) {
+// What versions show their own ways is codec.Cluster's, from the version's rules: the etcd block
+// (where vaultName sits, which key modes exist), what a schema requires in a response
+// (profiles.Present), and the properties only some versions have (status conditions).
+func (c *Cluster) RenderedProperties() map[string]any {
 	props, _ := armpath.Render(c.Properties.Spec().ProtoReflect(), ClusterShapes)["properties"].(map[string]any)
 	if props == nil {
 		props = map[string]any{}
@@ -189,15 +188,7 @@ func (c *Cluster) RenderProperties(into any) {
 			m["mirrors"] = []any{}
 		}
 	}
-	b, err := json.Marshal(props)
-	if err == nil {
-		err = json.Unmarshal(b, into)
-	}
-	if err != nil {
-		// The ARM form has the specification's types: a mismatch is a wrong arm_path or a
-		// version's type that differs from the others where this says they are alike.
-		panic(fmt.Sprintf("cluster properties into %T: %v", into, err))
-	}
+	return props
 }
 
 // nonNil is m, or an empty map for nil (rendered {}, not null).

@@ -82,25 +82,18 @@ func NodePoolFromARM(doc any) *NodePool {
 	return &NodePool{Spec: spec}
 }
 
-// RenderProperties reads the pool's properties, as an api-version shows them, into into (a
-// pointer to the version's properties type); what the version has no property for
-// (2024-06-10-preview's diskType) is left out. Replicas is left out when autoscaling is set
-// (the two exclude each other), so a GET body can be sent back as a PUT, and shown, 0
+// RenderedProperties are the pool's properties as every api-version shows them, in their JSON
+// form, for the version to read into its type (what it has no property for, such as
+// 2024-06-10-preview's diskType, is left out there). Replicas is left out when autoscaling is
+// set (the two exclude each other), so a GET body can be sent back as a PUT, and shown, 0
 // included, when it is not.
-func (np *NodePool) RenderProperties(into any) {
+func (np *NodePool) RenderedProperties() map[string]any {
 	props := np.armForm()
 	delete(props, "replicas")
 	if props["autoScaling"] == nil {
 		props["replicas"] = np.spec().GetReplicas()
 	}
-	b, err := json.Marshal(props)
-	if err == nil {
-		err = json.Unmarshal(b, into)
-	}
-	if err != nil {
-		// The spec's ARM form has the specification's types: a mismatch is a wrong arm_path.
-		panic(fmt.Sprintf("node pool properties into %T: %v", into, err))
-	}
+	return props
 }
 
 // armForm is the spec's ARM form: the resource's properties.

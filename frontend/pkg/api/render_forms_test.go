@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
 
-// TestRenderedClusterForms: the forms every api-version renders alike (api.Cluster.RenderProperties)
+// TestRenderedClusterForms: the forms every api-version renders alike (api.Cluster.RenderedProperties)
 // and those that are a version's own, for a cluster whose read-only properties are empty and
 // whose image digest mirror has no mirrors.
 func TestRenderedClusterForms(t *testing.T) {
@@ -52,5 +53,36 @@ func TestRenderedClusterForms(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRenderedClusterConditions: the versions whose type has properties.status show each
+// condition with its message, "" included, and its time in RFC 3339 as recorded; the others
+// show no status.
+func TestRenderedClusterConditions(t *testing.T) {
+	at := time.Date(2026, 5, 1, 10, 0, 0, 0, time.FixedZone("CEST", 2*60*60))
+	c := &api.Cluster{Conditions: []api.Condition{
+		{Type: "Available", Status: "True", LastTransitionTime: at},
+		{Type: "Degraded", Status: "False", Reason: "AsExpected", Message: "fine", LastTransitionTime: at},
+	}}
+	c.Properties.Etcd.DataEncryption.KeyManagementMode = api.KeyManagementPlatform
+	const status = `"status":{"conditions":[` +
+		`{"type":"Available","status":"True","lastTransitionTime":"2026-05-01T10:00:00+02:00","message":""},` +
+		`{"type":"Degraded","status":"False","lastTransitionTime":"2026-05-01T10:00:00+02:00","reason":"AsExpected","message":"fine"}]}`
+	for version, want := range map[string]bool{"2024-06-10-preview": false, "2025-12-23-preview": false, "2026-06-30-preview": true, "2026-09-01-preview": true} {
+		v, ok := api.Lookup(version)
+		if !ok {
+			t.Fatalf("no api-version %s", version)
+		}
+		b, err := json.Marshal(v.RenderCluster(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(b), status); got != want {
+			t.Errorf("%s: rendered with the status %v, want %v: %s", version, got, want, b)
+		}
+		if !want && strings.Contains(string(b), `"status"`) {
+			t.Errorf("%s: rendered with a status: %s", version, b)
+		}
 	}
 }

@@ -7,9 +7,13 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 )
 
-const fieldcheckImport = `"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"`
+const (
+	codecImport      = `"github.com/openhcp/openhcp/frontend/pkg/api/codec"`
+	fieldcheckImport = `"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"`
+)
 
 // validateFile renders validateSpec methods for the structs the ValidateRoots reach: the
 // specification's required properties, enums, integer bounds, string lengths and patterns.
@@ -128,10 +132,10 @@ func (p *Package) validateFile() ([]byte, error) {
 	if usesRegexp {
 		b.WriteString("\"regexp\"\n")
 	}
-	b.WriteString("\n" + fieldcheckImport + "\n)\n\n")
+	b.WriteString("\n" + codecImport + "\n" + fieldcheckImport + "\n)\n\n")
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
-		b.WriteString("// Checks of the specification left to the hand-written validate.go:\n")
+		b.WriteString("// Checks of the specification left to fieldcheck.Cluster, as the version's ClusterRules say:\n")
 		for _, s := range skipped {
 			fmt.Fprintf(&b, "//   - %s\n", s)
 		}
@@ -146,12 +150,29 @@ func (p *Package) validateFile() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(&b, "// %s are what a PATCH body may hold: the paths of the specification's %s,\n// a whole object where it allows all of it.\nvar %s = []string{\n", u.Var, u.Def, u.Var)
-		for _, path := range paths {
-			fmt.Fprintf(&b, "%q,\n", path)
-		}
-		b.WriteString("}\n\n")
+		writeList(&b, fmt.Sprintf("%s are what a PATCH body may hold: the paths of the specification's %s,\na whole object where it allows all of it.", u.Var, u.Def), u.Var, paths)
 	}
+	for _, u := range UpdatableRoots {
+		paths, err := p.updatablePaths(u.Def)
+		if err != nil {
+			return nil, err
+		}
+		writeList(&b, fmt.Sprintf("%s are what a write may change in a %s after its creation: the paths whose\n"+
+			"x-ms-mutability (its own or, without one, its parent's) has \"update\", a whole object where all of it\nis by inheritance.", u.Var, u.Def), u.Var, paths)
+	}
+	fmt.Fprintf(&b, "// specCluster is what the specification says of %[1]s beyond its type, for codec.Cluster.\nvar specCluster = codec.ClusterSpec[%[1]s]{ValidateSpec: (*%[1]s).validateSpec, UpdatePaths: specClusterUpdatePaths, Updatable: specClusterUpdatable}\n\n", goTypeName("HcpOpenShiftCluster"))
 	b.WriteString("// specPath is the JSON path of a property under path.\nfunc specPath(path, name string) string {\nif path == \"\" {\nreturn name\n}\nreturn path + \".\" + name\n}\n")
 	return gofmt(p.Version.Package+"/zz_generated_validate.go", &b)
+}
+
+// writeList writes a generated list of paths: its comment (lines without "// "), name and values.
+func writeList(b *bytes.Buffer, comment, name string, paths []string) {
+	for _, l := range strings.Split(comment, "\n") {
+		fmt.Fprintf(b, "// %s\n", l)
+	}
+	fmt.Fprintf(b, "var %s = []string{\n", name)
+	for _, path := range paths {
+		fmt.Fprintf(b, "%q,\n", path)
+	}
+	b.WriteString("}\n\n")
 }

@@ -265,6 +265,16 @@ func Lookup(obj any, path string) any {
 	return v.Interface()
 }
 
+// As is the value of type T at path in obj (Lookup), or nil when there is none or it is of
+// another type. It is a copy: for reading a body decoded into its api-version's type by path,
+// where the types of every version differ but the shared profiles are the same.
+func As[T any](obj any, path string) *T {
+	if x, ok := Lookup(obj, path).(T); ok {
+		return &x
+	}
+	return nil
+}
+
 // Elements are the values of a list (nil for anything else), each as Lookup gives it.
 func Elements(list any) []any {
 	v := deref(reflect.ValueOf(list))

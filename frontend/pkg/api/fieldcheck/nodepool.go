@@ -22,17 +22,9 @@ type NodePoolRules struct {
 	MaxOSDiskSizeGiB int64
 }
 
-// NodePoolSize is a node pool body's size fields as its api-version's type holds them (every
-// version has the same): the checker reads them as they are, not by their path.
-type NodePoolSize struct {
-	Replicas    *int32
-	AutoScaling *profiles.NodePoolAutoScaling
-}
-
 // NodePool checks the node pool properties shared by every api-version in doc, the body decoded
-// into the version's type (each property found by its path, armpath.Lookup), and size, its
-// size fields.
-func (v *Checker) NodePool(doc any, size NodePoolSize, r NodePoolRules) {
+// into the version's type (each property found by its path, armpath.Lookup).
+func (v *Checker) NodePool(doc any, r NodePoolRules) {
 	at := func(path string) any { return armpath.Lookup(doc, path) }
 	if ver := at("properties.version"); ver != nil {
 		v.ChannelGroup(strAt(doc, "properties.version.channelGroup"), "properties.version.channelGroup")
@@ -66,8 +58,8 @@ func (v *Checker) NodePool(doc any, size NodePoolSize, r NodePoolRules) {
 	// The specification's structural bound only: how many nodes a pool may have, and that
 	// replicas and autoScaling exclude each other, are Cluster Service's rule (its model
 	// package), which refuses with the field's path.
-	v.notNegative(size.Replicas, "properties.replicas")
-	if a := size.AutoScaling; a != nil {
+	v.notNegative(int32At(doc, "properties.replicas"), "properties.replicas")
+	if a := armpath.As[profiles.NodePoolAutoScaling](doc, "properties.autoScaling"); a != nil {
 		v.notNegative(a.Min, "properties.autoScaling.min")
 		v.notNegative(a.Max, "properties.autoScaling.max")
 	}

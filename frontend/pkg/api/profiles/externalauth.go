@@ -237,3 +237,19 @@ func RenderConditionExternalAuth(ea *api.ExternalAuth) *ConditionExternalAuth {
 	}
 	return ext
 }
+
+// ConditionExternalAuthVersion is the api.ExternalAuthVersion of an api-version whose external
+// auth is ConditionExternalAuth (every version before 2026-06-30-preview): its name.
+type ConditionExternalAuthVersion string
+
+func (v ConditionExternalAuthVersion) String() string { return string(v) }
+
+// DecodeExternalAuth implements api.ExternalAuthVersion.
+func (ConditionExternalAuthVersion) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
+	return DecodeConditionExternalAuth(body)
+}
+
+// RenderExternalAuth implements api.ExternalAuthVersion.
+func (ConditionExternalAuthVersion) RenderExternalAuth(ea *api.ExternalAuth) any {
+	return RenderConditionExternalAuth(ea)
+}

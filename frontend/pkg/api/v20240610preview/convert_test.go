@@ -28,7 +28,7 @@ const minimalBody = `{
 
 func decode(t *testing.T, body string) (*api.Cluster, *arm.CloudError) {
 	t.Helper()
-	c, err := version{}.DecodeCluster([]byte(body))
+	c, err := cluster.DecodeCluster([]byte(body))
 	if err == nil {
 		return c, nil
 	}
@@ -78,7 +78,7 @@ func TestDecodeClusterSpecExample(t *testing.T) {
 		t.Fatalf("example decoded as %+v", c.Properties)
 	}
 	// Round trip: rendering and decoding again gives the same model.
-	out, _ := json.Marshal(version{}.RenderCluster(c))
+	out, _ := json.Marshal(cluster.RenderCluster(c))
 	c2, ce := decode(t, string(out))
 	if ce != nil {
 		t.Fatalf("rendered cluster rejected: %v\n%s", ce, out)
@@ -163,7 +163,7 @@ func FuzzDecodeCluster(f *testing.F) {
 	f.Add(`{"tags":{"a":"b"},"identity":{"userAssignedIdentities":{"x":null}}}`)
 	f.Add(`{"properties":{"etcd":{"dataEncryption":{"customerManaged":{"kms":{}}}}}}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		c, err := version{}.DecodeCluster([]byte(body))
+		c, err := cluster.DecodeCluster([]byte(body))
 		if err != nil {
 			ce, ok := arm.AsCloudError(err)
 			if !ok || ce.StatusCode != 400 || ce.Code == "" || ce.Message == "" {
@@ -172,12 +172,25 @@ func FuzzDecodeCluster(f *testing.F) {
 			return
 		}
 		// Anything accepted renders and is accepted again.
-		out, err := json.Marshal(version{}.RenderCluster(c))
+		out, err := json.Marshal(cluster.RenderCluster(c))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := (version{}).DecodeCluster(out); err != nil {
+		if _, err := cluster.DecodeCluster(out); err != nil {
 			t.Fatalf("rendered cluster rejected: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestWriteToAStoredClusterIsCheckedAsACreate: this version checks a write to a stored cluster
+// as a create (codec.Cluster.CheckAsCreate), so an explicit empty version.id is refused even for
+// a cluster stored without one, as it was before the versions shared one decoder.
+func TestWriteToAStoredClusterIsCheckedAsACreate(t *testing.T) {
+	body := patch(t, []string{"properties", "version"}, map[string]any{"id": ""})
+	stored := &api.Cluster{} // stored without a version.id
+	_, err := cluster.DecodeClusterUpdate([]byte(body), stored)
+	ce, ok := arm.AsCloudError(err)
+	if !ok || ce.Target != "properties.version.id" {
+		t.Fatalf("write with an empty version.id to a cluster stored without one: %v, want an error at properties.version.id", err)
+	}
 }

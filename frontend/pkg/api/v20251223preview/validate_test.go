@@ -44,7 +44,7 @@ func target(t *testing.T, err error) string {
 }
 
 func TestDecodeCluster(t *testing.T) {
-	v := version{}
+	v := cluster
 	t.Run("platform_managed_key_is_the_default_and_allowed", func(t *testing.T) {
 		c, err := v.DecodeCluster(body(func(p map[string]any) {
 			p["etcd"] = map[string]any{"dataEncryption": map[string]any{"keyManagementMode": "PlatformManaged"}}

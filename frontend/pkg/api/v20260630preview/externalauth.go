@@ -9,18 +9,25 @@ import (
 	"github.com/openhcp/openhcp/internal/arm"
 )
 
-func init() { api.RegisterExternalAuth(version{APIVersion}) }
+func init() { api.RegisterExternalAuth(externalAuth(APIVersion)) }
 
 // SameExternalAuthSchema is the api.ExternalAuthVersion of an api-version whose external auth
 // schema is this one's (2026-09-01-preview).
-func SameExternalAuthSchema(apiVersion string) api.ExternalAuthVersion { return version{apiVersion} }
+func SameExternalAuthSchema(apiVersion string) api.ExternalAuthVersion {
+	return externalAuth(apiVersion)
+}
+
+// externalAuth is the api.ExternalAuthVersion of this external auth schema: its api-version.
+type externalAuth string
+
+func (v externalAuth) String() string { return string(v) }
 
 // ExternalAuth (generated) is the hcpOpenShiftClusters/externalAuths resource of this version.
 // From this version on, its read-only observation is properties.status.conditions; its writable
 // properties are profiles.ExternalAuthFields, embedded, as in every version.
 
 // DecodeExternalAuth implements api.ExternalAuthVersion.
-func (version) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
+func (externalAuth) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
 	var ext ExternalAuth
 	if err := profiles.DecodeStrict(body, &ext); err != nil {
 		return nil, err
@@ -32,7 +39,7 @@ func (version) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
 }
 
 // RenderExternalAuth implements api.ExternalAuthVersion.
-func (version) RenderExternalAuth(ea *api.ExternalAuth) any {
+func (externalAuth) RenderExternalAuth(ea *api.ExternalAuth) any {
 	ext := &ExternalAuth{SystemData: ea.SystemData}
 	if ea.ID != nil {
 		ext.ID, ext.Name, ext.Type = ptr(ea.ID.String()), ptr(ea.ID.Name()), ptr(api.ExternalAuthResourceType)
@@ -43,4 +50,12 @@ func (version) RenderExternalAuth(ea *api.ExternalAuth) any {
 			LastTransitionTime: ptr(c.LastTransitionTime.UTC().Format(time.RFC3339))}}}
 	}
 	return ext
+}
+
+func ptr[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
 }

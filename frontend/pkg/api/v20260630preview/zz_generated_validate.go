@@ -3,10 +3,11 @@
 package v20260630preview
 
 import (
+	"github.com/openhcp/openhcp/frontend/pkg/api/codec"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
-// Checks of the specification left to the hand-written validate.go:
+// Checks of the specification left to fieldcheck.Cluster, as the version's ClusterRules say:
 //   - KmsEncryptionProfile.visibility enum: checked only when present for RequiredSince: a cluster without one renders "" and a PATCH sends that back
 //   - KmsEncryptionProfile.visibility required: required only on create and for clusters that have one (fieldcheck.RequiredSince)
 //   - PlatformProfile.operatorsAuthentication required: fieldcheck.OperatorsAuthentication checks it with its content
@@ -113,6 +114,24 @@ var specNodePoolUpdatePaths = []string{
 	"properties.version",
 	"tags",
 }
+
+// specClusterUpdatable are what a write may change in a HcpOpenShiftCluster after its creation: the paths whose
+// x-ms-mutability (its own or, without one, its parent's) has "update", a whole object where all of it
+// is by inheritance.
+var specClusterUpdatable = []string{
+	"identity",
+	"properties.api.authorizedCidrs",
+	"properties.autoscaling",
+	"properties.etcd.dataEncryption.customerManaged.kms.activeKey.version",
+	"properties.imageDigestMirrors",
+	"properties.nodeDrainTimeoutMinutes",
+	"properties.platform.operatorsAuthentication",
+	"properties.version.channelGroup",
+	"properties.version.id",
+}
+
+// specCluster is what the specification says of HcpOpenShiftCluster beyond its type, for codec.Cluster.
+var specCluster = codec.ClusterSpec[HcpOpenShiftCluster]{ValidateSpec: (*HcpOpenShiftCluster).validateSpec, UpdatePaths: specClusterUpdatePaths, Updatable: specClusterUpdatable}
 
 // specPath is the JSON path of a property under path.
 func specPath(path, name string) string {
