@@ -148,7 +148,7 @@ func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.
 			}
 		}
 	}
-	if want := u.GetVersionId(); want != "" {
+	if want := u.GetVersionId(); want != "" && !startedBy(c, operationID) {
 		target, err := catalogue.ResolveUpgrade(spec.GetChannelGroup(), c.Spec.GetVersionId(), want, now)
 		switch {
 		case err != nil:
@@ -177,6 +177,16 @@ func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.
 		}
 	}
 	return ch, v.err()
+}
+
+// startedBy says whether the cluster's latest upgrade policy was started by the operation
+// operationID: a version change sent again under the operation that asked for it (the frontend
+// sends an update again when Cluster Service's first answer was lost, with the same operation,
+// docs/architecture.md "Crash safety"). Its upgrade already exists, pending, running or done, so
+// the request asks for nothing more: refusing it as a second upgrade would fail the operation
+// the first call started, and resolving the version again could name a newer patch release.
+func startedBy(c *store.Cluster, operationID string) bool {
+	return operationID != "" && c.Status.GetUpgrade().GetOperationId() == operationID
 }
 
 func policyStateWord(s csv1.UpgradePolicyState) string {

@@ -315,3 +315,53 @@ func TestCancelUpgradePolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestUpgradeSentAgainUnderItsOperationStartsNothingMore: the frontend sends a version change
+// again, under the same operation, when Cluster Service's answer to the first was lost. That
+// repeat must answer as the first did and start no second upgrade; another operation asking
+// for an upgrade meanwhile is still refused.
+func TestUpgradeSentAgainUnderItsOperationStartsNothingMore(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 50)
+	cl := e.clusterAt(t, 1, "again", "4.19.16")
+	req := &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{VersionId: "4.20"}, OperationId: "op-1"}
+	first, err := e.clusters.UpdateCluster(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := first.GetStatus().GetUpgrade()
+	if p.GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING {
+		t.Fatalf("first update: policy %v; want PENDING", p)
+	}
+	drain := first.GetSpec().GetNodeDrainTimeoutMinutes()
+	for _, tc := range []struct {
+		name string
+		req  *csv1.UpdateClusterRequest
+		code codes.Code
+	}{
+		{"same_operation_again", req, codes.OK},
+		{"same_operation_with_a_configuration_change_already_made", &csv1.UpdateClusterRequest{Id: cl.GetId(),
+			Update: &csv1.ClusterUpdate{VersionId: "4.20", NodeDrainTimeoutMinutes: &drain}, OperationId: "op-1"}, codes.OK},
+		{"another_operation", &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{VersionId: "4.20"}, OperationId: "op-2"}, codes.FailedPrecondition},
+		{"no_operation", &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{VersionId: "4.20"}}, codes.FailedPrecondition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.clusters.UpdateCluster(ctx, tc.req)
+			if status.Code(err) != tc.code {
+				t.Fatalf("UpdateCluster = %v; want %v", err, tc.code)
+			}
+			if err != nil {
+				return
+			}
+			if got.GetStatus().GetUpgrade().GetId() != p.GetId() || got.GetRevision() != first.GetRevision() {
+				t.Fatalf("repeat answered policy %s at revision %d; want %s at %d, unchanged",
+					got.GetStatus().GetUpgrade().GetId(), got.GetRevision(), p.GetId(), first.GetRevision())
+			}
+		})
+	}
+	list, err := e.upgrades.ListUpgradePolicies(ctx, &csv1.ListUpgradePoliciesRequest{ClusterId: cl.GetId()})
+	if err != nil || len(list.GetUpgradePolicies()) != 1 {
+		t.Fatalf("ListUpgradePolicies = %v, %v; want the one policy", list, err)
+	}
+}
