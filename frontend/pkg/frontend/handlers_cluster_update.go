@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -252,27 +253,58 @@ func (s *Server) recordUpdateRevision(r *http.Request, opDoc *docstore.Document,
 	}
 }
 
-// finishUpdateNow marks the update operation and its resource Succeeded.
+// finishUpdateNow marks the update operation and its resource Succeeded. The backend may write
+// either document between the update's write and this one (it takes up a new operation and marks
+// it Updating), so a write that loses to it reads both again and tries again, as
+// recordUpdateRevision does: the change was accepted, and answering the caller 409 for the
+// backend's own write would leave the operation to fail UpdateNotRecorded. An operation that
+// ended meanwhile (a DELETE canceled it, the backend failed it), or a resource that no longer
+// names it as its operation, is left as it is: errOperationEnded.
 func (s *Server) finishUpdateNow(r *http.Request, written []*docstore.Document, rd armdoc.ResourceDocument, op *armdoc.OperationDocument) (string, error) {
-	now := time.Now().UTC()
-	rd.ProvisioningState, rd.ActiveOperationID = armdoc.StateSucceeded, ""
-	op.Status, op.LastTransitionTime, op.EndTime = armdoc.StateSucceeded, now, &now
-	res, err := withBody(written[0], rd)
-	if err != nil {
-		return "", err
+	ctx := r.Context()
+	resDoc, opDoc := written[0], written[1]
+	for attempt := 0; ; attempt++ {
+		now := time.Now().UTC()
+		rd.ProvisioningState, rd.ActiveOperationID = armdoc.StateSucceeded, ""
+		op.Status, op.LastTransitionTime, op.EndTime = armdoc.StateSucceeded, now, &now
+		res, err := withBody(resDoc, rd)
+		if err != nil {
+			return "", err
+		}
+		opd, err := withBody(opDoc, op)
+		if err != nil {
+			return "", err
+		}
+		out, err := s.store.Transact(ctx, resDoc.PartitionKey, []docstore.TxOp{
+			{Kind: docstore.TxReplace, Doc: res, IfMatch: resDoc.ETag},
+			{Kind: docstore.TxReplace, Doc: opd, IfMatch: opDoc.ETag},
+		})
+		if err == nil {
+			return out[0].ETag, nil
+		}
+		if !errors.Is(err, docstore.ErrPreconditionFailed) || attempt == 4 {
+			return "", fmt.Errorf("finish update of %s: %w", rd.ResourceID, err)
+		}
+		cur, curDoc, err := s.getOperationDoc(ctx, opDoc.PartitionKey, op.ID)
+		if err != nil {
+			return "", fmt.Errorf("re-read operation %s to finish it: %w", op.ID, err)
+		}
+		if cur.Status.Terminal() {
+			return "", fmt.Errorf("finish update of %s: operation %s is %s: %w", rd.ResourceID, op.ID, cur.Status, errOperationEnded)
+		}
+		d, err := s.store.Get(ctx, resDoc.PartitionKey, resDoc.ID)
+		if err != nil {
+			return "", fmt.Errorf("re-read %s to finish its update: %w", rd.ResourceID, err)
+		}
+		var stored armdoc.ResourceDocument
+		if err := json.Unmarshal(d.Body, &stored); err != nil {
+			return "", fmt.Errorf("decode %s: %w", rd.ResourceID, err)
+		}
+		if stored.ActiveOperationID != op.ID {
+			return "", fmt.Errorf("finish update of %s: its operation is now %q, not %s: %w", rd.ResourceID, stored.ActiveOperationID, op.ID, errOperationEnded)
+		}
+		rd, resDoc, op, opDoc = stored, d, cur, curDoc
 	}
-	opd, err := withBody(written[1], op)
-	if err != nil {
-		return "", err
-	}
-	out, err := s.store.Transact(r.Context(), written[0].PartitionKey, []docstore.TxOp{
-		{Kind: docstore.TxReplace, Doc: res, IfMatch: written[0].ETag},
-		{Kind: docstore.TxReplace, Doc: opd, IfMatch: written[1].ETag},
-	})
-	if err != nil {
-		return "", fmt.Errorf("finish update of %s: %w", rd.ResourceID, err)
-	}
-	return out[0].ETag, nil
 }
 
 // sentence capitalises the first letter and ends with a full stop.

@@ -634,7 +634,12 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 			return err
 		}
 	case started.done:
-		if etag, err = s.finishUpdateNow(r, written, *nrd, op); err != nil {
+		// An operation that ended meanwhile (a DELETE canceled it) is left as it is.
+		done, err := s.finishUpdateNow(r, written, *nrd, op)
+		switch {
+		case err == nil:
+			etag = done
+		case !errors.Is(err, errOperationEnded):
 			return err
 		}
 	}

@@ -387,3 +387,55 @@ func TestClusterRetryOfAChangeThatEndsAtOnceEndsItsOperation(t *testing.T) {
 		t.Fatalf("after the retry: operation %s, resource %s (active %q); want both Succeeded", op.Status, rd.ProvisioningState, rd.ActiveOperationID)
 	}
 }
+
+// TestUpdateThatEndsAtOnceOutlastsTheBackendsWrite: the backend may take up a new update
+// operation (and write it, Accepted → Updating) between the frontend's write of the update and
+// its end; a change Cluster Service has nothing to roll out for (a channel group) must still
+// end Succeeded, resource and operation, and answer 202, whether it is the first request or a
+// retry after a 503. Before, the end's write was conditional on the ETags read before Cluster
+// Service's call and was not tried again: the caller got a 409 for the backend's own write, and
+// the accepted operation was left to fail UpdateNotRecorded.
+func TestUpdateThatEndsAtOnceOutlastsTheBackendsWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		retry bool // the backend's write lands while a retry after a 503 sends the update again
+	}{
+		{"first_request", false},
+		{"retry_after_a_503", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, fake, _ := clusterRetryEnv(t)
+			path := withVersion(clusterPath("rg", "c1"), "2026-06-30-preview")
+			body := []byte(`{"properties":{"version":{"channelGroup":"candidate"}}}`)
+			if tc.retry {
+				fake.failUpdates.Store(1)
+				if first := e.do("PATCH", path, body, nil); first.code != 503 {
+					t.Fatalf("PATCH while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
+				}
+			}
+			var hookErr error
+			fake.mu.Lock()
+			fake.beforeUpdateAnswer = func(*csv1.UpdateClusterRequest) {
+				// The backend takes up the operation meanwhile.
+				rd, _ := e.resource(clusterPath("rg", "c1"))
+				op, opDoc := e.operation(rd.ActiveOperationID)
+				op.Status, op.LastTransitionTime = armdoc.StateUpdating, time.Now().UTC()
+				_, hookErr = e.store.Replace(context.Background(), mustWithBody(opDoc, op), opDoc.ETag)
+			}
+			fake.mu.Unlock()
+			resp := e.do("PATCH", path, body, nil)
+			if hookErr != nil {
+				t.Fatalf("write the operation as the backend does: %v", hookErr)
+			}
+			if resp.code != 202 {
+				t.Fatalf("PATCH while the backend wrote its operation: %d %s, want 202", resp.code, resp.body)
+			}
+			opID := opIDFrom(t, resp.header.Get("Azure-AsyncOperation"))
+			op, _ := e.operation(opID)
+			rd, _ := e.resource(clusterPath("rg", "c1"))
+			if op.Status != armdoc.StateSucceeded || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
+				t.Fatalf("after the PATCH: operation %s, resource %s (active %q); want both Succeeded", op.Status, rd.ProvisioningState, rd.ActiveOperationID)
+			}
+		})
+	}
+}
