@@ -1,12 +1,15 @@
 package frontend
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
 )
 
 // notRecorded is the error the backend fails an update with when Cluster Service's answer was
@@ -180,5 +183,66 @@ func TestNodePoolPutAfterUnconfirmedUpdateSendsItAgain(t *testing.T) {
 				t.Fatalf("operation after the retry: %+v, want revision %d recorded", op, p.GetSpecRevision())
 			}
 		})
+	}
+}
+
+// TestSendingAgainAfterTheEndedMeanwhileConflictSucceeds: a retry that re-sends an unconfirmed
+// cluster update while the backend fails its operation UpdateNotRecorded is a 409 naming that
+// operation (TestClusterRetryDoesNotReviveAnUpdateThatEndedMeanwhile), although Cluster Service
+// took the change. The request sent once more then finds Cluster Service holding it: nothing is
+// sent again, and a new operation and the resource end Succeeded at once (before, it made no
+// call and the resource stayed Failed).
+func TestSendingAgainAfterTheEndedMeanwhileConflictSucceeds(t *testing.T) {
+	e, fake, _ := clusterRetryEnv(t)
+	path := clusterPath("rg", "c1")
+	body := mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 60))
+	fake.failUpdates.Store(1)
+	if first := e.do("PUT", path, body, nil); first.code != 503 {
+		t.Fatalf("PUT while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
+	}
+	rd, _ := e.resource(path)
+	pending := rd.ActiveOperationID
+
+	hookErr := make(chan error, 1)
+	fake.mu.Lock()
+	fake.beforeUpdateAnswer = func(*csv1.UpdateClusterRequest) {
+		fake.mu.Lock()
+		fake.beforeUpdateAnswer = nil
+		fake.mu.Unlock()
+		// The backend, meanwhile: the grace has passed. It writes the operation and the
+		// resource in one transaction (backend/pkg/controller).
+		op, opDoc := e.operation(pending)
+		res, resDoc := e.resource(path)
+		now := time.Now().UTC()
+		op.Status, op.EndTime, op.LastTransitionTime, op.Error = armdoc.StateFailed, &now, now, notRecorded
+		res.ProvisioningState, res.ActiveOperationID = armdoc.StateFailed, ""
+		_, err := e.store.Transact(context.Background(), opDoc.PartitionKey, []docstore.TxOp{
+			{Kind: docstore.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag},
+			{Kind: docstore.TxReplace, Doc: mustWithBody(resDoc, res), IfMatch: resDoc.ETag},
+		})
+		hookErr <- err
+	}
+	fake.mu.Unlock()
+	if retry := e.do("PUT", path, body, nil); retry.code != 409 {
+		t.Fatalf("retry while the backend failed the update: %d %s, want 409", retry.code, retry.body)
+	}
+	if err := <-hookErr; err != nil {
+		t.Fatalf("fail the operation as the backend does: %v", err)
+	}
+	sent := len(fake.sent())
+
+	again := e.do("PUT", path, body, nil)
+	if again.code != 200 {
+		t.Fatalf("the same PUT after the 409: %d %s, want 200", again.code, again.body)
+	}
+	opID := opIDFrom(t, again.header.Get("Azure-AsyncOperation"))
+	if n := len(fake.sent()) - sent; n != 0 {
+		t.Fatalf("%d UpdateCluster calls for a change Cluster Service holds, want 0", n)
+	}
+	op, _ := e.operation(opID)
+	rd, _ = e.resource(path)
+	if opID == pending || op.Status != armdoc.StateSucceeded || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
+		t.Fatalf("after sending again: operation %s %s, resource %s (active %q); want a new operation and the resource Succeeded",
+			opID, op.Status, rd.ProvisioningState, rd.ActiveOperationID)
 	}
 }
