@@ -2,10 +2,14 @@ package frontend
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -244,5 +248,53 @@ func TestSendingAgainAfterTheEndedMeanwhileConflictSucceeds(t *testing.T) {
 	if opID == pending || op.Status != armdoc.StateSucceeded || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
 		t.Fatalf("after sending again: operation %s %s, resource %s (active %q); want a new operation and the resource Succeeded",
 			opID, op.Status, rd.ProvisioningState, rd.ActiveOperationID)
+	}
+}
+
+// TestExternalAuthPatchAfterUnconfirmedUpdateSendsItAgain: the same rule for an external auth
+// PATCH, whose update is otherwise only what the patch changes: after UpdateNotRecorded the same
+// PATCH (which changes nothing in the document) sends the full update under a new operation, and
+// Cluster Service holds the change.
+func TestExternalAuthPatchAfterUnconfirmedUpdateSendsItAgain(t *testing.T) {
+	e, fake := newExternalAuthEnv(t)
+	e.readyCluster(t, "c1")
+	csID := e.readyExternalAuth(t, "c1", "ea1", minimalExternalAuthBody())
+	path := eaPath("c1", "ea1")
+	body := []byte(`{"properties":{"issuer":{"audiences":["aud-2"]}}}`)
+
+	fake.mu.Lock()
+	fake.updateErr = status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: connect: connection refused\"")
+	fake.mu.Unlock()
+	if first := e.do("PATCH", path, body, nil); first.code != 503 {
+		t.Fatalf("PATCH while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
+	}
+	fake.mu.Lock()
+	fake.updateErr = nil
+	calls := len(fake.updates)
+	fake.mu.Unlock()
+	rd, _ := e.resource(path)
+	lost := rd.ActiveOperationID
+	e.finish(lost, armdoc.StateFailed, notRecorded)
+
+	retry := e.do("PATCH", path, body, nil)
+	if retry.code != 202 {
+		t.Fatalf("the same PATCH after UpdateNotRecorded: %d %s, want 202", retry.code, retry.body)
+	}
+	opID := opIDFrom(t, retry.header.Get("Azure-AsyncOperation"))
+	fake.mu.Lock()
+	sent := fake.updates[calls:]
+	held := proto.Clone(fake.auths[csID]).(*csv1.ExternalAuth)
+	fake.mu.Unlock()
+	if len(sent) != 1 || !slices.Equal(sent[0].GetUpdate().GetIssuer().GetAudiences(), []string{"aud-2"}) {
+		t.Fatalf("updates sent for the retry: %v, want one with the audiences", sent)
+	}
+	if got := held.GetSpec().GetIssuer().GetAudiences(); !slices.Equal(got, []string{"aud-2"}) {
+		t.Fatalf("Cluster Service holds audiences %v, want [aud-2]", got)
+	}
+	op, _ := e.operation(opID)
+	rd, _ = e.resource(path)
+	if opID == lost || rd.ActiveOperationID != opID || op.InternalRevision != held.GetSpecRevision() || op.Status.Terminal() {
+		t.Fatalf("after the retry: operation %s %+v, resource active %q; want a new running operation at revision %d",
+			opID, op, rd.ActiveOperationID, held.GetSpecRevision())
 	}
 }
