@@ -221,13 +221,22 @@ func (s *Server) respondUpdatedCluster(w http.ResponseWriter, r *http.Request, r
 
 // clusterUpdateCall is the Cluster Service call of the cluster update u of rd, for startUpdate
 // and joinUpdate: it stores UpdateCluster's answer in *cl and reports what the backend follows.
-// An empty u (a write after an unconfirmed update, of what Cluster Service holds already) needs
-// no call: the operation ends at once.
+// An empty u (a write after an unconfirmed update, of what Cluster Service holds already: *cl is
+// the cluster syncedClusterUpdate read) needs no call, and nothing new is rolled out: the
+// operation ends at once when *cl is READY at its spec's revision, and is otherwise followed to
+// that revision like any configuration change (so an unfinished or failed rollout of what the
+// lost call had sent is not reported Succeeded).
 func (s *Server) clusterUpdateCall(r *http.Request, rd *armdoc.ResourceDocument, u *csv1.ClusterUpdate, cl **csv1.Cluster) func(opID string) (updateStarted, error) {
 	ri := info(r)
 	return func(opID string) (updateStarted, error) {
 		if proto.Equal(u, &csv1.ClusterUpdate{}) {
-			return updateStarted{done: true}, nil
+			st, rev := (*cl).GetStatus(), (*cl).GetSpecRevision()
+			if rev == 0 || (st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY && st.GetObservedRevision() >= rev) {
+				return updateStarted{done: true}, nil
+			}
+			ri.log.Info("nothing to send; following the cluster to the revision that holds it", "resourceID", rd.ResourceID,
+				"specRevision", rev, "state", st.GetState().String(), "operationID", opID)
+			return updateStarted{revision: rev}, nil
 		}
 		ri.log.Info("cluster update sent to Cluster Service", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
 			"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup(), "configuration", configUpdate(u))

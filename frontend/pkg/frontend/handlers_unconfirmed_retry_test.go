@@ -16,6 +16,15 @@ import (
 	"github.com/openhcp/openhcp/internal/docstore"
 )
 
+// readyAtSpec plays Cluster Service having rolled out the cluster's spec: READY, observed at its
+// spec revision.
+func (f *unavailableClusterUpdates) readyAtSpec(csID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.clusters[csID]
+	c.Status.State, c.Status.ObservedRevision = csv1.ClusterState_CLUSTER_STATE_READY, c.GetSpecRevision()
+}
+
 // notRecorded is the error the backend fails an update with when Cluster Service's answer was
 // never recorded in it (backend/pkg/controller), after its grace.
 var notRecorded = &armdoc.CloudErrorBody{Code: armdoc.CodeUpdateNotRecorded,
@@ -27,7 +36,9 @@ var notRecorded = &armdoc.CloudErrorBody{Code: armdoc.CodeUpdateNotRecorded,
 // request again, as the error says, is compared with what Cluster Service holds, not with that
 // document: when the lost call never reached Cluster Service the change is sent under a new
 // Update operation that records the revision the backend ends it on; when Cluster Service took
-// it, nothing is sent again and the new operation and the resource end Succeeded at once.
+// it, nothing is sent again: the new operation and the resource end Succeeded at once when
+// Cluster Service reports the cluster READY at the revision that holds it, and otherwise the
+// operation waits for that revision like any configuration change.
 // (Before, the retry matched the document, made no Cluster Service call and left the resource
 // Failed, with a spec Cluster Service may not hold.)
 func TestClusterWriteAfterUnconfirmedUpdateSendsWhatClusterServiceLacks(t *testing.T) {
@@ -40,12 +51,14 @@ func TestClusterWriteAfterUnconfirmedUpdateSendsWhatClusterServiceLacks(t *testi
 		body      []byte
 		wantCode  int
 		taken     bool // the lost call reached Cluster Service, which applied it
+		ready     bool // and Cluster Service reports the cluster READY at the revision that holds it
 		wantSends int  // UpdateCluster calls of the retry
 	}{
 		{name: "put_never_reached", method: "PUT", body: put, wantCode: 200, wantSends: 1},
 		{name: "patch_never_reached", method: "PATCH", body: patch, wantCode: 202, wantSends: 1},
-		{name: "put_taken", method: "PUT", body: put, wantCode: 200, taken: true},
-		{name: "patch_taken", method: "PATCH", body: patch, wantCode: 202, taken: true},
+		{name: "put_taken", method: "PUT", body: put, wantCode: 200, taken: true, ready: true},
+		{name: "patch_taken", method: "PATCH", body: patch, wantCode: 202, taken: true, ready: true},
+		{name: "put_taken_still_rolling_out", method: "PUT", body: put, wantCode: 200, taken: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, fake, _ := clusterRetryEnv(t)
@@ -63,6 +76,9 @@ func TestClusterWriteAfterUnconfirmedUpdateSendsWhatClusterServiceLacks(t *testi
 			fake.mu.Lock()
 			revBefore := fake.clusters[rd.InternalID].GetSpecRevision()
 			fake.mu.Unlock()
+			if tc.ready {
+				fake.readyAtSpec(rd.InternalID)
+			}
 			sentBefore := len(fake.sent())
 
 			retry := e.do(tc.method, path, tc.body, nil)
@@ -89,10 +105,10 @@ func TestClusterWriteAfterUnconfirmedUpdateSendsWhatClusterServiceLacks(t *testi
 			}
 			op, _ := e.operation(opID)
 			rd, _ = e.resource(path)
-			if tc.taken {
-				if specRevision != revBefore {
-					t.Fatalf("Cluster Service's spec revision went from %d to %d: a second change for one it held", revBefore, specRevision)
-				}
+			if tc.taken && specRevision != revBefore {
+				t.Fatalf("Cluster Service's spec revision went from %d to %d: a second change for one it held", revBefore, specRevision)
+			}
+			if tc.ready {
 				if op.Status != armdoc.StateSucceeded || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
 					t.Fatalf("after the retry: operation %s, resource %s (active %q); want both Succeeded", op.Status, rd.ProvisioningState, rd.ActiveOperationID)
 				}
@@ -193,9 +209,9 @@ func TestNodePoolPutAfterUnconfirmedUpdateSendsItAgain(t *testing.T) {
 // TestSendingAgainAfterTheEndedMeanwhileConflictSucceeds: a retry that re-sends an unconfirmed
 // cluster update while the backend fails its operation UpdateNotRecorded is a 409 naming that
 // operation (TestClusterRetryDoesNotReviveAnUpdateThatEndedMeanwhile), although Cluster Service
-// took the change. The request sent once more then finds Cluster Service holding it: nothing is
-// sent again, and a new operation and the resource end Succeeded at once (before, it made no
-// call and the resource stayed Failed).
+// took the change. The request sent once more then finds Cluster Service holding it, rolled out:
+// nothing is sent again, and a new operation and the resource end Succeeded at once (before, it
+// made no call and the resource stayed Failed).
 func TestSendingAgainAfterTheEndedMeanwhileConflictSucceeds(t *testing.T) {
 	e, fake, _ := clusterRetryEnv(t)
 	path := clusterPath("rg", "c1")
@@ -234,6 +250,7 @@ func TestSendingAgainAfterTheEndedMeanwhileConflictSucceeds(t *testing.T) {
 		t.Fatalf("fail the operation as the backend does: %v", err)
 	}
 	sent := len(fake.sent())
+	fake.readyAtSpec(rd.InternalID)
 
 	again := e.do("PUT", path, body, nil)
 	if again.code != 200 {
