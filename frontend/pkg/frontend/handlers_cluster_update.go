@@ -225,7 +225,8 @@ func (s *Server) respondUpdatedCluster(w http.ResponseWriter, r *http.Request, r
 // the cluster syncedClusterUpdate read) needs no call, and nothing new is rolled out: the
 // operation ends at once when *cl is READY at its spec's revision, and is otherwise followed to
 // that revision like any configuration change (so an unfinished or failed rollout of what the
-// lost call had sent is not reported Succeeded).
+// lost call had sent is not reported Succeeded). Without a revision to wait for (no cluster read,
+// or none recorded) it ends at once.
 func (s *Server) clusterUpdateCall(r *http.Request, rd *armdoc.ResourceDocument, u *csv1.ClusterUpdate, cl **csv1.Cluster) func(opID string) (updateStarted, error) {
 	ri := info(r)
 	return func(opID string) (updateStarted, error) {

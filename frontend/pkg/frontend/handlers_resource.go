@@ -572,7 +572,7 @@ func (s *Server) endedMeanwhile(r *http.Request, id *arm.ResourceID, op *armdoc.
 // unconfirmedUpdate reports whether rd's last update ended Failed UpdateNotRecorded (its Cluster
 // Service answer was never recorded: the call may or may not have taken effect) and no operation
 // runs on rd since. The resource document then holds a spec Cluster Service may not, so a write
-// must not be taken as "nothing new for Cluster Service" for matching the document: each kind
+// that matches the document is not taken for one that asks nothing of Cluster Service: each kind
 // derives its update from what Cluster Service holds instead (a cluster: GetCluster and the diff
 // to the request; a child: its full update, which Cluster Service merges), and sends it through
 // startUpdate under a new Update operation, even when that update is empty. This is what makes
