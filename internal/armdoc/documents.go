@@ -85,13 +85,25 @@ type ResourceDocument struct {
 	// this document (the frontend's status cache) shows none older than it.
 	InternalRevision int64 `json:"internalRevision,omitempty"`
 	// ActiveOperationID is the operation running on the resource, if any.
-	ActiveOperationID string            `json:"activeOperationId,omitempty"`
+	ActiveOperationID string `json:"activeOperationId,omitempty"`
+	// UpdateOperationID is the last Update operation the frontend started on the resource. Unlike
+	// ActiveOperationID it stays once the operation ends, so a write after an update that ended
+	// Failed UpdateNotRecorded finds that failure (the frontend then compares the request with
+	// what Cluster Service holds, not with this document).
+	UpdateOperationID string            `json:"updateOperationId,omitempty"`
 	Location          string            `json:"location"`
 	Tags              map[string]string `json:"tags,omitempty"`
 	SystemData        json.RawMessage   `json:"systemData,omitempty"`
 	// Properties is the internal model of the resource (e.g. HCPOpenShiftCluster), as JSON.
 	Properties json.RawMessage `json:"properties,omitempty"`
 }
+
+// CodeUpdateNotRecorded is the ARM error code of an update whose Cluster Service call was never
+// recorded in its operation: the frontend stopped, or lost Cluster Service's answer, between
+// writing the operation and recording what Cluster Service accepted. The backend fails such an
+// operation with it; the frontend reads it to know that the resource document's spec is not
+// confirmed by Cluster Service.
+const CodeUpdateNotRecorded = "UpdateNotRecorded"
 
 // SubscriptionState is the ARM subscription lifecycle state.
 type SubscriptionState string

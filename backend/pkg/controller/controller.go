@@ -299,7 +299,8 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		// The frontend wrote the update but never recorded Cluster Service's answer: the call
 		// failed without a definitive answer, or the frontend stopped (docs/architecture.md,
 		// Crash safety). Whether Cluster Service took the change is unknown; the same request
-		// again settles it (an update is idempotent there).
+		// again settles it: the frontend compares a write to a resource whose last update ended
+		// so with what Cluster Service holds, and sends what it lacks.
 		fromCS = false
 		out = csfollow.Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{
 			Code: UpdateNotRecordedCode,
@@ -524,6 +525,5 @@ func (c *Controller) childResourceDeletes(ctx context.Context, partition, parent
 }
 
 // UpdateNotRecordedCode is the ARM error code of an update whose Cluster Service call was never
-// recorded in its operation: the frontend stopped, or lost Cluster Service's answer, between
-// writing the operation and recording what Cluster Service accepted.
-const UpdateNotRecordedCode = "UpdateNotRecorded"
+// recorded in its operation (armdoc.CodeUpdateNotRecorded).
+const UpdateNotRecordedCode = armdoc.CodeUpdateNotRecorded

@@ -31,7 +31,9 @@ import (
 //
 // One rule holds for every kind: a write that asks nothing new of Cluster Service (the same
 // Cluster Service spec) makes no Cluster Service call. A PUT answers 200 at once; a PATCH 202
-// with an operation that has already Succeeded.
+// with an operation that has already Succeeded. The exception is a resource whose last update
+// ended UpdateNotRecorded (unconfirmedUpdate): its document's spec may not be Cluster Service's,
+// so a write sends its full update under a new operation.
 
 // childMeta points at the ARM envelope of a child's internal model. Location and Tags are nil
 // for a kind without them (external auths).
@@ -463,7 +465,8 @@ func (k *childResource[M, Spec, Update, Version]) storeProperties(s *Server, ctx
 // update writes next over an existing child, for a PUT (200) or a PATCH (202). What
 // changeErrors names may not change. A change Cluster Service must roll out becomes an update
 // call naming what changes, and an Update operation the backend ends once the child is READY as
-// asked; anything else (tags, identity, an unchanged body) is written at once.
+// asked; anything else (tags, identity, an unchanged body) is written at once, except after an
+// update that ended UpdateNotRecorded: then every write sends the full update.
 func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, stored, next M,
 	rd *armdoc.ResourceDocument, doc *docstore.Document, patch bool) error {
 	ctx := r.Context()
@@ -517,10 +520,16 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 	}
 	mergeSystemData(&nrd, *k.meta(next).SystemData)
 
-	if proto.Equal(k.spec(stored), k.spec(next)) {
+	// After an update that ended UpdateNotRecorded the document's spec is not known to be
+	// Cluster Service's: even an unchanged spec is sent, in full (unconfirmedUpdate).
+	resync, err := s.unconfirmedUpdate(ctx, doc.PartitionKey, rd)
+	if err != nil {
+		return err
+	}
+	if !resync && proto.Equal(k.spec(stored), k.spec(next)) {
 		return k.writeOnly(s, w, r, id, &nrd, doc, patch)
 	}
-	u := k.updateOf(stored, next, patch)
+	u := k.updateOf(stored, next, patch && !resync)
 	call := func(string) (updateStarted, error) {
 		revision, err := k.callUpdate(s, r, rd.InternalID, id, u)
 		return updateStarted{revision: revision}, err

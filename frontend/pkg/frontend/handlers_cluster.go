@@ -338,12 +338,22 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		s.setAsyncHeaders(w, r, c.ID.SubscriptionID, op.ID, false)
 		return s.respondCluster(w, r, http.StatusCreated, stored, doc.ETag)
 	}
-	if !same {
+	// After an update that ended UpdateNotRecorded even the same body is compared with what
+	// Cluster Service holds (unconfirmedUpdate).
+	resync, err := s.unconfirmedUpdate(ctx, part, rd)
+	if err != nil {
+		return err
+	}
+	if !same || resync {
 		if errs := changedFields(info(r).version, stored, c); len(errs) > 0 {
 			return arm.Multiple(errs)
 		}
-		if u := clusterUpdate(info(r).version, stored, c); u != nil {
-			return s.startClusterUpdate(w, r, c, rd, doc, u, false) // handlers_cluster_update.go
+		u, cl, err := s.syncedClusterUpdate(r, rd, stored, c, resync)
+		if err != nil {
+			return err
+		}
+		if u != nil {
+			return s.startClusterUpdate(w, r, c, rd, doc, u, cl, false) // handlers_cluster_update.go
 		}
 	}
 	// Only tags (and ARM's systemData) change; no operation is needed.

@@ -13,7 +13,9 @@ import (
 // merge patch over the version's update schema). A change of what Cluster Service holds is an
 // update (startClusterUpdate), a change of a field that cannot change a 400 naming it, and a
 // change of tags alone an operation recorded already Succeeded. A patch that changes nothing
-// while the caller's update runs is that update's retry and joins it (joinClusterUpdate). The
+// while the caller's update runs is that update's retry and joins it (joinClusterUpdate); after
+// an update that ended UpdateNotRecorded, a patch is compared with what Cluster Service holds
+// (syncedClusterUpdate) and is an update even if it changes nothing in the document. The
 // answer is 202 with Location and Azure-AsyncOperation, like every PATCH.
 func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	ri := info(r)
@@ -55,12 +57,22 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	if patchErr != nil {
 		return patchErr
 	}
-	if !same {
+	// After an update that ended UpdateNotRecorded even a patch that changes nothing is compared
+	// with what Cluster Service holds (unconfirmedUpdate).
+	resync, err := s.unconfirmedUpdate(ctx, part, rd)
+	if err != nil {
+		return err
+	}
+	if !same || resync {
 		if errs := changedFields(ri.version, stored, next); len(errs) > 0 {
 			return arm.Multiple(errs)
 		}
-		if u := clusterUpdate(ri.version, stored, next); u != nil {
-			return s.startClusterUpdate(w, r, next, rd, doc, u, true) // handlers_cluster_update.go
+		u, cl, err := s.syncedClusterUpdate(r, rd, stored, next, resync)
+		if err != nil {
+			return err
+		}
+		if u != nil {
+			return s.startClusterUpdate(w, r, next, rd, doc, u, cl, true) // handlers_cluster_update.go
 		}
 	}
 

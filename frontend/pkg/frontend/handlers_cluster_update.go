@@ -74,7 +74,15 @@ func identityChanged(stored, next *api.Cluster) bool {
 // clusterUpdate is the UpdateCluster change from stored to next (csv1.ClusterUpdateDiff of their
 // specs, modelSpec), or nil when nothing Cluster Service holds changes.
 func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpdate {
-	u := csv1.ClusterUpdateDiff(modelSpec(stored), modelSpec(next))
+	return clusterUpdateFrom(ver, modelSpec(stored), modelSpec(next), stored, next)
+}
+
+// clusterUpdateFrom is the UpdateCluster change from the spec cur to want, the spec of next (over
+// stored, the resource document's cluster), limited to what the request's api-version lets a
+// write update; nil when it changes nothing.
+func clusterUpdateFrom(ver api.Version, cur, want *csv1.ClusterSpec, stored, next *api.Cluster) *csv1.ClusterUpdate {
+	u := csv1.ClusterUpdateDiff(cur, want)
+	identities := u.WorkloadIdentities != nil // cur's workload identities are not next's
 	m := u.ProtoReflect()
 	var other []protoreflect.FieldDescriptor // what the request's api-version does not let a write update
 	m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
@@ -94,13 +102,37 @@ func clusterUpdate(ver api.Version, stored, next *api.Cluster) *csv1.ClusterUpda
 	// Update operation that stores the new model. nil when incomplete: identityUpdateErrors
 	// refuses that first.
 	u.WorkloadIdentities = nil
-	if identityChanged(stored, next) && (updatableThroughCS(ver, "identity") || updatableThroughCS(ver, "properties.platform.operatorsAuthentication")) {
+	if (identities || identityChanged(stored, next)) && (updatableThroughCS(ver, "identity") || updatableThroughCS(ver, "properties.platform.operatorsAuthentication")) {
 		u.WorkloadIdentities = workloadIdentities(next)
 	}
 	if proto.Equal(u, &csv1.ClusterUpdate{}) {
 		return nil
 	}
 	return u
+}
+
+// syncedClusterUpdate is the UpdateCluster change a write of next makes: from the resource
+// document's cluster (stored), or, after an update that ended UpdateNotRecorded (resync,
+// unconfirmedUpdate), from the spec Cluster Service holds (GetCluster), which that document may
+// not match. With resync it is never nil (an empty update when Cluster Service holds it all: the
+// operation then ends at once), and cl is Cluster Service's cluster.
+func (s *Server) syncedClusterUpdate(r *http.Request, rd *armdoc.ResourceDocument, stored, next *api.Cluster, resync bool) (u *csv1.ClusterUpdate, cl *csv1.Cluster, err error) {
+	ri := info(r)
+	if !resync {
+		return clusterUpdate(ri.version, stored, next), nil, nil
+	}
+	cctx, cancel := s.csContext(r.Context(), ri)
+	defer cancel()
+	if cl, err = s.cs.GetCluster(cctx, &csv1.GetClusterRequest{Id: rd.InternalID}); err != nil {
+		return nil, nil, fmt.Errorf("read cluster %s in cluster service to send what it lacks: %w", rd.ResourceID, err)
+	}
+	// clusterSpec is the spec in Cluster Service's own form, the form GetCluster answers in.
+	if u = clusterUpdateFrom(ri.version, cl.GetSpec(), clusterSpec(next, cl.GetSpec().GetAzure().GetTenantId()), stored, next); u == nil {
+		u = &csv1.ClusterUpdate{}
+	}
+	ri.log.Info("cluster update after an unconfirmed one: compared with Cluster Service's spec", "resourceID", rd.ResourceID,
+		"clusterID", rd.InternalID, "lastUpdateOperationID", rd.UpdateOperationID, "nothingToSend", proto.Equal(u, &csv1.ClusterUpdate{}))
+	return u, cl, nil
 }
 
 // identityUpdateErrors refuses an identity change Cluster Service cannot carry out.
@@ -123,9 +155,10 @@ func configUpdate(u *csv1.ClusterUpdate) bool {
 // change by the upgrade policy that carries the operation ID, and anything else (a channel group
 // change, or a version that resolves to the one running) ends at once. PUT answers 200 and PATCH
 // 202, both with Azure-AsyncOperation. u is recorded in the operation, for a retry of the request
-// to send it again (joinClusterUpdate).
+// to send it again (joinClusterUpdate). cl, when known (syncedClusterUpdate read it), is the
+// cluster a PUT's answer shows Cluster Service's status from if no call is needed.
 func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next *api.Cluster, rd *armdoc.ResourceDocument,
-	doc *docstore.Document, u *csv1.ClusterUpdate, patch bool) error {
+	doc *docstore.Document, u *csv1.ClusterUpdate, cl *csv1.Cluster, patch bool) error {
 	props, err := storedModel(next)
 	if err != nil {
 		return err
@@ -138,7 +171,6 @@ func (s *Server) startClusterUpdate(w http.ResponseWriter, r *http.Request, next
 	nrd.Properties = props
 	nrd.Tags = next.Tags
 	mergeSystemData(&nrd, requestSystemData(r))
-	var cl *csv1.Cluster
 	call := s.clusterUpdateCall(r, rd, u, &cl)
 	return s.startUpdate(w, r, &clusters, next.ID, &nrd, doc, patch, sent, call, func(etag string) error {
 		return s.respondUpdatedCluster(w, r, &nrd, cl, etag)
@@ -190,9 +222,24 @@ func (s *Server) respondUpdatedCluster(w http.ResponseWriter, r *http.Request, r
 
 // clusterUpdateCall is the Cluster Service call of the cluster update u of rd, for startUpdate
 // and joinUpdate: it stores UpdateCluster's answer in *cl and reports what the backend follows.
+// An empty u (a write after an unconfirmed update, of what Cluster Service holds already: *cl is
+// the cluster syncedClusterUpdate read) needs no call, and nothing new is rolled out: the
+// operation ends at once when *cl is READY at its spec's revision, and is otherwise followed to
+// that revision like any configuration change (so an unfinished or failed rollout of what the
+// lost call had sent is not reported Succeeded). Without a revision to wait for (no cluster read,
+// or none recorded) it ends at once.
 func (s *Server) clusterUpdateCall(r *http.Request, rd *armdoc.ResourceDocument, u *csv1.ClusterUpdate, cl **csv1.Cluster) func(opID string) (updateStarted, error) {
 	ri := info(r)
 	return func(opID string) (updateStarted, error) {
+		if proto.Equal(u, &csv1.ClusterUpdate{}) {
+			st, rev := (*cl).GetStatus(), (*cl).GetSpecRevision()
+			if rev == 0 || (st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY && st.GetObservedRevision() >= rev) {
+				return updateStarted{done: true}, nil
+			}
+			ri.log.Info("nothing to send; following the cluster to the revision that holds it", "resourceID", rd.ResourceID,
+				"specRevision", rev, "state", st.GetState().String(), "operationID", opID)
+			return updateStarted{revision: rev}, nil
+		}
 		ri.log.Info("cluster update sent to Cluster Service", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
 			"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup(), "configuration", configUpdate(u))
 		cctx, cancel := s.csContext(r.Context(), ri)

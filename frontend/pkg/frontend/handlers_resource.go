@@ -569,6 +569,32 @@ func (s *Server) endedMeanwhile(r *http.Request, id *arm.ResourceID, op *armdoc.
 		op.ID, op.Request, id, st)
 }
 
+// unconfirmedUpdate reports whether rd's last update ended Failed UpdateNotRecorded (its Cluster
+// Service answer was never recorded: the call may or may not have taken effect) and no operation
+// runs on rd since. The resource document then holds a spec Cluster Service may not, so a write
+// that matches the document is not taken for one that asks nothing of Cluster Service: each kind
+// derives its update from what Cluster Service holds instead (a cluster: GetCluster and the diff
+// to the request; a child: its full update, which Cluster Service merges), and sends it through
+// startUpdate under a new Update operation, even when that update is empty. This is what makes
+// "Send the same request again", the operation's error message, true (docs/architecture.md,
+// Crash safety).
+func (s *Server) unconfirmedUpdate(ctx context.Context, part string, rd *armdoc.ResourceDocument) (bool, error) {
+	if rd.ProvisioningState != armdoc.StateFailed || rd.UpdateOperationID == "" {
+		return false, nil
+	}
+	if running, _, err := s.activeOperation(ctx, part, rd); err != nil || running != nil {
+		return false, err
+	}
+	op, _, err := s.getOperationDoc(ctx, part, rd.UpdateOperationID)
+	if errors.Is(err, docstore.ErrNotFound) {
+		return false, nil // expired (OperationTTL): nothing left to say the update was lost
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the last update operation %s of %s: %w", rd.UpdateOperationID, rd.ResourceID, err)
+	}
+	return op.Status == armdoc.StateFailed && op.Error != nil && op.Error.Code == armdoc.CodeUpdateNotRecorded, nil
+}
+
 // updateStarted is what a kind's Cluster Service call reports of an update it accepted.
 type updateStarted struct {
 	// revision, when above 0, is the spec_revision the change took effect at: the backend ends
@@ -596,7 +622,7 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 	part := doc.PartitionKey
 	opID := newUUID()
 	now := time.Now().UTC()
-	nrd.ProvisioningState, nrd.ActiveOperationID = armdoc.StateUpdating, opID
+	nrd.ProvisioningState, nrd.ActiveOperationID, nrd.UpdateOperationID = armdoc.StateUpdating, opID, opID
 	resDoc, err := withBody(doc, nrd)
 	if err != nil {
 		return err

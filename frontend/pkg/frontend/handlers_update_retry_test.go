@@ -21,17 +21,22 @@ import (
 )
 
 // unavailableUpdates is the fake NodePools service whose next failUpdates updates fail as a
-// call to a Cluster Service that is down does: Unavailable, before reaching it.
+// call to a Cluster Service that is down does: Unavailable, before reaching it. The next
+// loseAnswers updates are applied, and their answer lost: Unavailable after all.
 type unavailableUpdates struct {
 	*fakeNodePools
-	failUpdates atomic.Int32
+	failUpdates, loseAnswers atomic.Int32
 }
 
 func (f *unavailableUpdates) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolRequest) (*csv1.NodePool, error) {
 	if f.failUpdates.Add(-1) >= 0 {
 		return nil, status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: connect: connection refused\"")
 	}
-	return f.fakeNodePools.UpdateNodePool(ctx, req)
+	got, err := f.fakeNodePools.UpdateNodePool(ctx, req)
+	if err == nil && f.loseAnswers.Add(-1) >= 0 {
+		return nil, status.Error(codes.Unavailable, "error reading from server: EOF")
+	}
+	return got, err
 }
 
 // TestRetriedUpdateJoinsItsUnconfirmedOperation: a node-pool PUT whose Cluster Service call
@@ -176,12 +181,13 @@ func TestSameCreateFromAnotherCallerIsNotTakenForItsRetry(t *testing.T) {
 
 // unavailableClusterUpdates is the fake Cluster Service whose next failUpdates UpdateCluster
 // calls fail as a call to a Cluster Service that is down does: Unavailable, before reaching
-// it. calls records every UpdateCluster request, failed or not.
+// it; the next loseAnswers are applied and their answer lost (Unavailable after all). calls
+// records every UpdateCluster request, failed or not.
 type unavailableClusterUpdates struct {
 	*fakeClusterService
-	failUpdates atomic.Int32
-	callsMu     sync.Mutex
-	calls       []*csv1.UpdateClusterRequest
+	failUpdates, loseAnswers atomic.Int32
+	callsMu                  sync.Mutex
+	calls                    []*csv1.UpdateClusterRequest
 }
 
 func (f *unavailableClusterUpdates) UpdateCluster(ctx context.Context, req *csv1.UpdateClusterRequest) (*csv1.Cluster, error) {
@@ -191,7 +197,11 @@ func (f *unavailableClusterUpdates) UpdateCluster(ctx context.Context, req *csv1
 	if f.failUpdates.Add(-1) >= 0 {
 		return nil, status.Error(codes.Unavailable, "connection error: desc = \"transport: Error while dialing: connect: connection refused\"")
 	}
-	return f.fakeClusterService.UpdateCluster(ctx, req)
+	got, err := f.fakeClusterService.UpdateCluster(ctx, req)
+	if err == nil && f.loseAnswers.Add(-1) >= 0 {
+		return nil, status.Error(codes.Unavailable, "error reading from server: EOF")
+	}
+	return got, err
 }
 
 func (f *unavailableClusterUpdates) sent() []*csv1.UpdateClusterRequest {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -103,6 +104,11 @@ func (f *fakeClusterService) UpdateCluster(_ context.Context, req *csv1.UpdateCl
 		u.GetImageDigestMirrors() != nil || u.GetEtcdEncryptionKeyVersion() != "" || u.GetWorkloadIdentities() != nil {
 		c.Revision++ // a configuration change is a new revision, as in Cluster Service
 		c.SpecRevision = c.Revision
+		// The configuration is held as Cluster Service holds it (csv1.ApplyClusterUpdate); the
+		// version and channel group are handled above, the workload identities below.
+		cfg := proto.Clone(u).(*csv1.ClusterUpdate)
+		cfg.VersionId, cfg.ChannelGroup, cfg.WorkloadIdentities = "", "", nil
+		c.Spec = csv1.ApplyClusterUpdate(c.Spec, cfg)
 	}
 	if wi := req.GetUpdate().GetWorkloadIdentities(); wi != nil && c.GetSpec().GetAzure() != nil {
 		c.Spec.Azure.WorkloadIdentities = wi
