@@ -105,16 +105,21 @@ func (d *Region) pods(ctx context.Context, w Workload) ([]pod, error) {
 	if err := json.Unmarshal(out, &list); err != nil {
 		return nil, fmt.Errorf("decode pods of %s/%s: %w", w.Namespace, w.Deployment, err)
 	}
+	return ownedBy(list.Items, w.Deployment), nil
+}
+
+// ownedBy are the pods of a Deployment's ReplicaSets ("<deployment>-<hash>"), by name.
+func ownedBy(all []pod, deployment string) []pod {
 	var pods []pod
-	for _, p := range list.Items {
+	for _, p := range all {
 		for _, o := range p.Metadata.OwnerReferences {
-			if o.Kind == "ReplicaSet" && strings.HasPrefix(o.Name, w.Deployment+"-") {
+			if o.Kind == "ReplicaSet" && strings.HasPrefix(o.Name, deployment+"-") && !strings.Contains(strings.TrimPrefix(o.Name, deployment+"-"), "-") {
 				pods = append(pods, p)
 			}
 		}
 	}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Metadata.Name < pods[j].Metadata.Name })
-	return pods, nil
+	return pods
 }
 
 // running is the workload's first Ready pod.
@@ -188,6 +193,12 @@ func (d *Region) Recovered(ctx context.Context, w Workload, v Victim) (bool, err
 	if err != nil {
 		return false, err
 	}
+	return recovered(pods, v), nil
+}
+
+// recovered: some pod is not being deleted, every such pod is Ready, and none is v's
+// incarnation.
+func recovered(pods []pod, v Victim) bool {
 	live := 0
 	for _, p := range pods {
 		if p.Metadata.DeletionTimestamp != nil {
@@ -195,10 +206,10 @@ func (d *Region) Recovered(ctx context.Context, w Workload, v Victim) (bool, err
 		}
 		live++
 		if !p.ready() || v.UID != "" && p.Metadata.UID == v.UID && p.restarts() <= v.Restarts {
-			return false, nil
+			return false
 		}
 	}
-	return live > 0, nil
+	return live > 0
 }
 
 // Restarts are the restart counts of each chaos workload's pods now, by component.
