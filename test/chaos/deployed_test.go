@@ -150,8 +150,8 @@ func (t deployedTarget) restarts(ctx context.Context) (map[string]int, error) {
 
 // TestChaosDeployed is TestChaos against a make deploy region (make chaos DEPLOY=1,
 // CHAOS_DEPLOY=1): the same workload and invariants while the chaos loop deletes pods without
-// grace, SIGKILLs containers' main processes and restarts the node's containerd, at least
-// once. Opt-in: without CHAOS_DEPLOY=1 it skips (make test runs the make run one).
+// grace, SIGKILLs containers' main processes and restarts the node's containerd: each of these
+// on each component at least once. Opt-in: without CHAOS_DEPLOY=1 it skips (make test runs the make run one).
 func TestChaosDeployed(t *testing.T) {
 	if deployed == nil {
 		t.Skip("opt-in (make chaos DEPLOY=1, CHAOS_DEPLOY=1): brings up the node and a make deploy region")
@@ -167,5 +167,6 @@ func TestChaosDeployed(t *testing.T) {
 			want = append(want, podKill+c+mc.Name, containerKill+c+mc.Name)
 		}
 	}
-	runChaos(ctx, t, deployedTarget{deployed}, append(want, containerd), containerd)
+	want = append(want, containerd)
+	runChaos(ctx, t, deployedTarget{deployed}, want, want...)
 }
