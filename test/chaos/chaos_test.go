@@ -35,7 +35,7 @@ func chaosSize(t *testing.T) size {
 	case deployed != nil:
 		// A make deploy region: about ten minutes of workload here, after its bring-up of about
 		// eight; every kind of kill on every component at least once (TestChaosDeployed).
-		s = size{units: 50, concurrency: 6, poolEvery: 3, minKills: 20, gap: 5 * time.Second}
+		s = size{units: 70, concurrency: 6, poolEvery: 3, minKills: 20, gap: 5 * time.Second}
 	}
 	if v := os.Getenv("CHAOS_UNITS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -63,8 +63,8 @@ type chaosLoop struct {
 	rng        *rand.Rand
 	target     target
 	components []string
-	// must are killed at least once each: the loop picks them when the kills left to minKills
-	// would not otherwise leave room, and does not stop before.
+	// must are killed at least once each, first (in random order, while the workload runs),
+	// and the loop does not stop before.
 	must []string
 
 	mu    sync.Mutex
@@ -137,7 +137,7 @@ func (c *chaosLoop) run(ctx context.Context, gap time.Duration, minKills int, st
 		}
 		sleep(ctx, gap+time.Duration(c.rng.Int64N(int64(gap))))
 		name := c.components[c.rng.IntN(len(c.components))]
-		if len(missing) > 0 && n+len(missing) >= minKills {
+		if len(missing) > 0 {
 			name = missing[c.rng.IntN(len(missing))]
 		}
 		k := c.killOne(ctx, name)
