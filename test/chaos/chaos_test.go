@@ -33,8 +33,9 @@ func chaosSize(t *testing.T) size {
 	case os.Getenv("CHAOS_SIZE") == "full":
 		s = size{units: 500, concurrency: 16, poolEvery: 5, minKills: 40, gap: 10 * time.Second}
 	case deployed != nil:
-		// A make deploy region: about ten minutes of workload here, after its bring-up of about
-		// eight; every kind of kill on every component at least once (TestChaosDeployed).
+		// A make deploy region: 8 min of workload and kills here (docs/reliability.md), after a
+		// bring-up of 4-9 min; every kind of kill on every component at least once
+		// (TestChaosDeployed) while the workload runs.
 		s = size{units: 70, concurrency: 6, poolEvery: 3, minKills: 20, gap: 5 * time.Second}
 	}
 	if v := os.Getenv("CHAOS_UNITS"); v != "" {
