@@ -134,7 +134,12 @@ func runDeployed(m *testing.M, dir string) int {
 		fmt.Fprintf(os.Stderr, "chaos: save the pods' logs: %v\n", err)
 	}
 	deployed.Stop()
-	fmt.Fprintf(os.Stderr, "chaos: deployed region torn down; seed %d; logs in %s\n", seed, logDir)
+	if code != 0 || os.Getenv("CHAOS_KEEP_LOGS") == "1" {
+		fmt.Fprintf(os.Stderr, "chaos: deployed region torn down; seed %d; every log is kept in %s\n", seed, logDir)
+		return code
+	}
+	fmt.Fprintf(os.Stderr, "chaos: deployed region torn down; seed %d\n", seed)
+	_ = os.RemoveAll(dir)
 	return code
 }
 
