@@ -20,7 +20,7 @@ help:
 	@echo "make deploy    the region's charts (service cluster and one management cluster) installed by Helm on a real node (root)"
 	@echo "make test      unit, integration and end-to-end tests"
 	@echo "make test-busy make test while stress-ng keeps one core busy (hack/busy.sh)"
-	@echo "make chaos     the full chaos run: mixed ARM workload while components are killed (docs/reliability.md)"
+	@echo "make chaos     the full chaos run: mixed ARM workload while components are killed (docs/reliability.md); DEPLOY=1 against a make deploy region"
 	@echo "make chaos-outages  every dependency outage, those that can still fail on a known defect included"
 	@echo "make generate  regenerate committed generated code"
 	@echo "make render-config  render config/config.yaml into config/rendered/ (commit the result)"
@@ -149,8 +149,14 @@ chaos-outages: deps tools
 	cd test && CHAOS_KNOWN_DEFECTS=1 go test ./chaos -run '^TestDependencyOutage$$' -count=1 -v -timeout 60m
 
 .PHONY: chaos
+# DEPLOY=1: the same scenario against a make deploy region (root; docs/reliability.md,
+# "Chaos against a deployed region"): pods deleted, containers SIGKILLed, containerd restarted.
 chaos: deps tools
+ifeq ($(DEPLOY),1)
+	cd test && CHAOS_DEPLOY=1 go test ./chaos -run '^TestChaosDeployed$$' -count=1 -v -timeout 100m
+else
 	cd test && CHAOS_SIZE=full CHAOS_POSTGRES=1 go test ./chaos -run '^TestChaos$$' -count=1 -v -timeout 60m
+endif
 
 .PHONY: fuzz
 fuzz:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,7 @@ type Containerd struct {
 	Dir    string // owns config.toml, root/, state/, run/ and containerd.log
 	Socket string
 	runDir string // the sockets' short directory (unix socket paths are limited to 104 bytes)
+	ns     *Netns
 	proc   *proc
 }
 
@@ -67,7 +69,7 @@ func StartContainerd(ctx context.Context, ns *Netns, dir, sandboxImage string) (
 	if err != nil {
 		return nil, fmt.Errorf("containerd socket directory: %w", err)
 	}
-	c := &Containerd{Dir: dir, Socket: filepath.Join(runDir, "containerd.sock"), runDir: runDir}
+	c := &Containerd{Dir: dir, Socket: filepath.Join(runDir, "containerd.sock"), runDir: runDir, ns: ns}
 	for _, d := range []string{"root", "state", "run", "cni/net.d"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			_ = os.RemoveAll(runDir)
@@ -76,37 +78,94 @@ func StartContainerd(ctx context.Context, ns *Netns, dir, sandboxImage string) (
 	}
 	cfg := fmt.Sprintf(containerdConfig, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.Socket,
 		c.Socket+".ttrpc", sandboxImage, filepath.Join(dir, "run", "runc"), filepath.Join(dir, "cni", "net.d"))
-	cfgPath := filepath.Join(dir, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(cfg), 0o600); err != nil {
 		return nil, fmt.Errorf("containerd config: %w", err)
 	}
-	logf, err := os.Create(filepath.Join(dir, "containerd.log"))
+	if err := c.start(ctx); err != nil {
+		return nil, errors.Join(err, os.RemoveAll(runDir))
+	}
+	return c, nil
+}
+
+// start runs containerd with the config under Dir and returns once its socket answers; the log
+// is appended to, so a restart keeps what came before.
+func (c *Containerd) start(ctx context.Context) error {
+	logPath := filepath.Join(c.Dir, "containerd.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("containerd log: %w", err)
+		return fmt.Errorf("containerd log: %w", err)
 	}
 	defer logf.Close()
 	// Not tied to ctx: Stop ends it by PID.
-	cmd := ns.Command(context.WithoutCancel(ctx), "containerd", "--config", cfgPath)
+	cmd := c.ns.Command(context.WithoutCancel(ctx), "containerd", "--config", filepath.Join(c.Dir, "config.toml"))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting containerd: %w", err)
+		return fmt.Errorf("starting containerd: %w", err)
 	}
-	c.proc = &proc{name: "containerd", cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(c.proc.done) }()
+	p := &proc{name: "containerd", cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
 	for {
 		if err := exec.CommandContext(ctx, "ctr", "--address", c.Socket, "version").Run(); err == nil {
-			return c, nil
+			c.proc = p
+			return nil
 		}
 		select {
-		case <-c.proc.done:
-			log, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
-			return nil, errors.Join(fmt.Errorf("containerd exited before answering: %v: %s", cmd.ProcessState, tail(string(log), 2000)), os.RemoveAll(runDir))
+		case <-p.done:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("containerd exited before answering: %v: %s", cmd.ProcessState, tail(string(log), 2000))
 		case <-ctx.Done():
-			return nil, errors.Join(fmt.Errorf("waiting for containerd: %w", ctx.Err()), c.Stop())
+			stopProc(p)
+			return errors.Join(fmt.Errorf("waiting for containerd: %w", ctx.Err()), unmountUnder(c.Dir))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Restart crashes containerd and starts it again, as a node's containerd dying and its service
+// manager restarting it would: SIGKILL to containerd's own PID only (each container's shim runs
+// in a process group of its own, so the containers keep running), then containerd again with the
+// same config, root, state and socket. It returns the PID it killed once the new containerd
+// answers; the kubelet reconnects by itself.
+func (c *Containerd) Restart(ctx context.Context) (int, error) {
+	if c.proc == nil {
+		return 0, errors.New("restart containerd: it is not running")
+	}
+	old := c.proc
+	pid := old.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return 0, fmt.Errorf("kill containerd (pid %d): %w", pid, err)
+	}
+	select {
+	case <-old.done:
+	case <-ctx.Done():
+		return pid, fmt.Errorf("containerd (pid %d) did not exit: %w", pid, ctx.Err())
+	}
+	c.proc = nil
+	if err := c.start(ctx); err != nil {
+		return pid, fmt.Errorf("restart containerd: %w", err)
+	}
+	return pid, nil
+}
+
+// TaskPID is the PID of a container's main process (its containerd task in the CRI's k8s.io
+// namespace), by container ID.
+func (c *Containerd) TaskPID(ctx context.Context, containerID string) (int, error) {
+	out, err := c.Ctr(ctx, "-n", "k8s.io", "tasks", "ls")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && f[0] == containerID {
+			pid, err := strconv.Atoi(f[1])
+			if err != nil || pid <= 0 {
+				return 0, fmt.Errorf("task %s: PID %q", containerID, f[1])
+			}
+			return pid, nil
+		}
+	}
+	return 0, fmt.Errorf("no task %s in the node's containerd", containerID)
 }
 
 // Ctr runs ctr against this containerd.
@@ -121,11 +180,10 @@ func (c *Containerd) Ctr(ctx context.Context, args ...string) ([]byte, error) {
 // Stop ends containerd's process group by its PID (SIGTERM, then SIGKILL after 10 s) and unmounts
 // whatever is still mounted under its directory.
 func (c *Containerd) Stop() error {
-	if c.proc == nil {
-		return nil
+	if c.proc != nil {
+		stopProc(c.proc)
+		c.proc = nil
 	}
-	stopProc(c.proc)
-	c.proc = nil
 	return errors.Join(unmountUnder(c.Dir), os.RemoveAll(c.runDir))
 }
 

@@ -58,3 +58,45 @@ func TestContainerdRunsInTheNamespaceWithCRIAndStopsByPID(t *testing.T) {
 		t.Fatalf("mounts left under %s after Stop", dir)
 	}
 }
+
+func TestContainerdRestartKillsItAndAnswersAgainOnTheSameSocket(t *testing.T) {
+	requireNetns(t)
+	for _, bin := range []string{"containerd", "ctr", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s is not installed; run make deps", bin)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ns, err := CreateNetns(ctx, "openhcp-test-", netip.MustParseAddr("10.250.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Delete(context.Background()) })
+	dir := t.TempDir()
+	c, err := StartContainerd(ctx, ns, dir, "openhcp.local/pause:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	before := c.proc.cmd.Process.Pid
+	killed, err := c.Restart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if killed != before {
+		t.Errorf("Restart killed pid %d, containerd was %d", killed, before)
+	}
+	if err := syscall.Kill(before, 0); err == nil {
+		t.Errorf("the old containerd (pid %d) still runs after Restart", before)
+	}
+	if after := c.proc.cmd.Process.Pid; after == before || syscall.Kill(after, 0) != nil {
+		t.Errorf("after Restart containerd is pid %d (was %d), want a new running process", after, before)
+	}
+	if _, err := c.Ctr(ctx, "version"); err != nil {
+		t.Errorf("the restarted containerd does not answer on %s: %v", c.Socket, err)
+	}
+	if _, err := c.TaskPID(ctx, "no-such-container"); err == nil {
+		t.Error("TaskPID of an unknown container answered a PID")
+	}
+}

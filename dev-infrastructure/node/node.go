@@ -542,6 +542,25 @@ func (n *Node) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// RestartContainerd crashes the node's containerd and starts it again (Containerd.Restart): the
+// pods keep running and the kubelet reconnects. It returns the PID it killed.
+func (n *Node) RestartContainerd(ctx context.Context) (int, error) {
+	if n.containerd == nil {
+		return 0, errors.New("the node runs no containerd")
+	}
+	return n.containerd.Restart(ctx)
+}
+
+// ContainerPID is the PID of a container's main process on this node, by the container ID a
+// pod's status gives ("containerd://<id>" or the bare ID): only our containerd is asked, so the
+// PID is always one of this node's.
+func (n *Node) ContainerPID(ctx context.Context, containerID string) (int, error) {
+	if n.containerd == nil {
+		return 0, errors.New("the node runs no containerd")
+	}
+	return n.containerd.TaskPID(ctx, strings.TrimPrefix(containerID, "containerd://"))
+}
+
 func (n *Node) running(name string) bool {
 	for _, p := range n.procs {
 		if p.name == name {

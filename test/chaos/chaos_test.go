@@ -2,13 +2,11 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,12 +24,19 @@ type size struct {
 	gap time.Duration
 }
 
-// sizes: "short" runs in make test (a few minutes); "full" is make chaos (CHAOS_SIZE=full).
-// CHAOS_UNITS overrides the number of units.
+// sizes: "short" runs in make test (a few minutes); "full" is make chaos (CHAOS_SIZE=full); a
+// make deploy region (make chaos DEPLOY=1) has its own default. CHAOS_UNITS overrides the
+// number of units, CHAOS_KILLS the least number of kills.
 func chaosSize(t *testing.T) size {
 	s := size{units: 12, concurrency: 4, poolEvery: 3, minKills: 4, gap: 5 * time.Second}
-	if os.Getenv("CHAOS_SIZE") == "full" {
+	switch {
+	case os.Getenv("CHAOS_SIZE") == "full":
 		s = size{units: 500, concurrency: 16, poolEvery: 5, minKills: 40, gap: 10 * time.Second}
+	case deployed != nil:
+		// A make deploy region: 8 min of workload and kills here (docs/reliability.md), after a
+		// bring-up of 4-9 min; every kind of kill on every component at least once
+		// (TestChaosDeployed) while the workload runs.
+		s = size{units: 70, concurrency: 6, poolEvery: 3, minKills: 20, gap: 5 * time.Second}
 	}
 	if v := os.Getenv("CHAOS_UNITS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -39,6 +44,13 @@ func chaosSize(t *testing.T) size {
 			t.Fatalf("CHAOS_UNITS=%q: want a positive number", v)
 		}
 		s.units = n
+	}
+	if v := os.Getenv("CHAOS_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("CHAOS_KILLS=%q: want a positive number", v)
+		}
+		s.minKills = n
 	}
 	return s
 }
@@ -50,7 +62,11 @@ func chaosSize(t *testing.T) size {
 type chaosLoop struct {
 	w          *workload
 	rng        *rand.Rand
+	target     target
 	components []string
+	// must are killed at least once each, first (in random order, while the workload runs),
+	// and the loop does not stop before.
+	must []string
 
 	mu    sync.Mutex
 	kills []invariant.Kill
@@ -60,8 +76,8 @@ type chaosLoop struct {
 func (c *chaosLoop) killOne(ctx context.Context, name string) invariant.Kill {
 	k := invariant.Kill{Component: name, At: time.Now()}
 	inFlight := c.w.inFlightNow()
-	pid, err := region.KillComponent(name)
-	k.PID = pid
+	victim, err := c.target.kill(ctx, name)
+	k.PID = victim.pid
 	if err != nil {
 		k.Err = err.Error()
 		return k
@@ -71,12 +87,12 @@ func (c *chaosLoop) killOne(ctx context.Context, name string) invariant.Kill {
 		sleep(ctx, time.Duration(1+c.rng.IntN(5))*time.Second)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	err = region.RecoverComponent(rctx, name, pid)
+	err = c.target.recover(rctx, name, victim)
 	cancel()
 	recovered := time.Now()
 	k.Recovered = recovered.Sub(k.At)
 	c.mu.Lock()
-	c.down = append(c.down, invariant.Window{Component: name, From: k.At, To: recovered})
+	c.down = append(c.down, invariant.Window{Component: c.target.downs(name), From: k.At, To: recovered})
 	c.mu.Unlock()
 	if err != nil {
 		k.Err = err.Error()
@@ -94,13 +110,26 @@ func (c *chaosLoop) killOne(ctx context.Context, name string) invariant.Kill {
 	return k
 }
 
-// run kills until ctx ends and at least minKills were made, or stop is closed after that.
+// missing are the components of must not killed yet; c.mu is held.
+func (c *chaosLoop) missing() []string {
+	var out []string
+	for _, m := range c.must {
+		if !slices.ContainsFunc(c.kills, func(k invariant.Kill) bool { return k.Component == m }) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// run kills until ctx ends, or until stop is closed once at least minKills were made and every
+// one of must was killed.
 func (c *chaosLoop) run(ctx context.Context, gap time.Duration, minKills int, stop <-chan struct{}) {
 	for ctx.Err() == nil {
 		c.mu.Lock()
 		n := len(c.kills)
+		missing := c.missing()
 		c.mu.Unlock()
-		if n >= minKills {
+		if n >= minKills && len(missing) == 0 {
 			select {
 			case <-stop:
 				return
@@ -109,6 +138,9 @@ func (c *chaosLoop) run(ctx context.Context, gap time.Duration, minKills int, st
 		}
 		sleep(ctx, gap+time.Duration(c.rng.Int64N(int64(gap))))
 		name := c.components[c.rng.IntN(len(c.components))]
+		if len(missing) > 0 {
+			name = missing[c.rng.IntN(len(missing))]
+		}
 		k := c.killOne(ctx, name)
 		fmt.Fprintf(os.Stderr, "chaos: killed %s (pid %d) at %s: running again after %s, in-flight operations ended %s after that %s\n",
 			k.Component, k.PID, k.At.Format("15:04:05"), k.Recovered.Round(100*time.Millisecond), k.Converged.Round(100*time.Millisecond), k.Err)
@@ -116,20 +148,6 @@ func (c *chaosLoop) run(ctx context.Context, gap time.Duration, minKills int, st
 		c.kills = append(c.kills, k)
 		c.mu.Unlock()
 	}
-}
-
-// chaosComponents are the components the loop may kill: every one the region lists but the
-// management clusters' kube-controller-managers, which the promise does not rest on, and
-// PostgreSQL unless postgresChaos says so.
-func chaosComponents() []string {
-	var out []string
-	for _, c := range region.Components() {
-		if strings.HasSuffix(c, "-kube-controller-manager") || c == "postgres" && !postgresChaos() {
-			continue
-		}
-		out = append(out, c)
-	}
-	return out
 }
 
 // postgresChaos says whether PostgreSQL is crashed too: CHAOS_POSTGRES=1, which make chaos
@@ -143,12 +161,26 @@ func postgresChaos() bool { return os.Getenv("CHAOS_POSTGRES") == "1" }
 // invariant (package invariant) and prints its tables. The short size runs in make test; make
 // chaos runs the full one (CHAOS_SIZE=full). The seed is printed; CHAOS_SEED replays it.
 func TestChaos(t *testing.T) {
-	sz := chaosSize(t)
+	if deployed != nil {
+		t.Skip("the region is a make deploy one (CHAOS_DEPLOY=1): TestChaosDeployed runs against it")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
 	defer cancel()
 	if _, err := region.StartBackend(ctx, "backend-2"); err != nil {
 		t.Fatalf("start a second backend replica: %v", err)
 	}
+	want := []string{"frontend", "backend", "backend-2", "cluster-service", "maestro-server", "mosquitto"}
+	if postgresChaos() {
+		want = append(want, "postgres")
+	}
+	runChaos(ctx, t, processes{postgres: postgresChaos()}, want)
+}
+
+// runChaos runs the workload of chaosSize while a chaos loop kills tgt's components (want
+// must be among them; each of must is killed at least once), then checks every invariant and
+// prints the tables.
+func runChaos(ctx context.Context, t *testing.T, tgt target, want []string, must ...string) {
+	sz := chaosSize(t)
 	w, err := newWorkload(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -160,17 +192,13 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	r := rng(t)
-	components := chaosComponents()
-	want := []string{"frontend", "backend", "backend-2", "cluster-service", "maestro-server", "mosquitto"}
-	if postgresChaos() {
-		want = append(want, "postgres")
-	}
+	components := tgt.components()
 	for _, want := range want {
 		if !slices.Contains(components, want) {
 			t.Fatalf("the region offers no component %q to kill (has %v)", want, components)
 		}
 	}
-	loop := &chaosLoop{w: w, rng: rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), components: components}
+	loop := &chaosLoop{w: w, rng: rand.New(rand.NewPCG(r.Uint64(), r.Uint64())), target: tgt, components: components, must: must}
 	start := time.Now()
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -202,9 +230,13 @@ func TestChaos(t *testing.T) {
 			poolOps++
 		}
 	}
+	restarts, err := tgt.restarts(ctx)
+	if err != nil {
+		t.Errorf("restarts: %v", err)
+	}
 	t.Logf("chaos run, seed %d: %d units in %s; %d cluster creates, %d cluster deletes, %d node-pool operations; %d ARM lists; %d kills\n\n%s\n%s",
 		seed, sz.units, elapsed.Round(time.Second), creates, deletes, poolOps, lists, len(loop.kills),
-		res.Table(), invariant.KillTable(loop.kills, restarts(t)))
+		res.Table(), invariant.KillTable(loop.kills, restarts))
 	for _, k := range loop.kills {
 		if k.Err != "" {
 			t.Errorf("kill of %s at %s: %s", k.Component, k.At.Format("15:04:05"), k.Err)
@@ -213,22 +245,6 @@ func TestChaos(t *testing.T) {
 	if !res.OK() {
 		t.Errorf("%d invariant violations (seed %d; logs in %s)", len(res.Violations), seed, logDir)
 	}
-}
-
-// restarts are region.json's restarts by process name.
-func restarts(t *testing.T) map[string]int {
-	b, err := os.ReadFile(region.RegionFile())
-	if err != nil {
-		t.Errorf("read region.json: %v", err)
-		return nil
-	}
-	var info struct {
-		Restarts map[string]int `json:"restarts"`
-	}
-	if err := json.Unmarshal(b, &info); err != nil {
-		t.Errorf("decode region.json: %v", err)
-	}
-	return info.Restarts
 }
 
 // listUntil lists the subscription's clusters every 2 s, as a portal would, until done is

@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion/deploy"
 )
 
 // region is shared by the tests of this package, one at a time: bringing it up takes tens of
@@ -47,6 +50,9 @@ func runMain(m *testing.M) int {
 	}
 	// Under root, PostgreSQL runs as the postgres user and must traverse this directory.
 	_ = os.Chmod(dir, 0o755)
+	if deployMode() {
+		return runDeployed(m, dir)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -75,6 +81,64 @@ func runMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "chaos: passed with seed %d; CHAOS_KEEP_LOGS=1 keeps every log in %s\n", seed, logDir)
 		return code
 	}
+	_ = os.RemoveAll(dir)
+	return code
+}
+
+// runDeployed runs the tests against a make deploy region (CHAOS_DEPLOY=1) and tears it down
+// after them, or on SIGINT or SIGTERM: the node must not outlive the run.
+func runDeployed(m *testing.M, dir string) int {
+	// The image builds alone have taken 17 minutes on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	up := make(chan *deploy.Region, 1)
+	var upErr error
+	start := time.Now()
+	go func() {
+		d, err := upDeployed(ctx, dir)
+		upErr = err
+		up <- d
+	}()
+	select {
+	case deployed = <-up:
+	case s := <-sig:
+		// Up stops what it started when its context ends.
+		fmt.Fprintf(os.Stderr, "chaos: %v while bringing up the region; stopping it\n", s)
+		cancel()
+		<-up
+		return 1
+	}
+	logDir = dir + "/logs"
+	if upErr != nil {
+		fmt.Fprintf(os.Stderr, "bring up the deployed region: %v\nlogs kept in %s\n", upErr, logDir)
+		return 1
+	}
+	region = deployed.Region
+	fmt.Fprintf(os.Stderr, "deployed region up in %s; logs in %s\n", time.Since(start).Round(time.Millisecond), logDir)
+	go func() {
+		s, ok := <-sig
+		if !ok {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "chaos: %v; tearing the deployed region down (seed %d)\n", s, seed)
+		deployed.Stop()
+		os.Exit(1)
+	}()
+	code := m.Run()
+	signal.Stop(sig)
+	// The pods' logs go with the node: keep them beside the host processes' ones.
+	if err := deployed.SaveLogs(context.Background(), logDir); err != nil {
+		fmt.Fprintf(os.Stderr, "chaos: save the pods' logs: %v\n", err)
+	}
+	deployed.Stop()
+	if code != 0 || os.Getenv("CHAOS_KEEP_LOGS") == "1" {
+		fmt.Fprintf(os.Stderr, "chaos: deployed region torn down; seed %d; every log is kept in %s\n", seed, logDir)
+		return code
+	}
+	fmt.Fprintf(os.Stderr, "chaos: deployed region torn down; seed %d\n", seed)
 	_ = os.RemoveAll(dir)
 	return code
 }

@@ -33,6 +33,9 @@ const outageOpTimeout = 4 * time.Minute
 // (CONVERGENCE lines; the target is 30 s, docs/reliability.md records what was measured) but
 // not asserted: timing is not a pass/fail matter on a busy machine.
 func TestDependencyOutage(t *testing.T) {
+	if deployed != nil {
+		t.Skip("the region is a make deploy one (CHAOS_DEPLOY=1): the outages are the make run region's")
+	}
 	mc := region.Info.ManagementClusters[0].Name
 	for _, o := range []outage{
 		{"broker_down_60s", "mosquitto", 60 * time.Second},

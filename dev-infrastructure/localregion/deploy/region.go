@@ -31,6 +31,10 @@ type Config struct {
 	// the first is the node itself; each other one runs a control plane of its own beside the
 	// node, its agent and sim as pods on the node (NodeCluster.OwnControlPlane).
 	Stamps []string
+	// ImagesDir is where the images are built (default <StateDir>/deploy-images); images.Build
+	// reuses an archive there whose inputs did not change, so a directory kept across runs
+	// saves the builds.
+	ImagesDir string
 	// Sim tunes hypershift-sim.
 	Sim localregion.SimConfig
 	// Progress receives one line per step.
@@ -101,7 +105,10 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 		names = append(names, sp.Name)
 	}
 	step("building images %s", strings.Join(names, ", "))
-	imagesDir := filepath.Join(cfg.StateDir, "deploy-images")
+	imagesDir := cfg.ImagesDir
+	if imagesDir == "" {
+		imagesDir = filepath.Join(cfg.StateDir, "deploy-images")
+	}
 	src, err := images.GitSource(ctx, cfg.Root)
 	if err != nil {
 		return nil, err
