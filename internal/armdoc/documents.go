@@ -54,10 +54,12 @@ type OperationDocument struct {
 	// InternalRevision, on an update, is the Cluster Service revision at which the update took
 	// effect: the backend ends the operation only on a state at or after it.
 	InternalRevision int64 `json:"internalRevision,omitempty"`
-	// SentUpdate, on a cluster update, is the ClusterUpdate the frontend sends Cluster Service
-	// (protojson), written with the operation before the call: the update is the difference
-	// from the spec the resource document held before, which is gone once the document holds
-	// the new one, so a retry of the request (after a 503) re-sends this (joinUpdate).
+	// SentUpdate is the update (ClusterUpdate, NodePoolUpdate, ExternalAuthUpdate) the frontend
+	// sends Cluster Service (protojson), written with the operation before the call. A cluster's
+	// is the difference from the spec the resource document held before, which is gone once the
+	// document holds the new one, so a retry of the request (after a 503) re-sends this
+	// (joinUpdate); for every kind, a write after the operation ended UpdateNotRecorded sends
+	// only the fields this or the write names (unconfirmedUpdate).
 	SentUpdate json.RawMessage   `json:"sentUpdate,omitempty"`
 	Location   string            `json:"location"`
 	Status     ProvisioningState `json:"status"`

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -521,20 +522,32 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 	mergeSystemData(&nrd, *k.meta(next).SystemData)
 
 	// After an update that ended UpdateNotRecorded the document's spec is not known to be
-	// Cluster Service's: even an unchanged spec is sent, in full (unconfirmedUpdate).
-	resync, err := s.unconfirmedUpdate(ctx, doc.PartitionKey, rd)
+	// Cluster Service's: even an unchanged spec is sent, in full but for what neither the lost
+	// update nor this request names (unconfirmedUpdate, sendOnlyWhatWasAsked).
+	lost, err := s.unconfirmedUpdate(ctx, doc.PartitionKey, rd)
 	if err != nil {
 		return err
 	}
-	if !resync && proto.Equal(k.spec(stored), k.spec(next)) {
+	if lost == nil && proto.Equal(k.spec(stored), k.spec(next)) {
 		return k.writeOnly(s, w, r, id, &nrd, doc, patch)
 	}
-	u := k.updateOf(stored, next, patch && !resync)
+	u := k.updateOf(stored, next, patch && lost == nil)
+	if lost != nil {
+		if err := sendOnlyWhatWasAsked(u, lost, k.updateOf(stored, next, true)); err != nil {
+			return fmt.Errorf("update of %s %s after an unconfirmed one: %w", k.noun, id, err)
+		}
+	}
+	// Recorded in the operation, for a later write to know what this one asked if its answer
+	// is lost (unconfirmedUpdate).
+	sent, err := protojson.Marshal(u)
+	if err != nil {
+		return fmt.Errorf("record the update of %s %s: %w", k.noun, id, err)
+	}
 	call := func(string) (updateStarted, error) {
 		revision, err := k.callUpdate(s, r, rd.InternalID, id, u)
 		return updateStarted{revision: revision}, err
 	}
-	return s.startUpdate(w, r, k.kind(), id, &nrd, doc, patch, nil, call, func(etag string) error {
+	return s.startUpdate(w, r, k.kind(), id, &nrd, doc, patch, sent, call, func(etag string) error {
 		*k.meta(next).ProvisioningState = armdoc.StateUpdating
 		return k.respond(w, r, http.StatusOK, next, etag)
 	})

@@ -340,15 +340,15 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	}
 	// After an update that ended UpdateNotRecorded even the same body is compared with what
 	// Cluster Service holds (unconfirmedUpdate).
-	resync, err := s.unconfirmedUpdate(ctx, part, rd)
+	lost, err := s.unconfirmedUpdate(ctx, part, rd)
 	if err != nil {
 		return err
 	}
-	if !same || resync {
+	if !same || lost != nil {
 		if errs := changedFields(info(r).version, stored, c); len(errs) > 0 {
 			return arm.Multiple(errs)
 		}
-		u, cl, err := s.syncedClusterUpdate(r, rd, stored, c, resync)
+		u, cl, err := s.syncedClusterUpdate(r, rd, stored, c, lost)
 		if err != nil {
 			return err
 		}

@@ -59,15 +59,15 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	}
 	// After an update that ended UpdateNotRecorded even a patch that changes nothing is compared
 	// with what Cluster Service holds (unconfirmedUpdate).
-	resync, err := s.unconfirmedUpdate(ctx, part, rd)
+	lost, err := s.unconfirmedUpdate(ctx, part, rd)
 	if err != nil {
 		return err
 	}
-	if !same || resync {
+	if !same || lost != nil {
 		if errs := changedFields(ri.version, stored, next); len(errs) > 0 {
 			return arm.Multiple(errs)
 		}
-		u, cl, err := s.syncedClusterUpdate(r, rd, stored, next, resync)
+		u, cl, err := s.syncedClusterUpdate(r, rd, stored, next, lost)
 		if err != nil {
 			return err
 		}

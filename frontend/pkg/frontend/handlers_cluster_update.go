@@ -112,14 +112,18 @@ func clusterUpdateFrom(ver api.Version, cur, want *csv1.ClusterSpec, stored, nex
 }
 
 // syncedClusterUpdate is the UpdateCluster change a write of next makes: from the resource
-// document's cluster (stored), or, after an update that ended UpdateNotRecorded (resync,
-// unconfirmedUpdate), from the spec Cluster Service holds (GetCluster), which that document may
-// not match. With resync it is never nil (an empty update when Cluster Service holds it all: the
-// operation then ends at once), and cl is Cluster Service's cluster.
-func (s *Server) syncedClusterUpdate(r *http.Request, rd *armdoc.ResourceDocument, stored, next *api.Cluster, resync bool) (u *csv1.ClusterUpdate, cl *csv1.Cluster, err error) {
+// document's cluster (stored), or, after an update that ended UpdateNotRecorded (lost, its
+// recorded update: unconfirmedUpdate), from the spec Cluster Service holds (GetCluster), which
+// that document may not match, in the fields lost or this request names (sendOnlyWhatWasAsked).
+// After such an update it is never nil (an empty update when Cluster Service holds it all: the
+// operation then ends at once), and cl is Cluster Service's cluster. A version change while
+// Cluster Service still runs an upgrade is a 409: the upgrade the lost update asked for may be
+// it, and reporting the request done before it ends would be wrong.
+func (s *Server) syncedClusterUpdate(r *http.Request, rd *armdoc.ResourceDocument, stored, next *api.Cluster, lost json.RawMessage) (u *csv1.ClusterUpdate, cl *csv1.Cluster, err error) {
 	ri := info(r)
-	if !resync {
-		return clusterUpdate(ri.version, stored, next), nil, nil
+	own := clusterUpdate(ri.version, stored, next)
+	if lost == nil {
+		return own, nil, nil
 	}
 	cctx, cancel := s.csContext(r.Context(), ri)
 	defer cancel()
@@ -129,6 +133,18 @@ func (s *Server) syncedClusterUpdate(r *http.Request, rd *armdoc.ResourceDocumen
 	// clusterSpec is the spec in Cluster Service's own form, the form GetCluster answers in.
 	if u = clusterUpdateFrom(ri.version, cl.GetSpec(), clusterSpec(next, cl.GetSpec().GetAzure().GetTenantId()), stored, next); u == nil {
 		u = &csv1.ClusterUpdate{}
+	}
+	var ownMsg proto.Message
+	if own != nil {
+		ownMsg = own
+	}
+	if err := sendOnlyWhatWasAsked(u, lost, ownMsg); err != nil {
+		return nil, nil, fmt.Errorf("update of %s after an unconfirmed one: %w", rd.ResourceID, err)
+	}
+	if p := cl.GetStatus().GetUpgrade(); u.GetVersionId() != "" && p != nil &&
+		p.GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_COMPLETED && p.GetState() != csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED {
+		return nil, nil, cloudError(http.StatusConflict, arm.CodeConflict, "properties.version.id",
+			"An upgrade of cluster '%s' to %s is in progress; send the request again once it has ended.", rd.ResourceID, p.GetToVersion())
 	}
 	ri.log.Info("cluster update after an unconfirmed one: compared with Cluster Service's spec", "resourceID", rd.ResourceID,
 		"clusterID", rd.InternalID, "lastUpdateOperationID", rd.UpdateOperationID, "nothingToSend", proto.Equal(u, &csv1.ClusterUpdate{}))
@@ -226,12 +242,23 @@ func (s *Server) respondUpdatedCluster(w http.ResponseWriter, r *http.Request, r
 // the cluster syncedClusterUpdate read) needs no call, and nothing new is rolled out: the
 // operation ends at once when *cl is READY at its spec's revision, and is otherwise followed to
 // that revision like any configuration change (so an unfinished or failed rollout of what the
-// lost call had sent is not reported Succeeded). Without a revision to wait for (no cluster read,
-// or none recorded) it ends at once.
+// lost call had sent is not reported Succeeded). A retry joining such an operation (*cl nil)
+// reads the cluster first. Without a revision to wait for (none recorded) it ends at once.
 func (s *Server) clusterUpdateCall(r *http.Request, rd *armdoc.ResourceDocument, u *csv1.ClusterUpdate, cl **csv1.Cluster) func(opID string) (updateStarted, error) {
 	ri := info(r)
 	return func(opID string) (updateStarted, error) {
 		if proto.Equal(u, &csv1.ClusterUpdate{}) {
+			if *cl == nil {
+				// A retry joining such an operation whose revision was never recorded: what it
+				// waits for is what Cluster Service holds now.
+				cctx, cancel := s.csContext(r.Context(), ri)
+				got, err := s.cs.GetCluster(cctx, &csv1.GetClusterRequest{Id: rd.InternalID})
+				cancel()
+				if err != nil {
+					return updateStarted{}, fmt.Errorf("read cluster %s in cluster service: %w", rd.ResourceID, err)
+				}
+				*cl = got
+			}
 			st, rev := (*cl).GetStatus(), (*cl).GetSpecRevision()
 			if rev == 0 || (st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY && st.GetObservedRevision() >= rev) {
 				return updateStarted{done: true}, nil

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -537,6 +541,13 @@ func (s *Server) joinUpdate(w http.ResponseWriter, r *http.Request, id *arm.Reso
 			err = s.recordUpdateRevision(r, opDoc, op, started.revision)
 		case started.done:
 			etag, err = s.finishUpdateNow(r, []*docstore.Document{doc, opDoc}, *rd, op)
+		default:
+			// Followed by its ID (an upgrade): nothing to record, but an op the backend ended
+			// meanwhile is not pointed at as if it ran.
+			var cur *armdoc.OperationDocument
+			if cur, _, err = s.getOperationDoc(r.Context(), opDoc.PartitionKey, op.ID); err == nil && cur.Status.Terminal() {
+				err = fmt.Errorf("operation %s is %s: %w", op.ID, cur.Status, errOperationEnded)
+			}
 		}
 		if errors.Is(err, errOperationEnded) || errors.Is(err, docstore.ErrPreconditionFailed) {
 			return s.endedMeanwhile(r, id, op, opDoc, err)
@@ -569,30 +580,72 @@ func (s *Server) endedMeanwhile(r *http.Request, id *arm.ResourceID, op *armdoc.
 		op.ID, op.Request, id, st)
 }
 
-// unconfirmedUpdate reports whether rd's last update ended Failed UpdateNotRecorded (its Cluster
-// Service answer was never recorded: the call may or may not have taken effect) and no operation
-// runs on rd since. The resource document then holds a spec Cluster Service may not, so a write
-// that matches the document is not taken for one that asks nothing of Cluster Service: each kind
+// unconfirmedUpdate returns the update (as its operation recorded it, SentUpdate) of rd's last
+// update when that update ended Failed UpdateNotRecorded (its Cluster Service answer was never
+// recorded: the call may or may not have taken effect) and no operation runs on rd since; nil
+// otherwise. The resource document then holds a spec Cluster Service may not, so a write that
+// matches the document is not taken for one that asks nothing of Cluster Service: each kind
 // derives its update from what Cluster Service holds instead (a cluster: GetCluster and the diff
-// to the request; a child: its full update, which Cluster Service merges), and sends it through
+// to the request; a child: its full update, which Cluster Service merges), limited to the fields
+// the lost update or the request itself names (sendOnlyWhatWasAsked), and sends it through
 // startUpdate under a new Update operation, even when that update is empty. This is what makes
 // "Send the same request again", the operation's error message, true (docs/architecture.md,
-// Crash safety).
-func (s *Server) unconfirmedUpdate(ctx context.Context, part string, rd *armdoc.ResourceDocument) (bool, error) {
+// Crash safety). An update recorded without SentUpdate (by an earlier frontend) is not known
+// well enough to send again: the write is then compared with the document, as before.
+func (s *Server) unconfirmedUpdate(ctx context.Context, part string, rd *armdoc.ResourceDocument) (json.RawMessage, error) {
 	if rd.ProvisioningState != armdoc.StateFailed || rd.UpdateOperationID == "" {
-		return false, nil
+		return nil, nil
 	}
 	if running, _, err := s.activeOperation(ctx, part, rd); err != nil || running != nil {
-		return false, err
+		return nil, err
 	}
 	op, _, err := s.getOperationDoc(ctx, part, rd.UpdateOperationID)
 	if errors.Is(err, docstore.ErrNotFound) {
-		return false, nil // expired (OperationTTL): nothing left to say the update was lost
+		return nil, nil // expired (OperationTTL): nothing left to say the update was lost
 	}
 	if err != nil {
-		return false, fmt.Errorf("read the last update operation %s of %s: %w", rd.UpdateOperationID, rd.ResourceID, err)
+		return nil, fmt.Errorf("read the last update operation %s of %s: %w", rd.UpdateOperationID, rd.ResourceID, err)
 	}
-	return op.Status == armdoc.StateFailed && op.Error != nil && op.Error.Code == armdoc.CodeUpdateNotRecorded, nil
+	if op.Status == armdoc.StateFailed && op.Error != nil && op.Error.Code == armdoc.CodeUpdateNotRecorded {
+		return op.SentUpdate, nil
+	}
+	return nil, nil
+}
+
+// sendOnlyWhatWasAsked clears from u, an update from what Cluster Service holds to what the
+// resource document asks for, every field that neither lost (the unconfirmed update, as its
+// operation recorded it) nor own (this request's update from the document; nil: none) names.
+// Cluster Service's spec may differ from the document for reasons of its own (a maintenance
+// z-stream upgrade moves the version Cluster Service holds, not the document's): sending those
+// fields back would undo them, or be refused (a downgrade), and leave the resource Failed.
+func sendOnlyWhatWasAsked(u proto.Message, lost json.RawMessage, own proto.Message) error {
+	named := map[protoreflect.Name]bool{}
+	lostU := proto.Clone(u)
+	proto.Reset(lostU)
+	if err := protojson.Unmarshal(lost, lostU); err != nil {
+		return fmt.Errorf("decode the unconfirmed update: %w", err)
+	}
+	for _, m := range []proto.Message{lostU, own} {
+		if m == nil || !m.ProtoReflect().IsValid() {
+			continue
+		}
+		m.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+			named[fd.Name()] = true
+			return true
+		})
+	}
+	m := u.ProtoReflect()
+	var clear []protoreflect.FieldDescriptor
+	m.Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+		if !named[fd.Name()] {
+			clear = append(clear, fd)
+		}
+		return true
+	})
+	for _, fd := range clear {
+		m.Clear(fd)
+	}
+	return nil
 }
 
 // updateStarted is what a kind's Cluster Service call reports of an update it accepted.

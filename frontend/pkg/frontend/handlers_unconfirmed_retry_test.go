@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -313,5 +314,134 @@ func TestExternalAuthPatchAfterUnconfirmedUpdateSendsItAgain(t *testing.T) {
 	if opID == lost || rd.ActiveOperationID != opID || op.InternalRevision != held.GetSpecRevision() || op.Status.Terminal() {
 		t.Fatalf("after the retry: operation %s %+v, resource active %q; want a new running operation at revision %d",
 			opID, op, rd.ActiveOperationID, held.GetSpecRevision())
+	}
+}
+
+// clusterAt419 creates cluster name on 4.19.16 and ends its create: Cluster Service's ID.
+func clusterAt419(t *testing.T, e *env, name string) (path, csID string) {
+	t.Helper()
+	path = clusterPath("rg", name)
+	resp := e.put(path, set(minimalBody(), "properties.version.id", "4.19.16"))
+	if resp.code != 201 {
+		t.Fatalf("create: %d %s", resp.code, resp.body)
+	}
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	rd, _ := e.resource(path)
+	return path, rd.InternalID
+}
+
+// TestUnconfirmedUpdateSentAgainLeavesWhatClusterServiceMovedAlone: Cluster Service's spec may
+// differ from the resource document for reasons of its own (a maintenance z-stream upgrade moved
+// the version to 4.19.17; the document still says 4.19.16). Sending the same PATCH again after
+// UpdateNotRecorded sends what the lost update and the request name (the drain timeout), not the
+// document's version, which Cluster Service would refuse as a downgrade. Before, the whole
+// difference from Cluster Service's spec was sent: a 400 "cannot downgrade", and the resource
+// stayed Failed whatever was sent.
+func TestUnconfirmedUpdateSentAgainLeavesWhatClusterServiceMovedAlone(t *testing.T) {
+	e, fake, _ := clusterRetryEnv(t)
+	path, csID := clusterAt419(t, e, "c2")
+	fake.mu.Lock()
+	fake.clusters[csID].Spec.VersionId = "4.19.17"
+	fake.mu.Unlock()
+	p := withVersion(path, "2026-06-30-preview")
+	body := []byte(`{"properties":{"nodeDrainTimeoutMinutes":60}}`)
+	fake.failUpdates.Store(1)
+	if r := e.do("PATCH", p, body, nil); r.code != 503 {
+		t.Fatalf("PATCH whose call fails: %d %s, want 503", r.code, r.body)
+	}
+	rd, _ := e.resource(path)
+	e.finish(rd.ActiveOperationID, armdoc.StateFailed, notRecorded)
+	sentBefore := len(fake.sent())
+	r := e.do("PATCH", p, body, nil)
+	if r.code != 202 {
+		t.Fatalf("the same PATCH after UpdateNotRecorded: %d %s, want 202", r.code, r.body)
+	}
+	sent := fake.sent()[sentBefore:]
+	if len(sent) != 1 || sent[0].GetUpdate().GetVersionId() != "" || sent[0].GetUpdate().GetNodeDrainTimeoutMinutes() != 60 {
+		t.Fatalf("UpdateCluster calls %v; want one with nodeDrainTimeoutMinutes 60 and no version", sent)
+	}
+	fake.mu.Lock()
+	spec := fake.clusters[csID].GetSpec()
+	fake.mu.Unlock()
+	if spec.GetVersionId() != "4.19.17" || spec.GetNodeDrainTimeoutMinutes() != 60 {
+		t.Fatalf("Cluster Service holds version %s, drain %d; want 4.19.17 and 60", spec.GetVersionId(), spec.GetNodeDrainTimeoutMinutes())
+	}
+}
+
+// TestUnconfirmedUpgradeSentAgainWhileItRunsIsAConflict: the lost update was a version change
+// that Cluster Service took (its upgrade policy runs, STARTED: the spec already names the new
+// version); sending it again must not be reported done while that upgrade runs. It is a 409 naming
+// the version, with no new operation. Before, the version resolved to the one in the spec, the
+// update ended at once and the operation and resource were Succeeded while the upgrade ran.
+func TestUnconfirmedUpgradeSentAgainWhileItRunsIsAConflict(t *testing.T) {
+	e, fake, _ := clusterRetryEnv(t)
+	path, csID := clusterAt419(t, e, "c2")
+	p := withVersion(path, "2026-06-30-preview")
+	body := []byte(`{"properties":{"version":{"id":"4.20"}}}`)
+	fake.loseAnswers.Store(1)
+	if r := e.do("PATCH", p, body, nil); r.code != 503 {
+		t.Fatalf("PATCH whose answer is lost: %d %s, want 503", r.code, r.body)
+	}
+	rd, _ := e.resource(path)
+	lost := rd.ActiveOperationID
+	e.finish(lost, armdoc.StateFailed, notRecorded)
+	fake.mu.Lock()
+	c := fake.clusters[csID]
+	if c.Status.GetUpgrade().GetOperationId() != lost {
+		fake.mu.Unlock()
+		t.Fatalf("no upgrade policy under the lost operation %s: %v", lost, c.Status.GetUpgrade())
+	}
+	c.Spec.VersionId = c.Status.Upgrade.ToVersion
+	c.Status.Upgrade.State = csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED
+	c.Status.State = csv1.ClusterState_CLUSTER_STATE_UPDATING
+	fake.mu.Unlock()
+	r := e.do("PATCH", p, body, nil)
+	if r.code != 409 || !strings.Contains(string(r.body), "properties.version.id") || r.header.Get("Azure-AsyncOperation") != "" {
+		t.Fatalf("the same PATCH while the upgrade runs: %d %s (Azure-AsyncOperation %q), want 409 naming properties.version.id and no operation",
+			r.code, r.body, r.header.Get("Azure-AsyncOperation"))
+	}
+	rd, _ = e.resource(path)
+	if rd.ProvisioningState != armdoc.StateFailed || rd.ActiveOperationID != "" {
+		t.Fatalf("resource after the 409: %s (active %q), want Failed as it was", rd.ProvisioningState, rd.ActiveOperationID)
+	}
+}
+
+// TestRetryOfAnEmptyUpdateWaitsForTheRollout: after UpdateNotRecorded, a write of what Cluster
+// Service already took (still rolling out) is an update with nothing to send, which waits for
+// the revision that holds it. When that operation's revision was never recorded (the frontend
+// stopped) and the caller retries, the retry reads Cluster Service again and the operation still
+// waits for the rollout. Before, it ended Succeeded at once with the cluster not READY.
+func TestRetryOfAnEmptyUpdateWaitsForTheRollout(t *testing.T) {
+	e, fake, _ := clusterRetryEnv(t)
+	path := clusterPath("rg", "c1")
+	put := mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 60))
+	fake.loseAnswers.Store(1)
+	if r := e.do("PUT", path, put, nil); r.code != 503 {
+		t.Fatalf("PUT whose answer is lost: %d %s, want 503", r.code, r.body)
+	}
+	rd, _ := e.resource(path)
+	e.finish(rd.ActiveOperationID, armdoc.StateFailed, notRecorded)
+	r := e.do("PUT", path, put, nil)
+	if r.code != 200 {
+		t.Fatalf("the same PUT after UpdateNotRecorded: %d %s, want 200", r.code, r.body)
+	}
+	b := opIDFrom(t, r.header.Get("Azure-AsyncOperation"))
+	op, opDoc := e.operation(b)
+	op.InternalRevision = 0 // the frontend stopped before recording it
+	if _, err := e.store.Replace(context.Background(), mustWithBody(opDoc, op), opDoc.ETag); err != nil {
+		t.Fatal(err)
+	}
+	if r = e.do("PUT", path, put, nil); r.code != 200 || opIDFrom(t, r.header.Get("Azure-AsyncOperation")) != b {
+		t.Fatalf("retry: %d %s, want 200 pointing at %s", r.code, r.body, b)
+	}
+	op, _ = e.operation(b)
+	fake.mu.Lock()
+	st, rev := fake.clusters[rd.InternalID].Status.State, fake.clusters[rd.InternalID].GetSpecRevision()
+	fake.mu.Unlock()
+	if st == csv1.ClusterState_CLUSTER_STATE_READY {
+		t.Fatalf("the fake reports READY; the test needs a rollout in progress")
+	}
+	if op.Status.Terminal() || op.InternalRevision != rev {
+		t.Fatalf("operation after the retry: %s at revision %d, want running, waiting for revision %d", op.Status, op.InternalRevision, rev)
 	}
 }
