@@ -12,25 +12,9 @@ import (
 )
 
 func TestContainerdRunsInTheNamespaceWithCRIAndStopsByPID(t *testing.T) {
-	requireNetns(t)
-	for _, bin := range []string{"containerd", "ctr", "runc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed; run make deps", bin)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ns, err := CreateNetns(ctx, "openhcp-test-", netip.MustParseAddr("10.250.0.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Delete(context.Background()) })
-	dir := t.TempDir()
-	c, err := StartContainerd(ctx, ns, dir, "openhcp.local/pause:test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
+	c, dir := startTestContainerd(ctx, t)
 
 	out, err := c.Ctr(ctx, "plugins", "ls")
 	if err != nil {
@@ -60,25 +44,9 @@ func TestContainerdRunsInTheNamespaceWithCRIAndStopsByPID(t *testing.T) {
 }
 
 func TestContainerdRestartKillsItAndAnswersAgainOnTheSameSocket(t *testing.T) {
-	requireNetns(t)
-	for _, bin := range []string{"containerd", "ctr", "runc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed; run make deps", bin)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ns, err := CreateNetns(ctx, "openhcp-test-", netip.MustParseAddr("10.250.0.1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ns.Delete(context.Background()) })
-	dir := t.TempDir()
-	c, err := StartContainerd(ctx, ns, dir, "openhcp.local/pause:test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
+	c, _ := startTestContainerd(ctx, t)
 	before := c.proc.cmd.Process.Pid
 	killed, err := c.Restart(ctx)
 	if err != nil {
@@ -99,4 +67,29 @@ func TestContainerdRestartKillsItAndAnswersAgainOnTheSameSocket(t *testing.T) {
 	if _, err := c.TaskPID(ctx, "no-such-container"); err == nil {
 		t.Error("TaskPID of an unknown container answered a PID")
 	}
+}
+
+// startTestContainerd starts containerd in a network namespace of its own for a test (skipped
+// where namespaces or the binaries are missing), stopped and removed when the test ends; dir is
+// its state directory.
+func startTestContainerd(ctx context.Context, t *testing.T) (c *Containerd, dir string) {
+	t.Helper()
+	requireNetns(t)
+	for _, bin := range []string{"containerd", "ctr", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s is not installed; run make deps", bin)
+		}
+	}
+	ns, err := CreateNetns(ctx, "openhcp-test-", netip.MustParseAddr("10.250.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ns.Delete(context.Background()) })
+	dir = t.TempDir()
+	c, err = StartContainerd(ctx, ns, dir, "openhcp.local/pause:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	return c, dir
 }

@@ -217,12 +217,7 @@ func TestSendingAgainAfterTheEndedMeanwhileConflictSucceeds(t *testing.T) {
 	e, fake, _ := clusterRetryEnv(t)
 	path := clusterPath("rg", "c1")
 	body := mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 60))
-	fake.failUpdates.Store(1)
-	if first := e.do("PUT", path, body, nil); first.code != 503 {
-		t.Fatalf("PUT while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
-	}
-	rd, _ := e.resource(path)
-	pending := rd.ActiveOperationID
+	pending := fake.lostWrite(t, e, "PUT", path, body, false)
 
 	hookErr := make(chan error, 1)
 	fake.mu.Lock()
@@ -251,6 +246,7 @@ func TestSendingAgainAfterTheEndedMeanwhileConflictSucceeds(t *testing.T) {
 		t.Fatalf("fail the operation as the backend does: %v", err)
 	}
 	sent := len(fake.sent())
+	rd, _ := e.resource(path)
 	fake.readyAtSpec(rd.InternalID)
 
 	again := e.do("PUT", path, body, nil)
@@ -345,12 +341,7 @@ func TestUnconfirmedUpdateSentAgainLeavesWhatClusterServiceMovedAlone(t *testing
 	fake.mu.Unlock()
 	p := withVersion(path, "2026-06-30-preview")
 	body := []byte(`{"properties":{"nodeDrainTimeoutMinutes":60}}`)
-	fake.failUpdates.Store(1)
-	if r := e.do("PATCH", p, body, nil); r.code != 503 {
-		t.Fatalf("PATCH whose call fails: %d %s, want 503", r.code, r.body)
-	}
-	rd, _ := e.resource(path)
-	e.finish(rd.ActiveOperationID, armdoc.StateFailed, notRecorded)
+	e.finish(fake.lostWrite(t, e, "PATCH", p, body, false), armdoc.StateFailed, notRecorded)
 	sentBefore := len(fake.sent())
 	r := e.do("PATCH", p, body, nil)
 	if r.code != 202 {
@@ -378,12 +369,7 @@ func TestUnconfirmedUpgradeSentAgainWhileItRunsIsAConflict(t *testing.T) {
 	path, csID := clusterAt419(t, e, "c2")
 	p := withVersion(path, "2026-06-30-preview")
 	body := []byte(`{"properties":{"version":{"id":"4.20"}}}`)
-	fake.loseAnswers.Store(1)
-	if r := e.do("PATCH", p, body, nil); r.code != 503 {
-		t.Fatalf("PATCH whose answer is lost: %d %s, want 503", r.code, r.body)
-	}
-	rd, _ := e.resource(path)
-	lost := rd.ActiveOperationID
+	lost := fake.lostWrite(t, e, "PATCH", p, body, true)
 	e.finish(lost, armdoc.StateFailed, notRecorded)
 	fake.mu.Lock()
 	c := fake.clusters[csID]
@@ -400,7 +386,7 @@ func TestUnconfirmedUpgradeSentAgainWhileItRunsIsAConflict(t *testing.T) {
 		t.Fatalf("the same PATCH while the upgrade runs: %d %s (Azure-AsyncOperation %q), want 409 naming properties.version.id and no operation",
 			r.code, r.body, r.header.Get("Azure-AsyncOperation"))
 	}
-	rd, _ = e.resource(path)
+	rd, _ := e.resource(path)
 	if rd.ProvisioningState != armdoc.StateFailed || rd.ActiveOperationID != "" {
 		t.Fatalf("resource after the 409: %s (active %q), want Failed as it was", rd.ProvisioningState, rd.ActiveOperationID)
 	}
@@ -415,12 +401,7 @@ func TestRetryOfAnEmptyUpdateWaitsForTheRollout(t *testing.T) {
 	e, fake, _ := clusterRetryEnv(t)
 	path := clusterPath("rg", "c1")
 	put := mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 60))
-	fake.loseAnswers.Store(1)
-	if r := e.do("PUT", path, put, nil); r.code != 503 {
-		t.Fatalf("PUT whose answer is lost: %d %s, want 503", r.code, r.body)
-	}
-	rd, _ := e.resource(path)
-	e.finish(rd.ActiveOperationID, armdoc.StateFailed, notRecorded)
+	e.finish(fake.lostWrite(t, e, "PUT", path, put, true), armdoc.StateFailed, notRecorded)
 	r := e.do("PUT", path, put, nil)
 	if r.code != 200 {
 		t.Fatalf("the same PUT after UpdateNotRecorded: %d %s, want 200", r.code, r.body)
@@ -435,6 +416,7 @@ func TestRetryOfAnEmptyUpdateWaitsForTheRollout(t *testing.T) {
 		t.Fatalf("retry: %d %s, want 200 pointing at %s", r.code, r.body, b)
 	}
 	op, _ = e.operation(b)
+	rd, _ := e.resource(path)
 	fake.mu.Lock()
 	st, rev := fake.clusters[rd.InternalID].Status.State, fake.clusters[rd.InternalID].GetSpecRevision()
 	fake.mu.Unlock()

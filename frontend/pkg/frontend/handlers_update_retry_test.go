@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -340,12 +341,7 @@ func TestClusterRetryDoesNotReviveAnUpdateThatEndedMeanwhile(t *testing.T) {
 	e, fake, _ := clusterRetryEnv(t)
 	path := clusterPath("rg", "c1")
 	body := mustJSON(set(minimalBody(), "properties.nodeDrainTimeoutMinutes", 60))
-	fake.failUpdates.Store(1)
-	if first := e.do("PUT", path, body, nil); first.code != 503 {
-		t.Fatalf("PUT while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
-	}
-	rd, _ := e.resource(path)
-	pending := rd.ActiveOperationID
+	pending := fake.lostWrite(t, e, "PUT", path, body, false)
 
 	var hookErr error
 	fake.mu.Lock()
@@ -378,12 +374,7 @@ func TestClusterRetryOfAChangeThatEndsAtOnceEndsItsOperation(t *testing.T) {
 	e, fake, _ := clusterRetryEnv(t)
 	path := withVersion(clusterPath("rg", "c1"), "2026-06-30-preview")
 	body := []byte(`{"properties":{"version":{"channelGroup":"candidate"}}}`)
-	fake.failUpdates.Store(1)
-	if first := e.do("PATCH", path, body, nil); first.code != 503 {
-		t.Fatalf("PATCH while Cluster Service is unreachable: %d %s, want 503", first.code, first.body)
-	}
-	rd, _ := e.resource(clusterPath("rg", "c1"))
-	pending := rd.ActiveOperationID
+	pending := fake.lostWrite(t, e, "PATCH", path, body, false)
 	retry := e.do("PATCH", path, body, nil)
 	if retry.code != 202 || opIDFrom(t, retry.header.Get("Azure-AsyncOperation")) != pending {
 		t.Fatalf("retry of the same PATCH: %d %s, want 202 pointing at %s", retry.code, retry.body, pending)
@@ -392,7 +383,7 @@ func TestClusterRetryOfAChangeThatEndsAtOnceEndsItsOperation(t *testing.T) {
 		t.Fatalf("UpdateCluster calls %v; want the channel group sent again for operation %s", calls, pending)
 	}
 	op, _ := e.operation(pending)
-	rd, _ = e.resource(clusterPath("rg", "c1"))
+	rd, _ := e.resource(clusterPath("rg", "c1"))
 	if op.Status != armdoc.StateSucceeded || rd.ProvisioningState != armdoc.StateSucceeded || rd.ActiveOperationID != "" {
 		t.Fatalf("after the retry: operation %s, resource %s (active %q); want both Succeeded", op.Status, rd.ProvisioningState, rd.ActiveOperationID)
 	}
@@ -448,4 +439,23 @@ func TestUpdateThatEndsAtOnceOutlastsTheBackendsWrite(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lostWrite sends method body to path (a cluster's, an api-version query allowed) while
+// Cluster Service's answer is lost: the UpdateCluster call fails without reaching it (reached
+// false) or is applied and its answer lost (reached true). It requires the 503 such a write is
+// answered with, and returns the operation the resource was left with.
+func (f *unavailableClusterUpdates) lostWrite(t *testing.T, e *env, method, path string, body []byte, reached bool) string {
+	t.Helper()
+	if reached {
+		f.loseAnswers.Store(1)
+	} else {
+		f.failUpdates.Store(1)
+	}
+	if r := e.do(method, path, body, nil); r.code != 503 {
+		t.Fatalf("%s whose Cluster Service answer is lost: %d %s, want 503", method, r.code, r.body)
+	}
+	resource, _, _ := strings.Cut(path, "?")
+	rd, _ := e.resource(resource)
+	return rd.ActiveOperationID
 }
