@@ -548,7 +548,7 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 		return updateStarted{revision: revision}, err
 	}
 	return s.startUpdate(w, r, k.kind(), id, &nrd, doc, patch, sent, call, func(etag string) error {
-		*k.meta(next).ProvisioningState = armdoc.StateUpdating
+		*k.meta(next).ProvisioningState = nrd.ProvisioningState // as written: Updating, or Succeeded if it ended at once
 		return k.respond(w, r, http.StatusOK, next, etag)
 	})
 }

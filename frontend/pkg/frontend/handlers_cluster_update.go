@@ -333,10 +333,11 @@ func (s *Server) recordUpdateRevision(r *http.Request, opDoc *docstore.Document,
 // recordUpdateRevision does: the change was accepted, and answering the caller 409 for the
 // backend's own write would leave the operation to fail UpdateNotRecorded. An operation that
 // ended meanwhile (a DELETE canceled it, the backend failed it), or a resource that no longer
-// names it as its operation, is left as it is: errOperationEnded.
-func (s *Server) finishUpdateNow(r *http.Request, written []*docstore.Document, rd armdoc.ResourceDocument, op *armdoc.OperationDocument) (string, error) {
+// names it as its operation, is left as it is: errOperationEnded. On success *ended is the
+// resource as written, for the answer to show it Succeeded.
+func (s *Server) finishUpdateNow(r *http.Request, written []*docstore.Document, ended *armdoc.ResourceDocument, op *armdoc.OperationDocument) (string, error) {
 	ctx := r.Context()
-	resDoc, opDoc := written[0], written[1]
+	resDoc, opDoc, rd := written[0], written[1], *ended
 	for attempt := 0; ; attempt++ {
 		now := time.Now().UTC()
 		rd.ProvisioningState, rd.ActiveOperationID = armdoc.StateSucceeded, ""
@@ -354,6 +355,7 @@ func (s *Server) finishUpdateNow(r *http.Request, written []*docstore.Document, 
 			{Kind: docstore.TxReplace, Doc: opd, IfMatch: opDoc.ETag},
 		})
 		if err == nil {
+			*ended = rd
 			return out[0].ETag, nil
 		}
 		if !errors.Is(err, docstore.ErrPreconditionFailed) || attempt == 4 {

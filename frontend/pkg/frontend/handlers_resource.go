@@ -540,7 +540,7 @@ func (s *Server) joinUpdate(w http.ResponseWriter, r *http.Request, id *arm.Reso
 		case started.revision > 0:
 			err = s.recordUpdateRevision(r, opDoc, op, started.revision)
 		case started.done:
-			etag, err = s.finishUpdateNow(r, []*docstore.Document{doc, opDoc}, *rd, op)
+			etag, err = s.finishUpdateNow(r, []*docstore.Document{doc, opDoc}, rd, op)
 		default:
 			// Followed by its ID (an upgrade): nothing to record, but an op the backend ended
 			// meanwhile is not pointed at as if it ran.
@@ -714,7 +714,7 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 		}
 	case started.done:
 		// An operation that ended meanwhile (a DELETE canceled it) is left as it is.
-		done, err := s.finishUpdateNow(r, written, *nrd, op)
+		done, err := s.finishUpdateNow(r, written, nrd, op)
 		switch {
 		case err == nil:
 			etag = done

@@ -459,3 +459,43 @@ func (f *unavailableClusterUpdates) lostWrite(t *testing.T, e *env, method, path
 	rd, _ := e.resource(resource)
 	return rd.ActiveOperationID
 }
+
+// TestPutThatEndsAtOnceAnswersSucceeded: a PUT whose change Cluster Service has nothing to roll
+// out for (a channel group) ends its operation at once, so its 200 shows the cluster as a GET
+// right after does: Succeeded, not Updating. The first request and the retry after a 503 that
+// joins the operation both answer so. Before, the answer was rendered from the resource as
+// written before the update ended, marked Updating.
+func TestPutThatEndsAtOnceAnswersSucceeded(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		retry bool
+	}{
+		{"first_request", false},
+		{"retry_after_a_503", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, fake, _ := clusterRetryEnv(t)
+			path := withVersion(clusterPath("rg", "c1"), "2026-06-30-preview")
+			body := mustJSON(set(minimalBody(), "properties.version.channelGroup", "candidate"))
+			if tc.retry {
+				fake.lostWrite(t, e, "PUT", path, body, false)
+			}
+			resp := e.do("PUT", path, body, nil)
+			if resp.code != 200 {
+				t.Fatalf("PUT of a channel group: %d %s, want 200", resp.code, resp.body)
+			}
+			got, _ := resp.json(t)["properties"].(map[string]any)
+			if state := got["provisioningState"]; state != "Succeeded" {
+				t.Errorf("PUT answered provisioningState %v, want Succeeded (its operation ended at once)", state)
+			}
+			rd, _ := e.resource(clusterPath("rg", "c1"))
+			if rd.ProvisioningState != armdoc.StateSucceeded {
+				t.Errorf("stored resource %s, want Succeeded", rd.ProvisioningState)
+			}
+			get := e.do("GET", path, nil, nil)
+			if state := get.json(t)["properties"].(map[string]any)["provisioningState"]; state != "Succeeded" {
+				t.Errorf("GET after the PUT shows provisioningState %v, want Succeeded", state)
+			}
+		})
+	}
+}
