@@ -257,7 +257,7 @@ func TestPutClusterBadInputNever5xx(t *testing.T) {
 		target string
 	}{
 		{"unknown_field_names_it", clusterPath("rg", "c"), mustJSON(set(minimalBody(), "properties.network.foo", 1)), nil, 400, "InvalidRequestContent", "properties.network.foo"},
-		{"several_problems", clusterPath("rg", "c"), mustJSON(set(set(minimalBody(), "properties.api.visibility", "Hidden"), "properties.network.hostPrefix", 99)), nil, 400, "MultipleErrorsOccurred", ""},
+		{"several_problems", clusterPath("rg", "c"), mustJSON(set(set(minimalBody(), "properties.api.visibility", "Hidden"), "properties.network.podCidr", "10.128.0.0/33")), nil, 400, "MultipleErrorsOccurred", ""},
 		{"wrong_type", clusterPath("rg", "c"), mustJSON(set(minimalBody(), "tags", []int{1})), nil, 400, "InvalidRequestContent", "tags"},
 		{"not_json", clusterPath("rg", "c"), []byte("{"), nil, 400, "InvalidRequestContent", ""},
 		{"empty_body", clusterPath("rg", "c"), []byte{}, nil, 400, "InvalidRequestContent", ""},
