@@ -6,6 +6,7 @@ package frontend
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/model"
@@ -151,4 +153,90 @@ func TestClusterNetworkRulesAgree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestClusterChannelGroupFromClusterService: a cluster created through ARM without a channel
+// group (or a network) gets Cluster Service's defaults, decided there alone, and the 201, the
+// stored document and every GET show what Cluster Service holds.
+func TestClusterChannelGroupFromClusterService(t *testing.T) {
+	e := newCSEnv(t, realClusters(true))
+	body := set(minimalBody(), "properties.version.id", "4.19.17")
+	resp := e.put(clusterPath("rg", "c1"), body)
+	if resp.code != 201 {
+		t.Fatalf("PUT = %d %s", resp.code, resp.body)
+	}
+	rd, _ := e.resource(clusterPath("rg", "c1"))
+	held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := held.GetSpec()
+	if hs.GetChannelGroup() == "" || hs.GetNetwork().GetPodCidr() == "" {
+		t.Fatalf("Cluster Service holds no defaults: %v", hs)
+	}
+	shows := func(what string, props map[string]any) {
+		t.Helper()
+		ver, _ := props["version"].(map[string]any)
+		netw, _ := props["network"].(map[string]any)
+		if ver["channelGroup"] != hs.GetChannelGroup() || netw["podCidr"] != hs.GetNetwork().GetPodCidr() ||
+			netw["hostPrefix"] != float64(hs.GetNetwork().GetHostPrefix()) {
+			t.Fatalf("%s shows version %v, network %v; Cluster Service holds %v", what, ver, netw, hs)
+		}
+	}
+	shows("the 201", resp.json(t)["properties"].(map[string]any))
+	var stored map[string]any
+	if err := json.Unmarshal(rd.Properties, &stored); err != nil {
+		t.Fatal(err)
+	}
+	shows("the stored document", stored["properties"].(map[string]any))
+	for _, v := range []string{testVersion, "2025-12-23-preview", "2026-06-30-preview"} {
+		got := e.do("GET", withVersion(clusterPath("rg", "c1"), v), nil, nil)
+		if got.code != 200 {
+			t.Fatalf("GET through %s = %d %s", v, got.code, got.body)
+		}
+		shows("GET through "+v, got.json(t)["properties"].(map[string]any))
+	}
+}
+
+// TestDefaultedFieldsAreClusterServices: the fields the frontend fills from Cluster Service's
+// spec (clusterDefaulted, nodePoolDefaulted) are exactly those its model defaults, read off
+// model.DefaultCluster and model.DefaultNodePool applied to an empty spec.
+func TestDefaultedFieldsAreClusterServices(t *testing.T) {
+	cluster := &csv1.ClusterSpec{Azure: &csv1.AzureSpec{}}
+	model.DefaultCluster(cluster)
+	owner := &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "stable", Azure: &csv1.AzureSpec{SubnetId: "subnet"}}
+	pool := model.DefaultNodePool(&csv1.NodePoolSpec{}, model.Cluster{Spec: owner}, nil)
+	for _, c := range []struct {
+		name      string
+		defaulted proto.Message
+		listed    []string
+	}{{"cluster", cluster, clusterDefaulted}, {"node pool", pool, nodePoolDefaulted}} {
+		var set []string
+		setPaths(c.defaulted.ProtoReflect(), "", &set)
+		want := slices.Clone(c.listed)
+		sort.Strings(set)
+		sort.Strings(want)
+		if !slices.Equal(set, want) {
+			t.Errorf("Cluster Service's model defaults the %s fields %v; the frontend lists %v", c.name, set, want)
+		}
+		// Every listed field is filled from a defaulted spec into an empty one.
+		empty := c.defaulted.ProtoReflect().New()
+		fillDefaulted(empty, c.defaulted.ProtoReflect(), c.listed)
+		if !proto.Equal(empty.Interface(), c.defaulted) {
+			t.Errorf("filled %s spec %v, want %v", c.name, empty.Interface(), c.defaulted)
+		}
+	}
+}
+
+// setPaths appends the dotted paths of m's set scalar fields.
+func setPaths(m protoreflect.Message, prefix string, out *[]string) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := prefix + string(fd.Name())
+		if fd.Message() != nil && !fd.IsList() && !fd.IsMap() {
+			setPaths(v.Message(), p+".", out)
+		} else {
+			*out = append(*out, p)
+		}
+		return true
+	})
 }

@@ -67,7 +67,8 @@ func TestPutCluster(t *testing.T) {
 		}
 		creates, _, mds := e.cs.snapshot()
 		last := creates[len(creates)-1].Cluster
-		if last.Id != rd.InternalID || last.ArmResourceId != path || last.Spec.Network.HostPrefix != 23 ||
+		// The frontend sends what the caller gave: Cluster Service applies the defaults.
+		if last.Id != rd.InternalID || last.ArmResourceId != path || last.Spec.GetNetwork().GetHostPrefix() != 0 || last.Spec.GetChannelGroup() != "" ||
 			last.Spec.Azure.SubnetId == "" || last.Spec.Azure.TenantId != "72f988bf-0000-0000-0000-000000000000" ||
 			!strings.HasPrefix(last.Spec.Azure.ManagedResourceGroup, "aro-hcp-dev-1-") || last.Spec.VersionId != "4.19.7" {
 			t.Fatalf("CreateCluster got %v", last)

@@ -42,17 +42,19 @@ func decode(t *testing.T, body string) (*api.Cluster, *arm.CloudError) {
 	return nil, ce
 }
 
-func TestDecodeClusterAppliesSpecDefaults(t *testing.T) {
+// TestDecodeClusterLeavesDefaultsToClusterService: what Cluster Service's spec holds stays
+// empty when the body leaves it out (Cluster Service defaults it, model.DefaultCluster); only
+// what the frontend's model alone holds (the key management mode) is defaulted here.
+func TestDecodeClusterLeavesDefaultsToClusterService(t *testing.T) {
 	c, ce := decode(t, minimalBody)
 	if ce != nil {
 		t.Fatalf("minimal body rejected: %v", ce)
 	}
 	p := c.Properties
-	want := api.NetworkProfile{NetworkType: "OVNKubernetes", PodCIDR: "10.128.0.0/14", ServiceCIDR: "172.30.0.0/16", MachineCIDR: "10.0.0.0/16", HostPrefix: 23}
-	if p.Network != want || p.API.Visibility != "Public" || p.Platform.OutboundType != "LoadBalancer" ||
-		p.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" || p.ClusterImageRegistry.State != "Enabled" ||
-		p.Version.ChannelGroup != "stable" || c.Location != "eastus" {
-		t.Fatalf("defaults not applied: %+v", p)
+	if p.Network != (api.NetworkProfile{}) || p.API.Visibility != "" || p.Platform.OutboundType != "" ||
+		p.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" || p.ClusterImageRegistry.State != "" ||
+		p.Version.ChannelGroup != "" || p.Ingress.Type != "" || p.CryptoRestrictions != "" || c.Location != "eastus" {
+		t.Fatalf("decoded: %+v", p)
 	}
 }
 
