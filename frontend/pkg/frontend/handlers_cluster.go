@@ -332,6 +332,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if c.Properties.Platform.ManagedResourceGroup == "" {
 		c.Properties.Platform.ManagedResourceGroup = stored.Properties.Platform.ManagedResourceGroup
 	}
+	s.fillLostDefaults(r, stored, rd)
 	info(r).version.Preserve(stored, c)
 	// A defaulted property left out keeps the stored value, as Cluster Service keeps it for an
 	// empty field (so leaving out network is not a change of an immutable field).
@@ -513,6 +514,33 @@ func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, rd *armdoc.Re
 		return
 	}
 	setClusterStatus(c, cl)
+}
+
+// fillLostDefaults fills what a stored cluster lacks of Cluster Service's defaults from the spec
+// Cluster Service holds, as a GET shows it: only a document whose create lost its write of
+// Cluster Service's answer lacks them (documents of older frontends hold the defaults, or take
+// Cluster.Default's), and without this a PUT of what the GET showed would change the network.
+// Best effort like addClusterStatus: without Cluster Service the stored values are compared.
+func (s *Server) fillLostDefaults(r *http.Request, stored *api.Cluster, rd *armdoc.ResourceDocument) {
+	spec := stored.Properties.Spec().ProtoReflect()
+	complete := true
+	for _, p := range clusterDefaulted {
+		complete = complete && hasPath(spec, strings.Split(p, "."))
+	}
+	if complete || rd.InternalID == "" {
+		return
+	}
+	cl, ok := s.cachedStatus(rd)
+	if !ok {
+		ctx, cancel := s.csContext(r.Context(), info(r))
+		defer cancel()
+		var err error
+		if cl, err = s.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: rd.InternalID}); err != nil {
+			info(r).log.Warn("Cluster Service's defaults unavailable for a stored cluster that lacks them", "clusterID", rd.InternalID, "error", err)
+			return
+		}
+	}
+	withClusterDefaultsOf(stored, cl.GetSpec())
 }
 
 // setClusterStatus copies what Cluster Service chose (the DNS domain, the OIDC issuer, the

@@ -82,3 +82,34 @@ func TestClusterGetShowsDefaultsOfALostWrite(t *testing.T) {
 		t.Fatalf("GET shows network %v, version %v, api %v; Cluster Service holds %v", netw, ver, apiP, held)
 	}
 }
+
+// TestClusterReplaceAfterALostWrite: after a create whose write of Cluster Service's answer was
+// lost, a PUT of what the GET showed (the defaults included) is not a change of the network.
+func TestClusterReplaceAfterALostWrite(t *testing.T) {
+	e := newEnv(t)
+	path := clusterPath("rg", "c1")
+	resp := e.put(path, minimalBody())
+	if resp.code != 201 {
+		t.Fatalf("PUT = %d %s", resp.code, resp.body)
+	}
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	rd, doc := e.resource(path)
+	var p map[string]any
+	if err := json.Unmarshal(rd.Properties, &p); err != nil {
+		t.Fatal(err)
+	}
+	p["properties"].(map[string]any)["network"] = map[string]any{}
+	rd.Properties = mustJSON(p)
+	if _, err := e.store.Replace(context.Background(), mustWithBody(doc, rd), doc.ETag); err != nil {
+		t.Fatal(err)
+	}
+	got := e.do("GET", path, nil, nil)
+	if got.code != 200 {
+		t.Fatalf("GET = %d %s", got.code, got.body)
+	}
+	body := minimalBody()
+	set(body, "properties.network", got.json(t)["properties"].(map[string]any)["network"])
+	if resp := e.put(path, body); resp.code != 200 {
+		t.Fatalf("PUT of the network the GET showed = %d %s, want 200", resp.code, resp.body)
+	}
+}
