@@ -113,3 +113,31 @@ func TestClusterReplaceAfterALostWrite(t *testing.T) {
 		t.Fatalf("PUT of the network the GET showed = %d %s, want 200", resp.code, resp.body)
 	}
 }
+
+// TestClusterPatchNullKeepsStoredDefault: a merge-patch null on a property Cluster Service
+// defaults (the channel group, the one a PATCH may hold) leaves it empty, which keeps the
+// stored value as a replace does, and as Cluster Service does with an empty channel group.
+func TestClusterPatchNullKeepsStoredDefault(t *testing.T) {
+	e := newEnv(t)
+	path := clusterPath("rg", "c1")
+	resp := e.put(path, set(minimalBody(), "properties.version.channelGroup", "candidate"))
+	if resp.code != 201 {
+		t.Fatalf("PUT = %d %s", resp.code, resp.body)
+	}
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	if resp := e.do("PATCH", path, []byte(`{"properties":{"version":{"channelGroup":null}}}`), nil); resp.code != 202 {
+		t.Fatalf("PATCH channelGroup null = %d %s, want 202", resp.code, resp.body)
+	}
+	got := e.do("GET", path, nil, nil)
+	if g := got.json(t)["properties"].(map[string]any)["version"].(map[string]any)["channelGroup"]; g != "candidate" {
+		t.Fatalf("GET shows channelGroup %v after the PATCH, want the stored candidate", g)
+	}
+	rd, _ := e.resource(path)
+	var stored map[string]any
+	if err := json.Unmarshal(rd.Properties, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if g := stored["properties"].(map[string]any)["version"].(map[string]any)["channelGroup"]; g != "candidate" {
+		t.Fatalf("the document holds channelGroup %v after the PATCH, want candidate", g)
+	}
+}
