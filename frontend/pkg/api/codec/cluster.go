@@ -53,7 +53,8 @@ func (cv Cluster[T]) DecodeCluster(body []byte) (*api.Cluster, error) {
 }
 
 // DecodeClusterUpdate implements api.Version: the generated checks, then fieldcheck.Cluster
-// with the version's rules, then the body filled into the model, defaults applied.
+// with the version's rules, then the body filled into the model (toInternal: Cluster
+// Service's defaults are not applied here).
 func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api.Cluster, error) {
 	var ext T
 	if err := api.DecodeStrict(body, &ext); err != nil {
