@@ -43,7 +43,8 @@ type Condition struct {
 	LastTransitionTime time.Time
 }
 
-// ClusterProperties are the customer's settings with defaults applied.
+// ClusterProperties are the customer's settings; once Cluster Service has created the cluster,
+// with its defaults for what the customer left out.
 type ClusterProperties struct {
 	Version                 VersionProfile              `json:"version"`
 	DNS                     DNSProfile                  `json:"dns"`
@@ -216,7 +217,7 @@ type UserAssignedIdentity struct {
 	ClientID    string `json:"clientId,omitempty"`
 }
 
-// Enumerations and defaults shared by the api-versions.
+// Enumerations shared by the api-versions, and the values the frontend's own rules name.
 const (
 	NetworkTypeOVNKubernetes = "OVNKubernetes"
 	NetworkTypeOther         = "Other"
@@ -236,9 +237,15 @@ const (
 	CryptoFIPS               = "FIPS"
 )
 
-// Default fills what a cluster has even when no api-version of the request knew the field:
-// documents stored before a field existed, or written through an older api-version, describe a
-// cluster with the spec's defaults.
+// Default is the frontend's upgrade rule for stored documents, applied when one is read
+// (clusterFromDoc); it is not a default of new bodies, which take Cluster Service's
+// (model.DefaultCluster) and store its answer. What stays here, and why:
+//   - ingress.type and cryptoRestrictions: documents stored before the fields existed hold no
+//     value. Cluster Service's answer cannot stand in for them: a GET answers from the store
+//     when Cluster Service is not reachable (addClusterStatus is best effort), a replace through
+//     an older api-version keeps the stored value (Version.Preserve) and compares with it, and
+//     Cluster Service itself defaults a spec only when it is created or updated.
+//   - the key vault's visibility (DefaultKMSVisibility), which Cluster Service does not default.
 func (c *Cluster) Default() {
 	if c.Properties.Ingress.Type == "" {
 		c.Properties.Ingress.Type = IngressPublic
@@ -246,8 +253,13 @@ func (c *Cluster) Default() {
 	if c.Properties.CryptoRestrictions == "" {
 		c.Properties.CryptoRestrictions = CryptoNone
 	}
-	// 2024-06-10-preview has no key vault visibility: its customer-managed keys live in key
-	// vaults reached over their public endpoint.
+	c.DefaultKMSVisibility()
+}
+
+// DefaultKMSVisibility: 2024-06-10-preview has no key vault visibility; its customer-managed
+// keys live in key vaults reached over their public endpoint. It is the frontend's, not a
+// Cluster Service default: it says what an api-version without the property means.
+func (c *Cluster) DefaultKMSVisibility() {
 	if cm := c.Properties.Etcd.DataEncryption.CustomerManaged; cm != nil && cm.KMS != nil && cm.KMS.Visibility == "" {
 		cm.KMS.Visibility = VisibilityPublic
 	}

@@ -41,11 +41,12 @@ func EtcdKeyID(k *KMSKey) string {
 
 // SpecPropertiesFromARM fills the properties that Cluster Service's spec holds (every field
 // of csv1.ClusterSpec with an arm_path) from a body decoded into its api-version's type, through
-// those arm_path options, and applies the specification's defaults to what the body leaves out.
-// A property an api-version does not have is absent from its body and takes its default here.
-// What the spec does not hold (the key management mode, the customer-managed key's fields as
-// the model keeps them, the operators' identities) and the read-only properties are the
-// version's to convert.
+// those arm_path options. It applies no defaults: what the body leaves out stays empty, and
+// Cluster Service, the one owner of a cluster's defaults (model.DefaultCluster), fills it on
+// create; the frontend then shows what Cluster Service answered (the handlers'
+// withClusterDefaultsOf). What the spec does not hold (the key management mode, the
+// customer-managed key's fields as the model keeps them, the operators' identities) and the
+// read-only properties are the version's to convert.
 func SpecPropertiesFromARM(body any) ClusterProperties {
 	spec := &csv1.ClusterSpec{}
 	if err := armpath.Fill(spec.ProtoReflect(), body, ClusterShapes); err != nil {
@@ -53,56 +54,41 @@ func SpecPropertiesFromARM(body any) ClusterProperties {
 		// is a wrong arm_path, caught by the cluster document tests.
 		panic(fmt.Sprintf("cluster body %T: %v", body, err))
 	}
-	def := func(s, d string) string {
-		if s == "" {
-			return d
-		}
-		return s
-	}
 	var out ClusterProperties
-	out.Version = VersionProfile{ID: spec.GetVersionId(), ChannelGroup: def(spec.GetChannelGroup(), ChannelGroupStable)}
-	out.DNS.BaseDomainPrefix = spec.GetDnsBaseDomainPrefix()
-	n := spec.GetNetwork()
-	out.Network = NetworkProfile{
-		NetworkType: def(n.GetNetworkType(), NetworkTypeOVNKubernetes),
-		PodCIDR:     def(n.GetPodCidr(), DefaultPodCIDR),
-		ServiceCIDR: def(n.GetServiceCidr(), DefaultServiceCIDR),
-		MachineCIDR: def(n.GetMachineCidr(), DefaultMachineCIDR),
-		HostPrefix:  n.GetHostPrefix(),
-	}
-	if out.Network.HostPrefix == 0 {
-		out.Network.HostPrefix = DefaultHostPrefix
-	}
-	out.API = APIProfile{Visibility: def(spec.GetApiVisibility(), VisibilityPublic), AuthorizedCIDRs: append([]string(nil), spec.GetApiAuthorizedCidrs()...)}
-	az := spec.GetAzure()
-	out.Platform = PlatformProfile{
-		ManagedResourceGroup:    az.GetManagedResourceGroup(),
-		SubnetID:                az.GetSubnetId(),
-		OutboundType:            def(az.GetOutboundType(), OutboundTypeLoadBalancer),
-		NetworkSecurityGroupID:  az.GetNetworkSecurityGroupId(),
-		VnetIntegrationSubnetID: az.GetVnetIntegrationSubnetId(),
-	}
-	if a := spec.GetAutoscaling(); a != nil {
-		out.Autoscaling = ClusterAutoscalingProfile{MaxNodesTotal: a.MaxNodesTotal, MaxPodGracePeriodSeconds: a.MaxPodGracePeriodSeconds,
-			MaxNodeProvisionTimeSeconds: a.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: a.PodPriorityThreshold}
-	}
-	out.NodeDrainTimeoutMinutes = spec.GetNodeDrainTimeoutMinutes()
-	out.ClusterImageRegistry.State = def(spec.GetImageRegistryState(), RegistryEnabled)
-	for _, m := range spec.GetImageDigestMirrors() {
-		out.ImageDigestMirrors = append(out.ImageDigestMirrors, ImageDigestMirror{Source: m.GetSource(), Mirrors: append([]string(nil), m.GetMirrors()...)})
-	}
-	out.Ingress.Type = def(spec.GetIngressVisibility(), IngressPublic)
-	out.CryptoRestrictions = def(spec.GetCryptoRestrictions(), CryptoNone)
+	out.SetSpec(spec)
 	return out
 }
 
-// Network defaults of the specification, the same in every api-version.
-const (
-	DefaultPodCIDR     = "10.128.0.0/14"
-	DefaultServiceCIDR = "172.30.0.0/16"
-	DefaultMachineCIDR = "10.0.0.0/16"
-	DefaultHostPrefix  = 23
-)
+// SetSpec sets the properties that Cluster Service's spec holds from spec, as given: the inverse
+// of Spec. What Spec leaves out (the etcd block, the operators' identities, the read-only
+// properties) is left as it is.
+func (p *ClusterProperties) SetSpec(spec *csv1.ClusterSpec) {
+	p.Version = VersionProfile{ID: spec.GetVersionId(), ChannelGroup: spec.GetChannelGroup()}
+	p.DNS.BaseDomainPrefix = spec.GetDnsBaseDomainPrefix()
+	n := spec.GetNetwork()
+	p.Network = NetworkProfile{NetworkType: n.GetNetworkType(), PodCIDR: n.GetPodCidr(), ServiceCIDR: n.GetServiceCidr(),
+		MachineCIDR: n.GetMachineCidr(), HostPrefix: n.GetHostPrefix()}
+	p.API.Visibility, p.API.AuthorizedCIDRs = spec.GetApiVisibility(), append([]string(nil), spec.GetApiAuthorizedCidrs()...)
+	az := spec.GetAzure()
+	p.Platform.ManagedResourceGroup = az.GetManagedResourceGroup()
+	p.Platform.SubnetID = az.GetSubnetId()
+	p.Platform.OutboundType = az.GetOutboundType()
+	p.Platform.NetworkSecurityGroupID = az.GetNetworkSecurityGroupId()
+	p.Platform.VnetIntegrationSubnetID = az.GetVnetIntegrationSubnetId()
+	p.Autoscaling = ClusterAutoscalingProfile{}
+	if a := spec.GetAutoscaling(); a != nil {
+		p.Autoscaling = ClusterAutoscalingProfile{MaxNodesTotal: a.MaxNodesTotal, MaxPodGracePeriodSeconds: a.MaxPodGracePeriodSeconds,
+			MaxNodeProvisionTimeSeconds: a.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: a.PodPriorityThreshold}
+	}
+	p.NodeDrainTimeoutMinutes = spec.GetNodeDrainTimeoutMinutes()
+	p.ClusterImageRegistry.State = spec.GetImageRegistryState()
+	p.ImageDigestMirrors = nil
+	for _, m := range spec.GetImageDigestMirrors() {
+		p.ImageDigestMirrors = append(p.ImageDigestMirrors, ImageDigestMirror{Source: m.GetSource(), Mirrors: append([]string(nil), m.GetMirrors()...)})
+	}
+	p.Ingress.Type = spec.GetIngressVisibility()
+	p.CryptoRestrictions = spec.GetCryptoRestrictions()
+}
 
 // Spec is the model's properties that Cluster Service's spec holds, with their ARM values
 // (authorized CIDRs as given): what RenderedProperties renders, and what the frontend sends

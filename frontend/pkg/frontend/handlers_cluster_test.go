@@ -67,7 +67,8 @@ func TestPutCluster(t *testing.T) {
 		}
 		creates, _, mds := e.cs.snapshot()
 		last := creates[len(creates)-1].Cluster
-		if last.Id != rd.InternalID || last.ArmResourceId != path || last.Spec.Network.HostPrefix != 23 ||
+		// The frontend sends what the caller gave: Cluster Service applies the defaults.
+		if last.Id != rd.InternalID || last.ArmResourceId != path || last.Spec.GetNetwork().GetHostPrefix() != 0 || last.Spec.GetChannelGroup() != "" ||
 			last.Spec.Azure.SubnetId == "" || last.Spec.Azure.TenantId != "72f988bf-0000-0000-0000-000000000000" ||
 			!strings.HasPrefix(last.Spec.Azure.ManagedResourceGroup, "aro-hcp-dev-1-") || last.Spec.VersionId != "4.19.7" {
 			t.Fatalf("CreateCluster got %v", last)
@@ -257,7 +258,7 @@ func TestPutClusterBadInputNever5xx(t *testing.T) {
 		target string
 	}{
 		{"unknown_field_names_it", clusterPath("rg", "c"), mustJSON(set(minimalBody(), "properties.network.foo", 1)), nil, 400, "InvalidRequestContent", "properties.network.foo"},
-		{"several_problems", clusterPath("rg", "c"), mustJSON(set(set(minimalBody(), "properties.api.visibility", "Hidden"), "properties.network.hostPrefix", 99)), nil, 400, "MultipleErrorsOccurred", ""},
+		{"several_problems", clusterPath("rg", "c"), mustJSON(set(set(minimalBody(), "properties.api.visibility", "Hidden"), "properties.network.podCidr", "10.128.0.0/33")), nil, 400, "MultipleErrorsOccurred", ""},
 		{"wrong_type", clusterPath("rg", "c"), mustJSON(set(minimalBody(), "tags", []int{1})), nil, 400, "InvalidRequestContent", "tags"},
 		{"not_json", clusterPath("rg", "c"), []byte("{"), nil, 400, "InvalidRequestContent", ""},
 		{"empty_body", clusterPath("rg", "c"), []byte{}, nil, 400, "InvalidRequestContent", ""},

@@ -32,8 +32,8 @@ func TestPreflight(t *testing.T) {
 		{"other_types_are_not_checked", mustJSON(map[string]any{"resources": []any{
 			map[string]any{"type": "Microsoft.Network/virtualNetworks", "name": "vnet", "apiVersion": "2023-01-01", "properties": map[string]any{"x": 1}}}}), "Succeeded", "", "", ""},
 		{"invalid_field_fails_naming_it_and_the_resource", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
-			set(b, "properties.network.hostPrefix", 99)
-		})}}), "Failed", "InvalidRequestContent", "properties.network.hostPrefix", "Resource 'c1'"},
+			set(b, "properties.network.podCidr", "10.128.0.0/33")
+		})}}), "Failed", "InvalidRequestContent", "properties.network.podCidr", "Resource 'c1'"},
 		{"unknown_api_version_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["apiVersion"] = "2019-01-01" })}}),
 			"Failed", "InvalidApiVersionParameter", "resources[0].apiVersion", "2019-01-01"},
 		{"wrong_location_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["location"] = "westeurope" })}}),

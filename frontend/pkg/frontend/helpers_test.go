@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
@@ -128,6 +129,8 @@ func (f *fakeClusterService) CreateCluster(ctx context.Context, req *csv1.Create
 	if c.Spec == nil {
 		c.Spec = &csv1.ClusterSpec{}
 	}
+	// Like the real one, it holds the spec with its model's defaults applied.
+	model.DefaultCluster(c.Spec)
 	c.Spec.DnsBaseDomain = "ocm-dev-" + c.Id + ".hypershift.local"
 	c.Spec.IssuerUrl = "https://oidc.hypershift.local/" + c.Id
 	f.clusters[c.Id] = c

@@ -30,14 +30,18 @@ import (
 
 // csEnv is a frontend whose node pools go to a real Cluster Service server (its own database,
 // in-process on loopback); clusters still go to the fake, and each cluster the frontend creates
-// is created in Cluster Service too (csCluster), with the spec the frontend sent.
+// is created in Cluster Service too (csCluster), with the spec the frontend sent. With
+// realClusters, the frontend's clusters go to the real server too (csCluster is then not used).
 type csEnv struct {
 	*env
 	clusters csv1.ClustersClient
 	pools    csv1.NodePoolsClient
 }
 
-func newCSEnv(t *testing.T) *csEnv {
+// realClusters points the frontend's cluster calls at csEnv's real Cluster Service.
+type realClusters bool
+
+func newCSEnv(t *testing.T, clustersToo ...realClusters) *csEnv {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -48,9 +52,14 @@ func newCSEnv(t *testing.T) *csEnv {
 	t.Cleanup(st.Close)
 	srv := csserver.New(st, csserver.Config{Log: log})
 	conn := serveFake(t, func(gs *grpc.Server) { srv.Register(gs) })
-	e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
+	e := newEnv(t, func(c *Config) {
+		c.NodePools = csv1.NewNodePoolsClient(conn)
+		if len(clustersToo) > 0 && bool(clustersToo[0]) {
+			c.Clusters = csv1.NewClustersClient(conn)
+		}
+	})
 	shards := csv1.NewProvisionShardsClient(conn)
-	if _, err := shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: "mc-1", MaxClusters: 100}}); err != nil {
+	if _, err := shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: "mc-1", MaxClusters: 1000}}); err != nil {
 		t.Fatal(err)
 	}
 	return &csEnv{env: e, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn)}

@@ -53,7 +53,8 @@ func (cv Cluster[T]) DecodeCluster(body []byte) (*api.Cluster, error) {
 }
 
 // DecodeClusterUpdate implements api.Version: the generated checks, then fieldcheck.Cluster
-// with the version's rules, then the body filled into the model, defaults applied.
+// with the version's rules, then the body filled into the model (toInternal: Cluster
+// Service's defaults are not applied here).
 func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api.Cluster, error) {
 	var ext T
 	if err := api.DecodeStrict(body, &ext); err != nil {
@@ -71,11 +72,14 @@ func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api
 	return cv.toInternal(&ext), nil
 }
 
-// toInternal converts a checked body doc, applying defaults. Read-only fields are dropped.
+// toInternal converts a checked body doc. Read-only fields are dropped. What Cluster Service's
+// spec holds keeps what the body left out empty, for Cluster Service to default; the defaults
+// here are of what only the frontend's model holds (the key management mode and type, the
+// key vault's visibility).
 func (cv Cluster[T]) toInternal(doc any) *api.Cluster {
 	c := &api.Cluster{Location: str(doc, "location"), Tags: tags(doc)}
-	// What Cluster Service's spec holds is filled through its arm_path options, defaults
-	// applied; the rest is the envelope, the identities and the etcd block.
+	// What Cluster Service's spec holds is filled through its arm_path options; the rest is
+	// the envelope, the identities and the etcd block.
 	c.Properties = api.SpecPropertiesFromARM(doc)
 	out := &c.Properties
 	if u := armpath.As[profiles.UserAssignedIdentitiesProfile](doc, fieldcheck.OperatorIdentitiesPath); u != nil {
@@ -97,7 +101,7 @@ func (cv Cluster[T]) toInternal(doc any) *api.Cluster {
 	if id := armpath.As[profiles.ManagedServiceIdentity](doc, "identity"); id != nil {
 		c.Identity = id.ToInternal()
 	}
-	c.Default()
+	c.DefaultKMSVisibility()
 	return c
 }
 

@@ -31,12 +31,6 @@ type ClusterRules struct {
 	ImageRegistryStates []string
 }
 
-// networkDefaults are the specification's, the same in every api-version (the hostPrefix
-// check needs the pod CIDR a body leaves out).
-var networkDefaults = profiles.NetworkDefaults{
-	PodCIDR: api.DefaultPodCIDR, ServiceCIDR: api.DefaultServiceCIDR, MachineCIDR: api.DefaultMachineCIDR, HostPrefix: api.DefaultHostPrefix,
-}
-
 // Cluster checks, after the generated checks, what the specification cannot say of a cluster
 // body doc (decoded into its api-version's type): resource ID types, CIDR blocks, identities,
 // fields required since a version, and cross-field rules. These are meaning, not shape.
@@ -65,7 +59,7 @@ func (v *Checker) clusterProperties(doc any, r ClusterRules) {
 		v.BaseDomainPrefix(strAt(doc, "properties.dns.baseDomainPrefix"))
 	}
 	if n := armpath.As[profiles.NetworkProfile](doc, "properties.network"); n != nil {
-		v.Network(n, networkDefaults)
+		v.Network(n)
 	}
 	if a := armpath.As[profiles.APIProfile](doc, "properties.api"); a != nil {
 		v.API(a)

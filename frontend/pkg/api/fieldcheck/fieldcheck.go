@@ -143,41 +143,19 @@ func (v *Checker) BaseDomainPrefix(p *string) {
 	}
 }
 
-// Network checks properties.network: its enum, CIDR blocks, host prefix against the pod CIDR,
-// and that the three ranges do not overlap.
-func (v *Checker) Network(n *profiles.NetworkProfile, d profiles.NetworkDefaults) {
+// Network checks the structure of properties.network: its enum and that each CIDR block is
+// one. CIDR syntax stays here because it is the property's type (a string that is not a CIDR
+// block is no more a pod network than a misspelt enum value is a network type), and every
+// api-version's specification describes it so. What the values mean together (a hostPrefix
+// within the pod network and the range OpenShift on Azure takes, three blocks that do not
+// overlap) is Cluster Service's rule, checked once there (model.ValidateClusterSpec) on the
+// spec it has defaulted; its refusal reaches the caller as a 400 naming the ARM field
+// (fieldViolations).
+func (v *Checker) Network(n *profiles.NetworkProfile) {
 	v.Enum(n.NetworkType, "properties.network.networkType", api.NetworkTypeOVNKubernetes, api.NetworkTypeOther)
-	nets := map[string]*net.IPNet{
-		"properties.network.podCidr":     v.CIDR(n.PodCIDR, "properties.network.podCidr"),
-		"properties.network.serviceCidr": v.CIDR(n.ServiceCIDR, "properties.network.serviceCidr"),
-		"properties.network.machineCidr": v.CIDR(n.MachineCIDR, "properties.network.machineCidr"),
-	}
-	v.RangeInt(n.HostPrefix, "properties.network.hostPrefix", 1, 32)
-	pod := nets["properties.network.podCidr"]
-	if pod == nil && n.PodCIDR == nil {
-		_, pod, _ = net.ParseCIDR(d.PodCIDR)
-	}
-	if pod != nil && n.HostPrefix != nil && *n.HostPrefix >= 1 && *n.HostPrefix <= 32 {
-		if ones, _ := pod.Mask.Size(); int(*n.HostPrefix) <= ones {
-			v.Add("properties.network.hostPrefix", "Invalid value '%d' for field 'properties.network.hostPrefix': must be longer than the pod CIDR's prefix /%d.", *n.HostPrefix, ones)
-		}
-	}
-	// The three ranges must not overlap (defaults fill the ones left out).
-	names := []string{"properties.network.podCidr", "properties.network.serviceCidr", "properties.network.machineCidr"}
-	defaults := []string{d.PodCIDR, d.ServiceCIDR, d.MachineCIDR}
-	for i := range names {
-		if nets[names[i]] == nil && [](*string){n.PodCIDR, n.ServiceCIDR, n.MachineCIDR}[i] == nil {
-			_, nets[names[i]], _ = net.ParseCIDR(defaults[i])
-		}
-	}
-	for i := 0; i < len(names); i++ {
-		for j := i + 1; j < len(names); j++ {
-			a, b := nets[names[i]], nets[names[j]]
-			if a != nil && b != nil && (a.Contains(b.IP) || b.Contains(a.IP)) {
-				v.Add(names[j], "The CIDR block '%s' of '%s' overlaps '%s' of '%s'.", b, names[j], a, names[i])
-			}
-		}
-	}
+	v.CIDR(n.PodCIDR, "properties.network.podCidr")
+	v.CIDR(n.ServiceCIDR, "properties.network.serviceCidr")
+	v.CIDR(n.MachineCIDR, "properties.network.machineCidr")
 }
 
 // API checks properties.api.

@@ -73,13 +73,6 @@ type ImageDigestMirror struct {
 	Mirrors []string `json:"mirrors"`
 }
 
-// NetworkDefaults are the defaults for what properties.network leaves out, which the network
-// checks need (the pod CIDR a hostPrefix is compared with).
-type NetworkDefaults struct {
-	PodCIDR, ServiceCIDR, MachineCIDR string
-	HostPrefix                        int32
-}
-
 // ToInternal converts the operators' identities.
 func (u *UserAssignedIdentitiesProfile) ToInternal() api.UserAssignedIdentitiesProfile {
 	return api.UserAssignedIdentitiesProfile{

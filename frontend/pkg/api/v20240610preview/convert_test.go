@@ -42,17 +42,19 @@ func decode(t *testing.T, body string) (*api.Cluster, *arm.CloudError) {
 	return nil, ce
 }
 
-func TestDecodeClusterAppliesSpecDefaults(t *testing.T) {
+// TestDecodeClusterLeavesDefaultsToClusterService: what Cluster Service's spec holds stays
+// empty when the body leaves it out (Cluster Service defaults it, model.DefaultCluster); only
+// what the frontend's model alone holds (the key management mode) is defaulted here.
+func TestDecodeClusterLeavesDefaultsToClusterService(t *testing.T) {
 	c, ce := decode(t, minimalBody)
 	if ce != nil {
 		t.Fatalf("minimal body rejected: %v", ce)
 	}
 	p := c.Properties
-	want := api.NetworkProfile{NetworkType: "OVNKubernetes", PodCIDR: "10.128.0.0/14", ServiceCIDR: "172.30.0.0/16", MachineCIDR: "10.0.0.0/16", HostPrefix: 23}
-	if p.Network != want || p.API.Visibility != "Public" || p.Platform.OutboundType != "LoadBalancer" ||
-		p.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" || p.ClusterImageRegistry.State != "Enabled" ||
-		p.Version.ChannelGroup != "stable" || c.Location != "eastus" {
-		t.Fatalf("defaults not applied: %+v", p)
+	if p.Network != (api.NetworkProfile{}) || p.API.Visibility != "" || p.Platform.OutboundType != "" ||
+		p.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" || p.ClusterImageRegistry.State != "" ||
+		p.Version.ChannelGroup != "" || p.Ingress.Type != "" || p.CryptoRestrictions != "" || c.Location != "eastus" {
+		t.Fatalf("decoded: %+v", p)
 	}
 }
 
@@ -131,8 +133,8 @@ func TestDecodeClusterRejects(t *testing.T) {
 		{"subnet_of_wrong_type", patch(t, p("properties.platform.subnetId"), "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/x"), "InvalidRequestContent", "properties.platform.subnetId", 0},
 		{"bad_enum", patch(t, p("properties.api.visibility"), "Internal"), "InvalidRequestContent", "properties.api.visibility", 0},
 		{"bad_cidr", patch(t, p("properties.network.podCidr"), "10.0.0.0/33"), "InvalidRequestContent", "properties.network.podCidr", 0},
-		{"overlapping_cidrs", patch(t, p("properties.network.serviceCidr"), "10.128.5.0/24"), "InvalidRequestContent", "properties.network.serviceCidr", 0},
-		{"host_prefix_too_short", patch(t, p("properties.network.hostPrefix"), 12), "InvalidRequestContent", "properties.network.hostPrefix", 0},
+		// Overlapping blocks and a hostPrefix out of range are Cluster Service's rules, not the
+		// decoder's (TestClusterNetworkRulesAgree in the frontend's handlers).
 		{"drain_timeout_out_of_range", patch(t, p("properties.nodeDrainTimeoutMinutes"), 10081), "InvalidRequestContent", "properties.nodeDrainTimeoutMinutes", 0},
 		{"base_domain_prefix_pattern", patch(t, p("properties.dns.baseDomainPrefix"), "Bad_Prefix"), "InvalidRequestContent", "properties.dns.baseDomainPrefix", 0},
 		{"customer_managed_without_key", patch(t, p("properties.etcd.dataEncryption.keyManagementMode"), "CustomerManaged"), "InvalidRequestContent", "properties.etcd.dataEncryption.customerManaged", 0},

@@ -49,7 +49,7 @@ func TestDecodeCluster(t *testing.T) {
 		c, err := v.DecodeCluster(body(func(p map[string]any) {
 			p["etcd"] = map[string]any{"dataEncryption": map[string]any{"keyManagementMode": "PlatformManaged"}}
 		}))
-		if err != nil || c.Properties.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" || c.Properties.Ingress.Type != "Public" {
+		if err != nil || c.Properties.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" || c.Properties.Ingress.Type != "" {
 			t.Fatalf("%v %+v", err, c)
 		}
 	})

@@ -62,8 +62,9 @@ func TestDecodeClusterDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c.Properties
-	if p.Ingress.Type != "Public" || p.CryptoRestrictions != "None" || p.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" ||
-		p.Platform.VnetIntegrationSubnetID == "" || p.Version.ChannelGroup != "stable" {
+	// Ingress, crypto restrictions and the channel group are Cluster Service's to default.
+	if p.Ingress.Type != "" || p.CryptoRestrictions != "" || p.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" ||
+		p.Platform.VnetIntegrationSubnetID == "" || p.Version.ChannelGroup != "" {
 		t.Fatalf("defaults: %+v", p)
 	}
 }

@@ -1,0 +1,105 @@
+package frontend
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+)
+
+// Cluster Service is the one owner of a cluster's and a node pool's defaults (its model's
+// DefaultCluster and DefaultNodePool). The frontend applies none of them: it sends what the
+// caller gave, stores Cluster Service's answer after a create (the defaults it applied), and
+// fills what a stored document lacks from the spec Cluster Service holds when it reads it for
+// the status. The lists below name, per kind, the spec fields whose empty value means "Cluster
+// Service's default" (proto field names, dotted): the frontend needs to know which fields those
+// are, never their values. They cannot be read from the proto: an empty field means something
+// else for others (nodeDrainTimeoutMinutes 0 is "no limit", an empty cluster version is kept
+// as the caller created it), and a replace must not keep a stored value the caller cleared.
+
+// clusterDefaulted are the cluster spec's fields model.DefaultCluster fills. The version is
+// not among them: Cluster Service resolves it, and a cluster created without one (through
+// 2024-06-10-preview) has always shown none.
+var clusterDefaulted = []string{
+	"channel_group",
+	"network.network_type", "network.pod_cidr", "network.service_cidr", "network.machine_cidr", "network.host_prefix",
+	"api_visibility", "azure.outbound_type", "image_registry_state", "ingress_visibility", "crypto_restrictions",
+}
+
+// nodePoolDefaulted are the node pool spec's fields model.DefaultNodePool fills: from the
+// cluster (the subnet, the channel group), the control plane's version, and the OS disk.
+var nodePoolDefaulted = []string{
+	"version_id", "channel_group",
+	"platform.subnet_id", "platform.os_disk_size_gib", "platform.os_disk_storage_account_type", "platform.os_disk_persistence",
+}
+
+// fillDefaulted sets each field of dst at paths (fields without presence: a scalar's zero is
+// empty) that is empty in dst and set in from to from's value, making the messages on the way
+// where from has a value to copy.
+func fillDefaulted(dst, from protoreflect.Message, paths []string) {
+	for _, p := range paths {
+		fillPath(dst, from, strings.Split(p, "."))
+	}
+}
+
+func fillPath(dst, from protoreflect.Message, names []string) {
+	fd := dst.Descriptor().Fields().ByName(protoreflect.Name(names[0]))
+	if fd == nil {
+		// A list above names a field the spec does not have: the lists' test fails on it.
+		panic(fmt.Sprintf("%s has no field %s", dst.Descriptor().FullName(), names[0]))
+	}
+	if !from.Has(fd) {
+		return
+	}
+	if len(names) == 1 {
+		if !dst.Has(fd) {
+			dst.Set(fd, from.Get(fd))
+		}
+		return
+	}
+	if !hasPath(from.Get(fd).Message(), names[1:]) {
+		return
+	}
+	fillPath(dst.Mutable(fd).Message(), from.Get(fd).Message(), names[1:])
+}
+
+// hasPath reports whether the field at names is set in m.
+func hasPath(m protoreflect.Message, names []string) bool {
+	fd := m.Descriptor().Fields().ByName(protoreflect.Name(names[0]))
+	if fd == nil || !m.Has(fd) {
+		return false
+	}
+	return len(names) == 1 || hasPath(m.Get(fd).Message(), names[1:])
+}
+
+// withClusterDefaultsOf fills what c leaves empty of the fields Cluster Service defaults
+// (clusterDefaulted) with from's values. After a create, from is Cluster Service's answer, so
+// the document, the 201 and every GET show Cluster Service's defaults; on a GET, from is the
+// spec Cluster Service holds (a create whose write of its answer was lost still shows them); on
+// a replace, from is the stored cluster's spec: for Cluster Service an empty field leaves the
+// stored value, so a PUT that leaves a defaulted property out asks for what the cluster has.
+func withClusterDefaultsOf(c *api.Cluster, from *csv1.ClusterSpec) {
+	if from == nil {
+		return
+	}
+	spec := c.Properties.Spec()
+	fillDefaulted(spec.ProtoReflect(), from.ProtoReflect(), clusterDefaulted)
+	c.Properties.SetSpec(spec)
+}
+
+// withDefaultsOf is withClusterDefaultsOf for a node pool (nodePoolDefaulted). What the caller
+// sent stays as sent ("4.20" is shown as "4.20", as a cluster's version is, although Cluster
+// Service resolved it).
+func withDefaultsOf(next *api.NodePool, from *csv1.NodePoolSpec) {
+	if from == nil {
+		return
+	}
+	// A copy: next's spec may have been handed to Cluster Service's client already.
+	s := proto.Clone(nodePoolSpec(next)).(*csv1.NodePoolSpec)
+	fillDefaulted(s.ProtoReflect(), from.ProtoReflect(), nodePoolDefaulted)
+	next.Spec = s
+}
