@@ -30,32 +30,7 @@ func ValidateClusterSpec(v *Violations, prefix string, spec *csv1.ClusterSpec) {
 
 	ValidateConfig(v, prefix, spec)
 
-	n := spec.GetNetwork()
-	OneOf(v, prefix+".network.network_type", n.GetNetworkType(), "OVNKubernetes", "Other")
-	nets := map[string]*net.IPNet{}
-	for field, cidr := range map[string]string{"pod_cidr": n.GetPodCidr(), "service_cidr": n.GetServiceCidr(), "machine_cidr": n.GetMachineCidr()} {
-		ip, ipn, err := net.ParseCIDR(cidr)
-		if err != nil || ip.To4() == nil || !ip.Equal(ipn.IP) {
-			v.Add(prefix+".network."+field, "must be an IPv4 network in CIDR form, not %q", cidr)
-			continue
-		}
-		nets[field] = ipn
-	}
-	// Descriptions name no fields (the frontend puts the ARM path in the target).
-	networkNames := map[string]string{"pod_cidr": "the pod network", "service_cidr": "the service network"}
-	for _, pair := range [][2]string{{"pod_cidr", "service_cidr"}, {"pod_cidr", "machine_cidr"}, {"service_cidr", "machine_cidr"}} {
-		a, b := nets[pair[0]], nets[pair[1]]
-		if a != nil && b != nil && (a.Contains(b.IP) || b.Contains(a.IP)) {
-			v.Add(prefix+".network."+pair[1], "overlaps %s %s", networkNames[pair[0]], a)
-		}
-	}
-	if hp := n.GetHostPrefix(); hp < 23 || hp > 26 {
-		v.Add(prefix+".network.host_prefix", "must be between 23 and 26, not %d", hp)
-	} else if pod := nets["pod_cidr"]; pod != nil {
-		if ones, _ := pod.Mask.Size(); int32(ones) > hp {
-			v.Add(prefix+".network.host_prefix", "/%d is larger than the pod network /%d", hp, ones)
-		}
-	}
+	ValidateNetwork(v, prefix+".network", spec.GetNetwork())
 
 	az := spec.GetAzure()
 	if az == nil {
@@ -85,6 +60,38 @@ func ValidateClusterSpec(v *Violations, prefix string, spec *csv1.ClusterSpec) {
 					v.Add(prefix+".azure.workload_identities."+field, "must be a managed identity client ID (UUID), not %q", val)
 				}
 			}
+		}
+	}
+}
+
+// ValidateNetwork checks a defaulted cluster network (DefaultCluster): its type, the three IPv4
+// CIDR blocks, that none overlaps another, and the host prefix (23-26, no larger than the pod
+// network's); prefix is the network's path in the request. The frontend's deployment preflight
+// calls it too, so a template is refused for what its PUT would be.
+func ValidateNetwork(v *Violations, prefix string, n *csv1.NetworkSpec) {
+	OneOf(v, prefix+".network_type", n.GetNetworkType(), "OVNKubernetes", "Other")
+	nets := map[string]*net.IPNet{}
+	for field, cidr := range map[string]string{"pod_cidr": n.GetPodCidr(), "service_cidr": n.GetServiceCidr(), "machine_cidr": n.GetMachineCidr()} {
+		ip, ipn, err := net.ParseCIDR(cidr)
+		if err != nil || ip.To4() == nil || !ip.Equal(ipn.IP) {
+			v.Add(prefix+"."+field, "must be an IPv4 network in CIDR form, not %q", cidr)
+			continue
+		}
+		nets[field] = ipn
+	}
+	// Descriptions name no fields (the frontend puts the ARM path in the target).
+	networkNames := map[string]string{"pod_cidr": "the pod network", "service_cidr": "the service network"}
+	for _, pair := range [][2]string{{"pod_cidr", "service_cidr"}, {"pod_cidr", "machine_cidr"}, {"service_cidr", "machine_cidr"}} {
+		a, b := nets[pair[0]], nets[pair[1]]
+		if a != nil && b != nil && (a.Contains(b.IP) || b.Contains(a.IP)) {
+			v.Add(prefix+"."+pair[1], "overlaps %s %s", networkNames[pair[0]], a)
+		}
+	}
+	if hp := n.GetHostPrefix(); hp < 23 || hp > 26 {
+		v.Add(prefix+".host_prefix", "must be between 23 and 26, not %d", hp)
+	} else if pod := nets["pod_cidr"]; pod != nil {
+		if ones, _ := pod.Mask.Size(); int32(ones) > hp {
+			v.Add(prefix+".host_prefix", "/%d is larger than the pod network /%d", hp, ones)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -33,9 +35,26 @@ type preflightResult struct {
 // lowercase resource types.
 var preflightValidators = map[string]func(v api.Version, body []byte) error{
 	"microsoft.redhatopenshift/hcpopenshiftclusters": func(v api.Version, body []byte) error {
-		_, err := v.DecodeCluster(body)
-		return err
+		c, err := v.DecodeCluster(body)
+		if err != nil {
+			return err
+		}
+		return preflightNetwork(v, c)
 	},
+}
+
+// preflightNetwork refuses a cluster whose network its PUT would have Cluster Service refuse
+// (overlapping blocks, a host prefix out of range): the rule is Cluster Service's model, called
+// here on the network as Cluster Service would default it, and its violations are answered as
+// the PUT answers them (fieldViolations, through CreateClusterRequest's arm_path options). The
+// rest of Cluster Service's checks need what only the PUT has (the request's subscription,
+// identities, the version catalogue), so they are left to it.
+func preflightNetwork(v api.Version, c *api.Cluster) error {
+	spec := c.Properties.Spec()
+	model.DefaultCluster(spec)
+	var vs model.Violations
+	model.ValidateNetwork(&vs, "cluster.spec.network", spec.GetNetwork())
+	return fieldViolations(v, &csv1.CreateClusterRequest{}, vs.Err())
 }
 
 // templateOnlyKeys are deployment-template keys of a resource that are not part of the

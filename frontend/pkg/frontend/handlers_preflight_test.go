@@ -34,6 +34,13 @@ func TestPreflight(t *testing.T) {
 		{"invalid_field_fails_naming_it_and_the_resource", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
 			set(b, "properties.network.podCidr", "10.128.0.0/33")
 		})}}), "Failed", "InvalidRequestContent", "properties.network.podCidr", "Resource 'c1'"},
+		// Cluster Service's network rules, as the PUT would have it refuse them.
+		{"host_prefix_out_of_range_fails_naming_it", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
+			set(b, "properties.network.hostPrefix", 99)
+		})}}), "Failed", "InvalidRequestContent", "properties.network.hostPrefix", "Resource 'c1'"},
+		{"overlapping_default_fails_naming_it", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
+			set(b, "properties.network.machineCidr", "10.128.0.0/16") // inside the default pod network
+		})}}), "Failed", "InvalidRequestContent", "properties.network.machineCidr", "Overlaps the pod network"},
 		{"unknown_api_version_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["apiVersion"] = "2019-01-01" })}}),
 			"Failed", "InvalidApiVersionParameter", "resources[0].apiVersion", "2019-01-01"},
 		{"wrong_location_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["location"] = "westeurope" })}}),
