@@ -128,6 +128,12 @@ func TestClusterNetworkRulesAgree(t *testing.T) {
 				}
 			}
 			model.DefaultCluster(spec)
+			if c.hostPrefix != nil {
+				// A value the body gives is checked as given: Cluster Service cannot tell an
+				// explicit 0 from an absent one (it defaults both), the frontend can and refuses
+				// it, as it refuses every explicit empty value (docs/api.md).
+				spec.Network.HostPrefix = *c.hostPrefix
+			}
 			var v model.Violations
 			model.ValidateClusterSpec(&v, "cluster.spec", spec)
 			var cs []string
@@ -141,8 +147,8 @@ func TestClusterNetworkRulesAgree(t *testing.T) {
 			sort.Strings(cs)
 			cs = slices.Compact(cs)
 
-			// The frontend's structural check (CIDR syntax) answers before Cluster Service is
-			// asked, so it may name fewer fields; each must be one Cluster Service names.
+			// The frontend's structural check (CIDR syntax) answers before the rule runs, so it
+			// may name fewer fields; each must be one Cluster Service names.
 			agree := (frontend == nil) == (cs == nil)
 			for _, f := range frontend {
 				agree = agree && slices.Contains(cs, f)

@@ -8,18 +8,22 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
 
 // Cluster Service is the one owner of a cluster's and a node pool's defaults (its model's
-// DefaultCluster and DefaultNodePool). The frontend applies none of them: it sends what the
-// caller gave, stores Cluster Service's answer after a create (the defaults it applied), and
-// fills what a stored document lacks from the spec Cluster Service holds when it reads it for
-// the status. The lists below name, per kind, the spec fields whose empty value means "Cluster
-// Service's default" (proto field names, dotted): the frontend needs to know which fields those
-// are, never their values. They cannot be read from the proto: an empty field means something
-// else for others (nodeDrainTimeoutMinutes 0 is "no limit", an empty cluster version is kept
-// as the caller created it), and a replace must not keep a stored value the caller cleared.
+// DefaultCluster and DefaultNodePool). A cluster's are applied by calling DefaultCluster itself
+// before the create's first write (withClusterServiceDefaults), so the resource document holds
+// from its first write what Cluster Service will hold (the same function) and no crash between
+// the write and Cluster Service's answer leaves a document without them; a node pool's come from
+// Cluster Service's answer (withDefaultsOf), as they depend on the cluster it holds. A GET fills
+// what a document lacks from the spec Cluster Service holds (setClusterStatus). The lists below
+// name, per kind, the spec fields whose empty value means "Cluster Service's default" (proto
+// field names, dotted): never their values. They cannot be read from the proto: an empty field
+// means something else for others (nodeDrainTimeoutMinutes 0 is "no limit", an empty cluster
+// version is kept as the caller created it), and a replace must not keep a stored value the
+// caller cleared.
 
 // clusterDefaulted are the cluster spec's fields model.DefaultCluster fills. The version is
 // not among them: Cluster Service resolves it, and a cluster created without one (through
@@ -77,11 +81,10 @@ func hasPath(m protoreflect.Message, names []string) bool {
 }
 
 // withClusterDefaultsOf fills what c leaves empty of the fields Cluster Service defaults
-// (clusterDefaulted) with from's values. After a create, from is Cluster Service's answer, so
-// the document, the 201 and every GET show Cluster Service's defaults; on a GET, from is the
-// spec Cluster Service holds (a create whose write of its answer was lost still shows them); on
-// a replace, from is the stored cluster's spec: for Cluster Service an empty field leaves the
-// stored value, so a PUT that leaves a defaulted property out asks for what the cluster has.
+// (clusterDefaulted) with from's values: on a create, from is model.DefaultCluster's
+// (withClusterServiceDefaults); on a GET, the spec Cluster Service holds; on a replace, the
+// stored cluster's spec: for Cluster Service an empty field leaves the stored value, so a PUT
+// that leaves a defaulted property out asks for what the cluster has.
 func withClusterDefaultsOf(c *api.Cluster, from *csv1.ClusterSpec) {
 	if from == nil {
 		return
@@ -89,6 +92,14 @@ func withClusterDefaultsOf(c *api.Cluster, from *csv1.ClusterSpec) {
 	spec := c.Properties.Spec()
 	fillDefaulted(spec.ProtoReflect(), from.ProtoReflect(), clusterDefaulted)
 	c.Properties.SetSpec(spec)
+}
+
+// withClusterServiceDefaults fills what c leaves empty of the fields Cluster Service defaults
+// with Cluster Service's defaults (model.DefaultCluster, the one place they are written).
+func withClusterServiceDefaults(c *api.Cluster) {
+	defaulted := c.Properties.Spec()
+	model.DefaultCluster(defaulted)
+	withClusterDefaultsOf(c, defaulted)
 }
 
 // withDefaultsOf is withClusterDefaultsOf for a node pool (nodePoolDefaulted). What the caller

@@ -234,6 +234,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if c.Properties.Platform.ManagedResourceGroup == "" {
 		c.Properties.Platform.ManagedResourceGroup = defaultManagedResourceGroup(c.ID.Name())
 	}
+	withClusterServiceDefaults(c)
 	c.ProvisioningState = armdoc.StateAccepted
 	c.SystemData = sd
 	// The Cluster Service ID is chosen and stored before the call, so a retry after a crash
@@ -265,32 +266,11 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
-	// What the caller left out is what Cluster Service answered (its defaults): stored, and shown
-	// in the 201 and every GET (withClusterDefaultsOf).
-	if etag, err = s.adoptClusterDefaults(r.Context(), c, created.GetSpec(), etag); err != nil {
-		return err
-	}
 	// The DNS domain and the OIDC issuer are chosen by Cluster Service at create: known at once.
 	c.Properties.DNS.BaseDomain = created.GetSpec().GetDnsBaseDomain()
 	c.Properties.Platform.IssuerURL = created.GetSpec().GetIssuerUrl()
 	s.setAsyncHeaders(w, r, c.ID.SubscriptionID, opID, false)
 	return s.respondCluster(w, r, http.StatusCreated, c, etag)
-}
-
-// adoptClusterDefaults fills what c leaves out with Cluster Service's defaults from spec, its
-// answer to the create, and writes them into c's resource document when that changes it; it
-// returns the document's ETag (etag when nothing was written).
-func (s *Server) adoptClusterDefaults(ctx context.Context, c *api.Cluster, spec *csv1.ClusterSpec, etag string) (string, error) {
-	before, err := storedModel(c)
-	if err != nil {
-		return "", err
-	}
-	withClusterDefaultsOf(c, spec)
-	after, err := storedModel(c)
-	if err != nil || string(after) == string(before) {
-		return etag, err
-	}
-	return s.storeProperties(ctx, c.ID, "cluster", after)
 }
 
 // adoptClusterID points the resource and its operation at the Cluster Service ID that exists.
@@ -332,7 +312,6 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if c.Properties.Platform.ManagedResourceGroup == "" {
 		c.Properties.Platform.ManagedResourceGroup = stored.Properties.Platform.ManagedResourceGroup
 	}
-	s.fillLostDefaults(r, stored, rd)
 	info(r).version.Preserve(stored, c)
 	// A defaulted property left out keeps the stored value, as Cluster Service keeps it for an
 	// empty field (so leaving out network is not a change of an immutable field).
@@ -358,15 +337,10 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		if err != nil {
 			return fmt.Errorf("retry create of cluster %s: %w", c.ID, err)
 		}
-		// The first attempt's write of Cluster Service's answer may have been lost.
-		etag, err := s.adoptClusterDefaults(ctx, stored, created.GetSpec(), doc.ETag)
-		if err != nil {
-			return err
-		}
 		stored.Properties.DNS.BaseDomain = created.GetSpec().GetDnsBaseDomain()
 		stored.Properties.Platform.IssuerURL = created.GetSpec().GetIssuerUrl()
 		s.setAsyncHeaders(w, r, c.ID.SubscriptionID, op.ID, false)
-		return s.respondCluster(w, r, http.StatusCreated, stored, etag)
+		return s.respondCluster(w, r, http.StatusCreated, stored, doc.ETag)
 	}
 	// After an update that ended UpdateNotRecorded even the same body is compared with what
 	// Cluster Service holds (unconfirmedUpdate).
@@ -514,33 +488,6 @@ func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, rd *armdoc.Re
 		return
 	}
 	setClusterStatus(c, cl)
-}
-
-// fillLostDefaults fills what a stored cluster lacks of Cluster Service's defaults from the spec
-// Cluster Service holds, as a GET shows it: only a document whose create lost its write of
-// Cluster Service's answer lacks them (documents of older frontends hold the defaults, or take
-// Cluster.Default's), and without this a PUT of what the GET showed would change the network.
-// Best effort like addClusterStatus: without Cluster Service the stored values are compared.
-func (s *Server) fillLostDefaults(r *http.Request, stored *api.Cluster, rd *armdoc.ResourceDocument) {
-	spec := stored.Properties.Spec().ProtoReflect()
-	complete := true
-	for _, p := range clusterDefaulted {
-		complete = complete && hasPath(spec, strings.Split(p, "."))
-	}
-	if complete || rd.InternalID == "" {
-		return
-	}
-	cl, ok := s.cachedStatus(rd)
-	if !ok {
-		ctx, cancel := s.csContext(r.Context(), info(r))
-		defer cancel()
-		var err error
-		if cl, err = s.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: rd.InternalID}); err != nil {
-			info(r).log.Warn("Cluster Service's defaults unavailable for a stored cluster that lacks them", "clusterID", rd.InternalID, "error", err)
-			return
-		}
-	}
-	withClusterDefaultsOf(stored, cl.GetSpec())
 }
 
 // setClusterStatus copies what Cluster Service chose (the DNS domain, the OIDC issuer, the

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
@@ -43,9 +46,9 @@ func TestClusterReplaceKeepsStoredDefaults(t *testing.T) {
 	}
 }
 
-// TestClusterGetShowsDefaultsOfALostWrite: a create whose write of Cluster Service's answer was
-// lost (the frontend ended before it) leaves a document without the defaults; a GET fills them
-// from the spec Cluster Service holds.
+// TestClusterGetShowsDefaultsOfALostWrite: a document without the defaults (written by hand, or
+// by a frontend that stored them only after Cluster Service's answer and ended before it): a GET
+// fills them from the spec Cluster Service holds.
 func TestClusterGetShowsDefaultsOfALostWrite(t *testing.T) {
 	e := newEnv(t)
 	path := clusterPath("rg", "c1")
@@ -83,37 +86,6 @@ func TestClusterGetShowsDefaultsOfALostWrite(t *testing.T) {
 	}
 }
 
-// TestClusterReplaceAfterALostWrite: after a create whose write of Cluster Service's answer was
-// lost, a PUT of what the GET showed (the defaults included) is not a change of the network.
-func TestClusterReplaceAfterALostWrite(t *testing.T) {
-	e := newEnv(t)
-	path := clusterPath("rg", "c1")
-	resp := e.put(path, minimalBody())
-	if resp.code != 201 {
-		t.Fatalf("PUT = %d %s", resp.code, resp.body)
-	}
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
-	rd, doc := e.resource(path)
-	var p map[string]any
-	if err := json.Unmarshal(rd.Properties, &p); err != nil {
-		t.Fatal(err)
-	}
-	p["properties"].(map[string]any)["network"] = map[string]any{}
-	rd.Properties = mustJSON(p)
-	if _, err := e.store.Replace(context.Background(), mustWithBody(doc, rd), doc.ETag); err != nil {
-		t.Fatal(err)
-	}
-	got := e.do("GET", path, nil, nil)
-	if got.code != 200 {
-		t.Fatalf("GET = %d %s", got.code, got.body)
-	}
-	body := minimalBody()
-	set(body, "properties.network", got.json(t)["properties"].(map[string]any)["network"])
-	if resp := e.put(path, body); resp.code != 200 {
-		t.Fatalf("PUT of the network the GET showed = %d %s, want 200", resp.code, resp.body)
-	}
-}
-
 // TestClusterPatchNullKeepsStoredDefault: a merge-patch null on a property Cluster Service
 // defaults (the channel group, the one a PATCH may hold) leaves it empty, which keeps the
 // stored value as a replace does, and as Cluster Service does with an empty channel group.
@@ -139,5 +111,69 @@ func TestClusterPatchNullKeepsStoredDefault(t *testing.T) {
 	}
 	if g := stored["properties"].(map[string]any)["version"].(map[string]any)["channelGroup"]; g != "candidate" {
 		t.Fatalf("the document holds channelGroup %v after the PATCH, want candidate", g)
+	}
+}
+
+// TestClusterCreateStoresDefaultsWithItsFirstWrite: a create's resource document holds Cluster
+// Service's defaults from its first write, so a create whose Cluster Service answer is lost (503,
+// the document kept for the retry) already shows them, and a GET, the retry and a later replace
+// of what the GET showed meet no difference. Before, with the defaults written only after Cluster
+// Service's answer, such a document showed an empty network and a PUT of the network a GET had
+// shown was refused as a change of an immutable field.
+func TestClusterCreateStoresDefaultsWithItsFirstWrite(t *testing.T) {
+	e := newEnv(t)
+	path := clusterPath("rg", "c1")
+	e.cs.setCreateErr(status.Error(codes.Unavailable, "connection refused"))
+	resp := e.put(path, minimalBody())
+	e.cs.setCreateErr(nil)
+	if resp.code != 503 {
+		t.Fatalf("PUT while Cluster Service is unreachable = %d %s, want 503", resp.code, resp.body)
+	}
+	rd, _ := e.resource(path)
+	var stored struct {
+		Properties struct {
+			Network map[string]any `json:"network"`
+			Version map[string]any `json:"version"`
+			API     map[string]any `json:"api"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(rd.Properties, &stored); err != nil {
+		t.Fatal(err)
+	}
+	p := stored.Properties
+	if p.Network["podCidr"] != "10.128.0.0/14" || p.Network["hostPrefix"] != float64(23) || p.Version["channelGroup"] != "stable" || p.API["visibility"] != "Public" {
+		t.Fatalf("the create's first write holds network %v, version %v, api %v; want Cluster Service's defaults", p.Network, p.Version, p.API)
+	}
+	retry := e.put(path, minimalBody())
+	if retry.code != 201 {
+		t.Fatalf("retry = %d %s, want 201", retry.code, retry.body)
+	}
+	e.finish(opIDFrom(t, retry.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	got := e.do("GET", path, nil, nil)
+	body := minimalBody()
+	set(body, "properties.network", got.json(t)["properties"].(map[string]any)["network"])
+	if resp := e.put(path, body); resp.code != 200 {
+		t.Fatalf("PUT of the network the GET showed = %d %s, want 200", resp.code, resp.body)
+	}
+}
+
+// TestClusterExplicitZeroHostPrefixIsRefused: an explicit hostPrefix 0 is a value, refused
+// before anything is written or Cluster Service is called, not taken for the default (Cluster
+// Service, holding no presence, would default it to 23 and the caller would be shown 23).
+func TestClusterExplicitZeroHostPrefixIsRefused(t *testing.T) {
+	e := newEnv(t)
+	path := clusterPath("rg", "c1")
+	resp := e.put(path, set(minimalBody(), "properties.network.hostPrefix", 0))
+	if resp.code != 400 {
+		t.Fatalf("PUT = %d %s, want 400", resp.code, resp.body)
+	}
+	if target := resp.json(t)["error"].(map[string]any)["target"]; target != "properties.network.hostPrefix" {
+		t.Errorf("the refusal names %v, want properties.network.hostPrefix", target)
+	}
+	if rd, _ := e.resource(path); rd != nil {
+		t.Error("a refused create left a resource document")
+	}
+	if creates, _, _ := e.cs.snapshot(); len(creates) != 0 {
+		t.Errorf("a refused create reached Cluster Service %d times", len(creates))
 	}
 }

@@ -156,6 +156,12 @@ func (v *Checker) Network(n *profiles.NetworkProfile) {
 	v.CIDR(n.PodCIDR, "properties.network.podCidr")
 	v.CIDR(n.ServiceCIDR, "properties.network.serviceCidr")
 	v.CIDR(n.MachineCIDR, "properties.network.machineCidr")
+	// An explicit 0 is a value, never the same as an absent field: Cluster Service, which cannot
+	// tell them apart (no presence), would take it for its default. Its range is Cluster
+	// Service's rule.
+	if n.HostPrefix != nil && *n.HostPrefix == 0 {
+		v.Add("properties.network.hostPrefix", "The value of 'properties.network.hostPrefix' must not be 0: leave it out for the default.")
+	}
 }
 
 // API checks properties.api.
