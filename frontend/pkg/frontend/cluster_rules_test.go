@@ -136,27 +136,7 @@ func TestClusterNetworkRulesAgree(t *testing.T) {
 			}
 			var v model.Violations
 			model.ValidateClusterSpec(&v, "cluster.spec", spec)
-			var cs []string
-			for _, f := range v {
-				p, ok := csv1.ARMPath(request, f.GetField())
-				if !ok {
-					t.Fatalf("Cluster Service's violation %s has no ARM path", f.GetField())
-				}
-				cs = append(cs, p)
-			}
-			sort.Strings(cs)
-			cs = slices.Compact(cs)
-
-			// The frontend's structural check (CIDR syntax) answers before the rule runs, so it
-			// may name fewer fields; each must be one Cluster Service names.
-			agree := (frontend == nil) == (cs == nil)
-			for _, f := range frontend {
-				agree = agree && slices.Contains(cs, f)
-			}
-			if !agree {
-				t.Fatalf("the frontend answers %d with targets %v; Cluster Service refuses %v (%s)", resp.code, frontend, cs,
-					strings.TrimSpace(string(resp.body)))
-			}
+			requireAgreement(t, resp, frontend, request, v)
 		})
 	}
 }

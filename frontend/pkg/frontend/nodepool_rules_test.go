@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/model"
@@ -197,27 +198,7 @@ func TestNodePoolScalingAgrees(t *testing.T) {
 			}
 			var v model.Violations
 			model.ValidateNodePoolSpec(&v, "node_pool.spec", spec, model.Cluster{Spec: cl.GetSpec(), Status: cl.GetStatus()}, nil, catalogue, time.Now)
-			var cs []string
-			for _, f := range v {
-				p, ok := csv1.ARMPath(request, f.GetField())
-				if !ok {
-					t.Fatalf("Cluster Service's violation %s has no ARM path", f.GetField())
-				}
-				cs = append(cs, p)
-			}
-			sort.Strings(cs)
-			cs = slices.Compact(cs)
-
-			// The frontend's structural check (minimum 0) answers before Cluster Service is
-			// asked, so it may name fewer fields; each must be one Cluster Service names.
-			agree := (frontend == nil) == (cs == nil)
-			for _, f := range frontend {
-				agree = agree && slices.Contains(cs, f)
-			}
-			if !agree {
-				t.Fatalf("the frontend answers %d with targets %v; Cluster Service refuses %v (%s)", resp.code, frontend, cs,
-					strings.TrimSpace(string(resp.body)))
-			}
+			requireAgreement(t, resp, frontend, request, v)
 		})
 	}
 
@@ -263,5 +244,32 @@ func TestNodePoolChannelGroupFromCluster(t *testing.T) {
 			disk["sizeGiB"] != float64(held.GetSpec().GetPlatform().GetOsDiskSizeGib()) {
 			t.Fatalf("GET through %s = %d %s; want Cluster Service's %v", v, got.code, got.body, held.GetSpec())
 		}
+	}
+}
+
+// requireAgreement fails t unless the frontend's answer resp (frontend: the targets it refused,
+// nil when it accepted) and Cluster Service's own rule (its violations v of request, each field
+// mapped to its ARM path) agree: both accept, or both refuse. The frontend's structural check
+// answers before Cluster Service is asked, so it may name fewer fields; each must be one Cluster
+// Service names.
+func requireAgreement(t *testing.T, resp response, frontend []string, request protoreflect.MessageDescriptor, v model.Violations) {
+	t.Helper()
+	var cs []string
+	for _, f := range v {
+		p, ok := csv1.ARMPath(request, f.GetField())
+		if !ok {
+			t.Fatalf("Cluster Service's violation %s has no ARM path", f.GetField())
+		}
+		cs = append(cs, p)
+	}
+	sort.Strings(cs)
+	cs = slices.Compact(cs)
+	agree := (frontend == nil) == (cs == nil)
+	for _, f := range frontend {
+		agree = agree && slices.Contains(cs, f)
+	}
+	if !agree {
+		t.Fatalf("the frontend answers %d with targets %v; Cluster Service refuses %v (%s)", resp.code, frontend, cs,
+			strings.TrimSpace(string(resp.body)))
 	}
 }
