@@ -81,10 +81,8 @@ func hasPath(m protoreflect.Message, names []string) bool {
 }
 
 // withClusterDefaultsOf fills what c leaves empty of the fields Cluster Service defaults
-// (clusterDefaulted) with from's values: on a create, from is model.DefaultCluster's
-// (withClusterServiceDefaults); on a GET, the spec Cluster Service holds; on a replace, the
-// stored cluster's spec: for Cluster Service an empty field leaves the stored value, so a PUT
-// that leaves a defaulted property out asks for what the cluster has.
+// (clusterDefaulted) with from's values: model.DefaultCluster's on a create, a replace or a
+// patch (withClusterServiceDefaults); on a GET, the spec Cluster Service holds.
 func withClusterDefaultsOf(c *api.Cluster, from *csv1.ClusterSpec) {
 	if from == nil {
 		return
@@ -95,7 +93,8 @@ func withClusterDefaultsOf(c *api.Cluster, from *csv1.ClusterSpec) {
 }
 
 // withClusterServiceDefaults fills what c leaves empty of the fields Cluster Service defaults
-// with Cluster Service's defaults (model.DefaultCluster, the one place they are written).
+// with Cluster Service's defaults (model.DefaultCluster, the one place they are written): on a
+// create before the first write, on a replace and a patch before the change is compared.
 func withClusterServiceDefaults(c *api.Cluster) {
 	defaulted := c.Properties.Spec()
 	model.DefaultCluster(defaulted)

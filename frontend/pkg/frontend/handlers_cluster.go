@@ -312,10 +312,13 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if c.Properties.Platform.ManagedResourceGroup == "" {
 		c.Properties.Platform.ManagedResourceGroup = stored.Properties.Platform.ManagedResourceGroup
 	}
+	// A PUT replaces: what it leaves out takes Cluster Service's default (the specification's
+	// "if not specified" for every api-version), so leaving out a channel group asks for stable,
+	// and leaving out a create-only property whose stored value is not the default is a change
+	// the write is refused. Then what the request's api-version cannot express keeps its stored
+	// value (Preserve).
+	withClusterServiceDefaults(c)
 	info(r).version.Preserve(stored, c)
-	// A defaulted property left out keeps the stored value, as Cluster Service keeps it for an
-	// empty field (so leaving out network is not a change of an immutable field).
-	withClusterDefaultsOf(c, stored.Properties.Spec())
 	same, err := sameModel(stored, c)
 	if err != nil {
 		return err

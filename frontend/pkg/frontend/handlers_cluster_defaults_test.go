@@ -3,6 +3,7 @@ package frontend
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -11,14 +12,15 @@ import (
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
-// TestClusterReplaceKeepsStoredDefaults: a PUT that replaces a cluster and leaves out properties
-// Cluster Service defaults keeps the stored values (Cluster Service keeps them for an empty
-// field), so leaving out network is not a change of an immutable field, and the answer shows
-// what the cluster has.
-func TestClusterReplaceKeepsStoredDefaults(t *testing.T) {
+// TestClusterReplaceTakesDefaults: a PUT replaces, so what it leaves out takes Cluster Service's
+// default (the specification's "if not specified" in every api-version): leaving out the channel
+// group of a candidate cluster asks for stable, and leaving out a network whose stored value is
+// not the default is a change of a create-only property, refused.
+func TestClusterReplaceTakesDefaults(t *testing.T) {
 	e := newEnv(t)
 	path := clusterPath("rg", "c1")
-	created := set(minimalBody(), "properties.network", map[string]any{"podCidr": "10.132.0.0/14", "hostPrefix": 24})
+	custom := map[string]any{"podCidr": "10.132.0.0/14", "hostPrefix": 24}
+	created := set(minimalBody(), "properties.network", custom)
 	set(created, "properties.version.channelGroup", "candidate")
 	resp := e.put(path, created)
 	if resp.code != 201 {
@@ -26,23 +28,15 @@ func TestClusterReplaceKeepsStoredDefaults(t *testing.T) {
 	}
 	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
 
-	resp = e.put(path, set(minimalBody(), "tags", map[string]any{"k": "v"}))
+	if resp := e.put(path, minimalBody()); resp.code != 400 || !strings.Contains(string(resp.body), "properties.network.podCidr") {
+		t.Fatalf("PUT leaving out a network that is not the default = %d %s, want 400 naming properties.network.podCidr", resp.code, resp.body)
+	}
+	resp = e.put(path, set(minimalBody(), "properties.network", custom))
 	if resp.code != 200 {
-		t.Fatalf("PUT leaving network and channelGroup out = %d %s, want 200", resp.code, resp.body)
+		t.Fatalf("PUT leaving out the channel group = %d %s, want 200", resp.code, resp.body)
 	}
-	props := resp.json(t)["properties"].(map[string]any)
-	netw, _ := props["network"].(map[string]any)
-	ver, _ := props["version"].(map[string]any)
-	if netw["podCidr"] != "10.132.0.0/14" || netw["hostPrefix"] != float64(24) || netw["serviceCidr"] != "172.30.0.0/16" || ver["channelGroup"] != "candidate" {
-		t.Fatalf("the replace shows network %v, version %v; want the stored ones", netw, ver)
-	}
-	rd, _ := e.resource(path)
-	updateMu.Lock()
-	defer updateMu.Unlock()
-	for _, u := range updateCalls {
-		if u.GetId() == rd.InternalID {
-			t.Fatalf("a replace that changes only tags sent Cluster Service an update: %v", u)
-		}
+	if g := resp.json(t)["properties"].(map[string]any)["version"].(map[string]any)["channelGroup"]; g != "stable" {
+		t.Fatalf("the replace shows channelGroup %v, want stable (the default)", g)
 	}
 }
 
@@ -86,31 +80,34 @@ func TestClusterGetShowsDefaultsOfALostWrite(t *testing.T) {
 	}
 }
 
-// TestClusterPatchNullKeepsStoredDefault: a merge-patch null on a property Cluster Service
-// defaults (the channel group, the one a PATCH may hold) leaves it empty, which keeps the
-// stored value as a replace does, and as Cluster Service does with an empty channel group.
-func TestClusterPatchNullKeepsStoredDefault(t *testing.T) {
-	e := newEnv(t)
-	path := clusterPath("rg", "c1")
-	resp := e.put(path, set(minimalBody(), "properties.version.channelGroup", "candidate"))
-	if resp.code != 201 {
-		t.Fatalf("PUT = %d %s", resp.code, resp.body)
-	}
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
-	if resp := e.do("PATCH", path, []byte(`{"properties":{"version":{"channelGroup":null}}}`), nil); resp.code != 202 {
-		t.Fatalf("PATCH channelGroup null = %d %s, want 202", resp.code, resp.body)
-	}
-	got := e.do("GET", path, nil, nil)
-	if g := got.json(t)["properties"].(map[string]any)["version"].(map[string]any)["channelGroup"]; g != "candidate" {
-		t.Fatalf("GET shows channelGroup %v after the PATCH, want the stored candidate", g)
-	}
-	rd, _ := e.resource(path)
-	var stored map[string]any
-	if err := json.Unmarshal(rd.Properties, &stored); err != nil {
-		t.Fatal(err)
-	}
-	if g := stored["properties"].(map[string]any)["version"].(map[string]any)["channelGroup"]; g != "candidate" {
-		t.Fatalf("the document holds channelGroup %v after the PATCH, want candidate", g)
+// TestClusterPatchNullTakesTheDefault: a merge-patch null removes the channel group, which then
+// takes Cluster Service's default (stable), as a PUT that leaves it out does, whether the patch
+// changes nothing else or something else too; the document never holds an empty channel group.
+func TestClusterPatchNullTakesTheDefault(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"alone", `{"properties":{"version":{"channelGroup":null}}}`},
+		{"with_another_change", `{"properties":{"version":{"channelGroup":null},"nodeDrainTimeoutMinutes":30}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			path := clusterPath("rg", "c1")
+			resp := e.put(path, set(minimalBody(), "properties.version.channelGroup", "candidate"))
+			if resp.code != 201 {
+				t.Fatalf("PUT = %d %s", resp.code, resp.body)
+			}
+			e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+			if resp := e.do("PATCH", path, []byte(tc.body), nil); resp.code != 202 {
+				t.Fatalf("PATCH = %d %s, want 202", resp.code, resp.body)
+			}
+			rd, _ := e.resource(path)
+			var stored map[string]any
+			if err := json.Unmarshal(rd.Properties, &stored); err != nil {
+				t.Fatal(err)
+			}
+			if g := stored["properties"].(map[string]any)["version"].(map[string]any)["channelGroup"]; g != "stable" {
+				t.Fatalf("the document holds channelGroup %v after the PATCH, want stable", g)
+			}
+		})
 	}
 }
 

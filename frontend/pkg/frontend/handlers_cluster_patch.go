@@ -40,6 +40,9 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	same := false
 	if patchErr == nil {
 		next.ID = id
+		// A property the patch removes (null) takes Cluster Service's default, as a PUT that
+		// leaves it out does.
+		withClusterServiceDefaults(next)
 		if same, err = sameModel(stored, next); err != nil {
 			return err
 		}
