@@ -115,3 +115,34 @@ func TestNextNodePoolUpgradeStep(t *testing.T) {
 		})
 	}
 }
+
+// TestNextUpgradeStepWaitsWhilePaused: a pending upgrade of a paused cluster waits, whatever the
+// last status says (it can still say READY just after the pause: the end-to-end hcpctl day-two
+// test saw an upgrade started on a cluster paused a moment before), and looks again when a timed
+// pause ends; a pause already past holds nothing.
+func TestNextUpgradeStepWaitsWhilePaused(t *testing.T) {
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	ready := &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY, CurrentVersion: "4.19.17"}
+	pending := &csv1.UpgradePolicy{Id: "p", FromVersion: "4.19.17", ToVersion: "4.20.3", State: statePending, NextRun: timestamppb.New(now)}
+	for _, tc := range []struct {
+		name, pausedUntil string
+		want              csv1.UpgradePolicyState
+		wantWait          time.Duration
+	}{
+		{"paused_until_resumed", "true", statePending, 0},
+		{"paused_for_an_hour", now.Add(time.Hour).Format(time.RFC3339), statePending, time.Hour},
+		{"pause_already_past", now.Add(-time.Minute).Format(time.RFC3339), stateScheduled, 0},
+		{"not_paused", "", stateScheduled, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "stable", PausedUntil: tc.pausedUntil}
+			step, wait, ok := NextUpgradeStep(spec, ready, pending, now, nil)
+			if !ok || step.Policy.GetState() != tc.want || wait != tc.wantWait {
+				t.Fatalf("step %v (ok %v), wait %v; want state %s, wait %v", step.Policy, ok, wait, tc.want, tc.wantWait)
+			}
+			if tc.want == statePending && !strings.Contains(step.Policy.GetMessage(), "paused") {
+				t.Errorf("message %q does not say the cluster is paused", step.Policy.GetMessage())
+			}
+		})
+	}
+}
