@@ -43,8 +43,9 @@ type Condition struct {
 	LastTransitionTime time.Time
 }
 
-// ClusterProperties are the customer's settings; once Cluster Service has created the cluster,
-// with its defaults for what the customer left out.
+// ClusterProperties are the customer's settings, with Cluster Service's defaults
+// (model.DefaultCluster, applied by the frontend's handlers before a write) for what the customer
+// left out.
 type ClusterProperties struct {
 	Version                 VersionProfile              `json:"version"`
 	DNS                     DNSProfile                  `json:"dns"`
@@ -239,7 +240,7 @@ const (
 
 // Default is the frontend's upgrade rule for stored documents, applied when one is read
 // (clusterFromDoc); it is not a default of new bodies, which take Cluster Service's
-// (model.DefaultCluster) and store its answer. What stays here, and why:
+// (model.DefaultCluster, applied by the handlers before a write). What stays here, and why:
 //   - ingress.type and cryptoRestrictions: documents stored before the fields existed hold no
 //     value. Cluster Service's answer cannot stand in for them: a GET answers from the store
 //     when Cluster Service is not reachable (addClusterStatus is best effort), a replace through

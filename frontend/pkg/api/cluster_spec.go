@@ -41,10 +41,9 @@ func EtcdKeyID(k *KMSKey) string {
 
 // SpecPropertiesFromARM fills the properties that Cluster Service's spec holds (every field
 // of csv1.ClusterSpec with an arm_path) from a body decoded into its api-version's type, through
-// those arm_path options. It applies no defaults: what the body leaves out stays empty, and
-// Cluster Service, the one owner of a cluster's defaults (model.DefaultCluster), fills it on
-// create; the frontend then shows what Cluster Service answered (the handlers'
-// withClusterDefaultsOf). What the spec does not hold (the key management mode, the
+// those arm_path options. It applies no defaults: what the body leaves out stays empty, and the
+// handlers fill it with Cluster Service's, the one place they are written (model.DefaultCluster,
+// through withClusterServiceDefaults), before a create, a replace or a patch is written. What the spec does not hold (the key management mode, the
 // customer-managed key's fields as the model keeps them, the operators' identities) and the
 // read-only properties are the version's to convert.
 func SpecPropertiesFromARM(body any) ClusterProperties {

@@ -435,13 +435,32 @@ func (k *childResource[M, Spec, Update, Version]) callCreate(s *Server, r *http.
 	return getField(got, "id").String(), getField(got, "spec").Message(), nil
 }
 
-// storeProperties writes m's properties into its resource document (Server.storeProperties).
+// storeProperties writes m's properties into its resource document, again on what is there now
+// if another writer (the backend following the create) got in between; it returns the new ETag.
 func (k *childResource[M, Spec, Update, Version]) storeProperties(s *Server, ctx context.Context, id *arm.ResourceID, m M) (string, error) {
 	props, err := k.model(m)
 	if err != nil {
 		return "", err
 	}
-	return s.storeProperties(ctx, id, k.noun, props)
+	for attempt := 1; ; attempt++ {
+		rd, doc, err := s.getResourceDoc(ctx, id)
+		if err != nil {
+			return "", fmt.Errorf("read %s %s to store Cluster Service's spec: %w", k.noun, id, err)
+		}
+		rd.Properties = props
+		next, err := withBody(doc, rd)
+		if err != nil {
+			return "", err
+		}
+		written, err := s.store.Transact(ctx, doc.PartitionKey, []docstore.TxOp{{Kind: docstore.TxReplace, Doc: next, IfMatch: doc.ETag}})
+		if errors.Is(err, docstore.ErrPreconditionFailed) && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("store Cluster Service's spec of %s %s: %w", k.noun, id, err)
+		}
+		return written[0].ETag, nil
+	}
 }
 
 // update writes next over an existing child, for a PUT (200) or a PATCH (202). What

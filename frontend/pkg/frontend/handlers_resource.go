@@ -236,31 +236,6 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 	return etag, nil
 }
 
-// storeProperties writes props into the resource document of id (a noun's: "cluster", "node
-// pool"), again on what is there now if another writer (the backend following the create) got
-// in between; it returns the new ETag. It stores Cluster Service's answer to a create.
-func (s *Server) storeProperties(ctx context.Context, id *arm.ResourceID, noun string, props json.RawMessage) (string, error) {
-	for attempt := 1; ; attempt++ {
-		rd, doc, err := s.getResourceDoc(ctx, id)
-		if err != nil {
-			return "", fmt.Errorf("read %s %s to store Cluster Service's spec: %w", noun, id, err)
-		}
-		rd.Properties = props
-		next, err := withBody(doc, rd)
-		if err != nil {
-			return "", err
-		}
-		written, err := s.store.Transact(ctx, doc.PartitionKey, []docstore.TxOp{{Kind: docstore.TxReplace, Doc: next, IfMatch: doc.ETag}})
-		if errors.Is(err, docstore.ErrPreconditionFailed) && attempt < 5 {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("store Cluster Service's spec of %s %s: %w", noun, id, err)
-		}
-		return written[0].ETag, nil
-	}
-}
-
 // deleteAttempts is how many times deleteResource records a delete whose documents another
 // writer changed in between (the backend follows a running create or update and writes its
 // documents as it goes) before it answers 409.

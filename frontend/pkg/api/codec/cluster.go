@@ -73,7 +73,8 @@ func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api
 }
 
 // toInternal converts a checked body doc. Read-only fields are dropped. What Cluster Service's
-// spec holds keeps what the body left out empty, for Cluster Service to default; the defaults
+// spec holds keeps what the body left out empty, for the handlers to fill with Cluster Service's
+// defaults (model.DefaultCluster); the defaults
 // here are of what only the frontend's model holds (the key management mode and type, the
 // key vault's visibility).
 func (cv Cluster[T]) toInternal(doc any) *api.Cluster {
