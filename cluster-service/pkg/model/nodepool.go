@@ -133,6 +133,10 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 		// Reported above; resolving in an unknown group would only repeat it.
 	case in.GetVersionId() == "":
 		// Defaulted (the pool's own, or the control plane's): nothing to resolve.
+	case cur == nil && spec.VersionId == cpVersion:
+		// A new pool named at the exact version its control plane runs, which is the default
+		// (the ARM frontend sends its pools with the defaults filled): nothing to resolve,
+		// whatever the catalogue still offers new installs.
 	case cur.GetVersionId() != "":
 		// An update moves along the catalogue's upgrade edges, like the control plane.
 		if resolved, err := catalogue.ResolveUpgrade(group, cur.GetVersionId(), spec.VersionId, now()); err != nil {

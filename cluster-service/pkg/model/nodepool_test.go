@@ -3,8 +3,10 @@ package model
 import (
 	"slices"
 	"testing"
+	"time"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
 
 // TestValidateScaling: the one rule of a pool's size, at each bound.
@@ -35,6 +37,47 @@ func TestValidateScaling(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.fields) {
 				t.Fatalf("violations %v, want %v", v, tc.fields)
+			}
+		})
+	}
+}
+
+// TestNewPoolAtTheControlPlanesVersion: a new pool that names the exact version its control
+// plane runs is taken as the default is (the ARM frontend sends its pools with the defaults
+// filled), even when the catalogue no longer offers that version to new installs; any other
+// version is resolved against the catalogue as before.
+func TestNewPoolAtTheControlPlanesVersion(t *testing.T) {
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	catalogue := &versions.Catalogue{ChannelGroups: map[string]*versions.ChannelGroup{"stable": {Versions: []versions.Version{
+		{ID: "4.19.7", Enabled: true, EndOfLife: now.Add(-time.Hour)},
+		{ID: "4.20.3", Enabled: true, EndOfLife: now.AddDate(1, 0, 0)},
+	}}}}
+	cl := Cluster{
+		Spec:   &csv1.ClusterSpec{ChannelGroup: "stable", VersionId: "4.19.7", Azure: &csv1.AzureSpec{SubnetId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"}},
+		Status: &csv1.ClusterStatus{CurrentVersion: "4.19.7"},
+	}
+	for _, tc := range []struct {
+		name, version string
+		want          string // the version held, or "" for a refusal of spec.version_id
+	}{
+		{"left_out", "", "4.19.7"},
+		{"the_control_planes_exact_version", "4.19.7", "4.19.7"},
+		{"its_minor_resolves_and_is_past_end_of_life", "4.19", ""},
+		{"ahead_of_the_control_plane", "4.20.3", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &csv1.NodePoolSpec{VersionId: tc.version, Replicas: 1, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}
+			var v Violations
+			got := ValidateNodePoolSpec(&v, "spec", in, cl, nil, catalogue, func() time.Time { return now })
+			var fields []string
+			for _, f := range v {
+				fields = append(fields, f.GetField())
+			}
+			switch {
+			case tc.want == "" && !slices.Contains(fields, "spec.version_id"):
+				t.Fatalf("violations %v, want one of spec.version_id", v)
+			case tc.want != "" && (len(v) != 0 || got.GetVersionId() != tc.want):
+				t.Fatalf("version %q with violations %v, want %s and none", got.GetVersionId(), v, tc.want)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -10,15 +11,18 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // Cluster Service is the one owner of a cluster's and a node pool's defaults (its model's
-// DefaultCluster and DefaultNodePool). A cluster's are applied by calling DefaultCluster itself
-// before the create's first write (withClusterServiceDefaults), so the resource document holds
-// from its first write what Cluster Service will hold (the same function) and no crash between
-// the write and Cluster Service's answer leaves a document without them; a node pool's come from
-// Cluster Service's answer (withDefaultsOf), as they depend on the cluster it holds. A GET fills
-// what a document lacks from the spec Cluster Service holds (setClusterStatus). The lists below
+// DefaultCluster and DefaultNodePool). The frontend calls those functions itself before a
+// create's first write (withClusterServiceDefaults, withClusterServiceNodePoolDefaults), so the
+// resource document holds from its first write what Cluster Service will hold, and no crash or
+// failed write after Cluster Service's answer leaves a document without them. A node pool's
+// defaults read the cluster as Cluster Service holds it (its subnet, channel group and the
+// version its control plane runs), so the frontend reads it first and sends the pool as filled.
+// A GET of a cluster fills what a document lacks from the spec Cluster Service holds
+// (setClusterStatus). The lists below
 // name, per kind, the spec fields whose empty value means "Cluster Service's default" (proto
 // field names, dotted): never their values. They cannot be read from the proto: an empty field
 // means something else for others (nodeDrainTimeoutMinutes 0 is "no limit", an empty cluster
@@ -101,15 +105,32 @@ func withClusterServiceDefaults(c *api.Cluster) {
 	withClusterDefaultsOf(c, defaulted)
 }
 
-// withDefaultsOf is withClusterDefaultsOf for a node pool (nodePoolDefaulted). What the caller
-// sent stays as sent ("4.20" is shown as "4.20", as a cluster's version is, although Cluster
-// Service resolved it).
+// withDefaultsOf is withClusterDefaultsOf for a node pool (nodePoolDefaulted): on a replace,
+// from the stored spec. What the caller sent stays as sent ("4.20" is shown as "4.20", as a
+// cluster's version is, although Cluster Service resolves it).
 func withDefaultsOf(next *api.NodePool, from *csv1.NodePoolSpec) {
 	if from == nil {
 		return
 	}
-	// A copy: next's spec may have been handed to Cluster Service's client already.
+	// A copy: next's spec may be shared with the stored pool's.
 	s := proto.Clone(nodePoolSpec(next)).(*csv1.NodePoolSpec)
 	fillDefaulted(s.ProtoReflect(), from.ProtoReflect(), nodePoolDefaulted)
 	next.Spec = s
+}
+
+// withClusterServiceNodePoolDefaults fills what a new node pool leaves empty of the fields
+// Cluster Service defaults with model.DefaultNodePool's values, from the cluster as Cluster
+// Service holds it now, before the create's first write. The pool is then sent as filled:
+// Cluster Service defaults nothing more and holds what the document holds, even if the cluster
+// changed in between (an upgrade of the control plane ending: the pool keeps the version it
+// was given, which Cluster Service checks as any named version).
+func withClusterServiceNodePoolDefaults(s *Server, r *http.Request, cluster *armdoc.ResourceDocument, np *api.NodePool) error {
+	ctx, cancel := s.csContext(r.Context(), info(r))
+	defer cancel()
+	cl, err := s.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: cluster.InternalID})
+	if err != nil {
+		return fmt.Errorf("read cluster %s in cluster service for its node pool defaults: %w", cluster.ResourceID, err)
+	}
+	withDefaultsOf(np, model.DefaultNodePool(nodePoolSpec(np), model.Cluster{Spec: cl.GetSpec(), Status: cl.GetStatus()}, nil))
+	return nil
 }

@@ -71,12 +71,12 @@ type childResource[M any, Spec proto.Message, Update proto.Message, Version any]
 	patch  func(v Version, stored M, body []byte) (M, error)
 	render func(v Version, m M) any
 	// carry copies into next, written over stored, what the request cannot change or leaves
-	// to what is stored (nil: nothing); prepareCreate completes a new one from its cluster.
+	// to what is stored (nil: nothing). prepareCreate completes a new one from its cluster
+	// before its first write (nil: nothing): what is written then is what Cluster Service is
+	// sent and holds, so no second write stands between Cluster Service's answer and the
+	// client's.
 	carry         func(v Version, stored, next M)
-	prepareCreate func(cluster *armdoc.ResourceDocument, m M) error
-	// adopt fills what the caller left out of a created m with the spec Cluster Service
-	// answered (its defaults); the resource document is then rewritten with it (nil: nothing).
-	adopt func(m M, spec protoreflect.Message)
+	prepareCreate func(s *Server, r *http.Request, cluster *armdoc.ResourceDocument, m M) error
 	// changeErrors lists what a write over stored may not change in api-version v (nil:
 	// everything may).
 	changeErrors func(v Version, stored, next M) []*arm.CloudError
@@ -373,7 +373,7 @@ func (k *childResource[M, Spec, Update, Version]) put(s *Server) handlerFunc {
 
 func (k *childResource[M, Spec, Update, Version]) create(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, m M) error {
 	if k.prepareCreate != nil {
-		if err := k.prepareCreate(cluster, m); err != nil {
+		if err := k.prepareCreate(s, r, cluster, m); err != nil {
 			return err
 		}
 	}
@@ -395,28 +395,19 @@ func (k *childResource[M, Spec, Update, Version]) create(s *Server, w http.Respo
 	if *meta.SystemData != nil {
 		rd.SystemData, _ = json.Marshal(*meta.SystemData)
 	}
-	var answered protoreflect.Message
 	etag, err := s.startCreate(r, k.kind(), id, rd, []any{"clusterID", cluster.InternalID}, func() (string, error) {
-		got, spec, err := k.callCreate(s, r, m, csID, cluster.InternalID)
-		answered = spec
-		return got, err
+		return k.callCreate(s, r, m, csID, cluster.InternalID)
 	})
 	if err != nil {
 		return err
-	}
-	if k.adopt != nil && answered != nil && answered.IsValid() {
-		k.adopt(m, answered)
-		if etag, err = k.storeProperties(s, r.Context(), id, m); err != nil {
-			return err
-		}
 	}
 	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, false)
 	return k.respond(w, r, http.StatusCreated, m, etag)
 }
 
 // callCreate has Cluster Service create m (idempotent on its ARM ID) and returns the ID it
-// answers with and the spec it holds (its defaults applied).
-func (k *childResource[M, Spec, Update, Version]) callCreate(s *Server, r *http.Request, m M, csID, clusterCSID string) (string, protoreflect.Message, error) {
+// answers with.
+func (k *childResource[M, Spec, Update, Version]) callCreate(s *Server, r *http.Request, m M, csID, clusterCSID string) (string, error) {
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
 	req, got, err := k.cs(s).create.call(ctx, func(req protoreflect.Message) {
@@ -430,37 +421,9 @@ func (k *childResource[M, Spec, Update, Version]) callCreate(s *Server, r *http.
 		req.Set(fd, protoreflect.ValueOfMessage(obj))
 	})
 	if err != nil {
-		return "", nil, fieldViolations(info(r).version, req, err)
+		return "", fieldViolations(info(r).version, req, err)
 	}
-	return getField(got, "id").String(), getField(got, "spec").Message(), nil
-}
-
-// storeProperties writes m's properties into its resource document, again on what is there now
-// if another writer (the backend following the create) got in between; it returns the new ETag.
-func (k *childResource[M, Spec, Update, Version]) storeProperties(s *Server, ctx context.Context, id *arm.ResourceID, m M) (string, error) {
-	props, err := k.model(m)
-	if err != nil {
-		return "", err
-	}
-	for attempt := 1; ; attempt++ {
-		rd, doc, err := s.getResourceDoc(ctx, id)
-		if err != nil {
-			return "", fmt.Errorf("read %s %s to store Cluster Service's spec: %w", k.noun, id, err)
-		}
-		rd.Properties = props
-		next, err := withBody(doc, rd)
-		if err != nil {
-			return "", err
-		}
-		written, err := s.store.Transact(ctx, doc.PartitionKey, []docstore.TxOp{{Kind: docstore.TxReplace, Doc: next, IfMatch: doc.ETag}})
-		if errors.Is(err, docstore.ErrPreconditionFailed) && attempt < 5 {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("store Cluster Service's spec of %s %s: %w", k.noun, id, err)
-		}
-		return written[0].ETag, nil
-	}
+	return getField(got, "id").String(), nil
 }
 
 // update writes next over an existing child, for a PUT (200) or a PATCH (202). What
@@ -496,7 +459,7 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 	if op != nil {
 		// The caller retries a create we accepted: drive Cluster Service again with the stored
 		// ID (its create is idempotent) and point at the same operation.
-		if _, _, err := k.callCreate(s, r, stored, rd.InternalID, cluster.InternalID); err != nil {
+		if _, err := k.callCreate(s, r, stored, rd.InternalID, cluster.InternalID); err != nil {
 			return fmt.Errorf("retry create of %s %s: %w", k.noun, id, err)
 		}
 		s.setAsyncHeaders(w, r, id.SubscriptionID, op.ID, false)

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
@@ -16,8 +15,8 @@ import (
 
 // Node pools: hcpOpenShiftClusters/{cluster}/nodePools/{name}, served by the child-resource
 // handlers (handlers_child.go) with what is particular to a node pool: location and tags,
-// create-only fields, Cluster Service's defaults written back after a create, and no write while
-// the cluster has any operation in progress.
+// create-only fields, Cluster Service's defaults written with the first write of a create, and no
+// write while the cluster has any operation in progress.
 
 var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.NodePoolUpdate, api.NodePoolVersion]{
 	typeName: "nodePools", noun: "node pool",
@@ -36,12 +35,10 @@ var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.N
 		v.PreserveNodePool(stored, next)
 		withDefaultsOf(next, stored.Spec)
 	},
-	// The frontend has no node pool defaults of its own: what the caller left out is what
-	// Cluster Service answered (its model's defaults: the cluster's subnet and channel group,
-	// the control plane's version, the OS disk).
-	adopt: func(np *api.NodePool, spec protoreflect.Message) {
-		withDefaultsOf(np, spec.Interface().(*csv1.NodePoolSpec))
-	},
+	// The frontend has no node pool defaults of its own: what the caller left out is filled,
+	// before the first write, by Cluster Service's model (DefaultNodePool) from the cluster
+	// Cluster Service holds, and sent as filled.
+	prepareCreate: withClusterServiceNodePoolDefaults,
 	changeErrors: nodePoolChangedFields,
 	spec:         nodePoolSpec, fullUpdate: csv1.FullNodePoolUpdate, diffUpdate: csv1.NodePoolUpdateDiff,
 	cs: func(s *Server) childCalls {

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -442,5 +443,76 @@ func TestNodePoolWithoutVersionIDThroughNewerVersions(t *testing.T) {
 			t.Fatalf("PATCH through %s: %d %s", v, p.code, p.body)
 		}
 		e.finish(opIDFrom(t, p.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	}
+}
+
+// TestNodePoolCreateStoresDefaultsWithItsFirstWrite: a node pool's create writes Cluster
+// Service's defaults (model.DefaultNodePool, from the cluster Cluster Service holds) with its
+// first write and sends them to Cluster Service, so a create whose answer is lost (Cluster
+// Service unreachable: the documents stay for the retry) leaves a document that holds them,
+// the retry and the GET show them, and a PUT of what the GET showed is no change.
+func TestNodePoolCreateStoresDefaultsWithItsFirstWrite(t *testing.T) {
+	e, fake := newNodePoolEnv(t)
+	e.readyCluster(t, "c1")
+	crd, _ := e.resource(clusterPath("rg", "c1"))
+	cl, err := e.cs.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: crd.InternalID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model.DefaultNodePool(&csv1.NodePoolSpec{}, model.Cluster{Spec: cl.GetSpec(), Status: cl.GetStatus()}, nil)
+	wantProps := map[string]any{
+		"version.id": want.GetVersionId(), "version.channelGroup": want.GetChannelGroup(),
+		"platform.subnetId":                      want.GetPlatform().GetSubnetId(),
+		"platform.osDisk.sizeGiB":                float64(want.GetPlatform().GetOsDiskSizeGib()),
+		"platform.osDisk.diskStorageAccountType": want.GetPlatform().GetOsDiskStorageAccountType(),
+	}
+	check := func(what string, props map[string]any) {
+		t.Helper()
+		for path, v := range wantProps {
+			var at any = props
+			for _, k := range strings.Split(path, ".") {
+				m, _ := at.(map[string]any)
+				at = m[k]
+			}
+			if at != v {
+				t.Errorf("%s: properties.%s = %v, want Cluster Service's default %v", what, path, at, v)
+			}
+		}
+	}
+
+	path := poolPath("c1", "np1")
+	fake.mu.Lock()
+	fake.createErr = status.Error(codes.Unavailable, "connection refused")
+	fake.mu.Unlock()
+	if resp := e.put(path, minimalPoolBody()); resp.code != 503 {
+		t.Fatalf("PUT while Cluster Service is unreachable = %d %s, want 503", resp.code, resp.body)
+	}
+	fake.mu.Lock()
+	fake.createErr = nil
+	sent := proto.Clone(fake.creates[0].GetNodePool().GetSpec()).(*csv1.NodePoolSpec)
+	fake.mu.Unlock()
+	rd, _ := e.resource(path)
+	var stored map[string]any
+	if err := json.Unmarshal(rd.Properties, &stored); err != nil {
+		t.Fatal(err)
+	}
+	check("the create's first write", stored["properties"].(map[string]any))
+	if d := model.DefaultNodePool(sent, model.Cluster{Spec: cl.GetSpec(), Status: cl.GetStatus()}, nil); !proto.Equal(d, sent) {
+		t.Errorf("Cluster Service was sent %v, which lacks defaults it would fill: %v", sent, d)
+	}
+
+	retry := e.put(path, minimalPoolBody())
+	if retry.code != 201 {
+		t.Fatalf("retry = %d %s, want 201", retry.code, retry.body)
+	}
+	check("the retry's answer", retry.json(t)["properties"].(map[string]any))
+	e.finish(opIDFrom(t, retry.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	got := e.do("GET", path, nil, nil)
+	shown := got.json(t)["properties"].(map[string]any)
+	check("GET", shown)
+	body := minimalPoolBody()
+	body["properties"] = shown
+	if resp := e.put(path, body); resp.code != 200 {
+		t.Fatalf("PUT of what the GET showed = %d %s, want 200", resp.code, resp.body)
 	}
 }
