@@ -22,27 +22,90 @@ import (
 // defaults read the cluster as Cluster Service holds it (its subnet, channel group and the
 // version its control plane runs), so the frontend reads it first and sends the pool as filled.
 // A GET of a cluster fills what a document lacks from the spec Cluster Service holds
-// (setClusterStatus). The lists below
-// name, per kind, the spec fields whose empty value means "Cluster Service's default" (proto
-// field names, dotted): never their values. They cannot be read from the proto: an empty field
-// means something else for others (nodeDrainTimeoutMinutes 0 is "no limit", an empty cluster
-// version is kept as the caller created it), and a replace must not keep a stored value the
-// caller cleared.
+// (setClusterStatus).
+//
+// Which fields those functions default (never their values) is read off the functions
+// themselves: the fields they set in an empty spec (defaultedFields). A field whose empty value
+// is a value of its own (nodeDrainTimeoutMinutes 0 is "no limit", an empty cluster version is
+// kept as the caller created it) is one they leave empty, so it is not among them, and a replace
+// never keeps a stored value the caller cleared there.
 
-// clusterDefaulted are the cluster spec's fields model.DefaultCluster fills. The version is
-// not among them: Cluster Service resolves it, and a cluster created without one (through
-// 2024-06-10-preview) has always shown none.
-var clusterDefaulted = []string{
-	"channel_group",
-	"network.network_type", "network.pod_cidr", "network.service_cidr", "network.machine_cidr", "network.host_prefix",
-	"api_visibility", "azure.outbound_type", "image_registry_state", "ingress_visibility", "crypto_restrictions",
+// clusterDefaulted are the cluster spec's fields model.DefaultCluster fills (dotted proto
+// field names).
+var clusterDefaulted = defaultedFields(func(empty *csv1.ClusterSpec) proto.Message {
+	model.DefaultCluster(empty)
+	return empty
+})
+
+// nodePoolDefaulted are the node pool spec's fields model.DefaultNodePool fills, given a
+// cluster whose every field is set: what it takes from the cluster (the subnet, the channel
+// group, the control plane's version) and its own (the OS disk).
+var nodePoolDefaulted = defaultedFields(func(empty *csv1.NodePoolSpec) proto.Message {
+	return model.DefaultNodePool(empty, model.Cluster{Spec: populated[*csv1.ClusterSpec](), Status: populated[*csv1.ClusterStatus]()}, nil)
+})
+
+// defaultedFields are the dotted paths of the scalar fields that defaults sets in an empty M
+// whose every (non-list, non-map) message field is present and empty.
+func defaultedFields[M proto.Message](defaults func(empty M) proto.Message) []string {
+	var zero M
+	empty := zero.ProtoReflect().New()
+	walkMessages(empty, func(protoreflect.Message, protoreflect.FieldDescriptor) {})
+	var out []string
+	setScalarPaths(defaults(empty.Interface().(M)).ProtoReflect(), "", &out)
+	return out
 }
 
-// nodePoolDefaulted are the node pool spec's fields model.DefaultNodePool fills: from the
-// cluster (the subnet, the channel group), the control plane's version, and the OS disk.
-var nodePoolDefaulted = []string{
-	"version_id", "channel_group",
-	"platform.subnet_id", "platform.os_disk_size_gib", "platform.os_disk_storage_account_type", "platform.os_disk_persistence",
+// populated is an M whose every scalar field is set (strings to "x", numbers to 1, booleans
+// to true, enums to their second value), in present messages all the way down.
+func populated[M proto.Message]() M {
+	var zero M
+	m := zero.ProtoReflect().New()
+	walkMessages(m, func(msg protoreflect.Message, fd protoreflect.FieldDescriptor) {
+		switch fd.Kind() {
+		case protoreflect.StringKind:
+			msg.Set(fd, protoreflect.ValueOfString("x"))
+		case protoreflect.BoolKind:
+			msg.Set(fd, protoreflect.ValueOfBool(true))
+		case protoreflect.EnumKind:
+			if vs := fd.Enum().Values(); vs.Len() > 1 {
+				msg.Set(fd, protoreflect.ValueOfEnum(vs.Get(1).Number()))
+			}
+		case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+			msg.Set(fd, protoreflect.ValueOfInt32(1))
+		case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+			msg.Set(fd, protoreflect.ValueOfInt64(1))
+		}
+	})
+	return m.Interface().(M)
+}
+
+// walkMessages makes every singular message field of m present (recursively) and calls scalar
+// for each singular scalar field on the way.
+func walkMessages(m protoreflect.Message, scalar func(protoreflect.Message, protoreflect.FieldDescriptor)) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		switch {
+		case fd.IsList() || fd.IsMap():
+		case fd.Message() != nil:
+			walkMessages(m.Mutable(fd).Message(), scalar)
+		default:
+			scalar(m, fd)
+		}
+	}
+}
+
+// setScalarPaths appends the dotted paths of m's set scalar fields.
+func setScalarPaths(m protoreflect.Message, prefix string, out *[]string) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := prefix + string(fd.Name())
+		if fd.Message() != nil && !fd.IsList() && !fd.IsMap() {
+			setScalarPaths(v.Message(), p+".", out)
+		} else {
+			*out = append(*out, p)
+		}
+		return true
+	})
 }
 
 // fillDefaulted sets each field of dst at paths (fields without presence: a scalar's zero is
