@@ -145,7 +145,8 @@ func (np *NodePool) UnmarshalJSON(b []byte) error {
 }
 
 // Default fills diskType in a document stored before node pools had one (their disks are
-// Managed, as Cluster Service holds them); new documents hold Cluster Service's answer.
+// Managed, as Cluster Service holds them); new documents hold Cluster Service's defaults from
+// their first write.
 func (np *NodePool) Default() {
 	if np.Spec == nil {
 		np.Spec = &csv1.NodePoolSpec{}

@@ -28,7 +28,9 @@ import (
 // themselves: the fields they set in an empty spec (defaultedFields). A field whose empty value
 // is a value of its own (nodeDrainTimeoutMinutes 0 is "no limit", an empty cluster version is
 // kept as the caller created it) is one they leave empty, so it is not among them, and a replace
-// never keeps a stored value the caller cleared there.
+// never keeps a stored value the caller cleared there. A default that depended on a value other
+// than the placeholders of populated (a string "x", a number 1) would be missed: the test of
+// these lists compares them with what the functions fill for a real cluster.
 
 // clusterDefaulted are the cluster spec's fields model.DefaultCluster fills (dotted proto
 // field names).
