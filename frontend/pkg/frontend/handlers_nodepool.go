@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 
-
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
@@ -39,8 +38,8 @@ var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.N
 	// before the first write, by Cluster Service's model (DefaultNodePool) from the cluster
 	// Cluster Service holds, and sent as filled.
 	prepareCreate: withClusterServiceNodePoolDefaults,
-	changeErrors: nodePoolChangedFields,
-	spec:         nodePoolSpec, fullUpdate: csv1.FullNodePoolUpdate, diffUpdate: csv1.NodePoolUpdateDiff,
+	changeErrors:  nodePoolChangedFields,
+	spec:          nodePoolSpec, fullUpdate: csv1.FullNodePoolUpdate, diffUpdate: csv1.NodePoolUpdateDiff,
 	cs: func(s *Server) childCalls {
 		c := s.cfg.NodePools
 		return childCalls{create: rpc(c.CreateNodePool), update: rpc(c.UpdateNodePool), delete: rpc(c.DeleteNodePool)}
