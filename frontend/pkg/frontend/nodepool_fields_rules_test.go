@@ -6,11 +6,14 @@
 package frontend
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/model"
@@ -237,6 +240,109 @@ func TestNodePoolFieldRulesAgree(t *testing.T) {
 			c.cs(spec)
 			var v model.Violations
 			model.ValidateNodePoolSpec(&v, "node_pool.spec", spec, model.Cluster{Spec: cl.GetSpec(), Status: cl.GetStatus()}, nil, catalogue, time.Now)
+			requireAgreement(t, resp, labelsAsMap(frontend), request, v)
+		})
+	}
+}
+
+// TestNodePoolUpdateFieldRulesAgree: the same agreement for an update, a PATCH through the
+// newest api-version of each updatable property TestNodePoolFieldRulesAgree covers (labels,
+// taints, nodeDrainTimeoutMinutes), each to a pool of its own created with no labels or taints:
+// Cluster Service's rule is the one its UpdateNodePool runs, model.ValidateNodePoolSpec on the
+// stored spec with the property replaced, against the stored spec.
+func TestNodePoolUpdateFieldRulesAgree(t *testing.T) {
+	e := newCSEnv(t)
+	cl := e.csCluster(t, "c1", func(b map[string]any) { set(b, "properties.version.id", "4.20.3") })
+	catalogue, err := versions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := (&csv1.CreateNodePoolRequest{}).ProtoReflect().Descriptor()
+
+	var cases []poolFieldCase
+	add := func(name string, arm func(map[string]any), cs func(*csv1.NodePoolSpec)) {
+		cases = append(cases, poolFieldCase{name: name, arm: arm, cs: cs})
+	}
+	for _, k := range []string{"app", "example.com/app", "", "-app", "has space", "a/b/c", strings.Repeat("k", 64),
+		strings.Repeat("p", 253) + "/app", strings.Repeat("p", 254) + "/app"} {
+		add(fmt.Sprintf("labels_key_%.30q_len%d", k, len(k)),
+			func(p map[string]any) { p["labels"] = []any{map[string]any{"key": k, "value": "v"}} },
+			func(s *csv1.NodePoolSpec) { s.Labels = map[string]string{k: "v"} })
+	}
+	for _, v := range []string{"", "-x", "é", strings.Repeat("v", 63), strings.Repeat("v", 64)} {
+		add(fmt.Sprintf("labels_value_%.20q_len%d", v, len(v)),
+			func(p map[string]any) { p["labels"] = []any{map[string]any{"key": "app", "value": v}} },
+			func(s *csv1.NodePoolSpec) { s.Labels = map[string]string{"app": v} })
+	}
+	add("labels_none",
+		func(p map[string]any) { p["labels"] = []any{} },
+		func(s *csv1.NodePoolSpec) { s.Labels = nil })
+	for _, tt := range [][3]string{
+		{"k", "v", "NoSchedule"}, {"k", "v", "PreferNoSchedule"}, {"k", "v", "NoExecute"}, {"k", "v", "Never"}, {"k", "v", ""},
+		{"", "v", "NoSchedule"}, {"has space", "v", "NoSchedule"}, {"k", strings.Repeat("v", 63), "NoSchedule"},
+		{"k", strings.Repeat("v", 64), "NoSchedule"}, {"k", "-v", "NoSchedule"},
+		{strings.Repeat("p", 252) + "/" + strings.Repeat("k", 63), "v", "NoSchedule"},
+		{strings.Repeat("p", 253) + "/" + strings.Repeat("k", 63), "v", "NoSchedule"},
+	} {
+		add(fmt.Sprintf("taints_%.20q_len%d_%.20q_%q", tt[0], len(tt[0]), tt[1], tt[2]),
+			func(p map[string]any) {
+				p["taints"] = []any{map[string]any{"key": tt[0], "value": tt[1], "effect": tt[2]}}
+			},
+			func(s *csv1.NodePoolSpec) { s.Taints = []*csv1.Taint{{Key: tt[0], Value: tt[1], Effect: tt[2]}} })
+	}
+	add("taints_duplicate_key_and_effect",
+		func(p map[string]any) {
+			p["taints"] = []any{map[string]any{"key": "k", "value": "a", "effect": "NoSchedule"}, map[string]any{"key": "k", "value": "b", "effect": "NoSchedule"}}
+		},
+		func(s *csv1.NodePoolSpec) {
+			s.Taints = []*csv1.Taint{{Key: "k", Value: "a", Effect: "NoSchedule"}, {Key: "k", Value: "b", Effect: "NoSchedule"}}
+		})
+	for _, m := range []int32{-1, 0, 10080, 10081} {
+		add(fmt.Sprintf("nodeDrainTimeoutMinutes=%d", m),
+			func(p map[string]any) { p["nodeDrainTimeoutMinutes"] = m },
+			func(s *csv1.NodePoolSpec) { s.NodeDrainTimeoutMinutes = &m })
+	}
+	cases = append(cases,
+		poolFieldCase{name: "labels_key_twice", unsendable: "properties.labels[1].key", arm: func(p map[string]any) {
+			p["labels"] = []any{map[string]any{"key": "app", "value": "a"}, map[string]any{"key": "app", "value": "b"}}
+		}},
+		poolFieldCase{name: "nodeDrainTimeoutMinutes_as_a_string", unsendable: "properties.nodeDrainTimeoutMinutes",
+			arm: func(p map[string]any) { p["nodeDrainTimeoutMinutes"] = "10" }})
+
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			name := fmt.Sprintf("upd%d", i)
+			id := e.readyPool(t, "c1", name, minimalPoolBody())
+			cur, err := e.pools.GetNodePool(context.Background(), &csv1.GetNodePoolRequest{Id: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// The frontend's answer, through its handler.
+			props := map[string]any{}
+			c.arm(props)
+			resp := e.do("PATCH", withVersion(poolPath("c1", name), fieldsRulesVersion), mustJSON(map[string]any{"properties": props}), nil)
+			if c.unsendable != "" {
+				if got := refusalTargets(t, resp); resp.code != 400 || !slices.Equal(got, []string{c.unsendable}) {
+					t.Fatalf("PATCH = %d naming %v, want 400 naming %s: %s", resp.code, got, c.unsendable, resp.body)
+				}
+				return
+			}
+			var frontend []string
+			switch resp.code {
+			case 200, 202:
+			case 400:
+				frontend = refusalTargets(t, resp)
+			default:
+				t.Fatalf("PATCH = %d %s", resp.code, resp.body)
+			}
+
+			// Cluster Service's answer: the stored spec with the property replaced, as its
+			// UpdateNodePool validates it.
+			spec := proto.Clone(cur.GetSpec()).(*csv1.NodePoolSpec)
+			c.cs(spec)
+			var v model.Violations
+			model.ValidateNodePoolSpec(&v, "node_pool.spec", spec, model.Cluster{Spec: cl.GetSpec(), Status: cl.GetStatus()}, cur.GetSpec(), catalogue, time.Now)
 			requireAgreement(t, resp, labelsAsMap(frontend), request, v)
 		})
 	}
