@@ -362,3 +362,41 @@ func labelsAsMap(targets []string) []string {
 	}
 	return out
 }
+
+// TestNodePoolBusinessRulesAreClusterServices: a node pool rule the specification does not state
+// (nodeDrainTimeoutMinutes 0-10080, vmSize at most 255 characters) is Cluster Service's alone.
+// Behind a fake Cluster Service that accepts everything, the frontend sends such a value on
+// rather than refuse it with a copy of the rule; TestNodePoolFieldRulesAgree shows the real
+// Cluster Service refusing it, naming the same field.
+func TestNodePoolBusinessRulesAreClusterServices(t *testing.T) {
+	e, fake := newNodePoolEnv(t)
+	e.readyCluster(t, "c1")
+	long := "Standard_" + strings.Repeat("D", 247) + "8"
+	for i, c := range []struct {
+		name string
+		set  func(props map[string]any)
+		sent func(*csv1.NodePoolSpec) bool
+	}{
+		{"nodeDrainTimeoutMinutes=10081", func(p map[string]any) { p["nodeDrainTimeoutMinutes"] = 10081 },
+			func(s *csv1.NodePoolSpec) bool { return s.GetNodeDrainTimeoutMinutes() == 10081 }},
+		{"nodeDrainTimeoutMinutes=-1", func(p map[string]any) { p["nodeDrainTimeoutMinutes"] = -1 },
+			func(s *csv1.NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes != nil && *s.NodeDrainTimeoutMinutes == -1 }},
+		{"vmSize_of_256_characters", func(p map[string]any) { p["platform"].(map[string]any)["vmSize"] = long },
+			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetVmSize() == long }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			props := map[string]any{"replicas": 2, "platform": map[string]any{"vmSize": "Standard_D8s_v3"}}
+			c.set(props)
+			resp := e.put(withVersion(poolPath("c1", fmt.Sprintf("np%d", i)), fieldsRulesVersion), map[string]any{"location": testLocation, "properties": props})
+			if resp.code != 201 {
+				t.Fatalf("PUT = %d %s; want the value sent to Cluster Service, whose rule it is", resp.code, resp.body)
+			}
+			fake.mu.Lock()
+			last := fake.creates[len(fake.creates)-1].GetNodePool().GetSpec()
+			fake.mu.Unlock()
+			if !c.sent(last) {
+				t.Fatalf("Cluster Service was sent %v", last)
+			}
+		})
+	}
+}
