@@ -380,7 +380,9 @@ func TestNodePoolBusinessRulesAreClusterServices(t *testing.T) {
 		{"nodeDrainTimeoutMinutes=10081", func(p map[string]any) { p["nodeDrainTimeoutMinutes"] = 10081 },
 			func(s *csv1.NodePoolSpec) bool { return s.GetNodeDrainTimeoutMinutes() == 10081 }},
 		{"nodeDrainTimeoutMinutes=-1", func(p map[string]any) { p["nodeDrainTimeoutMinutes"] = -1 },
-			func(s *csv1.NodePoolSpec) bool { return s.NodeDrainTimeoutMinutes != nil && *s.NodeDrainTimeoutMinutes == -1 }},
+			func(s *csv1.NodePoolSpec) bool {
+				return s.NodeDrainTimeoutMinutes != nil && *s.NodeDrainTimeoutMinutes == -1
+			}},
 		{"vmSize_of_256_characters", func(p map[string]any) { p["platform"].(map[string]any)["vmSize"] = long },
 			func(s *csv1.NodePoolSpec) bool { return s.GetPlatform().GetVmSize() == long }},
 	} {
