@@ -2350,7 +2350,7 @@ type NodePoolPlatform struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// vm_size, e.g. Standard_D8s_v3. Immutable.
 	VmSize string `protobuf:"bytes,1,opt,name=vm_size,json=vmSize,proto3" json:"vm_size,omitempty"`
-	// os_disk_size_gib: 16-65536; default 64. Immutable.
+	// os_disk_size_gib: 64-4095 (the ARM specification's bounds); default 64. Immutable.
 	OsDiskSizeGib int32 `protobuf:"varint,2,opt,name=os_disk_size_gib,json=osDiskSizeGib,proto3" json:"os_disk_size_gib,omitempty"`
 	// os_disk_storage_account_type: Premium_LRS (default), StandardSSD_LRS or Standard_LRS. Immutable.
 	OsDiskStorageAccountType string `protobuf:"bytes,3,opt,name=os_disk_storage_account_type,json=osDiskStorageAccountType,proto3" json:"os_disk_storage_account_type,omitempty"`

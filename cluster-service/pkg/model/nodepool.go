@@ -34,11 +34,26 @@ const (
 // MaxMinorsBehind is how many minor versions a node pool may run behind its control plane.
 const MaxMinorsBehind = 2
 
+// The OS disk's size in GiB: the ARM specification's bounds (minimum 64 in every api-version,
+// maximum 4095 from 2026-06-30-preview on: Azure's largest managed OS disk), narrower than
+// HyperShift's 16 to 65536, so no api-version's body reaches the NodePool with a size Azure
+// would refuse.
+const (
+	MinOSDiskSizeGiB = 64
+	MaxOSDiskSizeGiB = 4095
+)
+
+// maxTaintKeyLen is the ARM specification's maxLength of a taint key; a Kubernetes qualified
+// name may have one more character (a 253-character prefix, '/', a 63-character name).
+const maxTaintKeyLen = 316
+
 var taintValueRE = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
 
 var (
 	taintEffects = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
-	osDiskTypes  = []string{"Premium_LRS", "PremiumV2_LRS", "StandardSSD_LRS", "Standard_LRS", "UltraSSD_LRS"}
+	// The ARM specification's storage account types of an OS disk (HyperShift's CRD allows
+	// PremiumV2_LRS and UltraSSD_LRS too, which Azure offers only for data disks).
+	osDiskTypes = []string{"Premium_LRS", "StandardSSD_LRS", "Standard_LRS"}
 	// HyperShift's NodePool CRD accepts only these zones (availabilityZone: self in ['1', '2', '3']).
 	zones              = []string{"1", "2", "3"}
 	osDiskPersistences = []string{"Persistent", "Ephemeral"}
@@ -176,6 +191,8 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 		f := fmt.Sprintf("%s.taints[%d]", field, i)
 		if errs := validation.IsQualifiedName(t.GetKey()); len(errs) > 0 {
 			v.Add(f+".key", "%q: %s", t.GetKey(), strings.Join(errs, "; "))
+		} else if len(t.GetKey()) > maxTaintKeyLen {
+			v.Add(f+".key", "must be at most %d characters long, not %d", maxTaintKeyLen, len(t.GetKey()))
 		}
 		if len(t.GetValue()) > 63 || !taintValueRE.MatchString(t.GetValue()) {
 			v.Add(f+".value", "%q must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", t.GetValue())
@@ -193,8 +210,8 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 	if err := ValidateVMSize(p.GetVmSize()); err != nil {
 		v.Add(field+".platform.vm_size", "%v", err)
 	}
-	if n := p.GetOsDiskSizeGib(); n < 16 || n > 65536 {
-		v.Add(field+".platform.os_disk_size_gib", "must be between 16 and 65536, not %d", n)
+	if n := p.GetOsDiskSizeGib(); n < MinOSDiskSizeGiB || n > MaxOSDiskSizeGiB {
+		v.Add(field+".platform.os_disk_size_gib", "must be between %d and %d, not %d", MinOSDiskSizeGiB, MaxOSDiskSizeGiB, n)
 	}
 	OneOf(v, field+".platform.os_disk_storage_account_type", p.GetOsDiskStorageAccountType(), osDiskTypes...)
 	OneOf(v, field+".platform.availability_zone", p.GetAvailabilityZone(), zones...)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -188,6 +189,12 @@ func TestNodePoolValidation(t *testing.T) {
 		{"duplicate_taint", func(p *csv1.NodePool) { p.Spec.Taints = append(p.Spec.Taints, p.Spec.Taints[0]) }, "node_pool.spec.taints[1]"},
 		{"bad_vm_size", func(p *csv1.NodePool) { p.Spec.Platform.VmSize = "huge" }, "node_pool.spec.platform.vm_size"},
 		{"small_os_disk", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskSizeGib = 8 }, "node_pool.spec.platform.os_disk_size_gib"},
+		{"os_disk_below_the_arm_minimum", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskSizeGib = 63 }, "node_pool.spec.platform.os_disk_size_gib"},
+		{"os_disk_above_the_arm_maximum", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskSizeGib = 4096 }, "node_pool.spec.platform.os_disk_size_gib"},
+		{"os_disk_type_for_data_disks_only", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskStorageAccountType = "UltraSSD_LRS" }, "node_pool.spec.platform.os_disk_storage_account_type"},
+		{"taint_key_over_the_arm_maximum", func(p *csv1.NodePool) {
+			p.Spec.Taints[0].Key = strings.Repeat("p", 253) + "/" + strings.Repeat("k", 63)
+		}, "node_pool.spec.taints[0].key"},
 		{"bad_os_disk_type", func(p *csv1.NodePool) { p.Spec.Platform.OsDiskStorageAccountType = "Floppy" }, "node_pool.spec.platform.os_disk_storage_account_type"},
 		{"bad_subnet", func(p *csv1.NodePool) { p.Spec.Platform.SubnetId = "/subnets/x" }, "node_pool.spec.platform.subnet_id"},
 		{"bad_zone", func(p *csv1.NodePool) { p.Spec.Platform.AvailabilityZone = "4" }, "node_pool.spec.platform.availability_zone"},

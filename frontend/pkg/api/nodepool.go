@@ -51,14 +51,19 @@ var NodePoolShapes = armpath.Shapes{
 			}
 			return swap(s, DiskTypeManaged, "Persistent"), nil
 		},
-		ToARM: func(v any) any { return swap(v.(string), "Persistent", DiskTypeManaged) },
+		ToARM: func(v any) any { return swap(v.(string), DiskTypeManaged, "Persistent") },
 	},
 }
 
-// swap is to when s is from; anything else (Ephemeral in both) as it is.
-func swap(s, from, to string) string {
-	if s == from {
-		return to
+// swap exchanges a and b (Managed and Persistent), both ways: were Persistent kept as it is, an
+// ARM body's Persistent (no value of the specification) would be a value Cluster Service
+// accepts. Anything else (Ephemeral in both) is as it is.
+func swap(s, a, b string) string {
+	switch s {
+	case a:
+		return b
+	case b:
+		return a
 	}
 	return s
 }

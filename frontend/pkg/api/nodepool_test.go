@@ -70,7 +70,9 @@ func TestDecodeNodePoolValidation(t *testing.T) {
 			targets: []string{"properties.platform.osDisk.sizeGiB", "properties.platform.osDisk.diskStorageAccountType"}},
 		{name: "subnet_must_be_a_subnet", body: `{"location":"eastus","properties":{"platform":{"vmSize":"x","subnetId":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/n"}}}`,
 			targets: []string{"properties.platform.subnetId"}},
-		{name: "drain_timeout_range", body: `{"location":"eastus","properties":{"nodeDrainTimeoutMinutes":10081,"platform":{"vmSize":"x"}}}`, targets: []string{"properties.nodeDrainTimeoutMinutes"}},
+		// nodeDrainTimeoutMinutes' range (0-10080) and vmSize's length are Cluster Service's rules,
+		// which the node pool's specification does not state (TestNodePoolFieldRulesAgree and
+		// TestNodePoolBusinessRulesAreClusterServices in package frontend).
 		{name: "version_id_required_from_2025_12_23", versions: []string{"2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"},
 			body: `{"location":"eastus","properties":{"version":{"channelGroup":"stable"},"platform":{"vmSize":"x"}}}`, targets: []string{"properties.version.id"}},
 		{name: "disk_type_unknown_before_2025_12_23", versions: []string{"2024-06-10-preview"},

@@ -37,10 +37,10 @@ func (v *Checker) NodePool(doc any, r NodePoolRules) {
 		}
 	}
 	if v.Required(at("properties.platform") != nil, "properties.platform") {
+		// Only required: what a VM size is (and its length) is Cluster Service's rule
+		// (model.ValidateVMSize); the specification states no bound.
 		vmSize := strAt(doc, "properties.platform.vmSize")
-		if v.Required(vmSize != nil && *vmSize != "", "properties.platform.vmSize") && len(*vmSize) > 255 {
-			v.Add("properties.platform.vmSize", "Field 'properties.platform.vmSize' must be at most 255 characters long.")
-		}
+		v.Required(vmSize != nil && *vmSize != "", "properties.platform.vmSize")
 		if s := strAt(doc, "properties.platform.subnetId"); s != nil {
 			v.ArmID(*s, "properties.platform.subnetId", TypeSubnet)
 		}
@@ -93,7 +93,9 @@ func (v *Checker) NodePool(doc any, r NodePoolRules) {
 			v.Enum(effect, base+".effect", "NoSchedule", "PreferNoSchedule", "NoExecute")
 		}
 	}
-	v.RangeInt(int32At(doc, "properties.nodeDrainTimeoutMinutes"), "properties.nodeDrainTimeoutMinutes", 0, 10080)
+	// nodeDrainTimeoutMinutes has no bound in a node pool's specification (a cluster's has):
+	// 0-10080 is Cluster Service's rule (model.ValidateDrainTimeout), which refuses with the
+	// field's path.
 }
 
 // strAt is the string at path in doc; nil when absent (or null).
