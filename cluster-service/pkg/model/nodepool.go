@@ -210,10 +210,15 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 	if err := ValidateVMSize(p.GetVmSize()); err != nil {
 		v.Add(field+".platform.vm_size", "%v", err)
 	}
-	if n := p.GetOsDiskSizeGib(); n < MinOSDiskSizeGiB || n > MaxOSDiskSizeGiB {
-		v.Add(field+".platform.os_disk_size_gib", "must be between %d and %d, not %d", MinOSDiskSizeGiB, MaxOSDiskSizeGiB, n)
+	if cur == nil {
+		// On create only: the OS disk cannot change after (below), and a pool created before
+		// these bounds were the specification's (HyperShift's 16-65536 GiB, PremiumV2_LRS,
+		// UltraSSD_LRS) is not refused every later update for what it cannot change.
+		if n := p.GetOsDiskSizeGib(); n < MinOSDiskSizeGiB || n > MaxOSDiskSizeGiB {
+			v.Add(field+".platform.os_disk_size_gib", "must be between %d and %d, not %d", MinOSDiskSizeGiB, MaxOSDiskSizeGiB, n)
+		}
+		OneOf(v, field+".platform.os_disk_storage_account_type", p.GetOsDiskStorageAccountType(), osDiskTypes...)
 	}
-	OneOf(v, field+".platform.os_disk_storage_account_type", p.GetOsDiskStorageAccountType(), osDiskTypes...)
 	OneOf(v, field+".platform.availability_zone", p.GetAvailabilityZone(), zones...)
 	OneOf(v, field+".platform.os_disk_persistence", p.GetOsDiskPersistence(), osDiskPersistences...)
 	if id := p.GetOsDiskEncryptionSetId(); id != "" {

@@ -82,3 +82,47 @@ func TestNewPoolAtTheControlPlanesVersion(t *testing.T) {
 		})
 	}
 }
+
+// TestOSDiskBoundsOnCreateOnly: the OS disk's size and storage account type are checked against
+// the specification's bounds when a pool is created; a pool stored before those bounds (with
+// HyperShift's wider ones) is not refused an update that leaves its disk as it is, and a change
+// of its disk is refused as a change.
+func TestOSDiskBoundsOnCreateOnly(t *testing.T) {
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	catalogue := &versions.Catalogue{ChannelGroups: map[string]*versions.ChannelGroup{"stable": {Versions: []versions.Version{
+		{ID: "4.20.3", Enabled: true, EndOfLife: now.AddDate(1, 0, 0)},
+	}}}}
+	subnet := "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"
+	cl := Cluster{Spec: &csv1.ClusterSpec{ChannelGroup: "stable", VersionId: "4.20.3", Azure: &csv1.AzureSpec{SubnetId: subnet}}}
+	pool := func(size int32, typ string, replicas int32) *csv1.NodePoolSpec {
+		return &csv1.NodePoolSpec{VersionId: "4.20.3", ChannelGroup: "stable", Replicas: replicas, Platform: &csv1.NodePoolPlatform{
+			VmSize: "Standard_D8s_v3", SubnetId: subnet, OsDiskSizeGib: size, OsDiskStorageAccountType: typ, OsDiskPersistence: "Persistent"}}
+	}
+	old := pool(8192, "PremiumV2_LRS", 2)
+	for _, tc := range []struct {
+		name   string
+		in     *csv1.NodePoolSpec
+		cur    *csv1.NodePoolSpec
+		fields []string
+	}{
+		{"create_past_the_bounds", pool(8192, "PremiumV2_LRS", 2), nil,
+			[]string{"spec.platform.os_disk_size_gib", "spec.platform.os_disk_storage_account_type"}},
+		{"create_at_the_bounds", pool(4095, "Premium_LRS", 2), nil, nil},
+		{"update_of_an_older_pool_keeping_its_disk", pool(8192, "PremiumV2_LRS", 3), old, nil},
+		{"update_of_an_older_pool_changing_its_disk", pool(4095, "Premium_LRS", 3), old,
+			[]string{"spec.platform.os_disk_size_gib", "spec.platform.os_disk_storage_account_type"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v Violations
+			ValidateNodePoolSpec(&v, "spec", tc.in, cl, tc.cur, catalogue, func() time.Time { return now })
+			var got []string
+			for _, f := range v {
+				got = append(got, f.GetField())
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.fields) {
+				t.Fatalf("violations %v, want %v", v, tc.fields)
+			}
+		})
+	}
+}
