@@ -273,3 +273,25 @@ func requireAgreement(t *testing.T, resp response, frontend []string, request pr
 			strings.TrimSpace(string(resp.body)))
 	}
 }
+
+// TestNodePoolShortNameIsRefused: a name of 1 or 2 characters passes the specification's
+// pattern and is refused by Cluster Service (ARO HCP's 3-15): a 400 naming the name, nothing kept.
+func TestNodePoolShortNameIsRefused(t *testing.T) {
+	e := newCSEnv(t)
+	e.csCluster(t, "c1", func(b map[string]any) { set(b, "properties.version.id", "4.19.17") })
+	for _, name := range []string{"a", "ab"} {
+		resp := e.put(poolPath("c1", name), minimalPoolBody())
+		if resp.code != 400 {
+			t.Fatalf("PUT of node pool %q = %d %s, want 400", name, resp.code, resp.body)
+		}
+		if got := refusalTargets(t, resp); !slices.Equal(got, []string{"name"}) {
+			t.Errorf("PUT of node pool %q refused naming %v, want name: %s", name, got, resp.body)
+		}
+		if rd, _ := e.resource(poolPath("c1", name)); rd != nil {
+			t.Errorf("a refused create of %q left a resource document", name)
+		}
+	}
+	if resp := e.put(poolPath("c1", "abc"), minimalPoolBody()); resp.code != 201 {
+		t.Fatalf("PUT of node pool abc = %d %s, want 201", resp.code, resp.body)
+	}
+}
