@@ -114,7 +114,9 @@ func validateImageDigestMirrors(v *Violations, field string, ms []*csv1.ImageDig
 	for i, m := range ms {
 		f := Indexed(field, i)
 		src := m.GetSource()
-		if !validImageRepository(strings.TrimPrefix(src, "*.")) {
+		// The length bound (the ARM spec's ImageRepository maxLength) is the whole source's,
+		// the wildcard's "*." included.
+		if len(src) > maxImageRepositoryLen || !validImageRepository(strings.TrimPrefix(src, "*.")) {
 			v.Add(f+".source", "must be host[:port][/namespace...][/repo] or *.host of at most %d characters, not %q", maxImageRepositoryLen, src)
 		} else if strings.HasPrefix(src, "*.") && strings.Contains(src, "/") {
 			v.Add(f+".source", "a wildcard source (*.host) has no path, not %q", src)
