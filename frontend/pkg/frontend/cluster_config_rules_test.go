@@ -305,3 +305,94 @@ func configBody() map[string]any {
 	return set(b, "properties.platform.vnetIntegrationSubnetId",
 		"/subscriptions/"+testSub+"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/integration")
 }
+
+// TestClusterConfigUpdateRulesAgree: for nodeDrainTimeoutMinutes and api.authorizedCidrs around
+// each bound, the frontend's answer to an update of a created cluster through the newest
+// api-version (a PATCH; a PUT for authorizedCidrs, which the version's PATCH body does not hold),
+// a real Cluster Service behind it, and Cluster Service's rule for an update
+// (model.ValidateConfigUpdate, then model.ApplyConfigUpdate on the cluster's spec, as its
+// UpdateCluster) on the update the frontend sends agree.
+func TestClusterConfigUpdateRulesAgree(t *testing.T) {
+	e := newCSEnv(t, realClusters(true))
+	request := (&csv1.UpdateClusterRequest{}).ProtoReflect().Descriptor()
+	type patchCase struct {
+		name   string
+		method string
+		body   map[string]any
+		update *csv1.ClusterUpdate
+	}
+	var cases []patchCase
+	for _, n := range []int32{-1, 1, 10080, 10081, 2147483647} {
+		cases = append(cases, patchCase{fmt.Sprintf("nodeDrainTimeoutMinutes=%d", n), "PATCH",
+			map[string]any{"properties": map[string]any{"nodeDrainTimeoutMinutes": n}}, &csv1.ClusterUpdate{NodeDrainTimeoutMinutes: &n}})
+	}
+	cidrs := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("10.%d.%d.0/24", i/256, i%256)
+		}
+		return out
+	}
+	for _, l := range []struct {
+		name  string
+		cidrs []string
+	}{
+		{"one", []string{"192.0.2.0/24"}},
+		{"500", cidrs(500)},
+		{"501", cidrs(501)},
+		{"duplicate", []string{"192.0.2.0/24", "192.0.2.0/24"}},
+		{"address_and_its_32", []string{"192.0.2.1", "192.0.2.1/32"}},
+		{"single_address", []string{"192.0.2.1"}},
+		{"ipv6", []string{"2001:db8::/32"}},
+		{"not_a_cidr", []string{"not-a-cidr"}},
+		{"empty_entry", []string{""}},
+	} {
+		cases = append(cases, patchCase{"authorizedCidrs=" + l.name, "PUT",
+			set(configBody(), "properties.api.authorizedCidrs", l.cidrs),
+			&csv1.ClusterUpdate{ApiAuthorizedCidrs: &csv1.StringList{Values: csCIDRs(l.cidrs)}}})
+	}
+
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := clusterPath("rg", fmt.Sprintf("p%d", i))
+			created := e.do("PUT", withVersion(path, newestClusterVersion), mustJSON(configBody()), nil)
+			if created.code != 201 {
+				t.Fatalf("PUT of a valid cluster = %d %s", created.code, created.body)
+			}
+			e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), "Succeeded", nil)
+			rd, _ := e.resource(path)
+			held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			resp := e.do(c.method, withVersion(path, newestClusterVersion), mustJSON(c.body), nil)
+			var frontend []string
+			switch resp.code {
+			case 200, 201, 202:
+			case 400:
+				frontend = refusalTargets(t, resp)
+			default:
+				t.Fatalf("PATCH = %d %s", resp.code, resp.body)
+			}
+
+			var v model.Violations
+			model.ValidateConfigUpdate(&v, c.update)
+			var want *csv1.ClusterSpec
+			if len(v) == 0 {
+				want = model.ApplyConfigUpdate(&v, held.GetSpec(), c.update)
+			}
+			requireAgreement(t, resp, frontend, request, v)
+			if frontend == nil {
+				// The accepted update reached Cluster Service as the rule was given it.
+				after, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !proto.Equal(after.GetSpec(), want) {
+					t.Fatalf("Cluster Service holds %v; the update applied gives %v", after.GetSpec(), want)
+				}
+			}
+		})
+	}
+}
