@@ -14,6 +14,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/model"
+	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
 
 // newestClusterVersion is the newest api-version; it has every cluster property these tests
@@ -220,6 +221,38 @@ func configCases() []configCase {
 		add(configCase{name: "networkSecurityGroupId=" + id.name,
 			body: func(b map[string]any) { set(b, "properties.platform.networkSecurityGroupId", id.id) },
 			spec: func(s *csv1.ClusterSpec) { s.Azure.NetworkSecurityGroupId = id.id }})
+	}
+
+	// properties.etcd.dataEncryption.customerManaged.kms: the key's parts, which Cluster Service
+	// holds as one Key Vault key URL (api.EtcdKeyID), and the key vault's visibility.
+	for _, k := range []struct{ name, vault, key, version, visibility string }{
+		{"valid", "vault", "key", "v1", "Private"},
+		{"public", "vault", "key", "v1", "Public"},
+		{"key_name_with_slash", "vault", "a/b", "v1", "Private"},
+		{"version_with_slash", "vault", "key", "v1/v2", "Private"},
+		{"vault_with_slash", "va/ult", "key", "v1", "Private"},
+		{"vault_with_dot", "va.ult", "key", "v1", "Private"},
+		{"vault_with_space", "va ult", "key", "v1", "Private"},
+		{"vault_of_2", "kv", "key", "v1", "Private"},
+		{"vault_of_3", "kv1", "key", "v1", "Private"},
+		{"vault_of_24", "abcdefghijklmnopqrstuvwx", "key", "v1", "Private"},
+		{"vault_of_25", "abcdefghijklmnopqrstuvwxy", "key", "v1", "Private"},
+		{"vault_digit_first", "1vault", "key", "v1", "Private"},
+		{"visibility_lowercase", "vault", "key", "v1", "private"},
+	} {
+		add(configCase{name: "kms=" + k.name,
+			body: func(b map[string]any) {
+				set(b, "properties.etcd", map[string]any{"dataEncryption": map[string]any{
+					"keyManagementMode": "CustomerManaged",
+					"customerManaged": map[string]any{"encryptionType": "KMS", "kms": map[string]any{
+						"vaultName": k.vault, "visibility": k.visibility, "activeKey": map[string]any{"name": k.key, "version": k.version},
+					}},
+				}})
+			},
+			spec: func(s *csv1.ClusterSpec) {
+				s.EtcdEncryptionKeyId = api.EtcdKeyID(&api.KMSKey{VaultName: k.vault, Name: k.key, Version: k.version})
+				s.EtcdEncryptionKeyVaultVisibility = k.visibility
+			}})
 	}
 
 	// The enums Cluster Service checks too.
