@@ -16,7 +16,10 @@ var (
 	subnetIDRE = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.network/virtualnetworks/([-\w.]{2,64})/subnets/([a-zA-Z0-9][-\w.]{0,79})$`)
 	nsgIDRE    = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.network/networksecuritygroups/([-\w.]{1,80})$`)
 	desIDRE    = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourcegroups/([-\w.()]{1,90})/providers/microsoft\.compute/diskencryptionsets/([-\w]{1,80})$`)
-	vmSizeRE   = regexp.MustCompile(`^(Standard_|Basic_)?[A-Z]+[0-9]+(-[0-9]+)?[abdilmptsCNP]*(_[A-Z]*[0-9]+[A-Z]*)?(_v[0-9]+)?$`)
+	// A Key Vault's name: 3-24 letters, digits and '-', a letter first, not '-' last (nor "--",
+	// checked apart).
+	vaultNameRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]{1,22}[a-zA-Z0-9]$`)
+	vmSizeRE    = regexp.MustCompile(`^(Standard_|Basic_)?[A-Z]+[0-9]+(-[0-9]+)?[abdilmptsCNP]*(_[A-Z]*[0-9]+[A-Z]*)?(_v[0-9]+)?$`)
 )
 
 // ValidateSubnetID checks an Azure subnet resource ID the way HyperShift's API does.
@@ -66,10 +69,16 @@ func ParseKeyVaultKeyID(id string) (KeyVaultKey, error) {
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q is not a Key Vault key URL", id)
 	}
-	vault, _, _ := strings.Cut(u.Host, ".")
+	// The vault is the host's first label, so the rest must be the Key Vault DNS suffix
+	// (vault.azure.net, or a sovereign cloud's vault.*): a vault name with a dot would
+	// otherwise be read as another vault.
+	vault, suffix, _ := strings.Cut(u.Host, ".")
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) != 3 || parts[0] != "keys" || vault == "" {
+	if len(parts) != 3 || parts[0] != "keys" || !strings.HasPrefix(suffix, "vault.") {
 		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q must look like https://<vault>.vault.azure.net/keys/<name>/<version>", id)
+	}
+	if !vaultNameRE.MatchString(vault) || strings.Contains(vault, "--") {
+		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q: the key vault name %q must be 3-24 letters, digits and '-', starting with a letter, not ending with '-' and without \"--\"", id, vault)
 	}
 	return KeyVaultKey{Vault: vault, Name: parts[1], Version: parts[2]}, nil
 }

@@ -37,6 +37,19 @@ func TestParseKeyVaultKeyID(t *testing.T) {
 		{"http://vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
 		{"https://vault1.vault.azure.net/secrets/etcd/0123abcd", KeyVaultKey{}, false},
 		{"https://vault1.vault.azure.net/keys/etcd", KeyVaultKey{}, false},
+		// A vault name the frontend was given with a dot would be read as its first label: the
+		// key of another vault.
+		{"https://my.vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://vault1.x.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		// Key Vault names: 3-24 letters, digits and '-', a letter first, no '-' last or twice.
+		{"https://a-2.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "a-2", Name: "etcd", Version: "0123abcd"}, true},
+		{"https://abcdefghijklmnopqrstuvwx.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "abcdefghijklmnopqrstuvwx", Name: "etcd", Version: "0123abcd"}, true},
+		{"https://abcdefghijklmnopqrstuvwxy.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://ab.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://1vault.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://vault-.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://va--ult.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://va_ult.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
 	} {
 		got, err := ParseKeyVaultKeyID(tc.id)
 		if (err == nil) != tc.ok || got != tc.want {

@@ -54,12 +54,22 @@ func ValidateConfig(v *Violations, prefix string, s *csv1.ClusterSpec) {
 	if s.GetEtcdEncryptionBackupKeyId() != "" {
 		v.Add(prefix+".etcd_encryption_backup_key_id", "is set by Cluster Service when the key version is rotated (UpdateCluster), not on create")
 	}
-	if id := s.GetAzure().GetVnetIntegrationSubnetId(); id != "" {
-		if err := ValidateSubnetID(id); err != nil {
-			v.Add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet resource ID: %v", err)
-		} else if strings.EqualFold(id, s.GetAzure().GetSubnetId()) {
-			v.Add(prefix+".azure.vnet_integration_subnet_id", "must be a subnet of its own, not the cluster's subnet")
-		}
+	ValidateVnetIntegrationSubnet(v, prefix+".azure.vnet_integration_subnet_id", s.GetAzure())
+}
+
+// ValidateVnetIntegrationSubnet checks the VNet integration subnet, when az has one: a subnet
+// resource ID other than the cluster's subnet (resource IDs compare case-insensitively). The
+// frontend's deployment preflight calls it too, so a template is refused for what its PUT
+// would be.
+func ValidateVnetIntegrationSubnet(v *Violations, field string, az *csv1.AzureSpec) {
+	id := az.GetVnetIntegrationSubnetId()
+	if id == "" {
+		return
+	}
+	if err := ValidateSubnetID(id); err != nil {
+		v.Add(field, "must be a subnet resource ID: %v", err)
+	} else if strings.EqualFold(id, az.GetSubnetId()) {
+		v.Add(field, "must be a subnet of its own, not the cluster's subnet")
 	}
 }
 
@@ -114,7 +124,9 @@ func validateImageDigestMirrors(v *Violations, field string, ms []*csv1.ImageDig
 	for i, m := range ms {
 		f := Indexed(field, i)
 		src := m.GetSource()
-		if !validImageRepository(strings.TrimPrefix(src, "*.")) {
+		// The length bound (the ARM spec's ImageRepository maxLength) is the whole source's,
+		// the wildcard's "*." included.
+		if len(src) > maxImageRepositoryLen || !validImageRepository(strings.TrimPrefix(src, "*.")) {
 			v.Add(f+".source", "must be host[:port][/namespace...][/repo] or *.host of at most %d characters, not %q", maxImageRepositoryLen, src)
 		} else if strings.HasPrefix(src, "*.") && strings.Contains(src, "/") {
 			v.Add(f+".source", "a wildcard source (*.host) has no path, not %q", src)

@@ -35,7 +35,7 @@ func TestValidateCreateConfiguration(t *testing.T) {
 			s.ImageDigestMirrors = []*csv1.ImageDigestMirror{{Source: "quay.io/openshift-release-dev/ocp-release", Mirrors: []string{"mirror.example.com:5000/ocp"}},
 				{Source: "*.redhat.io", Mirrors: []string{"mirror.example.com/redhat"}}}
 			s.IngressVisibility, s.CryptoRestrictions, s.DnsBaseDomainPrefix = "Private", "FIPS", "shop-1"
-			s.EtcdEncryptionKeyId, s.EtcdEncryptionKeyVaultVisibility = "https://kv.vault.azure.net/keys/etcd/0123abcd", "Private"
+			s.EtcdEncryptionKeyId, s.EtcdEncryptionKeyVaultVisibility = "https://kv1.vault.azure.net/keys/etcd/0123abcd", "Private"
 			s.Azure.VnetIntegrationSubnetId = otherSubnet
 		}, ""},
 		{"negative_max_nodes_total", func(s *csv1.ClusterSpec) {
@@ -67,7 +67,7 @@ func TestValidateCreateConfiguration(t *testing.T) {
 		{"base_domain_prefix_starting_with_digit", func(s *csv1.ClusterSpec) { s.DnsBaseDomainPrefix = "1shop" }, "cluster.spec.dns_base_domain_prefix"},
 		{"key_vault_visibility_without_customer_key", func(s *csv1.ClusterSpec) { s.EtcdEncryptionKeyVaultVisibility = "Private" }, "cluster.spec.etcd_encryption_key_vault_visibility"},
 		{"backup_key_is_not_for_callers", func(s *csv1.ClusterSpec) {
-			s.EtcdEncryptionKeyId, s.EtcdEncryptionBackupKeyId = "https://kv.vault.azure.net/keys/etcd/2", "https://kv.vault.azure.net/keys/etcd/1"
+			s.EtcdEncryptionKeyId, s.EtcdEncryptionBackupKeyId = "https://kv1.vault.azure.net/keys/etcd/2", "https://kv1.vault.azure.net/keys/etcd/1"
 		}, "cluster.spec.etcd_encryption_backup_key_id"},
 		{"vnet_integration_subnet_is_not_a_subnet", func(s *csv1.ClusterSpec) { s.Azure.VnetIntegrationSubnetId = "subnet-1" }, "cluster.spec.azure.vnet_integration_subnet_id"},
 		{"vnet_integration_subnet_is_the_cluster_subnet", func(s *csv1.ClusterSpec) { s.Azure.VnetIntegrationSubnetId = strings.ToUpper(s.Azure.SubnetId) }, "cluster.spec.azure.vnet_integration_subnet_id"},
@@ -111,7 +111,7 @@ func TestUpdateClusterConfiguration(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	e.register(t, "mc-1", 50)
-	const key = "https://kv.vault.azure.net/keys/etcd/"
+	const key = "https://kv1.vault.azure.net/keys/etcd/"
 	id := func(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
 	newIdentities := &csv1.AzureWorkloadIdentities{ImageRegistry: id(11), Ingress: id(12), File: id(13), Disk: id(14),
 		NodePoolManagement: id(15), CloudProvider: id(16), Network: id(17)}

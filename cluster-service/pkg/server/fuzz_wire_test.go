@@ -51,7 +51,7 @@ func FuzzCreateClusterRequestWire(f *testing.F) {
 	for _, seed := range []*csv1.ClusterSpec{
 		{},
 		{ApiVisibility: "Private", DnsBaseDomain: "example.com", Network: &csv1.NetworkSpec{PodCidr: "10.132.0.0/14", HostPrefix: 24}},
-		{EtcdEncryptionKeyId: "https://kv.vault.azure.net/keys/k/0123456789abcdef0123456789abcdef"},
+		{EtcdEncryptionKeyId: "https://kv1.vault.azure.net/keys/k/0123456789abcdef0123456789abcdef"},
 		{NodeDrainTimeoutMinutes: 30, ImageRegistryState: "Disabled"},
 		{Network: &csv1.NetworkSpec{PodCidr: "10.0.0.0/8", ServiceCidr: "10.0.0.0/16", HostPrefix: 30, NetworkType: "Calico"}},
 		{Azure: &csv1.AzureSpec{Location: "EAST US", SubscriptionId: "x", WorkloadIdentities: &csv1.AzureWorkloadIdentities{}}},

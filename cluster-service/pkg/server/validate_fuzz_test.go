@@ -25,7 +25,7 @@ func FuzzValidateCreate(f *testing.F) {
 	}
 	f.Add("4.19.17", "10.128.0.0/14", "172.30.0.0/16", "10.0.0.0/16", int32(23), "OVNKubernetes", "Public", "eastus",
 		"/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s", "", "example.com", "my-cluster")
-	f.Add("4.19", "", "", "", int32(0), "", "Private", "westeurope", "", "https://kv.vault.azure.net/keys/k/v1", "", "abc")
+	f.Add("4.19", "", "", "", int32(0), "", "Private", "westeurope", "", "https://kv1.vault.azure.net/keys/k/v1", "", "abc")
 	f.Add("4.19", "10.0.0.0/8", "10.0.0.0/16", "", int32(26), "Other", "", "", "x", "kv/key", "EXAMPLE.com", "a")
 	f.Fuzz(func(t *testing.T, version, pod, svc, machine string, hostPrefix int32, netType, visibility, location, subnet, keyID, domain, name string) {
 		c := &csv1.Cluster{

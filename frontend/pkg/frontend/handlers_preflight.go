@@ -43,17 +43,19 @@ var preflightValidators = map[string]func(v api.Version, body []byte) error{
 	},
 }
 
-// preflightNetwork refuses a cluster whose network its PUT would have Cluster Service refuse
-// (overlapping blocks, a host prefix out of range): the rule is Cluster Service's model, called
-// here on the network as Cluster Service would default it, and its violations are answered as
-// the PUT answers them (fieldViolations, through CreateClusterRequest's arm_path options). The
-// rest of Cluster Service's checks need what only the PUT has (the request's subscription,
-// identities, the version catalogue), so they are left to it.
+// preflightNetwork refuses a cluster whose network or VNet integration subnet its PUT would have
+// Cluster Service refuse (overlapping blocks, a host prefix out of range, the cluster's own
+// subnet): the rules are Cluster Service's model, called here on the spec as Cluster Service
+// would default it, and their violations are answered as the PUT answers them
+// (fieldViolations, through CreateClusterRequest's arm_path options). The rest of Cluster
+// Service's checks need what only the PUT has (the request's subscription, identities, the
+// version catalogue), so they are left to it.
 func preflightNetwork(v api.Version, c *api.Cluster) error {
 	spec := c.Properties.Spec()
 	model.DefaultCluster(spec)
 	var vs model.Violations
 	model.ValidateNetwork(&vs, "cluster.spec.network", spec.GetNetwork())
+	model.ValidateVnetIntegrationSubnet(&vs, "cluster.spec.azure.vnet_integration_subnet_id", spec.GetAzure())
 	return fieldViolations(v, &csv1.CreateClusterRequest{}, vs.Err())
 }
 

@@ -41,6 +41,10 @@ func TestPreflight(t *testing.T) {
 		{"overlapping_default_fails_naming_it", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
 			set(b, "properties.network.machineCidr", "10.128.0.0/16") // inside the default pod network
 		})}}), "Failed", "InvalidRequestContent", "properties.network.machineCidr", "Overlaps the pod network"},
+		{"vnet_integration_subnet_is_the_cluster_subnet_fails_naming_it", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
+			b["apiVersion"] = "2026-09-01-preview"
+			set(b, "properties.platform.vnetIntegrationSubnetId", strings.ToUpper(b["properties"].(map[string]any)["platform"].(map[string]any)["subnetId"].(string)))
+		})}}), "Failed", "InvalidRequestContent", "properties.platform.vnetIntegrationSubnetId", "not the cluster's subnet"},
 		{"unknown_api_version_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["apiVersion"] = "2019-01-01" })}}),
 			"Failed", "InvalidApiVersionParameter", "resources[0].apiVersion", "2019-01-01"},
 		{"wrong_location_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["location"] = "westeurope" })}}),

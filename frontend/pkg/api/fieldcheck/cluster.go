@@ -1,8 +1,6 @@
 package fieldcheck
 
 import (
-	"strings"
-
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
@@ -87,10 +85,9 @@ func (v *Checker) clusterPlatform(doc any, r ClusterRules) {
 	const vnet = "properties.platform.vnetIntegrationSubnetId"
 	if vi := strAt(doc, vnet); r.VnetIntegrationSubnet &&
 		v.RequiredSince(vi, func(c *api.Cluster) bool { return c.Properties.Platform.VnetIntegrationSubnetID == "" }, vnet) {
+		// That it is not the cluster's subnet is Cluster Service's rule
+		// (model.ValidateVnetIntegrationSubnet), checked once there.
 		v.ArmID(*vi, vnet, TypeSubnet)
-		if subnet != nil && strings.EqualFold(*subnet, *vi) {
-			v.Add(vnet, "The VNet integration subnet must not be the cluster subnet '%s'.", *subnet)
-		}
 	}
 	if nsg := strAt(doc, "properties.platform.networkSecurityGroupId"); nsg != nil {
 		v.ArmID(*nsg, "properties.platform.networkSecurityGroupId", TypeNSG)

@@ -79,7 +79,6 @@ func TestValidateTargets(t *testing.T) {
 		"version_required":             {with(minimal(), "properties.version", nil), []string{"properties.version"}},
 		"vnet_integration_required":    {with(minimal(), "properties.platform.vnetIntegrationSubnetId", nil), []string{"properties.platform.vnetIntegrationSubnetId"}},
 		"vnet_integration_not_subnet":  {with(minimal(), "properties.platform.vnetIntegrationSubnetId", "/subscriptions/"+sub+"/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg"), []string{"properties.platform.vnetIntegrationSubnetId"}},
-		"vnet_integration_is_cluster":  {with(minimal(), "properties.platform.vnetIntegrationSubnetId", "/subscriptions/"+sub+"/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/WORKERS"), []string{"properties.platform.vnetIntegrationSubnetId"}},
 		"ingress_enum":                 {with(minimal(), "properties.ingress", map[string]any{"type": "Internal"}), []string{"properties.ingress.type"}},
 		"crypto_enum":                  {with(minimal(), "properties.cryptoRestrictions", "fips"), []string{"properties.cryptoRestrictions"}},
 		"key_mode_required":            {with(minimal(), "properties.etcd", map[string]any{"dataEncryption": map[string]any{}}), []string{"properties.etcd.dataEncryption.keyManagementMode"}},
