@@ -77,16 +77,22 @@ func ParseKeyVaultKeyID(id string) (KeyVaultKey, error) {
 	if len(parts) != 3 || parts[0] != "keys" || !strings.HasPrefix(suffix, "vault.") {
 		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q must look like https://<vault>.vault.azure.net/keys/<name>/<version>", id)
 	}
-	if !vaultNameRE.MatchString(vault) || strings.Contains(vault, "--") {
-		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q: the key vault name %q must be 3-24 letters, digits and '-', starting with a letter, not ending with '-' and without \"--\"", id, vault)
-	}
 	return KeyVaultKey{Vault: vault, Name: parts[1], Version: parts[2]}, nil
 }
 
-// ValidateKeyVaultKeyID reports whether id is usable as etcd_encryption_key_id.
+// ValidateKeyVaultKeyID reports whether id is usable as etcd_encryption_key_id: a key URL
+// ParseKeyVaultKeyID splits, of a vault whose name Azure allows. The name's rule is checked
+// here, where a spec is written, not in ParseKeyVaultKeyID, which the manifest builder uses on
+// stored specs: a cluster stored before the rule keeps building as it did.
 func ValidateKeyVaultKeyID(id string) error {
-	_, err := ParseKeyVaultKeyID(id)
-	return err
+	k, err := ParseKeyVaultKeyID(id)
+	if err != nil {
+		return err
+	}
+	if !vaultNameRE.MatchString(k.Vault) || strings.Contains(k.Vault, "--") {
+		return fmt.Errorf("etcd encryption key ID %q: the key vault name %q must be 3-24 letters, digits and '-', starting with a letter, not ending with '-' and without \"--\"", id, k.Vault)
+	}
+	return nil
 }
 
 // WorkloadIdentityFields lists the identities by proto field name with their values, for validation.

@@ -29,9 +29,9 @@ func TestValidateAzureIDs(t *testing.T) {
 
 func TestParseKeyVaultKeyID(t *testing.T) {
 	for _, tc := range []struct {
-		id   string
-		want KeyVaultKey
-		ok   bool
+		id    string
+		want  KeyVaultKey // what ParseKeyVaultKeyID splits (zero: it refuses)
+		valid bool        // what ValidateKeyVaultKeyID says of it as a new spec's key
 	}{
 		{"https://vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "vault1", Name: "etcd", Version: "0123abcd"}, true},
 		{"http://vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
@@ -42,18 +42,22 @@ func TestParseKeyVaultKeyID(t *testing.T) {
 		{"https://my.vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
 		{"https://vault1.x.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
 		// Key Vault names: 3-24 letters, digits and '-', a letter first, no '-' last or twice.
+		// A new spec is refused another; a stored one still splits, so it builds as it did.
 		{"https://a-2.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "a-2", Name: "etcd", Version: "0123abcd"}, true},
 		{"https://abcdefghijklmnopqrstuvwx.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "abcdefghijklmnopqrstuvwx", Name: "etcd", Version: "0123abcd"}, true},
-		{"https://abcdefghijklmnopqrstuvwxy.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
-		{"https://ab.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
-		{"https://1vault.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
-		{"https://vault-.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
-		{"https://va--ult.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
-		{"https://va_ult.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		{"https://abcdefghijklmnopqrstuvwxy.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "abcdefghijklmnopqrstuvwxy", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://ab.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "ab", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://1vault.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "1vault", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://vault-.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "vault-", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://va--ult.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "va--ult", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://va_ult.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "va_ult", Name: "etcd", Version: "0123abcd"}, false},
 	} {
 		got, err := ParseKeyVaultKeyID(tc.id)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ParseKeyVaultKeyID(%q) = %+v, %v; want %+v, ok=%v", tc.id, got, err, tc.want, tc.ok)
+		if (err == nil) != (tc.want != KeyVaultKey{}) || got != tc.want {
+			t.Errorf("ParseKeyVaultKeyID(%q) = %+v, %v; want %+v", tc.id, got, err, tc.want)
+		}
+		if err := ValidateKeyVaultKeyID(tc.id); (err == nil) != tc.valid {
+			t.Errorf("ValidateKeyVaultKeyID(%q) = %v; want valid=%v", tc.id, err, tc.valid)
 		}
 	}
 }
