@@ -1,7 +1,7 @@
 package model
 
 import (
-	"net"
+	"net/netip"
 	"regexp"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -70,30 +70,37 @@ func ValidateClusterSpec(v *Violations, prefix string, spec *csv1.ClusterSpec) {
 // calls it too, so a template is refused for what its PUT would be.
 func ValidateNetwork(v *Violations, prefix string, n *csv1.NetworkSpec) {
 	OneOf(v, prefix+".network_type", n.GetNetworkType(), "OVNKubernetes", "Other")
-	nets := map[string]*net.IPNet{}
+	nets := map[string]netip.Prefix{}
 	for field, cidr := range map[string]string{"pod_cidr": n.GetPodCidr(), "service_cidr": n.GetServiceCidr(), "machine_cidr": n.GetMachineCidr()} {
-		ip, ipn, err := net.ParseCIDR(cidr)
-		if err != nil || ip.To4() == nil || !ip.Equal(ipn.IP) {
+		p, ok := ipv4CIDR(cidr)
+		if !ok || p.Masked() != p {
 			v.Add(prefix+"."+field, "must be an IPv4 network in CIDR form, not %q", cidr)
 			continue
 		}
-		nets[field] = ipn
+		nets[field] = p
 	}
 	// Descriptions name no fields (the frontend puts the ARM path in the target).
 	networkNames := map[string]string{"pod_cidr": "the pod network", "service_cidr": "the service network"}
 	for _, pair := range [][2]string{{"pod_cidr", "service_cidr"}, {"pod_cidr", "machine_cidr"}, {"service_cidr", "machine_cidr"}} {
-		a, b := nets[pair[0]], nets[pair[1]]
-		if a != nil && b != nil && (a.Contains(b.IP) || b.Contains(a.IP)) {
+		a, aok := nets[pair[0]]
+		b, bok := nets[pair[1]]
+		if aok && bok && a.Overlaps(b) {
 			v.Add(prefix+"."+pair[1], "overlaps %s %s", networkNames[pair[0]], a)
 		}
 	}
 	if hp := n.GetHostPrefix(); hp < 23 || hp > 26 {
 		v.Add(prefix+".host_prefix", "must be between 23 and 26, not %d", hp)
-	} else if pod := nets["pod_cidr"]; pod != nil {
-		if ones, _ := pod.Mask.Size(); int32(ones) > hp {
-			v.Add(prefix+".host_prefix", "/%d is larger than the pod network /%d", hp, ones)
-		}
+	} else if pod, ok := nets["pod_cidr"]; ok && int32(pod.Bits()) > hp {
+		v.Add(prefix+".host_prefix", "/%d is larger than the pod network /%d", hp, pod.Bits())
 	}
+}
+
+// ipv4CIDR parses s as an IPv4 CIDR block in dotted form. An IPv4 address written in IPv6
+// form (::ffff:192.0.2.0/120), which net.ParseCIDR reads as IPv4, is refused: what is sent on is
+// the string, which HyperShift and Azure read as IPv6.
+func ipv4CIDR(s string) (netip.Prefix, bool) {
+	p, err := netip.ParsePrefix(s)
+	return p, err == nil && p.Addr().Is4()
 }
 
 // DefaultCluster fills what the caller left empty with the documented defaults, so the stored

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -102,8 +101,7 @@ func validateAuthorizedCIDRs(v *Violations, field string, cidrs []string) {
 	}
 	seen := map[string]bool{}
 	for i, c := range cidrs {
-		ip, _, err := net.ParseCIDR(c)
-		if err != nil || ip.To4() == nil {
+		if _, ok := ipv4CIDR(c); !ok {
 			v.Add(Indexed(field, i), "must be an IPv4 CIDR block like 192.0.2.0/24, not %q", c)
 			continue
 		}
