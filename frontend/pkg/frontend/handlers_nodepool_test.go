@@ -516,3 +516,38 @@ func TestNodePoolCreateStoresDefaultsWithItsFirstWrite(t *testing.T) {
 		t.Fatalf("PUT of what the GET showed = %d %s, want 200", resp.code, resp.body)
 	}
 }
+
+// TestNodePoolLargerOSDiskThanALaterVersionAllows: a pool created through an api-version without
+// an OS disk maximum (2025-12-23-preview) with a disk larger than a later version's maximum
+// (4095 GiB from 2026-06-30-preview on) is not refused a later version's writes that keep its
+// disk; a create through that version is held to the maximum. (Such a pool cannot be rendered
+// within the later version's response schema, which bounds the size too, so only writes are
+// tried here; Cluster Service has refused such a disk on create since it took the
+// specification's bounds, and Azure offers no OS disk that large.)
+func TestNodePoolLargerOSDiskThanALaterVersionAllows(t *testing.T) {
+	e, _ := newNodePoolEnv(t)
+	e.readyCluster(t, "c1")
+	body := minimalPoolBody()
+	set(body, "properties.version", map[string]any{"id": "4.19.7"})
+	set(body, "properties.platform.osDisk", map[string]any{"sizeGiB": 5000})
+	path := poolPath("c1", "big")
+	resp := e.do("PUT", withVersion(path, "2025-12-23-preview"), mustJSON(body), nil)
+	if resp.code != 201 {
+		t.Fatalf("PUT through 2025-12-23-preview = %d %s", resp.code, resp.body)
+	}
+	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), armdoc.StateSucceeded, nil)
+	for _, v := range []string{"2026-06-30-preview", "2026-09-01-preview"} {
+		patch := mustJSON(map[string]any{"properties": map[string]any{"labels": []any{map[string]any{"key": "team", "value": v[:4]}}}})
+		resp := e.do("PATCH", withVersion(path, v), patch, nil)
+		if resp.code != 200 && resp.code != 202 {
+			t.Fatalf("PATCH of labels through %s = %d %s, want it accepted", v, resp.code, resp.body)
+		}
+		if op := resp.header.Get("Azure-AsyncOperation"); op != "" {
+			e.finish(opIDFrom(t, op), armdoc.StateSucceeded, nil)
+		}
+	}
+	resp = e.do("PUT", withVersion(poolPath("c1", "big2"), "2026-09-01-preview"), mustJSON(body), nil)
+	if resp.code != 400 || !strings.Contains(string(resp.body), "properties.platform.osDisk.sizeGiB") {
+		t.Fatalf("create with a 5000 GiB disk through 2026-09-01-preview = %d %s, want 400 naming the size", resp.code, resp.body)
+	}
+}

@@ -38,6 +38,9 @@ func (n NodePool[T]) DecodeNodePool(body []byte, stored *api.NodePool) (*api.Nod
 	v.Required(location != "", "location")
 	rules := n.Rules
 	rules.StoredWithoutVersionID = stored != nil && stored.Spec.GetVersionId() == ""
+	if stored != nil {
+		rules.StoredOSDiskSizeGiB = stored.Spec.GetPlatform().GetOsDiskSizeGib()
+	}
 	v.NodePool(&ext, rules)
 	identity := armpath.As[profiles.ManagedServiceIdentity](&ext, "identity")
 	v.NodePoolIdentity(identity)

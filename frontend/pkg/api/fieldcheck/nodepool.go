@@ -20,6 +20,10 @@ type NodePoolRules struct {
 	StoredWithoutVersionID bool
 	// MaxOSDiskSizeGiB is osDisk.sizeGiB's maximum (0: none).
 	MaxOSDiskSizeGiB int64
+	// StoredOSDiskSizeGiB is the OS disk size of the pool being written over (0: a create). The
+	// size cannot change after create, so a body that keeps it is not held to a bound the pool
+	// predates (one created through an api-version without a maximum, larger than a later one's).
+	StoredOSDiskSizeGiB int32
 }
 
 // NodePool checks the node pool properties shared by every api-version in doc, the body decoded
@@ -48,7 +52,9 @@ func (v *Checker) NodePool(doc any, r NodePoolRules) {
 		if r.MaxOSDiskSizeGiB > 0 {
 			hi = r.MaxOSDiskSizeGiB
 		}
-		v.RangeInt(int32At(doc, "properties.platform.osDisk.sizeGiB"), "properties.platform.osDisk.sizeGiB", 64, hi)
+		if size := int32At(doc, "properties.platform.osDisk.sizeGiB"); size == nil || r.StoredOSDiskSizeGiB == 0 || *size != r.StoredOSDiskSizeGiB {
+			v.RangeInt(size, "properties.platform.osDisk.sizeGiB", 64, hi)
+		}
 		v.Enum(strAt(doc, "properties.platform.osDisk.diskStorageAccountType"), "properties.platform.osDisk.diskStorageAccountType", "Premium_LRS", "StandardSSD_LRS", "Standard_LRS")
 		if s := strAt(doc, "properties.platform.osDisk.encryptionSetId"); s != nil {
 			v.ArmID(*s, "properties.platform.osDisk.encryptionSetId", TypeDiskEncryptionSet)
