@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -69,16 +70,20 @@ func ParseKeyVaultKeyID(id string) (KeyVaultKey, error) {
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q is not a Key Vault key URL", id)
 	}
-	// The vault is the host's first label, so the rest must be the Key Vault DNS suffix
-	// (vault.azure.net, or a sovereign cloud's vault.*): a vault name with a dot would
-	// otherwise be read as another vault.
-	vault, suffix, _ := strings.Cut(u.Host, ".")
+	// The vault is the host's first label. Which hosts are Key Vaults is ValidateKeyVaultKeyID's
+	// rule, where a spec is written; this split is what the manifest builder runs on stored
+	// specs, so one stored before that rule builds as it did.
+	vault, _, _ := strings.Cut(u.Host, ".")
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) != 3 || parts[0] != "keys" || !strings.HasPrefix(suffix, "vault.") {
+	if len(parts) != 3 || parts[0] != "keys" || vault == "" {
 		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q must look like https://<vault>.vault.azure.net/keys/<name>/<version>", id)
 	}
 	return KeyVaultKey{Vault: vault, Name: parts[1], Version: parts[2]}, nil
 }
+
+// keyVaultDNSSuffixes are the Key Vault DNS suffixes of Azure's clouds (public, China, US
+// Government, Germany).
+var keyVaultDNSSuffixes = []string{"vault.azure.net", "vault.azure.cn", "vault.usgovcloudapi.net", "vault.microsoftazure.de"}
 
 // ValidateKeyVaultKeyID reports whether id is usable as etcd_encryption_key_id: a key URL
 // ParseKeyVaultKeyID splits, of a vault whose name Azure allows. The name's rule is checked
@@ -88,6 +93,15 @@ func ValidateKeyVaultKeyID(id string) error {
 	k, err := ParseKeyVaultKeyID(id)
 	if err != nil {
 		return err
+	}
+	// The host is the vault's name and a Key Vault DNS suffix, nothing more: a vault name with
+	// a dot ("abc.vault" → abc.vault.vault.azure.net) would be read as another vault, its first
+	// label; another host, a port, credentials, a query or a fragment is no Key Vault key.
+	u, _ := url.Parse(id)
+	_, suffix, _ := strings.Cut(u.Host, ".")
+	if !slices.Contains(keyVaultDNSSuffixes, strings.ToLower(suffix)) || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+		u.Opaque != "" || u.ForceQuery {
+		return fmt.Errorf("etcd encryption key ID %q must be https://<vault>.%s/keys/<name>/<version> (or another Azure cloud's Key Vault suffix)", id, keyVaultDNSSuffixes[0])
 	}
 	if !vaultNameRE.MatchString(k.Vault) || strings.Contains(k.Vault, "--") {
 		return fmt.Errorf("etcd encryption key ID %q: the key vault name %q must be 3-24 letters, digits and '-', starting with a letter, not ending with '-' and without \"--\"", id, k.Vault)

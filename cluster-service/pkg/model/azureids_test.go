@@ -38,9 +38,17 @@ func TestParseKeyVaultKeyID(t *testing.T) {
 		{"https://vault1.vault.azure.net/secrets/etcd/0123abcd", KeyVaultKey{}, false},
 		{"https://vault1.vault.azure.net/keys/etcd", KeyVaultKey{}, false},
 		// A vault name the frontend was given with a dot would be read as its first label: the
-		// key of another vault.
-		{"https://my.vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
-		{"https://vault1.x.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{}, false},
+		// key of another vault. A new spec is refused it; a stored one splits as it did.
+		{"https://my.vault1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "my", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://vault1.x.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "vault1", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://abc.vault.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "abc", Name: "etcd", Version: "0123abcd"}, false},
+		// Only Key Vault hosts, as they are.
+		{"https://kv1.vault.evil.example/keys/etcd/0123abcd", KeyVaultKey{Vault: "kv1", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://kv1.vault.azure.net:8443/keys/etcd/0123abcd", KeyVaultKey{Vault: "kv1", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://kv1.vault.azure.net/keys/etcd/0123abcd?x=1", KeyVaultKey{Vault: "kv1", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://u@kv1.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "kv1", Name: "etcd", Version: "0123abcd"}, false},
+		{"https://kv1.vault.usgovcloudapi.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "kv1", Name: "etcd", Version: "0123abcd"}, true},
+		{"https://kv1.VAULT.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "kv1", Name: "etcd", Version: "0123abcd"}, true},
 		// Key Vault names: 3-24 letters, digits and '-', a letter first, no '-' last or twice.
 		// A new spec is refused another; a stored one still splits, so it builds as it did.
 		{"https://a-2.vault.azure.net/keys/etcd/0123abcd", KeyVaultKey{Vault: "a-2", Name: "etcd", Version: "0123abcd"}, true},

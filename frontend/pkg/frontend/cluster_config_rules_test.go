@@ -232,6 +232,8 @@ func configCases() []configCase {
 		{"version_with_slash", "vault", "key", "v1/v2", "Private"},
 		{"vault_with_slash", "va/ult", "key", "v1", "Private"},
 		{"vault_with_dot", "va.ult", "key", "v1", "Private"},
+		{"vault_with_vault_suffix", "abc.vault", "key", "v1", "Private"},
+		{"vault_with_port", "kv1.vault.azure.net:8443/x", "key", "v1", "Private"},
 		{"vault_with_space", "va ult", "key", "v1", "Private"},
 		{"vault_of_2", "kv", "key", "v1", "Private"},
 		{"vault_of_3", "kv1", "key", "v1", "Private"},
