@@ -85,6 +85,7 @@ func configCases() []configCase {
 		{"prefix_33", []string{"192.0.2.0/33"}},
 		{"empty_entry", []string{""}},
 		{"leading_zeros", []string{"192.0.02.0/24"}},
+		{"prefix_length_leading_zero", []string{"192.0.2.0/024"}},
 	} {
 		add(configCase{name: "authorizedCidrs=" + l.name,
 			body: func(b map[string]any) { set(b, "properties.api.authorizedCidrs", l.cidrs) },

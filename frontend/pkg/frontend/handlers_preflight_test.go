@@ -45,6 +45,9 @@ func TestPreflight(t *testing.T) {
 			b["apiVersion"] = "2026-09-01-preview"
 			set(b, "properties.platform.vnetIntegrationSubnetId", strings.ToUpper(b["properties"].(map[string]any)["platform"].(map[string]any)["subnetId"].(string)))
 		})}}), "Failed", "InvalidRequestContent", "properties.platform.vnetIntegrationSubnetId", "not the cluster's subnet"},
+		{"authorized_cidr_in_ipv6_form_fails_naming_it", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
+			set(b, "properties.api.authorizedCidrs", []string{"::ffff:192.0.2.0/120"})
+		})}}), "Failed", "InvalidRequestContent", "properties.api.authorizedCidrs[0]", "IPv4 CIDR block"},
 		{"unknown_api_version_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["apiVersion"] = "2019-01-01" })}}),
 			"Failed", "InvalidApiVersionParameter", "resources[0].apiVersion", "2019-01-01"},
 		{"wrong_location_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["location"] = "westeurope" })}}),

@@ -6,6 +6,7 @@ package fieldcheck
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/http"
 	"regexp"
 	"slices"
@@ -120,17 +121,16 @@ func (v *Checker) ArmID(s, target, resourceType string) {
 	}
 }
 
-// CIDR checks that a present value is an IPv4 CIDR block and returns it, or nil.
-func (v *Checker) CIDR(p *string, target string) *net.IPNet {
+// CIDR checks that a present value is an IPv4 CIDR block written as one: an IPv4 address in
+// IPv6 form (::ffff:192.0.2.0/120), which net.ParseCIDR reads as IPv4, is not (Cluster
+// Service's rule, model.ValidateNetwork, refuses it too: the string is what HyperShift is given).
+func (v *Checker) CIDR(p *string, target string) {
 	if p == nil {
-		return nil
+		return
 	}
-	ip, n, err := net.ParseCIDR(*p)
-	if err != nil || ip.To4() == nil {
+	if pfx, err := netip.ParsePrefix(*p); err != nil || !pfx.Addr().Is4() {
 		v.Add(target, "Invalid value '%s' for field '%s': must be an IPv4 CIDR block.", *p, target)
-		return nil
 	}
-	return n
 }
 
 // BaseDomainPrefix checks properties.dns.baseDomainPrefix.
