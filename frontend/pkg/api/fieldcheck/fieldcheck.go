@@ -6,8 +6,8 @@ package fieldcheck
 import (
 	"fmt"
 	"net"
-	"net/netip"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
