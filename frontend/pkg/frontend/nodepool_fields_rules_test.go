@@ -101,7 +101,7 @@ func TestNodePoolFieldRulesAgree(t *testing.T) {
 			func(s *csv1.NodePoolSpec) { s.Platform.OsDiskPersistence = cs.(string) })
 	}
 	for _, v := range []string{"", "Standard_D8s_v3", "Standard_E16as_v5", "Standard_D8s_v3 ", "standard_d8s_v3", "junk!",
-		"Standard_" + strings.Repeat("D", 246) + "8", "Standard_" + strings.Repeat("D", 247) + "8"} {
+		"Standard_" + strings.Repeat("D", 245) + "8", "Standard_" + strings.Repeat("D", 246) + "8"} { // 255 and 256 characters
 		add(fmt.Sprintf("vmSize=%.24q_len%d", v, len(v)),
 			func(p map[string]any) { platform(p)["vmSize"] = v },
 			func(s *csv1.NodePoolSpec) { s.Platform.VmSize = v })
