@@ -55,9 +55,9 @@ var NodePoolShapes = armpath.Shapes{
 	},
 }
 
-// swap exchanges a and b (Managed and Persistent), both ways: were Persistent kept as it is, an
-// ARM body's Persistent (no value of the specification) would be a value Cluster Service
-// accepts. Anything else (Ephemeral in both) is as it is.
+// swap exchanges a and b (Managed and Persistent), both ways, so the mapping is one-to-one: an
+// ARM Persistent (no value of the specification, which the structural check refuses first) can
+// never become a value Cluster Service accepts. Anything else (Ephemeral in both) is as it is.
 func swap(s, a, b string) string {
 	switch s {
 	case a:
