@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 )
 
@@ -62,7 +63,7 @@ func NextUpgradeStep(spec *csv1.ClusterSpec, st *csv1.ClusterStatus, p *csv1.Upg
 		// A paused cluster (an SRE's pause, in the spec) is not started on, whatever the last
 		// status said: the status reaches Cluster Service through the management cluster's
 		// feedback, so it can still say READY just after the pause was written.
-		if until, paused := pausedAt(spec, now); paused {
+		if until, paused := model.PausedAt(spec, now); paused {
 			step, _, ok := set(statePending, "The upgrade from %s to %s waits for the cluster's reconciliation to be resumed (it is paused until %s).", from, to, spec.GetPausedUntil())
 			if until.IsZero() {
 				return step, 0, ok
@@ -96,23 +97,6 @@ func NextUpgradeStep(spec *csv1.ClusterSpec, st *csv1.ClusterStatus, p *csv1.Upg
 		}
 	}
 	return UpgradeStep{}, 0, false
-}
-
-// pausedAt reports whether spec's paused_until pauses the cluster at now, and until when (zero
-// for "true": until an SRE resumes it). A time already past pauses nothing.
-func pausedAt(spec *csv1.ClusterSpec, now time.Time) (until time.Time, paused bool) {
-	switch p := spec.GetPausedUntil(); p {
-	case "":
-		return time.Time{}, false
-	case "true":
-		return time.Time{}, true
-	default:
-		t, err := time.Parse(time.RFC3339, p)
-		if err != nil {
-			return time.Time{}, true // not a time Cluster Service writes: treated as paused, as HyperShift does
-		}
-		return t, t.After(now)
-	}
 }
 
 // upgradeFailure reports whether HyperShift says the rollout to version failed: the CVO's

@@ -66,9 +66,15 @@ type KeyVaultKey struct{ Vault, Name, Version string }
 
 // ParseKeyVaultKeyID splits https://<vault>.vault.azure.net/keys/<name>/<version>.
 func ParseKeyVaultKeyID(id string) (KeyVaultKey, error) {
+	_, k, err := parseKeyVaultKeyURL(id)
+	return k, err
+}
+
+// parseKeyVaultKeyURL is ParseKeyVaultKeyID with the parsed URL, for ValidateKeyVaultKeyID.
+func parseKeyVaultKeyURL(id string) (*url.URL, KeyVaultKey, error) {
 	u, err := url.Parse(id)
 	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q is not a Key Vault key URL", id)
+		return nil, KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q is not a Key Vault key URL", id)
 	}
 	// The vault is the host's first label. Which hosts are Key Vaults is ValidateKeyVaultKeyID's
 	// rule, where a spec is written; this split is what the manifest builder runs on stored
@@ -76,9 +82,9 @@ func ParseKeyVaultKeyID(id string) (KeyVaultKey, error) {
 	vault, _, _ := strings.Cut(u.Host, ".")
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
 	if len(parts) != 3 || parts[0] != "keys" || vault == "" {
-		return KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q must look like https://<vault>.vault.azure.net/keys/<name>/<version>", id)
+		return nil, KeyVaultKey{}, fmt.Errorf("etcd encryption key ID %q must look like https://<vault>.vault.azure.net/keys/<name>/<version>", id)
 	}
-	return KeyVaultKey{Vault: vault, Name: parts[1], Version: parts[2]}, nil
+	return u, KeyVaultKey{Vault: vault, Name: parts[1], Version: parts[2]}, nil
 }
 
 // keyVaultDNSSuffixes are the Key Vault DNS suffixes of Azure's clouds (public, China, US
@@ -90,14 +96,13 @@ var keyVaultDNSSuffixes = []string{"vault.azure.net", "vault.azure.cn", "vault.u
 // here, where a spec is written, not in ParseKeyVaultKeyID, which the manifest builder uses on
 // stored specs: a cluster stored before the rule keeps building as it did.
 func ValidateKeyVaultKeyID(id string) error {
-	k, err := ParseKeyVaultKeyID(id)
+	u, k, err := parseKeyVaultKeyURL(id)
 	if err != nil {
 		return err
 	}
 	// The host is the vault's name and a Key Vault DNS suffix, nothing more: a vault name with
 	// a dot ("abc.vault" → abc.vault.vault.azure.net) would be read as another vault, its first
 	// label; another host, a port, credentials, a query or a fragment is no Key Vault key.
-	u, _ := url.Parse(id)
 	_, suffix, _ := strings.Cut(u.Host, ".")
 	if !slices.Contains(keyVaultDNSSuffixes, strings.ToLower(suffix)) || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
 		u.Opaque != "" || u.ForceQuery {

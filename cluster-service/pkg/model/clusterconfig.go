@@ -193,11 +193,35 @@ func HasConfigUpdate(u *csv1.ClusterUpdate) bool {
 // validPausedUntil: the values of HyperShift's spec.pausedUntil Cluster Service sets ("true"
 // or an RFC 3339 time), or "" for none.
 func validPausedUntil(s string) bool {
-	if s == "" || s == "true" {
-		return true
-	}
-	_, err := time.Parse(time.RFC3339, s)
+	_, err := parsePausedUntil(s)
 	return err == nil
+}
+
+// parsePausedUntil reads paused_until: "" and "true" are the zero time (not paused, and paused
+// until resumed), anything else an RFC 3339 time.
+func parsePausedUntil(s string) (time.Time, error) {
+	if s == "" || s == "true" {
+		return time.Time{}, nil
+	}
+	return time.Parse(time.RFC3339, s)
+}
+
+// PausedAt reports whether spec's paused_until pauses the cluster at now, and until when (zero
+// for "true": until an SRE resumes it). A time already past pauses nothing; a value Cluster
+// Service does not write pauses, as HyperShift takes it.
+func PausedAt(spec *csv1.ClusterSpec, now time.Time) (until time.Time, paused bool) {
+	p := spec.GetPausedUntil()
+	t, err := parsePausedUntil(p)
+	switch {
+	case p == "":
+		return time.Time{}, false
+	case err != nil:
+		return time.Time{}, true
+	case t.IsZero():
+		return time.Time{}, true
+	default:
+		return t, t.After(now)
+	}
 }
 
 // ApplyConfigUpdate returns spec with u's configuration applied (spec itself is not changed,
