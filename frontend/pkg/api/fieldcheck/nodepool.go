@@ -27,7 +27,10 @@ type NodePoolRules struct {
 }
 
 // NodePool checks the node pool properties shared by every api-version in doc, the body decoded
-// into the version's type (each property found by its path, armpath.Lookup).
+// into the version's type (each property found by its path, armpath.Lookup). Its structural
+// bounds are still hand-written (node pools get no generated checks): as the generator writes
+// them they would change answers ("at least 0" would become "between 0 and 2147483647", and a
+// label key is checked for being given once, not the key and value pair its x-ms-identifiers name).
 func (v *Checker) NodePool(doc any, r NodePoolRules) {
 	at := func(path string) any { return armpath.Lookup(doc, path) }
 	if ver := at("properties.version"); ver != nil {
