@@ -139,9 +139,9 @@ func (v *Checker) DNS(d *profiles.DNSProfile) {
 }
 
 // Network checks the structure of properties.network: its enum (generated) and that each CIDR
-// block is one. CIDR syntax stays here because it is the property's type (a string that is not a CIDR
-// block is no more a pod network than a misspelt enum value is a network type), and every
-// api-version's specification describes it so. What the values mean together (a hostPrefix
+// block is one. CIDR syntax stays here because it is the property's type (a string that is not
+// a CIDR block is no more a pod network than a misspelt enum value is a network type), and
+// every api-version's specification describes it so. What the values mean together (a hostPrefix
 // within the pod network and the range OpenShift on Azure takes, three blocks that do not
 // overlap) is Cluster Service's rule, checked once there (model.ValidateClusterSpec) on the
 // spec it has defaulted; its refusal reaches the caller as a 400 naming the ARM field
