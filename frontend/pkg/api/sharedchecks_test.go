@@ -112,21 +112,98 @@ func TestSharedProfileAnswers(t *testing.T) {
 					body = withValue(t, string(body), s.path, s.value)
 				}
 				_, err := cv.DecodeCluster(body)
-				var got []string
-				if ce, ok := arm.AsCloudError(err); ok {
-					if len(ce.Details) == 0 {
-						got = append(got, ce.Target+"|"+ce.Message)
-					}
-					for _, d := range ce.Details {
-						got = append(got, d.Target+"|"+d.Message)
-					}
-				} else if err != nil {
-					t.Fatalf("not a cloud error: %v", err)
-				}
-				if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-					t.Errorf("problems:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+				if got, want := problems(t, err), strings.Join(tc.want, "\n"); got != want {
+					t.Errorf("problems:\n  %s\nwant:\n  %s", strings.ReplaceAll(got, "\n", "\n  "), strings.ReplaceAll(want, "\n", "\n  "))
 				}
 			})
 		}
 	}
+}
+
+// TestSharedNodePoolProfileAnswers is TestSharedProfileAnswers for a node pool's shared
+// profiles: autoScaling and the taints (each entry a shared Taint).
+func TestSharedNodePoolProfileAnswers(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("a", n) }
+	taint := func(key, value, effect any) map[string]any {
+		m := map[string]any{}
+		for k, v := range map[string]any{"key": key, "value": value, "effect": effect} {
+			if v != nil {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	type set struct {
+		path  string
+		value any
+	}
+	cases := []struct {
+		name string
+		sets []set
+		want []string // "target|message"
+	}{
+		{name: "autoscaling", sets: []set{{"properties.autoScaling", map[string]any{"min": -1, "max": -2}}}, want: []string{
+			"properties.autoScaling.min|Invalid value '-1' for field 'properties.autoScaling.min' (must be at least 0).",
+			"properties.autoScaling.max|Invalid value '-2' for field 'properties.autoScaling.max' (must be at least 0)."}},
+		{name: "autoscaling_0", sets: []set{{"properties.autoScaling", map[string]any{"min": 0, "max": 0}}}},
+		{name: "taints", sets: []set{{"properties.taints", []any{
+			taint("", nil, "NoSchedule"),
+			taint(long(317), long(64), "Bad"),
+			taint(nil, "v", nil),
+			taint(long(316), long(63), "NoExecute"),
+			taint("k", "v", "PreferNoSchedule"),
+			taint("k", "v", "PreferNoSchedule"),
+		}}}, want: []string{
+			"properties.taints[0].key|Field 'properties.taints[0].key' must be 1 to 316 characters long.",
+			"properties.taints[1].key|Field 'properties.taints[1].key' must be 1 to 316 characters long.",
+			"properties.taints[1].value|Field 'properties.taints[1].value' must be at most 63 characters long.",
+			"properties.taints[1].effect|Invalid value 'Bad' for field 'properties.taints[1].effect' (must be one of: NoSchedule, PreferNoSchedule, NoExecute).",
+			"properties.taints[2].key|Missing required field 'properties.taints[2].key'.",
+			"properties.taints[2].effect|Missing required field 'properties.taints[2].effect'."}},
+		{name: "every_profile_at_once", sets: []set{
+			{"properties.taints", []any{taint("k", nil, nil)}},
+			{"properties.labels", []any{map[string]any{"value": "v"}}},
+			{"properties.autoScaling.max", -1},
+			{"properties.replicas", -1},
+		}, want: []string{
+			"properties.replicas|Invalid value '-1' for field 'properties.replicas' (must be at least 0).",
+			"properties.autoScaling.max|Invalid value '-1' for field 'properties.autoScaling.max' (must be at least 0).",
+			"properties.labels[0].key|Missing required field 'properties.labels[0].key'.",
+			"properties.taints[0].effect|Missing required field 'properties.taints[0].effect'."}},
+	}
+	for _, name := range api.Versions() {
+		nv := npVersion(t, name)
+		for _, tc := range cases {
+			t.Run(name+"/"+tc.name, func(t *testing.T) {
+				body := []byte(nodePoolBody)
+				for _, s := range tc.sets {
+					body = withValue(t, string(body), s.path, s.value)
+				}
+				_, err := nv.DecodeNodePool(body, nil)
+				if got, want := problems(t, err), strings.Join(tc.want, "\n"); got != want {
+					t.Errorf("problems:\n  %s\nwant:\n  %s", strings.ReplaceAll(got, "\n", "\n  "), strings.ReplaceAll(want, "\n", "\n  "))
+				}
+			})
+		}
+	}
+}
+
+// problems is err's problems, "target|message" a line each, in order ("" for none).
+func problems(t *testing.T, err error) string {
+	t.Helper()
+	if err == nil {
+		return ""
+	}
+	ce, ok := arm.AsCloudError(err)
+	if !ok {
+		t.Fatalf("not a cloud error: %v", err)
+	}
+	if len(ce.Details) == 0 {
+		return ce.Target + "|" + ce.Message
+	}
+	var out []string
+	for _, d := range ce.Details {
+		out = append(out, d.Target+"|"+d.Message)
+	}
+	return strings.Join(out, "\n")
 }
