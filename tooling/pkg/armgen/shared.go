@@ -216,10 +216,7 @@ func (w *checkWriter) list(l sharedList) error {
 		return fmt.Errorf("SharedLists names %s, whose entries are not of a type of package profiles", key)
 	}
 	ident := ""
-	switch ids := l.Field.Identifiers; {
-	case len(ids) > 1:
-		return fmt.Errorf("SharedLists: %s is identified by %v; only one property is supported", key, ids)
-	case len(ids) == 1:
+	if ids := l.Field.Identifiers; len(ids) == 1 {
 		ident = ids[0]
 	}
 	var identField *Field
@@ -235,13 +232,18 @@ func (w *checkWriter) list(l sharedList) error {
 		return fmt.Errorf("SharedLists: %s's identifier %s is not a string property of %s", key, ident, l.Field.ElemDef)
 	}
 	name := goTypeName(l.Owner) + l.Field.Go
-	fmt.Fprintf(&w.body, "// spec%s checks %s at path: its length,\n// then each entry (%s)", name, key, l.Field.ElemDef)
+	counted := l.Field.MinItems != nil || l.Field.MaxItems != nil
+	fmt.Fprintf(&w.body, "// spec%s checks %s at path:\n// ", name, key)
+	if counted {
+		w.body.WriteString("its length, then ")
+	}
+	fmt.Fprintf(&w.body, "each entry (%s)", l.Field.ElemDef)
 	if ident != "" {
 		fmt.Fprintf(&w.body, " and that an entry's %s (x-ms-identifiers) appears once", ident)
 	}
 	w.body.WriteString(".\n")
 	fmt.Fprintf(&w.body, "func spec%s(v *Checker, list []%s, path string) {\n", name, l.Elem)
-	if l.Field.MinItems != nil || l.Field.MaxItems != nil {
+	if counted {
 		w.counts("list", "path", l.Owner, l.Field)
 	}
 	if l.Field.MaxItems != nil {

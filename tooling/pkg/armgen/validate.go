@@ -173,7 +173,9 @@ func (w *checkWriter) field(def string, f *Field) {
 	if enum {
 		fmt.Fprintf(body, "v.Enum(x.%s, %s, %s...)\n", f.Go, at, w.enumValues(f.Enum))
 	}
-	if f.IsInt && (f.Min != nil || f.Max != nil) {
+	if f.IsInt && f.Min != nil && f.Max == nil && atLeast[key] {
+		fmt.Fprintf(body, "v.AtLeast(x.%s, %s, %d)\n", f.Go, at, int64(*f.Min))
+	} else if f.IsInt && (f.Min != nil || f.Max != nil) {
 		lo, hi := float64(math.MinInt32), float64(math.MaxInt32)
 		if f.Min != nil {
 			lo = *f.Min

@@ -101,6 +101,13 @@ func (v *Checker) RangeInt(p *int32, target string, lo, hi int64) {
 	}
 }
 
+// AtLeast checks that a present value is at least lo.
+func (v *Checker) AtLeast(p *int32, target string, lo int64) {
+	if p != nil && int64(*p) < lo {
+		v.Add(target, "Invalid value '%d' for field '%s' (must be at least %d).", *p, target, lo)
+	}
+}
+
 // Length checks a required string of 1 to 255 characters.
 func (v *Checker) Length(p *string, target string) {
 	if v.Required(p != nil, target) && (len(*p) < 1 || len(*p) > 255) {

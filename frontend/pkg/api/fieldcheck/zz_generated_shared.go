@@ -27,6 +27,9 @@ var specVisibilityValues = []string{"Public", "Private"}
 // specClusterImageRegistryStateValues is the allowed set of ClusterImageRegistryState, in the specification's order.
 var specClusterImageRegistryStateValues = []string{"Enabled", "Disabled"}
 
+// specEffectValues is the allowed set of Effect, in the specification's order.
+var specEffectValues = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
 // specDNSProfile checks what the specification of every api-version says of the values of
 // DnsProfile at path.
 func specDNSProfile(v *Checker, x *profiles.DNSProfile, path string) {
@@ -64,8 +67,15 @@ func specClusterImageRegistryProfile(v *Checker, x *profiles.ClusterImageRegistr
 	v.Enum(x.State, specPath(path, "state"), specClusterImageRegistryStateValues...)
 }
 
-// specHcpOpenShiftClusterPropertiesImageDigestMirrors checks HcpOpenShiftClusterProperties.imageDigestMirrors at path: its length,
-// then each entry (ImageDigestMirror) and that an entry's source (x-ms-identifiers) appears once.
+// specNodePoolAutoScaling checks what the specification of every api-version says of the values of
+// NodePoolAutoScaling at path.
+func specNodePoolAutoScaling(v *Checker, x *profiles.NodePoolAutoScaling, path string) {
+	v.AtLeast(x.Min, specPath(path, "min"), 0)
+	v.AtLeast(x.Max, specPath(path, "max"), 0)
+}
+
+// specHcpOpenShiftClusterPropertiesImageDigestMirrors checks HcpOpenShiftClusterProperties.imageDigestMirrors at path:
+// its length, then each entry (ImageDigestMirror) and that an entry's source (x-ms-identifiers) appears once.
 func specHcpOpenShiftClusterPropertiesImageDigestMirrors(v *Checker, list []profiles.ImageDigestMirror, path string) {
 	if len(list) > specMaxItemsHcpOpenShiftClusterPropertiesImageDigestMirrors {
 		v.Add(path, "At most 240 entries are allowed in '%s', not %d.", path, len(list))
@@ -100,6 +110,28 @@ func specHcpOpenShiftClusterPropertiesImageDigestMirrors(v *Checker, list []prof
 				v.Add(fmt.Sprintf("%s[%d]", specPath(path, "mirrors"), i), "Each mirror must be at most 255 characters long.")
 			}
 		}
+	}
+}
+
+// specNodePoolPropertiesTaints checks NodePoolProperties.taints at path:
+// each entry (Taint).
+func specNodePoolPropertiesTaints(v *Checker, list []profiles.Taint, path string) {
+	base := path
+	for i := range list {
+		if v.Full() {
+			return
+		}
+		// The entry and its path, as the checks of its properties name them.
+		x, path := &list[i], fmt.Sprintf("%s[%d]", base, i)
+		v.Required(x.Key != nil, specPath(path, "key"))
+		if x.Key != nil && (len(*x.Key) < 1 || len(*x.Key) > 316) {
+			v.Add(specPath(path, "key"), "Field '%s' must be 1 to 316 characters long.", specPath(path, "key"))
+		}
+		if x.Value != nil && len(*x.Value) > 63 {
+			v.Add(specPath(path, "value"), "Field '%s' must be at most 63 characters long.", specPath(path, "value"))
+		}
+		v.Required(x.Effect != nil, specPath(path, "effect"))
+		v.Enum(x.Effect, specPath(path, "effect"), specEffectValues...)
 	}
 }
 
