@@ -176,3 +176,14 @@ func TestSharedDefinitionsMustAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleKeysMustNameAProperty: a message rule keyed by a property no version has (a typo)
+// fails generation instead of silently changing nothing.
+func TestRuleKeysMustNameAProperty(t *testing.T) {
+	atLeast["NodePoolAutoScaling.maximum"] = true
+	defer delete(atLeast, "NodePoolAutoScaling.maximum")
+	_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+	if err == nil || !strings.Contains(err.Error(), "NodePoolAutoScaling.maximum") {
+		t.Fatalf("Generate with a misspelt atLeast key: err = %v, want one naming it", err)
+	}
+}

@@ -110,8 +110,8 @@ var handWritten = map[string]string{
 // package fieldcheck (zz_generated_shared.go) as functions spec<Type>, from every version's
 // specification: a method cannot be declared on an alias of another package's type, and the
 // checks are the same in every version (the generator fails when the specifications disagree).
-// fieldcheck's hand-written checks call them where a cluster body's checks run, and add what
-// the specification cannot say.
+// fieldcheck's hand-written checks call them where a body's checks run, and add what the
+// specification cannot say.
 var SharedChecks = []string{"DnsProfile", "NetworkProfile", "ApiProfile", "ClusterAutoscalingProfile", "ClusterImageRegistryProfile", "NodePoolAutoScaling"}
 
 // SharedLists are properties, "Definition.property", of a version's definitions that hold a list

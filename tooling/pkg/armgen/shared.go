@@ -55,6 +55,34 @@ func checkAgreement(pkgs []*Package) error {
 	return nil
 }
 
+// checkRuleKeys fails when a message rule (presentIsEnough, atLeast, valueWords) names a
+// property no version has: a misspelt key would silently change nothing.
+func checkRuleKeys(pkgs []*Package) error {
+	known := map[string]bool{}
+	for _, p := range pkgs {
+		for _, s := range p.Structs {
+			for _, f := range s.Fields {
+				known[s.Def+"."+f.JSON] = true
+			}
+		}
+		for def, fields := range p.shared {
+			for _, f := range fields {
+				known[def+"."+f.JSON] = true
+			}
+		}
+	}
+	var keys []string
+	keys = append(keys, sortedKeys(presentIsEnough)...)
+	keys = append(keys, sortedKeys(atLeast)...)
+	keys = append(keys, sortedKeys(valueWords)...)
+	for _, k := range keys {
+		if !known[k] {
+			return fmt.Errorf("a message rule names %s, a property no api-version has", k)
+		}
+	}
+	return nil
+}
+
 // constraints is what the specification says of property key's values, as text.
 func constraints(key string, f *Field) string {
 	num := func(p *float64) string {

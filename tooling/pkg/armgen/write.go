@@ -60,6 +60,9 @@ func Generate(specRoot string) ([]File, error) {
 	if err := checkAgreement(pkgs); err != nil {
 		return nil, err
 	}
+	if err := checkRuleKeys(pkgs); err != nil {
+		return nil, err
+	}
 	shared, err := sharedFile(pkgs)
 	if err != nil {
 		return nil, err
