@@ -94,3 +94,30 @@ func renderClusterAll(t *testing.T, c *api.Cluster) string {
 	}
 	return b.String()
 }
+
+// FuzzStoredClusterDocument: reading any stored cluster document gives a cluster or an error,
+// never a panic, and what a cluster read is written as reads back and is written the same.
+func FuzzStoredClusterDocument(f *testing.F) {
+	for _, d := range storedClusterDocuments {
+		f.Add([]byte(d.doc))
+	}
+	f.Add([]byte(`{"properties":{"autoscaling":{"maxNodesTotal":1.5}}}`))
+	f.Add([]byte(`{"properties":{"imageDigestMirrors":[null]}}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var c api.Cluster
+		if json.Unmarshal(doc, &c) != nil {
+			return
+		}
+		written, err := json.Marshal(&c)
+		if err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		var again api.Cluster
+		if err := json.Unmarshal(written, &again); err != nil {
+			t.Fatalf("read what was written: %v\n%s", err, written)
+		}
+		if w, _ := json.Marshal(&again); string(w) != string(written) {
+			t.Fatalf("written again differently:\n%s\nwant\n%s", w, written)
+		}
+	})
+}
