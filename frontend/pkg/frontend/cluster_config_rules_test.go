@@ -1,6 +1,6 @@
 //go:build !fuzzlean
 
-// Left out of the fuzzing build, as nodepool_rules_test.go: it links Cluster Service's server.
+// Left out of the fuzzing build, as rules_agreement_test.go: it links Cluster Service's server.
 
 package frontend
 

@@ -1,6 +1,6 @@
 //go:build !fuzzlean
 
-// Left out of the fuzzing build, as nodepool_rules_test.go: it links Cluster Service's server.
+// Left out of the fuzzing build, as rules_agreement_test.go: it links Cluster Service's server.
 
 package frontend
 
@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 )
 
 // TestClusterNetworkRulesAgree: for hostPrefix around each bound (Cluster Service's 23–26, the
@@ -175,31 +174,59 @@ func TestClusterChannelGroupFromClusterService(t *testing.T) {
 
 // TestDefaultedFieldsAreClusterServices: the fields the frontend fills from Cluster Service's
 // defaults (clusterDefaulted, nodePoolDefaulted, read off model.DefaultCluster and
-// model.DefaultNodePool on an empty spec and a cluster whose every field is a placeholder) are
-// exactly those the model fills for a real cluster, and filling them into an empty spec gives
-// the model's defaulted spec.
+// model.DefaultNodePool on placeholders) are exactly those a real Cluster Service fills: a
+// cluster and a node pool created through the in-process server with only what a caller must
+// give, read back, have set every field the lists name and no other that was empty (but the
+// cluster's DNS domain and OIDC issuer, which Cluster Service chooses rather than defaults); and
+// filling what was sent from what it holds at the listed fields gives what it holds.
 func TestDefaultedFieldsAreClusterServices(t *testing.T) {
-	cluster := &csv1.ClusterSpec{Azure: &csv1.AzureSpec{}}
-	model.DefaultCluster(cluster)
-	owner := &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "stable", Azure: &csv1.AzureSpec{SubnetId: "subnet"}}
-	pool := model.DefaultNodePool(&csv1.NodePoolSpec{}, model.Cluster{Spec: owner, Status: &csv1.ClusterStatus{CurrentVersion: "4.19.16"}}, nil)
+	e := newCSEnv(t)
+	ctx := context.Background()
+	rg := "/subscriptions/" + testSub + "/resourceGroups/rg"
+	armID := rg + "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/defaults"
+	clusterSent := &csv1.ClusterSpec{VersionId: "4.19.17", Azure: &csv1.AzureSpec{
+		Location:               testLocation,
+		SubnetId:               rg + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/workers",
+		NetworkSecurityGroupId: rg + "/providers/Microsoft.Network/networkSecurityGroups/nsg",
+	}}
+	cl, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
+		Id: "d0000000000000000000000000000001", ArmResourceId: armID, Spec: clusterSent,
+	}})
+	if err != nil {
+		t.Fatalf("create a cluster in Cluster Service: %v", err)
+	}
+	poolSent := &csv1.NodePoolSpec{Replicas: 2, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}
+	np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{
+		Id: "d0000000000000000000000000000002", ClusterId: cl.GetId(), ArmResourceId: armID + "/nodePools/np1", Spec: poolSent,
+	}})
+	if err != nil {
+		t.Fatalf("create a node pool in Cluster Service: %v", err)
+	}
+
 	for _, c := range []struct {
-		name      string
-		defaulted proto.Message
-		listed    []string
-	}{{"cluster", cluster, clusterDefaulted}, {"node pool", pool, nodePoolDefaulted}} {
-		var set []string
-		setScalarPaths(c.defaulted.ProtoReflect(), "", &set)
+		name           string
+		sent, held     proto.Message
+		listed         []string
+		chosenByItself []string
+	}{
+		{"cluster", clusterSent, cl.GetSpec(), clusterDefaulted, []string{"dns_base_domain", "issuer_url"}},
+		{"node pool", poolSent, np.GetSpec(), nodePoolDefaulted, nil},
+	} {
+		var sent, held []string
+		setScalarPaths(c.sent.ProtoReflect(), "", &sent)
+		setScalarPaths(c.held.ProtoReflect(), "", &held)
+		filled := slices.DeleteFunc(held, func(p string) bool { return slices.Contains(sent, p) || slices.Contains(c.chosenByItself, p) })
 		listed := slices.Clone(c.listed)
-		sort.Strings(set)
+		sort.Strings(filled)
 		sort.Strings(listed)
-		if len(listed) == 0 || !slices.Equal(set, listed) {
-			t.Errorf("Cluster Service's model defaults the %s fields %v; the frontend fills %v", c.name, set, listed)
+		if len(listed) == 0 || !slices.Equal(filled, listed) {
+			t.Errorf("Cluster Service fills the %s fields %v; the frontend fills %v", c.name, filled, listed)
 		}
-		empty := c.defaulted.ProtoReflect().New()
-		fillDefaulted(empty, c.defaulted.ProtoReflect(), c.listed)
-		if !proto.Equal(empty.Interface(), c.defaulted) {
-			t.Errorf("filled %s spec %v, want %v", c.name, empty.Interface(), c.defaulted)
+		got := proto.Clone(c.sent).ProtoReflect()
+		fillDefaulted(got, c.held.ProtoReflect(), c.listed)
+		fillDefaulted(got, c.held.ProtoReflect(), c.chosenByItself)
+		if !proto.Equal(got.Interface(), c.held) {
+			t.Errorf("filled %s spec %v; Cluster Service holds %v", c.name, got.Interface(), c.held)
 		}
 	}
 }
