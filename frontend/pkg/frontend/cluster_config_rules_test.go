@@ -5,7 +5,6 @@
 package frontend
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,13 +53,6 @@ func configCases() []ruleCase[*csv1.ClusterSpec] {
 	// properties.api.authorizedCidrs: at most 500 IPv4 blocks in dotted form (or single
 	// addresses, sent as /32), no duplicates (docs/api.md, docs/cluster-service.md); a violation
 	// names the entry.
-	cidrs := func(n int) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = fmt.Sprintf("10.%d.%d.0/24", i/256, i%256)
-		}
-		return out
-	}
 	const cidrsAt = "properties.api.authorizedCidrs"
 	for _, l := range []struct {
 		name  string
@@ -69,8 +61,8 @@ func configCases() []ruleCase[*csv1.ClusterSpec] {
 	}{
 		{"none", []string{}, accepted()},
 		{"one", []string{"192.0.2.0/24"}, accepted()},
-		{"500", cidrs(500), accepted()},
-		{"501", cidrs(501), refused(cidrsAt)},
+		{"500", authorizedCIDRs(500), accepted()},
+		{"501", authorizedCIDRs(501), refused(cidrsAt)},
 		{"duplicate", []string{"192.0.2.0/24", "198.51.100.0/24", "192.0.2.0/24"}, refused(cidrsAt + "[2]")},
 		{"address_and_its_32", []string{"192.0.2.1", "192.0.2.1/32"}, refused(cidrsAt + "[1]")},
 		{"host_bits_set", []string{"192.0.2.1/24"}, accepted()}, // a block as written: HyperShift's CIDRBlock pattern takes it
@@ -310,16 +302,17 @@ func configCases() []ruleCase[*csv1.ClusterSpec] {
 // as its CreateCluster) on the spec the frontend sends, and each case's specified outcome agree.
 func TestClusterConfigRulesAgree(t *testing.T) {
 	e := newCSEnv(t, realClusters(true))
-	base := e.do("PUT", withVersion(clusterPath("rg", "base"), newestClusterVersion), mustJSON(configBody()), nil)
-	if base.code != 201 {
-		t.Fatalf("PUT of a valid cluster = %d %s", base.code, base.body)
-	}
-	rd, _ := e.resource(clusterPath("rg", "base"))
-	held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, held := e.heldCluster(t, clusterPath("rg", "base"), newestClusterVersion, configBody())
 	runRuleCases(t, e, clusterCreates(held.GetSpec(), newestClusterVersion, configBody), configCases())
+}
+
+// authorizedCIDRs are n distinct IPv4 blocks.
+func authorizedCIDRs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("10.%d.%d.0/24", i/256, i%256)
+	}
+	return out
 }
 
 // configBody is a valid cluster for the newest api-version: minimalBody with a version in
@@ -346,13 +339,6 @@ func TestClusterConfigUpdateRulesAgree(t *testing.T) {
 			spec: func(u *csv1.ClusterUpdate) { u.NodeDrainTimeoutMinutes = &n },
 			want: refusedUnless(n >= 0 && n <= 10080, "properties.nodeDrainTimeoutMinutes")})
 	}
-	cidrs := func(n int) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = fmt.Sprintf("10.%d.%d.0/24", i/256, i%256)
-		}
-		return out
-	}
 	const cidrsAt = "properties.api.authorizedCidrs"
 	var puts []ruleCase[*csv1.ClusterUpdate]
 	for _, l := range []struct {
@@ -361,8 +347,8 @@ func TestClusterConfigUpdateRulesAgree(t *testing.T) {
 		want  outcome
 	}{
 		{"one", []string{"192.0.2.0/24"}, accepted()},
-		{"500", cidrs(500), accepted()},
-		{"501", cidrs(501), refused(cidrsAt)},
+		{"500", authorizedCIDRs(500), accepted()},
+		{"501", authorizedCIDRs(501), refused(cidrsAt)},
 		{"duplicate", []string{"192.0.2.0/24", "192.0.2.0/24"}, refused(cidrsAt + "[1]")},
 		{"address_and_its_32", []string{"192.0.2.1", "192.0.2.1/32"}, refused(cidrsAt + "[1]")},
 		{"single_address", []string{"192.0.2.1"}, accepted()},

@@ -25,15 +25,7 @@ func TestClusterNetworkRulesAgree(t *testing.T) {
 	e := newCSEnv(t, realClusters(true))
 	// minimalBody's 4.19.7 is not in Cluster Service's catalogue.
 	validBody := func() map[string]any { return set(minimalBody(), "properties.version.id", "4.19.17") }
-	base := e.put(clusterPath("rg", "base"), validBody())
-	if base.code != 201 {
-		t.Fatalf("PUT of a valid cluster = %d %s", base.code, base.body)
-	}
-	rd, _ := e.resource(clusterPath("rg", "base"))
-	held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, held := e.heldCluster(t, clusterPath("rg", "base"), "", validBody())
 
 	type network struct{ pod, service, machine *string }
 	str := func(s string) *string { return &s }
@@ -134,16 +126,8 @@ func TestClusterNetworkRulesAgree(t *testing.T) {
 // stored document and every GET show what Cluster Service holds.
 func TestClusterChannelGroupFromClusterService(t *testing.T) {
 	e := newCSEnv(t, realClusters(true))
-	body := set(minimalBody(), "properties.version.id", "4.19.17")
-	resp := e.put(clusterPath("rg", "c1"), body)
-	if resp.code != 201 {
-		t.Fatalf("PUT = %d %s", resp.code, resp.body)
-	}
+	resp, held := e.heldCluster(t, clusterPath("rg", "c1"), "", set(minimalBody(), "properties.version.id", "4.19.17"))
 	rd, _ := e.resource(clusterPath("rg", "c1"))
-	held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
-	if err != nil {
-		t.Fatal(err)
-	}
 	hs := held.GetSpec()
 	if hs.GetChannelGroup() == "" || hs.GetNetwork().GetPodCidr() == "" {
 		t.Fatalf("Cluster Service holds no defaults: %v", hs)

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
 
@@ -28,12 +27,7 @@ const fieldsRulesVersion = "2026-09-01-preview"
 // specification or the documented rule gives agree. A value the spec cannot carry must be
 // refused by the frontend, naming its field.
 func TestNodePoolFieldRulesAgree(t *testing.T) {
-	e := newCSEnv(t)
-	cl := e.csCluster(t, "c1", func(b map[string]any) { set(b, "properties.version.id", "4.20.3") })
-	catalogue, err := versions.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cl, catalogue := poolEnv(t, "4.20.3")
 
 	platform := func(p map[string]any) map[string]any { return p["platform"].(map[string]any) }
 	osDisk := func(p map[string]any) map[string]any {
@@ -205,44 +199,51 @@ func TestNodePoolFieldRulesAgree(t *testing.T) {
 	}
 
 	// subnetId: a subnet's resource ID (ARM IDs are case-insensitive; Azure's names: a resource
-	// group does not end with '.', a virtual network not with '-').
-	sub := "/subscriptions/" + testSub + "/resourceGroups/rg"
-	for _, id := range []struct {
+	// group does not end with '.', a virtual network not with '-'); encryptionSetId: a
+	// Microsoft.Compute/diskEncryptionSets ID (Azure's names: 1-80 letters, digits, '_' and '-').
+	type resourceID struct {
 		id string
 		ok bool
-	}{
-		{sub + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/other", true},
-		{strings.ToLower(sub) + "/providers/microsoft.network/virtualnetworks/vnet/subnets/other", true},
-		{sub + "/providers/Microsoft.Network/virtualNetworks/vnet", false},
-		{sub + "/providers/Microsoft.Network/networkSecurityGroups/nsg", false},
-		{"/subscriptions/not-a-uuid/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s", false},
-		{sub + "./providers/Microsoft.Network/virtualNetworks/vnet/subnets/s", false},
-		{sub + "/providers/Microsoft.Network/virtualNetworks/vnet-/subnets/s", false},
-		{sub + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s/extra/x", false},
-		{"not-an-id", false},
-	} {
-		add(fmt.Sprintf("subnetId=%q", strings.TrimPrefix(id.id, sub)), refusedUnless(id.ok, "properties.platform.subnetId"),
-			func(p map[string]any) { platform(p)["subnetId"] = id.id },
-			func(s *csv1.NodePoolSpec) { s.Platform.SubnetId = id.id })
 	}
-	// encryptionSetId: a Microsoft.Compute/diskEncryptionSets ID (Azure's names: 1-80 letters,
-	// digits, '_' and '-').
-	for _, id := range []struct {
-		id string
-		ok bool
+	sub := "/subscriptions/" + testSub + "/resourceGroups/rg"
+	for _, f := range []struct {
+		name, target string
+		arm          func(p map[string]any, id string)
+		cs           func(s *csv1.NodePoolSpec, id string)
+		ids          []resourceID
 	}{
-		{sub + "/providers/Microsoft.Compute/diskEncryptionSets/des1", true},
-		{strings.ToLower(sub) + "/providers/microsoft.compute/diskencryptionsets/des1", true},
-		{sub + "/providers/Microsoft.Compute/diskEncryptionSets/des.1", false},
-		{sub + "/providers/Microsoft.Compute/diskEncryptionSets/" + strings.Repeat("d", 81), false},
-		{sub + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/workers", false},
-		{"/subscriptions/not-a-uuid/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des1", false},
-		{"not-an-id", false},
+		{"subnetId=%q", "properties.platform.subnetId",
+			func(p map[string]any, id string) { platform(p)["subnetId"] = id },
+			func(s *csv1.NodePoolSpec, id string) { s.Platform.SubnetId = id },
+			[]resourceID{
+				{sub + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/other", true},
+				{strings.ToLower(sub) + "/providers/microsoft.network/virtualnetworks/vnet/subnets/other", true},
+				{sub + "/providers/Microsoft.Network/virtualNetworks/vnet", false},
+				{sub + "/providers/Microsoft.Network/networkSecurityGroups/nsg", false},
+				{"/subscriptions/not-a-uuid/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s", false},
+				{sub + "./providers/Microsoft.Network/virtualNetworks/vnet/subnets/s", false},
+				{sub + "/providers/Microsoft.Network/virtualNetworks/vnet-/subnets/s", false},
+				{sub + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s/extra/x", false},
+				{"not-an-id", false},
+			}},
+		{"osDisk.encryptionSetId=%.60q", "properties.platform.osDisk.encryptionSetId",
+			func(p map[string]any, id string) { osDisk(p)["encryptionSetId"] = id },
+			func(s *csv1.NodePoolSpec, id string) { s.Platform.OsDiskEncryptionSetId = id },
+			[]resourceID{
+				{sub + "/providers/Microsoft.Compute/diskEncryptionSets/des1", true},
+				{strings.ToLower(sub) + "/providers/microsoft.compute/diskencryptionsets/des1", true},
+				{sub + "/providers/Microsoft.Compute/diskEncryptionSets/des.1", false},
+				{sub + "/providers/Microsoft.Compute/diskEncryptionSets/" + strings.Repeat("d", 81), false},
+				{sub + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/workers", false},
+				{"/subscriptions/not-a-uuid/resourceGroups/rg/providers/Microsoft.Compute/diskEncryptionSets/des1", false},
+				{"not-an-id", false},
+			}},
 	} {
-		add(fmt.Sprintf("osDisk.encryptionSetId=%.60q", strings.TrimPrefix(id.id, sub)),
-			refusedUnless(id.ok, "properties.platform.osDisk.encryptionSetId"),
-			func(p map[string]any) { osDisk(p)["encryptionSetId"] = id.id },
-			func(s *csv1.NodePoolSpec) { s.Platform.OsDiskEncryptionSetId = id.id })
+		for _, id := range f.ids {
+			add(fmt.Sprintf(f.name, strings.TrimPrefix(id.id, sub)), refusedUnless(id.ok, f.target),
+				func(p map[string]any) { f.arm(p, id.id) },
+				func(s *csv1.NodePoolSpec) { f.cs(s, id.id) })
+		}
 	}
 
 	// The cluster runs 4.20.3 in the stable group (4.17.44 to 4.20.3; 4.21.0 only in candidate):
@@ -277,12 +278,7 @@ func TestNodePoolFieldRulesAgree(t *testing.T) {
 // stored spec with the property replaced, against the stored spec; the outcomes are the same
 // rules' as on a create.
 func TestNodePoolUpdateFieldRulesAgree(t *testing.T) {
-	e := newCSEnv(t)
-	cl := e.csCluster(t, "c1", func(b map[string]any) { set(b, "properties.version.id", "4.20.3") })
-	catalogue, err := versions.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cl, catalogue := poolEnv(t, "4.20.3")
 
 	var cases []ruleCase[*csv1.NodePoolSpec]
 	add := func(name string, want outcome, arm func(map[string]any), cs func(*csv1.NodePoolSpec)) {

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
 
 // TestNodePoolScalingAgrees: for every replicas, autoScaling.min and autoScaling.max around each
@@ -21,12 +20,7 @@ import (
 // frontend's answer to a PUT (a real Cluster Service behind it), Cluster Service's own rule and
 // the documented rule (scalingOutcome) agree.
 func TestNodePoolScalingAgrees(t *testing.T) {
-	e := newCSEnv(t)
-	cl := e.csCluster(t, "c1", func(b map[string]any) { set(b, "properties.version.id", "4.19.17") })
-	catalogue, err := versions.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cl, catalogue := poolEnv(t, "4.19.17")
 
 	type scaling struct {
 		replicas *int32

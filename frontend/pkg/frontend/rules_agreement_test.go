@@ -104,6 +104,38 @@ func (e *csEnv) csCluster(t *testing.T, name string, mutate func(body map[string
 	return cl
 }
 
+// heldCluster creates a cluster through the frontend's PUT (through version; "" for the env's
+// default), which must answer 201, and returns the answer and Cluster Service's copy.
+func (e *csEnv) heldCluster(t *testing.T, path, version string, body map[string]any) (response, *csv1.Cluster) {
+	t.Helper()
+	if version != "" {
+		path = withVersion(path, version)
+	}
+	resp := e.do("PUT", path, mustJSON(body), nil)
+	if resp.code != 201 {
+		t.Fatalf("PUT of a valid cluster = %d %s", resp.code, resp.body)
+	}
+	rd, _ := e.resource(strings.SplitN(path, "?", 2)[0])
+	held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, held
+}
+
+// poolEnv is a csEnv with a cluster c1 at version (4.19.17, 4.20.3: in Cluster Service's
+// catalogue) in Cluster Service, whose copy it returns, and Cluster Service's catalogue.
+func poolEnv(t *testing.T, version string) (*csEnv, *csv1.Cluster, *versions.Catalogue) {
+	t.Helper()
+	e := newCSEnv(t)
+	cl := e.csCluster(t, "c1", func(b map[string]any) { set(b, "properties.version.id", version) })
+	catalogue, err := versions.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cl, catalogue
+}
+
 // refusalTargets are the targets of an ARM error body (its details', or its own), sorted.
 func refusalTargets(t *testing.T, r response) []string {
 	t.Helper()
@@ -407,16 +439,8 @@ func clusterUpdates(e *csEnv, method, version string, body func() map[string]any
 		body:    body,
 		open: func(t *testing.T, i int) caseRule[*csv1.ClusterUpdate] {
 			path := clusterPath("rg", fmt.Sprintf("%s%d", strings.ToLower(method), i))
-			created := e.do("PUT", withVersion(path, version), mustJSON(configBody()), nil)
-			if created.code != 201 {
-				t.Fatalf("PUT of a valid cluster = %d %s", created.code, created.body)
-			}
+			created, held := e.heldCluster(t, path, version, configBody())
 			e.finish(opIDFrom(t, created.header.Get("Azure-AsyncOperation")), "Succeeded", nil)
-			rd, _ := e.resource(path)
-			held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var want *csv1.ClusterSpec
 			return caseRule[*csv1.ClusterUpdate]{
 				path: path,
@@ -431,7 +455,7 @@ func clusterUpdates(e *csEnv, method, version string, body func() map[string]any
 					return v
 				},
 				whenAccepted: func(t *testing.T) {
-					after, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
+					after, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: held.GetId()})
 					if err != nil {
 						t.Fatal(err)
 					}
