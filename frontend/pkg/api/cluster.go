@@ -5,10 +5,10 @@
 package api
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
@@ -16,22 +16,40 @@ import (
 // ClusterResourceType is the ARM type of a cluster.
 const ClusterResourceType = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
 
-// Cluster is a whole hcpOpenShiftClusters resource.
+// Cluster is a whole hcpOpenShiftClusters resource: its ARM envelope around Cluster Service's
+// spec, which is the model of the properties it holds, and beside it what the spec does not
+// hold. A body is filled into Spec and Spec is rendered, in every api-version, through the
+// spec's arm_path options (ClusterShapes where the ARM shape differs), as a node pool's is.
 type Cluster struct {
 	// ID is set from the request path, never from the body.
-	ID         *arm.ResourceID   `json:"-"`
-	Location   string            `json:"-"`
-	Tags       map[string]string `json:"-"`
-	SystemData *arm.SystemData   `json:"-"`
-	// ProvisioningState and the read-only URLs come from the store and Cluster Service.
-	ProvisioningState armdoc.ProvisioningState `json:"-"`
+	ID         *arm.ResourceID
+	Location   string
+	Tags       map[string]string
+	SystemData *arm.SystemData
+	// ProvisioningState comes from the store.
+	ProvisioningState armdoc.ProvisioningState
 	// Conditions are observed by Cluster Service (Available, Degraded, Progressing); they are
 	// filled when the cluster is read, never stored.
-	Conditions []Condition `json:"-"`
+	Conditions []Condition
 
-	// Identity and Properties are stored as ResourceDocument.Properties.
-	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`
-	Properties ClusterProperties       `json:"properties"`
+	Identity *ManagedServiceIdentity
+	// Spec holds the customer's settings that Cluster Service's spec holds, with Cluster
+	// Service's defaults (model.DefaultCluster, applied by the frontend's handlers before a
+	// write) for what the customer left out. It holds the resource's properties only
+	// (SpecProperties): the envelope, the operators' identities and the KMS key are the fields
+	// below, and are added when a spec is sent (the frontend's clusterSpec). Never nil in a
+	// decoded or read cluster.
+	Spec *csv1.ClusterSpec
+	// OperatorIdentities are properties.platform.operatorsAuthentication.userAssignedIdentities:
+	// ARM holds the identities' resource IDs, Cluster Service the client IDs ARM reports in
+	// the resource's identity.
+	OperatorIdentities UserAssignedIdentitiesProfile
+	// Etcd is properties.etcd.dataEncryption, the key's parts as ARM has them (Cluster Service
+	// holds one key URL, EtcdKeyID).
+	Etcd EtcdDataEncryptionProfile
+	// The read-only properties, filled from Cluster Service when the cluster is read
+	// (properties.dns.baseDomain, console.url, api.url, platform.issuerUrl).
+	BaseDomain, ConsoleURL, APIURL, IssuerURL string
 }
 
 // Condition is an observed condition of the resource, as the spec's status.conditions has it.
@@ -43,143 +61,11 @@ type Condition struct {
 	LastTransitionTime time.Time
 }
 
-// ClusterProperties are the customer's settings, with Cluster Service's defaults
-// (model.DefaultCluster, applied by the frontend's handlers before a write) for what the customer
-// left out.
-type ClusterProperties struct {
-	Version                 VersionProfile              `json:"version"`
-	DNS                     DNSProfile                  `json:"dns"`
-	Network                 NetworkProfile              `json:"network"`
-	Console                 ConsoleProfile              `json:"console"`
-	API                     APIProfile                  `json:"api"`
-	Platform                PlatformProfile             `json:"platform"`
-	Autoscaling             ClusterAutoscalingProfile   `json:"autoscaling"`
-	Etcd                    EtcdProfile                 `json:"etcd"`
-	NodeDrainTimeoutMinutes int32                       `json:"nodeDrainTimeoutMinutes"`
-	ClusterImageRegistry    ClusterImageRegistryProfile `json:"clusterImageRegistry"`
-	// Ingress, ImageDigestMirrors and CryptoRestrictions came with later api-versions; a
-	// version that does not know them carries the stored values over (see Version.Preserve).
-	Ingress            IngressProfile      `json:"ingress"`
-	ImageDigestMirrors []ImageDigestMirror `json:"imageDigestMirrors,omitempty"`
-	CryptoRestrictions string              `json:"cryptoRestrictions"`
-}
-
-type IngressProfile struct {
-	Type string `json:"type"`
-}
-
-type ImageDigestMirror struct {
-	Source  string   `json:"source"`
-	Mirrors []string `json:"mirrors"`
-}
-
-type VersionProfile struct {
-	ID           string `json:"id,omitempty"`
-	ChannelGroup string `json:"channelGroup"`
-}
-
-type DNSProfile struct {
-	// BaseDomain is read-only: chosen by the service.
-	BaseDomain       string `json:"baseDomain,omitempty"`
-	BaseDomainPrefix string `json:"baseDomainPrefix,omitempty"`
-}
-
-type NetworkProfile struct {
-	NetworkType string `json:"networkType"`
-	PodCIDR     string `json:"podCidr"`
-	ServiceCIDR string `json:"serviceCidr"`
-	MachineCIDR string `json:"machineCidr"`
-	HostPrefix  int32  `json:"hostPrefix"`
-}
-
-// ConsoleProfile is read-only.
-type ConsoleProfile struct {
-	URL string `json:"url,omitempty"`
-}
-
-type APIProfile struct {
-	// URL is read-only.
-	URL             string   `json:"url,omitempty"`
-	Visibility      string   `json:"visibility"`
-	AuthorizedCIDRs []string `json:"authorizedCidrs,omitempty"`
-}
-
-type PlatformProfile struct {
-	ManagedResourceGroup    string                         `json:"managedResourceGroup"`
-	SubnetID                string                         `json:"subnetId"`
-	OutboundType            string                         `json:"outboundType"`
-	NetworkSecurityGroupID  string                         `json:"networkSecurityGroupId"`
-	VnetIntegrationSubnetID string                         `json:"vnetIntegrationSubnetId,omitempty"`
-	OperatorsAuthentication OperatorsAuthenticationProfile `json:"operatorsAuthentication"`
-	// IssuerURL is read-only.
-	IssuerURL string `json:"issuerUrl,omitempty"`
-}
-
-type OperatorsAuthenticationProfile struct {
-	UserAssignedIdentities UserAssignedIdentitiesProfile `json:"userAssignedIdentities"`
-}
-
+// UserAssignedIdentitiesProfile are the operators' identities: their resource IDs by operator.
 type UserAssignedIdentitiesProfile struct {
 	ControlPlaneOperators  map[string]string `json:"controlPlaneOperators"`
 	DataPlaneOperators     map[string]string `json:"dataPlaneOperators"`
 	ServiceManagedIdentity string            `json:"serviceManagedIdentity"`
-}
-
-// ClusterAutoscalingProfile is properties.autoscaling. nil is a value the caller did not give:
-// Cluster Service leaves it out and HyperShift's default applies (no node limit, 600 s, 900 s,
-// -10, the defaults the spec's descriptions name; the spec declares no default to apply here).
-// A value, 0 included, is sent as given.
-type ClusterAutoscalingProfile struct {
-	MaxNodesTotal               *int32 `json:"maxNodesTotal,omitempty"`
-	MaxPodGracePeriodSeconds    *int32 `json:"maxPodGracePeriodSeconds,omitempty"`
-	MaxNodeProvisionTimeSeconds *int32 `json:"maxNodeProvisionTimeSeconds,omitempty"`
-	PodPriorityThreshold        *int32 `json:"podPriorityThreshold,omitempty"`
-}
-
-// Equal reports whether a and b hold the same values (set or not).
-func (a ClusterAutoscalingProfile) Equal(b ClusterAutoscalingProfile) bool {
-	same := func(x, y *int32) bool { return (x == nil && y == nil) || (x != nil && y != nil && *x == *y) }
-	return same(a.MaxNodesTotal, b.MaxNodesTotal) && same(a.MaxPodGracePeriodSeconds, b.MaxPodGracePeriodSeconds) &&
-		same(a.MaxNodeProvisionTimeSeconds, b.MaxNodeProvisionTimeSeconds) && same(a.PodPriorityThreshold, b.PodPriorityThreshold)
-}
-
-// storedAutoscaling is how ClusterAutoscalingProfile is stored. ZeroIsValue marks documents
-// written since the model tells an explicit 0 from an absent value: documents written before
-// held every field, with 0 meaning "not given", and still decode that way.
-type storedAutoscaling struct {
-	ZeroIsValue                 bool   `json:"zeroIsValue,omitempty"`
-	MaxNodesTotal               *int32 `json:"maxNodesTotal,omitempty"`
-	MaxPodGracePeriodSeconds    *int32 `json:"maxPodGracePeriodSeconds,omitempty"`
-	MaxNodeProvisionTimeSeconds *int32 `json:"maxNodeProvisionTimeSeconds,omitempty"`
-	PodPriorityThreshold        *int32 `json:"podPriorityThreshold,omitempty"`
-}
-
-// MarshalJSON writes the stored form, marked as telling 0 from absent.
-func (a ClusterAutoscalingProfile) MarshalJSON() ([]byte, error) {
-	return json.Marshal(storedAutoscaling{ZeroIsValue: true, MaxNodesTotal: a.MaxNodesTotal, MaxPodGracePeriodSeconds: a.MaxPodGracePeriodSeconds,
-		MaxNodeProvisionTimeSeconds: a.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: a.PodPriorityThreshold})
-}
-
-// UnmarshalJSON reads the stored form, old or new.
-func (a *ClusterAutoscalingProfile) UnmarshalJSON(b []byte) error {
-	var s storedAutoscaling
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	if !s.ZeroIsValue {
-		for _, p := range []**int32{&s.MaxNodesTotal, &s.MaxPodGracePeriodSeconds, &s.MaxNodeProvisionTimeSeconds, &s.PodPriorityThreshold} {
-			if *p != nil && **p == 0 {
-				*p = nil
-			}
-		}
-	}
-	*a = ClusterAutoscalingProfile{MaxNodesTotal: s.MaxNodesTotal, MaxPodGracePeriodSeconds: s.MaxPodGracePeriodSeconds,
-		MaxNodeProvisionTimeSeconds: s.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: s.PodPriorityThreshold}
-	return nil
-}
-
-type EtcdProfile struct {
-	DataEncryption EtcdDataEncryptionProfile `json:"dataEncryption"`
 }
 
 type EtcdDataEncryptionProfile struct {
@@ -199,10 +85,6 @@ type KMSKey struct {
 	Visibility string `json:"visibility,omitempty"`
 	Name       string `json:"name"`
 	Version    string `json:"version"`
-}
-
-type ClusterImageRegistryProfile struct {
-	State string `json:"state"`
 }
 
 // ManagedServiceIdentity is the resource's identity block.
@@ -248,11 +130,14 @@ const (
 //     Cluster Service itself defaults a spec only when it is created or updated.
 //   - the key vault's visibility (DefaultKMSVisibility), which Cluster Service does not default.
 func (c *Cluster) Default() {
-	if c.Properties.Ingress.Type == "" {
-		c.Properties.Ingress.Type = IngressPublic
+	if c.Spec == nil {
+		c.Spec = SpecProperties(&csv1.ClusterSpec{})
 	}
-	if c.Properties.CryptoRestrictions == "" {
-		c.Properties.CryptoRestrictions = CryptoNone
+	if c.Spec.IngressVisibility == "" {
+		c.Spec.IngressVisibility = IngressPublic
+	}
+	if c.Spec.CryptoRestrictions == "" {
+		c.Spec.CryptoRestrictions = CryptoNone
 	}
 	c.DefaultKMSVisibility()
 }
@@ -261,7 +146,7 @@ func (c *Cluster) Default() {
 // keys live in key vaults reached over their public endpoint. It is the frontend's, not a
 // Cluster Service default: it says what an api-version without the property means.
 func (c *Cluster) DefaultKMSVisibility() {
-	if cm := c.Properties.Etcd.DataEncryption.CustomerManaged; cm != nil && cm.KMS != nil && cm.KMS.Visibility == "" {
+	if cm := c.Etcd.CustomerManaged; cm != nil && cm.KMS != nil && cm.KMS.Visibility == "" {
 		cm.KMS.Visibility = VisibilityPublic
 	}
 }

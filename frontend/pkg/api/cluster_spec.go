@@ -3,6 +3,8 @@ package api
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 )
@@ -39,84 +41,64 @@ func EtcdKeyID(k *KMSKey) string {
 	return fmt.Sprintf("https://%s.vault.azure.net/keys/%s/%s", k.VaultName, k.Name, k.Version)
 }
 
-// SpecPropertiesFromARM fills the properties that Cluster Service's spec holds (every field
-// of csv1.ClusterSpec with an arm_path) from a body decoded into its api-version's type, through
-// those arm_path options. It applies no defaults: what the body leaves out stays empty, and the
-// handlers fill it with Cluster Service's, the one place they are written (model.DefaultCluster,
-// through withClusterServiceDefaults), before a create, a replace or a patch is written. What the spec does not hold (the key management mode, the
-// customer-managed key's fields as the model keeps them, the operators' identities) and the
-// read-only properties are the version's to convert.
-func SpecPropertiesFromARM(body any) ClusterProperties {
+// SpecFromARM is the spec of the properties a body gives (every field of csv1.ClusterSpec with
+// an arm_path, SpecProperties), filled from the body decoded into its api-version's type
+// through those arm_path options. It applies no defaults: what the body leaves out stays empty,
+// and the handlers fill it with Cluster Service's, the one place they are written
+// (model.DefaultCluster, through withClusterServiceDefaults), before a create, a replace or a
+// patch is written. What the spec does not hold as the model keeps it (the key management mode,
+// the customer-managed key's parts, the operators' identities) and the read-only properties are
+// the version's to convert.
+func SpecFromARM(body any) *csv1.ClusterSpec {
 	spec := &csv1.ClusterSpec{}
 	if err := armpath.Fill(spec.ProtoReflect(), body, ClusterShapes); err != nil {
 		// A body decoded into its version's type has the specification's shapes: a mismatch
 		// is a wrong arm_path, caught by the cluster document tests.
 		panic(fmt.Sprintf("cluster body %T: %v", body, err))
 	}
-	var out ClusterProperties
-	out.SetSpec(spec)
-	return out
+	return SpecProperties(spec)
 }
 
-// SetSpec sets the properties that Cluster Service's spec holds from spec, as given: the inverse
-// of Spec. What Spec leaves out (the etcd block, the operators' identities, the read-only
-// properties) is left as it is.
-func (p *ClusterProperties) SetSpec(spec *csv1.ClusterSpec) {
-	p.Version = VersionProfile{ID: spec.GetVersionId(), ChannelGroup: spec.GetChannelGroup()}
-	p.DNS.BaseDomainPrefix = spec.GetDnsBaseDomainPrefix()
-	n := spec.GetNetwork()
-	p.Network = NetworkProfile{NetworkType: n.GetNetworkType(), PodCIDR: n.GetPodCidr(), ServiceCIDR: n.GetServiceCidr(),
-		MachineCIDR: n.GetMachineCidr(), HostPrefix: n.GetHostPrefix()}
-	p.API.Visibility, p.API.AuthorizedCIDRs = spec.GetApiVisibility(), append([]string(nil), spec.GetApiAuthorizedCidrs()...)
-	az := spec.GetAzure()
-	p.Platform.ManagedResourceGroup = az.GetManagedResourceGroup()
-	p.Platform.SubnetID = az.GetSubnetId()
-	p.Platform.OutboundType = az.GetOutboundType()
-	p.Platform.NetworkSecurityGroupID = az.GetNetworkSecurityGroupId()
-	p.Platform.VnetIntegrationSubnetID = az.GetVnetIntegrationSubnetId()
-	p.Autoscaling = ClusterAutoscalingProfile{}
-	if a := spec.GetAutoscaling(); a != nil {
-		p.Autoscaling = ClusterAutoscalingProfile{MaxNodesTotal: a.MaxNodesTotal, MaxPodGracePeriodSeconds: a.MaxPodGracePeriodSeconds,
-			MaxNodeProvisionTimeSeconds: a.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: a.PodPriorityThreshold}
+// SpecProperties makes spec what Cluster.Spec holds, and returns it: the resource's properties.
+// It clears what the model keeps elsewhere or not at all (the resource ID's subscription and
+// resource group, the location, the tenant, the workload identities, the KMS key and its key
+// vault's visibility, and what Cluster Service fills: the base domain, the issuer URL, the
+// backup key, the pause), and makes network, azure and autoscaling present, so the ARM form
+// shows them as objects and an update compares them field by field.
+func SpecProperties(spec *csv1.ClusterSpec) *csv1.ClusterSpec {
+	spec.EtcdEncryptionKeyId, spec.EtcdEncryptionKeyVaultVisibility, spec.EtcdEncryptionBackupKeyId = "", "", ""
+	spec.DnsBaseDomain, spec.IssuerUrl, spec.PausedUntil = "", "", ""
+	if spec.Network == nil {
+		spec.Network = &csv1.NetworkSpec{}
 	}
-	p.NodeDrainTimeoutMinutes = spec.GetNodeDrainTimeoutMinutes()
-	p.ClusterImageRegistry.State = spec.GetImageRegistryState()
-	p.ImageDigestMirrors = nil
-	for _, m := range spec.GetImageDigestMirrors() {
-		p.ImageDigestMirrors = append(p.ImageDigestMirrors, ImageDigestMirror{Source: m.GetSource(), Mirrors: append([]string(nil), m.GetMirrors()...)})
+	if spec.Azure == nil {
+		spec.Azure = &csv1.AzureSpec{}
 	}
-	p.Ingress.Type = spec.GetIngressVisibility()
-	p.CryptoRestrictions = spec.GetCryptoRestrictions()
-}
-
-// Spec is the model's properties that Cluster Service's spec holds, with their ARM values
-// (authorized CIDRs as given): what RenderedProperties renders, and what the frontend sends
-// once it has added the envelope, the identities and the KMS key. The etcd block, the
-// operators' identities and the envelope are left out.
-func (p *ClusterProperties) Spec() *csv1.ClusterSpec {
-	spec := &csv1.ClusterSpec{
-		VersionId:    p.Version.ID,
-		ChannelGroup: p.Version.ChannelGroup,
-		Network: &csv1.NetworkSpec{NetworkType: p.Network.NetworkType, PodCidr: p.Network.PodCIDR, ServiceCidr: p.Network.ServiceCIDR,
-			MachineCidr: p.Network.MachineCIDR, HostPrefix: p.Network.HostPrefix},
-		ApiVisibility: p.API.Visibility,
-		Azure: &csv1.AzureSpec{ManagedResourceGroup: p.Platform.ManagedResourceGroup, SubnetId: p.Platform.SubnetID,
-			NetworkSecurityGroupId: p.Platform.NetworkSecurityGroupID, OutboundType: p.Platform.OutboundType,
-			VnetIntegrationSubnetId: p.Platform.VnetIntegrationSubnetID},
-		ImageRegistryState:      p.ClusterImageRegistry.State,
-		NodeDrainTimeoutMinutes: p.NodeDrainTimeoutMinutes,
-		ApiAuthorizedCidrs:      append([]string(nil), p.API.AuthorizedCIDRs...),
-		IngressVisibility:       p.Ingress.Type,
-		CryptoRestrictions:      p.CryptoRestrictions,
-		DnsBaseDomainPrefix:     p.DNS.BaseDomainPrefix,
-	}
-	a := p.Autoscaling
-	spec.Autoscaling = &csv1.ClusterAutoscaling{MaxNodesTotal: a.MaxNodesTotal, MaxPodGracePeriodSeconds: a.MaxPodGracePeriodSeconds,
-		MaxNodeProvisionTimeSeconds: a.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: a.PodPriorityThreshold}
-	for _, m := range p.ImageDigestMirrors {
-		spec.ImageDigestMirrors = append(spec.ImageDigestMirrors, &csv1.ImageDigestMirror{Source: m.Source, Mirrors: append([]string(nil), m.Mirrors...)})
+	az := spec.Azure
+	az.SubscriptionId, az.ResourceGroup, az.Location, az.TenantId, az.WorkloadIdentities = "", "", "", "", nil
+	if spec.Autoscaling == nil {
+		spec.Autoscaling = &csv1.ClusterAutoscaling{}
 	}
 	return spec
+}
+
+// CopySpec is a copy of the cluster's spec (SpecProperties), for a caller to change or send:
+// what RenderedProperties renders, and what the frontend sends once it has added the envelope,
+// the identities and the KMS key.
+func (c *Cluster) CopySpec() *csv1.ClusterSpec {
+	if c.Spec == nil {
+		return SpecProperties(&csv1.ClusterSpec{})
+	}
+	return SpecProperties(proto.Clone(c.Spec).(*csv1.ClusterSpec))
+}
+
+// armForm is the spec's ARM form: the properties it holds.
+func (c *Cluster) armForm() map[string]any {
+	props, _ := armpath.Render(c.CopySpec().ProtoReflect(), ClusterShapes)["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	return props
 }
 
 // RenderedProperties are, in JSON form, the properties every api-version renders alike, for the
@@ -134,39 +116,27 @@ func (p *ClusterProperties) Spec() *csv1.ClusterSpec {
 // (where vaultName sits, which key modes exist), what a schema requires in a response
 // (profiles.Present), and the properties only some versions have (status conditions).
 func (c *Cluster) RenderedProperties() map[string]any {
-	props, _ := armpath.Render(c.Properties.Spec().ProtoReflect(), ClusterShapes)["properties"].(map[string]any)
-	if props == nil {
-		props = map[string]any{}
-	}
-	object := func(m map[string]any, key string) map[string]any {
-		o, ok := m[key].(map[string]any)
-		if !ok {
-			o = map[string]any{}
-			m[key] = o
-		}
-		return o
-	}
-	p := &c.Properties
+	props := c.armForm()
 	if c.ProvisioningState != "" {
 		props["provisioningState"] = string(c.ProvisioningState)
 	}
 	object(props, "version")
-	if dns := object(props, "dns"); p.DNS.BaseDomain != "" {
-		dns["baseDomain"] = p.DNS.BaseDomain
+	if dns := object(props, "dns"); c.BaseDomain != "" {
+		dns["baseDomain"] = c.BaseDomain
 	}
-	if p.Console.URL != "" {
-		props["console"] = map[string]any{"url": p.Console.URL}
+	if c.ConsoleURL != "" {
+		props["console"] = map[string]any{"url": c.ConsoleURL}
 	}
-	object(props, "api")["url"] = p.API.URL
+	object(props, "api")["url"] = c.APIURL
 	platform := object(props, "platform")
-	ua := p.Platform.OperatorsAuthentication.UserAssignedIdentities
+	ua := c.OperatorIdentities
 	identities := map[string]any{"controlPlaneOperators": nonNil(ua.ControlPlaneOperators), "dataPlaneOperators": nonNil(ua.DataPlaneOperators)}
 	if ua.ServiceManagedIdentity != "" {
 		identities["serviceManagedIdentity"] = ua.ServiceManagedIdentity
 	}
 	platform["operatorsAuthentication"] = map[string]any{"userAssignedIdentities": identities}
-	platform["issuerUrl"] = p.Platform.IssuerURL
-	props["nodeDrainTimeoutMinutes"] = p.NodeDrainTimeoutMinutes
+	platform["issuerUrl"] = c.IssuerURL
+	props["nodeDrainTimeoutMinutes"] = c.Spec.GetNodeDrainTimeoutMinutes()
 	mirrors, _ := props["imageDigestMirrors"].([]any)
 	for _, m := range mirrors {
 		if m, ok := m.(map[string]any); ok && m["mirrors"] == nil {
@@ -174,6 +144,16 @@ func (c *Cluster) RenderedProperties() map[string]any {
 		}
 	}
 	return props
+}
+
+// object is the object at key in m, added when there is none.
+func object(m map[string]any, key string) map[string]any {
+	o, ok := m[key].(map[string]any)
+	if !ok {
+		o = map[string]any{}
+		m[key] = o
+	}
+	return o
 }
 
 // nonNil is m, or an empty map for nil (rendered {}, not null).

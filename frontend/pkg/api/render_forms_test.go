@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 )
 
@@ -13,9 +14,8 @@ import (
 // and those that are a version's own, for a cluster whose read-only properties are empty and
 // whose image digest mirror has no mirrors.
 func TestRenderedClusterForms(t *testing.T) {
-	c := &api.Cluster{}
-	c.Properties.ImageDigestMirrors = []api.ImageDigestMirror{{Source: "quay.io/a"}}
-	c.Properties.Etcd.DataEncryption.KeyManagementMode = api.KeyManagementPlatform
+	c := &api.Cluster{Spec: &csv1.ClusterSpec{ImageDigestMirrors: []*csv1.ImageDigestMirror{{Source: "quay.io/a"}}}}
+	c.Etcd.KeyManagementMode = api.KeyManagementPlatform
 	for _, tc := range []struct {
 		version     string
 		has, hasNot []string
@@ -65,7 +65,7 @@ func TestRenderedClusterConditions(t *testing.T) {
 		{Type: "Available", Status: "True", LastTransitionTime: at},
 		{Type: "Degraded", Status: "False", Reason: "AsExpected", Message: "fine", LastTransitionTime: at},
 	}}
-	c.Properties.Etcd.DataEncryption.KeyManagementMode = api.KeyManagementPlatform
+	c.Etcd.KeyManagementMode = api.KeyManagementPlatform
 	const status = `"status":{"conditions":[` +
 		`{"type":"Available","status":"True","lastTransitionTime":"2026-05-01T10:00:00+02:00","message":""},` +
 		`{"type":"Degraded","status":"False","lastTransitionTime":"2026-05-01T10:00:00+02:00","reason":"AsExpected","message":"fine"}]}`

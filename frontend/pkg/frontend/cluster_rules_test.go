@@ -1,6 +1,6 @@
 //go:build !fuzzlean
 
-// Left out of the fuzzing build, as nodepool_rules_test.go: it links Cluster Service's server.
+// Left out of the fuzzing build, as rules_agreement_test.go: it links Cluster Service's server.
 
 package frontend
 
@@ -10,71 +10,65 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 )
 
 // TestClusterNetworkRulesAgree: for hostPrefix around each bound (Cluster Service's 23–26, the
 // pod network's prefix) and the three CIDR blocks around each overlap, the frontend's answer to
-// a cluster PUT (a real Cluster Service behind it) and Cluster Service's own rule
-// (model.DefaultCluster, then model.ValidateClusterSpec) agree: both accept, or both refuse,
-// every field the frontend names being one Cluster Service names.
+// a cluster PUT (a real Cluster Service behind it), Cluster Service's own rule
+// (model.DefaultCluster, then model.ValidateClusterSpec) and the documented rule agree.
 func TestClusterNetworkRulesAgree(t *testing.T) {
 	e := newCSEnv(t, realClusters(true))
 	// minimalBody's 4.19.7 is not in Cluster Service's catalogue.
 	validBody := func() map[string]any { return set(minimalBody(), "properties.version.id", "4.19.17") }
-	base := e.put(clusterPath("rg", "base"), validBody())
-	if base.code != 201 {
-		t.Fatalf("PUT of a valid cluster = %d %s", base.code, base.body)
-	}
-	rd, _ := e.resource(clusterPath("rg", "base"))
-	held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	request := (&csv1.CreateClusterRequest{}).ProtoReflect().Descriptor()
+	_, held := e.heldCluster(t, clusterPath("rg", "base"), "", validBody())
 
 	type network struct{ pod, service, machine *string }
 	str := func(s string) *string { return &s }
-	var cases []struct {
+	type netCase struct {
 		hostPrefix *int32
 		net        network
+		want       outcome
 	}
-	add := func(hp *int32, n network) {
-		cases = append(cases, struct {
-			hostPrefix *int32
-			net        network
-		}{hp, n})
-	}
-	for _, pod := range []*string{nil, str("10.128.0.0/22"), str("10.128.0.0/24"), str("10.128.0.0/26")} {
+	var nets []netCase
+	// hostPrefix: 23 to 26 (docs/architecture.md), and not shorter than the pod network's
+	// prefix (the default pod network is a /14).
+	const hostPrefix = "properties.network.hostPrefix"
+	for _, pod := range []struct {
+		cidr   *string
+		prefix int32
+	}{{nil, 14}, {str("10.128.0.0/22"), 22}, {str("10.128.0.0/24"), 24}, {str("10.128.0.0/26"), 26}} {
 		for _, hp := range []int32{-1, 0, 1, 14, 15, 21, 22, 23, 24, 25, 26, 27, 32, 33} {
-			add(&hp, network{pod: pod})
+			nets = append(nets, netCase{&hp, network{pod: pod.cidr}, refusedUnless(hp >= 23 && hp <= 26 && hp >= pod.prefix, hostPrefix)})
 		}
 	}
-	for _, n := range []network{
-		{service: str("10.128.0.0/16")}, // inside the default pod network
-		{service: str("10.132.0.0/16")}, // just after it
-		{service: str("10.127.0.0/16")}, // just before it
-		{machine: str("172.30.0.0/24")}, // inside the default service network
-		{machine: str("172.31.0.0/24")}, // just after it
-		{machine: str("10.128.0.0/14")}, // the pod network itself
-		{pod: str("10.0.0.0/8")},        // holds the default machine network
-		{pod: str("10.1.0.0/16")},       // just after the machine network
-		{pod: str("10.128.0.0/14"), service: str("10.128.0.0/14"), machine: str("10.128.0.0/14")}, // all three
-		{pod: str("10.128.0.1/14")},  // host bits set
-		{service: str("not-a-cidr")}, // not a CIDR block
-		{machine: str("fd00::/48")},  // IPv6
-		{pod: str("192.168.0.0/16"), service: str("192.168.0.0/24")},
-	} {
-		add(nil, n)
-	}
+	// The three blocks: each an IPv4 CIDR block without host bits, none overlapping another
+	// (defaults: pod 10.128.0.0/14, service 172.30.0.0/16, machine 10.0.0.0/16). Of two blocks
+	// that overlap, the refusal names the later in the order pod, service, machine.
+	const pod, service, machine = "properties.network.podCidr", "properties.network.serviceCidr", "properties.network.machineCidr"
+	nets = append(nets, []netCase{
+		{net: network{service: str("10.128.0.0/16")}, want: refused(service)}, // inside the default pod network
+		{net: network{service: str("10.132.0.0/16")}, want: accepted()},       // just after it
+		{net: network{service: str("10.127.0.0/16")}, want: accepted()},       // just before it
+		{net: network{machine: str("172.30.0.0/24")}, want: refused(machine)}, // inside the default service network
+		{net: network{machine: str("172.31.0.0/24")}, want: accepted()},       // just after it
+		{net: network{machine: str("10.128.0.0/14")}, want: refused(machine)}, // the pod network itself
+		{net: network{pod: str("10.0.0.0/8")}, want: refused(machine)},        // holds the default machine network
+		{net: network{pod: str("10.1.0.0/16")}, want: accepted()},             // just after the machine network
+		{net: network{pod: str("10.128.0.0/14"), service: str("10.128.0.0/14"), machine: str("10.128.0.0/14")}, // all three
+			want: refused(service, machine)},
+		{net: network{pod: str("10.128.0.1/14")}, want: refused(pod)},      // host bits set
+		{net: network{service: str("not-a-cidr")}, want: refused(service)}, // not a CIDR block
+		{net: network{machine: str("fd00::/48")}, want: refused(machine)},  // IPv6
+		{net: network{pod: str("192.168.0.0/16"), service: str("192.168.0.0/24")}, want: refused(service)},
+	}...)
 
-	for i, c := range cases {
+	var cases []ruleCase[*csv1.ClusterSpec]
+	for _, c := range nets {
 		name := "hostPrefix=-"
 		if c.hostPrefix != nil {
 			name = fmt.Sprintf("hostPrefix=%d", *c.hostPrefix)
@@ -87,57 +81,44 @@ func TestClusterNetworkRulesAgree(t *testing.T) {
 				name += fmt.Sprintf("_%s=%s", f.n, *f.p)
 			}
 		}
-		t.Run(strings.ReplaceAll(name, "/", ":"), func(t *testing.T) {
-			// The frontend's answer, through its handler.
-			body := validBody()
-			netw := map[string]any{}
-			if c.hostPrefix != nil {
-				netw["hostPrefix"] = *c.hostPrefix
-			}
-			for k, p := range map[string]*string{"podCidr": c.net.pod, "serviceCidr": c.net.service, "machineCidr": c.net.machine} {
-				if p != nil {
-					netw[k] = *p
+		cases = append(cases, ruleCase[*csv1.ClusterSpec]{name: name, want: c.want,
+			body: func(body map[string]any) {
+				netw := map[string]any{}
+				if c.hostPrefix != nil {
+					netw["hostPrefix"] = *c.hostPrefix
 				}
-			}
-			set(body, "properties.network", netw)
-			resp := e.put(clusterPath("rg", fmt.Sprintf("c%d", i)), body)
-			var frontend []string
-			switch resp.code {
-			case 201:
-			case 400:
-				frontend = refusalTargets(t, resp)
-			default:
-				t.Fatalf("PUT = %d %s", resp.code, resp.body)
-			}
-
-			// Cluster Service's answer: its model's rule on the valid cluster's spec with this
-			// network, the field mapped to the ARM path.
-			spec := proto.Clone(held.GetSpec()).(*csv1.ClusterSpec)
-			spec.IssuerUrl, spec.DnsBaseDomain = "", "" // chosen by Cluster Service, never sent
-			spec.Network = &csv1.NetworkSpec{}
-			if c.hostPrefix != nil {
-				spec.Network.HostPrefix = *c.hostPrefix
-			}
-			for _, f := range []struct {
-				p   *string
-				dst *string
-			}{{c.net.pod, &spec.Network.PodCidr}, {c.net.service, &spec.Network.ServiceCidr}, {c.net.machine, &spec.Network.MachineCidr}} {
-				if f.p != nil {
-					*f.dst = *f.p
+				for k, p := range map[string]*string{"podCidr": c.net.pod, "serviceCidr": c.net.service, "machineCidr": c.net.machine} {
+					if p != nil {
+						netw[k] = *p
+					}
 				}
-			}
-			model.DefaultCluster(spec)
-			if c.hostPrefix != nil {
-				// A value the body gives is checked as given: Cluster Service cannot tell an
-				// explicit 0 from an absent one (it defaults both), the frontend can and refuses
-				// it, as it refuses every explicit empty value (docs/api.md).
-				spec.Network.HostPrefix = *c.hostPrefix
-			}
-			var v model.Violations
-			model.ValidateClusterSpec(&v, "cluster.spec", spec)
-			requireAgreement(t, resp, frontend, request, v)
-		})
+				set(body, "properties.network", netw)
+			},
+			// The network as the body gives it, the rest left to Cluster Service's defaults.
+			spec: func(s *csv1.ClusterSpec) {
+				s.Network = &csv1.NetworkSpec{}
+				if c.hostPrefix != nil {
+					s.Network.HostPrefix = *c.hostPrefix
+				}
+				for _, f := range []struct {
+					p   *string
+					dst *string
+				}{{c.net.pod, &s.Network.PodCidr}, {c.net.service, &s.Network.ServiceCidr}, {c.net.machine, &s.Network.MachineCidr}} {
+					if f.p != nil {
+						*f.dst = *f.p
+					}
+				}
+			},
+			// A hostPrefix the body gives is checked as given: Cluster Service cannot tell an
+			// explicit 0 from an absent one (it defaults both), the frontend can and refuses it,
+			// as it refuses every explicit empty value (docs/api.md).
+			asGiven: func(s *csv1.ClusterSpec) {
+				if c.hostPrefix != nil {
+					s.Network.HostPrefix = *c.hostPrefix
+				}
+			}})
 	}
+	runRuleCases(t, e, clusterCreates(held.GetSpec(), "", validBody), cases)
 }
 
 // TestClusterChannelGroupFromClusterService: a cluster created through ARM without a channel
@@ -145,16 +126,8 @@ func TestClusterNetworkRulesAgree(t *testing.T) {
 // stored document and every GET show what Cluster Service holds.
 func TestClusterChannelGroupFromClusterService(t *testing.T) {
 	e := newCSEnv(t, realClusters(true))
-	body := set(minimalBody(), "properties.version.id", "4.19.17")
-	resp := e.put(clusterPath("rg", "c1"), body)
-	if resp.code != 201 {
-		t.Fatalf("PUT = %d %s", resp.code, resp.body)
-	}
+	resp, held := e.heldCluster(t, clusterPath("rg", "c1"), "", set(minimalBody(), "properties.version.id", "4.19.17"))
 	rd, _ := e.resource(clusterPath("rg", "c1"))
-	held, err := e.clusters.GetCluster(context.Background(), &csv1.GetClusterRequest{Id: rd.InternalID})
-	if err != nil {
-		t.Fatal(err)
-	}
 	hs := held.GetSpec()
 	if hs.GetChannelGroup() == "" || hs.GetNetwork().GetPodCidr() == "" {
 		t.Fatalf("Cluster Service holds no defaults: %v", hs)
@@ -185,31 +158,59 @@ func TestClusterChannelGroupFromClusterService(t *testing.T) {
 
 // TestDefaultedFieldsAreClusterServices: the fields the frontend fills from Cluster Service's
 // defaults (clusterDefaulted, nodePoolDefaulted, read off model.DefaultCluster and
-// model.DefaultNodePool on an empty spec and a cluster whose every field is a placeholder) are
-// exactly those the model fills for a real cluster, and filling them into an empty spec gives
-// the model's defaulted spec.
+// model.DefaultNodePool on placeholders) are exactly those a real Cluster Service fills: a
+// cluster and a node pool created through the in-process server with only what a caller must
+// give, read back, have set every field the lists name and no other that was empty (but the
+// cluster's DNS domain and OIDC issuer, which Cluster Service chooses rather than defaults); and
+// filling what was sent from what it holds at the listed fields gives what it holds.
 func TestDefaultedFieldsAreClusterServices(t *testing.T) {
-	cluster := &csv1.ClusterSpec{Azure: &csv1.AzureSpec{}}
-	model.DefaultCluster(cluster)
-	owner := &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "stable", Azure: &csv1.AzureSpec{SubnetId: "subnet"}}
-	pool := model.DefaultNodePool(&csv1.NodePoolSpec{}, model.Cluster{Spec: owner, Status: &csv1.ClusterStatus{CurrentVersion: "4.19.16"}}, nil)
+	e := newCSEnv(t)
+	ctx := context.Background()
+	rg := "/subscriptions/" + testSub + "/resourceGroups/rg"
+	armID := rg + "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/defaults"
+	clusterSent := &csv1.ClusterSpec{VersionId: "4.19.17", Azure: &csv1.AzureSpec{
+		Location:               testLocation,
+		SubnetId:               rg + "/providers/Microsoft.Network/virtualNetworks/vnet/subnets/workers",
+		NetworkSecurityGroupId: rg + "/providers/Microsoft.Network/networkSecurityGroups/nsg",
+	}}
+	cl, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
+		Id: "d0000000000000000000000000000001", ArmResourceId: armID, Spec: clusterSent,
+	}})
+	if err != nil {
+		t.Fatalf("create a cluster in Cluster Service: %v", err)
+	}
+	poolSent := &csv1.NodePoolSpec{Replicas: 2, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}
+	np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: &csv1.NodePool{
+		Id: "d0000000000000000000000000000002", ClusterId: cl.GetId(), ArmResourceId: armID + "/nodePools/np1", Spec: poolSent,
+	}})
+	if err != nil {
+		t.Fatalf("create a node pool in Cluster Service: %v", err)
+	}
+
 	for _, c := range []struct {
-		name      string
-		defaulted proto.Message
-		listed    []string
-	}{{"cluster", cluster, clusterDefaulted}, {"node pool", pool, nodePoolDefaulted}} {
-		var set []string
-		setScalarPaths(c.defaulted.ProtoReflect(), "", &set)
+		name           string
+		sent, held     proto.Message
+		listed         []string
+		chosenByItself []string
+	}{
+		{"cluster", clusterSent, cl.GetSpec(), clusterDefaulted, []string{"dns_base_domain", "issuer_url"}},
+		{"node pool", poolSent, np.GetSpec(), nodePoolDefaulted, nil},
+	} {
+		var sent, held []string
+		setScalarPaths(c.sent.ProtoReflect(), "", &sent)
+		setScalarPaths(c.held.ProtoReflect(), "", &held)
+		filled := slices.DeleteFunc(held, func(p string) bool { return slices.Contains(sent, p) || slices.Contains(c.chosenByItself, p) })
 		listed := slices.Clone(c.listed)
-		sort.Strings(set)
+		sort.Strings(filled)
 		sort.Strings(listed)
-		if len(listed) == 0 || !slices.Equal(set, listed) {
-			t.Errorf("Cluster Service's model defaults the %s fields %v; the frontend fills %v", c.name, set, listed)
+		if len(listed) == 0 || !slices.Equal(filled, listed) {
+			t.Errorf("Cluster Service fills the %s fields %v; the frontend fills %v", c.name, filled, listed)
 		}
-		empty := c.defaulted.ProtoReflect().New()
-		fillDefaulted(empty, c.defaulted.ProtoReflect(), c.listed)
-		if !proto.Equal(empty.Interface(), c.defaulted) {
-			t.Errorf("filled %s spec %v, want %v", c.name, empty.Interface(), c.defaulted)
+		got := proto.Clone(c.sent).ProtoReflect()
+		fillDefaulted(got, c.held.ProtoReflect(), c.listed)
+		fillDefaulted(got, c.held.ProtoReflect(), c.chosenByItself)
+		if !proto.Equal(got.Interface(), c.held) {
+			t.Errorf("filled %s spec %v; Cluster Service holds %v", c.name, got.Interface(), c.held)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
@@ -28,12 +29,12 @@ func (s *Server) csContext(ctx context.Context, ri *requestInfo) (context.Contex
 }
 
 // modelSpec is the cluster's spec as the internal model states it: the properties the spec
-// holds (api.ClusterProperties.Spec, authorized CIDRs as given), with the workload identities
-// and the customer-managed key added. An update is the difference of two (clusterUpdate).
+// holds (api.Cluster.CopySpec, authorized CIDRs as given), with the workload identities and the
+// customer-managed key added. An update is the difference of two (clusterUpdate).
 func modelSpec(c *api.Cluster) *csv1.ClusterSpec {
-	spec := c.Properties.Spec()
+	spec := c.CopySpec()
 	spec.Azure.WorkloadIdentities = workloadIdentities(c)
-	de := c.Properties.Etcd.DataEncryption
+	de := c.Etcd
 	if de.KeyManagementMode == api.KeyManagementCustomer && de.CustomerManaged != nil && de.CustomerManaged.KMS != nil {
 		k := de.CustomerManaged.KMS
 		spec.EtcdEncryptionKeyId = api.EtcdKeyID(k)
@@ -45,25 +46,23 @@ func modelSpec(c *api.Cluster) *csv1.ClusterSpec {
 // clusterSpec maps the internal model to Cluster Service's spec of a create: modelSpec with the
 // envelope and the tenant added, and the values Cluster Service wants in its own form.
 func clusterSpec(c *api.Cluster, tenantID string) *csv1.ClusterSpec {
-	p := &c.Properties
 	spec := modelSpec(c)
 	spec.Azure.SubscriptionId = c.ID.SubscriptionID
 	spec.Azure.ResourceGroup = c.ID.ResourceGroup
 	spec.Azure.Location = normalizeLocation(c.Location)
 	spec.Azure.TenantId = tenantID
-	spec.Autoscaling = csAutoscaling(p.Autoscaling)
-	spec.ApiAuthorizedCidrs = csCIDRs(p.API.AuthorizedCIDRs)
+	spec.Autoscaling = csAutoscaling(spec.Autoscaling)
+	spec.ApiAuthorizedCidrs = csCIDRs(spec.ApiAuthorizedCidrs)
 	return spec
 }
 
 // csAutoscaling maps the cluster autoscaler settings: a value not given stays unset (HyperShift's
 // default applies), a value given, 0 included, is sent. nil when none is given.
-func csAutoscaling(a api.ClusterAutoscalingProfile) *csv1.ClusterAutoscaling {
-	if a.Equal(api.ClusterAutoscalingProfile{}) {
+func csAutoscaling(a *csv1.ClusterAutoscaling) *csv1.ClusterAutoscaling {
+	if proto.Equal(a, &csv1.ClusterAutoscaling{}) {
 		return nil
 	}
-	return &csv1.ClusterAutoscaling{MaxNodesTotal: a.MaxNodesTotal, MaxPodGracePeriodSeconds: a.MaxPodGracePeriodSeconds,
-		MaxNodeProvisionTimeSeconds: a.MaxNodeProvisionTimeSeconds, PodPriorityThreshold: a.PodPriorityThreshold}
+	return a
 }
 
 // csCIDRs maps authorizedCidrs; the ARM API also accepts a single IPv4 address, which is the
@@ -114,7 +113,7 @@ func workloadIdentities(c *api.Cluster) *csv1.AzureWorkloadIdentities {
 		return nil
 	}
 	clientID := func(operator string) string {
-		rid := c.Properties.Platform.OperatorsAuthentication.UserAssignedIdentities.ControlPlaneOperators[operator]
+		rid := c.OperatorIdentities.ControlPlaneOperators[operator]
 		if rid == "" {
 			return ""
 		}

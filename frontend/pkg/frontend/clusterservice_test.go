@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
 )
@@ -16,10 +17,10 @@ func TestClusterSpecWorkloadIdentities(t *testing.T) {
 	build := func(skip string) *api.Cluster {
 		id, _ := arm.ParseResourceID(clusterPath("rg", "c"))
 		c := &api.Cluster{ID: id, Identity: &api.ManagedServiceIdentity{UserAssignedIdentities: map[string]*api.UserAssignedIdentity{}}}
-		c.Properties.Platform.OperatorsAuthentication.UserAssignedIdentities.ControlPlaneOperators = map[string]string{}
+		c.OperatorIdentities.ControlPlaneOperators = map[string]string{}
 		for op, name := range operators {
 			rid := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/" + name
-			c.Properties.Platform.OperatorsAuthentication.UserAssignedIdentities.ControlPlaneOperators[op] = rid
+			c.OperatorIdentities.ControlPlaneOperators[op] = rid
 			if op != skip {
 				// ARM's spelling of the key may differ in case from the operator map's.
 				c.Identity.UserAssignedIdentities[strings.ToLower(rid)] = &api.UserAssignedIdentity{ClientID: "client-" + name}
@@ -41,12 +42,9 @@ func TestClusterSpecWorkloadIdentities(t *testing.T) {
 // (the envelope, the tenant, the customer-managed key) in Cluster Service's form.
 func TestClusterSpecAddsEnvelopeAndKey(t *testing.T) {
 	id, _ := arm.ParseResourceID(clusterPath("rg", "c"))
-	c := &api.Cluster{ID: id, Location: "West Europe"}
-	p := &c.Properties
-	p.Version.ChannelGroup = "candidate"
-	p.API.AuthorizedCIDRs = []string{"192.0.2.0/24", "198.51.100.7"}
-	p.CryptoRestrictions = api.CryptoFIPS
-	p.Etcd.DataEncryption = api.EtcdDataEncryptionProfile{KeyManagementMode: api.KeyManagementCustomer,
+	c := &api.Cluster{ID: id, Location: "West Europe", Spec: &csv1.ClusterSpec{ChannelGroup: "candidate",
+		ApiAuthorizedCidrs: []string{"192.0.2.0/24", "198.51.100.7"}, CryptoRestrictions: api.CryptoFIPS}}
+	c.Etcd = api.EtcdDataEncryptionProfile{KeyManagementMode: api.KeyManagementCustomer,
 		CustomerManaged: &api.CustomerManagedEncryptionProfile{EncryptionType: api.EncryptionTypeKMS,
 			KMS: &api.KMSKey{VaultName: "vault1", Visibility: api.VisibilityPrivate, Name: "key1", Version: "v1"}}}
 	spec := clusterSpec(c, "tenant1")
@@ -69,7 +67,7 @@ func TestClusterSpecAddsEnvelopeAndKey(t *testing.T) {
 	if spec.Autoscaling != nil {
 		t.Errorf("autoscaling sent with no value given: %v", spec.Autoscaling)
 	}
-	p.Etcd.DataEncryption.KeyManagementMode = api.KeyManagementPlatform
+	c.Etcd.KeyManagementMode = api.KeyManagementPlatform
 	if k := clusterSpec(c, "tenant1").GetEtcdEncryptionKeyId(); k != "" {
 		t.Errorf("platform-managed cluster sent key %q", k)
 	}

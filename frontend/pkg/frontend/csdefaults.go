@@ -156,16 +156,16 @@ func withClusterDefaultsOf(c *api.Cluster, from *csv1.ClusterSpec) {
 	if from == nil {
 		return
 	}
-	spec := c.Properties.Spec()
+	spec := c.CopySpec()
 	fillDefaulted(spec.ProtoReflect(), from.ProtoReflect(), clusterDefaulted)
-	c.Properties.SetSpec(spec)
+	c.Spec = api.SpecProperties(spec)
 }
 
 // withClusterServiceDefaults fills what c leaves empty of the fields Cluster Service defaults
 // with Cluster Service's defaults (model.DefaultCluster, the one place they are written): on a
 // create before the first write, on a replace and a patch before the change is compared.
 func withClusterServiceDefaults(c *api.Cluster) {
-	defaulted := c.Properties.Spec()
+	defaulted := c.CopySpec()
 	model.DefaultCluster(defaulted)
 	withClusterDefaultsOf(c, defaulted)
 }

@@ -111,10 +111,7 @@ func clusterFromDoc(rd *armdoc.ResourceDocument) (*api.Cluster, error) {
 // read-only fields cleared (they come from Cluster Service when rendered).
 func storedModel(c *api.Cluster) (json.RawMessage, error) {
 	cp := *c
-	cp.Properties.Console = api.ConsoleProfile{}
-	cp.Properties.API.URL = ""
-	cp.Properties.DNS.BaseDomain = ""
-	cp.Properties.Platform.IssuerURL = ""
+	cp.BaseDomain, cp.ConsoleURL, cp.APIURL, cp.IssuerURL = "", "", "", ""
 	b, err := json.Marshal(&cp)
 	if err != nil {
 		return nil, fmt.Errorf("encode cluster: %w", err)

@@ -231,8 +231,8 @@ func orNone(s string) string {
 }
 
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData) error {
-	if c.Properties.Platform.ManagedResourceGroup == "" {
-		c.Properties.Platform.ManagedResourceGroup = defaultManagedResourceGroup(c.ID.Name())
+	if c.Spec.Azure.ManagedResourceGroup == "" {
+		c.Spec.Azure.ManagedResourceGroup = defaultManagedResourceGroup(c.ID.Name())
 	}
 	withClusterServiceDefaults(c)
 	c.ProvisioningState = armdoc.StateAccepted
@@ -267,8 +267,8 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		return err
 	}
 	// The DNS domain and the OIDC issuer are chosen by Cluster Service at create: known at once.
-	c.Properties.DNS.BaseDomain = created.GetSpec().GetDnsBaseDomain()
-	c.Properties.Platform.IssuerURL = created.GetSpec().GetIssuerUrl()
+	c.BaseDomain = created.GetSpec().GetDnsBaseDomain()
+	c.IssuerURL = created.GetSpec().GetIssuerUrl()
 	s.setAsyncHeaders(w, r, c.ID.SubscriptionID, opID, false)
 	return s.respondCluster(w, r, http.StatusCreated, c, etag)
 }
@@ -309,8 +309,8 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
-	if c.Properties.Platform.ManagedResourceGroup == "" {
-		c.Properties.Platform.ManagedResourceGroup = stored.Properties.Platform.ManagedResourceGroup
+	if c.Spec.Azure.ManagedResourceGroup == "" {
+		c.Spec.Azure.ManagedResourceGroup = stored.Spec.GetAzure().GetManagedResourceGroup()
 	}
 	// A PUT replaces: what it leaves out takes Cluster Service's default (the specification's
 	// "if not specified" for every api-version), so leaving out a channel group asks for stable,
@@ -340,8 +340,8 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		if err != nil {
 			return fmt.Errorf("retry create of cluster %s: %w", c.ID, err)
 		}
-		stored.Properties.DNS.BaseDomain = created.GetSpec().GetDnsBaseDomain()
-		stored.Properties.Platform.IssuerURL = created.GetSpec().GetIssuerUrl()
+		stored.BaseDomain = created.GetSpec().GetDnsBaseDomain()
+		stored.IssuerURL = created.GetSpec().GetIssuerUrl()
 		s.setAsyncHeaders(w, r, c.ID.SubscriptionID, op.ID, false)
 		return s.respondCluster(w, r, http.StatusCreated, stored, doc.ETag)
 	}
@@ -498,10 +498,10 @@ func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, rd *armdoc.Re
 // conditions) of a cluster into the model.
 func setClusterStatus(c *api.Cluster, cl *csv1.Cluster) {
 	withClusterDefaultsOf(c, cl.GetSpec())
-	c.Properties.DNS.BaseDomain = cl.GetSpec().GetDnsBaseDomain()
-	c.Properties.Platform.IssuerURL = cl.GetSpec().GetIssuerUrl()
-	c.Properties.Console.URL = cl.GetStatus().GetConsoleUrl()
-	c.Properties.API.URL = cl.GetStatus().GetApiUrl()
+	c.BaseDomain = cl.GetSpec().GetDnsBaseDomain()
+	c.IssuerURL = cl.GetSpec().GetIssuerUrl()
+	c.ConsoleURL = cl.GetStatus().GetConsoleUrl()
+	c.APIURL = cl.GetStatus().GetApiUrl()
 	c.Conditions = specConditions(cl.GetStatus().GetConditions())
 }
 

@@ -68,7 +68,7 @@ func errIncompleteIdentities(ver api.Version) *arm.CloudError {
 // identityChanged reports whether the cluster's identity or operator identities differ.
 func identityChanged(stored, next *api.Cluster) bool {
 	return !reflect.DeepEqual(stored.Identity, next.Identity) ||
-		!reflect.DeepEqual(stored.Properties.Platform.OperatorsAuthentication, next.Properties.Platform.OperatorsAuthentication)
+		!reflect.DeepEqual(stored.OperatorIdentities, next.OperatorIdentities)
 }
 
 // clusterUpdate is the UpdateCluster change from stored to next (csv1.ClusterUpdateDiff of their

@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -15,18 +16,15 @@ import (
 func updateTestCluster() *api.Cluster {
 	mi := "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
 	c := &api.Cluster{Identity: &api.ManagedServiceIdentity{Type: "UserAssigned", UserAssignedIdentities: map[string]*api.UserAssignedIdentity{}}}
-	p := &c.Properties
-	p.Platform.OperatorsAuthentication.UserAssignedIdentities.ControlPlaneOperators = map[string]string{}
+	c.OperatorIdentities.ControlPlaneOperators = map[string]string{}
 	for i, op := range controlPlaneOperators {
-		p.Platform.OperatorsAuthentication.UserAssignedIdentities.ControlPlaneOperators[op] = mi + op
+		c.OperatorIdentities.ControlPlaneOperators[op] = mi + op
 		c.Identity.UserAssignedIdentities[mi+op] = &api.UserAssignedIdentity{ClientID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i)}
 	}
-	p.Version = api.VersionProfile{ID: "4.19.7", ChannelGroup: api.ChannelGroupStable}
-	p.Autoscaling.MaxNodesTotal = proto.Int32(10)
-	p.NodeDrainTimeoutMinutes = 30
-	p.API.AuthorizedCIDRs = []string{"10.0.0.0/8"}
-	p.ImageDigestMirrors = []api.ImageDigestMirror{{Source: "quay.io/a", Mirrors: []string{"m.example.com/a"}}}
-	p.Etcd.DataEncryption = api.EtcdDataEncryptionProfile{KeyManagementMode: api.KeyManagementCustomer,
+	c.Spec = api.SpecProperties(&csv1.ClusterSpec{VersionId: "4.19.7", ChannelGroup: api.ChannelGroupStable,
+		Autoscaling: &csv1.ClusterAutoscaling{MaxNodesTotal: proto.Int32(10)}, NodeDrainTimeoutMinutes: 30, ApiAuthorizedCidrs: []string{"10.0.0.0/8"},
+		ImageDigestMirrors: []*csv1.ImageDigestMirror{{Source: "quay.io/a", Mirrors: []string{"m.example.com/a"}}}})
+	c.Etcd = api.EtcdDataEncryptionProfile{KeyManagementMode: api.KeyManagementCustomer,
 		CustomerManaged: &api.CustomerManagedEncryptionProfile{EncryptionType: api.EncryptionTypeKMS,
 			KMS: &api.KMSKey{VaultName: "v", Name: "k", Version: "v1", Visibility: api.VisibilityPublic}}}
 	return c
@@ -44,30 +42,30 @@ func TestClusterUpdateOfAChange(t *testing.T) {
 		want    *csv1.ClusterUpdate // nil: no update
 	}{
 		{"nothing", latest, func(*api.Cluster) {}, nil},
-		{"version", latest, func(c *api.Cluster) { c.Properties.Version.ID = "4.20" }, &csv1.ClusterUpdate{VersionId: "4.20"}},
-		{"version_not_updatable_in_2024", oldest, func(c *api.Cluster) { c.Properties.Version.ID = "4.20" }, nil},
-		{"channel_group", latest, func(c *api.Cluster) { c.Properties.Version.ChannelGroup = "fast" }, &csv1.ClusterUpdate{ChannelGroup: "fast"}},
-		{"autoscaling_removed_sends_it_empty", latest, func(c *api.Cluster) { c.Properties.Autoscaling = api.ClusterAutoscalingProfile{} },
+		{"version", latest, func(c *api.Cluster) { c.Spec.VersionId = "4.20" }, &csv1.ClusterUpdate{VersionId: "4.20"}},
+		{"version_not_updatable_in_2024", oldest, func(c *api.Cluster) { c.Spec.VersionId = "4.20" }, nil},
+		{"channel_group", latest, func(c *api.Cluster) { c.Spec.ChannelGroup = "fast" }, &csv1.ClusterUpdate{ChannelGroup: "fast"}},
+		{"autoscaling_removed_sends_it_empty", latest, func(c *api.Cluster) { c.Spec.Autoscaling = &csv1.ClusterAutoscaling{} },
 			&csv1.ClusterUpdate{Autoscaling: &csv1.ClusterAutoscaling{}}},
-		{"autoscaling_zero_is_a_value", latest, func(c *api.Cluster) { c.Properties.Autoscaling.PodPriorityThreshold = proto.Int32(0) },
+		{"autoscaling_zero_is_a_value", latest, func(c *api.Cluster) { c.Spec.Autoscaling.PodPriorityThreshold = proto.Int32(0) },
 			&csv1.ClusterUpdate{Autoscaling: &csv1.ClusterAutoscaling{MaxNodesTotal: proto.Int32(10), PodPriorityThreshold: proto.Int32(0)}}},
-		{"drain_timeout_to_zero", latest, func(c *api.Cluster) { c.Properties.NodeDrainTimeoutMinutes = 0 },
+		{"drain_timeout_to_zero", latest, func(c *api.Cluster) { c.Spec.NodeDrainTimeoutMinutes = 0 },
 			&csv1.ClusterUpdate{NodeDrainTimeoutMinutes: proto.Int32(0)}},
-		{"drain_timeout_in_2024", oldest, func(c *api.Cluster) { c.Properties.NodeDrainTimeoutMinutes = 60 },
+		{"drain_timeout_in_2024", oldest, func(c *api.Cluster) { c.Spec.NodeDrainTimeoutMinutes = 60 },
 			&csv1.ClusterUpdate{NodeDrainTimeoutMinutes: proto.Int32(60)}},
-		{"an_address_is_sent_as_its_block", latest, func(c *api.Cluster) { c.Properties.API.AuthorizedCIDRs = []string{"10.0.0.0/8", "1.2.3.4"} },
+		{"an_address_is_sent_as_its_block", latest, func(c *api.Cluster) { c.Spec.ApiAuthorizedCidrs = []string{"10.0.0.0/8", "1.2.3.4"} },
 			&csv1.ClusterUpdate{ApiAuthorizedCidrs: &csv1.StringList{Values: []string{"10.0.0.0/8", "1.2.3.4/32"}}}},
-		{"an_address_written_as_its_block_is_a_change", latest, func(c *api.Cluster) { c.Properties.API.AuthorizedCIDRs = []string{"1.2.3.4/32"} },
+		{"an_address_written_as_its_block_is_a_change", latest, func(c *api.Cluster) { c.Spec.ApiAuthorizedCidrs = []string{"1.2.3.4/32"} },
 			&csv1.ClusterUpdate{ApiAuthorizedCidrs: &csv1.StringList{Values: []string{"1.2.3.4/32"}}}},
-		{"cidrs_removed_allow_any", latest, func(c *api.Cluster) { c.Properties.API.AuthorizedCIDRs = nil },
+		{"cidrs_removed_allow_any", latest, func(c *api.Cluster) { c.Spec.ApiAuthorizedCidrs = nil },
 			&csv1.ClusterUpdate{ApiAuthorizedCidrs: &csv1.StringList{}}},
-		{"mirrors_removed", latest, func(c *api.Cluster) { c.Properties.ImageDigestMirrors = nil },
+		{"mirrors_removed", latest, func(c *api.Cluster) { c.Spec.ImageDigestMirrors = nil },
 			&csv1.ClusterUpdate{ImageDigestMirrors: &csv1.ImageDigestMirrors{}}},
-		{"mirrors_not_updatable_in_2024", oldest, func(c *api.Cluster) { c.Properties.ImageDigestMirrors = nil }, nil},
-		{"key_version", latest, func(c *api.Cluster) { c.Properties.Etcd.DataEncryption.CustomerManaged.KMS.Version = "v2" },
+		{"mirrors_not_updatable_in_2024", oldest, func(c *api.Cluster) { c.Spec.ImageDigestMirrors = nil }, nil},
+		{"key_version", latest, func(c *api.Cluster) { c.Etcd.CustomerManaged.KMS.Version = "v2" },
 			&csv1.ClusterUpdate{EtcdEncryptionKeyVersion: "v2"}},
 		{"a_data_plane_identity_resends_the_workload_identities", latest, func(c *api.Cluster) {
-			c.Properties.Platform.OperatorsAuthentication.UserAssignedIdentities.DataPlaneOperators = map[string]string{"disk-csi-driver": "/x"}
+			c.OperatorIdentities.DataPlaneOperators = map[string]string{"disk-csi-driver": "/x"}
 		}, &csv1.ClusterUpdate{WorkloadIdentities: wi}},
 		{"a_client_id_changed", oldest, func(c *api.Cluster) {
 			for _, v := range c.Identity.UserAssignedIdentities {
@@ -78,9 +76,9 @@ func TestClusterUpdateOfAChange(t *testing.T) {
 			NodePoolManagement: "00000000-0000-4000-8000-000000000009", CloudProvider: "00000000-0000-4000-8000-000000000009",
 			Network: "00000000-0000-4000-8000-000000000009"}}},
 		{"several_at_once", latest, func(c *api.Cluster) {
-			c.Properties.Version.ID = "4.20"
-			c.Properties.NodeDrainTimeoutMinutes = 5
-			c.Properties.Autoscaling.MaxNodesTotal = proto.Int32(20)
+			c.Spec.VersionId = "4.20"
+			c.Spec.NodeDrainTimeoutMinutes = 5
+			c.Spec.Autoscaling.MaxNodesTotal = proto.Int32(20)
 		}, &csv1.ClusterUpdate{VersionId: "4.20", NodeDrainTimeoutMinutes: proto.Int32(5), Autoscaling: &csv1.ClusterAutoscaling{MaxNodesTotal: proto.Int32(20)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,11 +89,51 @@ func TestClusterUpdateOfAChange(t *testing.T) {
 			stored, next := updateTestCluster(), updateTestCluster()
 			tc.change(next)
 			if tc.name == "an_address_written_as_its_block_is_a_change" {
-				stored.Properties.API.AuthorizedCIDRs = []string{"1.2.3.4"} // stored as the caller wrote it
+				stored.Spec.ApiAuthorizedCidrs = []string{"1.2.3.4"} // stored as the caller wrote it
 			}
 			got := clusterUpdate(ver, stored, next)
 			if (got == nil) != (tc.want == nil) || (got != nil && !proto.Equal(got, tc.want)) {
 				t.Fatalf("clusterUpdate = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChangedFieldsNameTheProperty: a change that no write may make is refused at the property
+// it changes, also where the property is taken away (an object left empty is compared by its
+// properties, as the stored document showed each object of the cluster even when empty).
+func TestChangedFieldsNameTheProperty(t *testing.T) {
+	ver, ok := api.Lookup("2026-06-30-preview")
+	if !ok {
+		t.Fatal("no api-version 2026-06-30-preview")
+	}
+	for _, tc := range []struct {
+		name         string
+		stored, next func(*csv1.ClusterSpec)
+		wantTargets  string
+	}{
+		{"prefix_removed", func(s *csv1.ClusterSpec) { s.DnsBaseDomainPrefix = "abc" }, func(*csv1.ClusterSpec) {}, "properties.dns.baseDomainPrefix"},
+		{"prefix_added", func(*csv1.ClusterSpec) {}, func(s *csv1.ClusterSpec) { s.DnsBaseDomainPrefix = "abc" }, "properties.dns.baseDomainPrefix"},
+		{"image_registry_removed", func(s *csv1.ClusterSpec) { s.ImageRegistryState = api.RegistryEnabled }, func(*csv1.ClusterSpec) {},
+			"properties.clusterImageRegistry.state"},
+		{"network_removed", func(s *csv1.ClusterSpec) { s.Network = &csv1.NetworkSpec{HostPrefix: 23} }, func(*csv1.ClusterSpec) {},
+			"properties.network.hostPrefix"},
+		{"ingress_removed", func(s *csv1.ClusterSpec) { s.IngressVisibility = api.IngressPrivate }, func(*csv1.ClusterSpec) {},
+			"properties.ingress.type"},
+		// Through Cluster Service's update: no refusal.
+		{"channel_group_removed", func(s *csv1.ClusterSpec) { s.ChannelGroup = "stable" }, func(*csv1.ClusterSpec) {}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored, next := updateTestCluster(), updateTestCluster()
+			stored.Spec, next.Spec = api.SpecProperties(&csv1.ClusterSpec{}), api.SpecProperties(&csv1.ClusterSpec{})
+			tc.stored(stored.Spec)
+			tc.next(next.Spec)
+			var targets []string
+			for _, e := range changedFields(ver, stored, next) {
+				targets = append(targets, e.Target)
+			}
+			if got := strings.Join(targets, ","); got != tc.wantTargets {
+				t.Fatalf("refused at %q, want %q", got, tc.wantTargets)
 			}
 		})
 	}

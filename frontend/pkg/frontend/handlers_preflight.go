@@ -51,7 +51,7 @@ var preflightValidators = map[string]func(v api.Version, body []byte) error{
 // Service's checks need what only the PUT has (the request's subscription, identities, the
 // version catalogue), so they are left to it.
 func preflightNetwork(v api.Version, c *api.Cluster) error {
-	spec := c.Properties.Spec()
+	spec := c.CopySpec()
 	model.DefaultCluster(spec)
 	var vs model.Violations
 	model.ValidateNetwork(&vs, "cluster.spec.network", spec.GetNetwork())

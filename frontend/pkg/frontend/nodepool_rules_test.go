@@ -7,135 +7,20 @@ package frontend
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
-	"sort"
-	"strings"
 	"testing"
-	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
-	"github.com/openhcp/openhcp/cluster-service/pkg/model"
-	csserver "github.com/openhcp/openhcp/cluster-service/pkg/server"
-	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
-	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
-	"github.com/openhcp/openhcp/internal/envelope/envelopetest"
-	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
-
-// csEnv is a frontend whose node pools go to a real Cluster Service server (its own database,
-// in-process on loopback); clusters still go to the fake, and each cluster the frontend creates
-// is created in Cluster Service too (csCluster), with the spec the frontend sent. With
-// realClusters, the frontend's clusters go to the real server too (csCluster is then not used).
-type csEnv struct {
-	*env
-	clusters csv1.ClustersClient
-	pools    csv1.NodePoolsClient
-}
-
-// realClusters points the frontend's cluster calls at csEnv's real Cluster Service.
-type realClusters bool
-
-func newCSEnv(t *testing.T, clustersToo ...realClusters) *csEnv {
-	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := csstore.Open(ctx, pgservertest.NewDatabase(t, pg.Get(t)), log, envelopetest.Keyring(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	srv := csserver.New(st, csserver.Config{Log: log})
-	conn := serveFake(t, func(gs *grpc.Server) { srv.Register(gs) })
-	e := newEnv(t, func(c *Config) {
-		c.NodePools = csv1.NewNodePoolsClient(conn)
-		if len(clustersToo) > 0 && bool(clustersToo[0]) {
-			c.Clusters = csv1.NewClustersClient(conn)
-		}
-	})
-	shards := csv1.NewProvisionShardsClient(conn)
-	if _, err := shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: "mc-1", MaxClusters: 1000}}); err != nil {
-		t.Fatal(err)
-	}
-	return &csEnv{env: e, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn)}
-}
-
-// csCluster creates a ready cluster in the frontend and the same cluster in Cluster Service,
-// and returns Cluster Service's copy.
-func (e *csEnv) csCluster(t *testing.T, name string, mutate func(body map[string]any)) *csv1.Cluster {
-	t.Helper()
-	body := minimalBody()
-	if mutate != nil {
-		mutate(body)
-	}
-	resp := e.put(clusterPath("rg", name), body)
-	if resp.code != 201 {
-		t.Fatalf("PUT cluster: %d %s", resp.code, resp.body)
-	}
-	e.finish(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")), "Succeeded", nil)
-	rd, _ := e.resource(clusterPath("rg", name))
-	creates, _, _ := e.cs.snapshot()
-	var sent *csv1.Cluster
-	for _, c := range creates {
-		if c.GetCluster().GetId() == rd.InternalID {
-			sent = c.GetCluster()
-		}
-	}
-	if sent == nil {
-		t.Fatalf("the frontend sent no CreateCluster for %s", rd.InternalID)
-	}
-	cl, err := e.clusters.CreateCluster(context.Background(), &csv1.CreateClusterRequest{Cluster: sent})
-	if err != nil {
-		t.Fatalf("create the frontend's cluster in Cluster Service: %v", err)
-	}
-	return cl
-}
-
-// refusalTargets are the targets of an ARM error body (its details', or its own), sorted.
-func refusalTargets(t *testing.T, r response) []string {
-	t.Helper()
-	var b struct {
-		Error struct {
-			Target  string `json:"target"`
-			Details []struct {
-				Target string `json:"target"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal(r.body, &b); err != nil {
-		t.Fatalf("not an ARM error body: %v\n%s", err, r.body)
-	}
-	var out []string
-	for _, d := range b.Error.Details {
-		out = append(out, d.Target)
-	}
-	if len(out) == 0 {
-		out = append(out, b.Error.Target)
-	}
-	sort.Strings(out)
-	return slices.Compact(out)
-}
 
 // TestNodePoolScalingAgrees: for every replicas, autoScaling.min and autoScaling.max around each
 // bound (the specification's 0 and 200 without a zone, HyperShift's minimum 1, Cluster Service's
 // 500), with and without an availability zone, and with replicas beside autoScaling, the
-// frontend's answer to a PUT (a real Cluster Service behind it) and Cluster Service's own rule
-// agree: both accept, or both refuse, every field the frontend names being one Cluster Service
-// names.
+// frontend's answer to a PUT (a real Cluster Service behind it), Cluster Service's own rule and
+// the documented rule (scalingOutcome) agree.
 func TestNodePoolScalingAgrees(t *testing.T) {
-	e := newCSEnv(t)
-	cl := e.csCluster(t, "c1", func(b map[string]any) { set(b, "properties.version.id", "4.19.17") })
-	catalogue, err := versions.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	request := (&csv1.CreateNodePoolRequest{}).ProtoReflect().Descriptor()
+	e, cl, catalogue := poolEnv(t, "4.19.17")
 
 	type scaling struct {
 		replicas *int32
@@ -143,25 +28,26 @@ func TestNodePoolScalingAgrees(t *testing.T) {
 		zone     string
 	}
 	values := []int32{-1, 0, 1, 2, 199, 200, 201, 499, 500, 501}
-	var cases []scaling
+	var sizes []scaling
 	for _, zone := range []string{"", "1"} {
 		for _, r := range values {
-			cases = append(cases, scaling{replicas: &r, zone: zone})
+			sizes = append(sizes, scaling{replicas: &r, zone: zone})
 		}
 		for _, lo := range values {
 			for _, hi := range values {
 				if hi < lo-1 {
 					continue // far below min: the same answer as hi = lo-1
 				}
-				cases = append(cases, scaling{as: &csv1.NodePoolAutoscaling{Min: lo, Max: hi}, zone: zone})
+				sizes = append(sizes, scaling{as: &csv1.NodePoolAutoscaling{Min: lo, Max: hi}, zone: zone})
 			}
 		}
 	}
 	for _, r := range []int32{0, 1} {
-		cases = append(cases, scaling{replicas: &r, as: &csv1.NodePoolAutoscaling{Min: 1, Max: 3}})
+		sizes = append(sizes, scaling{replicas: &r, as: &csv1.NodePoolAutoscaling{Min: 1, Max: 3}})
 	}
 
-	for i, c := range cases {
+	var cases []ruleCase[*csv1.NodePoolSpec]
+	for _, c := range sizes {
 		name := fmt.Sprintf("zone=%q", c.zone)
 		if c.replicas != nil {
 			name += fmt.Sprintf("_replicas=%d", *c.replicas)
@@ -169,38 +55,31 @@ func TestNodePoolScalingAgrees(t *testing.T) {
 		if c.as != nil {
 			name += fmt.Sprintf("_min=%d_max=%d", c.as.Min, c.as.Max)
 		}
-		t.Run(name, func(t *testing.T) {
-			// The frontend's answer, through its handler.
-			props := map[string]any{"platform": map[string]any{"vmSize": "Standard_D8s_v3"}}
-			if c.zone != "" {
-				props["platform"].(map[string]any)["availabilityZone"] = c.zone
-			}
-			if c.replicas != nil {
-				props["replicas"] = *c.replicas
-			}
-			if c.as != nil {
-				props["autoScaling"] = map[string]any{"min": c.as.Min, "max": c.as.Max}
-			}
-			resp := e.put(poolPath("c1", fmt.Sprintf("np%d", i)), map[string]any{"location": testLocation, "properties": props})
-			var frontend []string
-			switch resp.code {
-			case 201:
-			case 400:
-				frontend = refusalTargets(t, resp)
-			default:
-				t.Fatalf("PUT = %d %s", resp.code, resp.body)
-			}
-
-			// Cluster Service's answer: its model's rule, the field mapped to the ARM path.
-			spec := &csv1.NodePoolSpec{Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", AvailabilityZone: c.zone}, Autoscaling: c.as}
-			if c.replicas != nil {
-				spec.Replicas = *c.replicas
-			}
-			var v model.Violations
-			model.ValidateNodePoolSpec(&v, "node_pool.spec", spec, model.Cluster{Spec: cl.GetSpec(), Status: cl.GetStatus()}, nil, catalogue, time.Now)
-			requireAgreement(t, resp, frontend, request, v)
-		})
+		cases = append(cases, ruleCase[*csv1.NodePoolSpec]{name: name,
+			body: func(props map[string]any) {
+				if c.zone != "" {
+					props["platform"].(map[string]any)["availabilityZone"] = c.zone
+				}
+				if c.replicas != nil {
+					props["replicas"] = *c.replicas
+				}
+				if c.as != nil {
+					props["autoScaling"] = map[string]any{"min": c.as.Min, "max": c.as.Max}
+				}
+			},
+			spec: func(s *csv1.NodePoolSpec) {
+				s.Platform.AvailabilityZone = c.zone
+				s.Autoscaling = c.as
+				if c.replicas != nil {
+					s.Replicas = *c.replicas
+				}
+			},
+			want: scalingOutcome(c.replicas, c.as, c.zone)})
 	}
+	body := func() map[string]any {
+		return map[string]any{"location": testLocation, "properties": map[string]any{"platform": map[string]any{"vmSize": "Standard_D8s_v3"}}}
+	}
+	runRuleCases(t, e, poolCreates(cl, catalogue, "", body, &csv1.NodePoolSpec{Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}), cases)
 
 	// A replace (PUT of an existing pool) reaches Cluster Service as an update naming the whole
 	// size: the same rule answers.
@@ -216,6 +95,34 @@ func TestNodePoolScalingAgrees(t *testing.T) {
 			t.Fatalf("PUT with autoScaling alone = %d %s", resp.code, resp.body)
 		}
 	})
+}
+
+// scalingOutcome is the documented size rule of a node pool (docs/cluster-service.md, node
+// pools' spec), restated: replicas 0 to the limit, or autoScaling with min 1 to the limit and
+// max from min (and the specification's 0) to the limit, replicas beside autoScaling only if 0;
+// the limit is the specification's 200 without an availability zone, Cluster Service's 500 in one.
+func scalingOutcome(replicas *int32, as *csv1.NodePoolAutoscaling, zone string) outcome {
+	limit := int32(200)
+	if zone != "" {
+		limit = 500
+	}
+	var bad []string
+	if as == nil {
+		if *replicas < 0 || *replicas > limit {
+			bad = append(bad, "properties.replicas")
+		}
+		return refused(bad...)
+	}
+	if replicas != nil && *replicas != 0 {
+		bad = append(bad, "properties.replicas")
+	}
+	if as.Min < 1 || as.Min > limit {
+		bad = append(bad, "properties.autoScaling.min")
+	}
+	if as.Max < 0 || as.Max < as.Min || as.Max > limit {
+		bad = append(bad, "properties.autoScaling.max")
+	}
+	return refused(bad...)
 }
 
 // TestNodePoolChannelGroupFromCluster: a node pool created through ARM without a channel group
@@ -244,33 +151,6 @@ func TestNodePoolChannelGroupFromCluster(t *testing.T) {
 			disk["sizeGiB"] != float64(held.GetSpec().GetPlatform().GetOsDiskSizeGib()) {
 			t.Fatalf("GET through %s = %d %s; want Cluster Service's %v", v, got.code, got.body, held.GetSpec())
 		}
-	}
-}
-
-// requireAgreement fails t unless the frontend's answer resp (frontend: the targets it refused,
-// nil when it accepted) and Cluster Service's own rule (its violations v of request, each field
-// mapped to its ARM path) agree: both accept, or both refuse. The frontend's structural check
-// answers before Cluster Service is asked, so it may name fewer fields; each must be one Cluster
-// Service names.
-func requireAgreement(t *testing.T, resp response, frontend []string, request protoreflect.MessageDescriptor, v model.Violations) {
-	t.Helper()
-	var cs []string
-	for _, f := range v {
-		p, ok := csv1.ARMPath(request, f.GetField())
-		if !ok {
-			t.Fatalf("Cluster Service's violation %s has no ARM path", f.GetField())
-		}
-		cs = append(cs, p)
-	}
-	sort.Strings(cs)
-	cs = slices.Compact(cs)
-	agree := (frontend == nil) == (cs == nil)
-	for _, f := range frontend {
-		agree = agree && slices.Contains(cs, f)
-	}
-	if !agree {
-		t.Fatalf("the frontend answers %d with targets %v; Cluster Service refuses %v (%s)", resp.code, frontend, cs,
-			strings.TrimSpace(string(resp.body)))
 	}
 }
 

@@ -78,18 +78,16 @@ func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api
 // here are of what only the frontend's model holds (the key management mode and type, the
 // key vault's visibility).
 func (cv Cluster[T]) toInternal(doc any) *api.Cluster {
-	c := &api.Cluster{Location: str(doc, "location"), Tags: tags(doc)}
 	// What Cluster Service's spec holds is filled through its arm_path options; the rest is
 	// the envelope, the identities and the etcd block.
-	c.Properties = api.SpecPropertiesFromARM(doc)
-	out := &c.Properties
+	c := &api.Cluster{Location: str(doc, "location"), Tags: tags(doc), Spec: api.SpecFromARM(doc)}
 	if u := armpath.As[profiles.UserAssignedIdentitiesProfile](doc, fieldcheck.OperatorIdentitiesPath); u != nil {
-		out.Platform.OperatorsAuthentication.UserAssignedIdentities = u.ToInternal()
+		c.OperatorIdentities = u.ToInternal()
 	}
 	// The model keeps the key's parts, where Cluster Service holds one key URL; where they sit
 	// in the body is the version's (ExternalPath).
 	const de = "properties.etcd.dataEncryption"
-	out.Etcd.DataEncryption.KeyManagementMode = orDefault(armpath.As[string](doc, de+".keyManagementMode"), api.KeyManagementPlatform)
+	c.Etcd.KeyManagementMode = orDefault(armpath.As[string](doc, de+".keyManagementMode"), api.KeyManagementPlatform)
 	if armpath.Lookup(doc, de+".customerManaged") != nil {
 		icm := &api.CustomerManagedEncryptionProfile{EncryptionType: orDefault(armpath.As[string](doc, de+".customerManaged.encryptionType"), api.EncryptionTypeKMS)}
 		const kms = de + ".customerManaged.kms"
@@ -97,7 +95,7 @@ func (cv Cluster[T]) toInternal(doc any) *api.Cluster {
 			at := func(field string) string { return str(doc, cv.ExternalPath(kms+"."+field)) }
 			icm.KMS = &api.KMSKey{VaultName: at("vaultName"), Visibility: at("visibility"), Name: at("name"), Version: at("version")}
 		}
-		out.Etcd.DataEncryption.CustomerManaged = icm
+		c.Etcd.CustomerManaged = icm
 	}
 	if id := armpath.As[profiles.ManagedServiceIdentity](doc, "identity"); id != nil {
 		c.Identity = id.ToInternal()
@@ -111,15 +109,14 @@ func (cv Cluster[T]) toInternal(doc any) *api.Cluster {
 func (cv Cluster[T]) RenderCluster(c *api.Cluster) any {
 	doc := envelope(c.ID, api.ClusterResourceType, c.Location, c.Tags, c.SystemData)
 	props := c.RenderedProperties()
-	p := &c.Properties
 	// Required in the version's schema since it came (profiles.Present).
 	if cv.Rules.VersionIDRequiredSince {
-		object(props, "version")["id"] = p.Version.ID
+		object(props, "version")["id"] = c.Spec.GetVersionId()
 	}
 	if cv.Rules.VnetIntegrationSubnet {
-		object(props, "platform")["vnetIntegrationSubnetId"] = p.Platform.VnetIntegrationSubnetID
+		object(props, "platform")["vnetIntegrationSubnetId"] = c.Spec.GetAzure().GetVnetIntegrationSubnetId()
 	}
-	props["etcd"] = cv.renderEtcd(&p.Etcd.DataEncryption)
+	props["etcd"] = cv.renderEtcd(&c.Etcd)
 	// Status conditions: only the versions whose type has properties.status show them.
 	if len(c.Conditions) > 0 {
 		var conditions []any

@@ -42,7 +42,7 @@ func (v *Checker) clusterProperties(doc any, r ClusterRules) {
 	at := func(path string) any { return armpath.Lookup(doc, path) }
 	if at("properties.version") != nil {
 		if r.VersionIDRequiredSince {
-			v.RequiredSince(strAt(doc, "properties.version.id"), func(c *api.Cluster) bool { return c.Properties.Version.ID == "" }, "properties.version.id")
+			v.RequiredSince(strAt(doc, "properties.version.id"), func(c *api.Cluster) bool { return c.Spec.GetVersionId() == "" }, "properties.version.id")
 		} else {
 			v.VersionID(strAt(doc, "properties.version.id"), "properties.version.id")
 		}
@@ -81,7 +81,7 @@ func (v *Checker) clusterPlatform(doc any, r ClusterRules) {
 	}
 	const vnet = "properties.platform.vnetIntegrationSubnetId"
 	if vi := strAt(doc, vnet); r.VnetIntegrationSubnet &&
-		v.RequiredSince(vi, func(c *api.Cluster) bool { return c.Properties.Platform.VnetIntegrationSubnetID == "" }, vnet) {
+		v.RequiredSince(vi, func(c *api.Cluster) bool { return c.Spec.GetAzure().GetVnetIntegrationSubnetId() == "" }, vnet) {
 		// That it is not the cluster's subnet is Cluster Service's rule
 		// (model.ValidateVnetIntegrationSubnet), checked once there.
 		v.ArmID(*vi, vnet, TypeSubnet)
@@ -115,7 +115,7 @@ func (v *Checker) etcd(doc any, r ClusterRules) {
 		return
 	}
 	noVisibility := func(c *api.Cluster) bool {
-		cm := c.Properties.Etcd.DataEncryption.CustomerManaged
+		cm := c.Etcd.CustomerManaged
 		return cm == nil || cm.KMS == nil || cm.KMS.Visibility == ""
 	}
 	const visibility = base + ".customerManaged.kms.visibility"

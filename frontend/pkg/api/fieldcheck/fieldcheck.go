@@ -82,7 +82,7 @@ func (v *Checker) ChannelGroup(p *string, target string) {
 // its default while the stored document kept "", and a GET could show neither what was sent nor
 // what runs. A cluster stored without one (created so) keeps its empty value.
 func (v *Checker) VersionID(p *string, target string) {
-	if p != nil && *p == "" && (v.Stored == nil || v.Stored.Properties.Version.ID != "") {
+	if p != nil && *p == "" && (v.Stored == nil || v.Stored.Spec.GetVersionId() != "") {
 		v.Add(target, "The value of '%s' must not be empty: leave it out for the default version.", target)
 	}
 }

@@ -27,12 +27,12 @@ var cluster = codec.Cluster[HcpOpenShiftCluster]{
 // keepNewer: this version predates vnet integration, KMS key vault visibility, image digest
 // mirrors, ingress and crypto restrictions, so a write through it keeps the stored ones.
 func keepNewer(stored, next *api.Cluster) {
-	sp, np := &stored.Properties, &next.Properties
-	np.Platform.VnetIntegrationSubnetID = sp.Platform.VnetIntegrationSubnetID
+	sp, np := stored.CopySpec(), next.Spec
+	np.Azure.VnetIntegrationSubnetId = sp.Azure.VnetIntegrationSubnetId
 	np.ImageDigestMirrors = sp.ImageDigestMirrors
-	np.Ingress = sp.Ingress
+	np.IngressVisibility = sp.IngressVisibility
 	np.CryptoRestrictions = sp.CryptoRestrictions
-	if s, n := sp.Etcd.DataEncryption.CustomerManaged, np.Etcd.DataEncryption.CustomerManaged; s != nil && n != nil && s.KMS != nil && n.KMS != nil {
+	if s, n := stored.Etcd.CustomerManaged, next.Etcd.CustomerManaged; s != nil && n != nil && s.KMS != nil && n.KMS != nil {
 		n.KMS.Visibility = s.KMS.Visibility
 	}
 }

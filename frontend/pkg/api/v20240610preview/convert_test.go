@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armspec"
@@ -50,11 +53,11 @@ func TestDecodeClusterLeavesDefaultsToClusterService(t *testing.T) {
 	if ce != nil {
 		t.Fatalf("minimal body rejected: %v", ce)
 	}
-	p := c.Properties
-	if p.Network != (api.NetworkProfile{}) || p.API.Visibility != "" || p.Platform.OutboundType != "" ||
-		p.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" || p.ClusterImageRegistry.State != "" ||
-		p.Version.ChannelGroup != "" || p.Ingress.Type != "" || p.CryptoRestrictions != "" || c.Location != "eastus" {
-		t.Fatalf("decoded: %+v", p)
+	p := c.Spec
+	if !proto.Equal(p.GetNetwork(), &csv1.NetworkSpec{}) || p.GetApiVisibility() != "" || p.GetAzure().GetOutboundType() != "" ||
+		c.Etcd.KeyManagementMode != "PlatformManaged" || p.GetImageRegistryState() != "" ||
+		p.GetChannelGroup() != "" || p.GetIngressVisibility() != "" || p.GetCryptoRestrictions() != "" || c.Location != "eastus" {
+		t.Fatalf("decoded: %v %+v", p, c.Etcd)
 	}
 }
 
@@ -75,9 +78,9 @@ func TestDecodeClusterSpecExample(t *testing.T) {
 	if ce != nil {
 		t.Fatalf("spec example rejected: %v", ce)
 	}
-	if c.Properties.Network.HostPrefix != 21 || c.Properties.Etcd.DataEncryption.CustomerManaged.KMS.Name != "my-cool-key" ||
-		c.Properties.NodeDrainTimeoutMinutes != 20 || len(c.Properties.API.AuthorizedCIDRs) != 2 {
-		t.Fatalf("example decoded as %+v", c.Properties)
+	if c.Spec.GetNetwork().GetHostPrefix() != 21 || c.Etcd.CustomerManaged.KMS.Name != "my-cool-key" ||
+		c.Spec.GetNodeDrainTimeoutMinutes() != 20 || len(c.Spec.GetApiAuthorizedCidrs()) != 2 {
+		t.Fatalf("example decoded as %v %+v", c.Spec, c.Etcd)
 	}
 	// Round trip: rendering and decoding again gives the same model.
 	out, _ := json.Marshal(cluster.RenderCluster(c))

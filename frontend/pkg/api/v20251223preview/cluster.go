@@ -25,6 +25,6 @@ var cluster = codec.Cluster[HcpOpenShiftCluster]{
 // keepNewer: this version predates ingress and crypto restrictions, so a write through it
 // keeps the stored ones.
 func keepNewer(stored, next *api.Cluster) {
-	next.Properties.Ingress = stored.Properties.Ingress
-	next.Properties.CryptoRestrictions = stored.Properties.CryptoRestrictions
+	next.Spec.IngressVisibility = stored.Spec.GetIngressVisibility()
+	next.Spec.CryptoRestrictions = stored.Spec.GetCryptoRestrictions()
 }

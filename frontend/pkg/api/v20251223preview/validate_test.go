@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
 )
@@ -49,7 +50,7 @@ func TestDecodeCluster(t *testing.T) {
 		c, err := v.DecodeCluster(body(func(p map[string]any) {
 			p["etcd"] = map[string]any{"dataEncryption": map[string]any{"keyManagementMode": "PlatformManaged"}}
 		}))
-		if err != nil || c.Properties.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" || c.Properties.Ingress.Type != "" {
+		if err != nil || c.Etcd.KeyManagementMode != "PlatformManaged" || c.Spec.GetIngressVisibility() != "" {
 			t.Fatalf("%v %+v", err, c)
 		}
 	})
@@ -84,15 +85,14 @@ func TestDecodeCluster(t *testing.T) {
 		}
 	})
 	t.Run("preserve_keeps_what_only_newer_versions_set", func(t *testing.T) {
-		stored := &api.Cluster{}
-		stored.Properties.Ingress.Type, stored.Properties.CryptoRestrictions = "Private", "FIPS"
+		stored := &api.Cluster{Spec: &csv1.ClusterSpec{IngressVisibility: "Private", CryptoRestrictions: "FIPS"}}
 		next, err := v.DecodeCluster(body(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
 		v.Preserve(stored, next)
-		if next.Properties.Ingress.Type != "Private" || next.Properties.CryptoRestrictions != "FIPS" {
-			t.Fatalf("%+v", next.Properties)
+		if next.Spec.GetIngressVisibility() != "Private" || next.Spec.GetCryptoRestrictions() != "FIPS" {
+			t.Fatalf("%v", next.Spec)
 		}
 	})
 }

@@ -61,11 +61,11 @@ func TestDecodeClusterDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := c.Properties
+	p := c.Spec
 	// Ingress, crypto restrictions and the channel group are Cluster Service's to default.
-	if p.Ingress.Type != "" || p.CryptoRestrictions != "" || p.Etcd.DataEncryption.KeyManagementMode != "PlatformManaged" ||
-		p.Platform.VnetIntegrationSubnetID == "" || p.Version.ChannelGroup != "" {
-		t.Fatalf("defaults: %+v", p)
+	if p.GetIngressVisibility() != "" || p.GetCryptoRestrictions() != "" || c.Etcd.KeyManagementMode != "PlatformManaged" ||
+		p.GetAzure().GetVnetIntegrationSubnetId() == "" || p.GetChannelGroup() != "" {
+		t.Fatalf("defaults: %v %+v", p, c.Etcd)
 	}
 }
 
@@ -151,8 +151,8 @@ func TestPatchUpdateSchema(t *testing.T) {
 	if err != nil {
 		t.Fatalf("patch inside the update schema refused: %v", err)
 	}
-	if k := next.Properties.Etcd.DataEncryption.CustomerManaged.KMS; k.Version != "2" || k.Name != "k" || k.Visibility != "Public" || len(next.Properties.ImageDigestMirrors) != 1 {
-		t.Fatalf("patched %+v", next.Properties)
+	if k := next.Etcd.CustomerManaged.KMS; k.Version != "2" || k.Name != "k" || k.Visibility != "Public" || len(next.Spec.GetImageDigestMirrors()) != 1 {
+		t.Fatalf("patched %v %+v", next.Spec, k)
 	}
 	_, err = v.PatchCluster(stored, []byte(`{"properties":{"etcd":{"dataEncryption":{"customerManaged":{"kms":{"activeKey":{"name":"other"}}}}}}}`))
 	if ce, ok := arm.AsCloudError(err); !ok || ce.Target != "properties.etcd.dataEncryption.customerManaged.kms.activeKey.name" {
