@@ -26,8 +26,8 @@ func TestCommittedFilesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 7 {
-		t.Errorf("generated %d files, want 7 (types and validation for three versions, aliases for 2026-09-01-preview)", len(files))
+	if len(files) != 8 {
+		t.Errorf("generated %d files, want 8 (types and validation for three versions, aliases for 2026-09-01-preview, fieldcheck's checks of the shared types)", len(files))
 	}
 	stale, err := Stale(root, files)
 	if err != nil {
@@ -85,11 +85,11 @@ func TestGoFieldNameKeepsInitialisms(t *testing.T) {
 	}
 }
 
-// TestSameAsRefusesADifferentSchema: a version declared to repeat another's schema fails to
-// generate when one definition it reaches differs.
-func TestSameAsRefusesADifferentSchema(t *testing.T) {
-	root := repoRoot(t)
-	src := filepath.Join(root, "internal/armspec/spec")
+// specCopy copies the specification into a temporary tree, each version's file through
+// edit(apiVersion, content), and returns the tree's root.
+func specCopy(t *testing.T, edit func(apiVersion, s string) string) string {
+	t.Helper()
+	src := filepath.Join(repoRoot(t), "internal/armspec/spec")
 	tmp := t.TempDir()
 	copyFile := func(rel string, edit func(string) string) {
 		b, err := os.ReadFile(filepath.Join(src, rel))
@@ -110,17 +110,80 @@ func TestSameAsRefusesADifferentSchema(t *testing.T) {
 	copyFile("common-types/resource-management/v6/types.json", nil)
 	copyFile("common-types/resource-management/v6/managedidentity.json", nil)
 	for _, v := range Versions {
-		var edit func(string) string
-		if v.SameAs != "" {
-			edit = func(s string) string {
-				// 2026-09-01-preview's OsDiskProfile.sizeGiB maximum moves.
-				return strings.Replace(s, `"maximum": 4095`, `"maximum": 2048`, 1)
-			}
-		}
-		copyFile(specFile(v.APIVersion), edit)
+		copyFile(specFile(v.APIVersion), func(s string) string { return edit(v.APIVersion, s) })
 	}
+	return tmp
+}
+
+// TestSameAsRefusesADifferentSchema: a version declared to repeat another's schema fails to
+// generate when one definition it reaches differs.
+func TestSameAsRefusesADifferentSchema(t *testing.T) {
+	tmp := specCopy(t, func(apiVersion, s string) string {
+		if apiVersion != "2026-09-01-preview" {
+			return s
+		}
+		// 2026-09-01-preview's OsDiskProfile.sizeGiB maximum moves.
+		return strings.Replace(s, `"maximum": 4095`, `"maximum": 2048`, 1)
+	})
 	_, err := Generate(tmp)
 	if err == nil || !strings.Contains(err.Error(), "OsDiskProfile") {
 		t.Fatalf("Generate with a differing 2026-09-01-preview: err = %v, want one naming OsDiskProfile", err)
+	}
+}
+
+// TestSharedDefinitionsMustAgree: the checks of a shared definition are written once for every
+// version, so generating fails when one version's specification bounds a property of it
+// differently (or differs in an enum, or in what is required).
+func TestSharedDefinitionsMustAgree(t *testing.T) {
+	for _, tc := range []struct {
+		name, version, old, new, want string
+	}{
+		{"pattern_length", "2025-12-23-preview", `"maxLength": 15,`, `"maxLength": 16,`, "DnsProfile.baseDomainPrefix"},
+		{"list_length", "2024-06-10-preview", `"maxItems": 500,`, `"maxItems": 400,`, "ApiProfile.authorizedCidrs"},
+		{"enum", "2025-12-23-preview", `"enum": [
+            "Enabled",
+            "Disabled"
+          ]`, `"enum": [
+            "Enabled"
+          ]`, "ClusterImageRegistryProfile.state"},
+		{"required_of_a_list_entry", "2025-12-23-preview", `"required": [
+        "source",
+        "mirrors"
+      ]`, `"required": [
+        "source"
+      ]`, "ImageDigestMirror.mirrors"},
+		{"length_of_a_list_of_shared_entries", "2025-12-23-preview", `"maxItems": 240,`, `"maxItems": 250,`, "HcpOpenShiftClusterProperties.imageDigestMirrors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			edited := false
+			tmp := specCopy(t, func(apiVersion, s string) string {
+				if apiVersion != tc.version {
+					return s
+				}
+				if !strings.Contains(s, tc.old) {
+					t.Fatalf("%s's specification has no %q", apiVersion, tc.old)
+				}
+				edited = true
+				return strings.Replace(s, tc.old, tc.new, 1)
+			})
+			if !edited {
+				t.Fatalf("no version %s", tc.version)
+			}
+			_, err := Generate(tmp)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Generate with %s's %s edited: err = %v, want one naming %s", tc.version, tc.want, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRuleKeysMustNameAProperty: a message rule keyed by a property no version has (a typo)
+// fails generation instead of silently changing nothing.
+func TestRuleKeysMustNameAProperty(t *testing.T) {
+	atLeast["NodePoolAutoScaling.maximum"] = true
+	defer delete(atLeast, "NodePoolAutoScaling.maximum")
+	_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+	if err == nil || !strings.Contains(err.Error(), "NodePoolAutoScaling.maximum") {
+		t.Fatalf("Generate with a misspelt atLeast key: err = %v, want one naming it", err)
 	}
 }

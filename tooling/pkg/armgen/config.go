@@ -100,4 +100,42 @@ var handWritten = map[string]string{
 	"KmsEncryptionProfile.visibility:required":         "required only on create and for clusters that have one (fieldcheck.RequiredSince)",
 	"KmsEncryptionProfile.visibility:enum":             "checked only when present for RequiredSince: a cluster without one renders \"\" and a PATCH sends that back",
 	"PlatformProfile.operatorsAuthentication:required": "fieldcheck.OperatorsAuthentication checks it with its content",
+	// Shared definitions whose versions differ in what is required: the difference is a rule
+	// of the version's (ClusterRules, NodePoolRules), so the type can still be shared.
+	"VersionProfile.id:required":         "required from 2025-12-23-preview on, except for a cluster created without one (fieldcheck.ClusterRules.VersionIDRequiredSince)",
+	"NodePoolVersionProfile.id:required": "required from 2025-12-23-preview on, except for a pool created without one (fieldcheck.NodePoolRules.VersionIDRequired)",
+}
+
+// SharedChecks are the shared definitions whose structural checks the generator writes into
+// package fieldcheck (zz_generated_shared.go) as functions spec<Type>, from every version's
+// specification: a method cannot be declared on an alias of another package's type, and the
+// checks are the same in every version (the generator fails when the specifications disagree).
+// fieldcheck's hand-written checks call them where a body's checks run, and add what the
+// specification cannot say.
+var SharedChecks = []string{"DnsProfile", "NetworkProfile", "ApiProfile", "ClusterAutoscalingProfile", "ClusterImageRegistryProfile", "NodePoolAutoScaling"}
+
+// SharedLists are properties, "Definition.property", of a version's definitions that hold a list
+// of a shared definition: fieldcheck gets a function spec<Definition><Property> that checks the
+// list's length and each entry (its properties, and, when one property identifies an entry
+// (x-ms-identifiers), that it appears once), from every version's specification that has the
+// property. Entries identified by several properties together (a taint by its key, value and
+// effect) are not checked for repeats: no api-version has refused a repeated taint.
+var SharedLists = []string{"HcpOpenShiftClusterProperties.imageDigestMirrors", "NodePoolProperties.taints"}
+
+// presentIsEnough are required string properties, keyed "Definition.property", for which an
+// empty value is not missing, with the reason (the rule is otherwise that "" names nothing).
+var presentIsEnough = map[string]string{
+	"ImageDigestMirror.source": "an empty source is a repository of the wrong form, which Cluster Service's rule names",
+}
+
+// atLeast are integer properties, keyed "Definition.property", with a minimum and no maximum
+// that are answered "must be at least <minimum>" (a node pool's have always been) rather than
+// "must be between <minimum> and 2147483647" (the rule elsewhere, a cluster's autoscaling).
+var atLeast = map[string]bool{"NodePoolAutoScaling.min": true, "NodePoolAutoScaling.max": true}
+
+// valueWords say in words what a string property's pattern (and length) allow, keyed
+// "Definition.property": the generated check takes both as one rule and answers
+// "Invalid value '<value>' for field '<path>': <words>." instead of quoting the expression.
+var valueWords = map[string]string{
+	"DnsProfile.baseDomainPrefix": "at most 15 lowercase letters, digits and '-', starting with a letter",
 }

@@ -27,6 +27,13 @@ type Field struct {
 	Pattern              string
 	Format               string
 	IsString, IsInt      bool
+	// MinItems and MaxItems bound an array's length; ItemMaxLength an array's string entries.
+	MinItems, MaxItems *float64
+	ItemMaxLength      *float64
+	// ElemDef is the definition an array's entries refer to.
+	ElemDef string
+	// Identifiers are the properties that identify an entry of an array (x-ms-identifiers).
+	Identifiers []string
 }
 
 // Struct is one generated struct.
@@ -61,6 +68,9 @@ type Package struct {
 	structs map[string]*Struct
 	aliased map[string]bool
 	enums   map[string]*Enum
+	// shared are the properties of each shared definition the roots reach, for the checks
+	// written into package fieldcheck (shared.go).
+	shared map[string][]*Field
 }
 
 // Build reads the specification of v under specRoot (internal/armspec/spec).
@@ -72,6 +82,7 @@ func Build(specRoot string, v Version) (*Package, error) {
 		structs: map[string]*Struct{},
 		aliased: map[string]bool{},
 		enums:   map[string]*Enum{},
+		shared:  map[string][]*Field{},
 	}
 	if _, err := p.specs.load(p.file); err != nil {
 		return nil, err
@@ -118,9 +129,11 @@ func (p *Package) visit(d *Def, underShared bool) (string, error) {
 		if !p.aliased[name] {
 			p.aliased[name] = true
 			p.Aliases = append(p.Aliases, Alias{Name: name, Target: target})
-			if _, err := p.fields(d, nil, true); err != nil {
+			fields, err := p.fields(d, nil, true)
+			if err != nil {
 				return "", err
 			}
+			p.shared[d.Name] = fields
 		}
 		return name, nil
 	}
@@ -236,6 +249,26 @@ func (p *Package) field(jsonName string, ps *Obj, file string, owner *Struct, un
 		}
 		if v := c.str("format"); v != "" {
 			f.Format = v
+		}
+	}
+	f.Identifiers = ps.strings("x-ms-identifiers")
+	if v, ok := ps.num("minItems"); ok {
+		f.MinItems = &v
+	}
+	if v, ok := ps.num("maxItems"); ok {
+		f.MaxItems = &v
+	}
+	if items := ps.obj("items"); items != nil {
+		item := items
+		if ref := items.str("$ref"); ref != "" {
+			d, err := p.specs.resolve(file, ref)
+			if err != nil {
+				return nil, err
+			}
+			item, f.ElemDef = d.Schema, d.Name
+		}
+		if v, ok := item.num("maxLength"); ok && item.str("type") == "string" {
+			f.ItemMaxLength = &v
 		}
 	}
 	if f.Enum != nil && !underShared {

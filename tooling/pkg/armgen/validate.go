@@ -18,7 +18,7 @@ const (
 // validateFile renders validateSpec methods for the structs the ValidateRoots reach: the
 // specification's required properties, enums, integer bounds, string lengths and patterns.
 // Read-only properties are not checked (a body may carry them; they are ignored), nor are
-// shared types (package fieldcheck owns their rules).
+// shared types (their checks are functions of package fieldcheck, shared.go).
 func (p *Package) validateFile() ([]byte, error) {
 	var structs []*Struct
 	seen := map[*Struct]bool{}
@@ -43,88 +43,30 @@ func (p *Package) validateFile() ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, header, p.Version.APIVersion)
 	fmt.Fprintf(&b, "package %s\n\n", p.Version.Package)
-	var body bytes.Buffer
-	usesFmt, usesRegexp := false, false
-	var patterns []string
-	var skipped []string
-	for _, s := range structs {
-		fmt.Fprintf(&body, "// validateSpec checks what the specification's %s says of a body's values at path.\n", s.Def)
-		fmt.Fprintf(&body, "func (x *%s) validateSpec(v *fieldcheck.Checker, path string) {\n", s.Name)
-		for _, f := range s.Fields {
-			if f.Embed != "" || f.ReadOnly {
-				continue
-			}
-			at := fmt.Sprintf("specPath(path, %q)", f.JSON)
-			key := s.Def + "." + f.JSON
-			required := f.Required
-			if reason, ok := handWritten[key+":required"]; ok {
-				required = false
-				skipped = append(skipped, fmt.Sprintf("%s required: %s", key, reason))
-			}
-			length := f.MinLength != nil || f.MaxLength != nil
-			standardLength := f.MinLength != nil && *f.MinLength == 1 && f.MaxLength != nil && *f.MaxLength == 255 && required
+	w := &checkWriter{
+		enumValues: func(e *Enum) string { return e.Name + "Values" },
+		nested: func(f *Field, at string) string {
 			switch {
-			case required && standardLength:
-				fmt.Fprintf(&body, "v.Length(x.%s, %s)\n", f.Go, at)
-			case required && f.IsString && f.Enum == nil && f.MinLength == nil && f.Format != "arm-id":
-				// An empty string names nothing: it is as missing as an absent one (an empty
-				// enum value or resource ID gets the enum's or the ID's own error instead).
-				fmt.Fprintf(&body, "v.Required(x.%s != nil && *x.%s != \"\", %s)\n", f.Go, f.Go, at)
-			case required:
-				fmt.Fprintf(&body, "v.Required(x.%s != nil, %s)\n", f.Go, at)
+			case f.Struct != nil:
+				return fmt.Sprintf("if x.%s != nil {\nx.%s.validateSpec(v, %s)\n}\n", f.Go, f.Go, at)
+			case f.Elem != nil:
+				return fmt.Sprintf("for i := range x.%s {\nx.%s[i].validateSpec(v, fmt.Sprintf(\"%%s[%%d]\", %s, i))\n}\n", f.Go, f.Go, at)
 			}
-			enum := f.Enum != nil
-			if reason, ok := handWritten[key+":enum"]; ok {
-				enum = false
-				skipped = append(skipped, fmt.Sprintf("%s enum: %s", key, reason))
-			}
-			if enum {
-				fmt.Fprintf(&body, "v.Enum(x.%s, %s, %sValues...)\n", f.Go, at, f.Enum.Name)
-			}
-			if f.IsInt && (f.Min != nil || f.Max != nil) {
-				lo, hi := float64(math.MinInt32), float64(math.MaxInt32)
-				if f.Min != nil {
-					lo = *f.Min
-				}
-				if f.Max != nil {
-					hi = *f.Max
-				}
-				fmt.Fprintf(&body, "v.RangeInt(x.%s, %s, %d, %d)\n", f.Go, at, int64(lo), int64(hi))
-			}
-			if length && !standardLength && f.IsString {
-				usesFmt = true
-				switch {
-				case f.MinLength != nil && f.MaxLength != nil:
-					fmt.Fprintf(&body, "if x.%s != nil && (len(*x.%s) < %d || len(*x.%s) > %d) {\nv.Add(%s, \"Field '%%s' must be %d to %d characters long.\", %s)\n}\n",
-						f.Go, f.Go, int(*f.MinLength), f.Go, int(*f.MaxLength), at, int(*f.MinLength), int(*f.MaxLength), at)
-				case f.MaxLength != nil:
-					fmt.Fprintf(&body, "if x.%s != nil && len(*x.%s) > %d {\nv.Add(%s, \"Field '%%s' must be at most %d characters long.\", %s)\n}\n",
-						f.Go, f.Go, int(*f.MaxLength), at, int(*f.MaxLength), at)
-				default:
-					fmt.Fprintf(&body, "if x.%s != nil && len(*x.%s) < %d {\nv.Add(%s, \"Field '%%s' must be at least %d characters long.\", %s)\n}\n",
-						f.Go, f.Go, int(*f.MinLength), at, int(*f.MinLength), at)
-				}
-			}
-			if f.Pattern != "" && f.IsString {
-				usesRegexp = true
-				i := slices.Index(patterns, f.Pattern)
-				if i < 0 {
-					i = len(patterns)
-					patterns = append(patterns, f.Pattern)
-				}
-				fmt.Fprintf(&body, "if x.%s != nil && !specPattern%d.MatchString(*x.%s) {\nv.Add(%s, \"Invalid value '%%s' for field '%%s': must match %%s.\", *x.%s, %s, specPattern%d)\n}\n",
-					f.Go, i, f.Go, at, f.Go, at, i)
-			}
-			if f.Struct != nil {
-				fmt.Fprintf(&body, "if x.%s != nil {\nx.%s.validateSpec(v, %s)\n}\n", f.Go, f.Go, at)
-			}
-			if f.Elem != nil {
-				usesFmt = true
-				fmt.Fprintf(&body, "for i := range x.%s {\nx.%s[i].validateSpec(v, fmt.Sprintf(\"%%s[%%d]\", %s, i))\n}\n", f.Go, f.Go, at)
-			}
-		}
-		body.WriteString("}\n\n")
+			return ""
+		},
+		// A list of a shared definition is counted with its entries, by fieldcheck (shared.go).
+		counted:  func(f *Field) bool { _, shared := p.Version.Shared[f.ElemDef]; return !shared },
+		maxItems: func(_ string, f *Field) string { return strconv.Itoa(int(*f.MaxItems)) },
 	}
+	for _, s := range structs {
+		fmt.Fprintf(&w.body, "// validateSpec checks what the specification's %s says of a body's values at path.\n", s.Def)
+		fmt.Fprintf(&w.body, "func (x *%s) validateSpec(v *fieldcheck.Checker, path string) {\n", s.Name)
+		for _, f := range s.Fields {
+			w.field(s.Def, f)
+		}
+		w.body.WriteString("}\n\n")
+	}
+	usesFmt, usesRegexp, patterns, skipped, body := w.usesFmt, w.usesRegexp, w.patterns, w.skipped, &w.body
 	b.WriteString("import (\n")
 	if usesFmt {
 		b.WriteString("\"fmt\"\n")
@@ -175,4 +117,144 @@ func writeList(b *bytes.Buffer, comment, name string, paths []string) {
 		fmt.Fprintf(b, "%q,\n", path)
 	}
 	b.WriteString("}\n\n")
+}
+
+// checkWriter renders the checks of a definition's properties: a version's validateSpec methods
+// and fieldcheck's functions of the shared definitions (shared.go). The value checked is x.
+type checkWriter struct {
+	body       bytes.Buffer
+	usesFmt    bool
+	usesRegexp bool
+	patterns   []string
+	skipped    []string
+	// enumValues is the name of an enum's allowed set.
+	enumValues func(*Enum) string
+	// nested is the code that checks the struct a property holds (or each entry of a list of
+	// them) at at; "" when none.
+	nested func(f *Field, at string) string
+	// counted says whether the bounds of an array's length are checked with its property.
+	counted func(f *Field) bool
+	// maxItems is how the code names the most entries property f of def may have.
+	maxItems func(def string, f *Field) string
+}
+
+// field writes the checks of property f of definition def.
+func (w *checkWriter) field(def string, f *Field) {
+	if f.Embed != "" || f.ReadOnly {
+		return
+	}
+	body := &w.body
+	at := fmt.Sprintf("specPath(path, %q)", f.JSON)
+	key := def + "." + f.JSON
+	required := f.Required
+	if reason, ok := handWritten[key+":required"]; ok {
+		required = false
+		w.skipped = append(w.skipped, fmt.Sprintf("%s required: %s", key, reason))
+	}
+	_, presenceOnly := presentIsEnough[key]
+	words, inWords := valueWords[key]
+	length := (f.MinLength != nil || f.MaxLength != nil) && !inWords
+	standardLength := f.MinLength != nil && *f.MinLength == 1 && f.MaxLength != nil && *f.MaxLength == 255 && required
+	switch {
+	case required && standardLength:
+		fmt.Fprintf(body, "v.Length(x.%s, %s)\n", f.Go, at)
+	case required && f.IsString && f.Enum == nil && f.MinLength == nil && f.Format != "arm-id" && !presenceOnly:
+		// An empty string names nothing: it is as missing as an absent one (an empty
+		// enum value or resource ID gets the enum's or the ID's own error instead).
+		fmt.Fprintf(body, "v.Required(x.%s != nil && *x.%s != \"\", %s)\n", f.Go, f.Go, at)
+	case required:
+		fmt.Fprintf(body, "v.Required(x.%s != nil, %s)\n", f.Go, at)
+	}
+	enum := f.Enum != nil
+	if reason, ok := handWritten[key+":enum"]; ok {
+		enum = false
+		w.skipped = append(w.skipped, fmt.Sprintf("%s enum: %s", key, reason))
+	}
+	if enum {
+		fmt.Fprintf(body, "v.Enum(x.%s, %s, %s...)\n", f.Go, at, w.enumValues(f.Enum))
+	}
+	if f.IsInt && f.Min != nil && f.Max == nil && atLeast[key] {
+		fmt.Fprintf(body, "v.AtLeast(x.%s, %s, %d)\n", f.Go, at, int64(*f.Min))
+	} else if f.IsInt && (f.Min != nil || f.Max != nil) {
+		lo, hi := float64(math.MinInt32), float64(math.MaxInt32)
+		if f.Min != nil {
+			lo = *f.Min
+		}
+		if f.Max != nil {
+			hi = *f.Max
+		}
+		fmt.Fprintf(body, "v.RangeInt(x.%s, %s, %d, %d)\n", f.Go, at, int64(lo), int64(hi))
+	}
+	if length && !standardLength && f.IsString {
+		w.usesFmt = true
+		switch {
+		case f.MinLength != nil && f.MaxLength != nil:
+			fmt.Fprintf(body, "if x.%s != nil && (len(*x.%s) < %d || len(*x.%s) > %d) {\nv.Add(%s, \"Field '%%s' must be %d to %d characters long.\", %s)\n}\n",
+				f.Go, f.Go, int(*f.MinLength), f.Go, int(*f.MaxLength), at, int(*f.MinLength), int(*f.MaxLength), at)
+		case f.MaxLength != nil:
+			fmt.Fprintf(body, "if x.%s != nil && len(*x.%s) > %d {\nv.Add(%s, \"Field '%%s' must be at most %d characters long.\", %s)\n}\n",
+				f.Go, f.Go, int(*f.MaxLength), at, int(*f.MaxLength), at)
+		default:
+			fmt.Fprintf(body, "if x.%s != nil && len(*x.%s) < %d {\nv.Add(%s, \"Field '%%s' must be at least %d characters long.\", %s)\n}\n",
+				f.Go, f.Go, int(*f.MinLength), at, int(*f.MinLength), at)
+		}
+	}
+	if f.Pattern != "" && f.IsString {
+		w.usesRegexp = true
+		i := slices.Index(w.patterns, f.Pattern)
+		if i < 0 {
+			i = len(w.patterns)
+			w.patterns = append(w.patterns, f.Pattern)
+		}
+		if inWords {
+			// The pattern and the length as one rule, said in words.
+			var bounds []string
+			if f.MinLength != nil {
+				bounds = append(bounds, fmt.Sprintf("len(*x.%s) < %d", f.Go, int(*f.MinLength)))
+			}
+			if f.MaxLength != nil {
+				bounds = append(bounds, fmt.Sprintf("len(*x.%s) > %d", f.Go, int(*f.MaxLength)))
+			}
+			bounds = append(bounds, fmt.Sprintf("!specPattern%d.MatchString(*x.%s)", i, f.Go))
+			fmt.Fprintf(body, "if x.%s != nil && (%s) {\nv.Add(%s, \"Invalid value '%%s' for field '%%s': %s.\", *x.%s, %s)\n}\n",
+				f.Go, strings.Join(bounds, " || "), at, words, f.Go, at)
+		} else {
+			fmt.Fprintf(body, "if x.%s != nil && !specPattern%d.MatchString(*x.%s) {\nv.Add(%s, \"Invalid value '%%s' for field '%%s': must match %%s.\", *x.%s, %s, specPattern%d)\n}\n",
+				f.Go, i, f.Go, at, f.Go, at, i)
+		}
+	}
+	if (f.MinItems != nil || f.MaxItems != nil) && w.counted(f) {
+		w.counts("x."+f.Go, at, def, f)
+	}
+	if f.ItemMaxLength != nil {
+		w.usesFmt = true
+		// The message names an entry by the property's name in the singular ("mirrors": "Each mirror").
+		fmt.Fprintf(body, "for i, e := range x.%s {\nif len(e) > %d {\nv.Add(fmt.Sprintf(\"%%s[%%d]\", %s, i), \"Each %s must be at most %d characters long.\")\n}\n}\n",
+			f.Go, int(*f.ItemMaxLength), at, strings.TrimSuffix(f.JSON, "s"), int(*f.ItemMaxLength))
+	}
+	code := w.nested(f, at)
+	if strings.Contains(code, "fmt.") {
+		w.usesFmt = true
+	}
+	body.WriteString(code)
+}
+
+// counts writes the bounds of the length of array value (property f of def) at at.
+func (w *checkWriter) counts(value, at, def string, f *Field) {
+	body := &w.body
+	most := ""
+	if f.MaxItems != nil {
+		most = w.maxItems(def, f)
+	}
+	switch {
+	case f.MinItems != nil && f.MaxItems != nil:
+		fmt.Fprintf(body, "if %s != nil && (len(%s) < %d || len(%s) > %s) {\nv.Add(%s, \"Field '%%s' must have %d to %d entries, not %%d.\", %s, len(%s))\n}\n",
+			value, value, int(*f.MinItems), value, most, at, int(*f.MinItems), int(*f.MaxItems), at, value)
+	case f.MaxItems != nil:
+		fmt.Fprintf(body, "if len(%s) > %s {\nv.Add(%s, \"At most %d entries are allowed in '%%s', not %%d.\", %s, len(%s))\n}\n",
+			value, most, at, int(*f.MaxItems), at, value)
+	default:
+		fmt.Fprintf(body, "if %s != nil && len(%s) < %d {\nv.Add(%s, \"Field '%%s' must have at least %d entries, not %%d.\", %s, len(%s))\n}\n",
+			value, value, int(*f.MinItems), at, int(*f.MinItems), at, value)
+	}
 }

@@ -26,6 +26,7 @@ type File struct {
 // Generate renders every version's files. specRoot is internal/armspec/spec.
 func Generate(specRoot string) ([]File, error) {
 	built := map[string]*Package{}
+	var pkgs []*Package
 	var out []File
 	for _, v := range Versions {
 		dir := filepath.ToSlash(filepath.Join("frontend/pkg/api", v.Package))
@@ -42,6 +43,7 @@ func Generate(specRoot string) ([]File, error) {
 			return nil, err
 		}
 		built[v.APIVersion] = p
+		pkgs = append(pkgs, p)
 		types, err := p.typesFile()
 		if err != nil {
 			return nil, err
@@ -55,7 +57,17 @@ func Generate(specRoot string) ([]File, error) {
 	if err := checkShared(built); err != nil {
 		return nil, err
 	}
-	return out, nil
+	if err := checkAgreement(pkgs); err != nil {
+		return nil, err
+	}
+	if err := checkRuleKeys(pkgs); err != nil {
+		return nil, err
+	}
+	shared, err := sharedFile(pkgs)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, File{Path: "frontend/pkg/api/fieldcheck/zz_generated_shared.go", Content: shared}), nil
 }
 
 // Write writes files under root.

@@ -24,9 +24,6 @@ type ClusterRules struct {
 	// KMSVisibility: the version has kms.visibility, required since it came (RequiredSince);
 	// its allowed values are the version's enum (KeyVaultVisibilityValues).
 	KMSVisibility []string
-	// ImageRegistryStates are the version's ClusterImageRegistryState values: the type is
-	// shared (profiles), which the generated checks leave out.
-	ImageRegistryStates []string
 }
 
 // Cluster checks, after the generated checks, what the specification cannot say of a cluster
@@ -53,8 +50,8 @@ func (v *Checker) clusterProperties(doc any, r ClusterRules) {
 	}
 	mirrors, _ := at("properties.imageDigestMirrors").([]profiles.ImageDigestMirror) // none before 2025-12-23-preview
 	v.ImageDigestMirrors(mirrors)
-	if at("properties.dns") != nil {
-		v.BaseDomainPrefix(strAt(doc, "properties.dns.baseDomainPrefix"))
+	if d := armpath.As[profiles.DNSProfile](doc, "properties.dns"); d != nil {
+		v.DNS(d)
 	}
 	if n := armpath.As[profiles.NetworkProfile](doc, "properties.network"); n != nil {
 		v.Network(n)
@@ -71,8 +68,8 @@ func (v *Checker) clusterProperties(doc any, r ClusterRules) {
 	if at("properties.etcd.dataEncryption") != nil {
 		v.etcd(doc, r)
 	}
-	if at("properties.clusterImageRegistry") != nil {
-		v.Enum(strAt(doc, "properties.clusterImageRegistry.state"), "properties.clusterImageRegistry.state", r.ImageRegistryStates...)
+	if ir := armpath.As[profiles.ClusterImageRegistryProfile](doc, "properties.clusterImageRegistry"); ir != nil {
+		v.ImageRegistry(ir)
 	}
 }
 

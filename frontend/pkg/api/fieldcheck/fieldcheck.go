@@ -24,10 +24,9 @@ const (
 	TypeIdentity = "Microsoft.ManagedIdentity/userAssignedIdentities"
 )
 
-var (
-	baseDomainPrefixRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	resourceGroupRE    = regexp.MustCompile(`^[-\w._()]{1,90}$`)
-)
+// resourceGroupRE is ARM's rule for a resource group's name, which the specification does not
+// state for managedResourceGroup (a plain string there).
+var resourceGroupRE = regexp.MustCompile(`^[-\w._()]{1,90}$`)
 
 // Checker collects every problem with its field path, so the caller learns all of them at once.
 type Checker struct {
@@ -102,6 +101,13 @@ func (v *Checker) RangeInt(p *int32, target string, lo, hi int64) {
 	}
 }
 
+// AtLeast checks that a present value is at least lo.
+func (v *Checker) AtLeast(p *int32, target string, lo int64) {
+	if p != nil && int64(*p) < lo {
+		v.Add(target, "Invalid value '%d' for field '%s' (must be at least %d).", *p, target, lo)
+	}
+}
+
 // Length checks a required string of 1 to 255 characters.
 func (v *Checker) Length(p *string, target string) {
 	if v.Required(p != nil, target) && (len(*p) < 1 || len(*p) > 255) {
@@ -133,26 +139,22 @@ func (v *Checker) CIDR(p *string, target string) {
 	}
 }
 
-// BaseDomainPrefix checks properties.dns.baseDomainPrefix.
-func (v *Checker) BaseDomainPrefix(p *string) {
-	if p == nil {
-		return
-	}
-	if s := *p; len(s) > 15 || !baseDomainPrefixRE.MatchString(s) {
-		v.Add("properties.dns.baseDomainPrefix", "Invalid value '%s' for field 'properties.dns.baseDomainPrefix': at most 15 lowercase letters, digits and '-', starting with a letter.", s)
-	}
+// DNS checks properties.dns: all its rules (baseDomainPrefix's length and form) are the
+// specification's, generated (zz_generated_shared.go).
+func (v *Checker) DNS(d *profiles.DNSProfile) {
+	specDNSProfile(v, d, "properties.dns")
 }
 
-// Network checks the structure of properties.network: its enum and that each CIDR block is
-// one. CIDR syntax stays here because it is the property's type (a string that is not a CIDR
-// block is no more a pod network than a misspelt enum value is a network type), and every
-// api-version's specification describes it so. What the values mean together (a hostPrefix
+// Network checks the structure of properties.network: its enum (generated) and that each CIDR
+// block is one. CIDR syntax stays here because it is the property's type (a string that is not
+// a CIDR block is no more a pod network than a misspelt enum value is a network type), and
+// every api-version's specification describes it so. What the values mean together (a hostPrefix
 // within the pod network and the range OpenShift on Azure takes, three blocks that do not
 // overlap) is Cluster Service's rule, checked once there (model.ValidateClusterSpec) on the
 // spec it has defaulted; its refusal reaches the caller as a 400 naming the ARM field
 // (fieldViolations).
 func (v *Checker) Network(n *profiles.NetworkProfile) {
-	v.Enum(n.NetworkType, "properties.network.networkType", api.NetworkTypeOVNKubernetes, api.NetworkTypeOther)
+	specNetworkProfile(v, n, "properties.network")
 	v.CIDR(n.PodCIDR, "properties.network.podCidr")
 	v.CIDR(n.ServiceCIDR, "properties.network.serviceCidr")
 	v.CIDR(n.MachineCIDR, "properties.network.machineCidr")
@@ -164,12 +166,12 @@ func (v *Checker) Network(n *profiles.NetworkProfile) {
 	}
 }
 
-// API checks properties.api.
+// API checks properties.api: the specification's rules (generated), then that each authorized
+// CIDR is an IPv4 address or CIDR block, which the specification's plain string cannot say.
 func (v *Checker) API(a *profiles.APIProfile) {
 	authorizedCIDRs := a.AuthorizedCIDRs
-	v.Enum(a.Visibility, "properties.api.visibility", api.VisibilityPublic, api.VisibilityPrivate)
-	if len(authorizedCIDRs) > 500 {
-		v.Add("properties.api.authorizedCidrs", "At most 500 entries are allowed in 'properties.api.authorizedCidrs', not %d.", len(authorizedCIDRs))
+	specAPIProfile(v, a, "properties.api")
+	if len(authorizedCIDRs) > specMaxItemsAPIProfileAuthorizedCIDRs {
 		return // the entries of a list too long are not checked one by one
 	}
 	for i, c := range authorizedCIDRs {
@@ -184,15 +186,20 @@ func (v *Checker) API(a *profiles.APIProfile) {
 	}
 }
 
-// Autoscaling checks the bounded fields of properties.autoscaling.
+// Autoscaling checks properties.autoscaling: all its rules (the fields' minimums) are the
+// specification's, generated.
 func (v *Checker) Autoscaling(a *profiles.ClusterAutoscalingProfile) {
-	const maxI32 = 1<<31 - 1
-	v.RangeInt(a.MaxNodesTotal, "properties.autoscaling.maxNodesTotal", 0, maxI32)
-	v.RangeInt(a.MaxPodGracePeriodSeconds, "properties.autoscaling.maxPodGracePeriodSeconds", 0, maxI32)
-	v.RangeInt(a.MaxNodeProvisionTimeSeconds, "properties.autoscaling.maxNodeProvisionTimeSeconds", 0, maxI32)
+	specClusterAutoscalingProfile(v, a, "properties.autoscaling")
 }
 
-// ManagedResourceGroup checks properties.platform.managedResourceGroup.
+// ImageRegistry checks properties.clusterImageRegistry: all its rules (state's enum) are the
+// specification's, generated.
+func (v *Checker) ImageRegistry(r *profiles.ClusterImageRegistryProfile) {
+	specClusterImageRegistryProfile(v, r, "properties.clusterImageRegistry")
+}
+
+// ManagedResourceGroup checks properties.platform.managedResourceGroup against ARM's rule for a
+// resource group's name (the specification states none: its type is a plain string).
 func (v *Checker) ManagedResourceGroup(p *string) {
 	if p != nil && (!resourceGroupRE.MatchString(*p) || strings.HasSuffix(*p, ".")) {
 		v.Add("properties.platform.managedResourceGroup", "Invalid value '%s' for field 'properties.platform.managedResourceGroup': not a valid resource group name.", *p)
@@ -203,7 +210,10 @@ func (v *Checker) ManagedResourceGroup(p *string) {
 const OperatorIdentitiesPath = "properties.platform.operatorsAuthentication.userAssignedIdentities"
 
 // OperatorsAuthentication checks properties.platform.operatorsAuthentication, which is
-// required (oa is nil when it is absent).
+// required (oa is nil when it is absent). Its required properties are the specification's,
+// written here rather than generated because each guards the resource ID checks of what it
+// holds (UserAssignedIdentityResourceId's type, which the specification names but cannot check),
+// in the order a caller has always been answered.
 func (v *Checker) OperatorsAuthentication(oa *profiles.OperatorsAuthenticationProfile) {
 	if !v.Required(oa != nil, "properties.platform.operatorsAuthentication") {
 		return
@@ -231,7 +241,10 @@ func (v *Checker) OperatorsAuthentication(oa *profiles.OperatorsAuthenticationPr
 
 // Identity checks the resource's identity (nil when the body has none), and that the
 // operators' identities (nil when the body has none) are assigned to the cluster: control
-// plane operators and the service managed identity act as the cluster.
+// plane operators and the service managed identity act as the cluster. The type's enum is ARM's
+// common ManagedServiceIdentityType, written here rather than generated: that definition also
+// requires type, which a cluster body has never been held to (an identity without one is
+// accepted), so generating its checks would change answers.
 func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profiles.UserAssignedIdentitiesProfile) {
 	present := id != nil
 	var assignedIDs map[string]*profiles.UserAssignedIdentity
@@ -268,38 +281,10 @@ func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profi
 	}
 }
 
-// ImageDigestMirrors checks properties.imageDigestMirrors.
+// ImageDigestMirrors checks properties.imageDigestMirrors: all its rules (the list's length,
+// each entry's source and mirrors, a source given once) are the specification's, generated.
 func (v *Checker) ImageDigestMirrors(mirrors []profiles.ImageDigestMirror) {
-	const base = "properties.imageDigestMirrors"
-	if len(mirrors) > 240 {
-		v.Add(base, "At most 240 entries are allowed in '%s', not %d.", base, len(mirrors))
-		return // the entries of a list too long are not checked one by one
-	}
-	seen := map[string]bool{}
-	for i, m := range mirrors {
-		if v.Full() {
-			return
-		}
-		at := fmt.Sprintf("%s[%d]", base, i)
-		if v.Required(m.Source != nil, at+".source") {
-			if len(*m.Source) > 255 {
-				v.Add(at+".source", "Field '%s' must be at most 255 characters long.", at+".source")
-			}
-			// x-ms-identifiers: source identifies an entry.
-			if seen[*m.Source] {
-				v.Add(at+".source", "The source '%s' appears more than once in '%s'.", *m.Source, base)
-			}
-			seen[*m.Source] = true
-		}
-		if v.Required(m.Mirrors != nil, at+".mirrors") && (len(m.Mirrors) < 1 || len(m.Mirrors) > 255) {
-			v.Add(at+".mirrors", "Field '%s' must have 1 to 255 entries, not %d.", at+".mirrors", len(m.Mirrors))
-		}
-		for j, mirror := range m.Mirrors {
-			if len(mirror) > 255 {
-				v.Add(fmt.Sprintf("%s.mirrors[%d]", at, j), "Each mirror must be at most 255 characters long.")
-			}
-		}
-	}
+	specHcpOpenShiftClusterPropertiesImageDigestMirrors(v, mirrors, "properties.imageDigestMirrors")
 }
 
 // SortedKeys returns m's keys in order, so errors come out in a stable order.

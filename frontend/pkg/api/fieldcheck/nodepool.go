@@ -27,7 +27,12 @@ type NodePoolRules struct {
 }
 
 // NodePool checks the node pool properties shared by every api-version in doc, the body decoded
-// into the version's type (each property found by its path, armpath.Lookup).
+// into the version's type (each property found by its path, armpath.Lookup). The checks of its
+// shared profiles (autoScaling, each taint) are generated (zz_generated_shared.go); the bounds
+// of the version-local properties are still hand-written, since the versions' generated node
+// pool checks would change answers (docs/architecture.md), and a label key is checked for being
+// given once, which is meaning (Kubernetes labels are a map), not the key and value pair its
+// x-ms-identifiers name.
 func (v *Checker) NodePool(doc any, r NodePoolRules) {
 	at := func(path string) any { return armpath.Lookup(doc, path) }
 	if ver := at("properties.version"); ver != nil {
@@ -64,10 +69,9 @@ func (v *Checker) NodePool(doc any, r NodePoolRules) {
 	// The specification's structural bound only: how many nodes a pool may have, and that
 	// replicas and autoScaling exclude each other, are Cluster Service's rule (its model
 	// package), which refuses with the field's path.
-	v.notNegative(int32At(doc, "properties.replicas"), "properties.replicas")
+	v.AtLeast(int32At(doc, "properties.replicas"), "properties.replicas", 0)
 	if a := armpath.As[profiles.NodePoolAutoScaling](doc, "properties.autoScaling"); a != nil {
-		v.notNegative(a.Min, "properties.autoScaling.min")
-		v.notNegative(a.Max, "properties.autoScaling.max")
+		specNodePoolAutoScaling(v, a, "properties.autoScaling")
 	}
 	labels := armpath.Elements(at("properties.labels"))
 	seen := map[string]bool{}
@@ -83,21 +87,8 @@ func (v *Checker) NodePool(doc any, r NodePoolRules) {
 			seen[*key] = true
 		}
 	}
-	taints := armpath.Elements(at("properties.taints"))
-	for i, t := range taints {
-		if v.Full() {
-			break
-		}
-		base := fmt.Sprintf("properties.taints[%d]", i)
-		if key := strAt(t, "key"); v.Required(key != nil, base+".key") && (len(*key) < 1 || len(*key) > 316) {
-			v.Add(base+".key", "Field '%s.key' must be 1 to 316 characters long.", base)
-		}
-		if value := strAt(t, "value"); value != nil && len(*value) > 63 {
-			v.Add(base+".value", "Field '%s.value' must be at most 63 characters long.", base)
-		}
-		if effect := strAt(t, "effect"); v.Required(effect != nil, base+".effect") {
-			v.Enum(effect, base+".effect", "NoSchedule", "PreferNoSchedule", "NoExecute")
-		}
+	if taints := armpath.As[[]profiles.Taint](doc, "properties.taints"); taints != nil {
+		specNodePoolPropertiesTaints(v, *taints, "properties.taints")
 	}
 	// nodeDrainTimeoutMinutes has no bound in a node pool's specification (a cluster's has):
 	// 0-10080 is Cluster Service's rule (model.ValidateDrainTimeout), which refuses with the
@@ -118,13 +109,6 @@ func int32At(doc any, path string) *int32 {
 		return &n
 	}
 	return nil
-}
-
-// notNegative is the specification's "minimum: 0".
-func (v *Checker) notNegative(p *int32, target string) {
-	if p != nil && *p < 0 {
-		v.Add(target, "Invalid value '%d' for field '%s' (must be at least 0).", *p, target)
-	}
 }
 
 // NodePoolIdentity checks a node pool's identity block: only its type has constraints in the

@@ -15,7 +15,7 @@ var cluster = codec.Cluster[HcpOpenShiftCluster]{
 	// version.id is optional (required from 2025-12-23-preview on); there is no vnet
 	// integration subnet and no KMS key vault visibility (both came with 2025-12-23-preview);
 	// keyManagementMode has PlatformManaged, its default.
-	Rules: fieldcheck.ClusterRules{PlatformManagedKey: true, ImageRegistryStates: ClusterImageRegistryStateValues},
+	Rules: fieldcheck.ClusterRules{PlatformManagedKey: true},
 	// Every field this version requires, it required from the start, so a write to a stored
 	// cluster is checked as a create.
 	CheckAsCreate: true,

@@ -17,7 +17,7 @@ var cluster = codec.Cluster[HcpOpenShiftCluster]{
 	// keyManagementMode still has PlatformManaged, its default.
 	Rules: fieldcheck.ClusterRules{
 		VersionIDRequiredSince: true, VnetIntegrationSubnet: true, PlatformManagedKey: true,
-		KMSVisibility: KeyVaultVisibilityValues, ImageRegistryStates: ClusterImageRegistryStateValues,
+		KMSVisibility: KeyVaultVisibilityValues,
 	},
 	KeepStored: keepNewer,
 }

@@ -21,7 +21,7 @@ func SameSchema(apiVersion string) api.Version {
 		// without etcd.dataEncryption gets), so there is no PlatformManaged rule.
 		Rules: fieldcheck.ClusterRules{
 			VersionIDRequiredSince: true, VnetIntegrationSubnet: true,
-			KMSVisibility: KeyVaultVisibilityValues, ImageRegistryStates: ClusterImageRegistryStateValues,
+			KMSVisibility: KeyVaultVisibilityValues,
 		},
 	}
 }
