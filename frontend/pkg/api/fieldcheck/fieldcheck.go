@@ -250,7 +250,10 @@ func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profi
 	var assignedIDs map[string]*profiles.UserAssignedIdentity
 	if present {
 		assignedIDs = id.UserAssignedIdentities
-		v.Enum(id.Type, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
+		// ARM's ManagedServiceIdentity (common types) requires type.
+		if v.Required(id.Type != nil, "identity.type") {
+			v.Enum(id.Type, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
+		}
 		for _, k := range SortedKeys(assignedIDs) {
 			v.ArmID(k, fmt.Sprintf("identity.userAssignedIdentities[%s]", k), TypeIdentity)
 		}
