@@ -75,4 +75,11 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", want, after)
 		}
 	}
+	// A method of the caller's own, sent without a credential, adds no series of its own: the
+	// method is any token a caller sends.
+	e.call(t, "", "NOCERT1", "/admin/v1/shards", "")
+	e.call(t, "", "NOCERT2", "/x", "")
+	if after = scrape(t); strings.Contains(after, "NOCERT") || !strings.Contains(after, `method="other"`) {
+		t.Errorf("metrics take a method of the caller's own as a label:\n%s", after)
+	}
 }

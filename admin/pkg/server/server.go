@@ -30,6 +30,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/httplabel"
 )
 
 // AuditLog is where every call is recorded (audit.Log).
@@ -317,7 +318,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		start, outcome := time.Now(), ""
 		sr := &statusRecorder{ResponseWriter: w}
 		w = sr
-		defer func() { s.metrics.observe(rt.pattern, r.Method, sr.code(), outcome, time.Since(start)) }()
+		defer func() {
+			s.metrics.observe(rt.pattern, httplabel.Method(r.Method), sr.code(), outcome, time.Since(start))
+		}()
 		log := s.cfg.Logger.With("requestID", requestID, "correlationRequestID", correlationID, "route", rt.pattern)
 
 		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: cut(r.URL.Path, maxPath),

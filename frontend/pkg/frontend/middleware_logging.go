@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/httplabel"
 )
 
 // statusRecorder remembers the status written, for logs, metrics and the panic handler.
@@ -44,7 +46,7 @@ func (s *Server) middlewareLogging(w http.ResponseWriter, r *http.Request, next 
 	if route == "" {
 		route = "unmatched"
 	}
-	s.metrics.observe(route, r.Method, strconv.Itoa(rec.status), elapsed)
+	s.metrics.observe(route, httplabel.Method(r.Method), strconv.Itoa(rec.status), elapsed)
 	level := ri.log.Info
 	if rec.status >= 500 {
 		level = ri.log.Error

@@ -63,6 +63,25 @@ func TestMiddleware(t *testing.T) {
 		}
 	})
 
+	t.Run("a_method_of_the_callers_own_adds_no_series", func(t *testing.T) {
+		// The method is any token a caller sends, before any credential is checked: each
+		// distinct one must not become a series of its own.
+		for _, m := range []string{"NOCERT1", "NOCERT2", "get"} {
+			e.do(m, "/x", nil, nil)
+		}
+		rec := httptest.NewRecorder()
+		e.srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		body, _ := io.ReadAll(rec.Body)
+		for _, m := range []string{"NOCERT1", "NOCERT2", `"get"`} {
+			if strings.Contains(string(body), m) {
+				t.Errorf("metrics have a series for the method %s", m)
+			}
+		}
+		if !strings.Contains(string(body), `method="other"`) {
+			t.Errorf("metrics lack method=\"other\":\n%.2000s", body)
+		}
+	})
+
 	t.Run("metrics_count_requests_by_route_and_code", func(t *testing.T) {
 		rec := httptest.NewRecorder()
 		e.srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
