@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
@@ -48,11 +49,30 @@ func (e *CloudError) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.StatusCode, e.Code, e.Message)
 }
 
-// NewCloudError builds a CloudError with a formatted message.
+// MaxErrorTextLen is the most bytes of a message or a target NewCloudError keeps. Both may
+// repeat what the caller sent (a value, a map key), which is bounded only by the body's size:
+// the rest is cut, so a refusal is never larger than what it refuses, in the answer or in the
+// log line that records it.
+const MaxErrorTextLen = 1024
+
+// NewCloudError builds a CloudError with a formatted message, its message and target clipped to
+// MaxErrorTextLen.
 func NewCloudError(status int, code, target, format string, args ...any) *CloudError {
 	return &CloudError{StatusCode: status, CloudErrorBody: armdoc.CloudErrorBody{
-		Code: code, Message: fmt.Sprintf(format, args...), Target: target,
+		Code: code, Message: clip(fmt.Sprintf(format, args...)), Target: clip(target),
 	}}
+}
+
+// clip is s, or its first MaxErrorTextLen bytes (on a character boundary) and how much was cut.
+func clip(s string) string {
+	if len(s) <= MaxErrorTextLen {
+		return s
+	}
+	n := MaxErrorTextLen
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d characters cut)", s[:n], utf8.RuneCountInString(s[n:]))
 }
 
 // Multiple folds several field errors into one 400 MultipleErrorsOccurred, or returns the only

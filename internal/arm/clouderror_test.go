@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestWriteCloudError(t *testing.T) {
@@ -62,5 +64,39 @@ func TestSystemData(t *testing.T) {
 	m := sd.Merge(&SystemData{CreatedBy: "other", LastModifiedBy: "c@d", LastModifiedByType: "Application", LastModifiedAt: &later})
 	if m.CreatedBy != "a@b" || m.LastModifiedBy != "c@d" || !m.LastModifiedAt.Equal(later) {
 		t.Fatalf("merge kept %+v", m)
+	}
+}
+
+// TestNewCloudErrorClipsWhatACallerSent: a message or target that repeats a value the caller sent
+// (a 3 MB base domain prefix, a 100,000-digit number) is cut, so a refusal is never larger than
+// what it refuses, in the answer or in the log line that records it; a usual one is as formatted.
+func TestNewCloudErrorClipsWhatACallerSent(t *testing.T) {
+	huge := strings.Repeat("a", 3<<20)
+	for _, tc := range []struct {
+		name, target, value string
+		cut                 bool
+	}{
+		{"usual", "properties.dns.baseDomainPrefix", "abc", false},
+		{"at_the_limit", strings.Repeat("t", MaxErrorTextLen), strings.Repeat("m", MaxErrorTextLen-len("Invalid value ''.")), false},
+		{"huge_value", "properties.dns.baseDomainPrefix", huge, true},
+		{"huge_target", "tags[" + huge + "]", "x", true},
+		{"multibyte", "t", strings.Repeat("é", MaxErrorTextLen), true},
+	} {
+		e := NewCloudError(400, CodeInvalidRequestContent, tc.target, "Invalid value '%s'.", tc.value)
+		whole := fmt.Sprintf("Invalid value '%s'.", tc.value)
+		if !tc.cut {
+			if e.Message != whole || e.Target != tc.target {
+				t.Errorf("%s: changed: %.80q %.80q", tc.name, e.Message, e.Target)
+			}
+			continue
+		}
+		for _, s := range []string{e.Message, e.Target} {
+			if len(s) > MaxErrorTextLen+64 || !utf8.ValidString(s) {
+				t.Errorf("%s: %d bytes (valid UTF-8 %v), want at most about %d", tc.name, len(s), utf8.ValidString(s), MaxErrorTextLen)
+			}
+		}
+		if len(whole) > MaxErrorTextLen && !strings.Contains(e.Message, "characters cut") {
+			t.Errorf("%s: the message does not say it was cut: %.120q", tc.name, e.Message)
+		}
 	}
 }

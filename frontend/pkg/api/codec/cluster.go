@@ -66,6 +66,7 @@ func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api
 	v := &fieldcheck.Checker{Stored: stored}
 	cv.Spec.ValidateSpec(&ext, v, "")
 	v.Cluster(&ext, cv.Rules)
+	v.Tags(tags(&ext))
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

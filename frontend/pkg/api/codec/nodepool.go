@@ -44,6 +44,7 @@ func (n NodePool[T]) DecodeNodePool(body []byte, stored *api.NodePool) (*api.Nod
 	v.NodePool(&ext, rules)
 	identity := armpath.As[profiles.ManagedServiceIdentity](&ext, "identity")
 	v.NodePoolIdentity(identity)
+	v.Tags(tags(&ext))
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

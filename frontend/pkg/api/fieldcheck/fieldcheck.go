@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
@@ -298,4 +299,43 @@ func SortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Azure Resource Manager's limits on a resource's tags. ARM enforces them before a request
+// reaches a resource provider; the frontend, which serves here without ARM in front of it,
+// enforces them too (Tags), so no caller stores more than ARM would let through.
+const (
+	MaxTags        = 50
+	MaxTagNameLen  = 512
+	MaxTagValueLen = 256
+	// tagNameForbidden are the characters ARM refuses in a tag's name.
+	tagNameForbidden = `<>%&\?/`
+)
+
+// Tags checks a resource's tags against ARM's limits: at most MaxTags, each name 1 to
+// MaxTagNameLen characters without tagNameForbidden, each value at most MaxTagValueLen, and no
+// two names differing only in case (ARM's tag names are case-insensitive).
+func (v *Checker) Tags(tags map[string]string) {
+	if len(tags) > MaxTags {
+		v.Add("tags", "At most %d tags are allowed, not %d.", MaxTags, len(tags))
+		return
+	}
+	seen := map[string]string{}
+	for _, k := range SortedKeys(tags) {
+		switch n := utf8.RuneCountInString(k); {
+		case n < 1 || n > MaxTagNameLen:
+			v.Add("tags", "A tag name must be 1 to %d characters long, not %d.", MaxTagNameLen, n)
+			continue
+		case strings.ContainsAny(k, tagNameForbidden):
+			v.Add("tags", "The tag name '%s' has a character tag names cannot have (%s).", k, tagNameForbidden)
+			continue
+		}
+		if other, ok := seen[strings.ToLower(k)]; ok {
+			v.Add("tags", "The tag names '%s' and '%s' differ only in case; tag names are case-insensitive.", other, k)
+		}
+		seen[strings.ToLower(k)] = k
+		if n := utf8.RuneCountInString(tags[k]); n > MaxTagValueLen {
+			v.Add(fmt.Sprintf("tags[%s]", k), "A tag value must be at most %d characters long, not %d.", MaxTagValueLen, n)
+		}
+	}
 }
