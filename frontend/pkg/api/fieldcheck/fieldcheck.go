@@ -251,10 +251,7 @@ func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profi
 	var assignedIDs map[string]*profiles.UserAssignedIdentity
 	if present {
 		assignedIDs = id.UserAssignedIdentities
-		// ARM's ManagedServiceIdentity (common types) requires type.
-		if v.Required(id.Type != nil, "identity.type") {
-			v.Enum(id.Type, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
-		}
+		v.identityType(id)
 		for _, k := range SortedKeys(assignedIDs) {
 			v.ArmID(k, fmt.Sprintf("identity.userAssignedIdentities[%s]", k), TypeIdentity)
 		}
@@ -337,5 +334,15 @@ func (v *Checker) Tags(tags map[string]string) {
 		if n := utf8.RuneCountInString(tags[k]); n > MaxTagValueLen {
 			v.Add(fmt.Sprintf("tags[%s]", k), "A tag value must be at most %d characters long, not %d.", MaxTagValueLen, n)
 		}
+	}
+}
+
+// identityType checks an identity block's type: required (ARM's ManagedServiceIdentity, common
+// types, requires it) and one of ARM's four. User-assigned identities beside None or
+// SystemAssigned are taken as the specification's own examples send them (NodePools_Update's
+// maximum set: type None with userAssignedIdentities), not refused as ARM itself would.
+func (v *Checker) identityType(id *profiles.ManagedServiceIdentity) {
+	if v.Required(id.Type != nil, "identity.type") {
+		v.Enum(id.Type, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
 	}
 }

@@ -117,7 +117,5 @@ func (v *Checker) NodePoolIdentity(id *profiles.ManagedServiceIdentity) {
 	if id == nil {
 		return
 	}
-	if v.Required(id.Type != nil, "identity.type") {
-		v.Enum(id.Type, "identity.type", "None", "SystemAssigned", "UserAssigned", "SystemAssigned,UserAssigned")
-	}
+	v.identityType(id)
 }
