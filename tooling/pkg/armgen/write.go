@@ -63,11 +63,19 @@ func Generate(specRoot string) ([]File, error) {
 	if err := checkRuleKeys(pkgs); err != nil {
 		return nil, err
 	}
-	shared, err := sharedFile(pkgs)
+	bs, err := newestBounds(specRoot, Bounds)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, File{Path: "frontend/pkg/api/fieldcheck/zz_generated_shared.go", Content: shared}), nil
+	bf, err := boundsFile(Versions[len(Versions)-1].APIVersion, bs)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := sharedFile(pkgs, bs)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, File{Path: "frontend/pkg/api/fieldcheck/zz_generated_shared.go", Content: shared}, File{Path: boundsPath, Content: bf}), nil
 }
 
 // Write writes files under root.
