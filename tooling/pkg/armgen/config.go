@@ -136,8 +136,9 @@ var atLeast = map[string]bool{"NodePoolAutoScaling.min": true, "NodePoolAutoScal
 // valueWords say in words what a string property's pattern (and length) allow, keyed
 // "Definition.property": the generated check takes both as one rule and answers
 // "Invalid value '<value>' for field '<path>': <words>." instead of quoting the expression.
+// {maxLength} in the words is the property's maxLength in the specification.
 var valueWords = map[string]string{
-	"DnsProfile.baseDomainPrefix": "at most 15 lowercase letters, digits and '-', starting with a letter",
+	"DnsProfile.baseDomainPrefix": "at most {maxLength} lowercase letters, digits and '-', starting with a letter",
 }
 
 // Bounds are the structural bounds of the newest api-version's specification that hand-written
