@@ -81,6 +81,9 @@ func Generate(specRoot string) ([]File, error) {
 // Write writes files under root.
 func Write(root string, files []File) error {
 	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, filepath.FromSlash(f.Path))), 0o755); err != nil {
+			return fmt.Errorf("create the directory of a generated file: %w", err)
+		}
 		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(f.Path)), f.Content, 0o644); err != nil {
 			return fmt.Errorf("write generated file: %w", err)
 		}
