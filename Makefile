@@ -196,8 +196,8 @@ verify: verify-config verify-charts verify-generate verify-fmt
 
 .PHONY: verify-generate
 verify-generate: generate
-	@git diff --exit-code -- cluster-service/api dev-infrastructure/mgmtcluster/crds ':(glob)**/values.schema.json' ':(glob)frontend/pkg/api/**/zz_generated_*.go' || (echo "generated code is stale: run make generate and commit" && exit 1)
-	@new=$$(git ls-files --others --exclude-standard -- ':(glob)**/values.schema.json' ':(glob)frontend/pkg/api/**/zz_generated_*.go'); [ -z "$$new" ] || (echo "generated but not committed: $$new" && exit 1)
+	@git diff --exit-code -- cluster-service/api dev-infrastructure/mgmtcluster/crds ':(glob)**/values.schema.json' ':(glob)frontend/pkg/api/**/zz_generated_*.go' ':(glob)internal/armspec/**/zz_generated_*.go' || (echo "generated code is stale: run make generate and commit" && exit 1)
+	@new=$$(git ls-files --others --exclude-standard -- ':(glob)**/values.schema.json' ':(glob)frontend/pkg/api/**/zz_generated_*.go' ':(glob)internal/armspec/**/zz_generated_*.go'); [ -z "$$new" ] || (echo "generated but not committed: $$new" && exit 1)
 
 .PHONY: verify-fmt
 verify-fmt:

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -8,26 +9,24 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/armspec/bounds"
 )
 
 // The cluster's configuration: the fields besides version and network that reach the
 // HostedCluster, some of which UpdateCluster may change. Create and update validate them with
 // the same functions, so a value accepted once is accepted again.
 
-const (
-	maxAuthorizedCIDRs      = 500 // ARM maxItems; HyperShift allowedCIDRBlocks maxItems
-	maxImageDigestMirrors   = 240 // ARM maxItems
-	maxMirrorsPerSource     = 255 // ARM and HyperShift maxItems
-	maxImageRepositoryLen   = 255 // ARM and HyperShift maxLength
-	maxNodeDrainTimeoutMins = 10080
-)
+// The bounds of the configuration are the ARM specification's, read from package bounds (the
+// newest api-version's, generated from the specification). HyperShift allows as much: its
+// allowedCIDRBlocks has the same maxItems, an image digest mirror the same maxItems and maxLength.
 
 var (
 	// host[:port][/namespace...][/repo], and for a source also *.host (containers-registries.conf).
 	imageRepositoryRE = regexp.MustCompile(`^[a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*$`)
 	// dns.baseDomainPrefix in the ARM spec.
-	baseDomainPrefixRE = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	keyVersionRE       = regexp.MustCompile(`^[A-Za-z0-9-]{1,255}$`)
+	baseDomainPrefixRE = regexp.MustCompile(bounds.DNSProfileBaseDomainPrefixPattern)
+	// A Key Vault key version's characters, at most the ARM spec's KmsKey.version maxLength of them.
+	keyVersionRE = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z0-9-]{1,%d}$`, bounds.KmsKeyVersionMaxLength))
 )
 
 // ValidateConfig checks the configuration of a spec being created; prefix is the spec's path.
@@ -38,8 +37,9 @@ func ValidateConfig(v *Violations, prefix string, s *csv1.ClusterSpec) {
 	validateImageDigestMirrors(v, prefix+".image_digest_mirrors", s.GetImageDigestMirrors())
 	OneOf(v, prefix+".ingress_visibility", s.GetIngressVisibility(), "Public", "Private", "Disabled")
 	OneOf(v, prefix+".crypto_restrictions", s.GetCryptoRestrictions(), "None", "FIPS")
-	if p := s.GetDnsBaseDomainPrefix(); p != "" && (len(p) > 15 || !baseDomainPrefixRE.MatchString(p)) {
-		v.Add(prefix+".dns_base_domain_prefix", "must be 1-15 characters of [a-z0-9-], starting with a letter and not ending with '-', not %q", p)
+	if p := s.GetDnsBaseDomainPrefix(); p != "" && (len(p) > bounds.DNSProfileBaseDomainPrefixMaxLength || !baseDomainPrefixRE.MatchString(p)) {
+		v.Add(prefix+".dns_base_domain_prefix", "must be 1-%d characters of [a-z0-9-], starting with a letter and not ending with '-', not %q",
+			bounds.DNSProfileBaseDomainPrefixMaxLength, p)
 	}
 	if vis := s.GetEtcdEncryptionKeyVaultVisibility(); vis != "" {
 		OneOf(v, prefix+".etcd_encryption_key_vault_visibility", vis, "Public", "Private")
@@ -89,14 +89,15 @@ func validateAutoscaling(v *Violations, field string, a *csv1.ClusterAutoscaling
 
 // ValidateDrainTimeout checks a node drain timeout in minutes (a cluster's or a node pool's).
 func ValidateDrainTimeout(v *Violations, field string, m int32) {
-	if m < 0 || m > maxNodeDrainTimeoutMins {
-		v.Add(field, "must be between 0 and %d minutes, not %d", maxNodeDrainTimeoutMins, m)
+	lo, hi := int32(bounds.HcpOpenShiftClusterPropertiesNodeDrainTimeoutMinutesMinimum), int32(bounds.HcpOpenShiftClusterPropertiesNodeDrainTimeoutMinutesMaximum)
+	if m < lo || m > hi {
+		v.Add(field, "must be between %d and %d minutes, not %d", lo, hi, m)
 	}
 }
 
 func validateAuthorizedCIDRs(v *Violations, field string, cidrs []string) {
-	if len(cidrs) > maxAuthorizedCIDRs {
-		v.Add(field, "must have at most %d entries, not %d", maxAuthorizedCIDRs, len(cidrs))
+	if len(cidrs) > bounds.APIProfileAuthorizedCIDRsMaxItems {
+		v.Add(field, "must have at most %d entries, not %d", bounds.APIProfileAuthorizedCIDRsMaxItems, len(cidrs))
 		return
 	}
 	seen := map[string]bool{}
@@ -114,18 +115,18 @@ func validateAuthorizedCIDRs(v *Violations, field string, cidrs []string) {
 }
 
 func validateImageDigestMirrors(v *Violations, field string, ms []*csv1.ImageDigestMirror) {
-	if len(ms) > maxImageDigestMirrors {
-		v.Add(field, "must have at most %d entries, not %d", maxImageDigestMirrors, len(ms))
+	if len(ms) > bounds.HcpOpenShiftClusterPropertiesImageDigestMirrorsMaxItems {
+		v.Add(field, "must have at most %d entries, not %d", bounds.HcpOpenShiftClusterPropertiesImageDigestMirrorsMaxItems, len(ms))
 		return
 	}
 	sources := map[string]bool{}
 	for i, m := range ms {
 		f := Indexed(field, i)
 		src := m.GetSource()
-		// The length bound (the ARM spec's ImageRepository maxLength) is the whole source's,
-		// the wildcard's "*." included.
-		if len(src) > maxImageRepositoryLen || !validImageRepository(strings.TrimPrefix(src, "*.")) {
-			v.Add(f+".source", "must be host[:port][/namespace...][/repo] or *.host of at most %d characters, not %q", maxImageRepositoryLen, src)
+		// The length bound (the ARM spec's source maxLength, ImageRepository's) is the whole
+		// source's, the wildcard's "*." included.
+		if len(src) > bounds.ImageDigestMirrorSourceMaxLength || !imageRepositoryRE.MatchString(strings.TrimPrefix(src, "*.")) {
+			v.Add(f+".source", "must be host[:port][/namespace...][/repo] or *.host of at most %d characters, not %q", bounds.ImageDigestMirrorSourceMaxLength, src)
 		} else if strings.HasPrefix(src, "*.") && strings.Contains(src, "/") {
 			v.Add(f+".source", "a wildcard source (*.host) has no path, not %q", src)
 		}
@@ -136,13 +137,13 @@ func validateImageDigestMirrors(v *Violations, field string, ms []*csv1.ImageDig
 		switch n := len(m.GetMirrors()); {
 		case n == 0:
 			v.Add(f+".mirrors", "must have at least one mirror")
-		case n > maxMirrorsPerSource:
-			v.Add(f+".mirrors", "must have at most %d mirrors, not %d", maxMirrorsPerSource, n)
+		case n > bounds.ImageDigestMirrorMirrorsMaxItems:
+			v.Add(f+".mirrors", "must have at most %d mirrors, not %d", bounds.ImageDigestMirrorMirrorsMaxItems, n)
 		}
 		seen := map[string]bool{}
 		for j, mir := range m.GetMirrors() {
-			if !validImageRepository(mir) {
-				v.Add(Indexed(f+".mirrors", j), "must be host[:port][/namespace...][/repo] of at most %d characters, not %q", maxImageRepositoryLen, mir)
+			if len(mir) > bounds.ImageDigestMirrorMirrorsItemsMaxLength || !imageRepositoryRE.MatchString(mir) {
+				v.Add(Indexed(f+".mirrors", j), "must be host[:port][/namespace...][/repo] of at most %d characters, not %q", bounds.ImageDigestMirrorMirrorsItemsMaxLength, mir)
 			}
 			if seen[mir] {
 				v.Add(Indexed(f+".mirrors", j), "%q is listed twice", mir)
@@ -150,10 +151,6 @@ func validateImageDigestMirrors(v *Violations, field string, ms []*csv1.ImageDig
 			seen[mir] = true
 		}
 	}
-}
-
-func validImageRepository(s string) bool {
-	return len(s) <= maxImageRepositoryLen && imageRepositoryRE.MatchString(s)
 }
 
 // ValidateConfigUpdate checks the configuration fields of an update on their own (what does

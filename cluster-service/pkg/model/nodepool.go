@@ -12,6 +12,7 @@ import (
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
+	"github.com/openhcp/openhcp/internal/armspec/bounds"
 )
 
 // Defaults of the node pool platform, applied by DefaultNodePool before Cluster Service stores
@@ -24,7 +25,8 @@ const (
 )
 
 // The most nodes a pool may have (replicas, autoscaling.min and max): the ARM specification's
-// 200 for a pool without an availability zone, and Cluster Service's own 500 for a pool in one
+// 200 for a pool without an availability zone, which only its descriptions state (no maximum
+// keyword, so package bounds cannot carry it), and Cluster Service's own 500 for a pool in one
 // (the specification sets no maximum there).
 const (
 	MaxPoolNodesWithoutZone = int32(200)
@@ -34,18 +36,20 @@ const (
 // MaxMinorsBehind is how many minor versions a node pool may run behind its control plane.
 const MaxMinorsBehind = 2
 
-// The OS disk's size in GiB: the ARM specification's bounds (minimum 64 in every api-version,
-// maximum 4095 from 2026-06-30-preview on: Azure's largest managed OS disk), narrower than
-// HyperShift's 16 to 65536, so no api-version's body reaches the NodePool with a size Azure
-// would refuse.
+// The OS disk's size in GiB: the ARM specification's bounds, read from package bounds (the
+// newest api-version's: minimum 64 in every api-version, maximum 4095 from 2026-06-30-preview on,
+// Azure's largest managed OS disk; the frontend's checks of an older version keep that version's
+// rule), narrower than HyperShift's 16 to 65536, so no api-version's body reaches the NodePool
+// with a size Azure would refuse.
 const (
-	MinOSDiskSizeGiB = 64
-	MaxOSDiskSizeGiB = 4095
+	MinOSDiskSizeGiB = bounds.OsDiskProfileSizeGiBMinimum
+	MaxOSDiskSizeGiB = bounds.OsDiskProfileSizeGiBMaximum
 )
 
-// maxTaintKeyLen is the ARM specification's maxLength of a taint key; a Kubernetes qualified
-// name may have one more character (a 253-character prefix, '/', a 63-character name).
-const maxTaintKeyLen = 316
+// maxTaintKeyLen is the ARM specification's maxLength of a taint key (package bounds); a
+// Kubernetes qualified name may have one more character (a 253-character prefix, '/', a
+// 63-character name).
+const maxTaintKeyLen = bounds.TaintKeyMaxLength
 
 var taintValueRE = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
 
@@ -194,8 +198,10 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 		} else if len(t.GetKey()) > maxTaintKeyLen {
 			v.Add(f+".key", "must be at most %d characters long, not %d", maxTaintKeyLen, len(t.GetKey()))
 		}
-		if len(t.GetValue()) > 63 || !taintValueRE.MatchString(t.GetValue()) {
-			v.Add(f+".value", "%q must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", t.GetValue())
+		// The length is the ARM specification's maxLength of a taint value (package bounds),
+		// Kubernetes' of a label value.
+		if len(t.GetValue()) > bounds.TaintValueMaxLength || !taintValueRE.MatchString(t.GetValue()) {
+			v.Add(f+".value", "%q must be at most %d letters, digits, '-', '_' or '.', starting and ending with a letter or digit", t.GetValue(), bounds.TaintValueMaxLength)
 		}
 		if t.GetEffect() == "" {
 			v.Add(f+".effect", "is required: one of %s", strings.Join(taintEffects, ", "))

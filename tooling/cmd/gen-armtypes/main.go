@@ -1,6 +1,7 @@
 // Command gen-armtypes writes the versioned ARM types of the frontend (frontend/pkg/api/v*/
 // zz_generated_types.go) and their structural validation (zz_generated_validate.go, and for the
-// types every version shares frontend/pkg/api/fieldcheck/zz_generated_shared.go) from the
+// types every version shares frontend/pkg/api/fieldcheck/zz_generated_shared.go), and the newest
+// api-version's bounds that hand-written code reads (internal/armspec/bounds), from the
 // vendored OpenAPI specification in internal/armspec/spec; with -check it writes nothing and
 // fails when a committed file is missing or stale (docs/api.md, "Adding an api-version").
 package main

@@ -26,8 +26,8 @@ func TestCommittedFilesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 8 {
-		t.Errorf("generated %d files, want 8 (types and validation for three versions, aliases for 2026-09-01-preview, fieldcheck's checks of the shared types)", len(files))
+	if len(files) != 9 {
+		t.Errorf("generated %d files, want 9 (types and validation for three versions, aliases for 2026-09-01-preview, fieldcheck's checks of the shared types, package bounds)", len(files))
 	}
 	stale, err := Stale(root, files)
 	if err != nil {
@@ -185,5 +185,50 @@ func TestRuleKeysMustNameAProperty(t *testing.T) {
 	_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
 	if err == nil || !strings.Contains(err.Error(), "NodePoolAutoScaling.maximum") {
 		t.Fatalf("Generate with a misspelt atLeast key: err = %v, want one naming it", err)
+	}
+}
+
+// TestBoundsMustBeInTheSpecification: a listed bound the newest specification does not state (a
+// property it lacks, a keyword the property lacks, a keyword the generator does not know) fails
+// generation, so a constant a consumer reads cannot silently vanish.
+func TestBoundsMustBeInTheSpecification(t *testing.T) {
+	for _, tc := range []struct{ name, key string }{
+		{"no_such_property", "Taint.colour:maxLength"},
+		{"no_such_keyword_on_the_property", "Taint.value:pattern"},
+		{"no_maximum", "NodePoolAutoScaling.max:maximum"},
+		{"unknown_keyword", "Taint.value:longest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			saved := Bounds
+			Bounds = append(append([]string(nil), saved...), tc.key)
+			defer func() { Bounds = saved }()
+			_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("Generate listing %s: err = %v, want one naming it", tc.key, err)
+			}
+		})
+	}
+}
+
+// TestBoundsFollowTheNewestSpecification: the constants are the newest api-version's, so a
+// bound moved in its specification moves the constant (and everything that reads it).
+func TestBoundsFollowTheNewestSpecification(t *testing.T) {
+	newest := Versions[len(Versions)-1].APIVersion
+	tmp := specCopy(t, func(apiVersion, s string) string {
+		if apiVersion != newest {
+			return s
+		}
+		return strings.Replace(s, `"description": "The key of the taint",
+          "minLength": 1,
+          "maxLength": 316`, `"description": "The key of the taint",
+          "minLength": 1,
+          "maxLength": 300`, 1)
+	})
+	bs, err := newestBounds(tmp, []string{"Taint.key:maxLength"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 1 || bs[0].Name != "TaintKeyMaxLength" || bs[0].Value != "300" {
+		t.Fatalf("bounds of an edited %s: %+v, want TaintKeyMaxLength = 300", newest, bs)
 	}
 }

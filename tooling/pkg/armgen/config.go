@@ -136,6 +136,30 @@ var atLeast = map[string]bool{"NodePoolAutoScaling.min": true, "NodePoolAutoScal
 // valueWords say in words what a string property's pattern (and length) allow, keyed
 // "Definition.property": the generated check takes both as one rule and answers
 // "Invalid value '<value>' for field '<path>': <words>." instead of quoting the expression.
+// {maxLength} in the words is the property's maxLength in the specification.
 var valueWords = map[string]string{
-	"DnsProfile.baseDomainPrefix": "at most 15 lowercase letters, digits and '-', starting with a letter",
+	"DnsProfile.baseDomainPrefix": "at most {maxLength} lowercase letters, digits and '-', starting with a letter",
+}
+
+// Bounds are the structural bounds of the newest api-version's specification that hand-written
+// code reads (Cluster Service's model, fieldcheck), keyed "Definition.property:keyword" with
+// keyword one of minimum, maximum, minLength, maxLength, minItems, maxItems, items.maxLength and
+// pattern. The generator writes each as an exported constant of package bounds
+// (internal/armspec/bounds), named <Definition><Property><Keyword>, and fails when one is missing
+// from the specification: a name a consumer reads cannot silently vanish.
+var Bounds = []string{
+	"ApiProfile.authorizedCidrs:maxItems",
+	"HcpOpenShiftClusterProperties.imageDigestMirrors:maxItems",
+	"HcpOpenShiftClusterProperties.nodeDrainTimeoutMinutes:minimum",
+	"HcpOpenShiftClusterProperties.nodeDrainTimeoutMinutes:maximum",
+	"ImageDigestMirror.source:maxLength",
+	"ImageDigestMirror.mirrors:maxItems",
+	"ImageDigestMirror.mirrors:items.maxLength",
+	"DnsProfile.baseDomainPrefix:maxLength",
+	"DnsProfile.baseDomainPrefix:pattern",
+	"OsDiskProfile.sizeGiB:minimum",
+	"OsDiskProfile.sizeGiB:maximum",
+	"Taint.key:maxLength",
+	"Taint.value:maxLength",
+	"KmsKey.version:maxLength",
 }

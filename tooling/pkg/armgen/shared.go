@@ -121,8 +121,14 @@ func (p *Package) sharedLists() []sharedList {
 
 // sharedFile renders package fieldcheck's checks of the SharedChecks definitions and the
 // SharedLists properties, from the first of pkgs that has each: checkAgreement has made sure the
-// others say the same.
-func sharedFile(pkgs []*Package) ([]byte, error) {
+// others say the same. A list's most entries and a pattern that are among bs (the newest
+// version's Bounds) are read from package bounds, which Cluster Service's model reads too.
+func sharedFile(pkgs []*Package, bs []bound) ([]byte, error) {
+	byKey := map[string]bound{}
+	for _, x := range bs {
+		byKey[x.Key] = x
+	}
+	usesBounds := false
 	var enums []*Enum
 	var maxItems []string
 	w := &checkWriter{
@@ -133,7 +139,11 @@ func sharedFile(pkgs []*Package) ([]byte, error) {
 		// long no further).
 		maxItems: func(def string, f *Field) string {
 			name := "specMaxItems" + goTypeName(def) + f.Go
-			if decl := fmt.Sprintf("%s = %d", name, int(*f.MaxItems)); !slices.Contains(maxItems, decl) {
+			value := strconv.Itoa(int(*f.MaxItems))
+			if x, ok := byKey[def+"."+f.JSON+":maxItems"]; ok && x.Number == *f.MaxItems {
+				value, usesBounds = "bounds."+x.Name, true
+			}
+			if decl := fmt.Sprintf("%s = %s", name, value); !slices.Contains(maxItems, decl) {
 				maxItems = append(maxItems, decl)
 			}
 			return name
@@ -202,7 +212,22 @@ func sharedFile(pkgs []*Package) ([]byte, error) {
 	if w.usesRegexp {
 		b.WriteString("\"regexp\"\n")
 	}
-	b.WriteString("\n" + profilesImport + "\n)\n\n")
+	// A pattern the newest version's Bounds hold is that constant.
+	patterns := make([]string, len(w.patterns))
+	for i, pat := range w.patterns {
+		patterns[i] = strconv.Quote(pat)
+		for _, x := range bs {
+			if x.Pattern != "" && x.Pattern == pat {
+				patterns[i], usesBounds = "bounds."+x.Name, true
+				break
+			}
+		}
+	}
+	b.WriteString("\n" + profilesImport + "\n")
+	if usesBounds {
+		b.WriteString(boundsImport + "\n")
+	}
+	b.WriteString(")\n\n")
 	if len(w.skipped) > 0 {
 		sort.Strings(w.skipped)
 		b.WriteString("// Checks of the specification left to hand-written code:\n")
@@ -218,8 +243,8 @@ func sharedFile(pkgs []*Package) ([]byte, error) {
 		}
 		b.WriteString(")\n\n")
 	}
-	for i, pat := range w.patterns {
-		fmt.Fprintf(&b, "var specPattern%d = regexp.MustCompile(%s)\n", i, strconv.Quote(pat))
+	for i, pat := range patterns {
+		fmt.Fprintf(&b, "var specPattern%d = regexp.MustCompile(%s)\n", i, pat)
 	}
 	if len(w.patterns) > 0 {
 		b.WriteString("\n")

@@ -216,6 +216,9 @@ func (w *checkWriter) field(def string, f *Field) {
 				bounds = append(bounds, fmt.Sprintf("len(*x.%s) > %d", f.Go, int(*f.MaxLength)))
 			}
 			bounds = append(bounds, fmt.Sprintf("!specPattern%d.MatchString(*x.%s)", i, f.Go))
+			if f.MaxLength != nil {
+				words = strings.ReplaceAll(words, "{maxLength}", strconv.Itoa(int(*f.MaxLength)))
+			}
 			fmt.Fprintf(body, "if x.%s != nil && (%s) {\nv.Add(%s, \"Invalid value '%%s' for field '%%s': %s.\", *x.%s, %s)\n}\n",
 				f.Go, strings.Join(bounds, " || "), at, words, f.Go, at)
 		} else {

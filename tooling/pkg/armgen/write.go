@@ -63,16 +63,27 @@ func Generate(specRoot string) ([]File, error) {
 	if err := checkRuleKeys(pkgs); err != nil {
 		return nil, err
 	}
-	shared, err := sharedFile(pkgs)
+	bs, err := newestBounds(specRoot, Bounds)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, File{Path: "frontend/pkg/api/fieldcheck/zz_generated_shared.go", Content: shared}), nil
+	bf, err := boundsFile(Versions[len(Versions)-1].APIVersion, bs)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := sharedFile(pkgs, bs)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, File{Path: "frontend/pkg/api/fieldcheck/zz_generated_shared.go", Content: shared}, File{Path: boundsPath, Content: bf}), nil
 }
 
 // Write writes files under root.
 func Write(root string, files []File) error {
 	for _, f := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(root, filepath.FromSlash(f.Path))), 0o755); err != nil {
+			return fmt.Errorf("create the directory of a generated file: %w", err)
+		}
 		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(f.Path)), f.Content, 0o644); err != nil {
 			return fmt.Errorf("write generated file: %w", err)
 		}

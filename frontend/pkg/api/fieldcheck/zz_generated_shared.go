@@ -7,16 +7,17 @@ import (
 	"regexp"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
+	"github.com/openhcp/openhcp/internal/armspec/bounds"
 )
 
 // The most entries each list may have.
 const (
-	specMaxItemsAPIProfileAuthorizedCIDRs                       = 500
-	specMaxItemsHcpOpenShiftClusterPropertiesImageDigestMirrors = 240
-	specMaxItemsImageDigestMirrorMirrors                        = 255
+	specMaxItemsAPIProfileAuthorizedCIDRs                       = bounds.APIProfileAuthorizedCIDRsMaxItems
+	specMaxItemsHcpOpenShiftClusterPropertiesImageDigestMirrors = bounds.HcpOpenShiftClusterPropertiesImageDigestMirrorsMaxItems
+	specMaxItemsImageDigestMirrorMirrors                        = bounds.ImageDigestMirrorMirrorsMaxItems
 )
 
-var specPattern0 = regexp.MustCompile("^[a-z]([-a-z0-9]*[a-z0-9])?$")
+var specPattern0 = regexp.MustCompile(bounds.DNSProfileBaseDomainPrefixPattern)
 
 // specNetworkTypeValues is the allowed set of NetworkType, in the specification's order.
 var specNetworkTypeValues = []string{"OVNKubernetes", "Other"}
