@@ -59,12 +59,13 @@ const MaxErrorTextLen = 1024
 // MaxErrorTextLen.
 func NewCloudError(status int, code, target, format string, args ...any) *CloudError {
 	return &CloudError{StatusCode: status, CloudErrorBody: armdoc.CloudErrorBody{
-		Code: code, Message: clip(fmt.Sprintf(format, args...)), Target: clip(target),
+		Code: code, Message: Clip(fmt.Sprintf(format, args...)), Target: Clip(target),
 	}}
 }
 
-// clip is s, or its first MaxErrorTextLen bytes (on a character boundary) and how much was cut.
-func clip(s string) string {
+// Clip is s, or its first MaxErrorTextLen bytes (on a character boundary) and how much was cut:
+// the form of an error's message or target that may repeat what a caller sent.
+func Clip(s string) string {
 	if len(s) <= MaxErrorTextLen {
 		return s
 	}

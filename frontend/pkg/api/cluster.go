@@ -129,7 +129,17 @@ const (
 //     an older api-version keeps the stored value (Version.Preserve) and compares with it, and
 //     Cluster Service itself defaults a spec only when it is created or updated.
 //   - the key vault's visibility (DefaultKMSVisibility), which Cluster Service does not default.
+//   - identity.type: required since a cluster could be stored without one; such a cluster takes
+//     the type its identities imply (UserAssigned with user-assigned identities, else None), so
+//     a GET shows the type the schema requires and a write that does not touch the identity is
+//     not refused for it, nor taken for an identity change.
 func (c *Cluster) Default() {
+	if id := c.Identity; id != nil && id.Type == "" {
+		id.Type = "None"
+		if len(id.UserAssignedIdentities) > 0 {
+			id.Type = "UserAssigned"
+		}
+	}
 	if c.Spec == nil {
 		c.Spec = SpecProperties(&csv1.ClusterSpec{})
 	}

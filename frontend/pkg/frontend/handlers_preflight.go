@@ -83,6 +83,11 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > api.MaxReportedProblems {
 		details = details[:api.MaxReportedProblems]
 	}
+	// Each message names its resource by what the caller sent (name, type, api-version,
+	// location): cut as any ARM error is, so the answer is never many times the request.
+	for i := range details {
+		details[i].Message, details[i].Target = arm.Clip(details[i].Message), arm.Clip(details[i].Target)
+	}
 	switch len(details) {
 	case 0:
 		return s.writePreflight(w, nil)

@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -101,5 +102,44 @@ func TestPreflight(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPreflightAnswerIsBoundedByWhatItRefuses: preflight names each resource in each problem's
+// message, and a resource's name, type, api-version and location are the caller's: an answer
+// repeating a 1 MiB name in each of fifty problems was fifty times the request. Each message and
+// target is cut as any ARM error is (arm.MaxErrorTextLen).
+func TestPreflightAnswerIsBoundedByWhatItRefuses(t *testing.T) {
+	e := newEnv(t)
+	path := "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/deployments/dep-1/preflight?api-version=2020-06-01"
+	huge := strings.Repeat("n", 1<<20)
+	for _, tc := range []struct {
+		name   string
+		mutate func(b map[string]any)
+	}{
+		{"name", func(b map[string]any) {
+			b["name"] = huge
+			tags := map[string]any{}
+			for i := range 50 {
+				tags[fmt.Sprintf("a/%d", i)] = "v"
+			}
+			b["tags"] = tags
+		}},
+		{"api_version", func(b map[string]any) { b["apiVersion"] = huge }},
+		{"location", func(b map[string]any) { b["location"] = huge }},
+	} {
+		b := minimalBody()
+		b["type"] = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters"
+		b["name"] = "c1"
+		b["apiVersion"] = testVersion
+		tc.mutate(b)
+		body := mustJSON(map[string]any{"resources": []any{b}})
+		resp := e.do("POST", path, body, nil)
+		if resp.code != 200 || !strings.Contains(string(resp.body), "Failed") {
+			t.Fatalf("%s: %d %.300s, want 200 and a failed preflight", tc.name, resp.code, resp.body)
+		}
+		if len(resp.body) > len(body) {
+			t.Errorf("%s: the answer is %d bytes, the request %d", tc.name, len(resp.body), len(body))
+		}
 	}
 }
