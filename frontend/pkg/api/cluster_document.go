@@ -51,20 +51,20 @@ func (c Cluster) MarshalJSON() ([]byte, error) {
 	// compared on this form (the frontend's changedFields), and a property taken away is then
 	// named, not the object that held it.
 	for _, o := range []string{"version", "dns", "network", "console", "api", "platform", "clusterImageRegistry", "ingress"} {
-		object(props, o)
+		armpath.Object(props, o)
 	}
-	object(props, "autoscaling")[zeroIsValue] = true
-	platform := object(props, "platform")
+	armpath.Object(props, "autoscaling")[zeroIsValue] = true
+	platform := armpath.Object(props, "platform")
 	platform["operatorsAuthentication"] = map[string]any{"userAssignedIdentities": c.OperatorIdentities}
 	props["etcd"] = map[string]any{"dataEncryption": c.Etcd}
 	if c.BaseDomain != "" {
-		object(props, "dns")["baseDomain"] = c.BaseDomain
+		armpath.Object(props, "dns")["baseDomain"] = c.BaseDomain
 	}
 	if c.ConsoleURL != "" {
 		props["console"] = map[string]any{"url": c.ConsoleURL}
 	}
 	if c.APIURL != "" {
-		object(props, "api")["url"] = c.APIURL
+		armpath.Object(props, "api")["url"] = c.APIURL
 	}
 	if c.IssuerURL != "" {
 		platform["issuerUrl"] = c.IssuerURL

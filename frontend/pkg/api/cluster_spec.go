@@ -120,15 +120,15 @@ func (c *Cluster) RenderedProperties() map[string]any {
 	if c.ProvisioningState != "" {
 		props["provisioningState"] = string(c.ProvisioningState)
 	}
-	object(props, "version")
-	if dns := object(props, "dns"); c.BaseDomain != "" {
+	armpath.Object(props, "version")
+	if dns := armpath.Object(props, "dns"); c.BaseDomain != "" {
 		dns["baseDomain"] = c.BaseDomain
 	}
 	if c.ConsoleURL != "" {
 		props["console"] = map[string]any{"url": c.ConsoleURL}
 	}
-	object(props, "api")["url"] = c.APIURL
-	platform := object(props, "platform")
+	armpath.Object(props, "api")["url"] = c.APIURL
+	platform := armpath.Object(props, "platform")
 	ua := c.OperatorIdentities
 	identities := map[string]any{"controlPlaneOperators": nonNil(ua.ControlPlaneOperators), "dataPlaneOperators": nonNil(ua.DataPlaneOperators)}
 	if ua.ServiceManagedIdentity != "" {
@@ -144,16 +144,6 @@ func (c *Cluster) RenderedProperties() map[string]any {
 		}
 	}
 	return props
-}
-
-// object is the object at key in m, added when there is none.
-func object(m map[string]any, key string) map[string]any {
-	o, ok := m[key].(map[string]any)
-	if !ok {
-		o = map[string]any{}
-		m[key] = o
-	}
-	return o
 }
 
 // nonNil is m, or an empty map for nil (rendered {}, not null).

@@ -240,7 +240,7 @@ func render(msg protoreflect.Message, doc, obj map[string]any, base string, shap
 		case fd.Message() != nil:
 			sub := obj
 			if rel != "." {
-				sub = object(at, rel)
+				sub = Object(at, rel)
 			}
 			render(fv.Message(), doc, sub, path, shapes)
 			continue
@@ -343,8 +343,9 @@ func property(obj reflect.Value, k string) reflect.Value {
 	return reflect.Value{}
 }
 
-// object is the object at a dotted path below obj, made where it is missing.
-func object(obj map[string]any, path string) map[string]any {
+// Object is the object at a dotted path below obj, made where it is missing (a key without a dot
+// is a path of one).
+func Object(obj map[string]any, path string) map[string]any {
 	for _, k := range strings.Split(path, ".") {
 		next, ok := obj[k].(map[string]any)
 		if !ok {
@@ -359,7 +360,7 @@ func object(obj map[string]any, path string) map[string]any {
 // set puts v at a dotted path below obj.
 func set(obj map[string]any, path string, v any) {
 	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		obj, path = object(obj, path[:i]), path[i+1:]
+		obj, path = Object(obj, path[:i]), path[i+1:]
 	}
 	obj[path] = v
 }

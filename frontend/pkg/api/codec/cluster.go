@@ -112,10 +112,10 @@ func (cv Cluster[T]) RenderCluster(c *api.Cluster) any {
 	props := c.RenderedProperties()
 	// Required in the version's schema since it came (profiles.Present).
 	if cv.Rules.VersionIDRequiredSince {
-		object(props, "version")["id"] = c.Spec.GetVersionId()
+		armpath.Object(props, "version")["id"] = c.Spec.GetVersionId()
 	}
 	if cv.Rules.VnetIntegrationSubnet {
-		object(props, "platform")["vnetIntegrationSubnetId"] = c.Spec.GetAzure().GetVnetIntegrationSubnetId()
+		armpath.Object(props, "platform")["vnetIntegrationSubnetId"] = c.Spec.GetAzure().GetVnetIntegrationSubnetId()
 	}
 	props["etcd"] = cv.renderEtcd(&c.Etcd)
 	// Status conditions: only the versions whose type has properties.status show them.
@@ -205,21 +205,11 @@ func set(m map[string]any, key, value string) {
 	}
 }
 
-// object is the object at key in m, added when there is none.
-func object(m map[string]any, key string) map[string]any {
-	o, ok := m[key].(map[string]any)
-	if !ok {
-		o = map[string]any{}
-		m[key] = o
-	}
-	return o
-}
-
 // setPath puts value at a dotted path in m, adding the objects on the way.
 func setPath(m map[string]any, path string, value any) {
 	keys := strings.Split(path, ".")
 	for _, k := range keys[:len(keys)-1] {
-		m = object(m, k)
+		m = armpath.Object(m, k)
 	}
 	m[keys[len(keys)-1]] = value
 }
