@@ -250,7 +250,7 @@ func render(msg protoreflect.Message, doc, obj map[string]any, base string, shap
 		if shape, ok := shapes[path]; ok && shape.ToARM != nil {
 			v = shape.ToARM(v)
 		}
-		set(at, rel, v)
+		Set(at, rel, v)
 	}
 }
 
@@ -357,8 +357,8 @@ func Object(obj map[string]any, path string) map[string]any {
 	return obj
 }
 
-// set puts v at a dotted path below obj.
-func set(obj map[string]any, path string, v any) {
+// Set puts v at a dotted path below obj, making the objects on the way.
+func Set(obj map[string]any, path string, v any) {
 	if i := strings.LastIndexByte(path, '.'); i >= 0 {
 		obj, path = Object(obj, path[:i]), path[i+1:]
 	}

@@ -155,7 +155,7 @@ func (cv Cluster[T]) renderEtcd(de *api.EtcdDataEncryptionProfile) map[string]an
 			doc := map[string]any{"activeKey": map[string]any{}}
 			for _, f := range []struct{ name, value string }{{"vaultName", k.VaultName}, {"visibility", k.Visibility}, {"name", k.Name}, {"version", k.Version}} {
 				if f.value != "" {
-					setPath(doc, strings.TrimPrefix(cv.ExternalPath(kms+"."+f.name), kms+"."), f.value)
+					armpath.Set(doc, strings.TrimPrefix(cv.ExternalPath(kms+"."+f.name), kms+"."), f.value)
 				}
 			}
 			ecm["kms"] = doc
@@ -203,13 +203,4 @@ func set(m map[string]any, key, value string) {
 	if value != "" {
 		m[key] = value
 	}
-}
-
-// setPath puts value at a dotted path in m, adding the objects on the way.
-func setPath(m map[string]any, path string, value any) {
-	keys := strings.Split(path, ".")
-	for _, k := range keys[:len(keys)-1] {
-		m = armpath.Object(m, k)
-	}
-	m[keys[len(keys)-1]] = value
 }

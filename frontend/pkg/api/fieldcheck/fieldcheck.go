@@ -242,10 +242,9 @@ func (v *Checker) OperatorsAuthentication(oa *profiles.OperatorsAuthenticationPr
 
 // Identity checks the resource's identity (nil when the body has none), and that the
 // operators' identities (nil when the body has none) are assigned to the cluster: control
-// plane operators and the service managed identity act as the cluster. The type's enum is ARM's
-// common ManagedServiceIdentityType, written here rather than generated: that definition also
-// requires type, which a cluster body has never been held to (an identity without one is
-// accepted), so generating its checks would change answers.
+// plane operators and the service managed identity act as the cluster. The type (required, and
+// ARM's common ManagedServiceIdentityType) is identityType's, shared with node pools: the common
+// types are not among the definitions the generator walks.
 func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profiles.UserAssignedIdentitiesProfile) {
 	present := id != nil
 	var assignedIDs map[string]*profiles.UserAssignedIdentity
