@@ -11,6 +11,7 @@ import (
 
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/armspec/bounds"
 )
 
 // ExternalAuthResourceType is the ARM type of an external auth.
@@ -142,14 +143,14 @@ func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte)
 	return v.DecodeExternalAuth(merged)
 }
 
-// Limits of the specification.
+// Limits of the specification, which owns them (package bounds is generated from it).
 const (
-	maxAudiences        = 10
-	maxExternalClients  = 20
-	maxClaimName        = 256
-	maxComponentName    = 256
-	maxClientNamespace  = 63
-	maxExternalAuthName = 15
+	maxAudiences       = bounds.TokenIssuerProfileAudiencesMaxItems
+	maxExternalClients = bounds.ExternalAuthPropertiesClientsMaxItems
+	maxComponentName   = bounds.ExternalAuthClientComponentProfileNameMaxLength
+	maxClientNamespace = bounds.ExternalAuthClientComponentProfileAuthClientNamespaceMaxLength
+	maxUsernameClaim   = bounds.UsernameClaimProfileClaimMaxLength
+	maxGroupClaim      = bounds.GroupClaimProfileClaimMaxLength
 )
 
 // Validate checks an external auth against the specification and the rules Cluster Service and
@@ -214,7 +215,7 @@ func (ea *ExternalAuth) Validate() []*arm.CloudError {
 		}
 	}
 	u := p.Claim.Mappings.Username
-	lengthIn(bad, "properties.claim.mappings.username.claim", u.Claim, maxClaimName)
+	lengthIn(bad, "properties.claim.mappings.username.claim", u.Claim, maxUsernameClaim)
 	switch u.PrefixPolicy {
 	case "None", "NoPrefix":
 		if u.Prefix != "" {
@@ -228,7 +229,7 @@ func (ea *ExternalAuth) Validate() []*arm.CloudError {
 		bad("properties.claim.mappings.username.prefixPolicy", "The value '%s' is not allowed for 'properties.claim.mappings.username.prefixPolicy': None, Prefix or NoPrefix.", u.PrefixPolicy)
 	}
 	if g := p.Claim.Mappings.Groups; g != nil {
-		lengthIn(bad, "properties.claim.mappings.groups.claim", g.Claim, maxClaimName)
+		lengthIn(bad, "properties.claim.mappings.groups.claim", g.Claim, maxGroupClaim)
 	}
 	for i, r := range p.Claim.ValidationRules {
 		t := "properties.claim.validationRules[" + strconv.Itoa(i) + "]"

@@ -162,4 +162,10 @@ var Bounds = []string{
 	"Taint.key:maxLength",
 	"Taint.value:maxLength",
 	"KmsKey.version:maxLength",
+	"TokenIssuerProfile.audiences:maxItems",
+	"ExternalAuthProperties.clients:maxItems",
+	"ExternalAuthClientComponentProfile.name:maxLength",
+	"ExternalAuthClientComponentProfile.authClientNamespace:maxLength",
+	"UsernameClaimProfile.claim:maxLength",
+	"GroupClaimProfile.claim:maxLength",
 }
