@@ -1,7 +1,9 @@
 package armgen
 
 import (
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -230,5 +232,32 @@ func TestBoundsFollowTheNewestSpecification(t *testing.T) {
 	}
 	if len(bs) != 1 || bs[0].Name != "TaintKeyMaxLength" || bs[0].Value != "300" {
 		t.Fatalf("bounds of an edited %s: %+v, want TaintKeyMaxLength = 300", newest, bs)
+	}
+}
+
+// TestVersionBoundsAreEachVersionsOwn: a version bound is written into the validate file of each
+// version whose specification states it, with that version's value, and into no other; a key no
+// version states fails generation.
+func TestVersionBoundsAreEachVersionsOwn(t *testing.T) {
+	files, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, "/zz_generated_validate.go") {
+			_, rest, _ := strings.Cut(string(f.Content), "specOsDiskProfileSizeGiBMaximum = ")
+			got[path.Base(path.Dir(f.Path))], _, _ = strings.Cut(rest, "\n")
+		}
+	}
+	want := map[string]string{"v20240610preview": "", "v20251223preview": "", "v20260630preview": "4095"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("OsDiskProfile.sizeGiB maximum written per version: %v, want %v", got, want)
+	}
+	saved := VersionBounds
+	VersionBounds = append(append([]string(nil), saved...), "OsDiskProfile.sizeGiB:pattern")
+	defer func() { VersionBounds = saved }()
+	if _, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec")); err == nil || !strings.Contains(err.Error(), "OsDiskProfile.sizeGiB:pattern") {
+		t.Fatalf("Generate listing a version bound no version states: err = %v, want one naming it", err)
 	}
 }

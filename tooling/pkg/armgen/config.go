@@ -169,3 +169,10 @@ var Bounds = []string{
 	"UsernameClaimProfile.claim:maxLength",
 	"GroupClaimProfile.claim:maxLength",
 }
+
+// VersionBounds are structural bounds, keyed as Bounds are, that api-versions state differently
+// (or not at all) and that a version's hand-written code reads (its NodePoolRules): each version
+// whose specification states one gets it as a constant spec<Definition><Property><Keyword> in its
+// zz_generated_validate.go, so the number has one owner, that version's specification. The
+// generator fails when no version states a listed one.
+var VersionBounds = []string{"OsDiskProfile.sizeGiB:minimum", "OsDiskProfile.sizeGiB:maximum"}
