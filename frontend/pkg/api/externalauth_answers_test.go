@@ -11,7 +11,8 @@ import (
 // TestSharedExternalAuthAnswers pins, for every api-version that has external auths, the exact
 // problems (target and message, in order) hostile external auth bodies get: the specification's
 // bounds of the shared external auth definitions (issuer, clients, claim mappings, validation
-// rules) and the rules beside them. A change to where those checks are written must keep them.
+// rules, generated: fieldcheck's spec functions of armgen.SharedAuthChecks) and the rules beside
+// them (api.ExternalAuth.Validate), which are answered after them.
 func TestSharedExternalAuthAnswers(t *testing.T) {
 	long := func(n int) string { return strings.Repeat("a", n) }
 	list := func(n int, f func(i int) any) []any {
@@ -122,6 +123,7 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 		}}}, want: []string{
 			"properties.clients[1].component|The component 'ns/console' is configured twice; namespace/name pairs must be unique.",
 		}},
+		// The type's enum (the specification's) before the client ID's audience (a rule).
 		{name: "client_id_and_type", sets: []set{{cl, []any{
 			client("a", "ns", nil, nil),
 			client("b", "ns", "", ""),
@@ -131,8 +133,8 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 			"properties.clients[0].type|The field 'properties.clients[0].type' is required.",
 			"properties.clients[1].clientId|The field 'properties.clients[1].clientId' is required.",
 			"properties.clients[1].type|The field 'properties.clients[1].type' is required.",
-			"properties.clients[2].clientId|The client ID 'other' must be one of the issuer's audiences.",
 			"properties.clients[2].type|The value 'Secret' is not allowed for 'properties.clients[2].type': Confidential or Public.",
+			"properties.clients[2].clientId|The client ID 'other' must be one of the issuer's audiences.",
 		}},
 		{name: "username_missing", sets: []set{{usr, nil}}, want: []string{
 			"properties.claim.mappings.username|The field 'properties.claim.mappings.username' is required.",
@@ -183,6 +185,9 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 			"properties.claim.validationRules[1].requiredClaim.requiredValue|The field 'properties.claim.validationRules[1].requiredClaim.requiredValue' is required.",
 			"properties.claim.validationRules[2].requiredClaim.requiredValue|The field 'properties.claim.validationRules[2].requiredClaim.requiredValue' is required.",
 		}},
+		// What the specification says of the values is answered first, then the rules it cannot
+		// state (as a cluster body is: its generated checks, then fieldcheck.Cluster); the
+		// hand-written checks had interleaved them, field by field.
 		{name: "everything_at_once", sets: []set{
 			{iss + ".url", "ftp://x"},
 			{iss + ".audiences", []any{"", "x", "x"}},
@@ -192,24 +197,24 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 			{grp, map[string]any{"claim": ""}},
 			{vr, []any{map[string]any{"type": "T"}}},
 		}, want: []string{
-			"properties.issuer.url|The issuer URL 'ftp://x' must be an https URL without query or fragment.",
-			"properties.issuer.audiences[0]|An audience must not be empty.",
-			"properties.issuer.audiences[2]|The audience 'x' is listed twice.",
-			"properties.issuer.ca|The field 'properties.issuer.ca' must be a PEM-encoded certificate bundle.",
 			"properties.clients[0].component.name|The field 'properties.clients[0].component.name' is 257 characters long; at most 256 are allowed.",
 			"properties.clients[0].component.authClientNamespace|The field 'properties.clients[0].component.authClientNamespace' is required.",
-			"properties.clients[0].clientId|The client ID 'y' must be one of the issuer's audiences.",
 			"properties.clients[0].type|The value 'Secret' is not allowed for 'properties.clients[0].type': Confidential or Public.",
 			"properties.clients[1].component.name|The field 'properties.clients[1].component.name' is 257 characters long; at most 256 are allowed.",
 			"properties.clients[1].component.authClientNamespace|The field 'properties.clients[1].component.authClientNamespace' is required.",
-			"properties.clients[1].component|The component '/" + long(257) + "' is configured twice; namespace/name pairs must be unique.",
 			"properties.clients[1].type|The field 'properties.clients[1].type' is required.",
 			"properties.claim.mappings.username.claim|The field 'properties.claim.mappings.username.claim' is 300 characters long; at most 256 are allowed.",
-			"properties.claim.mappings.username.prefix|The username prefix is required when prefixPolicy is 'Prefix'.",
 			"properties.claim.mappings.groups.claim|The field 'properties.claim.mappings.groups.claim' is required.",
 			"properties.claim.validationRules[0].type|The value 'T' is not allowed for 'properties.claim.validationRules[0].type': RequiredClaim.",
 			"properties.claim.validationRules[0].requiredClaim.claim|The field 'properties.claim.validationRules[0].requiredClaim.claim' is required.",
 			"properties.claim.validationRules[0].requiredClaim.requiredValue|The field 'properties.claim.validationRules[0].requiredClaim.requiredValue' is required.",
+			"properties.issuer.url|The issuer URL 'ftp://x' must be an https URL without query or fragment.",
+			"properties.issuer.audiences[0]|An audience must not be empty.",
+			"properties.issuer.audiences[2]|The audience 'x' is listed twice.",
+			"properties.issuer.ca|The field 'properties.issuer.ca' must be a PEM-encoded certificate bundle.",
+			"properties.clients[0].clientId|The client ID 'y' must be one of the issuer's audiences.",
+			"properties.clients[1].component|The component '/" + long(257) + "' is configured twice; namespace/name pairs must be unique.",
+			"properties.claim.mappings.username.prefix|The username prefix is required when prefixPolicy is 'Prefix'.",
 		}},
 	}
 	for _, name := range []string{"2024-06-10-preview", "2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"} {

@@ -261,3 +261,47 @@ func TestVersionBoundsAreEachVersionsOwn(t *testing.T) {
 		t.Fatalf("Generate listing a version bound no version states: err = %v, want one naming it", err)
 	}
 }
+
+// TestSharedAuthChecksFollowTheSpecification: the external auth's checks are the specification's,
+// so a bound moved in every version moves the check, and a keyword the external auth's checks do
+// not write (a pattern) fails generation instead of being left out.
+func TestSharedAuthChecksFollowTheSpecification(t *testing.T) {
+	claim := `"description": "Claim name of the external profile",
+          "minLength": 1,
+          "maxLength": 256`
+	for _, tc := range []struct {
+		name, edit, want string
+		fails            bool
+	}{
+		{"max_length_moved", `"description": "Claim name of the external profile",
+          "minLength": 1,
+          "maxLength": 300`, "UsernameClaimProfileClaimMaxLength = 300", false},
+		{"pattern_added", claim + `,
+          "pattern": "^[a-z]+$"`, "UsernameClaimProfile.claim", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := specCopy(t, func(_, s string) string {
+				i := strings.Index(s, `"UsernameClaimProfile": {`)
+				return s[:i] + strings.Replace(s[i:], claim, tc.edit, 1)
+			})
+			files, err := Generate(tmp)
+			if tc.fails {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Generate: err = %v, want one naming %s", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The check reads the bound's constant, which moved.
+			got := map[string]string{}
+			for _, f := range files {
+				got[f.Path] = string(f.Content)
+			}
+			if !strings.Contains(got[boundsPath], tc.want) || !strings.Contains(got["frontend/pkg/api/fieldcheck/zz_generated_shared.go"], "len(*x.Claim) > bounds.UsernameClaimProfileClaimMaxLength") {
+				t.Fatalf("generated bounds lack %q, or the shared checks do not read it", tc.want)
+			}
+		})
+	}
+}
