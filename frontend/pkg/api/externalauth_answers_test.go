@@ -236,3 +236,20 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalAuthProblemsAreCapped: a body with more problems than api.MaxReportedProblems (a
+// thousand clients without anything) is answered with that many, as a cluster's is.
+func TestExternalAuthProblemsAreCapped(t *testing.T) {
+	clients := make([]any, 1000)
+	for i := range clients {
+		clients[i] = map[string]any{}
+	}
+	body := withValue(t, eaBody, "properties.clients", clients)
+	for _, name := range []string{"2024-06-10-preview", "2026-06-30-preview"} {
+		ver, _ := api.LookupExternalAuth(name)
+		_, err := ver.DecodeExternalAuth(body)
+		if got := strings.Count(problems(t, err), "\n") + 1; got != api.MaxReportedProblems {
+			t.Errorf("%s: %d problems, want %d", name, got, api.MaxReportedProblems)
+		}
+	}
+}
