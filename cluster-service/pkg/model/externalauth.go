@@ -9,14 +9,17 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/armspec/bounds"
 )
 
+// The specification's bounds (package bounds is generated from it) and words.
 const (
-	maxAudiences       = 10
-	maxOIDCClients     = 20
-	maxClaimLength     = 256
-	maxComponentName   = 256
-	maxComponentNS     = 63
+	maxAudiences       = bounds.TokenIssuerProfileAudiencesMaxItems
+	maxOIDCClients     = bounds.ExternalAuthPropertiesClientsMaxItems
+	maxUsernameClaim   = bounds.UsernameClaimProfileClaimMaxLength
+	maxGroupClaim      = bounds.GroupClaimProfileClaimMaxLength
+	maxComponentName   = bounds.ExternalAuthClientComponentProfileNameMaxLength
+	maxComponentNS     = bounds.ExternalAuthClientComponentProfileAuthClientNamespaceMaxLength
 	requiredClaimRule  = "RequiredClaim"
 	prefixPolicyPrefix = "Prefix"
 )
@@ -91,7 +94,7 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 
 	cm := spec.GetClaimMappings()
 	un := cm.GetUsername()
-	lengthIn(v, field+".claim_mappings.username.claim", un.GetClaim(), 1, maxClaimLength)
+	lengthIn(v, field+".claim_mappings.username.claim", un.GetClaim(), 1, maxUsernameClaim)
 	if un.GetPrefixPolicy() == "None" {
 		un.PrefixPolicy = ""
 	}
@@ -103,7 +106,7 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 		v.Add(field+".claim_mappings.username.prefix", "must be empty unless the prefix policy is Prefix")
 	}
 	if g := cm.GetGroups(); g != nil {
-		lengthIn(v, field+".claim_mappings.groups.claim", g.GetClaim(), 1, maxClaimLength)
+		lengthIn(v, field+".claim_mappings.groups.claim", g.GetClaim(), 1, maxGroupClaim)
 	}
 	for i, r := range spec.GetValidationRules() {
 		f := Indexed(field+".validation_rules", i)

@@ -142,38 +142,22 @@ func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte)
 	return v.DecodeExternalAuth(merged)
 }
 
-// Limits of the specification.
-const (
-	maxAudiences        = 10
-	maxExternalClients  = 20
-	maxClaimName        = 256
-	maxComponentName    = 256
-	maxClientNamespace  = 63
-	maxExternalAuthName = 15
-)
-
-// Validate checks an external auth against the specification and the rules Cluster Service and
-// OpenShift enforce (https issuer, client IDs among the audiences, unique components, prefix only
-// with the Prefix policy). Targets are the body's paths, the same in every api-version.
+// Validate checks the rules of an external auth that its specification cannot state, the ones
+// Cluster Service and OpenShift enforce (an https issuer, audiences given once, a PEM bundle,
+// client IDs among the audiences, unique components, a prefix only with the Prefix policy), on
+// the model with its defaults. What the specification says of each value is checked before, on
+// the body (fieldcheck.ExternalAuth); a value it refuses is not judged again here. Targets are
+// the body's paths, the same in every api-version.
 func (ea *ExternalAuth) Validate() []*arm.CloudError {
 	var errs []*arm.CloudError
 	bad := func(target, format string, args ...any) {
 		errs = append(errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, format, args...))
 	}
 	p := ea.Properties
-	switch u, err := url.Parse(p.Issuer.URL); {
-	case p.Issuer.URL == "":
-		bad("properties.issuer.url", "The field 'properties.issuer.url' is required.")
-	case err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "":
+	if u, err := url.Parse(p.Issuer.URL); p.Issuer.URL != "" && (err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
 		bad("properties.issuer.url", "The issuer URL '%s' must be an https URL without query or fragment.", p.Issuer.URL)
 	}
 	auds := map[string]bool{}
-	switch n := len(p.Issuer.Audiences); {
-	case n == 0:
-		bad("properties.issuer.audiences", "The field 'properties.issuer.audiences' must have at least one entry.")
-	case n > maxAudiences:
-		bad("properties.issuer.audiences", "The field 'properties.issuer.audiences' has %d entries; at most %d are allowed.", n, maxAudiences)
-	}
 	for i, a := range p.Issuer.Audiences {
 		t := "properties.issuer.audiences[" + strconv.Itoa(i) + "]"
 		if a == "" {
@@ -186,36 +170,20 @@ func (ea *ExternalAuth) Validate() []*arm.CloudError {
 	if p.Issuer.CA != "" && !validPEMBundle(p.Issuer.CA) {
 		bad("properties.issuer.ca", "The field 'properties.issuer.ca' must be a PEM-encoded certificate bundle.")
 	}
-	if n := len(p.Clients); n > maxExternalClients {
-		bad("properties.clients", "The field 'properties.clients' has %d entries; at most %d are allowed.", n, maxExternalClients)
-	}
 	seen := map[string]bool{}
 	for i, c := range p.Clients {
 		t := "properties.clients[" + strconv.Itoa(i) + "]"
-		lengthIn(bad, t+".component.name", c.Component.Name, maxComponentName)
-		lengthIn(bad, t+".component.authClientNamespace", c.Component.AuthClientNamespace, maxClientNamespace)
 		key := c.Component.AuthClientNamespace + "/" + c.Component.Name
 		if seen[key] {
 			bad(t+".component", "The component '%s' is configured twice; namespace/name pairs must be unique.", key)
 		}
 		seen[key] = true
-		switch {
-		case c.ClientID == "":
-			bad(t+".clientId", "The field '%s.clientId' is required.", t)
-		case !auds[c.ClientID]:
+		if c.ClientID != "" && !auds[c.ClientID] {
 			bad(t+".clientId", "The client ID '%s' must be one of the issuer's audiences.", c.ClientID)
 		}
-		switch c.Type {
-		case "Confidential", "Public":
-		case "":
-			bad(t+".type", "The field '%s.type' is required.", t)
-		default:
-			bad(t+".type", "The value '%s' is not allowed for '%s.type': Confidential or Public.", c.Type, t)
-		}
 	}
-	u := p.Claim.Mappings.Username
-	lengthIn(bad, "properties.claim.mappings.username.claim", u.Claim, maxClaimName)
-	switch u.PrefixPolicy {
+	// A policy the specification does not allow has been refused already.
+	switch u := p.Claim.Mappings.Username; u.PrefixPolicy {
 	case "None", "NoPrefix":
 		if u.Prefix != "" {
 			bad("properties.claim.mappings.username.prefix", "The username prefix must not be set unless prefixPolicy is 'Prefix'.")
@@ -224,34 +192,8 @@ func (ea *ExternalAuth) Validate() []*arm.CloudError {
 		if u.Prefix == "" {
 			bad("properties.claim.mappings.username.prefix", "The username prefix is required when prefixPolicy is 'Prefix'.")
 		}
-	default:
-		bad("properties.claim.mappings.username.prefixPolicy", "The value '%s' is not allowed for 'properties.claim.mappings.username.prefixPolicy': None, Prefix or NoPrefix.", u.PrefixPolicy)
-	}
-	if g := p.Claim.Mappings.Groups; g != nil {
-		lengthIn(bad, "properties.claim.mappings.groups.claim", g.Claim, maxClaimName)
-	}
-	for i, r := range p.Claim.ValidationRules {
-		t := "properties.claim.validationRules[" + strconv.Itoa(i) + "]"
-		if r.Type != RuleTypeRequiredClaim {
-			bad(t+".type", "The value '%s' is not allowed for '%s.type': RequiredClaim.", r.Type, t)
-		}
-		if r.RequiredClaim.Claim == "" {
-			bad(t+".requiredClaim.claim", "The field '%s.requiredClaim.claim' is required.", t)
-		}
-		if r.RequiredClaim.RequiredValue == "" {
-			bad(t+".requiredClaim.requiredValue", "The field '%s.requiredClaim.requiredValue' is required.", t)
-		}
 	}
 	return errs
-}
-
-func lengthIn(bad func(string, string, ...any), target, s string, max int) {
-	switch {
-	case s == "":
-		bad(target, "The field '%s' is required.", target)
-	case len(s) > max:
-		bad(target, "The field '%s' is %d characters long; at most %d are allowed.", target, len(s), max)
-	}
 }
 
 // Default fills the specification's defaults.

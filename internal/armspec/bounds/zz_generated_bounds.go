@@ -35,4 +35,16 @@ const (
 	TaintValueMaxLength = 63
 	// KmsKeyVersionMaxLength is KmsKey.version:maxLength in 2026-09-01-preview's specification.
 	KmsKeyVersionMaxLength = 255
+	// TokenIssuerProfileAudiencesMaxItems is TokenIssuerProfile.audiences:maxItems in 2026-09-01-preview's specification.
+	TokenIssuerProfileAudiencesMaxItems = 10
+	// ExternalAuthPropertiesClientsMaxItems is ExternalAuthProperties.clients:maxItems in 2026-09-01-preview's specification.
+	ExternalAuthPropertiesClientsMaxItems = 20
+	// ExternalAuthClientComponentProfileNameMaxLength is ExternalAuthClientComponentProfile.name:maxLength in 2026-09-01-preview's specification.
+	ExternalAuthClientComponentProfileNameMaxLength = 256
+	// ExternalAuthClientComponentProfileAuthClientNamespaceMaxLength is ExternalAuthClientComponentProfile.authClientNamespace:maxLength in 2026-09-01-preview's specification.
+	ExternalAuthClientComponentProfileAuthClientNamespaceMaxLength = 63
+	// UsernameClaimProfileClaimMaxLength is UsernameClaimProfile.claim:maxLength in 2026-09-01-preview's specification.
+	UsernameClaimProfileClaimMaxLength = 256
+	// GroupClaimProfileClaimMaxLength is GroupClaimProfile.claim:maxLength in 2026-09-01-preview's specification.
+	GroupClaimProfileClaimMaxLength = 256
 )

@@ -1,7 +1,9 @@
 package armgen
 
 import (
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -230,5 +232,76 @@ func TestBoundsFollowTheNewestSpecification(t *testing.T) {
 	}
 	if len(bs) != 1 || bs[0].Name != "TaintKeyMaxLength" || bs[0].Value != "300" {
 		t.Fatalf("bounds of an edited %s: %+v, want TaintKeyMaxLength = 300", newest, bs)
+	}
+}
+
+// TestVersionBoundsAreEachVersionsOwn: a version bound is written into the validate file of each
+// version whose specification states it, with that version's value, and into no other; a key no
+// version states fails generation.
+func TestVersionBoundsAreEachVersionsOwn(t *testing.T) {
+	files, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f.Path, "/zz_generated_validate.go") {
+			_, rest, _ := strings.Cut(string(f.Content), "specOsDiskProfileSizeGiBMaximum = ")
+			got[path.Base(path.Dir(f.Path))], _, _ = strings.Cut(rest, "\n")
+		}
+	}
+	want := map[string]string{"v20240610preview": "", "v20251223preview": "", "v20260630preview": "4095"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("OsDiskProfile.sizeGiB maximum written per version: %v, want %v", got, want)
+	}
+	saved := VersionBounds
+	VersionBounds = append(append([]string(nil), saved...), "OsDiskProfile.sizeGiB:pattern")
+	defer func() { VersionBounds = saved }()
+	if _, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec")); err == nil || !strings.Contains(err.Error(), "OsDiskProfile.sizeGiB:pattern") {
+		t.Fatalf("Generate listing a version bound no version states: err = %v, want one naming it", err)
+	}
+}
+
+// TestSharedAuthChecksFollowTheSpecification: the external auth's checks are the specification's,
+// so a bound moved in every version moves the check, and a keyword the external auth's checks do
+// not write (a pattern) fails generation instead of being left out.
+func TestSharedAuthChecksFollowTheSpecification(t *testing.T) {
+	claim := `"description": "Claim name of the external profile",
+          "minLength": 1,
+          "maxLength": 256`
+	for _, tc := range []struct {
+		name, edit, want string
+		fails            bool
+	}{
+		{"max_length_moved", `"description": "Claim name of the external profile",
+          "minLength": 1,
+          "maxLength": 300`, "UsernameClaimProfileClaimMaxLength = 300", false},
+		{"pattern_added", claim + `,
+          "pattern": "^[a-z]+$"`, "UsernameClaimProfile.claim", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := specCopy(t, func(_, s string) string {
+				i := strings.Index(s, `"UsernameClaimProfile": {`)
+				return s[:i] + strings.Replace(s[i:], claim, tc.edit, 1)
+			})
+			files, err := Generate(tmp)
+			if tc.fails {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("Generate: err = %v, want one naming %s", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The check reads the bound's constant, which moved.
+			got := map[string]string{}
+			for _, f := range files {
+				got[f.Path] = string(f.Content)
+			}
+			if !strings.Contains(got[boundsPath], tc.want) || !strings.Contains(got["frontend/pkg/api/fieldcheck/zz_generated_shared.go"], "len(*x.Claim) > bounds.UsernameClaimProfileClaimMaxLength") {
+				t.Fatalf("generated bounds lack %q, or the shared checks do not read it", tc.want)
+			}
+		})
 	}
 }

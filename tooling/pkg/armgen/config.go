@@ -57,6 +57,14 @@ var sharedProfiles = map[string]string{
 	"TokenIssuerProfile":             "profiles.TokenIssuerProfile",
 	"ExternalAuthClientProfile":      "profiles.ExternalAuthClientProfile",
 	"ExternalAuthClaimProfile":       "profiles.ExternalAuthClaimProfile",
+	// Below the three above: shared so that their checks are generated (SharedAuthChecks) and
+	// checkAgreement compares them across versions.
+	"ExternalAuthClientComponentProfile": "profiles.ExternalAuthClientComponentProfile",
+	"TokenClaimMappingsProfile":          "profiles.TokenClaimMappingsProfile",
+	"UsernameClaimProfile":               "profiles.UsernameClaimProfile",
+	"GroupClaimProfile":                  "profiles.GroupClaimProfile",
+	"TokenClaimValidationRule":           "profiles.TokenClaimValidationRule",
+	"TokenRequiredClaim":                 "profiles.TokenRequiredClaim",
 }
 
 // conditionExternalAuth: before 2026-06-30-preview an external auth reports one
@@ -90,7 +98,7 @@ var Versions = []Version{
 
 // ValidateRoots are the resources whose version package validates its own types with the
 // generated checks. Node pools and external auths are validated by shared code over their
-// shared fields (fieldcheck.NodePool, profiles.DecodeExternalAuthFields).
+// shared fields (fieldcheck.NodePool, fieldcheck.ExternalAuth).
 var ValidateRoots = []string{"HcpOpenShiftCluster"}
 
 // handWritten are checks of the specification the generated code leaves to the version
@@ -100,6 +108,7 @@ var handWritten = map[string]string{
 	"KmsEncryptionProfile.visibility:required":         "required only on create and for clusters that have one (fieldcheck.RequiredSince)",
 	"KmsEncryptionProfile.visibility:enum":             "checked only when present for RequiredSince: a cluster without one renders \"\" and a PATCH sends that back",
 	"PlatformProfile.operatorsAuthentication:required": "fieldcheck.OperatorsAuthentication checks it with its content",
+	"TokenIssuerProfile.url:format":                    "api.ExternalAuth.Validate requires an https URL without query or fragment",
 	// Shared definitions whose versions differ in what is required: the difference is a rule
 	// of the version's (ClusterRules, NodePoolRules), so the type can still be shared.
 	"VersionProfile.id:required":         "required from 2025-12-23-preview on, except for a cluster created without one (fieldcheck.ClusterRules.VersionIDRequiredSince)",
@@ -113,6 +122,26 @@ var handWritten = map[string]string{
 // fieldcheck's hand-written checks call them where a body's checks run, and add what the
 // specification cannot say.
 var SharedChecks = []string{"DnsProfile", "NetworkProfile", "ApiProfile", "ClusterAutoscalingProfile", "ClusterImageRegistryProfile", "NodePoolAutoScaling"}
+
+// SharedAuthChecks are the external auth's shared definitions whose structural checks the
+// generator writes into package fieldcheck as functions spec<Type> (authchecks.go), in the words
+// an external auth's problems have always had; fieldcheck.ExternalAuth calls them, then the rules
+// the specification cannot state (api.ExternalAuth.Validate). A property holding one of them
+// is checked by calling its function, so every definition an external auth's writable
+// properties reach is listed.
+var SharedAuthChecks = []string{
+	"TokenIssuerProfile", "ExternalAuthClientProfile", "ExternalAuthClientComponentProfile", "ExternalAuthClaimProfile",
+	"TokenClaimMappingsProfile", "UsernameClaimProfile", "GroupClaimProfile", "TokenClaimValidationRule", "TokenRequiredClaim",
+}
+
+// absentAsEmpty are properties holding a SharedAuthChecks definition, keyed "Definition.property",
+// that are checked as an empty one when absent (each of its required properties named), with
+// the reason.
+var absentAsEmpty = map[string]string{
+	"ExternalAuthClientProfile.component": "a client without a component has always been told that its name and namespace are required",
+	"TokenClaimValidationRule.requiredClaim": "a rule checks a claim's value, so both are required; Cluster Service requires them too " +
+		"(the specification's TokenRequiredClaim requires them, its TokenClaimValidationRule does not require requiredClaim)",
+}
 
 // SharedLists are properties, "Definition.property", of a version's definitions that hold a list
 // of a shared definition: fieldcheck gets a function spec<Definition><Property> that checks the
@@ -162,4 +191,17 @@ var Bounds = []string{
 	"Taint.key:maxLength",
 	"Taint.value:maxLength",
 	"KmsKey.version:maxLength",
+	"TokenIssuerProfile.audiences:maxItems",
+	"ExternalAuthProperties.clients:maxItems",
+	"ExternalAuthClientComponentProfile.name:maxLength",
+	"ExternalAuthClientComponentProfile.authClientNamespace:maxLength",
+	"UsernameClaimProfile.claim:maxLength",
+	"GroupClaimProfile.claim:maxLength",
 }
+
+// VersionBounds are structural bounds, keyed as Bounds are, that api-versions state differently
+// (or not at all) and that a version's hand-written code reads (its NodePoolRules): each version
+// whose specification states one gets it as a constant spec<Definition><Property><Keyword> in its
+// zz_generated_validate.go, so the number has one owner, that version's specification. The
+// generator fails when no version states a listed one.
+var VersionBounds = []string{"OsDiskProfile.sizeGiB:minimum", "OsDiskProfile.sizeGiB:maximum"}

@@ -86,6 +86,13 @@ func (p *Package) validateFile() ([]byte, error) {
 	for i, pat := range patterns {
 		fmt.Fprintf(&b, "var specPattern%d = regexp.MustCompile(%s)\n", i, strconv.Quote(pat))
 	}
+	if vbs := p.versionBounds(); len(vbs) > 0 {
+		b.WriteString("// Bounds of this version's specification that its hand-written rules read (armgen.VersionBounds).\nconst (\n")
+		for _, x := range vbs {
+			fmt.Fprintf(&b, "// spec%s is %s in %s's specification.\nspec%s = %s\n", x.Name, x.Key, p.Version.APIVersion, x.Name, x.Value)
+		}
+		b.WriteString(")\n\n")
+	}
 	b.Write(body.Bytes())
 	for _, u := range UpdateRoots {
 		paths, err := p.updatePaths(u.Def)

@@ -18,8 +18,9 @@ type NodePoolRules struct {
 	// StoredWithoutVersionID: the pool being replaced has no version.id (created through
 	// 2024-06-10-preview without one); an empty or absent id keeps it so.
 	StoredWithoutVersionID bool
-	// MaxOSDiskSizeGiB is osDisk.sizeGiB's maximum (0: none).
-	MaxOSDiskSizeGiB int64
+	// MinOSDiskSizeGiB and MaxOSDiskSizeGiB are osDisk.sizeGiB's minimum and maximum (a maximum
+	// of 0: none), the version's specification's (generated constants of the version package).
+	MinOSDiskSizeGiB, MaxOSDiskSizeGiB int64
 	// StoredOSDiskSizeGiB is the OS disk size of the pool being written over (0: a create). The
 	// size cannot change after create, so a body that keeps it is not held to a bound the pool
 	// predates (one created through an api-version without a maximum, larger than a later one's).
@@ -58,7 +59,7 @@ func (v *Checker) NodePool(doc any, r NodePoolRules) {
 			hi = r.MaxOSDiskSizeGiB
 		}
 		if size := int32At(doc, "properties.platform.osDisk.sizeGiB"); size == nil || r.StoredOSDiskSizeGiB == 0 || *size != r.StoredOSDiskSizeGiB {
-			v.RangeInt(size, "properties.platform.osDisk.sizeGiB", 64, hi)
+			v.RangeInt(size, "properties.platform.osDisk.sizeGiB", r.MinOSDiskSizeGiB, hi)
 		}
 		v.Enum(strAt(doc, "properties.platform.osDisk.diskStorageAccountType"), "properties.platform.osDisk.diskStorageAccountType", "Premium_LRS", "StandardSSD_LRS", "Standard_LRS")
 		if s := strAt(doc, "properties.platform.osDisk.encryptionSetId"); s != nil {

@@ -5,10 +5,14 @@ package fieldcheck
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 	"github.com/openhcp/openhcp/internal/armspec/bounds"
 )
+
+// Checks of the specification left to hand-written code:
+//   - TokenIssuerProfile.url format uri: api.ExternalAuth.Validate requires an https URL without query or fragment
 
 // The most entries each list may have.
 const (
@@ -30,6 +34,15 @@ var specClusterImageRegistryStateValues = []string{"Enabled", "Disabled"}
 
 // specEffectValues is the allowed set of Effect, in the specification's order.
 var specEffectValues = []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}
+
+// specExternalAuthClientTypeValues is the allowed set of ExternalAuthClientType, in the specification's order.
+var specExternalAuthClientTypeValues = []string{"Confidential", "Public"}
+
+// specUsernameClaimPrefixPolicyValues is the allowed set of UsernameClaimPrefixPolicy, in the specification's order.
+var specUsernameClaimPrefixPolicyValues = []string{"None", "Prefix", "NoPrefix"}
+
+// specTokenValidationRuleTypeValues is the allowed set of TokenValidationRuleType, in the specification's order.
+var specTokenValidationRuleTypeValues = []string{"RequiredClaim"}
 
 // specDNSProfile checks what the specification of every api-version says of the values of
 // DnsProfile at path.
@@ -133,6 +146,125 @@ func specNodePoolPropertiesTaints(v *Checker, list []profiles.Taint, path string
 		}
 		v.Required(x.Effect != nil, specPath(path, "effect"))
 		v.Enum(x.Effect, specPath(path, "effect"), specEffectValues...)
+	}
+}
+
+// specTokenIssuerProfile checks what the specification of every api-version says of the values of
+// TokenIssuerProfile at path, in an external auth's words.
+func specTokenIssuerProfile(v *Checker, x *profiles.TokenIssuerProfile, path string) {
+	if x.URL == nil || *x.URL == "" {
+		v.Add(specPath(path, "url"), "The field '%s' is required.", specPath(path, "url"))
+	}
+	if len(x.Audiences) == 0 {
+		v.Add(specPath(path, "audiences"), "The field '%s' must have at least one entry.", specPath(path, "audiences"))
+	} else if len(x.Audiences) > bounds.TokenIssuerProfileAudiencesMaxItems {
+		v.Add(specPath(path, "audiences"), "The field '%s' has %d entries; at most %d are allowed.", specPath(path, "audiences"), len(x.Audiences), bounds.TokenIssuerProfileAudiencesMaxItems)
+	}
+}
+
+// specExternalAuthClientProfile checks what the specification of every api-version says of the values of
+// ExternalAuthClientProfile at path, in an external auth's words.
+func specExternalAuthClientProfile(v *Checker, x *profiles.ExternalAuthClientProfile, path string) {
+	if x.Component == nil {
+		specExternalAuthClientComponentProfile(v, &profiles.ExternalAuthClientComponentProfile{}, specPath(path, "component"))
+	} else {
+		specExternalAuthClientComponentProfile(v, x.Component, specPath(path, "component"))
+	}
+	if x.ClientID == nil || *x.ClientID == "" {
+		v.Add(specPath(path, "clientId"), "The field '%s' is required.", specPath(path, "clientId"))
+	}
+	if x.Type == nil || *x.Type == "" {
+		v.Add(specPath(path, "type"), "The field '%s' is required.", specPath(path, "type"))
+	} else if !slices.Contains(specExternalAuthClientTypeValues, *x.Type) {
+		v.Add(specPath(path, "type"), "The value '%s' is not allowed for '%s': Confidential or Public.", *x.Type, specPath(path, "type"))
+	}
+}
+
+// specExternalAuthClientComponentProfile checks what the specification of every api-version says of the values of
+// ExternalAuthClientComponentProfile at path, in an external auth's words.
+func specExternalAuthClientComponentProfile(v *Checker, x *profiles.ExternalAuthClientComponentProfile, path string) {
+	if x.Name == nil || *x.Name == "" {
+		v.Add(specPath(path, "name"), "The field '%s' is required.", specPath(path, "name"))
+	} else if len(*x.Name) > bounds.ExternalAuthClientComponentProfileNameMaxLength {
+		v.Add(specPath(path, "name"), "The field '%s' is %d characters long; at most %d are allowed.", specPath(path, "name"), len(*x.Name), bounds.ExternalAuthClientComponentProfileNameMaxLength)
+	}
+	if x.AuthClientNamespace == nil || *x.AuthClientNamespace == "" {
+		v.Add(specPath(path, "authClientNamespace"), "The field '%s' is required.", specPath(path, "authClientNamespace"))
+	} else if len(*x.AuthClientNamespace) > bounds.ExternalAuthClientComponentProfileAuthClientNamespaceMaxLength {
+		v.Add(specPath(path, "authClientNamespace"), "The field '%s' is %d characters long; at most %d are allowed.", specPath(path, "authClientNamespace"), len(*x.AuthClientNamespace), bounds.ExternalAuthClientComponentProfileAuthClientNamespaceMaxLength)
+	}
+}
+
+// specExternalAuthClaimProfile checks what the specification of every api-version says of the values of
+// ExternalAuthClaimProfile at path, in an external auth's words.
+func specExternalAuthClaimProfile(v *Checker, x *profiles.ExternalAuthClaimProfile, path string) {
+	if x.Mappings == nil {
+		v.Add(specPath(path, "mappings"), "The field '%s' is required.", specPath(path, "mappings"))
+	} else {
+		specTokenClaimMappingsProfile(v, x.Mappings, specPath(path, "mappings"))
+	}
+	for i := range x.ValidationRules {
+		specTokenClaimValidationRule(v, &x.ValidationRules[i], fmt.Sprintf("%s[%d]", specPath(path, "validationRules"), i))
+	}
+}
+
+// specTokenClaimMappingsProfile checks what the specification of every api-version says of the values of
+// TokenClaimMappingsProfile at path, in an external auth's words.
+func specTokenClaimMappingsProfile(v *Checker, x *profiles.TokenClaimMappingsProfile, path string) {
+	if x.Username == nil {
+		v.Add(specPath(path, "username"), "The field '%s' is required.", specPath(path, "username"))
+	} else {
+		specUsernameClaimProfile(v, x.Username, specPath(path, "username"))
+	}
+	if x.Groups != nil {
+		specGroupClaimProfile(v, x.Groups, specPath(path, "groups"))
+	}
+}
+
+// specUsernameClaimProfile checks what the specification of every api-version says of the values of
+// UsernameClaimProfile at path, in an external auth's words.
+func specUsernameClaimProfile(v *Checker, x *profiles.UsernameClaimProfile, path string) {
+	if x.Claim == nil || *x.Claim == "" {
+		v.Add(specPath(path, "claim"), "The field '%s' is required.", specPath(path, "claim"))
+	} else if len(*x.Claim) > bounds.UsernameClaimProfileClaimMaxLength {
+		v.Add(specPath(path, "claim"), "The field '%s' is %d characters long; at most %d are allowed.", specPath(path, "claim"), len(*x.Claim), bounds.UsernameClaimProfileClaimMaxLength)
+	}
+	if x.PrefixPolicy != nil && *x.PrefixPolicy != "" && !slices.Contains(specUsernameClaimPrefixPolicyValues, *x.PrefixPolicy) {
+		v.Add(specPath(path, "prefixPolicy"), "The value '%s' is not allowed for '%s': None, Prefix or NoPrefix.", *x.PrefixPolicy, specPath(path, "prefixPolicy"))
+	}
+}
+
+// specGroupClaimProfile checks what the specification of every api-version says of the values of
+// GroupClaimProfile at path, in an external auth's words.
+func specGroupClaimProfile(v *Checker, x *profiles.GroupClaimProfile, path string) {
+	if x.Claim == nil || *x.Claim == "" {
+		v.Add(specPath(path, "claim"), "The field '%s' is required.", specPath(path, "claim"))
+	} else if len(*x.Claim) > bounds.GroupClaimProfileClaimMaxLength {
+		v.Add(specPath(path, "claim"), "The field '%s' is %d characters long; at most %d are allowed.", specPath(path, "claim"), len(*x.Claim), bounds.GroupClaimProfileClaimMaxLength)
+	}
+}
+
+// specTokenClaimValidationRule checks what the specification of every api-version says of the values of
+// TokenClaimValidationRule at path, in an external auth's words.
+func specTokenClaimValidationRule(v *Checker, x *profiles.TokenClaimValidationRule, path string) {
+	if x.Type != nil && *x.Type != "" && !slices.Contains(specTokenValidationRuleTypeValues, *x.Type) {
+		v.Add(specPath(path, "type"), "The value '%s' is not allowed for '%s': RequiredClaim.", *x.Type, specPath(path, "type"))
+	}
+	if x.RequiredClaim == nil {
+		specTokenRequiredClaim(v, &profiles.TokenRequiredClaim{}, specPath(path, "requiredClaim"))
+	} else {
+		specTokenRequiredClaim(v, x.RequiredClaim, specPath(path, "requiredClaim"))
+	}
+}
+
+// specTokenRequiredClaim checks what the specification of every api-version says of the values of
+// TokenRequiredClaim at path, in an external auth's words.
+func specTokenRequiredClaim(v *Checker, x *profiles.TokenRequiredClaim, path string) {
+	if x.Claim == nil || *x.Claim == "" {
+		v.Add(specPath(path, "claim"), "The field '%s' is required.", specPath(path, "claim"))
+	}
+	if x.RequiredValue == nil || *x.RequiredValue == "" {
+		v.Add(specPath(path, "requiredValue"), "The field '%s' is required.", specPath(path, "requiredValue"))
 	}
 }
 

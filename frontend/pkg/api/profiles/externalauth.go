@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -99,8 +98,8 @@ func ptrIf(s string) *string {
 	return &s
 }
 
-// ToInternal converts the writable properties; required fields that are missing stay empty for
-// api.ExternalAuth.Validate to report.
+// ToInternal converts the writable properties; required fields that are missing stay empty
+// (fieldcheck.ExternalAuth has reported them).
 func (f *ExternalAuthFields) ToInternal() api.ExternalAuthProperties {
 	var out api.ExternalAuthProperties
 	if f.Issuer != nil {
@@ -157,32 +156,6 @@ func RenderExternalAuthFields(p *api.ExternalAuthProperties) ExternalAuthFields 
 	return f
 }
 
-// DecodeExternalAuthFields is the internal external auth of a body's properties: the fields
-// the schema requires, then the defaults and the checks of api.ExternalAuth.Validate.
-func DecodeExternalAuthFields(f *ExternalAuthFields) (*api.ExternalAuth, error) {
-	var missing []*arm.CloudError
-	if f.Issuer == nil {
-		missing = append(missing, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.issuer", "The field 'properties.issuer' is required."))
-	}
-	if f.Claim == nil || f.Claim.Mappings == nil || f.Claim.Mappings.Username == nil {
-		missing = append(missing, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties.claim.mappings.username", "The field 'properties.claim.mappings.username' is required."))
-	}
-	if len(missing) > 0 {
-		return nil, arm.Multiple(missing)
-	}
-	ea := &api.ExternalAuth{Properties: f.ToInternal()}
-	ea.Default()
-	if errs := ea.Validate(); len(errs) > 0 {
-		return nil, arm.Multiple(errs)
-	}
-	return ea, nil
-}
-
-// propertiesRequired is the error of a body without properties.
-func propertiesRequired() error {
-	return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties", "The field 'properties' is required.")
-}
-
 // ConditionExternalAuth is the hcpOpenShiftClusters/externalAuths resource of the api-versions
 // before 2026-06-30-preview, whose read-only observation is one properties.condition. Their
 // specifications define it identically (ExternalAuth and all it references), so they share it;
@@ -212,18 +185,6 @@ type ExternalAuthCondition struct {
 	Message            *string `json:"message,omitempty"`
 }
 
-// DecodeConditionExternalAuth decodes a ConditionExternalAuth PUT body strictly.
-func DecodeConditionExternalAuth(body []byte) (*api.ExternalAuth, error) {
-	var ext ConditionExternalAuth
-	if err := DecodeStrict(body, &ext); err != nil {
-		return nil, err
-	}
-	if ext.Properties == nil {
-		return nil, propertiesRequired()
-	}
-	return DecodeExternalAuthFields(&ext.Properties.ExternalAuthFields)
-}
-
 // RenderConditionExternalAuth is an external auth as a ConditionExternalAuth.
 func RenderConditionExternalAuth(ea *api.ExternalAuth) *ConditionExternalAuth {
 	ext := &ConditionExternalAuth{SystemData: ea.SystemData}
@@ -236,20 +197,4 @@ func RenderConditionExternalAuth(ea *api.ExternalAuth) *ConditionExternalAuth {
 			LastTransitionTime: ptr(c.LastTransitionTime.UTC().Format(time.RFC3339))}
 	}
 	return ext
-}
-
-// ConditionExternalAuthVersion is the api.ExternalAuthVersion of an api-version whose external
-// auth is ConditionExternalAuth (every version before 2026-06-30-preview): its name.
-type ConditionExternalAuthVersion string
-
-func (v ConditionExternalAuthVersion) String() string { return string(v) }
-
-// DecodeExternalAuth implements api.ExternalAuthVersion.
-func (ConditionExternalAuthVersion) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
-	return DecodeConditionExternalAuth(body)
-}
-
-// RenderExternalAuth implements api.ExternalAuthVersion.
-func (ConditionExternalAuthVersion) RenderExternalAuth(ea *api.ExternalAuth) any {
-	return RenderConditionExternalAuth(ea)
 }

@@ -11,7 +11,7 @@ import (
 // the stored one.
 func init() {
 	api.RegisterNodePool(codec.NodePool[NodePool]{
-		Name: APIVersion, Rules: fieldcheck.NodePoolRules{}, UpdatePaths: specNodePoolUpdatePaths, KeepStored: preserveDiskType,
+		Name: APIVersion, Rules: fieldcheck.NodePoolRules{MinOSDiskSizeGiB: specOsDiskProfileSizeGiBMinimum}, UpdatePaths: specNodePoolUpdatePaths, KeepStored: preserveDiskType,
 	})
 }
 

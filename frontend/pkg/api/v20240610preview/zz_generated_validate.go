@@ -10,6 +10,12 @@ import (
 // Checks of the specification left to fieldcheck.Cluster, as the version's ClusterRules say:
 //   - PlatformProfile.operatorsAuthentication required: fieldcheck.OperatorsAuthentication checks it with its content
 
+// Bounds of this version's specification that its hand-written rules read (armgen.VersionBounds).
+const (
+	// specOsDiskProfileSizeGiBMinimum is OsDiskProfile.sizeGiB:minimum in 2024-06-10-preview's specification.
+	specOsDiskProfileSizeGiBMinimum = 64
+)
+
 // validateSpec checks what the specification's HcpOpenShiftCluster says of a body's values at path.
 func (x *HcpOpenShiftCluster) validateSpec(v *fieldcheck.Checker, path string) {
 	v.Required(x.Location != nil && *x.Location != "", specPath(path, "location"))

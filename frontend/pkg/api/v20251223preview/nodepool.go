@@ -10,6 +10,6 @@ import (
 // size; it expresses every field.
 func init() {
 	api.RegisterNodePool(codec.NodePool[NodePool]{
-		Name: APIVersion, Rules: fieldcheck.NodePoolRules{VersionIDRequired: true}, UpdatePaths: specNodePoolUpdatePaths,
+		Name: APIVersion, Rules: fieldcheck.NodePoolRules{VersionIDRequired: true, MinOSDiskSizeGiB: specOsDiskProfileSizeGiBMinimum}, UpdatePaths: specNodePoolUpdatePaths,
 	})
 }

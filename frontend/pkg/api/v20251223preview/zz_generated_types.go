@@ -132,28 +132,34 @@ type OsDiskProfile struct {
 
 // Definitions whose shape is the same in every api-version: their types and conversions live in package profiles.
 type (
-	VersionProfile                 = profiles.VersionProfile
-	DNSProfile                     = profiles.DNSProfile
-	NetworkProfile                 = profiles.NetworkProfile
-	ConsoleProfile                 = profiles.ConsoleProfile
-	APIProfile                     = profiles.APIProfile
-	OperatorsAuthenticationProfile = profiles.OperatorsAuthenticationProfile
-	UserAssignedIdentitiesProfile  = profiles.UserAssignedIdentitiesProfile
-	ClusterAutoscalingProfile      = profiles.ClusterAutoscalingProfile
-	ImageDigestMirror              = profiles.ImageDigestMirror
-	ClusterImageRegistryProfile    = profiles.ClusterImageRegistryProfile
-	ManagedServiceIdentity         = profiles.ManagedServiceIdentity
-	UserAssignedIdentity           = profiles.UserAssignedIdentity
-	NodePoolVersionProfile         = profiles.NodePoolVersionProfile
-	NodePoolAutoScaling            = profiles.NodePoolAutoScaling
-	Label                          = profiles.Label
-	Taint                          = profiles.Taint
-	ExternalAuth                   = profiles.ConditionExternalAuth
-	ExternalAuthProperties         = profiles.ConditionExternalAuthProperties
-	ExternalAuthCondition          = profiles.ExternalAuthCondition
-	TokenIssuerProfile             = profiles.TokenIssuerProfile
-	ExternalAuthClientProfile      = profiles.ExternalAuthClientProfile
-	ExternalAuthClaimProfile       = profiles.ExternalAuthClaimProfile
+	VersionProfile                     = profiles.VersionProfile
+	DNSProfile                         = profiles.DNSProfile
+	NetworkProfile                     = profiles.NetworkProfile
+	ConsoleProfile                     = profiles.ConsoleProfile
+	APIProfile                         = profiles.APIProfile
+	OperatorsAuthenticationProfile     = profiles.OperatorsAuthenticationProfile
+	UserAssignedIdentitiesProfile      = profiles.UserAssignedIdentitiesProfile
+	ClusterAutoscalingProfile          = profiles.ClusterAutoscalingProfile
+	ImageDigestMirror                  = profiles.ImageDigestMirror
+	ClusterImageRegistryProfile        = profiles.ClusterImageRegistryProfile
+	ManagedServiceIdentity             = profiles.ManagedServiceIdentity
+	UserAssignedIdentity               = profiles.UserAssignedIdentity
+	NodePoolVersionProfile             = profiles.NodePoolVersionProfile
+	NodePoolAutoScaling                = profiles.NodePoolAutoScaling
+	Label                              = profiles.Label
+	Taint                              = profiles.Taint
+	ExternalAuth                       = profiles.ConditionExternalAuth
+	ExternalAuthProperties             = profiles.ConditionExternalAuthProperties
+	ExternalAuthCondition              = profiles.ExternalAuthCondition
+	TokenIssuerProfile                 = profiles.TokenIssuerProfile
+	ExternalAuthClientProfile          = profiles.ExternalAuthClientProfile
+	ExternalAuthClientComponentProfile = profiles.ExternalAuthClientComponentProfile
+	ExternalAuthClaimProfile           = profiles.ExternalAuthClaimProfile
+	TokenClaimMappingsProfile          = profiles.TokenClaimMappingsProfile
+	UsernameClaimProfile               = profiles.UsernameClaimProfile
+	GroupClaimProfile                  = profiles.GroupClaimProfile
+	TokenClaimValidationRule           = profiles.TokenClaimValidationRule
+	TokenRequiredClaim                 = profiles.TokenRequiredClaim
 )
 
 // ClusterImageRegistryState is the enum ClusterImageRegistryState of the specification.

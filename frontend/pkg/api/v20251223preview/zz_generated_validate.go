@@ -13,6 +13,12 @@ import (
 //   - PlatformProfile.operatorsAuthentication required: fieldcheck.OperatorsAuthentication checks it with its content
 //   - PlatformProfile.vnetIntegrationSubnetId required: required only on create and for clusters that have one (fieldcheck.RequiredSince)
 
+// Bounds of this version's specification that its hand-written rules read (armgen.VersionBounds).
+const (
+	// specOsDiskProfileSizeGiBMinimum is OsDiskProfile.sizeGiB:minimum in 2025-12-23-preview's specification.
+	specOsDiskProfileSizeGiBMinimum = 64
+)
+
 // validateSpec checks what the specification's HcpOpenShiftCluster says of a body's values at path.
 func (x *HcpOpenShiftCluster) validateSpec(v *fieldcheck.Checker, path string) {
 	v.Required(x.Location != nil && *x.Location != "", specPath(path, "location"))

@@ -1,12 +1,12 @@
 package v20260630preview
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/frontend/pkg/api/codec"
+	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
-	"github.com/openhcp/openhcp/internal/arm"
 )
 
 func init() { api.RegisterExternalAuth(externalAuth(APIVersion)) }
@@ -33,9 +33,9 @@ func (externalAuth) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
 		return nil, err
 	}
 	if ext.Properties == nil {
-		return nil, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties", "The field 'properties' is required.")
+		return nil, codec.ExternalAuthPropertiesRequired()
 	}
-	return profiles.DecodeExternalAuthFields(&ext.Properties.ExternalAuthFields)
+	return fieldcheck.ExternalAuth(&ext.Properties.ExternalAuthFields)
 }
 
 // RenderExternalAuth implements api.ExternalAuthVersion.

@@ -9,10 +9,10 @@ import (
 func init() { api.RegisterNodePool(SameNodePoolSchema(APIVersion)) }
 
 // SameNodePoolSchema is the api.NodePoolVersion of an api-version whose node pool schema is
-// this one's (2026-09-01-preview): version.id required, sizeGiB at most 4095 (this version's
-// OsDiskProfile); it expresses every field.
+// this one's (2026-09-01-preview): version.id required, sizeGiB at most this version's
+// OsDiskProfile maximum (generated from its specification); it expresses every field.
 func SameNodePoolSchema(apiVersion string) api.NodePoolVersion {
 	return codec.NodePool[NodePool]{
-		Name: apiVersion, Rules: fieldcheck.NodePoolRules{VersionIDRequired: true, MaxOSDiskSizeGiB: 4095}, UpdatePaths: specNodePoolUpdatePaths,
+		Name: apiVersion, Rules: fieldcheck.NodePoolRules{VersionIDRequired: true, MinOSDiskSizeGiB: specOsDiskProfileSizeGiBMinimum, MaxOSDiskSizeGiB: specOsDiskProfileSizeGiBMaximum}, UpdatePaths: specNodePoolUpdatePaths,
 	}
 }

@@ -1,0 +1,49 @@
+package fieldcheck
+
+import (
+	"fmt"
+
+	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
+	"github.com/openhcp/openhcp/internal/armspec/bounds"
+)
+
+// ExternalAuth is the internal external auth of a body's writable properties, the same in every
+// api-version: first the properties the schema requires (without them nothing else is checked),
+// then what the specification says of each value (the generated spec functions of its shared
+// definitions, armgen.SharedAuthChecks), then the rules it cannot state, on the model with its
+// defaults (api.ExternalAuth.Validate). Problems are named by the body's paths.
+func ExternalAuth(f *profiles.ExternalAuthFields) (*api.ExternalAuth, error) {
+	v := &Checker{}
+	if f.Issuer == nil {
+		v.Add("properties.issuer", "The field '%s' is required.", "properties.issuer")
+	}
+	if f.Claim == nil || f.Claim.Mappings == nil || f.Claim.Mappings.Username == nil {
+		v.Add("properties.claim.mappings.username", "The field '%s' is required.", "properties.claim.mappings.username")
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	specTokenIssuerProfile(v, f.Issuer, "properties.issuer")
+	// ExternalAuthProperties is not a shared definition (2026-06-30-preview's has its status),
+	// so its clients' bound is read here; each client's checks are generated.
+	if n := len(f.Clients); n > bounds.ExternalAuthPropertiesClientsMaxItems {
+		v.Add("properties.clients", "The field 'properties.clients' has %d entries; at most %d are allowed.", n, bounds.ExternalAuthPropertiesClientsMaxItems)
+	}
+	for i := range f.Clients {
+		specExternalAuthClientProfile(v, &f.Clients[i], fmt.Sprintf("properties.clients[%d]", i))
+	}
+	specExternalAuthClaimProfile(v, f.Claim, "properties.claim")
+	ea := &api.ExternalAuth{Properties: f.ToInternal()}
+	ea.Default()
+	for _, e := range ea.Validate() {
+		if v.Full() {
+			break
+		}
+		v.errs = append(v.errs, e)
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return ea, nil
+}
