@@ -12,7 +12,8 @@ import (
 
 // TestIdentityMapsAreCounted pins, for every api-version, that each identity map a cluster or a
 // node pool takes holds at most fieldcheck.MaxIdentities entries: one more is a 400 naming the
-// map (its entries then left unchecked), where a body of thousands used to be stored whole.
+// map (its entries then left unchecked), on a create and on a write to a stored cluster, where a
+// body of thousands used to be stored whole.
 func TestIdentityMapsAreCounted(t *testing.T) {
 	const max = fieldcheck.MaxIdentities
 	rid := func(i int) string {
@@ -60,9 +61,16 @@ func TestIdentityMapsAreCounted(t *testing.T) {
 				body = withValue(t, string(body), cp, operators(tc.controlPlane))
 				body = withValue(t, string(body), dp, operators(tc.dp))
 				body = withValue(t, string(body), fieldcheck.OperatorIdentitiesPath+".serviceManagedIdentity", rid(0))
-				_, err := cv.DecodeCluster(body)
-				if got, want := sortedLines(problems(t, err)), sortedLines(strings.Join(tc.want, "\n")); got != want {
-					t.Errorf("problems:\n  %s\nwant:\n  %s", strings.ReplaceAll(got, "\n", "\n  "), strings.ReplaceAll(want, "\n", "\n  "))
+				stored, err := cv.DecodeCluster([]byte(clusterBodyFor(name)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = cv.DecodeCluster(body)
+				_, updateErr := cv.DecodeClusterUpdate(body, stored) // a replace, or a PATCH's merged body
+				for _, err := range []error{err, updateErr} {
+					if got, want := sortedLines(problems(t, err)), sortedLines(strings.Join(tc.want, "\n")); got != want {
+						t.Errorf("problems:\n  %s\nwant:\n  %s", strings.ReplaceAll(got, "\n", "\n  "), strings.ReplaceAll(want, "\n", "\n  "))
+					}
 				}
 			})
 		}
