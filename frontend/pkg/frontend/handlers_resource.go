@@ -476,7 +476,7 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, pre
 	}
 	nextToken := page.Continuation
 	if n := cutPage(rendered, s.cfg.PageBytes); n < len(docs) {
-		nextToken = pageCursor{store: cursor.store, served: skipped + n, after: docs[n-1].ID}.String()
+		nextToken = pageCursor{store: cursor.store, served: skipped + n, after: docs[n-1].ID, next: docs[n].ID}.String()
 		rendered = rendered[:n]
 	}
 	items := make([]json.RawMessage, 0, len(rendered))

@@ -18,43 +18,50 @@ const DefaultPageBytes = 4 << 20
 
 // pageCursor is where a list page starts: a store page (its continuation, "" for the first)
 // and, when an earlier page was cut inside that store page by size, how many of its documents
-// were answered (served) and the ID of the last of them (after).
+// were answered (served), the ID of the last of them (after) and of the first left (next).
 type pageCursor struct {
-	store  string
-	served int
-	after  string
+	store       string
+	served      int
+	after, next string
 }
 
-// The $skipToken of a cut page is "<store>.<served>.<after in base64url>": a store's own token
-// is base64url, so it holds no '.', and a token without one is a store's token as it was issued.
+// The $skipToken of a cut page is "<store>.<served>.<after>.<next>", both IDs in base64url: a
+// store's own token is base64url, so it holds no '.', and a token without one is a store's token
+// as it was issued.
 func (c pageCursor) String() string {
 	if c.after == "" {
 		return c.store
 	}
-	return c.store + "." + strconv.Itoa(c.served) + "." + base64.RawURLEncoding.EncodeToString([]byte(c.after))
+	enc := base64.RawURLEncoding.EncodeToString
+	return c.store + "." + strconv.Itoa(c.served) + "." + enc([]byte(c.after)) + "." + enc([]byte(c.next))
 }
 
 // parsePageCursor reads a $skipToken; a malformed one is docstore.ErrInvalidContinuation.
 func parsePageCursor(tok string) (pageCursor, error) {
-	store, rest, cut := strings.Cut(tok, ".")
-	if !cut {
+	parts := strings.Split(tok, ".")
+	if len(parts) == 1 {
 		return pageCursor{store: tok}, nil
 	}
-	n, enc, ok := strings.Cut(rest, ".")
-	served, err := strconv.Atoi(n)
-	if !ok || err != nil || served < 1 || strconv.Itoa(served) != n {
-		return pageCursor{}, fmt.Errorf("list page token: %w", docstore.ErrInvalidContinuation)
+	bad := fmt.Errorf("list page token: %w", docstore.ErrInvalidContinuation)
+	if len(parts) != 4 {
+		return pageCursor{}, bad
 	}
-	after, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil || len(after) == 0 {
-		return pageCursor{}, fmt.Errorf("list page token: %w", docstore.ErrInvalidContinuation)
+	served, err := strconv.Atoi(parts[1])
+	if err != nil || served < 1 || strconv.Itoa(served) != parts[1] {
+		return pageCursor{}, bad
 	}
-	return pageCursor{store: store, served: served, after: string(after)}, nil
+	after, err1 := base64.RawURLEncoding.DecodeString(parts[2])
+	next, err2 := base64.RawURLEncoding.DecodeString(parts[3])
+	if err1 != nil || err2 != nil || len(after) == 0 || len(next) == 0 {
+		return pageCursor{}, bad
+	}
+	return pageCursor{store: parts[0], served: served, after: string(after), next: string(next)}, nil
 }
 
-// unserved is the documents of a store page that c has not answered yet: those after c.after,
-// or, when that document is gone (deleted since), after the first c.served-1 (those before it),
-// so a resource is neither lost nor repeated while the others stay.
+// unserved is the documents of a store page that c has not answered yet: those after c.after;
+// when that document is gone (deleted since), those from c.next on; when both are, those after
+// the first c.served-1 (what was answered, less the deleted one). The store orders a page by
+// document ID, but in its own collation, so a page is searched, never compared by ID.
 func (c pageCursor) unserved(docs []*docstore.Document) []*docstore.Document {
 	if c.after == "" {
 		return docs
@@ -62,6 +69,11 @@ func (c pageCursor) unserved(docs []*docstore.Document) []*docstore.Document {
 	for i, d := range docs {
 		if d.ID == c.after {
 			return docs[i+1:]
+		}
+	}
+	for i, d := range docs {
+		if d.ID == c.next {
+			return docs[i:]
 		}
 	}
 	return docs[min(c.served-1, len(docs)):]
