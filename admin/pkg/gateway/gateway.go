@@ -464,8 +464,13 @@ func verb(r *http.Request) string {
 	case http.MethodDelete:
 		return "delete"
 	}
-	return strings.ToLower(r.Method)
+	return cut(strings.ToLower(r.Method), maxVerb)
 }
+
+// maxVerb bounds the verb a request's own method becomes: a method is any token the caller
+// sends, and it goes into the audit record and the log; HTTP's methods and its registered
+// extensions are shorter, so they are kept whole.
+const maxVerb = 32
 
 func isUpgrade(r *http.Request) bool {
 	return r.Header.Get("Upgrade") != "" && strings.Contains(strings.ToLower(r.Header.Get("Connection")), "upgrade")

@@ -78,3 +78,33 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestAuditMethodIsBounded: the catch-all route takes any method token, so a caller with or
+// without a certificate could put a method of a megabyte into the audit record; it is recorded
+// cut at maxMethod (with truncatedMark), in the call's record and its completion's, while an
+// extension method is recorded whole.
+func TestAuditMethodIsBounded(t *testing.T) {
+	e := start(t)
+	long := strings.Repeat("X", 100_000)
+	for _, tc := range []struct {
+		name, identity, method, want string
+	}{
+		{"no_certificate_long_method_is_cut", "", long, long[:maxMethod] + truncatedMark},
+		{"sre_long_method_is_cut", "bob", long, long[:maxMethod] + truncatedMark},
+		{"sre_extension_method_is_whole", "bob", "PROPFIND", "PROPFIND"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cid := "method-" + tc.name
+			code, _, _ := e.call(t, tc.identity, tc.method, "/admin/v1/nowhere", "", adminapi.HeaderCorrelationID, cid)
+			recs := e.lastAudit(t, audit.Filter{CorrelationID: cid})
+			if len(recs) == 0 || recs[0].Status != code {
+				t.Fatalf("status %d; want its record, got %.300v", code, recs)
+			}
+			for _, rec := range recs { // an allowed call's record and its completion's
+				if rec.Method != tc.want {
+					t.Fatalf("recorded the method %.60q… (%d bytes), want %.60q…", rec.Method, len(rec.Method), tc.want)
+				}
+			}
+		})
+	}
+}

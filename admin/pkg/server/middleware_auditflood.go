@@ -19,6 +19,11 @@ const maxReason = 1024
 // maxPath bounds the path recorded (the request line can be far longer).
 const maxPath = 2048
 
+// maxMethod bounds the method recorded: a request's method is any token the caller sends (the
+// catch-all route takes every method), refused callers' included. HTTP's methods and the
+// registered extension methods are all shorter, so they are recorded whole.
+const maxMethod = 32
+
 // truncatedMark ends a recorded value that was cut.
 const truncatedMark = "…[truncated]"
 

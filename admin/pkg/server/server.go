@@ -323,7 +323,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		}()
 		log := s.cfg.Logger.With("requestID", requestID, "correlationRequestID", correlationID, "route", rt.pattern)
 
-		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: r.Method, Route: rt.pattern, Path: cut(r.URL.Path, maxPath),
+		e := audit.Entry{RequestID: requestID, CorrelationID: correlationID, Method: cut(r.Method, maxMethod), Route: rt.pattern, Path: cut(r.URL.Path, maxPath),
 			Reason: strings.TrimSpace(r.Header.Get(adminapi.HeaderReason))}
 		reasonTooLong := len(e.Reason) > maxReason
 		e.Reason = cut(e.Reason, maxReason)

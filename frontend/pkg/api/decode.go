@@ -28,8 +28,10 @@ const MaxValues = 100_000
 // DecodeStrict decodes a JSON object into v, a pointer to an external type. Unknown fields
 // anywhere in the tree, property names in another case than the type's (ARM property names are
 // case-sensitive; encoding/json alone would match them case-insensitively), keys that appear
-// twice in one object, and values of the wrong type are reported with their path as the error
-// target; several problems become one MultipleErrorsOccurred.
+// twice in one object, values of the wrong type, and a null where only a string, number or boolean
+// can stand (a map's value, as a tag's, or a list's entry: encoding/json alone would keep it as
+// "", 0 or false) are reported with their path as the error target; several problems become one
+// MultipleErrorsOccurred. A null property stays an absent one.
 func DecodeStrict(body []byte, v any) error {
 	raw, errs, err := parseJSON(body)
 	if err != nil {
@@ -39,7 +41,8 @@ func DecodeStrict(body []byte, v any) error {
 		return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "",
 			"The request content was invalid and could not be deserialized: expected a JSON object")
 	}
-	unknownFields(raw, reflect.TypeOf(v), true, errs)
+	c := &fieldChecker{unknown: true, nulls: true, errs: errs}
+	c.check(raw, reflect.TypeOf(v))
 	if len(errs.list) > 0 {
 		return arm.Multiple(errs.list)
 	}
@@ -224,6 +227,7 @@ var rawMessageType = reflect.TypeOf(json.RawMessage(nil))
 // key, not a reflection walk per object.
 type fieldChecker struct {
 	unknown bool // report keys the type does not know at all, not only those in another case
+	nulls   bool // report a null map value or list entry of a scalar type (nullScalar)
 	errs    *problems
 	types   map[reflect.Type]*typeFields
 	at      path
@@ -297,6 +301,7 @@ func (c *fieldChecker) check(raw any, t reflect.Type) {
 		}
 		for k, v := range obj {
 			c.at.entry(k)
+			c.nullScalar(v, t.Elem())
 			c.check(v, t.Elem())
 			c.at.pop()
 		}
@@ -307,8 +312,24 @@ func (c *fieldChecker) check(raw any, t reflect.Type) {
 		}
 		for i, v := range arr {
 			c.at.element(i)
+			c.nullScalar(v, t.Elem())
 			c.check(v, t.Elem())
 			c.at.pop()
 		}
+	}
+}
+
+// nullScalar reports a null map value or list entry whose type is a string, number or boolean
+// (not a pointer): it has no null, so encoding/json would store its zero value, and {"tags":
+// {"a": null}} would keep tag a as "". In a merge patch a null removes the key first, so only a
+// body read whole (c.nulls) gets here with one.
+func (c *fieldChecker) nullScalar(raw any, t reflect.Type) {
+	if !c.nulls || raw != nil || c.errs.full() {
+		return
+	}
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		c.errs.add(&c.at, "The value of '%s' must be of type %s, not a JSON null.", c.at.String(), jsonKind(t))
 	}
 }

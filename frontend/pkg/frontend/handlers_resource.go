@@ -390,26 +390,28 @@ func eachItem(render func(*armdoc.ResourceDocument) (any, error)) func([]*armdoc
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request, partition, prefix, resourceType string, renderPage func([]*armdoc.ResourceDocument) ([]any, error)) error {
 	return s.listPage(w, r, partition, prefix, false, func(docs []*docstore.Document) ([]json.RawMessage, error) {
 		var rds []*armdoc.ResourceDocument
-		for _, d := range docs {
+		var at []int // the index in docs of each of rds
+		for i, d := range docs {
 			rd, ok, err := decodeResource(d, resourceType)
 			if err != nil {
 				return nil, err
 			}
 			if ok {
 				rds = append(rds, rd)
+				at = append(at, i)
 			}
 		}
 		values, err := renderPage(rds)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]json.RawMessage, 0, len(values))
-		for _, v := range values {
+		out := make([]json.RawMessage, len(docs))
+		for i, v := range values {
 			b, err := json.Marshal(v)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, b)
+			out[at[i]] = b
 		}
 		return out, nil
 	})
@@ -438,19 +440,25 @@ func decodeResource(d *docstore.Document, resourceType string) (rd *armdoc.Resou
 
 // listPage answers one page of the resource documents whose IDs start with prefix as ARM's
 // list body, {"value":[…],"nextLink":…}: renderPage renders the page's documents as its items
-// (each as json.Marshal writes it), leaving out what is not listed. With heads, a store that is
+// (each as json.Marshal writes it, at its document's index; nil for one not listed). A page
+// holds at most PageSize documents and, past its first item, PageBytes of items: a page cut by
+// size ends inside the store's page, and its nextLink names where (pageCursor). With heads, a store that is
 // (or wraps) a docstore.HeadQuerier and a synced status cache, the page's documents come without
 // bodies (nil Body) and renderPage reads the ones it needs (readBodies); the page itself (order,
 // size, nextLink) is the same. Without a synced cache few listed items can be kept, and the heads
 // query would only add a second round trip, so the page is read with its bodies at once.
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, prefix string, heads bool, renderPage func([]*docstore.Document) ([]json.RawMessage, error)) error {
 	ri := info(r)
+	cursor, err := parsePageCursor(r.URL.Query().Get("$skipToken"))
+	if err != nil {
+		return err
+	}
 	q := docstore.Query{
 		Partition:        partition,
 		Type:             docstore.TypeResource,
 		ResourceIDPrefix: prefix,
 		Limit:            s.cfg.PageSize,
-		Continuation:     r.URL.Query().Get("$skipToken"),
+		Continuation:     cursor.store,
 	}
 	query := s.store.Query
 	if hq, ok := docstore.HeadsOf(s.store); ok && heads && s.statusCacheSynced() {
@@ -460,17 +468,30 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, pre
 	if err != nil {
 		return err
 	}
-	items, err := renderPage(page.Documents)
+	docs := cursor.unserved(page.Documents)
+	skipped := len(page.Documents) - len(docs)
+	rendered, err := renderPage(docs)
 	if err != nil {
 		return err
+	}
+	nextToken := page.Continuation
+	if n := cutPage(rendered, s.cfg.PageBytes); n < len(docs) {
+		nextToken = pageCursor{store: cursor.store, served: skipped + n, after: docs[n-1].ID, next: docs[n].ID}.String()
+		rendered = rendered[:n]
+	}
+	items := make([]json.RawMessage, 0, len(rendered))
+	for _, it := range rendered {
+		if it != nil {
+			items = append(items, it)
+		}
 	}
 	size := len(`{"value":[]}`) + len(items)
 	for _, it := range items {
 		size += len(it)
 	}
 	var next []byte
-	if page.Continuation != "" {
-		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {page.Continuation}}
+	if nextToken != "" {
+		q := url.Values{"api-version": {ri.apiVersion}, "$skipToken": {nextToken}}
 		if next, err = json.Marshal(externalBase(r) + ri.originalPath + "?" + q.Encode()); err != nil {
 			return err
 		}

@@ -115,7 +115,8 @@ func (l *listItems) remove(k listItemKey) {
 	}
 }
 
-// renderClusterPage renders a list page's clusters (documents of other types left out), each
+// renderClusterPage renders a list page's clusters at their documents' indexes (nil for
+// documents of other types, and for one deleted since the page was listed), each
 // with its Cluster Service status, reusing what an earlier list rendered where its inputs have
 // not changed. Each cluster is looked up in the status cache once: that answer decides whether
 // the kept item still holds and, when it does not, is the status rendered; only the clusters the
@@ -234,11 +235,5 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 				csRevision: cl.GetRevision(), body: b})
 		}
 	}
-	listed := out[:0]
-	for _, b := range out {
-		if b != nil {
-			listed = append(listed, b)
-		}
-	}
-	return listed, nil
+	return out, nil
 }

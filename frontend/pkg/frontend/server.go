@@ -58,6 +58,9 @@ type Config struct {
 	ClusterServiceTimeout time.Duration
 	// PageSize is the number of resources per list page (default 100).
 	PageSize int
+	// PageBytes bounds the rendered resources of a list page past its first (default
+	// DefaultPageBytes).
+	PageBytes int
 	// Ready, if set, is checked by /healthz.
 	Ready func(ctx context.Context) error
 	// ListItemsBytes bounds the rendered clusters kept for later lists (listitems.go; default
@@ -119,6 +122,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.PageSize <= 0 {
 		cfg.PageSize = 100
+	}
+	if cfg.PageBytes <= 0 {
+		cfg.PageBytes = DefaultPageBytes
 	}
 	if cfg.ListItemsBytes <= 0 {
 		cfg.ListItemsBytes = DefaultListItemsBytes

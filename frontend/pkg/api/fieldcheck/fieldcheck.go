@@ -210,6 +210,26 @@ func (v *Checker) ManagedResourceGroup(p *string) {
 // OperatorIdentitiesPath is the field path of the operators' user-assigned identities.
 const OperatorIdentitiesPath = "properties.platform.operatorsAuthentication.userAssignedIdentities"
 
+// MaxIdentities bounds the entries of each identity map a resource takes: a cluster's and a
+// node pool's identity.userAssignedIdentities, and the operators' controlPlaneOperators and
+// dataPlaneOperators. The specification states no maxProperties for them. A cluster needs one
+// identity per operator of its OpenShift version: the shipped role sets
+// (frontend/pkg/rolesets/default.json) name at most 8 control plane and 3 data plane operators,
+// and identity.userAssignedIdentities holds the control plane operators' identities and the
+// service managed identity. 32 leaves room for operators that later versions add, and keeps a
+// body's identities to a few kilobytes.
+const MaxIdentities = 32
+
+// identityCount refuses a map of more than MaxIdentities entries at target and reports whether
+// it is within the bound (its entries are then worth checking one by one).
+func identityCount[V any](v *Checker, m map[string]V, target string) bool {
+	if len(m) > MaxIdentities {
+		v.Add(target, "At most %d entries are allowed in '%s', not %d.", MaxIdentities, target, len(m))
+		return false
+	}
+	return true
+}
+
 // OperatorsAuthentication checks properties.platform.operatorsAuthentication, which is
 // required (oa is nil when it is absent). Its required properties are the specification's,
 // written here rather than generated because each guards the resource ID checks of what it
@@ -231,6 +251,9 @@ func (v *Checker) OperatorsAuthentication(oa *profiles.OperatorsAuthenticationPr
 		name string
 		ids  map[string]string
 	}{{"controlPlaneOperators", controlPlane}, {"dataPlaneOperators", dataPlane}} {
+		if !identityCount(v, m.ids, base+"."+m.name) {
+			continue
+		}
 		for _, k := range SortedKeys(m.ids) {
 			v.ArmID(m.ids[k], fmt.Sprintf("%s.%s[%s]", base, m.name, k), TypeIdentity)
 		}
@@ -244,18 +267,22 @@ func (v *Checker) OperatorsAuthentication(oa *profiles.OperatorsAuthenticationPr
 // operators' identities (nil when the body has none) are assigned to the cluster: control
 // plane operators and the service managed identity act as the cluster. The type (required, and
 // ARM's common ManagedServiceIdentityType) is identityType's, shared with node pools: the common
-// types are not among the definitions the generator walks.
+// types are not among the definitions the generator walks. A map over MaxIdentities is refused
+// as a whole (OperatorsAuthentication refuses the operators' maps), its entries left unchecked.
 func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profiles.UserAssignedIdentitiesProfile) {
 	present := id != nil
 	var assignedIDs map[string]*profiles.UserAssignedIdentity
 	if present {
 		assignedIDs = id.UserAssignedIdentities
 		v.identityType(id)
+		if !identityCount(v, assignedIDs, "identity.userAssignedIdentities") {
+			return
+		}
 		for _, k := range SortedKeys(assignedIDs) {
 			v.ArmID(k, fmt.Sprintf("identity.userAssignedIdentities[%s]", k), TypeIdentity)
 		}
 	}
-	if operators == nil {
+	if operators == nil || len(operators.ControlPlaneOperators) > MaxIdentities {
 		return
 	}
 	controlPlane, serviceManaged := operators.ControlPlaneOperators, operators.ServiceManagedIdentity

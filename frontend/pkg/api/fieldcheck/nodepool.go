@@ -113,10 +113,12 @@ func int32At(doc any, path string) *int32 {
 }
 
 // NodePoolIdentity checks a node pool's identity block: only its type has constraints in the
-// specification (node pools act through the cluster's identities).
+// specification (node pools act through the cluster's identities); its identities are counted
+// as a cluster's are (MaxIdentities).
 func (v *Checker) NodePoolIdentity(id *profiles.ManagedServiceIdentity) {
 	if id == nil {
 		return
 	}
 	v.identityType(id)
+	identityCount(v, id.UserAssignedIdentities, "identity.userAssignedIdentities")
 }
