@@ -72,7 +72,7 @@ func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound
 			return nil, fmt.Errorf("maestro server isolation: listen on %s: %w", addr, err)
 		}
 		m.add(l)
-		go maestrogate.Forward(l, func(ctx context.Context) (net.Conn, error) { return ns.DialContext(ctx, "tcp", addr) }, m.log)
+		go maestrogate.Forward(l, maestrogate.InboundForwardLimits(), func(ctx context.Context) (net.Conn, error) { return ns.DialContext(ctx, "tcp", addr) }, m.log)
 	}
 	for _, addr := range outbound {
 		if err := m.addOutbound(addr); err != nil {
@@ -133,7 +133,7 @@ func (m *maestroIsolation) addOutbound(addr string) error {
 		return fmt.Errorf("maestro server isolation: %w", err)
 	}
 	m.add(l)
-	go maestrogate.Forward(l, func(ctx context.Context) (net.Conn, error) {
+	go maestrogate.Forward(l, maestrogate.OutboundForwardLimits(), func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
 	}, m.log)

@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/openhcp/openhcp/internal/identity"
 )
@@ -167,37 +165,4 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func UpstreamTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config) *http.Transport {
 	return &http.Transport{DialContext: dial, TLSClientConfig: tlsConfig, ForceAttemptHTTP2: false,
 		MaxIdleConnsPerHost: 16}
-}
-
-// Forward accepts connections on l and joins each to a connection from dial, byte for byte,
-// until l is closed. It is for the ports whose server authenticates its callers itself (Maestro's
-// gRPC) or that carry nothing secret (health, metrics), and for the server's own way out.
-func Forward(l net.Listener, dial func(ctx context.Context) (net.Conn, error), log *slog.Logger) {
-	for {
-		in, err := l.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer in.Close()
-			out, err := dial(context.Background())
-			if err != nil {
-				log.Warn("forward: dial failed", "listen", l.Addr().String(), "error", err)
-				return
-			}
-			defer out.Close()
-			var wg sync.WaitGroup
-			wg.Add(2)
-			pipe := func(dst, src net.Conn) {
-				defer wg.Done()
-				_, _ = io.Copy(dst, src)
-				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-					_ = cw.CloseWrite()
-				}
-			}
-			go pipe(out, in)
-			go pipe(in, out)
-			wg.Wait()
-		}()
-	}
 }

@@ -114,7 +114,7 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("--forward %s: %w", from, err)
 		}
 		defer l.Close()
-		go maestrogate.Forward(l, func(ctx context.Context) (net.Conn, error) {
+		go maestrogate.Forward(l, maestrogate.InboundForwardLimits(), func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", to)
 		}, log)
