@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/openhcp/openhcp/internal/identity"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 )
 
 // Access is what an identity may do through the gate.
@@ -165,4 +166,17 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func UpstreamTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error), tlsConfig *tls.Config) *http.Transport {
 	return &http.Transport{DialContext: dial, TLSClientConfig: tlsConfig, ForceAttemptHTTP2: false,
 		MaxIdleConnsPerHost: 16}
+}
+
+// ServerLimits are the limits of the REST gate's listener: those of the region's
+// request/response APIs (serverlimits.API), as Maestro's REST API neither streams nor watches.
+func ServerLimits() serverlimits.HTTP { return serverlimits.API() }
+
+// Server is the gate's HTTPS server on addr with ServerLimits (headers, body, response and idle
+// timeouts), logging to log. Serve it on ServerLimits().Listen's listener, or on one capped with
+// serverlimits.LimitListener, with ServeTLS(l, "", "").
+func (g *Gate) Server(addr string, tlsConfig *tls.Config, log *slog.Logger) *http.Server {
+	srv := ServerLimits().Server(addr, g, tlsConfig)
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	return srv
 }
