@@ -66,20 +66,33 @@ func NewForwarder(limits ForwardLimits, dial func(ctx context.Context) (net.Conn
 func (f *Forwarder) Active() int { return int(f.active.Load()) }
 
 // Serve forwards the connections of l until l is closed. Connections already forwarded then
-// run on until they close or idle out.
+// run on until they close or idle out. Any other Accept error (the process out of descriptors,
+// say) is logged and Accept is tried again after a pause of up to a second, as net/http's
+// server does: the forward comes back once descriptors are free.
 func (f *Forwarder) Serve(l net.Listener) {
 	var slots chan struct{}
 	if f.limits.MaxConns > 0 {
 		slots = make(chan struct{}, f.limits.MaxConns)
 	}
+	var pause time.Duration
 	for {
 		if slots != nil {
 			slots <- struct{}{} // a slot is free before we accept, so a caller above the cap waits in the kernel
 		}
 		in, err := l.Accept()
 		if err != nil {
-			return
+			if slots != nil {
+				<-slots
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			f.log.Warn("forward: accept failed; trying again", "listen", l.Addr().String(), "error", err, "pause", pause)
+			time.Sleep(pause)
+			continue
 		}
+		pause = 0
 		f.active.Add(1)
 		go func() {
 			defer func() {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -207,5 +208,54 @@ func TestForwarderServesAgainAfterAConnectionCloses(t *testing.T) {
 			t.Fatalf("caller %d: read %q, %v", i, b, err)
 		}
 		_ = c.Close()
+	}
+}
+
+// failingListener fails its first Accept calls as a process out of descriptors does.
+type failingListener struct {
+	net.Listener
+	failures atomic.Int64
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.failures.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// TestForwarderOutlivesAFailedAccept: a process that ran out of descriptors once does not lose
+// its forward for good (the forwarder once returned on any Accept error).
+func TestForwarderOutlivesAFailedAccept(t *testing.T) {
+	echo := newEchoServer(t)
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &failingListener{Listener: inner}
+	l.failures.Store(3)
+	t.Cleanup(func() { _ = l.Close() })
+	f := NewForwarder(ForwardLimits{MaxConns: 2}, func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", echo.l.Addr().String())
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	done := make(chan struct{})
+	go func() { defer close(done); f.Serve(l) }()
+	c, err := net.Dial("tcp", inner.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("x"))
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(c, b); err != nil || b[0] != 'x' {
+		t.Fatalf("after failed accepts: read %q, %v", b, err)
+	}
+	_ = l.Close()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after its listener closed")
 	}
 }
