@@ -36,6 +36,30 @@ const DefaultPrometheusInterval = 5 * time.Second
 // prometheusRetention bounds the region's time series: the region is throwaway.
 const prometheusRetention = "6h"
 
+// PrometheusWebLimits bound the callers of Prometheus' web port, which serves SREs their alerts:
+// the launcher's process and make deploy's pod are started with the same (Flags).
+type PrometheusWebLimits struct {
+	// ReadTimeout (--web.read-timeout) bounds a connection's TLS handshake and the reading of a
+	// request, and, with no request, how long a connection may idle. Prometheus' default is 5
+	// minutes, so a few hundred silent TCP connections held every slot of MaxConnections and
+	// locked SREs out.
+	ReadTimeout time.Duration
+	// MaxConnections (--web.max-connections) caps the connections open at once; above it a
+	// caller waits in the kernel's accept queue. Prometheus' default, stated here so that the
+	// pair is chosen in one place.
+	MaxConnections int
+}
+
+// DefaultPrometheusWebLimits are the region's.
+func DefaultPrometheusWebLimits() PrometheusWebLimits {
+	return PrometheusWebLimits{ReadTimeout: 30 * time.Second, MaxConnections: 512}
+}
+
+// Flags are Prometheus' command-line flags for l.
+func (l PrometheusWebLimits) Flags() []string {
+	return []string{"--web.read-timeout=" + promDuration(l.ReadTimeout), "--web.max-connections=" + strconv.Itoa(l.MaxConnections)}
+}
+
 // The management clusters' kube-apiservers admit the scraper as this user, bound only to GET
 // /metrics (prometheusMetricsRole); its certificate is issued by each cluster's own CA.
 const (
@@ -372,7 +396,7 @@ func (r *Region) startPrometheus(ctx context.Context) error {
 	}
 	p, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: "prometheus", Path: bin, LogDir: r.logDir, Dir: dir,
-		Args: []string{
+		Args: append([]string{
 			"--config.file=" + cfgFile,
 			"--web.config.file=" + webFile,
 			"--web.listen-address=" + addr,
@@ -380,7 +404,7 @@ func (r *Region) startPrometheus(ctx context.Context) error {
 			"--storage.tsdb.retention.time=" + prometheusRetention,
 			// Neither the admin API (deleting series) nor the lifecycle API (reload, quit) is
 			// served: they are off unless enabled, and stay off.
-		},
+		}, DefaultPrometheusWebLimits().Flags()...),
 	})
 	if err != nil {
 		return err

@@ -239,9 +239,15 @@ func TestPrometheusAPIAdmitsOnlySREPersons(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	// The region's web limits, scaled down so that the lock-out check below is quick.
+	limits := DefaultPrometheusWebLimits()
+	if limits.ReadTimeout <= 0 || limits.ReadTimeout >= 5*time.Minute || limits.MaxConnections <= 0 {
+		t.Fatalf("web limits %+v: want a read timeout under Prometheus' 5-minute default and a connection cap", limits)
+	}
+	limits.ReadTimeout, limits.MaxConnections = 3*time.Second, 16
 	p, err := mgmtcluster.StartProcess(context.Background(), mgmtcluster.ProcSpec{Name: "prometheus", Path: bin, LogDir: dir, Dir: dir,
-		Args: []string{"--config.file=" + cfgFile, "--web.config.file=" + webFile, "--web.listen-address=" + addr,
-			"--storage.tsdb.path=" + filepath.Join(dir, "data")}})
+		Args: append([]string{"--config.file=" + cfgFile, "--web.config.file=" + webFile, "--web.listen-address=" + addr,
+			"--storage.tsdb.path=" + filepath.Join(dir, "data")}, limits.Flags()...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,6 +295,28 @@ func TestPrometheusAPIAdmitsOnlySREPersons(t *testing.T) {
 			}
 		})
 	}
+
+	// Silent TCP connections, more than the cap, as a hostile caller's: each is cut by the
+	// read timeout (it bounds the TLS handshake), so an SRE is answered within a few of them.
+	t.Run("silent_connections_beyond_the_cap_do_not_lock_out_an_SRE", func(t *testing.T) {
+		for range limits.MaxConnections + 8 {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{TLSClientConfig: person}}
+		start := time.Now()
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatalf("an SRE behind %d silent connections: %v after %v", limits.MaxConnections+8, err, time.Since(start))
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("an SRE behind silent connections: %d", resp.StatusCode)
+		}
+	})
 
 	t.Run("a_renewed_server_certificate_is_served_without_a_restart", func(t *testing.T) {
 		renewed, err := r.pki.Renew(pki.Prometheus)

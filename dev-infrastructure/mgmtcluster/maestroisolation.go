@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/netns"
 	"github.com/openhcp/openhcp/internal/identity"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -72,7 +72,7 @@ func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound
 			return nil, fmt.Errorf("maestro server isolation: listen on %s: %w", addr, err)
 		}
 		m.add(l)
-		go maestrogate.Forward(l, func(ctx context.Context) (net.Conn, error) { return ns.DialContext(ctx, "tcp", addr) }, m.log)
+		go maestrogate.Forward(l, maestrogate.InboundForwardLimits(), func(ctx context.Context) (net.Conn, error) { return ns.DialContext(ctx, "tcp", addr) }, m.log)
 	}
 	for _, addr := range outbound {
 		if err := m.addOutbound(addr); err != nil {
@@ -95,8 +95,8 @@ func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound
 	if err != nil {
 		return nil, fmt.Errorf("maestro gate: listen on %s: %w", restAddr, err)
 	}
-	m.rest = &http.Server{Handler: gate, TLSConfig: serverTLS, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(m.log.Handler(), slog.LevelWarn)}
+	l = serverlimits.LimitListener(l, maestrogate.ServerLimits().MaxConns)
+	m.rest = gate.Server(restAddr, serverTLS, m.log)
 	go func() {
 		if err := m.rest.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.log.Error("maestro gate stopped", "error", err)
@@ -133,7 +133,7 @@ func (m *maestroIsolation) addOutbound(addr string) error {
 		return fmt.Errorf("maestro server isolation: %w", err)
 	}
 	m.add(l)
-	go maestrogate.Forward(l, func(ctx context.Context) (net.Conn, error) {
+	go maestrogate.Forward(l, maestrogate.OutboundForwardLimits(), func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
 	}, m.log)

@@ -28,11 +28,11 @@ func refusedWith400(t *testing.T, err error, input ...string) bool {
 
 // FuzzClusterListQuery feeds arbitrary query strings to the cluster list's parser: no panic; a
 // refusal is a 400 naming the parameter; what it accepts has a known state and health, a
-// subscription ID that is a UUID and a page size within bounds.
+// subscription ID that is a UUID, a page size within bounds and no parameter given twice.
 func FuzzClusterListQuery(f *testing.F) {
 	for _, s := range []string{"", "state=installing", "state=Ready&health=DEGRADED", "health=sick", "subscription=not-a-uuid",
 		"subscription=00000000-0000-0000-0000-000000000001&shard=mgmt-1&version=4.19.7", "pageSize=0", "pageSize=1000&pageToken=x",
-		"shard=", "=x", "state=%zz", "colour=red"} {
+		"shard=", "=x", "state=%zz", "colour=red", "state=ready&state=error"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -44,6 +44,11 @@ func FuzzClusterListQuery(f *testing.F) {
 		if (c.state != "" && !slices.Contains(clusterStates, c.state)) || (c.health != "" && !slices.Contains(clusterHealths, c.health)) ||
 			(c.subscription != "" && !uuidRE.MatchString(c.subscription)) || c.pageSize < 1 || c.pageSize > 1000 {
 			t.Fatalf("%q accepted as %+v", raw, c)
+		}
+		for k, vs := range r.URL.Query() {
+			if len(vs) > 1 {
+				t.Fatalf("%q accepted with %s given %d times", raw, k, len(vs))
+			}
 		}
 	})
 }

@@ -33,7 +33,7 @@ const (
 // mustGather serves GET /admin/v1/must-gather/{id...}: one tarball (gzip) with everything
 // about a cluster the region holds — see docs/sre.md for its layout.
 func (s *Server) mustGather(w http.ResponseWriter, r *http.Request) error {
-	if err := knownParams(r, "correlationId"); err != nil {
+	if err := knownParams(r, "correlationId..."); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*s.cfg.Timeout)

@@ -157,17 +157,28 @@ func timeParam(r *http.Request, name string) (time.Time, error) {
 	return t, nil
 }
 
-// knownParams refuses query parameters a route does not take, so a typo is not a silent
-// "no filter".
+// knownParams is every route's check of its query (names: the parameters it takes). It refuses
+// a parameter the route does not take, so a typo is not a silent "no filter", and one given more
+// than once, so ?state=ready&state=error is not silently read as its first value. A name ending
+// in "..." is a parameter the route takes any number of times. The first problem, in parameter
+// name order, is a 400 naming the parameter.
 func knownParams(r *http.Request, names ...string) error {
-	for k := range r.URL.Query() {
-		found := false
+	q := r.URL.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		repeatable, found := false, false
 		for _, n := range names {
-			if k == n {
-				found = true
+			if base, many := strings.CutSuffix(n, "..."); base == k {
+				found, repeatable = true, many
+				break
 			}
 		}
-		if !found {
+		switch {
+		case !found:
 			target := k
 			if target == "" {
 				target = "query" // "?=x": a parameter without a name
@@ -175,10 +186,24 @@ func knownParams(r *http.Request, names ...string) error {
 			if len(names) == 0 {
 				return badRequest(target, "unknown query parameter %q; this route takes none", k)
 			}
-			return badRequest(target, "unknown query parameter %q; this route takes %s", k, strings.Join(names, ", "))
+			return badRequest(target, "unknown query parameter %q; this route takes %s", k, describeParams(names))
+		case len(q[k]) > 1 && !repeatable:
+			return badRequest(k, "query parameter %q is given %d times; this route takes it once", k, len(q[k]))
 		}
 	}
 	return nil
+}
+
+// describeParams lists knownParams' names for a message: "a, b, c (repeatable)".
+func describeParams(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		if base, many := strings.CutSuffix(n, "..."); many {
+			n = base + " (repeatable)"
+		}
+		out[i] = n
+	}
+	return strings.Join(out, ", ")
 }
 
 // listAudit serves GET /admin/v1/audit?person=&group=&outcome=&target=&correlationId=&method=&route=&since=&until=&pageSize=&pageToken=.

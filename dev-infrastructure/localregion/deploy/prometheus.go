@@ -431,7 +431,9 @@ func (s *ServiceCluster) installPrometheus(ctx context.Context, env localregion.
 // /metrics and nothing else (the kube-apiserver's, and the agent's, which asks the cluster
 // whether the token may), the Deployment and its Service.
 func prometheusManifest(image string) []byte {
-	r := strings.NewReplacer("NAMESPACE", prometheusNamespace, "NAME", prometheusName, "IMAGE", image,
+	// The web limits are the launcher's Prometheus's (one owner: localregion).
+	webFlags := strings.Join(localregion.DefaultPrometheusWebLimits().Flags(), "\n            - ")
+	r := strings.NewReplacer("WEBLIMITS", webFlags, "NAMESPACE", prometheusNamespace, "NAME", prometheusName, "IMAGE", image,
 		"PORT", fmt.Sprint(prometheusPort), "CONFIGDIR", prometheusConfigDir, "RULESDIR", prometheusRulesDir, "TARGETSDIR", prometheusTargetsDir, "TLSDIR", prometheusTLSDir)
 	return []byte(r.Replace(`apiVersion: v1
 kind: ServiceAccount
@@ -481,6 +483,7 @@ spec:
             - --web.listen-address=0.0.0.0:PORT
             - --storage.tsdb.path=/prometheus
             - --storage.tsdb.retention.time=6h
+            - WEBLIMITS
           ports:
             - {name: https, containerPort: PORT}
           # The web port requires a client certificate, which the kubelet has none of.

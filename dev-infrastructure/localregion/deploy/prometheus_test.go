@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 )
 
 // TestPrometheusConfigScrapesEveryWorkloadOverVerifiedTLS checks the generated prometheus.yml:
@@ -240,5 +242,19 @@ func TestPrometheusScrapesAStampWithItsOwnControlPlaneByItsCertificate(t *testin
 		if byToken := j.Authorization != nil; byToken != (name == "maestro-agent-mgmt-1") {
 			t.Errorf("job %s authorizes by the ServiceAccount token: %v", name, byToken)
 		}
+	}
+}
+
+// TestPrometheusManifestCarriesTheWebLimits: make deploy's Prometheus runs with the launcher's
+// web limits (localregion.PrometheusWebLimits), each flag an argument of its own.
+func TestPrometheusManifestCarriesTheWebLimits(t *testing.T) {
+	m := string(prometheusManifest("prometheus:test"))
+	for _, flag := range localregion.DefaultPrometheusWebLimits().Flags() {
+		if !strings.Contains(m, "\n            - "+flag+"\n") {
+			t.Errorf("the Prometheus deployment lacks the argument %s:\n%s", flag, m)
+		}
+	}
+	if strings.Contains(m, "WEBLIMITS") {
+		t.Errorf("the Prometheus deployment kept its WEBLIMITS placeholder:\n%s", m)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,9 +16,9 @@ import (
 	"net/url"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/openhcp/openhcp/internal/identity"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 )
 
 // Access is what an identity may do through the gate.
@@ -169,35 +168,15 @@ func UpstreamTransport(dial func(ctx context.Context, network, addr string) (net
 		MaxIdleConnsPerHost: 16}
 }
 
-// Forward accepts connections on l and joins each to a connection from dial, byte for byte,
-// until l is closed. It is for the ports whose server authenticates its callers itself (Maestro's
-// gRPC) or that carry nothing secret (health, metrics), and for the server's own way out.
-func Forward(l net.Listener, dial func(ctx context.Context) (net.Conn, error), log *slog.Logger) {
-	for {
-		in, err := l.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer in.Close()
-			out, err := dial(context.Background())
-			if err != nil {
-				log.Warn("forward: dial failed", "listen", l.Addr().String(), "error", err)
-				return
-			}
-			defer out.Close()
-			var wg sync.WaitGroup
-			wg.Add(2)
-			pipe := func(dst, src net.Conn) {
-				defer wg.Done()
-				_, _ = io.Copy(dst, src)
-				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-					_ = cw.CloseWrite()
-				}
-			}
-			go pipe(out, in)
-			go pipe(in, out)
-			wg.Wait()
-		}()
-	}
+// ServerLimits are the limits of the REST gate's listener: those of the region's
+// request/response APIs (serverlimits.API), as Maestro's REST API neither streams nor watches.
+func ServerLimits() serverlimits.HTTP { return serverlimits.API() }
+
+// Server is the gate's HTTPS server on addr with ServerLimits (headers, body, response and idle
+// timeouts), logging to log. Serve it on ServerLimits().Listen's listener, or on one capped with
+// serverlimits.LimitListener, with ServeTLS(l, "", "").
+func (g *Gate) Server(addr string, tlsConfig *tls.Config, log *slog.Logger) *http.Server {
+	srv := ServerLimits().Server(addr, g, tlsConfig)
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	return srv
 }

@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/openhcp/openhcp/internal/identity"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 )
 
 func TestGateDecidesByVerifiedIdentityAndMethod(t *testing.T) {
@@ -114,5 +116,29 @@ func TestParseRules(t *testing.T) {
 func TestWorkloadRulesRefuseAnUnknownName(t *testing.T) {
 	if _, err := WorkloadRules(identity.DefaultTrustDomain, map[string]Access{"admin": ReadOnly}); err == nil {
 		t.Fatal(`"admin" is no workload name (the admin API's workload is identity.SRE), yet it was accepted`)
+	}
+}
+
+// TestGateServerBoundsSlowCallers: the REST gate cuts a caller that trickles its body or sits
+// idle, not only one slow with its headers (it once set ReadHeaderTimeout alone).
+func TestGateServerBoundsSlowCallers(t *testing.T) {
+	gate := New(Rules{}, &url.URL{Scheme: "https", Host: "127.0.0.1:1"}, http.DefaultTransport, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := gate.Server("127.0.0.1:0", nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	want := serverlimits.API()
+	for _, c := range []struct {
+		field     string
+		got, want time.Duration
+	}{
+		{"ReadHeaderTimeout", srv.ReadHeaderTimeout, want.ReadHeaderTimeout},
+		{"ReadTimeout", srv.ReadTimeout, want.ReadTimeout},
+		{"WriteTimeout", srv.WriteTimeout, want.WriteTimeout},
+		{"IdleTimeout", srv.IdleTimeout, want.IdleTimeout},
+	} {
+		if c.got != c.want || c.got <= 0 {
+			t.Errorf("gate server %s = %v, want %v", c.field, c.got, c.want)
+		}
+	}
+	if srv.Handler != gate || srv.MaxHeaderBytes != want.MaxHeaderBytes {
+		t.Errorf("gate server handler %T, MaxHeaderBytes %d; want the gate, %d", srv.Handler, srv.MaxHeaderBytes, want.MaxHeaderBytes)
 	}
 }

@@ -179,11 +179,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return err
 	}
+	// The health and metrics listeners are ours (servers.go), not controller-runtime's.
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme: scheme,
-		Metrics: metricsserver.Options{BindAddress: c.metricsAddr, SecureServing: c.metricsCertDir != "", CertDir: c.metricsCertDir,
-			TLSOpts: []func(*tls.Config){func(cfg *tls.Config) { cfg.MinVersion = tls.VersionTLS12 }}},
-		HealthProbeBindAddress: c.healthAddr,
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
@@ -204,19 +204,30 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err := hypershiftsim.Setup(mgr, opts); err != nil {
 		return err
 	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
 	// Ready once the informers have synced, i.e. the sim sees the cluster's objects.
-	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+	informers := func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
 		defer cancel()
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return errors.New("informer caches not synced")
 		}
 		return nil
-	}); err != nil {
-		return err
+	}
+	servers := map[string]*http.Server{"health probe": healthServer(c.healthAddr,
+		map[string]healthz.Checker{"ping": healthz.Ping}, map[string]healthz.Checker{"informers": informers})}
+	if c.metricsAddr != "0" {
+		if servers["metrics"], err = metricsServer(c.metricsAddr, c.metricsCertDir); err != nil {
+			return err
+		}
+	}
+	for name, srv := range servers {
+		r, err := runnable(name, srv)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("add the %s server: %w", name, err)
+		}
 	}
 
 	slog.Info("hypershift-sim starting", "apiserver", restCfg.Host, "availableDelay", c.availableDelay,

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -114,7 +115,7 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("--forward %s: %w", from, err)
 		}
 		defer l.Close()
-		go maestrogate.Forward(l, func(ctx context.Context) (net.Conn, error) {
+		go maestrogate.Forward(l, maestrogate.InboundForwardLimits(), func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", to)
 		}, log)
@@ -128,6 +129,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--metrics %s: %w", c.metricsListen, err)
 		}
+		l = serverlimits.LimitListener(l, serverlimits.Metrics().MaxConns)
 		srv := metricsServer(c.metricsTarget, metricsTLS, log)
 		go func() {
 			<-ctx.Done()
@@ -154,8 +156,8 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	srv := &http.Server{Handler: gate, TLSConfig: serverTLS, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	l = serverlimits.LimitListener(l, maestrogate.ServerLimits().MaxConns)
+	srv := gate.Server(c.listen, serverTLS, log)
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -175,8 +177,9 @@ func metricsServer(target string, cfg *tls.Config, log *slog.Logger) *http.Serve
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: target})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", proxy)
-	return &http.Server{Handler: mux, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := serverlimits.Metrics().Server("", mux, cfg)
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	return srv
 }
 
 // serveMaybeTLS serves srv on l, over TLS when srv has a TLS config.

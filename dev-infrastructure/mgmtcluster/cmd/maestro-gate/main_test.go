@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -123,5 +124,29 @@ func TestMetricsAreServedOverTLSAndNothingElse(t *testing.T) {
 	}
 	if code, body := get(&http.Client{Timeout: 30 * time.Second}, "http://"+addr+"/metrics"); code == http.StatusOK {
 		t.Errorf("GET /metrics in plaintext: %d %q, want refused", code, body)
+	}
+}
+
+// TestMetricsServerBoundsSlowCallers: the metrics listener cuts a caller that trickles its
+// request or sits idle, as every metrics listener of the region (serverlimits.Metrics).
+func TestMetricsServerBoundsSlowCallers(t *testing.T) {
+	srv := metricsServer("127.0.0.1:1", nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	checkLimits(t, "metrics", srv, serverlimits.Metrics())
+}
+
+func checkLimits(t *testing.T, name string, srv *http.Server, want serverlimits.HTTP) {
+	t.Helper()
+	for _, c := range []struct {
+		field     string
+		got, want time.Duration
+	}{
+		{"ReadHeaderTimeout", srv.ReadHeaderTimeout, want.ReadHeaderTimeout},
+		{"ReadTimeout", srv.ReadTimeout, want.ReadTimeout},
+		{"WriteTimeout", srv.WriteTimeout, want.WriteTimeout},
+		{"IdleTimeout", srv.IdleTimeout, want.IdleTimeout},
+	} {
+		if c.got != c.want || c.got <= 0 {
+			t.Errorf("%s server %s = %v, want %v", name, c.field, c.got, c.want)
+		}
 	}
 }
