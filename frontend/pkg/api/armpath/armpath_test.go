@@ -2,6 +2,7 @@ package armpath_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -121,4 +122,51 @@ func jsonOf(t *testing.T, v any) string {
 	}
 	b, _ = json.Marshal(back)
 	return string(b)
+}
+
+// TestFillAndRenderConcurrently: Fill and Render of the same message type from many goroutines at
+// once, each goroutine's first call among them (each descriptor's arm_path options are read once
+// per process and shared), give each the same spec and the same ARM form (run with -race too).
+func TestFillAndRenderConcurrently(t *testing.T) {
+	doc, err := armpath.Parse([]byte(everyNodePoolProperty))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.NodePoolFromARM(doc).Spec
+	wantARM := jsonOf(t, doc)
+	const goroutines = 8
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		go func() {
+			got := &csv1.NodePoolSpec{}
+			if err := armpath.Fill(got.ProtoReflect(), doc, api.NodePoolShapes); err != nil {
+				errs <- err
+				return
+			}
+			if !proto.Equal(got, want) {
+				errs <- fmt.Errorf("filled %v, want %v", got, want)
+				return
+			}
+			b, err := json.Marshal(armpath.Render(got.ProtoReflect(), api.NodePoolShapes))
+			if err != nil {
+				errs <- err
+				return
+			}
+			var back any
+			if err := json.Unmarshal(b, &back); err != nil {
+				errs <- err
+				return
+			}
+			if b, _ = json.Marshal(back); string(b) != wantARM {
+				errs <- fmt.Errorf("rendered %s, want %s", b, wantARM)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
 }
