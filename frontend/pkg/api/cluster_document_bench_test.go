@@ -80,3 +80,20 @@ func processCPU(b *testing.B) time.Duration {
 func reportCPUPerOp(b *testing.B, since time.Duration) {
 	b.ReportMetric(float64(processCPU(b)-since)/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkClusterBodyDecode is the decode of a valid cluster PUT body in the newest
+// api-version: strict decode into the version's type, its checks, and the spec filled from
+// that type through the arm_path options (every cluster PUT does one).
+func BenchmarkClusterBodyDecode(b *testing.B) {
+	v, _ := api.Lookup(api.Versions()[len(api.Versions())-1])
+	body := []byte(clusterBodyFor(v.String()))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	cpu := processCPU(b)
+	for b.Loop() {
+		if _, err := v.DecodeCluster(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPUPerOp(b, cpu)
+}

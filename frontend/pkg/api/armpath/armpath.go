@@ -382,25 +382,59 @@ func property(obj reflect.Value, k string) reflect.Value {
 		}
 		return obj.MapIndex(reflect.ValueOf(k).Convert(obj.Type().Key()))
 	case reflect.Struct:
-		t := obj.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if f.Anonymous && name == "" {
-				if v := property(deref(obj.Field(i)), k); v.IsValid() {
-					return v
-				}
-				continue
+		// The first field named k in field order, an embedded struct's searched in its place.
+		sf := jsonFieldsOf(obj.Type())
+		i, named := sf.named[k]
+		for _, e := range sf.embedded {
+			if named && e > i {
+				break
 			}
-			if name == "" {
-				name = f.Name
+			if v := property(deref(obj.Field(e)), k); v.IsValid() {
+				return v
 			}
-			if name == k && f.IsExported() {
-				return obj.Field(i)
-			}
+		}
+		if named {
+			return obj.Field(i)
 		}
 	}
 	return reflect.Value{}
+}
+
+// jsonFields are a struct type's fields as property finds them by JSON name.
+type jsonFields struct {
+	named    map[string]int // each JSON name's first exported field (untagged: its Go name)
+	embedded []int          // the embedded fields without a JSON name, in field order
+}
+
+// fieldsByType holds each struct type's jsonFields (jsonFieldsOf), process-wide for the reason
+// fieldsByDescriptor is: a type's fields and tags are fixed for the process's life, and reading
+// every field's tag on every step of every path was most of a body's Fill and checks. It grows
+// by one entry per struct type ever read by path, no more.
+var fieldsByType sync.Map // reflect.Type → *jsonFields
+
+// jsonFieldsOf is struct type t's jsonFields: read from its tags on first use, from
+// fieldsByType after.
+func jsonFieldsOf(t reflect.Type) *jsonFields {
+	if sf, ok := fieldsByType.Load(t); ok {
+		return sf.(*jsonFields)
+	}
+	sf := &jsonFields{named: map[string]int{}}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" {
+			sf.embedded = append(sf.embedded, i)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, seen := sf.named[name]; !seen && f.IsExported() {
+			sf.named[name] = i
+		}
+	}
+	stored, _ := fieldsByType.LoadOrStore(t, sf)
+	return stored.(*jsonFields)
 }
 
 // Object is the object at a dotted path below obj, made where it is missing (a key without a dot

@@ -170,3 +170,57 @@ func TestFillAndRenderConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// Embedded is embedded in lookupHolder and namedFirst, for TestLookupByJSONName.
+type Embedded struct {
+	C string `json:"c"`
+	A string `json:"a"`
+}
+
+type inner struct {
+	A string `json:"a"`
+}
+
+// lookupHolder and namedFirst are typed bodies' shapes: JSON names from tags or Go names, an
+// embedded struct's fields found in its place among the holder's, the first of a name winning.
+type lookupHolder struct {
+	*Embedded
+	A     string `json:"a"`
+	Plain string
+	Named *inner `json:"named"`
+}
+
+type namedFirst struct {
+	A string `json:"a"`
+	*Embedded
+}
+
+// TestLookupByJSONName: a struct's property is its first field of that JSON name in field order
+// (untagged: its Go name), an embedded struct searched in its place, and skipped while nil.
+func TestLookupByJSONName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  any
+		path string
+		want any
+	}{
+		{"tagged", &lookupHolder{A: "holder"}, "a", "holder"},
+		{"untagged_by_go_name", &lookupHolder{Plain: "p"}, "Plain", "p"},
+		{"through_a_tagged_struct", &lookupHolder{Named: &inner{A: "n"}}, "named.a", "n"},
+		{"embedded_before_wins", &lookupHolder{Embedded: &Embedded{A: "embedded"}, A: "holder"}, "a", "embedded"},
+		{"embedded_nil_skipped", &lookupHolder{A: "holder"}, "a", "holder"},
+		{"embedded_only_name", &lookupHolder{Embedded: &Embedded{C: "c"}}, "c", "c"},
+		{"embedded_only_name_nil", &lookupHolder{}, "c", nil},
+		{"named_before_embedded_wins", &namedFirst{A: "holder", Embedded: &Embedded{A: "embedded"}}, "a", "holder"},
+		{"embedded_after_named", &namedFirst{Embedded: &Embedded{C: "c"}}, "c", "c"},
+		{"no_such_name", &lookupHolder{}, "d", nil},
+		{"json_objects", map[string]any{"a": map[string]any{"b": "x"}}, "a.b", "x"},
+		{"json_null", map[string]any{"a": nil}, "a", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := armpath.Lookup(tc.obj, tc.path); got != tc.want {
+				t.Fatalf("Lookup(%s) = %#v, want %#v", tc.path, got, tc.want)
+			}
+		})
+	}
+}
