@@ -260,7 +260,7 @@ func render(msg protoreflect.Message, doc, obj map[string]any, base string, shap
 		if f.fromRoot {
 			at, path = doc, f.path
 		} else {
-			path = join(base, f.path) // "." included: base + "..", as a path no Shape names
+			path = join(base, f.path) // "." too, as before: "." or base + "..", a path no Shape names
 		}
 		var v any
 		fv := msg.Get(fd)
