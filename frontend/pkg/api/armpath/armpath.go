@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -56,27 +57,27 @@ func fill(msg protoreflect.Message, doc, obj reflect.Value, base string, shapes 
 	if o := deref(obj); o.IsValid() && !isObject(o) {
 		return mismatch(base, o, "an object")
 	}
-	fields := msg.Descriptor().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		p := csv1.ARMPathOf(fd)
-		if p == "" || p == "-" {
-			continue
-		}
-		v, path, err := deref(obj), base, error(nil)
+	for _, f := range fieldsOf(msg.Descriptor()) {
+		fd := f.fd
+		v, err := deref(obj), error(nil)
 		switch {
-		case strings.HasPrefix(p, "/"):
-			path = p[1:]
-			v, err = lookupChecked(doc, "", path)
-		case p != ".":
-			path = join(base, p)
-			v, err = lookupChecked(obj, base, p)
+		case f.fromRoot:
+			v, err = lookupChecked(doc, "", f.steps)
+		case !f.self:
+			v, err = lookupChecked(obj, base, f.steps)
 		}
 		if err != nil {
 			return err
 		}
 		if !v.IsValid() {
 			continue
+		}
+		path := base
+		switch {
+		case f.fromRoot:
+			path = f.path
+		case !f.self:
+			path = join(base, f.path)
 		}
 		if shape, ok := shapes[path]; ok && shape.ToSpec != nil {
 			sv, err := shape.ToSpec(v.Interface())
@@ -137,23 +138,72 @@ func fill(msg protoreflect.Message, doc, obj reflect.Value, base string, shapes 
 	return nil
 }
 
+// field is what Fill and Render use of a message field with an arm_path, read from its
+// descriptor once (fieldsOf).
+type field struct {
+	fd protoreflect.FieldDescriptor
+	// path is the arm_path without its leading "/" when fromRoot ("." when self): a path
+	// from the document's root, the holder's own object, or a path below the holder.
+	path     string
+	fromRoot bool
+	self     bool
+	steps    []string // path's dotted steps
+}
+
+// fieldsByDescriptor holds each message descriptor's fields that have an arm_path, other than
+// "-" (fieldsOf). It is process-wide, not held by a caller, because what it caches is: a
+// message descriptor and its options are fixed for the life of the process (the generated
+// code registers them once), so one reading serves every Fill and Render of every caller, where
+// reading the option per field per call (proto.GetExtension) was a large part of every stored
+// document's read. It grows by one entry per message type ever filled or rendered, no more.
+var fieldsByDescriptor sync.Map // protoreflect.MessageDescriptor → []field
+
+// fieldsOf is md's fields that have an arm_path other than "-", in field order: read from the
+// descriptor on first use, from fieldsByDescriptor after.
+func fieldsOf(md protoreflect.MessageDescriptor) []field {
+	if fs, ok := fieldsByDescriptor.Load(md); ok {
+		return fs.([]field)
+	}
+	fds := md.Fields()
+	var fs []field
+	for i := 0; i < fds.Len(); i++ {
+		fd := fds.Get(i)
+		p := csv1.ARMPathOf(fd)
+		if p == "" || p == "-" {
+			continue
+		}
+		f := field{fd: fd, path: p, self: p == "."}
+		if strings.HasPrefix(p, "/") {
+			f.fromRoot, f.path = true, p[1:]
+		}
+		f.steps = strings.Split(f.path, ".")
+		fs = append(fs, f)
+	}
+	stored, _ := fieldsByDescriptor.LoadOrStore(md, fs)
+	return stored.([]field)
+}
+
 // isObject says whether v (dereferenced) is an object: JSON objects' map or a body type's struct.
 func isObject(v reflect.Value) bool {
 	return (v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String) || v.Kind() == reflect.Struct
 }
 
-// lookupChecked is lookup of the dotted path below obj (itself at ARM path base), with an error
-// when a step of the path is present but no object.
-func lookupChecked(obj reflect.Value, base, path string) (reflect.Value, error) {
-	cur, at := deref(obj), base
-	for _, k := range strings.Split(path, ".") {
+// lookupChecked is lookup of a dotted path's steps below obj (itself at ARM path base), with an
+// error when a step of the path is present but no object.
+func lookupChecked(obj reflect.Value, base string, steps []string) (reflect.Value, error) {
+	cur := deref(obj)
+	for i, k := range steps {
 		if !cur.IsValid() {
 			return cur, nil
 		}
 		if !isObject(cur) {
+			at := base
+			for _, s := range steps[:i] {
+				at = join(at, s)
+			}
 			return reflect.Value{}, mismatch(at, cur, "an object")
 		}
-		cur, at = deref(property(cur, k)), join(at, k)
+		cur = deref(property(cur, k))
 	}
 	return cur, nil
 }
@@ -200,19 +250,17 @@ func Render(msg protoreflect.Message, shapes Shapes) map[string]any {
 }
 
 func render(msg protoreflect.Message, doc, obj map[string]any, base string, shapes Shapes) {
-	fields := msg.Descriptor().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		p := csv1.ARMPathOf(fd)
-		if p == "" || p == "-" {
-			continue
-		}
+	for _, f := range fieldsOf(msg.Descriptor()) {
+		fd := f.fd
 		if !msg.Has(fd) && (fd.Kind() != protoreflect.BoolKind || fd.IsList() || fd.IsMap() || fd.HasPresence()) {
 			continue
 		}
-		at, rel, path := obj, p, join(base, p)
-		if strings.HasPrefix(p, "/") {
-			at, rel, path = doc, p[1:], p[1:]
+		at := obj
+		var path string
+		if f.fromRoot {
+			at, path = doc, f.path
+		} else {
+			path = join(base, f.path) // "." too, as before: "." or base + "..", a path no Shape names
 		}
 		var v any
 		fv := msg.Get(fd)
@@ -239,8 +287,8 @@ func render(msg protoreflect.Message, doc, obj map[string]any, base string, shap
 			v = l
 		case fd.Message() != nil:
 			sub := obj
-			if rel != "." {
-				sub = Object(at, rel)
+			if f.path != "." {
+				sub = object(at, f.steps)
 			}
 			render(fv.Message(), doc, sub, path, shapes)
 			continue
@@ -250,7 +298,7 @@ func render(msg protoreflect.Message, doc, obj map[string]any, base string, shap
 		if shape, ok := shapes[path]; ok && shape.ToARM != nil {
 			v = shape.ToARM(v)
 		}
-		Set(at, rel, v)
+		set(at, f.steps, v)
 	}
 }
 
@@ -317,36 +365,87 @@ func deref(v reflect.Value) reflect.Value {
 func property(obj reflect.Value, k string) reflect.Value {
 	switch obj.Kind() {
 	case reflect.Map:
+		if obj.Type() == jsonObject && obj.CanInterface() {
+			// JSON objects, the common case, without reflect's copy of the key: a null value
+			// is present (a nil interface), as MapIndex has it.
+			e, ok := obj.Interface().(map[string]any)[k]
+			switch {
+			case !ok:
+				return reflect.Value{}
+			case e == nil:
+				return reflect.Zero(jsonValue)
+			}
+			return reflect.ValueOf(e)
+		}
 		if obj.Type().Key().Kind() != reflect.String {
 			return reflect.Value{}
 		}
 		return obj.MapIndex(reflect.ValueOf(k).Convert(obj.Type().Key()))
 	case reflect.Struct:
-		t := obj.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if f.Anonymous && name == "" {
-				if v := property(deref(obj.Field(i)), k); v.IsValid() {
-					return v
-				}
-				continue
+		// The first field named k in field order, an embedded struct's searched in its place.
+		sf := jsonFieldsOf(obj.Type())
+		i, named := sf.named[k]
+		for _, e := range sf.embedded {
+			if named && e > i {
+				break
 			}
-			if name == "" {
-				name = f.Name
+			if v := property(deref(obj.Field(e)), k); v.IsValid() {
+				return v
 			}
-			if name == k && f.IsExported() {
-				return obj.Field(i)
-			}
+		}
+		if named {
+			return obj.Field(i)
 		}
 	}
 	return reflect.Value{}
 }
 
+// jsonFields are a struct type's fields as property finds them by JSON name.
+type jsonFields struct {
+	named    map[string]int // each JSON name's first exported field (untagged: its Go name)
+	embedded []int          // the embedded fields without a JSON name, in field order
+}
+
+// fieldsByType holds each struct type's jsonFields (jsonFieldsOf), process-wide for the reason
+// fieldsByDescriptor is: a type's fields and tags are fixed for the process's life, and reading
+// every field's tag on every step of every path was most of a body's Fill and checks. It grows
+// by one entry per struct type ever read by path, no more.
+var fieldsByType sync.Map // reflect.Type → *jsonFields
+
+// jsonFieldsOf is struct type t's jsonFields: read from its tags on first use, from
+// fieldsByType after.
+func jsonFieldsOf(t reflect.Type) *jsonFields {
+	if sf, ok := fieldsByType.Load(t); ok {
+		return sf.(*jsonFields)
+	}
+	sf := &jsonFields{named: map[string]int{}}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" {
+			sf.embedded = append(sf.embedded, i)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, seen := sf.named[name]; !seen && f.IsExported() {
+			sf.named[name] = i
+		}
+	}
+	stored, _ := fieldsByType.LoadOrStore(t, sf)
+	return stored.(*jsonFields)
+}
+
 // Object is the object at a dotted path below obj, made where it is missing (a key without a dot
 // is a path of one).
 func Object(obj map[string]any, path string) map[string]any {
-	for _, k := range strings.Split(path, ".") {
+	return object(obj, strings.Split(path, "."))
+}
+
+// object is Object by the path's steps.
+func object(obj map[string]any, steps []string) map[string]any {
+	for _, k := range steps {
 		next, ok := obj[k].(map[string]any)
 		if !ok {
 			next = map[string]any{}
@@ -359,11 +458,21 @@ func Object(obj map[string]any, path string) map[string]any {
 
 // Set puts v at a dotted path below obj, making the objects on the way.
 func Set(obj map[string]any, path string, v any) {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		obj, path = Object(obj, path[:i]), path[i+1:]
-	}
-	obj[path] = v
+	set(obj, strings.Split(path, "."), v)
 }
+
+// set is Set by the path's steps.
+func set(obj map[string]any, steps []string, v any) {
+	last := len(steps) - 1
+	object(obj, steps[:last])[steps[last]] = v
+}
+
+// The reflect types property and scalar compare a value's with, to take the short way.
+var (
+	jsonObject = reflect.TypeFor[map[string]any]()
+	jsonValue  = reflect.TypeFor[any]()
+	jsonNumber = reflect.TypeFor[json.Number]()
+)
 
 func join(a, b string) string {
 	if a == "" {
@@ -381,8 +490,8 @@ func scalar(fd protoreflect.FieldDescriptor, v reflect.Value, path string) (prot
 		return protoreflect.Value{}, mismatch(path, v, "a "+kindName(fd))
 	}
 	orig := v
-	if n, ok := v.Interface().(json.Number); ok {
-		i, err := n.Int64()
+	if v.Type() == jsonNumber {
+		i, err := json.Number(v.String()).Int64()
 		if err != nil {
 			return protoreflect.Value{}, mismatch(path, orig, "a "+kindName(fd))
 		}

@@ -2,6 +2,7 @@ package armpath_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -121,4 +122,105 @@ func jsonOf(t *testing.T, v any) string {
 	}
 	b, _ = json.Marshal(back)
 	return string(b)
+}
+
+// TestFillAndRenderConcurrently: Fill and Render of the same message type from many goroutines at
+// once, each goroutine's first call among them (each descriptor's arm_path options are read once
+// per process and shared), give each the same spec and the same ARM form (run with -race too).
+func TestFillAndRenderConcurrently(t *testing.T) {
+	doc, err := armpath.Parse([]byte(everyNodePoolProperty))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.NodePoolFromARM(doc).Spec
+	wantARM := jsonOf(t, doc)
+	const goroutines = 8
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		go func() {
+			got := &csv1.NodePoolSpec{}
+			if err := armpath.Fill(got.ProtoReflect(), doc, api.NodePoolShapes); err != nil {
+				errs <- err
+				return
+			}
+			if !proto.Equal(got, want) {
+				errs <- fmt.Errorf("filled %v, want %v", got, want)
+				return
+			}
+			b, err := json.Marshal(armpath.Render(got.ProtoReflect(), api.NodePoolShapes))
+			if err != nil {
+				errs <- err
+				return
+			}
+			var back any
+			if err := json.Unmarshal(b, &back); err != nil {
+				errs <- err
+				return
+			}
+			if b, _ = json.Marshal(back); string(b) != wantARM {
+				errs <- fmt.Errorf("rendered %s, want %s", b, wantARM)
+				return
+			}
+			errs <- nil
+		}()
+	}
+	for range goroutines {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Embedded is embedded in lookupHolder and namedFirst, for TestLookupByJSONName.
+type Embedded struct {
+	C string `json:"c"`
+	A string `json:"a"`
+}
+
+type inner struct {
+	A string `json:"a"`
+}
+
+// lookupHolder and namedFirst are typed bodies' shapes: JSON names from tags or Go names, an
+// embedded struct's fields found in its place among the holder's, the first of a name winning.
+type lookupHolder struct {
+	*Embedded
+	A     string `json:"a"`
+	Plain string
+	Named *inner `json:"named"`
+}
+
+type namedFirst struct {
+	A string `json:"a"`
+	*Embedded
+}
+
+// TestLookupByJSONName: a struct's property is its first field of that JSON name in field order
+// (untagged: its Go name), an embedded struct searched in its place, and skipped while nil.
+func TestLookupByJSONName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  any
+		path string
+		want any
+	}{
+		{"tagged", &lookupHolder{A: "holder"}, "a", "holder"},
+		{"untagged_by_go_name", &lookupHolder{Plain: "p"}, "Plain", "p"},
+		{"through_a_tagged_struct", &lookupHolder{Named: &inner{A: "n"}}, "named.a", "n"},
+		{"embedded_before_wins", &lookupHolder{Embedded: &Embedded{A: "embedded"}, A: "holder"}, "a", "embedded"},
+		{"embedded_nil_skipped", &lookupHolder{A: "holder"}, "a", "holder"},
+		{"embedded_only_name", &lookupHolder{Embedded: &Embedded{C: "c"}}, "c", "c"},
+		{"embedded_only_name_nil", &lookupHolder{}, "c", nil},
+		{"named_before_embedded_wins", &namedFirst{A: "holder", Embedded: &Embedded{A: "embedded"}}, "a", "holder"},
+		{"embedded_after_named", &namedFirst{Embedded: &Embedded{C: "c"}}, "c", "c"},
+		{"no_such_name", &lookupHolder{}, "d", nil},
+		{"json_objects", map[string]any{"a": map[string]any{"b": "x"}}, "a.b", "x"},
+		{"json_null", map[string]any{"a": nil}, "a", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := armpath.Lookup(tc.obj, tc.path); got != tc.want {
+				t.Fatalf("Lookup(%s) = %#v, want %#v", tc.path, got, tc.want)
+			}
+		})
+	}
 }
