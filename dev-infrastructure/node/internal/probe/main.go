@@ -50,9 +50,12 @@ func main() {
 }
 
 // serve handles SIGTERM: as a pod's PID 1 it would otherwise ignore it and every deletion would
-// wait out the grace period.
+// wait out the grace period. A slow or idle caller is closed as our services close one (a test
+// fixture, so the limits are written here rather than taken from internal/serverlimits, which
+// would bring gRPC into the pod's image).
 func serve(addr, text string) {
-	srv := &http.Server{Addr: addr, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := &http.Server{Addr: addr, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, text)
 	})}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
