@@ -1,9 +1,11 @@
 package model
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"net/url"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -98,12 +100,17 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 	if un.GetPrefixPolicy() == "None" {
 		un.PrefixPolicy = ""
 	}
-	OneOf(v, field+".claim_mappings.username.prefix_policy", un.GetPrefixPolicy(), "None", "Prefix", "NoPrefix")
-	switch {
-	case un.GetPrefixPolicy() == prefixPolicyPrefix && un.GetPrefix() == "":
-		v.Add(field+".claim_mappings.username.prefix", "is required when the prefix policy is Prefix")
-	case un.GetPrefixPolicy() != prefixPolicyPrefix && un.GetPrefix() != "":
-		v.Add(field+".claim_mappings.username.prefix", "must be empty unless the prefix policy is Prefix")
+	// The prefix is judged against a policy the specification allows; under another, the
+	// policy alone is at fault.
+	policies := []string{"", "None", prefixPolicyPrefix, "NoPrefix"}
+	OneOf(v, field+".claim_mappings.username.prefix_policy", un.GetPrefixPolicy(), policies[1:]...)
+	if slices.Contains(policies, un.GetPrefixPolicy()) {
+		switch {
+		case un.GetPrefixPolicy() == prefixPolicyPrefix && un.GetPrefix() == "":
+			v.Add(field+".claim_mappings.username.prefix", "is required when the prefix policy is Prefix")
+		case un.GetPrefixPolicy() != prefixPolicyPrefix && un.GetPrefix() != "":
+			v.Add(field+".claim_mappings.username.prefix", "must be empty unless the prefix policy is Prefix")
+		}
 	}
 	if g := cm.GetGroups(); g != nil {
 		lengthIn(v, field+".claim_mappings.groups.claim", g.GetClaim(), 1, maxGroupClaim)
@@ -134,15 +141,24 @@ func lengthIn(v *Violations, field, s string, lo, hi int) {
 }
 
 // validPEMBundle: at least one CERTIFICATE block, every block a parseable certificate, nothing
-// but whitespace around them.
+// but whitespace around them, each BEGIN line starting its line (where the kube-apiserver's
+// PEM reader looks for it). pem.Decode skips any text before a block, so what precedes each is
+// checked here.
 func validPEMBundle(s string) bool {
 	rest := []byte(s)
 	n := 0
 	for {
+		t := bytes.TrimLeft(rest, " \t\r\n")
+		if skipped := rest[:len(rest)-len(t)]; len(t) > 0 && len(skipped) > 0 && skipped[len(skipped)-1] != '\n' {
+			return false // text, or a BEGIN line indented
+		}
+		if rest = t; !bytes.HasPrefix(rest, []byte("-----BEGIN ")) {
+			break
+		}
 		var b *pem.Block
 		b, rest = pem.Decode(rest)
 		if b == nil {
-			break
+			return false
 		}
 		if b.Type != "CERTIFICATE" {
 			return false
@@ -152,5 +168,5 @@ func validPEMBundle(s string) bool {
 		}
 		n++
 	}
-	return n > 0 && strings.TrimSpace(string(rest)) == ""
+	return n > 0 && len(rest) == 0
 }
