@@ -141,9 +141,9 @@ func lengthIn(v *Violations, field, s string, lo, hi int) {
 }
 
 // validPEMBundle: at least one CERTIFICATE block, every block a parseable certificate, nothing
-// but whitespace around them, each BEGIN line starting its line (where the kube-apiserver's
-// PEM reader looks for it). pem.Decode skips any text before a block, so what precedes each is
-// checked here.
+// but whitespace around them, each BEGIN line starting its line (where Go's PEM reader, the
+// kube-apiserver's, looks for it). pem.Decode skips any text before a block, so what precedes
+// each is checked here.
 func validPEMBundle(s string) bool {
 	rest := []byte(s)
 	n := 0

@@ -51,19 +51,6 @@ func eaCluster(t *testing.T, e *csEnv, name string) {
 	e.csCluster(t, name, func(b map[string]any) { set(b, "properties.version.id", "4.20.3") })
 }
 
-// componentAsName names a component given twice as Cluster Service does, by its name (the
-// frontend names the component).
-func componentAsName(targets []string) []string {
-	var out []string
-	for _, t := range targets {
-		if strings.HasPrefix(t, "properties.clients[") && strings.HasSuffix(t, "].component") {
-			t += ".name"
-		}
-		out = append(out, t)
-	}
-	return out
-}
-
 // eaProps is an external auth body's properties, the part an external auth case edits.
 func eaProps(body map[string]any) map[string]any { return body["properties"].(map[string]any) }
 
@@ -82,7 +69,7 @@ func eaCreates(e *csEnv) ruleTarget[*csv1.ExternalAuthSpec] {
 	return ruleTarget[*csv1.ExternalAuthSpec]{
 		method: "PUT", accepted: []int{201},
 		request: (&csv1.CreateExternalAuthRequest{}).ProtoReflect().Descriptor(),
-		body:    eaRulesBody, scope: eaProps, frontendNames: componentAsName,
+		body:    eaRulesBody, scope: eaProps,
 		open: func(t *testing.T, i int) caseRule[*csv1.ExternalAuthSpec] {
 			cluster := fmt.Sprintf("eac%d", i)
 			eaCluster(t, e, cluster)
@@ -113,7 +100,7 @@ func eaUpdates(e *csEnv, method string) ruleTarget[*csv1.ExternalAuthSpec] {
 		// The rule's violations are named as a create's (external_auth.spec…): the same ARM
 		// paths as UpdateExternalAuth's, which the frontend maps.
 		request: (&csv1.CreateExternalAuthRequest{}).ProtoReflect().Descriptor(),
-		body:    body, scope: eaProps, frontendNames: componentAsName,
+		body:    body, scope: eaProps,
 		open: func(t *testing.T, i int) caseRule[*csv1.ExternalAuthSpec] {
 			cluster := fmt.Sprintf("ea%s%d", strings.ToLower(method), i)
 			eaCluster(t, e, cluster)
