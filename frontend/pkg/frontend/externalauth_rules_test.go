@@ -334,3 +334,64 @@ func TestExternalAuthRulesAgree(t *testing.T) {
 		t.Run(tg.name, func(t *testing.T) { runRuleCases(t, e, tg.target, cases) })
 	}
 }
+
+// TestExternalAuthRefusedUpdateChangesNothing: an update Cluster Service refuses (its rule alone
+// knows an http issuer is wrong) answers 400 naming the property, and leaves the external auth as
+// it was, in the frontend and in Cluster Service; the next valid update goes through.
+func TestExternalAuthRefusedUpdateChangesNothing(t *testing.T) {
+	e := newCSEnv(t)
+	eaCluster(t, e, "c1")
+	id := e.readyExternalAuth(t, "c1", "auth1", eaRulesBody())
+	before, err := e.auths.GetExternalAuth(context.Background(), &csv1.GetExternalAuthRequest{Id: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuerURL := func() any {
+		t.Helper()
+		r := e.do("GET", eaPath("c1", "auth1"), nil, nil)
+		if r.code != 200 {
+			t.Fatalf("GET = %d %s", r.code, r.body)
+		}
+		props := r.json(t)["properties"].(map[string]any)
+		if props["provisioningState"] != "Succeeded" {
+			t.Fatalf("GET shows %v", props)
+		}
+		return props["issuer"].(map[string]any)["url"]
+	}
+
+	for _, method := range []string{"PATCH", "PUT"} {
+		body := eaRulesBody()
+		if method == "PATCH" {
+			body = map[string]any{"properties": map[string]any{}}
+		}
+		set(eaProps(body), "issuer.url", "http://login.example.test/t")
+		r := e.do(method, eaPath("c1", "auth1"), mustJSON(body), nil)
+		if r.code != 400 || !slices.Equal(refusalTargets(t, r), []string{"properties.issuer.url"}) {
+			t.Fatalf("%s of an http issuer = %d %s; want 400 naming properties.issuer.url", method, r.code, r.body)
+		}
+		if got := issuerURL(); got != "https://login.example.test/tenant/v2.0" {
+			t.Fatalf("after the refused %s the frontend shows issuer %v", method, got)
+		}
+		after, err := e.auths.GetExternalAuth(context.Background(), &csv1.GetExternalAuthRequest{Id: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.GetSpecRevision() != before.GetSpecRevision() || !proto.Equal(after.GetSpec(), before.GetSpec()) {
+			t.Fatalf("after the refused %s Cluster Service holds %v (spec revision %d), had %v (%d)", method,
+				after.GetSpec(), after.GetSpecRevision(), before.GetSpec(), before.GetSpecRevision())
+		}
+	}
+
+	r := e.do("PATCH", eaPath("c1", "auth1"), mustJSON(map[string]any{"properties": map[string]any{
+		"issuer": map[string]any{"url": "https://login.example.test/other"}}}), nil)
+	if r.code != 202 {
+		t.Fatalf("a valid PATCH after the refusals = %d %s", r.code, r.body)
+	}
+	after, err := e.auths.GetExternalAuth(context.Background(), &csv1.GetExternalAuthRequest{Id: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.GetSpec().GetIssuer().GetUrl() != "https://login.example.test/other" {
+		t.Fatalf("Cluster Service holds issuer %q after the valid PATCH", after.GetSpec().GetIssuer().GetUrl())
+	}
+}

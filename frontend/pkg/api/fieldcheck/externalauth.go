@@ -28,8 +28,10 @@ func ExternalAuth(f *profiles.ExternalAuthFields) (*api.ExternalAuth, error) {
 		return nil, err
 	}
 	specTokenIssuerProfile(v, f.Issuer, "properties.issuer")
-	// ExternalAuthProperties is not a shared definition (2026-06-30-preview's has its status),
-	// so its clients' bound is read here; each client's checks are generated.
+	// The clients' maxItems is the specification's (a schema bound, so the frontend's to check,
+	// as Cluster Service checks it too). ExternalAuthProperties is not a shared definition
+	// (2026-06-30-preview's has its status), so the bound is read here; each client's checks are
+	// generated.
 	if n := len(f.Clients); n > bounds.ExternalAuthPropertiesClientsMaxItems {
 		v.Add("properties.clients", "The field 'properties.clients' has %d entries; at most %d are allowed.", n, bounds.ExternalAuthPropertiesClientsMaxItems)
 	}
