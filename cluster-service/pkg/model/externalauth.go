@@ -87,10 +87,17 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 			v.Add(f+".type", "is required")
 		}
 		OneOf(v, f+".type", c.GetType(), "Confidential", "Public")
+		// HyperShift's extraScopes is a set (x-kubernetes-list-type: set): a scope given twice
+		// would be refused by the management cluster, so it is refused here.
+		scopes := map[string]bool{}
 		for j, sc := range c.GetExtraScopes() {
-			if sc == "" || strings.ContainsAny(sc, " \t\n") {
+			switch {
+			case sc == "" || strings.ContainsAny(sc, " \t\n"):
 				v.Add(Indexed(f+".extra_scopes", j), "must be a non-empty scope without spaces, not %q", sc)
+			case scopes[sc]:
+				v.Add(Indexed(f+".extra_scopes", j), "%q is listed twice", sc)
 			}
+			scopes[sc] = true
 		}
 	}
 

@@ -115,6 +115,8 @@ func TestValidateExternalAuthSpec(t *testing.T) {
 		{"client_type_required", func(s *csv1.ExternalAuthSpec) { s.Clients[0].Type = "" }, []string{"spec.clients[0].type"}},
 		{"client_component_unique", func(s *csv1.ExternalAuthSpec) { s.Clients[1].ComponentName = "console" }, []string{"spec.clients[1].component_name"}},
 		{"client_namespace_length", func(s *csv1.ExternalAuthSpec) { s.Clients[0].ComponentNamespace = string(make([]byte, 64)) }, []string{"spec.clients[0].component_namespace"}},
+		// HyperShift's extraScopes is a set: a scope given twice is refused where it repeats.
+		{"client_scope_twice", func(s *csv1.ExternalAuthSpec) { s.Clients[0].ExtraScopes = []string{"email", "profile", "email"} }, []string{"spec.clients[0].extra_scopes[2]"}},
 		{"client_scope_without_spaces", func(s *csv1.ExternalAuthSpec) { s.Clients[0].ExtraScopes = []string{"a b"} }, []string{"spec.clients[0].extra_scopes[0]"}},
 		{"at_most_twenty_clients", func(s *csv1.ExternalAuthSpec) {
 			for i := range 20 {

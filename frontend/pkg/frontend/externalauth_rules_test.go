@@ -275,6 +275,33 @@ func TestExternalAuthRulesAgree(t *testing.T) {
 	clientList("name_too_long", refused(clients+"[0].component.name"),
 		client{"ns", strings.Repeat("n", bounds.ExternalAuthClientComponentProfileNameMaxLength+1), "console-app"})
 
+	// Extra scopes: each a scope without spaces (Cluster Service's rule, docs/cluster-service.md),
+	// each once (HyperShift's extraScopes is a set).
+	for _, sc := range []struct {
+		name   string
+		scopes []string
+		want   outcome
+	}{
+		{"two", []string{"email", "profile"}, accepted()},
+		{"other_case", []string{"email", "Email"}, accepted()},
+		{"empty", []string{"email", ""}, refused(clients + "[0].extraScopes[1]")},
+		{"with_space", []string{"a b"}, refused(clients + "[0].extraScopes[0]")},
+		{"twice", []string{"email", "profile", "email"}, refused(clients + "[0].extraScopes[2]")},
+	} {
+		add("clients_extraScopes_"+sc.name, sc.want,
+			func(p map[string]any) {
+				var l []any
+				for _, x := range sc.scopes {
+					l = append(l, x)
+				}
+				set(p, "clients", []any{map[string]any{
+					"component": map[string]any{"name": "console", "authClientNamespace": "openshift-console"},
+					"clientId":  "console-app", "type": "Confidential", "extraScopes": l,
+				}})
+			},
+			func(s *csv1.ExternalAuthSpec) { s.Clients[0].ExtraScopes = sc.scopes })
+	}
+
 	// The username prefix: required with the Prefix policy, refused with any other (None, the
 	// default, and NoPrefix); the policy one of the specification's.
 	prefix := func(name string, want outcome, policy, pfx string) {
