@@ -1,9 +1,11 @@
 package model
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"net/url"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -85,10 +87,17 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 			v.Add(f+".type", "is required")
 		}
 		OneOf(v, f+".type", c.GetType(), "Confidential", "Public")
+		// HyperShift's extraScopes is a set (x-kubernetes-list-type: set): a scope given twice
+		// would be refused by the management cluster, so it is refused here.
+		scopes := map[string]bool{}
 		for j, sc := range c.GetExtraScopes() {
-			if sc == "" || strings.ContainsAny(sc, " \t\n") {
+			switch {
+			case sc == "" || strings.ContainsAny(sc, " \t\n"):
 				v.Add(Indexed(f+".extra_scopes", j), "must be a non-empty scope without spaces, not %q", sc)
+			case scopes[sc]:
+				v.Add(Indexed(f+".extra_scopes", j), "%q is listed twice", sc)
 			}
+			scopes[sc] = true
 		}
 	}
 
@@ -98,12 +107,17 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 	if un.GetPrefixPolicy() == "None" {
 		un.PrefixPolicy = ""
 	}
-	OneOf(v, field+".claim_mappings.username.prefix_policy", un.GetPrefixPolicy(), "None", "Prefix", "NoPrefix")
-	switch {
-	case un.GetPrefixPolicy() == prefixPolicyPrefix && un.GetPrefix() == "":
-		v.Add(field+".claim_mappings.username.prefix", "is required when the prefix policy is Prefix")
-	case un.GetPrefixPolicy() != prefixPolicyPrefix && un.GetPrefix() != "":
-		v.Add(field+".claim_mappings.username.prefix", "must be empty unless the prefix policy is Prefix")
+	// The prefix is judged against a policy the specification allows; under another, the
+	// policy alone is at fault.
+	policies := []string{"", "None", prefixPolicyPrefix, "NoPrefix"}
+	OneOf(v, field+".claim_mappings.username.prefix_policy", un.GetPrefixPolicy(), policies[1:]...)
+	if slices.Contains(policies, un.GetPrefixPolicy()) {
+		switch {
+		case un.GetPrefixPolicy() == prefixPolicyPrefix && un.GetPrefix() == "":
+			v.Add(field+".claim_mappings.username.prefix", "is required when the prefix policy is Prefix")
+		case un.GetPrefixPolicy() != prefixPolicyPrefix && un.GetPrefix() != "":
+			v.Add(field+".claim_mappings.username.prefix", "must be empty unless the prefix policy is Prefix")
+		}
 	}
 	if g := cm.GetGroups(); g != nil {
 		lengthIn(v, field+".claim_mappings.groups.claim", g.GetClaim(), 1, maxGroupClaim)
@@ -134,15 +148,24 @@ func lengthIn(v *Violations, field, s string, lo, hi int) {
 }
 
 // validPEMBundle: at least one CERTIFICATE block, every block a parseable certificate, nothing
-// but whitespace around them.
+// but whitespace around them, each BEGIN line starting its line (where Go's PEM reader, the
+// kube-apiserver's, looks for it). pem.Decode skips any text before a block, so what precedes
+// each is checked here.
 func validPEMBundle(s string) bool {
 	rest := []byte(s)
 	n := 0
 	for {
+		t := bytes.TrimLeft(rest, " \t\r\n")
+		if skipped := rest[:len(rest)-len(t)]; len(t) > 0 && len(skipped) > 0 && skipped[len(skipped)-1] != '\n' {
+			return false // text, or a BEGIN line indented
+		}
+		if rest = t; !bytes.HasPrefix(rest, []byte("-----BEGIN ")) {
+			break
+		}
 		var b *pem.Block
 		b, rest = pem.Decode(rest)
 		if b == nil {
-			break
+			return false
 		}
 		if b.Type != "CERTIFICATE" {
 			return false
@@ -152,5 +175,5 @@ func validPEMBundle(s string) bool {
 		}
 		n++
 	}
-	return n > 0 && strings.TrimSpace(string(rest)) == ""
+	return n > 0 && len(rest) == 0
 }

@@ -105,11 +105,18 @@ func TestValidateExternalAuthSpec(t *testing.T) {
 		}, []string{"spec.issuer.audiences"}},
 		{"audiences_unique", func(s *csv1.ExternalAuthSpec) { s.Issuer.Audiences = append(s.Issuer.Audiences, "cli-app") }, []string{"spec.issuer.audiences[2]"}},
 		{"ca_must_be_pem", func(s *csv1.ExternalAuthSpec) { s.Issuer.Ca = "lrakpuqodeqscdauefb" }, []string{"spec.issuer.ca"}},
+		{"ca_bundle_in_blank_lines", func(s *csv1.ExternalAuthSpec) { s.Issuer.Ca = "\n\n" + ca + "\n" + ca + " \n" }, nil},
+		{"ca_text_before", func(s *csv1.ExternalAuthSpec) { s.Issuer.Ca = "junk\n" + ca }, []string{"spec.issuer.ca"}},
+		{"ca_text_between", func(s *csv1.ExternalAuthSpec) { s.Issuer.Ca = ca + "junk\n" + ca }, []string{"spec.issuer.ca"}},
+		{"ca_indented", func(s *csv1.ExternalAuthSpec) { s.Issuer.Ca = "\n  " + ca }, []string{"spec.issuer.ca"}},
+		{"ca_text_after", func(s *csv1.ExternalAuthSpec) { s.Issuer.Ca = ca + "junk" }, []string{"spec.issuer.ca"}},
 		{"client_id_must_be_an_audience", func(s *csv1.ExternalAuthSpec) { s.Clients[1].ClientId = "other" }, []string{"spec.clients[1].client_id"}},
 		{"client_type_enum", func(s *csv1.ExternalAuthSpec) { s.Clients[0].Type = "Secret" }, []string{"spec.clients[0].type"}},
 		{"client_type_required", func(s *csv1.ExternalAuthSpec) { s.Clients[0].Type = "" }, []string{"spec.clients[0].type"}},
 		{"client_component_unique", func(s *csv1.ExternalAuthSpec) { s.Clients[1].ComponentName = "console" }, []string{"spec.clients[1].component_name"}},
 		{"client_namespace_length", func(s *csv1.ExternalAuthSpec) { s.Clients[0].ComponentNamespace = string(make([]byte, 64)) }, []string{"spec.clients[0].component_namespace"}},
+		// HyperShift's extraScopes is a set: a scope given twice is refused where it repeats.
+		{"client_scope_twice", func(s *csv1.ExternalAuthSpec) { s.Clients[0].ExtraScopes = []string{"email", "profile", "email"} }, []string{"spec.clients[0].extra_scopes[2]"}},
 		{"client_scope_without_spaces", func(s *csv1.ExternalAuthSpec) { s.Clients[0].ExtraScopes = []string{"a b"} }, []string{"spec.clients[0].extra_scopes[0]"}},
 		{"at_most_twenty_clients", func(s *csv1.ExternalAuthSpec) {
 			for i := range 20 {
@@ -119,7 +126,8 @@ func TestValidateExternalAuthSpec(t *testing.T) {
 		{"username_claim_required", func(s *csv1.ExternalAuthSpec) { s.ClaimMappings.Username = nil }, []string{"spec.claim_mappings.username.claim"}},
 		{"prefix_required_with_prefix_policy", func(s *csv1.ExternalAuthSpec) { s.ClaimMappings.Username.Prefix = "" }, []string{"spec.claim_mappings.username.prefix"}},
 		{"prefix_refused_without_prefix_policy", func(s *csv1.ExternalAuthSpec) { s.ClaimMappings.Username.PrefixPolicy = "NoPrefix" }, []string{"spec.claim_mappings.username.prefix"}},
-		{"prefix_policy_enum", func(s *csv1.ExternalAuthSpec) { s.ClaimMappings.Username.PrefixPolicy = "mdbghfytgejdqobfllqmajtc" }, []string{"spec.claim_mappings.username.prefix_policy", "spec.claim_mappings.username.prefix"}},
+		// A policy the specification does not allow is the one fault; the prefix is not judged.
+		{"prefix_policy_enum", func(s *csv1.ExternalAuthSpec) { s.ClaimMappings.Username.PrefixPolicy = "mdbghfytgejdqobfllqmajtc" }, []string{"spec.claim_mappings.username.prefix_policy"}},
 		{"groups_claim_required_when_groups_given", func(s *csv1.ExternalAuthSpec) { s.ClaimMappings.Groups.Claim = "" }, []string{"spec.claim_mappings.groups.claim"}},
 		{"rule_needs_claim_and_value", func(s *csv1.ExternalAuthSpec) { s.ValidationRules[0] = &csv1.TokenClaimValidationRule{Type: "CEL"} },
 			[]string{"spec.validation_rules[0].type", "spec.validation_rules[0].required_claim", "spec.validation_rules[0].required_value"}},

@@ -1,13 +1,7 @@
 package api
 
 import (
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
@@ -142,60 +136,6 @@ func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte)
 	return v.DecodeExternalAuth(merged)
 }
 
-// Validate checks the rules of an external auth that its specification cannot state, the ones
-// Cluster Service and OpenShift enforce (an https issuer, audiences given once, a PEM bundle,
-// client IDs among the audiences, unique components, a prefix only with the Prefix policy), on
-// the model with its defaults. What the specification says of each value is checked before, on
-// the body (fieldcheck.ExternalAuth); a value it refuses is not judged again here. Targets are
-// the body's paths, the same in every api-version.
-func (ea *ExternalAuth) Validate() []*arm.CloudError {
-	var errs []*arm.CloudError
-	bad := func(target, format string, args ...any) {
-		errs = append(errs, arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, target, format, args...))
-	}
-	p := ea.Properties
-	if u, err := url.Parse(p.Issuer.URL); p.Issuer.URL != "" && (err != nil || u.Scheme != "https" || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
-		bad("properties.issuer.url", "The issuer URL '%s' must be an https URL without query or fragment.", p.Issuer.URL)
-	}
-	auds := map[string]bool{}
-	for i, a := range p.Issuer.Audiences {
-		t := "properties.issuer.audiences[" + strconv.Itoa(i) + "]"
-		if a == "" {
-			bad(t, "An audience must not be empty.")
-		} else if auds[a] {
-			bad(t, "The audience '%s' is listed twice.", a)
-		}
-		auds[a] = true
-	}
-	if p.Issuer.CA != "" && !validPEMBundle(p.Issuer.CA) {
-		bad("properties.issuer.ca", "The field 'properties.issuer.ca' must be a PEM-encoded certificate bundle.")
-	}
-	seen := map[string]bool{}
-	for i, c := range p.Clients {
-		t := "properties.clients[" + strconv.Itoa(i) + "]"
-		key := c.Component.AuthClientNamespace + "/" + c.Component.Name
-		if seen[key] {
-			bad(t+".component", "The component '%s' is configured twice; namespace/name pairs must be unique.", key)
-		}
-		seen[key] = true
-		if c.ClientID != "" && !auds[c.ClientID] {
-			bad(t+".clientId", "The client ID '%s' must be one of the issuer's audiences.", c.ClientID)
-		}
-	}
-	// A policy the specification does not allow has been refused already.
-	switch u := p.Claim.Mappings.Username; u.PrefixPolicy {
-	case "None", "NoPrefix":
-		if u.Prefix != "" {
-			bad("properties.claim.mappings.username.prefix", "The username prefix must not be set unless prefixPolicy is 'Prefix'.")
-		}
-	case "Prefix":
-		if u.Prefix == "" {
-			bad("properties.claim.mappings.username.prefix", "The username prefix is required when prefixPolicy is 'Prefix'.")
-		}
-	}
-	return errs
-}
-
 // Default fills the specification's defaults.
 func (ea *ExternalAuth) Default() {
 	if ea.Properties.Claim.Mappings.Username.PrefixPolicy == "" {
@@ -206,20 +146,4 @@ func (ea *ExternalAuth) Default() {
 			ea.Properties.Claim.ValidationRules[i].Type = RuleTypeRequiredClaim
 		}
 	}
-}
-
-// validPEMBundle: one or more parseable CERTIFICATE blocks and nothing else but whitespace.
-func validPEMBundle(s string) bool {
-	rest, n := []byte(s), 0
-	for {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			break
-		}
-		if _, err := x509.ParseCertificate(b.Bytes); b.Type != "CERTIFICATE" || err != nil {
-			return false
-		}
-		n++
-	}
-	return n > 0 && strings.TrimSpace(string(rest)) == ""
 }

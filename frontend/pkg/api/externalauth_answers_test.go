@@ -9,10 +9,12 @@ import (
 )
 
 // TestSharedExternalAuthAnswers pins, for every api-version that has external auths, the exact
-// problems (target and message, in order) hostile external auth bodies get: the specification's
-// bounds of the shared external auth definitions (issuer, clients, claim mappings, validation
-// rules, generated: fieldcheck's spec functions of armgen.SharedAuthChecks) and the rules beside
-// them (api.ExternalAuth.Validate), which are answered after them.
+// problems (target and message, in order) hostile external auth bodies get from the frontend:
+// the specification's bounds of the shared external auth definitions (issuer, clients, claim
+// mappings, validation rules, generated: fieldcheck's spec functions of armgen.SharedAuthChecks)
+// and nothing else. A case with no problem here (an http issuer, a CA that is no PEM, a client ID
+// no audience, …) is a rule of Cluster Service's alone, answered by it
+// (TestExternalAuthRulesAgree in package frontend).
 func TestSharedExternalAuthAnswers(t *testing.T) {
 	long := func(n int) string { return strings.Repeat("a", n) }
 	list := func(n int, f func(i int) any) []any {
@@ -63,40 +65,25 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 		{name: "issuer_empty", sets: []set{{iss, map[string]any{}}}, want: []string{
 			"properties.issuer.url|The field 'properties.issuer.url' is required.",
 			"properties.issuer.audiences|The field 'properties.issuer.audiences' must have at least one entry.",
-			"properties.clients[0].clientId|The client ID 'console-app' must be one of the issuer's audiences.",
 		}},
 		{name: "url_empty", sets: []set{{iss + ".url", ""}}, want: []string{
 			"properties.issuer.url|The field 'properties.issuer.url' is required.",
 		}},
-		{name: "url_http", sets: []set{{iss + ".url", "http://x.example.com"}}, want: []string{
-			"properties.issuer.url|The issuer URL 'http://x.example.com' must be an https URL without query or fragment.",
-		}},
-		{name: "url_query", sets: []set{{iss + ".url", "https://x.example.com/?a=b"}}, want: []string{
-			"properties.issuer.url|The issuer URL 'https://x.example.com/?a=b' must be an https URL without query or fragment.",
-		}},
-		{name: "url_not_a_url", sets: []set{{iss + ".url", "%zz"}}, want: []string{
-			"properties.issuer.url|The issuer URL '%zz' must be an https URL without query or fragment.",
-		}},
+		{name: "url_http", sets: []set{{iss + ".url", "http://x.example.com"}}},
+		{name: "url_query", sets: []set{{iss + ".url", "https://x.example.com/?a=b"}}},
+		{name: "url_not_a_url", sets: []set{{iss + ".url", "%zz"}}},
 		{name: "audiences_empty", sets: []set{{iss + ".audiences", []any{}}}, want: []string{
 			"properties.issuer.audiences|The field 'properties.issuer.audiences' must have at least one entry.",
-			"properties.clients[0].clientId|The client ID 'console-app' must be one of the issuer's audiences.",
 		}},
 		{name: "audiences_null", sets: []set{{iss + ".audiences", nil}}, want: []string{
 			"properties.issuer.audiences|The field 'properties.issuer.audiences' must have at least one entry.",
-			"properties.clients[0].clientId|The client ID 'console-app' must be one of the issuer's audiences.",
 		}},
 		{name: "audiences_10", sets: []set{{iss + ".audiences", list(10, func(i int) any { return fmt.Sprint("a", i) })}, {cl, nil}}},
 		{name: "audiences_11", sets: []set{{iss + ".audiences", list(11, func(i int) any { return fmt.Sprint("a", i) })}, {cl, nil}}, want: []string{
 			"properties.issuer.audiences|The field 'properties.issuer.audiences' has 11 entries; at most 10 are allowed.",
 		}},
-		{name: "audience_empty_and_twice", sets: []set{{iss + ".audiences", []any{"console-app", "", "console-app", ""}}}, want: []string{
-			"properties.issuer.audiences[1]|An audience must not be empty.",
-			"properties.issuer.audiences[2]|The audience 'console-app' is listed twice.",
-			"properties.issuer.audiences[3]|An audience must not be empty.",
-		}},
-		{name: "ca_not_pem", sets: []set{{iss + ".ca", "not a certificate"}}, want: []string{
-			"properties.issuer.ca|The field 'properties.issuer.ca' must be a PEM-encoded certificate bundle.",
-		}},
+		{name: "audience_empty_and_twice", sets: []set{{iss + ".audiences", []any{"console-app", "", "console-app", ""}}}},
+		{name: "ca_not_pem", sets: []set{{iss + ".ca", "not a certificate"}}},
 		{name: "clients_20", sets: []set{{cl, list(20, func(i int) any { return client(fmt.Sprint("c", i), "ns", "console-app", "Public") })}}},
 		{name: "clients_21", sets: []set{{cl, list(21, func(i int) any { return client(fmt.Sprint("c", i), "ns", "console-app", "Public") })}}, want: []string{
 			"properties.clients|The field 'properties.clients' has 21 entries; at most 20 are allowed.",
@@ -120,9 +107,7 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 		{name: "client_component_twice", sets: []set{{cl, []any{
 			client("console", "ns", "console-app", "Public"),
 			client("console", "ns", "cli-app", "Confidential"),
-		}}}, want: []string{
-			"properties.clients[1].component|The component 'ns/console' is configured twice; namespace/name pairs must be unique.",
-		}},
+		}}}},
 		// The type's enum (the specification's) before the client ID's audience (a rule).
 		{name: "client_id_and_type", sets: []set{{cl, []any{
 			client("a", "ns", nil, nil),
@@ -134,7 +119,6 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 			"properties.clients[1].clientId|The field 'properties.clients[1].clientId' is required.",
 			"properties.clients[1].type|The field 'properties.clients[1].type' is required.",
 			"properties.clients[2].type|The value 'Secret' is not allowed for 'properties.clients[2].type': Confidential or Public.",
-			"properties.clients[2].clientId|The client ID 'other' must be one of the issuer's audiences.",
 		}},
 		{name: "username_missing", sets: []set{{usr, nil}}, want: []string{
 			"properties.claim.mappings.username|The field 'properties.claim.mappings.username' is required.",
@@ -160,12 +144,8 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 			"properties.claim.mappings.username.prefixPolicy|The value 'Sometimes' is not allowed for 'properties.claim.mappings.username.prefixPolicy': None, Prefix or NoPrefix.",
 		}},
 		{name: "prefix_policy_empty", sets: []set{{usr + ".prefixPolicy", ""}}},
-		{name: "prefix_without_prefix", sets: []set{{usr + ".prefixPolicy", "Prefix"}}, want: []string{
-			"properties.claim.mappings.username.prefix|The username prefix is required when prefixPolicy is 'Prefix'.",
-		}},
-		{name: "prefix_with_noprefix", sets: []set{{usr + ".prefixPolicy", "NoPrefix"}, {usr + ".prefix", "p:"}}, want: []string{
-			"properties.claim.mappings.username.prefix|The username prefix must not be set unless prefixPolicy is 'Prefix'.",
-		}},
+		{name: "prefix_without_prefix", sets: []set{{usr + ".prefixPolicy", "Prefix"}}},
+		{name: "prefix_with_noprefix", sets: []set{{usr + ".prefixPolicy", "NoPrefix"}, {usr + ".prefix", "p:"}}},
 		{name: "groups_empty", sets: []set{{grp, map[string]any{}}}, want: []string{
 			"properties.claim.mappings.groups.claim|The field 'properties.claim.mappings.groups.claim' is required.",
 		}},
@@ -208,13 +188,6 @@ func TestSharedExternalAuthAnswers(t *testing.T) {
 			"properties.claim.validationRules[0].type|The value 'T' is not allowed for 'properties.claim.validationRules[0].type': RequiredClaim.",
 			"properties.claim.validationRules[0].requiredClaim.claim|The field 'properties.claim.validationRules[0].requiredClaim.claim' is required.",
 			"properties.claim.validationRules[0].requiredClaim.requiredValue|The field 'properties.claim.validationRules[0].requiredClaim.requiredValue' is required.",
-			"properties.issuer.url|The issuer URL 'ftp://x' must be an https URL without query or fragment.",
-			"properties.issuer.audiences[0]|An audience must not be empty.",
-			"properties.issuer.audiences[2]|The audience 'x' is listed twice.",
-			"properties.issuer.ca|The field 'properties.issuer.ca' must be a PEM-encoded certificate bundle.",
-			"properties.clients[0].clientId|The client ID 'y' must be one of the issuer's audiences.",
-			"properties.clients[1].component|The component '/" + long(257) + "' is configured twice; namespace/name pairs must be unique.",
-			"properties.claim.mappings.username.prefix|The username prefix is required when prefixPolicy is 'Prefix'.",
 		}},
 	}
 	for _, name := range []string{"2024-06-10-preview", "2025-12-23-preview", "2026-06-30-preview", "2026-09-01-preview"} {

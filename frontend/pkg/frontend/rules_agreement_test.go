@@ -36,14 +36,15 @@ import (
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
-// csEnv is a frontend whose node pools go to a real Cluster Service server (its own database,
-// in-process on loopback); clusters still go to the fake, and each cluster the frontend creates
+// csEnv is a frontend whose node pools and external auths go to a real Cluster Service server
+// (its own database, in-process on loopback); clusters still go to the fake, and each cluster the frontend creates
 // is created in Cluster Service too (csCluster), with the spec the frontend sent. With
 // realClusters, the frontend's clusters go to the real server too (csCluster is then not used).
 type csEnv struct {
 	*env
 	clusters csv1.ClustersClient
 	pools    csv1.NodePoolsClient
+	auths    csv1.ExternalAuthsClient
 }
 
 // realClusters points the frontend's cluster calls at csEnv's real Cluster Service.
@@ -62,6 +63,7 @@ func newCSEnv(t *testing.T, clustersToo ...realClusters) *csEnv {
 	conn := serveFake(t, func(gs *grpc.Server) { srv.Register(gs) })
 	e := newEnv(t, func(c *Config) {
 		c.NodePools = csv1.NewNodePoolsClient(conn)
+		c.ExternalAuths = csv1.NewExternalAuthsClient(conn)
 		if len(clustersToo) > 0 && bool(clustersToo[0]) {
 			c.Clusters = csv1.NewClustersClient(conn)
 		}
@@ -70,7 +72,7 @@ func newCSEnv(t *testing.T, clustersToo ...realClusters) *csEnv {
 	if _, err := shards.RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{Name: "mc-1", MaxClusters: 1000}}); err != nil {
 		t.Fatal(err)
 	}
-	return &csEnv{env: e, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn)}
+	return &csEnv{env: e, clusters: csv1.NewClustersClient(conn), pools: csv1.NewNodePoolsClient(conn), auths: csv1.NewExternalAuthsClient(conn)}
 }
 
 // csCluster creates a ready cluster in the frontend and the same cluster in Cluster Service,

@@ -108,7 +108,7 @@ var handWritten = map[string]string{
 	"KmsEncryptionProfile.visibility:required":         "required only on create and for clusters that have one (fieldcheck.RequiredSince)",
 	"KmsEncryptionProfile.visibility:enum":             "checked only when present for RequiredSince: a cluster without one renders \"\" and a PATCH sends that back",
 	"PlatformProfile.operatorsAuthentication:required": "fieldcheck.OperatorsAuthentication checks it with its content",
-	"TokenIssuerProfile.url:format":                    "api.ExternalAuth.Validate requires an https URL without query or fragment",
+	"TokenIssuerProfile.url:format":                    "Cluster Service's model.ValidateExternalAuthSpec requires an https URL without query, fragment or user info (its one owner)",
 	// Shared definitions whose versions differ in what is required: the difference is a rule
 	// of the version's (ClusterRules, NodePoolRules), so the type can still be shared.
 	"VersionProfile.id:required":         "required from 2025-12-23-preview on, except for a cluster created without one (fieldcheck.ClusterRules.VersionIDRequiredSince)",
@@ -125,8 +125,9 @@ var SharedChecks = []string{"DnsProfile", "NetworkProfile", "ApiProfile", "Clust
 
 // SharedAuthChecks are the external auth's shared definitions whose structural checks the
 // generator writes into package fieldcheck as functions spec<Type> (authchecks.go), in the words
-// an external auth's problems have always had; fieldcheck.ExternalAuth calls them, then the rules
-// the specification cannot state (api.ExternalAuth.Validate). A property holding one of them
+// an external auth's problems have always had; fieldcheck.ExternalAuth calls them, and the rules
+// the specification cannot state are Cluster Service's (model.ValidateExternalAuthSpec). A
+// property holding one of them
 // is checked by calling its function, so every definition an external auth's writable
 // properties reach is listed.
 var SharedAuthChecks = []string{

@@ -8,11 +8,14 @@ import (
 	"github.com/openhcp/openhcp/internal/armspec/bounds"
 )
 
-// ExternalAuth is the internal external auth of a body's writable properties, the same in every
-// api-version: first the properties the schema requires (without them nothing else is checked),
-// then what the specification says of each value (the generated spec functions of its shared
-// definitions, armgen.SharedAuthChecks), then the rules it cannot state, on the model with its
-// defaults (api.ExternalAuth.Validate). Problems are named by the body's paths.
+// ExternalAuth is the internal external auth of a body's writable properties, with the
+// specification's defaults, the same in every api-version: first the properties the schema
+// requires (without them nothing else is checked), then what the specification says of each
+// value (the generated spec functions of its shared definitions, armgen.SharedAuthChecks).
+// Problems are named by the body's paths. The rules the specification cannot state (an https
+// issuer, audiences given once, a PEM bundle, client IDs among the audiences, unique components,
+// the prefix and its policy) are Cluster Service's alone (model.ValidateExternalAuthSpec): its
+// refusal reaches the client as a 400 naming the same properties (fieldViolations).
 func ExternalAuth(f *profiles.ExternalAuthFields) (*api.ExternalAuth, error) {
 	v := &Checker{}
 	if f.Issuer == nil {
@@ -25,8 +28,10 @@ func ExternalAuth(f *profiles.ExternalAuthFields) (*api.ExternalAuth, error) {
 		return nil, err
 	}
 	specTokenIssuerProfile(v, f.Issuer, "properties.issuer")
-	// ExternalAuthProperties is not a shared definition (2026-06-30-preview's has its status),
-	// so its clients' bound is read here; each client's checks are generated.
+	// The clients' maxItems is the specification's (a schema bound, so the frontend's to check,
+	// as Cluster Service checks it too). ExternalAuthProperties is not a shared definition
+	// (2026-06-30-preview's has its status), so the bound is read here; each client's checks are
+	// generated.
 	if n := len(f.Clients); n > bounds.ExternalAuthPropertiesClientsMaxItems {
 		v.Add("properties.clients", "The field 'properties.clients' has %d entries; at most %d are allowed.", n, bounds.ExternalAuthPropertiesClientsMaxItems)
 	}
@@ -34,16 +39,10 @@ func ExternalAuth(f *profiles.ExternalAuthFields) (*api.ExternalAuth, error) {
 		specExternalAuthClientProfile(v, &f.Clients[i], fmt.Sprintf("properties.clients[%d]", i))
 	}
 	specExternalAuthClaimProfile(v, f.Claim, "properties.claim")
-	ea := &api.ExternalAuth{Properties: f.ToInternal()}
-	ea.Default()
-	for _, e := range ea.Validate() {
-		if v.Full() {
-			break
-		}
-		v.errs = append(v.errs, e)
-	}
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
+	ea := &api.ExternalAuth{Properties: f.ToInternal()}
+	ea.Default()
 	return ea, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // Checks of the specification left to hand-written code:
-//   - TokenIssuerProfile.url format uri: api.ExternalAuth.Validate requires an https URL without query or fragment
+//   - TokenIssuerProfile.url format uri: Cluster Service's model.ValidateExternalAuthSpec requires an https URL without query, fragment or user info (its one owner)
 
 // The most entries each list may have.
 const (
