@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	workv1 "open-cluster-management.io/api/work/v1"
 	"open-cluster-management.io/api/utils/work/v1/workvalidator"
+	workv1 "open-cluster-management.io/api/work/v1"
 )
 
 // TestManifestsSizeIsTheValidators: ManifestsSize counts as the ManifestWork validator Maestro
