@@ -159,3 +159,44 @@ func TestNodePoolWorkSize(t *testing.T) {
 		t.Fatalf("the pool stored over the budget is not being deleted: %v", err)
 	}
 }
+
+// mirrors is n image digest mirrors of 255 mirrors each, about 230 bytes a mirror: the
+// specification allows 240 of 255 of 255 characters, far more than a work holds.
+func mirrors(n int) []*csv1.ImageDigestMirror {
+	var out []*csv1.ImageDigestMirror
+	for i := range n {
+		m := &csv1.ImageDigestMirror{Source: fmt.Sprintf("quay.io/source%d/repo", i)}
+		for j := range 255 {
+			m.Mirrors = append(m.Mirrors, fmt.Sprintf("m%d-%d.example.com/%s", i, j, strings.Repeat("r", 200)))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestClusterWorkSize: a cluster whose own work would be too large is refused on create and on
+// update, naming the image digest mirrors; one under the budget is created and updated.
+func TestClusterWorkSize(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 10)
+
+	big := validCluster(1, "big")
+	big.Spec.ImageDigestMirrors = mirrors(10) // about 600 KB
+	_, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: big})
+	requireViolation(t, err, "cluster.spec.image_digest_mirrors")
+
+	ok := validCluster(2, "ok")
+	ok.Spec.ImageDigestMirrors = mirrors(3) // about 180 KB
+	cl, err := e.clusters.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: ok})
+	if err != nil {
+		t.Fatalf("a cluster under the budget: %v", err)
+	}
+	_, err = e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{
+		ImageDigestMirrors: &csv1.ImageDigestMirrors{Mirrors: mirrors(10)}}})
+	requireViolation(t, err, "update.image_digest_mirrors.mirrors")
+	if _, err := e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{
+		ImageDigestMirrors: &csv1.ImageDigestMirrors{Mirrors: mirrors(4)}}}); err != nil {
+		t.Fatalf("an update under the budget: %v", err)
+	}
+}
