@@ -45,3 +45,29 @@ func TestNodePoolTooLargeForItsWork(t *testing.T) {
 	e.readyPool(t, "c1", "small", minimalPoolBody())
 	refusedLabels(e.do("PATCH", poolPath("c1", "small"), mustJSON(map[string]any{"properties": map[string]any{"labels": armLabels(2000)}}), nil))
 }
+
+// armMirrors is n image digest mirror sources of 255 mirrors each, about 230 bytes a mirror.
+func armMirrors(n int) []any {
+	var out []any
+	for i := range n {
+		var ms []string
+		for j := range 255 {
+			ms = append(ms, fmt.Sprintf("m%d-%d.example.com/%s", i, j, strings.Repeat("r", 200)))
+		}
+		out = append(out, map[string]any{"source": fmt.Sprintf("quay.io/source%d/repo", i), "mirrors": ms})
+	}
+	return out
+}
+
+// TestClusterTooLargeForItsWork: the specification allows 240 image digest mirror sources of
+// 255 mirrors of 255 characters, far more than a ManifestWork holds. Behind a real Cluster
+// Service a cluster PUT whose work would be too large is a 400 naming
+// properties.imageDigestMirrors; one under the budget is created.
+func TestClusterTooLargeForItsWork(t *testing.T) {
+	e := newCSEnv(t, realClusters(true))
+	resp := e.do("PUT", withVersion(clusterPath("rg", "big"), newestClusterVersion), mustJSON(set(configBody(), "properties.imageDigestMirrors", armMirrors(10))), nil)
+	if resp.code != 400 || !slices.Equal(refusalTargets(t, resp), []string{"properties.imageDigestMirrors"}) || !strings.Contains(string(resp.body), "too large") {
+		t.Fatalf("PUT of a cluster too large for its work = %d %.600s; want 400 naming properties.imageDigestMirrors", resp.code, resp.body)
+	}
+	e.heldCluster(t, clusterPath("rg", "under"), newestClusterVersion, set(configBody(), "properties.imageDigestMirrors", armMirrors(3)))
+}
