@@ -392,7 +392,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	handshakes.Count(serverTLS, "grpc")
 	handshakes.Count(metricsTLS, "metrics")
 	srv := server.New(st, server.Config{Env: c.envName, BaseDomain: c.baseDomain, OIDCIssuerBaseURL: c.oidcIssuerBaseURL, Log: log, Registerer: reg, Versions: catalogue, Policy: c.placementPolicy,
-		SREStatementKey: sreKey, CustomerCredentialValidity: c.breakGlassValidity})
+		SREStatementKey: sreKey, CustomerCredentialValidity: c.breakGlassValidity, Manifests: mcfg})
 	ctrl := controller.New(st, mc, controller.Config{Manifests: mcfg, Policy: c.placementPolicy, ResyncPeriod: c.resyncPeriod, Workers: c.workers,
 		TombstoneRetention: c.tombstoneRetention, Registerer: reg, Versions: catalogue,
 		PollFeedbackOnly: c.pollFeedbackOnly, ReadSecretsLive: c.readSecretsLive, RepublishAfter: c.republishAfter, StaleStatusAfter: c.staleStatusAfter, FeedbackHeartbeat: c.feedbackHeartbeat,

@@ -44,6 +44,13 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		v.Add(field+".issuer.url", "must not have a query, fragment or user info")
 	}
+	// OpenShift's Authentication CRD, which the HostedCluster's configuration.authentication
+	// embeds: TokenIssuer.issuerURL MaxLength=512 (openshift/api config/v1
+	// types_authentication.go). The ARM specification sets no maximum.
+	const maxIssuerURL = 512
+	if n := len(iss.GetUrl()); n > maxIssuerURL {
+		v.Add(field+".issuer.url", "must be at most %d characters, has %d", maxIssuerURL, n)
+	}
 	auds := map[string]bool{}
 	switch n := len(iss.GetAudiences()); {
 	case n == 0:

@@ -51,6 +51,12 @@ const (
 // 63-character name).
 const maxTaintKeyLen = bounds.TaintKeyMaxLength
 
+// MaxTaints is the most taints a pool may have: HyperShift's NodePool CRD holds spec.taints to
+// 50 items (+kubebuilder:validation:MaxItems=50 on NodePoolSpec.Taints, hypershift/api
+// v1beta1/nodepool_types.go); the ARM specification sets no maximum. More would be refused by
+// the management cluster only after the pool was accepted.
+const MaxTaints = 50
+
 var taintValueRE = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
 
 var (
@@ -189,6 +195,9 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 		if errs := validation.IsValidLabelValue(val); len(errs) > 0 {
 			v.Add(field+".labels", "value of %q: %s", k, strings.Join(errs, "; "))
 		}
+	}
+	if n := len(spec.GetTaints()); n > MaxTaints {
+		v.Add(field+".taints", "must have at most %d taints, has %d", MaxTaints, n)
 	}
 	seen := map[string]bool{}
 	for i, t := range spec.GetTaints() {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/internal/logattr"
@@ -35,11 +36,22 @@ func (s *Server) externalAuthService() *childService[*csv1.ExternalAuthSpec, *cs
 	return &childService[*csv1.ExternalAuthSpec, *csv1.ExternalAuthStatus, *csv1.ExternalAuth, *csv1.ExternalAuthUpdate, *csv1.ExternalAuthEvent]{
 		what: "external auth", field: "external_auth", logKey: logattr.KeyExternalAuthID, armRE: armExternalAuthRE,
 		armHint: "must be /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{cluster}/externalAuths/{name} with a name of 1-15 letters, digits or '-', starting with a letter, not %q",
-		validate: func(v *violations, in *csv1.ExternalAuthSpec, _ *store.Cluster) *csv1.ExternalAuthSpec {
-			return model.ValidateExternalAuthSpec(v.model(), "external_auth.spec", in)
+		validate: func(v *violations, in *csv1.ExternalAuthSpec, cl *store.Cluster) *csv1.ExternalAuthSpec {
+			spec := model.ValidateExternalAuthSpec(v.model(), "external_auth.spec", in)
+			if len(*v) == 0 {
+				// The external auth travels in its cluster's work. Its name is not the hook's: a
+				// stand-in of the longest (15 characters) builds the same size.
+				s.clusterWorkFits(v, "external_auth.spec", spec, cl, cl.Spec,
+					&manifests.ExternalAuth{ARMResourceID: cl.ARMResourceID + "/externalAuths/" + strings.Repeat("e", 15), Spec: spec})
+			}
+			return spec
 		},
-		decide: func(v *violations, _ *store.Cluster, cur *store.ExternalAuth, u *csv1.ExternalAuthUpdate) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy) {
-			return model.ValidateExternalAuthSpec(v.model(), "spec", csv1.ApplyExternalAuthUpdate(cur.Spec, u)), nil
+		decide: func(v *violations, cl *store.Cluster, cur *store.ExternalAuth, u *csv1.ExternalAuthUpdate) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy) {
+			spec := model.ValidateExternalAuthSpec(v.model(), "spec", csv1.ApplyExternalAuthUpdate(cur.Spec, u))
+			if len(*v) == 0 {
+				s.clusterWorkFits(v, "spec", spec, cl, cl.Spec, &manifests.ExternalAuth{ARMResourceID: cur.ARMResourceID, Spec: spec})
+			}
+			return spec, nil
 		},
 		createError: func(clusterID string, err error) error {
 			if errors.Is(err, store.ErrExternalAuthLimit) {

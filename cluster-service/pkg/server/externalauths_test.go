@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +99,12 @@ func TestValidateExternalAuthSpec(t *testing.T) {
 		{"issuer_url_required", func(s *csv1.ExternalAuthSpec) { s.Issuer.Url = "" }, []string{"spec.issuer.url"}},
 		{"issuer_url_must_be_https", func(s *csv1.ExternalAuthSpec) { s.Issuer.Url = "http://login.example.com" }, []string{"spec.issuer.url"}},
 		{"issuer_url_no_query", func(s *csv1.ExternalAuthSpec) { s.Issuer.Url = "https://login.example.com/?a=b" }, []string{"spec.issuer.url"}},
+		{"issuer_url_of_512_characters", func(s *csv1.ExternalAuthSpec) {
+			s.Issuer.Url = "https://login.example.com/" + strings.Repeat("t", 512-len("https://login.example.com/"))
+		}, nil},
+		{"issuer_url_at_most_512_characters", func(s *csv1.ExternalAuthSpec) {
+			s.Issuer.Url = "https://login.example.com/" + strings.Repeat("t", 513-len("https://login.example.com/"))
+		}, []string{"spec.issuer.url"}},
 		{"audiences_required", func(s *csv1.ExternalAuthSpec) { s.Issuer.Audiences = nil; s.Clients = nil }, []string{"spec.issuer.audiences"}},
 		{"audiences_at_most_ten", func(s *csv1.ExternalAuthSpec) {
 			s.Issuer.Audiences = []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}

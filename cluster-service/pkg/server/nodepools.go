@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -26,7 +27,13 @@ func (s *Server) nodePoolService() *childService[*csv1.NodePoolSpec, *csv1.NodeP
 		what: "node pool", field: "node_pool", logKey: logattr.KeyNodePoolID, armRE: armNodePoolRE,
 		armHint: "must be /subscriptions/{uuid}/resourceGroups/{rg}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{cluster}/nodePools/{name} with a name of 3-15 letters, digits or '-', not %q",
 		validate: func(v *violations, in *csv1.NodePoolSpec, cl *store.Cluster) *csv1.NodePoolSpec {
-			return model.ValidateNodePoolSpec(v.model(), "node_pool.spec", in, modelCluster(cl), nil, s.cfg.Versions, s.cfg.Now)
+			spec := model.ValidateNodePoolSpec(v.model(), "node_pool.spec", in, modelCluster(cl), nil, s.cfg.Versions, s.cfg.Now)
+			if len(*v) == 0 {
+				// The pool's IDs are not the hook's; stand-ins of their lengths (a 32-character ID,
+				// a 15-character name, the most) build the same size.
+				s.nodePoolWorkFits(v, "node_pool.spec", strings.Repeat("0", 32), cl.ARMResourceID+"/nodePools/"+strings.Repeat("n", 15), spec, cl)
+			}
+			return spec
 		},
 		decide: s.decideNodePoolUpdate,
 		store:  s.st.NodePools(), toProto: store.NodePoolProto,
@@ -61,6 +68,9 @@ func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolReq
 // (plus what may not change). A new version starts a node pool upgrade policy with it.
 func (s *Server) decideNodePoolUpdate(v *violations, cl *store.Cluster, cur *store.NodePool, u *csv1.NodePoolUpdate) (*csv1.NodePoolSpec, *csv1.UpgradePolicy) {
 	spec := model.ValidateNodePoolSpec(v.model(), "spec", csv1.ApplyNodePoolUpdate(cur.Spec, u), modelCluster(cl), cur.Spec, s.cfg.Versions, s.cfg.Now)
+	if len(*v) == 0 {
+		s.nodePoolWorkFits(v, "spec", cur.ID, cur.ARMResourceID, spec, cl)
+	}
 	from, to := cur.Spec.GetVersionId(), spec.GetVersionId()
 	if len(*v) > 0 || from == to {
 		return spec, nil

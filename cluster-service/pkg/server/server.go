@@ -52,6 +52,9 @@ type Config struct {
 	// SREStatementKey verifies the admin API's signed statements, the only source of an SRE
 	// credential's person (srestatement). Without it every SRE credential is refused.
 	SREStatementKey ed25519.PublicKey
+	// Manifests is the build configuration the controller sends works with (its Env is Env):
+	// a write is refused if the work built from it would be too large (worksize.go).
+	Manifests manifests.Config
 	// CustomerCredentialValidity is the lifetime the credentials controller asks for a
 	// customer's credential (its --break-glass-validity), for the audit record; default
 	// controller.DefaultCredentialValidity.
@@ -150,6 +153,11 @@ func (s *Server) CreateCluster(ctx context.Context, req *csv1.CreateClusterReque
 		spec.DnsBaseDomain = manifests.ClusterBaseDomain(s.cfg.BaseDomain, ns)
 	}
 	spec.IssuerUrl = manifests.IssuerURL(s.cfg.OIDCIssuerBaseURL, in.GetId())
+	var v violations
+	s.clusterWorkFits(&v, "cluster.spec", spec, &store.Cluster{ID: in.GetId(), ARMResourceID: in.GetArmResourceId()}, spec, nil)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
 	c, created, err := s.st.CreateCluster(ctx, &store.Cluster{
 		ID: in.GetId(), ARMResourceID: in.GetArmResourceId(), Spec: spec, Namespace: ns,
 	}, s.cfg.Policy)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
 	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
@@ -99,8 +100,28 @@ func (s *Server) updateCluster(ctx context.Context, op, id string, pre store.Pre
 	if err != nil {
 		return nil, s.toStatus(ctx, op, err)
 	}
+	eas, err := s.st.ExternalAuths().List(ctx, id, "", 0)
+	if err != nil {
+		return nil, s.toStatus(ctx, op, err)
+	}
+	var ea *manifests.ExternalAuth
+	for _, e := range eas {
+		if !e.Deleting {
+			ea = &manifests.ExternalAuth{ARMResourceID: e.ARMResourceID, Spec: e.Spec}
+		}
+	}
 	c, err := s.st.UpdateCluster(ctx, id, pre, func(c *store.Cluster, active *csv1.UpgradePolicy) (store.ClusterChange, error) {
-		return decideUpdate(s.cfg.Versions, c, active, pools, u, operationID, now, nextRun)
+		ch, err := decideUpdate(s.cfg.Versions, c, active, pools, u, operationID, now, nextRun)
+		if err != nil || ch.Spec == nil {
+			return ch, err
+		}
+		// The new spec's work, with the cluster's external auth, must fit (worksize.go).
+		var specV, v violations
+		s.clusterWorkFits(&specV, "spec", ch.Spec, c, ch.Spec, ea)
+		for _, f := range specV {
+			v.add(updateField(u.ProtoReflect().Descriptor(), f.Field), "%s", f.Description)
+		}
+		return ch, v.err()
 	})
 	if errors.Is(err, store.ErrUpgradeInProgress) {
 		return nil, status.Errorf(codes.FailedPrecondition, "%s: cluster %s: %v", op, id, err)

@@ -190,6 +190,15 @@ func TestNodePoolFieldRulesAgree(t *testing.T) {
 	}
 	taint("duplicate_key_and_effect", refused("properties.taints[1]"), [3]string{"k", "a", "NoSchedule"}, [3]string{"k", "b", "NoSchedule"})
 	taint("same_key_other_effect", accepted(), [3]string{"k", "a", "NoSchedule"}, [3]string{"k", "a", "NoExecute"})
+	// At most 50 taints: HyperShift's NodePool CRD (spec.taints maxItems 50), Cluster Service's
+	// rule (model.MaxTaints); the specification sets no maximum.
+	for _, n := range []int{50, 51, 10000} {
+		var ts [][3]string
+		for i := range n {
+			ts = append(ts, [3]string{fmt.Sprintf("k%d", i), "v", "NoSchedule"})
+		}
+		taint(fmt.Sprintf("count_%d", n), refusedUnless(n <= 50, "properties.taints"), ts...)
+	}
 
 	// nodeDrainTimeoutMinutes: 0-10080 (Cluster Service's rule, docs/api.md).
 	for _, m := range []int32{-1, 0, 1, 10080, 10081} {
@@ -329,6 +338,17 @@ func TestNodePoolUpdateFieldRulesAgree(t *testing.T) {
 				p["taints"] = []any{map[string]any{"key": tt[0], "value": tt[1], "effect": tt[2]}}
 			},
 			func(s *csv1.NodePoolSpec) { s.Taints = []*csv1.Taint{{Key: tt[0], Value: tt[1], Effect: tt[2]}} })
+	}
+	for _, n := range []int{50, 51} {
+		var arm []any
+		var cs []*csv1.Taint
+		for i := range n {
+			arm = append(arm, map[string]any{"key": fmt.Sprintf("k%d", i), "value": "v", "effect": "NoSchedule"})
+			cs = append(cs, &csv1.Taint{Key: fmt.Sprintf("k%d", i), Value: "v", Effect: "NoSchedule"})
+		}
+		add(fmt.Sprintf("taints_count_%d", n), refusedUnless(n <= 50, "properties.taints"),
+			func(p map[string]any) { p["taints"] = arm },
+			func(s *csv1.NodePoolSpec) { s.Taints = cs })
 	}
 	add("taints_duplicate_key_and_effect", refused("properties.taints[1]"),
 		func(p map[string]any) {
