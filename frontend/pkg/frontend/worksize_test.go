@@ -71,3 +71,37 @@ func TestClusterTooLargeForItsWork(t *testing.T) {
 	}
 	e.heldCluster(t, clusterPath("rg", "under"), newestClusterVersion, set(configBody(), "properties.imageDigestMirrors", armMirrors(3)))
 }
+
+// armValidationRules is n token claim validation rules, about 90 bytes each in the work.
+func armValidationRules(n int) []any {
+	out := make([]any, 0, n)
+	for i := range n {
+		out = append(out, map[string]any{"type": "RequiredClaim", "requiredClaim": map[string]any{"claim": fmt.Sprintf("claim%05d", i), "requiredValue": "value"}})
+	}
+	return out
+}
+
+// TestExternalAuthTooLargeForItsWork: the probe's external auth PUT with 10,000 claim
+// validation rules was answered 200 and then wedged its cluster (its HostedCluster, which carries
+// the external auth, made a ManifestWork Maestro refused on every reconcile). Behind a real
+// Cluster Service it is a 400 naming properties.claim.validationRules, on a create and on a
+// PATCH; a hundred rules are accepted.
+func TestExternalAuthTooLargeForItsWork(t *testing.T) {
+	e := newCSEnv(t)
+	refused := func(resp response) {
+		t.Helper()
+		if resp.code != 400 || !slices.Equal(refusalTargets(t, resp), []string{"properties.claim.validationRules"}) || !strings.Contains(string(resp.body), "too large") {
+			t.Fatalf("= %d %.600s; want 400 naming properties.claim.validationRules, too large", resp.code, resp.body)
+		}
+	}
+	eaCluster(t, e, "c1")
+	body := eaRulesBody()
+	set(eaProps(body), "claim.validationRules", armValidationRules(10000))
+	refused(e.put(eaPath("c1", "big"), body))
+
+	eaCluster(t, e, "c2")
+	body = eaRulesBody()
+	set(eaProps(body), "claim.validationRules", armValidationRules(100))
+	e.readyExternalAuth(t, "c2", "auth1", body)
+	refused(e.do("PATCH", eaPath("c2", "auth1"), mustJSON(map[string]any{"properties": map[string]any{"claim": map[string]any{"validationRules": armValidationRules(10000)}}}), nil))
+}
