@@ -251,12 +251,14 @@ func (l *Log) Query(ctx context.Context, f Filter) ([]Entry, string, error) {
 		args = append(args, v)
 		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
 	}
+	// Each value as Append stored it (Storable), the target's before it is lower-cased, which
+	// would turn a byte that is not UTF-8 into U+FFFD.
 	for _, c := range []struct{ col, v string }{
-		{"person", f.Person}, {"grp", f.Group}, {"outcome", f.Outcome}, {"lower(target)", strings.ToLower(f.Target)},
-		{"correlation_id", f.CorrelationID}, {"method", f.Method},
+		{"person", Storable(f.Person)}, {"grp", Storable(f.Group)}, {"outcome", Storable(f.Outcome)}, {"lower(target)", strings.ToLower(Storable(f.Target))},
+		{"correlation_id", Storable(f.CorrelationID)}, {"method", Storable(f.Method)},
 	} {
 		if c.v != "" {
-			add(c.col+" = ?", Storable(c.v)) // as Append stored it
+			add(c.col+" = ?", c.v)
 		}
 	}
 	if f.RoutePrefix != "" {
