@@ -50,3 +50,24 @@ func TestNULInABodyIs400(t *testing.T) {
 		t.Fatalf("a refused PUT created node pool q: %+v", rd)
 	}
 }
+
+// TestNULInAPathIs400: a resource ID holding a NUL or bytes that are not UTF-8 names no
+// resource; a resource group's name reached the store's key as it was, and PostgreSQL's
+// refusal was a 500.
+func TestNULInAPathIs400(t *testing.T) {
+	e, _ := newNodePoolEnv(t)
+	for _, p := range []string{
+		clusterPath("r%00g", "c"), clusterPath("r%ffg", "c"), clusterPath("rg", "a%00b"), poolPath("c", "p%00"),
+		"/subscriptions/" + testSub + "/resourceGroups/r%00g/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters",
+	} {
+		for _, m := range []string{"GET", "PUT", "DELETE"} {
+			if m != "GET" && strings.HasSuffix(p, "hcpOpenShiftClusters") {
+				continue
+			}
+			resp := e.do(m, p, mustJSON(minimalBody()), nil)
+			if code, _ := resp.armError(t); resp.code != 400 || code != "InvalidResourceName" {
+				t.Errorf("%s %s: %d %s; want 400 InvalidResourceName", m, p, resp.code, resp.body)
+			}
+		}
+	}
+}
