@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -183,7 +184,13 @@ func (l *Log) Ping(ctx context.Context) error { return l.pool.Ping(ctx) }
 // runs again only if pgx says it was not sent (postgres.ConnLoss.Retry); otherwise Append
 // fails, having written nothing or a record the caller never learns of, and the call it audits
 // is refused.
+//
+// Every string of e is stored as Storable makes it, so a caller's NUL or invalid UTF-8 (in a
+// path, a target, a reason) is recorded, escaped, instead of failing the record.
 func (l *Log) Append(ctx context.Context, e Entry) (Entry, error) {
+	for _, f := range []*string{&e.RequestID, &e.CorrelationID, &e.Person, &e.Group, &e.Subject, &e.Method, &e.Route, &e.Path, &e.Target, &e.Reason, &e.Outcome} {
+		*f = Storable(*f)
+	}
 	err := l.loss.Retry(ctx, false, func() error {
 		return l.pool.QueryRow(ctx, `INSERT INTO admin_audit
 		(request_id, correlation_id, person, grp, subject, method, route, path, target, reason, outcome, status)
@@ -195,6 +202,27 @@ func (l *Log) Append(ctx context.Context, e Entry) (Entry, error) {
 		return e, fmt.Errorf("append audit record: %w", err)
 	}
 	return e, nil
+}
+
+// Storable is s as PostgreSQL's text takes it, which refuses NUL and invalid UTF-8: each NUL
+// and each byte that is not part of valid UTF-8 is written as the four characters \xNN (its
+// hex value), everything else is kept. Nothing the caller sent is lost, and a record keeps
+// what a malformed request was, byte for byte; a string already storable is returned as is.
+func Storable(s string) string {
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == 0 || r == utf8.RuneError && n == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // Filter selects records; zero fields match everything. Records come newest first.
@@ -223,16 +251,18 @@ func (l *Log) Query(ctx context.Context, f Filter) ([]Entry, string, error) {
 		args = append(args, v)
 		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
 	}
+	// Each value as Append stored it (Storable), the target's before it is lower-cased, which
+	// would turn a byte that is not UTF-8 into U+FFFD.
 	for _, c := range []struct{ col, v string }{
-		{"person", f.Person}, {"grp", f.Group}, {"outcome", f.Outcome}, {"lower(target)", strings.ToLower(f.Target)},
-		{"correlation_id", f.CorrelationID}, {"method", f.Method},
+		{"person", Storable(f.Person)}, {"grp", Storable(f.Group)}, {"outcome", Storable(f.Outcome)}, {"lower(target)", strings.ToLower(Storable(f.Target))},
+		{"correlation_id", Storable(f.CorrelationID)}, {"method", Storable(f.Method)},
 	} {
 		if c.v != "" {
 			add(c.col+" = ?", c.v)
 		}
 	}
 	if f.RoutePrefix != "" {
-		add("starts_with(route, ?)", f.RoutePrefix)
+		add("starts_with(route, ?)", Storable(f.RoutePrefix))
 	}
 	if !f.Since.IsZero() {
 		add("at >= ?", f.Since)

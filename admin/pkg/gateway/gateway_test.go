@@ -18,6 +18,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -266,6 +267,23 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 		if r.Person != "alice" || r.Method != "create" || r.Route != Route("c1") || r.Path != "/apis/authentication.k8s.io/v1/selfsubjectreviews" ||
 			r.Status != http.StatusCreated || r.Outcome != audit.Completed {
 			t.Fatalf("audit record %+v", r)
+		}
+	})
+
+	t.Run("a_session_ID_with_NUL_or_invalid_UTF-8_is_no_such_session_and_audited", func(t *testing.T) {
+		// PostgreSQL refused such an ID in the session lookup: a 503 "cannot be read".
+		for _, tc := range []struct{ id, stored string }{
+			{"a%00b", `a\x00b`}, {"%ff", `\xff`}, {"%ff%fe", `\xff\xfe`},
+		} {
+			code, body := e.reviewSelf(t, "alice", tc.id, nil)
+			if code != http.StatusNotFound || body["kind"] != "Status" {
+				t.Fatalf("session %s: answer %d %v, want 404", tc.id, code, body)
+			}
+			raw, _ := url.PathUnescape(tc.id)
+			got, _, err := e.audit.Query(context.Background(), audit.Filter{Target: raw})
+			if err != nil || len(got) != 1 || got[0].Target != tc.stored || got[0].Status != http.StatusNotFound {
+				t.Fatalf("audit records of session %s: %+v, %v; want one 404 with target %q", tc.id, got, err, tc.stored)
+			}
 		}
 	})
 

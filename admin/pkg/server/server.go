@@ -371,6 +371,11 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			refusal = badRequest(adminapi.HeaderReason, "%s is longer than %d bytes", adminapi.HeaderReason, maxReason)
 			e.Outcome, e.Status = audit.Completed, refusal.status
 		}
+		if refusal == nil {
+			if refusal = textRefusal(rt.pattern, r); refusal != nil {
+				e.Outcome, e.Status = audit.Completed, refusal.status
+			}
+		}
 		if refusal == nil && mutating(r.Method) {
 			if refusal = forgeryCheck(r); refusal != nil {
 				e.Outcome, e.Status = audit.Forbidden, refusal.status
@@ -480,6 +485,9 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 	}
 	if len(*reason) > maxReason {
 		return "", nil, badRequest("reason", "\"reason\" is longer than %d bytes", maxReason)
+	}
+	if !isText(*reason) {
+		return "", nil, badRequest("reason", "\"reason\" holds a NUL character or bytes that are not UTF-8")
 	}
 	return strings.TrimSpace(*reason), body, nil
 }

@@ -10,7 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -183,6 +185,9 @@ func (s *Store) Open(ctx context.Context, sess Session, kubeconfig []byte) (Sess
 // Activate stores the session's sealed credential and makes it active until expires (the
 // credential's own expiry, or now+TTL).
 func (s *Store) Activate(ctx context.Context, id string, kubeconfig []byte, expires time.Time) (Session, error) {
+	if !possibleID(id) {
+		return Session{}, ErrNotFound
+	}
 	sealed, err := s.key.Seal(id, kubeconfig)
 	if err != nil {
 		return Session{}, fmt.Errorf("activate break-glass session %s: %w", id, err)
@@ -203,6 +208,9 @@ func (s *Store) End(ctx context.Context, id, state, by string) (Session, error) 
 	if state != Closed && state != Revoked {
 		return Session{}, fmt.Errorf("end break-glass session %s: %q is not an end state", id, state)
 	}
+	if !possibleID(id) {
+		return Session{}, ErrNotFound
+	}
 	out, err := scan(s.pool.QueryRow(ctx, `UPDATE `+Table+` SET state = $2, closed_by = $3
 		WHERE id = $1 AND state IN ('awaiting-approval', 'active') RETURNING `+columns, id, state, by))
 	if errors.Is(err, ErrNotFound) {
@@ -222,9 +230,19 @@ func (s *Store) whyNot(ctx context.Context, id string) error {
 	return fmt.Errorf("break-glass session %s: %w", id, ErrEnded)
 }
 
+// possibleID says a session could have id: an ID is text (UTF-8 without NUL), which is all
+// PostgreSQL's text takes. Any other, from a caller's URL (/sessions/a%00b/...), names no
+// session: ErrNotFound, as a lookup of it would be, not a failed query.
+func possibleID(id string) bool {
+	return utf8.ValidString(id) && strings.IndexByte(id, 0) < 0
+}
+
 // Get reads one session, without its credential.
 func (s *Store) Get(ctx context.Context, id string) (Session, error) {
 	var out Session
+	if !possibleID(id) {
+		return out, ErrNotFound
+	}
 	err := s.loss.Retry(ctx, true, func() (err error) {
 		out, err = scan(s.pool.QueryRow(ctx, `SELECT `+columns+` FROM `+Table+` WHERE id = $1`, id))
 		return err
@@ -240,6 +258,9 @@ func (s *Store) Get(ctx context.Context, id string) (Session, error) {
 func (s *Store) Credential(ctx context.Context, id string) (Session, []byte, error) {
 	var sealed []byte
 	var out Session
+	if !possibleID(id) {
+		return out, nil, ErrNotFound
+	}
 	err := s.loss.Retry(ctx, true, func() error {
 		return s.pool.QueryRow(ctx, `SELECT `+columns+`, credential FROM `+Table+` WHERE id = $1`, id).Scan(
 			&out.ID, &out.ClusterID, &out.Person, &out.Group, &out.Access, &out.Reason, &out.State, &out.Created, &out.TTLSeconds, &out.Expires,

@@ -140,10 +140,10 @@ func spell(steps []step) string {
 			if b.Len() > 0 {
 				b.WriteByte('.')
 			}
-			b.WriteString(s.key)
+			b.WriteString(spellKey(s.key))
 		case entryStep:
 			b.WriteByte('[')
-			b.WriteString(s.key)
+			b.WriteString(spellKey(s.key))
 			b.WriteByte(']')
 		default:
 			b.WriteByte('[')
@@ -152,6 +152,15 @@ func spell(steps []step) string {
 		}
 	}
 	return b.String()
+}
+
+// spellKey is a key as an error target or message shows it: a NUL it holds (refused, see
+// hasNUL) is written as the escape \u0000, so the answer and its log line carry no NUL byte.
+func spellKey(k string) string {
+	if !hasNUL(k) {
+		return k
+	}
+	return strings.ReplaceAll(k, "\x00", `\u0000`)
 }
 
 func jsonKind(t reflect.Type) string {

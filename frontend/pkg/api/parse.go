@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/openhcp/openhcp/internal/arm"
@@ -112,6 +113,9 @@ func (b *builder) value() any {
 			b.space()
 			b.i++ // ':'
 			b.at.property(k)
+			if hasNUL(k) && !b.errs.full() {
+				b.errs.add(&b.at, "The property name '%s' in %s contains a NUL character (\\u0000), which no name or value may hold.", spellKey(k), b.at.parent())
+			}
 			if _, dup := obj[k]; dup && !b.errs.full() {
 				b.errs.add(&b.at, "The property '%s' appears more than once in %s.", k, b.at.parent())
 			}
@@ -135,7 +139,11 @@ func (b *builder) value() any {
 			b.at.pop()
 		}
 	case '"':
-		return b.str()
+		s := b.str()
+		if hasNUL(s) && !b.errs.full() {
+			b.errs.add(&b.at, "The value of '%s' contains a NUL character (\\u0000), which no name or value may hold.", b.at.String())
+		}
+		return s
 	case 't':
 		b.i += len("true")
 		return true
@@ -152,6 +160,12 @@ func (b *builder) value() any {
 	}
 	return json.Number(b.data[start:b.i])
 }
+
+// hasNUL says s holds U+0000, which JSON may carry escaped ("\u0000") but the store cannot:
+// PostgreSQL's jsonb and text refuse it, so a body holding one is a 400 naming where it stands
+// rather than a failed write. Invalid UTF-8 needs no such check: a string is read as
+// encoding/json reads it, each invalid byte becoming U+FFFD.
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 
 func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'

@@ -55,7 +55,7 @@ func refusedForShape(err error) bool {
 	}
 	says := func(m string) bool {
 		return strings.Contains(m, "appears more than once") || strings.Contains(m, "nested deeper than") ||
-			strings.Contains(m, "values")
+			strings.Contains(m, "values") || strings.Contains(m, "NUL character")
 	}
 	if says(ce.Message) {
 		return true

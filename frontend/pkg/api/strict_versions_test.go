@@ -21,6 +21,8 @@ const (
 	cased = "property names are case-sensitive; did you mean '"
 	// An explicit "" names no channel group; the default is for an absent one.
 	empty = "must not be empty: leave it out for the default channel group 'stable'"
+	// PostgreSQL's jsonb and text refuse U+0000: a body holding one is refused before any write.
+	nul = "contains a NUL character (\\u0000)"
 )
 
 // Valid bodies of every api-version, the stored resources the PATCH cases apply to.
@@ -52,6 +54,9 @@ func testStrictJSONCluster(t *testing.T, name, body string) {
 		{"wrong-case_key_at_depth_5", with(`"controlPlaneOperators"`, `"ControlPlaneOperators"`), "properties.platform.operatorsAuthentication.userAssignedIdentities.ControlPlaneOperators", cased + "controlPlaneOperators'"},
 		{"explicit_empty_channelGroup", with(`"id":"4.19"`, `"id":"4.19","channelGroup":""`), "properties.version.channelGroup", empty},
 		{"unknown_key_stays_refused", with(`"id":"4.19"`, `"id":"4.19","channel":"x"`), "properties.version.channel", "is not known in 'properties.version'"},
+		{"NUL_in_a_tag_value", with(`"location":"eastus"`, `"location":"eastus","tags":{"a":"x\u0000"}`), "tags.a", "The value of 'tags.a' " + nul},
+		{"NUL_in_a_tag_key", with(`"location":"eastus"`, `"location":"eastus","tags":{"a\u0000b":"x"}`), `tags.a\u0000b`, "The property name 'a\\u0000b' in 'tags' " + nul},
+		{"NUL_in_a_nested_value", with(`"id":"4.19"`, `"id":"4.19\u0000"`), "properties.version.id", nul},
 	}
 	patch := []strictCase{
 		{"duplicate_top-level_key", `{"tags":{},"tags":{"a":"b"}}`, "tags", dup},
@@ -59,6 +64,8 @@ func testStrictJSONCluster(t *testing.T, name, body string) {
 		{"wrong-case_top-level_key", `{"Tags":{"a":"b"}}`, "Tags", cased + "tags'"},
 		{"wrong-case_nested_key", `{"properties":{"NodeDrainTimeoutMinutes":5}}`, "properties.NodeDrainTimeoutMinutes", cased + "nodeDrainTimeoutMinutes'"},
 		{"wrong-case_key_with_null_value", `{"properties":{"NodeDrainTimeoutMinutes":null}}`, "properties.NodeDrainTimeoutMinutes", cased + "nodeDrainTimeoutMinutes'"},
+		{"NUL_in_a_tag_value", `{"tags":{"a":"\u0000"}}`, "tags.a", nul},
+		{"NUL_in_a_tag_key", `{"tags":{"\u0000":"b"}}`, `tags.\u0000`, nul},
 	}
 	v, _ := api.Lookup(name)
 	stored, err := v.DecodeCluster([]byte(body))
@@ -80,6 +87,7 @@ func TestStrictJSONNodePools(t *testing.T) {
 		{"explicit_empty_channelGroup", `{"location":"eastus","properties":{"version":{"channelGroup":""},"platform":{"vmSize":"x"}}}`, "properties.version.channelGroup", empty},
 		{"wrong-case_key_in_an_array_element", `{"location":"eastus","properties":{"taints":[{"key":"k","Effect":"NoSchedule"}],"platform":{"vmSize":"x"}}}`, "properties.taints[0].Effect", cased + "effect'"},
 		{"wrong-case_key_at_depth_4", `{"location":"eastus","properties":{"platform":{"vmSize":"x","osDisk":{"SizeGiB":128}}}}`, "properties.platform.osDisk.SizeGiB", cased + "sizeGiB'"},
+		{"NUL_in_a_label_key", `{"location":"eastus","properties":{"labels":[{"key":"a\u0000b","value":"c"}],"platform":{"vmSize":"x"}}}`, "properties.labels[0].key", nul},
 	}
 	patch := []strictCase{
 		{"duplicate_nested_key", `{"properties":{"replicas":1,"replicas":2}}`, "properties.replicas", dup},
@@ -88,6 +96,9 @@ func TestStrictJSONNodePools(t *testing.T) {
 		{"wrong-case_key_at_depth_3", `{"properties":{"version":{"ChAnnelGroup":""}}}`, "properties.version.ChAnnelGroup", cased + "channelGroup'"},
 		{"explicit_empty_channelGroup", `{"properties":{"version":{"channelGroup":""}}}`, "properties.version.channelGroup", empty},
 		{"wrong-case_key_with_null_value", `{"properties":{"AutoScaling":null}}`, "properties.AutoScaling", cased + "autoScaling'"},
+		{"NUL_in_a_label_value", `{"properties":{"labels":[{"key":"a","value":"\u0000"}]}}`, "properties.labels[0].value", nul},
+		{"NUL_in_a_taint_key", `{"properties":{"taints":[{"key":"k\u0000","value":"v","effect":"NoSchedule"}]}}`, "properties.taints[0].key", nul},
+		{"NUL_in_a_tag_value", `{"tags":{"a":"\u0000"}}`, "tags.a", nul},
 	}
 	for _, name := range api.Versions() {
 		v, ok := api.LookupNodePool(name)
@@ -111,12 +122,16 @@ func TestStrictJSONExternalAuths(t *testing.T) {
 		{"wrong-case_key_at_depth_2", strings.Replace(externalAuthBody, `"issuer"`, `"Issuer"`, 1), "properties.Issuer", cased + "issuer'"},
 		{"wrong-case_key_at_depth_5", strings.Replace(externalAuthBody, `"prefixPolicy"`, `"PrefixPolicy"`, 1), "properties.claim.mappings.username.PrefixPolicy", cased + "prefixPolicy'"},
 		{"wrong-case_key_in_an_array_element", strings.Replace(externalAuthBody, `"clientId"`, `"clientID"`, 1), "properties.clients[0].clientID", cased + "clientId'"},
+		{"NUL_in_a_client_id", strings.Replace(externalAuthBody, `"clientId":"c1"`, `"clientId":"c\u0000"`, 1), "properties.clients[0].clientId", nul},
 	}
 	patch := []strictCase{
 		{"duplicate_nested_key", `{"properties":{"issuer":{"url":"https://a.example.com","url":"https://b.example.com"}}}`, "properties.issuer.url", dup},
 		{"wrong-case_nested_key", `{"properties":{"issuer":{"URL":"https://a.example.com"}}}`, "properties.issuer.URL", cased + "url'"},
 		{"wrong-case_key_with_null_value", `{"properties":{"Claim":null}}`, "properties.Claim", cased + "claim'"},
 		{"wrong-case_key_with_null_value_below_an_update_path", `{"properties":{"issuer":{"URL":null}}}`, "properties.issuer.URL", cased + "url'"},
+		{"NUL_in_the_username_prefix", `{"properties":{"claim":{"mappings":{"username":{"claim":"email","prefixPolicy":"Prefix","prefix":"p\u0000"}}}}}`, "properties.claim.mappings.username.prefix", nul},
+		{"NUL_in_an_audience", `{"properties":{"issuer":{"audiences":["c1","\u0000"]}}}`, "properties.issuer.audiences[1]", nul},
+		{"NUL_in_a_rule's_claim", `{"properties":{"claim":{"validationRules":[{"type":"RequiredClaim","requiredClaim":{"claim":"\u0000","requiredValue":"v"}}]}}}`, "properties.claim.validationRules[0].requiredClaim.claim", nul},
 	}
 	for _, name := range api.Versions() {
 		v, ok := api.LookupExternalAuth(name)

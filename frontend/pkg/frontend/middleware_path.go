@@ -3,11 +3,23 @@ package frontend
 import (
 	"net/http"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/openhcp/openhcp/internal/arm"
 )
 
 // middlewareLowercasePath folds the path so routing is case-insensitive, as ARM paths are. The
 // original path stays in the request info: resource IDs keep the caller's casing.
-func middlewareLowercasePath(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
+//
+// A path holding a NUL or bytes that are not UTF-8 (…/resourceGroups/r%00g/…) is a 400 here:
+// no resource has such an ID, and the store (PostgreSQL) refuses it in a key, so a lookup of it
+// failed with a 500. ARM sends no such path; a caller reaching the frontend directly can.
+func (s *Server) middlewareLowercasePath(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
+	if !utf8.ValidString(r.URL.Path) || strings.IndexByte(r.URL.Path, 0) >= 0 {
+		s.report(w, r, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "",
+			"The resource ID %q is not valid: it holds a NUL character or bytes that are not UTF-8.", r.URL.Path))
+		return
+	}
 	info(r).originalPath = r.URL.Path
 	u := *r.URL
 	u.Path = strings.ToLower(u.Path)

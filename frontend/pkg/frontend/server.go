@@ -150,7 +150,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.middlewareLogging,
 		s.middlewarePanic,
 		s.middlewareClientCertificate,
-		middlewareLowercasePath,
+		s.middlewareLowercasePath,
 		s.middlewareBody,
 	)
 	return s, nil
