@@ -192,7 +192,7 @@ verify-charts:
 # the charts' golden renderings, generated code (the charts' values.schema.json included; the same
 # check runs in make test: tooling/pkg/valuesschema TestChartValuesSchemasAreCurrent).
 .PHONY: verify
-verify: verify-config verify-charts verify-generate verify-fmt
+verify: verify-config verify-charts verify-generate verify-fmt verify-files
 
 .PHONY: verify-generate
 verify-generate: generate
@@ -202,6 +202,12 @@ verify-generate: generate
 .PHONY: verify-fmt
 verify-fmt:
 	@bad=$$(gofmt -l .); [ -z "$$bad" ] || (echo "not gofmt-formatted (run gofmt -w on them): $$bad" && exit 1)
+
+# No tracked file is a build's output: none over 2 MiB (the largest today, a chart's golden
+# rendering, is about 0.5 MiB) and none an ELF executable (a stray "go build" in a module folder).
+.PHONY: verify-files
+verify-files:
+	@bad=$$(git ls-files -z | xargs -0 -r sh -c 'for f; do [ -f "$$f" ] || continue; if [ $$(stat -c %s "$$f") -gt 2097152 ] || [ "$$(head -c 4 "$$f" | od -An -c | tr -d " ")" = "177ELF" ]; then echo "$$f"; fi; done' sh); [ -z "$$bad" ] || (echo "tracked files that look like build output (over 2 MiB or an executable): $$bad" && exit 1)
 
 .PHONY: bench
 bench: deps tools
