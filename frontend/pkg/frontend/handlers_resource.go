@@ -469,14 +469,13 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, pre
 		return err
 	}
 	docs := cursor.unserved(page.Documents)
-	skipped := len(page.Documents) - len(docs)
 	rendered, err := renderPage(docs)
 	if err != nil {
 		return err
 	}
 	nextToken := page.Continuation
 	if n := cutPage(rendered, s.cfg.PageBytes); n < len(docs) {
-		nextToken = pageCursor{store: cursor.store, served: skipped + n, after: docs[n-1].ID, next: docs[n].ID}.String()
+		nextToken = cursor.after(docs[:n]).String()
 		rendered = rendered[:n]
 	}
 	items := make([]json.RawMessage, 0, len(rendered))

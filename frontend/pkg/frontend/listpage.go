@@ -2,9 +2,11 @@ package frontend
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"hash/fnv"
+	"slices"
 	"strings"
 
 	"github.com/openhcp/openhcp/internal/docstore"
@@ -17,66 +19,84 @@ import (
 const DefaultPageBytes = 4 << 20
 
 // pageCursor is where a list page starts: a store page (its continuation, "" for the first)
-// and, when an earlier page was cut inside that store page by size, how many of its documents
-// were answered (served), the ID of the last of them (after) and of the first left (next).
+// and, when an earlier page was cut inside that store page by size, the documents of it already
+// answered (served: a 64-bit FNV-1a hash of each ID). The next page reads the same store page
+// again and answers the documents not among them, in the store's order: a document deleted
+// between the pages is simply not there, one inserted into the store page is listed, and none is
+// answered twice. A store page holds at most Config.PageSize documents, so the set is bounded too
+// (8 bytes a document; maxServed for a token a caller wrote).
 type pageCursor struct {
-	store       string
-	served      int
-	after, next string
+	store  string
+	served []uint64
 }
 
-// The $skipToken of a cut page is "<store>.<served>.<after>.<next>", both IDs in base64url: a
-// store's own token is base64url, so it holds no '.', and a token without one is a store's token
-// as it was issued.
+// maxServed bounds the served set a $skipToken may carry: more than any store page holds.
+const maxServed = 4096
+
+// The $skipToken of a cut page is "<store>.<served>", the hashes as 8-byte big-endian words in
+// base64url: a store's own token is base64url, so it holds no '.', and a token without one is a
+// store's token as it was issued.
 func (c pageCursor) String() string {
-	if c.after == "" {
+	if len(c.served) == 0 {
 		return c.store
 	}
-	enc := base64.RawURLEncoding.EncodeToString
-	return c.store + "." + strconv.Itoa(c.served) + "." + enc([]byte(c.after)) + "." + enc([]byte(c.next))
+	b := make([]byte, 0, 8*len(c.served))
+	for _, h := range c.served {
+		b = binary.BigEndian.AppendUint64(b, h)
+	}
+	return c.store + "." + base64.RawURLEncoding.EncodeToString(b)
 }
 
 // parsePageCursor reads a $skipToken; a malformed one is docstore.ErrInvalidContinuation.
 func parsePageCursor(tok string) (pageCursor, error) {
-	parts := strings.Split(tok, ".")
-	if len(parts) == 1 {
+	store, set, cut := strings.Cut(tok, ".")
+	if !cut {
 		return pageCursor{store: tok}, nil
 	}
 	bad := fmt.Errorf("list page token: %w", docstore.ErrInvalidContinuation)
-	if len(parts) != 4 {
+	b, err := base64.RawURLEncoding.DecodeString(set)
+	if err != nil || len(b) == 0 || len(b)%8 != 0 || len(b)/8 > maxServed {
 		return pageCursor{}, bad
 	}
-	served, err := strconv.Atoi(parts[1])
-	if err != nil || served < 1 || strconv.Itoa(served) != parts[1] {
-		return pageCursor{}, bad
+	c := pageCursor{store: store, served: make([]uint64, 0, len(b)/8)}
+	for i := 0; i < len(b); i += 8 {
+		c.served = append(c.served, binary.BigEndian.Uint64(b[i:]))
 	}
-	after, err1 := base64.RawURLEncoding.DecodeString(parts[2])
-	next, err2 := base64.RawURLEncoding.DecodeString(parts[3])
-	if err1 != nil || err2 != nil || len(after) == 0 || len(next) == 0 {
-		return pageCursor{}, bad
-	}
-	return pageCursor{store: parts[0], served: served, after: string(after), next: string(next)}, nil
+	return c, nil
 }
 
-// unserved is the documents of a store page that c has not answered yet: those after c.after;
-// when that document is gone (deleted since), those from c.next on; when both are, those after
-// the first c.served-1 (what was answered, less the deleted one). The store orders a page by
-// document ID, but in its own collation, so a page is searched, never compared by ID.
+// idHash is the served set's hash of a document ID.
+func idHash(id string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// unserved is the documents of a store page that c has not answered yet, in the page's order.
 func (c pageCursor) unserved(docs []*docstore.Document) []*docstore.Document {
-	if c.after == "" {
+	if len(c.served) == 0 {
 		return docs
 	}
-	for i, d := range docs {
-		if d.ID == c.after {
-			return docs[i+1:]
+	served := make(map[uint64]bool, len(c.served))
+	for _, h := range c.served {
+		served[h] = true
+	}
+	var out []*docstore.Document
+	for _, d := range docs {
+		if !served[idHash(d.ID)] {
+			out = append(out, d)
 		}
 	}
-	for i, d := range docs {
-		if d.ID == c.next {
-			return docs[i:]
-		}
+	return out
+}
+
+// after is the cursor of the page that answers these documents of c's store page too.
+func (c pageCursor) after(answered []*docstore.Document) pageCursor {
+	next := pageCursor{store: c.store, served: slices.Clone(c.served)}
+	for _, d := range answered {
+		next.served = append(next.served, idHash(d.ID))
 	}
-	return docs[min(c.served-1, len(docs)):]
+	return next
 }
 
 // cutPage returns how many of a page's items (aligned with its documents, nil for a document
