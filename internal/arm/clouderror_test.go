@@ -54,8 +54,10 @@ func TestSystemData(t *testing.T) {
 	if err != nil || sd.CreatedBy != "a@b" || sd.CreatedAt == nil || !sd.CreatedAt.Equal(time.Date(2024, 3, 27, 14, 57, 32, 578e6, time.UTC)) {
 		t.Fatalf("parse: %+v %v", sd, err)
 	}
-	if _, err := ParseSystemData("{not json"); err == nil {
-		t.Fatal("bad header accepted")
+	for _, bad := range []string{"{not json", `{"createdBy":"a\u0000b"}`, `{"lastModifiedByType":"\u0000"}`} {
+		if _, err := ParseSystemData(bad); err == nil {
+			t.Fatalf("bad header %s accepted", bad)
+		}
 	}
 	if sd, err := ParseSystemData(""); sd != nil || err != nil {
 		t.Fatal("empty header should give nil, nil")

@@ -3,6 +3,7 @@ package arm
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -59,6 +60,13 @@ func ParseSystemData(header string) (*SystemData, error) {
 	var sd SystemData
 	if err := json.Unmarshal([]byte(header), &sd); err != nil {
 		return nil, fmt.Errorf("invalid %s header: %w", HeaderSystemData, err)
+	}
+	// The header is JSON, so a NUL arrives escaped (\u0000), and the stored document (PostgreSQL's
+	// jsonb) cannot hold one: such a header is as invalid as one that does not parse.
+	for _, f := range []string{sd.CreatedBy, sd.CreatedByType, sd.LastModifiedBy, sd.LastModifiedByType} {
+		if strings.ContainsRune(f, 0) {
+			return nil, fmt.Errorf("invalid %s header: a value holds a NUL character", HeaderSystemData)
+		}
 	}
 	return &sd, nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
@@ -69,5 +70,19 @@ func TestNULInAPathIs400(t *testing.T) {
 				t.Errorf("%s %s: %d %s; want 400 InvalidResourceName", m, p, resp.code, resp.body)
 			}
 		}
+	}
+}
+
+// TestNULInSystemDataIsIgnored: ARM's x-ms-arm-resource-system-data header is JSON, so a NUL
+// arrives there escaped; stored as it was, PostgreSQL refused the document and the write was a
+// 500. The header is now invalid, as one that does not parse: ignored (logged), the write done.
+func TestNULInSystemDataIsIgnored(t *testing.T) {
+	e, _ := newNodePoolEnv(t)
+	resp := e.do("PUT", clusterPath("rg", "c"), mustJSON(minimalBody()), map[string]string{arm.HeaderSystemData: `{"createdBy":"a\u0000b","createdByType":"User"}`})
+	if resp.code != 201 {
+		t.Fatalf("PUT with a NUL in systemData = %d %s; want 201, the header ignored", resp.code, resp.body)
+	}
+	if rd, _ := e.resource(clusterPath("rg", "c")); rd == nil || strings.Contains(string(rd.SystemData), `\u0000`) {
+		t.Fatalf("stored %+v", rd)
 	}
 }
