@@ -28,13 +28,7 @@ type authWriter struct {
 // shares it; checkAgreement has made sure the others say the same).
 func (a *authWriter) authChecks(pkgs []*Package, defs []string) error {
 	for _, def := range defs {
-		var p *Package
-		for _, q := range pkgs {
-			if _, ok := q.shared[def]; ok {
-				p = q
-				break
-			}
-		}
+		p := sharingPackage(pkgs, def)
 		if p == nil {
 			return fmt.Errorf("SharedAuthChecks names %s, which no version shares", def)
 		}

@@ -158,13 +158,7 @@ func sharedFile(pkgs []*Package, bs []bound) ([]byte, error) {
 		}
 	}
 	for _, def := range SharedChecks {
-		var p *Package
-		for _, q := range pkgs {
-			if _, ok := q.shared[def]; ok {
-				p = q
-				break
-			}
-		}
+		p := sharingPackage(pkgs, def)
 		if p == nil {
 			return nil, fmt.Errorf("SharedChecks names %s, which no version shares", def)
 		}
@@ -348,4 +342,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sharingPackage is the first of pkgs whose specification shares the definition def, or nil.
+func sharingPackage(pkgs []*Package, def string) *Package {
+	for _, q := range pkgs {
+		if _, ok := q.shared[def]; ok {
+			return q
+		}
+	}
+	return nil
 }
