@@ -42,14 +42,15 @@ func (s *Server) externalAuthService() *childService[*csv1.ExternalAuthSpec, *cs
 				// The external auth travels in its cluster's work. Its name is not the hook's: a
 				// stand-in of the longest (15 characters) builds the same size.
 				s.clusterWorkFits(v, "external_auth.spec", spec, cl, cl.Spec,
-					&manifests.ExternalAuth{ARMResourceID: cl.ARMResourceID + "/externalAuths/" + strings.Repeat("e", 15), Spec: spec})
+					&manifests.ExternalAuth{ARMResourceID: cl.ARMResourceID + "/externalAuths/" + strings.Repeat("e", 15), Spec: spec}, nil)
 			}
 			return spec
 		},
 		decide: func(v *violations, cl *store.Cluster, cur *store.ExternalAuth, u *csv1.ExternalAuthUpdate) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy) {
 			spec := model.ValidateExternalAuthSpec(v.model(), "spec", csv1.ApplyExternalAuthUpdate(cur.Spec, u))
 			if len(*v) == 0 {
-				s.clusterWorkFits(v, "spec", spec, cl, cl.Spec, &manifests.ExternalAuth{ARMResourceID: cur.ARMResourceID, Spec: spec})
+				s.clusterWorkFits(v, "spec", spec, cl, cl.Spec, &manifests.ExternalAuth{ARMResourceID: cur.ARMResourceID, Spec: spec},
+					&storedClusterWork{spec: cl.Spec, ea: &manifests.ExternalAuth{ARMResourceID: cur.ARMResourceID, Spec: cur.Spec}})
 			}
 			return spec, nil
 		},

@@ -31,7 +31,7 @@ func (s *Server) nodePoolService() *childService[*csv1.NodePoolSpec, *csv1.NodeP
 			if len(*v) == 0 {
 				// The pool's IDs are not the hook's; stand-ins of their lengths (a 32-character ID,
 				// a 15-character name, the most) build the same size.
-				s.nodePoolWorkFits(v, "node_pool.spec", strings.Repeat("0", 32), cl.ARMResourceID+"/nodePools/"+strings.Repeat("n", 15), spec, cl)
+				s.nodePoolWorkFits(v, "node_pool.spec", strings.Repeat("0", 32), cl.ARMResourceID+"/nodePools/"+strings.Repeat("n", 15), spec, nil, cl)
 			}
 			return spec
 		},
@@ -69,7 +69,7 @@ func (s *Server) UpdateNodePool(ctx context.Context, req *csv1.UpdateNodePoolReq
 func (s *Server) decideNodePoolUpdate(v *violations, cl *store.Cluster, cur *store.NodePool, u *csv1.NodePoolUpdate) (*csv1.NodePoolSpec, *csv1.UpgradePolicy) {
 	spec := model.ValidateNodePoolSpec(v.model(), "spec", csv1.ApplyNodePoolUpdate(cur.Spec, u), modelCluster(cl), cur.Spec, s.cfg.Versions, s.cfg.Now)
 	if len(*v) == 0 {
-		s.nodePoolWorkFits(v, "spec", cur.ID, cur.ARMResourceID, spec, cl)
+		s.nodePoolWorkFits(v, "spec", cur.ID, cur.ARMResourceID, spec, cur.Spec, cl)
 	}
 	from, to := cur.Spec.GetVersionId(), spec.GetVersionId()
 	if len(*v) > 0 || from == to {

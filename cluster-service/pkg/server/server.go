@@ -154,7 +154,7 @@ func (s *Server) CreateCluster(ctx context.Context, req *csv1.CreateClusterReque
 	}
 	spec.IssuerUrl = manifests.IssuerURL(s.cfg.OIDCIssuerBaseURL, in.GetId())
 	var v violations
-	s.clusterWorkFits(&v, "cluster.spec", spec, &store.Cluster{ID: in.GetId(), ARMResourceID: in.GetArmResourceId()}, spec, nil)
+	s.clusterWorkFits(&v, "cluster.spec", spec, &store.Cluster{ID: in.GetId(), ARMResourceID: in.GetArmResourceId()}, spec, nil, nil)
 	if err := v.err(); err != nil {
 		return nil, err
 	}

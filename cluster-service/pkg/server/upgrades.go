@@ -117,7 +117,7 @@ func (s *Server) updateCluster(ctx context.Context, op, id string, pre store.Pre
 		}
 		// The new spec's work, with the cluster's external auth, must fit (worksize.go).
 		var specV, v violations
-		s.clusterWorkFits(&specV, "spec", ch.Spec, c, ch.Spec, ea)
+		s.clusterWorkFits(&specV, "spec", ch.Spec, c, ch.Spec, ea, &storedClusterWork{spec: c.Spec, ea: ea})
 		for _, f := range specV {
 			v.add(updateField(u.ProtoReflect().Descriptor(), f.Field), "%s", f.Description)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -11,6 +12,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/manifests"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // The size rule of a write: a spec is accepted only if the ManifestWork the controller would
@@ -19,7 +21,8 @@ import (
 // unable to take any other change. The work is built here as the controller builds it
 // (manifests.Build with the cluster's external auth, manifests.BuildNodePool); what a create
 // has not chosen yet is stood in at its real size (sizeStandIns). A spec already stored over
-// the budget is not checked again on read or delete: only a write that names a new spec is.
+// the budget is not checked again on read or delete: only a write that names a new spec is,
+// and an update of it is refused only when it grows its work (workFits).
 
 // sizeStandIns: the parts of a cluster's work that Cluster Service chooses after the write
 // (its etcd key and SSH key at create), or that a development region fills from a flag, at the
@@ -42,8 +45,27 @@ func (s *Server) sizeConfig() manifests.Config {
 
 // clusterWorkFits adds a violation unless the work of cluster cl with spec and the external
 // auth ea (nil: none) fits. blame is the spec the write names, at field: the violation names
-// its largest field (largestField) or, when no field stands out, field itself.
-func (s *Server) clusterWorkFits(v *violations, field string, blame proto.Message, cl *store.Cluster, spec *csv1.ClusterSpec, ea *manifests.ExternalAuth) {
+// its largest field (largestField) or, when no field stands out, field itself. stored is the
+// resource as stored, for an update (nil for a create): its work is what a write over the budget
+// is compared with (workFits).
+func (s *Server) clusterWorkFits(v *violations, field string, blame proto.Message, cl *store.Cluster, spec *csv1.ClusterSpec, ea *manifests.ExternalAuth, stored *storedClusterWork) {
+	w, err := s.clusterWork(cl, spec, ea)
+	var was func() (*workv1.ManifestWork, error)
+	if stored != nil {
+		was = func() (*workv1.ManifestWork, error) { return s.clusterWork(cl, stored.spec, stored.ea) }
+	}
+	s.workFits(v, field, blame, cl.ID, w, err, was)
+}
+
+// storedClusterWork is what a cluster's stored work is built from: its spec and external auth.
+type storedClusterWork struct {
+	spec *csv1.ClusterSpec
+	ea   *manifests.ExternalAuth
+}
+
+// clusterWork is the work of cluster cl with spec and the external auth ea (nil: none), with
+// stand-ins for the keys a create has not chosen yet.
+func (s *Server) clusterWork(cl *store.Cluster, spec *csv1.ClusterSpec, ea *manifests.ExternalAuth) (*workv1.ManifestWork, error) {
 	key, ssh := cl.EtcdEncryptionKey, cl.SSHPublicKey
 	if len(key) == 0 {
 		key = make([]byte, 32)
@@ -53,35 +75,83 @@ func (s *Server) clusterWorkFits(v *violations, field string, blame proto.Messag
 	}
 	w, err := manifests.Build(s.sizeConfig(), manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: spec,
 		EtcdEncryptionKey: key, SSHPublicKey: ssh, WatchStatus: true})
-	if err == nil {
-		w, err = manifests.WithExternalAuth(w, ea)
+	if err != nil {
+		return nil, err
 	}
-	workFits(v, field, blame, w, err)
+	return manifests.WithExternalAuth(w, ea)
 }
 
 // nodePoolWorkFits adds a violation unless the work of a node pool with spec in cluster cl
-// fits; field is the spec's path.
-func (s *Server) nodePoolWorkFits(v *violations, field string, id, armResourceID string, spec *csv1.NodePoolSpec, cl *store.Cluster) {
-	w, err := manifests.BuildNodePool(s.sizeConfig(), manifests.NodePool{ID: id, ARMResourceID: armResourceID, Spec: spec,
-		Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec}, WatchStatus: true})
-	workFits(v, field, spec, w, err)
+// fits; field is the spec's path. stored is the pool's stored spec, for an update (nil for a
+// create).
+func (s *Server) nodePoolWorkFits(v *violations, field string, id, armResourceID string, spec, stored *csv1.NodePoolSpec, cl *store.Cluster) {
+	build := func(spec *csv1.NodePoolSpec) (*workv1.ManifestWork, error) {
+		return manifests.BuildNodePool(s.sizeConfig(), manifests.NodePool{ID: id, ARMResourceID: armResourceID, Spec: spec,
+			Cluster: manifests.Cluster{ID: cl.ID, ARMResourceID: cl.ARMResourceID, Spec: cl.Spec}, WatchStatus: true})
+	}
+	w, err := build(spec)
+	var was func() (*workv1.ManifestWork, error)
+	if stored != nil {
+		was = func() (*workv1.ManifestWork, error) { return build(stored) }
+	}
+	s.workFits(v, field, spec, cl.ID, w, err, was)
 }
 
-// workFits adds the violation of a built work w over the budget. A build error (buildErr) is
-// not the size rule's to report: the spec's own rules, or the controller's status, say it.
-func workFits(v *violations, field string, blame proto.Message, w *workv1.ManifestWork, buildErr error) {
+// growthSlack is how much an update may grow a work that is already over the budget: room for
+// an unrelated edit that sets a scalar field (a drain timeout set adds 27 bytes to a node
+// pool's work), far less than the lists and maps that make a work large add.
+const growthSlack = 1024
+
+// workFits adds the violation of a built work w over the budget. An update (was, not nil,
+// builds the resource's work as stored) whose work is over the budget is still taken when the
+// stored work is over it too and the update grows it by no more than growthSlack: a resource
+// stored over the budget (before the rule, or through the window the docs' size section names)
+// can then shrink in steps and take an unrelated edit. Nothing over ManifestsLimit is taken:
+// Maestro would refuse it.
+//
+// A build error (buildErr) is not the size rule's to report: the spec's own rules, or the
+// controller's status, say it. It is logged, so that a new build error cannot turn the rule
+// off unseen.
+func (s *Server) workFits(v *violations, field string, blame proto.Message, clusterID string, w *workv1.ManifestWork, buildErr error,
+	was func() (*workv1.ManifestWork, error)) {
 	if buildErr != nil || w == nil {
+		s.sizeLog().Warn("the size rule could not build the work; the write is not checked against the budget",
+			logattr.KeyClusterID, clusterID, "field", field, "error", buildErr)
 		return
 	}
 	var tooLarge *manifests.TooLargeError
-	if err := manifests.CheckSize(w); errors.As(err, &tooLarge) {
-		at := field
-		if name := largestField(blame); name != "" {
-			at = field + "." + name
-		}
-		v.add(at, "is too large: the resource's manifests would be %d bytes, more than the %d bytes a resource may hold (Maestro refuses a ManifestWork over %d)",
-			tooLarge.Size, manifests.ManifestsBudget, manifests.ManifestsLimit)
+	if err := manifests.CheckSize(w); !errors.As(err, &tooLarge) {
+		return
 	}
+	storedSize := 0
+	if was != nil && tooLarge.Size <= manifests.ManifestsLimit {
+		sw, err := was()
+		if err != nil || sw == nil {
+			s.sizeLog().Warn("the size rule could not build the stored resource's work; the update is held to the budget",
+				logattr.KeyClusterID, clusterID, "field", field, "error", err)
+		} else if storedSize = manifests.ManifestsSize(sw); storedSize > manifests.ManifestsBudget && tooLarge.Size <= storedSize+growthSlack {
+			return
+		}
+	}
+	at := field
+	if name := largestField(blame); name != "" {
+		at = field + "." + name
+	}
+	if storedSize > manifests.ManifestsBudget {
+		v.add(at, "is too large: the resource's manifests would be %d bytes, more than the %d they hold now, which is already more than the %d bytes a resource may hold (Maestro refuses a ManifestWork over %d): an update of it may grow them by at most %d bytes",
+			tooLarge.Size, storedSize, manifests.ManifestsBudget, manifests.ManifestsLimit, growthSlack)
+		return
+	}
+	v.add(at, "is too large: the resource's manifests would be %d bytes, more than the %d bytes a resource may hold (Maestro refuses a ManifestWork over %d)",
+		tooLarge.Size, manifests.ManifestsBudget, manifests.ManifestsLimit)
+}
+
+// sizeLog is the server's logger, for what the size rule reports outside a violation.
+func (s *Server) sizeLog() *slog.Logger {
+	if s.cfg.Log != nil {
+		return s.cfg.Log
+	}
+	return slog.Default()
 }
 
 // largestField is the name of m's field that holds most of its encoded size, when one holds at

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -198,5 +201,140 @@ func TestClusterWorkSize(t *testing.T) {
 	if _, err := e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{
 		ImageDigestMirrors: &csv1.ImageDigestMirrors{Mirrors: mirrors(4)}}}); err != nil {
 		t.Fatalf("an update under the budget: %v", err)
+	}
+}
+
+// TestWorkSizeStoredOverBudget: a resource stored over the budget (before the rule, or through
+// the window between a cluster's and its external auth's writes) takes an update that shrinks
+// its work while still over the budget, and an unrelated edit (a drain timeout) that keeps it
+// over; an update that grows it is refused, and nothing over Maestro's limit is taken.
+func TestWorkSizeStoredOverBudget(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 10)
+	cl := e.cluster(t, 1, "c1")
+	stored, err := e.st.GetCluster(ctx, cl.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(301, cl.GetId(), "c1", "pool1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poolSize := func(labels int) int {
+		spec := proto.Clone(np.GetSpec()).(*csv1.NodePoolSpec)
+		spec.Labels = manyLabels(labels)
+		w, err := manifests.BuildNodePool(manifests.Config{DevWorkloadIdentityClientID: standInClientID}, manifests.NodePool{ID: np.GetId(),
+			ARMResourceID: np.GetArmResourceId(), Spec: spec, Cluster: manifests.Cluster{ID: stored.ID, ARMResourceID: stored.ARMResourceID, Spec: stored.Spec}, WatchStatus: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return manifests.ManifestsSize(w)
+	}
+	// 1,400 labels are over the budget and under the limit, 1,300 too; 8,000 are over the limit.
+	const over, shrunk, huge, lessHuge = 1400, 1300, 9000, 8000
+	for _, n := range []int{over, shrunk} {
+		if s := poolSize(n); s <= manifests.ManifestsBudget || s > manifests.ManifestsLimit {
+			t.Fatalf("%d labels make a work of %d bytes; the test wants one between %d and %d", n, s, manifests.ManifestsBudget, manifests.ManifestsLimit)
+		}
+	}
+	if s := poolSize(lessHuge); s <= manifests.ManifestsLimit {
+		t.Fatalf("%d labels make a work of %d bytes; the test wants one over %d", lessHuge, s, manifests.ManifestsLimit)
+	}
+	storePool := func(n int, name string, labels int) *store.NodePool {
+		spec := proto.Clone(np.GetSpec()).(*csv1.NodePoolSpec)
+		spec.Labels = manyLabels(labels)
+		p, _, err := e.st.NodePools().Create(ctx, &store.NodePool{ID: id(n), ClusterID: cl.GetId(), ARMResourceID: poolARM("c1", name), Spec: spec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	setLabels := func(n int) *csv1.NodePoolUpdate {
+		return &csv1.NodePoolUpdate{Labels: &csv1.StringMap{Values: manyLabels(n)}}
+	}
+	drain := func(minutes int32) *csv1.NodePoolUpdate {
+		return &csv1.NodePoolUpdate{NodeDrainTimeoutMinutes: &csv1.OptionalInt32{Value: &minutes}}
+	}
+
+	p := storePool(302, "over", over)
+	if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: p.ID, Update: drain(30)}); err != nil {
+		t.Fatalf("an unrelated edit of a pool stored over the budget: %v", err)
+	}
+	if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: p.ID, Update: setLabels(shrunk)}); err != nil {
+		t.Fatalf("an update that shrinks a pool stored over the budget, still over it: %v", err)
+	}
+	_, err = e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: p.ID, Update: setLabels(over)})
+	requireViolation(t, err, "update.labels.values")
+	if !strings.Contains(err.Error(), "hold now") {
+		t.Fatalf("err = %v; want it to say the work would grow", err)
+	}
+	if got, err := e.st.NodePools().Get(ctx, p.ID); err != nil || len(got.Spec.GetLabels()) != shrunk || got.Spec.GetNodeDrainTimeoutMinutes() != 30 {
+		t.Fatalf("stored pool: %d labels, drain %d, %v; want %d labels, drain 30", len(got.Spec.GetLabels()), got.Spec.GetNodeDrainTimeoutMinutes(), err, shrunk)
+	}
+
+	// Over Maestro's limit, even a shrinking update is refused: it could never be applied.
+	h := storePool(303, "huge", huge)
+	_, err = e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: h.ID, Update: setLabels(lessHuge)})
+	requireViolation(t, err, "update.labels.values")
+	if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: h.ID, Update: setLabels(shrunk)}); err != nil {
+		t.Fatalf("an update that brings a pool stored over the limit under it: %v", err)
+	}
+
+	// A cluster: its own work over the budget, stored straight into the store.
+	clusterSize := func(m []*csv1.ImageDigestMirror) int {
+		spec := proto.Clone(stored.Spec).(*csv1.ClusterSpec)
+		spec.ImageDigestMirrors = m
+		w, err := manifests.Build(manifests.Config{DevWorkloadIdentityClientID: standInClientID}, manifests.Cluster{ID: stored.ID,
+			ARMResourceID: stored.ARMResourceID, Spec: spec, EtcdEncryptionKey: stored.EtcdEncryptionKey, SSHPublicKey: stored.SSHPublicKey, WatchStatus: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return manifests.ManifestsSize(w)
+	}
+	// 8 image digest mirrors of 255 mirrors are over the budget and under the limit, and so are
+	// 7 and a half.
+	mOver, mShrunk := mirrors(8), mirrors(8)
+	mShrunk[7].Mirrors = mShrunk[7].Mirrors[:120]
+	for _, m := range [][]*csv1.ImageDigestMirror{mOver, mShrunk} {
+		if s := clusterSize(m); s <= manifests.ManifestsBudget || s > manifests.ManifestsLimit {
+			t.Fatalf("%d mirrors make a work of %d bytes; the test wants one between %d and %d", len(m), s, manifests.ManifestsBudget, manifests.ManifestsLimit)
+		}
+	}
+	if _, err := e.st.UpdateCluster(ctx, cl.GetId(), store.Precondition{}, func(c *store.Cluster, _ *csv1.UpgradePolicy) (store.ClusterChange, error) {
+		spec := proto.Clone(c.Spec).(*csv1.ClusterSpec)
+		spec.ImageDigestMirrors = mOver
+		return store.ClusterChange{Spec: spec}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	minutes := int32(45)
+	if _, err := e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{NodeDrainTimeoutMinutes: &minutes}}); err != nil {
+		t.Fatalf("an unrelated edit of a cluster stored over the budget: %v", err)
+	}
+	if _, err := e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{
+		ImageDigestMirrors: &csv1.ImageDigestMirrors{Mirrors: mShrunk}}}); err != nil {
+		t.Fatalf("an update that shrinks a cluster stored over the budget, still over it: %v", err)
+	}
+	_, err = e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{
+		ImageDigestMirrors: &csv1.ImageDigestMirrors{Mirrors: mOver}}})
+	requireViolation(t, err, "update.image_digest_mirrors.mirrors")
+}
+
+// TestWorkSizeBuildErrorLogged: a work the size rule cannot build is not its violation to
+// report, but it is logged, so that a new build error cannot turn the rule off unseen.
+func TestWorkSizeBuildErrorLogged(t *testing.T) {
+	var buf bytes.Buffer
+	s := &Server{cfg: Config{Log: slog.New(slog.NewJSONHandler(&buf, nil))}}
+	var v violations
+	s.workFits(&v, "spec", nil, id(1), nil, errors.New("no template for this"), nil)
+	if len(v) != 0 {
+		t.Fatalf("violations %v; want none for a build error", v)
+	}
+	for _, want := range []string{`"level":"WARN"`, `"error":"no template for this"`, `"clusterID":"` + id(1) + `"`, `"field":"spec"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Fatalf("log %q; want it to hold %s", buf.String(), want)
+		}
 	}
 }
