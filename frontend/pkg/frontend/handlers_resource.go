@@ -473,10 +473,12 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request, partition, pre
 	if err != nil {
 		return err
 	}
-	nextToken := page.Continuation
+	var nextToken string
 	if n := cutPage(rendered, s.cfg.PageBytes); n < len(docs) {
 		nextToken = cursor.after(docs[:n]).String()
 		rendered = rendered[:n]
+	} else if page.Continuation != "" {
+		nextToken = cursor.into(page.Continuation, page.Documents).String()
 	}
 	items := make([]json.RawMessage, 0, len(rendered))
 	for _, it := range rendered {

@@ -96,6 +96,29 @@ func (c pageCursor) after(answered []*docstore.Document) pageCursor {
 	for _, d := range answered {
 		next.served = append(next.served, idHash(d.ID))
 	}
+	next.served = next.served[max(0, len(next.served)-maxServed):]
+	return next
+}
+
+// into is the cursor of the store page that follows c's (its continuation, store): c's store
+// page, read again, may have come back shorter than when its first part was answered (resources
+// created before the cut since, or a store whose page size is a hint), so answered documents
+// that page no longer holds (all of docs) may stand first in the next one; they stay served
+// there. Those deleted since are carried too, harmlessly, at most maxServed in all.
+func (c pageCursor) into(store string, docs []*docstore.Document) pageCursor {
+	next := pageCursor{store: store}
+	if len(c.served) == 0 {
+		return next
+	}
+	held := make(map[uint64]bool, len(docs))
+	for _, d := range docs {
+		held[idHash(d.ID)] = true
+	}
+	for _, h := range c.served {
+		if !held[h] {
+			next.served = append(next.served, h)
+		}
+	}
 	return next
 }
 

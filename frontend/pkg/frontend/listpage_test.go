@@ -90,6 +90,46 @@ func TestListPagesAreCutBySize(t *testing.T) {
 			t.Fatalf("after the first page listed\n  %s\nwant\n  %s", strings.Join(ids, "\n  "), strings.Join(clusters[2:], "\n  "))
 		}
 	})
+	t.Run("a_store_page_read_again_shorter", func(t *testing.T) {
+		// Store pages of 4, one cluster a page. After c0 and c1 are listed from the store page
+		// [c0 c1 c2 c3], three clusters whose IDs sort first are created: the store page read again
+		// is [a0 a1 a2 c0], c1 has moved to the next store page, and must not be listed again there.
+		small := newEnv(t, func(c *Config) { c.PageBytes = 300; c.PageSize = 4 })
+		var want []string
+		for _, name := range []string{"c0", "c1", "c2", "c3", "c4"} {
+			small.readyCluster(t, name)
+		}
+		path := "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=" + testVersion
+		var ids []string
+		for pages := 0; path != ""; pages++ {
+			if pages > 20 {
+				t.Fatal("nextLink does not end")
+			}
+			if pages == 2 {
+				for _, name := range []string{"a0", "a1", "a2"} {
+					small.readyCluster(t, name)
+				}
+			}
+			resp := small.do("GET", path, nil, nil)
+			var page struct {
+				Value []struct {
+					ID string `json:"id"`
+				} `json:"value"`
+				NextLink string `json:"nextLink"`
+			}
+			if err := json.Unmarshal(resp.body, &page); resp.code != 200 || err != nil {
+				t.Fatalf("page %d: %d %.300s", pages, resp.code, resp.body)
+			}
+			for _, v := range page.Value {
+				ids = append(ids, strings.ToLower(v.ID[strings.LastIndex(v.ID, "/")+1:]))
+			}
+			path = strings.TrimPrefix(page.NextLink, small.http.URL)
+		}
+		want = []string{"c0", "c1", "a0", "a1", "a2", "c2", "c3", "c4"}
+		if strings.Join(ids, ",") != strings.Join(want, ",") {
+			t.Fatalf("listed %v, want %v", ids, want)
+		}
+	})
 	t.Run("a_resource_larger_than_a_page_gets_one", func(t *testing.T) {
 		small := newEnv(t, func(c *Config) { c.PageBytes = 300 })
 		var want []string
@@ -196,6 +236,9 @@ func TestPageCursor(t *testing.T) {
 		{"answered_deleted_one_inserted_first", ab, docs("x", "a", "d"), "x,d"},
 		{"all_gone", ab, docs("a", "b"), ""},
 		{"second_cut_keeps_the_first", ab.after(docs("c")), docs("a", "b", "c", "d"), "d"},
+		// The store page read again came back as [x a]: b stands first in the next store page.
+		{"into_the_next_store_page", ab.into("t2", docs("x", "a")), docs("b", "c", "d"), "c,d"},
+		{"into_with_nothing_served", pageCursor{store: "t"}.into("t2", docs("a")), docs("b", "c"), "b,c"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := ids(tc.cursor.unserved(tc.page)); got != tc.want {
