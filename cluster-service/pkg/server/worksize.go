@@ -97,17 +97,14 @@ func (s *Server) nodePoolWorkFits(v *violations, field string, id, armResourceID
 	s.workFits(v, field, spec, cl.ID, w, err, was)
 }
 
-// growthSlack is how much an update may grow a work that is already over the budget: room for
-// an unrelated edit that sets a scalar field (a drain timeout set adds 27 bytes to a node
-// pool's work), far less than the lists and maps that make a work large add.
-const growthSlack = 1024
-
 // workFits adds the violation of a built work w over the budget. An update (was, not nil,
 // builds the resource's work as stored) whose work is over the budget is still taken when the
-// stored work is over it too and the update grows it by no more than growthSlack: a resource
-// stored over the budget (before the rule, or through the window the docs' size section names)
-// can then shrink in steps and take an unrelated edit. Nothing over ManifestsLimit is taken:
-// Maestro would refuse it.
+// stored work is over it too and the update does not make it larger: a resource stored over
+// the budget (before the rule, or through the window the docs' size section names) can then
+// shrink in steps. An edit that grows it, however little (a drain timeout set adds 27 bytes to
+// a node pool's work), is refused until it is under the budget: allowing any growth would let
+// such a resource creep, an update at a time, into the headroom the budget keeps below
+// Maestro's limit. Nothing over ManifestsLimit is taken: Maestro would refuse it.
 //
 // A build error (buildErr) is not the size rule's to report: the spec's own rules, or the
 // controller's status, say it. It is logged, so that a new build error cannot turn the rule
@@ -129,7 +126,7 @@ func (s *Server) workFits(v *violations, field string, blame proto.Message, clus
 		if err != nil || sw == nil {
 			s.sizeLog().Warn("the size rule could not build the stored resource's work; the update is held to the budget",
 				logattr.KeyClusterID, clusterID, "field", field, "error", err)
-		} else if storedSize = manifests.ManifestsSize(sw); storedSize > manifests.ManifestsBudget && tooLarge.Size <= storedSize+growthSlack {
+		} else if storedSize = manifests.ManifestsSize(sw); storedSize > manifests.ManifestsBudget && tooLarge.Size <= storedSize {
 			return
 		}
 	}
@@ -138,8 +135,8 @@ func (s *Server) workFits(v *violations, field string, blame proto.Message, clus
 		at = field + "." + name
 	}
 	if storedSize > manifests.ManifestsBudget {
-		v.add(at, "is too large: the resource's manifests would be %d bytes, more than the %d they hold now, which is already more than the %d bytes a resource may hold (Maestro refuses a ManifestWork over %d): an update of it may grow them by at most %d bytes",
-			tooLarge.Size, storedSize, manifests.ManifestsBudget, manifests.ManifestsLimit, growthSlack)
+		v.add(at, "is too large: the resource's manifests would be %d bytes, more than the %d they hold now, which is already more than the %d bytes a resource may hold (Maestro refuses a ManifestWork over %d): until they are under it, an update of it must not make them larger",
+			tooLarge.Size, storedSize, manifests.ManifestsBudget, manifests.ManifestsLimit)
 		return
 	}
 	v.add(at, "is too large: the resource's manifests would be %d bytes, more than the %d bytes a resource may hold (Maestro refuses a ManifestWork over %d)",

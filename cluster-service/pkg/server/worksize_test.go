@@ -206,8 +206,9 @@ func TestClusterWorkSize(t *testing.T) {
 
 // TestWorkSizeStoredOverBudget: a resource stored over the budget (before the rule, or through
 // the window between a cluster's and its external auth's writes) takes an update that shrinks
-// its work while still over the budget, and an unrelated edit (a drain timeout) that keeps it
-// over; an update that grows it is refused, and nothing over Maestro's limit is taken.
+// its work while still over the budget; an update that grows it is refused, however little (an
+// unrelated drain timeout: a slack let such a resource creep, an update at a time, towards
+// Maestro's limit), and nothing over Maestro's limit is taken.
 func TestWorkSizeStoredOverBudget(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
@@ -259,19 +260,24 @@ func TestWorkSizeStoredOverBudget(t *testing.T) {
 	}
 
 	p := storePool(302, "over", over)
-	if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: p.ID, Update: drain(30)}); err != nil {
-		t.Fatalf("an unrelated edit of a pool stored over the budget: %v", err)
+	if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: p.ID, Update: drain(30)}); err == nil || !strings.Contains(err.Error(), "must not make them larger") {
+		t.Fatalf("an edit that grows a pool stored over the budget by 27 bytes: %v; want it refused", err)
 	}
 	if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: p.ID, Update: setLabels(shrunk)}); err != nil {
 		t.Fatalf("an update that shrinks a pool stored over the budget, still over it: %v", err)
+	}
+	for range 2 { // the same small growth again: no step of it is taken
+		if _, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: p.ID, Update: drain(30)}); err == nil {
+			t.Fatal("an edit that grows a pool still over the budget was taken")
+		}
 	}
 	_, err = e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: p.ID, Update: setLabels(over)})
 	requireViolation(t, err, "update.labels.values")
 	if !strings.Contains(err.Error(), "hold now") {
 		t.Fatalf("err = %v; want it to say the work would grow", err)
 	}
-	if got, err := e.st.NodePools().Get(ctx, p.ID); err != nil || len(got.Spec.GetLabels()) != shrunk || got.Spec.GetNodeDrainTimeoutMinutes() != 30 {
-		t.Fatalf("stored pool: %d labels, drain %d, %v; want %d labels, drain 30", len(got.Spec.GetLabels()), got.Spec.GetNodeDrainTimeoutMinutes(), err, shrunk)
+	if got, err := e.st.NodePools().Get(ctx, p.ID); err != nil || len(got.Spec.GetLabels()) != shrunk || got.Spec.GetNodeDrainTimeoutMinutes() != 0 {
+		t.Fatalf("stored pool: %d labels, drain %d, %v; want %d labels, no drain timeout", len(got.Spec.GetLabels()), got.Spec.GetNodeDrainTimeoutMinutes(), err, shrunk)
 	}
 
 	// Over Maestro's limit, even a shrinking update is refused: it could never be applied.
@@ -310,8 +316,10 @@ func TestWorkSizeStoredOverBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	minutes := int32(45)
+	// A cluster's drain timeout lands on its node pools' works, not its own: an edit that does
+	// not grow the cluster's work is taken.
 	if _, err := e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{NodeDrainTimeoutMinutes: &minutes}}); err != nil {
-		t.Fatalf("an unrelated edit of a cluster stored over the budget: %v", err)
+		t.Fatalf("an edit that leaves the work of a cluster stored over the budget as large: %v", err)
 	}
 	if _, err := e.clusters.UpdateCluster(ctx, &csv1.UpdateClusterRequest{Id: cl.GetId(), Update: &csv1.ClusterUpdate{
 		ImageDigestMirrors: &csv1.ImageDigestMirrors{Mirrors: mShrunk}}}); err != nil {
