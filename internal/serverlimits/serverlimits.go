@@ -79,6 +79,29 @@ func (h HTTP) Server(addr string, handler http.Handler, tlsConfig *tls.Config) *
 	}
 }
 
+// Unlike lists what of srv's limits are not h's (or a timeout not set at all), one
+// "Field = got, want want" a difference: what a test of a server built from h checks.
+func (h HTTP) Unlike(srv *http.Server) []string {
+	var out []string
+	for _, c := range []struct {
+		field     string
+		got, want time.Duration
+	}{
+		{"ReadHeaderTimeout", srv.ReadHeaderTimeout, h.ReadHeaderTimeout},
+		{"ReadTimeout", srv.ReadTimeout, h.ReadTimeout},
+		{"WriteTimeout", srv.WriteTimeout, h.WriteTimeout},
+		{"IdleTimeout", srv.IdleTimeout, h.IdleTimeout},
+	} {
+		if c.got != c.want || c.got <= 0 {
+			out = append(out, fmt.Sprintf("%s = %v, want %v", c.field, c.got, c.want))
+		}
+	}
+	if srv.MaxHeaderBytes != h.MaxHeaderBytes {
+		out = append(out, fmt.Sprintf("MaxHeaderBytes = %d, want %d", srv.MaxHeaderBytes, h.MaxHeaderBytes))
+	}
+	return out
+}
+
 // Listen listens on hs.Addr for hs: TCP capped at MaxConns connections, then TLS when
 // hs.TLSConfig is set (the cap is below TLS, so the server still sees *tls.Conn and applies its
 // handshake deadline).
