@@ -14,15 +14,21 @@ key=$( { go version; echo "$pkg $ldflags"; cd "$dir" && find . -name '*.go' -o -
 out="$cache/$name-$key"
 if [ ! -x "$out" ]; then
   mkdir -p "$cache"
+  # Two callers building the same tool at once (make run beside make test) take turns: the
+  # second waits on the lock and finds the first one's build.
+  exec 9>"$out.lock"
+  flock 9
+fi
+if [ ! -x "$out" ]; then
   echo ">> building $name ($pkg) from $dir; first build only, cached as $out" >&2
   start=$(date +%s)
   # A long build is never silent: a heartbeat every 30 s until it ends.
   ( while sleep 30; do echo ">> still building $name: $(( $(date +%s) - start ))s so far" >&2; done ) &
   heartbeat=$!
   trap 'kill $heartbeat 2>/dev/null || true' EXIT
-  (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out.tmp" "$pkg") >&2
+  (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$out.tmp.$$" "$pkg") >&2
   kill $heartbeat 2>/dev/null || true
-  mv "$out.tmp" "$out"
+  mv "$out.tmp.$$" "$out"
   echo ">> built $name in $(( $(date +%s) - start ))s" >&2
 fi
 echo "$out"
