@@ -226,6 +226,12 @@ func TestRacingWritesSeeEachOther(t *testing.T) {
 			func(t *testing.T, n int, cl *csv1.Cluster, name string) (func() error, func() error) {
 				return oldPool(n, cl, name), upgrade(cl)
 			}, "update.version_id", noSkew},
+		// The upgrade is recorded pending, the spec keeps 4.19 until it starts: the pool is
+		// counted to 4.20, where the control plane is going.
+		{"cluster_upgrade_then_node_pool_create_refuses_the_pool_three_minors_behind_the_upgrade",
+			func(t *testing.T, n int, cl *csv1.Cluster, name string) (func() error, func() error) {
+				return upgrade(cl), oldPool(n, cl, name)
+			}, "node_pool.spec.version_id", noSkew},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, name := 10*(i+1), "race"+string(rune('a'+i))
