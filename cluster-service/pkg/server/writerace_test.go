@@ -248,3 +248,55 @@ func TestRacingWritesSeeEachOther(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateOfADeletingChildSaysSoWhateverTheCondition: an update of a node pool or external
+// auth being deleted is FailedPrecondition saying so, also when its revision condition is stale
+// (no condition would let it change), as when the server read the object before the write.
+func TestUpdateOfADeletingChildSaysSoWhateverTheCondition(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.register(t, "mc-1", 10)
+	cl := e.cluster(t, 1, "c1")
+	np, err := e.pools.CreateNodePool(ctx, &csv1.CreateNodePoolRequest{NodePool: validPool(2, cl.GetId(), "c1", "pool1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ea, err := e.eas.CreateExternalAuth(ctx, &csv1.CreateExternalAuthRequest{ExternalAuth: &csv1.ExternalAuth{
+		Id: id(3), ClusterId: cl.GetId(), ArmResourceId: externalAuthARM("c1", "entra"), Spec: validExternalAuthSpec()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pools.DeleteNodePool(ctx, &csv1.DeleteNodePoolRequest{Id: np.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eas.DeleteExternalAuth(ctx, &csv1.DeleteExternalAuthRequest{Id: ea.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	replicas := int32(3)
+	for _, tc := range []struct {
+		name     string
+		revision int64
+		update   func(revision int64) error
+		want     string
+	}{
+		{"node_pool_unconditional", 0, func(rev int64) error {
+			_, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.GetId(), Revision: rev, Update: &csv1.NodePoolUpdate{Replicas: &replicas}})
+			return err
+		}, "node pool " + np.GetId() + " is being deleted"},
+		{"node_pool_at_a_stale_revision", np.GetRevision(), func(rev int64) error {
+			_, err := e.pools.UpdateNodePool(ctx, &csv1.UpdateNodePoolRequest{Id: np.GetId(), Revision: rev, Update: &csv1.NodePoolUpdate{Replicas: &replicas}})
+			return err
+		}, "node pool " + np.GetId() + " is being deleted"},
+		{"external_auth_at_a_stale_revision", ea.GetRevision(), func(rev int64) error {
+			_, err := e.eas.UpdateExternalAuth(ctx, &csv1.UpdateExternalAuthRequest{Id: ea.GetId(), Revision: rev, Update: csv1.FullExternalAuthUpdate(manyRules(2))})
+			return err
+		}, "external auth " + ea.GetId() + " is being deleted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.update(tc.revision)
+			if status.Code(err) != codes.FailedPrecondition || status.Convert(err).Message() != tc.want {
+				t.Fatalf("update: %v; want FailedPrecondition %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -96,8 +96,8 @@ func (cs Children[Spec, Status]) List(ctx context.Context, clusterID, afterID st
 // upgrade policy, if decide returns one, in the same transaction (ErrUpgradeInProgress if the
 // object has an unfinished one). It is conditional on pre (zero: unconditional; ErrConflict
 // when it does not hold); either way no other write of the child or its cluster lands between
-// the reads decide sees and the write. ErrDeleting for a child (or cluster) being deleted;
-// errors from decide are returned as they are. An identical spec is not written and keeps the
+// the reads decide sees and the write. ErrDeleting for a child (or cluster) being deleted,
+// whatever pre says; errors from decide are returned as they are. An identical spec is not written and keeps the
 // revision: nothing for the controller to do.
 func (cs Children[Spec, Status]) Update(ctx context.Context, id string, pre Precondition,
 	decide func(cl *Cluster, cur *Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error)) (*Child[Spec, Status], error) {
@@ -414,8 +414,8 @@ func (k *childKind[Spec, Status]) lock(ctx context.Context, tx pgx.Tx, id string
 	return c, nil
 }
 
-// lockWithCluster is lock, and reads the object's cluster in the same round trip.
-func (k *childKind[Spec, Status]) lockWithCluster(ctx context.Context, s *Store, tx pgx.Tx, id string, pre Precondition) (*Child[Spec, Status], *Cluster, error) {
+// lockWithCluster reads the row for update and its cluster, in one round trip.
+func (k *childKind[Spec, Status]) lockWithCluster(ctx context.Context, s *Store, tx pgx.Tx, id string) (*Child[Spec, Status], *Cluster, error) {
 	var b pgx.Batch
 	b.Queue(k.selectWhere(`id = $1 FOR UPDATE`), id)
 	b.Queue(`SELECT `+clusterColumns+` FROM clusters WHERE id = (SELECT cluster_id FROM `+k.table+` WHERE id = $1)`, id)
@@ -423,9 +423,6 @@ func (k *childKind[Spec, Status]) lockWithCluster(ctx context.Context, s *Store,
 	defer br.Close()
 	c, err := k.scan(br.QueryRow())
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := pre.check(c.Revision, c.SpecRevision); err != nil {
 		return nil, nil, err
 	}
 	cl, err := s.scanCluster(br.QueryRow())
@@ -440,18 +437,23 @@ func (k *childKind[Spec, Status]) lockWithCluster(ctx context.Context, s *Store,
 // in the same transaction (ErrUpgradeInProgress if the object has an unfinished one). It is
 // conditional on pre (zero: unconditional; ErrConflict when it does not hold); either way no
 // other write of the object or its cluster lands between the reads decide sees and the write.
-// ErrDeleting for an object (or cluster) being deleted; errors from decide are returned as they
-// are. An identical spec is not written and keeps the revision: nothing for the controller to do.
+// ErrDeleting for an object (or cluster) being deleted, whatever pre says; errors from decide are
+// returned as they are. An identical spec is not written and keeps the revision: nothing for the
+// controller to do.
 func (k *childKind[Spec, Status]) update(ctx context.Context, s *Store, id string, pre Precondition,
 	decide func(cl *Cluster, cur *Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error)) (*Child[Spec, Status], error) {
 	var out *Child[Spec, Status]
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		cur, cl, err := k.lockWithCluster(ctx, s, tx, id, pre)
+		cur, cl, err := k.lockWithCluster(ctx, s, tx, id)
 		if err != nil {
 			return err
 		}
+		// Being deleted is said before a failed condition: no condition would let it change.
 		if cur.Deleting || cl.Deleting {
 			return fmt.Errorf("%s %s: %w", k.what, id, ErrDeleting)
+		}
+		if err := pre.check(cur.Revision, cur.SpecRevision); err != nil {
+			return err
 		}
 		spec, upgrade, err := decide(cl, cur)
 		if err != nil {
