@@ -43,10 +43,16 @@ func holdWriteLock(t *testing.T, dsn string) *heldWriteLock {
 	return &heldWriteLock{t: t, conn: conn, tx: tx}
 }
 
-// waitForQueue waits until n sessions wait for the write lock.
-func (h *heldWriteLock) waitForQueue(n int) {
+// waitForQueue waits until n sessions wait for the write lock; a write that ends first (done)
+// never queued.
+func (h *heldWriteLock) waitForQueue(n int, done chan error) {
 	h.t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		select {
+		case err := <-done:
+			h.t.Fatalf("write %d ended before it queued for the write lock: %v", n, err)
+		default:
+		}
 		var waiting int
 		if err := h.conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
 			WHERE d.datname = current_database() AND l.locktype = 'advisory' AND NOT l.granted
@@ -79,9 +85,9 @@ func raceWrites(t *testing.T, dsn string, first, second func() error) (firstErr,
 	lock := holdWriteLock(t, dsn)
 	done1, done2 := make(chan error, 1), make(chan error, 1)
 	go func() { done1 <- first() }()
-	lock.waitForQueue(1)
+	lock.waitForQueue(1, done1)
 	go func() { done2 <- second() }()
-	lock.waitForQueue(2)
+	lock.waitForQueue(2, done2)
 	lock.release()
 	wait := func(done chan error) error {
 		select {
