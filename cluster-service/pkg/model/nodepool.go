@@ -126,6 +126,22 @@ func ControlPlaneVersion(cl Cluster) string {
 	return cp
 }
 
+// ControlPlaneTarget is the version a node pool's minors behind are counted to: the newest the
+// control plane runs or is going to. That is the spec's version, or the target of a
+// control-plane upgrade recorded but not started yet (status.upgrade; the spec takes its version
+// when it starts, so a completed one's is the spec's already, and a failed one goes nowhere).
+func ControlPlaneTarget(cl Cluster) string {
+	target := cl.Spec.GetVersionId()
+	p := cl.Status.GetUpgrade()
+	if p.GetType() != csv1.UpgradeType_UPGRADE_TYPE_CONTROL_PLANE || p.GetState() == csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED {
+		return target
+	}
+	if c, err := versions.Compare(p.GetToVersion(), target); err == nil && c > 0 {
+		return p.GetToVersion()
+	}
+	return target
+}
+
 // ValidateNodePoolSpec checks a node pool spec against its cluster (and, for an update, the
 // current spec) and returns it with defaults applied and the version resolved.
 func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl Cluster, cur *csv1.NodePoolSpec,
@@ -150,7 +166,8 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 	}
 
 	// Version: resolved like the cluster's, never ahead of the control plane, at most two
-	// minors behind it, and on an update never a downgrade.
+	// minors behind it and behind the version an upgrade of it goes to (ControlPlaneTarget), and
+	// on an update never a downgrade.
 	cpVersion := ControlPlaneVersion(cl)
 	group := spec.ChannelGroup
 	switch {
@@ -180,6 +197,10 @@ func ValidateNodePoolSpec(v *Violations, field string, in *csv1.NodePoolSpec, cl
 		v.Add(field+".version_id", "%s is ahead of the control plane version %s; upgrade the cluster first", spec.VersionId, cpVersion)
 	} else if n, ok := versions.MinorsBehind(spec.VersionId, cpVersion); !ok || n > MaxMinorsBehind {
 		v.Add(field+".version_id", "%s is more than %d minor versions behind the control plane version %s", spec.VersionId, MaxMinorsBehind, cpVersion)
+	} else if target := ControlPlaneTarget(cl); target != cpVersion {
+		if n, ok := versions.MinorsBehind(spec.VersionId, target); !ok || n > MaxMinorsBehind {
+			v.Add(field+".version_id", "%s would be more than %d minor versions behind %s, the version the control plane is upgrading to", spec.VersionId, MaxMinorsBehind, target)
+		}
 	}
 	if cur != nil && cur.GetVersionId() != "" {
 		if c, err := versions.Compare(spec.VersionId, cur.GetVersionId()); err == nil && c < 0 {

@@ -126,3 +126,51 @@ func TestOSDiskBoundsOnCreateOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestPoolMinorsBehindTheUpgradeTarget: a pool's minors behind are counted to the version its
+// control plane goes to, so that starting a recorded upgrade leaves no pool more than two minors
+// behind; a pool is still never ahead of what the control plane runs.
+func TestPoolMinorsBehindTheUpgradeTarget(t *testing.T) {
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	eol := now.AddDate(1, 0, 0)
+	catalogue := &versions.Catalogue{ChannelGroups: map[string]*versions.ChannelGroup{"stable": {Versions: []versions.Version{
+		{ID: "4.17.44", Enabled: true, EndOfLife: eol}, {ID: "4.18.27", Enabled: true, EndOfLife: eol},
+		{ID: "4.19.17", Enabled: true, EndOfLife: eol}, {ID: "4.20.3", Enabled: true, EndOfLife: eol},
+	}}}}
+	policy := func(state csv1.UpgradePolicyState) *csv1.UpgradePolicy {
+		return &csv1.UpgradePolicy{Type: csv1.UpgradeType_UPGRADE_TYPE_CONTROL_PLANE, FromVersion: "4.19.17", ToVersion: "4.20.3", State: state}
+	}
+	for _, tc := range []struct {
+		name          string
+		spec, current string // the cluster's spec version and current_version
+		upgrade       *csv1.UpgradePolicy
+		version       string
+		refused       bool
+	}{
+		{"two_behind_without_upgrade", "4.19.17", "4.19.17", nil, "4.17.44", false},
+		{"three_behind_a_pending_upgrade_is_refused", "4.19.17", "4.19.17", policy(csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING), "4.17.44", true},
+		{"three_behind_a_scheduled_upgrade_is_refused", "4.19.17", "4.19.17", policy(csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_SCHEDULED), "4.17.44", true},
+		{"two_behind_a_pending_upgrade", "4.19.17", "4.19.17", policy(csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_PENDING), "4.18.27", false},
+		{"three_behind_a_started_upgrade_is_refused", "4.20.3", "4.19.17", policy(csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED), "4.17.44", true},
+		{"a_failed_upgrade_goes_nowhere", "4.19.17", "4.19.17", policy(csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_FAILED), "4.17.44", false},
+		{"ahead_of_what_runs_while_started_is_refused", "4.20.3", "4.19.17", policy(csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED), "4.20.3", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := Cluster{
+				Spec: &csv1.ClusterSpec{ChannelGroup: "stable", VersionId: tc.spec, Azure: &csv1.AzureSpec{
+					SubnetId: "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"}},
+				Status: &csv1.ClusterStatus{CurrentVersion: tc.current, Upgrade: tc.upgrade},
+			}
+			in := &csv1.NodePoolSpec{VersionId: tc.version, Replicas: 1, Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3"}}
+			var v Violations
+			ValidateNodePoolSpec(&v, "spec", in, cl, nil, catalogue, func() time.Time { return now })
+			refused := false
+			for _, f := range v {
+				refused = refused || f.GetField() == "spec.version_id"
+			}
+			if refused != tc.refused || len(v) > 1 {
+				t.Fatalf("violations %v; want spec.version_id refused: %v", v, tc.refused)
+			}
+		})
+	}
+}

@@ -62,12 +62,13 @@ type childService[Spec proto.Message, Status childStatus, API childMessage[Spec]
 	armRE   *regexp.Regexp
 	armHint string
 
-	// validate checks a create's spec (the request's <field>.spec) against its cluster and returns
-	// it defaulted.
+	// validate checks a create's spec (the request's <field>.spec) against its cluster, as read in
+	// the create's transaction, and returns it defaulted.
 	validate func(v *violations, in Spec, cl *store.Cluster) Spec
 	// decide applies an update to the stored object under its row lock, validated whole as on
-	// create with violations at the spec's paths, and returns what to write: the spec, and an
-	// upgrade policy to start with it (nil: none).
+	// create (against its cluster as read in the update's transaction) with violations at the
+	// spec's paths, and returns what to write: the spec, and an upgrade policy to start with it
+	// (nil: none).
 	decide func(v *violations, cl *store.Cluster, cur *store.Child[Spec, Status], u Update) (Spec, *csv1.UpgradePolicy)
 	// createError answers a create's store error that is the kind's own; nil for the others.
 	createError func(clusterID string, err error) error
@@ -96,24 +97,26 @@ func (k *childService[Spec, Status, API, Update, Event]) create(ctx context.Cont
 		return zero, err
 	}
 	op := "create " + k.what
-	cl, err := s.st.GetCluster(ctx, in.GetClusterId())
+	// The spec is checked against the cluster as it is in the create's transaction, so no
+	// write of the cluster lands between the check and the create's commit.
+	c, created, err := k.store.CreateChecked(ctx, &store.Child[Spec, Status]{ID: in.GetId(), ClusterID: in.GetClusterId(), ARMResourceID: in.GetArmResourceId()},
+		func(cl *store.Cluster) (Spec, error) {
+			var v violations
+			if !strings.EqualFold(m[1], cl.ARMResourceID) {
+				v.add(k.field+".arm_resource_id", "belongs to cluster %s, not to cluster %s (%s)", m[1], cl.ID, cl.ARMResourceID)
+			}
+			spec := k.validate(&v, in.GetSpec(), cl)
+			return spec, v.err()
+		})
 	if errors.Is(err, store.ErrNotFound) {
 		return zero, status.Errorf(codes.NotFound, "cluster %s not found", in.GetClusterId())
 	}
-	if err != nil {
-		return zero, s.toStatus(ctx, op, err)
+	if _, ok := status.FromError(err); ok && err != nil {
+		return zero, err // the spec's violations, already a status
 	}
-	if !strings.EqualFold(m[1], cl.ARMResourceID) {
-		v.add(k.field+".arm_resource_id", "belongs to cluster %s, not to cluster %s (%s)", m[1], cl.ID, cl.ARMResourceID)
-	}
-	spec := k.validate(&v, in.GetSpec(), cl)
-	if err := v.err(); err != nil {
-		return zero, err
-	}
-	c, created, err := k.store.Create(ctx, &store.Child[Spec, Status]{ID: in.GetId(), ClusterID: cl.ID, ARMResourceID: in.GetArmResourceId(), Spec: spec})
 	if err != nil {
 		if k.createError != nil {
-			if kerr := k.createError(cl.ID, err); kerr != nil {
+			if kerr := k.createError(in.GetClusterId(), err); kerr != nil {
 				return zero, kerr
 			}
 		}
@@ -185,27 +188,19 @@ func (k *childService[Spec, Status, API, Update, Event]) update(ctx context.Cont
 		return zero, err
 	}
 	op := "update " + k.what
-	cur, err := k.store.Get(ctx, req.GetId())
-	if err != nil {
-		return zero, s.toStatus(ctx, op, err)
-	}
-	cl, err := s.st.GetCluster(ctx, cur.ClusterID)
-	if err != nil {
-		return zero, s.toStatus(ctx, op, err)
-	}
-	if cur.Deleting || cl.Deleting {
-		return zero, status.Errorf(codes.FailedPrecondition, "%s %s is being deleted", k.what, cur.ID)
-	}
 	var upgrade *csv1.UpgradePolicy
-	c, err := k.store.Update(ctx, cur.ID, store.Precondition{Revision: req.GetRevision(), SpecRevision: req.GetSpecRevision()},
-		func(cur *store.Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error) {
+	c, err := k.store.Update(ctx, req.GetId(), store.Precondition{Revision: req.GetRevision(), SpecRevision: req.GetSpecRevision()},
+		func(cl *store.Cluster, cur *store.Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error) {
 			var specV violations
 			var spec Spec
 			spec, upgrade = k.decide(&specV, cl, cur, u)
 			return spec, upgrade, updateViolations(specV, u.ProtoReflect().Descriptor()).err()
 		})
+	if errors.Is(err, store.ErrDeleting) {
+		return zero, status.Errorf(codes.FailedPrecondition, "%s %s is being deleted", k.what, req.GetId())
+	}
 	if errors.Is(err, store.ErrUpgradeInProgress) {
-		return zero, status.Errorf(codes.FailedPrecondition, "%s %s: %v; wait for it to finish", op, cur.ID, err)
+		return zero, status.Errorf(codes.FailedPrecondition, "%s %s: %v; wait for it to finish", op, req.GetId(), err)
 	}
 	if _, ok := status.FromError(err); ok && err != nil {
 		return zero, err // the update's violations, already a status

@@ -56,6 +56,7 @@ type env struct {
 	versions csv1.VersionsClient
 	upgrades csv1.UpgradePoliciesClient
 	creds    csv1.CredentialsClient
+	eas      csv1.ExternalAuthsClient
 	reg      *prometheus.Registry
 	logs     *syncBuffer
 	// dsn is the store's database, for a test that changes it underneath the store.
@@ -95,7 +96,7 @@ func startOn(t *testing.T, pg *pgserver.Server) *env {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn),
-		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), reg: reg, logs: logs, dsn: dsn}
+		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), eas: csv1.NewExternalAuthsClient(conn), reg: reg, logs: logs, dsn: dsn}
 }
 
 func id(n int) string { return fmt.Sprintf("%032d", n) }

@@ -96,24 +96,16 @@ func (s *Server) CreateUpgradePolicy(ctx context.Context, req *csv1.CreateUpgrad
 // starts a control-plane upgrade policy that may start at nextRun.
 func (s *Server) updateCluster(ctx context.Context, op, id string, pre store.Precondition, u *csv1.ClusterUpdate, operationID string, nextRun time.Time) (*csv1.Cluster, error) {
 	now := s.cfg.Now()
-	pools, err := s.st.NodePools().List(ctx, id, "", 0)
-	if err != nil {
-		return nil, s.toStatus(ctx, op, err)
-	}
-	eas, err := s.st.ExternalAuths().List(ctx, id, "", 0)
-	if err != nil {
-		return nil, s.toStatus(ctx, op, err)
-	}
-	var ea *manifests.ExternalAuth
-	for _, e := range eas {
-		if !e.Deleting {
-			ea = &manifests.ExternalAuth{ARMResourceID: e.ARMResourceID, Spec: e.Spec}
-		}
-	}
-	c, err := s.st.UpdateCluster(ctx, id, pre, func(c *store.Cluster, active *csv1.UpgradePolicy) (store.ClusterChange, error) {
-		ch, err := decideUpdate(s.cfg.Versions, c, active, pools, u, operationID, now, nextRun)
+	// decide runs in the update's transaction, with the node pools and external auth read there:
+	// no write of them lands between these checks and the update's commit.
+	c, err := s.st.UpdateCluster(ctx, id, pre, func(c *store.Cluster, active *csv1.UpgradePolicy, children store.ClusterChildren) (store.ClusterChange, error) {
+		ch, err := decideUpdate(s.cfg.Versions, c, active, children.NodePools, u, operationID, now, nextRun)
 		if err != nil || ch.Spec == nil {
 			return ch, err
+		}
+		var ea *manifests.ExternalAuth
+		if e := children.ExternalAuth; e != nil {
+			ea = &manifests.ExternalAuth{ARMResourceID: e.ARMResourceID, Spec: e.Spec}
 		}
 		// The new spec's work, with the cluster's external auth, must fit (worksize.go).
 		var specV, v violations
@@ -141,7 +133,8 @@ func (s *Server) updateCluster(ctx context.Context, op, id string, pre store.Pre
 }
 
 // decideUpdate is the validation of a cluster update against the current cluster, its running
-// upgrade and its node pools; it runs under the write lock, so it sees what the update changes.
+// upgrade and its node pools (those not being deleted), all read under the write lock in the
+// update's transaction, so it sees every write committed before the update's.
 func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.UpgradePolicy, pools []*store.NodePool,
 	u *csv1.ClusterUpdate, operationID string, now, nextRun time.Time) (store.ClusterChange, error) {
 	var v violations
@@ -176,9 +169,6 @@ func decideUpdate(catalogue *versions.Catalogue, c *store.Cluster, active *csv1.
 			v.add("update.version_id", "%v", err)
 		case target != c.Spec.GetVersionId():
 			for _, np := range pools {
-				if np.Deleting {
-					continue
-				}
 				if n, ok := versions.MinorsBehind(np.Spec.GetVersionId(), target); !ok || n > model.MaxMinorsBehind {
 					v.add("update.version_id", "node pool %s runs %s, which would be more than %d minor versions behind %s; upgrade the node pool first",
 						np.ID, np.Spec.GetVersionId(), model.MaxMinorsBehind, target)

@@ -100,8 +100,7 @@ func (s *Server) nodePoolWorkFits(v *violations, field string, id, armResourceID
 // workFits adds the violation of a built work w over the budget. An update (was, not nil,
 // builds the resource's work as stored) whose work is over the budget is still taken when the
 // stored work is over it too and the update does not make it larger: a resource stored over
-// the budget (before the rule, or through the window the docs' size section names) can then
-// shrink in steps. An edit that grows it, however little (a drain timeout set adds 27 bytes to
+// the budget (before the rule, or before the budget was lowered) can then shrink in steps. An edit that grows it, however little (a drain timeout set adds 27 bytes to
 // a node pool's work), is refused until it is under the budget: allowing any growth would let
 // such a resource creep, an update at a time, into the headroom the budget keeps below
 // Maestro's limit. Nothing over ManifestsLimit is taken: Maestro would refuse it.

@@ -204,8 +204,8 @@ func TestClusterWorkSize(t *testing.T) {
 	}
 }
 
-// TestWorkSizeStoredOverBudget: a resource stored over the budget (before the rule, or through
-// the window between a cluster's and its external auth's writes) takes an update that shrinks
+// TestWorkSizeStoredOverBudget: a resource stored over the budget (before the rule, or before
+// the budget was lowered) takes an update that shrinks
 // its work while still over the budget; an update that grows it is refused, however little (an
 // unrelated drain timeout: a slack let such a resource creep, an update at a time, towards
 // Maestro's limit), and nothing over Maestro's limit is taken.
@@ -308,7 +308,7 @@ func TestWorkSizeStoredOverBudget(t *testing.T) {
 			t.Fatalf("%d mirrors make a work of %d bytes; the test wants one between %d and %d", len(m), s, manifests.ManifestsBudget, manifests.ManifestsLimit)
 		}
 	}
-	if _, err := e.st.UpdateCluster(ctx, cl.GetId(), store.Precondition{}, func(c *store.Cluster, _ *csv1.UpgradePolicy) (store.ClusterChange, error) {
+	if _, err := e.st.UpdateCluster(ctx, cl.GetId(), store.Precondition{}, func(c *store.Cluster, _ *csv1.UpgradePolicy, _ store.ClusterChildren) (store.ClusterChange, error) {
 		spec := proto.Clone(c.Spec).(*csv1.ClusterSpec)
 		spec.ImageDigestMirrors = mOver
 		return store.ClusterChange{Spec: spec}, nil

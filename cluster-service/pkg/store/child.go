@@ -65,9 +65,19 @@ type Children[Spec proto.Message, Status observedStatus] struct {
 // Create stores a new child of c.ClusterID. It is idempotent on the ARM resource ID
 // (created=false returns the existing one, whatever c.ID says). ErrNotFound if the cluster does
 // not exist, ErrDeleting if it is being deleted, the kind's limit error (ErrExternalAuthLimit)
-// past its per-cluster limit, ErrIDInUse if c.ID belongs to another ARM resource.
+// past its per-cluster limit, ErrIDInUse if c.ID belongs to another ARM resource. c.Spec is
+// stored as it is; the server's creates check it against the cluster (CreateChecked).
 func (cs Children[Spec, Status]) Create(ctx context.Context, c *Child[Spec, Status]) (_ *Child[Spec, Status], created bool, err error) {
-	return cs.k.create(ctx, cs.s, c)
+	return cs.k.create(ctx, cs.s, c, nil)
+}
+
+// CreateChecked is Create with the spec checked against the cluster in the create's
+// transaction: check gets the cluster as it is there, under the write lock, before anything
+// else is decided (an existing child for the ARM resource included), and returns the spec to
+// store; its errors are returned as they are. Every write of the cluster holds the write lock
+// too, so none lands between what check sees and the create's commit.
+func (cs Children[Spec, Status]) CreateChecked(ctx context.Context, c *Child[Spec, Status], check func(cl *Cluster) (Spec, error)) (_ *Child[Spec, Status], created bool, err error) {
+	return cs.k.create(ctx, cs.s, c, check)
 }
 
 // Get returns the child or ErrNotFound.
@@ -81,15 +91,16 @@ func (cs Children[Spec, Status]) List(ctx context.Context, clusterID, afterID st
 	return cs.k.list(ctx, cs.s, clusterID, afterID, limit)
 }
 
-// Update reads the child under the write lock and writes the spec decide returns (a partial
-// update applied to the stored spec, defaulted and validated), with an upgrade policy, if decide
-// returns one, in the same transaction (ErrUpgradeInProgress if the object has an unfinished
-// one). It is conditional on pre (zero: unconditional; ErrConflict when it does not hold);
-// either way no other write lands between the read decide sees and the write. ErrDeleting for
-// a child being deleted; errors from decide are returned as they are. An identical spec is not
-// written and keeps the revision: nothing for the controller to do.
+// Update reads the child and its cluster under the write lock and writes the spec decide
+// returns (a partial update applied to the stored spec, defaulted and validated), with an
+// upgrade policy, if decide returns one, in the same transaction (ErrUpgradeInProgress if the
+// object has an unfinished one). It is conditional on pre (zero: unconditional; ErrConflict
+// when it does not hold); either way no other write of the child or its cluster lands between
+// the reads decide sees and the write. ErrDeleting for a child (or cluster) being deleted,
+// whatever pre says; errors from decide are returned as they are. An identical spec is not written and keeps the
+// revision: nothing for the controller to do.
 func (cs Children[Spec, Status]) Update(ctx context.Context, id string, pre Precondition,
-	decide func(cur *Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error)) (*Child[Spec, Status], error) {
+	decide func(cl *Cluster, cur *Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error)) (*Child[Spec, Status], error) {
 	return cs.k.update(ctx, cs.s, id, pre, decide)
 }
 
@@ -293,11 +304,22 @@ func (k *childKind[Spec, Status]) fromProto(m protoreflect.Message) *Child[Spec,
 // create stores a new child of c.ClusterID, idempotent on the ARM resource ID (created=false
 // returns the existing one, whatever c.ID says). ErrNotFound if the cluster does not exist,
 // ErrDeleting if it is being deleted, the kind's limitErr past its per-cluster limit, ErrIDInUse
-// if c.ID belongs to another ARM resource.
-func (k *childKind[Spec, Status]) create(ctx context.Context, s *Store, c *Child[Spec, Status]) (_ *Child[Spec, Status], created bool, err error) {
+// if c.ID belongs to another ARM resource. check, when not nil, is CreateChecked's.
+func (k *childKind[Spec, Status]) create(ctx context.Context, s *Store, c *Child[Spec, Status], check func(cl *Cluster) (Spec, error)) (_ *Child[Spec, Status], created bool, err error) {
 	armID := strings.ToLower(c.ARMResourceID)
 	var out *Child[Spec, Status]
 	err = s.writeTx(ctx, func(tx pgx.Tx) error {
+		// The cluster is locked so that it cannot be marked deleting before the create commits.
+		cl, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, c.ClusterID))
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", c.ClusterID, err)
+		}
+		spec := c.Spec
+		if check != nil {
+			if spec, err = check(cl); err != nil {
+				return err
+			}
+		}
 		existing, err := k.scan(tx.QueryRow(ctx, k.selectWhere(`arm_resource_id = $1`), armID))
 		if err == nil {
 			out = existing
@@ -306,8 +328,8 @@ func (k *childKind[Spec, Status]) create(ctx context.Context, s *Store, c *Child
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		if err := lockLiveClusterTx(ctx, tx, c.ClusterID); err != nil {
-			return err
+		if cl.Deleting {
+			return fmt.Errorf("cluster %s: %w", c.ClusterID, ErrDeleting)
 		}
 		if k.perCluster > 0 {
 			others, err := queryAll(ctx, tx, scanString, `SELECT arm_resource_id_orig FROM `+k.table+` WHERE cluster_id = $1 ORDER BY id`, c.ClusterID)
@@ -327,7 +349,7 @@ func (k *childKind[Spec, Status]) create(ctx context.Context, s *Store, c *Child
 		}
 		st := newMessage[Status]()
 		setChildState(st, k.statePrefix, "PENDING", k.pendingMessage)
-		spec, err := protojson.Marshal(c.Spec)
+		specj, err := protojson.Marshal(spec)
 		if err != nil {
 			return err
 		}
@@ -342,7 +364,7 @@ func (k *childKind[Spec, Status]) create(ctx context.Context, s *Store, c *Child
 		out, err = k.scan(tx.QueryRow(ctx, `INSERT INTO `+k.table+`
 			(id, cluster_id, arm_resource_id, arm_resource_id_orig, spec, status, state, revision)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING RETURNING `+childColumns,
-			c.ID, c.ClusterID, armID, c.ARMResourceID, spec, stj, childState(st), rev))
+			c.ID, c.ClusterID, armID, c.ARMResourceID, specj, stj, childState(st), rev))
 		if errors.Is(err, ErrNotFound) {
 			return ErrConflict
 		}
@@ -362,22 +384,6 @@ func scanString(row pgx.Row) (string, error) {
 	var v string
 	err := row.Scan(&v)
 	return v, err
-}
-
-// lockLiveClusterTx locks the cluster a new child object (node pool, external auth) is for:
-// ErrNotFound without it, ErrDeleting while it is being deleted. The lock keeps it from being
-// marked deleting before the child's create commits.
-func lockLiveClusterTx(ctx context.Context, tx pgx.Tx, clusterID string) error {
-	var deleting bool
-	switch err := tx.QueryRow(ctx, `SELECT deleting FROM clusters WHERE id = $1 FOR UPDATE`, clusterID).Scan(&deleting); {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("cluster %s: %w", clusterID, ErrNotFound)
-	case err != nil:
-		return err
-	case deleting:
-		return fmt.Errorf("cluster %s: %w", clusterID, ErrDeleting)
-	}
-	return nil
 }
 
 // list returns the children of one cluster in id order; with clusterID empty, up to limit of
@@ -408,25 +414,48 @@ func (k *childKind[Spec, Status]) lock(ctx context.Context, tx pgx.Tx, id string
 	return c, nil
 }
 
-// update reads the row under the write lock and writes the spec decide returns (a partial
-// update applied to the stored spec, defaulted and validated), with upgrade, if any, in the
-// same transaction (ErrUpgradeInProgress if the object has an unfinished one). It is
+// lockWithCluster reads the row for update and its cluster, in one round trip.
+func (k *childKind[Spec, Status]) lockWithCluster(ctx context.Context, s *Store, tx pgx.Tx, id string) (*Child[Spec, Status], *Cluster, error) {
+	var b pgx.Batch
+	b.Queue(k.selectWhere(`id = $1 FOR UPDATE`), id)
+	b.Queue(`SELECT `+clusterColumns+` FROM clusters WHERE id = (SELECT cluster_id FROM `+k.table+` WHERE id = $1)`, id)
+	br := tx.SendBatch(ctx, &b)
+	defer br.Close()
+	c, err := k.scan(br.QueryRow())
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := s.scanCluster(br.QueryRow())
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster %s of %s %s: %w", c.ClusterID, k.what, id, err)
+	}
+	return c, cl, br.Close()
+}
+
+// update reads the row and its cluster under the write lock and writes the spec decide returns
+// (a partial update applied to the stored spec, defaulted and validated), with upgrade, if any,
+// in the same transaction (ErrUpgradeInProgress if the object has an unfinished one). It is
 // conditional on pre (zero: unconditional; ErrConflict when it does not hold); either way no
-// other write lands between the read decide sees and the write. ErrDeleting for an object being
-// deleted; errors from decide are returned as they are. An identical spec is not written and
-// keeps the revision: nothing for the controller to do.
+// other write of the object or its cluster lands between the reads decide sees and the write.
+// ErrDeleting for an object (or cluster) being deleted, whatever pre says; errors from decide are
+// returned as they are. An identical spec is not written and keeps the revision: nothing for the
+// controller to do.
 func (k *childKind[Spec, Status]) update(ctx context.Context, s *Store, id string, pre Precondition,
-	decide func(cur *Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error)) (*Child[Spec, Status], error) {
+	decide func(cl *Cluster, cur *Child[Spec, Status]) (Spec, *csv1.UpgradePolicy, error)) (*Child[Spec, Status], error) {
 	var out *Child[Spec, Status]
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
-		cur, err := k.lock(ctx, tx, id, pre)
+		cur, cl, err := k.lockWithCluster(ctx, s, tx, id)
 		if err != nil {
 			return err
 		}
-		if cur.Deleting {
+		// Being deleted is said before a failed condition: no condition would let it change.
+		if cur.Deleting || cl.Deleting {
 			return fmt.Errorf("%s %s: %w", k.what, id, ErrDeleting)
 		}
-		spec, upgrade, err := decide(cur)
+		if err := pre.check(cur.Revision, cur.SpecRevision); err != nil {
+			return err
+		}
+		spec, upgrade, err := decide(cl, cur)
 		if err != nil {
 			return err
 		}

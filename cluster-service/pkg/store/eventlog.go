@@ -190,6 +190,12 @@ func pruneTombstonesTx(ctx context.Context, tx pgx.Tx, l eventLog, before time.T
 // caller inside a transaction may go on using it.
 func queryAll[T any](ctx context.Context, q querier, scan func(pgx.Row) (T, error), sql string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
+	return scanAll(rows, err, scan)
+}
+
+// scanAll scans every row of rows (a query's answer with its error err) with scan and closes
+// them.
+func scanAll[T any](rows pgx.Rows, err error, scan func(pgx.Row) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -147,5 +147,7 @@ func TestExternalAuthStore(t *testing.T) {
 
 // replaceExternalAuthSpec writes spec whole, conditional on revision (0: unconditional).
 func replaceExternalAuthSpec(ctx context.Context, s *Store, id string, revision int64, spec *csv1.ExternalAuthSpec) (*ExternalAuth, error) {
-	return s.ExternalAuths().Update(ctx, id, Precondition{Revision: revision}, func(*ExternalAuth) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
+	return s.ExternalAuths().Update(ctx, id, Precondition{Revision: revision}, func(*Cluster, *ExternalAuth) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy, error) {
+		return spec, nil, nil
+	})
 }

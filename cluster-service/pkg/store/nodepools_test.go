@@ -174,5 +174,5 @@ func TestSpecRevisionAndObservedRevision(t *testing.T) {
 // replaceNodePoolSpec writes spec whole through UpdateNodePool (revision 0: unconditional), as
 // a test's shorthand; the server always merges a partial update in decide.
 func replaceNodePoolSpec(ctx context.Context, s *Store, id string, revision int64, spec *csv1.NodePoolSpec) (*NodePool, error) {
-	return s.NodePools().Update(ctx, id, Precondition{Revision: revision}, func(*NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
+	return s.NodePools().Update(ctx, id, Precondition{Revision: revision}, func(*Cluster, *NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) { return spec, nil, nil })
 }

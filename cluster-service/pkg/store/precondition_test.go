@@ -56,7 +56,7 @@ func TestSpecRevisionPrecondition(t *testing.T) {
 			return revisions{c.Revision, c.SpecRevision}
 		},
 		spec: func(pre Precondition, n int) (revisions, error) {
-			c, err := s.UpdateCluster(ctx, csid(2), pre, func(c *Cluster, _ *csv1.UpgradePolicy) (ClusterChange, error) {
+			c, err := s.UpdateCluster(ctx, csid(2), pre, func(c *Cluster, _ *csv1.UpgradePolicy, _ ClusterChildren) (ClusterChange, error) {
 				spec := proto.Clone(c.Spec).(*csv1.ClusterSpec)
 				spec.PausedUntil = fmt.Sprintf("2030-01-%02dT00:00:00Z", n)
 				return ClusterChange{Spec: spec}, nil
@@ -87,7 +87,7 @@ func TestSpecRevisionPrecondition(t *testing.T) {
 			return revisions{np.Revision, np.SpecRevision}
 		},
 		spec: func(pre Precondition, n int) (revisions, error) {
-			np, err := s.NodePools().Update(ctx, csid(100), pre, func(cur *NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
+			np, err := s.NodePools().Update(ctx, csid(100), pre, func(_ *Cluster, cur *NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
 				spec := proto.Clone(cur.Spec).(*csv1.NodePoolSpec)
 				spec.Replicas = int32(10 + n)
 				return spec, nil, nil
@@ -118,7 +118,7 @@ func TestSpecRevisionPrecondition(t *testing.T) {
 			return revisions{ea.Revision, ea.SpecRevision}
 		},
 		spec: func(pre Precondition, n int) (revisions, error) {
-			ea, err := s.ExternalAuths().Update(ctx, csid(200), pre, func(cur *ExternalAuth) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy, error) {
+			ea, err := s.ExternalAuths().Update(ctx, csid(200), pre, func(_ *Cluster, cur *ExternalAuth) (*csv1.ExternalAuthSpec, *csv1.UpgradePolicy, error) {
 				spec := proto.Clone(cur.Spec).(*csv1.ExternalAuthSpec)
 				spec.Issuer.Audiences = []string{"app", fmt.Sprint("cli-", n)}
 				return spec, nil, nil

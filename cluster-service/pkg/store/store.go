@@ -65,6 +65,9 @@ func (p Precondition) check(revision, specRevision int64) error {
 // later finds a committed N-1, and it serialises placement so shards are never overfilled.
 const writeLockKey = 0x0cb5_0002
 
+// WriteLockKey is writeLockKey, for a test that holds the lock to order writes that race.
+const WriteLockKey int64 = writeLockKey
+
 // takeWriteLock is the statement that takes it, held to the transaction's end.
 const takeWriteLock = `SELECT pg_advisory_xact_lock($1)`
 

@@ -67,14 +67,47 @@ func insertPolicyTx(ctx context.Context, tx pgx.Tx, p *csv1.UpgradePolicy) (*csv
 	return out, err
 }
 
-// activePolicyTx returns the unfinished control-plane policy of a cluster, or nil.
-func activePolicyTx(ctx context.Context, tx pgx.Tx, clusterID string) (*csv1.UpgradePolicy, error) {
-	p, err := scanPolicy(tx.QueryRow(ctx, `SELECT `+policyColumns+` FROM upgrade_policies
-		WHERE cluster_id = $1 AND type = 'CONTROL_PLANE' AND state IN ('PENDING', 'SCHEDULED', 'STARTED')`, clusterID))
+// activePolicyQuery selects the unfinished control-plane policy of cluster $1.
+const activePolicyQuery = `SELECT ` + policyColumns + ` FROM upgrade_policies
+	WHERE cluster_id = $1 AND type = 'CONTROL_PLANE' AND state IN ('PENDING', 'SCHEDULED', 'STARTED')`
+
+// ClusterChildren are a cluster's node pools and external auth that are not being deleted, as
+// UpdateCluster's decide sees them.
+type ClusterChildren struct {
+	NodePools    []*NodePool   // in id order
+	ExternalAuth *ExternalAuth // nil: none
+}
+
+// decideInputsTx reads, in one round trip, what UpdateCluster's decide reads besides the
+// cluster: its unfinished control-plane upgrade policy (nil: none) and its children.
+func decideInputsTx(ctx context.Context, tx pgx.Tx, clusterID string) (*csv1.UpgradePolicy, ClusterChildren, error) {
+	var b pgx.Batch
+	b.Queue(activePolicyQuery, clusterID)
+	b.Queue(nodePools.selectWhere(`cluster_id = $1 AND NOT deleting ORDER BY id`), clusterID)
+	b.Queue(externalAuths.selectWhere(`cluster_id = $1 AND NOT deleting ORDER BY id`), clusterID)
+	br := tx.SendBatch(ctx, &b)
+	defer br.Close()
+	var children ClusterChildren
+	active, err := scanPolicy(br.QueryRow())
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil
+		active, err = nil, nil
 	}
-	return p, err
+	if err != nil {
+		return nil, children, fmt.Errorf("upgrade policy of cluster %s: %w", clusterID, err)
+	}
+	rows, err := br.Query()
+	if children.NodePools, err = scanAll(rows, err, nodePools.scan); err != nil {
+		return nil, children, fmt.Errorf("node pools of cluster %s: %w", clusterID, err)
+	}
+	rows, err = br.Query()
+	eas, err := scanAll(rows, err, externalAuths.scan)
+	if err != nil {
+		return nil, children, fmt.Errorf("external auth of cluster %s: %w", clusterID, err)
+	}
+	if len(eas) > 0 {
+		children.ExternalAuth = eas[0]
+	}
+	return active, children, br.Close()
 }
 
 // ClusterChange is what UpdateCluster's callback decides, under the write lock, from the
@@ -88,12 +121,15 @@ type ClusterChange struct {
 
 // UpdateCluster reads the cluster under the write lock and applies what decide returns: the
 // spec, and a new control-plane upgrade policy, which also becomes status.upgrade. All in one
-// revision. It is conditional on pre (zero: unconditional; ErrConflict when it does not hold).
+// revision. decide sees, besides the cluster, its unfinished upgrade policy and its children,
+// all read in the same transaction: every write of them holds the write lock too, so none
+// lands between what decide checks and the update's commit. It is conditional on pre (zero: unconditional; ErrConflict when it does not hold).
 // An upgrade policy and status.upgrade are status: starting an upgrade moves the revision, not
 // the spec_revision. ErrDeleting for a deleting cluster; ErrUpgradeInProgress when decide asks for an
 // upgrade while one is unfinished. Errors from decide are returned as they are. Nothing to
 // change keeps the revision.
-func (s *Store) UpdateCluster(ctx context.Context, id string, pre Precondition, decide func(c *Cluster, active *csv1.UpgradePolicy) (ClusterChange, error)) (*Cluster, error) {
+func (s *Store) UpdateCluster(ctx context.Context, id string, pre Precondition,
+	decide func(c *Cluster, active *csv1.UpgradePolicy, children ClusterChildren) (ClusterChange, error)) (*Cluster, error) {
 	var out *Cluster
 	err := s.writeTx(ctx, func(tx pgx.Tx) error {
 		c, err := s.scanCluster(tx.QueryRow(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE id = $1 FOR UPDATE`, id))
@@ -106,11 +142,11 @@ func (s *Store) UpdateCluster(ctx context.Context, id string, pre Precondition, 
 		if c.Deleting {
 			return fmt.Errorf("cluster %s: %w", id, ErrDeleting)
 		}
-		active, err := activePolicyTx(ctx, tx, id)
+		active, children, err := decideInputsTx(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		ch, err := decide(c, active)
+		ch, err := decide(c, active, children)
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func TestAdvanceUpgradeAfterStatusWrite(t *testing.T) {
 			}
 			p := &csv1.UpgradePolicy{Id: csid(100 + i), ClusterId: id, Type: csv1.UpgradeType_UPGRADE_TYPE_CONTROL_PLANE,
 				State: pending, FromVersion: "4.19.7", ToVersion: "4.20.3", NextRun: timestamppb.New(time.Now())}
-			read, err := s.UpdateCluster(ctx, id, Precondition{}, func(*Cluster, *csv1.UpgradePolicy) (ClusterChange, error) {
+			read, err := s.UpdateCluster(ctx, id, Precondition{}, func(*Cluster, *csv1.UpgradePolicy, ClusterChildren) (ClusterChange, error) {
 				return ClusterChange{Upgrade: p}, nil
 			})
 			if err != nil {
