@@ -102,6 +102,8 @@ const (
 	msgNotUsed     = "is assigned to this resource but not used"
 	msgUsedTwice   = "is used multiple times"
 	msgDataPlane   = "must not be assigned to this resource"
+	// Of two keys naming one identity, the second in order is refused ("…/INGRESS" sorts first).
+	msgAssignedTwice = "is assigned to this resource more than once"
 )
 
 // TestClusterIdentitiesMustBeAssigned: in every api-version, a cluster's assigned identities
@@ -149,6 +151,9 @@ func TestClusterIdentitiesMustBeAssigned(t *testing.T) {
 			ua(b)["serviceManagedIdentity"] = identityMI + "ingress"
 			delete(assigned(b), identityMI+"smi")
 		}, []armProblem{{assignedAt(identityMI + "ingress"), msgUsedTwice}}},
+		{"one_identity_assigned_twice_in_different_case", func(b map[string]any) {
+			assigned(b)[identityMI+"INGRESS"] = assignedEntry(201)
+		}, []armProblem{{assignedAt(identityMI + "ingress"), msgAssignedTwice}}},
 		{"data_plane_identity_assigned", func(b map[string]any) {
 			ua(b)["dataPlaneOperators"] = map[string]any{"disk-csi-driver": strings.ToUpper(identityMI + "disk-csi-driver")}
 		}, []armProblem{{operatorIdentities + ".dataPlaneOperators[disk-csi-driver]", msgDataPlane}}},

@@ -314,8 +314,16 @@ func (v *Checker) assignedIdentities(assigned map[string]*profiles.UserAssignedI
 	if u.ServiceManagedIdentity != nil {
 		use(*u.ServiceManagedIdentity, "serviceManagedIdentity")
 	}
+	first := make(map[string]string, len(assigned)) // the first key naming each identity
 	for _, k := range SortedKeys(assigned) {
 		target := fmt.Sprintf("identity.userAssignedIdentities[%s]", k)
+		// Two keys naming one identity would leave which client ID an operator gets to map order
+		// (workload identities are looked up case-insensitively).
+		if other, ok := first[strings.ToLower(k)]; ok {
+			v.Add(target, "The identity '%s' is assigned to this resource more than once: '%s' names the same identity (resource IDs are case-insensitive).", k, other)
+			continue
+		}
+		first[strings.ToLower(k)] = k
 		switch by := usedBy[strings.ToLower(k)]; len(by) {
 		case 0:
 			v.Add(target, "The identity '%s' is assigned to this resource but not used: no control plane operator and not the service managed identity in '%s' refers to it.", k, base)
