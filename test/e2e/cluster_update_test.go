@@ -116,6 +116,9 @@ func TestClusterConfigurationThroughARM(t *testing.T) {
 			cp[op] = mi + op
 			want[field] = clientID
 		}
+		// The cluster-api-azure operator's identity until now (ClusterBody's capz) is no longer
+		// used, so it is no longer assigned.
+		uais[mi+"capz"] = nil
 		r := arm(t, http.MethodPatch, url, map[string]any{
 			"identity": map[string]any{"type": "UserAssigned", "userAssignedIdentities": uais},
 			"properties": map[string]any{"platform": map[string]any{"operatorsAuthentication": map[string]any{

@@ -439,7 +439,7 @@ func clusterBody(location, sub, rg string) map[string]any {
 			},
 		},
 		"identity": map[string]any{"type": "UserAssigned",
-			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}}},
+			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}}},
 	}
 }
 

@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
@@ -75,6 +76,10 @@ func TestStoredClusterWithoutIdentityType(t *testing.T) {
 			continue
 		}
 		delete(identity, "type")
+		// These documents also assign their data plane operator's identity ("disk") to the
+		// cluster, which any write now refuses (TestStoredClusterWithInconsistentIdentities);
+		// without that assignment they are about the type alone.
+		delete(identity["userAssignedIdentities"].(map[string]any), storedDataPlaneIdentity)
 		b, _ := json.Marshal(doc)
 		var c api.Cluster
 		if err := json.Unmarshal(b, &c); err != nil {
@@ -94,6 +99,50 @@ func TestStoredClusterWithoutIdentityType(t *testing.T) {
 			if _, err := cv.PatchCluster(&c, []byte(`{"tags":{"a":"b"}}`)); err != nil {
 				t.Errorf("%s %s: a PATCH of tags: %v", d.name, name, err)
 			}
+		}
+	}
+}
+
+// storedDataPlaneIdentity is the data plane operator's identity of storedClusterDocuments, which
+// they also assign to the cluster.
+const storedDataPlaneIdentity = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/disk"
+
+// TestStoredClusterWithInconsistentIdentities: a cluster stored before the identity rule with
+// its data plane operator's identity assigned to it is refused any write that leaves it so (a
+// PATCH of tags alone names the data plane operator), and takes a PATCH that removes the
+// assignment, in every api-version: a write is checked on the merged body, as a create is.
+func TestStoredClusterWithInconsistentIdentities(t *testing.T) {
+	id, _ := arm.ParseResourceID("/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c")
+	d := storedClusterDocuments[0]
+	var c api.Cluster
+	if err := json.Unmarshal([]byte(d.doc), &c); err != nil {
+		t.Fatalf("%s: read: %v", d.name, err)
+	}
+	c.Default()
+	c.ID, c.Location = id, "eastus"
+	const dataPlane = "properties.platform.operatorsAuthentication.userAssignedIdentities.dataPlaneOperators[disk-csi-driver]"
+	for _, name := range api.Versions() {
+		cv, _ := api.Lookup(name)
+		_, err := cv.PatchCluster(&c, []byte(`{"tags":{"a":"b"}}`))
+		var ce *arm.CloudError
+		if !errors.As(err, &ce) || ce.StatusCode != 400 {
+			t.Fatalf("%s: a PATCH of tags: %v, want a 400", name, err)
+		}
+		var targets []string
+		for _, d := range ce.Details {
+			targets = append(targets, d.Target)
+		}
+		// Assigned, the data plane operator's identity is also an assigned identity no control
+		// plane operator uses.
+		if want := []string{"identity.userAssignedIdentities[" + storedDataPlaneIdentity + "]", dataPlane}; !slices.Equal(targets, want) {
+			t.Errorf("%s: a PATCH of tags: refused naming %v, want %v", name, targets, want)
+		}
+		next, err := cv.PatchCluster(&c, []byte(`{"tags":{"a":"b"},"identity":{"userAssignedIdentities":{"`+storedDataPlaneIdentity+`":null}}}`))
+		if err != nil {
+			t.Fatalf("%s: a PATCH removing the assignment: %v", name, err)
+		}
+		if _, ok := next.Identity.UserAssignedIdentities[storedDataPlaneIdentity]; ok || next.Tags["a"] != "b" {
+			t.Errorf("%s: the PATCH gave identities %v, tags %v", name, next.Identity.UserAssignedIdentities, next.Tags)
 		}
 	}
 }

@@ -26,10 +26,14 @@ func TestIdentityMapsAreCounted(t *testing.T) {
 		}
 		return m
 	}
-	operators := func(n int) map[string]any { // an operators' map of n operators, each a listed identity
+	// The identities agree (fieldcheck's assignedIdentities): i0 is the service managed
+	// identity, control plane operator op<i> has i<i+1>, and the data plane operators' identities
+	// (d<i>) are not assigned. So a cluster within the bound has at most MaxIdentities-1 control
+	// plane operators.
+	operators := func(n int, name string, first int) map[string]any {
 		m := map[string]any{}
 		for i := range n {
-			m[fmt.Sprintf("op%d", i)] = rid(i)
+			m[fmt.Sprintf("op%d", i)] = strings.Replace(rid(first+i), "/i", "/"+name, 1)
 		}
 		return m
 	}
@@ -47,10 +51,10 @@ func TestIdentityMapsAreCounted(t *testing.T) {
 		controlPlane, dp int
 		want             []string
 	}{
-		{name: "each_map_at_the_bound", identities: max, controlPlane: max, dp: max},
+		{name: "each_map_at_the_bound", identities: max, controlPlane: max - 1, dp: max},
 		{name: "identities_over", identities: max + 1, want: []string{tooMany(uai)}},
 		{name: "control_plane_over", identities: max, controlPlane: max + 1, want: []string{tooMany(cp)}},
-		{name: "data_plane_over", identities: max, dp: max + 1, want: []string{tooMany(dp)}},
+		{name: "data_plane_over", identities: max, controlPlane: max - 1, dp: max + 1, want: []string{tooMany(dp)}},
 		{name: "every_map_over", identities: max + 1, controlPlane: max + 1, dp: max + 1, want: []string{tooMany(cp), tooMany(dp), tooMany(uai)}},
 	}
 	for _, name := range api.Versions() {
@@ -58,8 +62,8 @@ func TestIdentityMapsAreCounted(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(name+"/cluster/"+tc.name, func(t *testing.T) {
 				body := withValue(t, clusterBodyFor(name), uai, assigned(tc.identities))
-				body = withValue(t, string(body), cp, operators(tc.controlPlane))
-				body = withValue(t, string(body), dp, operators(tc.dp))
+				body = withValue(t, string(body), cp, operators(tc.controlPlane, "i", 1))
+				body = withValue(t, string(body), dp, operators(tc.dp, "d", 0))
 				body = withValue(t, string(body), fieldcheck.OperatorIdentitiesPath+".serviceManagedIdentity", rid(0))
 				stored, err := cv.DecodeCluster([]byte(clusterBodyFor(name)))
 				if err != nil {

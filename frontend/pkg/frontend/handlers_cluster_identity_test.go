@@ -21,7 +21,8 @@ func identityPatch(n int, dataPlane bool) []byte {
 	}
 	ua := map[string]any{"controlPlaneOperators": cp}
 	if dataPlane {
-		ua["dataPlaneOperators"] = map[string]any{"disk-csi-driver": mi + "disk-csi-driver"}
+		// Its own identity: a data plane operator's identity is not assigned to the cluster.
+		ua["dataPlaneOperators"] = map[string]any{"disk-csi-driver": mi + "dp-disk-csi-driver"}
 	}
 	return mustJSON(map[string]any{
 		"identity":   map[string]any{"type": "UserAssigned", "userAssignedIdentities": uais},
@@ -93,16 +94,17 @@ func TestClusterIdentityUpdate(t *testing.T) {
 
 	t.Run("an_operator_without_a_client_id_returns_400_and_changes_nothing", func(t *testing.T) {
 		before := lastUpdate()
-		// The ingress operator moves to an identity ARM gave no client ID for.
+		// The ingress operator moves to an identity ARM gave no client ID for (its old one no
+		// longer assigned).
 		mi := "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/"
 		body := mustJSON(map[string]any{
-			"identity": map[string]any{"type": "UserAssigned", "userAssignedIdentities": map[string]any{mi + "ingress-2": map[string]any{}}},
+			"identity": map[string]any{"type": "UserAssigned", "userAssignedIdentities": map[string]any{mi + "ingress-2": map[string]any{}, mi + "ingress": nil}},
 			"properties": map[string]any{"platform": map[string]any{"operatorsAuthentication": map[string]any{"userAssignedIdentities": map[string]any{
 				"controlPlaneOperators": map[string]any{"ingress": mi + "ingress-2"}}}}},
 		})
 		resp := e.do("PATCH", path, body, nil)
 		code, target := resp.armError(t)
-		if resp.code != 400 || code != "InvalidRequestContent" || !strings.Contains(target, "controlPlaneOperators") || lastUpdate() != before {
+		if resp.code != 400 || code != "InvalidRequestContent" || target != "properties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperators" || lastUpdate() != before {
 			t.Fatalf("%d %s", resp.code, resp.body)
 		}
 		rd, _ := e.resource(path)

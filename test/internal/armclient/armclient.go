@@ -164,7 +164,7 @@ func ClusterBody(location, sub, rg string, tags map[string]string) map[string]an
 		},
 		"identity": map[string]any{
 			"type":                   "UserAssigned",
-			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}, mi + "disk": map[string]any{}},
+			"userAssignedIdentities": map[string]any{mi + "service": map[string]any{}, mi + "capz": map[string]any{}},
 		},
 	}
 	if tags != nil {

@@ -263,16 +263,15 @@ func (v *Checker) OperatorsAuthentication(oa *profiles.OperatorsAuthenticationPr
 	}
 }
 
-// Identity checks the resource's identity (nil when the body has none), and that the
-// operators' identities (nil when the body has none) are assigned to the cluster: control
-// plane operators and the service managed identity act as the cluster. The type (required, and
-// ARM's common ManagedServiceIdentityType) is identityType's, shared with node pools: the common
-// types are not among the definitions the generator walks. A map over MaxIdentities is refused
-// as a whole (OperatorsAuthentication refuses the operators' maps), its entries left unchecked.
+// Identity checks the resource's identity (nil when the body has none), and that it agrees with
+// the operators' identities (nil when the body has none, which OperatorsAuthentication refuses):
+// assignedIdentities. The type (required, and ARM's common ManagedServiceIdentityType) is
+// identityType's, shared with node pools: the common types are not among the definitions the
+// generator walks. A map over MaxIdentities is refused as a whole (OperatorsAuthentication
+// refuses the operators' maps), its entries left unchecked.
 func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profiles.UserAssignedIdentitiesProfile) {
-	present := id != nil
 	var assignedIDs map[string]*profiles.UserAssignedIdentity
-	if present {
+	if id != nil {
 		assignedIDs = id.UserAssignedIdentities
 		v.identityType(id)
 		if !identityCount(v, assignedIDs, "identity.userAssignedIdentities") {
@@ -282,29 +281,65 @@ func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profi
 			v.ArmID(k, fmt.Sprintf("identity.userAssignedIdentities[%s]", k), TypeIdentity)
 		}
 	}
-	if operators == nil || len(operators.ControlPlaneOperators) > MaxIdentities {
+	if operators != nil && len(operators.ControlPlaneOperators) <= MaxIdentities {
+		v.assignedIdentities(assignedIDs, operators)
+	}
+}
+
+// assignedIdentities checks that the identities assigned to the cluster (the keys of
+// identity.userAssignedIdentities) are exactly those that act as the cluster: each control
+// plane operator's and the service managed identity, each used once. A data plane operator's
+// identity acts inside the cluster, for its workload, so it must not be assigned to the cluster.
+// This is ARM's contract for the resource type (Azure's own resource provider refuses the same
+// bodies). Resource IDs are compared case-insensitively, as ARM compares them; each problem is
+// reported at the entry it is about.
+func (v *Checker) assignedIdentities(assigned map[string]*profiles.UserAssignedIdentity, u *profiles.UserAssignedIdentitiesProfile) {
+	const base = OperatorIdentitiesPath
+	// usedBy holds, for each assigned identity (lower-cased), the fields that refer to it.
+	usedBy := make(map[string][]string, len(assigned))
+	for k := range assigned {
+		usedBy[strings.ToLower(k)] = nil
+	}
+	use := func(rid, field string) {
+		key := strings.ToLower(rid)
+		if _, ok := usedBy[key]; !ok {
+			v.Add(base+"."+field, "The identity '%s' is not assigned to this resource: it must also be a key of 'identity.userAssignedIdentities'.", rid)
+			return
+		}
+		usedBy[key] = append(usedBy[key], field)
+	}
+	for _, k := range SortedKeys(u.ControlPlaneOperators) {
+		use(u.ControlPlaneOperators[k], fmt.Sprintf("controlPlaneOperators[%s]", k))
+	}
+	if u.ServiceManagedIdentity != nil {
+		use(*u.ServiceManagedIdentity, "serviceManagedIdentity")
+	}
+	first := make(map[string]string, len(assigned)) // the first key naming each identity
+	for _, k := range SortedKeys(assigned) {
+		target := fmt.Sprintf("identity.userAssignedIdentities[%s]", k)
+		// Two keys naming one identity would leave which client ID an operator gets to map order
+		// (workload identities are looked up case-insensitively).
+		if other, ok := first[strings.ToLower(k)]; ok {
+			v.Add(target, "The identity '%s' is assigned to this resource more than once: '%s' names the same identity (resource IDs are case-insensitive).", k, other)
+			continue
+		}
+		first[strings.ToLower(k)] = k
+		switch by := usedBy[strings.ToLower(k)]; len(by) {
+		case 0:
+			v.Add(target, "The identity '%s' is assigned to this resource but not used: no control plane operator and not the service managed identity in '%s' refers to it.", k, base)
+		case 1:
+		default:
+			v.Add(target, "The identity '%s' is used multiple times (by %s in '%s'): each identity assigned to this resource serves one control plane operator or the service managed identity.", k, strings.Join(by, ", "), base)
+		}
+	}
+	if len(u.DataPlaneOperators) > MaxIdentities {
 		return
 	}
-	controlPlane, serviceManaged := operators.ControlPlaneOperators, operators.ServiceManagedIdentity
-	assigned := func(rid string) bool {
-		if !present {
-			return false
+	for _, k := range SortedKeys(u.DataPlaneOperators) {
+		rid := u.DataPlaneOperators[k]
+		if _, isAssigned := usedBy[strings.ToLower(rid)]; isAssigned {
+			v.Add(fmt.Sprintf("%s.dataPlaneOperators[%s]", base, k), "The identity '%s' of a data plane operator must not be assigned to this resource (a key of 'identity.userAssignedIdentities'): a data plane operator's identity acts inside the cluster, not as the cluster.", rid)
 		}
-		for k := range assignedIDs {
-			if strings.EqualFold(k, rid) {
-				return true
-			}
-		}
-		return false
-	}
-	const base = OperatorIdentitiesPath
-	for _, k := range SortedKeys(controlPlane) {
-		if rid := controlPlane[k]; !assigned(rid) {
-			v.Add(fmt.Sprintf("%s.controlPlaneOperators[%s]", base, k), "The identity '%s' must also be listed in identity.userAssignedIdentities.", rid)
-		}
-	}
-	if serviceManaged != nil && !assigned(*serviceManaged) {
-		v.Add(base+".serviceManagedIdentity", "The identity '%s' must also be listed in identity.userAssignedIdentities.", *serviceManaged)
 	}
 }
 
