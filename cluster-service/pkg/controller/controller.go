@@ -157,6 +157,9 @@ type Controller struct {
 	// stale remembers, per key, the work status of an object not settled yet (stalestatus.go);
 	// empty after a restart, which only restarts its clock.
 	stale map[string]staleState
+	// refused remembers, per key, the work Maestro last refused as invalid (refused.go); empty
+	// after a restart, which sends that work once more.
+	refused map[string]refusedWork
 	// reports remembers, per shard, how long its agent took to report on recent generations
 	// (republish.go); empty after a restart.
 	reports map[string]*reportTimes
@@ -225,6 +228,7 @@ func New(st *store.Store, works WorkClient, cfg Config, log *slog.Logger) *Contr
 		watches:  map[string]context.CancelFunc{},
 		lag:      map[string]lagState{},
 		stale:    map[string]staleState{},
+		refused:  map[string]refusedWork{},
 		reports:  map[string]*reportTimes{},
 		observed: newObservedWorks(),
 		built:    newBuiltWorks(),
@@ -597,8 +601,14 @@ func (c *Controller) Reconcile(ctx context.Context, id string) (time.Duration, e
 	sent := c.applied[id] == hash
 	c.mu.Unlock()
 	if !sent {
-		if err := c.works.Apply(ctx, cl.Shard, work); err != nil {
+		refused, err := c.applyOrRefused(ctx, log, id, cl.Shard, hash, "cluster",
+			"the cluster's image digest mirrors, or its external auth's claim mappings and validation rules", work)
+		if err != nil {
 			return 0, fmt.Errorf("apply work of cluster %s to %s: %w", id, cl.Shard, err)
+		}
+		if refused != nil {
+			// Nothing to look at until the spec changes: its store event, or the resync, comes.
+			return 0, c.writeClusterRefused(ctx, log, cl, ea, refused)
 		}
 		c.mu.Lock()
 		c.applied[id], c.steady[id] = hash, steadyHash
@@ -792,6 +802,7 @@ func (c *Controller) forget(id string) {
 	delete(c.written, id)
 	delete(c.lag, id)
 	delete(c.stale, id)
+	delete(c.refused, id)
 	c.mu.Unlock()
 	c.built.forget(id)
 }

@@ -109,8 +109,12 @@ func (c *Controller) ReconcileNodePool(ctx context.Context, id string) (time.Dur
 	sent := c.applied[key] == hash
 	c.mu.Unlock()
 	if !sent {
-		if err := c.works.Apply(ctx, cl.Shard, work); err != nil {
+		refused, err := c.applyOrRefused(ctx, log, key, cl.Shard, hash, "node pool", "the node pool's labels and taints", work)
+		if err != nil {
 			return 0, fmt.Errorf("apply work of node pool %s to %s: %w", id, cl.Shard, err)
+		}
+		if refused != nil {
+			return 0, c.writeNodePoolRefused(ctx, np, refused)
 		}
 		c.mu.Lock()
 		c.applied[key], c.steady[key] = hash, steadyHash

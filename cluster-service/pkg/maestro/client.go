@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -307,9 +308,48 @@ func (c *Client) Apply(ctx context.Context, consumer string, work *workv1.Manife
 		return patch(ctx, cc, desired, want)
 	})
 	if err != nil {
-		return fmt.Errorf("maestro apply work %s/%s: %w", consumer, work.Name, err)
+		return refusal(consumer, work.Name, fmt.Errorf("maestro apply work %s/%s: %w", consumer, work.Name, err))
 	}
 	return nil
+}
+
+// RefusedError is Apply's answer when Maestro refuses the work as invalid: its source client
+// validates every work before it sends it (sdk-go's ValidateWork, with the ManifestWork API's
+// workvalidator: at most 500 KiB of manifests, each with a name), and answers a Kubernetes
+// Invalid error without sending anything. The refusal is permanent for that work: sending it
+// again, however often, gets the same answer, while an unavailable broker or a conflict (any
+// other error of Apply) may pass on the next try. Caller: errors.As(err, new(*RefusedError)).
+type RefusedError struct {
+	Consumer, Work string
+	// Reason is what the validator said, e.g. "the size of manifests is 612345 bytes which
+	// exceeds the 512000 limit".
+	Reason string
+	Err    error
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// refusal is err as a *RefusedError when it is Maestro's refusal of the work as invalid, else
+// err unchanged.
+func refusal(consumer, name string, err error) error {
+	var se apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &se) {
+		return err
+	}
+	reason := se.Status().Message
+	if d := se.Status().Details; d != nil && len(d.Causes) > 0 {
+		msgs := make([]string, 0, len(d.Causes))
+		for _, c := range d.Causes {
+			if c.Field != "" {
+				msgs = append(msgs, c.Field+": "+c.Message)
+			} else {
+				msgs = append(msgs, c.Message)
+			}
+		}
+		reason = strings.Join(msgs, "; ")
+	}
+	return &RefusedError{Consumer: consumer, Work: name, Reason: reason, Err: err}
 }
 
 // create sends desired as a new work and remembers its digest want.
