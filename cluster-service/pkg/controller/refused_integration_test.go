@@ -111,7 +111,7 @@ func TestRefusedWorkIsErrorUntilTheSpecChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		over, err := cs.st.NodePools().Update(ctx, pool.Id, store.Precondition{}, func(cur *store.NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
+		over, err := cs.st.NodePools().Update(ctx, pool.Id, store.Precondition{}, func(_ *store.Cluster, cur *store.NodePool) (*csv1.NodePoolSpec, *csv1.UpgradePolicy, error) {
 			spec := proto.Clone(cur.Spec).(*csv1.NodePoolSpec)
 			spec.Labels = poolLabels(2000)
 			return spec, nil, nil
