@@ -76,10 +76,6 @@ func TestStoredClusterWithoutIdentityType(t *testing.T) {
 			continue
 		}
 		delete(identity, "type")
-		// These documents also assign their data plane operator's identity ("disk") to the
-		// cluster, which any write now refuses (TestStoredClusterWithInconsistentIdentities);
-		// without that assignment they are about the type alone.
-		delete(identity["userAssignedIdentities"].(map[string]any), storedDataPlaneIdentity)
 		b, _ := json.Marshal(doc)
 		var c api.Cluster
 		if err := json.Unmarshal(b, &c); err != nil {
@@ -108,9 +104,10 @@ func TestStoredClusterWithoutIdentityType(t *testing.T) {
 const storedDataPlaneIdentity = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/disk"
 
 // TestStoredClusterWithInconsistentIdentities: a cluster stored before the identity rule with
-// its data plane operator's identity assigned to it is refused any write that leaves it so (a
-// PATCH of tags alone names the data plane operator), and takes a PATCH that removes the
-// assignment, in every api-version: a write is checked on the merged body, as a create is.
+// its data plane operator's identity assigned to it takes a write that leaves its identities as
+// they are (a PATCH of tags), is refused one that changes them and leaves them inconsistent
+// (naming every disagreement, the old one too), and takes a PATCH that removes the assignment,
+// in every api-version.
 func TestStoredClusterWithInconsistentIdentities(t *testing.T) {
 	id, _ := arm.ParseResourceID("/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c")
 	d := storedClusterDocuments[0]
@@ -121,12 +118,16 @@ func TestStoredClusterWithInconsistentIdentities(t *testing.T) {
 	c.Default()
 	c.ID, c.Location = id, "eastus"
 	const dataPlane = "properties.platform.operatorsAuthentication.userAssignedIdentities.dataPlaneOperators[disk-csi-driver]"
+	const other = "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg1/providers/Microsoft.ManagedIdentity/userAssignedIdentities/other"
 	for _, name := range api.Versions() {
 		cv, _ := api.Lookup(name)
-		_, err := cv.PatchCluster(&c, []byte(`{"tags":{"a":"b"}}`))
+		if _, err := cv.PatchCluster(&c, []byte(`{"tags":{"a":"b"}}`)); err != nil {
+			t.Errorf("%s: a PATCH of tags alone: %v, want it taken", name, err)
+		}
+		_, err := cv.PatchCluster(&c, []byte(`{"identity":{"userAssignedIdentities":{"`+other+`":{}}}}`))
 		var ce *arm.CloudError
 		if !errors.As(err, &ce) || ce.StatusCode != 400 {
-			t.Fatalf("%s: a PATCH of tags: %v, want a 400", name, err)
+			t.Fatalf("%s: a PATCH assigning another identity: %v, want a 400", name, err)
 		}
 		var targets []string
 		for _, d := range ce.Details {
@@ -134,8 +135,9 @@ func TestStoredClusterWithInconsistentIdentities(t *testing.T) {
 		}
 		// Assigned, the data plane operator's identity is also an assigned identity no control
 		// plane operator uses.
-		if want := []string{"identity.userAssignedIdentities[" + storedDataPlaneIdentity + "]", dataPlane}; !slices.Equal(targets, want) {
-			t.Errorf("%s: a PATCH of tags: refused naming %v, want %v", name, targets, want)
+		want := []string{"identity.userAssignedIdentities[" + storedDataPlaneIdentity + "]", "identity.userAssignedIdentities[" + other + "]", dataPlane}
+		if !slices.Equal(targets, want) {
+			t.Errorf("%s: a PATCH assigning another identity: refused naming %v, want %v", name, targets, want)
 		}
 		next, err := cv.PatchCluster(&c, []byte(`{"tags":{"a":"b"},"identity":{"userAssignedIdentities":{"`+storedDataPlaneIdentity+`":null}}}`))
 		if err != nil {

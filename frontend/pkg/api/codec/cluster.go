@@ -34,8 +34,8 @@ type Cluster[T any] struct {
 	// (profiles.Present); without PlatformManagedKey a platform-managed key shows no
 	// etcd.dataEncryption.
 	Rules fieldcheck.ClusterRules
-	// CheckAsCreate: a write to a stored cluster is checked as a create (the stored cluster is
-	// not consulted), as 2024-06-10-preview always has.
+	// CheckAsCreate: a write to a stored cluster is checked as a create (the rules for fields
+	// required since a version do not consult the stored cluster), as 2024-06-10-preview always has.
 	CheckAsCreate bool
 	// VaultNameInKey: the key vault name sits in kms.activeKey (before 2025-12-23-preview),
 	// not beside it.
@@ -60,10 +60,7 @@ func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api
 	if err := api.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
-	if cv.CheckAsCreate {
-		stored = nil
-	}
-	v := &fieldcheck.Checker{Stored: stored}
+	v := &fieldcheck.Checker{Stored: stored, AsCreate: cv.CheckAsCreate}
 	cv.Spec.ValidateSpec(&ext, v, "")
 	v.Cluster(&ext, cv.Rules)
 	v.Tags(tags(&ext))

@@ -5,6 +5,7 @@ package fieldcheck
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -34,6 +35,19 @@ type Checker struct {
 	errs []*arm.CloudError
 	// Stored is the existing cluster on an update, nil on create.
 	Stored *api.Cluster
+	// AsCreate: the api-version checks a write to a stored cluster as a create (every field it
+	// requires it required from the start), so the rules for fields required since a version
+	// do not read Stored; a rule about what the write changes (identitiesAsStored) still does.
+	AsCreate bool
+}
+
+// storedForRequired is the stored cluster the rules for fields an api-version made required
+// read: nil on a create and when the version checks every write as a create.
+func (v *Checker) storedForRequired() *api.Cluster {
+	if v.AsCreate {
+		return nil
+	}
+	return v.Stored
 }
 
 // Err returns every collected problem as one error, or nil.
@@ -63,7 +77,7 @@ func (v *Checker) Required(present bool, target string) bool {
 // The empty value counts as keeping it: the RP renders such a field "" (the spec requires it
 // in responses), and a PATCH merges into that rendering.
 func (v *Checker) RequiredSince(p *string, storedEmpty func(*api.Cluster) bool, target string) bool {
-	if (p == nil || *p == "") && v.Stored != nil && storedEmpty(v.Stored) {
+	if stored := v.storedForRequired(); (p == nil || *p == "") && stored != nil && storedEmpty(stored) {
 		return false
 	}
 	return v.Required(p != nil, target)
@@ -83,7 +97,7 @@ func (v *Checker) ChannelGroup(p *string, target string) {
 // its default while the stored document kept "", and a GET could show neither what was sent nor
 // what runs. A cluster stored without one (created so) keeps its empty value.
 func (v *Checker) VersionID(p *string, target string) {
-	if p != nil && *p == "" && (v.Stored == nil || v.Stored.Spec.GetVersionId() != "") {
+	if stored := v.storedForRequired(); p != nil && *p == "" && (stored == nil || stored.Spec.GetVersionId() != "") {
 		v.Add(target, "The value of '%s' must not be empty: leave it out for the default version.", target)
 	}
 }
@@ -281,9 +295,36 @@ func (v *Checker) Identity(id *profiles.ManagedServiceIdentity, operators *profi
 			v.ArmID(k, fmt.Sprintf("identity.userAssignedIdentities[%s]", k), TypeIdentity)
 		}
 	}
-	if operators != nil && len(operators.ControlPlaneOperators) <= MaxIdentities {
+	if operators != nil && len(operators.ControlPlaneOperators) <= MaxIdentities && !v.identitiesAsStored(assignedIDs, operators) {
 		v.assignedIdentities(assignedIDs, operators)
 	}
+}
+
+// identitiesAsStored says a write leaves the stored cluster's assigned identities and its
+// operators' identities as they are (the same keys and resource IDs, spelt the same). Such a
+// write is not held to assignedIdentities: a cluster stored before that rule (one that assigned
+// a data plane operator's identity to itself, as this repository's own example once did) still
+// takes a write of its tags or any other field, and a write that changes its identities must
+// leave them consistent. False on a create.
+func (v *Checker) identitiesAsStored(assigned map[string]*profiles.UserAssignedIdentity, u *profiles.UserAssignedIdentitiesProfile) bool {
+	if v.Stored == nil {
+		return false
+	}
+	var stored map[string]*api.UserAssignedIdentity
+	if v.Stored.Identity != nil {
+		stored = v.Stored.Identity.UserAssignedIdentities
+	}
+	if len(stored) != len(assigned) {
+		return false
+	}
+	for k := range assigned {
+		if _, ok := stored[k]; !ok {
+			return false
+		}
+	}
+	s, now := v.Stored.OperatorIdentities, u.ToInternal()
+	return maps.Equal(s.ControlPlaneOperators, now.ControlPlaneOperators) && maps.Equal(s.DataPlaneOperators, now.DataPlaneOperators) &&
+		s.ServiceManagedIdentity == now.ServiceManagedIdentity
 }
 
 // assignedIdentities checks that the identities assigned to the cluster (the keys of
