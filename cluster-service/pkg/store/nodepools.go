@@ -15,7 +15,9 @@ type NodePoolEvent = ChildEvent[*csv1.NodePoolSpec, *csv1.NodePoolStatus]
 // nodePools is the node pool kind: any number per cluster, each sent as its own ManifestWork.
 var nodePools = (&childKind[*csv1.NodePoolSpec, *csv1.NodePoolStatus]{log: nodePoolEventLog,
 	pendingMessage: "The node pool is accepted; its manifests are not sent yet.", deletingMessage: "The node pool is being deleted.",
-	updatingFrom: []string{"READY"}, updatingMessage: "The node pool change is being applied.",
+	// An ERROR speaks for the spec it observed only: a new spec is being applied (the update that
+	// fixes a pool whose work Maestro refused must not end on the old ERROR).
+	updatingFrom: []string{"READY", "ERROR"}, updatingMessage: "The node pool change is being applied.",
 }).of(&csv1.NodePool{})
 
 // NodePoolProto is the API form of a stored node pool.

@@ -75,6 +75,31 @@ func TestNodePoolStore(t *testing.T) {
 				got.Status.State, got.Status.Replicas, got.Revision, ready.Revision)
 		}
 	})
+	// An ERROR (Maestro refused its work, HyperShift found it invalid) speaks for the spec it
+	// observed only: a new spec is UPDATING in the same revision, with the error code cleared, so
+	// the update that fixes the pool is not failed by the old ERROR before the controller has
+	// seen the new spec.
+	t.Run("a_spec_change_of_a_failed_pool_is_updating_in_the_same_revision", func(t *testing.T) {
+		cur, err := s.NodePools().Get(ctx, np.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed, err := s.NodePools().UpdateStatus(ctx, np.ID, cur.Revision, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_ERROR,
+			ErrorCode: "ManifestWorkRefused", Message: "too large", ObservedRevision: cur.SpecRevision})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := proto.Clone(failed.Spec).(*csv1.NodePoolSpec)
+		spec.Labels = map[string]string{"tier": "db"}
+		got, err := replaceNodePoolSpec(ctx, s, np.ID, failed.Revision, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.State != csv1.NodePoolState_NODE_POOL_STATE_UPDATING || got.Status.ErrorCode != "" || got.Revision <= failed.Revision {
+			t.Fatalf("after a spec change of an ERROR pool: state %v, code %q, revision %d (was %d); want UPDATING, no code, at the new revision",
+				got.Status.State, got.Status.ErrorCode, got.Revision, failed.Revision)
+		}
+	})
 	t.Run("cluster_delete_marks_pools_and_remove_waits_for_them", func(t *testing.T) {
 		dc, err := s.MarkDeleting(ctx, cl.ID)
 		if err != nil {

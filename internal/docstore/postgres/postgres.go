@@ -523,7 +523,9 @@ func decodeContinuation(s string) (continuation, error) {
 	}
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil || c.I == "" {
+	// A NUL is no key of ours, and PostgreSQL cannot take it as a text parameter (the query
+	// would fail, a 500 for the caller's bad token).
+	if err := dec.Decode(&c); err != nil || c.I == "" || strings.ContainsRune(c.P+c.I, 0) {
 		return c, docstore.ErrInvalidContinuation
 	}
 	return c, nil
