@@ -38,13 +38,17 @@ type refusedWork struct {
 // refusedMessage is what the status of the noun ("cluster", "node pool") whose work Maestro
 // refused tells the customer: what happened and what to change (reduce, the spec's fields
 // that make a work large).
-func refusedMessage(noun, reduce string, work *workv1.ManifestWork, re *maestro.RefusedError) string {
+//
+// The message is the customer's: it names no internal part. A refusal for size is the
+// customer's to mend (the spec's large fields make the work large); any other refusal is of
+// manifests Cluster Service itself built, which no change of the customer's mends, so it says
+// so, and the validator's words go to the log only (applyOrRefused).
+func refusedMessage(noun, reduce string, work *workv1.ManifestWork, _ *maestro.RefusedError) string {
 	if n := manifests.ManifestsSize(work); n > manifests.ManifestsLimit {
-		return fmt.Sprintf("The configuration cannot be applied: the %s's work on the management cluster would hold %d bytes of manifests, over Maestro's limit of %d. Reduce %s.",
+		return fmt.Sprintf("The configuration cannot be applied: the %s's configuration would take %d bytes once deployed, over the limit of %d. Reduce %s.",
 			noun, n, manifests.ManifestsLimit, reduce)
 	}
-	return fmt.Sprintf("The configuration cannot be applied: Maestro refused the %s's work as invalid (%s). Change the %s's configuration and update it again.",
-		noun, re.Reason, noun)
+	return fmt.Sprintf("The configuration cannot be applied: the service could not deploy the %s's configuration. This is a service error; contact support.", noun)
 }
 
 // refusedFor is the refusal remembered for key when the work built now has hash; nil when

@@ -134,7 +134,7 @@ func TestRefusedWorkIsErrorUntilTheSpecChanges(t *testing.T) {
 			return err == nil && np.GetStatus().GetState() == csv1.NodePoolState_NODE_POOL_STATE_ERROR
 		})
 		st := np.GetStatus()
-		wantMsg := fmt.Sprintf("the node pool's work on the management cluster would hold %d bytes of manifests, over Maestro's limit of 512000", size)
+		wantMsg := fmt.Sprintf("the node pool's configuration would take %d bytes once deployed, over the limit of 512000", size)
 		if st.GetErrorCode() != controller.ErrorCodeWorkRefused || !strings.Contains(st.GetMessage(), wantMsg) || !strings.Contains(st.GetMessage(), "Reduce the node pool's labels") {
 			t.Fatalf("status = %v; want ERROR %s saying %q and what to reduce", st, controller.ErrorCodeWorkRefused, wantMsg)
 		}
@@ -196,7 +196,7 @@ func TestRefusedWorkIsErrorUntilTheSpecChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := waitFor(t, ctx, cs, cl.Id, "ERROR", 2*time.Minute, state(csv1.ClusterState_CLUSTER_STATE_ERROR))
-		if st := c.GetStatus(); st.GetErrorCode() != controller.ErrorCodeWorkRefused || !strings.Contains(st.GetMessage(), "over Maestro's limit of 512000") {
+		if st := c.GetStatus(); st.GetErrorCode() != controller.ErrorCodeWorkRefused || !strings.Contains(st.GetMessage(), "over the limit of 512000") {
 			t.Fatalf("cluster status = %v; want ERROR %s over the limit", st, controller.ErrorCodeWorkRefused)
 		}
 		deadline := time.Now().Add(time.Minute)
