@@ -27,6 +27,7 @@ import (
 	"github.com/openhcp/openhcp/backend/pkg/oprecord"
 	"github.com/openhcp/openhcp/backend/pkg/subscriptions"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/logattr"
@@ -290,9 +291,18 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	out := obs.Out
 	now := c.now()
 	age := now.Sub(op.StartTime)
-	if !obs.Known && op.Request != armdoc.OperationDelete && age < c.cfg.NotFoundGrace {
-		// The frontend may still be between writing the operation and calling Cluster Service.
-		return c.cfg.NotFoundGrace - age, nil
+	if !obs.Known && op.Request != armdoc.OperationDelete {
+		if age < c.cfg.NotFoundGrace {
+			// The frontend may still be between writing the operation and calling Cluster Service.
+			return c.cfg.NotFoundGrace - age, nil
+		}
+		canceled, ok, err := c.interrupted(ctx, partition, &op.OperationDocument)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			out = canceled
+		}
 	}
 	fromCS := true
 	if out.Unrecorded && age > c.cfg.NotFoundGrace {
@@ -346,18 +356,93 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 }
 
 // observe asks Cluster Service about what the operation acts on, through its kind's
-// registration (internal/opkind, csfollow.Kinds). An operation on anything that is neither a cluster's
-// child nor an action is a cluster's, as the frontend writes no other.
+// registration (csfollow.Kinds).
 func (c *Controller) observe(ctx context.Context, op *armdoc.OperationDocument) (csfollow.Observation, error) {
+	k, err := c.kindOf(op)
+	if err != nil {
+		return csfollow.Observation{}, err
+	}
+	return k.Observe(ctx, op)
+}
+
+// kindOf is the backend's part of the operation's kind (internal/opkind, csfollow.Kinds). An
+// operation on anything that is neither a cluster's child nor an action is a cluster's, as the
+// frontend writes no other.
+func (c *Controller) kindOf(op *armdoc.OperationDocument) (csfollow.Kind, error) {
 	kind := opkind.Cluster
 	if reg, ok := opkind.Of(op); ok {
 		kind = reg.Kind
 	}
 	k, ok := c.kinds[kind]
 	if !ok {
-		return csfollow.Observation{}, fmt.Errorf("operation %s: the backend has no registration for kind %s", op.ID, kind)
+		return csfollow.Kind{}, fmt.Errorf("operation %s: the backend has no registration for kind %s", op.ID, kind)
 	}
-	return k.Observe(ctx, op)
+	return k, nil
+}
+
+// interrupted tells, for a create or update of a cluster's child that Cluster Service does not
+// know once the grace has passed, whether a delete removed the child before the backend saw the
+// child's UNINSTALLING (it was paused or restarting across both): the child's own document is
+// being deleted, or its cluster's document is being deleted or is gone. It then returns the
+// kind's Canceled outcome (csfollow.Kind.Interrupted) and true. Otherwise the create never reached
+// Cluster Service (the frontend stopped before its call) and the operation ends as observed. Only
+// this rare path reads the documents.
+func (c *Controller) interrupted(ctx context.Context, partition string, op *armdoc.OperationDocument) (csfollow.Outcome, bool, error) {
+	k, err := c.kindOf(op)
+	if err != nil || k.Interrupted == nil {
+		return csfollow.Outcome{}, false, err
+	}
+	id, err := arm.ParseResourceID(op.ExternalID)
+	if err != nil {
+		return csfollow.Outcome{}, false, fmt.Errorf("operation %s: parse its resource ID: %w", op.ID, err)
+	}
+	own, err := c.resourceDeletion(ctx, partition, id)
+	if err != nil {
+		return csfollow.Outcome{}, false, err
+	}
+	if own == resourceDeleting {
+		return k.Interrupted(true), true, nil
+	}
+	cluster, err := c.resourceDeletion(ctx, partition, id.Parent())
+	if err != nil {
+		return csfollow.Outcome{}, false, err
+	}
+	if cluster != resourcePresent {
+		return k.Interrupted(false), true, nil
+	}
+	return csfollow.Outcome{}, false, nil
+}
+
+// deletion is what a resource's document says of its deletion.
+type deletion int
+
+const (
+	resourcePresent  deletion = iota
+	resourceDeleting          // Deleting: the frontend wrote a delete operation with this state
+	resourceGone              // the document is removed, as a finished delete does
+)
+
+// resourceDeletion reads the document of resource id and says whether it is being deleted or
+// gone. Without an ID (a child's ID names its cluster, so never) there is no sign of a delete.
+func (c *Controller) resourceDeletion(ctx context.Context, partition string, id *arm.ResourceID) (deletion, error) {
+	if id == nil {
+		return resourcePresent, nil
+	}
+	d, err := c.store.Get(ctx, partition, id.Lower())
+	if errors.Is(err, docstore.ErrNotFound) {
+		return resourceGone, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("get resource %s: %w", id, err)
+	}
+	var rd armdoc.ResourceDocument
+	if err := json.Unmarshal(d.Body, &rd); err != nil {
+		return 0, fmt.Errorf("decode resource %s: %w", id, err)
+	}
+	if rd.ProvisioningState == armdoc.StateDeleting {
+		return resourceDeleting, nil
+	}
+	return resourcePresent, nil
 }
 
 func (c *Controller) deadline(r armdoc.OperationRequest) time.Duration {

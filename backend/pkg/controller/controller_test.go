@@ -35,6 +35,7 @@ type harness struct {
 	docs  docstore.Store
 	cs    csv1.ClustersClient
 	np    csv1.NodePoolsClient
+	ea    csv1.ExternalAuthsClient
 	csDB  *csstore.Store
 	sub   string
 	shard string
@@ -54,7 +55,7 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(docs.Close)
 	cs := servertest.Start(t, pg)
 	csDB, conn := cs.Store, cs.Conn
-	h := &harness{t: t, pg: pg, dsn: dsn, docs: docs, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), csDB: csDB, sub: uuid.NewString(), shard: "mgmt-1"}
+	h := &harness{t: t, pg: pg, dsn: dsn, docs: docs, cs: csv1.NewClustersClient(conn), np: csv1.NewNodePoolsClient(conn), ea: csv1.NewExternalAuthsClient(conn), csDB: csDB, sub: uuid.NewString(), shard: "mgmt-1"}
 	if _, err := csv1.NewProvisionShardsClient(conn).RegisterShard(ctx, &csv1.RegisterShardRequest{Shard: &csv1.ProvisionShard{
 		Name: h.shard, Status: csv1.ShardStatus_SHARD_STATUS_ACTIVE, MaxClusters: 10,
 	}}); err != nil {

@@ -89,7 +89,12 @@ func (h *harness) removePool(poolID string) {
 }
 
 func (h *harness) poolResource(cluster, name string) (*armdoc.ResourceDocument, error) {
-	d, err := h.docs.Get(t0(), strings.ToLower(h.sub), strings.ToLower(h.poolResourceID(cluster, name)))
+	return h.childResource(h.poolResourceID(cluster, name))
+}
+
+// childResource reads the resource document of a cluster's child by its ARM ID.
+func (h *harness) childResource(rid string) (*armdoc.ResourceDocument, error) {
+	d, err := h.docs.Get(t0(), strings.ToLower(h.sub), strings.ToLower(rid))
 	if err != nil {
 		return nil, err
 	}

@@ -33,8 +33,9 @@ type childOutcomes[S ~int32] struct {
 
 // outcome derives the outcome of op from the child's status; known is false when Cluster
 // Service does not know the child (a finished delete, or a create or update that can no longer
-// finish). Deleting → Deleting; ERROR → Failed with Cluster Service's code; UNINSTALLING under a
-// create or update → Canceled; READY → Succeeded, for an update only at or after its revision
+// finish: it never reached Cluster Service, unless a delete removed the child first, which the
+// controller tells from the documents and ends by interrupted instead). Deleting → Deleting;
+// ERROR → Failed with Cluster Service's code; UNINSTALLING under a create or update → Canceled; READY → Succeeded, for an update only at or after its revision
 // (readyAt); otherwise an update is Updating and a create Accepted or Provisioning.
 func (k childOutcomes[S]) outcome(op *armdoc.OperationDocument, known bool, st childStatus[S]) Outcome {
 	if op.Request == armdoc.OperationDelete {
@@ -80,6 +81,20 @@ func (k childOutcomes[S]) outcome(op *armdoc.OperationDocument, known bool, st c
 		return Outcome{Status: armdoc.StateAccepted}
 	}
 	return Outcome{Status: armdoc.StateProvisioning}
+}
+
+// interrupted is the outcome of a create or update whose child a delete removed from Cluster
+// Service before the backend saw the child's UNINSTALLING (it was paused or restarting across
+// both): the child's own delete (own) or its cluster's. Seen in time, the same delete ends the
+// operation Canceled through UNINSTALLING (outcome); the customer's delete is not a failure of
+// the service either way.
+func (k childOutcomes[S]) interrupted(own bool) Outcome {
+	what := "its cluster"
+	if own {
+		what = "the " + k.noun
+	}
+	return Outcome{Status: armdoc.StateCanceled, Err: &armdoc.CloudErrorBody{Code: "Canceled",
+		Message: fmt.Sprintf("The operation was canceled because %s was deleted before the operation finished.", what)}}
 }
 
 // readyAt is the one completion rule of an update, for every kind: the READY status reflects a

@@ -50,6 +50,11 @@ type Kind struct {
 	// with the ID of every object that changed. Kinds served by one watch (the credential
 	// actions) set it on one of them.
 	Follow func(ctx context.Context, log *slog.Logger, changed func(id string))
+	// Interrupted, set for a cluster's children, is the outcome of a create or update whose
+	// object Cluster Service no longer knows because a delete removed it before the backend saw
+	// the operation end: the object's own delete (own) or its cluster's. Which delete, if any, the
+	// controller reads from the documents; without one such an operation ends as Observe says.
+	Interrupted func(own bool) Outcome
 }
 
 // Clients are Cluster Service's clients. Clusters is required; a kind whose client is nil is
@@ -69,9 +74,11 @@ func Kinds(c Clients) map[opkind.Kind]Kind {
 		opkind.Cluster: {Observe: observer(cl, "cluster", csv1.ClustersClient.GetCluster, mapCluster),
 			Follow: follower(cl, "cluster", csv1.ClustersClient.WatchClusters, clusterEventID)},
 		opkind.NodePool: {Observe: observer(np, "node pool", csv1.NodePoolsClient.GetNodePool, mapNodePool),
-			Follow: follower(np, "node pool", csv1.NodePoolsClient.WatchNodePools, nodePoolEventID)},
+			Follow:      follower(np, "node pool", csv1.NodePoolsClient.WatchNodePools, nodePoolEventID),
+			Interrupted: nodePoolOutcomes.interrupted},
 		opkind.ExternalAuth: {Observe: observer(ea, "external auth", csv1.ExternalAuthsClient.GetExternalAuth, mapExternalAuth),
-			Follow: follower(ea, "external auth", csv1.ExternalAuthsClient.WatchExternalAuths, externalAuthEventID)},
+			Follow:      follower(ea, "external auth", csv1.ExternalAuthsClient.WatchExternalAuths, externalAuthEventID),
+			Interrupted: externalAuthOutcomes.interrupted},
 		opkind.RequestCredential: {Observe: observer(cr, "credential", csv1.CredentialsClient.GetCredential, mapCredential),
 			Follow: follower(cr, "credentials", csv1.CredentialsClient.WatchCredentials, credentialEventID)},
 		// The credentials watch carries revocations too.

@@ -24,6 +24,37 @@ func TestEveryKindIsObserved(t *testing.T) {
 	}
 }
 
+// TestChildKindsEndInterruptedOperationsCanceled: every child kind of a cluster (opkind
+// ChildType) ends a create or update a delete removed Canceled, naming which delete; a cluster
+// and an action have no parent whose delete could overtake them.
+func TestChildKindsEndInterruptedOperationsCanceled(t *testing.T) {
+	kinds := Kinds(Clients{})
+	for _, reg := range opkind.All() {
+		t.Run(string(reg.Kind), func(t *testing.T) {
+			k := kinds[reg.Kind]
+			if reg.ChildType == "" {
+				if k.Interrupted != nil {
+					t.Fatalf("Interrupted is set for a kind that is no cluster's child")
+				}
+				return
+			}
+			if k.Interrupted == nil {
+				t.Fatalf("child kind without Interrupted")
+			}
+			for _, own := range []bool{false, true} {
+				want := "its cluster was deleted"
+				if own {
+					want = "the " + reg.What + " was deleted"
+				}
+				out := k.Interrupted(own)
+				if out.Status != armdoc.StateCanceled || out.Gone || out.Err == nil || out.Err.Code != "Canceled" || !strings.Contains(out.Err.Message, want) {
+					t.Errorf("Interrupted(own=%v) = %+v (error %+v), want Canceled with code Canceled and %q", own, out, out.Err, want)
+				}
+			}
+		})
+	}
+}
+
 // TestKindWithoutClientFailsToObserve: a kind whose Cluster Service client is nil is not
 // followed, and its operations fail to observe with an error naming the missing client, the
 // same way for every kind.
