@@ -383,7 +383,7 @@ func (c *Controller) kindOf(op *armdoc.OperationDocument) (csfollow.Kind, error)
 // interrupted tells, for a create or update of a cluster's child that Cluster Service does not
 // know once the grace has passed, whether a delete removed the child before the backend saw the
 // child's UNINSTALLING (it was paused or restarting across both): the child's own document is
-// being deleted, or its cluster's document is being deleted or is gone. It then returns the
+// being deleted or is gone, or its cluster's document is being deleted or is gone. It then returns the
 // kind's Canceled outcome (csfollow.Kind.Interrupted) and true. Otherwise the create never reached
 // Cluster Service (the frontend stopped before its call) and the operation ends as observed. Only
 // this rare path reads the documents.
@@ -400,8 +400,16 @@ func (c *Controller) interrupted(ctx context.Context, partition string, op *armd
 	if err != nil {
 		return csfollow.Outcome{}, false, err
 	}
-	if own == resourceDeleting {
+	switch own {
+	case resourceDeleting:
 		return k.Interrupted(true), true, nil
+	case resourceGone:
+		// The frontend writes a child's document with its create's operation and rolls both
+		// back together; only a delete removes the document alone, and a running create or
+		// update outlives only its cluster's (the child's own delete cancels it): a finished
+		// cluster delete, or the cascade of one whose cluster's document is gone. The cluster's
+		// document may be there again, a new cluster of the same name.
+		return k.Interrupted(false), true, nil
 	}
 	cluster, err := c.resourceDeletion(ctx, partition, id.Parent())
 	if err != nil {

@@ -36,21 +36,26 @@ func TestUnknownChildAfterGraceEndsByWhatTheDocumentsShow(t *testing.T) {
 		// ownDelete: the child's own delete is under way (its document Deleting under another
 		// operation).
 		ownDelete bool
+		// childGone: the child's document is removed, as a finished cluster delete does (the
+		// cluster's document may be there again: a new cluster of the same name).
+		childGone bool
 		want      armdoc.ProvisioningState
 		wantCode  string
 		wantInMsg string
 	}{
-		{"pool_create_cluster_gone_is_canceled", "nodePools", armdoc.OperationCreate, 0, clusterGone, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
-		{"pool_create_cluster_deleting_is_canceled", "nodePools", armdoc.OperationCreate, 0, clusterDeleting, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
-		{"pool_create_never_reached_cluster_service_fails", "nodePools", armdoc.OperationCreate, 0, clusterPresent, false, armdoc.StateFailed, "InternalServerError", "no longer known"},
-		{"pool_create_own_delete_under_way_is_canceled", "nodePools", armdoc.OperationCreate, 0, clusterPresent, true, armdoc.StateCanceled, "Canceled", "node pool was deleted"},
-		{"pool_update_cluster_deleting_is_canceled", "nodePools", armdoc.OperationUpdate, 4, clusterDeleting, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
-		{"pool_update_cluster_gone_is_canceled", "nodePools", armdoc.OperationUpdate, 4, clusterGone, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
-		{"pool_update_cluster_present_fails", "nodePools", armdoc.OperationUpdate, 4, clusterPresent, false, armdoc.StateFailed, "InternalServerError", "no longer known"},
-		{"pool_delete_unknown_succeeds", "nodePools", armdoc.OperationDelete, 0, clusterDeleting, false, armdoc.StateSucceeded, "", ""},
-		{"external_auth_create_cluster_gone_is_canceled", "externalAuths", armdoc.OperationCreate, 0, clusterGone, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
-		{"external_auth_create_never_reached_cluster_service_fails", "externalAuths", armdoc.OperationCreate, 0, clusterPresent, false, armdoc.StateFailed, "InternalServerError", "no longer known"},
-		{"external_auth_update_cluster_deleting_is_canceled", "externalAuths", armdoc.OperationUpdate, 2, clusterDeleting, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
+		{"pool_create_cluster_gone_is_canceled", "nodePools", armdoc.OperationCreate, 0, clusterGone, false, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
+		{"pool_create_cluster_deleting_is_canceled", "nodePools", armdoc.OperationCreate, 0, clusterDeleting, false, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
+		{"pool_create_never_reached_cluster_service_fails", "nodePools", armdoc.OperationCreate, 0, clusterPresent, false, false, armdoc.StateFailed, "InternalServerError", "no longer known"},
+		{"pool_create_own_delete_under_way_is_canceled", "nodePools", armdoc.OperationCreate, 0, clusterPresent, true, false, armdoc.StateCanceled, "Canceled", "node pool was deleted"},
+		{"pool_update_cluster_deleting_is_canceled", "nodePools", armdoc.OperationUpdate, 4, clusterDeleting, false, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
+		{"pool_update_cluster_gone_is_canceled", "nodePools", armdoc.OperationUpdate, 4, clusterGone, false, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
+		{"pool_update_cluster_present_fails", "nodePools", armdoc.OperationUpdate, 4, clusterPresent, false, false, armdoc.StateFailed, "InternalServerError", "no longer known"},
+		{"pool_create_document_gone_with_cluster_created_again_is_canceled", "nodePools", armdoc.OperationCreate, 0, clusterPresent, false, true, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
+		{"pool_update_document_gone_is_canceled", "nodePools", armdoc.OperationUpdate, 4, clusterGone, false, true, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
+		{"pool_delete_unknown_succeeds", "nodePools", armdoc.OperationDelete, 0, clusterDeleting, false, false, armdoc.StateSucceeded, "", ""},
+		{"external_auth_create_cluster_gone_is_canceled", "externalAuths", armdoc.OperationCreate, 0, clusterGone, false, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
+		{"external_auth_create_never_reached_cluster_service_fails", "externalAuths", armdoc.OperationCreate, 0, clusterPresent, false, false, armdoc.StateFailed, "InternalServerError", "no longer known"},
+		{"external_auth_update_cluster_deleting_is_canceled", "externalAuths", armdoc.OperationUpdate, 2, clusterDeleting, false, false, armdoc.StateCanceled, "Canceled", "cluster was deleted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -74,6 +79,15 @@ func TestUnknownChildAfterGraceEndsByWhatTheDocumentsShow(t *testing.T) {
 			h.writePoolOperation(rid, childCS, opID, tc.request, resState, tc.revision, tc.request == armdoc.OperationCreate)
 			if tc.ownDelete {
 				h.writePoolOperation(rid, childCS, uuid.NewString(), armdoc.OperationDelete, armdoc.StateDeleting, 0, false)
+			}
+			if tc.childGone {
+				d, err := h.docs.Get(t0(), part, strings.ToLower(rid))
+				if err != nil {
+					t.Fatalf("get child document: %v", err)
+				}
+				if _, err := h.docs.Transact(t0(), part, []docstore.TxOp{{Kind: docstore.TxDelete, Doc: d, IfMatch: d.ETag}}); err != nil {
+					t.Fatalf("delete child document: %v", err)
+				}
 			}
 			switch tc.cluster {
 			case clusterDeleting:
@@ -106,9 +120,9 @@ func TestUnknownChildAfterGraceEndsByWhatTheDocumentsShow(t *testing.T) {
 			// other outcome frees it in the operation's end state.
 			child, err := h.childResource(rid)
 			switch {
-			case tc.request == armdoc.OperationDelete:
+			case tc.request == armdoc.OperationDelete || tc.childGone:
 				if !errors.Is(err, docstore.ErrNotFound) {
-					t.Fatalf("child document after its delete: %+v, %v; want not found", child, err)
+					t.Fatalf("child document: %+v, %v; want it gone", child, err)
 				}
 			case err != nil:
 				t.Fatalf("get child document: %v", err)
