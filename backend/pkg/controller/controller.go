@@ -436,21 +436,33 @@ func (c *Controller) resourceDeletion(ctx context.Context, partition string, id 
 	if id == nil {
 		return resourcePresent, nil
 	}
-	d, err := c.store.Get(ctx, partition, id.Lower())
-	if errors.Is(err, docstore.ErrNotFound) {
-		return resourceGone, nil
-	}
+	_, rd, err := c.resource(ctx, partition, id.String())
 	if err != nil {
-		return 0, fmt.Errorf("get resource %s: %w", id, err)
+		return 0, err
 	}
-	var rd armdoc.ResourceDocument
-	if err := json.Unmarshal(d.Body, &rd); err != nil {
-		return 0, fmt.Errorf("decode resource %s: %w", id, err)
+	if rd == nil {
+		return resourceGone, nil
 	}
 	if rd.ProvisioningState == armdoc.StateDeleting {
 		return resourceDeleting, nil
 	}
 	return resourcePresent, nil
+}
+
+// resource reads the document of the ARM resource id and decodes it; nil, nil when it is gone.
+func (c *Controller) resource(ctx context.Context, partition, id string) (*docstore.Document, *armdoc.ResourceDocument, error) {
+	d, err := c.store.Get(ctx, partition, strings.ToLower(id))
+	if errors.Is(err, docstore.ErrNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get resource %s: %w", id, err)
+	}
+	var rd armdoc.ResourceDocument
+	if err := json.Unmarshal(d.Body, &rd); err != nil {
+		return nil, nil, fmt.Errorf("decode resource %s: %w", id, err)
+	}
+	return d, &rd, nil
 }
 
 func (c *Controller) deadline(r armdoc.OperationRequest) time.Duration {
@@ -467,16 +479,12 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 	partition := opDoc.PartitionKey
 	var ops []docstore.TxOp
 
-	res, err := c.store.Get(ctx, partition, strings.ToLower(op.ExternalID))
-	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
-		return fmt.Errorf("get resource %s: %w", op.ExternalID, err)
+	res, rd, err := c.resource(ctx, partition, op.ExternalID)
+	if err != nil {
+		return err
 	}
 	// An action never owns its cluster's document (internal/armdoc/actions.go).
 	if res != nil && !opkind.IsAction(op.Request) {
-		var rd armdoc.ResourceDocument
-		if err := json.Unmarshal(res.Body, &rd); err != nil {
-			return fmt.Errorf("decode resource %s: %w", op.ExternalID, err)
-		}
 		// A newer operation owns the resource's state; this one only records its own end. An idle
 		// resource takes only a terminal outcome: a running state from an operation that no
 		// longer owns it (one the frontend rolled back after Cluster Service refused it) would
