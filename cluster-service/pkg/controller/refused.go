@@ -43,7 +43,7 @@ type refusedWork struct {
 // customer's to mend (the spec's large fields make the work large); any other refusal is of
 // manifests Cluster Service itself built, which no change of the customer's mends, so it says
 // so, and the validator's words go to the log only (applyOrRefused).
-func refusedMessage(noun, reduce string, work *workv1.ManifestWork, _ *maestro.RefusedError) string {
+func refusedMessage(noun, reduce string, work *workv1.ManifestWork) string {
 	if n := manifests.ManifestsSize(work); n > manifests.ManifestsLimit {
 		return fmt.Sprintf("The configuration cannot be applied: the %s's configuration would take %d bytes once deployed, over the limit of %d. Reduce %s.",
 			noun, n, manifests.ManifestsLimit, reduce)
@@ -79,12 +79,12 @@ func (c *Controller) applyOrRefused(ctx context.Context, log *slog.Logger, key, 
 	if !errors.As(err, &re) {
 		return nil, err
 	}
-	r := refusedWork{hash: hash, message: refusedMessage(noun, reduce, work, re)}
+	r := refusedWork{hash: hash, message: refusedMessage(noun, reduce, work)}
 	c.mu.Lock()
 	c.refused[key] = r
 	c.mu.Unlock()
 	log.Warn("maestro refused the work; it is not sent again until its spec changes",
-		"work", work.Name, "size", manifests.ManifestsSize(work), "error", err)
+		"work", work.Name, "size", manifests.ManifestsSize(work), "reason", re.Reason, "error", err)
 	return &r, nil
 }
 
