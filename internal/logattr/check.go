@@ -23,6 +23,10 @@ var names = map[string][]string{
 	KeyCredentialID:         nil,
 	KeyRevocationID:         nil,
 	KeyUpgradePolicyID:      nil,
+	KeySessionID:            nil,
+	KeyPerson:               {"srePerson"},
+	KeyApprover:             {"sreApprover"},
+	KeyAccess:               {"sreAccess"},
 }
 
 // canonical maps every normalized spelling to its attribute name.

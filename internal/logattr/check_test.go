@@ -24,6 +24,7 @@ func TestCheckFile(t *testing.T) {
 		{"slog_attr_constructor_is_checked", `log.LogAttrs(ctx, slog.LevelInfo, "m", slog.String("resource", id))`, []string{"resource"}},
 		{"message_is_not_a_key", `log.Info("cluster_id")`, nil},
 		{"testing_calls_are_not_logs", `t.Error("cluster_id", err)`, nil},
+		{"sre_names_have_one_spelling", `log.Info("m", "session_id", s, "sre_person", p, "sre_access", a, "sre_approver", b)`, []string{"session_id", "sre_person", "sre_access", "sre_approver"}},
 		{"service_local_names_pass", `log.Info("m", "shard", s, "spec_revision", r)`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -30,6 +30,14 @@ const (
 	KeyCredentialID    = "credentialID"
 	KeyRevocationID    = "revocationID"
 	KeyUpgradePolicyID = "upgradePolicyID"
+	// KeySessionID is an SRE break-glass session's ID (the admin API's and the gateway's).
+	KeySessionID = "sessionID"
+	// KeyPerson is the SRE a request or a credential is for (a person's certificate's name),
+	// KeyApprover the SRE who approved an admin session, KeyAccess the access it grants
+	// (read-only or admin): the admin API and Cluster Service both log them.
+	KeyPerson   = "person"
+	KeyApprover = "approver"
+	KeyAccess   = "access"
 )
 
 // CorrelationRequestID is the attribute of ARM's correlation request ID.

@@ -32,6 +32,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/audit"
 	"github.com/openhcp/openhcp/admin/pkg/session"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // Sessions is what the gateway reads of the sessions (session.Store).
@@ -137,7 +138,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(adminapi.HeaderRequestID, rq.requestID)
 	sessionID := r.PathValue("id")
 	rq.sess.ID = sessionID
-	log := g.cfg.Logger.With("requestID", rq.requestID, "correlationRequestID", rq.corrID, "session_id", sessionID)
+	log := g.cfg.Logger.With("requestID", rq.requestID, "correlationRequestID", rq.corrID, logattr.KeySessionID, sessionID)
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		rq.subject = r.TLS.PeerCertificates[0].Subject.String()
 	}
@@ -427,7 +428,7 @@ func (g *Gateway) check(ctx context.Context) {
 			if ok {
 				state = s.StateAt(now)
 			}
-			g.cfg.Logger.Info("session ended; closing its open requests", "session_id", id, "state", state, "requests", ls.requests)
+			g.cfg.Logger.Info("session ended; closing its open requests", logattr.KeySessionID, id, "state", state, "requests", ls.requests)
 			ls.cancel()
 			ls.transport.CloseIdleConnections()
 			delete(g.live, id)

@@ -11,6 +11,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // The two-person rule of admin break-glass (docs/sre.md#break-glass): an sre-admin's admin
@@ -48,7 +49,7 @@ func (s *Server) requestAdminBreakGlass(r *http.Request, cluster string, perm ac
 		return adminapi.BreakGlassSession{}, err
 	}
 	s.cfg.Logger.Info("admin break-glass session opened; awaiting a second sre-admin", "requestID", requestIDFrom(r.Context()),
-		"session_id", sess.ID, "clusterID", sess.ClusterID, "person", sess.Person)
+		logattr.KeySessionID, sess.ID, "clusterID", sess.ClusterID, "person", sess.Person)
 	return s.sessionView(sess, ""), nil
 }
 
@@ -135,7 +136,7 @@ func (s *Server) approveBreakGlass(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return upstream("request break-glass credential", req.ClusterID, err)
 	}
-	s.cfg.Logger.Info("admin break-glass session approved; credential requested", "requestID", requestIDFrom(r.Context()), "session_id", req.ID,
+	s.cfg.Logger.Info("admin break-glass session approved; credential requested", "requestID", requestIDFrom(r.Context()), logattr.KeySessionID, req.ID,
 		"clusterID", req.ClusterID, "person", req.Person, "approver", approver.Person)
 	cred, err = s.waitKubeconfig(ctx, cred, statement)
 	var ae *apiError

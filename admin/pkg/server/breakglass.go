@@ -20,6 +20,7 @@ import (
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // BreakGlassTTL bounds the lifetime of an SRE's break-glass credential. DefaultBreakGlassTTL is
@@ -202,7 +203,7 @@ func (s *Server) openReadOnlySession(r *http.Request, cluster string, acc csv1.S
 	if err != nil {
 		return adminapi.BreakGlassSession{}, err
 	}
-	s.cfg.Logger.Info("break-glass session opened", "requestID", requestIDFrom(r.Context()), "session_id", sess.ID, "clusterID", sess.ClusterID,
+	s.cfg.Logger.Info("break-glass session opened", "requestID", requestIDFrom(r.Context()), logattr.KeySessionID, sess.ID, "clusterID", sess.ClusterID,
 		"person", sess.Person, "access", sess.Access)
 	return s.sessionView(sess, ""), nil
 }
@@ -484,7 +485,7 @@ func (s *Server) closeBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.cfg.Logger.Info("break-glass session closed", "requestID", requestIDFrom(r.Context()), "session_id", id, "clusterID", sess.ClusterID,
+	s.cfg.Logger.Info("break-glass session closed", "requestID", requestIDFrom(r.Context()), logattr.KeySessionID, id, "clusterID", sess.ClusterID,
 		"person", sess.Person, "closed_by", caller.Person)
 	writeJSON(w, http.StatusOK, s.sessionView(sess, ""))
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // minValiditySeconds is the least lifetime a CSR may ask for (Kubernetes' spec.expirationSeconds).
@@ -78,7 +79,7 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 		}
 		if err != nil {
 			LoggerFrom(ctx).Warn("SRE credential refused: no valid statement from the admin API", "caller", caller, "clusterID", req.GetClusterId(),
-				"credentialID", req.GetId(), "sre_person", sre.GetPerson(), "error", err)
+				"credentialID", req.GetId(), logattr.KeyPerson, sre.GetPerson(), "error", err)
 			return nil, status.Errorf(codes.PermissionDenied, "SRE credential refused: %v", err)
 		}
 		statement = st
@@ -109,7 +110,7 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 	log := LoggerFrom(ctx).With("credentialID", c.ID, "clusterID", c.ClusterID)
 	if created {
 		log.Info("break-glass credential requested", "caller", caller, "username", c.Status.GetUsername(), "customer_csr", c.PrivateKey == nil, "revision", c.Revision,
-			"sre_person", c.SRE.GetPerson(), "sre_access", c.SRE.GetAccess().String(), "sre_approver", c.SRE.GetApprover(),
+			logattr.KeyPerson, c.SRE.GetPerson(), logattr.KeyAccess, c.SRE.GetAccess().String(), logattr.KeyApprover, c.SRE.GetApprover(),
 			"validity_seconds", c.SRE.GetValiditySeconds(), "sre_statement_request_id", statement.GetRequestId())
 	} else {
 		log.Info("break-glass credential already requested; returning it")
@@ -166,7 +167,7 @@ func (s credentials) GetCredential(ctx context.Context, req *csv1.GetCredentialR
 		}
 		if err != nil {
 			LoggerFrom(ctx).Warn("SRE kubeconfig refused: no valid statement from the admin API", "credentialID", c.ID, "clusterID", c.ClusterID,
-				"sre_person", c.SRE.GetPerson(), "error", err)
+				logattr.KeyPerson, c.SRE.GetPerson(), "error", err)
 			return nil, status.Errorf(codes.PermissionDenied, "SRE kubeconfig refused: %v", err)
 		}
 	}
