@@ -273,12 +273,12 @@ func (k *childResource[M, Spec, Update, Version]) respond(w http.ResponseWriter,
 
 // respondResult is the kind's resourceKind.respondResult: the stored resource, without what a
 // GET adds (decorate).
-func (k *childResource[M, Spec, Update, Version]) respondResult(_ *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
+func (k *childResource[M, Spec, Update, Version]) respondResult(_ *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) error {
 	m, err := k.fromDoc(rd)
 	if err != nil {
 		return err
 	}
-	return k.respond(w, r, http.StatusOK, m, etag)
+	return k.respond(w, r, http.StatusOK, m, doc.ETag)
 }
 
 // checkCluster refuses a write while the cluster is being deleted, and for a busyCluster kind

@@ -466,7 +466,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || done {
 		return err
 	}
-	return clusters.respondResult(s, w, r, rd, doc.ETag)
+	return clusters.respondResult(s, w, r, rd, doc)
 }
 
 // addClusterStatus fills the read-only URLs and conditions from Cluster Service: from the
@@ -475,22 +475,34 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 // bound as every other Cluster Service call (not a shorter one): under load a slow answer is
 // better than a response that silently lacks its status.
 func (s *Server) addClusterStatus(r *http.Request, c *api.Cluster, rd *armdoc.ResourceDocument) {
+	if cl := s.clusterStatus(r, rd, nil); cl != nil {
+		setClusterStatus(c, cl)
+	}
+}
+
+// clusterStatus is rd's cluster as Cluster Service holds it (nil: it has none yet, or the call
+// failed): from the status cache when it vouches for the cluster (l: the lookup the request made
+// already; nil: look up now), else by a call.
+func (s *Server) clusterStatus(r *http.Request, rd *armdoc.ResourceDocument, l *looked) *csv1.Cluster {
 	csID := rd.InternalID
 	if csID == "" {
-		return
+		return nil
 	}
-	if cl, ok := s.cachedStatus(rd); ok {
-		setClusterStatus(c, cl)
-		return
+	if l == nil {
+		cl, cached := s.cachedStatus(rd)
+		l = &looked{cl: cl, cached: cached}
+	}
+	if l.cached {
+		return l.cl
 	}
 	ctx, cancel := s.csContext(r.Context(), info(r))
 	defer cancel()
 	cl, err := s.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: csID})
 	if err != nil {
 		info(r).log.Warn("cluster status unavailable; answering from the store without it", "clusterID", csID, "error", err)
-		return
+		return nil
 	}
-	setClusterStatus(c, cl)
+	return cl
 }
 
 // setClusterStatus copies what Cluster Service chose (the DNS domain, the OIDC issuer, the

@@ -35,20 +35,21 @@ type resourceKind struct {
 	callDelete   func(s *Server, r *http.Request, csID string) error
 	// respondResult answers the stored resource as the request's api-version shows it: the
 	// result of a finished create or update operation.
-	respondResult func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error
+	respondResult func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) error
 }
 
 var clusters = resourceKind{
 	noun: "cluster", logKey: "clusterID", canceledNoun: "resource", resourceType: api.ClusterResourceType,
 	notFound:   notFound,
 	callDelete: (*Server).callDelete,
-	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, etag string) error {
-		c, err := clusterFromDoc(rd)
+	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) error {
+		b, err := s.clusterBody(r, rd, doc)
 		if err != nil {
 			return err
 		}
-		s.addClusterStatus(r, c, rd)
-		return s.respondCluster(w, r, http.StatusOK, c, etag)
+		w.Header().Set(arm.HeaderETag, quoteETag(doc.ETag))
+		writeJSON(w, http.StatusOK, b)
+		return nil
 	},
 }
 
@@ -186,7 +187,7 @@ func (s *Server) respondResult(w http.ResponseWriter, r *http.Request, id *arm.R
 	if err != nil {
 		return err
 	}
-	return k.respondResult(s, w, r, rd, doc.ETag)
+	return k.respondResult(s, w, r, rd, doc)
 }
 
 // startCreate writes a new resource document (its InternalID and ActiveOperationID chosen)

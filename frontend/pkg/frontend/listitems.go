@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -131,12 +132,6 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 		rd  *armdoc.ResourceDocument
 		cl  *csv1.Cluster // from the status cache; nil: ask Cluster Service
 	}
-	// looked is a status cache lookup already made for a document (a kept item's), so that
-	// each cluster is looked up once per list.
-	type looked struct {
-		cl     *csv1.Cluster
-		cached bool
-	}
 	var todo []pending
 	var ask []string
 	add := func(i int, key listItemKey, d *docstore.Document, pre *looked) error {
@@ -159,21 +154,11 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 	var unread []int // documents listed without a body, not answered from a kept item
 	for i, d := range docs {
 		key := listItemKey{partition: d.PartitionKey, id: d.ID, version: ver.String()}
-		it, kept := s.listItems.get(key)
-		kept = kept && it.etag == d.ETag
-		if kept && it.csID == "" {
-			out[i] = it.body
+		// A kept item names the cluster, so the document is needed only if it must be rendered.
+		body, l := s.keptItem(key, d.ETag)
+		if body != nil {
+			out[i] = body
 			continue
-		}
-		var l *looked
-		if kept {
-			// A kept item names the cluster, so the document is needed only if it must be rendered.
-			cl, cached := s.cachedStatusOf(it.csID, it.docRevision)
-			if cached && cl.GetRevision() == it.csRevision {
-				out[i] = it.body
-				continue
-			}
-			l = &looked{cl: cl, cached: cached}
 		}
 		if d.Body == nil {
 			if listedAs(d, api.ClusterResourceType) {
@@ -229,11 +214,71 @@ func (s *Server) renderClusterPage(r *http.Request, docs []*docstore.Document) (
 			return nil, err
 		}
 		out[p.i] = b
-		// A cluster shown without the status it has (Cluster Service did not answer) is not kept.
-		if p.rd.InternalID == "" || cl != nil {
-			s.listItems.put(p.key, listItem{etag: p.doc.ETag, csID: p.rd.InternalID, docRevision: p.rd.InternalRevision,
-				csRevision: cl.GetRevision(), body: b})
-		}
+		s.keepItem(p.key, p.doc, p.rd, cl, b)
 	}
 	return out, nil
+}
+
+// looked is one status cache lookup of a cluster: the status, and whether the cache vouched for
+// it. A request that has looked a cluster up hands it on, so that each cluster is looked up once.
+type looked struct {
+	cl     *csv1.Cluster
+	cached bool
+}
+
+// keptItem is the body kept under key for the document with etag, when it still shows what it
+// would be rendered from now: a cluster Cluster Service does not know, or one whose status the
+// cache vouches for at the revision the body shows. When the document's item is kept but its
+// status is not current, it returns the lookup that found so (nil when none was made).
+func (s *Server) keptItem(key listItemKey, etag string) (json.RawMessage, *looked) {
+	it, kept := s.listItems.get(key)
+	if !kept || it.etag != etag {
+		return nil, nil
+	}
+	if it.csID == "" {
+		return it.body, nil
+	}
+	cl, cached := s.cachedStatusOf(it.csID, it.docRevision)
+	if cached && cl.GetRevision() == it.csRevision {
+		return it.body, nil
+	}
+	return nil, &looked{cl: cl, cached: cached}
+}
+
+// keepItem keeps body, the cluster in doc (rd, decoded from it) rendered with Cluster Service's
+// status cl, under key. A cluster shown without the status it has (Cluster Service did not
+// answer) is not kept.
+func (s *Server) keepItem(key listItemKey, doc *docstore.Document, rd *armdoc.ResourceDocument, cl *csv1.Cluster, body json.RawMessage) {
+	if rd.InternalID == "" || cl != nil {
+		s.listItems.put(key, listItem{etag: doc.ETag, csID: rd.InternalID, docRevision: rd.InternalRevision,
+			csRevision: cl.GetRevision(), body: body})
+	}
+}
+
+// clusterBody is the body of a GET of the cluster in doc (rd, decoded from it) as the
+// request's api-version shows it: the item a list or an earlier GET kept while it holds
+// (keptItem), else rendered with its status (clusterStatus) and kept. The bytes are the same
+// either way; keeping them spares an unchanged cluster's repeated GETs the decoding and
+// rendering, most of a GET's CPU.
+func (s *Server) clusterBody(r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) (json.RawMessage, error) {
+	ver := info(r).version
+	key := listItemKey{partition: doc.PartitionKey, id: doc.ID, version: ver.String()}
+	body, l := s.keptItem(key, doc.ETag)
+	if body != nil {
+		return body, nil
+	}
+	c, err := clusterFromDoc(rd)
+	if err != nil {
+		return nil, err
+	}
+	cl := s.clusterStatus(r, rd, l)
+	if cl != nil {
+		setClusterStatus(c, cl)
+	}
+	b, err := json.Marshal(ver.RenderCluster(c))
+	if err != nil {
+		return nil, fmt.Errorf("render cluster %s: %w", c.ID, err)
+	}
+	s.keepItem(key, doc, rd, cl, b)
+	return b, nil
 }

@@ -225,6 +225,51 @@ func TestGetAndListReadClusterServiceStatusFromTheWatch(t *testing.T) {
 		list("https://api.once.example:443")
 	})
 
+	t.Run("a_get_answers_the_item_kept_while_it_holds", func(t *testing.T) {
+		get := func() string {
+			got := e.do(http.MethodGet, path, nil, nil)
+			if got.code != http.StatusOK {
+				t.Fatalf("GET: %d %s", got.code, got.body)
+			}
+			return string(got.body)
+		}
+		first := get()
+		_, doc := e.resource(path)
+		key := listItemKey{partition: doc.PartitionKey, id: doc.ID, version: testVersion}
+		it, ok := e.srv.listItems.get(key)
+		if !ok || string(it.body) != first {
+			t.Fatalf("the GET kept no item, or another body: %v %s", ok, it.body)
+		}
+		// A marker in the kept item's place (another location) shows whether the next GET
+		// answers it or renders the cluster again.
+		mark := func(it listItem) {
+			it.body = []byte(strings.Replace(first, `"location":"eastus"`, `"location":"kept"`, 1))
+			e.srv.listItems.put(key, it)
+		}
+		mark(it)
+		if got := get(); !strings.Contains(got, `"location":"kept"`) {
+			t.Fatalf("a GET of nothing changed rendered the cluster again: %s", got)
+		}
+		// A new status: the kept item no longer holds, and the GET renders it.
+		observed = setAPIURL(t, cs, rd.InternalID, "https://api.kept.example:443")
+		e.waitCached(t, path, "https://api.kept.example:443")
+		if got := get(); !strings.Contains(got, "https://api.kept.example:443") {
+			t.Fatalf("a GET after a status change answered %s", got)
+		}
+		// A new document: likewise.
+		it, _ = e.srv.listItems.get(key)
+		mark(it)
+		if got := e.do(http.MethodPatch, path, []byte(`{"tags":{"team":"green"}}`), nil); got.code != http.StatusOK && got.code != http.StatusAccepted {
+			t.Fatalf("PATCH tags: %d %s", got.code, got.body)
+		}
+		if got := get(); !strings.Contains(got, `"team":"green"`) || strings.Contains(got, `"location":"kept"`) {
+			t.Fatalf("a GET after a write answered %s", got)
+		}
+		// The status the next subtest expects.
+		observed = setAPIURL(t, cs, rd.InternalID, "https://api.once.example:443")
+		e.waitCached(t, path, "https://api.once.example:443")
+	})
+
 	t.Run("a_document_newer_than_the_cache_is_answered_by_a_call", func(t *testing.T) {
 		// The backend recorded a revision the stream has not shown (here: one ahead of it).
 		rd, doc := e.resource(path)
