@@ -63,9 +63,6 @@ func Generate(specRoot string) ([]File, error) {
 	if err := checkRuleKeys(pkgs); err != nil {
 		return nil, err
 	}
-	if err := checkVersionBounds(pkgs); err != nil {
-		return nil, err
-	}
 	bs, err := newestBounds(specRoot, Bounds)
 	if err != nil {
 		return nil, err
