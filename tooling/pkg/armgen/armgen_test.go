@@ -179,14 +179,46 @@ func TestSharedDefinitionsMustAgree(t *testing.T) {
 	}
 }
 
-// TestRuleKeysMustNameAProperty: a message rule keyed by a property no version has (a typo)
-// fails generation instead of silently changing nothing.
+// TestRuleKeysMustNameAProperty: a rule keyed by a property no version has (a typo), or a hook
+// at a property the generated checks do not reach, fails generation instead of silently changing
+// nothing.
 func TestRuleKeysMustNameAProperty(t *testing.T) {
-	atLeast["NodePoolAutoScaling.maximum"] = true
-	defer delete(atLeast, "NodePoolAutoScaling.maximum")
-	_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
-	if err == nil || !strings.Contains(err.Error(), "NodePoolAutoScaling.maximum") {
-		t.Fatalf("Generate with a misspelt atLeast key: err = %v, want one naming it", err)
+	for _, tc := range []struct {
+		name, key string
+		add       func() (undo func())
+	}{
+		{"at_least", "NodePoolAutoScaling.maximum", func() func() {
+			atLeast["NodePoolAutoScaling.maximum"] = true
+			return func() { delete(atLeast, "NodePoolAutoScaling.maximum") }
+		}},
+		{"absent_as_empty", "NodePool.property", func() func() {
+			absentAsEmpty["NodePool.property"] = "a typo"
+			return func() { delete(absentAsEmpty, "NodePool.property") }
+		}},
+		{"hook_misspelt", "OsDiskProfile.sizeGB", func() func() {
+			hooks["OsDiskProfile.sizeGB"] = hook{Method: "X", Why: "a typo"}
+			return func() { delete(hooks, "OsDiskProfile.sizeGB") }
+		}},
+		// Label is a shared definition: the version's generated checks never reach its key.
+		{"hook_not_reached", "Label.key", func() func() {
+			hooks["Label.key"] = hook{Method: "X", Why: "not reached"}
+			return func() { delete(hooks, "Label.key") }
+		}},
+		{"check_order", "NodePoolPlatformProfile.vmSizes", func() func() {
+			saved := checkOrder["NodePoolPlatformProfile"]
+			o := saved
+			o.Props = append([]string{"vmSizes"}, saved.Props...)
+			checkOrder["NodePoolPlatformProfile"] = o
+			return func() { checkOrder["NodePoolPlatformProfile"] = saved }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer tc.add()()
+			_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("Generate with %s: err = %v, want one naming it", tc.key, err)
+			}
+		})
 	}
 }
 

@@ -61,6 +61,8 @@ func (p *Package) validateFile() ([]byte, error) {
 		counted:  func(f *Field) bool { _, shared := p.Version.Shared[f.ElemDef]; return !shared },
 		maxItems: func(_ string, f *Field) string { return strconv.Itoa(int(*f.MaxItems)) },
 	}
+	w.hooked = map[string]bool{}
+	p.hooked = w.hooked
 	for _, s := range structs {
 		fmt.Fprintf(&w.body, "// validateSpec checks what the specification's %s says of a body's values at path.\n", s.Def)
 		if o, ok := checkOrder[s.Def]; ok {
@@ -142,6 +144,8 @@ type checkWriter struct {
 	counted func(f *Field) bool
 	// maxItems is how the code names the most entries property f of def may have.
 	maxItems func(def string, f *Field) string
+	// hooked records the hooks written (nil: hooks are not written).
+	hooked map[string]bool
 }
 
 // field writes the checks of property f of definition def.
@@ -153,7 +157,9 @@ func (w *checkWriter) field(def string, f *Field) {
 	at := fmt.Sprintf("specPath(path, %q)", f.JSON)
 	key := def + "." + f.JSON
 	h, hooked := hooks[key]
+	hooked = hooked && w.hooked != nil
 	if hooked {
+		w.hooked[key] = true
 		w.skipped = append(w.skipped, fmt.Sprintf("%s: fieldcheck.Checker.%s: %s", key, h.Method, h.Why))
 	}
 	if hooked && h.Guard {
@@ -308,4 +314,15 @@ func (w *checkWriter) counts(value, at, def string, f *Field) {
 		fmt.Fprintf(body, "if %s != nil && len(%s) < %d {\nv.Add(%s, \"Field '%%s' must have at least %d entries, not %%d.\", %s, len(%s))\n}\n",
 			value, value, int(*f.MinItems), at, int(*f.MinItems), at, value)
 	}
+}
+
+// checkHooksWritten fails when a hook is written in none of pkgs' checks (its property is not
+// among the definitions ValidateRoots reach): the hand-written check would silently not run.
+func checkHooksWritten(pkgs []*Package) error {
+	for _, key := range sortedKeys(hooks) {
+		if !slices.ContainsFunc(pkgs, func(p *Package) bool { return p.hooked[key] }) {
+			return fmt.Errorf("hook %s is not at a property of a definition the generated checks reach (ValidateRoots)", key)
+		}
+	}
+	return nil
 }

@@ -63,6 +63,9 @@ func Generate(specRoot string) ([]File, error) {
 	if err := checkRuleKeys(pkgs); err != nil {
 		return nil, err
 	}
+	if err := checkHooksWritten(pkgs); err != nil {
+		return nil, err
+	}
 	bs, err := newestBounds(specRoot, Bounds)
 	if err != nil {
 		return nil, err
