@@ -179,14 +179,46 @@ func TestSharedDefinitionsMustAgree(t *testing.T) {
 	}
 }
 
-// TestRuleKeysMustNameAProperty: a message rule keyed by a property no version has (a typo)
-// fails generation instead of silently changing nothing.
+// TestRuleKeysMustNameAProperty: a rule keyed by a property no version has (a typo), or a hook
+// at a property the generated checks do not reach, fails generation instead of silently changing
+// nothing.
 func TestRuleKeysMustNameAProperty(t *testing.T) {
-	atLeast["NodePoolAutoScaling.maximum"] = true
-	defer delete(atLeast, "NodePoolAutoScaling.maximum")
-	_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
-	if err == nil || !strings.Contains(err.Error(), "NodePoolAutoScaling.maximum") {
-		t.Fatalf("Generate with a misspelt atLeast key: err = %v, want one naming it", err)
+	for _, tc := range []struct {
+		name, key string
+		add       func() (undo func())
+	}{
+		{"at_least", "NodePoolAutoScaling.maximum", func() func() {
+			atLeast["NodePoolAutoScaling.maximum"] = true
+			return func() { delete(atLeast, "NodePoolAutoScaling.maximum") }
+		}},
+		{"absent_as_empty", "NodePool.property", func() func() {
+			absentAsEmpty["NodePool.property"] = "a typo"
+			return func() { delete(absentAsEmpty, "NodePool.property") }
+		}},
+		{"hook_misspelt", "OsDiskProfile.sizeGB", func() func() {
+			hooks["OsDiskProfile.sizeGB"] = hook{Method: "X", Why: "a typo"}
+			return func() { delete(hooks, "OsDiskProfile.sizeGB") }
+		}},
+		// Label is a shared definition: the version's generated checks never reach its key.
+		{"hook_not_reached", "Label.key", func() func() {
+			hooks["Label.key"] = hook{Method: "X", Why: "not reached"}
+			return func() { delete(hooks, "Label.key") }
+		}},
+		{"check_order", "NodePoolPlatformProfile.vmSizes", func() func() {
+			saved := checkOrder["NodePoolPlatformProfile"]
+			o := saved
+			o.Props = append([]string{"vmSizes"}, saved.Props...)
+			checkOrder["NodePoolPlatformProfile"] = o
+			return func() { checkOrder["NodePoolPlatformProfile"] = saved }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer tc.add()()
+			_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+			if err == nil || !strings.Contains(err.Error(), tc.key) {
+				t.Fatalf("Generate with %s: err = %v, want one naming it", tc.key, err)
+			}
+		})
 	}
 }
 
@@ -235,30 +267,38 @@ func TestBoundsFollowTheNewestSpecification(t *testing.T) {
 	}
 }
 
-// TestVersionBoundsAreEachVersionsOwn: a version bound is written into the validate file of each
-// version whose specification states it, with that version's value, and into no other; a key no
-// version states fails generation.
-func TestVersionBoundsAreEachVersionsOwn(t *testing.T) {
+// TestNodePoolChecksAreEachVersionsOwn: a node pool's version-local bounds are generated from
+// each version's own specification (the OS disk's maximum only where it is stated), and the
+// generator rules that keep a node pool's answers shape the generated checks: replicas said as
+// "at least", a body without properties checked as one with empty ones, vmSize before subnetId,
+// and the hand-written checks called at their property (the size's bound inside its guard).
+func TestNodePoolChecksAreEachVersionsOwn(t *testing.T) {
 	files, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
+	size := map[string]string{}
 	for _, f := range files {
-		if strings.HasSuffix(f.Path, "/zz_generated_validate.go") {
-			_, rest, _ := strings.Cut(string(f.Content), "specOsDiskProfileSizeGiBMaximum = ")
-			got[path.Base(path.Dir(f.Path))], _, _ = strings.Cut(rest, "\n")
+		if !strings.HasSuffix(f.Path, "/zz_generated_validate.go") {
+			continue
+		}
+		src := string(f.Content)
+		_, rest, _ := strings.Cut(src, `v.RangeInt(x.SizeGiB, specPath(path, "sizeGiB"), `)
+		size[path.Base(path.Dir(f.Path))], _, _ = strings.Cut(rest, ")")
+		for _, want := range []string{
+			`v.AtLeast(x.Replicas, specPath(path, "replicas"), 0)`,
+			"if x.Properties == nil {\n\t\t(&NodePoolProperties{}).validateSpec(v, specPath(path, \"properties\"))",
+			"if v.OSDiskSizeBounded(x.SizeGiB, specPath(path, \"sizeGiB\")) {\n\t\tv.RangeInt(x.SizeGiB",
+			"v.Required(x.VMSize != nil && *x.VMSize != \"\", specPath(path, \"vmSize\"))\n\tv.NodePoolSubnetID(x.SubnetID, specPath(path, \"subnetId\"))",
+		} {
+			if !strings.Contains(src, want) {
+				t.Errorf("%s lacks %q", f.Path, want)
+			}
 		}
 	}
-	want := map[string]string{"v20240610preview": "", "v20251223preview": "", "v20260630preview": "4095"}
-	if !maps.Equal(got, want) {
-		t.Fatalf("OsDiskProfile.sizeGiB maximum written per version: %v, want %v", got, want)
-	}
-	saved := VersionBounds
-	VersionBounds = append(append([]string(nil), saved...), "OsDiskProfile.sizeGiB:pattern")
-	defer func() { VersionBounds = saved }()
-	if _, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec")); err == nil || !strings.Contains(err.Error(), "OsDiskProfile.sizeGiB:pattern") {
-		t.Fatalf("Generate listing a version bound no version states: err = %v, want one naming it", err)
+	want := map[string]string{"v20240610preview": "64, 2147483647", "v20251223preview": "64, 2147483647", "v20260630preview": "64, 4095"}
+	if !maps.Equal(size, want) {
+		t.Fatalf("OsDiskProfile.sizeGiB bounds generated per version: %v, want %v", size, want)
 	}
 }
 

@@ -84,36 +84,6 @@ func (p *Package) bounds(keys []string) ([]bound, error) {
 	return out, nil
 }
 
-// versionBounds are the VersionBounds p's specification states: a key whose property or keyword
-// it does not have is left out (the caller fails when no version has it).
-func (p *Package) versionBounds() []bound {
-	var out []bound
-	for _, key := range VersionBounds {
-		if bs, err := p.bounds([]string{key}); err == nil {
-			out = append(out, bs...)
-		}
-	}
-	return out
-}
-
-// checkVersionBounds fails when a VersionBounds key is stated by none of pkgs: a misspelt key
-// would silently write nothing.
-func checkVersionBounds(pkgs []*Package) error {
-	for _, key := range VersionBounds {
-		stated := false
-		for _, p := range pkgs {
-			if _, err := p.bounds([]string{key}); err == nil {
-				stated = true
-				break
-			}
-		}
-		if !stated {
-			return fmt.Errorf("VersionBounds names %s, which no api-version's specification states", key)
-		}
-	}
-	return nil
-}
-
 // boundsFile renders package bounds.
 func boundsFile(apiVersion string, bs []bound) ([]byte, error) {
 	var b bytes.Buffer

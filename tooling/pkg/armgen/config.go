@@ -97,9 +97,9 @@ var Versions = []Version{
 }
 
 // ValidateRoots are the resources whose version package validates its own types with the
-// generated checks. Node pools and external auths are validated by shared code over their
-// shared fields (fieldcheck.NodePool, fieldcheck.ExternalAuth).
-var ValidateRoots = []string{"HcpOpenShiftCluster"}
+// generated checks. External auths are validated by shared code over their shared fields
+// (fieldcheck.ExternalAuth).
+var ValidateRoots = []string{"HcpOpenShiftCluster", "NodePool"}
 
 // handWritten are checks of the specification the generated code leaves to the version
 // package, keyed "Definition.property:rule", with the reason; the generated file lists them.
@@ -135,10 +135,12 @@ var SharedAuthChecks = []string{
 	"TokenClaimMappingsProfile", "UsernameClaimProfile", "GroupClaimProfile", "TokenClaimValidationRule", "TokenRequiredClaim",
 }
 
-// absentAsEmpty are properties holding a SharedAuthChecks definition, keyed "Definition.property",
-// that are checked as an empty one when absent (each of its required properties named), with
-// the reason.
+// absentAsEmpty are properties holding a definition (a SharedAuthChecks one, or one of a
+// version's own that ValidateRoots reach), keyed "Definition.property", that are checked as an
+// empty one when absent (each of its required properties named), with the reason.
 var absentAsEmpty = map[string]string{
+	"NodePool.properties": "a node pool cannot be created without properties, and a body without them has always been " +
+		"told what they require (properties.platform)",
 	"ExternalAuthClientProfile.component": "a client without a component has always been told that its name and namespace are required",
 	"TokenClaimValidationRule.requiredClaim": "a rule checks a claim's value, so both are required; Cluster Service requires them too " +
 		"(the specification's TokenRequiredClaim requires them, its TokenClaimValidationRule does not require requiredClaim)",
@@ -161,7 +163,46 @@ var presentIsEnough = map[string]string{
 // atLeast are integer properties, keyed "Definition.property", with a minimum and no maximum
 // that are answered "must be at least <minimum>" (a node pool's have always been) rather than
 // "must be between <minimum> and 2147483647" (the rule elsewhere, a cluster's autoscaling).
-var atLeast = map[string]bool{"NodePoolAutoScaling.min": true, "NodePoolAutoScaling.max": true}
+var atLeast = map[string]bool{"NodePoolAutoScaling.min": true, "NodePoolAutoScaling.max": true, "NodePoolProperties.replicas": true}
+
+// hook is a hand-written check of package fieldcheck that a version's generated checks call at a
+// property's place: a method of fieldcheck.Checker taking the property's value and its path.
+type hook struct {
+	// Method is the Checker method.
+	Method string
+	// Guard: the method reports whether the property's generated checks apply (they are written
+	// inside it), instead of running after them.
+	Guard bool
+	// Why is the reason, which the generated file lists.
+	Why string
+}
+
+// hooks are the hand-written checks at the properties of a version's own definitions, keyed
+// "Definition.property": what the specification cannot state (meaning, a resource ID's type),
+// and the checks of a shared definition (generated into package fieldcheck, which a version's
+// code cannot call unexported), each at its property's place so that a body with several
+// problems is answered in the order of its properties.
+var hooks = map[string]hook{
+	"NodePoolProperties.version": {Method: "NodePoolVersion", Why: "an explicit empty channelGroup, and version.id required by the " +
+		"version's rule (fieldcheck.NodePoolRules: not of a pool created without one)"},
+	"NodePoolPlatformProfile.subnetId": {Method: "NodePoolSubnetID", Why: "a resource ID of a subnet (its type, which the specification names but cannot check)"},
+	"OsDiskProfile.encryptionSetId":    {Method: "DiskEncryptionSetID", Why: "a resource ID of a disk encryption set (its type, which the specification names but cannot check)"},
+	"OsDiskProfile.sizeGiB": {Method: "OSDiskSizeBounded", Guard: true, Why: "a body that keeps the stored pool's size is not held to a " +
+		"bound the pool predates (the size cannot change after create)"},
+	"NodePoolProperties.autoScaling": {Method: "NodePoolAutoScaling", Why: "a shared definition's checks (fieldcheck's generated specNodePoolAutoScaling)"},
+	"NodePoolProperties.labels": {Method: "NodePoolLabels", Why: "a label's key is required and given once (Kubernetes labels are a map), " +
+		"entry by entry; x-ms-identifiers name the key and value together"},
+	"NodePoolProperties.taints": {Method: "NodePoolTaints", Why: "a shared list's checks (fieldcheck's generated specNodePoolPropertiesTaints)"},
+}
+
+// checkOrder is the order in which a definition's properties are checked where it is not the
+// specification's, with the reason; properties it leaves out follow in the specification's order.
+var checkOrder = map[string]struct {
+	Props []string
+	Why   string
+}{
+	"NodePoolPlatformProfile": {Props: []string{"vmSize", "subnetId"}, Why: "a node pool's vmSize has always been checked before its subnetId"},
+}
 
 // valueWords say in words what a string property's pattern (and length) allow, keyed
 // "Definition.property": the generated check takes both as one rule and answers
@@ -199,10 +240,3 @@ var Bounds = []string{
 	"UsernameClaimProfile.claim:maxLength",
 	"GroupClaimProfile.claim:maxLength",
 }
-
-// VersionBounds are structural bounds, keyed as Bounds are, that api-versions state differently
-// (or not at all) and that a version's hand-written code reads (its NodePoolRules): each version
-// whose specification states one gets it as a constant spec<Definition><Property><Keyword> in its
-// zz_generated_validate.go, so the number has one owner, that version's specification. The
-// generator fails when no version states a listed one.
-var VersionBounds = []string{"OsDiskProfile.sizeGiB:minimum", "OsDiskProfile.sizeGiB:maximum"}

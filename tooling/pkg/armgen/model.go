@@ -71,6 +71,8 @@ type Package struct {
 	// shared are the properties of each shared definition the roots reach, for the checks
 	// written into package fieldcheck (shared.go).
 	shared map[string][]*Field
+	// hooked are the hooks its generated checks call (validateFile).
+	hooked map[string]bool
 }
 
 // Build reads the specification of v under specRoot (internal/armspec/spec).

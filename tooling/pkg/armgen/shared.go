@@ -55,8 +55,8 @@ func checkAgreement(pkgs []*Package) error {
 	return nil
 }
 
-// checkRuleKeys fails when a message rule (presentIsEnough, atLeast, valueWords) names a
-// property no version has: a misspelt key would silently change nothing.
+// checkRuleKeys fails when a message rule (presentIsEnough, atLeast, valueWords, absentAsEmpty),
+// a hook or a checkOrder names a property no version has: a misspelt key would silently change nothing.
 func checkRuleKeys(pkgs []*Package) error {
 	known := map[string]bool{}
 	for _, p := range pkgs {
@@ -76,6 +76,12 @@ func checkRuleKeys(pkgs []*Package) error {
 	keys = append(keys, sortedKeys(atLeast)...)
 	keys = append(keys, sortedKeys(valueWords)...)
 	keys = append(keys, sortedKeys(absentAsEmpty)...)
+	keys = append(keys, sortedKeys(hooks)...)
+	for def, o := range checkOrder {
+		for _, prop := range o.Props {
+			keys = append(keys, def+"."+prop)
+		}
+	}
 	for _, k := range keys {
 		if !known[k] {
 			return fmt.Errorf("a message rule names %s, a property no api-version has", k)
@@ -134,7 +140,7 @@ func sharedFile(pkgs []*Package, bs []bound) ([]byte, error) {
 	var maxItems []string
 	w := &checkWriter{
 		enumValues: func(e *Enum) string { return "spec" + e.Name + "Values" },
-		nested:     func(*Field, string) string { return "" },
+		nested:     func(string, *Field, string) string { return "" },
 		counted:    func(*Field) bool { return true },
 		// A name the hand-written code may use too (it checks the entries of a list too
 		// long no further).

@@ -45,8 +45,11 @@ func (p *Package) validateFile() ([]byte, error) {
 	fmt.Fprintf(&b, "package %s\n\n", p.Version.Package)
 	w := &checkWriter{
 		enumValues: func(e *Enum) string { return e.Name + "Values" },
-		nested: func(f *Field, at string) string {
+		nested: func(def string, f *Field, at string) string {
 			switch {
+			case f.Struct != nil && absent(def, f):
+				// Checked as an empty one when absent (absentAsEmpty).
+				return fmt.Sprintf("if x.%s == nil {\n(&%s{}).validateSpec(v, %s)\n} else {\nx.%s.validateSpec(v, %s)\n}\n", f.Go, f.Struct.Name, at, f.Go, at)
 			case f.Struct != nil:
 				return fmt.Sprintf("if x.%s != nil {\nx.%s.validateSpec(v, %s)\n}\n", f.Go, f.Go, at)
 			case f.Elem != nil:
@@ -58,10 +61,15 @@ func (p *Package) validateFile() ([]byte, error) {
 		counted:  func(f *Field) bool { _, shared := p.Version.Shared[f.ElemDef]; return !shared },
 		maxItems: func(_ string, f *Field) string { return strconv.Itoa(int(*f.MaxItems)) },
 	}
+	w.hooked = map[string]bool{}
+	p.hooked = w.hooked
 	for _, s := range structs {
 		fmt.Fprintf(&w.body, "// validateSpec checks what the specification's %s says of a body's values at path.\n", s.Def)
+		if o, ok := checkOrder[s.Def]; ok {
+			fmt.Fprintf(&w.body, "// It checks %s before its other properties: %s.\n", strings.Join(o.Props, ", then "), o.Why)
+		}
 		fmt.Fprintf(&w.body, "func (x *%s) validateSpec(v *fieldcheck.Checker, path string) {\n", s.Name)
-		for _, f := range s.Fields {
+		for _, f := range ordered(s) {
 			w.field(s.Def, f)
 		}
 		w.body.WriteString("}\n\n")
@@ -77,7 +85,7 @@ func (p *Package) validateFile() ([]byte, error) {
 	b.WriteString("\n" + codecImport + "\n" + fieldcheckImport + "\n)\n\n")
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
-		b.WriteString("// Checks of the specification left to fieldcheck.Cluster, as the version's ClusterRules say:\n")
+		b.WriteString("// Checks of the specification left to fieldcheck, as the version's rules say, and the\n// hand-written checks called at a property (armgen's hooks):\n")
 		for _, s := range skipped {
 			fmt.Fprintf(&b, "//   - %s\n", s)
 		}
@@ -85,13 +93,6 @@ func (p *Package) validateFile() ([]byte, error) {
 	}
 	for i, pat := range patterns {
 		fmt.Fprintf(&b, "var specPattern%d = regexp.MustCompile(%s)\n", i, strconv.Quote(pat))
-	}
-	if vbs := p.versionBounds(); len(vbs) > 0 {
-		b.WriteString("// Bounds of this version's specification that its hand-written rules read (armgen.VersionBounds).\nconst (\n")
-		for _, x := range vbs {
-			fmt.Fprintf(&b, "// spec%s is %s in %s's specification.\nspec%s = %s\n", x.Name, x.Key, p.Version.APIVersion, x.Name, x.Value)
-		}
-		b.WriteString(")\n\n")
 	}
 	b.Write(body.Bytes())
 	for _, u := range UpdateRoots {
@@ -136,13 +137,15 @@ type checkWriter struct {
 	skipped    []string
 	// enumValues is the name of an enum's allowed set.
 	enumValues func(*Enum) string
-	// nested is the code that checks the struct a property holds (or each entry of a list of
-	// them) at at; "" when none.
-	nested func(f *Field, at string) string
+	// nested is the code that checks the struct property f of def holds (or each entry of a
+	// list of them) at at; "" when none.
+	nested func(def string, f *Field, at string) string
 	// counted says whether the bounds of an array's length are checked with its property.
 	counted func(f *Field) bool
 	// maxItems is how the code names the most entries property f of def may have.
 	maxItems func(def string, f *Field) string
+	// hooked records the hooks written (nil: hooks are not written).
+	hooked map[string]bool
 }
 
 // field writes the checks of property f of definition def.
@@ -153,6 +156,15 @@ func (w *checkWriter) field(def string, f *Field) {
 	body := &w.body
 	at := fmt.Sprintf("specPath(path, %q)", f.JSON)
 	key := def + "." + f.JSON
+	h, hooked := hooks[key]
+	hooked = hooked && w.hooked != nil
+	if hooked {
+		w.hooked[key] = true
+		w.skipped = append(w.skipped, fmt.Sprintf("%s: fieldcheck.Checker.%s: %s", key, h.Method, h.Why))
+	}
+	if hooked && h.Guard {
+		fmt.Fprintf(body, "if v.%s(x.%s, %s) {\n", h.Method, f.Go, at)
+	}
 	required := f.Required
 	if reason, ok := handWritten[key+":required"]; ok {
 		required = false
@@ -242,11 +254,46 @@ func (w *checkWriter) field(def string, f *Field) {
 		fmt.Fprintf(body, "for i, e := range x.%s {\nif len(e) > %d {\nv.Add(fmt.Sprintf(\"%%s[%%d]\", %s, i), \"Each %s must be at most %d characters long.\")\n}\n}\n",
 			f.Go, int(*f.ItemMaxLength), at, strings.TrimSuffix(f.JSON, "s"), int(*f.ItemMaxLength))
 	}
-	code := w.nested(f, at)
+	code := w.nested(def, f, at)
 	if strings.Contains(code, "fmt.") {
 		w.usesFmt = true
 	}
 	body.WriteString(code)
+	switch {
+	case hooked && h.Guard:
+		body.WriteString("}\n")
+	case hooked:
+		fmt.Fprintf(body, "v.%s(x.%s, %s)\n", h.Method, f.Go, at)
+	}
+}
+
+// absent says property f of def is checked as an empty one when absent (absentAsEmpty).
+func absent(def string, f *Field) bool {
+	_, ok := absentAsEmpty[def+"."+f.JSON]
+	return ok
+}
+
+// ordered are s's properties in the order they are checked: checkOrder's, then the rest in the
+// specification's order.
+func ordered(s *Struct) []*Field {
+	o, ok := checkOrder[s.Def]
+	if !ok {
+		return s.Fields
+	}
+	var out []*Field
+	for _, name := range o.Props {
+		for _, f := range s.Fields {
+			if f.JSON == name {
+				out = append(out, f)
+			}
+		}
+	}
+	for _, f := range s.Fields {
+		if !slices.Contains(o.Props, f.JSON) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // counts writes the bounds of the length of array value (property f of def) at at.
@@ -267,4 +314,15 @@ func (w *checkWriter) counts(value, at, def string, f *Field) {
 		fmt.Fprintf(body, "if %s != nil && len(%s) < %d {\nv.Add(%s, \"Field '%%s' must have at least %d entries, not %%d.\", %s, len(%s))\n}\n",
 			value, value, int(*f.MinItems), at, int(*f.MinItems), at, value)
 	}
+}
+
+// checkHooksWritten fails when a hook is written in none of pkgs' checks (its property is not
+// among the definitions ValidateRoots reach): the hand-written check would silently not run.
+func checkHooksWritten(pkgs []*Package) error {
+	for _, key := range sortedKeys(hooks) {
+		if !slices.ContainsFunc(pkgs, func(p *Package) bool { return p.hooked[key] }) {
+			return fmt.Errorf("hook %s is not at a property of a definition the generated checks reach (ValidateRoots)", key)
+		}
+	}
+	return nil
 }

@@ -63,7 +63,7 @@ func Generate(specRoot string) ([]File, error) {
 	if err := checkRuleKeys(pkgs); err != nil {
 		return nil, err
 	}
-	if err := checkVersionBounds(pkgs); err != nil {
+	if err := checkHooksWritten(pkgs); err != nil {
 		return nil, err
 	}
 	bs, err := newestBounds(specRoot, Bounds)

@@ -13,8 +13,12 @@ import (
 type NodePool[T any] struct {
 	// Name is the api-version.
 	Name string
-	// Rules are what the version's node pool means beyond its shared checks; Rules.VersionIDRequired
-	// also shapes a rendered version without an id (versionWithRequiredID).
+	// ValidateSpec checks what the version's specification says of each field (T's generated
+	// validateSpec), calling the hand-written checks of what it cannot say at their property.
+	ValidateSpec func(x *T, v *fieldcheck.Checker, path string)
+	// Rules are what the version's node pool means beyond its specification's structure;
+	// Rules.VersionIDRequired also shapes a rendered version without an id
+	// (versionWithRequiredID).
 	Rules fieldcheck.NodePoolRules
 	// UpdatePaths are what a PATCH body may hold: the version's NodePoolUpdate, generated
 	// (specNodePoolUpdatePaths).
@@ -27,21 +31,20 @@ type NodePool[T any] struct {
 func (n NodePool[T]) String() string { return n.Name }
 
 // DecodeNodePool implements api.NodePoolVersion: the body, checked against the version's
-// schema, is filled into Cluster Service's spec through its arm_path options.
+// schema (ValidateSpec, with Rules and the stored pool), is filled into Cluster Service's spec through its arm_path options.
 func (n NodePool[T]) DecodeNodePool(body []byte, stored *api.NodePool) (*api.NodePool, error) {
 	var ext T
 	if err := api.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
-	v := &fieldcheck.Checker{}
-	location := str(&ext, "location")
-	v.Required(location != "", "location")
 	rules := n.Rules
 	rules.StoredWithoutVersionID = stored != nil && stored.Spec.GetVersionId() == ""
 	if stored != nil {
 		rules.StoredOSDiskSizeGiB = stored.Spec.GetPlatform().GetOsDiskSizeGib()
 	}
-	v.NodePool(&ext, rules)
+	v := &fieldcheck.Checker{NodePoolRules: rules}
+	n.ValidateSpec(&ext, v, "")
+	location := str(&ext, "location")
 	identity := armpath.As[profiles.ManagedServiceIdentity](&ext, "identity")
 	v.NodePoolIdentity(identity)
 	v.Tags(tags(&ext))

@@ -123,3 +123,11 @@ func (v *Checker) etcd(doc any, r ClusterRules) {
 		v.Enum(p, visibility, r.KMSVisibility...)
 	}
 }
+
+// strAt is the string at path in doc; nil when absent (or null).
+func strAt(doc any, path string) *string {
+	if s, ok := armpath.Lookup(doc, path).(string); ok {
+		return &s
+	}
+	return nil
+}

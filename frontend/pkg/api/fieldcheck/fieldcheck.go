@@ -39,6 +39,10 @@ type Checker struct {
 	// requires it required from the start), so the rules for fields required since a version
 	// do not read Stored; a rule about what the write changes (identitiesAsStored) still does.
 	AsCreate bool
+	// NodePoolRules are the rules of a node pool body's api-version and of the pool it writes
+	// over, which the hand-written checks its generated checks call read (NodePoolVersion,
+	// OSDiskSizeBounded).
+	NodePoolRules NodePoolRules
 }
 
 // storedForRequired is the stored cluster the rules for fields an api-version made required

@@ -3,15 +3,14 @@ package v20240610preview
 import (
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/codec"
-	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
-// The node pool of this version: version.id optional, no maximum disk size, and no
-// osDisk.diskType, which came with 2025-12-23-preview, so a write through this version keeps
-// the stored one.
+// The node pool of this version: its structural checks generated from its specification (no
+// maximum disk size), version.id optional, and no osDisk.diskType, which came with
+// 2025-12-23-preview, so a write through this version keeps the stored one.
 func init() {
 	api.RegisterNodePool(codec.NodePool[NodePool]{
-		Name: APIVersion, Rules: fieldcheck.NodePoolRules{MinOSDiskSizeGiB: specOsDiskProfileSizeGiBMinimum}, UpdatePaths: specNodePoolUpdatePaths, KeepStored: preserveDiskType,
+		Name: APIVersion, ValidateSpec: (*NodePool).validateSpec, UpdatePaths: specNodePoolUpdatePaths, KeepStored: preserveDiskType,
 	})
 }
 

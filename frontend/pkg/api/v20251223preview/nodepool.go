@@ -6,10 +6,11 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
-// The node pool of this version: version.id required (NodePoolVersionProfile), no maximum disk
-// size; it expresses every field.
+// The node pool of this version: its structural checks generated from its specification (no
+// maximum disk size), version.id required (NodePoolVersionProfile, a rule of the version's: see
+// fieldcheck.NodePoolRules); it expresses every field.
 func init() {
 	api.RegisterNodePool(codec.NodePool[NodePool]{
-		Name: APIVersion, Rules: fieldcheck.NodePoolRules{VersionIDRequired: true, MinOSDiskSizeGiB: specOsDiskProfileSizeGiBMinimum}, UpdatePaths: specNodePoolUpdatePaths,
+		Name: APIVersion, ValidateSpec: (*NodePool).validateSpec, Rules: fieldcheck.NodePoolRules{VersionIDRequired: true}, UpdatePaths: specNodePoolUpdatePaths,
 	})
 }

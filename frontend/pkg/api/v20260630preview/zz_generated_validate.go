@@ -7,19 +7,19 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 )
 
-// Checks of the specification left to fieldcheck.Cluster, as the version's ClusterRules say:
+// Checks of the specification left to fieldcheck, as the version's rules say, and the
+// hand-written checks called at a property (armgen's hooks):
 //   - KmsEncryptionProfile.visibility enum: checked only when present for RequiredSince: a cluster without one renders "" and a PATCH sends that back
 //   - KmsEncryptionProfile.visibility required: required only on create and for clusters that have one (fieldcheck.RequiredSince)
+//   - NodePoolPlatformProfile.subnetId: fieldcheck.Checker.NodePoolSubnetID: a resource ID of a subnet (its type, which the specification names but cannot check)
+//   - NodePoolProperties.autoScaling: fieldcheck.Checker.NodePoolAutoScaling: a shared definition's checks (fieldcheck's generated specNodePoolAutoScaling)
+//   - NodePoolProperties.labels: fieldcheck.Checker.NodePoolLabels: a label's key is required and given once (Kubernetes labels are a map), entry by entry; x-ms-identifiers name the key and value together
+//   - NodePoolProperties.taints: fieldcheck.Checker.NodePoolTaints: a shared list's checks (fieldcheck's generated specNodePoolPropertiesTaints)
+//   - NodePoolProperties.version: fieldcheck.Checker.NodePoolVersion: an explicit empty channelGroup, and version.id required by the version's rule (fieldcheck.NodePoolRules: not of a pool created without one)
+//   - OsDiskProfile.encryptionSetId: fieldcheck.Checker.DiskEncryptionSetID: a resource ID of a disk encryption set (its type, which the specification names but cannot check)
+//   - OsDiskProfile.sizeGiB: fieldcheck.Checker.OSDiskSizeBounded: a body that keeps the stored pool's size is not held to a bound the pool predates (the size cannot change after create)
 //   - PlatformProfile.operatorsAuthentication required: fieldcheck.OperatorsAuthentication checks it with its content
 //   - PlatformProfile.vnetIntegrationSubnetId required: required only on create and for clusters that have one (fieldcheck.RequiredSince)
-
-// Bounds of this version's specification that its hand-written rules read (armgen.VersionBounds).
-const (
-	// specOsDiskProfileSizeGiBMinimum is OsDiskProfile.sizeGiB:minimum in 2026-06-30-preview's specification.
-	specOsDiskProfileSizeGiBMinimum = 64
-	// specOsDiskProfileSizeGiBMaximum is OsDiskProfile.sizeGiB:maximum in 2026-06-30-preview's specification.
-	specOsDiskProfileSizeGiBMaximum = 4095
-)
 
 // validateSpec checks what the specification's HcpOpenShiftCluster says of a body's values at path.
 func (x *HcpOpenShiftCluster) validateSpec(v *fieldcheck.Checker, path string) {
@@ -95,6 +95,49 @@ func (x *KmsEncryptionProfile) validateSpec(v *fieldcheck.Checker, path string) 
 func (x *KmsKey) validateSpec(v *fieldcheck.Checker, path string) {
 	v.Length(x.Name, specPath(path, "name"))
 	v.Length(x.Version, specPath(path, "version"))
+}
+
+// validateSpec checks what the specification's NodePool says of a body's values at path.
+func (x *NodePool) validateSpec(v *fieldcheck.Checker, path string) {
+	v.Required(x.Location != nil && *x.Location != "", specPath(path, "location"))
+	if x.Properties == nil {
+		(&NodePoolProperties{}).validateSpec(v, specPath(path, "properties"))
+	} else {
+		x.Properties.validateSpec(v, specPath(path, "properties"))
+	}
+}
+
+// validateSpec checks what the specification's NodePoolProperties says of a body's values at path.
+func (x *NodePoolProperties) validateSpec(v *fieldcheck.Checker, path string) {
+	v.NodePoolVersion(x.Version, specPath(path, "version"))
+	v.Required(x.Platform != nil, specPath(path, "platform"))
+	if x.Platform != nil {
+		x.Platform.validateSpec(v, specPath(path, "platform"))
+	}
+	v.AtLeast(x.Replicas, specPath(path, "replicas"), 0)
+	v.NodePoolAutoScaling(x.AutoScaling, specPath(path, "autoScaling"))
+	v.NodePoolLabels(x.Labels, specPath(path, "labels"))
+	v.NodePoolTaints(x.Taints, specPath(path, "taints"))
+}
+
+// validateSpec checks what the specification's NodePoolPlatformProfile says of a body's values at path.
+// It checks vmSize, then subnetId before its other properties: a node pool's vmSize has always been checked before its subnetId.
+func (x *NodePoolPlatformProfile) validateSpec(v *fieldcheck.Checker, path string) {
+	v.Required(x.VMSize != nil && *x.VMSize != "", specPath(path, "vmSize"))
+	v.NodePoolSubnetID(x.SubnetID, specPath(path, "subnetId"))
+	if x.OSDisk != nil {
+		x.OSDisk.validateSpec(v, specPath(path, "osDisk"))
+	}
+}
+
+// validateSpec checks what the specification's OsDiskProfile says of a body's values at path.
+func (x *OsDiskProfile) validateSpec(v *fieldcheck.Checker, path string) {
+	if v.OSDiskSizeBounded(x.SizeGiB, specPath(path, "sizeGiB")) {
+		v.RangeInt(x.SizeGiB, specPath(path, "sizeGiB"), 64, 4095)
+	}
+	v.Enum(x.DiskStorageAccountType, specPath(path, "diskStorageAccountType"), DiskStorageAccountTypeValues...)
+	v.DiskEncryptionSetID(x.EncryptionSetID, specPath(path, "encryptionSetId"))
+	v.Enum(x.DiskType, specPath(path, "diskType"), OsDiskTypeValues...)
 }
 
 // specClusterUpdatePaths are what a PATCH body may hold: the paths of the specification's HcpOpenShiftClusterUpdate,
