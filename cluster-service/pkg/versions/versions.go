@@ -342,6 +342,16 @@ func Compare(a, b string) (int, error) {
 	return 0, nil
 }
 
+// Minor is the minor version ("4.19") of a version ID in either form a caller may give ("4.19"
+// or "4.19.7"); false when id has neither form. It says nothing of whether the version exists.
+func Minor(id string) (string, bool) {
+	p, err := parse(id, 0)
+	if err != nil {
+		return "", false
+	}
+	return strconv.Itoa(p[0]) + "." + strconv.Itoa(p[1]), true
+}
+
 // MinorsBehind is how many minor versions a is behind b (negative when ahead); both must share
 // the major version, else ok is false.
 func MinorsBehind(a, b string) (n int, ok bool) {

@@ -207,3 +207,25 @@ func TestCompareAndMinorsBehind(t *testing.T) {
 		t.Error("MinorsBehind across majors")
 	}
 }
+
+func TestMinor(t *testing.T) {
+	for _, c := range []struct {
+		id, want string
+		ok       bool
+	}{
+		{"4.19", "4.19", true},
+		{"4.19.7", "4.19", true},
+		{"4.20.0", "4.20", true},
+		{"", "", false},
+		{"4", "", false},
+		{"4.19.7.1", "", false},
+		{"04.19", "", false},
+		{"4.19.x", "", false},
+		{"v4.19", "", false},
+	} {
+		got, ok := Minor(c.id)
+		if got != c.want || ok != c.ok {
+			t.Errorf("Minor(%q) = %q, %v; want %q, %v", c.id, got, ok, c.want, c.ok)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	dur(&o.csTimeout, "cluster-service-timeout", "FRONTEND_CLUSTER_SERVICE_TIMEOUT", 30*time.Second, "timeout of each Cluster Service call")
 	fs.Int(&o.listItemsBytes, "list-cache-bytes", "FRONTEND_LIST_CACHE_BYTES", frontend.DefaultListItemsBytes, "bytes of rendered clusters kept for later lists (docs/api.md); items past it are dropped and rendered again")
 	str(&o.logLevel, "log-level", "FRONTEND_LOG_LEVEL", "info", "debug, info, warn or error")
-	str(&o.roleSetsFile, "operator-identity-roles-file", "FRONTEND_OPERATOR_IDENTITY_ROLES_FILE", "", "JSON catalogue of hcpOperatorIdentityRoleSets (format: docs/api.md); default: the built-in one")
+	str(&o.roleSetsFile, "operator-identity-roles-file", "FRONTEND_OPERATOR_IDENTITY_ROLES_FILE", "", "JSON catalogue of hcpOperatorIdentityRoleSets, against which a cluster's operator names are checked (format: docs/api.md); default: the built-in one")
 	str(&o.clientSubjects, "arm-client-subjects", "FRONTEND_ARM_CLIENT_SUBJECTS", "", "comma-separated subject common names of the client certificates allowed to call the ARM API (ARM's); required with --tls-client-ca")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

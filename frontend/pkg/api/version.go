@@ -3,6 +3,8 @@ package api
 import (
 	"sort"
 	"sync"
+
+	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
 )
 
 // Version is one api-version of the RP: external types that convert to and from the internal
@@ -29,6 +31,10 @@ type Version interface {
 	// UpdatableFields are the internal-model paths (as in the stored JSON) that this version's
 	// specification lets a write change after creation (x-ms-mutability "update").
 	UpdatableFields() []string
+	// WithRoleSets is this version checking the operators' names of a cluster body against the
+	// role sets of c (the server's hcpOperatorIdentityRoleSets catalogue); without it no names
+	// are checked.
+	WithRoleSets(c *rolesets.Catalogue) Version
 	// ExternalPath turns an internal-model path into the path this version's body uses, for
 	// error targets.
 	ExternalPath(internal string) string

@@ -136,6 +136,7 @@ func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) 
 		return []armdoc.CloudErrorBody{{Code: "InvalidApiVersionParameter", Target: fmt.Sprintf("resources[%d].apiVersion", i),
 			Message: fmt.Sprintf("%s: the api-version '%s' is not supported. The supported versions are '%s'.", label, apiVersion, strings.Join(api.Versions(), ","))}}
 	}
+	v = v.WithRoleSets(s.cfg.RoleSets) // a cluster's operator names, checked as for a create
 	var problems []armdoc.CloudErrorBody
 	if location != "" && normalizeLocation(location) != s.cfg.Location {
 		problems = append(problems, armdoc.CloudErrorBody{Code: arm.CodeInvalidRequestContent, Target: "location",

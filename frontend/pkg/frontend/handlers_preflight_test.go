@@ -49,6 +49,10 @@ func TestPreflight(t *testing.T) {
 		{"authorized_cidr_in_ipv6_form_fails_naming_it", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
 			set(b, "properties.api.authorizedCidrs", []string{"::ffff:192.0.2.0/120"})
 		})}}), "Failed", "InvalidRequestContent", "properties.api.authorizedCidrs[0]", "IPv4 CIDR block"},
+		// The operators' names, checked against the role set of the version (4.19) as for a create.
+		{"operator_the_version_does_not_run_fails_naming_it", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) {
+			set(b, "properties.platform.operatorsAuthentication.userAssignedIdentities.dataPlaneOperators", map[string]any{"no-such-operator": "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/dp"})
+		})}}), "Failed", "InvalidRequestContent", "properties.platform.operatorsAuthentication.userAssignedIdentities.dataPlaneOperators[no-such-operator]", "OpenShift 4.19 has no data plane operator"},
 		{"unknown_api_version_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["apiVersion"] = "2019-01-01" })}}),
 			"Failed", "InvalidApiVersionParameter", "resources[0].apiVersion", "2019-01-01"},
 		{"wrong_location_fails", mustJSON(map[string]any{"resources": []any{cluster(func(b map[string]any) { b["location"] = "westeurope" })}}),

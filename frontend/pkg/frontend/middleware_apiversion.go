@@ -37,7 +37,7 @@ func (s *Server) apiVersionMiddleware(o routeOptions) middleware {
 				v, servedVersions()))
 			return
 		}
-		ri.version = ver
+		ri.version = ver.WithRoleSets(s.cfg.RoleSets)
 		next(w, r)
 	}
 }

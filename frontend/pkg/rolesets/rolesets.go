@@ -154,6 +154,24 @@ func (c *Catalogue) Get(version string) (RoleSet, bool) {
 	return rs, ok
 }
 
+// Newest is the role set of the newest minor in the catalogue; false when it is empty.
+func (c *Catalogue) Newest() (RoleSet, bool) {
+	all := c.List()
+	if len(all) == 0 {
+		return RoleSet{}, false
+	}
+	return all[len(all)-1], true
+}
+
+// Names are the operators' names, in the catalogue's order.
+func Names(ops []Operator) []string {
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = op.Name
+	}
+	return out
+}
+
 // List returns every role set, oldest minor first.
 func (c *Catalogue) List() []RoleSet {
 	out := make([]RoleSet, 0, len(c.sets))

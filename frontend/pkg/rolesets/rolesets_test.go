@@ -66,3 +66,32 @@ func TestParseRejectsBadFiles(t *testing.T) {
 		})
 	}
 }
+
+func TestNewestAndNames(t *testing.T) {
+	role := `[{"name": "r", "resourceId": "/providers/Microsoft.Authorization/roleDefinitions/88366f10-ed47-4cc0-9fab-c8a06148393e"}]`
+	for _, c := range []struct {
+		name, file  string
+		wantVersion string
+		wantOK      bool
+		wantNames   string
+	}{
+		{"empty_catalogue_has_none", `{"roleSets": []}`, "", false, ""},
+		{"newest_is_numeric_not_lexical", `{"roleSets": [
+			{"versions": ["4.9", "4.10"], "controlPlaneOperators": [{"name": "b", "required": "Always", "roleDefinitions": ` + role + `}, {"name": "a", "required": "OnEnablement", "roleDefinitions": ` + role + `}], "dataPlaneOperators": []}]}`,
+			"4.10", true, "b,a"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cat, err := Parse([]byte(c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, ok := cat.Newest()
+			if rs.Version != c.wantVersion || ok != c.wantOK {
+				t.Fatalf("Newest() = %q, %v; want %q, %v", rs.Version, ok, c.wantVersion, c.wantOK)
+			}
+			if got := strings.Join(Names(rs.ControlPlaneOperators), ","); got != c.wantNames {
+				t.Fatalf("Names = %q; want %q (the catalogue's order)", got, c.wantNames)
+			}
+		})
+	}
+}

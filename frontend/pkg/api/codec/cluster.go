@@ -8,6 +8,7 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
+	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
 )
 
 // ClusterSpec is what a version's specification says of its cluster type T beyond the type
@@ -43,6 +44,15 @@ type Cluster[T any] struct {
 	// KeepStored copies into next what the version cannot express, from stored (nil: it
 	// expresses every field of the model).
 	KeepStored func(stored, next *api.Cluster)
+	// RoleSets is the operator identity role set catalogue a body's operator names are checked
+	// against (fieldcheck.Checker.RoleSets); set per server by WithRoleSets.
+	RoleSets *rolesets.Catalogue
+}
+
+// WithRoleSets implements api.Version.
+func (cv Cluster[T]) WithRoleSets(c *rolesets.Catalogue) api.Version {
+	cv.RoleSets = c
+	return cv
 }
 
 func (cv Cluster[T]) String() string { return cv.Name }
@@ -60,7 +70,7 @@ func (cv Cluster[T]) DecodeClusterUpdate(body []byte, stored *api.Cluster) (*api
 	if err := api.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
-	v := &fieldcheck.Checker{Stored: stored, AsCreate: cv.CheckAsCreate}
+	v := &fieldcheck.Checker{Stored: stored, AsCreate: cv.CheckAsCreate, RoleSets: cv.RoleSets}
 	cv.Spec.ValidateSpec(&ext, v, "")
 	v.Cluster(&ext, cv.Rules)
 	v.Tags(tags(&ext))

@@ -34,8 +34,9 @@ func (v *Checker) Cluster(doc any, r ClusterRules) {
 	if v.Required(armpath.Lookup(doc, "properties") != nil, "properties") {
 		v.clusterProperties(doc, r)
 	}
-	v.Identity(armpath.As[profiles.ManagedServiceIdentity](doc, "identity"),
-		armpath.As[profiles.UserAssignedIdentitiesProfile](doc, OperatorIdentitiesPath))
+	operators := armpath.As[profiles.UserAssignedIdentitiesProfile](doc, OperatorIdentitiesPath)
+	v.Identity(armpath.As[profiles.ManagedServiceIdentity](doc, "identity"), operators)
+	v.operatorNames(strAt(doc, "properties.version.id"), operators)
 }
 
 func (v *Checker) clusterProperties(doc any, r ClusterRules) {

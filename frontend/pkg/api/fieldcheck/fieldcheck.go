@@ -16,7 +16,10 @@ import (
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
+	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
 	"github.com/openhcp/openhcp/internal/arm"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/versions"
 )
 
 // Resource types that fields of the cluster refer to.
@@ -43,6 +46,9 @@ type Checker struct {
 	// over, which the hand-written checks its generated checks call read (NodePoolVersion,
 	// OSDiskSizeBounded).
 	NodePoolRules NodePoolRules
+	// RoleSets is the hcpOperatorIdentityRoleSets catalogue the operators' names are checked
+	// against (operatorNames); nil checks no names (the api package's tests of a body's shape).
+	RoleSets *rolesets.Catalogue
 }
 
 // storedForRequired is the stored cluster the rules for fields an api-version made required
@@ -386,6 +392,115 @@ func (v *Checker) assignedIdentities(assigned map[string]*profiles.UserAssignedI
 			v.Add(fmt.Sprintf("%s.dataPlaneOperators[%s]", base, k), "The identity '%s' of a data plane operator must not be assigned to this resource (a key of 'identity.userAssignedIdentities'): a data plane operator's identity acts inside the cluster, not as the cluster.", rid)
 		}
 	}
+}
+
+// operatorNames checks the names of controlPlaneOperators and dataPlaneOperators against the
+// operators the role set of the cluster's minor version lists (RoleSets), as Azure's own resource
+// provider refuses an identity for an operator the version does not run. Names are compared
+// exactly: they are the keys the operators' identities are looked up by (workloadIdentities in
+// the frontend, Cluster Service's operator list in Azure's), so "Ingress" would leave the ingress
+// operator without its identity.
+//
+// The rule is about names only: an operator the role set marks "Always" is not required, as the
+// specification's own example bodies send empty maps and a cluster without an operator's
+// identity is Cluster Service's to refuse or run as it does today.
+//
+// The minor is that of properties.version.id ("4.19.7" is 4.19); without one, the stored
+// cluster's; without that either (a create that leaves the version to Cluster Service, which
+// gives the newest version it offers), the newest minor with a role set. A minor with no role set
+// is refused at properties.version.id when there are names to check, and only then: with empty
+// maps the version is Cluster Service's to accept or refuse. A write that leaves the operators
+// and the minor as stored is not checked, so a cluster stored before this rule still takes a
+// write of its tags; an upgrade to a minor whose role set lacks a stored operator is refused at
+// that operator's entry.
+func (v *Checker) operatorNames(versionID *string, u *profiles.UserAssignedIdentitiesProfile) {
+	if v.RoleSets == nil || u == nil {
+		return
+	}
+	cp, dp := u.ControlPlaneOperators, u.DataPlaneOperators
+	if len(cp)+len(dp) == 0 || len(cp) > MaxIdentities || len(dp) > MaxIdentities {
+		return // nothing to check, or a map OperatorsAuthentication refuses as a whole
+	}
+	id, storedID := "", ""
+	if v.Stored != nil {
+		storedID = v.Stored.Spec.GetVersionId()
+	}
+	if id = storedID; versionID != nil && *versionID != "" {
+		id = *versionID
+	}
+	if v.Stored != nil && sameMinor(id, storedID) {
+		s := v.Stored.OperatorIdentities
+		if maps.Equal(s.ControlPlaneOperators, cp) && maps.Equal(s.DataPlaneOperators, dp) {
+			return
+		}
+	}
+	var rs rolesets.RoleSet
+	var ok bool
+	assumed := ""
+	if id == "" {
+		rs, ok = v.RoleSets.Newest()
+		assumed = " ('properties.version.id' is not given: the newest minor version with a role set is assumed.)"
+	} else if minor, isVersion := versions.Minor(id); isVersion {
+		rs, ok = v.RoleSets.Get(minor)
+	}
+	if !ok {
+		v.Add("properties.version.id", "There is no operator identity role set for OpenShift %s (hcpOperatorIdentityRoleSets has %s), so the operators named in '%s' cannot be checked.",
+			orMinor(id), strings.Join(setVersions(v.RoleSets), ", "), OperatorIdentitiesPath)
+		return
+	}
+	for _, m := range []struct {
+		field, plane string
+		ids          map[string]string
+		ops          []rolesets.Operator
+	}{{"controlPlaneOperators", "control plane", cp, rs.ControlPlaneOperators}, {"dataPlaneOperators", "data plane", dp, rs.DataPlaneOperators}} {
+		names := rolesets.Names(m.ops)
+		for _, k := range SortedKeys(m.ids) {
+			if v.Full() {
+				return
+			}
+			if slices.Contains(names, k) {
+				continue
+			}
+			hint := ""
+			if i := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(n, k) }); i >= 0 {
+				hint = fmt.Sprintf(" Operator names are case-sensitive: did you mean '%s'?", names[i])
+			}
+			v.Add(fmt.Sprintf("%s.%s[%s]", OperatorIdentitiesPath, m.field, k), "OpenShift %s has no %s operator '%s': its %s operators are %s (hcpOperatorIdentityRoleSets/%s).%s%s",
+				rs.Version, m.plane, k, m.plane, orNone(names), rs.Version, hint, assumed)
+		}
+	}
+}
+
+// sameMinor says two version IDs name the same minor (two IDs of no known form: the same ID).
+func sameMinor(a, b string) bool {
+	ma, okA := versions.Minor(a)
+	mb, okB := versions.Minor(b)
+	if okA && okB {
+		return ma == mb
+	}
+	return a == b
+}
+
+func orMinor(id string) string {
+	if m, ok := versions.Minor(id); ok {
+		return m
+	}
+	return fmt.Sprintf("version '%s'", id)
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func setVersions(c *rolesets.Catalogue) []string {
+	var out []string
+	for _, rs := range c.List() {
+		out = append(out, rs.Version)
+	}
+	return out
 }
 
 // ImageDigestMirrors checks properties.imageDigestMirrors: all its rules (the list's length,
