@@ -111,7 +111,8 @@ var handWritten = map[string]string{
 	"TokenIssuerProfile.url:format":                    "Cluster Service's model.ValidateExternalAuthSpec requires an https URL without query, fragment or user info (its one owner)",
 	// A resource ID (format arm-id) is otherwise checked where it is, for the type its
 	// x-ms-arm-id-details allow. A cluster's are checked by fieldcheck.Cluster, after the
-	// generated checks, where its answers have always had them (TestErrorBodiesAreUnchanged).
+	// generated checks, where its answers have always had them
+	// (frontend/pkg/api TestClusterAnswersResourceIDsAfterTheGeneratedChecks).
 	"PlatformProfile.subnetId:format":                "fieldcheck.Cluster checks the resource ID's type after the generated checks, in the order a cluster's problems have always been answered",
 	"PlatformProfile.vnetIntegrationSubnetId:format": "fieldcheck.Cluster checks the resource ID's type once its RequiredSince rule has found it present",
 	"PlatformProfile.networkSecurityGroupId:format":  "fieldcheck.Cluster checks the resource ID's type after the generated checks, in the order a cluster's problems have always been answered",
