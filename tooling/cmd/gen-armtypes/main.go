@@ -27,7 +27,7 @@ func main() {
 }
 
 func run(root string, check bool) error {
-	files, err := armgen.Generate(filepath.Join(root, "internal/armspec/spec"))
+	files, err := armgen.Generate(filepath.Join(root, "internal/armspec/spec"), filepath.Join(root, armgen.FieldcheckDir))
 	if err != nil {
 		return err
 	}

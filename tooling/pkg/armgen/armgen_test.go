@@ -1,6 +1,7 @@
 package armgen
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path"
@@ -24,7 +25,7 @@ func repoRoot(t *testing.T) string {
 // (and in make verify-generate, which runs the same comparison).
 func TestCommittedFilesAreCurrent(t *testing.T) {
 	root := repoRoot(t)
-	files, err := Generate(filepath.Join(root, "internal/armspec/spec"))
+	files, err := Generate(filepath.Join(root, "internal/armspec/spec"), filepath.Join(root, FieldcheckDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestCommittedFilesAreCurrent(t *testing.T) {
 // expects Stale to name it.
 func TestStaleDetectsAHandEdit(t *testing.T) {
 	root := repoRoot(t)
-	files, err := Generate(filepath.Join(root, "internal/armspec/spec"))
+	files, err := Generate(filepath.Join(root, "internal/armspec/spec"), filepath.Join(root, FieldcheckDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestSameAsRefusesADifferentSchema(t *testing.T) {
 		// 2026-09-01-preview's OsDiskProfile.sizeGiB maximum moves.
 		return strings.Replace(s, `"maximum": 4095`, `"maximum": 2048`, 1)
 	})
-	_, err := Generate(tmp)
+	_, err := Generate(tmp, filepath.Join(repoRoot(t), FieldcheckDir))
 	if err == nil || !strings.Contains(err.Error(), "OsDiskProfile") {
 		t.Fatalf("Generate with a differing 2026-09-01-preview: err = %v, want one naming OsDiskProfile", err)
 	}
@@ -171,7 +172,7 @@ func TestSharedDefinitionsMustAgree(t *testing.T) {
 			if !edited {
 				t.Fatalf("no version %s", tc.version)
 			}
-			_, err := Generate(tmp)
+			_, err := Generate(tmp, filepath.Join(repoRoot(t), FieldcheckDir))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Generate with %s's %s edited: err = %v, want one naming %s", tc.version, tc.want, err, tc.want)
 			}
@@ -186,25 +187,21 @@ func TestRuleKeysMustNameAProperty(t *testing.T) {
 	for _, tc := range []struct {
 		name, key string
 		add       func() (undo func())
+		// hook is a method added to package fieldcheck.
+		hook string
 	}{
-		{"at_least", "NodePoolAutoScaling.maximum", func() func() {
+		{name: "at_least", key: "NodePoolAutoScaling.maximum", add: func() func() {
 			atLeast["NodePoolAutoScaling.maximum"] = true
 			return func() { delete(atLeast, "NodePoolAutoScaling.maximum") }
 		}},
-		{"absent_as_empty", "NodePool.property", func() func() {
+		{name: "absent_as_empty", key: "NodePool.property", add: func() func() {
 			absentAsEmpty["NodePool.property"] = "a typo"
 			return func() { delete(absentAsEmpty, "NodePool.property") }
 		}},
-		{"hook_misspelt", "OsDiskProfile.sizeGB", func() func() {
-			hooks["OsDiskProfile.sizeGB"] = hook{Method: "X", Why: "a typo"}
-			return func() { delete(hooks, "OsDiskProfile.sizeGB") }
-		}},
+		{name: "hook_misspelt", key: "OsDiskProfile.sizeGB", hook: hookSource("X", "OsDiskProfile.sizeGB", "p *int32, path string", "")},
 		// Label is a shared definition: the version's generated checks never reach its key.
-		{"hook_not_reached", "Label.key", func() func() {
-			hooks["Label.key"] = hook{Method: "X", Why: "not reached"}
-			return func() { delete(hooks, "Label.key") }
-		}},
-		{"check_order", "NodePoolPlatformProfile.vmSizes", func() func() {
+		{name: "hook_not_reached", key: "Label.key", hook: hookSource("X", "Label.key", "p *string, path string", "")},
+		{name: "check_order", key: "NodePoolPlatformProfile.vmSizes", add: func() func() {
 			saved := checkOrder["NodePoolPlatformProfile"]
 			o := saved
 			o.Props = append([]string{"vmSizes"}, saved.Props...)
@@ -213,10 +210,199 @@ func TestRuleKeysMustNameAProperty(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer tc.add()()
-			_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+			if tc.add != nil {
+				defer tc.add()()
+			}
+			_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"), fieldcheckCopy(t, tc.hook))
 			if err == nil || !strings.Contains(err.Error(), tc.key) {
 				t.Fatalf("Generate with %s: err = %v, want one naming it", tc.key, err)
+			}
+		})
+	}
+}
+
+// hookSource is a method of fieldcheck.Checker marked as a hook at key, with a doc comment
+// saying why, taking params and returning results.
+func hookSource(name, key, params, results string) string {
+	return fmt.Sprintf("// %[1]s is a hook of the test's.\n//\n//armgen:hook %[2]s\nfunc (v *Checker) %[1]s(%[3]s) %[4]s {\n\tpanic(\"not run\")\n}\n", name, key, params, results)
+}
+
+// fieldcheckCopy copies package fieldcheck's files into a temporary folder, with extra (Go
+// declarations, "" for none) in a file of its own, and returns the folder.
+func fieldcheckCopy(t *testing.T, extra string) string {
+	t.Helper()
+	src := filepath.Join(repoRoot(t), FieldcheckDir)
+	tmp := t.TempDir()
+	names, err := filepath.Glob(filepath.Join(src, "*.go"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("fieldcheck's files: %v, %v", names, err)
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, filepath.Base(n)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if extra != "" {
+		if err := os.WriteFile(filepath.Join(tmp, "extra.go"), []byte("package fieldcheck\n\n"+extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tmp
+}
+
+// TestHooksAreTheMarkedMethods: a hand-written check is one edit, a method of fieldcheck.Checker
+// whose doc comment marks the property it checks; the generated checks call it there (inside
+// its guard when it returns a bool), and a marker that cannot be called at a property fails
+// generation.
+func TestHooksAreTheMarkedMethods(t *testing.T) {
+	for _, tc := range []struct {
+		name, extra string
+		// want is in every node pool's generated checks when generation succeeds; wantErr in the
+		// error when it fails.
+		want, wantErr string
+	}{
+		{
+			name:  "a_check_after_the_generated_ones",
+			extra: hookSource("ReplicasMeaning", "NodePoolProperties.replicas", "p *int32, path string", ""),
+			want:  "v.AtLeast(x.Replicas, specPath(path, \"replicas\"), 0)\n\tv.ReplicasMeaning(x.Replicas, specPath(path, \"replicas\"))",
+		},
+		{
+			name:  "a_guard_returns_a_bool",
+			extra: hookSource("ReplicasBounded", "NodePoolProperties.replicas", "p *int32, _ string", "bool"),
+			want:  "if v.ReplicasBounded(x.Replicas, specPath(path, \"replicas\")) {\n\t\tv.AtLeast(x.Replicas",
+		},
+		{
+			name:    "not_a_method",
+			extra:   "// ReplicasMeaning is not a method.\n//\n//armgen:hook NodePoolProperties.replicas\nfunc ReplicasMeaning(p *int32, path string) {}\n",
+			wantErr: "is not a method of *Checker",
+		},
+		{
+			name:    "unexported",
+			extra:   hookSource("replicasMeaning", "NodePoolProperties.replicas", "p *int32, path string", ""),
+			wantErr: "is not exported",
+		},
+		{
+			name:    "no_path",
+			extra:   hookSource("ReplicasMeaning", "NodePoolProperties.replicas", "p *int32", ""),
+			wantErr: "does not take (value, path string)",
+		},
+		{
+			name:    "returns_an_error",
+			extra:   hookSource("ReplicasMeaning", "NodePoolProperties.replicas", "p *int32, path string", "error"),
+			wantErr: "returns neither nothing nor a bool",
+		},
+		{
+			name:    "no_reason",
+			extra:   "//armgen:hook NodePoolProperties.replicas\nfunc (v *Checker) ReplicasMeaning(p *int32, path string) {}\n",
+			wantErr: "has no doc comment saying why",
+		},
+		{
+			name:    "not_in_a_doc_comment",
+			extra:   "func (v *Checker) ReplicasMeaning(p *int32, path string) {\n\t//armgen:hook NodePoolProperties.replicas\n}\n",
+			wantErr: "is not in the doc comment of a method of *Checker",
+		},
+		{
+			name:    "no_property",
+			extra:   hookSource("ReplicasMeaning", "NodePoolProperties", "p *int32, path string", ""),
+			wantErr: "not Definition.property",
+		},
+		{
+			name:    "two_at_one_property",
+			extra:   hookSource("MoreLabels", "NodePoolProperties.labels", "labels []profiles.Label, path string", ""),
+			wantErr: "NodePoolLabels",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"), fieldcheckCopy(t, tc.extra))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Generate: err = %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, f := range files {
+				if strings.HasSuffix(f.Path, "/zz_generated_validate.go") {
+					n++
+					if !strings.Contains(string(f.Content), tc.want) {
+						t.Errorf("%s lacks %q", f.Path, tc.want)
+					}
+				}
+			}
+			if n != 3 {
+				t.Fatalf("%d validate files, want 3", n)
+			}
+		})
+	}
+}
+
+// TestResourceIDTypesFollowTheSpecification: a node pool's resource IDs (format arm-id) are
+// checked for the type their x-ms-arm-id-details allow, read from the specification, at their
+// property; a resource ID of several types, which the check cannot take, fails generation.
+func TestResourceIDTypesFollowTheSpecification(t *testing.T) {
+	const des = `"type": "Microsoft.Compute/diskEncryptionSets"`
+	for _, tc := range []struct {
+		name, old, new string
+		want           []string
+		wantErr        string
+	}{
+		{
+			name: "as_specified",
+			want: []string{
+				"if x.SubnetID != nil {\n\t\tv.ArmID(*x.SubnetID, specPath(path, \"subnetId\"), \"Microsoft.Network/virtualNetworks/subnets\")\n\t}",
+				"if x.EncryptionSetID != nil {\n\t\tv.ArmID(*x.EncryptionSetID, specPath(path, \"encryptionSetId\"), \"Microsoft.Compute/diskEncryptionSets\")\n\t}",
+			},
+		},
+		{
+			name: "type_moved", old: des, new: `"type": "Microsoft.Compute/otherSets"`,
+			want: []string{"v.ArmID(*x.EncryptionSetID, specPath(path, \"encryptionSetId\"), \"Microsoft.Compute/otherSets\")"},
+		},
+		{
+			name: "two_types", old: des, new: des + `}, {"type": "Microsoft.Compute/otherSets"`,
+			wantErr: "OsDiskProfile.encryptionSetId",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmp := specCopy(t, func(apiVersion, s string) string {
+				if tc.old == "" {
+					return s
+				}
+				if strings.Count(s, tc.old) != 1 {
+					t.Fatalf("%s's specification has %d of %q, want 1", apiVersion, strings.Count(s, tc.old), tc.old)
+				}
+				return strings.Replace(s, tc.old, tc.new, 1)
+			})
+			files, err := Generate(tmp, filepath.Join(repoRoot(t), FieldcheckDir))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Generate: err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, f := range files {
+				if !strings.HasSuffix(f.Path, "/zz_generated_validate.go") {
+					continue
+				}
+				n++
+				for _, w := range tc.want {
+					if !strings.Contains(string(f.Content), w) {
+						t.Errorf("%s lacks %q", f.Path, w)
+					}
+				}
+			}
+			if n != 3 {
+				t.Fatalf("%d validate files, want 3", n)
 			}
 		})
 	}
@@ -236,7 +422,7 @@ func TestBoundsMustBeInTheSpecification(t *testing.T) {
 			saved := Bounds
 			Bounds = append(append([]string(nil), saved...), tc.key)
 			defer func() { Bounds = saved }()
-			_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+			_, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"), filepath.Join(repoRoot(t), FieldcheckDir))
 			if err == nil || !strings.Contains(err.Error(), tc.key) {
 				t.Fatalf("Generate listing %s: err = %v, want one naming it", tc.key, err)
 			}
@@ -273,7 +459,7 @@ func TestBoundsFollowTheNewestSpecification(t *testing.T) {
 // "at least", a body without properties checked as one with empty ones, vmSize before subnetId,
 // and the hand-written checks called at their property (the size's bound inside its guard).
 func TestNodePoolChecksAreEachVersionsOwn(t *testing.T) {
-	files, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"))
+	files, err := Generate(filepath.Join(repoRoot(t), "internal/armspec/spec"), filepath.Join(repoRoot(t), FieldcheckDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +475,7 @@ func TestNodePoolChecksAreEachVersionsOwn(t *testing.T) {
 			`v.AtLeast(x.Replicas, specPath(path, "replicas"), 0)`,
 			"if x.Properties == nil {\n\t\t(&NodePoolProperties{}).validateSpec(v, specPath(path, \"properties\"))",
 			"if v.OSDiskSizeBounded(x.SizeGiB, specPath(path, \"sizeGiB\")) {\n\t\tv.RangeInt(x.SizeGiB",
-			"v.Required(x.VMSize != nil && *x.VMSize != \"\", specPath(path, \"vmSize\"))\n\tv.NodePoolSubnetID(x.SubnetID, specPath(path, \"subnetId\"))",
+			"v.Required(x.VMSize != nil && *x.VMSize != \"\", specPath(path, \"vmSize\"))\n\tif x.SubnetID != nil {\n\t\tv.ArmID(*x.SubnetID",
 		} {
 			if !strings.Contains(src, want) {
 				t.Errorf("%s lacks %q", f.Path, want)
@@ -324,7 +510,7 @@ func TestSharedAuthChecksFollowTheSpecification(t *testing.T) {
 				i := strings.Index(s, `"UsernameClaimProfile": {`)
 				return s[:i] + strings.Replace(s[i:], claim, tc.edit, 1)
 			})
-			files, err := Generate(tmp)
+			files, err := Generate(tmp, filepath.Join(repoRoot(t), FieldcheckDir))
 			if tc.fails {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("Generate: err = %v, want one naming %s", err, tc.want)

@@ -109,6 +109,13 @@ var handWritten = map[string]string{
 	"KmsEncryptionProfile.visibility:enum":             "checked only when present for RequiredSince: a cluster without one renders \"\" and a PATCH sends that back",
 	"PlatformProfile.operatorsAuthentication:required": "fieldcheck.OperatorsAuthentication checks it with its content",
 	"TokenIssuerProfile.url:format":                    "Cluster Service's model.ValidateExternalAuthSpec requires an https URL without query, fragment or user info (its one owner)",
+	// A resource ID (format arm-id) is otherwise checked where it is, for the type its
+	// x-ms-arm-id-details allow. A cluster's are checked by fieldcheck.Cluster, after the
+	// generated checks, where its answers have always had them
+	// (frontend/pkg/api TestClusterAnswersResourceIDsAfterTheGeneratedChecks).
+	"PlatformProfile.subnetId:format":                "fieldcheck.Cluster checks the resource ID's type after the generated checks, in the order a cluster's problems have always been answered",
+	"PlatformProfile.vnetIntegrationSubnetId:format": "fieldcheck.Cluster checks the resource ID's type once its RequiredSince rule has found it present",
+	"PlatformProfile.networkSecurityGroupId:format":  "fieldcheck.Cluster checks the resource ID's type after the generated checks, in the order a cluster's problems have always been answered",
 	// Shared definitions whose versions differ in what is required: the difference is a rule
 	// of the version's (ClusterRules, NodePoolRules), so the type can still be shared.
 	"VersionProfile.id:required":         "required from 2025-12-23-preview on, except for a cluster created without one (fieldcheck.ClusterRules.VersionIDRequiredSince)",
@@ -165,35 +172,9 @@ var presentIsEnough = map[string]string{
 // "must be between <minimum> and 2147483647" (the rule elsewhere, a cluster's autoscaling).
 var atLeast = map[string]bool{"NodePoolAutoScaling.min": true, "NodePoolAutoScaling.max": true, "NodePoolProperties.replicas": true}
 
-// hook is a hand-written check of package fieldcheck that a version's generated checks call at a
-// property's place: a method of fieldcheck.Checker taking the property's value and its path.
-type hook struct {
-	// Method is the Checker method.
-	Method string
-	// Guard: the method reports whether the property's generated checks apply (they are written
-	// inside it), instead of running after them.
-	Guard bool
-	// Why is the reason, which the generated file lists.
-	Why string
-}
-
-// hooks are the hand-written checks at the properties of a version's own definitions, keyed
-// "Definition.property": what the specification cannot state (meaning, a resource ID's type),
-// and the checks of a shared definition (generated into package fieldcheck, which a version's
-// code cannot call unexported), each at its property's place so that a body with several
-// problems is answered in the order of its properties.
-var hooks = map[string]hook{
-	"NodePoolProperties.version": {Method: "NodePoolVersion", Why: "an explicit empty channelGroup, and version.id required by the " +
-		"version's rule (fieldcheck.NodePoolRules: not of a pool created without one)"},
-	"NodePoolPlatformProfile.subnetId": {Method: "NodePoolSubnetID", Why: "a resource ID of a subnet (its type, which the specification names but cannot check)"},
-	"OsDiskProfile.encryptionSetId":    {Method: "DiskEncryptionSetID", Why: "a resource ID of a disk encryption set (its type, which the specification names but cannot check)"},
-	"OsDiskProfile.sizeGiB": {Method: "OSDiskSizeBounded", Guard: true, Why: "a body that keeps the stored pool's size is not held to a " +
-		"bound the pool predates (the size cannot change after create)"},
-	"NodePoolProperties.autoScaling": {Method: "NodePoolAutoScaling", Why: "a shared definition's checks (fieldcheck's generated specNodePoolAutoScaling)"},
-	"NodePoolProperties.labels": {Method: "NodePoolLabels", Why: "a label's key is required and given once (Kubernetes labels are a map), " +
-		"entry by entry; x-ms-identifiers name the key and value together"},
-	"NodePoolProperties.taints": {Method: "NodePoolTaints", Why: "a shared list's checks (fieldcheck's generated specNodePoolPropertiesTaints)"},
-}
+// The hand-written checks a version's generated checks call at a property (hooks) are declared
+// where they are written: a method of fieldcheck.Checker whose doc comment carries
+// "//armgen:hook Definition.property" (discoverHooks, hooks.go).
 
 // checkOrder is the order in which a definition's properties are checked where it is not the
 // specification's, with the reason; properties it leaves out follow in the specification's order.

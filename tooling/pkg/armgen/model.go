@@ -26,7 +26,10 @@ type Field struct {
 	MinLength, MaxLength *float64
 	Pattern              string
 	Format               string
-	IsString, IsInt      bool
+	// ArmIDTypes are the resource types a resource ID (format arm-id) may name
+	// (x-ms-arm-id-details.allowedResources).
+	ArmIDTypes      []string
+	IsString, IsInt bool
 	// MinItems and MaxItems bound an array's length; ItemMaxLength an array's string entries.
 	MinItems, MaxItems *float64
 	ItemMaxLength      *float64
@@ -71,7 +74,9 @@ type Package struct {
 	// shared are the properties of each shared definition the roots reach, for the checks
 	// written into package fieldcheck (shared.go).
 	shared map[string][]*Field
-	// hooked are the hooks its generated checks call (validateFile).
+	// hooks are package fieldcheck's hand-written checks to call at their property, and hooked
+	// those its generated checks call (validateFile).
+	hooks  map[string]hook
 	hooked map[string]bool
 }
 
@@ -251,6 +256,13 @@ func (p *Package) field(jsonName string, ps *Obj, file string, owner *Struct, un
 		}
 		if v := c.str("format"); v != "" {
 			f.Format = v
+		}
+		if d := c.obj("x-ms-arm-id-details"); d != nil {
+			f.ArmIDTypes = nil
+			for _, r := range d.list("allowedResources") {
+				ro, _ := r.(*Obj)
+				f.ArmIDTypes = append(f.ArmIDTypes, ro.str("type"))
+			}
 		}
 	}
 	f.Identifiers = ps.strings("x-ms-identifiers")

@@ -57,7 +57,7 @@ func checkAgreement(pkgs []*Package) error {
 
 // checkRuleKeys fails when a message rule (presentIsEnough, atLeast, valueWords, absentAsEmpty),
 // a hook or a checkOrder names a property no version has: a misspelt key would silently change nothing.
-func checkRuleKeys(pkgs []*Package) error {
+func checkRuleKeys(pkgs []*Package, hooks map[string]hook) error {
 	known := map[string]bool{}
 	for _, p := range pkgs {
 		for _, s := range p.Structs {
@@ -76,7 +76,6 @@ func checkRuleKeys(pkgs []*Package) error {
 	keys = append(keys, sortedKeys(atLeast)...)
 	keys = append(keys, sortedKeys(valueWords)...)
 	keys = append(keys, sortedKeys(absentAsEmpty)...)
-	keys = append(keys, sortedKeys(hooks)...)
 	for def, o := range checkOrder {
 		for _, prop := range o.Props {
 			keys = append(keys, def+"."+prop)
@@ -85,6 +84,11 @@ func checkRuleKeys(pkgs []*Package) error {
 	for _, k := range keys {
 		if !known[k] {
 			return fmt.Errorf("a message rule names %s, a property no api-version has", k)
+		}
+	}
+	for _, k := range sortedKeys(hooks) {
+		if !known[k] {
+			return fmt.Errorf("%s: hook %s at %s, a property no api-version has", hooks[k].At, hooks[k].Method, k)
 		}
 	}
 	return nil
@@ -108,8 +112,8 @@ func constraints(key string, f *Field) string {
 			enum = append(enum, v.Value)
 		}
 	}
-	return fmt.Sprintf("type=%s readOnly=%t required=%t enum=%v minimum=%s maximum=%s minLength=%s maxLength=%s pattern=%q format=%q minItems=%s maxItems=%s items.maxLength=%s x-ms-identifiers=%v",
-		f.Type, f.ReadOnly, required, enum, num(f.Min), num(f.Max), num(f.MinLength), num(f.MaxLength), f.Pattern, f.Format,
+	return fmt.Sprintf("type=%s readOnly=%t required=%t enum=%v minimum=%s maximum=%s minLength=%s maxLength=%s pattern=%q format=%q arm-id types=%v minItems=%s maxItems=%s items.maxLength=%s x-ms-identifiers=%v",
+		f.Type, f.ReadOnly, required, enum, num(f.Min), num(f.Max), num(f.MinLength), num(f.MaxLength), f.Pattern, f.Format, f.ArmIDTypes,
 		num(f.MinItems), num(f.MaxItems), num(f.ItemMaxLength), f.Identifiers)
 }
 
@@ -207,6 +211,9 @@ func sharedFile(pkgs []*Package, bs []bound) ([]byte, error) {
 	auth := &authWriter{w: w, byKey: byKey, defOf: map[string]string{}, target: map[string]string{}}
 	if err := auth.authChecks(pkgs, SharedAuthChecks); err != nil {
 		return nil, err
+	}
+	if w.err != nil {
+		return nil, w.err
 	}
 	usesBounds = usesBounds || auth.usesBounds
 	for _, def := range SharedAuthChecks {

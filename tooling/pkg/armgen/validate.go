@@ -61,7 +61,7 @@ func (p *Package) validateFile() ([]byte, error) {
 		counted:  func(f *Field) bool { _, shared := p.Version.Shared[f.ElemDef]; return !shared },
 		maxItems: func(_ string, f *Field) string { return strconv.Itoa(int(*f.MaxItems)) },
 	}
-	w.hooked = map[string]bool{}
+	w.hooks, w.hooked = p.hooks, map[string]bool{}
 	p.hooked = w.hooked
 	for _, s := range structs {
 		fmt.Fprintf(&w.body, "// validateSpec checks what the specification's %s says of a body's values at path.\n", s.Def)
@@ -74,6 +74,9 @@ func (p *Package) validateFile() ([]byte, error) {
 		}
 		w.body.WriteString("}\n\n")
 	}
+	if w.err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Version.APIVersion, w.err)
+	}
 	usesFmt, usesRegexp, patterns, skipped, body := w.usesFmt, w.usesRegexp, w.patterns, w.skipped, &w.body
 	b.WriteString("import (\n")
 	if usesFmt {
@@ -85,7 +88,7 @@ func (p *Package) validateFile() ([]byte, error) {
 	b.WriteString("\n" + codecImport + "\n" + fieldcheckImport + "\n)\n\n")
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
-		b.WriteString("// Checks of the specification left to fieldcheck, as the version's rules say, and the\n// hand-written checks called at a property (armgen's hooks):\n")
+		b.WriteString("// Checks of the specification left to fieldcheck, as the version's rules say, and the\n// hand-written checks called at a property (fieldcheck.Checker methods marked //armgen:hook):\n")
 		for _, s := range skipped {
 			fmt.Fprintf(&b, "//   - %s\n", s)
 		}
@@ -144,8 +147,12 @@ type checkWriter struct {
 	counted func(f *Field) bool
 	// maxItems is how the code names the most entries property f of def may have.
 	maxItems func(def string, f *Field) string
-	// hooked records the hooks written (nil: hooks are not written).
+	// hooks are the hand-written checks to call at their property (nil: none are written), and
+	// hooked records those written.
+	hooks  map[string]hook
 	hooked map[string]bool
+	// err is the first property whose checks cannot be written.
+	err error
 }
 
 // field writes the checks of property f of definition def.
@@ -156,11 +163,10 @@ func (w *checkWriter) field(def string, f *Field) {
 	body := &w.body
 	at := fmt.Sprintf("specPath(path, %q)", f.JSON)
 	key := def + "." + f.JSON
-	h, hooked := hooks[key]
-	hooked = hooked && w.hooked != nil
+	h, hooked := w.hooks[key]
 	if hooked {
 		w.hooked[key] = true
-		w.skipped = append(w.skipped, fmt.Sprintf("%s: fieldcheck.Checker.%s: %s", key, h.Method, h.Why))
+		w.skipped = append(w.skipped, fmt.Sprintf("%s: fieldcheck.Checker.%s (its doc comment says why)", key, h.Method))
 	}
 	if hooked && h.Guard {
 		fmt.Fprintf(body, "if v.%s(x.%s, %s) {\n", h.Method, f.Go, at)
@@ -254,6 +260,9 @@ func (w *checkWriter) field(def string, f *Field) {
 		fmt.Fprintf(body, "for i, e := range x.%s {\nif len(e) > %d {\nv.Add(fmt.Sprintf(\"%%s[%%d]\", %s, i), \"Each %s must be at most %d characters long.\")\n}\n}\n",
 			f.Go, int(*f.ItemMaxLength), at, strings.TrimSuffix(f.JSON, "s"), int(*f.ItemMaxLength))
 	}
+	if f.Format == "arm-id" && f.IsString {
+		w.armID(key, f, at)
+	}
 	code := w.nested(def, f, at)
 	if strings.Contains(code, "fmt.") {
 		w.usesFmt = true
@@ -265,6 +274,22 @@ func (w *checkWriter) field(def string, f *Field) {
 	case hooked:
 		fmt.Fprintf(body, "v.%s(x.%s, %s)\n", h.Method, f.Go, at)
 	}
+}
+
+// armID writes the check that property f (key), a resource ID, names a resource of the type the
+// specification allows (x-ms-arm-id-details), unless handWritten leaves it to fieldcheck.
+func (w *checkWriter) armID(key string, f *Field, at string) {
+	if reason, ok := handWritten[key+":format"]; ok {
+		w.skipped = append(w.skipped, fmt.Sprintf("%s format arm-id: %s", key, reason))
+		return
+	}
+	if len(f.ArmIDTypes) != 1 || f.ArmIDTypes[0] == "" {
+		if w.err == nil {
+			w.err = fmt.Errorf("%s is a resource ID of the types %q (x-ms-arm-id-details.allowedResources); the generated check takes exactly one", key, f.ArmIDTypes)
+		}
+		return
+	}
+	fmt.Fprintf(&w.body, "if x.%s != nil {\nv.ArmID(*x.%s, %s, %q)\n}\n", f.Go, f.Go, at, f.ArmIDTypes[0])
 }
 
 // absent says property f of def is checked as an empty one when absent (absentAsEmpty).
@@ -318,10 +343,10 @@ func (w *checkWriter) counts(value, at, def string, f *Field) {
 
 // checkHooksWritten fails when a hook is written in none of pkgs' checks (its property is not
 // among the definitions ValidateRoots reach): the hand-written check would silently not run.
-func checkHooksWritten(pkgs []*Package) error {
+func checkHooksWritten(pkgs []*Package, hooks map[string]hook) error {
 	for _, key := range sortedKeys(hooks) {
 		if !slices.ContainsFunc(pkgs, func(p *Package) bool { return p.hooked[key] }) {
-			return fmt.Errorf("hook %s is not at a property of a definition the generated checks reach (ValidateRoots)", key)
+			return fmt.Errorf("%s: hook %s at %s, which is not a property of a definition the generated checks reach (ValidateRoots)", hooks[key].At, hooks[key].Method, key)
 		}
 	}
 	return nil

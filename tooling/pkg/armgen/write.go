@@ -23,8 +23,13 @@ type File struct {
 	Content []byte
 }
 
-// Generate renders every version's files. specRoot is internal/armspec/spec.
-func Generate(specRoot string) ([]File, error) {
+// Generate renders every version's files. specRoot is internal/armspec/spec; fieldcheckDir is
+// package fieldcheck's folder (FieldcheckDir), whose hooks the generated checks call.
+func Generate(specRoot, fieldcheckDir string) ([]File, error) {
+	hooks, err := discoverHooks(fieldcheckDir)
+	if err != nil {
+		return nil, err
+	}
 	built := map[string]*Package{}
 	var pkgs []*Package
 	var out []File
@@ -43,6 +48,7 @@ func Generate(specRoot string) ([]File, error) {
 			return nil, err
 		}
 		built[v.APIVersion] = p
+		p.hooks = hooks
 		pkgs = append(pkgs, p)
 		types, err := p.typesFile()
 		if err != nil {
@@ -60,10 +66,10 @@ func Generate(specRoot string) ([]File, error) {
 	if err := checkAgreement(pkgs); err != nil {
 		return nil, err
 	}
-	if err := checkRuleKeys(pkgs); err != nil {
+	if err := checkRuleKeys(pkgs, hooks); err != nil {
 		return nil, err
 	}
-	if err := checkHooksWritten(pkgs); err != nil {
+	if err := checkHooksWritten(pkgs, hooks); err != nil {
 		return nil, err
 	}
 	bs, err := newestBounds(specRoot, Bounds)

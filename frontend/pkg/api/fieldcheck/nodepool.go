@@ -6,14 +6,12 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 )
 
-// Resource types that fields of a node pool refer to.
-const TypeDiskEncryptionSet = "Microsoft.Compute/diskEncryptionSets"
-
 // NodePoolRules are what differs between api-versions in what a node pool body means beyond its
 // specification's structure, and what the pool being written over says. A version's generated
-// checks (its NodePool's validateSpec) hold the structural bounds, each from that version's
-// specification, and call the hand-written checks below at their property's place, so a body
-// with several problems is answered in the order of its properties.
+// checks (its NodePool's validateSpec) hold the structural bounds and resource ID types, each
+// from that version's specification, and call the hand-written checks below at their property's
+// place (each marked //armgen:hook with the property), so a body with several problems is
+// answered in the order of its properties.
 type NodePoolRules struct {
 	// VersionIDRequired: properties.version.id is required when properties.version is given
 	// (from 2025-12-23-preview on).
@@ -30,6 +28,8 @@ type NodePoolRules struct {
 // required by the version's rule (VersionIDRequired) rather than by the shared
 // NodePoolVersionProfile's schema, because a pool created through 2024-06-10-preview without one
 // keeps it empty through later versions (StoredWithoutVersionID).
+//
+//armgen:hook NodePoolProperties.version
 func (v *Checker) NodePoolVersion(ver *profiles.NodePoolVersionProfile, path string) {
 	if ver == nil {
 		return
@@ -43,26 +43,12 @@ func (v *Checker) NodePoolVersion(ver *profiles.NodePoolVersionProfile, path str
 	}
 }
 
-// NodePoolSubnetID checks that a present platform.subnetId is a subnet's resource ID: the
-// specification names the type (SubnetResourceId) but its schema is a plain string.
-func (v *Checker) NodePoolSubnetID(p *string, path string) {
-	if p != nil {
-		v.ArmID(*p, path, TypeSubnet)
-	}
-}
-
-// DiskEncryptionSetID checks that a present osDisk.encryptionSetId is a disk encryption set's
-// resource ID: the specification names the type but its schema is a plain string.
-func (v *Checker) DiskEncryptionSetID(p *string, path string) {
-	if p != nil {
-		v.ArmID(*p, path, TypeDiskEncryptionSet)
-	}
-}
-
 // OSDiskSizeBounded reports whether osDisk.sizeGiB (p) is held to its version's bounds: not when
 // the body keeps the size of the pool it writes over. The size cannot change after create, so a
 // pool created through an api-version without a maximum, larger than a later one's, still takes
-// a write through the later one.
+// a write through the later one. The generated checks of the size run only when it returns true.
+//
+//armgen:hook OsDiskProfile.sizeGiB
 func (v *Checker) OSDiskSizeBounded(p *int32, _ string) bool {
 	stored := v.NodePoolRules.StoredOSDiskSizeGiB
 	return p == nil || stored == 0 || *p != stored
@@ -71,7 +57,10 @@ func (v *Checker) OSDiskSizeBounded(p *int32, _ string) bool {
 // NodePoolAutoScaling checks a present properties.autoScaling: all its rules (the minimums) are
 // the specification's, generated (zz_generated_shared.go). How many nodes a pool may have, and
 // that replicas and autoScaling exclude each other, are Cluster Service's rule (its model
-// package), which refuses with the field's path.
+// package), which refuses with the field's path. It is called at the property because a
+// version's code cannot call the generated function of package fieldcheck.
+//
+//armgen:hook NodePoolProperties.autoScaling
 func (v *Checker) NodePoolAutoScaling(a *profiles.NodePoolAutoScaling, path string) {
 	if a != nil {
 		specNodePoolAutoScaling(v, a, path)
@@ -82,6 +71,8 @@ func (v *Checker) NodePoolAutoScaling(a *profiles.NodePoolAutoScaling, path stri
 // key being given once is meaning (Kubernetes labels are a map), not the key and value pair its
 // x-ms-identifiers name, and is checked with the key's presence so each entry's problems come
 // together.
+//
+//armgen:hook NodePoolProperties.labels
 func (v *Checker) NodePoolLabels(labels []profiles.Label, path string) {
 	seen := map[string]bool{}
 	for i, l := range labels {
@@ -99,7 +90,10 @@ func (v *Checker) NodePoolLabels(labels []profiles.Label, path string) {
 }
 
 // NodePoolTaints checks properties.taints: all its rules (each entry's key, value and effect)
-// are the specification's, generated (zz_generated_shared.go).
+// are the specification's, generated (zz_generated_shared.go), and called here because a
+// version's code cannot call the generated function of package fieldcheck.
+//
+//armgen:hook NodePoolProperties.taints
 func (v *Checker) NodePoolTaints(taints []profiles.Taint, path string) {
 	if taints != nil {
 		specNodePoolPropertiesTaints(v, taints, path)

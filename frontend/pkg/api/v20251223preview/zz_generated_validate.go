@@ -8,17 +8,18 @@ import (
 )
 
 // Checks of the specification left to fieldcheck, as the version's rules say, and the
-// hand-written checks called at a property (armgen's hooks):
+// hand-written checks called at a property (fieldcheck.Checker methods marked //armgen:hook):
 //   - KmsEncryptionProfile.visibility enum: checked only when present for RequiredSince: a cluster without one renders "" and a PATCH sends that back
 //   - KmsEncryptionProfile.visibility required: required only on create and for clusters that have one (fieldcheck.RequiredSince)
-//   - NodePoolPlatformProfile.subnetId: fieldcheck.Checker.NodePoolSubnetID: a resource ID of a subnet (its type, which the specification names but cannot check)
-//   - NodePoolProperties.autoScaling: fieldcheck.Checker.NodePoolAutoScaling: a shared definition's checks (fieldcheck's generated specNodePoolAutoScaling)
-//   - NodePoolProperties.labels: fieldcheck.Checker.NodePoolLabels: a label's key is required and given once (Kubernetes labels are a map), entry by entry; x-ms-identifiers name the key and value together
-//   - NodePoolProperties.taints: fieldcheck.Checker.NodePoolTaints: a shared list's checks (fieldcheck's generated specNodePoolPropertiesTaints)
-//   - NodePoolProperties.version: fieldcheck.Checker.NodePoolVersion: an explicit empty channelGroup, and version.id required by the version's rule (fieldcheck.NodePoolRules: not of a pool created without one)
-//   - OsDiskProfile.encryptionSetId: fieldcheck.Checker.DiskEncryptionSetID: a resource ID of a disk encryption set (its type, which the specification names but cannot check)
-//   - OsDiskProfile.sizeGiB: fieldcheck.Checker.OSDiskSizeBounded: a body that keeps the stored pool's size is not held to a bound the pool predates (the size cannot change after create)
+//   - NodePoolProperties.autoScaling: fieldcheck.Checker.NodePoolAutoScaling (its doc comment says why)
+//   - NodePoolProperties.labels: fieldcheck.Checker.NodePoolLabels (its doc comment says why)
+//   - NodePoolProperties.taints: fieldcheck.Checker.NodePoolTaints (its doc comment says why)
+//   - NodePoolProperties.version: fieldcheck.Checker.NodePoolVersion (its doc comment says why)
+//   - OsDiskProfile.sizeGiB: fieldcheck.Checker.OSDiskSizeBounded (its doc comment says why)
+//   - PlatformProfile.networkSecurityGroupId format arm-id: fieldcheck.Cluster checks the resource ID's type after the generated checks, in the order a cluster's problems have always been answered
 //   - PlatformProfile.operatorsAuthentication required: fieldcheck.OperatorsAuthentication checks it with its content
+//   - PlatformProfile.subnetId format arm-id: fieldcheck.Cluster checks the resource ID's type after the generated checks, in the order a cluster's problems have always been answered
+//   - PlatformProfile.vnetIntegrationSubnetId format arm-id: fieldcheck.Cluster checks the resource ID's type once its RequiredSince rule has found it present
 //   - PlatformProfile.vnetIntegrationSubnetId required: required only on create and for clusters that have one (fieldcheck.RequiredSince)
 
 // validateSpec checks what the specification's HcpOpenShiftCluster says of a body's values at path.
@@ -114,7 +115,9 @@ func (x *NodePoolProperties) validateSpec(v *fieldcheck.Checker, path string) {
 // It checks vmSize, then subnetId before its other properties: a node pool's vmSize has always been checked before its subnetId.
 func (x *NodePoolPlatformProfile) validateSpec(v *fieldcheck.Checker, path string) {
 	v.Required(x.VMSize != nil && *x.VMSize != "", specPath(path, "vmSize"))
-	v.NodePoolSubnetID(x.SubnetID, specPath(path, "subnetId"))
+	if x.SubnetID != nil {
+		v.ArmID(*x.SubnetID, specPath(path, "subnetId"), "Microsoft.Network/virtualNetworks/subnets")
+	}
 	if x.OSDisk != nil {
 		x.OSDisk.validateSpec(v, specPath(path, "osDisk"))
 	}
@@ -126,7 +129,9 @@ func (x *OsDiskProfile) validateSpec(v *fieldcheck.Checker, path string) {
 		v.RangeInt(x.SizeGiB, specPath(path, "sizeGiB"), 64, 2147483647)
 	}
 	v.Enum(x.DiskStorageAccountType, specPath(path, "diskStorageAccountType"), DiskStorageAccountTypeValues...)
-	v.DiskEncryptionSetID(x.EncryptionSetID, specPath(path, "encryptionSetId"))
+	if x.EncryptionSetID != nil {
+		v.ArmID(*x.EncryptionSetID, specPath(path, "encryptionSetId"), "Microsoft.Compute/diskEncryptionSets")
+	}
 	v.Enum(x.DiskType, specPath(path, "diskType"), OsDiskTypeValues...)
 }
 
