@@ -444,8 +444,9 @@ func (v *Checker) operatorNames(versionID *string, u *profiles.UserAssignedIdent
 		rs, ok = v.RoleSets.Get(minor)
 	}
 	if !ok {
-		v.Add("properties.version.id", "There is no operator identity role set for OpenShift %s (hcpOperatorIdentityRoleSets has %s), so the operators named in '%s' cannot be checked.",
-			orMinor(id), strings.Join(setVersions(v.RoleSets), ", "), OperatorIdentitiesPath)
+		// A minor without a role set: whether the version is offered at all is Cluster
+		// Service's rule (its catalogue), which answers it with the request's other problems;
+		// refusing it here would hide those. The names are left unchecked.
 		return
 	}
 	for _, m := range []struct {
@@ -481,26 +482,11 @@ func sameMinor(a, b string) bool {
 	return a == b
 }
 
-func orMinor(id string) string {
-	if m, ok := versions.Minor(id); ok {
-		return m
-	}
-	return fmt.Sprintf("version '%s'", id)
-}
-
 func orNone(names []string) string {
 	if len(names) == 0 {
 		return "none"
 	}
 	return strings.Join(names, ", ")
-}
-
-func setVersions(c *rolesets.Catalogue) []string {
-	var out []string
-	for _, rs := range c.List() {
-		out = append(out, rs.Version)
-	}
-	return out
 }
 
 // ImageDigestMirrors checks properties.imageDigestMirrors: all its rules (the list's length,
