@@ -80,6 +80,23 @@ func armProblems(t *testing.T, r response) []armProblem {
 
 // wantProblems checks that r is a 400 naming exactly want's targets, each with a message that
 // holds want's text for it.
+// wantCreate PUTs body as a create of path in api-version ver: 201 when want is nil, else a 400
+// naming want, with nothing stored.
+func (e *env) wantCreate(t *testing.T, path, ver string, body map[string]any, want []armProblem) {
+	t.Helper()
+	resp := e.do("PUT", withVersion(path, ver), mustJSON(body), nil)
+	if want == nil {
+		if resp.code != 201 {
+			t.Fatalf("%d %s; want 201", resp.code, resp.body)
+		}
+		return
+	}
+	wantProblems(t, resp, want)
+	if rd, _ := e.resource(path); rd != nil {
+		t.Fatalf("a refused create stored the cluster: %s", rd.Properties)
+	}
+}
+
 func wantProblems(t *testing.T, r response, want []armProblem) {
 	t.Helper()
 	if r.code != 400 {
@@ -203,17 +220,7 @@ func TestClusterIdentitiesMustBeAssigned(t *testing.T) {
 					path := clusterPath("rg", fmt.Sprintf("id-%s-%d", strings.ReplaceAll(ver, "-", ""), i))
 					body := identityRulesBody(ver)
 					c.edit(body)
-					resp := e.do("PUT", withVersion(path, ver), mustJSON(body), nil)
-					if c.want == nil {
-						if resp.code != 201 {
-							t.Fatalf("%d %s; want 201", resp.code, resp.body)
-						}
-						return
-					}
-					wantProblems(t, resp, c.want)
-					if rd, _ := e.resource(path); rd != nil {
-						t.Fatalf("a refused create stored the cluster: %s", rd.Properties)
-					}
+					e.wantCreate(t, path, ver, body, c.want)
 				})
 			}
 

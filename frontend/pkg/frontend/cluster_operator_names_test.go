@@ -108,17 +108,7 @@ func TestClusterOperatorNamesMustBeTheVersionsOperators(t *testing.T) {
 					path := clusterPath("rg", fmt.Sprintf("on-%s-%d", strings.ReplaceAll(ver, "-", ""), i))
 					body := identityRulesBody(ver)
 					c.edit(body)
-					resp := e.do("PUT", withVersion(path, ver), mustJSON(body), nil)
-					if c.want == nil {
-						if resp.code != 201 {
-							t.Fatalf("%d %s; want 201", resp.code, resp.body)
-						}
-						return
-					}
-					wantProblems(t, resp, c.want)
-					if rd, _ := e.resource(path); rd != nil {
-						t.Fatalf("a refused create stored the cluster: %s", rd.Properties)
-					}
+					e.wantCreate(t, path, ver, body, c.want)
 				})
 			}
 		})
