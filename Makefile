@@ -242,9 +242,19 @@ bench-p5: deps tools
 # CPU per operation (test/e2e/cost_bench_test.go): GET, list, PUT, PATCH, DELETE request paths,
 # whole create and delete, and bare Maestro per work, from /proc accounting, in one run; a region
 # without hosted kube-apiservers, whose start-up would swamp a create's cost (docs/performance.md).
+# The base is measured in the same run as the tree: first a region whose frontend, backend and
+# Cluster Service are COST_BASE's (built once, cached by commit), then the tree's own; the second
+# run's ratios are against the first (docs/performance.md). COST_BASE=none measures the tree alone.
+# COST_BASE is the commit of the page's last figures (the 2026-11-26 tree).
+COST_BASE ?= 2420fa0bb2713e6f325abcd887c60e4acdb698a4
+COST_RUN = cd test && OPENHCP_E2E_HOSTED_APISERVERS=-1 $(1) go test ./e2e -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x -count=1 -timeout 30m $(if $(SHORT),-short)
 .PHONY: bench-cost
 bench-cost: deps tools
-	cd test && OPENHCP_E2E_HOSTED_APISERVERS=-1 go test ./e2e -run '^$$' -bench '^BenchmarkCost$$' -benchtime 1x -count=1 -timeout 30m $(if $(SHORT),-short)
+	rm -rf .run/bench-cost-base
+ifneq ($(COST_BASE),none)
+	$(call COST_RUN,OPENHCP_E2E_SERVICES_AT=$(COST_BASE) BENCH_OUT=$(CURDIR)/.run/bench-cost-base)
+endif
+	$(call COST_RUN,$(if $(filter none,$(COST_BASE)),,COST_BASE_RUN=$(CURDIR)/.run/bench-cost-base/cost.json))
 	go run ./tooling/cmd/benchplot -dir docs/perf-data
 
 # The Monitor's pass over 1,000 simulated hosted clusters (backend/pkg/monitor/pass_bench_test.go):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/docstore"
 	"github.com/openhcp/openhcp/internal/docstore/postgres"
@@ -48,14 +50,19 @@ import (
 // PostgreSQL's backends are charged to the login they serve (frontend, backend, clusterservice,
 // maestro, ...); a backend that exits in between moves its time to the postmaster's reaped
 // children ("postgres (reaped)"). The service side is the frontend, Cluster Service, the backend
-// and their PostgreSQL logins. Each figure is printed against the previous run's
-// (docs/perf-data/cost.json, read before it is replaced) and the first baseline
-// (docs/perf-data/cost-baseline.json, written by the first run).
+// and their PostgreSQL logins. Each figure is printed against the base's, measured in the same
+// run: make bench-cost first runs this benchmark on a region whose frontend, backend and Cluster
+// Service are the base commit's (COST_BASE, built by localregion.BuildRelease; the region's
+// other programs are this tree's), then on the tree's own, and the second run reads the first's
+// JSON (COST_BASE_RUN). It is also set against the previous run's (docs/perf-data/cost.json,
+// read before it is replaced) and the first baseline (docs/perf-data/cost-baseline.json), only
+// when those ran on the same machine (benchreport.Machine: CPUs and their model, memory, Go):
+// a figure from another machine measures the machine as much as the code.
 //
 // Knobs: COST_OPS (GETs, lists; default 300, or 60 with -short), COST_CREATES (creates, PATCHes,
 // deletes; default 100 so that the list returns 100, or 20 with -short), COST_BARE (bare works,
 // default 50, or 10 with -short), COST_READS_ONLY (set: stop after the list, for work on GET and
-// list), COST_IDLE, COST_SETTLE, BENCH_OUT, BENCH_PPROF_DIR (CPU profiles
+// list), COST_IDLE, COST_SETTLE, COST_BASE_RUN, BENCH_OUT, BENCH_PPROF_DIR (CPU profiles
 // of the GET, PUT, list and whole-create phases, COST_PPROF_SECONDS each; costProfile).
 // Run: make bench-cost (a region without hosted kube-apiservers: OPENHCP_E2E_HOSTED_APISERVERS=-1).
 func BenchmarkCost(b *testing.B) {
@@ -95,7 +102,7 @@ func BenchmarkCost(b *testing.B) {
 
 	cmd := fmt.Sprintf("make bench-cost (COST_OPS=%d COST_CREATES=%d COST_BARE=%d)", ops, creates, bareN)
 	run := costRun{Header: benchreport.NewHeader("cost", "CPU per operation, per process (ms), idle rate subtracted", cmd),
-		Chart: "bars", YUnit: "ms of CPU per operation"}
+		Chart: "bars", YUnit: "ms of CPU per operation", Services: servicesRun(ctx, b)}
 
 	idleStart := takeCPU()
 	time.Sleep(idleFor)
@@ -314,7 +321,11 @@ type costPhase struct {
 	// previous run's and the first baseline's; 0 where there is none.
 	VsPrevious float64 `json:"vsPrevious,omitempty"`
 	VsBaseline float64 `json:"vsBaseline,omitempty"`
-	Err        string  `json:"error,omitempty"`
+	// BaseValue and VsBase are the base run's Value for the same phase and this Value as a ratio
+	// of it (costRun.Base); 0 without a base run.
+	BaseValue float64 `json:"baseValue,omitempty"`
+	VsBase    float64 `json:"vsBase,omitempty"`
+	Err       string  `json:"error,omitempty"`
 }
 
 // whole reports whether the phase is judged on the whole region rather than the service side.
@@ -401,11 +412,27 @@ func pauseAsync(b *testing.B) (paused map[string]bool, resume func()) {
 // costRun is the JSON of one run (docs/perf-data/cost.json), in the shape benchplot reads.
 type costRun struct {
 	benchreport.Header
-	Chart  string      `json:"chart"`
-	YUnit  string      `json:"yUnit"`
-	XLabel string      `json:"xLabel,omitempty"`
-	Points []costPhase `json:"points"`
-	Notes  []string    `json:"notes,omitempty"`
+	Chart  string `json:"chart"`
+	YUnit  string `json:"yUnit"`
+	XLabel string `json:"xLabel,omitempty"`
+	// Services is the commit whose frontend, backend and Cluster Service ran
+	// (OPENHCP_E2E_SERVICES_AT, or this tree's HEAD, "+changes" when the tree differs from it).
+	Services string `json:"services"`
+	// Base is the run the ratios VsBase are against (COST_BASE_RUN): the base commit's services
+	// measured just before, in the same make bench-cost.
+	Base   *costBaseRun `json:"base,omitempty"`
+	Points []costPhase  `json:"points"`
+	Notes  []string     `json:"notes,omitempty"`
+}
+
+// costBaseRun is what a run keeps of its base run: which services ran, when, where, under what
+// load.
+type costBaseRun struct {
+	Services  string `json:"services"`
+	Date      string `json:"date"`
+	Machine   string `json:"machine"`
+	LoadStart string `json:"loadAverageAtStart"`
+	LoadEnd   string `json:"loadAverageAtEnd"`
 }
 
 func (r *costRun) add(b *testing.B, p costPhase) {
@@ -425,12 +452,14 @@ func costDir(b *testing.B) string {
 	return dir
 }
 
-// compare sets each phase's ratios against the previous run's cost.json and the first
-// baseline's cost-baseline.json (written from this run when there is none).
+// compare sets each phase's ratios against the base run (COST_BASE_RUN, the same make
+// bench-cost), the previous run's cost.json and the first baseline's cost-baseline.json (written
+// from this run when there is none). The previous run and the baseline count only when they ran
+// on this machine.
 func (r *costRun) compare(b *testing.B) {
 	dir := costDir(b)
-	read := func(name string) map[string]costPhase {
-		raw, err := os.ReadFile(filepath.Join(dir, name))
+	read := func(path string) *costRun {
+		raw, err := os.ReadFile(path)
 		if err != nil {
 			return nil
 		}
@@ -438,15 +467,43 @@ func (r *costRun) compare(b *testing.B) {
 		if json.Unmarshal(raw, &prev) != nil {
 			return nil
 		}
+		return &prev
+	}
+	byKey := func(run *costRun) map[string]costPhase {
 		out := map[string]costPhase{}
-		for _, p := range prev.Points {
-			out[seriesKey(p.Series)] = p
+		if run != nil {
+			for _, p := range run.Points {
+				out[seriesKey(p.Series)] = p
+			}
 		}
 		return out
 	}
-	previous, baseline := read("cost.json"), read("cost-baseline.json")
+	sameMachine := func(name string, run *costRun) map[string]costPhase {
+		if run == nil || run.Machine == r.Machine {
+			return byKey(run)
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("no ratio to %s: it ran on another machine (%s; this run: %s)", name, run.Machine, r.Machine))
+		return nil
+	}
+	var base map[string]costPhase
+	if path := os.Getenv("COST_BASE_RUN"); path != "" {
+		run := read(path)
+		if run == nil {
+			b.Fatalf("COST_BASE_RUN=%s: no run to compare with", path)
+		}
+		if run.Machine != r.Machine {
+			b.Fatalf("COST_BASE_RUN=%s ran on %s, this run on %s", path, run.Machine, r.Machine)
+		}
+		r.Base = &costBaseRun{Services: run.Services, Date: run.Date, Machine: run.Machine, LoadStart: run.LoadStart, LoadEnd: run.LoadEnd}
+		base = byKey(run)
+	}
+	prevRun, baselineRun := read(filepath.Join(dir, "cost.json")), read(filepath.Join(dir, "cost-baseline.json"))
+	previous, baseline := sameMachine("the previous run", prevRun), sameMachine("the first baseline", baselineRun)
 	for i := range r.Points {
 		p := &r.Points[i]
+		if q, ok := base[seriesKey(p.Series)]; ok && q.Value > 0 {
+			p.BaseValue, p.VsBase = q.Value, p.Value/q.Value
+		}
 		if q, ok := previous[seriesKey(p.Series)]; ok && q.Value > 0 {
 			p.VsPrevious = p.Value / q.Value
 		}
@@ -454,10 +511,31 @@ func (r *costRun) compare(b *testing.B) {
 			p.VsBaseline = p.Value / q.Value
 		}
 	}
-	if baseline == nil {
+	if baselineRun == nil {
 		r.Notes = append(r.Notes, "first run: written as the baseline (cost-baseline.json)")
 		r.writeAs(b, "cost-baseline.json")
 	}
+}
+
+// servicesRun is the commit whose services this run measures: OPENHCP_E2E_SERVICES_AT's, or the
+// tree's HEAD ("+changes" when the working tree differs from it).
+func servicesRun(ctx context.Context, b *testing.B) string {
+	if at := os.Getenv("OPENHCP_E2E_SERVICES_AT"); at != "" {
+		return at
+	}
+	root, err := mgmtcluster.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	head, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		b.Fatalf("read the tree's commit: %v", err)
+	}
+	out := strings.TrimSpace(string(head))
+	if changes, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(changes) > 0 {
+		out += "+changes"
+	}
+	return out
 }
 
 // seriesKey is a phase's name without the list's size, so runs of other sizes compare.
@@ -471,9 +549,15 @@ func seriesKey(s string) string {
 func (r *costRun) write(b *testing.B) {
 	r.LoadEnd = benchreport.LoadAvg()
 	b.Logf("%s (%s; load average %s at start, %s at end)", r.Title, r.Date, r.LoadStart, r.LoadEnd)
-	b.Logf("| operation | n | service side ms | region ms | vs previous | vs baseline | top programs |")
+	if r.Base != nil {
+		b.Logf("services %s against the base's %s (measured %s, load average %s at start, %s at end)", r.Services, r.Base.Services, r.Base.Date, r.Base.LoadStart, r.Base.LoadEnd)
+	}
+	b.Logf("| operation | n | service side ms | region ms | base ms | vs base | vs previous | vs baseline | top programs |")
 	for _, p := range r.Points {
-		b.Logf("| %s | %d | %.2f | %.2f | %s | %s | %s |", p.Series, p.N, p.ServiceMs, p.RegionMs, ratio(p.VsPrevious), ratio(p.VsBaseline), topPrograms(p.PerOpMs, 5))
+		b.Logf("| %s | %d | %.2f | %.2f | %s | %s | %s | %s | %s |", p.Series, p.N, p.ServiceMs, p.RegionMs, ms(p.BaseValue), ratio(p.VsBase), ratio(p.VsPrevious), ratio(p.VsBaseline), topPrograms(p.PerOpMs, 5))
+	}
+	for _, n := range r.Notes {
+		b.Log(n)
 	}
 	r.writeAs(b, "cost.json")
 }
@@ -484,6 +568,13 @@ func (r *costRun) writeAs(b *testing.B, name string) {
 		b.Fatal(err)
 	}
 	b.Logf("wrote %s", path)
+}
+
+func ms(v float64) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 func ratio(v float64) string {

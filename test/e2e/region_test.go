@@ -43,6 +43,14 @@ func runMain(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	// OPENHCP_E2E_SERVICES_AT runs the frontend, backend and Cluster Service of another commit
+	// (localregion.BuildRelease, cached by commit): make bench-cost measures its base this way,
+	// in the same run as the tree's own build.
+	services, err := servicesAt(ctx, os.Getenv("OPENHCP_E2E_SERVICES_AT"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	start := time.Now()
 	region, err = localregion.Up(ctx, localregion.Config{
 		StateDir:           dir,
@@ -59,6 +67,7 @@ func runMain(m *testing.M) int {
 		// BenchmarkFeedbackModes' maestro-servers=N modes.
 		MaestroServers:       envNumber("OPENHCP_E2E_MAESTRO_SERVERS"),
 		ClusterServiceResync: csResync,
+		ServiceBinaries:      services,
 		Progress:             os.Stderr,
 	})
 	if err != nil {
@@ -124,4 +133,22 @@ func envDuration(name string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s=%q: want a positive duration such as 5m", name, v)
 	}
 	return d, nil
+}
+
+// servicesAt builds the services of commit for Config.ServiceBinaries; nil for "" (the tree's
+// own build).
+func servicesAt(ctx context.Context, commit string) (map[string]string, error) {
+	if commit == "" {
+		return nil, nil
+	}
+	root, err := mgmtcluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins, full, err := localregion.BuildRelease(ctx, root, commit)
+	if err != nil {
+		return nil, fmt.Errorf("OPENHCP_E2E_SERVICES_AT=%s: %w", commit, err)
+	}
+	fmt.Fprintf(os.Stderr, "the frontend, backend and Cluster Service run commit %s\n", full)
+	return bins, nil
 }

@@ -48,7 +48,7 @@ func TestRollingUpgrade(t *testing.T) {
 	defer cancel()
 
 	start := time.Now()
-	old, commit, err := buildRelease(ctx, root, from)
+	old, commit, err := localregion.BuildRelease(ctx, root, from)
 	if err != nil {
 		t.Fatalf("build the previous release: %v", err)
 	}

@@ -35,7 +35,8 @@ func NewHeader(name, title, command string) Header {
 		Machine: Machine(), LoadStart: LoadAvg()}
 }
 
-// Machine describes this machine: CPUs, memory and the Go version.
+// Machine describes this machine: CPUs and their model, memory and the Go version. Two runs'
+// CPU times compare only when it is the same.
 func Machine() string {
 	mem := ""
 	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
@@ -46,7 +47,23 @@ func Machine() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%d CPUs%s, %s", runtime.NumCPU(), mem, runtime.Version())
+	model := ""
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := cpuModel(string(raw)); m != "" {
+			model = " (" + m + ")"
+		}
+	}
+	return fmt.Sprintf("%d CPUs%s%s, %s", runtime.NumCPU(), model, mem, runtime.Version())
+}
+
+// cpuModel is the first "model name" of /proc/cpuinfo's text, "" when there is none.
+func cpuModel(cpuinfo string) string {
+	for _, l := range strings.Split(cpuinfo, "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return ""
 }
 
 // LoadAvg is the machine's 1, 5 and 15 minute load averages, or "unknown".

@@ -66,3 +66,20 @@ func TestPercentile(t *testing.T) {
 		})
 	}
 }
+
+func TestCPUModel(t *testing.T) {
+	for _, tc := range []struct {
+		name, cpuinfo, want string
+	}{
+		{"first_of_two", "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)  Processor\n\nprocessor\t: 1\nmodel name\t: Other\n", "Intel(R) Xeon(R) Processor"},
+		{"amd", "model name\t: AMD EPYC 7763 64-Core Processor\n", "AMD EPYC 7763 64-Core Processor"},
+		{"none", "processor\t: 0\nvendor_id\t: ARM\n", ""},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cpuModel(tc.cpuinfo); got != tc.want {
+				t.Fatalf("cpuModel = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
