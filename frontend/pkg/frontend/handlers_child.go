@@ -435,24 +435,30 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 	rd *armdoc.ResourceDocument, doc *docstore.Document, patch bool) error {
 	ctx := r.Context()
 	id := *k.meta(next).ID
-	same := !patch && k.same(stored, next)
+	// A PUT or PATCH that leaves the child as the document holds it, from the caller whose update
+	// runs, is that update's retry (after a 503) and joins it; only a PUT is a create's retry.
+	same := k.same(stored, next)
 	if same {
 		running, opDoc, err := s.activeOperation(ctx, doc.PartitionKey, rd)
 		if err != nil {
 			return err
 		}
-		// Another caller's identical PUT is not a retry: it gets the 409 below.
+		// Another caller's identical write is not a retry: it gets the 409 below.
 		if running != nil && running.Request == armdoc.OperationUpdate && startedBy(r, running) {
 			call := func(string) (updateStarted, error) {
-				revision, err := k.callUpdate(s, r, rd.InternalID, id, k.updateOf(stored, stored, false))
+				u, err := k.recordedUpdate(running, stored)
+				if err != nil {
+					return updateStarted{}, err
+				}
+				revision, err := k.callUpdate(s, r, rd.InternalID, id, u)
 				return updateStarted{revision: revision}, err
 			}
-			return s.joinUpdate(w, r, id, rd, doc, running, opDoc, false, call, func(etag string) error {
+			return s.joinUpdate(w, r, id, rd, doc, running, opDoc, patch, call, func(etag string) error {
 				return k.respond(w, r, http.StatusOK, stored, etag)
 			})
 		}
 	}
-	op, err := s.pendingCreate(r, doc.PartitionKey, rd, id, same)
+	op, err := s.pendingCreate(r, doc.PartitionKey, rd, id, same && !patch)
 	if err != nil {
 		return err
 	}
@@ -525,6 +531,21 @@ func (k *childResource[M, Spec, Update, Version]) updateOf(stored, next M, patch
 		return k.fullUpdate(k.spec(next))
 	}
 	return k.diffUpdate(k.spec(stored), k.spec(next))
+}
+
+// recordedUpdate is the update op sent Cluster Service, as op recorded it (SentUpdate), for a
+// retry to send again: what a PATCH named, or a PUT's full update. An op recorded without it (by
+// an earlier frontend) sends stored's full update, as that frontend's retry did.
+func (k *childResource[M, Spec, Update, Version]) recordedUpdate(op *armdoc.OperationDocument, stored M) (Update, error) {
+	u := k.updateOf(stored, stored, false)
+	if len(op.SentUpdate) == 0 {
+		return u, nil
+	}
+	proto.Reset(u)
+	if err := protojson.Unmarshal(op.SentUpdate, u); err != nil {
+		return u, fmt.Errorf("decode the update recorded in operation %s: %w", op.ID, err)
+	}
+	return u, nil
 }
 
 // callUpdate sends the partial update and returns the spec_revision it took effect at (the

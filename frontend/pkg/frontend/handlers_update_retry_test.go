@@ -2,6 +2,7 @@ package frontend
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -40,68 +41,99 @@ func (f *unavailableUpdates) UpdateNodePool(ctx context.Context, req *csv1.Updat
 	return got, err
 }
 
-// TestRetriedUpdateJoinsItsUnconfirmedOperation: a node-pool PUT whose Cluster Service call
-// fails without a definitive answer is answered 503, and its operation stays (the call may have
-// taken effect). The client's retry of the same PUT, as ARM and the Azure SDK send it after a
-// 503, drives Cluster Service again and joins that operation, which then records the revision
-// and ends as any update does; it is not refused 409 for the operation it never saw (the first
-// full chaos run: c25/pool1's scale ended Failed with UpdateNotRecorded 2 min later). A
-// different PUT meanwhile is still refused 409.
+// TestRetriedUpdateJoinsItsUnconfirmedOperation: a node-pool PUT or PATCH whose Cluster
+// Service call fails without a definitive answer is answered 503, and its operation stays (the
+// call may have taken effect). The client's retry of the same request, as ARM and the Azure SDK
+// send it after a 503 (the SDK's BeginUpdate of a node pool is a PATCH), drives Cluster Service
+// again with the update the operation recorded and joins that operation, which then records the
+// revision and ends as any update does; it is not refused 409 for the operation it never saw
+// (the first full chaos run: c25/pool1's scale ended Failed with UpdateNotRecorded 2 min later;
+// a probe of a running region: a PATCH retried after a Cluster Service kill got 409). A
+// different write meanwhile is still refused 409.
 func TestRetriedUpdateJoinsItsUnconfirmedOperation(t *testing.T) {
-	fake := &unavailableUpdates{fakeNodePools: &fakeNodePools{pools: map[string]*csv1.NodePool{}}}
-	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
-	e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
-	fake.clusters = e.cs
-	e.readyCluster(t, "c1")
-	csID := e.readyPool(t, "c1", "np1", minimalPoolBody())
-	path := poolPath("c1", "np1")
-	scaled := set(minimalPoolBody(), "properties.replicas", 3)
+	for _, tc := range []struct {
+		method string
+		// body is the request with replicas n; want the code of its answer.
+		body func(n int) []byte
+		want int
+		// sent says whether an update Cluster Service was sent is what the method asks: a PUT
+		// replaces every updatable field, a PATCH names only replicas.
+		sent func(u *csv1.NodePoolUpdate) bool
+	}{
+		{"PUT", func(n int) []byte { return mustJSON(set(minimalPoolBody(), "properties.replicas", n)) }, 200,
+			func(u *csv1.NodePoolUpdate) bool { return u.GetReplicas() == 3 && u.Labels != nil }},
+		{"PATCH", func(n int) []byte { return []byte(fmt.Sprintf(`{"properties":{"replicas":%d}}`, n)) }, 202,
+			func(u *csv1.NodePoolUpdate) bool {
+				return proto.Equal(u, &csv1.NodePoolUpdate{Replicas: proto.Int32(3)})
+			}},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			fake := &unavailableUpdates{fakeNodePools: &fakeNodePools{pools: map[string]*csv1.NodePool{}}}
+			conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
+			e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
+			fake.clusters = e.cs
+			e.readyCluster(t, "c1")
+			csID := e.readyPool(t, "c1", "np1", minimalPoolBody())
+			path := poolPath("c1", "np1")
+			send := func(n int) response { return e.do(tc.method, path, tc.body(n), nil) }
+			lastSent := func() *csv1.NodePoolUpdate {
+				fake.mu.Lock()
+				defer fake.mu.Unlock()
+				return fake.updates[len(fake.updates)-1].GetUpdate()
+			}
 
-	fake.failUpdates.Store(1)
-	first := e.put(path, scaled)
-	if first.code != 503 || first.header.Get("Retry-After") == "" {
-		t.Fatalf("PUT while Cluster Service is unreachable: %d %s, want 503 with Retry-After", first.code, first.body)
-	}
-	rd, _ := e.resource(path)
-	pending := rd.ActiveOperationID
-	if op, _ := e.operation(pending); op == nil || op.Request != armdoc.OperationUpdate || op.InternalRevision != 0 || op.Status.Terminal() {
-		t.Fatalf("operation after the 503: %+v, want a running update without a revision", op)
-	}
+			fake.failUpdates.Store(1)
+			first := send(3)
+			if first.code != 503 || first.header.Get("Retry-After") == "" {
+				t.Fatalf("%s while Cluster Service is unreachable: %d %s, want 503 with Retry-After", tc.method, first.code, first.body)
+			}
+			rd, _ := e.resource(path)
+			pending := rd.ActiveOperationID
+			if op, _ := e.operation(pending); op == nil || op.Request != armdoc.OperationUpdate || op.InternalRevision != 0 || op.Status.Terminal() {
+				t.Fatalf("operation after the 503: %+v, want a running update without a revision", op)
+			}
 
-	if other := e.put(path, set(minimalPoolBody(), "properties.replicas", 5)); other.code != 409 {
-		t.Fatalf("a different PUT while the update is unconfirmed: %d %s, want 409", other.code, other.body)
-	}
-	retry := e.put(path, scaled)
-	if retry.code != 200 {
-		t.Fatalf("retry of the same PUT: %d %s, want 200", retry.code, retry.body)
-	}
-	if got := opIDFrom(t, retry.header.Get("Azure-AsyncOperation")); got != pending {
-		t.Fatalf("retry points at operation %s, want the pending %s", got, pending)
-	}
-	if props := retry.json(t)["properties"].(map[string]any); props["provisioningState"] != "Updating" || props["replicas"] != float64(3) {
-		t.Fatalf("retry answered %s", retry.body)
-	}
-	p := fake.pool(csID)
-	if p.GetSpec().GetReplicas() != 3 {
-		t.Fatalf("Cluster Service holds replicas %d, want 3", p.GetSpec().GetReplicas())
-	}
-	if op, _ := e.operation(pending); op.InternalRevision != p.GetSpecRevision() || op.Status.Terminal() {
-		t.Fatalf("operation after the retry: %+v, want revision %d recorded and still running", op, p.GetSpecRevision())
-	}
+			if other := send(5); other.code != 409 {
+				t.Fatalf("a different %s while the update is unconfirmed: %d %s, want 409", tc.method, other.code, other.body)
+			}
+			retry := send(3)
+			if retry.code != tc.want {
+				t.Fatalf("retry of the same %s: %d %s, want %d", tc.method, retry.code, retry.body, tc.want)
+			}
+			if got := opIDFrom(t, retry.header.Get("Azure-AsyncOperation")); got != pending {
+				t.Fatalf("retry points at operation %s, want the pending %s", got, pending)
+			}
+			if tc.method == "PUT" {
+				if props := retry.json(t)["properties"].(map[string]any); props["provisioningState"] != "Updating" || props["replicas"] != float64(3) {
+					t.Fatalf("retry answered %s", retry.body)
+				}
+			}
+			if u := lastSent(); !tc.sent(u) {
+				t.Fatalf("the retry sent Cluster Service %v, not what the %s asked", u, tc.method)
+			}
+			p := fake.pool(csID)
+			if p.GetSpec().GetReplicas() != 3 {
+				t.Fatalf("Cluster Service holds replicas %d, want 3", p.GetSpec().GetReplicas())
+			}
+			if op, _ := e.operation(pending); op.InternalRevision != p.GetSpecRevision() || op.Status.Terminal() {
+				t.Fatalf("operation after the retry: %+v, want revision %d recorded and still running", op, p.GetSpecRevision())
+			}
 
-	// Once the update has its revision, the same PUT again (a retry whose 200 was lost) joins it
-	// too, without another Cluster Service call.
-	fake.mu.Lock()
-	calls := len(fake.updates)
-	fake.mu.Unlock()
-	again := e.put(path, scaled)
-	if again.code != 200 || opIDFrom(t, again.header.Get("Azure-AsyncOperation")) != pending {
-		t.Fatalf("the same PUT once the revision is recorded: %d %s, want 200 pointing at %s", again.code, again.body, pending)
-	}
-	fake.mu.Lock()
-	defer fake.mu.Unlock()
-	if len(fake.updates) != calls {
-		t.Fatalf("%d more Cluster Service updates for a PUT that joined a recorded update, want 0", len(fake.updates)-calls)
+			// Once the update has its revision, the same request again (a retry whose answer
+			// was lost) joins it too, without another Cluster Service call.
+			fake.mu.Lock()
+			calls := len(fake.updates)
+			fake.mu.Unlock()
+			again := send(3)
+			if again.code != tc.want || opIDFrom(t, again.header.Get("Azure-AsyncOperation")) != pending {
+				t.Fatalf("the same %s once the revision is recorded: %d %s, want %d pointing at %s", tc.method, again.code, again.body, tc.want, pending)
+			}
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			if len(fake.updates) != calls {
+				t.Fatalf("%d more Cluster Service updates for a %s that joined a recorded update, want 0", len(fake.updates)-calls, tc.method)
+			}
+		})
 	}
 }
 
