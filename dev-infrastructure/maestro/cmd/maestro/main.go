@@ -1,7 +1,9 @@
 // Command maestro is the pinned upstream Maestro (server, agent, migrations), started as
-// upstream's cmd/maestro starts it, with two changes: the reconnect backoff of its CloudEvents
-// clients (reconnect.go) and how often the server queues its unpublished spec events again
-// (eventsync.go). Everything else is upstream's code at the pin.
+// upstream's cmd/maestro starts it, with three changes: the reconnect backoff of its CloudEvents
+// clients (reconnect.go), how often the server queues its unpublished spec events again
+// (eventsync.go), and a guard ahead of its gRPC interceptors that refuses a Publish without an
+// event and recovers a handler's panic (grpcguard.go). Everything else is upstream's code at the
+// pin.
 package main
 
 import (
@@ -18,11 +20,14 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// main is upstream's cmd/maestro main (at the pin) after installReconnectBackoff and
-// installEventsSync.
+// main is upstream's cmd/maestro main (at the pin) after installReconnectBackoff,
+// installEventsSync and installGRPCGuard.
 func main() {
 	installReconnectBackoff()
 	installEventsSync()
+	if err := installGRPCGuard(); err != nil {
+		log.Fatalf("install the gRPC guard: %v", err)
+	}
 
 	// check if the glog flag is already registered to avoid duplicate flag define error
 	if flag.CommandLine.Lookup("alsologtostderr") != nil {
