@@ -108,3 +108,39 @@ func TestAuditMethodIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditTargetFromThePathIsBounded: a route's target taken from the path (a cluster ID, a
+// must-gather's) is recorded cut at maxPath, as the path is, in the call's record and its
+// completion's: a probe of a running region had any SRE, read-only included, store 60,000
+// characters of target twice per call, past the path's own bound. The 400 that refuses such an
+// ID does not echo it whole either.
+func TestAuditTargetFromThePathIsBounded(t *testing.T) {
+	e := start(t)
+	long := strings.Repeat("b", 60_000)
+	for _, tc := range []struct {
+		name, path string
+	}{
+		{"cluster", "/admin/v1/clusters/" + long},
+		{"must_gather", "/admin/v1/must-gather/" + long},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cid := "target-" + tc.name
+			code, _, body := e.call(t, "alice", "GET", tc.path, "", adminapi.HeaderCorrelationID, cid)
+			if code != http.StatusBadRequest {
+				t.Fatalf("GET of a 60,000-character ID: %d %.200s, want 400", code, body)
+			}
+			if len(body) > 4*maxPath {
+				t.Fatalf("the 400 is %d bytes: it echoes the ID", len(body))
+			}
+			recs := e.lastAudit(t, audit.Filter{CorrelationID: cid})
+			if len(recs) == 0 {
+				t.Fatal("no audit record")
+			}
+			for _, rec := range recs {
+				if want := long[:maxPath] + truncatedMark; rec.Target != want {
+					t.Fatalf("recorded a target of %d bytes (%.40q…), want it cut at %d with the mark", len(rec.Target), rec.Target, maxPath)
+				}
+			}
+		})
+	}
+}

@@ -228,7 +228,7 @@ func (s *Server) findCluster(ctx context.Context, id string) (*csv1.Cluster, *do
 		}
 		rid, err := arm.ParseResourceID(id)
 		if err != nil || !strings.EqualFold(rid.ResourceType(), "Microsoft.RedHatOpenShift/hcpOpenShiftClusters") {
-			return nil, nil, badRequest("id", "%q is neither a Cluster Service ID nor the ARM resource ID of an hcpOpenShiftCluster", id)
+			return nil, nil, badRequest("id", "%q is neither a Cluster Service ID nor the ARM resource ID of an hcpOpenShiftCluster", cut(id, maxTarget))
 		}
 		doc, err := s.cfg.Store.Get(ctx, strings.ToLower(rid.SubscriptionID), rid.Lower())
 		switch {

@@ -227,6 +227,7 @@ func notFound(target, format string, args ...any) *apiError {
 // upstream turns another service's error into ours; what, which names the call, goes into
 // the message (and the log), target keeps the ID a NotFound is about.
 func upstream(what, target string, err error) *apiError {
+	target = cut(target, maxTarget) // the caller's value, repeated in the answer
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
@@ -293,7 +294,8 @@ func (s *statusRecorder) code() int {
 // maxBody bounds a mutating route's body.
 const maxBody = 64 << 10
 
-// maxTarget bounds an audit record's target taken from a body.
+// maxTarget bounds an audit record's target taken from a body, and a caller's value an error
+// message repeats.
 const maxTarget = 256
 
 func truncate(s string, n int) string {
@@ -331,7 +333,8 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			e.Subject = r.TLS.PeerCertificates[0].Subject.String()
 		}
 		if rt.target != nil {
-			e.Target = rt.target(r)
+			// From the path: bounded as the path is.
+			e.Target = cut(rt.target(r), maxPath)
 		}
 		var refusal *apiError
 		id, err := access.Identify(r.TLS)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -14,9 +15,22 @@ import (
 // details, so a caller sees every problem at once with its field path.
 type Violations []*errdetails.BadRequest_FieldViolation
 
+// MaxDescription bounds a violation's description: longer, it quotes a caller's value (an ID of
+// 60,000 characters was repeated whole, in the message and in the details) and is cut, on a
+// UTF-8 boundary, with "…" at the end.
+const MaxDescription = 1024
+
 // Add records a violation of field.
 func (v *Violations) Add(field, format string, args ...any) {
-	*v = append(*v, &errdetails.BadRequest_FieldViolation{Field: field, Description: fmt.Sprintf(format, args...)})
+	d := fmt.Sprintf(format, args...)
+	if len(d) > MaxDescription {
+		n := MaxDescription
+		for n > 0 && !utf8.RuneStart(d[n]) {
+			n--
+		}
+		d = d[:n] + "…"
+	}
+	*v = append(*v, &errdetails.BadRequest_FieldViolation{Field: field, Description: d})
 }
 
 // Err is the InvalidArgument status of v, or nil when there is none.
