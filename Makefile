@@ -18,7 +18,7 @@ COSMOS_EMULATOR := internal/docstore/cosmos/emulator
 help:
 	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
 	@echo "make deploy    the region's charts (service cluster and one management cluster) installed by Helm on a real node (root)"
-	@echo "make test      unit, integration and end-to-end tests"
+	@echo "make test      unit, integration and end-to-end tests, the alert rules and the module graph"
 	@echo "make test-busy make test while stress-ng keeps one core busy (hack/busy.sh)"
 	@echo "make chaos     the full chaos run: mixed ARM workload while components are killed (docs/reliability.md); DEPLOY=1 against a make deploy region"
 	@echo "make chaos-outages  every dependency outage, those that can still fail on a known defect included"
@@ -27,7 +27,7 @@ help:
 	@echo "make verify    fail when rendered config, chart values, chart fixtures or generated code are stale, or Go code is not gofmt-formatted"
 	@echo "make fuzz      explore every fuzz target for FUZZTIME each (default $(FUZZTIME)); commit what it finds"
 	@echo "make fuzz-long every fuzz target of every module to FUZZ_EXECS executions (default 10^6; FUZZ_TIME, FUZZ_MATCH), counts per target"
-	@echo "make bench     benchmarks; results go to docs/performance.md, charts to docs/perf-data"
+	@echo "make bench     every benchmark once, JSON and charts to docs/perf-data (each figure in docs/performance.md names its own command)"
 	@echo "make bench-load  the whole-path load benchmarks (P1, P3, P4) and their charts"
 	@echo "make bench-p4  P4 alone: creates/s through OpenHCP against bare Maestro in one run (SHORT=1: CI size)"
 	@echo "make bench-p5  P5 alone: scale to 1,000/2,000/5,000 hosted clusters over 4 management clusters (SHORT=1: 100/200)"
@@ -214,8 +214,8 @@ bench: deps tools
 	P5_BUDGET=$${P5_BUDGET:-30m} go test -run '^$$' -bench . -benchtime 1x -timeout 60m $(PKGS)
 	go run ./tooling/cmd/benchplot -dir docs/perf-data
 
-# The whole-path load benchmarks alone (P1 frontend, P3 PUT → HostedCluster; knobs in
-# docs/performance.md), then their charts.
+# The whole-path load benchmarks alone (P1 frontend, P3 PUT → HostedCluster, P4; knobs at the
+# top of docs/perf-data/run-log-2026-11.md), then their charts.
 .PHONY: bench-load
 bench-load: deps tools
 	cd test && go test ./e2e -run '^$$' -bench 'P1Frontend|P3CreateToHostedCluster|P4SustainedThroughput' -benchtime 1x -count=1 -timeout 45m

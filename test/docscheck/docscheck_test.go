@@ -346,8 +346,15 @@ func definedNames(t *testing.T) map[string]bool {
 	return out
 }
 
-// citation finds references to documents a reader of the repository does not have.
-var citation = regexp.MustCompile(`DESIGN\.md|\.\./shared|CONVENTIONS\.md|(?i)\bissue\s+#?\d+|\bissues?\s+#\d+`)
+// citation finds references to documents a reader of the repository does not have: the
+// design notes, the shared reference tree (`shared/...`, with or without `../`) and issue or
+// pull request numbers, bare (`#576`), qualified (`sdk-go#232`, `owner/repo#1404`) or as a
+// URL path. An issue reference is `#` and one to five digits not followed by a word character
+// or `-`, so heading anchors (`#3-limits`), colours (`#336699`) and `PKCS#8` (an upper-case
+// letter before the `#`) do not match; the `(?i)` comes last so that test stays case-sensitive.
+var citation = regexp.MustCompile(`DESIGN\.md|\.\./shared|\bshared/|CONVENTIONS\.md|` +
+	`(?:^|[^A-Z&])#\d{1,5}(?:$|[^\w-])|/(?:issues|pull)/\d+|` +
+	`(?i)\bissue\s+#?\d+|\bissues?\s+#\d+`)
 
 // TestDocsCiteOnlyTheRepository checks that docs speak of the project alone.
 func TestDocsCiteOnlyTheRepository(t *testing.T) {
@@ -384,4 +391,32 @@ func report(t *testing.T, what string, checked int, bad []string) {
 		t.Error(b)
 	}
 	t.Logf("%d %s checked, %d wrong", checked, what, len(bad))
+}
+
+// TestCitationPattern pins what the citation pattern catches and what it leaves alone.
+func TestCitationPattern(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{
+		{"see `shared/reference/aro-hcp-operations.md` §3", true},
+		{"see ../shared/notes", true},
+		{"fixed upstream in openshift-online/maestro#576 (re-sends)", true},
+		{"the same race (sdk-go#232).", true},
+		{"with #576. Remove the watchdog", true},
+		{"#12 at the start of a line", true},
+		{"https://github.com/o/r/issues/576", true},
+		{"https://github.com/o/r/pull/77", true},
+		{"fixed in issue 42", true},
+		{"a PKCS#8 key", false},
+		{"see [limits](security.md#3-limits)", false},
+		{"see [limits](#limits)", false},
+		{"colour #336699 and #fff", false},
+		{"HTML entity &#8212; dash", false},
+		{"`internal/armdoc/documents.go`", false},
+	} {
+		if got := citation.MatchString(tc.line); got != tc.want {
+			t.Errorf("citation.MatchString(%q) = %v, want %v", tc.line, got, tc.want)
+		}
+	}
 }
