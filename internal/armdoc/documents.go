@@ -96,7 +96,8 @@ type ResourceDocument struct {
 	Location          string            `json:"location"`
 	Tags              map[string]string `json:"tags,omitempty"`
 	SystemData        json.RawMessage   `json:"systemData,omitempty"`
-	// Properties is the internal model of the resource (e.g. HCPOpenShiftCluster), as JSON.
+	// Properties is the resource's properties as the frontend stores them, as JSON: a cluster's or
+	// child's spec in its ARM form (api.Cluster.MarshalJSON, api.NodePool.MarshalJSON).
 	Properties json.RawMessage `json:"properties,omitempty"`
 }
 
