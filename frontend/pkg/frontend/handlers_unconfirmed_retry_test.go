@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -147,13 +146,7 @@ func TestNodePoolPutAfterUnconfirmedUpdateSendsItAgain(t *testing.T) {
 		{name: "failed_in_cluster_service", taken: true, failure: &armdoc.CloudErrorBody{Code: "UpdateFailed", Message: "The node pool reported a failure."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := &unavailableUpdates{fakeNodePools: &fakeNodePools{pools: map[string]*csv1.NodePool{}}}
-			conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
-			e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
-			fake.clusters = e.cs
-			e.readyCluster(t, "c1")
-			csID := e.readyPool(t, "c1", "np1", minimalPoolBody())
-			path := poolPath("c1", "np1")
+			e, fake, csID, path := poolRetryEnv(t)
 			scaled := set(minimalPoolBody(), "properties.replicas", 3)
 
 			if tc.taken {

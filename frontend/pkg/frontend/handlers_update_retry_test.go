@@ -41,6 +41,35 @@ func (f *unavailableUpdates) UpdateNodePool(ctx context.Context, req *csv1.Updat
 	return got, err
 }
 
+// poolRetryEnv is a frontend whose node pools' Cluster Service is an unavailableUpdates, with the
+// ready node pool np1 of the ready cluster c1: the pool's Cluster Service ID and ARM path.
+func poolRetryEnv(t *testing.T) (e *env, fake *unavailableUpdates, csID, path string) {
+	t.Helper()
+	fake = &unavailableUpdates{fakeNodePools: &fakeNodePools{pools: map[string]*csv1.NodePool{}}}
+	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
+	e = newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
+	fake.clusters = e.cs
+	e.readyCluster(t, "c1")
+	csID = e.readyPool(t, "c1", "np1", minimalPoolBody())
+	return e, fake, csID, poolPath("c1", "np1")
+}
+
+// unconfirmedAfter503 requires first, a write of the resource at path, to be the 503 of an
+// update whose Cluster Service answer was lost, and returns the operation it left running
+// without a revision.
+func (e *env) unconfirmedAfter503(t *testing.T, method string, first response, path string) string {
+	t.Helper()
+	if first.code != 503 || first.header.Get("Retry-After") == "" {
+		t.Fatalf("%s while Cluster Service is unreachable: %d %s, want 503 with Retry-After", method, first.code, first.body)
+	}
+	rd, _ := e.resource(path)
+	pending := rd.ActiveOperationID
+	if op, _ := e.operation(pending); op == nil || op.Request != armdoc.OperationUpdate || op.InternalRevision != 0 || op.Status.Terminal() {
+		t.Fatalf("operation after the 503: %+v, want a running update without a revision", op)
+	}
+	return pending
+}
+
 // TestRetriedUpdateJoinsItsUnconfirmedOperation: a node-pool PUT or PATCH whose Cluster
 // Service call fails without a definitive answer is answered 503, and its operation stays (the
 // call may have taken effect). The client's retry of the same request, as ARM and the Azure SDK
@@ -68,13 +97,7 @@ func TestRetriedUpdateJoinsItsUnconfirmedOperation(t *testing.T) {
 			}},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
-			fake := &unavailableUpdates{fakeNodePools: &fakeNodePools{pools: map[string]*csv1.NodePool{}}}
-			conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
-			e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
-			fake.clusters = e.cs
-			e.readyCluster(t, "c1")
-			csID := e.readyPool(t, "c1", "np1", minimalPoolBody())
-			path := poolPath("c1", "np1")
+			e, fake, csID, path := poolRetryEnv(t)
 			send := func(n int) response { return e.do(tc.method, path, tc.body(n), nil) }
 			lastSent := func() *csv1.NodePoolUpdate {
 				fake.mu.Lock()
@@ -83,15 +106,7 @@ func TestRetriedUpdateJoinsItsUnconfirmedOperation(t *testing.T) {
 			}
 
 			fake.failUpdates.Store(1)
-			first := send(3)
-			if first.code != 503 || first.header.Get("Retry-After") == "" {
-				t.Fatalf("%s while Cluster Service is unreachable: %d %s, want 503 with Retry-After", tc.method, first.code, first.body)
-			}
-			rd, _ := e.resource(path)
-			pending := rd.ActiveOperationID
-			if op, _ := e.operation(pending); op == nil || op.Request != armdoc.OperationUpdate || op.InternalRevision != 0 || op.Status.Terminal() {
-				t.Fatalf("operation after the 503: %+v, want a running update without a revision", op)
-			}
+			pending := e.unconfirmedAfter503(t, tc.method, send(3), path)
 
 			if other := send(5); other.code != 409 {
 				t.Fatalf("a different %s while the update is unconfirmed: %d %s, want 409", tc.method, other.code, other.body)
@@ -143,13 +158,7 @@ func TestRetriedUpdateJoinsItsUnconfirmedOperation(t *testing.T) {
 // pointed at is one it may not read (getOperationStatus answers 404 to another caller), and it
 // did not start the update that would be re-sent.
 func TestSameBodyFromAnotherCallerDoesNotJoinTheUpdate(t *testing.T) {
-	fake := &unavailableUpdates{fakeNodePools: &fakeNodePools{pools: map[string]*csv1.NodePool{}}}
-	conn := serveFake(t, func(gs *grpc.Server) { csv1.RegisterNodePoolsServer(gs, fake) })
-	e := newEnv(t, func(c *Config) { c.NodePools = csv1.NewNodePoolsClient(conn) })
-	fake.clusters = e.cs
-	e.readyCluster(t, "c1")
-	e.readyPool(t, "c1", "np1", minimalPoolBody())
-	path := poolPath("c1", "np1")
+	e, fake, _, path := poolRetryEnv(t)
 	scaled := mustJSON(set(minimalPoolBody(), "properties.replicas", 3))
 	callerA := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000a"}
 	callerB := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000b"}
@@ -296,15 +305,8 @@ func TestRetriedClusterUpdateJoinsItsUnconfirmedOperation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, fake, restart := clusterRetryEnv(t)
 			fake.failUpdates.Store(1)
-			first := e.do(tc.method, path, tc.body, callerA)
-			if first.code != 503 || first.header.Get("Retry-After") == "" {
-				t.Fatalf("%s while Cluster Service is unreachable: %d %s, want 503 with Retry-After", tc.method, first.code, first.body)
-			}
+			pending := e.unconfirmedAfter503(t, tc.method, e.do(tc.method, path, tc.body, callerA), path)
 			rd, _ := e.resource(path)
-			pending := rd.ActiveOperationID
-			if op, _ := e.operation(pending); op == nil || op.Request != armdoc.OperationUpdate || op.InternalRevision != 0 || op.Status.Terminal() {
-				t.Fatalf("operation after the 503: %+v, want a running update without a revision", op)
-			}
 			lost := fake.sent()
 			if len(lost) != 1 || lost[0].GetUpdate().GetNodeDrainTimeoutMinutes() != 60 {
 				t.Fatalf("UpdateCluster calls before the retry: %v, want the one that failed", lost)
