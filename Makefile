@@ -126,7 +126,7 @@ test: deps tools
 	@# Alert rules first (seconds): their checker is a module outside the workspace, because the
 	@# PromQL parser's module pins Kubernetes 0.37 (docs/deploy.md#alerts).
 	cd dev-infrastructure/alertrules && GOWORK=off ../../hack/gotest.sh -count=1 ./...
-	@# The Maestro build's own command (its reconnect backoff), also outside the workspace.
+	@# The Maestro build's own command (its reconnect backoff, event sync and gRPC guard), also outside the workspace.
 	cd dev-infrastructure/maestro && GOWORK=off GOFLAGS=-mod=mod ../../hack/gotest.sh -count=1 ./...
 	@# Our modules must not require each other in a cycle (docs/architecture.md#modules).
 	hack/check-module-graph.sh
