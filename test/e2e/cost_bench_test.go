@@ -425,14 +425,11 @@ type costRun struct {
 	Notes  []string     `json:"notes,omitempty"`
 }
 
-// costBaseRun is what a run keeps of its base run: which services ran, when, where, under what
-// load.
+// costBaseRun is what a run keeps of its base run: its header (when, where, under what load)
+// and which services ran.
 type costBaseRun struct {
-	Services  string `json:"services"`
-	Date      string `json:"date"`
-	Machine   string `json:"machine"`
-	LoadStart string `json:"loadAverageAtStart"`
-	LoadEnd   string `json:"loadAverageAtEnd"`
+	benchreport.Header
+	Services string `json:"services"`
 }
 
 func (r *costRun) add(b *testing.B, p costPhase) {
@@ -494,7 +491,7 @@ func (r *costRun) compare(b *testing.B) {
 		if run.Machine != r.Machine {
 			b.Fatalf("COST_BASE_RUN=%s ran on %s, this run on %s", path, run.Machine, r.Machine)
 		}
-		r.Base = &costBaseRun{Services: run.Services, Date: run.Date, Machine: run.Machine, LoadStart: run.LoadStart, LoadEnd: run.LoadEnd}
+		r.Base = &costBaseRun{Header: run.Header, Services: run.Services}
 		base = byKey(run)
 	}
 	prevRun, baselineRun := read(filepath.Join(dir, "cost.json")), read(filepath.Join(dir, "cost-baseline.json"))
