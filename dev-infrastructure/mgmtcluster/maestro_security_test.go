@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -193,7 +194,13 @@ func TestMaestroRESTAdmitsOnlyItsClients(t *testing.T) {
 	})
 
 	t.Run("maestro_listens_in_a_network_namespace_of_its_own", func(t *testing.T) {
-		own, err := os.Readlink("/proc/self/ns/net")
+		// The host's namespace as this goroutine's thread sees it. Not /proc/self: that shows
+		// the main thread's, and the main thread may be the one the namespace holder locked
+		// into Maestro's namespace (netns.NS), so the two would compare equal. A thread locked
+		// to this goroutine is never the holder's.
+		runtime.LockOSThread()
+		own, err := os.Readlink("/proc/thread-self/ns/net")
+		runtime.UnlockOSThread()
 		if err != nil {
 			t.Skipf("cannot read this process's network namespace: %v", err)
 		}
