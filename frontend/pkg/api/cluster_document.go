@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -8,31 +9,12 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 )
 
-// clusterDocument is the resource document's properties of a cluster, as a frontend reads them:
-// the identity, and the properties in their ARM form, where the key's parts sit beside the key
-// vault's (kms.vaultName, kms.name, ...), not under kms.activeKey.
+// clusterDocument is the resource document of a cluster as a frontend reads it, in one decoding
+// of its bytes: the identity, and the properties as JSON objects (numbers kept as written), which
+// the spec is filled from and the model's other parts are read from (readProperties).
 type clusterDocument struct {
 	Identity   *ManagedServiceIdentity `json:"identity,omitempty"`
-	Properties struct {
-		DNS struct {
-			BaseDomain string `json:"baseDomain"`
-		} `json:"dns"`
-		Console struct {
-			URL string `json:"url"`
-		} `json:"console"`
-		API struct {
-			URL string `json:"url"`
-		} `json:"api"`
-		Platform struct {
-			IssuerURL               string `json:"issuerUrl"`
-			OperatorsAuthentication struct {
-				UserAssignedIdentities UserAssignedIdentitiesProfile `json:"userAssignedIdentities"`
-			} `json:"operatorsAuthentication"`
-		} `json:"platform"`
-		Etcd struct {
-			DataEncryption EtcdDataEncryptionProfile `json:"dataEncryption"`
-		} `json:"etcd"`
-	} `json:"properties"`
+	Properties map[string]any          `json:"properties"`
 }
 
 // zeroIsValue marks properties.autoscaling in documents written since the model tells an
@@ -77,31 +59,116 @@ func (c Cluster) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a resource document's properties, those written while clusters had a
-// profile model of their own included (TestStoredClusterDocumentsReadAndRender).
+// profile model of their own included (TestStoredClusterDocumentsReadAndRender). The bytes are
+// decoded once: the spec is filled from the properties' JSON objects, and what the model keeps
+// beside the spec is read from the same objects.
 func (c *Cluster) UnmarshalJSON(b []byte) error {
-	doc, err := armpath.Parse(b)
-	if err != nil {
-		return fmt.Errorf("read cluster document: %w", err)
-	}
 	var d clusterDocument
-	if err := json.Unmarshal(b, &d); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&d); err != nil {
 		return fmt.Errorf("read cluster document: %w", err)
 	}
-	if props, ok := doc["properties"].(map[string]any); ok {
-		if a, ok := props["autoscaling"].(map[string]any); ok && a[zeroIsValue] != true {
-			for k, v := range a {
-				if n, ok := v.(json.Number); ok && n.String() == "0" {
-					delete(a, k)
-				}
+	props := d.Properties
+	if a, ok := props["autoscaling"].(map[string]any); ok && a[zeroIsValue] != true {
+		for k, v := range a {
+			if n, ok := v.(json.Number); ok && n.String() == "0" {
+				delete(a, k)
 			}
 		}
 	}
 	spec := &csv1.ClusterSpec{}
-	if err := armpath.Fill(spec.ProtoReflect(), doc, ClusterShapes); err != nil {
+	if err := armpath.Fill(spec.ProtoReflect(), map[string]any{"properties": props}, ClusterShapes); err != nil {
 		return fmt.Errorf("read cluster document: %w", err)
 	}
-	p := &d.Properties
-	*c = Cluster{Identity: d.Identity, Spec: SpecProperties(spec), OperatorIdentities: p.Platform.OperatorsAuthentication.UserAssignedIdentities,
-		Etcd: p.Etcd.DataEncryption, BaseDomain: p.DNS.BaseDomain, ConsoleURL: p.Console.URL, APIURL: p.API.URL, IssuerURL: p.Platform.IssuerURL}
+	*c = Cluster{Identity: d.Identity, Spec: SpecProperties(spec)}
+	if err := c.readProperties(props); err != nil {
+		return fmt.Errorf("read cluster document: %w", err)
+	}
 	return nil
+}
+
+// readProperties reads what the model keeps beside the spec from the properties' JSON objects:
+// the ARM form MarshalJSON writes. A value of another shape than its field's is an error, as a
+// typed decoding's would be.
+func (c *Cluster) readProperties(props map[string]any) error {
+	for _, s := range []struct {
+		path string
+		into *string
+	}{
+		{"dns.baseDomain", &c.BaseDomain},
+		{"console.url", &c.ConsoleURL},
+		{"api.url", &c.APIURL},
+		{"platform.issuerUrl", &c.IssuerURL},
+	} {
+		switch v := armpath.Lookup(props, s.path).(type) {
+		case nil:
+		case string:
+			*s.into = v
+		default:
+			return fmt.Errorf("properties.%s: a %T, not a string", s.path, v)
+		}
+	}
+	// The etcd block is small: encoded again and decoded into its type, rather than a second
+	// decoding of the whole document.
+	const etcd = "etcd.dataEncryption"
+	if v := armpath.Lookup(props, etcd); v != nil {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("properties.%s: %w", etcd, err)
+		}
+		if err := json.Unmarshal(raw, &c.Etcd); err != nil {
+			return fmt.Errorf("properties.%s: %w", etcd, err)
+		}
+	}
+	// The operators' identities are most of a document's bytes after the spec: read from the
+	// objects as they are.
+	const ids = "platform.operatorsAuthentication.userAssignedIdentities"
+	switch v := armpath.Lookup(props, ids).(type) {
+	case nil:
+	case map[string]any:
+		return c.OperatorIdentities.read(v, "properties."+ids)
+	default:
+		return fmt.Errorf("properties.%s: a %T, not an object", ids, v)
+	}
+	return nil
+}
+
+// read sets the profile from its JSON object, as decoding it into the type would.
+func (p *UserAssignedIdentitiesProfile) read(o map[string]any, path string) error {
+	var err error
+	if p.ControlPlaneOperators, err = stringMap(o["controlPlaneOperators"], path+".controlPlaneOperators"); err != nil {
+		return err
+	}
+	if p.DataPlaneOperators, err = stringMap(o["dataPlaneOperators"], path+".dataPlaneOperators"); err != nil {
+		return err
+	}
+	switch s := o["serviceManagedIdentity"].(type) {
+	case nil:
+	case string:
+		p.ServiceManagedIdentity = s
+	default:
+		return fmt.Errorf("%s.serviceManagedIdentity: a %T, not a string", path, s)
+	}
+	return nil
+}
+
+// stringMap is a JSON object of strings as a map; nil for an absent or null one.
+func stringMap(v any, path string) (map[string]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	o, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: a %T, not an object", path, v)
+	}
+	m := make(map[string]string, len(o))
+	for k, e := range o {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s[%s]: a %T, not a string", path, k, e)
+		}
+		m[k] = s
+	}
+	return m, nil
 }

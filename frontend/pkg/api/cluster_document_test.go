@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -120,4 +121,80 @@ func FuzzStoredClusterDocument(f *testing.F) {
 			t.Fatalf("written again differently:\n%s\nwant\n%s", w, written)
 		}
 	})
+}
+
+// TestStoredClusterDocumentSideFields: what the model keeps beside the spec (the operators'
+// identities, the etcd block, the read-only URLs and the base domain) is read from a stored
+// document's one decoding as a typed decoding of the document reads it.
+func TestStoredClusterDocumentSideFields(t *testing.T) {
+	withSideFields := `{"properties":{"dns":{"baseDomain":"abc.example.com"},"console":{"url":"https://console.example"},"api":{"url":"https://api.example:443"},"platform":{"issuerUrl":"https://issuer.example","operatorsAuthentication":{"userAssignedIdentities":{"controlPlaneOperators":{"a":"/x/a","b":"/x/b"},"dataPlaneOperators":{},"serviceManagedIdentity":"/x/s"}}},"etcd":{"dataEncryption":{"keyManagementMode":"CustomerManaged","customerManaged":{"encryptionType":"KMS","kms":{"vaultName":"v","name":"k","version":"1","visibility":"Private"}}}}}}`
+	docs := []string{withSideFields, `{"properties":{}}`, `{"properties":null}`}
+	for _, d := range storedClusterDocuments {
+		docs = append(docs, d.doc)
+	}
+	for i, doc := range docs {
+		var typed struct {
+			Properties struct {
+				DNS struct {
+					BaseDomain string `json:"baseDomain"`
+				} `json:"dns"`
+				Console struct {
+					URL string `json:"url"`
+				} `json:"console"`
+				API struct {
+					URL string `json:"url"`
+				} `json:"api"`
+				Platform struct {
+					IssuerURL               string `json:"issuerUrl"`
+					OperatorsAuthentication struct {
+						UserAssignedIdentities api.UserAssignedIdentitiesProfile `json:"userAssignedIdentities"`
+					} `json:"operatorsAuthentication"`
+				} `json:"platform"`
+				Etcd struct {
+					DataEncryption api.EtcdDataEncryptionProfile `json:"dataEncryption"`
+				} `json:"etcd"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal([]byte(doc), &typed); err != nil {
+			t.Fatalf("document %d: typed decoding: %v", i, err)
+		}
+		var c api.Cluster
+		if err := json.Unmarshal([]byte(doc), &c); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		p := typed.Properties
+		got := []any{c.BaseDomain, c.ConsoleURL, c.APIURL, c.IssuerURL, c.OperatorIdentities, c.Etcd}
+		want := []any{p.DNS.BaseDomain, p.Console.URL, p.API.URL, p.Platform.IssuerURL, p.Platform.OperatorsAuthentication.UserAssignedIdentities, p.Etcd.DataEncryption}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("document %d: read %#v\nwant %#v", i, got, want)
+		}
+	}
+	var c api.Cluster
+	if err := json.Unmarshal([]byte(withSideFields), &c); err != nil || c.Etcd.CustomerManaged == nil || c.Etcd.CustomerManaged.KMS.Visibility != "Private" ||
+		len(c.OperatorIdentities.ControlPlaneOperators) != 2 || c.OperatorIdentities.DataPlaneOperators == nil {
+		t.Fatalf("side fields not read: %v %#v", err, c)
+	}
+}
+
+// TestStoredClusterDocumentSideFieldOfOddShapeIsAnError: a side field of another shape than its
+// type's is an error naming it, never a panic or a silent empty value.
+func TestStoredClusterDocumentSideFieldOfOddShapeIsAnError(t *testing.T) {
+	for _, tc := range []struct{ name, props, wantPath string }{
+		{"api_url_number", `{"api":{"url":5}}`, "api.url"},
+		{"base_domain_object", `{"dns":{"baseDomain":{}}}`, "dns.baseDomain"},
+		{"issuer_list", `{"platform":{"issuerUrl":[]}}`, "platform.issuerUrl"},
+		{"identities_string", `{"platform":{"operatorsAuthentication":{"userAssignedIdentities":"x"}}}`, "userAssignedIdentities"},
+		{"operator_number", `{"platform":{"operatorsAuthentication":{"userAssignedIdentities":{"controlPlaneOperators":{"a":1}}}}}`, "controlPlaneOperators[a]"},
+		{"operators_list", `{"platform":{"operatorsAuthentication":{"userAssignedIdentities":{"dataPlaneOperators":[]}}}}`, "dataPlaneOperators"},
+		{"service_identity_bool", `{"platform":{"operatorsAuthentication":{"userAssignedIdentities":{"serviceManagedIdentity":true}}}}`, "serviceManagedIdentity"},
+		{"etcd_mode_number", `{"etcd":{"dataEncryption":{"keyManagementMode":1}}}`, "etcd.dataEncryption"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c api.Cluster
+			err := json.Unmarshal([]byte(`{"properties":`+tc.props+`}`), &c)
+			if err == nil || !strings.Contains(err.Error(), tc.wantPath) {
+				t.Fatalf("read %s: %v; want an error naming %s", tc.props, err, tc.wantPath)
+			}
+		})
+	}
 }
