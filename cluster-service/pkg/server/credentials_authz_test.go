@@ -342,6 +342,23 @@ func TestCredentialKindsPerIdentity(t *testing.T) {
 			t.Fatalf("with a statement for another person: %v, want PermissionDenied", err)
 		}
 	})
+	t.Run("request_with_the_id_of_the_other_kind_is_refused", func(t *testing.T) {
+		// A request naming an existing credential of the other kind is not answered with it:
+		// the frontend would read an SRE's person, access and reason, which GetCredential hides.
+		c, err := e.creds(pki.Frontend).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: sreID, ClusterId: cluster})
+		if status.Code(err) != codes.AlreadyExists || c != nil {
+			t.Fatalf("frontend requesting the SRE credential's ID: %v %v, want AlreadyExists and no credential", c, err)
+		}
+		forCustomerID, err := srestatement.Sign(e.statementKey, &csv1.SREStatement{Person: sre.Person, ClusterId: cluster, CredentialId: customerID,
+			Access: sre.Access, ValiditySeconds: sre.ValiditySeconds, Reason: sre.Reason}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err = e.creds(pki.SRE).RequestCredential(ctx, &csv1.RequestCredentialRequest{Id: customerID, ClusterId: cluster, Sre: sre, SreStatement: forCustomerID})
+		if status.Code(err) != codes.AlreadyExists || c != nil {
+			t.Fatalf("admin API requesting the customer credential's ID: %v %v, want AlreadyExists and no credential", c, err)
+		}
+	})
 	t.Run("backend_watch_carries_no_sre_credential", func(t *testing.T) {
 		sreCred, err := e.st.GetCredential(ctx, sreID)
 		if err != nil {

@@ -177,7 +177,7 @@ const (
 // CreateCredential records a new PENDING credential of c.ClusterID and, in the same
 // transaction, its audit record a (CredentialID and ClusterID are c's). It is idempotent on c.ID
 // (created=false returns the stored one and writes no record). ErrIDInUse if the id belongs to
-// another cluster, ErrNotFound without the cluster, ErrDeleting while it is deleted,
+// another cluster or to a credential of the other kind (customer or SRE), ErrNotFound without the cluster, ErrDeleting while it is deleted,
 // ErrClusterNotReady unless it is READY or UPDATING, ErrRevoking while a revocation of the
 // cluster runs.
 func (s *Store) CreateCredential(ctx context.Context, c *Credential, a CredentialAudit) (_ *Credential, created bool, err error) {
@@ -192,7 +192,9 @@ func (s *Store) CreateCredential(ctx context.Context, c *Credential, a Credentia
 	err = s.writeTx(ctx, func(tx pgx.Tx) error {
 		existing, err := s.scanCredential(tx.QueryRow(ctx, `SELECT `+credentialColumns+` FROM break_glass_credentials WHERE id = $1`, c.ID))
 		if err == nil {
-			if existing.ClusterID != c.ClusterID {
+			// The same ID for another cluster or another kind is another credential: its
+			// holder's (an SRE's is the admin API's alone) is not told to this caller.
+			if existing.ClusterID != c.ClusterID || (existing.SRE != nil) != (c.SRE != nil) {
 				return ErrIDInUse
 			}
 			out = existing
