@@ -3,7 +3,8 @@
 // caller's person certificate names the session's person, that the session is active and
 // unexpired and the person not revoked, then proxies to the session's hosted kube-apiserver
 // with the session's credential (which never leaves the gateway), impersonating the person.
-// Every request is audited; a session that ends cuts its open watches and streams within
+// A request from a browser is refused (browser.go). Every request is audited (refusals at
+// most at refusallimit's rate); a session that ends cuts its open watches and streams within
 // seconds (Run).
 package gateway
 
@@ -162,6 +163,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq.id = id
+	// Before the session is read: a page of another site learns nothing of it either.
+	if why := fromBrowser(r); why != "" {
+		g.refuse(w, r, rq, log, http.StatusForbidden, "Forbidden", "browser-request",
+			"refused as a request from a browser ("+why+"): a page of any site could make a browser send it with your certificate. "+
+				"The gateway serves kubectl and client-go only; use the kubeconfig `hcpctl breakglass open` writes")
+		return
+	}
 	revoked, err := g.cfg.Revocations.Revoked(r.Context(), id.Person, r.TLS.VerifiedChains[0][0].NotBefore)
 	if err != nil {
 		log.Error("revocation list unreadable; refusing the request", "error", err)
