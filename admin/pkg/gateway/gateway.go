@@ -3,7 +3,8 @@
 // caller's person certificate names the session's person, that the session is active and
 // unexpired and the person not revoked, then proxies to the session's hosted kube-apiserver
 // with the session's credential (which never leaves the gateway), impersonating the person.
-// Every request is audited; a session that ends cuts its open watches and streams within
+// A request from a browser is refused (browser.go). Every request is audited (refusals at
+// most at refusallimit's rate); a session that ends cuts its open watches and streams within
 // seconds (Run).
 package gateway
 
@@ -30,6 +31,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/refusallimit"
 	"github.com/openhcp/openhcp/admin/pkg/session"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	"github.com/openhcp/openhcp/internal/logattr"
@@ -66,12 +68,18 @@ type Config struct {
 	Poll time.Duration
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// RefusalAudit limits the audit records of refused requests, per source and in total
+	// (zero: refusallimit.Default).
+	RefusalAudit refusallimit.Rates
 }
 
 // Gateway serves the sessions' requests.
 type Gateway struct {
 	cfg     Config
 	metrics *metrics
+	// refusals limits the audit records of refused requests: the audit table is the admin
+	// API's, and a full one stops every admin call.
+	refusals *refusallimit.Limiter
 
 	mu   sync.Mutex
 	live map[string]*liveSession
@@ -102,7 +110,13 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Gateway{cfg: cfg, metrics: newMetrics(), live: map[string]*liveSession{}}, nil
+	if cfg.RefusalAudit == (refusallimit.Rates{}) {
+		cfg.RefusalAudit = refusallimit.Default()
+	}
+	if !cfg.RefusalAudit.Valid() {
+		return nil, fmt.Errorf("gateway: RefusalAudit needs a positive rate and burst in each bucket, got %+v", cfg.RefusalAudit)
+	}
+	return &Gateway{cfg: cfg, metrics: newMetrics(), refusals: refusallimit.New(cfg.RefusalAudit, cfg.Now), live: map[string]*liveSession{}}, nil
 }
 
 // Handler serves /sessions/{id}/{kube path}.
@@ -149,6 +163,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq.id = id
+	// Before the session is read: a page of another site learns nothing of it either.
+	if why := fromBrowser(r); why != "" {
+		g.refuse(w, r, rq, log, http.StatusForbidden, "Forbidden", "browser-request",
+			"refused as a request from a browser ("+why+"): a page of any site could make a browser send it with your certificate. "+
+				"The gateway serves kubectl and client-go only; use the kubeconfig `hcpctl breakglass open` writes")
+		return
+	}
 	revoked, err := g.cfg.Revocations.Revoked(r.Context(), id.Person, r.TLS.VerifiedChains[0][0].NotBefore)
 	if err != nil {
 		log.Error("revocation list unreadable; refusing the request", "error", err)
@@ -283,15 +304,22 @@ var impersonatedGroups = map[string]string{
 	session.AccessAdmin:    breakglass.SREImpersonatedGroupAdmin,
 }
 
-// refuse answers a refused request and audits it.
+// refuse answers a refused request and audits it, unless its source, or all sources
+// together, are past their rate of recorded refusals (refusallimit): then it is counted in
+// gateway_audit_refusals_dropped_total and neither recorded nor logged, so a revoked (leaked)
+// certificate cannot fill the audit table or the log.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, rq *request, log *slog.Logger, code int, reason, metric, msg string) {
 	g.metrics.refusals.WithLabelValues(metric).Inc()
 	outcome := audit.Forbidden
 	if code == http.StatusUnauthorized {
 		outcome = audit.Unauthenticated
 	}
-	_ = g.record(r.Context(), rq, log, outcome, code, msg)
-	log.Warn("refused", "person", rq.id.Person, "reason", metric, "code", code, "message", msg)
+	if g.refusals.Allow(refusallimit.Source(r)) {
+		_ = g.record(r.Context(), rq, log, outcome, code, msg)
+		log.Warn("refused", "person", rq.id.Person, "reason", metric, "code", code, "message", msg)
+	} else {
+		g.metrics.refusalsDropped.Inc()
+	}
 	g.metrics.duration.Observe(time.Since(rq.start).Seconds())
 	writeStatus(w, code, reason, msg)
 }

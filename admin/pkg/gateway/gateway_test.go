@@ -122,7 +122,7 @@ func newEnv(t *testing.T) *env {
 	}
 
 	personCA, personKey := newCA(t)
-	for person, group := range map[string]string{"alice": "sre-admin", "bob": "sre-admin", "carol": "sre-readonly"} {
+	for person, group := range map[string]string{"alice": "sre-admin", "bob": "sre-admin", "carol": "sre-readonly", "dave": "sre-readonly"} {
 		e.persons[person] = issue(t, personCA, personKey, person, group)
 	}
 	e.gw, err = New(Config{Sessions: e.sessions, Revocations: e.revoked, Audit: e.audit, Poll: 200 * time.Millisecond,

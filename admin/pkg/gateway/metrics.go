@@ -15,8 +15,10 @@ type metrics struct {
 	active   prometheus.Gauge
 	proxied  *prometheus.CounterVec
 	refusals *prometheus.CounterVec
-	streams  prometheus.Gauge
-	duration prometheus.Histogram
+	// refusalsDropped counts refused requests answered without an audit record (refuse).
+	refusalsDropped prometheus.Counter
+	streams         prometheus.Gauge
+	duration        prometheus.Histogram
 }
 
 func newMetrics() *metrics {
@@ -27,14 +29,16 @@ func newMetrics() *metrics {
 		proxied: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_proxied_requests_total",
 			Help: "Requests proxied to hosted kube-apiservers, by the HTTP status the SRE received."}, []string{"code"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_refusals_total",
-			Help: "Requests refused before proxying, by reason (no-identity, revoked-person, unknown-session, not-owner, session-<state>, unavailable, bad-credential)."},
+			Help: "Requests refused before proxying, by reason (no-identity, browser-request, revoked-person, unknown-session, not-owner, session-<state>, unavailable, bad-credential)."},
 			[]string{"reason"}),
+		refusalsDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "gateway_audit_refusals_dropped_total",
+			Help: "Refused requests answered without an audit record because their source, or all sources together, were past the rate of recorded refusals."}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gateway_streams_open",
 			Help: "Watches and upgraded streams (exec, attach, port-forward) open through this replica."}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "gateway_request_duration_seconds",
 			Help: "Time from a request's arrival to the end of its answer (a watch's or stream's whole life).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}),
 	}
-	m.reg.MustRegister(m.active, m.proxied, m.refusals, m.streams, m.duration,
+	m.reg.MustRegister(m.active, m.proxied, m.refusals, m.refusalsDropped, m.streams, m.duration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -1,14 +1,18 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/refusallimit"
 )
 
 // TestAuditFloodIsBounded plays a caller that tries to fill the audit table: over-long
@@ -16,7 +20,9 @@ import (
 // per source (the rest only counted), and an SRE's allowed calls are still each recorded
 // before they act.
 func TestAuditFloodIsBounded(t *testing.T) {
-	e := start(t, func(c *Config) { c.RefusalAudit = TokenBucket{PerSecond: 0.001, Burst: 6} })
+	e := start(t, func(c *Config) {
+		c.RefusalAudit = refusallimit.Rates{PerSource: refusallimit.TokenBucket{PerSecond: 0.001, Burst: 6}, Total: refusallimit.Default().Total}
+	})
 	long := strings.Repeat("x", 100_000)
 	for _, tc := range []struct {
 		name, identity string
@@ -142,5 +148,66 @@ func TestAuditTargetFromThePathIsBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRefusalRecordsAreBoundedWhateverTheSources: a local user can send from any of
+// 127.0.0.0/8 and a host may hold an IPv6 /64, so a bucket per address alone does not bound
+// the records a caller without a certificate can make. Loopback is one source and IPv6 counts
+// by its /64; and all sources together get at most the total bucket's records (the clock
+// stands still here, so that is its burst).
+func TestRefusalRecordsAreBoundedWhateverTheSources(t *testing.T) {
+	fixed := time.Now()
+	rates := refusallimit.Default()
+	for _, tc := range []struct {
+		name    string
+		sources int
+		addr    func(i int) string
+		atMost  int
+	}{
+		{"20000_loopback_addresses_are_one_source", 20_000, func(i int) string {
+			return fmt.Sprintf("127.%d.%d.%d:40000", (i>>16)&255, (i>>8)&255, i&255)
+		}, rates.PerSource.Burst},
+		{"2000_addresses_of_one_ipv6_64_are_one_source", 2_000, func(i int) string { return fmt.Sprintf("[2001:db8::%x]:40000", i+1) }, rates.PerSource.Burst},
+		{"20000_ipv4_addresses_get_the_total_bucket", 20_000, func(i int) string {
+			return fmt.Sprintf("10.%d.%d.%d:40000", (i>>16)&255, (i>>8)&255, i&255)
+		}, rates.Total.Burst},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, func(c *Config) { c.Now = func() time.Time { return fixed } })
+			h := e.srv.Handler()
+			for i := range tc.sources {
+				r := httptest.NewRequest(http.MethodGet, "/admin/v1/shards", nil)
+				r.RemoteAddr = tc.addr(i)
+				r.Header.Set(adminapi.HeaderCorrelationID, "sources")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != http.StatusUnauthorized {
+					t.Fatalf("request %d: %d, want 401", i, w.Code)
+				}
+			}
+			got := countAudit(t, e, audit.Filter{CorrelationID: "sources"})
+			if got == 0 || got > tc.atMost {
+				t.Fatalf("%d refused requests from %d addresses left %d audit records, want 1 to %d", tc.sources, tc.sources, got, tc.atMost)
+			}
+		})
+	}
+}
+
+// countAudit counts the records matching f, page by page.
+func countAudit(t *testing.T, e *env, f audit.Filter) int {
+	t.Helper()
+	f.Limit = 1000
+	n := 0
+	for {
+		page, next, err := e.log.Query(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(page)
+		if next == "" {
+			return n
+		}
+		f.PageToken = next
 	}
 }

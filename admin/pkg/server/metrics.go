@@ -19,8 +19,8 @@ type metrics struct {
 	duration      *prometheus.HistogramVec
 	refusals      *prometheus.CounterVec
 	auditFailures *prometheus.CounterVec
-	// refusalsDropped counts refused calls answered without an audit record: their source
-	// was past its rate (middleware_auditflood.go).
+	// refusalsDropped counts refused calls answered without an audit record: their source,
+	// or all sources together, were past their rate (refusallimit).
 	refusalsDropped prometheus.Counter
 }
 
@@ -46,7 +46,7 @@ func newMetrics() *metrics {
 		}, []string{"stage"}),
 		refusalsDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "admin_audit_refusals_dropped_total",
-			Help: "Refused admin calls answered without an audit record because their source address was past its rate of recorded refusals.",
+			Help: "Refused admin calls answered without an audit record because their source, or all sources together, were past the rate of recorded refusals.",
 		}),
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.refusals, m.auditFailures, m.refusalsDropped,

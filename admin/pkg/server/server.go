@@ -26,6 +26,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/approval"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/refusallimit"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
 	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -99,9 +100,9 @@ type Config struct {
 	// FormKey is the region's key of the portal's form tokens (audit.Log.PortalFormKey), the
 	// same on every replica; empty: a random key of this process.
 	FormKey []byte
-	// RefusalAudit limits the audit records of refused calls per source address (zero:
-	// DefaultRefusalAudit).
-	RefusalAudit TokenBucket
+	// RefusalAudit limits the audit records of refused calls, per source and in total (zero:
+	// refusallimit.Default).
+	RefusalAudit refusallimit.Rates
 }
 
 // Approvals is the two-person rule's store (approval.Store).
@@ -129,7 +130,7 @@ type Server struct {
 	// forms issues and checks the portal's form tokens (middleware_forgery.go).
 	forms *formTokens
 	// refusals limits the audit records of refused calls (middleware_auditflood.go).
-	refusals *refusalLimiter
+	refusals *refusallimit.Limiter
 }
 
 // New builds the server and its routes.
@@ -149,11 +150,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.RefusalAudit == (TokenBucket{}) {
-		cfg.RefusalAudit = DefaultRefusalAudit()
+	if cfg.RefusalAudit == (refusallimit.Rates{}) {
+		cfg.RefusalAudit = refusallimit.Default()
 	}
-	if cfg.RefusalAudit.PerSecond <= 0 || cfg.RefusalAudit.Burst < 1 {
-		return nil, fmt.Errorf("admin server: RefusalAudit needs a positive rate and burst, got %+v", cfg.RefusalAudit)
+	if !cfg.RefusalAudit.Valid() {
+		return nil, fmt.Errorf("admin server: RefusalAudit needs a positive rate and burst in each bucket, got %+v", cfg.RefusalAudit)
 	}
 	if cfg.BreakGlassTTL == (BreakGlassTTL{}) {
 		cfg.BreakGlassTTL = DefaultBreakGlassTTL()
@@ -165,7 +166,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.FormKey, cfg.Now),
-		refusals: newRefusalLimiter(cfg.RefusalAudit, cfg.Now)}
+		refusals: refusallimit.New(cfg.RefusalAudit, cfg.Now)}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, s.serve(rt))
 	}
@@ -405,9 +406,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
 		}
-		if refusal != nil && !s.refusals.allow(source(r)) {
-			// A source past its rate of refused calls: answered and counted, not recorded, so
-			// no caller can fill the audit table (middleware_auditflood.go).
+		if refusal != nil && !s.refusals.Allow(refusallimit.Source(r)) {
+			// A source, or all sources together, past the rate of refused calls: answered and
+			// counted, not recorded, so no caller can fill the audit table (refusallimit).
 			s.metrics.refusalsDropped.Inc()
 			outcome = string(e.Outcome)
 			s.writeRefusal(withIdentity(r.Context(), id), w, r, refusal.status, refusal.body)
