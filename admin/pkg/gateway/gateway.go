@@ -269,11 +269,19 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			case ended(ls, sess, g.cfg.Now()):
 				code, msg = http.StatusForbidden, fmt.Sprintf("break-glass session %s ended", sess.ID)
 			}
-			if !rq.audited {
-				_ = g.record(context.WithoutCancel(r.Context()), rq, log, audit.Completed, code, "")
-			}
+			_ = g.record(r.Context(), rq, log, audit.Completed, code, "")
 			writeStatus(w, code, http.StatusText(code), msg)
 		},
+	}
+	// No record, no request: the request is recorded (Allowed) before it goes to the hosted
+	// cluster, as the admin API records a call before its handler runs; the record of its
+	// answer (Completed, with the status) follows. Recorded after the answer alone, a request
+	// whose record failed, or whose caller went meanwhile, had acted with no record.
+	if err := g.append(r.Context(), rq.entry(audit.Allowed, 0, "")); err != nil {
+		log.Error("audit record not written; the request is not sent", "error", err)
+		g.metrics.duration.Observe(time.Since(rq.start).Seconds())
+		writeStatus(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the audit log cannot be written, so the request is not sent; retry later")
+		return
 	}
 	sw := &statusWriter{ResponseWriter: w, ctx: ctx}
 	// Deferred: a stream cut by its session's end leaves the proxy by a panic
@@ -324,18 +332,37 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, rq *request, lo
 	writeStatus(w, code, reason, msg)
 }
 
-// record appends the request's audit record (once) and logs it; an error means the record is
-// not written, and the answer is not delivered.
+// record appends the request's audit record of its answer or refusal (once) and logs it; an
+// error means the record is not written, and the answer is not delivered.
 func (g *Gateway) record(ctx context.Context, rq *request, log *slog.Logger, outcome string, code int, msg string) error {
 	if rq.audited {
 		return nil
 	}
 	rq.audited = true
-	e := audit.Entry{RequestID: rq.requestID, CorrelationID: rq.corrID, Person: rq.id.Person, Group: rq.id.Group, Subject: rq.subject,
+	if err := g.append(ctx, rq.entry(outcome, code, msg)); err != nil {
+		log.Error("audit record not written; the answer is withheld", "error", err)
+		return err
+	}
+	return nil
+}
+
+// entry is the request's audit record with the given outcome, status and message.
+func (rq *request) entry(outcome string, code int, msg string) audit.Entry {
+	return audit.Entry{RequestID: rq.requestID, CorrelationID: rq.corrID, Person: rq.id.Person, Group: rq.id.Group, Subject: rq.subject,
 		Method: rq.verb, Route: Route(rq.sess.ClusterID), Path: cut(rq.path, 2048), Target: rq.sess.ID, Reason: cut(msg, 1024),
 		Outcome: outcome, Status: code}
-	if _, err := g.cfg.Audit.Append(ctx, e); err != nil {
-		log.Error("audit record not written; the answer is withheld", "error", err)
+}
+
+// appendTimeout bounds one audit append, which runs whether or not the caller is still there.
+const appendTimeout = 10 * time.Second
+
+// append writes e to the audit log under a context of its own (bounded, not cancelled by the
+// caller's going, the session's end or its expiry): a request that reached the hosted cluster
+// is recorded even if its caller is gone.
+func (g *Gateway) append(ctx context.Context, e audit.Entry) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), appendTimeout)
+	defer cancel()
+	if _, err := g.cfg.Audit.Append(actx, e); err != nil {
 		return fmt.Errorf("%w: %w", errAudit, err)
 	}
 	return nil

@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -260,13 +261,19 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
 		e.reviewSelf(t, "alice", s.ID, nil)
 		got, _, err := e.audit.Query(context.Background(), audit.Filter{Target: s.ID})
-		if err != nil || len(got) != 1 {
-			t.Fatalf("audit records of session %s: %v, %v; want one", s.ID, got, err)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("audit records of session %s: %v, %v; want two (allowed, then completed)", s.ID, got, err)
 		}
-		r := got[0]
-		if r.Person != "alice" || r.Method != "create" || r.Route != Route("c1") || r.Path != "/apis/authentication.k8s.io/v1/selfsubjectreviews" ||
-			r.Status != http.StatusCreated || r.Outcome != audit.Completed {
-			t.Fatalf("audit record %+v", r)
+		// Newest first: the answer's record, then the one written before the request was sent.
+		for i, want := range []struct {
+			outcome string
+			status  int
+		}{{audit.Completed, http.StatusCreated}, {audit.Allowed, 0}} {
+			r := got[i]
+			if r.Person != "alice" || r.Method != "create" || r.Route != Route("c1") || r.Path != "/apis/authentication.k8s.io/v1/selfsubjectreviews" ||
+				r.Status != want.status || r.Outcome != want.outcome || r.RequestID != got[0].RequestID {
+				t.Fatalf("audit record %d %+v, want outcome %s status %d", i, r, want.outcome, want.status)
+			}
 		}
 	})
 
@@ -342,9 +349,30 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 		saved := e.srv
 		e.srv = srv
 		code, body := e.reviewSelf(t, "alice", s.ID, nil)
-		e.srv = saved
 		if code != http.StatusServiceUnavailable || userInfo(body).Username != "" {
+			e.srv = saved
 			t.Fatalf("answer %d %v without an audit record, want 503 and no apiserver answer", code, body)
+		}
+		// Nor does the request reach the hosted cluster: a create that cannot be recorded is
+		// not made (recorded only after the answer, it was made and went unrecorded).
+		name := "unrecorded-" + s.ID[:8]
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/sessions/"+s.ID+"/api/v1/namespaces/default/configmaps",
+			strings.NewReader(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := e.client("alice").Do(req)
+		e.srv = saved
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("create without an audit record: %d, want 503", resp.StatusCode)
+		}
+		if _, err := e.kube.CoreV1().ConfigMaps("default").Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the create reached the hosted cluster with no audit record (get: %v)", err)
 		}
 	})
 
@@ -458,7 +486,8 @@ func TestGatewayUpgradedStreamIsCutWhenTheSessionEnds(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	got, _, err := e.audit.Query(ctx, audit.Filter{Target: id})
-	if err != nil || len(got) != 1 || got[0].Method != "connect" || got[0].Status != http.StatusSwitchingProtocols {
+	// Newest first: the upgrade's answer, then the record written before it was sent.
+	if err != nil || len(got) != 2 || got[0].Method != "connect" || got[0].Status != http.StatusSwitchingProtocols || got[1].Outcome != audit.Allowed {
 		t.Fatalf("audit of the stream: %+v %v", got, err)
 	}
 	if n := testutil.ToFloat64(e.gw.metrics.proxied.WithLabelValues("101")); n != 1 {
