@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 func newSRECmd(c *cli) *cobra.Command {
@@ -23,6 +25,9 @@ func newSRERevokeCmd(c *cli) *cobra.Command {
 		Args:              exactArgs(1, "<person>"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := identity.ValidPerson(args[0]); err != nil {
+				return usagef("<person> must be an SRE certificate's common name: %v", err)
+			}
 			if strings.TrimSpace(reason) == "" {
 				return usagef("--reason is required: say why you revoke %s's certificates", args[0])
 			}
