@@ -27,7 +27,7 @@ func newMetrics() *metrics {
 		proxied: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_proxied_requests_total",
 			Help: "Requests proxied to hosted kube-apiservers, by the HTTP status the SRE received."}, []string{"code"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_refusals_total",
-			Help: "Requests refused before proxying, by reason (no-identity, revoked-person, unknown-session, not-owner, session-<state>, unavailable, bad-credential)."},
+			Help: "Requests refused before proxying, by reason (no-identity, revoked-person, unknown-session, not-owner, not-group, session-<state>, unavailable, bad-credential)."},
 			[]string{"reason"}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "gateway_streams_open",
 			Help: "Watches and upgraded streams (exec, attach, port-forward) open through this replica."}),
