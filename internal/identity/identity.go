@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // DefaultTrustDomain is Istio's default and the region's (config/config.yaml, mesh.trustDomain).
@@ -153,8 +155,8 @@ func NameOf(id ID, trustDomain string) (string, bool) {
 	return "", false
 }
 
-// Reserved reports whether name is a workload's (or one of their service accounts'): a person
-// can never be issued it.
+// Reserved reports whether name is a workload's (or one of their service accounts'), or
+// another name a service goes by, in any letter case: a person can never be issued it.
 func Reserved(name string) bool {
 	n := strings.ToLower(strings.TrimSpace(name))
 	for _, w := range Workloads() {
@@ -162,11 +164,52 @@ func Reserved(name string) bool {
 			return true
 		}
 	}
-	switch n {
-	case "admin", "arm", "broker", "postgres", "system", "root":
+	if slices.Contains(otherServiceNames, n) {
 		return true
 	}
 	return strings.HasPrefix(n, "system:") || strings.HasPrefix(n, "maestro-")
+}
+
+// otherServiceNames are names of services without a workload identity (ARM's certificate, the
+// broker, the database) and of privileged accounts, in lower case.
+var otherServiceNames = []string{"admin", "arm", "broker", "postgres", "system", "root"}
+
+// MaxPersonLen is the longest person name, in bytes.
+const MaxPersonLen = 128
+
+// ErrNotPerson is wrapped by ValidPerson's errors.
+var ErrNotPerson = errors.New("not a person's name")
+
+// ValidPerson is the one rule for an SRE person's name: a person certificate's common name,
+// the person a revocation or a break-glass session names. It is 1 to MaxPersonLen ASCII
+// letters, digits and "._@-", starts with a letter or digit, does not end with a dot, and is
+// not Reserved. A positive rule, so that a name that looks like a service's to a reader (a
+// trailing dot, an invisible or look-alike character) is no person at all; and every door
+// that admits a person admits only names that can also be revoked.
+func ValidPerson(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrNotPerson)
+	case len(name) > MaxPersonLen:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrNotPerson, len(name), MaxPersonLen)
+	case !isPersonStart(name[0]):
+		return fmt.Errorf("%w: %q must start with an ASCII letter or digit", ErrNotPerson, name)
+	case name[len(name)-1] == '.':
+		return fmt.Errorf("%w: %q must not end with a dot", ErrNotPerson, name)
+	}
+	for i, r := range name {
+		if r >= utf8.RuneSelf || !isPersonStart(byte(r)) && !strings.ContainsRune("._@-", r) {
+			return fmt.Errorf("%w: %q holds %q at byte %d; a person's name is ASCII letters, digits and ._@-", ErrNotPerson, name, r, i)
+		}
+	}
+	if Reserved(name) {
+		return fmt.Errorf("%w: %q is a service's name, never a person's", ErrNotPerson, name)
+	}
+	return nil
+}
+
+func isPersonStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // ErrNoID is returned for a certificate that carries no single SPIFFE ID.

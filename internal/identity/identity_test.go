@@ -2,10 +2,13 @@ package identity
 
 import (
 	"crypto/x509"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -63,6 +66,40 @@ func TestReservedNames(t *testing.T) {
 		if got := Reserved(name); got != want {
 			t.Errorf("Reserved(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestValidPerson holds the one rule for a person's name: hostile names a person CA could be
+// asked to sign are refused, and so is every reserved name in any letter case.
+func TestValidPerson(t *testing.T) {
+	refused := []string{
+		"", "Alice Smith", "alice ", " alice", "alice\t", "alice\n", "alice\x00", "alice+ops", "x/y", "a:b", "a,b", "a=b",
+		"zoë", "ālice", "alice\xff", "a\u200bdmin", "\u0455re" /* Cyrillic s */, "\u0430dmin" /* Cyrillic a */, "ａｄｍｉｎ",
+		"sre.", "admin.", "alice.", ".alice", "-alice", "_alice", "@alice",
+		"system:masters", "SYSTEM:masters", "maestro-agent-mgmt-1", "Maestro-x", "MAESTRO-",
+		strings.Repeat("a", MaxPersonLen+1),
+	}
+	var reserved []string
+	for _, w := range Workloads() {
+		reserved = append(reserved, w.Name, w.ServiceAccount)
+	}
+	reserved = append(reserved, otherServiceNames...)
+	for _, n := range reserved {
+		refused = append(refused, n, strings.ToUpper(n), strings.ToUpper(n[:1])+n[1:])
+	}
+	for _, name := range refused {
+		t.Run(fmt.Sprintf("refused/%q", name), func(t *testing.T) {
+			if err := ValidPerson(name); !errors.Is(err, ErrNotPerson) {
+				t.Fatalf("ValidPerson(%q) = %v, want ErrNotPerson", name, err)
+			}
+		})
+	}
+	for _, name := range []string{"alice", "Alice", "BOB", "alice.smith", "alice@example.com", "a-b_c", "7", "sre.alice", "admins", strings.Repeat("a", MaxPersonLen)} {
+		t.Run("valid/"+name[:min(len(name), 20)], func(t *testing.T) {
+			if err := ValidPerson(name); err != nil {
+				t.Fatalf("ValidPerson(%q) = %v, want nil", name, err)
+			}
+		})
 	}
 }
 

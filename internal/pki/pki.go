@@ -43,6 +43,11 @@ type Authority struct {
 	PEM []byte
 }
 
+// Backdate is how long before its issue a certificate's NotBefore lies, for clock skew between
+// hosts. A person's revocation refuses every certificate whose NotBefore is before it, so a
+// replacement issued less than Backdate after a revocation is refused too, for its whole life.
+const Backdate = 5 * time.Minute
+
 // NewAuthority makes a self-signed CA valid for lifetime.
 func NewAuthority(commonName string, lifetime time.Duration) (*Authority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -57,7 +62,7 @@ func NewAuthority(commonName string, lifetime time.Duration) (*Authority, error)
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: commonName, Organization: []string{"OpenHCP local region"}},
-		NotBefore:             now.Add(-5 * time.Minute),
+		NotBefore:             now.Add(-Backdate),
 		NotAfter:              now.Add(lifetime),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
@@ -177,7 +182,7 @@ func (a *Authority) Issue(s Spec) (*Issued, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: s.CommonName, Organization: org},
-		NotBefore:    now.Add(-5 * time.Minute),
+		NotBefore:    now.Add(-Backdate),
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 	}

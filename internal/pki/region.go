@@ -271,7 +271,8 @@ func serverNames(name string, s Spec) Spec {
 // Add issues a new identity (or replaces one of the same name) and writes its files. A
 // service identity carries its workload's SPIFFE ID (WorkloadID) unless s names URIs, and a
 // service server certificate its service's ServerName (serverNames). A zero
-// Spec.Lifetime takes the region's. The person CA never issues a reserved (service) name.
+// Spec.Lifetime takes the region's. The person CA issues only a person's name
+// (identity.ValidPerson) as the common name, never a reserved (service) one.
 func (r *Region) Add(name string, s Spec, by Issuer) error {
 	if s.Lifetime <= 0 {
 		s.Lifetime = r.lifetime
@@ -290,8 +291,11 @@ func (r *Region) Add(name string, s Spec, by Issuer) error {
 			s = serverNames(name, s)
 		}
 	case PersonCA:
-		if ident.Reserved(s.CommonName) || ident.Reserved(name) {
-			return fmt.Errorf("identity %q: a person may not be issued the reserved name %q", name, s.CommonName)
+		if err := ident.ValidPerson(s.CommonName); err != nil {
+			return fmt.Errorf("identity %q: the person CA issues persons only: %w", name, err)
+		}
+		if ident.Reserved(name) {
+			return fmt.Errorf("identity %q: a person's files may not take a service's name", name)
 		}
 		if len(s.URIs) > 0 || s.Usage != Client {
 			return fmt.Errorf("identity %q: a person's certificate is a client certificate without URIs", name)

@@ -3,10 +3,12 @@ package pki
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -178,8 +180,11 @@ func TestAPersonCanNeverHoldAServiceName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cn := range []string{SRE, Frontend, Backend, ClusterService, MaestroServer, ARM, "admin", "system:masters", "Cluster-Service"} {
-		if err := r.AddPerson("p-"+cn, cn, "sre-admin"); err == nil {
+	// A service's name in any letter case, and every name that is no person's
+	// (identity.ValidPerson): a name the admin API would not admit, or could not revoke.
+	for i, cn := range []string{SRE, Frontend, Backend, ClusterService, MaestroServer, ARM, "admin", "system:masters", "Cluster-Service", "ADMIN",
+		"sre.", "admin.", "a\u200bdmin", "\u0455re", "Alice Smith", "alice+ops", "zoë", "alice.", "-alice", "", strings.Repeat("a", 129)} {
+		if err := r.AddPerson(fmt.Sprintf("p-%d", i), cn, "sre-admin"); err == nil {
 			t.Errorf("the person CA issued %q", cn)
 		}
 	}

@@ -66,7 +66,7 @@ var ErrNoIdentity = errors.New("no SRE identity")
 
 // Identify reads the SRE identity from a connection's verified client certificate. The
 // listener verified the chain against the person CA; Identify reads the subject, and refuses
-// a workload's name or SPIFFE ID. A
+// a common name that is not a person's (identity.ValidPerson) and a SPIFFE ID. A
 // certificate of another kind (ARM's, a service's: no SRE group as its organisation) is no SRE
 // identity.
 func Identify(cs *tls.ConnectionState) (Identity, error) {
@@ -75,12 +75,10 @@ func Identify(cs *tls.ConnectionState) (Identity, error) {
 	}
 	leaf := cs.VerifiedChains[0][0]
 	subj := leaf.Subject
-	if subj.CommonName == "" {
-		return Identity{}, fmt.Errorf("%w: the client certificate's subject names no person (empty common name)", ErrNoIdentity)
-	}
-	// The listener trusts the person CA only, which issues neither; this holds even if it had.
-	if identity.Reserved(subj.CommonName) {
-		return Identity{}, fmt.Errorf("%w: %q is a service's name, never a person's", ErrNoIdentity, subj.CommonName)
+	// The listener trusts the person CA only, which issues no other name; this holds even if it
+	// had. A name outside the rule could not be revoked or named in a break-glass session.
+	if err := identity.ValidPerson(subj.CommonName); err != nil {
+		return Identity{}, fmt.Errorf("%w: the client certificate's subject names no person: %w", ErrNoIdentity, err)
 	}
 	if len(leaf.URIs) > 0 {
 		return Identity{}, fmt.Errorf("%w: the certificate of %q carries URIs (a workload's identity), a person's never does", ErrNoIdentity, subj.CommonName)

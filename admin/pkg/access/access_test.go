@@ -61,6 +61,37 @@ func TestIdentify(t *testing.T) {
 	}
 }
 
+// TestIdentifyAdmitsOnlyValidPersonNames: a certificate whose common name is not a person's name
+// (identity.ValidPerson) names no person, so no one is admitted whom the revocation route
+// could not revoke. The names are ones a person CA could be asked to sign.
+func TestIdentifyAdmitsOnlyValidPersonNames(t *testing.T) {
+	refused := []string{
+		"Alice Smith", "alice ", " alice", "alice+ops", "x/y", "zoë", "ālice", "alice\n", "alice\x00",
+		"sre.", "admin.", "alice.", ".alice", "-alice", "@alice", "a\u200bdmin", "\u0455re", "\u0430dmin",
+		"system:masters", "SYSTEM:masters", "Maestro-agent-mgmt-1", "MAESTRO-x",
+		strings.Repeat("a", 129),
+	}
+	for _, name := range []string{"sre", "frontend", "cluster-service", "maestro-agent", "admin", "arm", "broker", "postgres", "system", "root"} {
+		refused = append(refused, name, strings.ToUpper(name), strings.ToUpper(name[:1])+name[1:])
+	}
+	for _, cn := range refused {
+		t.Run("refused/"+cn, func(t *testing.T) {
+			got, err := Identify(conn(cn, GroupAdmin))
+			if err == nil || !errors.Is(err, ErrNoIdentity) {
+				t.Fatalf("Identify(CN %q) = %+v, %v; want an ErrNoIdentity", cn, got, err)
+			}
+		})
+	}
+	for _, cn := range []string{"alice", "Alice", "alice.smith", "alice@example.com", "a-b_c", "7", strings.Repeat("a", 128)} {
+		t.Run("admitted/"+cn, func(t *testing.T) {
+			got, err := Identify(conn(cn, GroupReadOnly))
+			if err != nil || got != (Identity{cn, GroupReadOnly}) {
+				t.Fatalf("Identify(CN %q) = %+v, %v; want the person", cn, got, err)
+			}
+		})
+	}
+}
+
 // TestGroupsTableIsDocumented keeps docs/sre.md's group table equal to Groups, its one owner.
 func TestGroupsTableIsDocumented(t *testing.T) {
 	b, err := os.ReadFile("../../../docs/sre.md")

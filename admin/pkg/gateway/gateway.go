@@ -200,6 +200,13 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("break-glass session %s is %s's, not %s's: open your own with `hcpctl breakglass open`", sessionID, sess.Person, id.Person))
 		return
 	}
+	if sess.Group != id.Group {
+		// A session carries the access its opener's group allowed; a person moved to another
+		// group by a new certificate carries none of it over.
+		g.refuse(w, r, rq, log, http.StatusForbidden, "Forbidden", "not-group",
+			fmt.Sprintf("break-glass session %s was opened as %s of %s; this certificate is of %s: open a new session with it (`hcpctl breakglass open`)", sessionID, sess.Person, sess.Group, id.Group))
+		return
+	}
 	now := g.cfg.Now()
 	if !sess.Live(now) {
 		state := sess.StateAt(now)

@@ -126,6 +126,8 @@ func newEnv(t *testing.T) *env {
 	for person, group := range map[string]string{"alice": "sre-admin", "bob": "sre-admin", "carol": "sre-readonly", "dave": "sre-readonly"} {
 		e.persons[person] = issue(t, personCA, personKey, person, group)
 	}
+	// alice, moved to sre-readonly by a new certificate without a revocation.
+	e.persons["alice/sre-readonly"] = issue(t, personCA, personKey, "alice", "sre-readonly")
 	e.gw, err = New(Config{Sessions: e.sessions, Revocations: e.revoked, Audit: e.audit, Poll: 200 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	if err != nil {
@@ -329,6 +331,26 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a_certificate_of_another_group_than_the_session's_is_refused", func(t *testing.T) {
+		// alice opened an admin session as sre-admin; her sre-readonly certificate cannot drive it.
+		s := e.open(t, "alice", session.AccessAdmin, now.Add(time.Hour))
+		before := testutil.ToFloat64(e.gw.metrics.refusals.WithLabelValues("not-group"))
+		code, body := e.reviewSelf(t, "alice/sre-readonly", s.ID, nil)
+		if code != http.StatusForbidden || body["kind"] != "Status" || !strings.Contains(fmt.Sprint(body["message"]), "sre-readonly") {
+			t.Fatalf("answer %d %v, want 403 with a Status naming the certificate's group", code, body)
+		}
+		if after := testutil.ToFloat64(e.gw.metrics.refusals.WithLabelValues("not-group")); after != before+1 {
+			t.Fatalf("gateway_refusals_total{reason=\"not-group\"} went %v -> %v", before, after)
+		}
+		got, _, err := e.audit.Query(context.Background(), audit.Filter{Target: s.ID})
+		if err != nil || len(got) != 1 || got[0].Outcome != audit.Forbidden || got[0].Person != "alice" {
+			t.Fatalf("audit records %+v, %v: want one forbidden record naming alice", got, err)
+		}
+		if code, body := e.reviewSelf(t, "alice", s.ID, nil); code != http.StatusCreated {
+			t.Fatalf("the session's own group: answer %d %v, want 201", code, body)
+		}
+	})
 
 	t.Run("no_audit_record_no_answer", func(t *testing.T) {
 		// A gateway whose audit log is unreachable (its pool closed) withholds the answer.

@@ -1,7 +1,8 @@
 // Package revocation owns the SRE revocation list: a person named here is refused by the admin
 // API for every certificate issued (NotBefore) before the revocation, so a leaked SRE
 // certificate stops working at once instead of at its expiry, while the person's next
-// certificate works. The list lives beside the audit log and, like it, is append-only for the
+// certificate works if its NotBefore is after the revocation (the region's PKI backdates
+// NotBefore by pki.Backdate, so it is issued that long after the revocation). The list lives beside the audit log and, like it, is append-only for the
 // service (Install grants SELECT and INSERT only): a revocation cannot be undone by the service
 // it protects, only outlived by a new certificate.
 package revocation

@@ -344,8 +344,10 @@ func parseBreakGlassQuery(r *http.Request) (breakGlassQuery, error) {
 	default:
 		return q, badRequest("all", "all must be true or false, got %q", v.Get("all"))
 	}
-	if q.person != "" && !personRE.MatchString(q.person) {
-		return q, badRequest("person", "person must be an SRE certificate's common name, got %q", q.person)
+	if q.person != "" {
+		if err := checkPerson("person", q.person); err != nil {
+			return q, err
+		}
 	}
 	return q, nil
 }
@@ -359,10 +361,10 @@ func parseBreakGlassRevoke(r *http.Request) (adminapi.BreakGlassRevoke, error) {
 	switch {
 	case (body.Session == "") == (body.Person == ""):
 		return body, badRequest("session", "send either \"session\" (a session ID) or \"person\" (every live session of that SRE), not both and not neither")
-	case body.Person != "" && !personRE.MatchString(body.Person):
-		return body, badRequest("person", "person must be an SRE certificate's common name, got %q", body.Person)
 	case body.Session != "" && !csIDRE.MatchString(body.Session):
 		return body, badRequest("session", "session must be a session ID (32 of [0-9a-v]), got %q", body.Session)
+	case body.Person != "":
+		return body, checkPerson("person", body.Person)
 	}
 	return body, nil
 }

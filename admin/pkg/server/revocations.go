@@ -5,14 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/revocation"
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
-// personRE is what an SRE certificate's common name may be, for the revocation route.
-var personRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,127}$`)
+// checkPerson refuses, as a 400 naming field, a person that no SRE certificate can name:
+// access.Identify admits exactly the names identity.ValidPerson allows, so every route that
+// names a person takes those and no others.
+func checkPerson(field, person string) error {
+	if err := identity.ValidPerson(person); err != nil {
+		return badRequest(field, "%s must be an SRE certificate's common name: %v", field, err)
+	}
+	return nil
+}
 
 // revoke serves POST /admin/v1/revocations/{person} {"reason"}: every certificate of person
 // issued before now is refused from the next call on.
@@ -24,8 +31,8 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 		return errorf(http.StatusServiceUnavailable, "Unavailable", "", "this admin API has no revocation list")
 	}
 	person := r.PathValue("person")
-	if !personRE.MatchString(person) {
-		return badRequest("person", "person must be an SRE certificate's common name, got %q", person)
+	if err := checkPerson("person", person); err != nil {
+		return err
 	}
 	var by string
 	if id := identityFrom(r.Context()); id.Person != "" {

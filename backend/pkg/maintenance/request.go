@@ -143,8 +143,8 @@ func (r *Request) Validate() error {
 			return invalid(f.field, "%s must be at most %d bytes without control characters, got %d bytes", f.field, maxRequestName, len(f.value))
 		}
 	}
-	if identity.Reserved(r.RequestedBy) {
-		return invalid("requestedBy", "%q is a service's name, never a person's", r.RequestedBy)
+	if err := identity.ValidPerson(r.RequestedBy); err != nil {
+		return invalid("requestedBy", "requestedBy must be an SRE person's name: %v", err)
 	}
 	if len(r.Reason) > maxRequestReason {
 		return invalid("reason", "reason must be at most %d bytes, got %d", maxRequestReason, len(r.Reason))

@@ -256,6 +256,7 @@ func TestHostileRequests(t *testing.T) {
 		{"a_body_naming_another_request", "h1", "id", Request{ID: "someone-elses", Action: ActionResumeCampaign, Campaign: "halted-1", RequestedBy: "alice"}, nil},
 		{"a_requester_of_64KiB", "h2", "requestedBy", Request{ID: "h2", Action: ActionResumeCampaign, Campaign: "halted-2", RequestedBy: strings.Repeat("a", 64<<10)}, nil},
 		{"a_services_name_as_requester", "h3", "requestedBy", Request{ID: "h3", Action: ActionResumeCampaign, Campaign: "halted-3", RequestedBy: "maintenance"}, nil},
+		{"a_requester_that_is_no_persons_name", "h5", "requestedBy", Request{ID: "h5", Action: ActionResumeCampaign, Campaign: "halted-5", RequestedBy: "maintenance."}, nil},
 		{"a_reason_of_1MiB", "h4", "reason", Request{ID: "h4", Action: ActionResumeCampaign, Campaign: "halted-4", RequestedBy: "alice", Reason: strings.Repeat("r", 1<<20)}, nil},
 	}
 	for _, c := range hostile {

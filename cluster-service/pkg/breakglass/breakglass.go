@@ -21,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/identity"
 )
 
 // Subject rules of HyperShift's customer break-glass signer.
@@ -59,20 +60,6 @@ var SREImpersonatedGroups = map[csv1.SREAccess]string{
 	csv1.SREAccess_SRE_ACCESS_ADMIN:     SREImpersonatedGroupAdmin,
 }
 
-// ValidPerson reports whether person can name an SRE in a certificate subject: 1 to 128 of
-// [A-Za-z0-9._@-] (an admin certificate's common name).
-func ValidPerson(person string) bool {
-	if len(person) == 0 || len(person) > 128 {
-		return false
-	}
-	for _, r := range person {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._@-", r)) {
-			return false
-		}
-	}
-	return true
-}
-
 // NewSRERequest generates a key and a certificate request naming the SRE person with the kube
 // group of access.
 func NewSRERequest(person string, access csv1.SREAccess) (keyDER, csrPEM []byte, err error) {
@@ -80,8 +67,8 @@ func NewSRERequest(person string, access csv1.SREAccess) (keyDER, csrPEM []byte,
 	if !ok {
 		return nil, nil, fmt.Errorf("SRE access %s has no kube group", access)
 	}
-	if !ValidPerson(person) {
-		return nil, nil, fmt.Errorf("SRE person %q cannot name a certificate subject", person)
+	if err := identity.ValidPerson(person); err != nil {
+		return nil, nil, fmt.Errorf("SRE person %q cannot name a certificate subject: %w", person, err)
 	}
 	return newRequest(pkix.Name{CommonName: SREUserPrefix + person, Organization: []string{group}})
 }

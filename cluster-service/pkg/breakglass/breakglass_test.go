@@ -168,6 +168,10 @@ func TestNewSRERequest(t *testing.T) {
 		{"empty_person", "", csv1.SREAccess_SRE_ACCESS_ADMIN, "", false},
 		{"person_with_comma", "alice,O=system:masters", csv1.SREAccess_SRE_ACCESS_READ_ONLY, "", false},
 		{"person_too_long", strings.Repeat("a", 129), csv1.SREAccess_SRE_ACCESS_READ_ONLY, "", false},
+		// The one rule for a person's name (identity.ValidPerson), as the admin API admits them.
+		{"person_named_like_a_service", "Cluster-Service", csv1.SREAccess_SRE_ACCESS_READ_ONLY, "", false},
+		{"person_ending_with_a_dot", "sre.", csv1.SREAccess_SRE_ACCESS_READ_ONLY, "", false},
+		{"person_starting_with_a_dash", "-alice", csv1.SREAccess_SRE_ACCESS_READ_ONLY, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key, csrPEM, err := NewSRERequest(tc.person, tc.access)

@@ -14,6 +14,7 @@ import (
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	"github.com/openhcp/openhcp/cluster-service/pkg/srestatement"
 	"github.com/openhcp/openhcp/cluster-service/pkg/store"
+	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/logattr"
 )
 
@@ -59,8 +60,8 @@ func (s credentials) RequestCredential(ctx context.Context, req *csv1.RequestCre
 		if len(csr) > 0 {
 			v.add("certificate_signing_request", "must be empty for an SRE credential: Cluster Service makes the key")
 		}
-		if !breakglass.ValidPerson(sre.GetPerson()) {
-			v.add("sre.person", "must be 1 to 128 of [A-Za-z0-9._@-], got %q", sre.GetPerson())
+		if err := identity.ValidPerson(sre.GetPerson()); err != nil {
+			v.add("sre.person", "must be an SRE person's name: %v", err)
 		}
 		if _, ok := breakglass.SREGroups[sre.GetAccess()]; !ok {
 			v.add("sre.access", "must be SRE_ACCESS_READ_ONLY or SRE_ACCESS_ADMIN, got %s", sre.GetAccess())

@@ -279,6 +279,9 @@ func newBreakGlassListCmd(c *cli) *cobra.Command {
 		Args:              exactArgs(0, ""),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := personFlag(f.Person); err != nil {
+				return err
+			}
 			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
 				l, err := a.c.ListBreakGlass(ctx, f)
 				if err != nil {
@@ -322,6 +325,9 @@ func newBreakGlassRevokeCmd(c *cli) *cobra.Command {
 			case strings.TrimSpace(r.Reason) == "":
 				return usagef("--reason is required: say why you revoke")
 			}
+			if err := personFlag(r.Person); err != nil {
+				return err
+			}
 			return c.call(cmd.Context(), false, func(ctx context.Context, a *app) error {
 				res, err := a.c.RevokeBreakGlass(ctx, r)
 				if err != nil {
@@ -346,4 +352,15 @@ func newBreakGlassRevokeCmd(c *cli) *cobra.Command {
 	cmd.Flags().StringVar(&r.Person, "person", "", "revoke every live session of this SRE instead")
 	cmd.Flags().StringVar(&r.Reason, "reason", "", "why (required; kept in the audit log)")
 	return cmd
+}
+
+// personFlag checks a --person flag, if given, by the one rule for a person's name.
+func personFlag(person string) error {
+	if person == "" {
+		return nil
+	}
+	if err := identity.ValidPerson(person); err != nil {
+		return usagef("--person: %v", err)
+	}
+	return nil
 }

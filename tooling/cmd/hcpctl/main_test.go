@@ -35,6 +35,11 @@ func TestCommandLine(t *testing.T) {
 		{"pause_until_or_for", []string{"cluster", "pause", "c1", "--until", "2030-01-01T00:00:00Z", "--for", "1h", "--reason", "x"}, 2, "--until or --for, not both"},
 		{"resume_needs_a_reason", []string{"cluster", "resume", "c1"}, 2, "--reason is required: say why you change cluster c1"},
 		{"maintenance_needs_a_reason", []string{"shard", "maintenance", "mgmt-1"}, 2, "--reason is required"},
+		// A person is named by identity.ValidPerson's rule, checked before any call.
+		{"revoke_names_a_person", []string{"--region-file", "/nope/r.json", "sre", "revoke", "sre.", "--reason", "x"}, 2, `"sre." must not end with a dot`},
+		{"revoke_names_no_service", []string{"--region-file", "/nope/r.json", "sre", "revoke", "Cluster-Service", "--reason", "x"}, 2, "is a service's name"},
+		{"breakglass_revoke_person", []string{"--region-file", "/nope/r.json", "breakglass", "revoke", "--person", "Alice Smith", "--reason", "x"}, 2, "--person: not a person's name"},
+		{"breakglass_list_person", []string{"--region-file", "/nope/r.json", "breakglass", "list", "--person", "a\u200bdmin"}, 2, "--person: not a person's name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/openhcp/openhcp/internal/identity"
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 func newSRECmd(c *cli) *cobra.Command {
@@ -23,6 +27,9 @@ func newSRERevokeCmd(c *cli) *cobra.Command {
 		Args:              exactArgs(1, "<person>"),
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := identity.ValidPerson(args[0]); err != nil {
+				return usagef("<person> must be an SRE certificate's common name: %v", err)
+			}
 			if strings.TrimSpace(reason) == "" {
 				return usagef("--reason is required: say why you revoke %s's certificates", args[0])
 			}
@@ -32,7 +39,7 @@ func newSRERevokeCmd(c *cli) *cobra.Command {
 					return err
 				}
 				return a.print(r, func(w io.Writer) {
-					fmt.Fprintf(w, "%s's certificates issued before %v are refused from now on; they need a new one\n", args[0], r["revokedAt"])
+					fmt.Fprintln(w, revokedNote(args[0], r["revokedAt"]))
 				})
 			})
 		},
@@ -66,4 +73,22 @@ func newSRERevocationsCmd(c *cli) *cobra.Command {
 			})
 		},
 	}
+}
+
+// revokedNote says what a person's revocation at revokedAt (the answer's RFC 3339 time) means
+// for their next certificate: it works only if its NotBefore is after the revocation, and the
+// region's PKI backdates NotBefore by pki.Backdate, so a replacement issued sooner than that
+// after the revocation is refused for its whole life.
+func revokedNote(person string, revokedAt any) string {
+	note := fmt.Sprintf("%s's certificates issued before %v are refused from now on; they need a new one", person, revokedAt)
+	at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(revokedAt))
+	if err != nil {
+		return note + fmt.Sprintf(", issued at least %s after the revocation (its NotBefore is backdated by %[1]s and must be after the revocation)", pki.Backdate)
+	}
+	from := at.Add(pki.Backdate)
+	if t := from.Truncate(time.Second); !t.Equal(from) {
+		from = t.Add(time.Second)
+	}
+	return note + fmt.Sprintf(", issued after %s: its NotBefore is backdated by %s, and one from before the revocation stays refused until it expires",
+		from.UTC().Format(time.RFC3339), pki.Backdate)
 }
