@@ -111,9 +111,7 @@ type connStartKey struct{}
 // "Connection: close", and HTTP/2 sends a GOAWAY for it.
 func closeAged(next http.Handler, maxAge time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// An upgrade (kubectl exec through the gateway) takes the connection out of the
-		// server's hands, and a proxy copies our headers into its 101 answer: it is left alone.
-		if start, ok := r.Context().Value(connStartKey{}).(time.Time); ok && time.Since(start) >= maxAge && r.Header.Get("Upgrade") == "" {
+		if start, ok := r.Context().Value(connStartKey{}).(time.Time); ok && time.Since(start) >= maxAge {
 			w.Header().Set("Connection", "close")
 		}
 		next.ServeHTTP(w, r)
