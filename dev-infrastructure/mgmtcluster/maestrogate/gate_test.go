@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,7 +159,11 @@ func TestGateServerBoundsSlowCallers(t *testing.T) {
 	for _, d := range want.Unlike(srv) {
 		t.Errorf("gate server %s", d)
 	}
-	if srv.Handler != gate {
-		t.Errorf("gate server handler %T; want the gate", srv.Handler)
+	// The server wraps its handler (serverlimits ages connections), so the gate is known by its
+	// answer: a request without a client certificate is refused by it.
+	w := httptest.NewRecorder()
+	srv.Handler.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/maestro/v1/resource-bundles", nil))
+	if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), "client certificate is required") {
+		t.Errorf("gate server answered %d %q; want the gate's 401", w.Code, w.Body.String())
 	}
 }
