@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -236,4 +237,46 @@ func FromVerifiedChains(chains [][]*x509.Certificate) (ID, error) {
 		return ID{}, ErrNoID
 	}
 	return FromCertificate(chains[0][0])
+}
+
+// ErrNotValidNow is wrapped by CheckValidAt's error: no verified chain is within its validity at
+// the time asked.
+var ErrNotValidNow = errors.New("client certificate is not valid now")
+
+// CheckValidAt is nil if at least one of a handshake's verified chains is valid at now: every
+// certificate in it, leaf to root, has NotBefore <= now <= NotAfter (as crypto/x509 reads a
+// validity period). The handshake checked this once; a kept-alive connection is served long
+// after, so every door that reads a caller's identity per request or per RPC calls this with
+// the time of the request, and a certificate (or its CA) that has expired since is refused.
+// Without a verified chain the answer is an error too.
+func CheckValidAt(chains [][]*x509.Certificate, now time.Time) error {
+	if len(chains) == 0 || len(chains[0]) == 0 {
+		return fmt.Errorf("%w: no verified chain", ErrNotValidNow)
+	}
+	var first error
+	for _, chain := range chains {
+		err := chainValidAt(chain, now)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func chainValidAt(chain []*x509.Certificate, now time.Time) error {
+	if len(chain) == 0 {
+		return fmt.Errorf("%w: empty chain", ErrNotValidNow)
+	}
+	for _, c := range chain {
+		switch {
+		case now.Before(c.NotBefore):
+			return fmt.Errorf("%w: certificate %q is valid from %s", ErrNotValidNow, c.Subject.CommonName, c.NotBefore.UTC().Format(time.RFC3339))
+		case now.After(c.NotAfter):
+			return fmt.Errorf("%w: certificate %q expired at %s", ErrNotValidNow, c.Subject.CommonName, c.NotAfter.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }

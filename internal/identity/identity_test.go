@@ -2,6 +2,7 @@ package identity
 
 import (
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
@@ -156,5 +158,42 @@ func TestWorkloadsMatchConfig(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^\s+trustDomain: ` + regexp.QuoteMeta(DefaultTrustDomain) + `$`).Match(data) {
 		t.Errorf("config/config.yaml's trust domain is not %s", DefaultTrustDomain)
+	}
+}
+
+func TestCheckValidAt(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cert := func(cn string, from, to time.Duration) *x509.Certificate {
+		return &x509.Certificate{Subject: pkix.Name{CommonName: cn}, NotBefore: now.Add(from), NotAfter: now.Add(to)}
+	}
+	leaf := cert("alice", -time.Hour, time.Hour)
+	ca := cert("person CA", -time.Hour, 48*time.Hour)
+	for _, tc := range []struct {
+		name   string
+		chains [][]*x509.Certificate
+		valid  bool
+	}{
+		{"leaf_and_CA_within_their_validity", [][]*x509.Certificate{{leaf, ca}}, true},
+		{"leaf_at_its_NotAfter_second_is_still_valid", [][]*x509.Certificate{{cert("alice", -time.Hour, 0), ca}}, true},
+		{"leaf_at_its_NotBefore_second_is_valid", [][]*x509.Certificate{{cert("alice", 0, time.Hour), ca}}, true},
+		{"leaf_expired", [][]*x509.Certificate{{cert("alice", -time.Hour, -time.Nanosecond), ca}}, false},
+		{"leaf_not_yet_valid", [][]*x509.Certificate{{cert("alice", time.Second, time.Hour), ca}}, false},
+		{"CA_expired", [][]*x509.Certificate{{leaf, cert("person CA", -48*time.Hour, -time.Second)}}, false},
+		{"one_chain_through_an_expired_CA_and_one_through_a_valid_one", [][]*x509.Certificate{
+			{leaf, cert("old person CA", -48*time.Hour, -time.Second)}, {leaf, ca}}, true},
+		{"every_chain_expired", [][]*x509.Certificate{
+			{leaf, cert("old person CA", -48*time.Hour, -time.Second)}, {leaf, cert("other CA", -48*time.Hour, -time.Minute)}}, false},
+		{"no_chain", nil, false},
+		{"empty_chain", [][]*x509.Certificate{{}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckValidAt(tc.chains, now)
+			if tc.valid && err != nil {
+				t.Fatalf("CheckValidAt = %v, want nil", err)
+			}
+			if !tc.valid && !errors.Is(err, ErrNotValidNow) {
+				t.Fatalf("CheckValidAt = %v, want an error wrapping ErrNotValidNow", err)
+			}
+		})
 	}
 }

@@ -130,10 +130,16 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// authorize admits the maintenance workload only: a verified chain whose leaf carries its ID.
+// authorize admits the maintenance workload only: a verified chain, still within its validity,
+// whose leaf carries its ID.
 func (s *Server) authorize(r *http.Request) error {
 	if r.TLS == nil {
 		return errors.New("not over TLS")
+	}
+	// The handshake verified the chain once; the caller keeps its connection alive, so the chain
+	// must still be valid at this request.
+	if err := identity.CheckValidAt(r.TLS.VerifiedChains, time.Now()); err != nil {
+		return err
 	}
 	id, err := identity.FromVerifiedChains(r.TLS.VerifiedChains)
 	if err != nil {

@@ -206,6 +206,27 @@ func TestRotationAPIAdmitsOnlyTheMaintenanceService(t *testing.T) {
 		}
 		waitRotation(t, c, "task-1", StateDone)
 	})
+	// The maintenance service keeps its connection alive; the handshake verified its
+	// certificate once, and a request after the certificate's NotAfter is refused (a new
+	// connection would fail the handshake instead, so a 403 is the kept connection's answer).
+	t.Run("the_maintenance_service_is_refused_once_its_certificate_expires", func(t *testing.T) {
+		iss, err := h.pki.IssueUnchecked(pki.ServiceCA, pki.Spec{CommonName: pki.Maintenance, Usage: pki.Client,
+			URIs: []*url.URL{maintenanceID.URL()}, Lifetime: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := h.clientAs(t, iss.CertPEM, iss.KeyPEM)
+		if _, err := c.Region(ctx); err != nil {
+			t.Fatalf("before expiry: %v", err)
+		}
+		// The condition is the clock passing NotAfter, not a tuned pause.
+		for !time.Now().After(iss.Cert.NotAfter) {
+			time.Sleep(time.Until(iss.Cert.NotAfter) + 10*time.Millisecond)
+		}
+		if _, err := c.Region(ctx); !errors.Is(err, ErrForbidden) {
+			t.Fatalf("after expiry: %v; want 403 on the kept connection", err)
+		}
+	})
 }
 
 func waitRotation(t *testing.T, c *Client, key string, want State) *Rotation {

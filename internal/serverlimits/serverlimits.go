@@ -34,7 +34,19 @@ type HTTP struct {
 	// MaxConns caps the connections open at once; the next caller waits in the kernel's
 	// accept queue until one closes, and those already connected are served meanwhile.
 	MaxConns int
+	// MaxConnAge is how long a connection is kept: the response to the first request after it
+	// carries "Connection: close" (HTTP/2: a GOAWAY), so the client's next request makes a new
+	// handshake against the certificate and CA files of the moment. A kept-alive connection
+	// would otherwise keep the identity of its first handshake for as long as its client
+	// keeps it busy, past a CA rollover. 0 keeps connections for ever.
+	MaxConnAge time.Duration
 }
+
+// DefaultMaxConnAge bounds every connection of the region's servers, HTTP and gRPC: a
+// connection outlives a CA rollover by this much at most (each request and call also checks
+// the client certificate's expiry itself). A new connection costs one full handshake, some
+// milliseconds, every quarter of an hour per client.
+const DefaultMaxConnAge = 15 * time.Minute
 
 // API are the limits of request/response APIs: the ARM frontend, the admin API and the
 // portal's local proxy. None of them streams. The body limit (4 MiB) arrives well within
@@ -48,6 +60,7 @@ func API() HTTP {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		MaxConns:          1024,
+		MaxConnAge:        DefaultMaxConnAge,
 	}
 }
 
@@ -62,12 +75,13 @@ func Metrics() HTTP {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,
 		MaxConns:          64,
+		MaxConnAge:        DefaultMaxConnAge,
 	}
 }
 
 // Server is an http.Server for handler on addr with these limits; tlsConfig may be nil.
 func (h HTTP) Server(addr string, handler http.Handler, tlsConfig *tls.Config) *http.Server {
-	return &http.Server{
+	hs := &http.Server{
 		Addr:              addr,
 		Handler:           handler,
 		TLSConfig:         tlsConfig,
@@ -77,6 +91,31 @@ func (h HTTP) Server(addr string, handler http.Handler, tlsConfig *tls.Config) *
 		IdleTimeout:       h.IdleTimeout,
 		MaxHeaderBytes:    h.MaxHeaderBytes,
 	}
+	if h.MaxConnAge > 0 {
+		if handler == nil {
+			handler = http.DefaultServeMux
+		}
+		hs.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, connStartKey{}, time.Now())
+		}
+		hs.Handler = closeAged(handler, h.MaxConnAge)
+	}
+	return hs
+}
+
+// connStartKey keys the time a connection was accepted in its requests' contexts.
+type connStartKey struct{}
+
+// closeAged serves next, and asks the server to close the connection after the response once
+// the connection is maxAge old: net/http closes an HTTP/1 connection whose response says
+// "Connection: close", and HTTP/2 sends a GOAWAY for it.
+func closeAged(next http.Handler, maxAge time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if start, ok := r.Context().Value(connStartKey{}).(time.Time); ok && time.Since(start) >= maxAge {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Unlike lists what of srv's limits are not h's (or a timeout not set at all), one
@@ -95,6 +134,9 @@ func (h HTTP) Unlike(srv *http.Server) []string {
 		if c.got != c.want || c.got <= 0 {
 			out = append(out, fmt.Sprintf("%s = %v, want %v", c.field, c.got, c.want))
 		}
+	}
+	if h.MaxConnAge > 0 && srv.ConnContext == nil {
+		out = append(out, fmt.Sprintf("MaxConnAge = %v, but the server does not age its connections (no ConnContext)", h.MaxConnAge))
 	}
 	if srv.MaxHeaderBytes != h.MaxHeaderBytes {
 		out = append(out, fmt.Sprintf("MaxHeaderBytes = %d, want %d", srv.MaxHeaderBytes, h.MaxHeaderBytes))
@@ -182,6 +224,13 @@ type GRPC struct {
 	PingAfter, PingTimeout time.Duration
 	// MaxConns caps the connections open at once, as HTTP.MaxConns.
 	MaxConns int
+	// MaxConnectionAge and MaxConnectionAgeGrace bound a connection's life: after
+	// MaxConnectionAge (gRPC adds +/-10% jitter) the server sends a GOAWAY, the client opens
+	// its next calls on a new connection (a new handshake against the certificate and CA files
+	// of the moment), and calls still open on the old one get MaxConnectionAgeGrace to end
+	// before the connection is closed under them. Without it a connection, and a Watch stream
+	// on it, lives as long as its process, past its certificate's expiry and a CA rollover.
+	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
 }
 
 // GRPCDefaults are the limits of Cluster Service's gRPC API.
@@ -194,6 +243,15 @@ func GRPCDefaults() GRPC {
 		PingAfter:            time.Minute,
 		PingTimeout:          20 * time.Second,
 		MaxConns:             1024,
+		// A quarter of an hour, as HTTP (DefaultMaxConnAge). A unary call is bounded at 30 s
+		// by its callers, so a minute of grace lets every one end. A Watch stream is longer
+		// and is cut when the grace ends: its client sees Unavailable and reopens it after the
+		// last revision it received (clusterstatus.Cache.Follow, reconcile.Follow), so no event
+		// is lost, and it re-reads a snapshot only if that revision was compacted away within its
+		// reconnection delay (500 ms after a stream that carried messages). A stream therefore outlives its certificate or a CA
+		// rollover by 17.5 minutes at most.
+		MaxConnectionAge:      DefaultMaxConnAge,
+		MaxConnectionAgeGrace: time.Minute,
 	}
 }
 
@@ -204,7 +262,8 @@ func (g GRPC) ServerOptions() []grpc.ServerOption {
 		grpc.MaxConcurrentStreams(g.MaxConcurrentStreams),
 		grpc.ConnectionTimeout(g.ConnectionTimeout),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: g.MinPingInterval, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: g.PingAfter, Timeout: g.PingTimeout}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: g.PingAfter, Timeout: g.PingTimeout,
+			MaxConnectionAge: g.MaxConnectionAge, MaxConnectionAgeGrace: g.MaxConnectionAgeGrace}),
 	}
 }
 

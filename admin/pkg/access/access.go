@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/openhcp/openhcp/internal/identity"
 )
@@ -66,12 +67,18 @@ var ErrNoIdentity = errors.New("no SRE identity")
 
 // Identify reads the SRE identity from a connection's verified client certificate. The
 // listener verified the chain against the person CA; Identify reads the subject, and refuses
-// a common name that is not a person's (identity.ValidPerson) and a SPIFFE ID. A
+// a common name that is not a person's (identity.ValidPerson), a SPIFFE ID, and a chain that is
+// no longer within its validity (the connection may be older than the certificate's NotAfter). A
 // certificate of another kind (ARM's, a service's: no SRE group as its organisation) is no SRE
 // identity.
 func Identify(cs *tls.ConnectionState) (Identity, error) {
 	if cs == nil || len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
 		return Identity{}, fmt.Errorf("%w: the request has no verified client certificate", ErrNoIdentity)
+	}
+	// The handshake verified the chain once; a kept-alive connection is served long after, so
+	// the chain must still be valid at this request.
+	if err := identity.CheckValidAt(cs.VerifiedChains, time.Now()); err != nil {
+		return Identity{}, fmt.Errorf("%w: %w", ErrNoIdentity, err)
 	}
 	leaf := cs.VerifiedChains[0][0]
 	subj := leaf.Subject

@@ -10,10 +10,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func conn(cn string, orgs ...string) *tls.ConnectionState {
-	return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: cn, Organization: orgs}}}}}
+	now := time.Now()
+	return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{
+		Subject:   pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+	}}}}
 }
 
 func withURI(cs *tls.ConnectionState, uri string) *tls.ConnectionState {
@@ -22,6 +27,12 @@ func withURI(cs *tls.ConnectionState, uri string) *tls.ConnectionState {
 		panic(err)
 	}
 	cs.VerifiedChains[0][0].URIs = []*url.URL{u}
+	return cs
+}
+
+// expired is cs with its leaf's NotAfter a second ago.
+func expired(cs *tls.ConnectionState) *tls.ConnectionState {
+	cs.VerifiedChains[0][0].NotAfter = time.Now().Add(-time.Second)
 	return cs
 }
 
@@ -44,6 +55,7 @@ func TestIdentify(t *testing.T) {
 		// person CA refuses to issue either, and the admin API refuses them if one was issued.
 		{"person_named_like_a_service", conn("sre", GroupAdmin), Identity{}, false},
 		{"person_named_like_a_service_in_capitals", conn("Cluster-Service", GroupAdmin), Identity{}, false},
+		{"sre_admin_certificate_expired_since_the_handshake", expired(conn("alice", GroupAdmin)), Identity{}, false},
 		{"certificate_carrying_a_workload_id", withURI(conn("carol", GroupAdmin), "spiffe://cluster.local/ns/openhcp-admin/sa/admin"), Identity{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ package authz
 import (
 	"context"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -142,7 +143,8 @@ func withCaller(ctx context.Context, who string) context.Context {
 }
 
 // Identify names the workload of ctx's connection: the SPIFFE ID of its verified client
-// certificate, which must be in trustDomain and one of identity.Workloads.
+// certificate, which must be in trustDomain and one of identity.Workloads, and which must still
+// be within its validity (Unauthenticated otherwise, as without a certificate).
 func Identify(ctx context.Context, trustDomain string) (string, error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.AuthInfo == nil {
@@ -151,6 +153,11 @@ func Identify(ctx context.Context, trustDomain string) (string, error) {
 	ti, ok := p.AuthInfo.(credentials.TLSInfo)
 	if !ok || len(ti.State.VerifiedChains) == 0 {
 		return "", status.Error(codes.Unauthenticated, "no verified client certificate")
+	}
+	// The handshake verified the chain once; a connection is kept for the life of a process, so
+	// the chain must still be valid at this call.
+	if err := identity.CheckValidAt(ti.State.VerifiedChains, time.Now()); err != nil {
+		return "", status.Errorf(codes.Unauthenticated, "no valid client certificate: %v", err)
 	}
 	id, err := identity.FromVerifiedChains(ti.State.VerifiedChains)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/serverlimits"
@@ -142,6 +143,13 @@ func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
+	// The handshake verified the chain once; callers keep their connections alive, so the chain
+	// must still be valid at this request.
+	if err := identity.CheckValidAt(r.TLS.VerifiedChains, time.Now()); err != nil {
+		g.log.Warn("maestro REST call refused", "subject", cn, "method", r.Method, "path", r.URL.Path, "reason", "certificate no longer valid", "error", err)
+		http.Error(w, "a valid client certificate is required: "+err.Error(), http.StatusUnauthorized)
+		return
+	}
 	id, err := Identity(r)
 	if err != nil {
 		g.log.Warn("maestro REST call refused", "subject", cn, "method", r.Method, "path", r.URL.Path, "reason", "no workload identity", "error", err)

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/openhcp/openhcp/internal/identity"
 	"github.com/openhcp/openhcp/internal/serverlimits"
@@ -59,12 +61,42 @@ func TestGateDecidesByVerifiedIdentityAndMethod(t *testing.T) {
 			reached = nil
 			r := httptest.NewRequest(tc.method, "/api/maestro/v1/resource-bundles/x", nil)
 			if tc.cn != "" {
-				r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: tc.cn}, URIs: tc.uris}}}}
+				r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{Subject: pkix.Name{CommonName: tc.cn}, URIs: tc.uris,
+					NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}}}}
 			}
 			w := httptest.NewRecorder()
 			gate.ServeHTTP(w, r)
 			if w.Code != tc.want {
 				t.Fatalf("%s as %q %v: %d, want %d", tc.method, tc.cn, tc.uris, w.Code, tc.want)
+			}
+			if proxied := len(reached) > 0; proxied != (tc.want == http.StatusTeapot) {
+				t.Fatalf("upstream reached = %v (%v) for status %d", proxied, reached, w.Code)
+			}
+		})
+	}
+	// The gate's callers keep their connections alive: a chain verified at the handshake and
+	// expired since is refused as no certificate is.
+	for _, tc := range []struct {
+		name               string
+		leafUntil, caUntil time.Duration // from now
+		want               int
+	}{
+		{"chain_still_valid_is_proxied", time.Hour, 48 * time.Hour, http.StatusTeapot},
+		{"leaf_expired_since_the_handshake_is_401", -time.Second, 48 * time.Hour, http.StatusUnauthorized},
+		{"CA_expired_since_the_handshake_is_401", time.Hour, -time.Second, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reached = nil
+			now := time.Now()
+			leaf := &x509.Certificate{Subject: pkix.Name{CommonName: "cluster-service"}, URIs: id(identity.ClusterService, td),
+				NotBefore: now.Add(-2 * time.Hour), NotAfter: now.Add(tc.leafUntil)}
+			ca := &x509.Certificate{Subject: pkix.Name{CommonName: "service CA"}, NotBefore: now.Add(-2 * time.Hour), NotAfter: now.Add(tc.caUntil)}
+			r := httptest.NewRequest(http.MethodDelete, "/api/maestro/v1/resource-bundles/x", nil)
+			r.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf, ca}}}
+			w := httptest.NewRecorder()
+			gate.ServeHTTP(w, r)
+			if w.Code != tc.want {
+				t.Fatalf("got %d %q, want %d", w.Code, w.Body.String(), tc.want)
 			}
 			if proxied := len(reached) > 0; proxied != (tc.want == http.StatusTeapot) {
 				t.Fatalf("upstream reached = %v (%v) for status %d", proxied, reached, w.Code)
@@ -127,7 +159,11 @@ func TestGateServerBoundsSlowCallers(t *testing.T) {
 	for _, d := range want.Unlike(srv) {
 		t.Errorf("gate server %s", d)
 	}
-	if srv.Handler != gate {
-		t.Errorf("gate server handler %T; want the gate", srv.Handler)
+	// The server wraps its handler (serverlimits ages connections), so the gate is known by its
+	// answer: a request without a client certificate is refused by it.
+	w := httptest.NewRecorder()
+	srv.Handler.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/maestro/v1/resource-bundles", nil))
+	if w.Code != http.StatusUnauthorized || !strings.Contains(w.Body.String(), "client certificate is required") {
+		t.Errorf("gate server answered %d %q; want the gate's 401", w.Code, w.Body.String())
 	}
 }

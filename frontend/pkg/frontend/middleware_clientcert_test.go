@@ -7,9 +7,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"io"
 	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -70,6 +73,72 @@ func TestClientCertificateAllowList(t *testing.T) {
 	})
 }
 
+// TestClientCertificateExpiryOnAKeptAliveConnection: ARM keeps its connections alive, and
+// the handshake verified the certificate once; a request after the certificate's NotAfter, on
+// the same connection, is refused as one without a certificate is.
+func TestClientCertificateExpiryOnAKeptAliveConnection(t *testing.T) {
+	ca, caKey := newTestCA(t)
+	e := newEnv(t)
+	e.srv.cfg.ClientSubjects = []string{"arm.example.net"}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	var conns atomic.Int32
+	hs := httptest.NewUnstartedServer(e.srv.Handler())
+	hs.TLS = &tls.Config{ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven}
+	hs.Config.IdleTimeout = 10 * time.Minute
+	hs.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	hs.StartTLS()
+	t.Cleanup(hs.Close)
+	sub := hs.URL + "/subscriptions/" + testSub + "?api-version=2.0"
+
+	for _, tc := range []struct {
+		name     string
+		lifetime time.Duration
+		expire   bool // wait until the certificate's NotAfter has passed before the second request
+		status   int
+	}{
+		{"certificate_still_valid_is_served_again", time.Hour, false, 200},
+		{"certificate_expired_since_the_handshake_is_401", 2 * time.Second, true, 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			notAfter := time.Now().Add(tc.lifetime).Truncate(time.Second)
+			tr := hs.Client().Transport.(*http.Transport).Clone()
+			tr.TLSClientConfig.Certificates = []tls.Certificate{*clientCertUntil(t, ca, caKey, "arm.example.net", notAfter)}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr, Timeout: time.Minute}
+			before := conns.Load()
+			get := func() int {
+				resp, err := client.Get(sub)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if code := get(); code != 200 {
+				t.Fatalf("first request: status %d, want 200", code)
+			}
+			if tc.expire {
+				// The condition is the clock passing NotAfter, not a tuned pause.
+				for !time.Now().After(notAfter) {
+					time.Sleep(time.Until(notAfter) + 10*time.Millisecond)
+				}
+			}
+			if code := get(); code != tc.status {
+				t.Errorf("request after the wait: status %d, want %d", code, tc.status)
+			}
+			if n := conns.Load() - before; n != 1 {
+				t.Errorf("the requests used %d connections, want 1 (the same kept-alive connection)", n)
+			}
+		})
+	}
+}
+
 func newTestCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -92,12 +161,17 @@ func newTestCA(t *testing.T) (*x509.Certificate, *ecdsa.PrivateKey) {
 
 func clientCert(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string) *tls.Certificate {
 	t.Helper()
+	return clientCertUntil(t, ca, caKey, cn, time.Now().Add(time.Hour))
+}
+
+func clientCertUntil(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, notAfter time.Time) *tls.Certificate {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {
