@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -126,7 +127,34 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusNotFound, "NotFound", "the gateway serves https://<gateway>/sessions/<session ID>/<kube API path> only; `hcpctl breakglass open` writes a kubeconfig for it")
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := &bodyRead{ReadCloser: r.Body}
+		r.Body = body
+		mux.ServeHTTP(w, r)
+		if r.ContentLength != 0 && !body.done {
+			// Answered without reading the whole body (a refusal, an unknown path, an answer
+			// before the upload's end): net/http would read up to 256 KiB of what is left before
+			// it sends the answer, and the listener has no read timeout (streams live as long as
+			// their session), so a body sent one byte at a time held the connection, and with
+			// enough of them every connection of the replica, for ever. Its read ends now: the
+			// answer goes out and the connection is closed.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
+	})
+}
+
+// bodyRead records whether a request body was read to its end.
+type bodyRead struct {
+	io.ReadCloser
+	done bool
+}
+
+func (b *bodyRead) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.done = true
+	}
+	return n, err
 }
 
 // request is what the gateway knows of one request as it goes.
