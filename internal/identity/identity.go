@@ -56,6 +56,13 @@ func Parse(s string) (ID, error) {
 			return ID{}, fmt.Errorf("parse SPIFFE ID %q: %q is empty or holds a character outside [a-z0-9.-_]", s, seg)
 		}
 	}
+	// The URL parser decodes percent-escapes and lower-cases the scheme: "…/sa/ad%6Din" and
+	// "SPIFFE://…" would read as another spelling of a workload's ID. The SPIFFE ID
+	// specification forbids both, and a verifier that compares strings would see another
+	// principal than our doors do: only the canonical form is an ID.
+	if s != id.String() {
+		return ID{}, fmt.Errorf("parse SPIFFE ID %q: not in canonical form (%s): no percent-escape, a lower-case scheme", s, id)
+	}
 	return id, nil
 }
 

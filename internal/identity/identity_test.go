@@ -31,6 +31,12 @@ func TestParse(t *testing.T) {
 		{"spiffe://cluster.local/ns/A/sa/b", ID{}, false},
 		{"spiffe://cluster.local/sa/b/ns/a", ID{}, false},
 		{"spiffe:///ns/a/sa/b", ID{}, false},
+		// Other spellings of a workload's ID: the URL parser would read each as canonical.
+		{"spiffe://cluster.local/ns/openhcp-admin/sa/ad%6Din", ID{}, false},
+		{"spiffe://cluster.local/ns/openhcp%2Dadmin/sa/admin", ID{}, false},
+		{"SPIFFE://cluster.local/ns/openhcp-admin/sa/admin", ID{}, false},
+		{"Spiffe://cluster.local/ns/openhcp-admin/sa/admin", ID{}, false},
+		{"spiffe://cluster.local/ns/openhcp-admin/sa/admin/", ID{}, false},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := Parse(tc.in)

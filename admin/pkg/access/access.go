@@ -5,6 +5,8 @@ package access
 
 import (
 	"crypto/tls"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"errors"
 	"fmt"
 	"slices"
@@ -82,6 +84,12 @@ func Identify(cs *tls.ConnectionState) (Identity, error) {
 	}
 	leaf := cs.VerifiedChains[0][0]
 	subj := leaf.Subject
+	// Go reads the last of several common names, OpenSSL-based tools the first: a subject with
+	// two (CN=alice, CN=bob) would name one person here and another elsewhere. Our PKI makes
+	// subjects itself; an issuer that copies a request's subject could sign one.
+	if n := commonNames(subj); n > 1 {
+		return Identity{}, fmt.Errorf("%w: the client certificate's subject has %d common names; a person's has one", ErrNoIdentity, n)
+	}
 	// The listener trusts the person CA only, which issues no other name; this holds even if it
 	// had. A name outside the rule could not be revoked or named in a break-glass session.
 	if err := identity.ValidPerson(subj.CommonName); err != nil {
@@ -98,4 +106,18 @@ func Identify(cs *tls.ConnectionState) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: %q is not an SRE group (certificate of %q)", ErrNoIdentity, group, subj.CommonName)
 	}
 	return Identity{Person: subj.CommonName, Group: group}, nil
+}
+
+// oidCommonName is the X.520 commonName attribute type.
+var oidCommonName = asn1.ObjectIdentifier{2, 5, 4, 3}
+
+// commonNames counts the common name attributes of a subject as it was parsed.
+func commonNames(n pkix.Name) int {
+	c := 0
+	for _, a := range n.Names {
+		if a.Type.Equal(oidCommonName) {
+			c++
+		}
+	}
+	return c
 }

@@ -30,6 +30,15 @@ func withURI(cs *tls.ConnectionState, uri string) *tls.ConnectionState {
 	return cs
 }
 
+// twoCommonNames is cs with a subject that carries a second common name, as the certificate's
+// parser would give it (Go keeps the last in CommonName, Names holds both).
+func twoCommonNames(cs *tls.ConnectionState, second string) *tls.ConnectionState {
+	s := &cs.VerifiedChains[0][0].Subject
+	s.Names = []pkix.AttributeTypeAndValue{{Type: oidCommonName, Value: s.CommonName}, {Type: oidCommonName, Value: second}}
+	s.CommonName = second
+	return cs
+}
+
 // expired is cs with its leaf's NotAfter a second ago.
 func expired(cs *tls.ConnectionState) *tls.ConnectionState {
 	cs.VerifiedChains[0][0].NotAfter = time.Now().Add(-time.Second)
@@ -55,6 +64,7 @@ func TestIdentify(t *testing.T) {
 		// person CA refuses to issue either, and the admin API refuses them if one was issued.
 		{"person_named_like_a_service", conn("sre", GroupAdmin), Identity{}, false},
 		{"person_named_like_a_service_in_capitals", conn("Cluster-Service", GroupAdmin), Identity{}, false},
+		{"two_common_names", twoCommonNames(conn("alice", GroupAdmin), "bob"), Identity{}, false},
 		{"sre_admin_certificate_expired_since_the_handshake", expired(conn("alice", GroupAdmin)), Identity{}, false},
 		{"certificate_carrying_a_workload_id", withURI(conn("carol", GroupAdmin), "spiffe://cluster.local/ns/openhcp-admin/sa/admin"), Identity{}, false},
 	} {
