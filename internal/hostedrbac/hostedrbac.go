@@ -28,6 +28,15 @@ const (
 	ClusterAdminClusterRole    = "cluster-admin"
 )
 
+// SREImpersonatedUserPrefix starts the user name the gateway impersonates for an SRE:
+// openhcp:sre-person:<person>. Not the bare person name: a customer's user of that name in the
+// hosted cluster (an external auth without a username prefix) would lend its own bindings to
+// the SRE's session, and the hosted audit log could not tell the two apart.
+const SREImpersonatedUserPrefix = "openhcp:sre-person:"
+
+// SREImpersonatedUser is the user name the gateway impersonates for person.
+func SREImpersonatedUser(person string) string { return SREImpersonatedUserPrefix + person }
+
 // Impersonation is what one break-glass group may impersonate: any user name, with only these
 // groups, granted by ClusterRole (bound to the group under the same name).
 type Impersonation struct {

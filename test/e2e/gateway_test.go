@@ -20,6 +20,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
+	"github.com/openhcp/openhcp/internal/hostedrbac"
 )
 
 // lockedBuffer is a bytes.Buffer a running command writes while the test reads it.
@@ -156,7 +157,7 @@ func TestGatewayWatchIsCutWhenTheSessionCloses(t *testing.T) {
 				ImpersonatedUser *struct{ Username string }
 			}
 			if json.Unmarshal([]byte(line), &ev) == nil && ev.Verb == "watch" && ev.User.Username == "system:sre-break-glass:"+sess.Person &&
-				ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == sess.Person {
+				ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == hostedrbac.SREImpersonatedUser(sess.Person) {
 				return nil
 			}
 		}

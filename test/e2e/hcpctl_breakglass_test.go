@@ -21,6 +21,7 @@ import (
 
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	"github.com/openhcp/openhcp/internal/hostedrbac"
 )
 
 // TestHcpctlBreakGlass opens SRE break-glass sessions through hcpctl against the running region
@@ -100,7 +101,7 @@ func TestHcpctlBreakGlass(t *testing.T) {
 	}
 	// The hosted apiserver answers as the person, in the read-only group, through the gateway.
 	user, err := whoAmI(t, kcFile)
-	if err != nil || user.Username != sess.Person || !slices.Contains(user.Groups, breakglass.SREImpersonatedGroupReadOnly) {
+	if err != nil || user.Username != hostedrbac.SREImpersonatedUser(sess.Person) || !slices.Contains(user.Groups, breakglass.SREImpersonatedGroupReadOnly) {
 		t.Fatalf("who the hosted apiserver sees: %+v %v, want %s in %s", user, err, sess.Person, breakglass.SREImpersonatedGroupReadOnly)
 	}
 	kube := gatewayClient(t, kcFile)

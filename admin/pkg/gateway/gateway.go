@@ -35,6 +35,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/refusallimit"
 	"github.com/openhcp/openhcp/admin/pkg/session"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
+	"github.com/openhcp/openhcp/internal/hostedrbac"
 	"github.com/openhcp/openhcp/internal/logattr"
 )
 
@@ -288,7 +289,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			pr.Out.Header.Del("Authorization")
 			pr.Out.Header.Del("Cookie")
-			pr.Out.Header.Set("Impersonate-User", sess.Person)
+			pr.Out.Header.Set("Impersonate-User", hostedrbac.SREImpersonatedUser(sess.Person))
 			pr.Out.Header.Set("Impersonate-Group", group)
 		},
 		ModifyResponse: func(resp *http.Response) error {

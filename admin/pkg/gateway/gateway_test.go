@@ -40,6 +40,7 @@ import (
 	"github.com/openhcp/openhcp/admin/pkg/session"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/internal/hostedrbac"
 	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 )
 
@@ -241,7 +242,7 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 			s := e.open(t, "alice", tc.access, now.Add(time.Hour))
 			code, body := e.reviewSelf(t, "alice", s.ID, nil)
 			user := userInfo(body)
-			if code != http.StatusCreated || user.Username != "alice" || !slices.Contains(user.Groups, tc.group) {
+			if code != http.StatusCreated || user.Username != hostedrbac.SREImpersonatedUser("alice") || !slices.Contains(user.Groups, tc.group) {
 				t.Fatalf("%s: answer %d %v, want 201 from alice in %s", tc.access, code, body, tc.group)
 			}
 		}
@@ -254,7 +255,7 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 			"Impersonate-Extra-Scopes": {"everything"}, "Authorization": {"Bearer stolen"},
 		})
 		user := userInfo(body)
-		if code != http.StatusCreated || user.Username != "alice" || slices.Contains(user.Groups, "system:masters") || user.UID != "" || len(user.Extra) != 0 {
+		if code != http.StatusCreated || user.Username != hostedrbac.SREImpersonatedUser("alice") || slices.Contains(user.Groups, "system:masters") || user.UID != "" || len(user.Extra) != 0 {
 			t.Fatalf("answer %d %v: the client's own impersonation reached the apiserver", code, body)
 		}
 	})
@@ -479,7 +480,7 @@ func TestGatewayUpgradedStreamIsCutWhenTheSessionEnds(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade through the gateway: %v %v", resp, err)
 	}
-	if h := <-seen; h.Get("Impersonate-User") != "alice" || h.Get("Impersonate-Group") != breakglass.SREImpersonatedGroupAdmin || h.Get("Upgrade") != "SPDY/3.1" {
+	if h := <-seen; h.Get("Impersonate-User") != hostedrbac.SREImpersonatedUser("alice") || h.Get("Impersonate-Group") != breakglass.SREImpersonatedGroupAdmin || h.Get("Upgrade") != "SPDY/3.1" {
 		t.Fatalf("the upstream saw %v", h)
 	}
 	if _, err := conn.Write([]byte("ping\n")); err != nil {
