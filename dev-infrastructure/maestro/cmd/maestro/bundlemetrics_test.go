@@ -163,3 +163,63 @@ func sumOf(n int, f func(int) float64) float64 {
 }
 
 func near(a, b float64) bool { d := a - b; return d < 1e-9 && d > -1e-9 }
+
+// TestWithoutBundleIDSumsPerRemainingLabels reads a registry through withoutBundleID: a
+// per-bundle family's series that differ only by `id` are summed, those that differ otherwise
+// stay apart, and a family not in bundleFamilies keeps its `id`.
+func TestWithoutBundleIDSumsPerRemainingLabels(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	processed := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "resource_processed_total"}, []string{"id", "action"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "resource_first_status_latency_seconds", Buckets: []float64{1, 10}}, []string{"id", "consumer"})
+	other := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "other_total"}, []string{"id"})
+	reg.MustRegister(processed, latency, other)
+	for i := range 100 {
+		id := fmt.Sprintf("bundle-%03d", i)
+		processed.WithLabelValues(id, []string{"create", "update"}[i%2]).Inc()
+		latency.WithLabelValues(id, []string{"mc-1", "mc-2"}[i%2]).Observe(float64(i % 20))
+		other.WithLabelValues(id).Inc()
+	}
+	families, err := withoutBundleID{reg}.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	got := map[string]string{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			key := f.GetName() + fmt.Sprint(labels)
+			if h := m.GetHistogram(); h != nil {
+				var b []uint64
+				for _, x := range h.GetBucket() {
+					b = append(b, x.GetCumulativeCount())
+				}
+				got[key] = fmt.Sprintf("count %d sum %v buckets %v", h.GetSampleCount(), h.GetSampleSum(), b)
+			} else {
+				got[key] = fmt.Sprint(m.GetCounter().GetValue())
+			}
+		}
+	}
+	tests := []struct {
+		name, series, want string
+	}{
+		// even i: 0,2,..,18 five times each; odd i: 1,3,..,19 five times each.
+		{"counter_summed_per_action", "resource_processed_total[action=create]", "50"},
+		{"counter_kept_apart_per_action", "resource_processed_total[action=update]", "50"},
+		{"histogram_summed_per_consumer", "resource_first_status_latency_seconds[consumer=mc-1]", "count 50 sum 450 buckets [5 30]"},
+		{"histogram_kept_apart_per_consumer", "resource_first_status_latency_seconds[consumer=mc-2]", "count 50 sum 500 buckets [5 25]"},
+		{"other_family_keeps_its_id", "other_total[id=bundle-042]", "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got[tt.series] != tt.want {
+				t.Errorf("%s = %q, want %q", tt.series, got[tt.series], tt.want)
+			}
+		})
+	}
+	if n := len(got); n != 4+100 {
+		t.Errorf("%d series served, want 4 per-bundle ones and 100 of other_total: %v", n, got)
+	}
+}
