@@ -1,8 +1,9 @@
 // Command maestro is the pinned upstream Maestro (server, agent, migrations), started as
-// upstream's cmd/maestro starts it, with three changes: the reconnect backoff of its CloudEvents
+// upstream's cmd/maestro starts it, with four changes: the reconnect backoff of its CloudEvents
 // clients (reconnect.go), how often the server queues its unpublished spec events again
-// (eventsync.go), and a guard ahead of its gRPC interceptors that refuses a Publish without an
-// event and recovers a handler's panic (grpcguard.go). Everything else is upstream's code at the
+// (eventsync.go), a guard ahead of its gRPC interceptors that refuses a Publish without an
+// event and recovers a handler's panic (grpcguard.go), and its three per-bundle metrics kept and
+// served without the bundle ID (bundlemetrics.go). Everything else is upstream's code at the
 // pin.
 package main
 
@@ -21,12 +22,16 @@ import (
 )
 
 // main is upstream's cmd/maestro main (at the pin) after installReconnectBackoff,
-// installEventsSync and installGRPCGuard.
+// installEventsSync, installGRPCGuard and installBundleMetrics (before the server builds its
+// /metrics handler, which reads prometheus.DefaultGatherer then).
 func main() {
 	installReconnectBackoff()
 	installEventsSync()
 	if err := installGRPCGuard(); err != nil {
 		log.Fatalf("install the gRPC guard: %v", err)
+	}
+	if err := installBundleMetrics(); err != nil {
+		log.Fatalf("install the per-bundle metrics without their bundle ID: %v", err)
 	}
 
 	// check if the glog flag is already registered to avoid duplicate flag define error
