@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -132,7 +133,7 @@ func (g *Gateway) Handler() http.Handler {
 		body := &bodyRead{ReadCloser: r.Body}
 		r.Body = body
 		mux.ServeHTTP(w, r)
-		if r.ContentLength != 0 && !body.done {
+		if r.ContentLength != 0 && !body.done.Load() {
 			// Answered without reading the whole body (a refusal, an unknown path, an answer
 			// before the upload's end): net/http would read up to 256 KiB of what is left before
 			// it sends the answer, and the listener has no read timeout (streams live as long as
@@ -144,16 +145,18 @@ func (g *Gateway) Handler() http.Handler {
 	})
 }
 
-// bodyRead records whether a request body was read to its end.
+// bodyRead records whether a request body was read to its end. done is atomic: the proxy's
+// transport may still read the body after the handler returned (an upstream that answers before
+// the upload's end).
 type bodyRead struct {
 	io.ReadCloser
-	done bool
+	done atomic.Bool
 }
 
 func (b *bodyRead) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
-		b.done = true
+		b.done.Store(true)
 	}
 	return n, err
 }
@@ -315,6 +318,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	// whose record failed, or whose caller went meanwhile, had acted with no record.
 	if err := g.append(r.Context(), rq.entry(audit.Allowed, 0, "")); err != nil {
 		log.Error("audit record not written; the request is not sent", "error", err)
+		g.metrics.refusals.WithLabelValues("audit-unavailable").Inc()
 		g.metrics.duration.Observe(time.Since(rq.start).Seconds())
 		writeStatus(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the audit log cannot be written, so the request is not sent; retry later")
 		return

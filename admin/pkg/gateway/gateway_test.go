@@ -394,6 +394,9 @@ func TestGatewayProxiesAsThePerson(t *testing.T) {
 		if resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("create without an audit record: %d, want 503", resp.StatusCode)
 		}
+		if n := testutil.ToFloat64(gw.metrics.refusals.WithLabelValues("audit-unavailable")); n < 1 {
+			t.Fatalf("gateway_refusals_total{reason=\"audit-unavailable\"} = %v after a request not sent for want of a record", n)
+		}
 		if _, err := e.kube.CoreV1().ConfigMaps("default").Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Fatalf("the create reached the hosted cluster with no audit record (get: %v)", err)
 		}
