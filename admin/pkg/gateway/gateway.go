@@ -362,7 +362,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, rq *request, lo
 	if code == http.StatusUnauthorized {
 		outcome = audit.Unauthenticated
 	}
-	if g.refusals.Allow(refusallimit.Source(r)) {
+	if g.refusals.AllowRefusal(r, rq.id.Person) {
 		_ = g.record(r.Context(), rq, log, outcome, code, msg)
 		log.Warn("refused", "person", rq.id.Person, "reason", metric, "code", code, "message", msg)
 	} else {

@@ -1,6 +1,7 @@
 // Package refusallimit bounds the audit records of refused calls, for the admin API and the
-// break-glass gateway (they write the same audit table): a token bucket per source and one for
-// all sources together, so no caller, whatever its number of addresses, can fill the table.
+// break-glass gateway (they write the same audit table): a token bucket per identified person,
+// and for callers without an identity one per source and one for all sources together, so no
+// caller, whatever its number of addresses, can record refusals faster than these rates.
 package refusallimit
 
 import (
@@ -78,20 +79,45 @@ func (r Rates) Valid() bool {
 	return r.PerSource.PerSecond > 0 && r.PerSource.Burst >= 1 && r.Total.PerSecond > 0 && r.Total.Burst >= 1
 }
 
+// AllowRefusal is the limiter's answer for one refused request: a caller the door identified
+// (person, even a revoked one) takes a token of that person's own bucket, at the PerSource rate,
+// and none of the total one; any other takes its source's and the total's (Allow). So callers
+// without an identity, however many their addresses, cannot exhaust the records of an
+// identified SRE's refused calls (an insider could otherwise hide their own forbidden attempts
+// behind a flood), and persons are as many as the person CA has issued.
+func (l *Limiter) AllowRefusal(r *http.Request, person string) bool {
+	if person != "" {
+		return l.take("person:"+person, false)
+	}
+	return l.Allow(Source(r))
+}
+
 // Allow takes a token of src's bucket and of the total one, if both have one.
 func (l *Limiter) Allow(src string) bool {
+	return l.take("source:"+src, true)
+}
+
+// take takes a token of key's bucket and, when total, of the total one, if each has one.
+func (l *Limiter) take(key string, total bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	b := l.buckets[src]
+	b := l.buckets[key]
 	if b == nil {
 		if len(l.buckets) >= maxSources {
 			l.forgetFull(now)
 		}
 		b = &bucket{tokens: float64(l.rates.PerSource.Burst), at: now}
-		l.buckets[src] = b
+		l.buckets[key] = b
 	}
 	b.refill(l.rates.PerSource, now)
+	if !total {
+		if b.tokens < 1 {
+			return false
+		}
+		b.tokens--
+		return true
+	}
 	l.total.refill(l.rates.Total, now)
 	if b.tokens < 1 || l.total.tokens < 1 {
 		return false

@@ -79,3 +79,42 @@ func TestZeroRatesAreDefault(t *testing.T) {
 		t.Fatalf("New(Rates{}) has %+v, want Default %+v", l.rates, Default())
 	}
 }
+
+// TestIdentifiedRefusalsAreNotTakenByAnonymousFloods: callers without an identity who exhaust
+// the total bucket do not cost an identified person the records of their refused calls; each
+// person has a bucket of their own (at the per-source rate), and a person's flood is bounded by it.
+func TestIdentifiedRefusalsAreNotTakenByAnonymousFloods(t *testing.T) {
+	rates := Rates{PerSource: TokenBucket{PerSecond: 1, Burst: 5}, Total: TokenBucket{PerSecond: 10, Burst: 50}}
+	now := time.Unix(1_000_000, 0)
+	l := New(rates, func() time.Time { return now })
+	anonymous := func(addr string) bool {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = addr + ":1234"
+		return l.AllowRefusal(r, "")
+	}
+	for i := range 1000 {
+		anonymous(fmt.Sprintf("10.0.%d.%d", i/250, i%250))
+	}
+	if anonymous("192.0.2.1") {
+		t.Fatal("a new anonymous source was recorded after the total bucket was exhausted")
+	}
+	for _, tc := range []struct {
+		person string
+		tries  int
+		want   int
+	}{
+		{"alice", 1, 1},
+		{"bob", 100, 5},
+		{"carol", 3, 3},
+	} {
+		got := 0
+		for range tc.tries {
+			if l.AllowRefusal(httptest.NewRequest("GET", "/", nil), tc.person) {
+				got++
+			}
+		}
+		if got != tc.want {
+			t.Fatalf("%s: %d of %d refusals recorded after an anonymous flood, want %d", tc.person, got, tc.tries, tc.want)
+		}
+	}
+}

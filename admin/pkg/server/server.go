@@ -406,7 +406,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
 		}
-		if refusal != nil && !s.refusals.Allow(refusallimit.Source(r)) {
+		if refusal != nil && !s.refusals.AllowRefusal(r, e.Person) {
 			// A source, or all sources together, past the rate of refused calls: answered and
 			// counted, not recorded, so no caller can fill the audit table (refusallimit).
 			s.metrics.refusalsDropped.Inc()
