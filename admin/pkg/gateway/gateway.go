@@ -358,6 +358,10 @@ var impersonatedGroups = map[string]string{
 // certificate cannot fill the audit table or the log.
 func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, rq *request, log *slog.Logger, code int, reason, metric, msg string) {
 	g.metrics.refusals.WithLabelValues(metric).Inc()
+	// A refused caller's connection ends with the answer (HTTP/2: GOAWAY), so it pays a
+	// handshake per refused request: kept alive by one refusal every idle period, 1,024 of them
+	// would hold every connection of the replica.
+	w.Header().Set("Connection", "close")
 	outcome := audit.Forbidden
 	if code == http.StatusUnauthorized {
 		outcome = audit.Unauthenticated

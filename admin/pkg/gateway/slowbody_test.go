@@ -21,10 +21,14 @@ func TestGatewayAnswersWithoutWaitingForAnUnreadBody(t *testing.T) {
 	for _, tc := range []struct {
 		name, path string
 		want       int
+		noBody     bool
 	}{
-		{"unknown_session", "/sessions/no-such-session/api/v1/namespaces/default/configmaps", http.StatusNotFound},
-		{"unknown_path", "/elsewhere", http.StatusNotFound},
-		{"from_a_browser", "/sessions/no-such-session/api", http.StatusForbidden},
+		{"unknown_session", "/sessions/no-such-session/api/v1/namespaces/default/configmaps", http.StatusNotFound, false},
+		{"unknown_path", "/elsewhere", http.StatusNotFound, false},
+		{"from_a_browser", "/sessions/no-such-session/api", http.StatusForbidden, false},
+		// A refusal without a body ends its connection too: kept alive by one refused request
+		// every idle period, enough of them held every connection of the replica.
+		{"refused_get_on_a_kept_alive_connection", "/sessions/no-such-session/api", http.StatusNotFound, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := e.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
@@ -40,7 +44,11 @@ func TestGatewayAnswersWithoutWaitingForAnUnreadBody(t *testing.T) {
 				origin = "Origin: https://evil.example\r\n"
 			}
 			// 100,000 bytes promised, 5 sent: the rest never comes.
-			if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n%sContent-Length: 100000\r\n\r\n{\"a\":", tc.path, origin); err != nil {
+			req := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n%sContent-Length: 100000\r\n\r\n{\"a\":", tc.path, origin)
+			if tc.noBody {
+				req = fmt.Sprintf("GET %s HTTP/1.1\r\nHost: gateway\r\n%s\r\n", tc.path, origin)
+			}
+			if _, err := io.WriteString(conn, req); err != nil {
 				t.Fatal(err)
 			}
 			// Generous for a busy machine; the body would never end.

@@ -212,3 +212,34 @@ func countAudit(t *testing.T, e *env, f audit.Filter) int {
 		f.PageToken = next
 	}
 }
+
+// TestUnidentifiedRefusalEndsItsConnection: a refused caller without an identity gets its
+// answer and the end of its connection, so it cannot hold connections with one refused call
+// every idle period; an SRE's calls keep theirs.
+func TestUnidentifiedRefusalEndsItsConnection(t *testing.T) {
+	e := start(t)
+	for _, tc := range []struct {
+		name, identity string
+		status         int
+		closed         bool
+	}{
+		{"no_certificate", "", http.StatusUnauthorized, true},
+		{"sre", "bob", http.StatusOK, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", e.url+"/admin/v1/shards", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := e.as(t, tc.identity).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || resp.Close != tc.closed {
+				t.Fatalf("status %d, connection closed %v; want %d, %v", resp.StatusCode, resp.Close, tc.status, tc.closed)
+			}
+		})
+	}
+}

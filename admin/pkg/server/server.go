@@ -406,6 +406,13 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 			}
 		}
+		if refusal != nil && e.Person == "" {
+			// A caller without an identity (the listener takes connections without a
+			// certificate) gets its answer and the end of its connection (HTTP/2: GOAWAY): one
+			// refusal every idle period would otherwise keep it, and enough of them every
+			// connection of the process.
+			w.Header().Set("Connection", "close")
+		}
 		if refusal != nil && !s.refusals.AllowRefusal(r, e.Person) {
 			// A source, or all sources together, past the rate of refused calls: answered and
 			// counted, not recorded, so no caller can fill the audit table (refusallimit).
