@@ -14,6 +14,9 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -401,4 +404,66 @@ func (l *countingListener) Accept() (net.Conn, error) {
 		l.n.Add(1)
 	}
 	return c, err
+}
+
+// TestAgedConnectionUpgradeKeepsItsAnswer: an upgrade request on a connection past its age,
+// through a reverse proxy (as the break-glass gateway proxies exec), gets a 101 whose raw
+// header says "Connection: Upgrade" and nothing else; a "close" beside it makes Go's and
+// gorilla's clients drop every Connection header and see no upgrade. The bytes are read raw:
+// http.ReadResponse hides the extra "close".
+func TestAgedConnectionUpgradeKeepsItsAnswer(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-proto\r\n\r\n")
+		brw.Flush()
+	}))
+	defer backend.Close()
+	target, err := url.Parse(backend.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := serverlimits.API()
+	h.MaxConnAge = time.Nanosecond // every request comes on an aged connection
+	hs := h.Server("127.0.0.1:0", httputil.NewSingleHostReverseProxy(target), nil)
+	l, err := h.Listen(hs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close() })
+
+	conn, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test-proto\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	var head []string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read the answer: %v (so far %q)", err, head)
+		}
+		if line == "\r\n" {
+			break
+		}
+		head = append(head, strings.TrimRight(line, "\r\n"))
+	}
+	if len(head) == 0 || !strings.HasPrefix(head[0], "HTTP/1.1 101") {
+		t.Fatalf("answer %q, want a 101", head)
+	}
+	for _, l := range head[1:] {
+		if k, v, _ := strings.Cut(l, ":"); strings.EqualFold(k, "Connection") && !strings.EqualFold(strings.TrimSpace(v), "Upgrade") {
+			t.Fatalf("the 101 carries %q: a client reads it as no upgrade (%q)", l, head)
+		}
+	}
 }
