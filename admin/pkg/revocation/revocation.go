@@ -91,11 +91,13 @@ func (l *List) Revoke(ctx context.Context, person, by, reason string) (Revocatio
 	return r, nil
 }
 
-// Revoked reports whether a certificate of person issued at notBefore is revoked.
+// Revoked reports whether a certificate of person issued at notBefore is revoked. Names are
+// compared without regard to letter case: a revocation of "Alice" refuses "alice", since an
+// operator who spells a leaked certificate's person otherwise must not revoke nothing.
 func (l *List) Revoked(ctx context.Context, person string, notBefore time.Time) (bool, error) {
 	var revoked bool
 	err := l.loss.Retry(ctx, true, func() error {
-		return l.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM admin_revocations WHERE person = $1 AND revoked_at > $2)`, person, notBefore).Scan(&revoked)
+		return l.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM admin_revocations WHERE lower(person) = lower($1) AND revoked_at > $2)`, person, notBefore).Scan(&revoked)
 	})
 	if err != nil {
 		return false, fmt.Errorf("check the revocation list: %w", err)

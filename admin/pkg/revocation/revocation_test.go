@@ -51,6 +51,8 @@ func TestRevokedComparesNotBeforeWithTheRevocation(t *testing.T) {
 		{"a_replacement_issued_just_under_the_backdate_later", "bob", at.Add(-time.Second), true},
 		{"a_replacement_issued_the_backdate_after", "bob", at.Add(time.Second), false},
 		{"another_person", "carol", at.Add(-time.Hour), false},
+		// A name in other letter case is the same person: revoking "bob" refuses "Bob".
+		{"the_person_in_other_letter_case", "Bob", at.Add(-time.Hour), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := l.Revoked(ctx, tc.person, tc.notBefore)
