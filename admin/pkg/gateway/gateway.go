@@ -113,13 +113,11 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.RefusalAudit == (refusallimit.Rates{}) {
-		cfg.RefusalAudit = refusallimit.Default()
+	refusals, err := refusallimit.New(cfg.RefusalAudit, cfg.Now)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: RefusalAudit: %w", err)
 	}
-	if !cfg.RefusalAudit.Valid() {
-		return nil, fmt.Errorf("gateway: RefusalAudit needs a positive rate and burst in each bucket, got %+v", cfg.RefusalAudit)
-	}
-	return &Gateway{cfg: cfg, metrics: newMetrics(), refusals: refusallimit.New(cfg.RefusalAudit, cfg.Now), live: map[string]*liveSession{}}, nil
+	return &Gateway{cfg: cfg, metrics: newMetrics(), refusals: refusals, live: map[string]*liveSession{}}, nil
 }
 
 // Handler serves /sessions/{id}/{kube path}.

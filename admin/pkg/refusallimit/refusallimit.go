@@ -5,6 +5,7 @@
 package refusallimit
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -62,16 +63,20 @@ func (b *bucket) refill(rate TokenBucket, now time.Time) {
 	b.at = now
 }
 
-// New makes a limiter of rates on the clock now (time.Now when nil); a zero Rates is Default.
-func New(rates Rates, now func() time.Time) *Limiter {
+// New makes a limiter of rates on the clock now (time.Now when nil); a zero Rates is Default,
+// and rates without a positive rate and burst in each bucket are an error.
+func New(rates Rates, now func() time.Time) (*Limiter, error) {
 	if rates == (Rates{}) {
 		rates = Default()
+	}
+	if !rates.Valid() {
+		return nil, fmt.Errorf("refusal audit rates need a positive rate and burst in each bucket, got %+v", rates)
 	}
 	if now == nil {
 		now = time.Now
 	}
 	t := now()
-	return &Limiter{rates: rates, now: now, total: bucket{tokens: float64(rates.Total.Burst), at: t}, buckets: map[string]*bucket{}}
+	return &Limiter{rates: rates, now: now, total: bucket{tokens: float64(rates.Total.Burst), at: t}, buckets: map[string]*bucket{}}, nil
 }
 
 // Valid says whether both buckets have a positive rate and burst.

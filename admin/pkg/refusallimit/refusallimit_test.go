@@ -51,7 +51,10 @@ func TestLimiter(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Unix(1_000_000, 0)
-			l := New(rates, func() time.Time { return now })
+			l, err := New(rates, func() time.Time { return now })
+			if err != nil {
+				t.Fatal(err)
+			}
 			got := 0
 			round := func() {
 				for i := range tc.sources {
@@ -75,8 +78,8 @@ func TestLimiter(t *testing.T) {
 }
 
 func TestZeroRatesAreDefault(t *testing.T) {
-	if l := New(Rates{}, nil); l.rates != Default() || !l.rates.Valid() {
-		t.Fatalf("New(Rates{}) has %+v, want Default %+v", l.rates, Default())
+	if l, err := New(Rates{}, nil); err != nil || l.rates != Default() || !l.rates.Valid() {
+		t.Fatalf("New(Rates{}) has %+v, %v, want Default %+v", l, err, Default())
 	}
 }
 
@@ -86,7 +89,10 @@ func TestZeroRatesAreDefault(t *testing.T) {
 func TestIdentifiedRefusalsAreNotTakenByAnonymousFloods(t *testing.T) {
 	rates := Rates{PerSource: TokenBucket{PerSecond: 1, Burst: 5}, Total: TokenBucket{PerSecond: 10, Burst: 50}}
 	now := time.Unix(1_000_000, 0)
-	l := New(rates, func() time.Time { return now })
+	l, err := New(rates, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
 	anonymous := func(addr string) bool {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = addr + ":1234"
@@ -115,6 +121,18 @@ func TestIdentifiedRefusalsAreNotTakenByAnonymousFloods(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Fatalf("%s: %d of %d refusals recorded after an anonymous flood, want %d", tc.person, got, tc.tries, tc.want)
+		}
+	}
+}
+
+func TestInvalidRatesAreRefused(t *testing.T) {
+	for _, r := range []Rates{
+		{PerSource: TokenBucket{PerSecond: 1, Burst: 0}, Total: Default().Total},
+		{PerSource: Default().PerSource, Total: TokenBucket{PerSecond: 0, Burst: 5}},
+		{PerSource: TokenBucket{PerSecond: -1, Burst: 5}, Total: Default().Total},
+	} {
+		if _, err := New(r, nil); err == nil {
+			t.Errorf("New(%+v) made a limiter; want an error", r)
 		}
 	}
 }

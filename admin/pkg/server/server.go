@@ -150,11 +150,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.RefusalAudit == (refusallimit.Rates{}) {
-		cfg.RefusalAudit = refusallimit.Default()
-	}
-	if !cfg.RefusalAudit.Valid() {
-		return nil, fmt.Errorf("admin server: RefusalAudit needs a positive rate and burst in each bucket, got %+v", cfg.RefusalAudit)
+	refusals, err := refusallimit.New(cfg.RefusalAudit, cfg.Now)
+	if err != nil {
+		return nil, fmt.Errorf("admin server: RefusalAudit: %w", err)
 	}
 	if cfg.BreakGlassTTL == (BreakGlassTTL{}) {
 		cfg.BreakGlassTTL = DefaultBreakGlassTTL()
@@ -166,7 +164,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.FormKey, cfg.Now),
-		refusals: refusallimit.New(cfg.RefusalAudit, cfg.Now)}
+		refusals: refusals}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, s.serve(rt))
 	}
