@@ -192,23 +192,10 @@ func TestConnectionsBeyondTheCapWait(t *testing.T) {
 func TestOversizedGRPCMessageIsResourceExhausted(t *testing.T) {
 	g := serverlimits.GRPCDefaults()
 	g.MaxRecvMsgSize = 1 << 10
-	srv := grpc.NewServer(g.ServerOptions()...)
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	l, err := g.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := healthpb.NewHealthClient(conn)
+	client, _ := serveHealth(t, g)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err = client.Check(ctx, &healthpb.HealthCheckRequest{Service: strings.Repeat("x", 2<<10)})
+	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{Service: strings.Repeat("x", 2<<10)})
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("a 2 KiB request to a 1 KiB limit: %v, want ResourceExhausted", err)
 	}
@@ -344,21 +331,7 @@ func TestAgedGRPCConnectionIsClosed(t *testing.T) {
 		t.Fatalf("defaults keep connections for ever: MaxConnectionAge %v, grace %v", g.MaxConnectionAge, g.MaxConnectionAgeGrace)
 	}
 	g.MaxConnectionAge, g.MaxConnectionAgeGrace = 500*time.Millisecond, 500*time.Millisecond
-	srv := grpc.NewServer(g.ServerOptions()...)
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	inner, err := g.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &countingListener{Listener: inner}
-	go srv.Serve(l)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := healthpb.NewHealthClient(conn)
+	client, l := serveHealth(t, g)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, tc := range []struct {
@@ -390,6 +363,28 @@ func TestAgedGRPCConnectionIsClosed(t *testing.T) {
 	} {
 		t.Run(tc.name, tc.run)
 	}
+}
+
+// serveHealth serves gRPC's health service with g's options on a loopback port, and returns a
+// client of it (its connection closed at the test's end) and the listener, which counts the
+// connections it accepted.
+func serveHealth(t *testing.T, g serverlimits.GRPC) (healthpb.HealthClient, *countingListener) {
+	t.Helper()
+	srv := grpc.NewServer(g.ServerOptions()...)
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	inner, err := g.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &countingListener{Listener: inner}
+	go srv.Serve(l)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return healthpb.NewHealthClient(conn), l
 }
 
 // countingListener counts the connections it accepted.
