@@ -198,6 +198,8 @@ func armDoCtx(ctx context.Context, c *http.Client, method, path string, body []b
 // Knobs: P1_GET_RATES (default 100,250,500), P1_PUT_RATES (default 100,250,500), P1_SECONDS
 // (GET seconds per rate, default 3), P1_PUT_SECONDS (default 0.2: 20/50/100 creates, within
 // the e2e region's capacity of 2 shards × 100 clusters).
+// BENCH_LAYOUT=cpuset gives the service side a CPU of its own (applyLayout), the only layout
+// whose latencies are a verdict.
 // Run: cd test && go test ./e2e -run '^$' -bench P1Frontend -benchtime 1x -timeout 20m
 func BenchmarkP1Frontend(b *testing.B) {
 	getRates := envFloats(b, "P1_GET_RATES", []float64{100, 250, 500})
@@ -225,6 +227,7 @@ func BenchmarkP1Frontend(b *testing.B) {
 
 	rep := newReport("p1-frontend", "P1: frontend GET and PUT latency at open-loop offered load (ms from the scheduled send)",
 		"cd test && "+envSet("P1_GET_RATES", "P1_PUT_RATES", "P1_WARM_CONNS")+"P1_SECONDS="+fmt.Sprint(getDur.Seconds())+" P1_PUT_SECONDS="+fmt.Sprint(putDur.Seconds())+" go test ./e2e -run '^$' -bench P1Frontend -benchtime 1x -timeout 20m")
+	layoutNote(b, rep)
 	puts := []string{"p1-get"}
 	modes, err := parsePutModes(os.Getenv("P1_PUT_MODES"))
 	if err != nil {
