@@ -17,7 +17,7 @@ COSMOS_EMULATOR := internal/docstore/cosmos/emulator
 .PHONY: help
 help:
 	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
-	@echo "make deploy    the region's charts (service cluster and one management cluster) installed by Helm on a real node (root)"
+	@echo "make deploy    the region's charts (service cluster and both management stamps) installed by Helm on a real node (root)"
 	@echo "make test      unit, integration and end-to-end tests, the alert rules and the module graph"
 	@echo "make test-busy make test while stress-ng keeps one core busy (hack/busy.sh)"
 	@echo "make chaos     the full chaos run: mixed ARM workload while components are killed (docs/reliability.md); DEPLOY=1 against a make deploy region"
@@ -36,14 +36,14 @@ help:
 	@echo "make bench-cost  CPU per ARM operation, per process, against the previous run and the first baseline (SHORT=1: small)"
 	@echo "make lint      gofmt and go vet"
 	@echo "make images    build the container images into .run/images (no container engine; docs/deploy.md#images)"
-	@echo "make tools     build the pinned Kubernetes binaries, etcd, CoreDNS, maestro, promtool and helm (cached)"
+	@echo "make tools     build the pinned Kubernetes binaries (kubectl among them), etcd, CoreDNS, the NetworkPolicy agent, maestro, promtool and helm (cached)"
 
 # What `make run` needs, and no more: PostgreSQL, PgBouncer, the broker (and the C toolchain for
-# its plugin), jq for the README's commands and Prometheus. `make deps` adds what the tests,
+# its plugin), curl and jq for the README's commands, and Prometheus. `make deps` adds what the tests,
 # `make generate` and `make deploy` need.
 .PHONY: deps-run
 deps-run:
-	@hack/ensure-packages.sh postgresql pgbouncer mosquitto jq prometheus
+	@hack/ensure-packages.sh postgresql pgbouncer mosquitto curl jq prometheus
 	@# The broker's share_guard plugin (dev-infrastructure/mosquitto-share-guard) is C, built by
 	@# hack/mosquitto-plugin.sh against mosquitto's plugin headers.
 	@hack/ensure-packages.sh gcc libc6-dev mosquitto-dev libmosquitto-dev
@@ -97,7 +97,7 @@ run: deps-run tools-run
 	@go build -o bin/openhcp-region ./dev-infrastructure/localregion/cmd/openhcp-region
 	@exec bin/openhcp-region $(RUN_ARGS)
 
-# The region's charts (service cluster and one management cluster) installed by Helm onto a real node;
+# The region's charts (service cluster and both management stamps) installed by Helm onto a real node;
 # PostgreSQL and the broker stay on the host (docs/deploy.md#make-deploy).
 .PHONY: deploy
 deploy: deps tools verify-config
