@@ -51,7 +51,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str(&o.auditDSN, "audit-db-dsn", "GATEWAY_AUDIT_DB_DSN", "", "PostgreSQL DSN of the admin database (sessions, revocation list, audit log), as the admin service's login (required; password from PGPASSFILE)")
 	str(&o.sessionKeyFile, "session-key-file", "GATEWAY_SESSION_KEY_FILE", "", "the region's session key (32 bytes base64, mode 0600), the same file as the admin API's --session-key-file: it opens the sessions' sealed credentials (required)")
 	str(&o.logLevel, "log-level", "GATEWAY_LOG_LEVEL", "info", "debug, info, warn or error")
-	fs.DurationVar(&o.poll, "session-poll", gateway.DefaultPoll, "how often the states of sessions with open requests are re-read: a session closed through another replica or the admin API cuts its streams within this")
+	fs.Duration(&o.poll, "session-poll", "GATEWAY_SESSION_POLL", gateway.DefaultPoll, "how often the states of sessions with open requests are re-read: a session closed through another replica or the admin API cuts its streams within this")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

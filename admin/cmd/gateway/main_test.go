@@ -32,6 +32,7 @@ func TestParseFlags(t *testing.T) {
 		{"env_stands_in_for_a_flag", without("--session-key-file"), map[string]string{"GATEWAY_SESSION_KEY_FILE": "k"}, ""},
 		{"plaintext_database_is_refused", append(without("--audit-db-dsn"), "--audit-db-dsn", "postgres://admin@db.example/admin?sslmode=disable"), nil, "--audit-db-dsn"},
 		{"session_poll_bounded", append(full, "--session-poll", "10ms"), nil, "--session-poll"},
+		{"session_poll_env_is_read", full, map[string]string{"GATEWAY_SESSION_POLL": "10ms"}, "--session-poll"},
 		{"bad_listen", append(full, "--listen", "nowhere"), nil, "--listen"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
