@@ -75,6 +75,13 @@ type BouncerLogin struct {
 	Role, Database string
 }
 
+// bouncerStrangerRoom is how many connections beyond its logins' own the bouncer admits, and
+// bouncerLoginTimeoutSeconds how long one of them may take to log in (bouncerConfig).
+const (
+	bouncerStrangerRoom        = 1024
+	bouncerLoginTimeoutSeconds = 5
+)
+
 // bouncerBinary is Debian's pgbouncer (make deps installs it).
 const bouncerBinary = "/usr/sbin/pgbouncer"
 
@@ -176,7 +183,14 @@ func bouncerConfig(s *Server, o BouncerOptions, authFile, caFile string) string 
 		{"auth_file", authFile},
 		{"pool_mode", "session"},
 		{"default_pool_size", strconv.Itoa(o.PoolSize)},
-		{"max_client_conn", strconv.Itoa(2 * o.PoolSize * len(o.Logins))},
+		// Room for connections that have not logged in, beyond the logins' own: any local
+		// process can open one without a credential, and at the cap the bouncer refuses every
+		// login, a restarted service's own included. Each must log in within
+		// client_login_timeout (PgBouncer's default is a minute), so holding the room takes a
+		// steady stream of new connections, not a few held ones. PgBouncer has no limit per
+		// source.
+		{"max_client_conn", strconv.Itoa(2*o.PoolSize*len(o.Logins) + bouncerStrangerRoom)},
+		{"client_login_timeout", strconv.Itoa(bouncerLoginTimeoutSeconds)},
 		{"max_db_connections", strconv.Itoa(o.PoolSize)},
 		// lib/pq (Maestro's listener) sends it; the bouncer would otherwise refuse the login.
 		{"ignore_startup_parameters", "extra_float_digits"},

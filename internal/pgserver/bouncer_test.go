@@ -3,7 +3,11 @@ package pgserver_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,4 +235,71 @@ func TestRenewedCertificateIsServedWithoutARestart(t *testing.T) {
 		t.Fatalf("login through the reloaded bouncer: %v", err)
 	}
 	conn.Close(ctx)
+}
+
+// TestBouncerAdmitsItsLoginsWhileStrangersHoldSockets: connections that never log in (any local
+// process can open them, no credential needed) neither lock a service's own login out nor stay
+// for long: the bouncer leaves room for them beyond its logins' own connections, and closes each
+// that has not logged in within its login timeout.
+func TestBouncerAdmitsItsLoginsWhileStrangersHoldSockets(t *testing.T) {
+	c := startSecure(t)
+	b := startBouncer(t, c)
+	ctx := context.Background()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
+	// 100 strangers: more than the logins' own connections (2 logins × 2 × pool size 4).
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, s := range held {
+			s.Close()
+		}
+	})
+	// Each asks for TLS (an SSLRequest) and goes no further; its answer shows the bouncer has
+	// taken it (an 'S', or a refusal once the bouncer is full), so the login below comes after all.
+	sslRequest := []byte{0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f}
+	for range 100 {
+		s, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, s)
+		if _, err := s.Write(sslRequest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	accepted := 0
+	for _, s := range held {
+		if err := s.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if b := make([]byte, 1); func() bool { n, err := s.Read(b); return err == nil && n == 1 && b[0] == 'S' }() {
+			accepted++
+		}
+	}
+	t.Logf("%d of %d strangers taken in", accepted, len(held))
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		var conn *pgx.Conn
+		if conn, err = connectVia(ctx, b, "othersvc", c.passwords["othersvc"], "other", "verify-full", c.pki.CAFile); err == nil {
+			conn.Close(ctx)
+			break
+		}
+		if !strings.Contains(err.Error(), "no more connections allowed") {
+			t.Fatalf("login through the bouncer: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the service's login was locked out while strangers held sockets: %v", err)
+	}
+	// A stranger that never logs in is closed within the login timeout (PgBouncer's default
+	// would keep it a minute).
+	s := held[len(held)-1]
+	if err := s.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := s.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a connection that never logged in: read %v after %s, want EOF (closed by the bouncer)", err, time.Since(start).Round(time.Millisecond))
+	}
 }
