@@ -98,6 +98,9 @@ func (s *Server) approveBreakGlass(w http.ResponseWriter, r *http.Request) error
 	if !csIDRE.MatchString(reqID) {
 		return badRequest("id", "id must be a break-glass session ID (32 of [0-9a-v]), got %q", reqID)
 	}
+	if err := decodeReasonOnly(r); err != nil {
+		return err
+	}
 	approver := identityFrom(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()

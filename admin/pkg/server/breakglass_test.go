@@ -171,6 +171,10 @@ func TestBreakGlass(t *testing.T) {
 		noCredentialIn(t, b)
 		var s adminapi.BreakGlassSession
 		if code == http.StatusAccepted && json.Unmarshal(b, &s) == nil && s.State == adminapi.StateAwaitingApproval {
+			// A body with more than the reason is refused, naming the body, and approves nothing.
+			if code, ae, _ := e.call(t, "carol", "POST", "/admin/v1/breakglass-approve/"+s.ID, `{"reason":"confirmed","access":"admin"}`); code != http.StatusBadRequest || ae.Target != "body" {
+				t.Fatalf("approve with an unknown field: %d %+v; want 400 on body", code, ae)
+			}
 			// Admin access: carol, a second sre-admin, approves; the session becomes active.
 			code, ae, b := e.call(t, "carol", "POST", "/admin/v1/breakglass-approve/"+s.ID, `{"reason":"confirmed"}`)
 			noCredentialIn(t, b)
@@ -426,6 +430,11 @@ func TestRevokingAPersonRevokesTheirBreakGlass(t *testing.T) {
 	var bobs adminapi.BreakGlassSession
 	if code != http.StatusCreated || json.Unmarshal(b, &bobs) != nil || bobs.State != adminapi.StateActive {
 		t.Fatalf("open: %d %+v %s", code, ae, b)
+	}
+	// A body with more than the reason is refused, naming the body, and revokes nothing (the
+	// session stays active: the revocation below finds it).
+	if code, ae, _ := e.call(t, "alice", "POST", "/admin/v1/revocations/bob", `{"reason":"INC-7","n":1}`); code != http.StatusBadRequest || ae.Target != "body" {
+		t.Fatalf("revoke with an unknown field: %d %+v; want 400 on body", code, ae)
 	}
 	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/revocations/bob", `{"reason":"INC-7: laptop stolen"}`)
 	if code != 200 || !strings.Contains(string(b), bobs.ID) {

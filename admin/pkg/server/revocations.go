@@ -34,6 +34,9 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 	if err := checkPerson("person", person); err != nil {
 		return err
 	}
+	if err := decodeReasonOnly(r); err != nil {
+		return err
+	}
 	var by string
 	if id := identityFrom(r.Context()); id.Person != "" {
 		by = id.Person + " (" + id.Group + ")"
