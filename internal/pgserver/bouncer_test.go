@@ -271,7 +271,8 @@ func TestBouncerAdmitsItsLoginsWhileStrangersHoldSockets(t *testing.T) {
 		if err := s.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		if b := make([]byte, 1); func() bool { n, err := s.Read(b); return err == nil && n == 1 && b[0] == 'S' }() {
+		answer := make([]byte, 1)
+		if n, err := s.Read(answer); err == nil && n == 1 && answer[0] == 'S' {
 			accepted++
 		}
 	}
