@@ -30,6 +30,8 @@ var (
 	// ErrUnavailable marks a call that failed because the store could not be reached (down,
 	// restarting, connection lost): the caller may retry later. A store wraps the cause in it.
 	ErrUnavailable = errors.New("document store unavailable")
+	// ErrTooManySteps is returned by Transact for more than MaxTransactSteps steps.
+	ErrTooManySteps = errors.New("too many steps in one transaction")
 	// ErrInvalidCheckpoint is returned by Changes and WaitForChanges for a checkpoint the store
 	// did not issue.
 	ErrInvalidCheckpoint = errors.New("invalid change feed checkpoint")
@@ -148,6 +150,11 @@ func HeadsOf(s Store) (HeadQuerier, bool) {
 	return nil, false
 }
 
+// MaxTransactSteps is the most steps one Transact holds in every implementation: a Cosmos DB
+// transactional batch holds at most 100 operations, and PostgreSQL refuses more as well, so a
+// caller that fits one store fits the other (storetest checks both).
+const MaxTransactSteps = 100
+
 // Store is the document store. Every implementation must pass storetest.Run.
 type Store interface {
 	Get(ctx context.Context, partition, id string) (*Document, error)
@@ -159,7 +166,8 @@ type Store interface {
 	Delete(ctx context.Context, partition, id, ifMatch string) error
 	Query(ctx context.Context, q Query) (Page, error)
 	// Transact applies ops, all in one partition, all or nothing. It returns the written
-	// documents in order (nil for deletes).
+	// documents in order (nil for deletes). More than MaxTransactSteps ops are refused
+	// (ErrTooManySteps).
 	Transact(ctx context.Context, partition string, ops []TxOp) ([]*Document, error)
 	// Changes returns changes after checkpoint, at most limit, and the checkpoint after them.
 	// Following Next until a page is empty reads every change once. PostgreSQL orders the

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -304,6 +305,12 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 			out = canceled
 		}
 	}
+	if out.Resend && age > c.cfg.NotFoundGrace {
+		// A delete Cluster Service never received (docs/architecture.md, Crash safety): the
+		// frontend stopped between recording it and its call, or the call ended without an
+		// answer. Past the frontend's grace nothing else will send it.
+		c.resendDelete(callCtx, log, &op.OperationDocument)
+	}
 	fromCS := true
 	if out.Unrecorded && age > c.cfg.NotFoundGrace {
 		// The frontend wrote the update but never recorded Cluster Service's answer: the call
@@ -349,7 +356,7 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	// Check again before the deadline (or an unrecorded update's grace) passes, even if no
 	// event arrives.
 	limit := c.deadline(op.Request)
-	if out.Unrecorded {
+	if out.Unrecorded || (out.Resend && age <= c.cfg.NotFoundGrace) {
 		limit = c.cfg.NotFoundGrace
 	}
 	return min(c.cfg.ResyncPeriod, max(limit-age, time.Second)), nil
@@ -378,6 +385,27 @@ func (c *Controller) kindOf(op *armdoc.OperationDocument) (csfollow.Kind, error)
 		return csfollow.Kind{}, fmt.Errorf("operation %s: the backend has no registration for kind %s", op.ID, kind)
 	}
 	return k, nil
+}
+
+// resendDelete sends the delete of op's object to Cluster Service again, under the write fence
+// (only the leader acts). A failure is logged: the next reconcile of the operation (at most
+// ResyncPeriod later) sends it again.
+func (c *Controller) resendDelete(ctx context.Context, log *slog.Logger, op *armdoc.OperationDocument) {
+	k, err := c.kindOf(op)
+	if err != nil || k.Delete == nil {
+		return
+	}
+	gctx, cancel, err := c.guard(ctx)
+	defer cancel()
+	if err == nil {
+		err = k.Delete(gctx, op)
+	}
+	if err != nil {
+		log.Warn("delete not received by cluster service; sending it again failed", "error", err)
+		return
+	}
+	c.metrics.DeleteResent()
+	log.Info("delete not received by cluster service; sent it again")
 }
 
 // interrupted tells, for a create or update of a cluster's child that Cluster Service does not
@@ -492,11 +520,21 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 		owns := rd.ActiveOperationID == op.ID || (rd.ActiveOperationID == "" && out.Status.Terminal())
 		switch {
 		case owns && out.Gone:
-			ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: res, IfMatch: res.ETag})
 			children, err := c.childResourceDeletes(ctx, partition, res.ID)
 			if err != nil {
 				return err
 			}
+			// The cluster's document and its operation go in the last transaction, so a
+			// crash before it leaves the operation running and the next reconcile deletes
+			// what is left. Children beyond what fits with them go first, in transactions of
+			// their own (a cluster's node pools have no limit in number).
+			if room := docstore.MaxTransactSteps - 2; len(children) > room {
+				if err := c.deleteInBatches(ctx, partition, children[:len(children)-room]); err != nil {
+					return fmt.Errorf("record %s on operation %s: %w", out.Status, op.ID, err)
+				}
+				children = children[len(children)-room:]
+			}
+			ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: res, IfMatch: res.ETag})
 			ops = append(ops, children...)
 		case owns && (rd.ProvisioningState != out.Status || (out.Status.Terminal() && rd.ActiveOperationID != "")):
 			rd.ProvisioningState = out.Status
@@ -543,6 +581,23 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 		return fmt.Errorf("record %s on operation %s: %w", out.Status, op.ID, err)
 	}
 	c.metrics.ObserveUpdate()
+	return nil
+}
+
+// deleteInBatches applies deletes in transactions of at most docstore.MaxTransactSteps steps,
+// each under the write fence.
+func (c *Controller) deleteInBatches(ctx context.Context, partition string, deletes []docstore.TxOp) error {
+	for batch := range slices.Chunk(deletes, docstore.MaxTransactSteps) {
+		wctx, cancel, err := c.guard(ctx)
+		if err == nil {
+			_, err = c.store.Transact(wctx, partition, batch)
+		}
+		cancel()
+		if err != nil {
+			return fmt.Errorf("delete %d child documents: %w", len(batch), err)
+		}
+		c.metrics.ObserveUpdate()
+	}
 	return nil
 }
 

@@ -42,7 +42,7 @@ func (k childOutcomes[S]) outcome(op *armdoc.OperationDocument, known bool, st c
 		if !known {
 			return Outcome{Status: armdoc.StateSucceeded, Gone: true}
 		}
-		return Outcome{Status: armdoc.StateDeleting}
+		return Outcome{Status: armdoc.StateDeleting, Resend: st.GetState() != k.deleting}
 	}
 	if !known {
 		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{

@@ -33,8 +33,11 @@ func TestChildKindsEndOperationsAlike(t *testing.T) {
 					State: csv1.NodePoolState(csv1.NodePoolState_value["NODE_POOL_STATE_"+name]), ObservedRevision: 5}})
 				ea := mapExternalAuth(doc, &csv1.ExternalAuth{Status: &csv1.ExternalAuthStatus{
 					State: csv1.ExternalAuthState(csv1.ExternalAuthState_value["EXTERNAL_AUTH_STATE_"+name]), ObservedRevision: 5}})
-				if np.Status != ea.Status || np.Gone != ea.Gone || np.Unrecorded != ea.Unrecorded || (np.Err == nil) != (ea.Err == nil) {
+				if np.Status != ea.Status || np.Gone != ea.Gone || np.Unrecorded != ea.Unrecorded || np.Resend != ea.Resend || (np.Err == nil) != (ea.Err == nil) {
 					t.Fatalf("node pool %+v, external auth %+v: want the same outcome", np, ea)
+				}
+				if wantResend := op.request == armdoc.OperationDelete && name != "UNINSTALLING"; np.Resend != wantResend {
+					t.Fatalf("delete resent = %v in state %s, want %v (only a child not being deleted is sent its delete again)", np.Resend, name, wantResend)
 				}
 				if np.Err != nil && (np.Err.Code != ea.Err.Code || np.Err.Message == "" || ea.Err.Message == "") {
 					t.Fatalf("node pool error %+v, external auth error %+v: want the same code, each with a message", np.Err, ea.Err)

@@ -27,6 +27,11 @@ type Outcome struct {
 	// Unrecorded: an update whose Cluster Service call has not been recorded in the operation
 	// (awaitingRevision); the controller fails it once its grace has passed.
 	Unrecorded bool
+	// Resend: a delete whose object Cluster Service holds and is not deleting. The delete never
+	// reached Cluster Service (the frontend stopped between recording the operation and its
+	// call, or the call ended without an answer), so nothing would delete it; the controller
+	// sends the delete again (Kind.Delete) once the frontend's grace has passed.
+	Resend bool
 	// Revision is the revision of the object Status was read from (0: none, or not from
 	// Cluster Service); it is stored with the resource's state (ResourceDocument.InternalRevision).
 	Revision int64
@@ -55,6 +60,10 @@ type Kind struct {
 	// the operation end: the object's own delete (own) or its cluster's. Which delete, if any, the
 	// controller reads from the documents; without one such an operation ends as Observe says.
 	Interrupted func(own bool) Outcome
+	// Delete, set for the kinds ARM deletes (clusters and their children), asks Cluster Service
+	// to delete the operation's object; one Cluster Service does not know is already deleted.
+	// Cluster Service's deletes are idempotent, so a delete sent twice is one delete.
+	Delete func(ctx context.Context, op *armdoc.OperationDocument) error
 }
 
 // Clients are Cluster Service's clients. Clusters is required; a kind whose client is nil is
@@ -72,13 +81,16 @@ func Kinds(c Clients) map[opkind.Kind]Kind {
 	cl, np, ea, cr := c.Clusters, c.NodePools, c.ExternalAuths, c.Credentials
 	return map[opkind.Kind]Kind{
 		opkind.Cluster: {Observe: observer(cl, "cluster", csv1.ClustersClient.GetCluster, mapCluster),
-			Follow: follower(cl, "cluster", csv1.ClustersClient.WatchClusters, clusterEventID)},
+			Follow: follower(cl, "cluster", csv1.ClustersClient.WatchClusters, clusterEventID),
+			Delete: deleter(cl, "cluster", csv1.ClustersClient.DeleteCluster)},
 		opkind.NodePool: {Observe: observer(np, "node pool", csv1.NodePoolsClient.GetNodePool, mapNodePool),
 			Follow:      follower(np, "node pool", csv1.NodePoolsClient.WatchNodePools, nodePoolEventID),
-			Interrupted: nodePoolOutcomes.interrupted},
+			Interrupted: nodePoolOutcomes.interrupted,
+			Delete:      deleter(np, "node pool", csv1.NodePoolsClient.DeleteNodePool)},
 		opkind.ExternalAuth: {Observe: observer(ea, "external auth", csv1.ExternalAuthsClient.GetExternalAuth, mapExternalAuth),
 			Follow:      follower(ea, "external auth", csv1.ExternalAuthsClient.WatchExternalAuths, externalAuthEventID),
-			Interrupted: externalAuthOutcomes.interrupted},
+			Interrupted: externalAuthOutcomes.interrupted,
+			Delete:      deleter(ea, "external auth", csv1.ExternalAuthsClient.DeleteExternalAuth)},
 		opkind.RequestCredential: {Observe: observer(cr, "credential", csv1.CredentialsClient.GetCredential, mapCredential),
 			Follow: follower(cr, "credentials", csv1.CredentialsClient.WatchCredentials, credentialEventID)},
 		// The credentials watch carries revocations too.

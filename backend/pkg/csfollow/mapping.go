@@ -26,7 +26,7 @@ func mapCluster(op *armdoc.OperationDocument, c *csv1.Cluster) Outcome {
 		if c == nil {
 			return Outcome{Status: armdoc.StateSucceeded, Gone: true}
 		}
-		return Outcome{Status: armdoc.StateDeleting}
+		return Outcome{Status: armdoc.StateDeleting, Resend: c.GetStatus().GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING}
 	}
 	if c == nil {
 		return Outcome{Status: armdoc.StateFailed, Err: &armdoc.CloudErrorBody{

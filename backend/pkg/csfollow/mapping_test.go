@@ -100,6 +100,9 @@ func TestMapCluster(t *testing.T) {
 		{"update_canceled_by_delete", armdoc.OperationUpdate,
 			upgrading(csv1.ClusterState_CLUSTER_STATE_UNINSTALLING, "op-1", csv1.UpgradePolicyState_UPGRADE_POLICY_STATE_STARTED), armdoc.StateCanceled, "Canceled", false},
 		{"delete_in_progress_is_deleting", armdoc.OperationDelete, cluster(csv1.ClusterState_CLUSTER_STATE_UNINSTALLING, "", ""), armdoc.StateDeleting, "", false},
+		// A delete Cluster Service never received: the cluster is there and not being deleted.
+		{"delete_not_received_is_deleting_and_resent", armdoc.OperationDelete, cluster(csv1.ClusterState_CLUSTER_STATE_READY, "", ""), armdoc.StateDeleting, "", false},
+		{"delete_not_received_of_a_failed_cluster_is_resent", armdoc.OperationDelete, cluster(csv1.ClusterState_CLUSTER_STATE_ERROR, "X", "y"), armdoc.StateDeleting, "", false},
 		{"delete_done_when_cs_forgets_cluster", armdoc.OperationDelete, nil, armdoc.StateSucceeded, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +112,12 @@ func TestMapCluster(t *testing.T) {
 			}
 			if out.Gone != tc.gone {
 				t.Errorf("gone = %v, want %v", out.Gone, tc.gone)
+			}
+			// Only a delete whose cluster Cluster Service holds and is not deleting is sent again.
+			wantResend := tc.request == armdoc.OperationDelete && tc.cluster != nil &&
+				tc.cluster.GetStatus().GetState() != csv1.ClusterState_CLUSTER_STATE_UNINSTALLING
+			if out.Resend != wantResend {
+				t.Errorf("resend = %v, want %v", out.Resend, wantResend)
 			}
 			gotCode := ""
 			if out.Err != nil {

@@ -53,6 +53,25 @@ func observer[C, R any, PR request[R], E any, P object[E]](client C, what string
 	}
 }
 
+// deleter is the Delete of a kind whose object (what: "node pool") del deletes on client by the
+// operation's InternalID (a Delete request is {string id = 1}, as a Get request is). NotFound
+// is an object already deleted. Without a client (nil) the kind has no Delete (nil).
+func deleter[C, R any, PR request[R], P any](client C, what string,
+	del func(C, context.Context, PR, ...grpc.CallOption) (P, error)) func(context.Context, *armdoc.OperationDocument) error {
+	id := requestField[R, PR]("id", protoreflect.StringKind)
+	if any(client) == nil {
+		return nil
+	}
+	return func(ctx context.Context, op *armdoc.OperationDocument) error {
+		req := PR(new(R))
+		req.ProtoReflect().Set(id, protoreflect.ValueOfString(op.InternalID))
+		if _, err := del(client, ctx, req); err != nil && status.Code(err) != codes.NotFound {
+			return fmt.Errorf("delete %s %s in cluster service: %w", what, op.InternalID, err)
+		}
+		return nil
+	}
+}
+
 // follower is the Follow of a kind whose watch (what: "node pool") on client streams events V,
 // idOf naming the object each event changed (reconcile.Follow). Without a client (nil) the kind
 // is not followed (nil).

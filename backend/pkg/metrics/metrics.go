@@ -21,6 +21,7 @@ type Metrics struct {
 	events        prometheus.Counter
 	notifications *prometheus.CounterVec
 	subDeletes    prometheus.Counter
+	resends       prometheus.Counter
 }
 
 // New registers the metrics with reg.
@@ -55,8 +56,11 @@ func New(reg prometheus.Registerer) *Metrics {
 		subDeletes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "backend_subscription_cascade_deletes_total", Help: "Resource deletes started because their subscription was Deleted.",
 		}),
+		resends: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "backend_delete_resends_total", Help: "Deletes sent to Cluster Service again because it held the object, not being deleted, past the frontend's grace.",
+		}),
 	}
-	reg.MustRegister(m.inFlight, m.oldest, m.durations, m.propagation, m.updates, m.events, m.notifications, m.subDeletes)
+	reg.MustRegister(m.inFlight, m.oldest, m.durations, m.propagation, m.updates, m.events, m.notifications, m.subDeletes, m.resends)
 	return m
 }
 
@@ -114,6 +118,13 @@ func (m *Metrics) ObserveEvent() {
 func (m *Metrics) Notified(result string) {
 	if m != nil {
 		m.notifications.WithLabelValues(result).Inc()
+	}
+}
+
+// DeleteResent counts a delete the controller sent to Cluster Service again.
+func (m *Metrics) DeleteResent() {
+	if m != nil {
+		m.resends.Inc()
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 // The workloads that call Cluster Service (internal/identity names them).
 const (
 	Frontend = identity.Frontend // serves ARM: creates, reads, watches, updates and deletes what ARM asks for
-	Backend  = identity.Backend  // reads and watches to report ARM operations; the subscription cascade deletes clusters
+	Backend  = identity.Backend  // reads and watches to report ARM operations; sends again a delete Cluster Service never received; the subscription cascade deletes clusters
 	Monitor  = identity.Monitor  // the fleet Monitor: lists clusters, node pools and shards to check their health, nothing else
 	// Maintenance is the maintenance service: reads clusters, node pools (and lists them for a
 	// campaign over node pools), versions and upgrade policies, and asks for control-plane and node pool upgrades (UpdateCluster,
@@ -41,7 +41,9 @@ var Table = map[string][]string{
 	// The admin API upgrades a control plane for an SRE (docs/sre.md, Day-2 changes); the
 	// maintenance service asks for z-stream upgrades (docs/maintenance.md).
 	csv1.Clusters_UpdateCluster_FullMethodName: {Frontend, Maintenance, SRE},
-	// The backend deletes the clusters of a deleted subscription (the subscription cascade).
+	// The backend deletes the clusters of a deleted subscription (the subscription cascade),
+	// and sends again an ARM delete that never reached Cluster Service (here and for the
+	// children below).
 	csv1.Clusters_DeleteCluster_FullMethodName: {Frontend, Backend},
 	// The frontend keeps every cluster's status from the watch, to answer ARM GETs and lists
 	// without a call each (frontend/pkg/clusterstatus).
@@ -54,14 +56,14 @@ var Table = map[string][]string{
 	// The admin API scales and upgrades node pools for an SRE; the maintenance service asks for
 	// node pool z-stream upgrades (docs/maintenance.md).
 	csv1.NodePools_UpdateNodePool_FullMethodName: {Frontend, Maintenance, SRE},
-	csv1.NodePools_DeleteNodePool_FullMethodName: {Frontend},
+	csv1.NodePools_DeleteNodePool_FullMethodName: {Frontend, Backend},
 	csv1.NodePools_WatchNodePools_FullMethodName: {Backend, SRE},
 
 	csv1.ExternalAuths_CreateExternalAuth_FullMethodName: {Frontend},
 	csv1.ExternalAuths_GetExternalAuth_FullMethodName:    {Frontend, Backend, SRE},
 	csv1.ExternalAuths_ListExternalAuths_FullMethodName:  {Frontend, SRE},
 	csv1.ExternalAuths_UpdateExternalAuth_FullMethodName: {Frontend},
-	csv1.ExternalAuths_DeleteExternalAuth_FullMethodName: {Frontend},
+	csv1.ExternalAuths_DeleteExternalAuth_FullMethodName: {Frontend, Backend},
 	csv1.ExternalAuths_WatchExternalAuths_FullMethodName: {Backend, SRE},
 
 	// Break-glass credentials are asked for through ARM only; the backend follows their state.

@@ -442,11 +442,11 @@ func kindName(k docstore.TxKind) string {
 	return strconv.Itoa(int(k))
 }
 
-// Transact implements docstore.Store with one TransactionalBatch (at most 100 operations, all in
-// one partition, as Cosmos requires).
+// Transact implements docstore.Store with one TransactionalBatch (at most
+// docstore.MaxTransactSteps operations, all in one partition, as Cosmos requires).
 func (s *Store) Transact(ctx context.Context, partition string, ops []docstore.TxOp) ([]*docstore.Document, error) {
-	if len(ops) > 100 {
-		return nil, fmt.Errorf("transaction of %d steps: Cosmos batches hold at most 100", len(ops))
+	if len(ops) > docstore.MaxTransactSteps {
+		return nil, fmt.Errorf("transaction of %d steps: %w (at most %d)", len(ops), docstore.ErrTooManySteps, docstore.MaxTransactSteps)
 	}
 	for i, op := range ops {
 		if op.Doc == nil {

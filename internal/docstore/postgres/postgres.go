@@ -232,6 +232,10 @@ func (s *Store) Delete(ctx context.Context, partition, id, ifMatch string) (err 
 // store error, so errors.Is still finds ErrPreconditionFailed and friends.
 func (s *Store) Transact(ctx context.Context, partition string, ops []docstore.TxOp) (_ []*docstore.Document, err error) {
 	defer markUnavailable(&err)
+	if len(ops) > docstore.MaxTransactSteps {
+		// What Cosmos holds in one batch; the bound is the contract's, not PostgreSQL's.
+		return nil, fmt.Errorf("transaction of %d steps: %w (at most %d)", len(ops), docstore.ErrTooManySteps, docstore.MaxTransactSteps)
+	}
 	for i, op := range ops {
 		if op.Doc == nil {
 			return nil, fmt.Errorf("transaction step %d: no document", i)

@@ -67,6 +67,7 @@ func RunWithOptions(t *testing.T, newStore func(t *testing.T) docstore.Store, o 
 		{"transaction_applies_all_steps", testTransactOK},
 		{"transaction_failing_step_leaves_nothing_written", testTransactAtomic},
 		{"transaction_without_etag_or_across_partitions_is_refused", testTransactRefused},
+		{"transaction_holds_max_steps_and_refuses_more", testTransactMaxSteps},
 		{"change_feed_orders_and_resumes_including_deletes", testFeed},
 		{"wait_for_changes_wakes_on_write", testWait},
 		{"ttl_expired_documents_are_invisible", testTTL},
@@ -454,6 +455,46 @@ func testTransactRefused(t *testing.T, s docstore.Store) {
 	}
 	if got, _ := s.Get(c, part, "r"); got == nil || got.ETag != res.ETag {
 		t.Fatal("refused transaction changed the resource")
+	}
+}
+
+// testTransactMaxSteps: MaxTransactSteps steps are one transaction in every store, and one more
+// is refused whole, so code that fits one store fits the other.
+func testTransactMaxSteps(t *testing.T, s docstore.Store) {
+	c := ctx(t)
+	creates := func(prefix string, n int) []docstore.TxOp {
+		ops := make([]docstore.TxOp, n)
+		for i := range ops {
+			ops[i] = docstore.TxOp{Kind: docstore.TxCreate, Doc: doc(part, fmt.Sprintf("%s-%03d", prefix, i), docstore.TypeOperation, rid(prefix), map[string]any{})}
+		}
+		return ops
+	}
+	if _, err := s.Transact(c, part, creates("fits", docstore.MaxTransactSteps)); err != nil {
+		t.Fatalf("transaction of %d steps: %v", docstore.MaxTransactSteps, err)
+	}
+	_, err := s.Transact(c, part, creates("over", docstore.MaxTransactSteps+1))
+	wantErr(t, "transaction of one step too many", err, docstore.ErrTooManySteps)
+	// Read back by a query, not a Get: the Cosmos emulator answers a Get of a missing document
+	// with a 500 (docs/storage.md).
+	for _, tc := range []struct {
+		prefix string
+		want   int
+	}{{"fits", docstore.MaxTransactSteps}, {"over", 0}} {
+		n, q := 0, docstore.Query{Partition: part, Type: docstore.TypeOperation, ResourceIDPrefix: rid(tc.prefix)}
+		for {
+			page, err := s.Query(c, q)
+			if err != nil {
+				t.Fatalf("query documents of the %q transaction: %v", tc.prefix, err)
+			}
+			n += len(page.Documents)
+			if page.Continuation == "" {
+				break
+			}
+			q.Continuation = page.Continuation
+		}
+		if n != tc.want {
+			t.Errorf("the %q transaction left %d documents, want %d", tc.prefix, n, tc.want)
+		}
 	}
 }
 

@@ -1,0 +1,137 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/docstore"
+	"github.com/openhcp/openhcp/internal/metricstest"
+)
+
+// TestClusterDeleteRemovesMoreChildrenThanOneTransactionHolds: a cluster's node pools have no
+// limit in number, and a store's transaction holds at most docstore.MaxTransactSteps steps, so
+// the finished delete of a cluster with more children than that removes them in several
+// transactions and still ends Succeeded with nothing left.
+func TestClusterDeleteRemovesMoreChildrenThanOneTransactionHolds(t *testing.T) {
+	for _, children := range []int{docstore.MaxTransactSteps - 2, docstore.MaxTransactSteps - 1, 2*docstore.MaxTransactSteps + 5} {
+		t.Run(fmt.Sprintf("%d_children", children), func(t *testing.T) {
+			h := newHarness(t)
+			h.start(Config{ResyncPeriod: time.Minute})
+			clusterID, clusterOp := h.createCluster("c01", 0)
+			h.feedback(clusterID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+			h.waitStatus(clusterOp, armdoc.StateSucceeded, 10*time.Second)
+			// The children's documents, as finished creates leave them (Cluster Service's
+			// own pools do not matter here: it removes them with the cluster).
+			part := strings.ToLower(h.sub)
+			var docs []docstore.TxOp
+			for i := range children {
+				rid := h.poolResourceID("c01", fmt.Sprintf("np%03d", i))
+				body, _ := json.Marshal(armdoc.ResourceDocument{ResourceID: rid, InternalID: fmt.Sprintf("pool%03d", i), ProvisioningState: armdoc.StateSucceeded})
+				docs = append(docs, docstore.TxOp{Kind: docstore.TxCreate, Doc: &docstore.Document{PartitionKey: part, ID: strings.ToLower(rid), Type: docstore.TypeResource, ResourceID: strings.ToLower(rid), Body: body}})
+			}
+			for len(docs) > 0 {
+				n := min(len(docs), docstore.MaxTransactSteps)
+				if _, err := h.docs.Transact(t0(), part, docs[:n]); err != nil {
+					t.Fatalf("write child documents: %v", err)
+				}
+				docs = docs[n:]
+			}
+
+			delOp := uuid.NewString()
+			h.writeOperation(h.resourceID("c01"), clusterID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false)
+			if _, err := h.cs.DeleteCluster(t0(), &csv1.DeleteClusterRequest{Id: clusterID}); err != nil {
+				t.Fatalf("delete cluster: %v", err)
+			}
+			h.removeFromClusterService(clusterID)
+			h.waitStatus(delOp, armdoc.StateSucceeded, 30*time.Second)
+			if _, err := h.resource("c01"); !errors.Is(err, docstore.ErrNotFound) {
+				t.Fatalf("cluster document after its delete finished: %v, want not found", err)
+			}
+			page, err := h.docs.Query(t0(), docstore.Query{Partition: part, Type: docstore.TypeResource,
+				ResourceIDPrefix: strings.ToLower(h.resourceID("c01")) + "/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Documents) != 0 {
+				t.Fatalf("%d child documents left after their cluster's delete finished (first %s)", len(page.Documents), page.Documents[0].ID)
+			}
+		})
+	}
+}
+
+// TestDeleteClusterServiceNeverReceivedIsSentAgain: the frontend records a delete (the resource
+// Deleting, its operation) and then calls Cluster Service; if it stops in between, or its call
+// ends without an answer, Cluster Service keeps the object as it was. The backend sends the
+// delete itself once the frontend's grace has passed, and not before; the operation then ends
+// as any delete does.
+func TestDeleteClusterServiceNeverReceivedIsSentAgain(t *testing.T) {
+	const grace = 3 * time.Second
+	for _, tc := range []struct {
+		name string
+		// setup makes the object and returns the ARM resource ID, Cluster Service ID, and
+		// reads of whether Cluster Service is deleting it and of removing it once deleting.
+		setup func(h *harness) (rid, csID string, deleting func() bool, remove func())
+	}{
+		{"cluster", func(h *harness) (string, string, func() bool, func()) {
+			csID, op := h.createCluster("c01", 0)
+			h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+			h.waitStatus(op, armdoc.StateSucceeded, 10*time.Second)
+			return h.resourceID("c01"), csID, func() bool {
+				c, err := h.csDB.GetCluster(t0(), csID)
+				if err != nil {
+					h.t.Fatalf("get cluster: %v", err)
+				}
+				return c.Deleting
+			}, func() { h.removeFromClusterService(csID) }
+		}},
+		{"node_pool", func(h *harness) (string, string, func() bool, func()) {
+			clusterID, op := h.createCluster("c01", 0)
+			h.feedback(clusterID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+			h.waitStatus(op, armdoc.StateSucceeded, 10*time.Second)
+			poolID, poolOp := h.createNodePool(clusterID, "c01", "np1")
+			h.poolFeedback(poolID, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2, CurrentVersion: "4.19.17"})
+			h.waitStatus(poolOp, armdoc.StateSucceeded, 10*time.Second)
+			return h.poolResourceID("c01", "np1"), poolID, func() bool {
+				np, err := h.csDB.GetNodePool(t0(), poolID)
+				if err != nil {
+					h.t.Fatalf("get node pool: %v", err)
+				}
+				return np.Deleting
+			}, func() { h.removePool(poolID) }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			reg := newRegistry()
+			h.startWith(Config{ResyncPeriod: 500 * time.Millisecond, NotFoundGrace: grace}, metrics.New(reg))
+			rid, csID, deleting, remove := tc.setup(h)
+
+			// What the frontend wrote before it stopped: no Cluster Service call follows.
+			delOp := uuid.NewString()
+			written := time.Now()
+			h.writePoolOperation(rid, csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false)
+			h.waitStatus(delOp, armdoc.StateDeleting, 10*time.Second)
+			if deleting() && time.Since(written) < grace {
+				t.Fatalf("the delete was sent within the frontend's grace (%s after the operation was written)", time.Since(written))
+			}
+			waitUntil(t, 30*time.Second, "cluster service deleting the object", deleting)
+			if got := metricstest.Sum(t, reg, "backend_delete_resends_total"); got < 1 {
+				t.Errorf("backend_delete_resends_total = %v, want at least 1", got)
+			}
+			remove()
+			h.waitStatus(delOp, armdoc.StateSucceeded, 30*time.Second)
+			if _, err := h.childResource(rid); !errors.Is(err, docstore.ErrNotFound) {
+				t.Fatalf("resource document after its delete finished: %v, want not found", err)
+			}
+		})
+	}
+}
