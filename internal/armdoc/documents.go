@@ -34,6 +34,13 @@ const (
 	OperationDelete OperationRequest = "Delete"
 )
 
+// NotFoundGrace is how long the backend lets an operation's object be unknown to Cluster
+// Service, or an update's Cluster Service answer go unrecorded, before it acts on it (fails a
+// create or update, sends a delete again): the frontend writes the operation just before its
+// Cluster Service call. So one call of the frontend's must end well within it (the frontend's
+// --cluster-service-timeout is refused at or above it).
+const NotFoundGrace = 2 * time.Minute
+
 // CloudErrorBody is the ARM error shape: {"code","message","target","details"}.
 type CloudErrorBody struct {
 	Code    string           `json:"code"`

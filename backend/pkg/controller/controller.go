@@ -114,7 +114,7 @@ func (c *Config) defaults() {
 		c.DeleteDeadline = 12 * time.Hour
 	}
 	if c.NotFoundGrace <= 0 {
-		c.NotFoundGrace = 2 * time.Minute
+		c.NotFoundGrace = armdoc.NotFoundGrace
 	}
 	if c.Workers <= 0 {
 		c.Workers = 4

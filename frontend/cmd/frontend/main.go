@@ -17,6 +17,7 @@ import (
 	"github.com/openhcp/openhcp/frontend/pkg/clusterstatus"
 	"github.com/openhcp/openhcp/frontend/pkg/frontend"
 	"github.com/openhcp/openhcp/frontend/pkg/rolesets"
+	"github.com/openhcp/openhcp/internal/armdoc"
 	"github.com/openhcp/openhcp/internal/csclient"
 	"github.com/openhcp/openhcp/internal/docstore/storeconfig"
 	"github.com/openhcp/openhcp/internal/pprofmux"
@@ -83,8 +84,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.retryAfter < time.Second {
 		return nil, fmt.Errorf("invalid value %s for --retry-after: at least 1s", o.retryAfter)
 	}
-	if o.csTimeout <= 0 {
-		return nil, fmt.Errorf("invalid value %s for --cluster-service-timeout: must be positive", o.csTimeout)
+	if o.csTimeout <= 0 || o.csTimeout >= armdoc.NotFoundGrace {
+		// A call still running when the backend's grace ends would see its create failed, or
+		// its delete sent again, under it.
+		return nil, fmt.Errorf("invalid value %s for --cluster-service-timeout: must be positive and under %s, the backend's grace for a call the frontend has recorded but not made", o.csTimeout, armdoc.NotFoundGrace)
 	}
 	if o.listItemsBytes <= 0 {
 		return nil, fmt.Errorf("invalid value %d for --list-cache-bytes: must be positive", o.listItemsBytes)

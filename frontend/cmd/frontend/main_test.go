@@ -25,6 +25,8 @@ func TestParseFlags(t *testing.T) {
 		{"bad_duration_from_env_names_flag", base, map[string]string{"FRONTEND_RETRY_AFTER": "soon"}, "--retry-after from FRONTEND_RETRY_AFTER"},
 		{"retry_after_below_a_second", append(base, "--retry-after=10ms"), nil, "--retry-after"},
 		{"list_cache_bytes_must_be_positive", append(base, "--list-cache-bytes=0"), nil, "--list-cache-bytes"},
+		{"cluster_service_timeout_under_the_backends_grace", append(base, "--cluster-service-timeout=2m"), nil, "--cluster-service-timeout"},
+		{"cluster_service_timeout_positive", append(base, "--cluster-service-timeout=0s"), nil, "--cluster-service-timeout"},
 		{"bad_log_level", append(base, "--log-level=loud"), nil, "--log-level"},
 		{"unknown_flag", append(base, "--nope"), nil, "nope"},
 		{"tls_needs_client_ca_and_subjects", append(base, "--tls-cert=c", "--tls-key=k"), nil, "--tls-cert needs --tls-client-ca and --arm-client-subjects"},
