@@ -17,6 +17,26 @@ import (
 	"github.com/openhcp/openhcp/internal/metricstest"
 )
 
+// readyCluster creates cluster name and waits for its create to succeed; it returns the
+// cluster's Cluster Service ID.
+func (h *harness) readyCluster(name string) string {
+	h.t.Helper()
+	csID, op := h.createCluster(name, 0)
+	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+	h.waitStatus(op, armdoc.StateSucceeded, 10*time.Second)
+	return csID
+}
+
+// readyNodePool creates node pool name of cluster (Cluster Service ID clusterID) and waits for
+// its create to succeed; it returns the pool's Cluster Service ID.
+func (h *harness) readyNodePool(clusterID, cluster, name string) string {
+	h.t.Helper()
+	poolID, op := h.createNodePool(clusterID, cluster, name)
+	h.poolFeedback(poolID, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2, CurrentVersion: "4.19.17"})
+	h.waitStatus(op, armdoc.StateSucceeded, 10*time.Second)
+	return poolID
+}
+
 // TestClusterDeleteRemovesMoreChildrenThanOneTransactionHolds: a cluster's node pools have no
 // limit in number, and a store's transaction holds at most docstore.MaxTransactSteps steps, so
 // the finished delete of a cluster with more children than that removes them in several
@@ -26,9 +46,7 @@ func TestClusterDeleteRemovesMoreChildrenThanOneTransactionHolds(t *testing.T) {
 		t.Run(fmt.Sprintf("%d_children", children), func(t *testing.T) {
 			h := newHarness(t)
 			h.start(Config{ResyncPeriod: time.Minute})
-			clusterID, clusterOp := h.createCluster("c01", 0)
-			h.feedback(clusterID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-			h.waitStatus(clusterOp, armdoc.StateSucceeded, 10*time.Second)
+			clusterID := h.readyCluster("c01")
 			// The children's documents, as finished creates leave them (Cluster Service's
 			// own pools do not matter here: it removes them with the cluster).
 			part := strings.ToLower(h.sub)
@@ -82,9 +100,7 @@ func TestDeleteClusterServiceNeverReceivedIsSentAgain(t *testing.T) {
 		setup func(h *harness) (rid, csID string, deleting func() bool, remove func())
 	}{
 		{"cluster", func(h *harness) (string, string, func() bool, func()) {
-			csID, op := h.createCluster("c01", 0)
-			h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-			h.waitStatus(op, armdoc.StateSucceeded, 10*time.Second)
+			csID := h.readyCluster("c01")
 			return h.resourceID("c01"), csID, func() bool {
 				c, err := h.csDB.GetCluster(t0(), csID)
 				if err != nil {
@@ -94,12 +110,7 @@ func TestDeleteClusterServiceNeverReceivedIsSentAgain(t *testing.T) {
 			}, func() { h.removeFromClusterService(csID) }
 		}},
 		{"node_pool", func(h *harness) (string, string, func() bool, func()) {
-			clusterID, op := h.createCluster("c01", 0)
-			h.feedback(clusterID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-			h.waitStatus(op, armdoc.StateSucceeded, 10*time.Second)
-			poolID, poolOp := h.createNodePool(clusterID, "c01", "np1")
-			h.poolFeedback(poolID, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2, CurrentVersion: "4.19.17"})
-			h.waitStatus(poolOp, armdoc.StateSucceeded, 10*time.Second)
+			poolID := h.readyNodePool(h.readyCluster("c01"), "c01", "np1")
 			return h.poolResourceID("c01", "np1"), poolID, func() bool {
 				np, err := h.csDB.GetNodePool(t0(), poolID)
 				if err != nil {

@@ -177,12 +177,8 @@ func TestNodePoolOperationsFollowClusterService(t *testing.T) {
 func TestClusterDeleteRemovesItsNodePools(t *testing.T) {
 	h := newHarness(t)
 	h.start(Config{ResyncPeriod: time.Minute})
-	clusterID, clusterOp := h.createCluster("c01", 0)
-	h.feedback(clusterID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-	h.waitStatus(clusterOp, armdoc.StateSucceeded, 10*time.Second)
-	poolA, opA := h.createNodePool(clusterID, "c01", "npa")
-	h.poolFeedback(poolA, &csv1.NodePoolStatus{State: csv1.NodePoolState_NODE_POOL_STATE_READY, Replicas: 2, CurrentVersion: "4.19.17"})
-	h.waitStatus(opA, armdoc.StateSucceeded, 10*time.Second)
+	clusterID := h.readyCluster("c01")
+	poolA := h.readyNodePool(clusterID, "c01", "npa")
 	poolB, opB := h.createNodePool(clusterID, "c01", "npb")
 
 	delOp := uuid.NewString()
