@@ -67,11 +67,16 @@ type OperationDocument struct {
 	// document holds the new one, so a retry of the request (after a 503) re-sends this
 	// (joinUpdate); for every kind, a write after the operation ended UpdateNotRecorded sends
 	// only the fields this or the write names (unconfirmedUpdate).
-	SentUpdate json.RawMessage   `json:"sentUpdate,omitempty"`
-	Location   string            `json:"location"`
-	Status     ProvisioningState `json:"status"`
-	Error      *CloudErrorBody   `json:"error,omitempty"`
-	StartTime  time.Time         `json:"startTime"`
+	SentUpdate json.RawMessage `json:"sentUpdate,omitempty"`
+	// AfterCreate, on a delete that canceled a running create, is that create's start. The
+	// create's Cluster Service call may still land until NotFoundGrace after it, so until then
+	// Cluster Service not knowing the object does not mean the delete is done: the backend
+	// waits, and a create that lands is then deleted (its delete sent again).
+	AfterCreate *time.Time        `json:"afterCreate,omitempty"`
+	Location    string            `json:"location"`
+	Status      ProvisioningState `json:"status"`
+	Error       *CloudErrorBody   `json:"error,omitempty"`
+	StartTime   time.Time         `json:"startTime"`
 	// LastTransitionTime is when Status last changed; EndTime is set once Status is terminal.
 	LastTransitionTime time.Time  `json:"lastTransitionTime"`
 	EndTime            *time.Time `json:"endTime,omitempty"`
@@ -80,6 +85,16 @@ type OperationDocument struct {
 	ClientID        string `json:"clientId,omitempty"`
 	NotificationURI string `json:"notificationUri,omitempty"`
 	CorrelationID   string `json:"correlationId,omitempty"`
+}
+
+// AfterCreateOf is the AfterCreate of a delete that cancels running (nil when nothing ran): the
+// start of running if it is a create, whose Cluster Service call may still be on its way.
+func AfterCreateOf(running *OperationDocument) *time.Time {
+	if running == nil || running.Request != OperationCreate {
+		return nil
+	}
+	start := running.StartTime
+	return &start
 }
 
 // ResourceDocument is an ARM resource (store.TypeResource).

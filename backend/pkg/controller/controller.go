@@ -305,6 +305,17 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 			out = canceled
 		}
 	}
+	var hold time.Duration
+	if out.Gone && op.AfterCreate != nil {
+		if hold, err = c.createMayLand(ctx, partition, &op.OperationDocument, now); err != nil {
+			return 0, err
+		}
+		if hold > 0 {
+			// The create this delete canceled may still reach Cluster Service: a delete
+			// finished now would leave that cluster with no document (armdoc.AfterCreate).
+			out = csfollow.Outcome{Status: armdoc.StateDeleting}
+		}
+	}
 	if out.Resend && age > c.cfg.NotFoundGrace {
 		// A delete Cluster Service never received (docs/architecture.md, Crash safety): the
 		// frontend stopped between recording it and its call, or the call ended without an
@@ -359,7 +370,11 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	if out.Unrecorded || (out.Resend && age <= c.cfg.NotFoundGrace) {
 		limit = c.cfg.NotFoundGrace
 	}
-	return min(c.cfg.ResyncPeriod, max(limit-age, time.Second)), nil
+	next := min(c.cfg.ResyncPeriod, max(limit-age, time.Second))
+	if hold > 0 {
+		next = min(next, hold)
+	}
+	return next, nil
 }
 
 // observe asks Cluster Service about what the operation acts on, through its kind's
@@ -385,6 +400,23 @@ func (c *Controller) kindOf(op *armdoc.OperationDocument) (csfollow.Kind, error)
 		return csfollow.Kind{}, fmt.Errorf("operation %s: the backend has no registration for kind %s", op.ID, kind)
 	}
 	return k, nil
+}
+
+// createMayLand tells how long the delete op, which canceled a create (AfterCreate) and finds
+// its object unknown to Cluster Service, must wait before that means done: until NotFoundGrace
+// after the create's start, unless the backend has seen the object in Cluster Service (the
+// resource document records the revision it saw), in which case the create landed and the
+// object is gone for good. Only this rare path reads the resource document.
+func (c *Controller) createMayLand(ctx context.Context, partition string, op *armdoc.OperationDocument, now time.Time) (time.Duration, error) {
+	wait := op.AfterCreate.Add(c.cfg.NotFoundGrace).Sub(now)
+	if wait <= 0 {
+		return 0, nil
+	}
+	_, rd, err := c.resource(ctx, partition, op.ExternalID)
+	if err != nil || rd == nil || rd.InternalRevision > 0 {
+		return 0, err
+	}
+	return wait, nil
 }
 
 // resendDelete sends the delete of op's object to Cluster Service again, under the write fence

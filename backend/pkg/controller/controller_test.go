@@ -89,11 +89,19 @@ func (h *harness) resourceID(name string) string {
 // createCluster does what the frontend does for a PUT: documents first, then Cluster Service.
 func (h *harness) createCluster(name string, startedAgo time.Duration) (csID, opID string) {
 	h.t.Helper()
-	ctx := context.Background()
 	rid := h.resourceID(name)
 	csID = strings.ReplaceAll(uuid.NewString(), "-", "")
 	opID = uuid.NewString()
 	h.writeOperation(rid, csID, opID, armdoc.OperationCreate, armdoc.StateAccepted, startedAgo, true)
+	h.createInClusterService(rid, csID)
+	return csID, opID
+}
+
+// createInClusterService makes the cluster csID of ARM resource rid in Cluster Service, as the
+// frontend's create call does.
+func (h *harness) createInClusterService(rid, csID string) {
+	h.t.Helper()
+	ctx := context.Background()
 	if _, err := h.cs.CreateCluster(ctx, &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{
 		Id: csID, ArmResourceId: rid,
 		Spec: &csv1.ClusterSpec{VersionId: "4.19.17", ChannelGroup: "stable", Azure: &csv1.AzureSpec{
@@ -104,15 +112,22 @@ func (h *harness) createCluster(name string, startedAgo time.Duration) (csID, op
 	}}); err != nil {
 		h.t.Fatalf("create cluster in cluster service: %v", err)
 	}
-	return csID, opID
 }
 
 func (h *harness) writeOperation(rid, csID, opID string, req armdoc.OperationRequest, resState armdoc.ProvisioningState, startedAgo time.Duration, createResource bool) {
 	h.t.Helper()
+	h.writeOperationWith(rid, csID, opID, req, resState, startedAgo, createResource, func(*armdoc.OperationDocument) {})
+}
+
+// writeOperationWith is writeOperation with edit applied to the operation before it is written.
+func (h *harness) writeOperationWith(rid, csID, opID string, req armdoc.OperationRequest, resState armdoc.ProvisioningState, startedAgo time.Duration, createResource bool, edit func(*armdoc.OperationDocument)) {
+	h.t.Helper()
 	part := strings.ToLower(h.sub)
 	start := time.Now().Add(-startedAgo)
-	op, _ := json.Marshal(armdoc.OperationDocument{ID: opID, Request: req, ExternalID: rid, InternalID: csID,
-		Status: armdoc.StateAccepted, StartTime: start, LastTransitionTime: start, Location: "westus3", NotificationURI: h.notifyURI})
+	doc := armdoc.OperationDocument{ID: opID, Request: req, ExternalID: rid, InternalID: csID,
+		Status: armdoc.StateAccepted, StartTime: start, LastTransitionTime: start, Location: "westus3", NotificationURI: h.notifyURI}
+	edit(&doc)
+	op, _ := json.Marshal(doc)
 	ops := []docstore.TxOp{{Kind: docstore.TxCreate, Doc: &docstore.Document{PartitionKey: part, ID: opID, Type: docstore.TypeOperation, ResourceID: strings.ToLower(rid), Body: op}}}
 	rd := armdoc.ResourceDocument{ResourceID: rid, InternalID: csID, ProvisioningState: resState, ActiveOperationID: opID}
 	body, _ := json.Marshal(rd)

@@ -146,3 +146,99 @@ func TestDeleteClusterServiceNeverReceivedIsSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteOfARunningCreateWaitsForTheCreatesCall: a DELETE that cancels a create whose
+// Cluster Service call is still on its way finds nothing in Cluster Service. Finished then, it
+// would remove the documents, and the create landing after would leave a cluster no document
+// names. A delete recording the create's start (AfterCreate) waits NotFoundGrace after it: a
+// create that lands meanwhile is deleted, and one that never does ends the delete after the
+// wait.
+func TestDeleteOfARunningCreateWaitsForTheCreatesCall(t *testing.T) {
+	const grace = 3 * time.Second
+	for _, tc := range []struct {
+		name        string
+		createLands bool
+	}{
+		{"create_lands_after_the_delete", true},
+		{"create_never_lands", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.start(Config{ResyncPeriod: 500 * time.Millisecond, NotFoundGrace: grace})
+			rid := h.resourceID("c01")
+			csID := strings.ReplaceAll(uuid.NewString(), "-", "")
+			// The documents of the create and of the DELETE that canceled it, as the frontend
+			// writes them; the create's Cluster Service call has not landed.
+			createOp := uuid.NewString()
+			h.writeOperation(rid, csID, createOp, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
+			createStart := h.operation(createOp).StartTime
+			delOp := uuid.NewString()
+			h.writeOperationWith(rid, csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false,
+				func(op *armdoc.OperationDocument) { op.AfterCreate = &createStart })
+
+			if tc.createLands {
+				waitUntil(t, 10*time.Second, "the delete's first reconcile", func() bool { return h.operation(delOp).Status == armdoc.StateDeleting })
+				h.createInClusterService(rid, csID)
+				if st := h.operation(delOp).Status; st.Terminal() {
+					t.Fatalf("delete ended %s before the create it canceled could land", st)
+				}
+				waitUntil(t, 30*time.Second, "cluster service deleting the cluster that landed", func() bool {
+					c, err := h.csDB.GetCluster(t0(), csID)
+					return err == nil && c.Deleting
+				})
+				h.removeFromClusterService(csID)
+			}
+			op := h.waitStatus(delOp, armdoc.StateSucceeded, 30*time.Second)
+			if ended := op.EndTime.Sub(createStart); ended < grace {
+				t.Fatalf("delete ended %s after the create started, within the create's grace (%s)", ended, grace)
+			}
+			if _, err := h.resource("c01"); !errors.Is(err, docstore.ErrNotFound) {
+				t.Fatalf("resource document after its delete finished: %v, want not found", err)
+			}
+		})
+	}
+}
+
+// TestDeleteOfACreateTheBackendSawEndsWithoutWaiting: once the backend has seen the create's
+// object in Cluster Service (the resource records the revision it read), the create has landed,
+// and its delete ends as soon as Cluster Service has removed it, not a grace later.
+func TestDeleteOfACreateTheBackendSawEndsWithoutWaiting(t *testing.T) {
+	h := newHarness(t)
+	h.start(Config{ResyncPeriod: 500 * time.Millisecond, NotFoundGrace: time.Hour})
+	csID, createOp := h.createCluster("c01", 0)
+	created := h.waitStatus(createOp, armdoc.StateProvisioning, 10*time.Second)
+	delOp := uuid.NewString()
+	h.writeOperationWith(h.resourceID("c01"), csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false,
+		func(op *armdoc.OperationDocument) { op.AfterCreate = &created.StartTime })
+	h.keepRevision("c01", csID)
+	if _, err := h.cs.DeleteCluster(t0(), &csv1.DeleteClusterRequest{Id: csID}); err != nil {
+		t.Fatalf("delete cluster: %v", err)
+	}
+	h.removeFromClusterService(csID)
+	h.waitStatus(delOp, armdoc.StateSucceeded, 15*time.Second)
+}
+
+// keepRevision writes back on resource name's document the revision Cluster Service holds for
+// csID, as the backend had recorded it before writeOperation replaced the document.
+func (h *harness) keepRevision(name, csID string) {
+	h.t.Helper()
+	c, err := h.csDB.GetCluster(t0(), csID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	part := strings.ToLower(h.sub)
+	d, err := h.docs.Get(t0(), part, strings.ToLower(h.resourceID(name)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var rd armdoc.ResourceDocument
+	if err := json.Unmarshal(d.Body, &rd); err != nil {
+		h.t.Fatal(err)
+	}
+	rd.InternalRevision = c.Revision
+	next := *d
+	next.Body, _ = json.Marshal(rd)
+	if _, err := h.docs.Replace(t0(), &next, d.ETag); err != nil {
+		h.t.Fatalf("record the revision on the resource: %v", err)
+	}
+}

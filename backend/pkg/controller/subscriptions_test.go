@@ -52,7 +52,9 @@ func (h *harness) removeFromClusterService(csID string) {
 func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 	h := newHarness(t)
 	reg := newRegistry()
-	h.startWith(Config{ResyncPeriod: time.Minute}, metrics.New(reg))
+	// The deletes of the two canceled creates wait the grace after their creates' start
+	// (armdoc.AfterCreate): a short one keeps the test short.
+	h.startWith(Config{ResyncPeriod: time.Minute, NotFoundGrace: 2 * time.Second}, metrics.New(reg))
 	// A running cluster, one still being created, and one the frontend recorded but never got
 	// to Cluster Service.
 	readyID, readyOp := h.createCluster("ready", 0)
@@ -73,7 +75,7 @@ func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 		for {
 			rd, err := h.resource(name)
 			if errors.Is(err, docstore.ErrNotFound) && name == "orphan" {
-				break // Cluster Service never knew it: its delete finished at once
+				break // Cluster Service never knew it: its delete finished after the grace
 			}
 			if err != nil {
 				t.Fatalf("resource %s: %v", name, err)
@@ -110,6 +112,9 @@ func TestDeletedSubscriptionDeletesEverythingItOwns(t *testing.T) {
 		if _, err := h.resource(name); !errors.Is(err, docstore.ErrNotFound) {
 			t.Errorf("resource %s after its delete: %v, want not found", name, err)
 		}
+	}
+	if id, ok := deletes["orphan"]; ok {
+		h.waitStatus(id, armdoc.StateSucceeded, 10*time.Second)
 	}
 	if _, err := h.resource("orphan"); !errors.Is(err, docstore.ErrNotFound) {
 		t.Errorf("orphan resource after the cascade: %v, want not found", err)

@@ -180,6 +180,7 @@ func (c *Cascader) deleteForSubscription(ctx context.Context, d *docstore.Docume
 	}
 	ops := []docstore.TxOp{}
 	now := c.now().UTC()
+	var afterCreate *time.Time
 	if rd.ActiveOperationID != "" {
 		cur, err := c.store.Get(ctx, d.PartitionKey, rd.ActiveOperationID)
 		if err != nil && !errors.Is(err, docstore.ErrNotFound) {
@@ -194,6 +195,7 @@ func (c *Cascader) deleteForSubscription(ctx context.Context, d *docstore.Docume
 				return c.csDelete(ctx, rd.InternalID, op.CorrelationID)
 			}
 			if !op.Status.Terminal() {
+				afterCreate = armdoc.AfterCreateOf(&op.OperationDocument)
 				op.Status, op.LastTransitionTime, op.EndTime = armdoc.StateCanceled, now, &now
 				op.Error = &armdoc.CloudErrorBody{Code: "Canceled", Message: "The operation was canceled because the subscription was deleted."}
 				op.PendNotification()
@@ -212,7 +214,7 @@ func (c *Cascader) deleteForSubscription(ctx context.Context, d *docstore.Docume
 	op := armdoc.OperationDocument{
 		ID: opID, Request: armdoc.OperationDelete, ExternalID: rd.ResourceID, InternalID: rd.InternalID,
 		Location: rd.Location, Status: armdoc.StateDeleting, StartTime: now, LastTransitionTime: now,
-		CorrelationID: correlation,
+		CorrelationID: correlation, AfterCreate: afterCreate,
 	}
 	opBody, err := json.Marshal(op)
 	if err != nil {

@@ -349,7 +349,7 @@ func TestDeleteCluster(t *testing.T) {
 		}
 		rd, _ := e.resource(path)
 		op, _ := e.operation(opIDFrom(t, async))
-		if rd.ProvisioningState != armdoc.StateDeleting || rd.ActiveOperationID != op.ID || op.Request != armdoc.OperationDelete || op.InternalID != rd.InternalID {
+		if rd.ProvisioningState != armdoc.StateDeleting || rd.ActiveOperationID != op.ID || op.Request != armdoc.OperationDelete || op.InternalID != rd.InternalID || op.AfterCreate != nil {
 			t.Fatalf("resource %+v operation %+v", rd, op)
 		}
 		_, deletes, _ := e.cs.snapshot()
@@ -378,6 +378,12 @@ func TestDeleteCluster(t *testing.T) {
 		op, _ := e.operation(createOp)
 		if op.Status != armdoc.StateCanceled || op.Error == nil || op.Error.Code != "Canceled" || op.EndTime == nil {
 			t.Fatalf("create operation after delete: %+v", op)
+		}
+		// The create's Cluster Service call may still land: the delete says since when, so
+		// the backend does not take Cluster Service's NotFound for done too early.
+		del, _ := e.operation(opIDFrom(t, resp.header.Get("Azure-AsyncOperation")))
+		if del.AfterCreate == nil || !del.AfterCreate.Equal(op.StartTime) {
+			t.Fatalf("delete operation's afterCreate %v, want the canceled create's start %v", del.AfterCreate, op.StartTime)
 		}
 	})
 

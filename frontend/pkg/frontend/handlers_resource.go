@@ -306,7 +306,9 @@ func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *armdoc.Resour
 	if err != nil {
 		return "", err
 	}
-	newOp, err := newDoc(part, opID, docstore.TypeOperation, rd.ResourceID, s.newOperation(r, opID, armdoc.OperationDelete, rd.ResourceID, rd.InternalID, now), s.cfg.OperationTTL)
+	delOp := s.newOperation(r, opID, armdoc.OperationDelete, rd.ResourceID, rd.InternalID, now)
+	delOp.AfterCreate = armdoc.AfterCreateOf(op)
+	newOp, err := newDoc(part, opID, docstore.TypeOperation, rd.ResourceID, delOp, s.cfg.OperationTTL)
 	if err != nil {
 		return "", err
 	}
