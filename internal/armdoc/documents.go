@@ -68,6 +68,11 @@ type OperationDocument struct {
 	// (joinUpdate); for every kind, a write after the operation ended UpdateNotRecorded sends
 	// only the fields this or the write names (unconfirmedUpdate).
 	SentUpdate json.RawMessage `json:"sentUpdate,omitempty"`
+	// Conditions are the If-Match and If-None-Match headers of the request that started the
+	// operation, as sent. A client's retry of a conditional write sends them again, after its
+	// own first attempt changed what they are checked against; they tell that retry from
+	// another request.
+	Conditions string `json:"conditions,omitempty"`
 	// AfterCreate, on a delete that canceled a running create, is that create's start. The
 	// create's Cluster Service call may still land until NotFoundGrace after it, so until then
 	// Cluster Service not knowing the object does not mean the delete is done: the backend

@@ -78,6 +78,14 @@ func csCIDRs(in []string) []string {
 	return out
 }
 
+// knownFrom reads a Cluster Service Get's error: NotFound is an object it does not know.
+func knownFrom(err error) (bool, error) {
+	if status.Code(err) == codes.NotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // definitive reports whether a Cluster Service error means the call certainly did not take
 // effect, so our documents can be rolled back. Timeouts and unavailability are ambiguous: the
 // documents stay, and a retry of the request drives the same call again with the same ID.

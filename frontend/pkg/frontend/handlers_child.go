@@ -88,16 +88,16 @@ type childResource[M any, Spec proto.Message, Update proto.Message, Version any]
 	spec       func(m M) Spec
 	fullUpdate func(next Spec) Update
 	diffUpdate func(stored, next Spec) Update
-	// cs is the kind's Cluster Service client: its Create, Update and Delete methods.
+	// cs is the kind's Cluster Service client: its Create, Get, Update and Delete methods.
 	cs func(s *Server) childCalls
 }
 
-// childCalls are a child service's Create, Update and Delete RPCs (csv1.NodePoolsClient's
+// childCalls are a child service's Create, Get, Update and Delete RPCs (csv1.NodePoolsClient's
 // CreateNodePool, …). Their requests have the same fields in every kind, so they are built
-// here: Create{<object>: {id, cluster_id, arm_resource_id, spec}}, Update{id, update},
+// here: Create{<object>: {id, cluster_id, arm_resource_id, spec}}, Get{id}, Update{id, update},
 // Delete{id}.
 type childCalls struct {
-	create, update, delete csCall
+	create, get, update, delete csCall
 }
 
 // csCall is one unary RPC with its request type.
@@ -354,7 +354,8 @@ func (k *childResource[M, Spec, Update, Version]) put(s *Server) handlerFunc {
 				"The location '%s' is not served by this endpoint, which serves '%s'.", *meta.Location, s.cfg.Location)
 		}
 		*meta.ID = id
-		if err := checkPutPreconditions(r, rd, doc); err != nil {
+		pre, err := checkPutPreconditions(r, rd, doc)
+		if err != nil {
 			return err
 		}
 		*meta.SystemData = requestSystemData(r)
@@ -362,16 +363,18 @@ func (k *childResource[M, Spec, Update, Version]) put(s *Server) handlerFunc {
 			if err := k.checkCluster(r.Context(), s, cluster); err != nil {
 				return err
 			}
-			return k.create(s, w, r, cluster, next)
+			return k.create(s, w, r, cluster, next, nil, "")
 		}
 		if k.carry != nil {
 			k.carry(k.version(r), stored, next)
 		}
-		return k.update(s, w, r, cluster, stored, next, rd, doc, false)
+		return k.update(s, w, r, cluster, stored, next, rd, doc, false, pre)
 	}
 }
 
-func (k *childResource[M, Spec, Update, Version]) create(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, m M) error {
+// create makes m, a new child, or (prev set: the document of one whose create never reached
+// Cluster Service, recreate) that child again under its Cluster Service ID csID.
+func (k *childResource[M, Spec, Update, Version]) create(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, m M, prev *docstore.Document, csID string) error {
 	if k.prepareCreate != nil {
 		if err := k.prepareCreate(s, r, cluster, m); err != nil {
 			return err
@@ -380,7 +383,9 @@ func (k *childResource[M, Spec, Update, Version]) create(s *Server, w http.Respo
 	meta := k.meta(m)
 	*meta.ProvisioningState = armdoc.StateAccepted
 	id := *meta.ID
-	csID := newClusterServiceID()
+	if csID == "" {
+		csID = newClusterServiceID()
+	}
 	opID := newUUID()
 	props, err := k.model(m)
 	if err != nil {
@@ -395,7 +400,7 @@ func (k *childResource[M, Spec, Update, Version]) create(s *Server, w http.Respo
 	if *meta.SystemData != nil {
 		rd.SystemData, _ = json.Marshal(*meta.SystemData)
 	}
-	etag, err := s.startCreate(r, k.kind(), id, rd, []any{"clusterID", cluster.InternalID}, func() (string, error) {
+	etag, err := s.startCreate(r, k.kind(), id, rd, prev, []any{"clusterID", cluster.InternalID}, func() (string, error) {
 		return k.callCreate(s, r, m, csID, cluster.InternalID)
 	})
 	if err != nil {
@@ -426,18 +431,22 @@ func (k *childResource[M, Spec, Update, Version]) callCreate(s *Server, r *http.
 	return getField(got, "id").String(), nil
 }
 
-// update writes next over an existing child, for a PUT (200) or a PATCH (202). What
-// changeErrors names may not change. A change Cluster Service must roll out becomes an update
+// update writes next over an existing child, for a PUT (200) or a PATCH (202). pre, when set,
+// is a PUT's failed If-Match or If-None-Match (checkPutPreconditions): only a retry of the
+// running operation goes on, anything else answers it. What changeErrors names may not change. A change Cluster Service must roll out becomes an update
 // call naming what changes, and an Update operation the backend ends once the child is READY as
 // asked; anything else (tags, identity, an unchanged body) is written at once, except after an
 // update that ended UpdateNotRecorded: then every write sends the full update.
 func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.ResponseWriter, r *http.Request, cluster *armdoc.ResourceDocument, stored, next M,
-	rd *armdoc.ResourceDocument, doc *docstore.Document, patch bool) error {
+	rd *armdoc.ResourceDocument, doc *docstore.Document, patch bool, pre error) error {
 	ctx := r.Context()
 	id := *k.meta(next).ID
 	// A PUT or PATCH that leaves the child as the document holds it, from the caller whose update
 	// runs, is that update's retry (after a 503) and joins it; only a PUT is a create's retry.
 	same := k.same(stored, next)
+	if pre != nil && (!same || !s.conditionalRetry(r, doc.PartitionKey, rd)) {
+		return pre
+	}
 	if same {
 		running, opDoc, err := s.activeOperation(ctx, doc.PartitionKey, rd)
 		if err != nil {
@@ -459,6 +468,9 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 		}
 	}
 	op, err := s.pendingCreate(r, doc.PartitionKey, rd, id, same && !patch)
+	if pre != nil && (err != nil || op == nil) {
+		return pre
+	}
 	if err != nil {
 		return err
 	}
@@ -470,6 +482,18 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 		}
 		s.setAsyncHeaders(w, r, id.SubscriptionID, op.ID, false)
 		return k.respond(w, r, http.StatusCreated, stored, doc.ETag)
+	}
+	if !patch {
+		// A PUT on a child whose create never reached Cluster Service creates it again.
+		if again, err := s.neverCreated(r, k.kind(), rd); again || err != nil {
+			if err != nil {
+				return err
+			}
+			if err := k.checkCluster(ctx, s, cluster); err != nil {
+				return err
+			}
+			return k.create(s, w, r, cluster, next, doc, rd.InternalID)
+		}
 	}
 	if k.changeErrors != nil {
 		if errs := k.changeErrors(k.version(r), stored, next); len(errs) > 0 {
@@ -630,7 +654,7 @@ func (k *childResource[M, Spec, Update, Version]) patchHandler(s *Server) handle
 		if k.carry != nil {
 			k.carry(k.version(r), stored, next)
 		}
-		return k.update(s, w, r, cluster, stored, next, rd, doc, true)
+		return k.update(s, w, r, cluster, stored, next, rd, doc, true, nil)
 	}
 }
 
@@ -663,6 +687,14 @@ func (k *childResource[M, Spec, Update, Version]) delete(s *Server) handlerFunc 
 		}
 		return s.deleteResource(w, r, k.kind(), id)
 	}
+}
+
+// known is the kind's resourceKind.known.
+func (k *childResource[M, Spec, Update, Version]) known(s *Server, r *http.Request, csID string) (bool, error) {
+	ctx, cancel := s.csContext(r.Context(), info(r))
+	defer cancel()
+	_, _, err := k.cs(s).get.call(ctx, func(req protoreflect.Message) { setField(req, "id", protoreflect.ValueOfString(csID)) })
+	return knownFrom(err)
 }
 
 // callDelete is the kind's resourceKind.callDelete: a child Cluster Service no longer has is

@@ -66,6 +66,7 @@ func (s *Server) newOperation(r *http.Request, opID string, req armdoc.Operation
 		ClientID:           r.Header.Get(arm.HeaderClientObjectID),
 		NotificationURI:    r.Header.Get(arm.HeaderAsyncNotificationURI),
 		CorrelationID:      info(r).correlationID,
+		Conditions:         conditionsOf(r),
 	}
 }
 
@@ -190,13 +191,14 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request) error {
 	}
 	c.ID = id
 	sd := requestSystemData(r)
-	if err := checkPutPreconditions(r, rd, doc); err != nil {
+	pre, err := checkPutPreconditions(r, rd, doc)
+	if err != nil {
 		return err
 	}
 	if doc == nil {
-		return s.createCluster(w, r, c, sd)
+		return s.createCluster(w, r, c, sd, nil, "")
 	}
-	return s.updateCluster(w, r, c, sd, rd, doc)
+	return s.updateCluster(w, r, c, sd, rd, doc, pre)
 }
 
 // checkClientProvisioningState rejects a body whose properties.provisioningState (read-only)
@@ -230,7 +232,17 @@ func orNone(s string) string {
 	return s
 }
 
-func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData) error {
+// clusterKnown is clusters' resourceKind.known.
+func (s *Server) clusterKnown(r *http.Request, csID string) (bool, error) {
+	ctx, cancel := s.csContext(r.Context(), info(r))
+	defer cancel()
+	_, err := s.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: csID})
+	return knownFrom(err)
+}
+
+// createCluster makes c, a new cluster, or (prev set: the document of one whose create never
+// reached Cluster Service, neverCreated) that cluster again under its Cluster Service ID csID.
+func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData, prev *docstore.Document, csID string) error {
 	if c.Spec.Azure.ManagedResourceGroup == "" {
 		c.Spec.Azure.ManagedResourceGroup = defaultManagedResourceGroup(c.ID.Name())
 	}
@@ -239,7 +251,9 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	c.SystemData = sd
 	// The Cluster Service ID is chosen and stored before the call, so a retry after a crash
 	// or timeout calls CreateCluster again with the same ID and never makes a second cluster.
-	csID := newClusterServiceID()
+	if csID == "" {
+		csID = newClusterServiceID()
+	}
 	opID := newUUID()
 	props, err := storedModel(c)
 	if err != nil {
@@ -258,7 +272,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		rd.SystemData, _ = json.Marshal(sd)
 	}
 	var created *csv1.Cluster
-	etag, err := s.startCreate(r, &clusters, c.ID, rd, nil, func() (string, error) {
+	etag, err := s.startCreate(r, &clusters, c.ID, rd, prev, nil, func() (string, error) {
 		var err error
 		created, err = s.callCreate(r, c, csID)
 		return created.GetId(), err
@@ -302,7 +316,10 @@ func (s *Server) adoptClusterID(ctx context.Context, part string, written []*doc
 	return out[0].ETag, nil
 }
 
-func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData, rd *armdoc.ResourceDocument, doc *docstore.Document) error {
+// updateCluster writes c over the existing cluster rd. pre, when set, is the request's failed
+// If-Match or If-None-Match (checkPutPreconditions): only a retry of the running operation goes
+// on, anything else answers it.
+func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cluster, sd *arm.SystemData, rd *armdoc.ResourceDocument, doc *docstore.Document, pre error) error {
 	ctx := r.Context()
 	part := partitionKey(c.ID.SubscriptionID)
 	stored, err := clusterFromDoc(rd)
@@ -323,6 +340,9 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	if err != nil {
 		return err
 	}
+	if pre != nil && (!same || !s.conditionalRetry(r, part, rd)) {
+		return pre
+	}
 	if same {
 		// The caller's retry of an update answered 503 joins it (handlers_cluster_update.go).
 		if joined, err := s.joinClusterUpdate(w, r, c.ID, rd, doc, false); joined || err != nil {
@@ -330,6 +350,9 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		}
 	}
 	op, err := s.pendingCreate(r, part, rd, c.ID, same)
+	if pre != nil && (err != nil || op == nil) {
+		return pre
+	}
 	if err != nil {
 		return err
 	}
@@ -344,6 +367,13 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 		stored.IssuerURL = created.GetSpec().GetIssuerUrl()
 		s.setAsyncHeaders(w, r, c.ID.SubscriptionID, op.ID, false)
 		return s.respondCluster(w, r, http.StatusCreated, stored, doc.ETag)
+	}
+	// A PUT on a cluster whose create never reached Cluster Service creates it again.
+	if again, err := s.neverCreated(r, &clusters, rd); again || err != nil {
+		if err != nil {
+			return err
+		}
+		return s.createCluster(w, r, c, sd, doc, rd.InternalID)
 	}
 	// After an update that ended UpdateNotRecorded even the same body is compared with what
 	// Cluster Service holds (unconfirmedUpdate).

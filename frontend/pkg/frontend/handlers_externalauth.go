@@ -31,7 +31,7 @@ var externalAuthResource = &childResource[*api.ExternalAuth, *csv1.ExternalAuthS
 	spec:     externalAuthSpec, fullUpdate: csv1.FullExternalAuthUpdate, diffUpdate: csv1.ExternalAuthUpdateDiff,
 	cs: func(s *Server) childCalls {
 		c := s.cfg.ExternalAuths
-		return childCalls{create: rpc(c.CreateExternalAuth), update: rpc(c.UpdateExternalAuth), delete: rpc(c.DeleteExternalAuth)}
+		return childCalls{create: rpc(c.CreateExternalAuth), get: rpc(c.GetExternalAuth), update: rpc(c.UpdateExternalAuth), delete: rpc(c.DeleteExternalAuth)}
 	},
 }
 

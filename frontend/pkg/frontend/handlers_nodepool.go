@@ -42,7 +42,7 @@ var nodePoolResource = &childResource[*api.NodePool, *csv1.NodePoolSpec, *csv1.N
 	spec:          nodePoolSpec, fullUpdate: csv1.FullNodePoolUpdate, diffUpdate: csv1.NodePoolUpdateDiff,
 	cs: func(s *Server) childCalls {
 		c := s.cfg.NodePools
-		return childCalls{create: rpc(c.CreateNodePool), update: rpc(c.UpdateNodePool), delete: rpc(c.DeleteNodePool)}
+		return childCalls{create: rpc(c.CreateNodePool), get: rpc(c.GetNodePool), update: rpc(c.UpdateNodePool), delete: rpc(c.DeleteNodePool)}
 	},
 }
 

@@ -33,6 +33,8 @@ type resourceKind struct {
 	resourceType string // the ARM type, to tell it from others under the same prefix in lists
 	notFound     func(id *arm.ResourceID) error
 	callDelete   func(s *Server, r *http.Request, csID string) error
+	// known asks Cluster Service whether it holds the object csID.
+	known func(s *Server, r *http.Request, csID string) (bool, error)
 	// respondResult answers the stored resource as the request's api-version shows it: the
 	// result of a finished create or update operation.
 	respondResult func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) error
@@ -42,6 +44,7 @@ var clusters = resourceKind{
 	noun: "cluster", logKey: "clusterID", canceledNoun: "resource", resourceType: api.ClusterResourceType,
 	notFound:   notFound,
 	callDelete: (*Server).callDelete,
+	known:      (*Server).clusterKnown,
 	respondResult: func(s *Server, w http.ResponseWriter, r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) error {
 		b, err := s.clusterBody(r, rd, doc)
 		if err != nil {
@@ -55,14 +58,14 @@ var clusters = resourceKind{
 
 var nodePools = resourceKind{
 	noun: "node pool", logKey: "nodePoolID", canceledNoun: "node pool", resourceType: api.NodePoolResourceType,
-	notFound: nodePoolResource.notFound, callDelete: nodePoolResource.callDelete, respondResult: nodePoolResource.respondResult,
+	notFound: nodePoolResource.notFound, callDelete: nodePoolResource.callDelete, known: nodePoolResource.known, respondResult: nodePoolResource.respondResult,
 }
 
 // externalAuths' result shows what was written, without Cluster Service's condition (a GET
 // adds it).
 var externalAuths = resourceKind{
 	noun: "external auth", logKey: "externalAuthID", canceledNoun: "external auth", resourceType: api.ExternalAuthResourceType,
-	notFound: externalAuthResource.notFound, callDelete: externalAuthResource.callDelete, respondResult: externalAuthResource.respondResult,
+	notFound: externalAuthResource.notFound, callDelete: externalAuthResource.callDelete, known: externalAuthResource.known, respondResult: externalAuthResource.respondResult,
 }
 
 // kindOf is the kind of a resource ID.
@@ -123,16 +126,43 @@ func etagOf(doc *docstore.Document) string {
 }
 
 // checkPutPreconditions checks a PUT against what is stored (rd and doc nil when nothing is):
-// If-Match and If-None-Match, then the body's read-only provisioningState.
-func checkPutPreconditions(r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) error {
+// If-Match and If-None-Match, then the body's read-only provisioningState. A failed If-Match
+// or If-None-Match is returned as retry, not err, when the resource has an operation running:
+// that may be this request's own first attempt, whose write changed the ETag (or made the
+// resource) before its answer was lost or was a 5xx, and a client's retry sends the same
+// headers again. The write path joins that operation when the request is its retry (the same
+// caller, the same body, the same conditions: conditionalRetry) and answers retry, the 412,
+// otherwise.
+func checkPutPreconditions(r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) (retry, err error) {
 	if err := checkPreconditions(r, etagOf(doc)); err != nil {
-		return err
+		if rd == nil || rd.ActiveOperationID == "" {
+			return nil, err
+		}
+		retry = err
 	}
 	storedState := armdoc.ProvisioningState("")
 	if rd != nil {
 		storedState = rd.ProvisioningState
 	}
-	return checkClientProvisioningState(info(r).body, storedState)
+	return retry, checkClientProvisioningState(info(r).body, storedState)
+}
+
+// conditionsOf is a request's If-Match and If-None-Match headers, as sent
+// (armdoc.OperationDocument.Conditions).
+func conditionsOf(r *http.Request) string {
+	m, n := r.Header.Values("If-Match"), r.Header.Values("If-None-Match")
+	if len(m) == 0 && len(n) == 0 {
+		return ""
+	}
+	return "If-Match: " + strings.Join(m, ", ") + "\nIf-None-Match: " + strings.Join(n, ", ")
+}
+
+// conditionalRetry reports whether r, a conditional write whose precondition failed, may be the
+// retry of the operation running on rd: the same caller sent the same If-Match and If-None-Match
+// when it started it (the caller's body is compared by the write path).
+func (s *Server) conditionalRetry(r *http.Request, part string, rd *armdoc.ResourceDocument) bool {
+	op, _, err := s.activeOperation(r.Context(), part, rd)
+	return err == nil && op != nil && op.Conditions != "" && op.Conditions == conditionsOf(r) && startedBy(r, op)
 }
 
 // readForPatch reads the resource a PATCH changes and checks the request against it:
@@ -193,9 +223,11 @@ func (s *Server) respondResult(w http.ResponseWriter, r *http.Request, id *arm.R
 // startCreate writes a new resource document (its InternalID and ActiveOperationID chosen)
 // with its Create operation, then has Cluster Service create it: call returns the ID Cluster
 // Service answers with. A definitive refusal takes both documents back; an ID Cluster Service
-// already had for the resource is adopted. logArgs go into the log line before the operation
-// ID. It returns the resource document's ETag.
-func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceID, rd *armdoc.ResourceDocument, logArgs []any, call func() (string, error)) (string, error) {
+// already had for the resource is adopted. With prev, the document of a resource whose create
+// never reached Cluster Service (neverCreated), rd replaces it, conditional on its ETag, and a
+// refusal puts it back. logArgs go into the log line before the operation ID. It returns the
+// resource document's ETag.
+func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceID, rd *armdoc.ResourceDocument, prev *docstore.Document, logArgs []any, call func() (string, error)) (string, error) {
 	ctx := r.Context()
 	csID, opID, now := rd.InternalID, rd.ActiveOperationID, time.Now().UTC()
 	part := partitionKey(id.SubscriptionID)
@@ -207,22 +239,30 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 	if err != nil {
 		return "", err
 	}
-	written, err := s.store.Transact(ctx, part, []docstore.TxOp{{Kind: docstore.TxCreate, Doc: resDoc}, {Kind: docstore.TxCreate, Doc: opDoc}})
-	if errors.Is(err, docstore.ErrAlreadyExists) {
-		return "", cloudError(http.StatusConflict, arm.CodeConflict, "", "Another request created '%s' at the same time.", id)
+	write := docstore.TxOp{Kind: docstore.TxCreate, Doc: resDoc}
+	if prev != nil {
+		write = docstore.TxOp{Kind: docstore.TxReplace, Doc: resDoc, IfMatch: prev.ETag}
+	}
+	written, err := s.store.Transact(ctx, part, []docstore.TxOp{write, {Kind: docstore.TxCreate, Doc: opDoc}})
+	if errors.Is(err, docstore.ErrAlreadyExists) || errors.Is(err, docstore.ErrPreconditionFailed) {
+		return "", cloudError(http.StatusConflict, arm.CodeConflict, "", "Another request wrote '%s' at the same time.", id)
 	}
 	if err != nil {
 		return "", err
 	}
 	args := append(append([]any{"resourceID", id.String(), k.logKey, csID}, logArgs...), "operationID", opID)
+	if prev != nil {
+		args = append(args, "recreate", true)
+	}
 	info(r).log.Info(k.noun+" create accepted", args...)
 	got, err := call()
 	if err != nil {
 		if definitive(err) {
-			s.rollback(r, part, opID, []docstore.TxOp{
-				{Kind: docstore.TxDelete, Doc: written[0], IfMatch: written[0].ETag},
-				{Kind: docstore.TxDelete, Doc: written[1], IfMatch: written[1].ETag},
-			})
+			undo := docstore.TxOp{Kind: docstore.TxDelete, Doc: written[0], IfMatch: written[0].ETag}
+			if prev != nil {
+				undo = docstore.TxOp{Kind: docstore.TxReplace, Doc: prev, IfMatch: written[0].ETag}
+			}
+			s.rollback(r, part, opID, []docstore.TxOp{undo, {Kind: docstore.TxDelete, Doc: written[1], IfMatch: written[1].ETag}})
 		}
 		return "", fmt.Errorf("create %s %s in cluster service: %w", k.noun, id, err)
 	}
@@ -235,6 +275,24 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 		}
 	}
 	return etag, nil
+}
+
+// neverCreated reports whether rd is a resource whose create never reached Cluster Service: it
+// is Failed, with nothing running, and Cluster Service does not know its ID. Such a create was
+// failed by the backend once its grace had passed (the frontend stopped before its call, or the
+// call ended without an answer and was not repeated in time), and Cluster Service's create is
+// bounded well within that grace, so it will not land now. ARM's contract is that a PUT on a
+// Failed resource tries again to reach what it asks: for this one, that is a create. Only a PUT
+// on a Failed resource asks Cluster Service.
+func (s *Server) neverCreated(r *http.Request, k *resourceKind, rd *armdoc.ResourceDocument) (bool, error) {
+	if rd.ProvisioningState != armdoc.StateFailed || rd.ActiveOperationID != "" || rd.InternalID == "" {
+		return false, nil
+	}
+	known, err := k.known(s, r, rd.InternalID)
+	if err != nil {
+		return false, fmt.Errorf("ask cluster service for %s %s: %w", k.noun, rd.ResourceID, err)
+	}
+	return !known, nil
 }
 
 // deleteAttempts is how many times deleteResource records a delete whose documents another
