@@ -568,7 +568,10 @@ func (c *Controller) write(ctx context.Context, opDoc *docstore.Document, op *op
 			}
 			ops = append(ops, docstore.TxOp{Kind: docstore.TxDelete, Doc: res, IfMatch: res.ETag})
 			ops = append(ops, children...)
-		case owns && (rd.ProvisioningState != out.Status || (out.Status.Terminal() && rd.ActiveOperationID != "")):
+		// The first revision seen of the object is written even without a state change: it says
+		// the object reached Cluster Service (createMayLand).
+		case owns && (rd.ProvisioningState != out.Status || (out.Status.Terminal() && rd.ActiveOperationID != "") ||
+			(rd.InternalRevision == 0 && out.Revision > 0)):
 			rd.ProvisioningState = out.Status
 			rd.InternalRevision = max(rd.InternalRevision, out.Revision)
 			if out.Status.Terminal() {

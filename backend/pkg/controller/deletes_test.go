@@ -243,3 +243,33 @@ func (h *harness) keepRevision(name, csID string) {
 		h.t.Fatalf("record the revision on the resource: %v", err)
 	}
 }
+
+// TestDeleteBeforeTheBackendSawTheCreateEndsWithoutWaiting: a DELETE right after a create's
+// Cluster Service call landed, before the backend recorded anything of it, cancels the create
+// with the resource showing no revision. The delete's first look at the object records one, so
+// once Cluster Service has removed the object the delete ends at once, not a grace after the
+// create.
+func TestDeleteBeforeTheBackendSawTheCreateEndsWithoutWaiting(t *testing.T) {
+	h := newHarness(t)
+	h.start(Config{ResyncPeriod: 500 * time.Millisecond, NotFoundGrace: time.Hour})
+	rid := h.resourceID("c01")
+	csID := strings.ReplaceAll(uuid.NewString(), "-", "")
+	createOp := uuid.NewString()
+	// The backend has not seen the create (its documents are written only now, with the
+	// delete's): the resource holds no revision.
+	h.createInClusterService(rid, csID)
+	h.writeOperation(rid, csID, createOp, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
+	createStart := h.operation(createOp).StartTime
+	delOp := uuid.NewString()
+	h.writeOperationWith(rid, csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false,
+		func(op *armdoc.OperationDocument) { op.AfterCreate = &createStart })
+	if _, err := h.cs.DeleteCluster(t0(), &csv1.DeleteClusterRequest{Id: csID}); err != nil {
+		t.Fatalf("delete cluster: %v", err)
+	}
+	waitUntil(t, 10*time.Second, "the delete recording the revision it saw", func() bool {
+		rd, err := h.resource("c01")
+		return err == nil && rd.InternalRevision > 0
+	})
+	h.removeFromClusterService(csID)
+	h.waitStatus(delOp, armdoc.StateSucceeded, 15*time.Second)
+}
