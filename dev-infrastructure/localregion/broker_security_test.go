@@ -280,6 +280,49 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 		}
 	})
 
+	t.Run("a_packet_over_the_limit_is_refused_at_its_header", func(t *testing.T) {
+		// A client that announces a packet over the limit is cut at once: mosquitto would
+		// otherwise read (and hold) up to 256 MiB of it before its ACL refuses the topic.
+		conn, err := tls.Dial("tcp", mq.Addr, as(pki.MaestroAgent("mgmt-2")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+		// CONNECT, MQTT v5, clean start, keep-alive 60 s, no properties, empty client ID.
+		connect := []byte{0x10, 13, 0, 4, 'M', 'Q', 'T', 'T', 5, 0x02, 0, 60, 0, 0, 0}
+		if _, err := conn.Write(connect); err != nil {
+			t.Fatal(err)
+		}
+		var connack [64]byte
+		if n, err := conn.Read(connack[:]); err != nil || n < 4 || connack[0] != 0x20 || connack[3] != 0 {
+			t.Fatalf("CONNACK: % x, %v", connack[:n], err)
+		}
+		// PUBLISH, QoS 0, to the agent's own status topic, one byte over the limit; no body follows.
+		header := append([]byte{0x30}, mqttVarint(mgmtcluster.MaxMQTTPacket+1)...)
+		if _, err := conn.Write(header); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := conn.Read(connack[:]); err == nil && connack[0]&0xf0 != 0xe0 {
+			t.Fatalf("the broker answered % x and kept reading a packet of %d bytes", connack[:n], mgmtcluster.MaxMQTTPacket+1)
+		} else if ne, ok := err.(interface{ Timeout() bool }); ok && ne.Timeout() {
+			t.Fatalf("the broker still waits for the body of a packet of %d bytes: %v", mgmtcluster.MaxMQTTPacket+1, err)
+		}
+		// A work of Maestro's largest size still passes (the control).
+		server := dial(pki.MaestroServer, "maestro-server")
+		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")
+		if _, err := agent1.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: mgmt1Spec, QoS: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		big := string(make([]byte, 4<<20))
+		if _, err := server.c.Publish(ctx, &paho.Publish{Topic: mgmt1Spec, QoS: 1, Payload: []byte(big)}); err != nil {
+			t.Fatal(err)
+		}
+		if !agent1.receives(mgmt1Spec, big, 10*time.Second) {
+			t.Fatal("a 4 MiB spec did not reach the agent")
+		}
+	})
+
 	t.Run("a_session_is_taken_over_only_by_its_own_identity", func(t *testing.T) {
 		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")
 		// mgmt-2 asks for the ID mgmt-1 asked for, and for the one the broker gave it.
@@ -299,4 +342,20 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 			t.Fatal("the agent's own identity did not take its session over")
 		}
 	})
+}
+
+// mqttVarint is n as MQTT's variable byte integer (a packet's remaining length).
+func mqttVarint(n int) []byte {
+	var b []byte
+	for {
+		d := byte(n % 128)
+		n /= 128
+		if n > 0 {
+			d |= 0x80
+		}
+		b = append(b, d)
+		if n == 0 {
+			return b
+		}
+	}
 }

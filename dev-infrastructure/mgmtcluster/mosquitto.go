@@ -187,6 +187,14 @@ func (m *Mosquitto) Restart(ctx context.Context) error {
 	return nil
 }
 
+// MaxMQTTPacket is the largest MQTT packet the broker takes (max_packet_size); a client that
+// announces a larger one is disconnected at the packet's header. Without it mosquitto reads a
+// packet of up to 256 MiB whole before its ACL refuses the topic, so any client certificate could
+// hold that much of the broker's memory per connection. Maestro's largest messages are far
+// below it: a work's manifests are at most 500 KiB (Cluster Service's manifests.ManifestsLimit),
+// and an agent's status feedback is read to 4 MiB.
+const MaxMQTTPacket = 16 << 20
+
 func net127(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 
 func mosquittoBinary(explicit string) (string, error) {
@@ -212,6 +220,7 @@ func mosquittoConfig(o MosquittoOptions) (string, error) {
 	// QoS 1 messages for an agent that is briefly away are queued, not dropped; the default of
 	// 1000 is below a resync burst of a busy management cluster.
 	b.WriteString("max_queued_messages 10000\n")
+	fmt.Fprintf(&b, "max_packet_size %d\n", MaxMQTTPacket)
 	if os.Geteuid() == 0 {
 		// Under root mosquitto would switch to the "mosquitto" user, which may not exist or may
 		// not read the (root-owned) config, certificates and log directory the launcher made.

@@ -74,7 +74,17 @@ type Config struct {
 	// RefusalAudit limits the audit records of refused requests, per source and in total
 	// (zero: refusallimit.Default).
 	RefusalAudit refusallimit.Rates
+	// MaxOpenPerPerson bounds one person's requests open at once on this replica, watches and
+	// streams included (DefaultMaxOpenPerPerson); one more is refused 429.
+	MaxOpenPerPerson int
 }
+
+// DefaultMaxOpenPerPerson is one person's bound of open requests on a replica. The gateway
+// speaks HTTP/1.1, so each open request holds one of the replica's connections
+// (serverlimits.API's MaxConns, 1,024) for as long as it lives, a watch up to its session's
+// expiry: unbounded, one person's watches took every connection and no other SRE was served.
+// kubectl holds one or two at a time.
+const DefaultMaxOpenPerPerson = 64
 
 // Gateway serves the sessions' requests.
 type Gateway struct {
@@ -86,6 +96,8 @@ type Gateway struct {
 
 	mu   sync.Mutex
 	live map[string]*liveSession
+	// open counts each person's requests in flight (MaxOpenPerPerson).
+	open map[string]int
 }
 
 // liveSession is a session with requests in flight: their contexts derive from ctx, which Run
@@ -113,11 +125,14 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxOpenPerPerson <= 0 {
+		cfg.MaxOpenPerPerson = DefaultMaxOpenPerPerson
+	}
 	refusals, err := refusallimit.New(cfg.RefusalAudit, cfg.Now)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: RefusalAudit: %w", err)
 	}
-	return &Gateway{cfg: cfg, metrics: newMetrics(), refusals: refusals, live: map[string]*liveSession{}}, nil
+	return &Gateway{cfg: cfg, metrics: newMetrics(), refusals: refusals, live: map[string]*liveSession{}, open: map[string]int{}}, nil
 }
 
 // Handler serves /sessions/{id}/{kube path}.
@@ -211,6 +226,12 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("the certificate of %s was revoked; ask for a new one and open a new session", id.Person))
 		return
 	}
+	if !g.enter(id.Person) {
+		g.refuse(w, r, rq, log, http.StatusTooManyRequests, "TooManyRequests", "too-many-open",
+			fmt.Sprintf("%s has %d requests open on this gateway replica, its most; end a watch or stream first", id.Person, g.cfg.MaxOpenPerPerson))
+		return
+	}
+	defer g.leave(id.Person)
 	sess, kubeconfig, err := g.cfg.Sessions.Credential(r.Context(), sessionID)
 	switch {
 	case errors.Is(err, session.ErrNotFound):
@@ -454,6 +475,26 @@ func (g *Gateway) acquire(sess session.Session, kubeconfig []byte) (*liveSession
 	}
 	ls.requests++
 	return ls, target, nil
+}
+
+// enter counts a request of person in, unless the person has MaxOpenPerPerson open already.
+func (g *Gateway) enter(person string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open[person] >= g.cfg.MaxOpenPerPerson {
+		return false
+	}
+	g.open[person]++
+	return true
+}
+
+// leave counts a request of person out.
+func (g *Gateway) leave(person string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open[person]--; g.open[person] <= 0 {
+		delete(g.open, person)
+	}
 }
 
 // release counts a request of ls out; the last one of a session drops its connections. A

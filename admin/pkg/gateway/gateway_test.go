@@ -60,7 +60,8 @@ type env struct {
 	serviceDSN string
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv starts the environment; each of with may change the gateway's Config before it starts.
+func newEnv(t *testing.T, with ...func(*Config)) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	t.Cleanup(cancel)
@@ -129,8 +130,12 @@ func newEnv(t *testing.T) *env {
 	}
 	// alice, moved to sre-readonly by a new certificate without a revocation.
 	e.persons["alice/sre-readonly"] = issue(t, personCA, personKey, "alice", "sre-readonly")
-	e.gw, err = New(Config{Sessions: e.sessions, Revocations: e.revoked, Audit: e.audit, Poll: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	cfg := Config{Sessions: e.sessions, Revocations: e.revoked, Audit: e.audit, Poll: 200 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))}
+	for _, f := range with {
+		f(&cfg)
+	}
+	e.gw, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func newMetrics() *metrics {
 		proxied: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_proxied_requests_total",
 			Help: "Requests proxied to hosted kube-apiservers, by the HTTP status the SRE received."}, []string{"code"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "gateway_refusals_total",
-			Help: "Requests refused before proxying, by reason (no-identity, browser-request, revoked-person, unknown-session, not-owner, not-group, session-<state>, unavailable, bad-credential, audit-unavailable: the audit log could not record it, so it was not sent)."},
+			Help: "Requests refused before proxying, by reason (no-identity, browser-request, revoked-person, too-many-open, unknown-session, not-owner, not-group, session-<state>, unavailable, bad-credential, audit-unavailable: the audit log could not record it, so it was not sent)."},
 			[]string{"reason"}),
 		refusalsDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "gateway_audit_refusals_dropped_total",
 			Help: "Refused requests answered without an audit record because their source, or all sources together, were past the rate of recorded refusals."}),
