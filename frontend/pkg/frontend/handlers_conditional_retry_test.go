@@ -34,12 +34,7 @@ func TestConditionalPutRetriedAfterA5xxJoinsItsOperation(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newEnv(t)
 				path := clusterPath("rg", "cond")
-				e.cs.setCreateErr(unavailable)
-				if first := e.do("PUT", path, mustJSON(minimalBody()), createOnly); first.code < 500 {
-					t.Fatalf("create with Cluster Service unavailable: %d %s", first.code, first.body)
-				}
-				e.cs.setCreateErr(nil)
-				rd, _ := e.resource(path)
+				rd := e.lostCreate(t, path, minimalBody(), createOnly, e.cs.setCreateErr)
 				retry := e.do("PUT", path, mustJSON(tc.body()), tc.header)
 				if retry.code != tc.wantCode {
 					t.Fatalf("retry: %d %s, want %d", retry.code, retry.body, tc.wantCode)
@@ -59,16 +54,7 @@ func TestConditionalPutRetriedAfterA5xxJoinsItsOperation(t *testing.T) {
 		e, pools := newNodePoolEnv(t)
 		e.readyCluster(t, "c1")
 		path := poolPath("c1", "cond")
-		pools.mu.Lock()
-		pools.createErr = unavailable
-		pools.mu.Unlock()
-		if first := e.do("PUT", path, mustJSON(minimalPoolBody()), createOnly); first.code < 500 {
-			t.Fatalf("create with Cluster Service unavailable: %d %s", first.code, first.body)
-		}
-		pools.mu.Lock()
-		pools.createErr = nil
-		pools.mu.Unlock()
-		rd, _ := e.resource(path)
+		rd := e.lostCreate(t, path, minimalPoolBody(), createOnly, pools.setCreateErr)
 		retry := e.do("PUT", path, mustJSON(minimalPoolBody()), createOnly)
 		if retry.code != 201 || opIDFrom(t, retry.header.Get("Azure-AsyncOperation")) != rd.ActiveOperationID {
 			t.Fatalf("retry: %d %s, want 201 with operation %s", retry.code, retry.body, rd.ActiveOperationID)

@@ -12,13 +12,36 @@ import (
 // notKnown is the backend's end of a create whose object Cluster Service never got.
 var notKnown = &armdoc.CloudErrorBody{Code: "InternalServerError", Message: "The cluster is no longer known to the service."}
 
+// lostCreate PUTs body to path with header while setCreateErr makes Cluster Service's create
+// fail without a definitive answer, checks the answer is a 5xx, lets the create through again,
+// and returns the resource document the attempt left.
+func (e *env) lostCreate(t *testing.T, path string, body map[string]any, header map[string]string, setCreateErr func(error)) *armdoc.ResourceDocument {
+	t.Helper()
+	setCreateErr(status.Error(codes.Unavailable, "cluster service is restarting"))
+	first := e.do("PUT", path, mustJSON(body), header)
+	setCreateErr(nil)
+	if first.code < 500 {
+		t.Fatalf("create with Cluster Service unavailable: %d %s, want a 5xx", first.code, first.body)
+	}
+	rd, _ := e.resource(path)
+	if rd == nil {
+		t.Fatal("the documents of the unanswered create are gone")
+	}
+	return rd
+}
+
+func (f *fakeNodePools) setCreateErr(err error) {
+	f.mu.Lock()
+	f.createErr = err
+	f.mu.Unlock()
+}
+
 // TestPutOnAResourceWhoseCreateNeverLandedCreatesIt: a create whose Cluster Service call ended
 // without an answer (and was not sent again in time) is failed by the backend, and Cluster
 // Service never had the object. ARM's contract is that a PUT on a Failed resource tries again:
 // the same PUT (or another body) creates it, as a create answers (201, a new operation), with
 // the ID the documents hold. A Failed resource Cluster Service does hold keeps the update path.
 func TestPutOnAResourceWhoseCreateNeverLandedCreatesIt(t *testing.T) {
-	unavailable := status.Error(codes.Unavailable, "cluster service is restarting")
 	t.Run("cluster", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
@@ -34,12 +57,7 @@ func TestPutOnAResourceWhoseCreateNeverLandedCreatesIt(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				e := newEnv(t)
 				path := clusterPath("rg", "lost")
-				e.cs.setCreateErr(unavailable)
-				if first := e.put(path, minimalBody()); first.code < 500 {
-					t.Fatalf("create with Cluster Service unavailable: %d %s", first.code, first.body)
-				}
-				e.cs.setCreateErr(nil)
-				rd, _ := e.resource(path)
+				rd := e.lostCreate(t, path, minimalBody(), nil, e.cs.setCreateErr)
 				e.finish(rd.ActiveOperationID, armdoc.StateFailed, notKnown)
 
 				again := e.put(path, tc.body())
@@ -83,16 +101,7 @@ func TestPutOnAResourceWhoseCreateNeverLandedCreatesIt(t *testing.T) {
 		e, pools := newNodePoolEnv(t)
 		e.readyCluster(t, "c1")
 		path := poolPath("c1", "lost")
-		pools.mu.Lock()
-		pools.createErr = unavailable
-		pools.mu.Unlock()
-		if first := e.put(path, minimalPoolBody()); first.code < 500 {
-			t.Fatalf("create with Cluster Service unavailable: %d %s", first.code, first.body)
-		}
-		pools.mu.Lock()
-		pools.createErr = nil
-		pools.mu.Unlock()
-		rd, _ := e.resource(path)
+		rd := e.lostCreate(t, path, minimalPoolBody(), nil, pools.setCreateErr)
 		e.finish(rd.ActiveOperationID, armdoc.StateFailed, notKnown)
 
 		again := e.put(path, minimalPoolBody())
