@@ -432,8 +432,8 @@ func (k *childResource[M, Spec, Update, Version]) callCreate(s *Server, r *http.
 }
 
 // update writes next over an existing child, for a PUT (200) or a PATCH (202). pre, when set,
-// is a PUT's failed If-Match or If-None-Match (checkPutPreconditions): only a retry of the
-// running operation goes on, anything else answers it. What changeErrors names may not change. A change Cluster Service must roll out becomes an update
+// is the request's failed If-Match or If-None-Match (checkPutPreconditions, readForPatch): only
+// a retry of the running operation goes on, anything else answers it. What changeErrors names may not change. A change Cluster Service must roll out becomes an update
 // call naming what changes, and an Update operation the backend ends once the child is READY as
 // asked; anything else (tags, identity, an unchanged body) is written at once, except after an
 // update that ended UpdateNotRecorded: then every write sends the full update.
@@ -637,7 +637,7 @@ func (k *childResource[M, Spec, Update, Version]) patchHandler(s *Server) handle
 		if err != nil {
 			return err
 		}
-		rd, doc, err := s.readForPatch(r, id, k.notFound)
+		rd, doc, pre, err := s.readForPatch(r, id, k.notFound)
 		if err != nil {
 			return err
 		}
@@ -654,7 +654,7 @@ func (k *childResource[M, Spec, Update, Version]) patchHandler(s *Server) handle
 		if k.carry != nil {
 			k.carry(k.version(r), stored, next)
 		}
-		return k.update(s, w, r, cluster, stored, next, rd, doc, true, nil)
+		return k.update(s, w, r, cluster, stored, next, rd, doc, true, pre)
 	}
 }
 

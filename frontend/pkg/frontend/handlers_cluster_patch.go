@@ -27,7 +27,7 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	if len(ri.body) == 0 {
 		return cloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "", "The request content is empty.")
 	}
-	rd, doc, err := s.readForPatch(r, id, notFound)
+	rd, doc, pre, err := s.readForPatch(r, id, notFound)
 	if err != nil {
 		return err
 	}
@@ -47,11 +47,17 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if pre != nil && (!same || !s.conditionalRetry(r, part, rd)) {
+		return pre // a failed If-Match or If-None-Match, unless this is a retry (readForPatch)
+	}
 	if same {
 		// The caller's retry of an update answered 503 joins it (handlers_cluster_update.go).
 		if joined, err := s.joinClusterUpdate(w, r, id, rd, doc, true); joined || err != nil {
 			return err
 		}
+	}
+	if pre != nil {
+		return pre
 	}
 	// Any other write during an operation is a 409, before what is wrong with the body.
 	if _, err := s.pendingCreate(r, part, rd, id, false); err != nil {

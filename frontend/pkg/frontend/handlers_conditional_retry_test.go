@@ -5,6 +5,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // TestConditionalPutRetriedAfterA5xxJoinsItsOperation: a PUT with If-None-Match: * or If-Match
@@ -95,4 +97,28 @@ func TestConditionalPutRetriedAfterA5xxJoinsItsOperation(t *testing.T) {
 			t.Fatalf("another body with the stale If-Match: %d %s, want 412", stale.code, stale.body)
 		}
 	})
+}
+
+// lostCreate PUTs body to path with header while setCreateErr makes Cluster Service's create
+// fail without a definitive answer, checks the answer is a 5xx, lets the create through again,
+// and returns the resource document the attempt left.
+func (e *env) lostCreate(t *testing.T, path string, body map[string]any, header map[string]string, setCreateErr func(error)) *armdoc.ResourceDocument {
+	t.Helper()
+	setCreateErr(status.Error(codes.Unavailable, "cluster service is restarting"))
+	first := e.do("PUT", path, mustJSON(body), header)
+	setCreateErr(nil)
+	if first.code < 500 {
+		t.Fatalf("create with Cluster Service unavailable: %d %s, want a 5xx", first.code, first.body)
+	}
+	rd, _ := e.resource(path)
+	if rd == nil {
+		t.Fatal("the documents of the unanswered create are gone")
+	}
+	return rd
+}
+
+func (f *fakeNodePools) setCreateErr(err error) {
+	f.mu.Lock()
+	f.createErr = err
+	f.mu.Unlock()
 }

@@ -167,22 +167,27 @@ func (s *Server) conditionalRetry(r *http.Request, part string, rd *armdoc.Resou
 
 // readForPatch reads the resource a PATCH changes and checks the request against it:
 // If-Match and If-None-Match, 404 when there is none, then the body's read-only
-// provisioningState.
-func (s *Server) readForPatch(r *http.Request, id *arm.ResourceID, notFound func(*arm.ResourceID) error) (*armdoc.ResourceDocument, *docstore.Document, error) {
-	rd, doc, err := s.getResourceDoc(r.Context(), id)
+// provisioningState. A failed If-Match or If-None-Match is returned as retry, not err, when the
+// resource has an operation running, as checkPutPreconditions does: the PATCH may be the retry
+// of the update its first attempt started.
+func (s *Server) readForPatch(r *http.Request, id *arm.ResourceID, notFound func(*arm.ResourceID) error) (rd *armdoc.ResourceDocument, doc *docstore.Document, retry, err error) {
+	rd, doc, err = s.getResourceDoc(r.Context(), id)
 	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := checkPreconditions(r, etagOf(doc)); err != nil {
-		return nil, nil, err
+		if doc == nil || rd.ActiveOperationID == "" {
+			return nil, nil, nil, err
+		}
+		retry = err
 	}
 	if doc == nil {
-		return nil, nil, notFound(id)
+		return nil, nil, nil, notFound(id)
 	}
 	if err := checkClientProvisioningState(info(r).body, rd.ProvisioningState); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return rd, doc, nil
+	return rd, doc, retry, nil
 }
 
 // readForGet reads the resource of a GET. It answers If-None-Match itself (304: done is
