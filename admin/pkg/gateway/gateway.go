@@ -145,6 +145,13 @@ func (g *Gateway) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := &bodyRead{ReadCloser: r.Body}
 		r.Body = body
+		if !isUpgrade(r) {
+			// No keep-alive: a connection is held only while a request is open on it, which
+			// MaxOpenPerPerson bounds per person. Kept alive, one person's quick requests on 1,024
+			// connections left idle held every connection of the replica (HTTP/1.1) for the idle
+			// timeout. A break-glass session makes few requests; each pays a handshake.
+			w.Header().Set("Connection", "close")
+		}
 		mux.ServeHTTP(w, r)
 		if r.ContentLength != 0 && !body.done.Load() {
 			// Answered without reading the whole body (a refusal, an unknown path, an answer
