@@ -145,6 +145,13 @@ func (g *Gateway) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := &bodyRead{ReadCloser: r.Body}
 		r.Body = body
+		if !isUpgrade(r) {
+			// No keep-alive: a connection is held only while a request is open on it, which
+			// MaxOpenPerPerson bounds per person. Kept alive, one person's quick requests on 1,024
+			// connections left idle held every connection of the replica (HTTP/1.1) for the idle
+			// timeout. A break-glass session makes few requests; each pays a handshake.
+			w.Header().Set("Connection", "close")
+		}
 		mux.ServeHTTP(w, r)
 		if r.ContentLength != 0 && !body.done.Load() {
 			// Answered without reading the whole body (a refusal, an unknown path, an answer
@@ -189,7 +196,8 @@ type request struct {
 }
 
 func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
-	rq := &request{requestID: newID(), start: time.Now(), verb: verb(r), path: "/" + r.PathValue("path")}
+	rq := &request{requestID: newID(), start: time.Now(), path: "/" + r.PathValue("path")}
+	rq.verb = verb(r, rq.path)
 	rq.corrID = r.Header.Get(adminapi.HeaderCorrelationID)
 	if rq.corrID == "" || len(rq.corrID) > 128 {
 		rq.corrID = rq.requestID
@@ -580,10 +588,12 @@ func (g *Gateway) Ready(ctx context.Context) error {
 	return err
 }
 
-// verb is the request's kube verb as far as method and query say: watch for a GET with
-// watch=true or 1; connect for an upgrade (exec, attach, port-forward).
-func verb(r *http.Request) string {
-	if isUpgrade(r) {
+// verb is the request's kube verb as far as method, kube path and query say: watch for a GET
+// with watch=true or 1; connect for an upgrade (GET or POST) of a connect subresource (exec,
+// attach, port-forward, proxy). An Upgrade header elsewhere is no connect: the kube-apiserver
+// ignores it and does what the method says, so a DELETE sent with one was recorded as a connect.
+func verb(r *http.Request, path string) string {
+	if isUpgrade(r) && (r.Method == http.MethodGet || r.Method == http.MethodPost) && connectSubresource(path) {
 		return "connect"
 	}
 	switch r.Method {
@@ -604,6 +614,25 @@ func verb(r *http.Request) string {
 		return "delete"
 	}
 	return cut(strings.ToLower(r.Method), maxVerb)
+}
+
+// connectSubresource reports whether a kube path names a subresource the kube-apiserver serves
+// as a connect: a pod's exec, attach, portforward or proxy, a service's or a node's proxy (all
+// in the core group).
+func connectSubresource(path string) bool {
+	s := strings.Split(strings.Trim(path, "/"), "/")
+	if len(s) < 5 || s[0] != "api" || s[1] != "v1" {
+		return false
+	}
+	switch {
+	case s[2] == "nodes":
+		return s[4] == "proxy"
+	case s[2] == "namespaces" && len(s) >= 7 && s[4] == "pods":
+		return s[6] == "exec" || s[6] == "attach" || s[6] == "portforward" || s[6] == "proxy"
+	case s[2] == "namespaces" && len(s) >= 7 && s[4] == "services":
+		return s[6] == "proxy"
+	}
+	return false
 }
 
 // maxVerb bounds the verb a request's own method becomes: a method is any token the caller

@@ -75,3 +75,28 @@ func TestGatewayBoundsOnePersonsOpenRequests(t *testing.T) {
 		}
 	})
 }
+
+// TestGatewayKeepsNoIdleConnection: a connection ends with its request's answer (an upgrade's
+// stream aside), so a person holds a connection of the replica only while a request of theirs is
+// open, which MaxOpenPerPerson bounds. Kept alive, one quick request on each of 1,024 connections
+// left idle held every connection of a replica for its idle timeout, and no other SRE was served.
+func TestGatewayKeepsNoIdleConnection(t *testing.T) {
+	e := newEnv(t)
+	s := e.open(t, "alice", "read-only", time.Now().Add(time.Hour))
+	for _, tc := range []struct{ name, path string }{
+		{"answered", "/sessions/" + s.ID + "/api/v1/namespaces/default/configmaps"},
+		{"refused", "/sessions/no-such-session/api"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := e.client("alice").Get(e.srv.URL + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !resp.Close {
+				t.Fatalf("answer %d keeps its connection open (no Connection: close)", resp.StatusCode)
+			}
+		})
+	}
+}
