@@ -25,7 +25,9 @@ import (
 // ready, so a slow transition never triggers it. The wait doubles with every republish of the
 // same episode (RepublishAfter, 2×, 4×, … up to maxRepublishDelay) and resets once the agent
 // has caught up, so an agent that is down costs one generation per work every few minutes,
-// never a loop.
+// never a loop. The one exception is decideAgain: an agent seen answering later generations of
+// its shard while a republished work stays behind has lost the republish too, and gets it again
+// after RepublishAfter instead of the doubled wait (at most twice per episode).
 //
 // A republish of a work the agent is merely slow on is not free: Maestro then discards every
 // status the agent sends for the older generation as stale, and the agent must apply and report
