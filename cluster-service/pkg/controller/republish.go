@@ -233,6 +233,18 @@ func (c *Controller) lagDecision(key, shard string, got *workv1.ManifestWork) (p
 	return prev, base, d
 }
 
+// noteSent starts the lag episode of key at generation, which the controller has just sent (a
+// republish by another rule), unless one is known already: an agent that answers within
+// milliseconds is never seen behind by a reconcile, and its answer would otherwise prove nothing
+// to decideAgain.
+func (c *Controller) noteSent(key string, generation int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, known := c.lag[key]; !known {
+		c.lag[key] = lagState{key: generation, since: c.now()}
+	}
+}
+
 // reportTimes holds how long an agent took to report on its last reportWindow generations, and
 // when the latest generation it has reported on was first seen behind (decideAgain).
 type reportTimes struct {

@@ -32,6 +32,7 @@ func TestLagRuleRepublishesAgainOnceTheAgentAnsweredALaterGeneration(t *testing.
 		key, name      string
 		gen, statusGen int64
 		wantRepublish  bool
+		sent           bool // the controller sent gen itself (a heartbeat or stale-status republish): noteSent
 	}
 	// The node pool's episode up to its first republish, 2 min after (the shard's agent was slow
 	// in the outage before: one report took a minute, so the adapted wait is 2 min).
@@ -46,6 +47,11 @@ func TestLagRuleRepublishesAgainOnceTheAgentAnsweredALaterGeneration(t *testing.
 	}{
 		{"a_later_generation_answered_sends_it_again_after_the_plain_wait", []step{
 			{at: 2*time.Minute + 40*time.Second, key: "cl", name: "cluster", gen: 5, statusGen: 4},
+			{at: 2*time.Minute + 41*time.Second, key: "cl", name: "cluster", gen: 5, statusGen: 5},
+			{at: 2*time.Minute + 41*time.Second, key: "np", name: "pool", gen: 3, statusGen: 1, wantRepublish: true},
+		}},
+		{"an_answer_to_a_generation_the_controller_sent_counts_though_never_seen_behind", []step{
+			{at: 2*time.Minute + 40*time.Second, key: "cl", name: "cluster", gen: 5, sent: true},
 			{at: 2*time.Minute + 41*time.Second, key: "cl", name: "cluster", gen: 5, statusGen: 5},
 			{at: 2*time.Minute + 41*time.Second, key: "np", name: "pool", gen: 3, statusGen: 1, wantRepublish: true},
 		}},
@@ -81,6 +87,10 @@ func TestLagRuleRepublishesAgainOnceTheAgentAnsweredALaterGeneration(t *testing.
 				shard := "mgmt-1"
 				if s.name == "other-shard" {
 					shard = "mgmt-2"
+				}
+				if s.sent {
+					c.noteSent(s.key, s.gen)
+					continue
 				}
 				_, _, d := c.lagDecision(s.key, shard, lagWork(s.name, s.gen, s.statusGen))
 				if d.republish != s.wantRepublish {
