@@ -64,11 +64,13 @@ func record[K comparable](episodes map[string]episode[K], key string, d episodeD
 // Maestro does not take it, the episode of key goes back to prev, so that the next reconcile
 // (the error's backoff) tries again at once.
 func republishInEpisode[K comparable](ctx context.Context, c *Controller, episodes map[string]episode[K], key, shard, work string, prev episode[K]) error {
-	if _, err := c.works.Republish(ctx, shard, work); err != nil {
+	from, err := c.works.Republish(ctx, shard, work)
+	if err != nil {
 		c.mu.Lock()
 		episodes[key] = prev
 		c.mu.Unlock()
 		return fmt.Errorf("republish work %s on %s: %w", work, shard, err)
 	}
+	c.noteSent(key, from+1)
 	return nil
 }

@@ -105,6 +105,7 @@ func (c *Controller) feedbackHeartbeat(ctx context.Context, log *slog.Logger, id
 		return 0, fmt.Errorf("feedback heartbeat of cluster %s: republish work %s on %s: %w", id, got.Name, shard, err)
 	}
 	c.heartbeats.Inc()
+	c.noteSent(id, gen+1)
 	log.Debug("feedback heartbeat: work republished", "work", got.Name, "generation", gen, "last_feedback_age", now.Sub(last).Round(time.Second).String())
 	// The agent's answer arrives as a status event; if it does not, the next reconcile finds
 	// the work behind its generation and the lag rule takes over.

@@ -25,7 +25,9 @@ import (
 // ready, so a slow transition never triggers it. The wait doubles with every republish of the
 // same episode (RepublishAfter, 2×, 4×, … up to maxRepublishDelay) and resets once the agent
 // has caught up, so an agent that is down costs one generation per work every few minutes,
-// never a loop.
+// never a loop. The one exception is decideAgain: an agent seen answering later generations of
+// its shard while a republished work stays behind has lost the republish too, and gets it again
+// after RepublishAfter instead of the doubled wait (at most twice per episode).
 //
 // A republish of a work the agent is merely slow on is not free: Maestro then discards every
 // status the agent sends for the older generation as stale, and the agent must apply and report
@@ -57,6 +59,12 @@ const (
 	maxAdaptedWait      = 2 * time.Minute
 )
 
+// quickRepublishes bounds the republishes of an episode that the answered rule may hasten: after
+// the first and the second, a work is sent again RepublishAfter after its last republish once the
+// shard's agent has answered a later generation (decideAgain); from the third on only the doubled
+// wait applies.
+const quickRepublishes = 3
+
 // lagState is the lag episode of a work whose status is behind its spec, keyed by the work
 // generation last seen behind.
 type lagState = episode[int64]
@@ -83,6 +91,34 @@ func decideLag(prev lagState, known bool, generation, statusGeneration int64, no
 		base *= neverReportedFactor
 	}
 	return decideEpisode(prev, known, generation, now, base), 0
+}
+
+// decideAgain hastens the episode decision d of a work already republished: the agent that lost
+// a spec update can lose the republish too, the same way (docs/maestro.md, "A republish that did
+// not repair"), and the doubled wait then outlasts the operation. generation and statusGeneration
+// are what Maestro reports now; answered is the latest time at which a generation of another work
+// of the same shard, which its agent has since reported on, was first seen behind (zero: none).
+// A generation first seen behind after this work's republish and answered shows the agent is
+// connected and reporting on what is sent to it, so this work's republish reached it and was lost
+// again, not delayed: it is sent again after (RepublishAfter) instead of the doubled wait. Until
+// such an answer comes, the work is looked at again every after, to see it in time. Only the
+// first quickRepublishes-1 republishes of an episode are hastened.
+func decideAgain(d episodeDecision[int64], generation, statusGeneration int64, now, answered time.Time, after, base time.Duration) episodeDecision[int64] {
+	ep := d.next
+	if d.republish || !d.keep || statusGeneration >= generation || ep.key != generation ||
+		ep.attempts < 1 || ep.attempts >= quickRepublishes {
+		return d
+	}
+	if answered.Before(ep.since) {
+		d.recheck = sooner(d.recheck, after)
+		return d
+	}
+	if due := ep.since.Add(after); now.Before(due) {
+		d.recheck = due.Sub(now)
+		return d
+	}
+	next := lagState{key: generation, since: now, attempts: ep.attempts + 1}
+	return episodeDecision[int64]{republish: true, recheck: republishDelay(base, next.attempts), next: next, keep: true}
 }
 
 // lagOutcome is what repairLostUpdate did.
@@ -173,24 +209,56 @@ func (c *Controller) lagDecision(key, shard string, got *workv1.ManifestWork) (p
 	defer c.mu.Unlock()
 	prev, known := c.lag[key]
 	base = c.republishWait(shard)
-	d, reported := decideLag(prev, known, got.Generation, maestro.StatusGeneration(got), c.now(), base, !c.cfg.FixedRepublishWait)
+	generation, statusGeneration, now := got.Generation, maestro.StatusGeneration(got), c.now()
+	d, reported := decideLag(prev, known, generation, statusGeneration, now, base, !c.cfg.FixedRepublishWait)
+	r := c.reports[shard]
+	if !c.cfg.FixedRepublishWait {
+		d = decideAgain(d, generation, statusGeneration, now, r.answeredAt(), c.cfg.RepublishAfter, base)
+	}
 	record(c.lag, key, d)
-	if reported > 0 {
-		r := c.reports[shard]
+	answered := known && statusGeneration >= generation && statusGeneration >= prev.key
+	if reported > 0 || answered {
 		if r == nil {
 			r = &reportTimes{}
 			c.reports[shard] = r
 		}
+		if answered && prev.since.After(r.answered) {
+			r.answered = prev.since
+		}
+	}
+	if reported > 0 {
 		r.add(reported)
 		c.waits.WithLabelValues(shard).Set(c.republishWait(shard).Seconds())
 	}
 	return prev, base, d
 }
 
-// reportTimes holds how long an agent took to report on its last reportWindow generations.
+// noteSent starts the lag episode of key at generation, which the controller has just sent (a
+// republish by another rule), unless one is known already: an agent that answers within
+// milliseconds is never seen behind by a reconcile, and its answer would otherwise prove nothing
+// to decideAgain.
+func (c *Controller) noteSent(key string, generation int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, known := c.lag[key]; !known {
+		c.lag[key] = lagState{key: generation, since: c.now()}
+	}
+}
+
+// reportTimes holds how long an agent took to report on its last reportWindow generations, and
+// when the latest generation it has reported on was first seen behind (decideAgain).
 type reportTimes struct {
-	times []time.Duration
-	next  int
+	times    []time.Duration
+	next     int
+	answered time.Time
+}
+
+// answeredAt is r's answered (zero when r is nil).
+func (r *reportTimes) answeredAt() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	return r.answered
 }
 
 // add records d, dropping the oldest once the window is full.
