@@ -31,8 +31,10 @@ type HTTP struct {
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and headers.
 	MaxHeaderBytes int
-	// MaxConns caps the connections open at once; the next caller waits in the kernel's
-	// accept queue until one closes, and those already connected are served meanwhile.
+	// MaxConns caps the connections open at once. At the cap, the connection idle longest
+	// between two requests (kept alive) is closed to make room, as its idle timeout would;
+	// with none idle, the next caller waits in the kernel's accept queue until one closes, and
+	// those already connected are served meanwhile.
 	MaxConns int
 	// MaxConnAge is how long a connection is kept: the response to the first request after it
 	// carries "Connection: close" (HTTP/2: a GOAWAY), so the client's next request makes a new
@@ -155,7 +157,17 @@ func (h HTTP) Listen(hs *http.Server) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l = LimitListener(l, h.MaxConns)
+	if h.MaxConns > 0 {
+		idle := &idleConns{since: map[net.Conn]time.Time{}, wake: make(chan struct{}, 1)}
+		next := hs.ConnState
+		hs.ConnState = func(c net.Conn, st http.ConnState) {
+			idle.track(c, st)
+			if next != nil {
+				next(c, st)
+			}
+		}
+		l = &limitListener{Listener: l, slots: make(chan struct{}, h.MaxConns), done: make(chan struct{}), idle: idle}
+	}
 	if hs.TLSConfig != nil {
 		l = tls.NewListener(l, hs.TLSConfig)
 	}
@@ -176,9 +188,15 @@ type limitListener struct {
 	slots     chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	// idle, when set, holds the server's kept-alive connections between requests; at the cap
+	// the oldest is closed to make room (HTTP.Listen).
+	idle *idleConns
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
+	if l.idle != nil {
+		return l.acceptMakingRoom()
+	}
 	select {
 	case l.slots <- struct{}{}:
 	case <-l.done:
@@ -192,9 +210,78 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
 }
 
+// acceptMakingRoom accepts a caller first, then takes a slot for it: at the cap, it closes the
+// connection kept alive and idle longest (costing its client one new handshake), and waits for
+// one to become idle or close if none is. Left open, one caller's idle connections kept every
+// other caller waiting (a probe: an SRE's 1,024 kept-alive connections to the admin API, 15 s for
+// another). Only a caller that is there makes room, so below the cap, or at it with no one
+// waiting, kept-alive connections stay.
+func (l *limitListener) acceptMakingRoom() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case l.slots <- struct{}{}:
+			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+		default:
+		}
+		l.idle.closeOldest()
+		select {
+		case l.slots <- struct{}{}:
+			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+		case <-l.idle.wake: // a connection became idle: close it for this caller
+		case <-l.done:
+			c.Close()
+			return nil, net.ErrClosed
+		}
+	}
+}
+
 func (l *limitListener) Close() error {
 	l.closeOnce.Do(func() { close(l.done) })
 	return l.Listener.Close()
+}
+
+// idleConns are an HTTP server's connections idle between two requests, with the time each
+// became idle (http.Server.ConnState).
+type idleConns struct {
+	mu    sync.Mutex
+	since map[net.Conn]time.Time
+	wake  chan struct{} // signalled when a connection becomes idle
+}
+
+func (i *idleConns) track(c net.Conn, st http.ConnState) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if st == http.StateIdle {
+		i.since[c] = time.Now()
+		select {
+		case i.wake <- struct{}{}:
+		default:
+		}
+	} else {
+		delete(i.since, c)
+	}
+}
+
+// closeOldest closes the connection idle longest, if any: the server then drops it, and its
+// slot frees.
+func (i *idleConns) closeOldest() {
+	i.mu.Lock()
+	var oldest net.Conn
+	var at time.Time
+	for c, t := range i.since {
+		if oldest == nil || t.Before(at) {
+			oldest, at = c, t
+		}
+	}
+	delete(i.since, oldest)
+	i.mu.Unlock()
+	if oldest != nil {
+		_ = oldest.Close()
+	}
 }
 
 type limitConn struct {
