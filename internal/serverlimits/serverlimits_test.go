@@ -40,9 +40,16 @@ func serve(t *testing.T, h serverlimits.HTTP, tlsOn ...bool) string {
 	if len(tlsOn) > 0 && tlsOn[0] {
 		cfg = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
 	}
-	hs := h.Server("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveHandler(t, h, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	}), cfg)
+}
+
+// serveHandler starts handler with limits h (TLS with cfg, when set) on loopback and returns
+// its address.
+func serveHandler(t *testing.T, h serverlimits.HTTP, handler http.Handler, cfg *tls.Config) string {
+	t.Helper()
+	hs := h.Server("127.0.0.1:0", handler, cfg)
 	l, err := h.Listen(hs)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +132,7 @@ func selfSigned(t *testing.T) tls.Certificate {
 // answers only once release is closed.
 func serveHolding(t *testing.T, h serverlimits.HTTP, release <-chan struct{}) string {
 	t.Helper()
-	hs := h.Server("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveHandler(t, h, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
 			select {
 			case <-release:
@@ -134,13 +141,6 @@ func serveHolding(t *testing.T, h serverlimits.HTTP, release <-chan struct{}) st
 		}
 		io.WriteString(w, "ok")
 	}), nil)
-	l, err := h.Listen(hs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go hs.Serve(l)
-	t.Cleanup(func() { hs.Close() })
-	return l.Addr().String()
 }
 
 // get sends GET path on c and reads the answer: an error unless it is 200 "ok".

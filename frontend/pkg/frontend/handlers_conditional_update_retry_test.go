@@ -1,6 +1,7 @@
 package frontend
 
 import (
+	"maps"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -20,13 +21,8 @@ import (
 func TestConditionalPutRetriedAfterUnclearAnswerJoinsItsOperation(t *testing.T) {
 	caller := map[string]string{arm.HeaderClientObjectID: "00000000-0000-0000-0000-00000000000a"}
 	with := func(h map[string]string) map[string]string {
-		out := map[string]string{}
-		for k, v := range caller {
-			out[k] = v
-		}
-		for k, v := range h {
-			out[k] = v
-		}
+		out := maps.Clone(caller)
+		maps.Copy(out, h)
 		return out
 	}
 	inm := with(map[string]string{arm.HeaderIfNoneMatch: "*"})
