@@ -143,6 +143,18 @@ func serveHolding(t *testing.T, h serverlimits.HTTP, release <-chan struct{}) st
 	}), nil)
 }
 
+// dial connects to addr for the test, with a generous deadline on the connection.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(2 * time.Minute))
+	return c
+}
+
 // get sends GET path on c and reads the answer: an error unless it is 200 "ok".
 func get(c net.Conn, path string) error {
 	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
@@ -169,12 +181,7 @@ func TestConnectionsBeyondTheCapWait(t *testing.T) {
 	addr := serveHolding(t, h, release)
 	held := make(chan error, 2)
 	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(2 * time.Minute))
+		c := dial(t, addr)
 		go func() { held <- get(c, "/hold") }()
 	}
 	waiting := make(chan error, 1)
@@ -219,24 +226,13 @@ func TestIdleConnectionsMakeRoomAtTheCap(t *testing.T) {
 	addr := serveHolding(t, h, nil)
 	var idle []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(2 * time.Minute))
+		c := dial(t, addr)
 		if err := get(c, "/"); err != nil { // served, then kept alive and idle
 			t.Fatal(err)
 		}
 		idle = append(idle, c)
 	}
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Minute))
-	if err := get(c, "/"); err != nil {
+	if err := get(dial(t, addr), "/"); err != nil {
 		t.Fatalf("a new caller at the cap with two idle connections: %v", err)
 	}
 	// The oldest idle connection was closed: reading it ends.
