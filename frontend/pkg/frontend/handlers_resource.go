@@ -134,11 +134,8 @@ func etagOf(doc *docstore.Document) string {
 // caller, the same body, the same conditions: conditionalRetry) and answers retry, the 412,
 // otherwise.
 func checkPutPreconditions(r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) (retry, err error) {
-	if err := checkPreconditions(r, etagOf(doc)); err != nil {
-		if rd == nil || rd.ActiveOperationID == "" {
-			return nil, err
-		}
-		retry = err
+	if retry, err = preconditionsOrRetry(r, rd, doc); err != nil {
+		return nil, err
 	}
 	storedState := armdoc.ProvisioningState("")
 	if rd != nil {
@@ -147,10 +144,23 @@ func checkPutPreconditions(r *http.Request, rd *armdoc.ResourceDocument, doc *do
 	return retry, checkClientProvisioningState(info(r).body, storedState)
 }
 
+// preconditionsOrRetry checks If-Match and If-None-Match against doc (nil when nothing is
+// stored). A failure is err, unless an operation runs on rd: then it is retry, for the write
+// path to answer unless the request is that operation's retry (conditionalRetry).
+func preconditionsOrRetry(r *http.Request, rd *armdoc.ResourceDocument, doc *docstore.Document) (retry, err error) {
+	if err := checkPreconditions(r, etagOf(doc)); err != nil {
+		if rd == nil || doc == nil || rd.ActiveOperationID == "" {
+			return nil, err
+		}
+		return err, nil
+	}
+	return nil, nil
+}
+
 // conditionsOf is a request's If-Match and If-None-Match headers, as sent
 // (armdoc.OperationDocument.Conditions).
 func conditionsOf(r *http.Request) string {
-	m, n := r.Header.Values("If-Match"), r.Header.Values("If-None-Match")
+	m, n := r.Header.Values(arm.HeaderIfMatch), r.Header.Values(arm.HeaderIfNoneMatch)
 	if len(m) == 0 && len(n) == 0 {
 		return ""
 	}
@@ -175,11 +185,8 @@ func (s *Server) readForPatch(r *http.Request, id *arm.ResourceID, notFound func
 	if err != nil && !errors.Is(err, docstore.ErrNotFound) {
 		return nil, nil, nil, err
 	}
-	if err := checkPreconditions(r, etagOf(doc)); err != nil {
-		if doc == nil || rd.ActiveOperationID == "" {
-			return nil, nil, nil, err
-		}
-		retry = err
+	if retry, err = preconditionsOrRetry(r, rd, doc); err != nil {
+		return nil, nil, nil, err
 	}
 	if doc == nil {
 		return nil, nil, nil, notFound(id)
