@@ -268,7 +268,7 @@ bench-monitor: deps-run
 
 .PHONY: bench-hostedapi
 bench-hostedapi: deps tools
-	cd dev-infrastructure/mgmtcluster && go test ./hypershiftsim -short -run '^$$' -bench HostedControlPlaneStorage -benchtime 1x -count=1 -timeout 10m
+	cd dev-infrastructure/mgmtcluster && go test ./hypershiftsim -short -run '^$$' -bench 'HostedControlPlane$$' -benchtime 1x -count=1 -timeout 10m
 
 .PHONY: lint
 lint:

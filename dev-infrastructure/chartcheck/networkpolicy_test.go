@@ -16,7 +16,6 @@ import (
 var managementNetworkGrants = map[string][]string{
 	"maestro-agent": {"maestro-agent <- monitoring : https"}, // Prometheus scrapes /metrics
 	"hypershift-sim": {
-		"hosted-etcd <- openhcp : client",        // the sim (its own namespace) stores its hosted apiservers' objects
 		"hypershift-sim <- monitoring : metrics", // Prometheus scrapes /metrics
 	},
 }

@@ -34,10 +34,10 @@ func TestManagementChartsTargetAnotherCluster(t *testing.T) {
 					for _, obj := range objects(t, rendered) {
 						switch o := obj.(type) {
 						case *appsv1.Deployment:
-							// The sim chart's hosted etcd is a second Deployment; the workload is the other.
-							if o.Name != "hosted-etcd" {
-								deployment = o
+							if deployment != nil {
+								t.Fatalf("two Deployments rendered: %s and %s", deployment.Name, o.Name)
 							}
+							deployment = o
 						case *rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding, *rbacv1.Role, *rbacv1.RoleBinding:
 							rbac++
 						}

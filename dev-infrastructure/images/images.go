@@ -83,6 +83,10 @@ const kubeVersionLDFlags = "-X k8s.io/component-base/version.gitVersion=v1.32.13
 var KubeAPIServer = Binary{Name: "kube-apiserver", Package: "k8s.io/kubernetes/cmd/kube-apiserver",
 	ModuleDir: "dev-infrastructure/kube-tools", LDFlags: kubeVersionLDFlags}
 
+// Etcd is the pinned etcd in the hypershift-sim image: the sim starts one beside each hosted
+// kube-apiserver (its chart's --etcd names this path), the one make run's launcher runs.
+var Etcd = Binary{Name: "etcd", Package: "./cmd/etcd", ModuleDir: "dev-infrastructure/kube-tools"}
+
 // Entrypoint is the path of the spec's binary inside the image.
 func (s Spec) Entrypoint() string { return "/usr/local/bin/" + s.Binary }
 
@@ -100,10 +104,7 @@ func Catalogue() []Spec {
 		{Name: "admin", Package: mod + "admin/cmd/admin", Binary: "admin"},
 		{Name: "gateway", Package: mod + "admin/cmd/gateway", Binary: "gateway"},
 		{Name: "hypershift-sim", Package: mod + "dev-infrastructure/mgmtcluster/cmd/hypershift-sim", Binary: "hypershift-sim",
-			Extras: []Binary{KubeAPIServer}},
-		// The management cluster's hosted etcd (the sim chart's hosted-etcd Deployment): the
-		// pinned etcd the launcher runs for make run, nested under hostedEtcd: in the sim's values.
-		{Name: "etcd", Package: "./cmd/etcd", ModuleDir: "dev-infrastructure/kube-tools", Binary: "etcd", ValuesKey: "hostedEtcd"},
+			Extras: []Binary{KubeAPIServer, Etcd}},
 		{Name: "maestro", Package: mod + "dev-infrastructure/maestro/cmd/maestro", ModuleDir: "dev-infrastructure/maestro", Binary: "maestro"},
 		// The gate in front of Maestro's REST API, beside it in the maestro-server pod.
 		{Name: "maestro-gate", Package: mod + "dev-infrastructure/mgmtcluster/cmd/maestro-gate", Binary: "maestro-gate", ValuesKey: "gate"},

@@ -384,7 +384,7 @@ func TestSelect(t *testing.T) {
 		want  string
 		err   bool
 	}{
-		{nil, "frontend backend monitor maintenance cluster-service admin gateway hypershift-sim etcd maestro maestro-gate pause prometheus", false},
+		{nil, "frontend backend monitor maintenance cluster-service admin gateway hypershift-sim maestro maestro-gate pause prometheus", false},
 		{[]string{"pause", "frontend"}, "frontend pause", false},
 		{[]string{"nope"}, "", true},
 	} {

@@ -436,11 +436,7 @@ func (r *Region) startManagementCluster(ctx context.Context, name string, kube k
 	if d := r.cfg.Sim.DeleteDelay; d > 0 {
 		args = append(args, "--delete-delay", d.String())
 	}
-	hostedArgs, err := r.startHostedEtcd(ctx, name, kube)
-	if err != nil {
-		return ManagementClusterInfo{}, err
-	}
-	args = append(args, hostedArgs...)
+	args = append(args, r.hostedArgs(name, kube)...)
 	// The sim opens the Secrets Cluster Service sealed to this management cluster's key.
 	unsealKey, err := r.writeSealingKey(name)
 	if err != nil {
@@ -625,33 +621,22 @@ func devIdentityClientID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// startHostedEtcd starts the etcd that stores the hosted control planes of management cluster
-// name (its own process and CA, never the management cluster's etcd) and returns the
-// hypershift-sim flags that run real hosted kube-apiservers against it. With
-// Sim.HostedAPIServers negative there is none and the sim is told so.
-func (r *Region) startHostedEtcd(ctx context.Context, name string, kube kubeBinaries) ([]string, error) {
+// hostedArgs are the hypershift-sim flags that run real hosted control planes for management
+// cluster name: the pinned kube-apiserver and etcd, of which the sim runs one each per served
+// HostedCluster, under the cluster's state directory. With Sim.HostedAPIServers negative there
+// are none and the sim is told so.
+func (r *Region) hostedArgs(name string, kube kubeBinaries) []string {
 	if r.cfg.Sim.HostedAPIServers < 0 {
-		return []string{"--hosted-apiservers", "0"}, nil
+		return []string{"--hosted-apiservers", "0"}
 	}
-	dir := filepath.Join(r.stateDir, name, "hosted")
-	etcd, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
-		Name: name + "-hosted-etcd", Dir: filepath.Join(dir, "etcd"), LogDir: r.logDir, EtcdPath: kube.etcd})
-	if err != nil {
-		return nil, err
-	}
-	r.onStop(etcd.Stop)
-	r.supervise(etcd.Proc)
 	args := []string{
 		"--kube-apiserver", kube.apiserver,
-		"--hosted-dir", filepath.Join(dir, "apiservers"),
+		"--etcd", kube.etcd,
+		"--hosted-dir", filepath.Join(r.stateDir, name, "hosted", "apiservers"),
 		"--hosted-log-dir", r.logDir,
-		"--hosted-etcd-endpoint", etcd.Endpoint,
-		"--hosted-etcd-ca", etcd.CAFile,
-		"--hosted-etcd-cert", etcd.CertFile,
-		"--hosted-etcd-key", etcd.KeyFile,
 	}
 	if n := r.cfg.Sim.HostedAPIServers; n > 0 {
 		args = append(args, "--hosted-apiservers", strconv.Itoa(n))
 	}
-	return args, nil
+	return args
 }

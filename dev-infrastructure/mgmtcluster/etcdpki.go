@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,26 +21,9 @@ type etcdPKI struct {
 	caCert, serverCert, serverKey, clientCert, clientKey string
 }
 
-// EtcdFiles are the files of an etcd's PKI: its CA, its serving (and peer) certificate and key,
-// and the client certificate and key it admits.
-type EtcdFiles struct {
-	CA, ServerCert, ServerKey, ClientCert, ClientKey string
-}
-
-// IssueEtcdPKI makes (or keeps) in dir the PKI of an etcd this process does not run, such as
-// make deploy's hosted etcd pod: the same CA, serving and client certificates as the launcher's
-// etcds, the serving certificate naming dnsNames (the Service its clients dial) besides loopback.
-func IssueEtcdPKI(dir string, dnsNames ...string) (EtcdFiles, error) {
-	p, err := loadOrCreateEtcdPKI(dir, dnsNames...)
-	if err != nil {
-		return EtcdFiles{}, fmt.Errorf("etcd PKI in %s: %w", dir, err)
-	}
-	return EtcdFiles{CA: p.caCert, ServerCert: p.serverCert, ServerKey: p.serverKey, ClientCert: p.clientCert, ClientKey: p.clientKey}, nil
-}
-
-// loadOrCreateEtcdPKI keeps the PKI in dir while its serving certificate names every one of
-// dnsNames, and issues a new one (a new CA) otherwise.
-func loadOrCreateEtcdPKI(dir string, dnsNames ...string) (*etcdPKI, error) {
+// loadOrCreateEtcdPKI keeps the PKI in dir, and issues a new one (a new CA) when any of its
+// files is missing or no longer valid.
+func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
 	p := &etcdPKI{
 		caCert:     filepath.Join(dir, "etcd-ca.crt"),
 		serverCert: filepath.Join(dir, "etcd-server.crt"),
@@ -49,7 +31,7 @@ func loadOrCreateEtcdPKI(dir string, dnsNames ...string) (*etcdPKI, error) {
 		clientCert: filepath.Join(dir, "apiserver-etcd-client.crt"),
 		clientKey:  filepath.Join(dir, "apiserver-etcd-client.key"),
 	}
-	if keptPKI(p.caCert, p.serverCert, p.serverKey, p.clientCert, p.clientKey) && namesAll(p.serverCert, dnsNames) {
+	if keptPKI(p.caCert, p.serverCert, p.serverKey, p.clientCert, p.clientKey) {
 		return p, nil
 	}
 	ca, err := pki.NewAuthority("openhcp-dev-etcd-ca", devCertValidity)
@@ -67,12 +49,8 @@ func loadOrCreateEtcdPKI(dir string, dnsNames ...string) (*etcdPKI, error) {
 		return nil
 	}
 	// The serving certificate is also the peer certificate, presented as client and server, for
-	// the loopback names (pki.Spec's default) and the names asked for.
+	// the loopback names (pki.Spec's default).
 	serving := pki.Spec{CommonName: "etcd", Usage: pki.Server | pki.Client}
-	if len(dnsNames) > 0 {
-		serving.DNSNames = append([]string{"localhost"}, dnsNames...)
-		serving.IPs = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-	}
 	if err := leaf(p.serverCert, p.serverKey, serving); err != nil {
 		return nil, err
 	}
@@ -84,20 +62,6 @@ func loadOrCreateEtcdPKI(dir string, dnsNames ...string) (*etcdPKI, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-// namesAll reports whether the certificate at path is valid for every one of names.
-func namesAll(path string, names []string) bool {
-	cert, err := pki.ReadCertificate(path)
-	if err != nil {
-		return false
-	}
-	for _, n := range names {
-		if cert.VerifyHostname(n) != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // httpClient presents the apiserver's etcd client certificate: what the launcher's health

@@ -19,18 +19,20 @@ type HostedEtcdOptions struct {
 	EtcdPath string
 	// ReadyTimeout bounds the wait for /health; zero means 90s.
 	ReadyTimeout time.Duration
+	// QuotaBytes is etcd's space quota (--quota-backend-bytes); zero leaves etcd's default (2 GiB).
+	QuotaBytes int64
 }
 
-// HostedEtcd is the etcd that stores the hosted control planes of one management cluster: every
-// hosted kube-apiserver that hypershift-sim runs keeps its objects under its own key prefix
-// (--etcd-prefix=/hosted/<control-plane namespace>). It is a separate process with its own CA,
-// never the management cluster's etcd: no certificate it admits opens the management cluster's
-// data, and the management apiserver's etcd certificate does not open it.
+// HostedEtcd is the etcd of one hosted control plane: hypershift-sim starts one beside each
+// hosted kube-apiserver it runs, as HyperShift runs an etcd per hosted cluster, so no cluster
+// shares a store, a space quota or a client certificate with another. It is a separate process
+// with its own CA, never the management cluster's etcd: no certificate it admits opens the
+// management cluster's data, and the management apiserver's etcd certificate does not open it.
 type HostedEtcd struct {
 	// Endpoint is https://127.0.0.1:<port>.
 	Endpoint string
-	// CAFile verifies the server; CertFile/KeyFile are the client certificate every hosted
-	// kube-apiserver (and the sim, to remove a deleted cluster's prefix) presents.
+	// CAFile verifies the server; CertFile/KeyFile are the client certificate its hosted
+	// kube-apiserver presents.
 	CAFile, CertFile, KeyFile string
 	Proc                      *Process
 }
@@ -62,24 +64,25 @@ func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, err
 	}
 	clientURL := "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "https://127.0.0.1:" + strconv.Itoa(ports[1])
-	proc, err := StartProcess(ctx, ProcSpec{
-		Name: o.Name, Path: o.EtcdPath, LogDir: o.LogDir,
-		Args: []string{
-			"--name=" + o.Name,
-			"--data-dir=" + filepath.Join(o.Dir, "data"),
-			"--listen-client-urls=" + clientURL,
-			"--advertise-client-urls=" + clientURL,
-			"--listen-peer-urls=" + peerURL,
-			"--initial-advertise-peer-urls=" + peerURL,
-			"--initial-cluster=" + o.Name + "=" + peerURL,
-			"--cert-file=" + p.serverCert, "--key-file=" + p.serverKey,
-			"--client-cert-auth", "--trusted-ca-file=" + p.caCert,
-			"--peer-cert-file=" + p.serverCert, "--peer-key-file=" + p.serverKey,
-			"--peer-client-cert-auth", "--peer-trusted-ca-file=" + p.caCert,
-			"--unsafe-no-fsync", // as the management etcd: loopback and throwaway
-			"--log-level=warn",
-		},
-	})
+	args := []string{
+		"--name=" + o.Name,
+		"--data-dir=" + filepath.Join(o.Dir, "data"),
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=" + o.Name + "=" + peerURL,
+		"--cert-file=" + p.serverCert, "--key-file=" + p.serverKey,
+		"--client-cert-auth", "--trusted-ca-file=" + p.caCert,
+		"--peer-cert-file=" + p.serverCert, "--peer-key-file=" + p.serverKey,
+		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + p.caCert,
+		"--unsafe-no-fsync", // as the management etcd: loopback and throwaway
+		"--log-level=warn",
+	}
+	if o.QuotaBytes > 0 {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBytes, 10))
+	}
+	proc, err := StartProcess(ctx, ProcSpec{Name: o.Name, Path: o.EtcdPath, LogDir: o.LogDir, Args: args})
 	if err != nil {
 		return nil, err
 	}

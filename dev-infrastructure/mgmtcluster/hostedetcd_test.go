@@ -11,9 +11,10 @@ import (
 	"time"
 )
 
-// TestHostedEtcdAdmitsOnlyItsOwnClients: the hosted etcd speaks only TLS with a client
-// certificate of its own CA; neither a missing certificate nor the etcd client certificate of a
-// management cluster (another etcd CA, made the same way) opens it.
+// TestHostedEtcdAdmitsOnlyItsOwnClients: a hosted cluster's etcd speaks only TLS with a client
+// certificate of its own CA; neither a missing certificate nor the etcd client certificate of
+// another etcd (a management cluster's or another hosted cluster's: another etcd CA, made the
+// same way) opens it.
 func TestHostedEtcdAdmitsOnlyItsOwnClients(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real etcd")

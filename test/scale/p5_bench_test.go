@@ -140,7 +140,7 @@ func BenchmarkP5Scale(b *testing.B) {
 	// Each shard could take every cluster, so placement (not capacity) decides the spread.
 	s := startRegion(b, localregion.Config{ManagementClusters: mgmt, ShardCapacity: maxSize + 100, MaestroServers: maestroServers,
 		AgentStatusSyncIntervals: intervals, ClusterServiceResync: csResync,
-		// Thousands of simulated clusters: none gets a real hosted kube-apiserver (about 270 MiB
+		// Thousands of simulated clusters: none gets a real hosted kube-apiserver (about 280 MiB
 		// each), so the figures are the control path's, as before hosted apiservers existed.
 		Sim: localregion.SimConfig{HostedAPIServers: -1}})
 	defer s.stop()

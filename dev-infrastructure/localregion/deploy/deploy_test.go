@@ -33,7 +33,6 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/images"
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
@@ -229,8 +228,7 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 		if err := c.Upgrade(ctx, variantDir); err != nil {
 			t.Fatal(err)
 		}
-		rolled = append(rolled, pods{c.AgentNamespace(), "", "maestro"}, pods{c.SimNamespace(), "app.kubernetes.io/name=hypershift-sim", "hypershift-sim"},
-			pods{c.SimNamespace(), "app.kubernetes.io/name=hosted-etcd", "etcd"})
+		rolled = append(rolled, pods{c.AgentNamespace(), "", "maestro"}, pods{c.SimNamespace(), "app.kubernetes.io/name=hypershift-sim", "hypershift-sim"})
 	}
 	shared := map[string]int{}
 	for _, ns := range d.Services.Namespaces() {
@@ -298,17 +296,14 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 		return nil
 	})
 	t.Logf("delete Succeeded and the HostedCluster gone %s after the DELETE", time.Since(deleted).Round(time.Millisecond))
-	// Its kube-apiserver process and its keys in the hosted etcd went with it.
-	waitFor(t, time.Minute, "no kube-apiserver process of "+hosted.hcpNS, func() error {
-		if pids := hostedAPIServerPIDs(t, hosted.hcpNS); len(pids) > 0 {
-			return fmt.Errorf("pids %v still run", pids)
+	// Its kube-apiserver and etcd processes went with it (the sim removes their data with them).
+	waitFor(t, time.Minute, "no kube-apiserver or etcd process of "+hosted.hcpNS, func() error {
+		if pids := hostedControlPlanePIDs(t, hosted.hcpNS); len(pids) > 0 {
+			return fmt.Errorf("still running: %v", pids)
 		}
 		return nil
 	})
-	if n := hostedEtcdKeys(ctx, t, d, hosted.hcpNS); n != 0 {
-		t.Errorf("%d keys of %s left in the hosted etcd after the delete", n, hosted.hcpNS)
-	}
-	t.Logf("the hosted kube-apiserver of %s and its keys in the hosted etcd are gone", hosted.hcpNS)
+	t.Logf("the hosted kube-apiserver and etcd of %s are gone", hosted.hcpNS)
 
 	stopBegin := time.Now()
 	d.Stop()
@@ -678,77 +673,49 @@ func customerReachesAPIURL(ctx context.Context, t *testing.T, d *Region, a armCl
 	for _, f := range open {
 		t.Errorf("open door with a hosted kube-apiserver running: %s", f)
 	}
-	if pids := hostedAPIServerPIDs(t, hcp.hcpNS); len(pids) != 1 {
-		t.Errorf("kube-apiserver processes of %s: %v, want one", hcp.hcpNS, pids)
-	}
-	if n := hostedEtcdKeys(ctx, t, d, hcp.hcpNS); n == 0 {
-		t.Errorf("no key of %s in the hosted etcd while its apiserver runs: the check after the delete would prove nothing", hcp.hcpNS)
+	// One kube-apiserver and one etcd of its own, so that their absence after the delete means
+	// something.
+	if pids := hostedControlPlanePIDs(t, hcp.hcpNS); len(pids["kube-apiserver"]) != 1 || len(pids["etcd"]) != 1 {
+		t.Errorf("processes of %s: %v, want one kube-apiserver and one etcd", hcp.hcpNS, pids)
 	}
 	return hcp
 }
 
-// hostedAPIServerPIDs are the processes (seen from the host, which sees the pods' processes)
-// running the hosted kube-apiserver of control-plane namespace hcpNS.
-func hostedAPIServerPIDs(t *testing.T, hcpNS string) []int {
+// simHostedDir is where the sim chart keeps each hosted control plane's files (its
+// --hosted-dir), as the pod's processes name it in their command lines.
+const simHostedDir = "/var/lib/hypershift-sim/hosted/clusters"
+
+// hostedControlPlanePIDs are the processes (seen from the host, which sees the pods' processes)
+// of the hosted control plane of control-plane namespace hcpNS, by kind: its kube-apiserver
+// (--cert-dir its directory) and its etcd (--data-dir in its directory).
+func hostedControlPlanePIDs(t *testing.T, hcpNS string) map[string][]int {
 	t.Helper()
-	want := []byte("--etcd-prefix=" + hypershiftsim.EtcdPrefix(hcpNS) + "\x00")
+	dir := simHostedDir + "/" + hcpNS
+	marks := map[string][]byte{
+		"kube-apiserver": []byte("--cert-dir=" + dir + "\x00"),
+		"etcd":           []byte("--data-dir=" + dir + "/etcd/data\x00"),
+	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pids []int
+	pids := map[string][]int{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(cmdline, want) {
-			pids = append(pids, pid)
+		if err != nil {
+			continue
+		}
+		for kind, mark := range marks {
+			if bytes.Contains(cmdline, mark) {
+				pids[kind] = append(pids[kind], pid)
+			}
 		}
 	}
 	return pids
-}
-
-// hostedEtcdKeys counts the keys under a control plane's prefix in the hosted etcd, asked from
-// the node's network through its Service with the client certificate make deploy issued.
-func hostedEtcdKeys(ctx context.Context, t *testing.T, d *Region, hcpNS string) int {
-	t.Helper()
-	svc, ns, files := d.Cluster.HostedEtcd()
-	ip, err := d.Node.Kubectl(ctx, "get", "service", svc, "-n", ns, "-o", "jsonpath={.spec.clusterIP}")
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPEM, err := os.ReadFile(files.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(caPEM)
-	cert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: d.Node.Netns.DialContext,
-		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, ServerName: svc + "." + ns + ".svc", MinVersion: tls.VersionTLS12}}}
-	prefix := []byte(hypershiftsim.EtcdPrefix(hcpNS) + "/")
-	end := bytes.Clone(prefix)
-	end[len(end)-1]++
-	body, _ := json.Marshal(map[string]any{"key": prefix, "range_end": end, "count_only": true})
-	resp, err := c.Post("https://"+strings.TrimSpace(string(ip))+":2379/v3/kv/range", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("hosted etcd range of %s: %v", prefix, err)
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Count string `json:"count"`
-	}
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil {
-		t.Fatalf("hosted etcd range of %s: %d %s", prefix, resp.StatusCode, raw)
-	}
-	n, _ := strconv.Atoi(out.Count) // etcd omits a zero count
-	return n
 }
 
 // sreMaintenanceWriteIsCarriedOut sets a maintenance window on the cluster through the deployed

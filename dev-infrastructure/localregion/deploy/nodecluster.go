@@ -38,10 +38,6 @@ const (
 	helmTimeout      = "180s"
 	// unsealKeySecret is config/'s managementCluster.hypershiftSim.secrets.unsealKey.
 	unsealKeySecret = "hypershift-sim-unseal-key"
-	// hostedEtcdService and its Secrets are the sim chart's hosted etcd (hostedEtcd.* values).
-	hostedEtcdService       = "hosted-etcd"
-	hostedEtcdServingSecret = "hosted-etcd-serving"
-	hostedEtcdClientSecret  = "hosted-etcd-client"
 )
 
 // Release is one chart install: where the chart is, the namespace, and its values files in order.
@@ -81,13 +77,6 @@ type NodeCluster struct {
 	prometheus struct{ cert, key, ca string }
 	env        localregion.ExternalEnv
 	broker     node.OutsideService
-	hostedEtcd mgmtcluster.EtcdFiles
-}
-
-// HostedEtcd is the hosted etcd's Service (name, namespace) and PKI files: what a client in the
-// node's namespace needs to read it (the deploy test, to see a deleted cluster's keys gone).
-func (c *NodeCluster) HostedEtcd() (service, namespace string, files mgmtcluster.EtcdFiles) {
-	return hostedEtcdService, c.SimNamespace(), c.hostedEtcd
 }
 
 // AgentNamespace and SimNamespace are the namespaces of the node where the cluster's agent and
@@ -142,9 +131,8 @@ func (c *NodeCluster) Releases(env localregion.ExternalEnv, broker node.OutsideS
 			Values: []string{filepath.Join(stamp, "maestro-agent.yaml"), filepath.Join(imagesDir, "values", "maestro.yaml")},
 			Set:    agent},
 		Release{Name: "hypershift-sim", Chart: "dev-infrastructure/mgmtcluster/deploy/hypershift-sim", Namespace: c.SimNamespace(),
-			Values: []string{filepath.Join(stamp, "hypershift-sim.yaml"), filepath.Join(imagesDir, "values", "hypershift-sim.yaml"),
-				filepath.Join(imagesDir, "values", "etcd.yaml")},
-			Set: sim})
+			Values: []string{filepath.Join(stamp, "hypershift-sim.yaml"), filepath.Join(imagesDir, "values", "hypershift-sim.yaml")},
+			Set:    sim})
 }
 
 // Start exposes the broker to the node, creates the agent's MQTT client certificate Secret and
@@ -200,22 +188,6 @@ func (c *NodeCluster) Start(ctx context.Context, env localregion.ExternalEnv) (l
 	if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", "hypershift-sim-serving", "-n", simNamespace,
 		"--from-file=ca.crt="+env.PKI.CAFile, "--from-file=tls.crt="+simServing.Cert, "--from-file=tls.key="+simServing.Key); err != nil {
 		return info, err
-	}
-	// The hosted etcd's PKI, the launcher's for its hosted etcds (its own CA; make run's is
-	// mgmtcluster.StartHostedEtcd's), its serving certificate naming the chart's Service.
-	svc := hostedEtcdService + "." + simNamespace + ".svc"
-	c.hostedEtcd, err = mgmtcluster.IssueEtcdPKI(filepath.Join(env.StateDir, c.Stamp+"-hosted-etcd-pki"), svc, svc+"."+node.ClusterDomain)
-	if err != nil {
-		return info, fmt.Errorf("management cluster %s: hosted etcd: %w", c.Stamp, err)
-	}
-	for name, pair := range map[string][2]string{
-		hostedEtcdServingSecret: {c.hostedEtcd.ServerCert, c.hostedEtcd.ServerKey},
-		hostedEtcdClientSecret:  {c.hostedEtcd.ClientCert, c.hostedEtcd.ClientKey},
-	} {
-		if _, err := c.Node.Kubectl(ctx, "create", "secret", "generic", name, "-n", simNamespace,
-			"--from-file=ca.crt="+c.hostedEtcd.CA, "--from-file=tls.crt="+pair[0], "--from-file=tls.key="+pair[1]); err != nil {
-			return info, err
-		}
 	}
 	if c.OwnControlPlane {
 		if err := c.targetKubeconfigs(ctx); err != nil {

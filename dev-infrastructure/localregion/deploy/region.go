@@ -55,7 +55,7 @@ type Region struct {
 }
 
 // chartImages are the images the management cluster's charts run.
-var chartImages = []string{"maestro", "hypershift-sim", "etcd"}
+var chartImages = []string{"maestro", "hypershift-sim"}
 
 // Up builds the images, starts the node, and brings the region up with the service cluster's
 // and the management clusters' charts installed on the node (the second stamp's control plane

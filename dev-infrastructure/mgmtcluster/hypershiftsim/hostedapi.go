@@ -7,11 +7,8 @@ import (
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -84,9 +81,9 @@ type controlPlane struct {
 	max                                   int
 }
 
-// hostedAPIServers runs one real kube-apiserver per served HostedCluster, as HyperShift runs
-// one per hosted control plane, each on its own port of the sim's address with the cluster's own PKI and
-// its own key prefix in the shared hosted etcd. Slots are handed out in the order clusters are
+// hostedAPIServers runs one real kube-apiserver and one etcd per served HostedCluster, as
+// HyperShift runs them per hosted control plane: the apiserver on its own port of the sim's
+// address with the cluster's own PKI, its etcd on loopback with a CA and a space quota of its own. Slots are handed out in the order clusters are
 // first seen; a cluster past the cap stays status-only for its whole life (a freed slot goes to
 // the next new cluster, never to one already reported as capped: its api.url would change).
 type hostedAPIServers struct {
@@ -100,13 +97,16 @@ type hostedAPIServers struct {
 	servers map[string]*hostedAPIServer // by control-plane namespace
 }
 
-// hostedAPIServer is one cluster's kube-apiserver process and its files.
+// hostedAPIServer is one cluster's kube-apiserver and etcd processes and their files.
 type hostedAPIServer struct {
-	mu       sync.Mutex
-	hcpNS    string
-	dir      string
-	host     string
-	port     int
+	mu    sync.Mutex
+	hcpNS string
+	dir   string
+	host  string
+	port  int
+	// etcd is the cluster's own etcd, started before its apiserver and stopped after it; the
+	// apiserver is started again with a new one when it exits (its port changes).
+	etcd     *mgmtcluster.HostedEtcd
 	proc     *mgmtcluster.Process
 	counted  bool // the current process's start is counted in hostedAPIServerStarts (it answered)
 	started  time.Time
@@ -139,6 +139,9 @@ func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
 	if o.Address == "" {
 		o.Address = DefaultHostedAPIAddress
 	}
+	if o.EtcdQuotaBytes == 0 {
+		o.EtcdQuotaBytes = DefaultHostedEtcdQuota
+	}
 	return &hostedAPIServers{o: o, slots: map[types.NamespacedName]int{}, capped: map[types.NamespacedName]bool{},
 		servers: map[string]*hostedAPIServer{}}
 }
@@ -147,6 +150,9 @@ func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
 func (o HostedAPIOptions) Validate() error {
 	if o.Max < 0 {
 		return fmt.Errorf("hosted kube-apiservers: cap %d is negative", o.Max)
+	}
+	if o.EtcdQuotaBytes < 0 {
+		return fmt.Errorf("hosted kube-apiservers: etcd quota %d is negative", o.EtcdQuotaBytes)
 	}
 	if o.Max == 0 {
 		return nil
@@ -158,9 +164,7 @@ func (o HostedAPIOptions) Validate() error {
 	}
 	var missing []string
 	for _, f := range []struct{ v, name string }{
-		{o.APIServerPath, "kube-apiserver binary"}, {o.Dir, "state directory"}, {o.LogDir, "log directory"},
-		{o.Etcd.Endpoint, "hosted etcd endpoint"}, {o.Etcd.CAFile, "hosted etcd CA"},
-		{o.Etcd.CertFile, "hosted etcd client certificate"}, {o.Etcd.KeyFile, "hosted etcd client key"},
+		{o.APIServerPath, "kube-apiserver binary"}, {o.EtcdPath, "etcd binary"}, {o.Dir, "state directory"}, {o.LogDir, "log directory"},
 	} {
 		if f.v == "" {
 			missing = append(missing, f.name)
@@ -421,6 +425,7 @@ func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port 
 		return false, "", err
 	}
 	s.reapExitedLocked(ctx)
+	s.reapEtcdLocked(ctx)
 	if s.proc == nil {
 		if time.Now().Before(s.retryAt) {
 			return false, s.failure, nil
@@ -515,6 +520,9 @@ const (
 	adminCAKeyFile  = "sim-admin-ca.key"
 	saKeyFile       = "sa.key"
 	pidFile         = "kube-apiserver.pid"
+	etcdPIDFile     = "etcd.pid"
+	// etcdDir holds the cluster's etcd: its PKI (pki/) and its data (data/).
+	etcdDir = "etcd"
 )
 
 // writeFiles makes the cluster's directory: a serving certificate of its root CA (its address
@@ -620,10 +628,16 @@ func (s *hostedAPIServer) loadOrCreateAdmin(rootCertPEM []byte) error {
 	return nil
 }
 
-// start runs the kube-apiserver. A process left by an earlier sim that was killed (its pid
-// file names it and it still runs this directory's apiserver) is ended first.
+// start runs the cluster's etcd (unless it runs) and then its kube-apiserver. A process left by
+// an earlier sim that was killed (its pid file names it and it still runs this directory's
+// apiserver or etcd) is ended first.
 func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
-	killOrphan(filepath.Join(s.dir, pidFile), s.dir)
+	killOrphan(filepath.Join(s.dir, pidFile), "--cert-dir="+s.dir)
+	if s.etcd == nil {
+		if err := s.startEtcd(ctx, o); err != nil {
+			return err
+		}
+	}
 	encryption, err := encryptionconfig.LoadOrCreate(s.dir)
 	if err != nil {
 		return err
@@ -633,7 +647,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
-		Args: hostedAPIServerArgs(s.dir, s.host, s.port, s.hcpNS, encryption, o.Etcd, AuditLogPath(o.LogDir, s.hcpNS)),
+		Args: hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcdClient(), AuditLogPath(o.LogDir, s.hcpNS)),
 	})
 	if err != nil {
 		return err
@@ -647,9 +661,55 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	return nil
 }
 
-// EtcdPrefix is where a control plane's hosted kube-apiserver keeps its objects in the hosted
-// etcd.
-func EtcdPrefix(hcpNS string) string { return "/hosted/" + hcpNS }
+// startEtcd runs the cluster's own etcd: TLS only on loopback, a CA of its own made in its
+// directory on first start (no other cluster's apiserver holds a certificate it admits), its
+// data kept across restarts of it and of the sim, and the space quota o.EtcdQuotaBytes, which
+// only this cluster's objects count against.
+func (s *hostedAPIServer) startEtcd(ctx context.Context, o HostedAPIOptions) error {
+	dir := filepath.Join(s.dir, etcdDir)
+	killOrphan(filepath.Join(s.dir, etcdPIDFile), "--data-dir="+filepath.Join(dir, "data"))
+	e, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
+		Name: s.hcpNS + "-etcd", Dir: dir, LogDir: o.LogDir, EtcdPath: o.EtcdPath,
+		QuotaBytes: o.EtcdQuotaBytes, ReadyTimeout: etcdReadyTimeout})
+	if err != nil {
+		return fmt.Errorf("etcd of %s: %w", s.hcpNS, err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, etcdPIDFile), []byte(strconv.Itoa(e.Proc.PID())), 0o600); err != nil {
+		e.Stop()
+		return fmt.Errorf("write the etcd pid file of %s: %w", s.hcpNS, err)
+	}
+	s.etcd = e
+	ctrl.LoggerFrom(ctx).Info("hosted etcd started", "pid", e.Proc.PID(), "endpoint", e.Endpoint, "quotaBytes", o.EtcdQuotaBytes, "log", e.Proc.LogPath)
+	return nil
+}
+
+// etcdReadyTimeout bounds the wait for a hosted etcd's /health (a reconcile waits on it).
+const etcdReadyTimeout = 60 * time.Second
+
+func (s *hostedAPIServer) etcdClient() etcdClient {
+	return etcdClient{Endpoint: s.etcd.Endpoint, CAFile: s.etcd.CAFile, CertFile: s.etcd.CertFile, KeyFile: s.etcd.KeyFile}
+}
+
+// reapEtcdLocked notices an etcd that has exited: its apiserver is stopped too, so that the
+// next start runs both again (a new etcd listens on a new port, which the apiserver is started
+// with).
+func (s *hostedAPIServer) reapEtcdLocked(ctx context.Context) {
+	if s.etcd == nil {
+		return
+	}
+	exited, err := s.etcd.Proc.Exited()
+	if !exited {
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("hosted etcd exited; starting it and its kube-apiserver again", "err", err, "log", s.etcd.Proc.LogPath)
+	s.etcd = nil
+	_ = os.Remove(filepath.Join(s.dir, etcdPIDFile))
+	if s.proc != nil {
+		s.proc.Stop(10 * time.Second)
+		_ = os.Remove(filepath.Join(s.dir, pidFile))
+		s.proc, s.ready = nil, false
+	}
+}
 
 // auditPolicy records every request at Metadata level (who, impersonated by whom, verb,
 // resource, response code; never a body), from the moment the response starts: the hosted
@@ -670,14 +730,13 @@ func AuditLogPath(logDir, hcpNS string) string {
 	return filepath.Join(logDir, hcpNS+"-kube-apiserver-audit.log")
 }
 
-func hostedAPIServerArgs(dir, host string, port int, hcpNS, encryptionConfig string, etcd EtcdClient, auditLog string) []string {
+func hostedAPIServerArgs(dir, host string, port int, encryptionConfig string, etcd etcdClient, auditLog string) []string {
 	return []string{
 		"--audit-policy-file=" + filepath.Join(dir, auditPolicyFile),
 		"--audit-log-path=" + auditLog,
 		"--audit-log-maxsize=20", "--audit-log-maxbackup=1",
 		"--etcd-servers=" + etcd.Endpoint,
 		"--etcd-cafile=" + etcd.CAFile, "--etcd-certfile=" + etcd.CertFile, "--etcd-keyfile=" + etcd.KeyFile,
-		"--etcd-prefix=" + EtcdPrefix(hcpNS),
 		"--encryption-provider-config=" + encryptionConfig,
 		"--bind-address=" + host,
 		"--advertise-address=" + host,
@@ -702,9 +761,10 @@ func hostedAPIServerArgs(dir, host string, port int, hcpNS, encryptionConfig str
 	}
 }
 
-// killOrphan ends the process a pid file names if it still runs a kube-apiserver of dir (a sim
-// killed with SIGKILL whose child outlived it), so the port is free again.
-func killOrphan(pidPath, dir string) {
+// killOrphan ends the process a pid file names if its command line still has arg (a
+// kube-apiserver's --cert-dir or an etcd's --data-dir of this cluster: a sim killed with
+// SIGKILL whose child outlived it), so its port and data are free again.
+func killOrphan(pidPath, arg string) {
 	b, err := os.ReadFile(pidPath)
 	if err != nil {
 		return
@@ -714,7 +774,7 @@ func killOrphan(pidPath, dir string) {
 		return
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil || !bytes.Contains(cmdline, []byte("--cert-dir="+dir+"\x00")) {
+	if err != nil || !bytes.Contains(cmdline, []byte(arg+"\x00")) {
 		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -742,7 +802,7 @@ func processRunning(pid int) bool {
 	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
 }
 
-// stop ends the cluster's kube-apiserver (if any runs).
+// stop ends the cluster's kube-apiserver and then its etcd (those that run).
 func (s *hostedAPIServer) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -750,6 +810,11 @@ func (s *hostedAPIServer) stop() {
 		s.proc.Stop(10 * time.Second)
 		_ = os.Remove(filepath.Join(s.dir, pidFile))
 		s.proc, s.ready = nil, false
+	}
+	if s.etcd != nil {
+		s.etcd.Stop()
+		_ = os.Remove(filepath.Join(s.dir, etcdPIDFile))
+		s.etcd = nil
 	}
 }
 
@@ -778,16 +843,17 @@ func (h *hostedAPIServers) Start(ctx context.Context) error {
 	return nil
 }
 
-// remove stops a deleted cluster's kube-apiserver and removes its data: its etcd prefix and its
-// directory. Safe to call again.
-func (h *hostedAPIServers) remove(ctx context.Context, hcpNS string) error {
+// remove stops a deleted cluster's kube-apiserver and etcd and removes its data: its directory,
+// which holds its etcd's. A process a killed sim left there (whose pid file names it) is ended
+// first. Safe to call again.
+func (h *hostedAPIServers) remove(hcpNS string) error {
 	if s := h.lookup(hcpNS); s != nil {
 		s.stop()
 	}
-	if err := deleteEtcdPrefix(ctx, h.o.Etcd, EtcdPrefix(hcpNS)+"/"); err != nil {
-		return fmt.Errorf("remove the etcd data of %s: %w", hcpNS, err)
-	}
-	if err := os.RemoveAll(filepath.Join(h.o.Dir, hcpNS)); err != nil {
+	dir := filepath.Join(h.o.Dir, hcpNS)
+	killOrphan(filepath.Join(dir, pidFile), "--cert-dir="+dir)
+	killOrphan(filepath.Join(dir, etcdPIDFile), "--data-dir="+filepath.Join(dir, etcdDir, "data"))
+	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove the files of %s: %w", hcpNS, err)
 	}
 	h.mu.Lock()
@@ -795,53 +861,6 @@ func (h *hostedAPIServers) remove(ctx context.Context, hcpNS string) error {
 	h.mu.Unlock()
 	h.updateRunningGauge()
 	return nil
-}
-
-// deleteEtcdPrefix deletes every key under prefix through etcd's JSON gateway (v3 API over
-// HTTPS), with the hosted etcd client certificate.
-func deleteEtcdPrefix(ctx context.Context, ec EtcdClient, prefix string) error {
-	hc, err := etcdHTTPClient(ec)
-	if err != nil {
-		return err
-	}
-	end := []byte(prefix)
-	end[len(end)-1]++
-	body, err := json.Marshal(map[string][]byte{"key": []byte(prefix), "range_end": end})
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ec.Endpoint+"/v3/kv/deleterange", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("etcd deleterange: %s %s", resp.Status, bytes.TrimSpace(b))
-	}
-	return nil
-}
-
-func etcdHTTPClient(ec EtcdClient) (*http.Client, error) {
-	caPEM, err := os.ReadFile(ec.CAFile)
-	if err != nil {
-		return nil, fmt.Errorf("hosted etcd CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("hosted etcd CA does not parse")
-	}
-	cert, err := tls.LoadX509KeyPair(ec.CertFile, ec.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("hosted etcd client certificate: %w", err)
-	}
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}}, nil
 }
 
 // syncClientCA writes a control plane's client CA file again from bundle (a revocation changed

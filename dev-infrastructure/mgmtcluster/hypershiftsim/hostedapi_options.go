@@ -11,24 +11,34 @@ type HostedAPIOptions struct {
 	// APIServerPath is the pinned kube-apiserver binary.
 	APIServerPath string
 	// Dir holds one directory per control-plane namespace (certificates, client CA bundle,
-	// service-account key, encryption config, pid file); LogDir receives
-	// <control-plane namespace>-kube-apiserver.log.
+	// service-account key, encryption config, pid files, and its etcd's PKI and data under
+	// etcd/); LogDir receives <control-plane namespace>-kube-apiserver.log and
+	// <control-plane namespace>-etcd.log.
 	Dir, LogDir string
 	// Address is the IP the hosted kube-apiservers bind and advertise, name in their serving
 	// certificates and record in HostedAPIServerAnnotation (so status.controlPlaneEndpoint and
 	// api.url name it); empty means 127.0.0.1. Under make deploy it is the sim pod's IP.
 	Address string
-	// Etcd is the shared hosted etcd of this management cluster.
-	Etcd EtcdClient
+	// EtcdPath is the pinned etcd binary. Each served cluster gets an etcd of its own, as
+	// HyperShift runs one per hosted control plane, so no cluster's objects share a store, a
+	// space quota or a client certificate with another's.
+	EtcdPath string
+	// EtcdQuotaBytes is each hosted cluster's etcd space quota (--quota-backend-bytes): what
+	// one customer may fill, for their own cluster alone. Zero means DefaultHostedEtcdQuota.
+	EtcdQuotaBytes int64
 	// HealthInterval is how often a served cluster's /readyz is checked again once it answers
 	// (its Available condition follows it); zero means 10s.
 	HealthInterval time.Duration
 }
 
-// EtcdClient is how a hosted kube-apiserver (and the sim, to remove a deleted cluster's keys)
-// reaches the hosted etcd: its https endpoint, the CA that verifies it, and a client
-// certificate it admits.
-type EtcdClient struct {
+// DefaultHostedEtcdQuota is a hosted cluster's etcd space quota when HostedAPIOptions does not
+// set one: 256 MiB, a dev hosted cluster's room (HyperShift sizes etcd's volume per cluster, 8 GiB by
+// default; the sim's etcds share one machine's memory and disk).
+const DefaultHostedEtcdQuota = 256 << 20
+
+// etcdClient is how a hosted kube-apiserver reaches its etcd: the https endpoint, the CA that
+// verifies it, and the client certificate it admits.
+type etcdClient struct {
 	Endpoint, CAFile, CertFile, KeyFile string
 }
 

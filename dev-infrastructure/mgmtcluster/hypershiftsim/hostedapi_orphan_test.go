@@ -2,13 +2,13 @@ package hypershiftsim
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,16 +19,15 @@ import (
 const orphanChildEnv = "HYPERSHIFTSIM_ORPHAN_CHILD"
 
 // TestKilledSimLeavesNoHostedAPIServer SIGKILLs a process that started a hosted kube-apiserver
-// the way the sim does (the helper below, this test binary run again) and checks that the
-// apiserver does not outlive it: the kernel kills it (Pdeathsig), nothing has to clean up.
+// and its etcd the way the sim does (the helper below, this test binary run again) and checks
+// that neither outlives it: the kernel kills them (Pdeathsig), nothing has to clean up.
 func TestKilledSimLeavesNoHostedAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and a kube-apiserver")
 	}
-	apiserver, dir, e := startTestHostedEtcd(t, "orphan-etcd")
+	apiserver, etcd, dir := testBinaries(t)
 	child := exec.Command(os.Args[0], "-test.run=^TestHostedAPIServerHelperProcess$", "-test.short", "-test.v")
-	child.Env = append(os.Environ(), orphanChildEnv+"="+dir, "HELPER_APISERVER="+apiserver,
-		"HELPER_ETCD="+strings.Join([]string{e.Endpoint, e.CAFile, e.CertFile, e.KeyFile}, ","))
+	child.Env = append(os.Environ(), orphanChildEnv+"="+dir, "HELPER_APISERVER="+apiserver, "HELPER_ETCD="+etcd)
 	out, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -36,47 +35,51 @@ func TestKilledSimLeavesNoHostedAPIServer(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
-	pid := 0
+	pids := map[string]int{}
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "HOSTED_APISERVER_PID="); ok {
-			pid, _ = strconv.Atoi(v)
+		var apiserverPID, etcdPID int
+		if _, err := fmt.Sscanf(sc.Text(), "HOSTED_PIDS apiserver=%d etcd=%d", &apiserverPID, &etcdPID); err == nil {
+			pids["kube-apiserver"], pids["etcd"] = apiserverPID, etcdPID
 			break
 		}
 	}
-	if pid == 0 {
+	if len(pids) == 0 {
 		_ = child.Process.Kill()
-		t.Fatalf("helper did not report a kube-apiserver: %v", child.Wait())
+		t.Fatalf("helper did not report its processes: %v", child.Wait())
 	}
-	// Should this test fail, the orphan it found does not outlive it.
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	if !processRunning(pid) {
-		t.Fatalf("kube-apiserver %d is not running before the kill", pid)
+	for name, pid := range pids {
+		// Should this test fail, the orphan it found does not outlive it.
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		if !processRunning(pid) {
+			t.Fatalf("%s %d is not running before the kill", name, pid)
+		}
 	}
 	if err := child.Process.Kill(); err != nil { // SIGKILL: no handler runs
 		t.Fatal(err)
 	}
 	_ = child.Wait()
 	deadline := time.Now().Add(time.Minute)
-	for processRunning(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-apiserver %d still runs a minute after its sim was killed", pid)
+	for name, pid := range pids {
+		for processRunning(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s %d still runs a minute after its sim was killed", name, pid)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
 // TestHostedAPIServerHelperProcess is not a test: TestKilledSimLeavesNoHostedAPIServer runs it
-// in a child process, which starts a hosted kube-apiserver as the sim does and then waits to be
-// killed.
+// in a child process, which starts a hosted kube-apiserver and its etcd as the sim does and then
+// waits to be killed.
 func TestHostedAPIServerHelperProcess(t *testing.T) {
 	dir := os.Getenv(orphanChildEnv)
 	if dir == "" {
 		t.Skip("helper process of TestKilledSimLeavesNoHostedAPIServer")
 	}
-	etcd := strings.Split(os.Getenv("HELPER_ETCD"), ",")
-	h := newHostedAPIServers(HostedAPIOptions{Max: 1, APIServerPath: os.Getenv("HELPER_APISERVER"), Dir: filepath.Join(dir, "hosted"), LogDir: dir,
-		Etcd: EtcdClient{Endpoint: etcd[0], CAFile: etcd[1], CertFile: etcd[2], KeyFile: etcd[3]}})
+	h := newHostedAPIServers(HostedAPIOptions{Max: 1, APIServerPath: os.Getenv("HELPER_APISERVER"), EtcdPath: os.Getenv("HELPER_ETCD"),
+		Dir: filepath.Join(dir, "hosted"), LogDir: dir})
 	rootCert, rootKey, err := newCA("root-ca.orphan", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +95,7 @@ func TestHostedAPIServerHelperProcess(t *testing.T) {
 	if err := s.start(context.Background(), h.o); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("HOSTED_APISERVER_PID=%d\n", s.proc.PID())
+	fmt.Printf("HOSTED_PIDS apiserver=%d etcd=%d\n", s.proc.PID(), s.etcd.Proc.PID())
 	select {}
 }
 
@@ -108,6 +111,19 @@ func TestKillOrphanEndsOnlyAnApiserverOfItsDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		// Until the child has exec'd the shell, its command line is this test binary's: wait for
+		// the shell's, as a killed sim's child has long had its own.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/cmdline")
+			if bytes.Contains(b, []byte(arg+"\x00")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the shell's command line %q never showed %q", b, arg)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +144,7 @@ func TestKillOrphanEndsOnlyAnApiserverOfItsDirectory(t *testing.T) {
 			pid := cmd.Process.Pid
 			// killOrphan returns once the process it ended no longer runs, so what it left
 			// alone is still running when it returns: no wait is needed to tell them apart.
-			killOrphan(filepath.Join(dir, pidFile), dir)
+			killOrphan(filepath.Join(dir, pidFile), "--cert-dir="+dir)
 			if !tt.wantKilled {
 				if !processRunning(pid) {
 					t.Errorf("process %q was ended", tt.arg)

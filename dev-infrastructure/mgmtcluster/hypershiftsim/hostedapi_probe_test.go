@@ -20,9 +20,8 @@ func TestRevocationProbeSeesWhatTheAPIServerAccepts(t *testing.T) {
 		t.Skip("starts etcd and a kube-apiserver")
 	}
 	ctx := context.Background()
-	apiserver, dir, e := startTestHostedEtcd(t, "probe-etcd")
-	h := newHostedAPIServers(HostedAPIOptions{Max: 1, APIServerPath: apiserver, Dir: filepath.Join(dir, "hosted"), LogDir: dir,
-		Etcd: EtcdClient{Endpoint: e.Endpoint, CAFile: e.CAFile, CertFile: e.CertFile, KeyFile: e.KeyFile}})
+	apiserver, etcd, dir := testBinaries(t)
+	h := newHostedAPIServers(HostedAPIOptions{Max: 1, APIServerPath: apiserver, EtcdPath: etcd, Dir: filepath.Join(dir, "hosted"), LogDir: dir})
 	defer h.stopAll()
 	rootCert, rootKey, err := newCA("root-ca.probe", time.Now())
 	if err != nil {
@@ -87,20 +86,13 @@ func TestRevocationProbeSeesWhatTheAPIServerAccepts(t *testing.T) {
 	}
 }
 
-// startTestHostedEtcd starts a hosted etcd in a temporary directory for a test (stopped when
-// it ends) and returns the pinned kube-apiserver's path, the directory and the etcd.
-func startTestHostedEtcd(t *testing.T, name string) (apiserver, dir string, e *mgmtcluster.HostedEtcd) {
+// testBinaries returns the pinned kube-apiserver's and etcd's paths and a temporary directory
+// for a test.
+func testBinaries(t *testing.T) (apiserver, etcd, dir string) {
 	t.Helper()
-	ctx := context.Background()
-	apiserver, etcd, err := mgmtcluster.KubeBinaries(ctx)
+	apiserver, etcd, err := mgmtcluster.KubeBinaries(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir = t.TempDir()
-	e, err = mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{Name: name, Dir: filepath.Join(dir, "etcd"), LogDir: dir, EtcdPath: etcd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Stop)
-	return apiserver, dir, e
+	return apiserver, etcd, t.TempDir()
 }

@@ -36,8 +36,10 @@ func TestLastLineOfAFailedStartsLog(t *testing.T) {
 // waits longer.
 func TestFailedStartIsRetriedAfterItsBackoff(t *testing.T) {
 	dir := t.TempDir()
+	// The etcd is started first, so a missing etcd binary is the failed start here (a missing
+	// kube-apiserver after a running etcd: TestHostedAPIServerThatCannotStartSaysWhy).
 	h := newHostedAPIServers(HostedAPIOptions{Max: 1, APIServerPath: filepath.Join(dir, "no-such-kube-apiserver"),
-		Dir: filepath.Join(dir, "hosted"), LogDir: dir})
+		EtcdPath: filepath.Join(dir, "no-such-etcd"), Dir: filepath.Join(dir, "hosted"), LogDir: dir})
 	rootCert, rootKey, err := newCA("root-ca.retry", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +66,7 @@ func TestFailedStartIsRetriedAfterItsBackoff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.ready || st.starting || !st.failed || !strings.Contains(st.detail, "no-such-kube-apiserver") {
+			if st.ready || st.starting || !st.failed || !strings.Contains(st.detail, "no-such-etcd") {
 				t.Errorf("state %+v, want failed naming the binary", st)
 			}
 			s.mu.Lock()

@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,8 +45,8 @@ import (
 	"github.com/openhcp/openhcp/internal/hostedrbac"
 )
 
-// hostedEnv is a management cluster of its own (envtest: kube-apiserver + etcd), a hosted etcd
-// and a sim with hosted kube-apiservers enabled. It is separate from TestMain's, whose sim runs
+// hostedEnv is a management cluster of its own (envtest: kube-apiserver + etcd) and a sim with
+// hosted kube-apiservers (each with its own etcd) enabled. It is separate from TestMain's, whose sim runs
 // none: two sims on one management cluster would both reconcile every HostedCluster.
 type hostedEnv struct {
 	cfg  *rest.Config
@@ -66,12 +66,6 @@ func startHostedEnv(t *testing.T, max int, tweak ...func(*hypershiftsim.HostedAP
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	hostedEtcd, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
-		Name: "hosted-etcd", Dir: filepath.Join(dir, "hosted-etcd"), LogDir: filepath.Join(dir, "logs"), EtcdPath: etcd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(hostedEtcd.Stop)
 
 	assets := filepath.Join(dir, "assets")
 	if err := os.MkdirAll(assets, 0o700); err != nil {
@@ -104,8 +98,7 @@ func startHostedEnv(t *testing.T, max int, tweak ...func(*hypershiftsim.HostedAP
 		AvailableDelay: time.Second, DeleteDelay: time.Second,
 		BreakGlass: hypershiftsim.BreakGlassOptions{RevokeDelay: time.Second},
 		HostedAPI: hypershiftsim.HostedAPIOptions{
-			Max: max, APIServerPath: apiserver, Dir: filepath.Join(dir, "hosted"), LogDir: filepath.Join(dir, "logs"),
-			Etcd:           hypershiftsim.EtcdClient{Endpoint: hostedEtcd.Endpoint, CAFile: hostedEtcd.CAFile, CertFile: hostedEtcd.CertFile, KeyFile: hostedEtcd.KeyFile},
+			Max: max, APIServerPath: apiserver, EtcdPath: etcd, Dir: filepath.Join(dir, "hosted"), LogDir: filepath.Join(dir, "logs"),
 			HealthInterval: 2 * time.Second,
 		},
 	}}
@@ -256,8 +249,8 @@ func listNamespaces(cs *kubernetes.Clientset) error {
 
 // TestHostedAPIServer runs one served and one capped HostedCluster (cap 1) through their life:
 // the served one's api endpoint answers with its own PKI, revocation makes the old customer
-// certificate fail there, a restarted sim serves it on the same port, and deleting it stops the
-// apiserver and removes its data.
+// certificate fail there, a restarted sim serves it on the same port with the same objects, and
+// deleting it stops the apiserver and its etcd and removes their data.
 func TestHostedAPIServer(t *testing.T) {
 	e := startHostedEnv(t, 1)
 	ctx := context.Background()
@@ -412,6 +405,12 @@ func TestHostedAPIServer(t *testing.T) {
 			return condIs(hc, string(hyperv1.HostedClusterAvailable), metav1.ConditionTrue, "")
 		})
 		availableSince := meta.FindStatusCondition(before.Status.Conditions, string(hyperv1.HostedClusterAvailable)).LastTransitionTime
+		customer := e.secret(t, hcpNS, hypershiftsim.CustomerSignerSecret)
+		cert := signedBy(t, customer.Data[corev1.TLSCertKey], customer.Data[corev1.TLSPrivateKeyKey], "system:customer-break-glass:alice", "system:masters")
+		kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept-across-restarts"}, Data: map[string]string{"k": "v"}}
+		if _, err := e.hostedClient(t, hcpNS, ep, cert, "").CoreV1().ConfigMaps("default").Create(ctx, kept, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 		stopped := time.Now().Truncate(time.Second)
 		e.stop()
 		poll(t, time.Minute, "apiserver stopped with the sim", func() error {
@@ -423,11 +422,14 @@ func TestHostedAPIServer(t *testing.T) {
 			return nil
 		})
 		e.startSim(t)
-		customer := e.secret(t, hcpNS, hypershiftsim.CustomerSignerSecret)
-		cert := signedBy(t, customer.Data[corev1.TLSCertKey], customer.Data[corev1.TLSPrivateKeyKey], "system:customer-break-glass:alice", "system:masters")
 		poll(t, time.Minute, "hosted apiserver after restart", func() error {
 			return listNamespaces(e.hostedClient(t, hcpNS, ep, cert, ""))
 		})
+		// Its etcd kept the cluster's objects.
+		got, err := e.hostedClient(t, hcpNS, ep, cert, "").CoreV1().ConfigMaps("default").Get(ctx, kept.Name, metav1.GetOptions{})
+		if err != nil || got.Data["k"] != "v" {
+			t.Fatalf("a ConfigMap made before the restart: %+v, %v", got, err)
+		}
 		// The new sim reported the new process (NotReady while it started, then Running)...
 		hc := e.hostedCluster(t, served, func(hc *hyperv1.HostedCluster) error {
 			if err := condIs(hc, hypershiftsim.HostedAPIServerCondition, metav1.ConditionTrue, hypershiftsim.ReasonHostedAPIServerRunning); err != nil {
@@ -449,7 +451,36 @@ func TestHostedAPIServer(t *testing.T) {
 		return
 	}
 
-	if !t.Run("delete_stops_the_apiserver_and_removes_its_data", func(t *testing.T) {
+	if !t.Run("a_killed_etcd_is_started_again_with_its_apiserver_and_keeps_the_objects", func(t *testing.T) {
+		before := hostedEtcdPID(t, e.opts.HostedAPI.Dir, hcpNS)
+		if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		customer := e.secret(t, hcpNS, hypershiftsim.CustomerSignerSecret)
+		cert := signedBy(t, customer.Data[corev1.TLSCertKey], customer.Data[corev1.TLSPrivateKeyKey], "system:customer-break-glass:alice", "system:masters")
+		poll(t, 2*time.Minute, "the ConfigMap read through a new etcd", func() error {
+			b, err := os.ReadFile(filepath.Join(e.opts.HostedAPI.Dir, hcpNS, "etcd.pid"))
+			if err != nil {
+				return err
+			}
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid == before {
+				return fmt.Errorf("etcd pid still %d", pid)
+			}
+			got, err := e.hostedClient(t, hcpNS, ep, cert, "").CoreV1().ConfigMaps("default").Get(ctx, "kept-across-restarts", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if got.Data["k"] != "v" {
+				return fmt.Errorf("data %v", got.Data)
+			}
+			return nil
+		})
+	}) {
+		return
+	}
+
+	if !t.Run("delete_stops_the_apiserver_and_its_etcd_and_removes_their_data", func(t *testing.T) {
+		etcdPID := hostedEtcdPID(t, e.opts.HostedAPI.Dir, hcpNS)
 		hc := &hyperv1.HostedCluster{}
 		if err := e.c.Get(ctx, served, hc); err != nil {
 			t.Fatal(err)
@@ -471,57 +502,38 @@ func TestHostedAPIServer(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.opts.HostedAPI.Dir, hcpNS)); !os.IsNotExist(err) {
 			t.Errorf("on-disk files of %s: %v, want removed", hcpNS, err)
 		}
-		n, err := etcdKeyCount(e.opts.HostedAPI.Etcd, "/hosted/"+hcpNS+"/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
-			t.Errorf("%d etcd keys left under /hosted/%s/", n, hcpNS)
+		if processAlive(etcdPID) {
+			t.Errorf("the hosted etcd %d of %s still runs after its HostedCluster is gone", etcdPID, hcpNS)
 		}
 	}) {
 		return
 	}
 }
 
-// etcdKeyCount counts the keys under prefix through etcd's JSON gateway.
-func etcdKeyCount(ec hypershiftsim.EtcdClient, prefix string) (int, error) {
-	caPEM, err := os.ReadFile(ec.CAFile)
+// hostedEtcdPID is the pid of a control plane's running etcd, from the pid file the sim keeps
+// in its directory.
+func hostedEtcdPID(t *testing.T, dir, hcpNS string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, hcpNS, "etcd.pid"))
 	if err != nil {
-		return 0, err
+		t.Fatalf("the etcd pid file of %s: %v", hcpNS, err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	cert, err := tls.LoadX509KeyPair(ec.CertFile, ec.KeyFile)
-	if err != nil {
-		return 0, err
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || !processAlive(pid) {
+		t.Fatalf("the etcd of %s: pid %q (%v) is not running", hcpNS, b, err)
 	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
-	body, _ := json.Marshal(map[string]any{"key": []byte(prefix), "range_end": prefixEnd(prefix), "count_only": true})
-	resp, err := hc.Post(ec.Endpoint+"/v3/kv/range", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Count string `json:"count"`
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("etcd range: %s", resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return 0, err
-	}
-	if out.Count == "" {
-		return 0, nil
-	}
-	return strconv.Atoi(out.Count)
+	return pid
 }
 
-// prefixEnd is the range end that covers every key starting with prefix.
-func prefixEnd(prefix string) []byte {
-	end := []byte(prefix)
-	end[len(end)-1]++
-	return end
+// processAlive reports whether pid runs and is not a zombie.
+func processAlive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 // metricValue reads a gauge or counter (with these labels) from the sim's metrics registry.

@@ -432,7 +432,7 @@ func (r *HostedClusterReconciler) reconcileDelete(ctx context.Context, hc *hyper
 	}
 	// The hosted kube-apiserver stops and its data goes before the finalizer does.
 	if r.hosted != nil && servedByAnnotation(hc) {
-		if err := r.hosted.remove(ctx, ControlPlaneNamespace(key)); err != nil {
+		if err := r.hosted.remove(ControlPlaneNamespace(key)); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

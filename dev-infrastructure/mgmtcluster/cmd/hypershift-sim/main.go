@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -49,7 +50,8 @@ type config struct {
 	hostedAddress      string
 	unsealKeyFile      string
 	hostedLogDir       string
-	hostedEtcd         hypershiftsim.EtcdClient
+	etcd               string
+	hostedEtcdQuota    string
 }
 
 func main() {
@@ -82,10 +84,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringVar(&c.hostedDir, "hosted-dir", envOr("HYPERSHIFT_SIM_HOSTED_DIR", ""), "directory for the hosted kube-apiservers' files, one directory per control-plane namespace (env HYPERSHIFT_SIM_HOSTED_DIR)")
 	fs.StringVar(&c.hostedAddress, "hosted-address", envOr("HYPERSHIFT_SIM_HOSTED_ADDRESS", hypershiftsim.DefaultHostedAPIAddress), "IP address the hosted kube-apiservers bind and advertise, name in their serving certificates and report as api.url (a pod's IP in a chart) (env HYPERSHIFT_SIM_HOSTED_ADDRESS)")
 	fs.StringVar(&c.hostedLogDir, "hosted-log-dir", envOr("HYPERSHIFT_SIM_HOSTED_LOG_DIR", ""), "directory for the hosted kube-apiservers' logs; empty: --hosted-dir (env HYPERSHIFT_SIM_HOSTED_LOG_DIR)")
-	fs.StringVar(&c.hostedEtcd.Endpoint, "hosted-etcd-endpoint", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_ENDPOINT", ""), "https URL of the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_ENDPOINT)")
-	fs.StringVar(&c.hostedEtcd.CAFile, "hosted-etcd-ca", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_CA", ""), "CA file that verifies the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_CA)")
-	fs.StringVar(&c.hostedEtcd.CertFile, "hosted-etcd-cert", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_CERT", ""), "client certificate for the hosted etcd (env HYPERSHIFT_SIM_HOSTED_ETCD_CERT)")
-	fs.StringVar(&c.hostedEtcd.KeyFile, "hosted-etcd-key", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_KEY", ""), "its key (env HYPERSHIFT_SIM_HOSTED_ETCD_KEY)")
+	fs.StringVar(&c.etcd, "etcd", envOr("HYPERSHIFT_SIM_ETCD", ""), "the pinned etcd binary: each served HostedCluster gets an etcd of its own (env HYPERSHIFT_SIM_ETCD)")
+	fs.StringVar(&c.hostedEtcdQuota, "hosted-etcd-quota", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_QUOTA", resource.NewQuantity(hypershiftsim.DefaultHostedEtcdQuota, resource.BinarySI).String()),
+		"each served HostedCluster's etcd space quota, a Kubernetes quantity such as 512Mi: what one customer may fill, for their own cluster alone (env HYPERSHIFT_SIM_HOSTED_ETCD_QUOTA)")
 	fs.IntVar(&c.hostedAPIServers, "hosted-apiservers", defaultHostedAPIServers, "how many HostedClusters get a real kube-apiserver; the others stay status-only; 0 disables (env HYPERSHIFT_SIM_HOSTED_APISERVERS)")
 	durations := []struct {
 		p         *time.Duration
@@ -159,10 +160,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err := hypershiftsim.ValidHostedAddress(c.hostedAddress); err != nil {
 		return fmt.Errorf("--hosted-address: %w", err)
 	}
-	hosted := hypershiftsim.HostedAPIOptions{Max: c.hostedAPIServers, APIServerPath: c.kubeAPIServer,
-		Dir: c.hostedDir, LogDir: c.hostedLogDir, Etcd: c.hostedEtcd, Address: c.hostedAddress}
+	quota, err := resource.ParseQuantity(c.hostedEtcdQuota)
+	if err != nil || quota.Sign() <= 0 {
+		return fmt.Errorf("--hosted-etcd-quota=%q: want a positive quantity such as 512Mi", c.hostedEtcdQuota)
+	}
+	hosted := hypershiftsim.HostedAPIOptions{Max: c.hostedAPIServers, APIServerPath: c.kubeAPIServer, EtcdPath: c.etcd,
+		EtcdQuotaBytes: quota.Value(), Dir: c.hostedDir, LogDir: c.hostedLogDir, Address: c.hostedAddress}
 	if err := hosted.Validate(); err != nil {
-		return fmt.Errorf("--hosted-apiservers=%d: %w (set --kube-apiserver, --hosted-dir and --hosted-etcd-*, or --hosted-apiservers=0)", c.hostedAPIServers, err)
+		return fmt.Errorf("--hosted-apiservers=%d: %w (set --kube-apiserver, --etcd and --hosted-dir, or --hosted-apiservers=0)", c.hostedAPIServers, err)
 	}
 	handler := slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
 	slog.SetDefault(slog.New(handler))

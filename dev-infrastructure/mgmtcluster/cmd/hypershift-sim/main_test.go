@@ -46,6 +46,8 @@ func TestRun_badConfigurationStopsStartupNamingTheSetting(t *testing.T) {
 		{name: "hosted_apiservers_without_binary_or_etcd", args: []string{"--hosted-apiservers=2"}, wantErr: "--hosted-apiservers"},
 		{name: "hosted_address_not_an_ip", args: []string{"--hosted-apiservers=0", "--hosted-address=pod"}, wantErr: "--hosted-address"},
 		{name: "hosted_address_unspecified", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_ADDRESS": "0.0.0.0"}, args: []string{"--hosted-apiservers=0"}, wantErr: "--hosted-address"},
+		{name: "hosted_etcd_quota_not_a_quantity", args: []string{"--hosted-apiservers=0", "--hosted-etcd-quota=lots"}, wantErr: "--hosted-etcd-quota"},
+		{name: "hosted_etcd_quota_not_positive", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_ETCD_QUOTA": "0"}, args: []string{"--hosted-apiservers=0"}, wantErr: "--hosted-etcd-quota"},
 		{name: "negative_hosted_apiservers", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_APISERVERS": "-1"}, wantErr: "hosted"},
 	}
 	for _, tt := range tests {

@@ -8,25 +8,6 @@ app.kubernetes.io/name: hypershift-sim
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{- define "hypershift-sim.etcdLabels" -}}
-{{ include "service-base.labels" (dict "ctx" . "name" "hosted-etcd") }}
-{{- end }}
-
-{{- define "hypershift-sim.etcdSelector" -}}
-app.kubernetes.io/name: hosted-etcd
-app.kubernetes.io/instance: {{ .Release.Name }}
-{{- end }}
-
-{{- define "hypershift-sim.etcdImage" -}}
-{{- with .Values.hostedEtcd.image -}}
-{{- if .digest -}}
-{{ .repository }}@{{ .digest }}
-{{- else -}}
-{{ .repository }}:{{ required "hostedEtcd.image.tag or hostedEtcd.image.digest is required" .tag }}
-{{- end }}
-{{- end }}
-{{- end }}
-
 {{- define "hypershift-sim.image" -}}
 {{- if .Values.image.digest -}}
 {{ .Values.image.repository }}@{{ .Values.image.digest }}
