@@ -17,7 +17,6 @@ import (
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/netns"
 	"github.com/openhcp/openhcp/internal/identity"
-	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -91,14 +90,13 @@ func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound
 	}
 	upstream := &url.URL{Scheme: "https", Host: restAddr}
 	gate := maestrogate.New(t.RESTClients, upstream, maestrogate.UpstreamTransport(ns.DialContext, upstreamTLS), m.log)
-	l, err := net.Listen("tcp", restAddr)
+	m.rest = gate.Server(restAddr, serverTLS, m.log)
+	l, err := maestrogate.ServerLimits().Listen(m.rest)
 	if err != nil {
 		return nil, fmt.Errorf("maestro gate: listen on %s: %w", restAddr, err)
 	}
-	l = serverlimits.LimitListener(l, maestrogate.ServerLimits().MaxConns)
-	m.rest = gate.Server(restAddr, serverTLS, m.log)
 	go func() {
-		if err := m.rest.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := m.rest.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.log.Error("maestro gate stopped", "error", err)
 		}
 	}()

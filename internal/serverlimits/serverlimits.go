@@ -31,10 +31,12 @@ type HTTP struct {
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds the request line and headers.
 	MaxHeaderBytes int
-	// MaxConns caps the connections open at once. At the cap, the connection idle longest
-	// between two requests (kept alive) is closed to make room, as its idle timeout would;
-	// with none idle, the next caller waits in the kernel's accept queue until one closes, and
-	// those already connected are served meanwhile.
+	// MaxConns caps the connections open at once. At the cap, a connection is closed to make
+	// room for a caller who is waiting: the one kept alive and idle longest between two
+	// requests, as its idle timeout would, or else the one whose request has not finished its
+	// headers for longest, past UnfinishedGrace (nothing sent, or a header trickled in). With
+	// neither, the next caller waits until one closes, and those already connected are served
+	// meanwhile: a request whose headers are in is never closed for room.
 	MaxConns int
 	// MaxConnAge is how long a connection is kept: the response to the first request after it
 	// carries "Connection: close" (HTTP/2: a GOAWAY), so the client's next request makes a new
@@ -158,15 +160,34 @@ func (h HTTP) Listen(hs *http.Server) (net.Listener, error) {
 		return nil, err
 	}
 	if h.MaxConns > 0 {
-		idle := &idleConns{since: map[net.Conn]time.Time{}, wake: make(chan struct{}, 1)}
+		room := newRoomConns()
 		next := hs.ConnState
 		hs.ConnState = func(c net.Conn, st http.ConnState) {
-			idle.track(c, st)
+			room.track(c, st)
 			if next != nil {
 				next(c, st)
 			}
 		}
-		l = &limitListener{Listener: l, slots: make(chan struct{}, h.MaxConns), done: make(chan struct{}), idle: idle}
+		// A request's headers are in once the server calls the handler: its connection (the one
+		// ConnState names, *tls.Conn under TLS) is then no longer closed for room.
+		connContext := hs.ConnContext
+		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			if connContext != nil {
+				ctx = connContext(ctx, c)
+			}
+			return context.WithValue(ctx, roomConnKey{}, c)
+		}
+		handler := hs.Handler
+		if handler == nil {
+			handler = http.DefaultServeMux
+		}
+		hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if c, ok := r.Context().Value(roomConnKey{}).(net.Conn); ok {
+				room.headersIn(c)
+			}
+			handler.ServeHTTP(w, r)
+		})
+		l = &limitListener{Listener: l, slots: make(chan struct{}, h.MaxConns), done: make(chan struct{}), room: room}
 	}
 	if hs.TLSConfig != nil {
 		l = tls.NewListener(l, hs.TLSConfig)
@@ -188,13 +209,13 @@ type limitListener struct {
 	slots     chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-	// idle, when set, holds the server's kept-alive connections between requests; at the cap
-	// the oldest is closed to make room (HTTP.Listen).
-	idle *idleConns
+	// room, when set, holds the server's connections that may be closed to make room at the
+	// cap (HTTP.Listen).
+	room *roomConns
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	if l.idle != nil {
+	if l.room != nil {
 		return l.acceptMakingRoom()
 	}
 	select {
@@ -211,11 +232,13 @@ func (l *limitListener) Accept() (net.Conn, error) {
 }
 
 // acceptMakingRoom accepts a caller first, then takes a slot for it: at the cap, it closes the
-// connection kept alive and idle longest (costing its client one new handshake), and waits for
-// one to become idle or close if none is. Left open, one caller's idle connections kept every
-// other caller waiting (a probe: an SRE's 1,024 kept-alive connections to the admin API, 15 s for
-// another). Only a caller that is there makes room, so below the cap, or at it with no one
-// waiting, kept-alive connections stay.
+// connection kept alive and idle longest (costing its client one new handshake), or else the
+// one whose request has not finished its headers for longest past UnfinishedGrace, and waits
+// for one to become so or close if none is. Left open, one caller's idle connections kept every
+// other caller waiting (a probe: an SRE's 1,024 kept-alive connections to the admin API, 15 s
+// for another), and so did half-sent requests (a probe: a metrics listener's 64, re-sent as
+// ReadHeaderTimeout closed them; health probes failed for 36 s). Only a caller that is there
+// makes room, so below the cap, or at it with no one waiting, connections stay.
 func (l *limitListener) acceptMakingRoom() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -227,61 +250,112 @@ func (l *limitListener) acceptMakingRoom() (net.Conn, error) {
 			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
 		default:
 		}
-		l.idle.closeOldest()
+		l.room.closeOne(time.Now())
+		recheck := time.NewTimer(roomRecheck)
 		select {
 		case l.slots <- struct{}{}:
+			recheck.Stop()
 			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
-		case <-l.idle.wake: // a connection became idle: close it for this caller
+		case <-l.room.wake: // a connection became idle: close it for this caller
+		case <-recheck.C: // an unfinished request may have passed UnfinishedGrace
 		case <-l.done:
+			recheck.Stop()
 			c.Close()
 			return nil, net.ErrClosed
 		}
+		recheck.Stop()
 	}
 }
+
+// UnfinishedGrace is how long a connection may take to send its request's headers before it
+// may be closed to make room at the cap: far longer than any working client takes (the headers
+// follow the handshake at once), far shorter than ReadHeaderTimeout, which closes it anyway.
+const UnfinishedGrace = time.Second
+
+// roomRecheck is how often a caller waiting at the cap looks again for an unfinished request
+// that has passed UnfinishedGrace.
+const roomRecheck = 100 * time.Millisecond
 
 func (l *limitListener) Close() error {
 	l.closeOnce.Do(func() { close(l.done) })
 	return l.Listener.Close()
 }
 
-// idleConns are an HTTP server's connections idle between two requests, with the time each
-// became idle (http.Server.ConnState).
-type idleConns struct {
-	mu    sync.Mutex
-	since map[net.Conn]time.Time
-	wake  chan struct{} // signalled when a connection becomes idle
+// roomConnKey keys a request's connection in its context (HTTP.Listen).
+type roomConnKey struct{}
+
+// roomConns are an HTTP server's connections that may be closed to make room at the cap, with
+// the time each became so: those kept alive and idle between two requests, and those whose
+// request's headers are not in yet (http.Server.ConnState; the handler's call ends the latter).
+type roomConns struct {
+	mu         sync.Mutex
+	idle       map[net.Conn]time.Time
+	unfinished map[net.Conn]time.Time
+	wake       chan struct{} // signalled when a connection becomes idle
 }
 
-func (i *idleConns) track(c net.Conn, st http.ConnState) {
+func newRoomConns() *roomConns {
+	return &roomConns{idle: map[net.Conn]time.Time{}, unfinished: map[net.Conn]time.Time{}, wake: make(chan struct{}, 1)}
+}
+
+func (i *roomConns) track(c net.Conn, st http.ConnState) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if st == http.StateIdle {
-		i.since[c] = time.Now()
+	switch st {
+	case http.StateNew:
+		i.unfinished[c] = time.Now()
+	case http.StateActive: // the next request's first byte is in (HTTP/2: its first stream)
+		delete(i.idle, c)
+		if _, ok := i.unfinished[c]; !ok {
+			i.unfinished[c] = time.Now()
+		}
+	case http.StateIdle:
+		delete(i.unfinished, c)
+		i.idle[c] = time.Now()
 		select {
 		case i.wake <- struct{}{}:
 		default:
 		}
-	} else {
-		delete(i.since, c)
+	default: // hijacked or closed
+		delete(i.idle, c)
+		delete(i.unfinished, c)
 	}
 }
 
-// closeOldest closes the connection idle longest, if any: the server then drops it, and its
-// slot frees.
-func (i *idleConns) closeOldest() {
+// headersIn records that c's request is being served: it is no longer closed for room.
+func (i *roomConns) headersIn(c net.Conn) {
 	i.mu.Lock()
-	var oldest net.Conn
-	var at time.Time
-	for c, t := range i.since {
-		if oldest == nil || t.Before(at) {
-			oldest, at = c, t
+	delete(i.unfinished, c)
+	i.mu.Unlock()
+}
+
+// closeOne closes the connection idle longest, or else the one unfinished longest if that is
+// UnfinishedGrace old at now, if any: the server then drops it, and its slot frees.
+func (i *roomConns) closeOne(now time.Time) {
+	i.mu.Lock()
+	victim, from := oldest(i.idle), i.idle
+	if victim == nil {
+		if c := oldest(i.unfinished); c != nil && now.Sub(i.unfinished[c]) >= UnfinishedGrace {
+			victim, from = c, i.unfinished
 		}
 	}
-	delete(i.since, oldest)
+	delete(from, victim)
 	i.mu.Unlock()
-	if oldest != nil {
-		_ = oldest.Close()
+	if victim != nil {
+		_ = victim.Close()
 	}
+}
+
+// oldest is the connection of since with the earliest time, nil for none.
+func oldest(since map[net.Conn]time.Time) net.Conn {
+	var o net.Conn
+	var at time.Time
+	for c, t := range since {
+		if o == nil || t.Before(at) {
+			o, at = c, t
+		}
+	}
+	return o
 }
 
 type limitConn struct {

@@ -517,3 +517,103 @@ func TestAgedConnectionUpgradeKeepsItsAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestUnfinishedRequestsMakeRoomAtTheCap: at MaxConns, a connection that has not finished
+// sending its request's headers for a while (nothing sent, or a header trickled a byte at a
+// time) is closed for a new caller, as an idle one is: a probe held a metrics listener's 64
+// connections so with half-sent requests, re-sent as ReadHeaderTimeout closed them, and health
+// probes failed for 36 s. A request whose headers are in is never closed for room
+// (TestConnectionsBeyondTheCapWait).
+func TestUnfinishedRequestsMakeRoomAtTheCap(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sent string // what each of the connections holding the cap has sent
+	}{
+		{name: "nothing_sent", sent: ""},
+		{name: "headers_half_sent", sent: "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := serverlimits.Metrics()
+			h.MaxConns = 2
+			// Far beyond the wait below: the room is made by the cap, not by this timeout.
+			h.ReadHeaderTimeout = 10 * time.Minute
+			addr := serveHolding(t, h, nil)
+			var held []net.Conn
+			for range 2 {
+				c := dial(t, addr)
+				if _, err := io.WriteString(c, tc.sent); err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, c)
+			}
+			served := make(chan error, 1)
+			go func() {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					served <- err
+					return
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(2 * time.Minute))
+				served <- get(c, "/")
+			}()
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Fatalf("a new caller at the cap held by unfinished requests: %v", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("a new caller at the cap held by unfinished requests was not served in a minute")
+			}
+			// The connection unfinished longest was closed for it: reading it ends.
+			held[0].SetReadDeadline(time.Now().Add(time.Minute))
+			if n, err := held[0].Read(make([]byte, 1)); err == nil {
+				t.Fatalf("the connection unfinished longest read %d bytes, want it closed", n)
+			}
+		})
+	}
+}
+
+// BenchmarkGETUnderSilentFlood times a fresh GET to an API listener (cap 1,024) while 1,200
+// connections that send nothing are held open, each reopened as soon as the server closes it:
+// what one local process without a credential can do. Run it with
+// go test ./serverlimits -run '^$' -bench GETUnderSilentFlood -benchtime 5x (docs/security.md,
+// "Server limits").
+func BenchmarkGETUnderSilentFlood(b *testing.B) {
+	h := serverlimits.API()
+	hs := h.Server("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }), nil)
+	l, err := h.Listen(hs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go hs.Serve(l)
+	defer hs.Close()
+	addr := l.Addr().String()
+	var stop atomic.Bool
+	defer stop.Store(true)
+	for range 1200 {
+		go func() {
+			for !stop.Load() {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				c.SetReadDeadline(time.Now().Add(time.Minute))
+				io.Copy(io.Discard, c) // until the server closes it
+				c.Close()
+			}
+		}()
+	}
+	// A warm-up, not a condition: the flood has filled the cap well before the first GET.
+	time.Sleep(3 * time.Second)
+	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
+	b.ResetTimer()
+	for range b.N {
+		resp, err := client.Get("http://" + addr + "/")
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+}

@@ -181,8 +181,8 @@ func UpstreamTransport(dial func(ctx context.Context, network, addr string) (net
 func ServerLimits() serverlimits.HTTP { return serverlimits.API() }
 
 // Server is the gate's HTTPS server on addr with ServerLimits (headers, body, response and idle
-// timeouts), logging to log. Serve it on ServerLimits().Listen's listener, or on one capped with
-// serverlimits.LimitListener, with ServeTLS(l, "", "").
+// timeouts), logging to log. Serve it on ServerLimits().Listen's listener (capped, TLS) with
+// Serve.
 func (g *Gate) Server(addr string, tlsConfig *tls.Config, log *slog.Logger) *http.Server {
 	srv := ServerLimits().Server(addr, g, tlsConfig)
 	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)

@@ -125,18 +125,19 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--metrics: %w", err)
 		}
-		l, err := net.Listen("tcp", c.metricsListen)
+		srv := metricsServer(c.metricsTarget, metricsTLS, log)
+		srv.Addr = c.metricsListen
+		// Capped, making room for a caller at the cap (serverlimits.HTTP.Listen), TLS when set.
+		l, err := serverlimits.Metrics().Listen(srv)
 		if err != nil {
 			return fmt.Errorf("--metrics %s: %w", c.metricsListen, err)
 		}
-		l = serverlimits.LimitListener(l, serverlimits.Metrics().MaxConns)
-		srv := metricsServer(c.metricsTarget, metricsTLS, log)
 		go func() {
 			<-ctx.Done()
 			_ = srv.Close()
 		}()
 		go func() {
-			if err := serveMaybeTLS(srv, l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server stopped", "error", err)
 			}
 		}()
@@ -152,12 +153,11 @@ func run(ctx context.Context, args []string) error {
 	}
 	var d net.Dialer
 	gate := maestrogate.New(c.rules, u, maestrogate.UpstreamTransport(d.DialContext, upstreamTLS), log)
-	l, err := net.Listen("tcp", c.listen)
+	srv := gate.Server(c.listen, serverTLS, log)
+	l, err := maestrogate.ServerLimits().Listen(srv)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	l = serverlimits.LimitListener(l, maestrogate.ServerLimits().MaxConns)
-	srv := gate.Server(c.listen, serverTLS, log)
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -165,7 +165,7 @@ func run(ctx context.Context, args []string) error {
 		_ = srv.Shutdown(shutdown)
 	}()
 	log.Info("maestro gate serving", "listen", c.listen, "upstream", c.upstream, "allow", c.rules.String())
-	if err := srv.ServeTLS(l, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
@@ -180,12 +180,4 @@ func metricsServer(target string, cfg *tls.Config, log *slog.Logger) *http.Serve
 	srv := serverlimits.Metrics().Server("", mux, cfg)
 	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	return srv
-}
-
-// serveMaybeTLS serves srv on l, over TLS when srv has a TLS config.
-func serveMaybeTLS(srv *http.Server, l net.Listener) error {
-	if srv.TLSConfig == nil {
-		return srv.Serve(l)
-	}
-	return srv.ServeTLS(l, "", "")
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -90,12 +89,13 @@ func TestMetricsAreServedOverTLSAndNothingElse(t *testing.T) {
 	if err != nil || cfg == nil {
 		t.Fatalf("metrics TLS off loopback: %v, %v", cfg, err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	srv := metricsServer(strings.TrimPrefix(maestro.URL, "http://"), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv.Addr = "127.0.0.1:0"
+	l, err := serverlimits.Metrics().Listen(srv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := metricsServer(strings.TrimPrefix(maestro.URL, "http://"), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	go func() { _ = serveMaybeTLS(srv, l) }()
+	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 
 	ca, err := os.ReadFile(p.CAFile)
