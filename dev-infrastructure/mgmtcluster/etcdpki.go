@@ -64,6 +64,32 @@ func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
 	return p, nil
 }
 
+// args are the flags of a one-member etcd named name with its data in dataDir, serving its
+// clients at clientURL and its (only) peer at peerURL with this PKI: TLS only on both ports,
+// and only client certificates of its own CA admitted (etcd has no authorization of its own:
+// any certificate it admits may read and write everything, so nothing but its apiserver holds
+// one).
+func (p *etcdPKI) args(name, dataDir, clientURL, peerURL string) []string {
+	return []string{
+		"--name=" + name,
+		"--data-dir=" + dataDir,
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=" + name + "=" + peerURL,
+		"--cert-file=" + p.serverCert, "--key-file=" + p.serverKey,
+		"--client-cert-auth", "--trusted-ca-file=" + p.caCert,
+		"--peer-cert-file=" + p.serverCert, "--peer-key-file=" + p.serverKey,
+		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + p.caCert,
+		// Loopback only and throwaway: skipping fsync keeps a laptop disk from being the
+		// bottleneck. A killed process loses nothing (the page cache survives it); only a
+		// machine crash could.
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}
+}
+
 // httpClient presents the apiserver's etcd client certificate: what the launcher's health
 // checks use.
 func (p *etcdPKI) httpClient() (*http.Client, error) {

@@ -64,21 +64,7 @@ func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, err
 	}
 	clientURL := "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "https://127.0.0.1:" + strconv.Itoa(ports[1])
-	args := []string{
-		"--name=" + o.Name,
-		"--data-dir=" + filepath.Join(o.Dir, "data"),
-		"--listen-client-urls=" + clientURL,
-		"--advertise-client-urls=" + clientURL,
-		"--listen-peer-urls=" + peerURL,
-		"--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=" + o.Name + "=" + peerURL,
-		"--cert-file=" + p.serverCert, "--key-file=" + p.serverKey,
-		"--client-cert-auth", "--trusted-ca-file=" + p.caCert,
-		"--peer-cert-file=" + p.serverCert, "--peer-key-file=" + p.serverKey,
-		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + p.caCert,
-		"--unsafe-no-fsync", // as the management etcd: loopback and throwaway
-		"--log-level=warn",
-	}
+	args := p.args(o.Name, filepath.Join(o.Dir, "data"), clientURL, peerURL)
 	if o.QuotaBytes > 0 {
 		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBytes, 10))
 	}

@@ -305,31 +305,12 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
 	}
-	// etcd speaks TLS only, on both ports, and admits only client certificates of its own CA
-	// (etcd has no authorization of its own: any certificate it admits may read and write
-	// everything, so nothing but the apiserver holds one).
+	// etcd speaks TLS only and admits only client certificates of its own CA (etcdPKI.args).
 	etcdURL := "https://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "https://127.0.0.1:" + strconv.Itoa(etcdPeer)
 	mc.Etcd, err = StartProcess(ctx, ProcSpec{
 		Name: o.Name + "-etcd", Path: o.EtcdPath, LogDir: o.LogDir,
-		Args: []string{
-			"--name=" + o.Name,
-			"--data-dir=" + filepath.Join(o.Dir, "etcd"),
-			"--listen-client-urls=" + etcdURL,
-			"--advertise-client-urls=" + etcdURL,
-			"--listen-peer-urls=" + peerURL,
-			"--initial-advertise-peer-urls=" + peerURL,
-			"--initial-cluster=" + o.Name + "=" + peerURL,
-			"--cert-file=" + etcdPKI.serverCert, "--key-file=" + etcdPKI.serverKey,
-			"--client-cert-auth", "--trusted-ca-file=" + etcdPKI.caCert,
-			"--peer-cert-file=" + etcdPKI.serverCert, "--peer-key-file=" + etcdPKI.serverKey,
-			"--peer-client-cert-auth", "--peer-trusted-ca-file=" + etcdPKI.caCert,
-			// Loopback only and throwaway: skipping fsync keeps a laptop disk from being the
-			// bottleneck. A killed process loses nothing (the page cache survives it); only a
-			// machine crash could.
-			"--unsafe-no-fsync",
-			"--log-level=warn",
-		},
+		Args: etcdPKI.args(o.Name, filepath.Join(o.Dir, "etcd"), etcdURL, peerURL),
 	})
 	if err != nil {
 		return nil, err
