@@ -175,6 +175,41 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 		})
 	})
 
+	// A client may hold only the subscriptions its role uses: every other SUBSCRIBE is refused,
+	// so one certificate cannot make the broker hold tens of thousands of filters (a probe:
+	// 60,000 took 200 MB of its memory; delivery was still ACL-checked).
+	t.Run("a_client_holds_only_the_filters_its_role_uses", func(t *testing.T) {
+		agent2 := dial(pki.MaestroAgent("mgmt-2"), "mgmt-2-filters")
+		granted := func(c *mqttTestClient, topic string) bool {
+			t.Helper()
+			sa, err := c.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}})
+			if sa == nil || len(sa.Reasons) != 1 {
+				t.Fatalf("subscribe %s: no SUBACK (%v)", topic, err)
+			}
+			return sa.Reasons[0] < 0x80
+		}
+		if !granted(agent2, topics+"mgmt-2/sourceevents") {
+			t.Fatal("control: mgmt-2 may not subscribe to its own spec topic")
+		}
+		for i := range 50 {
+			if topic := fmt.Sprintf("%sfiller-%d/sourceevents", topics, i); granted(agent2, topic) {
+				t.Fatalf("mgmt-2 was granted %s, a filter no agent uses", topic)
+			}
+		}
+		for _, topic := range []string{"#", topics + "+/sourceevents", mgmt1Spec} {
+			if granted(agent2, topic) {
+				t.Errorf("mgmt-2 was granted %s", topic)
+			}
+		}
+		server := dial(pki.MaestroServer, "maestro-server-filters")
+		if !granted(server, topics+"+/agentevents") {
+			t.Fatal("control: the server may not subscribe to the agents' status")
+		}
+		if granted(server, "#") {
+			t.Error("the server was granted #, a filter it does not use")
+		}
+	})
+
 	t.Run("agent_of_mgmt_2_cannot_read_or_write_mgmt_1", func(t *testing.T) {
 		server := dial(pki.MaestroServer, "maestro-server")
 		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")

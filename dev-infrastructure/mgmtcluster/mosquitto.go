@@ -46,6 +46,12 @@ type MosquittoShareGuard struct {
 	Plugin string
 	// Subscribers are the usernames (certificate CNs) that may join share groups.
 	Subscribers []string
+	// Filters, when set, are the only subscription filters any client may hold (%u: the
+	// client's username); every other SUBSCRIBE is refused. mosquitto alone grants any number
+	// of subscriptions and checks the ACL only when it delivers, so one certificate could make
+	// it hold tens of thousands (a probe: 60,000 took 200 MB); with Filters a client holds at
+	// most len(Filters).
+	Filters []string
 }
 
 // MosquittoTLS is the broker's TLS listener configuration. All paths must be readable by the
@@ -88,11 +94,19 @@ func MaestroACL(serverUsers ...string) []MosquittoACLRule {
 		MosquittoACLRule{Access: "write", Topic: "sources/maestro/consumers/%u/agentevents"})
 }
 
+// MaestroSubscribeFilters are the only subscriptions Maestro's clients make (sdk-go's MQTT
+// options subscribe to the configured topics, and no broadcast topic is configured): a server's
+// status subscription, shared by its instances or not, and an agent's own spec topic (%u: the
+// client's username, its consumer name).
+func MaestroSubscribeFilters() []string {
+	return []string{maestroServerSharedAgentEvents, maestroServerAgentEvents, "sources/maestro/consumers/%u/sourceevents"}
+}
+
 // SecureBrokerOptions is the region's broker: TLS with the region PKI's broker certificate,
 // every client authenticated by its own certificate from the region CA (CN = username = client
 // ID), MaestroACL with the maestro-server identity and those of extraServers as the server
 // instances, and the share guard (sharePlugin, from MosquittoShareGuardPlugin) letting only
-// those instances join share groups.
+// those instances join share groups and every client hold only MaestroSubscribeFilters.
 func SecureBrokerOptions(p *pki.Region, dir, logDir, sharePlugin string, extraServers ...string) (MosquittoOptions, error) {
 	f, err := p.Files(pki.Broker)
 	if err != nil {
@@ -105,7 +119,7 @@ func SecureBrokerOptions(p *pki.Region, dir, logDir, sharePlugin string, extraSe
 	return MosquittoOptions{Dir: dir, LogDir: logDir,
 		TLS:        &MosquittoTLS{CAFile: p.CAFile, CertFile: f.Cert, KeyFile: f.Key, RequireClientCert: true},
 		ACL:        MaestroACL(servers...),
-		ShareGuard: &MosquittoShareGuard{Plugin: sharePlugin, Subscribers: servers},
+		ShareGuard: &MosquittoShareGuard{Plugin: sharePlugin, Subscribers: servers, Filters: MaestroSubscribeFilters()},
 	}, nil
 }
 
@@ -254,9 +268,18 @@ func mosquittoConfig(o MosquittoOptions) (string, error) {
 				return "", fmt.Errorf("mosquitto share guard: subscriber %q is not a plain username", u)
 			}
 		}
+		for _, f := range g.Filters {
+			if f == "" || strings.ContainsAny(f, ", \t\n") {
+				return "", fmt.Errorf("mosquitto share guard: filter %q has a comma or a space", f)
+			}
+		}
 		// The plugin asks before the acl_file (mosquitto initialises plugins first) and defers
-		// everything but a shared SUBSCRIBE by a client not listed.
+		// everything but a shared SUBSCRIBE by a client not listed and a SUBSCRIBE to a filter
+		// not listed.
 		fmt.Fprintf(&b, "plugin %s\nplugin_opt_shared_subscribers %s\n", g.Plugin, strings.Join(g.Subscribers, ","))
+		if len(g.Filters) > 0 {
+			fmt.Fprintf(&b, "plugin_opt_subscribe_filters %s\n", strings.Join(g.Filters, ","))
+		}
 	}
 	return b.String(), nil
 }
