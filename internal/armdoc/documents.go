@@ -74,9 +74,10 @@ type OperationDocument struct {
 	// another request.
 	Conditions string `json:"conditions,omitempty"`
 	// AfterCreate, on a delete that canceled a running create, is that create's start. The
-	// create's Cluster Service call may still land until NotFoundGrace after it, so until then
-	// Cluster Service not knowing the object does not mean the delete is done: the backend
-	// waits, and a create that lands is then deleted (its delete sent again).
+	// create's Cluster Service call may still land until NotFoundGrace after it, and a client's
+	// retry of the create calls again until the delete starts, so until NotFoundGrace after the
+	// later of the two starts Cluster Service not knowing the object does not mean the delete is
+	// done: the backend waits, and a create that lands is then deleted (its delete sent again).
 	AfterCreate *time.Time        `json:"afterCreate,omitempty"`
 	Location    string            `json:"location"`
 	Status      ProvisioningState `json:"status"`

@@ -404,11 +404,18 @@ func (c *Controller) kindOf(op *armdoc.OperationDocument) (csfollow.Kind, error)
 
 // createMayLand tells how long the delete op, which canceled a create (AfterCreate) and finds
 // its object unknown to Cluster Service, must wait before that means done: until NotFoundGrace
-// after the create's start, unless the backend has seen the object in Cluster Service (the
-// resource document records the revision it saw), in which case the create landed and the
-// object is gone for good. Only this rare path reads the resource document.
+// after the create's start and after the delete's own, unless the backend has seen the object
+// in Cluster Service (the resource document records the revision it saw), in which case the
+// create landed and the object is gone for good. The delete's start counts because a client's
+// retry of the create PUT calls Cluster Service's create again for as long as the create runs:
+// the last such call starts before the delete does, however long after the create. Only this
+// rare path reads the resource document.
 func (c *Controller) createMayLand(ctx context.Context, partition string, op *armdoc.OperationDocument, now time.Time) (time.Duration, error) {
-	wait := op.AfterCreate.Add(c.cfg.NotFoundGrace).Sub(now)
+	lastCall := *op.AfterCreate
+	if op.StartTime.After(lastCall) {
+		lastCall = op.StartTime
+	}
+	wait := lastCall.Add(c.cfg.NotFoundGrace).Sub(now)
 	if wait <= 0 {
 		return 0, nil
 	}

@@ -200,6 +200,30 @@ func TestDeleteOfARunningCreateWaitsForTheCreatesCall(t *testing.T) {
 	}
 }
 
+// TestDeleteWaitsForACreateRetriedLate: a client's retry of a create PUT calls Cluster
+// Service's create again while the create runs, so a create that started long before the
+// DELETE may have a call on its way that started just before it. The delete waits
+// NotFoundGrace after its own start too, not only after the create's: finished earlier, the
+// retried call landing after it would leave a cluster no document names.
+func TestDeleteWaitsForACreateRetriedLate(t *testing.T) {
+	const grace = 3 * time.Second
+	h := newHarness(t)
+	h.start(Config{ResyncPeriod: 500 * time.Millisecond, NotFoundGrace: grace})
+	rid := h.resourceID("c01")
+	csID := strings.ReplaceAll(uuid.NewString(), "-", "")
+	createOp := uuid.NewString()
+	h.writeOperation(rid, csID, createOp, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
+	// The create started almost a grace ago; its retry's call started just now.
+	createStart := h.operation(createOp).StartTime.Add(-grace + 500*time.Millisecond)
+	delOp := uuid.NewString()
+	h.writeOperationWith(rid, csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false,
+		func(op *armdoc.OperationDocument) { op.AfterCreate = &createStart })
+	op := h.waitStatus(delOp, armdoc.StateSucceeded, 30*time.Second)
+	if ended := op.EndTime.Sub(op.StartTime); ended < grace {
+		t.Fatalf("delete ended %s after its own start, within the grace (%s) of a create call retried just before it", ended, grace)
+	}
+}
+
 // TestDeleteOfACreateTheBackendSawEndsWithoutWaiting: once the backend has seen the create's
 // object in Cluster Service (the resource records the revision it read), the create has landed,
 // and its delete ends as soon as Cluster Service has removed it, not a grace later.
