@@ -155,15 +155,18 @@ func TestDeleteClusterServiceNeverReceivedIsSentAgain(t *testing.T) {
 // create that lands meanwhile is deleted, and one that never does ends the delete after the
 // wait.
 func TestDeleteOfARunningCreateWaitsForTheCreatesCall(t *testing.T) {
-	const grace = 3 * time.Second
 	for _, tc := range []struct {
 		name        string
 		createLands bool
+		// grace is the backend's: the create must land within it, after the delete's first
+		// reconcile, which a busy machine can delay by seconds.
+		grace time.Duration
 	}{
-		{"create_lands_after_the_delete", true},
-		{"create_never_lands", false},
+		{"create_lands_after_the_delete", true, 20 * time.Second},
+		{"create_never_lands", false, 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			grace := tc.grace
 			h := newHarness(t)
 			h.start(Config{ResyncPeriod: 500 * time.Millisecond, NotFoundGrace: grace})
 			rid := h.resourceID("c01")
@@ -180,6 +183,9 @@ func TestDeleteOfARunningCreateWaitsForTheCreatesCall(t *testing.T) {
 			if tc.createLands {
 				waitUntil(t, 10*time.Second, "the delete's first reconcile", func() bool { return h.operation(delOp).Status == armdoc.StateDeleting })
 				h.createInClusterService(rid, csID)
+				if since := time.Since(createStart); since >= grace {
+					t.Fatalf("the create landed %s after it started, past the grace (%s) the test gives it", since, grace)
+				}
 				if st := h.operation(delOp).Status; st.Terminal() {
 					t.Fatalf("delete ended %s before the create it canceled could land", st)
 				}
@@ -189,7 +195,7 @@ func TestDeleteOfARunningCreateWaitsForTheCreatesCall(t *testing.T) {
 				})
 				h.removeFromClusterService(csID)
 			}
-			op := h.waitStatus(delOp, armdoc.StateSucceeded, 30*time.Second)
+			op := h.waitStatus(delOp, armdoc.StateSucceeded, grace+30*time.Second)
 			if ended := op.EndTime.Sub(createStart); ended < grace {
 				t.Fatalf("delete ended %s after the create started, within the create's grace (%s)", ended, grace)
 			}

@@ -476,9 +476,12 @@ func (k *childResource[M, Spec, Update, Version]) update(s *Server, w http.Respo
 	}
 	if op != nil {
 		// The caller retries a create we accepted: drive Cluster Service again with the stored
-		// ID (its create is idempotent) and point at the same operation.
-		if _, err := k.callCreate(s, r, stored, rd.InternalID, cluster.InternalID); err != nil {
-			return fmt.Errorf("retry create of %s %s: %w", k.noun, id, err)
+		// ID (its create is idempotent), while that call ends within the backend's grace
+		// (resendCreate), and point at the same operation.
+		if s.resendCreate(r, op) {
+			if _, err := k.callCreate(s, r, stored, rd.InternalID, cluster.InternalID); err != nil {
+				return fmt.Errorf("retry create of %s %s: %w", k.noun, id, err)
+			}
 		}
 		s.setAsyncHeaders(w, r, id.SubscriptionID, op.ID, false)
 		return k.respond(w, r, http.StatusCreated, stored, doc.ETag)

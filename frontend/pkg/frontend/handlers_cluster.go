@@ -358,13 +358,16 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request, c *api.Cl
 	}
 	if op != nil {
 		// The caller retries a create we accepted: drive Cluster Service again with the
-		// stored ID (CreateCluster is idempotent) and point at the same operation.
-		created, err := s.callCreate(r, stored, rd.InternalID)
-		if err != nil {
-			return fmt.Errorf("retry create of cluster %s: %w", c.ID, err)
+		// stored ID (CreateCluster is idempotent), while that call ends within the backend's
+		// grace (resendCreate), and point at the same operation.
+		if s.resendCreate(r, op) {
+			created, err := s.callCreate(r, stored, rd.InternalID)
+			if err != nil {
+				return fmt.Errorf("retry create of cluster %s: %w", c.ID, err)
+			}
+			stored.BaseDomain = created.GetSpec().GetDnsBaseDomain()
+			stored.IssuerURL = created.GetSpec().GetIssuerUrl()
 		}
-		stored.BaseDomain = created.GetSpec().GetDnsBaseDomain()
-		stored.IssuerURL = created.GetSpec().GetIssuerUrl()
 		s.setAsyncHeaders(w, r, c.ID.SubscriptionID, op.ID, false)
 		return s.respondCluster(w, r, http.StatusCreated, stored, doc.ETag)
 	}

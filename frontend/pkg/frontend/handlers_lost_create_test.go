@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -241,5 +242,47 @@ func TestPutOnFailedClusterWhileClusterServiceCannotSayAsksAgain(t *testing.T) {
 	}
 	if ids := creates(); len(ids) != 1 {
 		t.Fatalf("CreateCluster calls %v, want only the first", ids)
+	}
+}
+
+// TestCreateRetryTooLateIsNotSentToClusterService: a client's retry of a create whose answer was
+// lost joins the running Create operation; it asks Cluster Service again only while that call
+// would end within the backend's grace (armdoc.NotFoundGrace from the operation's start). A call
+// sent later could land after the backend failed the create for Cluster Service not knowing it:
+// a DELETE meanwhile then ended leaving an object no document names, and a PUT meanwhile created
+// it again under the same ID with another body, which Cluster Service answered with the object
+// the late call made. The late retry is answered with the operation, without a call.
+func TestCreateRetryTooLateIsNotSentToClusterService(t *testing.T) {
+	for _, k := range lostCreateKinds {
+		t.Run(k.name, func(t *testing.T) {
+			e, path, body, _, failCreate, creates := k.setup(t)
+			failCreate(status.Error(codes.Unavailable, "connection refused"))
+			if first := e.put(path, body); first.code != 503 {
+				t.Fatalf("PUT while Cluster Service is unreachable = %d %s, want 503", first.code, first.body)
+			}
+			failCreate(nil)
+			lost, _ := e.resource(path)
+			if lost == nil || lost.ActiveOperationID == "" {
+				t.Fatalf("the unclear create left no documents: %+v", lost)
+			}
+			// The operation started so long ago that a call now could end after the grace.
+			op, opDoc := e.operation(lost.ActiveOperationID)
+			op.StartTime = time.Now().UTC().Add(-armdoc.NotFoundGrace + e.srv.cfg.ClusterServiceTimeout/2)
+			if _, err := e.store.Transact(context.Background(), opDoc.PartitionKey,
+				[]docstore.TxOp{{Kind: docstore.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag}}); err != nil {
+				t.Fatal(err)
+			}
+			before := len(creates())
+			resp := e.put(path, body)
+			if resp.code != 201 {
+				t.Fatalf("late retry of the create = %d %s, want 201 (the running create)", resp.code, resp.body)
+			}
+			if got := opIDFrom(t, resp.header.Get("Azure-AsyncOperation")); got != lost.ActiveOperationID {
+				t.Fatalf("late retry points at operation %s, want the running create %s", got, lost.ActiveOperationID)
+			}
+			if after := len(creates()); after != before {
+				t.Fatalf("late retry sent the create to Cluster Service (%d calls, %d before)", after, before)
+			}
+		})
 	}
 }

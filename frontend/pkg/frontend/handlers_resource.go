@@ -611,6 +611,23 @@ func (s *Server) pendingCreate(r *http.Request, part string, rd *armdoc.Resource
 		"Cannot write resource '%s' while operation '%s' (%s) is in progress.", id, op.ID, op.Request)
 }
 
+// resendCreate tells whether a retry of the running create op may send the create to Cluster
+// Service again: only while the call, bounded by ClusterServiceTimeout, ends before
+// armdoc.NotFoundGrace from op's start, after which the backend takes an object Cluster Service
+// does not know as a create that never reached it (it fails the create, a DELETE meanwhile
+// ends, and a PUT creates it again under the same ID: neverCreated). A call still running then
+// could land after all, an object no document names or one made from an older body. Later, the
+// retry is answered with op without a call; if Cluster Service never got the create, the backend
+// fails it, and a PUT then creates it again.
+func (s *Server) resendCreate(r *http.Request, op *armdoc.OperationDocument) bool {
+	if time.Since(op.StartTime)+s.cfg.ClusterServiceTimeout < armdoc.NotFoundGrace {
+		return true
+	}
+	info(r).log.Info("create repeated too late to send to cluster service again; joined its operation",
+		"resourceID", op.ExternalID, "operationID", op.ID)
+	return false
+}
+
 // joinUpdate answers a request that repeats the running update op (the resource document rd
 // already holds what the request asks for), from the caller that started op (startedBy), with
 // op, as a create's retry is answered with its create: a PUT 200 through respond, a PATCH 202,
