@@ -36,7 +36,10 @@ type Config struct {
 	Policy placement.Policy
 	// KeepAlive is how often an idle watch gets a BOOKMARK; default 30s.
 	KeepAlive time.Duration
-	Log       *slog.Logger
+	// MaxWatchesPerCaller bounds the watches one caller identity holds open at once; more are
+	// ResourceExhausted. Default DefaultMaxWatchesPerCaller.
+	MaxWatchesPerCaller int
+	Log                 *slog.Logger
 	// Registerer receives the request and shard metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Versions is the version catalogue creates are resolved against; default versions.Default.
@@ -72,6 +75,7 @@ type Server struct {
 	st      *store.Store
 	cfg     Config
 	metrics *metrics
+	watches *watchLimiter
 
 	drainOnce sync.Once
 	draining  chan struct{}
@@ -92,6 +96,9 @@ func New(st *store.Store, cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 30 * time.Second
 	}
+	if cfg.MaxWatchesPerCaller <= 0 {
+		cfg.MaxWatchesPerCaller = DefaultMaxWatchesPerCaller
+	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -109,9 +116,10 @@ func New(st *store.Store, cfg Config) *Server {
 	if cfg.CustomerCredentialValidity <= 0 {
 		cfg.CustomerCredentialValidity = controller.DefaultCredentialValidity
 	}
-	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st), draining: make(chan struct{})}
+	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st), draining: make(chan struct{}), watches: newWatchLimiter(cfg.MaxWatchesPerCaller)}
 	if cfg.Registerer != nil {
 		s.metrics.register(cfg.Registerer)
+		cfg.Registerer.MustRegister(s.watches.refused)
 	}
 	return s
 }

@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/authz"
 )
 
 // Every Watch RPC (clusters, node pools, external auths, break-glass credentials) streams one
@@ -64,6 +66,15 @@ func serveWatch[M watchEvent](s *Server, since int64, stream watchStream[M], l w
 		v.add("since_revision", "must not be negative")
 		return v.err()
 	}
+	caller, ok := authz.Caller(ctx)
+	if !ok {
+		caller = unidentifiedCaller
+	}
+	release, err := s.watches.acquire(caller)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Subscribe before reading, so a change committed between the read and the wait still wakes us.
 	changes, stop := l.changes()
 	defer stop()
