@@ -129,11 +129,15 @@ func selfSigned(t *testing.T) tls.Certificate {
 }
 
 // serveHolding is serve with a handler that answers "ok" at once, except on /hold, which it
-// answers only once release is closed.
-func serveHolding(t *testing.T, h serverlimits.HTTP, release <-chan struct{}) string {
+// answers only once release is closed; each /hold request, once in the handler, is sent to
+// holding when it is set.
+func serveHolding(t *testing.T, h serverlimits.HTTP, release <-chan struct{}, holding chan<- struct{}) string {
 	t.Helper()
 	return serveHandler(t, h, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
+			if holding != nil {
+				holding <- struct{}{}
+			}
 			select {
 			case <-release:
 			case <-r.Context().Done():
@@ -178,11 +182,21 @@ func TestConnectionsBeyondTheCapWait(t *testing.T) {
 	h := serverlimits.API()
 	h.MaxConns = 2
 	release := make(chan struct{})
-	addr := serveHolding(t, h, release)
+	holding := make(chan struct{}, 2)
+	addr := serveHolding(t, h, release, holding)
 	held := make(chan error, 2)
 	for range 2 {
 		c := dial(t, addr)
 		go func() { held <- get(c, "/hold") }()
+	}
+	// Both slots busy in a request, not merely connected: a connection whose request is not in
+	// yet makes room once it is UnfinishedGrace old, which a busy machine can reach.
+	for range 2 {
+		select {
+		case <-holding:
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the held requests did not reach the handler")
+		}
 	}
 	waiting := make(chan error, 1)
 	go func() {
@@ -223,7 +237,7 @@ func TestConnectionsBeyondTheCapWait(t *testing.T) {
 func TestIdleConnectionsMakeRoomAtTheCap(t *testing.T) {
 	h := serverlimits.API()
 	h.MaxConns = 2
-	addr := serveHolding(t, h, nil)
+	addr := serveHolding(t, h, nil, nil)
 	var idle []net.Conn
 	for range 2 {
 		c := dial(t, addr)
@@ -537,7 +551,7 @@ func TestUnfinishedRequestsMakeRoomAtTheCap(t *testing.T) {
 			h.MaxConns = 2
 			// Far beyond the wait below: the room is made by the cap, not by this timeout.
 			h.ReadHeaderTimeout = 10 * time.Minute
-			addr := serveHolding(t, h, nil)
+			addr := serveHolding(t, h, nil, nil)
 			var held []net.Conn
 			for range 2 {
 				c := dial(t, addr)

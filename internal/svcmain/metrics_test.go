@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -93,5 +94,38 @@ func TestMetricsOffLoopbackServeTLS(t *testing.T) {
 	}
 	if _, err := ListenMetrics("0.0.0.0:0", tlsconfig.Files{}); err == nil || !strings.Contains(err.Error(), "--metrics-listen") {
 		t.Fatalf("ListenMetrics off loopback without --tls-cert = %v, want a refusal naming --metrics-listen", err)
+	}
+}
+
+// TestHealthAnsweredWhileTricklesHoldEveryConnection: a local process holding all of a metrics
+// listener's connections with half-sent requests does not keep /healthz from answering within a
+// probe's patience, half the header timeout (the kubelet's default probe timeout is 1 s). The
+// trickles were closed only by the header timeout before, and a probe waited for it.
+func TestHealthAnsweredWhileTricklesHoldEveryConnection(t *testing.T) {
+	m, err := ListenMetrics("127.0.0.1:0", tlsconfig.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Serve(prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { m.Close() })
+	limits := serverlimits.Metrics()
+	for range limits.MaxConns {
+		c, err := net.Dial("tcp", m.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client := &http.Client{Timeout: limits.ReadHeaderTimeout / 2}
+	resp, err := client.Get("http://" + m.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz with %d trickling connections held: %v", limits.MaxConns, err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK || string(b) != "ok" {
+		t.Fatalf("/healthz: %s %q", resp.Status, b)
 	}
 }
