@@ -173,12 +173,7 @@ func TestDeleteOfARunningCreateWaitsForTheCreatesCall(t *testing.T) {
 			csID := strings.ReplaceAll(uuid.NewString(), "-", "")
 			// The documents of the create and of the DELETE that canceled it, as the frontend
 			// writes them; the create's Cluster Service call has not landed.
-			createOp := uuid.NewString()
-			h.writeOperation(rid, csID, createOp, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
-			createStart := h.operation(createOp).StartTime
-			delOp := uuid.NewString()
-			h.writeOperationWith(rid, csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false,
-				func(op *armdoc.OperationDocument) { op.AfterCreate = &createStart })
+			createStart, delOp := h.writeCanceledCreate(rid, csID, 0)
 
 			if tc.createLands {
 				waitUntil(t, 10*time.Second, "the delete's first reconcile", func() bool { return h.operation(delOp).Status == armdoc.StateDeleting })
@@ -217,13 +212,8 @@ func TestDeleteWaitsForACreateRetriedLate(t *testing.T) {
 	h.start(Config{ResyncPeriod: 500 * time.Millisecond, NotFoundGrace: grace})
 	rid := h.resourceID("c01")
 	csID := strings.ReplaceAll(uuid.NewString(), "-", "")
-	createOp := uuid.NewString()
-	h.writeOperation(rid, csID, createOp, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
 	// The create started almost a grace ago; its retry's call started just now.
-	createStart := h.operation(createOp).StartTime.Add(-grace + 500*time.Millisecond)
-	delOp := uuid.NewString()
-	h.writeOperationWith(rid, csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false,
-		func(op *armdoc.OperationDocument) { op.AfterCreate = &createStart })
+	_, delOp := h.writeCanceledCreate(rid, csID, -grace+500*time.Millisecond)
 	op := h.waitStatus(delOp, armdoc.StateSucceeded, 30*time.Second)
 	if ended := op.EndTime.Sub(op.StartTime); ended < grace {
 		t.Fatalf("delete ended %s after its own start, within the grace (%s) of a create call retried just before it", ended, grace)
@@ -284,15 +274,10 @@ func TestDeleteBeforeTheBackendSawTheCreateEndsWithoutWaiting(t *testing.T) {
 	h.start(Config{ResyncPeriod: 500 * time.Millisecond, NotFoundGrace: time.Hour})
 	rid := h.resourceID("c01")
 	csID := strings.ReplaceAll(uuid.NewString(), "-", "")
-	createOp := uuid.NewString()
 	// The backend has not seen the create (its documents are written only now, with the
 	// delete's): the resource holds no revision.
 	h.createInClusterService(rid, csID)
-	h.writeOperation(rid, csID, createOp, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
-	createStart := h.operation(createOp).StartTime
-	delOp := uuid.NewString()
-	h.writeOperationWith(rid, csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false,
-		func(op *armdoc.OperationDocument) { op.AfterCreate = &createStart })
+	_, delOp := h.writeCanceledCreate(rid, csID, 0)
 	if _, err := h.cs.DeleteCluster(t0(), &csv1.DeleteClusterRequest{Id: csID}); err != nil {
 		t.Fatalf("delete cluster: %v", err)
 	}
@@ -302,4 +287,17 @@ func TestDeleteBeforeTheBackendSawTheCreateEndsWithoutWaiting(t *testing.T) {
 	})
 	h.removeFromClusterService(csID)
 	h.waitStatus(delOp, armdoc.StateSucceeded, 15*time.Second)
+}
+
+// writeCanceledCreate writes, as the frontend does, the documents of a create of rid (Cluster
+// Service ID csID) and of the DELETE that canceled it, whose afterCreate is the create's start
+// moved by shift; it returns that start and the delete's operation ID.
+func (h *harness) writeCanceledCreate(rid, csID string, shift time.Duration) (time.Time, string) {
+	createOp := uuid.NewString()
+	h.writeOperation(rid, csID, createOp, armdoc.OperationCreate, armdoc.StateAccepted, 0, true)
+	createStart := h.operation(createOp).StartTime.Add(shift)
+	delOp := uuid.NewString()
+	h.writeOperationWith(rid, csID, delOp, armdoc.OperationDelete, armdoc.StateDeleting, 0, false,
+		func(op *armdoc.OperationDocument) { op.AfterCreate = &createStart })
+	return createStart, delOp
 }

@@ -77,6 +77,24 @@ var lostCreateKinds = []lostCreateKind{
 	}},
 }
 
+// loseCreate PUTs body at path while the kind's CreateX fails without a definitive answer
+// (503), so the create keeps its documents and its running operation, and returns the resource
+// document; CreateX works again afterwards.
+func loseCreate(t *testing.T, e *env, path string, body map[string]any, failCreate func(error)) *armdoc.ResourceDocument {
+	t.Helper()
+	failCreate(status.Error(codes.Unavailable, "connection refused"))
+	first := e.put(path, body)
+	failCreate(nil)
+	if first.code != 503 {
+		t.Fatalf("PUT while Cluster Service is unreachable = %d %s, want 503", first.code, first.body)
+	}
+	lost, _ := e.resource(path)
+	if lost == nil || lost.ActiveOperationID == "" {
+		t.Fatalf("the unclear create left no documents: %+v", lost)
+	}
+	return lost
+}
+
 // TestPutAfterLostCreateCreatesAgain: a create whose Cluster Service call failed without a
 // definitive answer keeps its documents; when no retry comes, the backend fails it (Cluster
 // Service does not know the resource). A PUT then, with the same body or another, is a create
@@ -88,16 +106,7 @@ func TestPutAfterLostCreateCreatesAgain(t *testing.T) {
 		for _, again := range []string{"same_body", "other_body"} {
 			t.Run(k.name+"/"+again, func(t *testing.T) {
 				e, path, body, other, failCreate, creates := k.setup(t)
-				failCreate(status.Error(codes.Unavailable, "connection refused"))
-				first := e.put(path, body)
-				failCreate(nil)
-				if first.code != 503 {
-					t.Fatalf("PUT while Cluster Service is unreachable = %d %s, want 503", first.code, first.body)
-				}
-				lost, _ := e.resource(path)
-				if lost == nil || lost.ActiveOperationID == "" {
-					t.Fatalf("the unclear create left no documents: %+v", lost)
-				}
+				lost := loseCreate(t, e, path, body, failCreate)
 				// The backend, past its grace for a create Cluster Service does not know.
 				e.finish(lost.ActiveOperationID, armdoc.StateFailed, &armdoc.CloudErrorBody{Code: "InternalServerError", Message: "no longer known to the service"})
 
@@ -173,11 +182,7 @@ func TestLostCreateRefusedAgainRestoresTheFailedResource(t *testing.T) {
 	for _, k := range lostCreateKinds {
 		t.Run(k.name, func(t *testing.T) {
 			e, path, body, _, failCreate, creates := k.setup(t)
-			failCreate(status.Error(codes.Unavailable, "connection refused"))
-			if first := e.put(path, body); first.code != 503 {
-				t.Fatalf("PUT while Cluster Service is unreachable = %d %s, want 503", first.code, first.body)
-			}
-			lost, _ := e.resource(path)
+			lost := loseCreate(t, e, path, body, failCreate)
 			e.finish(lost.ActiveOperationID, armdoc.StateFailed, &armdoc.CloudErrorBody{Code: "InternalServerError", Message: "no longer known to the service"})
 			failed, failedDoc := e.resource(path)
 
@@ -256,15 +261,7 @@ func TestCreateRetryTooLateIsNotSentToClusterService(t *testing.T) {
 	for _, k := range lostCreateKinds {
 		t.Run(k.name, func(t *testing.T) {
 			e, path, body, _, failCreate, creates := k.setup(t)
-			failCreate(status.Error(codes.Unavailable, "connection refused"))
-			if first := e.put(path, body); first.code != 503 {
-				t.Fatalf("PUT while Cluster Service is unreachable = %d %s, want 503", first.code, first.body)
-			}
-			failCreate(nil)
-			lost, _ := e.resource(path)
-			if lost == nil || lost.ActiveOperationID == "" {
-				t.Fatalf("the unclear create left no documents: %+v", lost)
-			}
+			lost := loseCreate(t, e, path, body, failCreate)
 			// The operation started so long ago that a call now could end after the grace.
 			op, opDoc := e.operation(lost.ActiveOperationID)
 			op.StartTime = time.Now().UTC().Add(-armdoc.NotFoundGrace + e.srv.cfg.ClusterServiceTimeout/2)
