@@ -1,7 +1,6 @@
 package hypershiftsim_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -502,7 +501,7 @@ func TestHostedAPIServer(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(e.opts.HostedAPI.Dir, hcpNS)); !os.IsNotExist(err) {
 			t.Errorf("on-disk files of %s: %v, want removed", hcpNS, err)
 		}
-		if processAlive(etcdPID) {
+		if hypershiftsim.ProcessRunning(etcdPID) {
 			t.Errorf("the hosted etcd %d of %s still runs after its HostedCluster is gone", etcdPID, hcpNS)
 		}
 	}) {
@@ -519,21 +518,10 @@ func hostedEtcdPID(t *testing.T, dir, hcpNS string) int {
 		t.Fatalf("the etcd pid file of %s: %v", hcpNS, err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || !processAlive(pid) {
+	if err != nil || !hypershiftsim.ProcessRunning(pid) {
 		t.Fatalf("the etcd of %s: pid %q (%v) is not running", hcpNS, b, err)
 	}
 	return pid
-}
-
-// processAlive reports whether pid runs and is not a zombie.
-func processAlive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 // metricValue reads a gauge or counter (with these labels) from the sim's metrics registry.
