@@ -23,6 +23,10 @@ type HostedEtcdOptions struct {
 	QuotaBytes int64
 }
 
+// HostedEtcdDataDir is where StartHostedEtcd keeps the data of an etcd whose Dir is dir (its
+// --data-dir, which also tells its process apart from any other).
+func HostedEtcdDataDir(dir string) string { return filepath.Join(dir, "data") }
+
 // HostedEtcd is the etcd of one hosted control plane: hypershift-sim starts one beside each
 // hosted kube-apiserver it runs, as HyperShift runs an etcd per hosted cluster, so no cluster
 // shares a store, a space quota or a client certificate with another. It is a separate process
@@ -64,7 +68,7 @@ func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, err
 	}
 	clientURL := "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	peerURL := "https://127.0.0.1:" + strconv.Itoa(ports[1])
-	args := p.args(o.Name, filepath.Join(o.Dir, "data"), clientURL, peerURL)
+	args := p.args(o.Name, HostedEtcdDataDir(o.Dir), clientURL, peerURL)
 	if o.QuotaBytes > 0 {
 		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBytes, 10))
 	}

@@ -693,7 +693,7 @@ func hostedControlPlanePIDs(t *testing.T, hcpNS string) map[string][]int {
 	dir := simHostedDir + "/" + hcpNS
 	marks := map[string][]byte{
 		"kube-apiserver": []byte("--cert-dir=" + dir + "\x00"),
-		"etcd":           []byte("--data-dir=" + dir + "/etcd/data\x00"),
+		"etcd":           []byte("--data-dir=" + mgmtcluster.HostedEtcdDataDir(dir+"/etcd") + "\x00"),
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {

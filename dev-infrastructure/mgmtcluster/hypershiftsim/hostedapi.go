@@ -632,7 +632,7 @@ func (s *hostedAPIServer) loadOrCreateAdmin(rootCertPEM []byte) error {
 // an earlier sim that was killed (its pid file names it and it still runs this directory's
 // apiserver or etcd) is ended first.
 func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
-	killOrphan(filepath.Join(s.dir, pidFile), "--cert-dir="+s.dir)
+	killOrphan(filepath.Join(s.dir, pidFile), apiserverMark(s.dir))
 	if s.etcd == nil {
 		if err := s.startEtcd(ctx, o); err != nil {
 			return err
@@ -647,7 +647,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
-		Args: hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcdClient(), AuditLogPath(o.LogDir, s.hcpNS)),
+		Args: hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcd, AuditLogPath(o.LogDir, s.hcpNS)),
 	})
 	if err != nil {
 		return err
@@ -667,7 +667,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 // only this cluster's objects count against.
 func (s *hostedAPIServer) startEtcd(ctx context.Context, o HostedAPIOptions) error {
 	dir := filepath.Join(s.dir, etcdDir)
-	killOrphan(filepath.Join(s.dir, etcdPIDFile), "--data-dir="+filepath.Join(dir, "data"))
+	killOrphan(filepath.Join(s.dir, etcdPIDFile), etcdMark(s.dir))
 	e, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
 		Name: s.hcpNS + "-etcd", Dir: dir, LogDir: o.LogDir, EtcdPath: o.EtcdPath,
 		QuotaBytes: o.EtcdQuotaBytes, ReadyTimeout: etcdReadyTimeout})
@@ -686,8 +686,11 @@ func (s *hostedAPIServer) startEtcd(ctx context.Context, o HostedAPIOptions) err
 // etcdReadyTimeout bounds the wait for a hosted etcd's /health (a reconcile waits on it).
 const etcdReadyTimeout = 60 * time.Second
 
-func (s *hostedAPIServer) etcdClient() etcdClient {
-	return etcdClient{Endpoint: s.etcd.Endpoint, CAFile: s.etcd.CAFile, CertFile: s.etcd.CertFile, KeyFile: s.etcd.KeyFile}
+// apiserverMark and etcdMark are the arguments that tell a cluster's kube-apiserver and etcd
+// processes, under its directory dir, apart from any other (killOrphan).
+func apiserverMark(dir string) string { return "--cert-dir=" + dir }
+func etcdMark(dir string) string {
+	return "--data-dir=" + mgmtcluster.HostedEtcdDataDir(filepath.Join(dir, etcdDir))
 }
 
 // reapEtcdLocked notices an etcd that has exited: its apiserver is stopped too, so that the
@@ -704,6 +707,11 @@ func (s *hostedAPIServer) reapEtcdLocked(ctx context.Context) {
 	ctrl.LoggerFrom(ctx).Info("hosted etcd exited; starting it and its kube-apiserver again", "err", err, "log", s.etcd.Proc.LogPath)
 	s.etcd = nil
 	_ = os.Remove(filepath.Join(s.dir, etcdPIDFile))
+	s.stopAPIServerLocked()
+}
+
+// stopAPIServerLocked ends the cluster's kube-apiserver, if one runs.
+func (s *hostedAPIServer) stopAPIServerLocked() {
 	if s.proc != nil {
 		s.proc.Stop(10 * time.Second)
 		_ = os.Remove(filepath.Join(s.dir, pidFile))
@@ -730,7 +738,7 @@ func AuditLogPath(logDir, hcpNS string) string {
 	return filepath.Join(logDir, hcpNS+"-kube-apiserver-audit.log")
 }
 
-func hostedAPIServerArgs(dir, host string, port int, encryptionConfig string, etcd etcdClient, auditLog string) []string {
+func hostedAPIServerArgs(dir, host string, port int, encryptionConfig string, etcd *mgmtcluster.HostedEtcd, auditLog string) []string {
 	return []string{
 		"--audit-policy-file=" + filepath.Join(dir, auditPolicyFile),
 		"--audit-log-path=" + auditLog,
@@ -806,11 +814,7 @@ func processRunning(pid int) bool {
 func (s *hostedAPIServer) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc != nil {
-		s.proc.Stop(10 * time.Second)
-		_ = os.Remove(filepath.Join(s.dir, pidFile))
-		s.proc, s.ready = nil, false
-	}
+	s.stopAPIServerLocked()
 	if s.etcd != nil {
 		s.etcd.Stop()
 		_ = os.Remove(filepath.Join(s.dir, etcdPIDFile))
@@ -851,8 +855,8 @@ func (h *hostedAPIServers) remove(hcpNS string) error {
 		s.stop()
 	}
 	dir := filepath.Join(h.o.Dir, hcpNS)
-	killOrphan(filepath.Join(dir, pidFile), "--cert-dir="+dir)
-	killOrphan(filepath.Join(dir, etcdPIDFile), "--data-dir="+filepath.Join(dir, etcdDir, "data"))
+	killOrphan(filepath.Join(dir, pidFile), apiserverMark(dir))
+	killOrphan(filepath.Join(dir, etcdPIDFile), etcdMark(dir))
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove the files of %s: %w", hcpNS, err)
 	}

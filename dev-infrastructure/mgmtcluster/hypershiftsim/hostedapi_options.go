@@ -36,12 +36,6 @@ type HostedAPIOptions struct {
 // default; the sim's etcds share one machine's memory and disk).
 const DefaultHostedEtcdQuota = 256 << 20
 
-// etcdClient is how a hosted kube-apiserver reaches its etcd: the https endpoint, the CA that
-// verifies it, and the client certificate it admits.
-type etcdClient struct {
-	Endpoint, CAFile, CertFile, KeyFile string
-}
-
 // The HostedAPIServer condition on a HostedCluster says whether the sim serves a real
 // kube-apiserver for it (not written when hosted kube-apiservers are disabled).
 const (
