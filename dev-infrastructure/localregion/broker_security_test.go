@@ -210,6 +210,24 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 		}
 	})
 
+	// %u in a filter stands for one topic level: a certificate whose name holds a wildcard would
+	// make every consumer's topic its own filter (the region's PKI issues no such name; the
+	// plugin refuses it whoever signed it).
+	t.Run("a_username_holding_a_wildcard_matches_no_filter", func(t *testing.T) {
+		const wild = "+"
+		if err := p.Add("wildcard-name", pki.Spec{CommonName: wild, Usage: pki.Client}, pki.ServiceCA); err != nil {
+			t.Fatal(err)
+		}
+		c := dial("wildcard-name", "wildcard-name")
+		sa, err := c.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topics + wild + "/sourceevents", QoS: 1}}})
+		if sa == nil || len(sa.Reasons) != 1 {
+			t.Fatalf("no SUBACK (%v)", err)
+		}
+		if sa.Reasons[0] < 0x80 {
+			t.Fatalf("a client named %q was granted %s/sourceevents: every consumer's specs", wild, topics+wild)
+		}
+	})
+
 	t.Run("agent_of_mgmt_2_cannot_read_or_write_mgmt_1", func(t *testing.T) {
 		server := dial(pki.MaestroServer, "maestro-server")
 		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")

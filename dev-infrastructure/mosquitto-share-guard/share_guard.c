@@ -15,7 +15,8 @@
  *   plugin_opt_shared_subscribers maestro-server,maestro-server-2
  *
  * With plugin_opt_subscribe_filters it also refuses every SUBSCRIBE whose filter is not, exactly,
- * one of the listed filters, where %u stands for the client's username:
+ * one of the listed filters, where %u stands for the client's username (a username that is not
+ * one topic level, holding +, # or /, or empty, matches no filter with %u):
  *
  *   plugin_opt_subscribe_filters sources/maestro/consumers/%u/sourceevents,sources/maestro/consumers/+/agentevents
  *
@@ -62,12 +63,21 @@ static bool listed(const struct guard *g, const char *username)
 	return false;
 }
 
-/* matches reports whether topic is filter, with each %u in filter standing for username. */
+/* topic_level reports whether username can stand for one topic level as it is: not empty, and
+ * free of the wildcards + and # and of the level separator /. Another username would widen a
+ * filter that %u stands in (a username "+" makes every consumer's topic its own). */
+static bool topic_level(const char *username)
+{
+	return username != NULL && username[0] != '\0' && strpbrk(username, "+#/") == NULL;
+}
+
+/* matches reports whether topic is filter, with each %u in filter standing for username; a
+ * filter holding %u matches nothing for a username that is not one topic level. */
 static bool matches(const char *filter, const char *topic, const char *username)
 {
 	while(*filter){
 		if(filter[0] == '%' && filter[1] == 'u'){
-			if(username == NULL) return false;
+			if(!topic_level(username)) return false;
 			size_t n = strlen(username);
 			if(strncmp(topic, username, n) != 0) return false;
 			topic += n;
