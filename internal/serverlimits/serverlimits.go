@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,10 +34,11 @@ type HTTP struct {
 	MaxHeaderBytes int
 	// MaxConns caps the connections open at once. At the cap, a connection is closed to make
 	// room for a caller who is waiting: the one kept alive and idle longest between two
-	// requests, as its idle timeout would, or else the one whose request has not finished its
-	// headers for longest, past UnfinishedGrace (nothing sent, or a header trickled in). With
-	// neither, the next caller waits until one closes, and those already connected are served
-	// meanwhile: a request whose headers are in is never closed for room.
+	// requests, as its idle timeout would, or else the one whose request has not finished
+	// arriving for longest, past UnfinishedGrace (nothing sent, a header trickled in, or over
+	// HTTP/1 a body announced and held back). With neither, the next caller waits until one
+	// closes, and those already connected are served meanwhile: a request that is in (headers,
+	// and its body read to its end) is never closed for room.
 	MaxConns int
 	// MaxConnAge is how long a connection is kept: the response to the first request after it
 	// carries "Connection: close" (HTTP/2: a GOAWAY), so the client's next request makes a new
@@ -168,8 +170,9 @@ func (h HTTP) Listen(hs *http.Server) (net.Listener, error) {
 				next(c, st)
 			}
 		}
-		// A request's headers are in once the server calls the handler: its connection (the one
-		// ConnState names, *tls.Conn under TLS) is then no longer closed for room.
+		// A request is in once the server calls the handler and, over HTTP/1, its body has been
+		// read to its end: its connection (the one ConnState names, *tls.Conn under TLS) is then
+		// no longer closed for room.
 		connContext := hs.ConnContext
 		hs.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			if connContext != nil {
@@ -183,7 +186,7 @@ func (h HTTP) Listen(hs *http.Server) (net.Listener, error) {
 		}
 		hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if c, ok := r.Context().Value(roomConnKey{}).(net.Conn); ok {
-				room.headersIn(c)
+				room.serving(c, r)
 			}
 			handler.ServeHTTP(w, r)
 		})
@@ -233,11 +236,12 @@ func (l *limitListener) Accept() (net.Conn, error) {
 
 // acceptMakingRoom accepts a caller first, then takes a slot for it: at the cap, it closes the
 // connection kept alive and idle longest (costing its client one new handshake), or else the
-// one whose request has not finished its headers for longest past UnfinishedGrace, and waits
+// one whose request has not finished arriving for longest past UnfinishedGrace, and waits
 // for one to become so or close if none is. Left open, one caller's idle connections kept every
 // other caller waiting (a probe: an SRE's 1,024 kept-alive connections to the admin API, 15 s
 // for another), and so did half-sent requests (a probe: a metrics listener's 64, re-sent as
-// ReadHeaderTimeout closed them; health probes failed for 36 s). Only a caller that is there
+// ReadHeaderTimeout closed them; health probes failed for 36 s; and bodies announced and held
+// back, a review found, for ReadTimeout a round). Only a caller that is there
 // makes room, so below the cap, or at it with no one waiting, connections stay.
 func (l *limitListener) acceptMakingRoom() (net.Conn, error) {
 	c, err := l.Listener.Accept()
@@ -267,9 +271,11 @@ func (l *limitListener) acceptMakingRoom() (net.Conn, error) {
 	}
 }
 
-// UnfinishedGrace is how long a connection may take to send its request's headers before it
-// may be closed to make room at the cap: far longer than any working client takes (the headers
-// follow the handshake at once), far shorter than ReadHeaderTimeout, which closes it anyway.
+// UnfinishedGrace is how long a connection may take to send its request (headers, and over
+// HTTP/1 its body) before it may be closed to make room at the cap: far longer than any working
+// client takes on the links these servers serve (the headers follow the handshake at once, and
+// a body its headers; the largest, 4 MiB, takes milliseconds), far shorter than
+// ReadHeaderTimeout and ReadTimeout, which close it anyway.
 const UnfinishedGrace = time.Second
 
 // roomRecheck is how often a caller waiting at the cap looks again for an unfinished request
@@ -286,7 +292,8 @@ type roomConnKey struct{}
 
 // roomConns are an HTTP server's connections that may be closed to make room at the cap, with
 // the time each became so: those kept alive and idle between two requests, and those whose
-// request's headers are not in yet (http.Server.ConnState; the handler's call ends the latter).
+// request is not in yet (http.Server.ConnState; the handler's call, or over HTTP/1 the end of
+// the body, ends the latter).
 type roomConns struct {
 	mu         sync.Mutex
 	idle       map[net.Conn]time.Time
@@ -322,11 +329,42 @@ func (i *roomConns) track(c net.Conn, st http.ConnState) {
 	}
 }
 
-// headersIn records that c's request is being served: it is no longer closed for room.
-func (i *roomConns) headersIn(c net.Conn) {
+// serving records that the server calls the handler for r on c. Without a body to come, the
+// request is in: c is no longer closed for room. An HTTP/1 body keeps c as unfinished until it
+// has been read to its end: until then the connection waits on its client, whether the handler
+// reads the body or not (the server reads what a handler leaves, to discard it, before the
+// connection serves again), and a caller who announces a body and holds it back would
+// otherwise keep the slot until ReadTimeout. The APIs read a body whole before they act on it,
+// so a request being acted on is never closed. HTTP/2 multiplexes requests on a connection and
+// its server bounds each stream's body itself: its requests are in with their headers.
+func (i *roomConns) serving(c net.Conn, r *http.Request) {
+	if r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody {
+		r.Body = &bodyEnd{ReadCloser: r.Body, end: func() { i.requestIn(c) }}
+		return
+	}
+	i.requestIn(c)
+}
+
+// requestIn records that c's request is in: it is no longer closed for room.
+func (i *roomConns) requestIn(c net.Conn) {
 	i.mu.Lock()
 	delete(i.unfinished, c)
 	i.mu.Unlock()
+}
+
+// bodyEnd is a request body that calls end once it has been read to its end.
+type bodyEnd struct {
+	io.ReadCloser
+	once sync.Once
+	end  func()
+}
+
+func (b *bodyEnd) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(b.end)
+	}
+	return n, err
 }
 
 // closeOne closes the connection idle longest, or else the one unfinished longest if that is
