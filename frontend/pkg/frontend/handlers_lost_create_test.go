@@ -256,30 +256,57 @@ func TestPutOnFailedClusterWhileClusterServiceCannotSayAsksAgain(t *testing.T) {
 // sent later could land after the backend failed the create for Cluster Service not knowing it:
 // a DELETE meanwhile then ended leaving an object no document names, and a PUT meanwhile created
 // it again under the same ID with another body, which Cluster Service answered with the object
-// the late call made. The late retry is answered with the operation, without a call.
+// the late call made. The late retry is answered with the operation, without a call. The call
+// must end resendMargin before the grace (the backend's clock is not the frontend's); a retry
+// well before that is sent (the control).
 func TestCreateRetryTooLateIsNotSentToClusterService(t *testing.T) {
 	for _, k := range lostCreateKinds {
-		t.Run(k.name, func(t *testing.T) {
-			e, path, body, _, failCreate, creates := k.setup(t)
-			lost := loseCreate(t, e, path, body, failCreate)
-			// The operation started so long ago that a call now could end after the grace.
-			op, opDoc := e.operation(lost.ActiveOperationID)
-			op.StartTime = time.Now().UTC().Add(-armdoc.NotFoundGrace + e.srv.cfg.ClusterServiceTimeout/2)
-			if _, err := e.store.Transact(context.Background(), opDoc.PartitionKey,
-				[]docstore.TxOp{{Kind: docstore.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag}}); err != nil {
-				t.Fatal(err)
-			}
-			before := len(creates())
-			resp := e.put(path, body)
-			if resp.code != 201 {
-				t.Fatalf("late retry of the create = %d %s, want 201 (the running create)", resp.code, resp.body)
-			}
-			if got := opIDFrom(t, resp.header.Get("Azure-AsyncOperation")); got != lost.ActiveOperationID {
-				t.Fatalf("late retry points at operation %s, want the running create %s", got, lost.ActiveOperationID)
-			}
-			if after := len(creates()); after != before {
-				t.Fatalf("late retry sent the create to Cluster Service (%d calls, %d before)", after, before)
-			}
-		})
+		for _, age := range []struct {
+			name string
+			age  func(timeout time.Duration) time.Duration // the operation's age at the retry
+			sent bool
+		}{
+			// Written in seconds, not from resendMargin, so that the margin cannot shrink
+			// unseen: a call ending 10 s before the grace is too late, one ending a minute
+			// before is not.
+			{"well_within_the_grace", func(timeout time.Duration) time.Duration {
+				return armdoc.NotFoundGrace - timeout - time.Minute
+			}, true},
+			{"its_call_ending_10s_before_the_grace", func(timeout time.Duration) time.Duration {
+				return armdoc.NotFoundGrace - timeout - 10*time.Second
+			}, false},
+			{"its_call_ending_after_the_grace", func(timeout time.Duration) time.Duration {
+				return armdoc.NotFoundGrace - timeout/2
+			}, false},
+		} {
+			t.Run(k.name+"/"+age.name, func(t *testing.T) {
+				lateCreateRetry(t, k, age.age, age.sent)
+			})
+		}
+	}
+}
+
+// lateCreateRetry loses a create of kind k, ages its operation by age, retries the PUT and checks
+// it joins the operation, calling Cluster Service again only if sent.
+func lateCreateRetry(t *testing.T, k lostCreateKind, age func(timeout time.Duration) time.Duration, sent bool) {
+	t.Helper()
+	e, path, body, _, failCreate, creates := k.setup(t)
+	lost := loseCreate(t, e, path, body, failCreate)
+	op, opDoc := e.operation(lost.ActiveOperationID)
+	op.StartTime = time.Now().UTC().Add(-age(e.srv.cfg.ClusterServiceTimeout))
+	if _, err := e.store.Transact(context.Background(), opDoc.PartitionKey,
+		[]docstore.TxOp{{Kind: docstore.TxReplace, Doc: mustWithBody(opDoc, op), IfMatch: opDoc.ETag}}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(creates())
+	resp := e.put(path, body)
+	if resp.code != 201 {
+		t.Fatalf("the retry of the create = %d %s, want 201 (the running create)", resp.code, resp.body)
+	}
+	if got := opIDFrom(t, resp.header.Get("Azure-AsyncOperation")); got != lost.ActiveOperationID {
+		t.Fatalf("the retry points at operation %s, want the running create %s", got, lost.ActiveOperationID)
+	}
+	if after := len(creates()); (after != before) != sent {
+		t.Fatalf("the retry sent the create to Cluster Service: %v, want %v (%d calls, %d before)", after != before, sent, after, before)
 	}
 }

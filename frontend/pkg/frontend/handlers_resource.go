@@ -611,6 +611,12 @@ func (s *Server) pendingCreate(r *http.Request, part string, rd *armdoc.Resource
 		"Cannot write resource '%s' while operation '%s' (%s) is in progress.", id, op.ID, op.Request)
 }
 
+// resendMargin is what resendCreate keeps between the latest end of a create's call and the
+// backend's grace: the frontend's and the backend's clocks are not the same clock (a pod each,
+// in production on other machines), and a Cluster Service handler whose COMMIT was sent when its
+// caller's deadline passed still lands. It costs only an earlier "joined its operation" answer.
+const resendMargin = 30 * time.Second
+
 // resendCreate tells whether a retry of the running create op may send the create to Cluster
 // Service again: only while the call, bounded by ClusterServiceTimeout, ends before
 // armdoc.NotFoundGrace from op's start, after which the backend takes an object Cluster Service
@@ -618,9 +624,9 @@ func (s *Server) pendingCreate(r *http.Request, part string, rd *armdoc.Resource
 // ends, and a PUT creates it again under the same ID: neverCreated). A call still running then
 // could land after all, an object no document names or one made from an older body. Later, the
 // retry is answered with op without a call; if Cluster Service never got the create, the backend
-// fails it, and a PUT then creates it again.
+// fails it, and a PUT then creates it again. The call must end resendMargin before the grace.
 func (s *Server) resendCreate(r *http.Request, op *armdoc.OperationDocument) bool {
-	if time.Since(op.StartTime)+s.cfg.ClusterServiceTimeout < armdoc.NotFoundGrace {
+	if time.Since(op.StartTime)+s.cfg.ClusterServiceTimeout+resendMargin < armdoc.NotFoundGrace {
 		return true
 	}
 	info(r).log.Info("create repeated too late to send to cluster service again; joined its operation",
