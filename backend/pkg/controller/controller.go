@@ -285,12 +285,17 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 		"request", op.Request, logattr.CorrelationRequestID(op.CorrelationID))
 
 	callCtx := metadata.AppendToOutgoingContext(ctx, "x-ms-correlation-request-id", op.CorrelationID)
+	// The time is taken before Cluster Service is read: what the read saw is judged by the
+	// earliest moment it can have seen it. Taken after, a slow read that found nothing within
+	// NotFoundGrace would be judged past it, and a create that landed meanwhile, within the
+	// grace, failed, or the delete that canceled it finished, leaving a cluster no document
+	// names (TestDeleteOfARunningCreateJudgesTheGraceByWhenItLooked).
+	now := c.now()
 	obs, err := c.observe(callCtx, &op.OperationDocument)
 	if err != nil {
 		return 0, err
 	}
 	out := obs.Out
-	now := c.now()
 	age := now.Sub(op.StartTime)
 	if !obs.Known && op.Request != armdoc.OperationDelete {
 		if age < c.cfg.NotFoundGrace {

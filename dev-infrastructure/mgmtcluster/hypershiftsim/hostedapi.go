@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,11 +107,13 @@ type hostedAPIServer struct {
 	port  int
 	// etcd is the cluster's own etcd, started before its apiserver and stopped after it; the
 	// apiserver is started again with a new one when it exits (its port changes).
-	etcd     *mgmtcluster.HostedEtcd
-	proc     *mgmtcluster.Process
-	counted  bool // the current process's start is counted in hostedAPIServerStarts (it answered)
-	started  time.Time
-	ready    bool
+	etcd    *mgmtcluster.HostedEtcd
+	proc    *mgmtcluster.Process
+	counted bool // the current process's start is counted in hostedAPIServerStarts (it answered)
+	started time.Time
+	// ready: the current process answered /readyz at the last check (false with no process).
+	// Read without mu (isReady), which a start holds for as long as its etcd takes to answer.
+	ready    atomic.Bool
 	rbacDone *mgmtcluster.Process // the process RBAC was last created in
 	admin    *http.Client         // the sim's own admin identity, trusting the root CA
 	adminPEM struct{ cert, key, ca []byte }
@@ -352,11 +355,10 @@ func (h *hostedAPIServers) updateRunningGauge() {
 	hostedAPIServersRunning.Set(float64(n))
 }
 
-func (s *hostedAPIServer) isReady() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ready && s.proc != nil
-}
+// isReady takes no lock: updateRunningGauge calls it for every cluster under h.mu, and a
+// cluster whose start waits on its etcd holds its own lock meanwhile, which would hold every
+// other cluster's reconcile (TestOneClusterStartingHoldsNoOtherCluster).
+func (s *hostedAPIServer) isReady() bool { return s.ready.Load() }
 
 // pki is what a hosted kube-apiserver is started from, read from the control-plane namespace.
 type hostedPKI struct {
@@ -436,7 +438,7 @@ func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port 
 		}
 	}
 	err := mgmtcluster.HTTPReady(s.admin, s.url()+"/readyz")(ctx)
-	s.ready = err == nil
+	s.ready.Store(err == nil)
 	if err != nil {
 		// A process that exits at once (a bad flag, its port taken) is a failed start now,
 		// not one more reconcile later.
@@ -478,7 +480,8 @@ func (s *hostedAPIServer) reapExitedLocked(ctx context.Context) bool {
 	} else {
 		ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver exited; starting it again", "err", err, "log", s.proc.LogPath)
 	}
-	s.proc, s.ready = nil, false
+	s.proc = nil
+	s.ready.Store(false)
 	return true
 }
 
@@ -656,7 +659,8 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 		proc.Stop(10 * time.Second)
 		return fmt.Errorf("write pid file of %s: %w", s.hcpNS, err)
 	}
-	s.proc, s.counted, s.ready, s.started = proc, false, false, time.Now()
+	s.proc, s.counted, s.started = proc, false, time.Now()
+	s.ready.Store(false)
 	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver started", "pid", proc.PID(), "address", s.host, "port", s.port, "log", proc.LogPath)
 	return nil
 }
@@ -715,7 +719,8 @@ func (s *hostedAPIServer) stopAPIServerLocked() {
 	if s.proc != nil {
 		s.proc.Stop(10 * time.Second)
 		_ = os.Remove(filepath.Join(s.dir, pidFile))
-		s.proc, s.ready = nil, false
+		s.proc = nil
+		s.ready.Store(false)
 	}
 }
 
