@@ -289,7 +289,7 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	// earliest moment it can have seen it. Taken after, a slow read that found nothing within
 	// NotFoundGrace would be judged past it, and a create that landed meanwhile, within the
 	// grace, failed, or the delete that canceled it finished, leaving a cluster no document
-	// names (TestDeleteOfARunningCreateJudgesTheGraceByWhenItLooked).
+	// names (TestGraceIsJudgedByWhenClusterServiceWasRead).
 	now := c.now()
 	obs, err := c.observe(callCtx, &op.OperationDocument)
 	if err != nil {
