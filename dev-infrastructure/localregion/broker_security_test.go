@@ -52,6 +52,13 @@ func dialMQTT(ctx context.Context, addr string, cfg *tls.Config, clientID string
 	return m, nil
 }
 
+// statusEvent is a status event as an agent sends it (a binary-mode CloudEvent: its clustername
+// extension the user property ce-clustername), with payload for data.
+func statusEvent(topic, clustername, payload string) *paho.Publish {
+	return &paho.Publish{Topic: topic, QoS: 1, Payload: []byte(payload), Properties: &paho.PublishProperties{
+		User: paho.UserProperties{{Key: "ce-clustername", Value: clustername}}}}
+}
+
 type connackError struct{ code byte }
 
 func (e *connackError) Error() string { return fmt.Sprintf("CONNACK reason %#x", e.code) }
@@ -228,6 +235,73 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 		}
 	})
 
+	// Maestro's server takes the management cluster a status event speaks for from its
+	// clustername extension, not from the topic: on a status topic the broker lets through only
+	// binary-mode events whose clustername is the publisher's own name. Before, mgmt-2's agent
+	// (or any workload certificate, on its own topic) spoke for mgmt-1, and a probe saw ARM show
+	// the api.url it forged.
+	t.Run("a_status_event_speaks_only_for_its_publisher", func(t *testing.T) {
+		server := dial(pki.MaestroServer, "maestro-server-clustername")
+		if _, err := server.c.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topics + "+/agentevents", QoS: 1}}}); err != nil {
+			t.Fatalf("server subscribe: %v", err)
+		}
+		event := func(payload string, props ...paho.UserProperty) *paho.Publish {
+			return &paho.Publish{QoS: 1, Payload: []byte(payload), Properties: &paho.PublishProperties{User: props}}
+		}
+		// The forged events carry the clustername as the test says; the control is as an agent
+		// sends it (statusEvent).
+		clustername := func(v string) paho.UserProperty { return paho.UserProperty{Key: "ce-clustername", Value: v} }
+		structured := func(payload string) *paho.Publish {
+			p := event(payload)
+			p.Properties.ContentType = "application/cloudevents+json"
+			return p
+		}
+		for _, tc := range []struct {
+			identity, consumer string
+			forged             []*paho.Publish
+		}{
+			{identity: pki.MaestroAgent("mgmt-2"), consumer: "mgmt-2", forged: []*paho.Publish{
+				event("mgmt-2 as mgmt-1", clustername("mgmt-1")),
+				event("mgmt-2 as itself and mgmt-1", clustername("mgmt-2"), clustername("mgmt-1")),
+				event("mgmt-2 as MGMT-2", paho.UserProperty{Key: "CE-ClusterName", Value: "mgmt-1"}, clustername("mgmt-2")),
+				event("mgmt-2 as nobody"),
+				structured(`{"specversion":"1.0","clustername":"mgmt-1"}`),
+			}},
+			{identity: pki.Frontend, consumer: pki.Frontend, forged: []*paho.Publish{
+				event("frontend as mgmt-1", clustername("mgmt-1")),
+				structured(`{"specversion":"1.0","clustername":"mgmt-1","source":"frontend"}`),
+			}},
+		} {
+			c := dial(tc.identity, tc.identity+"-clustername")
+			topic := topics + tc.consumer + "/agentevents"
+			forged := map[string]bool{}
+			for _, p := range tc.forged {
+				p.Topic = topic
+				forged[string(p.Payload)] = true
+				pr, err := c.c.Publish(ctx, p)
+				t.Logf("%s publishes %q: %+v, err %v", tc.identity, p.Payload, pr, err)
+			}
+			// The control, after the forged ones on the same topic (the broker keeps one
+			// publisher's order): the publisher's own clustername arrives.
+			control := statusEvent(topic, tc.consumer, tc.identity+" as itself")
+			if _, err := c.c.Publish(ctx, control); err != nil {
+				t.Fatalf("%s publishes as itself: %v", tc.identity, err)
+			}
+			deadline := time.After(10 * time.Second)
+			for got := false; !got; {
+				select {
+				case p := <-server.got:
+					if forged[string(p.Payload)] {
+						t.Errorf("the server received %q from %s on %s", p.Payload, tc.identity, p.Topic)
+					}
+					got = string(p.Payload) == string(control.Payload)
+				case <-deadline:
+					t.Fatalf("control: the server did not receive %s's event as itself", tc.identity)
+				}
+			}
+		}
+	})
+
 	t.Run("agent_of_mgmt_2_cannot_read_or_write_mgmt_1", func(t *testing.T) {
 		server := dial(pki.MaestroServer, "maestro-server")
 		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")
@@ -263,13 +337,13 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 		forged(mgmt1Status, "forged status")
 		forged(mgmt1Spec, "forged spec")
 		// The controls: mgmt-1's and mgmt-2's own statuses reach the server.
-		if _, err := agent1.c.Publish(ctx, &paho.Publish{Topic: mgmt1Status, QoS: 1, Payload: []byte("status of mgmt-1")}); err != nil {
+		if _, err := agent1.c.Publish(ctx, statusEvent(mgmt1Status, "mgmt-1", "status of mgmt-1")); err != nil {
 			t.Fatalf("mgmt-1 publish on its own topic: %v", err)
 		}
 		if !server.receives(mgmt1Status, "status of mgmt-1", 5*time.Second) {
 			t.Fatal("control: the server did not receive mgmt-1's status")
 		}
-		if _, err := agent2.c.Publish(ctx, &paho.Publish{Topic: mgmt2Status, QoS: 1, Payload: []byte("status of mgmt-2")}); err != nil {
+		if _, err := agent2.c.Publish(ctx, statusEvent(mgmt2Status, "mgmt-2", "status of mgmt-2")); err != nil {
 			t.Fatalf("mgmt-2 publish on its own topic: %v", err)
 		}
 		if !server.receives(mgmt2Status, "status of mgmt-2", 5*time.Second) {
@@ -310,7 +384,7 @@ func TestRegionBrokerRefusesAndIsolates(t *testing.T) {
 		agent1 := dial(pki.MaestroAgent("mgmt-1"), "mgmt-1-work-agent-client")
 		const n = 20
 		for i := range n {
-			if _, err := agent1.c.Publish(ctx, &paho.Publish{Topic: mgmt1Status, QoS: 1, Payload: []byte(fmt.Sprintf("status %d", i))}); err != nil {
+			if _, err := agent1.c.Publish(ctx, statusEvent(mgmt1Status, "mgmt-1", fmt.Sprintf("status %d", i))); err != nil {
 				t.Fatalf("mgmt-1 publish: %v", err)
 			}
 		}

@@ -52,6 +52,12 @@ type MosquittoShareGuard struct {
 	// it hold tens of thousands (a probe: 60,000 took 200 MB); with Filters a client holds at
 	// most len(Filters).
 	Filters []string
+	// ClusterNameTopics, when set, are topic filters (+: one level) on which a PUBLISH must be
+	// a binary-mode CloudEvent whose clustername extension (user property ce-clustername) is
+	// the publisher's username, and nothing else. Maestro's server takes the management cluster
+	// a status event speaks for from that extension, not from the topic, so without it a client
+	// allowed its own status topic could speak for any management cluster (docs/security.md).
+	ClusterNameTopics []string
 }
 
 // MosquittoTLS is the broker's TLS listener configuration. All paths must be readable by the
@@ -106,7 +112,8 @@ func MaestroSubscribeFilters() []string {
 // every client authenticated by its own certificate from the region CA (CN = username = client
 // ID), MaestroACL with the maestro-server identity and those of extraServers as the server
 // instances, and the share guard (sharePlugin, from MosquittoShareGuardPlugin) letting only
-// those instances join share groups and every client hold only MaestroSubscribeFilters.
+// those instances join share groups, every client hold only MaestroSubscribeFilters, and a
+// status event on an agent's topic speak only for the agent that sends it.
 func SecureBrokerOptions(p *pki.Region, dir, logDir, sharePlugin string, extraServers ...string) (MosquittoOptions, error) {
 	f, err := p.Files(pki.Broker)
 	if err != nil {
@@ -117,9 +124,10 @@ func SecureBrokerOptions(p *pki.Region, dir, logDir, sharePlugin string, extraSe
 	}
 	servers := append([]string{pki.MaestroServer}, extraServers...)
 	return MosquittoOptions{Dir: dir, LogDir: logDir,
-		TLS:        &MosquittoTLS{CAFile: p.CAFile, CertFile: f.Cert, KeyFile: f.Key, RequireClientCert: true},
-		ACL:        MaestroACL(servers...),
-		ShareGuard: &MosquittoShareGuard{Plugin: sharePlugin, Subscribers: servers, Filters: MaestroSubscribeFilters()},
+		TLS: &MosquittoTLS{CAFile: p.CAFile, CertFile: f.Cert, KeyFile: f.Key, RequireClientCert: true},
+		ACL: MaestroACL(servers...),
+		ShareGuard: &MosquittoShareGuard{Plugin: sharePlugin, Subscribers: servers, Filters: MaestroSubscribeFilters(),
+			ClusterNameTopics: []string{maestroServerAgentEvents}},
 	}, nil
 }
 
@@ -268,7 +276,7 @@ func mosquittoConfig(o MosquittoOptions) (string, error) {
 				return "", fmt.Errorf("mosquitto share guard: subscriber %q is not a plain username", u)
 			}
 		}
-		for _, f := range g.Filters {
+		for _, f := range append(append([]string(nil), g.Filters...), g.ClusterNameTopics...) {
 			if f == "" || strings.ContainsAny(f, ", \t\n") {
 				return "", fmt.Errorf("mosquitto share guard: filter %q has a comma or a space", f)
 			}
@@ -279,6 +287,9 @@ func mosquittoConfig(o MosquittoOptions) (string, error) {
 		fmt.Fprintf(&b, "plugin %s\nplugin_opt_shared_subscribers %s\n", g.Plugin, strings.Join(g.Subscribers, ","))
 		if len(g.Filters) > 0 {
 			fmt.Fprintf(&b, "plugin_opt_subscribe_filters %s\n", strings.Join(g.Filters, ","))
+		}
+		if len(g.ClusterNameTopics) > 0 {
+			fmt.Fprintf(&b, "plugin_opt_clustername_topics %s\n", strings.Join(g.ClusterNameTopics, ","))
 		}
 	}
 	return b.String(), nil
