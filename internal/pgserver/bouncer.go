@@ -76,10 +76,11 @@ type BouncerLogin struct {
 }
 
 // bouncerStrangerRoom is how many connections beyond its logins' own the bouncer admits, and
-// bouncerLoginTimeoutSeconds how long one of them may take to log in (bouncerConfig).
+// loginTimeoutSeconds how long a connection to the bouncer or to PostgreSQL may take to log in
+// (bouncerConfig, Start).
 const (
-	bouncerStrangerRoom        = 1024
-	bouncerLoginTimeoutSeconds = 5
+	bouncerStrangerRoom = 1024
+	loginTimeoutSeconds = 5
 )
 
 // bouncerBinary is Debian's pgbouncer (make deps installs it).
@@ -190,7 +191,7 @@ func bouncerConfig(s *Server, o BouncerOptions, authFile, caFile string) string 
 		// steady stream of new connections, not a few held ones. PgBouncer has no limit per
 		// source.
 		{"max_client_conn", strconv.Itoa(2*o.PoolSize*len(o.Logins) + bouncerStrangerRoom)},
-		{"client_login_timeout", strconv.Itoa(bouncerLoginTimeoutSeconds)},
+		{"client_login_timeout", strconv.Itoa(loginTimeoutSeconds)},
 		{"max_db_connections", strconv.Itoa(o.PoolSize)},
 		// lib/pq (Maestro's listener) sends it; the bouncer would otherwise refuse the login.
 		{"ignore_startup_parameters", "extra_float_digits"},

@@ -146,7 +146,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// (chaos tests kill it): synchronous_commit stays on, so a commit is in the kernel's
 		// page cache before it is acknowledged, where a killed postmaster cannot lose it.
 		"-c", "fsync=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=128MB"}
+		"-c", "max_connections=300", "-c", "shared_buffers=128MB",
+		// A connection that has not logged in within loginTimeout is closed. PostgreSQL forks a
+		// process per connection before it reads anything, and those count against its limit of
+		// children: with its default of a minute, about 900 silent sockets from any local
+		// process (no credential needed) made every service's next login "sorry, too many
+		// clients already" (a probe). PgBouncer has the same timeout (bouncerConfig).
+		"-c", "authentication_timeout=" + strconv.Itoa(loginTimeoutSeconds) + "s"}
 	if o.TLS != nil {
 		if err := s.lockDown(data); err != nil {
 			return nil, err

@@ -3,8 +3,11 @@ package pgserver_test
 import (
 	"context"
 	"crypto/tls"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -245,4 +248,27 @@ func TestSecureClusterReloadsItsCertificate(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestSilentConnectionIsClosedWithinTheLoginTimeout: PostgreSQL forks a process for every
+// connection before it reads a byte, and those count against its limit of children; a
+// connection that sends nothing is closed within the login timeout (5 s), not PostgreSQL's
+// default minute, with which about 900 silent sockets from any local process held every
+// service's next login at "sorry, too many clients already" (a probe). Seen failing with the
+// default: the read waited out its 30 s.
+func TestSilentConnectionIsClosedWithinTheLoginTimeout(t *testing.T) {
+	c := startSecure(t)
+	s, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(c.pg.Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := s.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("a connection that sent nothing: read %v after %s, want EOF (closed by PostgreSQL within its login timeout)", err, time.Since(start).Round(time.Millisecond))
+	}
+	t.Logf("closed after %s", time.Since(start).Round(time.Millisecond))
 }
