@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,16 +55,24 @@ func createSRERBAC(ctx context.Context, cfg *rest.Config) error {
 		})
 		bindings = append(bindings, binding(imp.ClusterRole, imp.ClusterRole, group))
 	}
+	// Each object is read first and written only if it is missing or differs: a restarted
+	// apiserver whose etcd is full (its customer filled the space quota) refuses every write,
+	// a create of an object that exists included, and the RBAC is already there
+	// (TestRBACOfAFullHostedEtcdIsNotWrittenAgain).
 	roleAPI := cs.RbacV1().ClusterRoles()
 	for _, want := range roles {
-		if _, err := roleAPI.Create(ctx, want, metav1.CreateOptions{}); err == nil {
-			continue
-		} else if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create ClusterRole %s: %w", want.Name, err)
-		}
 		have, err := roleAPI.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			if _, err := roleAPI.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("create ClusterRole %s: %w", want.Name, err)
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("get ClusterRole %s: %w", want.Name, err)
+		}
+		if equality.Semantic.DeepEqual(have.Rules, want.Rules) {
+			continue
 		}
 		have.Rules = want.Rules
 		if _, err := roleAPI.Update(ctx, have, metav1.UpdateOptions{}); err != nil { // conditional on its resourceVersion
@@ -72,12 +81,13 @@ func createSRERBAC(ctx context.Context, cfg *rest.Config) error {
 	}
 	bindingAPI := cs.RbacV1().ClusterRoleBindings()
 	for _, want := range bindings {
-		if _, err := bindingAPI.Create(ctx, want, metav1.CreateOptions{}); err == nil {
-			continue
-		} else if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create ClusterRoleBinding %s: %w", want.Name, err)
-		}
 		have, err := bindingAPI.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			if _, err := bindingAPI.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("create ClusterRoleBinding %s: %w", want.Name, err)
+			}
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("get ClusterRoleBinding %s: %w", want.Name, err)
 		}
@@ -88,6 +98,9 @@ func createSRERBAC(ctx context.Context, cfg *rest.Config) error {
 			if _, err := bindingAPI.Create(ctx, want, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("create ClusterRoleBinding %s: %w", want.Name, err)
 			}
+			continue
+		}
+		if equality.Semantic.DeepEqual(have.Subjects, want.Subjects) {
 			continue
 		}
 		have.Subjects = want.Subjects
