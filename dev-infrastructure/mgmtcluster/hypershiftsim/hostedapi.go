@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -310,20 +311,57 @@ func ValidHostedAddress(addr string) error {
 	return nil
 }
 
-// freePortNotIn returns a port free on addr and not in used.
+// freePortNotIn returns a port free on addr, not in used, and outside the kernel's ephemeral
+// range: a hosted kube-apiserver's port is pinned for the cluster's life (its annotation, the
+// api.url), and the apiserver binds it again at every start. A port of the ephemeral range is
+// what a bind to port 0 and every outgoing connection take: another cluster's etcd, started on
+// ports asked of the kernel while this apiserver was down (a sim restart, a crash's backoff),
+// took it, and this cluster's apiserver could not start for as long as that etcd ran (a review).
 func freePortNotIn(addr string, used map[int]bool) (int, error) {
-	for range 20 {
-		l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
-		if err != nil {
-			return 0, fmt.Errorf("find a free port on %s for a hosted kube-apiserver: %w", addr, err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !used[p] {
-			return p, nil
-		}
+	lo, hi, err := pinnablePorts()
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("no free port on %s for a hosted kube-apiserver", addr)
+	start := lo + mrand.IntN(hi-lo+1)
+	for i := range hi - lo + 1 {
+		p := lo + (start-lo+i)%(hi-lo+1)
+		if used[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(p)))
+		if err != nil {
+			continue // taken, or not ours to bind
+		}
+		l.Close()
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free port on %s in %d-%d for a hosted kube-apiserver", addr, lo, hi)
+}
+
+// ephemeralPortRange is the file that holds the kernel's ephemeral port range, in the network
+// namespace of the process that reads it.
+const ephemeralPortRange = "/proc/sys/net/ipv4/ip_local_port_range"
+
+// pinnablePorts is the range a hosted kube-apiserver's port is pinned in: the ports from 10000
+// up to the kernel's ephemeral range, or above it if that starts too low (Linux's default,
+// 32768-60999, leaves 10000-32767).
+func pinnablePorts() (lo, hi int, err error) {
+	b, err := os.ReadFile(ephemeralPortRange)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the ephemeral port range: %w", err)
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil {
+		return 0, 0, fmt.Errorf("read the ephemeral port range %q: %w", strings.TrimSpace(string(b)), err)
+	}
+	const floor, enough = 10000, 1000
+	switch {
+	case first-floor >= enough:
+		return floor, first - 1, nil
+	case 65535-last >= enough:
+		return last + 1, 65535, nil
+	}
+	return 0, 0, fmt.Errorf("the ephemeral port range %d-%d leaves no %d ports above %d for the hosted kube-apiservers", first, last, enough, floor)
 }
 
 func (h *hostedAPIServers) server(hcpNS string, port int) *hostedAPIServer {
