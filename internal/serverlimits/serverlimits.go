@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -185,10 +186,17 @@ func (h HTTP) Listen(hs *http.Server) (net.Listener, error) {
 			handler = http.DefaultServeMux
 		}
 		hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var body *bodyEnd
 			if c, ok := r.Context().Value(roomConnKey{}).(net.Conn); ok {
-				room.serving(c, r)
+				body = room.serving(c, r)
 			}
 			handler.ServeHTTP(w, r)
+			if body != nil && !body.ended.Load() {
+				// Answered without the whole body read (a refusal, /healthz): net/http would
+				// read up to 256 KiB of the rest, for up to ReadTimeout, before it sent the
+				// answer. The read ends now: the answer goes out and the connection closes.
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
 		})
 		l = &limitListener{Listener: l, slots: make(chan struct{}, h.MaxConns), done: make(chan struct{}), room: room}
 	}
@@ -337,12 +345,15 @@ func (i *roomConns) track(c net.Conn, st http.ConnState) {
 // otherwise keep the slot until ReadTimeout. The APIs read a body whole before they act on it,
 // so a request being acted on is never closed. HTTP/2 multiplexes requests on a connection and
 // its server bounds each stream's body itself: its requests are in with their headers.
-func (i *roomConns) serving(c net.Conn, r *http.Request) {
+// It returns the body it watches, nil for none.
+func (i *roomConns) serving(c net.Conn, r *http.Request) *bodyEnd {
 	if r.ProtoMajor == 1 && r.Body != nil && r.Body != http.NoBody {
-		r.Body = &bodyEnd{ReadCloser: r.Body, end: func() { i.requestIn(c) }}
-		return
+		b := &bodyEnd{ReadCloser: r.Body, end: func() { i.requestIn(c) }}
+		r.Body = b
+		return b
 	}
 	i.requestIn(c)
+	return nil
 }
 
 // requestIn records that c's request is in: it is no longer closed for room.
@@ -352,16 +363,19 @@ func (i *roomConns) requestIn(c net.Conn) {
 	i.mu.Unlock()
 }
 
-// bodyEnd is a request body that calls end once it has been read to its end.
+// bodyEnd is a request body that calls end once it has been read to its end (ended: atomic, as
+// a handler's proxy may still read it after the handler returned).
 type bodyEnd struct {
 	io.ReadCloser
-	once sync.Once
-	end  func()
+	ended atomic.Bool
+	once  sync.Once
+	end   func()
 }
 
 func (b *bodyEnd) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
+		b.ended.Store(true)
 		b.once.Do(b.end)
 	}
 	return n, err
