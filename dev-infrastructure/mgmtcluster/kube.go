@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -259,8 +260,39 @@ func (m *ManagementCluster) Stop() {
 
 // StartManagementCluster starts etcd and kube-apiserver on free loopback ports with a dev PKI,
 // waits for /readyz, writes the admin kubeconfig and installs the CRDs from package crds.
-// On error everything it started is stopped again.
-func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ *ManagementCluster, err error) {
+// On error everything it started is stopped again. A free port is free when it is asked for,
+// not when the process binds it (another process, or an outgoing connection, can take it in
+// between; seen on a busy CI machine): a start that fails so is made again on new ports, up to
+// portAttempts times.
+func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (*ManagementCluster, error) {
+	return startOnFreePorts(ctx, o, FreePorts)
+}
+
+// startOnFreePorts is StartManagementCluster with its ports (etcd client, etcd peer, apiserver)
+// asked of freePorts at each attempt.
+func startOnFreePorts(ctx context.Context, o ManagementClusterOptions, freePorts func(n int) ([]int, error)) (*ManagementCluster, error) {
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(3)
+		if err != nil {
+			return nil, err
+		}
+		mc, err := startManagementCluster(ctx, o, ports)
+		if err == nil || attempt == portAttempts || !portTaken(err) || ctx.Err() != nil {
+			return mc, err
+		}
+	}
+}
+
+// portAttempts is how many times StartManagementCluster starts a cluster whose port was taken.
+const portAttempts = 3
+
+// portTaken reports whether err says a process could not bind its port (the processes'
+// errors carry their log's last lines).
+func portTaken(err error) bool {
+	return strings.Contains(err.Error(), "address already in use")
+}
+
+func startManagementCluster(ctx context.Context, o ManagementClusterOptions, ports []int) (_ *ManagementCluster, err error) {
 	if o.Name == "" || o.Dir == "" || o.LogDir == "" || o.APIServerPath == "" || o.EtcdPath == "" {
 		return nil, errors.New("management cluster: Name, Dir, LogDir, APIServerPath and EtcdPath are required")
 	}
@@ -272,10 +304,6 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (_ 
 	kp, err := loadOrCreateKubePKI(pkiDir, o.ServerNames...)
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
-	}
-	ports, err := FreePorts(3)
-	if err != nil {
-		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	mc := &ManagementCluster{Name: o.Name, Host: "https://127.0.0.1:" + strconv.Itoa(apiPort), pkiDir: pkiDir}
