@@ -731,3 +731,55 @@ func TestUnreadBodiesMakeRoomAtTheCap(t *testing.T) {
 		})
 	}
 }
+
+// TestSilentGRPCConnectionsMakeRoomAtTheCap: at MaxConns, a gRPC listener closes the connection
+// that has sent nothing for longest (past UnfinishedGrace) for a new caller, who is served at
+// once; before, a silent connection held its slot until ConnectionTimeout (a probe: silent
+// sockets from a process without a credential delayed a new connection about 8 s). A connection
+// that has sent a byte stays (the caller waits).
+func TestSilentGRPCConnectionsMakeRoomAtTheCap(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		sent    string
+		wantNew bool // the new caller is served while both held connections stay open
+	}{
+		{name: "nothing_sent", sent: "", wantNew: true},
+		{name: "a_byte_sent", sent: "P", wantNew: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := serverlimits.GRPCDefaults()
+			g.MaxConns = 3 // serveHealth's own client holds one
+			g.ConnectionTimeout = 10 * time.Minute // far beyond the waits below
+			client, l := serveHealth(t, g)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+				t.Fatalf("control: %v", err)
+			}
+			for range 2 {
+				c := dial(t, l.Addr().String())
+				if _, err := io.WriteString(c, tc.sent); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conn, err := grpc.NewClient(l.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			wait := 30 * time.Second
+			if !tc.wantNew {
+				wait = 3 * serverlimits.UnfinishedGrace
+			}
+			callCtx, callCancel := context.WithTimeout(ctx, wait)
+			defer callCancel()
+			_, err = healthpb.NewHealthClient(conn).Check(callCtx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true))
+			switch {
+			case tc.wantNew && err != nil:
+				t.Fatalf("a new caller at the cap held by silent connections: %v", err)
+			case !tc.wantNew && err == nil:
+				t.Fatal("a new caller was served by closing a connection that had sent a byte")
+			}
+		})
+	}
+}
