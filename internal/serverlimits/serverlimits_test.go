@@ -748,7 +748,7 @@ func TestSilentGRPCConnectionsMakeRoomAtTheCap(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := serverlimits.GRPCDefaults()
-			g.MaxConns = 3 // serveHealth's own client holds one
+			g.MaxConns = 3                         // serveHealth's own client holds one
 			g.ConnectionTimeout = 10 * time.Minute // far beyond the waits below
 			client, l := serveHealth(t, g)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
