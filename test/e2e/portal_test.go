@@ -178,8 +178,9 @@ func (b *browser) screenshot(name string) {
 	}
 }
 
-// startPortal runs `hcpctl portal` as the region's sre-admin and returns its base URL.
-func startPortal(t *testing.T) string {
+// startPortal runs `hcpctl portal` as the region's sre-admin and returns its base URL and the
+// address it printed (which holds the proxy's key).
+func startPortal(t *testing.T) (base, printed string) {
 	t.Helper()
 	cmd := exec.Command(hcpctlBinary(t), "--region-file", region.RegionFile(), "--as", "sre-admin", "portal", "--listen", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
@@ -196,19 +197,23 @@ func startPortal(t *testing.T) string {
 		t.Fatalf("hcpctl portal: %v", err)
 	}
 	go io.Copy(io.Discard, stdout)
-	// "portal: http://127.0.0.1:PORT/portal/ (...)"
+	// "portal: http://127.0.0.1:PORT/portal/?hcpctl-portal-key=KEY (...)"
 	f := strings.Fields(line)
 	if len(f) < 2 || !strings.HasPrefix(f[1], "http://127.0.0.1:") {
 		t.Fatalf("hcpctl portal printed %q", line)
 	}
-	return strings.TrimSuffix(f[1], "/portal/")
+	base, _, ok := strings.Cut(f[1], "/portal/")
+	if !ok {
+		t.Fatalf("hcpctl portal printed %q", line)
+	}
+	return base, f[1]
 }
 
 // TestPortalInABrowser drives the SRE portal in headless Chromium through hcpctl portal (which
 // presents the SRE's certificate, as the admin API demands): the fleet overview, a cluster's
 // page, a cordon through the shards page's form, and the audit log that records it.
 func TestPortalInABrowser(t *testing.T) {
-	base := startPortal(t)
+	base, printed := startPortal(t)
 	b := startBrowser(t)
 
 	sub := uuid.NewString()
@@ -216,7 +221,9 @@ func TestPortalInABrowser(t *testing.T) {
 	path := clusterPath(sub, "rg-portal", "portal1")
 	c, _ := createCluster(t, path, clusterBody(sub, "rg-portal"))
 
-	text := b.open(base + "/portal/")
+	// The address hcpctl printed: the browser keeps the proxy's key as a cookie, and is sent on
+	// to the fleet page.
+	text := b.open(printed)
 	for _, want := range []string{"alice (sre-admin)", "Clusters by state and shard", "Shard capacity", "mgmt-1", "mgmt-2", "portal1"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("fleet page lacks %q:\n%s", want, text)

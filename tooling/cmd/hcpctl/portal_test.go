@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,8 +17,9 @@ import (
 )
 
 // startPortal runs `hcpctl portal` on a free loopback port in front of upstream (a stand-in
-// for the admin API that counts what reaches it) and returns the proxy's host:port.
-func startPortal(t *testing.T, upstream *httptest.Server) string {
+// for the admin API that counts what reaches it) and returns the proxy's host:port and the key
+// its printed address holds.
+func startPortal(t *testing.T, upstream *httptest.Server) (addr, key string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -37,9 +39,12 @@ func startPortal(t *testing.T, upstream *httptest.Server) string {
 			t.Error("hcpctl portal did not stop")
 		}
 	})
-	// "portal: http://127.0.0.1:PORT/portal/ (...)"
-	addr := strings.TrimPrefix(strings.Fields(line)[1], "http://")
-	return strings.TrimSuffix(addr, "/portal/")
+	// "portal: http://127.0.0.1:PORT/portal/?hcpctl-portal-key=KEY (...)"
+	printed, err := url.Parse(strings.Fields(line)[1])
+	if err != nil {
+		t.Fatalf("hcpctl portal printed %q: %v", line, err)
+	}
+	return printed.Host, printed.Query().Get(portalTokenParam)
 }
 
 // TestPortalProxyRefusesForeignHosts plays DNS rebinding: a page of evil.example whose name
@@ -53,7 +58,7 @@ func TestPortalProxyRefusesForeignHosts(t *testing.T) {
 		w.Write([]byte("portal page"))
 	}))
 	defer upstream.Close()
-	addr := startPortal(t, upstream)
+	addr, key := startPortal(t, upstream)
 	_, port, _ := net.SplitHostPort(addr)
 	for _, tc := range []struct {
 		name, host string
@@ -75,6 +80,7 @@ func TestPortalProxyRefusesForeignHosts(t *testing.T) {
 				t.Fatal(err)
 			}
 			req.Host = tc.host
+			req.AddCookie(&http.Cookie{Name: portalCookie(port), Value: key})
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -94,5 +100,95 @@ func TestPortalProxyRefusesForeignHosts(t *testing.T) {
 				t.Errorf("Content-Security-Policy %q", csp)
 			}
 		})
+	}
+}
+
+// TestPortalProxyAdmitsOnlyTheBrowserThatOpenedItsAddress: the proxy acts with the SRE's
+// certificate, and any process of the machine can reach its loopback port (a probe, as another
+// local user, listed every cluster and opened a break-glass session through it). It forwards only
+// a request that holds the key of its printed address: the address itself, answered by a cookie
+// and a redirect that drops the key, then the cookie. Everything else is 401 and never reaches
+// the admin API, which never sees the proxy's cookie either.
+func TestPortalProxyAdmitsOnlyTheBrowserThatOpenedItsAddress(t *testing.T) {
+	var reached atomic.Int64
+	var upstreamCookies atomic.Value
+	upstream := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		upstreamCookies.Store(r.Header.Get("Cookie"))
+		w.Write([]byte("portal page"))
+	}))
+	defer upstream.Close()
+	addr, key := startPortal(t, upstream)
+	if len(key) < 40 {
+		t.Fatalf("the printed address holds the key %q, want 32 random bytes", key)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	do := func(method, path string, cookies ...*http.Cookie) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+addr+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	wrong := strings.Repeat("A", len(key))
+	for _, tc := range []struct {
+		name    string
+		method  string
+		path    string
+		cookies []*http.Cookie
+	}{
+		{"no_key", "GET", "/portal/", nil},
+		{"api_without_a_key", "GET", "/admin/v1/clusters", nil},
+		{"a_wrong_key_in_the_address", "GET", "/portal/?" + portalTokenParam + "=" + wrong, nil},
+		{"a_wrong_key_in_the_cookie", "GET", "/portal/", []*http.Cookie{{Name: portalCookie(port), Value: wrong}}},
+		{"the_key_in_another_ports_cookie", "GET", "/portal/", []*http.Cookie{{Name: portalCookie("1"), Value: key}}},
+		{"a_post_with_the_key_in_the_address", "POST", "/portal/shards/x/cordon?" + portalTokenParam + "=" + key, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := reached.Load()
+			if resp := do(tc.method, tc.path, tc.cookies...); resp.StatusCode != http.StatusUnauthorized || reached.Load() != before {
+				t.Fatalf("%s %s: %d (forwarded %v), want 401, not forwarded", tc.method, tc.path, resp.StatusCode, reached.Load() != before)
+			}
+		})
+	}
+
+	// The printed address: a cookie, and the same address without the key.
+	before := reached.Load()
+	resp := do("GET", "/portal/clusters?state=ready&"+portalTokenParam+"="+key)
+	if resp.StatusCode != http.StatusSeeOther || reached.Load() != before {
+		t.Fatalf("the printed address: %d (forwarded %v), want 303, not forwarded", resp.StatusCode, reached.Load() != before)
+	}
+	if loc := resp.Header.Get("Location"); loc != "/portal/clusters?state=ready" {
+		t.Errorf("sent on to %q, want the same address without the key", loc)
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == portalCookie(port) {
+			cookie = c
+		}
+	}
+	if cookie == nil || cookie.Value != key || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("the cookie set: %+v, want the key, HttpOnly, SameSite=Strict", cookie)
+	}
+	// With the cookie (and another of the page's own), every request is forwarded, without the
+	// proxy's cookie.
+	for _, path := range []string{"/portal/", "/admin/v1/clusters"} {
+		if resp := do("GET", path, cookie, &http.Cookie{Name: "page", Value: "kept"}); resp.StatusCode != 200 {
+			t.Fatalf("GET %s with the cookie: %d, want 200", path, resp.StatusCode)
+		}
+		if got, _ := upstreamCookies.Load().(string); got != "page=kept" {
+			t.Errorf("the admin API got the cookies %q, want only the page's own", got)
+		}
 	}
 }
