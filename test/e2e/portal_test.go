@@ -157,8 +157,15 @@ func (b *browser) waitFor(cond string) {
 // open navigates and waits until the page at url has loaded; it returns the page's text.
 func (b *browser) open(url string) string {
 	b.t.Helper()
+	return b.openLanding(url, url)
+}
+
+// openLanding navigates to url, which sends the browser on to landing, and returns the text of
+// the page there.
+func (b *browser) openLanding(url, landing string) string {
+	b.t.Helper()
 	b.call("Page.navigate", map[string]any{"url": url})
-	b.waitFor(fmt.Sprintf("document.readyState === 'complete' && location.href === %q", url))
+	b.waitFor(fmt.Sprintf("document.readyState === 'complete' && location.href === %q", landing))
 	return b.eval("document.body.innerText").(string)
 }
 
@@ -223,7 +230,7 @@ func TestPortalInABrowser(t *testing.T) {
 
 	// The address hcpctl printed: the browser keeps the proxy's key as a cookie, and is sent on
 	// to the fleet page.
-	text := b.open(printed)
+	text := b.openLanding(printed, base+"/portal/")
 	for _, want := range []string{"alice (sre-admin)", "Clusters by state and shard", "Shard capacity", "mgmt-1", "mgmt-2", "portal1"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("fleet page lacks %q:\n%s", want, text)
