@@ -11,10 +11,11 @@ import (
 // middlewareClientCertificate admits only ARM: with Config.ClientSubjects set, a request must
 // arrive over mutual TLS with a client certificate the listener verified (tls-client-ca) whose
 // subject common name is in the list, and whose chain is still within its validity (the
-// connection may be older than the certificate). /healthz stays open for probes. Without the list every
+// connection may be older than the certificate). GET (and HEAD) /healthz stays open for probes; any
+// other method there is refused as any request is, before its body is read. Without the list every
 // client the CA verifies is admitted (or, without TLS, the listener is loopback only).
 func (s *Server) middlewareClientCertificate(w http.ResponseWriter, r *http.Request, next http.HandlerFunc) {
-	if len(s.cfg.ClientSubjects) == 0 || r.URL.Path == "/healthz" {
+	if len(s.cfg.ClientSubjects) == 0 || (r.URL.Path == "/healthz" && (r.Method == http.MethodGet || r.Method == http.MethodHead)) {
 		next(w, r)
 		return
 	}
