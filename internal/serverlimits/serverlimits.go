@@ -267,11 +267,12 @@ func (l *limitListener) acceptMakingRoom() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c = l.room.accepted(c)
+	// The caller joins the room only with its slot: one still waiting is never closed for
+	// another (nor for itself).
 	for {
 		select {
 		case l.slots <- struct{}{}:
-			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+			return &limitConn{Conn: l.room.accepted(c), release: func() { <-l.slots }}, nil
 		default:
 		}
 		l.room.closeOne(time.Now())
@@ -279,7 +280,7 @@ func (l *limitListener) acceptMakingRoom() (net.Conn, error) {
 		select {
 		case l.slots <- struct{}{}:
 			recheck.Stop()
-			return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+			return &limitConn{Conn: l.room.accepted(c), release: func() { <-l.slots }}, nil
 		case <-l.room.wake(): // a connection became idle: close it for this caller
 		case <-recheck.C: // an unfinished request may have passed UnfinishedGrace
 		case <-l.done:
@@ -512,11 +513,19 @@ func (g GRPC) Listen(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.MaxConns <= 0 {
-		return l, nil
+	return SilentRoomListener(l, g.MaxConns), nil
+}
+
+// SilentRoomListener lets at most n connections of l be open at once (n <= 0: no cap); at the
+// cap it closes, for a caller who waits, the connection that has sent nothing for longest, once
+// UnfinishedGrace old (GRPC.Listen). For servers that cannot tell a finished handshake from an
+// unfinished one: gRPC's, and a byte-for-byte forward.
+func SilentRoomListener(l net.Listener, n int) net.Listener {
+	if n <= 0 {
+		return l
 	}
-	return &limitListener{Listener: l, slots: make(chan struct{}, g.MaxConns), done: make(chan struct{}),
-		room: &silentConns{since: map[*silentConn]time.Time{}}}, nil
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
+		room: &silentConns{since: map[*silentConn]time.Time{}}}
 }
 
 // silentConns are a listener's connections that have not sent a byte yet, with the time each

@@ -10,15 +10,20 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/serverlimits"
 )
 
 // ForwardLimits bound one Forwarder. Each forwarded connection costs the forwarder two sockets
 // (caller's and target's) and two 32 KiB buffers, nothing more: the copies read and write
 // through the buffers, so no splice pipe outlives a connection.
 type ForwardLimits struct {
-	// MaxConns caps the connections forwarded at once. Above it the forwarder accepts no more:
-	// the next caller waits in the kernel's accept queue (which holds no descriptor of ours)
-	// until a forwarded connection closes. 0 means no cap.
+	// MaxConns caps the connections forwarded at once. At it, the connection whose caller has
+	// sent nothing for longest (past serverlimits.UnfinishedGrace) is closed for a caller who
+	// waits; with none such, the next caller waits until a forwarded connection closes. Every
+	// caller of these ports sends at once (a TLS ClientHello, an HTTP request), and 256 silent
+	// sockets from a process holding no credential kept Cluster Service from reconnecting to
+	// Maestro's gRPC for as long as they were held (a probe). 0 means no cap.
 	MaxConns int
 	// IdleTimeout closes a connection, both ends, when no byte has crossed it either way for
 	// this long, and a write that the receiver has not taken in for this long. 0 means none.
@@ -70,38 +75,25 @@ func (f *Forwarder) Active() int { return int(f.active.Load()) }
 // say) is logged and Accept is tried again after a pause of up to a second, as net/http's
 // server does: the forward comes back once descriptors are free.
 func (f *Forwarder) Serve(l net.Listener) {
-	var slots chan struct{}
-	if f.limits.MaxConns > 0 {
-		slots = make(chan struct{}, f.limits.MaxConns)
-	}
+	addr := l.Addr().String()
+	l = serverlimits.SilentRoomListener(l, f.limits.MaxConns) // the cap; a connection's Close frees its slot
 	var pause time.Duration
 	for {
-		if slots != nil {
-			slots <- struct{}{} // a slot is free before we accept, so a caller above the cap waits in the kernel
-		}
 		in, err := l.Accept()
 		if err != nil {
-			if slots != nil {
-				<-slots
-			}
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			f.log.Warn("forward: accept failed; trying again", "listen", l.Addr().String(), "error", err, "pause", pause)
+			f.log.Warn("forward: accept failed; trying again", "listen", addr, "error", err, "pause", pause)
 			time.Sleep(pause)
 			continue
 		}
 		pause = 0
 		f.active.Add(1)
 		go func() {
-			defer func() {
-				f.active.Add(-1)
-				if slots != nil {
-					<-slots
-				}
-			}()
-			f.forward(l.Addr().String(), in)
+			defer f.active.Add(-1)
+			f.forward(addr, in)
 		}()
 	}
 }

@@ -211,6 +211,62 @@ func TestForwarderServesAgainAfterAConnectionCloses(t *testing.T) {
 	}
 }
 
+// TestForwarderMakesRoomFromSilentCallers: at the cap, a caller who sends at once (every caller
+// of the forwarded ports does) is served by closing the connection silent longest, not kept
+// waiting until the silent ones idle out (a probe: 256 silent sockets kept Cluster Service from
+// reconnecting to Maestro's gRPC for as long as they were held). A caller who has sent a byte is
+// not closed for it.
+func TestForwarderMakesRoomFromSilentCallers(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		sent   string
+		served bool
+	}{
+		{"silent_callers_make_room", "", true},
+		{"callers_that_sent_a_byte_stay", "x", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			echo := newEchoServer(t)
+			_, addr := startForwarder(t, ForwardLimits{MaxConns: 2, IdleTimeout: 10 * time.Minute}, echo.l.Addr().String())
+			for range 2 {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { c.Close() })
+				if _, err := c.Write([]byte(tc.sent)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Write([]byte("hi")); err != nil {
+				t.Fatal(err)
+			}
+			wait := 30 * time.Second
+			if !tc.served {
+				wait = 3 * time.Second // three times UnfinishedGrace
+			}
+			_ = c.SetReadDeadline(time.Now().Add(wait))
+			b := make([]byte, 2)
+			_, err = io.ReadFull(c, b)
+			switch {
+			case tc.served && err != nil:
+				t.Fatalf("a caller at a cap held by silent callers: %v", err)
+			case !tc.served && err == nil:
+				t.Fatal("a caller was served by closing a connection that had sent a byte")
+			case !tc.served:
+				if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+					t.Fatalf("the waiting caller: %v, want it still waiting (a timeout)", err)
+				}
+			}
+		})
+	}
+}
+
 // failingListener fails its first Accept calls as a process out of descriptors does.
 type failingListener struct {
 	net.Listener
