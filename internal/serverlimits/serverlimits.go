@@ -386,15 +386,13 @@ func (i *roomConns) requestIn(c net.Conn) {
 type bodyEnd struct {
 	io.ReadCloser
 	ended atomic.Bool
-	once  sync.Once
 	end   func()
 }
 
 func (b *bodyEnd) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.ended.Store(true)
-		b.once.Do(b.end)
+	if err == io.EOF && !b.ended.Swap(true) {
+		b.end()
 	}
 	return n, err
 }
@@ -525,14 +523,14 @@ func SilentRoomListener(l net.Listener, n int) net.Listener {
 		return l
 	}
 	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
-		room: &silentConns{since: map[*silentConn]time.Time{}}}
+		room: &silentConns{since: map[net.Conn]time.Time{}}}
 }
 
 // silentConns are a listener's connections that have not sent a byte yet, with the time each
 // was accepted.
 type silentConns struct {
 	mu    sync.Mutex
-	since map[*silentConn]time.Time
+	since map[net.Conn]time.Time // of *silentConn
 }
 
 func (s *silentConns) accepted(c net.Conn) net.Conn {
@@ -554,16 +552,14 @@ func (s *silentConns) forget(c *silentConn) {
 // closeOne closes the connection silent longest, if it has been so for UnfinishedGrace at now.
 func (s *silentConns) closeOne(now time.Time) {
 	s.mu.Lock()
-	var victim *silentConn
-	for c, t := range s.since {
-		if now.Sub(t) >= UnfinishedGrace && (victim == nil || t.Before(s.since[victim])) {
-			victim = c
-		}
+	victim := oldest(s.since)
+	if victim != nil && now.Sub(s.since[victim]) < UnfinishedGrace {
+		victim = nil
 	}
 	delete(s.since, victim)
 	s.mu.Unlock()
 	if victim != nil {
-		_ = victim.Conn.Close() // the server's read fails, and it closes the connection, freeing its slot
+		_ = victim.(*silentConn).Conn.Close() // the server's read fails, and it closes the connection, freeing its slot
 	}
 }
 
