@@ -413,7 +413,7 @@ func run(ctx context.Context, c config, log *slog.Logger) error {
 	g := grpc.NewServer(opts...)
 	srv.Register(g)
 	hs := health.NewServer()
-	healthpb.RegisterHealthServer(g, hs)
+	healthpb.RegisterHealthServer(g, srv.Health(hs))
 
 	lis, err := grpcLimits.Listen(c.listen)
 	if err != nil {

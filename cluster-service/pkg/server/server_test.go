@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -57,6 +59,7 @@ type env struct {
 	upgrades csv1.UpgradePoliciesClient
 	creds    csv1.CredentialsClient
 	eas      csv1.ExternalAuthsClient
+	health   healthpb.HealthClient
 	reg      *prometheus.Registry
 	logs     *syncBuffer
 	// dsn is the store's database, for a test that changes it underneath the store.
@@ -84,6 +87,7 @@ func startOn(t *testing.T, pg *pgserver.Server) *env {
 	srv := New(st, Config{Log: log, Registerer: reg, KeepAlive: 200 * time.Millisecond})
 	g := grpc.NewServer(srv.ServerOptions()...)
 	srv.Register(g)
+	healthpb.RegisterHealthServer(g, srv.Health(health.NewServer()))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +100,7 @@ func startOn(t *testing.T, pg *pgserver.Server) *env {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn),
-		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), eas: csv1.NewExternalAuthsClient(conn), reg: reg, logs: logs, dsn: dsn}
+		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), eas: csv1.NewExternalAuthsClient(conn), health: healthpb.NewHealthClient(conn), reg: reg, logs: logs, dsn: dsn}
 }
 
 func id(n int) string { return fmt.Sprintf("%032d", n) }

@@ -4,8 +4,12 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/openhcp/openhcp/cluster-service/pkg/authz"
 )
 
 // DefaultMaxWatchesPerCaller bounds the Watch streams one caller identity holds open at once on
@@ -58,4 +62,32 @@ func (w *watchLimiter) acquire(caller string) (release func(), err error) {
 			}
 		})
 	}, nil
+}
+
+// Health is h with its Watch streams under the same per-caller bound as the model's watches:
+// a health Watch is a stream held open as long as its caller wants (a goroutine and a
+// subscription each), and the methods table admits our own workloads to it, so without the
+// bound one of them could hold streams past every other limit. Check and List are unbounded
+// unary calls.
+func (s *Server) Health(h healthpb.HealthServer) healthpb.HealthServer {
+	return boundedHealth{HealthServer: h, watches: s.watches}
+}
+
+type boundedHealth struct {
+	healthpb.HealthServer
+	watches *watchLimiter
+}
+
+// Watch takes one of the caller's watches for as long as the stream lasts.
+func (b boundedHealth) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
+	caller, ok := authz.Caller(stream.Context())
+	if !ok {
+		caller = unidentifiedCaller
+	}
+	release, err := b.watches.acquire(caller)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return b.HealthServer.Watch(req, stream)
 }

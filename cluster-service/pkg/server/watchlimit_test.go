@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
@@ -113,5 +114,50 @@ func TestWatchLimiterCountsEachCallerApart(t *testing.T) {
 		if rel != nil {
 			releases[i] = rel
 		}
+	}
+}
+
+// TestHealthWatchesShareTheCallersBound: the health service's Watch streams count against the
+// same per-caller bound as the model's watches. Before, a caller at the bound could still open
+// health watches without limit (the 65th below was served).
+func TestHealthWatchesShareTheCallersBound(t *testing.T) {
+	e := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := range DefaultMaxWatchesPerCaller {
+		w, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil {
+			_, err = w.Recv() // the current status
+		}
+		if err != nil {
+			t.Fatalf("health watch %d of %d: %v", i+1, DefaultMaxWatchesPerCaller, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		open func() error
+	}{
+		{"another_health_watch", func() error {
+			w, err := e.health.Watch(ctx, &healthpb.HealthCheckRequest{})
+			if err != nil {
+				return err
+			}
+			_, err = w.Recv()
+			return err
+		}},
+		{"a_model_watch", func() error {
+			w, err := e.clusters.WatchClusters(ctx, &csv1.WatchClustersRequest{})
+			if err != nil {
+				return err
+			}
+			_, err = w.Recv()
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.open(); status.Code(err) != codes.ResourceExhausted {
+				t.Fatalf("with %d health watches open: %v, want ResourceExhausted", DefaultMaxWatchesPerCaller, err)
+			}
+		})
 	}
 }
