@@ -73,6 +73,24 @@ func TestNULInAPathIs400(t *testing.T) {
 	}
 }
 
+// TestEncodedSlashInAPathIs400: a name holding an encoded slash (%2F, any case) names no
+// resource, since ARM names never hold one. The path was decoded before routing, so
+// …/hcpOpenShiftClusters/c%2FnodePools%2Fp was answered as node pool p of cluster c (a 404 for a
+// missing cluster here, before).
+func TestEncodedSlashInAPathIs400(t *testing.T) {
+	e, _ := newNodePoolEnv(t)
+	for _, p := range []string{
+		clusterPath("rg", "c%2FnodePools%2Fp"), clusterPath("r%2fg", "c"), poolPath("c", "p%2F"),
+	} {
+		for _, m := range []string{"GET", "PUT", "DELETE"} {
+			resp := e.do(m, p, mustJSON(minimalBody()), nil)
+			if code, _ := resp.armError(t); resp.code != 400 || code != "InvalidResourceName" {
+				t.Errorf("%s %s: %d %s; want 400 InvalidResourceName", m, p, resp.code, resp.body)
+			}
+		}
+	}
+}
+
 // TestNULInSystemDataIsIgnored: ARM's x-ms-arm-resource-system-data header is JSON, so a NUL
 // arrives there escaped; stored as it was, PostgreSQL refused the document and the write was a
 // 500. The header is now invalid, as one that does not parse: ignored (logged), the write done.
