@@ -17,6 +17,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // plaintextEtcdClient speaks plain HTTP over etcd's client socket (endpoint a unixs:// URL):
@@ -179,4 +183,48 @@ func dialAsNobody(network, addr string) error {
 		result <- err
 	}()
 	return <-result
+}
+
+// TestSupervisedEtcdComesBackOnItsSocket: the launcher supervises a management cluster's etcd
+// and starts the same command line again after a crash (docs/local-region.md, chaos). The
+// socket directory outlives the process, so the new etcd listens where the running apiserver
+// looks, and the cluster answers again.
+func TestSupervisedEtcdComesBackOnItsSocket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real etcd and kube-apiserver")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	apiserver, etcd, err := KubeBinaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mc, err := StartManagementCluster(ctx, ManagementClusterOptions{Name: "crash", Dir: dir, LogDir: dir,
+		APIServerPath: apiserver, EtcdPath: etcd, SkipCRDs: true, ReadyTimeout: 3 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Stop()
+	mc.Etcd.Supervise(RestartPolicy{Backoff: 100 * time.Millisecond, MaxBackoff: time.Second, ResetAfter: time.Minute})
+	before := mc.Etcd.PID()
+	if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(mc.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "after-crash-"}}, metav1.CreateOptions{})
+		if err == nil && mc.Etcd.PID() != before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no write through the apiserver 2 min after its etcd was killed (restarts %d): %v\n%s", mc.Etcd.Restarts(), err, mc.Etcd.LogTail(2048))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkEtcdHasNoTCPListener(t, mc.Etcd)
 }
