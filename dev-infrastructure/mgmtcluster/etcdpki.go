@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/openhcp/openhcp/internal/pki"
 )
@@ -24,6 +23,11 @@ type etcdPKI struct {
 // loadOrCreateEtcdPKI keeps the PKI in dir, and issues a new one (a new CA) when any of its
 // files is missing or no longer valid.
 func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
+	// Absolute: etcd runs in its socket directory (args).
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("etcd PKI: %w", err)
+	}
 	p := &etcdPKI{
 		caCert:     filepath.Join(dir, "etcd-ca.crt"),
 		serverCert: filepath.Join(dir, "etcd-server.crt"),
@@ -65,16 +69,19 @@ func loadOrCreateEtcdPKI(dir string) (*etcdPKI, error) {
 }
 
 // args are the flags of a one-member etcd named name with its data in dataDir, serving its
-// clients at clientURL and its (only) peer at peerURL with this PKI: TLS only on both ports,
-// and only client certificates of its own CA admitted (etcd has no authorization of its own:
-// any certificate it admits may read and write everything, so nothing but its apiserver holds
-// one).
-func (p *etcdPKI) args(name, dataDir, clientURL, peerURL string) []string {
+// clients and its (only) peer on unix sockets in sockets (etcdsocket.go; etcd runs with that
+// directory as its working directory) with this PKI: TLS only for clients, and only client
+// certificates of its own CA admitted (etcd has no authorization of its own: any certificate it
+// admits may read and write everything, so nothing but its apiserver holds one).
+func (p *etcdPKI) args(name, dataDir string, sockets etcdSockets) []string {
+	peerURL := "unixs://" + etcdPeerSocket
 	return []string{
 		"--name=" + name,
 		"--data-dir=" + dataDir,
-		"--listen-client-urls=" + clientURL,
-		"--advertise-client-urls=" + clientURL,
+		"--listen-client-urls=" + sockets.clientURL(),
+		// etcd wants an advertised URL in host:port form; nothing dials it (a one-member etcd,
+		// whose only client is given the socket's path).
+		"--advertise-client-urls=unixs://" + etcdClientSocket + ":0",
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=" + name + "=" + peerURL,
@@ -90,9 +97,9 @@ func (p *etcdPKI) args(name, dataDir, clientURL, peerURL string) []string {
 	}
 }
 
-// httpClient presents the apiserver's etcd client certificate: what the launcher's health
-// checks use.
-func (p *etcdPKI) httpClient() (*http.Client, error) {
+// httpClient presents the apiserver's etcd client certificate to the etcd at endpoint (its
+// unixs:// client URL): what the launcher's health checks use. Ask it for https://localhost/.
+func (p *etcdPKI) httpClient(endpoint string) (*http.Client, error) {
 	caPEM, err := os.ReadFile(p.caCert)
 	if err != nil {
 		return nil, err
@@ -105,7 +112,5 @@ func (p *etcdPKI) httpClient() (*http.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcd client certificate: %w", err)
 	}
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
-	}}}, nil
+	return EtcdHTTPClient(endpoint, &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 }

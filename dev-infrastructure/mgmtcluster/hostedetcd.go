@@ -21,11 +21,21 @@ type HostedEtcdOptions struct {
 	ReadyTimeout time.Duration
 	// QuotaBytes is etcd's space quota (--quota-backend-bytes); zero leaves etcd's default (2 GiB).
 	QuotaBytes int64
+	// SocketParent is where the etcd's socket directory is made (etcdsocket.go); empty means
+	// os.TempDir().
+	SocketParent string
 }
 
 // HostedEtcdDataDir is where StartHostedEtcd keeps the data of an etcd whose Dir is dir (its
-// --data-dir, which also tells its process apart from any other).
-func HostedEtcdDataDir(dir string) string { return filepath.Join(dir, "data") }
+// --data-dir, which also tells its process apart from any other), as an absolute path: etcd
+// runs in its socket directory.
+func HostedEtcdDataDir(dir string) string {
+	d := filepath.Join(dir, "data")
+	if abs, err := filepath.Abs(d); err == nil {
+		return abs
+	}
+	return d
+}
 
 // HostedEtcd is the etcd of one hosted control plane: hypershift-sim starts one beside each
 // hosted kube-apiserver it runs, as HyperShift runs an etcd per hosted cluster, so no cluster
@@ -33,24 +43,28 @@ func HostedEtcdDataDir(dir string) string { return filepath.Join(dir, "data") }
 // with its own CA, never the management cluster's etcd: no certificate it admits opens the
 // management cluster's data, and the management apiserver's etcd certificate does not open it.
 type HostedEtcd struct {
-	// Endpoint is https://127.0.0.1:<port>.
+	// Endpoint is unixs://<socket directory>/localhost: TLS over a unix socket in a directory
+	// only this user may enter (etcdsocket.go); EtcdHTTPClient talks to it.
 	Endpoint string
 	// CAFile verifies the server; CertFile/KeyFile are the client certificate its hosted
 	// kube-apiserver presents.
 	CAFile, CertFile, KeyFile string
 	Proc                      *Process
+	sockets                   etcdSockets
 }
 
-// Stop ends the etcd.
+// Stop ends the etcd (if it still runs) and removes its socket directory. Call it also for an
+// etcd that exited by itself.
 func (e *HostedEtcd) Stop() {
 	if e.Proc != nil {
 		e.Proc.Stop(10 * time.Second)
 	}
+	e.sockets.remove()
 }
 
-// StartHostedEtcd starts a TLS-only etcd on free loopback ports that admits only client
-// certificates of its own CA (made in Dir/pki on first start, as for a management cluster's
-// etcd), and waits for its /health.
+// StartHostedEtcd starts a TLS-only etcd on unix sockets of its own (no TCP port) that admits
+// only client certificates of its own CA (made in Dir/pki on first start, as for a management
+// cluster's etcd), and waits for its /health.
 func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, error) {
 	if o.Name == "" || o.Dir == "" || o.LogDir == "" || o.EtcdPath == "" {
 		return nil, errors.New("hosted etcd: Name, Dir, LogDir and EtcdPath are required")
@@ -62,29 +76,14 @@ func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, err
 	if err != nil {
 		return nil, fmt.Errorf("hosted etcd %s: %w", o.Name, err)
 	}
-	ports, err := FreePorts(2)
-	if err != nil {
-		return nil, err
-	}
-	clientURL := "https://127.0.0.1:" + strconv.Itoa(ports[0])
-	peerURL := "https://127.0.0.1:" + strconv.Itoa(ports[1])
-	args := p.args(o.Name, HostedEtcdDataDir(o.Dir), clientURL, peerURL)
+	var extra []string
 	if o.QuotaBytes > 0 {
-		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBytes, 10))
+		extra = append(extra, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBytes, 10))
 	}
-	proc, err := StartProcess(ctx, ProcSpec{Name: o.Name, Path: o.EtcdPath, LogDir: o.LogDir, Args: args})
+	proc, sockets, err := startEtcd(ctx, p, etcdStart{Name: o.Name, Path: o.EtcdPath, LogDir: o.LogDir,
+		Member: o.Name, DataDir: HostedEtcdDataDir(o.Dir), SocketParent: o.SocketParent, Record: filepath.Join(o.Dir, etcdSocketRecord), ExtraArgs: extra, ReadyTimeout: o.ReadyTimeout})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("hosted etcd: %w", err)
 	}
-	e := &HostedEtcd{Endpoint: clientURL, CAFile: p.caCert, CertFile: p.clientCert, KeyFile: p.clientKey, Proc: proc}
-	client, err := p.httpClient()
-	if err != nil {
-		e.Stop()
-		return nil, fmt.Errorf("hosted etcd %s: %w", o.Name, err)
-	}
-	if err := proc.WaitFor(ctx, o.ReadyTimeout, "etcd /health", HTTPReady(client, clientURL+"/health")); err != nil {
-		e.Stop()
-		return nil, err
-	}
-	return e, nil
+	return &HostedEtcd{Endpoint: sockets.clientURL(), CAFile: p.caCert, CertFile: p.clientCert, KeyFile: p.clientKey, Proc: proc, sockets: sockets}, nil
 }

@@ -50,8 +50,11 @@ func TestHostedEtcdAdmitsOnlyItsOwnClients(t *testing.T) {
 			}
 			cfg.Certificates = []tls.Certificate{cert}
 		}
-		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
-		return HTTPReady(c, e.Endpoint+"/health")(ctx)
+		c, err := EtcdHTTPClient(e.Endpoint, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return HTTPReady(c, "https://localhost/health")(ctx)
 	}
 	tests := []struct {
 		name         string
@@ -70,7 +73,61 @@ func TestHostedEtcdAdmitsOnlyItsOwnClients(t *testing.T) {
 			}
 		})
 	}
-	if _, err := http.Get("http" + e.Endpoint[len("https"):] + "/health"); err == nil {
-		t.Errorf("plaintext GET /health answered")
+	if resp, err := plaintextEtcdClient(t, e.Endpoint).Get("http://localhost/health"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("plaintext GET /health answered %d", resp.StatusCode)
+		}
+	}
+	t.Run("no_tcp_listener", func(t *testing.T) { checkEtcdHasNoTCPListener(t, e.Proc) })
+	t.Run("another_user_cannot_connect", func(t *testing.T) { checkEtcdRefusesAnotherUser(t, e.Proc) })
+}
+
+// TestHostedEtcdSocketDirectoryIsRemoved: an etcd's socket directory goes with it, whether it
+// is stopped or its launcher was killed (and the etcd with it, by its parent-death signal),
+// when the next start on the same state directory finds the directory the lost one left.
+func TestHostedEtcdSocketDirectoryIsRemoved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real etcd")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, etcd, err := KubeBinaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o := HostedEtcdOptions{Name: "hosted", Dir: filepath.Join(dir, "hosted"), LogDir: dir, EtcdPath: etcd}
+	socketDir := func(e *HostedEtcd) string {
+		t.Helper()
+		socket, err := EtcdSocketPath(e.Endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Dir(socket)
+	}
+	lost, err := StartHostedEtcd(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its launcher is gone without a word: the process ends, nothing removes the directory.
+	lost.Proc.Kill()
+	lostDir := socketDir(lost)
+	if _, err := os.Stat(lostDir); err != nil {
+		t.Fatalf("the killed etcd's socket directory: %v, want it left until the next start", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(lostDir) })
+
+	next, err := StartHostedEtcd(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(lostDir); !os.IsNotExist(err) {
+		t.Errorf("the lost etcd's socket directory %s after the next start: %v, want removed", lostDir, err)
+	}
+	nextDir := socketDir(next)
+	next.Stop()
+	if _, err := os.Stat(nextDir); !os.IsNotExist(err) {
+		t.Errorf("a stopped etcd's socket directory %s: %v, want removed", nextDir, err)
 	}
 }

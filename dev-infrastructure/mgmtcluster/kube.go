@@ -118,7 +118,9 @@ type ManagementCluster struct {
 	Etcd              *Process
 	ControllerManager *Process
 
-	restConfig *rest.Config
+	// etcdSockets is etcd's socket directory, removed by Stop.
+	etcdSockets etcdSockets
+	restConfig  *rest.Config
 	// clientCA is the client CA bundle the apiserver reads (its own CA, then the extra CA file's
 	// contents); RefreshClientCA writes it again.
 	clientCA       struct{ path, extra string }
@@ -256,9 +258,11 @@ func (m *ManagementCluster) Stop() {
 	if m.Etcd != nil {
 		m.Etcd.Stop(10 * time.Second)
 	}
+	m.etcdSockets.remove()
 }
 
-// StartManagementCluster starts etcd and kube-apiserver on free loopback ports with a dev PKI,
+// StartManagementCluster starts etcd on unix sockets of its own (etcdsocket.go) and
+// kube-apiserver on a free loopback port with a dev PKI,
 // waits for /readyz, writes the admin kubeconfig and installs the CRDs from package crds.
 // On error everything it started is stopped again. A free port is free when it is asked for,
 // not when the process binds it (another process, or an outgoing connection, can take it in
@@ -268,11 +272,11 @@ func StartManagementCluster(ctx context.Context, o ManagementClusterOptions) (*M
 	return startOnFreePorts(ctx, o, FreePorts)
 }
 
-// startOnFreePorts is StartManagementCluster with its ports (etcd client, etcd peer, apiserver)
-// asked of freePorts at each attempt.
+// startOnFreePorts is StartManagementCluster with its port (the apiserver's) asked of
+// freePorts at each attempt.
 func startOnFreePorts(ctx context.Context, o ManagementClusterOptions, freePorts func(n int) ([]int, error)) (*ManagementCluster, error) {
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(3)
+		ports, err := freePorts(1)
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +309,7 @@ func startManagementCluster(ctx context.Context, o ManagementClusterOptions, por
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
 	}
-	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	apiPort := ports[0]
 	mc := &ManagementCluster{Name: o.Name, Host: "https://127.0.0.1:" + strconv.Itoa(apiPort), pkiDir: pkiDir}
 	defer func() {
 		if err != nil {
@@ -333,23 +337,18 @@ func startManagementCluster(ctx context.Context, o ManagementClusterOptions, por
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
 	}
-	// etcd speaks TLS only and admits only client certificates of its own CA (etcdPKI.args).
-	etcdURL := "https://127.0.0.1:" + strconv.Itoa(etcdClient)
-	peerURL := "https://127.0.0.1:" + strconv.Itoa(etcdPeer)
-	mc.Etcd, err = StartProcess(ctx, ProcSpec{
-		Name: o.Name + "-etcd", Path: o.EtcdPath, LogDir: o.LogDir,
-		Args: etcdPKI.args(o.Name, filepath.Join(o.Dir, "etcd"), etcdURL, peerURL),
-	})
-	if err != nil {
-		return nil, err
-	}
-	etcdHTTP, err := etcdPKI.httpClient()
+	// etcd speaks TLS only, on unix sockets only, and admits only client certificates of its
+	// own CA (etcdPKI.args). Its data directory is absolute: etcd runs in its socket directory.
+	etcdData, err := filepath.Abs(filepath.Join(o.Dir, "etcd"))
 	if err != nil {
 		return nil, fmt.Errorf("management cluster %s: %w", o.Name, err)
 	}
-	if err := mc.Etcd.WaitFor(ctx, o.ReadyTimeout, "etcd /health", HTTPReady(etcdHTTP, etcdURL+"/health")); err != nil {
+	mc.Etcd, mc.etcdSockets, err = startEtcd(ctx, etcdPKI, etcdStart{Name: o.Name + "-etcd", Path: o.EtcdPath, LogDir: o.LogDir,
+		Member: o.Name, DataDir: etcdData, Record: filepath.Join(o.Dir, etcdSocketRecord), ReadyTimeout: o.ReadyTimeout})
+	if err != nil {
 		return nil, err
 	}
+	etcdURL := mc.etcdSockets.clientURL()
 
 	mc.APIServer, err = StartProcess(ctx, ProcSpec{
 		Name: o.Name + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,

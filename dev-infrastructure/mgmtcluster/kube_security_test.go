@@ -45,14 +45,14 @@ func TestManagementClusterStorageIsLockedDown(t *testing.T) {
 	}
 	defer mc.Stop()
 
-	// etcd's client address, from its command line: the same on the old plaintext setup.
-	var etcdAddr string
+	// etcd's client endpoint, from its command line (a unixs:// URL).
+	var etcdEndpoint string
 	for _, a := range mc.Etcd.Spec.Args {
 		if v, ok := strings.CutPrefix(a, "--listen-client-urls="); ok {
-			etcdAddr = v[strings.Index(v, "://")+3:]
+			etcdEndpoint = v
 		}
 	}
-	if etcdAddr == "" {
+	if etcdEndpoint == "" {
 		t.Fatalf("no --listen-client-urls in %v", mc.Etcd.Spec.Args)
 	}
 	pkiDir := filepath.Join(state, "pki")
@@ -78,7 +78,11 @@ func TestManagementClusterStorageIsLockedDown(t *testing.T) {
 			}
 			cfg.Certificates = []tls.Certificate{cert}
 		}
-		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+		c, err := EtcdHTTPClient(etcdEndpoint, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
 	get := func(c *http.Client, url string) (int, error) {
 		resp, err := c.Get(url)
@@ -91,27 +95,30 @@ func TestManagementClusterStorageIsLockedDown(t *testing.T) {
 	}
 
 	t.Run("etcd_refuses_plaintext", func(t *testing.T) {
-		if status, err := get(&http.Client{Timeout: 10 * time.Second}, "http://"+etcdAddr+"/health"); err == nil {
+		if status, err := get(plaintextEtcdClient(t, etcdEndpoint), "http://localhost/health"); err == nil {
 			t.Fatalf("plaintext GET /health served (%d)", status)
 		}
 	})
 	t.Run("etcd_refuses_tls_without_a_client_certificate", func(t *testing.T) {
-		if status, err := get(etcdClient(t, "", ""), "https://"+etcdAddr+"/health"); err == nil {
+		if status, err := get(etcdClient(t, "", ""), "https://localhost/health"); err == nil {
 			t.Fatalf("GET /health without a client certificate served (%d)", status)
 		}
 	})
 	t.Run("etcd_refuses_a_certificate_of_another_CA", func(t *testing.T) {
 		// The cluster admin's certificate: valid for the apiserver, not for etcd.
-		if status, err := get(etcdClient(t, "admin.crt", "admin.key"), "https://"+etcdAddr+"/health"); err == nil {
+		if status, err := get(etcdClient(t, "admin.crt", "admin.key"), "https://localhost/health"); err == nil {
 			t.Fatalf("GET /health with the apiserver CA's admin certificate served (%d)", status)
 		}
 	})
 	t.Run("etcd_serves_the_apiserver_client_certificate", func(t *testing.T) {
-		status, err := get(etcdClient(t, "apiserver-etcd-client.crt", "apiserver-etcd-client.key"), "https://"+etcdAddr+"/health")
+		status, err := get(etcdClient(t, "apiserver-etcd-client.crt", "apiserver-etcd-client.key"), "https://localhost/health")
 		if err != nil || status != http.StatusOK {
 			t.Fatalf("GET /health as the apiserver: %d %v", status, err)
 		}
 	})
+
+	t.Run("etcd_has_no_tcp_listener", func(t *testing.T) { checkEtcdHasNoTCPListener(t, mc.Etcd) })
+	t.Run("etcd_refuses_another_user", func(t *testing.T) { checkEtcdRefusesAnotherUser(t, mc.Etcd) })
 
 	t.Run("secrets_are_encrypted_in_etcd", func(t *testing.T) {
 		kube, err := kubernetes.NewForConfig(mc.RESTConfig())
@@ -131,7 +138,7 @@ func TestManagementClusterStorageIsLockedDown(t *testing.T) {
 		}
 		// etcd's v3 JSON gateway: POST /v3/kv/range with the key in base64.
 		body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte("/registry/secrets/default/at-rest"))})
-		resp, err := etcdClient(t, "apiserver-etcd-client.crt", "apiserver-etcd-client.key").Post("https://"+etcdAddr+"/v3/kv/range", "application/json", bytes.NewReader(body))
+		resp, err := etcdClient(t, "apiserver-etcd-client.crt", "apiserver-etcd-client.key").Post("https://localhost/v3/kv/range", "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatalf("read the raw key from etcd: %v", err)
 		}

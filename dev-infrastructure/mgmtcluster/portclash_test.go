@@ -33,7 +33,7 @@ func TestStartOnAPortTakenMeanwhileStartsAgain(t *testing.T) {
 		asked++
 		ports, err := FreePorts(n)
 		if err == nil && asked == 1 {
-			ports[2] = takenPort // the apiserver's
+			ports[0] = takenPort // the apiserver's
 		}
 		return ports, err
 	}

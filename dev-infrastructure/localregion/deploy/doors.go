@@ -10,8 +10,9 @@ const metricsOverTLS = "metrics over TLS with the service's server certificate: 
 // paths without a client certificate, over TLS only, and why (node.Node.OpenDoors; the ports
 // are the charts' ports.metrics, the sim's --metrics-addr and the agent's --listen). Plaintext HTTP on a pod address is
 // never among them. Neither are the hosted kube-apiservers in the sim's pod (program
-// kube-apiserver, a port per hosted cluster; --anonymous-auth=false) nor the hosted etcd (2379):
-// they answer nothing without a client certificate, health paths included.
+// kube-apiserver, a port per hosted cluster; --anonymous-auth=false), which answer nothing
+// without a client certificate, health paths included; the hosted etcds have no port (unix
+// sockets).
 func PodDoors() []node.PodDoor {
 	return []node.PodDoor{
 		{Process: "frontend", Port: 9443, Paths: []string{"/metrics"}, Reason: metricsOverTLS},

@@ -85,8 +85,9 @@ type controlPlane struct {
 
 // hostedAPIServers runs one real kube-apiserver and one etcd per served HostedCluster, as
 // HyperShift runs them per hosted control plane: the apiserver on its own port of the sim's
-// address with the cluster's own PKI, its etcd on loopback with a CA and a space quota of its own. Slots are handed out in the order clusters are
-// first seen; a cluster past the cap stays status-only for its whole life (a freed slot goes to
+// address with the cluster's own PKI, its etcd on a unix socket only the sim's user may reach,
+// with a CA and a space quota of its own. Slots are handed out in the order clusters are first
+// seen; a cluster past the cap stays status-only for its whole life (a freed slot goes to
 // the next new cluster, never to one already reported as capped: its api.url would change).
 type hostedAPIServers struct {
 	o HostedAPIOptions
@@ -107,7 +108,7 @@ type hostedAPIServer struct {
 	host  string
 	port  int
 	// etcd is the cluster's own etcd, started before its apiserver and stopped after it; the
-	// apiserver is started again with a new one when it exits (its port changes).
+	// apiserver is started again with a new one when it exits (its socket changes).
 	etcd    *mgmtcluster.HostedEtcd
 	proc    *mgmtcluster.Process
 	counted bool // the current process's start is counted in hostedAPIServerStarts (it answered)
@@ -703,16 +704,17 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	return nil
 }
 
-// startEtcd runs the cluster's own etcd: TLS only on loopback, a CA of its own made in its
+// startEtcd runs the cluster's own etcd: TLS only, on a unix socket in a directory of its own
+// under o.SocketDir (no TCP port), a CA of its own made in its
 // directory on first start (no other cluster's apiserver holds a certificate it admits), its
 // data kept across restarts of it and of the sim, and the space quota o.EtcdQuotaBytes, which
 // only this cluster's objects count against.
 func (s *hostedAPIServer) startEtcd(ctx context.Context, o HostedAPIOptions) error {
 	dir := filepath.Join(s.dir, etcdDir)
-	killOrphan(filepath.Join(s.dir, etcdPIDFile), etcdMark(s.dir))
+	killOrphanEtcd(s.dir)
 	e, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
 		Name: s.hcpNS + "-etcd", Dir: dir, LogDir: o.LogDir, EtcdPath: o.EtcdPath,
-		QuotaBytes: o.EtcdQuotaBytes, ReadyTimeout: etcdReadyTimeout})
+		QuotaBytes: o.EtcdQuotaBytes, SocketParent: o.SocketDir, ReadyTimeout: etcdReadyTimeout})
 	if err != nil {
 		return fmt.Errorf("etcd of %s: %w", s.hcpNS, err)
 	}
@@ -736,8 +738,8 @@ func etcdMark(dir string) string {
 }
 
 // reapEtcdLocked notices an etcd that has exited: its apiserver is stopped too, so that the
-// next start runs both again (a new etcd listens on a new port, which the apiserver is started
-// with).
+// next start runs both again (a new etcd listens on a new socket, which the apiserver is
+// started with); the old socket directory is removed.
 func (s *hostedAPIServer) reapEtcdLocked(ctx context.Context) {
 	if s.etcd == nil {
 		return
@@ -747,6 +749,7 @@ func (s *hostedAPIServer) reapEtcdLocked(ctx context.Context) {
 		return
 	}
 	ctrl.LoggerFrom(ctx).Info("hosted etcd exited; starting it and its kube-apiserver again", "err", err, "log", s.etcd.Proc.LogPath)
+	s.etcd.Stop()
 	s.etcd = nil
 	_ = os.Remove(filepath.Join(s.dir, etcdPIDFile))
 	s.stopAPIServerLocked()
@@ -812,21 +815,33 @@ func hostedAPIServerArgs(dir, host string, port int, encryptionConfig string, et
 	}
 }
 
+// killOrphanEtcd ends an etcd of the cluster in dir that a killed sim left running (killOrphan)
+// and removes its socket directory, which only its Stop would have.
+func killOrphanEtcd(dir string) {
+	cmdline := killOrphan(filepath.Join(dir, etcdPIDFile), etcdMark(dir))
+	for _, arg := range bytes.Split(cmdline, []byte{0}) {
+		if url, ok := bytes.CutPrefix(arg, []byte("--listen-client-urls=")); ok {
+			mgmtcluster.RemoveEtcdSocketDir(string(url))
+		}
+	}
+}
+
 // killOrphan ends the process a pid file names if its command line still has arg (a
 // kube-apiserver's --cert-dir or an etcd's --data-dir of this cluster: a sim killed with
-// SIGKILL whose child outlived it), so its port and data are free again.
-func killOrphan(pidPath, arg string) {
+// SIGKILL whose child outlived it), so its port and data are free again. It returns the
+// command line of the process it ended (NUL-separated), nil if none.
+func killOrphan(pidPath, arg string) []byte {
 	b, err := os.ReadFile(pidPath)
 	if err != nil {
-		return
+		return nil
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 {
-		return
+		return nil
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil || !bytes.Contains(cmdline, []byte(arg+"\x00")) {
-		return
+		return nil
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	// SIGKILL cannot be caught, but on a busy machine the exit can take a while: wait for it
@@ -835,6 +850,7 @@ func killOrphan(pidPath, arg string) {
 	for processRunning(pid) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
+	return cmdline
 }
 
 // orphanExitWait bounds how long killOrphan waits for the process it killed to be gone.
@@ -899,7 +915,7 @@ func (h *hostedAPIServers) remove(hcpNS string) error {
 	}
 	dir := filepath.Join(h.o.Dir, hcpNS)
 	killOrphan(filepath.Join(dir, pidFile), apiserverMark(dir))
-	killOrphan(filepath.Join(dir, etcdPIDFile), etcdMark(dir))
+	killOrphanEtcd(dir)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove the files of %s: %w", hcpNS, err)
 	}

@@ -26,6 +26,10 @@ type HostedAPIOptions struct {
 	// EtcdQuotaBytes is each hosted cluster's etcd space quota (--quota-backend-bytes): what
 	// one customer may fill, for their own cluster alone. Zero means DefaultHostedEtcdQuota.
 	EtcdQuotaBytes int64
+	// SocketDir is where each hosted etcd gets a short directory of its own (0700) for its unix
+	// sockets: etcd serves no TCP port (mgmtcluster/etcdsocket.go). Empty means os.TempDir();
+	// the sim's pod, whose root filesystem is read-only, names one in its emptyDir.
+	SocketDir string
 	// HealthInterval is how often a served cluster's /readyz is checked again once it answers
 	// (its Available condition follows it); zero means 10s.
 	HealthInterval time.Duration

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,6 +56,13 @@ func TestKilledSimLeavesNoHostedAPIServer(t *testing.T) {
 			t.Fatalf("%s %d is not running before the kill", name, pid)
 		}
 	}
+	// A killed sim leaves its etcd's socket directory (a start on the same directory removes
+	// it, mgmtcluster's etcdStart.Record); the test removes it itself.
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "hosted", "orphan", etcdDir, "etcd-socket-dir")); err == nil {
+			mgmtcluster.RemoveEtcdSocketDir("unixs://" + filepath.Join(strings.TrimSpace(string(b)), "localhost"))
+		}
+	})
 	if err := child.Process.Kill(); err != nil { // SIGKILL: no handler runs
 		t.Fatal(err)
 	}

@@ -452,6 +452,7 @@ func TestHostedAPIServer(t *testing.T) {
 
 	if !t.Run("a_killed_etcd_is_started_again_with_its_apiserver_and_keeps_the_objects", func(t *testing.T) {
 		before := hostedEtcdPID(t, e.opts.HostedAPI.Dir, hcpNS)
+		oldSockets := hostedEtcdSocketDir(t, before)
 		if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -474,12 +475,16 @@ func TestHostedAPIServer(t *testing.T) {
 			}
 			return nil
 		})
+		if _, err := os.Stat(oldSockets); !os.IsNotExist(err) {
+			t.Errorf("the killed etcd's socket directory %s: %v, want removed", oldSockets, err)
+		}
 	}) {
 		return
 	}
 
 	if !t.Run("delete_stops_the_apiserver_and_its_etcd_and_removes_their_data", func(t *testing.T) {
 		etcdPID := hostedEtcdPID(t, e.opts.HostedAPI.Dir, hcpNS)
+		sockets := hostedEtcdSocketDir(t, etcdPID)
 		hc := &hyperv1.HostedCluster{}
 		if err := e.c.Get(ctx, served, hc); err != nil {
 			t.Fatal(err)
@@ -504,6 +509,9 @@ func TestHostedAPIServer(t *testing.T) {
 		if hypershiftsim.ProcessRunning(etcdPID) {
 			t.Errorf("the hosted etcd %d of %s still runs after its HostedCluster is gone", etcdPID, hcpNS)
 		}
+		if _, err := os.Stat(sockets); !os.IsNotExist(err) {
+			t.Errorf("the hosted etcd's socket directory %s: %v, want removed", sockets, err)
+		}
 	}) {
 		return
 	}
@@ -522,6 +530,27 @@ func hostedEtcdPID(t *testing.T, dir, hcpNS string) int {
 		t.Fatalf("the etcd of %s: pid %q (%v) is not running", hcpNS, b, err)
 	}
 	return pid
+}
+
+// hostedEtcdSocketDir is the socket directory of the running etcd pid, from its command line
+// (--listen-client-urls=unixs://<dir>/localhost).
+func hostedEtcdSocketDir(t *testing.T, pid int) string {
+	t.Helper()
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range strings.Split(string(cmdline), "\x00") {
+		if url, ok := strings.CutPrefix(arg, "--listen-client-urls="); ok {
+			socket, err := mgmtcluster.EtcdSocketPath(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Dir(socket)
+		}
+	}
+	t.Fatalf("etcd %d has no --listen-client-urls: %q", pid, cmdline)
+	return ""
 }
 
 // metricValue reads a gauge or counter (with these labels) from the sim's metrics registry.

@@ -50,6 +50,7 @@ type config struct {
 	hostedAddress      string
 	unsealKeyFile      string
 	hostedLogDir       string
+	hostedSocketDir    string
 	etcd               string
 	hostedEtcdQuota    string
 }
@@ -84,6 +85,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringVar(&c.hostedDir, "hosted-dir", envOr("HYPERSHIFT_SIM_HOSTED_DIR", ""), "directory for the hosted kube-apiservers' files, one directory per control-plane namespace (env HYPERSHIFT_SIM_HOSTED_DIR)")
 	fs.StringVar(&c.hostedAddress, "hosted-address", envOr("HYPERSHIFT_SIM_HOSTED_ADDRESS", hypershiftsim.DefaultHostedAPIAddress), "IP address the hosted kube-apiservers bind and advertise, name in their serving certificates and report as api.url (a pod's IP in a chart) (env HYPERSHIFT_SIM_HOSTED_ADDRESS)")
 	fs.StringVar(&c.hostedLogDir, "hosted-log-dir", envOr("HYPERSHIFT_SIM_HOSTED_LOG_DIR", ""), "directory for the hosted kube-apiservers' logs; empty: --hosted-dir (env HYPERSHIFT_SIM_HOSTED_LOG_DIR)")
+	fs.StringVar(&c.hostedSocketDir, "hosted-socket-dir", envOr("HYPERSHIFT_SIM_HOSTED_SOCKET_DIR", ""), "directory under which each hosted etcd gets a short one of its own (0700) for its unix sockets (etcd serves no TCP port); a short path: a socket's may not exceed 107 bytes; empty: the system's temporary directory (env HYPERSHIFT_SIM_HOSTED_SOCKET_DIR)")
 	fs.StringVar(&c.etcd, "etcd", envOr("HYPERSHIFT_SIM_ETCD", ""), "the pinned etcd binary: each served HostedCluster gets an etcd of its own (env HYPERSHIFT_SIM_ETCD)")
 	fs.StringVar(&c.hostedEtcdQuota, "hosted-etcd-quota", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_QUOTA", resource.NewQuantity(hypershiftsim.DefaultHostedEtcdQuota, resource.BinarySI).String()),
 		"each served HostedCluster's etcd space quota, a Kubernetes quantity such as 512Mi: what one customer may fill, for their own cluster alone (env HYPERSHIFT_SIM_HOSTED_ETCD_QUOTA)")
@@ -165,7 +167,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("--hosted-etcd-quota=%q: want a positive quantity such as 512Mi", c.hostedEtcdQuota)
 	}
 	hosted := hypershiftsim.HostedAPIOptions{Max: c.hostedAPIServers, APIServerPath: c.kubeAPIServer, EtcdPath: c.etcd,
-		EtcdQuotaBytes: quota.Value(), Dir: c.hostedDir, LogDir: c.hostedLogDir, Address: c.hostedAddress}
+		EtcdQuotaBytes: quota.Value(), Dir: c.hostedDir, LogDir: c.hostedLogDir, Address: c.hostedAddress, SocketDir: c.hostedSocketDir}
 	if err := hosted.Validate(); err != nil {
 		return fmt.Errorf("--hosted-apiservers=%d: %w (set --kube-apiserver, --etcd and --hosted-dir, or --hosted-apiservers=0)", c.hostedAPIServers, err)
 	}
