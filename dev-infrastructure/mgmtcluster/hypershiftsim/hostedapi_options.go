@@ -1,6 +1,9 @@
 package hypershiftsim
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // HostedAPIOptions makes the sim run a real kube-apiserver for each HostedCluster, up to a cap
 // (hostedapi.go).
@@ -26,6 +29,10 @@ type HostedAPIOptions struct {
 	// EtcdQuotaBytes is each hosted cluster's etcd space quota (--quota-backend-bytes): what
 	// one customer may fill, for their own cluster alone. Zero means DefaultHostedEtcdQuota.
 	EtcdQuotaBytes int64
+	// EgressAllowedCIDRs are addresses the hosted kube-apiservers' egress proxy reaches even
+	// though they are not public (egressproxy.go): a test knob standing in for a hosted
+	// cluster's own network, which the sim does not have. Empty in make run and make deploy.
+	EgressAllowedCIDRs []netip.Prefix
 	// HealthInterval is how often a served cluster's /readyz is checked again once it answers
 	// (its Available condition follows it); zero means 10s.
 	HealthInterval time.Duration
