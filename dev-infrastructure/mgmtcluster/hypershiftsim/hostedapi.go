@@ -359,6 +359,13 @@ func pinnablePorts() (lo, hi int, err error) {
 	if _, err := fmt.Sscan(string(b), &first, &last); err != nil {
 		return 0, 0, fmt.Errorf("read the ephemeral port range %q: %w", strings.TrimSpace(string(b)), err)
 	}
+	return PinnablePortRange(first, last)
+}
+
+// PinnablePortRange is the range hosted kube-apiservers' ports are pinned in, for the ephemeral
+// port range first-last: from 10000 up to it, or above it if that leaves fewer than 1000 ports.
+// Linux's default, 32768-60999, gives 10000-32767, the range the sim chart's NetworkPolicy admits.
+func PinnablePortRange(first, last int) (lo, hi int, err error) {
 	const floor, enough = 10000, 1000
 	switch {
 	case first-floor >= enough:
