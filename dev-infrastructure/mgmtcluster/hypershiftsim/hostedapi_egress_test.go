@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -216,6 +217,44 @@ func TestHostedAPIServerEgressNeverReachesTheHostsLoopback(t *testing.T) {
 			}
 		})
 	}
+
+	// The kubelet path: a Node the customer makes, with the host's loopback as its address and a
+	// port of it as its kubelet's, and a Pod bound to it; the apiserver reads the Pod's log
+	// from "the kubelet" and streams the answer back: what a loopback service answers would
+	// reach the customer (the apiserver's proxy subresources refuse loopback by themselves;
+	// logs, exec and port-forward do not).
+	t.Run("pod_log_from_a_node_on_localhost_never_reaches_the_port", func(t *testing.T) {
+		const secret = "loopback-secret-7f3a"
+		var served atomic.Int64
+		kubelet := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			served.Add(1)
+			_, _ = w.Write([]byte(secret))
+		}))
+		t.Cleanup(kubelet.Close)
+		kubeletPort := kubelet.Listener.Addr().(*net.TCPAddr).Port
+		node, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "loopback"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(kubeletPort)
+		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-loopback"},
+			Spec: corev1.PodSpec{NodeName: "loopback", Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}}}
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		body, err := cs.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "c"}).DoRaw(ctx)
+		t.Logf("pod log: %q, %v", body, err)
+		if strings.Contains(string(body), secret) || (err != nil && strings.Contains(err.Error(), secret)) {
+			t.Errorf("the customer read what a service on the host's loopback answers through their pod's log")
+		}
+		if n := served.Load(); n != 0 {
+			t.Errorf("the customer's pod log made their apiserver request 127.0.0.1:%d %d times", kubeletPort, n)
+		}
+	})
 
 	t.Run("a_target_the_proxy_admits_is_reached_through_it", func(t *testing.T) {
 		if _, err := dc.Resource(apiServiceGVR).Create(ctx, apiService("legit.example.com", ns, "legit", legitPort), metav1.CreateOptions{}); err != nil {
