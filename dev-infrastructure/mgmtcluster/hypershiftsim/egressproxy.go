@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openhcp/openhcp/internal/publicaddr"
 )
@@ -70,6 +72,13 @@ const (
 
 // errEgressRefused is wrapped by every refusal of a target.
 var errEgressRefused = errors.New("refused")
+
+var hostedEgressConnects = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "hypershift_sim_hosted_egress_connects_total",
+	Help: "CONNECTs of the hosted kube-apiservers to the sim's egress proxy by result: tunnelled, refused (not the hosted cluster's network; nothing dialled), failed (resolution or dial), busy (over the tunnel cap).",
+}, []string{"result"})
+
+func init() { ctrlmetrics.Registry.MustRegister(hostedEgressConnects) }
 
 // egressProxy is the HTTP CONNECT proxy the hosted kube-apiservers' egress goes through, on a
 // unix socket in a directory only the sim's user may enter (its apiservers run as that user).
@@ -133,6 +142,7 @@ func (p *egressProxy) serve() {
 		select {
 		case p.slots <- struct{}{}:
 		default:
+			hostedEgressConnects.WithLabelValues("busy").Inc()
 			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
 			c.Close()
 			continue
@@ -178,14 +188,18 @@ func (p *egressProxy) handle(c net.Conn) {
 	up, err := p.dial(ctx, target)
 	cancel()
 	if err != nil {
-		code := http.StatusBadGateway
+		code, result := http.StatusBadGateway, "failed"
 		if errors.Is(err, errEgressRefused) {
-			code = http.StatusForbidden
+			code, result = http.StatusForbidden, "refused"
 		}
-		p.log.Info("hosted kube-apiserver egress not reached", "target", target, "code", code, "err", err.Error())
+		hostedEgressConnects.WithLabelValues(result).Inc()
+		// At V(1): a customer's APIService is checked again every few seconds, and each of
+		// their requests may call a webhook; the counter says how often.
+		p.log.V(1).Info("hosted kube-apiserver egress not reached", "target", target, "code", code, "err", err.Error())
 		answer(c, code)
 		return
 	}
+	hostedEgressConnects.WithLabelValues("tunnelled").Inc()
 	p.track(up, true)
 	defer p.track(up, false)
 	_ = c.SetReadDeadline(time.Time{})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestEgressProxyAdmitsOnlyPublicAddressesNotTheMachinesOwn(t *testing.T) {
@@ -96,6 +97,8 @@ func TestEgressProxyTunnelsAdmittedTargetsAndRefusesTheRestWithoutAConnection(t 
 	for _, dir := range []string{t.TempDir(), deep} {
 		t.Run(fmt.Sprintf("state_dir_of_%d_bytes", len(dir)), func(t *testing.T) {
 			before := accepted.Load()
+			refusedBefore := testutil.ToFloat64(hostedEgressConnects.WithLabelValues("refused"))
+			tunnelledBefore := testutil.ToFloat64(hostedEgressConnects.WithLabelValues("tunnelled"))
 			p, err := startEgressProxy(logr.Discard(), dir, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -115,6 +118,10 @@ func TestEgressProxyTunnelsAdmittedTargetsAndRefusesTheRestWithoutAConnection(t 
 			if n := accepted.Load() - before; n != 0 {
 				t.Errorf("refused CONNECTs reached the target %d times", n)
 			}
+			// The handler counts before it answers: no wait needed.
+			if n := testutil.ToFloat64(hostedEgressConnects.WithLabelValues("refused")) - refusedBefore; n != 4 {
+				t.Errorf("hypershift_sim_hosted_egress_connects_total{result=refused} grew by %v, want 4", n)
+			}
 
 			// The same target admitted by the allow-list is tunnelled both ways.
 			p.Stop()
@@ -133,6 +140,9 @@ func TestEgressProxyTunnelsAdmittedTargetsAndRefusesTheRestWithoutAConnection(t 
 			buf := make([]byte, 4)
 			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
 				t.Fatalf("through the tunnel: %q, %v", buf, err)
+			}
+			if n := testutil.ToFloat64(hostedEgressConnects.WithLabelValues("tunnelled")) - tunnelledBefore; n != 1 {
+				t.Errorf("hypershift_sim_hosted_egress_connects_total{result=tunnelled} grew by %v, want 1", n)
 			}
 		})
 	}
