@@ -64,6 +64,9 @@ const (
 	// egressRequestTimeout bounds the CONNECT request's arrival, the name's resolution and the
 	// dial each.
 	egressRequestTimeout = 10 * time.Second
+	// egressDrainTimeout bounds how long a tunnel waits for the target's last bytes once the
+	// client has closed its side.
+	egressDrainTimeout = time.Minute
 	// egressSocketName is the socket's name in its directory. A unix socket's path must fit in
 	// 108 bytes; a state directory too deep for that gets a short directory of its own.
 	egressSocketName = "proxy.sock"
@@ -211,6 +214,9 @@ func (p *egressProxy) handle(c net.Conn) {
 		defer close(done)
 		_, _ = io.Copy(up, br) // what the client sent after its request, and the rest
 		closeWrite(up)
+		// The client is done: a target that keeps its side open without a word does not hold
+		// the tunnel's slot for longer than this.
+		_ = up.SetReadDeadline(time.Now().Add(egressDrainTimeout))
 	}()
 	_, _ = io.Copy(c, up)
 	closeWrite(c)
