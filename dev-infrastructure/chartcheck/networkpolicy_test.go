@@ -3,11 +3,13 @@ package chartcheck
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/chartcheck/meshpolicy"
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/hypershiftsim"
 )
 
 // managementNetworkGrants are what the management-cluster charts' NetworkPolicies admit:
@@ -17,7 +19,28 @@ var managementNetworkGrants = map[string][]string{
 	"maestro-agent": {"maestro-agent <- monitoring : https"}, // Prometheus scrapes /metrics
 	"hypershift-sim": {
 		"hypershift-sim <- monitoring : metrics", // Prometheus scrapes /metrics
+		// The hosted kube-apiservers (api.url): the break-glass gateway, the Monitor's /readyz
+		// probe, and customers from outside the cluster.
+		"hypershift-sim <- openhcp-admin : 10000-32767",
+		"hypershift-sim <- openhcp-backend : 10000-32767",
+		"hypershift-sim <- outside except 10.244.0.0/24 : 10000-32767", // less make deploy's pod network (config/)
 	},
+}
+
+// runTimePortRange is the port range a chart's workload listens in at run time (no container
+// port names them), which its NetworkPolicy admits as a range: the sim pins each hosted
+// kube-apiserver's port in hypershiftsim.PinnablePortRange of the pod's ephemeral range, Linux's
+// default 32768-60999 (the node's and AKS's).
+func runTimePortRange(t *testing.T, chart string) string {
+	t.Helper()
+	if chart != "hypershift-sim" {
+		return ""
+	}
+	lo, hi, err := hypershiftsim.PinnablePortRange(32768, 60999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%d-%d", lo, hi)
 }
 
 // TestEveryChartWorkloadIsCoveredByANetworkPolicy renders every chart with the dev region's
@@ -62,6 +85,14 @@ func TestEveryChartWorkloadIsCoveredByANetworkPolicy(t *testing.T) {
 				sel, err := labels.ConvertSelectorToLabelsMap(g.Selector)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if strings.Contains(g.Port, "-") {
+					// A range of ports the workload chooses at run time: no container port.
+					if want := runTimePortRange(t, chartMeta(t, root, chart).Name); g.Port != want {
+						t.Errorf("grant %+v: port range %s, want the workload's run-time range %q", g, g.Port, want)
+					}
+					got = append(got, fmt.Sprintf("%s <- %s : %s", labelOf(sel), g.From, g.Port))
+					continue
 				}
 				var names []string
 				for workload, pod := range pods {

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/publicaddr"
 )
 
 // ErrRefused is wrapped by every error for a target this package will not reach.
@@ -35,27 +37,8 @@ type Policy struct {
 	Timeout time.Duration
 }
 
-// refusedPrefixes are the ranges a request never reaches unless AllowedCIDRs names them, besides
-// what netip classifies as loopback, private, link-local, multicast or unspecified. Addresses are
-// unmapped first, so ::ffff:10.0.0.1 is 10.0.0.1.
-var refusedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT (RFC 6598)
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and the broadcast address
-	netip.MustParsePrefix("::/96"),          // IPv4-compatible (deprecated): embeds an IPv4 address
-	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64: embeds an IPv4 address
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	netip.MustParsePrefix("100::/64"),       // discard-only
-	netip.MustParsePrefix("2002::/16"),      // 6to4: embeds an IPv4 address
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
-	netip.MustParsePrefix("255.255.255.255/32"),
-}
-
-// CheckAddr returns nil if a connection to addr is allowed, else an error wrapping ErrRefused
-// that names the rule.
+// CheckAddr returns nil if a connection to addr is allowed (a public unicast address, or one in
+// AllowedCIDRs), else an error wrapping ErrRefused that names the rule (publicaddr.Rule).
 func (p Policy) CheckAddr(addr netip.Addr) error {
 	addr = addr.Unmap().WithZone("")
 	for _, allowed := range p.AllowedCIDRs {
@@ -63,30 +46,7 @@ func (p Policy) CheckAddr(addr netip.Addr) error {
 			return nil
 		}
 	}
-	rule := ""
-	switch {
-	case !addr.IsValid():
-		rule = "not an IP address"
-	case addr.IsLoopback():
-		rule = "loopback"
-	case addr.IsPrivate():
-		rule = "private"
-	case addr.IsLinkLocalUnicast(), addr.IsLinkLocalMulticast():
-		rule = "link-local"
-	case addr.IsMulticast(), addr.IsInterfaceLocalMulticast():
-		rule = "multicast"
-	case addr.IsUnspecified():
-		rule = "unspecified"
-	}
-	if rule == "" {
-		for _, pfx := range refusedPrefixes {
-			if pfx.Contains(addr) {
-				rule = "reserved range " + pfx.String()
-				break
-			}
-		}
-	}
-	if rule != "" {
+	if rule := publicaddr.Rule(addr); rule != "" {
 		return fmt.Errorf("address %s is %s: %w", addr, rule, ErrRefused)
 	}
 	return nil

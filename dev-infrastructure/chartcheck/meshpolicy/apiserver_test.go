@@ -1,7 +1,9 @@
 package meshpolicy
 
 import (
+	"bytes"
 	"context"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -128,6 +130,46 @@ func TestRenderedPolicyIsAcceptedByTheAPIServer(t *testing.T) {
 	if applied == 0 || appliedNetworkPolicies == 0 {
 		t.Fatalf("%d mesh objects and %d NetworkPolicies rendered: nothing was checked", applied, appliedNetworkPolicies)
 	}
+
+	// The hypershift-sim chart's NetworkPolicies too: the hosted kube-apiservers' policy has a
+	// port range (endPort) and ipBlocks, which no service chart renders.
+	t.Run("hypershift-sim", func(t *testing.T) {
+		const ns = "hypershift"
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(helm, "template", "openhcp", filepath.Join(root, "dev-infrastructure", "mgmtcluster", "deploy", "hypershift-sim"),
+			"--namespace", ns, "--values", filepath.Join(root, "config", "rendered", "dev-local", "mgmt-1", "hypershift-sim.yaml"))
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("helm template hypershift-sim: %v: %s", err, stderr.String())
+		}
+		nps, err := DecodeNetworkPolicies(stdout.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ranges := 0
+		for _, np := range nps {
+			if _, err := kube.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}); err != nil {
+				t.Fatalf("the apiserver refused NetworkPolicy %s: %v", np.Name, err)
+			}
+			stored, err := kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, np.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rule := range stored.Spec.Ingress {
+				for _, p := range rule.Ports {
+					if p.EndPort != nil {
+						ranges++
+					}
+				}
+			}
+		}
+		if ranges == 0 {
+			t.Fatal("no port range stored: the hosted kube-apiservers' policy was not checked (or its endPort was dropped)")
+		}
+	})
 
 	// The apiserver, not only our decoder, refuses schema mistakes.
 	bad := strings.ReplaceAll(allowCaller, "namespace: ns", "namespace: "+cfg.Identities["maestro"].Namespace)

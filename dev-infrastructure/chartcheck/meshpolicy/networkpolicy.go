@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -57,9 +58,17 @@ type NetworkGrant struct {
 //   - a policy named default-deny selects every pod and admits nothing (one per namespace at
 //     most);
 //   - every other policy selects its workload by labels, and each of its rules admits exactly one
-//     namespace by its name label (no pod selector, no ipBlock, no empty peer, which would admit
-//     everything) on named TCP ports (no rule without ports, which would admit every port);
+//     namespace by its name label (no pod selector, no empty peer, which would admit
+//     everything), or else every address outside the cluster (ipBlocks of 0.0.0.0/0 and ::/0
+//     only, with optional exceptions: a port a customer reaches from anywhere), on TCP ports
+//     (no rule without ports, which would admit every port);
+//   - a port is a container port by name, or a range (a number and endPort) for ports a
+//     workload chooses at run time (the hosted kube-apiservers'); a rule from outside the
+//     cluster admits ranges only, so no named port (metrics, an API) is opened to the world by it;
 //   - no two rules admit the same namespace on the same port of the same workload.
+//
+// A grant's From is the namespace, or "outside" with the exceptions ("outside except
+// 10.244.0.0/24"); its Port the name, or "from-to" for a range.
 func CheckNetworkPolicies(nps []*networkingv1.NetworkPolicy) ([]NetworkGrant, []error) {
 	var errs []error
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -93,15 +102,9 @@ func CheckNetworkPolicies(nps []*networkingv1.NetworkPolicy) ([]NetworkGrant, []
 		}
 		for i, rule := range np.Spec.Ingress {
 			rid := fmt.Sprintf("%s ingress[%d]", id, i)
-			if len(rule.From) != 1 {
-				fail("%s: %d peers, want exactly one namespace (none admits every source)", rid, len(rule.From))
-				continue
-			}
-			peer := rule.From[0]
-			ns := peer.NamespaceSelector
-			if peer.IPBlock != nil || peer.PodSelector != nil || ns == nil ||
-				len(ns.MatchExpressions) > 0 || len(ns.MatchLabels) != 1 || ns.MatchLabels[NamespaceNameLabel] == "" {
-				fail("%s: the peer must be one namespace by %s and nothing else", rid, NamespaceNameLabel)
+			from, outside, err := ruleSource(rule.From)
+			if err != nil {
+				fail("%s: %v", rid, err)
 				continue
 			}
 			if len(rule.Ports) == 0 {
@@ -109,11 +112,16 @@ func CheckNetworkPolicies(nps []*networkingv1.NetworkPolicy) ([]NetworkGrant, []
 				continue
 			}
 			for _, p := range rule.Ports {
-				if p.Protocol == nil || *p.Protocol != "TCP" || p.Port == nil || p.Port.StrVal == "" || p.EndPort != nil {
-					fail("%s: port %v: want a TCP container port by name", rid, p.Port)
+				port, isRange, err := rulePort(p)
+				if err != nil {
+					fail("%s: port %v: %v", rid, p.Port, err)
 					continue
 				}
-				g := NetworkGrant{Namespace: np.Namespace, Selector: selector, From: ns.MatchLabels[NamespaceNameLabel], Port: p.Port.StrVal}
+				if outside && !isRange {
+					fail("%s: port %s: a rule from outside the cluster admits only a port range chosen at run time, never a named port", rid, port)
+					continue
+				}
+				g := NetworkGrant{Namespace: np.Namespace, Selector: selector, From: from, Port: port}
 				if prev, dup := seen[g]; dup {
 					fail("%s: admits %s on port %s again (already by %s)", rid, g.From, g.Port, prev)
 					continue
@@ -135,4 +143,57 @@ func CheckNetworkPolicies(nps []*networkingv1.NetworkPolicy) ([]NetworkGrant, []
 	})
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return grants, errs
+}
+
+// ruleSource reads a rule's peers: exactly one namespace by its name label, or ipBlocks of the
+// whole of IPv4 and IPv6 ("outside"), each with optional exceptions.
+func ruleSource(peers []networkingv1.NetworkPolicyPeer) (from string, outside bool, err error) {
+	if len(peers) == 0 {
+		return "", false, fmt.Errorf("0 peers, want exactly one namespace (none admits every source)")
+	}
+	if peers[0].IPBlock != nil {
+		var except []string
+		for _, peer := range peers {
+			b := peer.IPBlock
+			if b == nil || peer.PodSelector != nil || peer.NamespaceSelector != nil || (b.CIDR != "0.0.0.0/0" && b.CIDR != "::/0") {
+				return "", false, fmt.Errorf("the peer must be one namespace by %s and nothing else, or only ipBlocks of 0.0.0.0/0 and ::/0 (outside the cluster)", NamespaceNameLabel)
+			}
+			for _, e := range b.Except {
+				if _, err := netip.ParsePrefix(e); err != nil {
+					return "", false, fmt.Errorf("ipBlock %s except %q: %w", b.CIDR, e, err)
+				}
+				except = append(except, e)
+			}
+		}
+		from = "outside"
+		if len(except) > 0 {
+			sort.Strings(except)
+			from += " except " + strings.Join(except, ",")
+		}
+		return from, true, nil
+	}
+	if len(peers) != 1 {
+		return "", false, fmt.Errorf("%d peers, want exactly one namespace", len(peers))
+	}
+	peer := peers[0]
+	ns := peer.NamespaceSelector
+	if peer.PodSelector != nil || ns == nil ||
+		len(ns.MatchExpressions) > 0 || len(ns.MatchLabels) != 1 || ns.MatchLabels[NamespaceNameLabel] == "" {
+		return "", false, fmt.Errorf("the peer must be one namespace by %s and nothing else", NamespaceNameLabel)
+	}
+	return ns.MatchLabels[NamespaceNameLabel], false, nil
+}
+
+// rulePort reads a TCP port: a container port by name, or a range (a number and endPort above
+// it) for ports chosen at run time, as "from-to".
+func rulePort(p networkingv1.NetworkPolicyPort) (port string, isRange bool, err error) {
+	switch {
+	case p.Protocol == nil || *p.Protocol != "TCP" || p.Port == nil:
+		return "", false, fmt.Errorf("want a TCP container port by name, or a TCP port range")
+	case p.Port.StrVal != "" && p.EndPort == nil:
+		return p.Port.StrVal, false, nil
+	case p.Port.StrVal == "" && p.EndPort != nil && *p.EndPort > p.Port.IntVal && p.Port.IntVal > 0:
+		return fmt.Sprintf("%d-%d", p.Port.IntVal, *p.EndPort), true, nil
+	}
+	return "", false, fmt.Errorf("want a TCP container port by name, or a range of a number and a greater endPort")
 }

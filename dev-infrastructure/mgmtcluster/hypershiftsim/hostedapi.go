@@ -98,6 +98,9 @@ type hostedAPIServers struct {
 	slots   map[types.NamespacedName]int
 	capped  map[types.NamespacedName]bool
 	servers map[string]*hostedAPIServer // by control-plane namespace
+	// egress is the proxy every hosted kube-apiserver's egress goes through (egressproxy.go),
+	// started with the first apiserver and stopped after the last (stopAll).
+	egress *egressProxy
 }
 
 // hostedAPIServer is one cluster's kube-apiserver and etcd processes and their files.
@@ -107,6 +110,8 @@ type hostedAPIServer struct {
 	dir   string
 	host  string
 	port  int
+	// egressSocket returns the egress proxy's socket, starting the proxy if it is not running.
+	egressSocket func(context.Context) (string, error)
 	// etcd is the cluster's own etcd, started before its apiserver and stopped after it; the
 	// apiserver is started again with a new one when it exits (its socket changes).
 	etcd    *mgmtcluster.HostedEtcd
@@ -355,6 +360,13 @@ func pinnablePorts() (lo, hi int, err error) {
 	if _, err := fmt.Sscan(string(b), &first, &last); err != nil {
 		return 0, 0, fmt.Errorf("read the ephemeral port range %q: %w", strings.TrimSpace(string(b)), err)
 	}
+	return PinnablePortRange(first, last)
+}
+
+// PinnablePortRange is the range hosted kube-apiservers' ports are pinned in, for the ephemeral
+// port range first-last: from 10000 up to it, or above it if that leaves fewer than 1000 ports.
+// Linux's default, 32768-60999, gives 10000-32767, the range the sim chart's NetworkPolicy admits.
+func PinnablePortRange(first, last int) (lo, hi int, err error) {
 	const floor, enough = 10000, 1000
 	switch {
 	case first-floor >= enough:
@@ -370,10 +382,25 @@ func (h *hostedAPIServers) server(hcpNS string, port int) *hostedAPIServer {
 	defer h.mu.Unlock()
 	s, ok := h.servers[hcpNS]
 	if !ok {
-		s = &hostedAPIServer{hcpNS: hcpNS, dir: filepath.Join(h.o.Dir, hcpNS), host: h.o.Address, port: port}
+		s = &hostedAPIServer{hcpNS: hcpNS, dir: filepath.Join(h.o.Dir, hcpNS), host: h.o.Address, port: port, egressSocket: h.egressSocket}
 		h.servers[hcpNS] = s
 	}
 	return s
+}
+
+// egressSocket returns the socket of the hosted kube-apiservers' egress proxy, starting it if
+// it is not running.
+func (h *hostedAPIServers) egressSocket(ctx context.Context) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.egress == nil {
+		p, err := startEgressProxy(ctrl.LoggerFrom(ctx).WithName("egress"), h.o.Dir, h.o.EgressAllowedCIDRs)
+		if err != nil {
+			return "", err
+		}
+		h.egress = p
+	}
+	return h.egress.Socket, nil
 }
 
 func (h *hostedAPIServers) lookup(hcpNS string) *hostedAPIServer {
@@ -687,9 +714,19 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	if err := os.WriteFile(filepath.Join(s.dir, auditPolicyFile), []byte(auditPolicy), 0o600); err != nil {
 		return fmt.Errorf("write the audit policy of %s: %w", s.hcpNS, err)
 	}
+	socket, err := s.egressSocket(ctx)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, egressSelectorFile), []byte(egressSelection(socket)), 0o600); err != nil {
+		return fmt.Errorf("write the egress selector configuration of %s: %w", s.hcpNS, err)
+	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
-		Args: hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcd, AuditLogPath(o.LogDir, s.hcpNS)),
+		Args: append(hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcd, AuditLogPath(o.LogDir, s.hcpNS)),
+			// The cluster's egress (aggregator, webhooks, kubelet and proxy paths) through
+			// the sim's egress proxy, which never reaches the host's own network.
+			"--egress-selector-config-file="+filepath.Join(s.dir, egressSelectorFile)),
 	})
 	if err != nil {
 		return err
@@ -769,8 +806,9 @@ func (s *hostedAPIServer) stopAPIServerLocked() {
 // resource, response code; never a body), from the moment the response starts: the hosted
 // cluster's own record of what a customer or an SRE through the gateway did.
 const (
-	auditPolicyFile = "audit-policy.yaml"
-	auditPolicy     = `apiVersion: audit.k8s.io/v1
+	egressSelectorFile = "egress-selector.yaml"
+	auditPolicyFile    = "audit-policy.yaml"
+	auditPolicy        = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
@@ -895,6 +933,12 @@ func (h *hostedAPIServers) stopAll() {
 		go func() { defer wg.Done(); s.stop() }()
 	}
 	wg.Wait()
+	h.mu.Lock()
+	if h.egress != nil {
+		h.egress.Stop()
+		h.egress = nil
+	}
+	h.mu.Unlock()
 	hostedAPIServersRunning.Set(0)
 }
 

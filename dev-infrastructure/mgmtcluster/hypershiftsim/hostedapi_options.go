@@ -1,6 +1,9 @@
 package hypershiftsim
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // HostedAPIOptions makes the sim run a real kube-apiserver for each HostedCluster, up to a cap
 // (hostedapi.go).
@@ -30,6 +33,10 @@ type HostedAPIOptions struct {
 	// sockets: etcd serves no TCP port (mgmtcluster/etcdsocket.go). Empty means os.TempDir();
 	// the sim's pod, whose root filesystem is read-only, names one in its emptyDir.
 	SocketDir string
+	// EgressAllowedCIDRs are addresses the hosted kube-apiservers' egress proxy reaches even
+	// though they are not public (egressproxy.go): a test knob standing in for a hosted
+	// cluster's own network, which the sim does not have. Empty in make run and make deploy.
+	EgressAllowedCIDRs []netip.Prefix
 	// HealthInterval is how often a served cluster's /readyz is checked again once it answers
 	// (its Available condition follows it); zero means 10s.
 	HealthInterval time.Duration

@@ -216,6 +216,16 @@ func (e *hostedEnv) secret(t *testing.T, ns, name string) *corev1.Secret {
 // cluster's root-ca ConfigMap, presenting cert (and impersonating user/groups when set).
 func (e *hostedEnv) hostedClient(t *testing.T, hcpNS string, ep hyperv1.APIEndpoint, cert tls.Certificate, user string, groups ...string) *kubernetes.Clientset {
 	t.Helper()
+	cs, err := kubernetes.NewForConfig(e.hostedConfig(t, hcpNS, ep, cert, user, groups...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// hostedConfig is the rest.Config of hostedClient.
+func (e *hostedEnv) hostedConfig(t *testing.T, hcpNS string, ep hyperv1.APIEndpoint, cert tls.Certificate, user string, groups ...string) *rest.Config {
+	t.Helper()
 	cm := &corev1.ConfigMap{}
 	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: hcpNS, Name: hypershiftsim.RootCAConfigMap}, cm); err != nil {
 		t.Fatal(err)
@@ -234,11 +244,7 @@ func (e *hostedEnv) hostedClient(t *testing.T, hcpNS string, ep hyperv1.APIEndpo
 	if user != "" {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
+	return cfg
 }
 
 func listNamespaces(cs *kubernetes.Clientset) error {

@@ -15,3 +15,25 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{ .Values.image.repository }}:{{ required "image.tag or image.digest is required" .Values.image.tag }}
 {{- end }}
 {{- end }}
+
+{{- /*
+The hosted emptyDir's sizeLimit, in Mi: hostedAPIServers × (2 × the etcd quota + 512Mi). Per
+served cluster: its etcd's database up to the quota (--hosted-etcd-quota, the sim's default
+256Mi when empty), and as much again while a defragmentation writes its copy beside it (what an
+operator runs once a customer filled the quota); 512Mi for what the quota does not count: etcd's
+WAL (5 segments of 64 MB kept, a sixth being prepared: about 370Mi), the apiserver's audit log
+(20 MB and one backup: about 40Mi) and the two process logs. With the defaults: 2 × (512Mi +
+512Mi) = 2048Mi. Past it the kubelet evicts the pod (docs/hypershift-sim.md, "under make deploy").
+*/ -}}
+{{- define "hypershift-sim.hostedSizeLimit" -}}
+{{- $q := .Values.hostedEtcdQuota | default "256Mi" -}}
+{{- $mi := 0 -}}
+{{- if regexMatch "^[1-9][0-9]*Mi$" $q -}}
+{{- $mi = trimSuffix "Mi" $q | atoi -}}
+{{- else if regexMatch "^[1-9][0-9]*Gi$" $q -}}
+{{- $mi = mul (trimSuffix "Gi" $q | atoi) 1024 -}}
+{{- else -}}
+{{- fail (printf "hostedEtcdQuota %q: give it in Mi or Gi (the hosted emptyDir's sizeLimit is derived from it)" $q) -}}
+{{- end -}}
+{{- mul (int .Values.hostedAPIServers) (add (mul 2 $mi) 512) }}Mi
+{{- end }}
