@@ -96,7 +96,7 @@ const bouncerBinary = "/usr/sbin/pgbouncer"
 // accepts TCP connections.
 func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, error) {
 	if !s.Secure {
-		return nil, errors.New("pgbouncer: the server must be secure (started with TLS)")
+		return nil, errors.New("pgbouncer: the server must be secure (started with TLS or SocketOnly)")
 	}
 	if o.Dir == "" || (o.CAFile == "" && !s.SocketOnly) || len(o.Logins) == 0 {
 		return nil, errors.New("pgbouncer: Dir, CAFile and Logins are required")

@@ -6,7 +6,9 @@
 // locked down the way the region needs it: TCP connections must use TLS and a password (SCRAM),
 // the superuser can log in only over the Unix socket as the OS user that started it, and each
 // service gets a login role that may connect only to the database it owns (CreateRole,
-// CreateOwnedDatabase).
+// CreateOwnedDatabase). With Options.SocketOnly it is locked down the same way but has no TCP
+// port: every role logs in with its SCRAM password over the Unix socket, whose directory only
+// the server's user (and root) may enter.
 package pgserver
 
 import (
