@@ -162,16 +162,23 @@ type MaestroInfo struct {
 	MetricsURL string `json:"metrics"`
 }
 
-// PostgresInfo says how each service reaches PostgreSQL: over TLS verified with CAFile, as its
-// own login role, with the password in a libpq password file (PGPASSFILE=PassFile). The
-// superuser has no TCP login; only the launcher uses it, over the Unix socket.
+// PostgresInfo says how each service reaches PostgreSQL: over the Unix socket in Socket, or
+// (a service cluster's pods, make deploy) over TLS at Addr verified with CAFile; as its own
+// login role, with the password in a libpq password file (PGPASSFILE=PassFile). The superuser
+// has no TCP login; only the launcher uses it, over the Unix socket.
 type PostgresInfo struct {
-	Addr   string             `json:"addr"`
+	// Addr is the TCP address, empty when the server has none (Socket).
+	Addr string `json:"addr,omitempty"`
+	// Socket is the directory of the server's Unix socket when it has no TCP port.
+	Socket string             `json:"socket,omitempty"`
 	CAFile string             `json:"caFile"`
 	Roles  []PostgresRoleInfo `json:"roles"`
 	// BouncerAddr is the PgBouncer in front of the server (TLS and SCRAM as the server; the
-	// same CA), for the logins marked Pooled; empty when none runs.
+	// same CA), for the logins marked Pooled; empty when none runs, or when it has no TCP port
+	// (BouncerSocket).
 	BouncerAddr string `json:"bouncerAddr,omitempty"`
+	// BouncerSocket is the directory of the bouncer's Unix socket when it has no TCP port.
+	BouncerSocket string `json:"bouncerSocket,omitempty"`
 	// BouncerLog is its log file.
 	BouncerLog string `json:"bouncerLog,omitempty"`
 }
@@ -599,19 +606,33 @@ func (r *Region) writeInfo() error {
 
 func url127(port int) string { return "http://127.0.0.1:" + strconv.Itoa(port) }
 
-// startPostgres starts the region's PostgreSQL, locked down (TLS only, SCRAM passwords, no
-// superuser over TCP), with one database per service owned by that service's login role.
+// startPostgres starts the region's PostgreSQL, locked down (SCRAM passwords, the superuser
+// only over the Unix socket as the launcher), with one database per service owned by that
+// service's login role. When the region runs its services itself it has no TCP port at all:
+// every service reaches it (and PgBouncer) over a Unix socket in a directory only the
+// services' user and PostgreSQL's may enter, so no other local user can open a connection (an
+// unprivileged flood of silent connections used to fill PostgreSQL's backends; it has no
+// limit per source). A service cluster's pods (make deploy) reach it from the node's network,
+// so there it listens on 127.0.0.1 with TLS only.
 func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 	dir := filepath.Join(r.stateDir, "postgres")
-	f := r.pki.MustFiles(pki.Postgres)
-	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: dir, LogPath: filepath.Join(r.logDir, "postgres.log"),
-		TLS: &pgserver.TLSFiles{CertFile: f.Cert, KeyFile: f.Key}})
+	o := pgserver.Options{Dir: dir, LogPath: filepath.Join(r.logDir, "postgres.log"), SocketOnly: r.cfg.ServiceCluster == nil}
+	if !o.SocketOnly {
+		f := r.pki.MustFiles(pki.Postgres)
+		o.TLS = &pgserver.TLSFiles{CertFile: f.Cert, KeyFile: f.Key}
+	}
+	pg, err := pgserver.Start(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	r.onStop(pg.Stop)
-	r.holders.postgres = pg
-	r.Info.Postgres = PostgresInfo{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port)), CAFile: r.pki.CAFile}
+	r.Info.Postgres = PostgresInfo{CAFile: r.pki.CAFile}
+	if pg.SocketOnly {
+		r.Info.Postgres.Socket = pg.SocketDir()
+	} else {
+		r.holders.postgres = pg
+		r.Info.Postgres.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(pg.Port))
+	}
 	// The frontend and the backend share the document store: each logs in as itself and acts
 	// as the store's owner role, so either may run the migrations.
 	if err := pg.CreateGroupRole(ctx, "resourceprovider"); err != nil {
@@ -761,8 +782,12 @@ func (r *Region) startBouncer(ctx context.Context, pg *pgserver.Server, services
 		return err
 	}
 	r.onStop(b.Stop)
-	r.holders.bouncer = b
-	r.Info.Postgres.BouncerAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
+	if pg.SocketOnly {
+		r.Info.Postgres.BouncerSocket = b.SocketDir()
+	} else {
+		r.holders.bouncer = b
+		r.Info.Postgres.BouncerAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
+	}
 	r.Info.Postgres.BouncerLog = b.LogPath
 	for i, role := range r.Info.Postgres.Roles {
 		if !slices.Contains(services, role.Service) {

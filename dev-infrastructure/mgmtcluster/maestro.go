@@ -331,8 +331,10 @@ func (s *MaestroServer) RestartWithDB(ctx context.Context, dsn, password string)
 		if err != nil {
 			return err
 		}
-		if err := s.isolation.addOutbound(addr); err != nil {
-			return err
+		if addr != "" {
+			if err := s.isolation.addOutbound(addr); err != nil {
+				return err
+			}
 		}
 	}
 	return s.Restart(ctx)
@@ -355,19 +357,21 @@ func writeMaestroDBFiles(dir, dsn, password string) ([]string, error) {
 	if password == "" {
 		password, _ = u.User.Password()
 	}
-	port := u.Port()
-	if port == "" {
-		port = "5432"
-	}
+	host, port := dsnHostPort(u)
 	db := strings.TrimPrefix(u.Path, "/")
-	if u.Hostname() == "" || u.User.Username() == "" || db == "" {
+	if host == "" || u.User.Username() == "" || db == "" {
 		return nil, fmt.Errorf("maestro DSN %q: host, user and database are required", redactDSN(dsn))
+	}
+	// Maestro writes the host into a keyword/value DSN unquoted: a path with a space or a
+	// quote would not survive.
+	if strings.ContainsAny(host, " '\\") {
+		return nil, fmt.Errorf("maestro DSN %q: host %q has a space, quote or backslash", redactDSN(dsn), host)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create maestro db dir: %w", err)
 	}
 	files := []struct{ flag, name, value string }{
-		{"--db-host-file", "db.host", u.Hostname()},
+		{"--db-host-file", "db.host", host},
 		{"--db-port-file", "db.port", port},
 		{"--db-name-file", "db.name", db},
 		{"--db-user-file", "db.user", u.User.Username()},
@@ -382,7 +386,9 @@ func writeMaestroDBFiles(dir, dsn, password string) ([]string, error) {
 		flags = append(flags, f.flag+"="+path)
 	}
 	sslmode := u.Query().Get("sslmode")
-	if sslmode == "" {
+	if sslmode == "" || strings.HasPrefix(host, "/") {
+		// A Unix socket (host is its directory) has no TLS; pgx ignores sslmode there, but
+		// lib/pq (Maestro's LISTEN connection) would ask for TLS on it.
 		sslmode = "disable"
 	}
 	flags = append(flags, "--db-sslmode="+sslmode)
@@ -390,6 +396,22 @@ func writeMaestroDBFiles(dir, dsn, password string) ([]string, error) {
 		flags = append(flags, "--db-rootcert="+ca)
 	}
 	return flags, nil
+}
+
+// dsnHostPort is the host and port of a postgres:// DSN: the URL's, or its host and port
+// parameters (a Unix socket's directory: postgres://user@/db?host=/dir&port=N).
+func dsnHostPort(u *url.URL) (host, port string) {
+	host, port = u.Hostname(), u.Port()
+	if h := u.Query().Get("host"); h != "" {
+		host = h
+	}
+	if p := u.Query().Get("port"); p != "" {
+		port = p
+	}
+	if port == "" {
+		port = "5432"
+	}
+	return host, port
 }
 
 func redactDSN(dsn string) string {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -74,6 +75,9 @@ func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound
 		go maestrogate.Forward(l, maestrogate.InboundForwardLimits(), func(ctx context.Context) (net.Conn, error) { return ns.DialContext(ctx, "tcp", addr) }, m.log)
 	}
 	for _, addr := range outbound {
+		if addr == "" {
+			continue // a Unix socket (dsnAddr)
+		}
 		if err := m.addOutbound(addr); err != nil {
 			return nil, err
 		}
@@ -152,17 +156,19 @@ func (m *maestroIsolation) Close() {
 	m.ns.Close()
 }
 
-// dsnAddr is the host:port of a postgres:// DSN.
+// dsnAddr is the host:port of a postgres:// DSN, or "" when it leads to a Unix socket: a
+// network namespace does not separate sockets in the file system, so the server reaches it
+// without a forward.
 func dsnAddr(dsn string) (string, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "", fmt.Errorf("maestro DSN %q: %w", redactDSN(dsn), err)
 	}
-	port := u.Port()
-	if port == "" {
-		port = "5432"
+	host, port := dsnHostPort(u)
+	if strings.HasPrefix(host, "/") {
+		return "", nil
 	}
-	return net.JoinHostPort(u.Hostname(), port), nil
+	return net.JoinHostPort(host, port), nil
 }
 
 // kubeconfigAddr is the host:port of the current cluster of a kubeconfig.

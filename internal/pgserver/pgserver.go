@@ -6,7 +6,9 @@
 // locked down the way the region needs it: TCP connections must use TLS and a password (SCRAM),
 // the superuser can log in only over the Unix socket as the OS user that started it, and each
 // service gets a login role that may connect only to the database it owns (CreateRole,
-// CreateOwnedDatabase).
+// CreateOwnedDatabase). With Options.SocketOnly it is locked down the same way but has no TCP
+// port: every role logs in with its SCRAM password over the Unix socket, whose directory only
+// the server's user (and root) may enter.
 package pgserver
 
 import (
@@ -36,8 +38,17 @@ type Options struct {
 	Dir string
 	// LogPath receives the server log; default Dir/postgres.log.
 	LogPath string
-	// Port to listen on, 127.0.0.1 only; 0 picks a free port.
+	// Port to listen on, 127.0.0.1 only; 0 picks a free port. With SocketOnly it only names the
+	// socket (Dir/sock/.s.PGSQL.<Port>).
 	Port int
+	// SocketOnly takes the TCP port away: the server listens on its Unix socket only, in a
+	// directory nobody but the server's user (and root) may enter, and is locked down as with
+	// TLS (see the package comment), every login role with its SCRAM password over the socket.
+	// No other local user can then open a connection at all, so none can fill PostgreSQL's
+	// backends with silent ones (PostgreSQL forks one per connection before it reads a byte
+	// and has no limit per source). TLS may still be set, for the certificate the bouncer
+	// presents; PostgreSQL uses no TLS on a Unix socket.
+	SocketOnly bool
 	// TLS, when set, turns on SSL with this server certificate and locks the cluster down (see
 	// the package comment). The files are copied into Dir, readable only by the server's user;
 	// ReloadTLS picks up new ones.
@@ -54,8 +65,10 @@ type Server struct {
 	Port    int
 	Dir     string
 	LogPath string
-	// Secure reports a locked-down cluster (Options.TLS).
+	// Secure reports a locked-down cluster (Options.TLS or Options.SocketOnly).
 	Secure bool
+	// SocketOnly reports a cluster without a TCP port (Options.SocketOnly).
+	SocketOnly bool
 
 	tls  *TLSFiles
 	sock string
@@ -109,12 +122,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	data := filepath.Join(o.Dir, "data")
 	sock := filepath.Join(o.Dir, "sock")
+	if err := checkSocketPath(sock, o.Port); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{o.Dir, sock} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	if o.TLS != nil {
+	secure := o.TLS != nil || o.SocketOnly
+	if secure {
 		// The socket is the superuser's only way in: nobody but the server's user (and root)
 		// may reach it.
 		if err := os.Chmod(sock, 0o700); err != nil {
@@ -138,9 +155,15 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb %s: %w: %s", data, err, out)
 	}
-	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, Secure: o.TLS != nil, tls: o.TLS, sock: sock, cred: cred, done: make(chan struct{})}
+	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, Secure: secure, SocketOnly: o.SocketOnly, tls: o.TLS, sock: sock, cred: cred, done: make(chan struct{})}
+	listen := "127.0.0.1"
+	if o.SocketOnly {
+		listen = ""
+	}
 	args := []string{"-D", data, "-p", strconv.Itoa(o.Port),
-		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + sock,
+		"-c", "listen_addresses=" + listen, "-c", "unix_socket_directories=" + sock,
+		// Only the server's user may use the socket; the directory (0700) is the door.
+		"-c", "unix_socket_permissions=0700",
 		// fsync off and a small footprint: this cluster is throwaway by design, and a crash of
 		// the machine may lose it. A crash of the server alone must not lose a commit, though
 		// (chaos tests kill it): synchronous_commit stays on, so a commit is in the kernel's
@@ -153,13 +176,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		// process (no credential needed) made every service's next login "sorry, too many
 		// clients already" (a probe). PgBouncer has the same timeout (bouncerConfig).
 		"-c", "authentication_timeout=" + strconv.Itoa(loginTimeoutSeconds) + "s"}
-	if o.TLS != nil {
+	if secure {
 		if err := s.lockDown(data); err != nil {
 			return nil, err
 		}
+		args = append(args, "-c", "password_encryption=scram-sha-256")
+	}
+	if o.TLS != nil {
 		args = append(args, "-c", "ssl=on",
 			"-c", "ssl_cert_file="+s.tlsPath("server.crt"), "-c", "ssl_key_file="+s.tlsPath("server.key"),
-			"-c", "ssl_min_protocol_version=TLSv1.2", "-c", "password_encryption=scram-sha-256")
+			"-c", "ssl_min_protocol_version=TLSv1.2")
 	}
 	s.bin, s.args = filepath.Join(bin, "postgres"), args
 	if err := s.startPostmaster(ctx); err != nil {
@@ -278,6 +304,23 @@ func procStat(pid int) (ppid int, state string, ok bool) {
 	return ppid, f[0], err == nil
 }
 
+// maxSocketPath is the longest Unix socket path the kernel takes (sun_path holds 108 bytes,
+// NUL included).
+const maxSocketPath = 107
+
+// checkSocketPath fails when dir's socket for port would be too long a path for a Unix socket;
+// PostgreSQL would only say so in its log.
+func checkSocketPath(dir string, port int) error {
+	p := filepath.Join(dir, ".s.PGSQL."+strconv.Itoa(port))
+	if port == 0 {
+		p = filepath.Join(dir, ".s.PGSQL.65535")
+	}
+	if len(p) > maxSocketPath {
+		return fmt.Errorf("socket %s is %d bytes, longer than a Unix socket path may be (%d): use a shorter directory", p, len(p), maxSocketPath)
+	}
+	return nil
+}
+
 // freePort returns a loopback TCP port that was free a moment ago.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -326,6 +369,9 @@ func (s *Server) waitReady(ctx context.Context, timeout time.Duration) error {
 // DSN is the superuser's TCP connection string for database db. A secure cluster refuses it
 // (no TLS, and the superuser has no password); use AdminDSN there.
 func (s *Server) DSN(db string) string {
+	if s.SocketOnly {
+		return s.AdminDSN(db)
+	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.Port, db)
 }
 
@@ -356,6 +402,9 @@ func (s *Server) CreateDatabase(ctx context.Context, db string) (string, error) 
 	}
 	return s.DSN(db), nil
 }
+
+// SocketDir is the directory of the server's Unix socket (.s.PGSQL.<Port>).
+func (s *Server) SocketDir() string { return s.sock }
 
 // PID of the postmaster.
 func (s *Server) PID() int {

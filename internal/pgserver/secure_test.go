@@ -29,6 +29,12 @@ type secureCluster struct {
 
 func startSecure(t *testing.T) *secureCluster {
 	t.Helper()
+	return startSecureWith(t, false)
+}
+
+// startSecureWith is startSecure, without a TCP port when socketOnly (Options.SocketOnly).
+func startSecureWith(t *testing.T, socketOnly bool) *secureCluster {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "openhcp-pg-secure-")
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +50,7 @@ func startSecure(t *testing.T) *secureCluster {
 	}
 	f := p.MustFiles(pki.Postgres)
 	ctx := context.Background()
-	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: filepath.Join(dir, "pg"), TLS: &pgserver.TLSFiles{CertFile: f.Cert, KeyFile: f.Key}})
+	pg, err := pgserver.Start(ctx, pgserver.Options{Dir: filepath.Join(dir, "pg"), SocketOnly: socketOnly, TLS: &pgserver.TLSFiles{CertFile: f.Cert, KeyFile: f.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}

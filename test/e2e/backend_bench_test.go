@@ -1636,7 +1636,7 @@ func restoreRegion(b *testing.B, flags []string) {
 		}
 	}
 	for _, f := range flags {
-		if strings.HasPrefix(f, "maestro-db=") && region.Info.Postgres.BouncerAddr != "" {
+		if strings.HasPrefix(f, "maestro-db=") && (region.Info.Postgres.BouncerAddr != "" || region.Info.Postgres.BouncerSocket != "") {
 			if err := region.RestartMaestroServer(ctx, true); err != nil {
 				b.Errorf("restore the Maestro server's pooled connection: %v", err)
 			}

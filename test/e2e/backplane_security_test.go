@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	pbv1 "open-cluster-management.io/sdk-go/pkg/cloudevents/generic/options/grpc/protobuf/v1"
 
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -238,6 +242,10 @@ func TestDatabaseLoginsAreConfined(t *testing.T) {
 		f := strings.Split(strings.TrimSpace(string(b)), ":")
 		return f[len(f)-1]
 	}
+	if pg.Socket != "" {
+		databaseLoginsOverTheSocket(t, pg, password)
+		return
+	}
 	if l, err := pg.Role("maestro"); err != nil || !l.Pooled || pg.BouncerAddr == "" || !strings.Contains(l.DSN, "@"+pg.BouncerAddr+"/") {
 		t.Fatalf("the Maestro server does not connect through the bouncer (%s): %+v, %v", pg.BouncerAddr, l, err)
 	}
@@ -294,6 +302,97 @@ func TestDatabaseLoginsAreConfined(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := connect(tc.service, tc.db, tc.sslmode, tc.caFile, tc.viaBouncer)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	t.Run("no_service_logs_in_as_the_superuser", func(t *testing.T) {
+		for _, l := range pg.Roles {
+			if l.Role == "postgres" || strings.Contains(l.DSN, "postgres@") {
+				t.Errorf("%s logs in as the superuser: %s", l.Service, l.DSN)
+			}
+		}
+	})
+}
+
+// databaseLoginsOverTheSocket is TestDatabaseLoginsAreConfined for a region whose PostgreSQL
+// and PgBouncer have no TCP port (the region runs its services itself): each is reached over a
+// Unix socket in a directory no other local user may enter, with a SCRAM password, and each
+// login still opens its own database only.
+func databaseLoginsOverTheSocket(t *testing.T, pg localregion.PostgresInfo, password func(string) string) {
+	if l, err := pg.Role("maestro"); err != nil || !l.Pooled || pg.BouncerSocket == "" || !strings.Contains(l.DSN, url.QueryEscape(pg.BouncerSocket)) {
+		t.Fatalf("the Maestro server does not connect through the bouncer's socket (%s): %+v, %v", pg.BouncerSocket, l, err)
+	}
+	for _, dir := range []string{pg.Socket, pg.BouncerSocket} {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("socket directory %s is %v: others may enter it", dir, fi.Mode().Perm())
+		}
+	}
+	connect := func(service, db string, viaBouncer bool) error {
+		t.Helper()
+		l, err := pg.Role(service)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dsn := strings.Replace(l.DSN, "/"+l.Database+"?", "/"+db+"?", 1)
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if viaBouncer && !l.Pooled {
+			// The bouncer's socket (the Maestro server's host and port).
+			m, _ := pg.Role("maestro")
+			mc, err := pgx.ParseConfig(m.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Host, cfg.Port = mc.Host, mc.Port
+		}
+		if !strings.HasPrefix(cfg.Host, "/") {
+			t.Fatalf("%s's DSN leads to %s, not a Unix socket", service, cfg.Host)
+		}
+		// Nothing listens on the port the socket is named after.
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(cfg.Port))), 2*time.Second); err == nil {
+			c.Close()
+			t.Errorf("something listens on TCP port %d (the port of %s's socket)", cfg.Port, service)
+		}
+		cfg.Password = password(l.PassFile)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		return conn.Ping(ctx)
+	}
+	for _, tc := range []struct {
+		name, service, db, wantErr string
+		viaBouncer                 bool
+	}{
+		{"cluster_service_refused_on_the_document_store", "cluster-service", "resourceprovider", "permission denied for database", false},
+		{"frontend_refused_on_cluster_service_database", "frontend", "clusterservice", "permission denied for database", false},
+		{"backend_refused_on_maestro_database", "backend", "maestro", "permission denied for database", false},
+		{"cluster_service_on_its_own_database", "cluster-service", "clusterservice", "", false},
+		{"backend_on_the_document_store", "backend", "resourceprovider", "", false},
+		// Through the bouncer (the Maestro server's DSN).
+		{"maestro_refused_on_the_document_store", "maestro", "resourceprovider", "no such database", true},
+		{"bouncer_refuses_a_login_not_given_to_it", "cluster-service", "clusterservice", "SASL authentication failed", true},
+		{"maestro_on_its_own_database_through_the_bouncer", "maestro", "maestro", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := connect(tc.service, tc.db, tc.viaBouncer)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
