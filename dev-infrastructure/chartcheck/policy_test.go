@@ -230,9 +230,16 @@ func workloadPods(t *testing.T, rendered []byte) map[string]corev1.PodTemplateSp
 
 // containerProblems lists what a pod spec's containers miss: CPU and memory requests and
 // limits, and running as non-root (runAsNonRoot true and no runAsUser 0, set on the container or
-// inherited from the pod).
+// inherited from the pod); and what its volumes miss: a sizeLimit on every emptyDir (without
+// one, what a container writes there is bounded only by the node's disk, shared with every
+// other pod).
 func containerProblems(spec corev1.PodSpec) []string {
 	var out []string
+	for _, v := range spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.SizeLimit == nil {
+			out = append(out, "volume "+v.Name+": emptyDir without a sizeLimit")
+		}
+	}
 	podNonRoot := spec.SecurityContext != nil && spec.SecurityContext.RunAsNonRoot != nil && *spec.SecurityContext.RunAsNonRoot
 	var podUID *int64
 	if spec.SecurityContext != nil {
@@ -286,6 +293,8 @@ func TestContainerProblems(t *testing.T) {
 				c.SecurityContext = &corev1.SecurityContext{RunAsNonRoot: &no, RunAsUser: &zero}
 				return c
 			}()}}, 2},
+		{"emptyDir without a sizeLimit", corev1.PodSpec{SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes}, Containers: []corev1.Container{good},
+			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := containerProblems(tc.spec); len(got) != tc.want {
@@ -310,10 +319,14 @@ func TestPolicyCatchesARenderedChart(t *testing.T) {
 	for _, want := range []string{
 		"no-limits: no cpu limit", "no-limits: no memory limit",
 		"root: runAsNonRoot is not true", "root: runAsUser is 0 (root)",
+		"volume unbounded: emptyDir without a sizeLimit",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems of testdata/bad-chart:\n%s\nwant %q among them", got, want)
 		}
+	}
+	if strings.Contains(got, "volume bounded") {
+		t.Errorf("the emptyDir with a sizeLimit was reported: %s", got)
 	}
 	if strings.Contains(got, "no-limits: runAsNonRoot") {
 		t.Errorf("the non-root container inheriting the pod's runAsNonRoot was reported: %s", got)
