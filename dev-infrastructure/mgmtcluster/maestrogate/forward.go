@@ -30,6 +30,12 @@ type ForwardLimits struct {
 	IdleTimeout time.Duration
 	// DialTimeout bounds reaching the target; 0 means 10 s.
 	DialTimeout time.Duration
+	// Proof, when set, changes who may be closed for room at MaxConns: each connection gets a
+	// check of its own (Proof()) that is fed every byte the target sends back, and the
+	// connection may be closed for a waiting caller, once serverlimits.UnfinishedGrace old,
+	// until the check returns true, whatever its caller sent (serverlimits.ProvenRoomListener).
+	// Nil: a caller's first byte keeps its connection (serverlimits.SilentRoomListener).
+	Proof func() func(fromTarget []byte) bool
 }
 
 // InboundForwardLimits are the limits of the ports forwarded to Maestro (gRPC, health, metrics),
@@ -76,7 +82,12 @@ func (f *Forwarder) Active() int { return int(f.active.Load()) }
 // server does: the forward comes back once descriptors are free.
 func (f *Forwarder) Serve(l net.Listener) {
 	addr := l.Addr().String()
-	l = serverlimits.SilentRoomListener(l, f.limits.MaxConns) // the cap; a connection's Close frees its slot
+	// The cap; a connection's Close frees its slot.
+	if f.limits.Proof != nil {
+		l = serverlimits.ProvenRoomListener(l, f.limits.MaxConns)
+	} else {
+		l = serverlimits.SilentRoomListener(l, f.limits.MaxConns)
+	}
 	var pause time.Duration
 	for {
 		in, err := l.Accept()
@@ -91,10 +102,7 @@ func (f *Forwarder) Serve(l net.Listener) {
 		}
 		pause = 0
 		f.active.Add(1)
-		go func() {
-			defer f.active.Add(-1)
-			f.forward(addr, in)
-		}()
+		go f.forward(addr, in)
 	}
 }
 
@@ -103,7 +111,21 @@ func Forward(l net.Listener, limits ForwardLimits, dial func(ctx context.Context
 	NewForwarder(limits, dial, log).Serve(l)
 }
 
-func (f *Forwarder) forward(listen string, in net.Conn) {
+// countedConn is a forwarded connection that leaves Active as it closes, before its slot frees:
+// Active never counts more connections than the cap.
+type countedConn struct {
+	net.Conn
+	once sync.Once
+	f    *Forwarder
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.f.active.Add(-1) })
+	return c.Conn.Close()
+}
+
+func (f *Forwarder) forward(listen string, accepted net.Conn) {
+	in := &countedConn{Conn: accepted, f: f}
 	defer in.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), f.limits.DialTimeout)
 	out, err := f.dial(ctx)
@@ -115,10 +137,21 @@ func (f *Forwarder) forward(listen string, in net.Conn) {
 	defer out.Close()
 	j := &joint{in: in, out: out, idle: f.limits.IdleTimeout}
 	j.touch()
+	var proof func([]byte) bool
+	if p, ok := accepted.(serverlimits.Prover); ok && f.limits.Proof != nil {
+		check := f.limits.Proof()
+		proof = func(b []byte) bool {
+			if !check(b) {
+				return false
+			}
+			p.Prove()
+			return true
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); j.copy(out, in) }()
-	go func() { defer wg.Done(); j.copy(in, out) }()
+	go func() { defer wg.Done(); j.copy(out, in, nil) }()
+	go func() { defer wg.Done(); j.copy(in, out, proof) }()
 	wg.Wait()
 }
 
@@ -141,14 +174,18 @@ func (j *joint) closeBoth() {
 }
 
 // copy copies src to dst until src ends (then half-closes dst, as TCP does, and lets the other
-// direction finish), an error, or the joint is idle (then closes both ends).
-func (j *joint) copy(dst, src net.Conn) {
+// direction finish), an error, or the joint is idle (then closes both ends). proof, when set, is
+// fed what src sends until it returns true.
+func (j *joint) copy(dst, src net.Conn, proof func([]byte) bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		if j.idle > 0 {
 			_ = src.SetReadDeadline(time.Unix(0, j.last.Load()).Add(j.idle))
 		}
 		n, err := src.Read(buf)
+		if n > 0 && proof != nil && proof(buf[:n]) {
+			proof = nil
+		}
 		if n > 0 {
 			j.touch()
 			if j.idle > 0 {
