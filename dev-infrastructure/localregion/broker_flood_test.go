@@ -99,6 +99,11 @@ func TestRegionBrokerOutlastsAFlood(t *testing.T) {
 				t.Fatalf("a client before the flood: %v", err)
 			}
 			defer c.Close()
+			// Answered twice with application data (CONNACK, PUBACK): proven, as every
+			// Maestro client is once it has subscribed.
+			if err := alive(c, i); err != nil {
+				t.Fatal(err)
+			}
 			early = append(early, c)
 		}
 		hello := clientHello(t)
@@ -196,6 +201,9 @@ func TestRegionBrokerOutlastsAFlood(t *testing.T) {
 				t.Fatalf("client %d: %v", i, err)
 			}
 			defer c.Close()
+			if err := alive(c, i); err != nil {
+				t.Fatal(err)
+			}
 			proven = append(proven, c)
 		}
 		// A caller at a cap full of proven connections waits; none of them is closed for it.

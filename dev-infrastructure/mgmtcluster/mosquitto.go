@@ -171,10 +171,11 @@ type Mosquitto struct {
 const BrokerMaxConns = 512
 
 // MosquittoForwardLimits are the limits of the forward in front of the broker. Under mutual
-// TLS a connection stays once proven (maestrogate.TLS12ClientProof: the broker answered it after
-// a handshake that required a certificate of the region CA); at the cap one not yet proven, an
-// UnfinishedGrace old, is closed for a waiting caller, so no flood of silent sockets,
-// ClientHellos or handshakes without a certificate keeps a client out. A plaintext broker
+// TLS a connection stays once proven (maestrogate.ClientCertProof: the broker answered it twice
+// with application data, which it does only after a handshake with a certificate of the region
+// CA: session tickets, then MQTT answers); at the cap one not yet proven, an UnfinishedGrace
+// old, is closed for a waiting caller, so no flood of silent sockets, ClientHellos or
+// handshakes without a certificate keeps a client out. A plaintext broker
 // (tests) has no such proof: a caller's first byte keeps its connection. There is no idle
 // timeout: mosquitto closes a client silent for 1.5 times its MQTT keep-alive itself.
 func MosquittoForwardLimits(o MosquittoOptions) maestrogate.ForwardLimits {
@@ -183,24 +184,10 @@ func MosquittoForwardLimits(o MosquittoOptions) maestrogate.ForwardLimits {
 		l.MaxConns = BrokerMaxConns
 	}
 	if o.TLS != nil && o.TLS.RequireClientCert {
-		l.Proof = maestrogate.TLS12ClientProof
+		l.Proof = maestrogate.ClientCertProof
 	}
 	return l
 }
-
-// mosquittoOpenSSLConf caps the broker's TLS at 1.2. mosquitto 2.0's "tls_version tlsv1.2" is a
-// floor, not a ceiling: it negotiated TLS 1.3 with every client that offered it, and TLS 1.3 hides
-// the handshake from the forward's proof. OpenSSL reads this file (OPENSSL_CONF) for mosquitto
-// alone.
-const mosquittoOpenSSLConf = `openssl_conf = openssl_init
-[openssl_init]
-ssl_conf = ssl_sect
-[ssl_sect]
-system_default = system_default_sect
-[system_default_sect]
-MinProtocol = TLSv1.2
-MaxProtocol = TLSv1.2
-`
 
 // StartMosquitto writes a config for o and starts mosquitto with it, returning once the
 // listener accepts connections. MQTT v5 (which Maestro needs for user properties) is on by
@@ -247,12 +234,7 @@ func StartMosquitto(ctx context.Context, o MosquittoOptions) (*Mosquitto, error)
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return nil, fmt.Errorf("write mosquitto config: %w", err)
 	}
-	sslConf := filepath.Join(o.Dir, "openssl.cnf")
-	if err := os.WriteFile(sslConf, []byte(mosquittoOpenSSLConf), 0o644); err != nil {
-		return nil, fmt.Errorf("write mosquitto openssl config: %w", err)
-	}
-	p, err := StartProcess(ctx, ProcSpec{Name: "mosquitto", Path: bin, Args: []string{"-c", confPath}, Dir: o.Dir, LogDir: o.LogDir,
-		Env: []string{"OPENSSL_CONF=" + sslConf}})
+	p, err := StartProcess(ctx, ProcSpec{Name: "mosquitto", Path: bin, Args: []string{"-c", confPath}, Dir: o.Dir, LogDir: o.LogDir})
 	if err != nil {
 		return nil, err
 	}

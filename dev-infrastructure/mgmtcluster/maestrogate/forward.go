@@ -31,11 +31,13 @@ type ForwardLimits struct {
 	// DialTimeout bounds reaching the target; 0 means 10 s.
 	DialTimeout time.Duration
 	// Proof, when set, changes who may be closed for room at MaxConns: each connection gets a
-	// check of its own (Proof()) that is fed every byte the target sends back, and the
-	// connection may be closed for a waiting caller, once serverlimits.UnfinishedGrace old,
-	// until the check returns true, whatever its caller sent (serverlimits.ProvenRoomListener).
-	// Nil: a caller's first byte keeps its connection (serverlimits.SilentRoomListener).
-	Proof func() func(fromTarget []byte) bool
+	// Proof of its own, fed what crosses it either way, and may be closed for a waiting caller,
+	// once serverlimits.UnfinishedGrace old, until its Proof says it is proven, whatever its
+	// caller sent (serverlimits.ProvenRoomListener). The target's end of the conversation then
+	// ends the connection at once, both ways: a caller cannot keep a connection the target
+	// closed (as after a failed handshake) open by not closing its own side. Nil: a caller's first
+	// byte keeps its connection (serverlimits.SilentRoomListener).
+	Proof func() Proof
 }
 
 // InboundForwardLimits are the limits of the ports forwarded to Maestro (gRPC, health, metrics),
@@ -137,21 +139,23 @@ func (f *Forwarder) forward(listen string, accepted net.Conn) {
 	defer out.Close()
 	j := &joint{in: in, out: out, idle: f.limits.IdleTimeout}
 	j.touch()
-	var proof func([]byte) bool
+	var fromCaller, fromTarget func([]byte) bool
 	if p, ok := accepted.(serverlimits.Prover); ok && f.limits.Proof != nil {
-		check := f.limits.Proof()
-		proof = func(b []byte) bool {
-			if !check(b) {
+		proof := f.limits.Proof()
+		fromCaller = func(b []byte) bool { proof.FromCaller(b); return false }
+		fromTarget = func(b []byte) bool {
+			if !proof.FromTarget(b) {
 				return false
 			}
 			p.Prove()
 			return true
 		}
+		j.targetEndCloses = true
 	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); j.copy(out, in, nil) }()
-	go func() { defer wg.Done(); j.copy(in, out, proof) }()
+	go func() { defer wg.Done(); j.copy(out, in, fromCaller) }()
+	go func() { defer wg.Done(); j.copy(in, out, fromTarget) }()
 	wg.Wait()
 }
 
@@ -161,6 +165,9 @@ type joint struct {
 	idle      time.Duration
 	last      atomic.Int64 // UnixNano of the last byte either way
 	closeOnce sync.Once
+	// targetEndCloses closes both ends when the target's side ends, instead of half-closing
+	// the caller's (ForwardLimits.Proof).
+	targetEndCloses bool
 }
 
 func (j *joint) touch() { j.last.Store(time.Now().UnixNano()) }
@@ -202,6 +209,10 @@ func (j *joint) copy(dst, src net.Conn, proof func([]byte) bool) {
 		case errors.Is(err, os.ErrDeadlineExceeded) && time.Since(time.Unix(0, j.last.Load())) < j.idle:
 			// The other direction was busy meanwhile: the joint is not idle.
 		case errors.Is(err, io.EOF):
+			if src == j.out && j.targetEndCloses {
+				j.closeBoth()
+				return
+			}
 			if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
 				return
 			}

@@ -90,22 +90,27 @@ func startMTLSEcho(t *testing.T, ca *testCA, maxVersion uint16) string {
 	return l.Addr().String()
 }
 
-// TestTLS12ClientProof: through a forward capped at one connection with the proof, a caller that
-// made a TLS 1.2 handshake with its certificate and was answered keeps its slot against a waiting
-// caller; one that made a handshake without a certificate or with another CA's, or that spoke
-// TLS 1.3 (whose handshake the proof cannot see), is closed for the waiting caller.
-func TestTLS12ClientProof(t *testing.T) {
+// TestClientCertProof: through a forward capped at one connection with ClientCertProof, a caller
+// that made a handshake with its certificate and was answered twice after it keeps its slot
+// against a waiting caller, under TLS 1.2 and 1.3; one that made a handshake without a
+// certificate or with another CA's is closed (the server closes it, and the forward its caller's
+// side), and one with its certificate not yet answered twice is closed for the waiting caller.
+func TestClientCertProof(t *testing.T) {
 	ca, other := newTestCA(t), newTestCA(t)
+	mine := []tls.Certificate{ca.issue(t, "client", x509.ExtKeyUsageClientAuth)}
 	for _, tc := range []struct {
 		name       string
 		maxVersion uint16
 		cert       []tls.Certificate
+		rounds     int // answers the caller asks for after its handshake
 		proven     bool
 	}{
-		{"tls12_with_its_certificate", tls.VersionTLS12, []tls.Certificate{ca.issue(t, "client", x509.ExtKeyUsageClientAuth)}, true},
-		{"tls12_without_a_certificate", tls.VersionTLS12, nil, false},
-		{"tls12_with_another_cas_certificate", tls.VersionTLS12, []tls.Certificate{other.issue(t, "client", x509.ExtKeyUsageClientAuth)}, false},
-		{"tls13_with_its_certificate", tls.VersionTLS13, []tls.Certificate{ca.issue(t, "client", x509.ExtKeyUsageClientAuth)}, false},
+		{"tls12_with_its_certificate", tls.VersionTLS12, mine, 2, true},
+		{"tls13_with_its_certificate", tls.VersionTLS13, mine, 2, true},
+		{"tls13_with_its_certificate_answered_once", tls.VersionTLS13, mine, 0, false},
+		{"tls12_without_a_certificate", tls.VersionTLS12, nil, 2, false},
+		{"tls13_without_a_certificate", tls.VersionTLS13, nil, 2, false},
+		{"tls13_with_another_cas_certificate", tls.VersionTLS13, []tls.Certificate{other.issue(t, "client", x509.ExtKeyUsageClientAuth)}, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := startMTLSEcho(t, ca, tc.maxVersion)
@@ -114,7 +119,7 @@ func TestTLS12ClientProof(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = l.Close() })
-			f := NewForwarder(ForwardLimits{MaxConns: 1, Proof: TLS12ClientProof}, func(ctx context.Context) (net.Conn, error) {
+			f := NewForwarder(ForwardLimits{MaxConns: 1, Proof: ClientCertProof}, func(ctx context.Context) (net.Conn, error) {
 				var d net.Dialer
 				return d.DialContext(ctx, "tcp", target)
 			}, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -128,9 +133,17 @@ func TestTLS12ClientProof(t *testing.T) {
 			first := tls.Client(raw, &tls.Config{ServerName: "server", RootCAs: ca.pool, Certificates: tc.cert})
 			_ = first.SetDeadline(time.Now().Add(30 * time.Second))
 			// The server checks the certificate after the client's side of the handshake is
-			// done: the first answer (or the alert) comes with the first read.
-			_, _ = first.Write([]byte("hi"))
-			_, _ = io.ReadFull(first, make([]byte, 2))
+			// done: under TLS 1.3 the alert comes with the first read after it.
+			if err := first.Handshake(); err == nil {
+				for range tc.rounds {
+					if _, err := first.Write([]byte("hi")); err != nil {
+						break
+					}
+					if _, err := io.ReadFull(first, make([]byte, 2)); err != nil {
+						break
+					}
+				}
+			}
 			_ = first.SetDeadline(time.Time{})
 
 			second, err := net.Dial("tcp", l.Addr().String())
