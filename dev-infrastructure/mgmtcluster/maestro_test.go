@@ -101,11 +101,11 @@ func TestMaestroServer(t *testing.T) {
 func TestMosquittoConfig(t *testing.T) {
 	conf, err := mosquittoConfig(MosquittoOptions{Dir: "/d", Port: 1234,
 		TLS: &MosquittoTLS{CAFile: "/ca", CertFile: "/crt", KeyFile: "/key", RequireClientCert: true},
-		ACL: MaestroACL("maestro-server")})
+		ACL: MaestroACL("maestro-server")}, "/s/mqtt.sock")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"listener 1234 127.0.0.1\n", "cafile /ca\n", "require_certificate true\n", "use_identity_as_username true\n", "acl_file /d/acl\n"} {
+	for _, want := range []string{"listener 0 /s/mqtt.sock\n", "cafile /ca\n", "require_certificate true\n", "use_identity_as_username true\n", "acl_file /d/acl\n"} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("config lacks %q:\n%s", want, conf)
 		}
@@ -117,7 +117,7 @@ func TestMosquittoConfig(t *testing.T) {
 	if !strings.Contains(acl, "pattern read sources/maestro/consumers/%u/sourceevents\n") {
 		t.Errorf("agents are not confined to their own topics:\n%s", acl)
 	}
-	if _, err := mosquittoConfig(MosquittoOptions{TLS: &MosquittoTLS{CAFile: "/ca"}}); err == nil {
+	if _, err := mosquittoConfig(MosquittoOptions{TLS: &MosquittoTLS{CAFile: "/ca"}}, "/s/mqtt.sock"); err == nil {
 		t.Error("incomplete TLS settings accepted")
 	}
 }
@@ -137,7 +137,7 @@ func TestMosquittoShareGuardConfig(t *testing.T) {
 		{name: "an empty name", guard: &MosquittoShareGuard{Plugin: "/p.so", Subscribers: []string{""}}, refused: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conf, err := mosquittoConfig(MosquittoOptions{Dir: "/d", Port: 1, ShareGuard: tc.guard})
+			conf, err := mosquittoConfig(MosquittoOptions{Dir: "/d", Port: 1, ShareGuard: tc.guard}, "/s/mqtt.sock")
 			if tc.refused {
 				if err == nil {
 					t.Fatalf("accepted:\n%s", conf)

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"github.com/openhcp/openhcp/internal/pki"
 )
 
@@ -25,8 +29,12 @@ type MosquittoOptions struct {
 	LogDir string
 	// Binary is the mosquitto executable; default: "mosquitto" on PATH, then /usr/sbin/mosquitto.
 	Binary string
-	// Port on 127.0.0.1; 0 picks a free one.
+	// Port on 127.0.0.1 of the broker's address; 0 picks a free one. mosquitto itself listens
+	// only on a unix socket in a directory of its own (0700); the address is a capped forward
+	// to it (MosquittoForwardLimits).
 	Port int
+	// MaxConns caps the connections forwarded to the broker at once; 0 means BrokerMaxConns.
+	MaxConns int
 	// TLS, when set, makes the only listener a TLS listener.
 	TLS *MosquittoTLS
 	// ACL, when non-nil, is written to an acl_file and enforced: a client may then use only the
@@ -142,10 +150,43 @@ func (o MosquittoOptions) ClientID(username, requested string) string {
 
 // Mosquitto is a running broker.
 type Mosquitto struct {
-	// Addr is host:port of the listener, for a Maestro MQTT config's brokerHost.
-	Addr       string
+	// Addr is host:port of the broker's address (the forward), for a Maestro MQTT config's
+	// brokerHost.
+	Addr string
+	// Socket is the unix socket mosquitto listens on, the only one.
+	Socket     string
 	ConfigPath string
 	Proc       *Process
+	// Forward is the capped forward from Addr to Socket.
+	Forward *maestrogate.Forwarder
+
+	listener  net.Listener
+	socketDir string
+}
+
+// BrokerMaxConns is the region broker's connection cap. Its clients are the Maestro servers and
+// one agent per management cluster, a few tens of connections; mosquitto keeps about 42 KiB a
+// connection (a probe: 20,000 silent sockets, 850 MB), so the cap bounds what any local
+// process can make it hold to some 22 MB, and its descriptors far below its file limit.
+const BrokerMaxConns = 512
+
+// MosquittoForwardLimits are the limits of the forward in front of the broker. Under mutual
+// TLS a connection stays once proven (maestrogate.ClientCertProof: the broker answered it twice
+// with application data, which it does only after a handshake with a certificate of the region
+// CA: session tickets, then MQTT answers); at the cap one not yet proven, an UnfinishedGrace
+// old, is closed for a waiting caller, so no flood of silent sockets, ClientHellos or
+// handshakes without a certificate keeps a client out. A plaintext broker
+// (tests) has no such proof: a caller's first byte keeps its connection. There is no idle
+// timeout: mosquitto closes a client silent for 1.5 times its MQTT keep-alive itself.
+func MosquittoForwardLimits(o MosquittoOptions) maestrogate.ForwardLimits {
+	l := maestrogate.ForwardLimits{MaxConns: o.MaxConns}
+	if l.MaxConns <= 0 {
+		l.MaxConns = BrokerMaxConns
+	}
+	if o.TLS != nil && o.TLS.RequireClientCert {
+		l.Proof = maestrogate.ClientCertProof
+	}
+	return l
 }
 
 // StartMosquitto writes a config for o and starts mosquitto with it, returning once the
@@ -164,7 +205,23 @@ func StartMosquitto(ctx context.Context, o MosquittoOptions) (*Mosquitto, error)
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create mosquitto dir: %w", err)
 	}
-	conf, err := mosquittoConfig(o)
+	// A unix socket's path is at most 107 bytes: the socket has a short directory of its own,
+	// which only the broker's user may enter.
+	socketDir, err := os.MkdirTemp("", "mqtt-")
+	if err != nil {
+		return nil, fmt.Errorf("create mosquitto socket dir: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = os.RemoveAll(socketDir)
+		}
+	}()
+	if err := os.Chmod(socketDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create mosquitto socket dir: %w", err)
+	}
+	socket := filepath.Join(socketDir, "mqtt.sock")
+	conf, err := mosquittoConfig(o, socket)
 	if err != nil {
 		return nil, err
 	}
@@ -181,16 +238,62 @@ func StartMosquitto(ctx context.Context, o MosquittoOptions) (*Mosquitto, error)
 	if err != nil {
 		return nil, err
 	}
-	addr := net127(o.Port)
-	if err := p.WaitFor(ctx, 15*time.Second, "MQTT listener "+addr, TCPReady(addr)); err != nil {
+	if err := p.WaitFor(ctx, 15*time.Second, "MQTT socket "+socket, unixReady(socket)); err != nil {
 		p.Stop(2 * time.Second)
 		return nil, err
 	}
-	return &Mosquitto{Addr: addr, ConfigPath: confPath, Proc: p}, nil
+	l, err := net.Listen("tcp", net127(o.Port))
+	if err != nil {
+		p.Stop(2 * time.Second)
+		return nil, fmt.Errorf("listen for the broker: %w", err)
+	}
+	fwd := maestrogate.NewForwarder(MosquittoForwardLimits(o), func(ctx context.Context) (net.Conn, error) {
+		return dialUnixWaiting(ctx, socket)
+	}, slog.Default().With("component", "mosquitto-forward"))
+	go fwd.Serve(l)
+	ok = true
+	return &Mosquitto{Addr: l.Addr().String(), Socket: socket, ConfigPath: confPath, Proc: p, Forward: fwd, listener: l, socketDir: socketDir}, nil
 }
 
-// Stop ends the broker.
-func (m *Mosquitto) Stop() { m.Proc.Stop(5 * time.Second) }
+// dialUnixWaiting dials the unix socket at path, trying again while its accept queue is full
+// until ctx ends. A unix socket refuses a connection at once (EAGAIN) when its listener's queue
+// (mosquitto's: 100) is full, where TCP would wait: a burst of callers at the forward, a flood
+// or every client reconnecting after a restart, would otherwise be reset.
+func dialUnixWaiting(ctx context.Context, path string) (net.Conn, error) {
+	var d net.Dialer
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		c, err := d.DialContext(ctx, "unix", path)
+		if err == nil || !errors.Is(err, syscall.EAGAIN) {
+			return c, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+// unixReady succeeds once the unix socket at path accepts a connection.
+func unixReady(path string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		d := net.Dialer{Timeout: time.Second}
+		c, err := d.DialContext(ctx, "unix", path)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+// Stop ends the broker and its forward.
+func (m *Mosquitto) Stop() {
+	_ = m.listener.Close()
+	m.Proc.Stop(5 * time.Second)
+	_ = os.RemoveAll(m.socketDir)
+}
 
 // Restart stops the broker and starts it again with the same configuration, returning once it
 // listens. mosquitto 2.0 re-reads its certificate and key on SIGHUP but not its cafile, so a CA
@@ -201,7 +304,7 @@ func (m *Mosquitto) Restart(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("restart mosquitto: %w", err)
 	}
-	if err := p.WaitFor(ctx, 15*time.Second, "MQTT listener "+m.Addr, TCPReady(m.Addr)); err != nil {
+	if err := p.WaitFor(ctx, 15*time.Second, "MQTT socket "+m.Socket, unixReady(m.Socket)); err != nil {
 		p.Stop(2 * time.Second)
 		return fmt.Errorf("restart mosquitto: %w", err)
 	}
@@ -232,7 +335,7 @@ func mosquittoBinary(explicit string) (string, error) {
 	return "", errors.New("mosquitto not found: run 'hack/ensure-packages.sh mosquitto' (make deps)")
 }
 
-func mosquittoConfig(o MosquittoOptions) (string, error) {
+func mosquittoConfig(o MosquittoOptions, socket string) (string, error) {
 	var b strings.Builder
 	b.WriteString("# generated by dev-infrastructure/localregion; do not edit\n")
 	// Logging goes to stderr, unbuffered, which the launcher captures in <LogDir>/mosquitto.log
@@ -252,7 +355,8 @@ func mosquittoConfig(o MosquittoOptions) (string, error) {
 		}
 		fmt.Fprintf(&b, "user %s\n", u.Username)
 	}
-	fmt.Fprintf(&b, "listener %d 127.0.0.1\n", o.Port)
+	// The only listener: a unix socket (port 0), behind the capped forward (StartMosquitto).
+	fmt.Fprintf(&b, "listener 0 %s\n", socket)
 	if t := o.TLS; t != nil {
 		if t.CAFile == "" || t.CertFile == "" || t.KeyFile == "" {
 			return "", errors.New("mosquitto TLS needs CAFile, CertFile and KeyFile")

@@ -432,6 +432,13 @@ type limitConn struct {
 	release func()
 }
 
+// Prove proves the connection below (Prover), if it is one of a room's.
+func (c *limitConn) Prove() {
+	if p, ok := c.Conn.(Prover); ok {
+		p.Prove()
+	}
+}
+
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
@@ -526,11 +533,32 @@ func SilentRoomListener(l net.Listener, n int) net.Listener {
 		room: &silentConns{since: map[net.Conn]time.Time{}}}
 }
 
-// silentConns are a listener's connections that have not sent a byte yet, with the time each
-// was accepted.
+// ProvenRoomListener is SilentRoomListener with a stronger rule for who stays: a connection may
+// be closed for a caller who waits, once UnfinishedGrace old, until its server calls Prove on it
+// (the net.Conn Accept returns has a Prove method). A byte sent proves nothing: for servers whose
+// forward can tell a caller that proved itself (Prover), such as a TLS pass-through to a server
+// that requires a client certificate, where a caller without one can still send a ClientHello,
+// or a whole handshake, and hold its slot until the server drops it.
+func ProvenRoomListener(l net.Listener, n int) net.Listener {
+	if n <= 0 {
+		return l
+	}
+	return &limitListener{Listener: l, slots: make(chan struct{}, n), done: make(chan struct{}),
+		room: &silentConns{since: map[net.Conn]time.Time{}, untilProven: true}}
+}
+
+// Prover is a connection accepted from SilentRoomListener or ProvenRoomListener: Prove takes it
+// out of those that may be closed for room, for good.
+type Prover interface {
+	Prove()
+}
+
+// silentConns are a listener's connections that have not sent a byte yet (untilProven: not been
+// proven yet), with the time each was accepted.
 type silentConns struct {
-	mu    sync.Mutex
-	since map[net.Conn]time.Time // of *silentConn
+	mu          sync.Mutex
+	since       map[net.Conn]time.Time // of *silentConn
+	untilProven bool                   // a byte read does not take a connection out: only Prove
 }
 
 func (s *silentConns) accepted(c net.Conn) net.Conn {
@@ -563,7 +591,8 @@ func (s *silentConns) closeOne(now time.Time) {
 	}
 }
 
-// silentConn is a connection that leaves silentConns with its first byte or its close.
+// silentConn is a connection that leaves silentConns with its first byte (untilProven: its
+// Prove) or its close.
 type silentConn struct {
 	net.Conn
 	room  *silentConns
@@ -572,10 +601,17 @@ type silentConn struct {
 
 func (c *silentConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && !c.heard.Swap(true) {
-		c.room.forget(c)
+	if n > 0 && !c.room.untilProven {
+		c.Prove()
 	}
 	return n, err
+}
+
+// Prove takes c out of the connections that may be closed for room.
+func (c *silentConn) Prove() {
+	if !c.heard.Swap(true) {
+		c.room.forget(c)
+	}
 }
 
 func (c *silentConn) Close() error {

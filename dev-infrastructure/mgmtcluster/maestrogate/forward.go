@@ -30,6 +30,14 @@ type ForwardLimits struct {
 	IdleTimeout time.Duration
 	// DialTimeout bounds reaching the target; 0 means 10 s.
 	DialTimeout time.Duration
+	// Proof, when set, changes who may be closed for room at MaxConns: each connection gets a
+	// Proof of its own, fed what crosses it either way, and may be closed for a waiting caller,
+	// once serverlimits.UnfinishedGrace old, until its Proof says it is proven, whatever its
+	// caller sent (serverlimits.ProvenRoomListener). The target's end of the conversation then
+	// ends the connection at once, both ways: a caller cannot keep a connection the target
+	// closed (as after a failed handshake) open by not closing its own side. Nil: a caller's first
+	// byte keeps its connection (serverlimits.SilentRoomListener).
+	Proof func() Proof
 }
 
 // InboundForwardLimits are the limits of the ports forwarded to Maestro (gRPC, health, metrics),
@@ -76,7 +84,12 @@ func (f *Forwarder) Active() int { return int(f.active.Load()) }
 // server does: the forward comes back once descriptors are free.
 func (f *Forwarder) Serve(l net.Listener) {
 	addr := l.Addr().String()
-	l = serverlimits.SilentRoomListener(l, f.limits.MaxConns) // the cap; a connection's Close frees its slot
+	// The cap; a connection's Close frees its slot.
+	if f.limits.Proof != nil {
+		l = serverlimits.ProvenRoomListener(l, f.limits.MaxConns)
+	} else {
+		l = serverlimits.SilentRoomListener(l, f.limits.MaxConns)
+	}
 	var pause time.Duration
 	for {
 		in, err := l.Accept()
@@ -91,10 +104,7 @@ func (f *Forwarder) Serve(l net.Listener) {
 		}
 		pause = 0
 		f.active.Add(1)
-		go func() {
-			defer f.active.Add(-1)
-			f.forward(addr, in)
-		}()
+		go f.forward(addr, in)
 	}
 }
 
@@ -103,7 +113,21 @@ func Forward(l net.Listener, limits ForwardLimits, dial func(ctx context.Context
 	NewForwarder(limits, dial, log).Serve(l)
 }
 
-func (f *Forwarder) forward(listen string, in net.Conn) {
+// countedConn is a forwarded connection that leaves Active as it closes, before its slot frees:
+// Active never counts more connections than the cap.
+type countedConn struct {
+	net.Conn
+	once sync.Once
+	f    *Forwarder
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.f.active.Add(-1) })
+	return c.Conn.Close()
+}
+
+func (f *Forwarder) forward(listen string, accepted net.Conn) {
+	in := &countedConn{Conn: accepted, f: f}
 	defer in.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), f.limits.DialTimeout)
 	out, err := f.dial(ctx)
@@ -115,10 +139,23 @@ func (f *Forwarder) forward(listen string, in net.Conn) {
 	defer out.Close()
 	j := &joint{in: in, out: out, idle: f.limits.IdleTimeout}
 	j.touch()
+	var fromCaller, fromTarget func([]byte) bool
+	if p, ok := accepted.(serverlimits.Prover); ok && f.limits.Proof != nil {
+		proof := f.limits.Proof()
+		fromCaller = func(b []byte) bool { proof.FromCaller(b); return false }
+		fromTarget = func(b []byte) bool {
+			if !proof.FromTarget(b) {
+				return false
+			}
+			p.Prove()
+			return true
+		}
+		j.targetEndCloses = true
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); j.copy(out, in) }()
-	go func() { defer wg.Done(); j.copy(in, out) }()
+	go func() { defer wg.Done(); j.copy(out, in, fromCaller) }()
+	go func() { defer wg.Done(); j.copy(in, out, fromTarget) }()
 	wg.Wait()
 }
 
@@ -128,6 +165,9 @@ type joint struct {
 	idle      time.Duration
 	last      atomic.Int64 // UnixNano of the last byte either way
 	closeOnce sync.Once
+	// targetEndCloses closes both ends when the target's side ends, instead of half-closing
+	// the caller's (ForwardLimits.Proof).
+	targetEndCloses bool
 }
 
 func (j *joint) touch() { j.last.Store(time.Now().UnixNano()) }
@@ -141,14 +181,18 @@ func (j *joint) closeBoth() {
 }
 
 // copy copies src to dst until src ends (then half-closes dst, as TCP does, and lets the other
-// direction finish), an error, or the joint is idle (then closes both ends).
-func (j *joint) copy(dst, src net.Conn) {
+// direction finish), an error, or the joint is idle (then closes both ends). proof, when set, is
+// fed what src sends until it returns true.
+func (j *joint) copy(dst, src net.Conn, proof func([]byte) bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		if j.idle > 0 {
 			_ = src.SetReadDeadline(time.Unix(0, j.last.Load()).Add(j.idle))
 		}
 		n, err := src.Read(buf)
+		if n > 0 && proof != nil && proof(buf[:n]) {
+			proof = nil
+		}
 		if n > 0 {
 			j.touch()
 			if j.idle > 0 {
@@ -165,6 +209,10 @@ func (j *joint) copy(dst, src net.Conn) {
 		case errors.Is(err, os.ErrDeadlineExceeded) && time.Since(time.Unix(0, j.last.Load())) < j.idle:
 			// The other direction was busy meanwhile: the joint is not idle.
 		case errors.Is(err, io.EOF):
+			if src == j.out && j.targetEndCloses {
+				j.closeBoth()
+				return
+			}
 			if cw, ok := dst.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
 				return
 			}
