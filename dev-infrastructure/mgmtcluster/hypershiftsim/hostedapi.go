@@ -877,6 +877,12 @@ func killOrphan(pidPath, arg string) []byte {
 	if err != nil || pid <= 1 {
 		return nil
 	}
+	// Only a process of the sim's own user can be its child: a pid file outlives a killed sim
+	// (and a reboot), and by then its PID may be another user's, whose command line says what
+	// that user likes (the marks are in ps).
+	if !ownProcess(pid) {
+		return nil
+	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil || !bytes.Contains(cmdline, []byte(arg+"\x00")) {
 		return nil
@@ -889,6 +895,23 @@ func killOrphan(pidPath, arg string) []byte {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return cmdline
+}
+
+// ownProcess reports whether pid runs as this process's user (real and effective user IDs):
+// the only user the sim's children run as.
+func ownProcess(pid int) bool {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			ids := strings.Fields(rest) // real, effective, saved, file system
+			me := strconv.Itoa(os.Geteuid())
+			return len(ids) >= 2 && ids[0] == me && ids[1] == me
+		}
+	}
+	return false
 }
 
 // orphanExitWait bounds how long killOrphan waits for the process it killed to be gone.
