@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,9 +59,13 @@ egressSelections:
 
 // Limits of the egress proxy.
 const (
-	// egressMaxTunnels bounds the tunnels open at once (the aggregator keeps one per APIService
-	// while it is used; webhooks and checks come and go).
-	egressMaxTunnels = 512
+	// egressMaxTunnels bounds the tunnels one client (one hosted kube-apiserver process, told
+	// apart by its socket's peer credentials) holds open at once: the aggregator keeps one per
+	// APIService while it is used, webhooks and checks come and go. The bound is per client,
+	// not shared: how many tunnels an apiserver holds is its customer's choice (a webhook whose
+	// target accepts and never answers holds one for its timeout and the drain after it), and
+	// a shared bound let one customer take every other cluster's egress.
+	egressMaxTunnels = 128
 	// egressRequestTimeout bounds the CONNECT request's arrival, the name's resolution and the
 	// dial each.
 	egressRequestTimeout = 10 * time.Second
@@ -92,22 +97,22 @@ type egressProxy struct {
 	allowed []netip.Prefix
 	log     logr.Logger
 	l       net.Listener
-	slots   chan struct{}
 	// ownAddrs returns the machine's (the network namespace's) own addresses, refused whatever
 	// their kind.
 	ownAddrs func() ([]netip.Addr, error)
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	// tunnels counts the connections each client (its process ID, 0 if unknown) has open.
+	tunnels map[int32]int
+	wg      sync.WaitGroup
 }
 
 // startEgressProxy serves the proxy on a socket under stateDir (its own 0700 directory
 // "egress"), or under a new directory of the system's temporary directory if that path would
 // be too long for a socket.
 func startEgressProxy(log logr.Logger, stateDir string, allowed []netip.Prefix) (*egressProxy, error) {
-	p := &egressProxy{allowed: allowed, log: log, slots: make(chan struct{}, egressMaxTunnels),
-		ownAddrs: interfaceAddrs, conns: map[net.Conn]struct{}{}}
+	p := &egressProxy{allowed: allowed, log: log, ownAddrs: interfaceAddrs, conns: map[net.Conn]struct{}{}, tunnels: map[int32]int{}}
 	p.dir = filepath.Join(stateDir, "egress")
 	if len(filepath.Join(p.dir, egressSocketName)) > maxSocketPath {
 		d, err := os.MkdirTemp("", "hse-")
@@ -142,9 +147,8 @@ func (p *egressProxy) serve() {
 		if err != nil {
 			return
 		}
-		select {
-		case p.slots <- struct{}{}:
-		default:
+		client := peerPID(c)
+		if !p.take(client) {
 			hostedEgressConnects.WithLabelValues("busy").Inc()
 			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
 			c.Close()
@@ -154,11 +158,51 @@ func (p *egressProxy) serve() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			defer func() { <-p.slots }()
+			defer p.give(client)
 			defer p.track(c, false)
 			p.handle(c)
 		}()
 	}
+}
+
+// take counts a new connection of client, unless it holds egressMaxTunnels already.
+func (p *egressProxy) take(client int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tunnels[client] >= egressMaxTunnels {
+		return false
+	}
+	p.tunnels[client]++
+	return true
+}
+
+// give uncounts a connection of client.
+func (p *egressProxy) give(client int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tunnels[client]--; p.tunnels[client] <= 0 {
+		delete(p.tunnels, client)
+	}
+}
+
+// peerPID is the process ID of the client at the other end of a unix socket connection (its
+// SO_PEERCRED, set when it connected), 0 if it cannot be read.
+func peerPID(c net.Conn) int32 {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var pid int32
+	_ = raw.Control(func(fd uintptr) {
+		if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
+			pid = cred.Pid
+		}
+	})
+	return pid
 }
 
 // track records an open connection, so Stop can close it.
