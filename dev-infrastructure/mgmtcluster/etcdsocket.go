@@ -120,6 +120,21 @@ func RemoveEtcdSocketDir(endpoint string) {
 	}
 }
 
+// RemoveRecordedEtcdSocketDir removes the socket directory that the record in an etcd's
+// state directory stateDir (a HostedEtcdOptions.Dir, a management cluster's Dir) names: one
+// left by an etcd that is gone (its launcher was killed), whether or not another is started
+// there again.
+func RemoveRecordedEtcdSocketDir(stateDir string) {
+	removeRecordedSocketDir(filepath.Join(stateDir, etcdSocketRecord))
+}
+
+// removeRecordedSocketDir removes the socket directory the record file names.
+func removeRecordedSocketDir(record string) {
+	if old, err := os.ReadFile(record); err == nil {
+		RemoveEtcdSocketDir("unixs://" + filepath.Join(strings.TrimSpace(string(old)), etcdClientSocket))
+	}
+}
+
 // EtcdSocketPath is the socket path of a unixs:// etcd endpoint.
 func EtcdSocketPath(endpoint string) (string, error) {
 	path, ok := strings.CutPrefix(endpoint, "unixs://")
@@ -148,9 +163,7 @@ type etcdStart struct {
 // startEtcd runs a one-member etcd with PKI p on unix sockets in a new directory of its own,
 // and waits for its /health. On error nothing it started or made is left.
 func startEtcd(ctx context.Context, p *etcdPKI, o etcdStart) (*Process, etcdSockets, error) {
-	if old, err := os.ReadFile(o.Record); err == nil {
-		RemoveEtcdSocketDir("unixs://" + filepath.Join(strings.TrimSpace(string(old)), etcdClientSocket))
-	}
+	removeRecordedSocketDir(o.Record)
 	sockets, err := newEtcdSockets(o.SocketParent)
 	if err != nil {
 		return nil, etcdSockets{}, fmt.Errorf("%s: %w", o.Name, err)

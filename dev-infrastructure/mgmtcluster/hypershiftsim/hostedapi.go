@@ -854,38 +854,35 @@ func hostedAPIServerArgs(dir, host string, port int, encryptionConfig string, et
 }
 
 // killOrphanEtcd ends an etcd of the cluster in dir that a killed sim left running (killOrphan)
-// and removes its socket directory, which only its Stop would have.
+// and removes the socket directory its record names (mgmtcluster), which only its Stop would
+// have: also when that etcd is long gone (a killed sim took it along) and the cluster is being
+// removed, so no etcd starts there again to remove it.
 func killOrphanEtcd(dir string) {
-	cmdline := killOrphan(filepath.Join(dir, etcdPIDFile), etcdMark(dir))
-	for _, arg := range bytes.Split(cmdline, []byte{0}) {
-		if url, ok := bytes.CutPrefix(arg, []byte("--listen-client-urls=")); ok {
-			mgmtcluster.RemoveEtcdSocketDir(string(url))
-		}
-	}
+	killOrphan(filepath.Join(dir, etcdPIDFile), etcdMark(dir))
+	mgmtcluster.RemoveRecordedEtcdSocketDir(filepath.Join(dir, etcdDir))
 }
 
 // killOrphan ends the process a pid file names if its command line still has arg (a
 // kube-apiserver's --cert-dir or an etcd's --data-dir of this cluster: a sim killed with
-// SIGKILL whose child outlived it), so its port and data are free again. It returns the
-// command line of the process it ended (NUL-separated), nil if none.
-func killOrphan(pidPath, arg string) []byte {
+// SIGKILL whose child outlived it), so its port and data are free again.
+func killOrphan(pidPath, arg string) {
 	b, err := os.ReadFile(pidPath)
 	if err != nil {
-		return nil
+		return
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 {
-		return nil
+		return
 	}
 	// Only a process of the sim's own user can be its child: a pid file outlives a killed sim
 	// (and a reboot), and by then its PID may be another user's, whose command line says what
 	// that user likes (the marks are in ps).
 	if !ownProcess(pid) {
-		return nil
+		return
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil || !bytes.Contains(cmdline, []byte(arg+"\x00")) {
-		return nil
+		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	// SIGKILL cannot be caught, but on a busy machine the exit can take a while: wait for it
@@ -894,7 +891,6 @@ func killOrphan(pidPath, arg string) []byte {
 	for processRunning(pid) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	return cmdline
 }
 
 // ownProcess reports whether pid runs as this process's user (real and effective user IDs):

@@ -55,3 +55,30 @@ func TestOrphanCheckSparesAnotherUsersProcess(t *testing.T) {
 	default:
 	}
 }
+
+// TestRemovingAClusterRemovesItsRecordedSocketDirectory: a cluster deleted while no etcd of
+// it runs (its sim was killed, or its pod's container restarted, and the cluster went before
+// its etcd was started again) leaves no socket directory behind: the one its record names goes
+// with the cluster's files. It stayed (only the command line of a running orphan was read), in
+// the pod's emptyDir or the host's /tmp, once per such cluster.
+func TestRemovingAClusterRemovesItsRecordedSocketDirectory(t *testing.T) {
+	parent := t.TempDir()
+	sockets, err := os.MkdirTemp(parent, "etcd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHostedAPIServers(HostedAPIOptions{Max: 1, Dir: t.TempDir(), LogDir: t.TempDir()})
+	etcd := filepath.Join(h.o.Dir, "gone", etcdDir)
+	if err := os.MkdirAll(etcd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etcd, "etcd-socket-dir"), []byte(sockets+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.remove("gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sockets); !os.IsNotExist(err) {
+		t.Errorf("the removed cluster's socket directory %s: %v, want removed", sockets, err)
+	}
+}
