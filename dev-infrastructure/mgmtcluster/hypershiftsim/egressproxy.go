@@ -81,6 +81,11 @@ const (
 // errEgressRefused is wrapped by every refusal of a target.
 var errEgressRefused = errors.New("refused")
 
+// errEgressUnresolved is wrapped by a failure to resolve a target's name. It is answered as a
+// refusal: the customer reads the code, and a name that does not resolve must not be told apart
+// from one of the management side's own names (answered 403).
+var errEgressUnresolved = errors.New("unresolved")
+
 var hostedEgressConnects = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "hypershift_sim_hosted_egress_connects_total",
 	Help: "CONNECTs of the hosted kube-apiservers to the sim's egress proxy by result: tunnelled, refused (not the hosted cluster's network; nothing dialled), failed (resolution or dial), busy (over the tunnel cap).",
@@ -236,8 +241,11 @@ func (p *egressProxy) handle(c net.Conn) {
 	cancel()
 	if err != nil {
 		code, result := http.StatusBadGateway, "failed"
-		if errors.Is(err, errEgressRefused) {
+		switch {
+		case errors.Is(err, errEgressRefused):
 			code, result = http.StatusForbidden, "refused"
+		case errors.Is(err, errEgressUnresolved):
+			code = http.StatusForbidden
 		}
 		hostedEgressConnects.WithLabelValues(result).Inc()
 		// At V(1): a customer's APIService is checked again every few seconds, and each of
@@ -287,10 +295,10 @@ func (p *egressProxy) dial(ctx context.Context, target string) (net.Conn, error)
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", strings.TrimSuffix(host, "."))
 	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", host, err)
+		return nil, fmt.Errorf("resolve %s: %w: %w", host, err, errEgressUnresolved)
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("resolve %s: no address", host)
+		return nil, fmt.Errorf("resolve %s: no address: %w", host, errEgressUnresolved)
 	}
 	for _, a := range addrs {
 		if err := p.check(a); err != nil {
