@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,6 +55,9 @@ func newEtcdSockets(parent string) (etcdSockets, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return etcdSockets{}, fmt.Errorf("etcd socket directory: %w", err)
 	}
+	if err := checkSocketParent(parent); err != nil {
+		return etcdSockets{}, err
+	}
 	dir, err := os.MkdirTemp(parent, "etcd-") // mode 0700
 	if err != nil {
 		return etcdSockets{}, fmt.Errorf("etcd socket directory: %w", err)
@@ -67,6 +71,27 @@ func newEtcdSockets(parent string) (etcdSockets, error) {
 		return etcdSockets{}, fmt.Errorf("etcd socket %s is %d bytes long, over the %d a unix socket may have: name a shorter parent directory", s.clientSocket(), n, maxSocketPath)
 	}
 	return s, nil
+}
+
+// checkSocketParent refuses a parent in which another user could rename a socket directory
+// away and put one of their own in its place: one owned by a user other than this one or root,
+// or that others may write to without the sticky bit (the system's /tmp has it).
+func checkSocketParent(parent string) error {
+	fi, err := os.Stat(parent)
+	if err != nil {
+		return fmt.Errorf("etcd socket directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok {
+		return fmt.Errorf("etcd socket directory: %s is not a directory", parent)
+	}
+	if st.Uid != uint32(os.Geteuid()) && st.Uid != 0 {
+		return fmt.Errorf("etcd socket directory: %s belongs to user %d, not this one (%d) or root: name a directory of this user's", parent, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("etcd socket directory: others may write to %s (mode %o) and it has no sticky bit: name a directory only this user may write to", parent, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // clientSocket is the path of the client socket.
