@@ -90,7 +90,9 @@ func TestOneClusterCannotTakeAnotherClustersEgress(t *testing.T) {
 		}
 		opened++
 	}
-	t.Logf("one client holds %d tunnels", opened)
+	if opened != egressMaxTunnels {
+		t.Errorf("one client holds %d tunnels, want the bound, %d, and a 503 past it", opened, egressMaxTunnels)
+	}
 
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEgressProxyHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), egressHelperEnv+"="+p.Socket+" "+target.Addr().String())
