@@ -171,8 +171,9 @@ func EtcdSocketPath(endpoint string) (string, error) {
 
 // etcdStart is one etcd for startEtcd to run.
 type etcdStart struct {
-	// Name, Path and LogDir are its ProcSpec's.
+	// Name, Path, LogDir and LogMaxBytes are its ProcSpec's.
 	Name, Path, LogDir string
+	LogMaxBytes        int64
 	// Member is its member name; DataDir its --data-dir (absolute).
 	Member, DataDir string
 	// SocketParent is where its socket directory is made (os.TempDir() when empty).
@@ -202,7 +203,7 @@ func startEtcd(ctx context.Context, p *etcdPKI, o etcdStart) (*Process, etcdSock
 		sockets.remove()
 		return nil, etcdSockets{}, fmt.Errorf("%s: %w", o.Name, err)
 	}
-	proc, err := StartProcess(ctx, ProcSpec{Name: o.Name, Path: o.Path, LogDir: o.LogDir, Dir: sockets.dir,
+	proc, err := StartProcess(ctx, ProcSpec{Name: o.Name, Path: o.Path, LogDir: o.LogDir, LogMaxBytes: o.LogMaxBytes, Dir: sockets.dir,
 		Args: append(p.args(o.Member, o.DataDir, sockets), o.ExtraArgs...)})
 	if err != nil {
 		sockets.remove()

@@ -149,6 +149,9 @@ func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
 	if o.Address == "" {
 		o.Address = DefaultHostedAPIAddress
 	}
+	if o.LogMaxBytes == 0 {
+		o.LogMaxBytes = DefaultHostedLogMaxBytes
+	}
 	if o.EtcdQuotaBytes == 0 {
 		o.EtcdQuotaBytes = DefaultHostedEtcdQuota
 	}
@@ -722,7 +725,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 		return fmt.Errorf("write the egress selector configuration of %s: %w", s.hcpNS, err)
 	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
-		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
+		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir, LogMaxBytes: o.LogMaxBytes,
 		Args: append(hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcd, AuditLogPath(o.LogDir, s.hcpNS)),
 			// The cluster's egress (aggregator, webhooks, kubelet and proxy paths) through
 			// the sim's egress proxy, which never reaches the host's own network.
@@ -751,7 +754,7 @@ func (s *hostedAPIServer) startEtcd(ctx context.Context, o HostedAPIOptions) err
 	killOrphanEtcd(s.dir)
 	e, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
 		Name: s.hcpNS + "-etcd", Dir: dir, LogDir: o.LogDir, EtcdPath: o.EtcdPath,
-		QuotaBytes: o.EtcdQuotaBytes, SocketParent: o.SocketDir, ReadyTimeout: etcdReadyTimeout})
+		QuotaBytes: o.EtcdQuotaBytes, SocketParent: o.SocketDir, LogMaxBytes: o.LogMaxBytes, ReadyTimeout: etcdReadyTimeout})
 	if err != nil {
 		return fmt.Errorf("etcd of %s: %w", s.hcpNS, err)
 	}
