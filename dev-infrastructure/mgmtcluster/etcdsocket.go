@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,6 +55,9 @@ func newEtcdSockets(parent string) (etcdSockets, error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return etcdSockets{}, fmt.Errorf("etcd socket directory: %w", err)
 	}
+	if err := checkSocketParent(parent); err != nil {
+		return etcdSockets{}, err
+	}
 	dir, err := os.MkdirTemp(parent, "etcd-") // mode 0700
 	if err != nil {
 		return etcdSockets{}, fmt.Errorf("etcd socket directory: %w", err)
@@ -67,6 +71,27 @@ func newEtcdSockets(parent string) (etcdSockets, error) {
 		return etcdSockets{}, fmt.Errorf("etcd socket %s is %d bytes long, over the %d a unix socket may have: name a shorter parent directory", s.clientSocket(), n, maxSocketPath)
 	}
 	return s, nil
+}
+
+// checkSocketParent refuses a parent in which another user could rename a socket directory
+// away and put one of their own in its place: one owned by a user other than this one or root,
+// or that others may write to without the sticky bit (the system's /tmp has it).
+func checkSocketParent(parent string) error {
+	fi, err := os.Stat(parent)
+	if err != nil {
+		return fmt.Errorf("etcd socket directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || !ok {
+		return fmt.Errorf("etcd socket directory: %s is not a directory", parent)
+	}
+	if st.Uid != uint32(os.Geteuid()) && st.Uid != 0 {
+		return fmt.Errorf("etcd socket directory: %s belongs to user %d, not this one (%d) or root: name a directory of this user's", parent, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("etcd socket directory: others may write to %s (mode %o) and it has no sticky bit: name a directory only this user may write to", parent, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // clientSocket is the path of the client socket.
@@ -120,6 +145,21 @@ func RemoveEtcdSocketDir(endpoint string) {
 	}
 }
 
+// RemoveRecordedEtcdSocketDir removes the socket directory that the record in an etcd's
+// state directory stateDir (a HostedEtcdOptions.Dir, a management cluster's Dir) names: one
+// left by an etcd that is gone (its launcher was killed), whether or not another is started
+// there again.
+func RemoveRecordedEtcdSocketDir(stateDir string) {
+	removeRecordedSocketDir(filepath.Join(stateDir, etcdSocketRecord))
+}
+
+// removeRecordedSocketDir removes the socket directory the record file names.
+func removeRecordedSocketDir(record string) {
+	if old, err := os.ReadFile(record); err == nil {
+		RemoveEtcdSocketDir("unixs://" + filepath.Join(strings.TrimSpace(string(old)), etcdClientSocket))
+	}
+}
+
 // EtcdSocketPath is the socket path of a unixs:// etcd endpoint.
 func EtcdSocketPath(endpoint string) (string, error) {
 	path, ok := strings.CutPrefix(endpoint, "unixs://")
@@ -131,8 +171,9 @@ func EtcdSocketPath(endpoint string) (string, error) {
 
 // etcdStart is one etcd for startEtcd to run.
 type etcdStart struct {
-	// Name, Path and LogDir are its ProcSpec's.
+	// Name, Path, LogDir and LogMaxBytes are its ProcSpec's.
 	Name, Path, LogDir string
+	LogMaxBytes        int64
 	// Member is its member name; DataDir its --data-dir (absolute).
 	Member, DataDir string
 	// SocketParent is where its socket directory is made (os.TempDir() when empty).
@@ -148,9 +189,7 @@ type etcdStart struct {
 // startEtcd runs a one-member etcd with PKI p on unix sockets in a new directory of its own,
 // and waits for its /health. On error nothing it started or made is left.
 func startEtcd(ctx context.Context, p *etcdPKI, o etcdStart) (*Process, etcdSockets, error) {
-	if old, err := os.ReadFile(o.Record); err == nil {
-		RemoveEtcdSocketDir("unixs://" + filepath.Join(strings.TrimSpace(string(old)), etcdClientSocket))
-	}
+	removeRecordedSocketDir(o.Record)
 	sockets, err := newEtcdSockets(o.SocketParent)
 	if err != nil {
 		return nil, etcdSockets{}, fmt.Errorf("%s: %w", o.Name, err)
@@ -164,7 +203,7 @@ func startEtcd(ctx context.Context, p *etcdPKI, o etcdStart) (*Process, etcdSock
 		sockets.remove()
 		return nil, etcdSockets{}, fmt.Errorf("%s: %w", o.Name, err)
 	}
-	proc, err := StartProcess(ctx, ProcSpec{Name: o.Name, Path: o.Path, LogDir: o.LogDir, Dir: sockets.dir,
+	proc, err := StartProcess(ctx, ProcSpec{Name: o.Name, Path: o.Path, LogDir: o.LogDir, LogMaxBytes: o.LogMaxBytes, Dir: sockets.dir,
 		Args: append(p.args(o.Member, o.DataDir, sockets), o.ExtraArgs...)})
 	if err != nil {
 		sockets.remove()

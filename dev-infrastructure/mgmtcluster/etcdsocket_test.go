@@ -228,3 +228,56 @@ func TestSupervisedEtcdComesBackOnItsSocket(t *testing.T) {
 	}
 	checkEtcdHasNoTCPListener(t, mc.Etcd)
 }
+
+// TestEtcdSocketParentMustBeTheUsersOwn: a socket directory is made 0700 under its parent,
+// but whoever may write to the parent may rename it away and put a directory of their own,
+// with a socket of their own, where etcd's apiserver looks (a named --hosted-socket-dir another
+// user made first, say /tmp/hs). Such a parent is refused: one owned by another user, or that
+// others may write to without the sticky bit (/tmp itself has it, and passes).
+func TestEtcdSocketParentMustBeTheUsersOwn(t *testing.T) {
+	base := t.TempDir()
+	mk := func(name string, mode os.FileMode, uid int) string {
+		d := filepath.Join(base, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		if uid >= 0 {
+			if err := os.Chown(d, uid, uid); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	cases := []struct {
+		name   string
+		parent string
+		ok     bool
+	}{
+		{"the_temporary_directory", os.TempDir(), true},
+		{"own_0700", mk("own", 0o700, -1), true},
+		{"missing_is_made", filepath.Join(base, "new"), true},
+		{"world_writable", mk("open", 0o777, -1), false},
+		{"world_writable_sticky", mk("sticky", 0o777|os.ModeSticky, -1), true},
+	}
+	if os.Geteuid() == 0 {
+		cases = append(cases, struct {
+			name   string
+			parent string
+			ok     bool
+		}{"another_users", mk("theirs", 0o755, nobody), false})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := newEtcdSockets(tc.parent)
+			if err == nil {
+				s.remove()
+			}
+			if tc.ok != (err == nil) {
+				t.Fatalf("newEtcdSockets(%s) = %v, want accepted %v", tc.parent, err, tc.ok)
+			}
+		})
+	}
+}

@@ -24,6 +24,8 @@ type HostedEtcdOptions struct {
 	// SocketParent is where the etcd's socket directory is made (etcdsocket.go); empty means
 	// os.TempDir().
 	SocketParent string
+	// LogMaxBytes bounds its process log (ProcSpec.LogMaxBytes); zero leaves it unbounded.
+	LogMaxBytes int64
 }
 
 // HostedEtcdDataDir is where StartHostedEtcd keeps the data of an etcd whose Dir is dir (its
@@ -81,7 +83,7 @@ func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, err
 		extra = append(extra, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBytes, 10))
 	}
 	proc, sockets, err := startEtcd(ctx, p, etcdStart{Name: o.Name, Path: o.EtcdPath, LogDir: o.LogDir,
-		Member: o.Name, DataDir: HostedEtcdDataDir(o.Dir), SocketParent: o.SocketParent, Record: filepath.Join(o.Dir, etcdSocketRecord), ExtraArgs: extra, ReadyTimeout: o.ReadyTimeout})
+		LogMaxBytes: o.LogMaxBytes, Member: o.Name, DataDir: HostedEtcdDataDir(o.Dir), SocketParent: o.SocketParent, Record: filepath.Join(o.Dir, etcdSocketRecord), ExtraArgs: extra, ReadyTimeout: o.ReadyTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("hosted etcd: %w", err)
 	}

@@ -30,6 +30,12 @@ type ProcSpec struct {
 	Dir string
 	// LogDir receives <Name>.log with the child's stdout and stderr.
 	LogDir string
+	// LogMaxBytes, when positive, bounds the log: past it <Name>.log becomes <Name>.log.1
+	// (replacing the one before) and a new <Name>.log begins, so the two hold at most twice
+	// this. For a child whose output someone else drives (a hosted kube-apiserver logs a line
+	// for each failed call of its customer's webhooks). The output then passes through a pipe
+	// of the launcher's.
+	LogMaxBytes int64
 	// Credential, when set, runs the child as another user (postgres refuses to run as root).
 	Credential *syscall.Credential
 	// Start, when set, starts the prepared command instead of cmd.Start: to start it inside a
@@ -49,7 +55,7 @@ type Process struct {
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd
-	log      *os.File
+	log      io.Closer
 	err      error
 	stopping bool
 	policy   *RestartPolicy
@@ -96,10 +102,11 @@ func StartProcess(ctx context.Context, spec ProcSpec) (*Process, error) {
 	return p, nil
 }
 
-// start execs the child once, its output appended to its log.
-func (p *Process) start() (*exec.Cmd, *os.File, error) {
+// start execs the child once, its output appended to its log; the returned closer closes
+// the log once the child has exited.
+func (p *Process) start() (*exec.Cmd, io.Closer, error) {
 	spec := p.Spec
-	lf, _, err := OpenLog(spec.LogDir, spec.Name+".log")
+	lf, path, err := OpenLog(spec.LogDir, spec.Name+".log")
 	if err != nil {
 		return nil, nil, fmt.Errorf("open log for %s: %w", spec.Name, err)
 	}
@@ -108,6 +115,14 @@ func (p *Process) start() (*exec.Cmd, *os.File, error) {
 	cmd.Dir = spec.Dir
 	cmd.Stdout = lf
 	cmd.Stderr = lf
+	var pr, pw *os.File
+	if spec.LogMaxBytes > 0 {
+		if pr, pw, err = os.Pipe(); err != nil {
+			lf.Close()
+			return nil, nil, fmt.Errorf("log pipe for %s: %w", spec.Name, err)
+		}
+		cmd.Stdout, cmd.Stderr = pw, pw
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: spec.Credential}
 	// Forked from the process's one forking thread: the parent-death signal follows the thread
 	// that forks, and any other thread may end while the child runs (internal/spawn). A spec's
@@ -118,9 +133,93 @@ func (p *Process) start() (*exec.Cmd, *os.File, error) {
 	}
 	if err := start(); err != nil {
 		lf.Close()
+		if pr != nil {
+			pr.Close()
+			pw.Close()
+		}
 		return nil, nil, fmt.Errorf("start %s (%s): %w", spec.Name, spec.Path, err)
 	}
-	return cmd, lf, nil
+	if pr == nil {
+		return cmd, lf, nil
+	}
+	pw.Close() // the child holds its own copy
+	return cmd, startCappedLog(pr, lf, path, spec.LogMaxBytes), nil
+}
+
+// cappedLog copies a child's output from a pipe into its log file, and when the file reaches
+// max bytes renames it to <path>.1 (replacing the one before) and begins a new one.
+type cappedLog struct {
+	r    *os.File
+	f    *os.File // nil when a new file could not be opened: output is dropped
+	path string
+	max  int64
+	size int64
+	done chan struct{}
+}
+
+func startCappedLog(r, f *os.File, path string, max int64) *cappedLog {
+	c := &cappedLog{r: r, f: f, path: path, max: max, done: make(chan struct{})}
+	if fi, err := f.Stat(); err == nil {
+		c.size = fi.Size()
+	}
+	go c.copy()
+	return c
+}
+
+func (c *cappedLog) copy() {
+	defer close(c.done)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.r.Read(buf)
+		c.write(buf[:n])
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *cappedLog) write(b []byte) {
+	for len(b) > 0 {
+		if c.size >= c.max {
+			c.rotate()
+		}
+		n := min(int64(len(b)), c.max-c.size)
+		if c.f != nil {
+			_, _ = c.f.Write(b[:n])
+		}
+		c.size += n
+		b = b[n:]
+	}
+}
+
+func (c *cappedLog) rotate() {
+	c.size = 0
+	if c.f != nil {
+		c.f.Close()
+		c.f = nil
+	}
+	_ = os.Rename(c.path, c.path+".1")
+	f, err := os.OpenFile(c.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, LogFileMode)
+	if err != nil {
+		return
+	}
+	_ = f.Chmod(LogFileMode)
+	c.f = f
+}
+
+// Close waits for the child's last output (the pipe ends when every holder of its write end
+// has exited; a descendant that keeps it gets 5 s) and closes the log.
+func (c *cappedLog) Close() error {
+	select {
+	case <-c.done:
+	case <-time.After(5 * time.Second):
+	}
+	c.r.Close()
+	<-c.done
+	if c.f != nil {
+		return c.f.Close()
+	}
+	return nil
 }
 
 // run waits for the child and, while a RestartPolicy says so, starts it again after each

@@ -141,3 +141,46 @@ func alive(pid int) bool {
 	// a zombie is dead for our purposes
 	return !strings.Contains(string(b), ") Z ")
 }
+
+// TestProcessLogIsBounded: a child whose output someone else drives (a hosted kube-apiserver
+// logs about 700 bytes for each failed call of its customer's webhook, and a customer made it
+// write 445 kB/s) must not fill the disk its log is on (under make deploy the sim pod's
+// emptyDir, whose sizeLimit evicts the pod and every hosted cluster's data with it). With
+// LogMaxBytes the log and its one predecessor hold at most twice that, the newest output kept,
+// across a supervised restart too.
+func TestProcessLogIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	const max = 64 << 10
+	// 1 MiB in lines of 1 KiB, then a last line.
+	script := `i=0; line=$(head -c 1023 /dev/zero | tr '\0' x); while [ $i -lt 1024 ]; do echo "$line"; i=$((i+1)); done; echo the-end`
+	p, err := StartProcess(context.Background(), ProcSpec{Name: "chatty", Path: "/bin/sh", Args: []string{"-c", script}, LogDir: dir, LogMaxBytes: max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done():
+	case <-time.After(time.Minute):
+		p.Kill()
+		t.Fatal("the chatty child did not finish in a minute")
+	}
+	var total int64
+	for _, name := range []string{"chatty.log", "chatty.log.1"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > max {
+			t.Errorf("%s is %d bytes, over the bound %d", name, fi.Size(), max)
+		}
+		if fi.Mode().Perm() != LogFileMode {
+			t.Errorf("%s has mode %o, want %o", name, fi.Mode().Perm(), LogFileMode)
+		}
+		total += fi.Size()
+	}
+	if !strings.Contains(p.LogTail(100), "the-end") {
+		t.Errorf("the log's tail lost the newest output: %q", p.LogTail(100))
+	}
+	if total < max {
+		t.Errorf("the log and its predecessor hold %d bytes, want at least the bound %d of the newest output", total, max)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,9 +59,13 @@ egressSelections:
 
 // Limits of the egress proxy.
 const (
-	// egressMaxTunnels bounds the tunnels open at once (the aggregator keeps one per APIService
-	// while it is used; webhooks and checks come and go).
-	egressMaxTunnels = 512
+	// egressMaxTunnels bounds the tunnels one client (one hosted kube-apiserver process, told
+	// apart by its socket's peer credentials) holds open at once: the aggregator keeps one per
+	// APIService while it is used, webhooks and checks come and go. The bound is per client,
+	// not shared: how many tunnels an apiserver holds is its customer's choice (a webhook whose
+	// target accepts and never answers holds one for its timeout and the drain after it), and
+	// a shared bound let one customer take every other cluster's egress.
+	egressMaxTunnels = 128
 	// egressRequestTimeout bounds the CONNECT request's arrival, the name's resolution and the
 	// dial each.
 	egressRequestTimeout = 10 * time.Second
@@ -75,6 +80,11 @@ const (
 
 // errEgressRefused is wrapped by every refusal of a target.
 var errEgressRefused = errors.New("refused")
+
+// errEgressUnresolved is wrapped by a failure to resolve a target's name. It is answered as a
+// refusal: the customer reads the code, and a name that does not resolve must not be told apart
+// from one of the management side's own names (answered 403).
+var errEgressUnresolved = errors.New("unresolved")
 
 var hostedEgressConnects = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "hypershift_sim_hosted_egress_connects_total",
@@ -92,22 +102,22 @@ type egressProxy struct {
 	allowed []netip.Prefix
 	log     logr.Logger
 	l       net.Listener
-	slots   chan struct{}
 	// ownAddrs returns the machine's (the network namespace's) own addresses, refused whatever
 	// their kind.
 	ownAddrs func() ([]netip.Addr, error)
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	// tunnels counts the connections each client (its process ID, 0 if unknown) has open.
+	tunnels map[int32]int
+	wg      sync.WaitGroup
 }
 
 // startEgressProxy serves the proxy on a socket under stateDir (its own 0700 directory
 // "egress"), or under a new directory of the system's temporary directory if that path would
 // be too long for a socket.
 func startEgressProxy(log logr.Logger, stateDir string, allowed []netip.Prefix) (*egressProxy, error) {
-	p := &egressProxy{allowed: allowed, log: log, slots: make(chan struct{}, egressMaxTunnels),
-		ownAddrs: interfaceAddrs, conns: map[net.Conn]struct{}{}}
+	p := &egressProxy{allowed: allowed, log: log, ownAddrs: interfaceAddrs, conns: map[net.Conn]struct{}{}, tunnels: map[int32]int{}}
 	p.dir = filepath.Join(stateDir, "egress")
 	if len(filepath.Join(p.dir, egressSocketName)) > maxSocketPath {
 		d, err := os.MkdirTemp("", "hse-")
@@ -142,9 +152,8 @@ func (p *egressProxy) serve() {
 		if err != nil {
 			return
 		}
-		select {
-		case p.slots <- struct{}{}:
-		default:
+		client := peerPID(c)
+		if !p.take(client) {
 			hostedEgressConnects.WithLabelValues("busy").Inc()
 			_, _ = io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
 			c.Close()
@@ -154,11 +163,51 @@ func (p *egressProxy) serve() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			defer func() { <-p.slots }()
+			defer p.give(client)
 			defer p.track(c, false)
 			p.handle(c)
 		}()
 	}
+}
+
+// take counts a new connection of client, unless it holds egressMaxTunnels already.
+func (p *egressProxy) take(client int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tunnels[client] >= egressMaxTunnels {
+		return false
+	}
+	p.tunnels[client]++
+	return true
+}
+
+// give uncounts a connection of client.
+func (p *egressProxy) give(client int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tunnels[client]--; p.tunnels[client] <= 0 {
+		delete(p.tunnels, client)
+	}
+}
+
+// peerPID is the process ID of the client at the other end of a unix socket connection (its
+// SO_PEERCRED, set when it connected), 0 if it cannot be read.
+func peerPID(c net.Conn) int32 {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var pid int32
+	_ = raw.Control(func(fd uintptr) {
+		if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
+			pid = cred.Pid
+		}
+	})
+	return pid
 }
 
 // track records an open connection, so Stop can close it.
@@ -192,8 +241,11 @@ func (p *egressProxy) handle(c net.Conn) {
 	cancel()
 	if err != nil {
 		code, result := http.StatusBadGateway, "failed"
-		if errors.Is(err, errEgressRefused) {
+		switch {
+		case errors.Is(err, errEgressRefused):
 			code, result = http.StatusForbidden, "refused"
+		case errors.Is(err, errEgressUnresolved):
+			code = http.StatusForbidden
 		}
 		hostedEgressConnects.WithLabelValues(result).Inc()
 		// At V(1): a customer's APIService is checked again every few seconds, and each of
@@ -243,10 +295,10 @@ func (p *egressProxy) dial(ctx context.Context, target string) (net.Conn, error)
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", strings.TrimSuffix(host, "."))
 	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", host, err)
+		return nil, fmt.Errorf("resolve %s: %w: %w", host, err, errEgressUnresolved)
 	}
 	if len(addrs) == 0 {
-		return nil, fmt.Errorf("resolve %s: no address", host)
+		return nil, fmt.Errorf("resolve %s: no address: %w", host, errEgressUnresolved)
 	}
 	for _, a := range addrs {
 		if err := p.check(a); err != nil {

@@ -147,3 +147,22 @@ func TestEgressProxyTunnelsAdmittedTargetsAndRefusesTheRestWithoutAConnection(t 
 		})
 	}
 }
+
+// TestEgressProxyAnswersAnUnresolvableNameAsARefusal: the proxy resolves with the sim's
+// resolver (under make deploy the cluster's DNS and its search path), and the customer reads
+// the answer's code in their APIService's status or their webhook's error. A name that does not
+// resolve must look like one that resolves to a refused address, or the customer learns which
+// names exist in the management side's DNS (a Service "maestro" of the sim's search path: 403;
+// a name that is not there: 502).
+func TestEgressProxyAnswersAnUnresolvableNameAsARefusal(t *testing.T) {
+	p, err := startEgressProxy(logr.Discard(), t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	refused, _ := connectVia(t, p.Socket, "localhost:443")
+	unresolved, _ := connectVia(t, p.Socket, "no-such-name.invalid:443")
+	if refused != http.StatusForbidden || unresolved != refused {
+		t.Fatalf("CONNECT to a refused name: %d, to a name that does not resolve: %d; want both 403", refused, unresolved)
+	}
+}

@@ -149,6 +149,9 @@ func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
 	if o.Address == "" {
 		o.Address = DefaultHostedAPIAddress
 	}
+	if o.LogMaxBytes == 0 {
+		o.LogMaxBytes = DefaultHostedLogMaxBytes
+	}
 	if o.EtcdQuotaBytes == 0 {
 		o.EtcdQuotaBytes = DefaultHostedEtcdQuota
 	}
@@ -722,7 +725,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 		return fmt.Errorf("write the egress selector configuration of %s: %w", s.hcpNS, err)
 	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
-		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir,
+		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir, LogMaxBytes: o.LogMaxBytes,
 		Args: append(hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcd, AuditLogPath(o.LogDir, s.hcpNS)),
 			// The cluster's egress (aggregator, webhooks, kubelet and proxy paths) through
 			// the sim's egress proxy, which never reaches the host's own network.
@@ -751,7 +754,7 @@ func (s *hostedAPIServer) startEtcd(ctx context.Context, o HostedAPIOptions) err
 	killOrphanEtcd(s.dir)
 	e, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
 		Name: s.hcpNS + "-etcd", Dir: dir, LogDir: o.LogDir, EtcdPath: o.EtcdPath,
-		QuotaBytes: o.EtcdQuotaBytes, SocketParent: o.SocketDir, ReadyTimeout: etcdReadyTimeout})
+		QuotaBytes: o.EtcdQuotaBytes, SocketParent: o.SocketDir, LogMaxBytes: o.LogMaxBytes, ReadyTimeout: etcdReadyTimeout})
 	if err != nil {
 		return fmt.Errorf("etcd of %s: %w", s.hcpNS, err)
 	}
@@ -854,32 +857,35 @@ func hostedAPIServerArgs(dir, host string, port int, encryptionConfig string, et
 }
 
 // killOrphanEtcd ends an etcd of the cluster in dir that a killed sim left running (killOrphan)
-// and removes its socket directory, which only its Stop would have.
+// and removes the socket directory its record names (mgmtcluster), which only its Stop would
+// have: also when that etcd is long gone (a killed sim took it along) and the cluster is being
+// removed, so no etcd starts there again to remove it.
 func killOrphanEtcd(dir string) {
-	cmdline := killOrphan(filepath.Join(dir, etcdPIDFile), etcdMark(dir))
-	for _, arg := range bytes.Split(cmdline, []byte{0}) {
-		if url, ok := bytes.CutPrefix(arg, []byte("--listen-client-urls=")); ok {
-			mgmtcluster.RemoveEtcdSocketDir(string(url))
-		}
-	}
+	killOrphan(filepath.Join(dir, etcdPIDFile), etcdMark(dir))
+	mgmtcluster.RemoveRecordedEtcdSocketDir(filepath.Join(dir, etcdDir))
 }
 
 // killOrphan ends the process a pid file names if its command line still has arg (a
 // kube-apiserver's --cert-dir or an etcd's --data-dir of this cluster: a sim killed with
-// SIGKILL whose child outlived it), so its port and data are free again. It returns the
-// command line of the process it ended (NUL-separated), nil if none.
-func killOrphan(pidPath, arg string) []byte {
+// SIGKILL whose child outlived it), so its port and data are free again.
+func killOrphan(pidPath, arg string) {
 	b, err := os.ReadFile(pidPath)
 	if err != nil {
-		return nil
+		return
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 {
-		return nil
+		return
+	}
+	// Only a process of the sim's own user can be its child: a pid file outlives a killed sim
+	// (and a reboot), and by then its PID may be another user's, whose command line says what
+	// that user likes (the marks are in ps).
+	if !ownProcess(pid) {
+		return
 	}
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil || !bytes.Contains(cmdline, []byte(arg+"\x00")) {
-		return nil
+		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	// SIGKILL cannot be caught, but on a busy machine the exit can take a while: wait for it
@@ -888,7 +894,23 @@ func killOrphan(pidPath, arg string) []byte {
 	for processRunning(pid) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	return cmdline
+}
+
+// ownProcess reports whether pid runs as this process's user (real and effective user IDs):
+// the only user the sim's children run as.
+func ownProcess(pid int) bool {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			ids := strings.Fields(rest) // real, effective, saved, file system
+			me := strconv.Itoa(os.Geteuid())
+			return len(ids) >= 2 && ids[0] == me && ids[1] == me
+		}
+	}
+	return false
 }
 
 // orphanExitWait bounds how long killOrphan waits for the process it killed to be gone.

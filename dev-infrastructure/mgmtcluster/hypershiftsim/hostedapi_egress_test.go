@@ -256,6 +256,56 @@ func TestHostedAPIServerEgressNeverReachesTheHostsLoopback(t *testing.T) {
 		}
 	})
 
+	// A CustomResourceDefinition's conversion webhook is the customer's too: reading an object
+	// in a version other than the stored one calls it.
+	t.Run("crd_conversion_webhook_on_localhost_never_reaches_the_port", func(t *testing.T) {
+		crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+		version := func(name string, storage bool) map[string]any {
+			return map[string]any{"name": name, "served": true, "storage": storage,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+		}
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "widgets.conversion.example.com"},
+			"spec": map[string]any{
+				"group": "conversion.example.com", "scope": "Namespaced",
+				"names":    map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+				"versions": []any{version("v1", true), version("v2", false)},
+				"conversion": map[string]any{"strategy": "Webhook", "webhook": map[string]any{
+					"conversionReviewVersions": []any{"v1"},
+					"clientConfig":             map[string]any{"url": "https://localhost:" + strconv.Itoa(sinkPort) + "/convert"},
+				}},
+			},
+		}}
+		if _, err := dc.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		v1 := schema.GroupVersionResource{Group: "conversion.example.com", Version: "v1", Resource: "widgets"}
+		v2 := schema.GroupVersionResource{Group: "conversion.example.com", Version: "v2", Resource: "widgets"}
+		w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "conversion.example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": "w"}}}
+		poll(t, time.Minute, "a Widget created in its stored version", func() error {
+			_, err := dc.Resource(v1).Namespace(ns).Create(ctx, w, metav1.CreateOptions{})
+			return err
+		})
+		before := accepted.Load()
+		var lastErr error
+		poll(t, time.Minute, "the conversion webhook to be called", func() error {
+			_, lastErr = dc.Resource(v2).Namespace(ns).Get(ctx, "w", metav1.GetOptions{})
+			if lastErr == nil {
+				return fmt.Errorf("Widget read as v2 without a conversion")
+			}
+			if !strings.Contains(lastErr.Error(), "conversion webhook") {
+				return lastErr
+			}
+			return nil
+		})
+		t.Logf("Widget read as v2: %v", lastErr)
+		if n := accepted.Load() - before; n != 0 {
+			t.Errorf("the customer's conversion webhook made their apiserver connect to 127.0.0.1:%d %d times", sinkPort, n)
+		}
+	})
+
 	t.Run("a_target_the_proxy_admits_is_reached_through_it", func(t *testing.T) {
 		if _, err := dc.Resource(apiServiceGVR).Create(ctx, apiService("legit.example.com", ns, "legit", legitPort), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

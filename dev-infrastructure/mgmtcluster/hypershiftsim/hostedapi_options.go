@@ -40,7 +40,16 @@ type HostedAPIOptions struct {
 	// HealthInterval is how often a served cluster's /readyz is checked again once it answers
 	// (its Available condition follows it); zero means 10s.
 	HealthInterval time.Duration
+	// LogMaxBytes bounds each hosted kube-apiserver's and etcd's process log (with one
+	// predecessor, twice this): their output is the customer's to drive (about 700 bytes for
+	// each failed call of a webhook). Zero means DefaultHostedLogMaxBytes.
+	LogMaxBytes int64
 }
+
+// DefaultHostedLogMaxBytes bounds a hosted kube-apiserver's and etcd's process log: 16 MiB,
+// and as much again in the predecessor, so 64 MiB for a served cluster's two, inside the
+// 512Mi per cluster the chart's hosted emptyDir allows beside the etcd quota.
+const DefaultHostedLogMaxBytes = 16 << 20
 
 // DefaultHostedEtcdQuota is a hosted cluster's etcd space quota when HostedAPIOptions does not
 // set one: 256 MiB, a dev hosted cluster's room (HyperShift sizes etcd's volume per cluster, 8 GiB by
