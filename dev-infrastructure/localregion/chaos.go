@@ -25,7 +25,7 @@ func (r *Region) Components() []string {
 	for name := range procs {
 		names = append(names, name)
 	}
-	if r.holders.postgres != nil {
+	if r.postgres != nil {
 		names = append(names, PostgresComponent)
 	}
 	sort.Strings(names)
@@ -62,8 +62,8 @@ func (r *Region) componentProcesses() map[string]*mgmtcluster.Process {
 
 // ComponentPID is the current PID of a component (Components).
 func (r *Region) ComponentPID(name string) (int, error) {
-	if name == PostgresComponent && r.holders.postgres != nil {
-		return r.holders.postgres.PID(), nil
+	if name == PostgresComponent && r.postgres != nil {
+		return r.postgres.PID(), nil
 	}
 	p, ok := r.componentProcesses()[name]
 	if !ok {
@@ -77,8 +77,8 @@ func (r *Region) ComponentPID(name string) (int, error) {
 // crash (backoff from 1 s; counted in region.json's restarts). PostgreSQL is not supervised: it
 // stays down until RecoverComponent. It returns the PID it killed.
 func (r *Region) KillComponent(name string) (int, error) {
-	if name == PostgresComponent && r.holders.postgres != nil {
-		return r.holders.postgres.Kill(), nil
+	if name == PostgresComponent && r.postgres != nil {
+		return r.postgres.Kill(), nil
 	}
 	p, ok := r.componentProcesses()[name]
 	if !ok {
@@ -98,8 +98,8 @@ func (r *Region) KillComponent(name string) (int, error) {
 // PostgreSQL it starts again itself (same port and data); any other it waits for the supervisor
 // to have restarted, and for our services also for their readiness check. ctx bounds the wait.
 func (r *Region) RecoverComponent(ctx context.Context, name string, killedPID int) error {
-	if name == PostgresComponent && r.holders.postgres != nil {
-		if err := r.holders.postgres.Restart(ctx); err != nil {
+	if name == PostgresComponent && r.postgres != nil {
+		if err := r.postgres.Restart(ctx); err != nil {
 			return fmt.Errorf("recover %s: %w", name, err)
 		}
 		return nil
@@ -139,12 +139,14 @@ func (r *Region) RecoverComponent(ctx context.Context, name string, killedPID in
 // kube-apiserver ("mgmt-N-kube-apiserver") and "postgres" (killed, as a crash of its host).
 func (r *Region) Outage(name string) (restore func(context.Context) error, err error) {
 	switch {
-	case name == PostgresComponent && r.holders.postgres != nil:
-		r.holders.postgres.Kill()
+	case name == PostgresComponent && r.postgres != nil:
+		r.postgres.Kill()
 		return func(ctx context.Context) error { return r.RecoverComponent(ctx, name, 0) }, nil
 	case r.holders.broker != nil && name == r.holders.broker.Proc.Spec.Name:
 		b := r.holders.broker
-		b.Stop()
+		// The broker's process only: its forward and socket directory stay, as a host's would
+		// (Stop removes both, for good, and Restart starts only the process again).
+		b.Proc.Stop(5 * time.Second)
 		return func(ctx context.Context) error {
 			if err := b.Restart(ctx); err != nil {
 				return err

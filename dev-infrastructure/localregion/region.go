@@ -266,6 +266,9 @@ type Region struct {
 	// holders are the processes we did not write that hold the region's certificates and read
 	// them only when told (rotate.go).
 	holders certHolders
+	// postgres is the region's PostgreSQL, whatever its layout (holders.postgres only when it
+	// holds a TLS certificate): the chaos hooks kill and restart it.
+	postgres *pgserver.Server
 	// rotateMu runs one rotation at a time: the launcher's timer's or the rotation API's.
 	rotateMu sync.Mutex
 }
@@ -626,6 +629,7 @@ func (r *Region) startPostgres(ctx context.Context) (*pgserver.Server, error) {
 		return nil, err
 	}
 	r.onStop(pg.Stop)
+	r.postgres = pg
 	r.Info.Postgres = PostgresInfo{CAFile: r.pki.CAFile}
 	if pg.SocketOnly {
 		r.Info.Postgres.Socket = pg.SocketDir()
