@@ -21,7 +21,8 @@ The hosted emptyDir's sizeLimit, in Mi: hostedAPIServers × (2 × the etcd quota
 served cluster: its etcd's database up to the quota (--hosted-etcd-quota, the sim's default
 256Mi when empty), and as much again while a defragmentation writes its copy beside it (what an
 operator runs once a customer filled the quota); 512Mi for what the quota does not count: etcd's
-WAL (5 segments of 64 MB kept, a sixth being prepared: about 370Mi), the apiserver's audit log
+WAL (the sim keeps two 64 MB segments past a snapshot every 100 entries, plus up to 30 s
+of writes between etcd's purges: mgmtcluster hostedEtcdSnapshotCount, TestHostedEtcdWALIsBounded), the apiserver's audit log
 (20 MB and one backup: about 40Mi) and the two process logs (the sim bounds each at 16 MiB
 and one predecessor, DefaultHostedLogMaxBytes: 64Mi). With the defaults: 2 × (512Mi +
 512Mi) = 2048Mi. Past it the kubelet evicts the pod (docs/hypershift-sim.md, "under make deploy").
