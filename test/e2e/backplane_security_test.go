@@ -301,25 +301,34 @@ func TestDatabaseLoginsAreConfined(t *testing.T) {
 		{"maestro_on_its_own_database_through_the_bouncer", "maestro", "maestro", "verify-full", "", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := connect(tc.service, tc.db, tc.sslmode, tc.caFile, tc.viaBouncer)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
-			}
+			wantLoginOutcome(t, connect(tc.service, tc.db, tc.sslmode, tc.caFile, tc.viaBouncer), tc.wantErr)
 		})
 	}
-	t.Run("no_service_logs_in_as_the_superuser", func(t *testing.T) {
-		for _, l := range pg.Roles {
-			if l.Role == "postgres" || strings.Contains(l.DSN, "postgres@") {
-				t.Errorf("%s logs in as the superuser: %s", l.Service, l.DSN)
-			}
+	t.Run("no_service_logs_in_as_the_superuser", func(t *testing.T) { noServiceLogsInAsTheSuperuser(t, pg) })
+}
+
+// wantLoginOutcome fails t unless err is nil when wantErr is empty, or an error containing
+// wantErr otherwise.
+func wantLoginOutcome(t *testing.T, err error, wantErr string) {
+	t.Helper()
+	if wantErr == "" {
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Fatalf("err %v, want one containing %q", err, wantErr)
+	}
+}
+
+// noServiceLogsInAsTheSuperuser fails t if a service's login is PostgreSQL's superuser.
+func noServiceLogsInAsTheSuperuser(t *testing.T, pg localregion.PostgresInfo) {
+	for _, l := range pg.Roles {
+		if l.Role == "postgres" || strings.Contains(l.DSN, "postgres@") {
+			t.Errorf("%s logs in as the superuser: %s", l.Service, l.DSN)
+		}
+	}
 }
 
 // databaseLoginsOverTheSocket is TestDatabaseLoginsAreConfined for a region whose PostgreSQL
@@ -392,23 +401,8 @@ func databaseLoginsOverTheSocket(t *testing.T, pg localregion.PostgresInfo, pass
 		{"maestro_on_its_own_database_through_the_bouncer", "maestro", "maestro", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := connect(tc.service, tc.db, tc.viaBouncer)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
-			}
+			wantLoginOutcome(t, connect(tc.service, tc.db, tc.viaBouncer), tc.wantErr)
 		})
 	}
-	t.Run("no_service_logs_in_as_the_superuser", func(t *testing.T) {
-		for _, l := range pg.Roles {
-			if l.Role == "postgres" || strings.Contains(l.DSN, "postgres@") {
-				t.Errorf("%s logs in as the superuser: %s", l.Service, l.DSN)
-			}
-		}
-	})
+	t.Run("no_service_logs_in_as_the_superuser", func(t *testing.T) { noServiceLogsInAsTheSuperuser(t, pg) })
 }
