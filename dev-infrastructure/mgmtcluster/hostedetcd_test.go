@@ -16,22 +16,13 @@ import (
 // another etcd (a management cluster's or another hosted cluster's: another etcd CA, made the
 // same way) opens it.
 func TestHostedEtcdAdmitsOnlyItsOwnClients(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real etcd")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	_, etcd, err := KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	e, err := StartHostedEtcd(ctx, HostedEtcdOptions{Name: "hosted", Dir: filepath.Join(dir, "hosted"), LogDir: dir, EtcdPath: etcd})
+	ctx, o := hostedEtcdTest(t, "starts a real etcd")
+	e, err := StartHostedEtcd(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Stop()
-	mgmt, err := loadOrCreateEtcdPKI(filepath.Join(dir, "mgmt", "pki"))
+	mgmt, err := loadOrCreateEtcdPKI(filepath.Join(o.LogDir, "mgmt", "pki"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,17 +78,7 @@ func TestHostedEtcdAdmitsOnlyItsOwnClients(t *testing.T) {
 // is stopped or its launcher was killed (and the etcd with it, by its parent-death signal),
 // when the next start on the same state directory finds the directory the lost one left.
 func TestHostedEtcdSocketDirectoryIsRemoved(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real etcd")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	_, etcd, err := KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	o := HostedEtcdOptions{Name: "hosted", Dir: filepath.Join(dir, "hosted"), LogDir: dir, EtcdPath: etcd}
+	ctx, o := hostedEtcdTest(t, "starts a real etcd")
 	socketDir := func(e *HostedEtcd) string {
 		t.Helper()
 		socket, err := EtcdSocketPath(e.Endpoint)
@@ -130,4 +111,22 @@ func TestHostedEtcdSocketDirectoryIsRemoved(t *testing.T) {
 	if _, err := os.Stat(nextDir); !os.IsNotExist(err) {
 		t.Errorf("a stopped etcd's socket directory %s: %v, want removed", nextDir, err)
 	}
+}
+
+// hostedEtcdTest skips t under -short (why says what it would start), and otherwise gives a
+// context bounded at 5 minutes for t's life and the options of a hosted etcd named "hosted" in
+// a new temporary directory, with the pinned etcd binary.
+func hostedEtcdTest(t *testing.T, why string) (context.Context, HostedEtcdOptions) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	_, etcd, err := KubeBinaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	return ctx, HostedEtcdOptions{Name: "hosted", Dir: filepath.Join(dir, "hosted"), LogDir: dir, EtcdPath: etcd}
 }

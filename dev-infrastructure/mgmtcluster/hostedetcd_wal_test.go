@@ -2,7 +2,6 @@ package mgmtcluster
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -23,17 +22,9 @@ import (
 // compacted as they go, into a 64 MiB quota left 556 MiB of WAL in 9 segments and never met the
 // quota. With a short snapshot interval and two segments kept, what stays is a few segments.
 func TestHostedEtcdWALIsBounded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real etcd and writes 450 MiB")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	_, etcd, err := KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	e, err := StartHostedEtcd(ctx, HostedEtcdOptions{Name: "hosted", Dir: filepath.Join(dir, "hosted"), LogDir: dir, EtcdPath: etcd, QuotaBytes: 64 << 20})
+	ctx, o := hostedEtcdTest(t, "starts a real etcd and writes 450 MiB")
+	o.QuotaBytes = 64 << 20
+	e, err := StartHostedEtcd(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +60,7 @@ func TestHostedEtcdWALIsBounded(t *testing.T) {
 		_ = json.Unmarshal(out, &m)
 		return m
 	}
-	walDir := filepath.Join(HostedEtcdDataDir(filepath.Join(dir, "hosted")), "member", "wal")
+	walDir := filepath.Join(HostedEtcdDataDir(o.Dir), "member", "wal")
 	walBytes := func() (n int64, files int) {
 		ents, _ := os.ReadDir(walDir)
 		for _, en := range ents {
