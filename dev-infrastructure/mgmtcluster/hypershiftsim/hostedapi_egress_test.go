@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,19 +106,7 @@ func TestHostedAPIServerEgressNeverReachesTheHostsLoopback(t *testing.T) {
 
 	e := startHostedEnv(t, 1, allowEgressTo127002)
 	ctx := context.Background()
-	key := types.NamespacedName{Namespace: "hosted-egress", Name: "egress"}
-	if err := e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.Create(ctx, hypershiftsim.ExampleHostedCluster(key.Namespace, key.Name, image4197)); err != nil {
-		t.Fatal(err)
-	}
-	hcpNS := hypershiftsim.ControlPlaneNamespace(key)
-	hc := e.hostedCluster(t, key, func(hc *hyperv1.HostedCluster) error {
-		return condIs(hc, hypershiftsim.HostedAPIServerCondition, metav1.ConditionTrue, hypershiftsim.ReasonHostedAPIServerRunning)
-	})
-	customer := e.secret(t, hcpNS, hypershiftsim.CustomerSignerSecret)
-	cert := signedBy(t, customer.Data[corev1.TLSCertKey], customer.Data[corev1.TLSPrivateKeyKey], "system:customer-break-glass:mallory", "system:masters")
+	hcpNS, hc, cert := e.customersRunningCluster(t, types.NamespacedName{Namespace: "hosted-egress", Name: "egress"})
 	cfg := e.hostedConfig(t, hcpNS, hc.Status.ControlPlaneEndpoint, cert, "")
 	cs := e.hostedClient(t, hcpNS, hc.Status.ControlPlaneEndpoint, cert, "")
 	dc, err := dynamic.NewForConfig(cfg)

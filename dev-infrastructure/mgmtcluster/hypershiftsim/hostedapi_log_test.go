@@ -2,6 +2,7 @@ package hypershiftsim_test
 
 import (
 	"context"
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,19 +30,7 @@ func TestACustomerCannotFillTheHostedLogDisk(t *testing.T) {
 	const bound = 256 << 10
 	e := startHostedEnv(t, 1, func(o *hypershiftsim.HostedAPIOptions) { o.LogMaxBytes = bound })
 	ctx := context.Background()
-	key := types.NamespacedName{Namespace: "hosted-log", Name: "log"}
-	if err := e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.c.Create(ctx, hypershiftsim.ExampleHostedCluster(key.Namespace, key.Name, image4197)); err != nil {
-		t.Fatal(err)
-	}
-	hcpNS := hypershiftsim.ControlPlaneNamespace(key)
-	hc := e.hostedCluster(t, key, func(hc *hyperv1.HostedCluster) error {
-		return condIs(hc, hypershiftsim.HostedAPIServerCondition, metav1.ConditionTrue, hypershiftsim.ReasonHostedAPIServerRunning)
-	})
-	customer := e.secret(t, hcpNS, hypershiftsim.CustomerSignerSecret)
-	cert := signedBy(t, customer.Data[corev1.TLSCertKey], customer.Data[corev1.TLSPrivateKeyKey], "system:customer-break-glass:mallory", "system:masters")
+	hcpNS, hc, cert := e.customersRunningCluster(t, types.NamespacedName{Namespace: "hosted-log", Name: "log"})
 	cfg := e.hostedConfig(t, hcpNS, hc.Status.ControlPlaneEndpoint, cert, "")
 	cfg.QPS, cfg.Burst = 5000, 5000
 	cs, err := kubernetes.NewForConfig(cfg)
@@ -91,4 +80,24 @@ func TestACustomerCannotFillTheHostedLogDisk(t *testing.T) {
 	if cur > bound || prev > bound {
 		t.Errorf("the hosted kube-apiserver's log is %d bytes and its predecessor %d, over the bound %d each", cur, prev, bound)
 	}
+}
+
+// customersRunningCluster creates the HostedCluster key (and its namespace), waits for its
+// hosted kube-apiserver to run, and returns its control-plane namespace, the cluster, and a
+// customer break-glass certificate (mallory, system:masters) signed by its customer signer.
+func (e *hostedEnv) customersRunningCluster(t *testing.T, key types.NamespacedName) (string, *hyperv1.HostedCluster, tls.Certificate) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: key.Namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.c.Create(ctx, hypershiftsim.ExampleHostedCluster(key.Namespace, key.Name, image4197)); err != nil {
+		t.Fatal(err)
+	}
+	hcpNS := hypershiftsim.ControlPlaneNamespace(key)
+	hc := e.hostedCluster(t, key, func(hc *hyperv1.HostedCluster) error {
+		return condIs(hc, hypershiftsim.HostedAPIServerCondition, metav1.ConditionTrue, hypershiftsim.ReasonHostedAPIServerRunning)
+	})
+	customer := e.secret(t, hcpNS, hypershiftsim.CustomerSignerSecret)
+	return hcpNS, hc, signedBy(t, customer.Data[corev1.TLSCertKey], customer.Data[corev1.TLSPrivateKeyKey], "system:customer-break-glass:mallory", "system:masters")
 }
