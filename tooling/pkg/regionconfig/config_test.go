@@ -254,6 +254,16 @@ func TestSchemaErrorsNameKeyAndLayer(t *testing.T) {
 			want: []string{"tls.ca: oneOf: matches none of its 3 forms (set by clouds.public.defaults)"},
 		},
 		{
+			// Hosted kube-apiservers run (hostedAPIServers > 0) but the pod network is not
+			// known: the NetworkPolicy would admit every pod of the cluster as outside.
+			name: "hosted_apiservers_without_the_pod_network",
+			break_: func(f *File) {
+				sim := f.Clouds["public"].Defaults["managementCluster"].(map[string]any)["hypershiftSim"].(map[string]any)
+				sim["podCIDRs"] = []any{}
+			},
+			want: []string{"managementClusters.mgmt-1.hypershiftSim.podCIDRs: minItems: got 0, want 1 (set by clouds.public.defaults)"},
+		},
+		{
 			name:   "layer_may_not_set_renderer_keys",
 			break_: func(f *File) { f.Clouds["public"].Defaults["region"] = "eastus" },
 			want:   []string{`clouds.public.defaults: key "region" is set by the renderer`},
@@ -344,5 +354,25 @@ func TestParseSchemaAcceptsDraft202012(t *testing.T) {
 				t.Fatalf("Validate error = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNoPodNetworkNeededWithoutHostedAPIServers: the pod network is required only where hosted
+// kube-apiservers run (the NetworkPolicy that admits their ports needs it).
+func TestNoPodNetworkNeededWithoutHostedAPIServers(t *testing.T) {
+	dir := repoConfigDir(t)
+	schema, err := LoadSchema(filepath.Join(dir, "config.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := LoadFile(filepath.Join(dir, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := f.Clouds["public"].Defaults["managementCluster"].(map[string]any)["hypershiftSim"].(map[string]any)
+	sim["podCIDRs"] = []any{}
+	sim["hostedAPIServers"] = 0.0
+	if _, err := RenderAll(f, schema); err != nil {
+		t.Fatalf("a region without hosted kube-apiservers needs no pod network: %v", err)
 	}
 }
