@@ -133,7 +133,17 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 			d.Stop()
 		}
 	}()
-	step("node %s Ready (namespace %s); loading images", node.NodeName, n.Netns.Name)
+	// The charts' NetworkPolicies are enforced, as on a management or service cluster whose
+	// network plugin enforces them (docs/deploy.md, "Enforcement on the node").
+	step("node %s Ready (namespace %s); starting its NetworkPolicy agent", node.NodeName, n.Netns.Name)
+	agent, err := node.NetworkPolicyAgentBinary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.EnforceNetworkPolicies(ctx, agent); err != nil {
+		return nil, err
+	}
+	step("NetworkPolicies enforced; loading images")
 	m, err := n.LoadManifest(ctx, imagesDir)
 	if err != nil {
 		return nil, err
