@@ -165,6 +165,13 @@ func TestDeployedRegionLifecycleSurvivesAHelmUpgrade(t *testing.T) {
 		t.Errorf("open door in the deployed region: %s", f)
 	}
 
+	// The charts' NetworkPolicies are enforced: an admitted namespace reaches Cluster Service,
+	// the sim's and the agent's pods do not.
+	networkPoliciesAreEnforced(ctx, t, d, func(args ...string) (string, error) {
+		out, err := d.Node.Kubectl(ctx, args...)
+		return strings.TrimSpace(string(out)), err
+	})
+
 	// A new image revision of both charts, built and loaded before the create so that the
 	// upgrade happens while it is in flight.
 	buildStart := time.Now()
