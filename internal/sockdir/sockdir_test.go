@@ -15,52 +15,82 @@ import (
 // nobody is another user's ID in these tests (Debian's nobody).
 const nobody = 65534
 
-// mkdir makes base/name with mode, owned by uid (this user's when negative).
-func mkdir(t *testing.T, base, name string, mode os.FileMode, uid int) string {
+// parentKinds are the parents the tests make: a name, a mode, and whether another user
+// (nobody) owns it.
+var parentKinds = []struct {
+	name   string
+	mode   os.FileMode
+	theirs bool
+}{
+	{"own", 0o700, false},
+	{"own755", 0o755, false},
+	{"group", 0o770, false},
+	{"open", 0o777, false},
+	{"sticky", 0o777 | os.ModeSticky, false},
+	{"theirs", 0o755, true},
+}
+
+// parents makes one directory of each kind in a new temporary directory (another user's only
+// under root, which may chown) and returns them by name, with "tmp" the system's temporary
+// directory and "missing" one that does not exist yet.
+func parents(t *testing.T) map[string]string {
 	t.Helper()
-	d := filepath.Join(base, name)
-	if err := os.Mkdir(d, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(d, mode); err != nil {
-		t.Fatal(err)
-	}
-	if uid >= 0 {
-		if err := os.Chown(d, uid, uid); err != nil {
+	base := t.TempDir()
+	m := map[string]string{"tmp": os.TempDir(), "missing": filepath.Join(base, "missing", "deeper")}
+	for _, k := range parentKinds {
+		if k.theirs && os.Geteuid() != 0 {
+			continue
+		}
+		d := filepath.Join(base, k.name)
+		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.Chmod(d, k.mode); err != nil {
+			t.Fatal(err)
+		}
+		if k.theirs {
+			if err := os.Chown(d, nobody, nobody); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m[k.name] = d
 	}
-	return d
+	return m
+}
+
+// parent is the parent named name in ps; the test is skipped when it could not be made (another
+// user's, without root).
+func parent(t *testing.T, ps map[string]string, name string) string {
+	t.Helper()
+	p, ok := ps[name]
+	if !ok {
+		t.Skipf("the parent %q needs root", name)
+	}
+	return p
 }
 
 // TestCheckParent: a socket directory's parent must be one nobody else may rename it away in:
 // this user's or root's, and not writable by others unless it has the sticky bit (/tmp has).
 func TestCheckParent(t *testing.T) {
-	base := t.TempDir()
+	ps := parents(t)
 	cases := []struct {
-		name   string
 		parent string
 		ok     bool
 	}{
-		{"the_temporary_directory", os.TempDir(), true},
-		{"own_0700", mkdir(t, base, "own", 0o700, -1), true},
-		{"own_0755", mkdir(t, base, "own755", 0o755, -1), true},
-		{"group_writable", mkdir(t, base, "group", 0o770, -1), false},
-		{"world_writable", mkdir(t, base, "open", 0o777, -1), false},
-		{"world_writable_sticky", mkdir(t, base, "sticky", 0o777|os.ModeSticky, -1), true},
-		{"missing", filepath.Join(base, "missing"), false},
-	}
-	if os.Geteuid() == 0 {
-		cases = append(cases, struct {
-			name   string
-			parent string
-			ok     bool
-		}{"another_users", mkdir(t, base, "theirs", 0o755, nobody), false})
+		{"tmp", true},
+		{"own", true},
+		{"own755", true},
+		{"group", false},
+		{"open", false},
+		{"sticky", true},
+		{"missing", false},
+		{"theirs", false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := CheckParent(tc.parent); tc.ok != (err == nil) {
-				t.Fatalf("CheckParent(%s) = %v, want accepted %v", tc.parent, err, tc.ok)
+		t.Run(tc.parent, func(t *testing.T) {
+			p := parent(t, ps, tc.parent)
+			if err := CheckParent(p); tc.ok != (err == nil) {
+				t.Fatalf("CheckParent(%s) = %v, want accepted %v", p, err, tc.ok)
 			}
 		})
 	}
@@ -91,39 +121,31 @@ func TestFits(t *testing.T) {
 // as its owner, and is refused, leaving nothing, under a parent another user may tamper with or
 // where its longest socket would not fit.
 func TestNew(t *testing.T) {
-	base := t.TempDir()
+	ps := parents(t)
 	cases := []struct {
 		name    string
 		parent  string
 		longest string
 		ok      bool
 	}{
-		{"the_temporary_directory", "", "localhost", true},
-		{"own", mkdir(t, base, "own", 0o755, -1), "localhost", true},
-		{"missing_is_made", filepath.Join(base, "new", "deeper"), "mqtt.sock", true},
-		{"world_writable", mkdir(t, base, "open", 0o777, -1), "localhost", false},
-		{"world_writable_sticky", mkdir(t, base, "sticky", 0o777|os.ModeSticky, -1), "localhost", true},
-		{"too_long", mkdir(t, base, "long", 0o700, -1), strings.Repeat("s", MaxPath), false},
-	}
-	if os.Geteuid() == 0 {
-		cases = append(cases, struct {
-			name    string
-			parent  string
-			longest string
-			ok      bool
-		}{"another_users", mkdir(t, base, "theirs", 0o755, nobody), "localhost", false})
+		{"the_temporary_directory", "tmp", "localhost", true},
+		{"own", "own755", "localhost", true},
+		{"missing_is_made", "missing", "mqtt.sock", true},
+		{"world_writable", "open", "localhost", false},
+		{"world_writable_sticky", "sticky", "localhost", true},
+		{"too_long", "own", strings.Repeat("s", MaxPath), false},
+		{"another_users", "theirs", "localhost", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, err := New(tc.parent, "test-", tc.longest)
+			p := parent(t, ps, tc.parent)
+			dir, err := New(p, "test-", tc.longest)
 			if tc.ok != (err == nil) {
-				t.Fatalf("New(%q) = %q, %v; want accepted %v", tc.parent, dir, err, tc.ok)
+				t.Fatalf("New(%q) = %q, %v; want accepted %v", p, dir, err, tc.ok)
 			}
 			if !tc.ok {
-				if tc.parent != "" {
-					if left, _ := filepath.Glob(filepath.Join(tc.parent, "test-*")); len(left) != 0 {
-						t.Errorf("a refused New left %v", left)
-					}
+				if left, _ := filepath.Glob(filepath.Join(p, "test-*")); tc.parent != "tmp" && len(left) != 0 {
+					t.Errorf("a refused New left %v", left)
 				}
 				return
 			}
@@ -150,15 +172,14 @@ func TestNew(t *testing.T) {
 // TestAt: a socket directory at a fixed place is made 0700 (an existing one of this user's is
 // tightened), and a symbolic link, a file, or a path too long for its socket is refused.
 func TestAt(t *testing.T) {
+	ps := parents(t)
 	base := t.TempDir()
-	target := mkdir(t, base, "target", 0o700, -1)
-	if err := os.Symlink(target, filepath.Join(base, "link")); err != nil {
+	if err := os.Symlink(ps["own"], filepath.Join(base, "link")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(base, "file"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	open := mkdir(t, base, "open", 0o777, -1)
 	cases := []struct {
 		name string
 		dir  string
@@ -166,10 +187,10 @@ func TestAt(t *testing.T) {
 	}{
 		{"new", filepath.Join(base, "new"), true},
 		{"new_with_parents", filepath.Join(base, "a", "b", "sock"), true},
-		{"existing_0755_is_tightened", mkdir(t, base, "loose", 0o755, -1), true},
+		{"existing_0755_is_tightened", ps["own755"], true},
 		{"symlink", filepath.Join(base, "link"), false},
 		{"file", filepath.Join(base, "file"), false},
-		{"in_a_world_writable_parent", filepath.Join(open, "sock"), false},
+		{"in_a_world_writable_parent", filepath.Join(ps["open"], "sock"), false},
 		{"too_long", filepath.Join(base, strings.Repeat("d", MaxPath)), false},
 	}
 	for _, tc := range cases {
@@ -349,8 +370,7 @@ func waitZombie(t *testing.T, pid int) {
 // TestSweepRefusesAParentOthersMayWriteTo: a parent another user could have planted entries in
 // is not swept at all.
 func TestSweepRefusesAParentOthersMayWriteTo(t *testing.T) {
-	open := mkdir(t, t.TempDir(), "open", 0o777, -1)
-	if _, err := Sweep(open, "sw-"); err == nil {
+	if _, err := Sweep(parents(t)["open"], "sw-"); err == nil {
 		t.Fatal("Sweep of a world-writable parent without the sticky bit succeeded")
 	}
 	if removed, err := Sweep(filepath.Join(t.TempDir(), "missing"), "sw-"); err != nil || len(removed) != 0 {
