@@ -44,9 +44,18 @@ func Up(ctx context.Context, cfg Config) (r *Region, err error) {
 			r = nil
 		}
 	}()
-	// A previous run that was killed may have left state behind; it is throwaway.
+	// A previous run that was killed may have left state behind; it is throwaway. Its etcds'
+	// and its broker's socket directories are not in it but in the temporary directory: those
+	// whose launcher (or sim) is gone go too; a running region's stay.
 	if err := os.RemoveAll(r.stateDir); err != nil {
 		return nil, fmt.Errorf("clear old state %s: %w", r.stateDir, err)
+	}
+	removed, sweepErr := mgmtcluster.SweepSocketDirs("")
+	for _, d := range removed {
+		r.step("removed %s, a socket directory left by a launcher that was killed", d)
+	}
+	if sweepErr != nil {
+		r.step("sweeping old socket directories: %v", sweepErr)
 	}
 	for _, d := range []string{r.stateDir, r.binDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

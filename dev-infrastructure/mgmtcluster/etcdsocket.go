@@ -3,14 +3,16 @@ package mgmtcluster
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/sockdir"
 )
 
 // Every etcd the region starts (a management cluster's, the Maestro authorizer's, each hosted
@@ -24,7 +26,9 @@ import (
 // sim's state directory can be longer, so the directory is a short one of its own,
 // <parent>/etcd-<random>, with parent os.TempDir() (normally /tmp) unless the caller names
 // another (the sim's pod, whose root filesystem is read-only, names one in its emptyDir). It is
-// removed when the etcd is stopped for good.
+// removed when the etcd is stopped for good; when its launcher was killed first, by the next
+// start on the same state directory (etcdStart.Record) or by SweepSocketDirs at the next
+// launcher's or sim's start (the directory records the process that made it: internal/sockdir).
 const (
 	// etcdClientSocket is the client socket's file name. etcd's Go client (the kube-apiserver's)
 	// checks the server's certificate for the last path element of a unixs:// endpoint, and
@@ -35,9 +39,8 @@ const (
 	// an advertised peer URL in host:port form. A one-member etcd dials no peer; etcd serves a
 	// unix peer socket without TLS, which the directory's mode makes moot.
 	etcdPeerSocket = "peer:0"
-	// maxSocketPath is the longest path a unix socket may have (sun_path, 108 bytes, NUL
-	// included).
-	maxSocketPath = 107
+	// etcdSocketDirPrefix begins the name of every etcd's socket directory.
+	etcdSocketDirPrefix = "etcd-"
 	// etcdSocketRecord is the file, in an etcd's state directory, that names its socket
 	// directory (etcdStart.Record).
 	etcdSocketRecord = "etcd-socket-dir"
@@ -46,52 +49,15 @@ const (
 // etcdSockets is the directory of one etcd's sockets.
 type etcdSockets struct{ dir string }
 
-// newEtcdSockets makes a new socket directory, mode 0700, under parent (os.TempDir() when
-// empty; made 0700 when missing).
+// newEtcdSockets makes a new socket directory, <parent>/etcd-<random>, mode 0700, under parent
+// (os.TempDir() when empty; made 0700 when missing), refusing a parent another user could
+// tamper with and a client socket path too long for a unix socket (internal/sockdir).
 func newEtcdSockets(parent string) (etcdSockets, error) {
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return etcdSockets{}, fmt.Errorf("etcd socket directory: %w", err)
-	}
-	if err := checkSocketParent(parent); err != nil {
-		return etcdSockets{}, err
-	}
-	dir, err := os.MkdirTemp(parent, "etcd-") // mode 0700
+	dir, err := sockdir.New(parent, etcdSocketDirPrefix, etcdClientSocket)
 	if err != nil {
-		return etcdSockets{}, fmt.Errorf("etcd socket directory: %w", err)
+		return etcdSockets{}, fmt.Errorf("etcd: %w", err)
 	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return etcdSockets{}, fmt.Errorf("etcd socket directory: %w", err)
-	}
-	s := etcdSockets{dir: dir}
-	if n := len(s.clientSocket()); n > maxSocketPath {
-		s.remove()
-		return etcdSockets{}, fmt.Errorf("etcd socket %s is %d bytes long, over the %d a unix socket may have: name a shorter parent directory", s.clientSocket(), n, maxSocketPath)
-	}
-	return s, nil
-}
-
-// checkSocketParent refuses a parent in which another user could rename a socket directory
-// away and put one of their own in its place: one owned by a user other than this one or root,
-// or that others may write to without the sticky bit (the system's /tmp has it).
-func checkSocketParent(parent string) error {
-	fi, err := os.Stat(parent)
-	if err != nil {
-		return fmt.Errorf("etcd socket directory: %w", err)
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !fi.IsDir() || !ok {
-		return fmt.Errorf("etcd socket directory: %s is not a directory", parent)
-	}
-	if st.Uid != uint32(os.Geteuid()) && st.Uid != 0 {
-		return fmt.Errorf("etcd socket directory: %s belongs to user %d, not this one (%d) or root: name a directory of this user's", parent, st.Uid, os.Geteuid())
-	}
-	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
-		return fmt.Errorf("etcd socket directory: others may write to %s (mode %o) and it has no sticky bit: name a directory only this user may write to", parent, fi.Mode().Perm())
-	}
-	return nil
+	return etcdSockets{dir: dir}, nil
 }
 
 // clientSocket is the path of the client socket.
@@ -102,11 +68,7 @@ func (s etcdSockets) clientSocket() string { return filepath.Join(s.dir, etcdCli
 func (s etcdSockets) clientURL() string { return "unixs://" + s.clientSocket() }
 
 // remove deletes the directory and its sockets (after the etcd has stopped).
-func (s etcdSockets) remove() {
-	if s.dir != "" {
-		_ = os.RemoveAll(s.dir)
-	}
-}
+func (s etcdSockets) remove() { sockdir.Remove(s.dir) }
 
 // EtcdHTTPClient is an HTTP client of the etcd serving at the unixs:// endpoint (a HostedEtcd's
 // Endpoint, or a --listen-client-urls value), with tlsConfig (its CA and a client certificate):
@@ -130,6 +92,21 @@ func EtcdHTTPClient(endpoint string, tlsConfig *tls.Config) (*http.Client, error
 	}}, nil
 }
 
+// SweepSocketDirs removes the etcd and mosquitto socket directories under parent
+// (os.TempDir() when empty) of this user's whose owner process, the launcher or sim that made
+// them, is gone: those a SIGKILLed one left behind (internal/sockdir's Sweep). It returns the
+// directories it removed; a live process's directories, another user's and anything else stay.
+func SweepSocketDirs(parent string) ([]string, error) {
+	var removed []string
+	var errs []error
+	for _, prefix := range []string{etcdSocketDirPrefix, mosquittoSocketDirPrefix} {
+		r, err := sockdir.Sweep(parent, prefix)
+		removed = append(removed, r...)
+		errs = append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
+
 // RemoveEtcdSocketDir removes the socket directory of the etcd whose client URL
 // (--listen-client-urls) was endpoint, once that etcd is gone: one a killed launcher left
 // behind. Anything but a directory this package made (a unixs:// URL of a socket named
@@ -140,7 +117,7 @@ func RemoveEtcdSocketDir(endpoint string) {
 		return
 	}
 	dir := filepath.Dir(socket)
-	if strings.HasPrefix(filepath.Base(dir), "etcd-") {
+	if strings.HasPrefix(filepath.Base(dir), etcdSocketDirPrefix) {
 		etcdSockets{dir: dir}.remove()
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/sockdir"
 )
 
 // MosquittoOptions configures the region's MQTT broker, the local stand-in for Event Grid
@@ -189,6 +190,13 @@ func MosquittoForwardLimits(o MosquittoOptions) maestrogate.ForwardLimits {
 	return l
 }
 
+const (
+	// mosquittoSocketDirPrefix begins the name of the broker's socket directory, under the
+	// temporary directory; mosquittoSocket is the socket's name in it.
+	mosquittoSocketDirPrefix = "mqtt-"
+	mosquittoSocket          = "mqtt.sock"
+)
+
 // StartMosquitto writes a config for o and starts mosquitto with it, returning once the
 // listener accepts connections. MQTT v5 (which Maestro needs for user properties) is on by
 // default in mosquitto 2.
@@ -206,21 +214,18 @@ func StartMosquitto(ctx context.Context, o MosquittoOptions) (*Mosquitto, error)
 		return nil, fmt.Errorf("create mosquitto dir: %w", err)
 	}
 	// A unix socket's path is at most 107 bytes: the socket has a short directory of its own,
-	// which only the broker's user may enter.
-	socketDir, err := os.MkdirTemp("", "mqtt-")
+	// which only the broker's user may enter (internal/sockdir).
+	socketDir, err := sockdir.New("", mosquittoSocketDirPrefix, mosquittoSocket)
 	if err != nil {
-		return nil, fmt.Errorf("create mosquitto socket dir: %w", err)
+		return nil, fmt.Errorf("mosquitto: %w", err)
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			_ = os.RemoveAll(socketDir)
+			sockdir.Remove(socketDir)
 		}
 	}()
-	if err := os.Chmod(socketDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create mosquitto socket dir: %w", err)
-	}
-	socket := filepath.Join(socketDir, "mqtt.sock")
+	socket := filepath.Join(socketDir, mosquittoSocket)
 	conf, err := mosquittoConfig(o, socket)
 	if err != nil {
 		return nil, err
@@ -292,7 +297,7 @@ func unixReady(path string) func(context.Context) error {
 func (m *Mosquitto) Stop() {
 	_ = m.listener.Close()
 	m.Proc.Stop(5 * time.Second)
-	_ = os.RemoveAll(m.socketDir)
+	sockdir.Remove(m.socketDir)
 }
 
 // Restart stops the broker and starts it again with the same configuration, returning once it

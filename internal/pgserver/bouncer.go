@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/openhcp/openhcp/internal/sockdir"
 	"github.com/openhcp/openhcp/internal/spawn"
 )
 
@@ -119,22 +120,20 @@ func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, 
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create %s: %w", o.Dir, err)
 	}
-	if err := s.chown(o.Dir); err != nil {
-		return nil, err
-	}
+	// The socket directory (0700, internal/sockdir) is made while its parent is still this
+	// user's: under root both then go to the postgres user.
 	sock := ""
 	if s.SocketOnly {
 		sock = filepath.Join(o.Dir, "sock")
-		if err := checkSocketPath(sock, o.Port); err != nil {
-			return nil, err
+		if err := sockdir.At(sock, socketName(o.Port)); err != nil {
+			return nil, fmt.Errorf("pgbouncer: %w", err)
 		}
-		if err := os.MkdirAll(sock, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", sock, err)
+	}
+	for _, d := range []string{o.Dir, sock} {
+		if d == "" {
+			continue
 		}
-		if err := os.Chmod(sock, 0o700); err != nil {
-			return nil, fmt.Errorf("chmod %s: %w", sock, err)
-		}
-		if err := s.chown(sock); err != nil {
+		if err := s.chown(d); err != nil {
 			return nil, err
 		}
 	}
@@ -308,7 +307,7 @@ func (b *Bouncer) SocketPath() string {
 	if b.sock == "" {
 		return ""
 	}
-	return filepath.Join(b.sock, ".s.PGSQL."+strconv.Itoa(b.Port))
+	return filepath.Join(b.sock, socketName(b.Port))
 }
 
 // SocketDir is the directory of the bouncer's Unix socket, when the server has no TCP port.

@@ -29,6 +29,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/openhcp/openhcp/internal/sockdir"
 	"github.com/openhcp/openhcp/internal/spawn"
 )
 
@@ -122,22 +123,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	data := filepath.Join(o.Dir, "data")
 	sock := filepath.Join(o.Dir, "sock")
-	if err := checkSocketPath(sock, o.Port); err != nil {
-		return nil, err
+	if err := sockdir.Fits(sock, socketName(o.Port)); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	for _, d := range []string{o.Dir, sock} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
-		}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", o.Dir, err)
+	}
+	// The socket is the superuser's only way in: nobody but the server's user (and root) may
+	// reach it (a 0700 directory, internal/sockdir).
+	if err := sockdir.At(sock, socketName(o.Port)); err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	secure := o.TLS != nil || o.SocketOnly
-	if secure {
-		// The socket is the superuser's only way in: nobody but the server's user (and root)
-		// may reach it.
-		if err := os.Chmod(sock, 0o700); err != nil {
-			return nil, fmt.Errorf("chmod %s: %w", sock, err)
-		}
-	}
 	cred, err := credential()
 	if err != nil {
 		return nil, err
@@ -304,22 +301,8 @@ func procStat(pid int) (ppid int, state string, ok bool) {
 	return ppid, f[0], err == nil
 }
 
-// maxSocketPath is the longest Unix socket path the kernel takes (sun_path holds 108 bytes,
-// NUL included).
-const maxSocketPath = 107
-
-// checkSocketPath fails when dir's socket for port would be too long a path for a Unix socket;
-// PostgreSQL would only say so in its log.
-func checkSocketPath(dir string, port int) error {
-	p := filepath.Join(dir, ".s.PGSQL."+strconv.Itoa(port))
-	if port == 0 {
-		p = filepath.Join(dir, ".s.PGSQL.65535")
-	}
-	if len(p) > maxSocketPath {
-		return fmt.Errorf("socket %s is %d bytes, longer than a Unix socket path may be (%d): use a shorter directory", p, len(p), maxSocketPath)
-	}
-	return nil
-}
+// socketName is the name of a PostgreSQL (or PgBouncer) socket for port in its directory.
+func socketName(port int) string { return ".s.PGSQL." + strconv.Itoa(port) }
 
 // freePort returns a loopback TCP port that was free a moment ago.
 func freePort() (int, error) {

@@ -21,6 +21,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openhcp/openhcp/internal/publicaddr"
+	"github.com/openhcp/openhcp/internal/sockdir"
 )
 
 // The hosted kube-apiservers' egress: every connection a hosted kube-apiserver makes on behalf
@@ -73,9 +74,10 @@ const (
 	// client has closed its side.
 	egressDrainTimeout = time.Minute
 	// egressSocketName is the socket's name in its directory. A unix socket's path must fit in
-	// 108 bytes; a state directory too deep for that gets a short directory of its own.
-	egressSocketName = "proxy.sock"
-	maxSocketPath    = 100
+	// 108 bytes; a state directory too deep for that gets a short directory of its own,
+	// egressSocketDirPrefix<random> under the temporary directory.
+	egressSocketName      = "proxy.sock"
+	egressSocketDirPrefix = "hse-"
 )
 
 // errEgressRefused is wrapped by every refusal of a target.
@@ -115,21 +117,19 @@ type egressProxy struct {
 
 // startEgressProxy serves the proxy on a socket under stateDir (its own 0700 directory
 // "egress"), or under a new directory of the system's temporary directory if that path would
-// be too long for a socket.
+// be too long for a socket (internal/sockdir; a killed sim's is removed by the next sim's
+// sweepSocketDirs). Only the sim's user (and its apiservers) may reach the socket, whatever its
+// own mode.
 func startEgressProxy(log logr.Logger, stateDir string, allowed []netip.Prefix) (*egressProxy, error) {
 	p := &egressProxy{allowed: allowed, log: log, ownAddrs: interfaceAddrs, conns: map[net.Conn]struct{}{}, tunnels: map[int32]int{}}
 	p.dir = filepath.Join(stateDir, "egress")
-	if len(filepath.Join(p.dir, egressSocketName)) > maxSocketPath {
-		d, err := os.MkdirTemp("", "hse-")
+	if sockdir.Fits(p.dir, egressSocketName) != nil {
+		d, err := sockdir.New("", egressSocketDirPrefix, egressSocketName)
 		if err != nil {
-			return nil, fmt.Errorf("egress proxy: make its socket directory: %w", err)
+			return nil, fmt.Errorf("egress proxy: %w", err)
 		}
 		p.dir, p.tempDir = d, true
-	} else if err := os.MkdirAll(p.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("egress proxy: make its socket directory: %w", err)
-	}
-	// Only the sim's user (and its apiservers) may reach the socket, whatever its own mode.
-	if err := os.Chmod(p.dir, 0o700); err != nil {
+	} else if err := sockdir.At(p.dir, egressSocketName); err != nil {
 		return nil, fmt.Errorf("egress proxy: %w", err)
 	}
 	p.Socket = filepath.Join(p.dir, egressSocketName)
@@ -359,6 +359,6 @@ func (p *egressProxy) Stop() {
 	p.wg.Wait()
 	_ = os.Remove(p.Socket)
 	if p.tempDir {
-		_ = os.RemoveAll(p.dir)
+		sockdir.Remove(p.dir)
 	}
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/openhcp/openhcp/internal/sockdir"
 )
 
 func TestEgressProxyAdmitsOnlyPublicAddressesNotTheMachinesOwn(t *testing.T) {
@@ -103,7 +105,7 @@ func TestEgressProxyTunnelsAdmittedTargetsAndRefusesTheRestWithoutAConnection(t 
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Socket) > maxSocketPath {
+			if len(p.Socket) > sockdir.MaxPath {
 				t.Fatalf("socket path %q is %d bytes", p.Socket, len(p.Socket))
 			}
 			fi, err := os.Stat(p.dir)

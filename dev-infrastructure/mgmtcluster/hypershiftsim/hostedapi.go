@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
@@ -21,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +36,7 @@ import (
 	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/encryptionconfig"
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/sockdir"
 )
 
 // HostedAPIServerAnnotation on a HostedCluster records, once, whether the sim serves it: the
@@ -157,6 +160,21 @@ func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
 	}
 	return &hostedAPIServers{o: o, slots: map[types.NamespacedName]int{}, capped: map[types.NamespacedName]bool{},
 		servers: map[string]*hostedAPIServer{}}
+}
+
+// sweepSocketDirs removes the socket directories a killed sim of this user left behind, those
+// whose owner process is gone (internal/sockdir): its hosted etcds' under o.SocketDir and its
+// egress proxy's under the temporary directory. A running sim's, another user's and anything
+// else stay.
+func sweepSocketDirs(log logr.Logger, o HostedAPIOptions) {
+	removed, err := mgmtcluster.SweepSocketDirs(o.SocketDir)
+	egress, egressErr := sockdir.Sweep("", egressSocketDirPrefix)
+	for _, d := range append(removed, egress...) {
+		log.Info("removed a socket directory left by a sim that was killed", "dir", d)
+	}
+	if err := errors.Join(err, egressErr); err != nil {
+		log.Error(err, "sweep socket directories")
+	}
 }
 
 // Validate reports what is missing for hosted kube-apiservers (with Max > 0).

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
+	"github.com/openhcp/openhcp/internal/sockdir"
 )
 
 const orphanChildEnv = "HYPERSHIFTSIM_ORPHAN_CHILD"
@@ -57,12 +60,16 @@ func TestKilledSimLeavesNoHostedAPIServer(t *testing.T) {
 		}
 	}
 	// A killed sim leaves its etcd's socket directory (a start on the same directory removes
-	// it, mgmtcluster's etcdStart.Record); the test removes it itself.
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(filepath.Join(dir, "hosted", "orphan", etcdDir, "etcd-socket-dir")); err == nil {
-			mgmtcluster.RemoveEtcdSocketDir("unixs://" + filepath.Join(strings.TrimSpace(string(b)), "localhost"))
-		}
-	})
+	// it, mgmtcluster's etcdStart.Record, and so does the next sim's sweep, checked below); the
+	// test removes it itself should it fail first.
+	b, err := os.ReadFile(filepath.Join(dir, "hosted", "orphan", etcdDir, "etcd-socket-dir"))
+	if err != nil {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		t.Fatal(err)
+	}
+	socketDir := strings.TrimSpace(string(b))
+	t.Cleanup(func() { mgmtcluster.RemoveEtcdSocketDir("unixs://" + filepath.Join(socketDir, "localhost")) })
 	if err := child.Process.Kill(); err != nil { // SIGKILL: no handler runs
 		t.Fatal(err)
 	}
@@ -75,6 +82,22 @@ func TestKilledSimLeavesNoHostedAPIServer(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+	// The next sim's sweep removes the killed one's etcd socket directory, and not a live one's.
+	live, err := sockdir.New("", "etcd-", "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sockdir.Remove(live)
+	if _, err := os.Lstat(socketDir); err != nil {
+		t.Fatalf("the killed sim's etcd socket directory is gone before the sweep: %v", err)
+	}
+	sweepSocketDirs(logr.Discard(), HostedAPIOptions{})
+	if _, err := os.Lstat(socketDir); !os.IsNotExist(err) {
+		t.Errorf("the killed sim's etcd socket directory %s is still there after the next sim's sweep (%v)", socketDir, err)
+	}
+	if _, err := os.Lstat(live); err != nil {
+		t.Errorf("the sweep removed %s, of a running process: %v", live, err)
 	}
 }
 

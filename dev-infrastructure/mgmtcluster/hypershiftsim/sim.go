@@ -123,6 +123,7 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		if err := o.HostedAPI.Validate(); err != nil {
 			return err
 		}
+		sweepSocketDirs(mgr.GetLogger().WithName("hypershift-sim"), o.HostedAPI)
 		hosted = newHostedAPIServers(o.HostedAPI)
 		// Stops every hosted kube-apiserver when the manager stops.
 		if err := mgr.Add(hosted); err != nil {
