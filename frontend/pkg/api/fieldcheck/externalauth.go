@@ -3,20 +3,22 @@ package fieldcheck
 import (
 	"fmt"
 
-	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 	"github.com/openhcp/openhcp/internal/armspec/bounds"
 )
 
-// ExternalAuth is the internal external auth of a body's writable properties, with the
-// specification's defaults, the same in every api-version: first the properties the schema
+// ExternalAuth checks a body's writable properties, the same in every api-version: first the properties the schema
 // requires (without them nothing else is checked), then what the specification says of each
 // value (the generated spec functions of its shared definitions, armgen.SharedAuthChecks).
 // Problems are named by the body's paths. The rules the specification cannot state (an https
 // issuer, audiences given once, a PEM bundle, client IDs among the audiences, unique components,
 // the prefix and its policy) are Cluster Service's alone (model.ValidateExternalAuthSpec): its
 // refusal reaches the client as a 400 naming the same properties (fieldViolations).
-func ExternalAuth(f *profiles.ExternalAuthFields) (*api.ExternalAuth, error) {
+//
+// Hand-written, not generated per version: the required checks come first and alone (a body
+// without its issuer or username has always been told only that), which the generated checks
+// of a version's root do not do, and ExternalAuthProperties is not a shared definition.
+func ExternalAuth(f *profiles.ExternalAuthFields) error {
 	v := &Checker{}
 	if f.Issuer == nil {
 		v.Add("properties.issuer", "The field '%s' is required.", "properties.issuer")
@@ -25,7 +27,7 @@ func ExternalAuth(f *profiles.ExternalAuthFields) (*api.ExternalAuth, error) {
 		v.Add("properties.claim.mappings.username", "The field '%s' is required.", "properties.claim.mappings.username")
 	}
 	if err := v.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	specTokenIssuerProfile(v, f.Issuer, "properties.issuer")
 	// The clients' maxItems is the specification's (a schema bound, so the frontend's to check,
@@ -39,10 +41,5 @@ func ExternalAuth(f *profiles.ExternalAuthFields) (*api.ExternalAuth, error) {
 		specExternalAuthClientProfile(v, &f.Clients[i], fmt.Sprintf("properties.clients[%d]", i))
 	}
 	specExternalAuthClaimProfile(v, f.Claim, "properties.claim")
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
-	ea := &api.ExternalAuth{Properties: f.ToInternal()}
-	ea.Default()
-	return ea, nil
+	return v.Err()
 }

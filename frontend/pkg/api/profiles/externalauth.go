@@ -3,7 +3,6 @@ package profiles
 import (
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/arm"
@@ -84,78 +83,6 @@ func DecodeStrict(body []byte, v any) error {
 	return err
 }
 
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-func ptrIf(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// ToInternal converts the writable properties; required fields that are missing stay empty
-// (fieldcheck.ExternalAuth has reported them).
-func (f *ExternalAuthFields) ToInternal() api.ExternalAuthProperties {
-	var out api.ExternalAuthProperties
-	if f.Issuer != nil {
-		out.Issuer = api.TokenIssuer{URL: deref(f.Issuer.URL), Audiences: f.Issuer.Audiences, CA: deref(f.Issuer.CA)}
-	}
-	for _, c := range f.Clients {
-		ic := api.ExternalAuthClient{ClientID: deref(c.ClientID), ExtraScopes: c.ExtraScopes, Type: deref(c.Type)}
-		if c.Component != nil {
-			ic.Component = api.ExternalAuthClientComponent{Name: deref(c.Component.Name), AuthClientNamespace: deref(c.Component.AuthClientNamespace)}
-		}
-		out.Clients = append(out.Clients, ic)
-	}
-	if f.Claim != nil {
-		if m := f.Claim.Mappings; m != nil {
-			if u := m.Username; u != nil {
-				out.Claim.Mappings.Username = api.UsernameClaim{Claim: deref(u.Claim), Prefix: deref(u.Prefix), PrefixPolicy: deref(u.PrefixPolicy)}
-			}
-			if g := m.Groups; g != nil {
-				out.Claim.Mappings.Groups = &api.GroupClaim{Claim: deref(g.Claim), Prefix: deref(g.Prefix)}
-			}
-		}
-		for _, r := range f.Claim.ValidationRules {
-			ir := api.TokenClaimValidationRule{Type: deref(r.Type)}
-			if r.RequiredClaim != nil {
-				ir.RequiredClaim = api.TokenRequiredClaim{Claim: deref(r.RequiredClaim.Claim), RequiredValue: deref(r.RequiredClaim.RequiredValue)}
-			}
-			out.Claim.ValidationRules = append(out.Claim.ValidationRules, ir)
-		}
-	}
-	return out
-}
-
-// RenderExternalAuthFields is the writable properties as every version shows them.
-func RenderExternalAuthFields(p *api.ExternalAuthProperties) ExternalAuthFields {
-	f := ExternalAuthFields{
-		Issuer: &TokenIssuerProfile{URL: ptrIf(p.Issuer.URL), Audiences: p.Issuer.Audiences, CA: ptrIf(p.Issuer.CA)},
-		Claim: &ExternalAuthClaimProfile{Mappings: &TokenClaimMappingsProfile{Username: &UsernameClaimProfile{
-			Claim: ptrIf(p.Claim.Mappings.Username.Claim), Prefix: ptrIf(p.Claim.Mappings.Username.Prefix), PrefixPolicy: ptrIf(p.Claim.Mappings.Username.PrefixPolicy),
-		}}},
-	}
-	if g := p.Claim.Mappings.Groups; g != nil {
-		f.Claim.Mappings.Groups = &GroupClaimProfile{Claim: ptrIf(g.Claim), Prefix: ptrIf(g.Prefix)}
-	}
-	for _, r := range p.Claim.ValidationRules {
-		f.Claim.ValidationRules = append(f.Claim.ValidationRules, TokenClaimValidationRule{Type: ptrIf(r.Type),
-			RequiredClaim: &TokenRequiredClaim{Claim: ptrIf(r.RequiredClaim.Claim), RequiredValue: ptrIf(r.RequiredClaim.RequiredValue)}})
-	}
-	for _, c := range p.Clients {
-		f.Clients = append(f.Clients, ExternalAuthClientProfile{
-			Component: &ExternalAuthClientComponentProfile{Name: ptrIf(c.Component.Name), AuthClientNamespace: ptrIf(c.Component.AuthClientNamespace)},
-			ClientID:  ptrIf(c.ClientID), ExtraScopes: c.ExtraScopes, Type: ptrIf(c.Type),
-		})
-	}
-	return f
-}
-
 // ConditionExternalAuth is the hcpOpenShiftClusters/externalAuths resource of the api-versions
 // before 2026-06-30-preview, whose read-only observation is one properties.condition. Their
 // specifications define it identically (ExternalAuth and all it references), so they share it;
@@ -183,18 +110,4 @@ type ExternalAuthCondition struct {
 	LastTransitionTime *string `json:"lastTransitionTime,omitempty"`
 	Reason             *string `json:"reason,omitempty"`
 	Message            *string `json:"message,omitempty"`
-}
-
-// RenderConditionExternalAuth is an external auth as a ConditionExternalAuth.
-func RenderConditionExternalAuth(ea *api.ExternalAuth) *ConditionExternalAuth {
-	ext := &ConditionExternalAuth{SystemData: ea.SystemData}
-	if ea.ID != nil {
-		ext.ID, ext.Name, ext.Type = ptr(ea.ID.String()), ptr(ea.ID.Name()), ptr(api.ExternalAuthResourceType)
-	}
-	ext.Properties = &ConditionExternalAuthProperties{ProvisioningState: ptr(string(ea.ProvisioningState)), ExternalAuthFields: RenderExternalAuthFields(&ea.Properties)}
-	if c := ea.Condition; c != nil {
-		ext.Properties.Condition = &ExternalAuthCondition{Type: ptr(c.Type), Status: ptr(c.Status), Reason: ptr(c.Reason), Message: Present(c.Message),
-			LastTransitionTime: ptr(c.LastTransitionTime.UTC().Format(time.RFC3339))}
-	}
-	return ext
 }
