@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 	"github.com/openhcp/openhcp/frontend/pkg/api/fieldcheck"
 	"github.com/openhcp/openhcp/frontend/pkg/api/profiles"
 	"github.com/openhcp/openhcp/internal/arm"
@@ -15,8 +16,6 @@ import (
 type ExternalAuth[T any] struct {
 	// Name is the api-version.
 	Name string
-	// Fields are the writable properties of a decoded body, nil when it has no properties.
-	Fields func(x *T) *profiles.ExternalAuthFields
 	// StatusConditions: the version shows Cluster Service's view as
 	// properties.status.conditions (from 2026-06-30-preview on), not properties.condition.
 	StatusConditions bool
@@ -29,14 +28,17 @@ func (e ExternalAuth[T]) String() string { return e.Name }
 // arm_path options.
 func (e ExternalAuth[T]) DecodeExternalAuth(body []byte) (*api.ExternalAuth, error) {
 	var ext T
-	if err := profiles.DecodeStrict(body, &ext); err != nil {
+	if err := api.DecodeStrict(body, &ext); err != nil {
 		return nil, err
 	}
-	f := e.Fields(&ext)
-	if f == nil {
+	if armpath.Lookup(&ext, "properties") == nil {
 		return nil, ExternalAuthPropertiesRequired()
 	}
-	if err := fieldcheck.ExternalAuth(f); err != nil {
+	// The writable properties are of the shared definitions in every version.
+	clients, _ := armpath.Lookup(&ext, "properties.clients").([]profiles.ExternalAuthClientProfile)
+	err := fieldcheck.ExternalAuth(armpath.As[profiles.TokenIssuerProfile](&ext, "properties.issuer"), clients,
+		armpath.As[profiles.ExternalAuthClaimProfile](&ext, "properties.claim"))
+	if err != nil {
 		return nil, err
 	}
 	return api.ExternalAuthFromARM(&ext), nil
@@ -76,16 +78,4 @@ func (e ExternalAuth[T]) RenderExternalAuth(ea *api.ExternalAuth) any {
 // ExternalAuthPropertiesRequired is the error of an external auth body without properties.
 func ExternalAuthPropertiesRequired() error {
 	return arm.NewCloudError(http.StatusBadRequest, arm.CodeInvalidRequestContent, "properties", "The field 'properties' is required.")
-}
-
-// ConditionExternalAuthVersion is the api.ExternalAuthVersion of an api-version whose external
-// auth is profiles.ConditionExternalAuth (every version before 2026-06-30-preview): its
-// read-only observation is one properties.condition.
-func ConditionExternalAuthVersion(name string) api.ExternalAuthVersion {
-	return ExternalAuth[profiles.ConditionExternalAuth]{Name: name, Fields: func(x *profiles.ConditionExternalAuth) *profiles.ExternalAuthFields {
-		if x.Properties == nil {
-			return nil
-		}
-		return &x.Properties.ExternalAuthFields
-	}}
 }
