@@ -3,8 +3,6 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,42 +42,34 @@ func TestStoredExternalAuthDocumentsReadAndRender(t *testing.T) {
 	id, _ := arm.ParseResourceID("/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c/externalAuths/e")
 	cond := &api.Condition{Type: "Available", Status: "True", Reason: "AsExpected", Message: "ready",
 		LastTransitionTime: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	// read is a stored document as the frontend reads it (its envelope from the path and the
+	// resource document).
+	read := func(doc []byte) (*api.ExternalAuth, error) {
+		ea := &api.ExternalAuth{ID: id, ProvisioningState: "Succeeded"}
+		return ea, json.Unmarshal(doc, ea)
+	}
 	var got bytes.Buffer
 	for _, d := range storedExternalAuthDocuments {
-		t.Logf("%s", d.name)
-		var ea api.ExternalAuth
-		if err := json.Unmarshal([]byte(d.doc), &ea); err != nil {
+		ea, err := read([]byte(d.doc))
+		if err != nil {
 			t.Fatalf("%s: read: %v", d.name, err)
 		}
-		ea.ID, ea.ProvisioningState = id, "Succeeded"
-		renders := renderAllExternalAuth(t, &ea, cond)
+		renders := renderAllExternalAuth(t, ea, cond)
 		got.WriteString(d.name + "\n" + renders)
-		written, err := json.Marshal(&ea)
+		// Written back and read again, it renders the same.
+		written, err := json.Marshal(ea)
 		if err != nil {
 			t.Fatalf("%s: write: %v", d.name, err)
 		}
-		var again api.ExternalAuth
-		if err := json.Unmarshal(written, &again); err != nil {
+		again, err := read(written)
+		if err != nil {
 			t.Fatalf("%s: read what was written: %v\n%s", d.name, err, written)
 		}
-		again.ID, again.ProvisioningState = id, "Succeeded"
-		if r := renderAllExternalAuth(t, &again, cond); r != renders {
+		if r := renderAllExternalAuth(t, again, cond); r != renders {
 			t.Fatalf("%s: written and read again renders differently:\n%s\nwant\n%s", d.name, r, renders)
 		}
 	}
-	golden := filepath.Join("testdata", "externalauth_documents.golden")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != string(want) {
-		t.Fatalf("stored documents read or render differently:\n got:\n%s\nwant:\n%s", got.String(), want)
-	}
+	matchStoredDocumentsGolden(t, "externalauth_documents.golden", got.String())
 }
 
 // renderAllExternalAuth is ea rendered in every api-version, without and with cond, one line
@@ -87,20 +77,29 @@ func TestStoredExternalAuthDocumentsReadAndRender(t *testing.T) {
 func renderAllExternalAuth(t *testing.T, ea *api.ExternalAuth, cond *api.Condition) string {
 	t.Helper()
 	var b strings.Builder
-	for _, v := range nodePoolVersions {
-		ver, ok := api.LookupExternalAuth(v)
-		if !ok {
-			t.Fatalf("%s: external auths not registered", v)
-		}
+	for _, ver := range externalAuthVersions(t) {
 		for _, c := range []*api.Condition{nil, cond} {
 			shown := *ea
 			shown.Condition = c
 			r, err := json.Marshal(ver.RenderExternalAuth(&shown))
 			if err != nil {
-				t.Fatalf("render %s: %v", v, err)
+				t.Fatalf("render %s: %v", ver, err)
 			}
-			b.WriteString(v + " " + string(r) + "\n")
+			b.WriteString(ver.String() + " " + string(r) + "\n")
 		}
 	}
 	return b.String()
+}
+
+// externalAuthVersions are the external auth schemas of every api-version, oldest first.
+func externalAuthVersions(t *testing.T) []api.ExternalAuthVersion {
+	t.Helper()
+	out := make([]api.ExternalAuthVersion, len(nodePoolVersions))
+	for i, name := range nodePoolVersions {
+		var ok bool
+		if out[i], ok = api.LookupExternalAuth(name); !ok {
+			t.Fatalf("%s: external auths not registered", name)
+		}
+	}
+	return out
 }
