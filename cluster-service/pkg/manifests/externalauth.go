@@ -53,6 +53,15 @@ func OIDCClientSecretName(provider, component string) string {
 	return provider + "-" + component + "-client-secret"
 }
 
+// usernamePrefixPolicy is OpenShift's word for the spec's prefix policy: the specification's
+// None (model.DefaultExternalAuth's, which the spec holds) is OpenShift's no opinion, "".
+func usernamePrefixPolicy(p string) configv1.UsernamePrefixPolicy {
+	if p == "None" {
+		return configv1.NoOpinion
+	}
+	return configv1.UsernamePrefixPolicy(p)
+}
+
 // OIDCProvider builds the HyperShift/OpenShift provider for an external auth.
 func OIDCProvider(hostedCluster string, ea ExternalAuth) configv1.OIDCProvider {
 	name := OIDCProviderName(ea.ARMResourceID)
@@ -65,7 +74,7 @@ func OIDCProvider(hostedCluster string, ea ExternalAuth) configv1.OIDCProvider {
 		ClaimMappings: configv1.TokenClaimMappings{
 			Username: configv1.UsernameClaimMapping{
 				Claim:        s.GetClaimMappings().GetUsername().GetClaim(),
-				PrefixPolicy: configv1.UsernamePrefixPolicy(s.GetClaimMappings().GetUsername().GetPrefixPolicy()),
+				PrefixPolicy: usernamePrefixPolicy(s.GetClaimMappings().GetUsername().GetPrefixPolicy()),
 			},
 		},
 	}

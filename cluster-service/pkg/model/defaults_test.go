@@ -53,3 +53,42 @@ func TestDefaultNodePool(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultExternalAuth: the one default site of an external auth spec (the frontend fills
+// its document with it before the first write, Cluster Service's validation applies it too).
+func TestDefaultExternalAuth(t *testing.T) {
+	rule := func(typ string) *csv1.TokenClaimValidationRule {
+		return &csv1.TokenClaimValidationRule{Type: typ, RequiredClaim: "tid", RequiredValue: "t1"}
+	}
+	for _, tc := range []struct {
+		name     string
+		in, want *csv1.ExternalAuthSpec
+	}{
+		{"nil is an empty spec with the policy", nil,
+			&csv1.ExternalAuthSpec{ClaimMappings: &csv1.TokenClaimMappings{Username: &csv1.UsernameClaimMapping{PrefixPolicy: "None"}}}},
+		{"left out: None and RequiredClaim",
+			&csv1.ExternalAuthSpec{ClaimMappings: &csv1.TokenClaimMappings{Username: &csv1.UsernameClaimMapping{Claim: "sub"}},
+				ValidationRules: []*csv1.TokenClaimValidationRule{rule(""), rule("RequiredClaim")}},
+			&csv1.ExternalAuthSpec{ClaimMappings: &csv1.TokenClaimMappings{Username: &csv1.UsernameClaimMapping{Claim: "sub", PrefixPolicy: "None"}},
+				ValidationRules: []*csv1.TokenClaimValidationRule{rule("RequiredClaim"), rule("RequiredClaim")}}},
+		{"given: kept as given, refused or not by the validation",
+			&csv1.ExternalAuthSpec{ClaimMappings: &csv1.TokenClaimMappings{Username: &csv1.UsernameClaimMapping{Claim: "sub", PrefixPolicy: "Prefix", Prefix: "u:"}},
+				ValidationRules: []*csv1.TokenClaimValidationRule{rule("Other")}},
+			&csv1.ExternalAuthSpec{ClaimMappings: &csv1.TokenClaimMappings{Username: &csv1.UsernameClaimMapping{Claim: "sub", PrefixPolicy: "Prefix", Prefix: "u:"}},
+				ValidationRules: []*csv1.TokenClaimValidationRule{rule("Other")}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before *csv1.ExternalAuthSpec
+			if tc.in != nil {
+				before = proto.Clone(tc.in).(*csv1.ExternalAuthSpec)
+			}
+			got := DefaultExternalAuth(tc.in)
+			if !proto.Equal(got, tc.want) {
+				t.Fatalf("DefaultExternalAuth = %v, want %v", got, tc.want)
+			}
+			if tc.in != nil && !proto.Equal(tc.in, before) {
+				t.Fatalf("input changed: %v", tc.in)
+			}
+		})
+	}
+}

@@ -24,17 +24,46 @@ const (
 	maxComponentNS     = bounds.ExternalAuthClientComponentProfileAuthClientNamespaceMaxLength
 	requiredClaimRule  = "RequiredClaim"
 	prefixPolicyPrefix = "Prefix"
+	prefixPolicyNone   = "None"
 )
 
+// DefaultExternalAuth is the one place an external auth spec's defaults are applied: the
+// username's prefix policy None and a validation rule's type RequiredClaim, the
+// specification's. The spec holds the specification's words, so the frontend's resource
+// document (which it fills with this function before its first write) and Cluster Service hold
+// the same spec; None is OpenShift's no-opinion policy (""), which the manifest builder writes
+// (manifests.OIDCProvider). in is not changed; nil is an empty spec.
+func DefaultExternalAuth(in *csv1.ExternalAuthSpec) *csv1.ExternalAuthSpec {
+	spec := &csv1.ExternalAuthSpec{}
+	if in != nil {
+		spec = proto.Clone(in).(*csv1.ExternalAuthSpec)
+	}
+	if spec.ClaimMappings == nil {
+		spec.ClaimMappings = &csv1.TokenClaimMappings{}
+	}
+	if spec.ClaimMappings.Username == nil {
+		spec.ClaimMappings.Username = &csv1.UsernameClaimMapping{}
+	}
+	if spec.ClaimMappings.Username.PrefixPolicy == "" {
+		spec.ClaimMappings.Username.PrefixPolicy = prefixPolicyNone
+	}
+	for _, r := range spec.ValidationRules {
+		if r.Type == "" {
+			r.Type = requiredClaimRule
+		}
+	}
+	return spec
+}
+
 // ValidateExternalAuthSpec checks a spec against the rules of OpenShift's OIDC provider
-// (config.openshift.io/v1 Authentication) and the ARM specification, and returns it normalised:
-// prefix policy "None" becomes "" (no opinion), an empty rule type becomes RequiredClaim.
+// (config.openshift.io/v1 Authentication) and the ARM specification, and returns it with its
+// defaults (DefaultExternalAuth: what the frontend sends has them already).
 func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuthSpec) *csv1.ExternalAuthSpec {
 	if in == nil {
 		v.Add(field, "is required")
 		return nil
 	}
-	spec := proto.Clone(in).(*csv1.ExternalAuthSpec)
+	spec := DefaultExternalAuth(in)
 	iss := spec.GetIssuer()
 	switch u, err := url.Parse(iss.GetUrl()); {
 	case iss.GetUrl() == "":
@@ -111,12 +140,9 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 	cm := spec.GetClaimMappings()
 	un := cm.GetUsername()
 	lengthIn(v, field+".claim_mappings.username.claim", un.GetClaim(), 1, maxUsernameClaim)
-	if un.GetPrefixPolicy() == "None" {
-		un.PrefixPolicy = ""
-	}
 	// The prefix is judged against a policy the specification allows; under another, the
 	// policy alone is at fault.
-	policies := []string{"", "None", prefixPolicyPrefix, "NoPrefix"}
+	policies := []string{"", prefixPolicyNone, prefixPolicyPrefix, "NoPrefix"}
 	OneOf(v, field+".claim_mappings.username.prefix_policy", un.GetPrefixPolicy(), policies[1:]...)
 	if slices.Contains(policies, un.GetPrefixPolicy()) {
 		switch {
@@ -131,9 +157,6 @@ func ValidateExternalAuthSpec(v *Violations, field string, in *csv1.ExternalAuth
 	}
 	for i, r := range spec.GetValidationRules() {
 		f := Indexed(field+".validation_rules", i)
-		if r.GetType() == "" {
-			r.Type = requiredClaimRule
-		}
 		OneOf(v, f+".type", r.GetType(), requiredClaimRule)
 		if r.GetRequiredClaim() == "" {
 			v.Add(f+".required_claim", "is required")

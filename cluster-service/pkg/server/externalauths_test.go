@@ -163,12 +163,12 @@ func TestValidateExternalAuthSpec(t *testing.T) {
 			}
 		})
 	}
-	t.Run("normalises_none_policy_and_rule_type", func(t *testing.T) {
+	t.Run("defaults_policy_and_rule_type", func(t *testing.T) {
 		in := validExternalAuthSpec()
-		in.ClaimMappings.Username = &csv1.UsernameClaimMapping{Claim: "sub", PrefixPolicy: "None"}
+		in.ClaimMappings.Username = &csv1.UsernameClaimMapping{Claim: "sub"}
 		var v violations
 		out := model.ValidateExternalAuthSpec(v.model(), "spec", in)
-		if len(v) != 0 || out.ClaimMappings.Username.PrefixPolicy != "" || out.ValidationRules[0].Type != "RequiredClaim" || in.ValidationRules[0].Type != "" {
+		if len(v) != 0 || out.ClaimMappings.Username.PrefixPolicy != "None" || out.ValidationRules[0].Type != "RequiredClaim" || in.ValidationRules[0].Type != "" || in.ClaimMappings.Username.PrefixPolicy != "" {
 			t.Fatalf("normalised = %v (input changed: %v), violations %v", out, in, v)
 		}
 	})

@@ -202,7 +202,7 @@ func FuzzProvisionShardWire(f *testing.F) {
 
 // FuzzExternalAuthSpecWire decodes an external auth spec as the gRPC server does and validates
 // it: never a panic, a refusal always names its fields, and an accepted spec validates again
-// unchanged (normalising twice changes nothing).
+// unchanged (defaulting twice changes nothing).
 func FuzzExternalAuthSpecWire(f *testing.F) {
 	for _, seed := range []*csv1.ExternalAuthSpec{
 		{},

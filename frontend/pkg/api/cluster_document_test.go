@@ -3,8 +3,6 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -63,19 +61,7 @@ func TestStoredClusterDocumentsReadAndRender(t *testing.T) {
 			t.Fatalf("%s: written and read again renders differently:\n%s\nwant\n%s", d.name, r, renders)
 		}
 	}
-	golden := filepath.Join("testdata", "cluster_documents.golden")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != string(want) {
-		t.Fatalf("stored documents read or render differently:\n got:\n%s\nwant:\n%s", got.String(), want)
-	}
+	matchStoredDocumentsGolden(t, "cluster_documents.golden", got.String())
 }
 
 // renderClusterAll is c rendered in every api-version, one line each.

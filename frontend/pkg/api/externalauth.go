@@ -2,7 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/frontend/pkg/api/armpath"
 	"github.com/openhcp/openhcp/internal/arm"
 	"github.com/openhcp/openhcp/internal/armdoc"
 )
@@ -11,86 +14,87 @@ import (
 const ExternalAuthResourceType = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/externalAuths"
 
 // ExternalAuth is a whole hcpOpenShiftClusters/externalAuths resource: the OIDC provider of a
-// cluster. Its schema is the same in every api-version except how the read-only condition is
-// shown (properties.condition before 2026-06-30-preview, properties.status.conditions after).
+// cluster, its ARM envelope around Cluster Service's spec, which is the model of its properties.
+// A body is filled into Spec and Spec is rendered, in every api-version, through the spec's
+// arm_path options (every property's ARM shape is the proto's: no Shapes), so a property with an
+// arm_path has no conversion of its own. Its schema is the same in every api-version except how
+// the read-only condition is shown (properties.condition before 2026-06-30-preview,
+// properties.status.conditions after).
 type ExternalAuth struct {
 	// ID is set from the request path, never from the body.
-	ID                *arm.ResourceID          `json:"-"`
-	SystemData        *arm.SystemData          `json:"-"`
-	ProvisioningState armdoc.ProvisioningState `json:"-"`
+	ID                *arm.ResourceID
+	SystemData        *arm.SystemData
+	ProvisioningState armdoc.ProvisioningState
 	// Condition is Cluster Service's view, filled on GET; never stored.
-	Condition *Condition `json:"-"`
+	Condition *Condition
 
-	// Properties are stored as ResourceDocument.Properties.
-	Properties ExternalAuthProperties `json:"properties"`
+	// Spec is what the caller asked for, and, once the frontend has filled it before its first
+	// write, Cluster Service's defaults (model.DefaultExternalAuth) for what the caller left
+	// out. Never nil in a decoded or read external auth.
+	Spec *csv1.ExternalAuthSpec
 }
 
-type ExternalAuthProperties struct {
-	Issuer  TokenIssuer          `json:"issuer"`
-	Clients []ExternalAuthClient `json:"clients,omitempty"`
-	Claim   ExternalAuthClaim    `json:"claim"`
+// ExternalAuthFromARM is the external auth whose properties are doc's: a body decoded into its
+// api-version's type and checked. What the body leaves out stays empty, for Cluster Service's
+// model to default.
+func ExternalAuthFromARM(doc any) *ExternalAuth {
+	spec := &csv1.ExternalAuthSpec{}
+	if err := armpath.Fill(spec.ProtoReflect(), doc, nil); err != nil {
+		// A body decoded into its version's type has the specification's shapes: a mismatch
+		// is a wrong arm_path, caught by the mapping tests (a stored document's is an error:
+		// UnmarshalJSON).
+		panic(fmt.Sprintf("external auth body %T: %v", doc, err))
+	}
+	return &ExternalAuth{Spec: spec}
 }
 
-type TokenIssuer struct {
-	URL       string   `json:"url"`
-	Audiences []string `json:"audiences"`
-	CA        string   `json:"ca,omitempty"`
+// RenderedProperties are the external auth's properties as every api-version shows them, in
+// their JSON form, for the version to read into its type.
+func (ea *ExternalAuth) RenderedProperties() map[string]any {
+	spec := ea.Spec
+	if spec == nil {
+		spec = &csv1.ExternalAuthSpec{}
+	}
+	props, _ := armpath.Render(spec.ProtoReflect(), nil)["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	return props
 }
 
-type ExternalAuthClient struct {
-	Component   ExternalAuthClientComponent `json:"component"`
-	ClientID    string                      `json:"clientId"`
-	ExtraScopes []string                    `json:"extraScopes,omitempty"`
-	Type        string                      `json:"type"`
+// externalAuthDocument is the resource document's properties of an external auth: the spec's
+// ARM form.
+type externalAuthDocument struct {
+	Properties map[string]any `json:"properties"`
 }
 
-type ExternalAuthClientComponent struct {
-	Name                string `json:"name"`
-	AuthClientNamespace string `json:"authClientNamespace"`
+// MarshalJSON writes the resource document's properties: the spec's ARM form.
+func (ea *ExternalAuth) MarshalJSON() ([]byte, error) {
+	return json.Marshal(externalAuthDocument{Properties: ea.RenderedProperties()})
 }
 
-type ExternalAuthClaim struct {
-	Mappings        TokenClaimMappings         `json:"mappings"`
-	ValidationRules []TokenClaimValidationRule `json:"validationRules,omitempty"`
+// UnmarshalJSON reads a resource document's properties, those written before the spec was the
+// model (the same ARM form, TestStoredExternalAuthDocumentsReadAndRender) included. A value of
+// another shape than its property's is an error naming its ARM path.
+func (ea *ExternalAuth) UnmarshalJSON(b []byte) error {
+	doc, err := armpath.Parse(b)
+	if err != nil {
+		return fmt.Errorf("read external auth document: %w", err)
+	}
+	spec := &csv1.ExternalAuthSpec{}
+	if err := armpath.Fill(spec.ProtoReflect(), doc, nil); err != nil {
+		return fmt.Errorf("read external auth document: %w", err)
+	}
+	ea.Spec = spec
+	return nil
 }
-
-type TokenClaimMappings struct {
-	Username UsernameClaim `json:"username"`
-	Groups   *GroupClaim   `json:"groups,omitempty"`
-}
-
-type UsernameClaim struct {
-	Claim        string `json:"claim"`
-	Prefix       string `json:"prefix,omitempty"`
-	PrefixPolicy string `json:"prefixPolicy"`
-}
-
-type GroupClaim struct {
-	Claim  string `json:"claim"`
-	Prefix string `json:"prefix,omitempty"`
-}
-
-type TokenClaimValidationRule struct {
-	Type          string             `json:"type"`
-	RequiredClaim TokenRequiredClaim `json:"requiredClaim"`
-}
-
-type TokenRequiredClaim struct {
-	Claim         string `json:"claim"`
-	RequiredValue string `json:"requiredValue"`
-}
-
-// Defaults of the specification.
-const (
-	DefaultUsernamePrefixPolicy = "None"
-	RuleTypeRequiredClaim       = "RequiredClaim"
-)
 
 // ExternalAuthVersion is one api-version's external auth schema. It is registered beside
 // Version, so the cluster interface stays as it is.
 type ExternalAuthVersion interface {
 	String() string
-	// DecodeExternalAuth decodes a PUT body strictly, applies the defaults and validates it.
+	// DecodeExternalAuth decodes a PUT body strictly and checks it against the version's
+	// schema; what it leaves out stays empty (the frontend fills Cluster Service's defaults).
 	// Errors are *arm.CloudError with targets in the body's paths.
 	DecodeExternalAuth(body []byte) (*ExternalAuth, error)
 	// RenderExternalAuth is the resource as this version shows it.
@@ -111,7 +115,7 @@ func LookupExternalAuth(apiVersion string) (ExternalAuthVersion, bool) {
 var externalAuthUpdatePaths = []string{"properties.issuer", "properties.clients", "properties.claim"}
 
 // PatchExternalAuth applies a PATCH body (a JSON merge patch, RFC 7396, of ExternalAuthUpdate)
-// to stored as the version shows it, then decodes, defaults and validates the result like a PUT.
+// to stored as the version shows it, then decodes and checks the result like a PUT.
 // Keys outside the update schema are errors naming them.
 func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte) (*ExternalAuth, error) {
 	// The message for a key outside the schema has always said the cluster; kept as ARM sees it.
@@ -134,16 +138,4 @@ func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte)
 		return nil, err
 	}
 	return v.DecodeExternalAuth(merged)
-}
-
-// Default fills the specification's defaults.
-func (ea *ExternalAuth) Default() {
-	if ea.Properties.Claim.Mappings.Username.PrefixPolicy == "" {
-		ea.Properties.Claim.Mappings.Username.PrefixPolicy = DefaultUsernamePrefixPolicy
-	}
-	for i := range ea.Properties.Claim.ValidationRules {
-		if ea.Properties.Claim.ValidationRules[i].Type == "" {
-			ea.Properties.Claim.ValidationRules[i].Type = RuleTypeRequiredClaim
-		}
-	}
 }

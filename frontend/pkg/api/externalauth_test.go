@@ -61,8 +61,11 @@ func TestExternalAuthDecodeEveryVersion(t *testing.T) {
 					if err != nil {
 						t.Fatalf("decode: %v", err)
 					}
-					if ea.Properties.Claim.Mappings.Username.PrefixPolicy != "None" || ea.Properties.Claim.ValidationRules[0].Type != "RequiredClaim" {
-						t.Fatalf("defaults not applied: %+v", ea.Properties.Claim)
+					// The decoded spec is what the body says: Cluster Service's model, not the
+					// decoder, fills what it leaves out (model.DefaultExternalAuth).
+					if p := ea.Spec.GetClaimMappings().GetUsername(); p.GetClaim() != "email" || p.GetPrefixPolicy() != "" || ea.Spec.GetValidationRules()[0].GetType() != "" ||
+						ea.Spec.GetValidationRules()[0].GetRequiredClaim() != "tid" || ea.Spec.GetClients()[0].GetComponentNamespace() != "openshift-console" {
+						t.Fatalf("decoded spec: %v", ea.Spec)
 					}
 					return
 				}
@@ -82,7 +85,7 @@ func TestExternalAuthDecodeEveryVersion(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a rendered external auth does not decode: %v\n%s", err, b)
 			}
-			if ja, jb := mustJSON(ea.Properties), mustJSON(again.Properties); ja != jb {
+			if ja, jb := mustJSON(ea), mustJSON(again); ja != jb {
 				t.Fatalf("round trip changed the properties:\n%s\n%s", ja, jb)
 			}
 			wantKey := `"condition":{`
@@ -96,7 +99,7 @@ func TestExternalAuthDecodeEveryVersion(t *testing.T) {
 		t.Run(v+"/patch_changes_only_what_it_names", func(t *testing.T) {
 			stored, _ := ver.DecodeExternalAuth([]byte(eaBody))
 			next, err := api.PatchExternalAuth(ver, stored, []byte(`{"properties":{"claim":{"mappings":{"username":{"claim":"sub"}}}}}`))
-			if err != nil || next.Properties.Claim.Mappings.Username.Claim != "sub" || len(next.Properties.Clients) != 1 || next.Properties.Claim.Mappings.Groups == nil {
+			if err != nil || next.Spec.GetClaimMappings().GetUsername().GetClaim() != "sub" || len(next.Spec.GetClients()) != 1 || next.Spec.GetClaimMappings().GetGroups() == nil {
 				t.Fatalf("patched = %+v, %v", next, err)
 			}
 			if _, err := api.PatchExternalAuth(ver, stored, []byte(`{"location":"eastus"}`)); strings.Join(targets(err), ",") != "location" {

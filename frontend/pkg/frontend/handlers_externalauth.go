@@ -6,7 +6,9 @@ import (
 	"time"
 
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/cluster-service/pkg/model"
 	"github.com/openhcp/openhcp/frontend/pkg/api"
+	"github.com/openhcp/openhcp/internal/armdoc"
 )
 
 // External auths: hcpOpenShiftClusters/{cluster}/externalAuths/{name}, at most one per cluster,
@@ -20,41 +22,35 @@ var externalAuthResource = &childResource[*api.ExternalAuth, *csv1.ExternalAuthS
 	meta: func(ea *api.ExternalAuth) childMeta {
 		return childMeta{ID: &ea.ID, SystemData: &ea.SystemData, ProvisioningState: &ea.ProvisioningState}
 	},
-	newModel: func() *api.ExternalAuth { return &api.ExternalAuth{} },
+	newModel: func() *api.ExternalAuth { return &api.ExternalAuth{Spec: &csv1.ExternalAuthSpec{}} },
 	lookup:   api.LookupExternalAuth,
 	decode: func(v api.ExternalAuthVersion, body []byte, _ *api.ExternalAuth) (*api.ExternalAuth, error) {
 		return v.DecodeExternalAuth(body)
 	},
-	patch:    api.PatchExternalAuth,
-	render:   api.ExternalAuthVersion.RenderExternalAuth,
-	decorate: (*Server).addExternalAuthCondition,
-	spec:     externalAuthSpec, fullUpdate: csv1.FullExternalAuthUpdate, diffUpdate: csv1.ExternalAuthUpdateDiff,
+	patch:  api.PatchExternalAuth,
+	render: api.ExternalAuthVersion.RenderExternalAuth,
+	// The frontend has no external auth defaults of its own: what the caller left out is
+	// filled by Cluster Service's model (DefaultExternalAuth) before the first write of a
+	// create, and before a replace or a patch is compared and sent, so the document holds what
+	// Cluster Service holds.
+	carry: func(_ api.ExternalAuthVersion, _, next *api.ExternalAuth) { withExternalAuthDefaults(next) },
+	prepareCreate: func(_ *Server, _ *http.Request, _ *armdoc.ResourceDocument, ea *api.ExternalAuth) error {
+		withExternalAuthDefaults(ea)
+		return nil
+	},
+	decorate:   (*Server).addExternalAuthCondition,
+	spec:       func(ea *api.ExternalAuth) *csv1.ExternalAuthSpec { return ea.Spec },
+	fullUpdate: csv1.FullExternalAuthUpdate, diffUpdate: csv1.ExternalAuthUpdateDiff,
 	cs: func(s *Server) childCalls {
 		c := s.cfg.ExternalAuths
 		return childCalls{create: rpc(c.CreateExternalAuth), get: rpc(c.GetExternalAuth), update: rpc(c.UpdateExternalAuth), delete: rpc(c.DeleteExternalAuth)}
 	},
 }
 
-// externalAuthSpec is the Cluster Service spec of an external auth.
-func externalAuthSpec(ea *api.ExternalAuth) *csv1.ExternalAuthSpec {
-	p := ea.Properties
-	spec := &csv1.ExternalAuthSpec{
-		Issuer: &csv1.TokenIssuer{Url: p.Issuer.URL, Audiences: p.Issuer.Audiences, Ca: p.Issuer.CA},
-		ClaimMappings: &csv1.TokenClaimMappings{Username: &csv1.UsernameClaimMapping{
-			Claim: p.Claim.Mappings.Username.Claim, Prefix: p.Claim.Mappings.Username.Prefix, PrefixPolicy: p.Claim.Mappings.Username.PrefixPolicy,
-		}},
-	}
-	if g := p.Claim.Mappings.Groups; g != nil {
-		spec.ClaimMappings.Groups = &csv1.GroupsClaimMapping{Claim: g.Claim, Prefix: g.Prefix}
-	}
-	for _, c := range p.Clients {
-		spec.Clients = append(spec.Clients, &csv1.ExternalAuthClient{ComponentName: c.Component.Name, ComponentNamespace: c.Component.AuthClientNamespace,
-			ClientId: c.ClientID, ExtraScopes: c.ExtraScopes, Type: c.Type})
-	}
-	for _, r := range p.Claim.ValidationRules {
-		spec.ValidationRules = append(spec.ValidationRules, &csv1.TokenClaimValidationRule{Type: r.Type, RequiredClaim: r.RequiredClaim.Claim, RequiredValue: r.RequiredClaim.RequiredValue})
-	}
-	return spec
+// withExternalAuthDefaults fills what ea leaves empty with Cluster Service's defaults
+// (model.DefaultExternalAuth, the one place they are written).
+func withExternalAuthDefaults(ea *api.ExternalAuth) {
+	ea.Spec = model.DefaultExternalAuth(ea.Spec)
 }
 
 // addExternalAuthCondition shows Cluster Service's state as the specification's condition

@@ -531,3 +531,38 @@ func TestSharedAuthChecksFollowTheSpecification(t *testing.T) {
 		})
 	}
 }
+
+// TestExternalAuthTypesAreEachVersionsOwn: every api-version decodes an external auth into its
+// own generated ExternalAuth, whose properties are fields of their own (the writable ones of the
+// shared definitions), as a node pool's are: no hand-written type stands in for a definition of
+// the specification that differs between versions (the read-only condition or status).
+func TestExternalAuthTypesAreEachVersionsOwn(t *testing.T) {
+	for _, v := range Versions {
+		if v.SameAs != "" {
+			continue
+		}
+		p, err := Build(filepath.Join(repoRoot(t), "internal/armspec/spec"), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range p.Aliases {
+			if strings.HasPrefix(a.Name, "ExternalAuth") && !strings.HasPrefix(a.Name, "ExternalAuthClient") && a.Name != "ExternalAuthClaimProfile" {
+				t.Errorf("%s: %s is an alias of %s, not generated", v.APIVersion, a.Name, a.Target)
+			}
+		}
+		fields := map[string]string{}
+		for _, s := range p.Structs {
+			if s.Name == "ExternalAuthProperties" {
+				for _, f := range s.Fields {
+					fields[f.JSON] = f.Type
+				}
+			}
+		}
+		want := map[string]string{"issuer": "*TokenIssuerProfile", "clients": "[]ExternalAuthClientProfile", "claim": "*ExternalAuthClaimProfile"}
+		for k, typ := range want {
+			if fields[k] != typ {
+				t.Errorf("%s: ExternalAuthProperties.%s is %q, want %q (fields %v)", v.APIVersion, k, fields[k], typ, fields)
+			}
+		}
+	}
+}

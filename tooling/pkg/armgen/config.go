@@ -15,15 +15,6 @@ type Version struct {
 	// from the internal model live once, with that type. A definition whose shape differs
 	// between versions must not be listed (the generator fails when it does).
 	Shared map[string]string
-	// Embed puts properties of a definition into an embedded shared struct instead of
-	// fields of their own (the writable part of an external auth).
-	Embed map[string]Embed
-}
-
-// Embed is a shared struct embedded in a generated one in place of some of its properties.
-type Embed struct {
-	Type  string
-	Props []string
 }
 
 // Roots are the resources a version package serves.
@@ -67,38 +58,20 @@ var sharedProfiles = map[string]string{
 	"TokenRequiredClaim":                 "profiles.TokenRequiredClaim",
 }
 
-// conditionExternalAuth: before 2026-06-30-preview an external auth reports one
-// properties.condition, and its whole schema is the same in those versions.
-var conditionExternalAuth = map[string]string{
-	"ExternalAuth":           "profiles.ConditionExternalAuth",
-	"ExternalAuthProperties": "profiles.ConditionExternalAuthProperties",
-	"ExternalAuthCondition":  "profiles.ExternalAuthCondition",
-}
-
-func merge(ms ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range ms {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // Versions are the api-versions the frontend serves, oldest first.
 var Versions = []Version{
-	{APIVersion: "2024-06-10-preview", Package: "v20240610preview", Shared: merge(sharedProfiles, conditionExternalAuth)},
-	{APIVersion: "2025-12-23-preview", Package: "v20251223preview", Shared: merge(sharedProfiles, conditionExternalAuth)},
-	{
-		APIVersion: "2026-06-30-preview", Package: "v20260630preview", Shared: sharedProfiles,
-		Embed: map[string]Embed{"ExternalAuthProperties": {Type: "profiles.ExternalAuthFields", Props: []string{"issuer", "clients", "claim"}}},
-	},
+	{APIVersion: "2024-06-10-preview", Package: "v20240610preview", Shared: sharedProfiles},
+	{APIVersion: "2025-12-23-preview", Package: "v20251223preview", Shared: sharedProfiles},
+	{APIVersion: "2026-06-30-preview", Package: "v20260630preview", Shared: sharedProfiles},
 	{APIVersion: "2026-09-01-preview", Package: "v20260901preview", SameAs: "2026-06-30-preview"},
 }
 
 // ValidateRoots are the resources whose version package validates its own types with the
-// generated checks. External auths are validated by shared code over their shared fields
-// (fieldcheck.ExternalAuth).
+// generated checks. An external auth is decoded into each version's generated type, but checked
+// by shared code over its writable properties, all of shared definitions (fieldcheck.ExternalAuth,
+// calling the generated SharedAuthChecks): its answers name a missing issuer and a missing
+// claims' username (properties.claim.mappings.username, below the schema's required claim) and
+// nothing else, which the generated required checks of its root would not say.
 var ValidateRoots = []string{"HcpOpenShiftCluster", "NodePool"}
 
 // handWritten are checks of the specification the generated code leaves to the version

@@ -19,8 +19,6 @@ type Field struct {
 	Struct *Struct
 	// Elem is the generated struct of an array's entries.
 	Elem *Struct
-	// Embed is the shared struct embedded in place of this and other properties.
-	Embed string
 
 	Min, Max             *float64
 	MinLength, MaxLength *float64
@@ -206,23 +204,13 @@ func (p *Package) fields(d *Def, s *Struct, underShared bool) ([]*Field, error) 
 	if err != nil {
 		return nil, err
 	}
-	embed, hasEmbed := p.Version.Embed[d.Name]
 	var out []*Field
-	embedded := false
 	for _, k := range keys {
-		inEmbed := hasEmbed && slices.Contains(embed.Props, k)
-		f, err := p.field(k, schemas[k], files[k], s, underShared || inEmbed)
+		f, err := p.field(k, schemas[k], files[k], s, underShared)
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", d.Name, k, err)
 		}
 		f.Required = required[k]
-		if inEmbed {
-			if !embedded {
-				embedded = true
-				out = append(out, &Field{Embed: embed.Type})
-			}
-			continue
-		}
 		out = append(out, f)
 	}
 	return out, nil

@@ -157,7 +157,7 @@ type checkWriter struct {
 
 // field writes the checks of property f of definition def.
 func (w *checkWriter) field(def string, f *Field) {
-	if f.Embed != "" || f.ReadOnly {
+	if f.ReadOnly {
 		return
 	}
 	body := &w.body

@@ -136,7 +136,7 @@ func (p *Package) typesFile() ([]byte, error) {
 		}
 		for _, s := range p.Structs {
 			for _, f := range s.Fields {
-				if strings.Contains(f.Type, prefix) || strings.HasPrefix(f.Embed, prefix) {
+				if strings.Contains(f.Type, prefix) {
 					return true
 				}
 			}
@@ -156,10 +156,6 @@ func (p *Package) typesFile() ([]byte, error) {
 		fmt.Fprintf(&b, "// %s is the definition %s of the specification. Pointers tell \"absent\" from a zero value.\n", s.Name, s.Def)
 		fmt.Fprintf(&b, "type %s struct {\n", s.Name)
 		for _, f := range s.Fields {
-			if f.Embed != "" {
-				fmt.Fprintf(&b, "%s\n", f.Embed)
-				continue
-			}
 			if f.ReadOnly {
 				fmt.Fprintf(&b, "// %s is read-only: accepted in a body and ignored.\n", f.Go)
 			}

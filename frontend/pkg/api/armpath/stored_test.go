@@ -91,3 +91,72 @@ func FuzzStoredNodePoolDocument(f *testing.F) {
 		_ = json.Unmarshal(doc, &np)
 	})
 }
+
+// oddStoredExternalAuths are stored external auth documents whose values have another shape
+// than the specification's (only a stored document can hold one: a body is decoded strictly).
+var oddStoredExternalAuths = []struct {
+	name, doc string
+	path      string // the ARM path the error names
+}{
+	{"properties_a_list", `{"properties":[1]}`, "properties"},
+	{"issuer_a_string", `{"properties":{"issuer":"https://i"}}`, "properties.issuer"},
+	{"url_a_number", `{"properties":{"issuer":{"url":1}}}`, "properties.issuer.url"},
+	{"audiences_a_string", `{"properties":{"issuer":{"audiences":"a"}}}`, "properties.issuer.audiences"},
+	{"an_audience_null", `{"properties":{"issuer":{"audiences":[null]}}}`, "properties.issuer.audiences"},
+	{"clients_an_object", `{"properties":{"clients":{"clientId":"a"}}}`, "properties.clients"},
+	{"a_client_a_number", `{"properties":{"clients":[7]}}`, "properties.clients"},
+	{"component_a_string", `{"properties":{"clients":[{"component":"console"}]}}`, "properties.clients.component"},
+	{"claim_a_list", `{"properties":{"claim":[]}}`, "properties.claim"},
+	{"username_a_string", `{"properties":{"claim":{"mappings":{"username":"sub"}}}}`, "properties.claim.mappings.username"},
+	{"prefix_policy_a_bool", `{"properties":{"claim":{"mappings":{"username":{"prefixPolicy":true}}}}}`, "properties.claim.mappings.username.prefixPolicy"},
+	{"rules_an_object", `{"properties":{"claim":{"validationRules":{"type":"RequiredClaim"}}}}`, "properties.claim.validationRules"},
+	{"required_claim_a_string", `{"properties":{"claim":{"validationRules":[{"requiredClaim":"tid"}]}}}`, "properties.claim.validationRules.requiredClaim"},
+}
+
+// readStoredExternalAuth reads a stored external auth document as the frontend does, turning a
+// panic into an error of the test.
+func readStoredExternalAuth(doc []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panicked: %v", r)
+		}
+	}()
+	var ea api.ExternalAuth
+	if jerr := json.Unmarshal(doc, &ea); jerr != nil {
+		return fmt.Errorf("refused: %w", jerr)
+	}
+	return nil
+}
+
+// TestStoredExternalAuthOfOddShapeIsAnError: a stored external auth document whose value has
+// another shape than its property's is refused with an error naming the property's ARM path;
+// it never panics.
+func TestStoredExternalAuthOfOddShapeIsAnError(t *testing.T) {
+	for _, tc := range oddStoredExternalAuths {
+		t.Run(tc.name, func(t *testing.T) {
+			err := readStoredExternalAuth([]byte(tc.doc))
+			if err == nil || !strings.HasPrefix(err.Error(), "refused: ") || !strings.Contains(err.Error(), tc.path) {
+				t.Fatalf("reading %s: %v; want it refused naming %s", tc.doc, err, tc.path)
+			}
+		})
+	}
+}
+
+// FuzzStoredExternalAuthDocument: reading any stored external auth document gives an external
+// auth or an error, never a panic, and what reads renders and is written back.
+func FuzzStoredExternalAuthDocument(f *testing.F) {
+	f.Add([]byte(`{"properties":{"issuer":{"url":"https://i","audiences":["a"]},"clients":[{"component":{"name":"c","authClientNamespace":"n"},"clientId":"a","type":"Public"}],
+		"claim":{"mappings":{"username":{"claim":"sub","prefixPolicy":"None"},"groups":{"claim":"g"}},"validationRules":[{"type":"RequiredClaim","requiredClaim":{"claim":"c","requiredValue":"v"}}]}}}`))
+	for _, tc := range oddStoredExternalAuths {
+		f.Add([]byte(tc.doc))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var ea api.ExternalAuth
+		if json.Unmarshal(doc, &ea) != nil {
+			return
+		}
+		if _, err := json.Marshal(&ea); err != nil {
+			t.Fatalf("write %s: %v", doc, err)
+		}
+	})
+}

@@ -126,6 +126,44 @@ type OsDiskProfile struct {
 	EncryptionSetID        *string `json:"encryptionSetId,omitempty"`
 }
 
+// ExternalAuth is the definition ExternalAuth of the specification. Pointers tell "absent" from a zero value.
+type ExternalAuth struct {
+	// ID is read-only: accepted in a body and ignored.
+	ID *string `json:"id,omitempty"`
+	// Name is read-only: accepted in a body and ignored.
+	Name *string `json:"name,omitempty"`
+	// Type is read-only: accepted in a body and ignored.
+	Type *string `json:"type,omitempty"`
+	// SystemData is read-only: accepted in a body and ignored.
+	SystemData *arm.SystemData         `json:"systemData,omitempty"`
+	Properties *ExternalAuthProperties `json:"properties,omitempty"`
+}
+
+// ExternalAuthProperties is the definition ExternalAuthProperties of the specification. Pointers tell "absent" from a zero value.
+type ExternalAuthProperties struct {
+	// ProvisioningState is read-only: accepted in a body and ignored.
+	ProvisioningState *string `json:"provisioningState,omitempty"`
+	// Condition is read-only: accepted in a body and ignored.
+	Condition *ExternalAuthCondition      `json:"condition,omitempty"`
+	Issuer    *TokenIssuerProfile         `json:"issuer,omitempty"`
+	Clients   []ExternalAuthClientProfile `json:"clients,omitempty"`
+	Claim     *ExternalAuthClaimProfile   `json:"claim,omitempty"`
+}
+
+// ExternalAuthCondition is the definition ExternalAuthCondition of the specification. Pointers tell "absent" from a zero value.
+type ExternalAuthCondition struct {
+	// Type is read-only: accepted in a body and ignored.
+	Type *string `json:"type,omitempty"`
+	// Status is read-only: accepted in a body and ignored.
+	Status *string `json:"status,omitempty"`
+	// LastTransitionTime is read-only: accepted in a body and ignored.
+	LastTransitionTime *string `json:"lastTransitionTime,omitempty"`
+	// Reason is read-only: accepted in a body and ignored.
+	Reason *string `json:"reason,omitempty"`
+	// Message is read-only: accepted in a body and ignored.
+	Message *string `json:"message,omitempty"`
+}
+
 // Definitions whose shape is the same in every api-version: their types and conversions live in package profiles.
 type (
 	VersionProfile                     = profiles.VersionProfile
@@ -143,9 +181,6 @@ type (
 	NodePoolAutoScaling                = profiles.NodePoolAutoScaling
 	Label                              = profiles.Label
 	Taint                              = profiles.Taint
-	ExternalAuth                       = profiles.ConditionExternalAuth
-	ExternalAuthProperties             = profiles.ConditionExternalAuthProperties
-	ExternalAuthCondition              = profiles.ExternalAuthCondition
 	TokenIssuerProfile                 = profiles.TokenIssuerProfile
 	ExternalAuthClientProfile          = profiles.ExternalAuthClientProfile
 	ExternalAuthClientComponentProfile = profiles.ExternalAuthClientComponentProfile

@@ -179,8 +179,10 @@ type ExternalAuthProperties struct {
 	// ProvisioningState is read-only: accepted in a body and ignored.
 	ProvisioningState *string `json:"provisioningState,omitempty"`
 	// Status is read-only: accepted in a body and ignored.
-	Status *ResourceStatus `json:"status,omitempty"`
-	profiles.ExternalAuthFields
+	Status  *ResourceStatus             `json:"status,omitempty"`
+	Issuer  *TokenIssuerProfile         `json:"issuer,omitempty"`
+	Clients []ExternalAuthClientProfile `json:"clients,omitempty"`
+	Claim   *ExternalAuthClaimProfile   `json:"claim,omitempty"`
 }
 
 // Definitions whose shape is the same in every api-version: their types and conversions live in package profiles.
