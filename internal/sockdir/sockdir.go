@@ -102,8 +102,15 @@ func At(dir, longest string) error {
 
 // CheckParent refuses a parent in which another user could rename a socket directory away and
 // put one of their own in its place: one owned by a user other than this one or root, or that
-// others may write to without the sticky bit (the system's /tmp, root's and 1777, has it).
+// others may write to without the sticky bit (the system's /tmp, root's and 1777, has it). It
+// also refuses a parent whose path goes through a symbolic link another user owns (its own
+// name or an ancestor's): that user may replace the link, even in a sticky directory, by one to
+// a directory of theirs. The ancestors' own modes are not judged (a pod's emptyDir root is
+// root's and 0777, and the pod has one user).
 func CheckParent(parent string) error {
+	if err := checkLinks(parent); err != nil {
+		return err
+	}
 	fi, err := os.Stat(parent)
 	if err != nil {
 		return fmt.Errorf("socket directory: %w", err)
@@ -119,6 +126,29 @@ func CheckParent(parent string) error {
 		return fmt.Errorf("socket directory: others may write to %s (mode %o) and it has no sticky bit: name a directory only this user may write to", parent, fi.Mode().Perm())
 	}
 	return nil
+}
+
+// checkLinks refuses a path one of whose components (itself included) is a symbolic link owned
+// by a user other than this one or root. The components are those of the path as written;
+// links within a link's target are not followed.
+func checkLinks(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return fmt.Errorf("socket directory: %w", err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode()&fs.ModeSymlink != 0 &&
+			st.Uid != uint32(os.Geteuid()) && st.Uid != 0 {
+			return fmt.Errorf("socket directory: %s is a symbolic link of user %d, not this one (%d) or root, who may point it elsewhere: name a directory of this user's", p, st.Uid, os.Geteuid())
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
+	}
 }
 
 // Fits fails when a socket named name in dir would be too long a path for a unix socket.

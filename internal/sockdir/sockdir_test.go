@@ -399,3 +399,56 @@ func TestParseStat(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckParentRefusesAnotherUsersSymlink: a parent reached through a symbolic link another
+// user owns is refused, even when the link's target is a safe directory (root's, 0755): that
+// user may swap the link (their own entry, even in a sticky directory such as /tmp) for one to
+// a directory of theirs, with a socket of their own where a client looks. A link of this user's
+// (or root's) is followed as before.
+func TestCheckParentRefusesAnotherUsersSymlink(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("another user's symbolic link needs root (lchown)")
+	}
+	base := t.TempDir()
+	sticky := filepath.Join(base, "sticky")
+	safe := filepath.Join(base, "safe")
+	for _, d := range []string{sticky, safe} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(sticky, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(safe, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	theirs := filepath.Join(sticky, "theirs")
+	own := filepath.Join(sticky, "own")
+	for _, l := range []string{theirs, own} {
+		if err := os.Symlink(safe, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Lchown(theirs, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		parent string
+		ok     bool
+	}{
+		{theirs, false},
+		{filepath.Join(theirs, "sub"), false},
+		{own, true},
+		{filepath.Join(own, "sub"), true},
+	}
+	for _, tc := range cases {
+		if err := CheckParent(tc.parent); tc.ok != (err == nil) {
+			t.Errorf("CheckParent(%s) = %v, want accepted %v", tc.parent, err, tc.ok)
+		}
+	}
+	if dir, err := New(theirs, "test-", "localhost"); err == nil {
+		Remove(dir)
+		t.Errorf("New under another user's symbolic link made %s", dir)
+	}
+}
