@@ -29,6 +29,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/openhcp/openhcp/internal/procstat"
 	"github.com/openhcp/openhcp/internal/sockdir"
 	"github.com/openhcp/openhcp/internal/spawn"
 )
@@ -284,21 +285,8 @@ func running(pid int) bool {
 
 // procStat reads the parent PID and state of pid from /proc/<pid>/stat.
 func procStat(pid int) (ppid int, state string, ok bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, "", false
-	}
-	// pid (comm) state ppid …; comm may hold spaces and parentheses, so split after the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, "", false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, "", false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return ppid, f[0], err == nil
+	st, err := procstat.Read(pid)
+	return st.PPID, st.State, err == nil
 }
 
 // socketName is the name of a PostgreSQL (or PgBouncer) socket for port in its directory.

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/openhcp/openhcp/internal/procstat"
 )
 
 const (
@@ -227,11 +229,11 @@ type owner struct {
 
 // writeOwner records process pid (this process, or one a test names) as dir's owner.
 func writeOwner(dir string, pid int) error {
-	start, ok := startTime(pid)
-	if !ok {
-		return fmt.Errorf("socket directory: no start time of process %d", pid)
+	st, err := procstat.Read(pid)
+	if err != nil {
+		return fmt.Errorf("socket directory: the start time of process %d: %w", pid, err)
 	}
-	rec := fmt.Sprintf("%d %d %s\n", pid, start, pidNamespace())
+	rec := fmt.Sprintf("%d %d %s\n", pid, st.StartTicks, pidNamespace())
 	if err := os.WriteFile(filepath.Join(dir, OwnerFile), []byte(rec), 0o600); err != nil {
 		return fmt.Errorf("socket directory: record its owner: %w", err)
 	}
@@ -259,44 +261,14 @@ func readOwner(dir string) (owner, bool) {
 // alive reports whether the owner process still runs: its PID is in use by a process started
 // at the recorded time that is not a zombie. What cannot be read counts as alive.
 func (o owner) alive() bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(o.pid), "stat"))
+	st, err := procstat.Read(o.pid)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 		return false
 	}
 	if err != nil {
 		return true
 	}
-	state, start, ok := parseStat(b)
-	if !ok {
-		return true
-	}
-	return start == o.start && state != "Z" && state != "X"
-}
-
-// startTime is process pid's start time (clock ticks after boot).
-func startTime(pid int) (uint64, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	_, start, ok := parseStat(b)
-	return start, ok
-}
-
-// parseStat reads a /proc/<pid>/stat line's state (field 3) and start time (field 22). The
-// command name (field 2) is in parentheses and may hold spaces and parentheses itself: the
-// fields after it are counted from its last ')'.
-func parseStat(b []byte) (state string, start uint64, ok bool) {
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return "", 0, false
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	return f[0], start, err == nil
+	return st.StartTicks == o.start && st.State != "Z" && st.State != "X"
 }
 
 // pidNamespace names this process's PID namespace ("pid:[<inode>]"), "" if unknown. A PID

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/procstat"
 )
 
 // nobody is another user's ID in these tests (Debian's nobody).
@@ -357,7 +359,7 @@ func waitZombie(t *testing.T, pid int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if state, _, ok := parseStat(b); ok && state == "Z" {
+		if st, ok := procstat.Parse(b); ok && st.State == "Z" {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -375,28 +377,6 @@ func TestSweepRefusesAParentOthersMayWriteTo(t *testing.T) {
 	}
 	if removed, err := Sweep(filepath.Join(t.TempDir(), "missing"), "sw-"); err != nil || len(removed) != 0 {
 		t.Fatalf("Sweep of a missing parent = %v, %v; want nothing, no error", removed, err)
-	}
-}
-
-// TestParseStat: the fields are counted from the command name's last ')', which may hold spaces
-// and parentheses.
-func TestParseStat(t *testing.T) {
-	rest := strings.Repeat(" 0", 18) + " 4242 0 0" // fields 4-21, 22, 23-24
-	cases := []struct {
-		line  string
-		state string
-		ok    bool
-	}{
-		{"12 (sleep) S" + rest, "S", true},
-		{"12 (a) b) (c) Z" + rest, "Z", true},
-		{"12 (sleep) S 0 0", "", false},
-		{"no parenthesis", "", false},
-	}
-	for _, tc := range cases {
-		state, start, ok := parseStat([]byte(tc.line))
-		if ok != tc.ok || state != tc.state || (ok && start != 4242) {
-			t.Errorf("parseStat(%q) = %q, %d, %v; want %q, 4242, %v", tc.line, state, start, ok, tc.state, tc.ok)
-		}
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/encryptionconfig"
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/procstat"
 	"github.com/openhcp/openhcp/internal/sockdir"
 )
 
@@ -937,14 +938,8 @@ const orphanExitWait = 30 * time.Second
 // processRunning reports whether pid runs (a zombie waiting to be reaped does not: it holds no
 // port any more).
 func processRunning(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	i := bytes.LastIndexByte(stat, ')')
-	fields := strings.Fields(string(stat[i+1:]))
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+	st, err := procstat.Read(pid)
+	return err == nil && st.State != "Z" && st.State != "X"
 }
 
 // stop ends the cluster's kube-apiserver and then its etcd (those that run).
