@@ -122,18 +122,8 @@ func PatchExternalAuth(v ExternalAuthVersion, stored *ExternalAuth, body []byte)
 	shown := *stored
 	shown.Condition = nil
 	rendered := v.RenderExternalAuth(&shown)
-	patch, err := decodePatch(body, rendered, v.String(), externalAuthUpdatePaths, "cluster")
-	if err != nil {
-		return nil, err
-	}
-	doc, err := renderedBody(rendered)
-	if err != nil {
-		return nil, err
-	}
-	if props, ok := doc["properties"].(map[string]any); ok {
-		delete(props, "provisioningState")
-	}
-	merged, err := json.Marshal(mergePatch(doc, patch))
+	merged, err := patchedBody(body, rendered, v.String(), externalAuthUpdatePaths, "cluster",
+		func(merged, _ map[string]any) { dropReadOnly(merged, "provisioningState") })
 	if err != nil {
 		return nil, err
 	}

@@ -197,42 +197,32 @@ func LookupNodePool(apiVersion string) (NodePoolVersion, bool) {
 // validates the result like a PUT body. Keys outside the update schema are errors naming them.
 func PatchNodePool(v NodePoolVersion, stored *NodePool, body []byte) (*NodePool, error) {
 	rendered := v.RenderNodePool(stored)
-	patch, err := decodePatch(body, rendered, v.String(), v.NodePoolUpdatePaths(), "node pool")
-	if err != nil {
-		return nil, err
-	}
-	doc, err := renderedBody(rendered)
-	if err != nil {
-		return nil, err
-	}
-	// The rendered pool is read back as a body: read-only fields are accepted and ignored by
-	// the decoder, but provisioningState and status are not the caller's to send.
-	if props, ok := doc["properties"].(map[string]any); ok {
-		delete(props, "provisioningState")
-		delete(props, "status")
-	}
-	merged := mergePatch(doc, patch).(map[string]any)
-	// replicas and autoScaling exclude each other: a patch that sets one drops the other.
-	if pp, ok := patch["properties"].(map[string]any); ok {
-		if props, ok := merged["properties"].(map[string]any); ok {
-			dropOther := func(set, other string) {
-				for k, val := range pp {
-					if equalFold(k, set) && val != nil {
-						for mk := range props {
-							if equalFold(mk, other) {
-								if _, inPatch := pp[mk]; !inPatch {
-									delete(props, mk)
-								}
+	b, err := patchedBody(body, rendered, v.String(), v.NodePoolUpdatePaths(), "node pool", func(merged, patch map[string]any) {
+		// The rendered pool is read back as a body: provisioningState and status are not the
+		// caller's to send.
+		dropReadOnly(merged, "provisioningState", "status")
+		// replicas and autoScaling exclude each other: a patch that sets one drops the other.
+		pp, ok := patch["properties"].(map[string]any)
+		props, ok2 := merged["properties"].(map[string]any)
+		if !ok || !ok2 {
+			return
+		}
+		dropOther := func(set, other string) {
+			for k, val := range pp {
+				if equalFold(k, set) && val != nil {
+					for mk := range props {
+						if equalFold(mk, other) {
+							if _, inPatch := pp[mk]; !inPatch {
+								delete(props, mk)
 							}
 						}
 					}
 				}
 			}
-			dropOther("autoScaling", "replicas")
-			dropOther("replicas", "autoScaling")
 		}
-	}
-	b, err := json.Marshal(merged)
+		dropOther("autoScaling", "replicas")
+		dropOther("replicas", "autoScaling")
+	})
 	if err != nil {
 		return nil, err
 	}

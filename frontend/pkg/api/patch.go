@@ -16,16 +16,7 @@ var readOnlyEnvelope = []string{"id", "name", "type", "systemData"}
 // Patch implements Version.PatchCluster for a version: updatePaths are the paths of the
 // version's update schema (HcpOpenShiftClusterUpdate), each allowing everything below it.
 func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Cluster, error) {
-	rendered := v.RenderCluster(stored)
-	patch, err := decodePatch(body, rendered, v.String(), updatePaths, "cluster")
-	if err != nil {
-		return nil, err
-	}
-	doc, err := renderedBody(rendered)
-	if err != nil {
-		return nil, err
-	}
-	merged, err := json.Marshal(mergePatch(doc, patch))
+	merged, err := patchedBody(body, v.RenderCluster(stored), v.String(), updatePaths, "cluster", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +26,37 @@ func Patch(v Version, stored *Cluster, body []byte, updatePaths []string) (*Clus
 	}
 	v.Preserve(stored, next)
 	return next, nil
+}
+
+// patchedBody is the body a PATCH makes of a resource, for the version's decoder to read as a
+// PUT body: the patch (decodePatch: updatePaths and noun as there) merged (RFC 7396) into
+// rendered, the resource as the version shows it. Every kind patches through it; what differs
+// is the kind's, in adjust, called with the merged document and the patch before the document
+// is written out (a nil adjust changes nothing).
+func patchedBody(body []byte, rendered any, version string, updatePaths []string, noun string, adjust func(merged, patch map[string]any)) ([]byte, error) {
+	patch, err := decodePatch(body, rendered, version, updatePaths, noun)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := renderedBody(rendered)
+	if err != nil {
+		return nil, err
+	}
+	merged, _ := mergePatch(doc, patch).(map[string]any)
+	if adjust != nil {
+		adjust(merged, patch)
+	}
+	return json.Marshal(merged)
+}
+
+// dropReadOnly removes the read-only properties keys from a merged body: the decoder accepts
+// and ignores read-only fields, but these are not the caller's to send.
+func dropReadOnly(merged map[string]any, keys ...string) {
+	if props, ok := merged["properties"].(map[string]any); ok {
+		for _, k := range keys {
+			delete(props, k)
+		}
+	}
 }
 
 // decodePatch reads a PATCH body: one JSON object (numbers kept as written, no key twice in an
