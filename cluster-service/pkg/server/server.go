@@ -76,6 +76,9 @@ type Server struct {
 	cfg     Config
 	metrics *metrics
 	watches *watchLimiter
+	// decodes turns a request that does not decode into InvalidArgument (decode.go): its codec
+	// is in ServerOptions, its handler wrappers in Register.
+	decodes *decodeFailures
 
 	drainOnce sync.Once
 	draining  chan struct{}
@@ -116,7 +119,8 @@ func New(st *store.Store, cfg Config) *Server {
 	if cfg.CustomerCredentialValidity <= 0 {
 		cfg.CustomerCredentialValidity = controller.DefaultCredentialValidity
 	}
-	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st), draining: make(chan struct{}), watches: newWatchLimiter(cfg.MaxWatchesPerCaller)}
+	s := &Server{st: st, cfg: cfg, metrics: newMetrics(st), draining: make(chan struct{}), watches: newWatchLimiter(cfg.MaxWatchesPerCaller),
+		decodes: &decodeFailures{}}
 	if cfg.Registerer != nil {
 		s.metrics.register(cfg.Registerer)
 		cfg.Registerer.MustRegister(s.watches.refused)
@@ -125,24 +129,29 @@ func New(st *store.Store, cfg Config) *Server {
 }
 
 // ServerOptions returns the interceptors (correlation-ID logging, metrics, panic recovery)
-// to pass to grpc.NewServer together with any transport options.
+// and the codec (a request that does not decode is InvalidArgument: decode.go) to pass to
+// grpc.NewServer together with any transport options; other interceptors (authz) chain after
+// these.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(s.decodes.codec()),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	}
 }
 
-// Register registers the Clusters, NodePools, ProvisionShards, Versions and UpgradePolicies
-// services on g.
+// Register registers the Clusters, NodePools, ProvisionShards, Versions, UpgradePolicies,
+// ExternalAuths and Credentials services on g, each handler answering InvalidArgument for a
+// request that does not decode (decode.go; g must have ServerOptions' codec).
 func (s *Server) Register(g *grpc.Server) {
-	csv1.RegisterClustersServer(g, s)
-	csv1.RegisterProvisionShardsServer(g, s)
-	csv1.RegisterNodePoolsServer(g, s)
-	csv1.RegisterVersionsServer(g, s)
-	csv1.RegisterUpgradePoliciesServer(g, s)
-	csv1.RegisterExternalAuthsServer(g, s.ExternalAuthsServer())
-	csv1.RegisterCredentialsServer(g, s.CredentialsServer())
+	r := registrar{g: g, f: s.decodes}
+	csv1.RegisterClustersServer(r, s)
+	csv1.RegisterProvisionShardsServer(r, s)
+	csv1.RegisterNodePoolsServer(r, s)
+	csv1.RegisterVersionsServer(r, s)
+	csv1.RegisterUpgradePoliciesServer(r, s)
+	csv1.RegisterExternalAuthsServer(r, s.ExternalAuthsServer())
+	csv1.RegisterCredentialsServer(r, s.CredentialsServer())
 }
 
 // ---- Clusters

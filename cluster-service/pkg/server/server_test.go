@@ -62,6 +62,8 @@ type env struct {
 	health   healthpb.HealthClient
 	reg      *prometheus.Registry
 	logs     *syncBuffer
+	// conn is the clients' connection, for a test that sends what no generated client would.
+	conn *grpc.ClientConn
 	// dsn is the store's database, for a test that changes it underneath the store.
 	dsn string
 }
@@ -100,7 +102,7 @@ func startOn(t *testing.T, pg *pgserver.Server) *env {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &env{st: st, clusters: csv1.NewClustersClient(conn), shards: csv1.NewProvisionShardsClient(conn), pools: csv1.NewNodePoolsClient(conn),
-		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), eas: csv1.NewExternalAuthsClient(conn), health: healthpb.NewHealthClient(conn), reg: reg, logs: logs, dsn: dsn}
+		versions: csv1.NewVersionsClient(conn), upgrades: csv1.NewUpgradePoliciesClient(conn), creds: csv1.NewCredentialsClient(conn), eas: csv1.NewExternalAuthsClient(conn), health: healthpb.NewHealthClient(conn), reg: reg, logs: logs, conn: conn, dsn: dsn}
 }
 
 func id(n int) string { return fmt.Sprintf("%032d", n) }

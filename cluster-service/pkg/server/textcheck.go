@@ -16,8 +16,8 @@ const maxNULViolations = 20
 // field, list entry or map key or value, each named by its field path
 // ("cluster.spec.labels[a]"), or nil. The store is PostgreSQL, whose jsonb and text refuse a
 // NUL: unchecked, such a request (from the admin API, or any client) failed its write with an
-// Internal error. gRPC already refuses invalid UTF-8 in a string field when it decodes one;
-// bytes fields may hold anything.
+// Internal error. Invalid UTF-8 in a string field is refused while the request is decoded
+// (InvalidArgument, decode.go); bytes fields may hold anything.
 func nulStrings(req any) error {
 	m, ok := req.(proto.Message)
 	if !ok {
