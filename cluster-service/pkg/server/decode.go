@@ -14,7 +14,8 @@ import (
 )
 
 // A request whose bytes do not decode (a string field holding invalid UTF-8, a truncated or
-// malformed message) is the caller's error: InvalidArgument, counted and logged as one.
+// malformed message) is the caller's error: InvalidArgument, counted and logged as one. So is
+// one that decodes but holds a NUL in a string (nulStrings), checked at the same place.
 //
 // grpc-go decodes a unary request in the generated method handler, before any interceptor
 // runs, and a stream's request in RecvMsg; either way it turns the codec's error into a new
@@ -132,6 +133,9 @@ func (f *decodeFailures) unary(h grpc.MethodHandler) grpc.MethodHandler {
 				if refusal != nil {
 					return nil, refusal
 				}
+				if err := nulStrings(req); err != nil {
+					return nil, err
+				}
 				return handler(ctx, req)
 			}
 			if interceptor == nil {
@@ -161,5 +165,8 @@ func (s *decodingStream) RecvMsg(m any) error {
 	if err != nil {
 		return err
 	}
-	return refusal
+	if refusal != nil {
+		return refusal
+	}
+	return nulStrings(m)
 }

@@ -175,6 +175,10 @@ func TestUndecodableRequestAfterAuthorization(t *testing.T) {
 		{"frontend may create", csv1.Clusters_CreateCluster_FullMethodName, pki.Frontend, false, createWithVersion("4.19\xfe"), codes.InvalidArgument},
 		{"maintenance may not watch", csv1.Clusters_WatchClusters_FullMethodName, pki.Maintenance, true, []byte{0x08, 0xff}, codes.PermissionDenied},
 		{"backend may watch", csv1.Clusters_WatchClusters_FullMethodName, pki.Backend, true, []byte{0x08, 0xff}, codes.InvalidArgument},
+		// A NUL decodes (it is valid UTF-8) and is refused as the store cannot hold it
+		// (nulStrings): after authz too.
+		{"maintenance may not create a NUL", csv1.Clusters_CreateCluster_FullMethodName, pki.Maintenance, false, createWithVersion("4.19\x00"), codes.PermissionDenied},
+		{"frontend may create a NUL", csv1.Clusters_CreateCluster_FullMethodName, pki.Frontend, false, createWithVersion("4.19\x00"), codes.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := callRaw(ctx, e.as[tc.as], tc.method, tc.stream, tc.wire); status.Code(err) != tc.want {

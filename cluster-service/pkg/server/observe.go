@@ -61,9 +61,6 @@ func (s *Server) unaryInterceptor(ctx context.Context, req any, info *grpc.Unary
 		}
 		s.observe(log, info.FullMethod, start, err)
 	}()
-	if err := nulStrings(req); err != nil {
-		return nil, err
-	}
 	return handler(ctx, req)
 }
 
@@ -73,14 +70,6 @@ type loggedStream struct {
 }
 
 func (l *loggedStream) Context() context.Context { return l.ctx }
-
-// RecvMsg refuses a request message holding a NUL, as the unary interceptor does (nulStrings).
-func (l *loggedStream) RecvMsg(m any) error {
-	if err := l.ServerStream.RecvMsg(m); err != nil {
-		return err
-	}
-	return nulStrings(m)
-}
 
 func (s *Server) streamInterceptor(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	log := s.requestLogger(ss.Context(), info.FullMethod)
