@@ -76,6 +76,9 @@ type MaestroServerOptions struct {
 	LogDir string
 	// Verbosity is klog's -v; default 2.
 	Verbosity int
+	// GRPCMaxConns caps the host's forward of the gRPC port (with TLS; 0: that of
+	// maestrogate.InboundForwardLimits). Tests lower it to reach the cap cheaply.
+	GRPCMaxConns int
 }
 
 // MaestroServerTLS is the server side of Maestro's REST and gRPC TLS.
@@ -107,9 +110,12 @@ type MaestroServer struct {
 	// without TLS.
 	RESTClient *http.Client
 	// GRPCAddr is host:port of the gRPC source server that Cluster Service publishes to.
-	GRPCAddr   string
-	MetricsURL string
-	HealthURL  string
+	GRPCAddr string
+	// GRPCForward is the host's forward of GRPCAddr into the server's namespace (with TLS; nil
+	// without).
+	GRPCForward *maestrogate.Forwarder
+	MetricsURL  string
+	HealthURL   string
 	// Args is the server's command line, for logs and docs.
 	Args []string
 	// Proc is the running process (a new one after Restart); Process reads it safely while a
@@ -241,10 +247,11 @@ func StartMaestroServer(ctx context.Context, o MaestroServerOptions) (*MaestroSe
 		if err != nil {
 			return nil, fmt.Errorf("maestro server: authorizer: %w", err)
 		}
-		if s.isolation, err = isolateMaestro(t, httpPort, []int{grpcPort, metricsPort, healthPort},
+		if s.isolation, err = isolateMaestro(t, httpPort, inboundPorts{gRPC: grpcPort, gRPCMaxConns: o.GRPCMaxConns, plain: []int{metricsPort, healthPort}},
 			[]string{o.MQTTAddr, dbAddr, authzAddr}, filepath.Join(o.LogDir, o.Name+"-gate.log")); err != nil {
 			return nil, err
 		}
+		s.GRPCForward = s.isolation.grpc
 		s.spec.Start = s.isolation.ns.Start
 	}
 	if err := s.start(ctx); err != nil {

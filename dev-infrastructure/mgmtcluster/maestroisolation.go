@@ -30,7 +30,8 @@ import (
 //   - REST: maestrogate, which requires a client certificate of the region CA and admits only
 //     the identities of MaestroServerTLS.RESTClients, then proxies into the namespace;
 //   - gRPC, health, metrics: forwarded byte for byte (Maestro's mutual TLS and authorizer guard
-//     gRPC; health and metrics carry nothing secret);
+//     gRPC, and its forward keeps only proven connections at its cap,
+//     maestrogate.InboundClientCertForwardLimits; health and metrics carry nothing secret);
 //   - and the other way, from the namespace to the host, the broker, the database and the
 //     authorizer apiserver, at the very addresses the server's configuration names.
 
@@ -43,12 +44,22 @@ type maestroIsolation struct {
 	listeners []net.Listener
 	outbound  map[string]bool
 	rest      *http.Server
+	grpc      *maestrogate.Forwarder // the gRPC port's forward
+}
+
+// inboundPorts are the server's ports forwarded byte for byte from the host's loopback.
+type inboundPorts struct {
+	// gRPC is the gRPC source API's port; gRPCMaxConns its forward's cap (0: that of
+	// maestrogate.InboundForwardLimits).
+	gRPC, gRPCMaxConns int
+	// plain are the plaintext ports (health, metrics).
+	plain []int
 }
 
 // isolateMaestro makes the namespace, the inbound listeners (REST through the gate; gRPC,
 // health and metrics forwarded) and the outbound forwards to each of outbound (host:port on
 // loopback).
-func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound []string, logPath string) (_ *maestroIsolation, err error) {
+func isolateMaestro(t *MaestroServerTLS, restPort int, inbound inboundPorts, outbound []string, logPath string) (_ *maestroIsolation, err error) {
 	ns, err := netns.New()
 	if err != nil {
 		return nil, fmt.Errorf("maestro server isolation: %w", err)
@@ -65,14 +76,20 @@ func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound
 			m.Close()
 		}
 	}()
-	for _, port := range forwarded {
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("maestro server isolation: listen on %s: %w", addr, err)
+	// Maestro's gRPC requires a client certificate of ClientCAFile: at the cap, connections not
+	// yet proven make room (docs/security.md, "Server limits"); health and metrics are plaintext
+	// and keep the silent rule.
+	grpcLimits := maestrogate.InboundClientCertForwardLimits()
+	if inbound.gRPCMaxConns > 0 {
+		grpcLimits.MaxConns = inbound.gRPCMaxConns
+	}
+	if m.grpc, err = m.forwardIn(inbound.gRPC, grpcLimits); err != nil {
+		return nil, err
+	}
+	for _, port := range inbound.plain {
+		if _, err := m.forwardIn(port, maestrogate.InboundForwardLimits()); err != nil {
+			return nil, err
 		}
-		m.add(l)
-		go maestrogate.Forward(l, maestrogate.InboundForwardLimits(), func(ctx context.Context) (net.Conn, error) { return ns.DialContext(ctx, "tcp", addr) }, m.log)
 	}
 	for _, addr := range outbound {
 		if addr == "" {
@@ -105,6 +122,19 @@ func isolateMaestro(t *MaestroServerTLS, restPort int, forwarded []int, outbound
 		}
 	}()
 	return m, nil
+}
+
+// forwardIn forwards the host's 127.0.0.1:port to the same address in the namespace.
+func (m *maestroIsolation) forwardIn(port int, limits maestrogate.ForwardLimits) (*maestrogate.Forwarder, error) {
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("maestro server isolation: listen on %s: %w", addr, err)
+	}
+	m.add(l)
+	f := maestrogate.NewForwarder(limits, func(ctx context.Context) (net.Conn, error) { return m.ns.DialContext(ctx, "tcp", addr) }, m.log)
+	go f.Serve(l)
+	return f, nil
 }
 
 func (m *maestroIsolation) add(l net.Listener) {

@@ -49,6 +49,19 @@ func InboundForwardLimits() ForwardLimits {
 	return ForwardLimits{MaxConns: 256, IdleTimeout: 2 * time.Minute}
 }
 
+// InboundClientCertForwardLimits are InboundForwardLimits for a port whose server requires a
+// client certificate of its CA over TLS (Maestro's gRPC: TLS 1.3, RequireAndVerifyClientCert): at
+// the cap, a connection the server has not yet proven (ClientCertProof) makes room for a caller
+// who waits, whatever its caller sent. Under the silent rule alone, ClientHello-only or one-byte
+// sockets from a process holding no certificate held every slot until Maestro's handshake
+// timeout (120 s), and Cluster Service could not reach Maestro meanwhile
+// (mgmtcluster TestMaestroGRPCOutlastsAFlood).
+func InboundClientCertForwardLimits() ForwardLimits {
+	l := InboundForwardLimits()
+	l.Proof = ClientCertProof
+	return l
+}
+
 // OutboundForwardLimits are the limits of the forwards from an isolated Maestro server to the
 // host (broker, database, authorizer apiserver). Their one caller is that server, whose database
 // pool may keep a connection idle for as long as it likes, so there is no idle timeout; the cap

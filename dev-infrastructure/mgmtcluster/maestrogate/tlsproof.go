@@ -41,6 +41,17 @@ type Proof interface {
 // verified client gets session tickets (TLS 1.3) and then its MQTT answers (CONNACK, SUBACK,
 // PUBACK): two. The count relies on the server writing a flight at once (OpenSSL buffers one and
 // writes it whole), so that one flight is not read as two bursts with a caller's bytes between.
+//
+// It holds the same for Maestro's gRPC server (grpc-go, Go's TLS 1.3 with a client certificate
+// required; seen with the real server, TestClientCertProofGRPC and mgmtcluster
+// TestMaestroGRPCOutlastsAFlood). Go's server buffers its first flight and writes it whole (17 KB
+// with the region's certificate, read by the forward at once), and an HTTP/2 server speaks first
+// only after the handshake: its SETTINGS come after it verified the client's certificate. A
+// caller without one, or with another CA's, gets one encrypted alert after its second flight and
+// the server closes. A verified client gets a session ticket (when it offers resumption) and
+// the server's SETTINGS after its second flight, one answer, and the answer to its first call,
+// or a SETTINGS or PING acknowledgement after bytes of its own, the second: a gRPC connection
+// that never calls stays unproven.
 func ClientCertProof() Proof {
 	return &clientCertProof{}
 }

@@ -8,12 +8,20 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 )
 
 // testCA issues certificates for the proof's tests.
@@ -195,4 +203,128 @@ func closedOrStale(c *tls.Conn) bool {
 	}
 	ne, ok := err.(net.Error)
 	return !ok || !ne.Timeout()
+}
+
+// TestClientCertProofGRPC: ClientCertProof on a gRPC server as Maestro runs its own (grpc-go,
+// TLS 1.3 only, a client certificate of its CA required), through a forward capped at one
+// connection. A client with its certificate is proven once the server has answered its first
+// call (the server's SETTINGS after the client's second flight, then the answer to its request)
+// and keeps its slot against a waiting caller; a client without a certificate, or with another
+// CA's, gets one encrypted alert, is never proven, and its connection ends with the server's.
+func TestClientCertProofGRPC(t *testing.T) {
+	ca, other := newTestCA(t), newTestCA(t)
+	gl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{ca.issue(t, "server", x509.ExtKeyUsageServerAuth)},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: ca.pool, MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13})))
+	go func() { _ = gs.Serve(gl) }()
+	t.Cleanup(gs.Stop)
+	for _, tc := range []struct {
+		name   string
+		cert   []tls.Certificate
+		cache  bool // a session cache: the client offers resumption, and the server sends a ticket
+		proven bool
+	}{
+		{"with_its_certificate", []tls.Certificate{ca.issue(t, "client", x509.ExtKeyUsageClientAuth)}, false, true},
+		{"with_its_certificate_and_a_session_ticket", []tls.Certificate{ca.issue(t, "client", x509.ExtKeyUsageClientAuth)}, true, true},
+		{"without_a_certificate", nil, true, false},
+		{"with_another_cas_certificate", []tls.Certificate{other.issue(t, "client", x509.ExtKeyUsageClientAuth)}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close() })
+			var proven atomic.Bool
+			f := NewForwarder(ForwardLimits{MaxConns: 1, Proof: func() Proof { return &watchedProof{Proof: ClientCertProof(), proven: &proven} }},
+				func(ctx context.Context) (net.Conn, error) {
+					var d net.Dialer
+					return d.DialContext(ctx, "tcp", gl.Addr().String())
+				}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			go f.Serve(l)
+
+			cfg := &tls.Config{ServerName: "server", RootCAs: ca.pool, Certificates: tc.cert}
+			if tc.cache {
+				cfg.ClientSessionCache = tls.NewLRUClientSessionCache(1)
+			}
+			var dials atomic.Int32
+			conn, err := grpc.NewClient("passthrough:///"+l.Addr().String(), grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
+				grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+					dials.Add(1)
+					var d net.Dialer
+					return d.DialContext(ctx, "tcp", addr)
+				}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// answered: the server answers a call of a method it does not have Unimplemented.
+			answered := func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := conn.Invoke(ctx, "/test.Nothing/Here", &emptypb.Empty{}, &emptypb.Empty{}); status.Code(err) != codes.Unimplemented {
+					return fmt.Errorf("a call: %v, want Unimplemented from the server", err)
+				}
+				return nil
+			}
+			err = answered()
+			if !tc.proven {
+				if err == nil {
+					t.Fatal("a client the server must refuse was answered")
+				}
+				// The server closed the connection after its alert; so has the forward.
+				deadline := time.Now().Add(10 * time.Second)
+				for f.Active() > 0 && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if f.Active() > 0 {
+					t.Fatal("the forwarded connection outlived the server's end of it")
+				}
+				if proven.Load() {
+					t.Fatal("a client without a certificate of the server's CA was proven")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proven.Load() {
+				t.Fatal("a client the server answered was not proven")
+			}
+			// A waiting caller at the cap: the proven connection stays.
+			second, err := net.Dial("tcp", l.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer second.Close()
+			_, _ = second.Write([]byte{0x16})
+			// Three times UnfinishedGrace: a connection that could be closed for room would be.
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && dials.Load() == 1; {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := answered(); err != nil {
+				t.Fatal(err)
+			}
+			if n := dials.Load(); n != 1 {
+				t.Fatalf("the client dialled %d times: its proven connection was closed for room", n)
+			}
+		})
+	}
+}
+
+// watchedProof is a Proof that records whether it ever said proven.
+type watchedProof struct {
+	Proof
+	proven *atomic.Bool
+}
+
+func (w *watchedProof) FromTarget(b []byte) bool {
+	ok := w.Proof.FromTarget(b)
+	if ok {
+		w.proven.Store(true)
+	}
+	return ok
 }

@@ -1,7 +1,8 @@
 // Command maestro-gate runs beside the Maestro server in its pod (maestro/deploy/server) and is
 // the only way into it: Maestro binds every port to the pod's loopback, and the gate serves the
 // REST API with mutual TLS and an identity allow-list (package maestrogate), forwards the gRPC
-// and health ports as they are, and serves Maestro's plaintext /metrics over TLS (--metrics).
+// and health ports as they are (gRPC with --client-cert-forward: at its cap it keeps only proven
+// connections), and serves Maestro's plaintext /metrics over TLS (--metrics).
 // The pinned Maestro has no client authentication on its REST API (docs/security.md).
 package main
 
@@ -40,16 +41,32 @@ type config struct {
 	listen, upstream, upstreamCA string
 	tls                          tlsconfig.Files
 	rules                        maestrogate.Rules
-	forwards                     map[string]string // listen address → loopback target
+	forwards                     map[string]forward // by listen address
 	// metricsListen serves GET /metrics of metricsTarget (Maestro's plaintext metrics on the
 	// pod's loopback) over TLS with the gate's certificate.
 	metricsListen, metricsTarget string
 }
 
+// forward is one byte-for-byte forward.
+type forward struct {
+	target string // loopback host:port
+	// clientCert: the target is a TLS server that requires a client certificate of its CA, so
+	// at the cap a connection it has not proven (maestrogate.ClientCertProof) makes room.
+	clientCert bool
+}
+
+// limits are the forward's limits.
+func (f forward) limits() maestrogate.ForwardLimits {
+	if f.clientCert {
+		return maestrogate.InboundClientCertForwardLimits()
+	}
+	return maestrogate.InboundForwardLimits()
+}
+
 func parse(args []string) (config, error) {
 	fs := flag.NewFlagSet("maestro-gate", flag.ContinueOnError)
 	var c config
-	var allow, forward, metrics string
+	var allow, plainForward, clientCertForward, metrics string
 	fs.StringVar(&c.listen, "listen", ":8000", "address of the REST gate (HTTPS, client certificate required)")
 	fs.StringVar(&c.tls.Cert, "tls-cert", "", "server certificate (PEM), re-read when it changes (required)")
 	fs.StringVar(&c.tls.Key, "tls-key", "", "server key (PEM) (required)")
@@ -57,7 +74,8 @@ func parse(args []string) (config, error) {
 	fs.StringVar(&c.upstream, "upstream", "https://127.0.0.1:18000", "Maestro's REST API on the pod's loopback")
 	fs.StringVar(&c.upstreamCA, "upstream-ca", "", "CA of Maestro's REST certificate (required)")
 	fs.StringVar(&allow, "allow", "", "workload SPIFFE IDs (the client certificate's URI SAN) and what each may do: spiffe://<trust domain>/ns/<ns>/sa/<sa>=read-write|read-only,… (required)")
-	fs.StringVar(&forward, "forward", "", "listen=target,… byte-for-byte forwards (gRPC, health, metrics); targets must be loopback")
+	fs.StringVar(&plainForward, "forward", "", "listen=target,… byte-for-byte forwards (health); targets must be loopback; at the cap a caller silent for a second makes room")
+	fs.StringVar(&clientCertForward, "client-cert-forward", "", "listen=target,… byte-for-byte forwards to a TLS server that requires a client certificate (Maestro's gRPC); targets must be loopback; at the cap a connection the server has not yet answered twice with application data makes room (docs/security.md, \"Server limits\")")
 	fs.StringVar(&metrics, "metrics", "", "listen=target: GET /metrics of Maestro's plaintext metrics on the pod's loopback (target), served over TLS with --tls-cert; no client certificate needed (docs/security.md, \"Metrics endpoints\")")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -80,16 +98,24 @@ func parse(args []string) (config, error) {
 		}
 		c.metricsListen, c.metricsTarget = from, to
 	}
-	c.forwards = map[string]string{}
-	for _, f := range strings.Split(forward, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
+	c.forwards = map[string]forward{}
+	for _, fl := range []struct {
+		name, value string
+		clientCert  bool
+	}{{"--forward", plainForward, false}, {"--client-cert-forward", clientCertForward, true}} {
+		for _, f := range strings.Split(fl.value, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			from, to, ok := strings.Cut(f, "=")
+			if !ok || !isLoopback(to) {
+				return c, fmt.Errorf("%s %q: want listen=<loopback>:<port>", fl.name, f)
+			}
+			if _, dup := c.forwards[from]; dup {
+				return c, fmt.Errorf("%s %q: %s is forwarded twice", fl.name, f, from)
+			}
+			c.forwards[from] = forward{target: to, clientCert: fl.clientCert}
 		}
-		from, to, ok := strings.Cut(f, "=")
-		if !ok || !isLoopback(to) {
-			return c, fmt.Errorf("--forward %q: want listen=<loopback>:<port>", f)
-		}
-		c.forwards[from] = to
 	}
 	return c, nil
 }
@@ -109,15 +135,15 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	for from, to := range c.forwards {
+	for from, f := range c.forwards {
 		l, err := net.Listen("tcp", from)
 		if err != nil {
-			return fmt.Errorf("--forward %s: %w", from, err)
+			return fmt.Errorf("forward %s: %w", from, err)
 		}
 		defer l.Close()
-		go maestrogate.Forward(l, maestrogate.InboundForwardLimits(), func(ctx context.Context) (net.Conn, error) {
+		go maestrogate.Forward(l, f.limits(), func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "tcp", to)
+			return d.DialContext(ctx, "tcp", f.target)
 		}, log)
 	}
 	if c.metricsListen != "" {

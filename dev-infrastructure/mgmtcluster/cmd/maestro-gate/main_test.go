@@ -26,7 +26,7 @@ const chartAllow = "spiffe://cluster.local/ns/openhcp-admin/sa/admin=read-only,s
 func TestParse(t *testing.T) {
 	chart := []string{"--listen=:8000", "--tls-cert=/t/tls.crt", "--tls-key=/t/tls.key", "--client-ca=/t/ca.crt",
 		"--upstream=https://127.0.0.1:18000", "--upstream-ca=/t/ca.crt", "--allow=" + chartAllow,
-		"--forward=:8090=127.0.0.1:18090,:8083=127.0.0.1:18083", "--metrics=:8080=127.0.0.1:18080"}
+		"--client-cert-forward=:8090=127.0.0.1:18090", "--forward=:8083=127.0.0.1:18083", "--metrics=:8080=127.0.0.1:18080"}
 	with := func(flag, value string) []string {
 		var out []string
 		for _, a := range chart {
@@ -50,7 +50,9 @@ func TestParse(t *testing.T) {
 		{"no_client_ca_refused", with("--client-ca", ""), "--client-ca"},
 		{"plaintext_upstream_refused", with("--upstream", "http://127.0.0.1:18000"), "--upstream"},
 		{"upstream_off_loopback_refused", with("--upstream", "https://10.0.0.1:18000"), "--upstream"},
-		{"forward_off_loopback_refused", with("--forward", ":8090=10.0.0.1:18090"), "--forward"},
+		{"forward_off_loopback_refused", with("--forward", ":8083=10.0.0.1:18083"), "--forward"},
+		{"client_cert_forward_off_loopback_refused", with("--client-cert-forward", ":8090=10.0.0.1:18090"), "--client-cert-forward"},
+		{"a_port_forwarded_twice_refused", with("--forward", ":8090=127.0.0.1:18083"), "forwarded twice"},
 		{"metrics_off_loopback_refused", with("--metrics", ":8080=10.0.0.1:18080"), "--metrics"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,6 +63,12 @@ func TestParse(t *testing.T) {
 				}
 				if len(c.forwards) != 2 || c.metricsListen != ":8080" || c.metricsTarget != "127.0.0.1:18080" || c.rules.String() != chartAllow {
 					t.Fatalf("parsed %+v", c)
+				}
+				// gRPC (Maestro's mutual TLS) keeps only proven connections at its cap; health
+				// (plaintext) keeps the silent rule.
+				if g, h := c.forwards[":8090"], c.forwards[":8083"]; g.target != "127.0.0.1:18090" || g.limits().Proof == nil ||
+					h.target != "127.0.0.1:18083" || h.limits().Proof != nil {
+					t.Fatalf("forwards %+v: want gRPC with a proof, health without", c.forwards)
 				}
 				return
 			}

@@ -1,0 +1,231 @@
+package mgmtcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
+	"github.com/openhcp/openhcp/internal/identity"
+	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
+	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/tlsconfig"
+)
+
+// TestMaestroGRPCOutlastsAFlood starts the real Maestro server as the region does (mutual TLS on
+// gRPC, its namespace, the host's forward of the gRPC port, here capped at 20) and fills the
+// forward's cap from a process holding no certificate of the region: ClientHello-only and
+// one-byte sockets and whole handshakes without a certificate or with another CA's, each held
+// open. None of them
+// is silent, so under the silent rule they held every slot until Maestro's handshake timeout
+// (120 s) or the forward's idle timeout (2 min) and Cluster Service could not reach Maestro. A
+// gRPC client with a region-CA certificate must still be answered within 10 s, and a client
+// answered before the flood must keep its connection.
+func TestMaestroGRPCOutlastsAFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts postgres, mosquitto, an apiserver and maestro")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, err := MaestroBinary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver, etcd, err := KubeBinaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	logs := filepath.Join(dir, "logs")
+	region, err := pki.Create(filepath.Join(dir, "pki"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := pki.Create(filepath.Join(dir, "stranger-pki"), pki.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := pgservertest.Start(t)
+	dsn := pgservertest.NewDatabase(t, pg)
+	mq, err := StartMosquitto(ctx, MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs})
+	if err != nil {
+		t.Fatalf("start mosquitto: %v", err)
+	}
+	t.Cleanup(mq.Stop)
+	server := region.MustFiles(pki.MaestroServer)
+	authz, err := StartMaestroAuthorizer(ctx, MaestroAuthorizerOptions{
+		Cluster:    ManagementClusterOptions{Name: "svc", Dir: filepath.Join(dir, "svc"), LogDir: logs, APIServerPath: apiserver, EtcdPath: etcd, ExtraClientCAFile: region.CAFile},
+		ServerUser: pki.MaestroServer, ServerCertFile: server.Cert, ServerKeyFile: server.Key,
+		Sources: map[string]string{"cluster-service": pki.ClusterService},
+	})
+	if err != nil {
+		t.Fatalf("start authorizer: %v", err)
+	}
+	t.Cleanup(authz.Stop)
+	cs := region.MustFiles(pki.ClusterService)
+	restClients, err := maestrogate.WorkloadRules(region.TrustDomain, map[string]maestrogate.Access{identity.ClusterService: maestrogate.ReadWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxConns = 20
+	srv, err := StartMaestroServer(ctx, MaestroServerOptions{Binary: bin, DSN: dsn, MQTTAddr: mq.Addr,
+		Dir: filepath.Join(dir, "maestro"), LogDir: logs, GRPCMaxConns: maxConns,
+		TLS: &MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: region.CAFile, ClientCAFile: region.CAFile,
+			AuthorizerKubeconfig: authz.Kubeconfig, RESTClients: restClients, ClientCertFile: cs.Cert, ClientKeyFile: cs.Key},
+	})
+	if err != nil {
+		t.Fatalf("start maestro server: %v", err)
+	}
+	t.Cleanup(srv.Close)
+
+	// clusterService is a gRPC client with Cluster Service's certificate; dials counts the
+	// connections it opened.
+	clusterService := func(dials *atomic.Int32) *grpc.ClientConn {
+		t.Helper()
+		cfg, err := tlsconfig.Files{CA: region.CAFile, Cert: cs.Cert, Key: cs.Key, ServerName: pki.ServerName(pki.MaestroServer)}.Client(srv.GRPCAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := grpc.NewClient("passthrough:///"+srv.GRPCAddr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
+			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				dials.Add(1)
+				var d net.Dialer
+				return d.DialContext(ctx, "tcp", addr)
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conn.Close() })
+		return conn
+	}
+	// answered: Maestro answers a Publish without an event InvalidArgument (its guard), within
+	// wait: a round trip through the forward to the real server.
+	answered := func(conn *grpc.ClientConn, wait time.Duration) error {
+		cctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		err := conn.Invoke(cctx, "/io.cloudevents.v1.CloudEventService/Publish", &emptypb.Empty{}, &emptypb.Empty{})
+		if status.Code(err) == codes.InvalidArgument {
+			return nil
+		}
+		if err == nil {
+			err = status.Error(codes.OK, "a Publish without an event was accepted")
+		}
+		return err
+	}
+
+	var earlyDials atomic.Int32
+	early := clusterService(&earlyDials)
+	if err := answered(early, 30*time.Second); err != nil {
+		t.Fatalf("Cluster Service before the flood: %v", err)
+	}
+
+	hello := clientHelloFor(t, pki.ServerName(pki.MaestroServer))
+	serverOnly, err := tlsconfig.Files{CA: region.CAFile, ServerName: pki.ServerName(pki.MaestroServer)}.Client(srv.GRPCAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := stranger.MustFiles(pki.ClusterService)
+	strangerCert, err := tlsconfig.Files{CA: region.CAFile, Cert: sf.Cert, Key: sf.Key, ServerName: pki.ServerName(pki.MaestroServer)}.Client(srv.GRPCAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*tls.Config{serverOnly, strangerCert} {
+		cfg.NextProtos = []string{"h2"}
+	}
+	// The flood: more than twice the cap, each held open; none silent. A handshake without a
+	// certificate or with a stranger's does not hold its slot long by itself (Maestro resets the
+	// connection with the rest of the caller's flight unread, which closes the forwarded one),
+	// but it is part of the flood a proof must never keep.
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	var wg sync.WaitGroup
+	for i := range 2*maxConns + 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			var d net.Dialer
+			c, err := d.DialContext(dctx, "tcp", srv.GRPCAddr)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+			switch i % 4 {
+			case 0:
+				_, _ = c.Write(hello)
+			case 2:
+				_, _ = c.Write([]byte{0x16})
+			default: // a whole handshake without a certificate, or with a stranger's
+				cfg := serverOnly
+				if i%4 == 3 {
+					cfg = strangerCert
+				}
+				tc := tls.Client(c, cfg.Clone())
+				_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
+				_ = tc.Handshake()
+				_ = tc.SetDeadline(time.Time{})
+			}
+		}()
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for srv.GRPCForward.Active() < maxConns && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("forwarded gRPC connections after the flood: %d (cap %d)", srv.GRPCForward.Active(), maxConns)
+
+	var lateDials atomic.Int32
+	late := clusterService(&lateDials)
+	start := time.Now()
+	if err := answered(late, 10*time.Second); err != nil {
+		t.Fatalf("Cluster Service through the flood: not answered within 10 s: %v", err)
+	}
+	t.Logf("Cluster Service was answered through the flood in %v", time.Since(start).Round(time.Millisecond))
+	wg.Wait()
+	if err := answered(early, 10*time.Second); err != nil {
+		t.Errorf("Cluster Service's connection from before the flood: %v", err)
+	}
+	if n := earlyDials.Load(); n != 1 {
+		t.Errorf("Cluster Service's client from before the flood dialled %d times: its connection was closed for room", n)
+	}
+}
+
+// clientHelloFor is the first flight of a TLS 1.3 client of serverName: what a flood sends
+// before it falls silent.
+func clientHelloFor(t *testing.T, serverName string) []byte {
+	t.Helper()
+	a, b := net.Pipe()
+	defer a.Close()
+	go func() {
+		_ = tls.Client(b, &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}}).Handshake()
+		b.Close()
+	}()
+	buf := make([]byte, 4096)
+	_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := a.Read(buf)
+	if err != nil || n < 5 || buf[0] != 0x16 {
+		t.Fatalf("capture a ClientHello: %d bytes, %v", n, err)
+	}
+	return bytes.Clone(buf[:n])
+}
