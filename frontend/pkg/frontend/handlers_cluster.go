@@ -501,7 +501,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	key := listItemKey{partition: partitionKey(id.SubscriptionID), id: id.Lower(), version: info(r).version.String()}
-	doc, rd, err := s.getClusterDoc(r.Context(), id, s.keptETag(key))
+	doc, rd, err := s.getClusterDoc(r.Context(), id, key, s.keptETag(key))
 	if err != nil {
 		return err
 	}
@@ -511,7 +511,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	body, l := s.keptItem(key, doc.ETag)
 	if body == nil {
 		if rd == nil {
-			read, readRD, err := s.getClusterDoc(r.Context(), id, "")
+			read, readRD, err := s.getClusterDoc(r.Context(), id, key, "")
 			if err != nil {
 				return err
 			}
@@ -532,17 +532,16 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// getClusterDoc reads the document of cluster id (404 without one) and decodes it, except when
-// its ETag is etag (a non-empty one) and the store can leave its body out
-// (docstore.HeadQuerier): then its Body and rd are nil.
-func (s *Server) getClusterDoc(ctx context.Context, id *arm.ResourceID, etag string) (*docstore.Document, *armdoc.ResourceDocument, error) {
-	part := partitionKey(id.SubscriptionID)
+// getClusterDoc reads the document of cluster id (404 without one; key: its partition and
+// document ID) and decodes it, except when its ETag is etag (a non-empty one) and the store can
+// leave its body out (docstore.HeadQuerier): then its Body and rd are nil.
+func (s *Server) getClusterDoc(ctx context.Context, id *arm.ResourceID, key listItemKey, etag string) (*docstore.Document, *armdoc.ResourceDocument, error) {
 	var doc *docstore.Document
 	var err error
 	if hq, ok := docstore.HeadsOf(s.store); ok && etag != "" {
-		doc, err = hq.GetUnlessETag(ctx, part, id.Lower(), etag)
+		doc, err = hq.GetUnlessETag(ctx, key.partition, key.id, etag)
 	} else {
-		doc, err = s.store.Get(ctx, part, id.Lower())
+		doc, err = s.store.Get(ctx, key.partition, key.id)
 	}
 	if errors.Is(err, docstore.ErrNotFound) {
 		return nil, nil, notFound(id)

@@ -53,13 +53,17 @@ func (s *Server) middlewareLogging(w http.ResponseWriter, r *http.Request, next 
 	if rec.status >= 500 {
 		level = ri.base.Error
 	}
+	apiVersion := ri.apiVersion // the query as the api-version middleware read it, if it ran
+	if apiVersion == "" {
+		apiVersion = r.URL.Query().Get("api-version")
+	}
 	level("request",
 		logattr.RequestID(ri.requestID),
 		logattr.ClientRequestID(ri.clientRequestID),
 		logattr.CorrelationRequestID(ri.correlationID),
 		"method", r.Method,
 		"path", ri.originalPath,
-		"apiVersion", r.URL.Query().Get("api-version"),
+		"apiVersion", apiVersion,
 		"route", route,
 		"status", rec.status,
 		"bytes", rec.bytes,

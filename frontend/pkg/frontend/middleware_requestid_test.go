@@ -48,7 +48,7 @@ func TestRequestLogsCarryARMIDs(t *testing.T) {
 			rejected = l
 		}
 	}
-	for _, want := range []string{`"correlationRequestID":"corr-logged"`, `"clientRequestID":"client-logged"`, `"requestID":"` + reqID + `"`, `"status":400`} {
+	for _, want := range []string{`"correlationRequestID":"corr-logged"`, `"clientRequestID":"client-logged"`, `"requestID":"` + reqID + `"`, `"status":400`, `"apiVersion":"` + testVersion + `"`} {
 		if !strings.Contains(line, want) {
 			t.Fatalf("request log line lacks %s:\n%s", want, line)
 		}
