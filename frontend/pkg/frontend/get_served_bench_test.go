@@ -1,3 +1,8 @@
+//go:build !fuzzlean
+
+// Left out of the fuzzing build (hack/fuzz-long.sh builds with -tags fuzzlean): this file links
+// Cluster Service's server, whose coverage counters every fuzz execution would scan.
+
 package frontend
 
 import (
