@@ -116,9 +116,13 @@ type ChangePage struct {
 }
 
 // HeadQuerier is implemented by a store that can list a page without reading bodies and then
-// read the bodies of a chosen set of documents, so a caller that keeps rendered documents by
-// ETag only transfers the bodies that changed. PostgreSQL implements it.
+// read the bodies of a chosen set of documents, or read one document without its body when it
+// still has a known ETag, so a caller that keeps rendered documents by ETag only transfers the
+// bodies that changed. PostgreSQL implements it.
 type HeadQuerier interface {
+	// GetUnlessETag is Get in one round trip, except that the document comes with its Body nil
+	// when its ETag is etag (a non-empty etag: a stored body is never nil).
+	GetUnlessETag(ctx context.Context, partition, id, etag string) (*Document, error)
 	// QueryHeads returns the page Query would return for q (same order, same page size, same
 	// continuation) with every document's Body nil.
 	QueryHeads(ctx context.Context, q Query) (Page, error)

@@ -10,6 +10,9 @@ import (
 type heads struct{ Store }
 
 func (heads) QueryHeads(context.Context, Query) (Page, error) { return Page{}, nil }
+func (heads) GetUnlessETag(context.Context, string, string, string) (*Document, error) {
+	return nil, nil
+}
 func (heads) GetMany(context.Context, string, string, []string) ([]*Document, error) {
 	return nil, nil
 }

@@ -82,6 +82,13 @@ func (c *Cache) Get(id string, atLeast int64) (*csv1.Cluster, bool) {
 	return cl, result == resultHit
 }
 
+// Peek is Get without counting a lookup in the metric: for a caller deciding, before the read
+// that a Get then follows, what that read needs (the frontend's GET of a kept rendering).
+func (c *Cache) Peek(id string, atLeast int64) (*csv1.Cluster, bool) {
+	cl, result := c.get(id, atLeast)
+	return cl, result == resultHit
+}
+
 func (c *Cache) get(id string, atLeast int64) (*csv1.Cluster, string) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -115,6 +115,16 @@ func TestCacheFollowsClusterService(t *testing.T) {
 			t.Fatalf("lookups not counted: hit %v, absent %v", testutil.ToFloat64(r.cache.lookups.WithLabelValues(resultHit)),
 				testutil.ToFloat64(r.cache.lookups.WithLabelValues(resultAbsent)))
 		}
+		// Peek answers as Get does and counts nothing.
+		if cl, ok := r.cache.Peek(c.ID, 0); !ok || cl.GetRevision() != c.Revision {
+			t.Fatalf("Peek of a cluster Get answers: %v %v", cl, ok)
+		}
+		if _, ok := r.cache.Peek(c.ID, c.Revision+1); ok {
+			t.Fatal("Peek answers a cluster behind the revision asked for")
+		}
+		if hit, behind := testutil.ToFloat64(r.cache.lookups.WithLabelValues(resultHit)), testutil.ToFloat64(r.cache.lookups.WithLabelValues(resultBehind)); hit != 1 || behind != 0 {
+			t.Fatalf("Peek counted lookups: hit %v, behind %v", hit, behind)
+		}
 	})
 
 	t.Run("a_write_answered_here_is_never_read_older_from_the_cache", func(t *testing.T) {

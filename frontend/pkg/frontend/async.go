@@ -113,7 +113,7 @@ func (s *Server) startAction(w http.ResponseWriter, r *http.Request, req armdoc.
 	if err != nil {
 		return fmt.Errorf("record %s of %s: %w", req, id, err)
 	}
-	log := info(r).log.With("resourceID", id.String(), "clusterID", rd.InternalID, "operationID", opID, "internalID", csID, "request", req)
+	log := info(r).logger().With("resourceID", id.String(), "clusterID", rd.InternalID, "operationID", opID, "internalID", csID, "request", req)
 	if err := call(csID, rd.InternalID); err != nil {
 		if definitive(err) {
 			s.rollback(r, part, opID, []docstore.TxOp{{Kind: docstore.TxDelete, Doc: written[0], IfMatch: written[0].ETag}})

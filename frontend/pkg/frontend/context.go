@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/openhcp/openhcp/frontend/pkg/api"
 	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // middleware is one step of the request pipeline; it calls next to continue.
@@ -30,7 +32,9 @@ type requestInfo struct {
 	requestID       string
 	clientRequestID string
 	correlationID   string
-	log             *slog.Logger
+	// base is the server's logger, and log the request's (logger), made from it on first use.
+	base *slog.Logger
+	log  atomic.Pointer[slog.Logger]
 	// originalPath is the path as the client sent it; the routed path is lowercased.
 	originalPath string
 	// route is the matched pattern, for metrics and logs.
@@ -43,6 +47,29 @@ type requestInfo struct {
 	body         []byte
 }
 
+// logger is the request's logger: the server's with the request's IDs (idAttrs). It is made on
+// first use, because most requests log only their request line, which carries the IDs itself
+// (middlewareLogging), and a logger With attributes formats them at once.
+func (ri *requestInfo) logger() *slog.Logger {
+	if l := ri.log.Load(); l != nil {
+		return l
+	}
+	l := ri.base.With(ri.idAttrs()...)
+	if !ri.log.CompareAndSwap(nil, l) {
+		return ri.log.Load()
+	}
+	return l
+}
+
+// idAttrs are the request's IDs as every line of its log carries them.
+func (ri *requestInfo) idAttrs() []any {
+	return []any{
+		logattr.RequestID(ri.requestID),
+		logattr.ClientRequestID(ri.clientRequestID),
+		logattr.CorrelationRequestID(ri.correlationID),
+	}
+}
+
 type infoKey struct{}
 
 // info returns the request's record; requests that skipped the middlewares (tests calling a
@@ -51,7 +78,9 @@ func info(r *http.Request) *requestInfo {
 	if ri, ok := r.Context().Value(infoKey{}).(*requestInfo); ok {
 		return ri
 	}
-	return &requestInfo{start: time.Now(), log: slog.Default(), originalPath: r.URL.Path}
+	ri := &requestInfo{start: time.Now(), base: slog.Default(), originalPath: r.URL.Path}
+	ri.log.Store(slog.Default())
+	return ri
 }
 
 func withInfo(ctx context.Context, ri *requestInfo) context.Context {

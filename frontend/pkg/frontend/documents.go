@@ -59,11 +59,20 @@ func (s *Server) getResourceDoc(ctx context.Context, id *arm.ResourceID) (*armdo
 	if err != nil {
 		return nil, nil, err
 	}
+	rd, err := decodeResourceDoc(id, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rd, d, nil
+}
+
+// decodeResourceDoc decodes d, the document of resource id.
+func decodeResourceDoc(id *arm.ResourceID, d *docstore.Document) (*armdoc.ResourceDocument, error) {
 	var rd armdoc.ResourceDocument
 	if err := json.Unmarshal(d.Body, &rd); err != nil {
-		return nil, nil, fmt.Errorf("decode resource %s: %w", id, err)
+		return nil, fmt.Errorf("decode resource %s: %w", id, err)
 	}
-	return &rd, d, nil
+	return &rd, nil
 }
 
 func (s *Server) getOperationDoc(ctx context.Context, partition, opID string) (*armdoc.OperationDocument, *docstore.Document, error) {

@@ -23,9 +23,9 @@ func cloudError(statusCode int, code, target, format string, args ...any) *arm.C
 func (s *Server) report(w http.ResponseWriter, r *http.Request, err error) {
 	ce := s.toCloudError(r, err)
 	if ce.StatusCode >= 500 {
-		info(r).log.Error("request failed", "error", err, "code", ce.Code)
+		info(r).logger().Error("request failed", "error", err, "code", ce.Code)
 	} else {
-		info(r).log.Info("request rejected", "error", err, "code", ce.Code)
+		info(r).logger().Info("request rejected", "error", err, "code", ce.Code)
 	}
 	arm.WriteCloudError(w, ce)
 }

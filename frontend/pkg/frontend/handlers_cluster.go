@@ -93,7 +93,7 @@ func (s *Server) rollback(r *http.Request, partition, opID string, ops []docstor
 			return
 		}
 		if !errors.Is(err, docstore.ErrPreconditionFailed) || attempt == 5 {
-			info(r).log.Error("roll back documents after a refused Cluster Service call", "operationID", opID, "attempts", attempt, "error", err)
+			info(r).logger().Error("roll back documents after a refused Cluster Service call", "operationID", opID, "attempts", attempt, "error", err)
 			return
 		}
 		// Someone wrote in between — typically the backend, which reacts to a new operation at
@@ -101,7 +101,7 @@ func (s *Server) rollback(r *http.Request, partition, opID string, ops []docstor
 		// as the resource still belongs to this request's operation.
 		next, ok, err := s.refreshUndo(ctx, partition, opID, ops)
 		if err != nil || !ok {
-			info(r).log.Error("roll back documents after a refused Cluster Service call: not retried", "operationID", opID, "stillOurs", ok, "error", err)
+			info(r).logger().Error("roll back documents after a refused Cluster Service call: not retried", "operationID", opID, "stillOurs", ok, "error", err)
 			return
 		}
 		ops = next
@@ -490,16 +490,80 @@ func diffPaths(a, b any, path string, out *[]string) {
 	}
 }
 
+// getCluster answers the cluster as clusterBody renders it. When a rendering of it is kept
+// whose status the cache still vouches for (keptETag), the document is read without its body
+// if its ETag is still the kept one: PostgreSQL neither renders nor sends it, and it is not
+// decoded. If the status moved between that look and the lookup that decides (keptItem), the
+// body is read after all, in a second round trip.
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	id, err := clusterID(r)
 	if err != nil {
 		return err
 	}
-	rd, doc, done, err := s.readForGet(w, r, id, notFound)
-	if err != nil || done {
+	key := listItemKey{partition: partitionKey(id.SubscriptionID), id: id.Lower(), version: info(r).version.String()}
+	doc, rd, err := s.getClusterDoc(r.Context(), id, key, s.keptETag(key))
+	if err != nil {
 		return err
 	}
-	return clusters.respondResult(s, w, r, rd, doc)
+	if done, err := getPreconditions(w, r, doc); done || err != nil {
+		return err
+	}
+	body, l := s.keptItem(key, doc.ETag)
+	if body == nil {
+		if rd == nil {
+			read, readRD, err := s.getClusterDoc(r.Context(), id, key, "")
+			if err != nil {
+				return err
+			}
+			if read.ETag != doc.ETag {
+				// Written since: the lookup was of the kept item, not of this document.
+				if done, err := getPreconditions(w, r, read); done || err != nil {
+					return err
+				}
+				l = nil
+			}
+			doc, rd = read, readRD
+		}
+		if body, err = s.renderCluster(r, key, rd, doc, l); err != nil {
+			return err
+		}
+	}
+	respondCluster(w, doc.ETag, body)
+	return nil
+}
+
+// getClusterDoc reads the document of cluster id (404 without one; key: its partition and
+// document ID) and decodes it, except when its ETag is etag (a non-empty one) and the store can
+// leave its body out (docstore.HeadQuerier): then its Body and rd are nil.
+func (s *Server) getClusterDoc(ctx context.Context, id *arm.ResourceID, key listItemKey, etag string) (*docstore.Document, *armdoc.ResourceDocument, error) {
+	var doc *docstore.Document
+	var err error
+	if hq, ok := docstore.HeadsOf(s.store); ok && etag != "" {
+		doc, err = hq.GetUnlessETag(ctx, key.partition, key.id, etag)
+	} else {
+		doc, err = s.store.Get(ctx, key.partition, key.id)
+	}
+	if errors.Is(err, docstore.ErrNotFound) {
+		return nil, nil, notFound(id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if doc.Body == nil {
+		return doc, nil, nil
+	}
+	// As readForGet: a document that does not decode fails the GET before its preconditions.
+	rd, err := decodeResourceDoc(id, doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc, rd, nil
+}
+
+// respondCluster writes body, the cluster whose document has etag, as a 200.
+func respondCluster(w http.ResponseWriter, etag string, body json.RawMessage) {
+	w.Header().Set(arm.HeaderETag, quoteETag(etag))
+	writeJSON(w, http.StatusOK, body)
 }
 
 // addClusterStatus fills the read-only URLs and conditions from Cluster Service: from the
@@ -532,7 +596,7 @@ func (s *Server) clusterStatus(r *http.Request, rd *armdoc.ResourceDocument, l *
 	defer cancel()
 	cl, err := s.cs.GetCluster(ctx, &csv1.GetClusterRequest{Id: csID})
 	if err != nil {
-		info(r).log.Warn("cluster status unavailable; answering from the store without it", "clusterID", csID, "error", err)
+		info(r).logger().Warn("cluster status unavailable; answering from the store without it", "clusterID", csID, "error", err)
 		return nil
 	}
 	return cl
@@ -567,7 +631,7 @@ func (s *Server) clusterStatuses(r *http.Request, csIDs []string) map[string]*cs
 		resp, err := s.cs.ListClusters(ctx, &csv1.ListClustersRequest{Ids: chunk, PageSize: int32(len(chunk))})
 		cancel()
 		if err != nil {
-			info(r).log.Warn("cluster status unavailable for a list page; answering from the store without it", "clusters", len(chunk), "error", err)
+			info(r).logger().Warn("cluster status unavailable for a list page; answering from the store without it", "clusters", len(chunk), "error", err)
 			continue
 		}
 		for _, cl := range resp.GetClusters() {

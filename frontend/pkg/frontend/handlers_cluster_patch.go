@@ -106,7 +106,7 @@ func (s *Server) patchCluster(w http.ResponseWriter, r *http.Request) error {
 	}); err != nil {
 		return err
 	}
-	ri.log.Info("cluster tags updated", "resourceID", id.String(), "operationID", opID)
+	ri.logger().Info("cluster tags updated", "resourceID", id.String(), "operationID", opID)
 	s.setAsyncHeaders(w, r, id.SubscriptionID, opID, true)
 	w.WriteHeader(http.StatusAccepted)
 	return nil

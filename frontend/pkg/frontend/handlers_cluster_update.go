@@ -146,7 +146,7 @@ func (s *Server) syncedClusterUpdate(r *http.Request, rd *armdoc.ResourceDocumen
 		return nil, nil, cloudError(http.StatusConflict, arm.CodeConflict, "properties.version.id",
 			"An upgrade of cluster '%s' to %s is in progress; send the request again once it has ended.", rd.ResourceID, p.GetToVersion())
 	}
-	ri.log.Info("cluster update after an unconfirmed one: compared with Cluster Service's spec", "resourceID", rd.ResourceID,
+	ri.logger().Info("cluster update after an unconfirmed one: compared with Cluster Service's spec", "resourceID", rd.ResourceID,
 		"clusterID", rd.InternalID, "lastUpdateOperationID", rd.UpdateOperationID, "nothingToSend", proto.Equal(u, &csv1.ClusterUpdate{}))
 	return u, cl, nil
 }
@@ -263,11 +263,11 @@ func (s *Server) clusterUpdateCall(r *http.Request, rd *armdoc.ResourceDocument,
 			if rev == 0 || (st.GetState() == csv1.ClusterState_CLUSTER_STATE_READY && st.GetObservedRevision() >= rev) {
 				return updateStarted{done: true}, nil
 			}
-			ri.log.Info("nothing to send; following the cluster to the revision that holds it", "resourceID", rd.ResourceID,
+			ri.logger().Info("nothing to send; following the cluster to the revision that holds it", "resourceID", rd.ResourceID,
 				"specRevision", rev, "state", st.GetState().String(), "operationID", opID)
 			return updateStarted{revision: rev}, nil
 		}
-		ri.log.Info("cluster update sent to Cluster Service", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
+		ri.logger().Info("cluster update sent to Cluster Service", "resourceID", rd.ResourceID, "clusterID", rd.InternalID, "operationID", opID,
 			"version", u.GetVersionId(), "channelGroup", u.GetChannelGroup(), "configuration", configUpdate(u))
 		cctx, cancel := s.csContext(r.Context(), ri)
 		defer cancel()
@@ -280,12 +280,12 @@ func (s *Server) clusterUpdateCall(r *http.Request, rd *armdoc.ResourceDocument,
 		if configUpdate(u) {
 			// The backend ends the operation once Cluster Service reports the cluster READY at or
 			// after the spec revision that holds the new spec.
-			ri.log.Info("cluster configuration update started", "resourceID", rd.ResourceID, "specRevision", got.GetSpecRevision(),
+			ri.logger().Info("cluster configuration update started", "resourceID", rd.ResourceID, "specRevision", got.GetSpecRevision(),
 				"state", got.GetStatus().GetState().String(), "operationID", opID)
 			return updateStarted{revision: got.GetSpecRevision()}, nil
 		}
 		if p := got.GetStatus().GetUpgrade(); p.GetOperationId() == opID {
-			ri.log.Info("control plane upgrade started", "resourceID", rd.ResourceID, "upgradePolicyID", p.GetId(),
+			ri.logger().Info("control plane upgrade started", "resourceID", rd.ResourceID, "upgradePolicyID", p.GetId(),
 				"from", p.GetFromVersion(), "to", p.GetToVersion(), "operationID", opID)
 			return updateStarted{}, nil
 		}

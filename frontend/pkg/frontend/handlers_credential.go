@@ -127,7 +127,7 @@ func (s *Server) respondActionResult(w http.ResponseWriter, r *http.Request, op 
 		return cloudError(http.StatusConflict, "CredentialNotValid", "", "The credential of this operation is %s and its kubeconfig is no longer served; request a new one.",
 			strings.ToLower(strings.TrimPrefix(c.GetStatus().GetState().String(), "CREDENTIAL_STATE_")))
 	}
-	info(r).log.Info("admin credential handed out", "operationID", op.ID, "credentialID", op.InternalID, "clientID", op.ClientID,
+	info(r).logger().Info("admin credential handed out", "operationID", op.ID, "credentialID", op.InternalID, "clientID", op.ClientID,
 		"expires", c.GetStatus().GetExpirationTime().AsTime())
 	b, err := json.Marshal(adminCredential{Kubeconfig: c.GetKubeconfig(), ExpirationTimestamp: c.GetStatus().GetExpirationTime().AsTime().UTC()})
 	if err != nil {

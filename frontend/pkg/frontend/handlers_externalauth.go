@@ -66,7 +66,7 @@ func (s *Server) addExternalAuthCondition(r *http.Request, ea *api.ExternalAuth,
 	defer cancel2()
 	got, err := s.cfg.ExternalAuths.GetExternalAuth(ctx, &csv1.GetExternalAuthRequest{Id: csID})
 	if err != nil {
-		info(r).log.Debug("external auth status unavailable", "externalAuthID", csID, "error", err)
+		info(r).logger().Debug("external auth status unavailable", "externalAuthID", csID, "error", err)
 		return
 	}
 	st := got.GetStatus()

@@ -128,7 +128,7 @@ func (s *Server) preflightResource(r *http.Request, i int, raw json.RawMessage) 
 	if hasTemplateExpression(body) {
 		// ARM sends what it could not evaluate before deployment as "[…]" expressions; a
 		// static check would reject valid templates, so such a resource is left to its PUT.
-		info(r).log.Info("preflight: resource has unevaluated template expressions; not validated", "resourceName", name, "type", typ)
+		info(r).logger().Info("preflight: resource has unevaluated template expressions; not validated", "resourceName", name, "type", typ)
 		return nil
 	}
 	v, ok := api.Lookup(apiVersion)

@@ -50,8 +50,7 @@ var clusters = resourceKind{
 		if err != nil {
 			return err
 		}
-		w.Header().Set(arm.HeaderETag, quoteETag(doc.ETag))
-		writeJSON(w, http.StatusOK, b)
+		respondCluster(w, doc.ETag, b)
 		return nil
 	},
 }
@@ -99,7 +98,7 @@ func childID(r *http.Request, noun string, nameRE *regexp.Regexp) (*arm.Resource
 func requestSystemData(r *http.Request) *arm.SystemData {
 	sd, err := arm.ParseSystemData(r.Header.Get(arm.HeaderSystemData))
 	if err != nil {
-		info(r).log.Warn("ignoring invalid systemData header", "error", err)
+		info(r).logger().Warn("ignoring invalid systemData header", "error", err)
 	}
 	return sd
 }
@@ -208,15 +207,24 @@ func (s *Server) readForGet(w http.ResponseWriter, r *http.Request, id *arm.Reso
 	if err != nil {
 		return nil, nil, false, err
 	}
+	if done, err := getPreconditions(w, r, doc); done || err != nil {
+		return nil, nil, done, err
+	}
+	return rd, doc, false, nil
+}
+
+// getPreconditions answers a GET's If-None-Match itself (304: done is true) and refuses a
+// failed If-Match (412), against doc's ETag.
+func getPreconditions(w http.ResponseWriter, r *http.Request, doc *docstore.Document) (done bool, err error) {
 	if h := r.Header.Get(arm.HeaderIfNoneMatch); h != "" && etagMatches(h, doc.ETag) {
 		w.Header().Set(arm.HeaderETag, quoteETag(doc.ETag))
 		w.WriteHeader(http.StatusNotModified)
-		return nil, nil, true, nil
+		return true, nil
 	}
 	if h := r.Header.Get(arm.HeaderIfMatch); h != "" && !etagMatches(h, doc.ETag) {
-		return nil, nil, false, cloudError(http.StatusPreconditionFailed, arm.CodePreconditionFailed, "If-Match", "The resource's ETag does not match the If-Match header.")
+		return false, cloudError(http.StatusPreconditionFailed, arm.CodePreconditionFailed, "If-Match", "The resource's ETag does not match the If-Match header.")
 	}
-	return rd, doc, false, nil
+	return false, nil
 }
 
 // respondResult is the operation result of a finished create or update of id.
@@ -266,7 +274,7 @@ func (s *Server) startCreate(r *http.Request, k *resourceKind, id *arm.ResourceI
 	if prev != nil {
 		args = append(args, "recreate", true)
 	}
-	info(r).log.Info(k.noun+" create accepted", args...)
+	info(r).logger().Info(k.noun+" create accepted", args...)
 	got, err := call()
 	if err != nil {
 		if definitive(err) {
@@ -331,7 +339,7 @@ func (s *Server) deleteResource(w http.ResponseWriter, r *http.Request, k *resou
 		}
 		opID, err := s.startDelete(r, k, rd, doc)
 		if errors.Is(err, docstore.ErrPreconditionFailed) && attempt < deleteAttempts {
-			info(r).log.Info(k.noun+" delete raced another write; reading it again", "resourceID", rd.ResourceID, "attempt", attempt)
+			info(r).logger().Info(k.noun+" delete raced another write; reading it again", "resourceID", rd.ResourceID, "attempt", attempt)
 			continue
 		}
 		if err != nil {
@@ -390,7 +398,7 @@ func (s *Server) startDelete(r *http.Request, k *resourceKind, rd *armdoc.Resour
 	if err != nil {
 		return "", fmt.Errorf("record delete of %s: %w", rd.ResourceID, err)
 	}
-	info(r).log.Info(k.noun+" delete accepted", "resourceID", rd.ResourceID, k.logKey, rd.InternalID, "operationID", opID)
+	info(r).logger().Info(k.noun+" delete accepted", "resourceID", rd.ResourceID, k.logKey, rd.InternalID, "operationID", opID)
 	if err := k.callDelete(s, r, rd.InternalID); err != nil {
 		if definitive(err) {
 			undo := []docstore.TxOp{
@@ -629,7 +637,7 @@ func (s *Server) resendCreate(r *http.Request, op *armdoc.OperationDocument) boo
 	if time.Since(op.StartTime)+s.cfg.ClusterServiceTimeout+resendMargin < armdoc.NotFoundGrace {
 		return true
 	}
-	info(r).log.Info("create repeated too late to send to cluster service again; joined its operation",
+	info(r).logger().Info("create repeated too late to send to cluster service again; joined its operation",
 		"resourceID", op.ExternalID, "operationID", op.ID)
 	return false
 }
@@ -674,7 +682,7 @@ func (s *Server) joinUpdate(w http.ResponseWriter, r *http.Request, id *arm.Reso
 			return err
 		}
 	}
-	info(r).log.Info("update repeated; joined its operation", "resourceID", op.ExternalID, "operationID", op.ID, "sentToClusterService", resent)
+	info(r).logger().Info("update repeated; joined its operation", "resourceID", op.ExternalID, "operationID", op.ID, "sentToClusterService", resent)
 	s.setAsyncHeaders(w, r, id.SubscriptionID, op.ID, patch)
 	if patch {
 		w.WriteHeader(http.StatusAccepted)
@@ -692,7 +700,7 @@ func (s *Server) endedMeanwhile(r *http.Request, id *arm.ResourceID, op *armdoc.
 		return err
 	}
 	st := cur.Status
-	info(r).log.Warn("update repeated after its operation ended", "resourceID", op.ExternalID, "operationID", op.ID, "status", st)
+	info(r).logger().Warn("update repeated after its operation ended", "resourceID", op.ExternalID, "operationID", op.ID, "status", st)
 	return cloudError(http.StatusConflict, arm.CodeConflict, "",
 		"The operation '%s' (%s) on resource '%s' that this request repeats ended (%s) while the request was being sent again; read the resource before writing it again.",
 		op.ID, op.Request, id, st)
@@ -812,7 +820,7 @@ func (s *Server) startUpdate(w http.ResponseWriter, r *http.Request, k *resource
 	if err != nil {
 		return fmt.Errorf("record update of %s %s: %w", k.noun, nrd.ResourceID, err)
 	}
-	info(r).log.Info(k.noun+" update accepted", "resourceID", nrd.ResourceID, k.logKey, nrd.InternalID, "operationID", opID)
+	info(r).logger().Info(k.noun+" update accepted", "resourceID", nrd.ResourceID, k.logKey, nrd.InternalID, "operationID", opID)
 	started, err := call(opID)
 	if err != nil {
 		if definitive(err) {

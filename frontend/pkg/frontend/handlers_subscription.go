@@ -75,7 +75,7 @@ func (s *Server) putSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	info(r).log.Info("subscription state recorded", "subscriptionID", subID, "state", body.State)
+	info(r).logger().Info("subscription state recorded", "subscriptionID", subID, "state", body.State)
 	if body.State == armdoc.SubscriptionDeleted {
 		s.deleteSubscriptionClusters(r, subID)
 	}
@@ -114,13 +114,13 @@ func (s *Server) deleteSubscriptionClusters(r *http.Request, subID string) {
 	for {
 		page, err := s.store.Query(ctx, q)
 		if err != nil {
-			info(r).log.Error("list clusters of deleted subscription", "subscriptionID", subID, "error", err)
+			info(r).logger().Error("list clusters of deleted subscription", "subscriptionID", subID, "error", err)
 			return
 		}
 		for _, d := range page.Documents {
 			var rd armdoc.ResourceDocument
 			if err := json.Unmarshal(d.Body, &rd); err != nil {
-				info(r).log.Error("decode resource of deleted subscription", "id", d.ID, "error", err)
+				info(r).logger().Error("decode resource of deleted subscription", "id", d.ID, "error", err)
 				continue
 			}
 			id, err := arm.ParseResourceID(rd.ResourceID)
@@ -128,7 +128,7 @@ func (s *Server) deleteSubscriptionClusters(r *http.Request, subID string) {
 				continue
 			}
 			if _, err := s.startDelete(r, &clusters, &rd, d); err != nil {
-				info(r).log.Error("delete cluster of deleted subscription", "resourceID", id.String(), "error", err)
+				info(r).logger().Error("delete cluster of deleted subscription", "resourceID", id.String(), "error", err)
 			}
 		}
 		if page.Continuation == "" {

@@ -31,6 +31,36 @@ type headStore struct {
 	heads      int
 	read       [][]string
 	afterHeads func()
+	// gets counts the Get calls of clusters' documents, unless the GetUnlessETag calls and
+	// bodiless their answers without a body.
+	gets, unless, bodiless int
+}
+
+func (h *headStore) Get(ctx context.Context, partition, id string) (*docstore.Document, error) {
+	if strings.Contains(id, "/hcpopenshiftclusters/") {
+		h.mu.Lock()
+		h.gets++
+		h.mu.Unlock()
+	}
+	return h.Store.Get(ctx, partition, id)
+}
+
+func (h *headStore) GetUnlessETag(ctx context.Context, partition, id, etag string) (*docstore.Document, error) {
+	d, err := h.Store.GetUnlessETag(ctx, partition, id, etag)
+	h.mu.Lock()
+	h.unless++
+	if err == nil && d.Body == nil {
+		h.bodiless++
+	}
+	h.mu.Unlock()
+	return d, err
+}
+
+// getReads are the counts of Get, GetUnlessETag and its bodiless answers so far.
+func (h *headStore) getReads() (gets, unless, bodiless int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gets, h.unless, h.bodiless
 }
 
 func (h *headStore) Query(ctx context.Context, q docstore.Query) (docstore.Page, error) {
@@ -326,4 +356,71 @@ func TestClusterListWithoutASyncedStatusCacheReadsThePageInOneQuery(t *testing.T
 			}
 		})
 	}
+}
+
+// A GET of a cluster whose rendering is kept, its status current, reads its document without the
+// body and answers the same bytes and headers; a moved status or a changed document is read and
+// rendered again, each GET in one read and one status lookup (none for a 304).
+func TestGetOfAKeptClusterReadsItsDocumentWithoutTheBody(t *testing.T) {
+	e, hs, cs, paths := headsEnv(t, "rg-kept", "kept")
+	path := paths[0]
+	get := func(what string, header map[string]string) response {
+		t.Helper()
+		resp := e.do(http.MethodGet, path, nil, header)
+		if resp.code != http.StatusOK && resp.code != http.StatusNotModified {
+			t.Fatalf("%s: GET %d %s", what, resp.code, resp.body)
+		}
+		return resp
+	}
+	// reads runs f (one GET) and checks the reads and lookups it made.
+	reads := func(what string, f func() response, wantGets, wantUnless, wantBodiless int, wantLookups float64) response {
+		t.Helper()
+		g0, u0, b0 := hs.getReads()
+		l0 := e.allLookups()
+		resp := f()
+		g, u, b := hs.getReads()
+		if g-g0 != wantGets || u-u0 != wantUnless || b-b0 != wantBodiless {
+			t.Fatalf("%s: %d Get, %d GetUnlessETag (%d without a body); want %d, %d (%d)", what, g-g0, u-u0, b-b0, wantGets, wantUnless, wantBodiless)
+		}
+		if n := e.allLookups() - l0; n != wantLookups {
+			t.Fatalf("%s: %v status lookups, want %v", what, n, wantLookups)
+		}
+		return resp
+	}
+	first := reads("first GET", func() response { return get("first", nil) }, 1, 0, 0, 1)
+	kept := reads("GET of the kept rendering", func() response { return get("kept", nil) }, 0, 1, 1, 1)
+	if string(kept.body) != string(first.body) || kept.header.Get("ETag") != first.header.Get("ETag") || kept.header.Get("Content-Type") != first.header.Get("Content-Type") {
+		t.Fatalf("the kept answer differs:\n%v %s\nfirst:\n%v %s", kept.header, kept.body, first.header, first.body)
+	}
+	etag := first.header.Get("ETag")
+	if nm := reads("If-None-Match", func() response { return get("if-none-match", map[string]string{"If-None-Match": etag}) }, 0, 1, 1, 0); nm.code != http.StatusNotModified {
+		t.Fatalf("If-None-Match %s: %d", etag, nm.code)
+	}
+
+	// Cluster Service's status moves: the look before the read sees it, and the body is read.
+	rd, _ := e.resource(path)
+	setAPIURL(t, cs, rd.InternalID, "https://api.moved.example:443")
+	e.waitCached(t, path, "https://api.moved.example:443")
+	moved := reads("GET after the status moved", func() response { return get("moved", nil) }, 1, 0, 0, 1)
+	if !strings.Contains(string(moved.body), "https://api.moved.example:443") {
+		t.Fatalf("the GET after the status moved: %s", moved.body)
+	}
+
+	// The document changes: it comes with its body and is rendered again.
+	_, doc := e.resource(path)
+	var body map[string]any
+	if err := json.Unmarshal(doc.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	body["tags"] = map[string]any{"changed": "yes"}
+	changed := *doc
+	changed.Body = mustJSON(body)
+	if _, err := e.store.Replace(context.Background(), &changed, doc.ETag); err != nil {
+		t.Fatal(err)
+	}
+	again := reads("GET after the document changed", func() response { return get("changed", nil) }, 0, 1, 0, 1)
+	if !strings.Contains(string(again.body), `"changed":"yes"`) || again.header.Get("ETag") == etag {
+		t.Fatalf("the GET after the document changed: %v %s", again.header, again.body)
+	}
+	reads("GET of the new kept rendering", func() response { return get("kept again", nil) }, 0, 1, 1, 1)
 }

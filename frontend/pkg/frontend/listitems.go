@@ -245,6 +245,27 @@ func (s *Server) keptItem(key listItemKey, etag string) (json.RawMessage, *looke
 	return nil, &looked{cl: cl, cached: cached}
 }
 
+// keptETag is the ETag of the document of the item kept under key when that item would answer
+// a read of an unchanged document now: a cluster Cluster Service does not know, or one whose
+// status the cache vouches for at the revision the item shows (keptItem's rule, looked at
+// without counting a lookup). Else "".
+func (s *Server) keptETag(key listItemKey) string {
+	it, kept := s.listItems.get(key)
+	if !kept {
+		return ""
+	}
+	if it.csID == "" {
+		return it.etag
+	}
+	if s.statuses == nil {
+		return ""
+	}
+	if cl, cached := s.statuses.Peek(it.csID, it.docRevision); !cached || cl.GetRevision() != it.csRevision {
+		return ""
+	}
+	return it.etag
+}
+
 // keepItem keeps body, the cluster in doc (rd, decoded from it) rendered with Cluster Service's
 // status cl, under key. A cluster shown without the status it has (Cluster Service did not
 // answer) is not kept.
@@ -267,6 +288,13 @@ func (s *Server) clusterBody(r *http.Request, rd *armdoc.ResourceDocument, doc *
 	if body != nil {
 		return body, nil
 	}
+	return s.renderCluster(r, key, rd, doc, l)
+}
+
+// renderCluster renders the cluster in doc (rd, decoded from it) with its status (l: the lookup
+// the request made already; nil: look up now) and keeps it under key.
+func (s *Server) renderCluster(r *http.Request, key listItemKey, rd *armdoc.ResourceDocument, doc *docstore.Document, l *looked) (json.RawMessage, error) {
+	ver := info(r).version
 	c, err := clusterFromDoc(rd)
 	if err != nil {
 		return nil, err

@@ -27,14 +27,14 @@ func (s *Server) middlewareClientCertificate(w http.ResponseWriter, r *http.Requ
 	// The handshake verified the chain once; ARM keeps its connections alive, so the chain must
 	// still be valid at this request.
 	if err := identity.CheckValidAt(r.TLS.VerifiedChains, time.Now()); err != nil {
-		info(r).log.Warn("client certificate no longer valid", "error", err)
+		info(r).logger().Warn("client certificate no longer valid", "error", err)
 		s.report(w, r, cloudError(http.StatusUnauthorized, "Unauthorized", "",
 			"The request's client certificate is no longer valid; this resource provider is called by Azure Resource Manager only."))
 		return
 	}
 	cn := r.TLS.VerifiedChains[0][0].Subject.CommonName
 	if !slices.Contains(s.cfg.ClientSubjects, cn) {
-		info(r).log.Warn("client certificate subject not allowed", "subjectCN", cn)
+		info(r).logger().Warn("client certificate subject not allowed", "subjectCN", cn)
 		s.report(w, r, cloudError(http.StatusForbidden, "Forbidden", "",
 			"The client certificate subject '%s' is not allowed to call this resource provider.", cn))
 		return

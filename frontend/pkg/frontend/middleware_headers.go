@@ -101,7 +101,7 @@ func checkHomeTenant(r *http.Request, sub *armdoc.SubscriptionDocument) error {
 			"The value of the x-ms-home-tenant-id header is not a GUID.")
 	}
 	if t := registeredTenant(sub); t != "" && !strings.EqualFold(t, h) {
-		info(r).log.Info("x-ms-home-tenant-id differs from the subscription's registered tenant; served",
+		info(r).logger().Info("x-ms-home-tenant-id differs from the subscription's registered tenant; served",
 			"homeTenantID", h, "registeredTenantID", t)
 	}
 	return nil

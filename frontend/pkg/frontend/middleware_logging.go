@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/internal/httplabel"
+	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // statusRecorder remembers the status written, for logs, metrics and the panic handler.
@@ -47,14 +48,22 @@ func (s *Server) middlewareLogging(w http.ResponseWriter, r *http.Request, next 
 		route = "unmatched"
 	}
 	s.metrics.observe(route, httplabel.Method(r.Method), strconv.Itoa(rec.status), elapsed)
-	level := ri.log.Info
+	// The request's IDs lead, as in a line of ri.logger(), which is not made for this line alone.
+	level := ri.base.Info
 	if rec.status >= 500 {
-		level = ri.log.Error
+		level = ri.base.Error
+	}
+	apiVersion := ri.apiVersion // the query as the api-version middleware read it, if it ran
+	if apiVersion == "" {
+		apiVersion = r.URL.Query().Get("api-version")
 	}
 	level("request",
+		logattr.RequestID(ri.requestID),
+		logattr.ClientRequestID(ri.clientRequestID),
+		logattr.CorrelationRequestID(ri.correlationID),
 		"method", r.Method,
 		"path", ri.originalPath,
-		"apiVersion", r.URL.Query().Get("api-version"),
+		"apiVersion", apiVersion,
 		"route", route,
 		"status", rec.status,
 		"bytes", rec.bytes,

@@ -16,7 +16,7 @@ func (s *Server) middlewarePanic(w http.ResponseWriter, r *http.Request, next ht
 		if v == http.ErrAbortHandler {
 			panic(v)
 		}
-		info(r).log.Error("panic in handler", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		info(r).logger().Error("panic in handler", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		if rec, ok := w.(*statusRecorder); ok && rec.status != 0 {
 			return // the response has started; nothing sensible can be added
 		}

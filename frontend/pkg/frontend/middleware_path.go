@@ -23,7 +23,7 @@ func (s *Server) middlewareLowercasePath(w http.ResponseWriter, r *http.Request,
 			"The resource ID %q is not valid: it holds a NUL character or bytes that are not UTF-8.", r.URL.Path))
 		return
 	}
-	if strings.Contains(strings.ToLower(r.URL.EscapedPath()), "%2f") {
+	if esc := r.URL.EscapedPath(); strings.Contains(esc, "%2f") || strings.Contains(esc, "%2F") {
 		s.report(w, r, cloudError(http.StatusBadRequest, arm.CodeInvalidResourceName, "",
 			"The resource ID %q is not valid: a name holds an encoded slash (%%2F).", r.URL.EscapedPath()))
 		return

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/internal/arm"
-	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // middlewareRequestID gives every request its x-ms-request-id (returned on every response) and
@@ -16,13 +15,11 @@ func (s *Server) middlewareRequestID(w http.ResponseWriter, r *http.Request, nex
 	clientID, clientLen := requestIDHeader(r, arm.HeaderClientRequestID)
 	corrID, corrLen := requestIDHeader(r, arm.HeaderCorrelationRequestID)
 	ri.clientRequestID, ri.correlationID = clientID, corrID
-	ri.log = s.log.With(
-		logattr.RequestID(ri.requestID),
-		logattr.ClientRequestID(ri.clientRequestID),
-		logattr.CorrelationRequestID(ri.correlationID),
-	)
-	logReplacedRequestID(ri.log, arm.HeaderClientRequestID, clientLen)
-	logReplacedRequestID(ri.log, arm.HeaderCorrelationRequestID, corrLen)
+	ri.base = s.log
+	if clientLen > 0 || corrLen > 0 {
+		logReplacedRequestID(ri.logger(), arm.HeaderClientRequestID, clientLen)
+		logReplacedRequestID(ri.logger(), arm.HeaderCorrelationRequestID, corrLen)
+	}
 	w.Header().Set(arm.HeaderRequestID, ri.requestID)
 	if ri.clientRequestID != "" {
 		w.Header().Set(arm.HeaderClientRequestID, ri.clientRequestID)

@@ -39,16 +39,24 @@ func TestRequestLogsCarryARMIDs(t *testing.T) {
 		t.Fatalf("status %d", resp.code)
 	}
 	reqID := resp.header.Get("x-ms-request-id")
-	var line string
+	var line, rejected string
 	for _, l := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, reqID) {
 			line = l
 		}
+		if strings.Contains(l, `"msg":"request rejected"`) {
+			rejected = l
+		}
 	}
-	for _, want := range []string{`"correlationRequestID":"corr-logged"`, `"clientRequestID":"client-logged"`, `"requestID":"` + reqID + `"`, `"status":400`} {
+	for _, want := range []string{`"correlationRequestID":"corr-logged"`, `"clientRequestID":"client-logged"`, `"requestID":"` + reqID + `"`, `"status":400`, `"apiVersion":"` + testVersion + `"`} {
 		if !strings.Contains(line, want) {
 			t.Fatalf("request log line lacks %s:\n%s", want, line)
 		}
+	}
+	// Every line of the request carries the IDs first, right after the message, in one order.
+	ids := `"requestID":"` + reqID + `","clientRequestID":"client-logged","correlationRequestID":"corr-logged",`
+	if !strings.Contains(line, `"msg":"request",`+ids+`"method":"PUT",`) || !strings.Contains(rejected, `"msg":"request rejected",`+ids) {
+		t.Fatalf("the request's lines do not lead with its IDs %s:\n%s\n%s", ids, line, rejected)
 	}
 }
 

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -125,5 +126,47 @@ func TestGetManyReadsOnlyItsTypeAndListsBeyondOneStatement(t *testing.T) {
 	}
 	if got, err := s.GetMany(ctx, partition, docstore.TypeOperation, []string{"id0000", "id2000"}); err != nil || len(got) != 1 || got[0].ID != "id2000" {
 		t.Fatalf("get many of operations: %v %v, want id2000 alone", got, err)
+	}
+}
+
+func TestGetUnlessETagLeavesOutOnlyTheBodyOfAnUnchangedDocument(t *testing.T) {
+	ctx := context.Background()
+	s, _ := open(t, postgres.Options{})
+	created, err := s.Create(ctx, &docstore.Document{PartitionKey: "sub1", ID: "c1", Type: "cluster",
+		ResourceID: "/subscriptions/sub1/x/c1", Body: json.RawMessage(`{"n":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := s.Get(ctx, "sub1", "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(what string, d *docstore.Document) {
+		t.Helper()
+		if d.PartitionKey != full.PartitionKey || d.ID != full.ID || d.Type != full.Type || d.ResourceID != full.ResourceID ||
+			d.ETag != full.ETag || d.Seq != full.Seq || d.TTL != full.TTL {
+			t.Fatalf("%s: %+v, Get: %+v", what, d, full)
+		}
+	}
+	unchanged, err := s.GetUnlessETag(ctx, "sub1", "c1", created.ETag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("at its ETag", unchanged)
+	if unchanged.Body != nil {
+		t.Fatalf("at its ETag the body came: %s", unchanged.Body)
+	}
+	for _, etag := range []string{"another", `"` + created.ETag + `"`} {
+		changed, err := s.GetUnlessETag(ctx, "sub1", "c1", etag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("at ETag "+etag, changed)
+		if string(changed.Body) != string(full.Body) {
+			t.Fatalf("at ETag %s the body is %s, want %s", etag, changed.Body, full.Body)
+		}
+	}
+	if _, err := s.GetUnlessETag(ctx, "sub1", "missing", created.ETag); !errors.Is(err, docstore.ErrNotFound) {
+		t.Fatalf("a missing document: %v, want ErrNotFound", err)
 	}
 }

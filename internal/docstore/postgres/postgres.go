@@ -190,6 +190,29 @@ func (s *Store) Get(ctx context.Context, partition, id string) (_ *docstore.Docu
 	return d, nil
 }
 
+// GetUnlessETag implements docstore.HeadQuerier: Get's statement, its body NULL when the
+// document's ETag is etag, so PostgreSQL neither renders nor sends a body the caller has.
+func (s *Store) GetUnlessETag(ctx context.Context, partition, id, etag string) (_ *docstore.Document, err error) {
+	defer markUnavailable(&err)
+	var d *docstore.Document
+	err = s.loss.Retry(ctx, true, func() (err error) {
+		d, err = scanDoc(s.pool.QueryRow(ctx,
+			"SELECT "+docColumnsUnlessETag+" FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause,
+			partition, id, etag))
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, docstore.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get document %s/%s: %w", partition, id, err)
+	}
+	return d, nil
+}
+
+// docColumnsUnlessETag is docColumns with the body NULL when the ETag is $3.
+const docColumnsUnlessETag = "partition_key, id, type, resource_id, CASE WHEN etag = $3 THEN NULL ELSE body END, etag, expires_at, seq"
+
 // Create implements docstore.Store.
 func (s *Store) Create(ctx context.Context, doc *docstore.Document) (_ *docstore.Document, err error) {
 	defer markUnavailable(&err)
