@@ -258,12 +258,14 @@ func takeCPU() cpuSample {
 }
 
 // postgresLogin names a PostgreSQL backend by the login it serves: its title is
-// "postgres: <login> <database> <client> <state>"; auxiliary processes (checkpointer, WAL
-// writer, ...) are "postgres (auxiliary)".
+// "postgres: <login> <database> <client> <state>", the client "host(port)" over TCP and
+// "[local]" over a unix socket (make run's layout since 2026-11-29: until this read it, every
+// backend's time was charged to "postgres (auxiliary)", off the service side); auxiliary
+// processes (checkpointer, WAL writer, ...) are "postgres (auxiliary)".
 func postgresLogin(p procstat.Proc) string {
 	title := strings.Join(p.Args, " ")
 	f := strings.Fields(strings.TrimPrefix(title, "postgres:"))
-	if len(f) >= 3 && strings.Contains(f[2], "(") {
+	if len(f) >= 3 && (strings.Contains(f[2], "(") || f[2] == "[local]") {
 		return "postgres/" + f[0]
 	}
 	return "postgres (auxiliary)"
