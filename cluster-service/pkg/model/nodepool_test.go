@@ -2,6 +2,7 @@ package model
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,6 +171,44 @@ func TestPoolMinorsBehindTheUpgradeTarget(t *testing.T) {
 			}
 			if refused != tc.refused || len(v) > 1 {
 				t.Fatalf("violations %v; want spec.version_id refused: %v", v, tc.refused)
+			}
+		})
+	}
+}
+
+// TestOverlongLabelsAreRefusedForTheirLength: a label key or value longer than Kubernetes takes
+// is refused for its length, said within MaxDescription. Before, a key was quoted whole ahead of
+// the reason, so the description cut at MaxDescription said nothing but the key's first kilobyte
+// (seen through ARM with a 3 MiB key), and Kubernetes' pattern match ran over the whole key or
+// value inside the write transaction: about a quarter of a second of CPU a request for 3 MiB (a
+// probe's profile), which the length check now spares.
+func TestOverlongLabelsAreRefusedForTheirLength(t *testing.T) {
+	now := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	catalogue := &versions.Catalogue{ChannelGroups: map[string]*versions.ChannelGroup{"stable": {Versions: []versions.Version{
+		{ID: "4.20.3", Enabled: true, EndOfLife: now.AddDate(1, 0, 0)},
+	}}}}
+	subnet := "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/default"
+	cl := Cluster{Spec: &csv1.ClusterSpec{ChannelGroup: "stable", VersionId: "4.20.3", Azure: &csv1.AzureSpec{SubnetId: subnet}}}
+	long := strings.Repeat("a", 1<<20) + "-"
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   string // in the one violation's description
+	}{
+		{"key_of_a_mebibyte", map[string]string{long: "v"}, "1048577 bytes"},
+		{"prefixed_key_of_a_mebibyte", map[string]string{"example.com/" + long: "v"}, "1048589 bytes"},
+		{"value_of_a_mebibyte", map[string]string{"tier": long}, "1048577 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &csv1.NodePoolSpec{VersionId: "4.20.3", ChannelGroup: "stable", Replicas: 1, Labels: tc.labels,
+				Platform: &csv1.NodePoolPlatform{VmSize: "Standard_D8s_v3", SubnetId: subnet}}
+			var v Violations
+			ValidateNodePoolSpec(&v, "spec", in, cl, nil, catalogue, func() time.Time { return now })
+			if len(v) != 1 || v[0].GetField() != "spec.labels" {
+				t.Fatalf("violations %v, want one of spec.labels", v)
+			}
+			if msg := v[0].GetDescription(); !strings.Contains(msg, tc.want) {
+				t.Fatalf("message %.300q: want it to name the length (%s)", msg, tc.want)
 			}
 		})
 	}
