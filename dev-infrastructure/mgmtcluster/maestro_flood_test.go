@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,9 +16,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
-	"github.com/openhcp/openhcp/internal/identity"
-	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -34,61 +30,12 @@ import (
 // gRPC client with a region-CA certificate must still be answered within 10 s, and a client
 // answered before the flood must keep its connection.
 func TestMaestroGRPCOutlastsAFlood(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, an apiserver and maestro")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bin, err := MaestroBinary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiserver, etcd, err := KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	logs := filepath.Join(dir, "logs")
-	region, err := pki.Create(filepath.Join(dir, "pki"), pki.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stranger, err := pki.Create(filepath.Join(dir, "stranger-pki"), pki.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg := pgservertest.Start(t)
-	dsn := pgservertest.NewDatabase(t, pg)
-	mq, err := StartMosquitto(ctx, MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs})
-	if err != nil {
-		t.Fatalf("start mosquitto: %v", err)
-	}
-	t.Cleanup(mq.Stop)
-	server := region.MustFiles(pki.MaestroServer)
-	authz, err := StartMaestroAuthorizer(ctx, MaestroAuthorizerOptions{
-		Cluster:    ManagementClusterOptions{Name: "svc", Dir: filepath.Join(dir, "svc"), LogDir: logs, APIServerPath: apiserver, EtcdPath: etcd, ExtraClientCAFile: region.CAFile},
-		ServerUser: pki.MaestroServer, ServerCertFile: server.Cert, ServerKeyFile: server.Key,
-		Sources: map[string]string{"cluster-service": pki.ClusterService},
-	})
-	if err != nil {
-		t.Fatalf("start authorizer: %v", err)
-	}
-	t.Cleanup(authz.Stop)
-	cs := region.MustFiles(pki.ClusterService)
-	restClients, err := maestrogate.WorkloadRules(region.TrustDomain, map[string]maestrogate.Access{identity.ClusterService: maestrogate.ReadWrite})
-	if err != nil {
-		t.Fatal(err)
-	}
 	const maxConns = 20
-	srv, err := StartMaestroServer(ctx, MaestroServerOptions{Binary: bin, DSN: dsn, MQTTAddr: mq.Addr,
-		Dir: filepath.Join(dir, "maestro"), LogDir: logs, GRPCMaxConns: maxConns,
-		TLS: &MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: region.CAFile, ClientCAFile: region.CAFile,
-			AuthorizerKubeconfig: authz.Kubeconfig, RESTClients: restClients, ClientCertFile: cs.Cert, ClientKeyFile: cs.Key},
-	})
-	if err != nil {
-		t.Fatalf("start maestro server: %v", err)
-	}
-	t.Cleanup(srv.Close)
+	m := startSecureMaestro(ctx, t, secureMaestroOptions{rest: clusterServiceREST, grpcMaxConns: maxConns})
+	region, stranger, srv := m.region, m.stranger, m.srv
+	cs := region.MustFiles(pki.ClusterService)
 
 	// clusterService is a gRPC client with Cluster Service's certificate; dials counts the
 	// connections it opened.

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster/maestrogate"
 	"github.com/openhcp/openhcp/internal/identity"
-	"github.com/openhcp/openhcp/internal/pgserver/pgservertest"
 	"github.com/openhcp/openhcp/internal/pki"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
@@ -28,67 +26,12 @@ import (
 // write, the admin API may only read, every other identity and a caller without a certificate
 // are refused, and the server's own REST port is not on the host's loopback at all.
 func TestMaestroRESTAdmitsOnlyItsClients(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts postgres, mosquitto, an apiserver and maestro")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bin, err := MaestroBinary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiserver, etcd, err := KubeBinaries(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	logs := filepath.Join(dir, "logs")
-	region, err := pki.Create(filepath.Join(dir, "pki"), pki.Options{MaestroConsumers: []string{"mgmt-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := region.Add("admin", pki.Spec{CommonName: "admin", Usage: pki.Server | pki.Client}, pki.ServiceCA); err != nil {
-		t.Fatal(err)
-	}
-	stranger, err := pki.Create(filepath.Join(dir, "stranger-pki"), pki.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	pg := pgservertest.Start(t)
-	dsn := pgservertest.NewDatabase(t, pg)
-	mq, err := StartMosquitto(ctx, MosquittoOptions{Dir: filepath.Join(dir, "mosquitto"), LogDir: logs})
-	if err != nil {
-		t.Fatalf("start mosquitto: %v", err)
-	}
-	t.Cleanup(mq.Stop)
-	server := region.MustFiles(pki.MaestroServer)
-	authz, err := StartMaestroAuthorizer(ctx, MaestroAuthorizerOptions{
-		Cluster:    ManagementClusterOptions{Name: "svc", Dir: filepath.Join(dir, "svc"), LogDir: logs, APIServerPath: apiserver, EtcdPath: etcd, ExtraClientCAFile: region.CAFile},
-		ServerUser: pki.MaestroServer, ServerCertFile: server.Cert, ServerKeyFile: server.Key,
-		Sources: map[string]string{"cluster-service": pki.ClusterService},
-	})
-	if err != nil {
-		t.Fatalf("start authorizer: %v", err)
-	}
-	t.Cleanup(authz.Stop)
+	m := startSecureMaestro(ctx, t, secureMaestroOptions{consumers: []string{"mgmt-1"}, admin: true,
+		rest: map[string]maestrogate.Access{identity.ClusterService: maestrogate.ReadWrite, identity.SRE: maestrogate.ReadOnly}})
+	region, stranger, srv := m.region, m.stranger, m.srv
 	cs := region.MustFiles(pki.ClusterService)
-	restClients, err := maestrogate.WorkloadRules(region.TrustDomain, map[string]maestrogate.Access{
-		identity.ClusterService: maestrogate.ReadWrite, identity.SRE: maestrogate.ReadOnly})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := StartMaestroServer(ctx, MaestroServerOptions{Binary: bin, DSN: dsn, MQTTAddr: mq.Addr,
-		Dir: filepath.Join(dir, "maestro"), LogDir: logs,
-		TLS: &MaestroServerTLS{CertFile: server.Cert, KeyFile: server.Key, CAFile: region.CAFile, ClientCAFile: region.CAFile,
-			AuthorizerKubeconfig: authz.Kubeconfig,
-			RESTClients:          restClients,
-			ClientCertFile:       cs.Cert, ClientKeyFile: cs.Key},
-	})
-	if err != nil {
-		t.Fatalf("start maestro server: %v", err)
-	}
-	t.Cleanup(srv.Close)
 	if err := srv.REST().RegisterConsumer(ctx, "mgmt-1"); err != nil {
 		t.Fatalf("register consumer as the launcher (cluster-service): %v", err)
 	}
