@@ -2,20 +2,18 @@ package localregion
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/serverlimits/floodtest"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -106,7 +104,7 @@ func TestRegionBrokerOutlastsAFlood(t *testing.T) {
 			}
 			early = append(early, c)
 		}
-		hello := clientHello(t)
+		hello := floodtest.CaptureClientHello(t, &tls.Config{ServerName: "broker", MinVersion: tls.VersionTLS12})
 		serverOnly, err := tlsconfig.Files{CA: p.CAFile}.Client(mq.Addr)
 		if err != nil {
 			t.Fatal(err)
@@ -117,50 +115,21 @@ func TestRegionBrokerOutlastsAFlood(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The flood: more than the cap, one kind after another, each held open.
-		var mu sync.Mutex
-		var held []net.Conn
-		t.Cleanup(func() {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, c := range held {
-				_ = c.Close()
+		// Those that send a byte fill the cap by themselves: a byte sent proved nothing.
+		flood := floodtest.Start(ctx, t, mq.Addr, maxConns+40, hello, func(i int) floodtest.Conn {
+			switch {
+			case i < 20:
+				return floodtest.Conn{Kind: floodtest.Silent}
+			case i < 40 && i%2 == 0:
+				return floodtest.Conn{Kind: floodtest.Handshake, TLS: serverOnly}
+			case i < 40:
+				return floodtest.Conn{Kind: floodtest.Handshake, TLS: strangerCert}
+			case i%2 == 0:
+				return floodtest.Conn{Kind: floodtest.OneByte}
+			default:
+				return floodtest.Conn{Kind: floodtest.ClientHello}
 			}
 		})
-		var wg sync.WaitGroup
-		for i := range maxConns + 40 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				var d net.Dialer
-				c, err := d.DialContext(dctx, "tcp", mq.Addr)
-				if err != nil {
-					return
-				}
-				// Those that send a byte fill the cap by themselves: a byte sent proved
-				// nothing.
-				switch {
-				case i < 20: // silent
-				case i < 40: // a whole handshake without a certificate, or with a stranger's
-					cfg := serverOnly
-					if i%2 == 1 {
-						cfg = strangerCert
-					}
-					tc := tls.Client(c, cfg.Clone())
-					_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
-					_ = tc.Handshake()
-					_ = tc.SetDeadline(time.Time{})
-				case i%2 == 0:
-					_, _ = c.Write([]byte{0x16})
-				default:
-					_, _ = c.Write(hello)
-				}
-				mu.Lock()
-				held = append(held, c)
-				mu.Unlock()
-			}()
-		}
 		// Wait for the forward to be at its cap with the flood.
 		deadline := time.Now().Add(60 * time.Second)
 		for mq.Forward.Active() < maxConns-len(early) && time.Now().Before(deadline) {
@@ -178,7 +147,7 @@ func TestRegionBrokerOutlastsAFlood(t *testing.T) {
 		} else {
 			t.Logf("a client with its certificate connected through the flood in %v", took)
 		}
-		wg.Wait()
+		flood.Wait()
 		for i, e := range append(early, c) {
 			if err := alive(e, i); err != nil {
 				t.Errorf("client %d, proven, was closed: %v", i, err)
@@ -219,24 +188,6 @@ func TestRegionBrokerOutlastsAFlood(t *testing.T) {
 			}
 		}
 	})
-}
-
-// clientHello is the first flight of a TLS client: what a flood sends before it falls silent.
-func clientHello(t *testing.T) []byte {
-	t.Helper()
-	a, b := net.Pipe()
-	defer a.Close()
-	go func() {
-		_ = tls.Client(b, &tls.Config{ServerName: "broker", MinVersion: tls.VersionTLS12}).Handshake()
-		b.Close()
-	}()
-	buf := make([]byte, 4096)
-	_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, err := a.Read(buf)
-	if err != nil || n < 5 || buf[0] != 0x16 {
-		t.Fatalf("capture a ClientHello: %d bytes, %v", n, err)
-	}
-	return bytes.Clone(buf[:n])
 }
 
 // tcpListeners are the TCP sockets process pid listens on ("local address" of /proc/net/tcp*).

@@ -1,11 +1,9 @@
 package mgmtcluster
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/serverlimits/floodtest"
 	"github.com/openhcp/openhcp/internal/tlsconfig"
 )
 
@@ -78,7 +77,7 @@ func TestMaestroGRPCOutlastsAFlood(t *testing.T) {
 		t.Fatalf("Cluster Service before the flood: %v", err)
 	}
 
-	hello := clientHelloFor(t, pki.ServerName(pki.MaestroServer))
+	hello := floodtest.CaptureClientHello(t, &tls.Config{ServerName: pki.ServerName(pki.MaestroServer), MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}})
 	serverOnly, err := tlsconfig.Files{CA: region.CAFile, ServerName: pki.ServerName(pki.MaestroServer)}.Client(srv.GRPCAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -95,47 +94,18 @@ func TestMaestroGRPCOutlastsAFlood(t *testing.T) {
 	// certificate or with a stranger's does not hold its slot long by itself (Maestro resets the
 	// connection with the rest of the caller's flight unread, which closes the forwarded one),
 	// but it is part of the flood a proof must never keep.
-	var mu sync.Mutex
-	var held []net.Conn
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			_ = c.Close()
+	flood := floodtest.Start(ctx, t, srv.GRPCAddr, 2*maxConns+10, hello, func(i int) floodtest.Conn {
+		switch i % 4 {
+		case 0:
+			return floodtest.Conn{Kind: floodtest.ClientHello}
+		case 1:
+			return floodtest.Conn{Kind: floodtest.Handshake, TLS: serverOnly}
+		case 2:
+			return floodtest.Conn{Kind: floodtest.OneByte}
+		default:
+			return floodtest.Conn{Kind: floodtest.Handshake, TLS: strangerCert}
 		}
 	})
-	var wg sync.WaitGroup
-	for i := range 2*maxConns + 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			var d net.Dialer
-			c, err := d.DialContext(dctx, "tcp", srv.GRPCAddr)
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-			switch i % 4 {
-			case 0:
-				_, _ = c.Write(hello)
-			case 2:
-				_, _ = c.Write([]byte{0x16})
-			default: // a whole handshake without a certificate, or with a stranger's
-				cfg := serverOnly
-				if i%4 == 3 {
-					cfg = strangerCert
-				}
-				tc := tls.Client(c, cfg.Clone())
-				_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
-				_ = tc.Handshake()
-				_ = tc.SetDeadline(time.Time{})
-			}
-		}()
-	}
 	deadline := time.Now().Add(60 * time.Second)
 	for srv.GRPCForward.Active() < maxConns && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
@@ -149,30 +119,11 @@ func TestMaestroGRPCOutlastsAFlood(t *testing.T) {
 		t.Fatalf("Cluster Service through the flood: not answered within 10 s: %v", err)
 	}
 	t.Logf("Cluster Service was answered through the flood in %v", time.Since(start).Round(time.Millisecond))
-	wg.Wait()
+	flood.Wait()
 	if err := answered(early, 10*time.Second); err != nil {
 		t.Errorf("Cluster Service's connection from before the flood: %v", err)
 	}
 	if n := earlyDials.Load(); n != 1 {
 		t.Errorf("Cluster Service's client from before the flood dialled %d times: its connection was closed for room", n)
 	}
-}
-
-// clientHelloFor is the first flight of a TLS 1.3 client of serverName: what a flood sends
-// before it falls silent.
-func clientHelloFor(t *testing.T, serverName string) []byte {
-	t.Helper()
-	a, b := net.Pipe()
-	defer a.Close()
-	go func() {
-		_ = tls.Client(b, &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS13, NextProtos: []string{"h2"}}).Handshake()
-		b.Close()
-	}()
-	buf := make([]byte, 4096)
-	_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, err := a.Read(buf)
-	if err != nil || n < 5 || buf[0] != 0x16 {
-		t.Fatalf("capture a ClientHello: %d bytes, %v", n, err)
-	}
-	return bytes.Clone(buf[:n])
 }
