@@ -269,6 +269,8 @@ type Region struct {
 	// postgres is the region's PostgreSQL, whatever its layout (holders.postgres only when it
 	// holds a TLS certificate): the chaos hooks kill and restart it.
 	postgres *pgserver.Server
+	// bouncer is the region's PgBouncer (nil when none runs), supervised (superviseRestartable).
+	bouncer *pgserver.Bouncer
 	// rotateMu runs one rotation at a time: the launcher's timer's or the rotation API's.
 	rotateMu sync.Mutex
 }
@@ -790,6 +792,7 @@ func (r *Region) startBouncer(ctx context.Context, pg *pgserver.Server, services
 		return err
 	}
 	r.onStop(b.Stop)
+	r.bouncer = b
 	// Both Maestro servers reach their database only through it: a crashed bouncer is
 	// restarted as every other child is (bouncersupervise.go).
 	superviseRestartable(bouncerComponent, b, mgmtcluster.DefaultRestartPolicy(r.reportCrash))
