@@ -269,6 +269,8 @@ type Region struct {
 	// postgres is the region's PostgreSQL, whatever its layout (holders.postgres only when it
 	// holds a TLS certificate): the chaos hooks kill and restart it.
 	postgres *pgserver.Server
+	// bouncer is the region's PgBouncer (nil when none runs), supervised (superviseRestartable).
+	bouncer *pgserver.Bouncer
 	// rotateMu runs one rotation at a time: the launcher's timer's or the rotation API's.
 	rotateMu sync.Mutex
 }
@@ -423,21 +425,25 @@ func (r *Region) onStop(f func()) {
 // restarts a crashed container (mgmtcluster.DefaultRestartPolicy: backoff from 1s to 30s), and
 // reports each crash with its last log lines, counted in region.json's restarts.
 func (r *Region) supervise(p *mgmtcluster.Process) {
-	p.Supervise(mgmtcluster.DefaultRestartPolicy(func(c mgmtcluster.ProcessCrash) {
-		r.mu.Lock()
-		if r.Info.Restarts == nil {
-			r.Info.Restarts = map[string]int{}
-		}
-		r.Info.Restarts[c.Name]++
-		r.mu.Unlock()
-		if err := r.writeInfo(); err != nil {
-			fmt.Fprintf(os.Stderr, "!! record the restart of %s in region.json: %v\n", c.Name, err)
-		}
-		select {
-		case r.crashes <- Crash{Name: c.Name, Err: c.Err, LogTail: c.LogTail, Restarts: c.Restarts, After: c.After}:
-		default:
-		}
-	}))
+	p.Supervise(mgmtcluster.DefaultRestartPolicy(r.reportCrash))
+}
+
+// reportCrash counts a crash in region.json's restarts and hands it to Crashes (ServeUntilDone
+// prints it): every supervised child's crash goes through it, PgBouncer's too.
+func (r *Region) reportCrash(c mgmtcluster.ProcessCrash) {
+	r.mu.Lock()
+	if r.Info.Restarts == nil {
+		r.Info.Restarts = map[string]int{}
+	}
+	r.Info.Restarts[c.Name]++
+	r.mu.Unlock()
+	if err := r.writeInfo(); err != nil {
+		fmt.Fprintf(os.Stderr, "!! record the restart of %s in region.json: %v\n", c.Name, err)
+	}
+	select {
+	case r.crashes <- Crash{Name: c.Name, Err: c.Err, LogTail: c.LogTail, Restarts: c.Restarts, After: c.After}:
+	default:
+	}
 }
 
 // Stop ends every process the region started and removes the throwaway state; logs are kept.
@@ -786,6 +792,10 @@ func (r *Region) startBouncer(ctx context.Context, pg *pgserver.Server, services
 		return err
 	}
 	r.onStop(b.Stop)
+	r.bouncer = b
+	// Both Maestro servers reach their database only through it: a crashed bouncer is
+	// restarted as every other child is (bouncersupervise.go).
+	superviseRestartable(bouncerComponent, b, mgmtcluster.DefaultRestartPolicy(r.reportCrash))
 	if pg.SocketOnly {
 		r.Info.Postgres.BouncerSocket = b.SocketDir()
 	} else {

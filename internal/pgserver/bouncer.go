@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,6 +44,9 @@ import (
 // PostgreSQL over PostgreSQL's socket, and uses no TLS (there is none on a Unix socket); SCRAM
 // and its logins are as above.
 //
+// A bouncer that crashed is started again, on the same port and socket, by Restart; the local
+// region does so as it restarts every other child (localregion's superviseRestartable).
+//
 // In Azure the managed server offers the same facility (Azure Database for PostgreSQL flexible
 // server's built-in PgBouncer, port 6432); the local region runs Debian's pgbouncer.
 type Bouncer struct {
@@ -54,8 +58,15 @@ type Bouncer struct {
 	server     *Server
 	sock       string // the Unix socket's directory, when the server has no TCP port
 	caSrc      string
-	cmd        *exec.Cmd
-	done       chan struct{}
+	// bin and ini start pgbouncer again with the same configuration (Restart).
+	bin, ini string
+
+	mu       sync.Mutex // guards cmd, done, err and stopping, which Restart and Stop change
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the current pgbouncer has exited
+	err      error         // how it exited
+	stopping bool
+	stopped  chan struct{} // closed by Stop: ends a supervisor's wait at once
 }
 
 // BouncerOptions configures StartBouncer.
@@ -164,25 +175,72 @@ func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, 
 	if err := s.writeOwned(ini, []byte(bouncerConfig(s, o, authFile, caCopy, sock))); err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(o.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return nil, fmt.Errorf("open pgbouncer log: %w", err)
-	}
-	// PgBouncer refuses to run as root: it runs as the server's user, in the foreground.
-	cmd := exec.Command(bin, "-q", ini)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := spawn.Start(cmd); err != nil { // internal/spawn: Pdeathsig follows the forking thread
-		logf.Close()
-		return nil, fmt.Errorf("start pgbouncer: %w", err)
-	}
-	b := &Bouncer{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, serverPort: s.Port, server: s, sock: sock, caSrc: o.CAFile, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logf.Close(); close(b.done) }()
-	if err := b.waitListening(ctx, 30*time.Second); err != nil {
-		b.Stop()
+	b := &Bouncer{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, serverPort: s.Port, server: s, sock: sock, caSrc: o.CAFile, bin: bin, ini: ini, stopped: make(chan struct{})}
+	if err := b.start(ctx); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// start execs pgbouncer and waits until it accepts connections; a pgbouncer that does not is
+// killed. It holds mu while it forks, so a Stop that comes meanwhile finds the new process.
+func (b *Bouncer) start(ctx context.Context) error {
+	logf, err := os.OpenFile(b.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("open pgbouncer log: %w", err)
+	}
+	// PgBouncer refuses to run as root: it runs as the server's user, in the foreground.
+	cmd := exec.Command(b.bin, "-q", b.ini)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: b.server.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	b.mu.Lock()
+	if b.stopping {
+		b.mu.Unlock()
+		logf.Close()
+		return errors.New("pgbouncer: stopped")
+	}
+	if err := spawn.Start(cmd); err != nil { // internal/spawn: Pdeathsig follows the forking thread
+		b.mu.Unlock()
+		logf.Close()
+		return fmt.Errorf("start pgbouncer: %w", err)
+	}
+	done := make(chan struct{})
+	b.cmd, b.done, b.err = cmd, done, nil
+	b.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		b.mu.Lock()
+		b.err = err
+		b.mu.Unlock()
+		close(done)
+	}()
+	if err := b.waitListening(ctx, done, 30*time.Second); err != nil {
+		select {
+		case <-done: // it exited by itself: its process group may be gone already
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		return err
+	}
+	return nil
+}
+
+// Restart starts pgbouncer again with the same configuration, port and socket directory once
+// it has exited (a crash), and waits until it accepts connections. PgBouncer replaces the
+// socket file a killed one left behind (it finds nothing listening on it). It is an error
+// while pgbouncer still runs, and after Stop.
+func (b *Bouncer) Restart(ctx context.Context) error {
+	select {
+	case <-b.Done():
+	default:
+		return fmt.Errorf("restart pgbouncer (pid %d): it is still running", b.PID())
+	}
+	if err := b.start(ctx); err != nil {
+		return fmt.Errorf("restart pgbouncer: %w", err)
+	}
+	return nil
 }
 
 // bouncerConfig is pgbouncer.ini for o (see the Bouncer comment for each choice); sock is the
@@ -279,7 +337,7 @@ func (s *Server) scramSecret(ctx context.Context, role string) (string, error) {
 	return secret, nil
 }
 
-func (b *Bouncer) waitListening(ctx context.Context, timeout time.Duration) error {
+func (b *Bouncer) waitListening(ctx context.Context, done <-chan struct{}, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	network, addr := "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
 	if b.sock != "" {
@@ -287,7 +345,7 @@ func (b *Bouncer) waitListening(ctx context.Context, timeout time.Duration) erro
 	}
 	for time.Now().Before(deadline) {
 		select {
-		case <-b.done:
+		case <-done:
 			return fmt.Errorf("pgbouncer exited during start-up; log %s:\n%s", b.LogPath, tail(b.LogPath))
 		case <-ctx.Done():
 			return ctx.Err()
@@ -345,25 +403,56 @@ func (b *Bouncer) ReloadTLS() error {
 	if err := b.server.writeOwned(filepath.Join(b.Dir, "ca.crt"), ca); err != nil {
 		return err
 	}
-	if err := b.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	b.mu.Lock()
+	p := b.cmd.Process
+	b.mu.Unlock()
+	if err := p.Signal(syscall.SIGHUP); err != nil {
 		return fmt.Errorf("pgbouncer: reload: %w", err)
 	}
 	return nil
 }
 
-// PID of the bouncer.
-func (b *Bouncer) PID() int { return b.cmd.Process.Pid }
+// PID of the bouncer (the current one, after a Restart).
+func (b *Bouncer) PID() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cmd.Process.Pid
+}
 
-// Done is closed when the bouncer has exited.
-func (b *Bouncer) Done() <-chan struct{} { return b.done }
+// Done is closed when the bouncer (its current process, after a Restart) has exited.
+func (b *Bouncer) Done() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.done
+}
+
+// Err is how the bouncer's current process exited (nil while it runs).
+func (b *Bouncer) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// Stopped is closed by Stop: a supervisor ends its wait to restart the bouncer.
+func (b *Bouncer) Stopped() <-chan struct{} { return b.stopped }
+
+// LogTail is the end of the bouncer's log, for a crash report.
+func (b *Bouncer) LogTail() string { return tail(b.LogPath) }
 
 // Stop shuts the bouncer down at once (SIGTERM: open client connections are closed), killing
-// it after 10 s.
+// it after 10 s, and for good: Restart refuses afterwards.
 func (b *Bouncer) Stop() {
+	b.mu.Lock()
+	if !b.stopping {
+		b.stopping = true
+		close(b.stopped)
+	}
+	cmd, done := b.cmd, b.done
+	b.mu.Unlock()
 	select {
-	case <-b.done:
+	case <-done:
 		return
 	default:
 	}
-	stopGroup(b.cmd.Process, b.done, syscall.SIGTERM)
+	stopGroup(cmd.Process, done, syscall.SIGTERM)
 }
