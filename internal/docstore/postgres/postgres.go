@@ -172,33 +172,25 @@ func scanDoc(row pgx.Row) (*docstore.Document, error) {
 }
 
 // Get implements docstore.Store.
-func (s *Store) Get(ctx context.Context, partition, id string) (_ *docstore.Document, err error) {
-	defer markUnavailable(&err)
-	var d *docstore.Document
-	err = s.loss.Retry(ctx, true, func() (err error) {
-		d, err = scanDoc(s.pool.QueryRow(ctx,
-			"SELECT "+docColumns+" FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause,
-			partition, id))
-		return err
-	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, docstore.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get document %s/%s: %w", partition, id, err)
-	}
-	return d, nil
+func (s *Store) Get(ctx context.Context, partition, id string) (*docstore.Document, error) {
+	return s.get(ctx, docColumns, partition, id)
 }
 
 // GetUnlessETag implements docstore.HeadQuerier: Get's statement, its body NULL when the
 // document's ETag is etag, so PostgreSQL neither renders nor sends a body the caller has.
-func (s *Store) GetUnlessETag(ctx context.Context, partition, id, etag string) (_ *docstore.Document, err error) {
+func (s *Store) GetUnlessETag(ctx context.Context, partition, id, etag string) (*docstore.Document, error) {
+	return s.get(ctx, docColumnsUnlessETag, partition, id, etag)
+}
+
+// get reads the live document partition/id with columns (docColumns or a variant whose extra
+// arguments are args).
+func (s *Store) get(ctx context.Context, columns, partition, id string, args ...any) (_ *docstore.Document, err error) {
 	defer markUnavailable(&err)
 	var d *docstore.Document
 	err = s.loss.Retry(ctx, true, func() (err error) {
 		d, err = scanDoc(s.pool.QueryRow(ctx,
-			"SELECT "+docColumnsUnlessETag+" FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause,
-			partition, id, etag))
+			"SELECT "+columns+" FROM documents WHERE partition_key = $1 AND id = $2 AND "+liveClause,
+			append([]any{partition, id}, args...)...))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
