@@ -391,7 +391,8 @@ func (b *Bouncer) WritePassFile(path, role, db, password string) error {
 // ReloadTLS makes the bouncer use the TLS files as they are now: the CA it verifies PostgreSQL
 // with is copied again from BouncerOptions.CAFile, and the certificate it presents is the
 // server's copy, which Server.ReloadTLS refreshes (call that first). PgBouncer reads both again
-// on SIGHUP; new connections use them, open ones keep theirs.
+// on SIGHUP; new connections use them, open ones keep theirs. A bouncer that has exited (a
+// crash, before its Restart) has nothing to signal: the files are written all the same.
 func (b *Bouncer) ReloadTLS() error {
 	if b.sock != "" {
 		return errors.New("pgbouncer: reload TLS: it uses no TLS (Unix socket only)")
@@ -407,6 +408,10 @@ func (b *Bouncer) ReloadTLS() error {
 	p := b.cmd.Process
 	b.mu.Unlock()
 	if err := p.Signal(syscall.SIGHUP); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			// It crashed and waits for its restart (Restart), which reads the files as they are now.
+			return nil
+		}
 		return fmt.Errorf("pgbouncer: reload: %w", err)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/openhcp/openhcp/internal/pki"
 )
 
 // TestKilledBouncerRestartsOnItsOwnPortAndSocket crashes the bouncer (SIGKILL to its process
@@ -84,5 +86,40 @@ func TestKilledBouncerRestartsOnItsOwnPortAndSocket(t *testing.T) {
 				t.Fatalf("Restart after Stop started a bouncer (pid %d), want an error", b.PID())
 			}
 		})
+	}
+}
+
+// TestReloadTLSWhileTheBouncerIsDown: a certificate rotation that comes while a crashed bouncer
+// waits to be restarted is not an error (the region's rotation would stop there, leaving the
+// broker and Maestro unreloaded): the files are written, and the restarted bouncer reads them.
+func TestReloadTLSWhileTheBouncerIsDown(t *testing.T) {
+	c := startSecure(t)
+	b := startBouncer(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	killed := b.PID()
+	if err := syscall.Kill(-killed, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Done():
+	case <-ctx.Done():
+		t.Fatalf("the bouncer (pid %d) did not exit after SIGKILL", killed)
+	}
+	renewed, err := c.pki.Renew(pki.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.pg.ReloadTLS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ReloadTLS(); err != nil {
+		t.Fatalf("ReloadTLS while the bouncer is down: %v, want nil (its restart reads the files)", err)
+	}
+	if err := b.Restart(ctx); err != nil {
+		t.Fatalf("restart after the crash: %v", err)
+	}
+	if got, err := servedSerial(c, b.Port); err != nil || got != renewed.SerialNumber.String() {
+		t.Fatalf("the restarted bouncer serves serial %s (%v), want the renewed %s", got, err, renewed.SerialNumber)
 	}
 }
