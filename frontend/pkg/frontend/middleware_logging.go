@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/internal/httplabel"
-	"github.com/openhcp/openhcp/internal/logattr"
 )
 
 // statusRecorder remembers the status written, for logs, metrics and the panic handler.
@@ -57,10 +56,7 @@ func (s *Server) middlewareLogging(w http.ResponseWriter, r *http.Request, next 
 	if apiVersion == "" {
 		apiVersion = r.URL.Query().Get("api-version")
 	}
-	level("request",
-		logattr.RequestID(ri.requestID),
-		logattr.ClientRequestID(ri.clientRequestID),
-		logattr.CorrelationRequestID(ri.correlationID),
+	level("request", append(ri.idAttrs(),
 		"method", r.Method,
 		"path", ri.originalPath,
 		"apiVersion", apiVersion,
@@ -68,5 +64,5 @@ func (s *Server) middlewareLogging(w http.ResponseWriter, r *http.Request, next 
 		"status", rec.status,
 		"bytes", rec.bytes,
 		"duration", elapsed,
-	)
+	)...)
 }
