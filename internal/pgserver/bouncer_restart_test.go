@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openhcp/openhcp/internal/pgserver"
 	"github.com/openhcp/openhcp/internal/pki"
 )
 
@@ -42,15 +43,7 @@ func TestKilledBouncerRestartsOnItsOwnPortAndSocket(t *testing.T) {
 			if err := b.Restart(ctx); err == nil {
 				t.Fatal("Restart of a running bouncer succeeded, want an error saying it still runs")
 			}
-			killed := b.PID()
-			if err := syscall.Kill(-killed, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			select {
-			case <-b.Done():
-			case <-ctx.Done():
-				t.Fatalf("the bouncer (pid %d) did not exit after SIGKILL", killed)
-			}
+			killed := killBouncer(ctx, t, b)
 			if b.Err() == nil {
 				t.Error("Err of a killed bouncer is nil, want how it exited")
 			}
@@ -97,15 +90,7 @@ func TestReloadTLSWhileTheBouncerIsDown(t *testing.T) {
 	b := startBouncer(t, c)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	killed := b.PID()
-	if err := syscall.Kill(-killed, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-b.Done():
-	case <-ctx.Done():
-		t.Fatalf("the bouncer (pid %d) did not exit after SIGKILL", killed)
-	}
+	killBouncer(ctx, t, b)
 	renewed, err := c.pki.Renew(pki.Postgres)
 	if err != nil {
 		t.Fatal(err)
@@ -122,4 +107,20 @@ func TestReloadTLSWhileTheBouncerIsDown(t *testing.T) {
 	if got, err := servedSerial(c, b.Port); err != nil || got != renewed.SerialNumber.String() {
 		t.Fatalf("the restarted bouncer serves serial %s (%v), want the renewed %s", got, err, renewed.SerialNumber)
 	}
+}
+
+// killBouncer SIGKILLs b's process group, as a crash would, waits until it has exited and
+// returns the PID it killed.
+func killBouncer(ctx context.Context, t *testing.T, b *pgserver.Bouncer) int {
+	t.Helper()
+	killed := b.PID()
+	if err := syscall.Kill(-killed, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-b.Done():
+	case <-ctx.Done():
+		t.Fatalf("the bouncer (pid %d) did not exit after SIGKILL", killed)
+	}
+	return killed
 }
