@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -70,9 +71,14 @@ func TestRegionRestartsAndReportsAKilledPgBouncer(t *testing.T) {
 		t.Fatalf("maestro through the bouncer before the crash: %v", err)
 	}
 
-	killed := r.bouncer.PID()
-	if err := syscall.Kill(-killed, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	// The chaos tests' way in: the bouncer is a component KillComponent crashes and
+	// RecoverComponent waits for.
+	if !slices.Contains(r.Components(), BouncerComponent) {
+		t.Fatalf("Components() = %v, want %s among them", r.Components(), BouncerComponent)
+	}
+	killed, err := r.KillComponent(BouncerComponent)
+	if err != nil || killed != r.bouncer.PID() {
+		t.Fatalf("KillComponent(%s) = %d, %v; want the running pid", BouncerComponent, killed, err)
 	}
 	select {
 	case c := <-r.crashes:
@@ -81,6 +87,11 @@ func TestRegionRestartsAndReportsAKilledPgBouncer(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no crash reported for a killed pgbouncer")
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 90*time.Second)
+	defer rcancel()
+	if err := r.RecoverComponent(rctx, BouncerComponent, killed); err != nil {
+		t.Fatal(err)
 	}
 	var lastErr error
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {

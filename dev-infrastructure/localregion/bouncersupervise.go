@@ -2,14 +2,18 @@ package localregion
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
-	"github.com/openhcp/openhcp/internal/backoff"
+	"github.com/openhcp/openhcp/internal/pgserver"
 )
 
-// bouncerComponent is the name a crash of the region's PgBouncer is reported and counted under.
-const bouncerComponent = "pgbouncer"
+// BouncerComponent is the name of the region's PgBouncer (in front of PostgreSQL for the
+// Maestro servers): a crash of it is reported and counted under it, and KillComponent takes it.
+const BouncerComponent = "pgbouncer"
 
 // restartable is a child the launcher did not start as a mgmtcluster.Process but restarts
 // after a crash all the same: the region's PgBouncer (pgserver.Bouncer).
@@ -25,50 +29,75 @@ type restartable interface {
 	Restart(ctx context.Context) error
 }
 
-// superviseRestartable restarts c whenever it exits without being stopped, as Process.Supervise
-// restarts a mgmtcluster.Process: policy's backoff (reset once c has run policy.ResetAfter),
-// and policy.OnCrash told of each crash, and of each failed attempt to start it again, before
-// the wait.
+// superviseRestartable restarts c whenever it exits without being stopped, by the one restart
+// loop every supervised child of the region has (mgmtcluster.KeepRestarting).
 func superviseRestartable(name string, c restartable, policy mgmtcluster.RestartPolicy) {
-	go func() {
-		var delays *backoff.Delays
-		restarts := 0
-		for {
-			began := time.Now()
-			select {
-			case <-c.Stopped():
-				return
-			case <-c.Done():
-			}
-			select {
-			case <-c.Stopped(): // Stop ended it: no crash
-				return
-			default:
-			}
-			if delays == nil || time.Since(began) >= policy.ResetAfter {
-				delays = backoff.Policy{Initial: policy.Backoff, Max: policy.MaxBackoff}.Delays()
-			}
-			wait := delays.Next()
-			restarts++
-			policy.OnCrash(mgmtcluster.ProcessCrash{Name: name, Err: c.Err(), Restarts: restarts, After: wait, LogTail: c.LogTail()})
-			for {
-				select {
-				case <-c.Stopped():
-					return
-				case <-time.After(wait):
-				}
-				err := c.Restart(context.Background())
-				if err == nil {
-					break
-				}
-				select {
-				case <-c.Stopped():
-					return
-				default:
-				}
-				wait = delays.Next()
-				policy.OnCrash(mgmtcluster.ProcessCrash{Name: name, Err: err, Restarts: restarts, After: wait})
-			}
+	go mgmtcluster.KeepRestarting(name, &restartableRuns{c: c, policy: policy})
+}
+
+// restartableRuns is a restartable as mgmtcluster.KeepRestarting sees it.
+type restartableRuns struct {
+	c        restartable
+	policy   mgmtcluster.RestartPolicy
+	restarts int // only KeepRestarting's goroutine touches it
+}
+
+func (r *restartableRuns) WaitExit() (*mgmtcluster.RestartPolicy, error) {
+	select {
+	case <-r.c.Stopped():
+		return nil, nil
+	case <-r.c.Done():
+	}
+	select {
+	case <-r.c.Stopped(): // Stop ended it: no crash
+		return nil, nil
+	default:
+	}
+	return &r.policy, r.c.Err()
+}
+
+func (r *restartableRuns) StartAgain() error        { return r.c.Restart(context.Background()) }
+func (r *restartableRuns) Stopped() <-chan struct{} { return r.c.Stopped() }
+func (r *restartableRuns) LogTail() string          { return r.c.LogTail() }
+func (r *restartableRuns) CountRestart() int        { r.restarts++; return r.restarts }
+
+// killBouncer crashes the bouncer as KillComponent crashes any child: SIGKILL to its process
+// group, behind its supervisor's back.
+func killBouncer(b *pgserver.Bouncer) (int, error) {
+	select {
+	case <-b.Stopped():
+		return 0, fmt.Errorf("kill %s: it was stopped for good", BouncerComponent)
+	default:
+	}
+	pid := b.PID()
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return 0, fmt.Errorf("kill %s (pid %d): %w", BouncerComponent, pid, err)
+	}
+	return pid, nil
+}
+
+// recoverBouncer returns once the supervisor has started the bouncer killedPID was again and
+// it accepts connections; ctx bounds the wait.
+func recoverBouncer(ctx context.Context, b *pgserver.Bouncer, killedPID int) error {
+	for {
+		select {
+		case <-b.Stopped():
+			return fmt.Errorf("recover %s: it was stopped for good", BouncerComponent)
+		default:
 		}
-	}()
+		running := false
+		select {
+		case <-b.Done():
+		default:
+			running = true
+		}
+		if running && b.PID() != killedPID && b.Accepting() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("recover %s (killed pid %d): %w", BouncerComponent, killedPID, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -77,7 +77,7 @@ func TestCrashedBouncerIsRestartedAndReportedButNotAStoppedOne(t *testing.T) {
 	dir := t.TempDir()
 	r := &Region{crashes: make(chan Crash, 4), cfg: Config{RegionFile: filepath.Join(dir, "region.json")}}
 	b := newFakeBouncer()
-	superviseRestartable(bouncerComponent, b, mgmtcluster.DefaultRestartPolicy(r.reportCrash))
+	superviseRestartable(BouncerComponent, b, mgmtcluster.DefaultRestartPolicy(r.reportCrash))
 
 	b.crash()
 	select {

@@ -18,15 +18,18 @@ const PostgresComponent = "postgres"
 // Components names every process of the region that KillComponent can crash, sorted: our
 // services ("frontend", "backend", "cluster-service", a backend replica a test started,
 // "mgmt-N-hypershift-sim"), "maestro-server", "maestro-agent-mgmt-N", "mosquitto",
-// "mgmt-N-etcd", "mgmt-N-kube-apiserver" and "postgres".
+// "mgmt-N-etcd", "mgmt-N-kube-apiserver", "pgbouncer" and "postgres".
 func (r *Region) Components() []string {
 	procs := r.componentProcesses()
-	names := make([]string, 0, len(procs)+1)
+	names := make([]string, 0, len(procs)+2)
 	for name := range procs {
 		names = append(names, name)
 	}
 	if r.postgres != nil {
 		names = append(names, PostgresComponent)
+	}
+	if r.bouncer != nil {
+		names = append(names, BouncerComponent)
 	}
 	sort.Strings(names)
 	return names
@@ -65,6 +68,9 @@ func (r *Region) ComponentPID(name string) (int, error) {
 	if name == PostgresComponent && r.postgres != nil {
 		return r.postgres.PID(), nil
 	}
+	if name == BouncerComponent && r.bouncer != nil {
+		return r.bouncer.PID(), nil
+	}
 	p, ok := r.componentProcesses()[name]
 	if !ok {
 		return 0, fmt.Errorf("no component %q in this region (have %v)", name, r.Components())
@@ -79,6 +85,9 @@ func (r *Region) ComponentPID(name string) (int, error) {
 func (r *Region) KillComponent(name string) (int, error) {
 	if name == PostgresComponent && r.postgres != nil {
 		return r.postgres.Kill(), nil
+	}
+	if name == BouncerComponent && r.bouncer != nil {
+		return killBouncer(r.bouncer)
 	}
 	p, ok := r.componentProcesses()[name]
 	if !ok {
@@ -103,6 +112,9 @@ func (r *Region) RecoverComponent(ctx context.Context, name string, killedPID in
 			return fmt.Errorf("recover %s: %w", name, err)
 		}
 		return nil
+	}
+	if name == BouncerComponent && r.bouncer != nil {
+		return recoverBouncer(ctx, r.bouncer, killedPID)
 	}
 	p, ok := r.componentProcesses()[name]
 	if !ok {

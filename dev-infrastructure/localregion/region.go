@@ -795,7 +795,7 @@ func (r *Region) startBouncer(ctx context.Context, pg *pgserver.Server, services
 	r.bouncer = b
 	// Both Maestro servers reach their database only through it: a crashed bouncer is
 	// restarted as every other child is (bouncersupervise.go).
-	superviseRestartable(bouncerComponent, b, mgmtcluster.DefaultRestartPolicy(r.reportCrash))
+	superviseRestartable(BouncerComponent, b, mgmtcluster.DefaultRestartPolicy(r.reportCrash))
 	if pg.SocketOnly {
 		r.Info.Postgres.BouncerSocket = b.SocketDir()
 	} else {

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openhcp/openhcp/internal/backoff"
 	"github.com/openhcp/openhcp/internal/spawn"
 )
 
@@ -223,69 +222,10 @@ func (c *cappedLog) Close() error {
 }
 
 // run waits for the child and, while a RestartPolicy says so, starts it again after each
-// unexpected exit. done closes when it has exited for good.
+// unexpected exit (KeepRestarting). done closes when it has exited for good.
 func (p *Process) run() {
-	var delays *backoff.Delays
-	for {
-		p.mu.Lock()
-		cmd, lf := p.cmd, p.log
-		p.mu.Unlock()
-		began := time.Now()
-		err := cmd.Wait()
-		lf.Close()
-		p.mu.Lock()
-		p.err = err
-		policy := p.policy
-		final := p.stopping || policy == nil
-		p.mu.Unlock()
-		if final {
-			close(p.done)
-			return
-		}
-		if delays == nil || time.Since(began) >= policy.ResetAfter {
-			delays = backoff.Policy{Initial: policy.Backoff, Max: policy.MaxBackoff}.Delays()
-		}
-		wait := delays.Next()
-		p.mu.Lock()
-		p.restarts++
-		restarts := p.restarts
-		p.mu.Unlock()
-		if policy.OnCrash != nil {
-			policy.OnCrash(ProcessCrash{Name: p.Spec.Name, Err: err, Restarts: restarts, After: wait, LogTail: p.LogTail(4000)})
-		}
-		if !p.restart(policy, delays, wait, restarts) {
-			close(p.done)
-			return
-		}
-	}
-}
-
-// restart waits out wait and starts the child again, retrying a failed start after the next of
-// delays. It reports false when Stop or Kill came first.
-func (p *Process) restart(policy *RestartPolicy, delays *backoff.Delays, wait time.Duration, restarts int) bool {
-	for {
-		select {
-		case <-p.stopped:
-			return false
-		case <-time.After(wait):
-		}
-		next, lf, err := p.start()
-		if err == nil {
-			p.mu.Lock()
-			p.cmd, p.log = next, lf
-			stopping := p.stopping
-			p.mu.Unlock()
-			if stopping {
-				// Stop came while the child was being started: it ends with the rest.
-				_ = syscall.Kill(-next.Process.Pid, syscall.SIGKILL)
-			}
-			return true
-		}
-		wait = delays.Next()
-		if policy.OnCrash != nil {
-			policy.OnCrash(ProcessCrash{Name: p.Spec.Name, Err: err, Restarts: restarts, After: wait})
-		}
-	}
+	KeepRestarting(p.Spec.Name, processRuns{p})
+	close(p.done)
 }
 
 // Supervise makes the process restart after an unexpected exit, as policy says. Stop and Kill

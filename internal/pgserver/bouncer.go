@@ -339,10 +339,7 @@ func (s *Server) scramSecret(ctx context.Context, role string) (string, error) {
 
 func (b *Bouncer) waitListening(ctx context.Context, done <-chan struct{}, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	network, addr := "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
-	if b.sock != "" {
-		network, addr = "unix", b.SocketPath()
-	}
+	network, addr := b.address()
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
@@ -351,13 +348,32 @@ func (b *Bouncer) waitListening(ctx context.Context, done <-chan struct{}, timeo
 			return ctx.Err()
 		default:
 		}
-		if c, err := net.DialTimeout(network, addr, time.Second); err == nil {
-			c.Close()
+		if b.Accepting() {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("pgbouncer not listening on %s after %s; log %s:\n%s", addr, timeout, b.LogPath, tail(b.LogPath))
+	return fmt.Errorf("pgbouncer not listening on %s %s after %s; log %s:\n%s", network, addr, timeout, b.LogPath, tail(b.LogPath))
+}
+
+// address is where the bouncer listens: its Unix socket when the server has no TCP port, else
+// its loopback port.
+func (b *Bouncer) address() (network, addr string) {
+	if b.sock != "" {
+		return "unix", b.SocketPath()
+	}
+	return "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
+}
+
+// Accepting reports whether a connection to the bouncer is accepted now (within a second).
+func (b *Bouncer) Accepting() bool {
+	network, addr := b.address()
+	c, err := net.DialTimeout(network, addr, time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // SocketPath is the bouncer's Unix socket, when the server has no TCP port (else "").
