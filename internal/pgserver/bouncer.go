@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/openhcp/openhcp/internal/sockdir"
-	"github.com/openhcp/openhcp/internal/spawn"
 )
 
 // A Bouncer is a PgBouncer in front of a secure Server, for a client that opens and closes
@@ -61,10 +60,8 @@ type Bouncer struct {
 	// bin and ini start pgbouncer again with the same configuration (Restart).
 	bin, ini string
 
-	mu       sync.Mutex // guards cmd, done, err and stopping, which Restart and Stop change
-	cmd      *exec.Cmd
-	done     chan struct{} // closed when the current pgbouncer has exited
-	err      error         // how it exited
+	mu       sync.Mutex // guards run and stopping, which Restart and Stop change
+	run      *proc      // the current pgbouncer
 	stopping bool
 	stopped  chan struct{} // closed by Stop: ends a supervisor's wait at once
 }
@@ -185,41 +182,25 @@ func (s *Server) StartBouncer(ctx context.Context, o BouncerOptions) (*Bouncer, 
 // start execs pgbouncer and waits until it accepts connections; a pgbouncer that does not is
 // killed. It holds mu while it forks, so a Stop that comes meanwhile finds the new process.
 func (b *Bouncer) start(ctx context.Context) error {
-	logf, err := os.OpenFile(b.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
-	if err != nil {
-		return fmt.Errorf("open pgbouncer log: %w", err)
-	}
-	// PgBouncer refuses to run as root: it runs as the server's user, in the foreground.
-	cmd := exec.Command(b.bin, "-q", b.ini)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: b.server.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	b.mu.Lock()
 	if b.stopping {
 		b.mu.Unlock()
-		logf.Close()
 		return errors.New("pgbouncer: stopped")
 	}
-	if err := spawn.Start(cmd); err != nil { // internal/spawn: Pdeathsig follows the forking thread
+	// PgBouncer refuses to run as root: it runs as the server's user, in the foreground.
+	run, err := spawnLogged("pgbouncer", b.LogPath, b.server.cred, b.bin, "-q", b.ini)
+	if err != nil {
 		b.mu.Unlock()
-		logf.Close()
-		return fmt.Errorf("start pgbouncer: %w", err)
+		return err
 	}
-	done := make(chan struct{})
-	b.cmd, b.done, b.err = cmd, done, nil
+	b.run = run
 	b.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		logf.Close()
-		b.mu.Lock()
-		b.err = err
-		b.mu.Unlock()
-		close(done)
-	}()
+	done := run.done
 	if err := b.waitListening(ctx, done, 30*time.Second); err != nil {
 		select {
 		case <-done: // it exited by itself: its process group may be gone already
 		default:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = syscall.Kill(-run.pid(), syscall.SIGKILL)
 			<-done
 		}
 		return err
@@ -421,7 +402,7 @@ func (b *Bouncer) ReloadTLS() error {
 		return err
 	}
 	b.mu.Lock()
-	p := b.cmd.Process
+	p := b.run.cmd.Process
 	b.mu.Unlock()
 	if err := p.Signal(syscall.SIGHUP); err != nil {
 		if errors.Is(err, os.ErrProcessDone) {
@@ -437,21 +418,21 @@ func (b *Bouncer) ReloadTLS() error {
 func (b *Bouncer) PID() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.cmd.Process.Pid
+	return b.run.pid()
 }
 
 // Done is closed when the bouncer (its current process, after a Restart) has exited.
 func (b *Bouncer) Done() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.done
+	return b.run.done
 }
 
 // Err is how the bouncer's current process exited (nil while it runs).
 func (b *Bouncer) Err() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.err
+	return b.run.exitErr()
 }
 
 // Stopped is closed by Stop: a supervisor ends its wait to restart the bouncer.
@@ -468,12 +449,7 @@ func (b *Bouncer) Stop() {
 		b.stopping = true
 		close(b.stopped)
 	}
-	cmd, done := b.cmd, b.done
+	run := b.run
 	b.mu.Unlock()
-	select {
-	case <-done:
-		return
-	default:
-	}
-	stopGroup(cmd.Process, done, syscall.SIGTERM)
+	run.stop(syscall.SIGTERM)
 }

@@ -79,9 +79,8 @@ type Server struct {
 	bin  string
 	args []string
 
-	mu   sync.Mutex // guards cmd and done, which Restart replaces
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu  sync.Mutex // guards run, which Restart replaces
+	run *proc      // the current postmaster
 }
 
 // BinDir finds the directory of the system's PostgreSQL server binaries.
@@ -153,7 +152,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("initdb %s: %w: %s", data, err, out)
 	}
-	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, Secure: secure, SocketOnly: o.SocketOnly, tls: o.TLS, sock: sock, cred: cred, done: make(chan struct{})}
+	s := &Server{Port: o.Port, Dir: o.Dir, LogPath: o.LogPath, Secure: secure, SocketOnly: o.SocketOnly, tls: o.TLS, sock: sock, cred: cred}
 	listen := "127.0.0.1"
 	if o.SocketOnly {
 		listen = ""
@@ -195,22 +194,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 // startPostmaster execs the postmaster on the data directory and waits until it accepts
 // connections.
 func (s *Server) startPostmaster(ctx context.Context) error {
-	logf, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	run, err := spawnLogged("postgres", s.LogPath, s.cred, s.bin, s.args...)
 	if err != nil {
-		return fmt.Errorf("open postgres log: %w", err)
+		return err
 	}
-	cmd := exec.Command(s.bin, s.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := spawn.Start(cmd); err != nil { // internal/spawn: Pdeathsig follows the forking thread
-		logf.Close()
-		return fmt.Errorf("start postgres: %w", err)
-	}
-	done := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.done = cmd, done
+	s.run = run
 	s.mu.Unlock()
-	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		s.Stop()
 		return err
@@ -240,7 +230,7 @@ func (s *Server) Restart(ctx context.Context) error {
 // memory, and a new postmaster would refuse to start beside it.
 func (s *Server) Kill() int {
 	s.mu.Lock()
-	pid, done := s.cmd.Process.Pid, s.done
+	pid, done := s.run.pid(), s.run.done
 	s.mu.Unlock()
 	children := childPIDs(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -381,37 +371,80 @@ func (s *Server) SocketDir() string { return s.sock }
 func (s *Server) PID() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cmd.Process.Pid
+	return s.run.pid()
 }
 
 // Done is closed when the server (its current postmaster, after a Restart) has exited.
 func (s *Server) Done() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.done
+	return s.run.done
 }
 
 // Stop shuts the server down (fast shutdown), killing it after 10 s.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
+	run := s.run
 	s.mu.Unlock()
+	run.stop(syscall.SIGINT)
+}
+
+// proc is one run of a server's process (PostgreSQL's postmaster, a pgbouncer).
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed once it has exited, after err is set
+	err  error         // how it exited
+}
+
+// spawnLogged execs bin as cred in a process group of its own that ends with its parent
+// (Pdeathsig), its output appended to logPath; what names it in errors.
+func spawnLogged(what, logPath string, cred *syscall.Credential, bin string, args ...string) (*proc, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("open %s log: %w", what, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := spawn.Start(cmd); err != nil { // internal/spawn: Pdeathsig follows the forking thread
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", what, err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// exitErr is how it exited: nil while it runs.
+func (p *proc) exitErr() error {
 	select {
-	case <-done:
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// stop sends sig to the process and waits until it has exited, killing its whole process group
+// after 10 s.
+func (p *proc) stop(sig syscall.Signal) {
+	select {
+	case <-p.done:
 		return
 	default:
 	}
-	stopGroup(cmd.Process, done, syscall.SIGINT)
-}
-
-// stopGroup sends sig to p and waits for done, killing p's whole process group after 10 s.
-func stopGroup(p *os.Process, done <-chan struct{}, sig syscall.Signal) {
-	_ = p.Signal(sig)
+	_ = p.cmd.Process.Signal(sig)
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
-		<-done
+		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
+		<-p.done
 	}
 }
 
