@@ -60,8 +60,8 @@ type Bouncer struct {
 	// bin and ini start pgbouncer again with the same configuration (Restart).
 	bin, ini string
 
-	mu       sync.Mutex // guards run and stopping, which Restart and Stop change
-	run      *proc      // the current pgbouncer
+	live                // the current pgbouncer, which Restart replaces
+	mu       sync.Mutex // guards stopping, and is held while a pgbouncer is started
 	stopping bool
 	stopped  chan struct{} // closed by Stop: ends a supervisor's wait at once
 }
@@ -193,7 +193,7 @@ func (b *Bouncer) start(ctx context.Context) error {
 		b.mu.Unlock()
 		return err
 	}
-	b.run = run
+	b.set(run)
 	b.mu.Unlock()
 	done := run.done
 	if err := b.waitListening(ctx, done, 30*time.Second); err != nil {
@@ -213,15 +213,7 @@ func (b *Bouncer) start(ctx context.Context) error {
 // socket file a killed one left behind (it finds nothing listening on it). It is an error
 // while pgbouncer still runs, and after Stop.
 func (b *Bouncer) Restart(ctx context.Context) error {
-	select {
-	case <-b.Done():
-	default:
-		return fmt.Errorf("restart pgbouncer (pid %d): it is still running", b.PID())
-	}
-	if err := b.start(ctx); err != nil {
-		return fmt.Errorf("restart pgbouncer: %w", err)
-	}
-	return nil
+	return b.current().startAgain(ctx, "pgbouncer", b.start)
 }
 
 // bouncerConfig is pgbouncer.ini for o (see the Bouncer comment for each choice); sock is the
@@ -401,9 +393,7 @@ func (b *Bouncer) ReloadTLS() error {
 	if err := b.server.writeOwned(filepath.Join(b.Dir, "ca.crt"), ca); err != nil {
 		return err
 	}
-	b.mu.Lock()
-	p := b.run.cmd.Process
-	b.mu.Unlock()
+	p := b.current().cmd.Process
 	if err := p.Signal(syscall.SIGHUP); err != nil {
 		if errors.Is(err, os.ErrProcessDone) {
 			// It crashed and waits for its restart (Restart), which reads the files as they are now.
@@ -414,25 +404,9 @@ func (b *Bouncer) ReloadTLS() error {
 	return nil
 }
 
-// PID of the bouncer (the current one, after a Restart).
-func (b *Bouncer) PID() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.run.pid()
-}
-
-// Done is closed when the bouncer (its current process, after a Restart) has exited.
-func (b *Bouncer) Done() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.run.done
-}
-
 // Err is how the bouncer's current process exited (nil while it runs).
 func (b *Bouncer) Err() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.run.exitErr()
+	return b.current().exitErr()
 }
 
 // Stopped is closed by Stop: a supervisor ends its wait to restart the bouncer.
@@ -449,7 +423,7 @@ func (b *Bouncer) Stop() {
 		b.stopping = true
 		close(b.stopped)
 	}
-	run := b.run
+	run := b.current()
 	b.mu.Unlock()
 	run.stop(syscall.SIGTERM)
 }

@@ -79,8 +79,7 @@ type Server struct {
 	bin  string
 	args []string
 
-	mu  sync.Mutex // guards run, which Restart replaces
-	run *proc      // the current postmaster
+	live // the current postmaster, which Restart replaces
 }
 
 // BinDir finds the directory of the system's PostgreSQL server binaries.
@@ -198,9 +197,7 @@ func (s *Server) startPostmaster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.run = run
-	s.mu.Unlock()
+	s.set(run)
 	if err := s.waitReady(ctx, 60*time.Second); err != nil {
 		s.Stop()
 		return err
@@ -212,15 +209,7 @@ func (s *Server) startPostmaster(ctx context.Context) error {
 // it has exited (a crash, Kill or Stop), and waits until it accepts connections; clients
 // reconnect as they would after a database failover. It is an error while it still runs.
 func (s *Server) Restart(ctx context.Context) error {
-	select {
-	case <-s.Done():
-	default:
-		return fmt.Errorf("restart postgres (pid %d): it is still running", s.PID())
-	}
-	if err := s.startPostmaster(ctx); err != nil {
-		return fmt.Errorf("restart postgres: %w", err)
-	}
-	return nil
+	return s.current().startAgain(ctx, "postgres", s.startPostmaster)
 }
 
 // Kill ends the postmaster and every backend with SIGKILL, as a crash of the database host
@@ -229,9 +218,8 @@ func (s *Server) Restart(ctx context.Context) error {
 // they are found by parent and killed one by one: a backend left alive would hold the shared
 // memory, and a new postmaster would refuse to start beside it.
 func (s *Server) Kill() int {
-	s.mu.Lock()
-	pid, done := s.run.pid(), s.run.done
-	s.mu.Unlock()
+	run := s.current()
+	pid, done := run.pid(), run.done
 	children := childPIDs(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	for _, c := range children {
@@ -367,27 +355,35 @@ func (s *Server) CreateDatabase(ctx context.Context, db string) (string, error) 
 // SocketDir is the directory of the server's Unix socket (.s.PGSQL.<Port>).
 func (s *Server) SocketDir() string { return s.sock }
 
-// PID of the postmaster.
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.run.pid()
-}
-
-// Done is closed when the server (its current postmaster, after a Restart) has exited.
-func (s *Server) Done() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.run.done
-}
-
 // Stop shuts the server down (fast shutdown), killing it after 10 s.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	run := s.run
-	s.mu.Unlock()
-	run.stop(syscall.SIGINT)
+	s.current().stop(syscall.SIGINT)
 }
+
+// live holds the current run of a server's process (the postmaster, the pgbouncer), which a
+// restart replaces.
+type live struct {
+	mu  sync.Mutex
+	run *proc
+}
+
+func (r *live) current() *proc {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.run
+}
+
+func (r *live) set(p *proc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.run = p
+}
+
+// PID of the current process (after a Restart, the new one).
+func (r *live) PID() int { return r.current().pid() }
+
+// Done is closed when the current process has exited.
+func (r *live) Done() <-chan struct{} { return r.current().done }
 
 // proc is one run of a server's process (PostgreSQL's postmaster, a pgbouncer).
 type proc struct {
@@ -420,6 +416,19 @@ func spawnLogged(what, logPath string, cred *syscall.Credential, bin string, arg
 }
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// startAgain runs start once p has exited (a crash, or a stop); what names the server in errors.
+func (p *proc) startAgain(ctx context.Context, what string, start func(context.Context) error) error {
+	select {
+	case <-p.done:
+	default:
+		return fmt.Errorf("restart %s (pid %d): it is still running", what, p.pid())
+	}
+	if err := start(ctx); err != nil {
+		return fmt.Errorf("restart %s: %w", what, err)
+	}
+	return nil
+}
 
 // exitErr is how it exited: nil while it runs.
 func (p *proc) exitErr() error {
