@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ type size struct {
 
 // sizes: "short" runs in make test (a few minutes); "full" is make chaos (CHAOS_SIZE=full); a
 // make deploy region (make chaos DEPLOY=1) has its own default. CHAOS_UNITS overrides the
-// number of units, CHAOS_KILLS the least number of kills.
+// number of units, CHAOS_KILLS the least number of kills; CHAOS_MUST names components each
+// killed at least once (mustKill).
 func chaosSize(t *testing.T) size {
 	s := size{units: 12, concurrency: 4, poolEvery: 3, minKills: 4, gap: 5 * time.Second}
 	switch {
@@ -173,7 +175,18 @@ func TestChaos(t *testing.T) {
 	if postgresChaos() {
 		want = append(want, "postgres")
 	}
-	runChaos(ctx, t, processes{postgres: postgresChaos()}, want)
+	runChaos(ctx, t, processes{postgres: postgresChaos()}, want, mustKill()...)
+}
+
+// mustKill are the components CHAOS_MUST names (comma-separated), each killed at least once.
+func mustKill() []string {
+	var out []string
+	for _, c := range strings.Split(os.Getenv("CHAOS_MUST"), ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // runChaos runs the workload of chaosSize while a chaos loop kills tgt's components (want
