@@ -225,22 +225,6 @@ func tombstone(partition, id string, old *item, ttl time.Duration) *item {
 	return t
 }
 
-func validate(doc *docstore.Document) error {
-	switch {
-	case doc == nil:
-		return errors.New("document is nil")
-	case doc.PartitionKey == "":
-		return errors.New("document has no partition key")
-	case doc.ID == "":
-		return errors.New("document has no id")
-	case doc.Type == "":
-		return fmt.Errorf("document %s has no type", doc.ID)
-	case !json.Valid(doc.Body):
-		return fmt.Errorf("document %s: body is not valid JSON", doc.ID)
-	}
-	return nil
-}
-
 func statusOf(err error) int {
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
@@ -321,7 +305,7 @@ func written(it *item, etag azcore.ETag, session *string) *docstore.Document {
 // block a create: it is replaced, conditional on its ETag, so two racing creates still have
 // one winner.
 func (s *Store) Create(ctx context.Context, doc *docstore.Document) (*docstore.Document, error) {
-	if err := validate(doc); err != nil {
+	if err := docstore.Check(doc); err != nil {
 		return nil, err
 	}
 	it := toItem(doc, time.Now())
@@ -365,7 +349,7 @@ func (s *Store) Create(ctx context.Context, doc *docstore.Document) (*docstore.D
 
 // Replace implements docstore.Store.
 func (s *Store) Replace(ctx context.Context, doc *docstore.Document, ifMatch string) (*docstore.Document, error) {
-	if err := validate(doc); err != nil {
+	if err := docstore.Check(doc); err != nil {
 		return nil, err
 	}
 	if ifMatch == "" {
@@ -445,31 +429,10 @@ func kindName(k docstore.TxKind) string {
 // Transact implements docstore.Store with one TransactionalBatch (at most
 // docstore.MaxTransactSteps operations, all in one partition, as Cosmos requires).
 func (s *Store) Transact(ctx context.Context, partition string, ops []docstore.TxOp) ([]*docstore.Document, error) {
-	if len(ops) > docstore.MaxTransactSteps {
-		return nil, fmt.Errorf("transaction of %d steps: %w (at most %d)", len(ops), docstore.ErrTooManySteps, docstore.MaxTransactSteps)
-	}
-	for i, op := range ops {
-		if op.Doc == nil {
-			return nil, fmt.Errorf("transaction step %d: no document", i)
-		}
-		if op.Doc.PartitionKey != partition {
-			return nil, fmt.Errorf("transaction step %d: document partition %q is not the transaction's %q", i, op.Doc.PartitionKey, partition)
-		}
-		switch op.Kind {
-		case docstore.TxCreate, docstore.TxReplace:
-			if err := validate(op.Doc); err != nil {
-				return nil, fmt.Errorf("transaction step %d: %w", i, err)
-			}
-			if op.Kind == docstore.TxReplace && op.IfMatch == "" {
-				return nil, fmt.Errorf("transaction step %d: %w", i, docstore.ErrETagRequired)
-			}
-		case docstore.TxDelete:
-			if op.IfMatch == "" {
-				return nil, fmt.Errorf("transaction step %d: %w", i, docstore.ErrETagRequired)
-			}
-		default:
-			return nil, fmt.Errorf("transaction step %d: unknown kind %d", i, op.Kind)
-		}
+	// More than Cosmos holds in one batch is refused by every store, so a caller that fits one
+	// fits the other.
+	if err := docstore.CheckTransaction(partition, ops); err != nil {
+		return nil, err
 	}
 	// A create over a tombstone or an expired document becomes a replace conditional on its
 	// ETag (see Create). Such steps are found when the batch fails on them; each retry turns

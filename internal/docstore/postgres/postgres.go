@@ -208,7 +208,7 @@ const docColumnsUnlessETag = "partition_key, id, type, resource_id, CASE WHEN et
 // Create implements docstore.Store.
 func (s *Store) Create(ctx context.Context, doc *docstore.Document) (_ *docstore.Document, err error) {
 	defer markUnavailable(&err)
-	if err := validate(doc); err != nil {
+	if err := docstore.Check(doc); err != nil {
 		return nil, err
 	}
 	var out *docstore.Document
@@ -221,7 +221,7 @@ func (s *Store) Create(ctx context.Context, doc *docstore.Document) (_ *docstore
 // Replace implements docstore.Store.
 func (s *Store) Replace(ctx context.Context, doc *docstore.Document, ifMatch string) (_ *docstore.Document, err error) {
 	defer markUnavailable(&err)
-	if err := validate(doc); err != nil {
+	if err := docstore.Check(doc); err != nil {
 		return nil, err
 	}
 	if ifMatch == "" {
@@ -247,32 +247,10 @@ func (s *Store) Delete(ctx context.Context, partition, id, ifMatch string) (err 
 // store error, so errors.Is still finds ErrPreconditionFailed and friends.
 func (s *Store) Transact(ctx context.Context, partition string, ops []docstore.TxOp) (_ []*docstore.Document, err error) {
 	defer markUnavailable(&err)
-	if len(ops) > docstore.MaxTransactSteps {
-		// What Cosmos holds in one batch; the bound is the contract's, not PostgreSQL's.
-		return nil, fmt.Errorf("transaction of %d steps: %w (at most %d)", len(ops), docstore.ErrTooManySteps, docstore.MaxTransactSteps)
-	}
-	for i, op := range ops {
-		if op.Doc == nil {
-			return nil, fmt.Errorf("transaction step %d: no document", i)
-		}
-		if op.Doc.PartitionKey != partition {
-			return nil, fmt.Errorf("transaction step %d: document partition %q is not the transaction's %q", i, op.Doc.PartitionKey, partition)
-		}
-		switch op.Kind {
-		case docstore.TxCreate, docstore.TxReplace:
-			if err := validate(op.Doc); err != nil {
-				return nil, fmt.Errorf("transaction step %d: %w", i, err)
-			}
-			if op.Kind == docstore.TxReplace && op.IfMatch == "" {
-				return nil, fmt.Errorf("transaction step %d: %w", i, docstore.ErrETagRequired)
-			}
-		case docstore.TxDelete:
-			if op.IfMatch == "" {
-				return nil, fmt.Errorf("transaction step %d: %w", i, docstore.ErrETagRequired)
-			}
-		default:
-			return nil, fmt.Errorf("transaction step %d: unknown kind %d", i, op.Kind)
-		}
+	// More than Cosmos holds in one batch is refused by every store, so a caller that fits one
+	// fits the other.
+	if err := docstore.CheckTransaction(partition, ops); err != nil {
+		return nil, err
 	}
 	out := make([]*docstore.Document, len(ops))
 	steps := make([]writeStep, len(ops))
@@ -408,22 +386,6 @@ func (s *Store) writeTx(ctx context.Context, fn func(pgx.Tx) error) error {
 		}
 		return nil
 	})
-}
-
-func validate(doc *docstore.Document) error {
-	switch {
-	case doc == nil:
-		return errors.New("document is nil")
-	case doc.PartitionKey == "":
-		return errors.New("document has no partition key")
-	case doc.ID == "":
-		return errors.New("document has no id")
-	case doc.Type == "":
-		return fmt.Errorf("document %s has no type", doc.ID)
-	case !json.Valid(doc.Body):
-		return fmt.Errorf("document %s: body is not valid JSON", doc.ID)
-	}
-	return nil
 }
 
 func newETag() string {
