@@ -126,7 +126,7 @@ func clusterDescribe(ctx context.Context, a *app, id string) error {
 		t.flush()
 		fmt.Fprintln(w, "\nWhere it is, stage by stage:")
 		for _, l := range d.Diagnosis {
-			fmt.Fprintln(w, "  "+l)
+			fmt.Fprintln(w, "  "+printable(l))
 		}
 		if d.ARM != nil && len(d.ARM.Operations) > 0 {
 			fmt.Fprintln(w, "\nRecent operations:")
@@ -145,7 +145,7 @@ func clusterDescribe(ctx context.Context, a *app, id string) error {
 			t.flush()
 		}
 		for _, u := range d.Unavailable {
-			fmt.Fprintln(w, "unavailable: "+u)
+			fmt.Fprintln(w, "unavailable: "+printable(u))
 		}
 		fmt.Fprintln(w, "\n(-o yaml shows the documents, Cluster Service's model and the bundles' status in full)")
 	})

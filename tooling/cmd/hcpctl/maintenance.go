@@ -179,14 +179,14 @@ func followRequest(ctx context.Context, a *app, r adminapi.MaintenanceRequest, w
 		}
 	}
 	if wait && r.State == maintenance.RequestFailed {
-		return fmt.Errorf("maintenance request %s (%s %s) failed: %s", r.ID, r.Action, subject(r), r.Message)
+		return fmt.Errorf("maintenance request %s (%s %s) failed: %s", r.ID, r.Action, printable(subject(r)), printable(r.Message))
 	}
 	return a.print(r, func(w io.Writer) {
 		switch r.State {
 		case maintenance.RequestPending:
 			fmt.Fprintf(w, "request %s (%s %s) is Pending; follow it with: hcpctl maintenance request get %s --wait\n", r.ID, r.Action, subject(r), r.ID)
 		default:
-			fmt.Fprintf(w, "request %s (%s %s) %s: %s\n", r.ID, r.Action, subject(r), r.State, r.Message)
+			fmt.Fprintf(w, "request %s (%s %s) %s: %s\n", r.ID, r.Action, printable(subject(r)), r.State, printable(r.Message))
 		}
 	})
 }
@@ -332,7 +332,7 @@ func newWindowGetCmd(c *cli) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.print(win, func(w io.Writer) { fmt.Fprintf(w, "cluster %s: %s\n", win.Cluster, win.Description) })
+				return a.print(win, func(w io.Writer) { fmt.Fprintf(w, "cluster %s: %s\n", win.Cluster, printable(win.Description)) })
 			})
 		},
 	}

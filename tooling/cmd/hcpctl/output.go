@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 )
@@ -45,8 +48,17 @@ func table(w io.Writer, header ...string) tw {
 	return t
 }
 
-func (t tw) row(cells ...string) { fmt.Fprintln(t.w, strings.Join(cells, "\t")) }
-func (t tw) flush()              { t.w.Flush() }
+// row writes one line of cells, each through printable: a cell holds a caller's string (an audit
+// record's path or reason comes from whoever called, a certificate not needed).
+func (t tw) row(cells ...string) {
+	p := make([]string, len(cells))
+	for i, c := range cells {
+		p[i] = printable(c)
+	}
+	fmt.Fprintln(t.w, strings.Join(p, "\t"))
+}
+
+func (t tw) flush() { t.w.Flush() }
 
 // ifWide appends extra to cells when wide is set: a wide table's extra columns, last as in
 // kubectl.
@@ -55,6 +67,43 @@ func ifWide(wide bool, cells []string, extra ...string) []string {
 		return append(cells, extra...)
 	}
 	return cells
+}
+
+// printable is s for a person's terminal: every control character (C0 with newline and tab,
+// DEL, C1), bidirectional-text control and byte that is not UTF-8 is written as its Go escape
+// (\n, \x1b, \u202e, \xff), so that a string from the admin API (an audit record's path, target
+// or reason, a condition's message) can neither start a line that looks like a record of its
+// own nor reach the terminal as an escape sequence. -o json and -o yaml keep the value as sent.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if unprintable(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unprintable(r):
+			q := strconv.QuoteRuneToASCII(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+func unprintable(r rune) bool {
+	return r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 func orDash(s string) string {

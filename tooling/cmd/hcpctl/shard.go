@@ -58,7 +58,7 @@ func shardList(ctx context.Context, a *app) error {
 		t.flush()
 		// What was seen on a shard that is not healthy, under the table (the JSON has it too).
 		for _, line := range sick {
-			fmt.Fprintln(w, line)
+			fmt.Fprintln(w, printable(line))
 		}
 	})
 }

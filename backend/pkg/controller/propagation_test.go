@@ -1,0 +1,45 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+	"github.com/openhcp/openhcp/internal/armdoc"
+	"github.com/openhcp/openhcp/internal/metricstest"
+
+	"github.com/openhcp/openhcp/backend/pkg/metrics"
+)
+
+// TestUnrecordedUpdateIsNoStatusPropagation: an update the backend sees before the frontend
+// recorded Cluster Service's answer moves to Updating on no Cluster Service change at all
+// (notRecorded), so it is no status propagation. Observed, it was the time since the object's
+// last change: in a live region a node pool's PATCH read 428 s (the pool's age), and one such
+// read keeps BackendStatusPropagationSlow's 99th percentile over 30 s for its 15 minutes.
+func TestUnrecordedUpdateIsNoStatusPropagation(t *testing.T) {
+	h := newHarness(t)
+	reg := prometheus.NewRegistry()
+	h.startWith(Config{ResyncPeriod: time.Minute, NotFoundGrace: time.Second}, metrics.New(reg))
+	csID, createID := h.createCluster("c01", 0)
+	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+	h.waitStatus(createID, armdoc.StateSucceeded, 10*time.Second)
+	waitMetric(t, "create finished", 1, func() float64 {
+		return metricstest.Sum(t, reg, "backend_operation_duration_seconds", "status", "Succeeded")
+	})
+	before := metricstest.Sum(t, reg, "backend_status_propagation_seconds")
+	// The frontend has written the update (Accepted, no InternalRevision) and not yet recorded
+	// its Cluster Service call; here it never does, so the update fails after the grace, a
+	// write that is not Cluster Service's either.
+	opID := uuid.NewString()
+	h.writeOperation(h.resourceID("c01"), csID, opID, armdoc.OperationUpdate, armdoc.StateUpdating, 0, false)
+	h.waitStatus(opID, armdoc.StateFailed, 10*time.Second)
+	waitMetric(t, "update finished", 1, func() float64 {
+		return metricstest.Sum(t, reg, "backend_operation_duration_seconds", "status", "Failed")
+	})
+	if got := metricstest.Sum(t, reg, "backend_status_propagation_seconds"); got != before {
+		t.Fatalf("status propagation observations went from %v to %v for an update Cluster Service never saw", before, got)
+	}
+}
