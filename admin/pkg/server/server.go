@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -454,6 +455,29 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 	}
 }
 
+// notUTF8 is the refusal of a JSON body that holds bytes that are not UTF-8, naming the first
+// of its properties (in the body's order) whose value holds them.
+func notUTF8(body []byte) *apiError {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		for dec.More() {
+			start := dec.InputOffset()
+			k, err := dec.Token()
+			if err != nil {
+				break
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				break
+			}
+			if name, _ := k.(string); !utf8.Valid(body[start:dec.InputOffset()]) {
+				return badRequest(name, "%q holds bytes that are not UTF-8", name)
+			}
+		}
+	}
+	return badRequest("", "the body holds bytes that are not UTF-8")
+}
+
 // readReason reads a mutating route's body and its required "reason": a JSON object, or a
 // portal form (application/x-www-form-urlencoded), whose fields it leaves in r.PostForm. That
 // the call comes from the admin API's own client or page is forgeryCheck's and the form
@@ -486,6 +510,11 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 		}
 		if err := json.Unmarshal(body, &b); err != nil {
 			return "", nil, badRequest("", "the body is not a JSON object: %v", err)
+		}
+		if !utf8.Valid(body) {
+			// Go's decoder would take each such byte for U+FFFD and go on: the call would act
+			// on, and the audit log keep, a value other than the one sent.
+			return "", nil, notUTF8(body)
 		}
 		reason = b.Reason
 	}

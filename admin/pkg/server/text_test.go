@@ -30,6 +30,9 @@ func TestNULAndInvalidUTF8AreRecordedAndRefused(t *testing.T) {
 		{"NUL_in_a_reason_is_400_naming_it", "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"disk\u0000"}`, 400, "reason", audit.Completed, "/admin/v1/shards/mgmt-1/cordon"},
 		{"NUL_in_a_body_field_is_400_naming_it", "alice", "POST", "/admin/v1/maintenance/campaigns", `{"reason":"r","id":"c1","fromVersion":"4.19\u0000","channelGroup":"stable"}`, 400, "fromVersion", audit.Completed, "/admin/v1/maintenance/campaigns"},
 		{"NUL_in_a_session_to_revoke_is_400_naming_it", "alice", "POST", "/admin/v1/breakglass-revoke", `{"reason":"r","session":"s\u0000"}`, 400, "session", audit.Completed, "/admin/v1/breakglass-revoke"},
+		{"invalid_UTF-8_in_a_JSON_reason_is_400_naming_it", "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", "{\"reason\":\"disk\xff\"}", 400, "reason", audit.Completed, "/admin/v1/shards/mgmt-1/cordon"},
+		{"invalid_UTF-8_in_another_body_field_is_400", "alice", "POST", "/admin/v1/maintenance/campaigns", "{\"reason\":\"r\",\"id\":\"c1\xff\",\"fromVersion\":\"4.19\",\"channelGroup\":\"stable\"}", 400, "id", audit.Completed, "/admin/v1/maintenance/campaigns"},
+		{"invalid_UTF-8_in_a_key_is_400_naming_it", "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", "{\"reason\":\"r\",\"k\xff\":1}", 400, "k\ufffd", audit.Completed, "/admin/v1/shards/mgmt-1/cordon"},
 		{"unknown_route_with_NUL_is_404", "bob", "GET", "/admin/v1/no%00where", "", 404, "", audit.Completed, `/admin/v1/no\x00where`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
