@@ -128,6 +128,9 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 		}
 		if code, _, body := e.call(t, "alice", "POST", "/portal/breakglass/revoke", "reason=forged&session="+cred.ID, "Content-Type", form, "Origin", origin); code != 403 {
 			t.Fatalf("forged portal revoke: %d %s", code, body)
+		} else if page := string(body); strings.Contains(page, "Your group may not do this") || !strings.Contains(page, "a form of its own page") {
+			// alice's group may revoke: the page must say what was wrong, not blame the group.
+			t.Fatalf("the forged portal revoke's page tells of the group's permission, not the forgery: %s", page)
 		}
 		code, _, body = e.call(t, "alice", "GET", "/admin/v1/breakglass", "")
 		if code != 200 || !strings.Contains(string(body), cred.ID) {

@@ -38,8 +38,11 @@ func mutating(method string) bool {
 }
 
 func forged(target, format string, args ...any) *apiError {
-	return errorf(http.StatusForbidden, adminapi.CodeForbidden, target, "refused as a possible cross-site request: "+format, args...)
+	return errorf(http.StatusForbidden, adminapi.CodeForbidden, target, forgedPrefix+format, args...)
 }
+
+// forgedPrefix begins the message of every refusal of a possible cross-site request.
+const forgedPrefix = "refused as a possible cross-site request: "
 
 func mediaType(r *http.Request) string {
 	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")

@@ -21,6 +21,10 @@ func (s *Server) writeRefusal(ctx context.Context, w http.ResponseWriter, r *htt
 		http.StatusUnauthorized: "The portal admits SREs only: your browser (or hcpctl portal) must present an SRE client certificate of this region (docs/sre.md, Identities and groups).",
 		http.StatusForbidden:    "Your group may not do this. Ask an SRE whose group has the permission, or request that group's certificate (docs/sre.md).",
 	}[status]
+	if strings.HasPrefix(body.Message, forgedPrefix) {
+		// Not the group's permission: the request did not come from the portal's own page.
+		hint = "The portal takes a change only from a form of its own page, posted by the browser that loaded it: reload the page and submit the form again (docs/sre.md)."
+	}
 	err := s.render(w, status, "error.html", &struct {
 		page
 		Status       int
