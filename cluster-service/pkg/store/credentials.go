@@ -453,6 +453,28 @@ func (s *Store) setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterI
 	return nil
 }
 
+// endClusterCredentialsTx ends the break-glass credentials of a cluster that is being removed:
+// each ISSUED one (customer's and SRE's) is REVOKED, so its kubeconfig is no longer handed out
+// (ARM's credential result is then 409 CredentialNotValid), and every private key Cluster Service
+// generated for the cluster is erased. The rows stay: they are the record of who could reach the
+// cluster's API, and until when.
+func (s *Store) endClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string) error {
+	now := timestamppb.Now()
+	for _, sre := range []bool{false, true} {
+		if err := s.setClusterCredentialsTx(ctx, tx, clusterID, sre, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_ISSUED},
+			func(cs *csv1.CredentialStatus) {
+				cs.State, cs.RevokeTime = csv1.CredentialState_CREDENTIAL_STATE_REVOKED, now
+				cs.Message = "The credential was revoked: its cluster was deleted."
+			}, nil); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE break_glass_credentials SET private_key = NULL WHERE cluster_id = $1 AND private_key IS NOT NULL`, clusterID); err != nil {
+		return fmt.Errorf("erase the break-glass keys of %s: %w", clusterID, err)
+	}
+	return nil
+}
+
 // GetRevocation returns the revocation or ErrNotFound.
 func (s *Store) GetRevocation(ctx context.Context, id string) (*Revocation, error) {
 	return scanRevocation(s.reads.QueryRow(ctx, `SELECT `+revocationColumns+` FROM break_glass_revocations WHERE id = $1`, id))

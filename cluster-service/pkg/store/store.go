@@ -552,6 +552,9 @@ func (s *Store) RemoveCluster(ctx context.Context, id string, revision int64) er
 		if err := externalAuths.removeClusterTx(ctx, tx, id); err != nil {
 			return err
 		}
+		if err := s.endClusterCredentialsTx(ctx, tx, id); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `DELETE FROM clusters WHERE id = $1`, id); err != nil {
 			return err
 		}

@@ -1,0 +1,65 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
+)
+
+// TestRemovedClusterEndsItsCredentials: once a cluster is removed, none of its break-glass
+// credentials is ISSUED (so no kubeconfig is handed out for a cluster that is gone) and no key
+// Cluster Service generated for it is kept; the rows stay, as the record of who could reach it.
+func TestRemovedClusterEndsItsCredentials(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, newDSN(t))
+	register(t, s, "mc-1", 10)
+	c := readyCluster(t, s, 1)
+	other := readyCluster(t, s, 2)
+
+	issue := func(id, clusterID string, sre *csv1.SRECredential) *Credential {
+		t.Helper()
+		cr, _, err := s.CreateCredential(ctx, &Credential{ID: id, ClusterID: clusterID, PrivateKey: []byte("key of " + id), SRE: sre}, testAudit)
+		if err != nil {
+			t.Fatalf("CreateCredential %s: %v", id, err)
+		}
+		cr.Status = &csv1.CredentialStatus{State: csv1.CredentialState_CREDENTIAL_STATE_ISSUED,
+			ExpirationTime: timestamppb.New(time.Now().Add(time.Hour))}
+		cr.Certificate, cr.CABundle, cr.APIURL = "cert", "ca", "https://api.example"
+		if cr, err = s.UpdateCredential(ctx, cr); err != nil {
+			t.Fatalf("issue %s: %v", id, err)
+		}
+		return cr
+	}
+	customer := issue("cred-customer", c.ID, nil)
+	sre := issue("cred-sre", c.ID, &csv1.SRECredential{Person: "alice", Access: csv1.SREAccess_SRE_ACCESS_READ_ONLY})
+	kept := issue("cred-other", other.ID, nil)
+
+	dc, err := s.MarkDeleting(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveCluster(ctx, c.ID, dc.Revision); err != nil {
+		t.Fatal(err)
+	}
+	for _, before := range []*Credential{customer, sre} {
+		got, err := s.GetCredential(ctx, before.ID)
+		if err != nil {
+			t.Fatalf("the credential %s of a removed cluster is gone: %v (its row is the record)", before.ID, err)
+		}
+		if got.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_REVOKED || got.Status.GetRevokeTime() == nil || got.Revision <= before.Revision {
+			t.Errorf("credential %s of the removed cluster: %v at revision %d (was %d), want REVOKED with a revoke time and an event",
+				got.ID, got.Status, got.Revision, before.Revision)
+		}
+		if got.PrivateKey != nil {
+			t.Errorf("credential %s of the removed cluster keeps its private key", got.ID)
+		}
+	}
+	got, err := s.GetCredential(ctx, kept.ID)
+	if err != nil || got.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED || string(got.PrivateKey) != "key of cred-other" {
+		t.Fatalf("another cluster's credential changed: %+v, %v", got, err)
+	}
+}
