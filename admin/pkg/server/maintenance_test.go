@@ -266,6 +266,7 @@ func TestMaintenanceTaskAndWindowWrites(t *testing.T) {
 	for _, c := range []struct{ name, method, path, body, field, says string }{
 		{"a_task_of_an_unknown_type", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"reboot-everything","cluster":"` + cluster + `"}`, "type", "zstream-upgrade"},
 		{"a_node_pool_task_without_its_pool", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"nodepool-zstream-upgrade","cluster":"` + cluster + `"}`, "params.nodePool", "needs parameter nodePool"},
+		{"a_task_parameter_value_the_type_refuses", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"breakglass-signer-rotation","cluster":"` + cluster + `","params":{"signers":"all"}}`, "params.signers", "params.signers must be sre, customer or both"},
 		{"a_task_parameter_the_type_does_not_take", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"zstream-upgrade","cluster":"` + cluster + `","params":{"force":"yes"}}`, "params.force", "takes no parameter"},
 		{"a_task_without_a_cluster", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"zstream-upgrade"}`, "cluster", "no cluster ID"},
 		{"a_task_body_with_an_unknown_field", "POST", "/admin/v1/maintenance/tasks", `{"reason":"r","type":"zstream-upgrade","cluster":"` + cluster + `","priority":9}`, "body", ""},

@@ -56,6 +56,9 @@ type Param struct {
 	Required bool   `json:"required,omitempty"`
 	// Doc says what the parameter holds, for the admin API's refusals and hcpctl's help.
 	Doc string `json:"doc,omitempty"`
+	// Check, when set, is the one check of a value given: the task's step calls it too, and the
+	// admin API refuses a request whose value it fails before it signs the request.
+	Check func(string) error `json:"-"`
 }
 
 type permanentError struct{ err error }

@@ -150,7 +150,8 @@ func BreakGlassSignerRotation(cs ClusterService, cfg SignerRotationConfig) TaskT
 		}
 	}
 	return TaskType{Name: TypeBreakGlassSignerRotation, MaxAttempts: 5, Estimate: cfg.Estimate, Params: []Param{
-		{Name: ParamSigners, Doc: "which break-glass signers to rotate: sre (the default), customer or both"},
+		{Name: ParamSigners, Doc: "which break-glass signers to rotate: sre (the default), customer or both",
+			Check: func(v string) error { _, err := signersOf(v); return err }},
 	}, Steps: []Step{
 		{Name: "check", Run: func(ctx context.Context, t *Task) (StepResult, error) {
 			if len(requested(t)) > 0 {

@@ -96,8 +96,14 @@ func (s *TaskSpec) checkAgainst(types []TaskType) error {
 		}
 	}
 	for _, p := range tt.Params {
-		if p.Required && s.Params[p.Name] == "" {
+		v, given := s.Params[p.Name]
+		if p.Required && v == "" {
 			return invalidRequest("params."+p.Name, "task type %s needs parameter %s: %s", tt.Name, p.Name, p.Doc)
+		}
+		if given && p.Check != nil {
+			if err := p.Check(v); err != nil {
+				return invalidRequest("params."+p.Name, "task type %s: %v", tt.Name, err)
+			}
 		}
 	}
 	return nil
