@@ -779,8 +779,16 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	if err := os.WriteFile(filepath.Join(s.dir, egressSelectorFile), []byte(egressSelection(socket)), 0o600); err != nil {
 		return fmt.Errorf("write the egress selector configuration of %s: %w", s.hcpNS, err)
 	}
-	if _, err := os.Stat(filepath.Join(s.dir, authenticationConfigFile)); err != nil {
-		return fmt.Errorf("authentication configuration of %s: %w", s.hcpNS, err)
+	// ensure writes the cluster's authentication configuration before a start; a start without
+	// one (nothing synced yet) gets none, with no external auth.
+	if _, err := os.Stat(filepath.Join(s.dir, authenticationConfigFile)); errors.Is(err, os.ErrNotExist) {
+		none, err := authenticationConfig(nil, "", nil)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(s.dir, authenticationConfigFile), none, 0o600); err != nil {
+			return fmt.Errorf("write the authentication configuration of %s: %w", s.hcpNS, err)
+		}
 	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir, LogMaxBytes: o.LogMaxBytes,
