@@ -127,8 +127,8 @@ func groupsExpression(claim, prefix string) string {
 }
 
 // validateIssuerForAPIServer applies the rules kube-apiserver's authentication configuration
-// adds to an issuer URL and its audiences (a configuration breaking them is refused, and an
-// apiserver started with one does not start).
+// adds to an issuer URL, its audiences, the username claim and the required claims (a
+// configuration breaking them is refused, and an apiserver started with one does not start).
 func validateIssuerForAPIServer(p configv1.OIDCProvider) error {
 	u := p.Issuer.URL
 	if strings.TrimSuffix(u, "/") == hostedSAIssuer {
@@ -143,6 +143,19 @@ func validateIssuerForAPIServer(p configv1.OIDCProvider) error {
 			return fmt.Errorf("authentication: OIDC provider %s: audiences must be unique and not empty", p.Name)
 		}
 		seen[a] = true
+	}
+	if p.ClaimMappings.Username.Claim == "" {
+		return fmt.Errorf("authentication: OIDC provider %s: a username claim is required", p.Name)
+	}
+	claims := map[string]bool{}
+	for _, r := range p.ClaimValidationRules {
+		if r.Type != configv1.TokenValidationRuleTypeRequiredClaim || r.RequiredClaim == nil {
+			continue
+		}
+		if c := r.RequiredClaim.Claim; c == "" || claims[c] {
+			return fmt.Errorf("authentication: OIDC provider %s: required claims must be unique and named", p.Name)
+		}
+		claims[r.RequiredClaim.Claim] = true
 	}
 	return nil
 }
