@@ -126,6 +126,9 @@ func validateAuthentication(a *configv1.AuthenticationSpec) error {
 				return fmt.Errorf("authentication: OIDC provider %s: component %s has no clientID", p.Name, key)
 			}
 		}
+		if err := validateIssuerForAPIServer(p); err != nil {
+			return err
+		}
 	}
 	return nil
 }

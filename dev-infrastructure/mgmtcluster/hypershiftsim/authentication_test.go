@@ -40,6 +40,13 @@ func TestObserveAuthentication(t *testing.T) {
 		{"http_issuer_is_invalid", oidcAuth(func(p *configv1.OIDCProvider) { p.Issuer.URL = "http://x" }), 20 * time.Second, metav1.ConditionFalse, 0},
 		{"prefix_policy_without_prefix_is_invalid", oidcAuth(func(p *configv1.OIDCProvider) { p.ClaimMappings.Username.PrefixPolicy = configv1.Prefix }), 20 * time.Second, metav1.ConditionFalse, 0},
 		{"two_clients_of_one_component_are_invalid", oidcAuth(func(p *configv1.OIDCProvider) { p.OIDCClients = append(p.OIDCClients, p.OIDCClients[0]) }), 20 * time.Second, metav1.ConditionFalse, 0},
+		{"the_service_account_issuer_is_invalid", oidcAuth(func(p *configv1.OIDCProvider) { p.Issuer.URL = "https://kubernetes.default.svc" }), 20 * time.Second, metav1.ConditionFalse, 0},
+		{"an_issuer_with_a_query_is_invalid", oidcAuth(func(p *configv1.OIDCProvider) { p.Issuer.URL = "https://login.example.com/t?x=1" }), 20 * time.Second, metav1.ConditionFalse, 0},
+		{"duplicate_audiences_are_invalid", oidcAuth(func(p *configv1.OIDCProvider) { p.Issuer.Audiences = append(p.Issuer.Audiences, p.Issuer.Audiences[0]) }), 20 * time.Second, metav1.ConditionFalse, 0},
+		{"two_rules_on_one_claim_are_invalid", oidcAuth(func(p *configv1.OIDCProvider) {
+			r := configv1.TokenClaimValidationRule{Type: configv1.TokenValidationRuleTypeRequiredClaim, RequiredClaim: &configv1.TokenRequiredClaim{Claim: "tid", RequiredValue: "a"}}
+			p.ClaimValidationRules = []configv1.TokenClaimValidationRule{r, r}
+		}), 20 * time.Second, metav1.ConditionFalse, 0},
 		{"providers_without_type_oidc_are_invalid", func() *configv1.AuthenticationSpec {
 			a := oidcAuth(nil)
 			a.Type = configv1.AuthenticationTypeIntegratedOAuth

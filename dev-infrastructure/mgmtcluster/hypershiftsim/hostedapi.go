@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	configv1 "github.com/openshift/api/config/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -105,6 +106,9 @@ type hostedAPIServers struct {
 	// egress is the proxy every hosted kube-apiserver's egress goes through (egressproxy.go),
 	// started with the first apiserver and stopped after the last (stopAll).
 	egress *egressProxy
+	// oidc serves the apiservers their external auth issuers' discovery documents and keys,
+	// fetched through the egress proxy's rules (oidcfront.go); started and stopped with it.
+	oidc *oidcFront
 }
 
 // hostedAPIServer is one cluster's kube-apiserver and etcd processes and their files.
@@ -116,6 +120,8 @@ type hostedAPIServer struct {
 	port  int
 	// egressSocket returns the egress proxy's socket, starting the proxy if it is not running.
 	egressSocket func(context.Context) (string, error)
+	// oidcFront returns the OIDC front, starting it (and the egress proxy) if it is not running.
+	oidcFront func(context.Context) (*oidcFront, error)
 	// etcd is the cluster's own etcd, started before its apiserver and stopped after it; the
 	// apiserver is started again with a new one when it exits (its socket changes).
 	etcd    *mgmtcluster.HostedEtcd
@@ -404,7 +410,7 @@ func (h *hostedAPIServers) server(hcpNS string, port int) *hostedAPIServer {
 	defer h.mu.Unlock()
 	s, ok := h.servers[hcpNS]
 	if !ok {
-		s = &hostedAPIServer{hcpNS: hcpNS, dir: filepath.Join(h.o.Dir, hcpNS), host: h.o.Address, port: port, egressSocket: h.egressSocket}
+		s = &hostedAPIServer{hcpNS: hcpNS, dir: filepath.Join(h.o.Dir, hcpNS), host: h.o.Address, port: port, egressSocket: h.egressSocket, oidcFront: h.oidcFrontRunning}
 		h.servers[hcpNS] = s
 	}
 	return s
@@ -423,6 +429,24 @@ func (h *hostedAPIServers) egressSocket(ctx context.Context) (string, error) {
 		h.egress = p
 	}
 	return h.egress.Socket, nil
+}
+
+// oidcFrontRunning returns the hosted kube-apiservers' OIDC front, starting it (and the egress
+// proxy it fetches through) if it is not running.
+func (h *hostedAPIServers) oidcFrontRunning(ctx context.Context) (*oidcFront, error) {
+	if _, err := h.egressSocket(ctx); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.oidc == nil {
+		f, err := startOIDCFront(ctrl.LoggerFrom(ctx).WithName("oidc-front"), h.egress)
+		if err != nil {
+			return nil, err
+		}
+		h.oidc = f
+	}
+	return h.oidc, nil
 }
 
 func (h *hostedAPIServers) lookup(hcpNS string) *hostedAPIServer {
@@ -452,6 +476,15 @@ func (s *hostedAPIServer) isReady() bool { return s.ready.Load() }
 type hostedPKI struct {
 	rootCert, rootKey []byte // Secret root-ca
 	clientCABundle    []byte // ConfigMap total-client-ca
+	// oidc is the external auth the apiserver honours (from the HostedCluster).
+	oidc hostedOIDC
+}
+
+// hostedOIDC is a cluster's OIDC provider (nil for none) and its issuer's CA bundle (empty: the
+// system's roots).
+type hostedOIDC struct {
+	provider *configv1.OIDCProvider
+	caPEM    []byte
 }
 
 // readHostedPKI reads the cluster's root CA and client CA bundle; ok is false until the PKI
@@ -512,6 +545,9 @@ func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.writeFiles(p); err != nil {
+		return false, "", err
+	}
+	if err := s.syncAuthenticationLocked(ctx, p.oidc); err != nil {
 		return false, "", err
 	}
 	s.reapExitedLocked(ctx)
@@ -743,12 +779,26 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	if err := os.WriteFile(filepath.Join(s.dir, egressSelectorFile), []byte(egressSelection(socket)), 0o600); err != nil {
 		return fmt.Errorf("write the egress selector configuration of %s: %w", s.hcpNS, err)
 	}
+	// ensure writes the cluster's authentication configuration before a start; a start without
+	// one (nothing synced yet) gets none, with no external auth.
+	if _, err := os.Stat(filepath.Join(s.dir, authenticationConfigFile)); errors.Is(err, os.ErrNotExist) {
+		none, err := authenticationConfig(nil, "", nil)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(s.dir, authenticationConfigFile), none, 0o600); err != nil {
+			return fmt.Errorf("write the authentication configuration of %s: %w", s.hcpNS, err)
+		}
+	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir, LogMaxBytes: o.LogMaxBytes,
 		Args: append(hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcd, AuditLogPath(o.LogDir, s.hcpNS)),
 			// The cluster's egress (aggregator, webhooks, kubelet and proxy paths) through
 			// the sim's egress proxy, which never reaches the host's own network.
-			"--egress-selector-config-file="+filepath.Join(s.dir, egressSelectorFile)),
+			"--egress-selector-config-file="+filepath.Join(s.dir, egressSelectorFile),
+			// The cluster's external auth, if any (authconfig.go), reloaded when it changes;
+			// its issuer is fetched by the sim's OIDC front, never by the apiserver.
+			"--authentication-config="+filepath.Join(s.dir, authenticationConfigFile)),
 	})
 	if err != nil {
 		return err
@@ -969,6 +1019,10 @@ func (h *hostedAPIServers) stopAll() {
 	}
 	wg.Wait()
 	h.mu.Lock()
+	if h.oidc != nil {
+		h.oidc.Stop()
+		h.oidc = nil
+	}
 	if h.egress != nil {
 		h.egress.Stop()
 		h.egress = nil
@@ -992,6 +1046,11 @@ func (h *hostedAPIServers) remove(hcpNS string) error {
 	if s := h.lookup(hcpNS); s != nil {
 		s.stop()
 	}
+	h.mu.Lock()
+	if h.oidc != nil {
+		_ = h.oidc.Set(hcpNS, "", nil)
+	}
+	h.mu.Unlock()
 	dir := filepath.Join(h.o.Dir, hcpNS)
 	killOrphan(filepath.Join(dir, pidFile), apiserverMark(dir))
 	killOrphanEtcd(dir)
@@ -1092,4 +1151,36 @@ func signedByCert(path string, ca *x509.Certificate, ip net.IP) bool {
 		return false
 	}
 	return cert.CheckSignatureFrom(ca) == nil && time.Until(cert.NotAfter) > 24*time.Hour && cert.VerifyHostname(ip.String()) == nil
+}
+
+// syncAuthenticationLocked makes the OIDC front answer for the cluster's issuer and writes the
+// apiserver's authentication configuration for it (none without one), atomically and only when
+// it differs: a running apiserver reloads it by itself.
+func (s *hostedAPIServer) syncAuthenticationLocked(ctx context.Context, o hostedOIDC) error {
+	front, err := s.oidcFront(ctx)
+	if err != nil {
+		return err
+	}
+	issuer := ""
+	if o.provider != nil {
+		issuer = o.provider.Issuer.URL
+	}
+	if err := front.Set(s.hcpNS, issuer, o.caPEM); err != nil {
+		ctrl.LoggerFrom(ctx).Info("external auth not honoured", "issuer", issuer, "err", err.Error())
+		o.provider = nil
+		_ = front.Set(s.hcpNS, "", nil)
+	}
+	want, err := authenticationConfig(o.provider, front.DiscoveryURL(s.hcpNS), front.CAPEM)
+	if err != nil {
+		return fmt.Errorf("authentication configuration of %s: %w", s.hcpNS, err)
+	}
+	path := filepath.Join(s.dir, authenticationConfigFile)
+	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	if err := atomicfile.Write(path, want, 0o600); err != nil {
+		return fmt.Errorf("write the authentication configuration of %s: %w", s.hcpNS, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver authentication configuration written", "issuer", issuer)
+	return nil
 }

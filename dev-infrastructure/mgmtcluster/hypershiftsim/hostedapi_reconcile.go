@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	hyperv1 "github.com/openshift/hypershift/api/hypershift/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -29,15 +31,15 @@ func (r *HostedClusterReconciler) observeControlPlane(ctx context.Context, hc *h
 		cp.starting = true
 		return cp, nil // not started in this run: computeStatus says whether it is due
 	}
-	return cp, r.ensureControlPlane(ctx, hcpNS, &cp)
+	return cp, r.ensureControlPlane(ctx, hc, hcpNS, &cp)
 }
 
 // startControlPlane starts a served cluster's kube-apiserver once its rollout is due.
 func (r *HostedClusterReconciler) startControlPlane(ctx context.Context, hc *hyperv1.HostedCluster, cp *controlPlane) error {
-	return r.ensureControlPlane(ctx, ControlPlaneNamespace(client.ObjectKeyFromObject(hc)), cp)
+	return r.ensureControlPlane(ctx, hc, ControlPlaneNamespace(client.ObjectKeyFromObject(hc)), cp)
 }
 
-func (r *HostedClusterReconciler) ensureControlPlane(ctx context.Context, hcpNS string, cp *controlPlane) error {
+func (r *HostedClusterReconciler) ensureControlPlane(ctx context.Context, hc *hyperv1.HostedCluster, hcpNS string, cp *controlPlane) error {
 	cp.started = true
 	p, ok, err := readHostedPKI(ctx, r.Client, hcpNS)
 	if err != nil {
@@ -46,6 +48,10 @@ func (r *HostedClusterReconciler) ensureControlPlane(ctx context.Context, hcpNS 
 	if !ok {
 		cp.detail, cp.starting = "waiting for the control-plane PKI", true
 		return nil
+	}
+	p.oidc, err = r.oidcProviderOf(ctx, hc)
+	if err != nil {
+		return err
 	}
 	st, err := r.hosted.ensure(ctx, hcpNS, cp.port, p)
 	if err != nil {
@@ -57,6 +63,42 @@ func (r *HostedClusterReconciler) ensureControlPlane(ctx context.Context, hcpNS 
 	}
 	return nil
 }
+
+// oidcProviderOf is the OIDC provider the cluster's kube-apiserver should honour: the
+// HostedCluster's, when its authentication configuration is valid (observeAuthentication
+// reports it otherwise), with the issuer's CA bundle from the ConfigMap it names in the
+// HostedCluster's namespace. A provider whose CA ConfigMap is missing is not honoured yet (the
+// next reconcile looks again).
+func (r *HostedClusterReconciler) oidcProviderOf(ctx context.Context, hc *hyperv1.HostedCluster) (hostedOIDC, error) {
+	var o hostedOIDC
+	var auth *configv1.AuthenticationSpec
+	if hc.Spec.Configuration != nil {
+		auth = hc.Spec.Configuration.Authentication
+	}
+	if validateAuthentication(auth) != nil {
+		return o, nil
+	}
+	p := oidcProviderOf(auth)
+	if p == nil {
+		return o, nil
+	}
+	if name := p.Issuer.CertificateAuthority.Name; name != "" {
+		cm := &corev1.ConfigMap{}
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: hc.Namespace, Name: name}, cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				ctrl.LoggerFrom(ctx).Info("external auth issuer's CA ConfigMap not found; the hosted kube-apiserver does not honour the issuer yet", "configMap", name)
+				return o, nil
+			}
+			return o, fmt.Errorf("read the issuer CA ConfigMap %s/%s: %w", hc.Namespace, name, err)
+		}
+		o.caPEM = []byte(cm.Data[issuerCAKey])
+	}
+	o.provider = p
+	return o, nil
+}
+
+// issuerCAKey is the key of an OIDC issuer's CA bundle in the ConfigMap the provider names.
+const issuerCAKey = "ca-bundle.crt"
 
 // hasProcessOrFailure reports whether this sim started the apiserver, or tried and failed.
 func (s *hostedAPIServer) hasProcessOrFailure() bool {
