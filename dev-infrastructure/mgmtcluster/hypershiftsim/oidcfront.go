@@ -3,8 +3,11 @@ package hypershiftsim
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +24,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/openhcp/openhcp/internal/pki"
+	"github.com/openhcp/openhcp/internal/serverlimits"
 )
 
 // The OIDC front: a hosted kube-apiserver given a cluster's external auth fetches its issuer's
@@ -41,10 +45,10 @@ const (
 	// oidcMaxDiscovery and oidcMaxJWKS bound the documents read from an issuer.
 	oidcMaxDiscovery = 64 << 10
 	oidcMaxJWKS      = 512 << 10
-	// oidcJWKSMinInterval is how long fetched keys are answered again before the issuer is
-	// asked again: a token with an unknown key ID makes the apiserver fetch the keys, and the
-	// tokens a customer presents are theirs to choose.
-	oidcJWKSMinInterval = 10 * time.Second
+	// oidcMinRefetch is how long a fetched discovery document or key set is answered again
+	// before the issuer is asked again: a token with an unknown key ID makes the apiserver fetch
+	// the keys, and the tokens a customer presents are theirs to choose.
+	oidcMinRefetch = 10 * time.Second
 )
 
 var hostedOIDCFetches = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -80,8 +84,14 @@ type oidcUpstream struct {
 	issuer string
 	caPEM  []byte // the issuer's CA bundle; empty means the system's roots
 	client *http.Client
+	// key is in the front's paths for this cluster: the front listens on TCP, which any local
+	// process may reach, and only the cluster's kube-apiserver is told the key (in its
+	// authentication configuration, a file of the sim's). A path without it is a 404.
+	key string
 
 	mu      sync.Mutex
+	disc    *discoveryDoc
+	discAt  time.Time
 	jwksURI string
 	jwks    []byte
 	jwksAt  time.Time
@@ -105,18 +115,20 @@ func startOIDCFront(log logr.Logger, egress *egressProxy) (*oidcFront, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oidc front: %w", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	f := &oidcFront{log: log, egress: egress, CAPEM: ca.PEM, issuers: map[string]*oidcUpstream{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{ns}/{key}/discovery", f.discovery)
+	mux.HandleFunc("GET /{ns}/{key}/jwks", f.jwks)
+	// The API servers' limits (connections capped, silent ones closed for room, timeouts):
+	// the port is on the sim's loopback, where any local process may open connections.
+	limits := serverlimits.API()
+	f.srv = limits.Server("127.0.0.1:0", mux, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	l, err := limits.Listen(f.srv)
 	if err != nil {
 		return nil, fmt.Errorf("oidc front: %w", err)
 	}
-	f := &oidcFront{log: log, egress: egress, l: l, CAPEM: ca.PEM, Base: "https://" + l.Addr().String(),
-		issuers: map[string]*oidcUpstream{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{ns}/discovery", f.discovery)
-	mux.HandleFunc("GET /{ns}/jwks", f.jwks)
-	f.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
-	go func() { _ = f.srv.ServeTLS(l, "", "") }()
+	f.l, f.Base = l, "https://"+l.Addr().String()
+	go func() { _ = f.srv.Serve(l) }()
 	log.Info("hosted kube-apiservers' OIDC front listening", "url", f.Base)
 	return f, nil
 }
@@ -124,8 +136,20 @@ func startOIDCFront(log logr.Logger, egress *egressProxy) (*oidcFront, error) {
 // Stop closes the front.
 func (f *oidcFront) Stop() { _ = f.srv.Close() }
 
-// DiscoveryURL is where the kube-apiserver of hcpNS fetches its issuer's discovery document.
-func (f *oidcFront) DiscoveryURL(hcpNS string) string { return f.Base + "/" + hcpNS + "/discovery" }
+// DiscoveryURL is where the kube-apiserver of hcpNS fetches its issuer's discovery document
+// ("" when the front answers for no issuer of hcpNS: Set first).
+func (f *oidcFront) DiscoveryURL(hcpNS string) string {
+	up := f.upstream(hcpNS)
+	if up == nil {
+		return ""
+	}
+	return up.path(f.Base, hcpNS, "discovery")
+}
+
+// path is the front's URL of one of hcpNS's documents.
+func (up *oidcUpstream) path(base, hcpNS, doc string) string {
+	return base + "/" + hcpNS + "/" + up.key + "/" + doc
+}
 
 // Set makes the front answer for hcpNS's issuer (with its CA bundle, empty for the system's
 // roots), or for none when issuer is empty. What was fetched of an earlier issuer is dropped.
@@ -136,7 +160,8 @@ func (f *oidcFront) Set(hcpNS, issuer string, caPEM []byte) error {
 		delete(f.issuers, hcpNS)
 		return nil
 	}
-	if cur := f.issuers[hcpNS]; cur != nil && cur.issuer == issuer && bytes.Equal(cur.caPEM, caPEM) {
+	cur := f.issuers[hcpNS]
+	if cur != nil && cur.issuer == issuer && bytes.Equal(cur.caPEM, caPEM) {
 		return nil
 	}
 	var roots *x509.CertPool
@@ -146,7 +171,17 @@ func (f *oidcFront) Set(hcpNS, issuer string, caPEM []byte) error {
 			return fmt.Errorf("the issuer's CA bundle holds no PEM certificate")
 		}
 	}
-	f.issuers[hcpNS] = &oidcUpstream{issuer: issuer, caPEM: caPEM, client: f.client(roots)}
+	key := ""
+	if cur != nil {
+		key = cur.key // the configuration written for the cluster keeps its URLs
+	} else {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return fmt.Errorf("the front's key for %s: %w", hcpNS, err)
+		}
+		key = hex.EncodeToString(b)
+	}
+	f.issuers[hcpNS] = &oidcUpstream{issuer: issuer, caPEM: caPEM, client: f.client(roots), key: key}
 	return nil
 }
 
@@ -178,6 +213,16 @@ func (f *oidcFront) upstream(hcpNS string) *oidcUpstream {
 	return f.issuers[hcpNS]
 }
 
+// caller is the upstream a request of the front is for: nil (answer 404) unless its path
+// carries the cluster's key.
+func (f *oidcFront) caller(r *http.Request) *oidcUpstream {
+	up := f.upstream(r.PathValue("ns"))
+	if up == nil || subtle.ConstantTimeCompare([]byte(r.PathValue("key")), []byte(up.key)) != 1 {
+		return nil
+	}
+	return up
+}
+
 // discoveryDoc is what the front keeps of an issuer's discovery document.
 type discoveryDoc struct {
 	Issuer  string   `json:"issuer"`
@@ -187,32 +232,36 @@ type discoveryDoc struct {
 
 func (f *oidcFront) discovery(w http.ResponseWriter, r *http.Request) {
 	hcpNS := r.PathValue("ns")
-	up := f.upstream(hcpNS)
+	up := f.caller(r)
 	if up == nil {
 		http.NotFound(w, r)
 		return
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	doc, err := up.fetchDiscovery(r.Context())
-	if f.failed(w, hcpNS, up, "discovery document", err) {
-		return
+	if up.disc == nil || time.Since(up.discAt) >= oidcMinRefetch {
+		doc, err := up.fetchDiscovery(r.Context())
+		if f.failed(w, hcpNS, up, "discovery document", err) {
+			return
+		}
+		up.disc, up.discAt = &doc, time.Now()
 	}
-	doc.JWKSURI = f.Base + "/" + hcpNS + "/jwks"
+	doc := *up.disc
+	doc.JWKSURI = up.path(f.Base, hcpNS, "jwks")
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(doc)
 }
 
 func (f *oidcFront) jwks(w http.ResponseWriter, r *http.Request) {
 	hcpNS := r.PathValue("ns")
-	up := f.upstream(hcpNS)
+	up := f.caller(r)
 	if up == nil {
 		http.NotFound(w, r)
 		return
 	}
 	up.mu.Lock()
 	defer up.mu.Unlock()
-	if up.jwks == nil || time.Since(up.jwksAt) >= oidcJWKSMinInterval {
+	if up.jwks == nil || time.Since(up.jwksAt) >= oidcMinRefetch {
 		keys, err := up.fetchJWKS(r.Context())
 		if f.failed(w, hcpNS, up, "keys", err) {
 			return

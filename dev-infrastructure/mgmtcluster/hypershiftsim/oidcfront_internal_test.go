@@ -31,6 +31,16 @@ func frontFor(t *testing.T, allowed ...netip.Prefix) *oidcFront {
 	return f
 }
 
+// doc is the front's path of one of ns's documents, with ns's key (empty key when the front
+// answers for no issuer of ns).
+func doc(f *oidcFront, ns, name string) string {
+	up := f.upstream(ns)
+	if up == nil {
+		return "/" + ns + "//" + name
+	}
+	return up.path("", ns, name)
+}
+
 // frontGet fetches path of the front, trusting its CA.
 func frontGet(t *testing.T, f *oidcFront, path string) (int, string) {
 	t.Helper()
@@ -80,7 +90,7 @@ func TestOIDCFrontNeverDialsTheManagementSide(t *testing.T) {
 			if err := f.Set("ns1", issuer, nil); err != nil {
 				t.Fatal(err)
 			}
-			for _, path := range []string{"/ns1/discovery", "/ns1/jwks"} {
+			for _, path := range []string{doc(f, "ns1", "discovery"), doc(f, "ns1", "jwks")} {
 				if code, body := frontGet(t, f, path); code != http.StatusBadGateway {
 					t.Errorf("%s: %d %s, want 502", path, code, body)
 				}
@@ -93,8 +103,19 @@ func TestOIDCFrontNeverDialsTheManagementSide(t *testing.T) {
 	if n := dialled.Load(); n != 0 {
 		t.Errorf("the front connected to the host's loopback %d times", n)
 	}
-	if code, _ := frontGet(t, f, "/other/discovery"); code != http.StatusNotFound {
+	if code, _ := frontGet(t, f, "/other/"+f.upstream("ns1").key+"/discovery"); code != http.StatusNotFound {
 		t.Errorf("a namespace without an issuer: %d, want 404", code)
+	}
+	// The port is on the sim's loopback, open to every local process: without the cluster's
+	// key (in its kube-apiserver's configuration only) nothing is answered and nothing fetched.
+	before := counterValue(t, "refused") + counterValue(t, "failed") + counterValue(t, "ok")
+	for _, path := range []string{"/ns1/discovery", "/ns1/jwks", "/ns1/x/discovery", "/ns1/" + strings.Repeat("0", 32) + "/jwks"} {
+		if code, body := frontGet(t, f, path); code != http.StatusNotFound {
+			t.Errorf("%s without the cluster's key: %d %s, want 404", path, code, body)
+		}
+	}
+	if after := counterValue(t, "refused") + counterValue(t, "failed") + counterValue(t, "ok"); after != before {
+		t.Errorf("requests without the cluster's key made the front fetch (%v fetches, was %v)", after, before)
 	}
 }
 
@@ -131,17 +152,31 @@ func TestOIDCFrontRewritesAndBounds(t *testing.T) {
 	if err := f.Set("ns1", issuerURL, ca); err != nil {
 		t.Fatal(err)
 	}
-	code, body := frontGet(t, f, "/ns1/discovery")
-	want := `{"issuer":"` + issuerURL + `","jwks_uri":"` + f.Base + `/ns1/jwks","id_token_signing_alg_values_supported":["RS256"]}` + "\n"
+	code, body := frontGet(t, f, doc(f, "ns1", "discovery"))
+	want := `{"issuer":"` + issuerURL + `","jwks_uri":"` + f.Base + doc(f, "ns1", "jwks") + `","id_token_signing_alg_values_supported":["RS256"]}` + "\n"
 	if code != http.StatusOK || body != want {
 		t.Errorf("discovery: %d %s, want %s", code, body, want)
 	}
-	if code, body := frontGet(t, f, "/ns1/jwks"); code != http.StatusOK || body != `{"keys":[{"kty":"RSA","kid":"k1"}]}` {
+	if code, body := frontGet(t, f, doc(f, "ns1", "jwks")); code != http.StatusOK || body != `{"keys":[{"kty":"RSA","kid":"k1"}]}` {
 		t.Errorf("jwks: %d %s", code, body)
+	}
+	// Within oidcMinRefetch the front answers what it fetched: callers cannot make it fetch.
+	fetched := counterValue(t, "ok")
+	for range 5 {
+		if code, body := frontGet(t, f, doc(f, "ns1", "discovery")); code != http.StatusOK || body != want {
+			t.Fatalf("discovery again: %d %s", code, body)
+		}
+	}
+	if got := counterValue(t, "ok"); got != fetched {
+		t.Errorf("five discoveries within %s fetched %v times, want none", oidcMinRefetch, got-fetched)
 	}
 	for _, m := range []string{"huge", "other", "redirect"} {
 		mode = m
-		if code, body := frontGet(t, f, "/ns1/discovery"); code != http.StatusBadGateway {
+		up := f.upstream("ns1")
+		up.mu.Lock()
+		up.disc = nil // as once oidcMinRefetch has passed
+		up.mu.Unlock()
+		if code, body := frontGet(t, f, doc(f, "ns1", "discovery")); code != http.StatusBadGateway {
 			t.Errorf("%s: %d %s, want 502", m, code, body)
 		}
 	}
