@@ -91,20 +91,13 @@ func StartContainerd(ctx context.Context, ns *Netns, dir, sandboxImage string) (
 // is appended to, so a restart keeps what came before.
 func (c *Containerd) start(ctx context.Context) error {
 	logPath := filepath.Join(c.Dir, "containerd.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("containerd log: %w", err)
-	}
-	defer logf.Close()
 	// Not tied to ctx: Stop ends it by PID.
-	cmd := c.ns.Command(context.WithoutCancel(ctx), "containerd", "--config", filepath.Join(c.Dir, "config.toml"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting containerd: %w", err)
+	p, err := startProc("containerd", logPath, func() *exec.Cmd {
+		return c.ns.Command(context.WithoutCancel(ctx), "containerd", "--config", filepath.Join(c.Dir, "config.toml"))
+	})
+	if err != nil {
+		return err
 	}
-	p := &proc{name: "containerd", cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
 	for {
 		if err := exec.CommandContext(ctx, "ctr", "--address", c.Socket, "version").Run(); err == nil {
 			c.proc = p
@@ -112,10 +105,9 @@ func (c *Containerd) start(ctx context.Context) error {
 		}
 		select {
 		case <-p.done:
-			log, _ := os.ReadFile(logPath)
-			return fmt.Errorf("containerd exited before answering: %v: %s", cmd.ProcessState, tail(string(log), 2000))
+			return fmt.Errorf("containerd exited before answering: %v: %s", p.err, fileTail(logPath, 2000))
 		case <-ctx.Done():
-			stopProc(p)
+			p.stop()
 			return errors.Join(fmt.Errorf("waiting for containerd: %w", ctx.Err()), unmountUnder(c.Dir))
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -132,7 +124,7 @@ func (c *Containerd) Restart(ctx context.Context) (int, error) {
 		return 0, errors.New("restart containerd: it is not running")
 	}
 	old := c.proc
-	pid := old.cmd.Process.Pid
+	pid := old.pid()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return 0, fmt.Errorf("kill containerd (pid %d): %w", pid, err)
 	}
@@ -181,7 +173,7 @@ func (c *Containerd) Ctr(ctx context.Context, args ...string) ([]byte, error) {
 // whatever is still mounted under its directory.
 func (c *Containerd) Stop() error {
 	if c.proc != nil {
-		stopProc(c.proc)
+		c.proc.stop()
 		c.proc = nil
 	}
 	return errors.Join(unmountUnder(c.Dir), os.RemoveAll(c.runDir))

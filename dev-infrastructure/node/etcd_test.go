@@ -40,7 +40,7 @@ func startTestEtcd(t *testing.T, ctx context.Context) (*Node, string) {
 	n := &Node{Netns: ns, Dir: dir, log: slog.New(slog.DiscardHandler)}
 	t.Cleanup(func() {
 		for _, p := range n.procs {
-			stopProc(p)
+			p.stop()
 		}
 		_ = ns.Delete(context.Background())
 	})

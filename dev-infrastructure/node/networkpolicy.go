@@ -29,21 +29,29 @@ func NetworkPolicyAgentBinary(ctx context.Context) (string, error) {
 // namespace's ruleset. Its rules live only in the namespace (they die with it), and Stop ends it
 // with the other processes. Pods selected by a NetworkPolicy then have each new connection
 // judged by it; the agent does not fail open, so while it is down their new connections drop.
+// From then on the node restarts it when it exits (the node's RestartPolicy, each crash logged
+// with the tail of its log), as it restarts its other components: its table and queue stay in
+// place while it is down, and the new agent takes the queue over and rewrites the table.
 func (n *Node) EnforceNetworkPolicies(ctx context.Context, bin string) error {
-	if err := n.start(ctx, "kube-network-policies", bin,
+	p, err := n.start(ctx, "kube-network-policies", bin,
 		"--kubeconfig="+n.Kubeconfig,
 		"--hostname-override="+NodeName,
 		"--disable-nri",           // containerd 1.6 has no NRI
 		"--metrics-bind-address=", // no plaintext listener in the namespace
 		"--v=2",
-	); err != nil {
+	)
+	if err != nil {
 		return err
 	}
-	return n.waitFor(ctx, "NetworkPolicy agent's table", 90*time.Second, func() error {
+	if err := n.waitFor(ctx, "NetworkPolicy agent's table", 90*time.Second, func() error {
 		out, err := n.Netns.Command(ctx, "nft", "list", "table", "inet", NetworkPolicyTable).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("nft list table inet %s: %w: %s", NetworkPolicyTable, err, strings.TrimSpace(string(out)))
 		}
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	p.supervise(n.restart, n.onCrash)
+	return nil
 }

@@ -1,9 +1,11 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,4 +121,69 @@ func checkNetworkPolicyIsEnforced(t *testing.T, ctx context.Context, n *Node, pr
 		t.Errorf("with the agent, the np-allowed pod: %s %q; want it answered", r.phase, r.logs)
 	}
 	t.Logf("NetworkPolicy enforced by the agent: denied and admitted pods checked in %s", time.Since(start).Round(time.Millisecond))
+
+	checkAgentExitsWhenItsControllerEnds(t, ctx, n, bin)
+
+	// A crash of the agent (SIGKILL to its process group, as the kernel's OOM killer or a stray
+	// kill would) leaves its table and queue without a reader: every new connection to the web
+	// pod drops until an agent reads the queue again. The node restarts it; the admitted pod is
+	// answered again within a generous deadline, and the denied one still is not.
+	crashed := time.Now()
+	pid := agentPID(t, n)
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("killing the agent's process group %d: %v", pid, err)
+	}
+	if r := clients(map[string][2]string{"allowed-again": {"np-allowed", "120s"}})["allowed-again"]; r.phase != "Succeeded" || r.logs != "admitted" {
+		t.Fatalf("after the agent was killed, the np-allowed pod: %s %q; want it answered once the node restarted the agent\nagent log:\n%s", r.phase, r.logs, n.logTail("kube-network-policies"))
+	}
+	if r := clients(map[string][2]string{"denied-again": {"np-denied", "10s"}})["denied-again"]; r.phase != "Failed" || strings.Contains(r.logs, "admitted") {
+		t.Errorf("after the agent's restart, the np-denied pod: %s %q; want it refused", r.phase, r.logs)
+	}
+	if now := agentPID(t, n); now == pid || n.Restarts("kube-network-policies") < 1 {
+		t.Errorf("after its crash the agent's PID is %d (was %d), restarts %d; want a new process and the restart counted", now, pid, n.Restarts("kube-network-policies"))
+	}
+	t.Logf("the agent, killed, was restarted: admitted pod answered and denied pod refused again in %s", time.Since(crashed).Round(time.Millisecond))
+}
+
+// checkAgentExitsWhenItsControllerEnds proves the agent's patch: when its controller ends with an
+// error, the process exits (so the node restarts it) rather than living on enforcing nothing.
+// A second agent in the namespace cannot bind the queue the node's agent reads, so its
+// controller ends at once; it must exit, non-zero, with the reason in its output. (On its way
+// out the controller removes the table, the node's agent's too: the restart check that follows
+// sees the restarted agent write it again.)
+func checkAgentExitsWhenItsControllerEnds(t *testing.T, ctx context.Context, n *Node, bin string) {
+	second := n.Netns.Command(ctx, bin, "--kubeconfig="+n.Kubeconfig, "--hostname-override="+NodeName,
+		"--disable-nri", "--metrics-bind-address=")
+	var out bytes.Buffer
+	second.Stdout, second.Stderr = &out, &out
+	second.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	began := time.Now()
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- second.Wait() }()
+	select {
+	case err := <-exited:
+		if err == nil || !strings.Contains(out.String(), "could not bind to requested queue") {
+			t.Fatalf("a second agent exited with %v; want an error exit after failing to bind the queue:\n%s", err, tail(out.String(), 3000))
+		}
+		t.Logf("a second agent, unable to bind the queue, exited (%v) after %s", err, time.Since(began).Round(time.Millisecond))
+	case <-time.After(90 * time.Second):
+		_ = syscall.Kill(-second.Process.Pid, syscall.SIGKILL)
+		<-exited
+		t.Fatalf("a second agent, whose controller could not bind the queue, still ran after 90 s:\n%s", tail(out.String(), 3000))
+	}
+}
+
+// agentPID is the PID of the node's NetworkPolicy agent process (the leader of its group).
+func agentPID(t *testing.T, n *Node) int {
+	t.Helper()
+	for _, p := range n.procs {
+		if p.name == "kube-network-policies" {
+			return p.pid()
+		}
+	}
+	t.Fatal("the node runs no NetworkPolicy agent")
+	return 0
 }

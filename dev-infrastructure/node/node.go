@@ -52,8 +52,15 @@ type Options struct {
 	// Dir is the node's state directory; it must be empty or absent, and short (at most
 	// maxDirLen bytes): the kubelet puts unix sockets under it, whose paths are limited to 104 bytes.
 	Dir string
-	// Log receives progress; nil discards it.
+	// Log receives progress, and each crash of a component (at level Error, with its log's
+	// tail); nil discards it.
 	Log *slog.Logger
+	// Restart is how the node restarts a component that crashed once it was up; the zero value
+	// means DefaultRestartPolicy.
+	Restart RestartPolicy
+	// OnCrash, when set, is told of each crash too (from the component's own goroutine), before
+	// the component is started again.
+	OnCrash func(Crash)
 }
 
 // Node is a running single-node Kubernetes inside its own network namespace.
@@ -77,13 +84,9 @@ type Node struct {
 	sysctls      map[string]string
 	lock         *os.File
 	log          *slog.Logger
+	restart      RestartPolicy
+	onCrash      func(Crash)              // logs each crash, and tells Options.OnCrash
 	Started      map[string]time.Duration // component → time from Start's beginning to ready
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
 }
 
 // Binaries are the pinned Kubernetes binaries the node runs, from the tool cache.
@@ -133,7 +136,17 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{Dir: o.Dir, log: log, sysctls: map[string]string{}, Started: map[string]time.Duration{}}
+	n := &Node{Dir: o.Dir, log: log, restart: o.Restart, sysctls: map[string]string{}, Started: map[string]time.Duration{}}
+	if n.restart == (RestartPolicy{}) {
+		n.restart = DefaultRestartPolicy
+	}
+	n.onCrash = func(c Crash) {
+		log.Error("node: a component crashed; restarting it", "component", c.Component, "err", c.Err,
+			"restarts", c.Restarts, "after", c.After.Round(time.Millisecond), "logTail", c.LogTail)
+		if o.OnCrash != nil {
+			o.OnCrash(c)
+		}
+	}
 	lock, err := os.OpenFile("/run/openhcp-node.lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("node lock: %w", err)
@@ -220,7 +233,7 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	p := func(f string) string { return filepath.Join(pkiDir, f) }
-	if err := n.start(ctx, "kube-apiserver", bins.APIServer, append(etcdArgs, "--encryption-provider-config="+encryption,
+	if _, err := n.start(ctx, "kube-apiserver", bins.APIServer, append(etcdArgs, "--encryption-provider-config="+encryption,
 		"--bind-address=0.0.0.0", "--advertise-address="+DefaultNodeIP.String(), fmt.Sprintf("--secure-port=%d", apiserverPort),
 		"--cert-dir="+p(""), "--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
 		"--client-ca-file="+p("ca.crt"), "--kubelet-client-certificate="+p("apiserver-kubelet-client.crt"),
@@ -256,7 +269,7 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	kcm := filepath.Join(o.Dir, "kube-controller-manager.kubeconfig")
-	if err := n.start(ctx, "kube-controller-manager", bins.ControllerManager, "--kubeconfig="+kcm,
+	if _, err := n.start(ctx, "kube-controller-manager", bins.ControllerManager, "--kubeconfig="+kcm,
 		"--authentication-kubeconfig="+kcm, "--authorization-kubeconfig="+kcm, "--bind-address=127.0.0.1",
 		"--secure-port=10257", "--leader-elect=false", "--use-service-account-credentials=true",
 		"--service-account-private-key-file="+p("sa.key"), "--root-ca-file="+p("ca.crt"),
@@ -268,7 +281,7 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	sched := filepath.Join(o.Dir, "kube-scheduler.kubeconfig")
-	if err := n.start(ctx, "kube-scheduler", bins.Scheduler, "--kubeconfig="+sched,
+	if _, err := n.start(ctx, "kube-scheduler", bins.Scheduler, "--kubeconfig="+sched,
 		"--authentication-kubeconfig="+sched, "--authorization-kubeconfig="+sched, "--bind-address=127.0.0.1",
 		"--secure-port=10259", "--leader-elect=false", "--profiling=false"); err != nil {
 		return nil, err
@@ -277,7 +290,7 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := n.start(ctx, "kubelet", bins.Kubelet, "--config="+kubeletCfg,
+	if _, err := n.start(ctx, "kubelet", bins.Kubelet, "--config="+kubeletCfg,
 		"--kubeconfig="+filepath.Join(o.Dir, "kubelet.kubeconfig"), "--root-dir="+filepath.Join(o.Dir, "kubelet"),
 		"--cert-dir="+filepath.Join(o.Dir, "kubelet", "pki"), "--node-ip="+DefaultNodeIP.String(),
 		"--hostname-override="+NodeName, "--v=1"); err != nil {
@@ -313,6 +326,10 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	n.mark("cluster DNS", begin)
+	// Up: from now on a component that exits is restarted (until then an exit fails Start).
+	for _, p := range n.procs {
+		p.supervise(n.restart, n.onCrash)
+	}
 	return n, nil
 }
 
@@ -323,7 +340,7 @@ func (n *Node) startEtcd(ctx context.Context, bin, pkiDir string) ([]string, err
 	p := func(f string) string { return filepath.Join(pkiDir, f) }
 	etcdURL := fmt.Sprintf("https://127.0.0.1:%d", etcdPort)
 	peerURL := fmt.Sprintf("https://127.0.0.1:%d", etcdPeerPort)
-	if err := n.start(ctx, "etcd", bin, "--name=node", "--data-dir="+filepath.Join(n.Dir, "etcd"),
+	if _, err := n.start(ctx, "etcd", bin, "--name=node", "--data-dir="+filepath.Join(n.Dir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=node="+peerURL,
@@ -358,22 +375,31 @@ func (n *Node) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-func (n *Node) start(ctx context.Context, name, bin string, args ...string) error {
-	logf, err := os.Create(filepath.Join(n.Dir, "logs", name+".log"))
+// start starts a component of the node (bin with args, under nice) in the namespace, in a process
+// group of its own, its output appended to logs/<name>.log. It is not supervised yet: the caller
+// waits for it to be ready (waitFor fails when it exits), then supervises it.
+func (n *Node) start(ctx context.Context, name, bin string, args ...string) (*proc, error) {
+	// Not tied to ctx: Stop ends it by PID.
+	ctx = context.WithoutCancel(ctx)
+	p, err := startProc(name, filepath.Join(n.Dir, "logs", name+".log"), func() *exec.Cmd {
+		return n.Netns.Command(ctx, append([]string{"nice", "-n", "19", bin}, args...)...)
+	})
 	if err != nil {
-		return fmt.Errorf("%s log: %w", name, err)
+		return nil, err
 	}
-	defer logf.Close()
-	cmd := n.Netns.Command(context.WithoutCancel(ctx), append([]string{"nice", "-n", "19", bin}, args...)...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
 	n.procs = append(n.procs, p)
-	return nil
+	return p, nil
+}
+
+// Restarts is how many times the node started component (a process's name: "kubelet",
+// "kube-network-policies", ...) again after it crashed.
+func (n *Node) Restarts(component string) int {
+	for _, p := range n.procs {
+		if p.name == component {
+			return p.restartCount()
+		}
+	}
+	return 0
 }
 
 // waitFor polls check until it succeeds, a component exits or timeout passes.
@@ -403,8 +429,7 @@ func (n *Node) waitFor(ctx context.Context, what string, timeout time.Duration, 
 }
 
 func (n *Node) logTail(name string) string {
-	b, _ := os.ReadFile(filepath.Join(n.Dir, "logs", name+".log"))
-	return tail(string(b), 3000)
+	return fileTail(filepath.Join(n.Dir, "logs", name+".log"), 3000)
 }
 
 // setUpPodNetwork creates the pod bridge inside the namespace. The CNI bridge plugin then runs with
@@ -509,7 +534,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	}
 	n.relays, n.relayAddrs = nil, nil
 	for i := len(n.procs) - 1; i >= 0; i-- {
-		stopProc(n.procs[i])
+		n.procs[i].stop()
 	}
 	n.procs = nil
 	if n.containerd != nil {
@@ -564,27 +589,10 @@ func (n *Node) ContainerPID(ctx context.Context, containerID string) (int, error
 func (n *Node) running(name string) bool {
 	for _, p := range n.procs {
 		if p.name == name {
-			select {
-			case <-p.done:
-				return false
-			default:
-				return true
-			}
+			return p.running()
 		}
 	}
 	return false
-}
-
-// stopProc ends a process group by its leader's PID: SIGTERM, SIGKILL after 10 s.
-func stopProc(p *proc) {
-	pgid := p.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-p.done
-	}
 }
 
 // removeCgroups removes the named cgroup subtree the kubelet made (cgroupfs driver) in every

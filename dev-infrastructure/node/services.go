@@ -61,7 +61,7 @@ func (n *Node) startKubeProxy(ctx context.Context, bin, pkiDir, server string) e
 	if err := os.WriteFile(cfg, fmt.Appendf(nil, kubeProxyConfig, kc, NodeName, DefaultNodeIP, kubeProxyHealthz, PodCIDR), 0o600); err != nil {
 		return fmt.Errorf("writing the kube-proxy config: %w", err)
 	}
-	if err := n.start(ctx, "kube-proxy", bin, "--config="+cfg, "--v=1"); err != nil {
+	if _, err := n.start(ctx, "kube-proxy", bin, "--config="+cfg, "--v=1"); err != nil {
 		return err
 	}
 	client := n.HTTPClient()

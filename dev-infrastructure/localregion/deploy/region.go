@@ -123,7 +123,13 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 		return nil, err
 	}
 	step("starting the node (network namespace, etcd, kube-apiserver, containerd, kubelet, kube-proxy, CoreDNS) in %s", nodeDir)
-	n, err := node.Start(ctx, bins, node.Options{Dir: nodeDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// The node restarts a component that crashes (its NetworkPolicy agent among them); each
+	// crash is reported here as the region's own are (localregion.ServeUntilDone).
+	n, err := node.Start(ctx, bins, node.Options{Dir: nodeDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnCrash: func(c node.Crash) {
+			fmt.Fprintf(cfg.Progress, "\n!! the node's %s exited unexpectedly (%v); restart %d in %s; last log lines:\n%s\n",
+				c.Component, c.Err, c.Restarts, c.After.Round(100*time.Millisecond), c.LogTail)
+		}})
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(nodeDir))
 	}

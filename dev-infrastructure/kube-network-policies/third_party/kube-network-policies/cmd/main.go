@@ -174,9 +174,12 @@ func run() int {
 		logger.Error(err, "Can not start network policy controller")
 		return 1
 	}
+	// OpenHCP patch: the controller's end is the process's end. Upstream only logs its error and
+	// lives on enforcing nothing (Run has removed the table on its way out); exiting lets the
+	// node's supervisor see the crash and start the agent again.
+	controllerDone := make(chan error, 1)
 	go func() {
-		err := networkPolicyController.Run(ctx)
-		utilruntime.HandleError(err)
+		controllerDone <- networkPolicyController.Run(ctx)
 	}()
 
 	informersFactory.Start(ctx.Done())
@@ -184,7 +187,14 @@ func run() int {
 		npaInformerFactory.Start(ctx.Done())
 	}
 
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-controllerDone:
+		if ctx.Err() == nil {
+			logger.Error(err, "network policy controller stopped; exiting so that the agent is restarted")
+			return 1
+		}
+	}
 
 	// grace period to cleanup resources
 	time.Sleep(5 * time.Second)
