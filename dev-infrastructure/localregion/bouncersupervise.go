@@ -9,6 +9,7 @@ import (
 
 	"github.com/openhcp/openhcp/dev-infrastructure/mgmtcluster"
 	"github.com/openhcp/openhcp/internal/pgserver"
+	"github.com/openhcp/openhcp/internal/restart"
 )
 
 // BouncerComponent is the name of the region's PgBouncer (in front of PostgreSQL for the
@@ -30,12 +31,12 @@ type restartable interface {
 }
 
 // superviseRestartable restarts c whenever it exits without being stopped, by the one restart
-// loop every supervised child of the region has (mgmtcluster.KeepRestarting).
+// loop every supervised child of the region has (restart.Keep).
 func superviseRestartable(name string, c restartable, policy mgmtcluster.RestartPolicy) {
-	go mgmtcluster.KeepRestarting(name, &restartableRuns{c: c, policy: policy})
+	go restart.Keep(name, &restartableRuns{c: c, policy: policy})
 }
 
-// restartableRuns is a restartable as mgmtcluster.KeepRestarting sees it.
+// restartableRuns is a restartable as restart.Keep sees it.
 type restartableRuns struct {
 	c        restartable
 	policy   mgmtcluster.RestartPolicy

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/openhcp/openhcp/internal/restart"
 	"io"
 	"net"
 	"net/http"
@@ -61,32 +62,16 @@ type Process struct {
 	restarts int
 }
 
-// RestartPolicy restarts a crashed child with exponential backoff: Backoff after the first
-// crash, doubled after each further one up to MaxBackoff, and back to Backoff once the child
-// has run ResetAfter without crashing; each wait is jittered (internal/backoff: never under
-// Backoff nor over MaxBackoff). OnCrash is told of every crash before the restart.
-type RestartPolicy struct {
-	Backoff, MaxBackoff, ResetAfter time.Duration
-	OnCrash                         func(ProcessCrash)
-}
+// RestartPolicy and ProcessCrash are the one restart loop's (internal/restart), which the
+// make deploy node's components share.
+type (
+	RestartPolicy = restart.Policy
+	ProcessCrash  = restart.Crash
+)
 
-// ProcessCrash is one unexpected exit of a supervised child (or a failed attempt to start it
-// again).
-type ProcessCrash struct {
-	Name string
-	Err  error
-	// Restarts counts the restarts so far, the one that follows included.
-	Restarts int
-	// After is how long the supervisor waits before it starts the child again.
-	After   time.Duration
-	LogTail string
-}
-
-// DefaultRestartPolicy is the kubelet's shape at a laptop's scale: 1s doubling to 30s, reset
-// after a minute of running.
-func DefaultRestartPolicy(onCrash func(ProcessCrash)) RestartPolicy {
-	return RestartPolicy{Backoff: time.Second, MaxBackoff: 30 * time.Second, ResetAfter: time.Minute, OnCrash: onCrash}
-}
+// DefaultRestartPolicy is restart.Default: 1 s doubling to 30 s, reset after a minute of
+// running.
+func DefaultRestartPolicy(onCrash func(ProcessCrash)) RestartPolicy { return restart.Default(onCrash) }
 
 // StartProcess starts spec and returns at once; use a Wait* helper to wait for readiness.
 func StartProcess(ctx context.Context, spec ProcSpec) (*Process, error) {
@@ -222,9 +207,9 @@ func (c *cappedLog) Close() error {
 }
 
 // run waits for the child and, while a RestartPolicy says so, starts it again after each
-// unexpected exit (KeepRestarting). done closes when it has exited for good.
+// unexpected exit (restart.Keep). done closes when it has exited for good.
 func (p *Process) run() {
-	KeepRestarting(p.Spec.Name, processRuns{p})
+	restart.Keep(p.Spec.Name, processRuns{p})
 	close(p.done)
 }
 

@@ -137,11 +137,11 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{Dir: o.Dir, log: log, restart: o.Restart, sysctls: map[string]string{}, Started: map[string]time.Duration{}}
-	if n.restart == (RestartPolicy{}) {
+	if n.restart.Backoff == 0 {
 		n.restart = DefaultRestartPolicy
 	}
 	n.onCrash = func(c Crash) {
-		log.Error("node: a component crashed; restarting it", "component", c.Component, "err", c.Err,
+		log.Error("node: a component crashed; restarting it", "component", c.Name, "err", c.Err,
 			"restarts", c.Restarts, "after", c.After.Round(time.Millisecond), "logTail", c.LogTail)
 		if o.OnCrash != nil {
 			o.OnCrash(c)

@@ -9,37 +9,23 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openhcp/openhcp/internal/backoff"
+	"github.com/openhcp/openhcp/internal/restart"
 )
 
 // The node's processes are restarted after a crash, as a machine's service manager restarts its
-// kubelet and the kubelet its static pods. The policy is the local region's
-// (mgmtcluster.DefaultRestartPolicy): that loop belongs to a module that needs client-go,
-// controller-runtime, gRPC and an MQTT client, which this module does not, so the node keeps
-// this small loop of its own and shares only the delays (internal/backoff).
+// kubelet and the kubelet its static pods, by the same loop and policy as the local region's
+// children (internal/restart).
 
-// RestartPolicy restarts a crashed process of the node: Backoff after the first crash, doubled
-// after each further one up to MaxBackoff (jittered, never over it), and back to Backoff once
-// the process has run ResetAfter without crashing.
-type RestartPolicy struct {
-	Backoff, MaxBackoff, ResetAfter time.Duration
-}
+// RestartPolicy is how the node restarts a crashed process (its OnCrash is set by the node).
+type RestartPolicy = restart.Policy
 
 // DefaultRestartPolicy is the local region's: 1 s doubling to 30 s, reset after a minute of
 // running.
-var DefaultRestartPolicy = RestartPolicy{Backoff: time.Second, MaxBackoff: 30 * time.Second, ResetAfter: time.Minute}
+var DefaultRestartPolicy = restart.Default(nil)
 
-// Crash is one unexpected exit of a supervised process of the node, or a failed attempt to
-// start it again.
-type Crash struct {
-	Component string
-	Err       error
-	// Restarts counts the restarts so far, the one that follows included.
-	Restarts int
-	// After is how long the node waits before it starts the process again.
-	After   time.Duration
-	LogTail string
-}
+// Crash is one unexpected exit of a supervised process of the node (Name is the component's),
+// or a failed attempt to start it again.
+type Crash = restart.Crash
 
 // proc is one process of the node in a process group of its own (so stop ends whatever it
 // spawned, and nothing else). Once supervised, an exit that stop did not ask for is a crash: it
@@ -58,8 +44,7 @@ type proc struct {
 	exited   bool // cmd has exited (and is not yet replaced)
 	err      error
 	stopping bool
-	policy   *RestartPolicy
-	onCrash  func(Crash)
+	policy   *RestartPolicy // its OnCrash set: supervise
 	restarts int
 }
 
@@ -96,69 +81,62 @@ func (p *proc) exec() (*exec.Cmd, error) {
 func (p *proc) supervise(policy RestartPolicy, onCrash func(Crash)) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.policy, p.onCrash = &policy, onCrash
+	policy.OnCrash = onCrash
+	p.policy = &policy
 }
 
 // run waits for p's process and, while p is supervised and not stopped, starts it again after
-// each exit.
+// each exit (restart.Keep).
 func (p *proc) run() {
-	var delays *backoff.Delays
-	for {
-		p.mu.Lock()
-		cmd := p.cmd
-		p.mu.Unlock()
-		began := time.Now()
-		err := cmd.Wait()
-		p.mu.Lock()
-		p.err, p.exited = err, true
-		policy, onCrash := p.policy, p.onCrash
-		final := p.stopping || policy == nil
-		if !final {
-			p.restarts++
-		}
-		restarts := p.restarts
-		p.mu.Unlock()
-		if final {
-			close(p.done)
-			return
-		}
-		if delays == nil || time.Since(began) >= policy.ResetAfter {
-			delays = backoff.Policy{Initial: policy.Backoff, Max: policy.MaxBackoff}.Delays()
-		}
-		wait := delays.Next()
-		onCrash(Crash{Component: p.name, Err: exitError(err), Restarts: restarts, After: wait, LogTail: fileTail(p.logPath, 3000)})
-		if !p.restart(delays, wait, restarts, onCrash) {
-			close(p.done)
-			return
-		}
-	}
+	restart.Keep(p.name, procRuns{p})
+	close(p.done)
 }
 
-// restart waits out wait and starts p again, retrying a failed start after the next of delays.
-// It reports false when stop came first.
-func (p *proc) restart(delays *backoff.Delays, wait time.Duration, restarts int, onCrash func(Crash)) bool {
-	for {
-		select {
-		case <-p.stopped:
-			return false
-		case <-time.After(wait):
-		}
-		cmd, err := p.exec()
-		if err == nil {
-			p.mu.Lock()
-			p.cmd, p.exited = cmd, false
-			stopping := p.stopping
-			p.mu.Unlock()
-			if stopping {
-				// stop came while it was being started: it ends with the rest.
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			}
-			return true
-		}
-		wait = delays.Next()
-		onCrash(Crash{Component: p.name, Err: err, Restarts: restarts, After: wait})
+// procRuns is a proc as restart.Keep sees it.
+type procRuns struct{ p *proc }
+
+func (r procRuns) WaitExit() (*RestartPolicy, error) {
+	p := r.p
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	err := cmd.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.err, p.exited = err, true
+	if p.stopping || p.policy == nil {
+		return nil, err
 	}
+	return p.policy, exitError(err)
 }
+
+func (r procRuns) StartAgain() error {
+	p := r.p
+	cmd, err := p.exec()
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, false
+	stopping := p.stopping
+	p.mu.Unlock()
+	if stopping {
+		// stop came while it was being started: it ends with the rest.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return nil
+}
+
+func (r procRuns) Stopped() <-chan struct{} { return r.p.stopped }
+
+func (r procRuns) CountRestart() int {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.p.restarts++
+	return r.p.restarts
+}
+
+func (r procRuns) LogTail() string { return fileTail(r.p.logPath, 3000) }
 
 // exitError names an exit without an error (a clean exit is a crash too, for a process meant
 // to run until stopped).

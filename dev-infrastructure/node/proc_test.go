@@ -64,8 +64,8 @@ func TestASupervisedProcessIsRestartedAfterEachCrashAndReported(t *testing.T) {
 				case <-time.After(30 * time.Second):
 					t.Fatalf("crash %d: not reported within 30 s", i)
 				}
-				if c.Component != "crashable" || c.Restarts != i || c.Err == nil || !strings.Contains(c.Err.Error(), tc.wantErr) {
-					t.Errorf("crash %d reported as %s, restarts %d, err %v; want crashable, %d, %q", i, c.Component, c.Restarts, c.Err, i, tc.wantErr)
+				if c.Name != "crashable" || c.Restarts != i || c.Err == nil || !strings.Contains(c.Err.Error(), tc.wantErr) {
+					t.Errorf("crash %d reported as %s, restarts %d, err %v; want crashable, %d, %q", i, c.Name, c.Restarts, c.Err, i, tc.wantErr)
 				}
 				if want := fmt.Sprintf("started %d", before); !strings.Contains(c.LogTail, want) {
 					t.Errorf("crash %d: log tail %q lacks %q", i, c.LogTail, want)

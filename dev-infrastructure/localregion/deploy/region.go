@@ -128,7 +128,7 @@ func Up(ctx context.Context, cfg Config) (_ *Region, err error) {
 	n, err := node.Start(ctx, bins, node.Options{Dir: nodeDir, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnCrash: func(c node.Crash) {
 			fmt.Fprintf(cfg.Progress, "\n!! the node's %s exited unexpectedly (%v); restart %d in %s; last log lines:\n%s\n",
-				c.Component, c.Err, c.Restarts, c.After.Round(100*time.Millisecond), c.LogTail)
+				c.Name, c.Err, c.Restarts, c.After.Round(100*time.Millisecond), c.LogTail)
 		}})
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(nodeDir))

@@ -38,6 +38,12 @@ import (
 // knob), answers a document that keeps only the issuer, the signing algorithms and a jwks_uri
 // on the front, and fetches the keys the same way. The apiserver never dials the issuer.
 
+// The documents the front answers for a cluster, by the last element of their paths.
+const (
+	oidcDiscovery = "discovery"
+	oidcJWKS      = "jwks"
+)
+
 // Limits of the OIDC front: an issuer is the customer's, and may be hostile (huge, slow).
 const (
 	// oidcFetchTimeout bounds each fetch from an issuer (connection, TLS, headers and body).
@@ -90,11 +96,8 @@ type oidcUpstream struct {
 	key string
 
 	mu      sync.Mutex
-	disc    *discoveryDoc
-	discAt  time.Time
+	fetched map[string]*fetched // by document: oidcDiscovery, oidcJWKS
 	jwksURI string
-	jwks    []byte
-	jwksAt  time.Time
 	lastErr string
 }
 
@@ -117,8 +120,8 @@ func startOIDCFront(log logr.Logger, egress *egressProxy) (*oidcFront, error) {
 	}
 	f := &oidcFront{log: log, egress: egress, CAPEM: ca.PEM, issuers: map[string]*oidcUpstream{}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{ns}/{key}/discovery", f.discovery)
-	mux.HandleFunc("GET /{ns}/{key}/jwks", f.jwks)
+	mux.HandleFunc("GET /{ns}/{key}/"+oidcDiscovery, f.serve(oidcDiscovery, f.discoveryBody))
+	mux.HandleFunc("GET /{ns}/{key}/"+oidcJWKS, f.serve(oidcJWKS, jwksBody))
 	// The API servers' limits (connections capped, silent ones closed for room, timeouts):
 	// the port is on the sim's loopback, where any local process may open connections.
 	limits := serverlimits.API()
@@ -143,7 +146,7 @@ func (f *oidcFront) DiscoveryURL(hcpNS string) string {
 	if up == nil {
 		return ""
 	}
-	return up.path(f.Base, hcpNS, "discovery")
+	return up.path(f.Base, hcpNS, oidcDiscovery)
 }
 
 // path is the front's URL of one of hcpNS's documents.
@@ -181,7 +184,7 @@ func (f *oidcFront) Set(hcpNS, issuer string, caPEM []byte) error {
 		}
 		key = hex.EncodeToString(b)
 	}
-	f.issuers[hcpNS] = &oidcUpstream{issuer: issuer, caPEM: caPEM, client: f.client(roots), key: key}
+	f.issuers[hcpNS] = &oidcUpstream{issuer: issuer, caPEM: caPEM, client: f.client(roots), key: key, fetched: map[string]*fetched{}}
 	return nil
 }
 
@@ -230,46 +233,52 @@ type discoveryDoc struct {
 	Algs    []string `json:"id_token_signing_alg_values_supported,omitempty"`
 }
 
-func (f *oidcFront) discovery(w http.ResponseWriter, r *http.Request) {
-	hcpNS := r.PathValue("ns")
-	up := f.caller(r)
-	if up == nil {
-		http.NotFound(w, r)
-		return
-	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.disc == nil || time.Since(up.discAt) >= oidcMinRefetch {
-		doc, err := up.fetchDiscovery(r.Context())
-		if f.failed(w, hcpNS, up, "discovery document", err) {
-			return
-		}
-		up.disc, up.discAt = &doc, time.Now()
-	}
-	doc := *up.disc
-	doc.JWKSURI = up.path(f.Base, hcpNS, "jwks")
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(doc)
+// fetched is a document of an issuer as the front answers it, and when it was fetched.
+type fetched struct {
+	body []byte
+	at   time.Time
 }
 
-func (f *oidcFront) jwks(w http.ResponseWriter, r *http.Request) {
-	hcpNS := r.PathValue("ns")
-	up := f.caller(r)
-	if up == nil {
-		http.NotFound(w, r)
-		return
-	}
-	up.mu.Lock()
-	defer up.mu.Unlock()
-	if up.jwks == nil || time.Since(up.jwksAt) >= oidcMinRefetch {
-		keys, err := up.fetchJWKS(r.Context())
-		if f.failed(w, hcpNS, up, "keys", err) {
+// serve answers one of a cluster's documents (what names it): what was fetched of it within
+// oidcMinRefetch, else fetch's answer now.
+func (f *oidcFront) serve(what string, fetch func(ctx context.Context, up *oidcUpstream, hcpNS string) ([]byte, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		hcpNS := r.PathValue("ns")
+		up := f.caller(r)
+		if up == nil {
+			http.NotFound(w, r)
 			return
 		}
-		up.jwks, up.jwksAt = keys, time.Now()
+		up.mu.Lock()
+		defer up.mu.Unlock()
+		doc := up.fetched[what]
+		if doc == nil || time.Since(doc.at) >= oidcMinRefetch {
+			body, err := fetch(r.Context(), up, hcpNS)
+			if f.failed(w, hcpNS, up, what, err) {
+				return
+			}
+			doc = &fetched{body: body, at: time.Now()}
+			up.fetched[what] = doc
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(doc.body)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(up.jwks)
+}
+
+// discoveryBody is the discovery document the front answers: the issuer's, with the front's
+// jwks_uri.
+func (f *oidcFront) discoveryBody(ctx context.Context, up *oidcUpstream, hcpNS string) ([]byte, error) {
+	doc, err := up.fetchDiscovery(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc.JWKSURI = up.path(f.Base, hcpNS, oidcJWKS)
+	b, err := json.Marshal(doc)
+	return append(b, '\n'), err
+}
+
+func jwksBody(ctx context.Context, up *oidcUpstream, _ string) ([]byte, error) {
+	return up.fetchJWKS(ctx)
 }
 
 // failed answers a failed fetch (502, no detail: the kube-apiserver logs what it is told) and

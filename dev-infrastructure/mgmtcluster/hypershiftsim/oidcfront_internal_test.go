@@ -174,7 +174,7 @@ func TestOIDCFrontRewritesAndBounds(t *testing.T) {
 		mode = m
 		up := f.upstream("ns1")
 		up.mu.Lock()
-		up.disc = nil // as once oidcMinRefetch has passed
+		delete(up.fetched, oidcDiscovery) // as once oidcMinRefetch has passed
 		up.mu.Unlock()
 		if code, body := frontGet(t, f, doc(f, "ns1", "discovery")); code != http.StatusBadGateway {
 			t.Errorf("%s: %d %s, want 502", m, code, body)
