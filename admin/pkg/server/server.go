@@ -16,8 +16,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
@@ -455,8 +457,9 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 	}
 }
 
-// notUTF8 is the refusal of a JSON body that holds bytes that are not UTF-8, naming the first
-// of its properties (in the body's order) whose value holds them.
+// notUTF8 is the refusal of a JSON body that does not decode to the text it spells
+// (decodesAsSent), naming the first of its properties (in the body's order) whose value holds
+// such bytes or escapes.
 func notUTF8(body []byte) *apiError {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
@@ -470,12 +473,54 @@ func notUTF8(body []byte) *apiError {
 			if err := dec.Decode(&v); err != nil {
 				break
 			}
-			if name, _ := k.(string); !utf8.Valid(body[start:dec.InputOffset()]) {
-				return badRequest(name, "%q holds bytes that are not UTF-8", name)
+			if name, _ := k.(string); !decodesAsSent(body[start:dec.InputOffset()]) {
+				return badRequest(name, "%q holds bytes that are not UTF-8 or half of a UTF-16 surrogate pair", name)
 			}
 		}
 	}
-	return badRequest("", "the body holds bytes that are not UTF-8")
+	return badRequest("", "the body holds bytes that are not UTF-8 or half of a UTF-16 surrogate pair")
+}
+
+// decodesAsSent reports whether Go's JSON decoder reads the JSON text b as the characters it
+// spells: b is UTF-8, and each \u escape of a UTF-16 surrogate is one half of a pair whose other
+// half follows. The decoder takes a byte that is not UTF-8, and half a pair ("\ud800"), for
+// U+FFFD and goes on.
+func decodesAsSent(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // an escaped character, perhaps a backslash: not the start of another escape
+			continue
+		}
+		r1, ok := escapedRune(b[i:])
+		if !ok {
+			return false
+		}
+		if !utf16.IsSurrogate(r1) {
+			i += 5
+			continue
+		}
+		r2, ok := escapedRune(b[i+6:])
+		if !ok || utf16.DecodeRune(r1, r2) == utf8.RuneError {
+			return false
+		}
+		i += 11
+	}
+	return true
+}
+
+// escapedRune is the code unit of the \uXXXX escape b begins with.
+func escapedRune(b []byte) (rune, bool) {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b[2:6]), 16, 16)
+	return rune(n), err == nil
 }
 
 // readReason reads a mutating route's body and its required "reason": a JSON object, or a
@@ -511,9 +556,10 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 		if err := json.Unmarshal(body, &b); err != nil {
 			return "", nil, badRequest("", "the body is not a JSON object: %v", err)
 		}
-		if !utf8.Valid(body) {
-			// Go's decoder would take each such byte for U+FFFD and go on: the call would act
-			// on, and the audit log keep, a value other than the one sent.
+		if !decodesAsSent(body) {
+			// Go's decoder would take each such byte, or half a surrogate pair, for U+FFFD and
+			// go on: the call would act on, and the audit log keep, a value other than the one
+			// sent.
 			return "", nil, notUTF8(body)
 		}
 		reason = b.Reason

@@ -32,6 +32,8 @@ func TestNULAndInvalidUTF8AreRecordedAndRefused(t *testing.T) {
 		{"NUL_in_a_session_to_revoke_is_400_naming_it", "alice", "POST", "/admin/v1/breakglass-revoke", `{"reason":"r","session":"s\u0000"}`, 400, "session", audit.Completed, "/admin/v1/breakglass-revoke"},
 		{"invalid_UTF-8_in_a_JSON_reason_is_400_naming_it", "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", "{\"reason\":\"disk\xff\"}", 400, "reason", audit.Completed, "/admin/v1/shards/mgmt-1/cordon"},
 		{"invalid_UTF-8_in_another_body_field_is_400", "alice", "POST", "/admin/v1/maintenance/campaigns", "{\"reason\":\"r\",\"id\":\"c1\xff\",\"fromVersion\":\"4.19\",\"channelGroup\":\"stable\"}", 400, "id", audit.Completed, "/admin/v1/maintenance/campaigns"},
+		{"half_a_surrogate_pair_in_a_JSON_reason_is_400_naming_it", "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"disk \ud800 full"}`, 400, "reason", audit.Completed, "/admin/v1/shards/mgmt-1/cordon"},
+		{"a_reversed_surrogate_pair_in_a_key_is_400", "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"r","k\udc00\ud800":1}`, 400, "k\ufffd\ufffd", audit.Completed, "/admin/v1/shards/mgmt-1/cordon"},
 		{"invalid_UTF-8_in_a_key_is_400_naming_it", "alice", "POST", "/admin/v1/shards/mgmt-1/cordon", "{\"reason\":\"r\",\"k\xff\":1}", 400, "k\ufffd", audit.Completed, "/admin/v1/shards/mgmt-1/cordon"},
 		{"unknown_route_with_NUL_is_404", "bob", "GET", "/admin/v1/no%00where", "", 404, "", audit.Completed, `/admin/v1/no\x00where`},
 	} {
@@ -52,5 +54,35 @@ func TestNULAndInvalidUTF8AreRecordedAndRefused(t *testing.T) {
 	}
 	if got := e.shardStatus(t, "mgmt-1"); got.String() != "SHARD_STATUS_ACTIVE" {
 		t.Fatalf("a refused cordon changed the shard: %s", got)
+	}
+}
+
+// TestDecodesAsSent: a JSON text is refused when Go's decoder would read a character other
+// than the one sent (U+FFFD for a byte that is not UTF-8 or for half a surrogate pair), and
+// only then.
+func TestDecodesAsSent(t *testing.T) {
+	for _, tc := range []struct {
+		name, json string
+		want       bool
+	}{
+		{"plain", `{"reason":"disk full"}`, true},
+		{"a_surrogate_pair", `{"reason":"\ud83d\ude00"}`, true},
+		{"other_escapes", `{"reason":"tab\t quote\" \u00e9 \u0041"}`, true},
+		{"an_escaped_backslash_then_u", `{"reason":"C:\\ud800"}`, true},
+		{"U+FFFD_sent_as_such", `{"reason":"\ufffd �"}`, true},
+		{"a_byte_that_is_not_UTF-8", "{\"reason\":\"\xff\"}", false},
+		{"a_high_half_alone", `{"reason":"\ud800"}`, false},
+		{"a_high_half_at_the_end", `"\ud83d"`, false},
+		{"a_low_half_alone", `{"reason":"x\udc00y"}`, false},
+		{"a_reversed_pair", `{"reason":"\ude00\ud83d"}`, false},
+		{"a_high_half_then_a_letter", `{"reason":"\ud83dA"}`, false},
+		{"two_high_halves_then_a_low", `{"reason":"\ud83d\ud83d\ude00"}`, false},
+		{"an_escaped_backslash_then_a_half", `{"reason":"\\\ud800"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decodesAsSent([]byte(tc.json)); got != tc.want {
+				t.Fatalf("decodesAsSent(%s) = %v, want %v", tc.json, got, tc.want)
+			}
+		})
 	}
 }

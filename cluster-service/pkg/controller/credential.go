@@ -32,7 +32,7 @@ const (
 	// Error codes of failed credentials and revocations.
 	ErrorCodeSignerRefused     = "SignerRefused"
 	ErrorCodeSigningTimedOut   = "SigningTimedOut"
-	ErrorCodeClusterDeleted    = "ClusterDeleted"
+	ErrorCodeClusterDeleted    = store.ErrorCodeClusterDeleted
 	ErrorCodeInvalidIssued     = "InvalidIssuedCertificate"
 	ErrorCodeInvalidSignerType = "InvalidSignerClass"
 )

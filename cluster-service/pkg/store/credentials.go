@@ -453,11 +453,19 @@ func (s *Store) setClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterI
 	return nil
 }
 
+// ErrorCodeClusterDeleted is the error code of a credential that failed because its cluster was
+// deleted before it was issued.
+const ErrorCodeClusterDeleted = "ClusterDeleted"
+
 // endClusterCredentialsTx ends the break-glass credentials of a cluster that is being removed:
 // each ISSUED one (customer's and SRE's) is REVOKED, so its kubeconfig is no longer handed out
-// (ARM's credential result is then 409 CredentialNotValid), and every private key Cluster Service
-// generated for the cluster is erased. The rows stay: they are the record of who could reach the
-// cluster's API, and until when.
+// (ARM's credential result is then 409 CredentialNotValid); each PENDING one is FAILED
+// ClusterDeleted, so a write the break-glass controller prepared from it before (its check of
+// the cluster passed, then the signer answered) is a conflict rather than an ISSUED credential
+// of a cluster that is gone; and every private key Cluster Service generated for the cluster
+// is erased. The rows stay: they are the record of who could reach the cluster's API, and
+// until when. A REVOKING one is its revocation's to end (the controller's, once the cluster is
+// gone).
 func (s *Store) endClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterID string) error {
 	now := timestamppb.Now()
 	for _, sre := range []bool{false, true} {
@@ -465,6 +473,13 @@ func (s *Store) endClusterCredentialsTx(ctx context.Context, tx pgx.Tx, clusterI
 			func(cs *csv1.CredentialStatus) {
 				cs.State, cs.RevokeTime = csv1.CredentialState_CREDENTIAL_STATE_REVOKED, now
 				cs.Message = "The credential was revoked: its cluster was deleted."
+			}, nil); err != nil {
+			return err
+		}
+		if err := s.setClusterCredentialsTx(ctx, tx, clusterID, sre, []csv1.CredentialState{csv1.CredentialState_CREDENTIAL_STATE_PENDING},
+			func(cs *csv1.CredentialStatus) {
+				cs.State, cs.ErrorCode = csv1.CredentialState_CREDENTIAL_STATE_FAILED, ErrorCodeClusterDeleted
+				cs.Message = "The cluster was deleted before the credential was issued."
 			}, nil); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -61,5 +62,54 @@ func TestRemovedClusterEndsItsCredentials(t *testing.T) {
 	got, err := s.GetCredential(ctx, kept.ID)
 	if err != nil || got.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED || string(got.PrivateKey) != "key of cred-other" {
 		t.Fatalf("another cluster's credential changed: %+v, %v", got, err)
+	}
+}
+
+// TestRemovedClusterEndsItsPendingCredentials: a credential still PENDING when its cluster is
+// removed ends FAILED ClusterDeleted in the same transaction, its key erased, so a write the
+// break-glass controller prepared from the PENDING credential before the removal (its check of
+// the cluster passed, then the signer answered) is a conflict, not an ISSUED credential of a
+// cluster that is gone.
+func TestRemovedClusterEndsItsPendingCredentials(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, newDSN(t))
+	register(t, s, "mc-1", 10)
+	c := readyCluster(t, s, 1)
+	pending, _, err := s.CreateCredential(ctx, &Credential{ID: "cred-pending", ClusterID: c.ID, PrivateKey: []byte("key of cred-pending")}, testAudit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_PENDING {
+		t.Fatalf("a new credential is %v, want PENDING", pending.Status.GetState())
+	}
+
+	dc, err := s.MarkDeleting(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveCluster(ctx, c.ID, dc.Revision); err != nil {
+		t.Fatal(err)
+	}
+
+	// The controller's write, prepared before the removal.
+	stale := *pending
+	stale.Status = &csv1.CredentialStatus{State: csv1.CredentialState_CREDENTIAL_STATE_ISSUED, Username: pending.Status.GetUsername(),
+		ExpirationTime: timestamppb.New(time.Now().Add(time.Hour))}
+	stale.Certificate, stale.CABundle, stale.APIURL = "cert", "ca", "https://api.example"
+	if out, err := s.UpdateCredential(ctx, &stale); !errors.Is(err, ErrConflict) {
+		state := "no credential"
+		if out != nil {
+			state = out.Status.GetState().String()
+		}
+		t.Errorf("a write prepared before the removal: %s, %v; want ErrConflict", state, err)
+	}
+	got, err := s.GetCredential(ctx, pending.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_FAILED || got.Status.GetErrorCode() != ErrorCodeClusterDeleted ||
+		got.Revision <= pending.Revision || got.PrivateKey != nil {
+		t.Fatalf("the PENDING credential of the removed cluster: %v at revision %d (was %d), key kept %v; want FAILED %s with an event and no key",
+			got.Status, got.Revision, pending.Revision, got.PrivateKey != nil, ErrorCodeClusterDeleted)
 	}
 }

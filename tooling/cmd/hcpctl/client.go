@@ -125,7 +125,8 @@ func explain(err error) string {
 	if !errors.As(err, &ae) {
 		return err.Error()
 	}
-	msg := fmt.Sprintf("%s (HTTP %d): %s", ae.Code, ae.Status, ae.Message)
+	// The message may relay Cluster Service's, or be a proxy's page: escaped as a cell is.
+	msg := fmt.Sprintf("%s (HTTP %d): %s", printable(ae.Code), ae.Status, printable(ae.Message))
 	switch ae.Status {
 	case http.StatusUnauthorized:
 		msg += "\n  The admin API admits SRE certificates only (subject O = your group): check --cert/--key, or --region-file and --as."

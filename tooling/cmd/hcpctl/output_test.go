@@ -72,3 +72,35 @@ func TestHumanOutputEscapesControlCharacters(t *testing.T) {
 		t.Fatalf("-o json changed the value (%v): %s", err, out.String())
 	}
 }
+
+// TestAPIErrorMessageIsEscaped: the message of an admin API error (which may relay Cluster
+// Service's, or a proxy's page when the body is no JSON) reaches the SRE's terminal with its
+// control characters escaped, as a table's cells do.
+func TestAPIErrorMessageIsEscaped(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/v1/clusters/{id}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		_ = json.NewEncoder(w).Encode(adminapi.Error{Code: "Conflict", Message: "upstream: " + hostile})
+	})
+	mux.HandleFunc("GET /admin/v1/audit", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write([]byte("<html>bad gateway " + hostile + "</html>"))
+	})
+	api, _, _, _ := adminAPI(t, mux)
+	for _, args := range [][]string{{"cluster", "describe", "c1"}, {"audit"}} {
+		var out, errb bytes.Buffer
+		if code := run(append(append([]string{}, api...), args...), noEnv, &out, &errb); code == 0 {
+			t.Fatalf("%v: exit 0, want a failure", args)
+		}
+		s := errb.String()
+		for _, c := range []string{"\x1b", "\r", "\a", "\u009b", "\u202e"} {
+			if strings.Contains(s, c) {
+				t.Errorf("%v: stderr holds %q raw:\n%q", args, c, s)
+			}
+		}
+		if strings.Contains(s, "\n2026-11-29T17:00:00Z") {
+			t.Errorf("%v: the message starts a line of its own:\n%s", args, s)
+		}
+	}
+}
