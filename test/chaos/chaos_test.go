@@ -28,7 +28,7 @@ type size struct {
 // sizes: "short" runs in make test (a few minutes); "full" is make chaos (CHAOS_SIZE=full); a
 // make deploy region (make chaos DEPLOY=1) has its own default. CHAOS_UNITS overrides the
 // number of units, CHAOS_KILLS the least number of kills; CHAOS_MUST names components each
-// killed at least once (mustKill).
+// killed at least once (mustKill; each must be one the loop may kill).
 func chaosSize(t *testing.T) size {
 	s := size{units: 12, concurrency: 4, poolEvery: 3, minKills: 4, gap: 5 * time.Second}
 	switch {
@@ -206,7 +206,7 @@ func runChaos(ctx context.Context, t *testing.T, tgt target, want []string, must
 	}
 	r := rng(t)
 	components := tgt.components()
-	for _, want := range want {
+	for _, want := range append(slices.Clone(want), must...) {
 		if !slices.Contains(components, want) {
 			t.Fatalf("the region offers no component %q to kill (has %v)", want, components)
 		}

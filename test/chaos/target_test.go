@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
 )
 
 // target is what a chaos loop kills: the launcher's processes (make run, processes) or the
@@ -42,12 +44,14 @@ type processes struct {
 }
 
 // components are every component the region lists but the management clusters'
-// kube-controller-managers, which the promise does not rest on, and PostgreSQL unless
-// postgres is set.
+// kube-controller-managers, which the promise does not rest on, and, unless postgres is set,
+// PostgreSQL and the PgBouncer the Maestro servers reach it through (a kill of either is a
+// restart of Maestro's database: postgresChaos).
 func (p processes) components() []string {
 	var out []string
 	for _, c := range region.Components() {
-		if strings.HasSuffix(c, "-kube-controller-manager") || c == "postgres" && !p.postgres {
+		database := c == localregion.PostgresComponent || c == localregion.BouncerComponent
+		if strings.HasSuffix(c, "-kube-controller-manager") || database && !p.postgres {
 			continue
 		}
 		out = append(out, c)
