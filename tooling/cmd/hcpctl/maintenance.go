@@ -184,7 +184,7 @@ func followRequest(ctx context.Context, a *app, r adminapi.MaintenanceRequest, w
 	return a.print(r, func(w io.Writer) {
 		switch r.State {
 		case maintenance.RequestPending:
-			fmt.Fprintf(w, "request %s (%s %s) is Pending; follow it with: hcpctl maintenance request get %s --wait\n", r.ID, r.Action, subject(r), r.ID)
+			fmt.Fprintf(w, "request %s (%s %s) is Pending; follow it with: hcpctl maintenance request get %s --wait\n", printable(r.ID), r.Action, printable(subject(r)), printable(r.ID))
 		default:
 			fmt.Fprintf(w, "request %s (%s %s) %s: %s\n", r.ID, r.Action, printable(subject(r)), r.State, printable(r.Message))
 		}
