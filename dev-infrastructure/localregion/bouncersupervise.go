@@ -40,7 +40,7 @@ func superviseRestartable(name string, c restartable, policy mgmtcluster.Restart
 type restartableRuns struct {
 	c        restartable
 	policy   mgmtcluster.RestartPolicy
-	restarts int // only KeepRestarting's goroutine touches it
+	restarts int // only restart.Keep's goroutine touches it
 }
 
 func (r *restartableRuns) WaitExit() (*mgmtcluster.RestartPolicy, error) {
