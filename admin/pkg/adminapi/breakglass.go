@@ -66,6 +66,9 @@ type BreakGlassSession struct {
 	ExpirationTime *time.Time `json:"expirationTime,omitempty"`
 	CloseTime      *time.Time `json:"closeTime,omitempty"`
 	ClosedBy       string     `json:"closedBy,omitempty"`
+	// CloseReason says why a session ended when the admin service ended it itself (its
+	// cluster was deleted); a person's close or revoke has its reason in the audit log.
+	CloseReason string `json:"closeReason,omitempty"`
 	// GatewayURL is https://<gateway>/sessions/<id>: a kubeconfig's server.
 	GatewayURL string `json:"gatewayUrl,omitempty"`
 }

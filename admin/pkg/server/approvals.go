@@ -66,7 +66,7 @@ func (s *Server) pendingBreakGlass(w http.ResponseWriter, r *http.Request) error
 			return err
 		}
 		for _, req := range reqs {
-			sess, err := s.cfg.Sessions.Get(r.Context(), req.ID)
+			sess, err := s.getSession(r.Context(), req.ID)
 			if errors.Is(err, session.ErrNotFound) {
 				continue // a request of before sessions: nothing to approve into
 			}
@@ -104,7 +104,7 @@ func (s *Server) approveBreakGlass(w http.ResponseWriter, r *http.Request) error
 	approver := identityFrom(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
-	sess, err := s.cfg.Sessions.Get(ctx, reqID)
+	sess, err := s.getSession(ctx, reqID)
 	switch {
 	case errors.Is(err, session.ErrNotFound):
 		return notFound(reqID, "no break-glass session %s", reqID)
@@ -176,7 +176,7 @@ func (s *Server) getBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
-	sess, err := s.cfg.Sessions.Get(ctx, id)
+	sess, err := s.getSession(ctx, id)
 	if errors.Is(err, session.ErrNotFound) {
 		return notFound(id, "no break-glass session %s", id)
 	}

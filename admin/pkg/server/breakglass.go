@@ -264,7 +264,8 @@ func (s *Server) statement(ctx context.Context, id access.Identity, credID, clus
 func (s *Server) sessionView(sess session.Session, approver string) adminapi.BreakGlassSession {
 	now := s.cfg.Now()
 	out := adminapi.BreakGlassSession{ID: sess.ID, ClusterID: sess.ClusterID, Person: sess.Person, Access: sess.Access, State: sess.StateAt(now),
-		Approver: approver, TTLSeconds: sess.TTLSeconds, Reason: sess.Reason, CreateTime: sess.Created, CloseTime: sess.ClosedAt, ClosedBy: sess.ClosedBy}
+		Approver: approver, TTLSeconds: sess.TTLSeconds, Reason: sess.Reason, CreateTime: sess.Created, CloseTime: sess.ClosedAt, ClosedBy: sess.ClosedBy,
+		CloseReason: sess.CloseReason}
 	if acc, ok := sreAccess[sess.Access]; ok {
 		out.Group = breakglass.SREImpersonatedGroups[acc.cs]
 	}
@@ -312,7 +313,7 @@ func (s *Server) breakGlassSessions(r *http.Request) (adminapi.BreakGlassSession
 		}
 		clusterID = cl.GetId()
 	}
-	list, err := s.cfg.Sessions.List(ctx, session.Filter{ClusterID: clusterID, Person: q.person, All: q.all, Now: s.cfg.Now()})
+	list, err := s.listSessions(ctx, session.Filter{ClusterID: clusterID, Person: q.person, All: q.all, Now: s.cfg.Now()})
 	if err != nil {
 		return out, err
 	}
@@ -402,7 +403,7 @@ func (s *Server) revokeBreakGlassSessions(ctx context.Context, body adminapi.Bre
 	defer cancel()
 	var list []session.Session
 	if body.Session != "" {
-		sess, err := s.cfg.Sessions.Get(ctx, body.Session)
+		sess, err := s.getSession(ctx, body.Session)
 		if errors.Is(err, session.ErrNotFound) {
 			return out, notFound(body.Session, "no break-glass session %s", body.Session)
 		}
@@ -412,7 +413,7 @@ func (s *Server) revokeBreakGlassSessions(ctx context.Context, body adminapi.Bre
 		list = append(list, sess)
 	} else {
 		var err error
-		if list, err = s.cfg.Sessions.List(ctx, session.Filter{Person: body.Person, Now: s.cfg.Now()}); err != nil {
+		if list, err = s.listSessions(ctx, session.Filter{Person: body.Person, Now: s.cfg.Now()}); err != nil {
 			return out, err
 		}
 	}
@@ -429,7 +430,8 @@ func (s *Server) revokeBreakGlassSessions(ctx context.Context, body adminapi.Bre
 			order = append(order, sess.ClusterID)
 		}
 		byCluster[sess.ClusterID].Sessions = append(byCluster[sess.ClusterID].Sessions, sess.ID)
-		rotate[sess.ClusterID] = rotate[sess.ClusterID] || sess.HasCredential
+		// A deleted cluster's credentials were revoked with it: there is no signer to rotate.
+		rotate[sess.ClusterID] = rotate[sess.ClusterID] || (sess.HasCredential && sess.ClosedBy != deletedClusterCloser)
 	}
 	for _, cluster := range order {
 		v := byCluster[cluster]
@@ -469,7 +471,7 @@ func (s *Server) closeBreakGlass(w http.ResponseWriter, r *http.Request) error {
 	caller := identityFrom(r.Context())
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
 	defer cancel()
-	sess, err := s.cfg.Sessions.Get(ctx, id)
+	sess, err := s.getSession(ctx, id)
 	if errors.Is(err, session.ErrNotFound) {
 		return notFound(id, "no break-glass session %s", id)
 	}
@@ -491,4 +493,67 @@ func (s *Server) closeBreakGlass(w http.ResponseWriter, r *http.Request) error {
 		"person", sess.Person, "closed_by", caller.Person)
 	writeJSON(w, http.StatusOK, s.sessionView(sess, ""))
 	return nil
+}
+
+// deletedClusterCloser is who ended a session whose cluster Cluster Service removed: the admin
+// service itself (no person's name has a colon).
+const deletedClusterCloser = "system:admin-service"
+
+// endSessionsOfDeletedClusters is how a session learns that Cluster Service removed its
+// cluster: at read time. Every read of sessions (list, one session, pending, the portal,
+// revoke, close) first asks Cluster Service about the cluster of each session it read that is
+// still live (one GetCluster per distinct cluster); a cluster that is gone (NotFound) has all
+// its live sessions revoked in one statement, by deletedClusterCloser with a reason naming the
+// deletion, before the read is answered. It reports whether it ended any, so the caller reads
+// again. A read-time check has no window (a sweep would show a deleted cluster's session live
+// until its next pass) and needs no loop or leader; the store's transition trigger makes two
+// racing reads harmless (the second updates nothing). Cluster Service unreachable leaves the
+// sessions as stored, logged: the gateway refuses them anyway (the cluster's apiserver is gone
+// and its credential was revoked with it).
+func (s *Server) endSessionsOfDeletedClusters(ctx context.Context, list ...session.Session) bool {
+	if s.cfg.Clusters == nil || s.cfg.Sessions == nil {
+		return false
+	}
+	now, seen, ended := s.cfg.Now(), map[string]bool{}, false
+	for _, sess := range list {
+		if st := sess.StateAt(now); (st != session.Active && st != session.AwaitingApproval) || seen[sess.ClusterID] {
+			continue
+		}
+		seen[sess.ClusterID] = true
+		_, err := s.cfg.Clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: sess.ClusterID})
+		if status.Code(err) != codes.NotFound {
+			if err != nil {
+				s.cfg.Logger.Warn("could not learn whether a break-glass session's cluster still exists", "clusterID", sess.ClusterID, "error", err)
+			}
+			continue
+		}
+		n, err := s.cfg.Sessions.EndCluster(ctx, sess.ClusterID, deletedClusterCloser, "cluster "+sess.ClusterID+" was deleted at Cluster Service")
+		if err != nil {
+			s.cfg.Logger.Warn("could not end the break-glass sessions of a deleted cluster", "clusterID", sess.ClusterID, "error", err)
+			continue
+		}
+		if n > 0 {
+			ended = true
+			s.cfg.Logger.Info("break-glass sessions of a deleted cluster revoked", "clusterID", sess.ClusterID, "sessions", n, "closed_by", deletedClusterCloser)
+		}
+	}
+	return ended
+}
+
+// getSession reads one session, ended first if its cluster was deleted.
+func (s *Server) getSession(ctx context.Context, id string) (session.Session, error) {
+	sess, err := s.cfg.Sessions.Get(ctx, id)
+	if err != nil || !s.endSessionsOfDeletedClusters(ctx, sess) {
+		return sess, err
+	}
+	return s.cfg.Sessions.Get(ctx, id)
+}
+
+// listSessions lists sessions, those of deleted clusters ended first.
+func (s *Server) listSessions(ctx context.Context, f session.Filter) ([]session.Session, error) {
+	list, err := s.cfg.Sessions.List(ctx, f)
+	if err != nil || !s.endSessionsOfDeletedClusters(ctx, list...) {
+		return list, err
+	}
+	return s.cfg.Sessions.List(ctx, f)
 }

@@ -553,3 +553,61 @@ func TestBreakGlassAdminNeedsASecondSRE(t *testing.T) {
 		t.Fatalf("Cluster Service audit %+v", rows)
 	}
 }
+
+// TestDeletedClusterEndsItsBreakGlassSessions: once Cluster Service removed a cluster, its
+// break-glass sessions, active or awaiting approval, are revoked by the admin service itself
+// with a reason naming the deletion: no list, page or revocation shows them live.
+func TestDeletedClusterEndsItsBreakGlassSessions(t *testing.T) {
+	e := start(t)
+	clusterID, _, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
+
+	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
+	var bobs adminapi.BreakGlassSession
+	if code != http.StatusCreated || json.Unmarshal(b, &bobs) != nil || bobs.State != adminapi.StateActive {
+		t.Fatalf("open: %d %+v %s", code, ae, b)
+	}
+	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/breakglass/"+clusterID, `{"access":"admin","reason":"fix etcd"}`)
+	var alices adminapi.BreakGlassSession
+	if code != http.StatusAccepted || json.Unmarshal(b, &alices) != nil || alices.State != adminapi.StateAwaitingApproval {
+		t.Fatalf("open admin: %d %+v %s", code, ae, b)
+	}
+
+	// Cluster Service removes the cluster (its controller's last step), which revokes bob's
+	// credential.
+	c, err := e.csdb.MarkDeleting(context.Background(), clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.csdb.RemoveCluster(context.Background(), clusterID, c.Revision); err != nil {
+		t.Fatal(err)
+	}
+
+	code, ae, b = e.call(t, "bob", "GET", "/admin/v1/breakglass", "")
+	var live adminapi.BreakGlassSessions
+	if code != 200 || json.Unmarshal(b, &live) != nil || len(live.Sessions) != 0 {
+		t.Fatalf("live sessions after the cluster was removed: %d %+v %s", code, ae, b)
+	}
+	code, ae, b = e.call(t, "bob", "GET", "/admin/v1/breakglass-pending", "")
+	if code != 200 || json.Unmarshal(b, &live) != nil || len(live.Sessions) != 0 {
+		t.Fatalf("pending sessions after the cluster was removed: %d %+v %s", code, ae, b)
+	}
+	for _, id := range []string{bobs.ID, alices.ID} {
+		code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass-sessions/"+id, "")
+		var s adminapi.BreakGlassSession
+		if code != 200 || json.Unmarshal(b, &s) != nil || s.State != adminapi.StateRevoked || s.ClosedBy != deletedClusterCloser ||
+			!strings.Contains(s.CloseReason, "cluster "+clusterID+" was deleted") || s.CloseTime == nil {
+			t.Fatalf("session %s after its cluster was removed: %d %+v %s", id, code, ae, b)
+		}
+	}
+	// Revoking bob finds nothing live to revoke (no rotation on a cluster that is gone).
+	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"person":"bob","reason":"offboarding"}`)
+	var revs adminapi.BreakGlassRevocations
+	if code != 200 || json.Unmarshal(b, &revs) != nil || len(revs.Revocations) != 0 {
+		t.Fatalf("revoke bob after the cluster was removed: %d %+v %s", code, ae, b)
+	}
+}

@@ -121,6 +121,7 @@ type Sessions interface {
 	Open(ctx context.Context, s session.Session, kubeconfig []byte) (session.Session, error)
 	Activate(ctx context.Context, id string, kubeconfig []byte, expires time.Time) (session.Session, error)
 	End(ctx context.Context, id, state, by string) (session.Session, error)
+	EndCluster(ctx context.Context, clusterID, by, reason string) (int64, error)
 	Get(ctx context.Context, id string) (session.Session, error)
 	List(ctx context.Context, f session.Filter) ([]session.Session, error)
 }

@@ -61,6 +61,9 @@ type Session struct {
 	Expires    time.Time
 	ClosedAt   *time.Time
 	ClosedBy   string
+	// CloseReason says why the admin service ended the session itself (EndCluster); empty for
+	// a person's close or revoke, whose reason the audit log keeps.
+	CloseReason string
 	// HasCredential reports whether the sealed credential is stored.
 	HasCredential bool
 }
@@ -86,7 +89,7 @@ func Install(ctx context.Context, conn *pgx.Conn, serviceRole string) error {
 		for _, q := range []string{
 			"REVOKE ALL ON " + Table + " FROM " + role,
 			"GRANT SELECT, INSERT ON " + Table + " TO " + role,
-			"GRANT UPDATE (state, expires, credential, closed_at, closed_by) ON " + Table + " TO " + role,
+			"GRANT UPDATE (state, expires, credential, closed_at, closed_by, close_reason) ON " + Table + " TO " + role,
 		} {
 			if _, err := tx.Exec(ctx, q); err != nil {
 				return fmt.Errorf("install break-glass sessions (after audit.Install): %w", err)
@@ -139,12 +142,12 @@ func (s *Store) Check(ctx context.Context) error {
 // Ping checks the database.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-const columns = `id, cluster_id, person, grp, access, reason, state, created, ttl_seconds, expires, closed_at, closed_by, credential IS NOT NULL`
+const columns = `id, cluster_id, person, grp, access, reason, state, created, ttl_seconds, expires, closed_at, closed_by, close_reason, credential IS NOT NULL`
 
 func scan(row pgx.Row) (Session, error) {
 	var s Session
 	err := row.Scan(&s.ID, &s.ClusterID, &s.Person, &s.Group, &s.Access, &s.Reason, &s.State, &s.Created, &s.TTLSeconds, &s.Expires,
-		&s.ClosedAt, &s.ClosedBy, &s.HasCredential)
+		&s.ClosedAt, &s.ClosedBy, &s.CloseReason, &s.HasCredential)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, ErrNotFound
 	}
@@ -222,6 +225,18 @@ func (s *Store) End(ctx context.Context, id, state, by string) (Session, error) 
 	return out, nil
 }
 
+// EndCluster revokes every session of cluster still awaiting approval or active, in one
+// statement, by whom and why (the admin service's own act: the cluster was deleted), and
+// returns how many it ended. Ended sessions keep their state.
+func (s *Store) EndCluster(ctx context.Context, clusterID, by, reason string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE `+Table+` SET state = $2, closed_by = $3, close_reason = $4
+		WHERE cluster_id = $1 AND state IN ('awaiting-approval', 'active')`, clusterID, Revoked, by, reason)
+	if err != nil {
+		return 0, fmt.Errorf("end the break-glass sessions of cluster %s: %w", clusterID, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // whyNot tells a missing session (ErrNotFound) from one that ended (ErrEnded).
 func (s *Store) whyNot(ctx context.Context, id string) error {
 	if _, err := s.Get(ctx, id); err != nil {
@@ -264,7 +279,7 @@ func (s *Store) Credential(ctx context.Context, id string) (Session, []byte, err
 	err := s.loss.Retry(ctx, true, func() error {
 		return s.pool.QueryRow(ctx, `SELECT `+columns+`, credential FROM `+Table+` WHERE id = $1`, id).Scan(
 			&out.ID, &out.ClusterID, &out.Person, &out.Group, &out.Access, &out.Reason, &out.State, &out.Created, &out.TTLSeconds, &out.Expires,
-			&out.ClosedAt, &out.ClosedBy, &out.HasCredential, &sealed)
+			&out.ClosedAt, &out.ClosedBy, &out.CloseReason, &out.HasCredential, &sealed)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return out, nil, ErrNotFound
