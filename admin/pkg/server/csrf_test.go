@@ -185,3 +185,33 @@ func TestCrossSiteLoadsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestOversizedFormIsTooLarge: a portal form (or an API body) larger than the admin API reads is
+// 413 saying the form is too large, whatever its token and wherever the token sits in it, and
+// does nothing; it is not taken for a forgery (the check would read a truncated form).
+func TestOversizedFormIsTooLarge(t *testing.T) {
+	e := start(t)
+	origin := "https://" + strings.TrimPrefix(e.url, "https://")
+	form := "application/x-www-form-urlencoded"
+	token := e.portalToken(t, "alice")
+	pad := strings.Repeat("x", maxBody)
+	for _, tc := range []struct {
+		name, path, body string
+		hdr              []string
+	}{
+		{"portal_token_first", "/portal/shards/mgmt-1/cordon", "csrf=" + token + "&reason=r&pad=" + pad, []string{"Content-Type", form, "Origin", origin}},
+		{"portal_token_last", "/portal/shards/mgmt-1/cordon", "reason=r&pad=" + pad + "&csrf=" + token, []string{"Content-Type", form, "Origin", origin}},
+		{"portal_reason_too_large", "/portal/shards/mgmt-1/cordon", "csrf=" + token + "&reason=" + pad, []string{"Content-Type", form, "Origin", "null", "Sec-Fetch-Site", "same-origin"}},
+		{"api_body", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"` + pad + `"}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := e.call(t, "alice", "POST", tc.path, tc.body, tc.hdr...)
+			if code != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "too large") || strings.Contains(string(body), "token") {
+				t.Fatalf("%d %.400s; want 413 saying the form is too large", code, body)
+			}
+			if st := e.shardStatus(t, "mgmt-1"); st != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+				t.Fatalf("an oversized form acted: shard mgmt-1 is %s", st)
+			}
+		})
+	}
+}

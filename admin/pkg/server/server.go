@@ -393,7 +393,12 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 		}
 		if refusal == nil && rt.mutates {
 			reason, body, err := readReason(r)
-			if strings.HasPrefix(r.URL.Path, "/portal/") && !s.forms.valid(id.Person, r.PostForm.Get("csrf")) {
+			if err != nil && err.status == http.StatusRequestEntityTooLarge {
+				// Before the form token's check, which would read a truncated form (no token, or
+				// one cut short) and call it a forgery: too large is the answer, and nothing acts.
+				refusal = err
+				e.Outcome, e.Status = audit.Completed, err.status
+			} else if strings.HasPrefix(r.URL.Path, "/portal/") && !s.forms.valid(id.Person, r.PostForm.Get("csrf")) {
 				// Before the form's own errors: a forged form learns nothing of its fields.
 				refusal = forged("csrf", "the form has no valid token of your portal page; reload the page and post it again")
 				e.Outcome, e.Status = audit.Forbidden, refusal.status
@@ -534,7 +539,11 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 		return "", nil, badRequest("", "read the body: %v", err)
 	}
 	if len(body) > maxBody {
-		return "", nil, badRequest("", "the body is larger than %d bytes", maxBody)
+		what := "body"
+		if mediaType(r) == "application/x-www-form-urlencoded" {
+			what = "form"
+		}
+		return "", nil, tooLarge(what)
 	}
 	var reason *string
 	if ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); strings.TrimSpace(ct) == "application/x-www-form-urlencoded" {
@@ -575,6 +584,11 @@ func readReason(r *http.Request) (string, []byte, *apiError) {
 		return "", nil, badRequest("reason", "\"reason\" holds a NUL character or bytes that are not UTF-8")
 	}
 	return strings.TrimSpace(*reason), body, nil
+}
+
+// tooLarge refuses a body (what: "body" or "form") larger than maxBody: 413.
+func tooLarge(what string) *apiError {
+	return errorf(http.StatusRequestEntityTooLarge, "RequestTooLarge", "", "the %s is too large: the admin API reads at most %d bytes (64 KiB) of it", what, maxBody)
 }
 
 func newID() string {
