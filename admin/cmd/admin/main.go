@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -36,6 +37,7 @@ import (
 
 type options struct {
 	listen         string
+	urls           string
 	metricsListen  string
 	pprofTokenFile string
 	serverTLS      tlsconfig.Files
@@ -60,6 +62,28 @@ type options struct {
 	gatewayURL     string
 }
 
+// urlList is --url's URLs, or the --listen address's when --url is empty and --listen names a
+// host (not 0.0.0.0 or ::).
+func (o *options) urlList() []string {
+	if o.urls != "" {
+		var out []string
+		for _, u := range strings.Split(o.urls, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil || host == "" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return nil
+	}
+	return []string{"https://" + o.listen}
+}
+
 // parseFlags reads flags, each defaulting to its environment variable. Errors name the flag.
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs := svcmain.NewFlags("admin", getenv)
@@ -67,6 +91,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	str := fs.String
 	str(&o.listen, "listen", "ADMIN_LISTEN", "127.0.0.1:8444", "address of the admin API (HTTPS, mutual TLS)")
 	str(&o.pprofTokenFile, "pprof-token-file", "ADMIN_PPROF_TOKEN_FILE", "", "file (mode 0600) of the token that /debug/pprof/ callers must present as 'Authorization: Bearer <token>' on the metrics listener's loopback; empty serves no profiles (docs/security.md)")
+	str(&o.urls, "url", "ADMIN_URL", "", "the admin API's URL as SREs reach it, https://host[:port] (comma-separated if several): a mutating call's Origin and every portal form must come from its origin, never from the request's Host (docs/security.md); default https://<--listen>, none when --listen's host is unspecified (0.0.0.0): portal forms are then refused")
 	str(&o.metricsListen, "metrics-listen", "ADMIN_METRICS_LISTEN", "127.0.0.1:9444", "address of /metrics: plaintext on loopback, elsewhere TLS with --tls-cert (no client certificate)")
 	str(&o.serverTLS.Cert, "tls-cert", "ADMIN_TLS_CERT", "", "server certificate (PEM), re-read when it changes (required)")
 	str(&o.serverTLS.Key, "tls-key", "ADMIN_TLS_KEY", "", "server key (PEM) (required)")
@@ -126,6 +151,11 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if err := svcmain.HostPorts(svcmain.Address{Value: o.listen, Flag: "listen"}, svcmain.Address{Value: o.metricsListen, Flag: "metrics-listen"},
 		svcmain.Address{Value: o.clusterService, Flag: "cluster-service"}); err != nil {
 		return nil, err
+	}
+	for _, u := range o.urlList() {
+		if !strings.HasPrefix(u, "https://") {
+			return nil, fmt.Errorf("invalid value %q for --url: must be an https:// URL", u)
+		}
 	}
 	if o.maestroREST != "" && !strings.HasPrefix(o.maestroREST, "https://") {
 		return nil, fmt.Errorf("invalid value %q for --maestro-rest: must be an https:// URL", o.maestroREST)
@@ -221,7 +251,10 @@ func run(o *options) error {
 		Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: csv1.NewProvisionShardsClient(conn),
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn),
 		Credentials: csv1.NewCredentialsClient(conn), BreakGlassTTL: o.breakGlassTTL, StatementKey: statementKey, Approvals: approvals,
-		Logger: log, Timeout: o.timeout, LogDir: o.logDir, GatewayURL: o.gatewayURL,
+		Logger: log, Timeout: o.timeout, LogDir: o.logDir, GatewayURL: o.gatewayURL, URLs: o.urlList(),
+	}
+	if len(cfg.URLs) == 0 {
+		log.Warn("no --url and --listen names no host: no origin is the admin API's own, so every portal form and every call with an Origin header is refused", "listen", o.listen)
 	}
 	if sessions != nil {
 		cfg.Sessions = sessions

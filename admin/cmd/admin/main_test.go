@@ -28,6 +28,7 @@ func TestParseFlagsRefusesPlaintext(t *testing.T) {
 		{"plaintext_maestro_rest", "maestro-rest", "http://127.0.0.1:8000", "--maestro-rest: must be an https:// URL"},
 		{"maestro_rest_without_a_client_certificate", "maestro-rest", "https://127.0.0.1:8000", "--maestro-rest needs --maestro-cert"},
 		{"session_key_without_a_gateway", "session-key-file", "/tmp/session.key", "--gateway-url"},
+		{"plaintext_url", "url", "http://admin.example:8444", "--url: must be an https:// URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var args []string
@@ -50,5 +51,21 @@ func TestParseFlagsRefusesPlaintext(t *testing.T) {
 				t.Fatalf("parseFlags = %v, want an error containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestOwnURL: the admin API's own URL (the origin the portal's forms must come from) is --url,
+// or --listen's address when that names a host; never a request's Host.
+func TestOwnURL(t *testing.T) {
+	for _, tc := range []struct{ listen, url, want string }{
+		{"127.0.0.1:8444", "", "https://127.0.0.1:8444"},
+		{"0.0.0.0:8444", "", ""},
+		{"[::]:8444", "", ""},
+		{"0.0.0.0:8444", "https://admin.example:8444, https://10.0.0.5:31444", "https://admin.example:8444,https://10.0.0.5:31444"},
+	} {
+		o := &options{listen: tc.listen, urls: tc.url}
+		if got := strings.Join(o.urlList(), ","); got != tc.want {
+			t.Errorf("--listen %s --url %q: %q, want %q", tc.listen, tc.url, got, tc.want)
+		}
 	}
 }

@@ -215,3 +215,39 @@ func TestOversizedFormIsTooLarge(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnOriginIsConfiguredNotTheHostHeader: the admin API's own origin is its configured URL,
+// not the request's Host. A page of another name made to resolve to the admin API's address
+// (DNS rebinding) reaches it with that name in Host and in Origin, and the browser says
+// same-origin: its form or API call is refused all the same and does nothing.
+func TestOwnOriginIsConfiguredNotTheHostHeader(t *testing.T) {
+	e := start(t)
+	form := "application/x-www-form-urlencoded"
+	token := e.portalToken(t, "alice")
+	_, port, _ := strings.Cut(strings.TrimPrefix(e.url, "https://"), ":")
+	evil := "rebound.evil.example:" + port
+	for _, tc := range []struct {
+		name, path, body string
+		hdr              []string
+	}{
+		{"portal_form", "/portal/shards/mgmt-1/cordon", "reason=forged&csrf=" + token,
+			[]string{"Host", evil, "Origin", "https://" + evil, "Sec-Fetch-Site", "same-origin", "Content-Type", form, adminapi.HeaderClient, ""}},
+		{"api_call", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"forged"}`,
+			[]string{"Host", evil, "Origin", "https://" + evil, "Sec-Fetch-Site", "same-origin"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, body := e.call(t, "alice", "POST", tc.path, tc.body, tc.hdr...)
+			if code != http.StatusForbidden || !strings.Contains(string(body), "Origin") {
+				t.Fatalf("%d %.300s; want 403 naming Origin", code, body)
+			}
+			if st := e.shardStatus(t, "mgmt-1"); st != csv1.ShardStatus_SHARD_STATUS_ACTIVE {
+				t.Fatalf("a rebound request acted: shard mgmt-1 is %s", st)
+			}
+		})
+	}
+	// The configured origin still posts.
+	code, _, body := e.call(t, "alice", "POST", "/portal/shards/mgmt-2/cordon", "reason=real&csrf="+token, "Content-Type", form, "Origin", e.url, "Sec-Fetch-Site", "same-origin")
+	if code != 200 || e.shardStatus(t, "mgmt-2") != csv1.ShardStatus_SHARD_STATUS_MAINTENANCE {
+		t.Fatalf("portal cordon from the configured origin: %d %.300s", code, body)
+	}
+}

@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"net/http"
+	"net/url"
+	"sort"
 	"strings"
 	"time"
 
@@ -49,26 +52,61 @@ func mediaType(r *http.Request) string {
 	return strings.ToLower(strings.TrimSpace(ct))
 }
 
-// forgeryCheck applies the header rules above to a mutating request; the form token is
-// checked once the form is read (serve).
-func forgeryCheck(r *http.Request) *apiError {
-	own := "https://" + r.Host
+// origins are the admin API's own origins, "https://host[:port]" as a browser writes them
+// (ownOrigins).
+type origins map[string]bool
+
+// String lists them for a refusal's message.
+func (o origins) String() string {
+	if len(o) == 0 {
+		return "none: this admin API has no configured URL (--url)"
+	}
+	list := make([]string, 0, len(o))
+	for k := range o {
+		list = append(list, k)
+	}
+	sort.Strings(list)
+	return strings.Join(list, " or ")
+}
+
+// ownOrigins is the origin of each of the admin API's URLs (https://host[:port], nothing
+// after the host but an optional "/"), as a browser writes an Origin: host in lower case, the
+// default port 443 left out.
+func ownOrigins(urls []string) (origins, error) {
+	out := origins{}
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("%q is not an https://host[:port] URL", raw)
+		}
+		host := strings.ToLower(u.Host)
+		host = strings.TrimSuffix(host, ":443")
+		out["https://"+host] = true
+	}
+	return out, nil
+}
+
+// forgeryCheck applies the header rules above to a mutating request, own being the admin
+// API's configured origins (never the request's Host); the form token is checked once the form
+// is read (serve).
+func forgeryCheck(r *http.Request, own origins) *apiError {
 	origin, fetchSite := r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")
 	// Our pages' Referrer-Policy is no-referrer, and under it a browser sends "Origin: null"
 	// on every POST (the Fetch standard). Such a request is the portal's own only if the
 	// browser's Sec-Fetch-Site, which no page can set, says same-origin.
-	sameOrigin := origin == own || (origin == "null" && fetchSite == "same-origin")
+	ownOrigin := own[origin]
+	sameOrigin := ownOrigin || (origin == "null" && fetchSite == "same-origin")
 	switch {
 	case fetchSite == "cross-site":
 		return forged("Sec-Fetch-Site", "the browser says it comes from another site")
-	case fetchSite == "same-site" && origin != own:
+	case fetchSite == "same-site" && !ownOrigin:
 		return forged("Sec-Fetch-Site", "the browser says it comes from another origin of this site (Origin %q)", origin)
 	case origin != "" && !sameOrigin:
-		return forged("Origin", "it comes from Origin %q, not %q", origin, own)
+		return forged("Origin", "it comes from Origin %q, not the admin API's own (%s)", origin, own)
 	}
 	if strings.HasPrefix(r.URL.Path, "/portal/") {
 		if !sameOrigin {
-			return forged("Origin", "a form must be posted from the portal itself (Origin %q, want %q)", origin, own)
+			return forged("Origin", "a form must be posted from the portal itself (Origin %q, want %s)", origin, own)
 		}
 		if mediaType(r) != "application/x-www-form-urlencoded" {
 			return forged("Content-Type", "the portal takes forms only (application/x-www-form-urlencoded)")

@@ -106,6 +106,13 @@ type Config struct {
 	// RefusalAudit limits the audit records of refused calls, per source and in total (zero:
 	// refusallimit.Default).
 	RefusalAudit refusallimit.Rates
+	// URLs are the admin API's own URLs (https://host[:port]) as SREs reach it (the admin
+	// command's --url, by default its --listen address): their origins are the only ones a
+	// mutating request's Origin, and a portal form's, may name. Never the request's Host, which
+	// a page whose name was made to resolve to this address (DNS rebinding) sets to its own.
+	// Empty: no origin is the admin API's own, so every portal form and every call with an
+	// Origin is refused.
+	URLs []string
 }
 
 // Approvals is the two-person rule's store (approval.Store).
@@ -133,6 +140,8 @@ type Server struct {
 	metrics *metrics
 	// forms issues and checks the portal's form tokens (middleware_forgery.go).
 	forms *formTokens
+	// origins are the admin API's own origins (Config.URLs; middleware_forgery.go).
+	origins origins
 	// refusals limits the audit records of refused calls (middleware_auditflood.go).
 	refusals *refusallimit.Limiter
 }
@@ -167,8 +176,12 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.BreakGlassTTL.Validate(); err != nil {
 		return nil, fmt.Errorf("admin server: %w", err)
 	}
+	origins, err := ownOrigins(cfg.URLs)
+	if err != nil {
+		return nil, fmt.Errorf("admin server: URLs: %w", err)
+	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), metrics: newMetrics(), forms: newFormTokens(cfg.FormKey, cfg.Now),
-		refusals: refusals}
+		refusals: refusals, origins: origins}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, s.serve(rt))
 	}
@@ -383,7 +396,7 @@ func (s *Server) serve(rt route) http.HandlerFunc {
 			}
 		}
 		if refusal == nil && mutating(r.Method) {
-			if refusal = forgeryCheck(r); refusal != nil {
+			if refusal = forgeryCheck(r, s.origins); refusal != nil {
 				e.Outcome, e.Status = audit.Forbidden, refusal.status
 			}
 		} else if refusal == nil {

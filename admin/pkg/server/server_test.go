@@ -182,6 +182,10 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	cfg := Config{Audit: log, Revocations: revs, Store: docs, Sessions: sessions, GatewayURL: "https://gateway.test:8445", Clusters: csv1.NewClustersClient(conn), NodePools: csv1.NewNodePoolsClient(conn), Shards: shards,
 		ExternalAuths: csv1.NewExternalAuthsClient(conn), UpgradePolicies: csv1.NewUpgradePoliciesClient(conn), LogDir: logDir,
 		Credentials: csv1.NewCredentialsClient(conn), StatementKey: statementKey, Approvals: approvals}
+	// The listener first: the admin API's own URL (its origin) is configured, as --url is.
+	var handler http.Handler
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	cfg.URLs = []string{"https://" + ts.Listener.Addr().String()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -189,6 +193,7 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	handler = srv.Handler()
 	for name, group := range map[string]string{"alice": access.GroupAdmin, "bob": access.GroupReadOnly, "carol": access.GroupAdmin, "mallory": "sre-wannabe"} {
 		if err := p.AddPerson(name, name, group); err != nil {
 			t.Fatal(err)
@@ -198,7 +203,6 @@ func start(t *testing.T, opts ...func(*Config)) *env {
 		t.Fatal(err)
 	}
 	sf := p.MustFiles("admin")
-	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.TLS, err = tlsconfig.Files{Cert: sf.Cert, Key: sf.Key, CA: p.PersonCAFile}.ServerClientAuth("127.0.0.1:0", tls.VerifyClientCertIfGiven)
 	if err != nil {
 		t.Fatal(err)
@@ -238,6 +242,10 @@ func (e *env) call(t *testing.T, identity, method, path, body string, hdr ...str
 		}
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if http.CanonicalHeaderKey(hdr[i]) == "Host" {
+			req.Host = hdr[i+1] // the name the caller's URL had (DNS rebinding: another's)
+			continue
+		}
 		if hdr[i+1] == "" {
 			req.Header.Del(hdr[i])
 			continue
