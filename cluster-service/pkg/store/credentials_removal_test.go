@@ -63,6 +63,25 @@ func TestRemovedClusterEndsItsCredentials(t *testing.T) {
 	if err != nil || got.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_ISSUED || string(got.PrivateKey) != "key of cred-other" {
 		t.Fatalf("another cluster's credential changed: %+v, %v", got, err)
 	}
+	// A watcher sees each ended credential once more, REVOKED, at its new revision (the
+	// removal writes them all in one statement: one event each, none for the other cluster's).
+	events, err := s.CredentialEventsAfter(ctx, kept.Revision, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int64{}
+	for _, ev := range events {
+		if ev.Credential == nil {
+			continue
+		}
+		if ev.Credential.ID == kept.ID || ev.Credential.Status.GetState() != csv1.CredentialState_CREDENTIAL_STATE_REVOKED {
+			t.Errorf("event at %d: credential %s %s", ev.Revision, ev.Credential.ID, ev.Credential.Status.GetState())
+		}
+		seen[ev.Credential.ID] = ev.Revision
+	}
+	if len(seen) != 2 || seen[customer.ID] == 0 || seen[sre.ID] == 0 || seen[customer.ID] == seen[sre.ID] {
+		t.Fatalf("events of the removed cluster's credentials: %v, want one each at distinct revisions", seen)
+	}
 }
 
 // TestRemovedClusterEndsItsPendingCredentials: a credential still PENDING when its cluster is

@@ -64,6 +64,23 @@ func eventSteps(l eventLog, id string, revision int64, typ csv1.EventType, doc [
 	}
 }
 
+// writeUpsertEvents is writeEvent (UPSERTED) for many objects of l at once: ids[i] changed at
+// revisions[i] into docs[i] (JSON). One batch of three statements whatever their number, and one
+// notification.
+func writeUpsertEvents(ctx context.Context, tx pgx.Tx, l eventLog, ids []string, revisions []int64, docs []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := runSteps(ctx, tx, true, []sqlStep{
+		{`DELETE FROM ` + l.table + ` WHERE ` + l.idColumn + ` = ANY($1)`, []any{ids}, fmt.Sprintf("prune events of %d %s objects", len(ids), l.what)},
+		{`INSERT INTO ` + l.table + ` (revision, ` + l.idColumn + `, type, ` + l.docColumn + `)
+			SELECT r, i, 'UPSERTED', d::jsonb FROM unnest($1::bigint[], $2::text[], $3::text[]) AS e(r, i, d)`,
+			[]any{revisions, ids, docs}, fmt.Sprintf("record events of %d %s objects", len(ids), l.what)},
+		{`SELECT pg_notify($1, $2)`, []any{notifyChannel, l.table}, "notify"},
+	})
+	return err
+}
+
 // sqlStep is one statement of a write and what it does, for errors.
 type sqlStep struct {
 	sql  string

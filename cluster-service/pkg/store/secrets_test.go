@@ -41,7 +41,7 @@ func rawSecret(t *testing.T, s *Store, table, column, id string) []byte {
 }
 
 // readyCluster creates a cluster and makes it READY, so a break-glass credential can be requested.
-func readyCluster(t *testing.T, s *Store, n int) *Cluster {
+func readyCluster(t testing.TB, s *Store, n int) *Cluster {
 	t.Helper()
 	ctx := context.Background()
 	c, _, err := s.CreateCluster(ctx, newCluster(csid(n), armID("secret"+csid(n))), placement.LeastLoaded{})

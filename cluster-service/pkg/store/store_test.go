@@ -61,7 +61,7 @@ func armID(name string) string {
 
 func csid(n int) string { return fmt.Sprintf("%032d", n) }
 
-func register(t *testing.T, s *Store, name string, max int32) {
+func register(t testing.TB, s *Store, name string, max int32) {
 	t.Helper()
 	if _, err := s.RegisterShard(context.Background(), placement.Shard{Name: name, MaxClusters: max}); err != nil {
 		t.Fatalf("RegisterShard: %v", err)
