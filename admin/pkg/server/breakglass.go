@@ -514,6 +514,8 @@ func (s *Server) endSessionsOfDeletedClusters(ctx context.Context, list ...sessi
 	if s.cfg.Clusters == nil || s.cfg.Sessions == nil {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
 	now, seen, ended := s.cfg.Now(), map[string]bool{}, false
 	for _, sess := range list {
 		if st := sess.StateAt(now); (st != session.Active && st != session.AwaitingApproval) || seen[sess.ClusterID] {
