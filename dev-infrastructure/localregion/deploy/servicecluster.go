@@ -93,6 +93,10 @@ type ServiceCluster struct {
 	// admin API's --gateway-url (breakGlass.gatewayURL), so hcpctl's break-glass kubeconfigs
 	// on this host reach it.
 	gatewayURL string
+	// adminURL is the host forward of the admin API's https port once it is installed: its
+	// --url (the chart's url), the one origin its portal's forms may come from, as hcpctl
+	// portal and SREs reach it.
+	adminURL string
 	// made are the namespaces and Secrets ("<namespace>/<name>") made so far: workloads that
 	// share a namespace (admin and gateway) make each once.
 	made     map[string]bool
@@ -212,8 +216,17 @@ func (s *ServiceCluster) Install(ctx context.Context, env localregion.ServiceEnv
 		}
 		out[p] = addr
 	}
-	if name == "gateway" {
+	switch name {
+	case "gateway":
 		s.gatewayURL = "https://" + out["https"]
+	case "admin":
+		// The admin API's own origin is the forward, which exists only once the chart made its
+		// Service: one upgrade gives it the URL, before anyone is told the address.
+		s.adminURL = "https://" + out["https"]
+		env.Step("helm upgrade admin with its url (%s)", s.adminURL)
+		if err := helmInstall(ctx, s.Node, s.Root, s.Helm, s.HelmHome, "upgrade", s.Release(name, s.ImagesDir)); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -248,6 +261,9 @@ func (s *ServiceCluster) Release(name, imagesDir string) Release {
 		set = append(set, "managementClusters={"+strings.Join(stamps, ",")+"}")
 		if s.gatewayURL != "" {
 			set = append(set, "breakGlass.gatewayURL="+s.gatewayURL)
+		}
+		if s.adminURL != "" {
+			set = append(set, "url="+s.adminURL)
 		}
 	}
 	values := []string{filepath.Join(s.Rendered, name+".yaml"), filepath.Join(imagesDir, "values", w.image+".yaml")}
