@@ -109,3 +109,68 @@ func TestHostedEmptyDirIsBoundedByTheHostedEtcdQuota(t *testing.T) {
 		}
 	})
 }
+
+// simMemoryRoom is what the sim itself needs of its container's memory beside the hosted
+// control planes (it runs under 100 MiB).
+const simMemoryRoom = 128 << 20
+
+// TestSimContainerHoldsEveryPlanesMemoryLimit: the sim kills a hosted control plane's larger
+// process when the plane is over --hosted-memory-limit, so that one customer never takes the
+// container's memory limit, which would end every plane in it. That holds only if the
+// container's limit is above every plane's limit and the sim's own room, for the cap and
+// limit the sim is started with in every region.
+func TestSimContainerHoldsEveryPlanesMemoryLimit(t *testing.T) {
+	root := repoRoot(t)
+	helmBin := helm(t, root)
+	regions, err := filepath.Glob(filepath.Join(root, "config", "rendered", "*", "*", "hypershift-sim.yaml"))
+	if err != nil || len(regions) == 0 {
+		t.Fatalf("no rendered hypershift-sim values (%v)", err)
+	}
+	type tc struct {
+		name, values string
+		set          []string
+		wantFits     bool
+	}
+	dev := valuesFile(t, root, simChart)
+	cases := []tc{
+		{name: "chart_defaults", values: dev, wantFits: true},
+		{name: "three_planes_in_the_default_limit", values: dev, set: []string{"--set", "hostedAPIServers=3"}, wantFits: false},
+		{name: "a_plane_limit_the_container_cannot_hold", values: dev, set: []string{"--set", "hostedMemoryLimit=2Gi"}, wantFits: false},
+	}
+	for _, v := range regions {
+		rel, _ := filepath.Rel(root, v)
+		cases = append(cases, tc{name: rel, values: v, wantFits: true})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec := workloadPodSpecs(t, renderWith(t, helmBin, root, simChart, c.values, c.set...))["Deployment/hypershift-sim"]
+			if len(spec.Containers) == 0 {
+				t.Fatal("no hypershift-sim Deployment")
+			}
+			n, plane := 0, int64(hypershiftsim.DefaultHostedMemoryLimit)
+			for _, a := range spec.Containers[0].Args {
+				if v, ok := strings.CutPrefix(a, "--hosted-apiservers="); ok {
+					if n, err = strconv.Atoi(v); err != nil {
+						t.Fatalf("%s: %v", a, err)
+					}
+				}
+				if v, ok := strings.CutPrefix(a, "--hosted-memory-limit="); ok {
+					q, err := resource.ParseQuantity(v)
+					if err != nil {
+						t.Fatalf("%s: %v", a, err)
+					}
+					plane = q.Value()
+				}
+			}
+			limit := spec.Containers[0].Resources.Limits.Memory()
+			if limit == nil || limit.IsZero() {
+				t.Fatal("the sim's container has no memory limit")
+			}
+			need := int64(n)*plane + simMemoryRoom
+			if fits := limit.Value() >= need; fits != c.wantFits {
+				t.Errorf("container memory limit %s against %d planes of %d MiB and %d MiB for the sim (%d MiB): fits %v, want %v",
+					limit, n, plane>>20, simMemoryRoom>>20, need>>20, fits, c.wantFits)
+			}
+		})
+	}
+}

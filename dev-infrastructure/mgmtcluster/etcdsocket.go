@@ -158,8 +158,10 @@ type etcdStart struct {
 	// Record is a file in the etcd's state where the socket directory's path is kept: a start
 	// removes the directory an earlier one recorded, left behind when its launcher was killed
 	// (and its etcd with it) before it could remove it.
-	Record       string
-	ExtraArgs    []string
+	Record    string
+	ExtraArgs []string
+	// Env is added to its environment (ProcSpec.Env).
+	Env          []string
 	ReadyTimeout time.Duration
 }
 
@@ -181,7 +183,7 @@ func startEtcd(ctx context.Context, p *etcdPKI, o etcdStart) (*Process, etcdSock
 		return nil, etcdSockets{}, fmt.Errorf("%s: %w", o.Name, err)
 	}
 	proc, err := StartProcess(ctx, ProcSpec{Name: o.Name, Path: o.Path, LogDir: o.LogDir, LogMaxBytes: o.LogMaxBytes, Dir: sockets.dir,
-		Args: append(p.args(o.Member, o.DataDir, sockets), o.ExtraArgs...)})
+		Args: append(p.args(o.Member, o.DataDir, sockets), o.ExtraArgs...), Env: o.Env})
 	if err != nil {
 		sockets.remove()
 		return nil, etcdSockets{}, err

@@ -26,6 +26,9 @@ type HostedEtcdOptions struct {
 	SocketParent string
 	// LogMaxBytes bounds its process log (ProcSpec.LogMaxBytes); zero leaves it unbounded.
 	LogMaxBytes int64
+	// GoMemLimit, when not zero, is its Go runtime's soft memory limit (GOMEMLIMIT, bytes): the
+	// collector works harder near it instead of letting garbage grow the heap.
+	GoMemLimit int64
 }
 
 // HostedEtcdDataDir is where StartHostedEtcd keeps the data of an etcd whose Dir is dir (its
@@ -96,7 +99,11 @@ func StartHostedEtcd(ctx context.Context, o HostedEtcdOptions) (*HostedEtcd, err
 	if o.QuotaBytes > 0 {
 		extra = append(extra, "--quota-backend-bytes="+strconv.FormatInt(o.QuotaBytes, 10))
 	}
-	proc, sockets, err := startEtcd(ctx, p, etcdStart{Name: o.Name, Path: o.EtcdPath, LogDir: o.LogDir,
+	var env []string
+	if o.GoMemLimit > 0 {
+		env = []string{"GOMEMLIMIT=" + strconv.FormatInt(o.GoMemLimit, 10)}
+	}
+	proc, sockets, err := startEtcd(ctx, p, etcdStart{Name: o.Name, Path: o.EtcdPath, LogDir: o.LogDir, Env: env,
 		LogMaxBytes: o.LogMaxBytes, Member: o.Name, DataDir: HostedEtcdDataDir(o.Dir), SocketParent: o.SocketParent, Record: filepath.Join(o.Dir, etcdSocketRecord), ExtraArgs: extra, ReadyTimeout: o.ReadyTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("hosted etcd: %w", err)

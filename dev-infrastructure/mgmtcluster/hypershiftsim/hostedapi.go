@@ -136,6 +136,12 @@ type hostedAPIServer struct {
 	adminPEM struct{ cert, key, ca []byte }
 	// adminRoot is the root CA the admin client trusts (the serving certificate's issuer).
 	adminRoot []byte
+	// memoryKill says why the memory limit's check (memlimit.go) killed one of its processes,
+	// until the next reconcile takes it; memoryKills counts such kills in a row (begun anew
+	// after a minute without one) for the backoff of the next start.
+	memoryKill     atomic.Pointer[string]
+	memoryKills    int
+	lastMemoryKill time.Time
 	// failure says why the last start failed (the start error, or the exit status and last log
 	// line of a process that exited before it answered); failures counts such starts in a row,
 	// and retryAt is when the next may begin (startRetryAfter). All reset once a process
@@ -164,6 +170,12 @@ func newHostedAPIServers(o HostedAPIOptions) *hostedAPIServers {
 	}
 	if o.EtcdQuotaBytes == 0 {
 		o.EtcdQuotaBytes = DefaultHostedEtcdQuota
+	}
+	if o.MemoryLimitBytes == 0 {
+		o.MemoryLimitBytes = DefaultHostedMemoryLimit
+	}
+	if o.MemoryCheckInterval == 0 {
+		o.MemoryCheckInterval = defaultMemoryCheckInterval
 	}
 	return &hostedAPIServers{o: o, slots: map[types.NamespacedName]int{}, capped: map[types.NamespacedName]bool{},
 		servers: map[string]*hostedAPIServer{}}
@@ -552,6 +564,9 @@ func (h *hostedAPIServers) ensureLocked(ctx context.Context, hcpNS string, port 
 	}
 	s.reapExitedLocked(ctx)
 	s.reapEtcdLocked(ctx)
+	if why := s.memoryKill.Swap(nil); why != nil {
+		s.memoryKilledLocked(*why)
+	}
 	if s.proc == nil {
 		if time.Now().Before(s.retryAt) {
 			return false, s.failure, nil
@@ -616,6 +631,21 @@ func (s *hostedAPIServer) failedLocked(ctx context.Context, why string) {
 	wait := startRetryAfter(s.failures)
 	s.failure, s.retryAt = why, time.Now().Add(wait)
 	ctrl.LoggerFrom(ctx).Info("hosted kube-apiserver failed to start; trying again", "err", why, "failures", s.failures, "after", wait)
+}
+
+// memoryKilledLocked records a kill by the memory limit's check as why the plane is down, and
+// holds its next start back as a crash loop's (1 s doubling to 30 s, begun anew after a minute
+// without a kill), so a customer who keeps filling their plane's memory costs the sim one start
+// per backoff, not one per reconcile. It is not a failed start: hostedAPIServerStarts does not
+// count it (hypershift_sim_hosted_memory_kills_total does).
+func (s *hostedAPIServer) memoryKilledLocked(why string) {
+	now := time.Now()
+	if now.Sub(s.lastMemoryKill) > time.Minute {
+		s.memoryKills = 0
+	}
+	s.memoryKills++
+	s.lastMemoryKill = now
+	s.failure, s.retryAt = why, now.Add(startRetryAfter(s.memoryKills))
 }
 
 // maxFailureLine bounds the log line a StartFailed message carries.
@@ -792,6 +822,7 @@ func (s *hostedAPIServer) start(ctx context.Context, o HostedAPIOptions) error {
 	}
 	proc, err := mgmtcluster.StartProcess(ctx, mgmtcluster.ProcSpec{
 		Name: s.hcpNS + "-kube-apiserver", Path: o.APIServerPath, LogDir: o.LogDir, LogMaxBytes: o.LogMaxBytes,
+		Env: []string{"GOMEMLIMIT=" + strconv.FormatInt(apiserverGoMemLimit(o.MemoryLimitBytes), 10)},
 		Args: append(hostedAPIServerArgs(s.dir, s.host, s.port, encryption, s.etcd, AuditLogPath(o.LogDir, s.hcpNS)),
 			// The cluster's egress (aggregator, webhooks, kubelet and proxy paths) through
 			// the sim's egress proxy, which never reaches the host's own network.
@@ -823,7 +854,8 @@ func (s *hostedAPIServer) startEtcd(ctx context.Context, o HostedAPIOptions) err
 	killOrphanEtcd(s.dir)
 	e, err := mgmtcluster.StartHostedEtcd(ctx, mgmtcluster.HostedEtcdOptions{
 		Name: s.hcpNS + "-etcd", Dir: dir, LogDir: o.LogDir, EtcdPath: o.EtcdPath,
-		QuotaBytes: o.EtcdQuotaBytes, SocketParent: o.SocketDir, LogMaxBytes: o.LogMaxBytes, ReadyTimeout: etcdReadyTimeout})
+		QuotaBytes: o.EtcdQuotaBytes, SocketParent: o.SocketDir, LogMaxBytes: o.LogMaxBytes, ReadyTimeout: etcdReadyTimeout,
+		GoMemLimit: etcdGoMemLimit(o.MemoryLimitBytes)})
 	if err != nil {
 		return fmt.Errorf("etcd of %s: %w", s.hcpNS, err)
 	}
@@ -938,22 +970,8 @@ func killOrphanEtcd(dir string) {
 // kube-apiserver's --cert-dir or an etcd's --data-dir of this cluster: a sim killed with
 // SIGKILL whose child outlived it), so its port and data are free again.
 func killOrphan(pidPath, arg string) {
-	b, err := os.ReadFile(pidPath)
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		return
-	}
-	// Only a process of the sim's own user can be its child: a pid file outlives a killed sim
-	// (and a reboot), and by then its PID may be another user's, whose command line says what
-	// that user likes (the marks are in ps).
-	if !ownProcess(pid) {
-		return
-	}
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil || !bytes.Contains(cmdline, []byte(arg+"\x00")) {
+	pid, ok := markedPID(pidPath, arg)
+	if !ok {
 		return
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -1034,6 +1052,7 @@ func (h *hostedAPIServers) stopAll() {
 // Start implements manager.Runnable: it waits for the manager to stop and then stops every
 // hosted kube-apiserver, so none outlives a sim that ends normally (SIGTERM).
 func (h *hostedAPIServers) Start(ctx context.Context) error {
+	go h.watchMemory(ctx)
 	<-ctx.Done()
 	h.stopAll()
 	return nil
@@ -1060,6 +1079,7 @@ func (h *hostedAPIServers) remove(hcpNS string) error {
 	h.mu.Lock()
 	delete(h.servers, hcpNS)
 	h.mu.Unlock()
+	hostedMemoryBytes.DeleteLabelValues(hcpNS)
 	h.updateRunningGauge()
 	return nil
 }

@@ -40,6 +40,13 @@ type HostedAPIOptions struct {
 	// HealthInterval is how often a served cluster's /readyz is checked again once it answers
 	// (its Available condition follows it); zero means 10s.
 	HealthInterval time.Duration
+	// MemoryLimitBytes bounds each served control plane's memory: the anonymous resident memory
+	// of its kube-apiserver and etcd together, over which the sim kills the larger of the two
+	// (memlimit.go), as a pod's memory limit bounds each of HyperShift's. Zero means
+	// DefaultHostedMemoryLimit.
+	MemoryLimitBytes int64
+	// MemoryCheckInterval is how often the control planes' memory is read; zero means 1s.
+	MemoryCheckInterval time.Duration
 	// LogMaxBytes bounds each hosted kube-apiserver's and etcd's process log (with one
 	// predecessor, twice this): their output is the customer's to drive (about 700 bytes for
 	// each failed call of a webhook). Zero means DefaultHostedLogMaxBytes.

@@ -53,6 +53,7 @@ type config struct {
 	hostedSocketDir    string
 	etcd               string
 	hostedEtcdQuota    string
+	hostedMemoryLimit  string
 }
 
 func main() {
@@ -89,6 +90,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringVar(&c.etcd, "etcd", envOr("HYPERSHIFT_SIM_ETCD", ""), "the pinned etcd binary: each served HostedCluster gets an etcd of its own (env HYPERSHIFT_SIM_ETCD)")
 	fs.StringVar(&c.hostedEtcdQuota, "hosted-etcd-quota", envOr("HYPERSHIFT_SIM_HOSTED_ETCD_QUOTA", resource.NewQuantity(hypershiftsim.DefaultHostedEtcdQuota, resource.BinarySI).String()),
 		"each served HostedCluster's etcd space quota, a Kubernetes quantity such as 512Mi: what one customer may fill, for their own cluster alone (env HYPERSHIFT_SIM_HOSTED_ETCD_QUOTA)")
+	fs.StringVar(&c.hostedMemoryLimit, "hosted-memory-limit", envOr("HYPERSHIFT_SIM_HOSTED_MEMORY_LIMIT", resource.NewQuantity(hypershiftsim.DefaultHostedMemoryLimit, resource.BinarySI).String()),
+		"each served HostedCluster's memory limit, a Kubernetes quantity such as 640Mi: over it (its kube-apiserver's and etcd's anonymous resident memory together) the sim kills the larger of the two, as a pod's memory limit would (env HYPERSHIFT_SIM_HOSTED_MEMORY_LIMIT)")
 	fs.IntVar(&c.hostedAPIServers, "hosted-apiservers", defaultHostedAPIServers, "how many HostedClusters get a real kube-apiserver; the others stay status-only; 0 disables (env HYPERSHIFT_SIM_HOSTED_APISERVERS)")
 	durations := []struct {
 		p         *time.Duration
@@ -166,8 +169,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil || quota.Sign() <= 0 {
 		return fmt.Errorf("--hosted-etcd-quota=%q: want a positive quantity such as 512Mi", c.hostedEtcdQuota)
 	}
+	memoryLimit, err := resource.ParseQuantity(c.hostedMemoryLimit)
+	if err != nil || memoryLimit.Sign() <= 0 {
+		return fmt.Errorf("--hosted-memory-limit=%q: want a positive quantity such as 640Mi", c.hostedMemoryLimit)
+	}
 	hosted := hypershiftsim.HostedAPIOptions{Max: c.hostedAPIServers, APIServerPath: c.kubeAPIServer, EtcdPath: c.etcd,
-		EtcdQuotaBytes: quota.Value(), Dir: c.hostedDir, LogDir: c.hostedLogDir, Address: c.hostedAddress, SocketDir: c.hostedSocketDir}
+		EtcdQuotaBytes: quota.Value(), MemoryLimitBytes: memoryLimit.Value(), Dir: c.hostedDir, LogDir: c.hostedLogDir, Address: c.hostedAddress, SocketDir: c.hostedSocketDir}
 	if err := hosted.Validate(); err != nil {
 		return fmt.Errorf("--hosted-apiservers=%d: %w (set --kube-apiserver, --etcd and --hosted-dir, or --hosted-apiservers=0)", c.hostedAPIServers, err)
 	}

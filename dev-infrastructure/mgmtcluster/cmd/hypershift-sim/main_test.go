@@ -48,6 +48,8 @@ func TestRun_badConfigurationStopsStartupNamingTheSetting(t *testing.T) {
 		{name: "hosted_address_unspecified", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_ADDRESS": "0.0.0.0"}, args: []string{"--hosted-apiservers=0"}, wantErr: "--hosted-address"},
 		{name: "hosted_etcd_quota_not_a_quantity", args: []string{"--hosted-apiservers=0", "--hosted-etcd-quota=lots"}, wantErr: "--hosted-etcd-quota"},
 		{name: "hosted_etcd_quota_not_positive", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_ETCD_QUOTA": "0"}, args: []string{"--hosted-apiservers=0"}, wantErr: "--hosted-etcd-quota"},
+		{name: "hosted_memory_limit_not_a_quantity", args: []string{"--hosted-apiservers=0", "--hosted-memory-limit=much"}, wantErr: "--hosted-memory-limit"},
+		{name: "hosted_memory_limit_not_positive", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_MEMORY_LIMIT": "-1Mi"}, args: []string{"--hosted-apiservers=0"}, wantErr: "--hosted-memory-limit"},
 		{name: "negative_hosted_apiservers", env: map[string]string{"HYPERSHIFT_SIM_HOSTED_APISERVERS": "-1"}, wantErr: "hosted"},
 	}
 	for _, tt := range tests {
