@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,32 +34,9 @@ func TestRBACOfAFullHostedEtcdIsNotWrittenAgain(t *testing.T) {
 	h := newHostedAPIServers(HostedAPIOptions{Max: 1, APIServerPath: apiserver, EtcdPath: etcd,
 		Dir: filepath.Join(dir, "hosted"), LogDir: dir, EtcdQuotaBytes: 24 << 20})
 	t.Cleanup(h.stopAll)
-	rootCert, rootKey, err := newCA("root-ca.full", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := hostedPKI{rootCert: rootCert, rootKey: rootKey, clientCABundle: rootCert}
-	port, err := freePortNotIn("127.0.0.1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const ns = "full"
-	ready := func(what string, isNew func() bool) {
-		t.Helper()
-		var st apiServerState
-		deadline := time.Now().Add(3 * time.Minute)
-		for time.Now().Before(deadline) {
-			if st, err = h.ensure(ctx, ns, port, p); err != nil {
-				t.Fatal(err)
-			}
-			if st.ready && isNew() {
-				return
-			}
-			time.Sleep(300 * time.Millisecond)
-		}
-		t.Fatalf("%s: not ready in 3 minutes: %+v", what, st)
-	}
-	ready("first start", func() bool { return true })
+	pl := newTestPlane(t, ns, map[int]bool{})
+	pl.ensureReady(ctx, t, h, "first start", nil)
 	s := h.lookup(ns)
 	s.mu.Lock()
 	first := s.proc
@@ -84,7 +60,7 @@ func TestRBACOfAFullHostedEtcdIsNotWrittenAgain(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	ready("the apiserver started again on its full etcd", func() bool {
+	pl.ensureReady(ctx, t, h, "the apiserver started again on its full etcd", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.proc != nil && s.proc != first

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -147,22 +148,14 @@ func anonRSS(pid int) (int64, error) {
 
 // watchMemory checks every served control plane's memory each interval until ctx ends.
 func (h *hostedAPIServers) watchMemory(ctx context.Context) {
-	t := time.NewTicker(h.o.MemoryCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			h.checkMemory(ctx)
-		}
-	}
+	wait.UntilWithContext(ctx, h.checkMemory, h.o.MemoryCheckInterval)
 }
 
 // checkMemory kills, in each control plane over the limit, its larger process, and records why
 // for the plane's next reconcile.
 func (h *hostedAPIServers) checkMemory(ctx context.Context) {
 	h.mu.Lock()
+	limit := h.o.MemoryLimitBytes
 	servers := make([]*hostedAPIServer, 0, len(h.servers))
 	for _, s := range h.servers {
 		servers = append(servers, s)
@@ -179,7 +172,7 @@ func (h *hostedAPIServers) checkMemory(ctx context.Context) {
 			}
 		}
 		hostedMemoryBytes.WithLabelValues(s.hcpNS).Set(float64(sum))
-		if sum <= h.o.MemoryLimitBytes || largest < 0 {
+		if sum <= limit || largest < 0 {
 			continue
 		}
 		p := procs[largest]
@@ -187,10 +180,10 @@ func (h *hostedAPIServers) checkMemory(ctx context.Context) {
 			continue // exited meanwhile
 		}
 		why := fmt.Sprintf("%s was killed: the control plane's kube-apiserver and etcd held %d MiB of memory, over its limit of %d MiB (--hosted-memory-limit)",
-			p.component, sum>>20, h.o.MemoryLimitBytes>>20)
+			p.component, sum>>20, limit>>20)
 		s.memoryKill.Store(&why)
 		hostedMemoryKills.WithLabelValues(p.component).Inc()
 		ctrl.LoggerFrom(ctx).Info("hosted control plane over its memory limit; killed its largest process", "namespace", s.hcpNS,
-			"component", p.component, "pid", p.pid, "bytes", sum, "limitBytes", h.o.MemoryLimitBytes)
+			"component", p.component, "pid", p.pid, "bytes", sum, "limitBytes", limit)
 	}
 }

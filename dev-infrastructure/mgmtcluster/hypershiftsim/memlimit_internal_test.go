@@ -139,7 +139,9 @@ func TestMemoryLimitKillsOnlyThePlaneOverIt(t *testing.T) {
 	if len(planeProcesses(h.server("calm", 1).dir)) != 2 {
 		t.Fatal("the calm plane's processes are not found by their pid files and marks")
 	}
+	h.mu.Lock()
 	h.o.MemoryLimitBytes = calm + 96<<20
+	h.mu.Unlock()
 	before := testutil.ToFloat64(hostedMemoryKills.WithLabelValues("etcd"))
 	h.checkMemory(context.Background())
 
