@@ -25,8 +25,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
@@ -609,5 +611,46 @@ func TestDeletedClusterEndsItsBreakGlassSessions(t *testing.T) {
 	var revs adminapi.BreakGlassRevocations
 	if code != 200 || json.Unmarshal(b, &revs) != nil || len(revs.Revocations) != 0 {
 		t.Fatalf("revoke bob after the cluster was removed: %d %+v %s", code, ae, b)
+	}
+}
+
+// TestDeletedClusterLeavesItsExpiredSessionsExpired: ending a deleted cluster's live sessions
+// does not rewrite the record of one that had expired before: it stays expired, closed by
+// no one, not revoked by the admin service at the time of the read that ended the others.
+func TestDeletedClusterLeavesItsExpiredSessionsExpired(t *testing.T) {
+	e := start(t)
+	clusterID, _, _ := seedCluster(t, e)
+	ctx := context.Background()
+	expired, err := e.sessions.Open(ctx, session.Session{ID: newCredentialID(), ClusterID: clusterID, Person: "bob", Group: access.GroupReadOnly,
+		Access: session.AccessReadOnly, Reason: "looked", TTLSeconds: 60, Expires: time.Now().Add(-time.Hour)}, []byte("kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := e.sessions.Open(ctx, session.Session{ID: newCredentialID(), ClusterID: clusterID, Person: "alice", Group: access.GroupAdmin,
+		Access: session.AccessAdmin, Reason: "fix etcd", TTLSeconds: 600}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.csdb.MarkDeleting(ctx, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.csdb.RemoveCluster(ctx, clusterID, c.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass?all=true", ""); code != 200 {
+		t.Fatalf("list: %d %+v %s", code, ae, b)
+	}
+	for _, tc := range []struct {
+		id, state, closedBy string
+	}{
+		{live.ID, adminapi.StateRevoked, deletedClusterCloser},
+		{expired.ID, adminapi.StateExpired, ""},
+	} {
+		code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass-sessions/"+tc.id, "")
+		var s adminapi.BreakGlassSession
+		if code != 200 || json.Unmarshal(b, &s) != nil || s.State != tc.state || s.ClosedBy != tc.closedBy {
+			t.Errorf("session %s after its cluster was removed: %d %+v %s; want %s closed by %q", tc.id, code, ae, b, tc.state, tc.closedBy)
+		}
 	}
 }
