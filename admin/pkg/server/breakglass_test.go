@@ -18,10 +18,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -652,5 +655,55 @@ func TestDeletedClusterLeavesItsExpiredSessionsExpired(t *testing.T) {
 		if code != 200 || json.Unmarshal(b, &s) != nil || s.State != tc.state || s.ClosedBy != tc.closedBy {
 			t.Errorf("session %s after its cluster was removed: %d %+v %s; want %s closed by %q", tc.id, code, ae, b, tc.state, tc.closedBy)
 		}
+	}
+}
+
+// hangingClusters is Cluster Service's clusters client whose GetCluster, once hang is set,
+// answers only when its caller gives up (a Cluster Service that does not answer), counting calls.
+type hangingClusters struct {
+	csv1.ClustersClient
+	hang  atomic.Bool
+	calls atomic.Int32
+}
+
+func (c *hangingClusters) GetCluster(ctx context.Context, in *csv1.GetClusterRequest, opts ...grpc.CallOption) (*csv1.Cluster, error) {
+	if !c.hang.Load() {
+		return c.ClustersClient.GetCluster(ctx, in, opts...)
+	}
+	c.calls.Add(1)
+	<-ctx.Done()
+	return nil, status.FromContextError(ctx.Err()).Err()
+}
+
+// TestPendingListAsksClusterServiceOncePerCluster: the pending list checks the cluster of its
+// sessions as every other read does, once per cluster within one call timeout, however many
+// sessions await an approval: a Cluster Service that does not answer costs the list one
+// timeout, not one per pending session, and leaves the sessions as they are.
+func TestPendingListAsksClusterServiceOncePerCluster(t *testing.T) {
+	const timeout = time.Second
+	hc := &hangingClusters{}
+	e := start(t, func(c *Config) {
+		hc.ClustersClient = c.Clusters
+		c.Clusters, c.Timeout = hc, timeout
+	})
+	clusterID, _, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	const pending = 4
+	for i := 0; i < pending; i++ {
+		code, ae, b := e.call(t, "alice", "POST", "/admin/v1/breakglass/"+clusterID, `{"access":"admin","reason":"fix etcd"}`)
+		if code != http.StatusAccepted {
+			t.Fatalf("open admin: %d %+v %s", code, ae, b)
+		}
+	}
+	hc.hang.Store(true)
+	began := time.Now()
+	code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass-pending", "")
+	took := time.Since(began)
+	var list adminapi.BreakGlassSessions
+	if code != 200 || json.Unmarshal(b, &list) != nil || len(list.Sessions) != pending {
+		t.Fatalf("pending list with Cluster Service hanging: %d %+v %s; want the %d sessions as stored", code, ae, b, pending)
+	}
+	if n := hc.calls.Load(); n != 1 || took > 2*timeout+timeout/2 {
+		t.Fatalf("pending list of %d sessions of one cluster: %d GetCluster calls, %v; want 1 call, within about one timeout (%v)", pending, n, took, timeout)
 	}
 }
