@@ -707,3 +707,47 @@ func TestPendingListAsksClusterServiceOncePerCluster(t *testing.T) {
 		t.Fatalf("pending list of %d sessions of one cluster: %d GetCluster calls, %v; want 1 call, within about one timeout (%v)", pending, n, took, timeout)
 	}
 }
+
+// TestSessionsEndWhileClusterServiceHangs: closing and revoking a session do not wait on the
+// check of its cluster: with Cluster Service's GetCluster not answering, the check gives up
+// within part of the call's timeout and the session still ends (before, the check took the
+// whole timeout and the session's End failed on the expired deadline: nobody could end a
+// session while Cluster Service hung).
+func TestSessionsEndWhileClusterServiceHangs(t *testing.T) {
+	const timeout = 3 * time.Second
+	hc := &hangingClusters{}
+	e := start(t, func(c *Config) {
+		hc.ClustersClient = c.Clusters
+		c.Clusters, c.Timeout = hc, timeout
+	})
+	clusterID, _, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
+	open := func() string {
+		t.Helper()
+		code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
+		var s adminapi.BreakGlassSession
+		if code != http.StatusCreated || json.Unmarshal(b, &s) != nil || s.State != adminapi.StateActive {
+			t.Fatalf("open: %d %+v %s", code, ae, b)
+		}
+		return s.ID
+	}
+	closed, revoked := open(), open()
+	hc.hang.Store(true)
+	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass-close/"+closed, `{"reason":"done"}`)
+	if code != 200 {
+		t.Errorf("close with Cluster Service hanging: %d %+v %s", code, ae, b)
+	}
+	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"session":"`+revoked+`","reason":"leaked"}`)
+	if code != 200 {
+		t.Errorf("revoke with Cluster Service hanging: %d %+v %s", code, ae, b)
+	}
+	for id, want := range map[string]string{closed: session.Closed, revoked: session.Revoked} {
+		if s, err := e.sessions.Get(context.Background(), id); err != nil || s.State != want {
+			t.Errorf("session %s: %s, %v; want %s", id, s.State, err, want)
+		}
+	}
+}
