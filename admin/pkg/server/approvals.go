@@ -65,14 +65,30 @@ func (s *Server) pendingBreakGlass(w http.ResponseWriter, r *http.Request) error
 		if err != nil {
 			return err
 		}
-		for _, req := range reqs {
-			sess, err := s.getSession(r.Context(), req.ID)
-			if errors.Is(err, session.ErrNotFound) {
-				continue // a request of before sessions: nothing to approve into
+		// The sessions first, then their clusters checked together (once per cluster, within
+		// one call timeout, as every other read), then read again only if that ended some.
+		read := func() ([]session.Session, error) {
+			var list []session.Session
+			for _, req := range reqs {
+				sess, err := s.cfg.Sessions.Get(r.Context(), req.ID)
+				if errors.Is(err, session.ErrNotFound) {
+					continue // a request of before sessions: nothing to approve into
+				}
+				if err != nil {
+					return nil, err
+				}
+				list = append(list, sess)
 			}
-			if err != nil {
-				return err
-			}
+			return list, nil
+		}
+		list, err := read()
+		if err == nil && s.endSessionsOfDeletedClusters(r.Context(), list...) {
+			list, err = read()
+		}
+		if err != nil {
+			return err
+		}
+		for _, sess := range list {
 			if sess.StateAt(s.cfg.Now()) == session.AwaitingApproval {
 				out.Sessions = append(out.Sessions, s.sessionView(sess, ""))
 			}

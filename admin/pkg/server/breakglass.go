@@ -514,7 +514,10 @@ func (s *Server) endSessionsOfDeletedClusters(ctx context.Context, list ...sessi
 	if s.cfg.Clusters == nil || s.cfg.Sessions == nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	// Half the call timeout at most: the caller's own context has the same timeout, and what it
+	// does after the check (a close's or a revoke's End, a list read again) must not find it
+	// spent because Cluster Service hangs: ending a session may not depend on Cluster Service.
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout/2)
 	defer cancel()
 	now, seen, ended := s.cfg.Now(), map[string]bool{}, false
 	for _, sess := range list {

@@ -18,15 +18,20 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/openhcp/openhcp/admin/pkg/access"
 	"github.com/openhcp/openhcp/admin/pkg/adminapi"
 	"github.com/openhcp/openhcp/admin/pkg/audit"
+	"github.com/openhcp/openhcp/admin/pkg/session"
 	csv1 "github.com/openhcp/openhcp/cluster-service/api/v1"
 	"github.com/openhcp/openhcp/cluster-service/pkg/breakglass"
 	csstore "github.com/openhcp/openhcp/cluster-service/pkg/store"
@@ -609,5 +614,140 @@ func TestDeletedClusterEndsItsBreakGlassSessions(t *testing.T) {
 	var revs adminapi.BreakGlassRevocations
 	if code != 200 || json.Unmarshal(b, &revs) != nil || len(revs.Revocations) != 0 {
 		t.Fatalf("revoke bob after the cluster was removed: %d %+v %s", code, ae, b)
+	}
+}
+
+// TestDeletedClusterLeavesItsExpiredSessionsExpired: ending a deleted cluster's live sessions
+// does not rewrite the record of one that had expired before: it stays expired, closed by
+// no one, not revoked by the admin service at the time of the read that ended the others.
+func TestDeletedClusterLeavesItsExpiredSessionsExpired(t *testing.T) {
+	e := start(t)
+	clusterID, _, _ := seedCluster(t, e)
+	ctx := context.Background()
+	expired, err := e.sessions.Open(ctx, session.Session{ID: newCredentialID(), ClusterID: clusterID, Person: "bob", Group: access.GroupReadOnly,
+		Access: session.AccessReadOnly, Reason: "looked", TTLSeconds: 60, Expires: time.Now().Add(-time.Hour)}, []byte("kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := e.sessions.Open(ctx, session.Session{ID: newCredentialID(), ClusterID: clusterID, Person: "alice", Group: access.GroupAdmin,
+		Access: session.AccessAdmin, Reason: "fix etcd", TTLSeconds: 600}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.csdb.MarkDeleting(ctx, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.csdb.RemoveCluster(ctx, clusterID, c.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass?all=true", ""); code != 200 {
+		t.Fatalf("list: %d %+v %s", code, ae, b)
+	}
+	for _, tc := range []struct {
+		id, state, closedBy string
+	}{
+		{live.ID, adminapi.StateRevoked, deletedClusterCloser},
+		{expired.ID, adminapi.StateExpired, ""},
+	} {
+		code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass-sessions/"+tc.id, "")
+		var s adminapi.BreakGlassSession
+		if code != 200 || json.Unmarshal(b, &s) != nil || s.State != tc.state || s.ClosedBy != tc.closedBy {
+			t.Errorf("session %s after its cluster was removed: %d %+v %s; want %s closed by %q", tc.id, code, ae, b, tc.state, tc.closedBy)
+		}
+	}
+}
+
+// hangingClusters is Cluster Service's clusters client whose GetCluster, once hang is set,
+// answers only when its caller gives up (a Cluster Service that does not answer), counting calls.
+type hangingClusters struct {
+	csv1.ClustersClient
+	hang  atomic.Bool
+	calls atomic.Int32
+}
+
+func (c *hangingClusters) GetCluster(ctx context.Context, in *csv1.GetClusterRequest, opts ...grpc.CallOption) (*csv1.Cluster, error) {
+	if !c.hang.Load() {
+		return c.ClustersClient.GetCluster(ctx, in, opts...)
+	}
+	c.calls.Add(1)
+	<-ctx.Done()
+	return nil, status.FromContextError(ctx.Err()).Err()
+}
+
+// TestPendingListAsksClusterServiceOncePerCluster: the pending list checks the cluster of its
+// sessions as every other read does, once per cluster within one call timeout, however many
+// sessions await an approval: a Cluster Service that does not answer costs the list one
+// timeout, not one per pending session, and leaves the sessions as they are.
+func TestPendingListAsksClusterServiceOncePerCluster(t *testing.T) {
+	const timeout = time.Second
+	hc := &hangingClusters{}
+	e := start(t, func(c *Config) {
+		hc.ClustersClient = c.Clusters
+		c.Clusters, c.Timeout = hc, timeout
+	})
+	clusterID, _, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	const pending = 4
+	for i := 0; i < pending; i++ {
+		code, ae, b := e.call(t, "alice", "POST", "/admin/v1/breakglass/"+clusterID, `{"access":"admin","reason":"fix etcd"}`)
+		if code != http.StatusAccepted {
+			t.Fatalf("open admin: %d %+v %s", code, ae, b)
+		}
+	}
+	hc.hang.Store(true)
+	began := time.Now()
+	code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass-pending", "")
+	took := time.Since(began)
+	var list adminapi.BreakGlassSessions
+	if code != 200 || json.Unmarshal(b, &list) != nil || len(list.Sessions) != pending {
+		t.Fatalf("pending list with Cluster Service hanging: %d %+v %s; want the %d sessions as stored", code, ae, b, pending)
+	}
+	if n := hc.calls.Load(); n != 1 || took > 2*timeout+timeout/2 {
+		t.Fatalf("pending list of %d sessions of one cluster: %d GetCluster calls, %v; want 1 call, within about one timeout (%v)", pending, n, took, timeout)
+	}
+}
+
+// TestSessionsEndWhileClusterServiceHangs: closing and revoking a session do not wait on the
+// check of its cluster: with Cluster Service's GetCluster not answering, the check gives up
+// within part of the call's timeout and the session still ends (before, the check took the
+// whole timeout and the session's End failed on the expired deadline: nobody could end a
+// session while Cluster Service hung).
+func TestSessionsEndWhileClusterServiceHangs(t *testing.T) {
+	const timeout = 3 * time.Second
+	hc := &hangingClusters{}
+	e := start(t, func(c *Config) {
+		hc.ClustersClient = c.Clusters
+		c.Clusters, c.Timeout = hc, timeout
+	})
+	clusterID, _, _ := seedCluster(t, e)
+	readyCluster(t, e, clusterID)
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
+	open := func() string {
+		t.Helper()
+		code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
+		var s adminapi.BreakGlassSession
+		if code != http.StatusCreated || json.Unmarshal(b, &s) != nil || s.State != adminapi.StateActive {
+			t.Fatalf("open: %d %+v %s", code, ae, b)
+		}
+		return s.ID
+	}
+	closed, revoked := open(), open()
+	hc.hang.Store(true)
+	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass-close/"+closed, `{"reason":"done"}`)
+	if code != 200 {
+		t.Errorf("close with Cluster Service hanging: %d %+v %s", code, ae, b)
+	}
+	code, ae, b = e.call(t, "alice", "POST", "/admin/v1/breakglass-revoke", `{"session":"`+revoked+`","reason":"leaked"}`)
+	if code != 200 {
+		t.Errorf("revoke with Cluster Service hanging: %d %+v %s", code, ae, b)
+	}
+	for id, want := range map[string]string{closed: session.Closed, revoked: session.Revoked} {
+		if s, err := e.sessions.Get(context.Background(), id); err != nil || s.State != want {
+			t.Errorf("session %s: %s, %v; want %s", id, s.State, err, want)
+		}
 	}
 }

@@ -234,6 +234,13 @@ func TestOwnOriginIsConfiguredNotTheHostHeader(t *testing.T) {
 			[]string{"Host", evil, "Origin", "https://" + evil, "Sec-Fetch-Site", "same-origin", "Content-Type", form, adminapi.HeaderClient, ""}},
 		{"api_call", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"forged"}`,
 			[]string{"Host", evil, "Origin", "https://" + evil, "Sec-Fetch-Site", "same-origin"}},
+		// The rebound page chooses its own Referrer-Policy: under no-referrer the browser sends
+		// "Origin: null" on its same-origin POST, and Sec-Fetch-Site still says same-origin
+		// (same as the page's own origin, which is the rebound name in Host).
+		{"portal_form_origin_null", "/portal/shards/mgmt-1/cordon", "reason=forged&csrf=" + token,
+			[]string{"Host", evil, "Origin", "null", "Sec-Fetch-Site", "same-origin", "Content-Type", form, adminapi.HeaderClient, ""}},
+		{"api_call_origin_null", "/admin/v1/shards/mgmt-1/cordon", `{"reason":"forged"}`,
+			[]string{"Host", evil, "Origin", "null", "Sec-Fetch-Site", "same-origin"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, body := e.call(t, "alice", "POST", tc.path, tc.body, tc.hdr...)

@@ -86,6 +86,12 @@ func ownOrigins(urls []string) (origins, error) {
 	return out, nil
 }
 
+// hostOrigin is the origin a browser gives a page of host (a request's Host) on https, as
+// ownOrigins writes it.
+func hostOrigin(host string) string {
+	return "https://" + strings.TrimSuffix(strings.ToLower(host), ":443")
+}
+
 // forgeryCheck applies the header rules above to a mutating request, own being the admin
 // API's configured origins (never the request's Host); the form token is checked once the form
 // is read (serve).
@@ -93,9 +99,12 @@ func forgeryCheck(r *http.Request, own origins) *apiError {
 	origin, fetchSite := r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")
 	// Our pages' Referrer-Policy is no-referrer, and under it a browser sends "Origin: null"
 	// on every POST (the Fetch standard). Such a request is the portal's own only if the
-	// browser's Sec-Fetch-Site, which no page can set, says same-origin.
+	// browser's Sec-Fetch-Site, which no page can set, says same-origin, and the origin it
+	// means, the one of the name the browser dialled (Host), is the admin API's own: any page
+	// may choose no-referrer, a page of a name made to resolve to this address (DNS rebinding)
+	// too, and the browser calls its POST to its own name same-origin.
 	ownOrigin := own[origin]
-	sameOrigin := ownOrigin || (origin == "null" && fetchSite == "same-origin")
+	sameOrigin := ownOrigin || (origin == "null" && fetchSite == "same-origin" && own[hostOrigin(r.Host)])
 	switch {
 	case fetchSite == "cross-site":
 		return forged("Sec-Fetch-Site", "the browser says it comes from another site")

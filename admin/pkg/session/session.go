@@ -227,10 +227,11 @@ func (s *Store) End(ctx context.Context, id, state, by string) (Session, error) 
 
 // EndCluster revokes every session of cluster still awaiting approval or active, in one
 // statement, by whom and why (the admin service's own act: the cluster was deleted), and
-// returns how many it ended. Ended sessions keep their state.
+// returns how many it ended. Ended sessions keep their state, expired ones included (past their
+// expiry: their record says they expired, not that the admin service revoked them later).
 func (s *Store) EndCluster(ctx context.Context, clusterID, by, reason string) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE `+Table+` SET state = $2, closed_by = $3, close_reason = $4
-		WHERE cluster_id = $1 AND state IN ('awaiting-approval', 'active')`, clusterID, Revoked, by, reason)
+		WHERE cluster_id = $1 AND state IN ('awaiting-approval', 'active') AND expires > clock_timestamp()`, clusterID, Revoked, by, reason)
 	if err != nil {
 		return 0, fmt.Errorf("end the break-glass sessions of cluster %s: %w", clusterID, err)
 	}

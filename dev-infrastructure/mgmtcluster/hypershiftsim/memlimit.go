@@ -72,6 +72,11 @@ var (
 
 func init() {
 	ctrlmetrics.Registry.MustRegister(hostedMemoryKills, hostedMemoryBytes)
+	// Zero series from the start: HostedControlPlaneOverMemory is increase() over them, which
+	// sees nothing of a series whose first sample is the first kill's 1.
+	for _, c := range []string{"kube-apiserver", "etcd"} {
+		hostedMemoryKills.WithLabelValues(c)
+	}
 }
 
 // planeProcess is one running process of a control plane, as its pid file names it.
