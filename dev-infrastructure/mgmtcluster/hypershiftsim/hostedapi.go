@@ -1078,8 +1078,8 @@ func (h *hostedAPIServers) remove(hcpNS string) error {
 	}
 	h.mu.Lock()
 	delete(h.servers, hcpNS)
-	h.mu.Unlock()
 	hostedMemoryBytes.DeleteLabelValues(hcpNS)
+	h.mu.Unlock()
 	h.updateRunningGauge()
 	return nil
 }

@@ -45,7 +45,7 @@ type HostedAPIOptions struct {
 	// (memlimit.go), as a pod's memory limit bounds each of HyperShift's. Zero means
 	// DefaultHostedMemoryLimit.
 	MemoryLimitBytes int64
-	// MemoryCheckInterval is how often the control planes' memory is read; zero means 1s.
+	// MemoryCheckInterval is how often the control planes' memory is read; zero means 250ms.
 	MemoryCheckInterval time.Duration
 	// LogMaxBytes bounds each hosted kube-apiserver's and etcd's process log (with one
 	// predecessor, twice this): their output is the customer's to drive (about 700 bytes for
