@@ -501,8 +501,8 @@ const deletedClusterCloser = "system:admin-service"
 
 // endSessionsOfDeletedClusters is how a session learns that Cluster Service removed its
 // cluster: at read time. Every read of sessions (list, one session, pending, the portal,
-// revoke, close) first asks Cluster Service about the cluster of each session it read that is
-// still live (one GetCluster per distinct cluster); a cluster that is gone (NotFound) has all
+// revoke, close) first asks Cluster Service about the clusters of the sessions it read that are
+// still live (one ListClusters call naming them, clustersGone); a cluster that is gone has all
 // its live sessions revoked in one statement, by deletedClusterCloser with a reason naming the
 // deletion, before the read is answered. It reports whether it ended any, so the caller reads
 // again. A read-time check has no window (a sweep would show a deleted cluster's session live
@@ -519,30 +519,70 @@ func (s *Server) endSessionsOfDeletedClusters(ctx context.Context, list ...sessi
 	// spent because Cluster Service hangs: ending a session may not depend on Cluster Service.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout/2)
 	defer cancel()
-	now, seen, ended := s.cfg.Now(), map[string]bool{}, false
+	now, seen := s.cfg.Now(), map[string]bool{}
+	var live []string
 	for _, sess := range list {
 		if st := sess.StateAt(now); (st != session.Active && st != session.AwaitingApproval) || seen[sess.ClusterID] {
 			continue
 		}
 		seen[sess.ClusterID] = true
-		_, err := s.cfg.Clusters.GetCluster(ctx, &csv1.GetClusterRequest{Id: sess.ClusterID})
-		if status.Code(err) != codes.NotFound {
-			if err != nil {
-				s.cfg.Logger.Warn("could not learn whether a break-glass session's cluster still exists", "clusterID", sess.ClusterID, "error", err)
-			}
-			continue
-		}
-		n, err := s.cfg.Sessions.EndCluster(ctx, sess.ClusterID, deletedClusterCloser, "cluster "+sess.ClusterID+" was deleted at Cluster Service")
+		live = append(live, sess.ClusterID)
+	}
+	ended := false
+	for _, id := range s.clustersGone(ctx, live) {
+		n, err := s.cfg.Sessions.EndCluster(ctx, id, deletedClusterCloser, "cluster "+id+" was deleted at Cluster Service")
 		if err != nil {
-			s.cfg.Logger.Warn("could not end the break-glass sessions of a deleted cluster", "clusterID", sess.ClusterID, "error", err)
+			s.cfg.Logger.Warn("could not end the break-glass sessions of a deleted cluster", "clusterID", id, "error", err)
 			continue
 		}
 		if n > 0 {
 			ended = true
-			s.cfg.Logger.Info("break-glass sessions of a deleted cluster revoked", "clusterID", sess.ClusterID, "sessions", n, "closed_by", deletedClusterCloser)
+			s.cfg.Logger.Info("break-glass sessions of a deleted cluster revoked", "clusterID", id, "sessions", n, "closed_by", deletedClusterCloser)
 		}
 	}
 	return ended
+}
+
+// clustersAskedAtOnce is how many cluster IDs one ListClusters call of clustersGone names
+// (Cluster Service's bound on ids).
+const clustersAskedAtOnce = 1000
+
+// clustersGone returns those of ids that Cluster Service no longer holds, asking with one
+// ListClusters call per clustersAskedAtOnce IDs (an ID it does not hold is left out of the
+// answer), however many sessions and clusters a read holds. A call that fails decides nothing:
+// its clusters are not reported gone.
+func (s *Server) clustersGone(ctx context.Context, ids []string) []string {
+	var gone []string
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), clustersAskedAtOnce)]
+		ids = ids[len(chunk):]
+		held := map[string]bool{}
+		req := &csv1.ListClustersRequest{Ids: chunk, PageSize: int32(len(chunk))}
+		for {
+			resp, err := s.cfg.Clusters.ListClusters(ctx, req)
+			if err != nil {
+				s.cfg.Logger.Warn("could not learn whether break-glass sessions' clusters still exist", "clusters", len(chunk), "error", err)
+				held = nil
+				break
+			}
+			for _, c := range resp.GetClusters() {
+				held[c.GetId()] = true
+			}
+			if resp.GetNextPageToken() == "" {
+				break
+			}
+			req.PageToken = resp.GetNextPageToken()
+		}
+		if held == nil {
+			continue
+		}
+		for _, id := range chunk {
+			if !held[id] {
+				gone = append(gone, id)
+			}
+		}
+	}
+	return gone
 }
 
 // getSession reads one session, ended first if its cluster was deleted.

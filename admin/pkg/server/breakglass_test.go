@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -664,6 +665,23 @@ type hangingClusters struct {
 	csv1.ClustersClient
 	hang  atomic.Bool
 	calls atomic.Int32
+	// listed counts ListClusters calls that name clusters, hanging or not.
+	listed atomic.Int32
+}
+
+// ListClusters hangs, once hang is set, the calls that name clusters (the sessions' check);
+// every call naming clusters is counted in listed.
+func (c *hangingClusters) ListClusters(ctx context.Context, in *csv1.ListClustersRequest, opts ...grpc.CallOption) (*csv1.ListClustersResponse, error) {
+	if len(in.GetIds()) == 0 {
+		return c.ClustersClient.ListClusters(ctx, in, opts...)
+	}
+	c.listed.Add(1)
+	if !c.hang.Load() {
+		return c.ClustersClient.ListClusters(ctx, in, opts...)
+	}
+	c.calls.Add(1)
+	<-ctx.Done()
+	return nil, status.FromContextError(ctx.Err()).Err()
 }
 
 func (c *hangingClusters) GetCluster(ctx context.Context, in *csv1.GetClusterRequest, opts ...grpc.CallOption) (*csv1.Cluster, error) {
@@ -704,7 +722,7 @@ func TestPendingListAsksClusterServiceOncePerCluster(t *testing.T) {
 		t.Fatalf("pending list with Cluster Service hanging: %d %+v %s; want the %d sessions as stored", code, ae, b, pending)
 	}
 	if n := hc.calls.Load(); n != 1 || took > 2*timeout+timeout/2 {
-		t.Fatalf("pending list of %d sessions of one cluster: %d GetCluster calls, %v; want 1 call, within about one timeout (%v)", pending, n, took, timeout)
+		t.Fatalf("pending list of %d sessions of one cluster: %d calls to Cluster Service, %v; want 1 call, within about one timeout (%v)", pending, n, took, timeout)
 	}
 }
 
@@ -749,5 +767,58 @@ func TestSessionsEndWhileClusterServiceHangs(t *testing.T) {
 		if s, err := e.sessions.Get(context.Background(), id); err != nil || s.State != want {
 			t.Errorf("session %s: %s, %v; want %s", id, s.State, err, want)
 		}
+	}
+}
+
+// TestOneCallChecksTheClustersOfEverySession: a read of sessions on several clusters asks
+// Cluster Service about all their clusters in one call, and ends the sessions of exactly the
+// clusters it no longer holds.
+func TestOneCallChecksTheClustersOfEverySession(t *testing.T) {
+	hc := &hangingClusters{}
+	e := start(t, func(c *Config) {
+		hc.ClustersClient = c.Clusters
+		c.Clusters = hc
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
+	var clusters []string
+	for i := 0; i < 3; i++ {
+		id := strings.Repeat("0", 31) + strconv.Itoa(i+1)
+		_, err := e.clusters.CreateCluster(context.Background(), &csv1.CreateClusterRequest{Cluster: &csv1.Cluster{Id: id,
+			ArmResourceId: "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/bg" + strconv.Itoa(i),
+			Spec: &csv1.ClusterSpec{VersionId: "4.19.17", Azure: &csv1.AzureSpec{Location: "eastus", SubscriptionId: testSub, ManagedResourceGroup: "mrg" + strconv.Itoa(i),
+				SubnetId:               "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/vnet/subnets/s",
+				NetworkSecurityGroupId: "/subscriptions/" + testSub + "/resourceGroups/rg/providers/Microsoft.Network/networkSecurityGroups/nsg"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readyCluster(t, e, id)
+		clusters = append(clusters, id)
+		if code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+id, `{"reason":"look at pods"}`); code != http.StatusCreated {
+			t.Fatalf("open on %s: %d %+v %s", id, code, ae, b)
+		}
+	}
+	for _, id := range clusters[:2] {
+		c, err := e.csdb.MarkDeleting(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.csdb.RemoveCluster(context.Background(), id, c.Revision); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := hc.listed.Load()
+	code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass", "")
+	var live adminapi.BreakGlassSessions
+	if code != 200 || json.Unmarshal(b, &live) != nil {
+		t.Fatalf("list: %d %+v %s", code, ae, b)
+	}
+	if n := hc.listed.Load() - before; n != 1 {
+		t.Errorf("a list of sessions on %d clusters asked Cluster Service %d times, want once", len(clusters), n)
+	}
+	if len(live.Sessions) != 1 || live.Sessions[0].ClusterID != clusters[2] {
+		t.Errorf("live sessions after two of three clusters were removed: %+v, want only the one on %s", live.Sessions, clusters[2])
 	}
 }
