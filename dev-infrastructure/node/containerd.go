@@ -125,8 +125,26 @@ func (c *Containerd) Restart(ctx context.Context) (int, error) {
 	}
 	old := c.proc
 	pid := old.pid()
+	restarts := old.restartCount()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return 0, fmt.Errorf("kill containerd (pid %d): %w", pid, err)
+	}
+	if old.supervised() {
+		// Its supervisor starts it again after the policy's delay: wait for that one to answer.
+		for {
+			if old.restartCount() > restarts {
+				if _, err := c.Ctr(ctx, "version"); err == nil {
+					return pid, nil
+				}
+			}
+			select {
+			case <-old.done:
+				return pid, fmt.Errorf("containerd (pid %d) was stopped instead of restarted", pid)
+			case <-ctx.Done():
+				return pid, fmt.Errorf("containerd (pid %d) was not started again: %w", pid, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 	}
 	select {
 	case <-old.done:
@@ -138,6 +156,14 @@ func (c *Containerd) Restart(ctx context.Context) (int, error) {
 		return pid, fmt.Errorf("restart containerd: %w", err)
 	}
 	return pid, nil
+}
+
+// supervise makes containerd restart after each crash from now on, reported as the node's
+// other components' are (Node.Start calls it once the node is up).
+func (c *Containerd) supervise(policy RestartPolicy, onCrash func(Crash)) {
+	if c.proc != nil {
+		c.proc.supervise(policy, onCrash)
+	}
 }
 
 // TaskPID is the PID of a container's main process (its containerd task in the CRI's k8s.io

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -67,6 +68,55 @@ func TestContainerdRestartKillsItAndAnswersAgainOnTheSameSocket(t *testing.T) {
 	if _, err := c.TaskPID(ctx, "no-such-container"); err == nil {
 		t.Error("TaskPID of an unknown container answered a PID")
 	}
+}
+
+// A crashed containerd is started again like the node's other components (make deploy's node
+// supervises it once it is up): the crash is reported with its name and the new containerd
+// answers on the same socket. Restart of a supervised containerd lets the supervisor start it and
+// returns once the new one answers (it used to wait for an exit for good, which never comes).
+func TestASupervisedContainerdIsStartedAgainAfterACrash(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, _ := startTestContainerd(ctx, t)
+	crashes := make(chan Crash, 10)
+	c.supervise(RestartPolicy{Backoff: 10 * time.Millisecond, MaxBackoff: 40 * time.Millisecond, ResetAfter: time.Minute},
+		func(cr Crash) { crashes <- cr })
+	answersAsANewProcess := func(before int) {
+		t.Helper()
+		waitUntil(t, "a new containerd answering", func() error {
+			if now := c.proc.pid(); now == before || syscall.Kill(now, 0) != nil {
+				return fmt.Errorf("containerd is pid %d (was %d)", now, before)
+			}
+			_, err := c.Ctr(ctx, "version")
+			return err
+		})
+	}
+
+	before := c.proc.pid()
+	if err := syscall.Kill(before, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cr := <-crashes:
+		if cr.Name != "containerd" || cr.Err == nil || !strings.Contains(cr.Err.Error(), "signal: killed") {
+			t.Errorf("crash reported as %s, err %v; want containerd, signal: killed", cr.Name, cr.Err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("containerd's crash was not reported within 30 s")
+	}
+	answersAsANewProcess(before)
+
+	before = c.proc.pid()
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer rcancel()
+	killed, err := c.Restart(rctx)
+	if err != nil {
+		t.Fatalf("Restart of a supervised containerd: %v", err)
+	}
+	if killed != before {
+		t.Errorf("Restart killed pid %d, containerd was %d", killed, before)
+	}
+	answersAsANewProcess(before)
 }
 
 // startTestContainerd starts containerd in a network namespace of its own for a test (skipped

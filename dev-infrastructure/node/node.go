@@ -330,6 +330,8 @@ func Start(ctx context.Context, bins Binaries, o Options) (_ *Node, err error) {
 	for _, p := range n.procs {
 		p.supervise(n.restart, n.onCrash)
 	}
+	// containerd too: after its crash the pods run on, but no container could be started again.
+	n.containerd.supervise(n.restart, n.onCrash)
 	return n, nil
 }
 

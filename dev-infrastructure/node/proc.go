@@ -154,6 +154,13 @@ func (p *proc) pid() int {
 	return p.cmd.Process.Pid
 }
 
+// supervised reports whether p is restarted after a crash.
+func (p *proc) supervised() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.policy != nil
+}
+
 // restartCount is how many times p was started again after a crash.
 func (p *proc) restartCount() int {
 	p.mu.Lock()

@@ -352,10 +352,11 @@ func (c *Controller) Reconcile(ctx context.Context, partition, id string) (time.
 	if err := c.write(ctx, doc, &op, out, now); err != nil {
 		return 0, err
 	}
-	if changed && fromCS && !out.Unrecorded && obs.Updated != nil {
+	if changed && fromCS && !out.Unrecorded && !out.Resend && obs.Updated != nil {
 		// How long Cluster Service's view took to reach the documents ARM reads. An update
-		// whose Cluster Service call is not recorded yet is Updating on no change of Cluster
-		// Service's (obs.Updated is then the object's previous change, any age).
+		// whose Cluster Service call is not recorded yet is Updating, and a delete Cluster
+		// Service has not received is Deleting, on no change of Cluster Service's (obs.Updated
+		// is then the object's previous change, any age).
 		c.metrics.ObservePropagation(c.now().Sub(obs.Updated.AsTime()))
 	}
 	if out.Status.Terminal() {

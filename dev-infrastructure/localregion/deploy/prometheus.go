@@ -522,5 +522,15 @@ spec:
   selector: {app.kubernetes.io/name: NAME}
   ports:
     - {name: https, port: PORT, targetPort: https}
+---
+# Every chart's namespace has one (docs/deploy.md, "Network policy"); this namespace is not a
+# chart's. Prometheus's only callers are the kubelet's TCP probe and the host forward (the
+# node's root user, which the node's agent admits).
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: default-deny, namespace: NAMESPACE}
+spec:
+  podSelector: {}
+  policyTypes: [Ingress]
 `))
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/openhcp/openhcp/dev-infrastructure/localregion"
+	"sigs.k8s.io/yaml"
 )
 
 // TestPrometheusConfigScrapesEveryWorkloadOverVerifiedTLS checks the generated prometheus.yml:
@@ -256,5 +257,47 @@ func TestPrometheusManifestCarriesTheWebLimits(t *testing.T) {
 	}
 	if strings.Contains(m, "WEBLIMITS") {
 		t.Errorf("the Prometheus deployment kept its WEBLIMITS placeholder:\n%s", m)
+	}
+}
+
+// Prometheus's namespace is not a chart's, so no chart renders its policy: the manifest carries
+// the default-deny every chart's namespace has, selecting every pod and admitting nothing. The
+// pod's callers are the kubelet's TCP probe and the host forward, both the node's root user, whom
+// the node's agent does not judge (a pod of another namespace, or a non-root process of the
+// node's namespace, connected to 9090 before).
+func TestPrometheusNamespaceDeniesIngressByDefault(t *testing.T) {
+	type policy struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct{ Name, Namespace string }
+		Spec       struct {
+			PodSelector map[string]any   `json:"podSelector"`
+			PolicyTypes []string         `json:"policyTypes"`
+			Ingress     []map[string]any `json:"ingress"`
+			Egress      []map[string]any `json:"egress"`
+		}
+	}
+	var found []policy
+	for _, doc := range strings.Split(string(prometheusManifest("prometheus:test")), "\n---\n") {
+		var p policy
+		if err := yaml.Unmarshal([]byte(doc), &p); err != nil {
+			t.Fatalf("manifest document does not parse: %v\n%s", err, doc)
+		}
+		if p.Kind == "NetworkPolicy" {
+			found = append(found, p)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("the Prometheus manifest has %d NetworkPolicies, want one default-deny", len(found))
+	}
+	p := found[0]
+	if p.APIVersion != "networking.k8s.io/v1" || p.Metadata.Name != "default-deny" || p.Metadata.Namespace != prometheusNamespace {
+		t.Errorf("policy %s %s/%s, want networking.k8s.io/v1 %s/default-deny", p.APIVersion, p.Metadata.Namespace, p.Metadata.Name, prometheusNamespace)
+	}
+	if p.Spec.PodSelector == nil || len(p.Spec.PodSelector) != 0 {
+		t.Errorf("podSelector %v, want {} (every pod of the namespace)", p.Spec.PodSelector)
+	}
+	if !slices.Equal(p.Spec.PolicyTypes, []string{"Ingress"}) || len(p.Spec.Ingress) != 0 || len(p.Spec.Egress) != 0 {
+		t.Errorf("policyTypes %v, %d ingress and %d egress rules; want [Ingress] and no rule", p.Spec.PolicyTypes, len(p.Spec.Ingress), len(p.Spec.Egress))
 	}
 }

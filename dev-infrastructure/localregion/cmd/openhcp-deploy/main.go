@@ -52,7 +52,10 @@ func main() {
 		os.Exit(1)
 	}
 	b, _ := json.MarshalIndent(d.Info, "", "  ")
-	fmt.Printf("\nregion deployed in %s; endpoints (also in %s):\n%s\n\nnode: namespace %s, kubeconfig %s\nlogs: %s (the node's under %s/logs until Ctrl-C)\nCtrl-C removes everything.\n",
-		time.Since(start).Round(time.Second), d.RegionFile(), b, d.Node.Netns.Name, d.Node.HostKubeconfig, d.Info.LogDir, d.Node.Dir)
+	fmt.Printf("\nregion deployed in %s; endpoints (also in %s):\n%s\n\nnode: namespace %s, kubeconfig %s\n"+
+		"hosted clusters' api.url is a pod address, reached only from the node's namespace (the host routes it to its default gateway):\n"+
+		"  nsenter --net=%s kubectl --kubeconfig <the cluster's admin kubeconfig> get namespaces\n"+
+		"logs: %s (the node's under %s/logs until Ctrl-C)\nCtrl-C removes everything.\n",
+		time.Since(start).Round(time.Second), d.RegionFile(), b, d.Node.Netns.Name, d.Node.HostKubeconfig, d.Node.Netns.Path(), d.Info.LogDir, d.Node.Dir)
 	localregion.ServeUntilDone(ctx, d.Crashes(), "the region and the node", d.Stop, d.Info.LogDir)
 }
