@@ -11,6 +11,8 @@ up_minutes=${DEPLOY_UP_MINUTES:-20}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 state=$(mktemp -d /tmp/openhcp-dex-XXXXXX)
+# PostgreSQL runs as the postgres user and must traverse it (mktemp makes it 0700).
+chmod 0755 "$state"
 region_file=$state/region.json
 log=$state/deploy.out
 
