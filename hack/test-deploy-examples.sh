@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test-deploy-examples (docs/deploy.md, "The e2e tests against a deployed region"): brings
-# up make deploy's region in a fresh state directory, runs test/e2e against its region.json
-# (OPENHCP_E2E_REGION_FILE; RUN selects the tests, TestEveryExample by default), and stops the
-# region again (SIGINT, as Ctrl-C), whatever the tests' outcome. Root: the node needs it.
+# up make deploy's region (state in .run/deploy-examples, or DEPLOY_STATE_DIR), runs test/e2e
+# against its region.json (OPENHCP_E2E_REGION_FILE; RUN selects the tests, TestEveryExample by
+# default), and stops the region again (SIGINT, as Ctrl-C), whatever the tests' outcome. Root:
+# the node needs it.
 set -euo pipefail
 
 run=${RUN:-'^TestEveryExample$'}
@@ -10,10 +11,15 @@ run=${RUN:-'^TestEveryExample$'}
 up_minutes=${DEPLOY_UP_MINUTES:-20}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-state=$(mktemp -d /tmp/openhcp-dex-XXXXXX)
-# PostgreSQL runs as the postgres user and must traverse it (mktemp makes it 0700).
+# Kept between runs, as make deploy's .run is: the images and binaries built there are reused
+# (about 1 GB); the launcher clears its throwaway state itself, and logs stay.
+state=${DEPLOY_STATE_DIR:-$root/.run/deploy-examples}
+mkdir -p "$state"
+# PostgreSQL runs as the postgres user and must traverse it (and every directory above it).
 chmod 0755 "$state"
 region_file=$state/region.json
+# A run that was killed leaves its region.json: the wait below must see this run's.
+rm -f "$region_file"
 log=$state/deploy.out
 
 go build -o "$root/bin/openhcp-deploy" "$root/dev-infrastructure/localregion/cmd/openhcp-deploy"
