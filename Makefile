@@ -18,6 +18,7 @@ COSMOS_EMULATOR := internal/docstore/cosmos/emulator
 help:
 	@echo "make run       bring up a local region and print its endpoints (Ctrl-C stops it)"
 	@echo "make deploy    the region's charts (service cluster and both management stamps) installed by Helm on a real node (root)"
+	@echo "make test-deploy-examples  test/e2e (RUN, default TestEveryExample) against make deploy's region, brought up and stopped around it (root)"
 	@echo "make test      unit, integration and end-to-end tests, the alert rules and the module graph"
 	@echo "make test-busy make test while stress-ng keeps one core busy (hack/busy.sh)"
 	@echo "make chaos     the full chaos run: mixed ARM workload while components are killed (docs/reliability.md); DEPLOY=1 against a make deploy region"
@@ -109,6 +110,13 @@ deploy: deps tools verify-config
 .PHONY: test-deploy
 test-deploy: deps tools
 	OPENHCP_DEPLOY_E2E=1 go test -count=1 -timeout 60m -run TestDeployedRegion -v ./dev-infrastructure/localregion/deploy
+
+# test/e2e against make deploy's region (docs/deploy.md#the-e2e-tests-against-a-deployed-region):
+# brings the region up, runs RUN (default TestEveryExample) with OPENHCP_E2E_REGION_FILE, stops it.
+# Root, opt-in: it takes the node like make deploy and make test-deploy.
+.PHONY: test-deploy-examples
+test-deploy-examples: deps tools verify-config
+	RUN='$(or $(RUN),^TestEveryExample$$)' hack/test-deploy-examples.sh
 
 # A rolling upgrade of a local region from a previous commit's frontend, backend and Cluster
 # Service to the current build, under ARM traffic (test/upgrade, docs/architecture.md#rolling-upgrades).

@@ -65,6 +65,9 @@ func (r *Region) componentProcesses() map[string]*mgmtcluster.Process {
 
 // ComponentPID is the current PID of a component (Components).
 func (r *Region) ComponentPID(name string) (int, error) {
+	if err := r.errIfAttached("the PID of " + name); err != nil {
+		return 0, err
+	}
 	if name == PostgresComponent && r.postgres != nil {
 		return r.postgres.PID(), nil
 	}
@@ -83,6 +86,9 @@ func (r *Region) ComponentPID(name string) (int, error) {
 // crash (backoff from 1 s; counted in region.json's restarts). PostgreSQL is not supervised: it
 // stays down until RecoverComponent. It returns the PID it killed.
 func (r *Region) KillComponent(name string) (int, error) {
+	if err := r.errIfAttached("kill " + name); err != nil {
+		return 0, err
+	}
 	if name == PostgresComponent && r.postgres != nil {
 		return r.postgres.Kill(), nil
 	}

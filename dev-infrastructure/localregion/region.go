@@ -234,6 +234,8 @@ type ManagementClusterInfo struct {
 type Region struct {
 	Info Info
 	cfg  Config
+	// attached: the region is someone else's (Attach); this Region owns nothing of it.
+	attached bool
 
 	logDir   string
 	stateDir string
@@ -450,6 +452,9 @@ func (r *Region) reportCrash(c mgmtcluster.ProcessCrash) {
 // Our own services stop first (together), so none of them sees its database or broker vanish;
 // then the infrastructure, newest first.
 func (r *Region) Stop() {
+	if r.attached {
+		return // its launcher stops it
+	}
 	r.stopServices()
 	r.mu.Lock()
 	stoppers := r.stoppers
@@ -535,6 +540,9 @@ func (r *Region) stopServices() {
 // Process returns the running process of one of our services ("frontend", "backend",
 // "cluster-service").
 func (r *Region) Process(name string) (*mgmtcluster.Process, error) {
+	if err := r.errIfAttached("the process of " + name); err != nil {
+		return nil, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.services[name]
@@ -557,6 +565,9 @@ func (r *Region) Kill(name string) error {
 // Restart starts a stopped or killed service again with the same command line and waits until
 // it is ready.
 func (r *Region) Restart(ctx context.Context, name string) error {
+	if err := r.errIfAttached("restart " + name); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	s, ok := r.services[name]
 	r.mu.Unlock()
@@ -573,6 +584,9 @@ func (r *Region) Restart(ctx context.Context, name string) error {
 // e.g. a benchmark's baseline mode, and waits until it is ready. The extra flags last until the
 // next RestartWith: RestartWith(ctx, name) goes back to the command line the region started.
 func (r *Region) RestartWith(ctx context.Context, name string, extra ...string) error {
+	if err := r.errIfAttached("restart " + name); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	s, ok := r.services[name]
 	r.mu.Unlock()
@@ -832,7 +846,8 @@ func (r *Region) Secrets() []string {
 // pgEnv is the environment that gives a service its database password.
 func pgEnv(l PostgresRoleInfo) []string { return []string{"PGPASSFILE=" + l.PassFile} }
 
-// PKI is the region's dev PKI, for tests that rotate a certificate or need an identity's files.
+// PKI is the region's dev PKI, for tests that rotate a certificate or need an identity's files;
+// nil for an attached region (Attach).
 func (r *Region) PKI() *pki.Region { return r.pki }
 
 // RegionFile is the path of region.json.

@@ -38,6 +38,9 @@ const holderReadyTimeout = 2 * time.Minute
 // mosquitto by a reload, the Maestro servers and agents by a restart, one at a time. No CA
 // changes; see RollCA.
 func (r *Region) RotateCertificates(ctx context.Context) error {
+	if err := r.errIfAttached("rotate the region's certificates"); err != nil {
+		return err
+	}
 	if err := r.pki.RenewAll(); err != nil {
 		return fmt.Errorf("renew the region's certificates: %w", err)
 	}
@@ -48,6 +51,9 @@ func (r *Region) RotateCertificates(ctx context.Context) error {
 // new CA is trusted everywhere before anything it signs is used, every certificate of that CA is
 // renewed under the new one, and the old CA is dropped last. The holders reload after each step.
 func (r *Region) RollCA(ctx context.Context, by pki.Issuer) error {
+	if err := r.errIfAttached("roll the " + by.String()); err != nil {
+		return err
+	}
 	return r.pki.RollCA(by, func(step string) error {
 		r.step("CA rollover: %s", step)
 		return r.reloadHolders(ctx, step, true)

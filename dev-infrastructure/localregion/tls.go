@@ -82,6 +82,9 @@ func (r *Region) clusterServiceClientTLS(identity string) ClientTLS {
 // DialClusterServiceAs connects to the region's Cluster Service as one of the region's
 // identities (pki.Frontend, pki.Backend, pki.SRE, ...), for tests that act as that service.
 func (r *Region) DialClusterServiceAs(identity string) (*grpc.ClientConn, error) {
+	if r.attached {
+		return r.attachedDialClusterService(identity)
+	}
 	if _, err := r.pki.Files(identity); err != nil {
 		return nil, err
 	}

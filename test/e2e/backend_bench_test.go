@@ -57,6 +57,7 @@ const benchClusters = 100
 // Succeeded (seen on the document store's change feed) is measured. Both clocks are this
 // process's. Run: go test ./test/e2e -run '^$' -bench StatusModes -benchtime 1x -timeout 60m
 func BenchmarkStatusModes(b *testing.B) {
+	needsOwnRegion(b, "measures the region it starts")
 	for i := 0; i < b.N; i++ {
 		results := map[string][]time.Duration{}
 		shares := map[string][]time.Duration{}
@@ -887,6 +888,7 @@ func kubeClient(b *testing.B, kubeconfig string) dynamic.Interface {
 // $BENCH_OUT/feedback-modes.json (default docs/perf-data).
 // Run: go test ./test/e2e -run '^$' -bench FeedbackModes -benchtime 1x -timeout 60m
 func BenchmarkFeedbackModes(b *testing.B) {
+	needsOwnRegion(b, "measures the region it starts")
 	n := envCount(b, "FEEDBACK_BENCH_CLUSTERS", benchClusters)
 	warm := envCount(b, "FEEDBACK_BENCH_WARM", 20)
 	poolN := min(envCount(b, "FEEDBACK_BENCH_POOLS", 20), n)

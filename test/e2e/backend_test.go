@@ -149,6 +149,7 @@ func startReplica(t *testing.T, name string, extra ...string) string {
 }
 
 func TestBackendKilledMidOperationFinishesItAfterRestart(t *testing.T) {
+	needsOwnRegion(t, "kills and restarts its backend")
 	sub, rg := uuid.NewString(), "rg-backend-kill"
 	registerSubscription(t, sub)
 	async, opID := putCluster(t, sub, rg, "c1", "")
@@ -176,6 +177,7 @@ func TestBackendKilledMidOperationFinishesItAfterRestart(t *testing.T) {
 }
 
 func TestBackendLeaderKilledHandsOverWithinTheLease(t *testing.T) {
+	needsOwnRegion(t, "kills its backend leader and starts replicas")
 	var mu sync.Mutex
 	got := map[string]int{}
 	// An HTTPS receiver on 127.0.0.1: the region's backends allow that address
@@ -275,6 +277,7 @@ func TestBackendLeaderKilledHandsOverWithinTheLease(t *testing.T) {
 }
 
 func TestStuckClusterFailsAtItsDeadline(t *testing.T) {
+	needsOwnRegion(t, "restarts its backend with another --create-deadline")
 	const deadline = 30 * time.Second
 	stopBackend(t)
 	startReplica(t, "backend-deadline", "--create-deadline", deadline.String())
@@ -328,6 +331,7 @@ func TestStuckClusterFailsAtItsDeadline(t *testing.T) {
 }
 
 func TestClusterServiceOutageDelaysButDoesNotFailOperations(t *testing.T) {
+	needsOwnRegion(t, "kills and restarts its Cluster Service")
 	sub, rg := uuid.NewString(), "rg-cs-outage"
 	registerSubscription(t, sub)
 	async, opID := putCluster(t, sub, rg, "c1", "")

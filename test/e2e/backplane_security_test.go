@@ -48,6 +48,7 @@ func strangerPKI(t *testing.T) *pki.Region {
 // source gets through. The REST API is HTTPS only, verifiable with the region CA, and behind the
 // gate: Cluster Service reads and writes, the admin API only reads, everyone else is refused.
 func TestMaestroAdmitsOnlyClusterService(t *testing.T) {
+	needsOwnRegion(t, "presents identities of its PKI that region.json does not name")
 	m := region.Info.Maestro
 	stranger := strangerPKI(t)
 	clientTLS := func(p *pki.Region, identity string) *tls.Config {

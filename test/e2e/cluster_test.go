@@ -133,6 +133,7 @@ func TestClusterLifecycle(t *testing.T) {
 // TestClusterServiceCrashDuringCreate kills Cluster Service right after it accepted a create,
 // starts it again, and checks the cluster still reaches Succeeded with exactly one HostedCluster.
 func TestClusterServiceCrashDuringCreate(t *testing.T) {
+	needsOwnRegion(t, "kills and restarts its Cluster Service")
 	sub, rg := uuid.NewString(), "rg-crash"
 	registerSubscription(t, sub)
 	path := clusterPath(sub, rg, "crashy")

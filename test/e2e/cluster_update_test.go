@@ -150,6 +150,7 @@ func TestClusterConfigurationThroughARM(t *testing.T) {
 // which ends Succeeded through the backend's rule with the change in Cluster Service: not a
 // 409, and not UpdateNotRecorded 2 min later.
 func TestClusterUpdateRetriedAfterAClusterServiceOutageSucceeds(t *testing.T) {
+	needsOwnRegion(t, "kills and restarts its Cluster Service")
 	sub, rg := uuid.NewString(), "rg-retry"
 	registerSubscription(t, sub)
 	path := clusterPath(sub, rg, "retried")

@@ -66,6 +66,7 @@ import (
 // of the GET, PUT, list and whole-create phases, COST_PPROF_SECONDS each; costProfile).
 // Run: make bench-cost (a region without hosted kube-apiservers: OPENHCP_E2E_HOSTED_APISERVERS=-1).
 func BenchmarkCost(b *testing.B) {
+	needsOwnRegion(b, "measures the region it starts")
 	ops, creates, bareN := envInt(b, "COST_OPS", 300), envInt(b, "COST_CREATES", 100), envInt(b, "COST_BARE", 50)
 	if testing.Short() {
 		ops, creates, bareN = envInt(b, "COST_OPS", 60), envInt(b, "COST_CREATES", 20), envInt(b, "COST_BARE", 10)

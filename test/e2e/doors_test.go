@@ -29,6 +29,7 @@ import (
 // keys, admin data, profiles). Only health, version and metrics may answer 2xx; anything else
 // is a door open to a caller who holds nothing.
 func TestNoDoorOpensWithoutACredential(t *testing.T) {
+	needsOwnRegion(t, "probes the ports its processes listen on")
 	listeners := regionListeners(t)
 	if len(listeners) < 10 {
 		t.Fatalf("found only %d listening ports of the region's processes: %v", len(listeners), listeners)

@@ -46,6 +46,7 @@ func (l *lockedBuffer) String() string {
 // cluster's own API server, another SRE presenting the session is refused, and closing the
 // session ends the open watch within seconds; the gateway's audit names the watch.
 func TestGatewayWatchIsCutWhenTheSessionCloses(t *testing.T) {
+	needsOwnRegion(t, "reads hypershift-sim's audit log in its log directory")
 	hcpctlBin, kubectlBin := hcpctlBinary(t), kubectlBinary(t)
 	sub, rg := uuid.NewString(), "rg-gateway-watch"
 	registerSubscription(t, sub)

@@ -202,6 +202,7 @@ func armDoCtx(ctx context.Context, c *http.Client, method, path string, body []b
 // whose latencies are a verdict.
 // Run: cd test && go test ./e2e -run '^$' -bench P1Frontend -benchtime 1x -timeout 20m
 func BenchmarkP1Frontend(b *testing.B) {
+	needsOwnRegion(b, "measures the region it starts")
 	getRates := envFloats(b, "P1_GET_RATES", []float64{100, 250, 500})
 	putRates := envFloats(b, "P1_PUT_RATES", []float64{100, 250, 500})
 	getDur, putDur := envSeconds(b, "P1_SECONDS", 3), envSeconds(b, "P1_PUT_SECONDS", 0.2)
@@ -593,6 +594,7 @@ func deleteAll(b *testing.B, c *http.Client, sub, rg string, names []string) {
 // the e2e region's capacity of 2 shards × 100 clusters).
 // Run: cd test && go test ./e2e -run '^$' -bench P3CreateToHostedCluster -benchtime 1x -timeout 20m
 func BenchmarkP3CreateToHostedCluster(b *testing.B) {
+	needsOwnRegion(b, "measures the region it starts")
 	rates := envFloats(b, "P3_RATES", []float64{5, 20, 35})
 	dur := envSeconds(b, "P3_SECONDS", 2)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -19,6 +19,7 @@ import (
 // metrics interceptor and exited (a probe of a running region); our command's guard refuses it
 // first (dev-infrastructure/maestro/cmd/maestro/grpcguard.go).
 func TestMaestroServerRefusesAPublishWithoutAnEvent(t *testing.T) {
+	needsOwnRegion(t, "checks its Maestro server's PID")
 	const server = "maestro-server"
 	before, err := region.ComponentPID(server)
 	if err != nil {

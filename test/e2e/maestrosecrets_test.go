@@ -26,6 +26,7 @@ import (
 // API lists to Cluster Service. Cluster Service seals each Secret to the management cluster's
 // key (docs/security.md, "Secrets in Maestro's database").
 func TestMaestroHoldsNoSecretInClear(t *testing.T) {
+	needsOwnRegion(t, "knows the secrets it generated")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sub, rg := uuid.NewString(), "rg-maestro-secrets"

@@ -53,6 +53,7 @@ import (
 // (offered creates/s, default 40), P4_SCANS (default 10), BENCH_OUT. JSON: p4-throughput.json and p4-watchdog-scan.json.
 // Run: cd test && go test ./e2e -run '^$' -bench P4SustainedThroughput -benchtime 1x -timeout 30m
 func BenchmarkP4SustainedThroughput(b *testing.B) {
+	needsOwnRegion(b, "measures the region it starts")
 	defN := 120
 	if testing.Short() {
 		defN = 30

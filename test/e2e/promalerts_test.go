@@ -14,6 +14,7 @@ import (
 // client certificate it asks for.
 func promClient(t *testing.T) (*localregion.PrometheusInfo, *http.Client) {
 	t.Helper()
+	needsOwnRegion(t, "stops and starts its processes under its Prometheus")
 	prom := region.Info.Prometheus
 	if prom == nil {
 		t.Fatal("region.json names no Prometheus")

@@ -26,6 +26,12 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
+	// OPENHCP_E2E_REGION_FILE attaches to a region already running (make run's or make deploy's
+	// region.json) instead of starting one: the tests that need only its endpoints run against
+	// it; those that need the launcher's own processes, PKI or files skip (needsOwnRegion).
+	if file := os.Getenv(regionFileEnv); file != "" {
+		return runAttached(m, file)
+	}
 	dir, err := os.MkdirTemp("", "openhcp-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -94,6 +100,43 @@ func runMain(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// regionFileEnv names the region.json of a running region the tests attach to.
+const regionFileEnv = "OPENHCP_E2E_REGION_FILE"
+
+// runAttached runs the tests against the running region file describes; the region is left
+// running. The settings that shape a region this package starts have no meaning here.
+func runAttached(m *testing.M, file string) int {
+	for _, env := range []string{"OPENHCP_E2E_CS_RESYNC", "OPENHCP_E2E_SERVICES_AT", "OPENHCP_E2E_HOSTED_APISERVERS",
+		"OPENHCP_E2E_AGENT_V", "OPENHCP_E2E_MAESTRO_SERVERS", "OPENHCP_E2E_KEEP_LOGS"} {
+		if os.Getenv(env) != "" {
+			fmt.Fprintf(os.Stderr, "%s=%s: it shapes a region this package starts; with %s the region is someone else's\n", env, os.Getenv(env), regionFileEnv)
+			return 1
+		}
+	}
+	var err error
+	if region, err = localregion.Attach(file); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "attached to the running region of %s (frontend %s); tests that need the launcher's own processes, PKI or files skip\n",
+		file, region.Info.Frontend.URL)
+	if httpClient, err = region.Info.Frontend.HTTPClient(30 * time.Second); err != nil {
+		fmt.Fprintf(os.Stderr, "ARM client: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// needsOwnRegion skips a test attached to someone else's region (OPENHCP_E2E_REGION_FILE):
+// it needs what only the region TestMain starts has (why: its processes to kill or restart,
+// its PKI to issue from, its logs or secrets to read).
+func needsOwnRegion(tb testing.TB, why string) {
+	tb.Helper()
+	if region.Attached() {
+		tb.Skipf("needs the region this package starts itself (%s); attached to %s=%s", why, regionFileEnv, region.RegionFile())
+	}
 }
 
 // dumpLogs prints the tail of every log, so a CI failure can be diagnosed from its output. Our

@@ -24,6 +24,7 @@ import (
 // the task Succeeds, every listener of the region serves a new serial that verifies against
 // the CA file, and ARM requests over new connections are answered throughout.
 func TestRegionCertificateRotationTask(t *testing.T) {
+	needsOwnRegion(t, "its launcher's rotation API and PKI")
 	if region.Info.RegionPKI == nil {
 		t.Fatal("region.json lists no rotation API")
 	}

@@ -29,6 +29,7 @@ import (
 // the key the management cluster holds never changes, and once the old KEK is deleted and
 // Cluster Service restarted again, everything still reads.
 func TestClusterServiceKEKRotation(t *testing.T) {
+	needsOwnRegion(t, "rotates its Cluster Service's KEK and restarts it")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sub, rg := uuid.NewString(), "rg-kek"

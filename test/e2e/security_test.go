@@ -26,6 +26,7 @@ import (
 // from outside, as an attacker on the loopback network would try them, and that region.json
 // gives a tool everything it needs to call them properly.
 func TestRegionIsSecured(t *testing.T) {
+	needsOwnRegion(t, "issues and renews identities of its PKI")
 	fe, cs := region.Info.Frontend, region.Info.ClusterService
 	t.Run("region_json_lists_the_TLS_files", func(t *testing.T) {
 		if !strings.HasPrefix(fe.URL, "https://") {

@@ -19,6 +19,7 @@ import (
 // again, as a kubelet would, counts the restart in region.json, and the create still ends
 // Succeeded.
 func TestCrashedServiceIsRestarted(t *testing.T) {
+	needsOwnRegion(t, "kills its Cluster Service")
 	sub, rg := uuid.NewString(), "rg-supervision"
 	registerSubscription(t, sub)
 	path := clusterPath(sub, rg, "supervised")
