@@ -124,15 +124,14 @@ func (c *Containerd) Restart(ctx context.Context) (int, error) {
 		return 0, errors.New("restart containerd: it is not running")
 	}
 	old := c.proc
-	pid := old.pid()
-	restarts := old.restartCount()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	pid, starts, err := old.killIfRunning()
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
 		return 0, fmt.Errorf("kill containerd (pid %d): %w", pid, err)
 	}
 	if old.supervised() {
 		// Its supervisor starts it again after the policy's delay: wait for that one to answer.
 		for {
-			if old.restartCount() > restarts {
+			if old.startCount() > starts {
 				if _, err := c.Ctr(ctx, "version"); err == nil {
 					return pid, nil
 				}

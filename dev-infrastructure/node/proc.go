@@ -46,6 +46,7 @@ type proc struct {
 	stopping bool
 	policy   *RestartPolicy // its OnCrash set: supervise
 	restarts int
+	starts   int // processes started again by the supervisor
 }
 
 // startProc starts name's first process (command's, output appended to logPath) and watches it.
@@ -118,6 +119,7 @@ func (r procRuns) StartAgain() error {
 	}
 	p.mu.Lock()
 	p.cmd, p.exited = cmd, false
+	p.starts++
 	stopping := p.stopping
 	p.mu.Unlock()
 	if stopping {
@@ -159,6 +161,24 @@ func (p *proc) supervised() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.policy != nil
+}
+
+// killIfRunning sends SIGKILL to p's current process, unless it has exited (its PID may belong
+// to another process by now); it returns that PID and how many times p was started again so far.
+func (p *proc) killIfRunning() (pid, starts int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.exited {
+		err = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	return p.cmd.Process.Pid, p.starts, err
+}
+
+// startCount is how many times p's supervisor started it again.
+func (p *proc) startCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts
 }
 
 // restartCount is how many times p was started again after a crash.

@@ -162,3 +162,38 @@ func waitUntil(t *testing.T, what string, check func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestAKillDuringTheBackoffWaitsForTheNextStart: a supervised process that crashed by itself
+// is waiting out its backoff when a caller (the chaos harness's Restart of containerd) kills
+// it: nothing runs to kill, so no signal may be sent (its PID was reaped and may be another
+// process's), and the caller must learn of the next start from the start count, which the
+// supervisor moves when it starts the process again. The crash count moves at the crash, before
+// the backoff: a caller that waited for it to move after its kill waited for ever.
+func TestAKillDuringTheBackoffWaitsForTheNextStart(t *testing.T) {
+	p, dir := startCrashable(t)
+	crashed := make(chan Crash, 10)
+	p.supervise(RestartPolicy{Backoff: 2 * time.Second, MaxBackoff: 2 * time.Second, ResetAfter: time.Minute}, func(c Crash) { crashed <- c })
+	first := p.pid()
+	if err := os.WriteFile(filepath.Join(dir, "crash"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-crashed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the crash was not reported within 30 s")
+	}
+	// In the backoff now: the crashed process has exited.
+	pid, starts, err := p.killIfRunning()
+	if err != nil || pid != first {
+		t.Fatalf("killIfRunning during the backoff: pid %d, %v; want the exited %d and no signal sent", pid, err, first)
+	}
+	waitUntil(t, "the supervisor's next start", func() error {
+		if n := p.startCount(); n <= starts {
+			return fmt.Errorf("started again %d times, as before the kill", n)
+		}
+		return logHas(p, fmt.Sprintf("started %d", p.pid()))
+	})
+	if p.pid() == first {
+		t.Errorf("still PID %d after the supervisor's start", first)
+	}
+}
