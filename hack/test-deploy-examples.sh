@@ -15,8 +15,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # (about 1 GB); the launcher clears its throwaway state itself, and logs stay.
 state=${DEPLOY_STATE_DIR:-$root/.run/deploy-examples}
 mkdir -p "$state"
-# PostgreSQL runs as the postgres user and must traverse it (and every directory above it).
-chmod 0755 "$state"
+# Only a directory of our own: the tests trust its region.json and the kubeconfigs it names
+# (client-go runs a kubeconfig's exec plugin), so one another user made first (a shared /tmp
+# path) would run their code as us.
+if [ ! -O "$state" ]; then
+	echo "refusing $state: it is not $(id -un)'s (the tests trust what is in it)" >&2
+	exit 1
+fi
+# PostgreSQL runs as the postgres user and must traverse it (and every directory above it);
+# nothing else of its mode changes.
+chmod go+x "$state"
 region_file=$state/region.json
 # A run that was killed leaves its region.json: the wait below must see this run's.
 rm -f "$region_file"

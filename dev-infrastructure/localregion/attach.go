@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"google.golang.org/grpc"
 
@@ -28,6 +29,9 @@ var ErrAttached = errors.New("the region is attached (localregion.Attach): it ow
 // certificate, Cluster Service with its client identity, and each management cluster's
 // kubeconfig; each named file must be readable.
 func Attach(path string) (*Region, error) {
+	if err := trusted(path); err != nil {
+		return nil, fmt.Errorf("attach to a running region: %w", err)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("attach to a running region: %w", err)
@@ -76,6 +80,11 @@ func (i Info) checkReachable() error {
 	for _, mc := range i.ManagementClusters {
 		need("managementClusters[].name", mc.Name)
 		file(fmt.Sprintf("managementClusters[%s].kubeconfig", mc.Name), mc.Kubeconfig)
+		if mc.Kubeconfig != "" {
+			if err := trusted(mc.Kubeconfig); err != nil {
+				errs = append(errs, fmt.Errorf("managementClusters[%s].kubeconfig: %w", mc.Name, err))
+			}
+		}
 		need(fmt.Sprintf("managementClusters[%s].provisionShard", mc.Name), mc.ProvisionShard)
 	}
 	return errors.Join(errs...)
@@ -105,6 +114,32 @@ func (r *Region) attachedDialClusterService(identity string) (*grpc.ClientConn, 
 func (r *Region) errIfAttached(what string) error {
 	if r.attached {
 		return fmt.Errorf("%s: %w", what, ErrAttached)
+	}
+	return nil
+}
+
+// trusted refuses a file that someone other than this user (or root) could have written: the
+// file and its directory must be owned by this user or root and writable by no one else (a
+// directory with the sticky bit, such as /tmp, only lets its owners replace their own files).
+// A region.json names the files the tests read, and a kubeconfig's exec plugin is a command
+// client-go runs: one another local user wrote would run their code as the tests' user.
+func trusted(path string) error {
+	for _, p := range []string{path, filepath.Dir(path)} {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("%s: no owner to check", p)
+		}
+		if int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
+			return fmt.Errorf("%s belongs to uid %d, not to this user or root", p, sys.Uid)
+		}
+		sticky := st.IsDir() && st.Mode()&os.ModeSticky != 0
+		if st.Mode().Perm()&0o022 != 0 && !sticky {
+			return fmt.Errorf("%s is writable by others (%s)", p, st.Mode().Perm())
+		}
 	}
 	return nil
 }

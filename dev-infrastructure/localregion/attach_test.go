@@ -52,6 +52,7 @@ func TestAttachReadsRegionFileOrSaysWhatItLacks(t *testing.T) {
 		name    string
 		change  func(*Info)
 		raw     string // the file as written, instead of the changed Info
+		after   func(t *testing.T, dir, path string)
 		wantErr []string
 	}{
 		{name: "complete"},
@@ -64,6 +65,15 @@ func TestAttachReadsRegionFileOrSaysWhatItLacks(t *testing.T) {
 			wantErr: []string{"managementClusters[mgmt-2].kubeconfig", "no such file"}},
 		{name: "unknown field", raw: `{"location":"westus3","frontDoor":{}}`, wantErr: []string{`unknown field "frontDoor"`}},
 		{name: "not JSON", raw: `location: westus3`, wantErr: []string{"decode"}},
+		// Another local user could have written these: the tests would trust their files, and
+		// client-go runs a kubeconfig's exec plugin.
+		{name: "region file writable by others", after: func(t *testing.T, _, path string) { chmod(t, path, 0o666) },
+			wantErr: []string{"writable by others"}},
+		{name: "region file in a directory writable by others", after: func(t *testing.T, dir, _ string) { chmod(t, dir, 0o777) },
+			wantErr: []string{"writable by others"}},
+		{name: "a kubeconfig writable by others", after: func(t *testing.T, dir, _ string) { chmod(t, filepath.Join(dir, "mgmt-2.kubeconfig"), 0o646) },
+			wantErr: []string{"managementClusters[mgmt-2].kubeconfig", "writable by others"}},
+		{name: "a directory with the sticky bit, as /tmp", after: func(t *testing.T, dir, _ string) { chmod(t, dir, 0o777|os.ModeSticky) }},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
 			dir := t.TempDir()
@@ -78,6 +88,9 @@ func TestAttachReadsRegionFileOrSaysWhatItLacks(t *testing.T) {
 				}
 			} else {
 				writeJSON(t, path, info)
+			}
+			if tc.after != nil {
+				tc.after(t, dir, path)
 			}
 			r, err := Attach(path)
 			if len(tc.wantErr) > 0 {
@@ -155,5 +168,12 @@ func TestAttachedRegionOwnsNothing(t *testing.T) {
 	r.Stop()
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("Stop of an attached region removed its region.json: %v", err)
+	}
+}
+
+func chmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
 	}
 }
