@@ -23,6 +23,7 @@ import (
 // the campaign with hcpctl through the admin API; the test reads it as the maintenance service's
 // own database login.
 func TestMaintenanceCampaignUpgradesTheFleet(t *testing.T) {
+	needsOwnRegion(t, "its campaign upgrades every cluster and node pool of the region on 4.19.16, not only the test's own")
 	const from, to = "4.19.16", "4.19.17"
 	sub, rg := uuid.NewString(), "rg-maintenance"
 	registerSubscription(t, sub)
