@@ -550,7 +550,8 @@ const clustersAskedAtOnce = 1000
 // clustersGone returns those of ids that Cluster Service no longer holds, asking with one
 // ListClusters call per clustersAskedAtOnce IDs (an ID it does not hold is left out of the
 // answer), however many sessions and clusters a read holds. A call that fails decides nothing:
-// its clusters are not reported gone.
+// its clusters are not reported gone; one refused as invalid is asked again ID by ID, so only
+// the ID Cluster Service refuses stays undecided.
 func (s *Server) clustersGone(ctx context.Context, ids []string) []string {
 	var gone []string
 	for len(ids) > 0 {
@@ -560,6 +561,15 @@ func (s *Server) clustersGone(ctx context.Context, ids []string) []string {
 		req := &csv1.ListClustersRequest{Ids: chunk, PageSize: int32(len(chunk))}
 		for {
 			resp, err := s.cfg.Clusters.ListClusters(ctx, req)
+			if status.Code(err) == codes.InvalidArgument && len(chunk) > 1 {
+				// One ID Cluster Service refuses (a session row of another shape) must not keep
+				// the others' sessions live: those IDs are asked one by one instead.
+				for _, id := range chunk {
+					gone = append(gone, s.clustersGone(ctx, []string{id})...)
+				}
+				held = nil
+				break
+			}
 			if err != nil {
 				s.cfg.Logger.Warn("could not learn whether break-glass sessions' clusters still exist", "clusters", len(chunk), "error", err)
 				held = nil

@@ -822,3 +822,39 @@ func TestOneCallChecksTheClustersOfEverySession(t *testing.T) {
 		t.Errorf("live sessions after two of three clusters were removed: %+v, want only the one on %s", live.Sessions, clusters[2])
 	}
 }
+
+// TestASessionOfAnUnknownShapeDoesNotKeepOthersLive: Cluster Service refuses a whole
+// ListClusters naming an ID that is not a cluster ID; a stored session with such an ID (a row
+// of another shape) must not keep a deleted cluster's sessions live: the batch is asked again
+// ID by ID.
+func TestASessionOfAnUnknownShapeDoesNotKeepOthersLive(t *testing.T) {
+	e := start(t)
+	clusterID, _, _ := seedCluster(t, e)
+	ctx := context.Background()
+	odd, err := e.sessions.Open(ctx, session.Session{ID: newCredentialID(), ClusterID: "not-a-cluster-id", Person: "bob", Group: access.GroupAdmin,
+		Access: session.AccessAdmin, Reason: "odd row", TTLSeconds: 600}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := e.sessions.Open(ctx, session.Session{ID: newCredentialID(), ClusterID: clusterID, Person: "alice", Group: access.GroupAdmin,
+		Access: session.AccessAdmin, Reason: "fix etcd", TTLSeconds: 600}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.csdb.MarkDeleting(ctx, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.csdb.RemoveCluster(ctx, clusterID, c.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass", ""); code != 200 {
+		t.Fatalf("list: %d %+v %s", code, ae, b)
+	}
+	if s, err := e.sessions.Get(ctx, live.ID); err != nil || s.State != session.Revoked || s.ClosedBy != deletedClusterCloser {
+		t.Errorf("the deleted cluster's session beside an odd one: %s by %q, %v; want revoked by %s", s.State, s.ClosedBy, err, deletedClusterCloser)
+	}
+	if s, err := e.sessions.Get(ctx, odd.ID); err != nil || s.State != session.AwaitingApproval {
+		t.Errorf("the odd session: %s, %v; want it left as it was (nothing decides about its cluster)", s.State, err)
+	}
+}
