@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -551,6 +552,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	if n.Dir != "" {
 		errs = append(errs, unmountUnder(n.Dir))
 	}
+	// What containerd could not end (it was down: a crash in its backoff) would outlive the
+	// node: every process left in the pods' cgroups is killed before they are removed.
+	errs = append(errs, killCgroupProcs("kubepods", 30*time.Second))
 	errs = append(errs, removeCgroups("kubepods"))
 	for _, p := range n.created {
 		if err := os.RemoveAll(p); err != nil {
@@ -599,8 +603,59 @@ func (n *Node) running(name string) bool {
 
 // removeCgroups removes the named cgroup subtree the kubelet made (cgroupfs driver) in every
 // cgroup v1 hierarchy and in the unified one, deepest first.
+// killCgroupProcs sends SIGKILL to every process in the cgroups named name (and below) of every
+// hierarchy, and waits up to wait for them to be gone.
+func killCgroupProcs(name string, wait time.Duration) error {
+	roots := cgroupRoots(name)
+	procs := func() []int {
+		var pids []int
+		for _, root := range roots {
+			_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return nil
+				}
+				b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
+				if err != nil {
+					return nil
+				}
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+						pids = append(pids, pid)
+					}
+				}
+				return nil
+			})
+		}
+		return pids
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		left := procs()
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes left in the %s cgroups after SIGKILL: %v", name, left)
+		}
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// cgroupRoots are the cgroups named name at the top of every hierarchy: each controller's under
+// cgroup v1, the unified one's under v2. The kubelet makes its pods' there (its default cgroup
+// root): the node lock lets no other node of ours run, and a host with a kubelet of its own
+// would share them, which the node does not support.
+func cgroupRoots(name string) []string {
+	v1, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
+	v2, _ := filepath.Glob("/sys/fs/cgroup/" + name)
+	return append(v1, v2...)
+}
+
 func removeCgroups(name string) error {
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
+	roots := cgroupRoots(name)
 	var errs []error
 	for _, root := range roots {
 		var dirs []string
