@@ -49,7 +49,10 @@ func checkNetworkPolicyIsEnforced(t *testing.T, ctx context.Context, n *Node, pr
 		t.Fatal(err)
 	}
 	defer func() {
-		if _, err := n.Kubectl(ctx, "delete", "namespace", "np-server", "np-allowed", "np-denied", "--wait=false"); err != nil {
+		// Waited for: the door check that follows probes every listener of the node, and the web
+		// pod (which answers "admitted" on every path) must be gone by then. Not waiting, a busy
+		// CI run found it still Terminating there and counted its port as an open door.
+		if _, err := n.Kubectl(ctx, "delete", "namespace", "np-server", "np-allowed", "np-denied", "--timeout=180s"); err != nil {
 			t.Error(err)
 		}
 	}()
