@@ -585,13 +585,7 @@ func TestDeletedClusterEndsItsBreakGlassSessions(t *testing.T) {
 
 	// Cluster Service removes the cluster (its controller's last step), which revokes bob's
 	// credential.
-	c, err := e.csdb.MarkDeleting(context.Background(), clusterID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.csdb.RemoveCluster(context.Background(), clusterID, c.Revision); err != nil {
-		t.Fatal(err)
-	}
+	removeCluster(t, e, clusterID)
 
 	code, ae, b = e.call(t, "bob", "GET", "/admin/v1/breakglass", "")
 	var live adminapi.BreakGlassSessions
@@ -635,13 +629,7 @@ func TestDeletedClusterLeavesItsExpiredSessionsExpired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.csdb.MarkDeleting(ctx, clusterID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.csdb.RemoveCluster(ctx, clusterID, c.Revision); err != nil {
-		t.Fatal(err)
-	}
+	removeCluster(t, e, clusterID)
 	if code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass?all=true", ""); code != 200 {
 		t.Fatalf("list: %d %+v %s", code, ae, b)
 	}
@@ -801,13 +789,7 @@ func TestOneCallChecksTheClustersOfEverySession(t *testing.T) {
 		}
 	}
 	for _, id := range clusters[:2] {
-		c, err := e.csdb.MarkDeleting(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.csdb.RemoveCluster(context.Background(), id, c.Revision); err != nil {
-			t.Fatal(err)
-		}
+		removeCluster(t, e, id)
 	}
 	before := hc.listed.Load()
 	code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass", "")
@@ -841,13 +823,7 @@ func TestASessionOfAnUnknownShapeDoesNotKeepOthersLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := e.csdb.MarkDeleting(ctx, clusterID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.csdb.RemoveCluster(ctx, clusterID, c.Revision); err != nil {
-		t.Fatal(err)
-	}
+	removeCluster(t, e, clusterID)
 	if code, ae, b := e.call(t, "bob", "GET", "/admin/v1/breakglass", ""); code != 200 {
 		t.Fatalf("list: %d %+v %s", code, ae, b)
 	}
@@ -856,5 +832,18 @@ func TestASessionOfAnUnknownShapeDoesNotKeepOthersLive(t *testing.T) {
 	}
 	if s, err := e.sessions.Get(ctx, odd.ID); err != nil || s.State != session.AwaitingApproval {
 		t.Errorf("the odd session: %s, %v; want it left as it was (nothing decides about its cluster)", s.State, err)
+	}
+}
+
+// removeCluster has Cluster Service remove cluster id as its controller's last step does (marked
+// deleting, then removed), which revokes its credentials.
+func removeCluster(t *testing.T, e *env, id string) {
+	t.Helper()
+	c, err := e.csdb.MarkDeleting(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.csdb.RemoveCluster(context.Background(), id, c.Revision); err != nil {
+		t.Fatal(err)
 	}
 }
