@@ -24,7 +24,17 @@ const hostedStorageMargin = 512 << 20
 // counted twice for a defragmentation's copy.
 func wantHostedSizeLimit(t *testing.T, args []string) int64 {
 	t.Helper()
-	n, quota := -1, int64(hypershiftsim.DefaultHostedEtcdQuota)
+	n := simServed(t, args)
+	if n < 0 {
+		t.Fatal("no --hosted-apiservers argument")
+	}
+	return int64(n) * (2*simQuantity(t, args, "--hosted-etcd-quota", hypershiftsim.DefaultHostedEtcdQuota) + hostedStorageMargin)
+}
+
+// simServed is the sim's --hosted-apiservers in the container's arguments, -1 when absent.
+func simServed(t *testing.T, args []string) int {
+	t.Helper()
+	n := -1
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, "--hosted-apiservers="); ok {
 			var err error
@@ -32,18 +42,24 @@ func wantHostedSizeLimit(t *testing.T, args []string) int64 {
 				t.Fatalf("%s: %v", a, err)
 			}
 		}
-		if v, ok := strings.CutPrefix(a, "--hosted-etcd-quota="); ok {
+	}
+	return n
+}
+
+// simQuantity is the quantity flag of the sim in the container's arguments, in bytes, or def
+// when the chart leaves it to the sim's default.
+func simQuantity(t *testing.T, args []string, flag string, def int64) int64 {
+	t.Helper()
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
 			q, err := resource.ParseQuantity(v)
 			if err != nil {
 				t.Fatalf("%s: %v", a, err)
 			}
-			quota = q.Value()
+			def = q.Value()
 		}
 	}
-	if n < 0 {
-		t.Fatal("no --hosted-apiservers argument")
-	}
-	return int64(n) * (2*quota + hostedStorageMargin)
+	return def
 }
 
 // TestHostedEmptyDirIsBoundedByTheHostedEtcdQuota renders the sim's chart with every region's
@@ -153,21 +169,9 @@ func TestSimContainerHoldsEveryPlanesMemoryLimit(t *testing.T) {
 			if len(spec.Containers) == 0 {
 				t.Fatal("no hypershift-sim Deployment")
 			}
-			n, plane := 0, int64(hypershiftsim.DefaultHostedMemoryLimit)
-			for _, a := range spec.Containers[0].Args {
-				if v, ok := strings.CutPrefix(a, "--hosted-apiservers="); ok {
-					if n, err = strconv.Atoi(v); err != nil {
-						t.Fatalf("%s: %v", a, err)
-					}
-				}
-				if v, ok := strings.CutPrefix(a, "--hosted-memory-limit="); ok {
-					q, err := resource.ParseQuantity(v)
-					if err != nil {
-						t.Fatalf("%s: %v", a, err)
-					}
-					plane = q.Value()
-				}
-			}
+			args := spec.Containers[0].Args
+			n := max(simServed(t, args), 0)
+			plane := simQuantity(t, args, "--hosted-memory-limit", hypershiftsim.DefaultHostedMemoryLimit)
 			limit := spec.Containers[0].Resources.Limits.Memory()
 			if limit == nil || limit.IsZero() {
 				t.Fatal("the sim's container has no memory limit")

@@ -20,15 +20,7 @@ import (
 // last change: in a live region a node pool's PATCH read 428 s (the pool's age), and one such
 // read keeps BackendStatusPropagationSlow's 99th percentile over 30 s for its 15 minutes.
 func TestUnrecordedUpdateIsNoStatusPropagation(t *testing.T) {
-	h := newHarness(t)
-	reg := prometheus.NewRegistry()
-	h.startWith(Config{ResyncPeriod: time.Minute, NotFoundGrace: time.Second}, metrics.New(reg))
-	csID, createID := h.createCluster("c01", 0)
-	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-	h.waitStatus(createID, armdoc.StateSucceeded, 10*time.Second)
-	waitMetric(t, "create finished", 1, func() float64 {
-		return metricstest.Sum(t, reg, "backend_operation_duration_seconds", "status", "Succeeded")
-	})
+	h, reg, csID := createdClusterC01(t)
 	before := metricstest.Sum(t, reg, "backend_status_propagation_seconds")
 	// The frontend has written the update (Accepted, no InternalRevision) and not yet recorded
 	// its Cluster Service call; here it never does, so the update fails after the grace, a
@@ -52,15 +44,7 @@ func TestUnrecordedUpdateIsNoStatusPropagation(t *testing.T) {
 // (the time since the cluster's previous change), and one such read put
 // BackendStatusPropagationSlow pending.
 func TestUnsentDeleteIsNoStatusPropagation(t *testing.T) {
-	h := newHarness(t)
-	reg := prometheus.NewRegistry()
-	h.startWith(Config{ResyncPeriod: time.Minute, NotFoundGrace: time.Second}, metrics.New(reg))
-	csID, createID := h.createCluster("c01", 0)
-	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
-	h.waitStatus(createID, armdoc.StateSucceeded, 10*time.Second)
-	waitMetric(t, "create finished", 1, func() float64 {
-		return metricstest.Sum(t, reg, "backend_operation_duration_seconds", "status", "Succeeded")
-	})
+	h, reg, csID := createdClusterC01(t)
 	before := metricstest.Sum(t, reg, "backend_status_propagation_seconds")
 	// The frontend has recorded the delete and not yet called Cluster Service; here it never
 	// does, so the backend sends the delete itself after the grace (a later reconcile than the
@@ -74,4 +58,20 @@ func TestUnsentDeleteIsNoStatusPropagation(t *testing.T) {
 	if got := metricstest.Sum(t, reg, "backend_status_propagation_seconds"); got != before {
 		t.Fatalf("status propagation observations went from %v to %v for a delete Cluster Service had not received", before, got)
 	}
+}
+
+// createdClusterC01 starts a backend with a metrics registry of its own and has cluster c01's
+// create end Succeeded on a READY status: what the propagation tests then write an operation on.
+func createdClusterC01(t *testing.T) (*harness, *prometheus.Registry, string) {
+	t.Helper()
+	h := newHarness(t)
+	reg := prometheus.NewRegistry()
+	h.startWith(Config{ResyncPeriod: time.Minute, NotFoundGrace: time.Second}, metrics.New(reg))
+	csID, createID := h.createCluster("c01", 0)
+	h.feedback(csID, &csv1.ClusterStatus{State: csv1.ClusterState_CLUSTER_STATE_READY})
+	h.waitStatus(createID, armdoc.StateSucceeded, 10*time.Second)
+	waitMetric(t, "create finished", 1, func() float64 {
+		return metricstest.Sum(t, reg, "backend_operation_duration_seconds", "status", "Succeeded")
+	})
+	return h, reg, csID
 }
