@@ -133,10 +133,7 @@ func TestBreakGlass(t *testing.T) {
 	e := start(t)
 	clusterID, clusterARM, _ := seedCluster(t, e)
 	readyCluster(t, e, clusterID)
-	ctx, cancel := context.WithCancel(context.Background())
-	signed := make(chan struct{})
-	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
-	t.Cleanup(func() { cancel(); <-signed })
+	signInBackground(t, e)
 	bg := "/admin/v1/breakglass/"
 
 	for _, tc := range []struct {
@@ -427,10 +424,7 @@ func TestRevokingAPersonRevokesTheirBreakGlass(t *testing.T) {
 	e := start(t)
 	clusterID, _, _ := seedCluster(t, e)
 	readyCluster(t, e, clusterID)
-	ctx, cancel := context.WithCancel(context.Background())
-	signed := make(chan struct{})
-	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
-	t.Cleanup(func() { cancel(); <-signed })
+	signInBackground(t, e)
 
 	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
 	var bobs adminapi.BreakGlassSession
@@ -466,10 +460,7 @@ func TestBreakGlassAdminNeedsASecondSRE(t *testing.T) {
 	e := start(t)
 	clusterID, _, _ := seedCluster(t, e)
 	readyCluster(t, e, clusterID)
-	ctx, cancel := context.WithCancel(context.Background())
-	signed := make(chan struct{})
-	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
-	t.Cleanup(func() { cancel(); <-signed })
+	signInBackground(t, e)
 
 	for _, tc := range []struct {
 		name, who, body string
@@ -567,10 +558,7 @@ func TestDeletedClusterEndsItsBreakGlassSessions(t *testing.T) {
 	e := start(t)
 	clusterID, _, _ := seedCluster(t, e)
 	readyCluster(t, e, clusterID)
-	ctx, cancel := context.WithCancel(context.Background())
-	signed := make(chan struct{})
-	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
-	t.Cleanup(func() { cancel(); <-signed })
+	signInBackground(t, e)
 
 	code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
 	var bobs adminapi.BreakGlassSession
@@ -728,10 +716,7 @@ func TestSessionsEndWhileClusterServiceHangs(t *testing.T) {
 	})
 	clusterID, _, _ := seedCluster(t, e)
 	readyCluster(t, e, clusterID)
-	ctx, cancel := context.WithCancel(context.Background())
-	signed := make(chan struct{})
-	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
-	t.Cleanup(func() { cancel(); <-signed })
+	signInBackground(t, e)
 	open := func() string {
 		t.Helper()
 		code, ae, b := e.call(t, "bob", "POST", "/admin/v1/breakglass/"+clusterID, `{"reason":"look at pods"}`)
@@ -767,10 +752,7 @@ func TestOneCallChecksTheClustersOfEverySession(t *testing.T) {
 		hc.ClustersClient = c.Clusters
 		c.Clusters = hc
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	signed := make(chan struct{})
-	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
-	t.Cleanup(func() { cancel(); <-signed })
+	signInBackground(t, e)
 	var clusters []string
 	for i := 0; i < 3; i++ {
 		id := strings.Repeat("0", 31) + strconv.Itoa(i+1)
@@ -846,4 +828,13 @@ func removeCluster(t *testing.T, e *env, id string) {
 	if err := e.csdb.RemoveCluster(context.Background(), id, c.Revision); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// signInBackground signs the test's pending break-glass credentials as the management cluster
+// would (signPending) until the test ends.
+func signInBackground(t *testing.T, e *env) {
+	ctx, cancel := context.WithCancel(context.Background())
+	signed := make(chan struct{})
+	go func() { defer close(signed); signPending(ctx, t, e.csdb) }()
+	t.Cleanup(func() { cancel(); <-signed })
 }
